@@ -1,0 +1,187 @@
+/*
+ * corral.h - run untrusted code behind a boundary the kernel enforces.
+ *
+ * The library behind the corral CLI.  A caller fills a struct corral_policy
+ * (from the built-in defaults, a JSON policy file, then explicit overrides),
+ * hands it and an argv to corral_run(), and gets back a struct corral_result
+ * that says what happened and why.
+ *
+ * Conventions: functions return 0 on success or a negative errno; on failure
+ * they fill the struct corral_err the caller passed (never NULL) with a
+ * sentence that names the offending value.  Nothing here keeps global state.
+ */
+#ifndef CORRAL_H
+#define CORRAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CORRAL_VERSION "0.1.0"
+
+/* ---- errors ---------------------------------------------------------- */
+
+#define CORRAL_ERR_MAX 512
+
+struct corral_err {
+	int code;			/* negative errno, 0 if none */
+	char msg[CORRAL_ERR_MAX];	/* one sentence, no trailing newline */
+};
+
+/* ---- policy ---------------------------------------------------------- */
+
+struct corral_bind {
+	char *src;		/* host path, absolute */
+	char *dst;		/* path inside the sandbox, absolute */
+	bool writable;
+};
+
+struct corral_env {
+	char *name;
+	char *value;
+};
+
+enum corral_net_mode {
+	CORRAL_NET_NONE = 0,	/* loopback only */
+};
+
+struct corral_policy {
+	/* filesystem */
+	char *workspace;		/* host dir shown at /workspace (overlay), or NULL */
+	struct corral_bind *binds;
+	size_t nbinds;
+
+	/* limits; 0 means "no limit" except where noted */
+	uint64_t memory_bytes;
+	uint64_t pids;
+	double cpus;			/* CPU bandwidth in cores, e.g. 1.5 */
+	uint64_t disk_bytes;		/* size of the sandbox's writable tmpfs (required > 0) */
+	uint64_t timeout_ms;
+	uint64_t output_bytes;		/* cap per captured stream (required > 0) */
+
+	/* environment: cleared, then PATH HOME LANG TERM TMPDIR USER, then these */
+	struct corral_env *env;
+	size_t nenv;
+	char **env_pass;		/* names copied from the caller's environment */
+	size_t nenv_pass;
+
+	enum corral_net_mode net;
+};
+
+/* The built-in default policy (what `corral run` uses without --policy). */
+void corral_policy_init(struct corral_policy *p);
+void corral_policy_free(struct corral_policy *p);
+
+/*
+ * Merge a JSON policy over *p.  Strict: unknown keys, wrong types, bad sizes
+ * and impossible values are errors; err->msg then reads
+ * "FILE:LINE:COL: KEY: reason (got VALUE)".
+ */
+int corral_policy_load_file(struct corral_policy *p, const char *path,
+			    struct corral_err *err);
+int corral_policy_load_string(struct corral_policy *p, const char *text,
+			      size_t len, const char *name,
+			      struct corral_err *err);
+
+/* Overrides, as the CLI flags give them. */
+int corral_policy_add_bind(struct corral_policy *p, const char *spec,
+			   bool writable, struct corral_err *err); /* HOST[:PATH] */
+int corral_policy_set_env(struct corral_policy *p, const char *assignment,
+			  struct corral_err *err);	/* NAME=VALUE */
+int corral_policy_pass_env(struct corral_policy *p, const char *name,
+			   struct corral_err *err);
+int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
+				struct corral_err *err);
+
+/* "256M", "1GiB", "4096", "1.5G" -> bytes.  Suffixes are binary (K = 1024). */
+int corral_parse_size(const char *s, uint64_t *bytes, struct corral_err *err);
+/* "30", "30s", "500ms", "2m", "1h", "1.5s" -> milliseconds.  Bare = seconds. */
+int corral_parse_duration(const char *s, uint64_t *ms, struct corral_err *err);
+/* 268435456 -> "256 MiB"; writes at most len bytes. */
+void corral_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* ---- running --------------------------------------------------------- */
+
+enum corral_status {
+	CORRAL_EXITED,
+	CORRAL_SIGNALED,
+	CORRAL_TIMEOUT,
+	CORRAL_OOM,
+	CORRAL_PIDS_LIMIT,
+	CORRAL_ERROR,
+};
+
+struct corral_output {
+	char *data;
+	size_t len;
+	bool truncated;		/* more was written than the cap kept */
+};
+
+/* Which layers a run actually got; weaker ones are named, never hidden. */
+struct corral_layers {
+	int landlock_abi;		/* 0: not available */
+	bool seccomp;
+	const char *limits;		/* "cgroup v2", "cgroup v1", "rlimit" */
+};
+
+struct corral_result {
+	enum corral_status status;
+	int exit_code;			/* valid when status == CORRAL_EXITED (and limits) */
+	int signal;			/* signal that ended the command, or 0 */
+	char reason[CORRAL_ERR_MAX];
+	struct corral_output out, err;	/* filled only when captured */
+	uint64_t duration_ms;
+	uint64_t cpu_ms;
+	uint64_t max_rss_kb;
+	struct corral_layers layers;
+};
+
+struct corral_run_opts {
+	char *const *argv;		/* argv[0] looked up in the sandbox's PATH */
+	bool capture;			/* capture stdout/stderr into the result */
+	/*
+	 * A caller's own signal mask; corral_run() forwards SIGINT, SIGTERM,
+	 * SIGHUP and SIGQUIT it receives to the command while it runs.
+	 */
+};
+
+/*
+ * Run argv inside a fresh sandbox built from *p, wait for it, and describe
+ * the end in *res.  Returns 0 when the command ran (whatever its status),
+ * or a negative errno when the sandbox could not be built (err says why,
+ * res->status is CORRAL_ERROR).
+ */
+int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
+	       struct corral_result *res, struct corral_err *err);
+void corral_result_free(struct corral_result *res);
+
+/* The process exit status the CLI uses for a result (see corral(1)). */
+int corral_result_exit_code(const struct corral_result *res);
+const char *corral_status_name(enum corral_status s);
+/* One JSON object, malloc'd, no trailing newline. */
+char *corral_result_json(const struct corral_result *res);
+
+/* ---- host features --------------------------------------------------- */
+
+struct corral_features {
+	bool userns;			/* user namespaces can be created */
+	bool overlay_in_userns;
+	bool seccomp;
+	int landlock_abi;		/* 0 if absent or disabled */
+	bool openat2;
+	const char *limits;		/* what limits would use: cgroup v2 / v1 / rlimit */
+	char limits_detail[CORRAL_ERR_MAX];
+	bool cg_memory, cg_pids, cg_cpu, cg_freezer;
+};
+
+int corral_probe(struct corral_features *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CORRAL_H */

@@ -1,0 +1,80 @@
+/*
+ * internal.h - interfaces between the library's modules.  Not installed.
+ */
+#ifndef CORRAL_INTERNAL_H
+#define CORRAL_INTERNAL_H
+
+#include "corral.h"
+
+#include <stdarg.h>
+
+#define CORRAL_AGENT_UID 1000
+#define CORRAL_AGENT_GID 1000
+
+/* err.c: fill err, return code (a negative errno). */
+int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prefix an existing message: "what: <old msg>". */
+int corral_wrap_err(struct corral_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- cgroup.c: limits on cgroup v2, v1 (hybrid hosts), or rlimits ---- */
+
+enum cg_mode { CG_NONE, CG_V1, CG_V2 };
+
+struct cg_stats {
+	uint64_t cpu_ns;		/* CPU time of the whole tree */
+	uint64_t mem_peak;		/* bytes, 0 if unknown */
+	uint64_t oom_kills;		/* OOM kills inside the group */
+	uint64_t pids_max_hits;		/* forks refused by pids.max */
+	bool valid;
+};
+
+struct cg;	/* one sandbox's cgroup, in every hierarchy it uses */
+
+/*
+ * Create a fresh cgroup named "corral-<name>" for one sandbox and set the
+ * limits of *p in it.  If the caller may not create cgroups (unprivileged,
+ * nothing delegated), *out is a CG_NONE handle and the limits must be
+ * applied with cg_apply_rlimits() in the child; that is not an error.
+ * A cgroup that exists but rejects a limit is an error.
+ */
+int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
+	      struct corral_err *err);
+enum cg_mode cg_mode(const struct cg *cg);
+const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "rlimit" */
+/* Move pid into the group (every hierarchy). */
+int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
+int cg_stats(struct cg *cg, struct cg_stats *st);
+int cg_freeze(struct cg *cg, bool frozen, struct corral_err *err);
+/* Kill every process in the group (v2: cgroup.kill; v1: freeze, SIGKILL, thaw). */
+int cg_kill(struct cg *cg);
+/* Kill what is left, wait (bounded) until empty, rmdir, free.  NULL is fine. */
+void cg_destroy(struct cg *cg);
+/* In the child, when cg_mode() == CG_NONE: RLIMIT_AS/NPROC/CPU/FSIZE. */
+int cg_apply_rlimits(const struct corral_policy *p, struct corral_err *err);
+/* For corral doctor: what cg_create would get, and a sentence about it. */
+void cg_probe(struct corral_features *f);
+
+/* ---- seccomp.c ------------------------------------------------------- */
+
+/* Load the deny-list filter into the calling thread (after no_new_privs). */
+int seccomp_apply(struct corral_err *err);
+bool seccomp_available(void);
+
+/* ---- landlock.c ------------------------------------------------------ */
+
+struct ll_rule {
+	const char *path;
+	bool writable;
+};
+
+int landlock_abi(void);		/* 0 if unsupported/disabled */
+/*
+ * Restrict the calling thread: read/execute everywhere under the given paths,
+ * write only where writable.  Returns the ABI used (> 0), 0 if Landlock is
+ * not available, or a negative errno.
+ */
+int landlock_apply(const struct ll_rule *rules, size_t n, struct corral_err *err);
+
+#endif

@@ -1,0 +1,78 @@
+# corral - build, test, benchmark.  `make help` lists the targets.
+
+CC      ?= cc
+PKGS    := libseccomp jansson
+BUILD   ?= build
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
+CPPFLAGS += -Iinclude -Isrc/lib -D_GNU_SOURCE
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  += $(PKG_LIBS)
+
+LIB_SRC := $(sort $(wildcard src/lib/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit_*.c))
+HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
+HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+
+.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help
+
+all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN)
+
+$(BUILD)/%.o: %.c include/corral.h src/lib/internal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -c -o $@ $<
+
+$(BUILD)/libcorral.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/corral: $(CLI_OBJ) $(BUILD)/libcorral.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcorral.a $(LDLIBS)
+
+$(BUILD)/tests/unit_%: tests/unit_%.c $(BUILD)/libcorral.a tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+
+# Programs the attack tests run inside the sandbox: static, so they need
+# nothing from the sandbox's view of the host.
+$(BUILD)/tests/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -Wall -Wextra -D_GNU_SOURCE -static -o $@ $<
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+
+# The whole suite: a -Werror build, unit and integration tests as root and
+# as an unprivileged user, then all of it again under ASan+UBSan.
+check:
+	tests/check.sh
+
+unit: all
+	tests/run.sh --unit --build $(BUILD)
+
+integration: all
+	tests/run.sh --integration --build $(BUILD)
+
+demo: all
+	tests/demo.sh $(BUILD)/corral
+
+bench: all
+	bench/bench.sh $(BUILD)/corral
+
+deps:
+	scripts/install-deps.sh
+
+clean:
+	rm -rf build build-*
+
+help:
+	@echo "make            build $(BUILD)/corral"
+	@echo "make demo       build and show what the sandbox stops"
+	@echo "make check      the whole test suite (root: also as an unprivileged user)"
+	@echo "make bench      corral vs bubblewrap vs unshare, side by side"
+	@echo "make deps       install the Debian packages the build and tests need"

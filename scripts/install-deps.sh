@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install what corral needs to build, test and benchmark on Debian 12 / Ubuntu.
+# Idempotent: packages already present are left alone.
+set -eu
+PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
+      libcap-dev clang libclang-rt-14-dev bubblewrap hyperfine util-linux
+      iproute2 nftables python3 git curl strace"
+missing=""
+for p in $PKGS; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "installing:$missing"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -145,9 +145,11 @@ struct corral_run_opts {
 	char *const *argv;		/* argv[0] looked up in the sandbox's PATH */
 	bool capture;			/* capture stdout/stderr into the result */
 	/*
-	 * A caller's own signal mask; corral_run() forwards SIGINT, SIGTERM,
-	 * SIGHUP and SIGQUIT it receives to the command while it runs.
+	 * Forward SIGINT, SIGTERM, SIGHUP and SIGQUIT that the caller receives
+	 * to the command while it runs (blocked and read via signalfd for the
+	 * duration of the call, the caller's mask restored after).
 	 */
+	bool forward_signals;
 };
 
 /*

@@ -17,13 +17,18 @@ int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
 
 int corral_wrap_err(struct corral_err *err, const char *fmt, ...)
 {
-	char prefix[CORRAL_ERR_MAX], old[CORRAL_ERR_MAX];
+	char old[CORRAL_ERR_MAX];
+	size_t used;
 	va_list ap;
+	int n;
 
-	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
-	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
-	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	va_start(ap, fmt);
+	n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	used = n < 0 ? 0 : (size_t)n;
+	if (used < sizeof(err->msg))
+		if (snprintf(err->msg + used, sizeof(err->msg) - used, ": %s", old) < 0)
+			err->msg[used] = '\0';
 	return err->code;
 }

@@ -1,0 +1,15 @@
+/* cli.h - the verbs of the corral command; each lives in its own file. */
+#ifndef CORRAL_CLI_H
+#define CORRAL_CLI_H
+
+#include "corral.h"
+
+#define EXIT_CORRAL 125		/* corral itself could not do what was asked */
+
+int cmd_run(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

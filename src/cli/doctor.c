@@ -1,0 +1,73 @@
+/* doctor.c - corral doctor: what this host gives the sandbox, and what not. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+static const char doctor_usage[] =
+"Usage: corral doctor\n"
+"\n"
+"Probe this host's kernel for every feature corral's layers use (user\n"
+"namespaces, overlayfs in a user namespace, seccomp, Landlock and its ABI,\n"
+"openat2, cgroups v2 or v1 and which controllers), and say which layers\n"
+"the default policy gets for the user running it.  Exit 0 when the default\n"
+"policy is enforced in full, 1 when a layer is weaker (each named), 2 when\n"
+"no sandbox can be built at all.\n";
+
+static void line(const char *what, bool ok, const char *detail)
+{
+	printf("  %-12s %-5s %s\n", what, ok ? "ok" : "WEAK", detail);
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	struct corral_features f;
+	struct utsname u;
+	char buf[128];
+	int weak = 0;
+
+	if (argc > 1) {
+		bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+
+		fputs(doctor_usage, help ? stdout : stderr);
+		return help ? 0 : 2;
+	}
+	corral_probe(&f);
+	uname(&u);
+	printf("corral %s on Linux %s %s, as uid %d\n", CORRAL_VERSION, u.release,
+	       u.machine, (int)geteuid());
+	printf("layers of the default policy:\n");
+
+	line("namespaces", f.userns, f.userns ?
+	     "user, mount, pid, net, ipc, uts, cgroup" :
+	     "cannot create a user namespace (disabled by sysctl or AppArmor?)");
+	line("workspace", f.overlay_in_userns, f.overlay_in_userns ?
+	     "overlayfs in a user namespace: copy-on-write workspace" :
+	     "no overlayfs in a user namespace: --workspace cannot work");
+	line("seccomp", f.seccomp, f.seccomp ? "deny list loaded with libseccomp" :
+	     "no seccomp: the kernel surface is not reduced");
+	if (f.landlock_abi >= 6)
+		snprintf(buf, sizeof(buf), "ABI %d: files, abstract sockets, signals",
+			 f.landlock_abi);
+	else if (f.landlock_abi > 0)
+		snprintf(buf, sizeof(buf), "ABI %d: files only (no socket/signal scoping before ABI 6)",
+			 f.landlock_abi);
+	else
+		snprintf(buf, sizeof(buf), "not available: the mounts alone keep the host read-only");
+	line("landlock", f.landlock_abi >= 6, buf);
+	line("openat2", f.openat2, f.openat2 ? "paths resolved beneath a directory fd" :
+	     "no openat2: host paths cannot be resolved safely");
+	line("limits", strcmp(f.limits, "rlimit") != 0, f.limits_detail);
+
+	if (!f.userns) {
+		printf("verdict: no sandbox can be built on this host for this user\n");
+		return 2;
+	}
+	weak = !f.overlay_in_userns || !f.seccomp || f.landlock_abi < 6 ||
+	       !f.openat2 || !strcmp(f.limits, "rlimit");
+	printf("verdict: %s\n", weak ? "the default policy runs with the weaker layers marked WEAK" :
+	       "the default policy is enforced in full");
+	return weak ? 1 : 0;
+}

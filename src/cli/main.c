@@ -1,0 +1,56 @@
+/* main.c - corral: dispatch to a verb. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+"Usage: corral COMMAND [OPTIONS]\n"
+"\n"
+"Run code an AI agent wrote behind a boundary the Linux kernel enforces.\n"
+"\n"
+"Commands:\n"
+"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+"  doctor                          what this host's kernel offers, and which\n"
+"                                  layers the default policy gets\n"
+"  policy check FILE               validate a policy file\n"
+"  version                         print the version\n"
+"\n"
+"`corral COMMAND --help` describes each command.\n";
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("corral: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "doctor"))
+		return cmd_doctor(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "policy"))
+		return cmd_policy(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("corral %s\n", CORRAL_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	cli_error("unknown command \"%s\"; see `corral --help`", argv[1]);
+	return 2;
+}

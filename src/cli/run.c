@@ -1,0 +1,251 @@
+/* run.c - corral run: one command, one fresh sandbox. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char run_usage[] =
+"Usage: corral run [OPTIONS] [--] COMMAND [ARG...]\n"
+"\n"
+"Run COMMAND in a fresh sandbox and wait for it.  Inside, it is uid 1000\n"
+"(\"agent\") with no capabilities, in new user, mount, pid, net, ipc, uts and\n"
+"cgroup namespaces; it sees a read-only host /usr, a generated /etc, a\n"
+"private /tmp and /home/agent, no network but loopback, and its working\n"
+"directory is /workspace.  Landlock, a seccomp deny list and cgroup limits\n"
+"(rlimits where no cgroup can be had) apply on top.\n"
+"\n"
+"Options (flags override the policy file, whatever their order):\n"
+"  --policy FILE        JSON policy; default: the built-in default policy\n"
+"  --workspace DIR      show DIR at /workspace, copy-on-write: the sandbox\n"
+"                       may change its view, the host copy is never written\n"
+"                       (without it /workspace is an empty tmpfs)\n"
+"  --ro HOST[:PATH]     bind HOST read-only at PATH (default: the same path)\n"
+"  --rw HOST[:PATH]     bind HOST writable at PATH: changes reach the host\n"
+"  --env NAME=VALUE     set a variable inside (the environment is cleared;\n"
+"                       only PATH HOME LANG TERM TMPDIR USER are set)\n"
+"  --env-pass NAME      copy NAME from corral's own environment\n"
+"  --timeout DURATION   wall-clock limit for the whole process tree\n"
+"                       (\"30\", \"30s\", \"500ms\", \"2m\")\n"
+"  --memory SIZE        memory limit (\"256M\", \"2G\"; 0 = none)\n"
+"  --pids N             limit on processes and threads (0 = none)\n"
+"  --cpus N.N           CPU bandwidth in cores (0 = none)\n"
+"  --disk SIZE          size of the writable tmpfs (/tmp, home, workspace\n"
+"                       changes, all together)\n"
+"  --output-limit SIZE  with --json: bytes kept per stream (default 1M)\n"
+"  --json               capture stdout and stderr and print one JSON object:\n"
+"                       status, exit_code, signal, reason, stdout, stderr,\n"
+"                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
+"  -h, --help           this text\n"
+"\n"
+"Exit status: the command's own; 128+N if it died of signal N (137 when the\n"
+"memory limit killed it); 124 on timeout; 125 if corral could not build the\n"
+"sandbox (bad policy, missing kernel feature); 126 the command cannot be\n"
+"executed; 127 not found.  Without --json, how the command ended is told on\n"
+"stderr whenever it did not simply exit.\n";
+
+enum {
+	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
+	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
+};
+
+static const struct option run_options[] = {
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+	{ "ro", required_argument, NULL, OPT_RO },
+	{ "rw", required_argument, NULL, OPT_RW },
+	{ "env", required_argument, NULL, OPT_ENV },
+	{ "env-pass", required_argument, NULL, OPT_ENV_PASS },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "pids", required_argument, NULL, OPT_PIDS },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "output-limit", required_argument, NULL, OPT_OUTPUT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_count(const char *s, uint64_t max, uint64_t *out,
+		       struct corral_err *err)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+')
+		goto bad;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	err->code = -EINVAL;
+	snprintf(err->msg, sizeof(err->msg),
+		 "expected a whole number from 0 to %llu (got \"%s\")",
+		 (unsigned long long)max, s);
+	return -EINVAL;
+}
+
+static int parse_cpus(const char *s, double *out, struct corral_err *err)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!*s || errno || *end || !isfinite(v) || v < 0 || v > 1024) {
+		err->code = -EINVAL;
+		snprintf(err->msg, sizeof(err->msg),
+			 "expected a number of cores from 0 to 1024 (got \"%s\")", s);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Apply one flag to the policy; the policy file was loaded before. */
+static int apply_flag(struct corral_policy *p, int opt, const char *arg,
+		      struct corral_err *err)
+{
+	uint64_t v;
+	int r;
+
+	switch (opt) {
+	case OPT_WORKSPACE:
+		return corral_policy_set_workspace(p, arg, err);
+	case OPT_RO:
+	case OPT_RW:
+		return corral_policy_add_bind(p, arg, opt == OPT_RW, err);
+	case OPT_ENV:
+		return corral_policy_set_env(p, arg, err);
+	case OPT_ENV_PASS:
+		return corral_policy_pass_env(p, arg, err);
+	case OPT_TIMEOUT:
+		return corral_parse_duration(arg, &p->timeout_ms, err);
+	case OPT_MEMORY:
+		r = corral_parse_size(arg, &v, err);
+		if (r == 0 && v && v < (4u << 20)) {
+			err->code = -EINVAL;
+			snprintf(err->msg, sizeof(err->msg),
+				 "memory limit below 4 MiB cannot run anything (got \"%s\")", arg);
+			return -EINVAL;
+		}
+		if (r == 0)
+			p->memory_bytes = v;
+		return r;
+	case OPT_PIDS:
+		return parse_count(arg, 4194304, &p->pids, err);
+	case OPT_CPUS:
+		return parse_cpus(arg, &p->cpus, err);
+	case OPT_DISK:
+		r = corral_parse_size(arg, &v, err);
+		if (r == 0 && v < (1u << 20)) {
+			err->code = -EINVAL;
+			snprintf(err->msg, sizeof(err->msg),
+				 "disk must be at least 1 MiB (got \"%s\")", arg);
+			return -EINVAL;
+		}
+		if (r == 0)
+			p->disk_bytes = v;
+		return r;
+	case OPT_OUTPUT:
+		r = corral_parse_size(arg, &v, err);
+		if (r == 0 && v < 1024) {
+			err->code = -EINVAL;
+			snprintf(err->msg, sizeof(err->msg),
+				 "output limit must be at least 1 KiB (got \"%s\")", arg);
+			return -EINVAL;
+		}
+		if (r == 0)
+			p->output_bytes = v;
+		return r;
+	}
+	return 0;
+}
+
+static void print_end(const struct corral_result *res)
+{
+	if (res->status == CORRAL_EXITED && res->exit_code < 126)
+		return;
+	fprintf(stderr, "corral: %s\n", res->reason);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct corral_policy p;
+	struct corral_result res;
+	struct corral_err err = { 0 };
+	struct corral_run_opts o = { .forward_signals = true };
+	const char *policy_file = NULL;
+	int opt, r, code;
+
+	/* First pass: only find --policy, so flags override the file. */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+h", run_options, NULL)) != -1)
+		if (opt == OPT_POLICY)
+			policy_file = optarg;
+
+	corral_policy_init(&p);
+	if (policy_file && corral_policy_load_file(&p, policy_file, &err) < 0) {
+		cli_error("%s", err.msg);
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
+
+	optind = 0;
+	opterr = 1;
+	while ((opt = getopt_long(argc, argv, "+h", run_options, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(run_usage, stdout);
+			corral_policy_free(&p);
+			return 0;
+		}
+		if (opt == '?') {
+			fputs("see `corral run --help`\n", stderr);
+			corral_policy_free(&p);
+			return EXIT_CORRAL;
+		}
+		if (opt == OPT_JSON) {
+			o.capture = true;
+			continue;
+		}
+		if (apply_flag(&p, opt, optarg, &err) < 0) {
+			cli_error("--%s: %s", run_options[opt - OPT_POLICY].name, err.msg);
+			corral_policy_free(&p);
+			return EXIT_CORRAL;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("no command given; usage: corral run [OPTIONS] -- COMMAND [ARG...]");
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
+	o.argv = argv + optind;
+
+	r = corral_run(&p, &o, &res, &err);
+	if (o.capture) {
+		char *json = corral_result_json(&res);
+
+		if (json) {
+			puts(json);
+			free(json);
+		}
+	}
+	if (r < 0) {
+		cli_error("%s", err.msg);
+		code = EXIT_CORRAL;
+	} else {
+		if (!o.capture)
+			print_end(&res);
+		code = corral_result_exit_code(&res);
+	}
+	corral_result_free(&res);
+	corral_policy_free(&p);
+	return code;
+}

@@ -1,0 +1,481 @@
+/*
+ * mount.c - the sandbox's view of the filesystem.
+ *
+ * Runs in the sandbox's first process, inside its new user and mount
+ * namespaces, before anything untrusted exists.  The recipe is bubblewrap's:
+ * a tmpfs becomes the new root with the host's root below it at /oldroot;
+ * each piece of the view is taken from /oldroot, made read-only where it
+ * must be, and /oldroot is detached at the end.  Host paths are resolved
+ * with RESOLVE_IN_ROOT beneath /oldroot, so a symlink in a host path means
+ * what it means on the host and cannot lead outside it.
+ */
+#include "internal.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define OLDROOT "/oldroot"
+#define SCRATCH "/.scratch"	/* detached before the sandbox runs */
+
+const char *const mount_writable_paths[] = {
+	"/workspace", "/tmp", "/home/agent", "/dev", NULL,
+};
+
+static const char *const host_dirs[] = {
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+};
+
+/* Read-only pieces of the host's /etc that programs really use. */
+static const char *const host_etc[] = {
+	"/etc/ld.so.cache", "/etc/ssl", "/etc/ca-certificates",
+	"/etc/alternatives", "/etc/localtime", "/etc/mime.types",
+};
+
+static const char *const dev_nodes[] = {
+	"null", "zero", "full", "random", "urandom", "tty",
+};
+
+/* Kernel interfaces in /proc that leak or change host state. */
+static const char *const proc_ro[] = {
+	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
+};
+static const char *const proc_masked[] = {
+	"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+	"/proc/kallsyms", "/proc/kmsg",
+};
+
+static int sys_mount_setattr(const char *path, unsigned int flags,
+			     uint64_t set, uint64_t clr)
+{
+	struct mount_attr attr = { .attr_set = set, .attr_clr = clr };
+
+	return syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr,
+		       sizeof(attr));
+}
+
+static int do_mount(const char *src, const char *dst, const char *type,
+		    unsigned long flags, const char *data, struct corral_err *err)
+{
+	if (mount(src, dst, type, flags, data) < 0)
+		return corral_set_err(err, -errno, "cannot mount %s on %s%s%s: %s",
+				      src ? src : type, dst, data ? " with " : "",
+				      data ? data : "", strerror(errno));
+	return 0;
+}
+
+/* Read-only, nosuid, nodev for the whole subtree; noexec on request. */
+static int make_ro(const char *path, bool noexec, struct corral_err *err)
+{
+	uint64_t set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+	if (noexec)
+		set |= MOUNT_ATTR_NOEXEC;
+	if (sys_mount_setattr(path, AT_RECURSIVE, set, 0) < 0)
+		return corral_set_err(err, -errno, "cannot make %s read-only: %s",
+				      path, strerror(errno));
+	return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode, struct corral_err *err)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return corral_set_err(err, -ENAMETOOLONG, "path too long: %s", path);
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; ; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return corral_set_err(err, -errno, "cannot create %s: %s",
+						      buf, strerror(errno));
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	return 0;
+}
+
+/* A mount point of the same kind as the source: directory or empty file. */
+static int make_mountpoint(const char *dst, bool dir, struct corral_err *err)
+{
+	char parent[4096];
+	char *slash;
+	int fd, r;
+
+	if (dir)
+		return mkdir_p(dst, 0755, err);
+	snprintf(parent, sizeof(parent), "%s", dst);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		r = mkdir_p(parent, 0755, err);
+		if (r < 0)
+			return r;
+	}
+	fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return corral_set_err(err, -errno, "cannot create %s: %s", dst,
+				      strerror(errno));
+	close(fd);
+	return 0;
+}
+
+static int write_text(const char *path, const char *text, struct corral_err *err)
+{
+	size_t len = strlen(text);
+	int fd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return corral_set_err(err, -errno, "cannot create %s: %s", path,
+				      strerror(errno));
+	if (write(fd, text, len) != (ssize_t)len) {
+		int e = errno ? errno : EIO;
+
+		close(fd);
+		return corral_set_err(err, -e, "cannot write %s: %s", path,
+				      strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+/* Open a host path beneath /oldroot, symlinks resolved as on the host. */
+static int open_host(int oldroot, const char *path, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd;
+
+	fd = syscall(SYS_openat2, oldroot, path, &how, sizeof(how));
+	if (fd < 0)
+		return corral_set_err(err, -errno, "cannot open %s on the host: %s",
+				      path, strerror(errno));
+	return fd;
+}
+
+/*
+ * Bind the host's src (an O_PATH fd) onto dst in the new root, with a copy
+ * of the whole subtree, so that submounts come along.
+ */
+static int bind_fd(int srcfd, const char *what, const char *dst,
+		   struct corral_err *err)
+{
+	int tree, r = 0;
+
+	tree = syscall(SYS_open_tree, srcfd, "",
+		       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+		       AT_RECURSIVE);
+	if (tree < 0)
+		return corral_set_err(err, -errno, "cannot clone the mount of %s: %s",
+				      what, strerror(errno));
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst,
+		    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = corral_set_err(err, -errno, "cannot bind %s on %s: %s", what,
+				   dst, strerror(errno));
+	close(tree);
+	return r;
+}
+
+static int bind_host(int oldroot, const char *src, const char *dst,
+		     bool writable, bool optional, struct corral_err *err)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = open_host(oldroot, src, err);
+	if (fd < 0)
+		return optional && fd == -ENOENT ? 0 : fd;
+	if (fstat(fd, &st) < 0) {
+		r = corral_set_err(err, -errno, "cannot stat %s: %s", src,
+				   strerror(errno));
+		goto out;
+	}
+	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
+	if (r == 0)
+		r = bind_fd(fd, src, dst, err);
+	if (r == 0 && !writable)
+		r = make_ro(dst, false, err);
+	if (r == 0 && writable && sys_mount_setattr(dst, AT_RECURSIVE,
+			MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
+		r = corral_set_err(err, -errno, "cannot make %s nosuid: %s", dst,
+				   strerror(errno));
+out:
+	close(fd);
+	return r;
+}
+
+/* /bin -> usr/bin on merged-usr hosts: copy the link, not the target. */
+static int host_dir(int oldroot, const char *path, struct corral_err *err)
+{
+	char target[4096];
+	struct stat st;
+	ssize_t n;
+
+	if (fstatat(oldroot, path + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 :
+			corral_set_err(err, -errno, "cannot stat %s: %s", path,
+				       strerror(errno));
+	if (!S_ISLNK(st.st_mode))
+		return bind_host(oldroot, path, path, false, false, err);
+	n = readlinkat(oldroot, path + 1, target, sizeof(target) - 1);
+	if (n < 0)
+		return corral_set_err(err, -errno, "cannot read link %s: %s", path,
+				      strerror(errno));
+	target[n] = '\0';
+	if (symlink(target, path) < 0)
+		return corral_set_err(err, -errno, "cannot create link %s: %s",
+				      path, strerror(errno));
+	return 0;
+}
+
+static int build_etc(int oldroot, struct corral_err *err)
+{
+	static const struct { const char *path, *text; } files[] = {
+		{ "/etc/passwd",
+		  "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+		  "agent:x:1000:1000:agent:/home/agent:/bin/sh\n"
+		  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" },
+		{ "/etc/group", "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n" },
+		{ "/etc/hosts", "127.0.0.1\tlocalhost corral\n::1\tlocalhost ip6-localhost\n" },
+		{ "/etc/hostname", "corral\n" },
+		{ "/etc/resolv.conf", "# corral: this sandbox has no network\n" },
+		{ "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n" },
+	};
+	int r;
+
+	r = mkdir_p("/etc", 0755, err);
+	for (size_t i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++)
+		r = write_text(files[i].path, files[i].text, err);
+	for (size_t i = 0; r == 0 && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
+		r = bind_host(oldroot, host_etc[i], host_etc[i], false, true, err);
+	return r;
+}
+
+static int build_dev(int oldroot, uint64_t shm_bytes, struct corral_err *err)
+{
+	static const struct { const char *path, *target; } links[] = {
+		{ "/dev/fd", "/proc/self/fd" }, { "/dev/stdin", "/proc/self/fd/0" },
+		{ "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+		{ "/dev/ptmx", "pts/ptmx" },
+	};
+	char path[64], opts[64];
+	int r;
+
+	r = mkdir_p("/dev", 0755, err);
+	if (r == 0)
+		r = do_mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+			     "mode=0755,size=1m", err);
+	for (size_t i = 0; r == 0 && i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		r = bind_host(oldroot, path, path, true, false, err);
+	}
+	for (size_t i = 0; r == 0 && i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlink(links[i].target, links[i].path) < 0)
+			r = corral_set_err(err, -errno, "cannot create %s: %s",
+					   links[i].path, strerror(errno));
+	if (r == 0)
+		r = mkdir_p("/dev/pts", 0755, err);
+	if (r == 0)
+		r = do_mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+			     "newinstance,ptmxmode=0666,mode=0620", err);
+	if (r == 0)
+		r = mkdir_p("/dev/shm", 01777, err);
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu",
+		 (unsigned long long)shm_bytes);
+	if (r == 0)
+		r = do_mount("tmpfs", "/dev/shm", "tmpfs",
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err);
+	return r;
+}
+
+/*
+ * One tmpfs of the policy's disk size holds everything the sandbox may
+ * write (/tmp, $HOME, the workspace's upper layer): one budget, one place
+ * a disk filler runs out of room.
+ */
+static int build_scratch(int oldroot, const struct corral_policy *p,
+			 struct corral_err *err)
+{
+	static const char *const dirs[] = {
+		SCRATCH "/tmp", SCRATCH "/home", SCRATCH "/upper",
+		SCRATCH "/work", SCRATCH "/workspace",
+	};
+	char opts[128];
+	int r, fd;
+
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llu",
+		 (unsigned long long)p->disk_bytes);
+	r = mkdir_p(SCRATCH, 0755, err);
+	if (r == 0)
+		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
+	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir(dirs[i], 0755) < 0)
+			r = corral_set_err(err, -errno, "cannot create %s: %s",
+					   dirs[i], strerror(errno));
+	if (r == 0 && chmod(SCRATCH "/tmp", 01777) < 0)
+		r = corral_set_err(err, -errno, "cannot chmod /tmp: %s", strerror(errno));
+	if (r < 0)
+		return r;
+
+	r = mkdir_p("/tmp", 0755, err);
+	if (r == 0)
+		r = mkdir_p("/home/agent", 0755, err);
+	if (r == 0)
+		r = mkdir_p("/workspace", 0755, err);
+	if (r == 0)
+		r = do_mount(SCRATCH "/tmp", "/tmp", NULL, MS_BIND, NULL, err);
+	if (r == 0)
+		r = do_mount(SCRATCH "/home", "/home/agent", NULL, MS_BIND, NULL, err);
+	if (r < 0)
+		return r;
+
+	if (!p->workspace)
+		return do_mount(SCRATCH "/workspace", "/workspace", NULL, MS_BIND,
+				NULL, err);
+
+	/* Bind the host copy first so no host path ends up in overlay options. */
+	fd = open_host(oldroot, p->workspace, err);
+	if (fd < 0)
+		return corral_wrap_err(err, "workspace %s", p->workspace);
+	r = bind_fd(fd, p->workspace, SCRATCH "/workspace", err);
+	close(fd);
+	if (r == 0)
+		r = make_ro(SCRATCH "/workspace", false, err);
+	if (r == 0)
+		r = do_mount("overlay", "/workspace", "overlay", MS_NOSUID | MS_NODEV,
+			     "userxattr,lowerdir=" SCRATCH "/workspace,upperdir="
+			     SCRATCH "/upper,workdir=" SCRATCH "/work", err);
+	if (r < 0)
+		return corral_wrap_err(err, "workspace %s", p->workspace);
+	return 0;
+}
+
+static int build_proc(struct corral_err *err)
+{
+	char target[64];
+	int r;
+
+	r = mkdir_p("/proc", 0555, err);
+	if (r == 0)
+		r = do_mount("proc", "/proc", "proc",
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+	for (size_t i = 0; r == 0 && i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++) {
+		if (access(proc_ro[i], F_OK) < 0)
+			continue;
+		r = do_mount(proc_ro[i], proc_ro[i], NULL, MS_BIND | MS_REC, NULL, err);
+		if (r == 0)
+			r = make_ro(proc_ro[i], true, err);
+	}
+	for (size_t i = 0; r == 0 && i < sizeof(proc_masked) / sizeof(proc_masked[0]); i++) {
+		snprintf(target, sizeof(target), "%s", proc_masked[i]);
+		if (access(target, F_OK) < 0)
+			continue;
+		r = do_mount("/dev/null", target, NULL, MS_BIND, NULL, err);
+	}
+	return r;
+}
+
+static int build_binds(int oldroot, const struct corral_policy *p,
+		       struct corral_err *err)
+{
+	for (size_t i = 0; i < p->nbinds; i++) {
+		const struct corral_bind *b = &p->binds[i];
+		int r = bind_host(oldroot, b->src, b->dst, b->writable, false, err);
+
+		if (r < 0)
+			return corral_wrap_err(err, "--%s %s:%s",
+					       b->writable ? "rw" : "ro", b->src, b->dst);
+	}
+	return 0;
+}
+
+static int enter_new_root(struct corral_err *err)
+{
+	int r;
+
+	/* Nothing we mount may propagate back to the host. */
+	r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
+	if (r == 0)
+		r = do_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+			     "mode=0755,size=4m", err);
+	if (r < 0)
+		return r;
+	if (chdir("/tmp") < 0 || mkdir("oldroot", 0755) < 0)
+		return corral_set_err(err, -errno, "cannot prepare the new root: %s",
+				      strerror(errno));
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		return corral_set_err(err, -errno, "pivot_root: %s", strerror(errno));
+	if (chdir("/") < 0)
+		return corral_set_err(err, -errno, "chdir /: %s", strerror(errno));
+	return 0;
+}
+
+static int leave_old_root(struct corral_err *err)
+{
+	if (umount2(SCRATCH, MNT_DETACH) < 0 || rmdir(SCRATCH) < 0)
+		return corral_set_err(err, -errno, "cannot detach %s: %s", SCRATCH,
+				      strerror(errno));
+	if (umount2(OLDROOT, MNT_DETACH) < 0)
+		return corral_set_err(err, -errno, "cannot detach the host root: %s",
+				      strerror(errno));
+	if (rmdir(OLDROOT) < 0)
+		return corral_set_err(err, -errno, "cannot remove %s: %s", OLDROOT,
+				      strerror(errno));
+	if (sys_mount_setattr("/dev", 0, MOUNT_ATTR_RDONLY, 0) < 0)
+		return corral_set_err(err, -errno, "cannot make /dev read-only: %s",
+				      strerror(errno));
+	if (sys_mount_setattr("/", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+			      MOUNT_ATTR_NODEV, 0) < 0)
+		return corral_set_err(err, -errno, "cannot make / read-only: %s",
+				      strerror(errno));
+	return 0;
+}
+
+int mount_build(const struct corral_policy *p, struct corral_err *err)
+{
+	int oldroot, r;
+
+	r = enter_new_root(err);
+	if (r < 0)
+		return r;
+	oldroot = open(OLDROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (oldroot < 0)
+		return corral_set_err(err, -errno, "cannot open %s: %s", OLDROOT,
+				      strerror(errno));
+
+	for (size_t i = 0; r == 0 && i < sizeof(host_dirs) / sizeof(host_dirs[0]); i++)
+		r = host_dir(oldroot, host_dirs[i], err);
+	if (r == 0)
+		r = build_etc(oldroot, err);
+	if (r == 0)
+		r = build_dev(oldroot, p->disk_bytes, err);
+	if (r == 0)
+		r = build_scratch(oldroot, p, err);
+	if (r == 0)
+		r = build_binds(oldroot, p, err);
+	/* proc must be mounted while the host's proc is still visible */
+	if (r == 0)
+		r = build_proc(err);
+	close(oldroot);
+	if (r == 0)
+		r = leave_old_root(err);
+	return r;
+}

@@ -1,0 +1,79 @@
+/*
+ * probe.c - what this host's kernel offers, found by trying, not by
+ * reading version numbers: distributions patch and disable features.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Fork a child that tries fn in fresh namespaces; true if it exits 0. */
+static bool try_in_child(int (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+		_exit(fn() == 0 ? 0 : 1);
+	if (waitpid(pid, &status, 0) < 0)
+		return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static int probe_userns(void)
+{
+	return unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+		       CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP);
+}
+
+static int probe_overlay(void)
+{
+	static const char *const dirs[] = { "/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m" };
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return -1;
+	/* Private, and on a tmpfs of our own: the host's /tmp is not touched. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir(dirs[i], 0755) < 0)
+			return -1;
+	return mount("overlay", "/tmp/m", "overlay", 0,
+		     "userxattr,lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w");
+}
+
+static bool probe_openat2(void)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
+	int fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+int corral_probe(struct corral_features *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->userns = try_in_child(probe_userns);
+	f->overlay_in_userns = f->userns && try_in_child(probe_overlay);
+	f->seccomp = seccomp_available();
+	f->landlock_abi = landlock_abi();
+	f->openat2 = probe_openat2();
+	cg_probe(f);
+	return 0;
+}

@@ -1,0 +1,131 @@
+/* result.c - how a run ended, as an exit status and as JSON. */
+#include "internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const status_names[] = {
+	[CORRAL_EXITED] = "exited",
+	[CORRAL_SIGNALED] = "signaled",
+	[CORRAL_TIMEOUT] = "timeout",
+	[CORRAL_OOM] = "oom",
+	[CORRAL_PIDS_LIMIT] = "pids_limit",
+	[CORRAL_ERROR] = "error",
+};
+
+const char *corral_status_name(enum corral_status s)
+{
+	if ((unsigned int)s >= sizeof(status_names) / sizeof(status_names[0]))
+		return "error";
+	return status_names[s];
+}
+
+int corral_result_exit_code(const struct corral_result *res)
+{
+	switch (res->status) {
+	case CORRAL_TIMEOUT:
+		return 124;
+	case CORRAL_ERROR:
+		return 125;
+	default:
+		return res->signal ? 128 + res->signal : res->exit_code;
+	}
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
+static size_t utf8_seq(const unsigned char *s, size_t left)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		n = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		n = 3;
+		cp = s[0] & 0x0f;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+	    (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Program output is bytes; JSON wants UTF-8: invalid bytes become U+FFFD. */
+static json_t *output_string(const struct corral_output *o)
+{
+	const unsigned char *s = (const unsigned char *)o->data;
+	size_t len = o->data ? o->len : 0, j = 0;
+	json_t *v;
+	char *buf;
+
+	v = json_stringn(o->data ? o->data : "", len);
+	if (v)
+		return v;
+	buf = malloc(len * 3 + 1);
+	if (!buf)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(s + i, len - i);
+
+		if (n && s[i] != 0) {
+			memcpy(buf + j, s + i, n);
+			j += n;
+			i += n;
+		} else {
+			if (s[i] == 0)
+				buf[j++] = 0;
+			else
+				j += (memcpy(buf + j, "\xef\xbf\xbd", 3), 3);
+			i++;
+		}
+	}
+	v = json_stringn_nocheck(buf, j);
+	free(buf);
+	return v;
+}
+
+char *corral_result_json(const struct corral_result *res)
+{
+	json_t *o, *layers;
+	char *text;
+
+	layers = json_pack("{s:i, s:b, s:s}",
+			   "landlock_abi", res->layers.landlock_abi,
+			   "seccomp", res->layers.seccomp,
+			   "limits", res->layers.limits ? res->layers.limits : "none");
+	o = json_pack("{s:s, s:i, s:i, s:s, s:o?, s:b, s:o?, s:b, s:I, s:I, s:I, s:o?}",
+		      "status", corral_status_name(res->status),
+		      "exit_code", corral_result_exit_code(res),
+		      "signal", res->signal,
+		      "reason", res->reason,
+		      "stdout", output_string(&res->out),
+		      "stdout_truncated", res->out.truncated,
+		      "stderr", output_string(&res->err),
+		      "stderr_truncated", res->err.truncated,
+		      "duration_ms", (json_int_t)res->duration_ms,
+		      "cpu_ms", (json_int_t)res->cpu_ms,
+		      "max_rss_kb", (json_int_t)res->max_rss_kb,
+		      "layers", layers);
+	if (!o)
+		return NULL;
+	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(o);
+	return text;
+}

@@ -1,0 +1,830 @@
+/*
+ * sandbox.c - build a sandbox, run one command in it, explain how it ended.
+ *
+ * The supervisor (the caller of corral_run) stays outside every namespace.
+ * It clones the sandbox's first process into new user, mount, pid, net, ipc
+ * and uts namespaces, gives it its identity and its cgroup, then lets it go.
+ * That process builds the boundary in this order, top to bottom in
+ * sandbox_init(): identity -> cgroup namespace -> mounts and pivot ->
+ * loopback -> rlimits -> Landlock -> capabilities -> seccomp -> exec.
+ * It then stays as PID 1: it reaps, forwards signals, and reports the
+ * command's end to the supervisor over a pipe the command never sees.
+ */
+#include "internal.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+#define DRAIN_MS 2000	/* how long to wait for output after the end */
+
+struct child_ctx {
+	const struct corral_policy *p;
+	char *const *argv;
+	char **envp;
+	bool caller_root;
+	bool cg_none;
+	int sync_rd;		/* supervisor says "go" */
+	int msg_wr;		/* struct child_msg to the supervisor */
+	int out_wr, err_wr;	/* capture pipes, or -1 */
+};
+
+static const int forwarded_signals[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH,
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the sandbox side -------------------------------------------------- */
+
+static void send_msg(int fd, int kind, int code, int abi, const char *text)
+{
+	struct child_msg m = { .kind = kind, .code = code, .landlock_abi = abi };
+
+	if (text)
+		snprintf(m.text, sizeof(m.text), "%s", text);
+	/* A pipe write this size is atomic; if it fails there is no one to tell. */
+	if (write(fd, &m, sizeof(m)) < 0)
+		_exit(125);
+}
+
+static __attribute__((noreturn)) void setup_failed(const struct child_ctx *c,
+						   const struct corral_err *err)
+{
+	send_msg(c->msg_wr, MSG_SETUP_FAILED, err->code ? err->code : -EIO, 0,
+		 err->msg);
+	_exit(125);
+}
+
+/* Close every fd of the caller but the ones this process needs. */
+static int close_inherited(const int *keep, size_t n, struct corral_err *err)
+{
+	unsigned int from = 3;
+
+	for (;;) {
+		unsigned int next = ~0U;
+
+		for (size_t i = 0; i < n; i++)
+			if (keep[i] >= (int)from && (unsigned int)keep[i] < next)
+				next = keep[i];
+		if (next > from && syscall(SYS_close_range, from, next - 1, 0) < 0)
+			return corral_set_err(err, -errno, "close_range: %s",
+					      strerror(errno));
+		if (next == ~0U)
+			return 0;
+		from = next + 1;
+	}
+}
+
+static int set_identity(bool caller_root, struct corral_err *err)
+{
+	/* Only root may (and must) shed its supplementary groups, incl. gid 0. */
+	if (caller_root && setgroups(0, NULL) < 0)
+		return corral_set_err(err, -errno, "setgroups: %s", strerror(errno));
+	if (setresgid(CORRAL_AGENT_GID, CORRAL_AGENT_GID, CORRAL_AGENT_GID) < 0 ||
+	    setresuid(CORRAL_AGENT_UID, CORRAL_AGENT_UID, CORRAL_AGENT_UID) < 0)
+		return corral_set_err(err, -errno, "cannot become uid %d: %s",
+				      CORRAL_AGENT_UID, strerror(errno));
+	return 0;
+}
+
+static int loopback_up(struct corral_err *err)
+{
+	struct ifreq ifr = { 0 };
+	int fd, r = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return corral_set_err(err, -errno, "socket: %s", strerror(errno));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		r = corral_set_err(err, -errno, "lo: %s", strerror(errno));
+	} else {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			r = corral_set_err(err, -errno, "cannot bring lo up: %s",
+					   strerror(errno));
+	}
+	close(fd);
+	return r;
+}
+
+static int set_rlimits(const struct child_ctx *c, struct corral_err *err)
+{
+	struct rlimit no_core = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
+		return corral_set_err(err, -errno, "RLIMIT_CORE: %s", strerror(errno));
+	return c->cg_none ? cg_apply_rlimits(c->p, err) : 0;
+}
+
+static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
+{
+	struct ll_rule rules[64];
+	size_t n = 0;
+
+	rules[n++] = (struct ll_rule){ "/", false };
+	for (size_t i = 0; mount_writable_paths[i]; i++)
+		rules[n++] = (struct ll_rule){ mount_writable_paths[i], true };
+	for (size_t i = 0; i < p->nbinds && n < sizeof(rules) / sizeof(rules[0]); i++)
+		if (p->binds[i].writable)
+			rules[n++] = (struct ll_rule){ p->binds[i].dst, true };
+	if (n == sizeof(rules) / sizeof(rules[0]))
+		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock");
+	return landlock_apply(rules, n, err);
+}
+
+/* All five capability sets empty, and none can come back. */
+static int drop_caps(struct corral_err *err)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return corral_set_err(err, -errno, "cannot drop capability %d: %s",
+					      cap, strerror(errno));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
+	    errno != EINVAL)
+		return corral_set_err(err, -errno, "cannot clear ambient caps: %s",
+				      strerror(errno));
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return corral_set_err(err, -errno, "capset: %s", strerror(errno));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return corral_set_err(err, -errno, "no_new_privs: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * The working directory must be the sandbox's /workspace, reached after
+ * the pivot: a directory inherited from outside (CVE-2024-21626) would be a
+ * door to the host's tree.
+ */
+static int enter_workspace(struct corral_err *err)
+{
+	struct stat a, b;
+	char cwd[64];
+
+	if (chdir("/workspace") < 0)
+		return corral_set_err(err, -errno, "chdir /workspace: %s", strerror(errno));
+	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, "/workspace") != 0)
+		return corral_set_err(err, -EPERM, "working directory is outside the sandbox");
+	if (stat(".", &a) < 0 || stat("/workspace", &b) < 0 ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return corral_set_err(err, -EPERM, "working directory is not /workspace");
+	return 0;
+}
+
+static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
+						   int exec_err_wr,
+						   const sigset_t *oldmask)
+{
+	extern char **environ;
+	int e;
+
+	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
+		signal(forwarded_signals[i], SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	sigprocmask(SIG_SETMASK, oldmask, NULL);
+	/* A new session: no controlling terminal to push keystrokes into. */
+	setsid();
+	environ = c->envp;
+	execvp(c->argv[0], c->argv);
+	e = errno;
+	if (write(exec_err_wr, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* PID 1: start the command, reap everything, forward signals, report. */
+static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
+{
+	struct signalfd_siginfo si;
+	sigset_t set, old;
+	int pipefd[2], sfd, e, status;
+	pid_t cmd;
+	ssize_t n;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
+		sigaddset(&set, forwarded_signals[i]);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, &old) < 0 ||
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0 ||
+	    pipe2(pipefd, O_CLOEXEC) < 0) {
+		struct corral_err err;
+
+		corral_set_err(&err, -errno, "init: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+
+	cmd = fork();
+	if (cmd < 0) {
+		struct corral_err err;
+
+		corral_set_err(&err, -errno, "cannot start the command: %s",
+			       strerror(errno));
+		setup_failed(c, &err);
+	}
+	if (cmd == 0) {
+		close(sfd);
+		close(pipefd[0]);
+		exec_command(c, pipefd[1], &old);
+	}
+	close(pipefd[1]);
+	if (c->out_wr >= 0)
+		close(STDOUT_FILENO);
+	if (c->err_wr >= 0)
+		close(STDERR_FILENO);
+
+	n = read(pipefd[0], &e, sizeof(e));
+	close(pipefd[0]);
+	if (n == sizeof(e)) {
+		waitpid(cmd, NULL, 0);
+		send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
+		_exit(127);
+	}
+
+	for (;;) {
+		if (read(sfd, &si, sizeof(si)) != sizeof(si)) {
+			if (errno == EINTR)
+				continue;
+			_exit(125);
+		}
+		if (si.ssi_signo != SIGCHLD) {
+			kill(-cmd, si.ssi_signo);
+			kill(cmd, si.ssi_signo);
+			continue;
+		}
+		for (;;) {
+			pid_t pid = waitpid(-1, &status, WNOHANG);
+
+			if (pid <= 0)
+				break;
+			if (pid == cmd) {
+				/* Our exit takes the rest of the namespace with it. */
+				send_msg(c->msg_wr, MSG_EXITED, status, 0, NULL);
+				_exit(0);
+			}
+		}
+	}
+}
+
+static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
+{
+	struct corral_err err = { 0 };
+	int keep[4] = { c->sync_rd, c->msg_wr, c->out_wr, c->err_wr };
+	int abi;
+	char go;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	/* EOF instead of "go": the supervisor failed or died. */
+	if (read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	close(c->sync_rd);
+	keep[0] = -1;
+	if (close_inherited(keep, 4, &err) < 0)
+		setup_failed(c, &err);
+	if (set_identity(c->caller_root, &err) < 0)
+		setup_failed(c, &err);
+	/* The supervisor has moved us into our cgroup: make it our root. */
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		corral_set_err(&err, -errno, "cgroup namespace: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	if (sethostname("corral", 6) < 0) {
+		corral_set_err(&err, -errno, "sethostname: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	if ((c->out_wr >= 0 && dup2(c->out_wr, STDOUT_FILENO) < 0) ||
+	    (c->err_wr >= 0 && dup2(c->err_wr, STDERR_FILENO) < 0)) {
+		corral_set_err(&err, -errno, "dup2: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	if (c->out_wr >= 0)
+		close(c->out_wr);
+	if (c->err_wr >= 0)
+		close(c->err_wr);
+	if (mount_build(c->p, &err) < 0 || loopback_up(&err) < 0 ||
+	    set_rlimits(c, &err) < 0)
+		setup_failed(c, &err);
+	abi = apply_landlock(c->p, &err);
+	if (abi < 0)
+		setup_failed(c, &err);
+	if (enter_workspace(&err) < 0 || drop_caps(&err) < 0)
+		setup_failed(c, &err);
+	/* The agent must not read PID 1's memory or fds through /proc. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		corral_set_err(&err, -errno, "PR_SET_DUMPABLE: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	if (seccomp_apply(&err) < 0)
+		setup_failed(c, &err);
+	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
+	init_loop(c);
+}
+
+/* ---- the supervisor side ----------------------------------------------- */
+
+static int env_add(char ***envp, size_t *n, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *kv;
+
+	if (!value)
+		return 0;
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++) {
+		if (strncmp((*envp)[i], name, len) == 0 && (*envp)[i][len] == '=') {
+			free((*envp)[i]);
+			(*envp)[i] = kv;
+			return 0;
+		}
+	}
+	char **grown = realloc(*envp, (*n + 2) * sizeof(char *));
+
+	if (!grown) {
+		free(kv);
+		return -ENOMEM;
+	}
+	grown[(*n)++] = kv;
+	grown[*n] = NULL;
+	*envp = grown;
+	return 0;
+}
+
+static void env_free(char **envp)
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		free(envp[i]);
+	free(envp);
+}
+
+/* The caller's environment stays outside; only what is named goes in. */
+static char **build_env(const struct corral_policy *p)
+{
+	const char *lang = getenv("LANG"), *term = getenv("TERM");
+	char **envp = calloc(1, sizeof(char *));
+	size_t n = 0;
+	int r = envp ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = env_add(&envp, &n, "PATH", SANDBOX_PATH);
+	if (r == 0)
+		r = env_add(&envp, &n, "HOME", "/home/agent");
+	if (r == 0)
+		r = env_add(&envp, &n, "LANG", lang ? lang : "C.UTF-8");
+	if (r == 0)
+		r = env_add(&envp, &n, "TERM", term ? term : "dumb");
+	if (r == 0)
+		r = env_add(&envp, &n, "TMPDIR", "/tmp");
+	if (r == 0)
+		r = env_add(&envp, &n, "USER", "agent");
+	for (size_t i = 0; r == 0 && i < p->nenv_pass; i++)
+		r = env_add(&envp, &n, p->env_pass[i], getenv(p->env_pass[i]));
+	for (size_t i = 0; r == 0 && i < p->nenv; i++)
+		r = env_add(&envp, &n, p->env[i].name, p->env[i].value);
+	if (r < 0) {
+		env_free(envp);
+		return NULL;
+	}
+	return envp;
+}
+
+struct capture {
+	int fd;
+	struct corral_output *out;
+	uint64_t cap;
+};
+
+/* Keep up to cap bytes; read and drop the rest so the writer never blocks. */
+static void capture_read(struct capture *cp)
+{
+	char buf[65536];
+	ssize_t n = read(cp->fd, buf, sizeof(buf));
+
+	if (n <= 0) {
+		if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			close(cp->fd);
+			cp->fd = -1;
+		}
+		return;
+	}
+	size_t room = cp->out->len < cp->cap ? cp->cap - cp->out->len : 0;
+	size_t take = (size_t)n < room ? (size_t)n : room;
+
+	if (take) {
+		char *grown = realloc(cp->out->data, cp->out->len + take + 1);
+
+		if (!grown) {
+			cp->out->truncated = true;
+			return;
+		}
+		memcpy(grown + cp->out->len, buf, take);
+		cp->out->len += take;
+		grown[cp->out->len] = '\0';
+		cp->out->data = grown;
+	}
+	if (take < (size_t)n)
+		cp->out->truncated = true;
+}
+
+struct supervise {
+	int pidfd;
+	pid_t pid;
+	int msg_rd;
+	int sigfd;
+	struct capture out, err;
+	uint64_t deadline;	/* 0: none */
+	bool timed_out;
+	bool exited;
+	struct child_msg setup;	/* MSG_SETUP_FAILED / MSG_EXEC_FAILED, if any */
+	bool have_status;
+	int status;		/* the command's wait status */
+	int landlock_abi;
+};
+
+static void read_msg(struct supervise *s)
+{
+	struct child_msg m;
+	ssize_t n = read(s->msg_rd, &m, sizeof(m));
+
+	if (n != sizeof(m)) {
+		if (n == 0 || (n < 0 && errno != EINTR)) {
+			close(s->msg_rd);
+			s->msg_rd = -1;
+		}
+		return;
+	}
+	switch (m.kind) {
+	case MSG_READY:
+		s->landlock_abi = m.landlock_abi;
+		break;
+	case MSG_SETUP_FAILED:
+	case MSG_EXEC_FAILED:
+		s->setup = m;
+		break;
+	case MSG_EXITED:
+		s->have_status = true;
+		s->status = m.code;
+		break;
+	}
+}
+
+static void kill_tree(struct supervise *s, struct cg *cg)
+{
+	/* PID 1 dying takes every process of the namespace with it. */
+	syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+	cg_kill(cg);
+}
+
+static void supervise_loop(struct supervise *s, struct cg *cg)
+{
+	uint64_t drain_until = 0;
+
+	for (;;) {
+		struct pollfd pfd[5];
+		int nfds = 0, timeout = -1, r;
+		uint64_t now = now_ms();
+
+		if (s->exited && s->msg_rd < 0 && s->out.fd < 0 && s->err.fd < 0)
+			return;
+		if (s->exited) {
+			if (!drain_until)
+				drain_until = now + DRAIN_MS;
+			if (now >= drain_until)
+				return;
+			timeout = drain_until - now;
+		} else if (s->deadline) {
+			if (now >= s->deadline) {
+				s->timed_out = true;
+				kill_tree(s, cg);
+				s->deadline = 0;
+				continue;
+			}
+			timeout = s->deadline - now;
+		}
+
+		pfd[nfds++] = (struct pollfd){ .fd = s->exited ? -1 : s->pidfd, .events = POLLIN };
+		pfd[nfds++] = (struct pollfd){ .fd = s->msg_rd, .events = POLLIN };
+		pfd[nfds++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
+		pfd[nfds++] = (struct pollfd){ .fd = s->err.fd, .events = POLLIN };
+		pfd[nfds++] = (struct pollfd){ .fd = s->exited ? -1 : s->sigfd, .events = POLLIN };
+		r = poll(pfd, nfds, timeout);
+		if (r < 0 && errno != EINTR)
+			return;
+		if (r <= 0)
+			continue;
+		if (pfd[1].revents)
+			read_msg(s);
+		if (pfd[2].revents)
+			capture_read(&s->out);
+		if (pfd[3].revents)
+			capture_read(&s->err);
+		if (pfd[4].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+				kill(s->pid, si.ssi_signo);
+		}
+		if (pfd[0].revents)
+			s->exited = true;
+	}
+}
+
+static void describe(struct corral_result *res, const struct supervise *s,
+		     const struct corral_policy *p, const struct cg_stats *st,
+		     const char *cmd)
+{
+	char size[32];
+	int status = s->status;
+
+	if (s->timed_out) {
+		res->status = CORRAL_TIMEOUT;
+		res->signal = SIGKILL;
+		snprintf(res->reason, sizeof(res->reason),
+			 "killed: wall-clock timeout of %.3g s reached",
+			 p->timeout_ms / 1000.0);
+		return;
+	}
+	if (s->setup.kind == MSG_EXEC_FAILED) {
+		int e = s->setup.code;
+
+		res->status = CORRAL_EXITED;
+		res->exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+		snprintf(res->reason, sizeof(res->reason), "%s: %s: %s",
+			 res->exit_code == 127 ? "not found" : "cannot execute",
+			 cmd, strerror(e));
+		return;
+	}
+	if (!s->have_status)	/* PID 1 itself died: only a kill does that */
+		status = W_EXITCODE(0, SIGKILL);
+
+	if (WIFSIGNALED(status)) {
+		res->status = CORRAL_SIGNALED;
+		res->signal = WTERMSIG(status);
+		snprintf(res->reason, sizeof(res->reason), "killed by signal %d (SIG%s)",
+			 res->signal, sigabbrev_np(res->signal) ?: "?");
+	} else {
+		res->status = CORRAL_EXITED;
+		res->exit_code = WEXITSTATUS(status);
+		snprintf(res->reason, sizeof(res->reason), "exited with status %d",
+			 res->exit_code);
+	}
+
+	if (st->oom_kills) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		res->status = CORRAL_OOM;
+		snprintf(res->reason, sizeof(res->reason),
+			 "killed: memory limit %s reached (%llu process%s killed by the OOM killer)",
+			 size, (unsigned long long)st->oom_kills,
+			 st->oom_kills == 1 ? "" : "es");
+	} else if (st->pids_max_hits) {
+		char tail[CORRAL_ERR_MAX];
+
+		memcpy(tail, res->reason, sizeof(tail));
+		res->status = CORRAL_PIDS_LIMIT;
+		snprintf(res->reason, sizeof(res->reason),
+			 "pids limit %llu reached: %llu fork%s refused; the command %.200s",
+			 (unsigned long long)p->pids,
+			 (unsigned long long)st->pids_max_hits,
+			 st->pids_max_hits == 1 ? " was" : "s were", tail);
+	}
+}
+
+static int validate(const struct corral_policy *p, const struct corral_run_opts *o,
+		    struct corral_err *err)
+{
+	struct stat st;
+
+	if (!o->argv || !o->argv[0] || !o->argv[0][0])
+		return corral_set_err(err, -EINVAL, "no command to run");
+	if (p->disk_bytes == 0)
+		return corral_set_err(err, -EINVAL, "limits.disk must be > 0");
+	if (p->workspace) {
+		if (stat(p->workspace, &st) < 0)
+			return corral_set_err(err, -errno, "workspace %s: %s",
+					      p->workspace, strerror(errno));
+		if (!S_ISDIR(st.st_mode))
+			return corral_set_err(err, -ENOTDIR, "workspace %s: not a directory",
+					      p->workspace);
+	}
+	return 0;
+}
+
+static int open_pipes(int sync[2], int msg[2], int out[2], int errp[2],
+		      bool capture, struct corral_err *err)
+{
+	if (pipe2(sync, O_CLOEXEC) < 0 || pipe2(msg, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
+	if (capture && (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0))
+		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int block_signals(bool forward, sigset_t *old, int *sigfd,
+			 struct corral_err *err)
+{
+	sigset_t set;
+
+	*sigfd = -1;
+	if (!forward)
+		return 0;
+	sigemptyset(&set);
+	for (size_t i = 0; i < 4; i++)	/* INT TERM HUP QUIT */
+		sigaddset(&set, forwarded_signals[i]);
+	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
+		return corral_set_err(err, -errno, "sigprocmask: %s", strerror(errno));
+	*sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (*sigfd < 0) {
+		int e = errno;
+
+		sigprocmask(SIG_SETMASK, old, NULL);
+		return corral_set_err(err, -e, "signalfd: %s", strerror(e));
+	}
+	return 0;
+}
+
+int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
+	       struct corral_result *res, struct corral_err *err)
+{
+	int sync[2] = { -1, -1 }, msg[2] = { -1, -1 };
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	struct supervise s = { .pidfd = -1, .msg_rd = -1, .sigfd = -1 };
+	struct cg_stats st = { 0 };
+	struct child_ctx c = { 0 };
+	struct rusage ru = { 0 };
+	struct cg *cg = NULL;
+	char name[64];
+	sigset_t oldmask;
+	uint64_t t0 = now_ms();
+	uid_t host_uid;
+	gid_t host_gid;
+	int r, ws = 0;
+
+	memset(res, 0, sizeof(*res));
+	res->status = CORRAL_ERROR;
+	err->code = 0;
+	err->msg[0] = '\0';
+
+	r = validate(p, o, err);
+	if (r < 0)
+		goto fail;
+	c.envp = build_env(p);
+	if (!c.envp) {
+		r = corral_set_err(err, -ENOMEM, "out of memory building the environment");
+		goto fail;
+	}
+	ns_pick_ids(p, &host_uid, &host_gid);
+	snprintf(name, sizeof(name), "%d-%llu", getpid(),
+		 (unsigned long long)(t0 ^ ((uint64_t)rand() << 20)));
+	r = cg_create(&cg, name, p, err);
+	if (r < 0)
+		goto fail;
+	r = open_pipes(sync, msg, out, errp, o->capture, err);
+	if (r < 0)
+		goto fail;
+	r = block_signals(o->forward_signals, &oldmask, &s.sigfd, err);
+	if (r < 0)
+		goto fail;
+
+	c.p = p;
+	c.argv = o->argv;
+	c.caller_root = geteuid() == 0;
+	c.cg_none = cg_mode(cg) == CG_NONE;
+	c.sync_rd = sync[0];
+	c.msg_wr = msg[1];
+	c.out_wr = out[1];
+	c.err_wr = errp[1];
+
+	s.pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+			CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
+			SIGCHLD, NULL, &s.pidfd, NULL, 0);
+	if (s.pid < 0) {
+		r = corral_set_err(err, -errno, "cannot create the namespaces: %s%s",
+				   strerror(errno), errno == EPERM || errno == ENOSPC ?
+				   " (user namespaces disabled? see `corral doctor`)" : "");
+		goto fail_signals;
+	}
+	if (s.pid == 0)
+		sandbox_init(&c);
+
+	close_fd(&sync[0]);
+	close_fd(&msg[1]);
+	close_fd(&out[1]);
+	close_fd(&errp[1]);
+	s.msg_rd = msg[0];
+	s.out = (struct capture){ out[0], &res->out, p->output_bytes };
+	s.err = (struct capture){ errp[0], &res->err, p->output_bytes };
+	msg[0] = out[0] = errp[0] = -1;
+	s.deadline = p->timeout_ms ? t0 + p->timeout_ms : 0;
+
+	r = ns_write_id_maps(s.pid, host_uid, host_gid, err);
+	if (r == 0)
+		r = cg_attach(cg, s.pid, err);
+	if (r == 0 && write(sync[1], "g", 1) != 1)
+		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
+				   strerror(errno));
+	close_fd(&sync[1]);
+	if (r < 0) {
+		kill_tree(&s, cg);
+		wait4(s.pid, &ws, 0, &ru);
+		goto fail_signals;
+	}
+
+	supervise_loop(&s, cg);
+	if (!s.exited)
+		kill_tree(&s, cg);
+	wait4(s.pid, &ws, 0, &ru);
+	cg_stats(cg, &st);
+
+	if (s.setup.kind == MSG_SETUP_FAILED) {
+		r = corral_set_err(err, s.setup.code, "%s", s.setup.text);
+		goto fail_signals;
+	}
+	describe(res, &s, p, &st, o->argv[0]);
+	res->duration_ms = now_ms() - t0;
+	res->cpu_ms = st.valid ? st.cpu_ns / 1000000 :
+		(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+		(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+	res->max_rss_kb = ru.ru_maxrss;
+	res->layers.landlock_abi = s.landlock_abi;
+	res->layers.seccomp = true;
+	res->layers.limits = cg_mode_name(cg);
+	r = 0;
+
+fail_signals:
+	if (s.sigfd >= 0) {
+		close(s.sigfd);
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	}
+fail:
+	close_fd(&sync[0]);
+	close_fd(&sync[1]);
+	close_fd(&msg[0]);
+	close_fd(&msg[1]);
+	close_fd(&out[0]);
+	close_fd(&out[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	close_fd(&s.msg_rd);
+	close_fd(&s.out.fd);
+	close_fd(&s.err.fd);
+	close_fd(&s.pidfd);
+	cg_destroy(cg);
+	env_free(c.envp);
+	if (r < 0) {
+		res->status = CORRAL_ERROR;
+		snprintf(res->reason, sizeof(res->reason), "%s", err->msg);
+	}
+	return r;
+}
+
+void corral_result_free(struct corral_result *res)
+{
+	free(res->out.data);
+	free(res->err.data);
+	res->out.data = res->err.data = NULL;
+}

@@ -166,8 +166,10 @@ static int open_host(int oldroot, const char *path, struct corral_err *err)
 
 	fd = syscall(SYS_openat2, oldroot, path, &how, sizeof(how));
 	if (fd < 0)
-		return corral_set_err(err, -errno, "cannot open %s on the host: %s",
-				      path, strerror(errno));
+		return corral_set_err(err, -errno, "cannot open %s on the host: %s%s",
+				      path, strerror(errno), errno != EACCES ? "" :
+				      " (host paths are opened as the sandbox's unprivileged"
+				      " host user, never as root: make it readable to that user)");
 	return fd;
 }
 
@@ -194,8 +196,11 @@ static int bind_fd(int srcfd, const char *what, const char *dst,
 	return r;
 }
 
+/* How a bind is made: read-only or not; device nodes must keep "dev". */
+enum bind_kind { BIND_RO, BIND_RW, BIND_DEVICE };
+
 static int bind_host(int oldroot, const char *src, const char *dst,
-		     bool writable, bool optional, struct corral_err *err)
+		     enum bind_kind kind, bool optional, struct corral_err *err)
 {
 	struct stat st;
 	int fd, r;
@@ -211,10 +216,11 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
 	if (r == 0)
 		r = bind_fd(fd, src, dst, err);
-	if (r == 0 && !writable)
+	if (r == 0 && kind == BIND_RO)
 		r = make_ro(dst, false, err);
-	if (r == 0 && writable && sys_mount_setattr(dst, AT_RECURSIVE,
-			MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
+	if (r == 0 && kind != BIND_RO && sys_mount_setattr(dst, AT_RECURSIVE,
+			MOUNT_ATTR_NOSUID |
+			(kind == BIND_RW ? MOUNT_ATTR_NODEV : MOUNT_ATTR_NOEXEC), 0) < 0)
 		r = corral_set_err(err, -errno, "cannot make %s nosuid: %s", dst,
 				   strerror(errno));
 out:
@@ -234,7 +240,7 @@ static int host_dir(int oldroot, const char *path, struct corral_err *err)
 			corral_set_err(err, -errno, "cannot stat %s: %s", path,
 				       strerror(errno));
 	if (!S_ISLNK(st.st_mode))
-		return bind_host(oldroot, path, path, false, false, err);
+		return bind_host(oldroot, path, path, BIND_RO, false, err);
 	n = readlinkat(oldroot, path + 1, target, sizeof(target) - 1);
 	if (n < 0)
 		return corral_set_err(err, -errno, "cannot read link %s: %s", path,
@@ -265,7 +271,7 @@ static int build_etc(int oldroot, struct corral_err *err)
 	for (size_t i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++)
 		r = write_text(files[i].path, files[i].text, err);
 	for (size_t i = 0; r == 0 && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
-		r = bind_host(oldroot, host_etc[i], host_etc[i], false, true, err);
+		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, err);
 	return r;
 }
 
@@ -285,7 +291,7 @@ static int build_dev(int oldroot, uint64_t shm_bytes, struct corral_err *err)
 			     "mode=0755,size=1m", err);
 	for (size_t i = 0; r == 0 && i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
 		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
-		r = bind_host(oldroot, path, path, true, false, err);
+		r = bind_host(oldroot, path, path, BIND_DEVICE, false, err);
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i].target, links[i].path) < 0)
@@ -398,7 +404,8 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 {
 	for (size_t i = 0; i < p->nbinds; i++) {
 		const struct corral_bind *b = &p->binds[i];
-		int r = bind_host(oldroot, b->src, b->dst, b->writable, false, err);
+		int r = bind_host(oldroot, b->src, b->dst,
+				  b->writable ? BIND_RW : BIND_RO, false, err);
 
 		if (r < 0)
 			return corral_wrap_err(err, "--%s %s:%s",

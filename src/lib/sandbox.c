@@ -209,16 +209,17 @@ static int enter_workspace(struct corral_err *err)
 }
 
 static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
-						   int exec_err_wr,
-						   const sigset_t *oldmask)
+						   int exec_err_wr)
 {
 	extern char **environ;
+	sigset_t none;
 	int e;
 
-	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
-		signal(forwarded_signals[i], SIG_DFL);
-	signal(SIGCHLD, SIG_DFL);
-	sigprocmask(SIG_SETMASK, oldmask, NULL);
+	/* Nothing of the caller's signal state (nohup, a blocked mask) goes in. */
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* A new session: no controlling terminal to push keystrokes into. */
 	setsid();
 	environ = c->envp;
@@ -233,7 +234,7 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 {
 	struct signalfd_siginfo si;
-	sigset_t set, old;
+	sigset_t set;
 	int pipefd[2], sfd, e, status;
 	pid_t cmd;
 	ssize_t n;
@@ -242,7 +243,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
 		sigaddset(&set, forwarded_signals[i]);
 	sigaddset(&set, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &set, &old) < 0 ||
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
 	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0 ||
 	    pipe2(pipefd, O_CLOEXEC) < 0) {
 		struct corral_err err;
@@ -262,7 +263,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 	if (cmd == 0) {
 		close(sfd);
 		close(pipefd[0]);
-		exec_command(c, pipefd[1], &old);
+		exec_command(c, pipefd[1]);
 	}
 	close(pipefd[1]);
 	if (c->out_wr >= 0)

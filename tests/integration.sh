@@ -1,0 +1,420 @@
+#!/bin/bash
+# integration.sh - real sandboxes, real attacks, real limits.
+#
+#   tests/integration.sh CORRAL HELPERS_DIR [TEST...]
+#
+# Runs as whoever calls it (root or not) and checks what that user must get.
+# Needs only loopback: no test sends a packet anywhere.
+set -u
+CORRAL=$(readlink -f "$1")
+HELPERS=$(readlink -f "$2")
+shift 2
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-it.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$(dirname "$0")/lib.sh"
+ME=$(id -u)
+H="--ro $HELPERS:/opt/helpers"
+
+# crun ARGS... : corral run, stdout+stderr to $T/out, exit code to $T/rc.
+crun() {
+	local rc=0
+	timeout 120 "$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+	cat "$T/out" "$T/err"
+	return 0
+}
+rc() { cat "$T/rc"; }
+
+# A workspace owned by the user the sandbox maps to (see ns.c).
+mkws() {
+	mkdir -p "$T/ws"
+	echo "original" > "$T/ws/file.txt"
+	mkdir -p "$T/ws/dir" && echo "keep" > "$T/ws/dir/keep"
+	if [ "$ME" = 0 ]; then chown -R 65534:65534 "$T/ws"; fi
+}
+
+# ---- attacks that must fail ------------------------------------------------
+
+t_attacks_syscalls() {
+	for a in ptrace mount umount unshare unshare-net clone-ns clone3 setns \
+		 keyctl add_key bpf io_uring perf userfaultfd tiocsti tiocsti-high \
+		 personality process_vm_readv pivot_root chroot open_by_handle_at \
+		 fsopen open_tree kexec init_module acct swapon reboot pidfd_getfd; do
+		out=$(crun $H -- /opt/helpers/attack "$a")
+		expect_contains "$a" "$out" "blocked:"
+		expect_eq "$a exit" "$(rc)" 0
+	done
+	out=$(crun $H -- /opt/helpers/attack ptrace)
+	expect_contains "ptrace errno" "$out" "errno 1)"
+	out=$(crun $H -- /opt/helpers/attack clone3)
+	expect_contains "clone3 errno" "$out" "ENOSYS"
+}
+
+t_attacks_foreign_abi_killed() {
+	for a in x32 int80; do
+		out=$(crun --json $H -- /opt/helpers/attack "$a")
+		expect_eq "$a status" "$(json status < "$T/out")" signaled
+		expect_eq "$a signal" "$(json signal < "$T/out")" 31
+		expect_eq "$a exit" "$(rc)" 159
+	done
+}
+
+t_no_host_home_or_root() {
+	out=$(crun -- /bin/sh -c 'ls /root; ls /home; cat /root/.bashrc; echo end')
+	expect_contains "ls /root" "$out" "No such file"
+	expect_eq "home" "$(sed -n 1p "$T/out")" "agent"
+	if [ -n "${HOME:-}" ] && [ -d "$HOME" ] && [ "$HOME" != / ]; then
+		out=$(crun -- /bin/sh -c "ls '$HOME' 2>&1; echo rc=\$?")
+		[ "$HOME" = /home/agent ] || expect_contains "caller home" "$out" "rc=2"
+	fi
+}
+
+t_no_host_shadow() {
+	out=$(crun -- /bin/sh -c 'cat /etc/shadow; echo rc=$?')
+	expect_contains "shadow" "$out" "No such file"
+	expect_contains "shadow rc" "$out" "rc=1"
+	expect_not_contains "shadow content" "$out" "root:"
+}
+
+t_readonly_host() {
+	for p in /usr/corral-x /etc/corral-x /corral-x /bin/corral-x /proc/sys/kernel/hostname /dev/corral-x; do
+		out=$(crun -- /bin/sh -c "echo x > $p; echo rc=\$?")
+		expect_contains "$p" "$out" "rc=2"
+	done
+	[ ! -e /usr/corral-x ] || fail "host /usr written"
+}
+
+t_workspace_copy_on_write() {
+	mkws
+	before=$(cd "$T/ws" && find . -type f -exec md5sum {} + | sort)
+	out=$(crun --workspace "$T/ws" -- /bin/sh -c '
+		cat file.txt && echo changed > file.txt && cat file.txt &&
+		rm -r dir && echo new > new.txt && mv new.txt moved.txt && ls')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "saw original" "$out" "original"
+	expect_contains "saw change" "$out" "changed"
+	after=$(cd "$T/ws" && find . -type f -exec md5sum {} + | sort)
+	expect_eq "host copy" "$after" "$before"
+	[ ! -e "$T/ws/moved.txt" ] || fail "new file reached the host"
+}
+
+t_workspace_symlink_escape() {
+	mkws
+	ln -s /etc/shadow "$T/ws/shadow-link"
+	ln -s ../../../../../../etc/shadow "$T/ws/rel-link"
+	out=$(crun --workspace "$T/ws" -- /bin/sh -c 'cat shadow-link rel-link; echo rc=$?')
+	expect_not_contains "shadow" "$out" "root:"
+}
+
+t_rw_bind_reaches_host_as_agent() {
+	mkdir "$T/out-dir"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/out-dir"
+	out=$(crun --rw "$T/out-dir:/out" -- /bin/sh -c 'echo hello > /out/f && cat /out/f')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "content" "$(cat "$T/out-dir/f")" hello
+	owner=$(stat -c %u "$T/out-dir/f")
+	[ "$owner" != 0 ] || fail "file created by the sandbox is owned by host root"
+	[ "$ME" = 0 ] || expect_eq "owner" "$owner" "$ME"
+}
+
+t_ro_bind_is_readonly() {
+	mkdir "$T/in"
+	echo data > "$T/in/f"
+	chmod -R a+rX "$T/in"
+	out=$(crun --ro "$T/in:/in" -- /bin/sh -c 'cat /in/f; echo x > /in/f; echo rc=$?')
+	expect_contains "read" "$out" "data"
+	expect_contains "write" "$out" "rc=2"
+	expect_eq "host" "$(cat "$T/in/f")" data
+}
+
+t_no_host_processes() {
+	sleep 300 &
+	pid=$!
+	out=$(crun -- /bin/sh -c "kill -0 $pid; echo rc=\$?; ls /proc | grep -c '^[0-9]'")
+	kill "$pid"; wait "$pid" 2>/dev/null || true
+	expect_contains "kill" "$out" "rc=1"
+	n=$(tail -1 "$T/out")
+	[ "$n" -le 4 ] || fail "sandbox sees $n processes"
+}
+
+t_init_is_opaque() {
+	export CORRAL_TEST_SECRET=hunter2-$$
+	out=$(crun -- /bin/sh -c 'cat /proc/1/environ; ls /proc/1/fd; cat /proc/1/maps | head -1; echo end')
+	unset CORRAL_TEST_SECRET
+	expect_not_contains "environ" "$out" "hunter2"
+	expect_contains "fd" "$out" "Permission denied"
+}
+
+t_secret_env_not_inherited() {
+	out=$(CORRAL_TEST_SECRET=hunter2 AWS_SECRET_ACCESS_KEY=abc timeout 60 "$CORRAL" run -- /usr/bin/env)
+	expect_not_contains "secret" "$out" "hunter2"
+	expect_not_contains "aws" "$out" "AWS_SECRET"
+	expect_contains "path" "$out" "PATH="
+	expect_contains "home" "$out" "HOME=/home/agent"
+	n=$(printf '%s\n' "$out" | grep -c '=')
+	[ "$n" -le 6 ] || fail "too many variables: $out"
+	out=$(FOO=passed timeout 60 "$CORRAL" run --env-pass FOO --env BAR=set -- /usr/bin/env)
+	expect_contains "pass" "$out" "FOO=passed"
+	expect_contains "set" "$out" "BAR=set"
+}
+
+t_leaked_fds_closed() {
+	exec 7< /etc/hostname
+	exec 9> "$T/leak"
+	out=$(crun $H -- /opt/helpers/attack fds)
+	exec 7<&- 9>&-
+	expect_contains "fds" "$out" "blocked: no fd beyond 0-2"
+}
+
+t_setuid_does_not_escalate() {
+	[ -u "$HELPERS/euid-setuid" ] || { skip "no setuid helper (prepared by tests/check.sh as root)"; return 77; }
+	out=$(crun $H -- /opt/helpers/euid-setuid)
+	expect_contains "euid" "$out" "euid=1000"
+	expect_eq "exit" "$(rc)" 0
+}
+
+t_proc_self_exe_not_writable() {
+	sum=$(md5sum < /bin/dash)
+	out=$(crun -- /bin/dash -c 'echo x > /proc/self/exe; echo rc=$?; echo x >> /proc/$$/exe; echo rc=$?')
+	expect_not_contains "write" "$out" "rc=0"
+	expect_eq "host binary" "$(md5sum < /bin/dash)" "$sum"
+}
+
+t_identity_and_privileges() {
+	out=$(crun -- /bin/sh -c 'id -u; id -g; hostname; pwd; grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/self/status')
+	expect_eq "uid" "$(sed -n 1p "$T/out")" 1000
+	expect_eq "gid" "$(sed -n 2p "$T/out")" 1000
+	expect_eq "hostname" "$(sed -n 3p "$T/out")" corral
+	expect_eq "cwd" "$(sed -n 4p "$T/out")" /workspace
+	for c in CapInh CapPrm CapEff CapBnd CapAmb; do
+		expect_contains "$c" "$out" "$c:	0000000000000000"
+	done
+	expect_contains "nnp" "$out" "NoNewPrivs:	1"
+	expect_contains "seccomp" "$out" "Seccomp:	2"
+}
+
+t_uid_map_never_host_root() {
+	out=$(crun -- /bin/cat /proc/self/uid_map)
+	host=$(awk '{print $2}' "$T/out")
+	[ "$host" != 0 ] || fail "agent maps to host root"
+	[ "$ME" = 0 ] || expect_eq "host uid" "$host" "$ME"
+}
+
+t_no_controlling_terminal() {
+	out=$(crun -- /bin/sh -c 'ps -o sid= -p $$ 2>/dev/null || cat /proc/self/stat; true > /dev/tty; echo rc=$?')
+	expect_contains "tty" "$out" "rc=2"
+}
+
+t_network_is_loopback_only() {
+	out=$(crun -- /bin/cat /proc/net/dev)
+	ifs=$(tail -n +3 "$T/out" | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')
+	expect_eq "interfaces" "$ifs" "lo "
+	out=$(crun -- /bin/cat /proc/net/route)
+	expect_eq "routes" "$(tail -n +2 "$T/out" | wc -l)" 0
+	# a local server still works on loopback
+	out=$(crun -- /usr/bin/python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+c = socket.create_connection(s.getsockname()); a, _ = s.accept()
+c.sendall(b"ping"); print(a.recv(4).decode())')
+	expect_contains "loopback" "$out" "ping"
+}
+
+t_landlock_and_layers_reported() {
+	crun --json -- /bin/true >/dev/null
+	abi=$(json layers.landlock_abi < "$T/out")
+	[ "$abi" -ge 1 ] || fail "landlock not applied (abi $abi)"
+	expect_eq "seccomp" "$(json layers.seccomp < "$T/out")" true
+}
+
+t_devices() {
+	out=$(crun -- /bin/sh -c 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c && head -c 2 /dev/zero | wc -c; ls /dev/pts/ptmx')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "urandom" "$out" "4"
+}
+
+# ---- limits ----------------------------------------------------------------
+
+t_limit_timeout_kills_tree() {
+	mark="1$$.25"
+	crun --json --timeout 1 -- /bin/sh -c "sleep $mark & sleep $mark" >/dev/null
+	expect_eq "exit" "$(rc)" 124
+	expect_eq "status" "$(json status < "$T/out")" timeout
+	expect_contains "reason" "$(json reason < "$T/out")" "timeout of 1 s"
+	ms=$(json duration_ms < "$T/out")
+	[ "$ms" -lt 10000 ] || fail "timeout took $ms ms"
+	sleep 0.2
+	if pgrep -f "sleep $mark" >/dev/null; then fail "a process survived the timeout"; fi
+}
+
+t_limit_memory() {
+	crun --json --memory 64M -- /usr/bin/python3 -c 'a = bytearray(400 << 20); print(len(a))' >/dev/null
+	mode=$(json layers.limits < "$T/out")
+	st=$(json status < "$T/out")
+	if [ "$mode" = rlimit ]; then
+		expect_eq "status (rlimit)" "$st" exited
+		expect_contains "MemoryError" "$(json stderr < "$T/out")" "MemoryError"
+	else
+		expect_eq "status" "$st" oom
+		expect_eq "exit" "$(rc)" 137
+		expect_contains "reason" "$(json reason < "$T/out")" "memory limit 64 MiB"
+	fi
+}
+
+t_limit_pids() {
+	crun --json --pids 24 --timeout 60 -- /bin/sh -c '
+		n=0; i=0
+		while [ $i -lt 60 ]; do sleep 3 & i=$((i+1)); done 2>/dev/null
+		wait; echo done' >/dev/null
+	mode=$(json layers.limits < "$T/out")
+	err=$(json stderr < "$T/out")
+	expect_contains "fork refused" "$err" "fork"
+	if [ "$mode" != rlimit ]; then
+		expect_eq "status" "$(json status < "$T/out")" pids_limit
+		expect_contains "reason" "$(json reason < "$T/out")" "pids limit 24"
+	fi
+}
+
+t_limit_disk() {
+	out=$(crun --disk 8M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; echo rc=$?; dd if=/dev/zero of=/home/agent/f bs=1M count=4 2>&1; echo rc=$?')
+	expect_contains "tmp full" "$out" "No space left"
+	expect_contains "budget shared" "$out" "rc=1"
+}
+
+t_limit_cpus_accepted() {
+	out=$(crun --json --cpus 0.5 -- /bin/true)
+	expect_eq "exit" "$(rc)" 0
+}
+
+t_output_capped() {
+	crun --json --output-limit 1K -- /bin/sh -c 'head -c 5000000 /dev/zero | tr "\0" a; echo err >&2' >/dev/null
+	expect_eq "truncated" "$(json stdout_truncated < "$T/out")" true
+	n=$(json stdout < "$T/out" | tr -d '\n' | wc -c)
+	expect_eq "kept" "$n" 1024
+	expect_eq "stderr" "$(json stderr < "$T/out")" err
+	expect_eq "stderr truncated" "$(json stderr_truncated < "$T/out")" false
+}
+
+# ---- results and ordinary work ---------------------------------------------
+
+t_exit_codes() {
+	crun -- /bin/sh -c 'exit 3' >/dev/null;		expect_eq "exit 3" "$(rc)" 3
+	crun -- /bin/sh -c 'kill -TERM $$' >/dev/null;	expect_eq "sigterm" "$(rc)" 143
+	out=$(crun -- /no/such/cmd);			expect_eq "not found" "$(rc)" 127
+	expect_contains "not found msg" "$out" "/no/such/cmd"
+	out=$(crun -- /etc/passwd);			expect_eq "not executable" "$(rc)" 126
+	out=$(crun --memory 12XB -- /bin/true);		expect_eq "bad flag" "$(rc)" 125
+	expect_contains "bad flag msg" "$out" "12XB"
+	out=$(crun --workspace /nonexistent/x -- /bin/true)
+	expect_eq "bad workspace" "$(rc)" 125
+	expect_contains "bad workspace msg" "$out" "/nonexistent/x"
+}
+
+t_json_result_fields() {
+	crun --json -- /bin/sh -c 'echo out; echo err >&2; exit 5' >/dev/null
+	expect_eq "exit" "$(rc)" 5
+	expect_eq "status" "$(json status < "$T/out")" exited
+	expect_eq "exit_code" "$(json exit_code < "$T/out")" 5
+	expect_eq "stdout" "$(json stdout < "$T/out")" out
+	expect_eq "stderr" "$(json stderr < "$T/out")" err
+	for f in signal reason duration_ms cpu_ms max_rss_kb; do
+		json "$f" < "$T/out" >/dev/null || fail "no $f"
+	done
+	crun --json -- /bin/sh -c 'printf "\377\376 bad utf8"' >/dev/null
+	expect_contains "utf8" "$(json stdout < "$T/out")" "bad utf8"
+}
+
+t_signal_forwarded() {
+	timeout 60 "$CORRAL" run -- /bin/sh -c 'trap "echo got-term; exit 7" TERM; sleep 30 & wait' > "$T/o" 2>&1 &
+	pid=$!
+	sleep 0.5
+	kill -TERM "$pid"
+	rc=0; wait "$pid" || rc=$?
+	expect_eq "exit" "$rc" 7
+	expect_contains "trap" "$(cat "$T/o")" "got-term"
+}
+
+t_work_shell_pipeline() {
+	out=$(crun -- /bin/sh -c 'seq 1 100 | grep 7 | sort -r | head -1 | tr 7 X')
+	expect_eq "pipeline" "$out" "9X"
+}
+
+t_work_python() {
+	out=$(crun -- /usr/bin/python3 -c 'import json, hashlib, sqlite3, ssl; print(json.dumps({"ok": 6*7}))')
+	expect_eq "python" "$out" '{"ok": 42}'
+}
+
+t_work_gcc() {
+	command -v gcc >/dev/null || { skip "no gcc"; return 77; }
+	out=$(crun -- /bin/sh -c 'printf "#include <stdio.h>\nint main(void){puts(\"built\");return 0;}\n" > m.c && gcc -O1 -o m m.c && ./m')
+	expect_eq "gcc" "$out" built
+}
+
+t_work_git() {
+	command -v git >/dev/null || { skip "no git"; return 77; }
+	mkws
+	out=$(crun --workspace "$T/ws" -- /bin/sh -c '
+		git init -q . && git -c user.email=a@b -c user.name=agent add -A &&
+		git -c user.email=a@b -c user.name=agent commit -qm "inside" &&
+		git log --oneline | wc -l')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "commits" "$(tail -1 "$T/out")" 1
+	[ ! -e "$T/ws/.git" ] || fail "git repo reached the host workspace"
+}
+
+t_doctor() {
+	rc=0; out=$(timeout 60 "$CORRAL" doctor) || rc=$?
+	expect_contains "layers" "$out" "landlock"
+	expect_contains "limits" "$out" "limits"
+	[ "$rc" -le 1 ] || fail "doctor exit $rc"
+}
+
+t_policy_check() {
+	printf '{\n  "limits": {\n    "memory": "12XB"\n  }\n}\n' > "$T/bad.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/bad.json" 2>&1) || rc=$?
+	expect_eq "exit" "$rc" 1
+	expect_contains "line:col" "$out" "bad.json:3:"
+	expect_contains "key" "$out" "limits.memory"
+	out=$(crun --policy "$T/bad.json" -- /bin/true)
+	expect_eq "run bad policy" "$(rc)" 125
+	printf '{"limits": {"pids": 16}, "env": {"set": {"GREETING": "hi"}}}\n' > "$T/good.json"
+	out=$(crun --policy "$T/good.json" -- /bin/sh -c 'echo $GREETING')
+	expect_eq "policy env" "$out" hi
+}
+
+t_shipped_policies_valid() {
+	here=$(dirname "$0")/../policies
+	for f in "$here"/*.json; do
+		timeout 30 "$CORRAL" policy check "$f" || fail "$f"
+	done
+	crun --policy "$here/offline.json" -- /bin/true >/dev/null
+	expect_eq "offline" "$(rc)" 0
+}
+
+t_help() {
+	out=$(timeout 10 "$CORRAL" run --help)
+	for w in --workspace --ro --rw --env --env-pass --timeout --memory --pids --cpus --disk --json "Exit status"; do
+		expect_contains "help $w" "$out" "$w"
+	done
+}
+
+t_nothing_left_behind() {
+	before=$(wc -l < /proc/self/mountinfo)
+	for i in 1 2 3; do crun --workspace "$HELPERS" -- /bin/true >/dev/null; done
+	after=$(wc -l < /proc/self/mountinfo)
+	expect_eq "mounts" "$after" "$before"
+	if [ "$ME" = 0 ]; then
+		left=$(find /sys/fs/cgroup -maxdepth 3 -name 'corral-*' -type d 2>/dev/null | wc -l)
+		expect_eq "cgroups" "$left" 0
+	fi
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "integration ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

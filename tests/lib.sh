@@ -1,0 +1,66 @@
+# lib.sh - the integration tests' harness, sourced by tests/integration.sh.
+#
+# Each test is a shell function named t_*; it fails by calling fail (or by
+# any check returning non-zero).  Every test gets a fresh scratch directory
+# in $T, removed afterwards whatever happened.
+
+PASS=0
+FAIL=0
+SKIP=0
+FAILED_NAMES=""
+
+fail() {
+	echo "    FAIL: $*" >&2
+	return 1
+}
+
+skip() {
+	echo "    skip: $*"
+	return 77
+}
+
+# json FIELD [FIELD...] < json: print a field of the result (dotted path).
+json() {
+	/usr/bin/python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v[k]
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) else v)
+' "$1"
+}
+
+expect_eq() {	# expect_eq WHAT GOT WANT
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+expect_contains() {	# expect_contains WHAT HAYSTACK NEEDLE
+	case "$2" in
+	*"$3"*) return 0 ;;
+	esac
+	fail "$1: '$(printf '%s' "$2" | head -c 400)' does not contain '$3'"
+}
+
+expect_not_contains() {
+	case "$2" in
+	*"$3"*) fail "$1: '$(printf '%s' "$2" | head -c 400)' contains '$3'" ;;
+	esac
+	return 0
+}
+
+run_test() {
+	name=$1
+	T=$(mktemp -d "$TEST_TMP/t.XXXXXX")
+	chmod 755 "$T"
+	export T
+	( set -e; cd "$T"; "$name" ) > "$T.log" 2>&1
+	rc=$?
+	case $rc in
+	0)  PASS=$((PASS + 1)); echo "ok - $name" ;;
+	77) SKIP=$((SKIP + 1)); echo "ok - $name # SKIP $(grep 'skip:' "$T.log" | head -1)" ;;
+	*)  FAIL=$((FAIL + 1)); FAILED_NAMES="$FAILED_NAMES $name"
+	    echo "not ok - $name"; sed 's/^/    /' "$T.log" | tail -30 ;;
+	esac
+	chmod -R u+rwX "$T" 2>/dev/null
+	rm -rf "$T" "$T.log"
+}

@@ -9,7 +9,7 @@ CPPFLAGS += -Iinclude -Isrc/lib -D_GNU_SOURCE
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += $(PKG_LIBS)
+LDLIBS  += $(PKG_LIBS) -lm
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -53,10 +53,10 @@ check:
 	tests/check.sh
 
 unit: all
-	tests/run.sh --unit --build $(BUILD)
+	for t in $(UNIT_BIN); do $$t || exit 1; done
 
 integration: all
-	tests/run.sh --integration --build $(BUILD)
+	tests/integration.sh $(BUILD)/corral $(BUILD)/tests/helpers
 
 demo: all
 	tests/demo.sh $(BUILD)/corral

@@ -265,7 +265,7 @@ t_limit_memory() {
 t_limit_pids() {
 	crun --json --pids 24 --timeout 60 -- /bin/sh -c '
 		n=0; i=0
-		while [ $i -lt 60 ]; do sleep 3 & i=$((i+1)); done 2>/dev/null
+		while [ $i -lt 60 ]; do sleep 3 & i=$((i+1)); done
 		wait; echo done' >/dev/null
 	mode=$(json layers.limits < "$T/out")
 	err=$(json stderr < "$T/out")

@@ -1,0 +1,130 @@
+#!/bin/bash
+# check.sh - the whole suite, as `make check` runs it:
+#   1. a build with -Wall -Wextra -Werror
+#   2. unit tests
+#   3. integration tests as the calling user
+#   4. as root: again as an unprivileged user (uid 65534), first with
+#      cgroups delegated to it, then without (the rlimit fallback)
+#   5. all of it again built with AddressSanitizer + UBSan
+# Ends with one line "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+NOBODY=65534
+PASS=0
+FAIL=0
+STAGE=""
+DELEGATED=""
+
+cleanup() {
+	for d in $DELEGATED; do rmdir "$d" 2>/dev/null; done
+	[ -n "$STAGE" ] && rm -rf "$STAGE"
+}
+trap cleanup EXIT
+
+# tally LOGFILE: add the "N passed, N failed" lines a step printed.
+tally() {
+	local p f
+	while read -r p f; do
+		PASS=$((PASS + p)); FAIL=$((FAIL + f))
+	done < <(sed -n 's/.*\b\([0-9]\+\) passed, \([0-9]\+\) failed.*/\1 \2/p' "$1")
+}
+
+# step NAME CMD...: run, show, count; a step that dies without a tally line
+# counts as one failure.
+step() {
+	local name=$1 log rc=0
+	shift
+	log=$(mktemp)
+	echo "== $name"
+	"$@" > "$log" 2>&1 || rc=$?
+	grep -v '^ok - ' "$log" | tail -200
+	if grep -q ' passed, [0-9]* failed' "$log"; then
+		tally "$log"
+		[ $rc -ne 0 ] && ! grep -q ' [1-9][0-9]* failed' "$log" && {
+			echo "   (exit $rc)"; FAIL=$((FAIL + 1)); }
+	elif [ $rc -eq 0 ]; then
+		PASS=$((PASS + 1))
+	else
+		echo "   $name failed (exit $rc)"
+		FAIL=$((FAIL + 1))
+	fi
+	rm -f "$log"
+}
+
+build() {	# build DIR EXTRA_CFLAGS LDFLAGS
+	make -s -j2 BUILD="$1" EXTRA_CFLAGS="$2" LDFLAGS="$3" all
+}
+
+unit_tests() {	# unit_tests BUILD
+	local rc=0
+	for t in "$1"/tests/unit_*; do
+		[ -x "$t" ] || continue
+		"$t" || rc=1
+	done
+	return $rc
+}
+
+# A copy that uid 65534 can reach whatever the checkout's permissions.
+stage() {	# stage BUILD
+	STAGE=$(mktemp -d /tmp/corral-check.XXXXXX)
+	chmod 755 "$STAGE"
+	mkdir -p "$STAGE/helpers" "$STAGE/tests" "$STAGE/tmp"
+	cp "$1/corral" "$STAGE/"
+	cp "$1"/tests/helpers/* "$STAGE/helpers/"
+	cp "$1/tests/helpers/euid" "$STAGE/helpers/euid-setuid"
+	chmod 4755 "$STAGE/helpers/euid-setuid"
+	cp tests/*.sh "$STAGE/tests/"
+	cp -r policies "$STAGE/"
+	chown "$NOBODY:$NOBODY" "$STAGE/tmp"
+	chmod -R a+rX "$STAGE"
+}
+
+# What root does for a user who may use cgroups (see `corral doctor`).
+delegate_cgroups() {
+	local ctrl d
+	for ctrl in memory pids cpu cpuacct freezer; do
+		[ -d "/sys/fs/cgroup/$ctrl" ] || continue
+		d="/sys/fs/cgroup/$ctrl/corral.$NOBODY"
+		mkdir -p "$d" && chown -R "$NOBODY:$NOBODY" "$d" && DELEGATED="$DELEGATED $d"
+	done
+}
+
+undelegate_cgroups() {
+	for d in $DELEGATED; do rmdir "$d" 2>/dev/null; done
+	DELEGATED=""
+}
+
+as_nobody() {
+	setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+		env -i PATH=/usr/bin:/bin HOME=/nonexistent TMPDIR="$STAGE/tmp" LANG=C.UTF-8 "$@"
+}
+
+suite() {	# suite BUILD LABEL
+	local b=$1 label=$2
+	step "unit tests ($label)" unit_tests "$b"
+	step "integration as $(id -un) ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
+	if [ "$(id -u)" = 0 ]; then
+		stage "$b"
+		delegate_cgroups
+		step "integration as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
+		undelegate_cgroups
+		step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
+			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
+			t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write
+		rm -rf "$STAGE"; STAGE=""
+	fi
+}
+
+step "build with -Wall -Wextra -Werror" build build -Werror ""
+suite build "gcc -O2"
+
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
+suite build-asan "ASan+UBSan"
+
+echo "check: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,840 @@
+/*
+ * unit_cgroup.c - cgroup.c against the real kernel.
+ *
+ * Without a usable cgroup (unprivileged, nothing delegated) only the CG_NONE
+ * path and the rlimit fallback are checked.  With one (root, or a delegated
+ * corral.<uid>) the limits are tested for real: OOM kill, pids.max, freezer,
+ * cg_kill of a process tree, CPU quota, and that cg_destroy leaves nothing.
+ *
+ * The test process is a child subreaper, so orphaned grandchildren come back
+ * to it and every process it made is reaped.  Every wait is bounded.
+ */
+#include "internal.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB (UINT64_C(1) << 20)
+
+/* ---- helpers --------------------------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void group_name(char *buf, size_t len, const char *tag)
+{
+	snprintf(buf, len, "ut%d-%s", (int)getpid(), tag);
+}
+
+/*
+ * Call fn on every "<mount>/<corral|corral.uid>/corral-<name>" directory of
+ * every cgroup mount; returns how many exist.
+ */
+static int group_dirs_each(const char *name,
+			   int (*fn)(const char *dir, void *arg), void *arg)
+{
+	char line[4096], mnt[1024], fstype[64], dir[2048], parent[64];
+	int found = 0;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+		struct stat st;
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %1023s", mnt) != 1 ||
+		    sscanf(sep, " - %63s", fstype) != 1)
+			continue;
+		if (strcmp(fstype, "cgroup") && strcmp(fstype, "cgroup2"))
+			continue;
+		for (int i = 0; i < 2; i++) {
+			if (i)
+				snprintf(parent, sizeof(parent), "corral.%u",
+					 (unsigned)geteuid());
+			else
+				snprintf(parent, sizeof(parent), "corral");
+			snprintf(dir, sizeof(dir), "%s/%s/corral-%s", mnt,
+				 parent, name);
+			if (stat(dir, &st) == 0) {
+				found++;
+				if (fn && fn(dir, arg))
+					break;
+			}
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static int group_dirs(const char *name)
+{
+	return group_dirs_each(name, NULL, NULL);
+}
+
+struct file_query {
+	const char *file;
+	char buf[256];
+	bool found;
+};
+
+static int read_one(const char *dir, void *arg)
+{
+	struct file_query *q = arg;
+	char path[4096];
+	FILE *f;
+
+	if (q->found)
+		return 1;
+	snprintf(path, sizeof(path), "%s/%s", dir, q->file);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(q->buf, sizeof(q->buf), f)) {
+		q->buf[strcspn(q->buf, "\n")] = '\0';
+		q->found = true;
+	}
+	fclose(f);
+	return q->found;
+}
+
+/* Contents (first line) of a file in the group, whichever hierarchy has it. */
+static bool group_file(const char *name, const char *file, char *buf,
+		       size_t len)
+{
+	struct file_query q = { .file = file };
+
+	group_dirs_each(name, read_one, &q);
+	if (q.found)
+		snprintf(buf, len, "%s", q.buf);
+	return q.found;
+}
+
+/* A child that waits on a pipe before running fn: attach it first. */
+struct kid {
+	pid_t pid;
+	int go;
+};
+
+static int kid_spawn(struct kid *k, void (*fn)(void *), void *arg)
+{
+	int p[2];
+	char c;
+
+	k->pid = -1;
+	k->go = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	k->pid = fork();
+	if (k->pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (k->pid == 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(99);
+		close(p[0]);
+		fn(arg);
+		_exit(0);
+	}
+	close(p[0]);
+	k->go = p[1];
+	return 0;
+}
+
+static void kid_go(struct kid *k)
+{
+	if (k->go >= 0) {
+		if (write(k->go, "g", 1) != 1)
+			perror("kid_go");
+		close(k->go);
+		k->go = -1;
+	}
+}
+
+/* Reap k (bounded); after timeout_ms it is SIGKILLed.  Status or -1. */
+static int kid_wait(struct kid *k, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	bool killed = false;
+	int st;
+
+	if (k->go >= 0) {
+		close(k->go);	/* a waiting child reads EOF and exits */
+		k->go = -1;
+	}
+	if (k->pid <= 0)
+		return -1;
+	for (;;) {
+		pid_t r = waitpid(k->pid, &st, WNOHANG);
+
+		if (r == k->pid) {
+			k->pid = -1;
+			return st;
+		}
+		if (r < 0)
+			return -1;
+		if (now_ms() >= deadline) {
+			if (killed) {
+				fprintf(stderr, "  pid %d did not die\n",
+					(int)k->pid);
+				return -1;
+			}
+			fprintf(stderr, "  pid %d: timeout, SIGKILL\n",
+				(int)k->pid);
+			kill(k->pid, SIGKILL);
+			killed = true;
+			deadline = now_ms() + 2000;
+		}
+		sleep_ms(5);
+	}
+}
+
+/* Reap every remaining child (orphans come to us: subreaper).  Bounded. */
+static int reap_all(unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	int n = 0, st;
+
+	for (;;) {
+		pid_t r = waitpid(-1, &st, WNOHANG);
+
+		if (r > 0) {
+			n++;
+			continue;
+		}
+		if (r < 0 || now_ms() >= deadline)
+			return n;
+		sleep_ms(5);
+	}
+}
+
+/* Read exactly len bytes within timeout_ms; false on EOF or timeout. */
+static bool read_full(int fd, void *buf, size_t len, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = now_ms();
+		ssize_t n;
+
+		if (now >= deadline ||
+		    poll(&pfd, 1, (int)(deadline - now)) <= 0)
+			return false;
+		n = read(fd, (char *)buf + got, len - got);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	return true;
+}
+
+static bool have_cgroup(void)
+{
+	struct corral_features f = { 0 };
+
+	cg_probe(&f);
+	return strcmp(f.limits, "rlimit") != 0;
+}
+
+/* cg_create with a check, or NULL (and a note) when there is no cgroup. */
+static struct cg *make_group(const char *name, const struct corral_policy *p)
+{
+	struct corral_err err = { 0 };
+	struct cg *cg = NULL;
+	int r;
+
+	r = cg_create(&cg, name, p, &err);
+	if (r < 0)
+		fprintf(stderr, "  cg_create(%s): %s\n", name, err.msg);
+	CHECK(r == 0);
+	if (r == 0 && cg_mode(cg) == CG_NONE) {
+		printf("# skip: no cgroup here (%s)\n", cg_mode_name(cg));
+		cg_destroy(cg);
+		return NULL;
+	}
+	return cg;
+}
+
+static void destroy_and_check(struct cg *cg, const char *name)
+{
+	cg_destroy(cg);
+	CHECK(group_dirs(name) == 0);
+}
+
+/* ---- children -------------------------------------------------------- */
+
+static void child_hog(void *arg)
+{
+	size_t len = 100 * MiB;
+	char *m;
+
+	(void)arg;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		_exit(3);
+	for (size_t i = 0; i < len; i += 4096)
+		m[i] = 1;
+	_exit(0);
+}
+
+struct fork_report {
+	int ok, failed, first_errno;
+};
+
+static void child_forker(void *arg)
+{
+	struct fork_report rep = { 0 };
+	int fd = *(int *)arg;
+
+	setpgid(0, 0);		/* the test's safety net: kill(-pid) */
+	for (int i = 0; i < 64; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			for (;;)
+				pause();
+		}
+		if (pid > 0)
+			rep.ok++;
+		else if (rep.failed++ == 0)
+			rep.first_errno = errno;
+	}
+	if (write(fd, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(4);
+	for (;;)
+		pause();
+}
+
+static void child_spin(void *arg)
+{
+	volatile unsigned long x = 0;
+
+	(void)arg;
+	for (;;)
+		x++;
+}
+
+static void child_pause(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+}
+
+static void report_and_pause(int fd)
+{
+	pid_t me = getpid();
+
+	if (write(fd, &me, sizeof(me)) != sizeof(me))
+		_exit(5);
+	for (;;)
+		pause();
+}
+
+/* 1 + 2 children + 2 grandchildren = 5 processes, each reports its pid. */
+static void child_tree(void *arg)
+{
+	int fd = *(int *)arg;
+
+	setpgid(0, 0);		/* the test's safety net: kill(-pid) */
+	for (int i = 0; i < 2; i++) {
+		pid_t a = fork();
+
+		if (a == 0) {
+			if (fork() == 0)
+				report_and_pause(fd);
+			report_and_pause(fd);
+		}
+	}
+	report_and_pause(fd);
+}
+
+/* ---- tests that need no cgroup --------------------------------------- */
+
+TEST(name_rules)
+{
+	static const char *const bad[] = { "", "a/b", ".", "..", NULL };
+	struct corral_policy p = { 0 };
+	struct corral_err err = { 0 };
+	char longname[300];
+	struct cg *cg = (struct cg *)&err;	/* must be reset to NULL */
+
+	for (int i = 0; bad[i]; i++) {
+		CHECK(cg_create(&cg, bad[i], &p, &err) == -EINVAL);
+		CHECK(cg == NULL);
+		CHECK_STR_CONTAINS(err.msg, "bad cgroup name");
+	}
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	CHECK(cg_create(&cg, longname, &p, &err) == -EINVAL);
+	CHECK(cg_create(&cg, NULL, &p, &err) == -EINVAL);
+}
+
+TEST(null_handles)
+{
+	struct corral_err err = { 0 };
+	struct cg_stats st;
+
+	cg_destroy(NULL);
+	CHECK(cg_mode(NULL) == CG_NONE);
+	CHECK(strcmp(cg_mode_name(NULL), "rlimit") == 0);
+	CHECK(cg_kill(NULL) == -ENOTSUP);
+	CHECK(cg_attach(NULL, getpid(), &err) == 0);
+	CHECK(cg_stats(NULL, &st) == 0 && !st.valid);
+	CHECK(cg_freeze(NULL, true, &err) == -ENOTSUP);
+	CHECK_STR_CONTAINS(err.msg, "no freezer");
+}
+
+TEST(probe_agrees_with_create)
+{
+	struct corral_features f = { 0 };
+	struct corral_policy p = { 0 };
+	struct corral_err err = { 0 };
+	struct cg *cg = NULL;
+	char name[64];
+	int r;
+
+	cg_probe(&f);
+	printf("# limits: %s\n# detail: %s\n", f.limits, f.limits_detail);
+	CHECK(f.limits != NULL && f.limits_detail[0] != '\0');
+	group_name(name, sizeof(name), "probe");
+	r = cg_create(&cg, name, &p, &err);
+	CHECK(r == 0);
+	if (r < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		return;
+	}
+	CHECK(strcmp(cg_mode_name(cg), f.limits) == 0);
+	if (cg_mode(cg) == CG_NONE) {
+		CHECK_STR_CONTAINS(f.limits_detail, "rlimit");
+		CHECK(!f.cg_memory && !f.cg_pids && !f.cg_cpu && !f.cg_freezer);
+		CHECK(group_dirs(name) == 0);
+	} else {
+		CHECK_STR_CONTAINS(f.limits_detail, "cgroup v");
+		CHECK(f.cg_memory && f.cg_pids);
+		CHECK(group_dirs(name) > 0);
+	}
+	destroy_and_check(cg, name);
+}
+
+TEST(none_mode_is_inert)
+{
+	struct corral_policy p = { .memory_bytes = 64 * MiB, .pids = 8 };
+	struct corral_err err = { 0 };
+	struct cg_stats st;
+	struct cg *cg = NULL;
+	char name[64];
+
+	group_name(name, sizeof(name), "inert");
+	CHECK(cg_create(&cg, name, &p, &err) == 0);
+	if (!cg || cg_mode(cg) != CG_NONE) {
+		printf("# skip: have a cgroup\n");
+		cg_destroy(cg);
+		return;
+	}
+	CHECK(cg_attach(cg, getpid(), &err) == 0);
+	CHECK(cg_stats(cg, &st) == 0 && !st.valid);
+	CHECK(cg_freeze(cg, true, &err) == -ENOTSUP);
+	CHECK(cg_kill(cg) == -ENOTSUP);
+	destroy_and_check(cg, name);
+}
+
+TEST(rlimits_in_child)
+{
+	struct corral_policy p = { .memory_bytes = 64 * MiB, .pids = 5 };
+	struct kid k;
+	int st;
+
+	/* run in a child: the limits must not reach the test process */
+	k.pid = fork();
+	if (k.pid == 0) {
+		struct corral_err err = { 0 };
+		struct rlimit rl;
+		void *m;
+
+		if (cg_apply_rlimits(&p, &err) < 0)
+			_exit(10);
+		if (getrlimit(RLIMIT_AS, &rl) < 0 ||
+		    rl.rlim_cur != 64 * MiB || rl.rlim_max != 64 * MiB)
+			_exit(11);
+		if (getrlimit(RLIMIT_NPROC, &rl) < 0 ||
+		    rl.rlim_cur != 5 || rl.rlim_max != 5)
+			_exit(12);
+		m = mmap(NULL, 128 * MiB, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED || errno != ENOMEM)
+			_exit(13);
+		_exit(0);
+	}
+	CHECK(k.pid > 0);
+	k.go = -1;
+	st = kid_wait(&k, 5000);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "  rlimit child: status 0x%x\n", st);
+}
+
+/* ---- tests on a real cgroup ------------------------------------------ */
+
+TEST(create_sets_limits)
+{
+	struct corral_policy p = {
+		.memory_bytes = 32 * MiB, .pids = 16, .cpus = 0.5,
+	};
+	struct corral_err err = { 0 };
+	struct cg *cg, *dup = NULL;
+	char name[64], v[256];
+
+	group_name(name, sizeof(name), "limits");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	CHECK(group_dirs(name) > 0);
+	if (cg_mode(cg) == CG_V1) {
+		CHECK(group_file(name, "memory.limit_in_bytes", v, sizeof(v)) &&
+		      strtoull(v, NULL, 10) == 32 * MiB);
+		if (group_file(name, "memory.memsw.limit_in_bytes", v,
+			       sizeof(v)))
+			CHECK(strtoull(v, NULL, 10) == 32 * MiB);
+		if (group_file(name, "cpu.cfs_quota_us", v, sizeof(v)))
+			CHECK(strcmp(v, "50000") == 0);
+	} else {
+		CHECK(group_file(name, "memory.max", v, sizeof(v)) &&
+		      strtoull(v, NULL, 10) == 32 * MiB);
+		if (group_file(name, "cpu.max", v, sizeof(v)))
+			CHECK(strcmp(v, "50000 100000") == 0);
+	}
+	CHECK(group_file(name, "pids.max", v, sizeof(v)) &&
+	      strcmp(v, "16") == 0);
+
+	/* names are never reused, and a clash removes nothing */
+	CHECK(cg_create(&dup, name, &p, &err) == -EEXIST);
+	CHECK(dup == NULL);
+	CHECK_STR_CONTAINS(err.msg, "already exists");
+	CHECK(group_dirs(name) > 0);
+
+	destroy_and_check(cg, name);
+}
+
+TEST(rejected_limit_is_named)
+{
+	/* a 100 us quota is below the kernel's 1 ms minimum */
+	struct corral_policy p = { .pids = 16, .cpus = 0.001 };
+	struct corral_features f = { 0 };
+	struct corral_err err = { 0 };
+	struct cg *cg = NULL;
+	char name[64];
+
+	cg_probe(&f);
+	if (!f.cg_cpu) {
+		printf("# skip: no cpu controller\n");
+		return;
+	}
+	group_name(name, sizeof(name), "reject");
+	CHECK(cg_create(&cg, name, &p, &err) == -EINVAL);
+	CHECK(cg == NULL);
+	printf("# %s\n", err.msg);
+	CHECK_STR_CONTAINS(err.msg, "\"100");
+	CHECK_STR_CONTAINS(err.msg, "cpu.");
+	CHECK(group_dirs(name) == 0);
+}
+
+TEST(oom_kill)
+{
+	struct corral_policy p = { .memory_bytes = 32 * MiB, .pids = 16 };
+	struct corral_err err = { 0 };
+	struct cg_stats s;
+	struct cg *cg;
+	struct kid k;
+	char name[64];
+	int st;
+
+	group_name(name, sizeof(name), "oom");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	CHECK(kid_spawn(&k, child_hog, NULL) == 0);
+	if (cg_attach(cg, k.pid, &err) < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"cg_attach");
+		kill(k.pid, SIGKILL);
+	}
+	kid_go(&k);
+	st = kid_wait(&k, 15000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	CHECK(cg_stats(cg, &s) == 0 && s.valid);
+	printf("# oom_kills %" PRIu64 " mem_peak %" PRIu64 "\n", s.oom_kills,
+	       s.mem_peak);
+	CHECK(s.oom_kills >= 1);
+	CHECK(s.mem_peak > 0 && s.mem_peak <= 32 * MiB);
+	destroy_and_check(cg, name);
+}
+
+TEST(pids_limit)
+{
+	struct corral_policy p = { .memory_bytes = 256 * MiB, .pids = 16 };
+	struct corral_err err = { 0 };
+	struct fork_report rep = { 0 };
+	struct cg_stats s;
+	struct cg *cg;
+	struct kid k;
+	char name[64];
+	int fds[2], st;
+
+	group_name(name, sizeof(name), "pids");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		CHECK(!"pipe2");
+		destroy_and_check(cg, name);
+		return;
+	}
+	CHECK(kid_spawn(&k, child_forker, &fds[1]) == 0);
+	close(fds[1]);
+	if (cg_attach(cg, k.pid, &err) < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"cg_attach");
+		kill(k.pid, SIGKILL);
+	}
+	kid_go(&k);
+	CHECK(read_full(fds[0], &rep, sizeof(rep), 10000));
+	close(fds[0]);
+	printf("# forks ok %d failed %d (%s)\n", rep.ok, rep.failed,
+	       strerror(rep.first_errno));
+	CHECK(rep.ok <= 15);
+	CHECK(rep.failed >= 1 && rep.first_errno == EAGAIN);
+	CHECK(cg_stats(cg, &s) == 0 && s.valid);
+	CHECK(s.pids_max_hits >= 1);
+	CHECK(cg_kill(cg) == 0);
+	kill(-k.pid, SIGKILL);	/* no-op unless cg_kill missed some */
+	st = kid_wait(&k, 5000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	CHECK(reap_all(3000) == rep.ok);
+	destroy_and_check(cg, name);
+}
+
+TEST(freeze_stops_cpu)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct corral_features f = { 0 };
+	struct corral_err err = { 0 };
+	struct cg_stats s1, s2, s3;
+	struct cg *cg;
+	struct kid k;
+	char name[64];
+	int st;
+
+	cg_probe(&f);
+	group_name(name, sizeof(name), "freeze");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	if (!f.cg_freezer) {
+		CHECK(cg_freeze(cg, true, &err) == -ENOTSUP);
+		CHECK_STR_CONTAINS(err.msg, "freezer");
+		destroy_and_check(cg, name);
+		return;
+	}
+	CHECK(kid_spawn(&k, child_spin, NULL) == 0);
+	if (cg_attach(cg, k.pid, &err) < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"cg_attach");
+		kill(k.pid, SIGKILL);
+	}
+	kid_go(&k);
+	sleep_ms(100);
+	CHECK(cg_freeze(cg, true, &err) == 0);
+	CHECK(cg_stats(cg, &s1) == 0);
+	sleep_ms(200);
+	CHECK(cg_stats(cg, &s2) == 0);
+	CHECK(cg_freeze(cg, false, &err) == 0);
+	sleep_ms(200);
+	CHECK(cg_stats(cg, &s3) == 0);
+	printf("# cpu_ns frozen %" PRIu64 " -> %" PRIu64 ", thawed -> %"
+	       PRIu64 "\n", s1.cpu_ns, s2.cpu_ns, s3.cpu_ns);
+	CHECK(s1.cpu_ns > 0);
+	CHECK(s2.cpu_ns == s1.cpu_ns);
+	CHECK(s3.cpu_ns > s2.cpu_ns + 50 * 1000000ull);
+	destroy_and_check(cg, name);
+	st = kid_wait(&k, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+TEST(kill_tree)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct corral_err err = { 0 };
+	pid_t pids[5], r;
+	struct cg *cg;
+	struct kid k;
+	char name[64];
+	int fds[2], reaped = 0, sigkilled = 0, st;
+	uint64_t deadline;
+
+	group_name(name, sizeof(name), "tree");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		CHECK(!"pipe2");
+		destroy_and_check(cg, name);
+		return;
+	}
+	CHECK(kid_spawn(&k, child_tree, &fds[1]) == 0);
+	close(fds[1]);
+	if (cg_attach(cg, k.pid, &err) < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"cg_attach");
+	}
+	kid_go(&k);
+	CHECK(read_full(fds[0], pids, sizeof(pids), 5000));
+	close(fds[0]);
+	CHECK(cg_kill(cg) == 0);
+	deadline = now_ms() + 5000;
+	while (reaped < 5 && now_ms() < deadline) {
+		r = waitpid(-1, &st, WNOHANG);
+		if (r < 0)
+			break;
+		if (r == 0) {
+			sleep_ms(5);
+			continue;
+		}
+		reaped++;
+		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+			sigkilled++;
+	}
+	CHECK(reaped == 5);
+	CHECK(sigkilled == 5);
+	for (int i = 0; i < 5; i++)
+		CHECK(kill(pids[i], 0) < 0 && errno == ESRCH);
+	if (reaped < 5) {	/* cg_kill failed: do not leak the tree */
+		kill(-k.pid, SIGKILL);
+		reap_all(3000);
+	}
+	destroy_and_check(cg, name);
+}
+
+TEST(destroy_frozen_group)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct corral_features f = { 0 };
+	struct corral_err err = { 0 };
+	struct cg *cg;
+	struct kid k;
+	char name[64];
+	int st;
+
+	cg_probe(&f);
+	group_name(name, sizeof(name), "frozen");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	CHECK(kid_spawn(&k, child_pause, NULL) == 0);
+	if (cg_attach(cg, k.pid, &err) < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"cg_attach");
+	}
+	kid_go(&k);
+	if (f.cg_freezer)
+		CHECK(cg_freeze(cg, true, &err) == 0);
+	destroy_and_check(cg, name);
+	st = kid_wait(&k, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+TEST(cpu_quota)
+{
+	struct corral_policy p = { .pids = 16, .cpus = 0.2 };
+	struct corral_features f = { 0 };
+	struct corral_err err = { 0 };
+	struct cg_stats s;
+	struct cg *cg;
+	struct kid k;
+	char name[64];
+	uint64_t t0, wall_ns;
+
+	cg_probe(&f);
+	if (!f.cg_cpu) {
+		printf("# skip: no cpu controller\n");
+		return;
+	}
+	group_name(name, sizeof(name), "cpu");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	CHECK(kid_spawn(&k, child_spin, NULL) == 0);
+	if (cg_attach(cg, k.pid, &err) < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"cg_attach");
+	}
+	t0 = now_ms();
+	kid_go(&k);
+	sleep_ms(600);
+	CHECK(cg_stats(cg, &s) == 0);
+	wall_ns = (now_ms() - t0) * 1000000;
+	printf("# cpus 0.2: %" PRIu64 " ms CPU in %" PRIu64 " ms\n",
+	       s.cpu_ns / 1000000, wall_ns / 1000000);
+	CHECK(s.cpu_ns > 0);
+	CHECK(s.cpu_ns < wall_ns * 35 / 100);
+	destroy_and_check(cg, name);
+	kid_wait(&k, 3000);
+}
+
+int main(void)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		perror("PR_SET_CHILD_SUBREAPER");
+	printf("# euid %u, cgroup %s\n", (unsigned)geteuid(),
+	       have_cgroup() ? "available" : "not available");
+	RUN(name_rules);
+	RUN(null_handles);
+	RUN(probe_agrees_with_create);
+	RUN(none_mode_is_inert);
+	RUN(rlimits_in_child);
+	RUN(create_sets_limits);
+	RUN(rejected_limit_is_named);
+	RUN(oom_kill);
+	RUN(pids_limit);
+	RUN(freeze_stops_cpu);
+	RUN(kill_tree);
+	RUN(destroy_frozen_group);
+	RUN(cpu_quota);
+	reap_all(1000);
+	UNIT_DONE();
+}

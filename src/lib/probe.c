@@ -9,6 +9,7 @@
 #include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -37,11 +38,31 @@ static int probe_userns(void)
 		       CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP);
 }
 
+static int write_proc(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n < 0 ? -1 : 0;
+}
+
 static int probe_overlay(void)
 {
 	static const char *const dirs[] = { "/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m" };
 
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+	char uid_map[32], gid_map[32];
+
+	/* Map ourselves, or the tmpfs refuses files of an unmapped owner. */
+	snprintf(uid_map, sizeof(uid_map), "0 %d 1\n", (int)geteuid());
+	snprintf(gid_map, sizeof(gid_map), "0 %d 1\n", (int)getegid());
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 ||
+	    write_proc("/proc/self/setgroups", "deny") < 0 ||
+	    write_proc("/proc/self/gid_map", gid_map) < 0 ||
+	    write_proc("/proc/self/uid_map", uid_map) < 0)
 		return -1;
 	/* Private, and on a tmpfs of our own: the host's /tmp is not touched. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||

@@ -1,0 +1,42 @@
+#!/bin/bash
+# demo.sh - what corral is for, in one minute: a hostile script tries the
+# usual ways out, and each one is stopped by a named layer; then ordinary
+# work runs fine.  `make demo` runs this.
+set -u
+CORRAL=${1:-build/corral}
+WS=$(mktemp -d /tmp/corral-demo.XXXXXX)
+trap 'rm -rf "$WS"' EXIT
+chmod 755 "$WS"
+echo "print('hello from the workspace')" > "$WS/hello.py"
+echo "the host copy" > "$WS/notes.txt"
+[ "$(id -u)" = 0 ] && chown -R 65534:65534 "$WS"
+
+say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+
+say "1. corral doctor: what this host gives the sandbox"
+"$CORRAL" doctor
+
+say "2. a hostile script, run with: corral run --workspace $WS -- sh -c '...'"
+DEMO_SECRET=sk-live-123 "$CORRAL" run --workspace "$WS" --timeout 20 -- /bin/sh -c '
+try() { printf "  %-40s" "$1"; shift; if out=$("$@" 2>&1); then echo "ESCAPED: $out"; else echo "stopped: $(echo "${out:-(nothing there)}" | tail -1 | cut -c1-70)"; fi; }
+try "read the host shadow file"        cat /etc/shadow
+try "read root'"'"'s home"                   ls /root
+try "find the caller'"'"'s secret variable"   sh -c "env | grep DEMO_SECRET"
+try "write to the host /usr"           sh -c "echo x > /usr/bin/evil"
+try "signal the host shell (pid '$$')"  kill -0 '$$'
+try "reach the network"                python3 -c "import socket; socket.create_connection((\"192.0.2.1\", 80), 1)"
+try "mount a filesystem"               python3 -c "import ctypes,os,sys; l=ctypes.CDLL(None, use_errno=True); r=l.mount(b\"x\", b\"/tmp\", b\"tmpfs\", 0, None); sys.exit(r and os.strerror(ctypes.get_errno()))"
+try "become root with unshare -r"       unshare -r true
+try "change the workspace on the host" sh -c "echo pwned > notes.txt && false"
+'
+say "   the host copy of the workspace after the run:"
+cat "$WS/notes.txt"
+
+say "3. limits: a memory bomb under --memory 64M, a timeout of 1 s"
+"$CORRAL" run --json --memory 64M -- /usr/bin/python3 -c 'x = bytearray(1 << 30)' |
+	/usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print("  status:", r["status"], "-", r["reason"])'
+"$CORRAL" run --json --timeout 1 -- /bin/sleep 60 |
+	/usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print("  status:", r["status"], "-", r["reason"])'
+
+say "4. ordinary work still works"
+"$CORRAL" run --workspace "$WS" -- /bin/sh -c 'python3 hello.py && echo "int main(){return 0;}" > t.c && gcc t.c -o t && ./t && echo "  compiled and ran a C program" && git init -q && echo "  git init ok"'

@@ -51,7 +51,7 @@ struct child_ctx {
 	char **envp;
 	bool caller_root;
 	bool cg_none;
-	int sync_rd;		/* supervisor says "go" */
+	int sync_rd;		/* supervisor says "go", then "in the cgroup" */
 	int msg_wr;		/* struct child_msg to the supervisor */
 	int out_wr, err_wr;	/* capture pipes, or -1 */
 };
@@ -316,17 +316,10 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	close(c->sync_rd);
-	keep[0] = -1;
 	if (close_inherited(keep, 4, &err) < 0)
 		setup_failed(c, &err);
 	if (set_identity(c->caller_root, &err) < 0)
 		setup_failed(c, &err);
-	/* The supervisor has moved us into our cgroup: make it our root. */
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		corral_set_err(&err, -errno, "cgroup namespace: %s", strerror(errno));
-		setup_failed(c, &err);
-	}
 	if (sethostname("corral", 6) < 0) {
 		corral_set_err(&err, -errno, "sethostname: %s", strerror(errno));
 		setup_failed(c, &err);
@@ -343,6 +336,18 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 	if (mount_build(c->p, &err) < 0 || loopback_up(&err) < 0 ||
 	    set_rlimits(c, &err) < 0)
 		setup_failed(c, &err);
+	/*
+	 * The supervisor moves us into our cgroup while we build the mounts
+	 * (a v1 attach costs milliseconds); wait for that before anything
+	 * that must be limited runs, then make the cgroup our root.
+	 */
+	if (read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	close(c->sync_rd);
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		corral_set_err(&err, -errno, "cgroup namespace: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
 	abi = apply_landlock(c->p, &err);
 	if (abi < 0)
 		setup_failed(c, &err);
@@ -762,10 +767,14 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	msg[0] = out[0] = errp[0] = -1;
 	s.deadline = p->timeout_ms ? t0 + p->timeout_ms : 0;
 
+	/* "g": identity given, build the mounts; "c": now in the cgroup. */
 	r = ns_write_id_maps(s.pid, host_uid, host_gid, err);
+	if (r == 0 && write(sync[1], "g", 1) != 1)
+		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
+				   strerror(errno));
 	if (r == 0)
 		r = cg_attach(cg, s.pid, err);
-	if (r == 0 && write(sync[1], "g", 1) != 1)
+	if (r == 0 && write(sync[1], "c", 1) != 1)
 		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
 				   strerror(errno));
 	close_fd(&sync[1]);

@@ -1,0 +1,7 @@
+#!/bin/sh
+# bench.sh - `make bench`: corral against its peers, side by side, one run.
+# BENCH_RUNS (default 200) and BENCH_BURST (default 100) size it.
+set -eu
+CORRAL=${1:-build/corral}
+here=$(dirname "$0")
+/usr/bin/python3 "$here/launch.py" "$CORRAL"

@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""launch.py - cold-start latency of sandboxes, side by side in one run.
+
+For each peer: median and p95 of N sequential launches of `true`, then the
+wall time of M launches started at once.  Peers that are not installed are
+listed as such, never silently dropped.
+"""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+N = int(os.environ.get("BENCH_RUNS", "200"))
+M = int(os.environ.get("BENCH_BURST", "100"))
+corral = sys.argv[1]
+
+bwrap_view = ["--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+              "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+              "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev",
+              "--tmpfs", "/tmp", "--dir", "/workspace", "--chdir", "/workspace"]
+peers = [
+    ("corral run (default policy)", [corral, "run", "--", "/bin/true"]),
+    ("bwrap --unshare-all --die-with-parent",
+     ["bwrap", "--unshare-all", "--die-with-parent"] + bwrap_view + ["/bin/true"]),
+    ("unshare -Urmnpf", ["unshare", "-Urmnpf", "/bin/true"]),
+]
+
+
+def once(argv):
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
+    return (time.perf_counter() - t) * 1000
+
+
+def burst(argv):
+    t = time.perf_counter()
+    procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL) for _ in range(M)]
+    bad = sum(1 for p in procs if p.wait() != 0)
+    return (time.perf_counter() - t) * 1000, bad
+
+
+rows = []
+for name, argv in peers:
+    if not shutil.which(argv[0]):
+        rows.append((name, None))
+        continue
+    try:
+        for _ in range(5):
+            once(argv)
+        times = sorted(once(argv) for _ in range(N))
+        wall, bad = burst(argv)
+    except subprocess.CalledProcessError as e:
+        rows.append((name, f"failed: {e}"))
+        continue
+    rows.append((name, (statistics.median(times),
+                        times[int(len(times) * 0.95) - 1], wall, bad)))
+
+print(f"cold start of `true`: {N} sequential runs each, then {M} at once "
+      f"(uid {os.geteuid()}, {os.cpu_count()} cpus)")
+print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {f'{M} at once ms':>16} {'failed':>7}")
+base = None
+for name, r in rows:
+    if r is None:
+        print(f"{name:40} {'not installed':>10}")
+    elif isinstance(r, str):
+        print(f"{name:40} {r}")
+    else:
+        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[2]:16.0f} {r[3]:7d}")
+        if base is None:
+            base = r[0]
+bw = next((r for n, r in rows if n.startswith("bwrap") and isinstance(r, tuple)), None)
+if base and bw:
+    print(f"corral / bwrap median ratio: {base / bw[0]:.2f} (aim <= 1.0)")

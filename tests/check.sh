@@ -17,7 +17,7 @@ STAGE=""
 DELEGATED=""
 
 cleanup() {
-	for d in $DELEGATED; do rmdir "$d" 2>/dev/null; done
+	undelegate_cgroups
 	[ -n "$STAGE" ] && rm -rf "$STAGE"
 }
 trap cleanup EXIT
@@ -72,6 +72,7 @@ stage() {	# stage BUILD
 	mkdir -p "$STAGE/helpers" "$STAGE/tests" "$STAGE/tmp"
 	cp "$1/corral" "$STAGE/"
 	cp "$1"/tests/helpers/* "$STAGE/helpers/"
+	# root-owned setuid copy: what an unprivileged agent might try to use
 	cp "$1/tests/helpers/euid" "$STAGE/helpers/euid-setuid"
 	chmod 4755 "$STAGE/helpers/euid-setuid"
 	cp tests/*.sh "$STAGE/tests/"
@@ -91,7 +92,10 @@ delegate_cgroups() {
 }
 
 undelegate_cgroups() {
-	for d in $DELEGATED; do rmdir "$d" 2>/dev/null; done
+	for d in $DELEGATED; do
+		find "$d" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+		rmdir "$d" 2>/dev/null
+	done
 	DELEGATED=""
 }
 

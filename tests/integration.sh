@@ -7,12 +7,27 @@
 # Needs only loopback: no test sends a packet anywhere.
 set -u
 CORRAL=$(readlink -f "$1")
-HELPERS=$(readlink -f "$2")
+HELPERS_SRC=$(readlink -f "$2")
 shift 2
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-it.XXXXXX")
 chmod 755 "$TEST_TMP"
 trap 'rm -rf "$TEST_TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+# The sandbox opens host paths as an unprivileged user: give it a copy it
+# can reach wherever the checkout lives.
+HELPERS=$TEST_TMP/helpers
+mkdir "$HELPERS"
+cp "$HELPERS_SRC"/* "$HELPERS/"
+rm -f "$HELPERS/euid-setuid"
+# A root-owned setuid program: made here as root, staged by check.sh otherwise.
+SETUID_BIN=$HELPERS_SRC/euid-setuid
+if [ "$(id -u)" = 0 ]; then
+	SETUID_BIN=$TEST_TMP/euid-setuid
+	cp "$HELPERS/euid" "$SETUID_BIN"
+	chmod 4755 "$SETUID_BIN"
+fi
+chmod -R a+rX "$HELPERS"
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
 ME=$(id -u)
 H="--ro $HELPERS:/opt/helpers"
 
@@ -168,8 +183,9 @@ t_leaked_fds_closed() {
 }
 
 t_setuid_does_not_escalate() {
-	[ -u "$HELPERS/euid-setuid" ] || { skip "no setuid helper (prepared by tests/check.sh as root)"; return 77; }
-	out=$(crun $H -- /opt/helpers/euid-setuid)
+	[ -u "$SETUID_BIN" ] && [ "$(stat -c %u "$SETUID_BIN")" = 0 ] ||
+		{ skip "no root-owned setuid helper (staged by tests/check.sh as root)"; return 77; }
+	out=$(crun --ro "$SETUID_BIN:/opt/suid" -- /opt/suid)
 	expect_contains "euid" "$out" "euid=1000"
 	expect_eq "exit" "$(rc)" 0
 }
@@ -384,7 +400,7 @@ t_policy_check() {
 }
 
 t_shipped_policies_valid() {
-	here=$(dirname "$0")/../policies
+	here=$HERE/../policies
 	for f in "$here"/*.json; do
 		timeout 30 "$CORRAL" policy check "$f" || fail "$f"
 	done
@@ -400,14 +416,58 @@ t_help() {
 }
 
 t_nothing_left_behind() {
+	count_cg() { find /sys/fs/cgroup -maxdepth 3 -name 'corral-*' -type d 2>/dev/null | wc -l; }
 	before=$(wc -l < /proc/self/mountinfo)
+	cg_before=$(count_cg)
+	fds_before=$(ls /proc/$$/fd | wc -l)
 	for i in 1 2 3; do crun --workspace "$HELPERS" -- /bin/true >/dev/null; done
-	after=$(wc -l < /proc/self/mountinfo)
-	expect_eq "mounts" "$after" "$before"
-	if [ "$ME" = 0 ]; then
-		left=$(find /sys/fs/cgroup -maxdepth 3 -name 'corral-*' -type d 2>/dev/null | wc -l)
-		expect_eq "cgroups" "$left" 0
-	fi
+	crun --timeout 1 -- /bin/sleep 10 >/dev/null
+	crun --memory 16M -- /usr/bin/python3 -c 'bytearray(1 << 30)' >/dev/null
+	expect_eq "mounts" "$(wc -l < /proc/self/mountinfo)" "$before"
+	expect_eq "cgroups" "$(count_cg)" "$cg_before"
+	expect_eq "fds" "$(ls /proc/$$/fd | wc -l)" "$fds_before"
+}
+
+t_dies_with_supervisor() {
+	mark="2$$.5"
+	"$CORRAL" run -- /bin/sh -c "sleep $mark & sleep $mark" > /dev/null 2>&1 &
+	pid=$!
+	i=0
+	while ! pgrep -f "sleep $mark" >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+	pgrep -f "sleep $mark" >/dev/null || fail "sandbox never started"
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null || true
+	i=0
+	while pgrep -f "sleep $mark" >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+	if pgrep -f "sleep $mark" >/dev/null; then fail "sandbox outlived its supervisor"; fi
+	# the next run removes the cgroup the killed supervisor left
+	crun -- /bin/true >/dev/null
+	left=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "corral-$pid-*" 2>/dev/null | wc -l)
+	expect_eq "stale cgroups of pid $pid" "$left" 0
+}
+
+t_mounts_nosuid_nodev() {
+	out=$(crun -- /bin/cat /proc/self/mountinfo)
+	while read -r line; do
+		opts=$(echo "$line" | awk '{print $6}')
+		mp=$(echo "$line" | awk '{print $5}')
+		expect_contains "nosuid on $mp" "$opts" nosuid
+		case "$mp" in
+		/dev/null|/dev/zero|/dev/full|/dev/random|/dev/urandom|/dev/tty|/dev/pts) ;;
+		/proc/kcore|/proc/keys|/proc/timer_list|/proc/sched_debug|/proc/kallsyms|/proc/kmsg) ;;
+		*) expect_contains "nodev on $mp" "$opts" nodev ;;
+		esac
+	done < "$T/out"
+	expect_contains "root ro" "$(grep ' / / ' "$T/out")" "ro,"
+}
+
+t_limit_cpu_quota() {
+	crun --json --cpus 0.25 --timeout 2 -- /bin/sh -c 'while :; do :; done' >/dev/null
+	expect_eq "status" "$(json status < "$T/out")" timeout
+	[ "$(json layers.limits < "$T/out")" != rlimit ] || { skip "no cgroup: no CPU bandwidth limit"; return 77; }
+	cpu=$(json cpu_ms < "$T/out")
+	[ "$cpu" -lt 1200 ] || fail "a 0.25-cpu sandbox used $cpu ms of CPU in 2 s"
+	[ "$cpu" -gt 100 ] || fail "cpu_ms not measured ($cpu)"
 }
 
 tests=$(declare -F | awk '{print $3}' | grep '^t_')

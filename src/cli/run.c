@@ -99,10 +99,11 @@ static int parse_cpus(const char *s, double *out, struct corral_err *err)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (!*s || errno || *end || !isfinite(v) || v < 0 || v > 1024) {
+	if (!*s || errno || *end || !isfinite(v) || v < 0 || v > 1024 ||
+	    (v > 0 && v < 0.01)) {
 		err->code = -EINVAL;
 		snprintf(err->msg, sizeof(err->msg),
-			 "expected a number of cores from 0 to 1024 (got \"%s\")", s);
+			 "expected a number of cores from 0.01 to 1024, or 0 for no limit (got \"%s\")", s);
 		return -EINVAL;
 	}
 	*out = v;

@@ -1398,3 +1398,70 @@ void cg_probe(struct corral_features *f)
 		describe(&cg, f->limits_detail, sizeof(f->limits_detail));
 	cg_free_hiers(&cg);
 }
+
+/* ---- what a dead supervisor left -------------------------------------- */
+
+/* "corral-<pid>-<rest>": the pid of the supervisor that made it. */
+static pid_t owner_pid(const char *name)
+{
+	char *end;
+	long pid;
+
+	if (strncmp(name, CG_PREFIX, strlen(CG_PREFIX)) != 0)
+		return 0;
+	pid = strtol(name + strlen(CG_PREFIX), &end, 10);
+	if (pid <= 0 || pid > INT_MAX || *end != '-')
+		return 0;
+	return (pid_t)pid;
+}
+
+/* Remove one stale group, the same name in every hierarchy of the plan. */
+static void remove_stale(const struct cg *plan, const char *name)
+{
+	struct cg *cg = calloc(1, sizeof(*cg));
+
+	if (!cg)
+		return;
+	cg->mode = plan->mode;
+	cg->ctrls = plan->ctrls;
+	for (size_t i = 0; i < plan->nhier; i++) {
+		struct cg_hier *h = &cg->hier[cg->nhier];
+
+		h->ctrls = plan->hier[i].ctrls;
+		h->mount = strdup(plan->hier[i].mount);
+		h->parent = strdup(plan->hier[i].parent);
+		h->dir = path_join(plan->hier[i].parent, name);
+		cg->nhier++;
+		if (!h->mount || !h->parent || !h->dir)
+			break;
+	}
+	cg_destroy(cg);
+}
+
+int cg_cleanup_stale(void)
+{
+	struct corral_err err;
+	char why[CORRAL_ERR_MAX];
+	struct cg plan = { 0 };
+	struct dirent *de;
+	int removed = 0;
+	DIR *d;
+
+	if (cg_plan(&plan, why, sizeof(why), &err) < 0)
+		return 0;
+	if (plan.mode != CG_NONE && plan.nhier > 0 &&
+	    (d = opendir(plan.hier[0].parent))) {
+		while ((de = readdir(d))) {
+			pid_t pid = owner_pid(de->d_name);
+
+			/* Only groups whose supervisor is gone: never a live one's. */
+			if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+				continue;
+			remove_stale(&plan, de->d_name);
+			removed++;
+		}
+		closedir(d);
+	}
+	cg_free_hiers(&plan);
+	return removed;
+}

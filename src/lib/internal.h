@@ -51,7 +51,12 @@ int cg_freeze(struct cg *cg, bool frozen, struct corral_err *err);
 int cg_kill(struct cg *cg);
 /* Kill what is left, wait (bounded) until empty, rmdir, free.  NULL is fine. */
 void cg_destroy(struct cg *cg);
-/* In the child, when cg_mode() == CG_NONE: RLIMIT_AS/NPROC/CPU/FSIZE. */
+/*
+ * Remove the groups of supervisors that died without cleaning up (SIGKILL):
+ * "corral-<pid>-*" whose pid no longer exists.  Returns how many.
+ */
+int cg_cleanup_stale(void);
+/* In the child, when cg_mode() == CG_NONE: RLIMIT_AS and RLIMIT_NPROC. */
 int cg_apply_rlimits(const struct corral_policy *p, struct corral_err *err);
 /* For corral doctor: what cg_create would get, and a sentence about it. */
 void cg_probe(struct corral_features *f);

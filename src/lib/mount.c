@@ -287,7 +287,7 @@ static int build_dev(int oldroot, uint64_t shm_bytes, struct corral_err *err)
 
 	r = mkdir_p("/dev", 0755, err);
 	if (r == 0)
-		r = do_mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+		r = do_mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 			     "mode=0755,size=1m", err);
 	for (size_t i = 0; r == 0 && i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
 		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);

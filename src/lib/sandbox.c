@@ -142,13 +142,13 @@ static int loopback_up(struct corral_err *err)
 	return r;
 }
 
-static int set_rlimits(const struct child_ctx *c, struct corral_err *err)
+static int set_rlimits(struct corral_err *err)
 {
 	struct rlimit no_core = { 0, 0 };
 
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
 		return corral_set_err(err, -errno, "RLIMIT_CORE: %s", strerror(errno));
-	return c->cg_none ? cg_apply_rlimits(c->p, err) : 0;
+	return 0;
 }
 
 static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
@@ -222,6 +222,17 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* A new session: no controlling terminal to push keystrokes into. */
 	setsid();
+	/* Without a cgroup, rlimits; here, so that PID 1 is not limited. */
+	if (c->cg_none) {
+		struct corral_err err;
+
+		if (cg_apply_rlimits(c->p, &err) < 0) {
+			e = err.code;	/* negative: not an exec failure */
+			if (write(exec_err_wr, &e, sizeof(e)) < 0)
+				_exit(125);
+			_exit(125);
+		}
+	}
 	environ = c->envp;
 	execvp(c->argv[0], c->argv);
 	e = errno;
@@ -275,7 +286,11 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 	close(pipefd[0]);
 	if (n == sizeof(e)) {
 		waitpid(cmd, NULL, 0);
-		send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
+		if (e < 0)
+			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0,
+				 "cannot apply the rlimits that stand in for cgroups");
+		else
+			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
 		_exit(127);
 	}
 
@@ -320,6 +335,13 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 		setup_failed(c, &err);
 	if (set_identity(c->caller_root, &err) < 0)
 		setup_failed(c, &err);
+	/*
+	 * A change of credentials clears the parent-death signal: set it
+	 * again.  Had the supervisor died already, the next read of the sync
+	 * pipe sees EOF, or the READY message meets a closed pipe.
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
 	if (sethostname("corral", 6) < 0) {
 		corral_set_err(&err, -errno, "sethostname: %s", strerror(errno));
 		setup_failed(c, &err);
@@ -334,7 +356,7 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 	if (c->err_wr >= 0)
 		close(c->err_wr);
 	if (mount_build(c->p, &err) < 0 || loopback_up(&err) < 0 ||
-	    set_rlimits(c, &err) < 0)
+	    set_rlimits(&err) < 0)
 		setup_failed(c, &err);
 	/*
 	 * The supervisor moves us into our cgroup while we build the mounts
@@ -724,6 +746,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		goto fail;
 	}
 	ns_pick_ids(p, &host_uid, &host_gid);
+	cg_cleanup_stale();
 	snprintf(name, sizeof(name), "%d-%llu", getpid(),
 		 (unsigned long long)(t0 ^ ((uint64_t)rand() << 20)));
 	r = cg_create(&cg, name, p, err);

@@ -1,0 +1,1074 @@
+/*
+ * unit_policy.c - policy parsing: sizes, durations, binds, the JSON loader
+ * and where its errors point.  Run from the repository root (it loads
+ * the shipped policies from policies/).
+ */
+#include "corral.h"
+#include "jsonpos.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+#define TiB (UINT64_C(1) << 40)
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- helpers --------------------------------------------------------- */
+
+/*
+ * "LINE:COL" of the first occurrence of marker in text, counted the way
+ * jansson counts (characters, not UTF-8 continuation bytes).
+ */
+static void pos_of(const char *text, const char *marker, char *out, size_t len)
+{
+	const char *at = strstr(text, marker), *c;
+	unsigned line = 1, col = 1;
+
+	snprintf(out, len, "?:?");
+	if (!at)
+		return;
+	for (c = text; c < at; c++) {
+		if (*c == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)*c & 0xc0) != 0x80) {
+			col++;
+		}
+	}
+	snprintf(out, len, "%u:%u", line, col);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static bool policy_equal(const struct corral_policy *a,
+			 const struct corral_policy *b)
+{
+	size_t i;
+
+	if (!str_eq(a->workspace, b->workspace) || a->nbinds != b->nbinds ||
+	    a->memory_bytes != b->memory_bytes || a->pids != b->pids ||
+	    a->cpus != b->cpus || a->disk_bytes != b->disk_bytes ||
+	    a->timeout_ms != b->timeout_ms ||
+	    a->output_bytes != b->output_bytes || a->nenv != b->nenv ||
+	    a->nenv_pass != b->nenv_pass || a->net != b->net)
+		return false;
+	for (i = 0; i < a->nbinds; i++)
+		if (!str_eq(a->binds[i].src, b->binds[i].src) ||
+		    !str_eq(a->binds[i].dst, b->binds[i].dst) ||
+		    a->binds[i].writable != b->binds[i].writable)
+			return false;
+	for (i = 0; i < a->nenv; i++)
+		if (!str_eq(a->env[i].name, b->env[i].name) ||
+		    !str_eq(a->env[i].value, b->env[i].value))
+			return false;
+	for (i = 0; i < a->nenv_pass; i++)
+		if (!str_eq(a->env_pass[i], b->env_pass[i]))
+			return false;
+	return true;
+}
+
+/* A policy with something in every field, so "unchanged" means something. */
+static void busy_policy(struct corral_policy *p)
+{
+	struct corral_err err = { 0 };
+
+	corral_policy_init(p);
+	CHECK(corral_policy_set_workspace(p, "/srv/ws", &err) == 0);
+	CHECK(corral_policy_add_bind(p, "/opt/tools:/tools", false, &err) == 0);
+	CHECK(corral_policy_set_env(p, "KEEP=1", &err) == 0);
+	CHECK(corral_policy_pass_env(p, "HOME2", &err) == 0);
+	p->memory_bytes = 64 * MiB;
+	p->pids = 7;
+	p->cpus = 0.5;
+}
+
+static int load(struct corral_policy *p, const char *text,
+		struct corral_err *err)
+{
+	return corral_policy_load_string(p, text, strlen(text), "t.json", err);
+}
+
+/*
+ * text must fail to load with "t.json:L:C: key: ...want..." where L:C is
+ * where marker first appears in text, and leave the policy as it was.
+ */
+static void expect_error(const char *text, const char *marker,
+			 const char *key, const char *want)
+{
+	struct corral_policy p, before;
+	struct corral_err err = { 0 };
+	char pos[32], prefix[256];
+
+	busy_policy(&p);
+	busy_policy(&before);
+	pos_of(text, marker, pos, sizeof(pos));
+	snprintf(prefix, sizeof(prefix), "t.json:%s: %s: ", pos, key);
+	CHECK(load(&p, text, &err) == -EINVAL);
+	CHECK(err.code == -EINVAL);
+	if (strncmp(err.msg, prefix, strlen(prefix)))
+		fprintf(stderr, "  message: %s\n  expected prefix: %s\n",
+			err.msg, prefix);
+	CHECK(!strncmp(err.msg, prefix, strlen(prefix)));
+	CHECK_STR_CONTAINS(err.msg, want);
+	CHECK(policy_equal(&p, &before));
+	corral_policy_free(&p);
+	corral_policy_free(&before);
+}
+
+/* ---- sizes, durations, formatting ------------------------------------ */
+
+static const struct {
+	const char *in;
+	uint64_t out;
+} good_sizes[] = {
+	{ "0", 0 }, { "4096", 4096 }, { "007", 7 },
+	{ "100B", 100 }, { "100b", 100 },
+	{ "1k", KiB }, { "1K", KiB }, { "1KB", KiB }, { "1kb", KiB },
+	{ "1Ki", KiB }, { "1KiB", KiB }, { "1kib", KiB }, { "1KIB", KiB },
+	{ "1M", MiB }, { "256MiB", 256 * MiB }, { "1mb", MiB },
+	{ "2G", 2 * GiB }, { "1GB", GiB }, { "1gib", GiB },
+	{ "1T", TiB }, { "1TiB", TiB }, { "3tb", 3 * TiB },
+	{ "1.5G", 3 * GiB / 2 }, { "0.5K", 512 }, { "2.25M", 2359296 },
+	/* fractions round up: a non-zero size never becomes 0 */
+	{ "1.1K", 1127 }, { "0.0001K", 1 }, { "0.000000000000000000001T", 1 },
+	{ "16777215T", 16777215 * TiB },
+	{ "18446744073709551615", UINT64_MAX },
+};
+
+static const struct {
+	const char *in;
+	const char *why;
+} bad_sizes[] = {
+	{ "", "not a size" }, { "-1", "negative" }, { "-1G", "negative" },
+	{ "1.2.3", "not a size" }, { "12XB", "not a size" },
+	{ "1 G", "not a size" }, { " 1G", "not a size" }, { "1G ", "not a size" },
+	{ "1.", "not a size" }, { ".5G", "not a size" }, { "G", "not a size" },
+	{ "1KK", "not a size" }, { "1iB", "not a size" }, { "1Bi", "not a size" },
+	{ "1P", "not a size" }, { "0x10", "not a size" }, { "1e3", "not a size" },
+	{ "+1", "not a size" }, { "1,5G", "not a size" },
+	{ "99999999999T", "too large" }, { "16777216T", "too large" },
+	{ "18446744073709551616", "too large" },
+	{ "99999999999999999999999999", "too large" },
+};
+
+TEST(parse_size_valid)
+{
+	struct corral_err err = { 0 };
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(good_sizes); i++) {
+		v = 12345;
+		CHECK(corral_parse_size(good_sizes[i].in, &v, &err) == 0);
+		if (v != good_sizes[i].out)
+			fprintf(stderr, "  %s -> %llu\n", good_sizes[i].in,
+				(unsigned long long)v);
+		CHECK(v == good_sizes[i].out);
+	}
+}
+
+TEST(parse_size_invalid)
+{
+	struct corral_err err = { 0 };
+	char got[64];
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bad_sizes); i++) {
+		v = 12345;
+		err.msg[0] = '\0';
+		CHECK(corral_parse_size(bad_sizes[i].in, &v, &err) == -EINVAL);
+		CHECK(err.code == -EINVAL);
+		CHECK(v == 12345);
+		CHECK_STR_CONTAINS(err.msg, bad_sizes[i].why);
+		snprintf(got, sizeof(got), "(got \"%s\")", bad_sizes[i].in);
+		CHECK_STR_CONTAINS(err.msg, got);
+	}
+	CHECK(corral_parse_size(NULL, &v, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not a size, expected a number with an "
+			   "optional K/M/G/T suffix (got \"\")");
+}
+
+static const struct {
+	const char *in;
+	uint64_t ms;
+} good_durations[] = {
+	{ "0", 0 }, { "30", 30000 }, { "30s", 30000 }, { "30S", 30000 },
+	{ "500ms", 500 }, { "500MS", 500 }, { "2m", 120000 },
+	{ "1h", 3600000 }, { "1d", 86400000 }, { "1.5s", 1500 },
+	{ "0.5", 500 }, { "1.5m", 90000 }, { "0.25h", 900000 },
+	/* rounded up to the next millisecond */
+	{ "0.0001s", 1 }, { "1.0005s", 1001 }, { "0.5ms", 1 },
+	{ "213503982334d", 213503982334ULL * 86400000 },
+};
+
+static const struct {
+	const char *in;
+	const char *why;
+} bad_durations[] = {
+	{ "", "not a duration" }, { "-1", "negative" }, { "-5s", "negative" },
+	{ "1.2.3", "not a duration" }, { "5x", "not a duration" },
+	{ "1 s", "not a duration" }, { "s", "not a duration" },
+	{ "1sec", "not a duration" }, { "1ms ", "not a duration" },
+	{ "1.s", "not a duration" }, { "1w", "not a duration" },
+	{ "213503982335d", "too large" },
+	{ "99999999999999999999", "too large" },
+};
+
+TEST(parse_duration)
+{
+	struct corral_err err = { 0 };
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(good_durations); i++) {
+		v = 12345;
+		CHECK(corral_parse_duration(good_durations[i].in, &v, &err) == 0);
+		if (v != good_durations[i].ms)
+			fprintf(stderr, "  %s -> %llu\n", good_durations[i].in,
+				(unsigned long long)v);
+		CHECK(v == good_durations[i].ms);
+	}
+	for (i = 0; i < ARRAY_SIZE(bad_durations); i++) {
+		v = 12345;
+		CHECK(corral_parse_duration(bad_durations[i].in, &v, &err) ==
+		      -EINVAL);
+		CHECK(v == 12345);
+		CHECK_STR_CONTAINS(err.msg, bad_durations[i].why);
+	}
+	CHECK(corral_parse_duration("5x", &v, &err) == -EINVAL);
+	CHECK(!strcmp(err.msg, "not a duration, expected a number with an "
+		      "optional ms/s/m/h/d suffix (got \"5x\")"));
+}
+
+TEST(format_size)
+{
+	static const struct {
+		uint64_t in;
+		const char *out;
+	} t[] = {
+		{ 0, "0 B" }, { 100, "100 B" }, { 1023, "1023 B" },
+		{ 1024, "1 KiB" }, { 512 * KiB, "512 KiB" },
+		{ 256 * MiB, "256 MiB" }, { GiB, "1 GiB" }, { 2 * GiB, "2 GiB" },
+		{ 3 * GiB / 2, "1.5 GiB" }, { 1536, "1.5 KiB" },
+		{ TiB, "1 TiB" }, { 1048575, "1.0 MiB" },
+		{ UINT64_C(1) << 60, "1 EiB" }, { UINT64_MAX, "16.0 EiB" },
+	};
+	char buf[32];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		corral_format_size(t[i].in, buf, sizeof(buf));
+		if (strcmp(buf, t[i].out))
+			fprintf(stderr, "  %llu -> \"%s\"\n",
+				(unsigned long long)t[i].in, buf);
+		CHECK(!strcmp(buf, t[i].out));
+	}
+	corral_format_size(256 * MiB, buf, 4);
+	CHECK(!strcmp(buf, "256"));
+	buf[0] = 'x';
+	corral_format_size(256 * MiB, buf, 0);
+	CHECK(buf[0] == 'x');
+}
+
+/* ---- binds, env, workspace from the command line ---------------------- */
+
+TEST(add_bind_normalises)
+{
+	static const struct {
+		const char *spec, *src, *dst;
+	} t[] = {
+		{ "/usr", "/usr", "/usr" },
+		{ "/usr/", "/usr", "/usr" },
+		{ "//usr///lib/./x/", "/usr/lib/x", "/usr/lib/x" },
+		{ "/opt/tools:/tools", "/opt/tools", "/tools" },
+		{ "/a/./b:/c//d/.", "/a/b", "/c/d" },
+		{ "/:/host", "/", "/host" },
+		{ "/x:/devices", "/x", "/devices" },
+		{ "/x:/procfs/y", "/x", "/procfs/y" },
+		{ "/x/...:/y..", "/x/...", "/y.." },
+	};
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	size_t i;
+
+	corral_policy_init(&p);
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		CHECK(corral_policy_add_bind(&p, t[i].spec, i % 2, &err) == 0);
+		CHECK(p.nbinds == i + 1);
+		if (p.nbinds != i + 1)
+			break;
+		CHECK(!strcmp(p.binds[i].src, t[i].src));
+		CHECK(!strcmp(p.binds[i].dst, t[i].dst));
+		CHECK(p.binds[i].writable == (bool)(i % 2));
+	}
+	corral_policy_free(&p);
+}
+
+TEST(add_bind_rejects)
+{
+	static const struct {
+		const char *spec, *why;
+	} t[] = {
+		{ "", "empty bind" },
+		{ "usr", "host path must be absolute" },
+		{ "./usr", "host path must be absolute" },
+		{ "/usr:lib", "sandbox path must be absolute" },
+		{ "/usr/../etc", "host path must not contain a \"..\"" },
+		{ "/usr:/x/../y", "sandbox path must not contain a \"..\"" },
+		{ "/a:/b:/c", "more than one ':'" },
+		{ ":/x", "host path is empty" },
+		{ "/x:", "sandbox path is empty" },
+		{ "/x:/", "cannot be \"/\"" },
+		{ "/", "cannot be \"/\"" },
+		{ "/x:/proc", "cannot be /proc" },
+		{ "/x:/proc/self", "cannot be /proc" },
+		{ "/x:/sys/fs", "cannot be /sys" },
+		{ "/dev", "cannot be /dev" },
+		{ "/x:/oldroot", "cannot be /oldroot" },
+		{ "/x:/.corral/y", "cannot be /.corral" },
+		{ "/x://proc//", "cannot be /proc" },
+	};
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char got[128];
+	size_t i;
+
+	corral_policy_init(&p);
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		CHECK(corral_policy_add_bind(&p, t[i].spec, true, &err) ==
+		      -EINVAL);
+		CHECK_STR_CONTAINS(err.msg, t[i].why);
+		snprintf(got, sizeof(got), "(got \"%s\")", t[i].spec);
+		CHECK_STR_CONTAINS(err.msg, got);
+	}
+	CHECK(p.nbinds == 0);
+	corral_policy_free(&p);
+}
+
+TEST(set_env_and_pass_env)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char *big;
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_set_env(&p, "A=b=c", &err) == 0);
+	CHECK(corral_policy_set_env(&p, "_EMPTY=", &err) == 0);
+	CHECK(corral_policy_set_env(&p, "A=2", &err) == 0);	/* overrides */
+	CHECK(p.nenv == 2);
+	CHECK(!strcmp(p.env[0].name, "A") && !strcmp(p.env[0].value, "2"));
+	CHECK(!strcmp(p.env[1].name, "_EMPTY") && !strcmp(p.env[1].value, ""));
+
+	CHECK(corral_policy_set_env(&p, "=x", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "name is empty");
+	CHECK(corral_policy_set_env(&p, "NOEQUALS", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "NAME=VALUE");
+	CHECK(corral_policy_set_env(&p, "1X=y", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "[A-Za-z_][A-Za-z0-9_]*");
+	CHECK(corral_policy_set_env(&p, "A-B=y", &err) == -EINVAL);
+
+	big = malloc(40000);
+	memset(big, 'v', 40000 - 1);
+	big[40000 - 1] = '\0';
+	memcpy(big, "BIG=", 4);
+	CHECK(corral_policy_set_env(&p, big, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "longer than 32 KiB");
+	CHECK(strlen(err.msg) < 200);		/* the value is quoted, cut */
+	memset(big, 'N', 256);			/* a 256-character name */
+	big[256] = '\0';
+	CHECK(corral_policy_pass_env(&p, big, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "longer than 255");
+	big[255] = '\0';
+	CHECK(corral_policy_pass_env(&p, big, &err) == 0);
+	free(big);
+	CHECK(p.nenv == 2);
+
+	CHECK(corral_policy_pass_env(&p, "TERM_X", &err) == 0);
+	CHECK(corral_policy_pass_env(&p, "TERM_X", &err) == 0); /* once */
+	CHECK(p.nenv_pass == 2);
+	CHECK(corral_policy_pass_env(&p, "", &err) == -EINVAL);
+	CHECK(corral_policy_pass_env(&p, "A=B", &err) == -EINVAL);
+	CHECK(corral_policy_pass_env(&p, "9", &err) == -EINVAL);
+	CHECK(p.nenv_pass == 2);
+	corral_policy_free(&p);
+}
+
+TEST(set_workspace)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_set_workspace(&p, "/home/me//proj/./", &err) == 0);
+	CHECK(p.workspace && !strcmp(p.workspace, "/home/me/proj"));
+	/* existence is checked when the sandbox is built, not here */
+	CHECK(corral_policy_set_workspace(&p, "/does/not/exist", &err) == 0);
+	CHECK(!strcmp(p.workspace, "/does/not/exist"));
+	CHECK(corral_policy_set_workspace(&p, "proj", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "workspace must be absolute (got \"proj\")");
+	CHECK(corral_policy_set_workspace(&p, "/a/../b", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "\"..\"");
+	CHECK(corral_policy_set_workspace(&p, "", &err) == -EINVAL);
+	CHECK(!strcmp(p.workspace, "/does/not/exist"));
+	corral_policy_free(&p);
+}
+
+/* ---- the policy as a whole ------------------------------------------- */
+
+TEST(init_and_free)
+{
+	struct corral_policy p;
+
+	corral_policy_init(&p);
+	CHECK(p.workspace == NULL && p.nbinds == 0 && p.binds == NULL);
+	CHECK(p.memory_bytes == 2 * GiB);
+	CHECK(p.pids == 1024);
+	CHECK(p.cpus == 0);
+	CHECK(p.disk_bytes == GiB);
+	CHECK(p.timeout_ms == 0);
+	CHECK(p.output_bytes == MiB);
+	CHECK(p.nenv == 0 && p.nenv_pass == 0);
+	CHECK(p.net == CORRAL_NET_NONE);
+	corral_policy_free(&p);
+	CHECK(p.memory_bytes == 0 && p.binds == NULL);
+	corral_policy_free(&p);			/* twice is fine */
+	corral_policy_free(NULL);
+}
+
+TEST(shipped_default_is_the_builtin_default)
+{
+	struct corral_policy p, def;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&def);
+	corral_policy_init(&p);
+	p.memory_bytes = 1;
+	p.pids = 2;
+	p.cpus = 3;
+	p.disk_bytes = 4;
+	p.timeout_ms = 5;
+	p.output_bytes = 6;
+	CHECK(corral_policy_set_workspace(&p, "/x", &err) == 0);
+	if (corral_policy_load_file(&p, "policies/default.json", &err))
+		fprintf(stderr, "  %s\n", err.msg);
+	CHECK(policy_equal(&p, &def));
+	corral_policy_free(&p);
+	corral_policy_free(&def);
+}
+
+TEST(shipped_offline)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	if (corral_policy_load_file(&p, "policies/offline.json", &err))
+		fprintf(stderr, "  %s\n", err.msg);
+	CHECK(p.memory_bytes == 512 * MiB);
+	CHECK(p.pids == 128);
+	CHECK(p.cpus == 1);
+	CHECK(p.disk_bytes == 256 * MiB);
+	CHECK(p.timeout_ms == 60000);
+	CHECK(p.output_bytes == MiB);
+	CHECK(p.net == CORRAL_NET_NONE);
+	CHECK(p.workspace == NULL && p.nbinds == 0 && p.nenv == 0);
+	corral_policy_free(&p);
+}
+
+static const char full_policy[] =
+	"{\n"
+	"  \"description\": \"everything, once\",\n"
+	"  \"filesystem\": {\n"
+	"    \"workspace\": \"/srv//work/\",\n"
+	"    \"ro\": [\"/opt/sdk\", \"/data/in:/in\"],\n"
+	"    \"rw\": [\"/tmp/out:/out\"]\n"
+	"  },\n"
+	"  \"limits\": {\n"
+	"    \"memory\": \"1.5G\",\n"
+	"    \"pids\": 64,\n"
+	"    \"cpus\": 1.5,\n"
+	"    \"disk\": 268435456,\n"
+	"    \"timeout\": \"2m\",\n"
+	"    \"output\": \"64KiB\"\n"
+	"  },\n"
+	"  \"env\": {\n"
+	"    \"set\": {\"LANG\": \"C.UTF-8\", \"OPTS\": \"a=b c\", \"_x1\": \"\"},\n"
+	"    \"pass\": [\"TERM\", \"COLUMNS\"]\n"
+	"  },\n"
+	"  \"network\": {\"mode\": \"none\"}\n"
+	"}\n";
+
+TEST(full_policy)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	if (load(&p, full_policy, &err))
+		fprintf(stderr, "  %s\n", err.msg);
+	CHECK(p.workspace && !strcmp(p.workspace, "/srv/work"));
+	CHECK(p.nbinds == 3);
+	if (p.nbinds == 3) {
+		CHECK(!strcmp(p.binds[0].src, "/opt/sdk") &&
+		      !strcmp(p.binds[0].dst, "/opt/sdk") && !p.binds[0].writable);
+		CHECK(!strcmp(p.binds[1].src, "/data/in") &&
+		      !strcmp(p.binds[1].dst, "/in") && !p.binds[1].writable);
+		CHECK(!strcmp(p.binds[2].src, "/tmp/out") &&
+		      !strcmp(p.binds[2].dst, "/out") && p.binds[2].writable);
+	}
+	CHECK(p.memory_bytes == 3 * GiB / 2);
+	CHECK(p.pids == 64);
+	CHECK(p.cpus == 1.5);
+	CHECK(p.disk_bytes == 256 * MiB);
+	CHECK(p.timeout_ms == 120000);
+	CHECK(p.output_bytes == 64 * KiB);
+	CHECK(p.nenv == 3);
+	if (p.nenv == 3) {
+		CHECK(!strcmp(p.env[0].name, "LANG") &&
+		      !strcmp(p.env[0].value, "C.UTF-8"));
+		CHECK(!strcmp(p.env[1].name, "OPTS") &&
+		      !strcmp(p.env[1].value, "a=b c"));
+		CHECK(!strcmp(p.env[2].name, "_x1") && !strcmp(p.env[2].value, ""));
+	}
+	CHECK(p.nenv_pass == 2);
+	if (p.nenv_pass == 2)
+		CHECK(!strcmp(p.env_pass[0], "TERM") &&
+		      !strcmp(p.env_pass[1], "COLUMNS"));
+	corral_policy_free(&p);
+}
+
+TEST(merge_over_current_values)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	busy_policy(&p);
+	CHECK(load(&p, "{\"filesystem\": {\"ro\": [\"/a\"]},"
+		       " \"env\": {\"set\": {\"KEEP\": \"2\", \"NEW\": \"3\"},"
+		       " \"pass\": [\"HOME2\", \"X\"]},"
+		       " \"limits\": {\"pids\": 9}}", &err) == 0);
+	CHECK(p.nbinds == 2 && !strcmp(p.binds[1].src, "/a"));
+	CHECK(!strcmp(p.binds[0].dst, "/tools"));
+	CHECK(p.nenv == 2 && !strcmp(p.env[0].value, "2"));
+	CHECK(p.nenv_pass == 2);
+	CHECK(p.pids == 9);
+	CHECK(p.memory_bytes == 64 * MiB && p.cpus == 0.5);	/* untouched */
+	CHECK(!strcmp(p.workspace, "/srv/ws"));
+	CHECK(load(&p, "{\"filesystem\": {\"workspace\": null}}", &err) == 0);
+	CHECK(p.workspace == NULL);
+	CHECK(load(&p, "{}", &err) == 0);
+	corral_policy_free(&p);
+}
+
+TEST(limit_spellings)
+{
+	static const struct {
+		const char *json;
+		uint64_t memory, pids, timeout_ms;
+		double cpus;
+	} t[] = {
+		{ "{\"memory\": 0, \"pids\": 0, \"cpus\": 0, \"timeout\": 0}",
+		  0, 0, 0, 0 },
+		{ "{\"memory\": \"unlimited\", \"pids\": \"unlimited\","
+		  " \"cpus\": \"unlimited\", \"timeout\": \"none\"}", 0, 0, 0, 0 },
+		{ "{\"memory\": 4194304, \"pids\": 1, \"cpus\": 0.25,"
+		  " \"timeout\": 90}", 4 * MiB, 1, 90000, 0.25 },
+		{ "{\"memory\": \"4M\", \"pids\": 4194304, \"cpus\": 1024,"
+		  " \"timeout\": 1.5}", 4 * MiB, 4194304, 1500, 1024 },
+		{ "{\"memory\": \"1T\", \"pids\": 2, \"cpus\": 2,"
+		  " \"timeout\": \"30d\"}", TiB, 2, 30ULL * 86400000, 2 },
+		{ "{\"memory\": \"8MiB\", \"pids\": 3, \"cpus\": 3,"
+		  " \"timeout\": \"500ms\"}", 8 * MiB, 3, 500, 3 },
+	};
+	struct corral_err err = { 0 };
+	struct corral_policy p;
+	char json[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		corral_policy_init(&p);
+		snprintf(json, sizeof(json), "{\"limits\": %s}", t[i].json);
+		if (load(&p, json, &err))
+			fprintf(stderr, "  %s\n", err.msg);
+		CHECK(p.memory_bytes == t[i].memory);
+		CHECK(p.pids == t[i].pids);
+		CHECK(p.cpus == t[i].cpus);
+		CHECK(p.timeout_ms == t[i].timeout_ms);
+		corral_policy_free(&p);
+	}
+	corral_policy_init(&p);
+	CHECK(load(&p, "{\"limits\": {\"disk\": \"1M\", \"output\": \"1K\"}}",
+		   &err) == 0);
+	CHECK(p.disk_bytes == MiB && p.output_bytes == KiB);
+	CHECK(load(&p, "{\"limits\": {\"disk\": \"1T\", \"output\": \"1G\"}}",
+		   &err) == 0);
+	CHECK(p.disk_bytes == TiB && p.output_bytes == GiB);
+	corral_policy_free(&p);
+}
+
+/* ---- errors, and where they point ------------------------------------ */
+
+static const struct {
+	const char *what;
+	const char *text;
+	const char *marker;	/* the error points at its first occurrence */
+	const char *key;
+	const char *want;
+} load_errors[] = {
+	{ "unknown top-level key",
+	  "{\n  \"limits\": {},\n  \"limitz\": {\"memory\": 1}\n}",
+	  "\"limitz\"", "limitz",
+	  "unknown key, expected one of: description, filesystem, limits, env, network" },
+	{ "unknown nested key",
+	  "{\n  \"limits\": {\n    \"memory\": \"1G\",\n    \"swap\": \"1G\"\n  }\n}",
+	  "\"swap\"", "limits.swap", "unknown key, expected one of: memory, pids" },
+	{ "unknown key under network",
+	  "{\"network\": {\"mode\": \"none\", \"allow\": [\"x.org\"]}}",
+	  "\"allow\"", "network.allow", "(got [\"x.org\"])" },
+	{ "section of the wrong type",
+	  "{\n  \"env\": [\"A\"]\n}", "[\"A\"]", "env", "expected an object" },
+	{ "pids of the wrong type",
+	  "{\n  \"limits\": {\n    \"pids\": \"many\"\n  }\n}",
+	  "\"many\"", "limits.pids",
+	  "expected an integer from 1 to 4194304, or 0 or \"unlimited\" (got \"many\")" },
+	{ "ro not an array",
+	  "{\"filesystem\": {\"ro\": \"/usr\"}}", "\"/usr\"", "filesystem.ro",
+	  "expected an array" },
+	{ "ro element not a string",
+	  "{\"filesystem\": {\"ro\": [\"/usr\",\n 42]}}", "42",
+	  "filesystem.ro[1]", "expected a string (got 42)" },
+	{ "description not a string",
+	  "{\"description\": 1}", "1", "description", "expected a string" },
+	{ "bad size",
+	  "{\n  \"limits\": {\n    \"memory\": \"12XB\"\n  }\n}", "\"12XB\"",
+	  "limits.memory",
+	  "not a size, expected a number with an optional K/M/G/T suffix (got \"12XB\")" },
+	{ "size too large",
+	  "{\"limits\": {\"memory\": \"99999999999T\"}}", "\"9", "limits.memory",
+	  "too large" },
+	{ "memory below the minimum",
+	  "{\n\t\"limits\": {\"memory\": \"1M\"}\n}", "\"1M\"", "limits.memory",
+	  "minimum is 4 MiB" },
+	{ "memory negative",
+	  "{\"limits\": {\"memory\": -5}}", "-5", "limits.memory", "negative" },
+	{ "memory as a fraction of bytes",
+	  "{\"limits\": {\"memory\": 5.5e9}}", "5.5e9", "limits.memory",
+	  "expected a size" },
+	{ "pids too large",
+	  "{\"limits\": {\n  \"pids\": 4194305}}", "4194305", "limits.pids",
+	  "maximum is 4194304" },
+	{ "pids negative",
+	  "{\"limits\": {\"pids\": -1}}", "-1", "limits.pids", "negative" },
+	{ "pids fractional",
+	  "{\"limits\": {\"pids\": 1.5}}", "1.5", "limits.pids",
+	  "expected an integer" },
+	{ "cpus too large",
+	  "{\"limits\": {\"cpus\": 1024.5}}", "1024.5", "limits.cpus",
+	  "maximum is 1024" },
+	{ "cpus negative",
+	  "{\"limits\": {\"cpus\": -0.5}}", "-0.5", "limits.cpus", "negative" },
+	{ "cpus as a string",
+	  "{\"limits\": {\"cpus\": \"2\"}}", "\"2\"", "limits.cpus",
+	  "expected a number" },
+	{ "disk zero",
+	  "{\"limits\": {\"disk\": 0}}", "0", "limits.disk", "more than 0" },
+	{ "disk unlimited",
+	  "{\"limits\": {\"disk\": \"unlimited\"}}", "\"unl", "limits.disk",
+	  "not a size" },
+	{ "disk too small",
+	  "{\"limits\": {\"disk\": \"512K\"}}", "\"512K\"", "limits.disk",
+	  "too small, the minimum is 1 MiB" },
+	{ "disk too large",
+	  "{\"limits\": {\"disk\": \"2T\"}}", "\"2T\"", "limits.disk",
+	  "too large, the maximum is 1 TiB" },
+	{ "timeout too long",
+	  "{\"limits\": {\"timeout\": \"31d\"}}", "\"31d\"", "limits.timeout",
+	  "maximum is 30 days" },
+	{ "timeout too long in seconds",
+	  "{\"limits\": {\"timeout\": 2592001}}", "2592001", "limits.timeout",
+	  "maximum is 30 days" },
+	{ "timeout negative",
+	  "{\"limits\": {\"timeout\": -1}}", "-1", "limits.timeout", "negative" },
+	{ "timeout bad string",
+	  "{\"limits\": {\"timeout\": \"soon\"}}", "\"soon\"", "limits.timeout",
+	  "not a duration" },
+	{ "timeout wrong type",
+	  "{\"limits\": {\"timeout\": true}}", "true", "limits.timeout",
+	  "expected a duration" },
+	{ "output too small",
+	  "{\"limits\": {\"output\": 512}}", "512", "limits.output",
+	  "too small, the minimum is 1 KiB" },
+	{ "output too large",
+	  "{\"limits\": {\"output\": \"2G\"}}", "\"2G\"", "limits.output",
+	  "too large, the maximum is 1 GiB" },
+	{ "NUL in the description",
+	  "{\n  \"description\": \"a\\u0000b\"\n}", "\"a\\", "description",
+	  "contains a NUL byte (got \"a\\u0000b\")" },
+	{ "NUL in a size",
+	  "{\"limits\": {\"memory\": \"512M\\u0000junk\"}}", "\"512", "limits.memory",
+	  "NUL" },
+	{ "NUL in a bind",
+	  "{\"filesystem\": {\"rw\": [\"/tmp\\u0000/x\"]}}", "\"/tmp", "filesystem.rw[0]",
+	  "NUL" },
+	{ "NUL in an env value",
+	  "{\"env\": {\"set\": {\"A\": \"x\\u0000\"}}}", "\"x", "env.set.A", "NUL" },
+	{ "bad env name",
+	  "{\n  \"env\": {\n    \"set\": {\"OK\": \"1\", \"1BAD\": \"x\"}\n  }\n}",
+	  "\"1BAD\"", "env.set.1BAD", "[A-Za-z_][A-Za-z0-9_]*" },
+	{ "env name with a dash",
+	  "{\"env\": {\"set\": {\"A-B\": \"x\"}}}", "\"A-B\"", "env.set.A-B",
+	  "not a valid environment variable name" },
+	{ "env name with a space",
+	  "{\"env\": {\"set\": {\"A B\": \"x\"}}}", "\"A B\"", "env.set.\"A B\"",
+	  "not a valid environment variable name" },
+	{ "empty env name",
+	  "{\"env\": {\"set\": {\"\": \"x\"}}}", "\"\"", "env.set.\"\"",
+	  "name is empty" },
+	{ "bad name to pass",
+	  "{\"env\": {\"pass\": [\"PATH\", \"A=B\"]}}", "\"A=B\"", "env.pass[1]",
+	  "not a valid environment variable name" },
+	{ "env value not a string",
+	  "{\"env\": {\"set\": {\"N\": 5}}}", "5", "env.set.N", "expected a string" },
+	{ "dot-dot in a bind",
+	  "{\n  \"filesystem\": {\n    \"ro\": [\"/usr\", \"/usr/../etc\"]\n  }\n}",
+	  "\"/usr/../etc\"", "filesystem.ro[1]", "must not contain a \"..\"" },
+	{ "relative bind",
+	  "{\"filesystem\": {\"rw\": [\"out\"]}}", "\"out\"", "filesystem.rw[0]",
+	  "host path must be absolute (got \"out\")" },
+	{ "relative sandbox path",
+	  "{\"filesystem\": {\"rw\": [\"/out:out\"]}}", "\"/out:", "filesystem.rw[0]",
+	  "sandbox path must be absolute" },
+	{ "bind onto /proc",
+	  "{\n  \"filesystem\": {\n    \"rw\": [\"/tmp/p:/proc\"]\n  }\n}",
+	  "\"/tmp/p", "filesystem.rw[0]", "cannot be /proc or lie under it" },
+	{ "bind under /dev",
+	  "{\"filesystem\": {\"ro\": [\"/dev/shm\"]}}", "\"/dev", "filesystem.ro[0]",
+	  "cannot be /dev" },
+	{ "relative workspace",
+	  "{\"filesystem\": {\"workspace\": \"proj\"}}", "\"proj\"",
+	  "filesystem.workspace", "workspace must be absolute" },
+	{ "workspace of the wrong type",
+	  "{\"filesystem\": {\"workspace\": false}}", "false",
+	  "filesystem.workspace", "expected an absolute path or null" },
+	{ "network through a proxy",
+	  "{\"network\": {\n  \"mode\": \"proxy\"}}", "\"proxy\"", "network.mode",
+	  "not available in this version" },
+	{ "unknown network mode",
+	  "{\"network\": {\"mode\": \"open\"}}", "\"open\"", "network.mode",
+	  "expected \"none\"" },
+	{ "top level is an array",
+	  "[{\"limits\": {}}]", "[", "top level", "expected an object" },
+	{ "columns count characters, not bytes",
+	  "{\"description\": \"h\xc3\xa9h\xc3\xa9\", \"limits\": {\"pids\": -1}}",
+	  "-1", "limits.pids", "negative" },
+	{ "escaped key still located",
+	  "{\"lim\\u0069ts\": {\"pids\": 1, \"x\": 1}}", "\"x\"",
+	  "limits.x", "unknown key" },
+};
+
+/* Each row of load_errors counts, and reports, as a test of its own. */
+static void run_load_error(size_t i)
+{
+	int before = unit_failed_checks;
+
+	expect_error(load_errors[i].text, load_errors[i].marker,
+		     load_errors[i].key, load_errors[i].want);
+	if (unit_failed_checks == before) {
+		unit_passed++;
+		printf("ok - load error: %s\n", load_errors[i].what);
+	} else {
+		unit_failed++;
+		printf("not ok - load error: %s\n", load_errors[i].what);
+	}
+}
+
+TEST(env_value_too_long)
+{
+	size_t n = 40000;
+	char *text = malloc(n + 64);
+
+	snprintf(text, n + 64, "{\"env\": {\"set\": {\"BIG\": \"");
+	memset(text + strlen(text), 'v', n);
+	strcpy(text + strlen("{\"env\": {\"set\": {\"BIG\": \"") + n, "\"}}}");
+	expect_error(text, "\"vvv", "env.set.BIG", "longer than 32 KiB");
+	free(text);
+}
+
+TEST(got_is_cut_short)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char text[400];
+
+	snprintf(text, sizeof(text), "{\"limits\": {\"memory\": \"%0300d\"}}", 7);
+	text[300] = 'X';	/* inside the digits: not a size */
+	corral_policy_init(&p);
+	CHECK(load(&p, text, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not a size");
+	CHECK_STR_CONTAINS(err.msg, "...)");
+	CHECK(strlen(err.msg) < 200);
+	CHECK(load(&p, "{\"limits\": {\"memory\": [1,2,3,4,5,6,7,8,9,10,11,12,"
+		       "13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]}}",
+		   &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "(got [1,2,3,");
+	CHECK_STR_CONTAINS(err.msg, "...)");
+	corral_policy_free(&p);
+}
+
+TEST(syntax_error_position)
+{
+	static const struct {
+		const char *text, *marker, *want;
+	} t[] = {
+		/* jansson points at the last character of the token it stopped on */
+		{ "{\n  \"limits\": {\n    \"memory\": \"1G\",\n  }\n}",
+		  "}\n}", "string or '}' expected" },
+		{ "{\n  \"limits\": {\n    \"memory\" \"1G\"\n  }\n}",
+		  "\"\n  }", "':' expected" },
+		{ "{\"a\": 1} x", "x", "end of file expected" },
+		{ "{\n\"a\": tru }", "u }", "invalid token" },
+	};
+	struct corral_policy p, before;
+	struct corral_err err = { 0 };
+	char pos[32], prefix[64];
+	size_t i;
+
+	busy_policy(&p);
+	busy_policy(&before);
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		pos_of(t[i].text, t[i].marker, pos, sizeof(pos));
+		CHECK(load(&p, t[i].text, &err) == -EINVAL);
+		snprintf(prefix, sizeof(prefix), "t.json:%s: ", pos);
+		if (strncmp(err.msg, prefix, strlen(prefix)))
+			fprintf(stderr, "  %s (expected %s)\n", err.msg, prefix);
+		CHECK(!strncmp(err.msg, prefix, strlen(prefix)));
+		CHECK_STR_CONTAINS(err.msg, t[i].want);
+	}
+	CHECK(load(&p, "", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "t.json:");
+	CHECK(policy_equal(&p, &before));
+	corral_policy_free(&p);
+	corral_policy_free(&before);
+}
+
+TEST(duplicate_key)
+{
+	expect_error("{\n  \"limits\": {\n    \"pids\": 1,\n    \"pids\": 2\n  }\n}",
+		     "\"pids\": 2", "limits.pids", "duplicate key");
+	expect_error("{\"network\": {},\n \"network\": {}}", "\"network\": {}}",
+		     "network", "duplicate key");
+	/* the same key spelled two ways is still the same key */
+	expect_error("{\"env\": {\"set\": {\"A\": \"1\", \"\\u0041\": \"2\"}}}",
+		     "\"\\u0041\"", "env.set.\"\\u0041\"", "duplicate key");
+}
+
+TEST(failed_load_leaves_policy_unchanged)
+{
+	struct corral_policy p, before;
+	struct corral_err err = { 0 };
+
+	busy_policy(&p);
+	busy_policy(&before);
+	/* everything before the last key is valid and would have changed p */
+	CHECK(load(&p, "{\"filesystem\": {\"workspace\": null, \"ro\": [\"/a\"]},"
+		       " \"limits\": {\"memory\": \"1G\", \"pids\": 5},"
+		       " \"env\": {\"set\": {\"KEEP\": \"new\"}, \"pass\": [\"P\"]},"
+		       " \"network\": {\"mode\": \"proxy\"}}", &err) == -EINVAL);
+	CHECK(policy_equal(&p, &before));
+	CHECK(load(&p, "{\"limits\": {\"memory\": \"1G\"}} trailing", &err) ==
+	      -EINVAL);
+	CHECK(policy_equal(&p, &before));
+	corral_policy_free(&p);
+	corral_policy_free(&before);
+}
+
+/* ---- files ----------------------------------------------------------- */
+
+TEST(load_file_errors)
+{
+	char dir[] = "/tmp/corral-unit-XXXXXX", path[64];
+	struct corral_policy p, before;
+	struct corral_err err = { 0 };
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	busy_policy(&p);
+	busy_policy(&before);
+
+	snprintf(path, sizeof(path), "%s/missing.json", dir);
+	CHECK(corral_policy_load_file(&p, path, &err) == -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, path);
+	CHECK_STR_CONTAINS(err.msg, "No such file or directory");
+
+	CHECK(corral_policy_load_file(&p, dir, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not a regular file");
+
+	/* a FIFO nobody writes to must be refused, not waited on */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	CHECK(mkfifo(path, 0600) == 0);
+	CHECK(corral_policy_load_file(&p, path, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not a regular file");
+	unlink(path);
+
+	snprintf(path, sizeof(path), "%s/big.json", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("{\"description\": \"", f);
+		for (int i = 0; i < 1024 * 1024; i++)
+			fputc('x', f);
+		fputs("\"}", f);
+		fclose(f);
+	}
+	CHECK(corral_policy_load_file(&p, path, &err) == -EFBIG);
+	CHECK_STR_CONTAINS(err.msg, "larger than 1 MiB");
+	unlink(path);
+
+	snprintf(path, sizeof(path), "%s/bad.json", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("{\n  \"limits\": {\"pids\": 0.5}\n}\n", f);
+		fclose(f);
+	}
+	CHECK(corral_policy_load_file(&p, path, &err) == -EINVAL);
+	CHECK(!strncmp(err.msg, path, strlen(path)));
+	CHECK_STR_CONTAINS(err.msg, ":2:22: limits.pids: ");
+	unlink(path);
+
+	CHECK(policy_equal(&p, &before));
+	rmdir(dir);
+	corral_policy_free(&p);
+	corral_policy_free(&before);
+}
+
+/* ---- the locator on its own ------------------------------------------ */
+
+TEST(jsonpos_locates)
+{
+	static const char text[] =
+		"{\"a\": {\"b\": [10, {\"c\": \"x\"}]},\n"
+		" \"m\\u0065m\": 1, \"e\": [], \"o\": {}}";
+	const struct jsonpos_step abc[] = {
+		{ .key = "a" }, { .key = "b" }, { .index = 1 }, { .key = "c" },
+	};
+	const struct jsonpos_step mem[] = { { .key = "mem" } };
+	const struct jsonpos_step miss[] = { { .key = "a" }, { .key = "z" } };
+	const struct jsonpos_step idx[] = { { .key = "e" }, { .index = 0 } };
+	struct jsonpos pos;
+	char dotted[64];
+
+	CHECK(jsonpos_locate(text, strlen(text), abc, 4, false, &pos) == 0);
+	CHECK(pos.line == 1 && pos.col == 24);
+	CHECK(jsonpos_locate(text, strlen(text), abc, 4, true, &pos) == 0);
+	CHECK(pos.line == 1 && pos.col == 19);
+	CHECK(jsonpos_locate(text, strlen(text), abc, 3, false, &pos) == 0);
+	CHECK(pos.line == 1 && pos.col == 18);
+	CHECK(jsonpos_locate(text, strlen(text), abc, 0, false, &pos) == 0);
+	CHECK(pos.line == 1 && pos.col == 1);
+	CHECK(jsonpos_locate(text, strlen(text), mem, 1, true, &pos) == 0);
+	CHECK(pos.line == 2 && pos.col == 2);
+	CHECK(jsonpos_locate(text, strlen(text), miss, 2, false, &pos) == -ENOENT);
+	CHECK(jsonpos_locate(text, strlen(text), idx, 2, false, &pos) == -ENOENT);
+
+	/* the key "c" ends at the byte after its closing quote */
+	CHECK(jsonpos_key_ending_at(text, strlen(text),
+				    strstr(text, "\"c\"") - text + 3,
+				    &pos, dotted, sizeof(dotted)) == 0);
+	CHECK(pos.line == 1 && pos.col == 19);
+	CHECK(!strcmp(dotted, "a.b[1].c"));
+	CHECK(jsonpos_key_ending_at(text, strlen(text), 5, &pos, dotted,
+				    sizeof(dotted)) == -ENOENT);
+}
+
+/* Every prefix and some garbage: no crash, no read past the end (ASan). */
+TEST(jsonpos_survives_anything)
+{
+	static const char *const texts[] = {
+		full_policy, "", "{", "[", "\"", "\"\\", "{\"a\\u12", "{\"a\":",
+		"{\"a\" 1}", "]]]]", "}}}", "{\"a\":1,,}", "\\u0000",
+		"{\"limits\":{\"memory\":\"\\ud800\\udc00\"}}",
+	};
+	const struct jsonpos_step path[] = {
+		{ .key = "limits" }, { .key = "memory" },
+	};
+	struct jsonpos pos;
+	char dotted[16];
+	size_t i, n, len;
+	char *deep, *copy;
+
+	for (i = 0; i < ARRAY_SIZE(texts); i++) {
+		len = strlen(texts[i]);
+		for (n = 0; n <= len; n++) {
+			copy = malloc(n ? n : 1);
+			memcpy(copy, texts[i], n);
+			jsonpos_locate(copy, n, path, 2, false, &pos);
+			jsonpos_locate(copy, n, path, 2, true, &pos);
+			jsonpos_key_ending_at(copy, n, n, &pos, dotted,
+					      sizeof(dotted));
+			free(copy);
+		}
+	}
+	/* nesting far past JSONPOS_MAX_DEPTH, as arrays and as objects */
+	n = 100000;
+	deep = malloc(6 * n);
+	memset(deep, '[', n);
+	memset(deep + n, ']', n);
+	CHECK(jsonpos_locate(deep, 2 * n, path, 2, false, &pos) == -ENOENT);
+	CHECK(jsonpos_key_ending_at(deep, 2 * n, n, &pos, dotted,
+				    sizeof(dotted)) == -ENOENT);
+	for (i = 0; i < n; i++)
+		memcpy(deep + 5 * i, "{\"a\":", 5);
+	memset(deep + 5 * n, '}', n);
+	CHECK(jsonpos_locate(deep, 6 * n, path, 2, false, &pos) == -ENOENT);
+	CHECK(jsonpos_key_ending_at(deep, 6 * n, 5 * n - 1, &pos, dotted,
+				    sizeof(dotted)) == -ENOENT);
+	/* the fourth key: opening quote at byte 16, closing one at 18 */
+	CHECK(jsonpos_key_ending_at(deep, 6 * n, 5 * 3 + 4, &pos, dotted,
+				    sizeof(dotted)) == 0);
+	CHECK(pos.line == 1 && pos.col == 17);
+	CHECK(!strcmp(dotted, "a.a.a.a"));
+	free(deep);
+	CHECK(jsonpos_locate(NULL, 5, path, 2, false, &pos) == -ENOENT);
+}
+
+int main(void)
+{
+	RUN(parse_size_valid);
+	RUN(parse_size_invalid);
+	RUN(parse_duration);
+	RUN(format_size);
+	RUN(add_bind_normalises);
+	RUN(add_bind_rejects);
+	RUN(set_env_and_pass_env);
+	RUN(set_workspace);
+	RUN(init_and_free);
+	RUN(shipped_default_is_the_builtin_default);
+	RUN(shipped_offline);
+	RUN(full_policy);
+	RUN(merge_over_current_values);
+	RUN(limit_spellings);
+	for (size_t i = 0; i < ARRAY_SIZE(load_errors); i++)
+		run_load_error(i);
+	RUN(env_value_too_long);
+	RUN(got_is_cut_short);
+	RUN(syntax_error_position);
+	RUN(duplicate_key);
+	RUN(failed_load_leaves_policy_unchanged);
+	RUN(load_file_errors);
+	RUN(jsonpos_locates);
+	RUN(jsonpos_survives_anything);
+	UNIT_DONE();
+}

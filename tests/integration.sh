@@ -55,7 +55,8 @@ t_attacks_syscalls() {
 	for a in ptrace mount umount unshare unshare-net clone-ns clone3 setns \
 		 keyctl add_key bpf io_uring perf userfaultfd tiocsti tiocsti-high \
 		 personality process_vm_readv pivot_root chroot open_by_handle_at \
-		 fsopen open_tree kexec init_module acct swapon reboot pidfd_getfd; do
+		 fsopen open_tree kexec init_module acct swapon reboot pidfd_getfd \
+		 vsock af_alg af_key; do
 		out=$(crun $H -- /opt/helpers/attack "$a")
 		expect_contains "$a" "$out" "blocked:"
 		expect_eq "$a exit" "$(rc)" 0

@@ -20,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/personality.h>
+#include <sys/socket.h>
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -33,6 +34,8 @@ enum arg_match {
 	A0_MASK,	/* deny when (arg0 & val) != 0 */
 	A1_LOW32_EQ,	/* deny when (uint32_t)arg1 == val */
 	A0_NOT_IN,	/* personality: deny unless arg0 is val or 0xffffffff */
+	A0_RANGE,	/* deny when val <= (uint32_t)arg0 <= hi */
+	A0_GE,		/* deny when arg0 >= val */
 };
 
 struct deny {
@@ -40,70 +43,82 @@ struct deny {
 	int err;
 	enum arg_match match;
 	uint64_t val;
+	uint64_t hi;
 	const char *why;
 };
 
 static const struct deny deny_table[] = {
 	/* mounts and namespaces: the filesystem view is fixed before exec */
-	{ "mount", EPERM, ANY, 0, "change the filesystem view" },
-	{ "umount", EPERM, ANY, 0, "uncover what the mounts hide" },
-	{ "umount2", EPERM, ANY, 0, "uncover what the mounts hide" },
-	{ "pivot_root", EPERM, ANY, 0, "change the root" },
-	{ "chroot", EPERM, ANY, 0, "change the root" },
-	{ "fsopen", EPERM, ANY, 0, "new mount API" },
-	{ "fsconfig", EPERM, ANY, 0, "new mount API" },
-	{ "fsmount", EPERM, ANY, 0, "new mount API" },
-	{ "fspick", EPERM, ANY, 0, "new mount API" },
-	{ "open_tree", EPERM, ANY, 0, "new mount API" },
-	{ "move_mount", EPERM, ANY, 0, "new mount API" },
-	{ "mount_setattr", EPERM, ANY, 0, "new mount API" },
-	{ "unshare", EPERM, A0_MASK, NS_FLAGS, "new namespaces" },
-	{ "clone", EPERM, A0_MASK, NS_FLAGS, "new namespaces" },
+	{ "mount", EPERM, ANY, 0, 0, "change the filesystem view" },
+	{ "umount", EPERM, ANY, 0, 0, "uncover what the mounts hide" },
+	{ "umount2", EPERM, ANY, 0, 0, "uncover what the mounts hide" },
+	{ "pivot_root", EPERM, ANY, 0, 0, "change the root" },
+	{ "chroot", EPERM, ANY, 0, 0, "change the root" },
+	{ "fsopen", EPERM, ANY, 0, 0, "new mount API" },
+	{ "fsconfig", EPERM, ANY, 0, 0, "new mount API" },
+	{ "fsmount", EPERM, ANY, 0, 0, "new mount API" },
+	{ "fspick", EPERM, ANY, 0, 0, "new mount API" },
+	{ "open_tree", EPERM, ANY, 0, 0, "new mount API" },
+	{ "move_mount", EPERM, ANY, 0, 0, "new mount API" },
+	{ "mount_setattr", EPERM, ANY, 0, 0, "new mount API" },
+	{ "unshare", EPERM, A0_MASK, NS_FLAGS, 0, "new namespaces" },
+	{ "clone", EPERM, A0_MASK, NS_FLAGS, 0, "new namespaces" },
 	/* clone3 passes flags in memory seccomp cannot read: make libc fall back */
-	{ "clone3", ENOSYS, ANY, 0, "flags unreadable by seccomp" },
-	{ "setns", EPERM, ANY, 0, "join other namespaces" },
+	{ "clone3", ENOSYS, ANY, 0, 0, "flags unreadable by seccomp" },
+	{ "setns", EPERM, ANY, 0, 0, "join other namespaces" },
 	/* other processes */
-	{ "ptrace", EPERM, ANY, 0, "trace processes" },
-	{ "process_vm_readv", EPERM, ANY, 0, "read another process's memory" },
-	{ "process_vm_writev", EPERM, ANY, 0, "write another process's memory" },
-	{ "kcmp", EPERM, ANY, 0, "probe other processes' kernel objects" },
-	{ "pidfd_getfd", EPERM, ANY, 0, "steal another process's fds" },
+	{ "ptrace", EPERM, ANY, 0, 0, "trace processes" },
+	{ "process_vm_readv", EPERM, ANY, 0, 0, "read another process's memory" },
+	{ "process_vm_writev", EPERM, ANY, 0, 0, "write another process's memory" },
+	{ "kcmp", EPERM, ANY, 0, 0, "probe other processes' kernel objects" },
+	{ "pidfd_getfd", EPERM, ANY, 0, 0, "steal another process's fds" },
 	/* kernel subsystems with a history of exploits */
-	{ "bpf", EPERM, ANY, 0, "load BPF programs" },
-	{ "perf_event_open", EPERM, ANY, 0, "perf side channels" },
-	{ "userfaultfd", EPERM, ANY, 0, "race amplifier for kernel exploits" },
-	{ "io_uring_setup", EPERM, ANY, 0, "bypasses syscall filtering" },
-	{ "io_uring_enter", EPERM, ANY, 0, "bypasses syscall filtering" },
-	{ "io_uring_register", EPERM, ANY, 0, "bypasses syscall filtering" },
-	{ "keyctl", EPERM, ANY, 0, "kernel keyring (not namespaced)" },
-	{ "add_key", EPERM, ANY, 0, "kernel keyring (not namespaced)" },
-	{ "request_key", EPERM, ANY, 0, "kernel keyring (not namespaced)" },
-	{ "fanotify_init", EPERM, ANY, 0, "filesystem-wide monitoring" },
-	{ "open_by_handle_at", EPERM, ANY, 0, "open files outside the mounts" },
-	{ "name_to_handle_at", EPERM, ANY, 0, "file handles for open_by_handle_at" },
+	{ "bpf", EPERM, ANY, 0, 0, "load BPF programs" },
+	{ "perf_event_open", EPERM, ANY, 0, 0, "perf side channels" },
+	{ "userfaultfd", EPERM, ANY, 0, 0, "race amplifier for kernel exploits" },
+	{ "io_uring_setup", EPERM, ANY, 0, 0, "bypasses syscall filtering" },
+	{ "io_uring_enter", EPERM, ANY, 0, 0, "bypasses syscall filtering" },
+	{ "io_uring_register", EPERM, ANY, 0, 0, "bypasses syscall filtering" },
+	{ "keyctl", EPERM, ANY, 0, 0, "kernel keyring (not namespaced)" },
+	{ "add_key", EPERM, ANY, 0, 0, "kernel keyring (not namespaced)" },
+	{ "request_key", EPERM, ANY, 0, 0, "kernel keyring (not namespaced)" },
+	{ "fanotify_init", EPERM, ANY, 0, 0, "filesystem-wide monitoring" },
+	{ "open_by_handle_at", EPERM, ANY, 0, 0, "open files outside the mounts" },
+	{ "name_to_handle_at", EPERM, ANY, 0, 0, "file handles for open_by_handle_at" },
 	/* the machine itself */
-	{ "kexec_load", EPERM, ANY, 0, "replace the kernel" },
-	{ "kexec_file_load", EPERM, ANY, 0, "replace the kernel" },
-	{ "init_module", EPERM, ANY, 0, "load kernel code" },
-	{ "finit_module", EPERM, ANY, 0, "load kernel code" },
-	{ "delete_module", EPERM, ANY, 0, "unload kernel code" },
-	{ "reboot", EPERM, ANY, 0, "stop the machine" },
-	{ "swapon", EPERM, ANY, 0, "change swap" },
-	{ "swapoff", EPERM, ANY, 0, "change swap" },
-	{ "acct", EPERM, ANY, 0, "process accounting" },
-	{ "settimeofday", EPERM, ANY, 0, "change the clock" },
-	{ "clock_settime", EPERM, ANY, 0, "change the clock" },
-	{ "clock_adjtime", EPERM, ANY, 0, "change the clock" },
-	{ "adjtimex", EPERM, ANY, 0, "change the clock" },
-	{ "syslog", EPERM, ANY, 0, "kernel log (address leaks)" },
-	{ "quotactl", EPERM, ANY, 0, "filesystem quotas" },
-	{ "lookup_dcookie", EPERM, ANY, 0, "kernel internals" },
-	{ "vhangup", EPERM, ANY, 0, "hang up terminals" },
+	{ "kexec_load", EPERM, ANY, 0, 0, "replace the kernel" },
+	{ "kexec_file_load", EPERM, ANY, 0, 0, "replace the kernel" },
+	{ "init_module", EPERM, ANY, 0, 0, "load kernel code" },
+	{ "finit_module", EPERM, ANY, 0, 0, "load kernel code" },
+	{ "delete_module", EPERM, ANY, 0, 0, "unload kernel code" },
+	{ "reboot", EPERM, ANY, 0, 0, "stop the machine" },
+	{ "swapon", EPERM, ANY, 0, 0, "change swap" },
+	{ "swapoff", EPERM, ANY, 0, 0, "change swap" },
+	{ "acct", EPERM, ANY, 0, 0, "process accounting" },
+	{ "settimeofday", EPERM, ANY, 0, 0, "change the clock" },
+	{ "clock_settime", EPERM, ANY, 0, 0, "change the clock" },
+	{ "clock_adjtime", EPERM, ANY, 0, 0, "change the clock" },
+	{ "adjtimex", EPERM, ANY, 0, 0, "change the clock" },
+	{ "syslog", EPERM, ANY, 0, 0, "kernel log (address leaks)" },
+	{ "quotactl", EPERM, ANY, 0, 0, "filesystem quotas" },
+	{ "lookup_dcookie", EPERM, ANY, 0, 0, "kernel internals" },
+	{ "vhangup", EPERM, ANY, 0, 0, "hang up terminals" },
 	/* odd execution domains have hidden kernel bugs before */
-	{ "personality", EPERM, A0_NOT_IN, PER_LINUX, "execution domain changes" },
+	{ "personality", EPERM, A0_NOT_IN, PER_LINUX, 0, "execution domain changes" },
 	/* terminal injection: push keystrokes into whoever reads the tty */
-	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCSTI, "type into the terminal" },
-	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCLINUX, "console injection" },
+	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCSTI, 0, "type into the terminal" },
+	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCLINUX, 0, "console injection" },
+	/*
+	 * Socket families: unix, inet, inet6, netlink and packet stay.  The
+	 * rest are rarely needed and some are not namespaced at all (vsock
+	 * reaches the VM's host whatever the netns) or have long CVE lists.
+	 */
+	{ "socket", EPERM, A0_RANGE, AF_AX25, AF_X25, "obscure families (3-9)" },
+	{ "socket", EPERM, A0_RANGE, AF_ROSE, AF_KEY, "obscure families, PF_KEY (11-15)" },
+	{ "socket", EPERM, A0_GE, AF_PACKET + 1, 0, "vsock, alg, bluetooth, tipc, rds, xdp, ..." },
+	{ "socketpair", EPERM, A0_RANGE, AF_AX25, AF_X25, "as socket" },
+	{ "socketpair", EPERM, A0_RANGE, AF_ROSE, AF_KEY, "as socket" },
+	{ "socketpair", EPERM, A0_GE, AF_PACKET + 1, 0, "as socket" },
 };
 
 static int add_rule(scmp_filter_ctx ctx, const struct deny *d,
@@ -151,6 +166,16 @@ static int add_rule(scmp_filter_ctx ctx, const struct deny *d,
 				r = seccomp_rule_add(ctx, action, nr, 1,
 						     SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, top));
 		}
+		break;
+	case A0_RANGE:
+		r = 0;
+		for (uint64_t v = d->val; v <= d->hi && r == 0; v++)
+			r = seccomp_rule_add(ctx, action, nr, 1,
+					     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, v));
+		break;
+	case A0_GE:
+		r = seccomp_rule_add(ctx, action, nr, 1,
+				     SCMP_A0(SCMP_CMP_GE, d->val));
 		break;
 	default:
 		r = -EINVAL;

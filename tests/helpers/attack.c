@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sys/socket.h>
 
 static int verdict(long r, const char *what)
 {
@@ -199,6 +200,9 @@ static int do_init_module(void) { return verdict(syscall(SYS_init_module, "", 0,
 static int do_acct(void) { return verdict(acct("/tmp/acct"), "acct"); }
 static int do_swapon(void) { return verdict(syscall(SYS_swapon, "/tmp/swap", 0), "swapon"); }
 static int do_reboot(void) { return verdict(syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321fedc, 0), "reboot"); }
+static int do_vsock(void) { return verdict(socket(40 /* AF_VSOCK */, SOCK_STREAM, 0), "socket(AF_VSOCK): the VM host"); }
+static int do_af_alg(void) { return verdict(socket(38 /* AF_ALG */, SOCK_SEQPACKET, 0), "socket(AF_ALG)"); }
+static int do_af_key(void) { return verdict(socket(15 /* AF_KEY */, SOCK_RAW, 2), "socket(AF_KEY)"); }
 static int do_pidfd_getfd(void) { return verdict(syscall(SYS_pidfd_getfd, 0, 0, 0), "pidfd_getfd"); }
 
 static const struct attack attacks[] = {
@@ -215,6 +219,7 @@ static const struct attack attacks[] = {
 	{ "kexec", do_kexec }, { "init_module", do_init_module },
 	{ "acct", do_acct }, { "swapon", do_swapon }, { "reboot", do_reboot },
 	{ "pidfd_getfd", do_pidfd_getfd }, { "fds", do_fds },
+	{ "vsock", do_vsock }, { "af_alg", do_af_alg }, { "af_key", do_af_key },
 	{ "x32", do_x32 }, { "int80", do_int80 },
 };
 

@@ -48,6 +48,7 @@ struct corral_env {
 
 enum corral_net_mode {
 	CORRAL_NET_NONE = 0,	/* loopback only */
+	CORRAL_NET_PROXY,	/* egress through the supervisor's proxy, by name */
 };
 
 struct corral_policy {
@@ -71,6 +72,14 @@ struct corral_policy {
 	size_t nenv_pass;
 
 	enum corral_net_mode net;
+	/* network "proxy" mode: patterns as written, validated on load */
+	char **net_allow;		/* "pypi.org", "*.example.com:443", "10.0.0.0/8:5432" */
+	size_t nnet_allow;
+	char **net_deny;
+	size_t nnet_deny;
+	struct corral_env *net_hosts;	/* name -> address, like /etc/hosts */
+	size_t nnet_hosts;
+	bool net_transparent;		/* redirect all TCP to the proxy (nftables) */
 };
 
 /* The built-in default policy (what `corral run` uses without --policy). */

@@ -1,7 +1,7 @@
 # corral - build, test, benchmark.  `make help` lists the targets.
 
 CC      ?= cc
-PKGS    := libseccomp jansson
+PKGS    := libseccomp jansson ldns
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
@@ -9,7 +9,7 @@ CPPFLAGS += -Iinclude -Isrc/lib -D_GNU_SOURCE
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += $(PKG_LIBS) -lm
+LDLIBS  += $(PKG_LIBS) -lhttp_parser -lm
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))

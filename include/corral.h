@@ -80,6 +80,7 @@ struct corral_policy {
 	struct corral_env *net_hosts;	/* name -> address, like /etc/hosts */
 	size_t nnet_hosts;
 	bool net_transparent;		/* redirect all TCP to the proxy (nftables) */
+	char *net_resolver;		/* "IP[:PORT]" for allowed names; NULL: resolv.conf */
 };
 
 /* The built-in default policy (what `corral run` uses without --policy). */
@@ -148,6 +149,8 @@ struct corral_result {
 	uint64_t cpu_ms;
 	uint64_t max_rss_kb;
 	struct corral_layers layers;
+	char *denials;			/* JSON array of the run's egress.denied events */
+	char sandbox_id[64];
 };
 
 struct corral_run_opts {
@@ -159,6 +162,8 @@ struct corral_run_opts {
 	 * duration of the call, the caller's mask restored after).
 	 */
 	bool forward_signals;
+	/* Append every event of the run as JSON lines to this file (or NULL). */
+	const char *events_path;
 };
 
 /*

@@ -4,6 +4,7 @@
  * the shipped policies from policies/).
  */
 #include "corral.h"
+#include "egress.h"
 #include "jsonpos.h"
 #include "unit.h"
 
@@ -61,8 +62,21 @@ static bool policy_equal(const struct corral_policy *a,
 	    a->cpus != b->cpus || a->disk_bytes != b->disk_bytes ||
 	    a->timeout_ms != b->timeout_ms ||
 	    a->output_bytes != b->output_bytes || a->nenv != b->nenv ||
-	    a->nenv_pass != b->nenv_pass || a->net != b->net)
+	    a->nenv_pass != b->nenv_pass || a->net != b->net ||
+	    a->net_transparent != b->net_transparent ||
+	    a->nnet_allow != b->nnet_allow || a->nnet_deny != b->nnet_deny ||
+	    a->nnet_hosts != b->nnet_hosts)
 		return false;
+	for (i = 0; i < a->nnet_allow; i++)
+		if (!str_eq(a->net_allow[i], b->net_allow[i]))
+			return false;
+	for (i = 0; i < a->nnet_deny; i++)
+		if (!str_eq(a->net_deny[i], b->net_deny[i]))
+			return false;
+	for (i = 0; i < a->nnet_hosts; i++)
+		if (!str_eq(a->net_hosts[i].name, b->net_hosts[i].name) ||
+		    !str_eq(a->net_hosts[i].value, b->net_hosts[i].value))
+			return false;
 	for (i = 0; i < a->nbinds; i++)
 		if (!str_eq(a->binds[i].src, b->binds[i].src) ||
 		    !str_eq(a->binds[i].dst, b->binds[i].dst) ||
@@ -88,6 +102,12 @@ static void busy_policy(struct corral_policy *p)
 	CHECK(corral_policy_add_bind(p, "/opt/tools:/tools", false, &err) == 0);
 	CHECK(corral_policy_set_env(p, "KEEP=1", &err) == 0);
 	CHECK(corral_policy_pass_env(p, "HOME2", &err) == 0);
+	CHECK(corral_policy_add_allow(p, "keep.example:8443", &err) == 0);
+	CHECK(corral_policy_add_deny(p, "bad.keep.example", &err) == 0);
+	CHECK(corral_policy_load_string(p,
+		"{\"network\": {\"hosts\": {\"keep.test\": \"192.0.2.1\"}}}",
+		strlen("{\"network\": {\"hosts\": {\"keep.test\": \"192.0.2.1\"}}}"),
+		"busy.json", &err) == 0);
 	p->memory_bytes = 64 * MiB;
 	p->pids = 7;
 	p->cpus = 0.5;
@@ -549,6 +569,84 @@ TEST(full_policy)
 	corral_policy_free(&p);
 }
 
+static const char network_policy[] =
+	"{\n"
+	"  \"network\": {\n"
+	"    \"mode\": \"proxy\",\n"
+	"    \"allow\": [\"pypi.org\", \"*.pythonhosted.org\", \"api.github.com:443\",\n"
+	"              \"10.1.2.0/24:5432\", \"[2001:db8::/32]:443\", \"Internal.Test\"],\n"
+	"    \"deny\":  [\"*.evil.example\", \"*\", \"169.254.0.0/16\"],\n"
+	"    \"transparent\": true,\n"
+	"    \"hosts\": {\"Internal.Test.\": \"192.0.2.10\", \"v6.test\": \"2001:DB8::1\",\n"
+	"              \"m.test\": \"::ffff:10.0.0.1\"}\n"
+	"  }\n"
+	"}\n";
+
+TEST(network_section)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	CHECK(p.net == CORRAL_NET_NONE && !p.net_transparent);
+	CHECK(p.nnet_allow == 0 && p.nnet_deny == 0 && p.nnet_hosts == 0);
+	if (load(&p, network_policy, &err))
+		fprintf(stderr, "  %s\n", err.msg);
+	CHECK(p.net == CORRAL_NET_PROXY);
+	CHECK(p.net_transparent);
+	CHECK(p.nnet_allow == 6);
+	if (p.nnet_allow == 6) {
+		/* patterns are kept as written */
+		CHECK(!strcmp(p.net_allow[0], "pypi.org"));
+		CHECK(!strcmp(p.net_allow[4], "[2001:db8::/32]:443"));
+		CHECK(!strcmp(p.net_allow[5], "Internal.Test"));
+	}
+	CHECK(p.nnet_deny == 3 && !strcmp(p.net_deny[1], "*"));
+	/* hosts are kept canonical */
+	CHECK(p.nnet_hosts == 3);
+	if (p.nnet_hosts == 3) {
+		CHECK(!strcmp(p.net_hosts[0].name, "internal.test") &&
+		      !strcmp(p.net_hosts[0].value, "192.0.2.10"));
+		CHECK(!strcmp(p.net_hosts[1].name, "v6.test") &&
+		      !strcmp(p.net_hosts[1].value, "2001:db8::1"));
+		CHECK(!strcmp(p.net_hosts[2].name, "m.test") &&
+		      !strcmp(p.net_hosts[2].value, "10.0.0.1"));
+	}
+
+	/* a second file merges: lists append (once), hosts replace by name */
+	CHECK(load(&p, "{\"network\": {\"mode\": \"none\", \"transparent\": false,"
+		       " \"allow\": [\"pypi.org\", \"crates.io\"],"
+		       " \"hosts\": {\"INTERNAL.test\": \"192.0.2.11\"}}}", &err) == 0);
+	CHECK(p.net == CORRAL_NET_NONE && !p.net_transparent);
+	CHECK(p.nnet_allow == 7 && !strcmp(p.net_allow[6], "crates.io"));
+	CHECK(p.nnet_hosts == 3 && !strcmp(p.net_hosts[0].value, "192.0.2.11"));
+	/* an empty section changes nothing */
+	CHECK(load(&p, "{\"network\": {\"allow\": [], \"deny\": [], \"hosts\": {}}}",
+		   &err) == 0);
+	CHECK(p.nnet_allow == 7 && p.nnet_deny == 3 && p.nnet_hosts == 3);
+	corral_policy_free(&p);
+	CHECK(p.net_allow == NULL && p.net_hosts == NULL && p.nnet_deny == 0);
+}
+
+/* A policy with network entries survives a copy (a later failed load). */
+TEST(network_copy_is_deep)
+{
+	struct corral_policy p, before;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	corral_policy_init(&before);
+	CHECK(load(&p, network_policy, &err) == 0);
+	CHECK(load(&before, network_policy, &err) == 0);
+	CHECK(load(&p, "{\"network\": {\"allow\": [\"x.example\", \"bad..\"]}}",
+		   &err) == -EINVAL);
+	CHECK(policy_equal(&p, &before));
+	CHECK(load(&p, "{\"network\": {\"mode\": \"proxy\"}}", &err) == 0);
+	CHECK(policy_equal(&p, &before));
+	corral_policy_free(&p);
+	corral_policy_free(&before);
+}
+
 TEST(merge_over_current_values)
 {
 	struct corral_policy p;
@@ -635,8 +733,9 @@ static const struct {
 	  "{\n  \"limits\": {\n    \"memory\": \"1G\",\n    \"swap\": \"1G\"\n  }\n}",
 	  "\"swap\"", "limits.swap", "unknown key, expected one of: memory, pids" },
 	{ "unknown key under network",
-	  "{\"network\": {\"mode\": \"none\", \"allow\": [\"x.org\"]}}",
-	  "\"allow\"", "network.allow", "(got [\"x.org\"])" },
+	  "{\"network\": {\"mode\": \"none\", \"allowed\": [\"x.org\"]}}",
+	  "\"allowed\"", "network.allowed",
+	  "unknown key, expected one of: mode, allow, deny, transparent, hosts, resolver (got [\"x.org\"])" },
 	{ "section of the wrong type",
 	  "{\n  \"env\": [\"A\"]\n}", "[\"A\"]", "env", "expected an object" },
 	{ "pids of the wrong type",
@@ -762,12 +861,76 @@ static const struct {
 	{ "workspace of the wrong type",
 	  "{\"filesystem\": {\"workspace\": false}}", "false",
 	  "filesystem.workspace", "expected an absolute path or null" },
-	{ "network through a proxy",
-	  "{\"network\": {\n  \"mode\": \"proxy\"}}", "\"proxy\"", "network.mode",
-	  "not available in this version" },
 	{ "unknown network mode",
 	  "{\"network\": {\"mode\": \"open\"}}", "\"open\"", "network.mode",
-	  "expected \"none\"" },
+	  "unknown network mode, expected \"none\" or \"proxy\" (got \"open\")" },
+	{ "network mode of the wrong type",
+	  "{\"network\": {\"mode\": true}}", "true", "network.mode",
+	  "expected a string (got true)" },
+	{ "network section of the wrong type",
+	  "{\"network\": \"proxy\"}", "\"proxy\"", "network",
+	  "expected an object" },
+	{ "allow pattern refused, at its element",
+	  "{\n  \"network\": {\n    \"mode\": \"proxy\",\n"
+	  "    \"allow\": [\"pypi.org\", \"*.x.org\", \"*.com\"]\n  }\n}",
+	  "\"*.com\"", "network.allow[2]",
+	  "a wildcard over a whole top-level domain is not allowed; use a domain "
+	  "under it, as in \"*.example.com\" (got \"*.com\")" },
+	{ "allow everything",
+	  "{\"network\": {\"allow\": [\"*\"]}}", "\"*\"", "network.allow[0]",
+	  "\"*\" would allow every host" },
+	{ "allow a bare top-level domain",
+	  "{\"network\": {\"allow\": [\"com\"]}}", "\"com\"", "network.allow[0]",
+	  "a name of one label" },
+	{ "allow a /0 network",
+	  "{\"network\": {\"allow\": [\n\t\"0.0.0.0/0\"]}}", "\"0.0.0.0/0\"",
+	  "network.allow[0]", "a /0 network would allow every address" },
+	{ "allow with a bad port",
+	  "{\"network\": {\"allow\": [\"a.example:99999\"]}}", "\"a.example:",
+	  "network.allow[0]", "port must be a number from 1 to 65535" },
+	{ "allow with userinfo",
+	  "{\"network\": {\"allow\": [\"allowed.test@evil.test\"]}}", "\"allowed",
+	  "network.allow[0]", "contains \"@\"" },
+	{ "allow an unbracketed IPv6 address",
+	  "{\"network\": {\"allow\": [\"2001:db8::1\"]}}", "\"2001",
+	  "network.allow[0]", "an IPv6 address must be in brackets" },
+	{ "NUL in an allow pattern",
+	  "{\"network\": {\"allow\": [\"pypi.org\\u0000.evil\"]}}", "\"pypi",
+	  "network.allow[0]", "contains a NUL byte" },
+	{ "deny pattern refused",
+	  "{\"network\": {\"deny\": [\"ok.example\",\n  \"a..b\"]}}", "\"a..b\"",
+	  "network.deny[1]", "host name has an empty label (got \"a..b\")" },
+	{ "allow not an array",
+	  "{\"network\": {\"allow\": \"pypi.org\"}}", "\"pypi.org\"",
+	  "network.allow", "expected an array of patterns" },
+	{ "allow element not a string",
+	  "{\"network\": {\"allow\": [\"pypi.org\", 443]}}", "443",
+	  "network.allow[1]", "expected a string (got 443)" },
+	{ "transparent not a boolean",
+	  "{\"network\": {\"transparent\": \"yes\"}}", "\"yes\"",
+	  "network.transparent", "expected true or false (got \"yes\")" },
+	{ "hosts not an object",
+	  "{\"network\": {\"hosts\": [\"a.test\"]}}", "[\"a.test\"]",
+	  "network.hosts", "expected an object of \"name\": \"address\" pairs" },
+	{ "hosts name not a name",
+	  "{\"network\": {\"hosts\": {\"ok.test\": \"10.0.0.1\",\n"
+	  "  \"bad name\": \"10.0.0.2\"}}}", "\"bad name\"",
+	  "network.hosts.\"bad name\"",
+	  "not a host name: contains a space (got \"bad name\")" },
+	{ "hosts name is an address",
+	  "{\"network\": {\"hosts\": {\"10.0.0.1\": \"10.0.0.2\"}}}",
+	  "\"10.0.0.1\"", "network.hosts.\"10.0.0.1\"",
+	  "an IP address, not a host name" },
+	{ "hosts address not an address",
+	  "{\"network\": {\"hosts\": {\"a.test\": \"example.com\"}}}",
+	  "\"example.com\"", "network.hosts.\"a.test\"",
+	  "not an IP address, expected an IPv4 dotted quad or an IPv6 address" },
+	{ "hosts address in a loose spelling",
+	  "{\"network\": {\"hosts\": {\"a.test\": \"0x0a000001\"}}}",
+	  "\"0x0a", "network.hosts.\"a.test\"", "not an IP address" },
+	{ "hosts address not a string",
+	  "{\"network\": {\"hosts\": {\"a.test\": 167772161}}}",
+	  "167772161", "network.hosts.\"a.test\"", "expected a string" },
 	{ "top level is an array",
 	  "[{\"limits\": {}}]", "[", "top level", "expected an object" },
 	{ "columns count characters, not bytes",
@@ -885,7 +1048,11 @@ TEST(failed_load_leaves_policy_unchanged)
 	CHECK(load(&p, "{\"filesystem\": {\"workspace\": null, \"ro\": [\"/a\"]},"
 		       " \"limits\": {\"memory\": \"1G\", \"pids\": 5},"
 		       " \"env\": {\"set\": {\"KEEP\": \"new\"}, \"pass\": [\"P\"]},"
-		       " \"network\": {\"mode\": \"proxy\"}}", &err) == -EINVAL);
+		       " \"network\": {\"mode\": \"proxy\", \"transparent\": true,"
+		       " \"hosts\": {\"keep.test\": \"10.0.0.9\", \"n.test\": \"::1\"},"
+		       " \"deny\": [\"d.example\"],"
+		       " \"allow\": [\"pypi.org\", \"*\"]}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "network.allow[1]");
 	CHECK(policy_equal(&p, &before));
 	CHECK(load(&p, "{\"limits\": {\"memory\": \"1G\"}} trailing", &err) ==
 	      -EINVAL);
@@ -1058,6 +1225,8 @@ int main(void)
 	RUN(shipped_default_is_the_builtin_default);
 	RUN(shipped_offline);
 	RUN(full_policy);
+	RUN(network_section);
+	RUN(network_copy_is_deep);
 	RUN(merge_over_current_values);
 	RUN(limit_spellings);
 	for (size_t i = 0; i < ARRAY_SIZE(load_errors); i++)

@@ -1,5 +1,6 @@
 /* run.c - corral run: one command, one fresh sandbox. */
 #include "cli.h"
+#include "egress.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +37,24 @@ static const char run_usage[] =
 "  --disk SIZE          size of the writable tmpfs (/tmp, home, workspace\n"
 "                       changes, all together)\n"
 "  --output-limit SIZE  with --json: bytes kept per stream (default 1M)\n"
+"  --net none|proxy     network: \"none\" (loopback only, the default) or\n"
+"                       \"proxy\" (out through corral's proxy, only to the\n"
+"                       destinations --allow names)\n"
+"  --allow PATTERN      with --net proxy, let the sandbox reach PATTERN\n"
+"                       (repeatable): a name (\"pypi.org\"), its subdomains\n"
+"                       (\"*.example.com\", not example.com itself), an IPv4\n"
+"                       address or network (\"10.1.2.0/24\"), an IPv6 one in\n"
+"                       brackets (\"[2001:db8::/32]\"); each with an optional\n"
+"                       :PORT, ports 80 and 443 without one.  \"*\" and\n"
+"                       whole top-level domains are refused\n"
+"  --deny PATTERN       refuse PATTERN even where --allow covers it; deny\n"
+"                       wins (repeatable; without :PORT, every port)\n"
+"                       Inside, HTTP_PROXY/HTTPS_PROXY point at an HTTP\n"
+"                       proxy on 127.0.0.1:3128 (CONNECT; the TLS SNI must\n"
+"                       match the name), ALL_PROXY at SOCKS5 on :1080, and\n"
+"                       DNS on 127.0.0.1:53 answers only allowed names\n"
+"  --events FILE        append every event of the run (exec, egress allowed\n"
+"                       and denied with the reason) as JSON lines to FILE\n"
 "  --json               capture stdout and stderr and print one JSON object:\n"
 "                       status, exit_code, signal, reason, stdout, stderr,\n"
 "                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
@@ -50,6 +69,7 @@ static const char run_usage[] =
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
 	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
+	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS,
 };
 
 static const struct option run_options[] = {
@@ -66,6 +86,10 @@ static const struct option run_options[] = {
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "output-limit", required_argument, NULL, OPT_OUTPUT },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "net", required_argument, NULL, OPT_NET },
+	{ "allow", required_argument, NULL, OPT_ALLOW },
+	{ "deny", required_argument, NULL, OPT_DENY },
+	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -166,6 +190,12 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 		if (r == 0)
 			p->output_bytes = v;
 		return r;
+	case OPT_NET:
+		return corral_policy_set_net(p, arg, err);
+	case OPT_ALLOW:
+		return corral_policy_add_allow(p, arg, err);
+	case OPT_DENY:
+		return corral_policy_add_deny(p, arg, err);
 	}
 	return 0;
 }
@@ -184,6 +214,7 @@ int cmd_run(int argc, char **argv)
 	struct corral_err err = { 0 };
 	struct corral_run_opts o = { .forward_signals = true };
 	const char *policy_file = NULL;
+	bool allow_flag = false;
 	int opt, r, code;
 
 	/* First pass: only find --policy, so flags override the file. */
@@ -216,6 +247,12 @@ int cmd_run(int argc, char **argv)
 			o.capture = true;
 			continue;
 		}
+		if (opt == OPT_EVENTS) {
+			o.events_path = optarg;
+			continue;
+		}
+		if (opt == OPT_ALLOW)
+			allow_flag = true;
 		if (apply_flag(&p, opt, optarg, &err) < 0) {
 			cli_error("--%s: %s", run_options[opt - OPT_POLICY].name, err.msg);
 			corral_policy_free(&p);
@@ -228,6 +265,11 @@ int cmd_run(int argc, char **argv)
 		return EXIT_CORRAL;
 	}
 	o.argv = argv + optind;
+	if (allow_flag && p.net == CORRAL_NET_NONE) {
+		cli_error("--allow needs network mode \"proxy\" (add --net proxy); in mode \"none\" nothing leaves the sandbox");
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
 
 	r = corral_run(&p, &o, &res, &err);
 	if (o.capture) {

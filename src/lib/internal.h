@@ -77,9 +77,11 @@ struct ll_rule {
 int landlock_abi(void);		/* 0 if unsupported/disabled */
 /*
  * Restrict the calling thread: read/execute everywhere under the given paths,
- * write only where writable.  Returns the ABI used (> 0), 0 if Landlock is
+ * write only where writable; with tcp_ports (ABI >= 4), TCP connect only to
+ * those ports.  Returns the ABI used (> 0), 0 if Landlock is
  * not available, or a negative errno.
  */
-int landlock_apply(const struct ll_rule *rules, size_t n, struct corral_err *err);
+int landlock_apply(const struct ll_rule *rules, size_t n,
+		   const uint16_t *tcp_ports, size_t nports, struct corral_err *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -27,6 +28,8 @@
 #define LL_FS_REFER		(1ull << 13)	/* ABI 2 */
 #define LL_FS_TRUNCATE		(1ull << 14)	/* ABI 3 */
 #define LL_FS_IOCTL_DEV		(1ull << 15)	/* ABI 5 */
+#define LL_NET_CONNECT_TCP	(1ull << 1)	/* ABI 4 */
+#define LL_RULE_NET_PORT	2
 #define LL_SCOPE_ABSTRACT_UNIX	(1ull << 0)	/* ABI 6 */
 #define LL_SCOPE_SIGNAL		(1ull << 1)	/* ABI 6 */
 
@@ -39,6 +42,11 @@ struct ll_ruleset_attr {
 	uint64_t handled_access_net;
 	uint64_t scoped;
 };
+
+struct ll_net_port {
+	uint64_t allowed_access;
+	uint64_t port;
+} __attribute__((packed));
 
 struct ll_path_beneath {
 	uint64_t allowed_access;
@@ -100,7 +108,22 @@ out:
 	return r;
 }
 
-int landlock_apply(const struct ll_rule *rules, size_t n, struct corral_err *err)
+static int add_ports(int ruleset, const uint16_t *ports, size_t n,
+		     struct corral_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct ll_net_port np = { LL_NET_CONNECT_TCP, ports[i] };
+
+		if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &np, 0) < 0)
+			return corral_set_err(err, -errno,
+					      "landlock: cannot allow TCP port %u: %s",
+					      ports[i], strerror(errno));
+	}
+	return 0;
+}
+
+int landlock_apply(const struct ll_rule *rules, size_t n,
+		   const uint16_t *tcp_ports, size_t nports, struct corral_err *err)
 {
 	struct ll_ruleset_attr attr = { 0 };
 	size_t attr_size;
@@ -112,6 +135,10 @@ int landlock_apply(const struct ll_rule *rules, size_t n, struct corral_err *err
 
 	attr.handled_access_fs = fs_rights(abi);
 	attr_size = sizeof(attr.handled_access_fs);
+	if (abi >= 4 && tcp_ports) {
+		attr.handled_access_net = LL_NET_CONNECT_TCP;
+		attr_size = offsetof(struct ll_ruleset_attr, scoped);
+	}
 	if (abi >= 6) {
 		attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
 		attr_size = sizeof(attr);
@@ -123,6 +150,8 @@ int landlock_apply(const struct ll_rule *rules, size_t n, struct corral_err *err
 				      abi, strerror(errno));
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = add_path(ruleset, &rules[i], attr.handled_access_fs, err);
+	if (r == 0 && attr.handled_access_net)
+		r = add_ports(ruleset, tcp_ports, nports, err);
 	if (r == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		r = corral_set_err(err, -errno, "no_new_privs: %s", strerror(errno));
 	if (r == 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)

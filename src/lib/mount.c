@@ -252,7 +252,8 @@ static int host_dir(int oldroot, const char *path, struct corral_err *err)
 	return 0;
 }
 
-static int build_etc(int oldroot, struct corral_err *err)
+static int build_etc(int oldroot, const struct corral_policy *p,
+		     struct corral_err *err)
 {
 	static const struct { const char *path, *text; } files[] = {
 		{ "/etc/passwd",
@@ -262,7 +263,6 @@ static int build_etc(int oldroot, struct corral_err *err)
 		{ "/etc/group", "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n" },
 		{ "/etc/hosts", "127.0.0.1\tlocalhost corral\n::1\tlocalhost ip6-localhost\n" },
 		{ "/etc/hostname", "corral\n" },
-		{ "/etc/resolv.conf", "# corral: this sandbox has no network\n" },
 		{ "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n" },
 	};
 	int r;
@@ -270,6 +270,12 @@ static int build_etc(int oldroot, struct corral_err *err)
 	r = mkdir_p("/etc", 0755, err);
 	for (size_t i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++)
 		r = write_text(files[i].path, files[i].text, err);
+	/* Proxy mode: the supervisor answers DNS inside; otherwise nothing does. */
+	if (r == 0)
+		r = write_text("/etc/resolv.conf", p->net == CORRAL_NET_PROXY ?
+			       "# corral: answered by the supervisor, allowed names only\n"
+			       "nameserver 127.0.0.1\noptions edns0\n" :
+			       "# corral: this sandbox has no network\n", err);
 	for (size_t i = 0; r == 0 && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
 		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, err);
 	return r;
@@ -471,7 +477,7 @@ int mount_build(const struct corral_policy *p, struct corral_err *err)
 	for (size_t i = 0; r == 0 && i < sizeof(host_dirs) / sizeof(host_dirs[0]); i++)
 		r = host_dir(oldroot, host_dirs[i], err);
 	if (r == 0)
-		r = build_etc(oldroot, err);
+		r = build_etc(oldroot, p, err);
 	if (r == 0)
 		r = build_dev(oldroot, p->disk_bytes, err);
 	if (r == 0)

@@ -9,11 +9,13 @@
  * why, and what was found.
  */
 #include "internal.h"
+#include "egress.h"
 #include "jsonpos.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <event2/util.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -123,7 +125,7 @@ static void render_got(const json_t *v, char *buf, size_t len)
 
 /* ---- the loader: a policy being filled from one JSON document --------- */
 
-/* Deepest path the schema has: env.set.NAME, filesystem.ro[N]. */
+/* Deepest path the schema has: env.set.NAME, network.allow[N]. */
 #define LOADER_DEPTH 4
 
 struct loader {
@@ -561,9 +563,9 @@ static int bind_append(struct corral_policy *p, struct corral_bind *b)
 	return 0;
 }
 
-/* Set NAME to VALUE, replacing an earlier value of the same name. */
-static int env_put(struct corral_policy *p, const char *name, size_t nlen,
-		   const char *value, size_t vlen)
+/* Set NAME to VALUE in a list of pairs, replacing an earlier value. */
+static int pair_put(struct corral_env **pairs, size_t *n, const char *name,
+		    size_t nlen, const char *value, size_t vlen)
 {
 	struct corral_env *ne;
 	char *v, *k;
@@ -572,24 +574,71 @@ static int env_put(struct corral_policy *p, const char *name, size_t nlen,
 	v = strndup(value, vlen);
 	if (!v)
 		return -ENOMEM;
-	for (i = 0; i < p->nenv; i++) {
-		if (strlen(p->env[i].name) == nlen &&
-		    !memcmp(p->env[i].name, name, nlen)) {
-			free(p->env[i].value);
-			p->env[i].value = v;
+	for (i = 0; i < *n; i++) {
+		if (strlen((*pairs)[i].name) == nlen &&
+		    !memcmp((*pairs)[i].name, name, nlen)) {
+			free((*pairs)[i].value);
+			(*pairs)[i].value = v;
 			return 0;
 		}
 	}
 	k = strndup(name, nlen);
-	ne = k ? reallocarray(p->env, p->nenv + 1, sizeof(*ne)) : NULL;
+	ne = k ? reallocarray(*pairs, *n + 1, sizeof(*ne)) : NULL;
 	if (!ne) {
 		free(k);
 		free(v);
 		return -ENOMEM;
 	}
-	p->env = ne;
-	p->env[p->nenv++] = (struct corral_env){ .name = k, .value = v };
+	*pairs = ne;
+	(*pairs)[(*n)++] = (struct corral_env){ .name = k, .value = v };
 	return 0;
+}
+
+/* Set NAME to VALUE, replacing an earlier value of the same name. */
+static int env_put(struct corral_policy *p, const char *name, size_t nlen,
+		   const char *value, size_t vlen)
+{
+	return pair_put(&p->env, &p->nenv, name, nlen, value, vlen);
+}
+
+/* Append s[0..n) to a list of strings, once. */
+static int strv_put(char ***v, size_t *count, const char *s, size_t n)
+{
+	char **nv, *k;
+	size_t i;
+
+	for (i = 0; i < *count; i++)
+		if (strlen((*v)[i]) == n && !memcmp((*v)[i], s, n))
+			return 0;
+	k = strndup(s, n);
+	nv = k ? reallocarray(*v, *count + 1, sizeof(*nv)) : NULL;
+	if (!nv) {
+		free(k);
+		return -ENOMEM;
+	}
+	*v = nv;
+	(*v)[(*count)++] = k;
+	return 0;
+}
+
+static void strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void pairs_free(struct corral_env *pairs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(pairs[i].name);
+		free(pairs[i].value);
+	}
+	free(pairs);
 }
 
 static int pass_put(struct corral_policy *p, const char *name)
@@ -657,14 +706,12 @@ void corral_policy_free(struct corral_policy *p)
 		free(p->binds[i].dst);
 	}
 	free(p->binds);
-	for (i = 0; i < p->nenv; i++) {
-		free(p->env[i].name);
-		free(p->env[i].value);
-	}
-	free(p->env);
-	for (i = 0; i < p->nenv_pass; i++)
-		free(p->env_pass[i]);
-	free(p->env_pass);
+	pairs_free(p->env, p->nenv);
+	strv_free(p->env_pass, p->nenv_pass);
+	strv_free(p->net_allow, p->nnet_allow);
+	strv_free(p->net_deny, p->nnet_deny);
+	pairs_free(p->net_hosts, p->nnet_hosts);
+	free(p->net_resolver);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -684,7 +731,16 @@ static int policy_copy(struct corral_policy *dst,
 	dst->nenv = 0;
 	dst->env_pass = NULL;
 	dst->nenv_pass = 0;
+	dst->net_allow = NULL;
+	dst->nnet_allow = 0;
+	dst->net_deny = NULL;
+	dst->nnet_deny = 0;
+	dst->net_hosts = NULL;
+	dst->nnet_hosts = 0;
+	dst->net_resolver = NULL;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
+		goto nomem;
+	if (src->net_resolver && !(dst->net_resolver = strdup(src->net_resolver)))
 		goto nomem;
 	for (i = 0; i < src->nbinds; i++) {
 		b.writable = src->binds[i].writable;
@@ -702,6 +758,20 @@ static int policy_copy(struct corral_policy *dst,
 			goto nomem;
 	for (i = 0; i < src->nenv_pass; i++)
 		if (pass_put(dst, src->env_pass[i]))
+			goto nomem;
+	for (i = 0; i < src->nnet_allow; i++)
+		if (strv_put(&dst->net_allow, &dst->nnet_allow, src->net_allow[i],
+			     strlen(src->net_allow[i])))
+			goto nomem;
+	for (i = 0; i < src->nnet_deny; i++)
+		if (strv_put(&dst->net_deny, &dst->nnet_deny, src->net_deny[i],
+			     strlen(src->net_deny[i])))
+			goto nomem;
+	for (i = 0; i < src->nnet_hosts; i++)
+		if (pair_put(&dst->net_hosts, &dst->nnet_hosts,
+			     src->net_hosts[i].name, strlen(src->net_hosts[i].name),
+			     src->net_hosts[i].value,
+			     strlen(src->net_hosts[i].value)))
 			goto nomem;
 	return 0;
 nomem:
@@ -791,6 +861,57 @@ int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 	free(p->workspace);
 	p->workspace = ws;
 	return 0;
+}
+
+static int net_mode(const char *s, enum corral_net_mode *mode)
+{
+	if (!strcmp(s, "none"))
+		*mode = CORRAL_NET_NONE;
+	else if (!strcmp(s, "proxy"))
+		*mode = CORRAL_NET_PROXY;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int corral_policy_set_net(struct corral_policy *p, const char *mode,
+			  struct corral_err *err)
+{
+	const char *s = mode ? mode : "";
+
+	if (net_mode(s, &p->net))
+		return fail_arg(err, -EINVAL,
+				"unknown network mode, expected \"none\" or \"proxy\"",
+				s, strlen(s));
+	return 0;
+}
+
+static int add_pattern(char ***v, size_t *n, const char *pattern,
+		       bool allow, struct corral_err *err)
+{
+	const char *s = pattern ? pattern : "";
+	struct egress_pattern ep;
+	size_t len = strlen(s);
+	char why[256];
+	int r;
+
+	r = egress_pattern_parsen(s, len, &ep, allow, why, sizeof(why));
+	if (r)
+		return fail_arg(err, r, why, s, len);
+	r = strv_put(v, n, s, len);
+	return r ? corral_set_err(err, r, "out of memory") : 0;
+}
+
+int corral_policy_add_allow(struct corral_policy *p, const char *pattern,
+			    struct corral_err *err)
+{
+	return add_pattern(&p->net_allow, &p->nnet_allow, pattern, true, err);
+}
+
+int corral_policy_add_deny(struct corral_policy *p, const char *pattern,
+			   struct corral_err *err)
+{
+	return add_pattern(&p->net_deny, &p->nnet_deny, pattern, false, err);
 }
 
 /* ---- the JSON schema ------------------------------------------------- */
@@ -1214,18 +1335,143 @@ static int apply_net_mode(struct loader *l, json_t *v)
 	r = get_string(l, v, &s, &n);
 	if (r)
 		return r;
-	if (!strcmp(s, "none")) {
-		l->p->net = CORRAL_NET_NONE;
-		return 0;
-	}
-	if (!strcmp(s, "proxy"))
+	if (net_mode(s, &l->p->net))
 		return fail(l, false, v,
-			    "egress through a proxy is not available in this version, only \"none\" is");
-	return fail(l, false, v, "unknown network mode, expected \"none\"");
+			    "unknown network mode, expected \"none\" or \"proxy\"");
+	return 0;
+}
+
+static int apply_patterns(struct loader *l, json_t *arr, bool allow,
+			  char ***list, size_t *count)
+{
+	struct egress_pattern ep;
+	const char *s;
+	char why[256];
+	size_t i, n;
+	json_t *v;
+	int r = 0;
+
+	if (!json_is_array(arr))
+		return fail(l, false, arr,
+			    "expected an array of patterns such as \"example.com\", \"*.example.com:443\" or \"10.0.0.0/8\"");
+	json_array_foreach(arr, i, v) {
+		r = push_index(l, i);
+		if (r)
+			return r;
+		r = get_string(l, v, &s, &n);
+		if (!r && egress_pattern_parsen(s, n, &ep, allow, why,
+						 sizeof(why)))
+			r = fail(l, false, v, "%s", why);
+		if (!r && strv_put(list, count, s, n))
+			r = fail_nomem(l);
+		pop(l);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int apply_net_allow(struct loader *l, json_t *v)
+{
+	return apply_patterns(l, v, true, &l->p->net_allow, &l->p->nnet_allow);
+}
+
+static int apply_net_deny(struct loader *l, json_t *v)
+{
+	return apply_patterns(l, v, false, &l->p->net_deny, &l->p->nnet_deny);
+}
+
+static int apply_net_transparent(struct loader *l, json_t *v)
+{
+	if (!json_is_boolean(v))
+		return fail(l, false, v, "expected true or false");
+	l->p->net_transparent = json_is_true(v);
+	return 0;
+}
+
+/* "name": "address", both stored canonical (a later file replaces). */
+static int apply_net_host(struct loader *l, const char *name, json_t *v)
+{
+	char cname[EGRESS_NAME_MAX + 1], caddr[INET6_ADDRSTRLEN], why[256];
+	const char *s;
+	json_t *key;
+	size_t n;
+	int r;
+
+	if (egress_name_canon(name, strlen(name), cname, why, sizeof(why))) {
+		key = json_string(name);
+		if (!key)
+			return fail_nomem(l);
+		r = fail(l, true, key, "%s", why);
+		json_decref(key);
+		return r;
+	}
+	r = get_string(l, v, &s, &n);
+	if (r)
+		return r;
+	if (egress_addr_canon(s, n, caddr, why, sizeof(why)))
+		return fail(l, false, v, "%s", why);
+	if (pair_put(&l->p->net_hosts, &l->p->nnet_hosts, cname, strlen(cname),
+		     caddr, strlen(caddr)))
+		return fail_nomem(l);
+	return 0;
+}
+
+static int apply_net_hosts(struct loader *l, json_t *obj)
+{
+	const char *name;
+	json_t *v;
+	int r;
+
+	if (!json_is_object(obj))
+		return fail(l, false, obj,
+			    "expected an object of \"name\": \"address\" pairs");
+	json_object_foreach(obj, name, v) {
+		r = push_key(l, name);
+		if (r)
+			return r;
+		r = apply_net_host(l, name, v);
+		pop(l);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * The resolver the supervisor asks for allowed names (tests point it at a
+ * server of their own); the sandbox's questions never go there as such.
+ */
+static int apply_net_resolver(struct loader *l, json_t *v)
+{
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
+	const char *s;
+	char *copy;
+	size_t n;
+	int r;
+
+	r = get_string(l, v, &s, &n);
+	if (r)
+		return r;
+	if (evutil_parse_sockaddr_port(s, (struct sockaddr *)&ss, &sslen) < 0)
+		return fail(l, false, v,
+			    "expected an address such as \"127.0.0.1:5353\" or \"[::1]:53\"");
+	copy = strndup(s, n);
+	if (!copy)
+		return fail_nomem(l);
+	free(l->p->net_resolver);
+	l->p->net_resolver = copy;
+	return 0;
 }
 
 static const struct field network_fields[] = {
 	{ "mode", apply_net_mode },
+	{ "allow", apply_net_allow },
+	{ "deny", apply_net_deny },
+	{ "transparent", apply_net_transparent },
+	{ "hosts", apply_net_hosts },
+	{ "resolver", apply_net_resolver },
 	{ NULL, NULL },
 };
 

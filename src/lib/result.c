@@ -125,6 +125,10 @@ char *corral_result_json(const struct corral_result *res)
 		      "layers", layers);
 	if (!o)
 		return NULL;
+	if (res->sandbox_id[0])
+		json_object_set_new(o, "sandbox", json_string(res->sandbox_id));
+	json_object_set_new(o, "denials", res->denials ?
+			    json_loads(res->denials, 0, NULL) : json_array());
 	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(o);
 	return text;

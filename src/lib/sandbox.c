@@ -12,6 +12,10 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "events.h"
+#include "proxy.h"
+
+#include <event2/event.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -164,7 +168,13 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 			rules[n++] = (struct ll_rule){ p->binds[i].dst, true };
 	if (n == sizeof(rules) / sizeof(rules[0]))
 		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock");
-	return landlock_apply(rules, n, err);
+	/* Proxy mode: TCP connects only to the supervisor's listeners. */
+	if (p->net == CORRAL_NET_PROXY) {
+		static const uint16_t ports[] = { 3128, 1080, 53 };
+
+		return landlock_apply(rules, n, ports, 3, err);
+	}
+	return landlock_apply(rules, n, NULL, 0, err);
 }
 
 /* All five capability sets empty, and none can come back. */
@@ -423,6 +433,17 @@ static void env_free(char **envp)
 	free(envp);
 }
 
+static const struct { const char *name, *value; } proxy_env[] = {
+	{ "HTTP_PROXY", "http://127.0.0.1:3128" },
+	{ "HTTPS_PROXY", "http://127.0.0.1:3128" },
+	{ "ALL_PROXY", "socks5h://127.0.0.1:1080" },
+	{ "NO_PROXY", "localhost,127.0.0.1,::1" },
+	{ "http_proxy", "http://127.0.0.1:3128" },
+	{ "https_proxy", "http://127.0.0.1:3128" },
+	{ "all_proxy", "socks5h://127.0.0.1:1080" },
+	{ "no_proxy", "localhost,127.0.0.1,::1" },
+};
+
 /* The caller's environment stays outside; only what is named goes in. */
 static char **build_env(const struct corral_policy *p)
 {
@@ -443,6 +464,10 @@ static char **build_env(const struct corral_policy *p)
 		r = env_add(&envp, &n, "TMPDIR", "/tmp");
 	if (r == 0)
 		r = env_add(&envp, &n, "USER", "agent");
+	/* Proxy mode: every common client finds the way out by itself. */
+	for (size_t i = 0; r == 0 && p->net == CORRAL_NET_PROXY &&
+	     i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
+		r = env_add(&envp, &n, proxy_env[i].name, proxy_env[i].value);
 	for (size_t i = 0; r == 0 && i < p->nenv_pass; i++)
 		r = env_add(&envp, &n, p->env_pass[i], getenv(p->env_pass[i]));
 	for (size_t i = 0; r == 0 && i < p->nenv; i++)
@@ -454,23 +479,63 @@ static char **build_env(const struct corral_policy *p)
 	return envp;
 }
 
+struct supervise;
+
 struct capture {
 	int fd;
 	struct corral_output *out;
 	uint64_t cap;
+	struct event *ev;
+	struct supervise *s;
 };
 
-/* Keep up to cap bytes; read and drop the rest so the writer never blocks. */
-static void capture_read(struct capture *cp)
-{
-	char buf[65536];
-	ssize_t n = read(cp->fd, buf, sizeof(buf));
+struct supervise {
+	struct event_base *base;
+	struct cg *cg;
+	int pidfd;
+	pid_t pid;
+	int msg_rd;
+	int sigfd;
+	struct capture out, err;
+	struct event *ev_exit, *ev_msg, *ev_sig, *ev_deadline, *ev_drain;
+	uint64_t timeout_ms;
+	bool timed_out;
+	bool exited;
+	struct child_msg setup;	/* MSG_SETUP_FAILED / MSG_EXEC_FAILED, if any */
+	bool have_status;
+	int status;		/* the command's wait status */
+	int landlock_abi;
+};
 
+static void drop_event(struct event **ev)
+{
+	if (*ev)
+		event_free(*ev);
+	*ev = NULL;
+}
+
+/* Done when the command is gone and every pipe from the sandbox is closed. */
+static void maybe_done(struct supervise *s)
+{
+	if (s->exited && s->msg_rd < 0 && s->out.fd < 0 && s->err.fd < 0)
+		event_base_loopbreak(s->base);
+}
+
+/* Keep up to cap bytes; read and drop the rest so the writer never blocks. */
+static void on_capture(evutil_socket_t fd, short what, void *arg)
+{
+	struct capture *cp = arg;
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	(void)what;
 	if (n <= 0) {
-		if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-			close(cp->fd);
-			cp->fd = -1;
-		}
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			return;
+		drop_event(&cp->ev);
+		close(cp->fd);
+		cp->fd = -1;
+		maybe_done(cp->s);
 		return;
 	}
 	size_t room = cp->out->len < cp->cap ? cp->cap - cp->out->len : 0;
@@ -492,30 +557,19 @@ static void capture_read(struct capture *cp)
 		cp->out->truncated = true;
 }
 
-struct supervise {
-	int pidfd;
-	pid_t pid;
-	int msg_rd;
-	int sigfd;
-	struct capture out, err;
-	uint64_t deadline;	/* 0: none */
-	bool timed_out;
-	bool exited;
-	struct child_msg setup;	/* MSG_SETUP_FAILED / MSG_EXEC_FAILED, if any */
-	bool have_status;
-	int status;		/* the command's wait status */
-	int landlock_abi;
-};
-
-static void read_msg(struct supervise *s)
+static void on_msg(evutil_socket_t fd, short what, void *arg)
 {
+	struct supervise *s = arg;
 	struct child_msg m;
-	ssize_t n = read(s->msg_rd, &m, sizeof(m));
+	ssize_t n = read(fd, &m, sizeof(m));
 
+	(void)what;
 	if (n != sizeof(m)) {
-		if (n == 0 || (n < 0 && errno != EINTR)) {
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+			drop_event(&s->ev_msg);
 			close(s->msg_rd);
 			s->msg_rd = -1;
+			maybe_done(s);
 		}
 		return;
 	}
@@ -534,65 +588,103 @@ static void read_msg(struct supervise *s)
 	}
 }
 
-static void kill_tree(struct supervise *s, struct cg *cg)
+static void kill_tree(struct supervise *s)
 {
 	/* PID 1 dying takes every process of the namespace with it. */
 	syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
-	cg_kill(cg);
+	cg_kill(s->cg);
 }
 
-static void supervise_loop(struct supervise *s, struct cg *cg)
+static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	uint64_t drain_until = 0;
+	struct supervise *s = arg;
 
-	for (;;) {
-		struct pollfd pfd[5];
-		int nfds = 0, timeout = -1, r;
-		uint64_t now = now_ms();
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(s->base);
+}
 
-		if (s->exited && s->msg_rd < 0 && s->out.fd < 0 && s->err.fd < 0)
-			return;
-		if (s->exited) {
-			if (!drain_until)
-				drain_until = now + DRAIN_MS;
-			if (now >= drain_until)
-				return;
-			timeout = drain_until - now;
-		} else if (s->deadline) {
-			if (now >= s->deadline) {
-				s->timed_out = true;
-				kill_tree(s, cg);
-				s->deadline = 0;
-				continue;
-			}
-			timeout = s->deadline - now;
-		}
+static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+	struct timeval drain = { DRAIN_MS / 1000, (DRAIN_MS % 1000) * 1000 };
 
-		pfd[nfds++] = (struct pollfd){ .fd = s->exited ? -1 : s->pidfd, .events = POLLIN };
-		pfd[nfds++] = (struct pollfd){ .fd = s->msg_rd, .events = POLLIN };
-		pfd[nfds++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
-		pfd[nfds++] = (struct pollfd){ .fd = s->err.fd, .events = POLLIN };
-		pfd[nfds++] = (struct pollfd){ .fd = s->exited ? -1 : s->sigfd, .events = POLLIN };
-		r = poll(pfd, nfds, timeout);
-		if (r < 0 && errno != EINTR)
-			return;
-		if (r <= 0)
-			continue;
-		if (pfd[1].revents)
-			read_msg(s);
-		if (pfd[2].revents)
-			capture_read(&s->out);
-		if (pfd[3].revents)
-			capture_read(&s->err);
-		if (pfd[4].revents) {
-			struct signalfd_siginfo si;
+	(void)fd;
+	(void)what;
+	s->exited = true;
+	drop_event(&s->ev_exit);
+	drop_event(&s->ev_deadline);
+	drop_event(&s->ev_sig);
+	/* Output still in the pipes is read, but not forever. */
+	s->ev_drain = evtimer_new(s->base, on_drain_timeout, s);
+	if (!s->ev_drain || evtimer_add(s->ev_drain, &drain) < 0)
+		event_base_loopbreak(s->base);
+	maybe_done(s);
+}
 
-			if (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
-				kill(s->pid, si.ssi_signo);
-		}
-		if (pfd[0].revents)
-			s->exited = true;
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+
+	(void)fd;
+	(void)what;
+	s->timed_out = true;
+	kill_tree(s);
+}
+
+static void on_signal(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+	struct signalfd_siginfo si;
+
+	(void)what;
+	if (read(fd, &si, sizeof(si)) == sizeof(si))
+		kill(s->pid, si.ssi_signo);
+}
+
+static int add_fd_event(struct supervise *s, struct event **ev, int fd,
+			event_callback_fn cb, void *arg, struct corral_err *err)
+{
+	if (fd < 0)
+		return 0;
+	*ev = event_new(s->base, fd, EV_READ | EV_PERSIST, cb, arg);
+	if (!*ev || event_add(*ev, NULL) < 0)
+		return corral_set_err(err, -ENOMEM, "cannot watch the sandbox's fds");
+	return 0;
+}
+
+static int supervise_start(struct supervise *s, struct corral_err *err)
+{
+	int r;
+
+	r = add_fd_event(s, &s->ev_exit, s->pidfd, on_exit_ready, s, err);
+	if (r == 0)
+		r = add_fd_event(s, &s->ev_msg, s->msg_rd, on_msg, s, err);
+	if (r == 0)
+		r = add_fd_event(s, &s->out.ev, s->out.fd, on_capture, &s->out, err);
+	if (r == 0)
+		r = add_fd_event(s, &s->err.ev, s->err.fd, on_capture, &s->err, err);
+	if (r == 0)
+		r = add_fd_event(s, &s->ev_sig, s->sigfd, on_signal, s, err);
+	if (r == 0 && s->timeout_ms) {
+		struct timeval tv = { s->timeout_ms / 1000, (s->timeout_ms % 1000) * 1000 };
+
+		s->ev_deadline = evtimer_new(s->base, on_deadline, s);
+		if (!s->ev_deadline || evtimer_add(s->ev_deadline, &tv) < 0)
+			r = corral_set_err(err, -ENOMEM, "cannot arm the timeout");
 	}
+	return r;
+}
+
+static void supervise_stop(struct supervise *s)
+{
+	drop_event(&s->ev_exit);
+	drop_event(&s->ev_msg);
+	drop_event(&s->ev_sig);
+	drop_event(&s->ev_deadline);
+	drop_event(&s->ev_drain);
+	drop_event(&s->out.ev);
+	drop_event(&s->err.ev);
 }
 
 static void describe(struct corral_result *res, const struct supervise *s,
@@ -721,6 +813,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	int sync[2] = { -1, -1 }, msg[2] = { -1, -1 };
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	struct supervise s = { .pidfd = -1, .msg_rd = -1, .sigfd = -1 };
+	struct events *ev = NULL;
+	struct proxy *px = NULL;
 	struct cg_stats st = { 0 };
 	struct child_ctx c = { 0 };
 	struct rusage ru = { 0 };
@@ -749,6 +843,15 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	cg_cleanup_stale();
 	snprintf(name, sizeof(name), "%d-%llu", getpid(),
 		 (unsigned long long)(t0 ^ ((uint64_t)rand() << 20)));
+	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", name);
+	s.base = event_base_new();
+	if (!s.base) {
+		r = corral_set_err(err, -ENOMEM, "cannot create an event loop");
+		goto fail;
+	}
+	r = events_open(&ev, o->events_path, name, err);
+	if (r < 0)
+		goto fail;
 	r = cg_create(&cg, name, p, err);
 	if (r < 0)
 		goto fail;
@@ -785,31 +888,39 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	close_fd(&out[1]);
 	close_fd(&errp[1]);
 	s.msg_rd = msg[0];
-	s.out = (struct capture){ out[0], &res->out, p->output_bytes };
-	s.err = (struct capture){ errp[0], &res->err, p->output_bytes };
+	s.out = (struct capture){ out[0], &res->out, p->output_bytes, NULL, &s };
+	s.err = (struct capture){ errp[0], &res->err, p->output_bytes, NULL, &s };
 	msg[0] = out[0] = errp[0] = -1;
-	s.deadline = p->timeout_ms ? t0 + p->timeout_ms : 0;
+	s.cg = cg;
+	s.timeout_ms = p->timeout_ms;
 
 	/* "g": identity given, build the mounts; "c": now in the cgroup. */
 	r = ns_write_id_maps(s.pid, host_uid, host_gid, err);
+	/* The supervisor's listeners live in the sandbox's netns, not in it. */
+	if (r == 0 && p->net == CORRAL_NET_PROXY)
+		r = proxy_start(s.base, s.pid, p, ev, &px, err);
 	if (r == 0 && write(sync[1], "g", 1) != 1)
 		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
 				   strerror(errno));
 	if (r == 0)
 		r = cg_attach(cg, s.pid, err);
+	if (r == 0)
+		r = supervise_start(&s, err);
 	if (r == 0 && write(sync[1], "c", 1) != 1)
 		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
 				   strerror(errno));
 	close_fd(&sync[1]);
 	if (r < 0) {
-		kill_tree(&s, cg);
+		kill_tree(&s);
 		wait4(s.pid, &ws, 0, &ru);
 		goto fail_signals;
 	}
 
-	supervise_loop(&s, cg);
+	events_emit(ev, "exec.start", json_pack("{s:i, s:s}", "pid", s.pid,
+						"command", o->argv[0]));
+	event_base_dispatch(s.base);
 	if (!s.exited)
-		kill_tree(&s, cg);
+		kill_tree(&s);
 	wait4(s.pid, &ws, 0, &ru);
 	cg_stats(cg, &st);
 
@@ -826,9 +937,14 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	res->layers.landlock_abi = s.landlock_abi;
 	res->layers.seccomp = true;
 	res->layers.limits = cg_mode_name(cg);
+	events_emit(ev, "exec.end", json_pack("{s:s, s:i, s:i, s:s}",
+		    "status", corral_status_name(res->status),
+		    "exit_code", corral_result_exit_code(res),
+		    "signal", res->signal, "reason", res->reason));
 	r = 0;
 
 fail_signals:
+	supervise_stop(&s);
 	if (s.sigfd >= 0) {
 		close(s.sigfd);
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -846,6 +962,16 @@ fail:
 	close_fd(&s.out.fd);
 	close_fd(&s.err.fd);
 	close_fd(&s.pidfd);
+	proxy_free(px);
+	if (ev) {
+		json_t *d = events_denials(ev);
+
+		res->denials = json_dumps(d, JSON_COMPACT | JSON_ENSURE_ASCII);
+		json_decref(d);
+	}
+	events_close(ev);
+	if (s.base)
+		event_base_free(s.base);
 	cg_destroy(cg);
 	env_free(c.envp);
 	if (r < 0) {
@@ -859,5 +985,7 @@ void corral_result_free(struct corral_result *res)
 {
 	free(res->out.data);
 	free(res->err.data);
+	free(res->denials);
 	res->out.data = res->err.data = NULL;
+	res->denials = NULL;
 }

@@ -1,0 +1,26 @@
+/*
+ * events.h - the supervisor's record: one JSON object a line, appended.
+ */
+#ifndef CORRAL_EVENTS_H
+#define CORRAL_EVENTS_H
+
+#include "internal.h"
+
+#include <jansson.h>
+
+struct events;
+
+/* path NULL: keep events in memory only (for the result's denials). */
+int events_open(struct events **out, const char *path, const char *sandbox,
+		struct corral_err *err);
+/*
+ * Record one event; fields is stolen (may be NULL).  Adds seq, time,
+ * sandbox and type; egress.denied events are also kept for the result.
+ */
+void events_emit(struct events *ev, const char *type, json_t *fields);
+/* The denials so far, as a JSON array (new reference). */
+json_t *events_denials(struct events *ev);
+size_t events_count_denied(const struct events *ev);
+void events_close(struct events *ev);
+
+#endif

@@ -1,0 +1,1252 @@
+/*
+ * proxy.c - egress by name: the supervisor's side of a sandbox's network.
+ *
+ * The sandbox's netns has loopback only.  Its listeners (HTTP/CONNECT on
+ * 3128, SOCKS5 on 1080, DNS on 53, on 127.0.0.1 and ::1) belong to the
+ * supervisor: a helper process joins the sandbox's user and net namespaces
+ * just long enough to create them and passes them back over a socketpair.
+ * The sandbox holds no relay, no socket of ours, nothing it could replace.
+ * Every connection is judged by egress.c before anything is resolved or
+ * connected, and again after resolution (rebinding/SSRF guard).
+ */
+#include "proxy.h"
+#include "egress.h"
+#include "sni.h"
+#include "socks.h"
+#include "httpreq.h"
+#include "dnsmsg.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RELAY_HIGH_WATER	(1 << 20)	/* bytes queued before we stop reading */
+#define HEAD_MAX		(64 << 10)
+#define CONNECT_TIMEOUT_S	30
+
+enum listen_kind { L_HTTP, L_SOCKS, L_DNS_TCP, L_DNS_UDP };
+
+struct listen_spec {
+	int family;
+	int type;
+	const char *addr;
+	uint16_t port;
+	enum listen_kind kind;
+};
+
+static const struct listen_spec listen_specs[] = {
+	{ AF_INET, SOCK_STREAM, "127.0.0.1", PROXY_HTTP_PORT, L_HTTP },
+	{ AF_INET6, SOCK_STREAM, "::1", PROXY_HTTP_PORT, L_HTTP },
+	{ AF_INET, SOCK_STREAM, "127.0.0.1", PROXY_SOCKS_PORT, L_SOCKS },
+	{ AF_INET6, SOCK_STREAM, "::1", PROXY_SOCKS_PORT, L_SOCKS },
+	{ AF_INET, SOCK_STREAM, "127.0.0.1", PROXY_DNS_PORT, L_DNS_TCP },
+	{ AF_INET6, SOCK_STREAM, "::1", PROXY_DNS_PORT, L_DNS_TCP },
+	{ AF_INET, SOCK_DGRAM, "127.0.0.1", PROXY_DNS_PORT, L_DNS_UDP },
+	{ AF_INET6, SOCK_DGRAM, "::1", PROXY_DNS_PORT, L_DNS_UDP },
+};
+
+#define NSPECS (sizeof(listen_specs) / sizeof(listen_specs[0]))
+
+struct conn;
+
+struct udp_listener {
+	struct proxy *px;
+	int fd;
+	struct event *ev;
+};
+
+struct proxy {
+	struct event_base *base;
+	struct events *ev;
+	struct egress *rules;
+	struct evdns_base *dns;
+	struct evconnlistener *listeners[NSPECS];
+	struct udp_listener udp[NSPECS];
+	struct conn *conns;		/* every live connection, for proxy_free */
+	struct dns_pending *pending;	/* DNS answers waiting on resolution */
+};
+
+/* ---- listeners, made inside the sandbox's netns -------------------------- */
+
+static int bind_spec(const struct listen_spec *sp)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len;
+	int fd, one = 1;
+
+	if (sp->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(sp->port);
+		inet_pton(AF_INET, sp->addr, &sin->sin_addr);
+		len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(sp->port);
+		inet_pton(AF_INET6, sp->addr, &sin6->sin6_addr);
+		len = sizeof(*sin6);
+	}
+	fd = socket(sp->family, sp->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sp->family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+	    (sp->type == SOCK_STREAM && listen(fd, 512) < 0)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static int lo_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		r = -errno;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (r == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/*
+ * In the helper: join the sandbox's user namespace (we own it, so we have
+ * every capability there), then its netns, make the sockets, send them.
+ * A missing IPv6 stack leaves those slots at -1; any other failure is sent
+ * as a negative errno in the slot.
+ */
+static __attribute__((noreturn)) void helper_main(pid_t pid, int sock)
+{
+	int fds[NSPECS], codes[NSPECS], nfd = 0, send_fds[NSPECS];
+	char path[64], cbuf[CMSG_SPACE(sizeof(send_fds))];
+	struct iovec iov = { codes, sizeof(codes) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int userns, netns;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	userns = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	netns = open(path, O_RDONLY | O_CLOEXEC);
+	if (userns < 0 || netns < 0 ||
+	    (setns(userns, CLONE_NEWUSER) < 0 && errno != EINVAL) ||
+	    setns(netns, CLONE_NEWNET) < 0 || lo_up() < 0) {
+		for (size_t i = 0; i < NSPECS; i++)
+			codes[i] = -errno;
+		if (write(sock, codes, sizeof(codes)) < 0)
+			_exit(1);
+		_exit(1);
+	}
+	for (size_t i = 0; i < NSPECS; i++) {
+		fds[i] = bind_spec(&listen_specs[i]);
+		codes[i] = fds[i] >= 0 ? 0 : fds[i];
+		if (fds[i] >= 0)
+			send_fds[nfd++] = fds[i];
+	}
+	if (nfd) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(cm), send_fds, nfd * sizeof(int));
+	}
+	_exit(sendmsg(sock, &mh, 0) < 0 ? 1 : 0);
+}
+
+static int open_listeners(pid_t pid, int fds[NSPECS], struct corral_err *err)
+{
+	int codes[NSPECS], sv[2], status, n = 0, r = 0;
+	char cbuf[CMSG_SPACE(NSPECS * sizeof(int))];
+	struct iovec iov = { codes, sizeof(codes) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int got[NSPECS];
+	pid_t helper;
+
+	for (size_t i = 0; i < NSPECS; i++)
+		fds[i] = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return corral_set_err(err, -errno, "socketpair: %s", strerror(errno));
+	helper = fork();
+	if (helper < 0) {
+		r = corral_set_err(err, -errno, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (helper == 0) {
+		close(sv[0]);
+		helper_main(pid, sv[1]);
+	}
+	close(sv[1]);
+	sv[1] = -1;
+	if (recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC) != sizeof(codes)) {
+		r = corral_set_err(err, -EIO, "the listener helper died");
+		goto reap;
+	}
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_type == SCM_RIGHTS) {
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
+	}
+	for (size_t i = 0, j = 0; i < NSPECS; i++) {
+		if (codes[i] == 0 && (int)j < n)
+			fds[i] = got[j++];
+		else if (listen_specs[i].family == AF_INET && r == 0)
+			r = corral_set_err(err, codes[i] ? codes[i] : -EIO,
+					   "cannot listen on %s:%u in the sandbox: %s",
+					   listen_specs[i].addr, listen_specs[i].port,
+					   strerror(codes[i] ? -codes[i] : EIO));
+	}
+reap:
+	waitpid(helper, &status, 0);
+out:
+	close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	return r;
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+enum conn_state {
+	C_HEAD,		/* reading the request (HTTP) or handshake (SOCKS) */
+	C_RESOLVE,	/* waiting for the host's resolver */
+	C_CONNECT,	/* waiting for the upstream connection */
+	C_SNI,		/* CONNECT to 443: waiting for the ClientHello */
+	C_RELAY,	/* bytes flow both ways */
+	C_CLOSING,	/* flushing a last answer to the sandbox */
+};
+
+struct conn {
+	struct proxy *px;
+	struct conn *next, *prev;
+	enum listen_kind kind;
+	enum conn_state st;
+	const char *proto;		/* "connect", "http", "socks" */
+	struct bufferevent *down;	/* the sandbox's side */
+	struct bufferevent *up;		/* the upstream */
+	struct evdns_getaddrinfo_request *gai;
+	struct socks_conn socks;
+	struct httpreq_conn hr;
+	char host[256];
+	char sni[256];
+	char method[16];
+	uint16_t port;
+	bool allowed_logged;
+	uint64_t bytes_up, bytes_down;
+	struct timespec t0;
+	struct evbuffer *first;		/* bytes for upstream once connected */
+};
+
+static uint64_t elapsed_ms(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000 +
+	       (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void conn_free(struct conn *c)
+{
+	struct proxy *px = c->px;
+
+	if (c->allowed_logged)
+		events_emit(px->ev, "egress.closed",
+			    json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}",
+				      "protocol", c->proto, "host", c->host,
+				      "port", c->port,
+				      "bytes_up", (json_int_t)c->bytes_up,
+				      "bytes_down", (json_int_t)c->bytes_down,
+				      "duration_ms", (json_int_t)elapsed_ms(&c->t0)));
+	if (c->gai)
+		evdns_getaddrinfo_cancel(c->gai);
+	if (c->down)
+		bufferevent_free(c->down);
+	if (c->up)
+		bufferevent_free(c->up);
+	if (c->first)
+		evbuffer_free(c->first);
+	httpreq_free(&c->hr);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		px->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+}
+
+static json_t *conn_fields(const struct conn *c, const char *reason)
+{
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", c->proto,
+			      "host", c->host, "port", c->port, "reason", reason);
+
+	if (o && c->sni[0])
+		json_object_set_new(o, "sni", json_string(c->sni));
+	if (o && c->method[0])
+		json_object_set_new(o, "method", json_string(c->method));
+	return o;
+}
+
+/* Close once what is queued for the sandbox has been written. */
+static void on_flushed(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_free(c);
+}
+
+static void close_after_flush(struct conn *c)
+{
+	c->st = C_CLOSING;
+	if (c->up) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	bufferevent_disable(c->down, EV_READ);
+	bufferevent_setcb(c->down, NULL, on_flushed, NULL, c);
+	on_flushed(c->down, c);
+}
+
+static void http_error(struct conn *c, int code, const char *status,
+		       const char *reason)
+{
+	evbuffer_add_printf(bufferevent_get_output(c->down),
+			    "HTTP/1.1 %d %s\r\n"
+			    "X-Corral-Denied: %s\r\n"
+			    "Content-Type: text/plain\r\n"
+			    "Content-Length: %zu\r\n"
+			    "Connection: close\r\n\r\n"
+			    "corral: %s\n",
+			    code, status, reason, strlen(reason) + 9, reason);
+	close_after_flush(c);
+}
+
+static void deny(struct conn *c, const char *reason)
+{
+	events_emit(c->px->ev, "egress.denied", conn_fields(c, reason));
+	if (c->kind == L_SOCKS) {
+		uint8_t out[32];
+		size_t n = socks_reply(out, SOCKS_REP_NOT_ALLOWED, NULL);
+
+		bufferevent_write(c->down, out, n);
+		close_after_flush(c);
+		return;
+	}
+	http_error(c, 403, "Forbidden", reason);
+}
+
+/* ---- relaying ------------------------------------------------------------- */
+
+static void relay_read(struct bufferevent *from, void *arg);
+static void relay_event(struct bufferevent *bev, short what, void *arg);
+
+static void on_drained(struct bufferevent *to, void *arg)
+{
+	struct conn *c = arg;
+	struct bufferevent *from = to == c->up ? c->down : c->up;
+
+	/* the other side may read again; stop watching for low water */
+	bufferevent_setcb(to, relay_read, NULL, relay_event, c);
+	bufferevent_setwatermark(to, EV_WRITE, 0, 0);
+	if (from)
+		bufferevent_enable(from, EV_READ);
+}
+
+static void http_from_down(struct conn *c);
+
+static void relay_read(struct bufferevent *from, void *arg)
+{
+	struct conn *c = arg;
+	struct bufferevent *to = from == c->down ? c->up : c->down;
+
+	/* Plain HTTP: every request the sandbox sends is parsed and judged. */
+	if (from == c->down && c->kind == L_HTTP && !strcmp(c->proto, "http")) {
+		http_from_down(c);
+		return;
+	}
+	struct evbuffer *in = bufferevent_get_input(from);
+	size_t n = evbuffer_get_length(in);
+
+	if (!to) {
+		evbuffer_drain(in, n);
+		return;
+	}
+	if (from == c->down)
+		c->bytes_up += n;
+	else
+		c->bytes_down += n;
+	evbuffer_add_buffer(bufferevent_get_output(to), in);
+	/* Back-pressure: a slow reader must not grow the supervisor. */
+	if (evbuffer_get_length(bufferevent_get_output(to)) >= RELAY_HIGH_WATER) {
+		bufferevent_disable(from, EV_READ);
+		bufferevent_setwatermark(to, EV_WRITE, RELAY_HIGH_WATER / 2,
+					 RELAY_HIGH_WATER);
+		bufferevent_setcb(to, relay_read, on_drained, relay_event, c);
+	}
+}
+
+static void relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct bufferevent *other = bev == c->down ? c->up : c->down;
+
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+		return;
+	if (bev == c->up && (what & BEV_EVENT_EOF) && other) {
+		/* forward what is left, then close the sandbox's side */
+		relay_read(bev, c);
+		bufferevent_free(c->up);
+		c->up = NULL;
+		close_after_flush(c);
+		return;
+	}
+	conn_free(c);
+}
+
+static void start_relay(struct conn *c)
+{
+	c->st = C_RELAY;
+	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
+	bufferevent_setcb(c->down, relay_read, NULL, relay_event, c);
+	bufferevent_setcb(c->up, relay_read, NULL, relay_event, c);
+	bufferevent_enable(c->down, EV_READ | EV_WRITE);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	if (c->first) {
+		c->bytes_up += evbuffer_get_length(c->first);
+		bufferevent_write_buffer(c->up, c->first);
+	}
+	/* bytes the sandbox sent after its request head */
+	if (evbuffer_get_length(bufferevent_get_input(c->down)))
+		relay_read(c->down, c);
+}
+
+/* ---- resolving and connecting -------------------------------------------- */
+
+static void on_upstream_event(struct bufferevent *bev, short what, void *arg);
+static void upstream_ready(struct conn *c);
+
+static void connect_upstream(struct conn *c, const struct sockaddr *sa,
+			     socklen_t len)
+{
+	struct egress_verdict v;
+	char why[CORRAL_ERR_MAX];
+
+	if (egress_check_addr(c->px->rules, c->host, sa, &v) < 0 || !v.allowed) {
+		deny(c, v.reason);
+		return;
+	}
+	c->up = bufferevent_socket_new(c->px->base, -1,
+				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!c->up) {
+		http_error(c, 502, "Bad Gateway", "out of memory");
+		return;
+	}
+	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
+
+	bufferevent_set_timeouts(c->up, NULL, &tv);
+	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
+	c->st = C_CONNECT;
+	if (bufferevent_socket_connect(c->up, sa, len) < 0) {
+		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
+			 c->port, strerror(errno));
+		http_error(c, 502, "Bad Gateway", why);
+	}
+}
+
+static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	char why[CORRAL_ERR_MAX];
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		bufferevent_set_timeouts(c->up, NULL, NULL);
+		upstream_ready(c);
+		return;
+	}
+	snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host, c->port,
+		 what & BEV_EVENT_TIMEOUT ? "timed out" :
+		 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	bufferevent_free(c->up);
+	c->up = NULL;
+	if (c->kind == L_SOCKS) {
+		uint8_t out[32];
+		size_t n = socks_reply(out, SOCKS_REP_REFUSED, NULL);
+
+		bufferevent_write(c->down, out, n);
+		close_after_flush(c);
+		return;
+	}
+	http_error(c, 502, "Bad Gateway", why);
+}
+
+static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct conn *c = arg;
+	char why[CORRAL_ERR_MAX];
+
+	c->gai = NULL;
+	if (result == EVUTIL_EAI_CANCEL)
+		return;
+	if (result != 0 || !res) {
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
+			 evutil_gai_strerror(result));
+		if (res)
+			evutil_freeaddrinfo(res);
+		http_error(c, 502, "Bad Gateway", why);
+		return;
+	}
+	connect_upstream(c, res->ai_addr, res->ai_addrlen);
+	evutil_freeaddrinfo(res);
+}
+
+/* The name was allowed: find its address (hosts map, or the host's DNS). */
+static void resolve_and_connect(struct conn *c)
+{
+	struct evutil_addrinfo hints = { 0 };
+	struct sockaddr_storage ss;
+	char port[8];
+
+	events_emit(c->px->ev, "egress.allowed", conn_fields(c, "in the allowlist"));
+	c->allowed_logged = true;
+	if (egress_resolve_static(c->px->rules, c->host, c->port, &ss) == 0) {
+		connect_upstream(c, (struct sockaddr *)&ss,
+				 ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+				 sizeof(struct sockaddr_in6));
+		return;
+	}
+	c->st = C_RESOLVE;
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
+	snprintf(port, sizeof(port), "%u", c->port);
+	c->gai = evdns_getaddrinfo(c->px->dns, c->host, port, &hints, on_resolved, c);
+}
+
+/* Judge a destination as the sandbox named it; false: denied and answered. */
+static bool decide(struct conn *c)
+{
+	struct egress_verdict v;
+
+	if (egress_check_name(c->px->rules, c->host, c->port, &v) < 0 || !v.allowed) {
+		deny(c, v.reason);
+		return false;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", v.host);
+	return true;
+}
+
+/* ---- HTTP: CONNECT and absolute-form requests ----------------------------- */
+
+static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+static void on_sni(struct bufferevent *bev, void *arg);
+
+/* Write the head the upstream gets: origin form, hop-by-hop headers gone. */
+static int forward_head(struct conn *c)
+{
+	size_t max = httpreq_origin_form_max(&c->hr), len = 0;
+	char *buf = malloc(max);
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = httpreq_origin_form(&c->hr, buf, max, &len);
+	if (r == 0) {
+		c->bytes_up += len;
+		bufferevent_write(c->up, buf, len);
+	}
+	free(buf);
+	return r;
+}
+
+static void upstream_ready(struct conn *c)
+{
+	if (c->kind == L_SOCKS) {
+		uint8_t out[SOCKS_REPLY_MAX];
+		struct sockaddr_storage local;
+		socklen_t len = sizeof(local);
+		size_t n;
+
+		getsockname(bufferevent_getfd(c->up), (struct sockaddr *)&local, &len);
+		n = socks_reply(out, SOCKS_REP_SUCCEEDED, (struct sockaddr *)&local);
+		bufferevent_write(c->down, out, n);
+		start_relay(c);
+		return;
+	}
+	if (!strcmp(c->proto, "connect")) {
+		if (c->port != 443)	/* for 443 the 200 went before the hello */
+			bufferevent_write(c->down, established, sizeof(established) - 1);
+		start_relay(c);
+		return;
+	}
+	/* plain HTTP: the judged head first, then the rest through the parser */
+	if (forward_head(c) < 0) {
+		http_error(c, 500, "Internal Server Error", "cannot rewrite the request");
+		return;
+	}
+	start_relay(c);
+}
+
+static void handle_head(struct conn *c)
+{
+	const struct httpreq *rq = &c->hr.req;
+	bool first = c->up == NULL;
+
+	if (!first) {
+		/* a pipelined request: same destination, or the connection ends */
+		struct egress_verdict v = { 0 };
+
+		if (rq->form != HTTPREQ_ABSOLUTE ||
+		    egress_check_name(c->px->rules, rq->host, rq->port, &v) < 0 ||
+		    !v.allowed || strcmp(v.host, c->host) || rq->port != c->port) {
+			char why[CORRAL_ERR_MAX];
+
+			snprintf(why, sizeof(why), "%.100s:%u after %.100s:%u on one connection: %.250s",
+				 rq->host, rq->port, c->host, c->port,
+				 v.allowed ? "one destination per proxy connection" : v.reason);
+			events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+			conn_free(c);
+			return;
+		}
+		if (forward_head(c) < 0)
+			conn_free(c);
+		return;
+	}
+
+	snprintf(c->host, sizeof(c->host), "%s", rq->host);
+	snprintf(c->method, sizeof(c->method), "%s", rq->method_name);
+	c->port = rq->port;
+	switch (rq->form) {
+	case HTTPREQ_AUTHORITY:
+		c->proto = "connect";
+		if (!decide(c))
+			return;
+		if (c->port == 443) {
+			/* read the ClientHello before anything leaves the host */
+			bufferevent_write(c->down, established, sizeof(established) - 1);
+			c->st = C_SNI;
+			bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
+			bufferevent_setcb(c->down, on_sni, NULL, relay_event, c);
+			if (evbuffer_get_length(bufferevent_get_input(c->down)))
+				on_sni(c->down, c);
+			return;
+		}
+		resolve_and_connect(c);
+		return;
+	case HTTPREQ_ABSOLUTE:
+		c->proto = "http";
+		if (decide(c))
+			resolve_and_connect(c);
+		return;
+	case HTTPREQ_ORIGIN:
+		c->proto = "http";
+		deny(c, "not a proxy request: send absolute-form (http://host/...) or CONNECT");
+		return;
+	}
+}
+
+/* Parse what the sandbox sent; act at each boundary the parser reports. */
+static void http_from_down(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->down);
+
+	while (evbuffer_get_length(in) && (c->st == C_HEAD || c->st == C_RELAY)) {
+		struct evbuffer_iovec v;
+		size_t used = 0;
+		int r;
+
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			return;
+		r = httpreq_feed(&c->hr, v.iov_base, v.iov_len, &used);
+		switch (r) {
+		case HTTPREQ_NEED_MORE:
+			evbuffer_drain(in, used);
+			break;
+		case HTTPREQ_HEAD:
+			evbuffer_drain(in, used);
+			if (c->st == C_HEAD)
+				c->st = C_RESOLVE;	/* until upstream_ready */
+			handle_head(c);
+			return;
+		case HTTPREQ_BODY:
+			if (c->up) {
+				c->bytes_up += used;
+				evbuffer_remove_buffer(in, bufferevent_get_output(c->up), used);
+			} else {
+				evbuffer_drain(in, used);
+			}
+			break;
+		case HTTPREQ_TUNNEL:
+			return;
+		default: {
+			char why[CORRAL_ERR_MAX];
+
+			snprintf(why, sizeof(why), "malformed request: %s",
+				 c->hr.reason ? c->hr.reason : "bad request");
+			if (!c->host[0])
+				snprintf(c->host, sizeof(c->host), "?");
+			events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+			http_error(c, c->hr.status ? c->hr.status : 400, "Bad Request", why);
+			return;
+		}
+		}
+	}
+}
+
+static void on_http_head(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	http_from_down(arg);
+}
+
+static void on_sni(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	struct sni_hello hello;
+	char why[CORRAL_ERR_MAX];
+	int r;
+
+	r = sni_parse_hello(evbuffer_pullup(in, len), len, &hello);
+	if (r == -EAGAIN && len < SNI_READ_MAX)
+		return;
+	if (r < 0) {
+		snprintf(why, sizeof(why), "CONNECT %s:443 did not start with a TLS ClientHello",
+			 c->host);
+		events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+		conn_free(c);
+		return;
+	}
+	if (hello.has_sni)
+		snprintf(c->sni, sizeof(c->sni), "%s", hello.host);
+	/* No domain fronting: the name inside TLS must be the name judged. */
+	if (hello.has_sni && strcasecmp(hello.host, c->host) != 0) {
+		snprintf(why, sizeof(why), "TLS SNI %.200s does not match the CONNECT name %.200s",
+			 hello.host, c->host);
+		events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+		conn_free(c);
+		return;
+	}
+	c->first = evbuffer_new();
+	if (!c->first) {
+		conn_free(c);
+		return;
+	}
+	evbuffer_add_buffer(c->first, in);
+	bufferevent_disable(c->down, EV_READ);
+	resolve_and_connect(c);
+}
+
+/* ---- SOCKS5 --------------------------------------------------------------- */
+
+static void on_socks(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (evbuffer_get_length(in) && c->st == C_HEAD) {
+		uint8_t out[SOCKS_OUT_MAX];
+		size_t used = 0, outlen = sizeof(out);
+		struct evbuffer_iovec v;
+		int r;
+
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			return;
+		r = socks_feed(&c->socks, v.iov_base, v.iov_len, &used, out, &outlen);
+		evbuffer_drain(in, used);
+		if (outlen)
+			bufferevent_write(c->down, out, outlen);
+		if (r == SOCKS_ERROR) {
+			if (!c->host[0])
+				snprintf(c->host, sizeof(c->host), "?");
+			events_emit(c->px->ev, "egress.denied",
+				    conn_fields(c, c->socks.reason ? c->socks.reason :
+						"malformed SOCKS5 handshake"));
+			close_after_flush(c);
+			return;
+		}
+		if (r == SOCKS_REQUEST_READY) {
+			snprintf(c->host, sizeof(c->host), "%s", c->socks.host);
+			c->port = c->socks.port;
+			c->st = C_RESOLVE;
+			bufferevent_disable(c->down, EV_READ);
+			if (decide(c))
+				resolve_and_connect(c);
+			return;
+		}
+	}
+}
+
+/* ---- accepting ------------------------------------------------------------ */
+
+static void on_down_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		conn_free(arg);
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int salen, void *arg)
+{
+	struct proxy *px = arg;
+	struct conn *c = calloc(1, sizeof(*c));
+	enum listen_kind kind = L_HTTP;
+
+	(void)sa;
+	(void)salen;
+	for (size_t i = 0; i < NSPECS; i++)
+		if (px->listeners[i] == l)
+			kind = listen_specs[i].kind;
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->px = px;
+	c->kind = kind;
+	c->proto = kind == L_SOCKS ? "socks" : "http";
+	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
+					 BEV_OPT_DEFER_CALLBACKS);
+	if (!c->down) {
+		close(fd);
+		free(c);
+		return;
+	}
+	c->next = px->conns;
+	if (px->conns)
+		px->conns->prev = c;
+	px->conns = c;
+	httpreq_init(&c->hr);
+	socks_init(&c->socks);
+	/* A request head or handshake that never ends holds nothing for long. */
+	bufferevent_setwatermark(c->down, EV_READ, 0, HEAD_MAX);
+	bufferevent_setcb(c->down, kind == L_SOCKS ? on_socks : on_http_head, NULL,
+			  on_down_event, c);
+	bufferevent_enable(c->down, EV_READ | EV_WRITE);
+}
+
+
+/* ---- DNS: answered here, never forwarded ----------------------------------- */
+
+struct dns_tcp {
+	struct proxy *px;
+	struct bufferevent *bev;
+	int refs;			/* the connection + its pending answers */
+	bool closed;
+};
+
+struct dns_pending {
+	struct proxy *px;
+	struct dns_pending *next, *prev;
+	struct dns_query q;
+	int udp_fd;			/* UDP: where to answer */
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	struct dns_tcp *tcp;		/* TCP: where to answer */
+	struct evdns_getaddrinfo_request *gai;
+};
+
+static void dns_tcp_put(struct dns_tcp *t)
+{
+	if (--t->refs == 0) {
+		if (t->bev)
+			bufferevent_free(t->bev);
+		free(t);
+	}
+}
+
+static void dns_send(struct proxy *px, int udp_fd, const struct sockaddr_storage *peer,
+		     socklen_t peerlen, struct dns_tcp *tcp, const uint8_t *msg,
+		     size_t len)
+{
+	uint8_t prefix[2];
+
+	(void)px;
+	if (tcp) {
+		if (!tcp->closed && dnsmsg_tcp_prefix(prefix, len) == 0) {
+			bufferevent_write(tcp->bev, prefix, 2);
+			bufferevent_write(tcp->bev, msg, len);
+		}
+		return;
+	}
+	if (sendto(udp_fd, msg, len, MSG_DONTWAIT, (const struct sockaddr *)peer,
+		   peerlen) < 0) {
+		/* a full socket buffer drops an answer; the client asks again */
+	}
+}
+
+static void dns_pending_free(struct dns_pending *d)
+{
+	struct proxy *px = d->px;
+
+	if (d->gai)
+		evdns_getaddrinfo_cancel(d->gai);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		px->pending = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	if (d->tcp)
+		dns_tcp_put(d->tcp);
+	free(d);
+}
+
+static void dns_pending_free_all(struct proxy *px)
+{
+	while (px->pending)
+		dns_pending_free(px->pending);
+}
+
+static void dns_reply(struct dns_pending *d, const struct sockaddr_storage *addrs,
+		      size_t n, int rcode)
+{
+	uint8_t out[DNS_TCP_MAX];
+	size_t outlen = d->tcp ? sizeof(out) : DNS_UDP_MAX;
+	int r;
+
+	if (rcode == DNS_RCODE_NOERROR)
+		r = dnsmsg_answer(&d->q, addrs, n, 60, out, &outlen);
+	else
+		r = dnsmsg_error(&d->q, NULL, 0, rcode, out, &outlen);
+	if (r == 0)
+		dns_send(d->px, d->udp_fd, &d->peer, d->peerlen, d->tcp, out, outlen);
+}
+
+static void dns_event(struct proxy *px, const char *type, const char *name,
+		      const char *reason)
+{
+	events_emit(px->ev, type, json_pack("{s:s, s:s, s:i, s:s}", "protocol", "dns",
+					    "host", name, "port", PROXY_DNS_PORT,
+					    "reason", reason));
+}
+
+/* Keep only addresses the resolution guard lets through. */
+static size_t dns_filter(struct dns_pending *d, struct evutil_addrinfo *res,
+			 struct sockaddr_storage *addrs)
+{
+	size_t n = 0;
+
+	for (struct evutil_addrinfo *ai = res; ai && n < DNS_ANSWERS_MAX; ai = ai->ai_next) {
+		struct egress_verdict v;
+
+		if (egress_check_addr(d->px->rules, d->q.name, ai->ai_addr, &v) < 0 ||
+		    !v.allowed) {
+			dns_event(d->px, "egress.denied", d->q.name, v.reason);
+			continue;
+		}
+		memcpy(&addrs[n++], ai->ai_addr, ai->ai_addrlen);
+	}
+	return n;
+}
+
+static void on_dns_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct dns_pending *d = arg;
+	struct sockaddr_storage addrs[DNS_ANSWERS_MAX] = { 0 };
+	size_t n;
+
+	d->gai = NULL;
+	if (result == EVUTIL_EAI_CANCEL) {
+		if (res)
+			evutil_freeaddrinfo(res);
+		return;
+	}
+	if (result != 0) {
+		dns_reply(d, NULL, 0, result == EVUTIL_EAI_NONAME ?
+			  DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
+	} else {
+		n = dns_filter(d, res, addrs);
+		dns_reply(d, addrs, n, n || !res ? DNS_RCODE_NOERROR : DNS_RCODE_REFUSED);
+	}
+	if (res)
+		evutil_freeaddrinfo(res);
+	dns_pending_free(d);
+}
+
+static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int udp_fd,
+			 const struct sockaddr_storage *peer, socklen_t peerlen,
+			 struct dns_tcp *tcp)
+{
+	struct sockaddr_storage addr;
+	struct egress_verdict v;
+	struct evutil_addrinfo hints = { 0 };
+	struct dns_pending *d;
+	uint8_t out[DNS_UDP_MAX];
+	size_t outlen = sizeof(out);
+	int r, rcode;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return;
+	d->px = px;
+	d->udp_fd = udp_fd;
+	if (peer)
+		memcpy(&d->peer, peer, peerlen);
+	d->peerlen = peerlen;
+	d->next = px->pending;
+	if (px->pending)
+		px->pending->prev = d;
+	px->pending = d;
+	if (tcp) {
+		d->tcp = tcp;
+		tcp->refs++;
+	}
+
+	r = dnsmsg_parse_query(pkt, len, &d->q);
+	if (r < 0) {
+		rcode = dnsmsg_rcode_for(r);
+		if (rcode >= 0 && dnsmsg_error(NULL, pkt, len, rcode, out, &outlen) == 0)
+			dns_send(px, udp_fd, peer, peerlen, tcp, out, outlen);
+		dns_event(px, "egress.denied", d->q.name[0] ? d->q.name : "?",
+			  "malformed DNS query");
+		dns_pending_free(d);
+		return;
+	}
+	if (egress_check_dns(px->rules, d->q.name, &v) < 0 || !v.allowed) {
+		dns_event(px, "egress.denied", d->q.name, v.reason);
+		dns_reply(d, NULL, 0, DNS_RCODE_NXDOMAIN);
+		dns_pending_free(d);
+		return;
+	}
+	dns_event(px, "egress.allowed", d->q.name, v.reason);
+	if (d->q.qtype != DNS_TYPE_A && d->q.qtype != DNS_TYPE_AAAA) {
+		dns_reply(d, NULL, 0, DNS_RCODE_NOERROR);
+		dns_pending_free(d);
+		return;
+	}
+	if (egress_resolve_static(px->rules, d->q.name, 0, &addr) == 0) {
+		bool match = (addr.ss_family == AF_INET) == (d->q.qtype == DNS_TYPE_A);
+
+		dns_reply(d, &addr, match ? 1 : 0, DNS_RCODE_NOERROR);
+		dns_pending_free(d);
+		return;
+	}
+	hints.ai_family = d->q.qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
+	hints.ai_socktype = SOCK_STREAM;
+	d->gai = evdns_getaddrinfo(px->dns, d->q.name, NULL, &hints, on_dns_resolved, d);
+	/* (a synchronous answer has already freed d) */
+}
+
+static void on_dns_udp(evutil_socket_t fd, short what, void *arg)
+{
+	struct udp_listener *u = arg;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	uint8_t pkt[DNS_TCP_MAX];
+
+	(void)what;
+	/* a bounded batch, so one flood cannot starve the rest of the loop */
+	for (int i = 0; i < 64; i++) {
+		ssize_t n;
+
+		peerlen = sizeof(peer);
+		n = recvfrom(fd, pkt, sizeof(pkt), MSG_DONTWAIT,
+			     (struct sockaddr *)&peer, &peerlen);
+		if (n < 0)
+			return;
+		dns_question(u->px, pkt, n, fd, &peer, peerlen, NULL);
+	}
+}
+
+static void on_dns_tcp_read(struct bufferevent *bev, void *arg)
+{
+	struct dns_tcp *t = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	for (;;) {
+		size_t len = evbuffer_get_length(in), msglen, used;
+		const uint8_t *msg;
+		int r;
+
+		if (len < 2)
+			return;
+		r = dnsmsg_tcp_next(evbuffer_pullup(in, len), len, &msg, &msglen, &used);
+		if (r == -EAGAIN)
+			return;
+		if (r < 0) {
+			t->closed = true;
+			dns_tcp_put(t);
+			return;
+		}
+		dns_question(t->px, msg, msglen, -1, NULL, 0, t);
+		evbuffer_drain(in, used);
+	}
+}
+
+static void on_dns_tcp_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct dns_tcp *t = arg;
+
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		t->closed = true;
+		bufferevent_disable(t->bev, EV_READ | EV_WRITE);
+		dns_tcp_put(t);
+	}
+}
+
+static void on_dns_accept(struct evconnlistener *l, evutil_socket_t fd,
+			  struct sockaddr *sa, int salen, void *arg)
+{
+	struct dns_tcp *t = calloc(1, sizeof(*t));
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	if (!t) {
+		close(fd);
+		return;
+	}
+	t->px = arg;
+	t->refs = 1;
+	t->bev = bufferevent_socket_new(t->px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!t->bev) {
+		close(fd);
+		free(t);
+		return;
+	}
+	bufferevent_setwatermark(t->bev, EV_READ, 0, DNS_TCP_MAX + 2);
+	bufferevent_setcb(t->bev, on_dns_tcp_read, NULL, on_dns_tcp_event, t);
+	bufferevent_enable(t->bev, EV_READ | EV_WRITE);
+}
+
+/* ---- start and stop ------------------------------------------------------- */
+
+/*
+ * The host's resolver, for allowed names the policy's hosts map does not
+ * give.  Queries carry only names that were allowed: nothing the sandbox
+ * asks for otherwise reaches a resolver.
+ */
+static int make_resolver(struct proxy *px, const struct corral_policy *p,
+			 struct corral_err *err)
+{
+	int r;
+
+	px->dns = evdns_base_new(px->base, 0);
+	if (!px->dns)
+		return corral_set_err(err, -ENOMEM, "cannot create a resolver");
+	if (p->net_resolver) {
+		r = evdns_base_nameserver_ip_add(px->dns, p->net_resolver);
+		if (r != 0)
+			return corral_set_err(err, -EINVAL, "network.resolver: cannot use \"%s\"",
+					      p->net_resolver);
+		return 0;
+	}
+	/* no resolv.conf: only the hosts map and literals resolve */
+	evdns_base_resolv_conf_parse(px->dns, DNS_OPTIONS_ALL, "/etc/resolv.conf");
+	return 0;
+}
+
+int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
+		struct events *ev, struct proxy **out, struct corral_err *err)
+{
+	struct proxy *px = calloc(1, sizeof(*px));
+	int fds[NSPECS];
+	int r;
+
+	*out = NULL;
+	if (!px)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	px->base = base;
+	px->ev = ev;
+	for (size_t i = 0; i < NSPECS; i++)
+		px->udp[i].fd = -1;
+	px->rules = egress_new(p, err);
+	if (!px->rules) {
+		r = err->code ? err->code : -EINVAL;
+		goto fail;
+	}
+	r = make_resolver(px, p, err);
+	if (r == 0)
+		r = open_listeners(pid, fds, err);
+	if (r < 0)
+		goto fail;
+	for (size_t i = 0; i < NSPECS; i++) {
+		if (fds[i] < 0)
+			continue;
+		if (listen_specs[i].kind == L_DNS_UDP) {
+			px->udp[i] = (struct udp_listener){ px, fds[i], NULL };
+			px->udp[i].ev = event_new(base, fds[i], EV_READ | EV_PERSIST,
+						  on_dns_udp, &px->udp[i]);
+			if (!px->udp[i].ev || event_add(px->udp[i].ev, NULL) < 0)
+				r = -ENOMEM;
+			continue;
+		}
+		px->listeners[i] = evconnlistener_new(base,
+				listen_specs[i].kind == L_DNS_TCP ? on_dns_accept : on_accept,
+				px, LEV_OPT_CLOSE_ON_FREE, -1, fds[i]);
+		if (!px->listeners[i]) {
+			close(fds[i]);
+			r = -ENOMEM;
+		}
+	}
+	if (r < 0) {
+		corral_set_err(err, r, "cannot serve the sandbox's listeners");
+		goto fail;
+	}
+	*out = px;
+	return 0;
+fail:
+	proxy_free(px);
+	return r;
+}
+
+void proxy_free(struct proxy *px)
+{
+	if (!px)
+		return;
+	while (px->conns)
+		conn_free(px->conns);
+	dns_pending_free_all(px);
+	for (size_t i = 0; i < NSPECS; i++) {
+		if (px->listeners[i])
+			evconnlistener_free(px->listeners[i]);
+		if (px->udp[i].ev)
+			event_free(px->udp[i].ev);
+		if (px->udp[i].fd >= 0)
+			close(px->udp[i].fd);
+	}
+	if (px->dns)
+		evdns_base_free(px->dns, 1);
+	egress_free(px->rules);
+	free(px);
+}

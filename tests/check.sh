@@ -75,7 +75,7 @@ stage() {	# stage BUILD
 	# root-owned setuid copy: what an unprivileged agent might try to use
 	cp "$1/tests/helpers/euid" "$STAGE/helpers/euid-setuid"
 	chmod 4755 "$STAGE/helpers/euid-setuid"
-	cp tests/*.sh "$STAGE/tests/"
+	cp tests/*.sh tests/*.py "$STAGE/tests/"
 	cp -r policies "$STAGE/"
 	chown "$NOBODY:$NOBODY" "$STAGE/tmp"
 	chmod -R a+rX "$STAGE"
@@ -108,11 +108,14 @@ suite() {	# suite BUILD LABEL
 	local b=$1 label=$2
 	step "unit tests ($label)" unit_tests "$b"
 	step "integration as $(id -un) ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
+	step "egress as $(id -un) ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
 	if [ "$(id -u)" = 0 ]; then
 		stage "$b"
 		delegate_cgroups
 		step "integration as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "egress as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
 		undelegate_cgroups
 		step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \

@@ -53,7 +53,7 @@ run_test() {
 	T=$(mktemp -d "$TEST_TMP/t.XXXXXX")
 	chmod 755 "$T"
 	export T
-	( set -e; cd "$T"; "$name" ) > "$T.log" 2>&1
+	( set -e; cd "$T"; [ -z "${TEST_TRACE:-}" ] || set -x; "$name" ) > "$T.log" 2>&1
 	rc=$?
 	case $rc in
 	0)  PASS=$((PASS + 1)); echo "ok - $name" ;;

@@ -263,8 +263,10 @@ struct conn {
 	char host[256];
 	char sni[256];
 	char method[16];
+	char why[CORRAL_ERR_MAX];	/* the rule that allowed it */
 	uint16_t port;
 	bool allowed_logged;
+	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
 	uint64_t bytes_up, bytes_down;
 	struct timespec t0;
 	struct evbuffer *first;		/* bytes for upstream once connected */
@@ -388,6 +390,39 @@ static void on_drained(struct bufferevent *to, void *arg)
 }
 
 static void http_from_down(struct conn *c);
+static bool sni_check(struct conn *c, const struct sni_hello *hello);
+
+/*
+ * A tunnel to a port other than 443 may carry TLS too: if its first bytes
+ * are a handshake record, the SNI must name the CONNECT host as on 443.
+ * Returns false while the hello is incomplete (or was refused).
+ */
+static bool sni_matches(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->down);
+	size_t len = evbuffer_get_length(in);
+	struct sni_hello hello;
+	int r;
+
+	if (len == 0)
+		return false;
+	if (evbuffer_pullup(in, 1)[0] != 0x16) {
+		c->peek_tls = false;	/* not TLS: nothing to compare */
+		return true;
+	}
+	r = sni_parse_hello(evbuffer_pullup(in, len), len, &hello);
+	if (r == -EAGAIN && len < SNI_READ_MAX)
+		return false;
+	c->peek_tls = false;
+	if (r < 0) {
+		/* a handshake record we cannot read could hide any name */
+		events_emit(c->px->ev, "egress.denied",
+			    conn_fields(c, "a TLS handshake that is not a readable ClientHello"));
+		conn_free(c);
+		return false;
+	}
+	return sni_check(c, &hello);
+}
 
 static void relay_read(struct bufferevent *from, void *arg)
 {
@@ -399,6 +434,8 @@ static void relay_read(struct bufferevent *from, void *arg)
 		http_from_down(c);
 		return;
 	}
+	if (from == c->down && c->peek_tls && !sni_matches(c))
+		return;
 	struct evbuffer *in = bufferevent_get_input(from);
 	size_t n = evbuffer_get_length(in);
 
@@ -542,7 +579,8 @@ static void resolve_and_connect(struct conn *c)
 	struct sockaddr_storage ss;
 	char port[8];
 
-	events_emit(c->px->ev, "egress.allowed", conn_fields(c, "in the allowlist"));
+	events_emit(c->px->ev, "egress.allowed", conn_fields(c, c->why[0] ? c->why :
+							     "in the allowlist"));
 	c->allowed_logged = true;
 	if (egress_resolve_static(c->px->rules, c->host, c->port, &ss) == 0) {
 		connect_upstream(c, (struct sockaddr *)&ss,
@@ -568,6 +606,7 @@ static bool decide(struct conn *c)
 		return false;
 	}
 	snprintf(c->host, sizeof(c->host), "%s", v.host);
+	snprintf(c->why, sizeof(c->why), "%s", v.reason);
 	return true;
 }
 
@@ -667,6 +706,7 @@ static void handle_head(struct conn *c)
 				on_sni(c->down, c);
 			return;
 		}
+		c->peek_tls = true;
 		resolve_and_connect(c);
 		return;
 	case HTTPREQ_ABSOLUTE:
@@ -735,6 +775,23 @@ static void on_http_head(struct bufferevent *bev, void *arg)
 	http_from_down(arg);
 }
 
+/* No domain fronting: the name inside TLS must be the name judged. */
+static bool sni_check(struct conn *c, const struct sni_hello *hello)
+{
+	char why[CORRAL_ERR_MAX];
+
+	if (!hello->has_sni)
+		return true;
+	snprintf(c->sni, sizeof(c->sni), "%s", hello->host);
+	if (strcasecmp(hello->host, c->host) == 0)
+		return true;
+	snprintf(why, sizeof(why), "TLS SNI %.200s does not match the CONNECT name %.200s",
+		 hello->host, c->host);
+	events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+	conn_free(c);
+	return false;
+}
+
 static void on_sni(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
@@ -754,16 +811,8 @@ static void on_sni(struct bufferevent *bev, void *arg)
 		conn_free(c);
 		return;
 	}
-	if (hello.has_sni)
-		snprintf(c->sni, sizeof(c->sni), "%s", hello.host);
-	/* No domain fronting: the name inside TLS must be the name judged. */
-	if (hello.has_sni && strcasecmp(hello.host, c->host) != 0) {
-		snprintf(why, sizeof(why), "TLS SNI %.200s does not match the CONNECT name %.200s",
-			 hello.host, c->host);
-		events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
-		conn_free(c);
+	if (!sni_check(c, &hello))
 		return;
-	}
 	c->first = evbuffer_new();
 	if (!c->first) {
 		conn_free(c);

@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""fixtures.py - the "outside world" of the network tests, on loopback or in
+a namespace the test made.  Each server binds port 0, writes the port it got
+to PORTFILE, serves until killed, and exits by itself after 120 s.
+
+  fixtures.py http PORTFILE [ADDR]            plain HTTP: "hello from upstream"
+  fixtures.py tls PORTFILE CERT KEY [ADDR]    HTTPS with that certificate
+  fixtures.py dns PORTFILE LOG NAME=IP...     a resolver that answers NAME with
+                                              IP and logs every question to LOG
+"""
+import http.server
+import signal
+import socket
+import ssl
+import struct
+import sys
+import threading
+
+signal.alarm(120)
+
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        body = b"hello from upstream %s\n" % self.path.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def serve_http(portfile, addr="127.0.0.1", wrap=None):
+    srv = http.server.ThreadingHTTPServer((addr, 0), Hello)
+    if wrap:
+        srv.socket = wrap(srv.socket)
+    open(portfile, "w").write(str(srv.server_address[1]))
+    srv.serve_forever()
+
+
+def qname(pkt):
+    labels, i = [], 12
+    while pkt[i]:
+        n = pkt[i]
+        labels.append(pkt[i + 1:i + 1 + n].decode())
+        i += n + 1
+    return ".".join(labels).lower(), i + 5
+
+
+def serve_dns(portfile, log, answers):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    open(portfile, "w").write(str(s.getsockname()[1]))
+    while True:
+        pkt, peer = s.recvfrom(4096)
+        name, end = qname(pkt)
+        qtype = struct.unpack("!H", pkt[end - 4:end - 2])[0]
+        with open(log, "a") as f:
+            f.write(name + "\n")
+        ip = answers.get(name)
+        flags = 0x8180 if ip else 0x8183
+        hdr = pkt[:2] + struct.pack("!HHHHH", flags, 1, 1 if ip and qtype == 1 else 0, 0, 0)
+        resp = hdr + pkt[12:end]
+        if ip and qtype == 1:
+            resp += b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(ip)
+        s.sendto(resp, peer)
+
+
+def main():
+    kind, portfile = sys.argv[1], sys.argv[2]
+    if kind == "http":
+        serve_http(portfile, *(sys.argv[3:4] or ["127.0.0.1"]))
+    elif kind == "tls":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+        addr = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
+        serve_http(portfile, addr, lambda s: ctx.wrap_socket(s, server_side=True))
+    elif kind == "dns":
+        answers = dict(a.split("=", 1) for a in sys.argv[4:])
+        serve_dns(portfile, sys.argv[3], answers)
+
+
+if __name__ == "__main__":
+    main()

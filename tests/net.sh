@@ -1,0 +1,315 @@
+#!/bin/bash
+# net.sh - egress tests: what leaves the sandbox, by name, and what does not.
+#
+#   tests/net.sh CORRAL HELPERS_DIR [TEST...]
+#
+# The "outside world" is servers this script starts on loopback (and, as
+# root, in a network namespace it makes, over a veth pair with addresses
+# from the 198.18.0.0/15 benchmark range).  Names reach them only through
+# the policy's "hosts" map or a fake resolver of ours.  No packet goes to
+# any other address.
+set -u
+CORRAL=$(readlink -f "$1")
+HELPERS_SRC=$(readlink -f "$2")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-net.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+ME=$(id -u)
+FIX=$HERE/fixtures.py
+
+# Certificates for api.test (and a CA file the sandbox can read).
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=api.test \
+	-addext subjectAltName=DNS:api.test -keyout "$TEST_TMP/key.pem" \
+	-out "$TEST_TMP/cert.pem" 2>/dev/null
+chmod 644 "$TEST_TMP"/*.pem
+
+PIDS=""
+stop_fixtures() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	PIDS=""
+}
+
+# start VAR KIND ARGS...: start a fixture (in this shell, so its pid is
+# remembered for stop_fixtures), put its port in VAR.
+start() {
+	local var=$1 pf
+	shift
+	pf=$(mktemp "$T/port.XXXXXX")
+	rm -f "$pf"
+	/usr/bin/python3 "$FIX" "$1" "$pf" "${@:2}" >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	[ -s "$pf" ] || { echo "fixture $1 did not start" >&2; return 1; }
+	printf -v "$var" '%s' "$(cat "$pf")"
+}
+
+policy() {	# policy ALLOW_JSON_LIST HOSTS_JSON_OBJ [EXTRA]: write $T/p.json
+	printf '{"network": {"mode": "proxy", "allow": %s, "hosts": %s%s}}\n' \
+		"$1" "$2" "${3:-}" > "$T/p.json"
+	chmod 644 "$T/p.json"
+}
+
+# nrun ARGS...: corral run in proxy mode with events; out/err/rc/events in $T.
+nrun() {
+	local rc=0
+	: > "$T/events"
+	timeout 120 "$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		--ro "$TEST_TMP/cert.pem:/ca.pem" "$@" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+}
+stdout() { json stdout < "$T/out"; }
+denials() { grep -c '"type":"egress.denied"' "$T/events" || true; }
+denial_field() { grep '"type":"egress.denied"' "$T/events" | head -1 | json "$1"; }
+
+t_http_allowed() {
+	trap stop_fixtures EXIT
+	start port http
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- curl -sS -m 10 "http://web.test:$port/a"
+	expect_contains "body" "$(stdout)" "hello from upstream /a"
+	expect_eq "denials" "$(denials)" 0
+	expect_contains "allowed event" "$(cat "$T/events")" '"type":"egress.allowed","protocol":"http","host":"web.test"'
+	expect_contains "closed event" "$(cat "$T/events")" '"bytes_down"'
+}
+
+t_http_keepalive_and_pipelining() {
+	trap stop_fixtures EXIT
+	start port http
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	# two requests on one connection, written at once (pipelined)
+	nrun -- /usr/bin/python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', 3128))
+req = 'GET http://web.test:$port/%s HTTP/1.1\r\nHost: web.test:$port\r\n\r\n'
+s.sendall((req % 'one' + req % 'two').encode())
+data = b''
+while data.count(b'hello from upstream') < 2:
+    chunk = s.recv(65536)
+    if not chunk: break
+    data += chunk
+print(data.decode())"
+	expect_contains "first" "$(stdout)" "upstream /one"
+	expect_contains "second" "$(stdout)" "upstream /two"
+	# a pipelined request for another host ends the connection, with an event
+	nrun -- /usr/bin/python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', 3128))
+s.sendall(b'GET http://web.test:$port/one HTTP/1.1\r\nHost: web.test:$port\r\n\r\nGET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n')
+data = b''
+while True:
+    chunk = s.recv(65536)
+    if not chunk: break
+    data += chunk
+print(data.count(b'hello from upstream'))"
+	expect_eq "denials" "$(denials)" 1
+	expect_contains "reason" "$(denial_field reason)" "evil.test"
+}
+
+t_https_connect_allowed() {
+	trap stop_fixtures EXIT
+	start port tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"api.test:$port\"]" '{"api.test": "127.0.0.1"}'
+	nrun -- curl -sS -m 10 --cacert /ca.pem "https://api.test:$port/x"
+	expect_contains "body" "$(stdout)" "hello from upstream /x"
+	expect_contains "connect event" "$(cat "$T/events")" '"protocol":"connect","host":"api.test"'
+	expect_eq "denials" "$(denials)" 0
+}
+
+t_sni_mismatch_denied() {
+	trap stop_fixtures EXIT
+	start port tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"api.test:$port\"]" '{"api.test": "127.0.0.1"}'
+	# domain fronting: CONNECT to the allowed name, SNI of another
+	nrun -- curl -sS -m 10 -k --connect-to "evil.test:$port:api.test:$port" "https://evil.test:$port/"
+	[ "$(json exit_code < "$T/out")" != 0 ] || fail "fronted request succeeded"
+	expect_eq "denials" "$(denials)" 1
+	expect_contains "reason" "$(denial_field reason)" "TLS SNI evil.test does not match the CONNECT name api.test"
+	expect_eq "sni field" "$(denial_field sni)" "evil.test"
+}
+
+t_denied_name_gets_403_and_event() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- curl -sS -m 10 -D - http://evil.test/
+	expect_contains "status" "$(stdout)" "403"
+	expect_contains "header" "$(stdout)" "X-Corral-Denied: evil.test:80 is not in the allowlist"
+	expect_contains "body" "$(stdout)" "corral: evil.test:80 is not in the allowlist"
+	expect_eq "denials" "$(denials)" 1
+	expect_eq "protocol" "$(denial_field protocol)" http
+	expect_eq "host" "$(denial_field host)" evil.test
+	expect_eq "port" "$(denial_field port)" 80
+	expect_eq "method" "$(denial_field method)" GET
+	expect_eq "json lists it" "$(json denials.0.host < "$T/out")" evil.test
+	nrun -- curl -sS -m 10 https://evil.test/
+	expect_eq "connect denials" "$(denials)" 1
+	expect_eq "connect protocol" "$(denial_field protocol)" connect
+}
+
+t_denied_port() {
+	policy '["web.test:8080"]' '{"web.test": "127.0.0.1"}'
+	nrun -- curl -sS -m 10 http://web.test:9090/
+	expect_contains "reason" "$(denial_field reason)" "port 9090 of web.test is not allowed"
+	expect_eq "denials" "$(denials)" 1
+}
+
+t_ip_literals_and_spellings() {
+	trap stop_fixtures EXIT
+	start port http
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	for h in 127.0.0.1 2130706433 0x7f000001 0177.0.0.1 127.1 "[::ffff:127.0.0.1]" 169.254.169.254 0xa9fea9fe; do
+		nrun -- env -u no_proxy -u NO_PROXY curl -sS -m 10 "http://$h:$port/"
+		expect_not_contains "$h reached" "$(stdout)" "hello from upstream"
+		expect_eq "$h denials" "$(denials)" 1
+	done
+}
+
+t_userinfo_trick() {
+	trap stop_fixtures EXIT
+	start port http
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', 3128))
+s.sendall(b'GET http://web.test:$port@evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n')
+print(s.recv(4096).decode(errors='replace'))"
+	expect_not_contains "reached" "$(stdout)" "hello from upstream"
+	expect_contains "refused" "$(stdout)" "HTTP/1.1 4"
+	expect_eq "denials" "$(denials)" 1
+}
+
+t_socks5() {
+	trap stop_fixtures EXIT
+	start port http
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 "http://web.test:$port/s"
+	expect_contains "allowed" "$(stdout)" "hello from upstream /s"
+	nrun -- curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 "http://evil.test/"
+	expect_eq "denials" "$(denials)" 1
+	expect_eq "protocol" "$(denial_field protocol)" socks
+}
+
+t_dns_never_leaves_and_guard() {
+	trap stop_fixtures EXIT
+	log=$T/dns.log
+	: > "$log"
+	start dport dns "$log" meta.test=169.254.169.254 ok.test=127.0.0.1
+	start hport http
+	# ok.test's address is loopback: usable only because it is allowed explicitly
+	policy "[\"meta.test:$hport\", \"ok.test:$hport\", \"127.0.0.1:$hport\"]" '{}' \
+		", \"resolver\": \"127.0.0.1:$dport\""
+	nrun -- /bin/sh -c "getent hosts unlisted.test; echo rc=\$?; getent hosts ok.test; curl -sS -m 10 http://meta.test:$hport/; echo; curl -sS -m 10 http://ok.test:$hport/ok"
+	expect_contains "unlisted" "$(stdout)" "rc=2"
+	expect_contains "allowed name resolves" "$(stdout)" "127.0.0.1"
+	expect_contains "via resolver" "$(stdout)" "hello from upstream /ok"
+	expect_contains "metadata refused" "$(cat "$T/events")" "169.254.169.254"
+	if grep -q unlisted "$log"; then fail "the unlisted name reached the upstream resolver"; fi
+	grep -q '^ok.test$' "$log" || fail "the allowed name was never resolved upstream"
+	expect_contains "dns denial" "$(cat "$T/events")" '"protocol":"dns","host":"unlisted.test"'
+}
+
+t_udp_icmp_raw_go_nowhere() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, errno
+def attempt(name, fn):
+    try:
+        fn(); print(name, "SENT")
+    except OSError as e:
+        print(name, "blocked", errno.errorcode.get(e.errno, e.errno))
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.0.9", 9)))
+attempt("icmp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP))
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP))
+attempt("tcp", lambda: socket.create_connection(("198.18.0.9", 80), 2))
+attempt("tcp-lo", lambda: socket.create_connection(("127.0.0.1", 9999), 2))'
+	out=$(stdout)
+	expect_not_contains "nothing sent" "$out" "SENT"
+	expect_contains "udp" "$out" "udp blocked"
+	expect_contains "icmp" "$out" "icmp blocked"
+	expect_contains "raw" "$out" "raw blocked"
+}
+
+t_landlock_tcp_only_proxy_ports() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, errno
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+try:
+    socket.create_connection(srv.getsockname(), 2); print("connected")
+except OSError as e:
+    print("blocked", errno.errorcode.get(e.errno))'
+	abi=$(json layers.landlock_abi < "$T/out")
+	[ "$abi" -ge 4 ] || { skip "Landlock ABI $abi has no TCP rules"; return 77; }
+	expect_contains "loopback port" "$(stdout)" "blocked EACCES"
+}
+
+t_proxy_env_inside() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/env
+	for v in HTTP_PROXY=http://127.0.0.1:3128 HTTPS_PROXY=http://127.0.0.1:3128 \
+		 ALL_PROXY=socks5h://127.0.0.1:1080 no_proxy=localhost https_proxy=; do
+		expect_contains "$v" "$(stdout)" "$v"
+	done
+	nrun -- /bin/cat /etc/resolv.conf
+	expect_contains "resolv" "$(stdout)" "nameserver 127.0.0.1"
+}
+
+t_external_host_over_veth() {
+	[ "$ME" = 0 ] || { skip "needs root to make a network namespace"; return 77; }
+	command -v ip >/dev/null || { skip "no iproute2"; return 77; }
+	ns=corral-t$$
+	cleanup() {
+		stop_fixtures
+		ip link del "v$$a" 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	}
+	trap cleanup EXIT
+	ip netns add "$ns"
+	ip link add "v$$a" type veth peer name "v$$b"
+	ip link set "v$$b" netns "$ns"
+	ip addr add 198.18.77.1/30 dev "v$$a"
+	ip link set "v$$a" up
+	ip -n "$ns" addr add 198.18.77.2/30 dev "v$$b"
+	ip -n "$ns" link set "v$$b" up
+	ip -n "$ns" link set lo up
+	pf=$T/ext.port
+	ip netns exec "$ns" /usr/bin/python3 "$FIX" tls "$pf" "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem" 198.18.77.2 >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	port=$(cat "$pf")
+	policy "[\"api.test:$port\"]" '{"api.test": "198.18.77.2"}'
+	nrun -- curl -sS -m 10 --cacert /ca.pem "https://api.test:$port/ext"
+	expect_contains "external host" "$(stdout)" "hello from upstream /ext"
+	# the same host by an address, not by name: refused
+	nrun -- curl -sS -m 10 -k "https://198.18.77.2:$port/"
+	expect_eq "address refused" "$(denials)" 1
+}
+
+t_every_denial_one_event() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, subprocess
+for h in ("a.test", "b.test", "c.test"):
+    subprocess.run(["curl", "-s", "-m", "5", "http://%s/" % h], stdout=subprocess.DEVNULL)
+subprocess.run(["curl", "-s", "-m", "5", "--socks5-hostname", "127.0.0.1:1080", "http://d.test/"],
+               stdout=subprocess.DEVNULL)
+try:
+    socket.gethostbyname("e.test")
+except OSError:
+    pass'
+	expect_eq "denials" "$(denials)" 5
+	expect_eq "in the result" "$(json denials < "$T/out" | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 5
+	for f in seq time sandbox type protocol host port reason; do
+		denial_field "$f" >/dev/null || fail "no $f in a denial event"
+	done
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "net ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -305,6 +305,52 @@ except OSError:
 	done
 }
 
+t_transparent_programs_ignoring_proxy() {
+	trap stop_fixtures EXIT
+	start port http
+	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"web.test:$port\", \"api.test:$tport\"]" \
+		'{"web.test": "127.0.0.1", "api.test": "127.0.0.1"}' ', "transparent": true'
+	# no proxy variables at all: DNS gives a token address, nftables does the rest
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /bin/sh -c "
+		getent hosts web.test
+		curl -sS -m 10 http://web.test:$port/plain; echo
+		curl -sS -m 10 --cacert /ca.pem https://api.test:$tport/tls; echo
+		getent hosts evil.test || echo evil-nxdomain"
+	expect_contains "synthetic address" "$(stdout)" "100.64.0."
+	expect_contains "plain" "$(stdout)" "hello from upstream /plain"
+	expect_contains "tls" "$(stdout)" "hello from upstream /tls"
+	expect_contains "nxdomain" "$(stdout)" "evil-nxdomain"
+	expect_contains "transparent event" "$(cat "$T/events")" '"protocol":"transparent","host":"web.test"'
+}
+
+t_transparent_judges_host_and_sni() {
+	trap stop_fixtures EXIT
+	start port http
+	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"web.test:$port\", \"api.test:$tport\"]" \
+		'{"web.test": "127.0.0.1", "api.test": "127.0.0.1"}' ', "transparent": true'
+	# an address no name maps to: the Host header decides, and the name (not
+	# the address) is where the connection goes
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /bin/sh -c "
+		curl -sS -m 10 -H 'Host: web.test' http://198.18.5.5:$port/byhost; echo
+		curl -sS -m 10 -H 'Host: evil.test' http://198.18.5.5:$port/evil; echo rc=\$?
+		curl -sS -m 10 -k --resolve evil.test:$tport:198.18.5.5 https://evil.test:$tport/; echo rc=\$?"
+	expect_contains "host decides" "$(stdout)" "hello from upstream /byhost"
+	expect_not_contains "evil host" "$(stdout)" "upstream /evil"
+	expect_eq "denials" "$(denials)" 2
+	expect_contains "evil host event" "$(cat "$T/events")" '"protocol":"transparent","host":"evil.test"'
+	# UDP DNS to any server is answered by ours
+	nrun -- /usr/bin/python3 -c '
+import socket, struct
+q = struct.pack("!HHHHHH", 7, 0x100, 1, 0, 0, 0) + b"\x03web\x04test\x00" + struct.pack("!HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+s.sendto(q, ("198.18.9.9", 53))
+r = s.recv(512)
+print("answer", socket.inet_ntoa(r[-4:]))'
+	expect_contains "dns redirected" "$(stdout)" "answer 100.64.0."
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -245,7 +245,9 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 	if (c->phase != HTTPREQ_PH_HEAD)
 		return 0;
 	off = head_off(c, at);
-	if (c->last_cb != CB_FIELD) {
+	f = r->nfields ? &r->fields[r->nfields - 1] : NULL;
+	/* a new name, unless this piece continues the last one exactly */
+	if (c->last_cb != CB_FIELD || !f || off != f->name.off + f->name.len) {
 		if (r->nfields == HTTPREQ_HEADERS_MAX) {
 			c->status = 431;
 			c->reason = "more than 100 header fields";
@@ -254,8 +256,6 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 		f = &r->fields[r->nfields++];
 		memset(f, 0, sizeof(*f));
 		f->name.off = off;
-	} else {
-		f = &r->fields[r->nfields - 1];
 	}
 	f->name.len = (uint32_t)(off + n - f->name.off);
 	c->last_cb = CB_FIELD;
@@ -469,6 +469,7 @@ static int target_absolute(struct httpreq_conn *c, const uint8_t *t, size_t n)
 {
 	struct httpreq *r = &c->req;
 	struct http_parser_url u;
+	size_t auth_end;
 	struct host h;
 	uint16_t set;
 
@@ -476,8 +477,12 @@ static int target_absolute(struct httpreq_conn *c, const uint8_t *t, size_t n)
 	if (http_parser_parse_url((const char *)t, n, 0, &u))
 		return fail(c, 400, "malformed URL");
 	set = u.field_set;
-	/* "http://allowed.test@evil.test/" names evil.test */
-	if (set & 1 << UF_USERINFO)
+	/*
+	 * "http://allowed.test@evil.test/" names evil.test.  Any '@' before
+	 * the path counts, also an empty userinfo the URL parser passes over.
+	 */
+	auth_end = set & 1 << UF_PATH ? u.field_data[UF_PATH].off : n;
+	if (set & 1 << UF_USERINFO || memchr(t, '@', auth_end))
 		return fail(c, 400, "userinfo (user@) in the URL");
 	if (!(set & 1 << UF_SCHEMA) || !(set & 1 << UF_HOST))
 		return fail(c, 400, "request-target is neither a path nor an absolute URL");
@@ -775,7 +780,11 @@ int httpreq_feed(struct httpreq_conn *c, const uint8_t *in, size_t len,
 	case HTTPREQ_PH_TUNNEL:
 		return HTTPREQ_TUNNEL;
 	case HTTPREQ_PH_CLOSED:
-		if (len == 0)
+		/* old clients end a body with a stray CRLF: harmless */
+		while (*consumed < len && (in[*consumed] == '\r' ||
+					   in[*consumed] == '\n'))
+			++*consumed;
+		if (*consumed == len)
 			return HTTPREQ_NEED_MORE;
 		return fail(c, 400, "request after \"Connection: close\"");
 	default:

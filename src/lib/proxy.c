@@ -15,6 +15,7 @@
 #include "socks.h"
 #include "httpreq.h"
 #include "dnsmsg.h"
+#include "net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +26,8 @@
 #include <event2/util.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
@@ -40,7 +43,7 @@
 #define HEAD_MAX		(64 << 10)
 #define CONNECT_TIMEOUT_S	30
 
-enum listen_kind { L_HTTP, L_SOCKS, L_DNS_TCP, L_DNS_UDP };
+enum listen_kind { L_HTTP, L_SOCKS, L_DNS_TCP, L_DNS_UDP, L_TRANSPARENT };
 
 struct listen_spec {
 	int family;
@@ -59,6 +62,8 @@ static const struct listen_spec listen_specs[] = {
 	{ AF_INET6, SOCK_STREAM, "::1", PROXY_DNS_PORT, L_DNS_TCP },
 	{ AF_INET, SOCK_DGRAM, "127.0.0.1", PROXY_DNS_PORT, L_DNS_UDP },
 	{ AF_INET6, SOCK_DGRAM, "::1", PROXY_DNS_PORT, L_DNS_UDP },
+	{ AF_INET, SOCK_STREAM, "127.0.0.1", PROXY_TRANSPARENT_PORT, L_TRANSPARENT },
+	{ AF_INET6, SOCK_STREAM, "::1", PROXY_TRANSPARENT_PORT, L_TRANSPARENT },
 };
 
 #define NSPECS (sizeof(listen_specs) / sizeof(listen_specs[0]))
@@ -79,6 +84,9 @@ struct proxy {
 	struct evconnlistener *listeners[NSPECS];
 	struct udp_listener udp[NSPECS];
 	struct conn *conns;		/* every live connection, for proxy_free */
+	bool transparent;
+	char **synth;			/* transparent: names behind 100.64.0.0/16 */
+	size_t nsynth;
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
 };
 
@@ -138,17 +146,25 @@ static int lo_up(void)
 	return r;
 }
 
+/* What the helper sends back, with the sockets as SCM_RIGHTS. */
+struct helper_reply {
+	int codes[NSPECS];	/* 0: a socket follows; < 0: -errno */
+	int transparent;	/* result of the nftables setup, if asked */
+	char why[256];
+};
+
 /*
  * In the helper: join the sandbox's user namespace (we own it, so we have
- * every capability there), then its netns, make the sockets, send them.
- * A missing IPv6 stack leaves those slots at -1; any other failure is sent
- * as a negative errno in the slot.
+ * every capability there), then its netns, make the sockets (and, for
+ * transparent mode, the route and redirect rules), send them back.
  */
-static __attribute__((noreturn)) void helper_main(pid_t pid, int sock)
+static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
+						  bool transparent)
 {
-	int fds[NSPECS], codes[NSPECS], nfd = 0, send_fds[NSPECS];
+	int fds[NSPECS], nfd = 0, send_fds[NSPECS];
 	char path[64], cbuf[CMSG_SPACE(sizeof(send_fds))];
-	struct iovec iov = { codes, sizeof(codes) };
+	struct helper_reply rep = { 0 };
+	struct iovec iov = { &rep, sizeof(rep) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int userns, netns;
 
@@ -160,17 +176,21 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock)
 	    (setns(userns, CLONE_NEWUSER) < 0 && errno != EINVAL) ||
 	    setns(netns, CLONE_NEWNET) < 0 || lo_up() < 0) {
 		for (size_t i = 0; i < NSPECS; i++)
-			codes[i] = -errno;
-		if (write(sock, codes, sizeof(codes)) < 0)
+			rep.codes[i] = -errno;
+		if (write(sock, &rep, sizeof(rep)) < 0)
 			_exit(1);
 		_exit(1);
 	}
 	for (size_t i = 0; i < NSPECS; i++) {
 		fds[i] = bind_spec(&listen_specs[i]);
-		codes[i] = fds[i] >= 0 ? 0 : fds[i];
+		rep.codes[i] = fds[i] >= 0 ? 0 : fds[i];
 		if (fds[i] >= 0)
 			send_fds[nfd++] = fds[i];
 	}
+	if (transparent)
+		rep.transparent = net_transparent_setup(PROXY_TRANSPARENT_PORT,
+							PROXY_DNS_PORT, rep.why,
+							sizeof(rep.why));
 	if (nfd) {
 		struct cmsghdr *cm;
 
@@ -185,13 +205,15 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock)
 	_exit(sendmsg(sock, &mh, 0) < 0 ? 1 : 0);
 }
 
-static int open_listeners(pid_t pid, int fds[NSPECS], struct corral_err *err)
+static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
+			  struct corral_err *err)
 {
-	int codes[NSPECS], sv[2], status, n = 0, r = 0;
 	char cbuf[CMSG_SPACE(NSPECS * sizeof(int))];
-	struct iovec iov = { codes, sizeof(codes) };
+	struct helper_reply rep;
+	struct iovec iov = { &rep, sizeof(rep) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	int sv[2], status, n = 0, r = 0;
 	struct cmsghdr *cm;
 	int got[NSPECS];
 	pid_t helper;
@@ -207,11 +229,11 @@ static int open_listeners(pid_t pid, int fds[NSPECS], struct corral_err *err)
 	}
 	if (helper == 0) {
 		close(sv[0]);
-		helper_main(pid, sv[1]);
+		helper_main(pid, sv[1], transparent);
 	}
 	close(sv[1]);
 	sv[1] = -1;
-	if (recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC) != sizeof(codes)) {
+	if (recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC) != sizeof(rep)) {
 		r = corral_set_err(err, -EIO, "the listener helper died");
 		goto reap;
 	}
@@ -221,14 +243,16 @@ static int open_listeners(pid_t pid, int fds[NSPECS], struct corral_err *err)
 		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
 	}
 	for (size_t i = 0, j = 0; i < NSPECS; i++) {
-		if (codes[i] == 0 && (int)j < n)
+		if (rep.codes[i] == 0 && (int)j < n)
 			fds[i] = got[j++];
 		else if (listen_specs[i].family == AF_INET && r == 0)
-			r = corral_set_err(err, codes[i] ? codes[i] : -EIO,
+			r = corral_set_err(err, rep.codes[i] ? rep.codes[i] : -EIO,
 					   "cannot listen on %s:%u in the sandbox: %s",
 					   listen_specs[i].addr, listen_specs[i].port,
-					   strerror(codes[i] ? -codes[i] : EIO));
+					   strerror(rep.codes[i] ? -rep.codes[i] : EIO));
 	}
+	if (r == 0 && transparent && rep.transparent < 0)
+		r = corral_set_err(err, rep.transparent, "transparent mode: %.256s", rep.why);
 reap:
 	waitpid(helper, &status, 0);
 out:
@@ -636,6 +660,10 @@ static int forward_head(struct conn *c)
 
 static void upstream_ready(struct conn *c)
 {
+	if (c->kind == L_TRANSPARENT) {
+		start_relay(c);
+		return;
+	}
 	if (c->kind == L_SOCKS) {
 		uint8_t out[SOCKS_REPLY_MAX];
 		struct sockaddr_storage local;
@@ -863,6 +891,165 @@ static void on_socks(struct bufferevent *bev, void *arg)
 	}
 }
 
+static void on_down_event(struct bufferevent *bev, short what, void *arg);
+
+/* ---- transparent mode ------------------------------------------------------ */
+
+#define SYNTH_NET	0x64400000u	/* 100.64.0.0/16: names, not hosts */
+#define SYNTH_MAX	65534
+
+/*
+ * The address an allowed name resolves to inside: one per name, from a
+ * range that routes nowhere, so a connection to it can only mean that name.
+ */
+static int synth_addr(struct proxy *px, const char *name, struct sockaddr_storage *out)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)out;
+	size_t i;
+
+	for (i = 0; i < px->nsynth; i++)
+		if (!strcmp(px->synth[i], name))
+			break;
+	if (i == px->nsynth) {
+		char **grown;
+
+		if (px->nsynth >= SYNTH_MAX)
+			return -ENOSPC;
+		grown = realloc(px->synth, (px->nsynth + 1) * sizeof(char *));
+		if (!grown)
+			return -ENOMEM;
+		px->synth = grown;
+		px->synth[i] = strdup(name);
+		if (!px->synth[i])
+			return -ENOMEM;
+		px->nsynth++;
+	}
+	memset(out, 0, sizeof(*out));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(SYNTH_NET + i + 1);
+	return 0;
+}
+
+static const char *synth_name(const struct proxy *px, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+	uint32_t a;
+
+	if (ss->ss_family != AF_INET)
+		return NULL;
+	a = ntohl(sin->sin_addr.s_addr);
+	if ((a & 0xffff0000u) != SYNTH_NET || (a & 0xffff) == 0 ||
+	    (a & 0xffff) > px->nsynth)
+		return NULL;
+	return px->synth[(a & 0xffff) - 1];
+}
+
+/* A connection to a bare address: the first bytes must name the host. */
+static void on_transparent_head(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	const uint8_t *data = evbuffer_pullup(in, len);
+	char addr[sizeof(c->host)];
+	int r;
+
+	snprintf(addr, sizeof(addr), "%s", c->host);
+	if (len && data[0] == 0x16) {
+		struct sni_hello hello;
+
+		r = sni_parse_hello(data, len, &hello);
+		if (r == -EAGAIN && len < SNI_READ_MAX)
+			return;
+		if (r < 0 || !hello.has_sni) {
+			deny(c, "a TLS connection to an address names no host (no readable SNI)");
+			return;
+		}
+		snprintf(c->host, sizeof(c->host), "%s", hello.host);
+		snprintf(c->sni, sizeof(c->sni), "%s", hello.host);
+	} else {
+		struct httpreq_conn hr;
+		size_t used = 0;
+
+		httpreq_init(&hr);
+		r = httpreq_feed(&hr, data, len, &used);
+		if (r == HTTPREQ_NEED_MORE && len < HEAD_MAX) {
+			httpreq_free(&hr);
+			return;
+		}
+		if (r != HTTPREQ_HEAD || !hr.req.host[0]) {
+			httpreq_free(&hr);
+			deny(c, "a connection to an address names no host (neither TLS SNI nor HTTP Host)");
+			return;
+		}
+		snprintf(c->host, sizeof(c->host), "%s", hr.req.host);
+		snprintf(c->method, sizeof(c->method), "%s", hr.req.method_name);
+		httpreq_free(&hr);
+	}
+	/* Judged by the name it gave; connected to that name, never to addr. */
+	if (!decide(c))
+		return;
+	c->first = evbuffer_new();
+	if (!c->first) {
+		conn_free(c);
+		return;
+	}
+	evbuffer_add_buffer(c->first, in);
+	bufferevent_disable(c->down, EV_READ);
+	resolve_and_connect(c);
+}
+
+static int original_dst(int fd, struct sockaddr_storage *dst)
+{
+	socklen_t len = sizeof(*dst);
+
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, dst, &len) == 0)
+		return 0;
+	len = sizeof(*dst);
+	if (getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, dst, &len) == 0)
+		return 0;
+	return -errno;
+}
+
+static void start_transparent(struct conn *c, int fd)
+{
+	struct sockaddr_storage dst;
+	struct egress_verdict v;
+	const char *name;
+
+	c->proto = "transparent";
+	if (original_dst(fd, &dst) < 0) {
+		snprintf(c->host, sizeof(c->host), "?");
+		deny(c, "transparent connection without an original destination");
+		return;
+	}
+	c->port = ntohs(dst.ss_family == AF_INET ?
+			((struct sockaddr_in *)&dst)->sin_port :
+			((struct sockaddr_in6 *)&dst)->sin6_port);
+	name = synth_name(c->px, &dst);
+	if (name) {
+		snprintf(c->host, sizeof(c->host), "%s", name);
+		if (!decide(c))
+			return;
+		c->peek_tls = true;
+		bufferevent_disable(c->down, EV_READ);
+		resolve_and_connect(c);
+		return;
+	}
+	evutil_inet_ntop(dst.ss_family, dst.ss_family == AF_INET ?
+			 (void *)&((struct sockaddr_in *)&dst)->sin_addr :
+			 (void *)&((struct sockaddr_in6 *)&dst)->sin6_addr,
+			 c->host, sizeof(c->host));
+	/* an address the allowlist names outright needs no further name */
+	if (egress_check_name(c->px->rules, c->host, c->port, &v) == 0 && v.allowed) {
+		snprintf(c->why, sizeof(c->why), "%s", v.reason);
+		bufferevent_disable(c->down, EV_READ);
+		resolve_and_connect(c);
+		return;
+	}
+	bufferevent_setcb(c->down, on_transparent_head, NULL, on_down_event, c);
+}
+
 /* ---- accepting ------------------------------------------------------------ */
 
 static void on_down_event(struct bufferevent *bev, short what, void *arg)
@@ -910,6 +1097,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_setcb(c->down, kind == L_SOCKS ? on_socks : on_http_head, NULL,
 			  on_down_event, c);
 	bufferevent_enable(c->down, EV_READ | EV_WRITE);
+	if (kind == L_TRANSPARENT)
+		start_transparent(c, fd);
 }
 
 
@@ -1102,6 +1291,17 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 		dns_pending_free(d);
 		return;
 	}
+	/* Transparent: a name's address inside is a token for that name. */
+	if (px->transparent) {
+		bool a = d->q.qtype == DNS_TYPE_A;
+
+		if (a && synth_addr(px, d->q.name, &addr) < 0)
+			dns_reply(d, NULL, 0, DNS_RCODE_SERVFAIL);
+		else
+			dns_reply(d, &addr, a ? 1 : 0, DNS_RCODE_NOERROR);
+		dns_pending_free(d);
+		return;
+	}
 	if (egress_resolve_static(px->rules, d->q.name, 0, &addr) == 0) {
 		bool match = (addr.ss_family == AF_INET) == (d->q.qtype == DNS_TYPE_A);
 
@@ -1237,6 +1437,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	px->base = base;
 	px->ev = ev;
+	px->transparent = p->net_transparent;
 	for (size_t i = 0; i < NSPECS; i++)
 		px->udp[i].fd = -1;
 	px->rules = egress_new(p, err);
@@ -1246,7 +1447,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 	}
 	r = make_resolver(px, p, err);
 	if (r == 0)
-		r = open_listeners(pid, fds, err);
+		r = open_listeners(pid, p->net_transparent, fds, err);
 	if (r < 0)
 		goto fail;
 	for (size_t i = 0; i < NSPECS; i++) {
@@ -1297,5 +1498,8 @@ void proxy_free(struct proxy *px)
 	if (px->dns)
 		evdns_base_free(px->dns, 1);
 	egress_free(px->rules);
+	for (size_t i = 0; i < px->nsynth; i++)
+		free(px->synth[i]);
+	free(px->synth);
 	free(px);
 }

@@ -14,6 +14,7 @@
 #define PROXY_HTTP_PORT		3128
 #define PROXY_SOCKS_PORT	1080
 #define PROXY_DNS_PORT		53
+#define PROXY_TRANSPARENT_PORT	3129	/* where nftables sends every TCP connection */
 
 struct proxy;
 

@@ -14,6 +14,7 @@
 #include "sandbox.h"
 #include "events.h"
 #include "proxy.h"
+#include "egress.h"
 
 #include <event2/event.h>
 
@@ -155,6 +156,46 @@ static int set_rlimits(struct corral_err *err)
 	return 0;
 }
 
+static size_t port_add(uint16_t *ports, size_t n, size_t max, uint16_t port)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ports[i] == port)
+			return n;
+	if (n < max)
+		ports[n++] = port;
+	return n;
+}
+
+/*
+ * Proxy mode: TCP connects only to the supervisor's listeners; in
+ * transparent mode also to the ports the allowlist names (nftables turns
+ * them into connections to us after Landlock has seen the original port).
+ */
+static size_t tcp_ports(const struct corral_policy *p, uint16_t *ports, size_t max)
+{
+	static const uint16_t proxy_ports[] = {
+		PROXY_HTTP_PORT, PROXY_SOCKS_PORT, PROXY_DNS_PORT, PROXY_TRANSPARENT_PORT,
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(proxy_ports) / sizeof(proxy_ports[0]); i++)
+		n = port_add(ports, n, max, proxy_ports[i]);
+	for (size_t i = 0; p->net_transparent && i < p->nnet_allow; i++) {
+		struct egress_pattern pat;
+		struct corral_err e;
+
+		if (egress_pattern_parse(p->net_allow[i], &pat, true, &e) < 0)
+			continue;
+		if (pat.port) {
+			n = port_add(ports, n, max, pat.port);
+		} else {
+			n = port_add(ports, n, max, 80);
+			n = port_add(ports, n, max, 443);
+		}
+	}
+	return n;
+}
+
 static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 {
 	struct ll_rule rules[64];
@@ -168,11 +209,11 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 			rules[n++] = (struct ll_rule){ p->binds[i].dst, true };
 	if (n == sizeof(rules) / sizeof(rules[0]))
 		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock");
-	/* Proxy mode: TCP connects only to the supervisor's listeners. */
 	if (p->net == CORRAL_NET_PROXY) {
-		static const uint16_t ports[] = { 3128, 1080, 53 };
+		uint16_t ports[64];
+		size_t np = tcp_ports(p, ports, sizeof(ports) / sizeof(ports[0]));
 
-		return landlock_apply(rules, n, ports, 3, err);
+		return landlock_apply(rules, n, ports, np, err);
 	}
 	return landlock_apply(rules, n, NULL, 0, err);
 }

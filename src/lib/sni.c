@@ -163,7 +163,7 @@ static int hello_size(const uint8_t hdr[TLS_HS_HDR], size_t *need)
 static int scan_records(const uint8_t *buf, size_t len, size_t *need,
 			size_t *nrec, size_t *used)
 {
-	uint8_t hdr[TLS_HS_HDR];
+	uint8_t hdr[TLS_HS_HDR] = { 0 };
 	size_t off = 0, got = 0, declared = 0;
 	int r;
 

@@ -237,6 +237,12 @@ int socks_feed(struct socks_conn *c, const uint8_t *in, size_t len,
 	while (used < len && r == SOCKS_NEED_MORE) {
 		size_t take = msg_need(c) - c->have;
 
+		/*
+		 * The fixed leading bytes one at a time, so that a refusal
+		 * always ends on the offending byte, however the input was cut.
+		 */
+		if (c->have < (c->state == SOCKS_ST_GREETING ? 2u : 4u))
+			take = 1;
 		if (take > len - used)
 			take = len - used;
 		memcpy(c->msg + c->have, in + used, take);

@@ -1,0 +1,155 @@
+/*
+ * net.c - transparent egress: inside a sandbox's netns, every TCP
+ * connection goes to the supervisor's listener whatever address a program
+ * dials, and DNS to any server lands on the supervisor's responder.
+ *
+ * Runs in the short-lived helper that has joined the sandbox's user and net
+ * namespaces (proxy.c), never in the sandbox.  Two pieces: a default route
+ * over lo, so that a connect() to an outside address is routed at all
+ * (there is no other interface: nothing can leave), and nftables nat rules
+ * in the output hook that redirect it to our port.
+ */
+#include "internal.h"
+#include "net.h"
+
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <nftables/libnftables.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct route_req {
+	struct nlmsghdr nh;
+	struct rtmsg rt;
+	char attrs[64];
+};
+
+static int add_default_route(int family, int ifindex)
+{
+	struct route_req req = { 0 };
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct rtattr *rta;
+	char buf[512];
+	struct nlmsghdr *ack;
+	ssize_t n;
+	int fd, r = 0;
+
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	req.nh.nlmsg_type = RTM_NEWROUTE;
+	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+	req.rt.rtm_family = family;
+	req.rt.rtm_table = RT_TABLE_MAIN;
+	req.rt.rtm_protocol = RTPROT_BOOT;
+	req.rt.rtm_scope = RT_SCOPE_LINK;
+	req.rt.rtm_type = RTN_UNICAST;
+	rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+	rta->rta_type = RTA_OIF;
+	rta->rta_len = RTA_LENGTH(sizeof(int));
+	memcpy(RTA_DATA(rta), &ifindex, sizeof(int));
+	req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	/*
+	 * The source must be the loopback address: without it a connection
+	 * leaves from 0.0.0.0 and the redirected listener's replies go nowhere.
+	 */
+	rta = (struct rtattr *)((char *)&req + req.nh.nlmsg_len);
+	rta->rta_type = RTA_PREFSRC;
+	if (family == AF_INET) {
+		struct in_addr lo4 = { htonl(INADDR_LOOPBACK) };
+
+		rta->rta_len = RTA_LENGTH(sizeof(lo4));
+		memcpy(RTA_DATA(rta), &lo4, sizeof(lo4));
+	} else {
+		rta->rta_len = RTA_LENGTH(sizeof(in6addr_loopback));
+		memcpy(RTA_DATA(rta), &in6addr_loopback, sizeof(in6addr_loopback));
+	}
+	req.nh.nlmsg_len += RTA_ALIGN(rta->rta_len);
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa,
+		   sizeof(sa)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+		r = n < 0 ? -errno : -EIO;
+		goto out;
+	}
+	ack = (struct nlmsghdr *)buf;
+	if (ack->nlmsg_type == NLMSG_ERROR)
+		r = ((struct nlmsgerr *)NLMSG_DATA(ack))->error;
+out:
+	close(fd);
+	return r;
+}
+
+static const char nft_rules[] =
+	"table ip corral {\n"
+	"  chain out {\n"
+	"    type nat hook output priority -100; policy accept;\n"
+	"    ip daddr 127.0.0.0/8 return\n"
+	"    meta l4proto tcp redirect to :%u\n"
+	"    udp dport 53 redirect to :%u\n"
+	"  }\n"
+	"}\n"
+	"table ip6 corral {\n"
+	"  chain out {\n"
+	"    type nat hook output priority -100; policy accept;\n"
+	"    ip6 daddr ::1 return\n"
+	"    meta l4proto tcp redirect to :%u\n"
+	"    udp dport 53 redirect to :%u\n"
+	"  }\n"
+	"}\n";
+
+static int load_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len)
+{
+	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	char rules[sizeof(nft_rules) + 32];
+	int r = 0;
+
+	if (!nft) {
+		snprintf(why, len, "cannot create an nftables context");
+		return -ENOMEM;
+	}
+	nft_ctx_buffer_error(nft);
+	snprintf(rules, sizeof(rules), nft_rules, tcp_port, dns_port, tcp_port, dns_port);
+	if (nft_run_cmd_from_buffer(nft, rules) != 0) {
+		const char *e = nft_ctx_get_error_buffer(nft);
+
+		snprintf(why, len, "nftables refused the redirect rules: %.300s",
+			 e && *e ? e : "no reason given");
+		r = -EPERM;
+	}
+	nft_ctx_free(nft);
+	return r;
+}
+
+int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
+			  size_t len)
+{
+	int lo = if_nametoindex("lo"), r;
+
+	if (!lo) {
+		snprintf(why, len, "no loopback interface: %s", strerror(errno));
+		return -errno;
+	}
+	r = add_default_route(AF_INET, lo);
+	if (r < 0 && r != -EEXIST) {
+		snprintf(why, len, "cannot route IPv4 over lo: %s", strerror(-r));
+		return r;
+	}
+	/* IPv6 may be disabled in this kernel: then there is nothing to route */
+	r = add_default_route(AF_INET6, lo);
+	if (r < 0 && r != -EEXIST && r != -EAFNOSUPPORT && r != -EOPNOTSUPP) {
+		snprintf(why, len, "cannot route IPv6 over lo: %s", strerror(-r));
+		return r;
+	}
+	return load_rules(tcp_port, dns_port, why, len);
+}

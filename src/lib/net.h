@@ -1,0 +1,12 @@
+/* net.h - transparent egress inside a sandbox's netns (see net.c). */
+#ifndef CORRAL_NET_H
+#define CORRAL_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* In the sandbox's netns: route all to lo, redirect TCP and DNS to us. */
+int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
+			  size_t len);
+
+#endif

@@ -198,7 +198,7 @@ t_dns_never_leaves_and_guard() {
 	start hport http
 	# ok.test's address is loopback: usable only because it is allowed explicitly
 	policy "[\"meta.test:$hport\", \"ok.test:$hport\", \"127.0.0.1:$hport\"]" '{}' \
-		", \"resolver\": \"127.0.0.1:$dport\""
+		", \"resolver\": \"127.0.0.1:$dport\", \"transparent\": false"
 	nrun -- /bin/sh -c "getent hosts unlisted.test; echo rc=\$?; getent hosts ok.test; curl -sS -m 10 http://meta.test:$hport/; echo; curl -sS -m 10 http://ok.test:$hport/ok"
 	expect_contains "unlisted" "$(stdout)" "rc=2"
 	expect_contains "allowed name resolves" "$(stdout)" "127.0.0.1"
@@ -210,8 +210,9 @@ t_dns_never_leaves_and_guard() {
 }
 
 t_udp_icmp_raw_go_nowhere() {
-	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
-	nrun -- /usr/bin/python3 -c '
+	for tr in false true; do
+		policy '["web.test:80"]' '{"web.test": "127.0.0.1"}' ", \"transparent\": $tr"
+		nrun -- /usr/bin/python3 -c '
 import socket, errno
 def attempt(name, fn):
     try:
@@ -219,15 +220,28 @@ def attempt(name, fn):
     except OSError as e:
         print(name, "blocked", errno.errorcode.get(e.errno, e.errno))
 attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.0.9", 9)))
+attempt("udp6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b"x", ("2001:db8::9", 9)))
 attempt("icmp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP))
 attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP))
-attempt("tcp", lambda: socket.create_connection(("198.18.0.9", 80), 2))
 attempt("tcp-lo", lambda: socket.create_connection(("127.0.0.1", 9999), 2))'
-	out=$(stdout)
-	expect_not_contains "nothing sent" "$out" "SENT"
-	expect_contains "udp" "$out" "udp blocked"
-	expect_contains "icmp" "$out" "icmp blocked"
-	expect_contains "raw" "$out" "raw blocked"
+		out=$(stdout)
+		expect_not_contains "nothing sent (transparent $tr)" "$out" "SENT"
+		expect_contains "udp ($tr)" "$out" "udp blocked"
+		expect_contains "udp6 ($tr)" "$out" "udp6 blocked"
+		expect_contains "icmp ($tr)" "$out" "icmp blocked"
+		expect_contains "raw ($tr)" "$out" "raw blocked"
+	done
+	# a TCP connection to an outside address reaches only the supervisor,
+	# which finds no name in it and refuses
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("198.18.0.9", 80), 5)
+s.sendall(b"\x00\x01 not a protocol\r\n\r\n")
+s.settimeout(5)
+print("reply", s.recv(100))'
+	expect_eq "denials" "$(denials)" 1
+	expect_contains "reason" "$(denial_field reason)" "names no host"
 }
 
 t_landlock_tcp_only_proxy_ports() {
@@ -349,6 +363,32 @@ s.sendto(q, ("198.18.9.9", 53))
 r = s.recv(512)
 print("answer", socket.inet_ntoa(r[-4:]))'
 	expect_contains "dns redirected" "$(stdout)" "answer 100.64.0."
+}
+
+t_transparent_ipv6_and_dns_tcp() {
+	trap stop_fixtures EXIT
+	start port http
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "
+import socket, struct
+# IPv6 is no way around: an address dialled over v6 is judged by its Host
+s = socket.socket(socket.AF_INET6); s.settimeout(10)
+s.connect(('2001:db8::1', $port))
+s.sendall(b'GET /v6 HTTP/1.0\\r\\nHost: web.test\\r\\n\\r\\n')
+data = b''
+while len(data) < 65536:
+    chunk = s.recv(4096)
+    if not chunk: break
+    data += chunk
+print(data.decode().split()[-1])
+# DNS over TCP, length-prefixed, to the responder
+q = struct.pack('!HHHHHH', 9, 0x100, 1, 0, 0, 0) + b'\\x04evil\\x04test\\x00' + struct.pack('!HH', 1, 1)
+t = socket.create_connection(('127.0.0.1', 53), 5)
+t.sendall(struct.pack('!H', len(q)) + q)
+r = t.recv(512)
+print('rcode', r[5] & 15)"
+	expect_contains "v6 by host" "$(stdout)" "/v6"
+	expect_contains "tcp dns nxdomain" "$(stdout)" "rcode 3"
 }
 
 tests=$(declare -F | awk '{print $3}' | grep '^t_')

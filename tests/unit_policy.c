@@ -588,7 +588,7 @@ TEST(network_section)
 	struct corral_err err = { 0 };
 
 	corral_policy_init(&p);
-	CHECK(p.net == CORRAL_NET_NONE && !p.net_transparent);
+	CHECK(p.net == CORRAL_NET_NONE && p.net_transparent);
 	CHECK(p.nnet_allow == 0 && p.nnet_deny == 0 && p.nnet_hosts == 0);
 	if (load(&p, network_policy, &err))
 		fprintf(stderr, "  %s\n", err.msg);

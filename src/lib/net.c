@@ -90,6 +90,11 @@ out:
 	return r;
 }
 
+/*
+ * nat: TCP and DNS to anywhere come to us.  filter (after nat): whatever
+ * still heads for a non-loopback address (other UDP, ICMP) is dropped, so
+ * the sender gets EPERM instead of a packet looping on lo.
+ */
 static const char nft_rules[] =
 	"table ip corral {\n"
 	"  chain out {\n"
@@ -98,6 +103,10 @@ static const char nft_rules[] =
 	"    meta l4proto tcp redirect to :%u\n"
 	"    udp dport 53 redirect to :%u\n"
 	"  }\n"
+	"  chain filter_out {\n"
+	"    type filter hook output priority 0; policy accept;\n"
+	"    ip daddr != 127.0.0.0/8 drop\n"
+	"  }\n"
 	"}\n"
 	"table ip6 corral {\n"
 	"  chain out {\n"
@@ -105,6 +114,10 @@ static const char nft_rules[] =
 	"    ip6 daddr ::1 return\n"
 	"    meta l4proto tcp redirect to :%u\n"
 	"    udp dport 53 redirect to :%u\n"
+	"  }\n"
+	"  chain filter_out {\n"
+	"    type filter hook output priority 0; policy accept;\n"
+	"    ip6 daddr != ::1 drop\n"
 	"  }\n"
 	"}\n";
 

@@ -691,6 +691,8 @@ void corral_policy_init(struct corral_policy *p)
 		.timeout_ms = 0,
 		.output_bytes = 1 * MiB,
 		.net = CORRAL_NET_NONE,
+		/* in proxy mode, also programs that ignore proxy variables */
+		.net_transparent = true,
 	};
 }
 

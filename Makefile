@@ -21,7 +21,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 
-.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help
+.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz
 
 all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN)
 
@@ -64,6 +64,34 @@ demo: all
 bench: all
 	bench/bench.sh $(BUILD)/corral
 
+# libFuzzer targets, one a parser, each run for FUZZ_SECONDS over its seed
+# corpus (fuzz/corpus/NAME); new inputs go to build-fuzz/, crashes too.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-D_GNU_SOURCE -Iinclude -Isrc/lib $(PKG_CFLAGS)
+FUZZ_SRC_sni := src/lib/sni.c
+FUZZ_SRC_socks := src/lib/socks.c
+FUZZ_SRC_httpreq := src/lib/httpreq.c
+FUZZ_SRC_dns := src/lib/dnsmsg.c
+FUZZ_SRC_policy := src/lib/policy.c src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
+FUZZ_TARGETS := sni socks httpreq dns policy
+
+build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(PKG_LIBS) -lhttp_parser
+
+fuzz: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p build-fuzz/corpus-$$t; \
+		echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=build-fuzz/crash-$$t- \
+			build-fuzz/corpus-$$t fuzz/corpus/$$t 2>&1 | \
+			grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Done" || exit 1; \
+		test -z "$$(ls build-fuzz/crash-$$t-* 2>/dev/null)" || { echo "fuzz $$t: crash"; exit 1; }; \
+	done
+
 deps:
 	scripts/install-deps.sh
 
@@ -75,4 +103,5 @@ help:
 	@echo "make demo       build and show what the sandbox stops"
 	@echo "make check      the whole test suite (root: also as an unprivileged user)"
 	@echo "make bench      corral vs bubblewrap vs unshare, side by side"
+	@echo "make fuzz       the libFuzzer targets, FUZZ_SECONDS each (default 60)"
 	@echo "make deps       install the Debian packages the build and tests need"

@@ -5,3 +5,4 @@ set -eu
 CORRAL=${1:-build/corral}
 here=$(dirname "$0")
 /usr/bin/python3 "$here/launch.py" "$CORRAL"
+/usr/bin/python3 "$here/proxy.py" "$CORRAL"

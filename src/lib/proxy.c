@@ -16,6 +16,7 @@
 #include "httpreq.h"
 #include "dnsmsg.h"
 #include "net.h"
+#include "relay.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -120,7 +121,7 @@ static int bind_spec(const struct listen_spec *sp)
 	if (sp->family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
-	    (sp->type == SOCK_STREAM && listen(fd, 512) < 0)) {
+	    (sp->type == SOCK_STREAM && listen(fd, SOMAXCONN) < 0)) {
 		int e = -errno;
 
 		close(fd);
@@ -294,6 +295,7 @@ struct conn {
 	uint64_t bytes_up, bytes_down;
 	struct timespec t0;
 	struct evbuffer *first;		/* bytes for upstream once connected */
+	struct relay *relay;		/* a judged tunnel, spliced by the kernel */
 };
 
 static uint64_t elapsed_ms(const struct timespec *t0)
@@ -319,6 +321,7 @@ static void conn_free(struct conn *c)
 				      "duration_ms", (json_int_t)elapsed_ms(&c->t0)));
 	if (c->gai)
 		evdns_getaddrinfo_cancel(c->gai);
+	relay_free(c->relay);
 	if (c->down)
 		bufferevent_free(c->down);
 	if (c->up)
@@ -414,6 +417,7 @@ static void on_drained(struct bufferevent *to, void *arg)
 }
 
 static void http_from_down(struct conn *c);
+static void splice_tunnel(struct conn *c);
 static bool sni_check(struct conn *c, const struct sni_hello *hello);
 
 /*
@@ -458,8 +462,15 @@ static void relay_read(struct bufferevent *from, void *arg)
 		http_from_down(c);
 		return;
 	}
-	if (from == c->down && c->peek_tls && !sni_matches(c))
-		return;
+	if (from == c->down && c->peek_tls) {
+		if (!sni_matches(c))
+			return;
+		/* the first bytes passed: nothing more to learn from this tunnel */
+		if (c->up) {
+			splice_tunnel(c);
+			return;
+		}
+	}
 	struct evbuffer *in = bufferevent_get_input(from);
 	size_t n = evbuffer_get_length(in);
 
@@ -499,6 +510,62 @@ static void relay_event(struct bufferevent *bev, short what, void *arg)
 	conn_free(c);
 }
 
+static void on_relay_done(void *arg, uint64_t up, uint64_t down)
+{
+	struct conn *c = arg;
+
+	c->bytes_up += up;
+	c->bytes_down += down;
+	conn_free(c);
+}
+
+/*
+ * Hand a judged tunnel to the kernel: what the bufferevents hold goes
+ * first, then splice(2) moves the rest.  dup() because freeing a
+ * bufferevent closes its socket.
+ */
+static void splice_tunnel(struct conn *c)
+{
+	struct evbuffer *to_up = evbuffer_new();
+	struct evbuffer *to_down = evbuffer_new();
+	int dfd = dup(bufferevent_getfd(c->down));
+	int ufd = dup(bufferevent_getfd(c->up));
+
+	if (!to_up || !to_down || dfd < 0 || ufd < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		if (ufd >= 0)
+			close(ufd);
+		goto out;	/* stay on the bufferevents */
+	}
+	/* a bufferevent freezes its output's start: thaw it to take the bytes */
+	evbuffer_unfreeze(bufferevent_get_output(c->up), 1);
+	evbuffer_unfreeze(bufferevent_get_output(c->down), 1);
+	if (evbuffer_add_buffer(to_up, bufferevent_get_output(c->up)) < 0 ||
+	    evbuffer_add_buffer(to_up, bufferevent_get_input(c->down)) < 0 ||
+	    evbuffer_add_buffer(to_down, bufferevent_get_output(c->down)) < 0 ||
+	    evbuffer_add_buffer(to_down, bufferevent_get_input(c->up)) < 0) {
+		close(dfd);
+		close(ufd);
+		conn_free(c);
+		goto out;
+	}
+	c->bytes_up += evbuffer_get_length(bufferevent_get_input(c->down));
+	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down, on_relay_done, c);
+	if (!c->relay) {
+		conn_free(c);
+		goto out;
+	}
+	bufferevent_free(c->down);
+	bufferevent_free(c->up);
+	c->down = c->up = NULL;
+out:
+	if (to_up)
+		evbuffer_free(to_up);
+	if (to_down)
+		evbuffer_free(to_down);
+}
+
 static void start_relay(struct conn *c)
 {
 	c->st = C_RELAY;
@@ -510,6 +577,11 @@ static void start_relay(struct conn *c)
 	if (c->first) {
 		c->bytes_up += evbuffer_get_length(c->first);
 		bufferevent_write_buffer(c->up, c->first);
+	}
+	/* a tunnel with nothing left to inspect: the kernel moves it */
+	if (strcmp(c->proto, "http") && !c->peek_tls) {
+		splice_tunnel(c);
+		return;
 	}
 	/* bytes the sandbox sent after its request head */
 	if (evbuffer_get_length(bufferevent_get_input(c->down)))

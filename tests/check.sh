@@ -133,5 +133,10 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
 suite build-asan "ASan+UBSan"
 
+# every parser on hostile bytes, briefly (`make fuzz` for longer runs)
+if command -v clang >/dev/null; then
+	step "fuzz, 10 s a target" make -s fuzz FUZZ_SECONDS=10
+fi
+
 echo "check: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -391,6 +391,27 @@ print('rcode', r[5] & 15)"
 	expect_contains "tcp dns nxdomain" "$(stdout)" "rcode 3"
 }
 
+t_connection_hoarding_is_bounded() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections
+	: > "$T/events"
+	rc=0
+	timeout 60 prlimit --nofile=300:300 "$CORRAL" run --json --policy "$T/p.json" \
+		--events "$T/events" -- /usr/bin/python3 -c '
+import socket
+held = []
+for i in range(200):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", 3128), 2))
+    except OSError:
+        break
+import time
+time.sleep(2)	# let the supervisor accept (and refuse) them all
+print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "run ended normally" "$rc" 0
+	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

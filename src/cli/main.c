@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static const char usage[] =
 "Usage: corral COMMAND [OPTIONS]\n"
@@ -15,6 +16,8 @@ static const char usage[] =
 "  doctor                          what this host's kernel offers, and which\n"
 "                                  layers the default policy gets\n"
 "  policy check FILE               validate a policy file\n"
+"  audit verify FILE               check the hash chain of an events file\n"
+"  audit show FILE [FILTERS]       an events file as a readable timeline\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -30,8 +33,23 @@ void cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/*
+ * The supervisor holds six descriptors for every tunnel it relays (two
+ * sockets, two pipes): take the whole hard limit, not the soft default.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	raise_nofile();
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;
@@ -42,6 +60,8 @@ int main(int argc, char **argv)
 		return cmd_doctor(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "policy"))
 		return cmd_policy(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "audit"))
+		return cmd_audit(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("corral %s\n", CORRAL_VERSION);
 		return 0;

@@ -3,7 +3,15 @@
  *
  * Lines are appended with a single write(2) on an O_APPEND descriptor, so
  * concurrent runs appending to one file never interleave within a line.
+ *
+ * The lines form a hash chain (audit.h): each carries "prev", the SHA-256
+ * of the line before it as written.  The chain lives in this struct, read
+ * from the file's last line at open: one writer per file.  Two supervisors
+ * appending to one file at once (two `corral run --events F` in parallel,
+ * or two struct events on one path) each chain to their own last line and
+ * the file no longer verifies.  One supervisor owns a log.
  */
+#include "audit.h"
 #include "events.h"
 
 #include <errno.h>
@@ -20,6 +28,10 @@ struct events {
 	char *sandbox;
 	uint64_t seq;
 	json_t *denials;
+	char *path;
+	char prev[AUDIT_HASH_HEX + 1];	/* hash of the file's last line */
+	bool torn;		/* the file ends inside a line: begin with '\n' */
+	bool resync;		/* a write failed: read the tail again first */
 };
 
 int events_open(struct events **out, const char *path, const char *sandbox,
@@ -37,8 +49,17 @@ int events_open(struct events **out, const char *path, const char *sandbox,
 		events_close(ev);
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	}
+	audit_hash_zero(ev->prev);
 	if (path) {
-		ev->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+		int r;
+
+		ev->path = strdup(path);
+		if (!ev->path) {
+			events_close(ev);
+			return corral_set_err(err, -ENOMEM, "out of memory");
+		}
+		/* Read as well: the chain goes on from the file's last line. */
+		ev->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC |
 			      O_NOCTTY, 0600);
 		if (ev->fd < 0) {
 			int e = errno;
@@ -47,23 +68,71 @@ int events_open(struct events **out, const char *path, const char *sandbox,
 			return corral_set_err(err, -e, "events file %s: %s", path,
 					      strerror(e));
 		}
+		r = audit_tail(ev->fd, path, ev->prev, &ev->torn, err);
+		if (r < 0) {
+			events_close(ev);
+			return r;
+		}
 	}
 	*out = ev;
 	return 0;
 }
 
-static void write_line(int fd, json_t *o)
+/*
+ * o as the next line of the chain.  "prev" is the last key: the line reads
+ * as before (seq, time, sandbox, type, then the event's own fields), so
+ * what greps a log for '"sandbox":"ID","type":"T"' still finds it, and it
+ * ends in a fixed ',"prev":"<64 hex>"}' that a reader can strip off.
+ */
+static char *chained_text(struct events *ev, json_t *o)
 {
-	char *text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	size_t len;
+	json_t *line = json_copy(o);	/* shallow: o is kept for the result */
+	char *text = NULL;
 
+	if (!line)
+		return NULL;
+	json_object_del(line, AUDIT_KEY_PREV);
+	if (json_object_set_new(line, AUDIT_KEY_PREV, json_string(ev->prev)) == 0)
+		text = json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(line);
+	return text;
+}
+
+/*
+ * One write(2) a line.  After a torn tail (a write cut short, found at open
+ * or left by a failed write) the same write begins with '\n', so the torn
+ * bytes end as a line of their own and this one's "prev" is their hash.
+ */
+static void write_line(struct events *ev, json_t *o)
+{
+	struct corral_err err;
+	char *text, *buf;
+	size_t len, n = 0;
+
+	if (ev->resync && audit_tail(ev->fd, ev->path, ev->prev, &ev->torn,
+				     &err) == 0)
+		ev->resync = false;
+	text = chained_text(ev, o);
 	if (!text)
 		return;
 	len = strlen(text);
-	text[len] = '\n';	/* replaces the NUL: json_dumps's buffer has room */
-	if (write(fd, text, len + 1) < 0) {
-		/* A full disk must not stop the sandbox's supervision. */
+	buf = malloc(len + 2);
+	if (!buf) {
+		free(text);
+		return;
 	}
+	if (ev->torn)
+		buf[n++] = '\n';
+	memcpy(buf + n, text, len);
+	n += len;
+	buf[n++] = '\n';
+	/* A full disk must not stop the sandbox's supervision: no error. */
+	if (write(ev->fd, buf, n) == (ssize_t)n &&
+	    audit_hash(text, len, ev->prev) == 0)
+		ev->torn = false;
+	else
+		ev->resync = true;
+	free(buf);
 	free(text);
 }
 
@@ -91,7 +160,7 @@ void events_emit(struct events *ev, const char *type, json_t *fields)
 		json_object_update(o, fields);
 	json_decref(fields);
 	if (ev->fd >= 0)
-		write_line(ev->fd, o);
+		write_line(ev, o);
 	if (!strcmp(type, "egress.denied"))
 		json_array_append(ev->denials, o);
 	json_decref(o);
@@ -114,6 +183,7 @@ void events_close(struct events *ev)
 	if (ev->fd >= 0)
 		close(ev->fd);
 	json_decref(ev->denials);
+	free(ev->path);
 	free(ev->sandbox);
 	free(ev);
 }

@@ -10,12 +10,19 @@
 
 struct events;
 
-/* path NULL: keep events in memory only (for the result's denials). */
+/*
+ * Append to the events file at path (created 0600), continuing the hash
+ * chain from its last line (see audit.h), so path must be readable too.
+ * One writer per file: appending to one file from two struct events at
+ * once breaks the chain.  path NULL: keep events in memory only (for the
+ * result's denials).
+ */
 int events_open(struct events **out, const char *path, const char *sandbox,
 		struct corral_err *err);
 /*
  * Record one event; fields is stolen (may be NULL).  Adds seq, time,
- * sandbox and type; egress.denied events are also kept for the result.
+ * sandbox and type first, and in the file "prev" last; egress.denied
+ * events are also kept for the result (without "prev").
  */
 void events_emit(struct events *ev, const char *type, json_t *fields);
 /* The denials so far, as a JSON array (new reference). */

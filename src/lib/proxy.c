@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -89,6 +90,8 @@ struct proxy {
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
+	size_t nconns, max_conns;	/* what the fd limit lets us hold */
+	struct event *resume;		/* listeners paused after EMFILE */
 };
 
 /* ---- listeners, made inside the sandbox's netns -------------------------- */
@@ -329,6 +332,7 @@ static void conn_free(struct conn *c)
 	if (c->first)
 		evbuffer_free(c->first);
 	httpreq_free(&c->hr);
+	px->nconns--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -1135,11 +1139,21 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		      struct sockaddr *sa, int salen, void *arg)
 {
 	struct proxy *px = arg;
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c;
 	enum listen_kind kind = L_HTTP;
 
 	(void)sa;
 	(void)salen;
+	/* A sandbox that hoards connections must not exhaust our fds. */
+	if (px->nconns >= px->max_conns) {
+		events_emit(px->ev, "egress.denied",
+			    json_pack("{s:s, s:s, s:i, s:s}", "protocol", "tcp",
+				      "host", "?", "port", 0, "reason",
+				      "too many connections open at once"));
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
 	for (size_t i = 0; i < NSPECS; i++)
 		if (px->listeners[i] == l)
 			kind = listen_specs[i].kind;
@@ -1162,6 +1176,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (px->conns)
 		px->conns->prev = c;
 	px->conns = c;
+	px->nconns++;
 	httpreq_init(&c->hr);
 	socks_init(&c->socks);
 	/* A request head or handshake that never ends holds nothing for long. */
@@ -1470,6 +1485,34 @@ static void on_dns_accept(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_enable(t->bev, EV_READ | EV_WRITE);
 }
 
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	(void)fd;
+	(void)what;
+	for (size_t i = 0; i < NSPECS; i++)
+		if (px->listeners[i])
+			evconnlistener_enable(px->listeners[i]);
+}
+
+/*
+ * accept() failing (EMFILE, ENFILE, ENOBUFS) would otherwise wake the loop
+ * for the same pending connection forever: pause the listeners a moment.
+ */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct proxy *px = arg;
+	struct timeval pause = { 0, 100 * 1000 };
+
+	(void)l;
+	for (size_t i = 0; i < NSPECS; i++)
+		if (px->listeners[i])
+			evconnlistener_disable(px->listeners[i]);
+	if (px->resume)
+		evtimer_add(px->resume, &pause);
+}
+
 /* ---- start and stop ------------------------------------------------------- */
 
 /*
@@ -1497,6 +1540,16 @@ static int make_resolver(struct proxy *px, const struct corral_policy *p,
 	return 0;
 }
 
+/* Six fds a tunnel (two sockets, two pipes), some kept for everything else. */
+static size_t conn_budget(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 10000;
+	return rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 6 : 16;
+}
+
 int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
 		struct events *ev, struct proxy **out, struct corral_err *err)
 {
@@ -1510,6 +1563,8 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 	px->base = base;
 	px->ev = ev;
 	px->transparent = p->net_transparent;
+	px->max_conns = conn_budget();
+	px->resume = evtimer_new(base, on_resume, px);
 	for (size_t i = 0; i < NSPECS; i++)
 		px->udp[i].fd = -1;
 	px->rules = egress_new(p, err);
@@ -1539,6 +1594,8 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 		if (!px->listeners[i]) {
 			close(fds[i]);
 			r = -ENOMEM;
+		} else {
+			evconnlistener_set_error_cb(px->listeners[i], on_accept_error);
 		}
 	}
 	if (r < 0) {
@@ -1567,6 +1624,8 @@ void proxy_free(struct proxy *px)
 		if (px->udp[i].fd >= 0)
 			close(px->udp[i].fd);
 	}
+	if (px->resume)
+		event_free(px->resume);
 	if (px->dns)
 		evdns_base_free(px->dns, 1);
 	egress_free(px->rules);

@@ -1,7 +1,7 @@
 # corral - build, test, benchmark.  `make help` lists the targets.
 
 CC      ?= cc
-PKGS    := libseccomp jansson ldns libevent libnftables
+PKGS    := libseccomp jansson ldns libevent libnftables libcrypto
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter

@@ -136,6 +136,7 @@ struct corral_output {
 struct corral_layers {
 	int landlock_abi;		/* 0: not available */
 	bool seccomp;
+	bool seccomp_notify;		/* denials reported to the supervisor */
 	const char *limits;		/* "cgroup v2", "cgroup v1", "rlimit" */
 };
 
@@ -188,6 +189,7 @@ struct corral_features {
 	bool userns;			/* user namespaces can be created */
 	bool overlay_in_userns;
 	bool seccomp;
+	bool seccomp_notify;		/* SECCOMP_RET_USER_NOTIF for the syscall log */
 	int landlock_abi;		/* 0 if absent or disabled */
 	bool openat2;
 	const char *limits;		/* what limits would use: cgroup v2 / v1 / rlimit */

@@ -471,6 +471,25 @@ t_limit_cpu_quota() {
 	[ "$cpu" -gt 100 ] || fail "cpu_ms not measured ($cpu)"
 }
 
+t_denied_syscalls_reported() {
+	crun --json --events "$T/ev" $H -- /bin/sh -c '
+		/opt/helpers/attack mount; /opt/helpers/attack ptrace
+		/opt/helpers/attack unshare; /opt/helpers/attack keyctl' >/dev/null
+	[ "$(json layers.seccomp_notify < "$T/out")" = true ] ||
+		{ skip "no SECCOMP_RET_USER_NOTIF here: denials are plain EPERM"; return 77; }
+	expect_contains "still EPERM" "$(json stdout < "$T/out")" "blocked: mount tmpfs: Operation not permitted"
+	n=$(grep -c '"type":"syscall.denied"' "$T/ev")
+	expect_eq "one event a denial" "$n" 4
+	d=$(json denials < "$T/out")
+	expect_contains "mount path" "$d" '"target": "/tmp"'
+	expect_contains "mount fstype" "$d" '"fstype": "tmpfs"'
+	expect_contains "ptrace target" "$d" '"syscall": "ptrace"'
+	expect_contains "unshare flags" "$d" '"flags": "0x10000000"'
+	expect_contains "keyctl" "$d" '"syscall": "keyctl"'
+	expect_contains "reason" "$d" "mount denied (EPERM): change the filesystem view"
+	json denials.0.pid < "$T/out" >/dev/null || fail "no pid"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -48,6 +48,9 @@ int cmd_doctor(int argc, char **argv)
 	     "no overlayfs in a user namespace: --workspace cannot work");
 	line("seccomp", f.seccomp, f.seccomp ? "deny list loaded with libseccomp" :
 	     "no seccomp: the kernel surface is not reduced");
+	line("syscall log", f.seccomp_notify, f.seccomp_notify ?
+	     "denied syscalls reported to the supervisor (SECCOMP_RET_USER_NOTIF)" :
+	     "no USER_NOTIF: denied syscalls fail with EPERM but are not recorded");
 	if (f.landlock_abi >= 6)
 		snprintf(buf, sizeof(buf), "ABI %d: files, abstract sockets, signals",
 			 f.landlock_abi);

@@ -161,7 +161,7 @@ void events_emit(struct events *ev, const char *type, json_t *fields)
 	json_decref(fields);
 	if (ev->fd >= 0)
 		write_line(ev, o);
-	if (!strcmp(type, "egress.denied"))
+	if (!strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied"))
 		json_array_append(ev->denials, o);
 	json_decref(o);
 }

@@ -63,9 +63,16 @@ void cg_probe(struct corral_features *f);
 
 /* ---- seccomp.c ------------------------------------------------------- */
 
-/* Load the deny-list filter into the calling thread (after no_new_privs). */
-int seccomp_apply(struct corral_err *err);
+/*
+ * Load the deny-list filter into the calling thread (after no_new_privs).
+ * notify_fd non-NULL: denials notify the holder of *notify_fd (USER_NOTIF)
+ * where the kernel and libseccomp can; *notify_fd is -1 where they cannot.
+ */
+int seccomp_apply(int *notify_fd, struct corral_err *err);
 bool seccomp_available(void);
+bool seccomp_notify_available(void);
+/* Why the table denies syscall nr, for events. */
+const char *seccomp_deny_why(int nr);
 
 /* ---- landlock.c ------------------------------------------------------ */
 

@@ -106,9 +106,10 @@ char *corral_result_json(const struct corral_result *res)
 	json_t *o, *layers;
 	char *text;
 
-	layers = json_pack("{s:i, s:b, s:s}",
+	layers = json_pack("{s:i, s:b, s:b, s:s}",
 			   "landlock_abi", res->layers.landlock_abi,
 			   "seccomp", res->layers.seccomp,
+			   "seccomp_notify", res->layers.seccomp_notify,
 			   "limits", res->layers.limits ? res->layers.limits : "none");
 	o = json_pack("{s:s, s:i, s:i, s:s, s:o?, s:b, s:o?, s:b, s:I, s:I, s:I, s:o?}",
 		      "status", corral_status_name(res->status),

@@ -15,6 +15,7 @@
 #include "events.h"
 #include "proxy.h"
 #include "egress.h"
+#include "sensor.h"
 
 #include <event2/event.h>
 
@@ -84,6 +85,23 @@ static void send_msg(int fd, int kind, int code, int abi, const char *text)
 	/* A pipe write this size is atomic; if it fails there is no one to tell. */
 	if (write(fd, &m, sizeof(m)) < 0)
 		_exit(125);
+}
+
+/* Hand the seccomp listener to the supervisor; ours is closed after. */
+static int send_notify_fd(int sock, int fd)
+{
+	struct child_msg m = { .kind = MSG_NOTIFY_FD };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, 0) < 0 ? -errno : 0;
 }
 
 static __attribute__((noreturn)) void setup_failed(const struct child_ctx *c,
@@ -374,7 +392,7 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
 	int keep[4] = { c->sync_rd, c->msg_wr, c->out_wr, c->err_wr };
-	int abi;
+	int abi, notify_fd = -1;
 	char go;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -431,8 +449,17 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 		corral_set_err(&err, -errno, "PR_SET_DUMPABLE: %s", strerror(errno));
 		setup_failed(c, &err);
 	}
-	if (seccomp_apply(&err) < 0)
+	if (seccomp_apply(&notify_fd, &err) < 0)
 		setup_failed(c, &err);
+	/*
+	 * Nothing in the sandbox may keep the listener: whoever holds it
+	 * answers the denied calls.  Unsent, it is closed all the same, and
+	 * the denied calls then fail with ENOSYS.
+	 */
+	if (notify_fd >= 0) {
+		send_notify_fd(c->msg_wr, notify_fd);
+		close(notify_fd);
+	}
 	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
 	init_loop(c);
 }
@@ -546,6 +573,8 @@ struct supervise {
 	bool have_status;
 	int status;		/* the command's wait status */
 	int landlock_abi;
+	struct events *ev;
+	struct sensor *sensor;	/* denied syscalls, if USER_NOTIF works */
 };
 
 static void drop_event(struct event **ev)
@@ -602,9 +631,25 @@ static void on_msg(evutil_socket_t fd, short what, void *arg)
 {
 	struct supervise *s = arg;
 	struct child_msg m;
-	ssize_t n = read(fd, &m, sizeof(m));
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	struct cmsghdr *cm;
 
 	(void)what;
+	cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+		int nfd;
+
+		memcpy(&nfd, CMSG_DATA(cm), sizeof(int));
+		if (n == sizeof(m) && m.kind == MSG_NOTIFY_FD && !s->sensor)
+			s->sensor = sensor_start(s->base, nfd, s->ev);
+		else
+			close(nfd);	/* only one listener, and only that */
+		return;
+	}
 	if (n != sizeof(m)) {
 		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
 			drop_event(&s->ev_msg);
@@ -811,7 +856,9 @@ static int validate(const struct corral_policy *p, const struct corral_run_opts 
 static int open_pipes(int sync[2], int msg[2], int out[2], int errp[2],
 		      bool capture, struct corral_err *err)
 {
-	if (pipe2(sync, O_CLOEXEC) < 0 || pipe2(msg, O_CLOEXEC) < 0)
+	/* msg is a socket: the seccomp listener travels on it as SCM_RIGHTS */
+	if (pipe2(sync, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, msg) < 0)
 		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
 	if (capture && (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0))
 		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
@@ -933,6 +980,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	s.err = (struct capture){ errp[0], &res->err, p->output_bytes, NULL, &s };
 	msg[0] = out[0] = errp[0] = -1;
 	s.cg = cg;
+	s.ev = ev;
 	s.timeout_ms = p->timeout_ms;
 
 	/* "g": identity given, build the mounts; "c": now in the cgroup. */
@@ -977,6 +1025,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	res->max_rss_kb = ru.ru_maxrss;
 	res->layers.landlock_abi = s.landlock_abi;
 	res->layers.seccomp = true;
+	res->layers.seccomp_notify = s.sensor != NULL;
 	res->layers.limits = cg_mode_name(cg);
 	events_emit(ev, "exec.end", json_pack("{s:s, s:i, s:i, s:s}",
 		    "status", corral_status_name(res->status),
@@ -1003,6 +1052,7 @@ fail:
 	close_fd(&s.out.fd);
 	close_fd(&s.err.fd);
 	close_fd(&s.pidfd);
+	sensor_free(s.sensor);
 	proxy_free(px);
 	if (ev) {
 		json_t *d = events_denials(ev);

@@ -22,6 +22,7 @@ enum child_msg_kind {
 	MSG_SETUP_FAILED,	/* code = -errno, text = why */
 	MSG_EXEC_FAILED,	/* code = errno of execve */
 	MSG_EXITED,		/* code = wait status of the command */
+	MSG_NOTIFY_FD,		/* the seccomp listener, as SCM_RIGHTS */
 };
 
 struct child_msg {

@@ -121,10 +121,12 @@ static const struct deny deny_table[] = {
 	{ "socketpair", EPERM, A0_GE, AF_PACKET + 1, 0, "as socket" },
 };
 
-static int add_rule(scmp_filter_ctx ctx, const struct deny *d,
+static int add_rule(scmp_filter_ctx ctx, const struct deny *d, bool notify,
 		    struct corral_err *err)
 {
-	uint32_t action = SCMP_ACT_ERRNO(d->err);
+	/* EPERM denials go to the supervisor, which answers EPERM and records */
+	uint32_t action = notify && d->err == EPERM ? SCMP_ACT_NOTIFY :
+		SCMP_ACT_ERRNO(d->err);
 	int nr, r;
 
 	nr = seccomp_syscall_resolve_name(d->name);
@@ -191,15 +193,34 @@ bool seccomp_available(void)
 	return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
 }
 
+bool seccomp_notify_available(void)
+{
+	return seccomp_api_get() >= 5;
+}
+
+const char *seccomp_deny_why(int nr)
+{
+	for (size_t i = 0; i < sizeof(deny_table) / sizeof(deny_table[0]); i++)
+		if (seccomp_syscall_resolve_name(deny_table[i].name) == nr)
+			return deny_table[i].why;
+	return "not allowed in the sandbox";
+}
+
 /*
  * Only the native ABI: a 32-bit (int 0x80) or x32 call would be a second,
  * unfiltered syscall table, so any call from a foreign ABI kills the process.
+ * With notify_fd, denials are sent to whoever holds *notify_fd (the caller
+ * must pass it to the supervisor and close it): the supervisor answers
+ * EPERM and records each one.  Without USER_NOTIF, they are plain EPERM.
  */
-int seccomp_apply(struct corral_err *err)
+int seccomp_apply(int *notify_fd, struct corral_err *err)
 {
+	bool notify = notify_fd && seccomp_notify_available();
 	scmp_filter_ctx ctx;
 	int r = 0;
 
+	if (notify_fd)
+		*notify_fd = -1;
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return corral_set_err(err, -ENOMEM, "seccomp: cannot create a filter");
@@ -210,14 +231,21 @@ int seccomp_apply(struct corral_err *err)
 		goto out;
 	}
 	for (size_t i = 0; i < sizeof(deny_table) / sizeof(deny_table[0]); i++) {
-		r = add_rule(ctx, &deny_table[i], err);
+		r = add_rule(ctx, &deny_table[i], notify, err);
 		if (r < 0)
 			goto out;
 	}
 	r = seccomp_load(ctx);
-	if (r < 0)
+	if (r < 0) {
 		corral_set_err(err, r, "seccomp: cannot load the filter: %s",
 			       strerror(-r));
+		goto out;
+	}
+	if (notify) {
+		*notify_fd = seccomp_notify_fd(ctx);
+		if (*notify_fd < 0)
+			r = corral_set_err(err, -EIO, "seccomp: no notification fd");
+	}
 out:
 	seccomp_release(ctx);
 	return r;

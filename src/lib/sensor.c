@@ -1,0 +1,176 @@
+/*
+ * sensor.c - denied syscalls become events.
+ *
+ * The filter (seccomp.c) sends each call on its deny list here instead of
+ * failing it in the kernel.  The answer is always the same, EPERM, and it
+ * is given at once: the value is the record, naming the syscall, the pid
+ * (host view) and the arguments that say what was tried (the path of a
+ * mount, the target of a ptrace, the flags of an unshare).  Calls on the
+ * hot path never come here; only denied ones do.
+ *
+ * Memory of the caller is read through /proc/PID/mem and trusted only if
+ * the notification is still valid afterwards (the caller may have died
+ * and its pid been reused), and only as a description: nothing is decided
+ * on it, so a thread racing to change the string changes nothing.
+ */
+#include "sensor.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#define PATH_READ_MAX 256
+
+struct sensor {
+	int fd;
+	struct event *ev;
+	struct events *events;
+	struct seccomp_notif *req;
+	struct seccomp_notif_resp *resp;
+	size_t denied;
+};
+
+/* A NUL-terminated string at addr in pid's memory, or "" if unreadable. */
+static void read_string(int notify_fd, const struct seccomp_notif *req,
+			uint64_t addr, char *out, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	if (!addr)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/mem", req->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = pread(fd, out, len - 1, (off_t)addr);
+	close(fd);
+	if (n <= 0 || seccomp_notify_id_valid(notify_fd, req->id) != 0) {
+		out[0] = '\0';
+		return;
+	}
+	out[n] = '\0';
+	out[strnlen(out, n)] = '\0';
+	/* a description, in ASCII: anything else becomes '?' */
+	for (char *p = out; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+}
+
+static json_t *describe_args(struct sensor *s, const char *name)
+{
+	const struct seccomp_data *d = &s->req->data;
+	char str[PATH_READ_MAX];
+
+	if (!strcmp(name, "mount")) {
+		char src[PATH_READ_MAX], type[64];
+
+		read_string(s->fd, s->req, d->args[0], src, sizeof(src));
+		read_string(s->fd, s->req, d->args[1], str, sizeof(str));
+		read_string(s->fd, s->req, d->args[2], type, sizeof(type));
+		return json_pack("{s:s, s:s, s:s, s:I}", "source", src, "target", str,
+				 "fstype", type, "flags", (json_int_t)d->args[3]);
+	}
+	if (!strcmp(name, "umount2") || !strcmp(name, "chroot") ||
+	    !strcmp(name, "acct") || !strcmp(name, "swapon") ||
+	    !strcmp(name, "swapoff") || !strcmp(name, "pivot_root")) {
+		read_string(s->fd, s->req, d->args[0], str, sizeof(str));
+		return json_pack("{s:s}", "path", str);
+	}
+	if (!strcmp(name, "ptrace"))
+		return json_pack("{s:I, s:I}", "request", (json_int_t)d->args[0],
+				 "target_pid", (json_int_t)(int32_t)d->args[1]);
+	if (!strcmp(name, "process_vm_readv") || !strcmp(name, "process_vm_writev") ||
+	    !strcmp(name, "pidfd_getfd") || !strcmp(name, "kcmp"))
+		return json_pack("{s:I}", "target_pid", (json_int_t)(int32_t)d->args[0]);
+	if (!strcmp(name, "unshare") || !strcmp(name, "clone") || !strcmp(name, "setns"))
+		return json_pack("{s:s}", "flags", (snprintf(str, sizeof(str), "0x%llx",
+				 (unsigned long long)(!strcmp(name, "setns") ?
+				 d->args[1] : d->args[0])), str));
+	if (!strcmp(name, "ioctl"))
+		return json_pack("{s:I, s:s}", "fd", (json_int_t)(int32_t)d->args[0],
+				 "request", (snprintf(str, sizeof(str), "0x%llx",
+				 (unsigned long long)(uint32_t)d->args[1]), str));
+	if (!strcmp(name, "socket") || !strcmp(name, "socketpair"))
+		return json_pack("{s:I}", "family", (json_int_t)(int32_t)d->args[0]);
+	if (!strcmp(name, "personality"))
+		return json_pack("{s:s}", "persona", (snprintf(str, sizeof(str), "0x%llx",
+				 (unsigned long long)(uint32_t)d->args[0]), str));
+	return json_object();
+}
+
+static void on_notify(evutil_socket_t fd, short what, void *arg)
+{
+	struct sensor *s = arg;
+	char reason[CORRAL_ERR_MAX];
+	char *name;
+	json_t *o;
+
+	(void)what;
+	memset(s->req, 0, sizeof(*s->req));
+	if (seccomp_notify_receive(fd, s->req) != 0)
+		return;		/* the caller died meanwhile */
+	name = seccomp_syscall_resolve_num_arch(s->req->data.arch, s->req->data.nr);
+	/* Answer first: the caller waits for nothing but this. */
+	memset(s->resp, 0, sizeof(*s->resp));
+	s->resp->id = s->req->id;
+	s->resp->error = -EPERM;
+	o = json_pack("{s:s, s:I, s:o}", "syscall", name ? name : "?",
+		      "pid", (json_int_t)s->req->pid,
+		      "args", describe_args(s, name ? name : ""));
+	seccomp_notify_respond(fd, s->resp);
+	s->denied++;
+	snprintf(reason, sizeof(reason), "%s denied (EPERM): %s", name ? name : "a syscall",
+		 seccomp_deny_why(s->req->data.nr));
+	if (o)
+		json_object_set_new(o, "reason", json_string(reason));
+	events_emit(s->events, "syscall.denied", o);
+	free(name);
+}
+
+struct sensor *sensor_start(struct event_base *base, int notify_fd,
+			    struct events *ev)
+{
+	struct sensor *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		close(notify_fd);
+		return NULL;
+	}
+	s->fd = notify_fd;
+	s->events = ev;
+	if (seccomp_notify_alloc(&s->req, &s->resp) != 0)
+		goto fail;
+	s->ev = event_new(base, notify_fd, EV_READ | EV_PERSIST, on_notify, s);
+	if (!s->ev || event_add(s->ev, NULL) < 0)
+		goto fail;
+	return s;
+fail:
+	sensor_free(s);
+	return NULL;
+}
+
+size_t sensor_denied(const struct sensor *s)
+{
+	return s ? s->denied : 0;
+}
+
+void sensor_free(struct sensor *s)
+{
+	if (!s)
+		return;
+	if (s->ev)
+		event_free(s->ev);
+	if (s->req || s->resp)
+		seccomp_notify_free(s->req, s->resp);
+	close(s->fd);
+	free(s);
+}

@@ -1,0 +1,202 @@
+#!/bin/bash
+# audit.sh - the events file as evidence: real runs write a hash chain,
+# `corral audit verify` accepts it untouched and names the first bad line
+# after a one-byte edit, a deleted line or a reordered pair; `corral audit
+# show` filters the timeline.
+#
+#   tests/audit.sh CORRAL HELPERS_DIR [TEST...]
+#
+# Runs as whoever calls it (root or not).  Egress events come from a curl
+# the proxy denies (--net proxy --allow x.test): no packet leaves the host.
+set -u
+CORRAL=$(readlink -f "$1")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-audit.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+
+# audit ARGS...: corral audit, stdout+stderr to $T/out, exit code to $T/rc.
+audit() {
+	local rc=0
+	timeout 60 "$CORRAL" audit "$@" > "$T/out" 2>&1 < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+	cat "$T/out"
+}
+rc() { cat "$T/rc"; }
+
+# A log from three real runs in $T/log: a plain one, then two whose curls
+# the proxy denies (three egress.denied events in all).
+mklog() {
+	local rc
+	for cmd in "/bin/true" \
+		   "curl -sS -m 10 http://evil.test/" \
+		   "curl -sS -m 10 http://evil.test/ http://x.test:8080/"; do
+		rc=0
+		timeout 120 "$CORRAL" run --net proxy --allow x.test --events "$T/log" \
+			-- $cmd > /dev/null 2>&1 < /dev/null || rc=$?
+		[ "$rc" -lt 124 ] || fail "corral run $cmd: exit $rc"
+	done
+	[ "$(grep -c '"type":"egress.denied"' "$T/log")" = 3 ] ||
+		fail "want 3 egress.denied events: $(cat "$T/log")"
+	NLINES=$(wc -l < "$T/log")
+	MID=$(( (NLINES + 1) / 2 ))
+}
+
+# line N: the Nth line of the log; sandbox N: the id of the Nth run.
+line() { sed -n "${1}p" "$T/log"; }
+sandbox() { grep '"type":"exec.start"' "$T/log" | sed -n "${1}p" | json sandbox; }
+
+# tamper OP N: edit the log in place.  edit: one byte of line N's "time"
+# (the file stays JSON); delete: line N; swap: lines N and N+1.
+tamper() {
+	/usr/bin/python3 - "$T/log" "$1" "$2" <<'EOF'
+import sys
+path, op, n = sys.argv[1], sys.argv[2], int(sys.argv[3]) - 1
+lines = open(path, "rb").read().split(b"\n")
+if op == "edit":
+    i = lines[n].index(b'"time":"') + len(b'"time":"') + 3   # last digit of the year
+    lines[n] = lines[n][:i] + bytes([lines[n][i] ^ 1]) + lines[n][i + 1:]
+elif op == "delete":
+    del lines[n]
+elif op == "swap":
+    lines[n], lines[n + 1] = lines[n + 1], lines[n]
+open(path, "wb").write(b"\n".join(lines))
+EOF
+}
+
+t_real_runs_verify() {
+	mklog
+	out=$(audit verify "$T/log")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "verdict" "$out" "log: ok, $NLINES lines verified; head "
+	# the chain, recomputed by another SHA-256 than corral's
+	/usr/bin/python3 - "$T/log" <<'EOF' || fail "chain does not recompute"
+import hashlib, json, sys
+prev = "0" * 64
+for raw in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:
+    assert json.loads(raw)["prev"] == prev, raw
+    assert raw.endswith(b',"prev":"' + prev.encode() + b'"}'), "prev is not last"
+    prev = hashlib.sha256(raw).hexdigest()
+EOF
+	expect_contains "head" "$out" "$(/usr/bin/python3 -c '
+import hashlib, sys
+print(hashlib.sha256(open(sys.argv[1], "rb").read().split(b"\n")[-2]).hexdigest())' "$T/log")"
+	# the old layout is kept: type right after sandbox
+	expect_contains "layout" "$(grep egress.denied "$T/log" | head -1)" \
+		"\"sandbox\":\"$(sandbox 2)\",\"type\":\"egress.denied\",\"protocol\":\"http\",\"host\":\"evil.test\""
+}
+
+t_one_byte_edit_fails() {
+	mklog
+	cp "$T/log" "$T/orig"
+	tamper edit "$MID"
+	expect_eq "bytes changed" "$(cmp -l "$T/orig" "$T/log" | wc -l)" 1
+	out=$(audit verify "$T/log")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "names the line" "$out" \
+		"line $((MID + 1)): prev does not match the hash of line $MID (edited, deleted or reordered)"
+	# in the denied host of a denial: same verdict, one line after it
+	cp "$T/orig" "$T/log"
+	n=$(grep -n egress.denied "$T/log" | head -1 | cut -d: -f1)
+	sed -i "${n}s/evil\.test/evil.tesu/" "$T/log"
+	out=$(audit verify "$T/log")
+	expect_eq "exit (host)" "$(rc)" 1
+	expect_contains "host edit" "$out" "line $((n + 1)): prev does not match the hash of line $n"
+}
+
+t_deleted_line_fails() {
+	mklog
+	sed -i "${MID}d" "$T/log"
+	out=$(audit verify "$T/log")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "names the line" "$out" "line $MID: prev does not match the hash of line $((MID - 1))"
+	sed -i 1d "$T/log"
+	out=$(audit verify "$T/log")
+	expect_eq "exit (first)" "$(rc)" 1
+	expect_contains "first line" "$out" "line 1: prev is not 64 zeros"
+}
+
+t_reordered_pair_fails() {
+	mklog
+	tamper swap "$MID"
+	out=$(audit verify "$T/log")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "names the line" "$out" "line $MID: prev does not match"
+}
+
+t_cut_short_then_continued() {
+	mklog
+	truncate -s -5 "$T/log"
+	out=$(audit verify "$T/log")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "incomplete" "$out" \
+		"verified up to line $((NLINES - 1)), the last complete line; line $NLINES has no newline"
+	# a later run starts on a new line and chains to the torn bytes
+	timeout 120 "$CORRAL" run --events "$T/log" -- /bin/true > /dev/null 2>&1
+	expect_eq "lines" "$(wc -l < "$T/log")" $((NLINES + 2))
+	out=$(audit verify "$T/log")
+	expect_eq "exit (continued)" "$(rc)" 1
+	expect_contains "torn" "$out" "line $NLINES: not valid JSON"
+	expect_contains "crash" "$out" "line $((NLINES + 1)) chains to it, so it is a write cut short"
+}
+
+t_show_filters() {
+	mklog
+	out=$(audit show "$T/log")
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "events shown" "$(grep -vc '^-- ' "$T/out")" "$NLINES"
+	expect_contains "date" "$(head -1 "$T/out")" "-- $(date -u +%Y-)"
+
+	out=$(audit show "$T/log" --type egress.denied)
+	expect_eq "denials" "$(grep -c '  egress\.denied  ' "$T/out")" 3
+	expect_eq "only denials" "$(grep -vc -e '^-- ' -e '  egress\.denied  ' "$T/out")" 0
+	expect_contains "host and reason" "$out" "evil.test:80 protocol=http method=GET / evil.test:80 is not in the allowlist"
+	expect_contains "port" "$out" "x.test:8080"
+
+	s2=$(sandbox 2)
+	out=$(audit show --sandbox "$s2" "$T/log")
+	expect_eq "sandbox events" "$(grep -c "  $s2  " "$T/out")" "$(grep -c "\"sandbox\":\"$s2\"" "$T/log")"
+	expect_eq "only that sandbox" "$(grep -vc -e '^-- ' -e "  $s2  " "$T/out")" 0
+	expect_contains "exec.start" "$out" "exec.start"
+
+	out=$(audit show "$T/log" --sandbox "$(sandbox 3)" --type egress)
+	expect_eq "sandbox 3 egress" "$(grep -c '  egress\.denied  ' "$T/out")" 2
+	out=$(audit show "$T/log" --sandbox "$(sandbox 1)" --type egress.denied)
+	expect_eq "sandbox 1 denials" "$(grep -vc '^-- ' "$T/out")" 0
+	out=$(audit show "$T/log" --call no-such-call)
+	expect_eq "call" "$(grep -vc '^-- ' "$T/out")" 0
+}
+
+t_usage_and_errors() {
+	audit > /dev/null;			expect_eq "no args" "$(rc)" 2
+	audit verify > /dev/null;		expect_eq "no file" "$(rc)" 2
+	audit verify a b > /dev/null;		expect_eq "two files" "$(rc)" 2
+	audit frobnicate x > /dev/null;		expect_eq "unknown" "$(rc)" 2
+	audit show --bogus x > /dev/null;	expect_eq "bad option" "$(rc)" 2
+	audit show x --type > /dev/null;	expect_eq "no value" "$(rc)" 2
+	out=$(audit verify "$T/missing")
+	expect_eq "missing" "$(rc)" 2
+	expect_contains "names it" "$out" "$T/missing"
+	out=$(audit show "$T/missing");		expect_eq "show missing" "$(rc)" 2
+	: > "$T/empty"
+	out=$(audit verify "$T/empty")
+	expect_eq "empty" "$(rc)" 0
+	expect_contains "empty says" "$out" "0 lines verified"
+	for h in "--help" "verify --help" "show --help"; do
+		out=$(audit $h)
+		expect_eq "$h" "$(rc)" 0
+		expect_contains "$h text" "$out" "Exit status"
+	done
+	expect_contains "listed" "$("$CORRAL" --help)" "audit verify FILE"
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "audit ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -1163,7 +1163,9 @@ static int apply_cpus(struct loader *l, json_t *v)
 	return 0;
 }
 
-static int apply_disk(struct loader *l, json_t *v)
+/* A size that must be set (0 is not "unlimited" here), within min..max. */
+static int apply_required_size(struct loader *l, json_t *v, uint64_t min,
+			       uint64_t max, const char *what, uint64_t *out)
 {
 	uint64_t b;
 	int r;
@@ -1172,31 +1174,25 @@ static int apply_disk(struct loader *l, json_t *v)
 	if (r)
 		return r;
 	if (!b)
-		return fail(l, false, v,
-			    "must be more than 0, it is the size of the sandbox's writable tmpfs");
-	r = check_size_range(l, v, b, DISK_MIN, DISK_MAX);
+		return fail(l, false, v, "must be more than 0, %s", what);
+	r = check_size_range(l, v, b, min, max);
 	if (r)
 		return r;
-	l->p->disk_bytes = b;
+	*out = b;
 	return 0;
+}
+
+static int apply_disk(struct loader *l, json_t *v)
+{
+	return apply_required_size(l, v, DISK_MIN, DISK_MAX,
+				   "it is the size of the sandbox's writable tmpfs",
+				   &l->p->disk_bytes);
 }
 
 static int apply_output(struct loader *l, json_t *v)
 {
-	uint64_t b;
-	int r;
-
-	r = get_size(l, v, false, &b);
-	if (r)
-		return r;
-	if (!b)
-		return fail(l, false, v,
-			    "must be more than 0, it caps each captured stream");
-	r = check_size_range(l, v, b, OUTPUT_MIN, OUTPUT_MAX);
-	if (r)
-		return r;
-	l->p->output_bytes = b;
-	return 0;
+	return apply_required_size(l, v, OUTPUT_MIN, OUTPUT_MAX,
+				   "it caps each captured stream", &l->p->output_bytes);
 }
 
 static int apply_timeout(struct loader *l, json_t *v)

@@ -389,18 +389,29 @@ static void http_error(struct conn *c, int code, const char *status,
 	close_after_flush(c);
 }
 
-static void deny(struct conn *c, const char *reason)
+/* Tell the sandbox no, in its protocol's words, and close. */
+static void refuse(struct conn *c, uint8_t socks_rep, int code, const char *status,
+		   const char *reason)
 {
-	events_emit(c->px->ev, "egress.denied", conn_fields(c, reason));
 	if (c->kind == L_SOCKS) {
-		uint8_t out[32];
-		size_t n = socks_reply(out, SOCKS_REP_NOT_ALLOWED, NULL);
+		uint8_t out[SOCKS_REPLY_MAX];
+		size_t n = socks_reply(out, socks_rep, NULL);
 
 		bufferevent_write(c->down, out, n);
 		close_after_flush(c);
 		return;
 	}
-	http_error(c, 403, "Forbidden", reason);
+	if (c->sni[0]) {	/* mid-TLS: any plain-text answer would be noise */
+		conn_free(c);
+		return;
+	}
+	http_error(c, code, status, reason);
+}
+
+static void deny(struct conn *c, const char *reason)
+{
+	events_emit(c->px->ev, "egress.denied", conn_fields(c, reason));
+	refuse(c, SOCKS_REP_NOT_ALLOWED, 403, "Forbidden", reason);
 }
 
 /* ---- relaying ------------------------------------------------------------- */
@@ -641,15 +652,7 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
 		 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	bufferevent_free(c->up);
 	c->up = NULL;
-	if (c->kind == L_SOCKS) {
-		uint8_t out[32];
-		size_t n = socks_reply(out, SOCKS_REP_REFUSED, NULL);
-
-		bufferevent_write(c->down, out, n);
-		close_after_flush(c);
-		return;
-	}
-	http_error(c, 502, "Bad Gateway", why);
+	refuse(c, SOCKS_REP_REFUSED, 502, "Bad Gateway", why);
 }
 
 static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)

@@ -59,22 +59,30 @@ static const char run_usage[] =
 "                       or HTTP Host; allowed names resolve to token\n"
 "                       addresses (100.64.0.0/16) that map back to them\n"
 "  --events FILE        append every event of the run (exec, egress allowed\n"
-"                       and denied with the reason) as JSON lines to FILE\n"
+"                       and denied, denied syscalls, tripwires, aborts) as\n"
+"                       JSON lines to FILE, each with the SHA-256 of the\n"
+"                       line before (`corral audit verify FILE`)\n"
+"  --tool-call ID       the tool call this run is; every event carries it as\n"
+"                       \"call\" (default: the sandbox's id)\n"
 "  --json               capture stdout and stderr and print one JSON object:\n"
 "                       status, exit_code, signal, reason, stdout, stderr,\n"
 "                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
 "  -h, --help           this text\n"
 "\n"
+"Abort criteria (policy section \"abort\"): when one is met the supervisor\n"
+"halts the sandbox by itself: it freezes it, records why, then kills it or\n"
+"holds it frozen (on_abort), and the result's status is \"halted\".\n"
+"\n"
 "Exit status: the command's own; 128+N if it died of signal N (137 when the\n"
-"memory limit killed it); 124 on timeout; 125 if corral could not build the\n"
-"sandbox (bad policy, missing kernel feature); 126 the command cannot be\n"
-"executed; 127 not found.  Without --json, how the command ended is told on\n"
-"stderr whenever it did not simply exit.\n";
+"memory limit or an abort killed it); 124 on timeout; 125 if corral could\n"
+"not build the sandbox (bad policy, missing kernel feature); 126 the command\n"
+"cannot be executed; 127 not found.  Without --json, how the command ended\n"
+"is told on stderr whenever it did not simply exit.\n";
 
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
 	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
-	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS,
+	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
 };
 
 static const struct option run_options[] = {
@@ -95,6 +103,7 @@ static const struct option run_options[] = {
 	{ "allow", required_argument, NULL, OPT_ALLOW },
 	{ "deny", required_argument, NULL, OPT_DENY },
 	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "tool-call", required_argument, NULL, OPT_TOOL_CALL },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -254,6 +263,18 @@ int cmd_run(int argc, char **argv)
 		}
 		if (opt == OPT_EVENTS) {
 			o.events_path = optarg;
+			continue;
+		}
+		if (opt == OPT_TOOL_CALL) {
+			if (!*optarg || strlen(optarg) > 120 ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "0123456789._:-") != strlen(optarg)) {
+				cli_error("--tool-call: 1 to 120 characters of letters, digits and ._:- (got \"%s\")",
+					  optarg);
+				corral_policy_free(&p);
+				return EXIT_CORRAL;
+			}
+			o.tool_call = optarg;
 			continue;
 		}
 		if (opt == OPT_ALLOW)

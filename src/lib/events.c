@@ -26,6 +26,9 @@
 struct events {
 	int fd;			/* -1: memory only */
 	char *sandbox;
+	char *call;		/* the tool call, "call" in every event */
+	events_hook_fn hook;	/* sees every event after it is written */
+	void *hook_arg;
 	uint64_t seq;
 	json_t *denials;
 	char *path;
@@ -159,11 +162,34 @@ void events_emit(struct events *ev, const char *type, json_t *fields)
 	if (fields)
 		json_object_update(o, fields);
 	json_decref(fields);
+	if (ev->call)
+		json_object_set_new(o, "call", json_string(ev->call));
 	if (ev->fd >= 0)
 		write_line(ev, o);
-	if (!strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied"))
+	/* kept for the result, but a flood of denials must not grow us */
+	if ((!strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied")) &&
+	    json_array_size(ev->denials) < EVENTS_DENIALS_KEPT)
 		json_array_append(ev->denials, o);
+	if (ev->hook)
+		ev->hook(ev->hook_arg, type, o);
 	json_decref(o);
+}
+
+int events_set_call(struct events *ev, const char *call)
+{
+	char *c = strdup(call);
+
+	if (!c)
+		return -ENOMEM;
+	free(ev->call);
+	ev->call = c;
+	return 0;
+}
+
+void events_set_hook(struct events *ev, events_hook_fn hook, void *arg)
+{
+	ev->hook = hook;
+	ev->hook_arg = arg;
 }
 
 json_t *events_denials(struct events *ev)
@@ -185,5 +211,6 @@ void events_close(struct events *ev)
 	json_decref(ev->denials);
 	free(ev->path);
 	free(ev->sandbox);
+	free(ev->call);
 	free(ev);
 }

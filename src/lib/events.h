@@ -10,6 +10,11 @@
 
 struct events;
 
+/* The first denials of a run kept for its result; the file has them all. */
+#define EVENTS_DENIALS_KEPT 1000
+
+typedef void (*events_hook_fn)(void *arg, const char *type, json_t *event);
+
 /*
  * Append to the events file at path (created 0600), continuing the hash
  * chain from its last line (see audit.h), so path must be readable too.
@@ -27,6 +32,10 @@ int events_open(struct events **out, const char *path, const char *sandbox,
 void events_emit(struct events *ev, const char *type, json_t *fields);
 /* The denials so far, as a JSON array (new reference). */
 json_t *events_denials(struct events *ev);
+/* Every later event carries "call": call (the tool call it belongs to). */
+int events_set_call(struct events *ev, const char *call);
+/* hook(arg, type, event) after each event is recorded (the abort rules). */
+void events_set_hook(struct events *ev, events_hook_fn hook, void *arg);
 size_t events_count_denied(const struct events *ev);
 void events_close(struct events *ev);
 

@@ -11,6 +11,7 @@ static const char *const status_names[] = {
 	[CORRAL_TIMEOUT] = "timeout",
 	[CORRAL_OOM] = "oom",
 	[CORRAL_PIDS_LIMIT] = "pids_limit",
+	[CORRAL_HALTED] = "halted",
 	[CORRAL_ERROR] = "error",
 };
 
@@ -128,6 +129,8 @@ char *corral_result_json(const struct corral_result *res)
 		return NULL;
 	if (res->sandbox_id[0])
 		json_object_set_new(o, "sandbox", json_string(res->sandbox_id));
+	if (res->tool_call[0])
+		json_object_set_new(o, "tool_call", json_string(res->tool_call));
 	json_object_set_new(o, "denials", res->denials ?
 			    json_loads(res->denials, 0, NULL) : json_array());
 	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);

@@ -16,6 +16,7 @@
 #include "proxy.h"
 #include "egress.h"
 #include "sensor.h"
+#include "abort.h"
 
 #include <event2/event.h>
 
@@ -575,6 +576,14 @@ struct supervise {
 	int landlock_abi;
 	struct events *ev;
 	struct sensor *sensor;	/* denied syscalls, if USER_NOTIF works */
+	const struct corral_policy *p;
+	uint64_t t0;
+	struct abort_state *abort;
+	struct event *ev_usage;	/* CPU and wall budgets, polled */
+	bool halted;		/* an abort criterion was met */
+	bool halt_killed;
+	bool halt_frozen;
+	char halt_reason[CORRAL_ERR_MAX];
 };
 
 static void drop_event(struct event **ev)
@@ -681,6 +690,59 @@ static void kill_tree(struct supervise *s)
 	cg_kill(s->cg);
 }
 
+/*
+ * The policy's decision, carried out: freeze first (nothing runs, the
+ * evidence stays), record, then kill or hold frozen as the policy says.
+ */
+static void halt(struct supervise *s, struct abort_verdict *v)
+{
+	struct corral_err err;
+	bool kill_now = s->p->abort.kill;
+
+	s->halted = true;
+	snprintf(s->halt_reason, sizeof(s->halt_reason), "%s", v->reason);
+	s->halt_frozen = cg_freeze(s->cg, true, &err) == 0;
+	events_emit(s->ev, "abort", json_pack("{s:s, s:s, s:o, s:s, s:b}",
+		    "criterion", v->criterion, "reason", v->reason,
+		    "evidence", v->evidence ? v->evidence : json_null(),
+		    "on_abort", kill_now ? "kill" : "freeze",
+		    "frozen", s->halt_frozen));
+	v->evidence = NULL;
+	/* Without a freezer there is nothing to hold: it is killed. */
+	if (kill_now || !s->halt_frozen) {
+		s->halt_killed = true;
+		kill_tree(s);
+	}
+	events_emit(s->ev, "halt", json_pack("{s:s, s:s}", "reason", v->reason,
+		    "state", s->halt_killed ? "killed" : "frozen, held until the "
+		    "timeout or a signal to corral"));
+}
+
+static void on_event(void *arg, const char *type, json_t *event)
+{
+	struct supervise *s = arg;
+	struct abort_verdict v = { 0 };
+
+	if (!s->halted && abort_note(s->abort, type, event, &v))
+		halt(s, &v);
+}
+
+static void on_usage(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+	struct abort_verdict v = { 0 };
+	struct cg_stats st = { 0 };
+
+	(void)fd;
+	(void)what;
+	if (s->halted || s->exited)
+		return;
+	cg_stats(s->cg, &st);
+	if (abort_check_usage(s->abort, now_ms() - s->t0, st.cpu_ns / 1000000,
+			      st.valid, &v))
+		halt(s, &v);
+}
+
 static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct supervise *s = arg;
@@ -714,6 +776,11 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (s->halted) {	/* held frozen until now */
+		s->halt_killed = true;
+		kill_tree(s);
+		return;
+	}
 	s->timed_out = true;
 	kill_tree(s);
 }
@@ -724,8 +791,14 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 	struct signalfd_siginfo si;
 
 	(void)what;
-	if (read(fd, &si, sizeof(si)) == sizeof(si))
-		kill(s->pid, si.ssi_signo);
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (s->halted) {	/* a person ends the hold */
+		s->halt_killed = true;
+		kill_tree(s);
+		return;
+	}
+	kill(s->pid, si.ssi_signo);
 }
 
 static int add_fd_event(struct supervise *s, struct event **ev, int fd,
@@ -752,6 +825,13 @@ static int supervise_start(struct supervise *s, struct corral_err *err)
 		r = add_fd_event(s, &s->err.ev, s->err.fd, on_capture, &s->err, err);
 	if (r == 0)
 		r = add_fd_event(s, &s->ev_sig, s->sigfd, on_signal, s, err);
+	if (r == 0 && (s->p->abort.max_cpu_ms || s->p->abort.max_wall_ms)) {
+		s->ev_usage = event_new(s->base, -1, EV_PERSIST, on_usage, s);
+		struct timeval tick = { 0, 250 * 1000 };
+
+		if (!s->ev_usage || event_add(s->ev_usage, &tick) < 0)
+			r = corral_set_err(err, -ENOMEM, "cannot watch the budgets");
+	}
 	if (r == 0 && s->timeout_ms) {
 		struct timeval tv = { s->timeout_ms / 1000, (s->timeout_ms % 1000) * 1000 };
 
@@ -769,6 +849,7 @@ static void supervise_stop(struct supervise *s)
 	drop_event(&s->ev_sig);
 	drop_event(&s->ev_deadline);
 	drop_event(&s->ev_drain);
+	drop_event(&s->ev_usage);
 	drop_event(&s->out.ev);
 	drop_event(&s->err.ev);
 }
@@ -780,6 +861,16 @@ static void describe(struct corral_result *res, const struct supervise *s,
 	char size[32];
 	int status = s->status;
 
+	if (s->halted) {
+		res->status = CORRAL_HALTED;
+		res->signal = SIGKILL;
+		snprintf(res->reason, sizeof(res->reason), "halted: %.300s; %s", s->halt_reason,
+			 s->halt_frozen ? (s->halt_killed ?
+			 "the sandbox was frozen, then killed" :
+			 "the sandbox was held frozen, then killed") :
+			 "the sandbox was killed (no freezer to hold it)");
+		return;
+	}
 	if (s->timed_out) {
 		res->status = CORRAL_TIMEOUT;
 		res->signal = SIGKILL;
@@ -940,6 +1031,20 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	r = events_open(&ev, o->events_path, name, err);
 	if (r < 0)
 		goto fail;
+	snprintf(res->tool_call, sizeof(res->tool_call), "%s",
+		 o->tool_call ? o->tool_call : name);
+	if (events_set_call(ev, res->tool_call) < 0) {
+		r = corral_set_err(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (abort_any(&p->abort)) {
+		s.abort = abort_new(&p->abort);
+		if (!s.abort) {
+			r = corral_set_err(err, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		events_set_hook(ev, on_event, &s);
+	}
 	r = cg_create(&cg, name, p, err);
 	if (r < 0)
 		goto fail;
@@ -981,6 +1086,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	msg[0] = out[0] = errp[0] = -1;
 	s.cg = cg;
 	s.ev = ev;
+	s.p = p;
+	s.t0 = t0;
 	s.timeout_ms = p->timeout_ms;
 
 	/* "g": identity given, build the mounts; "c": now in the cgroup. */
@@ -1054,6 +1161,9 @@ fail:
 	close_fd(&s.pidfd);
 	sensor_free(s.sensor);
 	proxy_free(px);
+	if (ev)
+		events_set_hook(ev, NULL, NULL);
+	abort_free(s.abort);
 	if (ev) {
 		json_t *d = events_denials(ev);
 

@@ -1,0 +1,190 @@
+/*
+ * abort.c - decisions written before the run, carried out during it.
+ *
+ * A detector that only raises an alarm leaves the decision to a person who
+ * may be hours away.  The policy says in advance what ends a run: so many
+ * denied connections, a sweep of distinct destinations within a window,
+ * denied syscalls, a touched tripwire, a CPU or wall-time budget.  This
+ * module only counts and says when; sandbox.c halts.
+ */
+#include "abort.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RECENT_MAX 64		/* destinations remembered for the window */
+#define EVIDENCE_MAX 16
+
+struct recent {
+	uint64_t at_ms;
+	char dest[300];
+};
+
+struct abort_state {
+	struct corral_abort a;
+	uint64_t denied_egress;
+	uint64_t denied_syscalls;
+	struct recent recent[RECENT_MAX];	/* ring of denied destinations */
+	size_t nrecent, head;
+	json_t *last_syscalls;			/* evidence for syscall aborts */
+	bool fired;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool abort_any(const struct corral_abort *a)
+{
+	return a->max_denied_egress || a->max_distinct_denied ||
+	       a->max_denied_syscalls || a->ntripwires || a->max_cpu_ms ||
+	       a->max_wall_ms;
+}
+
+struct abort_state *abort_new(const struct corral_abort *a)
+{
+	struct abort_state *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->a = *a;		/* tripwire strings stay the policy's */
+	s->last_syscalls = json_array();
+	return s;
+}
+
+void abort_free(struct abort_state *s)
+{
+	if (!s)
+		return;
+	json_decref(s->last_syscalls);
+	free(s);
+}
+
+static bool fire(struct abort_state *s, struct abort_verdict *v,
+		 const char *criterion, json_t *evidence)
+{
+	if (s->fired) {
+		json_decref(evidence);
+		return false;
+	}
+	s->fired = true;
+	v->criterion = criterion;
+	v->evidence = evidence;
+	return true;
+}
+
+/* Distinct destinations denied within the window, newest first. */
+static json_t *distinct_recent(const struct abort_state *s, uint64_t now)
+{
+	json_t *seen = json_array();
+
+	for (size_t i = 0; seen && i < s->nrecent; i++) {
+		const struct recent *r = &s->recent[(s->head + RECENT_MAX - 1 - i) % RECENT_MAX];
+		size_t j;
+		json_t *x;
+
+		if (s->a.window_ms && now - r->at_ms > s->a.window_ms)
+			break;
+		json_array_foreach(seen, j, x)
+			if (!strcmp(json_string_value(x), r->dest))
+				break;
+		if (j == json_array_size(seen))
+			json_array_append_new(seen, json_string(r->dest));
+	}
+	return seen;
+}
+
+static bool note_egress(struct abort_state *s, json_t *event, struct abort_verdict *v)
+{
+	const char *host = json_string_value(json_object_get(event, "host"));
+	json_int_t port = json_integer_value(json_object_get(event, "port"));
+	uint64_t now = mono_ms();
+	struct recent *r = &s->recent[s->head];
+
+	s->denied_egress++;
+	r->at_ms = now;
+	snprintf(r->dest, sizeof(r->dest), "%s:%lld", host ? host : "?", (long long)port);
+	s->head = (s->head + 1) % RECENT_MAX;
+	if (s->nrecent < RECENT_MAX)
+		s->nrecent++;
+
+	if (s->a.max_distinct_denied) {
+		json_t *d = distinct_recent(s, now);
+		size_t n = json_array_size(d);
+
+		if (n > s->a.max_distinct_denied) {
+			snprintf(v->reason, sizeof(v->reason),
+				 "probing: %zu distinct destinations denied within %.3g s (limit %llu)",
+				 n, (s->a.window_ms ? s->a.window_ms : now) / 1000.0,
+				 (unsigned long long)s->a.max_distinct_denied);
+			return fire(s, v, "max_distinct_denied_destinations", d);
+		}
+		json_decref(d);
+	}
+	if (s->a.max_denied_egress && s->denied_egress > s->a.max_denied_egress) {
+		snprintf(v->reason, sizeof(v->reason),
+			 "%llu connections denied (limit %llu), the last to %s",
+			 (unsigned long long)s->denied_egress,
+			 (unsigned long long)s->a.max_denied_egress, r->dest);
+		return fire(s, v, "max_denied_egress", distinct_recent(s, now));
+	}
+	return false;
+}
+
+static bool note_syscall(struct abort_state *s, json_t *event, struct abort_verdict *v)
+{
+	s->denied_syscalls++;
+	if (json_array_size(s->last_syscalls) >= EVIDENCE_MAX)
+		json_array_remove(s->last_syscalls, 0);
+	json_array_append(s->last_syscalls, json_object_get(event, "syscall"));
+	if (!s->a.max_denied_syscalls || s->denied_syscalls <= s->a.max_denied_syscalls)
+		return false;
+	snprintf(v->reason, sizeof(v->reason), "%llu syscalls denied (limit %llu), the last %s",
+		 (unsigned long long)s->denied_syscalls,
+		 (unsigned long long)s->a.max_denied_syscalls,
+		 json_string_value(json_object_get(event, "syscall")) ?: "?");
+	return fire(s, v, "max_denied_syscalls", json_deep_copy(s->last_syscalls));
+}
+
+bool abort_note(struct abort_state *s, const char *type, json_t *event,
+		struct abort_verdict *v)
+{
+	if (!s || s->fired)
+		return false;
+	if (!strcmp(type, "egress.denied"))
+		return note_egress(s, event, v);
+	if (!strcmp(type, "syscall.denied"))
+		return note_syscall(s, event, v);
+	if (!strcmp(type, "tripwire")) {
+		snprintf(v->reason, sizeof(v->reason), "tripwire %s was touched",
+			 json_string_value(json_object_get(event, "path")) ?: "?");
+		return fire(s, v, "tripwire", json_deep_copy(event));
+	}
+	return false;
+}
+
+bool abort_check_usage(struct abort_state *s, uint64_t wall_ms, uint64_t cpu_ms,
+		       bool cpu_ms_valid, struct abort_verdict *v)
+{
+	if (!s || s->fired)
+		return false;
+	if (s->a.max_cpu_ms && cpu_ms_valid && cpu_ms > s->a.max_cpu_ms) {
+		snprintf(v->reason, sizeof(v->reason), "CPU budget spent: %.3g s used (limit %.3g s)",
+			 cpu_ms / 1000.0, s->a.max_cpu_ms / 1000.0);
+		return fire(s, v, "max_cpu_seconds",
+			    json_pack("{s:I}", "cpu_ms", (json_int_t)cpu_ms));
+	}
+	if (s->a.max_wall_ms && wall_ms > s->a.max_wall_ms) {
+		snprintf(v->reason, sizeof(v->reason), "wall-time budget spent: %.3g s (limit %.3g s)",
+			 wall_ms / 1000.0, s->a.max_wall_ms / 1000.0);
+		return fire(s, v, "max_wall_seconds",
+			    json_pack("{s:I}", "wall_ms", (json_int_t)wall_ms));
+	}
+	return false;
+}

@@ -51,6 +51,23 @@ enum corral_net_mode {
 	CORRAL_NET_PROXY,	/* egress through the supervisor's proxy, by name */
 };
 
+/*
+ * Abort criteria, written before the run: when one is met the supervisor
+ * halts the sandbox by itself (freeze, record, then kill or hold).
+ * 0 means "no such criterion".
+ */
+struct corral_abort {
+	uint64_t max_denied_egress;	/* egress.denied events in the run */
+	uint64_t max_distinct_denied;	/* distinct denied host:port ... */
+	uint64_t window_ms;		/* ... within this window (0: the run) */
+	uint64_t max_denied_syscalls;	/* syscall.denied events */
+	char **tripwires;		/* decoy files planted inside; any open aborts */
+	size_t ntripwires;
+	uint64_t max_cpu_ms;		/* CPU time of the whole tree */
+	uint64_t max_wall_ms;		/* wall time of the run */
+	bool kill;			/* on_abort "kill"; false: "freeze" (hold) */
+};
+
 struct corral_policy {
 	/* filesystem */
 	char *workspace;		/* host dir shown at /workspace (overlay), or NULL */
@@ -81,6 +98,8 @@ struct corral_policy {
 	size_t nnet_hosts;
 	bool net_transparent;		/* redirect all TCP to the proxy (nftables) */
 	char *net_resolver;		/* "IP[:PORT]" for allowed names; NULL: resolv.conf */
+
+	struct corral_abort abort;
 };
 
 /* The built-in default policy (what `corral run` uses without --policy). */
@@ -123,6 +142,7 @@ enum corral_status {
 	CORRAL_TIMEOUT,
 	CORRAL_OOM,
 	CORRAL_PIDS_LIMIT,
+	CORRAL_HALTED,			/* an abort criterion was met */
 	CORRAL_ERROR,
 };
 
@@ -150,8 +170,9 @@ struct corral_result {
 	uint64_t cpu_ms;
 	uint64_t max_rss_kb;
 	struct corral_layers layers;
-	char *denials;			/* JSON array of the run's egress.denied events */
+	char *denials;			/* JSON array of the run's denied events */
 	char sandbox_id[64];
+	char tool_call[128];		/* the call's id, given or generated */
 };
 
 struct corral_run_opts {
@@ -165,6 +186,8 @@ struct corral_run_opts {
 	bool forward_signals;
 	/* Append every event of the run as JSON lines to this file (or NULL). */
 	const char *events_path;
+	/* The tool call this run is, for attribution ("call" in events). */
+	const char *tool_call;
 };
 
 /*

@@ -110,6 +110,7 @@ suite() {	# suite BUILD LABEL
 	step "integration as $(id -un) ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
 	step "egress as $(id -un) ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
+	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	if [ "$(id -u)" = 0 ]; then
 		stage "$b"
 		delegate_cgroups
@@ -119,6 +120,8 @@ suite() {	# suite BUILD LABEL
 			as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "audit as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "abort as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
 		undelegate_cgroups
 		step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \

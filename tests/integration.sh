@@ -490,6 +490,16 @@ t_denied_syscalls_reported() {
 	json denials.0.pid < "$T/out" >/dev/null || fail "no pid"
 }
 
+t_setup_failure_explained() {
+	# fails inside the sandbox while the supervisor may still be writing to
+	# it: always 125 with the sandbox's reason, never a silent SIGPIPE
+	for i in 1 2 3 4 5 6; do
+		out=$(crun --ro /nonexistent/corral-x -- /bin/true)
+		expect_eq "exit ($i)" "$(rc)" 125
+		expect_contains "reason ($i)" "$out" "cannot open /nonexistent/corral-x on the host"
+	done
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -89,6 +89,18 @@ static bool policy_equal(const struct corral_policy *a,
 	for (i = 0; i < a->nenv_pass; i++)
 		if (!str_eq(a->env_pass[i], b->env_pass[i]))
 			return false;
+	if (a->abort.max_denied_egress != b->abort.max_denied_egress ||
+	    a->abort.max_distinct_denied != b->abort.max_distinct_denied ||
+	    a->abort.window_ms != b->abort.window_ms ||
+	    a->abort.max_denied_syscalls != b->abort.max_denied_syscalls ||
+	    a->abort.max_cpu_ms != b->abort.max_cpu_ms ||
+	    a->abort.max_wall_ms != b->abort.max_wall_ms ||
+	    a->abort.kill != b->abort.kill ||
+	    a->abort.ntripwires != b->abort.ntripwires)
+		return false;
+	for (i = 0; i < a->abort.ntripwires; i++)
+		if (!str_eq(a->abort.tripwires[i], b->abort.tripwires[i]))
+			return false;
 	return true;
 }
 
@@ -107,6 +119,12 @@ static void busy_policy(struct corral_policy *p)
 	CHECK(corral_policy_load_string(p,
 		"{\"network\": {\"hosts\": {\"keep.test\": \"192.0.2.1\"}}}",
 		strlen("{\"network\": {\"hosts\": {\"keep.test\": \"192.0.2.1\"}}}"),
+		"busy.json", &err) == 0);
+	CHECK(corral_policy_load_string(p,
+		"{\"abort\": {\"tripwires\": [\"/home/agent/.netrc\"],"
+		" \"max_distinct_denied_destinations\": 4, \"window_seconds\": 5}}",
+		strlen("{\"abort\": {\"tripwires\": [\"/home/agent/.netrc\"],"
+		       " \"max_distinct_denied_destinations\": 4, \"window_seconds\": 5}}"),
 		"busy.json", &err) == 0);
 	p->memory_bytes = 64 * MiB;
 	p->pids = 7;
@@ -461,6 +479,12 @@ TEST(init_and_free)
 	CHECK(p.output_bytes == MiB);
 	CHECK(p.nenv == 0 && p.nenv_pass == 0);
 	CHECK(p.net == CORRAL_NET_NONE);
+	/* no abort criteria; a halt, if a policy asks for one, kills */
+	CHECK(p.abort.max_denied_egress == 0 && p.abort.max_distinct_denied == 0);
+	CHECK(p.abort.window_ms == 0 && p.abort.max_denied_syscalls == 0);
+	CHECK(p.abort.max_cpu_ms == 0 && p.abort.max_wall_ms == 0);
+	CHECK(p.abort.ntripwires == 0 && p.abort.tripwires == NULL);
+	CHECK(p.abort.kill);
 	corral_policy_free(&p);
 	CHECK(p.memory_bytes == 0 && p.binds == NULL);
 	corral_policy_free(&p);			/* twice is fine */
@@ -716,6 +740,119 @@ TEST(limit_spellings)
 	corral_policy_free(&p);
 }
 
+static const char abort_policy[] =
+	"{\n"
+	"  \"abort\": {\n"
+	"    \"max_denied_egress\": 20,\n"
+	"    \"max_distinct_denied_destinations\": 8, \"window_seconds\": 10,\n"
+	"    \"max_denied_syscalls\": 50,\n"
+	"    \"tripwires\": [\"/home/agent/.aws/credentials\",\n"
+	"                  \"/home/agent//.ssh/./id_ed25519\", \"/tmp/.env\",\n"
+	"                  \"/workspace/.git-credentials\", \"/tmp/.env\"],\n"
+	"    \"max_cpu_seconds\": \"10m\", \"max_wall_seconds\": 3600,\n"
+	"    \"on_abort\": \"freeze\"\n"
+	"  }\n"
+	"}\n";
+
+TEST(abort_section)
+{
+	struct corral_policy p, copy;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	if (load(&p, abort_policy, &err))
+		fprintf(stderr, "  %s\n", err.msg);
+	CHECK(p.abort.max_denied_egress == 20);
+	CHECK(p.abort.max_distinct_denied == 8);
+	CHECK(p.abort.window_ms == 10000);
+	CHECK(p.abort.max_denied_syscalls == 50);
+	CHECK(p.abort.max_cpu_ms == 600000);
+	CHECK(p.abort.max_wall_ms == 3600000);
+	CHECK(!p.abort.kill);
+	/* normalised, and named twice is planted once */
+	CHECK(p.abort.ntripwires == 4);
+	if (p.abort.ntripwires == 4) {
+		CHECK(!strcmp(p.abort.tripwires[0], "/home/agent/.aws/credentials"));
+		CHECK(!strcmp(p.abort.tripwires[1], "/home/agent/.ssh/id_ed25519"));
+		CHECK(!strcmp(p.abort.tripwires[2], "/tmp/.env"));
+		CHECK(!strcmp(p.abort.tripwires[3], "/workspace/.git-credentials"));
+	}
+
+	/* a second file merges: tripwires append, values replace */
+	CHECK(load(&p, "{\"abort\": {\"on_abort\": \"kill\", \"window_seconds\": \"1.5s\","
+		       " \"max_cpu_seconds\": 0.0005, \"max_wall_seconds\": \"none\","
+		       " \"tripwires\": [\"/home/agent/.netrc\", \"/tmp/.env\"]}}",
+		   &err) == 0);
+	CHECK(p.abort.kill);
+	CHECK(p.abort.window_ms == 1500);
+	CHECK(p.abort.max_cpu_ms == 1);		/* rounded up, never to 0 */
+	CHECK(p.abort.max_wall_ms == 0);
+	CHECK(p.abort.max_denied_egress == 20);	/* untouched */
+	CHECK(p.abort.ntripwires == 5 &&
+	      !strcmp(p.abort.tripwires[4], "/home/agent/.netrc"));
+
+	/* a window may go with its count, and both to 0 together */
+	CHECK(load(&p, "{\"abort\": {\"max_distinct_denied_destinations\": 0,"
+		       " \"window_seconds\": 0}}", &err) == 0);
+	CHECK(p.abort.max_distinct_denied == 0 && p.abort.window_ms == 0);
+	CHECK(load(&p, "{\"abort\": {\"max_denied_syscalls\": 1000000000,"
+		       " \"max_wall_seconds\": \"30d\"}}", &err) == 0);
+	CHECK(p.abort.max_denied_syscalls == 1000000000);
+	CHECK(p.abort.max_wall_ms == 30ULL * 86400000);
+	CHECK(load(&p, "{\"abort\": {}}", &err) == 0);
+
+	/* the copy a load works on is deep: a failed load changes nothing */
+	corral_policy_init(&copy);
+	CHECK(load(&copy, abort_policy, &err) == 0);
+	CHECK(load(&copy, "{\"abort\": {\"on_abort\": \"kill\", \"window_seconds\": \"1.5s\","
+			  " \"max_cpu_seconds\": 0.0005, \"max_wall_seconds\": \"none\","
+			  " \"tripwires\": [\"/home/agent/.netrc\", \"/tmp/.env\"]}}",
+		   &err) == 0);
+	CHECK(load(&copy, "{\"abort\": {\"max_distinct_denied_destinations\": 0,"
+			  " \"window_seconds\": 0}}", &err) == 0);
+	CHECK(load(&copy, "{\"abort\": {\"max_denied_syscalls\": 1000000000,"
+			  " \"max_wall_seconds\": \"30d\"}}", &err) == 0);
+	CHECK(policy_equal(&p, &copy));
+	CHECK(load(&p, "{\"abort\": {\"max_denied_egress\": 1,"
+		       " \"tripwires\": [\"/tmp/new\", \"/etc/shadow\"]}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "abort.tripwires[1]");
+	CHECK(policy_equal(&p, &copy));
+	corral_policy_free(&copy);
+	corral_policy_free(&p);
+	CHECK(p.abort.tripwires == NULL && p.abort.ntripwires == 0);
+}
+
+/* At most 32 tripwires, counted over every file merged. */
+TEST(abort_tripwire_limit)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char text[4096], pos[32], want[64];
+	size_t off, i;
+
+	corral_policy_init(&p);
+	off = snprintf(text, sizeof(text), "{\"abort\": {\"tripwires\": [");
+	for (i = 0; i < 31; i++)
+		off += snprintf(text + off, sizeof(text) - off, "%s\"/tmp/t%zu\"",
+				i ? ", " : "", i);
+	snprintf(text + off, sizeof(text) - off, "]}}");
+	CHECK(load(&p, text, &err) == 0);
+	CHECK(p.abort.ntripwires == 31);
+	/* the 32nd fits, a repeat costs nothing, the 33rd does not */
+	CHECK(load(&p, "{\"abort\": {\"tripwires\": [\"/tmp/t0\", \"/tmp/u\", \"/tmp/t5\","
+		       " \"/tmp/v\"]}}", &err) == -EINVAL);
+	pos_of("{\"abort\": {\"tripwires\": [\"/tmp/t0\", \"/tmp/u\", \"/tmp/t5\","
+	       " \"/tmp/v\"]}}", "\"/tmp/v\"", pos, sizeof(pos));
+	snprintf(want, sizeof(want), "t.json:%s: abort.tripwires[3]: ", pos);
+	CHECK(!strncmp(err.msg, want, strlen(want)));
+	CHECK_STR_CONTAINS(err.msg, "too many tripwires, at most 32 (got \"/tmp/v\")");
+	CHECK(p.abort.ntripwires == 31);
+	CHECK(load(&p, "{\"abort\": {\"tripwires\": [\"/tmp/t0\", \"/tmp/u\"]}}",
+		   &err) == 0);
+	CHECK(p.abort.ntripwires == 32);
+	corral_policy_free(&p);
+}
+
 /* ---- errors, and where they point ------------------------------------ */
 
 static const struct {
@@ -931,6 +1068,97 @@ static const struct {
 	{ "hosts address not a string",
 	  "{\"network\": {\"hosts\": {\"a.test\": 167772161}}}",
 	  "167772161", "network.hosts.\"a.test\"", "expected a string" },
+	{ "unknown key under abort",
+	  "{\"abort\": {\"max_denied_egress\": 1,\n  \"max_denials\": 2}}",
+	  "\"max_denials\"", "abort.max_denials",
+	  "unknown key, expected one of: max_denied_egress, "
+	  "max_distinct_denied_destinations, window_seconds, max_denied_syscalls, "
+	  "tripwires, max_cpu_seconds, max_wall_seconds, on_abort (got 2)" },
+	{ "abort section of the wrong type",
+	  "{\"abort\": [\"kill\"]}", "[\"kill\"]", "abort", "expected an object" },
+	{ "abort count as a string",
+	  "{\"abort\": {\"max_denied_egress\": \"20\"}}", "\"20\"",
+	  "abort.max_denied_egress",
+	  "expected an integer from 0 to 1000000000 (0: no such criterion) (got \"20\")" },
+	{ "abort count fractional",
+	  "{\"abort\": {\"max_denied_syscalls\": 2.5}}", "2.5",
+	  "abort.max_denied_syscalls", "expected an integer from 0 to 1000000000" },
+	{ "abort count negative",
+	  "{\"abort\": {\n  \"max_denied_syscalls\": -3}}", "-3",
+	  "abort.max_denied_syscalls", "cannot be negative (got -3)" },
+	{ "abort count too large",
+	  "{\"abort\": {\"max_distinct_denied_destinations\": 1000000001}}",
+	  "1000000001", "abort.max_distinct_denied_destinations",
+	  "too large, the maximum is 1000000000" },
+	{ "abort duration too long",
+	  "{\"abort\": {\"max_wall_seconds\": \"31d\"}}", "\"31d\"",
+	  "abort.max_wall_seconds", "too long, the maximum is 30 days" },
+	{ "abort duration too long in seconds",
+	  "{\"abort\": {\"max_cpu_seconds\": 2592000.5}}", "2592000.5",
+	  "abort.max_cpu_seconds", "too long, the maximum is 30 days" },
+	{ "abort duration negative",
+	  "{\"abort\": {\"max_cpu_seconds\": -1}}", "-1",
+	  "abort.max_cpu_seconds", "a duration cannot be negative" },
+	{ "abort duration not a duration",
+	  "{\"abort\": {\"max_denied_egress\": 3,\n \"window_seconds\": \"10 s\"}}",
+	  "\"10 s\"", "abort.window_seconds", "not a duration" },
+	{ "abort duration of the wrong type",
+	  "{\"abort\": {\"window_seconds\": [10]}}", "[10]",
+	  "abort.window_seconds", "expected a duration such as \"30s\"" },
+	{ "window without its count",
+	  "{\"abort\": {\n  \"max_distinct_denied_destinations\": 0,\n  \"window_seconds\": 10\n}}",
+	  "10\n", "abort.window_seconds",
+	  "a window needs max_distinct_denied_destinations, the count it applies to (got 10)" },
+	{ "window left without its count by a later file",
+	  "{\"abort\": {\"max_distinct_denied_destinations\": 0}}", "0}",
+	  "abort.max_distinct_denied_destinations",
+	  "cannot be 0 while window_seconds is set" },
+	{ "unknown on_abort",
+	  "{\"abort\": {\"on_abort\": \"hold\"}}", "\"hold\"", "abort.on_abort",
+	  "unknown action, expected \"freeze\" (halt and hold) or \"kill\" (got \"hold\")" },
+	{ "on_abort of the wrong type",
+	  "{\"abort\": {\"on_abort\": true}}", "true", "abort.on_abort",
+	  "expected a string (got true)" },
+	{ "tripwires not an array",
+	  "{\"abort\": {\"tripwires\": \"/tmp/x\"}}", "\"/tmp/x\"", "abort.tripwires",
+	  "expected an array of absolute paths" },
+	{ "tripwire not a string",
+	  "{\"abort\": {\"tripwires\": [\"/tmp/x\", {}]}}", "{}]",
+	  "abort.tripwires[1]", "expected a string (got {})" },
+	{ "tripwire relative",
+	  "{\"abort\": {\"tripwires\": [\".aws/credentials\"]}}", "\".aws",
+	  "abort.tripwires[0]", "tripwire path must be absolute (got \".aws/credentials\")" },
+	{ "tripwire empty",
+	  "{\"abort\": {\"tripwires\": [\"\"]}}", "\"\"]",
+	  "abort.tripwires[0]", "tripwire path is empty" },
+	{ "tripwire with dot-dot",
+	  "{\"abort\": {\"tripwires\": [\n\t\"/home/agent/../../etc/passwd\"]}}",
+	  "\"/home", "abort.tripwires[0]", "must not contain a \"..\" component" },
+	{ "tripwire outside the writable areas",
+	  "{\"abort\": {\"tripwires\": [\"/home/agent/.netrc\", \"/etc/shadow\"]}}",
+	  "\"/etc", "abort.tripwires[1]",
+	  "a tripwire must lie under /home/agent, /tmp or /workspace" },
+	{ "tripwire in a look-alike directory",
+	  "{\"abort\": {\"tripwires\": [\"/home/agent2/.netrc\"]}}", "\"/home",
+	  "abort.tripwires[0]", "must lie under /home/agent, /tmp or /workspace" },
+	{ "tripwire in another home",
+	  "{\"abort\": {\"tripwires\": [\"/home/.netrc\"]}}", "\"/home",
+	  "abort.tripwires[0]", "must lie under /home/agent" },
+	{ "tripwire is a top directory",
+	  "{\"abort\": {\"tripwires\": [\"/workspace/\"]}}", "\"/workspace/\"",
+	  "abort.tripwires[0]", "a tripwire is a file" },
+	{ "tripwire under another",
+	  "{\"abort\": {\"tripwires\": [\"/tmp/a\", \"/tmp/a/b\"]}}", "\"/tmp/a/b\"",
+	  "abort.tripwires[1]", "lies under the tripwire /tmp/a, which is a file" },
+	{ "tripwire over another",
+	  "{\"abort\": {\"tripwires\": [\"/tmp/a/b\",\n\"/tmp/a\"]}}", "\"/tmp/a\"]",
+	  "abort.tripwires[1]", "the tripwire /tmp/a/b lies under it" },
+	{ "tripwire with a control character",
+	  "{\"abort\": {\"tripwires\": [\"/tmp/a\\nb\"]}}", "\"/tmp/a\\",
+	  "abort.tripwires[0]", "contains a control character (got \"/tmp/a\\u000ab\")" },
+	{ "tripwire with a NUL",
+	  "{\"abort\": {\"tripwires\": [\"/tmp/a\\u0000b\"]}}", "\"/tmp/a\\",
+	  "abort.tripwires[0]", "contains a NUL byte" },
 	{ "top level is an array",
 	  "[{\"limits\": {}}]", "[", "top level", "expected an object" },
 	{ "columns count characters, not bytes",
@@ -955,6 +1183,27 @@ static void run_load_error(size_t i)
 		unit_failed++;
 		printf("not ok - load error: %s\n", load_errors[i].what);
 	}
+}
+
+TEST(tripwire_too_long)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char text[512], path[300];
+
+	/* 255 bytes is the most a tripwire path may have */
+	memset(path, 'x', sizeof(path));
+	memcpy(path, "/tmp/", 5);
+	path[256] = '\0';
+	snprintf(text, sizeof(text), "{\"abort\": {\"tripwires\": [\"%s\"]}}", path);
+	expect_error(text, "\"/tmp/", "abort.tripwires[0]",
+		     "tripwire path is longer than 255 bytes");
+	path[255] = '\0';
+	snprintf(text, sizeof(text), "{\"abort\": {\"tripwires\": [\"%s\"]}}", path);
+	corral_policy_init(&p);
+	CHECK(load(&p, text, &err) == 0);
+	CHECK(p.abort.ntripwires == 1 && strlen(p.abort.tripwires[0]) == 255);
+	corral_policy_free(&p);
 }
 
 TEST(env_value_too_long)
@@ -1229,9 +1478,12 @@ int main(void)
 	RUN(network_copy_is_deep);
 	RUN(merge_over_current_values);
 	RUN(limit_spellings);
+	RUN(abort_section);
+	RUN(abort_tripwire_limit);
 	for (size_t i = 0; i < ARRAY_SIZE(load_errors); i++)
 		run_load_error(i);
 	RUN(env_value_too_long);
+	RUN(tripwire_too_long);
 	RUN(got_is_cut_short);
 	RUN(syntax_error_position);
 	RUN(duplicate_key);

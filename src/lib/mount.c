@@ -11,6 +11,7 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "tripwire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -380,6 +381,150 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 	return 0;
 }
 
+/* ---- tripwires ------------------------------------------------------- */
+
+/* Where tripwires may be planted: on the scratch tmpfs or the overlay. */
+static const char *const tripwire_tops[] = {
+	"/home/agent", "/tmp", "/workspace",
+};
+
+/*
+ * One step down from dirfd: never a symlink, never onto another mount (a
+ * bind the policy placed below a writable area).
+ */
+static int open_beneath(int dirfd, const char *name, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = flags | O_CLOEXEC | O_NOFOLLOW,
+		.mode = mode,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+
+	return syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Create path's missing parents (0700) beneath top; return the parent's fd. */
+static int plant_parents(const char *path, const char *top, char *rest,
+			 const char **name, struct corral_err *err)
+{
+	char *comp = rest, *slash;
+	int dirfd, fd;
+
+	dirfd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dirfd < 0)
+		return corral_set_err(err, -errno, "tripwire %s: cannot open %s: %s",
+				      path, top, strerror(errno));
+	while ((slash = strchr(comp, '/'))) {
+		*slash = '\0';
+		if (mkdirat(dirfd, comp, 0700) == 0) {
+			/* exactly 0700, whatever the umask */
+			if (fchmodat(dirfd, comp, 0700, 0) < 0) {
+				fd = -errno;
+				goto fail;
+			}
+		} else if (errno != EEXIST) {
+			fd = -errno;
+			goto fail;
+		}
+		fd = open_beneath(dirfd, comp, O_PATH | O_DIRECTORY, 0);
+		if (fd < 0) {
+			fd = -errno;
+			goto fail;
+		}
+		close(dirfd);
+		dirfd = fd;
+		*slash = '/';
+		comp = slash + 1;
+	}
+	*name = comp;
+	return dirfd;
+fail:
+	close(dirfd);
+	return corral_set_err(err, fd, "tripwire %s: cannot create %s/%s: %s%s",
+			      path, top, rest,
+			      strerror(-fd), fd == -EXDEV ? " (another mount is there)" :
+			      fd == -ELOOP || fd == -ENOTDIR ?
+			      " (a file or a symlink is there: never followed)" : "");
+}
+
+static int plant_tripwire(const struct corral_policy *p, const char *path,
+			  struct corral_err *err)
+{
+	char rest[TRIPWIRE_PATH_MAX + 1], decoy[TRIPWIRE_DECOY_MAX];
+	const char *top = NULL, *name = NULL, *over;
+	struct stat st;
+	ssize_t len;
+	int dirfd, fd, r;
+
+	for (size_t i = 0; i < sizeof(tripwire_tops) / sizeof(tripwire_tops[0]); i++) {
+		size_t n = strlen(tripwire_tops[i]);
+
+		if (!strncmp(path, tripwire_tops[i], n) && path[n] == '/' && path[n + 1])
+			top = tripwire_tops[i];
+	}
+	if (!top || strlen(path) > TRIPWIRE_PATH_MAX)
+		return corral_set_err(err, -EINVAL,
+				      "tripwire %.300s: not a file under /home/agent, /tmp or /workspace, or longer than %d bytes",
+				      path, TRIPWIRE_PATH_MAX);
+	over = tripwire_bind_over(p, path);
+	if (over)
+		return corral_set_err(err, -EINVAL,
+				      "tripwire %s: lies under the bind on %s, a host directory",
+				      path, over);
+	snprintf(rest, sizeof(rest), "%s", path + strlen(top) + 1);
+	dirfd = plant_parents(path, top, rest, &name, err);
+	if (dirfd < 0)
+		return dirfd;
+	fd = open_beneath(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY, 0600);
+	r = fd < 0 ? -errno : 0;
+	close(dirfd);
+	if (r < 0)
+		return corral_set_err(err, r, "tripwire %s: %s%s", path,
+				      strerror(-r), r != -EEXIST ? "" :
+				      " (a tripwire is planted only where nothing is)");
+	len = tripwire_decoy(path, decoy, sizeof(decoy), err);
+	r = len < 0 ? corral_wrap_err(err, "tripwire %s", path) : 0;
+	if (r == 0 && (r = write_all(fd, decoy, len)) < 0)
+		corral_set_err(err, r, "tripwire %s: cannot write: %s", path,
+			       strerror(-r));
+	if (r == 0 && (fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0))
+		r = corral_set_err(err, -errno, "tripwire %s: %s", path,
+				   strerror(errno));
+	if (r == 0 && st.st_uid != CORRAL_AGENT_UID)
+		r = corral_set_err(err, -EPERM, "tripwire %s: owned by uid %u, not %d",
+				   path, (unsigned)st.st_uid, CORRAL_AGENT_UID);
+	explicit_bzero(decoy, sizeof(decoy));
+	close(fd);
+	return r;
+}
+
+int mount_plant_tripwires(const struct corral_policy *p, struct corral_err *err)
+{
+	for (size_t i = 0; i < p->abort.ntripwires; i++) {
+		int r = plant_tripwire(p, p->abort.tripwires[i], err);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int build_proc(struct corral_err *err)
 {
 	char target[64];
@@ -484,6 +629,9 @@ int mount_build(const struct corral_policy *p, struct corral_err *err)
 		r = build_scratch(oldroot, p, err);
 	if (r == 0)
 		r = build_binds(oldroot, p, err);
+	/* decoys, in the sandbox's own files, before anything untrusted runs */
+	if (r == 0)
+		r = mount_plant_tripwires(p, err);
 	/* proc must be mounted while the host's proc is still visible */
 	if (r == 0)
 		r = build_proc(err);

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "egress.h"
 #include "jsonpos.h"
+#include "tripwire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,7 @@
 #define OUTPUT_MAX		(1 * GiB)
 #define TIMEOUT_MAX_S		(30ULL * 24 * 3600)
 #define TIMEOUT_MAX_MS		(TIMEOUT_MAX_S * 1000)
+#define ABORT_COUNT_MAX		1000000000	/* counts in "abort" */
 
 /* How much of an offending value an error message quotes. */
 #define GOT_MAX			60
@@ -693,6 +695,11 @@ void corral_policy_init(struct corral_policy *p)
 		.net = CORRAL_NET_NONE,
 		/* in proxy mode, also programs that ignore proxy variables */
 		.net_transparent = true,
+		/*
+		 * No abort criteria; when a policy names some, a halted
+		 * sandbox is killed: a one-shot run has no one to hold it for.
+		 */
+		.abort = { .kill = true },
 	};
 }
 
@@ -714,6 +721,7 @@ void corral_policy_free(struct corral_policy *p)
 	strv_free(p->net_deny, p->nnet_deny);
 	pairs_free(p->net_hosts, p->nnet_hosts);
 	free(p->net_resolver);
+	strv_free(p->abort.tripwires, p->abort.ntripwires);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -740,6 +748,8 @@ static int policy_copy(struct corral_policy *dst,
 	dst->net_hosts = NULL;
 	dst->nnet_hosts = 0;
 	dst->net_resolver = NULL;
+	dst->abort.tripwires = NULL;
+	dst->abort.ntripwires = 0;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		goto nomem;
 	if (src->net_resolver && !(dst->net_resolver = strdup(src->net_resolver)))
@@ -774,6 +784,11 @@ static int policy_copy(struct corral_policy *dst,
 			     src->net_hosts[i].name, strlen(src->net_hosts[i].name),
 			     src->net_hosts[i].value,
 			     strlen(src->net_hosts[i].value)))
+			goto nomem;
+	for (i = 0; i < src->abort.ntripwires; i++)
+		if (strv_put(&dst->abort.tripwires, &dst->abort.ntripwires,
+			     src->abort.tripwires[i],
+			     strlen(src->abort.tripwires[i])))
 			goto nomem;
 	return 0;
 nomem:
@@ -1195,7 +1210,12 @@ static int apply_output(struct loader *l, json_t *v)
 				   "it caps each captured stream", &l->p->output_bytes);
 }
 
-static int apply_timeout(struct loader *l, json_t *v)
+/*
+ * A duration: a string such as "30s" or "1.5h", a number of seconds, or
+ * "none" for 0; at most 30 days.  Rounded up to whole milliseconds, so a
+ * non-zero duration never becomes 0 ("none").
+ */
+static int get_duration(struct loader *l, json_t *v, uint64_t *out)
 {
 	const char *s, *why;
 	uint64_t ms;
@@ -1220,7 +1240,6 @@ static int apply_timeout(struct loader *l, json_t *v)
 			return fail(l, false, v, "a duration cannot be negative");
 		if (sec > TIMEOUT_MAX_S)
 			return fail(l, false, v, "too long, the maximum is 30 days");
-		/* rounded up: a non-zero timeout must not become "none" */
 		ms = (uint64_t)(sec * 1000);
 		if ((double)ms < sec * 1000)
 			ms++;
@@ -1230,8 +1249,13 @@ static int apply_timeout(struct loader *l, json_t *v)
 	}
 	if (ms > TIMEOUT_MAX_MS)
 		return fail(l, false, v, "too long, the maximum is 30 days");
-	l->p->timeout_ms = ms;
+	*out = ms;
 	return 0;
+}
+
+static int apply_timeout(struct loader *l, json_t *v)
+{
+	return get_duration(l, v, &l->p->timeout_ms);
 }
 
 static const struct field limits_fields[] = {
@@ -1478,12 +1502,227 @@ static int apply_network(struct loader *l, json_t *v)
 	return apply_fields(l, v, network_fields);
 }
 
+/* ---- abort criteria ---------------------------------------------------- */
+
+/* Where tripwires can be planted: the sandbox's own writable tmpfs. */
+static const char *const tripwire_tops[] = {
+	"/home/agent", "/tmp", "/workspace",
+};
+
+/* A count of events, 0 meaning "no such criterion". */
+static int get_count(struct loader *l, json_t *v, uint64_t *out)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v))
+		return fail(l, false, v,
+			    "expected an integer from 0 to %d (0: no such criterion)",
+			    ABORT_COUNT_MAX);
+	n = json_integer_value(v);
+	if (n < 0)
+		return fail(l, false, v, "cannot be negative");
+	if (n > ABORT_COUNT_MAX)
+		return fail(l, false, v, "too large, the maximum is %d",
+			    ABORT_COUNT_MAX);
+	*out = n;
+	return 0;
+}
+
+static int apply_max_denied_egress(struct loader *l, json_t *v)
+{
+	return get_count(l, v, &l->p->abort.max_denied_egress);
+}
+
+static int apply_max_distinct_denied(struct loader *l, json_t *v)
+{
+	return get_count(l, v, &l->p->abort.max_distinct_denied);
+}
+
+static int apply_window(struct loader *l, json_t *v)
+{
+	return get_duration(l, v, &l->p->abort.window_ms);
+}
+
+static int apply_max_denied_syscalls(struct loader *l, json_t *v)
+{
+	return get_count(l, v, &l->p->abort.max_denied_syscalls);
+}
+
+static int apply_max_cpu(struct loader *l, json_t *v)
+{
+	return get_duration(l, v, &l->p->abort.max_cpu_ms);
+}
+
+static int apply_max_wall(struct loader *l, json_t *v)
+{
+	return get_duration(l, v, &l->p->abort.max_wall_ms);
+}
+
+static int apply_on_abort(struct loader *l, json_t *v)
+{
+	const char *s;
+	size_t n;
+	int r;
+
+	r = get_string(l, v, &s, &n);
+	if (r)
+		return r;
+	if (!strcmp(s, "kill"))
+		l->p->abort.kill = true;
+	else if (!strcmp(s, "freeze"))
+		l->p->abort.kill = false;
+	else
+		return fail(l, false, v,
+			    "unknown action, expected \"freeze\" (halt and hold) or \"kill\"");
+	return 0;
+}
+
+/*
+ * Why path (normalised) cannot be a tripwire, or NULL.  A tripwire is a
+ * file planted in the sandbox's own writable tmpfs, never on a host path,
+ * and one tripwire cannot be the directory of another.
+ */
+static const char *tripwire_problem(const struct corral_abort *a,
+				    const char *path, char *why, size_t whylen)
+{
+	bool under = false;
+	size_t i;
+
+	for (i = 0; path[i]; i++)
+		if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
+			return "tripwire path contains a control character";
+	for (i = 0; i < sizeof(tripwire_tops) / sizeof(tripwire_tops[0]); i++) {
+		if (!strcmp(path, tripwire_tops[i]))
+			return "a tripwire is a file: name one under this directory, not the directory itself";
+		if (path_under(path, tripwire_tops[i]))
+			under = true;
+	}
+	if (!under)
+		return "a tripwire must lie under /home/agent, /tmp or /workspace, where the sandbox's writable files are";
+	for (i = 0; i < a->ntripwires; i++) {
+		if (path_under(path, a->tripwires[i])) {
+			snprintf(why, whylen, "lies under the tripwire %.120s, which is a file",
+				 a->tripwires[i]);
+			return why;
+		}
+		if (path_under(a->tripwires[i], path)) {
+			snprintf(why, whylen, "the tripwire %.120s lies under it: a tripwire is a file, not a directory",
+				 a->tripwires[i]);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+static int apply_tripwire(struct loader *l, json_t *v)
+{
+	struct corral_abort *a = &l->p->abort;
+	char reason[256], why[256], *path = NULL;
+	const char *s, *problem;
+	size_t n, i;
+	int r;
+
+	r = get_string(l, v, &s, &n);
+	if (r)
+		return r;
+	if (n > TRIPWIRE_PATH_MAX)
+		return fail(l, false, v, "tripwire path is longer than %d bytes",
+			    TRIPWIRE_PATH_MAX);
+	r = normalise_path(s, n, "tripwire path", &path, reason, sizeof(reason));
+	if (r == -ENOMEM)
+		return fail_nomem(l);
+	if (r)
+		return fail(l, false, v, "%s", reason);
+	for (i = 0; i < a->ntripwires; i++)
+		if (!strcmp(a->tripwires[i], path))
+			goto out;		/* named twice: planted once */
+	problem = tripwire_problem(a, path, why, sizeof(why));
+	if (problem)
+		r = fail(l, false, v, "%s", problem);
+	else if (a->ntripwires >= TRIPWIRE_MAX_FILES)
+		r = fail(l, false, v, "too many tripwires, at most %d", TRIPWIRE_MAX_FILES);
+	else if (strv_put(&a->tripwires, &a->ntripwires, path, strlen(path)))
+		r = fail_nomem(l);
+out:
+	free(path);
+	return r;
+}
+
+static int apply_tripwires(struct loader *l, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	int r;
+
+	if (!json_is_array(arr))
+		return fail(l, false, arr,
+			    "expected an array of absolute paths such as \"/home/agent/.aws/credentials\"");
+	json_array_foreach(arr, i, v) {
+		r = push_index(l, i);
+		if (r)
+			return r;
+		r = apply_tripwire(l, v);
+		pop(l);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static const struct field abort_fields[] = {
+	{ "max_denied_egress", apply_max_denied_egress },
+	{ "max_distinct_denied_destinations", apply_max_distinct_denied },
+	{ "window_seconds", apply_window },
+	{ "max_denied_syscalls", apply_max_denied_syscalls },
+	{ "tripwires", apply_tripwires },
+	{ "max_cpu_seconds", apply_max_cpu },
+	{ "max_wall_seconds", apply_max_wall },
+	{ "on_abort", apply_on_abort },
+	{ NULL, NULL },
+};
+
+/* An error about the key of obj, pointed at its value. */
+static int fail_at(struct loader *l, json_t *obj, const char *key,
+		   const char *why)
+{
+	int r = push_key(l, key);
+
+	if (r)
+		return r;
+	r = fail(l, false, json_object_get(obj, key), "%s", why);
+	pop(l);
+	return r;
+}
+
+/*
+ * A window is the span in which distinct denied destinations are counted:
+ * it means nothing without that count.  Checked on the merged result, and
+ * blamed on whichever of the two keys this section wrote.
+ */
+static int apply_abort(struct loader *l, json_t *v)
+{
+	const struct corral_abort *a = &l->p->abort;
+	int r;
+
+	r = apply_fields(l, v, abort_fields);
+	if (r || !a->window_ms || a->max_distinct_denied)
+		return r;
+	if (json_object_get(v, "window_seconds"))
+		return fail_at(l, v, "window_seconds",
+			       "a window needs max_distinct_denied_destinations, the count it applies to");
+	if (json_object_get(v, "max_distinct_denied_destinations"))
+		return fail_at(l, v, "max_distinct_denied_destinations",
+			       "cannot be 0 while window_seconds is set: the window would count nothing");
+	return 0;
+}
+
 static const struct field top_fields[] = {
 	{ "description", apply_description },
 	{ "filesystem", apply_filesystem },
 	{ "limits", apply_limits },
 	{ "env", apply_env },
 	{ "network", apply_network },
+	{ "abort", apply_abort },
 	{ NULL, NULL },
 };
 

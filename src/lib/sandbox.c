@@ -17,6 +17,7 @@
 #include "egress.h"
 #include "sensor.h"
 #include "abort.h"
+#include "tripwire.h"
 
 #include <event2/event.h>
 
@@ -67,6 +68,13 @@ static const int forwarded_signals[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH,
 };
 
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -88,10 +96,10 @@ static void send_msg(int fd, int kind, int code, int abi, const char *text)
 		_exit(125);
 }
 
-/* Hand the seccomp listener to the supervisor; ours is closed after. */
-static int send_notify_fd(int sock, int fd)
+/* Hand an fd to the supervisor (the caller closes its own copy after). */
+static int send_fd(int sock, int kind, int fd)
 {
-	struct child_msg m = { .kind = MSG_NOTIFY_FD };
+	struct child_msg m = { .kind = kind };
 	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
 	struct iovec iov = { &m, sizeof(m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -435,10 +443,23 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 	 */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	close(c->sync_rd);
+	if (!c->p->abort.ntripwires)
+		close(c->sync_rd);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		corral_set_err(&err, -errno, "cgroup namespace: %s", strerror(errno));
 		setup_failed(c, &err);
+	}
+	/*
+	 * The supervisor watches the planted tripwires through our root; it
+	 * cannot reach /proc/1/root once PID 1 is non-dumpable.
+	 */
+	if (c->p->abort.ntripwires) {
+		int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (rootfd >= 0) {
+			send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
+			close(rootfd);
+		}
 	}
 	abi = apply_landlock(c->p, &err);
 	if (abi < 0)
@@ -458,10 +479,16 @@ static __attribute__((noreturn)) void sandbox_init(struct child_ctx *c)
 	 * the denied calls then fail with ENOSYS.
 	 */
 	if (notify_fd >= 0) {
-		send_notify_fd(c->msg_wr, notify_fd);
+		send_fd(c->msg_wr, MSG_NOTIFY_FD, notify_fd);
 		close(notify_fd);
 	}
 	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
+	/* Tripwires: the command starts only once the supervisor watches them. */
+	if (c->p->abort.ntripwires) {
+		if (read(c->sync_rd, &go, 1) != 1)
+			_exit(125);
+		close(c->sync_rd);
+	}
 	init_loop(c);
 }
 
@@ -580,8 +607,12 @@ struct supervise {
 	uint64_t t0;
 	struct abort_state *abort;
 	struct event *ev_usage;	/* CPU and wall budgets, polled */
+	struct tripwire *tripwire;
+	int rootfd;		/* the sandbox's "/", for the tripwires */
+	int sync_wr;		/* "t" once the tripwires are watched */
 	bool halted;		/* an abort criterion was met */
 	bool halt_killed;
+	bool halt_held;		/* on_abort "freeze": held until timeout/signal */
 	bool halt_frozen;
 	char halt_reason[CORRAL_ERR_MAX];
 };
@@ -636,6 +667,38 @@ static void on_capture(evutil_socket_t fd, short what, void *arg)
 		cp->out->truncated = true;
 }
 
+static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how)
+{
+	struct supervise *s = arg;
+
+	events_emit(s->ev, "tripwire", json_pack("{s:s, s:i, s:s, s:s}", "path", path,
+		    "pid", (int)pid, "how", how, "reason",
+		    "a decoy file planted by the policy was touched"));
+}
+
+static void watch_tripwires(struct supervise *s)
+{
+	struct corral_err err = { 0 };
+
+	const char *over = NULL;
+
+	for (size_t i = 0; i < s->p->abort.ntripwires && !over; i++)
+		over = tripwire_bind_over(s->p, s->p->abort.tripwires[i]);
+	if (over)
+		corral_set_err(&err, -EINVAL, "a tripwire lies under the bind on %s", over);
+	else if (s->rootfd < 0)
+		corral_set_err(&err, -EBADF, "the sandbox sent no root to watch in");
+	else
+		s->tripwire = tripwire_start_at(s->base, s->rootfd,
+				(const char *const *)s->p->abort.tripwires,
+				s->p->abort.ntripwires, 0, on_tripwire, s, &err);
+	close_fd(&s->rootfd);
+	events_emit(s->ev, "tripwire.armed", json_pack("{s:s, s:i, s:s}",
+		    "mode", s->tripwire ? tripwire_mode(s->tripwire) : "none",
+		    "files", (int)s->p->abort.ntripwires,
+		    "detail", s->tripwire ? "" : err.msg));
+}
+
 static void on_msg(evutil_socket_t fd, short what, void *arg)
 {
 	struct supervise *s = arg;
@@ -655,8 +718,10 @@ static void on_msg(evutil_socket_t fd, short what, void *arg)
 		memcpy(&nfd, CMSG_DATA(cm), sizeof(int));
 		if (n == sizeof(m) && m.kind == MSG_NOTIFY_FD && !s->sensor)
 			s->sensor = sensor_start(s->base, nfd, s->ev);
+		else if (n == sizeof(m) && m.kind == MSG_ROOT_FD && s->rootfd < 0)
+			s->rootfd = nfd;
 		else
-			close(nfd);	/* only one listener, and only that */
+			close(nfd);	/* one of each, and nothing else */
 		return;
 	}
 	if (n != sizeof(m)) {
@@ -671,6 +736,15 @@ static void on_msg(evutil_socket_t fd, short what, void *arg)
 	switch (m.kind) {
 	case MSG_READY:
 		s->landlock_abi = m.landlock_abi;
+		if (s->sync_wr >= 0) {
+			watch_tripwires(s);
+			/* armed or not (then said in an event), the command may start */
+			if (send(s->sync_wr, "t", 1, MSG_NOSIGNAL) != 1) {
+				/* the sandbox is gone: its exit is handled elsewhere */
+			}
+			close(s->sync_wr);
+			s->sync_wr = -1;
+		}
 		break;
 	case MSG_SETUP_FAILED:
 	case MSG_EXEC_FAILED:
@@ -712,6 +786,8 @@ static void halt(struct supervise *s, struct abort_verdict *v)
 	if (kill_now || !s->halt_frozen) {
 		s->halt_killed = true;
 		kill_tree(s);
+	} else {
+		s->halt_held = true;
 	}
 	events_emit(s->ev, "halt", json_pack("{s:s, s:s}", "reason", v->reason,
 		    "state", s->halt_killed ? "killed" : "frozen, held until the "
@@ -865,9 +941,9 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		res->status = CORRAL_HALTED;
 		res->signal = SIGKILL;
 		snprintf(res->reason, sizeof(res->reason), "halted: %.300s; %s", s->halt_reason,
-			 s->halt_frozen ? (s->halt_killed ?
-			 "the sandbox was frozen, then killed" :
-			 "the sandbox was held frozen, then killed") :
+			 s->halt_frozen ? (s->halt_held ?
+			 "the sandbox was held frozen, then killed" :
+			 "the sandbox was frozen, then killed") :
 			 "the sandbox was killed (no freezer to hold it)");
 		return;
 	}
@@ -924,6 +1000,23 @@ static void describe(struct corral_result *res, const struct supervise *s,
 	}
 }
 
+/*
+ * The sandbox failed before it could be started: if it said why, that is
+ * the error worth reporting, not the broken pipe we met.
+ */
+static void child_reason(int msg_rd, struct corral_err *err)
+{
+	struct child_msg m;
+
+	while (msg_rd >= 0 && recv(msg_rd, &m, sizeof(m), MSG_DONTWAIT) == sizeof(m)) {
+		if (m.kind == MSG_SETUP_FAILED) {
+			m.text[sizeof(m.text) - 1] = '\0';
+			corral_set_err(err, m.code ? m.code : -EIO, "%s", m.text);
+			return;
+		}
+	}
+}
+
 static int validate(const struct corral_policy *p, const struct corral_run_opts *o,
 		    struct corral_err *err)
 {
@@ -948,19 +1041,13 @@ static int open_pipes(int sync[2], int msg[2], int out[2], int errp[2],
 		      bool capture, struct corral_err *err)
 {
 	/* msg is a socket: the seccomp listener travels on it as SCM_RIGHTS */
-	if (pipe2(sync, O_CLOEXEC) < 0 ||
+	/* sockets, not pipes: a write to a sandbox that died is EPIPE, not SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, msg) < 0)
 		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
 	if (capture && (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0))
 		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
 	return 0;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
 }
 
 static int block_signals(bool forward, sigset_t *old, int *sigfd,
@@ -991,7 +1078,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 {
 	int sync[2] = { -1, -1 }, msg[2] = { -1, -1 };
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	struct supervise s = { .pidfd = -1, .msg_rd = -1, .sigfd = -1 };
+	struct supervise s = { .pidfd = -1, .msg_rd = -1, .sigfd = -1, .sync_wr = -1,
+				.rootfd = -1 };
 	struct events *ev = NULL;
 	struct proxy *px = NULL;
 	struct cg_stats st = { 0 };
@@ -1095,20 +1183,25 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	/* The supervisor's listeners live in the sandbox's netns, not in it. */
 	if (r == 0 && p->net == CORRAL_NET_PROXY)
 		r = proxy_start(s.base, s.pid, p, ev, &px, err);
-	if (r == 0 && write(sync[1], "g", 1) != 1)
+	if (r == 0 && send(sync[1], "g", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
 				   strerror(errno));
 	if (r == 0)
 		r = cg_attach(cg, s.pid, err);
 	if (r == 0)
 		r = supervise_start(&s, err);
-	if (r == 0 && write(sync[1], "c", 1) != 1)
+	if (r == 0 && send(sync[1], "c", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
 				   strerror(errno));
+	if (r == 0 && p->abort.ntripwires) {
+		s.sync_wr = sync[1];	/* answered on READY */
+		sync[1] = -1;
+	}
 	close_fd(&sync[1]);
 	if (r < 0) {
 		kill_tree(&s);
 		wait4(s.pid, &ws, 0, &ru);
+		child_reason(s.msg_rd, err);
 		goto fail_signals;
 	}
 
@@ -1160,6 +1253,9 @@ fail:
 	close_fd(&s.err.fd);
 	close_fd(&s.pidfd);
 	sensor_free(s.sensor);
+	tripwire_free(s.tripwire);
+	close_fd(&s.sync_wr);
+	close_fd(&s.rootfd);
 	proxy_free(px);
 	if (ev)
 		events_set_hook(ev, NULL, NULL);
@@ -1171,8 +1267,11 @@ fail:
 		json_decref(d);
 	}
 	events_close(ev);
-	if (s.base)
+	/* let libevent finish what freeing the proxy deferred, then free it */
+	if (s.base) {
+		event_base_loop(s.base, EVLOOP_NONBLOCK);
 		event_base_free(s.base);
+	}
 	cg_destroy(cg);
 	env_free(c.envp);
 	if (r < 0) {

@@ -23,6 +23,7 @@ enum child_msg_kind {
 	MSG_EXEC_FAILED,	/* code = errno of execve */
 	MSG_EXITED,		/* code = wait status of the command */
 	MSG_NOTIFY_FD,		/* the seccomp listener, as SCM_RIGHTS */
+	MSG_ROOT_FD,		/* an O_PATH fd of the sandbox's "/" (tripwires) */
 };
 
 struct child_msg {

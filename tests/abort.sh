@@ -1,0 +1,141 @@
+#!/bin/bash
+# abort.sh - the supervisor halts a run by itself when the policy's abort
+# criteria are met: freeze first, record why, then kill or hold.
+#
+#   tests/abort.sh CORRAL HELPERS_DIR [TEST...]
+set -u
+CORRAL=$(readlink -f "$1")
+HELPERS_SRC=$(readlink -f "$2")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-abort.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+HELPERS=$TEST_TMP/helpers
+mkdir "$HELPERS"
+cp "$HELPERS_SRC"/attack "$HELPERS/"
+chmod -R a+rX "$HELPERS"
+H="--ro $HELPERS:/opt/helpers"
+
+policy() {	# policy ABORT_JSON [NETWORK_JSON]
+	printf '{"abort": %s%s}\n' "$1" "${2:+, \"network\": $2}" > "$T/p.json"
+	chmod 644 "$T/p.json"
+}
+
+arun() {	# arun ARGS...: corral run --json with the policy and events
+	local rc=0
+	: > "$T/events"
+	timeout 120 "$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		"$@" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+}
+event() { grep "\"type\":\"$1\"" "$T/events" | head -1; }
+
+t_port_sweep_halts_and_kills() {
+	policy '{"max_distinct_denied_destinations": 5, "window_seconds": 30, "on_abort": "kill"}' \
+		'{"mode": "proxy", "allow": ["web.test:80"], "hosts": {"web.test": "127.0.0.1"}}'
+	# the sweep runs in the background, as a tool call's leftover would
+	arun --tool-call sweep-1 --timeout 60 -- /bin/sh -c '
+		( for p in $(seq 1 40); do curl -s -m 2 "http://evil.test:$p/" >/dev/null; done ) &
+		sleep 50'
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_eq "exit" "$(cat "$T/rc")" 137
+	expect_contains "reason" "$(json reason < "$T/out")" "halted: probing: 6 distinct destinations denied"
+	expect_contains "reason says frozen" "$(json reason < "$T/out")" "frozen, then killed"
+	ms=$(json duration_ms < "$T/out")
+	[ "$ms" -lt 40000 ] || fail "the halt waited for the command ($ms ms)"
+	a=$(event abort)
+	expect_contains "criterion" "$a" '"criterion":"max_distinct_denied_destinations"'
+	expect_contains "evidence" "$a" '"evidence":["evil.test:6"'
+	expect_contains "attributed" "$a" '"call":"sweep-1"'
+	expect_contains "halt" "$(event halt)" '"state":"killed"'
+	n=$(grep -c '"type":"egress.denied"' "$T/events")
+	[ "$n" -le 8 ] || fail "$n denials after the halt"
+}
+
+t_denied_syscalls_halt() {
+	policy '{"max_denied_syscalls": 2}'
+	arun $H -- /bin/sh -c 'for a in mount ptrace unshare keyctl bpf; do /opt/helpers/attack $a; done; sleep 30'
+	[ "$(json layers.seccomp_notify < "$T/out")" = true ] ||
+		{ skip "no USER_NOTIF: denied syscalls are not counted"; return 77; }
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "3 syscalls denied (limit 2), the last unshare"
+	expect_contains "evidence" "$(event abort)" '"evidence":["mount","ptrace","unshare"]'
+}
+
+t_cpu_budget_halts() {
+	policy '{"max_cpu_seconds": 1}'
+	arun --timeout 30 -- /bin/sh -c 'while :; do :; done'
+	[ "$(json layers.limits < "$T/out")" != rlimit ] || { skip "no cgroup to measure CPU"; return 77; }
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "CPU budget spent"
+}
+
+t_wall_budget_halts() {
+	policy '{"max_wall_seconds": 1}'
+	arun --timeout 30 -- /bin/sleep 20
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "wall-time budget spent"
+	ms=$(json duration_ms < "$T/out")
+	[ "$ms" -lt 10000 ] || fail "took $ms ms"
+}
+
+# on_abort "freeze": held frozen (no CPU used) until the timeout ends it.
+t_freeze_holds_until_timeout() {
+	policy '{"max_denied_syscalls": 0, "max_wall_seconds": 1, "on_abort": "freeze"}'
+	"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" --timeout 4 -- \
+		/bin/sh -c 'while :; do :; done' > "$T/out" 2>&1 < /dev/null &
+	pid=$!
+	for _ in $(seq 1 100); do grep -q '"type":"halt"' "$T/events" 2>/dev/null && break; sleep 0.05; done
+	halt=$(event halt)
+	if echo "$halt" | grep -q '"state":"killed"'; then
+		wait "$pid" || true
+		skip "no freezer for this user: an abort kills"
+		return 77
+	fi
+	expect_contains "held" "$halt" "frozen, held"
+	dir=$(find /sys/fs/cgroup/freezer /sys/fs/cgroup -maxdepth 3 -type d -name "corral-$pid-*" 2>/dev/null | head -1)
+	if [ -n "$dir" ] && [ -f "$dir/freezer.state" ]; then
+		expect_eq "frozen" "$(cat "$dir/freezer.state")" FROZEN
+		u1=$(cat "/sys/fs/cgroup/cpuacct/$(basename "$(dirname "$dir")")/$(basename "$dir")/cpuacct.usage" 2>/dev/null || echo 0)
+		sleep 0.5
+		u2=$(cat "/sys/fs/cgroup/cpuacct/$(basename "$(dirname "$dir")")/$(basename "$dir")/cpuacct.usage" 2>/dev/null || echo 0)
+		expect_eq "no CPU while frozen" "$u2" "$u1"
+	fi
+	wait "$pid" || true
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "held frozen, then killed"
+	ms=$(json duration_ms < "$T/out")
+	[ "$ms" -ge 3500 ] || fail "not held until the timeout ($ms ms)"
+}
+
+t_tripwire_halts() {
+	policy '{"tripwires": ["/home/agent/.aws/credentials", "/workspace/.env"]}'
+	arun -- /bin/sh -c 'ls -a /home/agent/.aws; cat /home/agent/.aws/credentials; echo rc=$?; sleep 20'
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "tripwire /home/agent/.aws/credentials was touched"
+	expect_contains "planted" "$(json stdout < "$T/out")" "credentials"
+	t=$(event tripwire)
+	expect_contains "path" "$t" '"path":"/home/agent/.aws/credentials"'
+	if [ "$(id -u)" = 0 ]; then
+		expect_not_contains "decoy unread" "$(json stdout < "$T/out")" "aws_secret_access_key"
+	fi
+}
+
+t_no_criteria_no_halt() {
+	policy '{}'
+	arun $H -- /bin/sh -c '/opt/helpers/attack mount; exit 3'
+	expect_eq "status" "$(json status < "$T/out")" exited
+	expect_eq "exit" "$(cat "$T/rc")" 3
+	[ -z "$(event abort)" ] || fail "an abort without criteria"
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "abort ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -1290,25 +1290,31 @@ static int apply_env_var(struct loader *l, const char *name, json_t *v)
 	return env_put(l->p, name, strlen(name), s, n) ? fail_nomem(l) : 0;
 }
 
-static int apply_env_set(struct loader *l, json_t *obj)
+/* An object of "key": value pairs, each applied by fn under its own key. */
+static int apply_pairs(struct loader *l, json_t *obj, const char *expected,
+		       int (*fn)(struct loader *l, const char *key, json_t *v))
 {
-	const char *name;
+	const char *key;
 	json_t *v;
 	int r;
 
 	if (!json_is_object(obj))
-		return fail(l, false, obj,
-			    "expected an object of \"NAME\": \"VALUE\" pairs");
-	json_object_foreach(obj, name, v) {
-		r = push_key(l, name);
+		return fail(l, false, obj, "expected an object of %s pairs", expected);
+	json_object_foreach(obj, key, v) {
+		r = push_key(l, key);
 		if (r)
 			return r;
-		r = apply_env_var(l, name, v);
+		r = fn(l, key, v);
 		pop(l);
 		if (r)
 			return r;
 	}
 	return 0;
+}
+
+static int apply_env_set(struct loader *l, json_t *obj)
+{
+	return apply_pairs(l, obj, "\"NAME\": \"VALUE\"", apply_env_var);
 }
 
 static int apply_env_pass(struct loader *l, json_t *arr)
@@ -1441,23 +1447,7 @@ static int apply_net_host(struct loader *l, const char *name, json_t *v)
 
 static int apply_net_hosts(struct loader *l, json_t *obj)
 {
-	const char *name;
-	json_t *v;
-	int r;
-
-	if (!json_is_object(obj))
-		return fail(l, false, obj,
-			    "expected an object of \"name\": \"address\" pairs");
-	json_object_foreach(obj, name, v) {
-		r = push_key(l, name);
-		if (r)
-			return r;
-		r = apply_net_host(l, name, v);
-		pop(l);
-		if (r)
-			return r;
-	}
-	return 0;
+	return apply_pairs(l, obj, "\"name\": \"address\"", apply_net_host);
 }
 
 /*

@@ -1,7 +1,9 @@
 # corral - build, test, benchmark.  `make help` lists the targets.
 
 CC      ?= cc
-PKGS    := libseccomp jansson ldns libevent libnftables libcrypto
+# libnftables is loaded at run time (net.c), only where transparent mode
+# is set up: its headers come from libnftables-dev, its code is not linked.
+PKGS    := libseccomp jansson ldns libevent libcrypto
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
@@ -9,7 +11,7 @@ CPPFLAGS += -Iinclude -Isrc/lib -D_GNU_SOURCE
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  += $(PKG_LIBS) -lhttp_parser -lm
+LDLIBS  += $(PKG_LIBS) -lhttp_parser -ldl -lm
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))

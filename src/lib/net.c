@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "net.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -121,26 +122,69 @@ static const char nft_rules[] =
 	"  }\n"
 	"}\n";
 
+/*
+ * libnftables comes with five libraries of its own; loading them in every
+ * `corral run` cost milliseconds of dynamic linking.  Only the helper that
+ * sets up transparent mode needs it, so only that one loads it.
+ */
+struct nft_api {
+	void *lib;
+	struct nft_ctx *(*ctx_new)(uint32_t flags);
+	void (*ctx_free)(struct nft_ctx *ctx);
+	int (*buffer_error)(struct nft_ctx *ctx);
+	const char *(*get_error_buffer)(struct nft_ctx *ctx);
+	int (*run_cmd)(struct nft_ctx *nft, const char *buf);
+};
+
+static int nft_load(struct nft_api *api, char *why, size_t len)
+{
+	api->lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!api->lib) {
+		snprintf(why, len, "cannot load libnftables: %s", dlerror());
+		return -ENOENT;
+	}
+	api->ctx_new = (struct nft_ctx *(*)(uint32_t))dlsym(api->lib, "nft_ctx_new");
+	api->ctx_free = (void (*)(struct nft_ctx *))dlsym(api->lib, "nft_ctx_free");
+	api->buffer_error = (int (*)(struct nft_ctx *))dlsym(api->lib, "nft_ctx_buffer_error");
+	api->get_error_buffer = (const char *(*)(struct nft_ctx *))
+		dlsym(api->lib, "nft_ctx_get_error_buffer");
+	api->run_cmd = (int (*)(struct nft_ctx *, const char *))
+		dlsym(api->lib, "nft_run_cmd_from_buffer");
+	if (!api->ctx_new || !api->ctx_free || !api->buffer_error ||
+	    !api->get_error_buffer || !api->run_cmd) {
+		snprintf(why, len, "libnftables lacks a function corral needs");
+		dlclose(api->lib);
+		return -ENOSYS;
+	}
+	return 0;
+}
+
 static int load_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len)
 {
-	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	char rules[sizeof(nft_rules) + 32];
-	int r = 0;
+	struct nft_api api;
+	struct nft_ctx *nft;
+	int r = nft_load(&api, why, len);
 
+	if (r < 0)
+		return r;
+	nft = api.ctx_new(NFT_CTX_DEFAULT);
 	if (!nft) {
 		snprintf(why, len, "cannot create an nftables context");
+		dlclose(api.lib);
 		return -ENOMEM;
 	}
-	nft_ctx_buffer_error(nft);
+	api.buffer_error(nft);
 	snprintf(rules, sizeof(rules), nft_rules, tcp_port, dns_port, tcp_port, dns_port);
-	if (nft_run_cmd_from_buffer(nft, rules) != 0) {
-		const char *e = nft_ctx_get_error_buffer(nft);
+	if (api.run_cmd(nft, rules) != 0) {
+		const char *e = api.get_error_buffer(nft);
 
 		snprintf(why, len, "nftables refused the redirect rules: %.300s",
 			 e && *e ? e : "no reason given");
 		r = -EPERM;
 	}
-	nft_ctx_free(nft);
+	api.ctx_free(nft);
+	dlclose(api.lib);
 	return r;
 }
 

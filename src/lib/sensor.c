@@ -113,11 +113,21 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	char reason[CORRAL_ERR_MAX];
 	char *name;
 	json_t *o;
+	int r;
 
 	(void)what;
 	memset(s->req, 0, sizeof(*s->req));
-	if (seccomp_notify_receive(fd, s->req) != 0)
-		return;		/* the caller died meanwhile */
+	r = seccomp_notify_receive(fd, s->req);
+	if (r != 0) {
+		/*
+		 * The caller died meanwhile (ENOENT): wait for the next.  Any
+		 * other failure means no task is left on the filter: the fd now
+		 * reads as hung up for good, so stop watching it.
+		 */
+		if (r != -ENOENT && r != -EINTR)
+			event_del(s->ev);
+		return;
+	}
 	name = seccomp_syscall_resolve_num_arch(s->req->data.arch, s->req->data.nr);
 	/* Answer first: the caller waits for nothing but this. */
 	memset(s->resp, 0, sizeof(*s->resp));

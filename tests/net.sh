@@ -328,10 +328,12 @@ t_transparent_programs_ignoring_proxy() {
 	# no proxy variables at all: DNS gives a token address, nftables does the rest
 	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /bin/sh -c "
 		getent hosts web.test
+		getent ahostsv4 web.test | head -1
 		curl -sS -m 10 http://web.test:$port/plain; echo
 		curl -sS -m 10 --cacert /ca.pem https://api.test:$tport/tls; echo
 		getent hosts evil.test || echo evil-nxdomain"
 	expect_contains "synthetic address" "$(stdout)" "100.64.0."
+	expect_contains "AI_ADDRCONFIG lookup" "$(stdout)" "STREAM web.test"
 	expect_contains "plain" "$(stdout)" "hello from upstream /plain"
 	expect_contains "tls" "$(stdout)" "hello from upstream /tls"
 	expect_contains "nxdomain" "$(stdout)" "evil-nxdomain"

@@ -188,6 +188,65 @@ static int load_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t le
 	return r;
 }
 
+struct addr_req {
+	struct nlmsghdr nh;
+	struct ifaddrmsg ifa;
+	char attrs[64];
+};
+
+/*
+ * glibc's getaddrinfo() with AI_ADDRCONFIG (the default when no hints are
+ * given) returns nothing for IPv4 unless some interface has a non-loopback
+ * IPv4 address.  A loopback-only netns has none, so one harmless address
+ * (from the CGNAT range, local to lo, reaching nothing) is added.
+ */
+int net_add_lo_address(char *why, size_t len)
+{
+	struct addr_req req = { 0 };
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct in_addr a = { htonl(NET_LO_EXTRA_ADDR) };
+	struct nlmsghdr *ack;
+	struct rtattr *rta;
+	char buf[512];
+	ssize_t n;
+	int fd, r = 0;
+
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
+	req.nh.nlmsg_type = RTM_NEWADDR;
+	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+	req.ifa.ifa_family = AF_INET;
+	req.ifa.ifa_prefixlen = 32;
+	req.ifa.ifa_scope = RT_SCOPE_HOST;
+	req.ifa.ifa_index = if_nametoindex("lo");
+	rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+	rta->rta_type = IFA_LOCAL;
+	rta->rta_len = RTA_LENGTH(sizeof(a));
+	memcpy(RTA_DATA(rta), &a, sizeof(a));
+	req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0) {
+		snprintf(why, len, "netlink: %s", strerror(errno));
+		return -errno;
+	}
+	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+	} else {
+		n = recv(fd, buf, sizeof(buf), 0);
+		ack = (struct nlmsghdr *)buf;
+		if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+			r = n < 0 ? -errno : -EIO;
+		else if (ack->nlmsg_type == NLMSG_ERROR)
+			r = ((struct nlmsgerr *)NLMSG_DATA(ack))->error;
+	}
+	close(fd);
+	if (r == -EEXIST)
+		r = 0;
+	if (r < 0)
+		snprintf(why, len, "cannot add an address to lo: %s", strerror(-r));
+	return r;
+}
+
 int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
 			  size_t len)
 {

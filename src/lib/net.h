@@ -5,6 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 100.127.255.254: an IPv4 address on lo, so AI_ADDRCONFIG finds one. */
+#define NET_LO_EXTRA_ADDR 0x647ffffeu
+
+int net_add_lo_address(char *why, size_t len);
+
 /* In the sandbox's netns: route all to lo, redirect TCP and DNS to us. */
 int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
 			  size_t len);

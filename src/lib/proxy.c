@@ -191,7 +191,9 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 		if (fds[i] >= 0)
 			send_fds[nfd++] = fds[i];
 	}
-	if (transparent)
+	/* name lookups with AI_ADDRCONFIG need an IPv4 address to exist */
+	rep.transparent = net_add_lo_address(rep.why, sizeof(rep.why));
+	if (transparent && rep.transparent == 0)
 		rep.transparent = net_transparent_setup(PROXY_TRANSPARENT_PORT,
 							PROXY_DNS_PORT, rep.why,
 							sizeof(rep.why));
@@ -255,8 +257,8 @@ static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
 					   listen_specs[i].addr, listen_specs[i].port,
 					   strerror(rep.codes[i] ? -rep.codes[i] : EIO));
 	}
-	if (r == 0 && transparent && rep.transparent < 0)
-		r = corral_set_err(err, rep.transparent, "transparent mode: %.256s", rep.why);
+	if (r == 0 && rep.transparent < 0)
+		r = corral_set_err(err, rep.transparent, "network setup: %.256s", rep.why);
 reap:
 	waitpid(helper, &status, 0);
 out:

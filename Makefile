@@ -23,7 +23,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 
-.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz
+.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak
 
 all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN)
 
@@ -66,6 +66,11 @@ demo: all
 bench: all
 	bench/bench.sh $(BUILD)/corral
 
+# SOAK_CYCLES sandboxes in a row (and 20 at once); nothing may be left.
+SOAK_CYCLES ?= 10000
+soak: all
+	tests/soak.sh $(BUILD)/corral $(SOAK_CYCLES)
+
 # libFuzzer targets, one a parser, each run for FUZZ_SECONDS over its seed
 # corpus (fuzz/corpus/NAME); new inputs go to build-fuzz/, crashes too.
 FUZZ_SECONDS ?= 60
@@ -106,4 +111,5 @@ help:
 	@echo "make check      the whole test suite (root: also as an unprivileged user)"
 	@echo "make bench      corral vs bubblewrap vs unshare, side by side"
 	@echo "make fuzz       the libFuzzer targets, FUZZ_SECONDS each (default 60)"
+	@echo "make soak       SOAK_CYCLES sandboxes (default 10000), then count leftovers"
 	@echo "make deps       install the Debian packages the build and tests need"

@@ -132,6 +132,7 @@ suite() {	# suite BUILD LABEL
 
 step "build with -Wall -Wextra -Werror" build build -Werror ""
 suite build "gcc -O2"
+step "soak, 300 sandboxes (make soak for 10,000)" tests/soak.sh build/corral 300
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99

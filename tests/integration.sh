@@ -427,6 +427,15 @@ t_nothing_left_behind() {
 	expect_eq "mounts" "$(wc -l < /proc/self/mountinfo)" "$before"
 	expect_eq "cgroups" "$(count_cg)" "$cg_before"
 	expect_eq "fds" "$(ls /proc/$$/fd | wc -l)" "$fds_before"
+	if [ "$ME" = 0 ]; then
+		# root's parent "corral" goes with the last sandbox, even after a
+		# burst of them at once
+		pids=""
+		for i in 1 2 3 4 5 6 7 8; do "$CORRAL" run -- /bin/true & pids="$pids $!"; done
+		for p in $pids; do wait "$p" || fail "a concurrent run failed"; done
+		left=$(find /sys/fs/cgroup -maxdepth 2 -type d -name corral 2>/dev/null | wc -l)
+		expect_eq "parent cgroups left" "$left" 0
+	fi
 }
 
 t_dies_with_supervisor() {

@@ -51,6 +51,7 @@ static const char *const ctrl_name[C_COUNT] = {
 #define CG_EMPTY_WAIT_MS	2000
 #define CG_KILL_ROUNDS		8
 #define CG_RMDIR_TRIES		20
+#define CG_PARENT_TRIES		5
 #define CG_MAX_DEPTH		16
 
 #define FALLBACK_SENTENCE \
@@ -737,6 +738,18 @@ static int v2_enable(struct cg *cg, const char *dir, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * Root's "<mount>/corral" belongs to corral: made by the first sandbox that
+ * needs it, removed by the last one to leave it empty.  A delegated
+ * "corral.<uid>" belongs to whoever delegated it and stays.
+ */
+static bool parent_is_ours(const struct cg_hier *h)
+{
+	const char *slash = strrchr(h->parent, '/');
+
+	return geteuid() == 0 && slash && !strcmp(slash + 1, CG_PARENT);
+}
+
 static int make_parents(struct cg *cg, struct corral_err *err)
 {
 	bool root = geteuid() == 0;
@@ -745,8 +758,9 @@ static int make_parents(struct cg *cg, struct corral_err *err)
 	for (size_t i = 0; i < cg->nhier; i++) {
 		struct cg_hier *h = &cg->hier[i];
 
-		if (h->create_parent && mkdir(h->parent, 0755) < 0 &&
-		    errno != EEXIST) {
+		/* ours may have been removed since the plan: make it again */
+		if ((h->create_parent || parent_is_ours(h)) &&
+		    mkdir(h->parent, 0755) < 0 && errno != EEXIST) {
 			r = -errno;
 			return corral_set_err(err, r, "cannot create cgroup "
 					      "%s: %s", h->parent,
@@ -856,6 +870,8 @@ static int set_limits(struct cg *cg, const struct corral_policy *p,
 	return 0;
 }
 
+static void remove_dirs(struct cg *cg);
+
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	      struct corral_err *err)
 {
@@ -877,9 +893,18 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 		*out = cg;
 		return 0;
 	}
-	r = make_parents(cg, err);
-	if (r == 0)
-		r = make_dirs(cg, name, err);
+	/*
+	 * Another sandbox leaving may remove an empty parent between the two
+	 * steps (ENOENT): make it again, a few times at most.
+	 */
+	for (int tries = 0; tries < CG_PARENT_TRIES; tries++) {
+		r = make_parents(cg, err);
+		if (r == 0)
+			r = make_dirs(cg, name, err);
+		if (r != -ENOENT)
+			break;
+		remove_dirs(cg);
+	}
 	if (r == 0)
 		r = set_limits(cg, p, err);
 	if (r < 0)
@@ -1241,6 +1266,17 @@ static int rmdir_one(const char *dir, void *arg)
 	return -EBUSY;
 }
 
+/* The sandbox's own directories, deepest first, in every hierarchy. */
+static void remove_dirs(struct cg *cg)
+{
+	for (size_t i = 0; i < cg->nhier; i++) {
+		if (cg->hier[i].dir)
+			walk(cg->hier[i].dir, true, 0, rmdir_one, NULL);
+		free(cg->hier[i].dir);
+		cg->hier[i].dir = NULL;
+	}
+}
+
 void cg_destroy(struct cg *cg)
 {
 	if (!cg)
@@ -1248,10 +1284,11 @@ void cg_destroy(struct cg *cg)
 	if (cg->mode != CG_NONE) {
 		cg_kill(cg);
 		wait_empty(cg, CG_EMPTY_WAIT_MS);
+		remove_dirs(cg);
+		/* the last sandbox out removes our parent (EBUSY: others remain) */
 		for (size_t i = 0; i < cg->nhier; i++)
-			if (cg->hier[i].dir)
-				walk(cg->hier[i].dir, true, 0, rmdir_one,
-				     NULL);
+			if (parent_is_ours(&cg->hier[i]))
+				rmdir(cg->hier[i].parent);
 	}
 	cg_free_hiers(cg);
 	free(cg);

@@ -77,9 +77,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -Iinclude -Isrc/lib $(PKG_CFLAGS)
-FUZZ_SRC_sni := src/lib/sni.c
-FUZZ_SRC_socks := src/lib/socks.c
-FUZZ_SRC_httpreq := src/lib/httpreq.c
+FUZZ_SRC_sni := src/lib/sni.c src/lib/hostname.c
+FUZZ_SRC_socks := src/lib/socks.c src/lib/hostname.c
+FUZZ_SRC_httpreq := src/lib/httpreq.c src/lib/hostname.c
 FUZZ_SRC_dns := src/lib/dnsmsg.c
 FUZZ_SRC_policy := src/lib/policy.c src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
 FUZZ_TARGETS := sni socks httpreq dns policy

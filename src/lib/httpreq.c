@@ -15,6 +15,7 @@
  * Body bytes are parsed where they lie and never copied.
  */
 #include "httpreq.h"
+#include "hostname.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,7 +26,6 @@
 
 #define HEAD_INITIAL	1024
 #define ROOM_REWRITE	512	/* Host and Connection lines we may add */
-#define DNS_LABEL_MAX	63
 
 enum { CB_NONE, CB_FIELD, CB_VALUE };
 
@@ -92,32 +92,6 @@ static bool path_ok(const uint8_t *s, size_t n)
 	return true;
 }
 
-static bool host_char(uint8_t ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-}
-
-/* A DNS name: labels of 1..63 host characters, one trailing dot allowed. */
-static bool dns_name_ok(const uint8_t *s, size_t n)
-{
-	size_t i, label = 0;
-
-	if (n == 0 || n > HTTPREQ_HOST_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '.') {
-			if (label == 0)
-				return false;
-			label = 0;
-			continue;
-		}
-		if (!host_char(s[i]) || ++label > DNS_LABEL_MAX)
-			return false;
-	}
-	return true;
-}
-
 static bool span_is(const struct httpreq_conn *c, struct httpreq_span s,
 		    const char *word)
 {
@@ -149,7 +123,7 @@ static bool host_set(struct host *h, const uint8_t *s, size_t n, bool ipv6)
 		tmp[n] = '\0';
 		if (inet_pton(AF_INET6, tmp, &a6) != 1)
 			return false;
-	} else if (!dns_name_ok(s, n)) {
+	} else if (!hostname_valid(s, n, HTTPREQ_HOST_MAX, true)) {
 		return false;
 	}
 	memcpy(h->name, s, n);

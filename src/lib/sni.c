@@ -13,6 +13,7 @@
  * guessed at.
  */
 #include "sni.h"
+#include "hostname.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,7 +33,6 @@
 #define EXT_SERVER_NAME		0x0000
 #define EXT_ECH			0xfe0d	/* encrypted_client_hello */
 #define SNI_TYPE_HOST_NAME	0
-#define DNS_LABEL_MAX		63
 
 struct cur {
 	const uint8_t *p;
@@ -85,37 +85,6 @@ static bool cur_vec16(struct cur *c, struct cur *sub)
 	uint16_t n;
 
 	return cur_u16(c, &n) && cur_take(c, n, sub);
-}
-
-static bool host_char(uint8_t ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-}
-
-/*
- * A DNS hostname: labels of 1..63 letters, digits, '-' or '_', joined by
- * single dots, no trailing dot (RFC 6066 3), at most 253 bytes.  This also
- * keeps NUL and every byte that could mean something else to a log line or
- * a pattern matcher out of the name.
- */
-static bool hostname_ok(const uint8_t *s, size_t n)
-{
-	size_t i, label = 0;
-
-	if (n == 0 || n >= SNI_HOST_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '.') {
-			if (label == 0)
-				return false;
-			label = 0;
-			continue;
-		}
-		if (!host_char(s[i]) || ++label > DNS_LABEL_MAX)
-			return false;
-	}
-	return label != 0;
 }
 
 /*
@@ -239,7 +208,7 @@ static int parse_server_name(struct cur *ext, struct sni_hello *out)
 	/* a second entry would leave bytes in the list */
 	if (!cur_vec16(&list, &name) || list.left != 0)
 		return -EINVAL;
-	if (!hostname_ok(name.p, name.left))
+	if (!hostname_valid(name.p, name.left, SNI_HOST_MAX - 1, false))
 		return -EINVAL;
 	memcpy(out->host, name.p, name.left);
 	out->host[name.left] = '\0';

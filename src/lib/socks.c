@@ -9,6 +9,7 @@
  * as soon as its leading bytes say it is wrong, not when it is complete.
  */
 #include "socks.h"
+#include "hostname.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,7 +21,6 @@
 #define SOCKS_METHOD_REFUSED	0xff
 #define SOCKS_CMD_CONNECT	0x01
 #define SOCKS_NO_REPLY		0xff
-#define DNS_LABEL_MAX		63
 
 /* Where socks_feed() puts the bytes for the client. */
 struct sout {
@@ -136,37 +136,6 @@ static int finish_greeting(struct socks_conn *c, struct sout *o)
 		    "SOCKS5 client does not offer \"no authentication\"");
 }
 
-static bool host_char(uint8_t ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-}
-
-/*
- * A DNS name as the policy can judge it: labels of 1..63 letters, digits,
- * '-' or '_' separated by single dots, one trailing dot allowed.  Keeps
- * NUL, '%', '@', ':', '/' and spaces, which mean something to other
- * parsers, out of the name.
- */
-static bool domain_ok(const uint8_t *s, size_t n)
-{
-	size_t i, label = 0;
-
-	if (n == 0)
-		return false;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '.') {
-			if (label == 0)
-				return false;
-			label = 0;
-			continue;
-		}
-		if (!host_char(s[i]) || ++label > DNS_LABEL_MAX)
-			return false;
-	}
-	return true;
-}
-
 static void set_ipv4(struct socks_conn *c, const uint8_t *a)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)&c->addr;
@@ -207,7 +176,7 @@ static int finish_request(struct socks_conn *c, struct sout *o)
 		break;
 	default:
 		n = c->msg[4];
-		if (!domain_ok(c->msg + 5, n))
+		if (!hostname_valid(c->msg + 5, n, 255, true))
 			return refuse(c, o, -EPROTO, SOCKS_REP_GENERAL_FAILURE,
 				      "SOCKS5 domain name is not a hostname");
 		memcpy(c->host, c->msg + 5, n);

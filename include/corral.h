@@ -126,6 +126,12 @@ int corral_policy_pass_env(struct corral_policy *p, const char *name,
 			   struct corral_err *err);
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
+/*
+ * limits.KEY from text ("memory", "256M"), validated exactly as in a
+ * policy file; err->msg then reads "limits.KEY: reason (got ...)".
+ */
+int corral_policy_set_limit(struct corral_policy *p, const char *key,
+			    const char *value, struct corral_err *err);
 
 /* "256M", "1GiB", "4096", "1.5G" -> bytes.  Suffixes are binary (K = 1024). */
 int corral_parse_size(const char *s, uint64_t *bytes, struct corral_err *err);

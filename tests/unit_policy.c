@@ -1460,6 +1460,39 @@ TEST(jsonpos_survives_anything)
 	CHECK(jsonpos_locate(NULL, 5, path, 2, false, &pos) == -ENOENT);
 }
 
+
+/* The CLI's limit flags go through the file's checks. */
+TEST(set_limit_from_flags)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_set_limit(&p, "memory", "256M", &err) == 0);
+	CHECK(p.memory_bytes == 256ull << 20);
+	CHECK(corral_policy_set_limit(&p, "pids", "64", &err) == 0 && p.pids == 64);
+	CHECK(corral_policy_set_limit(&p, "cpus", "1.5", &err) == 0 && p.cpus == 1.5);
+	CHECK(corral_policy_set_limit(&p, "timeout", "0.2", &err) == 0 && p.timeout_ms == 200);
+	CHECK(corral_policy_set_limit(&p, "timeout", "2m", &err) == 0 && p.timeout_ms == 120000);
+	CHECK(corral_policy_set_limit(&p, "memory", "0", &err) == 0 && p.memory_bytes == 0);
+	CHECK(corral_policy_set_limit(&p, "disk", "8M", &err) == 0 && p.disk_bytes == 8u << 20);
+
+	CHECK(corral_policy_set_limit(&p, "memory", "12XB", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "limits.memory: not a size");
+	CHECK(strncmp(err.msg, "limits.memory: ", 15) == 0);
+	CHECK(p.memory_bytes == 0);	/* unchanged */
+	CHECK(corral_policy_set_limit(&p, "pids", "-3", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "limits.pids:");
+	CHECK(corral_policy_set_limit(&p, "cpus", "0.001", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "the minimum is 0.01");
+	CHECK(corral_policy_set_limit(&p, "output", "5", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "the minimum is 1 KiB");
+	CHECK(corral_policy_set_limit(&p, "bogus", "1", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "unknown key");
+	CHECK(p.pids == 64 && p.disk_bytes == 8u << 20);
+	corral_policy_free(&p);
+}
+
 int main(void)
 {
 	RUN(parse_size_valid);
@@ -1491,5 +1524,6 @@ int main(void)
 	RUN(load_file_errors);
 	RUN(jsonpos_locates);
 	RUN(jsonpos_survives_anything);
+	RUN(set_limit_from_flags);
 	UNIT_DONE();
 }

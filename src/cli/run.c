@@ -2,9 +2,7 @@
 #include "cli.h"
 #include "egress.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,53 +106,10 @@ static const struct option run_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int parse_count(const char *s, uint64_t max, uint64_t *out,
-		       struct corral_err *err)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (!*s || *s == '-' || *s == '+')
-		goto bad;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		goto bad;
-	*out = v;
-	return 0;
-bad:
-	err->code = -EINVAL;
-	snprintf(err->msg, sizeof(err->msg),
-		 "expected a whole number from 0 to %llu (got \"%s\")",
-		 (unsigned long long)max, s);
-	return -EINVAL;
-}
-
-static int parse_cpus(const char *s, double *out, struct corral_err *err)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (!*s || errno || *end || !isfinite(v) || v < 0 || v > 1024 ||
-	    (v > 0 && v < 0.01)) {
-		err->code = -EINVAL;
-		snprintf(err->msg, sizeof(err->msg),
-			 "expected a number of cores from 0.01 to 1024, or 0 for no limit (got \"%s\")", s);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 /* Apply one flag to the policy; the policy file was loaded before. */
 static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 		      struct corral_err *err)
 {
-	uint64_t v;
-	int r;
-
 	switch (opt) {
 	case OPT_WORKSPACE:
 		return corral_policy_set_workspace(p, arg, err);
@@ -166,44 +121,17 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 	case OPT_ENV_PASS:
 		return corral_policy_pass_env(p, arg, err);
 	case OPT_TIMEOUT:
-		return corral_parse_duration(arg, &p->timeout_ms, err);
+		return corral_policy_set_limit(p, "timeout", arg, err);
 	case OPT_MEMORY:
-		r = corral_parse_size(arg, &v, err);
-		if (r == 0 && v && v < (4u << 20)) {
-			err->code = -EINVAL;
-			snprintf(err->msg, sizeof(err->msg),
-				 "memory limit below 4 MiB cannot run anything (got \"%s\")", arg);
-			return -EINVAL;
-		}
-		if (r == 0)
-			p->memory_bytes = v;
-		return r;
+		return corral_policy_set_limit(p, "memory", arg, err);
 	case OPT_PIDS:
-		return parse_count(arg, 4194304, &p->pids, err);
+		return corral_policy_set_limit(p, "pids", arg, err);
 	case OPT_CPUS:
-		return parse_cpus(arg, &p->cpus, err);
+		return corral_policy_set_limit(p, "cpus", arg, err);
 	case OPT_DISK:
-		r = corral_parse_size(arg, &v, err);
-		if (r == 0 && v < (1u << 20)) {
-			err->code = -EINVAL;
-			snprintf(err->msg, sizeof(err->msg),
-				 "disk must be at least 1 MiB (got \"%s\")", arg);
-			return -EINVAL;
-		}
-		if (r == 0)
-			p->disk_bytes = v;
-		return r;
+		return corral_policy_set_limit(p, "disk", arg, err);
 	case OPT_OUTPUT:
-		r = corral_parse_size(arg, &v, err);
-		if (r == 0 && v < 1024) {
-			err->code = -EINVAL;
-			snprintf(err->msg, sizeof(err->msg),
-				 "output limit must be at least 1 KiB (got \"%s\")", arg);
-			return -EINVAL;
-		}
-		if (r == 0)
-			p->output_bytes = v;
-		return r;
+		return corral_policy_set_limit(p, "output", arg, err);
 	case OPT_NET:
 		return corral_policy_set_net(p, arg, err);
 	case OPT_ALLOW:

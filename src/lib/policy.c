@@ -1743,6 +1743,54 @@ static int syntax_error(struct loader *l, json_error_t *je)
 			      je->line, je->column, je->text);
 }
 
+/* A flag's text as the JSON value the policy would hold: a number if it is one. */
+static json_t *flag_value(const char *text)
+{
+	char *end;
+
+	if (*text && strspn(text, "0123456789.") == strlen(text) &&
+	    strchr(text, '.') == strrchr(text, '.')) {
+		if (!strchr(text, '.')) {
+			unsigned long long n;
+
+			errno = 0;
+			n = strtoull(text, &end, 10);
+			if (!errno && !*end && n <= (unsigned long long)INT64_MAX)
+				return json_integer((json_int_t)n);
+		} else if (text[strlen(text) - 1] != '.') {
+			return json_real(strtod(text, NULL));
+		}
+	}
+	return json_string(text);
+}
+
+/*
+ * One limit from the command line, checked by the same code as the policy
+ * file's: "--memory 12XB" fails with the file's reason and range.
+ */
+int corral_policy_set_limit(struct corral_policy *p, const char *key,
+			    const char *value, struct corral_err *err)
+{
+	char name[64], *text, *pos, *colon;
+	json_t *doc;
+	int r;
+
+	doc = json_pack("{s:{s:o}}", "limits", key, flag_value(value));
+	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (!text)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	snprintf(name, sizeof(name), "--%s", key);
+	r = corral_policy_load_string(p, text, strlen(text), name, err);
+	free(text);
+	/* no name or position of a document the user never wrote */
+	pos = r < 0 ? strstr(err->msg, name) : NULL;
+	colon = pos ? strstr(pos + strlen(name), ": ") : NULL;
+	if (pos == err->msg && colon)
+		memmove(err->msg, colon + 2, strlen(colon + 2) + 1);
+	return r;
+}
+
 int corral_policy_load_string(struct corral_policy *p, const char *text,
 			      size_t len, const char *name,
 			      struct corral_err *err)

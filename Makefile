@@ -3,7 +3,7 @@
 CC      ?= cc
 # libnftables is loaded at run time (net.c), only where transparent mode
 # is set up: its headers come from libnftables-dev, its code is not linked.
-PKGS    := libseccomp jansson ldns libevent libcrypto
+PKGS    := libseccomp jansson ldns libevent libcrypto libcurl
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
@@ -14,7 +14,7 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lhttp_parser -ldl -lm
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
-CLI_SRC := $(sort $(wildcard src/cli/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c src/daemon/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit_*.c))
 HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
 

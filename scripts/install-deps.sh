@@ -4,7 +4,8 @@
 set -eu
 PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
       libcap-dev clang libclang-rt-14-dev bubblewrap hyperfine util-linux
-      iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev libnftables-dev"
+      iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev libnftables-dev
+      libcurl4-openssl-dev"
 missing=""
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

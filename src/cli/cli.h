@@ -10,6 +10,7 @@ int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

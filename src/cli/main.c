@@ -18,6 +18,8 @@ static const char usage[] =
 "  policy check FILE               validate a policy file\n"
 "  audit verify FILE               check the hash chain of an events file\n"
 "  audit show FILE [FILTERS]       an events file as a readable timeline\n"
+"  serve [OPTIONS]                 the daemon: sandboxes that live across\n"
+"                                  many calls, over an HTTP API (docs/API.md)\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -62,6 +64,8 @@ int main(int argc, char **argv)
 		return cmd_policy(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "audit"))
 		return cmd_audit(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("corral %s\n", CORRAL_VERSION);
 		return 0;

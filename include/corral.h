@@ -212,6 +212,157 @@ const char *corral_status_name(enum corral_status s);
 /* One JSON object, malloc'd, no trailing newline. */
 char *corral_result_json(const struct corral_result *res);
 
+/* ---- long-lived sandboxes (corral serve) ------------------------------ */
+
+/*
+ * A box is a sandbox that stays up across many tool calls.  It runs on the
+ * caller's libevent loop: creation finishes, calls start and end, and the
+ * supervisor's decisions happen in callbacks on that loop, so one process
+ * can own thousands of boxes.  Every tool call lives in its own child
+ * cgroup; what it starts, background processes included, stays attributed
+ * to it in the events.
+ */
+struct event_base;
+struct corral_box;
+struct corral_call;
+
+/* One audit log (JSON lines, one hash chain) for many boxes. */
+struct corral_log;
+
+int corral_log_open(struct corral_log **out, const char *path,
+		    struct corral_err *err);
+/* fn(arg, sandbox id, line, len) for every line written, after it is. */
+void corral_log_observe(struct corral_log *log,
+			void (*fn)(void *arg, const char *sandbox,
+				   const char *line, size_t len),
+			void *arg);
+void corral_log_close(struct corral_log *log);
+/* Record one event {type, reason} for a sandbox that has no box (lost). */
+void corral_log_note(struct corral_log *log, const char *sandbox,
+		     const char *type, const char *reason);
+/*
+ * Remove the cgroups of supervisors that died without cleaning up; how
+ * many.  corral_run and corral serve call it at start.
+ */
+int corral_cleanup_stale(void);
+void corral_box_set_idle_freeze(struct corral_box *b, uint64_t ms);
+
+struct corral_box_opts {
+	const char *id;			/* [A-Za-z0-9._-]{1,48}, unique */
+	struct corral_log *log;		/* where the events go, or NULL */
+	uint64_t idle_freeze_ms;	/* freeze when idle this long; 0: never */
+	/* err NULL: the box is up; else it failed (destroy it). */
+	void (*on_ready)(void *arg, struct corral_box *b,
+			 const struct corral_err *err);
+	void (*on_halt)(void *arg, struct corral_box *b);	/* abort or halt */
+	void (*on_dead)(void *arg, struct corral_box *b);	/* died unasked */
+	void *arg;
+};
+
+/*
+ * Start building a box from *p, which it takes (freed by destroy, also on
+ * failure).  Returns 0 when the build is under way: on_ready says how it
+ * ended.  A negative errno: nothing was created.
+ */
+int corral_box_create(struct event_base *base, struct corral_policy *p,
+		      const struct corral_box_opts *o, struct corral_box **out,
+		      struct corral_err *err);
+/* Kill everything in it and remove every trace (cgroups, fds, listeners). */
+void corral_box_destroy(struct corral_box *b);
+
+enum corral_box_state {
+	CORRAL_BOX_STARTING,
+	CORRAL_BOX_RUNNING,		/* a call is running */
+	CORRAL_BOX_IDLE,
+	CORRAL_BOX_FROZEN,		/* idle-frozen; the next call thaws it */
+	CORRAL_BOX_PAUSED,		/* by a person: calls refused until resumed */
+	CORRAL_BOX_HALTED,		/* abort or halt: calls refused for good */
+	CORRAL_BOX_DEAD,		/* its init died */
+};
+
+struct corral_meters {
+	double cpu_seconds;
+	uint64_t memory_peak_bytes;
+	double memory_byte_seconds;	/* memory in use, integrated over time */
+	double active_seconds;		/* wall time not frozen or paused */
+	double frozen_seconds;
+	uint64_t calls;
+};
+
+const char *corral_box_id(const struct corral_box *b);
+enum corral_box_state corral_box_state(const struct corral_box *b);
+const char *corral_box_state_name(enum corral_box_state s);
+const char *corral_box_halt_reason(const struct corral_box *b);	/* or NULL */
+void corral_box_meters(struct corral_box *b, struct corral_meters *m);
+void corral_box_layers(const struct corral_box *b, struct corral_layers *l);
+/* Processes of calls that have not ended (background ones included). */
+size_t corral_box_running(const struct corral_box *b);
+
+/* pause: freeze by a person's order; calls answer "paused" until resume. */
+int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err);
+/* The same authority as an abort criterion: freeze, record, kill. */
+int corral_box_halt(struct corral_box *b, const char *reason,
+		    struct corral_err *err);
+
+struct corral_call_opts {
+	char *const *argv;
+	char *const *env;		/* NAME=VALUE over the policy's, or NULL */
+	const char *cwd;		/* inside; NULL: /workspace */
+	const char *tool_call;		/* NULL: generated */
+	const char *stdin_data;		/* given whole, then EOF; NULL: EOF */
+	size_t stdin_len;
+	uint64_t timeout_ms;		/* 0: the policy's */
+	bool keep_tail;			/* keep the last bytes, not the first */
+	void (*on_start)(void *arg, struct corral_call *c);
+	void (*on_output)(void *arg, struct corral_call *c, int stream,
+			  const char *data, size_t len);	/* 1 out, 2 err */
+	/* The call has ended; res lives until corral_call_free(). */
+	void (*on_done)(void *arg, struct corral_call *c,
+			const struct corral_result *res);
+	void *arg;
+};
+
+/*
+ * Start a call.  A frozen box is thawed first; a paused, halted or dead
+ * one refuses (-EBUSY, -EPERM, -ESRCH; err says why, with the halt reason).
+ */
+int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
+		    struct corral_call **out, struct corral_err *err);
+pid_t corral_call_pid(const struct corral_call *c);	/* as the sandbox sees it */
+pid_t corral_call_host_pid(const struct corral_call *c);
+const char *corral_call_id(const struct corral_call *c);
+/* The result once done, else NULL. */
+const struct corral_result *corral_call_result(const struct corral_call *c);
+/* What was kept of stream 1 or 2 so far. */
+const struct corral_output *corral_call_output(const struct corral_call *c,
+					       int stream);
+/* Signal the call and everything it started (its cgroup). */
+int corral_call_kill(struct corral_call *c, int sig);
+/* Forget a call; one still running is killed first (no on_done then). */
+void corral_call_free(struct corral_call *c);
+
+/*
+ * Files, as the sandbox's user sees them: path is absolute inside the
+ * sandbox, resolved from its root with no symlink followed and no way
+ * out; /proc and /sys are refused; only regular files are opened.
+ */
+int corral_box_open(struct corral_box *b, const char *path, int flags,
+		    int *fd, struct corral_err *err);
+int corral_box_unlink(struct corral_box *b, const char *path,
+		      struct corral_err *err);
+
+struct corral_dirent {
+	char name[256];
+	char type;			/* 'f' file, 'd' dir, 'l' symlink, 'o' other */
+	uint64_t size;
+	unsigned int mode;
+};
+
+/* A directory's entries, malloc'd (free it); *n how many. */
+int corral_box_list(struct corral_box *b, const char *path,
+		    struct corral_dirent **out, size_t *n,
+		    struct corral_err *err);
+
 /* ---- host features --------------------------------------------------- */
 
 struct corral_features {

@@ -916,6 +916,44 @@ fail:
 	return r;
 }
 
+int cg_create_child(struct cg *parent, const char *name, struct cg **out,
+		    struct corral_err *err)
+{
+	struct cg *cg;
+	int r;
+
+	*out = NULL;
+	r = check_name(name, err);
+	if (r < 0)
+		return r;
+	cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	cg->mode = parent->mode;
+	cg->hybrid = parent->hybrid;
+	cg->ctrls = parent->ctrls;
+	for (size_t i = 0; i < parent->nhier && cg->mode != CG_NONE; i++) {
+		struct cg_hier *h = &cg->hier[cg->nhier++];
+
+		h->ctrls = parent->hier[i].ctrls;
+		h->mount = strdup(parent->hier[i].mount);
+		h->parent = strdup(parent->hier[i].dir);
+		if (!h->mount || !h->parent) {
+			cg_destroy(cg);
+			return corral_set_err(err, -ENOMEM, "out of memory");
+		}
+	}
+	if (cg->mode != CG_NONE) {
+		r = make_dirs(cg, name, err);
+		if (r < 0) {
+			cg_destroy(cg);
+			return r;
+		}
+	}
+	*out = cg;
+	return 0;
+}
+
 enum cg_mode cg_mode(const struct cg *cg)
 {
 	return cg ? cg->mode : CG_NONE;
@@ -974,6 +1012,8 @@ int cg_stats(struct cg *cg, struct cg_stats *st)
 		if (r == 0)
 			r = read_kv(dir, "memory.peak", NULL, &st->mem_peak);
 		if (r == 0)
+			r = read_kv(dir, "memory.current", NULL, &st->mem_current);
+		if (r == 0)
 			r = read_kv(dir, "memory.events", "oom_kill",
 				    &st->oom_kills);
 		if (r == 0)
@@ -987,6 +1027,9 @@ int cg_stats(struct cg *cg, struct cg_stats *st)
 		if (r == 0)
 			r = read_kv(h->dir, "memory.max_usage_in_bytes", NULL,
 				    &st->mem_peak);
+		if (r == 0)
+			r = read_kv(h->dir, "memory.usage_in_bytes", NULL,
+				    &st->mem_current);
 		if (r == 0)
 			r = read_kv(h->dir, "memory.oom_control", "oom_kill",
 				    &st->oom_kills);
@@ -1216,6 +1259,13 @@ static int kill_rounds(struct cg *cg)
 		delay *= 2;
 	}
 	return procs_all(cg, false) > 0 ? -EBUSY : 0;
+}
+
+ssize_t cg_nprocs(struct cg *cg)
+{
+	if (!cg || cg->mode == CG_NONE)
+		return -ENOTSUP;
+	return procs_all(cg, false);
 }
 
 int cg_kill(struct cg *cg)

@@ -23,62 +23,117 @@
 #include <time.h>
 #include <unistd.h>
 
-struct events {
-	int fd;			/* -1: memory only */
-	char *sandbox;
-	char *call;		/* the tool call, "call" in every event */
-	events_hook_fn hook;	/* sees every event after it is written */
-	void *hook_arg;
-	uint64_t seq;
-	json_t *denials;
+/* One file and its chain; shared by every sandbox a daemon runs. */
+struct events_log {
+	int fd;
 	char *path;
 	char prev[AUDIT_HASH_HEX + 1];	/* hash of the file's last line */
 	bool torn;		/* the file ends inside a line: begin with '\n' */
 	bool resync;		/* a write failed: read the tail again first */
+	int refs;
+	events_line_fn observer;	/* sees every line written */
+	void *observer_arg;
 };
 
-int events_open(struct events **out, const char *path, const char *sandbox,
-		struct corral_err *err)
+struct events {
+	struct events_log *log;	/* NULL: memory only */
+	char *sandbox;
+	char *call;		/* the tool call, "call" in every event */
+	events_hook_fn hook;	/* sees every event after it is written */
+	void *hook_arg;
+	events_attr_fn attr;	/* names the call of an event's pid */
+	void *attr_arg;
+	uint64_t seq;
+	json_t *denials;
+};
+
+int events_log_open(struct events_log **out, const char *path,
+		    struct corral_err *err)
+{
+	struct events_log *log = calloc(1, sizeof(*log));
+	int r;
+
+	*out = NULL;
+	if (!log)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	log->refs = 1;
+	log->fd = -1;
+	log->path = strdup(path);
+	if (!log->path) {
+		free(log);
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	}
+	/* Read as well: the chain goes on from the file's last line. */
+	log->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		       0600);
+	if (log->fd < 0) {
+		r = -errno;
+		events_log_put(log);
+		return corral_set_err(err, r, "events file %s: %s", path,
+				      strerror(-r));
+	}
+	r = audit_tail(log->fd, path, log->prev, &log->torn, err);
+	if (r < 0) {
+		events_log_put(log);
+		return r;
+	}
+	*out = log;
+	return 0;
+}
+
+void events_log_put(struct events_log *log)
+{
+	if (!log || --log->refs > 0)
+		return;
+	if (log->fd >= 0)
+		close(log->fd);
+	free(log->path);
+	free(log);
+}
+
+void events_log_observe(struct events_log *log, events_line_fn fn, void *arg)
+{
+	log->observer = fn;
+	log->observer_arg = arg;
+}
+
+int events_new(struct events **out, struct events_log *log, const char *sandbox,
+	       struct corral_err *err)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
 
 	*out = NULL;
 	if (!ev)
 		return corral_set_err(err, -ENOMEM, "out of memory");
-	ev->fd = -1;
 	ev->sandbox = strdup(sandbox);
 	ev->denials = json_array();
 	if (!ev->sandbox || !ev->denials) {
 		events_close(ev);
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	}
-	audit_hash_zero(ev->prev);
-	if (path) {
-		int r;
-
-		ev->path = strdup(path);
-		if (!ev->path) {
-			events_close(ev);
-			return corral_set_err(err, -ENOMEM, "out of memory");
-		}
-		/* Read as well: the chain goes on from the file's last line. */
-		ev->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC |
-			      O_NOCTTY, 0600);
-		if (ev->fd < 0) {
-			int e = errno;
-
-			events_close(ev);
-			return corral_set_err(err, -e, "events file %s: %s", path,
-					      strerror(e));
-		}
-		r = audit_tail(ev->fd, path, ev->prev, &ev->torn, err);
-		if (r < 0) {
-			events_close(ev);
-			return r;
-		}
+	if (log) {
+		ev->log = log;
+		log->refs++;
 	}
 	*out = ev;
 	return 0;
+}
+
+int events_open(struct events **out, const char *path, const char *sandbox,
+		struct corral_err *err)
+{
+	struct events_log *log = NULL;
+	int r;
+
+	*out = NULL;
+	if (path) {
+		r = events_log_open(&log, path, err);
+		if (r < 0)
+			return r;
+	}
+	r = events_new(out, log, sandbox, err);
+	events_log_put(log);
+	return r;
 }
 
 /*
@@ -87,7 +142,7 @@ int events_open(struct events **out, const char *path, const char *sandbox,
  * what greps a log for '"sandbox":"ID","type":"T"' still finds it, and it
  * ends in a fixed ',"prev":"<64 hex>"}' that a reader can strip off.
  */
-static char *chained_text(struct events *ev, json_t *o)
+static char *chained_text(struct events_log *log, json_t *o)
 {
 	json_t *line = json_copy(o);	/* shallow: o is kept for the result */
 	char *text = NULL;
@@ -95,7 +150,7 @@ static char *chained_text(struct events *ev, json_t *o)
 	if (!line)
 		return NULL;
 	json_object_del(line, AUDIT_KEY_PREV);
-	if (json_object_set_new(line, AUDIT_KEY_PREV, json_string(ev->prev)) == 0)
+	if (json_object_set_new(line, AUDIT_KEY_PREV, json_string(log->prev)) == 0)
 		text = json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(line);
 	return text;
@@ -106,16 +161,16 @@ static char *chained_text(struct events *ev, json_t *o)
  * or left by a failed write) the same write begins with '\n', so the torn
  * bytes end as a line of their own and this one's "prev" is their hash.
  */
-static void write_line(struct events *ev, json_t *o)
+static void write_line(struct events_log *log, json_t *o)
 {
 	struct corral_err err;
 	char *text, *buf;
 	size_t len, n = 0;
 
-	if (ev->resync && audit_tail(ev->fd, ev->path, ev->prev, &ev->torn,
+	if (log->resync && audit_tail(log->fd, log->path, log->prev, &log->torn,
 				     &err) == 0)
-		ev->resync = false;
-	text = chained_text(ev, o);
+		log->resync = false;
+	text = chained_text(log, o);
 	if (!text)
 		return;
 	len = strlen(text);
@@ -124,19 +179,36 @@ static void write_line(struct events *ev, json_t *o)
 		free(text);
 		return;
 	}
-	if (ev->torn)
+	if (log->torn)
 		buf[n++] = '\n';
 	memcpy(buf + n, text, len);
 	n += len;
 	buf[n++] = '\n';
 	/* A full disk must not stop the sandbox's supervision: no error. */
-	if (write(ev->fd, buf, n) == (ssize_t)n &&
-	    audit_hash(text, len, ev->prev) == 0)
-		ev->torn = false;
-	else
-		ev->resync = true;
+	if (write(log->fd, buf, n) == (ssize_t)n &&
+	    audit_hash(text, len, log->prev) == 0) {
+		log->torn = false;
+		if (log->observer)
+			log->observer(log->observer_arg, text, len, o);
+	} else {
+		log->resync = true;
+	}
 	free(buf);
 	free(text);
+}
+
+/*
+ * The call an event belongs to: the one whose cgroup holds the event's
+ * pid, when the attributor can tell; else the call the events are for.
+ */
+static void attribute(struct events *ev, json_t *o)
+{
+	json_int_t pid = json_integer_value(json_object_get(o, "pid"));
+
+	if (pid > 0 && ev->attr && ev->attr(ev->attr_arg, (pid_t)pid, o))
+		return;
+	if (ev->call)
+		json_object_set_new(o, "call", json_string(ev->call));
 }
 
 void events_emit(struct events *ev, const char *type, json_t *fields)
@@ -162,10 +234,9 @@ void events_emit(struct events *ev, const char *type, json_t *fields)
 	if (fields)
 		json_object_update(o, fields);
 	json_decref(fields);
-	if (ev->call)
-		json_object_set_new(o, "call", json_string(ev->call));
-	if (ev->fd >= 0)
-		write_line(ev, o);
+	attribute(ev, o);
+	if (ev->log)
+		write_line(ev->log, o);
 	/* kept for the result, but a flood of denials must not grow us */
 	if ((!strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied")) &&
 	    json_array_size(ev->denials) < EVENTS_DENIALS_KEPT)
@@ -192,6 +263,12 @@ void events_set_hook(struct events *ev, events_hook_fn hook, void *arg)
 	ev->hook_arg = arg;
 }
 
+void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg)
+{
+	ev->attr = fn;
+	ev->attr_arg = arg;
+}
+
 json_t *events_denials(struct events *ev)
 {
 	return ev ? json_incref(ev->denials) : json_array();
@@ -206,10 +283,8 @@ void events_close(struct events *ev)
 {
 	if (!ev)
 		return;
-	if (ev->fd >= 0)
-		close(ev->fd);
+	events_log_put(ev->log);
 	json_decref(ev->denials);
-	free(ev->path);
 	free(ev->sandbox);
 	free(ev->call);
 	free(ev);

@@ -14,6 +14,28 @@ struct events;
 #define EVENTS_DENIALS_KEPT 1000
 
 typedef void (*events_hook_fn)(void *arg, const char *type, json_t *event);
+/* A line as written to the file (no newline), and the event it holds. */
+typedef void (*events_line_fn)(void *arg, const char *line, size_t len,
+			       json_t *event);
+/*
+ * Set "call" (and "sandbox_pid") in an event from its "pid"; false when
+ * the pid belongs to no known call.
+ */
+typedef bool (*events_attr_fn)(void *arg, pid_t pid, json_t *event);
+
+/*
+ * One events file and its hash chain, shared by every struct events made
+ * on it (a daemon's sandboxes all write one audit log, one chain).
+ */
+struct events_log;
+
+int events_log_open(struct events_log **out, const char *path,
+		    struct corral_err *err);
+void events_log_put(struct events_log *log);	/* drop a reference */
+void events_log_observe(struct events_log *log, events_line_fn fn, void *arg);
+/* Events of one sandbox into log (NULL: memory only); takes a reference. */
+int events_new(struct events **out, struct events_log *log, const char *sandbox,
+	       struct corral_err *err);
 
 /*
  * Append to the events file at path (created 0600), continuing the hash
@@ -36,7 +58,11 @@ json_t *events_denials(struct events *ev);
 int events_set_call(struct events *ev, const char *call);
 /* hook(arg, type, event) after each event is recorded (the abort rules). */
 void events_set_hook(struct events *ev, events_hook_fn hook, void *arg);
+void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg);
 size_t events_count_denied(const struct events *ev);
 void events_close(struct events *ev);
+
+/* result.c: bytes as a JSON string, invalid UTF-8 as U+FFFD. */
+json_t *json_bytes(const char *data, size_t len);
 
 #endif

@@ -25,6 +25,7 @@ enum cg_mode { CG_NONE, CG_V1, CG_V2 };
 struct cg_stats {
 	uint64_t cpu_ns;		/* CPU time of the whole tree */
 	uint64_t mem_peak;		/* bytes, 0 if unknown */
+	uint64_t mem_current;		/* bytes in use now */
 	uint64_t oom_kills;		/* OOM kills inside the group */
 	uint64_t pids_max_hits;		/* forks refused by pids.max */
 	bool valid;
@@ -41,6 +42,15 @@ struct cg;	/* one sandbox's cgroup, in every hierarchy it uses */
  */
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	      struct corral_err *err);
+/*
+ * A group "corral-<name>" below parent, in each of its hierarchies, with
+ * no limits of its own (the parent's apply): one tool call, so that what
+ * it starts stays attributed to it.  CG_NONE parent: a CG_NONE handle.
+ */
+int cg_create_child(struct cg *parent, const char *name, struct cg **out,
+		    struct corral_err *err);
+/* Processes in the group's tree (negative errno, -ENOTSUP without one). */
+ssize_t cg_nprocs(struct cg *cg);
 enum cg_mode cg_mode(const struct cg *cg);
 const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "rlimit" */
 /* Move pid into the group (every hierarchy). */

@@ -1,5 +1,6 @@
 /* result.c - how a run ended, as an exit status and as JSON. */
 #include "internal.h"
+#include "events.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -69,15 +70,15 @@ static size_t utf8_seq(const unsigned char *s, size_t left)
 }
 
 /* Program output is bytes; JSON wants UTF-8: invalid bytes become U+FFFD. */
-static json_t *output_string(const struct corral_output *o)
+json_t *json_bytes(const char *data, size_t len)
 {
-	const unsigned char *s = (const unsigned char *)o->data;
-	size_t len = o->data ? o->len : 0, j = 0;
+	const unsigned char *s = (const unsigned char *)data;
+	size_t j = 0;
 	json_t *v;
 	char *buf;
 
-	v = json_stringn(o->data ? o->data : "", len);
-	if (v)
+	v = json_stringn(data ? data : "", data ? len : 0);
+	if (v || !data)
 		return v;
 	buf = malloc(len * 3 + 1);
 	if (!buf)
@@ -100,6 +101,11 @@ static json_t *output_string(const struct corral_output *o)
 	v = json_stringn_nocheck(buf, j);
 	free(buf);
 	return v;
+}
+
+static json_t *output_string(const struct corral_output *o)
+{
+	return json_bytes(o->data, o->len);
 }
 
 char *corral_result_json(const struct corral_result *res)

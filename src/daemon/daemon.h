@@ -1,0 +1,86 @@
+/*
+ * daemon.h - corral serve: what the listener (serve.c) and the request
+ * handlers (api.c) share.
+ */
+#ifndef CORRAL_DAEMON_H
+#define CORRAL_DAEMON_H
+
+#include "corral.h"
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+
+#define API_JSON_MAX		(1024 * 1024)		/* a JSON request body */
+#define API_FILE_MAX		(64 * 1024 * 1024)	/* a file in or out */
+#define API_PROCS_KEPT		256			/* process records per sandbox */
+#define API_LABELS_MAX		64
+
+struct daemon;
+
+/* A background process (POST /processes), kept after it ends until asked. */
+struct proc {
+	struct proc *next;
+	struct sandbox *sb;
+	struct corral_call *call;
+	json_t *argv;
+	pid_t pid;			/* as the sandbox sees it */
+	struct evhttp_request *creating;	/* POST waiting for the pid */
+	struct evhttp_request *deleting;	/* DELETE waiting for the end */
+};
+
+/* A request waiting for a call: exec, plain or streamed. */
+struct pending {
+	struct sandbox *sb;
+	struct corral_call *call;
+	struct evhttp_request *req;	/* NULL once the client has gone */
+	bool stream;
+};
+
+struct sandbox {
+	struct sandbox *next, *prev;
+	struct daemon *d;
+	struct corral_box *box;
+	char id[64];
+	char created[32];		/* RFC 3339 */
+	json_t *labels;
+	uint64_t ttl_ms, idle_freeze_ms;
+	struct event *ev_ttl;
+	struct evhttp_request *creating;	/* POST waiting for on_ready */
+	struct proc *procs;
+	size_t nprocs;
+	bool ready;
+	bool pooled;			/* built ahead, not handed out yet */
+};
+
+struct follower {
+	struct follower *next;
+	struct evhttp_request *req;
+	char sandbox[64];		/* "" : every sandbox */
+	struct daemon *d;
+};
+
+struct daemon {
+	struct event_base *base;
+	struct evhttp *http_unix, *http_tcp;
+	char *socket_path, *state_dir, *token;
+	struct corral_log *log;
+	struct sandbox *sandboxes;
+	size_t nsandboxes, max_sandboxes;
+	size_t pool_size;
+	struct follower *followers;
+	uint64_t requests, execs;
+	int lock_fd;
+};
+
+/* api.c */
+void api_handle(struct evhttp_request *req, void *arg);
+void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t len);
+void sandbox_destroy(struct sandbox *sb, const char *why);
+void pool_fill(struct daemon *d);
+
+/* serve.c */
+int state_write(struct daemon *d, struct sandbox *sb);
+void state_remove(struct daemon *d, const char *id);
+
+#endif

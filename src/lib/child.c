@@ -1,0 +1,655 @@
+/*
+ * child.c - the sandbox's side: its first process builds the boundary and
+ * then stays as PID 1.
+ *
+ * sandbox_child() runs in the new namespaces, top to bottom: identity ->
+ * cgroup namespace -> mounts and pivot -> loopback -> rlimits -> Landlock
+ * -> capabilities -> seccomp.  Then, for corral_run, it starts the one
+ * command and reaps until it ends; for a long-lived sandbox (box.c) it
+ * waits for the supervisor to ask for calls and starts each one.  Either
+ * way it reports over a socket the commands never see.
+ */
+#include "internal.h"
+#include "sandbox.h"
+#include "proxy.h"
+#include "egress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const int forwarded_signals[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH,
+};
+
+/* ---- the sandbox side -------------------------------------------------- */
+
+static void send_msg(int fd, int kind, int code, int abi, const char *text)
+{
+	struct child_msg m = { .kind = kind, .code = code, .landlock_abi = abi };
+
+	if (text)
+		snprintf(m.text, sizeof(m.text), "%s", text);
+	/* A pipe write this size is atomic; if it fails there is no one to tell. */
+	if (write(fd, &m, sizeof(m)) < 0)
+		_exit(125);
+}
+
+/* Hand an fd to the supervisor (the caller closes its own copy after). */
+static int send_fd(int sock, int kind, int fd)
+{
+	struct child_msg m = { .kind = kind };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, 0) < 0 ? -errno : 0;
+}
+
+static __attribute__((noreturn)) void setup_failed(const struct child_ctx *c,
+						   const struct corral_err *err)
+{
+	send_msg(c->msg_wr, MSG_SETUP_FAILED, err->code ? err->code : -EIO, 0,
+		 err->msg);
+	_exit(125);
+}
+
+/* Close every fd of the caller but the ones this process needs. */
+static int close_inherited(const int *keep, size_t n, struct corral_err *err)
+{
+	unsigned int from = 3;
+
+	for (;;) {
+		unsigned int next = ~0U;
+
+		for (size_t i = 0; i < n; i++)
+			if (keep[i] >= (int)from && (unsigned int)keep[i] < next)
+				next = keep[i];
+		if (next > from && syscall(SYS_close_range, from, next - 1, 0) < 0)
+			return corral_set_err(err, -errno, "close_range: %s",
+					      strerror(errno));
+		if (next == ~0U)
+			return 0;
+		from = next + 1;
+	}
+}
+
+static int set_identity(bool caller_root, struct corral_err *err)
+{
+	/* Only root may (and must) shed its supplementary groups, incl. gid 0. */
+	if (caller_root && setgroups(0, NULL) < 0)
+		return corral_set_err(err, -errno, "setgroups: %s", strerror(errno));
+	if (setresgid(CORRAL_AGENT_GID, CORRAL_AGENT_GID, CORRAL_AGENT_GID) < 0 ||
+	    setresuid(CORRAL_AGENT_UID, CORRAL_AGENT_UID, CORRAL_AGENT_UID) < 0)
+		return corral_set_err(err, -errno, "cannot become uid %d: %s",
+				      CORRAL_AGENT_UID, strerror(errno));
+	return 0;
+}
+
+static int loopback_up(struct corral_err *err)
+{
+	struct ifreq ifr = { 0 };
+	int fd, r = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return corral_set_err(err, -errno, "socket: %s", strerror(errno));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		r = corral_set_err(err, -errno, "lo: %s", strerror(errno));
+	} else {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			r = corral_set_err(err, -errno, "cannot bring lo up: %s",
+					   strerror(errno));
+	}
+	close(fd);
+	return r;
+}
+
+static int set_rlimits(struct corral_err *err)
+{
+	struct rlimit no_core = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
+		return corral_set_err(err, -errno, "RLIMIT_CORE: %s", strerror(errno));
+	return 0;
+}
+
+static size_t port_add(uint16_t *ports, size_t n, size_t max, uint16_t port)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ports[i] == port)
+			return n;
+	if (n < max)
+		ports[n++] = port;
+	return n;
+}
+
+/*
+ * Proxy mode: TCP connects only to the supervisor's listeners; in
+ * transparent mode also to the ports the allowlist names (nftables turns
+ * them into connections to us after Landlock has seen the original port).
+ */
+static size_t tcp_ports(const struct corral_policy *p, uint16_t *ports, size_t max)
+{
+	static const uint16_t proxy_ports[] = {
+		PROXY_HTTP_PORT, PROXY_SOCKS_PORT, PROXY_DNS_PORT, PROXY_TRANSPARENT_PORT,
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(proxy_ports) / sizeof(proxy_ports[0]); i++)
+		n = port_add(ports, n, max, proxy_ports[i]);
+	for (size_t i = 0; p->net_transparent && i < p->nnet_allow; i++) {
+		struct egress_pattern pat;
+		struct corral_err e;
+
+		if (egress_pattern_parse(p->net_allow[i], &pat, true, &e) < 0)
+			continue;
+		if (pat.port) {
+			n = port_add(ports, n, max, pat.port);
+		} else {
+			n = port_add(ports, n, max, 80);
+			n = port_add(ports, n, max, 443);
+		}
+	}
+	return n;
+}
+
+static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
+{
+	struct ll_rule rules[64];
+	size_t n = 0;
+
+	rules[n++] = (struct ll_rule){ "/", false };
+	for (size_t i = 0; mount_writable_paths[i]; i++)
+		rules[n++] = (struct ll_rule){ mount_writable_paths[i], true };
+	for (size_t i = 0; i < p->nbinds && n < sizeof(rules) / sizeof(rules[0]); i++)
+		if (p->binds[i].writable)
+			rules[n++] = (struct ll_rule){ p->binds[i].dst, true };
+	if (n == sizeof(rules) / sizeof(rules[0]))
+		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock");
+	if (p->net == CORRAL_NET_PROXY) {
+		uint16_t ports[64];
+		size_t np = tcp_ports(p, ports, sizeof(ports) / sizeof(ports[0]));
+
+		return landlock_apply(rules, n, ports, np, err);
+	}
+	return landlock_apply(rules, n, NULL, 0, err);
+}
+
+/* All five capability sets empty, and none can come back. */
+static int drop_caps(struct corral_err *err)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return corral_set_err(err, -errno, "cannot drop capability %d: %s",
+					      cap, strerror(errno));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
+	    errno != EINVAL)
+		return corral_set_err(err, -errno, "cannot clear ambient caps: %s",
+				      strerror(errno));
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return corral_set_err(err, -errno, "capset: %s", strerror(errno));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return corral_set_err(err, -errno, "no_new_privs: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * The working directory must be the sandbox's /workspace, reached after
+ * the pivot: a directory inherited from outside (CVE-2024-21626) would be a
+ * door to the host's tree.
+ */
+static int enter_workspace(struct corral_err *err)
+{
+	struct stat a, b;
+	char cwd[64];
+
+	if (chdir("/workspace") < 0)
+		return corral_set_err(err, -errno, "chdir /workspace: %s", strerror(errno));
+	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, "/workspace") != 0)
+		return corral_set_err(err, -EPERM, "working directory is outside the sandbox");
+	if (stat(".", &a) < 0 || stat("/workspace", &b) < 0 ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return corral_set_err(err, -EPERM, "working directory is not /workspace");
+	return 0;
+}
+
+static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
+						   int exec_err_wr)
+{
+	extern char **environ;
+	sigset_t none;
+	int e;
+
+	/* Nothing of the caller's signal state (nohup, a blocked mask) goes in. */
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* A new session: no controlling terminal to push keystrokes into. */
+	setsid();
+	/* Without a cgroup, rlimits; here, so that PID 1 is not limited. */
+	if (c->cg_none) {
+		struct corral_err err;
+
+		if (cg_apply_rlimits(c->p, &err) < 0) {
+			e = err.code;	/* negative: not an exec failure */
+			if (write(exec_err_wr, &e, sizeof(e)) < 0)
+				_exit(125);
+			_exit(125);
+		}
+	}
+	environ = c->envp;
+	execvp(c->argv[0], c->argv);
+	e = errno;
+	if (write(exec_err_wr, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* PID 1: start the command, reap everything, forward signals, report. */
+static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
+{
+	struct signalfd_siginfo si;
+	sigset_t set;
+	int pipefd[2], sfd, e, status;
+	pid_t cmd;
+	ssize_t n;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
+		sigaddset(&set, forwarded_signals[i]);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0 ||
+	    pipe2(pipefd, O_CLOEXEC) < 0) {
+		struct corral_err err;
+
+		corral_set_err(&err, -errno, "init: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+
+	cmd = fork();
+	if (cmd < 0) {
+		struct corral_err err;
+
+		corral_set_err(&err, -errno, "cannot start the command: %s",
+			       strerror(errno));
+		setup_failed(c, &err);
+	}
+	if (cmd == 0) {
+		close(sfd);
+		close(pipefd[0]);
+		exec_command(c, pipefd[1]);
+	}
+	close(pipefd[1]);
+	if (c->out_wr >= 0)
+		close(STDOUT_FILENO);
+	if (c->err_wr >= 0)
+		close(STDERR_FILENO);
+
+	n = read(pipefd[0], &e, sizeof(e));
+	close(pipefd[0]);
+	if (n == sizeof(e)) {
+		waitpid(cmd, NULL, 0);
+		if (e < 0)
+			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0,
+				 "cannot apply the rlimits that stand in for cgroups");
+		else
+			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
+		_exit(127);
+	}
+
+	for (;;) {
+		if (read(sfd, &si, sizeof(si)) != sizeof(si)) {
+			if (errno == EINTR)
+				continue;
+			_exit(125);
+		}
+		if (si.ssi_signo != SIGCHLD) {
+			kill(-cmd, si.ssi_signo);
+			kill(cmd, si.ssi_signo);
+			continue;
+		}
+		for (;;) {
+			pid_t pid = waitpid(-1, &status, WNOHANG);
+
+			if (pid <= 0)
+				break;
+			if (pid == cmd) {
+				/* Our exit takes the rest of the namespace with it. */
+				send_msg(c->msg_wr, MSG_EXITED, status, 0, NULL);
+				_exit(0);
+			}
+		}
+	}
+}
+
+/* ---- long-lived sandboxes: init starts the calls it is asked for ----- */
+
+struct call_pid {
+	uint32_t id;
+	pid_t pid;
+};
+
+/* argv, env and cwd out of an exec_msg; NULL if it does not add up. */
+static char **split_strings(char *data, size_t len, size_t n, size_t *used)
+{
+	char **v = calloc(n + 1, sizeof(char *));
+	size_t off = *used;
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		char *end = off < len ? memchr(data + off, '\0', len - off) : NULL;
+
+		if (!end) {
+			free(v);
+			return NULL;
+		}
+		v[i] = data + off;
+		off = end - data + 1;
+	}
+	*used = off;
+	return v;
+}
+
+static __attribute__((noreturn)) void call_fail(int gate, int stage, int e)
+{
+	struct exec_fail f = { stage, e };
+
+	if (send(gate, &f, sizeof(f), MSG_NOSIGNAL) < 0)
+		_exit(127);
+	_exit(stage == EXEC_STAGE_EXEC && (e == ENOENT || e == ENOTDIR) ? 127 : 126);
+}
+
+/* The call's process: stdio, a session of its own, the gate, then exec. */
+static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
+						 struct exec_msg *m, int fds[4])
+{
+	extern char **environ;
+	struct corral_err err;
+	size_t used = 0;
+	char **argv, **envp, *cwd, go;
+	sigset_t none;
+
+	for (int i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			_exit(125);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	if (send(fds[3], "r", 1, MSG_NOSIGNAL) != 1 || read(fds[3], &go, 1) != 1)
+		_exit(125);
+	argv = split_strings(m->data, m->len, m->nargv, &used);
+	envp = argv ? split_strings(m->data, m->len, m->nenv, &used) : NULL;
+	if (!envp || used >= m->len || !memchr(m->data + used, '\0', m->len - used))
+		call_fail(fds[3], EXEC_STAGE_EXEC, EINVAL);
+	cwd = m->data + used;
+	if (c->cg_none && cg_apply_rlimits(c->p, &err) < 0)
+		call_fail(fds[3], EXEC_STAGE_RLIMIT, -err.code);
+	if (chdir(cwd) < 0)
+		call_fail(fds[3], EXEC_STAGE_CWD, errno);
+	environ = envp;
+	execvp(argv[0], argv);
+	call_fail(fds[3], EXEC_STAGE_EXEC, errno);
+}
+
+static void send_call_msg(int fd, int kind, uint32_t id, int code)
+{
+	struct child_msg m = { .kind = kind, .id = id, .code = code };
+
+	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) < 0)
+		_exit(0);	/* the supervisor is gone: so are we */
+}
+
+/* One MSG_EXEC off the control socket; false when the supervisor is gone. */
+static bool take_exec(const struct child_ctx *c, struct exec_msg *m,
+		      struct call_pid *calls, size_t max, size_t *ncalls)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
+	size_t hdr = offsetof(struct exec_msg, data);
+	ssize_t n;
+	pid_t pid;
+
+	n = recvmsg(c->msg_wr, &mh, MSG_CMSG_CLOEXEC);
+	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+		return false;
+	if (n < 0)
+		return true;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		memcpy(fds, CMSG_DATA(cm), (nfds > 4 ? 4 : nfds) * sizeof(int));
+	}
+	if ((size_t)n < hdr || m->kind != MSG_EXEC || nfds != 4 ||
+	    m->len > sizeof(m->data) || hdr + m->len != (size_t)n) {
+		for (int i = 0; i < 4 && i < nfds; i++)
+			close(fds[i]);
+		if ((size_t)n >= hdr)
+			send_call_msg(c->msg_wr, MSG_STARTED, m->id, -EINVAL);
+		return true;
+	}
+	pid = *ncalls < max ? fork() : (errno = EAGAIN, -1);
+	if (pid == 0)
+		call_child(c, m, fds);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+	if (pid < 0) {
+		send_call_msg(c->msg_wr, MSG_STARTED, m->id, -errno);
+		return true;
+	}
+	calls[(*ncalls)++] = (struct call_pid){ m->id, pid };
+	send_call_msg(c->msg_wr, MSG_STARTED, m->id, pid);
+	return true;
+}
+
+static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
+		       size_t *ncalls)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (size_t i = 0; i < *ncalls; i++) {
+			if (calls[i].pid != pid)
+				continue;
+			send_call_msg(c->msg_wr, MSG_CALL_EXITED, calls[i].id, status);
+			calls[i] = calls[--*ncalls];
+			break;
+		}
+	}
+}
+
+#define CALLS_MAX 4096
+
+/*
+ * PID 1 of a long-lived sandbox.  Signals from inside the namespace reach
+ * it only if it handles them, and it handles none but SIGCHLD: the agent
+ * cannot talk to it.  When the supervisor goes, the control socket reads
+ * EOF and PID 1's exit takes every process of the sandbox with it.
+ */
+static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
+{
+	static struct call_pid calls[CALLS_MAX];
+	struct exec_msg *m = malloc(sizeof(*m));
+	struct pollfd pfd[2];
+	size_t ncalls = 0;
+	sigset_t set;
+	int sfd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	if (!m || sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+		_exit(125);
+	pfd[0] = (struct pollfd){ .fd = c->msg_wr, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	for (;;) {
+		struct signalfd_siginfo si;
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(125);
+		}
+		if (pfd[1].revents) {
+			while (read(sfd, &si, sizeof(si)) == sizeof(si))
+				;
+			reap_calls(c, calls, &ncalls);
+		}
+		if (pfd[0].revents & POLLIN) {
+			if (!take_exec(c, m, calls, CALLS_MAX, &ncalls))
+				_exit(0);
+		} else if (pfd[0].revents & (POLLHUP | POLLERR)) {
+			_exit(0);
+		}
+	}
+}
+
+void sandbox_child(struct child_ctx *c)
+{
+	struct corral_err err = { 0 };
+	int keep[4] = { c->sync_rd, c->msg_wr, c->out_wr, c->err_wr };
+	int abi, notify_fd = -1;
+	char go;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	/* EOF instead of "go": the supervisor failed or died. */
+	if (read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	if (close_inherited(keep, 4, &err) < 0)
+		setup_failed(c, &err);
+	if (set_identity(c->caller_root, &err) < 0)
+		setup_failed(c, &err);
+	/*
+	 * A change of credentials clears the parent-death signal: set it
+	 * again.  Had the supervisor died already, the next read of the sync
+	 * pipe sees EOF, or the READY message meets a closed pipe.
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	if (sethostname("corral", 6) < 0) {
+		corral_set_err(&err, -errno, "sethostname: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	/* A long-lived sandbox's init gets no stdio of the daemon's. */
+	if (c->serve) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(null, 2) < 0) {
+			corral_set_err(&err, -errno, "/dev/null: %s", strerror(errno));
+			setup_failed(c, &err);
+		}
+		close(null);
+	}
+	if ((c->out_wr >= 0 && dup2(c->out_wr, STDOUT_FILENO) < 0) ||
+	    (c->err_wr >= 0 && dup2(c->err_wr, STDERR_FILENO) < 0)) {
+		corral_set_err(&err, -errno, "dup2: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	if (c->out_wr >= 0)
+		close(c->out_wr);
+	if (c->err_wr >= 0)
+		close(c->err_wr);
+	if (mount_build(c->p, &err) < 0 || loopback_up(&err) < 0 ||
+	    set_rlimits(&err) < 0)
+		setup_failed(c, &err);
+	/*
+	 * The supervisor moves us into our cgroup while we build the mounts
+	 * (a v1 attach costs milliseconds); wait for that before anything
+	 * that must be limited runs, then make the cgroup our root.
+	 */
+	if (read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	if (!c->p->abort.ntripwires)
+		close(c->sync_rd);
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		corral_set_err(&err, -errno, "cgroup namespace: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	/*
+	 * The supervisor watches the planted tripwires, and reads and writes
+	 * files for the daemon, through our root; it cannot reach /proc/1/root
+	 * once PID 1 is non-dumpable.
+	 */
+	if (c->p->abort.ntripwires || c->serve) {
+		int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (rootfd >= 0) {
+			send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
+			close(rootfd);
+		}
+	}
+	abi = apply_landlock(c->p, &err);
+	if (abi < 0)
+		setup_failed(c, &err);
+	if (enter_workspace(&err) < 0 || drop_caps(&err) < 0)
+		setup_failed(c, &err);
+	/* The agent must not read PID 1's memory or fds through /proc. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		corral_set_err(&err, -errno, "PR_SET_DUMPABLE: %s", strerror(errno));
+		setup_failed(c, &err);
+	}
+	if (seccomp_apply(&notify_fd, &err) < 0)
+		setup_failed(c, &err);
+	/*
+	 * Nothing in the sandbox may keep the listener: whoever holds it
+	 * answers the denied calls.  Unsent, it is closed all the same, and
+	 * the denied calls then fail with ENOSYS.
+	 */
+	if (notify_fd >= 0) {
+		send_fd(c->msg_wr, MSG_NOTIFY_FD, notify_fd);
+		close(notify_fd);
+	}
+	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
+	/* Tripwires: the command starts only once the supervisor watches them. */
+	if (c->p->abort.ntripwires) {
+		if (read(c->sync_rd, &go, 1) != 1)
+			_exit(125);
+		close(c->sync_rd);
+	}
+	if (c->serve)
+		serve_loop(c);
+	init_loop(c);
+}

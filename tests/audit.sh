@@ -152,7 +152,8 @@ t_show_filters() {
 	out=$(audit show "$T/log" --type egress.denied)
 	expect_eq "denials" "$(grep -c '  egress\.denied  ' "$T/out")" 3
 	expect_eq "only denials" "$(grep -vc -e '^-- ' -e '  egress\.denied  ' "$T/out")" 0
-	expect_contains "host and reason" "$out" "evil.test:80 protocol=http method=GET / evil.test:80 is not in the allowlist"
+	expect_contains "host and reason" "$out" "evil.test:80 protocol=http pid="
+	expect_contains "host and reason" "$out" "method=GET / evil.test:80 is not in the allowlist"
 	expect_contains "port" "$out" "x.test:8080"
 
 	s2=$(sandbox 2)

@@ -246,7 +246,8 @@ print("reply", s.recv(100))'
 }
 
 t_landlock_tcp_only_proxy_ports() {
-	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	# explicit proxy mode: Landlock lets TCP reach only our listeners
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}' ', "transparent": false'
 	nrun -- /usr/bin/python3 -c '
 import socket, errno
 srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
@@ -257,6 +258,23 @@ except OSError as e:
 	abi=$(json layers.landlock_abi < "$T/out")
 	[ "$abi" -ge 4 ] || { skip "Landlock ABI $abi has no TCP rules"; return 77; }
 	expect_contains "loopback port" "$(stdout)" "blocked EACCES"
+}
+
+# Transparent mode: a probe of any port reaches the proxy and is seen (and
+# counted by the abort criteria), not refused unseen by Landlock.
+t_transparent_port_probe_is_seen() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket
+for port in (4444, 4445):
+    try:
+        s = socket.create_connection(("198.51.100.7", port), 2); s.send(b"x\n"); s.recv(1)
+    except OSError as e:
+        pass'
+	expect_eq "denials" "$(denials)" 2
+	ports=$(grep '"type":"egress.denied"' "$T/events" | while read -r l; do echo "$l" | json port; done | tr '\n' ' ')
+	expect_eq "ports" "$ports" "4444 4445 "
+	expect_contains "pid" "$(grep '"type":"egress.denied"' "$T/events" | head -1)" '"pid":'
 }
 
 t_proxy_env_inside() {

@@ -74,6 +74,7 @@ struct corral_call {
 	char tool_call[128];
 	struct corral_call_opts o;
 	struct cg *cg;
+	uint64_t cgid;		/* its cgroup2 id, for sockets it made */
 	pid_t spid, host_pid;
 	int gate;
 	struct event *ev_gate, *ev_timeout, *ev_drain, *ev_stdin;
@@ -98,6 +99,7 @@ struct lingerer {
 	uint32_t id;
 	char tool_call[128];
 	struct cg *cg;
+	uint64_t cgid;
 };
 
 struct corral_box {
@@ -108,7 +110,8 @@ struct corral_box {
 	enum corral_box_state state;
 	struct cg *cg;
 	pid_t pid;
-	int pidfd, ctl, sync_wr, rootfd, watch_rootfd;
+	int pidfd, ctl, sync_wr;
+	int rootfd;		/* the sandbox's "/": tripwires and files */
 	struct event *ev_ctl, *ev_exit, *ev_tick, *ev_idle;
 	struct events *ev;
 	struct proxy *px;
@@ -903,8 +906,10 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	b->calls = c;
 	snprintf(name, sizeof(name), "c%u", c->id);
 	r = cg_create_child(b->cg, name, &c->cg, err);
-	if (r == 0)
+	if (r == 0) {
+		c->cgid = cg_id(c->cg);
 		r = call_pipes(c, fds, err);
+	}
 	if (r == 0)
 		r = send_exec(b, c, fds, err);
 	c->o.env = NULL;	/* sent; the caller's may go */
@@ -985,6 +990,7 @@ static void keep_lingering(struct corral_call *c)
 		return;
 	}
 	l->id = c->id;
+	l->cgid = c->cgid;
 	memcpy(l->tool_call, c->tool_call, sizeof(l->tool_call));
 	l->cg = c->cg;
 	l->next = c->b->lingering;
@@ -1083,26 +1089,46 @@ static pid_t inner_pid(pid_t pid)
 	return inner;
 }
 
-static bool attribute(void *arg, pid_t pid, json_t *event)
+static bool name_call(json_t *event, const char *tool_call, bool background)
+{
+	json_object_set_new(event, "call", json_string(tool_call));
+	if (background)
+		json_object_set_new(event, "background", json_true());
+	return true;
+}
+
+/*
+ * The call an event belongs to: by the cgroup2 group that made its socket
+ * (it outlives the process), else by the cgroup its pid is in now.
+ */
+static bool attribute(void *arg, json_t *event)
 {
 	struct corral_box *b = arg;
+	json_int_t pid = json_integer_value(json_object_get(event, "pid"));
+	uint64_t cgid = json_integer_value(json_object_get(event, EVENTS_KEY_CGROUP));
+	struct corral_call *c = NULL;
 	uint32_t id = 0;
-	struct corral_call *c = call_of_pid(b, pid, &id);
-	pid_t inner = inner_pid(pid);
 
-	if (inner > 0 && !json_object_get(event, "sandbox_pid"))
-		json_object_set_new(event, "sandbox_pid", json_integer(inner));
-	if (c) {
-		json_object_set_new(event, "call", json_string(c->tool_call));
-		return true;
+	if (pid > 0 && !json_object_get(event, "sandbox_pid")) {
+		pid_t inner = inner_pid(pid);
+
+		if (inner > 0)
+			json_object_set_new(event, "sandbox_pid", json_integer(inner));
 	}
-	for (struct lingerer *l = b->lingering; id && l; l = l->next) {
-		if (l->id == id) {
-			json_object_set_new(event, "call", json_string(l->tool_call));
-			json_object_set_new(event, "background", json_true());
-			return true;
-		}
-	}
+	for (c = b->calls; cgid && c; c = c->next)
+		if (c->cgid == cgid)
+			return name_call(event, c->tool_call, c->done);
+	for (struct lingerer *l = b->lingering; cgid && l; l = l->next)
+		if (l->cgid == cgid)
+			return name_call(event, l->tool_call, true);
+	if (pid <= 0)
+		return false;
+	c = call_of_pid(b, pid, &id);
+	if (c)
+		return name_call(event, c->tool_call, c->done);
+	for (struct lingerer *l = b->lingering; id && l; l = l->next)
+		if (l->id == id)
+			return name_call(event, l->tool_call, true);
 	return false;
 }
 
@@ -1136,7 +1162,7 @@ static void box_halt(struct corral_box *b, const char *criterion,
 		     const char *reason, json_t *evidence)
 {
 	struct corral_err err;
-	bool frozen, kill_now = b->p->abort.kill || !criterion;
+	bool frozen, kill_now = b->p->abort.kill;
 
 	meter(b);
 	snprintf(b->halt_reason, sizeof(b->halt_reason), "%s", reason);
@@ -1341,10 +1367,10 @@ static void box_ready(struct corral_box *b, int landlock_abi)
 		if (over)
 			corral_set_err(&err, -EINVAL, "a tripwire lies under the "
 				       "bind on %s", over);
-		else if (b->watch_rootfd < 0)
+		else if (b->rootfd < 0)
 			corral_set_err(&err, -EBADF, "the sandbox sent no root");
 		else
-			b->tripwire = tripwire_start_at(b->base, b->watch_rootfd,
+			b->tripwire = tripwire_start_at(b->base, b->rootfd,
 					(const char *const *)b->p->abort.tripwires,
 					b->p->abort.ntripwires, 0, on_tripwire, b, &err);
 		events_emit(b->ev, "tripwire.armed", json_pack("{s:s, s:i, s:s}",
@@ -1352,7 +1378,6 @@ static void box_ready(struct corral_box *b, int landlock_abi)
 			    "files", (int)b->p->abort.ntripwires,
 			    "detail", b->tripwire ? "" : err.msg));
 	}
-	close_fd(&b->watch_rootfd);
 	if (b->sync_wr >= 0 && send(b->sync_wr, "t", 1, MSG_NOSIGNAL) != 1) {
 		/* init died: its exit is handled by on_exit */
 	}
@@ -1557,7 +1582,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	snprintf(b->id, sizeof(b->id), "%s", o->id);
 	b->o.id = b->id;
 	b->state = CORRAL_BOX_STARTING;
-	b->pidfd = b->ctl = b->sync_wr = b->rootfd = b->watch_rootfd = -1;
+	b->pidfd = b->ctl = b->sync_wr = b->rootfd = -1;
 	b->t_created = b->t_mark = now_ms();
 	ns_pick_ids(p, &b->host_uid, &b->host_gid);
 	b->envp = sandbox_env(p);
@@ -1642,7 +1667,6 @@ void corral_box_destroy(struct corral_box *b)
 	close_fd(&b->ctl);
 	close_fd(&b->sync_wr);
 	close_fd(&b->rootfd);
-	close_fd(&b->watch_rootfd);
 	if (b->ev)
 		events_set_hook(b->ev, NULL, NULL);
 	abort_free(b->abort);
@@ -1690,7 +1714,7 @@ static int open_in_root(struct corral_box *b, const char *path, uint64_t flags,
 			uint64_t mode, struct corral_err *err)
 {
 	struct open_how how = {
-		.flags = flags | O_CLOEXEC | O_NOCTTY,
+		.flags = flags | O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY),
 		.mode = mode,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS,

@@ -71,7 +71,7 @@ struct cg {
 	bool hybrid;		/* a cgroup2 tree and v1 hierarchies side by side */
 	unsigned ctrls;		/* union of the hierarchies' controllers */
 	size_t nhier;
-	struct cg_hier hier[C_COUNT];
+	struct cg_hier hier[C_COUNT + 1];	/* + hybrid: the cgroup2 tree */
 };
 
 /* What /proc/self/mountinfo says about cgroup filesystems. */
@@ -627,6 +627,16 @@ static int plan_v1(struct cg *cg, const struct cg_mounts *m, uid_t euid,
 	}
 	if ((cg->ctrls & C_REQUIRED) != C_REQUIRED)
 		goto no;
+	/*
+	 * Hybrid: a directory in the cgroup2 tree too, with no controller.
+	 * A socket records the cgroup2 group of its maker, so a connection
+	 * can be traced to its tool call even after the process is gone.
+	 */
+	if (m->v2 && pick_parent(m->v2, euid, &parent, &create) == 0) {
+		r = add_hier(cg, m->v2, parent, create, 0);
+		if (r < 0)
+			return r;
+	}
 	cg->mode = CG_V1;
 	return 1;
 no:
@@ -1259,6 +1269,19 @@ static int kill_rounds(struct cg *cg)
 		delay *= 2;
 	}
 	return procs_all(cg, false) > 0 ? -EBUSY : 0;
+}
+
+uint64_t cg_id(struct cg *cg)
+{
+	struct stat st;
+
+	for (size_t i = 0; cg && cg->mode != CG_NONE && i < cg->nhier; i++) {
+		if (cg->mode == CG_V1 && cg->hier[i].ctrls)
+			continue;
+		if (cg->hier[i].dir && stat(cg->hier[i].dir, &st) == 0)
+			return st.st_ino;
+	}
+	return 0;
 }
 
 ssize_t cg_nprocs(struct cg *cg)

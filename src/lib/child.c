@@ -12,7 +12,6 @@
 #include "internal.h"
 #include "sandbox.h"
 #include "proxy.h"
-#include "egress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -150,33 +149,16 @@ static size_t port_add(uint16_t *ports, size_t n, size_t max, uint16_t port)
 	return n;
 }
 
-/*
- * Proxy mode: TCP connects only to the supervisor's listeners; in
- * transparent mode also to the ports the allowlist names (nftables turns
- * them into connections to us after Landlock has seen the original port).
- */
-static size_t tcp_ports(const struct corral_policy *p, uint16_t *ports, size_t max)
+/* Explicit proxy mode: TCP connects only to the supervisor's listeners. */
+static size_t tcp_ports(uint16_t *ports, size_t max)
 {
 	static const uint16_t proxy_ports[] = {
-		PROXY_HTTP_PORT, PROXY_SOCKS_PORT, PROXY_DNS_PORT, PROXY_TRANSPARENT_PORT,
+		PROXY_HTTP_PORT, PROXY_SOCKS_PORT, PROXY_DNS_PORT,
 	};
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(proxy_ports) / sizeof(proxy_ports[0]); i++)
 		n = port_add(ports, n, max, proxy_ports[i]);
-	for (size_t i = 0; p->net_transparent && i < p->nnet_allow; i++) {
-		struct egress_pattern pat;
-		struct corral_err e;
-
-		if (egress_pattern_parse(p->net_allow[i], &pat, true, &e) < 0)
-			continue;
-		if (pat.port) {
-			n = port_add(ports, n, max, pat.port);
-		} else {
-			n = port_add(ports, n, max, 80);
-			n = port_add(ports, n, max, 443);
-		}
-	}
 	return n;
 }
 
@@ -193,9 +175,15 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 			rules[n++] = (struct ll_rule){ p->binds[i].dst, true };
 	if (n == sizeof(rules) / sizeof(rules[0]))
 		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock");
-	if (p->net == CORRAL_NET_PROXY) {
+	/*
+	 * Transparent mode: every TCP connection is redirected to the proxy
+	 * and nothing else can leave, so Landlock need not refuse ports; it
+	 * must not, either: a refused connect() is a port sweep the
+	 * supervisor never sees, and the abort criteria count those.
+	 */
+	if (p->net == CORRAL_NET_PROXY && !p->net_transparent) {
 		uint16_t ports[64];
-		size_t np = tcp_ports(p, ports, sizeof(ports) / sizeof(ports[0]));
+		size_t np = tcp_ports(ports, sizeof(ports) / sizeof(ports[0]));
 
 		return landlock_apply(rules, n, ports, np, err);
 	}

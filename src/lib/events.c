@@ -203,9 +203,10 @@ static void write_line(struct events_log *log, json_t *o)
  */
 static void attribute(struct events *ev, json_t *o)
 {
-	json_int_t pid = json_integer_value(json_object_get(o, "pid"));
+	bool done = ev->attr && ev->attr(ev->attr_arg, o);
 
-	if (pid > 0 && ev->attr && ev->attr(ev->attr_arg, (pid_t)pid, o))
+	json_object_del(o, EVENTS_KEY_CGROUP);
+	if (done)
 		return;
 	if (ev->call)
 		json_object_set_new(o, "call", json_string(ev->call));

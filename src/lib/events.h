@@ -10,6 +10,9 @@
 
 struct events;
 
+/* A field the attributor reads and removes: a socket's cgroup2 id. */
+#define EVENTS_KEY_CGROUP "socket_cgroup"
+
 /* The first denials of a run kept for its result; the file has them all. */
 #define EVENTS_DENIALS_KEPT 1000
 
@@ -18,10 +21,10 @@ typedef void (*events_hook_fn)(void *arg, const char *type, json_t *event);
 typedef void (*events_line_fn)(void *arg, const char *line, size_t len,
 			       json_t *event);
 /*
- * Set "call" (and "sandbox_pid") in an event from its "pid"; false when
- * the pid belongs to no known call.
+ * Set "call" (and "sandbox_pid") in an event from its "pid" or its
+ * EVENTS_KEY_CGROUP; false when they belong to no known call.
  */
-typedef bool (*events_attr_fn)(void *arg, pid_t pid, json_t *event);
+typedef bool (*events_attr_fn)(void *arg, json_t *event);
 
 /*
  * One events file and its hash chain, shared by every struct events made

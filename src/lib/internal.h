@@ -49,6 +49,11 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
  */
 int cg_create_child(struct cg *parent, const char *name, struct cg **out,
 		    struct corral_err *err);
+/*
+ * The group's id in the cgroup2 tree (what sockets record of their maker),
+ * or 0 where it has none there.
+ */
+uint64_t cg_id(struct cg *cg);
 /* Processes in the group's tree (negative errno, -ENOTSUP without one). */
 ssize_t cg_nprocs(struct cg *cg);
 enum cg_mode cg_mode(const struct cg *cg);

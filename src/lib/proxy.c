@@ -17,6 +17,7 @@
 #include "dnsmsg.h"
 #include "net.h"
 #include "relay.h"
+#include "peer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +29,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <linux/netfilter_ipv4.h>
+#include <linux/netlink.h>
 #include <linux/netfilter_ipv6/ip6_tables.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -37,6 +39,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,6 +95,8 @@ struct proxy {
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
 	size_t nconns, max_conns;	/* what the fd limit lets us hold */
 	struct event *resume;		/* listeners paused after EMFILE */
+	int diag;			/* sock_diag in the sandbox's netns, or -1 */
+	ino_t netns_ino;
 };
 
 /* ---- listeners, made inside the sandbox's netns -------------------------- */
@@ -153,6 +158,7 @@ static int lo_up(void)
 /* What the helper sends back, with the sockets as SCM_RIGHTS. */
 struct helper_reply {
 	int codes[NSPECS];	/* 0: a socket follows; < 0: -errno */
+	int diag;		/* 1: a sock_diag socket follows the listeners */
 	int transparent;	/* result of the nftables setup, if asked */
 	char why[256];
 };
@@ -165,7 +171,7 @@ struct helper_reply {
 static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 						  bool transparent)
 {
-	int fds[NSPECS], nfd = 0, send_fds[NSPECS];
+	int fds[NSPECS], nfd = 0, send_fds[NSPECS + 1], diag;
 	char path[64], cbuf[CMSG_SPACE(sizeof(send_fds))];
 	struct helper_reply rep = { 0 };
 	struct iovec iov = { &rep, sizeof(rep) };
@@ -191,6 +197,12 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 		if (fds[i] >= 0)
 			send_fds[nfd++] = fds[i];
 	}
+	/* to learn which process holds the other end of a connection */
+	diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (diag >= 0) {
+		send_fds[nfd++] = diag;
+		rep.diag = 1;
+	}
 	/* name lookups with AI_ADDRCONFIG need an IPv4 address to exist */
 	rep.transparent = net_add_lo_address(rep.why, sizeof(rep.why));
 	if (transparent && rep.transparent == 0)
@@ -212,16 +224,16 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 }
 
 static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
-			  struct corral_err *err)
+			  int *diag, struct corral_err *err)
 {
-	char cbuf[CMSG_SPACE(NSPECS * sizeof(int))];
+	char cbuf[CMSG_SPACE((NSPECS + 1) * sizeof(int))];
 	struct helper_reply rep;
 	struct iovec iov = { &rep, sizeof(rep) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	int sv[2], status, n = 0, r = 0;
 	struct cmsghdr *cm;
-	int got[NSPECS];
+	int got[NSPECS + 1];
 	pid_t helper;
 
 	for (size_t i = 0; i < NSPECS; i++)
@@ -246,7 +258,11 @@ static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
 	cm = CMSG_FIRSTHDR(&mh);
 	if (cm && cm->cmsg_type == SCM_RIGHTS) {
 		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (n > (int)NSPECS + 1)
+			n = NSPECS + 1;
 		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
+		if (rep.diag == 1 && n > 0)
+			*diag = got[--n];
 	}
 	for (size_t i = 0, j = 0; i < NSPECS; i++) {
 		if (rep.codes[i] == 0 && (int)j < n)
@@ -296,6 +312,10 @@ struct conn {
 	char why[CORRAL_ERR_MAX];	/* the rule that allowed it */
 	uint16_t port;
 	bool allowed_logged;
+	struct sockaddr_storage peer;	/* the sandbox's end, as accepted */
+	pid_t pid;			/* who holds it (host view), once asked */
+	uint64_t cgid;			/* the cgroup2 group of its maker */
+	bool pid_asked;
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
 	uint64_t bytes_up, bytes_down;
 	struct timespec t0;
@@ -344,16 +364,38 @@ static void conn_free(struct conn *c)
 	free(c);
 }
 
-static json_t *conn_fields(const struct conn *c, const char *reason)
+static json_t *conn_fields(struct conn *c, const char *reason)
 {
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", c->proto,
 			      "host", c->host, "port", c->port, "reason", reason);
+
+	if (o && c->pid > 0)
+		json_object_set_new(o, "pid", json_integer(c->pid));
+	/* for attribution only: events.c turns it into "call" */
+	if (o && c->cgid)
+		json_object_set_new(o, EVENTS_KEY_CGROUP, json_integer(c->cgid));
 
 	if (o && c->sni[0])
 		json_object_set_new(o, "sni", json_string(c->sni));
 	if (o && c->method[0])
 		json_object_set_new(o, "method", json_string(c->method));
 	return o;
+}
+
+static void ask_pid(struct conn *c)
+{
+	if (!c->pid_asked) {
+		c->pid_asked = true;
+		c->pid = peer_pid(c->px->diag, c->px->netns_ino,
+				  (struct sockaddr *)&c->peer, &c->cgid);
+	}
+}
+
+/* A denial names its process, hence its tool call: worth a /proc walk. */
+static json_t *denied_fields(struct conn *c, const char *reason)
+{
+	ask_pid(c);
+	return conn_fields(c, reason);
 }
 
 /* Close once what is queued for the sandbox has been written. */
@@ -412,7 +454,7 @@ static void refuse(struct conn *c, uint8_t socks_rep, int code, const char *stat
 
 static void deny(struct conn *c, const char *reason)
 {
-	events_emit(c->px->ev, "egress.denied", conn_fields(c, reason));
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, reason));
 	refuse(c, SOCKS_REP_NOT_ALLOWED, 403, "Forbidden", reason);
 }
 
@@ -462,7 +504,7 @@ static bool sni_matches(struct conn *c)
 	if (r < 0) {
 		/* a handshake record we cannot read could hide any name */
 		events_emit(c->px->ev, "egress.denied",
-			    conn_fields(c, "a TLS handshake that is not a readable ClientHello"));
+			    denied_fields(c, "a TLS handshake that is not a readable ClientHello"));
 		conn_free(c);
 		return false;
 	}
@@ -788,7 +830,7 @@ static void handle_head(struct conn *c)
 			snprintf(why, sizeof(why), "%.100s:%u after %.100s:%u on one connection: %.250s",
 				 rq->host, rq->port, c->host, c->port,
 				 v.allowed ? "one destination per proxy connection" : v.reason);
-			events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+			events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 			conn_free(c);
 			return;
 		}
@@ -870,7 +912,7 @@ static void http_from_down(struct conn *c)
 				 c->hr.reason ? c->hr.reason : "bad request");
 			if (!c->host[0])
 				snprintf(c->host, sizeof(c->host), "?");
-			events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+			events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 			http_error(c, c->hr.status ? c->hr.status : 400, "Bad Request", why);
 			return;
 		}
@@ -896,7 +938,7 @@ static bool sni_check(struct conn *c, const struct sni_hello *hello)
 		return true;
 	snprintf(why, sizeof(why), "TLS SNI %.200s does not match the CONNECT name %.200s",
 		 hello->host, c->host);
-	events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 	conn_free(c);
 	return false;
 }
@@ -916,7 +958,7 @@ static void on_sni(struct bufferevent *bev, void *arg)
 	if (r < 0) {
 		snprintf(why, sizeof(why), "CONNECT %s:443 did not start with a TLS ClientHello",
 			 c->host);
-		events_emit(c->px->ev, "egress.denied", conn_fields(c, why));
+		events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 		conn_free(c);
 		return;
 	}
@@ -955,7 +997,7 @@ static void on_socks(struct bufferevent *bev, void *arg)
 			if (!c->host[0])
 				snprintf(c->host, sizeof(c->host), "?");
 			events_emit(c->px->ev, "egress.denied",
-				    conn_fields(c, c->socks.reason ? c->socks.reason :
+				    denied_fields(c, c->socks.reason ? c->socks.reason :
 						"malformed SOCKS5 handshake"));
 			close_after_flush(c);
 			return;
@@ -1117,6 +1159,12 @@ static void start_transparent(struct conn *c, int fd)
 		resolve_and_connect(c);
 		return;
 	}
+	/*
+	 * A bare address, no name from our DNS: what a port sweep looks like.
+	 * Ask now who holds it; by the time it is judged, a probe that
+	 * connected and left has no process to name.
+	 */
+	ask_pid(c);
 	evutil_inet_ntop(dst.ss_family, dst.ss_family == AF_INET ?
 			 (void *)&((struct sockaddr_in *)&dst)->sin_addr :
 			 (void *)&((struct sockaddr_in6 *)&dst)->sin6_addr,
@@ -1147,8 +1195,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	struct conn *c;
 	enum listen_kind kind = L_HTTP;
 
-	(void)sa;
-	(void)salen;
 	/* A sandbox that hoards connections must not exhaust our fds. */
 	if (px->nconns >= px->max_conns) {
 		events_emit(px->ev, "egress.denied",
@@ -1169,6 +1215,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	c->px = px;
 	c->kind = kind;
 	c->proto = kind == L_SOCKS ? "socks" : "http";
+	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
+		memcpy(&c->peer, sa, salen);
 	clock_gettime(CLOCK_MONOTONIC, &c->t0);
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
@@ -1570,6 +1618,15 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 	px->transparent = p->net_transparent;
 	px->max_conns = conn_budget();
 	px->resume = evtimer_new(base, on_resume, px);
+	px->diag = -1;
+	{
+		char path[64];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+		if (stat(path, &st) == 0)
+			px->netns_ino = st.st_ino;
+	}
 	for (size_t i = 0; i < NSPECS; i++)
 		px->udp[i].fd = -1;
 	px->rules = egress_new(p, err);
@@ -1579,7 +1636,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 	}
 	r = make_resolver(px, p, err);
 	if (r == 0)
-		r = open_listeners(pid, p->net_transparent, fds, err);
+		r = open_listeners(pid, p->net_transparent, fds, &px->diag, err);
 	if (r < 0)
 		goto fail;
 	for (size_t i = 0; i < NSPECS; i++) {
@@ -1631,6 +1688,8 @@ void proxy_free(struct proxy *px)
 	}
 	if (px->resume)
 		event_free(px->resume);
+	if (px->diag >= 0)
+		close(px->diag);
 	if (px->dns)
 		evdns_base_free(px->dns, 1);
 	egress_free(px->rules);

@@ -1,0 +1,171 @@
+/*
+ * peer.c - from a connection's client address to the process holding it.
+ *
+ * Two steps, both read-only: sock_diag, asked inside the sandbox's netns,
+ * gives the inode of the TCP socket whose source is the client's address;
+ * then the processes of that netns are searched for an fd on that inode.
+ * Only denied connections ask (the abort criteria count them per call),
+ * so the cost of a /proc walk is paid rarely.
+ */
+#include "peer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define DIAG_BUF	16384
+#define DIAG_ROUNDS	64	/* bounded: a sandbox with more sockets is not searched further */
+
+static bool same_addr(const struct inet_diag_msg *m, const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+
+		return m->id.idiag_sport == sin->sin_port &&
+		       m->id.idiag_src[0] == sin->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+
+	return m->id.idiag_sport == sin6->sin6_port &&
+	       !memcmp(m->id.idiag_src, &sin6->sin6_addr, 16);
+}
+
+/* INET_DIAG_CGROUP_ID among the attributes after m, or 0. */
+static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
+{
+	int len = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+	struct rtattr *a = (struct rtattr *)(m + 1);
+	uint64_t id = 0;
+
+	for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
+		if (a->rta_type == INET_DIAG_CGROUP_ID && RTA_PAYLOAD(a) >= sizeof(id))
+			memcpy(&id, RTA_DATA(a), sizeof(id));
+	return id;
+}
+
+/*
+ * The inode of the TCP socket bound to sa in the diag socket's netns, and
+ * the cgroup2 group of the process that made it.
+ */
+static ino_t socket_inode(int fd, const struct sockaddr *sa, uint64_t *cgid)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nlh = {
+			.nlmsg_len = sizeof(req),
+			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		},
+		.r = {
+			.sdiag_family = sa->sa_family,
+			.sdiag_protocol = IPPROTO_TCP,
+			.idiag_states = ~0U,
+		},
+	};
+	struct timeval tv = { 0, 200 * 1000 };
+	char *buf;
+	ino_t ino = 0;
+	bool done = false;
+
+	if (send(fd, &req, sizeof(req), 0) != sizeof(req))
+		return 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	buf = malloc(DIAG_BUF);
+	for (int round = 0; buf && !done && round < DIAG_ROUNDS; round++) {
+		ssize_t n = recv(fd, buf, DIAG_BUF, 0);
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+
+		if (n <= 0)
+			break;
+		for (; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			struct inet_diag_msg *m = NLMSG_DATA(h);
+
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+				done = true;
+				break;
+			}
+			if (!ino && same_addr(m, sa)) {
+				ino = m->idiag_inode;
+				*cgid = msg_cgroup(h, m);
+			}
+		}
+	}
+	/* a dump cut short leaves the rest queued: drain it for the next ask */
+	while (buf && !done && recv(fd, buf, DIAG_BUF, MSG_DONTWAIT) > 0)
+		;
+	free(buf);
+	return ino;
+}
+
+static bool holds_socket(const char *pid, const char *want)
+{
+	char path[300], link[64];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
+	d = opendir(path);
+	while (d && !found && (de = readdir(d))) {
+		char fdpath[600];
+		ssize_t n;
+
+		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
+		n = readlink(fdpath, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			found = !strcmp(link, want);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
+	       uint64_t *cgid)
+{
+	char want[64];
+	struct dirent *de;
+	pid_t pid = 0;
+	ino_t ino;
+	DIR *d;
+
+	*cgid = 0;
+	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
+		return 0;
+	ino = socket_inode(diag_fd, peer, cgid);
+	if (!ino)
+		return 0;
+	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)ino);
+	d = opendir("/proc");
+	while (d && !pid && (de = readdir(d))) {
+		char path[300];
+		struct stat st;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
+		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
+			continue;
+		if (holds_socket(de->d_name, want))
+			pid = atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return pid;
+}

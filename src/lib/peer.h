@@ -1,0 +1,23 @@
+/*
+ * peer.h - which process in a sandbox holds the other end of a connection
+ * the supervisor accepted, so that egress events name a pid (and through
+ * it, the tool call).
+ */
+#ifndef CORRAL_PEER_H
+#define CORRAL_PEER_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+/*
+ * diag_fd: a NETLINK_SOCK_DIAG socket made in the sandbox's netns;
+ * netns_ino: the inode of that netns; peer: the client's address as
+ * accept() gave it.  Returns the host pid, or 0 if no process was found
+ * (a probe that connected and left); *cgid is the cgroup2 id of the
+ * socket's maker, which outlives it, or 0.
+ */
+pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
+	       uint64_t *cgid);
+
+#endif

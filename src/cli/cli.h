@@ -11,6 +11,17 @@ int cmd_doctor(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+/* clients of the daemon's API (client.c) */
+int cmd_create(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+int cmd_halt(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_events(int argc, char **argv);
 
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -174,21 +174,22 @@ static int bad_option(const struct verb *v, int opt, char **argv)
 typedef int (*option_fn)(void *arg, int opt, const char *val);
 
 /*
- * getopt over a verb's options: connection options go to *c, the verb's
- * own to fn.  Returns 0 to go on, HELP_SHOWN, or an exit code.  Options
- * and operands may come in any order (GNU permutation).
+ * getopt over a verb's options from optind on: connection options go to
+ * *c, the verb's own to fn.  Returns 0 to go on, HELP_SHOWN, or an exit
+ * code.
  */
-static int parse_options(const struct verb *v, const struct option *opts,
-			 const char *shorts, int argc, char **argv,
-			 struct conn *c, option_fn fn, void *arg)
+static int parse_more(const struct verb *v, const struct option *opts,
+		      const char *shorts, int argc, char **argv,
+		      struct conn *c, option_fn fn, void *arg)
 {
 	int opt, code;
 
-	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
-		if (opt == 'h')
-			return show_help(v), HELP_SHOWN;
+		if (opt == 'h') {
+			show_help(v);
+			return HELP_SHOWN;
+		}
 		if (opt == ':' || opt == '?')
 			return bad_option(v, opt, argv);
 		if (conn_option(c, opt, optarg))
@@ -198,6 +199,15 @@ static int parse_options(const struct verb *v, const struct option *opts,
 			return code;
 	}
 	return 0;
+}
+
+/* All of them; options and operands may come in any order (GNU permutation). */
+static int parse_options(const struct verb *v, const struct option *opts,
+			 const char *shorts, int argc, char **argv,
+			 struct conn *c, option_fn fn, void *arg)
+{
+	optind = 1;
+	return parse_more(v, opts, shorts, argc, argv, c, fn, arg);
 }
 
 static int parse_duration(const struct verb *v, const char *flag,
@@ -254,8 +264,9 @@ static int put_pair(const struct verb *v, json_t *obj, const char *flag,
 		    const char *arg)
 {
 	const char *eq = strchr(arg, '=');
+	json_t *val;
 	char *key;
-	int code;
+	int code = 0;
 
 	if (!eq || eq == arg)
 		return usage_error(v, "%s: expected KEY=VALUE (got \"%s\")",
@@ -263,12 +274,15 @@ static int put_pair(const struct verb *v, json_t *obj, const char *flag,
 	key = strndup(arg, eq - arg);
 	if (!key)
 		return out_of_memory();
-	if (json_object_get(obj, key))
+	if (json_object_get(obj, key)) {
 		code = usage_error(v, "%s: %s is given twice", flag, key);
-	else if (!json_string(key))
-		code = usage_error(v, "%s: \"%s\" is not UTF-8 text", flag, arg);
-	else
-		code = put_text(v, obj, key, flag, eq + 1);
+	} else {
+		/* jansson checks both key and value are UTF-8, and takes val */
+		val = json_string(eq + 1);
+		if (!val || json_object_set_new(obj, key, val) < 0)
+			code = usage_error(v, "%s: \"%s\" is not UTF-8 text",
+					   flag, arg);
+	}
 	free(key);
 	return code;
 }
@@ -462,8 +476,11 @@ static int reply_append(struct reply *r, const char *data, size_t n)
 	char *p;
 
 	if (r->len + n > r->max) {
-		cli_error("the daemon's answer is larger than %zu bytes; stopped reading it",
-			  r->max);
+		char size[32];
+
+		corral_format_size(r->max, size, sizeof(size));
+		cli_error("the daemon's answer is larger than %s; stopped reading it",
+			  size);
 		return -1;
 	}
 	if (need > r->cap) {
@@ -533,7 +550,7 @@ static void transport_error(const struct conn *c, CURLcode rc,
 {
 	const char *what = errbuf[0] ? errbuf : curl_easy_strerror(rc);
 	long os_errno = 0;
-	struct stat st;
+	struct stat st = { 0 };
 
 	if (c->url) {
 		cli_error("cannot talk to the daemon at %s: %s", c->url, what);
@@ -545,6 +562,11 @@ static void transport_error(const struct conn *c, CURLcode rc,
 	}
 	if (stat(c->socket, &st) < 0 && errno == ENOENT) {
 		cli_error("no daemon socket at %s (%s); start the daemon with `corral serve`, or name its socket with --socket PATH",
+			  c->socket, c->socket_from);
+		return;
+	}
+	if (st.st_mode && !S_ISSOCK(st.st_mode)) {
+		cli_error("%s (%s) is not a socket; name the daemon's with --socket PATH",
 			  c->socket, c->socket_from);
 		return;
 	}
@@ -850,8 +872,11 @@ static int read_all(int fd, const char *name, size_t max, char **out,
 			break;
 		n += got;
 		if (n > max) {
-			cli_error("%s is larger than %zu bytes, the most the daemon takes",
-				  name, max);
+			char size[32];
+
+			corral_format_size(max, size, sizeof(size));
+			cli_error("%s is larger than %s, the most the daemon takes",
+				  name, size);
 			free(buf);
 			return EXIT_CORRAL;
 		}
@@ -954,9 +979,8 @@ static const struct verb create_verb = {
 "                       absolute here and must be a directory; over --url it\n"
 "                       is a path on the daemon's host and must be absolute\n"
 "  --ttl DURATION       destroy the sandbox this long after it was created\n"
-"                       (\"90s\", \"30m\", \"2h\", \"1d\"; a bare number is seconds;\n"
-"                       counted in whole seconds, a part of one is one);\n"
-"                       absent or 0: no TTL\n"
+"                       (\"90s\", \"30m\", \"2h\", \"1d\"; a bare number is\n"
+"                       seconds); absent or 0: no TTL\n"
 "  --idle-freeze DURATION\n"
 "                       freeze the sandbox once no call or process has run\n"
 "                       for this long (default 2s; 0: never freeze it)\n"
@@ -1020,7 +1044,14 @@ static int put_policy(json_t *body, const char *file)
 	return put(body, "policy", p);
 }
 
-/* The API counts a TTL in seconds: a part of one is one, never "no TTL". */
+/* The API counts in seconds: whole ones as an integer, "1.5s" as 1.5. */
+static int put_seconds(json_t *body, const char *key, uint64_t ms)
+{
+	if (ms % 1000 == 0)
+		return put(body, key, json_integer((json_int_t)(ms / 1000)));
+	return put(body, key, json_real((double)ms / 1000.0));
+}
+
 static int put_ttl(json_t *body, const char *arg)
 {
 	uint64_t ms;
@@ -1028,7 +1059,7 @@ static int put_ttl(json_t *body, const char *arg)
 
 	if (code)
 		return code;
-	return put(body, "ttl_seconds", json_integer((json_int_t)((ms + 999) / 1000)));
+	return put_seconds(body, "ttl_seconds", ms);
 }
 
 static int put_idle_freeze(json_t *body, const char *arg)
@@ -1252,7 +1283,6 @@ static int put_tool_call(json_t *body, const char *id)
 	return put(body, "tool_call_id", json_string(id));
 }
 
-/* Whole seconds as an integer; a part of one only where one was asked for. */
 static int put_timeout(json_t *body, const char *arg)
 {
 	uint64_t ms;
@@ -1260,9 +1290,7 @@ static int put_timeout(json_t *body, const char *arg)
 
 	if (code)
 		return code;
-	if (ms % 1000 == 0)
-		return put(body, "timeout_seconds", json_integer((json_int_t)(ms / 1000)));
-	return put(body, "timeout_seconds", json_real((double)ms / 1000.0));
+	return put_seconds(body, "timeout_seconds", ms);
 }
 
 static int set_stdin(struct exec_args *a, const char *file)
@@ -1352,7 +1380,9 @@ static int put_argv(json_t *body, char **cmd, int n)
 
 /*
  * Options end at the first "--"; what follows is the command, never parsed
- * as options.  Before it, the one operand is the sandbox id.
+ * as options.  Before it, the one operand is the sandbox id.  They are
+ * parsed in order ("+"), not permuted, so that `exec ID ls -l` is told to
+ * put "--" before the command instead of "unknown option -l".
  */
 static int exec_parse(struct exec_args *a, struct conn *c, int argc,
 		      char **argv)
@@ -1361,16 +1391,21 @@ static int exec_parse(struct exec_args *a, struct conn *c, int argc,
 
 	while (dd < argc && strcmp(argv[dd], "--"))
 		dd++;
-	code = parse_options(&exec_verb, exec_options, ":hic:", dd, argv, c,
-			     exec_option, a);
-	if (code)
-		return code;
-	if (optind >= dd)
+	optind = 1;
+	for (;;) {
+		code = parse_more(&exec_verb, exec_options, "+:hic:", dd, argv,
+				  c, exec_option, a);
+		if (code)
+			return code;
+		if (optind >= dd)
+			break;
+		if (a->id)
+			return usage_error(&exec_verb, "one sandbox ID, then \"--\" and the command (got \"%s\" after \"%s\")",
+					   argv[optind], a->id);
+		a->id = argv[optind++];
+	}
+	if (!a->id)
 		return usage_error(&exec_verb, "no sandbox ID given");
-	if (dd - optind > 1)
-		return usage_error(&exec_verb, "one sandbox ID, then \"--\" and the command (got \"%s\" after \"%s\")",
-				   argv[optind + 1], argv[optind]);
-	a->id = argv[optind];
 	code = check_id(&exec_verb, a->id);
 	if (code)
 		return code;
@@ -2104,7 +2139,7 @@ static const struct verb rm_verb = {
 "  corral rm $(corral ls -q)\n",
 };
 
-static const struct option rm_options[] = {
+static const struct option json_options[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "url", required_argument, NULL, OPT_URL },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
@@ -2148,7 +2183,7 @@ int cmd_rm(int argc, char **argv)
 	bool as_json = false;
 	int code, i;
 
-	code = parse_options(&rm_verb, rm_options, ":h", argc, argv, &c,
+	code = parse_options(&rm_verb, json_options, ":h", argc, argv, &c,
 			     json_flag, &as_json);
 	if (code)
 		goto out;
@@ -2182,7 +2217,9 @@ static const struct verb ls_verb = {
 "  ID        as `corral create` printed it\n"
 "  STATE     running (a call or a process runs), idle, frozen (idle: thawed\n"
 "            by the next exec), paused (`corral pause`), halted (refuses\n"
-"            every call: `corral ls --json` has its halt_reason)\n"
+"            every call: `corral ls --json` has its halt_reason); the\n"
+"            daemon may also show \"dead\" (it ended by itself; it is\n"
+"            kept until `corral rm`, so that its record can be read)\n"
 "  AGE       time since it was created (s, m, h, d)\n"
 "  CPU       CPU-seconds used so far\n"
 "  MEM PEAK  the most memory it used at once\n"
@@ -2433,10 +2470,12 @@ int cmd_ls(int argc, char **argv)
 	if (code)
 		goto out;
 	o = call_json(&c, "GET", "/v1/sandboxes", NULL);
-	list = json_object_get(o, "sandboxes");
 	if (!o) {
 		code = EXIT_CORRAL;
-	} else if (!json_is_array(list)) {
+		goto out;
+	}
+	list = json_object_get(o, "sandboxes");
+	if (!json_is_array(list)) {
 		cli_error("the daemon's answer has no list of sandboxes");
 		code = EXIT_CORRAL;
 	} else {
@@ -2466,8 +2505,10 @@ static const struct verb logs_verb = {
 "--background` printed it), only that process.\n"
 "\n"
 "Options:\n"
-"  --json               print the daemon's answer instead: {\"processes\":\n"
-"                       [...]}, or the one process object with PID\n",
+"  --json               print the daemon's answer instead: with PID, the\n"
+"                       process object with its stdout and stderr; without,\n"
+"                       {\"processes\": [...]} as the daemon lists them (its\n"
+"                       list leaves the output out)\n",
 	.tail =
 "Exit status: 0 shown; 2 bad usage; 125 the daemon refused (no such\n"
 "sandbox or process) or could not be reached.\n"
@@ -2552,57 +2593,98 @@ out:
 	return code;
 }
 
-static int print_processes(const json_t *o, bool one)
+/* GET .../processes or .../processes/PID (pid < 0). */
+static json_t *get_processes(struct conn *c, const char *id, long long pid)
+{
+	char rest[64];
+	char *path;
+	json_t *o;
+
+	if (pid < 0)
+		snprintf(rest, sizeof(rest), "/processes");
+	else
+		snprintf(rest, sizeof(rest), "/processes/%lld", pid);
+	path = sandbox_path(c, id, rest);
+	if (!path)
+		return NULL;
+	o = call_json(c, "GET", path, NULL);
+	free(path);
+	return o;
+}
+
+/* The daemon's list leaves the output out: each process has it on its own. */
+static int print_listed(struct conn *c, const char *id, const json_t *p)
+{
+	const json_t *pid = json_object_get(p, "pid");
+	json_t *full;
+	int code;
+
+	if (json_object_get(p, "stdout") || !json_is_integer(pid))
+		return print_process(p);
+	full = get_processes(c, id, json_integer_value(pid));
+	if (!full)
+		return EXIT_CORRAL;
+	code = print_process(full);
+	json_decref(full);
+	return code;
+}
+
+static int print_processes(struct conn *c, const char *id, const json_t *o)
 {
 	const json_t *list = json_object_get(o, "processes");
 	json_t *p;
 	size_t i;
 	int code = 0;
 
-	if (one)
-		return print_process(o);
 	if (!json_is_array(list)) {
 		cli_error("the daemon's answer has no list of processes");
 		return EXIT_CORRAL;
 	}
 	json_array_foreach(list, i, p) {
-		code = print_process(p);
+		code = print_listed(c, id, p);
 		if (code)
 			break;
 	}
 	return code;
 }
 
-static int logs_send(struct conn *c, const char *id, const char *pid,
+static int logs_send(struct conn *c, const char *id, long long pid,
 		     bool as_json)
 {
-	char rest[64];
-	char *path;
-	json_t *o;
+	json_t *o = get_processes(c, id, pid);
 	int code;
 
-	snprintf(rest, sizeof(rest), "/processes%s%s", pid ? "/" : "",
-		 pid ? pid : "");
-	path = sandbox_path(c, id, rest);
-	if (!path)
-		return EXIT_CORRAL;
-	o = call_json(c, "GET", path, NULL);
-	free(path);
 	if (!o)
 		return EXIT_CORRAL;
-	code = as_json ? print_json(o) : print_processes(o, pid != NULL);
+	if (as_json)
+		code = print_json(o);
+	else if (pid >= 0)
+		code = print_process(o);
+	else
+		code = print_processes(c, id, o);
 	json_decref(o);
 	return code;
+}
+
+static int parse_pid(const char *arg, long long *pid)
+{
+	size_t n = strlen(arg);
+
+	if (!n || n > 9 || strspn(arg, "0123456789") != n)
+		return usage_error(&logs_verb, "PID: expected a process id as `corral exec --background` printed it (got \"%s\")",
+				   arg);
+	*pid = strtoll(arg, NULL, 10);
+	return 0;
 }
 
 int cmd_logs(int argc, char **argv)
 {
 	struct conn c = { 0 };
 	bool as_json = false;
-	const char *pid = NULL;
+	long long pid = -1;
 	int code;
 
-	code = parse_options(&logs_verb, rm_options, ":h", argc, argv, &c,
+	code = parse_options(&logs_verb, json_options, ":h", argc, argv, &c,
 			     json_flag, &as_json);
 	if (code)
 		goto out;
@@ -2614,12 +2696,9 @@ int cmd_logs(int argc, char **argv)
 	if (code)
 		goto out;
 	if (argc - optind == 2) {
-		pid = argv[optind + 1];
-		if (!*pid || strlen(pid) > 10 || strspn(pid, "0123456789") != strlen(pid)) {
-			code = usage_error(&logs_verb, "PID: expected a process id, a number (got \"%s\")",
-					   pid);
+		code = parse_pid(argv[optind + 1], &pid);
+		if (code)
 			goto out;
-		}
 	}
 	code = conn_open(&c, &logs_verb);
 	if (!code)

@@ -20,6 +20,15 @@ static const char usage[] =
 "  audit show FILE [FILTERS]       an events file as a readable timeline\n"
 "  serve [OPTIONS]                 the daemon: sandboxes that live across\n"
 "                                  many calls, over an HTTP API (docs/API.md)\n"
+"  create [OPTIONS]                a sandbox of the daemon's; prints its id\n"
+"  exec [OPTIONS] ID -- CMD...     run a command in sandbox ID\n"
+"  cp SRC DST                      copy a file in or out (ID:/PATH)\n"
+"  pause ID, resume ID             freeze sandbox ID until resumed\n"
+"  halt ID [--reason TEXT]         stop sandbox ID for good, keep evidence\n"
+"  rm ID...                        destroy sandboxes\n"
+"  ls                              list the daemon's sandboxes\n"
+"  logs ID                         background processes and their output\n"
+"  events [ID] [--follow]          the daemon's events, as JSON lines\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -66,6 +75,26 @@ int main(int argc, char **argv)
 		return cmd_audit(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "serve"))
 		return cmd_serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "create"))
+		return cmd_create(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "exec"))
+		return cmd_exec(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "cp"))
+		return cmd_cp(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "pause"))
+		return cmd_pause(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "resume"))
+		return cmd_resume(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "halt"))
+		return cmd_halt(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "rm"))
+		return cmd_rm(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ls"))
+		return cmd_ls(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "logs"))
+		return cmd_logs(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "events"))
+		return cmd_events(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("corral %s\n", CORRAL_VERSION);
 		return 0;

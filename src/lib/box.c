@@ -52,6 +52,7 @@
 #define BOX_TICK_MS	1000	/* meters, budgets */
 #define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
 #define BOX_ID_MAX	48
+#define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
 
 struct corral_log {
 	struct events_log *log;
@@ -100,6 +101,7 @@ struct lingerer {
 	char tool_call[128];
 	struct cg *cg;
 	uint64_t cgid;
+	pid_t sid;		/* the call's session, where there is no cgroup */
 };
 
 struct corral_box {
@@ -980,22 +982,47 @@ int corral_call_kill(struct corral_call *c, int sig)
  * What a finished call left running stays in its cgroup, still charged to
  * it; the group goes when it is empty (swept on the tick) or with the box.
  */
+static void trim_lingering(struct corral_box *b);
+
 static void keep_lingering(struct corral_call *c)
 {
+	struct corral_box *b = c->b;
+	bool none = cg_mode(c->cg) == CG_NONE;
 	struct lingerer *l;
 
-	if (cg_nprocs(c->cg) <= 0 || !(l = calloc(1, sizeof(*l)))) {
+	/* without cgroups nothing says whether the call left anyone: keep it */
+	if ((!none && cg_nprocs(c->cg) <= 0) || !(l = calloc(1, sizeof(*l)))) {
 		cg_destroy(c->cg);
 		c->cg = NULL;
 		return;
 	}
 	l->id = c->id;
 	l->cgid = c->cgid;
+	l->sid = c->host_pid;
 	memcpy(l->tool_call, c->tool_call, sizeof(l->tool_call));
 	l->cg = c->cg;
-	l->next = c->b->lingering;
-	c->b->lingering = l;
+	l->next = b->lingering;
+	b->lingering = l;
 	c->cg = NULL;
+	if (none)
+		trim_lingering(b);
+}
+
+/* Without cgroups: the records of the last LINGER_MAX calls, no more. */
+static void trim_lingering(struct corral_box *b)
+{
+	struct lingerer **pp = &b->lingering;
+	size_t n = 0;
+
+	while (*pp && ++n < LINGER_MAX)
+		pp = &(*pp)->next;
+	while (*pp) {
+		struct lingerer *l = *pp;
+
+		*pp = l->next;
+		cg_destroy(l->cg);
+		free(l);
+	}
 }
 
 static void sweep_lingering(struct corral_box *b, bool all)
@@ -1003,7 +1030,7 @@ static void sweep_lingering(struct corral_box *b, bool all)
 	struct lingerer **pp = &b->lingering, *l;
 
 	while ((l = *pp)) {
-		if (!all && cg_nprocs(l->cg) > 0) {
+		if (!all && (cg_mode(l->cg) == CG_NONE || cg_nprocs(l->cg) > 0)) {
 			pp = &l->next;
 			continue;
 		}
@@ -1064,6 +1091,30 @@ static struct corral_call *call_of_pid(struct corral_box *b, pid_t pid,
 	}
 	fclose(f);
 	return NULL;
+}
+
+/* The session of host pid: a call's first process leads one (setsid). */
+static pid_t session_of(pid_t pid)
+{
+	char path[64], buf[512], *end;
+	pid_t sid = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* after "(comm)": state ppid pgrp session */
+	end = strrchr(buf, ')');
+	if (end && sscanf(end + 1, " %*c %*d %*d %d", &sid) != 1)
+		sid = 0;
+	return sid;
 }
 
 /* The pid as the sandbox sees it: the last NSpid field. */
@@ -1128,6 +1179,17 @@ static bool attribute(void *arg, json_t *event)
 		return name_call(event, c->tool_call, c->done);
 	for (struct lingerer *l = b->lingering; id && l; l = l->next)
 		if (l->id == id)
+			return name_call(event, l->tool_call, true);
+	if (cg_mode(b->cg) != CG_NONE)
+		return false;
+	/* no cgroups: the session the call began, unless it was left */
+	pid_t sid = session_of(pid);
+
+	for (c = b->calls; sid > 0 && c; c = c->next)
+		if (c->host_pid == sid)
+			return name_call(event, c->tool_call, c->done);
+	for (struct lingerer *l = b->lingering; sid > 0 && l; l = l->next)
+		if (l->sid == sid)
 			return name_call(event, l->tool_call, true);
 	return false;
 }
@@ -1347,10 +1409,20 @@ static void box_died(struct corral_box *b)
 static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how)
 {
 	struct corral_box *b = arg;
+	json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "path", path, "pid", (int)pid,
+			      "how", how, "reason",
+			      "a decoy file planted by the policy was touched");
+	struct corral_call *only = NULL;
 
-	events_emit(b->ev, "tripwire", json_pack("{s:s, s:i, s:s, s:s}", "path", path,
-		    "pid", (int)pid, "how", how, "reason",
-		    "a decoy file planted by the policy was touched"));
+	/* inotify names no pid: the call is known only if one call runs */
+	if (o && pid <= 0 && calls_running(b) == 1) {
+		for (only = b->calls; only && only->done; only = only->next)
+			;
+		json_object_set_new(o, "call", json_string(only->tool_call));
+		json_object_set_new(o, "attributed", json_string("the only call "
+				    "running when the file was touched"));
+	}
+	events_emit(b->ev, "tripwire", o);
 }
 
 static void box_ready(struct corral_box *b, int landlock_abi)

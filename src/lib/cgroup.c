@@ -633,9 +633,13 @@ static int plan_v1(struct cg *cg, const struct cg_mounts *m, uid_t euid,
 	 * can be traced to its tool call even after the process is gone.
 	 */
 	if (m->v2 && pick_parent(m->v2, euid, &parent, &create) == 0) {
-		r = add_hier(cg, m->v2, parent, create, 0);
-		if (r < 0)
-			return r;
+		if (euid != 0 && !v2_can_attach(m, parent)) {
+			free(parent);	/* we could not move our children in */
+		} else {
+			r = add_hier(cg, m->v2, parent, create, 0);
+			if (r < 0)
+				return r;
+		}
 	}
 	cg->mode = CG_V1;
 	return 1;

@@ -129,20 +129,23 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	name = seccomp_syscall_resolve_num_arch(s->req->data.arch, s->req->data.nr);
-	/* Answer first: the caller waits for nothing but this. */
-	memset(s->resp, 0, sizeof(*s->resp));
-	s->resp->id = s->req->id;
-	s->resp->error = -EPERM;
 	o = json_pack("{s:s, s:I, s:o}", "syscall", name ? name : "?",
 		      "pid", (json_int_t)s->req->pid,
 		      "args", describe_args(s, name ? name : ""));
-	seccomp_notify_respond(fd, s->resp);
 	s->denied++;
 	snprintf(reason, sizeof(reason), "%s denied (EPERM): %s", name ? name : "a syscall",
 		 seccomp_deny_why(s->req->data.nr));
 	if (o)
 		json_object_set_new(o, "reason", json_string(reason));
+	/*
+	 * Record before answering: while the caller waits for us its pid
+	 * still names a process, and so its tool call (see events.h).
+	 */
 	events_emit(s->events, "syscall.denied", o);
+	memset(s->resp, 0, sizeof(*s->resp));
+	s->resp->id = s->req->id;
+	s->resp->error = -EPERM;
+	seccomp_notify_respond(fd, s->resp);
 	free(name);
 }
 

@@ -1,0 +1,224 @@
+#!/bin/bash
+# agent.sh - the supervisor as authority, seen through the daemon: a
+# misbehaving agent's calls are attributed, the abort criteria halt the
+# sandbox by themselves (frozen, then killed), later calls are refused with
+# the reason, and the audit log proves what happened.
+#
+#   tests/agent.sh CORRAL HELPERS_DIR [TEST...]
+set -u
+CORRAL=$(readlink -f "$1")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-agent.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+ME=$(id -u)
+
+# start_daemon: corral serve on $T/sock with its state in $T/state.
+start_daemon() {
+	"$CORRAL" serve --socket "$T/sock" --state-dir "$T/state" > "$T/daemon.log" 2>&1 &
+	DPID=$!
+	echo "$DPID" > "$T/daemon.pid"
+	for _ in $(seq 1 100); do
+		[ -S "$T/sock" ] && return 0
+		sleep 0.05
+	done
+	fail "the daemon did not start: $(cat "$T/daemon.log")"
+}
+
+stop_daemon() {
+	[ -f "$T/daemon.pid" ] || return 0
+	local pid
+	pid=$(cat "$T/daemon.pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -f "$T/daemon.pid"
+	return 0
+}
+
+# api METHOD PATH [BODY]: the body of the answer; its status in $T/status.
+api() {
+	curl -s -m 30 --unix-socket "$T/sock" -X "$1" -o "$T/body" -w '%{http_code}' \
+		${3:+-d "$3"} "http://corral$2" > "$T/status"
+	cat "$T/body"
+}
+
+# wait_for WHAT CMD...: until CMD succeeds, 10 s at most.
+wait_for() {
+	local what=$1
+	shift
+	for _ in $(seq 1 200); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	fail "timed out waiting for $what"
+}
+
+events_of() { api GET "/v1/events?sandbox=$1"; }
+count_type() { events_of "$1" | grep -c "\"type\":\"$2\"" || true; }
+has_at_least() { [ "$(count_type "$1" "$2")" -ge "$3" ]; }
+state_is() { [ "$(api GET "/v1/sandboxes/$1" | json state)" = "$2" ]; }
+
+# the sandbox's cgroup directory in one v1 hierarchy (or nothing)
+cg_dir() {	# cg_dir CONTROLLER ID
+	find /sys/fs/cgroup/"$1" -maxdepth 2 -type d -name "corral-$DPID-$2" 2>/dev/null | head -1
+}
+
+create_misbehaving() {	# create_misbehaving ON_ABORT -> sandbox id
+	local body
+	body=$(printf '{"idle_freeze_ms": 0, "policy": {
+		"network": {"mode": "proxy", "allow": ["web.test:80"],
+			    "hosts": {"web.test": "127.0.0.1"}},
+		"abort": {"max_distinct_denied_destinations": 8, "window_seconds": 60,
+			  "tripwires": ["/home/agent/.aws/credentials"],
+			  "on_abort": "%s"}}}' "$1")
+	api POST /v1/sandboxes "$body" | json id
+	[ "$(cat "$T/status")" = 201 ] || fail "create: $(cat "$T/status") $(cat "$T/body")"
+}
+
+# The issue's script: call 1 leaves a background process that probes five
+# ports (under the limit) and then burns CPU; call 2 reads a tripwire.
+t_misbehaving_agent() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving freeze)
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "call-1", "command":
+		"( for p in 1 2 3 4 5; do curl -s -m 5 http://evil.test:$p/ >/dev/null; done; unshare -r true; while :; do :; done ) >/dev/null 2>&1 &"}' > "$T/r1"
+	expect_eq "call 1" "$(json status < "$T/r1")" exited
+	wait_for "five denials" has_at_least "$id" egress.denied 5
+	wait_for "the denied unshare" has_at_least "$id" syscall.denied 1
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "call-2", "argv": ["cat", "/home/agent/.aws/credentials"]}' > "$T/r2"
+	wait_for "the halt" state_is "$id" halted
+
+	# attribution: the background probes and the syscall are call 1's
+	events_of "$id" > "$T/ev"
+	grep '"type":"egress.denied"' "$T/ev" > "$T/denied"
+	expect_eq "denials" "$(wc -l < "$T/denied")" 5
+	expect_eq "denials of call 1" "$(grep -c '"call":"call-1"' "$T/denied")" 5
+	expect_eq "marked background" "$(grep -c '"background":true' "$T/denied")" 5
+	expect_contains "syscall of call 1" "$(grep '"type":"syscall.denied"' "$T/ev")" '"call":"call-1"'
+	expect_contains "sandbox pid" "$(grep '"type":"syscall.denied"' "$T/ev")" '"sandbox_pid":'
+	trip=$(grep '"type":"tripwire"' "$T/ev" | head -1)
+	expect_contains "tripwire of call 2" "$trip" '"call":"call-2"'
+	abort=$(grep '"type":"abort"' "$T/ev")
+	expect_contains "criterion" "$abort" '"criterion":"tripwire"'
+	expect_contains "evidence" "$abort" '"evidence":{'
+	expect_contains "evidence path" "$abort" '.aws/credentials'
+	[ "$ME" = 0 ] && expect_contains "the decoy stayed shut" \
+		"$(json stdout < "$T/r2")$(json status < "$T/r2")" halted
+
+	# frozen: the freezer says so and the CPU burner gets no CPU
+	freezer=$(cg_dir freezer "$id")
+	cpuacct=$(cg_dir cpuacct "$id")
+	if [ -n "$freezer" ] && [ -n "$cpuacct" ]; then
+		expect_eq "freezer" "$(cat "$freezer/freezer.state")" FROZEN
+		pids=$(find "$freezer" -name cgroup.procs -exec cat {} + | sort -u)
+		[ -n "$pids" ] || fail "no processes held"
+		a=$(cat "$cpuacct/cpuacct.usage")
+		sleep 1
+		b=$(cat "$cpuacct/cpuacct.usage")
+		expect_eq "CPU while frozen (ns)" "$b" "$a"
+	else
+		pids=""
+		echo "no freezer here: the halt killed instead"
+		expect_contains "killed" "$(grep '"type":"halt"' "$T/ev")" '"state":"killed"'
+	fi
+
+	# later calls are refused, with the reason
+	api POST "/v1/sandboxes/$id/exec" '{"argv": ["true"]}' > /dev/null
+	expect_eq "refused" "$(cat "$T/status")" 409
+	expect_contains "reason" "$(json detail < "$T/body")" "tripwire"
+
+	# then killed: destroy ends the hold, nothing of it is left
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+	expect_eq "destroy" "$(cat "$T/status")" 200
+	for p in $pids; do
+		[ ! -d "/proc/$p" ] || fail "process $p outlived its sandbox"
+	done
+	[ -z "$(cg_dir freezer "$id")" ] || fail "the cgroup is left"
+	"$CORRAL" audit verify "$T/state/audit.jsonl" > "$T/verify" 2>&1 ||
+		fail "audit verify: $(cat "$T/verify")"
+}
+
+# on_abort "kill": a sweep past the limit; frozen first (the abort event
+# says so), then killed.
+t_sweep_is_frozen_then_killed() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving kill)
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "sweep", "command":
+		"( for p in $(seq 1 30); do curl -s -m 5 http://evil.test:$p/ >/dev/null; done ) >/dev/null 2>&1 & sleep 60"}' > "$T/r1"
+	expect_eq "call" "$(json status < "$T/r1")" halted
+	expect_contains "explained" "$(json reason < "$T/r1")" "halted: probing: 9 distinct destinations denied"
+	events_of "$id" > "$T/ev"
+	abort=$(grep '"type":"abort"' "$T/ev")
+	expect_contains "criterion" "$abort" '"criterion":"max_distinct_denied_destinations"'
+	expect_contains "evidence" "$abort" '"evidence":["evil.test:'
+	if [ -n "$(cg_dir freezer "$id")" ]; then
+		expect_contains "frozen first" "$abort" '"frozen":true'
+	fi
+	expect_contains "then killed" "$(grep '"type":"halt"' "$T/ev")" '"state":"killed"'
+	api POST "/v1/sandboxes/$id/exec" '{"argv": ["true"]}' > /dev/null
+	expect_eq "refused" "$(cat "$T/status")" 409
+	expect_contains "why" "$(json detail < "$T/body")" "probing"
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
+# `corral halt ID --reason`: a person's halt, the same authority.
+t_halt_by_a_person() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0}' | json id)
+	api POST "/v1/sandboxes/$id/processes" '{"tool_call_id": "bg", "argv": ["sleep", "600"]}' > /dev/null
+	expect_eq "started" "$(cat "$T/status")" 201
+	CORRAL_SOCKET="$T/sock" "$CORRAL" halt "$id" --reason "reviewer saw a secret in the output" \
+		> "$T/out" 2>&1 || fail "corral halt: $(cat "$T/out")"
+	expect_eq "state" "$(api GET "/v1/sandboxes/$id" | json state)" halted
+	api POST "/v1/sandboxes/$id/exec" '{"argv": ["true"]}' > /dev/null
+	expect_eq "refused" "$(cat "$T/status")" 409
+	expect_contains "reason" "$(json detail < "$T/body")" "reviewer saw a secret"
+	h=$(count_type "$id" halt)
+	expect_eq "one halt event" "$h" 1
+	expect_contains "by whom" "$(events_of "$id" | grep '"type":"halt"')" '"by":"request"'
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
+# The chain breaks, and says where, after a one-byte edit, a deleted line
+# or a reordered pair.
+t_audit_log_tamper_evident() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{}' | json id)
+	for i in 1 2 3; do
+		api POST "/v1/sandboxes/$id/exec" "{\"tool_call_id\": \"c$i\", \"argv\": [\"true\"]}" > /dev/null
+	done
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+	stop_daemon
+	log=$T/state/audit.jsonl
+	[ "$(wc -l < "$log")" -ge 8 ] || fail "too few lines: $(wc -l < "$log")"
+	"$CORRAL" audit verify "$log" > /dev/null 2>&1 || fail "the real log does not verify"
+	sed '4s/"seq":/"seq": /' "$log" > "$T/edit.jsonl"
+	sed '5d' "$log" > "$T/deleted.jsonl"
+	awk 'NR==5 {held=$0; next} {print} NR==6 {print held}' "$log" > "$T/swapped.jsonl"
+	for f in edit deleted swapped; do
+		if "$CORRAL" audit verify "$T/$f.jsonl" > "$T/v.out" 2>&1; then
+			fail "$f: verifies"
+		fi
+		expect_contains "$f names the line" "$(cat "$T/v.out")" "line"
+	done
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "agent ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

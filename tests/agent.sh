@@ -27,18 +27,25 @@ start_daemon() {
 	fail "the daemon did not start: $(cat "$T/daemon.log")"
 }
 
+# stop_daemon: SIGTERM, and it must stop cleanly (under ASan: no leak).
 stop_daemon() {
 	[ -f "$T/daemon.pid" ] || return 0
-	local pid
+	local pid rc=0
 	pid=$(cat "$T/daemon.pid")
+	rm -f "$T/daemon.pid"
 	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 200); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	rm -f "$T/daemon.pid"
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		fail "the daemon did not stop on SIGTERM"
+		return 1
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	[ "$rc" = 0 ] || { fail "the daemon exited $rc: $(tail -40 "$T/daemon.log")"; return 1; }
 	return 0
 }
 

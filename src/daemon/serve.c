@@ -348,6 +348,8 @@ static void shutdown_all(struct daemon *d)
 		struct follower *f = d->followers;
 
 		d->followers = f->next;
+		evhttp_connection_set_closecb(evhttp_request_get_connection(f->req),
+					      NULL, NULL);
 		evhttp_send_reply_end(f->req);
 		free(f);
 	}

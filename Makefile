@@ -22,10 +22,11 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+CLIENT_BIN := $(BUILD)/tests/serve_client
 
 .PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak
 
-all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN)
+all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
 
 $(BUILD)/%.o: %.c include/corral.h src/lib/internal.h
 	@mkdir -p $(dir $@)
@@ -40,6 +41,11 @@ $(BUILD)/corral: $(CLI_OBJ) $(BUILD)/libcorral.a
 $(BUILD)/tests/unit_%: tests/unit_%.c $(BUILD)/libcorral.a tests/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+
+# tests/serve.sh's client of the daemon: plain sockets, jansson only.
+$(CLIENT_BIN): tests/serve_client.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Programs the attack tests run inside the sandbox: static, so they need
 # nothing from the sandbox's view of the host.
@@ -76,17 +82,19 @@ soak: all
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-D_GNU_SOURCE -Iinclude -Isrc/lib $(PKG_CFLAGS)
+	-D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/daemon $(PKG_CFLAGS)
 FUZZ_SRC_sni := src/lib/sni.c src/lib/hostname.c
 FUZZ_SRC_socks := src/lib/socks.c src/lib/hostname.c
 FUZZ_SRC_httpreq := src/lib/httpreq.c src/lib/hostname.c
 FUZZ_SRC_dns := src/lib/dnsmsg.c
 FUZZ_SRC_policy := src/lib/policy.c src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
-FUZZ_TARGETS := sni socks httpreq dns policy
+# the daemon's requests: api.c over the whole library (it builds no sandbox)
+FUZZ_SRC_api := src/daemon/api.c $(LIB_SRC)
+FUZZ_TARGETS := sni socks httpreq dns policy api
 
-build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC)
+build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/daemon/*.[ch]) $(wildcard src/lib/*.h)
 	@mkdir -p build-fuzz
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(PKG_LIBS) -lhttp_parser
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(PKG_LIBS) -lhttp_parser -ldl -lm
 
 fuzz: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 	@for t in $(FUZZ_TARGETS); do \

@@ -523,11 +523,23 @@ out:
 
 /* ---- exec ------------------------------------------------------------------- */
 
+/*
+ * The client went away while we held its request.  libevent has handed
+ * the request to us (it is no longer on the connection): ending it frees
+ * it.  A request still on its connection is libevent's to free.
+ */
+static void forget_request(struct evhttp_request *req)
+{
+	if (req && !evhttp_request_get_connection(req))
+		evhttp_send_reply_end(req);
+}
+
 static void pending_gone(struct evhttp_connection *conn, void *arg)
 {
 	struct pending *pd = arg;
 
 	(void)conn;
+	forget_request(pd->req);
 	pd->req = NULL;
 	/* the caller is gone: so is the reason to run the call */
 	if (pd->call && !corral_call_result(pd->call))
@@ -1247,6 +1259,7 @@ static void follower_gone(struct evhttp_connection *conn, void *arg)
 	struct follower **pp;
 
 	(void)conn;
+	forget_request(f->req);
 	for (pp = &f->d->followers; *pp; pp = &(*pp)->next) {
 		if (*pp == f) {
 			*pp = f->next;

@@ -321,7 +321,8 @@ static void setup_http(struct daemon *d, struct evhttp *http)
 {
 	evhttp_set_max_body_size(http, API_FILE_MAX + 1);
 	evhttp_set_max_headers_size(http, 64 * 1024);
-	evhttp_set_timeout(http, 120);
+	/* idle and slow clients; a call runs as long as its own timeout */
+	evhttp_set_timeout(http, 900);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 				   EVHTTP_REQ_HEAD);

@@ -1,0 +1,107 @@
+/*
+ * fuzz_api.c - libFuzzer target for the daemon's request handling: the
+ * bytes a client could send, through libevent's HTTP parser and api.c's
+ * routing and validation, over a real unix socket.  The daemon here may
+ * create no sandbox (--max-sandboxes 0): what is fuzzed is everything a
+ * request meets before one would be built.  Whatever the bytes: no crash,
+ * no leak, and the connection ends.
+ *
+ *   make fuzz FUZZ_SECONDS=60
+ */
+#include "daemon.h"
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAX_INPUT	(64 * 1024)
+#define MAX_TURNS	200
+
+/* serve.c's state files: this daemon has no state directory */
+int state_write(struct daemon *d, struct sandbox *sb)
+{
+	(void)d;
+	(void)sb;
+	return 0;
+}
+
+void state_remove(struct daemon *d, const char *id)
+{
+	(void)d;
+	(void)id;
+}
+
+static struct daemon dm;
+static struct sockaddr_un addr = { .sun_family = AF_UNIX };
+
+static void setup(void)
+{
+	char dir[] = "/tmp/corral-fuzz-api.XXXXXX";
+	int fd;
+
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/sock", dir);
+	dm.base = event_base_new();
+	dm.http_unix = evhttp_new(dm.base);
+	dm.state_dir = strdup("/nonexistent");
+	dm.max_sandboxes = 0;
+	dm.lock_fd = -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (!dm.base || !dm.http_unix || fd < 0 ||
+	    bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    listen(fd, 16) < 0 || evhttp_accept_socket(dm.http_unix, fd) < 0)
+		abort();
+	evhttp_set_max_body_size(dm.http_unix, API_FILE_MAX + 1);
+	evhttp_set_max_headers_size(dm.http_unix, 64 * 1024);
+	evhttp_set_gencb(dm.http_unix, api_handle, &dm);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int ready;
+	char buf[65536];
+	size_t off = 0;
+	bool eof = false;
+	int c, one = 1 << 20;
+
+	if (!ready++)
+		setup();
+	if (size > MAX_INPUT)
+		return 0;
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+		abort();
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
+	fcntl(c, F_SETFL, O_NONBLOCK);
+	for (int turn = 0; turn < MAX_TURNS && !eof; turn++) {
+		ssize_t n;
+
+		if (off < size) {
+			n = write(c, data + off, size - off);
+			if (n > 0)
+				off += n;
+			if (off == size)
+				shutdown(c, SHUT_WR);
+		} else if (size == 0 && turn == 0) {
+			shutdown(c, SHUT_WR);
+		}
+		event_base_loop(dm.base, EVLOOP_NONBLOCK);
+		while ((n = read(c, buf, sizeof(buf))) > 0)
+			;
+		eof = n == 0 || (n < 0 && errno != EAGAIN);
+	}
+	close(c);
+	/* let evhttp see the close and free the connection */
+	for (int turn = 0; turn < 4; turn++)
+		event_base_loop(dm.base, EVLOOP_NONBLOCK);
+	return 0;
+}

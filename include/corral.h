@@ -237,6 +237,11 @@ void corral_log_observe(struct corral_log *log,
 				   const char *line, size_t len),
 			void *arg);
 void corral_log_close(struct corral_log *log);
+/*
+ * errno of the last line that could not be written (ENOSPC: a full disk),
+ * 0 once a line is written again.  Supervision goes on either way.
+ */
+int corral_log_error(const struct corral_log *log);
 /* Record one event {type, reason} for a sandbox that has no box (lost). */
 void corral_log_note(struct corral_log *log, const char *sandbox,
 		     const char *type, const char *reason);

@@ -137,9 +137,21 @@ t_cut_short_then_continued() {
 	timeout 120 "$CORRAL" run --events "$T/log" -- /bin/true > /dev/null 2>&1
 	expect_eq "lines" "$(wc -l < "$T/log")" $((NLINES + 2))
 	out=$(audit verify "$T/log")
-	expect_eq "exit (continued)" "$(rc)" 1
-	expect_contains "torn" "$out" "line $NLINES: not valid JSON"
-	expect_contains "crash" "$out" "line $((NLINES + 1)) chains to it, so it is a write cut short"
+	expect_eq "exit (continued)" "$(rc)" 0
+	expect_contains "crash" "$out" "1 line cut short by a crash (the first: line $NLINES)"
+	# the torn bytes are in the chain: editing them is still caught
+	sed -i "${NLINES}s/^./X/" "$T/log"
+	out=$(audit verify "$T/log")
+	expect_eq "exit (torn line edited)" "$(rc)" 1
+	expect_contains "names it" "$out" "line $NLINES: not valid JSON"
+	expect_contains "and why" "$out" "no line after it chains to it"
+	# and a line that is not JSON, with nothing chaining to it, is bad
+	rm -f "$T/log"
+	mklog
+	sed -i "3s/.*/not json/" "$T/log"
+	out=$(audit verify "$T/log")
+	expect_eq "exit (not JSON)" "$(rc)" 1
+	expect_contains "says" "$out" "line 3: not valid JSON"
 }
 
 t_show_filters() {

@@ -293,13 +293,24 @@ static void arm_ttl(struct sandbox *sb)
 		evtimer_add(sb->ev_ttl, &tv);
 }
 
-/* Hand a ready sandbox to the request that asked for it. */
+/*
+ * Hand a ready sandbox to the request that asked for it.  A sandbox the
+ * daemon cannot record (its state directory full) is not handed out: after
+ * a crash nobody would know it had existed.
+ */
 static void hand_out(struct sandbox *sb, struct evhttp_request *req)
 {
+	int r = state_write(sb->d, sb);
+
+	if (r < 0) {
+		reply_error(req, 507, "no_space", "cannot record the sandbox in "
+			    "%s/sandboxes: %s", sb->d->state_dir, strerror(-r));
+		sandbox_destroy(sb, "unrecorded");
+		return;
+	}
 	sb->pooled = false;
 	corral_box_set_idle_freeze(sb->box, sb->idle_freeze_ms);
 	arm_ttl(sb);
-	state_write(sb->d, sb);
 	reply_json(req, 201, sandbox_json(sb));
 }
 
@@ -467,6 +478,12 @@ static void create(struct daemon *d, struct evhttp_request *req)
 	if (pol && !json_is_object(pol)) {
 		reply_error(req, 400, "bad_request", "policy must be a JSON object "
 			    "in the policy-file format");
+		goto out;
+	}
+	if (corral_log_error(d->log)) {
+		reply_error(req, 507, "no_space", "the audit log %s/audit.jsonl "
+			    "cannot be written (%s): no new sandbox until it can",
+			    d->state_dir, strerror(corral_log_error(d->log)));
 		goto out;
 	}
 	if (d->nsandboxes - (pool_take(d) ? 1 : 0) >= d->max_sandboxes) {
@@ -1384,6 +1401,21 @@ static void metrics(struct daemon *d, struct evhttp_request *req)
 	evbuffer_free(buf);
 }
 
+/* Degraded, not down: the sandboxes it has are still supervised. */
+static void health(struct daemon *d, struct evhttp_request *req)
+{
+	int e = corral_log_error(d->log);
+	char detail[512] = "";
+
+	if (e)
+		snprintf(detail, sizeof(detail), "the audit log %s/audit.jsonl cannot be "
+			 "written: %s; new sandboxes are refused", d->state_dir,
+			 strerror(e));
+	reply_json(req, 200, json_pack("{s:s, s:s, s:I, s:s?}", "status",
+		   e ? "degraded" : "ok", "version", CORRAL_VERSION, "sandboxes",
+		   (json_int_t)d->nsandboxes, "detail", e ? detail : NULL));
+}
+
 /* ---- routing ------------------------------------------------------------------- */
 
 /* Over TCP, every request shows the token; compared in constant time. */
@@ -1432,9 +1464,7 @@ void api_handle(struct evhttp_request *req, void *arg)
 	}
 	snprintf(route, sizeof(route), "%s", path);
 	if (!strcmp(route, "/v1/health")) {
-		reply_json(req, 200, json_pack("{s:s, s:s, s:I}", "status", "ok",
-			   "version", CORRAL_VERSION, "sandboxes",
-			   (json_int_t)d->nsandboxes));
+		health(d, req);
 	} else if (!strcmp(route, "/v1/metrics")) {
 		metrics(d, req);
 	} else if (!strcmp(route, "/v1/events")) {

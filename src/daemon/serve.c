@@ -110,9 +110,10 @@ static int mkdir_p(const char *path, mode_t mode)
 
 int state_write(struct daemon *d, struct sandbox *sb)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	char path[PATH_MAX], tmp[PATH_MAX + 8], *text;
 	json_t *o;
-	int r;
+	size_t len;
+	int r, fd;
 
 	snprintf(path, sizeof(path), "%s/sandboxes/%s.json", d->state_dir, sb->id);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -120,13 +121,24 @@ int state_write(struct daemon *d, struct sandbox *sb)
 		      (int)getpid(), "created", sb->created, "labels", sb->labels);
 	if (!o)
 		return -ENOMEM;
-	r = json_dump_file(o, tmp, JSON_COMPACT);
+	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	if (r < 0 || rename(tmp, path) < 0) {
+	if (!text)
+		return -ENOMEM;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	len = strlen(text);
+	r = fd < 0 ? -errno : 0;
+	errno = 0;
+	if (r == 0 && write(fd, text, len) != (ssize_t)len)
+		r = errno ? -errno : -ENOSPC;
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	free(text);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
 		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
+	return r;
 }
 
 void state_remove(struct daemon *d, const char *id)

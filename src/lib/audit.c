@@ -344,33 +344,12 @@ static int check_line(const char *line, size_t len, size_t lineno,
 	return ret;
 }
 
-/*
- * After a line that is not JSON: does the next one chain to it?  Then a
- * write was cut short there (a crash) and the writer went on, as events.c
- * does; say so, since it is not what an edit looks like.
- */
-static void explain_torn(struct line_reader *lr, const char *hash,
-			 struct audit_report *r)
-{
-	json_error_t jerr;
-	const char *line, *prev;
-	size_t len, n = strlen(r->reason);
-	json_t *o;
-
-	if (next_line(lr, &line, &len) != LINE_OK)
-		return;
-	prev = line_prev(line, len, &o, &jerr);
-	if (prev && !strcmp(prev, hash))
-		snprintf(r->reason + n, sizeof(r->reason) - n, "; line %zu chains "
-			 "to it, so it is a write cut short (a crash) after "
-			 "which the log went on, not an edit", lr->lineno);
-	json_decref(o);
-}
-
 int audit_verify(const char *path, struct audit_report *r, struct corral_err *err)
 {
 	struct line_reader lr;
 	char expect[AUDIT_HASH_HEX + 1], hash[AUDIT_HASH_HEX + 1];
+	char torn_reason[CORRAL_ERR_MAX];
+	size_t torn_at = 0;
 	const char *line;
 	size_t len;
 	int ret;
@@ -402,27 +381,55 @@ int audit_verify(const char *path, struct audit_report *r, struct corral_err *er
 			break;
 		}
 		ret = check_line(line, len, lr.lineno, expect, r);
-		if (ret == LINE_NOT_JSON)
-			explain_torn(&lr, hash, r);
+		/*
+		 * Not JSON: a write cut short by a crash, if the next line
+		 * chains to these very bytes (events.c goes on that way); that
+		 * is not what an edit looks like, and the chain still holds.
+		 */
+		if (ret == LINE_NOT_JSON && !torn_at) {
+			torn_at = lr.lineno;
+			memcpy(torn_reason, r->reason, sizeof(torn_reason));
+			r->bad_line = 0;
+			memcpy(expect, hash, sizeof(expect));
+			continue;
+		}
+		if (torn_at && ret == LINE_CHAINS) {
+			if (!r->torn++)
+				r->torn_line = torn_at;
+			torn_at = 0;
+		}
 		if (ret != LINE_CHAINS)
 			break;
 		memcpy(expect, hash, sizeof(expect));
 		r->lines++;
 	}
 	reader_close(&lr);
-	if (ret < 0)
+	if (ret < 0 && ret != LINE_BAD && ret != LINE_NOT_JSON)
 		return ret;
+	if (torn_at && (!r->bad_line || r->bad_line == torn_at + 1)) {
+		r->bad_line = torn_at;
+		snprintf(r->reason, sizeof(r->reason), "%.300s; no line after it "
+			 "chains to it", torn_reason);
+	}
 	memcpy(r->head, expect, sizeof(r->head));
 	if (r->bad_line)
 		return 0;
 	if (r->incomplete)
 		snprintf(r->reason, sizeof(r->reason), "verified up to line %zu, "
 			 "the last complete line; line %zu has no newline (a "
-			 "write cut short) and is not checked", r->lines,
-			 r->lines + 1);
+			 "write cut short) and is not checked", r->lines + r->torn,
+			 r->lines + r->torn + 1);
 	else
 		snprintf(r->reason, sizeof(r->reason), "%zu line%s verified",
 			 r->lines, r->lines == 1 ? "" : "s");
+	if (r->torn) {
+		size_t n = strlen(r->reason);
+
+		snprintf(r->reason + n, sizeof(r->reason) - n, "; %zu line%s cut "
+			 "short by a crash (the first: line %zu) and the next line "
+			 "chains to %s bytes", r->torn, r->torn == 1 ? "" : "s",
+			 r->torn_line, r->torn == 1 ? "its" : "their");
+	}
 	return 0;
 }
 

@@ -30,6 +30,8 @@ struct audit_report {
 	size_t lines;			/* complete lines that verified */
 	size_t bad_line;		/* first bad line (from 1); 0: the chain holds */
 	bool incomplete;		/* ends in a line without '\n', not checked */
+	size_t torn;			/* lines cut short by a crash, chained past */
+	size_t torn_line;		/* the first of them */
 	char head[AUDIT_HASH_HEX + 1];	/* hash of the last verified line */
 	char reason[CORRAL_ERR_MAX];	/* "line 7: ..." or what was verified */
 };

@@ -203,6 +203,11 @@ void corral_log_observe(struct corral_log *l,
 	l->arg = arg;
 }
 
+int corral_log_error(const struct corral_log *l)
+{
+	return l ? events_log_error(l->log) : 0;
+}
+
 void corral_log_close(struct corral_log *l)
 {
 	if (!l)

@@ -30,6 +30,7 @@ struct events_log {
 	char prev[AUDIT_HASH_HEX + 1];	/* hash of the file's last line */
 	bool torn;		/* the file ends inside a line: begin with '\n' */
 	bool resync;		/* a write failed: read the tail again first */
+	int werr;		/* errno of the last failed write, 0 after a good one */
 	int refs;
 	events_line_fn observer;	/* sees every line written */
 	void *observer_arg;
@@ -89,6 +90,11 @@ void events_log_put(struct events_log *log)
 		close(log->fd);
 	free(log->path);
 	free(log);
+}
+
+int events_log_error(const struct events_log *log)
+{
+	return log ? log->werr : 0;
 }
 
 void events_log_observe(struct events_log *log, events_line_fn fn, void *arg)
@@ -166,6 +172,7 @@ static void write_line(struct events_log *log, json_t *o)
 	struct corral_err err;
 	char *text, *buf;
 	size_t len, n = 0;
+	ssize_t w;
 
 	if (log->resync && audit_tail(log->fd, log->path, log->prev, &log->torn,
 				     &err) == 0)
@@ -184,10 +191,13 @@ static void write_line(struct events_log *log, json_t *o)
 	memcpy(buf + n, text, len);
 	n += len;
 	buf[n++] = '\n';
-	/* A full disk must not stop the sandbox's supervision: no error. */
-	if (write(log->fd, buf, n) == (ssize_t)n &&
-	    audit_hash(text, len, log->prev) == 0) {
+	/* A full disk must not stop the sandbox's supervision: noted, no more. */
+	w = write(log->fd, buf, n);
+	if (w != (ssize_t)n)
+		log->werr = w < 0 ? errno : ENOSPC;
+	if (w == (ssize_t)n && audit_hash(text, len, log->prev) == 0) {
 		log->torn = false;
+		log->werr = 0;
 		if (log->observer)
 			log->observer(log->observer_arg, text, len, o);
 	} else {

@@ -35,6 +35,8 @@ struct events_log;
 int events_log_open(struct events_log **out, const char *path,
 		    struct corral_err *err);
 void events_log_put(struct events_log *log);	/* drop a reference */
+/* errno of the last write that failed (a full disk), 0 once one succeeds */
+int events_log_error(const struct events_log *log);
 void events_log_observe(struct events_log *log, events_line_fn fn, void *arg);
 /* Events of one sandbox into log (NULL: memory only); takes a reference. */
 int events_new(struct events **out, struct events_log *log, const char *sandbox,

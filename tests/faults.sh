@@ -1,0 +1,200 @@
+#!/bin/bash
+# faults.sh - the daemon killed at the worst moments, and its disk full.
+# No sandbox may keep running unsupervised, the next start removes what
+# was left, the audit log still verifies, and a full state directory is
+# reported while the sandboxes the daemon has keep being served.
+#
+#   tests/faults.sh CORRAL HELPERS_DIR [TEST...]
+set -u
+CORRAL=$(readlink -f "$1")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-faults.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+ME=$(id -u)
+
+start_daemon() {
+	"$CORRAL" serve --socket "$T/sock" --state-dir "$T/state" >> "$T/daemon.log" 2>&1 &
+	DPID=$!
+	echo "$DPID" > "$T/daemon.pid"
+	for _ in $(seq 1 100); do
+		curl -s -m 1 --unix-socket "$T/sock" http://corral/v1/health > /dev/null && return 0
+		sleep 0.05
+	done
+	fail "the daemon did not start: $(cat "$T/daemon.log")"
+}
+
+stop_daemon() {
+	[ -f "$T/daemon.pid" ] || return 0
+	local pid
+	pid=$(cat "$T/daemon.pid")
+	rm -f "$T/daemon.pid"
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 1 200); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	return 0
+}
+
+# kill_daemon: SIGKILL, as a crash would.
+kill_daemon() {
+	kill -KILL "$DPID"
+	wait "$DPID" 2>/dev/null || true
+	rm -f "$T/daemon.pid"
+}
+
+api() {	# api METHOD PATH [BODY]: body on stdout, status in $T/status
+	curl -s -m 30 --unix-socket "$T/sock" -X "$1" -o "$T/body" -w '%{http_code}' \
+		${3:+-d "$3"} "http://corral$2" > "$T/status"
+	cat "$T/body"
+}
+
+# The sandboxes' processes are forks of the daemon: their command line
+# names its socket.  None may outlive it.
+orphans() { pgrep -f -- "--socket $T/sock" || true; }
+no_orphans() { [ -z "$(orphans)" ]; }
+stale_cgroups() {	# stale_cgroups PID: groups named for that daemon
+	find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$1-*" 2>/dev/null | wc -l
+}
+
+wait_for() {	# wait_for WHAT CMD...: 10 s at most
+	local what=$1
+	shift
+	for _ in $(seq 1 200); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	fail "timed out waiting for $what"
+}
+
+# After a crash: nothing runs, a restart clears the rest, the log verifies.
+after_crash() {	# after_crash OLD_PID RECORDED_SANDBOXES
+	local old=$1
+	wait_for "the sandboxes to die with the daemon" no_orphans
+	start_daemon
+	expect_eq "stale cgroups after restart" "$(stale_cgroups "$old")" 0
+	expect_eq "state files" "$(ls "$T/state/sandboxes" | wc -l)" 0
+	lost=$(api GET /v1/events | grep -c '"type":"sandbox.lost"' || true)
+	expect_eq "lost sandboxes recorded" "$lost" "$2"
+	expect_eq "health" "$(api GET /v1/health | json status)" ok
+	"$CORRAL" audit verify "$T/state/audit.jsonl" > "$T/verify" 2>&1 ||
+		fail "audit verify: $(cat "$T/verify")"
+	id=$(api POST /v1/sandboxes '{}' | json id)
+	expect_eq "serves again" "$(api POST "/v1/sandboxes/$id/exec" '{"argv": ["echo", "up"]}' | json stdout)" up
+	stop_daemon
+}
+
+t_kill_during_create() {
+	trap stop_daemon EXIT
+	start_daemon
+	api POST /v1/sandboxes '{}' > /dev/null
+	for i in $(seq 1 12); do
+		curl -s -m 20 --unix-socket "$T/sock" -X POST -d '{}' \
+			http://corral/v1/sandboxes > "$T/c$i" 2>&1 &
+	done
+	sleep 0.05
+	old=$DPID
+	kill_daemon
+	wait
+	# each create either answered (and is recorded) or never was
+	after_crash "$old" "$(grep -l '"id"' "$T"/c* 2>/dev/null | wc -l | awk '{print $1 + 1}')"
+}
+
+t_kill_during_exec() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0}' | json id)
+	curl -s -m 30 --unix-socket "$T/sock" -X POST \
+		-d '{"command": "sleep 1000 & sleep 1000"}' \
+		"http://corral/v1/sandboxes/$id/exec" > "$T/exec.out" 2>&1 &
+	cpid=$!
+	wait_for "the call" sh -c "pgrep -f 'sleep 1000' > /dev/null"
+	sleeps=$(pgrep -f 'sleep 1000' | tr '\n' ' ')
+	old=$DPID
+	kill_daemon
+	wait "$cpid" 2>/dev/null || true
+	for p in $sleeps; do
+		wait_for "the call's process $p to die" sh -c "[ ! -d /proc/$p ]"
+	done
+	after_crash "$old" 1
+}
+
+t_kill_during_upload() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"policy": {"limits": {"disk": "256M"}}}' | json id)
+	head -c 30000000 /dev/urandom > "$T/big"
+	curl -s -m 60 --limit-rate 4M --unix-socket "$T/sock" -X PUT --data-binary "@$T/big" \
+		"http://corral/v1/sandboxes/$id/files?path=/workspace/big" > /dev/null 2>&1 &
+	cpid=$!
+	sleep 0.7
+	old=$DPID
+	kill_daemon
+	wait "$cpid" 2>/dev/null || true
+	after_crash "$old" 1
+}
+
+# The audit log torn in the middle of a line (a crash while writing):
+# the next daemon goes on from it and the whole file still verifies.
+t_torn_audit_log() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{}' | json id)
+	api POST "/v1/sandboxes/$id/exec" '{"argv": ["true"]}' > /dev/null
+	old=$DPID
+	kill_daemon
+	printf '{"seq":99,"time":"2026-01-01T00:00:00Z","sandbox":"%s","type":"exec.st' "$id" \
+		>> "$T/state/audit.jsonl"
+	after_crash "$old" 1
+}
+
+# The state directory's disk fills: the daemon says so, refuses new
+# sandboxes, and goes on serving the one it has.
+t_state_disk_full() {
+	[ "$ME" = 0 ] || { skip "mounting a small tmpfs needs root"; return 77; }
+	mkdir "$T/state"
+	mount -t tmpfs -o size=256k,mode=0700 corral-test "$T/state" || { skip "no tmpfs"; return 77; }
+	cleanup() { stop_daemon; umount "$T/state" 2>/dev/null; return 0; }
+	trap cleanup EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0}' | json id)
+	dd if=/dev/zero of="$T/state/filler" bs=4k 2>/dev/null || true
+	# the log's last page may still hold a few lines: call until it is full
+	for i in $(seq 1 40); do
+		api POST "/v1/sandboxes/$id/exec" '{"argv": ["echo", "still served"]}' > "$T/r"
+		expect_eq "exec $i while full" "$(cat "$T/status")" 200
+		expect_eq "output" "$(json stdout < "$T/r")" "still served"
+		[ "$(api GET /v1/health | json status)" = degraded ] && break
+	done
+	h=$(api GET /v1/health)
+	expect_eq "health" "$(echo "$h" | json status)" degraded
+	expect_contains "says why" "$(echo "$h" | json detail)" "No space left on device"
+	api POST /v1/sandboxes '{}' > /dev/null
+	expect_eq "create while full" "$(cat "$T/status")" 507
+	expect_contains "create says why" "$(cat "$T/body")" "cannot be written"
+	expect_eq "nothing half-created" "$(api GET /v1/sandboxes | json sandboxes | grep -o '"id"' | wc -l)" 1
+	rm -f "$T/state/filler"
+	api POST "/v1/sandboxes/$id/exec" '{"argv": ["true"]}' > /dev/null
+	expect_eq "healthy again" "$(api GET /v1/health | json status)" ok
+	id2=$(api POST /v1/sandboxes '{}' | json id)
+	expect_eq "create again" "$(cat "$T/status")" 201
+	api DELETE "/v1/sandboxes/$id2" > /dev/null
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+	stop_daemon
+	"$CORRAL" audit verify "$T/state/audit.jsonl" > "$T/verify" 2>&1 ||
+		fail "audit verify: $(cat "$T/verify")"
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "faults ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -76,6 +76,7 @@ bench: all
 SOAK_CYCLES ?= 10000
 soak: all
 	tests/soak.sh $(BUILD)/corral $(SOAK_CYCLES)
+	/usr/bin/python3 tests/soak_serve.py $(BUILD)/corral $(SOAK_CYCLES)
 
 # libFuzzer targets, one a parser, each run for FUZZ_SECONDS over its seed
 # corpus (fuzz/corpus/NAME); new inputs go to build-fuzz/, crashes too.

@@ -63,3 +63,22 @@ for d in r["denials"][:4]:
     print("  denied:", d["host"] + ":" + str(d["port"]), "-", d["reason"])'
 kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
 echo "  the event log verifies:"; "$CORRAL" audit verify "$WS/events.jsonl" | sed 's/^/  /'
+
+say "6. the daemon: one sandbox, many calls, frozen when idle"
+SOCK=$WS/corral.sock
+"$CORRAL" serve --socket "$SOCK" --state-dir "$WS/state" 2>/dev/null &
+DAEMON=$!
+for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
+export CORRAL_SOCKET=$SOCK
+id=$("$CORRAL" create --idle-freeze 500ms --label demo=yes)
+echo "  created $id"
+"$CORRAL" exec --tool-call step-1 "$id" -- /bin/sh -c 'echo "  step 1 writes a file"; echo 42 > /workspace/answer'
+"$CORRAL" exec --tool-call step-2 "$id" -- /bin/sh -c 'echo "  step 2 reads it: $(cat /workspace/answer)"'
+sleep 1.2
+echo "  after 1 s idle: $("$CORRAL" ls | awk -v id="$id" '$1 == id {print $2}')"
+"$CORRAL" exec --tool-call step-3 "$id" -- /bin/sh -c 'echo "  step 3 thawed it transparently"'
+"$CORRAL" halt "$id" --reason "the demo is over" > /dev/null
+"$CORRAL" exec "$id" -- /bin/true 2>&1 | sed 's/^/  after the halt: /'
+"$CORRAL" rm "$id" > /dev/null
+kill -TERM "$DAEMON"; wait "$DAEMON" 2>/dev/null
+echo "  the daemon's audit log: $("$CORRAL" audit verify "$WS/state/audit.jsonl")"

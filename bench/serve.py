@@ -1,0 +1,868 @@
+#!/usr/bin/python3
+"""serve.py - the daemon (`corral serve`) under load, side by side with peers.
+
+It starts its own daemons, each on a socket in a temp dir with its own
+--state-dir, talks HTTP to them over the unix socket (http.client), and
+stops them by pid at the end, also on error.  It measures:
+
+  1. time to interactive under burst: BENCH_BURST (default 100) threads,
+     one connection each, all released at once, each POST /v1/sandboxes
+     then its first exec of `true`; with --pool 0 and with a full
+     --pool BENCH_BURST.  Peer: as many `bwrap ... true` started at once;
+  2. exec round trip of `true`: BENCH_EXECS (default 500) sequential POST
+     /exec into a warm sandbox on one keep-alive connection, and
+     BENCH_ONESHOT (default 100) of them 100 ms apart, against as many
+     `corral run -- true` and bwrap one-shots;
+  3. resume: the exec into an idle-frozen sandbox minus a warm exec (= the
+     thaw), also minus an exec after as long idle but not frozen (the
+     control), and POST /pause + POST /resume, BENCH_ROUNDS (default 30) each;
+  4. memory per idle sandbox: daemon RSS, the sandboxes' processes' PSS,
+     their cgroups' memory usage and MemAvailable, before and after
+     BENCH_MEM (default 200) idle sandboxes;
+  5. BENCH_IDLE (default 1000) idle-frozen sandboxes at once: create them,
+     wait until all are frozen, exec into a random one, delete them all,
+     and check that nothing is left (count, cgroups).
+
+  serve.py [CORRAL]     (default build/corral)
+"""
+import glob
+import http.client
+import json
+import math
+import os
+import queue
+import random
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CORRAL = sys.argv[1] if len(sys.argv) > 1 else "build/corral"
+BURST = int(os.environ.get("BENCH_BURST", "100"))
+IDLE = int(os.environ.get("BENCH_IDLE", "1000"))
+EXECS = int(os.environ.get("BENCH_EXECS", "500"))
+ONESHOT = int(os.environ.get("BENCH_ONESHOT", "100"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30"))
+MEM = int(os.environ.get("BENCH_MEM", "200"))
+PACE = 0.1              # seconds between paced execs
+WORKERS = 16            # connections for bulk create and delete
+REQ_TIMEOUT = 60        # seconds, any one request
+START_TIMEOUT = 10      # seconds, a daemon to answer /v1/health
+STOP_TIMEOUT = 60       # seconds, a daemon to exit after SIGTERM
+FREEZE_TIMEOUT = 5      # seconds, one sandbox to show "frozen"
+POOL_TIMEOUT = 60       # seconds, the pool to fill
+ALL_FROZEN_TIMEOUT = 60  # seconds, BENCH_IDLE sandboxes to show "frozen"
+CGROUP_TIMEOUT = 10     # seconds, cgroups to go after the deletes
+HOSTED = "E2B / Daytona / Modal: published burst medians 0.28-1.85 s for 100 (not measured here)"
+BWRAP = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+
+notes = []              # odd things, printed after the table
+failed = False
+
+
+def note(text):
+    notes.append(text)
+
+
+# ---- HTTP over the unix socket ----------------------------------------------
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=REQ_TIMEOUT):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.unix_path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+
+
+class ApiError(Exception):
+    pass
+
+
+class Api:
+    """One keep-alive connection to a daemon."""
+
+    def __init__(self, path):
+        self.conn = UnixHTTPConnection(path)
+
+    def connect(self):
+        self.conn.connect()
+
+    def close(self):
+        self.conn.close()
+
+    def req(self, method, path, body=None, expect=200):
+        """-> (status, JSON or bytes, ms).  expect: the status wanted, or None."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        t = time.perf_counter()
+        try:
+            self.conn.request(method, path, body=data, headers=headers)
+            r = self.conn.getresponse()
+            raw = r.read()
+        except (OSError, http.client.HTTPException) as e:
+            self.conn.close()
+            raise ApiError(f"{method} {path}: {type(e).__name__}: {e}") from None
+        ms = (time.perf_counter() - t) * 1000
+        out = raw
+        if (r.getheader("Content-Type") or "").startswith("application/json"):
+            try:
+                out = json.loads(raw)
+            except ValueError:
+                pass
+        if expect is not None and r.status != expect:
+            raise ApiError(f"{method} {path}: expected {expect}, got {r.status} "
+                           f"{raw[:300].decode(errors='replace').strip()}")
+        return r.status, out, ms
+
+    def create(self, **fields):
+        _, sb, ms = self.req("POST", "/v1/sandboxes", fields, expect=201)
+        return sb["id"], ms
+
+    def exec_true(self, sid):
+        _, res, ms = self.req("POST", f"/v1/sandboxes/{sid}/exec", {"argv": ["true"]})
+        if not isinstance(res, dict) or res.get("exit_code") != 0:
+            raise ApiError(f"POST /v1/sandboxes/{sid}/exec true: expected exit_code 0, "
+                           f"got {str(res)[:300]}")
+        return ms
+
+    def state(self, sid):
+        return self.req("GET", f"/v1/sandboxes/{sid}")[1]["state"]
+
+    def count(self):
+        return self.req("GET", "/v1/health")[1]["sandboxes"]
+
+    def states(self):
+        """-> {state: n} from /v1/metrics (pooled sandboxes included)."""
+        text = self.req("GET", "/v1/metrics")[1].decode()
+        out = {}
+        for line in text.splitlines():
+            if line.startswith('corral_sandboxes{state="'):
+                st = line.split('"')[1]
+                out[st] = int(float(line.rsplit(None, 1)[1]))
+        return out
+
+
+def parallel(items, fn, sock, workers=WORKERS):
+    """fn(api, item) over items from `workers` threads, one connection each.
+    -> (results in order, errors)."""
+    q = queue.Queue()
+    for i, it in enumerate(items):
+        q.put((i, it))
+    res = [None] * len(items)
+    errs = []
+
+    def work():
+        api = Api(sock)
+        try:
+            while True:
+                try:
+                    i, it = q.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    res[i] = fn(api, it)
+                except ApiError as e:
+                    errs.append(str(e))
+        finally:
+            api.close()
+
+    ths = [threading.Thread(target=work) for _ in range(min(workers, max(1, len(items))))]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    return res, errs
+
+
+# ---- the daemons --------------------------------------------------------------
+def cgroups_of(pid):
+    """The cgroup dirs a daemon made: corral-PID-* under any corral parent."""
+    pats = [f"/sys/fs/cgroup/*/corral*/corral-{pid}-*", f"/sys/fs/cgroup/corral*/corral-{pid}-*"]
+    return sorted({d for p in pats for d in glob.glob(p) if os.path.isdir(d)})
+
+
+def remove_cgroup_tree(top):
+    """Kill what is left in a cgroup tree of ours, then remove it bottom-up."""
+    dirs = [r for r, _, _ in os.walk(top)]
+    for d in dirs:
+        try:
+            for pid in open(os.path.join(d, "cgroup.procs")).read().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+        except OSError:
+            pass
+    time.sleep(0.2)
+    for d in reversed(dirs):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+
+
+class Daemon:
+    def __init__(self, tmp, name, pool=0, max_sandboxes=None):
+        self.name = name
+        self.dir = os.path.join(tmp, name)
+        os.mkdir(self.dir)
+        self.sock = os.path.join(self.dir, "corral.sock")
+        self.state = os.path.join(self.dir, "state")
+        self.logpath = os.path.join(self.dir, "daemon.log")
+        argv = [CORRAL, "serve", "--socket", self.sock, "--state-dir", self.state,
+                "--pool", str(pool)]
+        if max_sandboxes:
+            argv += ["--max-sandboxes", str(max_sandboxes)]
+        self.log = open(self.logpath, "w")
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+        self.stopped = False
+        try:
+            self.wait_ready(t0)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self, t0):
+        name = self.name
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon {name} exited {self.proc.returncode} at start: "
+                                   f"{self.log_tail()}")
+            if os.path.exists(self.sock):
+                try:
+                    api = Api(self.sock)
+                    api.count()
+                    api.close()
+                    self.ready_s = time.perf_counter() - t0
+                    break
+                except ApiError:
+                    pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"daemon {name} did not answer /v1/health within "
+                                   f"{START_TIMEOUT} s: {self.log_tail()}")
+            time.sleep(0.02)
+
+    def api(self):
+        return Api(self.sock)
+
+    def log_tail(self, n=5):
+        try:
+            lines = open(self.logpath).read().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(lines[-n:])
+
+    def rss_kb(self):
+        for line in open(f"/proc/{self.pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def cpu_ms(self):
+        """The daemon process's own CPU time (utime + stime), in ms."""
+        f = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+    def nfds(self):
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def descendants(self):
+        out, todo = [], [self.pid]
+        while todo:
+            p = todo.pop()
+            for f in glob.glob(f"/proc/{p}/task/*/children"):
+                try:
+                    kids = [int(x) for x in open(f).read().split()]
+                except OSError:
+                    continue
+                out += kids
+                todo += kids
+        return out
+
+    def stop(self):
+        """SIGTERM, bounded wait, SIGKILL if need be; then check what is left."""
+        if self.stopped:
+            return
+        self.stopped = True
+        t = time.perf_counter()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                note(f"daemon {self.name} (pid {self.pid}) did not exit within "
+                     f"{STOP_TIMEOUT} s of SIGTERM: killed")
+                self.proc.kill()
+                self.proc.wait()
+        self.stop_s = time.perf_counter() - t
+        self.log.close()
+        if self.proc.returncode not in (0, -signal.SIGTERM):
+            note(f"daemon {self.name} exited {self.proc.returncode}: {self.log_tail()}")
+        for line in open(self.logpath).read().splitlines():
+            if not line.startswith(("corral serve: listening on", "corral serve: signal 15")):
+                note(f"daemon {self.name} said: {line[:200]}")
+        left = cgroups_of(self.pid)
+        if left:
+            global failed
+            failed = True
+            note(f"daemon {self.name} (pid {self.pid}) left {len(left)} cgroup dir(s) after "
+                 f"exiting, e.g. {left[0]}: removed by the bench")
+            for d in left:
+                remove_cgroup_tree(d)
+        if os.path.exists(self.sock):
+            note(f"daemon {self.name} left its socket {self.sock}")
+
+
+# ---- numbers ---------------------------------------------------------------------
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+def summary(xs):
+    return (statistics.median(xs), pct(xs, 0.99), max(xs)) if xs else None
+
+
+def meminfo_kb(key="MemAvailable"):
+    for line in open("/proc/meminfo"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def smaps(pid):
+    """-> (pss kB, rss kB) of one process, or None if it is gone."""
+    pss = rss = None
+    try:
+        for line in open(f"/proc/{pid}/smaps_rollup"):
+            if line.startswith("Pss:"):
+                pss = int(line.split()[1])
+            elif line.startswith("Rss:"):
+                rss = int(line.split()[1])
+    except OSError:
+        return None
+    return (pss or 0, rss or 0)
+
+
+def cgroup_mem_bytes(pid, v1="memory.usage_in_bytes", v2="memory.current"):
+    """Memory charged to a daemon's sandbox cgroups (v1 usage or v2 current)."""
+    total, n = 0, 0
+    for f in (glob.glob(f"/sys/fs/cgroup/memory/corral*/corral-{pid}-*/{v1}") +
+              (glob.glob(f"/sys/fs/cgroup/corral*/corral-{pid}-*/{v2}") if v2 else [])):
+        try:
+            total += int(open(f).read())
+            n += 1
+        except (OSError, ValueError):
+            pass
+    return total, n
+
+
+def wait_until(what, fn, timeout, step=0.01):
+    """Poll fn() until true; -> seconds taken.  Raises after timeout."""
+    t = time.perf_counter()
+    while not fn():
+        if time.perf_counter() - t > timeout:
+            raise ApiError(f"{what}: not within {timeout} s")
+        time.sleep(step)
+    return time.perf_counter() - t
+
+
+def delete_all(d, ids):
+    _, errs = parallel(ids, lambda api, sid: api.req("DELETE", f"/v1/sandboxes/{sid}"), d.sock)
+    if errs:
+        raise ApiError(f"{len(errs)} of {len(ids)} deletes failed, e.g. {errs[0]}")
+
+
+def create_many(d, n, **fields):
+    t = time.perf_counter()
+    res, errs = parallel(range(n), lambda api, _: api.create(**fields)[0], d.sock)
+    wall = time.perf_counter() - t
+    ids = [r for r in res if r]
+    return ids, wall, errs
+
+
+# ---- 1. time to interactive under burst ------------------------------------------
+def burst_corral(d, n):
+    """n threads, one connection each, released together: create, then exec."""
+    barrier = threading.Barrier(n + 1)
+    out = [None] * n
+
+    def one(i):
+        api = d.api()
+        try:
+            api.connect()
+            barrier.wait(30)
+            t0 = time.perf_counter()
+            sid, _ = api.create()
+            t1 = time.perf_counter()
+            api.exec_true(sid)
+            t2 = time.perf_counter()
+            out[i] = (sid, (t1 - t0) * 1000, (t2 - t0) * 1000, t2)
+        except (ApiError, OSError, threading.BrokenBarrierError) as e:
+            out[i] = str(e)
+        finally:
+            api.close()
+
+    ths = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ths:
+        t.start()
+    cpu0 = d.cpu_ms()
+    barrier.wait(30)
+    t0 = time.perf_counter()
+    for t in ths:
+        t.join(REQ_TIMEOUT * 2 + 10)
+    cpu = d.cpu_ms() - cpu0
+    ok = [r for r in out if isinstance(r, tuple)]
+    errs = [r if r else "no answer" for r in out if not isinstance(r, tuple)]
+    wall = (max(r[3] for r in ok) - t0) * 1000 if ok else None
+    return {"create": summary([r[1] for r in ok]), "first": summary([r[2] for r in ok]),
+            "wall": wall, "failed": len(errs), "errors": errs, "ids": [r[0] for r in ok],
+            "cpu": cpu}
+
+
+def burst_bwrap(n):
+    barrier = threading.Barrier(n + 1)
+    out = [None] * n
+
+    def one(i):
+        try:
+            barrier.wait(30)
+            t0 = time.perf_counter()
+            p = subprocess.run(BWRAP, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, timeout=REQ_TIMEOUT)
+            t1 = time.perf_counter()
+            out[i] = ((t1 - t0) * 1000, t1) if p.returncode == 0 else \
+                f"exit {p.returncode}: {p.stderr.decode(errors='replace').strip()[:200]}"
+        except (subprocess.TimeoutExpired, OSError, threading.BrokenBarrierError) as e:
+            out[i] = str(e)
+
+    ths = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ths:
+        t.start()
+    barrier.wait(30)
+    t0 = time.perf_counter()
+    for t in ths:
+        t.join(REQ_TIMEOUT + 10)
+    ok = [r for r in out if isinstance(r, tuple)]
+    errs = [r if r else "no answer" for r in out if not isinstance(r, tuple)]
+    wall = (max(r[1] for r in ok) - t0) * 1000 if ok else None
+    return {"create": None, "first": summary([r[0] for r in ok]), "wall": wall,
+            "failed": len(errs), "errors": errs}
+
+
+def warm_up(d, k=3):
+    api = d.api()
+    try:
+        for _ in range(k):
+            sid, _ = api.create()
+            api.exec_true(sid)
+            api.req("DELETE", f"/v1/sandboxes/{sid}")
+    finally:
+        api.close()
+
+
+def section_burst(tmp):
+    rows = []
+    d = Daemon(tmp, "burst-pool0", pool=0, max_sandboxes=BURST + 100)
+    try:
+        warm_up(d)
+        r = burst_corral(d, BURST)
+        delete_all(d, r["ids"])
+        rows.append(("corral serve --pool 0", r))
+    finally:
+        d.stop()
+    d = Daemon(tmp, "burst-pool", pool=BURST, max_sandboxes=2 * BURST + 100)
+    try:
+        api = d.api()
+
+        def full():
+            st = api.states()
+            return st.get("idle", 0) >= BURST and st.get("starting", 0) == 0
+        # pool_fill() runs before the loop: /v1/health answers once it is done
+        fill = d.ready_s + wait_until("the pool to fill at start", full, POOL_TIMEOUT, 0.05)
+        warm_up(d)
+        wait_until("the pool to refill after the warm-up", full, POOL_TIMEOUT, 0.05)
+        r = burst_corral(d, BURST)
+        # the pool refills behind the burst: BURST handed out + BURST pooled
+        def refilled():
+            st = api.states()
+            return st.get("starting", 0) == 0 and \
+                sum(st.values()) >= 2 * BURST - r["failed"]
+        refill = wait_until("the pool to refill after the burst", refilled,
+                            POOL_TIMEOUT, 0.05)
+        delete_all(d, r["ids"])
+        api.close()
+        r["pool_fill"] = fill
+        r["pool_refill"] = refill
+        rows.append((f"corral serve --pool {BURST} (full)", r))
+    finally:
+        d.stop()
+    if shutil.which(BWRAP[0]):
+        rows.append(("bwrap one-shot, started at once", burst_bwrap(BURST)))
+    else:
+        rows.append(("bwrap one-shot, started at once", "not installed"))
+    return rows
+
+
+# ---- 2. exec round trip --------------------------------------------------------------
+def oneshot(argv, n):
+    times = []
+    for i in range(n + 5):
+        t = time.perf_counter()
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=REQ_TIMEOUT)
+        ms = (time.perf_counter() - t) * 1000
+        if p.returncode != 0:
+            return f"exit {p.returncode}: {p.stderr.decode(errors='replace').strip()[:200]}"
+        if i >= 5:
+            times.append(ms)
+    return times
+
+
+def section_exec(d):
+    rows = []
+    api = d.api()
+    try:
+        sid, _ = api.create(idle_freeze_ms=0)
+        for _ in range(10):
+            api.exec_true(sid)
+        times = [api.exec_true(sid) for _ in range(EXECS)]
+        paced = []
+        for _ in range(ONESHOT):
+            time.sleep(PACE)
+            paced.append(api.exec_true(sid))
+        api.req("DELETE", f"/v1/sandboxes/{sid}")
+    finally:
+        api.close()
+    rows.append(("corral serve: POST /exec, warm sandbox, keep-alive", times))
+    rows.append((f"  the same, one every {PACE * 1000:.0f} ms (not frozen)", paced))
+    rows.append(("corral run -- true (one-shot)", oneshot([CORRAL, "run", "--", "true"], ONESHOT)))
+    rows.append(("bwrap --unshare-all --ro-bind / / true",
+                 oneshot(BWRAP, ONESHOT) if shutil.which(BWRAP[0]) else "not installed"))
+    return rows
+
+
+# ---- 3. resume ------------------------------------------------------------------------
+def section_resume(d):
+    api = d.api()
+    try:
+        sid, _ = api.create(idle_freeze_ms=200)
+        for _ in range(10):
+            api.exec_true(sid)
+        warm = statistics.median([api.exec_true(sid) for _ in range(50)])
+        frozen_exec, freeze_wait = [], []
+        for _ in range(ROUNDS):
+            t = time.perf_counter()
+            wait_until(f"GET /v1/sandboxes/{sid} to show \"frozen\" (idle_freeze_ms 200)",
+                       lambda: api.state(sid) == "frozen", FREEZE_TIMEOUT)
+            freeze_wait.append((time.perf_counter() - t) * 1000)
+            frozen_exec.append(api.exec_true(sid))
+        api.req("DELETE", f"/v1/sandboxes/{sid}")
+
+        # the control: the same idle time, never frozen
+        sid, _ = api.create(idle_freeze_ms=0)
+        for _ in range(10):
+            api.exec_true(sid)
+        gap = statistics.median(freeze_wait) / 1000
+        control = []
+        for _ in range(ROUNDS):
+            time.sleep(gap)
+            control.append(api.exec_true(sid))
+        pause, resume = [], []
+        for _ in range(ROUNDS):
+            _, sb, ms = api.req("POST", f"/v1/sandboxes/{sid}/pause")
+            if sb.get("state") != "paused":
+                raise ApiError(f"POST /pause: expected state \"paused\", got {sb.get('state')}")
+            pause.append(ms)
+            _, sb, ms = api.req("POST", f"/v1/sandboxes/{sid}/resume")
+            if sb.get("state") == "paused":
+                raise ApiError("POST /resume: still \"paused\"")
+            resume.append(ms)
+        after = api.exec_true(sid)
+        api.req("DELETE", f"/v1/sandboxes/{sid}")
+    finally:
+        api.close()
+    return {"warm": warm, "frozen_exec": frozen_exec, "control": control, "gap": gap,
+            "thaw": [x - warm for x in frozen_exec], "freeze_wait": freeze_wait,
+            "pause": pause, "resume": resume, "after": after}
+
+
+# ---- 4. memory per idle sandbox ----------------------------------------------------------
+def section_memory(d, n):
+    warm_up(d, 1)
+    time.sleep(0.2)
+    rss0, fd0, avail0 = d.rss_kb(), d.nfds(), meminfo_kb()
+    ids, wall, errs = create_many(d, n, idle_freeze_ms=0)
+    if errs:
+        raise ApiError(f"{len(errs)} of {n} creates failed, e.g. {errs[0]}")
+    time.sleep(0.5)
+    rss1, fd1, avail1 = d.rss_kb(), d.nfds(), meminfo_kb()
+    procs = d.descendants()
+    mem = [m for m in (smaps(p) for p in procs) if m]
+    cg, ncg = cgroup_mem_bytes(d.pid)
+    kmem, nkmem = cgroup_mem_bytes(d.pid, "memory.kmem.usage_in_bytes", None)
+    t = time.perf_counter()
+    delete_all(d, ids)
+    del_s = time.perf_counter() - t
+    api = d.api()
+    left = api.count()
+    api.close()
+    if left:
+        note(f"memory: after deleting {n} sandboxes GET /v1/health says {left} remain")
+    return {"n": n, "create_s": wall, "rss0": rss0, "rss": (rss1 - rss0) / n,
+            "fds": (fd1 - fd0) / n, "procs": len(procs) / n,
+            "pss": sum(m[0] for m in mem) / n, "prss": sum(m[1] for m in mem) / n,
+            "cg": cg / 1024 / n if ncg else None, "ncg": ncg,
+            "kmem": kmem / 1024 / n if nkmem else None,
+            "avail": (avail0 - avail1) / n, "delete_s": del_s}
+
+
+# ---- 5. many idle frozen sandboxes ---------------------------------------------------------
+def section_idle(tmp):
+    d = Daemon(tmp, "idle", pool=0, max_sandboxes=IDLE + 100)
+    try:
+        warm_up(d, 1)
+        time.sleep(0.2)
+        rss0, avail0 = d.rss_kb(), meminfo_kb()
+        ids, create_s, errs = create_many(d, IDLE, idle_freeze_ms=100)
+        if errs:
+            note(f"idle: {len(errs)} of {IDLE} creates failed, e.g. {errs[0]}")
+        api = d.api()
+        try:
+            t = time.perf_counter()
+            try:
+                wait_until(f"all {len(ids)} sandboxes to show \"frozen\"",
+                           lambda: api.states().get("frozen", 0) >= len(ids),
+                           ALL_FROZEN_TIMEOUT, 0.1)
+                frozen_s = time.perf_counter() - t
+            except ApiError as e:
+                frozen_s = None
+                note(f"idle: {e}: {api.states()}")
+            time.sleep(0.2)
+            rss1, avail1 = d.rss_kb(), meminfo_kb()
+            procs = d.descendants()
+            mem = [m for m in (smaps(p) for p in procs) if m]
+            pick = random.choice(ids)
+            was = api.state(pick)
+            exec_ms = api.exec_true(pick)
+            t = time.perf_counter()
+            delete_all(d, ids)
+            delete_s = time.perf_counter() - t
+            count = api.count()
+            listed = len(api.req("GET", "/v1/sandboxes")[1]["sandboxes"])
+        finally:
+            api.close()
+        t = time.perf_counter()
+        try:
+            cg_wait = wait_until("the cgroups to go", lambda: not cgroups_of(d.pid),
+                                 CGROUP_TIMEOUT, 0.05)
+        except ApiError:
+            cg_wait = None
+        cg_left = cgroups_of(d.pid)
+        return {"n": len(ids), "asked": IDLE, "create_s": create_s, "frozen_s": frozen_s,
+                "rss0": rss0, "rss1": rss1, "avail": avail0 - avail1,
+                "pss": sum(m[0] for m in mem), "nprocs": len(procs),
+                "pick_state": was, "exec_ms": exec_ms, "delete_s": delete_s,
+                "count": count, "listed": listed, "cg_left": cg_left, "cg_wait": cg_wait,
+                "pid": d.pid}
+    finally:
+        d.stop()
+
+
+# ---- the table -----------------------------------------------------------------------------
+def cgroup_mode():
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        return "cgroup v2"
+    return "cgroup v1" if os.path.isdir("/sys/fs/cgroup/memory") else "no cgroups?"
+
+
+def run(fn, *args):
+    """A section: its result, or the error as text (and the run fails)."""
+    global failed
+    try:
+        return fn(*args)
+    except (ApiError, RuntimeError, OSError, subprocess.SubprocessError) as e:
+        failed = True
+        return f"failed: {e}"
+
+
+def fmt3(s):
+    return f"{s[0]:9.2f} {s[1]:9.2f} {s[2]:9.2f}" if s else f"{'-':>9} {'-':>9} {'-':>9}"
+
+
+def main():
+    global failed
+    if not os.access(CORRAL, os.X_OK):
+        sys.exit(f"serve.py: no corral at {CORRAL}")
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft != resource.RLIM_INFINITY and soft < 5 * IDLE + 100:
+        note(f"the daemons inherit RLIMIT_NOFILE {soft} from this run and use about 4 fds "
+             f"a sandbox: {IDLE} sandboxes may fail with EMFILE")
+    tmp = tempfile.mkdtemp(prefix="corral-bench-serve-")
+    os.chmod(tmp, 0o755)
+    t_start = time.perf_counter()
+    daemons = []
+    try:
+        burst = run(section_burst, tmp)
+
+        def with_daemon(name, fn, *args):
+            d = Daemon(tmp, name, pool=0)
+            daemons.append(d)
+            try:
+                return fn(d, *args)
+            finally:
+                d.stop()
+        execs = run(with_daemon, "exec", section_exec)
+        resume = run(with_daemon, "resume", section_resume)
+        memory = run(with_daemon, "memory", section_memory, MEM)
+        idle = run(section_idle, tmp)
+    finally:
+        for d in daemons:
+            d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    total = time.perf_counter() - t_start
+
+    W = 52
+    print(f"corral serve under load (uid {os.geteuid()}, {os.cpu_count()} cpus, {cgroup_mode()}; "
+          f"BENCH_BURST={BURST} BENCH_EXECS={EXECS} BENCH_IDLE={IDLE} BENCH_MEM={MEM} "
+          f"BENCH_ROUNDS={ROUNDS} BENCH_ONESHOT={ONESHOT})")
+    print()
+    print(f"1. time to interactive: {BURST} at once, a thread and a connection each "
+          f"(create = POST /v1/sandboxes; +exec = through the first exec of `true`)")
+    print(f"{'':{W}} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9} {'wall ms':>9} {'failed':>7}")
+    if isinstance(burst, str):
+        print(f"{'':{W}} {burst}")
+    else:
+        for name, r in burst:
+            if isinstance(r, str):
+                print(f"{name:{W}} {r}")
+                continue
+            if r["create"]:
+                print(f"{name + ': create':{W}} {fmt3(r['create'])}")
+            label = name + (": create + first exec" if r["create"] else ": `true`")
+            wall = f"{r['wall']:9.0f}" if r["wall"] is not None else f"{'-':>9}"
+            print(f"{label:{W}} {fmt3(r['first'])} {wall} {r['failed']:7d}")
+            if r["failed"]:
+                failed = True
+                print(f"{'':{W}} e.g. {r['errors'][0][:200]}")
+            if "cpu" in r and r["wall"]:
+                print(f"{'':{W}} (the daemon process itself used {r['cpu']:.0f} ms of CPU "
+                      f"in those {r['wall']:.0f} ms)")
+            if "pool_fill" in r:
+                print(f"{'':{W}} (pool of {BURST} full {r['pool_fill']:.2f} s after the daemon was "
+                      f"started; full again {r['pool_refill']:.2f} s after the burst)")
+    print(f"{'hosted, published:':{W}} {HOSTED}")
+    print()
+    print(f"2. exec round trip of `true`")
+    print(f"{'':{W}} {'runs':>9} {'p50 ms':>9} {'p99 ms':>9}")
+    if isinstance(execs, str):
+        print(f"{'':{W}} {execs}")
+    else:
+        base = None
+        for name, r in execs:
+            if isinstance(r, str):
+                print(f"{name:{W}} {r}")
+                continue
+            m = statistics.median(r)
+            base = base or m
+            ratio = "" if base == m else f"   {m / base:.1f}x the warm exec"
+            print(f"{name:{W}} {len(r):9d} {m:9.2f} {pct(r, 0.99):9.2f}{ratio}")
+    print()
+    print(f"3. resume, {ROUNDS} rounds each")
+    print(f"{'':{W}} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
+    if isinstance(resume, str):
+        print(f"{'':{W}} {resume}")
+    else:
+        print(f"{'exec `true`, warm (50, the same sandbox)':{W}} {resume['warm']:9.2f}")
+        print(f"{'exec `true` into an idle-frozen sandbox (200 ms)':{W}} "
+              f"{fmt3(summary(resume['frozen_exec']))}")
+        print(f"{'  thaw cost: that minus the warm p50':{W}} {fmt3(summary(resume['thaw']))}")
+        print(f"{'  (from its exec until GET shows frozen)':{W}} "
+              f"{fmt3(summary(resume['freeze_wait']))}")
+        ctl = statistics.median(resume["control"])
+        print(f"{'exec `true` after as long idle, never frozen':{W}} "
+              f"{fmt3(summary(resume['control']))}   (control, {resume['gap'] * 1000:.0f} ms idle)")
+        print(f"{'  thaw cost: frozen exec minus that p50':{W}} "
+              f"{fmt3(summary([x - ctl for x in resume['frozen_exec']]))}")
+        print(f"{'POST /pause':{W}} {fmt3(summary(resume['pause']))}")
+        print(f"{'POST /resume':{W}} {fmt3(summary(resume['resume']))}")
+        print(f"{'  then exec `true`':{W}} {resume['after']:9.2f}")
+    print()
+    print(f"4. memory per idle sandbox ({MEM} idle, idle_freeze_ms 0)")
+    print(f"{'':{W}} {'KiB each':>9}")
+    if isinstance(memory, str):
+        print(f"{'':{W}} {memory}")
+    else:
+        m = memory
+        print(f"{'daemon VmRSS delta / n':{W}} {m['rss']:9.0f}   "
+              f"(daemon at {m['rss0'] / 1024:.1f} MiB before)")
+        print(f"{'sandbox processes: PSS':{W}} {m['pss']:9.0f}   "
+              f"({m['procs']:.2f} processes each, found as the daemon's descendants)")
+        print(f"{'sandbox processes: RSS':{W}} {m['prss']:9.0f}")
+        if m["cg"] is not None:
+            print(f"{'sandbox cgroup memory charge':{W}} {m['cg']:9.0f}   "
+                  f"({m['ncg']} cgroups; usage_in_bytes or memory.current)")
+        if m["kmem"] is not None:
+            print(f"{'  of which kernel (v1 memory.kmem.usage_in_bytes)':{W}} {m['kmem']:9.0f}")
+        print(f"{'MemAvailable delta / n (whole host, noisy)':{W}} {m['avail']:9.0f}")
+        print(f"{'daemon fds per sandbox':{W}} {m['fds']:9.1f}")
+        print(f"{'':{W}} (created in {m['create_s']:.2f} s, deleted in "
+              f"{m['delete_s']:.2f} s, {WORKERS} connections)")
+    print()
+    print(f"5. {IDLE} idle-frozen sandboxes at once (idle_freeze_ms 100, {WORKERS} connections)")
+    if isinstance(idle, str):
+        print(f"{'':{W}} {idle}")
+    else:
+        r = idle
+        fr = f"{r['frozen_s']:.2f} s" if r["frozen_s"] is not None else \
+            f"not all within {ALL_FROZEN_TIMEOUT} s"
+        print(f"{'created':{W}} {r['n']} of {r['asked']} in {r['create_s']:.2f} s "
+              f"({r['n'] / r['create_s']:.0f}/s)")
+        print(f"{'all frozen':{W}} {fr} after the last create")
+        print(f"{'daemon VmRSS':{W}} {r['rss1'] / 1024:.1f} MiB (from {r['rss0'] / 1024:.1f}; "
+              f"{(r['rss1'] - r['rss0']) / max(1, r['n']):.0f} KiB a sandbox)")
+        print(f"{'sandbox processes PSS':{W}} {r['pss'] / 1024:.1f} MiB in {r['nprocs']} "
+              f"processes ({r['pss'] / max(1, r['n']):.0f} KiB a sandbox)")
+        print(f"{'MemAvailable delta':{W}} {r['avail'] / 1024:.1f} MiB "
+              f"({r['avail'] / max(1, r['n']):.0f} KiB a sandbox)")
+        print(f"{'exec `true` into a random one':{W}} {r['exec_ms']:.2f} ms (it was "
+              f"{r['pick_state']})")
+        print(f"{'deleted all':{W}} in {r['delete_s']:.2f} s; then /v1/health says "
+              f"{r['count']}, GET /v1/sandboxes lists {r['listed']}")
+        cgs = (f"none left (gone {r['cg_wait']:.2f} s after the last delete)"
+               if not r["cg_left"] else f"{len(r['cg_left'])} LEFT, e.g. {r['cg_left'][0]}")
+        print(f"{'cgroups corral-' + str(r['pid']) + '-*':{W}} {cgs}")
+        if r["count"] or r["listed"] or r["cg_left"] or r["n"] < r["asked"]:
+            failed = True
+    if notes:
+        print()
+        for n in notes:
+            print(f"note: {n}")
+    print(f"({total:.0f} s in all)")
+    return 1 if failed else 0
+
+
+def on_term(sig, frame):
+    raise SystemExit(128 + sig)     # through the finally blocks: the daemons stop
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, on_term)
+    sys.exit(main())

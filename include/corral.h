@@ -272,7 +272,11 @@ struct corral_box_opts {
 int corral_box_create(struct event_base *base, struct corral_policy *p,
 		      const struct corral_box_opts *o, struct corral_box **out,
 		      struct corral_err *err);
-/* Kill everything in it and remove every trace (cgroups, fds, listeners). */
+/*
+ * Kill everything in it and remove every trace (cgroups, fds, listeners).
+ * The kernel's part (the namespaces' teardown, then the cgroups) finishes
+ * on the loop: run it until it has no events left before freeing it.
+ */
 void corral_box_destroy(struct corral_box *b);
 
 enum corral_box_state {

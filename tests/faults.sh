@@ -73,14 +73,16 @@ wait_for() {	# wait_for WHAT CMD...: 10 s at most
 }
 
 # After a crash: nothing runs, a restart clears the rest, the log verifies.
-after_crash() {	# after_crash OLD_PID RECORDED_SANDBOXES
+after_crash() {	# after_crash OLD_PID LOST_AT_LEAST [LOST_AT_MOST]
 	local old=$1
 	wait_for "the sandboxes to die with the daemon" no_orphans
 	start_daemon
 	expect_eq "stale cgroups after restart" "$(stale_cgroups "$old")" 0
 	expect_eq "state files" "$(ls "$T/state/sandboxes" | wc -l)" 0
 	lost=$(api GET /v1/events | grep -c '"type":"sandbox.lost"' || true)
-	expect_eq "lost sandboxes recorded" "$lost" "$2"
+	# a create may be recorded and then killed before its answer left
+	[ "$lost" -ge "$2" ] && [ "$lost" -le "${3:-$2}" ] ||
+		fail "lost sandboxes recorded: $lost, want $2..${3:-$2}"
 	expect_eq "health" "$(api GET /v1/health | json status)" ok
 	"$CORRAL" audit verify "$T/state/audit.jsonl" > "$T/verify" 2>&1 ||
 		fail "audit verify: $(cat "$T/verify")"
@@ -101,8 +103,8 @@ t_kill_during_create() {
 	old=$DPID
 	kill_daemon
 	wait
-	# each create either answered (and is recorded) or never was
-	after_crash "$old" "$(grep -l '"id"' "$T"/c* 2>/dev/null | wc -l | awk '{print $1 + 1}')"
+	# each answered create is recorded; the others may or may not be
+	after_crash "$old" "$(grep -l '"id"' "$T"/c* 2>/dev/null | wc -l | awk '{print $1 + 1}')" 13
 }
 
 t_kill_during_exec() {

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +92,11 @@ static void reply_err(struct evhttp_request *req, const struct corral_err *err)
 	case -EALREADY:
 	case -EAGAIN:
 		reply_error(req, 409, "conflict", "%s", err->msg);
+		break;
+	case -EMFILE:
+	case -ENFILE:
+		reply_error(req, 503, "busy", "%s (the daemon's open-files limit; "
+			    "raise it with ulimit -n)", err->msg);
 		break;
 	case -ENOSPC:
 	case -EDQUOT:
@@ -389,6 +396,38 @@ static struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
 	return sb;
 }
 
+/*
+ * A sandbox holds a few fds in the daemon (pidfd, control socket, root,
+ * seccomp listener; more in proxy mode) and each call a few more while it
+ * runs.  Refuse a create that would leave less than a margin under the
+ * limit, rather than fail later in the middle of a call.
+ */
+#define FD_MARGIN	64
+
+static int open_fds(void)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n - 2;
+}
+
+static bool fd_room(struct daemon *d)
+{
+	struct rlimit rl;
+	int n = open_fds();
+
+	(void)d;
+	if (n < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return true;
+	return (rlim_t)n + FD_MARGIN < rl.rlim_cur;
+}
+
 static struct corral_policy *default_policy(void)
 {
 	struct corral_policy *p = malloc(sizeof(*p));
@@ -398,23 +437,44 @@ static struct corral_policy *default_policy(void)
 	return p;
 }
 
-/* Keep pool_size default sandboxes built ahead. */
+static void pool_step(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Keep pool_size default sandboxes built ahead, one a turn of the loop:
+ * building one holds the loop for a cgroup attach, and the request that
+ * took from the pool must not wait for its replacement.
+ */
 void pool_fill(struct daemon *d)
 {
+	struct timeval now = { 0, 0 };
+
+	if (d->pool_scheduled || !d->pool_size)
+		return;
+	if (event_base_once(d->base, -1, EV_TIMEOUT, pool_step, d, &now) == 0)
+		d->pool_scheduled = true;
+}
+
+static void pool_step(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
 	struct corral_err err;
+	struct corral_policy *p;
+	struct sandbox *sb;
 	size_t n = 0;
 
-	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+	(void)fd;
+	(void)what;
+	d->pool_scheduled = false;
+	for (sb = d->sandboxes; sb; sb = sb->next)
 		n += sb->pooled;
-	while (n < d->pool_size && d->nsandboxes < d->max_sandboxes) {
-		struct corral_policy *p = default_policy();
-		struct sandbox *sb = p ? sandbox_new(d, p, &err) : NULL;
-
-		if (!sb)
-			break;
-		sb->pooled = true;
-		n++;
-	}
+	if (n >= d->pool_size || d->nsandboxes >= d->max_sandboxes || !fd_room(d))
+		return;
+	p = default_policy();
+	sb = p ? sandbox_new(d, p, &err) : NULL;
+	if (!sb)
+		return;		/* tried again by the next create */
+	sb->pooled = true;
+	pool_fill(d);
 }
 
 static struct sandbox *pool_take(struct daemon *d)
@@ -484,6 +544,16 @@ static void create(struct daemon *d, struct evhttp_request *req)
 		reply_error(req, 507, "no_space", "the audit log %s/audit.jsonl "
 			    "cannot be written (%s): no new sandbox until it can",
 			    d->state_dir, strerror(corral_log_error(d->log)));
+		goto out;
+	}
+	if (!fd_room(d)) {
+		struct rlimit rl = { 0, 0 };
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		reply_error(req, 503, "busy", "the daemon is near its open-files "
+			    "limit (%llu, with %zu sandboxes): raise it (ulimit -n) "
+			    "or destroy sandboxes", (unsigned long long)rl.rlim_cur,
+			    d->nsandboxes);
 		goto out;
 	}
 	if (d->nsandboxes - (pool_take(d) ? 1 : 0) >= d->max_sandboxes) {

@@ -68,6 +68,7 @@ struct daemon {
 	struct sandbox *sandboxes;
 	size_t nsandboxes, max_sandboxes;
 	size_t pool_size;
+	bool pool_scheduled;		/* a pool_step is queued on the loop */
 	struct follower *followers;
 	uint64_t requests, execs;
 	int lock_fd;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -430,6 +431,20 @@ static int parse_args(struct daemon *d, int argc, char **argv,
 	return 0;
 }
 
+/* Each sandbox holds about six fds here: say when the limit is the cap. */
+static void warn_fd_limit(const struct daemon *d)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < d->max_sandboxes * 6 + 128)
+		fprintf(stderr, "corral serve: warning: the open-files limit (%llu) "
+			"allows about %llu sandboxes, fewer than --max-sandboxes %zu; "
+			"raise it with ulimit -n\n", (unsigned long long)rl.rlim_cur,
+			(unsigned long long)(rl.rlim_cur > 128 ? (rl.rlim_cur - 128) / 6 : 0),
+			d->max_sandboxes);
+}
+
 static void daemon_free(struct daemon *d)
 {
 	if (d->http_unix)
@@ -497,6 +512,7 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_CORRAL;
 	}
 	corral_cleanup_stale();
+	warn_fd_limit(&d);
 	ev_term = evsignal_new(d.base, SIGTERM, on_stop, &d);
 	ev_int = evsignal_new(d.base, SIGINT, on_stop, &d);
 	if (!ev_term || !ev_int || event_add(ev_term, NULL) < 0 ||
@@ -510,9 +526,17 @@ int cmd_serve(int argc, char **argv)
 		d.socket_path, listen ? " and " : "", listen ? listen : "",
 		d.state_dir);
 	event_base_dispatch(d.base);
+	d.pool_size = 0;
 	shutdown_all(&d);
 	event_free(ev_term);
 	event_free(ev_int);
+	evhttp_free(d.http_unix);
+	d.http_unix = NULL;
+	if (d.http_tcp)
+		evhttp_free(d.http_tcp);
+	d.http_tcp = NULL;
+	/* what is left on the loop is the kernel's part of the destroys */
+	event_base_dispatch(d.base);
 	daemon_free(&d);
 	return 0;
 }

@@ -1696,18 +1696,71 @@ fail:
 	return r;
 }
 
+/*
+ * What a destroyed box leaves to the kernel: its init's exit (the
+ * namespaces' teardown takes milliseconds) and then its cgroups.  Reaped
+ * on the loop, so that a destroy does not hold every other request.
+ */
+struct reaper {
+	pid_t pid;
+	int pidfd;
+	struct event *ev;
+	struct cg *cgs[2 * LINGER_MAX + 1];	/* calls' groups first, the box's last */
+	size_t ncgs;
+};
+
+static void reap(struct reaper *r)
+{
+	if (r->pid > 0)
+		waitpid(r->pid, NULL, 0);
+	for (size_t i = 0; i < r->ncgs; i++)
+		cg_destroy(r->cgs[i]);
+	if (r->ev)
+		event_free(r->ev);
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	free(r);
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	reap(arg);
+}
+
+static void reaper_add(struct reaper *r, struct cg **cg)
+{
+	if (!*cg)
+		return;
+	if (r->ncgs < sizeof(r->cgs) / sizeof(r->cgs[0]) - 1)
+		r->cgs[r->ncgs++] = *cg;
+	else
+		cg_destroy(*cg);	/* more than we keep: now */
+	*cg = NULL;
+}
+
 void corral_box_destroy(struct corral_box *b)
 {
+	struct reaper *r;
+	bool started;
+
 	if (!b)
 		return;
+	started = b->state != CORRAL_BOX_STARTING;
 	drop_event(&b->ev_ctl);
 	drop_event(&b->ev_exit);
 	drop_event(&b->ev_tick);
 	drop_event(&b->ev_idle);
-	bool started = b->state != CORRAL_BOX_STARTING;
-
+	r = calloc(1, sizeof(*r));
 	if (b->pid > 0)
 		kill_all(b);
+	if (b->frozen) {	/* the killed must run to die */
+		struct corral_err err;
+
+		cg_freeze(b->cg, false, &err);
+		b->frozen = false;
+	}
 	b->state = CORRAL_BOX_DEAD;	/* nothing may arm a timer now */
 	/* every call still running gets its end, and its caller an answer */
 	b->gone = "the sandbox was destroyed while the call ran";
@@ -1724,23 +1777,18 @@ void corral_box_destroy(struct corral_box *b)
 
 		/* the caller holds no handle it may still use after destroy */
 		c->done = true;
+		if (r)
+			reaper_add(r, &c->cg);
 		corral_call_free(c);
 	}
+	for (struct lingerer *l = b->lingering; r && l; l = l->next)
+		reaper_add(r, &l->cg);
 	sweep_lingering(b, true);
-	if (b->pid > 0) {
-		if (b->frozen) {
-			struct corral_err err;
-
-			cg_freeze(b->cg, false, &err);
-		}
-		waitpid(b->pid, NULL, 0);
-	}
 	if (b->ev && started)
 		events_emit(b->ev, "sandbox.destroy", NULL);
 	sensor_free(b->sensor);
 	tripwire_free(b->tripwire);
 	proxy_free(b->px);
-	close_fd(&b->pidfd);
 	close_fd(&b->ctl);
 	close_fd(&b->sync_wr);
 	close_fd(&b->rootfd);
@@ -1748,7 +1796,21 @@ void corral_box_destroy(struct corral_box *b)
 		events_set_hook(b->ev, NULL, NULL);
 	abort_free(b->abort);
 	events_close(b->ev);
-	cg_destroy(b->cg);
+	if (r) {
+		r->pid = b->pid;
+		r->pidfd = b->pidfd;
+		b->pidfd = -1;
+		reaper_add(r, &b->cg);
+		if (r->pid > 0 && r->pidfd >= 0)
+			r->ev = event_new(b->base, r->pidfd, EV_READ, on_reap, r);
+		if (!r->ev || event_add(r->ev, NULL) < 0)
+			reap(r);	/* no loop to wait on: here and now */
+	} else {
+		if (b->pid > 0)
+			waitpid(b->pid, NULL, 0);
+		cg_destroy(b->cg);
+	}
+	close_fd(&b->pidfd);
 	sandbox_env_free(b->envp);
 	corral_policy_free(b->p);
 	free(b->p);

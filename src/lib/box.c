@@ -127,6 +127,10 @@ struct corral_box {
 	uint32_t next_id;
 	struct corral_call *calls;
 	struct lingerer *lingering;
+	struct cg *spare;	/* the next call's group, made ahead */
+	uint32_t spare_id;
+	struct event *ev_spare;
+	struct event *ev_sweep;	/* empty call groups, removed next turn */
 	char halt_reason[CORRAL_ERR_MAX];
 	const char *gone;	/* why calls still running were ended */
 	/* meters */
@@ -752,6 +756,37 @@ static char **copy_strings(char *const *v)
 	return c;
 }
 
+/*
+ * The next call's cgroup, made while this one runs (or the box idles):
+ * mkdir in every hierarchy is off the path of the call that will use it.
+ */
+static void on_spare(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_box *b = arg;
+	struct corral_err err;
+	char name[32];
+
+	(void)fd;
+	(void)what;
+	if (b->spare || cg_mode(b->cg) == CG_NONE || b->state == CORRAL_BOX_DEAD ||
+	    b->state == CORRAL_BOX_HALTED)
+		return;
+	b->spare_id = b->next_id + 1;
+	snprintf(name, sizeof(name), "c%u", b->spare_id);
+	if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
+		b->spare = NULL;
+}
+
+static void arm_spare(struct corral_box *b)
+{
+	struct timeval now = { 0, 0 };
+
+	if (!b->ev_spare)
+		b->ev_spare = evtimer_new(b->base, on_spare, b);
+	if (b->ev_spare && !b->spare)
+		evtimer_add(b->ev_spare, &now);
+}
+
 static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 		      struct corral_err *err)
 {
@@ -912,7 +947,14 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->next = b->calls;
 	b->calls = c;
 	snprintf(name, sizeof(name), "c%u", c->id);
-	r = cg_create_child(b->cg, name, &c->cg, err);
+	if (b->spare && b->spare_id == c->id) {
+		c->cg = b->spare;
+		b->spare = NULL;
+		r = 0;
+	} else {
+		r = cg_create_child(b->cg, name, &c->cg, err);
+	}
+	arm_spare(b);
 	if (r == 0) {
 		c->cgid = cg_id(c->cg);
 		r = call_pipes(c, fds, err);
@@ -988,6 +1030,7 @@ int corral_call_kill(struct corral_call *c, int sig)
  * it; the group goes when it is empty (swept on the tick) or with the box.
  */
 static void trim_lingering(struct corral_box *b);
+static void arm_sweep(struct corral_box *b);
 
 static void keep_lingering(struct corral_call *c)
 {
@@ -995,8 +1038,13 @@ static void keep_lingering(struct corral_call *c)
 	bool none = cg_mode(c->cg) == CG_NONE;
 	struct lingerer *l;
 
-	/* without cgroups nothing says whether the call left anyone: keep it */
-	if ((!none && cg_nprocs(c->cg) <= 0) || !(l = calloc(1, sizeof(*l)))) {
+	/*
+	 * Kept either way: an empty group is removed by the sweep on the
+	 * next turn of the loop, after the call's answer has been written;
+	 * without cgroups nothing says whether the call left anyone.
+	 */
+	l = calloc(1, sizeof(*l));
+	if (!l) {
 		cg_destroy(c->cg);
 		c->cg = NULL;
 		return;
@@ -1011,6 +1059,8 @@ static void keep_lingering(struct corral_call *c)
 	c->cg = NULL;
 	if (none)
 		trim_lingering(b);
+	else
+		arm_sweep(b);
 }
 
 /* Without cgroups: the records of the last LINGER_MAX calls, no more. */
@@ -1035,7 +1085,7 @@ static void sweep_lingering(struct corral_box *b, bool all)
 	struct lingerer **pp = &b->lingering, *l;
 
 	while ((l = *pp)) {
-		if (!all && (cg_mode(l->cg) == CG_NONE || cg_nprocs(l->cg) > 0)) {
+		if (!all && (cg_mode(l->cg) == CG_NONE || cg_try_remove(l->cg) < 0)) {
 			pp = &l->next;
 			continue;
 		}
@@ -1043,6 +1093,23 @@ static void sweep_lingering(struct corral_box *b, bool all)
 		cg_destroy(l->cg);
 		free(l);
 	}
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	sweep_lingering(arg, false);
+}
+
+static void arm_sweep(struct corral_box *b)
+{
+	struct timeval now = { 0, 0 };
+
+	if (!b->ev_sweep)
+		b->ev_sweep = evtimer_new(b->base, on_sweep, b);
+	if (b->ev_sweep && !evtimer_pending(b->ev_sweep, NULL))
+		evtimer_add(b->ev_sweep, &now);
 }
 
 void corral_call_free(struct corral_call *c)
@@ -1468,6 +1535,7 @@ static void box_ready(struct corral_box *b, int landlock_abi)
 		    "landlock_abi", landlock_abi, "limits", cg_mode_name(b->cg),
 		    "pid", (int)b->pid));
 	arm_idle(b);
+	arm_spare(b);
 	if (b->o.on_ready)
 		b->o.on_ready(b->o.arg, b, NULL);
 }
@@ -1752,6 +1820,8 @@ void corral_box_destroy(struct corral_box *b)
 	drop_event(&b->ev_exit);
 	drop_event(&b->ev_tick);
 	drop_event(&b->ev_idle);
+	drop_event(&b->ev_spare);
+	drop_event(&b->ev_sweep);
 	r = calloc(1, sizeof(*r));
 	if (b->pid > 0)
 		kill_all(b);
@@ -1783,6 +1853,9 @@ void corral_box_destroy(struct corral_box *b)
 	}
 	for (struct lingerer *l = b->lingering; r && l; l = l->next)
 		reaper_add(r, &l->cg);
+	if (r)
+		reaper_add(r, &b->spare);
+	cg_destroy(b->spare);
 	sweep_lingering(b, true);
 	if (b->ev && started)
 		events_emit(b->ev, "sandbox.destroy", NULL);

@@ -947,8 +947,12 @@ int cg_create_child(struct cg *parent, const char *name, struct cg **out,
 	cg->hybrid = parent->hybrid;
 	cg->ctrls = parent->ctrls;
 	for (size_t i = 0; i < parent->nhier && cg->mode != CG_NONE; i++) {
-		struct cg_hier *h = &cg->hier[cg->nhier++];
+		struct cg_hier *h;
 
+		/* the bandwidth limit is the parent's; a call needs no cpu group */
+		if (cg->mode == CG_V1 && parent->hier[i].ctrls == C_BIT(C_CPU))
+			continue;
+		h = &cg->hier[cg->nhier++];
 		h->ctrls = parent->hier[i].ctrls;
 		h->mount = strdup(parent->hier[i].mount);
 		h->parent = strdup(parent->hier[i].dir);
@@ -1273,6 +1277,22 @@ static int kill_rounds(struct cg *cg)
 		delay *= 2;
 	}
 	return procs_all(cg, false) > 0 ? -EBUSY : 0;
+}
+
+int cg_try_remove(struct cg *cg)
+{
+	for (size_t i = 0; cg && cg->mode != CG_NONE && i < cg->nhier; i++) {
+		struct cg_hier *h = &cg->hier[i];
+
+		if (!h->dir)
+			continue;
+		/* EBUSY: someone is still in it (in every hierarchy, then) */
+		if (rmdir(h->dir) < 0 && errno != ENOENT)
+			return -errno;
+		free(h->dir);
+		h->dir = NULL;
+	}
+	return 0;
 }
 
 uint64_t cg_id(struct cg *cg)

@@ -54,6 +54,11 @@ int cg_create_child(struct cg *parent, const char *name, struct cg **out,
  * or 0 where it has none there.
  */
 uint64_t cg_id(struct cg *cg);
+/*
+ * Remove the group if nobody is in it: one rmdir a hierarchy, no scan.
+ * -EBUSY (and the group kept) while a process is in it.
+ */
+int cg_try_remove(struct cg *cg);
 /* Processes in the group's tree (negative errno, -ENOTSUP without one). */
 ssize_t cg_nprocs(struct cg *cg);
 enum cg_mode cg_mode(const struct cg *cg);

@@ -277,7 +277,7 @@ static struct cg *make_group(const char *name, const struct corral_policy *p)
 	struct cg *cg = NULL;
 	int r;
 
-	r = cg_create(&cg, name, p, &err);
+	r = cg_create(&cg, name, p, 0, &err);
 	if (r < 0)
 		fprintf(stderr, "  cg_create(%s): %s\n", name, err.msg);
 	CHECK(r == 0);
@@ -395,14 +395,14 @@ TEST(name_rules)
 	struct cg *cg = (struct cg *)&err;	/* must be reset to NULL */
 
 	for (int i = 0; bad[i]; i++) {
-		CHECK(cg_create(&cg, bad[i], &p, &err) == -EINVAL);
+		CHECK(cg_create(&cg, bad[i], &p, 0, &err) == -EINVAL);
 		CHECK(cg == NULL);
 		CHECK_STR_CONTAINS(err.msg, "bad cgroup name");
 	}
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	CHECK(cg_create(&cg, longname, &p, &err) == -EINVAL);
-	CHECK(cg_create(&cg, NULL, &p, &err) == -EINVAL);
+	CHECK(cg_create(&cg, longname, &p, 0, &err) == -EINVAL);
+	CHECK(cg_create(&cg, NULL, &p, 0, &err) == -EINVAL);
 }
 
 TEST(null_handles)
@@ -433,7 +433,7 @@ TEST(probe_agrees_with_create)
 	printf("# limits: %s\n# detail: %s\n", f.limits, f.limits_detail);
 	CHECK(f.limits != NULL && f.limits_detail[0] != '\0');
 	group_name(name, sizeof(name), "probe");
-	r = cg_create(&cg, name, &p, &err);
+	r = cg_create(&cg, name, &p, 0, &err);
 	CHECK(r == 0);
 	if (r < 0) {
 		fprintf(stderr, "  %s\n", err.msg);
@@ -461,7 +461,7 @@ TEST(none_mode_is_inert)
 	char name[64];
 
 	group_name(name, sizeof(name), "inert");
-	CHECK(cg_create(&cg, name, &p, &err) == 0);
+	CHECK(cg_create(&cg, name, &p, 0, &err) == 0);
 	if (!cg || cg_mode(cg) != CG_NONE) {
 		printf("# skip: have a cgroup\n");
 		cg_destroy(cg);
@@ -543,7 +543,7 @@ TEST(create_sets_limits)
 	      strcmp(v, "16") == 0);
 
 	/* names are never reused, and a clash removes nothing */
-	CHECK(cg_create(&dup, name, &p, &err) == -EEXIST);
+	CHECK(cg_create(&dup, name, &p, 0, &err) == -EEXIST);
 	CHECK(dup == NULL);
 	CHECK_STR_CONTAINS(err.msg, "already exists");
 	CHECK(group_dirs(name) > 0);
@@ -566,7 +566,7 @@ TEST(rejected_limit_is_named)
 		return;
 	}
 	group_name(name, sizeof(name), "reject");
-	CHECK(cg_create(&cg, name, &p, &err) == -EINVAL);
+	CHECK(cg_create(&cg, name, &p, 0, &err) == -EINVAL);
 	CHECK(cg == NULL);
 	printf("# %s\n", err.msg);
 	CHECK_STR_CONTAINS(err.msg, "\"100");
@@ -694,6 +694,69 @@ TEST(freeze_stops_cpu)
 	destroy_and_check(cg, name);
 	st = kid_wait(&k, 3000);
 	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+static void child_sleep(void *arg)
+{
+	(void)arg;
+	sleep_ms(10000);
+}
+
+/*
+ * A tool call's group below its sandbox's: a process in it keeps it (one
+ * rmdir says EBUSY), it goes once empty, and with CG_V2_ID on a hybrid
+ * host it has a cgroup2 id, which is what /proc/PID/cgroup's "0::" names.
+ */
+TEST(call_group_below_sandbox)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct corral_err err = { 0 };
+	struct cg *cg = NULL, *call = NULL;
+	char name[64], path[64], line[512];
+	struct kid k;
+	FILE *f;
+	int r;
+
+	group_name(name, sizeof(name), "box");
+	r = cg_create(&cg, name, &p, CG_V2_ID, &err);
+	CHECK(r == 0);
+	if (r < 0 || cg_mode(cg) == CG_NONE) {
+		printf("# skip: no cgroup here\n");
+		cg_destroy(cg);
+		return;
+	}
+	CHECK(cg_create_child(cg, "c1", &call, &err) == 0);
+	if (!call) {
+		destroy_and_check(cg, name);
+		return;
+	}
+	CHECK(kid_spawn(&k, child_sleep, NULL) == 0);
+	CHECK(cg_attach(call, k.pid, &err) == 0);
+	kid_go(&k);
+	CHECK(cg_nprocs(call) == 1);
+	CHECK(cg_nprocs(cg) == 1);	/* the parent's tree holds it too */
+	CHECK(cg_try_remove(call) == -EBUSY);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)k.pid);
+	f = fopen(path, "re");
+	bool in_call = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "/corral-c1\n"))
+			in_call = true;
+	if (f)
+		fclose(f);
+	CHECK(in_call);
+	if (cg_id(call))
+		CHECK(cg_id(call) != cg_id(cg));
+	else
+		printf("# no cgroup2 directory here: sockets name no call\n");
+	CHECK(cg_kill(call) == 0);
+	kid_wait(&k, 5000);
+	for (int i = 0; i < 100 && cg_try_remove(call) == -EBUSY; i++)
+		sleep_ms(10);
+	CHECK(cg_try_remove(call) == 0);
+	cg_destroy(call);
+	destroy_and_check(cg, name);
 }
 
 TEST(kill_tree)
@@ -832,6 +895,7 @@ int main(void)
 	RUN(oom_kill);
 	RUN(pids_limit);
 	RUN(freeze_stops_cpu);
+	RUN(call_group_below_sandbox);
 	RUN(kill_tree);
 	RUN(destroy_frozen_group);
 	RUN(cpu_quota);

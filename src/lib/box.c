@@ -1749,7 +1749,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	events_set_hook(b->ev, on_event, b);
 	/* the daemon's pid in the name: a restart removes what a crash left */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), b->id);
-	r = cg_create(&b->cg, name, p, err);
+	r = cg_create(&b->cg, name, p, CG_V2_ID, err);
 	if (r == 0)
 		r = box_spawn(b, err);
 	if (r < 0)

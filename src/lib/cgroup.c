@@ -590,7 +590,7 @@ static int plan_v2(struct cg *cg, const struct cg_mounts *m, uid_t euid,
 
 /* 1: v1 chosen; 0: not usable (why may say why); <0: error */
 static int plan_v1(struct cg *cg, const struct cg_mounts *m, uid_t euid,
-		   char *why, size_t len)
+		   bool v2_id, char *why, size_t len)
 {
 	char *parent;
 	bool create;
@@ -632,7 +632,7 @@ static int plan_v1(struct cg *cg, const struct cg_mounts *m, uid_t euid,
 	 * A socket records the cgroup2 group of its maker, so a connection
 	 * can be traced to its tool call even after the process is gone.
 	 */
-	if (m->v2 && pick_parent(m->v2, euid, &parent, &create) == 0) {
+	if (v2_id && m->v2 && pick_parent(m->v2, euid, &parent, &create) == 0) {
 		if (euid != 0 && !v2_can_attach(m, parent)) {
 			free(parent);	/* we could not move our children in */
 		} else {
@@ -684,7 +684,7 @@ static void explain_none(const struct cg_mounts *m, uid_t euid, char *why,
  * Decide mode, hierarchies and parents without changing anything.  When the
  * result is CG_NONE, why holds a sentence for corral doctor.
  */
-static int cg_plan(struct cg *cg, char *why, size_t len,
+static int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
 		   struct corral_err *err)
 {
 	uid_t euid = geteuid();
@@ -700,7 +700,7 @@ static int cg_plan(struct cg *cg, char *why, size_t len,
 	if (m.v2)
 		r = plan_v2(cg, &m, euid, why, len);
 	if (r == 0 && m.v1[C_MEMORY] && m.v1[C_PIDS])
-		r = plan_v1(cg, &m, euid, why, len);
+		r = plan_v1(cg, &m, euid, v2_id, why, len);
 	if (r == 0)
 		explain_none(&m, euid, why, len);
 	mounts_free(&m);
@@ -887,7 +887,7 @@ static int set_limits(struct cg *cg, const struct corral_policy *p,
 static void remove_dirs(struct cg *cg);
 
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
-	      struct corral_err *err)
+	      unsigned int flags, struct corral_err *err)
 {
 	char why[CORRAL_ERR_MAX];
 	struct cg *cg;
@@ -900,7 +900,7 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return corral_set_err(err, -ENOMEM, "out of memory");
-	r = cg_plan(cg, why, sizeof(why), err);
+	r = cg_plan(cg, why, sizeof(why), flags & CG_V2_ID, err);
 	if (r < 0)
 		goto fail;
 	if (cg->mode == CG_NONE) {
@@ -1310,9 +1310,16 @@ uint64_t cg_id(struct cg *cg)
 
 ssize_t cg_nprocs(struct cg *cg)
 {
+	struct procs_walk w = { .self = getpid() };
+	int r;
+
 	if (!cg || cg->mode == CG_NONE)
 		return -ENOTSUP;
-	return procs_all(cg, false);
+	if (!cg->nhier || !cg->hier[0].dir)
+		return 0;
+	/* every hierarchy holds the same processes: count them in one */
+	r = walk(cg->hier[0].dir, false, 0, procs_one, &w);
+	return r < 0 ? r : (ssize_t)w.count;
 }
 
 int cg_kill(struct cg *cg)
@@ -1515,7 +1522,7 @@ void cg_probe(struct corral_features *f)
 	char why[CORRAL_ERR_MAX];
 	struct corral_err err = { 0 };
 
-	if (cg_plan(&cg, why, sizeof(why), &err) < 0) {
+	if (cg_plan(&cg, why, sizeof(why), false, &err) < 0) {
 		why[0] = '\0';
 		appendf(why, sizeof(why), "cannot detect cgroups (%s): "
 			FALLBACK_SENTENCE, err.msg);
@@ -1581,7 +1588,7 @@ int cg_cleanup_stale(void)
 	int removed = 0;
 	DIR *d;
 
-	if (cg_plan(&plan, why, sizeof(why), &err) < 0)
+	if (cg_plan(&plan, why, sizeof(why), true, &err) < 0)
 		return 0;
 	if (plan.mode != CG_NONE && plan.nhier > 0 &&
 	    (d = opendir(plan.hier[0].parent))) {

@@ -40,8 +40,14 @@ struct cg;	/* one sandbox's cgroup, in every hierarchy it uses */
  * applied with cg_apply_rlimits() in the child; that is not an error.
  * A cgroup that exists but rejects a limit is an error.
  */
+/*
+ * CG_V2_ID: on a hybrid host, also a controller-less directory in the
+ * cgroup2 tree, whose id sockets record (cg_id); for sandboxes whose calls
+ * must be told apart (box.c), not for a one-shot run.
+ */
+#define CG_V2_ID	1u
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
-	      struct corral_err *err);
+	      unsigned int flags, struct corral_err *err);
 /*
  * A group "corral-<name>" below parent, in each of its hierarchies, with
  * no limits of its own (the parent's apply): one tool call, so that what

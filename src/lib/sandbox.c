@@ -659,7 +659,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		}
 		events_set_hook(ev, on_event, &s);
 	}
-	r = cg_create(&cg, name, p, err);
+	r = cg_create(&cg, name, p, 0, err);
 	if (r < 0)
 		goto fail;
 	r = open_pipes(sync, msg, out, errp, o->capture, err);

@@ -71,6 +71,7 @@ stage() {	# stage BUILD
 	chmod 755 "$STAGE"
 	mkdir -p "$STAGE/helpers" "$STAGE/tests" "$STAGE/tmp"
 	cp "$1/corral" "$STAGE/"
+	cp "$1/tests/serve_client" "$STAGE/"
 	cp "$1"/tests/helpers/* "$STAGE/helpers/"
 	# root-owned setuid copy: what an unprivileged agent might try to use
 	cp "$1/tests/helpers/euid" "$STAGE/helpers/euid-setuid"
@@ -111,6 +112,7 @@ suite() {	# suite BUILD LABEL
 	step "egress as $(id -un) ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
+	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	if [ "$(id -u)" = 0 ]; then
 		stage "$b"
 		delegate_cgroups
@@ -122,7 +124,14 @@ suite() {	# suite BUILD LABEL
 			as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "abort as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "serve as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
+			"$STAGE/corral" "$STAGE/serve_client"
 		undelegate_cgroups
+		# no freezer: pause must answer why, idle sandboxes stay idle
+		step "serve as uid $NOBODY, no cgroups ($label)" \
+			as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/serve.sh" \
+			"$STAGE/corral" "$STAGE/serve_client"
 		step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
 			t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write

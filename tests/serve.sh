@@ -1,0 +1,1429 @@
+#!/bin/bash
+# serve.sh - corral serve end to end: a real daemon per test, real
+# sandboxes, the HTTP API of docs/API.md over its unix socket (and TCP on
+# 127.0.0.1 for the token test).
+#
+#   tests/serve.sh CORRAL [HELPERS_DIR] [SERVE_CLIENT] [TEST...]
+#
+# SERVE_CLIENT is build/tests/serve_client (tests/serve_client.c); without
+# it t_c_client is skipped.  HELPERS_DIR (as the other suites take it) is
+# accepted and not needed.  Runs as whoever calls it: root, or an
+# unprivileged user with or without delegated cgroups.  Without cgroups
+# pause and idle-freeze cannot work: the tests check for a clear error
+# instead.  CORRAL_EXPECT_LIMITS=cgroup|rlimit makes the lifecycle test
+# insist on one.  SERVE_MANY (default 200): sandboxes alive at once.
+#
+# Every test starts its own daemon (socket and --state-dir in its $T),
+# stops it at the end, also when it fails, and then checks that nothing is
+# left: no process the daemon ran (its descendants and every pid its
+# events reported, each identified by pid and start time), no cgroup named
+# corral-<daemon pid>-*.  Every wait is bounded.  Only loopback is used.
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+CLIENT=""
+while [ $# -gt 0 ] && [ "${1#t_}" = "$1" ]; do
+	if [ -f "$1" ] && [ -x "$1" ]; then
+		CLIENT=$(readlink -f "$1")
+	elif [ ! -d "$1" ]; then
+		echo "serve.sh: $1: neither the client program nor a test name" >&2
+		exit 2
+	fi
+	shift
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-serve.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+ME=$(id -u)
+PY=/usr/bin/python3
+MANY=${SERVE_MANY:-200}
+
+# ---- the daemon ------------------------------------------------------------
+
+# start_daemon [SERVE ARGS...]: a daemon on $SOCK with its state in $STATE
+# (defaults $T/s and $T/state); its pid in DPID.  Fails unless it answers
+# /v1/health within 10 s.
+start_daemon() {
+	local i code
+	SOCK=${SOCK:-$T/s}
+	STATE=${STATE:-$T/state}
+	N_DAEMONS=$(( ${N_DAEMONS:-0} + 1 ))
+	"$CORRAL" serve --socket "$SOCK" --state-dir "$STATE" "$@" \
+		> "$T/daemon.$N_DAEMONS.log" 2>&1 < /dev/null &
+	DPID=$!
+	DLOG=$T/daemon.$N_DAEMONS.log
+	echo "$DPID $STATE $DLOG" >> "$T/daemons"
+	[ -n "${IN_EXIT:-}" ] || trap on_test_exit EXIT
+	[ -s "$T/t0" ] || starttime "$DPID" > "$T/t0"
+	# a test that hangs is stopped: its daemon gets SIGTERM, so that every
+	# request ends and the test goes on to fail
+	$PY -c 'import os, sys, time
+time.sleep(float(sys.argv[1]))
+open(sys.argv[3], "w").write("the test ran over %s s: its daemon was stopped\n" % sys.argv[1])
+os.kill(int(sys.argv[2]), 15)' "${SERVE_TEST_TIMEOUT:-120}" "$DPID" "$T/watchdog" > /dev/null 2>&1 &
+	echo $! >> "$T/watchdogs"
+	i=0
+	while [ $i -lt 200 ]; do
+		if [ -S "$SOCK" ]; then
+			code=$(api GET /v1/health)
+			[ "$code" = 200 ] && return 0
+		fi
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	fail "the daemon did not answer on $SOCK: $(tail -5 "$DLOG")"
+}
+
+# starttime PID: field 22 of /proc/PID/stat (clock ticks after boot).
+starttime() {
+	$PY - "$1" <<'EOF'
+import sys
+try:
+    s = open("/proc/%s/stat" % sys.argv[1]).read()
+    print(s.rsplit(")", 1)[1].split()[19])
+except OSError:
+    print(0)
+EOF
+}
+
+# snapshot PID: add "pid starttime" of every live process that is the
+# daemon's descendant, or that its audit log reported (started since this
+# test's first daemon), to $T/pids.
+snapshot() {
+	$PY - "$1" "$STATE/audit.jsonl" "$(cat "$T/t0" 2>/dev/null || echo 0)" \
+		>> "$T/pids" <<'EOF'
+import json, os, sys
+dpid, audit, t0 = int(sys.argv[1]), sys.argv[2], int(sys.argv[3] or 0)
+procs = {}
+for d in os.listdir("/proc"):
+    if not d.isdigit():
+        continue
+    try:
+        f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    procs[int(d)] = (f[0], int(f[1]), int(f[19]))
+kids = {}
+for p, (st, pp, t) in procs.items():
+    kids.setdefault(pp, []).append(p)
+want, todo = set(), [dpid]
+while todo:
+    for c in kids.get(todo.pop(), []):
+        if c not in want:
+            want.add(c)
+            todo.append(c)
+try:
+    for line in open(audit, errors="replace"):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        p = e.get("pid")
+        if isinstance(p, int) and p in procs and procs[p][2] >= t0:
+            want.add(p)
+except OSError:
+    pass
+for p in sorted(want):
+    if procs[p][0] != "Z":
+        print(p, procs[p][2])
+EOF
+}
+
+# procs_alive: the processes of $T/pids still alive (zombies are dead).
+procs_alive() {
+	[ -s "$T/pids" ] || return 0
+	$PY - "$T/pids" <<'EOF'
+import sys
+for line in open(sys.argv[1]):
+    pid, t = line.split()
+    try:
+        f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    if f[19] == t and f[0] != "Z":
+        print(pid, end=" ")
+EOF
+}
+
+cgroups_of() {	# cgroups_of PID: the cgroup directories of daemon PID
+	find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$1-*" 2>/dev/null
+}
+
+# wait_gone WHAT SECONDS CMD...: until CMD prints nothing, at most SECONDS.
+wait_gone() {
+	local what=$1 n=$(( $2 * 10 )) i=0 left
+	shift 2
+	while :; do
+		left=$("$@" 2>/dev/null) || true
+		[ -z "$left" ] && return 0
+		[ $i -ge $n ] && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "$what still there after ${n}00 ms: $(echo $left | head -c 600)"
+}
+
+# log_digest LOG: a sanitizer's report (what and where), else the log's end.
+log_digest() {
+	grep -m1 -A40 -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$1" |
+		grep -v -E '^ *$|libsanitizer|libevent|libc_start|_start ' | sed '/SUMMARY/q' | head -14 |
+		grep . || tail -20 "$1"
+}
+
+# stop_daemon [KILL]: SIGTERM (default: a clean exit 0 is expected, every
+# process and cgroup of it gone) or SIGKILL (its processes must die with
+# it; its cgroups are for the next start to remove) the daemon DPID.
+stop_daemon() {
+	local sig=${1:-TERM} pid=${DPID:-} i=0 rc=0
+	[ -n "$pid" ] || return 0
+	snapshot "$pid"
+	if ! alive "$pid"; then
+		wait "$pid" 2>/dev/null || rc=$?
+		echo "$pid" >> "$T/stopped"
+		DPID=""
+		fail "the daemon died during the test (exit $rc): $(log_digest "$DLOG")"
+		return 1
+	fi
+	kill -"$sig" "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 150 ]; do
+		# a zombie child is done: only wait can reap it
+		[ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ] && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != Z ] && kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null || true
+		DPID=""
+		echo "$pid" >> "$T/stopped"
+		fail "the daemon $pid did not exit within 15 s of SIG$sig: $(tail -5 "$DLOG")"
+		return 1
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	echo "$pid" >> "$T/stopped"
+	DPID=""
+	if [ "$sig" = TERM ]; then
+		[ "$rc" = 0 ] || { fail "the daemon exited $rc on SIGTERM: $(log_digest "$DLOG")"; return 1; }
+		[ ! -e "$SOCK" ] || { fail "the socket $SOCK is still there"; return 1; }
+		wait_gone "cgroups of the daemon $pid" 5 cgroups_of "$pid" || return 1
+	fi
+	wait_gone "processes of the daemon $pid" 5 procs_alive
+}
+
+# EXIT trap of a test's subshell: stop what is still running, then nothing
+# any daemon of this test ran may be left.  A daemon killed with SIGKILL
+# leaves stale cgroups (and frozen sandboxes) to the next start on its
+# state directory: one is started to sweep them, then its leftovers checked.
+on_test_exit() {
+	local rc=$? pid state log left=""
+	set +e
+	trap - EXIT
+	IN_EXIT=1
+	while read -r pid; do
+		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+	done < "$T/watchdogs"
+	if [ -s "$T/watchdog" ]; then
+		echo "    FAIL: $(cat "$T/watchdog")" >&2
+		rc=1
+	fi
+	if [ -n "${DPID:-}" ]; then
+		stop_daemon || rc=1
+	fi
+	while read -r pid state log; do
+		grep -qx "$pid" "$T/stopped" 2>/dev/null && continue
+		kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+	done < "$T/daemons"
+	while read -r pid state log; do
+		left="$left$(cgroups_of "$pid")"
+	done < "$T/daemons"
+	left="$left$(procs_alive)"
+	if [ -n "$left" ]; then
+		[ "$rc" = 0 ] && rc=1
+		echo "    FAIL: left behind by this test's daemons: $(echo $left | head -c 600)" >&2
+		# sweep: the next daemon on the state directory removes them
+		read -r pid state log < <(tail -1 "$T/daemons")
+		SOCK=$T/sweep.sock STATE=$state DPID=""
+		start_daemon >/dev/null 2>&1 && stop_daemon >/dev/null 2>&1
+		wait_gone "after a sweep" 5 procs_alive
+	fi
+	exit "$rc"
+}
+
+# ---- requests --------------------------------------------------------------
+
+# api METHOD PATH [CURL ARGS...]: the status code on stdout; the body in
+# $T/body, the headers in $T/headers.
+api() {
+	local m=$1 p=$2
+	shift 2
+	curl -sS --max-time "${API_TIMEOUT:-60}" --unix-socket "$SOCK" -X "$m" \
+		-D "$T/headers" -o "$T/body" -w '%{http_code}' "$@" \
+		"http://localhost$p" 2> "$T/curl.err" || true
+}
+
+body() { head -c "${1:-400}" "$T/body"; }
+
+# jq EXPR [FILE]: a Python expression over the JSON v of FILE ($T/body).
+JQ_PY='
+import json, sys
+v = json.load(open(sys.argv[2]))
+r = eval(sys.argv[1])
+print(json.dumps(r) if isinstance(r, (dict, list, bool)) or r is None else r)
+'
+jq() { $PY -c "$JQ_PY" "$1" "${2:-$T/body}"; }
+
+# jbody KEY VALUE [KEY VALUE...]: a JSON object of strings; a VALUE that
+# starts with "json:" is raw JSON.
+jbody() {
+	$PY - "$@" <<'EOF'
+import json, sys
+a, o = sys.argv[1:], {}
+for k, v in zip(a[::2], a[1::2]):
+    o[k] = json.loads(v[5:]) if v.startswith("json:") else v
+print(json.dumps(o))
+EOF
+}
+
+expect_code() {	# expect_code WHAT GOT WANT: on failure, show the body
+	[ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(cat "$T/curl.err")"
+}
+
+# expect_error WHAT CODE STATUS ERROR: an error answer as docs/API.md has it.
+expect_error() {
+	expect_code "$1" "$2" "$3" || return 1
+	expect_contains "$1 content type" "$(grep -i '^content-type:' "$T/headers")" \
+		application/json || return 1
+	$PY - "$T/body" "$4" <<'EOF' || fail "$1: not {\"error\": \"$4\", \"detail\": ...}: $(body)"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert isinstance(v, dict) and v.get("error") == sys.argv[2], v
+assert isinstance(v.get("detail"), str) and v["detail"], v
+EOF
+}
+
+# mksb [BODY]: create a sandbox, its id on stdout.
+mksb() {
+	local b='{}' code
+	[ $# -gt 0 ] && b=$1
+	code=$(api POST /v1/sandboxes -d "$b")
+	expect_code "create $b" "$code" 201 || return 1
+	jq 'v["id"]'
+}
+
+sbget() {	# sbget ID EXPR: a field of GET /v1/sandboxes/ID
+	local code
+	code=$(api GET "/v1/sandboxes/$1")
+	expect_code "get $1" "$code" 200 || return 1
+	jq "$2"
+}
+
+# ex ID BODY: POST exec; the status code on stdout, the result in $T/body.
+ex() { api POST "/v1/sandboxes/$1/exec" -d "$2"; }
+
+# sbsh ID COMMAND: run a shell command in the sandbox: its stdout, or a
+# failure unless it exited 0.
+sbsh() {
+	local code
+	code=$(ex "$1" "$(jbody command "$2")")
+	expect_code "exec $2" "$code" 200 || return 1
+	[ "$(jq 'v["exit_code"]')" = 0 ] ||
+		{ fail "exec $2: $(jq 'v["reason"]'): $(jq 'v["stderr"]')"; return 1; }
+	jq 'v["stdout"]'
+}
+
+# host_pid ID CALL: the host pid of a call, from its exec.start event.
+host_pid() {
+	local p
+	p=$(grep '"type":"exec.start"' "$STATE/audit.jsonl" | grep "\"call\":\"$2\"" |
+		head -1 | jq 'v["pid"]' /dev/stdin)
+	[ -n "$p" ] || { fail "no exec.start event for $2"; return 1; }
+	echo "$p"
+}
+
+# alive PID: not gone and not a zombie.
+alive() {
+	local s
+	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[ "${s:0:1}" != Z ]
+}
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
+
+cgroup_mode() { [ "$(sbget "$1" 'v["limits"]')" != rlimit ]; }
+
+# ---- health and the sandbox lifecycle --------------------------------------
+
+t_health() {
+	start_daemon
+	code=$(api GET /v1/health)
+	expect_code "health" "$code" 200
+	expect_eq "status" "$(jq 'v["status"]')" ok
+	expect_eq "sandboxes" "$(jq 'v["sandboxes"]')" 0
+	[ -n "$(jq 'v["version"]')" ] || fail "no version"
+	expect_contains "content type" "$(grep -i '^content-type:' "$T/headers")" application/json
+	expect_eq "socket mode" "$(stat -c %a "$SOCK")" 600
+	code=$(api GET /v1/metrics)
+	expect_code "metrics" "$code" 200
+	expect_contains "metrics" "$(body 4000)" 'corral_sandboxes{state="idle"} 0'
+	expect_contains "metrics" "$(body 4000)" "corral_requests_total"
+	stop_daemon
+}
+
+t_sandbox_lifecycle() {
+	start_daemon
+	id=$(mksb '{"labels": {"team": "infra", "run": "42"}, "ttl_seconds": 3600, "idle_freeze_ms": 5000}')
+	expect_contains "id" "$id" "sb-"
+	code=$(api GET "/v1/sandboxes/$id")
+	expect_code "get" "$code" 200
+	expect_eq "id" "$(jq 'v["id"]')" "$id"
+	expect_eq "labels" "$(jq 'v["labels"]')" '{"team": "infra", "run": "42"}'
+	expect_eq "ttl" "$(jq 'v["ttl_seconds"]')" 3600.0
+	expect_eq "idle_freeze_ms" "$(jq 'v["idle_freeze_ms"]')" 5000
+	expect_eq "halt_reason" "$(jq 'v["halt_reason"]')" null
+	expect_eq "state" "$(jq 'v["state"] in ("idle", "running")')" true
+	expect_eq "created" "$(jq 'v["created"].endswith("Z")')" true
+	expect_eq "meters" "$(jq 'sorted(k for k in v["meters"] if k in ("cpu_seconds", "memory_peak_bytes", "memory_byte_seconds", "active_seconds", "frozen_seconds"))')" \
+		'["active_seconds", "cpu_seconds", "frozen_seconds", "memory_byte_seconds", "memory_peak_bytes"]'
+	limits=$(jq 'v["limits"]')
+	[ "$ME" != 0 ] || [ "$limits" != rlimit ] || fail "root got no cgroup limits"
+	case "${CORRAL_EXPECT_LIMITS:-}" in
+	cgroup) [ "$limits" != rlimit ] || fail "limits: rlimit, want cgroups" ;;
+	rlimit) expect_eq "limits" "$limits" rlimit ;;
+	esac
+	[ -f "$STATE/sandboxes/$id.json" ] || fail "no state file for $id"
+	id2=$(mksb)
+	code=$(api GET /v1/sandboxes)
+	expect_code "list" "$code" 200
+	expect_eq "list" "$(jq 'sorted(s["id"] for s in v["sandboxes"])')" \
+		"$($PY -c 'import json,sys; print(json.dumps(sorted(sys.argv[1:])))' "$id" "$id2")"
+	code=$(api GET /v1/health)
+	expect_eq "health count" "$(jq 'v["sandboxes"]')" 2
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	expect_eq "deleted id" "$(jq 'v["id"]')" "$id"
+	expect_eq "deleted state" "$(jq 'v["state"]')" destroyed
+	expect_eq "deleted meters" "$(jq '"active_seconds" in v["meters"]')" true
+	code=$(api GET "/v1/sandboxes/$id")
+	expect_error "get deleted" "$code" 404 not_found
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_error "delete again" "$code" 404 not_found
+	[ ! -e "$STATE/sandboxes/$id.json" ] || fail "state file of $id left"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "list after delete" "$(jq '[s["id"] for s in v["sandboxes"]]')" "[\"$id2\"]"
+	ev=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl")
+	expect_contains "create event" "$ev" '"type":"sandbox.create"'
+	expect_contains "destroy event" "$ev" '"type":"sandbox.destroy"'
+	stop_daemon
+}
+
+# A sandbox that cannot be built: 500 with the reason, every time (the
+# sandbox fails while the daemon may still be writing its setup to it:
+# never a bare "Broken pipe"), and nothing left behind.
+t_create_failure_explained() {
+	start_daemon
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		code=$(api POST /v1/sandboxes -d '{"workspace": "/nonexistent/corral-serve-x"}')
+		expect_error "bad workspace ($i)" "$code" 500 internal
+		expect_contains "bad workspace detail ($i)" "$(jq 'v["detail"]')" \
+			"cannot open /nonexistent/corral-serve-x on the host"
+	done
+	code=$(api GET /v1/sandboxes)
+	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
+	code=$(api GET /v1/health)
+	expect_eq "none counted" "$(jq 'v["sandboxes"]')" 0
+	expect_eq "no state files" "$(ls "$STATE/sandboxes" | wc -l)" 0
+	expect_eq "sandbox works after" "$(sbsh "$(mksb)" 'echo ok')" ok
+	stop_daemon
+}
+
+t_max_sandboxes() {
+	start_daemon --max-sandboxes 2
+	mksb >/dev/null
+	mksb >/dev/null
+	code=$(api POST /v1/sandboxes)
+	expect_error "third" "$code" 503 busy
+	code=$(api GET /v1/sandboxes)
+	expect_eq "count" "$(jq 'len(v["sandboxes"])')" 2
+	stop_daemon
+}
+
+# ---- exec ------------------------------------------------------------------
+
+t_exec_argv_and_command() {
+	start_daemon
+	id=$(mksb)
+	code=$(ex "$id" '{"argv": ["/bin/echo", "a  b", "c"], "tool_call_id": "call-7"}')
+	expect_code "argv" "$code" 200
+	expect_eq "argv stdout" "$(jq 'v["stdout"]')" "a  b c"
+	expect_eq "status" "$(jq 'v["status"]')" exited
+	expect_eq "tool_call_id" "$(jq 'v["tool_call_id"]')" call-7
+	expect_eq "tool_call" "$(jq 'v["tool_call"]')" call-7
+	expect_eq "sandbox" "$(jq 'v["sandbox"]')" "$id"
+	code=$(ex "$id" '{"command": "echo $((6 * 7)) | tr 4 X"}')
+	expect_code "command" "$code" 200
+	expect_eq "command stdout" "$(jq 'v["stdout"]')" X2
+	expect_contains "generated call id" "$(jq 'v["tool_call_id"]')" "$id"
+	# exit codes and signals
+	ex "$id" '{"command": "exit 3"}' >/dev/null
+	expect_eq "exit 3" "$(jq 'v["exit_code"]') $(jq 'v["status"]')" "3 exited"
+	ex "$id" '{"command": "kill -TERM $$"}' >/dev/null
+	expect_eq "sigterm" "$(jq 'v["status"]') $(jq 'v["signal"]') $(jq 'v["exit_code"]')" "signaled 15 143"
+	code=$(ex "$id" '{"argv": ["/no/such/cmd"]}')
+	expect_code "not found" "$code" 200
+	expect_eq "not found" "$(jq 'v["exit_code"]')" 127
+	# stdout, stderr, stdin, env, cwd
+	code=$(ex "$id" '{"command": "echo out; echo err >&2; exit 5"}')
+	expect_eq "stdout" "$(jq 'v["stdout"]')" out
+	expect_eq "stderr" "$(jq 'v["stderr"]')" err
+	expect_eq "exit 5" "$(jq 'v["exit_code"]')" 5
+	code=$(ex "$id" '{"argv": ["/bin/cat"], "stdin": "line 1\nh\u00e9llo \u2603\n"}')
+	expect_eq "stdin" "$(jq 'v["stdout"] == "line 1\nh\u00e9llo \u2603\n"')" true
+	code=$(ex "$id" '{"command": "wc -c", "stdin": ""}')
+	expect_eq "empty stdin" "$(jq 'v["stdout"].strip()')" 0
+	code=$(ex "$id" '{"command": "echo \"$GREETING|$EMPTY|$HOME\"", "env": {"GREETING": "hi there", "EMPTY": ""}}')
+	expect_eq "env" "$(jq 'v["stdout"]')" "hi there||/home/agent"
+	code=$(ex "$id" '{"command": "pwd"}')
+	expect_eq "default cwd" "$(jq 'v["stdout"]')" /workspace
+	code=$(ex "$id" '{"command": "pwd", "cwd": "/tmp"}')
+	expect_eq "cwd" "$(jq 'v["stdout"]')" /tmp
+	code=$(ex "$id" '{"command": "pwd", "cwd": "/no/such/dir"}')
+	expect_code "missing cwd" "$code" 200
+	expect_eq "missing cwd status" "$(jq 'v["exit_code"] != 0')" true
+	expect_contains "missing cwd reason" "$(jq 'v["reason"]')" /no/such/dir
+	# the sandbox lives across calls: what one call wrote, the next reads
+	sbsh "$id" 'echo kept > /workspace/state; echo tmp > /tmp/t' >/dev/null
+	expect_eq "state kept" "$(sbsh "$id" 'cat /workspace/state /tmp/t')" "kept
+tmp"
+	# calls at once in one sandbox run side by side
+	t0=$(now_ms)
+	pids=""
+	for i in 1 2 3; do
+		curl -sS --max-time 30 --unix-socket "$SOCK" -X POST -o "$T/par.$i" \
+			-d '{"command": "sleep 1; echo done"}' "http://localhost/v1/sandboxes/$id/exec" &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p" || true; done	# not a bare wait: the daemon is a child too
+	ms=$(( $(now_ms) - t0 ))
+	for i in 1 2 3; do
+		expect_eq "parallel $i" "$(jq 'v["stdout"]' "$T/par.$i")" done
+	done
+	[ "$ms" -lt 2500 ] || fail "3 parallel 1 s calls took $ms ms"
+	expect_eq "calls metered" "$(sbget "$id" 'v["meters"]["calls"] >= 14')" true
+	stop_daemon
+}
+
+t_exec_timeout() {
+	start_daemon
+	id=$(mksb)
+	t0=$(now_ms)
+	code=$(ex "$id" '{"command": "sleep 30 & sleep 30", "timeout_seconds": 1, "tool_call_id": "slow"}')
+	ms=$(( $(now_ms) - t0 ))
+	expect_code "timeout" "$code" 200
+	expect_eq "status" "$(jq 'v["status"]')" timeout
+	expect_eq "exit code" "$(jq 'v["exit_code"]')" 124
+	expect_contains "reason" "$(jq 'v["reason"]')" "timeout of 1 s"
+	[ "$ms" -ge 900 ] && [ "$ms" -lt 5000 ] || fail "the 1 s timeout answered after $ms ms"
+	hp=$(host_pid "$id" slow)
+	wait_gone "the timed-out call's process" 5 alive_pid "$hp"
+	out=$(sbsh "$id" 'ps -eo args')
+	expect_not_contains "sleep left" "$out" "sleep 30"
+	# a fraction of a second
+	t0=$(now_ms)
+	ex "$id" '{"command": "sleep 30", "timeout_seconds": 0.3}' >/dev/null
+	ms=$(( $(now_ms) - t0 ))
+	expect_eq "0.3 s" "$(jq 'v["status"]')" timeout
+	[ "$ms" -lt 3000 ] || fail "a 0.3 s timeout took $ms ms"
+	stop_daemon
+}
+
+# DELETE while calls run: each caller gets its answer, the processes go,
+# and the daemon lives on (what the destroy left armed must not fire on
+# freed memory: ASan builds catch that).
+t_delete_during_exec() {
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0}')
+	curl -sS --max-time 30 --unix-socket "$SOCK" -X POST -o "$T/cut" \
+		-d '{"command": "sleep 38", "tool_call_id": "cut"}' \
+		"http://localhost/v1/sandboxes/$id/exec" 2>/dev/null &
+	c1=$!
+	curl -sS -N --max-time 30 --unix-socket "$SOCK" -X POST -o "$T/cut-stream" \
+		-d '{"command": "sleep 39", "tool_call_id": "cut-stream", "stream": true}' \
+		"http://localhost/v1/sandboxes/$id/exec" 2>/dev/null &
+	c2=$!
+	i=0
+	while [ $i -lt 50 ] && [ "$(grep -c '"type":"exec.start"' "$STATE/audit.jsonl")" -lt 2 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	h1=$(host_pid "$id" cut)
+	h2=$(host_pid "$id" cut-stream)
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	wait "$c1" || true
+	wait "$c2" || true
+	expect_eq "the call's answer" "$(jq 'v["status"]' "$T/cut") $(jq 'v["reason"]' "$T/cut")" "error the sandbox was destroyed while the call ran"
+	expect_contains "the stream's end" "$(tail -1 "$T/cut-stream")" destroyed
+	wait_gone "the cut calls" 5 alive_pid "$h1" "$h2"
+	sleep 0.5
+	code=$(api GET /v1/health)
+	expect_code "the daemon after the delete" "$code" 200
+	stop_daemon
+}
+
+# A caller that goes away takes its call with it, streamed or not.
+t_exec_client_gone() {
+	start_daemon
+	id=$(mksb)
+	API_TIMEOUT=1 api POST "/v1/sandboxes/$id/exec" -d '{"command": "sleep 36", "stream": true, "tool_call_id": "gone-streamed"}' >/dev/null
+	hp=$(host_pid "$id" gone-streamed)
+	wait_gone "the streamed call whose caller left" 5 alive_pid "$hp"
+	API_TIMEOUT=1 api POST "/v1/sandboxes/$id/exec" -d '{"command": "sleep 31", "tool_call_id": "gone"}' >/dev/null
+	hp=$(host_pid "$id" gone)
+	wait_gone "the call whose caller left" 5 alive_pid "$hp"
+	stop_daemon
+}
+
+alive_pid() {	# alive_pid PID...: those alive
+	local p
+	for p; do alive "$p" && echo "$p"; done
+	return 0
+}
+
+t_exec_stream() {
+	start_daemon
+	id=$(mksb)
+	curl -sS -N --max-time 30 --unix-socket "$SOCK" -X POST -D "$T/headers" \
+		-d '{"command": "echo a; sleep 1; echo b; echo e >&2; exit 4", "stream": true, "tool_call_id": "s-1"}' \
+		"http://localhost/v1/sandboxes/$id/exec" |
+		while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$T/stream"
+	expect_contains "content type" "$(grep -i '^content-type:' "$T/headers")" application/x-ndjson
+	$PY - "$T/stream" <<'EOF' || fail "stream: $(cat "$T/stream")"
+import json, sys
+lines = [l.split(" ", 1) for l in open(sys.argv[1]).read().splitlines()]
+ev = [(float(t), json.loads(j)) for t, j in lines]
+types = [e["type"] for _, e in ev]
+assert types[0] == "start", types
+assert types[-1] == "end" and types.count("end") == 1, types
+assert set(types) <= {"start", "stdout", "stderr", "end"}, types
+assert ev[0][1]["tool_call_id"] == "s-1" and ev[0][1]["pid"] > 0, ev[0]
+out = "".join(e["data"] for _, e in ev if e["type"] == "stdout")
+err = "".join(e["data"] for _, e in ev if e["type"] == "stderr")
+assert out == "a\nb\n", out
+assert err == "e\n", err
+res = ev[-1][1]["result"]
+assert res["exit_code"] == 4 and res["stdout"] == "a\nb\n" and res["tool_call_id"] == "s-1", res
+t_a = next(t for t, e in ev if e["type"] == "stdout" and e["data"].startswith("a"))
+t_end = ev[-1][0]
+assert t_end - t_a >= 0.7, "the first output came %.3f s before the end" % (t_end - t_a)
+EOF
+	stop_daemon
+}
+
+# ---- background processes --------------------------------------------------
+
+t_background_process() {
+	start_daemon
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "i=0; while :; do echo tick$i; i=$((i+1)); sleep 0.1; done", "tool_call_id": "bg-1"}')
+	expect_code "start" "$code" 201
+	pid=$(jq 'v["pid"]')
+	[ "$pid" -gt 1 ] || fail "pid $pid"
+	expect_eq "call id" "$(jq 'v["tool_call_id"]')" bg-1
+	code=$(api GET "/v1/sandboxes/$id/processes")
+	expect_code "list" "$code" 200
+	expect_eq "listed" "$(jq "[(p['pid'], p['state'], p['tool_call_id']) for p in v['processes']]")" "[[$pid, \"running\", \"bg-1\"]]"
+	i=0
+	while [ $i -lt 50 ]; do
+		api GET "/v1/sandboxes/$id/processes/$pid" >/dev/null
+		case "$(jq 'v["stdout"]')" in *tick3*) break ;; esac
+		sleep 0.1; i=$((i + 1))
+	done
+	expect_contains "output" "$(jq 'v["stdout"]')" "tick0
+tick1
+tick2
+tick3"
+	expect_eq "argv" "$(jq 'v["argv"][:2]')" '["/bin/sh", "-c"]'
+	# other calls run while it does
+	out=$(sbsh "$id" "ps -eo pid,args")
+	expect_contains "seen by ps" "$out" "while :"
+	expect_eq "sandbox running" "$(sbget "$id" 'v["running"] >= 1 and v["processes"] == 1')" true
+	hp=$(host_pid "$id" bg-1)
+	alive "$hp" || fail "no host process $hp"
+	code=$(api DELETE "/v1/sandboxes/$id/processes/$pid")
+	expect_code "kill" "$code" 200
+	expect_eq "killed" "$(jq 'v["state"]') $(jq 'v["result"]["signal"]')" "exited 9"
+	out=$(sbsh "$id" "test -e /proc/$pid && echo alive || echo gone; ps -eo args")
+	expect_contains "gone inside" "$out" gone
+	expect_not_contains "gone from ps" "$out" "while :"
+	wait_gone "the killed process on the host" 5 alive_pid "$hp"
+	code=$(api DELETE "/v1/sandboxes/$id/processes/$pid")
+	expect_code "kill again" "$code" 200
+	# one that ends by itself keeps its result and output
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"argv": ["/bin/sh", "-c", "echo done; echo oops >&2; exit 5"]}')
+	expect_code "short" "$code" 201
+	pid2=$(jq 'v["pid"]')
+	i=0
+	while [ $i -lt 50 ]; do
+		api GET "/v1/sandboxes/$id/processes/$pid2" >/dev/null
+		[ "$(jq 'v["state"]')" = exited ] && break
+		sleep 0.1; i=$((i + 1))
+	done
+	expect_eq "ended" "$(jq 'v["state"]') $(jq 'v["result"]["exit_code"]')" "exited 5"
+	expect_eq "its output" "$(jq 'v["stdout"]')|$(jq 'v["stderr"]')" "done|oops"
+	code=$(api GET "/v1/sandboxes/$id/processes")
+	expect_eq "both listed" "$(jq 'sorted(p["pid"] for p in v["processes"])')" "[$pid, $pid2]"
+	code=$(api GET "/v1/sandboxes/$id/processes/99999")
+	expect_error "unknown pid" "$code" 404 not_found
+	# a process still running when its sandbox goes is killed with it
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "sleep 32", "tool_call_id": "bg-2"}')
+	expect_code "third" "$code" 201
+	hp=$(host_pid "$id" bg-2)
+	alive "$hp" || fail "no host process $hp"
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete sandbox" "$code" 200
+	wait_gone "a process of the deleted sandbox" 5 alive_pid "$hp"
+	stop_daemon
+}
+
+# ---- files -----------------------------------------------------------------
+
+t_files_roundtrip() {
+	start_daemon
+	id=$(mksb)
+	F=/v1/sandboxes/$id/files
+	{ $PY -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 4)'
+	  head -c 300000 /dev/urandom; } > "$T/bin"
+	code=$(api PUT "$F?path=/workspace/data.bin" --data-binary @"$T/bin")
+	expect_code "put" "$code" 201
+	expect_eq "put answer" "$(jq 'v["path"]') $(jq 'v["size"]')" "/workspace/data.bin $(stat -c %s "$T/bin")"
+	code=$(api GET "$F?path=/workspace/data.bin")
+	expect_code "get" "$code" 200
+	cmp "$T/bin" "$T/body" || fail "the bytes read back differ"
+	expect_contains "octet-stream" "$(grep -i '^content-type:' "$T/headers")" application/octet-stream
+	# the sandbox sees the same bytes, owned by its user
+	expect_eq "inside" "$(sbsh "$id" 'md5sum < /workspace/data.bin; stat -c %U /workspace/data.bin')" \
+		"$(md5sum < "$T/bin")
+agent"
+	# what a call wrote, the API reads
+	sbsh "$id" 'mkdir -p /workspace/sub && printf "made inside" > /workspace/sub/made && ln -s made /workspace/sub/link' >/dev/null
+	code=$(api GET "$F?path=/workspace/sub/made")
+	expect_eq "made inside" "$(body)" "made inside"
+	# overwrite truncates; an empty file is a file
+	api PUT "$F?path=/workspace/sub/made" --data-binary "short" >/dev/null
+	code=$(api GET "$F?path=/workspace/sub/made")
+	expect_eq "overwritten" "$(body)" short
+	code=$(api PUT "$F?path=/workspace/empty" --data-binary "")
+	expect_code "empty put" "$code" 201
+	code=$(api GET "$F?path=/workspace/empty")
+	expect_code "empty get" "$code" 200
+	expect_eq "empty" "$(stat -c %s "$T/body")" 0
+	# list
+	code=$(api GET "$F?path=/workspace/sub&list=1")
+	expect_code "list" "$code" 200
+	expect_eq "list" "$(jq 'sorted((e["name"], e["type"], e["size"]) for e in v["entries"])')" \
+		'[["link", "symlink", 4], ["made", "file", 5]]'
+	code=$(api GET "$F?path=/workspace&list=1")
+	expect_eq "list dirs" "$(jq 'sorted((e["name"], e["type"]) for e in v["entries"])')" \
+		'[["data.bin", "file"], ["empty", "file"], ["sub", "dir"]]'
+	# delete
+	code=$(api DELETE "$F?path=/workspace/data.bin")
+	expect_code "delete" "$code" 200
+	expect_eq "deleted" "$(jq 'v["deleted"]')" true
+	code=$(api GET "$F?path=/workspace/data.bin")
+	expect_error "get deleted" "$code" 404 not_found
+	code=$(api DELETE "$F?path=/workspace/data.bin")
+	expect_error "delete again" "$code" 404 not_found
+	expect_eq "gone inside" "$(sbsh "$id" 'test -e /workspace/data.bin && echo there || echo gone')" gone
+	# what is not a regular file, or not there
+	code=$(api GET "$F?path=/workspace/sub")
+	expect_error "get a dir" "$code" 400 bad_request
+	code=$(api PUT "$F?path=/workspace/sub" --data-binary x)
+	expect_error "put a dir" "$code" 400 bad_request
+	code=$(api GET "$F?path=/dev/zero")
+	expect_error "get a device" "$code" 400 bad_request
+	code=$(api PUT "$F?path=/workspace/no/such/f" --data-binary x)
+	expect_error "put in a missing dir" "$code" 404 not_found
+	code=$(api GET "$F?path=/workspace/sub/made&list=1")
+	expect_error "list a file" "$code" 400 bad_request
+	code=$(api PUT "$F?path=/usr/bin/corral-x" --data-binary x)
+	[ "${code:0:1}" = 4 ] || fail "write to the read-only /usr: $code $(body)"
+	[ ! -e /usr/bin/corral-x ] || fail "/usr/bin/corral-x reached the host"
+	stop_daemon
+}
+
+t_files_symlink_not_followed() {
+	start_daemon
+	id=$(mksb)
+	F=/v1/sandboxes/$id/files
+	secret="host secret $$ $RANDOM"
+	mkdir "$T/hostdir"
+	echo "$secret" > "$T/hostdir/secret"
+	chmod 755 "$T/hostdir"; chmod 666 "$T/hostdir/secret"
+	sbsh "$id" "cd /workspace && ln -s $T/hostdir/secret abs && ln -s /etc/shadow shadow &&
+		ln -s ../../../../../../../..$T/hostdir/secret rel && ln -s $T/hostdir dirlink &&
+		echo inside > real && ln -s /workspace/real inner && ln -s /proc/1/root/etc/hostname procroot" >/dev/null
+	for p in abs shadow rel inner procroot dirlink/secret; do
+		code=$(api GET "$F?path=/workspace/$p")
+		expect_error "get $p" "$code" 400 bad_request
+		expect_contains "get $p detail" "$(jq 'v["detail"]')" symlink
+		expect_not_contains "get $p leak" "$(body 2000)" "$secret"
+		expect_not_contains "get $p shadow" "$(body 2000)" "root:x:0"
+	done
+	for p in abs rel dirlink/secret dirlink/new; do
+		code=$(api PUT "$F?path=/workspace/$p" --data-binary "overwritten")
+		expect_error "put $p" "$code" 400 bad_request
+	done
+	code=$(api DELETE "$F?path=/workspace/dirlink/secret")
+	expect_error "delete through a link" "$code" 400 bad_request
+	code=$(api GET "$F?path=/workspace/dirlink&list=1")
+	expect_error "list through a link" "$code" 400 bad_request
+	expect_eq "host file intact" "$(cat "$T/hostdir/secret")" "$secret"
+	[ ! -e "$T/hostdir/new" ] || fail "a file was created on the host"
+	code=$(api GET "$F?path=/workspace&list=1")
+	expect_eq "listed as links" "$(jq 'sorted(e["name"] for e in v["entries"] if e["type"] == "symlink")')" \
+		'["abs", "dirlink", "inner", "procroot", "rel", "shadow"]'
+	# deleting a link removes the link, never what it points at
+	code=$(api DELETE "$F?path=/workspace/abs")
+	expect_code "delete the link" "$code" 200
+	expect_eq "host file still there" "$(cat "$T/hostdir/secret")" "$secret"
+	# a link swapped in for a file between calls is refused too
+	sbsh "$id" "rm /workspace/real && ln -s $T/hostdir/secret /workspace/real" >/dev/null
+	code=$(api GET "$F?path=/workspace/real")
+	expect_error "swapped" "$code" 400 bad_request
+	stop_daemon
+}
+
+t_files_dotdot_stays_inside() {
+	start_daemon
+	id=$(mksb)
+	F=/v1/sandboxes/$id/files
+	code=$(api GET "$F?path=/workspace/../../../../../../etc/hostname")
+	expect_code "get ../etc/hostname" "$code" 200
+	expect_eq "the sandbox's hostname" "$(body)" corral
+	code=$(api GET "$F?path=/..%2f..%2f..%2fetc/passwd")
+	expect_code "get encoded" "$code" 200
+	expect_contains "the sandbox's passwd" "$(body 4000)" "agent:x:1000"
+	name=corral-serve-dotdot-$$-$RANDOM
+	code=$(api PUT "$F?path=/workspace/../../../../../../tmp/$name" --data-binary inside)
+	expect_code "put ../tmp" "$code" 201
+	[ ! -e "/tmp/$name" ] || { rm -f "/tmp/$name"; fail "/tmp/$name written on the host"; }
+	expect_eq "in the sandbox's /tmp" "$(sbsh "$id" "cat /tmp/$name")" inside
+	code=$(api GET "$F?path=/workspace/..&list=1")
+	expect_code "list /workspace/.." "$code" 200
+	expect_eq "the sandbox's root" "$(jq '"workspace" in [e["name"] for e in v["entries"]]')" true
+	code=$(api DELETE "$F?path=/workspace/..")
+	expect_error "delete .." "$code" 400 bad_request
+	stop_daemon
+}
+
+t_files_nul_refused() {
+	start_daemon
+	id=$(mksb)
+	F=/v1/sandboxes/$id/files
+	sbsh "$id" 'echo x > /workspace/a' >/dev/null
+	code=$(api GET "$F?path=/workspace/a%00.txt")
+	expect_error "get NUL" "$code" 400 bad_request
+	code=$(api PUT "$F?path=/workspace/b%00/../a" --data-binary y)
+	expect_error "put NUL" "$code" 400 bad_request
+	code=$(api DELETE "$F?path=/workspace/a%00")
+	expect_error "delete NUL" "$code" 400 bad_request
+	code=$(api GET "$F?path=%00")
+	expect_error "only NUL" "$code" 400 bad_request
+	expect_eq "nothing touched" "$(sbsh "$id" 'ls /workspace; cat /workspace/a')" "a
+x"
+	stop_daemon
+}
+
+t_files_size_limits() {
+	start_daemon
+	id=$(mksb '{"policy": {"limits": {"disk": "256M"}}}')
+	F=/v1/sandboxes/$id/files
+	head -c $((64 * 1024 * 1024)) /dev/zero > "$T/big"
+	code=$(api PUT "$F?path=/workspace/max" --data-binary @"$T/big")
+	expect_code "put 64 MiB" "$code" 201
+	code=$(api GET "$F?path=/workspace/max")
+	expect_code "get 64 MiB" "$code" 200
+	expect_eq "64 MiB back" "$(stat -c %s "$T/body")" 67108864
+	printf x >> "$T/big"
+	code=$(api PUT "$F?path=/workspace/over" --data-binary @"$T/big")
+	expect_error "put 64 MiB + 1" "$code" 413 too_large
+	sbsh "$id" 'rm /workspace/max; head -c 70M /dev/zero > /workspace/made; ls /workspace' >/dev/null
+	code=$(api GET "$F?path=/workspace/made")
+	expect_error "get 70 MiB" "$code" 413 too_large
+	code=$(api GET "$F?path=/workspace&list=1")
+	expect_eq "listed" "$(jq '[(e["name"], e["size"]) for e in v["entries"]]')" '[["made", 73400320]]'
+	stop_daemon
+}
+
+# Beyond 64 MiB + 1 the body is refused by evhttp before it is read (with
+# its own HTML 413, as docs/API.md says); nothing is written, the daemon
+# goes on.
+t_files_put_far_over_limit() {
+	start_daemon
+	id=$(mksb)
+	head -c 70M /dev/zero > "$T/big"
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/workspace/over" --data-binary @"$T/big")
+	expect_code "put 70 MiB" "$code" 413
+	code=$(api POST /v1/sandboxes --data-binary @"$T/big")
+	expect_code "a 70 MiB JSON body" "$code" 413
+	code=$(api GET /v1/health)
+	expect_code "still up" "$code" 200
+	expect_eq "one sandbox" "$(jq 'v["sandboxes"]')" 1
+	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/over")
+	expect_error "nothing written" "$code" 404 not_found
+	stop_daemon
+}
+
+t_files_proc_refused() {
+	start_daemon
+	id=$(mksb)
+	F=/v1/sandboxes/$id/files
+	for p in /proc/version /proc/1/cmdline /proc/1/environ /proc/self/environ /proc/1/root/etc/hostname /proc/../proc/version; do
+		code=$(api GET "$F?path=$p")
+		case "$code" in
+		400|403) expect_error "get $p" "$code" "$code" "$(jq 'v.get("error")')" ;;
+		*) fail "get $p: $code, want a refusal: $(body)" ;;
+		esac
+	done
+	code=$(api GET "$F?path=/proc&list=1")
+	[ "$code" = 400 ] || [ "$code" = 403 ] || fail "list /proc: $code $(body)"
+	code=$(api PUT "$F?path=/proc/1/comm" --data-binary x)
+	[ "$code" = 400 ] || [ "$code" = 403 ] || fail "put /proc/1/comm: $code $(body)"
+	code=$(api DELETE "$F?path=/proc/1/comm")
+	[ "$code" = 400 ] || [ "$code" = 403 ] || fail "delete /proc/1/comm: $code $(body)"
+	code=$(api GET "$F?path=/sys/kernel/hostname")
+	[ "${code:0:1}" = 4 ] || fail "get /sys: $code $(body)"
+	stop_daemon
+}
+
+# ---- pause, idle freeze, TTL, halt -----------------------------------------
+
+cpu() { sbget "$1" 'v["meters"]["cpu_seconds"]'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }	# utime + stime of host PID
+
+t_pause_resume() {
+	start_daemon
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "while :; do :; done", "tool_call_id": "burn"}')
+	expect_code "burner" "$code" 201
+	if ! cgroup_mode "$id"; then
+		code=$(api POST "/v1/sandboxes/$id/pause")
+		[ "$code" -ge 400 ] || fail "pause without cgroups: $code $(body)"
+		expect_error "pause without cgroups" "$code" "$code" "$(jq 'v.get("error")')"
+		expect_contains "a clear reason" "$(jq 'v["detail"]')" cgroup
+		expect_eq "not paused" "$(sbget "$id" 'v["state"]')" running
+		expect_eq "calls still run" "$(sbsh "$id" 'echo yes')" yes
+		stop_daemon
+		return 0
+	fi
+	hp=$(host_pid "$id" burn)
+	i=0
+	while [ $i -lt 50 ] && [ "$($PY -c "print($(cpu "$id") > 0.2)")" != True ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	code=$(api POST "/v1/sandboxes/$id/pause")
+	expect_code "pause" "$code" 200
+	expect_eq "paused" "$(jq 'v["state"]')" paused
+	c1=$(cpu "$id"); k1=$(ticks "$hp")
+	sleep 1
+	c2=$(cpu "$id"); k2=$(ticks "$hp")
+	expect_eq "no CPU while paused (meter $c1 -> $c2)" "$($PY -c "print($c2 - $c1 < 0.05)")" True
+	[ $((k2 - k1)) -le 2 ] || fail "the burner used $((k2 - k1)) ticks while paused"
+	expect_eq "still paused" "$(sbget "$id" 'v["state"]')" paused
+	code=$(ex "$id" '{"command": "true"}')
+	expect_error "exec while paused" "$code" 409 conflict
+	expect_contains "says paused" "$(jq 'v["detail"]')" paused
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "true"}')
+	expect_error "process while paused" "$code" 409 conflict
+	code=$(api POST "/v1/sandboxes/$id/resume")
+	expect_code "resume" "$code" 200
+	expect_eq "resumed" "$(jq 'v["state"]')" running
+	c3=$(cpu "$id"); k3=$(ticks "$hp")
+	sleep 1
+	c4=$(cpu "$id"); k4=$(ticks "$hp")
+	expect_eq "CPU after resume (meter $c3 -> $c4)" "$($PY -c "print($c4 - $c3 > 0.1)")" True
+	[ $((k4 - k3)) -gt 10 ] || fail "the burner used only $((k4 - k3)) ticks after resume"
+	expect_eq "calls run again" "$(sbsh "$id" 'echo yes')" yes
+	ev=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl")
+	expect_contains "pause event" "$ev" '"type":"pause"'
+	expect_contains "resume event" "$ev" '"type":"resume"'
+	stop_daemon
+}
+
+t_idle_freeze() {
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 300}')
+	expect_eq "echo" "$(sbsh "$id" 'echo one')" one
+	if ! cgroup_mode "$id"; then
+		# no freezer: the sandbox stays idle and keeps working
+		sleep 1
+		expect_eq "idle, not frozen" "$(sbget "$id" 'v["state"]')" idle
+		expect_eq "still works" "$(sbsh "$id" 'echo two')" two
+		stop_daemon
+		return 0
+	fi
+	i=0
+	while [ $i -lt 50 ] && [ "$(sbget "$id" 'v["state"]')" != frozen ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	expect_eq "frozen" "$(sbget "$id" 'v["state"]')" frozen
+	sleep 0.3
+	expect_eq "frozen time metered" "$(sbget "$id" 'v["meters"]["frozen_seconds"] > 0')" true
+	expect_eq "thawed by a call" "$(sbsh "$id" 'echo two')" two
+	expect_eq "state after" "$(sbget "$id" 'v["state"] in ("idle", "running")')" true
+	ev=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl")
+	expect_contains "freeze event" "$ev" '"type":"freeze"'
+	expect_contains "thaw event" "$ev" '"type":"thaw"'
+	# files are served from a frozen sandbox too
+	i=0
+	while [ $i -lt 50 ] && [ "$(sbget "$id" 'v["state"]')" != frozen ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/workspace/f" --data-binary frozen-put)
+	expect_code "put while frozen" "$code" 201
+	expect_eq "read by a call" "$(sbsh "$id" 'cat /workspace/f')" frozen-put
+	# never: idle_freeze_ms 0; not while a process runs
+	id0=$(mksb '{"idle_freeze_ms": 0}')
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "sleep 33"}')
+	sleep 1
+	expect_eq "0: never frozen" "$(sbget "$id0" 'v["state"]')" idle
+	expect_eq "busy: not frozen" "$(sbget "$id" 'v["state"]')" running
+	stop_daemon
+}
+
+t_ttl() {
+	start_daemon
+	t0=$(now_ms)
+	id=$(mksb '{"ttl_seconds": 1}')
+	expect_eq "ttl" "$(sbget "$id" 'v["ttl_seconds"]')" 1.0
+	init=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl" | grep '"type":"sandbox.ready"' | jq 'v["pid"]' /dev/stdin)
+	i=0
+	while [ $i -lt 50 ]; do
+		code=$(api GET "/v1/sandboxes/$id")
+		[ "$code" = 404 ] && break
+		sleep 0.1; i=$((i + 1))
+	done
+	ms=$(( $(now_ms) - t0 ))
+	expect_error "gone" "$code" 404 not_found
+	[ "$ms" -ge 900 ] && [ "$ms" -le 3000 ] || fail "a 1 s TTL took $ms ms"
+	code=$(api GET "/v1/events?sandbox=$id")
+	expect_code "events" "$code" 200
+	expect_contains "ttl event" "$(cat "$T/body")" '"type":"ttl.expired"'
+	expect_contains "destroy event" "$(cat "$T/body")" '"type":"sandbox.destroy"'
+	wait_gone "the expired sandbox's init" 5 alive_pid "$init"
+	# a call running when the TTL ends gets an answer, not a hang
+	id=$(mksb '{"ttl_seconds": 1}')
+	t0=$(now_ms)
+	code=$(ex "$id" '{"command": "sleep 34"}')
+	ms=$(( $(now_ms) - t0 ))
+	expect_code "call cut by the TTL" "$code" 200
+	expect_eq "status" "$(jq 'v["status"] != "exited"')" true
+	[ "$ms" -le 4000 ] || fail "the call answered after $ms ms"
+	sleep 0.5
+	code=$(api GET /v1/health)
+	expect_code "the daemon after the TTL" "$code" 200
+	stop_daemon
+}
+
+# Within one sandbox, the seq of its events only grows: the notes the
+# daemon writes for it (ttl.expired, sandbox.lost) are part of its sequence.
+t_events_seq_per_sandbox() {
+	start_daemon
+	id=$(mksb '{"ttl_seconds": 1}')
+	sbsh "$id" true >/dev/null
+	i=0
+	while [ $i -lt 50 ] && [ "$(api GET "/v1/sandboxes/$id")" != 404 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	code=$(api GET "/v1/events?sandbox=$id")
+	$PY - "$T/body" <<'EOF' || fail "seq of $id: $(cut -c1-120 "$T/body")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+seq = [e["seq"] for e in ev]
+assert any(e["type"] == "ttl.expired" for e in ev), ev
+assert all(a < b for a, b in zip(seq, seq[1:])), "seq %s (types %s)" % (seq, [e["type"] for e in ev])
+EOF
+	stop_daemon
+}
+
+t_halt() {
+	start_daemon
+	id=$(mksb)
+	reason="stopped by the operator: the agent read ~/.ssh (test $$)"
+	api PUT "/v1/sandboxes/$id/files?path=/workspace/evidence" --data-binary evidence >/dev/null
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "sleep 35", "tool_call_id": "bg"}')
+	pid=$(jq 'v["pid"]')
+	hp=$(host_pid "$id" bg)
+	code=$(api POST "/v1/sandboxes/$id/halt" -d "$(jbody reason "$reason")")
+	expect_code "halt" "$code" 200
+	expect_eq "halted" "$(jq 'v["state"]')" halted
+	expect_eq "reason" "$(jq 'v["halt_reason"]')" "$reason"
+	for what in exec processes; do
+		code=$(api POST "/v1/sandboxes/$id/$what" -d '{"command": "echo no"}')
+		expect_error "$what after halt" "$code" 409 conflict
+		expect_contains "$what detail" "$(jq 'v["detail"]')" "$reason"
+	done
+	for what in resume pause; do
+		code=$(api POST "/v1/sandboxes/$id/$what")
+		expect_error "$what after halt" "$code" 409 conflict
+	done
+	expect_eq "still halted" "$(sbget "$id" 'v["state"]')" halted
+	wait_gone "the halted sandbox's process $hp" 5 alive_pid "$hp"
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid")
+	expect_eq "process result" "$(jq 'v["state"]') $(jq 'v["result"]["status"]')" "exited halted"
+	ev=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl" | grep '"type":"halt"')
+	expect_contains "halt event" "$ev" "$reason"
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete halted" "$code" 200
+	stop_daemon
+}
+
+# A halted sandbox refuses every call with its halt reason (409), files
+# included: a file written before the halt is either still served or
+# refused with the reason, never a 404 "No such file"; a write is refused
+# with the reason, not a 403 "Read-only file system".
+t_halt_refuses_files() {
+	start_daemon
+	id=$(mksb)
+	reason="halted for files (test $$)"
+	api PUT "/v1/sandboxes/$id/files?path=/workspace/evidence" --data-binary evidence >/dev/null
+	code=$(api POST "/v1/sandboxes/$id/halt" -d "$(jbody reason "$reason")")
+	expect_code "halt" "$code" 200
+	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/evidence")
+	if [ "$code" = 200 ]; then
+		expect_eq "evidence" "$(body)" evidence
+	else
+		expect_error "get after halt" "$code" 409 conflict
+		expect_contains "get detail" "$(jq 'v["detail"]')" "$reason"
+	fi
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/workspace/new" --data-binary x)
+	expect_error "put after halt" "$code" 409 conflict
+	expect_contains "put detail" "$(jq 'v["detail"]')" "$reason"
+	stop_daemon
+}
+
+# ---- events and the audit log ----------------------------------------------
+
+t_events_and_audit() {
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	sbsh "$a" 'echo from-a' >/dev/null
+	sbsh "$b" 'echo from-b' >/dev/null
+	code=$(api GET /v1/events)
+	expect_code "events" "$code" 200
+	expect_contains "content type" "$(grep -i '^content-type:' "$T/headers")" application/x-ndjson
+	cmp "$T/body" "$STATE/audit.jsonl" || fail "GET /v1/events is not the audit log"
+	code=$(api GET "/v1/events?sandbox=$a")
+	expect_code "events of a" "$code" 200
+	$PY - "$T/body" "$a" <<'EOF' || fail "events of $a: $(cut -c1-150 "$T/body")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert ev and all(e["sandbox"] == sys.argv[2] for e in ev), ev
+types = [e["type"] for e in ev]
+for t in ("sandbox.create", "sandbox.ready", "exec.start", "exec.end"):
+    assert t in types, (t, types)
+for e in ev:
+    for k in ("seq", "time", "type", "prev"):
+        assert k in e, (k, e)
+EOF
+	code=$(api GET "/v1/events?sandbox=sb-000000000000")
+	expect_code "events of nobody" "$code" 200
+	expect_eq "none" "$(wc -c < "$T/body")" 0
+	# follow: the stream stays open and gets what happens next
+	curl -sS -N --max-time 20 --unix-socket "$SOCK" \
+		"http://localhost/v1/events?sandbox=$b&follow=1" > "$T/follow" 2>/dev/null &
+	fpid=$!
+	i=0
+	while [ $i -lt 50 ] && ! grep -q '"type":"exec.end"' "$T/follow"; do sleep 0.1; i=$((i + 1)); done
+	lines_before=$(wc -l < "$T/follow")
+	code=$(ex "$b" '{"command": "echo followed", "tool_call_id": "followed-call"}')
+	i=0
+	while [ $i -lt 50 ] && ! grep -q '"call":"followed-call".*"type":"exec.end"\|"type":"exec.end".*"call":"followed-call"' "$T/follow"; do
+		sleep 0.1; i=$((i + 1))
+	done
+	kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null || true
+	[ "$(wc -l < "$T/follow")" -gt "$lines_before" ] || fail "follow got nothing new"
+	grep -q 'followed-call' "$T/follow" || fail "follow missed the call: $(tail -3 "$T/follow")"
+	! grep -q "\"sandbox\":\"$a\"" "$T/follow" || fail "follow of $b got $a's events"
+	api DELETE "/v1/sandboxes/$a" >/dev/null
+	stop_daemon
+	out=$("$CORRAL" audit verify "$STATE/audit.jsonl" 2>&1) || fail "audit verify: $out"
+	expect_contains "verify" "$out" "ok"
+	expect_contains "destroy recorded" "$(cat "$STATE/audit.jsonl")" "\"sandbox\":\"$b\",\"type\":\"sandbox.destroy\""
+}
+
+# ---- the daemon dies -------------------------------------------------------
+
+t_daemon_killed() {
+	start_daemon
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d "{\"command\": \"sleep 1$$.5\", \"tool_call_id\": \"sleeper\"}")
+	expect_code "sleeper" "$code" 201
+	hp=$(host_pid "$id" sleeper)
+	alive "$hp" || fail "no sleeper"
+	old=$DPID
+	stop_daemon KILL	# its processes die with it
+	wait_gone "the sleeper, after the daemon's death" 5 alive_pid "$hp"
+	[ -f "$STATE/sandboxes/$id.json" ] || fail "no state file left for the next start"
+	start_daemon
+	wait_gone "stale cgroups of the killed daemon $old" 5 cgroups_of "$old"
+	code=$(api GET "/v1/events?sandbox=$id")
+	expect_contains "lost" "$(cat "$T/body")" '"type":"sandbox.lost"'
+	[ ! -e "$STATE/sandboxes/$id.json" ] || fail "the lost sandbox's state file is still there"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
+	code=$(api GET "/v1/sandboxes/$id")
+	expect_error "lost" "$code" 404 not_found
+	# a second daemon on the same state directory or socket is refused
+	rc=0; "$CORRAL" serve --socket "$T/other.sock" --state-dir "$STATE" > "$T/second" 2>&1 || rc=$?
+	expect_eq "second on the state dir" "$rc" 125
+	expect_contains "why" "$(cat "$T/second")" "another corral serve"
+	rc=0; "$CORRAL" serve --socket "$SOCK" --state-dir "$T/other-state" > "$T/second" 2>&1 || rc=$?
+	expect_eq "second on the socket" "$rc" 125
+	expect_contains "why" "$(cat "$T/second")" "already listening"
+	code=$(api GET /v1/health)
+	expect_code "the first still answers" "$code" 200
+	stop_daemon
+	out=$("$CORRAL" audit verify "$STATE/audit.jsonl" 2>&1) || fail "audit verify: $out"
+}
+
+# The sandboxes die with the daemon whatever their state: an idle-frozen
+# or paused one cannot act on its parent's death until thawed.
+t_daemon_killed_frozen_sandboxes() {
+	start_daemon
+	idle=$(mksb '{"idle_freeze_ms": 200}')
+	paused=$(mksb '{"idle_freeze_ms": 0}')
+	code=$(api POST "/v1/sandboxes/$paused/processes" -d "{\"command\": \"sleep 2$$.5\", \"tool_call_id\": \"sleeper\"}")
+	hp=$(host_pid "$paused" sleeper)
+	if cgroup_mode "$idle"; then
+		i=0
+		while [ $i -lt 50 ] && [ "$(sbget "$idle" 'v["state"]')" != frozen ]; do
+			sleep 0.1; i=$((i + 1))
+		done
+		expect_eq "frozen" "$(sbget "$idle" 'v["state"]')" frozen
+		code=$(api POST "/v1/sandboxes/$paused/pause")
+		expect_code "pause" "$code" 200
+	fi
+	old=$DPID
+	snapshot "$DPID"
+	kill -KILL "$DPID"; wait "$DPID" 2>/dev/null || true; echo "$DPID" >> "$T/stopped"; DPID=""
+	# checked after the sweep below, so that a failure leaves nothing
+	gone=ok
+	wait_gone "sandboxes of the killed daemon $old (idle-frozen, paused)" 5 procs_alive || gone=no
+	alive "$hp" && gone=no
+	start_daemon	# sweeps whatever is left
+	wait_gone "stale cgroups of the killed daemon $old" 5 cgroups_of "$old"
+	stop_daemon
+	expect_eq "sandboxes died with the daemon" "$gone" ok
+}
+
+# ---- many at once ----------------------------------------------------------
+
+t_many_sandboxes() {
+	start_daemon
+	t0=$(now_ms)
+	seq "$MANY" | xargs -P 16 -I{} curl -sS --max-time 120 --unix-socket "$SOCK" \
+		-o "$T/c.{}" -w '%{http_code}\n' -X POST -d '{"labels": {"n": "{}"}, "idle_freeze_ms": 0}' \
+		http://localhost/v1/sandboxes > "$T/codes"
+	expect_eq "all 201" "$(sort "$T/codes" | uniq -c | awk '{print $1, $2}')" "$MANY 201"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "listed" "$(jq 'len(v["sandboxes"])')" "$MANY"
+	expect_eq "unique ids" "$(jq 'len(set(s["id"] for s in v["sandboxes"]))')" "$MANY"
+	expect_eq "labels" "$(jq 'sorted(int(s["labels"]["n"]) for s in v["sandboxes"]) == list(range(1, len(v["sandboxes"]) + 1))')" true
+	jq '"\n".join(s["id"] for s in v["sandboxes"])' > "$T/ids"
+	code=$(api GET /v1/health)
+	expect_eq "health" "$(jq 'v["sandboxes"]')" "$MANY"
+	for id in $(sed -n '1p;$p' "$T/ids"); do
+		expect_eq "works ($id)" "$(sbsh "$id" 'echo alive')" alive
+	done
+	xargs -P 16 -I{} curl -sS --max-time 120 --unix-socket "$SOCK" -o /dev/null \
+		-w '%{http_code}\n' -X DELETE http://localhost/v1/sandboxes/{} < "$T/ids" > "$T/codes"
+	expect_eq "all deleted" "$(sort "$T/codes" | uniq -c | awk '{print $1, $2}')" "$MANY 200"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
+	expect_eq "no state files" "$(ls "$STATE/sandboxes" | wc -l)" 0
+	wait_gone "processes under the daemon" 5 ps -o pid= --ppid "$DPID"
+	wait_gone "cgroups of the daemon" 5 cgroups_of "$DPID"
+	echo "$MANY sandboxes in $(( $(now_ms) - t0 )) ms"
+	stop_daemon
+}
+
+# ---- bad requests ----------------------------------------------------------
+
+# METHOD | PATH (@ = the sandbox) | BODY (- none, <file) | STATUS | ERROR
+BAD_REQUESTS='
+POST|/v1/sandboxes|{|400|bad_request
+POST|/v1/sandboxes|[1, 2]|400|bad_request
+POST|/v1/sandboxes|"a string"|400|bad_request
+POST|/v1/sandboxes|{"bogus": 1}|400|bad_request
+POST|/v1/sandboxes|{"a": 1, "a": 2}|400|bad_request
+POST|/v1/sandboxes|{"ttl_seconds": "10"}|400|bad_request
+POST|/v1/sandboxes|{"ttl_seconds": -1}|400|bad_request
+POST|/v1/sandboxes|{"ttl_seconds": 1e12}|400|bad_request
+POST|/v1/sandboxes|{"idle_freeze_ms": 1.5}|400|bad_request
+POST|/v1/sandboxes|{"idle_freeze_ms": -5}|400|bad_request
+POST|/v1/sandboxes|{"labels": {"k": 1}}|400|bad_request
+POST|/v1/sandboxes|{"labels": ["a"]}|400|bad_request
+POST|/v1/sandboxes|{"policy": "strict"}|400|bad_request
+POST|/v1/sandboxes|{"workspace": ""}|400|bad_request
+POST|/v1/sandboxes|{"workspace": 5}|400|bad_request
+POST|/v1/sandboxes|{"workspace": "relative/dir"}|400|bad_request
+POST|/v1/sandboxes|{"policy": {"bogus": 1}}|422|policy
+POST|/v1/sandboxes|{"policy": {"limits": {"memory": "12XB"}}}|422|policy
+POST|/v1/sandboxes|<big.json|413|too_large
+PUT|/v1/sandboxes|{}|405|method_not_allowed
+DELETE|/v1/sandboxes|-|405|method_not_allowed
+PATCH|/v1/sandboxes|{}|405|method_not_allowed
+POST|/v1/health|-|405|method_not_allowed
+DELETE|/v1/metrics|-|405|method_not_allowed
+POST|/v1/events|-|405|method_not_allowed
+GET|/v1/nope|-|404|not_found
+GET|/|-|404|not_found
+GET|/v1/sandboxes/sb-000000000000|-|404|not_found
+DELETE|/v1/sandboxes/sb-000000000000|-|404|not_found
+POST|/v1/sandboxes/sb-000000000000/exec|{"command": "true"}|404|not_found
+PUT|/v1/sandboxes/@|{}|405|method_not_allowed
+GET|/v1/sandboxes/@/nope|-|404|not_found
+POST|/v1/sandboxes/@/exec|-|400|bad_request
+POST|/v1/sandboxes/@/exec|{}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"argv": ["ls"], "command": "ls"}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"argv": []}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"argv": "ls"}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"argv": ["ls", 1]}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"argv": [""]}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": ""}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": ["ls"]}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "a\u0000b"}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "timeout_seconds": -1}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "timeout_seconds": 1e9}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "timeout_seconds": "5"}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "env": {"A": 1}}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "env": {"A=B": "x"}}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "env": ["A=B"]}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "stdin": 5}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "stream": "yes"}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "cwd": "tmp"}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "tool_call_id": ""}|400|bad_request
+POST|/v1/sandboxes/@/exec|{"command": "true", "bogus": 1}|400|bad_request
+POST|/v1/sandboxes/@/exec|<big-exec.json|413|too_large
+GET|/v1/sandboxes/@/exec|-|405|method_not_allowed
+POST|/v1/sandboxes/@/processes|{"command": "true", "stream": true}|400|bad_request
+PUT|/v1/sandboxes/@/processes|{}|405|method_not_allowed
+GET|/v1/sandboxes/@/processes/12x|-|404|not_found
+GET|/v1/sandboxes/@/files|-|400|bad_request
+GET|/v1/sandboxes/@/files?path=relative/path|-|400|bad_request
+GET|/v1/sandboxes/@/files?path=|-|400|bad_request
+POST|/v1/sandboxes/@/files?path=/workspace/x|x|405|method_not_allowed
+POST|/v1/sandboxes/@/halt|{"reason": 5}|400|bad_request
+POST|/v1/sandboxes/@/halt|{"reason": ""}|400|bad_request
+POST|/v1/sandboxes/@/halt|{"why": "x"}|400|bad_request
+GET|/v1/sandboxes/@/pause|-|405|method_not_allowed
+GET|/v1/events?sandbox=a%22b|-|400|bad_request
+'
+
+t_bad_requests() {
+	start_daemon
+	id=$(mksb)
+	$PY -c 'import json; print(json.dumps({"labels": {"x": "a" * (1100 * 1024)}}))' > "$T/big.json"
+	$PY -c 'import json; print(json.dumps({"command": "true", "stdin": "a" * (1100 * 1024)}))' > "$T/big-exec.json"
+	rows=0 bad=0
+	while IFS='|' read -r m p b st err; do
+		[ -n "$m" ] || continue
+		rows=$((rows + 1))
+		p=${p//@/$id}
+		case "$b" in
+		-) code=$(api "$m" "$p") ;;
+		\<*) code=$(api "$m" "$p" --data-binary @"$T/${b#<}") ;;
+		*) code=$(api "$m" "$p" --data-binary "$b") ;;
+		esac
+		expect_error "$m $p $b" "$code" "$st" "$err" || bad=$((bad + 1))
+	done <<< "$BAD_REQUESTS"
+	echo "$rows rows, $bad wrong"
+	[ "$rows" -ge 30 ] || fail "only $rows rows"
+	# none of them changed anything
+	code=$(api GET /v1/sandboxes)
+	expect_eq "one sandbox" "$(jq '[s["id"] for s in v["sandboxes"]]')" "[\"$id\"]"
+	expect_eq "no calls ran" "$(jq 'v["sandboxes"][0]["meters"]["calls"]')" 0
+	expect_eq "not halted" "$(jq 'v["sandboxes"][0]["halt_reason"]')" null
+	expect_eq "still works" "$(sbsh "$id" 'echo fine')" fine
+	stop_daemon
+	[ "$bad" = 0 ]
+}
+
+# ---- TCP and its token -----------------------------------------------------
+
+free_port() {
+	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+t_tcp_token() {
+	port=$(free_port)
+	rc=0; "$CORRAL" serve --socket "$T/t.sock" --state-dir "$T/t.state" --listen "127.0.0.1:$port" > "$T/out" 2>&1 || rc=$?
+	expect_eq "--listen without --token-file" "$rc" 2
+	expect_contains "why" "$(cat "$T/out")" "--token-file"
+	[ ! -e "$T/t.sock" ] || fail "it created its socket"
+	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/v1/health" 2>/dev/null || true)
+	expect_eq "nothing on the port" "$code" 000
+	echo short > "$T/short"
+	chmod 600 "$T/short"
+	rc=0; "$CORRAL" serve --socket "$T/t.sock" --state-dir "$T/t.state" --listen "127.0.0.1:$port" --token-file "$T/short" > "$T/out" 2>&1 || rc=$?
+	expect_eq "short token" "$rc" 125
+	token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	echo "$token" > "$T/token"
+	chmod 600 "$T/token"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' "$@" 2>"$T/curl.err" || true; }
+	code=$(tcp "$U/v1/health")
+	expect_error "no token" "$code" 401 unauthorized
+	code=$(tcp -H "Authorization: Bearer ${token}x" "$U/v1/health")
+	expect_error "wrong token" "$code" 401 unauthorized
+	code=$(tcp -H "Authorization: Bearer ${token:0:31}" "$U/v1/health")
+	expect_error "a prefix" "$code" 401 unauthorized
+	code=$(tcp -H "Authorization: Basic $token" "$U/v1/health")
+	expect_error "not bearer" "$code" 401 unauthorized
+	code=$(tcp -X POST "$U/v1/sandboxes")
+	expect_error "create without a token" "$code" 401 unauthorized
+	code=$(api GET /v1/sandboxes)
+	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0
+	code=$(tcp -H "Authorization: Bearer $token" "$U/v1/health")
+	expect_code "with the token" "$code" 200
+	expect_eq "health" "$(jq 'v["status"]')" ok
+	code=$(tcp -H "Authorization: Bearer $token" -X POST "$U/v1/sandboxes")
+	expect_code "create over TCP" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"argv": ["echo", "tcp"]}' "$U/v1/sandboxes/$id/exec")
+	expect_eq "exec over TCP" "$(jq 'v["stdout"]')" tcp
+	# the unix socket needs no token
+	code=$(api GET "/v1/sandboxes/$id")
+	expect_code "unix" "$code" 200
+	stop_daemon
+	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "$U/v1/health" 2>/dev/null || true)
+	expect_eq "port closed after stop" "$code" 000
+}
+
+# ---- a client in C ---------------------------------------------------------
+
+t_c_client() {
+	[ -n "$CLIENT" ] || { skip "no serve_client given"; return 77; }
+	start_daemon
+	out=$(timeout 60 "$CLIENT" "$SOCK" 2>&1) || fail "serve_client: $out"
+	expect_eq "client" "$out" "serve_client: ok"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "it deleted its sandbox" "$(jq 'len(v["sandboxes"])')" 0
+	expect_contains "its call is in the log" "$(cat "$STATE/audit.jsonl")" '"call":"client-1"'
+	stop_daemon
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+START=$(date +%s)
+for t in $tests; do
+	run_test "$t"
+done
+echo "serve ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -242,15 +242,22 @@ void corral_log_close(struct corral_log *log);
  * 0 once a line is written again.  Supervision goes on either way.
  */
 int corral_log_error(const struct corral_log *log);
-/* Record one event {type, reason} for a sandbox that has no box (lost). */
+/*
+ * Record one event {type, reason} for a sandbox that has no box any more
+ * (lost in a crash); its seq follows after_seq, the sandbox's last.
+ */
 void corral_log_note(struct corral_log *log, const char *sandbox,
-		     const char *type, const char *reason);
+		     uint64_t after_seq, const char *type, const char *reason);
 /*
  * Remove the cgroups of supervisors that died without cleaning up; how
  * many.  corral_run and corral serve call it at start.
  */
 int corral_cleanup_stale(void);
+/* The same for one supervisor the caller knows is gone (a watchdog). */
+int corral_cleanup_owner(pid_t pid);
 void corral_box_set_idle_freeze(struct corral_box *b, uint64_t ms);
+/* Record one event {type, reason} among the box's own (a TTL, say). */
+void corral_box_note(struct corral_box *b, const char *type, const char *reason);
 
 struct corral_box_opts {
 	const char *id;			/* [A-Za-z0-9._-]{1,48}, unique */

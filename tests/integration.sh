@@ -160,6 +160,11 @@ t_init_is_opaque() {
 	unset CORRAL_TEST_SECRET
 	expect_not_contains "environ" "$out" "hunter2"
 	expect_contains "fd" "$out" "Permission denied"
+	# PID 1's command line is readable by all: it must not be corral's own
+	out=$(crun --env KEY=hunter3-$$ --ro "$T:/opt/x" -- /bin/cat /proc/1/cmdline)
+	expect_not_contains "cmdline value" "$out" "hunter3"
+	expect_not_contains "cmdline path" "$out" "$T"
+	expect_contains "cmdline" "$out" "corral-init"
 }
 
 t_secret_env_not_inherited() {

@@ -424,10 +424,15 @@ t_sandbox_lifecycle() {
 # never a bare "Broken pipe"), and nothing left behind.
 t_create_failure_explained() {
 	start_daemon
+	code=$(api POST /v1/sandboxes -d '{"workspace": "/nonexistent/corral-serve-x"}')
+	expect_error "bad workspace" "$code" 400 bad_request
+	expect_contains "bad workspace detail" "$(jq 'v["detail"]')" \
+		"workspace /nonexistent/corral-serve-x: No such file or directory"
+	# found only inside, while the sandbox is built: its reason, every time
 	for i in 1 2 3 4 5 6 7 8 9 10; do
-		code=$(api POST /v1/sandboxes -d '{"workspace": "/nonexistent/corral-serve-x"}')
-		expect_error "bad workspace ($i)" "$code" 500 internal
-		expect_contains "bad workspace detail ($i)" "$(jq 'v["detail"]')" \
+		code=$(api POST /v1/sandboxes -d '{"policy": {"filesystem": {"ro": ["/nonexistent/corral-serve-x"]}}}')
+		expect_error "bad bind ($i)" "$code" 400 bad_request
+		expect_contains "bad bind detail ($i)" "$(jq 'v["detail"]')" \
 			"cannot open /nonexistent/corral-serve-x on the host"
 	done
 	code=$(api GET /v1/sandboxes)
@@ -1222,6 +1227,11 @@ t_daemon_killed_frozen_sandboxes() {
 
 # ---- many at once ----------------------------------------------------------
 
+# the daemon's children but its watchdog (which stays until it stops)
+sandbox_children() {
+	ps -o pid=,comm= --ppid "$1" | awk '$2 != "corral-watchdog" {print $1}'
+}
+
 t_many_sandboxes() {
 	start_daemon
 	t0=$(now_ms)
@@ -1245,7 +1255,7 @@ t_many_sandboxes() {
 	code=$(api GET /v1/sandboxes)
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
 	expect_eq "no state files" "$(ls "$STATE/sandboxes" | wc -l)" 0
-	wait_gone "processes under the daemon" 5 ps -o pid= --ppid "$DPID"
+	wait_gone "processes under the daemon" 5 sandbox_children "$DPID"
 	wait_gone "cgroups of the daemon" 5 cgroups_of "$DPID"
 	echo "$MANY sandboxes in $(( $(now_ms) - t0 )) ms"
 	stop_daemon

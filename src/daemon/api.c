@@ -7,6 +7,7 @@
 #include "events.h"		/* json_bytes */
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 #include <sys/queue.h>
 
@@ -284,7 +285,7 @@ static void on_ttl(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	corral_log_note(sb->d->log, sb->id, "ttl.expired",
+	corral_box_note(sb->box, "ttl.expired",
 			"the sandbox outlived its ttl_seconds and was destroyed");
 	sandbox_destroy(sb, "the sandbox's TTL expired");
 }
@@ -321,6 +322,19 @@ static void hand_out(struct sandbox *sb, struct evhttp_request *req)
 	reply_json(req, 201, sandbox_json(sb));
 }
 
+/* A path the request names that is not there is the request's fault. */
+static void create_failed(struct evhttp_request *req, const struct corral_err *err)
+{
+	if (err->code == -ENOENT || err->code == -ENOTDIR || err->code == -EINVAL)
+		reply_error(req, 400, "bad_request", "the sandbox could not be built: "
+			    "%s", err->msg);
+	else if (err->code == -EMFILE || err->code == -ENFILE || err->code == -EAGAIN)
+		reply_err(req, err);
+	else
+		reply_error(req, 500, "internal", "the sandbox could not be built: "
+			    "%s", err->msg);
+}
+
 static void on_ready(void *arg, struct corral_box *b, const struct corral_err *err)
 {
 	struct sandbox *sb = arg;
@@ -330,8 +344,7 @@ static void on_ready(void *arg, struct corral_box *b, const struct corral_err *e
 	sb->creating = NULL;
 	if (err) {
 		if (req)
-			reply_error(req, 500, "internal", "the sandbox could not be "
-				    "built: %s", err->msg);
+			create_failed(req, err);
 		sandbox_destroy(sb, err->msg);
 		return;
 	}
@@ -591,7 +604,7 @@ static void create(struct daemon *d, struct evhttp_request *req)
 		}
 		sb = sandbox_new(d, p, &err);	/* takes p */
 		if (!sb) {
-			reply_err(req, &err);
+			create_failed(req, &err);
 			goto out;
 		}
 	}
@@ -621,11 +634,14 @@ static void forget_request(struct evhttp_request *req)
 		evhttp_send_reply_end(req);
 }
 
+static void unwatch_client(struct pending *pd);
+
 static void pending_gone(struct evhttp_connection *conn, void *arg)
 {
 	struct pending *pd = arg;
 
 	(void)conn;
+	unwatch_client(pd);	/* its fd is about to be closed */
 	forget_request(pd->req);
 	pd->req = NULL;
 	/* the caller is gone: so is the reason to run the call */
@@ -633,8 +649,48 @@ static void pending_gone(struct evhttp_connection *conn, void *arg)
 		corral_call_kill(pd->call, SIGKILL);
 }
 
+/*
+ * A client that closes its end before the answer cancels its call: the
+ * caller is gone, and so is the reason to run it.  evhttp notices a closed
+ * connection only when it writes, which a plain exec does at the end.
+ */
+static void on_client_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct pending *pd = arg;
+
+	(void)fd;
+	(void)what;
+	if (pd->ev_closed)
+		event_del(pd->ev_closed);
+	if (pd->call && !corral_call_result(pd->call))
+		corral_call_kill(pd->call, SIGKILL);
+}
+
+static void watch_client(struct pending *pd, struct evhttp_request *req)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+
+	if (fd < 0)
+		return;
+	pd->ev_closed = event_new(pd->sb->d->base, fd, EV_CLOSED, on_client_closed, pd);
+	if (pd->ev_closed && event_add(pd->ev_closed, NULL) < 0) {
+		event_free(pd->ev_closed);
+		pd->ev_closed = NULL;
+	}
+}
+
+static void unwatch_client(struct pending *pd)
+{
+	if (pd->ev_closed)
+		event_free(pd->ev_closed);
+	pd->ev_closed = NULL;
+}
+
 static void pending_detach(struct pending *pd)
 {
+	unwatch_client(pd);
 	if (pd->req)
 		evhttp_connection_set_closecb(evhttp_request_get_connection(pd->req),
 					      NULL, NULL);
@@ -906,10 +962,10 @@ static void start_call(struct sandbox *sb, struct evhttp_request *req,
 	sb->d->execs++;
 	if (pr) {
 		pr->call = c;
-		pr->argv = json_deep_copy(json_object_get(o, "argv") ?
-					  json_object_get(o, "argv") :
-					  json_pack("[s, s, O]", "/bin/sh", "-c",
-						    json_object_get(o, "command")));
+		pr->argv = json_object_get(o, "argv") ?
+			   json_deep_copy(json_object_get(o, "argv")) :
+			   json_pack("[s, s, O]", "/bin/sh", "-c",
+				     json_object_get(o, "command"));
 		pr->next = sb->procs;
 		sb->procs = pr;
 		sb->nprocs++;
@@ -919,6 +975,7 @@ static void start_call(struct sandbox *sb, struct evhttp_request *req,
 		pd->call = c;
 		evhttp_connection_set_closecb(evhttp_request_get_connection(req),
 					      pending_gone, pd);
+		watch_client(pd, req);
 		if (pd->stream) {
 			evhttp_add_header(evhttp_request_get_output_headers(req),
 					  "Content-Type", "application/x-ndjson");
@@ -1481,9 +1538,13 @@ static void health(struct daemon *d, struct evhttp_request *req)
 		snprintf(detail, sizeof(detail), "the audit log %s/audit.jsonl cannot be "
 			 "written: %s; new sandboxes are refused", d->state_dir,
 			 strerror(e));
-	reply_json(req, 200, json_pack("{s:s, s:s, s:I, s:s?}", "status",
-		   e ? "degraded" : "ok", "version", CORRAL_VERSION, "sandboxes",
-		   (json_int_t)d->nsandboxes, "detail", e ? detail : NULL));
+	json_t *o = json_pack("{s:s, s:s, s:I}", "status", e ? "degraded" : "ok",
+			      "version", CORRAL_VERSION, "sandboxes",
+			      (json_int_t)d->nsandboxes);
+
+	if (o && e)
+		json_object_set_new(o, "detail", json_string(detail));
+	reply_json(req, 200, o);
 }
 
 /* ---- routing ------------------------------------------------------------------- */
@@ -1533,7 +1594,10 @@ void api_handle(struct evhttp_request *req, void *arg)
 		return;
 	}
 	snprintf(route, sizeof(route), "%s", path);
-	if (!strcmp(route, "/v1/health")) {
+	if ((!strcmp(route, "/v1/health") || !strcmp(route, "/v1/metrics")) &&
+	    m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
+		reply_error(req, 405, "method_not_allowed", "%s: GET", route);
+	} else if (!strcmp(route, "/v1/health")) {
 		health(d, req);
 	} else if (!strcmp(route, "/v1/metrics")) {
 		metrics(d, req);

@@ -34,6 +34,7 @@ struct pending {
 	struct sandbox *sb;
 	struct corral_call *call;
 	struct evhttp_request *req;	/* NULL once the client has gone */
+	struct event *ev_closed;	/* the client's end closing (EV_CLOSED) */
 	bool stream;
 };
 
@@ -72,6 +73,8 @@ struct daemon {
 	struct follower *followers;
 	uint64_t requests, execs;
 	int lock_fd;
+	int watchdog_fd;		/* its pipe: EOF when we are gone */
+	pid_t watchdog_pid;
 };
 
 /* api.c */

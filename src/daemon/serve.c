@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -150,6 +153,39 @@ void state_remove(struct daemon *d, const char *id)
 	unlink(path);
 }
 
+/* The last seq of each lost sandbox in the audit log (lost: id -> 0). */
+static void last_seqs(struct daemon *d, json_t *lost)
+{
+	char path[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
+	f = fopen(path, "re");
+	while (f && (n = getline(&line, &cap, f)) > 0) {
+		const char *id;
+		json_t *v;
+
+		json_object_foreach(lost, id, v) {
+			char key[128];
+			json_t *e;
+
+			snprintf(key, sizeof(key), "\"sandbox\":\"%s\"", id);
+			if (!memmem(line, n, key, strlen(key)))
+				continue;
+			e = json_loadb(line, n, 0, NULL);
+			if (json_integer_value(json_object_get(e, "seq")) >
+			    json_integer_value(v))
+				json_integer_set(v, json_integer_value(json_object_get(e, "seq")));
+			json_decref(e);
+		}
+	}
+	free(line);
+	if (f)
+		fclose(f);
+}
+
 /*
  * A daemon that was killed left a file per sandbox it had: those sandboxes
  * died with it.  Say so in the audit log, then forget them.
@@ -157,12 +193,14 @@ void state_remove(struct daemon *d, const char *id)
 static void state_recover(struct daemon *d)
 {
 	char dir[PATH_MAX];
+	json_t *lost = json_object(), *v;
 	struct dirent *de;
+	const char *id;
 	DIR *dp;
 
 	snprintf(dir, sizeof(dir), "%s/sandboxes", d->state_dir);
 	dp = opendir(dir);
-	while (dp && (de = readdir(dp))) {
+	while (dp && lost && (de = readdir(dp))) {
 		char path[PATH_MAX * 2], *dot = strrchr(de->d_name, '.');
 
 		if (de->d_name[0] == '.')
@@ -170,14 +208,19 @@ static void state_recover(struct daemon *d)
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (dot && !strcmp(dot, ".json")) {
 			*dot = '\0';
-			corral_log_note(d->log, de->d_name, "sandbox.lost",
-					"the daemon that ran this sandbox stopped "
-					"without destroying it; it died with the daemon");
+			json_object_set_new(lost, de->d_name, json_integer(0));
 		}
 		unlink(path);
 	}
 	if (dp)
 		closedir(dp);
+	if (json_object_size(lost))
+		last_seqs(d, lost);
+	json_object_foreach(lost, id, v)
+		corral_log_note(d->log, id, json_integer_value(v), "sandbox.lost",
+				"the daemon that ran this sandbox stopped without "
+				"destroying it; it died with the daemon");
+	json_decref(lost);
 }
 
 static int state_open(struct daemon *d)
@@ -336,10 +379,74 @@ static void setup_http(struct daemon *d, struct evhttp *http)
 	evhttp_set_max_headers_size(http, 64 * 1024);
 	/* idle and slow clients; a call runs as long as its own timeout */
 	evhttp_set_timeout(http, 900);
+	/* every method reaches the router, which answers a JSON 405 */
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-				   EVHTTP_REQ_HEAD);
+				   EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS |
+				   EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE);
 	evhttp_set_gencb(http, api_handle, d);
+}
+
+/* ---- the watchdog ---------------------------------------------------------- */
+
+/*
+ * The sandboxes die with the daemon: their init has a parent-death signal.
+ * A frozen one cannot act on it until it is thawed, so a small watchdog
+ * outlives the daemon: when the pipe it reads ends (the daemon is gone,
+ * however it went), it removes the daemon's cgroups, which thaws and
+ * kills whatever they still hold.  A clean stop tells it "q" instead.
+ */
+static void watchdog_main(int fd, pid_t daemon)
+{
+	ssize_t n;
+	char c = 0;
+
+	prctl(PR_SET_NAME, "corral-watchdog", 0, 0, 0);
+	/* nothing of the daemon's: not its socket, not its lock */
+	if (fd > 3)
+		syscall(SYS_close_range, 3, fd - 1, 0);
+	syscall(SYS_close_range, fd + 1, ~0U, 0);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	while ((n = read(fd, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n == 1 && c == 'q')
+		_exit(0);
+	corral_cleanup_owner(daemon);
+	_exit(0);
+}
+
+static void start_watchdog(struct daemon *d)
+{
+	int p[2];
+	pid_t self = getpid(), pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		watchdog_main(p[0], self);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return;
+	}
+	d->watchdog_fd = p[1];
+	d->watchdog_pid = pid;
+}
+
+static void stop_watchdog(struct daemon *d)
+{
+	if (d->watchdog_fd < 0)
+		return;
+	if (write(d->watchdog_fd, "q", 1) != 1) {
+		/* it is gone already */
+	}
+	close(d->watchdog_fd);
+	d->watchdog_fd = -1;
+	waitpid(d->watchdog_pid, NULL, 0);
 }
 
 /* ---- start and stop -------------------------------------------------------- */
@@ -389,6 +496,7 @@ static int parse_args(struct daemon *d, int argc, char **argv,
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
+			free(d->socket_path);
 			d->socket_path = strdup(optarg);
 			break;
 		case 'l':
@@ -398,6 +506,7 @@ static int parse_args(struct daemon *d, int argc, char **argv,
 			*token_file = optarg;
 			break;
 		case 'd':
+			free(d->state_dir);
 			d->state_dir = strdup(optarg);
 			break;
 		case 'm':
@@ -447,6 +556,7 @@ static void warn_fd_limit(const struct daemon *d)
 
 static void daemon_free(struct daemon *d)
 {
+	stop_watchdog(d);
 	if (d->http_unix)
 		evhttp_free(d->http_unix);
 	if (d->http_tcp)
@@ -465,14 +575,17 @@ static void daemon_free(struct daemon *d)
 
 int cmd_serve(int argc, char **argv)
 {
-	struct daemon d = { .max_sandboxes = 1000, .lock_fd = -1 };
+	struct daemon d = { .max_sandboxes = 1000, .lock_fd = -1, .watchdog_fd = -1 };
 	const char *listen = NULL, *token_file = NULL;
 	struct event *ev_term = NULL, *ev_int = NULL;
 	int r;
 
 	r = parse_args(&d, argc, argv, &listen, &token_file);
-	if (r)
+	if (r) {
+		free(d.socket_path);
+		free(d.state_dir);
 		return r == 1 ? 0 : r;
+	}
 	if (!d.socket_path)
 		d.socket_path = default_path("/run/corral/corral.sock",
 					     "XDG_RUNTIME_DIR", NULL, NULL, "corral.sock");
@@ -512,6 +625,7 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_CORRAL;
 	}
 	corral_cleanup_stale();
+	start_watchdog(&d);
 	warn_fd_limit(&d);
 	ev_term = evsignal_new(d.base, SIGTERM, on_stop, &d);
 	ev_int = evsignal_new(d.base, SIGINT, on_stop, &d);
@@ -526,6 +640,7 @@ int cmd_serve(int argc, char **argv)
 		d.socket_path, listen ? " and " : "", listen ? listen : "",
 		d.state_dir);
 	event_base_dispatch(d.base);
+	stop_watchdog(&d);
 	d.pool_size = 0;
 	shutdown_all(&d);
 	event_free(ev_term);

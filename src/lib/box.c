@@ -139,6 +139,7 @@ struct corral_box {
 	double mem_byte_ms;
 	uint64_t mem_last, mem_peak, cpu_ns;
 	bool frozen;		/* idle-frozen or paused or held after halt */
+	bool killed;		/* halted and killed: its files went with it */
 };
 
 static void close_fd(int *fd)
@@ -222,13 +223,14 @@ void corral_log_close(struct corral_log *l)
 }
 
 void corral_log_note(struct corral_log *l, const char *sandbox,
-		     const char *type, const char *reason)
+		     uint64_t after_seq, const char *type, const char *reason)
 {
 	struct corral_err err;
 	struct events *ev;
 
 	if (events_new(&ev, l ? l->log : NULL, sandbox, &err) < 0)
 		return;
+	events_set_seq(ev, after_seq);
 	events_emit(ev, type, json_pack("{s:s}", "reason", reason));
 	events_close(ev);
 }
@@ -236,6 +238,11 @@ void corral_log_note(struct corral_log *l, const char *sandbox,
 int corral_cleanup_stale(void)
 {
 	return cg_cleanup_stale();
+}
+
+int corral_cleanup_owner(pid_t pid)
+{
+	return cg_cleanup_owner(pid);
 }
 
 /* ---- meters ------------------------------------------------------------ */
@@ -781,6 +788,8 @@ static void arm_spare(struct corral_box *b)
 {
 	struct timeval now = { 0, 0 };
 
+	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_HALTED)
+		return;
 	if (!b->ev_spare)
 		b->ev_spare = evtimer_new(b->base, on_spare, b);
 	if (b->ev_spare && !b->spare)
@@ -1106,6 +1115,9 @@ static void arm_sweep(struct corral_box *b)
 {
 	struct timeval now = { 0, 0 };
 
+	/* a dead box sweeps nothing: destroy takes every group with it */
+	if (b->state == CORRAL_BOX_DEAD)
+		return;
 	if (!b->ev_sweep)
 		b->ev_sweep = evtimer_new(b->base, on_sweep, b);
 	if (b->ev_sweep && !evtimer_pending(b->ev_sweep, NULL))
@@ -1311,6 +1323,7 @@ static void box_halt(struct corral_box *b, const char *criterion,
 	b->state = CORRAL_BOX_HALTED;
 	drop_event(&b->ev_idle);
 	if (kill_now || !frozen) {
+		b->killed = true;
 		kill_all(b);
 		set_frozen(b, false, &err);	/* let the killed exit */
 	}
@@ -1413,6 +1426,11 @@ static void arm_idle(struct corral_box *b)
 	b->ev_idle = evtimer_new(b->base, on_idle, b);
 	if (b->ev_idle)
 		evtimer_add(b->ev_idle, &tv);
+}
+
+void corral_box_note(struct corral_box *b, const char *type, const char *reason)
+{
+	events_emit(b->ev, type, json_pack("{s:s}", "reason", reason));
 }
 
 void corral_box_set_idle_freeze(struct corral_box *b, uint64_t ms)
@@ -1637,6 +1655,26 @@ static int check_id(const char *id, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * The sandbox failed while we were still starting it: if its init said
+ * why, that is the error worth reporting, not the broken pipe we met.
+ */
+static void spawn_failed(struct corral_box *b, struct corral_err *err)
+{
+	struct child_msg m;
+
+	syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+	waitpid(b->pid, NULL, 0);
+	b->pid = -1;
+	while (b->ctl >= 0 && recv(b->ctl, &m, sizeof(m), MSG_DONTWAIT) == sizeof(m)) {
+		if (m.kind == MSG_SETUP_FAILED) {
+			m.text[sizeof(m.text) - 1] = '\0';
+			corral_set_err(err, m.code ? m.code : -EIO, "%s", m.text);
+			return;
+		}
+	}
+}
+
 static int box_spawn(struct corral_box *b, struct corral_err *err)
 {
 	int sync[2] = { -1, -1 }, msg[2] = { -1, -1 }, r;
@@ -1691,6 +1729,8 @@ static int box_spawn(struct corral_box *b, struct corral_err *err)
 		    event_add(b->ev_exit, NULL) < 0)
 			r = corral_set_err(err, -ENOMEM, "cannot watch the sandbox");
 	}
+	if (r < 0 && b->pid > 0)
+		spawn_failed(b, err);
 out:
 	close_fd(&sync[0]);
 	close_fd(&sync[1]);
@@ -1713,6 +1753,16 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	r = check_id(o->id, err);
 	if (r == 0 && p->disk_bytes == 0)
 		r = corral_set_err(err, -EINVAL, "limits.disk must be > 0");
+	if (r == 0 && p->workspace) {
+		struct stat st;
+
+		if (stat(p->workspace, &st) < 0)
+			r = corral_set_err(err, -EINVAL, "workspace %s: %s",
+					   p->workspace, strerror(errno));
+		else if (!S_ISDIR(st.st_mode))
+			r = corral_set_err(err, -EINVAL, "workspace %s: not a "
+					   "directory", p->workspace);
+	}
 	b = r == 0 ? calloc(1, sizeof(*b)) : NULL;
 	if (!b) {
 		if (r == 0)
@@ -1884,6 +1934,10 @@ void corral_box_destroy(struct corral_box *b)
 		cg_destroy(b->cg);
 	}
 	close_fd(&b->pidfd);
+	/* nothing of the calls' ends may have left a timer on b */
+	drop_event(&b->ev_sweep);
+	drop_event(&b->ev_spare);
+	drop_event(&b->ev_idle);
 	sandbox_env_free(b->envp);
 	corral_policy_free(b->p);
 	free(b->p);
@@ -1908,12 +1962,23 @@ static int as_agent(struct corral_box *b, bool on)
 	return 0;
 }
 
-static int check_path(struct corral_box *b, const char *path,
+/*
+ * A halted sandbox's files are evidence: readable while it is held
+ * frozen, never changed; once it is killed its mounts are gone with it.
+ */
+static int check_path(struct corral_box *b, const char *path, bool write,
 		      struct corral_err *err)
 {
+	if (b->state == CORRAL_BOX_HALTED && b->killed)
+		return corral_set_err(err, -EPERM, "halted: %s; the sandbox was "
+				      "killed and its files went with it",
+				      b->halt_reason);
+	if (b->state == CORRAL_BOX_HALTED && write)
+		return corral_set_err(err, -EPERM, "halted: %s; its files can be "
+				      "read, not changed", b->halt_reason);
 	if (b->rootfd < 0 || b->state == CORRAL_BOX_DEAD)
-		return corral_set_err(err, -ESRCH, "the sandbox has no root to "
-				      "open files in");
+		return corral_set_err(err, -ESRCH, "the sandbox is dead: its files "
+				      "went with it");
 	if (!path || path[0] != '/')
 		return corral_set_err(err, -EINVAL, "path must be absolute inside "
 				      "the sandbox (got \"%.200s\")", path ? path : "");
@@ -1954,6 +2019,26 @@ static int open_in_root(struct corral_box *b, const char *path, uint64_t flags,
 	return fd;
 }
 
+/*
+ * The directory a file is in, resolved as the file will be: /proc and
+ * /sys are refused there, before the file's own permissions could give a
+ * different answer.
+ */
+static int check_parent(struct corral_box *b, const char *path,
+			struct corral_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash > path ? (int)(slash - path) : 1, path);
+	fd = open_in_root(b, dir, O_PATH | O_DIRECTORY, 0, err);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 int corral_box_open(struct corral_box *b, const char *path, int flags,
 		    int *fd, struct corral_err *err)
 {
@@ -1962,7 +2047,9 @@ int corral_box_open(struct corral_box *b, const char *path, int flags,
 	int r;
 
 	*fd = -1;
-	r = check_path(b, path, err);
+	r = check_path(b, path, write, err);
+	if (r == 0)
+		r = check_parent(b, path, err);
 	if (r < 0)
 		return r;
 	/* no O_TRUNC before we know it is a regular file; no FIFO may block us */
@@ -1993,7 +2080,7 @@ static int open_parent(struct corral_box *b, const char *path, char *dir,
 	const char *slash;
 	int r;
 
-	r = check_path(b, path, err);
+	r = check_path(b, path, true, err);
 	if (r < 0)
 		return r;
 	slash = strrchr(path, '/');
@@ -2038,7 +2125,7 @@ int corral_box_list(struct corral_box *b, const char *path,
 
 	*out = NULL;
 	*n = 0;
-	r = check_path(b, path, err);
+	r = check_path(b, path, false, err);
 	if (r < 0)
 		return r;
 	fd = open_in_root(b, path, O_RDONLY | O_DIRECTORY, 0, err);

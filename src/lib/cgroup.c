@@ -1579,7 +1579,8 @@ static void remove_stale(const struct cg *plan, const char *name)
 	cg_destroy(cg);
 }
 
-int cg_cleanup_stale(void)
+/* only > 0: the groups of that supervisor; else those of dead ones */
+static int cleanup(pid_t only)
 {
 	struct corral_err err;
 	char why[CORRAL_ERR_MAX];
@@ -1595,8 +1596,10 @@ int cg_cleanup_stale(void)
 		while ((de = readdir(d))) {
 			pid_t pid = owner_pid(de->d_name);
 
+			if (pid <= 0 || (only > 0 && pid != only))
+				continue;
 			/* Only groups whose supervisor is gone: never a live one's. */
-			if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+			if (only <= 0 && (kill(pid, 0) == 0 || errno != ESRCH))
 				continue;
 			remove_stale(&plan, de->d_name);
 			removed++;
@@ -1605,4 +1608,14 @@ int cg_cleanup_stale(void)
 	}
 	cg_free_hiers(&plan);
 	return removed;
+}
+
+int cg_cleanup_stale(void)
+{
+	return cleanup(0);
+}
+
+int cg_cleanup_owner(pid_t pid)
+{
+	return pid > 0 ? cleanup(pid) : 0;
 }

@@ -533,6 +533,50 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 	}
 }
 
+/*
+ * Our command line is the supervisor's (a fork's): paths, policy names, a
+ * token file's path.  /proc/1/cmdline is readable by anyone in the
+ * sandbox, so overwrite it in place (fields 48-49 of /proc/self/stat).
+ */
+static void hide_cmdline(void)
+{
+	char buf[1024], *p;
+	unsigned long start = 0, end = 0;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* after ")": state is field 3; arg_start is 48, arg_end 49 */
+	for (int field = 2; p && field < 48; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %lu %lu", &start, &end) != 2 || end <= start ||
+	    end - start > (1 << 20))
+		return;
+	memset((void *)start, 0, end - start);
+	snprintf((char *)start, end - start, "corral-init");
+}
+
+static char **copy_argv(char *const *argv)
+{
+	size_t n = 0;
+	char **v;
+
+	while (argv[n])
+		n++;
+	v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++)
+		if (!(v[i] = strdup(argv[i])))
+			return NULL;	/* a child about to exit: nothing to free */
+	return v;
+}
+
 void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
@@ -542,6 +586,10 @@ void sandbox_child(struct child_ctx *c)
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
+	/* the command's argv may point into the area hide_cmdline clears */
+	if (c->argv && !(c->argv = copy_argv(c->argv)))
+		_exit(125);
+	hide_cmdline();
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);

@@ -274,6 +274,11 @@ void events_set_hook(struct events *ev, events_hook_fn hook, void *arg)
 	ev->hook_arg = arg;
 }
 
+void events_set_seq(struct events *ev, uint64_t last)
+{
+	ev->seq = last;
+}
+
 void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg)
 {
 	ev->attr = fn;

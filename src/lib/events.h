@@ -64,6 +64,8 @@ int events_set_call(struct events *ev, const char *call);
 /* hook(arg, type, event) after each event is recorded (the abort rules). */
 void events_set_hook(struct events *ev, events_hook_fn hook, void *arg);
 void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg);
+/* The next event's seq is last + 1 (a sandbox's events across daemons). */
+void events_set_seq(struct events *ev, uint64_t last);
 size_t events_count_denied(const struct events *ev);
 void events_close(struct events *ev);
 

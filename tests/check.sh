@@ -113,6 +113,8 @@ suite() {	# suite BUILD LABEL
 	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
+	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	if [ "$(id -u)" = 0 ]; then
 		stage "$b"
 		delegate_cgroups
@@ -127,11 +129,17 @@ suite() {	# suite BUILD LABEL
 		step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
+		step "a misbehaving agent as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody "$STAGE/tests/faults.sh" "$STAGE/corral" "$STAGE/helpers"
 		undelegate_cgroups
 		# no freezer: pause must answer why, idle sandboxes stay idle
 		step "serve as uid $NOBODY, no cgroups ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
+		step "a misbehaving agent as uid $NOBODY, no cgroups ($label)" \
+			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
 			t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write
@@ -142,6 +150,8 @@ suite() {	# suite BUILD LABEL
 step "build with -Wall -Wextra -Werror" build build -Werror ""
 suite build "gcc -O2"
 step "soak, 300 sandboxes (make soak for 10,000)" tests/soak.sh build/corral 300
+step "soak through the daemon, 200 cycles" /usr/bin/python3 tests/soak_serve.py build/corral 200
+step "load: 200 calls at once, 1,000 proxied connections" /usr/bin/python3 tests/load.py build/corral
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99

@@ -177,6 +177,23 @@ t_sweep_is_frozen_then_killed() {
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 }
 
+# A limit that bites names the call it bit: limit.hit and timeout events
+# carry the tool call id and a sentence.
+t_limits_are_attributed_events() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0, "policy": {"limits": {"disk": "8M"}}}' | json id)
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "fill", "command": "head -c 20000000 /dev/zero > /tmp/big"}' > /dev/null
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "slow", "argv": ["sleep", "30"], "timeout_seconds": 0.3}' > "$T/r"
+	expect_eq "status" "$(json status < "$T/r")" timeout
+	events_of "$id" > "$T/ev"
+	expect_contains "disk" "$(grep '"type":"limit.hit"' "$T/ev")" '"limit":"disk"'
+	expect_contains "disk's call" "$(grep '"type":"limit.hit"' "$T/ev")" '"call":"fill"'
+	expect_contains "timeout's call" "$(grep '"type":"timeout"' "$T/ev")" '"call":"slow"'
+	expect_eq "reasons" "$(grep -c '"reason":"' "$T/ev")" "$(wc -l < "$T/ev")"
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
 # `corral halt ID --reason`: a person's halt, the same authority.
 t_halt_by_a_person() {
 	trap stop_daemon EXIT

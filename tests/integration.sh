@@ -40,6 +40,9 @@ crun() {
 	return 0
 }
 rc() { cat "$T/rc"; }
+cgroups_here() {
+	"$CORRAL" run --json -- /bin/true | /usr/bin/python3 -c 'import json,sys; print("yes" if json.load(sys.stdin)["layers"]["limits"].startswith("cgroup") else "no")'
+}
 
 # A workspace owned by the user the sandbox maps to (see ns.c).
 mkws() {
@@ -302,6 +305,23 @@ t_limit_disk() {
 	out=$(crun --disk 8M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; echo rc=$?; dd if=/dev/zero of=/home/agent/f bs=1M count=4 2>&1; echo rc=$?')
 	expect_contains "tmp full" "$out" "No space left"
 	expect_contains "budget shared" "$out" "rc=1"
+}
+
+# Every limit that bites is an event with a sentence, not only a status.
+t_limit_events() {
+	[ "$(cgroups_here)" = yes ] || { skip "limits are rlimits here: no counters"; return 77; }
+	crun --events "$T/ev" --memory 32M -- /usr/bin/python3 -c 'bytearray(1 << 30)' >/dev/null
+	crun --events "$T/ev" --pids 4 -- /bin/sh -c 'for i in 1 2 3 4 5 6; do sleep 1 & done; wait' >/dev/null
+	crun --events "$T/ev" --timeout 0.3 -- /bin/sleep 5 >/dev/null
+	crun --events "$T/ev" --cpus 0.1 -- /bin/sh -c 'timeout 1 sh -c "while :; do :; done"' >/dev/null
+	ev=$(cat "$T/ev")
+	expect_contains "memory" "$ev" '"type":"limit.hit","limit":"memory","value":33554432,"reason":"memory limit 32 MiB reached'
+	expect_contains "pids" "$ev" '"type":"limit.hit","limit":"pids","value":4,"reason":"pids limit 4 reached'
+	expect_contains "cpu" "$ev" '"type":"limit.hit","limit":"cpu"'
+	expect_contains "timeout" "$ev" '"type":"timeout","limit_ms":300,"reason":'
+	# and every event has its sentence
+	n=$(wc -l < "$T/ev")
+	expect_eq "reasons" "$(grep -c '"reason":"' "$T/ev")" "$n"
 }
 
 t_limit_cpus_accepted() {

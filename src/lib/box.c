@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -87,7 +88,7 @@ struct corral_call {
 	struct stream out, err;
 	uint64_t cap;
 	uint64_t t0;
-	uint64_t oom0, pids0;	/* the box's counters when the call began */
+	struct cg_stats st0;	/* the box's counters when the call began */
 	bool started, exited, done, timed_out, halted, announced;
 	struct exec_fail fail;
 	int status;
@@ -408,17 +409,17 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 		snprintf(res->reason, sizeof(res->reason), "exited with status %d",
 			 res->exit_code);
 	}
-	if (bst->valid && bst->oom_kills > c->oom0) {
+	if (bst->valid && bst->oom_kills > c->st0.oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));
 		res->status = CORRAL_OOM;
 		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
 			 "%s reached", size);
-	} else if (bst->valid && bst->pids_max_hits > c->pids0) {
+	} else if (bst->valid && bst->pids_max_hits > c->st0.pids_max_hits) {
 		res->status = CORRAL_PIDS_LIMIT;
 		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
 			 "reached: %llu fork(s) refused; the command %s",
 			 (unsigned long long)p->pids,
-			 (unsigned long long)(bst->pids_max_hits - c->pids0),
+			 (unsigned long long)(bst->pids_max_hits - c->st0.pids_max_hits),
 			 res->status == CORRAL_SIGNALED ? "was killed" : "exited");
 	}
 }
@@ -435,6 +436,23 @@ static void call_stop_io(struct corral_call *c)
 	close_fd(&c->in_fd);
 	close_fd(&c->out.fd);
 	close_fd(&c->err.fd);
+}
+
+/* The sandbox's writable tmpfs (/tmp, home, the workspace's changes). */
+static bool disk_full(struct corral_box *b)
+{
+	struct statvfs sv;
+	bool full = false;
+	int fd;
+
+	if (b->rootfd < 0 || b->killed)
+		return false;
+	fd = openat(b->rootfd, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstatvfs(fd, &sv) == 0)
+		full = sv.f_bavail == 0 || sv.f_favail == 0;
+	if (fd >= 0)
+		close(fd);
+	return full;
 }
 
 static void call_finish(struct corral_call *c)
@@ -454,6 +472,7 @@ static void call_finish(struct corral_call *c)
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
 	res->duration_ms = now_ms() - c->t0;
+	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, disk_full(b));
 	corral_box_layers(b, &res->layers);
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
@@ -583,6 +602,10 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	c->timed_out = true;
+	events_emit(c->b->ev, "timeout", json_pack("{s:s, s:I, s:s}", "call",
+		    c->tool_call, "limit_ms", (json_int_t)c->o.timeout_ms, "reason",
+		    "the call's wall-clock timeout was reached: it and everything "
+		    "it started are killed"));
 	corral_call_kill(c, SIGKILL);
 }
 
@@ -983,8 +1006,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		return r;
 	}
 	cg_stats(b->cg, &bst);
-	c->oom0 = bst.oom_kills;
-	c->pids0 = bst.pids_max_hits;
+	c->st0 = bst;
 	b->calls_total++;
 	*out = c;
 	return 0;

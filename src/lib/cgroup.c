@@ -1037,6 +1037,7 @@ int cg_stats(struct cg *cg, struct cg_stats *st)
 		if (r == 0)
 			r = read_kv(dir, "pids.events", "max",
 				    &st->pids_max_hits);
+		read_kv(dir, "cpu.stat", "nr_throttled", &st->throttled);
 	} else {
 		h = hier_of(cg, C_CPUACCT);
 		if (h)
@@ -1055,6 +1056,9 @@ int cg_stats(struct cg *cg, struct cg_stats *st)
 		if (r == 0)
 			r = read_kv(h->dir, "pids.events", "max",
 				    &st->pids_max_hits);
+		h = hier_of(cg, C_CPU);
+		if (h)	/* optional: no quota, no throttling */
+			read_kv(h->dir, "cpu.stat", "nr_throttled", &st->throttled);
 	}
 	st->valid = r == 0;
 	return r;

@@ -208,6 +208,38 @@ static void write_line(struct events_log *log, json_t *o)
 }
 
 /*
+ * Every event says in a sentence what it means; the sites that know more
+ * say more, these are for the rest.
+ */
+static const struct {
+	const char *type, *reason;
+} default_reasons[] = {
+	{ "sandbox.create", "the sandbox is being built" },
+	{ "sandbox.ready", "the sandbox's layers are in place; it accepts calls" },
+	{ "sandbox.destroy", "the sandbox was destroyed: its processes killed, its cgroups and mounts removed" },
+	{ "exec.start", "a tool call started" },
+	{ "tripwire.armed", "the decoy files the policy names are planted and watched" },
+	{ "pause", "paused by request: frozen until resumed, calls refused" },
+	{ "resume", "resumed by request" },
+	{ "egress.closed", "an allowed connection ended" },
+	{ "egress.allowed", "a connection was allowed" },
+};
+
+static void default_reason(json_t *o, const char *type)
+{
+	if (json_object_get(o, "reason"))
+		return;
+	for (size_t i = 0; i < sizeof(default_reasons) / sizeof(default_reasons[0]); i++) {
+		if (!strcmp(default_reasons[i].type, type)) {
+			json_object_set_new(o, "reason",
+					    json_string(default_reasons[i].reason));
+			return;
+		}
+	}
+	json_object_set_new(o, "reason", json_string(type));
+}
+
+/*
  * The call an event belongs to: the one whose cgroup holds the event's
  * pid, when the attributor can tell; else the call the events are for.
  */
@@ -245,6 +277,7 @@ void events_emit(struct events *ev, const char *type, json_t *fields)
 	if (fields)
 		json_object_update(o, fields);
 	json_decref(fields);
+	default_reason(o, type);
 	attribute(ev, o);
 	if (ev->log)
 		write_line(ev->log, o);
@@ -272,6 +305,50 @@ void events_set_hook(struct events *ev, events_hook_fn hook, void *arg)
 {
 	ev->hook = hook;
 	ev->hook_arg = arg;
+}
+
+static void limit_hit(struct events *ev, const char *call, json_t *o)
+{
+	if (o && call)
+		json_object_set_new(o, "call", json_string(call));
+	events_emit(ev, "limit.hit", o);
+}
+
+void events_limit_hits(struct events *ev, const char *call,
+		       const struct cg_stats *before, const struct cg_stats *after,
+		       const struct corral_policy *p, bool disk_full)
+{
+	char size[32], why[CORRAL_ERR_MAX];
+
+	if (after->valid && after->oom_kills > before->oom_kills) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		snprintf(why, sizeof(why), "memory limit %s reached: %llu process(es) "
+			 "killed by the OOM killer", size,
+			 (unsigned long long)(after->oom_kills - before->oom_kills));
+		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit",
+			    "memory", "value", (json_int_t)p->memory_bytes, "reason", why));
+	}
+	if (after->valid && after->pids_max_hits > before->pids_max_hits) {
+		snprintf(why, sizeof(why), "pids limit %llu reached: %llu fork(s) "
+			 "refused", (unsigned long long)p->pids,
+			 (unsigned long long)(after->pids_max_hits - before->pids_max_hits));
+		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit",
+			    "pids", "value", (json_int_t)p->pids, "reason", why));
+	}
+	if (after->valid && after->throttled > before->throttled) {
+		snprintf(why, sizeof(why), "CPU limit %.3g cores reached: throttled "
+			 "in %llu period(s) of 100 ms", p->cpus,
+			 (unsigned long long)(after->throttled - before->throttled));
+		limit_hit(ev, call, json_pack("{s:s, s:f, s:s}", "limit",
+			    "cpu", "value", p->cpus, "reason", why));
+	}
+	if (disk_full) {
+		corral_format_size(p->disk_bytes, size, sizeof(size));
+		snprintf(why, sizeof(why), "disk limit %s reached: the sandbox's "
+			 "writable space is full", size);
+		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit",
+			    "disk", "value", (json_int_t)p->disk_bytes, "reason", why));
+	}
 }
 
 void events_set_seq(struct events *ev, uint64_t last)

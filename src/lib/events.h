@@ -64,6 +64,10 @@ int events_set_call(struct events *ev, const char *call);
 /* hook(arg, type, event) after each event is recorded (the abort rules). */
 void events_set_hook(struct events *ev, events_hook_fn hook, void *arg);
 void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg);
+/* limit.hit events for what grew between two readings of a cgroup. */
+void events_limit_hits(struct events *ev, const char *call,
+		       const struct cg_stats *before, const struct cg_stats *after,
+		       const struct corral_policy *p, bool disk_full);
 /* The next event's seq is last + 1 (a sandbox's events across daemons). */
 void events_set_seq(struct events *ev, uint64_t last);
 size_t events_count_denied(const struct events *ev);

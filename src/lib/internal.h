@@ -28,6 +28,7 @@ struct cg_stats {
 	uint64_t mem_current;		/* bytes in use now */
 	uint64_t oom_kills;		/* OOM kills inside the group */
 	uint64_t pids_max_hits;		/* forks refused by pids.max */
+	uint64_t throttled;		/* CPU periods throttled by the quota */
 	bool valid;
 };
 

@@ -350,6 +350,9 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	s->timed_out = true;
+	events_emit(s->ev, "timeout", json_pack("{s:I, s:s}", "limit_ms",
+		    (json_int_t)s->timeout_ms, "reason", "the run's wall-clock "
+		    "timeout was reached: everything in the sandbox is killed"));
 	kill_tree(s);
 }
 
@@ -743,6 +746,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		r = corral_set_err(err, s.setup.code, "%s", s.setup.text);
 		goto fail_signals;
 	}
+	/* a fresh group: what its counters say all happened in this run */
+	events_limit_hits(ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, false);
 	describe(res, &s, p, &st, o->argv[0]);
 	explain_denials(res, ev, p);
 	res->duration_ms = now_ms() - t0;

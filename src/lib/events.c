@@ -223,6 +223,8 @@ static const struct {
 	{ "resume", "resumed by request" },
 	{ "egress.closed", "an allowed connection ended" },
 	{ "egress.allowed", "a connection was allowed" },
+	{ "egress.denied", "a connection was denied" },
+	{ "syscall.denied", "a system call was denied" },
 };
 
 static void default_reason(json_t *o, const char *type)
@@ -236,7 +238,7 @@ static void default_reason(json_t *o, const char *type)
 			return;
 		}
 	}
-	json_object_set_new(o, "reason", json_string(type));
+	json_object_set_new(o, "reason", json_string("recorded by the supervisor"));
 }
 
 /*

@@ -570,7 +570,7 @@ TEST(show_filters_and_formats)
 	CHECK(count_lines(out, "\n") == 5);	/* a date line and 4 events */
 	CHECK_STR_CONTAINS(out, "-- 20");
 	CHECK_STR_CONTAINS(out, "  1     sb-A                  c1        exec.start"
-			   "      pid=42 command=sh\n");
+			   "      pid=42 command=sh / a tool call started\n");
 	CHECK_STR_CONTAINS(out, "egress.denied   evil.test:80 protocol=http / "
 			   "evil.test:80 is not in the allowlist\n");
 	CHECK(out && out[13] == '\n' && out[16] == ':' && out[19] == ':' &&

@@ -3,12 +3,14 @@
 CC      ?= cc
 # libnftables is loaded at run time (net.c), only where transparent mode
 # is set up: its headers come from libnftables-dev, its code is not linked.
-PKGS    := libseccomp jansson ldns libevent libcrypto libcurl
+PKGS    := libseccomp jansson ldns libevent libcrypto
+# libcurl's headers only: the client verbs load it at run time (src/cli/curl.c)
+HDR_PKGS := libcurl
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
 CPPFLAGS += -Iinclude -Isrc/lib -D_GNU_SOURCE
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lhttp_parser -ldl -lm

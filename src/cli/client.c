@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "client.h"
 
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>

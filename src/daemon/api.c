@@ -453,21 +453,35 @@ static struct corral_policy *default_policy(void)
 	return p;
 }
 
+#define POOL_QUIET_MS	100	/* refill once requests have paused this long */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void pool_step(evutil_socket_t fd, short what, void *arg);
 
 /*
- * Keep pool_size default sandboxes built ahead, one a turn of the loop:
- * building one holds the loop for a cgroup attach, and the request that
- * took from the pool must not wait for its replacement.
+ * Keep pool_size default sandboxes built ahead, one a turn of the loop,
+ * and only while no request has come for POOL_QUIET_MS: building one holds
+ * the loop for a cgroup attach, and during a burst the requests come first.
  */
 void pool_fill(struct daemon *d)
 {
-	struct timeval now = { 0, 0 };
+	uint64_t quiet = now_ms() - d->last_create;
+	struct timeval tv = { 0, quiet >= POOL_QUIET_MS ? 0 :
+			      (POOL_QUIET_MS - quiet) * 1000 };
 
-	if (d->pool_scheduled || !d->pool_size)
+	if (!d->pool_size)
 		return;
-	if (event_base_once(d->base, -1, EV_TIMEOUT, pool_step, d, &now) == 0)
-		d->pool_scheduled = true;
+	if (!d->ev_pool)
+		d->ev_pool = evtimer_new(d->base, pool_step, d);
+	if (d->ev_pool && !evtimer_pending(d->ev_pool, NULL))
+		evtimer_add(d->ev_pool, &tv);
 }
 
 static void pool_step(evutil_socket_t fd, short what, void *arg)
@@ -480,11 +494,14 @@ static void pool_step(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	d->pool_scheduled = false;
 	for (sb = d->sandboxes; sb; sb = sb->next)
 		n += sb->pooled;
 	if (n >= d->pool_size || d->nsandboxes >= d->max_sandboxes || !fd_room(d))
 		return;
+	if (now_ms() - d->last_create < POOL_QUIET_MS) {
+		pool_fill(d);	/* still busy: later */
+		return;
+	}
 	p = default_policy();
 	sb = p ? sandbox_new(d, p, &err) : NULL;
 	if (!sb)
@@ -525,13 +542,15 @@ static void create(struct daemon *d, struct evhttp_request *req)
 {
 	static const char *const known[] = { "policy", "workspace", "ttl_seconds",
 		"idle_freeze_ms", "labels", NULL };
-	json_t *o = body_json(req, false), *pol, *labels, *idle;
+	json_t *o, *pol, *labels, *idle;
 	struct corral_policy *p = NULL;
 	struct corral_err err = { 0 };
 	const char *ws = NULL;
 	uint64_t ttl = 0, idle_ms = IDLE_FREEZE_DEFAULT_MS;
 	struct sandbox *sb;
 
+	d->last_create = now_ms();	/* the pool waits for a burst to pass */
+	o = body_json(req, false);
 	if (!o)
 		return;
 	if (!only_fields(req, o, known) ||

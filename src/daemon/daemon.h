@@ -69,7 +69,8 @@ struct daemon {
 	struct sandbox *sandboxes;
 	size_t nsandboxes, max_sandboxes;
 	size_t pool_size;
-	bool pool_scheduled;		/* a pool_step is queued on the loop */
+	struct event *ev_pool;		/* the next pool_step */
+	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */
 	struct follower *followers;
 	uint64_t requests, execs;
 	int lock_fd;

@@ -557,6 +557,9 @@ static void warn_fd_limit(const struct daemon *d)
 static void daemon_free(struct daemon *d)
 {
 	stop_watchdog(d);
+	if (d->ev_pool)
+		event_free(d->ev_pool);
+	d->ev_pool = NULL;
 	if (d->http_unix)
 		evhttp_free(d->http_unix);
 	if (d->http_tcp)
@@ -642,6 +645,9 @@ int cmd_serve(int argc, char **argv)
 	event_base_dispatch(d.base);
 	stop_watchdog(&d);
 	d.pool_size = 0;
+	if (d.ev_pool)
+		event_free(d.ev_pool);
+	d.ev_pool = NULL;
 	shutdown_all(&d);
 	event_free(ev_term);
 	event_free(ev_int);

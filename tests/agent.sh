@@ -95,10 +95,14 @@ t_misbehaving_agent() {
 	trap stop_daemon EXIT
 	start_daemon
 	id=$(create_misbehaving freeze)
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "call-0", "argv": ["curl", "-s", "-m", "5", "http://evil.test:7/"]}' > "$T/r0"
+	expect_contains "explained" "$(json reason < "$T/r0")" \
+		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
+	expect_eq "listed" "$(json denials.0.call < "$T/r0")" call-0
 	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "call-1", "command":
 		"( for p in 1 2 3 4 5; do curl -s -m 5 http://evil.test:$p/ >/dev/null; done; unshare -r true; while :; do :; done ) >/dev/null 2>&1 &"}' > "$T/r1"
 	expect_eq "call 1" "$(json status < "$T/r1")" exited
-	wait_for "five denials" has_at_least "$id" egress.denied 5
+	wait_for "six denials" has_at_least "$id" egress.denied 6
 	wait_for "the denied unshare" has_at_least "$id" syscall.denied 1
 	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "call-2", "argv": ["cat", "/home/agent/.aws/credentials"]}' > "$T/r2"
 	wait_for "the halt" state_is "$id" halted
@@ -106,7 +110,7 @@ t_misbehaving_agent() {
 	# attribution: the background probes and the syscall are call 1's
 	events_of "$id" > "$T/ev"
 	grep '"type":"egress.denied"' "$T/ev" > "$T/denied"
-	expect_eq "denials" "$(wc -l < "$T/denied")" 5
+	expect_eq "denials" "$(wc -l < "$T/denied")" 6
 	expect_eq "denials of call 1" "$(grep -c '"call":"call-1"' "$T/denied")" 5
 	expect_eq "marked background" "$(grep -c '"background":true' "$T/denied")" 5
 	expect_contains "syscall of call 1" "$(grep '"type":"syscall.denied"' "$T/ev")" '"call":"call-1"'

@@ -142,7 +142,7 @@ t_denied_name_gets_403_and_event() {
 	expect_eq "port" "$(denial_field port)" 80
 	expect_eq "method" "$(denial_field method)" GET
 	expect_eq "json lists it" "$(json denials.0.host < "$T/out")" evil.test
-	expect_contains "the result says so" "$(json reason < "$T/out")" "1 denial (first: connection to evil.test)"
+	expect_contains "the result says so" "$(json reason < "$T/out")" "; denied: connection to evil.test:80 (evil.test:80 is not in the allowlist); 1 denial"
 	nrun -- curl -sS -m 10 https://evil.test/
 	expect_eq "connect denials" "$(denials)" 1
 	expect_eq "connect protocol" "$(denial_field protocol)" connect

@@ -89,6 +89,7 @@ struct corral_call {
 	uint64_t cap;
 	uint64_t t0;
 	struct cg_stats st0;	/* the box's counters when the call began */
+	json_t *denials;	/* this call's denied events, for its result */
 	bool started, exited, done, timed_out, halted, announced;
 	struct exec_fail fail;
 	int status;
@@ -473,6 +474,10 @@ static void call_finish(struct corral_call *c)
 	}
 	res->duration_ms = now_ms() - c->t0;
 	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, disk_full(b));
+	if (c->denials) {
+		events_explain_denials(res, c->denials, events_count_denied(b->ev), b->p);
+		res->denials = json_dumps(c->denials, JSON_COMPACT | JSON_ENSURE_ASCII);
+	}
 	corral_box_layers(b, &res->layers);
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
@@ -1160,6 +1165,7 @@ void corral_call_free(struct corral_call *c)
 	free(c->in_data);
 	free_strings(c->argv);
 	free(c->cwd);
+	json_decref(c->denials);
 	corral_result_free(&c->res);
 	free(c);
 }
@@ -1372,11 +1378,32 @@ int corral_box_halt(struct corral_box *b, const char *reason,
 	return 0;
 }
 
+#define CALL_DENIALS_KEPT 100
+
+/* A denial goes in the result of the call it is attributed to. */
+static void note_denial(struct corral_box *b, const char *type, json_t *event)
+{
+	const char *call = json_string_value(json_object_get(event, "call"));
+
+	if (!call || (strcmp(type, "egress.denied") && strcmp(type, "syscall.denied")))
+		return;
+	for (struct corral_call *c = b->calls; c; c = c->next) {
+		if (c->done || strcmp(c->tool_call, call))
+			continue;
+		if (!c->denials)
+			c->denials = json_array();
+		if (json_array_size(c->denials) < CALL_DENIALS_KEPT)
+			json_array_append(c->denials, event);
+		return;
+	}
+}
+
 static void on_event(void *arg, const char *type, json_t *event)
 {
 	struct corral_box *b = arg;
 	struct abort_verdict v = { 0 };
 
+	note_denial(b, type, event);
 	if (b->state != CORRAL_BOX_HALTED && b->abort &&
 	    abort_note(b->abort, type, event, &v)) {
 		json_t *evidence = v.evidence;

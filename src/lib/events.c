@@ -353,6 +353,44 @@ void events_limit_hits(struct events *ev, const char *call,
 	}
 }
 
+/*
+ * A call that was refused something says so in its reason, with the abort
+ * limit it is nearing: an agent loop reads this sentence, and a bare
+ * "exited with status 1" after a refused connection invites a retry.
+ * d: the call's denials; so_far: the sandbox's, all calls together.
+ */
+void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
+			    const struct corral_policy *p)
+{
+	size_t n = json_array_size(d), len = strlen(res->reason);
+	const char *what, *host, *why;
+	char limit[96] = "", total[64] = "";
+	json_t *first;
+
+	if (n == 0 || res->status == CORRAL_HALTED)
+		return;
+	first = json_array_get(d, 0);
+	what = json_string_value(json_object_get(first, "type"));
+	host = json_string_value(json_object_get(first, "host"));
+	why = json_string_value(json_object_get(first, "reason"));
+	if (so_far > n)
+		snprintf(total, sizeof(total), ", %zu in this sandbox so far", so_far);
+	if (p->abort.max_denied_egress)
+		snprintf(limit, sizeof(limit), "; the abort limit is %llu denied connections",
+			 (unsigned long long)p->abort.max_denied_egress);
+	if (what && !strcmp(what, "syscall.denied"))
+		snprintf(res->reason + len, sizeof(res->reason) - len,
+			 "; denied: syscall %s; %zu denial%s%s%s",
+			 json_string_value(json_object_get(first, "syscall")) ?: "?",
+			 n, n == 1 ? "" : "s", total, limit);
+	else
+		snprintf(res->reason + len, sizeof(res->reason) - len,
+			 "; denied: connection to %.100s:%d (%.120s); %zu denial%s%s%s",
+			 host ? host : "?",
+			 (int)json_integer_value(json_object_get(first, "port")),
+			 why ? why : "not allowed", n, n == 1 ? "" : "s", total, limit);
+}
+
 void events_set_seq(struct events *ev, uint64_t last)
 {
 	ev->seq = last;

@@ -68,6 +68,9 @@ void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg);
 void events_limit_hits(struct events *ev, const char *call,
 		       const struct cg_stats *before, const struct cg_stats *after,
 		       const struct corral_policy *p, bool disk_full);
+/* "; denied: connection to X (why); N denials ..." after res->reason. */
+void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
+			    const struct corral_policy *p);
 /* The next event's seq is last + 1 (a sandbox's events across daemons). */
 void events_set_seq(struct events *ev, uint64_t last);
 size_t events_count_denied(const struct events *ev);

@@ -425,38 +425,6 @@ static void supervise_stop(struct supervise *s)
 	drop_event(&s->err.ev);
 }
 
-/*
- * A run that was refused something says so in its reason, with the abort
- * limit it is nearing: an agent loop reads this sentence, and a bare
- * "exited with status 1" after a refused connection invites a retry.
- */
-static void explain_denials(struct corral_result *res, struct events *ev,
-			    const struct corral_policy *p)
-{
-	json_t *d = events_denials(ev), *first;
-	size_t n = json_array_size(d), len = strlen(res->reason);
-	const char *what, *host;
-	char limit[96] = "";
-
-	if (n == 0 || res->status == CORRAL_HALTED) {
-		json_decref(d);
-		return;
-	}
-	first = json_array_get(d, 0);
-	what = json_string_value(json_object_get(first, "type"));
-	host = json_string_value(json_object_get(first, "host"));
-	if (p->abort.max_denied_egress)
-		snprintf(limit, sizeof(limit), ", the abort limit is %llu denied connections",
-			 (unsigned long long)p->abort.max_denied_egress);
-	snprintf(res->reason + len, sizeof(res->reason) - len,
-		 "; %zu denial%s (first: %s %s)%s", n, n == 1 ? "" : "s",
-		 what && !strcmp(what, "syscall.denied") ? "syscall" : "connection to",
-		 what && !strcmp(what, "syscall.denied") ?
-		 (json_string_value(json_object_get(first, "syscall")) ?: "?") :
-		 (host ? host : "?"), limit);
-	json_decref(d);
-}
-
 static void describe(struct corral_result *res, const struct supervise *s,
 		     const struct corral_policy *p, const struct cg_stats *st,
 		     const char *cmd)
@@ -749,7 +717,12 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	/* a fresh group: what its counters say all happened in this run */
 	events_limit_hits(ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, false);
 	describe(res, &s, p, &st, o->argv[0]);
-	explain_denials(res, ev, p);
+	{
+		json_t *d = events_denials(ev);
+
+		events_explain_denials(res, d, json_array_size(d), p);
+		json_decref(d);
+	}
 	res->duration_ms = now_ms() - t0;
 	res->cpu_ms = st.valid ? st.cpu_ns / 1000000 :
 		(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +

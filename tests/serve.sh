@@ -50,7 +50,7 @@ start_daemon() {
 	SOCK=${SOCK:-$T/s}
 	STATE=${STATE:-$T/state}
 	N_DAEMONS=$(( ${N_DAEMONS:-0} + 1 ))
-	"$CORRAL" serve --socket "$SOCK" --state-dir "$STATE" "$@" \
+	${DAEMON_WRAP:-} "$CORRAL" serve --socket "$SOCK" --state-dir "$STATE" "$@" \
 		> "$T/daemon.$N_DAEMONS.log" 2>&1 < /dev/null &
 	DPID=$!
 	DLOG=$T/daemon.$N_DAEMONS.log
@@ -878,6 +878,24 @@ t_files_put_far_over_limit() {
 	expect_eq "one sandbox" "$(jq 'v["sandboxes"]')" 1
 	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/over")
 	expect_error "nothing written" "$code" 404 not_found
+	stop_daemon
+}
+
+# The file API has the sandbox user's rights, not the daemon's: a host file
+# bound in that the agent cannot read (0640 root:root) is refused to it too.
+t_files_with_the_agents_rights() {
+	[ "$(id -u)" = 0 ] || { skip "needs a root-owned file"; return 77; }
+	# as root usually is: in group 0, whose read bit the file has
+	DAEMON_WRAP="setpriv --groups 0" start_daemon
+	printf 'root only\n' > "$T/secret"
+	chown 0:0 "$T/secret"
+	chmod 0640 "$T/secret"
+	id=$(mksb "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/secret:/opt/secret\"]}}}")
+	code=$(ex "$id" "$(jbody command 'cat /opt/secret')")
+	expect_eq "the agent cannot" "$(jq 'v["exit_code"]')" 1
+	code=$(api GET "/v1/sandboxes/$id/files?path=/opt/secret")
+	expect_error "nor the file API" "$code" 403 forbidden
+	expect_not_contains "no content" "$(body)" "root only"
 	stop_daemon
 }
 

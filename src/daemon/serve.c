@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <dirent.h>
 #include <limits.h>
 #include <signal.h>
@@ -603,6 +604,16 @@ int cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * As root the file API works with the sandbox user's fs uid, but the
+	 * supplementary groups would still be root's (gid 0 reads what is
+	 * 0640 root:root): the daemon needs none.
+	 */
+	if (geteuid() == 0 && setgroups(0, NULL) < 0) {
+		cli_error("setgroups: %s", strerror(errno));
+		daemon_free(&d);
+		return EXIT_CORRAL;
+	}
 	d.base = event_base_new();
 	d.http_unix = d.base ? evhttp_new(d.base) : NULL;
 	r = d.http_unix ? 0 : -ENOMEM;

@@ -99,16 +99,9 @@ build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/daemon/*.[ch]) $(wild
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(PKG_LIBS) -lhttp_parser -ldl -lm
 
+FUZZ_JOBS ?= 1
 fuzz: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
-	@for t in $(FUZZ_TARGETS); do \
-		mkdir -p build-fuzz/corpus-$$t; \
-		echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
-		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-			-artifact_prefix=build-fuzz/crash-$$t- \
-			build-fuzz/corpus-$$t fuzz/corpus/$$t 2>&1 | \
-			grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Done" || exit 1; \
-		test -z "$$(ls build-fuzz/crash-$$t-* 2>/dev/null)" || { echo "fuzz $$t: crash"; exit 1; }; \
-	done
+	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 deps:
 	scripts/install-deps.sh

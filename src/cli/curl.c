@@ -32,6 +32,11 @@ struct curl_api {
 	void (*slist_free_all)(struct curl_slist *);
 };
 
+/*
+ * The one piece of global state in corral: what dlopen gave, for the
+ * process's life, as linking would have.  The CLI is main's domain; the
+ * library keeps none.
+ */
 static struct curl_api api;
 static void *lib;
 

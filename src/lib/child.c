@@ -497,7 +497,7 @@ static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
  */
 static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 {
-	static struct call_pid calls[CALLS_MAX];
+	struct call_pid *calls = calloc(CALLS_MAX, sizeof(*calls));
 	struct exec_msg *m = malloc(sizeof(*m));
 	struct pollfd pfd[2];
 	size_t ncalls = 0;
@@ -506,7 +506,7 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
-	if (!m || sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
+	if (!m || !calls || sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
 	    (sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		_exit(125);
 	pfd[0] = (struct pollfd){ .fd = c->msg_wr, .events = POLLIN };

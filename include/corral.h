@@ -352,6 +352,12 @@ const struct corral_result *corral_call_result(const struct corral_call *c);
 /* What was kept of stream 1 or 2 so far. */
 const struct corral_output *corral_call_output(const struct corral_call *c,
 					       int stream);
+/*
+ * Stop (and start again) reading the call's output: its writes block once
+ * the pipe is full.  For a caller that forwards output to a client slower
+ * than the command: the command waits, nothing piles up in memory.
+ */
+void corral_call_hold_output(struct corral_call *c, bool hold);
 /* Signal the call and everything it started (its cgroup). */
 int corral_call_kill(struct corral_call *c, int sig);
 /* Forget a call; one still running is killed first (no on_done then). */

@@ -626,6 +626,52 @@ EOF
 	stop_daemon
 }
 
+# A client that reads slower than the command writes: the command waits
+# (its output pipe fills), the daemon does not buffer for it, and nothing
+# is lost once the client reads.
+t_exec_stream_slow_client() {
+	start_daemon
+	id=$(mksb)
+	$PY - "$SOCK" "$id" "$DPID" <<'EOF' || fail "slow stream client"
+import json, socket, sys, time
+sock, sid, dpid = sys.argv[1:4]
+def rss():
+    return int(open("/proc/%s/status" % dpid).read().split("VmRSS:")[1].split()[0])
+n = 60 * 1000 * 1000
+body = json.dumps({"argv": ["sh", "-c", "head -c %d /dev/zero | tr '\\0' x" % n],
+                   "stream": True, "timeout_seconds": 60})
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+s.sendall(("POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+           % (sid, len(body), body)).encode())
+before = rss()
+time.sleep(1.5)			# not reading
+grown = rss() - before
+assert grown < 16 * 1024, "the daemon grew by %d kB for a client that does not read" % grown
+s.settimeout(60)
+data = bytearray()
+while not data.endswith(b"\r\n0\r\n\r\n"):
+    k = s.recv(1 << 20)
+    assert k, "the stream ended early"
+    data += k
+body = bytes(data).split(b"\r\n\r\n", 1)[1]
+parts, i = [], 0		# de-chunk, then NDJSON
+while True:
+    j = body.index(b"\r\n", i)
+    size = int(body[i:j], 16)
+    if size == 0:
+        break
+    parts.append(body[j + 2:j + 2 + size])
+    i = j + 2 + size + 2
+out = b"".join(parts)
+ev = [json.loads(l) for l in out.splitlines()]
+got = sum(len(e["data"]) for e in ev if e["type"] == "stdout")
+assert got == n, "got %d of %d bytes" % (got, n)
+assert ev[-1]["type"] == "end" and ev[-1]["result"]["exit_code"] == 0, ev[-1]["type"]
+EOF
+	stop_daemon
+}
+
 # ---- background processes --------------------------------------------------
 
 t_background_process() {

@@ -718,6 +718,26 @@ static void pending_detach(struct pending *pd)
 					      NULL, NULL);
 }
 
+/* Bytes evhttp still holds for this client. */
+static size_t queued(struct evhttp_request *req)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+
+	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static void stream_drained(struct evhttp_connection *conn, void *arg)
+{
+	struct pending *pd = arg;
+
+	(void)conn;
+	if (pd->held && pd->call) {
+		pd->held = false;
+		corral_call_hold_output(pd->call, false);
+	}
+}
+
 static void stream_line(struct pending *pd, json_t *o)
 {
 	struct evbuffer *buf;
@@ -733,7 +753,19 @@ static void stream_line(struct pending *pd, json_t *o)
 	if (text && buf) {
 		evbuffer_add(buf, text, strlen(text));
 		evbuffer_add(buf, "\n", 1);
-		evhttp_send_reply_chunk(pd->req, buf);
+		/*
+		 * A client that reads slower than the command writes must not
+		 * grow us: past STREAM_QUEUE_MAX the call's output waits (its
+		 * writes block) until what is queued has been sent.
+		 */
+		if (!pd->held && pd->call && queued(pd->req) + evbuffer_get_length(buf) >
+		    STREAM_QUEUE_MAX) {
+			pd->held = true;
+			corral_call_hold_output(pd->call, true);
+			evhttp_send_reply_chunk_with_cb(pd->req, buf, stream_drained, pd);
+		} else {
+			evhttp_send_reply_chunk(pd->req, buf);
+		}
 	}
 	if (buf)
 		evbuffer_free(buf);
@@ -1402,13 +1434,26 @@ static bool line_matches(const char *line, size_t len, const char *sandbox)
 void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t len)
 {
 	struct daemon *d = arg;
+	struct follower **pp = &d->followers, *f;
 
 	(void)sandbox;
-	for (struct follower *f = d->followers; f; f = f->next) {
+	while ((f = *pp)) {
 		struct evbuffer *buf;
 
-		if (!f->req || !line_matches(line, len, f->sandbox))
+		if (!line_matches(line, len, f->sandbox)) {
+			pp = &f->next;
 			continue;
+		}
+		/* a follower that does not read is cut off, not buffered for */
+		if (queued(f->req) > FOLLOW_QUEUE_MAX) {
+			*pp = f->next;
+			evhttp_connection_set_closecb(evhttp_request_get_connection(f->req),
+						      NULL, NULL);
+			evhttp_send_reply_end(f->req);
+			free(f);
+			continue;
+		}
+		pp = &f->next;
 		buf = evbuffer_new();
 		if (!buf)
 			continue;

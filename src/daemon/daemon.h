@@ -15,6 +15,8 @@
 #define API_FILE_MAX		(64 * 1024 * 1024)	/* a file in or out */
 #define API_PROCS_KEPT		256			/* process records per sandbox */
 #define API_LABELS_MAX		64
+#define STREAM_QUEUE_MAX	(1024 * 1024)	/* unsent bytes before a stream waits */
+#define FOLLOW_QUEUE_MAX	(4 * 1024 * 1024)	/* ... before a follower is cut off */
 
 struct daemon;
 
@@ -36,6 +38,7 @@ struct pending {
 	struct evhttp_request *req;	/* NULL once the client has gone */
 	struct event *ev_closed;	/* the client's end closing (EV_CLOSED) */
 	bool stream;
+	bool held;			/* output held until the client catches up */
 };
 
 struct sandbox {

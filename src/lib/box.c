@@ -91,6 +91,7 @@ struct corral_call {
 	struct cg_stats st0;	/* the box's counters when the call began */
 	json_t *denials;	/* this call's denied events, for its result */
 	bool started, exited, done, timed_out, halted, announced;
+	bool held;		/* output not read until the caller says so */
 	struct exec_fail fail;
 	int status;
 	struct corral_result res;
@@ -499,9 +500,15 @@ static void maybe_finish(struct corral_call *c)
 
 static void on_drain(evutil_socket_t fd, short what, void *arg)
 {
+	struct corral_call *c = arg;
+	struct timeval tv = tv_ms(BOX_DRAIN_MS);
+
 	(void)fd;
 	(void)what;
-	call_finish(arg);
+	/* output held for a slow reader: what is left in the pipes waits too */
+	if (c->held && evtimer_add(c->ev_drain, &tv) == 0)
+		return;
+	call_finish(c);
 }
 
 static void call_exited(struct corral_call *c, int status)
@@ -579,6 +586,23 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 	keep(c, s->out, buf, n);
 	if (c->o.on_output)
 		c->o.on_output(c->o.arg, c, s->no, buf, n);
+}
+
+void corral_call_hold_output(struct corral_call *c, bool hold)
+{
+	struct stream *s[2] = { &c->out, &c->err };
+
+	if (c->done)
+		return;
+	c->held = hold;
+	for (int i = 0; i < 2; i++) {
+		if (!s[i]->ev)
+			continue;
+		if (hold)
+			event_del(s[i]->ev);
+		else
+			event_add(s[i]->ev, NULL);
+	}
 }
 
 static void on_stdin(evutil_socket_t fd, short what, void *arg)

@@ -647,7 +647,8 @@ s.sendall(("POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: x\r\nContent-Length: %d
 before = rss()
 time.sleep(1.5)			# not reading
 grown = rss() - before
-assert grown < 16 * 1024, "the daemon grew by %d kB for a client that does not read" % grown
+# unbounded, it grew 140 MB a second; ASan alone adds some 20 MB
+assert grown < 64 * 1024, "the daemon grew by %d kB for a client that does not read" % grown
 s.settimeout(60)
 data = bytearray()
 while not data.endswith(b"\r\n0\r\n\r\n"):

@@ -34,10 +34,13 @@ struct seen {
 	struct tripwire **free_me;	/* free the watch from the callback */
 };
 
-static void on_hit(void *arg, const char *path, pid_t pid, const char *how)
+static void on_hit(void *arg, const char *path, pid_t pid, const char *how,
+		   const char *group)
 {
 	struct seen *s = arg;
 
+	if (!group)	/* never NULL: "" when unknown */
+		abort();
 	if (s->n < MAX_HITS) {
 		snprintf(s->path[s->n], sizeof(s->path[0]), "%s", path);
 		s->pid[s->n] = pid;

@@ -1308,6 +1308,15 @@ static bool attribute(void *arg, json_t *event)
 	for (struct lingerer *l = b->lingering; cgid && l; l = l->next)
 		if (l->cgid == cgid)
 			return name_call(event, l->tool_call, true);
+	/* the group the process was in, noted before it could exit */
+	if (sscanf(json_string_value(json_object_get(event, EVENTS_KEY_GROUP)) ?: "",
+		   "corral-c%u", &id) == 1) {
+		if ((c = call_by_id(b, id)))
+			return name_call(event, c->tool_call, c->done);
+		for (struct lingerer *l = b->lingering; l; l = l->next)
+			if (l->id == id)
+				return name_call(event, l->tool_call, true);
+	}
 	if (pid <= 0)
 		return false;
 	c = call_of_pid(b, pid, &id);
@@ -1569,7 +1578,8 @@ static void box_died(struct corral_box *b)
 	}
 }
 
-static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how)
+static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how,
+			const char *group)
 {
 	struct corral_box *b = arg;
 	json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "path", path, "pid", (int)pid,
@@ -1577,6 +1587,8 @@ static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how)
 			      "a decoy file planted by the policy was touched");
 	struct corral_call *only = NULL;
 
+	if (o && group[0])	/* read while the opener still waited */
+		json_object_set_new(o, EVENTS_KEY_GROUP, json_string(group));
 	/* inotify names no pid: the call is known only if one call runs */
 	if (o && pid <= 0 && calls_running(b) == 1) {
 		for (only = b->calls; only && only->done; only = only->next)

@@ -250,6 +250,7 @@ static void attribute(struct events *ev, json_t *o)
 	bool done = ev->attr && ev->attr(ev->attr_arg, o);
 
 	json_object_del(o, EVENTS_KEY_CGROUP);
+	json_object_del(o, EVENTS_KEY_GROUP);
 	if (done)
 		return;
 	if (ev->call)

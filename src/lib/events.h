@@ -12,6 +12,8 @@ struct events;
 
 /* A field the attributor reads and removes: a socket's cgroup2 id. */
 #define EVENTS_KEY_CGROUP "socket_cgroup"
+/* ... and the last part of a process's cgroup path, read while it lived. */
+#define EVENTS_KEY_GROUP "cgroup_group"
 
 /* The first denials of a run kept for its result; the file has them all. */
 #define EVENTS_DENIALS_KEPT 1000

@@ -159,10 +159,12 @@ static void on_capture(evutil_socket_t fd, short what, void *arg)
 		cp->out->truncated = true;
 }
 
-static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how)
+static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how,
+			const char *group)
 {
 	struct supervise *s = arg;
 
+	(void)group;	/* one run, one call */
 	events_emit(s->ev, "tripwire", json_pack("{s:s, s:i, s:s, s:s}", "path", path,
 		    "pid", (int)pid, "how", how, "reason",
 		    "a decoy file planted by the policy was touched"));

@@ -76,7 +76,31 @@ struct hit {
 	const struct wire *w;
 	pid_t pid;
 	const char *how;
+	char group[64];		/* the opener's cgroup, its last part */
 };
+
+/*
+ * Where the opener's cgroup is, read before we answer: once denied, it
+ * exits, and its pid names nothing.  The first hierarchy's line will do.
+ */
+static void opener_group(pid_t pid, char *buf, size_t len)
+{
+	char path[64], line[512], *slash;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		slash = strrchr(line, '/');
+		if (slash)
+			snprintf(buf, len, "%s", slash + 1);
+	}
+	fclose(f);
+}
 
 const char *tripwire_mode(const struct tripwire *t)
 {
@@ -122,7 +146,8 @@ static bool deliver(struct tripwire *t, const struct hit *h, size_t n)
 
 	t->delivering = true;
 	for (i = 0; i < n && !t->freed; i++)
-		t->hit(t->arg, h[i].w ? h[i].w->path : "?", h[i].pid, h[i].how);
+		t->hit(t->arg, h[i].w ? h[i].w->path : "?", h[i].pid, h[i].how,
+		       h[i].group);
 	t->delivering = false;
 	if (t->freed) {
 		destroy(t);
@@ -172,6 +197,10 @@ static void on_fanotify(evutil_socket_t fd, short what, void *arg)
 			break;	/* cannot happen with the headers we built with */
 		if (m->fd < 0)
 			continue;	/* FAN_NOFD: overflow, none with an unlimited queue */
+		hits[nh] = (struct hit){ wire_by_inode(t, m->fd), m->pid,
+					 HOW_FANOTIFY, "" };
+		opener_group(m->pid, hits[nh].group, sizeof(hits[nh].group));
+		nh++;
 		if (m->mask & FAN_OPEN_PERM) {
 			struct fanotify_response resp = { .fd = m->fd,
 							  .response = FAN_DENY };
@@ -180,8 +209,6 @@ static void on_fanotify(evutil_socket_t fd, short what, void *arg)
 				/* the opener is gone (killed): nobody waits */
 			}
 		}
-		hits[nh++] = (struct hit){ wire_by_inode(t, m->fd), m->pid,
-					   HOW_FANOTIFY };
 		close(m->fd);
 	}
 	deliver(t, hits, nh);
@@ -224,18 +251,18 @@ static void on_inotify(evutil_socket_t fd, short what, void *arg)
 		struct wire *w = &t->w[i];
 
 		if (seen[i] & IN_OPEN) {
-			hits[nh++] = (struct hit){ w, -1, HOW_OPEN };
+			hits[nh++] = (struct hit){ w, -1, HOW_OPEN, "" };
 			w->opened = true;
 		} else if ((seen[i] & IN_ACCESS) && !w->opened) {
-			hits[nh++] = (struct hit){ w, -1, HOW_READ };
+			hits[nh++] = (struct hit){ w, -1, HOW_READ, "" };
 			w->opened = true;
 		}
 		if (seen[i] & IN_DELETE_SELF)
-			hits[nh++] = (struct hit){ w, -1, HOW_DELETED };
+			hits[nh++] = (struct hit){ w, -1, HOW_DELETED, "" };
 		else if (seen[i] & IN_MOVE_SELF)
-			hits[nh++] = (struct hit){ w, -1, HOW_RENAMED };
+			hits[nh++] = (struct hit){ w, -1, HOW_RENAMED, "" };
 		else if (seen[i] & IN_ATTRIB)
-			hits[nh++] = (struct hit){ w, -1, HOW_ATTRIB };
+			hits[nh++] = (struct hit){ w, -1, HOW_ATTRIB, "" };
 	}
 	deliver(t, hits, nh);
 }

@@ -45,11 +45,14 @@ struct tripwire;
  *   "removed: deleted"
  *   "removed: renamed"
  *   "tampered: attributes or links changed"
+ * group is the last part of the opener's cgroup path, read while the open
+ * still waited for our answer (the process may be gone by the callback),
+ * or "" when unknown (inotify).
  * The callback may call tripwire_free() on its own watch: the free then
  * happens when the callback returns, and no further hits are delivered.
  */
 typedef void (*tripwire_hit_fn)(void *arg, const char *path, pid_t pid,
-				const char *how);
+				const char *how, const char *group);
 
 /*
  * Watch the tripwires of *p, reached through /proc/<sandbox_pid>/root: the

@@ -209,6 +209,8 @@ void corral_result_free(struct corral_result *res);
 /* The process exit status the CLI uses for a result (see corral(1)). */
 int corral_result_exit_code(const struct corral_result *res);
 const char *corral_status_name(enum corral_status s);
+/* "timeout" -> CORRAL_TIMEOUT (as a result's JSON names it); -EINVAL if none. */
+int corral_status_from_name(const char *name, enum corral_status *s);
 /* One JSON object, malloc'd, no trailing newline. */
 char *corral_result_json(const struct corral_result *res);
 

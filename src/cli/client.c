@@ -1423,23 +1423,16 @@ static int exec_parse(struct exec_args *a, struct conn *c, int argc,
 
 int client_exit_code(const json_t *result)
 {
-	const char *status = json_string_value(json_object_get(result, "status"));
 	const json_t *code = json_object_get(result, "exit_code");
-	json_int_t sig = json_integer_value(json_object_get(result, "signal"));
-	json_int_t v;
+	struct corral_result res = { 0 };
 
-	if (!status)
+	/* the daemon's result, mapped as corral run maps its own */
+	if (corral_status_from_name(json_string_value(json_object_get(result, "status")),
+				    &res.status) < 0 || !json_is_integer(code))
 		return -1;
-	if (!strcmp(status, "timeout"))
-		return 124;
-	if (!strcmp(status, "error"))
-		return EXIT_CORRAL;
-	if (sig > 0 && sig < 128)
-		return 128 + (int)sig;
-	if (!json_is_integer(code))
-		return -1;
-	v = json_integer_value(code);
-	return v >= 0 && v <= 255 ? (int)v : -1;
+	res.exit_code = (int)json_integer_value(code);
+	res.signal = (int)json_integer_value(json_object_get(result, "signal"));
+	return corral_result_exit_code(&res);
 }
 
 /* As `corral run` does: say how the call ended when it did not simply exit. */

@@ -10,7 +10,7 @@
 /*
  * The exit status `corral run` gives for a result object, computed from the
  * JSON that the daemon's exec answers with (status, exit_code, signal), the
- * same way corral_result_exit_code() does from a struct corral_result.
+ * by corral_result_exit_code() itself.
  * Returns -1 when the object does not say: no status, or no exit_code where
  * neither the status nor a signal gives the answer.
  */

@@ -2,6 +2,7 @@
 #include "internal.h"
 #include "events.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,17 @@ const char *corral_status_name(enum corral_status s)
 	if ((unsigned int)s >= sizeof(status_names) / sizeof(status_names[0]))
 		return "error";
 	return status_names[s];
+}
+
+int corral_status_from_name(const char *name, enum corral_status *s)
+{
+	for (size_t i = 0; name && i < sizeof(status_names) / sizeof(status_names[0]); i++) {
+		if (status_names[i] && !strcmp(status_names[i], name)) {
+			*s = (enum corral_status)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 int corral_result_exit_code(const struct corral_result *res)

@@ -13,46 +13,8 @@ TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-faults.XXXXXX")
 chmod 755 "$TEST_TMP"
 trap 'rm -rf "$TEST_TMP"' EXIT
 . "$HERE/lib.sh"
+. "$HERE/daemon.sh"
 ME=$(id -u)
-
-start_daemon() {
-	"$CORRAL" serve --socket "$T/sock" --state-dir "$T/state" >> "$T/daemon.log" 2>&1 &
-	DPID=$!
-	echo "$DPID" > "$T/daemon.pid"
-	for _ in $(seq 1 100); do
-		curl -s -m 1 --unix-socket "$T/sock" http://corral/v1/health > /dev/null && return 0
-		sleep 0.05
-	done
-	fail "the daemon did not start: $(cat "$T/daemon.log")"
-}
-
-stop_daemon() {
-	[ -f "$T/daemon.pid" ] || return 0
-	local pid
-	pid=$(cat "$T/daemon.pid")
-	rm -f "$T/daemon.pid"
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 1 200); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	return 0
-}
-
-# kill_daemon: SIGKILL, as a crash would.
-kill_daemon() {
-	kill -KILL "$DPID"
-	wait "$DPID" 2>/dev/null || true
-	rm -f "$T/daemon.pid"
-}
-
-api() {	# api METHOD PATH [BODY]: body on stdout, status in $T/status
-	curl -s -m 30 --unix-socket "$T/sock" -X "$1" -o "$T/body" -w '%{http_code}' \
-		${3:+-d "$3"} "http://corral$2" > "$T/status"
-	cat "$T/body"
-}
 
 # The sandboxes' processes are forks of the daemon: their command line
 # names its socket.  None may outlive it.
@@ -60,16 +22,6 @@ orphans() { pgrep -f -- "--socket $T/sock" || true; }
 no_orphans() { [ -z "$(orphans)" ]; }
 stale_cgroups() {	# stale_cgroups PID: groups named for that daemon
 	find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$1-*" 2>/dev/null | wc -l
-}
-
-wait_for() {	# wait_for WHAT CMD...: 10 s at most
-	local what=$1
-	shift
-	for _ in $(seq 1 200); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	fail "timed out waiting for $what"
 }
 
 # After a crash: nothing runs, a restart clears the rest, the log verifies.

@@ -1204,29 +1204,26 @@ static struct corral_call *call_by_id(struct corral_box *b, uint32_t id)
 
 /* ---- attribution ----------------------------------------------------------- */
 
-/* The call whose cgroup holds host pid, from /proc/PID/cgroup. */
-static struct corral_call *call_of_pid(struct corral_box *b, pid_t pid,
-				       uint32_t *lid)
+/* The id of the call whose cgroup holds host pid ("corral-cN"), or 0. */
+static uint32_t call_id_of_pid(pid_t pid)
 {
 	char path[64], line[512];
-	unsigned id;
+	unsigned id = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return NULL;
+		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *at = strstr(line, "/corral-c");
 
-		if (at && sscanf(at, "/corral-c%u", &id) == 1) {
-			fclose(f);
-			*lid = id;
-			return call_by_id(b, id);
-		}
+		if (at && sscanf(at, "/corral-c%u", &id) == 1)
+			break;
+		id = 0;
 	}
 	fclose(f);
-	return NULL;
+	return id;
 }
 
 /* The session of host pid: a call's first process leads one (setsid). */
@@ -1284,17 +1281,46 @@ static bool name_call(json_t *event, const char *tool_call, bool background)
 	return true;
 }
 
+/* What an event's process is known by, in the order it is tried. */
+enum call_key { BY_CGROUP2, BY_ID, BY_SESSION };
+
+static uint64_t call_key_of(const struct corral_call *c, enum call_key k)
+{
+	return k == BY_CGROUP2 ? c->cgid : k == BY_ID ? c->id : (uint64_t)c->host_pid;
+}
+
+static uint64_t lingerer_key_of(const struct lingerer *l, enum call_key k)
+{
+	return k == BY_CGROUP2 ? l->cgid : k == BY_ID ? l->id : (uint64_t)l->sid;
+}
+
+/* The call, running or left behind, that key names: into the event. */
+static bool name_by(struct corral_box *b, json_t *event, enum call_key k,
+		    uint64_t key)
+{
+	if (!key)
+		return false;
+	for (struct corral_call *c = b->calls; c; c = c->next)
+		if (call_key_of(c, k) == key)
+			return name_call(event, c->tool_call, c->done);
+	for (struct lingerer *l = b->lingering; l; l = l->next)
+		if (lingerer_key_of(l, k) == key)
+			return name_call(event, l->tool_call, true);
+	return false;
+}
+
 /*
  * The call an event belongs to: by the cgroup2 group that made its socket
- * (it outlives the process), else by the cgroup its pid is in now.
+ * (it outlives the process), by the group its process was seen in before
+ * it could exit, by the group its pid is in now, and without cgroups by
+ * the session the call's first process leads.
  */
 static bool attribute(void *arg, json_t *event)
 {
 	struct corral_box *b = arg;
 	json_int_t pid = json_integer_value(json_object_get(event, "pid"));
-	uint64_t cgid = json_integer_value(json_object_get(event, EVENTS_KEY_CGROUP));
-	struct corral_call *c = NULL;
-	uint32_t id = 0;
+	const char *group = json_string_value(json_object_get(event, EVENTS_KEY_GROUP));
+	unsigned id = 0;
 
 	if (pid > 0 && !json_object_get(event, "sandbox_pid")) {
 		pid_t inner = inner_pid(pid);
@@ -1302,41 +1328,18 @@ static bool attribute(void *arg, json_t *event)
 		if (inner > 0)
 			json_object_set_new(event, "sandbox_pid", json_integer(inner));
 	}
-	for (c = b->calls; cgid && c; c = c->next)
-		if (c->cgid == cgid)
-			return name_call(event, c->tool_call, c->done);
-	for (struct lingerer *l = b->lingering; cgid && l; l = l->next)
-		if (l->cgid == cgid)
-			return name_call(event, l->tool_call, true);
-	/* the group the process was in, noted before it could exit */
-	if (sscanf(json_string_value(json_object_get(event, EVENTS_KEY_GROUP)) ?: "",
-		   "corral-c%u", &id) == 1) {
-		if ((c = call_by_id(b, id)))
-			return name_call(event, c->tool_call, c->done);
-		for (struct lingerer *l = b->lingering; l; l = l->next)
-			if (l->id == id)
-				return name_call(event, l->tool_call, true);
-	}
+	if (name_by(b, event, BY_CGROUP2,
+		    json_integer_value(json_object_get(event, EVENTS_KEY_CGROUP))))
+		return true;
+	if (group && sscanf(group, "corral-c%u", &id) == 1 &&
+	    name_by(b, event, BY_ID, id))
+		return true;
 	if (pid <= 0)
 		return false;
-	c = call_of_pid(b, pid, &id);
-	if (c)
-		return name_call(event, c->tool_call, c->done);
-	for (struct lingerer *l = b->lingering; id && l; l = l->next)
-		if (l->id == id)
-			return name_call(event, l->tool_call, true);
-	if (cg_mode(b->cg) != CG_NONE)
-		return false;
-	/* no cgroups: the session the call began, unless it was left */
-	pid_t sid = session_of(pid);
-
-	for (c = b->calls; sid > 0 && c; c = c->next)
-		if (c->host_pid == sid)
-			return name_call(event, c->tool_call, c->done);
-	for (struct lingerer *l = b->lingering; sid > 0 && l; l = l->next)
-		if (l->sid == sid)
-			return name_call(event, l->tool_call, true);
-	return false;
+	if (name_by(b, event, BY_ID, call_id_of_pid(pid)))
+		return true;
+	return cg_mode(b->cg) == CG_NONE &&
+	       name_by(b, event, BY_SESSION, session_of(pid));
 }
 
 /* ---- halt ---------------------------------------------------------------- */

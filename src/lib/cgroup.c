@@ -930,6 +930,43 @@ fail:
 	return r;
 }
 
+/*
+ * A handle on the same hierarchies as from, each with parent under_dir's
+ * directory (a group below from's) or else from's own parent (a sibling),
+ * and dir "<parent>/corral-<name>", not created.  NULL: out of memory.
+ */
+static struct cg *cg_beside(const struct cg *from, bool under_dir,
+			    const char *name)
+{
+	struct cg *cg = calloc(1, sizeof(*cg));
+	char leaf[NAME_MAX + 1];
+
+	if (!cg)
+		return NULL;
+	cg->mode = from->mode;
+	cg->hybrid = from->hybrid;
+	cg->ctrls = from->ctrls;
+	snprintf(leaf, sizeof(leaf), "%s%s", under_dir ? CG_PREFIX : "", name);
+	for (size_t i = 0; i < from->nhier && cg->mode != CG_NONE; i++) {
+		const struct cg_hier *f = &from->hier[i];
+		struct cg_hier *h;
+
+		/* a call's bandwidth limit is its sandbox's: no cpu group */
+		if (under_dir && cg->mode == CG_V1 && f->ctrls == C_BIT(C_CPU))
+			continue;
+		h = &cg->hier[cg->nhier++];
+		h->ctrls = f->ctrls;
+		h->mount = strdup(f->mount);
+		h->parent = strdup(under_dir ? f->dir : f->parent);
+		h->dir = h->parent ? path_join(h->parent, leaf) : NULL;
+		if (!h->mount || !h->parent || !h->dir) {
+			cg_destroy(cg);
+			return NULL;
+		}
+	}
+	return cg;
+}
+
 int cg_create_child(struct cg *parent, const char *name, struct cg **out,
 		    struct corral_err *err)
 {
@@ -940,30 +977,18 @@ int cg_create_child(struct cg *parent, const char *name, struct cg **out,
 	r = check_name(name, err);
 	if (r < 0)
 		return r;
-	cg = calloc(1, sizeof(*cg));
+	cg = cg_beside(parent, true, name);
 	if (!cg)
 		return corral_set_err(err, -ENOMEM, "out of memory");
-	cg->mode = parent->mode;
-	cg->hybrid = parent->hybrid;
-	cg->ctrls = parent->ctrls;
-	for (size_t i = 0; i < parent->nhier && cg->mode != CG_NONE; i++) {
-		struct cg_hier *h;
-
-		/* the bandwidth limit is the parent's; a call needs no cpu group */
-		if (cg->mode == CG_V1 && parent->hier[i].ctrls == C_BIT(C_CPU))
-			continue;
-		h = &cg->hier[cg->nhier++];
-		h->ctrls = parent->hier[i].ctrls;
-		h->mount = strdup(parent->hier[i].mount);
-		h->parent = strdup(parent->hier[i].dir);
-		if (!h->mount || !h->parent) {
-			cg_destroy(cg);
-			return corral_set_err(err, -ENOMEM, "out of memory");
-		}
-	}
-	if (cg->mode != CG_NONE) {
-		r = make_dirs(cg, name, err);
-		if (r < 0) {
+	for (size_t i = 0; i < cg->nhier; i++) {
+		if (mkdir(cg->hier[i].dir, 0755) < 0) {
+			r = corral_set_err(err, -errno, "cannot create cgroup %s: %s",
+					   cg->hier[i].dir, strerror(errno));
+			/* not ours: none of it may be removed by destroy */
+			for (size_t j = i; j < cg->nhier; j++) {
+				free(cg->hier[j].dir);
+				cg->hier[j].dir = NULL;
+			}
 			cg_destroy(cg);
 			return r;
 		}
@@ -1563,24 +1588,7 @@ static pid_t owner_pid(const char *name)
 /* Remove one stale group, the same name in every hierarchy of the plan. */
 static void remove_stale(const struct cg *plan, const char *name)
 {
-	struct cg *cg = calloc(1, sizeof(*cg));
-
-	if (!cg)
-		return;
-	cg->mode = plan->mode;
-	cg->ctrls = plan->ctrls;
-	for (size_t i = 0; i < plan->nhier; i++) {
-		struct cg_hier *h = &cg->hier[cg->nhier];
-
-		h->ctrls = plan->hier[i].ctrls;
-		h->mount = strdup(plan->hier[i].mount);
-		h->parent = strdup(plan->hier[i].parent);
-		h->dir = path_join(plan->hier[i].parent, name);
-		cg->nhier++;
-		if (!h->mount || !h->parent || !h->dir)
-			break;
-	}
-	cg_destroy(cg);
+	cg_destroy(cg_beside(plan, false, name));
 }
 
 /* only > 0: the groups of that supervisor; else those of dead ones */

@@ -394,6 +394,9 @@ struct corral_features {
 	bool overlay_in_userns;
 	bool seccomp;
 	bool seccomp_notify;		/* SECCOMP_RET_USER_NOTIF for the syscall log */
+	unsigned seccomp_rules;		/* rules in the filter (0: it cannot be built) */
+	unsigned seccomp_unresolved;	/* table names with no number on this host */
+	int seccomp_highest;		/* calls numbered above it are denied; -1: none */
 	int landlock_abi;		/* 0 if absent or disabled */
 	bool openat2;
 	const char *limits;		/* what limits would use: cgroup v2 / v1 / rlimit */

@@ -667,7 +667,7 @@ void sandbox_child(struct child_ctx *c)
 		corral_set_err(&err, -errno, "PR_SET_DUMPABLE: %s", strerror(errno));
 		setup_failed(c, &err);
 	}
-	if (seccomp_apply(&notify_fd, &err) < 0)
+	if (sc_apply(c->p, &notify_fd, &err) < 0)
 		setup_failed(c, &err);
 	/*
 	 * Nothing in the sandbox may keep the listener: whoever holds it

@@ -92,16 +92,44 @@ void cg_probe(struct corral_features *f);
 
 /* ---- seccomp.c ------------------------------------------------------- */
 
+struct sock_filter;
+
+/* What a compiled filter holds, for corral doctor and the tests. */
+struct sc_summary {
+	unsigned rules;		/* libseccomp rules, and the ceiling */
+	unsigned unresolved;	/* table names known neither to libseccomp nor numbers[] */
+	int highest;		/* highest syscall number the table knows; -1: none here */
+	const char *arch;	/* "x86_64" */
+};
+
 /*
- * Load the deny-list filter into the calling thread (after no_new_privs).
- * notify_fd non-NULL: denials notify the holder of *notify_fd (USER_NOTIF)
- * where the kernel and libseccomp can; *notify_fd is -1 where they cannot.
+ * Load the filter into the calling thread (sets no_new_privs).  notify_fd
+ * non-NULL: denials notify the holder of *notify_fd (USER_NOTIF) where the
+ * kernel and libseccomp can; *notify_fd is -1 where they cannot.  p decides
+ * what depends on the policy (ICMP echo sockets with a network).
  */
-int seccomp_apply(int *notify_fd, struct corral_err *err);
-bool seccomp_available(void);
-bool seccomp_notify_available(void);
-/* Why the table denies syscall nr, for events. */
-const char *seccomp_deny_why(int nr);
+int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *err);
+/* The BPF program sc_apply loads, malloc'd; sum may be NULL. */
+int sc_program(const struct corral_policy *p, bool notify, struct sock_filter **prog,
+	       size_t *len, struct sc_summary *sum, struct corral_err *err);
+bool sc_available(void);
+bool sc_notify_available(void);
+/* For corral doctor: seccomp, seccomp_notify, seccomp_rules, seccomp_highest. */
+void sc_probe(struct corral_features *f);
+/* A syscall's name, from libseccomp or the table's numbers, or "syscall N". */
+const char *sc_name(uint32_t arch, int nr, char *buf, size_t len);
+/* Why the filter denies syscall nr, and the errno the caller gets, for events. */
+const char *sc_deny_why(int nr);
+int sc_deny_errno(int nr);
+/* libseccomp's number for name on arch, else the table's; __NR_SCMP_ERROR. */
+int sc_resolve(uint32_t arch, const char *name);
+/* The highest number the table knows on arch (an SCMP_ARCH_*); -1: none. */
+int sc_highest(uint32_t arch);
+/* The tables, for tests/unit_seccomp.c. */
+size_t sc_table_len(void);
+const char *sc_table_name(size_t i);
+size_t sc_numbers_len(void);
+const char *sc_number(size_t i, int *nr, uint32_t *arch);
 
 /* ---- landlock.c ------------------------------------------------------ */
 

@@ -92,8 +92,7 @@ int corral_probe(struct corral_features *f)
 	memset(f, 0, sizeof(*f));
 	f->userns = try_in_child(probe_userns);
 	f->overlay_in_userns = f->userns && try_in_child(probe_overlay);
-	f->seccomp = seccomp_available();
-	f->seccomp_notify = f->seccomp && seccomp_notify_available();
+	sc_probe(f);
 	f->landlock_abi = landlock_abi();
 	f->openat2 = probe_openat2();
 	cg_probe(f);

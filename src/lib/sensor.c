@@ -2,8 +2,9 @@
  * sensor.c - denied syscalls become events.
  *
  * The filter (seccomp.c) sends each call on its deny list here instead of
- * failing it in the kernel.  The answer is always the same, EPERM, and it
- * is given at once: the value is the record, naming the syscall, the pid
+ * failing it in the kernel.  The answer is EPERM (ENOSYS for a number
+ * above what the filter knows, as from an older kernel: libc falls back),
+ * given at once: the value is the record, naming the syscall, the pid
  * (host view) and the arguments that say what was tried (the path of a
  * mount, the target of a ptrace, the flags of an unshare).  Calls on the
  * hot path never come here; only denied ones do.
@@ -100,7 +101,9 @@ static json_t *describe_args(struct sensor *s, const char *name)
 				 "request", (snprintf(str, sizeof(str), "0x%llx",
 				 (unsigned long long)(uint32_t)d->args[1]), str));
 	if (!strcmp(name, "socket") || !strcmp(name, "socketpair"))
-		return json_pack("{s:I}", "family", (json_int_t)(int32_t)d->args[0]);
+		return json_pack("{s:I, s:I, s:I}", "family", (json_int_t)(int32_t)d->args[0],
+				 "type", (json_int_t)(int32_t)d->args[1],
+				 "protocol", (json_int_t)(int32_t)d->args[2]);
 	if (!strcmp(name, "personality"))
 		return json_pack("{s:s}", "persona", (snprintf(str, sizeof(str), "0x%llx",
 				 (unsigned long long)(uint32_t)d->args[0]), str));
@@ -110,10 +113,9 @@ static json_t *describe_args(struct sensor *s, const char *name)
 static void on_notify(evutil_socket_t fd, short what, void *arg)
 {
 	struct sensor *s = arg;
-	char reason[CORRAL_ERR_MAX];
-	char *name;
+	char reason[CORRAL_ERR_MAX], name[64];
 	json_t *o;
-	int r;
+	int r, deny;
 
 	(void)what;
 	memset(s->req, 0, sizeof(*s->req));
@@ -128,13 +130,15 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 			event_del(s->ev);
 		return;
 	}
-	name = seccomp_syscall_resolve_num_arch(s->req->data.arch, s->req->data.nr);
-	o = json_pack("{s:s, s:I, s:o}", "syscall", name ? name : "?",
+	/* named even where libseccomp is older than the call: "syscall 470" */
+	sc_name(s->req->data.arch, s->req->data.nr, name, sizeof(name));
+	deny = sc_deny_errno(s->req->data.nr);
+	o = json_pack("{s:s, s:i, s:I, s:o}", "syscall", name, "nr", s->req->data.nr,
 		      "pid", (json_int_t)s->req->pid,
-		      "args", describe_args(s, name ? name : ""));
+		      "args", describe_args(s, name));
 	s->denied++;
-	snprintf(reason, sizeof(reason), "%s denied (EPERM): %s", name ? name : "a syscall",
-		 seccomp_deny_why(s->req->data.nr));
+	snprintf(reason, sizeof(reason), "%s denied (%s): %s", name,
+		 deny == ENOSYS ? "ENOSYS" : "EPERM", sc_deny_why(s->req->data.nr));
 	if (o)
 		json_object_set_new(o, "reason", json_string(reason));
 	/*
@@ -144,9 +148,8 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	events_emit(s->events, "syscall.denied", o);
 	memset(s->resp, 0, sizeof(*s->resp));
 	s->resp->id = s->req->id;
-	s->resp->error = -EPERM;
+	s->resp->error = -deny;
 	seccomp_notify_respond(fd, s->resp);
-	free(name);
 }
 
 struct sensor *sensor_start(struct event_base *base, int notify_fd,

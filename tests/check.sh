@@ -77,6 +77,7 @@ stage() {	# stage BUILD
 	cp "$1/tests/helpers/euid" "$STAGE/helpers/euid-setuid"
 	chmod 4755 "$STAGE/helpers/euid-setuid"
 	cp tests/*.sh tests/*.py "$STAGE/tests/"
+	cp -r tests/data "$STAGE/tests/"
 	cp -r policies "$STAGE/"
 	chown "$NOBODY:$NOBODY" "$STAGE/tmp"
 	chmod -R a+rX "$STAGE"
@@ -112,6 +113,7 @@ suite() {
 	step "unit tests ($label)" unit_tests "$b"
 	step "integration as $(id -un) ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
 	step "egress as $(id -un) ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
+	step "seccomp as $(id -un) ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
@@ -124,6 +126,8 @@ suite() {
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "egress as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "seccomp as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/seccomp.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "audit as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "abort as uid $NOBODY ($label)" \

@@ -21,11 +21,38 @@ static void line(const char *what, bool ok, const char *detail)
 	printf("  %-12s %-5s %s\n", what, ok ? "ok" : "WEAK", detail);
 }
 
+/*
+ * The filter as it would be loaded: its size, and the highest syscall
+ * number it knows (above it every call is denied, so a newer kernel adds
+ * nothing the sandbox can reach).
+ */
+static bool seccomp_line(const struct corral_features *f)
+{
+	char buf[160];
+	bool ok = f->seccomp && f->seccomp_rules && f->seccomp_highest >= 0 &&
+		  !f->seccomp_unresolved;
+
+	if (!f->seccomp)
+		snprintf(buf, sizeof(buf), "no seccomp: the kernel surface is not reduced");
+	else if (!f->seccomp_rules)
+		snprintf(buf, sizeof(buf), "the filter cannot be built here (see corral run's error)");
+	else if (f->seccomp_highest < 0)
+		snprintf(buf, sizeof(buf), "%u rules in force; no ceiling known for this "
+			 "architecture: calls newer than the table are allowed", f->seccomp_rules);
+	else
+		snprintf(buf, sizeof(buf), "%u rules in force; highest syscall known %d, "
+			 "every call above it denied%s", f->seccomp_rules, f->seccomp_highest,
+			 f->seccomp_unresolved ? "; some table names unknown here" : "");
+	line("seccomp", ok, buf);
+	return ok;
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	struct corral_features f;
 	struct utsname u;
 	char buf[128];
+	bool sc_ok;
 	int weak = 0;
 
 	if (argc > 1) {
@@ -46,8 +73,7 @@ int cmd_doctor(int argc, char **argv)
 	line("workspace", f.overlay_in_userns, f.overlay_in_userns ?
 	     "overlayfs in a user namespace: copy-on-write workspace" :
 	     "no overlayfs in a user namespace: --workspace cannot work");
-	line("seccomp", f.seccomp, f.seccomp ? "deny list loaded with libseccomp" :
-	     "no seccomp: the kernel surface is not reduced");
+	sc_ok = seccomp_line(&f);
 	line("syscall log", f.seccomp_notify, f.seccomp_notify ?
 	     "denied syscalls reported to the supervisor (SECCOMP_RET_USER_NOTIF)" :
 	     "no USER_NOTIF: denied syscalls fail with EPERM but are not recorded");
@@ -68,7 +94,7 @@ int cmd_doctor(int argc, char **argv)
 		printf("verdict: no sandbox can be built on this host for this user\n");
 		return 2;
 	}
-	weak = !f.overlay_in_userns || !f.seccomp || f.landlock_abi < 6 ||
+	weak = !f.overlay_in_userns || !sc_ok || f.landlock_abi < 6 ||
 	       !f.openat2 || !strcmp(f.limits, "rlimit");
 	printf("verdict: %s\n", weak ? "the default policy runs with the weaker layers marked WEAK" :
 	       "the default policy is enforced in full");

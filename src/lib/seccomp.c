@@ -128,7 +128,6 @@ static const struct deny deny_table[] = {
 	{ "move_pages", EPERM, ANY, 0, "move a process's pages between NUMA nodes" },
 	/* odd corners no program an agent runs needs */
 	{ "modify_ldt", EPERM, ANY, 0, "16-bit segments (Wine, DOS emulators), old CVEs" },
-	{ "uprobe", EPERM, ANY, 0, "uprobe trampoline entry, for the kernel's own use" },
 	{ "lsm_get_self_attr", EPERM, ANY, 0, "LSM attributes (Docker wants CAP_SYS_ADMIN)" },
 	{ "lsm_set_self_attr", EPERM, ANY, 0, "LSM attributes (Docker wants CAP_SYS_ADMIN)" },
 	{ "lsm_list_modules", EPERM, ANY, 0, "LSM attributes (Docker wants CAP_SYS_ADMIN)" },
@@ -183,8 +182,10 @@ struct number {
 };
 
 static const struct number numbers[] = {
+	/* for naming only: the kernel runs these past every seccomp filter
+	 * (seccomp_uprobe_exception); outside its trampoline, ENXIO */
 	{ "uretprobe", 335, SCMP_ARCH_X86_64, "Linux 6.11: for naming" },
-	{ "uprobe", 336, SCMP_ARCH_X86_64, "Linux 6.15: denied" },
+	{ "uprobe", 336, SCMP_ARCH_X86_64, "Linux 6.16: for naming" },
 	{ "statmount", 457, 0, "Linux 6.8: for naming" },
 	{ "listmount", 458, 0, "Linux 6.8: for naming" },
 	{ "lsm_get_self_attr", 459, 0, "Linux 6.8: denied" },

@@ -1,0 +1,274 @@
+#!/bin/bash
+# seccomp.sh - the syscall filter, from inside a sandbox: what it denies,
+# that every denial is an event naming the call, and what programs still
+# get (TCP, UDP, unix sockets, routing netlink).
+#
+#   tests/seccomp.sh CORRAL HELPERS_DIR [TEST...]
+#
+# Calls are made by number with tests/helpers/sysprobe (x86_64 numbers,
+# like the test data); elsewhere the number-based tests skip.  Needs only
+# loopback.
+set -u
+CORRAL=$(readlink -f "$1")
+HELPERS_SRC=$(readlink -f "$2")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+DATA=$HERE/data
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-sc.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+# The sandbox opens host paths as an unprivileged user: a copy it can reach.
+HELPERS=$TEST_TMP/helpers
+mkdir "$HELPERS"
+cp "$HELPERS_SRC/sysprobe" "$HELPERS/"
+chmod -R a+rX "$HELPERS"
+. "$HERE/lib.sh"
+H="--ro $HELPERS:/opt/helpers"
+
+# probe [CORRAL-OPTIONS...] -- SPEC...: sysprobe inside a sandbox; its
+# lines in $T/probe, the result JSON in $T/out, the events in $T/ev.
+probe() {
+	local opts=() rc=0
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	: > "$T/ev"
+	timeout 120 "$CORRAL" run --json --events "$T/ev" $H "${opts[@]}" -- \
+		/opt/helpers/sysprobe "$@" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	[ "$rc" = 0 ] || { cat "$T/err"; fail "corral run exited $rc"; return 1; }
+	json stdout < "$T/out" > "$T/probe"
+}
+
+# answer SPEC: how the call SPEC was answered ("ok", "EPERM", "signal 31").
+answer() {
+	awk -v s="$1" '$1 == s { $1 = ""; sub(/^ /, ""); print; exit }' "$T/probe"
+}
+
+# denials: one line a syscall.denied event: "NAME|NR|FAMILY,TYPE,PROTO|REASON".
+denials() {
+	/usr/bin/python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o.get("type") != "syscall.denied":
+        continue
+    a = o.get("args", {})
+    sock = "%s,%s,%s" % (a.get("family"), a.get("type"), a.get("protocol"))
+    print("%s|%s|%s|%s" % (o.get("syscall"), o.get("nr"), sock, o.get("reason")))
+' "$T/ev"
+}
+
+# expect_denied SPEC NAME [ERRNO]: answered ERRNO (EPERM), with an event
+# naming NAME for that number.
+expect_denied() {
+	local spec=$1 name=$2 want=${3:-EPERM} nr=$((${1%%,*}))
+	expect_eq "$name ($spec) answer" "$(answer "$spec")" "$want" || return 1
+	grep -q "^$name|$nr|" "$T/denials" ||
+		fail "$name ($spec): no syscall.denied event naming it (events: $(cut -d'|' -f1 "$T/denials" | tr '\n' ' '))"
+}
+
+need_notify() {
+	[ "$(json layers.seccomp_notify < "$T/out")" = true ] && return 0
+	skip "no SECCOMP_RET_USER_NOTIF here: denials are plain errnos"
+}
+
+need_x86_64() {
+	[ "$(uname -m)" = x86_64 ] && return 0
+	skip "the probe's numbers are x86_64's"
+}
+
+# ---- the calls of the Docker comparison, and the ceiling ----------------
+
+t_newly_denied_calls() {
+	need_x86_64 || return
+	local calls="mbind:237 set_mempolicy:238 get_mempolicy:239 migrate_pages:256
+		move_pages:279 set_mempolicy_home_node:450 open_tree_attr:467
+		quotactl_fd:443 process_madvise:440 file_setattr:469 file_getattr:468
+		lsm_set_self_attr:460 lsm_get_self_attr:459 lsm_list_modules:461
+		modify_ldt:154 iopl:172 ioperm:173 ustat:136 sysfs:139
+		sethostname:170 setdomainname:171 uselib:134"
+	local specs=() c
+	for c in $calls; do specs+=("${c#*:}"); done
+	probe -- "${specs[@]}" || return 1
+	need_notify || return
+	denials > "$T/denials"
+	for c in $calls; do
+		expect_denied "${c#*:}" "${c%%:*}" || return 1
+	done
+	expect_contains "reason" "$(cat "$T/denials")" "mbind denied (EPERM): NUMA memory policy"
+}
+
+t_numbers_above_the_table_denied() {
+	need_x86_64 || return
+	# just above 469 (listns is 470 in Linux 6.19), the x32-only range,
+	# far above, and the last number before the x32 bit
+	probe -- 470 471 511 512 548 1000 0x3fffffff || return 1
+	need_notify || return
+	denials > "$T/denials"
+	for nr in 470 471 511 512 548 1000 0x3fffffff; do
+		expect_denied "$nr" "syscall $((nr))" ENOSYS || return 1
+	done
+	expect_contains "reason" "$(cat "$T/denials")" \
+		"syscall 470 denied (ENOSYS): newer than the kernel this filter was written for"
+}
+
+t_foreign_abis_still_killed() {
+	need_x86_64 || return
+	# x32 getpid and x32 mount, then a native call to show the probe goes on
+	probe -- 0x40000027 0x400000a5 39 || return 1
+	expect_eq "x32 getpid" "$(answer 0x40000027)" "signal 31"
+	expect_eq "x32 mount" "$(answer 0x400000a5)" "signal 31"
+	expect_eq "native getpid" "$(answer 39)" ok
+}
+
+# Docker's refused list: each call is denied with an event, or is in the
+# exceptions with the answer its reason predicts (and no event).
+t_docker_refused_calls() {
+	need_x86_64 || return
+	local name nr specs=() expect
+	while read -r name nr; do
+		specs+=("$nr")
+	done < <(grep -v '^#' "$DATA/docker-refused-syscalls.txt")
+	[ "${#specs[@]}" -gt 70 ] || fail "only ${#specs[@]} calls in the refused list"
+	probe -- "${specs[@]}" || return 1
+	need_notify || return
+	denials > "$T/denials"
+	while read -r name nr; do
+		expect=$(awk -v n="$name" '$1 == n { print $2; exit }' \
+			"$DATA/seccomp-refused-exceptions.txt")
+		if [ -n "$expect" ]; then
+			case "|$expect|" in
+			*"|$(answer "$nr")|"*) ;;
+			*) fail "$name ($nr), an exception: got '$(answer "$nr")', want $expect"; return 1 ;;
+			esac
+			! grep -q "|$nr|" "$T/denials" || fail "$name: an event, yet listed as reaching the kernel"
+		else
+			expect_denied "$nr" "$name" || return 1
+		fi
+	done < <(grep -v '^#' "$DATA/docker-refused-syscalls.txt")
+}
+
+# ---- sockets: protocols, not only families -------------------------------
+
+# check_socket_denials SPEC...: each socket()/socketpair() SPEC answered
+# EPERM, with an event carrying its family, type and protocol.  At most
+# 8 a sandbox: the log writes the first few of a kind whole.
+check_socket_denials() {
+	local spec f t p
+	probe -- "$@" || return 1
+	need_notify || return
+	denials > "$T/denials"
+	for spec in "$@"; do
+		IFS=, read -r _ f t p <<< "$spec"
+		expect_eq "$spec" "$(answer "$spec")" EPERM || return 1
+		grep -q "|$((f)),$((t)),$((p))|" "$T/denials" ||
+			fail "$spec: no event with family $((f)) type $((t)) protocol $((p))"
+	done
+}
+
+t_socket_protocols_denied() {
+	need_x86_64 || return
+	# SCTP (stream and seqpacket, with SOCK_NONBLOCK|SOCK_CLOEXEC), DCCP,
+	# L2TP over IP and over PPPoX, netlink crypto_user and rdma
+	check_socket_denials 41,2,1,132 41,10,5,132 41,2,0x80801,132 41,2,6,33 \
+		41,10,6,33 41,2,2,115 41,24,2,1 41,16,3,21 || return 1
+	# netlink sock_diag and generic, raw IP, packet, UDP-Lite, ICMP
+	# without a network, vsock, AF_INET socketpair
+	check_socket_denials 41,16,3,4 41,16,2,16 41,2,3,1 41,17,3,0 41,2,2,136 \
+		41,2,2,1 41,40,1,0 53,2,1,0
+}
+
+# The ones programs use reach the kernel, flags or not, with no event.
+t_socket_protocols_allowed() {
+	need_x86_64 || return
+	local ok="41,2,1,0 41,2,1,6 41,2,0x80801,0 41,10,1,0 41,10,1,6 41,2,2,0
+		41,2,2,17 41,10,0x80002,17 41,1,1,0 41,1,2,0 41,1,5,0 41,16,3,0
+		41,16,0x80002,0"
+	probe -- $ok 41,2,1,262 53,1,1,0 || return 1
+	for spec in $ok; do
+		expect_eq "$spec" "$(answer "$spec")" ok || return 1
+	done
+	# MPTCP: whatever this kernel says, it is the kernel that says it
+	expect_not_contains "MPTCP" "$(answer 41,2,1,262)" EPERM
+	# socketpair(AF_UNIX) with no array: the kernel's EFAULT, not ours
+	expect_eq "socketpair unix" "$(answer 53,1,1,0)" EFAULT
+	[ "$(grep -c '"type":"syscall.denied"' "$T/ev")" = 0 ] ||
+		fail "allowed sockets made events: $(denials)"
+}
+
+# With a network (proxy mode), ICMP echo sockets too.
+t_icmp_echo_with_network() {
+	need_x86_64 || return
+	probe --net proxy --allow example.test -- 41,2,2,1 41,10,2,58 41,2,3,1 || return 1
+	expect_not_contains "icmp" "$(answer 41,2,2,1)" EPERM
+	expect_not_contains "icmpv6" "$(answer 41,10,2,58)" EPERM
+	need_notify || return
+	denials > "$T/denials"
+	expect_eq "raw stays denied" "$(answer 41,2,3,1)" EPERM
+	[ "$(wc -l < "$T/denials")" = 1 ] || fail "events: $(cat "$T/denials")"
+}
+
+# Real programs over loopback: TCP, UDP, unix sockets, getaddrinfo, ip.
+t_programs_still_talk() {
+	local rc=0
+	cat > "$T/talk.py" <<'EOF'
+import os, socket, threading
+def serve(kind, family, addr):
+    s = socket.socket(family, kind)
+    if family != socket.AF_UNIX:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr)
+    if kind == socket.SOCK_STREAM:
+        s.listen(1)
+    return s
+tcp = serve(socket.SOCK_STREAM, socket.AF_INET, ("127.0.0.1", 0))
+def echo_tcp():
+    c, _ = tcp.accept(); c.sendall(c.recv(100)); c.close()
+threading.Thread(target=echo_tcp).start()
+c = socket.create_connection(tcp.getsockname(), timeout=10)
+c.sendall(b"tcp"); print(c.recv(100).decode()); c.close()
+udp = serve(socket.SOCK_DGRAM, socket.AF_INET6, ("::1", 0))
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.settimeout(10)
+u.sendto(b"udp", udp.getsockname()); print(udp.recvfrom(100)[0].decode())
+a, b = socket.socketpair(); a.sendall(b"pair"); print(b.recv(100).decode())
+path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "s.sock")
+un = serve(socket.SOCK_STREAM, socket.AF_UNIX, path)
+def echo_unix():
+    c, _ = un.accept(); c.sendall(c.recv(100)); c.close()
+threading.Thread(target=echo_unix).start()
+x = socket.socket(socket.AF_UNIX); x.settimeout(10); x.connect(path)
+x.sendall(b"unix"); print(x.recv(100).decode())
+print(sorted({i[4][0] for i in socket.getaddrinfo("localhost", 80, type=socket.SOCK_STREAM)}))
+EOF
+	chmod 644 "$T/talk.py"
+	timeout 120 "$CORRAL" run --json --events "$T/ev" --ro "$T/talk.py:/opt/talk.py" -- \
+		/bin/sh -c '/usr/bin/python3 /opt/talk.py && /usr/sbin/ip -o addr show lo' \
+		> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	out=$(json stdout < "$T/out")
+	expect_eq "exit" "$rc" 0 || { json stderr < "$T/out"; return 1; }
+	for w in tcp udp pair unix "127.0.0.1" "inet 127.0.0.1/8"; do
+		expect_contains "$w" "$out" "$w"
+	done
+	[ "$(grep -c '"type":"syscall.denied"' "$T/ev")" = 0 ] ||
+		fail "programs made denials: $(denials)"
+}
+
+t_doctor_reports_filter() {
+	local rc=0 out
+	out=$(timeout 60 "$CORRAL" doctor) || rc=$?
+	[ "$rc" -le 1 ] || fail "doctor exit $rc"
+	line=$(printf '%s\n' "$out" | grep '^  seccomp ')
+	expect_contains "rules" "$line" " rules in force"
+	[ "$(uname -m)" = x86_64 ] || return 0
+	expect_contains "ceiling" "$line" "highest syscall known 469, every call above it denied"
+	n=$(printf '%s\n' "$line" | sed -n 's/.* \([0-9]\+\) rules in force.*/\1/p')
+	[ "${n:-0}" -gt 100 ] || fail "only '$n' rules"
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "seccomp ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

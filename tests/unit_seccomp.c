@@ -1,0 +1,397 @@
+/*
+ * unit_seccomp.c - the filter's tables, and what its compiled program
+ * decides, without loading it: a small classic-BPF interpreter runs the
+ * program sc_apply() would load over syscall numbers and arguments.
+ */
+#include "internal.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <linux/netlink.h>
+#include <sched.h>
+#include <signal.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+
+#define NR_SOCKET 41
+#define NR_SOCKETPAIR 53
+#define X32_BIT 0x40000000u
+
+#define BAD_PROGRAM 0xdeadbeefu
+
+/* Classic BPF as the kernel runs a seccomp filter; BAD_PROGRAM on an
+ * opcode the interpreter does not know (the test then fails). */
+static uint32_t run(const struct sock_filter *prog, size_t len,
+		    const struct seccomp_data *d)
+{
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
+
+	for (size_t pc = 0; pc < len; pc++) {
+		const struct sock_filter *i = &prog[pc];
+		bool jump;
+
+		switch (i->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (i->k > sizeof(*d) - 4)
+				return BAD_PROGRAM;
+			memcpy(&a, (const char *)d + i->k, 4);
+			continue;
+		case BPF_LD | BPF_MEM:
+			a = mem[i->k % BPF_MEMWORDS];
+			continue;
+		case BPF_LDX | BPF_MEM:
+			x = mem[i->k % BPF_MEMWORDS];
+			continue;
+		case BPF_ST:
+			mem[i->k % BPF_MEMWORDS] = a;
+			continue;
+		case BPF_STX:
+			mem[i->k % BPF_MEMWORDS] = x;
+			continue;
+		case BPF_MISC | BPF_TAX:
+			x = a;
+			continue;
+		case BPF_MISC | BPF_TXA:
+			a = x;
+			continue;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= i->k;
+			continue;
+		case BPF_JMP | BPF_JA:
+			pc += i->k;
+			continue;
+		case BPF_RET | BPF_K:
+			return i->k;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			jump = a == i->k;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			jump = a > i->k;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			jump = a >= i->k;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			jump = (a & i->k) != 0;
+			break;
+		default:
+			fprintf(stderr, "  unknown BPF opcode 0x%x at %zu\n", i->code, pc);
+			return BAD_PROGRAM;
+		}
+		pc += jump ? i->jt : i->jf;
+	}
+	return BAD_PROGRAM;	/* fell off the end: the kernel refuses such a program */
+}
+
+struct prog {
+	struct sock_filter *insns;
+	size_t len;
+	struct sc_summary sum;
+};
+
+static bool compile(struct prog *p, bool notify, enum corral_net_mode net)
+{
+	struct corral_policy pol;
+	struct corral_err err = { 0 };
+	int r;
+
+	corral_policy_init(&pol);
+	pol.net = net;
+	r = sc_program(&pol, notify, &p->insns, &p->len, &p->sum, &err);
+	corral_policy_free(&pol);
+	if (r < 0)
+		fprintf(stderr, "  sc_program: %s\n", err.msg);
+	return r == 0;
+}
+
+static uint32_t decide(const struct prog *p, uint32_t arch, uint32_t nr,
+		       uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	struct seccomp_data d = { .nr = (int)nr, .arch = arch,
+				  .args = { a0, a1, a2 } };
+
+	return run(p->insns, p->len, &d);
+}
+
+static uint32_t call(const struct prog *p, uint32_t nr, uint64_t a0, uint64_t a1,
+		     uint64_t a2)
+{
+	return decide(p, SCMP_ARCH_X86_64, nr, a0, a1, a2);
+}
+
+static bool x86_64_here(void)
+{
+	if (seccomp_arch_native() == SCMP_ARCH_X86_64)
+		return true;
+	printf("  (not x86_64: the numbers below are x86_64's; skipped)\n");
+	return false;
+}
+
+/* Every name of the deny table resolves on x86_64, by libseccomp or by the
+ * table's own numbers; a name with neither would add no rule at all. */
+TEST(table_names_resolve_on_x86_64)
+{
+	for (size_t i = 0; i < sc_table_len(); i++) {
+		const char *name = sc_table_name(i);
+		int nr = sc_resolve(SCMP_ARCH_X86_64, name);
+
+		if (nr == __NR_SCMP_ERROR)
+			fprintf(stderr, "  %s: unknown to libseccomp %u.%u.%u and without a number\n",
+				name, seccomp_version()->major, seccomp_version()->minor,
+				seccomp_version()->micro);
+		CHECK(nr != __NR_SCMP_ERROR);
+	}
+	CHECK(sc_table_name(sc_table_len()) == NULL);
+}
+
+/* The numbers the table carries agree with libseccomp where it knows the
+ * name, and sit at or below the ceiling (else they would be unreachable). */
+TEST(numbers_agree_with_libseccomp)
+{
+	int highest = sc_highest(SCMP_ARCH_X86_64);
+
+	CHECK(highest == 469);
+	for (size_t i = 0; i < sc_numbers_len(); i++) {
+		uint32_t arch;
+		int nr, lib;
+		const char *name = sc_number(i, &nr, &arch);
+
+		CHECK(arch == 0 || arch == SCMP_ARCH_X86_64);
+		CHECK(nr > 0 && nr <= highest);
+		CHECK(sc_resolve(SCMP_ARCH_X86_64, name) == nr);
+		lib = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, name);
+		if (lib >= 0 && lib != nr)
+			fprintf(stderr, "  %s: libseccomp says %d, the table %d\n", name, lib, nr);
+		CHECK(lib < 0 || lib == nr);
+	}
+	/* a call only on other architectures is not an error */
+	CHECK(sc_resolve(SCMP_ARCH_X86_64, "umount") < 0);
+	CHECK(sc_resolve(SCMP_ARCH_X86_64, "umount") != __NR_SCMP_ERROR);
+	CHECK(sc_resolve(SCMP_ARCH_X86_64, "no_such_call") == __NR_SCMP_ERROR);
+}
+
+TEST(names_for_events)
+{
+	char buf[64];
+
+	CHECK(!strcmp(sc_name(SCMP_ARCH_X86_64, 237, buf, sizeof(buf)), "mbind"));
+	CHECK(!strcmp(sc_name(SCMP_ARCH_X86_64, 467, buf, sizeof(buf)), "open_tree_attr"));
+	CHECK(!strcmp(sc_name(SCMP_ARCH_X86_64, 336, buf, sizeof(buf)), "uprobe"));
+	CHECK(!strcmp(sc_name(SCMP_ARCH_X86_64, 470, buf, sizeof(buf)), "syscall 470"));
+	CHECK(!strcmp(sc_name(SCMP_ARCH_X86_64, 1000, buf, sizeof(buf)), "syscall 1000"));
+	if (!x86_64_here())
+		return;
+	CHECK(sc_deny_errno(237) == EPERM);
+	CHECK(sc_deny_errno(470) == ENOSYS);
+	CHECK_STR_CONTAINS(sc_deny_why(237), "NUMA");
+	CHECK_STR_CONTAINS(sc_deny_why(470), "newer than the kernel");
+	CHECK_STR_CONTAINS(sc_deny_why(NR_SOCKET), "SCTP");
+}
+
+TEST(program_fits_and_counts)
+{
+	struct prog p;
+
+	if (!x86_64_here())
+		return;
+	CHECK(compile(&p, true, CORRAL_NET_NONE));
+	CHECK(p.len > 6 && p.len <= BPF_MAXINSNS);
+	CHECK(p.sum.highest == 469);
+	CHECK(p.sum.unresolved == 0);
+	CHECK(p.sum.rules > sc_table_len());
+	CHECK(!strcmp(p.sum.arch, "x86_64"));
+	free(p.insns);
+}
+
+/* The calls of issue 19, the ceiling, and the ABI kills. */
+TEST(numbers_decided)
+{
+	static const unsigned denied[] = {
+		154, 237, 238, 239, 256, 279, 440, 443, 450, 459, 460, 461,
+		467, 468, 469, 165, 101, 321, 425,
+	};
+	/* uretprobe and uprobe (335, 336): the kernel skips filters for them */
+	static const unsigned allowed[] = {
+		0, 1, 2, 39, 59, 60, 231, 335, 336, 424, 437, 451, 457, 458, 462, 463,
+	};
+	unsigned wrong = 0;
+	struct prog p;
+
+	if (!x86_64_here() || !compile(&p, true, CORRAL_NET_NONE))
+		return;
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		if (call(&p, denied[i], 0, 0, 0) != SECCOMP_RET_USER_NOTIF)
+			fprintf(stderr, "  %u not denied\n", denied[i]);
+		CHECK(call(&p, denied[i], 0, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	}
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+		if (call(&p, allowed[i], 0, 0, 0) != SECCOMP_RET_ALLOW)
+			fprintf(stderr, "  %u not allowed\n", allowed[i]);
+		CHECK(call(&p, allowed[i], 0, 0, 0) == SECCOMP_RET_ALLOW);
+	}
+	/* above the ceiling, near and far, up to the x32 bit */
+	for (uint32_t nr = 470; nr < 2000; nr++)
+		if (call(&p, nr, 0, 0, 0) != SECCOMP_RET_USER_NOTIF && wrong++ < 5)
+			fprintf(stderr, "  %u, above the ceiling, not denied\n", nr);
+	CHECK(wrong == 0);
+	CHECK(call(&p, X32_BIT - 1, 0, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	/* x32 and i386 are killed, nr -1 (a tracer's "skip") passes */
+	CHECK(call(&p, X32_BIT | 39, 0, 0, 0) == SECCOMP_RET_KILL_PROCESS);
+	CHECK(call(&p, X32_BIT | 1000, 0, 0, 0) == SECCOMP_RET_KILL_PROCESS);
+	CHECK(decide(&p, SCMP_ARCH_X86, 20, 0, 0, 0) == SECCOMP_RET_KILL_PROCESS);
+	CHECK(decide(&p, SCMP_ARCH_X86, 1000, 0, 0, 0) == SECCOMP_RET_KILL_PROCESS);
+	CHECK(call(&p, 0xffffffffu, 0, 0, 0) == SECCOMP_RET_ALLOW);
+	/* clone3: ENOSYS from the filter, so libc falls back to clone */
+	CHECK(call(&p, 435, 0, 0, 0) == (SECCOMP_RET_ERRNO | ENOSYS));
+	free(p.insns);
+
+	/* without USER_NOTIF: EPERM in the kernel, ENOSYS above the ceiling */
+	if (!compile(&p, false, CORRAL_NET_NONE))
+		return;
+	CHECK(call(&p, 237, 0, 0, 0) == (SECCOMP_RET_ERRNO | EPERM));
+	CHECK(call(&p, 470, 0, 0, 0) == (SECCOMP_RET_ERRNO | ENOSYS));
+	CHECK(call(&p, X32_BIT | 39, 0, 0, 0) == SECCOMP_RET_KILL_PROCESS);
+	free(p.insns);
+}
+
+TEST(arguments_decided)
+{
+	struct prog p;
+
+	if (!x86_64_here() || !compile(&p, true, CORRAL_NET_NONE))
+		return;
+	/* clone and unshare: only namespace flags */
+	CHECK(call(&p, 56, SIGCHLD, 0, 0) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 56, CLONE_NEWUSER | SIGCHLD, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, 272, CLONE_FILES, 0, 0) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 272, CLONE_NEWNET, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	/* personality: the query and PER_LINUX only */
+	CHECK(call(&p, 135, 0xffffffff, 0, 0) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 135, PER_LINUX, 0, 0) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 135, ADDR_NO_RANDOMIZE, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	/* ioctl: TIOCSTI in the low 32 bits, whatever the high ones */
+	CHECK(call(&p, 16, 0, TCGETS, 0) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 16, 0, TIOCSTI, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, 16, 0, 0x100000000ull | TIOCSTI, 0) == SECCOMP_RET_USER_NOTIF);
+	free(p.insns);
+}
+
+/* What the socket table means, written again independently. */
+static bool socket_allowed(uint64_t fam, uint64_t type, uint64_t proto, bool net)
+{
+	uint64_t t = type & ~(uint64_t)(SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fam == AF_UNIX)
+		return true;
+	if (fam == AF_NETLINK)
+		return proto == NETLINK_ROUTE;
+	if (fam != AF_INET && fam != AF_INET6)
+		return false;
+	if ((t & 0xffffffff) == SOCK_STREAM)
+		return proto == 0 || proto == IPPROTO_TCP || proto == 262;
+	if ((t & 0xffffffff) == SOCK_DGRAM)
+		return proto == 0 || proto == IPPROTO_UDP ||
+		       (net && proto == (fam == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6));
+	/* other type bits: EINVAL from the kernel, either way harmless */
+	return (t & 0xffffffff) > 15;
+}
+
+static void check_sockets(const struct prog *p, bool net)
+{
+	static const uint64_t types[] = {
+		0, SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_RDM, SOCK_SEQPACKET,
+		6 /* DCCP */, 7, 8, 9, SOCK_PACKET, 11, 15,
+	};
+	static const uint64_t flags[] = {
+		0, SOCK_NONBLOCK, SOCK_CLOEXEC, SOCK_NONBLOCK | SOCK_CLOEXEC,
+	};
+	unsigned wrong = 0;
+
+	for (uint64_t fam = 0; fam < 48; fam++)
+		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+			for (size_t f = 0; f < 4; f++)
+				for (uint64_t proto = 0; proto < 300; proto++) {
+					uint64_t type = types[t] | flags[f];
+					bool want = socket_allowed(fam, type, proto, net);
+					uint32_t got = call(p, NR_SOCKET, fam, type, proto);
+
+					if ((got == SECCOMP_RET_ALLOW) != want && wrong++ < 5)
+						fprintf(stderr, "  socket(%llu, 0x%llx, %llu): 0x%x\n",
+							(unsigned long long)fam,
+							(unsigned long long)type,
+							(unsigned long long)proto, got);
+					if (got != SECCOMP_RET_ALLOW)
+						CHECK(got == SECCOMP_RET_USER_NOTIF);
+				}
+	CHECK(wrong == 0);
+}
+
+/* Every family, type (with and without the flags) and protocol 0-299. */
+TEST(socket_table)
+{
+	struct prog p;
+
+	if (!x86_64_here() || !compile(&p, true, CORRAL_NET_NONE))
+		return;
+	check_sockets(&p, false);
+	/* named ones, to read */
+	CHECK(call(&p, NR_SOCKET, AF_INET, SOCK_STREAM, IPPROTO_SCTP) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_INET6, SOCK_SEQPACKET, IPPROTO_SCTP) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_INET, 6, IPPROTO_DCCP) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_INET, SOCK_DGRAM, 115 /* L2TP */) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_PPPOX, SOCK_DGRAM, 1 /* PX_PROTO_OL2TP */) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_NETLINK, SOCK_RAW, 21 /* crypto */) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_NETLINK, SOCK_RAW, 20 /* rdma */) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_NETLINK, SOCK_RAW, 4 /* sock_diag */) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_INET, SOCK_DGRAM, IPPROTO_ICMP) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, 0) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, NR_SOCKET, AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		   IPPROTO_TCP) == SECCOMP_RET_ALLOW);
+	/* the kernel reads ints: a protocol or family with high bits is refused */
+	CHECK(call(&p, NR_SOCKET, AF_INET, SOCK_STREAM, 0x100000000ull | IPPROTO_TCP) ==
+	      SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, 0x100000000ull | AF_INET, SOCK_STREAM, 0) ==
+	      SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_INET, SOCK_STREAM, 0xffffffffull) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, 0xffffffffull, SOCK_STREAM, 0) == SECCOMP_RET_USER_NOTIF);
+	/* socketpair: AF_UNIX only */
+	CHECK(call(&p, NR_SOCKETPAIR, AF_UNIX, SOCK_STREAM, 0) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, NR_SOCKETPAIR, AF_INET, SOCK_STREAM, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKETPAIR, AF_TIPC, SOCK_SEQPACKET, 0) == SECCOMP_RET_USER_NOTIF);
+	free(p.insns);
+}
+
+/* With a network (proxy mode), ICMP echo sockets too. */
+TEST(socket_table_with_network)
+{
+	struct prog p;
+
+	if (!x86_64_here() || !compile(&p, true, CORRAL_NET_PROXY))
+		return;
+	check_sockets(&p, true);
+	CHECK(call(&p, NR_SOCKET, AF_INET, SOCK_DGRAM, IPPROTO_ICMP) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, NR_SOCKET, AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, NR_SOCKET, AF_INET, SOCK_RAW, IPPROTO_ICMP) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, NR_SOCKET, AF_INET6, SOCK_DGRAM, IPPROTO_ICMP) == SECCOMP_RET_USER_NOTIF);
+	free(p.insns);
+}
+
+int main(void)
+{
+	RUN(table_names_resolve_on_x86_64);
+	RUN(numbers_agree_with_libseccomp);
+	RUN(names_for_events);
+	RUN(program_fits_and_counts);
+	RUN(numbers_decided);
+	RUN(arguments_decided);
+	RUN(socket_table);
+	RUN(socket_table_with_network);
+	UNIT_DONE();
+}

@@ -184,8 +184,8 @@ struct number {
 static const struct number numbers[] = {
 	/* for naming only: the kernel runs these past every seccomp filter
 	 * (seccomp_uprobe_exception); outside its trampoline, ENXIO */
-	{ "uretprobe", 335, SCMP_ARCH_X86_64, "Linux 6.11: for naming" },
-	{ "uprobe", 336, SCMP_ARCH_X86_64, "Linux 6.16: for naming" },
+	{ "uretprobe", 335, SCMP_ARCH_X86_64, "Linux 6.11, the uretprobe trampoline's: for naming" },
+	{ "uprobe", 336, SCMP_ARCH_X86_64, "the uprobe trampoline's: for naming" },
 	{ "statmount", 457, 0, "Linux 6.8: for naming" },
 	{ "listmount", 458, 0, "Linux 6.8: for naming" },
 	{ "lsm_get_self_attr", 459, 0, "Linux 6.8: denied" },

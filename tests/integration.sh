@@ -71,7 +71,16 @@ t_attacks_syscalls() {
 }
 
 t_attacks_foreign_abi_killed() {
-	for a in x32 int80; do
+	local abis="x32 int80"
+	# Some hosts (this Firecracker VM's kernel among them) take no int 0x80
+	# at all: outside any sandbox it faults with SIGSEGV before a filter
+	# could see it.  Test the i386 ABI only where the host has it.
+	"$HELPERS/attack" int80 > /dev/null 2>&1
+	if [ $? = 139 ]; then
+		abis=x32
+		skip "int 0x80 faults outside the sandbox too: no i386 syscalls on this host"
+	fi
+	for a in $abis; do
 		out=$(crun --json $H -- /opt/helpers/attack "$a")
 		expect_eq "$a status" "$(json status < "$T/out")" signaled
 		expect_eq "$a signal" "$(json signal < "$T/out")" 31

@@ -75,10 +75,11 @@ t_attacks_foreign_abi_killed() {
 	# Some hosts (this Firecracker VM's kernel among them) take no int 0x80
 	# at all: outside any sandbox it faults with SIGSEGV before a filter
 	# could see it.  Test the i386 ABI only where the host has it.
-	"$HELPERS/attack" int80 > /dev/null 2>&1
-	if [ $? = 139 ]; then
+	local rc=0
+	( "$HELPERS/attack" int80 ) > /dev/null 2>&1 || rc=$?
+	if [ "$rc" = 139 ]; then
 		abis=x32
-		skip "int 0x80 faults outside the sandbox too: no i386 syscalls on this host"
+		echo "    note: int 0x80 faults outside the sandbox too: no i386 syscalls on this host; x32 only"
 	fi
 	for a in $abis; do
 		out=$(crun --json $H -- /opt/helpers/attack "$a")

@@ -44,6 +44,14 @@ $(BUILD)/tests/unit_%: tests/unit_%.c $(BUILD)/libcorral.a tests/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
 
+# The daemon's API without serve.c (the test stands in for its state files):
+# its routes, checks and errno mapping, through the daemon's own objects.
+API_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/daemon/api*.c src/daemon/registry.c))
+$(BUILD)/tests/unit_api: tests/unit_api.c $(API_OBJ) $(BUILD)/libcorral.a tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) -Iinclude -Isrc/daemon -D_GNU_SOURCE $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
+		$(API_OBJ) $(BUILD)/libcorral.a $(LDLIBS)
+
 # tests/serve.sh's client of the daemon: plain sockets, jansson only.
 $(CLIENT_BIN): tests/serve_client.c
 	@mkdir -p $(dir $@)

@@ -15,18 +15,14 @@
  */
 #include "policy_int.h"
 #include "egress.h"
-#include "tripwire.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <event2/util.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

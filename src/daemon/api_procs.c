@@ -154,27 +154,33 @@ void procs_list(struct sandbox *sb, struct evhttp_request *req, const char *rest
 	reply_json(req, 200, json_pack("{s:o}", "processes", a));
 }
 
-void proc_get(struct sandbox *sb, struct evhttp_request *req, const char *pid)
+/* The process the path names, or NULL and answered. */
+static struct proc *named_proc(struct sandbox *sb, struct evhttp_request *req,
+			       const char *pid)
 {
 	struct proc *pr = find_proc(sb, pid);
 
 	if (!pr)
 		reply_error(req, 404, "not_found", "no process %.32s in sandbox %s",
 			    pid, sb->id);
-	else
+	return pr;
+}
+
+void proc_get(struct sandbox *sb, struct evhttp_request *req, const char *pid)
+{
+	struct proc *pr = named_proc(sb, req, pid);
+
+	if (pr)
 		reply_json(req, 200, proc_json(pr, true));
 }
 
 /* Answered once the process has ended (proc_done), or now if it has. */
 void proc_delete(struct sandbox *sb, struct evhttp_request *req, const char *pid)
 {
-	struct proc *pr = find_proc(sb, pid);
+	struct proc *pr = named_proc(sb, req, pid);
 
-	if (!pr) {
-		reply_error(req, 404, "not_found", "no process %.32s in sandbox %s",
-			    pid, sb->id);
+	if (!pr)
 		return;
-	}
 	if (corral_call_result(pr->call) || pr->deleting) {
 		reply_json(req, 200, proc_json(pr, true));
 		return;

@@ -44,6 +44,14 @@ $(BUILD)/tests/unit_%: tests/unit_%.c $(BUILD)/libcorral.a tests/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
 
+# The daemon's API without serve.c (the test stands in for its state files):
+# its routes, checks and errno mapping, through the daemon's own objects.
+API_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/daemon/api*.c src/daemon/registry.c))
+$(BUILD)/tests/unit_api: tests/unit_api.c $(API_OBJ) $(BUILD)/libcorral.a tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) -Iinclude -Isrc/daemon -D_GNU_SOURCE $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
+		$(API_OBJ) $(BUILD)/libcorral.a $(LDLIBS)
+
 # tests/serve.sh's client of the daemon: plain sockets, jansson only.
 $(CLIENT_BIN): tests/serve_client.c
 	@mkdir -p $(dir $@)
@@ -90,9 +98,10 @@ FUZZ_SRC_sni := src/lib/sni.c src/lib/hostname.c
 FUZZ_SRC_socks := src/lib/socks.c src/lib/hostname.c
 FUZZ_SRC_httpreq := src/lib/httpreq.c src/lib/hostname.c
 FUZZ_SRC_dns := src/lib/dnsmsg.c
-FUZZ_SRC_policy := src/lib/policy.c src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
-# the daemon's requests: api.c over the whole library (it builds no sandbox)
-FUZZ_SRC_api := src/daemon/api.c $(LIB_SRC)
+FUZZ_SRC_policy := src/lib/policy.c src/lib/policy_schema.c src/lib/units.c \
+	src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
+# the daemon's requests: its API over the whole library (it builds no sandbox)
+FUZZ_SRC_api := $(wildcard src/daemon/api*.c) src/daemon/registry.c $(LIB_SRC)
 FUZZ_TARGETS := sni socks httpreq dns policy api
 
 build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/daemon/*.[ch]) $(wildcard src/lib/*.h)

@@ -1,6 +1,6 @@
 /*
  * daemon.h - corral serve: what the listener (serve.c) and the request
- * handlers (api.c) share.
+ * handlers (api*.c, over the sandbox registry in registry.c) share.
  */
 #ifndef CORRAL_DAEMON_H
 #define CORRAL_DAEMON_H
@@ -81,9 +81,10 @@ struct daemon {
 	pid_t watchdog_pid;
 };
 
-/* api.c */
+/* api.c, api_events.c */
 void api_handle(struct evhttp_request *req, void *arg);
 void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t len);
+/* registry.c */
 void sandbox_destroy(struct sandbox *sb, const char *why);
 void pool_fill(struct daemon *d);
 

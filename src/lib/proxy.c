@@ -2,19 +2,21 @@
  * proxy.c - egress by name: the supervisor's side of a sandbox's network.
  *
  * The sandbox's netns has loopback only.  Its listeners (HTTP/CONNECT on
- * 3128, SOCKS5 on 1080, DNS on 53, on 127.0.0.1 and ::1) belong to the
- * supervisor: a helper process joins the sandbox's user and net namespaces
- * just long enough to create them and passes them back over a socketpair.
+ * 3128, SOCKS5 on 1080, DNS on 53, transparent mode's 3129, on 127.0.0.1
+ * and ::1) belong to the supervisor: a helper process joins the sandbox's
+ * user and net namespaces just long enough to create them and passes them
+ * back over a socketpair.
  * The sandbox holds no relay, no socket of ours, nothing it could replace.
  * Every connection is judged by egress.c before anything is resolved or
  * connected, and again after resolution (rebinding/SSRF guard).
+ *
+ * This file holds the listeners and the connections that name their
+ * destination (HTTP/CONNECT, SOCKS5); dnsd.c answers DNS, transparent.c
+ * takes the connections nftables redirected in transparent mode.
  */
-#include "proxy.h"
+#include "proxy_int.h"
 #include "egress.h"
 #include "sni.h"
-#include "socks.h"
-#include "httpreq.h"
-#include "dnsmsg.h"
 #include "net.h"
 #include "relay.h"
 #include "peer.h"
@@ -28,9 +30,7 @@
 #include <event2/util.h>
 #include <fcntl.h>
 #include <net/if.h>
-#include <linux/netfilter_ipv4.h>
 #include <linux/netlink.h>
-#include <linux/netfilter_ipv6/ip6_tables.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
@@ -45,10 +45,7 @@
 #include <unistd.h>
 
 #define RELAY_HIGH_WATER	(1 << 20)	/* bytes queued before we stop reading */
-#define HEAD_MAX		(64 << 10)
 #define CONNECT_TIMEOUT_S	30
-
-enum listen_kind { L_HTTP, L_SOCKS, L_DNS_TCP, L_DNS_UDP, L_TRANSPARENT };
 
 struct listen_spec {
 	int family;
@@ -71,33 +68,8 @@ static const struct listen_spec listen_specs[] = {
 	{ AF_INET6, SOCK_STREAM, "::1", PROXY_TRANSPARENT_PORT, L_TRANSPARENT },
 };
 
-#define NSPECS (sizeof(listen_specs) / sizeof(listen_specs[0]))
-
-struct conn;
-
-struct udp_listener {
-	struct proxy *px;
-	int fd;
-	struct event *ev;
-};
-
-struct proxy {
-	struct event_base *base;
-	struct events *ev;
-	struct egress *rules;
-	struct evdns_base *dns;
-	struct evconnlistener *listeners[NSPECS];
-	struct udp_listener udp[NSPECS];
-	struct conn *conns;		/* every live connection, for proxy_free */
-	bool transparent;
-	char **synth;			/* transparent: names behind 100.64.0.0/16 */
-	size_t nsynth;
-	struct dns_pending *pending;	/* DNS answers waiting on resolution */
-	size_t nconns, max_conns;	/* what the fd limit lets us hold */
-	struct event *resume;		/* listeners paused after EMFILE */
-	int diag;			/* sock_diag in the sandbox's netns, or -1 */
-	ino_t netns_ino;
-};
+_Static_assert(sizeof(listen_specs) / sizeof(listen_specs[0]) == NSPECS,
+	       "proxy_int.h's NSPECS counts listen_specs");
 
 /* ---- listeners, made inside the sandbox's netns -------------------------- */
 
@@ -284,45 +256,6 @@ out:
 	return r;
 }
 
-/* ---- connections ---------------------------------------------------------- */
-
-enum conn_state {
-	C_HEAD,		/* reading the request (HTTP) or handshake (SOCKS) */
-	C_RESOLVE,	/* waiting for the host's resolver */
-	C_CONNECT,	/* waiting for the upstream connection */
-	C_SNI,		/* CONNECT to 443: waiting for the ClientHello */
-	C_RELAY,	/* bytes flow both ways */
-	C_CLOSING,	/* flushing a last answer to the sandbox */
-};
-
-struct conn {
-	struct proxy *px;
-	struct conn *next, *prev;
-	enum listen_kind kind;
-	enum conn_state st;
-	const char *proto;		/* "connect", "http", "socks" */
-	struct bufferevent *down;	/* the sandbox's side */
-	struct bufferevent *up;		/* the upstream */
-	struct evdns_getaddrinfo_request *gai;
-	struct socks_conn socks;
-	struct httpreq_conn hr;
-	char host[256];
-	char sni[256];
-	char method[16];
-	char why[CORRAL_ERR_MAX];	/* the rule that allowed it */
-	uint16_t port;
-	bool allowed_logged;
-	struct sockaddr_storage peer;	/* the sandbox's end, as accepted */
-	pid_t pid;			/* who holds it (host view), once asked */
-	uint64_t cgid;			/* the cgroup2 group of its maker */
-	bool pid_asked;
-	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
-	uint64_t bytes_up, bytes_down;
-	struct timespec t0;
-	struct evbuffer *first;		/* bytes for upstream once connected */
-	struct relay *relay;		/* a judged tunnel, spliced by the kernel */
-};
-
 static uint64_t elapsed_ms(const struct timespec *t0)
 {
 	struct timespec now;
@@ -332,7 +265,7 @@ static uint64_t elapsed_ms(const struct timespec *t0)
 	       (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
-static void conn_free(struct conn *c)
+void conn_free(struct conn *c)
 {
 	struct proxy *px = c->px;
 
@@ -382,7 +315,7 @@ static json_t *conn_fields(struct conn *c, const char *reason)
 	return o;
 }
 
-static void ask_pid(struct conn *c)
+void conn_ask_pid(struct conn *c)
 {
 	if (!c->pid_asked) {
 		c->pid_asked = true;
@@ -394,7 +327,7 @@ static void ask_pid(struct conn *c)
 /* A denial names its process, hence its tool call: worth a /proc walk. */
 static json_t *denied_fields(struct conn *c, const char *reason)
 {
-	ask_pid(c);
+	conn_ask_pid(c);
 	return conn_fields(c, reason);
 }
 
@@ -452,7 +385,7 @@ static void refuse(struct conn *c, uint8_t socks_rep, int code, const char *stat
 	http_error(c, code, status, reason);
 }
 
-static void deny(struct conn *c, const char *reason)
+void conn_deny(struct conn *c, const char *reason)
 {
 	events_emit(c->px->ev, "egress.denied", denied_fields(c, reason));
 	refuse(c, SOCKS_REP_NOT_ALLOWED, 403, "Forbidden", reason);
@@ -659,7 +592,7 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 	char why[CORRAL_ERR_MAX];
 
 	if (egress_check_addr(c->px->rules, c->host, sa, &v) < 0 || !v.allowed) {
-		deny(c, v.reason);
+		conn_deny(c, v.reason);
 		return;
 	}
 	c->up = bufferevent_socket_new(c->px->base, -1,
@@ -720,7 +653,7 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 }
 
 /* The name was allowed: find its address (hosts map, or the host's DNS). */
-static void resolve_and_connect(struct conn *c)
+void conn_connect(struct conn *c)
 {
 	struct evutil_addrinfo hints = { 0 };
 	struct sockaddr_storage ss;
@@ -744,12 +677,12 @@ static void resolve_and_connect(struct conn *c)
 }
 
 /* Judge a destination as the sandbox named it; false: denied and answered. */
-static bool decide(struct conn *c)
+bool conn_decide(struct conn *c)
 {
 	struct egress_verdict v;
 
 	if (egress_check_name(c->px->rules, c->host, c->port, &v) < 0 || !v.allowed) {
-		deny(c, v.reason);
+		conn_deny(c, v.reason);
 		return false;
 	}
 	snprintf(c->host, sizeof(c->host), "%s", v.host);
@@ -845,7 +778,7 @@ static void handle_head(struct conn *c)
 	switch (rq->form) {
 	case HTTPREQ_AUTHORITY:
 		c->proto = "connect";
-		if (!decide(c))
+		if (!conn_decide(c))
 			return;
 		if (c->port == 443) {
 			/* read the ClientHello before anything leaves the host */
@@ -858,16 +791,16 @@ static void handle_head(struct conn *c)
 			return;
 		}
 		c->peek_tls = true;
-		resolve_and_connect(c);
+		conn_connect(c);
 		return;
 	case HTTPREQ_ABSOLUTE:
 		c->proto = "http";
-		if (decide(c))
-			resolve_and_connect(c);
+		if (conn_decide(c))
+			conn_connect(c);
 		return;
 	case HTTPREQ_ORIGIN:
 		c->proto = "http";
-		deny(c, "not a proxy request: send absolute-form (http://host/...) or CONNECT");
+		conn_deny(c, "not a proxy request: send absolute-form (http://host/...) or CONNECT");
 		return;
 	}
 }
@@ -971,7 +904,7 @@ static void on_sni(struct bufferevent *bev, void *arg)
 	}
 	evbuffer_add_buffer(c->first, in);
 	bufferevent_disable(c->down, EV_READ);
-	resolve_and_connect(c);
+	conn_connect(c);
 }
 
 /* ---- SOCKS5 --------------------------------------------------------------- */
@@ -1007,181 +940,16 @@ static void on_socks(struct bufferevent *bev, void *arg)
 			c->port = c->socks.port;
 			c->st = C_RESOLVE;
 			bufferevent_disable(c->down, EV_READ);
-			if (decide(c))
-				resolve_and_connect(c);
+			if (conn_decide(c))
+				conn_connect(c);
 			return;
 		}
 	}
-}
-
-static void on_down_event(struct bufferevent *bev, short what, void *arg);
-
-/* ---- transparent mode ------------------------------------------------------ */
-
-#define SYNTH_NET	0x64400000u	/* 100.64.0.0/16: names, not hosts */
-#define SYNTH_MAX	65534
-
-/*
- * The address an allowed name resolves to inside: one per name, from a
- * range that routes nowhere, so a connection to it can only mean that name.
- */
-static int synth_addr(struct proxy *px, const char *name, struct sockaddr_storage *out)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)out;
-	size_t i;
-
-	for (i = 0; i < px->nsynth; i++)
-		if (!strcmp(px->synth[i], name))
-			break;
-	if (i == px->nsynth) {
-		char **grown;
-
-		if (px->nsynth >= SYNTH_MAX)
-			return -ENOSPC;
-		grown = realloc(px->synth, (px->nsynth + 1) * sizeof(char *));
-		if (!grown)
-			return -ENOMEM;
-		px->synth = grown;
-		px->synth[i] = strdup(name);
-		if (!px->synth[i])
-			return -ENOMEM;
-		px->nsynth++;
-	}
-	memset(out, 0, sizeof(*out));
-	sin->sin_family = AF_INET;
-	sin->sin_addr.s_addr = htonl(SYNTH_NET + i + 1);
-	return 0;
-}
-
-static const char *synth_name(const struct proxy *px, const struct sockaddr_storage *ss)
-{
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-	uint32_t a;
-
-	if (ss->ss_family != AF_INET)
-		return NULL;
-	a = ntohl(sin->sin_addr.s_addr);
-	if ((a & 0xffff0000u) != SYNTH_NET || (a & 0xffff) == 0 ||
-	    (a & 0xffff) > px->nsynth)
-		return NULL;
-	return px->synth[(a & 0xffff) - 1];
-}
-
-/* A connection to a bare address: the first bytes must name the host. */
-static void on_transparent_head(struct bufferevent *bev, void *arg)
-{
-	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	size_t len = evbuffer_get_length(in);
-	const uint8_t *data = evbuffer_pullup(in, len);
-	char addr[sizeof(c->host)];
-	int r;
-
-	snprintf(addr, sizeof(addr), "%s", c->host);
-	if (len && data[0] == 0x16) {
-		struct sni_hello hello;
-
-		r = sni_parse_hello(data, len, &hello);
-		if (r == -EAGAIN && len < SNI_READ_MAX)
-			return;
-		if (r < 0 || !hello.has_sni) {
-			deny(c, "a TLS connection to an address names no host (no readable SNI)");
-			return;
-		}
-		snprintf(c->host, sizeof(c->host), "%s", hello.host);
-		snprintf(c->sni, sizeof(c->sni), "%s", hello.host);
-	} else {
-		struct httpreq_conn hr;
-		size_t used = 0;
-
-		httpreq_init(&hr);
-		r = httpreq_feed(&hr, data, len, &used);
-		if (r == HTTPREQ_NEED_MORE && len < HEAD_MAX) {
-			httpreq_free(&hr);
-			return;
-		}
-		if (r != HTTPREQ_HEAD || !hr.req.host[0]) {
-			httpreq_free(&hr);
-			deny(c, "a connection to an address names no host (neither TLS SNI nor HTTP Host)");
-			return;
-		}
-		snprintf(c->host, sizeof(c->host), "%s", hr.req.host);
-		snprintf(c->method, sizeof(c->method), "%s", hr.req.method_name);
-		httpreq_free(&hr);
-	}
-	/* Judged by the name it gave; connected to that name, never to addr. */
-	if (!decide(c))
-		return;
-	c->first = evbuffer_new();
-	if (!c->first) {
-		conn_free(c);
-		return;
-	}
-	evbuffer_add_buffer(c->first, in);
-	bufferevent_disable(c->down, EV_READ);
-	resolve_and_connect(c);
-}
-
-static int original_dst(int fd, struct sockaddr_storage *dst)
-{
-	socklen_t len = sizeof(*dst);
-
-	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, dst, &len) == 0)
-		return 0;
-	len = sizeof(*dst);
-	if (getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, dst, &len) == 0)
-		return 0;
-	return -errno;
-}
-
-static void start_transparent(struct conn *c, int fd)
-{
-	struct sockaddr_storage dst;
-	struct egress_verdict v;
-	const char *name;
-
-	c->proto = "transparent";
-	if (original_dst(fd, &dst) < 0) {
-		snprintf(c->host, sizeof(c->host), "?");
-		deny(c, "transparent connection without an original destination");
-		return;
-	}
-	c->port = ntohs(dst.ss_family == AF_INET ?
-			((struct sockaddr_in *)&dst)->sin_port :
-			((struct sockaddr_in6 *)&dst)->sin6_port);
-	name = synth_name(c->px, &dst);
-	if (name) {
-		snprintf(c->host, sizeof(c->host), "%s", name);
-		if (!decide(c))
-			return;
-		c->peek_tls = true;
-		bufferevent_disable(c->down, EV_READ);
-		resolve_and_connect(c);
-		return;
-	}
-	/*
-	 * A bare address, no name from our DNS: what a port sweep looks like.
-	 * Ask now who holds it; by the time it is judged, a probe that
-	 * connected and left has no process to name.
-	 */
-	ask_pid(c);
-	evutil_inet_ntop(dst.ss_family, dst.ss_family == AF_INET ?
-			 (void *)&((struct sockaddr_in *)&dst)->sin_addr :
-			 (void *)&((struct sockaddr_in6 *)&dst)->sin6_addr,
-			 c->host, sizeof(c->host));
-	/* an address the allowlist names outright needs no further name */
-	if (egress_check_name(c->px->rules, c->host, c->port, &v) == 0 && v.allowed) {
-		snprintf(c->why, sizeof(c->why), "%s", v.reason);
-		bufferevent_disable(c->down, EV_READ);
-		resolve_and_connect(c);
-		return;
-	}
-	bufferevent_setcb(c->down, on_transparent_head, NULL, on_down_event, c);
 }
 
 /* ---- accepting ------------------------------------------------------------ */
 
-static void on_down_event(struct bufferevent *bev, short what, void *arg)
+void conn_down_event(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
@@ -1235,308 +1003,12 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	/* A request head or handshake that never ends holds nothing for long. */
 	bufferevent_setwatermark(c->down, EV_READ, 0, HEAD_MAX);
 	bufferevent_setcb(c->down, kind == L_SOCKS ? on_socks : on_http_head, NULL,
-			  on_down_event, c);
+			  conn_down_event, c);
 	bufferevent_enable(c->down, EV_READ | EV_WRITE);
 	if (kind == L_TRANSPARENT)
-		start_transparent(c, fd);
+		transparent_start(c, fd);
 }
 
-
-/* ---- DNS: answered here, never forwarded ----------------------------------- */
-
-struct dns_tcp {
-	struct proxy *px;
-	struct bufferevent *bev;
-	int refs;			/* the connection + its pending answers */
-	bool closed;
-};
-
-struct dns_pending {
-	struct proxy *px;
-	struct dns_pending *next, *prev;
-	struct dns_query q;
-	int udp_fd;			/* UDP: where to answer */
-	struct sockaddr_storage peer;
-	socklen_t peerlen;
-	struct dns_tcp *tcp;		/* TCP: where to answer */
-	struct evdns_getaddrinfo_request *gai;
-};
-
-static void dns_tcp_put(struct dns_tcp *t)
-{
-	if (--t->refs == 0) {
-		if (t->bev)
-			bufferevent_free(t->bev);
-		free(t);
-	}
-}
-
-static void dns_send(struct proxy *px, int udp_fd, const struct sockaddr_storage *peer,
-		     socklen_t peerlen, struct dns_tcp *tcp, const uint8_t *msg,
-		     size_t len)
-{
-	uint8_t prefix[2];
-
-	(void)px;
-	if (tcp) {
-		if (!tcp->closed && dnsmsg_tcp_prefix(prefix, len) == 0) {
-			bufferevent_write(tcp->bev, prefix, 2);
-			bufferevent_write(tcp->bev, msg, len);
-		}
-		return;
-	}
-	if (sendto(udp_fd, msg, len, MSG_DONTWAIT, (const struct sockaddr *)peer,
-		   peerlen) < 0) {
-		/* a full socket buffer drops an answer; the client asks again */
-	}
-}
-
-static void dns_pending_free(struct dns_pending *d)
-{
-	struct proxy *px = d->px;
-
-	if (d->gai)
-		evdns_getaddrinfo_cancel(d->gai);
-	if (d->prev)
-		d->prev->next = d->next;
-	else
-		px->pending = d->next;
-	if (d->next)
-		d->next->prev = d->prev;
-	if (d->tcp)
-		dns_tcp_put(d->tcp);
-	free(d);
-}
-
-static void dns_pending_free_all(struct proxy *px)
-{
-	while (px->pending)
-		dns_pending_free(px->pending);
-}
-
-static void dns_reply(struct dns_pending *d, const struct sockaddr_storage *addrs,
-		      size_t n, int rcode)
-{
-	uint8_t out[DNS_TCP_MAX];
-	size_t outlen = d->tcp ? sizeof(out) : DNS_UDP_MAX;
-	int r;
-
-	if (rcode == DNS_RCODE_NOERROR)
-		r = dnsmsg_answer(&d->q, addrs, n, 60, out, &outlen);
-	else
-		r = dnsmsg_error(&d->q, NULL, 0, rcode, out, &outlen);
-	if (r == 0)
-		dns_send(d->px, d->udp_fd, &d->peer, d->peerlen, d->tcp, out, outlen);
-}
-
-static void dns_event(struct proxy *px, const char *type, const char *name,
-		      const char *reason)
-{
-	events_emit(px->ev, type, json_pack("{s:s, s:s, s:i, s:s}", "protocol", "dns",
-					    "host", name, "port", PROXY_DNS_PORT,
-					    "reason", reason));
-}
-
-/* Keep only addresses the resolution guard lets through. */
-static size_t dns_filter(struct dns_pending *d, struct evutil_addrinfo *res,
-			 struct sockaddr_storage *addrs)
-{
-	size_t n = 0;
-
-	for (struct evutil_addrinfo *ai = res; ai && n < DNS_ANSWERS_MAX; ai = ai->ai_next) {
-		struct egress_verdict v;
-
-		if (egress_check_addr(d->px->rules, d->q.name, ai->ai_addr, &v) < 0 ||
-		    !v.allowed) {
-			dns_event(d->px, "egress.denied", d->q.name, v.reason);
-			continue;
-		}
-		memcpy(&addrs[n++], ai->ai_addr, ai->ai_addrlen);
-	}
-	return n;
-}
-
-static void on_dns_resolved(int result, struct evutil_addrinfo *res, void *arg)
-{
-	struct dns_pending *d = arg;
-	struct sockaddr_storage addrs[DNS_ANSWERS_MAX] = { 0 };
-	size_t n;
-
-	d->gai = NULL;
-	if (result == EVUTIL_EAI_CANCEL) {
-		if (res)
-			evutil_freeaddrinfo(res);
-		return;
-	}
-	if (result != 0) {
-		dns_reply(d, NULL, 0, result == EVUTIL_EAI_NONAME ?
-			  DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
-	} else {
-		n = dns_filter(d, res, addrs);
-		dns_reply(d, addrs, n, n || !res ? DNS_RCODE_NOERROR : DNS_RCODE_REFUSED);
-	}
-	if (res)
-		evutil_freeaddrinfo(res);
-	dns_pending_free(d);
-}
-
-static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int udp_fd,
-			 const struct sockaddr_storage *peer, socklen_t peerlen,
-			 struct dns_tcp *tcp)
-{
-	struct sockaddr_storage addr;
-	struct egress_verdict v;
-	struct evutil_addrinfo hints = { 0 };
-	struct dns_pending *d;
-	uint8_t out[DNS_UDP_MAX];
-	size_t outlen = sizeof(out);
-	int r, rcode;
-
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return;
-	d->px = px;
-	d->udp_fd = udp_fd;
-	if (peer)
-		memcpy(&d->peer, peer, peerlen);
-	d->peerlen = peerlen;
-	d->next = px->pending;
-	if (px->pending)
-		px->pending->prev = d;
-	px->pending = d;
-	if (tcp) {
-		d->tcp = tcp;
-		tcp->refs++;
-	}
-
-	r = dnsmsg_parse_query(pkt, len, &d->q);
-	if (r < 0) {
-		rcode = dnsmsg_rcode_for(r);
-		if (rcode >= 0 && dnsmsg_error(NULL, pkt, len, rcode, out, &outlen) == 0)
-			dns_send(px, udp_fd, peer, peerlen, tcp, out, outlen);
-		dns_event(px, "egress.denied", d->q.name[0] ? d->q.name : "?",
-			  "malformed DNS query");
-		dns_pending_free(d);
-		return;
-	}
-	if (egress_check_dns(px->rules, d->q.name, &v) < 0 || !v.allowed) {
-		dns_event(px, "egress.denied", d->q.name, v.reason);
-		dns_reply(d, NULL, 0, DNS_RCODE_NXDOMAIN);
-		dns_pending_free(d);
-		return;
-	}
-	dns_event(px, "egress.allowed", d->q.name, v.reason);
-	if (d->q.qtype != DNS_TYPE_A && d->q.qtype != DNS_TYPE_AAAA) {
-		dns_reply(d, NULL, 0, DNS_RCODE_NOERROR);
-		dns_pending_free(d);
-		return;
-	}
-	/* Transparent: a name's address inside is a token for that name. */
-	if (px->transparent) {
-		bool a = d->q.qtype == DNS_TYPE_A;
-
-		if (a && synth_addr(px, d->q.name, &addr) < 0)
-			dns_reply(d, NULL, 0, DNS_RCODE_SERVFAIL);
-		else
-			dns_reply(d, &addr, a ? 1 : 0, DNS_RCODE_NOERROR);
-		dns_pending_free(d);
-		return;
-	}
-	if (egress_resolve_static(px->rules, d->q.name, 0, &addr) == 0) {
-		bool match = (addr.ss_family == AF_INET) == (d->q.qtype == DNS_TYPE_A);
-
-		dns_reply(d, &addr, match ? 1 : 0, DNS_RCODE_NOERROR);
-		dns_pending_free(d);
-		return;
-	}
-	hints.ai_family = d->q.qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
-	hints.ai_socktype = SOCK_STREAM;
-	d->gai = evdns_getaddrinfo(px->dns, d->q.name, NULL, &hints, on_dns_resolved, d);
-	/* (a synchronous answer has already freed d) */
-}
-
-static void on_dns_udp(evutil_socket_t fd, short what, void *arg)
-{
-	struct udp_listener *u = arg;
-	struct sockaddr_storage peer;
-	socklen_t peerlen;
-	uint8_t pkt[DNS_TCP_MAX];
-
-	(void)what;
-	/* a bounded batch, so one flood cannot starve the rest of the loop */
-	for (int i = 0; i < 64; i++) {
-		ssize_t n;
-
-		peerlen = sizeof(peer);
-		n = recvfrom(fd, pkt, sizeof(pkt), MSG_DONTWAIT,
-			     (struct sockaddr *)&peer, &peerlen);
-		if (n < 0)
-			return;
-		dns_question(u->px, pkt, n, fd, &peer, peerlen, NULL);
-	}
-}
-
-static void on_dns_tcp_read(struct bufferevent *bev, void *arg)
-{
-	struct dns_tcp *t = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-
-	for (;;) {
-		size_t len = evbuffer_get_length(in), msglen, used;
-		const uint8_t *msg;
-		int r;
-
-		if (len < 2)
-			return;
-		r = dnsmsg_tcp_next(evbuffer_pullup(in, len), len, &msg, &msglen, &used);
-		if (r == -EAGAIN)
-			return;
-		if (r < 0) {
-			t->closed = true;
-			dns_tcp_put(t);
-			return;
-		}
-		dns_question(t->px, msg, msglen, -1, NULL, 0, t);
-		evbuffer_drain(in, used);
-	}
-}
-
-static void on_dns_tcp_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct dns_tcp *t = arg;
-
-	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		t->closed = true;
-		bufferevent_disable(t->bev, EV_READ | EV_WRITE);
-		dns_tcp_put(t);
-	}
-}
-
-static void on_dns_accept(struct evconnlistener *l, evutil_socket_t fd,
-			  struct sockaddr *sa, int salen, void *arg)
-{
-	struct dns_tcp *t = calloc(1, sizeof(*t));
-
-	(void)l;
-	(void)sa;
-	(void)salen;
-	if (!t) {
-		close(fd);
-		return;
-	}
-	t->px = arg;
-	t->refs = 1;
-	t->bev = bufferevent_socket_new(t->px->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!t->bev) {
-		close(fd);
-		free(t);
-		return;
-	}
-	bufferevent_setwatermark(t->bev, EV_READ, 0, DNS_TCP_MAX + 2);
-	bufferevent_setcb(t->bev, on_dns_tcp_read, NULL, on_dns_tcp_event, t);
-	bufferevent_enable(t->bev, EV_READ | EV_WRITE);
-}
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)
 {
@@ -1645,13 +1117,13 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 		if (listen_specs[i].kind == L_DNS_UDP) {
 			px->udp[i] = (struct udp_listener){ px, fds[i], NULL };
 			px->udp[i].ev = event_new(base, fds[i], EV_READ | EV_PERSIST,
-						  on_dns_udp, &px->udp[i]);
+						  dnsd_on_udp, &px->udp[i]);
 			if (!px->udp[i].ev || event_add(px->udp[i].ev, NULL) < 0)
 				r = -ENOMEM;
 			continue;
 		}
 		px->listeners[i] = evconnlistener_new(base,
-				listen_specs[i].kind == L_DNS_TCP ? on_dns_accept : on_accept,
+				listen_specs[i].kind == L_DNS_TCP ? dnsd_on_accept : on_accept,
 				px, LEV_OPT_CLOSE_ON_FREE, -1, fds[i]);
 		if (!px->listeners[i]) {
 			close(fds[i]);
@@ -1677,7 +1149,7 @@ void proxy_free(struct proxy *px)
 		return;
 	while (px->conns)
 		conn_free(px->conns);
-	dns_pending_free_all(px);
+	dnsd_free(px);
 	for (size_t i = 0; i < NSPECS; i++) {
 		if (px->listeners[i])
 			evconnlistener_free(px->listeners[i]);
@@ -1693,8 +1165,6 @@ void proxy_free(struct proxy *px)
 	if (px->dns)
 		evdns_base_free(px->dns, 1);
 	egress_free(px->rules);
-	for (size_t i = 0; i < px->nsynth; i++)
-		free(px->synth[i]);
-	free(px->synth);
+	transparent_free(px);
 	free(px);
 }

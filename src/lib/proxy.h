@@ -1,7 +1,8 @@
 /*
  * proxy.h - the supervisor's listeners inside a sandbox's network namespace:
- * an HTTP/CONNECT proxy, SOCKS5 and a DNS responder, each deciding every
- * connection by the policy's allowlist.
+ * an HTTP/CONNECT proxy, SOCKS5, a DNS responder (dnsd.c) and transparent
+ * mode's port (transparent.c), each deciding every connection by the
+ * policy's allowlist.
  */
 #ifndef CORRAL_PROXY_H
 #define CORRAL_PROXY_H

@@ -31,7 +31,7 @@
 struct event_base;
 struct tripwire;
 
-/* What the policy allows (policy.c checks both). */
+/* What the policy allows (policy_schema.c checks both). */
 #define TRIPWIRE_MAX_FILES	32
 #define TRIPWIRE_PATH_MAX	255
 

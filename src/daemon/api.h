@@ -1,0 +1,157 @@
+/*
+ * api.h - what the parts of corral serve's HTTP API share: the replies
+ * and request checks (api.c), the routes (api.c's tables, one handler a
+ * method and path, in api_*.c), and the sandbox registry (registry.c).
+ */
+#ifndef CORRAL_API_H
+#define CORRAL_API_H
+
+#include "daemon.h"
+
+#include <stdarg.h>
+
+#define IDLE_FREEZE_DEFAULT_MS	2000
+
+/* ---- api.c: replies ----------------------------------------------------- */
+
+void reply_json(struct evhttp_request *req, int code, json_t *o);
+void reply_error(struct evhttp_request *req, int code, const char *error,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/*
+ * The one mapping from a library error's errno to an HTTP status and the
+ * "error" word of the reply.  api_build_status() is the same for a sandbox
+ * that could not be built, where a missing path is the request's fault.
+ */
+int api_status(int code, const char **error);
+int api_build_status(int code, const char **error);
+void reply_err(struct evhttp_request *req, const struct corral_err *err);
+void reply_build_err(struct evhttp_request *req, const struct corral_err *err);
+
+/* A request's fault, found before anything was created: what its reply says. */
+struct api_fault {
+	int status;
+	const char *error;
+	char detail[1024];
+};
+
+/* Fill f; always false, so a check can end with "return api_fault(...)". */
+bool api_fault(struct api_fault *f, int status, const char *error,
+	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void reply_fault(struct evhttp_request *req, const struct api_fault *f);
+
+/* Bytes as a JSON string, invalid UTF-8 as U+FFFD (the library's json_bytes). */
+json_t *api_bytes(const char *data, size_t len);
+
+/* Bytes evhttp still holds for this client. */
+size_t api_queued(struct evhttp_request *req);
+/* A held request whose client went away: ending it frees it. */
+void forget_request(struct evhttp_request *req);
+
+/* ---- api.c: request bodies and queries ---------------------------------- */
+
+/* The body as JSON, strictly: an object, no duplicate keys, size-capped. */
+json_t *body_parse(const char *data, size_t len, bool required,
+		   struct api_fault *f);
+json_t *body_json(struct evhttp_request *req, bool required);	/* answers */
+bool only_fields(json_t *o, const char *const *known, struct api_fault *f);
+bool seconds_field(json_t *o, const char *key, double max, uint64_t *ms,
+		   struct api_fault *f);
+bool string_field(json_t *o, const char *key, size_t max, const char **out,
+		  struct api_fault *f);
+/* A query's yes/no (list=, follow=): anything but absent, "0" and "false". */
+bool query_flag(const char *v);
+
+/* ---- api.c: routes ------------------------------------------------------ */
+
+/*
+ * One handler a method and path.  path is exact, or ends in '*' for "the
+ * rest, at least one byte", handed to the handler.  A path that matches
+ * with no entry for the method is a 405 saying allow; none is a 404.
+ */
+struct api_route {
+	const char *path;
+	int methods;			/* EVHTTP_REQ_* bits */
+	const char *allow;
+	void (*on_daemon)(struct daemon *d, struct evhttp_request *req,
+			  const char *rest);
+	void (*on_sandbox)(struct sandbox *sb, struct evhttp_request *req,
+			   const char *rest);
+};
+
+extern const struct api_route api_routes[];		/* from "/" */
+extern const struct api_route api_sandbox_routes[];	/* from /v1/sandboxes/ID */
+
+/* 0 (*out, *rest set), 405 (*out: the path's first entry) or 404. */
+int api_route_find(const struct api_route *table, const char *path, int method,
+		   const struct api_route **out, const char **rest);
+
+/* ---- registry.c: the sandboxes and the pool ----------------------------- */
+
+struct sandbox *sandbox_find(struct daemon *d, const char *id);
+/* A sandbox being built with p (taken, also on failure). */
+struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
+			    struct corral_err *err);
+void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req);
+struct corral_policy *default_policy(void);
+bool fd_room(struct daemon *d);
+struct sandbox *pool_take(struct daemon *d);
+void pool_hold(struct daemon *d);	/* a create came: the pool waits */
+
+/* ---- api_sandboxes.c ----------------------------------------------------- */
+
+json_t *sandbox_json(struct sandbox *sb);
+void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *rest);
+void sandboxes_list(struct daemon *d, struct evhttp_request *req, const char *rest);
+void sandbox_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void sandbox_delete(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void sandbox_pause(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void sandbox_resume(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void sandbox_halt(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+
+/* ---- api_exec.c ---------------------------------------------------------- */
+
+/* The body of POST exec or processes, checked whole. */
+struct call_args {
+	json_t *o;
+	char **argv, **env;
+	struct corral_call_opts co;
+	bool stream;
+};
+
+bool call_args_check(json_t *o, bool background, struct call_args *a,
+		     struct api_fault *f);
+void call_args_free(struct call_args *a);
+bool call_args_read(struct evhttp_request *req, bool background,
+		    struct call_args *a);	/* answers a fault */
+json_t *result_json(const struct corral_result *res);
+void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+
+/* ---- api_procs.c --------------------------------------------------------- */
+
+void proc_free(struct proc *pr);
+void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void procs_list(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void proc_get(struct sandbox *sb, struct evhttp_request *req, const char *pid);
+void proc_delete(struct sandbox *sb, struct evhttp_request *req, const char *pid);
+
+/* ---- api_files.c --------------------------------------------------------- */
+
+bool file_query(const char *q, char *path, size_t len, bool *list,
+		struct api_fault *f);
+void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void files_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void files_delete(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+
+/* ---- api_events.c -------------------------------------------------------- */
+
+bool events_query(const char *q, char *sandbox, size_t len, bool *follow,
+		  struct api_fault *f);
+void events_get(struct daemon *d, struct evhttp_request *req, const char *rest);
+
+/* ---- api_health.c -------------------------------------------------------- */
+
+void health_get(struct daemon *d, struct evhttp_request *req, const char *rest);
+void metrics_get(struct daemon *d, struct evhttp_request *req, const char *rest);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * api_sandboxes.c - /v1/sandboxes and /v1/sandboxes/ID: create (with its
+ * policy, workspace, TTL and labels), list, show, destroy, and the
+ * sandbox's controls (pause, resume, halt).
+ */
+#include "api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+static json_t *meters_json(struct corral_box *b)
+{
+	struct corral_meters m;
+
+	corral_box_meters(b, &m);
+	return json_pack("{s:f, s:I, s:f, s:f, s:f, s:I}", "cpu_seconds", m.cpu_seconds,
+			 "memory_peak_bytes", (json_int_t)m.memory_peak_bytes,
+			 "memory_byte_seconds", m.memory_byte_seconds,
+			 "active_seconds", m.active_seconds,
+			 "frozen_seconds", m.frozen_seconds,
+			 "calls", (json_int_t)m.calls);
+}
+
+json_t *sandbox_json(struct sandbox *sb)
+{
+	struct corral_layers l = { 0 };
+	const char *halt = corral_box_halt_reason(sb->box);
+
+	corral_box_layers(sb->box, &l);
+	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:I, s:I, s:I, s:s?, s:s, s:i, s:o}",
+			 "id", sb->id,
+			 "state", corral_box_state_name(corral_box_state(sb->box)),
+			 "created", sb->created, "labels", sb->labels,
+			 "ttl_seconds", sb->ttl_ms / 1000.0,
+			 "idle_freeze_ms", (json_int_t)sb->idle_freeze_ms,
+			 "processes", (json_int_t)sb->nprocs,
+			 "running", (json_int_t)corral_box_running(sb->box),
+			 "halt_reason", halt,
+			 "limits", l.limits ? l.limits : "none",
+			 "landlock_abi", l.landlock_abi,
+			 "meters", meters_json(sb->box));
+}
+
+static bool labels_ok(json_t *labels, struct api_fault *f)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(labels) || json_object_size(labels) > API_LABELS_MAX)
+		return api_fault(f, 400, "bad_request", "labels must be an object "
+				 "of at most %d string values", API_LABELS_MAX);
+	json_object_foreach(labels, k, v) {
+		if (!json_is_string(v) || strlen(k) > 128 || json_string_length(v) > 1024)
+			return api_fault(f, 400, "bad_request", "label \"%.100s\": "
+					 "values are strings of at most 1024 bytes, "
+					 "keys at most 128", k);
+	}
+	return true;
+}
+
+/* What POST /v1/sandboxes asks for, checked whole before anything is built. */
+struct create_args {
+	json_t *policy, *labels;
+	const char *workspace;
+	uint64_t ttl_ms, idle_ms;
+};
+
+static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
+{
+	static const char *const known[] = { "policy", "workspace", "ttl_seconds",
+		"idle_freeze_ms", "labels", NULL };
+	json_t *idle;
+
+	if (!only_fields(o, known, f) ||
+	    !seconds_field(o, "ttl_seconds", 30 * 86400, &a->ttl_ms, f) ||
+	    !string_field(o, "workspace", 4095, &a->workspace, f))
+		return false;
+	idle = json_object_get(o, "idle_freeze_ms");
+	if (idle && (!json_is_integer(idle) || json_integer_value(idle) < 0 ||
+		     json_integer_value(idle) > 86400000))
+		return api_fault(f, 400, "bad_request", "idle_freeze_ms must be an "
+				 "integer from 0 to 86400000");
+	if (idle)
+		a->idle_ms = json_integer_value(idle);
+	a->labels = json_object_get(o, "labels");
+	if (a->labels && !labels_ok(a->labels, f))
+		return false;
+	a->policy = json_object_get(o, "policy");
+	if (a->policy && !json_is_object(a->policy))
+		return api_fault(f, 400, "bad_request", "policy must be a JSON object "
+				 "in the policy-file format");
+	return true;
+}
+
+/* Whether the daemon can take one more sandbox now; else says why. */
+static bool create_room(struct daemon *d, struct api_fault *f)
+{
+	if (corral_log_error(d->log))
+		return api_fault(f, 507, "no_space", "the audit log %s/audit.jsonl "
+				 "cannot be written (%s): no new sandbox until it can",
+				 d->state_dir, strerror(corral_log_error(d->log)));
+	if (!fd_room(d)) {
+		struct rlimit rl = { 0, 0 };
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		return api_fault(f, 503, "busy", "the daemon is near its open-files "
+				 "limit (%llu, with %zu sandboxes): raise it (ulimit "
+				 "-n) or destroy sandboxes",
+				 (unsigned long long)rl.rlim_cur, d->nsandboxes);
+	}
+	if (d->nsandboxes - (pool_take(d) ? 1 : 0) >= d->max_sandboxes)
+		return api_fault(f, 503, "busy", "%zu sandboxes are alive, the limit "
+				 "(--max-sandboxes)", d->max_sandboxes);
+	return true;
+}
+
+/* A sandbox for a, from the pool when a asks for nothing but defaults. */
+static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *req,
+				      const struct create_args *a)
+{
+	struct corral_err err = { 0 };
+	struct corral_policy *p;
+	struct sandbox *sb;
+
+	if (!a->policy && !a->workspace && (sb = pool_take(d)))
+		return sb;	/* built ahead with exactly this (default) policy */
+	p = default_policy();
+	if (!p) {
+		reply_error(req, 500, "internal", "out of memory");
+		return NULL;
+	}
+	if (a->policy) {
+		char *text = json_dumps(a->policy, JSON_COMPACT);
+
+		if (!text || corral_policy_load_string(p, text, strlen(text),
+						       "policy", &err) < 0) {
+			free(text);
+			reply_error(req, 422, "policy", "%s", err.msg[0] ?
+				    err.msg : "out of memory");
+			corral_policy_free(p);
+			free(p);
+			return NULL;
+		}
+		free(text);
+	}
+	if (a->workspace && corral_policy_set_workspace(p, a->workspace, &err) < 0) {
+		reply_error(req, 400, "bad_request", "%s", err.msg);
+		corral_policy_free(p);
+		free(p);
+		return NULL;
+	}
+	sb = sandbox_new(d, p, &err);	/* takes p */
+	if (!sb)
+		reply_build_err(req, &err);
+	return sb;
+}
+
+void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *rest)
+{
+	struct create_args a = { .idle_ms = IDLE_FREEZE_DEFAULT_MS };
+	struct api_fault f;
+	struct sandbox *sb;
+	json_t *o;
+
+	pool_hold(d);
+	o = body_json(req, false);
+	if (!o)
+		return;
+	if (!create_check(o, &a, &f) || !create_room(d, &f)) {
+		reply_fault(req, &f);
+		goto out;
+	}
+	sb = create_sandbox(d, req, &a);
+	if (!sb)
+		goto out;
+	sb->ttl_ms = a.ttl_ms;
+	sb->idle_freeze_ms = a.idle_ms;
+	if (a.labels)
+		json_object_update(sb->labels, a.labels);
+	if (sb->ready)
+		sandbox_hand_out(sb, req);
+	else
+		sb->creating = req;
+	pool_fill(d);
+out:
+	json_decref(o);
+}
+
+void sandboxes_list(struct daemon *d, struct evhttp_request *req, const char *rest)
+{
+	json_t *a = json_array();
+
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		if (!sb->pooled && sb->ready)
+			json_array_append_new(a, sandbox_json(sb));
+	reply_json(req, 200, json_pack("{s:o}", "sandboxes", a));
+}
+
+void sandbox_get(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	reply_json(req, 200, sandbox_json(sb));
+}
+
+void sandbox_delete(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	json_t *o = json_pack("{s:s, s:s, s:o}", "id", sb->id, "state",
+			      "destroyed", "meters", meters_json(sb->box));
+
+	sandbox_destroy(sb, "destroyed by request");
+	reply_json(req, 200, o);
+}
+
+static void reply_control(struct sandbox *sb, struct evhttp_request *req, int r,
+			  const struct corral_err *err)
+{
+	if (r < 0)
+		reply_err(req, err);
+	else
+		reply_json(req, 200, sandbox_json(sb));
+}
+
+void sandbox_pause(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	struct corral_err err = { 0 };
+
+	reply_control(sb, req, corral_box_pause(sb->box, true, &err), &err);
+}
+
+void sandbox_resume(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	struct corral_err err = { 0 };
+
+	reply_control(sb, req, corral_box_pause(sb->box, false, &err), &err);
+}
+
+void sandbox_halt(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	static const char *const known[] = { "reason", NULL };
+	struct corral_err err = { 0 };
+	const char *reason = NULL;
+	struct api_fault f;
+	json_t *o;
+	int r;
+
+	o = body_json(req, false);
+	if (!o)
+		return;
+	if (!only_fields(o, known, &f) ||
+	    !string_field(o, "reason", 1000, &reason, &f)) {
+		reply_fault(req, &f);
+		json_decref(o);
+		return;
+	}
+	r = corral_box_halt(sb->box, reason, &err);
+	json_decref(o);
+	reply_control(sb, req, r, &err);
+}

@@ -1,0 +1,287 @@
+/*
+ * registry.c - the sandboxes corral serve holds: made, handed to the
+ * request that asked, destroyed (by request, TTL or the daemon's end),
+ * and a pool of default ones built ahead while requests are quiet.
+ */
+#include "api.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sandbox *sandbox_find(struct daemon *d, const char *id)
+{
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		if (!sb->pooled && !strcmp(sb->id, id))
+			return sb;
+	return NULL;
+}
+
+void sandbox_destroy(struct sandbox *sb, const char *why)
+{
+	struct daemon *d = sb->d;
+
+	if (sb->creating)
+		reply_error(sb->creating, 500, "internal", "%s", why);
+	while (sb->procs) {
+		struct proc *pr = sb->procs;
+
+		sb->procs = pr->next;
+		proc_free(pr);
+	}
+	if (sb->ev_ttl)
+		event_free(sb->ev_ttl);
+	if (sb->prev)
+		sb->prev->next = sb->next;
+	else
+		d->sandboxes = sb->next;
+	if (sb->next)
+		sb->next->prev = sb->prev;
+	d->nsandboxes--;
+	corral_box_destroy(sb->box);
+	state_remove(d, sb->id);
+	json_decref(sb->labels);
+	free(sb);
+}
+
+static void on_ttl(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+
+	(void)fd;
+	(void)what;
+	corral_box_note(sb->box, "ttl.expired",
+			"the sandbox outlived its ttl_seconds and was destroyed");
+	sandbox_destroy(sb, "the sandbox's TTL expired");
+}
+
+static void arm_ttl(struct sandbox *sb)
+{
+	struct timeval tv = { sb->ttl_ms / 1000, (sb->ttl_ms % 1000) * 1000 };
+
+	if (!sb->ttl_ms)
+		return;
+	sb->ev_ttl = evtimer_new(sb->d->base, on_ttl, sb);
+	if (sb->ev_ttl)
+		evtimer_add(sb->ev_ttl, &tv);
+}
+
+/*
+ * Hand a ready sandbox to the request that asked for it.  A sandbox the
+ * daemon cannot record (its state directory full) is not handed out: after
+ * a crash nobody would know it had existed.
+ */
+void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req)
+{
+	int r = state_write(sb->d, sb);
+
+	if (r < 0) {
+		reply_error(req, 507, "no_space", "cannot record the sandbox in "
+			    "%s/sandboxes: %s", sb->d->state_dir, strerror(-r));
+		sandbox_destroy(sb, "unrecorded");
+		return;
+	}
+	sb->pooled = false;
+	corral_box_set_idle_freeze(sb->box, sb->idle_freeze_ms);
+	arm_ttl(sb);
+	reply_json(req, 201, sandbox_json(sb));
+}
+
+/* A path the request names that is not there is the request's fault. */
+static void on_ready(void *arg, struct corral_box *b, const struct corral_err *err)
+{
+	struct sandbox *sb = arg;
+	struct evhttp_request *req = sb->creating;
+
+	(void)b;
+	sb->creating = NULL;
+	if (err) {
+		if (req)
+			reply_build_err(req, err);
+		sandbox_destroy(sb, err->msg);
+		return;
+	}
+	sb->ready = true;
+	if (req)
+		sandbox_hand_out(sb, req);
+}
+
+static void on_dead(void *arg, struct corral_box *b)
+{
+	(void)b;
+	(void)arg;
+	/* kept, in state "dead", until deleted: its record says what happened */
+}
+
+static void new_id(char *buf, size_t len)
+{
+	unsigned char r[6] = { 0 };
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r)) {
+		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 16;
+
+		memcpy(r, &t, sizeof(r));
+	}
+	snprintf(buf, len, "sb-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
+		 r[4], r[5]);
+}
+
+struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
+			    struct corral_err *err)
+{
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	struct corral_box_opts o = { 0 };
+	time_t now = time(NULL);
+
+	if (!sb) {
+		corral_policy_free(p);
+		free(p);
+		/* corral.h's struct, filled here: no library call made it */
+		*err = (struct corral_err){ .code = -ENOMEM };
+		snprintf(err->msg, sizeof(err->msg), "out of memory for a sandbox");
+		return NULL;
+	}
+	sb->d = d;
+	new_id(sb->id, sizeof(sb->id));
+	strftime(sb->created, sizeof(sb->created), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	sb->labels = json_object();
+	sb->idle_freeze_ms = IDLE_FREEZE_DEFAULT_MS;
+	o.id = sb->id;
+	o.log = d->log;
+	o.on_ready = on_ready;
+	o.on_dead = on_dead;
+	o.arg = sb;
+	if (corral_box_create(d->base, p, &o, &sb->box, err) < 0) {
+		json_decref(sb->labels);
+		free(sb);
+		return NULL;
+	}
+	sb->next = d->sandboxes;
+	if (d->sandboxes)
+		d->sandboxes->prev = sb;
+	d->sandboxes = sb;
+	d->nsandboxes++;
+	return sb;
+}
+
+/*
+ * A sandbox holds a few fds in the daemon (pidfd, control socket, root,
+ * seccomp listener; more in proxy mode) and each call a few more while it
+ * runs.  Refuse a create that would leave less than a margin under the
+ * limit, rather than fail later in the middle of a call.
+ */
+#define FD_MARGIN	64
+
+static int open_fds(void)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n - 2;
+}
+
+bool fd_room(struct daemon *d)
+{
+	struct rlimit rl;
+	int n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return true;
+	/* far from the limit by any count: no need to list /proc/self/fd */
+	if ((rlim_t)(d->nsandboxes * 16 + 4 * FD_MARGIN) < rl.rlim_cur)
+		return true;
+	n = open_fds();
+	return n < 0 || (rlim_t)n + FD_MARGIN < rl.rlim_cur;
+}
+
+struct corral_policy *default_policy(void)
+{
+	struct corral_policy *p = malloc(sizeof(*p));
+
+	if (p)
+		corral_policy_init(p);
+	return p;
+}
+
+#define POOL_QUIET_MS	100	/* refill once requests have paused this long */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A create came: the pool waits for the burst to pass. */
+void pool_hold(struct daemon *d)
+{
+	d->last_create = now_ms();
+}
+
+static void pool_step(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Keep pool_size default sandboxes built ahead, one a turn of the loop,
+ * and only while no request has come for POOL_QUIET_MS: building one holds
+ * the loop for a cgroup attach, and during a burst the requests come first.
+ */
+void pool_fill(struct daemon *d)
+{
+	uint64_t quiet = now_ms() - d->last_create;
+	struct timeval tv = { 0, quiet >= POOL_QUIET_MS ? 0 :
+			      (POOL_QUIET_MS - quiet) * 1000 };
+
+	if (!d->pool_size)
+		return;
+	if (!d->ev_pool)
+		d->ev_pool = evtimer_new(d->base, pool_step, d);
+	if (d->ev_pool && !evtimer_pending(d->ev_pool, NULL))
+		evtimer_add(d->ev_pool, &tv);
+}
+
+static void pool_step(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct corral_err err;
+	struct corral_policy *p;
+	struct sandbox *sb;
+	size_t n = 0;
+
+	(void)fd;
+	(void)what;
+	for (sb = d->sandboxes; sb; sb = sb->next)
+		n += sb->pooled;
+	if (n >= d->pool_size || d->nsandboxes >= d->max_sandboxes || !fd_room(d))
+		return;
+	if (now_ms() - d->last_create < POOL_QUIET_MS) {
+		pool_fill(d);	/* still busy: later */
+		return;
+	}
+	p = default_policy();
+	sb = p ? sandbox_new(d, p, &err) : NULL;
+	if (!sb)
+		return;		/* tried again by the next create */
+	sb->pooled = true;
+	pool_fill(d);
+}
+
+struct sandbox *pool_take(struct daemon *d)
+{
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		if (sb->pooled && sb->ready)
+			return sb;
+	return NULL;
+}
+

@@ -1,0 +1,114 @@
+/*
+ * proxy_int.h - what the three parts of a sandbox's egress proxy share:
+ * proxy.c (listeners, connections, HTTP/CONNECT, SOCKS5), transparent.c
+ * (connections nftables redirected, and the names behind 100.64.0.0/16)
+ * and dnsd.c (the DNS responder).  Nothing outside them includes it.
+ */
+#ifndef CORRAL_PROXY_INT_H
+#define CORRAL_PROXY_INT_H
+
+#include "proxy.h"
+#include "socks.h"
+#include "httpreq.h"
+
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define HEAD_MAX		(64 << 10)	/* a request head or first bytes */
+
+enum listen_kind { L_HTTP, L_SOCKS, L_DNS_TCP, L_DNS_UDP, L_TRANSPARENT };
+
+/* proxy.c's listen_specs: HTTP, SOCKS, DNS TCP and UDP, transparent; v4 and v6 */
+#define NSPECS			10
+
+struct udp_listener {
+	struct proxy *px;
+	int fd;
+	struct event *ev;
+};
+
+struct proxy {
+	struct event_base *base;
+	struct events *ev;
+	struct egress *rules;
+	struct evdns_base *dns;
+	struct evconnlistener *listeners[NSPECS];
+	struct udp_listener udp[NSPECS];
+	struct conn *conns;		/* every live connection, for proxy_free */
+	bool transparent;
+	char **synth;			/* transparent: names behind 100.64.0.0/16 */
+	size_t nsynth;
+	struct dns_pending *pending;	/* DNS answers waiting on resolution */
+	size_t nconns, max_conns;	/* what the fd limit lets us hold */
+	struct event *resume;		/* listeners paused after EMFILE */
+	int diag;			/* sock_diag in the sandbox's netns, or -1 */
+	ino_t netns_ino;
+};
+
+/* ---- connections ---------------------------------------------------------- */
+
+enum conn_state {
+	C_HEAD,		/* reading the request (HTTP) or handshake (SOCKS) */
+	C_RESOLVE,	/* waiting for the host's resolver */
+	C_CONNECT,	/* waiting for the upstream connection */
+	C_SNI,		/* CONNECT to 443: waiting for the ClientHello */
+	C_RELAY,	/* bytes flow both ways */
+	C_CLOSING,	/* flushing a last answer to the sandbox */
+};
+
+struct conn {
+	struct proxy *px;
+	struct conn *next, *prev;
+	enum listen_kind kind;
+	enum conn_state st;
+	const char *proto;		/* "connect", "http", "socks", "transparent" */
+	struct bufferevent *down;	/* the sandbox's side */
+	struct bufferevent *up;		/* the upstream */
+	struct evdns_getaddrinfo_request *gai;
+	struct socks_conn socks;
+	struct httpreq_conn hr;
+	char host[256];
+	char sni[256];
+	char method[16];
+	char why[CORRAL_ERR_MAX];	/* the rule that allowed it */
+	uint16_t port;
+	bool allowed_logged;
+	struct sockaddr_storage peer;	/* the sandbox's end, as accepted */
+	pid_t pid;			/* who holds it (host view), once asked */
+	uint64_t cgid;			/* the cgroup2 group of its maker */
+	bool pid_asked;
+	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
+	uint64_t bytes_up, bytes_down;
+	struct timespec t0;
+	struct evbuffer *first;		/* bytes for upstream once connected */
+	struct relay *relay;		/* a judged tunnel, spliced by the kernel */
+};
+
+/* proxy.c: a connection's life */
+void conn_free(struct conn *c);
+/* Learn who holds the sandbox's end (once); a denial names it. */
+void conn_ask_pid(struct conn *c);
+/* Log the denial and answer it in the connection's protocol. */
+void conn_deny(struct conn *c, const char *reason);
+/* Judge c->host:c->port as the sandbox named it; false: denied and answered. */
+bool conn_decide(struct conn *c);
+/* The name was allowed: resolve it (hosts map or the host's DNS), connect. */
+void conn_connect(struct conn *c);
+void conn_down_event(struct bufferevent *bev, short what, void *arg);
+
+/* transparent.c */
+void transparent_start(struct conn *c, int fd);
+/* The address inside that stands for name (A records only). */
+int transparent_addr(struct proxy *px, const char *name, struct sockaddr_storage *out);
+void transparent_free(struct proxy *px);
+
+/* dnsd.c: the listeners' callbacks, and the answers still waiting */
+void dnsd_on_udp(evutil_socket_t fd, short what, void *arg);
+void dnsd_on_accept(struct evconnlistener *l, evutil_socket_t fd,
+		    struct sockaddr *sa, int salen, void *arg);
+void dnsd_free(struct proxy *px);
+
+#endif

@@ -1,0 +1,192 @@
+/*
+ * transparent.c - transparent mode: every TCP connection the sandbox makes
+ * is redirected by nftables (net.c) to the proxy's port 3129, where the
+ * name it was meant for is found again: from the address our DNS gave for
+ * it (one per name, from 100.64.0.0/16, which routes nowhere), or from the
+ * first bytes (TLS SNI, HTTP Host).  A connection judged by that name is
+ * connected to that name, never to the address the sandbox dialled.
+ */
+#include "proxy_int.h"
+#include "egress.h"
+#include "sni.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/util.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SYNTH_NET	0x64400000u	/* 100.64.0.0/16: names, not hosts */
+#define SYNTH_MAX	65534
+
+/*
+ * The address an allowed name resolves to inside: one per name, from a
+ * range that routes nowhere, so a connection to it can only mean that name.
+ */
+int transparent_addr(struct proxy *px, const char *name, struct sockaddr_storage *out)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)out;
+	size_t i;
+
+	for (i = 0; i < px->nsynth; i++)
+		if (!strcmp(px->synth[i], name))
+			break;
+	if (i == px->nsynth) {
+		char **grown;
+
+		if (px->nsynth >= SYNTH_MAX)
+			return -ENOSPC;
+		grown = realloc(px->synth, (px->nsynth + 1) * sizeof(char *));
+		if (!grown)
+			return -ENOMEM;
+		px->synth = grown;
+		px->synth[i] = strdup(name);
+		if (!px->synth[i])
+			return -ENOMEM;
+		px->nsynth++;
+	}
+	memset(out, 0, sizeof(*out));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(SYNTH_NET + i + 1);
+	return 0;
+}
+
+static const char *synth_name(const struct proxy *px, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+	uint32_t a;
+
+	if (ss->ss_family != AF_INET)
+		return NULL;
+	a = ntohl(sin->sin_addr.s_addr);
+	if ((a & 0xffff0000u) != SYNTH_NET || (a & 0xffff) == 0 ||
+	    (a & 0xffff) > px->nsynth)
+		return NULL;
+	return px->synth[(a & 0xffff) - 1];
+}
+
+/* A connection to a bare address: the first bytes must name the host. */
+static void on_transparent_head(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	const uint8_t *data = evbuffer_pullup(in, len);
+	char addr[sizeof(c->host)];
+	int r;
+
+	snprintf(addr, sizeof(addr), "%s", c->host);
+	if (len && data[0] == 0x16) {
+		struct sni_hello hello;
+
+		r = sni_parse_hello(data, len, &hello);
+		if (r == -EAGAIN && len < SNI_READ_MAX)
+			return;
+		if (r < 0 || !hello.has_sni) {
+			conn_deny(c, "a TLS connection to an address names no host (no readable SNI)");
+			return;
+		}
+		snprintf(c->host, sizeof(c->host), "%s", hello.host);
+		snprintf(c->sni, sizeof(c->sni), "%s", hello.host);
+	} else {
+		struct httpreq_conn hr;
+		size_t used = 0;
+
+		httpreq_init(&hr);
+		r = httpreq_feed(&hr, data, len, &used);
+		if (r == HTTPREQ_NEED_MORE && len < HEAD_MAX) {
+			httpreq_free(&hr);
+			return;
+		}
+		if (r != HTTPREQ_HEAD || !hr.req.host[0]) {
+			httpreq_free(&hr);
+			conn_deny(c, "a connection to an address names no host (neither TLS SNI nor HTTP Host)");
+			return;
+		}
+		snprintf(c->host, sizeof(c->host), "%s", hr.req.host);
+		snprintf(c->method, sizeof(c->method), "%s", hr.req.method_name);
+		httpreq_free(&hr);
+	}
+	/* Judged by the name it gave; connected to that name, never to addr. */
+	if (!conn_decide(c))
+		return;
+	c->first = evbuffer_new();
+	if (!c->first) {
+		conn_free(c);
+		return;
+	}
+	evbuffer_add_buffer(c->first, in);
+	bufferevent_disable(c->down, EV_READ);
+	conn_connect(c);
+}
+
+static int original_dst(int fd, struct sockaddr_storage *dst)
+{
+	socklen_t len = sizeof(*dst);
+
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, dst, &len) == 0)
+		return 0;
+	len = sizeof(*dst);
+	if (getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, dst, &len) == 0)
+		return 0;
+	return -errno;
+}
+
+void transparent_start(struct conn *c, int fd)
+{
+	struct sockaddr_storage dst;
+	struct egress_verdict v;
+	const char *name;
+
+	c->proto = "transparent";
+	if (original_dst(fd, &dst) < 0) {
+		snprintf(c->host, sizeof(c->host), "?");
+		conn_deny(c, "transparent connection without an original destination");
+		return;
+	}
+	c->port = ntohs(dst.ss_family == AF_INET ?
+			((struct sockaddr_in *)&dst)->sin_port :
+			((struct sockaddr_in6 *)&dst)->sin6_port);
+	name = synth_name(c->px, &dst);
+	if (name) {
+		snprintf(c->host, sizeof(c->host), "%s", name);
+		if (!conn_decide(c))
+			return;
+		c->peek_tls = true;
+		bufferevent_disable(c->down, EV_READ);
+		conn_connect(c);
+		return;
+	}
+	/*
+	 * A bare address, no name from our DNS: what a port sweep looks like.
+	 * Ask now who holds it; by the time it is judged, a probe that
+	 * connected and left has no process to name.
+	 */
+	conn_ask_pid(c);
+	evutil_inet_ntop(dst.ss_family, dst.ss_family == AF_INET ?
+			 (void *)&((struct sockaddr_in *)&dst)->sin_addr :
+			 (void *)&((struct sockaddr_in6 *)&dst)->sin6_addr,
+			 c->host, sizeof(c->host));
+	/* an address the allowlist names outright needs no further name */
+	if (egress_check_name(c->px->rules, c->host, c->port, &v) == 0 && v.allowed) {
+		snprintf(c->why, sizeof(c->why), "%s", v.reason);
+		bufferevent_disable(c->down, EV_READ);
+		conn_connect(c);
+		return;
+	}
+	bufferevent_setcb(c->down, on_transparent_head, NULL, conn_down_event, c);
+}
+
+void transparent_free(struct proxy *px)
+{
+	for (size_t i = 0; i < px->nsynth; i++)
+		free(px->synth[i]);
+	free(px->synth);
+	px->synth = NULL;
+	px->nsynth = 0;
+}

@@ -4,7 +4,6 @@
  * anything: a request that fails leaves nothing behind.
  */
 #include "daemon.h"
-#include "events.h"		/* json_bytes */
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -802,7 +801,7 @@ static void exec_output(void *arg, struct corral_call *c, int stream,
 	if (pd->stream)
 		stream_line(pd, json_pack("{s:s, s:o}", "type", stream == 2 ?
 					  "stderr" : "stdout", "data",
-					  json_bytes(data, len)));
+					  corral_json_bytes(data, len)));
 }
 
 static void exec_done(void *arg, struct corral_call *c,
@@ -932,8 +931,8 @@ static json_t *proc_json(struct proc *pr, bool output)
 		const struct corral_output *out = corral_call_output(pr->call, 1);
 		const struct corral_output *er = corral_call_output(pr->call, 2);
 
-		json_object_set_new(o, "stdout", json_bytes(out->data, out->len));
-		json_object_set_new(o, "stderr", json_bytes(er->data, er->len));
+		json_object_set_new(o, "stdout", corral_json_bytes(out->data, out->len));
+		json_object_set_new(o, "stderr", corral_json_bytes(er->data, er->len));
 	}
 	return o;
 }
@@ -1278,7 +1277,7 @@ static void file_list(struct sandbox *sb, struct evhttp_request *req,
 			"dir" : v[i].type == 'l' ? "symlink" : "other";
 
 		json_array_append_new(a, json_pack("{s:o, s:s, s:I, s:i}", "name",
-				      json_bytes(v[i].name, strlen(v[i].name)),
+				      corral_json_bytes(v[i].name, strlen(v[i].name)),
 				      "type", type, "size", (json_int_t)v[i].size,
 				      "mode", (int)v[i].mode));
 	}

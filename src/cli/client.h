@@ -212,11 +212,10 @@ struct exec_args {
 };
 int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv);
 /*
- * The exit status `corral run` gives for a result object, computed from the
- * JSON that the daemon's exec answers with (status, exit_code, signal) by
- * corral_result_exit_code() itself.
- * Returns -1 when the object does not say: no status, or no exit_code where
- * neither the status nor a signal gives the answer.
+ * The exit status `corral run` would give for the result object the
+ * daemon's exec answers with: its status, exit_code and signal, mapped by
+ * corral_result_exit_code() itself.  Returns -1 when the object does not
+ * say: a status this client does not know, or no integer exit_code.
  */
 int client_exit_code(const json_t *result);
 

@@ -648,7 +648,8 @@ TEST(verb_exit_statuses)
 	CHECK(VERB(cmd_cp, "cp", "--list", "a") == 2);
 	CHECK(VERB(cmd_cp, "cp", "", "sb-1:/a") == 2);
 	CHECK_STR_CONTAINS(cap_err, "an empty local path");
-	CHECK(VERB(cmd_cp, "cp", "-", "sb-1:/dir/") == 2);
+	CHECK(VERB(cmd_cp, "cp", "--socket", sock, "-", "sb-1:/dir/") == 2);
+	CHECK_STR_CONTAINS(cap_err, "with \"-\" as SRC, DST must name the file");
 
 	/* no daemon there: 125, and the message says what to do */
 	CHECK(VERB(cmd_ls, "ls", "--socket", sock) == EXIT_CORRAL);

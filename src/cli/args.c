@@ -24,7 +24,7 @@ static const char conn_help[] =
 "The daemon's refusals are printed as \"corral: DETAIL (HTTP STATUS)\".\n"
 "\n";
 
-const struct option json_only_options[] = {
+const struct option verb_json_options[] = {
 	CONN_OPTIONS,
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, 'h' },

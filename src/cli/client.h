@@ -56,7 +56,7 @@ enum {
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE }
 
 /* The verbs whose only option of their own is --json (rm, logs, pause ...). */
-extern const struct option json_only_options[];
+extern const struct option verb_json_options[];
 /* Their option_fn: arg is a bool, set by --json. */
 int set_json_flag(void *arg, int opt, const char *val);
 

@@ -202,7 +202,7 @@ int cmd_logs(int argc, char **argv)
 	long long pid = -1;
 	int code;
 
-	code = verb_parse(&logs_verb, json_only_options, ":h", argc, argv, &c,
+	code = verb_parse(&logs_verb, verb_json_options, ":h", argc, argv, &c,
 			  set_json_flag, &as_json);
 	if (code)
 		goto out;

@@ -74,7 +74,7 @@ static int pause_cmd(const struct verb *v, int argc, char **argv)
 	bool as_json = false;
 	int code;
 
-	code = verb_parse(v, json_only_options, ":h", argc, argv, &c,
+	code = verb_parse(v, verb_json_options, ":h", argc, argv, &c,
 			  set_json_flag, &as_json);
 	if (!code && argc - optind != 1)
 		code = verb_usage_error(v, "%s takes one sandbox ID", v->name);

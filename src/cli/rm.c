@@ -56,7 +56,7 @@ int cmd_rm(int argc, char **argv)
 	bool as_json = false;
 	int code, i;
 
-	code = verb_parse(&rm_verb, json_only_options, ":h", argc, argv, &c,
+	code = verb_parse(&rm_verb, verb_json_options, ":h", argc, argv, &c,
 			  set_json_flag, &as_json);
 	if (code)
 		goto out;

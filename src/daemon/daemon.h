@@ -87,6 +87,7 @@ struct daemon {
 	struct event_base *base;
 	struct evhttp *http_unix, *http_tcp;
 	char *socket_path, *state_dir, *token;
+	bool socket_bound;		/* socket_path is ours to remove at the end */
 	struct corral_log *log;
 	struct sandbox *sandboxes;
 	size_t nsandboxes, max_sandboxes;

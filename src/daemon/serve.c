@@ -231,6 +231,7 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 
 	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
+	d->socket_bound = r == 0;
 	if (r < 0 || listen(fd, 1024) < 0) {
 		r = -errno;
 		close(fd);
@@ -427,7 +428,8 @@ static void daemon_free(struct daemon *d)
 		evhttp_free(d->http_unix);
 	if (d->http_tcp)
 		evhttp_free(d->http_tcp);
-	if (d->socket_path)
+	/* a start that failed before its bind leaves a live daemon's alone */
+	if (d->socket_bound)
 		unlink(d->socket_path);
 	corral_log_close(d->log);
 	if (d->lock_fd >= 0)
@@ -511,10 +513,6 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	}
 	r = daemon_start(&d, o, err);
 	if (r < 0) {
-		if (r == -EADDRINUSE || r == -EBUSY) {
-			free(d.socket_path);	/* not ours to remove */
-			d.socket_path = NULL;
-		}
 		daemon_free(&d);
 		return r;
 	}

@@ -9,23 +9,25 @@
 
 #define EXIT_CORRAL 125		/* corral itself could not do what was asked */
 
-int cmd_run(int argc, char **argv);		/* run.c */
+/* cmd_NAME is in NAME.c (cmd_resume in pause.c) */
+int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
-int cmd_serve(int argc, char **argv);		/* serve.c: the daemon's options */
+int cmd_serve(int argc, char **argv);		/* then daemon_run() */
 /* clients of the daemon's API, over client.h */
 int cmd_create(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
-int cmd_pause(int argc, char **argv);		/* pause.c */
-int cmd_resume(int argc, char **argv);		/* pause.c */
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 int cmd_halt(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 
+/* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

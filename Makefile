@@ -9,19 +9,30 @@ HDR_PKGS := libcurl
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
-CPPFLAGS += -Iinclude -Isrc/lib -D_GNU_SOURCE
+CPPFLAGS += -D_GNU_SOURCE
+# Each part sees the API and its own headers: the front ends (the CLI, the
+# daemon) only include/corral.h of the library; tests and fuzzers see its
+# internals.  The library exports only what corral.h marks CORRAL_PUBLIC.
+LIB_FLAGS    := -Iinclude -Isrc/lib -fvisibility=hidden
+CLI_FLAGS    := -Iinclude -Isrc/cli
+DAEMON_FLAGS := -Iinclude -Isrc/daemon
+TEST_FLAGS   := -Iinclude -Isrc/lib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lhttp_parser -ldl -lm
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
-CLI_SRC := $(sort $(wildcard src/cli/*.c src/daemon/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+DAEMON_SRC := $(sort $(wildcard src/daemon/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit_*.c))
 HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+# the CLI but its main(): what tests/unit_client.c tests
+CLI_LIB := $(BUILD)/libcli.a
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 CLIENT_BIN := $(BUILD)/tests/serve_client
@@ -30,19 +41,31 @@ CLIENT_BIN := $(BUILD)/tests/serve_client
 
 all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
 
+$(LIB_OBJ): PART_FLAGS := $(LIB_FLAGS)
+$(CLI_OBJ): PART_FLAGS := $(CLI_FLAGS)
+$(DAEMON_OBJ): PART_FLAGS := $(DAEMON_FLAGS)
+
 $(BUILD)/%.o: %.c include/corral.h src/lib/internal.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(PART_FLAGS) $(ALL_CFLAGS) -MMD -c -o $@ $<
 
 $(BUILD)/libcorral.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/corral: $(CLI_OBJ) $(BUILD)/libcorral.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcorral.a $(LDLIBS)
+$(BUILD)/corral: $(CLI_OBJ) $(DAEMON_OBJ) $(BUILD)/libcorral.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(DAEMON_OBJ) $(BUILD)/libcorral.a $(LDLIBS)
+
+$(CLI_LIB): $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
+	ar rcs $@ $^
 
 $(BUILD)/tests/unit_%: tests/unit_%.c $(BUILD)/libcorral.a tests/unit.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+
+# the client verbs' logic, from the CLI's objects (it brings its own cli_error)
+$(BUILD)/tests/unit_client: tests/unit_client.c $(CLI_LIB) $(BUILD)/libcorral.a tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) -Isrc/cli $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(CLI_LIB) $(BUILD)/libcorral.a $(LDLIBS)
 
 # The daemon's API without serve.c (the test stands in for its state files):
 # its routes, checks and errno mapping, through the daemon's own objects.
@@ -55,7 +78,7 @@ $(BUILD)/tests/unit_api: tests/unit_api.c $(API_OBJ) $(BUILD)/libcorral.a tests/
 # tests/serve.sh's client of the daemon: plain sockets, jansson only.
 $(CLIENT_BIN): tests/serve_client.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Programs the attack tests run inside the sandbox: static, so they need
 # nothing from the sandbox's view of the host.
@@ -63,7 +86,7 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -Wall -Wextra -D_GNU_SOURCE -static -o $@ $<
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d)
 
 # The whole suite: a -Werror build, unit and integration tests as root and
 # as an unprivileged user, then all of it again under ASan+UBSan.

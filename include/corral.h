@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -23,6 +24,16 @@ extern "C" {
 #endif
 
 #define CORRAL_VERSION "0.1.0"
+
+/*
+ * What the library exports: it is built with -fvisibility=hidden, so a
+ * function not marked here stays inside it, whatever its linkage.
+ */
+#if defined(__GNUC__)
+#define CORRAL_PUBLIC __attribute__((visibility("default")))
+#else
+#define CORRAL_PUBLIC
+#endif
 
 /* ---- errors ---------------------------------------------------------- */
 
@@ -32,6 +43,11 @@ struct corral_err {
 	int code;			/* negative errno, 0 if none */
 	char msg[CORRAL_ERR_MAX];	/* one sentence, no trailing newline */
 };
+
+/* Fill err, return code (a negative errno); for the callers' own errors too. */
+CORRAL_PUBLIC
+int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* ---- policy ---------------------------------------------------------- */
 
@@ -103,7 +119,9 @@ struct corral_policy {
 };
 
 /* The built-in default policy (what `corral run` uses without --policy). */
+CORRAL_PUBLIC
 void corral_policy_init(struct corral_policy *p);
+CORRAL_PUBLIC
 void corral_policy_free(struct corral_policy *p);
 
 /*
@@ -111,33 +129,54 @@ void corral_policy_free(struct corral_policy *p);
  * and impossible values are errors; err->msg then reads
  * "FILE:LINE:COL: KEY: reason (got VALUE)".
  */
+CORRAL_PUBLIC
 int corral_policy_load_file(struct corral_policy *p, const char *path,
 			    struct corral_err *err);
+CORRAL_PUBLIC
 int corral_policy_load_string(struct corral_policy *p, const char *text,
 			      size_t len, const char *name,
 			      struct corral_err *err);
 
 /* Overrides, as the CLI flags give them. */
+CORRAL_PUBLIC
 int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 			   bool writable, struct corral_err *err); /* HOST[:PATH] */
+CORRAL_PUBLIC
 int corral_policy_set_env(struct corral_policy *p, const char *assignment,
 			  struct corral_err *err);	/* NAME=VALUE */
+CORRAL_PUBLIC
 int corral_policy_pass_env(struct corral_policy *p, const char *name,
 			   struct corral_err *err);
+CORRAL_PUBLIC
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
 /*
  * limits.KEY from text ("memory", "256M"), validated exactly as in a
  * policy file; err->msg then reads "limits.KEY: reason (got ...)".
  */
+CORRAL_PUBLIC
 int corral_policy_set_limit(struct corral_policy *p, const char *key,
 			    const char *value, struct corral_err *err);
+/* network mode "none" | "proxy" */
+CORRAL_PUBLIC
+int corral_policy_set_net(struct corral_policy *p, const char *mode,
+			  struct corral_err *err);
+/* one network.allow / network.deny pattern, checked as in a policy file */
+CORRAL_PUBLIC
+int corral_policy_add_allow(struct corral_policy *p, const char *pattern,
+			    struct corral_err *err);
+CORRAL_PUBLIC
+int corral_policy_add_deny(struct corral_policy *p, const char *pattern,
+			   struct corral_err *err);
 
 /* "256M", "1GiB", "4096", "1.5G" -> bytes.  Suffixes are binary (K = 1024). */
+CORRAL_PUBLIC
 int corral_parse_size(const char *s, uint64_t *bytes, struct corral_err *err);
 /* "30", "30s", "500ms", "2m", "1h", "1.5s" -> milliseconds.  Bare = seconds. */
+CORRAL_PUBLIC
 int corral_parse_duration(const char *s, uint64_t *ms, struct corral_err *err);
 /* 268435456 -> "256 MiB"; writes at most len bytes. */
+CORRAL_PUBLIC
 void corral_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* ---- running --------------------------------------------------------- */
@@ -202,17 +241,76 @@ struct corral_run_opts {
  * or a negative errno when the sandbox could not be built (err says why,
  * res->status is CORRAL_ERROR).
  */
+CORRAL_PUBLIC
 int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	       struct corral_result *res, struct corral_err *err);
+CORRAL_PUBLIC
 void corral_result_free(struct corral_result *res);
 
 /* The process exit status the CLI uses for a result (see corral(1)). */
+CORRAL_PUBLIC
 int corral_result_exit_code(const struct corral_result *res);
+CORRAL_PUBLIC
 const char *corral_status_name(enum corral_status s);
 /* "timeout" -> CORRAL_TIMEOUT (as a result's JSON names it); -EINVAL if none. */
+CORRAL_PUBLIC
 int corral_status_from_name(const char *name, enum corral_status *s);
 /* One JSON object, malloc'd, no trailing newline. */
+CORRAL_PUBLIC
 char *corral_result_json(const struct corral_result *res);
+/*
+ * Program output (bytes) as a jansson string, the way results carry it:
+ * invalid UTF-8 becomes U+FFFD.  A new reference, NULL when out of memory.
+ */
+struct json_t;
+CORRAL_PUBLIC
+struct json_t *corral_json_bytes(const char *data, size_t len);
+
+/* ---- the events file as evidence (`corral audit`) ---------------------- */
+
+/*
+ * Every line of an events file is one JSON object whose last key, "prev",
+ * is the SHA-256 (lowercase hex) of the line before it, byte for byte
+ * without its newline; the first line has 64 zeros.
+ */
+#define CORRAL_AUDIT_HASH_HEX	64
+
+struct corral_audit_report {
+	size_t lines;			/* complete lines that verified */
+	size_t bad_line;		/* first bad line (from 1); 0: the chain holds */
+	bool incomplete;		/* ends in a line without '\n', not checked */
+	size_t torn;			/* lines cut short by a crash, chained past */
+	size_t torn_line;		/* the first of them */
+	char head[CORRAL_AUDIT_HASH_HEX + 1];	/* hash of the last verified line */
+	char reason[CORRAL_ERR_MAX];	/* "line 7: ..." or what was verified */
+};
+
+/* NULL members match everything. */
+struct corral_audit_filter {
+	const char *sandbox;
+	const char *call;
+	const char *type;		/* "egress.denied", or "egress" for egress.* */
+};
+
+/*
+ * Check the chain of the events file at path.  Returns 0 when the file
+ * could be read to the end or to its first bad line (r->bad_line says
+ * which; r->reason says why, or what was verified), or a negative errno
+ * when it could not be read (err names the path).
+ */
+CORRAL_PUBLIC
+int corral_audit_verify(const char *path, struct corral_audit_report *r,
+			struct corral_err *err);
+/*
+ * Print the events of path that match f as a timeline, one line each:
+ * "HH:MM:SS.mmm  SEQ  SANDBOX  CALL  TYPE  HOST:PORT KEY=VALUE... / REASON",
+ * with a "-- DATE" line whenever the day changes.  Lines that are not
+ * events are named, not skipped silently.  Text from the log is escaped:
+ * what a sandbox chose (host names, commands) never reaches a terminal raw.
+ */
+CORRAL_PUBLIC
+int corral_audit_show(const char *path, const struct corral_audit_filter *f,
+		      FILE *out, struct corral_err *err);
 
 /* ---- long-lived sandboxes (corral serve) ------------------------------ */
 
@@ -231,34 +329,43 @@ struct corral_call;
 /* One audit log (JSON lines, one hash chain) for many boxes. */
 struct corral_log;
 
+CORRAL_PUBLIC
 int corral_log_open(struct corral_log **out, const char *path,
 		    struct corral_err *err);
 /* fn(arg, sandbox id, line, len) for every line written, after it is. */
+CORRAL_PUBLIC
 void corral_log_observe(struct corral_log *log,
 			void (*fn)(void *arg, const char *sandbox,
 				   const char *line, size_t len),
 			void *arg);
+CORRAL_PUBLIC
 void corral_log_close(struct corral_log *log);
 /*
  * errno of the last line that could not be written (ENOSPC: a full disk),
  * 0 once a line is written again.  Supervision goes on either way.
  */
+CORRAL_PUBLIC
 int corral_log_error(const struct corral_log *log);
 /*
  * Record one event {type, reason} for a sandbox that has no box any more
  * (lost in a crash); its seq follows after_seq, the sandbox's last.
  */
+CORRAL_PUBLIC
 void corral_log_note(struct corral_log *log, const char *sandbox,
 		     uint64_t after_seq, const char *type, const char *reason);
 /*
  * Remove the cgroups of supervisors that died without cleaning up; how
  * many.  corral_run and corral serve call it at start.
  */
+CORRAL_PUBLIC
 int corral_cleanup_stale(void);
 /* The same for one supervisor the caller knows is gone (a watchdog). */
+CORRAL_PUBLIC
 int corral_cleanup_owner(pid_t pid);
+CORRAL_PUBLIC
 void corral_box_set_idle_freeze(struct corral_box *b, uint64_t ms);
 /* Record one event {type, reason} among the box's own (a TTL, say). */
+CORRAL_PUBLIC
 void corral_box_note(struct corral_box *b, const char *type, const char *reason);
 
 struct corral_box_opts {
@@ -278,6 +385,7 @@ struct corral_box_opts {
  * failure).  Returns 0 when the build is under way: on_ready says how it
  * ended.  A negative errno: nothing was created.
  */
+CORRAL_PUBLIC
 int corral_box_create(struct event_base *base, struct corral_policy *p,
 		      const struct corral_box_opts *o, struct corral_box **out,
 		      struct corral_err *err);
@@ -286,6 +394,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
  * The kernel's part (the namespaces' teardown, then the cgroups) finishes
  * on the loop: run it until it has no events left before freeing it.
  */
+CORRAL_PUBLIC
 void corral_box_destroy(struct corral_box *b);
 
 enum corral_box_state {
@@ -307,18 +416,27 @@ struct corral_meters {
 	uint64_t calls;
 };
 
+CORRAL_PUBLIC
 const char *corral_box_id(const struct corral_box *b);
+CORRAL_PUBLIC
 enum corral_box_state corral_box_state(const struct corral_box *b);
+CORRAL_PUBLIC
 const char *corral_box_state_name(enum corral_box_state s);
+CORRAL_PUBLIC
 const char *corral_box_halt_reason(const struct corral_box *b);	/* or NULL */
+CORRAL_PUBLIC
 void corral_box_meters(struct corral_box *b, struct corral_meters *m);
+CORRAL_PUBLIC
 void corral_box_layers(const struct corral_box *b, struct corral_layers *l);
 /* Processes of calls that have not ended (background ones included). */
+CORRAL_PUBLIC
 size_t corral_box_running(const struct corral_box *b);
 
 /* pause: freeze by a person's order; calls answer "paused" until resume. */
+CORRAL_PUBLIC
 int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err);
 /* The same authority as an abort criterion: freeze, record, kill. */
+CORRAL_PUBLIC
 int corral_box_halt(struct corral_box *b, const char *reason,
 		    struct corral_err *err);
 
@@ -344,14 +462,20 @@ struct corral_call_opts {
  * Start a call.  A frozen box is thawed first; a paused, halted or dead
  * one refuses (-EBUSY, -EPERM, -ESRCH; err says why, with the halt reason).
  */
+CORRAL_PUBLIC
 int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		    struct corral_call **out, struct corral_err *err);
+CORRAL_PUBLIC
 pid_t corral_call_pid(const struct corral_call *c);	/* as the sandbox sees it */
+CORRAL_PUBLIC
 pid_t corral_call_host_pid(const struct corral_call *c);
+CORRAL_PUBLIC
 const char *corral_call_id(const struct corral_call *c);
 /* The result once done, else NULL. */
+CORRAL_PUBLIC
 const struct corral_result *corral_call_result(const struct corral_call *c);
 /* What was kept of stream 1 or 2 so far. */
+CORRAL_PUBLIC
 const struct corral_output *corral_call_output(const struct corral_call *c,
 					       int stream);
 /*
@@ -359,10 +483,13 @@ const struct corral_output *corral_call_output(const struct corral_call *c,
  * the pipe is full.  For a caller that forwards output to a client slower
  * than the command: the command waits, nothing piles up in memory.
  */
+CORRAL_PUBLIC
 void corral_call_hold_output(struct corral_call *c, bool hold);
 /* Signal the call and everything it started (its cgroup). */
+CORRAL_PUBLIC
 int corral_call_kill(struct corral_call *c, int sig);
 /* Forget a call; one still running is killed first (no on_done then). */
+CORRAL_PUBLIC
 void corral_call_free(struct corral_call *c);
 
 /*
@@ -370,8 +497,10 @@ void corral_call_free(struct corral_call *c);
  * sandbox, resolved from its root with no symlink followed and no way
  * out; /proc and /sys are refused; only regular files are opened.
  */
+CORRAL_PUBLIC
 int corral_box_open(struct corral_box *b, const char *path, int flags,
 		    int *fd, struct corral_err *err);
+CORRAL_PUBLIC
 int corral_box_unlink(struct corral_box *b, const char *path,
 		      struct corral_err *err);
 
@@ -383,6 +512,7 @@ struct corral_dirent {
 };
 
 /* A directory's entries, malloc'd (free it); *n how many. */
+CORRAL_PUBLIC
 int corral_box_list(struct corral_box *b, const char *path,
 		    struct corral_dirent **out, size_t *n,
 		    struct corral_err *err);
@@ -404,6 +534,7 @@ struct corral_features {
 	bool cg_memory, cg_pids, cg_cpu, cg_freezer;
 };
 
+CORRAL_PUBLIC
 int corral_probe(struct corral_features *f);
 
 #ifdef __cplusplus

@@ -1,6 +1,6 @@
 /*
  * unit_audit.c - the hash chain of the events file: written by events.c,
- * checked by audit_verify(), shown by audit_show().  Every edit, deletion
+ * checked by corral_audit_verify(), shown by corral_audit_show().  Every edit, deletion
  * and reordering must break the chain at the line it touched or the next.
  */
 #include "audit.h"
@@ -77,13 +77,13 @@ static void write_log(const char *p, int n)
 	events_close(ev);
 }
 
-static struct audit_report verify(const char *p)
+static struct corral_audit_report verify(const char *p)
 {
 	struct corral_err err = { 0 };
-	struct audit_report r;
+	struct corral_audit_report r;
 
 	memset(&r, 0x5a, sizeof(r));
-	CHECK(audit_verify(p, &r, &err) == 0);
+	CHECK(corral_audit_verify(p, &r, &err) == 0);
 	return r;
 }
 
@@ -91,7 +91,7 @@ static struct audit_report verify(const char *p)
 
 TEST(chain_of_n_lines_verifies)
 {
-	struct audit_report r;
+	struct corral_audit_report r;
 	char *buf, hash[AUDIT_HASH_HEX + 1], want[128];
 	size_t len, off, n, prev_off = 0, prev_n = 0;
 
@@ -140,7 +140,7 @@ TEST(sha256_is_sha256)
 TEST(chain_continues_across_opens)
 {
 	struct corral_err err = { 0 };
-	struct audit_report r;
+	struct corral_audit_report r;
 	struct events *ev;
 
 	unlink(path);
@@ -201,7 +201,7 @@ TEST(unreadable_events_path_is_an_error)
 
 TEST(one_byte_edit_in_any_line_breaks_the_chain)
 {
-	struct audit_report r, orig;
+	struct corral_audit_report r, orig;
 	char *buf, *copy;
 	size_t len, off, n;
 
@@ -254,7 +254,7 @@ out:
 
 TEST(deleted_line_breaks_the_chain)
 {
-	struct audit_report r, orig;
+	struct corral_audit_report r, orig;
 	char *buf, *copy;
 	size_t len, off, n;
 
@@ -291,7 +291,7 @@ out:
 
 TEST(swapped_lines_break_the_chain)
 {
-	struct audit_report r;
+	struct corral_audit_report r;
 	char *buf, *copy;
 	size_t len, a, na, b, nb;
 
@@ -321,7 +321,7 @@ out:
 
 TEST(truncated_last_line_verifies_up_to_the_last_complete_line)
 {
-	struct audit_report r;
+	struct corral_audit_report r;
 	char *buf;
 	size_t len;
 
@@ -346,7 +346,7 @@ TEST(truncated_last_line_verifies_up_to_the_last_complete_line)
 TEST(writer_goes_on_after_a_torn_line)
 {
 	struct corral_err err = { 0 };
-	struct audit_report r;
+	struct corral_audit_report r;
 	struct events *ev;
 	char *buf, hash[AUDIT_HASH_HEX + 1];
 	size_t len, off, n;
@@ -403,7 +403,7 @@ TEST(garbage_lines)
 		{ "{\"prev\":\"" ZEROS "\"} x", "not valid JSON" },
 	};
 	char text[512];
-	struct audit_report r;
+	struct corral_audit_report r;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		/* as the first line, and after a good one */
@@ -434,7 +434,7 @@ TEST(garbage_lines)
 
 TEST(empty_file_verifies_with_no_lines)
 {
-	struct audit_report r;
+	struct corral_audit_report r;
 
 	spill(path, "", 0);
 	r = verify(path);
@@ -446,13 +446,13 @@ TEST(empty_file_verifies_with_no_lines)
 TEST(missing_file_is_an_error_not_a_verdict)
 {
 	struct corral_err err = { 0 };
-	struct audit_report r;
+	struct corral_audit_report r;
 	char p[128];
 
 	snprintf(p, sizeof(p), "%s/nonexistent", dir);
-	CHECK(audit_verify(p, &r, &err) == -ENOENT);
+	CHECK(corral_audit_verify(p, &r, &err) == -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, p);
-	CHECK(audit_show(p, NULL, stdout, &err) == -ENOENT);
+	CHECK(corral_audit_show(p, NULL, stdout, &err) == -ENOENT);
 }
 
 /* A first line of exactly len bytes: {"prev":"0...0","pad":"xxx..."} */
@@ -475,7 +475,7 @@ static void write_big_line(int fd, size_t len)
 TEST(huge_line)
 {
 	struct corral_err err = { 0 };
-	struct audit_report r;
+	struct corral_audit_report r;
 	struct events *ev;
 	char *out = NULL;
 	size_t outlen = 0;
@@ -511,7 +511,7 @@ TEST(huge_line)
 	r = verify(path);
 	CHECK(r.bad_line == 2);
 	mem = open_memstream(&out, &outlen);
-	CHECK(audit_show(path, NULL, mem, &err) == 0);
+	CHECK(corral_audit_show(path, NULL, mem, &err) == 0);
 	fclose(mem);
 	CHECK_STR_CONTAINS(out, "-- line 2: longer than 1048576 bytes, skipped");
 	CHECK_STR_CONTAINS(out, "sb-9");
@@ -520,7 +520,7 @@ TEST(huge_line)
 
 /* ---- show ------------------------------------------------------------------- */
 
-static char *show(const struct audit_filter *f)
+static char *show(const struct corral_audit_filter *f)
 {
 	struct corral_err err = { 0 };
 	char *out = NULL;
@@ -530,7 +530,7 @@ static char *show(const struct audit_filter *f)
 	CHECK(mem != NULL);
 	if (!mem)
 		return NULL;
-	CHECK(audit_show(path, f, mem, &err) == 0);
+	CHECK(corral_audit_show(path, f, mem, &err) == 0);
 	fclose(mem);
 	return out;
 }
@@ -547,7 +547,7 @@ static size_t count_lines(const char *s, const char *needle)
 TEST(show_filters_and_formats)
 {
 	struct corral_err err = { 0 };
-	struct audit_filter f = { 0 };
+	struct corral_audit_filter f = { 0 };
 	struct events *ev;
 	char *out;
 

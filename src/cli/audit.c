@@ -1,6 +1,5 @@
 /* audit.c - corral audit verify|show: the events file as evidence. */
 #include "cli.h"
-#include "audit.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -79,7 +78,7 @@ static int usage_error(const char *fmt, ...)
 static int audit_verify_cmd(int argc, char **argv)
 {
 	struct corral_err err = { 0 };
-	struct audit_report r;
+	struct corral_audit_report r;
 
 	if (argc == 2 && is_help(argv[1])) {
 		fputs(audit_usage, stdout);
@@ -87,7 +86,7 @@ static int audit_verify_cmd(int argc, char **argv)
 	}
 	if (argc != 2)
 		return usage_error("audit verify takes one FILE");
-	if (audit_verify(argv[1], &r, &err) < 0) {
+	if (corral_audit_verify(argv[1], &r, &err) < 0) {
 		cli_error("%s", err.msg);
 		return 2;
 	}
@@ -112,7 +111,7 @@ static const struct option show_options[] = {
 static int audit_show_cmd(int argc, char **argv)
 {
 	struct corral_err err = { 0 };
-	struct audit_filter f = { 0 };
+	struct corral_audit_filter f = { 0 };
 	int opt;
 
 	optind = 1;
@@ -138,7 +137,7 @@ static int audit_show_cmd(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return usage_error("audit show takes one FILE");
-	if (audit_show(argv[optind], &f, stdout, &err) < 0) {
+	if (corral_audit_show(argv[optind], &f, stdout, &err) < 0) {
 		cli_error("%s", err.msg);
 		return 2;
 	}

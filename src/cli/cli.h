@@ -1,4 +1,7 @@
-/* cli.h - the verbs of the corral command; each lives in its own file. */
+/*
+ * cli.h - the verbs of the corral command, each in a file of its own and
+ * found by main.c's table of commands.
+ */
 #ifndef CORRAL_CLI_H
 #define CORRAL_CLI_H
 
@@ -6,12 +9,13 @@
 
 #define EXIT_CORRAL 125		/* corral itself could not do what was asked */
 
+/* cmd_NAME is in NAME.c (cmd_resume in pause.c) */
 int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
-int cmd_serve(int argc, char **argv);
-/* clients of the daemon's API (client.c) */
+int cmd_serve(int argc, char **argv);		/* then daemon_run() */
+/* clients of the daemon's API, over client.h */
 int cmd_create(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
@@ -23,6 +27,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 
+/* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -1,31 +1,236 @@
-/* client.h - the parts of the daemon's client verbs (client.c) that hold logic
- * worth testing on their own. */
+/*
+ * client.h - what the verbs that talk to `corral serve` share.
+ *
+ * Each verb is a file of its own (create.c, exec.c, cp.c, pause.c for pause
+ * and resume, halt.c, rm.c, ls.c, logs.c, events.c) and is a thin wrapper
+ * over one or two HTTP requests; the daemon does the work.  Under them:
+ *   args.c       a verb's command line: --help, usage errors, options, the
+ *                sandbox id rule, the JSON body built from the options
+ *   client.c     the connection (unix socket, or TCP with a bearer token),
+ *                requests and replies over libcurl, the API's paths
+ *   print.c      what the verbs print: the daemon's text made safe for a
+ *                terminal, JSON, the last flush of stdout
+ *   localfile.c  local files read and written whole (cp, exec's stdin)
+ *   curl.c       libcurl, loaded on first use
+ * Every function here that fails says why on stderr and returns the exit
+ * status to end with (2 bad usage, EXIT_CORRAL), or -1 / NULL where noted.
+ */
 #ifndef CORRAL_CLIENT_H
 #define CORRAL_CLIENT_H
 
+#include "cli.h"
+
+#define CURL_DISABLE_TYPECHECK
+#include <curl/curl.h>
+#include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#define JSON_BODY_MAX	(1u << 20)	/* the daemon's limit on a JSON body */
+#define FILE_MAX	(64u << 20)	/* ... and on a file, either way */
+#define REPLY_MAX	(256u << 20)	/* what we keep of any other answer */
+#define DURATION_MAX_MS	(UINT64_C(100) * 365 * 24 * 3600 * 1000)
+
+#define HELP_SHOWN	(-1)		/* from verb_parse: exit 0 */
+
+/* ---- args.c: a verb's command line ----------------------------------- */
+
+struct verb {
+	const char *name;
+	const char *head;	/* synopsis, description, the verb's options */
+	const char *tail;	/* exit status, examples */
+};
+
+/* Options every client verb takes; a verb numbers its own from OPT_OWN. */
+enum {
+	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN_FILE, OPT_JSON,
+	OPT_OWN,
+};
+
+#define CONN_OPTIONS							\
+	{ "socket", required_argument, NULL, OPT_SOCKET },		\
+	{ "url", required_argument, NULL, OPT_URL },			\
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE }
+
+/* The verbs whose only option of their own is --json (rm, logs, pause ...). */
+extern const struct option verb_json_options[];
+/* Their option_fn: arg is a bool, set by --json. */
+int set_json_flag(void *arg, int opt, const char *val);
+
+struct conn;
+typedef int (*option_fn)(void *arg, int opt, const char *val);
+
+int verb_help(const struct verb *v);
+int verb_usage_error(const struct verb *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /*
- * The exit status `corral run` gives for a result object, computed from the
- * JSON that the daemon's exec answers with (status, exit_code, signal), the
- * by corral_result_exit_code() itself.
- * Returns -1 when the object does not say: no status, or no exit_code where
- * neither the status nor a signal gives the answer.
+ * getopt over a verb's options: connection options go to *c, the verb's
+ * own to fn(arg, ...).  Options and operands may come in any order (GNU
+ * permutation) unless shorts begins with "+".  Returns 0 to go on (optind
+ * at the operands), HELP_SHOWN, or an exit status.
  */
-int client_exit_code(const json_t *result);
+int verb_parse(const struct verb *v, const struct option *opts,
+	       const char *shorts, int argc, char **argv, struct conn *c,
+	       option_fn fn, void *arg);
+/* The same from optind on, for a verb that reads operands in between. */
+int verb_parse_more(const struct verb *v, const struct option *opts,
+		    const char *shorts, int argc, char **argv, struct conn *c,
+		    option_fn fn, void *arg);
+/* "30s", "500ms", "2m", a bare number of seconds -> ms, for flag. */
+int verb_duration(const struct verb *v, const char *flag, const char *arg,
+		  uint64_t *ms);
 
 /* A sandbox id as the daemon makes them: 1 to 120 of [A-Za-z0-9._-], no
  * leading dot (so that it cannot be a path segment like ".."). */
 bool client_valid_id(const char *id);
+/* 0, or a usage error that says what an id is. */
+int verb_check_id(const struct verb *v, const char *id);
+
+/* json_object_set_new(), which takes v even when it fails (a NULL v too). */
+int body_put(json_t *o, const char *key, json_t *v);
+/* A string from the command line for flag: JSON carries only UTF-8. */
+int body_put_text(const struct verb *v, json_t *o, const char *key,
+		  const char *flag, const char *text);
+/* --label K=V, --env K=V: one key into obj, once. */
+int body_put_pair(const struct verb *v, json_t *obj, const char *flag,
+		  const char *arg);
+/* The API counts in seconds: whole ones as an integer, "1.5s" as 1.5. */
+int body_put_seconds(json_t *body, const char *key, uint64_t ms);
+
+/* ---- client.c: the daemon, over HTTP ---------------------------------- */
+
+struct conn {
+	const char *socket;		/* unix socket, when not over TCP */
+	const char *socket_from;	/* how it was found, for messages */
+	const char *url;		/* --url */
+	const char *token_file;		/* --token-file */
+	char *base;			/* URL prefix, no trailing slash */
+	char *auth;			/* "Authorization: Bearer ..." */
+	CURL *curl;			/* one handle: rm of many reuses it */
+	bool curl_global;
+	char socket_buf[PATH_MAX];
+};
+
+/* Where to send requests, and the token to send with them; no I/O on the
+ * socket yet.  Idempotent up to conn_open(). */
+int conn_target(struct conn *c, const struct verb *v);
+/* conn_target(), then libcurl. */
+int conn_open(struct conn *c, const struct verb *v);
+void conn_close(struct conn *c);
+
+struct request {
+	const char *method;
+	const char *path;		/* "/v1/...", query already escaped */
+	const char *body;		/* NULL: none */
+	size_t body_len;
+	const char *type;		/* "Content-Type: ..." of the body */
+};
+
+typedef int (*line_fn)(void *arg, char *line, size_t len);
+
+struct reply {
+	CURL *curl;
+	long status;
+	char *buf;			/* NUL-terminated */
+	size_t len, cap;
+	size_t max;			/* refuse answers (or lines) larger */
+	/* When set, a 2xx answer goes here a line at a time, not into buf. */
+	line_fn line;
+	void *arg;
+	bool stopped;			/* we ended the transfer, and said why */
+};
 
 /*
- * "ID:/path" names a file in sandbox ID: true, with the id copied to
- * id[idlen] and *path pointing at the absolute path in arg.  Anything else
- * is a local path: false.
+ * One request.  Returns 0 when an answer came, whatever its status (in
+ * r->status), or -1 when none did (said on stderr).
  */
+int conn_perform(struct conn *c, const struct request *q, struct reply *r);
+/* 0 on a 2xx answer; else says what the daemon said and returns -1. */
+int reply_check(const struct reply *r);
+/* The answer as a JSON object, or NULL (said on stderr). */
+json_t *reply_object(const struct reply *r);
+void reply_free(struct reply *r);
+/*
+ * A request with an optional JSON body whose answer is a JSON object; NULL
+ * when anything went wrong (said on stderr).
+ */
+json_t *conn_call_json(struct conn *c, const char *method, const char *path,
+		       const json_t *body);
+
+/* "/v1/sandboxes/ID" + rest, malloc'd; NULL when out of memory (said). */
+char *conn_sandbox_path(struct conn *c, const char *id, const char *rest);
+/* ".../ID/files?path=FILE" (escaped), "&list=1" with list. */
+char *conn_files_path(struct conn *c, const char *id, const char *file,
+		      bool list);
+
+/* ---- print.c: what the verbs print ------------------------------------ */
+
+int out_of_memory(void);
+/*
+ * Text the daemon relays (file names, labels, reasons, details) may have
+ * been chosen inside a sandbox: C0 controls, DEL and the C1 controls
+ * become \xNN.  malloc'd; NULL when out of memory.
+ */
+char *printable(const char *s, size_t n);
+/* cli_error() for text the daemon sent, see printable(). */
+void daemon_error(const char *text, const char *suffix);
+int print_json(const json_t *o);
+/* The id, or with as_json the daemon's whole answer o. */
+int print_id_or_json(const char *id, const json_t *o, bool as_json);
+/* A verb's last word: output that could not be written is a failure. */
+int verb_finish(int code);
+
+/* ---- localfile.c: local files, whole ---------------------------------- */
+
+/* A local file, or "-" for stdin, up to max bytes; only regular files. */
+int read_local(const char *path, size_t max, char **out, size_t *len);
+/* The file at path (created or truncated), or "-" for stdout. */
+int write_local(const char *path, const char *buf, size_t len);
+
+/* ---- the verbs' command lines, parsed apart from what is sent ---------- */
+
+/* create.c: the body of POST /v1/sandboxes */
+struct create_args {
+	json_t *body;
+	json_t *labels;
+	const char *workspace;
+	bool json;
+};
+int create_parse(struct create_args *a, struct conn *c, int argc, char **argv);
+
+/* exec.c: the body of POST .../exec or .../processes */
+struct exec_args {
+	json_t *body;
+	json_t *env;
+	const char *id;
+	const char *command;		/* -c */
+	const char *stdin_file;		/* --stdin-file, or "-" for -i */
+	bool json, no_stream, background;
+};
+int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv);
+/*
+ * The exit status `corral run` would give for the result object the
+ * daemon's exec answers with: its status, exit_code and signal, mapped by
+ * corral_result_exit_code() itself.  Returns -1 when the object does not
+ * say: a status this client does not know, or no integer exit_code.
+ */
+int client_exit_code(const json_t *result);
+
+/* cp.c: "ID:/path" names a file in sandbox ID: true, with the id copied to
+ * id[idlen] and *path pointing at the absolute path in arg.  Anything else
+ * is a local path: false. */
 bool client_split_remote(const char *arg, char *id, size_t idlen,
 			 const char **path);
+
+/* pause.c: POST .../ID/ACTION (pause, resume, halt); prints the id or,
+ * with as_json, the sandbox object. */
+int post_state(struct conn *c, const char *id, const char *action,
+	       const json_t *body, bool as_json);
+
+/* events.c: "/v1/events", of one sandbox or all, to follow or not. */
+char *events_path(const char *id, bool follow);
 
 #endif

@@ -3,9 +3,9 @@
  *
  * Linked in, libcurl brings some thirty libraries of its own (TLS, HTTP/2,
  * IDN, LDAP, SSH ...), and every `corral run` would pay for loading them
- * before it starts a sandbox.  Only the client verbs (client.c) talk HTTP,
- * so the few functions they call are resolved here with dlopen() on first
- * use; the rest of corral never loads it.  This file defines those
+ * before it starts a sandbox.  Only the client verbs talk HTTP (client.c
+ * for them), so the few functions it calls are resolved here with dlopen()
+ * on first use; the rest of corral never loads it.  This file defines those
  * functions under their own names, forwarding to libcurl.
  */
 #define CURL_DISABLE_TYPECHECK

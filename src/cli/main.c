@@ -1,4 +1,4 @@
-/* main.c - corral: dispatch to a verb. */
+/* main.c - corral: dispatch to a verb, from one table. */
 #include "cli.h"
 
 #include <stdarg.h>
@@ -58,52 +58,57 @@ static void raise_nofile(void)
 	}
 }
 
+static int cmd_version(int argc, char **argv)
+{
+	printf("corral %s\n", CORRAL_VERSION);
+	return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	fputs(usage, stdout);
+	return 0;
+}
+
+/* Every verb, found by its name; each lives in a file of its own. */
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "run", cmd_run },
+	{ "doctor", cmd_doctor },
+	{ "policy", cmd_policy },
+	{ "audit", cmd_audit },
+	{ "serve", cmd_serve },
+	{ "create", cmd_create },
+	{ "exec", cmd_exec },
+	{ "cp", cmd_cp },
+	{ "pause", cmd_pause },
+	{ "resume", cmd_resume },
+	{ "halt", cmd_halt },
+	{ "rm", cmd_rm },
+	{ "ls", cmd_ls },
+	{ "logs", cmd_logs },
+	{ "events", cmd_events },
+	{ "version", cmd_version },
+	{ "--version", cmd_version },
+	{ "help", cmd_help },
+	{ "--help", cmd_help },
+	{ "-h", cmd_help },
+};
+
 int main(int argc, char **argv)
 {
+	size_t i;
+
 	raise_nofile();
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "run"))
-		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "doctor"))
-		return cmd_doctor(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "policy"))
-		return cmd_policy(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "audit"))
-		return cmd_audit(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "serve"))
-		return cmd_serve(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "create"))
-		return cmd_create(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "exec"))
-		return cmd_exec(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "cp"))
-		return cmd_cp(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "pause"))
-		return cmd_pause(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "resume"))
-		return cmd_resume(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "halt"))
-		return cmd_halt(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "rm"))
-		return cmd_rm(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "ls"))
-		return cmd_ls(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "logs"))
-		return cmd_logs(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "events"))
-		return cmd_events(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("corral %s\n", CORRAL_VERSION);
-		return 0;
-	}
-	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
-	    !strcmp(argv[1], "-h")) {
-		fputs(usage, stdout);
-		return 0;
-	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
 	cli_error("unknown command \"%s\"; see `corral --help`", argv[1]);
 	return 2;
 }

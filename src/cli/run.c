@@ -1,6 +1,5 @@
 /* run.c - corral run: one command, one fresh sandbox. */
 #include "cli.h"
-#include "egress.h"
 
 #include <getopt.h>
 #include <stdio.h>

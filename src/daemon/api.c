@@ -7,7 +7,6 @@
  * creates anything: a request that fails leaves nothing behind.
  */
 #include "api.h"
-#include "events.h"		/* json_bytes */
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -163,7 +162,7 @@ void reply_fault(struct evhttp_request *req, const struct api_fault *f)
 
 json_t *api_bytes(const char *data, size_t len)
 {
-	return json_bytes(data, len);
+	return corral_json_bytes(data, len);
 }
 
 size_t api_queued(struct evhttp_request *req)

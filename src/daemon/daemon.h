@@ -1,6 +1,8 @@
 /*
- * daemon.h - corral serve: what the listener (serve.c) and the request
- * handlers (api*.c, over the sandbox registry in registry.c) share.
+ * daemon.h - corral serve: the daemon's entry point, daemon_run(), which a
+ * front end (src/cli/serve.c) calls with the options it parsed; then what
+ * the listener (serve.c) and the request handlers (api*.c, over the sandbox
+ * registry in registry.c) share.
  */
 #ifndef CORRAL_DAEMON_H
 #define CORRAL_DAEMON_H
@@ -10,6 +12,24 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
+
+/* What to serve on and where to keep state; the front end fills in the
+ * defaults (docs/API.md) before it calls daemon_run(). */
+struct daemon_opts {
+	const char *socket_path;	/* the unix socket, made mode 0600 */
+	const char *state_dir;		/* audit.jsonl, the lock, a file a sandbox */
+	const char *listen;		/* "HOST:PORT" to listen on TCP too, or NULL */
+	const char *token_file;		/* its bearer token; required with listen */
+	size_t max_sandboxes;		/* creates beyond this many are refused */
+	size_t pool_size;		/* sandboxes of the default policy built ahead */
+};
+
+/*
+ * Serve until SIGTERM or SIGINT, then destroy every sandbox.  Returns 0
+ * after that clean stop, or a negative errno when the daemon could not
+ * start (err names the path or value at fault).
+ */
+int daemon_run(const struct daemon_opts *opts, struct corral_err *err);
 
 #define API_JSON_MAX		(1024 * 1024)		/* a JSON request body */
 #define API_FILE_MAX		(64 * 1024 * 1024)	/* a file in or out */
@@ -68,6 +88,7 @@ struct daemon {
 	struct event_base *base;
 	struct evhttp *http_unix, *http_tcp;
 	char *socket_path, *state_dir, *token;
+	bool socket_bound;		/* socket_path is ours to remove at the end */
 	struct corral_log *log;
 	struct sandbox *sandboxes;
 	size_t nsandboxes, max_sandboxes;

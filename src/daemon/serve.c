@@ -1,6 +1,7 @@
 /*
- * serve.c - corral serve: the listeners, the state directory, start and
- * stop.  The API itself is in api.c.
+ * serve.c - corral serve: daemon_run(), the listeners, the state directory,
+ * start and stop.  The API itself is in api.c; the command line that fills
+ * struct daemon_opts is the front end's (src/cli/serve.c).
  *
  * One process, one event loop: every sandbox's supervisor, every request
  * and every follower of the event stream share it.  The sandboxes die
@@ -9,11 +10,9 @@
  * state files, is removed by the next start.
  */
 #include "daemon.h"
-#include "../cli/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <grp.h>
 #include <dirent.h>
 #include <limits.h>
@@ -30,67 +29,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-static const char help[] =
-"Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE]\n"
-"                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
-"\n"
-"Run the corral daemon: it creates sandboxes that live across many tool\n"
-"calls, runs calls in them, freezes them when idle, and supervises every\n"
-"one of them (events, abort criteria, halts).  The API is HTTP/1.1 with\n"
-"JSON bodies, described in docs/API.md; `corral create`, `exec`, `cp`,\n"
-"`pause`, `resume`, `halt`, `rm`, `ls`, `logs` and `events` are its clients.\n"
-"\n"
-"Options:\n"
-"  --socket PATH       the unix socket to listen on (mode 0600).  Default:\n"
-"                      /run/corral/corral.sock as root, else\n"
-"                      $XDG_RUNTIME_DIR/corral.sock\n"
-"  --listen HOST:PORT  also listen on TCP; every request must then carry\n"
-"                      \"Authorization: Bearer TOKEN\"\n"
-"  --token-file FILE   the token for --listen (its first line); required\n"
-"                      with --listen\n"
-"  --state-dir DIR     audit.jsonl (every event of every sandbox, one hash\n"
-"                      chain), the lock and one file per live sandbox.\n"
-"                      Default: /var/lib/corral as root, else\n"
-"                      $XDG_STATE_HOME/corral (~/.local/state/corral)\n"
-"  --max-sandboxes N   refuse creates beyond N live sandboxes (default 1000)\n"
-"  --pool N            keep N sandboxes of the default policy built ahead,\n"
-"                      handed out by creates that ask for nothing else\n"
-"                      (default 0)\n"
-"  -h, --help          this text\n"
-"\n"
-"SIGTERM or SIGINT: every sandbox is destroyed, the socket removed, exit 0.\n"
-"If the daemon is killed, its sandboxes die with it; the next start with\n"
-"the same state directory records them as lost and removes what is left.\n"
-"\n"
-"Exit status: 0 after a clean stop, 2 on a usage error, 125 when the\n"
-"daemon cannot start (the message names the path or value at fault).\n"
-"\n"
-"Example:\n"
-"  corral serve --socket /tmp/corral.sock --state-dir /tmp/corral-state &\n"
-"  curl --unix-socket /tmp/corral.sock -X POST localhost/v1/sandboxes\n";
-
-static char *default_path(const char *root_path, const char *env,
-			  const char *fallback_env, const char *fallback_sub,
-			  const char *leaf)
-{
-	const char *base = getenv(env);
-	char *p = NULL;
-
-	if (geteuid() == 0)
-		return strdup(root_path);
-	if (base && base[0] == '/') {
-		if (asprintf(&p, "%s/%s", base, leaf) < 0)
-			return NULL;
-		return p;
-	}
-	base = fallback_env ? getenv(fallback_env) : NULL;
-	if (!base || base[0] != '/')
-		return NULL;
-	if (asprintf(&p, "%s/%s/%s", base, fallback_sub, leaf) < 0)
-		return NULL;
-	return p;
-}
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -224,10 +162,9 @@ static void state_recover(struct daemon *d)
 	json_decref(lost);
 }
 
-static int state_open(struct daemon *d)
+static int state_open(struct daemon *d, struct corral_err *err)
 {
 	char path[PATH_MAX];
-	struct corral_err err;
 	int r;
 
 	r = mkdir_p(d->state_dir, 0700);
@@ -235,27 +172,20 @@ static int state_open(struct daemon *d)
 		snprintf(path, sizeof(path), "%s/sandboxes", d->state_dir);
 		r = mkdir_p(path, 0700);
 	}
-	if (r < 0) {
-		cli_error("state directory %s: %s", d->state_dir, strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return corral_set_err(err, r, "state directory %s: %s",
+				      d->state_dir, strerror(-r));
 	snprintf(path, sizeof(path), "%s/daemon.lock", d->state_dir);
 	d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (d->lock_fd < 0) {
-		cli_error("%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		cli_error("another corral serve is using the state directory %s",
-			  d->state_dir);
-		return -EBUSY;
-	}
+	if (d->lock_fd < 0)
+		return corral_set_err(err, -errno, "%s: %s", path, strerror(errno));
+	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return corral_set_err(err, -EBUSY, "another corral serve is using the state directory %s",
+				      d->state_dir);
 	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
-	r = corral_log_open(&d->log, path, &err);
-	if (r < 0) {
-		cli_error("%s", err.msg);
+	r = corral_log_open(&d->log, path, err);
+	if (r < 0)
 		return r;
-	}
 	corral_log_observe(d->log, api_on_log_line, d);
 	state_recover(d);
 	return 0;
@@ -263,114 +193,111 @@ static int state_open(struct daemon *d)
 
 /* ---- listeners ------------------------------------------------------------- */
 
-static int listen_unix(struct daemon *d)
+static int listen_unix(struct daemon *d, struct corral_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[PATH_MAX], *slash;
 	int fd, r;
 
-	if (strlen(d->socket_path) >= sizeof(sa.sun_path)) {
-		cli_error("socket path %s is longer than %zu bytes", d->socket_path,
-			  sizeof(sa.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
+	if (strlen(d->socket_path) >= sizeof(sa.sun_path))
+		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is longer than %zu bytes",
+				      d->socket_path, sizeof(sa.sun_path) - 1);
 	snprintf(dir, sizeof(dir), "%s", d->socket_path);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
 		r = mkdir_p(dir, 0700);
-		if (r < 0) {
-			cli_error("socket directory %s: %s", dir, strerror(-r));
-			return r;
-		}
+		if (r < 0)
+			return corral_set_err(err, r, "socket directory %s: %s",
+					      dir, strerror(-r));
 	}
 	strcpy(sa.sun_path, d->socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return -errno;
+		return corral_set_err(err, -errno, "socket: %s", strerror(errno));
 	/* a live daemon answers on it; a dead one's socket is in our way */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		cli_error("a daemon is already listening on %s", d->socket_path);
 		close(fd);
-		return -EADDRINUSE;
+		return corral_set_err(err, -EADDRINUSE, "a daemon is already listening on %s",
+				      d->socket_path);
 	}
 	unlink(d->socket_path);
 	close(fd);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return -errno;
+		return corral_set_err(err, -errno, "socket: %s", strerror(errno));
 	/* 0600 from birth: no window in which another user could connect */
 	mode_t old = umask(0177);
 
 	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
+	d->socket_bound = r == 0;
 	if (r < 0 || listen(fd, 1024) < 0) {
 		r = -errno;
-		cli_error("cannot listen on %s: %s", d->socket_path, strerror(-r));
 		close(fd);
-		return r;
+		return corral_set_err(err, r, "cannot listen on %s: %s",
+				      d->socket_path, strerror(-r));
 	}
 	if (evhttp_accept_socket(d->http_unix, fd) < 0) {
 		close(fd);
-		return -ENOMEM;
+		return corral_set_err(err, -ENOMEM, "cannot listen on %s: libevent did not take the socket",
+				      d->socket_path);
 	}
 	return 0;
 }
 
-static int read_token(struct daemon *d, const char *file)
+static int read_token(struct daemon *d, const char *file,
+		      struct corral_err *err)
 {
 	char buf[512];
 	struct stat st;
 	FILE *f = fopen(file, "re");
 
-	if (!f) {
-		cli_error("token file %s: %s", file, strerror(errno));
-		return -errno;
-	}
+	if (!f)
+		return corral_set_err(err, -errno, "token file %s: %s", file,
+				      strerror(errno));
 	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
 		fprintf(stderr, "corral: warning: token file %s is readable by "
 			"others (mode %o)\n", file, st.st_mode & 0777);
 	if (!fgets(buf, sizeof(buf), f)) {
 		fclose(f);
-		cli_error("token file %s is empty", file);
-		return -EINVAL;
+		return corral_set_err(err, -EINVAL, "token file %s is empty", file);
 	}
 	fclose(f);
 	buf[strcspn(buf, "\r\n")] = '\0';
-	if (strlen(buf) < 16) {
-		cli_error("the token in %s is shorter than 16 characters", file);
-		return -EINVAL;
-	}
+	if (strlen(buf) < 16)
+		return corral_set_err(err, -EINVAL, "the token in %s is shorter than 16 characters",
+				      file);
 	d->token = strdup(buf);
-	return d->token ? 0 : -ENOMEM;
+	if (!d->token)
+		return corral_set_err(err, -ENOMEM, "out of memory for the token of %s",
+				      file);
+	return 0;
 }
 
-static int listen_tcp(struct daemon *d, const char *spec)
+static int listen_tcp(struct daemon *d, const char *spec,
+		      struct corral_err *err)
 {
 	char host[256];
 	const char *colon = strrchr(spec, ':');
 	char *end;
 	long port;
 
-	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host)) {
-		cli_error("--listen: expected HOST:PORT (got \"%s\")", spec);
-		return -EINVAL;
-	}
+	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host))
+		return corral_set_err(err, -EINVAL, "--listen: expected HOST:PORT (got \"%s\")",
+				      spec);
 	port = strtol(colon + 1, &end, 10);
-	if (*end || port < 1 || port > 65535) {
-		cli_error("--listen: bad port in \"%s\"", spec);
-		return -EINVAL;
-	}
+	if (*end || port < 1 || port > 65535)
+		return corral_set_err(err, -EINVAL, "--listen: bad port in \"%s\"",
+				      spec);
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - spec), spec);
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
 	d->http_tcp = evhttp_new(d->base);
-	if (!d->http_tcp || !evhttp_bind_socket_with_handle(d->http_tcp, host, port)) {
-		cli_error("cannot listen on %s", spec);
-		return -EADDRNOTAVAIL;
-	}
+	if (!d->http_tcp || !evhttp_bind_socket_with_handle(d->http_tcp, host, port))
+		return corral_set_err(err, -EADDRNOTAVAIL, "cannot listen on %s", spec);
 	return 0;
 }
 
@@ -477,70 +404,6 @@ static void shutdown_all(struct daemon *d)
 	}
 }
 
-static int parse_args(struct daemon *d, int argc, char **argv,
-		      const char **listen, const char **token_file)
-{
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "token-file", required_argument, NULL, 't' },
-		{ "state-dir", required_argument, NULL, 'd' },
-		{ "max-sandboxes", required_argument, NULL, 'm' },
-		{ "pool", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	char *end;
-	long v;
-	int c;
-
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			free(d->socket_path);
-			d->socket_path = strdup(optarg);
-			break;
-		case 'l':
-			*listen = optarg;
-			break;
-		case 't':
-			*token_file = optarg;
-			break;
-		case 'd':
-			free(d->state_dir);
-			d->state_dir = strdup(optarg);
-			break;
-		case 'm':
-		case 'p':
-			v = strtol(optarg, &end, 10);
-			if (*end || v < (c == 'm') || v > 100000) {
-				cli_error("--%s: expected a number %d to 100000 (got \"%s\")",
-					  c == 'm' ? "max-sandboxes" : "pool",
-					  c == 'm', optarg);
-				return 2;
-			}
-			*(c == 'm' ? &d->max_sandboxes : &d->pool_size) = v;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 1;
-		default:
-			fputs(help, stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		cli_error("serve: unexpected argument \"%s\"", argv[optind]);
-		return 2;
-	}
-	if (*listen && !*token_file) {
-		cli_error("--listen needs --token-file: the API is never open on TCP "
-			  "without a token");
-		return 2;
-	}
-	return 0;
-}
-
 /* Each sandbox holds about six fds here: say when the limit is the cap. */
 static void warn_fd_limit(const struct daemon *d)
 {
@@ -565,7 +428,8 @@ static void daemon_free(struct daemon *d)
 		evhttp_free(d->http_unix);
 	if (d->http_tcp)
 		evhttp_free(d->http_tcp);
-	if (d->socket_path)
+	/* a start that failed before its bind leaves a live daemon's alone */
+	if (d->socket_bound)
 		unlink(d->socket_path);
 	corral_log_close(d->log);
 	if (d->lock_fd >= 0)
@@ -577,32 +441,65 @@ static void daemon_free(struct daemon *d)
 	free(d->token);
 }
 
-int cmd_serve(int argc, char **argv)
+/* The paths are the daemon's own copies: daemon_free() frees them. */
+static int daemon_init(struct daemon *d, const struct daemon_opts *o,
+		       struct corral_err *err)
 {
-	struct daemon d = { .max_sandboxes = 1000, .lock_fd = -1, .watchdog_fd = -1 };
-	const char *listen = NULL, *token_file = NULL;
-	struct event *ev_term = NULL, *ev_int = NULL;
+	*d = (struct daemon){
+		.max_sandboxes = o->max_sandboxes, .pool_size = o->pool_size,
+		.lock_fd = -1, .watchdog_fd = -1,
+	};
+	if (o->listen && !o->token_file)
+		return corral_set_err(err, -EINVAL, "listening on %s needs a token: the API is never open on TCP without one",
+				      o->listen);
+	d->socket_path = strdup(o->socket_path);
+	d->state_dir = strdup(o->state_dir);
+	if (!d->socket_path || !d->state_dir) {
+		free(d->socket_path);
+		free(d->state_dir);
+		return corral_set_err(err, -ENOMEM, "out of memory for the paths %s and %s",
+				      o->socket_path, o->state_dir);
+	}
+	return 0;
+}
+
+/* Everything that can fail before the first request: err says what. */
+static int daemon_start(struct daemon *d, const struct daemon_opts *o,
+			struct corral_err *err)
+{
 	int r;
 
-	r = parse_args(&d, argc, argv, &listen, &token_file);
-	if (r) {
-		free(d.socket_path);
-		free(d.state_dir);
-		return r == 1 ? 0 : r;
+	d->base = event_base_new();
+	d->http_unix = d->base ? evhttp_new(d->base) : NULL;
+	if (!d->http_unix)
+		return corral_set_err(err, -ENOMEM, "cannot set up the event loop (libevent)");
+	if (o->token_file) {
+		r = read_token(d, o->token_file, err);
+		if (r < 0)
+			return r;
 	}
-	if (!d.socket_path)
-		d.socket_path = default_path("/run/corral/corral.sock",
-					     "XDG_RUNTIME_DIR", NULL, NULL, "corral.sock");
-	if (!d.state_dir)
-		d.state_dir = default_path("/var/lib/corral", "XDG_STATE_HOME",
-					   "HOME", ".local/state", "corral");
-	if (!d.socket_path || !d.state_dir) {
-		cli_error("no %s: set %s or pass %s", !d.socket_path ? "socket path" :
-			  "state directory", !d.socket_path ? "XDG_RUNTIME_DIR" :
-			  "HOME", !d.socket_path ? "--socket" : "--state-dir");
-		daemon_free(&d);
-		return 2;
-	}
+	r = state_open(d, err);
+	if (r < 0)
+		return r;
+	setup_http(d, d->http_unix);
+	r = listen_unix(d, err);
+	if (r < 0 || !o->listen)
+		return r;
+	r = listen_tcp(d, o->listen, err);
+	if (r == 0)
+		setup_http(d, d->http_tcp);
+	return r;
+}
+
+int daemon_run(const struct daemon_opts *o, struct corral_err *err)
+{
+	struct event *ev_term = NULL, *ev_int = NULL;
+	struct daemon d;
+	int r;
+
+	r = daemon_init(&d, o, err);
+	if (r < 0)
+		return r;
 	signal(SIGPIPE, SIG_IGN);
 	/*
 	 * As root the file API works with the sandbox user's fs uid, but the
@@ -610,33 +507,14 @@ int cmd_serve(int argc, char **argv)
 	 * 0640 root:root): the daemon needs none.
 	 */
 	if (geteuid() == 0 && setgroups(0, NULL) < 0) {
-		cli_error("setgroups: %s", strerror(errno));
+		r = corral_set_err(err, -errno, "setgroups: %s", strerror(errno));
 		daemon_free(&d);
-		return EXIT_CORRAL;
+		return r;
 	}
-	d.base = event_base_new();
-	d.http_unix = d.base ? evhttp_new(d.base) : NULL;
-	r = d.http_unix ? 0 : -ENOMEM;
-	if (r == 0 && token_file)
-		r = read_token(&d, token_file);
-	if (r == 0)
-		r = state_open(&d);
-	if (r == 0) {
-		setup_http(&d, d.http_unix);
-		r = listen_unix(&d);
-	}
-	if (r == 0 && listen) {
-		r = listen_tcp(&d, listen);
-		if (r == 0)
-			setup_http(&d, d.http_tcp);
-	}
+	r = daemon_start(&d, o, err);
 	if (r < 0) {
-		if (r == -EADDRINUSE || r == -EBUSY) {
-			free(d.socket_path);	/* not ours to remove */
-			d.socket_path = NULL;
-		}
 		daemon_free(&d);
-		return EXIT_CORRAL;
+		return r;
 	}
 	corral_cleanup_stale();
 	start_watchdog(&d);
@@ -645,13 +523,17 @@ int cmd_serve(int argc, char **argv)
 	ev_int = evsignal_new(d.base, SIGINT, on_stop, &d);
 	if (!ev_term || !ev_int || event_add(ev_term, NULL) < 0 ||
 	    event_add(ev_int, NULL) < 0) {
-		cli_error("cannot watch signals");
+		r = corral_set_err(err, -ENOMEM, "cannot watch SIGTERM and SIGINT (libevent)");
+		if (ev_term)
+			event_free(ev_term);
+		if (ev_int)
+			event_free(ev_int);
 		daemon_free(&d);
-		return EXIT_CORRAL;
+		return r;
 	}
 	pool_fill(&d);
 	fprintf(stderr, "corral serve: listening on %s%s%s, state in %s\n",
-		d.socket_path, listen ? " and " : "", listen ? listen : "",
+		d.socket_path, o->listen ? " and " : "", o->listen ? o->listen : "",
 		d.state_dir);
 	event_base_dispatch(d.base);
 	stop_watchdog(&d);

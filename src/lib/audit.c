@@ -271,10 +271,10 @@ at_end:
 
 /* ---- verify --------------------------------------------------------------- */
 
-static void bad(struct audit_report *r, size_t lineno, const char *fmt, ...)
+static void bad(struct corral_audit_report *r, size_t lineno, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void bad(struct audit_report *r, size_t lineno, const char *fmt, ...)
+static void bad(struct corral_audit_report *r, size_t lineno, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -312,7 +312,7 @@ enum { LINE_CHAINS, LINE_BAD, LINE_NOT_JSON };
 
 /* Whether the line continues the chain from expect; r says why not. */
 static int check_line(const char *line, size_t len, size_t lineno,
-		      const char *expect, struct audit_report *r)
+		      const char *expect, struct corral_audit_report *r)
 {
 	json_error_t jerr;
 	json_t *o;
@@ -344,7 +344,8 @@ static int check_line(const char *line, size_t len, size_t lineno,
 	return ret;
 }
 
-int audit_verify(const char *path, struct audit_report *r, struct corral_err *err)
+int corral_audit_verify(const char *path, struct corral_audit_report *r,
+			struct corral_err *err)
 {
 	struct line_reader lr;
 	char expect[AUDIT_HASH_HEX + 1], hash[AUDIT_HASH_HEX + 1];
@@ -553,7 +554,7 @@ static bool type_matches(json_t *o, const char *want)
 	return !strncmp(s, want, n) && (s[n] == '\0' || (s[n] == '.' && !strchr(want, '.')));
 }
 
-static bool matches(json_t *o, const struct audit_filter *f)
+static bool matches(json_t *o, const struct corral_audit_filter *f)
 {
 	return !f || (member_is(o, "sandbox", f->sandbox) &&
 		      member_is(o, AUDIT_KEY_CALL, f->call) &&
@@ -589,8 +590,8 @@ static void show_event(FILE *out, json_t *o, char day[11])
 	put_details(out, o);
 }
 
-int audit_show(const char *path, const struct audit_filter *f, FILE *out,
-	       struct corral_err *err)
+int corral_audit_show(const char *path, const struct corral_audit_filter *f,
+		      FILE *out, struct corral_err *err)
 {
 	struct line_reader lr;
 	char day[11] = "";

@@ -167,13 +167,4 @@ int egress_hosts_lookup(const struct egress *e, const char *name,
 int egress_resolve_static(const struct egress *e, const char *host,
 			  uint16_t port, struct sockaddr_storage *out);
 
-/* ---- policy overrides (policy.c), as the CLI flags give them ---------- */
-
-int corral_policy_set_net(struct corral_policy *p, const char *mode,
-			  struct corral_err *err);	/* "none" | "proxy" */
-int corral_policy_add_allow(struct corral_policy *p, const char *pattern,
-			    struct corral_err *err);
-int corral_policy_add_deny(struct corral_policy *p, const char *pattern,
-			   struct corral_err *err);
-
 #endif

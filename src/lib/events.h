@@ -78,7 +78,4 @@ void events_set_seq(struct events *ev, uint64_t last);
 size_t events_count_denied(const struct events *ev);
 void events_close(struct events *ev);
 
-/* result.c: bytes as a JSON string, invalid UTF-8 as U+FFFD. */
-json_t *json_bytes(const char *data, size_t len);
-
 #endif

@@ -11,10 +11,7 @@
 #define CORRAL_AGENT_UID 1000
 #define CORRAL_AGENT_GID 1000
 
-/* err.c: fill err, return code (a negative errno). */
-int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* Prefix an existing message: "what: <old msg>". */
+/* err.c, beside corral_set_err(): prefix a message, "what: <old msg>". */
 int corral_wrap_err(struct corral_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

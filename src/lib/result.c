@@ -82,7 +82,7 @@ static size_t utf8_seq(const unsigned char *s, size_t left)
 }
 
 /* Program output is bytes; JSON wants UTF-8: invalid bytes become U+FFFD. */
-json_t *json_bytes(const char *data, size_t len)
+json_t *corral_json_bytes(const char *data, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)data;
 	size_t j = 0;
@@ -117,7 +117,7 @@ json_t *json_bytes(const char *data, size_t len)
 
 static json_t *output_string(const struct corral_output *o)
 {
-	return json_bytes(o->data, o->len);
+	return corral_json_bytes(o->data, o->len);
 }
 
 char *corral_result_json(const struct corral_result *res)

@@ -1,0 +1,299 @@
+/*
+ * cp.c - corral cp: one file into or out of a sandbox of the daemon's
+ * (PUT and GET .../files?path=), or a directory's listing.
+ */
+#include "client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const struct verb cp_verb = {
+	.name = "cp",
+	.head =
+"Usage: corral cp [--json] SRC DST\n"
+"       corral cp --list [--json] ID:/DIR\n"
+"\n"
+"Copy one regular file into or out of the sandbox ID.  One of SRC and DST is\n"
+"ID:/PATH, an absolute path inside the sandbox; the other is a local path,\n"
+"or \"-\" for corral's stdin (as SRC) or stdout (as DST).  A local DST that is\n"
+"a directory, or an ID:/PATH that ends in \"/\", gets the file under its own\n"
+"name; an existing local file is overwritten.  The daemon resolves PATH\n"
+"beneath the sandbox's root, with the rights of the sandbox's user: a\n"
+"symlink anywhere in it is refused, never followed, and /proc and /sys are\n"
+"refused.  Files go either way up to 64 MiB.  A local name with a colon in\n"
+"it is written ./NAME.\n"
+"\n"
+"Options:\n"
+"  --list               list the directory ID:/DIR instead: for each entry\n"
+"                       its type and mode (as ls -l shows them), its size\n"
+"                       and its name, sorted by name; bytes of a name that a\n"
+"                       terminal would act on are shown as \\xNN\n"
+"  --json               print the daemon's answer: {\"path\", \"size\"} for a\n"
+"                       copy in, the listing object with --list; a copy out\n"
+"                       prints nothing more\n",
+	.tail =
+"Exit status: 0 copied (or listed); 2 bad usage; 125 a local file cannot be\n"
+"read or written, the daemon refused (no such file, a symlink in the path,\n"
+"not a regular file, too large) or could not be reached.\n"
+"\n"
+"Examples:\n"
+"  corral cp main.py \"$id\":/workspace/main.py\n"
+"  corral cp \"$id\":/workspace/out/report.json .\n"
+"  corral cp \"$id\":/tmp/log.txt - | less\n"
+"  corral cp --list \"$id\":/workspace\n",
+};
+
+enum { OPT_LIST = OPT_OWN };
+
+static const struct option cp_options[] = {
+	CONN_OPTIONS,
+	{ "list", no_argument, NULL, OPT_LIST },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct cp_args {
+	bool list, json;
+};
+
+static int cp_option(void *arg, int opt, const char *val)
+{
+	struct cp_args *a = arg;
+
+	if (opt == OPT_LIST)
+		a->list = true;
+	else if (opt == OPT_JSON)
+		a->json = true;
+	else
+		return verb_usage_error(&cp_verb, "option %d is not handled", opt);
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+bool client_split_remote(const char *arg, char *id, size_t idlen,
+			 const char **path)
+{
+	const char *colon = strchr(arg, ':');
+	size_t n;
+
+	if (!colon || colon[1] != '/')
+		return false;
+	n = colon - arg;
+	if (n == 0 || n >= idlen)
+		return false;
+	memcpy(id, arg, n);
+	id[n] = '\0';
+	if (!client_valid_id(id))
+		return false;
+	*path = colon + 1;
+	return true;
+}
+
+static int cp_in(struct conn *c, const char *src, const char *id,
+		 const char *dst, bool as_json)
+{
+	struct request q = { .method = "PUT",
+			     .type = "Content-Type: application/octet-stream" };
+	struct reply r = { .max = REPLY_MAX };
+	char *full = NULL, *buf = NULL, *path = NULL;
+	json_t *o = NULL;
+	size_t len;
+	int code;
+
+	if (dst[strlen(dst) - 1] == '/') {
+		if (!strcmp(src, "-"))
+			return verb_usage_error(&cp_verb, "with \"-\" as SRC, DST must name the file (got %s:%s)",
+						id, dst);
+		if (asprintf(&full, "%s%s", dst, base_name(src)) < 0)
+			return out_of_memory();
+		dst = full;
+	}
+	code = read_local(src, FILE_MAX, &buf, &len);
+	if (code)
+		goto out;
+	code = EXIT_CORRAL;
+	path = conn_files_path(c, id, dst, false);
+	if (!path)
+		goto out;
+	q.path = path;
+	q.body = buf;
+	q.body_len = len;
+	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
+		goto out;
+	code = 0;
+	if (as_json) {
+		o = reply_object(&r);
+		code = o ? print_json(o) : EXIT_CORRAL;
+	}
+out:
+	json_decref(o);
+	reply_free(&r);
+	free(path);
+	free(buf);
+	free(full);
+	return code;
+}
+
+static int cp_out(struct conn *c, const char *id, const char *src,
+		  const char *dst)
+{
+	struct request q = { .method = "GET" };
+	struct reply r = { .max = FILE_MAX };
+	char *path, *full = NULL;
+	struct stat st;
+	int code = EXIT_CORRAL;
+
+	path = conn_files_path(c, id, src, false);
+	if (!path)
+		return EXIT_CORRAL;
+	q.path = path;
+	/* the whole file first: a refusal must not truncate DST */
+	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
+		goto out;
+	if (strcmp(dst, "-") && stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (asprintf(&full, "%s/%s", dst, base_name(src)) < 0) {
+			full = NULL;
+			code = out_of_memory();
+			goto out;
+		}
+		dst = full;
+	}
+	code = write_local(dst, r.buf ? r.buf : "", r.len);
+out:
+	reply_free(&r);
+	free(full);
+	free(path);
+	return code;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const char *x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+	const char *y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
+
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+static void mode_string(const char *type, json_int_t mode, char out[11])
+{
+	static const char rwx[] = "rwxrwxrwx";
+	int i;
+
+	out[0] = !type ? '?' : !strcmp(type, "dir") ? 'd' :
+		 !strcmp(type, "symlink") ? 'l' : !strcmp(type, "file") ? '-' : '?';
+	for (i = 0; i < 9; i++)
+		out[1 + i] = mode & (0400 >> i) ? rwx[i] : '-';
+	out[10] = '\0';
+}
+
+static int print_entry(const json_t *e)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *type = json_string_value(json_object_get(e, "type"));
+	char mode[11], *safe;
+	int n;
+
+	mode_string(type, json_integer_value(json_object_get(e, "mode")), mode);
+	safe = printable(name ? name : "?", name ? strlen(name) : 1);
+	if (!safe)
+		return out_of_memory();
+	n = printf("%s %12" JSON_INTEGER_FORMAT " %s%s\n", mode,
+		   json_integer_value(json_object_get(e, "size")), safe,
+		   type && !strcmp(type, "dir") ? "/" : "");
+	free(safe);
+	return n < 0 ? EXIT_CORRAL : 0;
+}
+
+static int print_listing(const json_t *o)
+{
+	json_t *entries = json_object_get(o, "entries"), **v;
+	size_t n = json_array_size(entries), i;
+	int code = 0;
+
+	if (!json_is_array(entries)) {
+		cli_error("the daemon's listing has no entries");
+		return EXIT_CORRAL;
+	}
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return out_of_memory();
+	for (i = 0; i < n; i++)
+		v[i] = json_array_get(entries, i);
+	qsort(v, n, sizeof(*v), entry_cmp);
+	for (i = 0; i < n && !code; i++)
+		code = print_entry(v[i]);
+	free(v);
+	return code;
+}
+
+static int cp_list(struct conn *c, const char *id, const char *dir,
+		   bool as_json)
+{
+	char *path = conn_files_path(c, id, dir, true);
+	json_t *o;
+	int code;
+
+	if (!path)
+		return EXIT_CORRAL;
+	o = conn_call_json(c, "GET", path, NULL);
+	free(path);
+	if (!o)
+		return EXIT_CORRAL;
+	code = as_json ? print_json(o) : print_listing(o);
+	json_decref(o);
+	return code;
+}
+
+static int cp_run(struct conn *c, const struct cp_args *a, int n, char **ops)
+{
+	const char *src_path, *dst_path;
+	char src_id[128], dst_id[128];
+	bool src_remote, dst_remote;
+	int code;
+
+	if (a->list) {
+		if (n != 1 || !client_split_remote(ops[0], src_id, sizeof(src_id), &src_path))
+			return verb_usage_error(&cp_verb, "--list takes one ID:/DIR");
+		code = conn_open(c, &cp_verb);
+		return code ? code : cp_list(c, src_id, src_path, a->json);
+	}
+	if (n != 2)
+		return verb_usage_error(&cp_verb, "cp takes SRC and DST (got %d operand%s)",
+					n, n == 1 ? "" : "s");
+	src_remote = client_split_remote(ops[0], src_id, sizeof(src_id), &src_path);
+	dst_remote = client_split_remote(ops[1], dst_id, sizeof(dst_id), &dst_path);
+	if (src_remote == dst_remote)
+		return verb_usage_error(&cp_verb, "one of SRC and DST must be ID:/PATH and the other a local path (got \"%s\" and \"%s\")",
+					ops[0], ops[1]);
+	if (!*ops[src_remote ? 1 : 0])
+		return verb_usage_error(&cp_verb, "an empty local path");
+	code = conn_open(c, &cp_verb);
+	if (code)
+		return code;
+	if (dst_remote)
+		return cp_in(c, ops[0], dst_id, dst_path, a->json);
+	return cp_out(c, src_id, src_path, ops[1]);
+}
+
+int cmd_cp(int argc, char **argv)
+{
+	struct cp_args a = { 0 };
+	struct conn c = { 0 };
+	int code;
+
+	code = verb_parse(&cp_verb, cp_options, ":h", argc, argv, &c,
+			  cp_option, &a);
+	if (!code)
+		code = cp_run(&c, &a, argc - optind, argv + optind);
+	conn_close(&c);
+	return code == HELP_SHOWN ? 0 : verb_finish(code);
+}

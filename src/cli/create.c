@@ -1,0 +1,228 @@
+/*
+ * create.c - corral create: POST /v1/sandboxes, a sandbox of the daemon's
+ * built from a policy file, a workspace and limits given here.
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const struct verb create_verb = {
+	.name = "create",
+	.head =
+"Usage: corral create [--policy FILE] [--workspace DIR] [--ttl DURATION]\n"
+"                     [--idle-freeze DURATION] [--label KEY=VALUE]... [--json]\n"
+"\n"
+"Ask the daemon (`corral serve`) for a sandbox that lives across many calls,\n"
+"and print its id.  The sandbox is built from the built-in default policy\n"
+"with FILE merged over it, then waits for `corral exec`.  When no call has\n"
+"run in it for a while it is frozen (no CPU, its memory kept) and the next\n"
+"exec thaws it.  It lives until `corral rm ID`, or until its TTL runs out.\n"
+"\n"
+"Options:\n"
+"  --policy FILE        a JSON policy file (`corral policy check FILE`); it\n"
+"                       is sent as an object and the daemon checks it\n"
+"  --workspace DIR      show DIR at /workspace, copy-on-write: the host copy\n"
+"                       is never written.  Over the unix socket DIR is made\n"
+"                       absolute here and must be a directory; over --url it\n"
+"                       is a path on the daemon's host and must be absolute\n"
+"  --ttl DURATION       destroy the sandbox this long after it was created\n"
+"                       (\"90s\", \"30m\", \"2h\", \"1d\"; a bare number is\n"
+"                       seconds); absent or 0: no TTL\n"
+"  --idle-freeze DURATION\n"
+"                       freeze the sandbox once no call or process has run\n"
+"                       for this long (default 2s; 0: never freeze it)\n"
+"  --label KEY=VALUE    attach a label (repeatable); `corral ls` shows them\n"
+"  --json               print the whole sandbox object, not only its id\n",
+	.tail =
+"Exit status: 0 the sandbox exists and its id was printed; 2 bad usage (an\n"
+"unknown option, a bad DURATION or KEY=VALUE); 125 FILE or DIR cannot be\n"
+"used, the daemon refused (a policy it rejects reads \"corral: KEY: reason\n"
+"(got ...) (HTTP 422)\"), or the daemon could not be reached.\n"
+"\n"
+"Example:\n"
+"  id=$(corral create --policy policies/offline.json --workspace . --ttl 1h)\n"
+"  corral exec \"$id\" -- make test\n"
+"  corral rm \"$id\"\n",
+};
+
+enum { OPT_POLICY = OPT_OWN, OPT_WORKSPACE, OPT_TTL, OPT_IDLE_FREEZE, OPT_LABEL };
+
+static const struct option create_options[] = {
+	CONN_OPTIONS,
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+	{ "ttl", required_argument, NULL, OPT_TTL },
+	{ "idle-freeze", required_argument, NULL, OPT_IDLE_FREEZE },
+	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int put_policy(json_t *body, const char *file)
+{
+	json_error_t jerr;
+	json_t *p;
+
+	if (json_object_get(body, "policy"))
+		return verb_usage_error(&create_verb, "--policy is given twice");
+	p = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	if (!p) {
+		if (jerr.line > 0)
+			cli_error("--policy %s:%d:%d: %s", file, jerr.line,
+				  jerr.column, jerr.text);
+		else
+			cli_error("--policy %s: %s", file, jerr.text);
+		return EXIT_CORRAL;
+	}
+	if (!json_is_object(p)) {
+		cli_error("--policy %s: a policy is a JSON object ({...}), this file holds another JSON value",
+			  file);
+		json_decref(p);
+		return EXIT_CORRAL;
+	}
+	return body_put(body, "policy", p);
+}
+
+static int put_ttl(json_t *body, const char *arg)
+{
+	uint64_t ms;
+	int code = verb_duration(&create_verb, "--ttl", arg, &ms);
+
+	if (code)
+		return code;
+	return body_put_seconds(body, "ttl_seconds", ms);
+}
+
+static int put_idle_freeze(json_t *body, const char *arg)
+{
+	uint64_t ms;
+	int code = verb_duration(&create_verb, "--idle-freeze", arg, &ms);
+
+	if (code)
+		return code;
+	return body_put(body, "idle_freeze_ms", json_integer((json_int_t)ms));
+}
+
+/*
+ * Over the unix socket the daemon shares this host but not our working
+ * directory: send the absolute, resolved path.  Over TCP the path is on the
+ * daemon's host, which may be another one: nothing here can check it.
+ */
+static int put_workspace(json_t *body, const char *dir, bool remote)
+{
+	struct stat st;
+	char *abs;
+	int code;
+
+	if (remote) {
+		if (dir[0] != '/')
+			return verb_usage_error(&create_verb, "--workspace: over --url the path is on the daemon's host and must be absolute (got \"%s\")",
+						dir);
+		return body_put_text(&create_verb, body, "workspace", "--workspace", dir);
+	}
+	abs = realpath(dir, NULL);
+	if (!abs) {
+		cli_error("--workspace %s: %s", dir, strerror(errno));
+		return EXIT_CORRAL;
+	}
+	if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		cli_error("--workspace %s: not a directory", dir);
+		free(abs);
+		return EXIT_CORRAL;
+	}
+	code = body_put_text(&create_verb, body, "workspace", "--workspace", abs);
+	free(abs);
+	return code;
+}
+
+static int create_option(void *arg, int opt, const char *val)
+{
+	struct create_args *a = arg;
+
+	switch (opt) {
+	case OPT_POLICY:
+		return put_policy(a->body, val);
+	case OPT_WORKSPACE:
+		a->workspace = val;
+		return 0;
+	case OPT_TTL:
+		return put_ttl(a->body, val);
+	case OPT_IDLE_FREEZE:
+		return put_idle_freeze(a->body, val);
+	case OPT_LABEL:
+		return body_put_pair(&create_verb, a->labels, "--label", val);
+	case OPT_JSON:
+		a->json = true;
+		return 0;
+	}
+	return verb_usage_error(&create_verb, "option %d is not handled", opt);
+}
+
+static int create_send(struct conn *c, const struct create_args *a)
+{
+	const char *id;
+	json_t *sb;
+	int code;
+
+	sb = conn_call_json(c, "POST", "/v1/sandboxes", a->body);
+	if (!sb)
+		return EXIT_CORRAL;
+	id = json_string_value(json_object_get(sb, "id"));
+	if (a->json) {
+		code = print_json(sb);
+	} else if (id && client_valid_id(id)) {
+		code = puts(id) == EOF ? EXIT_CORRAL : 0;
+	} else {
+		cli_error("the daemon's answer names no valid sandbox id");
+		code = EXIT_CORRAL;
+	}
+	json_decref(sb);
+	return code;
+}
+
+/* The command line, into a->body: nothing is sent yet. */
+int create_parse(struct create_args *a, struct conn *c, int argc, char **argv)
+{
+	int code;
+
+	code = verb_parse(&create_verb, create_options, ":h", argc, argv,
+			  c, create_option, a);
+	if (code)
+		return code;
+	if (optind < argc)
+		return verb_usage_error(&create_verb, "create takes no operands (got \"%s\")",
+					argv[optind]);
+	if (a->workspace) {
+		code = put_workspace(a->body, a->workspace, c->url != NULL);
+		if (code)
+			return code;
+	}
+	if (json_object_size(a->labels))
+		return body_put(a->body, "labels", json_incref(a->labels));
+	return 0;
+}
+
+int cmd_create(int argc, char **argv)
+{
+	struct create_args a = { .body = json_object(), .labels = json_object() };
+	struct conn c = { 0 };
+	int code;
+
+	if (!a.body || !a.labels)
+		code = out_of_memory();
+	else
+		code = create_parse(&a, &c, argc, argv);
+	if (!code)
+		code = conn_open(&c, &create_verb);
+	if (!code)
+		code = create_send(&c, &a);
+	conn_close(&c);
+	json_decref(a.labels);
+	json_decref(a.body);
+	return code == HELP_SHOWN ? 0 : verb_finish(code);
+}

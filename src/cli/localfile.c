@@ -1,0 +1,124 @@
+/*
+ * localfile.c - the client's local files, read and written whole: what
+ * `corral cp` copies and what `corral exec -i` sends as stdin.  The API
+ * carries a file in one body, so a file is in memory once, bounded.
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* All of fd, up to max bytes; name is for messages. */
+static int read_all(int fd, const char *name, size_t max, char **out,
+		    size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap), *p;
+	ssize_t got;
+
+	if (!buf)
+		return out_of_memory();
+	for (;;) {
+		if (n == cap) {
+			cap *= 2;
+			p = realloc(buf, cap);
+			if (!p) {
+				free(buf);
+				return out_of_memory();
+			}
+			buf = p;
+		}
+		got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			cli_error("reading %s: %s", name, strerror(errno));
+			free(buf);
+			return EXIT_CORRAL;
+		}
+		if (got == 0)
+			break;
+		n += got;
+		if (n > max) {
+			char size[32];
+
+			corral_format_size(max, size, sizeof(size));
+			cli_error("%s is larger than %s, the most the daemon takes",
+				  name, size);
+			free(buf);
+			return EXIT_CORRAL;
+		}
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int read_local(const char *path, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+	int fd, code;
+
+	if (!strcmp(path, "-"))
+		return read_all(STDIN_FILENO, "standard input", max, out, len);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli_error("%s: %s", path, strerror(errno));
+		return EXIT_CORRAL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		cli_error("%s: not a regular file; one file is copied at a time",
+			  path);
+		close(fd);
+		return EXIT_CORRAL;
+	}
+	code = read_all(fd, path, max, out, len);
+	close(fd);
+	return code;
+}
+
+static int write_all(int fd, const char *name, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			cli_error("writing %s: %s", name, strerror(errno));
+			return EXIT_CORRAL;
+		}
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int write_local(const char *path, const char *buf, size_t len)
+{
+	int fd, code;
+
+	if (!strcmp(path, "-")) {
+		/* what stdio holds goes first; a failed flush is the answer */
+		if (fflush(stdout) == EOF)
+			return verb_finish(0);
+		return write_all(STDOUT_FILENO, "standard output", buf, len);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		cli_error("%s: %s", path, strerror(errno));
+		return EXIT_CORRAL;
+	}
+	code = write_all(fd, path, buf, len);
+	if (close(fd) < 0 && !code) {
+		cli_error("writing %s: %s", path, strerror(errno));
+		code = EXIT_CORRAL;
+	}
+	return code;
+}

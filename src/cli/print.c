@@ -1,0 +1,80 @@
+/*
+ * print.c - what the client verbs print: the daemon's text made safe for a
+ * terminal, its answers as JSON, and the check that all of it was written.
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int out_of_memory(void)
+{
+	cli_error("out of memory");
+	return EXIT_CORRAL;
+}
+
+/*
+ * A terminal must not take what a sandbox chose for control sequences.
+ * C0 controls, DEL and the C1 controls (UTF-8 c2 80..9f) become \xNN.
+ */
+char *printable(const char *s, size_t n)
+{
+	char *out = malloc(n * 4 + 1), *w = out;
+	size_t i;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		unsigned char ch = s[i];
+
+		if (ch < 0x20 || ch == 0x7f) {
+			w += sprintf(w, "\\x%02x", ch);
+		} else if (ch == 0xc2 && i + 1 < n &&
+			   (unsigned char)s[i + 1] >= 0x80 &&
+			   (unsigned char)s[i + 1] <= 0x9f) {
+			w += sprintf(w, "\\x%02x\\x%02x", ch,
+				     (unsigned char)s[i + 1]);
+			i++;
+		} else {
+			*w++ = ch;
+		}
+	}
+	*w = '\0';
+	return out;
+}
+
+void daemon_error(const char *text, const char *suffix)
+{
+	char *safe = printable(text, strlen(text));
+
+	cli_error("%s%s", safe ? safe : "(out of memory)", suffix);
+	free(safe);
+}
+
+int print_json(const json_t *o)
+{
+	if (json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ||
+	    putchar('\n') == EOF) {
+		cli_error("writing to standard output: %s", strerror(errno));
+		return EXIT_CORRAL;
+	}
+	return 0;
+}
+
+int print_id_or_json(const char *id, const json_t *o, bool as_json)
+{
+	if (as_json)
+		return print_json(o);
+	return puts(id) == EOF ? EXIT_CORRAL : 0;
+}
+
+int verb_finish(int code)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		cli_error("writing to standard output: %s", strerror(errno));
+		return code ? code : EXIT_CORRAL;
+	}
+	return code;
+}

@@ -1877,6 +1877,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	if (r < 0)
 		goto fail;
 	events_set_attributor(b->ev, attribute, b);
+	events_set_limits(b->ev, &p->events);
 	if (abort_any(&p->abort)) {
 		b->abort = abort_new(&p->abort);
 		if (!b->abort) {

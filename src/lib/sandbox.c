@@ -618,6 +618,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	r = events_open(&ev, o->events_path, name, err);
 	if (r < 0)
 		goto fail;
+	events_set_limits(ev, &p->events);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s",
 		 o->tool_call ? o->tool_call : name);
 	if (events_set_call(ev, res->tool_call) < 0) {

@@ -417,49 +417,63 @@ static uint64_t reserve(const struct events *ev)
 static void emit(struct events *ev, const char *type, json_t *fields,
 		 uint64_t now);
 
-/* One line: how many of k were counted, not written, and over what span. */
-static void summarise(struct events *ev, struct kind *k, uint64_t now)
+/*
+ * One line: how many of k were counted, not written, and over what span.
+ * folded: k stands for that many kinds of its type, held past the reserve.
+ */
+static void summarise(struct events *ev, struct kind *k, uint64_t now,
+		      size_t folded)
 {
 	char why[CORRAL_ERR_MAX], what[KIND_KEY_MAX + 64];
 	uint64_t span = now - k->since_ms, n = k->pending;
 	json_t *o;
 
-	if (k->key)
+	if (folded)
+		snprintf(what, sizeof(what), "of %zu kind%s, held past the budget "
+			 "and its reserve for summaries", folded, folded == 1 ? "" : "s");
+	else if (k->key)
 		snprintf(what, sizeof(what), "%s", k->key);
 	else
 		snprintf(what, sizeof(what), "kinds beyond the first %d named one by one",
 			 KINDS_MAX);
 	snprintf(why, sizeof(why), "%llu more %s event%s (%s) in %.3g s: counted, "
-		 "not written one by one (%llu in all, %llu written whole)",
-		 (unsigned long long)n, k->r->type, n == 1 ? "" : "s", what,
-		 span / 1000.0, (unsigned long long)k->total,
-		 (unsigned long long)k->whole);
+		 "not written one by one", (unsigned long long)n, k->r->type,
+		 n == 1 ? "" : "s", what, span / 1000.0);
+	if (!folded)
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 " (%llu in all, %llu written whole)",
+			 (unsigned long long)k->total, (unsigned long long)k->whole);
 	o = json_pack("{s:s}", "of", k->r->type);
-	if (o && k->names)
+	if (o && folded)
+		json_object_set_new(o, "kinds", json_integer((json_int_t)folded));
+	else if (o && k->names)
 		json_object_update(o, k->names);
 	else if (o)
 		json_object_set_new(o, "other", json_true());
 	if (o && json_object_set_new(o, "count", json_integer((json_int_t)n)) == 0 &&
 	    json_object_set_new(o, "interval_ms", json_integer((json_int_t)span)) == 0 &&
-	    json_object_set_new(o, "total", json_integer((json_int_t)k->total)) == 0)
+	    (folded || json_object_set_new(o, "total", json_integer((json_int_t)k->total)) == 0))
 		json_object_set_new(o, "reason", json_string(why));
 	k->pending = 0;
 	emit(ev, k->r->summary, o, now);
 }
 
 /*
- * Write the summaries that are due, or all that wait (all); past the
- * budget's reserve they wait for the log's end (final).  One summary per
- * kind per interval, however many events it counts.
+ * Write the summaries that are due, or all that wait (all).  Past the
+ * budget's reserve they wait for the log's end (final), and are then
+ * folded into one a type: a bounded end, however many kinds waited.
  */
 static void flush(struct events *ev, uint64_t now, bool all, bool final)
 {
+	struct kind fold[NRATED] = { 0 };
+	size_t nfold[NRATED] = { 0 };
 	uint64_t next = UINT64_MAX;
 
 	ev->next_due = UINT64_MAX;	/* no rescans from the summaries' own emits */
 	for (size_t i = 0; i < KIND_SLOTS + NRATED; i++) {
 		struct kind *k = i < KIND_SLOTS ? (ev->slots ? ev->slots[i] : NULL) :
 				 &ev->other[i - KIND_SLOTS];
+		size_t t;
 
 		if (!k || !k->pending)
 			continue;
@@ -468,9 +482,22 @@ static void flush(struct events *ev, uint64_t now, bool all, bool final)
 				next = k->since_ms + ev->lim.interval_ms;
 			continue;
 		}
-		if (final || ev->bytes < ev->lim.budget_bytes + reserve(ev))
-			summarise(ev, k, now);
+		if (ev->bytes < ev->lim.budget_bytes + reserve(ev)) {
+			summarise(ev, k, now, 0);
+			continue;
+		}
+		if (!final)
+			continue;
+		t = k->r - rated_types;
+		if (!nfold[t]++ || k->since_ms < fold[t].since_ms)
+			fold[t].since_ms = k->since_ms;
+		fold[t].r = k->r;
+		fold[t].pending += k->pending;
+		k->pending = 0;
 	}
+	for (size_t t = 0; t < NRATED; t++)
+		if (nfold[t])
+			summarise(ev, &fold[t], now, nfold[t]);
 	if (next < ev->next_due)
 		ev->next_due = next;
 }

@@ -672,10 +672,26 @@ void events_limit_hits(struct events *ev, const char *call,
 	if (disk_full) {
 		corral_format_size(p->disk_bytes, size, sizeof(size));
 		snprintf(why, sizeof(why), "disk limit %s reached: the sandbox's "
-			 "writable space is full", size);
+			 "writable space is full (no room or no file left)", size);
 		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit",
 			    "disk", "value", (json_int_t)p->disk_bytes, "reason", why));
 	}
+}
+
+/*
+ * The disk limit said in the result, not only as an event: a command that
+ * failed with ENOSPC (out of bytes, or of files) reads as what it was.
+ */
+void events_explain_disk(struct corral_result *res, const struct corral_policy *p)
+{
+	size_t len = strlen(res->reason);
+	char size[32];
+
+	corral_format_size(p->disk_bytes, size, sizeof(size));
+	snprintf(res->reason + len, sizeof(res->reason) - len,
+		 "; disk limit %s reached: no room or no file left in the "
+		 "sandbox's writable space (/tmp, /home/agent, /dev/shm, the "
+		 "workspace's changes)", size);
 }
 
 /*

@@ -77,6 +77,8 @@ void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg);
 void events_limit_hits(struct events *ev, const char *call,
 		       const struct cg_stats *before, const struct cg_stats *after,
 		       const struct corral_policy *p, bool disk_full);
+/* "; disk limit 1 MiB reached: ..." after res->reason. */
+void events_explain_disk(struct corral_result *res, const struct corral_policy *p);
 /* "; denied: connection to X (why); N denials ..." after res->reason. */
 void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
 			    const struct corral_policy *p);

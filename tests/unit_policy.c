@@ -850,6 +850,8 @@ TEST(events_section)
 	CHECK(load(&p, "{\"events\": {\"budget\": \"1K\"}}", &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "events.budget: too small, the minimum is 16 KiB");
 	CHECK(load(&p, "{\"events\": {\"budget\": \"unlimited\"}}", &err) == -EINVAL);
+	CHECK(load(&p, "{\"events\": {\"budget\": \"2G\"}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "events.budget: too large, the maximum is 1 GiB");
 	CHECK(load(&p, "{\"events\": {\"verbatim\": -1}}", &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "events.verbatim: expected an integer from 0 to 1000000");
 	CHECK(load(&p, "{\"events\": {\"verbatim\": \"10\"}}", &err) == -EINVAL);

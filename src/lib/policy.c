@@ -1712,7 +1712,7 @@ static int apply_abort(struct loader *l, json_t *v)
 /* ---- what a sandbox may write to its log ------------------------------ */
 
 #define EVENTS_BUDGET_MIN	(16 * KiB)
-#define EVENTS_BUDGET_MAX	(64 * GiB)
+#define EVENTS_BUDGET_MAX	(1 * GiB)	/* per sandbox: a daemon holds many */
 #define EVENTS_VERBATIM_MAX	1000000
 #define EVENTS_INTERVAL_MIN_MS	100
 #define EVENTS_INTERVAL_MAX_MS	(24 * 3600 * 1000)

@@ -211,14 +211,14 @@ static void on_msg(evutil_socket_t fd, short what, void *arg)
 		int nfd;
 
 		memcpy(&nfd, CMSG_DATA(cm), sizeof(int));
-		if (n == sizeof(m) && m.kind == MSG_NOTIFY_FD && !s->sensor)
+		if (n == sizeof(m) && m.kind == MSG_NOTIFY_FD && !s->sensor) {
 			s->sensor = sensor_start(s->base, nfd, s->ev);
-		else if (n == sizeof(m) && m.kind == MSG_ROOT_FD && s->rootfd < 0) {
+		} else if (n == sizeof(m) && m.kind == MSG_ROOT_FD && s->rootfd < 0) {
 			s->rootfd = nfd;
 			s->scratchfd = mount_scratch_open(nfd);
-		}
-		else
+		} else {
 			close(nfd);	/* one of each, and nothing else */
+		}
 		return;
 	}
 	if (n != sizeof(m)) {

@@ -84,6 +84,19 @@ struct corral_abort {
 	bool kill;			/* on_abort "kill"; false: "freeze" (hold) */
 };
 
+/*
+ * What a sandbox may write to its log (the events file, or its share of
+ * the daemon's audit log): a repeated event (a denial of one syscall, of
+ * one destination) is written whole `verbatim` times, then counted in one
+ * summary event per `interval_ms`; past `budget_bytes` only summaries and
+ * the run's end are written.  Counting is exact either way (abort sees all).
+ */
+struct corral_event_limits {
+	uint64_t budget_bytes;		/* the sandbox's share of its log (> 0) */
+	uint64_t verbatim;		/* events of one kind written whole */
+	uint64_t interval_ms;		/* then one summary per kind per this */
+};
+
 struct corral_policy {
 	/* filesystem */
 	char *workspace;		/* host dir shown at /workspace (overlay), or NULL */
@@ -116,6 +129,7 @@ struct corral_policy {
 	char *net_resolver;		/* "IP[:PORT]" for allowed names; NULL: resolv.conf */
 
 	struct corral_abort abort;
+	struct corral_event_limits events;
 };
 
 /* The built-in default policy (what `corral run` uses without --policy). */

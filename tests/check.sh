@@ -116,6 +116,7 @@ suite() {
 	step "seccomp as $(id -un) ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
+	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
@@ -146,6 +147,9 @@ suite() {
 			"$STAGE/corral" "$STAGE/serve_client"
 		step "a misbehaving agent as uid $NOBODY, no cgroups ($label)" \
 			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
+		# no cgroup to charge the files' kernel memory to: the disk bounds them
+		step "floods as uid $NOBODY, no cgroups ($label)" \
+			as_nobody "$STAGE/tests/floods.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
 			t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write

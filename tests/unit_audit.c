@@ -544,6 +544,133 @@ static size_t count_lines(const char *s, const char *needle)
 	return n;
 }
 
+/* ---- repeats and the budget ---------------------------------------------- */
+
+static void count_hook(void *arg, const char *type, json_t *event)
+{
+	(void)event;
+	if (!strcmp(type, "syscall.denied") || !strcmp(type, "egress.denied"))
+		(*(size_t *)arg)++;
+}
+
+/* Lines of type in the file at p, and the sum of their "count" fields. */
+static size_t lines_of(const char *p, const char *type, json_int_t *count)
+{
+	char *buf, *line, *save = NULL;
+	size_t len, n = 0;
+
+	*count = 0;
+	buf = slurp(p, &len);
+	if (!buf)
+		return 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *o = json_loads(line, 0, NULL);
+
+		if (!strcmp(json_string_value(json_object_get(o, "type")) ?: "", type)) {
+			n++;
+			*count += json_integer_value(json_object_get(o, "count"));
+		}
+		json_decref(o);
+	}
+	free(buf);
+	return n;
+}
+
+static json_t *mount_denied(void)
+{
+	return json_pack("{s:s, s:i, s:s}", "syscall", "mount", "pid", 42,
+			 "reason", "mount denied (EPERM)");
+}
+
+TEST(repeats_are_summarised_and_all_counted)
+{
+	struct corral_event_limits lim = { 1 << 20, 3, 60000 };
+	struct corral_err err = { 0 };
+	struct corral_audit_report r;
+	struct events *ev;
+	size_t seen = 0;
+	json_int_t counted;
+
+	write_log(path, 0);
+	CHECK(events_open(&ev, path, "sb-1", &err) == 0);
+	events_set_limits(ev, &lim);
+	events_set_hook(ev, count_hook, &seen);
+	for (int i = 0; i < 1000; i++)
+		events_emit(ev, "syscall.denied", mount_denied());
+	events_emit(ev, "syscall.denied", json_pack("{s:s}", "syscall", "ptrace"));
+	/* the hook (the abort criteria) saw every one */
+	CHECK(seen == 1001);
+	CHECK(events_count_denied(ev) == 1001);
+	/* the call's end: what was counted is written before it */
+	events_emit(ev, "exec.end", NULL);
+	events_close(ev);
+	CHECK(lines_of(path, "syscall.denied", &counted) == 4);
+	CHECK(lines_of(path, "syscall.denied.summary", &counted) == 1);
+	CHECK(counted == 997);
+	r = verify(path);
+	CHECK(r.bad_line == 0 && r.lines == 6);
+}
+
+TEST(one_summary_per_interval)
+{
+	struct corral_event_limits lim = { 1 << 20, 0, 100 };
+	struct corral_err err = { 0 };
+	struct events *ev;
+	json_int_t counted;
+
+	write_log(path, 0);
+	CHECK(events_open(&ev, path, "sb-1", &err) == 0);
+	events_set_limits(ev, &lim);
+	for (int i = 0; i < 5; i++)
+		events_emit(ev, "syscall.denied", mount_denied());
+	CHECK(lines_of(path, "syscall.denied.summary", &counted) == 0);
+	usleep(150 * 1000);	/* past the interval: the next event brings the summary */
+	events_emit(ev, "syscall.denied", mount_denied());
+	CHECK(lines_of(path, "syscall.denied.summary", &counted) == 1);
+	CHECK(counted == 5);
+	events_close(ev);
+	CHECK(lines_of(path, "syscall.denied.summary", &counted) == 2);
+	CHECK(counted == 6);
+	CHECK(lines_of(path, "syscall.denied", &counted) == 0);
+}
+
+/* A sweep of made-up names: bounded kinds, bounded bytes, exact counts. */
+TEST(budget_bounds_the_log)
+{
+	struct corral_event_limits lim = { 16 << 10, 1000000, 60000 };
+	struct corral_err err = { 0 };
+	struct corral_audit_report r;
+	struct events *ev;
+	struct stat st;
+	json_int_t counted, dummy;
+	size_t whole, seen = 0;
+	char host[64];
+
+	write_log(path, 0);
+	CHECK(events_open(&ev, path, "sb-1", &err) == 0);
+	events_set_limits(ev, &lim);
+	events_set_hook(ev, count_hook, &seen);
+	for (int i = 0; i < 20000; i++) {
+		snprintf(host, sizeof(host), "x%d.evil.test", i);
+		events_emit(ev, "egress.denied", json_pack("{s:s, s:s, s:i, s:s}",
+			    "protocol", "dns", "host", host, "port", 53,
+			    "reason", "not in the allowlist"));
+	}
+	CHECK(seen == 20000);
+	events_emit(ev, "exec.end", NULL);
+	events_close(ev);
+	CHECK(stat(path, &st) == 0);
+	/* the budget, an eighth for summaries, a line over each, the end */
+	CHECK(st.st_size < (16 << 10) + (2 << 10) + 4096);
+	CHECK(lines_of(path, "log.budget", &dummy) == 1);
+	whole = lines_of(path, "egress.denied", &dummy);
+	CHECK(whole > 10 && whole < 200);
+	lines_of(path, "egress.denied.summary", &counted);
+	CHECK((json_int_t)whole + counted == 20000);
+	r = verify(path);
+	CHECK(r.bad_line == 0);
+}
+
 TEST(show_filters_and_formats)
 {
 	struct corral_err err = { 0 };
@@ -655,6 +782,9 @@ int main(void)
 	RUN(denials_in_the_result_carry_no_prev);
 	RUN(not_a_regular_file_and_memory_only);
 	RUN(unreadable_events_path_is_an_error);
+	RUN(repeats_are_summarised_and_all_counted);
+	RUN(one_summary_per_interval);
+	RUN(budget_bounds_the_log);
 	RUN(one_byte_edit_in_any_line_breaks_the_chain);
 	RUN(deleted_line_breaks_the_chain);
 	RUN(swapped_lines_break_the_chain);

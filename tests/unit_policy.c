@@ -65,7 +65,10 @@ static bool policy_equal(const struct corral_policy *a,
 	    a->nenv_pass != b->nenv_pass || a->net != b->net ||
 	    a->net_transparent != b->net_transparent ||
 	    a->nnet_allow != b->nnet_allow || a->nnet_deny != b->nnet_deny ||
-	    a->nnet_hosts != b->nnet_hosts)
+	    a->nnet_hosts != b->nnet_hosts ||
+	    a->events.budget_bytes != b->events.budget_bytes ||
+	    a->events.verbatim != b->events.verbatim ||
+	    a->events.interval_ms != b->events.interval_ms)
 		return false;
 	for (i = 0; i < a->nnet_allow; i++)
 		if (!str_eq(a->net_allow[i], b->net_allow[i]))
@@ -504,6 +507,7 @@ TEST(shipped_default_is_the_builtin_default)
 	p.disk_bytes = 4;
 	p.timeout_ms = 5;
 	p.output_bytes = 6;
+	p.events = (struct corral_event_limits){ 7, 8, 9 };
 	CHECK(corral_policy_set_workspace(&p, "/x", &err) == 0);
 	if (corral_policy_load_file(&p, "policies/default.json", &err))
 		fprintf(stderr, "  %s\n", err.msg);
@@ -820,6 +824,45 @@ TEST(abort_section)
 	corral_policy_free(&copy);
 	corral_policy_free(&p);
 	CHECK(p.abort.tripwires == NULL && p.abort.ntripwires == 0);
+}
+
+/* What a sandbox may write to its log: budget, whole repeats, interval. */
+TEST(events_section)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	CHECK(p.events.budget_bytes == 16 * MiB);
+	CHECK(p.events.verbatim == 10);
+	CHECK(p.events.interval_ms == 10000);
+	CHECK(load(&p, "{\"events\": {\"budget\": \"64K\", \"verbatim\": 0,"
+		       " \"summary_interval\": \"1.5s\"}}", &err) == 0);
+	CHECK(p.events.budget_bytes == 64 * KiB);
+	CHECK(p.events.verbatim == 0);
+	CHECK(p.events.interval_ms == 1500);
+	CHECK(load(&p, "{\"events\": {\"summary_interval\": 0.1}}", &err) == 0);
+	CHECK(p.events.interval_ms == 100);
+	CHECK(p.events.budget_bytes == 64 * KiB);	/* untouched */
+
+	CHECK(load(&p, "{\"events\": {\"budget\": 0}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "events.budget: must be more than 0");
+	CHECK(load(&p, "{\"events\": {\"budget\": \"1K\"}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "events.budget: too small, the minimum is 16 KiB");
+	CHECK(load(&p, "{\"events\": {\"budget\": \"unlimited\"}}", &err) == -EINVAL);
+	CHECK(load(&p, "{\"events\": {\"budget\": \"2G\"}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "events.budget: too large, the maximum is 1 GiB");
+	CHECK(load(&p, "{\"events\": {\"verbatim\": -1}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "events.verbatim: expected an integer from 0 to 1000000");
+	CHECK(load(&p, "{\"events\": {\"verbatim\": \"10\"}}", &err) == -EINVAL);
+	CHECK(load(&p, "{\"events\": {\"summary_interval\": \"none\"}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "events.summary_interval: expected from 0.1 s to 24 h");
+	CHECK(load(&p, "{\"events\": {\"summary_interval\": \"25h\"}}", &err) == -EINVAL);
+	CHECK(load(&p, "{\"events\": {\"max\": 1}}", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "unknown key, expected one of: budget, verbatim, summary_interval");
+	CHECK(p.events.budget_bytes == 64 * KiB && p.events.verbatim == 0 &&
+	      p.events.interval_ms == 100);
+	corral_policy_free(&p);
 }
 
 /* At most 32 tripwires, counted over every file merged. */
@@ -1513,6 +1556,7 @@ int main(void)
 	RUN(limit_spellings);
 	RUN(abort_section);
 	RUN(abort_tripwire_limit);
+	RUN(events_section);
 	for (size_t i = 0; i < ARRAY_SIZE(load_errors); i++)
 		run_load_error(i);
 	RUN(env_value_too_long);

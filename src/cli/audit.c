@@ -40,6 +40,7 @@ static const char audit_usage[] =
 "  --call ID     only events of the tool call ID\n"
 "  --type TYPE   only events of type TYPE (\"egress.denied\"); a TYPE without\n"
 "                a dot also matches its subtypes (\"egress\": egress.*)\n"
+"                and a TYPE its summaries (TYPE.summary: repeats counted)\n"
 "  -h, --help    this text\n"
 "\n"
 "What the chain cannot show by itself: lines cut off the end of the file,\n"

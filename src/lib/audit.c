@@ -540,7 +540,11 @@ static bool member_is(json_t *o, const char *key, const char *want)
 	return !want || (s && !strcmp(s, want));
 }
 
-/* --type egress matches egress.* as well as egress itself. */
+/*
+ * --type egress matches egress.* as well as egress itself; --type
+ * syscall.denied matches syscall.denied.summary too, the counts of the
+ * denials that were not written one by one (events.c).
+ */
 static bool type_matches(json_t *o, const char *want)
 {
 	const char *s = json_string_value(json_object_get(o, "type"));
@@ -551,7 +555,8 @@ static bool type_matches(json_t *o, const char *want)
 	if (!s)
 		return false;
 	n = strlen(want);
-	return !strncmp(s, want, n) && (s[n] == '\0' || (s[n] == '.' && !strchr(want, '.')));
+	return !strncmp(s, want, n) && (s[n] == '\0' || !strcmp(s + n, ".summary") ||
+					(s[n] == '.' && !strchr(want, '.')));
 }
 
 static bool matches(json_t *o, const struct corral_audit_filter *f)

@@ -462,6 +462,7 @@ static void call_finish(struct corral_call *c)
 	struct corral_box *b = c->b;
 	struct cg_stats st = { 0 }, bst = { 0 };
 	struct corral_result *res = &c->res;
+	bool full;
 
 	if (c->done)
 		return;
@@ -474,7 +475,10 @@ static void call_finish(struct corral_call *c)
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
 	res->duration_ms = now_ms() - c->t0;
-	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, disk_full(b));
+	full = disk_full(b);
+	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, full);
+	if (full)
+		events_explain_disk(res, b->p);
 	if (c->denials) {
 		events_explain_denials(res, c->denials, events_count_denied(b->ev), b->p);
 		res->denials = json_dumps(c->denials, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -1877,6 +1881,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	if (r < 0)
 		goto fail;
 	events_set_attributor(b->ev, attribute, b);
+	events_set_limits(b->ev, &p->events);
 	if (abort_any(&p->abort)) {
 		b->abort = abort_new(&p->abort);
 		if (!b->abort) {

@@ -581,7 +581,7 @@ void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
 	int keep[4] = { c->sync_rd, c->msg_wr, c->out_wr, c->err_wr };
-	int abi, notify_fd = -1;
+	int abi, rootfd, notify_fd = -1;
 	char go;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -645,17 +645,14 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &err);
 	}
 	/*
-	 * The supervisor watches the planted tripwires, and reads and writes
-	 * files for the daemon, through our root; it cannot reach /proc/1/root
-	 * once PID 1 is non-dumpable.
+	 * The supervisor watches the planted tripwires, reads and writes files
+	 * for the daemon, and sees whether the disk limit was hit, through our
+	 * root; it cannot reach /proc/1/root once PID 1 is non-dumpable.
 	 */
-	if (c->p->abort.ntripwires || c->serve) {
-		int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-		if (rootfd >= 0) {
-			send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
-			close(rootfd);
-		}
+	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd >= 0) {
+		send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
+		close(rootfd);
 	}
 	abi = apply_landlock(c->p, &err);
 	if (abi < 0)

@@ -10,12 +10,21 @@
  * appending to one file at once (two `corral run --events F` in parallel,
  * or two struct events on one path) each chain to their own last line and
  * the file no longer verifies.  One supervisor owns a log.
+ *
+ * A sandbox can repeat a denied call as fast as it can make a syscall, and
+ * each denial used to be a line: seconds of denied mount() calls wrote tens
+ * of MiB.  So what a sandbox can repeat at will is summarised (see "rated"
+ * below): the first few events of a kind are written whole, then one
+ * summary per kind per interval carries the count.  Past the sandbox's
+ * budget of bytes, nothing it repeats is written whole any more.  The hook
+ * (the abort criteria) and the result still see every event, written or not.
  */
 #include "audit.h"
 #include "events.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +45,46 @@ struct events_log {
 	void *observer_arg;
 };
 
+/*
+ * The events a sandbox can repeat at will, each of a kind named by its
+ * fields: the syscall, the destination, the file.  Each kind's first
+ * `verbatim` are written whole (capped), the rest counted into summaries.
+ * Allowed connections each take a round trip to a host the policy allows:
+ * they are written whole until the budget, and only then counted.
+ */
+struct rated {
+	const char *type, *summary;
+	const char *key, *key2;		/* the fields that name a kind */
+	bool capped;
+};
+
+static const struct rated rated_types[] = {
+	{ "syscall.denied", "syscall.denied.summary", "syscall", NULL, true },
+	{ "egress.denied", "egress.denied.summary", "host", "port", true },
+	{ "tripwire", "tripwire.summary", "path", NULL, true },
+	{ "egress.allowed", "egress.allowed.summary", "host", "port", false },
+	{ "egress.closed", "egress.closed.summary", "host", "port", false },
+};
+#define NRATED (sizeof(rated_types) / sizeof(rated_types[0]))
+
+/*
+ * Kinds named one by one, per type; past them (a sweep of ports, DNS
+ * queries for random names) the rest of a type are one kind, "other".
+ */
+#define KINDS_MAX	128
+#define KIND_SLOTS	1024		/* a hash table, open addressing */
+#define KIND_KEY_MAX	320
+
+struct kind {
+	const struct rated *r;
+	char *key;		/* "mount", "evil.test:80"; NULL: the other kinds */
+	json_t *names;		/* the fields that name it, as its first event had them */
+	uint64_t total;		/* events of this kind, all */
+	uint64_t whole;		/* written whole */
+	uint64_t pending;	/* counted since the last summary */
+	uint64_t since_ms;	/* when the first of those came */
+};
+
 struct events {
 	struct events_log *log;	/* NULL: memory only */
 	char *sandbox;
@@ -46,6 +95,14 @@ struct events {
 	void *attr_arg;
 	uint64_t seq;
 	json_t *denials;
+	uint64_t ndenied;	/* all denials, kept or not */
+	struct corral_event_limits lim;
+	uint64_t bytes;		/* written for this sandbox */
+	bool over;		/* the budget is reached: log.budget written */
+	uint64_t next_due;	/* when a summary is due; UINT64_MAX: none */
+	struct kind **slots;	/* KIND_SLOTS, made at the first rated event */
+	size_t nkinds[NRATED];
+	struct kind other[NRATED];
 };
 
 int events_log_open(struct events_log **out, const char *path,
@@ -113,6 +170,10 @@ int events_new(struct events **out, struct events_log *log, const char *sandbox,
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	ev->sandbox = strdup(sandbox);
 	ev->denials = json_array();
+	ev->next_due = UINT64_MAX;
+	events_set_limits(ev, NULL);
+	for (size_t i = 0; i < NRATED; i++)
+		ev->other[i].r = &rated_types[i];
 	if (!ev->sandbox || !ev->denials) {
 		events_close(ev);
 		return corral_set_err(err, -ENOMEM, "out of memory");
@@ -166,8 +227,9 @@ static char *chained_text(struct events_log *log, json_t *o)
  * One write(2) a line.  After a torn tail (a write cut short, found at open
  * or left by a failed write) the same write begins with '\n', so the torn
  * bytes end as a line of their own and this one's "prev" is their hash.
+ * Returns the bytes it tried to write: what the line costs the budget.
  */
-static void write_line(struct events_log *log, json_t *o)
+static size_t write_line(struct events_log *log, json_t *o)
 {
 	struct corral_err err;
 	char *text, *buf;
@@ -179,12 +241,12 @@ static void write_line(struct events_log *log, json_t *o)
 		log->resync = false;
 	text = chained_text(log, o);
 	if (!text)
-		return;
+		return 0;
 	len = strlen(text);
 	buf = malloc(len + 2);
 	if (!buf) {
 		free(text);
-		return;
+		return 0;
 	}
 	if (log->torn)
 		buf[n++] = '\n';
@@ -205,6 +267,7 @@ static void write_line(struct events_log *log, json_t *o)
 	}
 	free(buf);
 	free(text);
+	return n;
 }
 
 /*
@@ -257,40 +320,301 @@ static void attribute(struct events *ev, json_t *o)
 		json_object_set_new(o, "call", json_string(ev->call));
 }
 
-void events_emit(struct events *ev, const char *type, json_t *fields)
+/* ---- repeats and the budget -------------------------------------------- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const struct rated *rated_find(const char *type)
+{
+	for (size_t i = 0; i < NRATED; i++)
+		if (!strcmp(rated_types[i].type, type))
+			return &rated_types[i];
+	return NULL;
+}
+
+/* "mount", "evil.test:80": what names an event's kind. */
+static void kind_key(const struct rated *r, json_t *fields, char *key, size_t len)
+{
+	const char *a = json_string_value(json_object_get(fields, r->key));
+
+	if (r->key2)
+		snprintf(key, len, "%s:%" JSON_INTEGER_FORMAT, a ? a : "?",
+			 json_integer_value(json_object_get(fields, r->key2)));
+	else
+		snprintf(key, len, "%s", a ? a : "?");
+}
+
+static size_t key_slot(const struct rated *r, const char *key)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a, over the type's index and the key */
+
+	h = (h ^ (uint32_t)(r - rated_types)) * 16777619u;
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % KIND_SLOTS;
+}
+
+static struct kind *kind_new(const struct rated *r, const char *key, json_t *fields)
+{
+	struct kind *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->r = r;
+	k->key = strdup(key);
+	k->names = json_object();
+	if (!k->key || !k->names) {
+		free(k->key);
+		json_decref(k->names);
+		free(k);
+		return NULL;
+	}
+	json_object_set(k->names, r->key, json_object_get(fields, r->key) ?: json_null());
+	if (r->key2)
+		json_object_set(k->names, r->key2,
+				json_object_get(fields, r->key2) ?: json_null());
+	return k;
+}
+
+/*
+ * The kind of an event of type r: found, made, or, past KINDS_MAX kinds of
+ * the type (or out of memory), the type's "other" kind.  Bounded memory
+ * whatever names a sandbox makes up.
+ */
+static struct kind *kind_get(struct events *ev, const struct rated *r, json_t *fields)
+{
+	struct kind *other = &ev->other[r - rated_types];
+	char key[KIND_KEY_MAX];
+	size_t i;
+
+	if (!ev->slots && !(ev->slots = calloc(KIND_SLOTS, sizeof(*ev->slots))))
+		return other;
+	kind_key(r, fields, key, sizeof(key));
+	for (i = key_slot(r, key); ev->slots[i]; i = (i + 1) % KIND_SLOTS)
+		if (ev->slots[i]->r == r && !strcmp(ev->slots[i]->key, key))
+			return ev->slots[i];
+	if (ev->nkinds[r - rated_types] >= KINDS_MAX)
+		return other;
+	ev->slots[i] = kind_new(r, key, fields);
+	if (!ev->slots[i])
+		return other;
+	ev->nkinds[r - rated_types]++;
+	return ev->slots[i];
+}
+
+/* Summaries may go on past the budget by this much, then wait for the end. */
+static uint64_t reserve(const struct events *ev)
+{
+	return ev->lim.budget_bytes / 8;
+}
+
+static void emit(struct events *ev, const char *type, json_t *fields,
+		 uint64_t now);
+
+/*
+ * One line: how many of k were counted, not written, and over what span.
+ * folded: k stands for that many kinds of its type, held past the reserve.
+ */
+static void summarise(struct events *ev, struct kind *k, uint64_t now,
+		      size_t folded)
+{
+	char why[CORRAL_ERR_MAX], what[KIND_KEY_MAX + 64];
+	uint64_t span = now - k->since_ms, n = k->pending;
+	json_t *o;
+
+	if (folded)
+		snprintf(what, sizeof(what), "of %zu kind%s, held past the budget "
+			 "and its reserve for summaries", folded, folded == 1 ? "" : "s");
+	else if (k->key)
+		snprintf(what, sizeof(what), "%s", k->key);
+	else
+		snprintf(what, sizeof(what), "kinds beyond the first %d named one by one",
+			 KINDS_MAX);
+	snprintf(why, sizeof(why), "%llu more %s event%s (%s) in %.3g s: counted, "
+		 "not written one by one", (unsigned long long)n, k->r->type,
+		 n == 1 ? "" : "s", what, span / 1000.0);
+	if (!folded)
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 " (%llu in all, %llu written whole)",
+			 (unsigned long long)k->total, (unsigned long long)k->whole);
+	o = json_pack("{s:s}", "of", k->r->type);
+	if (o && folded)
+		json_object_set_new(o, "kinds", json_integer((json_int_t)folded));
+	else if (o && k->names)
+		json_object_update(o, k->names);
+	else if (o)
+		json_object_set_new(o, "other", json_true());
+	if (o && json_object_set_new(o, "count", json_integer((json_int_t)n)) == 0 &&
+	    json_object_set_new(o, "interval_ms", json_integer((json_int_t)span)) == 0 &&
+	    (folded || json_object_set_new(o, "total", json_integer((json_int_t)k->total)) == 0))
+		json_object_set_new(o, "reason", json_string(why));
+	k->pending = 0;
+	emit(ev, k->r->summary, o, now);
+}
+
+/*
+ * Write the summaries that are due, or all that wait (all).  Past the
+ * budget's reserve they wait for the log's end (final), and are then
+ * folded into one a type: a bounded end, however many kinds waited.
+ */
+static void flush(struct events *ev, uint64_t now, bool all, bool final)
+{
+	struct kind fold[NRATED] = { 0 };
+	size_t nfold[NRATED] = { 0 };
+	uint64_t next = UINT64_MAX;
+
+	ev->next_due = UINT64_MAX;	/* no rescans from the summaries' own emits */
+	for (size_t i = 0; i < KIND_SLOTS + NRATED; i++) {
+		struct kind *k = i < KIND_SLOTS ? (ev->slots ? ev->slots[i] : NULL) :
+				 &ev->other[i - KIND_SLOTS];
+		size_t t;
+
+		if (!k || !k->pending)
+			continue;
+		if (!all && now - k->since_ms < ev->lim.interval_ms) {
+			if (k->since_ms + ev->lim.interval_ms < next)
+				next = k->since_ms + ev->lim.interval_ms;
+			continue;
+		}
+		if (ev->bytes < ev->lim.budget_bytes + reserve(ev)) {
+			summarise(ev, k, now, 0);
+			continue;
+		}
+		if (!final)
+			continue;
+		t = k->r - rated_types;
+		if (!nfold[t]++ || k->since_ms < fold[t].since_ms)
+			fold[t].since_ms = k->since_ms;
+		fold[t].r = k->r;
+		fold[t].pending += k->pending;
+		k->pending = 0;
+	}
+	for (size_t t = 0; t < NRATED; t++)
+		if (nfold[t])
+			summarise(ev, &fold[t], now, nfold[t]);
+	if (next < ev->next_due)
+		ev->next_due = next;
+}
+
+/* The sandbox's share of the log is used up: said once, clearly. */
+static void budget_reached(struct events *ev, uint64_t now)
+{
+	char size[32], every[32], why[CORRAL_ERR_MAX];
+
+	ev->over = true;
+	corral_format_size(ev->lim.budget_bytes, size, sizeof(size));
+	snprintf(every, sizeof(every), "%.3g s", ev->lim.interval_ms / 1000.0);
+	snprintf(why, sizeof(why), "this sandbox's events reached their budget of %s "
+		 "(events.budget): from now on what it repeats (denials, connections, "
+		 "tripwire hits) is counted, one summary per kind every %s, and no "
+		 "longer written one by one; the abort criteria still count every event",
+		 size, every);
+	emit(ev, "log.budget", json_pack("{s:I, s:I, s:s}", "budget",
+		 (json_int_t)ev->lim.budget_bytes, "written", (json_int_t)ev->bytes,
+		 "reason", why), now);
+}
+
+/* ---- recording ---------------------------------------------------------- */
+
+static json_t *event_object(struct events *ev, const char *type, json_t *fields,
+			    bool numbered)
 {
 	struct timespec ts;
 	char when[64];
 	json_t *o;
 
-	if (!ev) {
-		json_decref(fields);
-		return;
-	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", gmtime(&ts.tv_sec));
 	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ",
 		 ts.tv_nsec / 1000000);
-	o = json_pack("{s:I, s:s, s:s, s:s}", "seq", (json_int_t)++ev->seq,
-		      "time", when, "sandbox", ev->sandbox, "type", type);
-	if (!o) {
+	/* seq numbers the lines written: an event only counted has none */
+	o = numbered ? json_pack("{s:I}", "seq", (json_int_t)++ev->seq) : json_object();
+	if (!o || json_object_set_new(o, "time", json_string(when)) ||
+	    json_object_set_new(o, "sandbox", json_string(ev->sandbox)) ||
+	    json_object_set_new(o, "type", json_string(type))) {
+		json_decref(o);
 		json_decref(fields);
-		return;
+		return NULL;
 	}
 	if (fields)
 		json_object_update(o, fields);
 	json_decref(fields);
 	default_reason(o, type);
 	attribute(ev, o);
-	if (ev->log)
-		write_line(ev->log, o);
+	return o;
+}
+
+static void emit(struct events *ev, const char *type, json_t *fields,
+		 uint64_t now)
+{
+	const struct rated *r = rated_find(type);
+	struct kind *k = NULL;
+	bool whole = true;
+	json_t *o;
+
+	if (now >= ev->next_due)
+		flush(ev, now, false, false);
+	if (r) {
+		k = kind_get(ev, r, fields);
+		k->total++;
+		whole = !ev->over && (!r->capped || k->whole < ev->lim.verbatim);
+		if (whole && ev->bytes >= ev->lim.budget_bytes) {
+			budget_reached(ev, now);
+			whole = false;
+		}
+	} else if (!strstr(type, ".summary") && strcmp(type, "log.budget")) {
+		/* the sandbox's own record (exec.end, abort): what was counted first */
+		flush(ev, now, true, false);
+	}
+	o = event_object(ev, type, fields, whole);
+	if (!o)
+		return;
+	if (whole && ev->log)
+		ev->bytes += write_line(ev->log, o);
+	if (k && whole) {
+		k->whole++;
+	} else if (k && k->pending++ == 0) {
+		k->since_ms = now;
+		if (now + ev->lim.interval_ms < ev->next_due)
+			ev->next_due = now + ev->lim.interval_ms;
+	}
 	/* kept for the result, but a flood of denials must not grow us */
-	if ((!strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied")) &&
-	    json_array_size(ev->denials) < EVENTS_DENIALS_KEPT)
-		json_array_append(ev->denials, o);
+	if (!strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied")) {
+		ev->ndenied++;
+		if (json_array_size(ev->denials) < EVENTS_DENIALS_KEPT)
+			json_array_append(ev->denials, o);
+	}
 	if (ev->hook)
 		ev->hook(ev->hook_arg, type, o);
 	json_decref(o);
+}
+
+void events_emit(struct events *ev, const char *type, json_t *fields)
+{
+	if (!ev) {
+		json_decref(fields);
+		return;
+	}
+	emit(ev, type, fields, mono_ms());
+}
+
+void events_set_limits(struct events *ev, const struct corral_event_limits *lim)
+{
+	struct corral_policy def;
+
+	if (!lim) {	/* the built-in policy's */
+		corral_policy_init(&def);
+		ev->lim = def.events;
+		corral_policy_free(&def);
+		return;
+	}
+	ev->lim = *lim;
 }
 
 int events_set_call(struct events *ev, const char *call)
@@ -348,10 +672,26 @@ void events_limit_hits(struct events *ev, const char *call,
 	if (disk_full) {
 		corral_format_size(p->disk_bytes, size, sizeof(size));
 		snprintf(why, sizeof(why), "disk limit %s reached: the sandbox's "
-			 "writable space is full", size);
+			 "writable space is full (no room or no file left)", size);
 		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit",
 			    "disk", "value", (json_int_t)p->disk_bytes, "reason", why));
 	}
+}
+
+/*
+ * The disk limit said in the result, not only as an event: a command that
+ * failed with ENOSPC (out of bytes, or of files) reads as what it was.
+ */
+void events_explain_disk(struct corral_result *res, const struct corral_policy *p)
+{
+	size_t len = strlen(res->reason);
+	char size[32];
+
+	corral_format_size(p->disk_bytes, size, sizeof(size));
+	snprintf(res->reason + len, sizeof(res->reason) - len,
+		 "; disk limit %s reached: no room or no file left in the "
+		 "sandbox's writable space (/tmp, /home/agent, /dev/shm, the "
+		 "workspace's changes)", size);
 }
 
 /*
@@ -410,13 +750,26 @@ json_t *events_denials(struct events *ev)
 
 size_t events_count_denied(const struct events *ev)
 {
-	return ev ? json_array_size(ev->denials) : 0;
+	return ev ? ev->ndenied : 0;
 }
 
 void events_close(struct events *ev)
 {
 	if (!ev)
 		return;
+	/* the counts still waiting, past the budget's reserve or not; the
+	 * owner's hooks may be gone already */
+	ev->hook = NULL;
+	ev->attr = NULL;
+	flush(ev, mono_ms(), true, true);
+	for (size_t i = 0; ev->slots && i < KIND_SLOTS; i++) {
+		if (!ev->slots[i])
+			continue;
+		free(ev->slots[i]->key);
+		json_decref(ev->slots[i]->names);
+		free(ev->slots[i]);
+	}
+	free(ev->slots);
 	events_log_put(ev->log);
 	json_decref(ev->denials);
 	free(ev->sandbox);

@@ -15,7 +15,7 @@ struct events;
 /* ... and the last part of a process's cgroup path, read while it lived. */
 #define EVENTS_KEY_GROUP "cgroup_group"
 
-/* The first denials of a run kept for its result; the file has them all. */
+/* The first denials of a run kept for its result; the file counts them all. */
 #define EVENTS_DENIALS_KEPT 1000
 
 typedef void (*events_hook_fn)(void *arg, const char *type, json_t *event);
@@ -55,10 +55,17 @@ int events_open(struct events **out, const char *path, const char *sandbox,
 		struct corral_err *err);
 /*
  * Record one event; fields is stolen (may be NULL).  Adds seq, time,
- * sandbox and type first, and in the file "prev" last; egress.denied
- * events are also kept for the result (without "prev").
+ * sandbox and type first, and in the file "prev" last; denials are also
+ * kept for the result (without "prev").  What a sandbox can repeat at will
+ * (denials, connections, tripwire hits) is written whole only the first
+ * events.verbatim times of a kind and within the budget; the rest is
+ * counted into "<type>.summary" events (of, the kind's fields, count,
+ * interval_ms, total), at most one per kind per interval, and carries no
+ * seq.  The hook sees every event, written or only counted.
  */
 void events_emit(struct events *ev, const char *type, json_t *fields);
+/* The sandbox's policy for its log (NULL: the built-in default's). */
+void events_set_limits(struct events *ev, const struct corral_event_limits *lim);
 /* The denials so far, as a JSON array (new reference). */
 json_t *events_denials(struct events *ev);
 /* Every later event carries "call": call (the tool call it belongs to). */
@@ -70,12 +77,16 @@ void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg);
 void events_limit_hits(struct events *ev, const char *call,
 		       const struct cg_stats *before, const struct cg_stats *after,
 		       const struct corral_policy *p, bool disk_full);
+/* "; disk limit 1 MiB reached: ..." after res->reason. */
+void events_explain_disk(struct corral_result *res, const struct corral_policy *p);
 /* "; denied: connection to X (why); N denials ..." after res->reason. */
 void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
 			    const struct corral_policy *p);
 /* The next event's seq is last + 1 (a sandbox's events across daemons). */
 void events_set_seq(struct events *ev, uint64_t last);
+/* Denials so far, all of them, whether written whole or only counted. */
 size_t events_count_denied(const struct events *ev);
+/* Writes the summaries still waiting, then frees ev. */
 void events_close(struct events *ev);
 
 #endif

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -282,14 +283,14 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 	return r;
 }
 
-static int build_dev(int oldroot, uint64_t shm_bytes, struct corral_err *err)
+static int build_dev(int oldroot, struct corral_err *err)
 {
 	static const struct { const char *path, *target; } links[] = {
 		{ "/dev/fd", "/proc/self/fd" }, { "/dev/stdin", "/proc/self/fd/0" },
 		{ "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
 		{ "/dev/ptmx", "pts/ptmx" },
 	};
-	char path[64], opts[64];
+	char path[64];
 	int r;
 
 	r = mkdir_p("/dev", 0755, err);
@@ -309,33 +310,62 @@ static int build_dev(int oldroot, uint64_t shm_bytes, struct corral_err *err)
 	if (r == 0)
 		r = do_mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 			     "newinstance,ptmxmode=0666,mode=0620", err);
+	/* a mount point: /dev/shm is a directory of the scratch tmpfs */
 	if (r == 0)
 		r = mkdir_p("/dev/shm", 01777, err);
-	snprintf(opts, sizeof(opts), "mode=1777,size=%llu",
-		 (unsigned long long)shm_bytes);
-	if (r == 0)
-		r = do_mount("tmpfs", "/dev/shm", "tmpfs",
-			     MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err);
+	return r;
+}
+
+/*
+ * Files the scratch tmpfs may hold.  An empty file costs no block of the
+ * disk budget but about 1 KiB of host kernel memory (inode and dentry),
+ * which no cgroup may be there to charge: unbounded, a sandbox with
+ * --disk 1M made 300,000 files and 300 MiB of slab.  One inode per 4 KiB
+ * of disk (the smallest a file with data takes anyway) keeps that to about
+ * a quarter of the budget, with a floor for small disks holding a source
+ * tree: 1 GiB allows 262,144 files, 1 MiB allows 4,096.
+ */
+#define SCRATCH_BYTES_PER_INODE	4096
+#define SCRATCH_INODES_MIN	4096
+
+static uint64_t scratch_inodes(uint64_t disk_bytes)
+{
+	uint64_t n = disk_bytes / SCRATCH_BYTES_PER_INODE;
+
+	return n < SCRATCH_INODES_MIN ? SCRATCH_INODES_MIN : n;
+}
+
+/* /dev/shm: a directory of the scratch tmpfs, not a tmpfs of its own. */
+static int bind_shm(struct corral_err *err)
+{
+	int r;
+
+	r = do_mount(SCRATCH "/shm", "/dev/shm", NULL, MS_BIND, NULL, err);
+	if (r == 0 && sys_mount_setattr("/dev/shm", 0, MOUNT_ATTR_NOSUID |
+				       MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0) < 0)
+		r = corral_set_err(err, -errno, "cannot make /dev/shm noexec: %s",
+				   strerror(errno));
 	return r;
 }
 
 /*
  * One tmpfs of the policy's disk size holds everything the sandbox may
- * write (/tmp, $HOME, the workspace's upper layer): one budget, one place
- * a disk filler runs out of room.
+ * write (/tmp, $HOME, /dev/shm, the workspace's upper layer): one budget
+ * of bytes and of files, one place a disk filler runs out of room.
  */
 static int build_scratch(int oldroot, const struct corral_policy *p,
 			 struct corral_err *err)
 {
 	static const char *const dirs[] = {
 		SCRATCH "/tmp", SCRATCH "/home", SCRATCH "/upper",
-		SCRATCH "/work", SCRATCH "/workspace",
+		SCRATCH "/work", SCRATCH "/workspace", SCRATCH "/shm",
 	};
 	char opts[128];
 	int r, fd;
 
-	snprintf(opts, sizeof(opts), "mode=0755,size=%llu",
-		 (unsigned long long)p->disk_bytes);
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu",
+		 (unsigned long long)p->disk_bytes,
+		 (unsigned long long)scratch_inodes(p->disk_bytes));
 	r = mkdir_p(SCRATCH, 0755, err);
 	if (r == 0)
 		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
@@ -345,6 +375,10 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 					   dirs[i], strerror(errno));
 	if (r == 0 && chmod(SCRATCH "/tmp", 01777) < 0)
 		r = corral_set_err(err, -errno, "cannot chmod /tmp: %s", strerror(errno));
+	if (r == 0 && chmod(SCRATCH "/shm", 01777) < 0)
+		r = corral_set_err(err, -errno, "cannot chmod /dev/shm: %s", strerror(errno));
+	if (r == 0)
+		r = bind_shm(err);
 	if (r < 0)
 		return r;
 
@@ -379,6 +413,27 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 	if (r < 0)
 		return corral_wrap_err(err, "workspace %s", p->workspace);
 	return 0;
+}
+
+/*
+ * For the supervisor: the scratch tmpfs, through the sandbox's "/" while the
+ * sandbox lives (its mounts are gone with its namespace, the tmpfs is not
+ * while this fd holds it).
+ */
+int mount_scratch_open(int rootfd)
+{
+	int fd = openat(rootfd, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* The disk limit was hit: no block or no file left on the scratch tmpfs. */
+bool mount_scratch_full(int scratchfd)
+{
+	struct statvfs sv;
+
+	return scratchfd >= 0 && fstatvfs(scratchfd, &sv) == 0 &&
+	       (sv.f_bavail == 0 || sv.f_favail == 0);
 }
 
 /* ---- tripwires ------------------------------------------------------- */
@@ -624,7 +679,7 @@ int mount_build(const struct corral_policy *p, struct corral_err *err)
 	if (r == 0)
 		r = build_etc(oldroot, p, err);
 	if (r == 0)
-		r = build_dev(oldroot, p->disk_bytes, err);
+		r = build_dev(oldroot, err);
 	if (r == 0)
 		r = build_scratch(oldroot, p, err);
 	if (r == 0)

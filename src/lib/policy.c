@@ -474,6 +474,9 @@ void corral_policy_init(struct corral_policy *p)
 		 * sandbox is killed: a one-shot run has no one to hold it for.
 		 */
 		.abort = { .kill = true },
+		/* a flood of denials: 10 whole, then a count every 10 s */
+		.events = { .budget_bytes = 16 * MiB, .verbatim = 10,
+			    .interval_ms = 10000 },
 	};
 }
 

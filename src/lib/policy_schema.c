@@ -799,6 +799,58 @@ static int apply_abort(struct loader *l, json_t *v)
 	return 0;
 }
 
+/* ---- what a sandbox may write to its log ------------------------------ */
+
+#define EVENTS_BUDGET_MIN	(16 * KiB)
+#define EVENTS_BUDGET_MAX	(1 * GiB)	/* per sandbox: a daemon holds many */
+#define EVENTS_VERBATIM_MAX	1000000
+#define EVENTS_INTERVAL_MIN_MS	100
+#define EVENTS_INTERVAL_MAX_MS	(24 * 3600 * 1000)
+
+static int apply_events_budget(struct loader *l, json_t *v)
+{
+	return apply_required_size(l, v, EVENTS_BUDGET_MIN, EVENTS_BUDGET_MAX,
+				   "nothing a sandbox does may grow its log without bound",
+				   &l->p->events.budget_bytes);
+}
+
+static int apply_events_verbatim(struct loader *l, json_t *v)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > EVENTS_VERBATIM_MAX)
+		return loader_fail(l, false, v,
+				   "expected an integer from 0 to %d (0: every repeat is counted, none written whole)",
+				   EVENTS_VERBATIM_MAX);
+	l->p->events.verbatim = json_integer_value(v);
+	return 0;
+}
+
+static int apply_events_interval(struct loader *l, json_t *v)
+{
+	uint64_t ms;
+	int r;
+
+	r = get_duration(l, v, &ms);
+	if (r)
+		return r;
+	if (ms < EVENTS_INTERVAL_MIN_MS || ms > EVENTS_INTERVAL_MAX_MS)
+		return loader_fail(l, false, v, "expected from 0.1 s to 24 h");
+	l->p->events.interval_ms = ms;
+	return 0;
+}
+
+static const struct field events_fields[] = {
+	{ "budget", apply_events_budget },
+	{ "verbatim", apply_events_verbatim },
+	{ "summary_interval", apply_events_interval },
+	{ NULL, NULL },
+};
+
+static int apply_events(struct loader *l, json_t *v)
+{
+	return apply_fields(l, v, events_fields);
+}
+
 static const struct field top_fields[] = {
 	{ "description", apply_description },
 	{ "filesystem", apply_filesystem },
@@ -806,6 +858,7 @@ static const struct field top_fields[] = {
 	{ "env", apply_env },
 	{ "network", apply_network },
 	{ "abort", apply_abort },
+	{ "events", apply_events },
 	{ NULL, NULL },
 };
 

@@ -101,6 +101,7 @@ struct supervise {
 	struct event *ev_usage;	/* CPU and wall budgets, polled */
 	struct tripwire *tripwire;
 	int rootfd;		/* the sandbox's "/", for the tripwires */
+	int scratchfd;		/* its writable tmpfs: was the disk limit hit? */
 	int sync_wr;		/* "t" once the tripwires are watched */
 	bool halted;		/* an abort criterion was met */
 	bool halt_killed;
@@ -210,12 +211,14 @@ static void on_msg(evutil_socket_t fd, short what, void *arg)
 		int nfd;
 
 		memcpy(&nfd, CMSG_DATA(cm), sizeof(int));
-		if (n == sizeof(m) && m.kind == MSG_NOTIFY_FD && !s->sensor)
+		if (n == sizeof(m) && m.kind == MSG_NOTIFY_FD && !s->sensor) {
 			s->sensor = sensor_start(s->base, nfd, s->ev);
-		else if (n == sizeof(m) && m.kind == MSG_ROOT_FD && s->rootfd < 0)
+		} else if (n == sizeof(m) && m.kind == MSG_ROOT_FD && s->rootfd < 0) {
 			s->rootfd = nfd;
-		else
+			s->scratchfd = mount_scratch_open(nfd);
+		} else {
 			close(nfd);	/* one of each, and nothing else */
+		}
 		return;
 	}
 	if (n != sizeof(m)) {
@@ -578,7 +581,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	int sync[2] = { -1, -1 }, msg[2] = { -1, -1 };
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	struct supervise s = { .pidfd = -1, .msg_rd = -1, .sigfd = -1, .sync_wr = -1,
-				.rootfd = -1 };
+				.rootfd = -1, .scratchfd = -1 };
 	struct events *ev = NULL;
 	struct proxy *px = NULL;
 	struct cg_stats st = { 0 };
@@ -591,6 +594,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	uid_t host_uid;
 	gid_t host_gid;
 	int r, ws = 0;
+	bool disk_full;
 
 	memset(res, 0, sizeof(*res));
 	res->status = CORRAL_ERROR;
@@ -618,6 +622,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	r = events_open(&ev, o->events_path, name, err);
 	if (r < 0)
 		goto fail;
+	events_set_limits(ev, &p->events);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s",
 		 o->tool_call ? o->tool_call : name);
 	if (events_set_call(ev, res->tool_call) < 0) {
@@ -717,8 +722,11 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		goto fail_signals;
 	}
 	/* a fresh group: what its counters say all happened in this run */
-	events_limit_hits(ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, false);
+	disk_full = mount_scratch_full(s.scratchfd);
+	events_limit_hits(ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);
 	describe(res, &s, p, &st, o->argv[0]);
+	if (disk_full)
+		events_explain_disk(res, p);
 	{
 		json_t *d = events_denials(ev);
 
@@ -763,6 +771,7 @@ fail:
 	tripwire_free(s.tripwire);
 	close_fd(&s.sync_wr);
 	close_fd(&s.rootfd);
+	close_fd(&s.scratchfd);
 	proxy_free(px);
 	if (ev)
 		events_set_hook(ev, NULL, NULL);

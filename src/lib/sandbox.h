@@ -15,6 +15,9 @@ int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
 int mount_build(const struct corral_policy *p, struct corral_err *err);
 /* The paths Landlock lets the sandbox write (NULL-terminated). */
 extern const char *const mount_writable_paths[];
+/* The writable tmpfs (one budget), opened beneath the sandbox's "/". */
+int mount_scratch_open(int rootfd);
+bool mount_scratch_full(int scratchfd);
 
 /* What the first process of a sandbox needs from its supervisor. */
 struct child_ctx {

@@ -1,0 +1,259 @@
+#!/bin/bash
+# floods.sh - nothing a sandbox repeats grows the host's disk without bound:
+# denied syscalls and denied names are summarised in the events file and in
+# the daemon's audit log (first few whole, then counts), every log has a
+# budget, the abort criteria still count every denial; and the sandbox's
+# writable space is one budget of bytes and of files (/dev/shm included).
+#
+#   tests/floods.sh CORRAL HELPERS_DIR [TEST...]
+#
+# Runs as whoever calls it (root or not).  Every flood is bounded in time
+# (seconds, inside the sandbox) and in count.
+set -u
+CORRAL=$(readlink -f "$1")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-floods.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+. "$HERE/daemon.sh"
+
+# Denied mount() calls for SECONDS, as fast as one thread can; prints how
+# many were made (each one reached the supervisor and was denied).
+FLOOD_PY='
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+n, end = 0, time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end and n < 10000000:
+    libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
+    n += 1
+print(n)
+'
+
+# N DNS questions for made-up names to the supervisor's responder.
+DNS_PY='
+import random, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+n, answered = int(sys.argv[1]), 0
+for i in range(n):
+    name = "r%d-%d.evil.test" % (i, random.randrange(1 << 30))
+    q = struct.pack(">HHHHHH", i & 0xffff, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    s.sendto(q + struct.pack(">HH", 1, 1), ("127.0.0.1", 53))
+    try:
+        s.recv(512)
+        answered += 1
+    except socket.timeout:
+        pass
+print(answered)
+'
+
+policy() {	# policy JSON_BODY: $T/p.json
+	printf '{%s}\n' "$1" > "$T/p.json"
+	chmod 644 "$T/p.json"
+}
+
+frun() {	# frun ARGS...: corral run --json with $T/p.json and $T/events
+	local rc=0
+	timeout 120 "$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		"$@" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+}
+
+# counts FILE TYPE: "WHOLE COUNTED" - lines of TYPE, and the sum of the
+# counts of its summaries (the true number is their sum).
+counts() {
+	/usr/bin/python3 - "$1" "$2" <<'EOF'
+import json, sys
+whole = counted = 0
+for raw in open(sys.argv[1], "rb"):
+    e = json.loads(raw)
+    if e["type"] == sys.argv[2]:
+        whole += 1
+    elif e["type"] == sys.argv[2] + ".summary":
+        counted += e["count"]
+print(whole, counted)
+EOF
+}
+
+size_of() { stat -c %s "$1"; }
+
+verified() {	# verified FILE: the hash chain holds
+	local out
+	out=$("$CORRAL" audit verify "$1" 2>&1) || fail "audit verify $1: $out"
+	expect_contains "verify" "$out" "ok,"
+}
+
+# false only when the run says its denials are plain EPERM; a run that
+# failed goes on to fail the test
+notify_here() {	# notify_here [RESULT]
+	local v
+	v=$(json layers.seccomp_notify < "${1:-$T/out}" 2>/dev/null) || return 0
+	[ "$v" = true ]
+}
+
+t_denied_mount_flood_is_summarised() {
+	printf '%s' "$FLOOD_PY" > "$T/flood.py"
+	chmod 644 "$T/flood.py"
+	policy '"events": {"budget": "256K", "verbatim": 10, "summary_interval": "1s"}'
+	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 3
+	notify_here || { skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
+	expect_eq "status" "$(json status < "$T/out")" exited
+	made=$(json stdout < "$T/out")
+	[ "$made" -gt 1000 ] || fail "only $made mount() calls in 3 s"
+	# a few lines: ten whole, about one summary a second, start and end
+	size=$(size_of "$T/events")
+	[ "$size" -lt $((64 * 1024)) ] || fail "$size bytes of events for $made denials"
+	read -r whole counted < <(counts "$T/events" syscall.denied)
+	expect_eq "written whole" "$whole" 10
+	expect_eq "all counted" "$((whole + counted))" "$made"
+	n=$(grep -c '"type":"syscall.denied.summary"' "$T/events")
+	[ "$n" -ge 1 ] && [ "$n" -le 6 ] || fail "$n summaries in 3 s at one a second"
+	expect_contains "summary" "$(grep -m1 syscall.denied.summary "$T/events")" \
+		'"of":"syscall.denied","syscall":"mount","count":'
+	verified "$T/events"
+	expect_contains "show lists the counts" \
+		"$("$CORRAL" audit show "$T/events" --type syscall.denied)" "syscall.denied.summary"
+}
+
+# Past the budget: one log.budget event, then counts only; still exact.
+t_event_budget_reached() {
+	printf '%s' "$FLOOD_PY" > "$T/flood.py"
+	chmod 644 "$T/flood.py"
+	policy '"events": {"budget": "16K", "verbatim": 1000000, "summary_interval": "0.5s"}'
+	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 2
+	notify_here || { skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
+	made=$(json stdout < "$T/out")
+	expect_eq "one budget event" "$(grep -c '"type":"log.budget"' "$T/events")" 1
+	expect_contains "says why" "$(grep log.budget "$T/events")" \
+		"reached their budget of 16 KiB (events.budget)"
+	size=$(size_of "$T/events")
+	# the budget, an eighth more for summaries, a line past each, the end
+	[ "$size" -lt $((16 * 1024 + 2048 + 4096)) ] || fail "$size bytes on a 16 KiB budget"
+	read -r whole counted < <(counts "$T/events" syscall.denied)
+	expect_eq "all counted" "$((whole + counted))" "$made"
+	expect_contains "the run's end" "$(tail -2 "$T/events")" '"type":"exec.end"'
+	verified "$T/events"
+}
+
+# The criterion counts every denial, written or not: it fires at 51.
+t_abort_counts_summarised_denials() {
+	printf '%s' "$FLOOD_PY" > "$T/flood.py"
+	chmod 644 "$T/flood.py"
+	policy '"abort": {"max_denied_syscalls": 50}, "events": {"verbatim": 5}'
+	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 30
+	notify_here || { skip "no USER_NOTIF: denied syscalls are not counted"; return 77; }
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "51 syscalls denied (limit 50), the last mount"
+	read -r whole counted < <(counts "$T/events" syscall.denied)
+	expect_eq "written whole" "$whole" 5
+	# what was counted is written before the abort, with the running total;
+	# without a freezer a denial or two may come between the abort and the kill
+	before=$(/usr/bin/python3 - "$T/events" <<'EOF'
+import json, sys
+total = None
+for raw in open(sys.argv[1], "rb"):
+    e = json.loads(raw)
+    if e["type"] == "abort":
+        break
+    if e["type"] == "syscall.denied.summary":
+        total = e["total"]
+print(total)
+EOF
+)
+	expect_eq "counted up to the abort" "$before" 51
+	[ "$((whole + counted))" -ge 51 ] || fail "$((whole + counted)) denials in the log"
+	a=$(grep '"type":"abort"' "$T/events")
+	expect_contains "abort" "$a" '"criterion":"max_denied_syscalls"'
+	verified "$T/events"
+}
+
+# Made-up names: 128 kinds named one by one at most, the rest one kind.
+t_dns_names_flood_is_bounded() {
+	printf '%s' "$DNS_PY" > "$T/dns.py"
+	chmod 644 "$T/dns.py"
+	policy '"network": {"mode": "proxy", "allow": ["x.test"]}, "events": {"verbatim": 10}'
+	frun --ro "$T/dns.py:/opt/dns.py" -- /usr/bin/python3 /opt/dns.py 3000
+	expect_eq "status" "$(json status < "$T/out")" exited
+	expect_eq "all answered" "$(json stdout < "$T/out")" 3000
+	read -r whole counted < <(counts "$T/events" egress.denied)
+	[ "$whole" -le $((128 + 10)) ] || fail "$whole denials written whole"
+	expect_eq "all counted" "$((whole + counted))" 3000
+	expect_contains "the rest as one kind" "$(grep egress.denied.summary "$T/events")" '"other":true'
+	verified "$T/events"
+}
+
+# A daemon's sandbox flooding denials: its share of STATE/audit.jsonl is
+# bounded, the counts exact, the chain whole.
+t_daemon_flood_keeps_audit_log_bounded() {
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0, "policy": {"events":
+		{"budget": "32K", "verbatim": 10, "summary_interval": "1s"}}}' | json id)
+	expect_eq "create" "$(cat "$T/status")" 201
+	body=$(/usr/bin/python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "flood-1",
+                  "argv": ["/usr/bin/python3", "-c", sys.argv[1], "4"]}))' "$FLOOD_PY")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r1"
+	expect_eq "exec" "$(cat "$T/status")" 200
+	notify_here "$T/r1" ||
+		{ stop_daemon; skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
+	made=$(json stdout < "$T/r1")
+	[ "$made" -gt 1000 ] || fail "only $made mount() calls"
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+	stop_daemon
+	log=$T/state/audit.jsonl
+	size=$(size_of "$log")
+	[ "$size" -lt $((32 * 1024 + 4096 + 8192)) ] || fail "audit.jsonl is $size bytes after $made denials"
+	grep "\"sandbox\":\"$id\"" "$log" > "$T/mine"
+	read -r whole counted < <(counts "$T/mine" syscall.denied)
+	expect_eq "written whole" "$whole" 10
+	expect_eq "all counted" "$((whole + counted))" "$made"
+	verified "$log"
+}
+
+# /dev/shm and /tmp are one tmpfs: together no more than --disk.
+t_shm_and_tmp_share_the_disk() {
+	policy '"limits": {"disk": "16M"}'
+	frun -- /bin/sh -c 'dd if=/dev/zero of=/dev/shm/a bs=1M count=12 2>/dev/null; echo shm=$?
+		dd if=/dev/zero of=/tmp/b bs=1M count=12 2>/dev/null; echo tmp=$?
+		du -sk /dev/shm/a /tmp/b | awk "{s += \$1} END {print \"kib=\" s}"'
+	out=$(json stdout < "$T/out")
+	expect_contains "shm written" "$out" "shm=0"
+	expect_contains "tmp full" "$out" "tmp=1"
+	kib=$(echo "$out" | sed -n 's/^kib=//p')
+	[ "$kib" -le 16384 ] || fail "$kib KiB written with --disk 16M"
+	expect_contains "said" "$(json reason < "$T/out")" "disk limit 16 MiB reached"
+	expect_contains "event" "$(cat "$T/events")" '"type":"limit.hit","limit":"disk"'
+}
+
+# Files cost host kernel memory with or without data: --disk bounds them.
+t_disk_bounds_files() {
+	policy '"limits": {"disk": "1M", "memory": "64M"}'
+	frun -- /usr/bin/python3 -c '
+import errno, os
+n = 0
+try:
+    while n < 300000:
+        os.close(os.open("/tmp/f%d" % n, os.O_CREAT | os.O_WRONLY, 0o600))
+        n += 1
+    print("made", n)
+except OSError as e:
+    print("made", n, errno.errorcode[e.errno])'
+	out=$(json stdout < "$T/out")
+	expect_contains "refused" "$out" "ENOSPC"
+	n=$(echo "$out" | awk '{print $2}')
+	[ "$n" -lt 10000 ] || fail "$n files on a 1 MiB disk"
+	expect_contains "said" "$(json reason < "$T/out")" "disk limit 1 MiB reached: no room or no file left"
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "floods ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -17,10 +17,7 @@
 #include "internal.h"
 #include "sandbox.h"
 #include "events.h"
-#include "proxy.h"
-#include "sensor.h"
 #include "abort.h"
-#include "tripwire.h"
 
 #include <event2/event.h>
 
@@ -29,7 +26,6 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
-#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -44,10 +40,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
 
 #define BOX_DRAIN_MS	250	/* output after the call's end, at most */
 #define BOX_TICK_MS	1000	/* meters, budgets */
@@ -114,19 +106,10 @@ struct corral_box {
 	char id[BOX_ID_MAX + 1];
 	enum corral_box_state state;
 	struct cg *cg;
-	pid_t pid;
-	int pidfd, ctl, sync_wr;
-	int rootfd;		/* the sandbox's "/": tripwires and files */
-	struct event *ev_ctl, *ev_exit, *ev_tick, *ev_idle;
+	struct sandbox *sb;	/* init, its sockets, proxy, sensor, tripwires */
+	struct event *ev_tick, *ev_idle;
 	struct events *ev;
-	struct proxy *px;
-	struct sensor *sensor;
-	struct tripwire *tripwire;
 	struct abort_state *abort;
-	char **envp;
-	uid_t host_uid;
-	gid_t host_gid;
-	int landlock_abi;
 	uint32_t next_id;
 	struct corral_call *calls;
 	struct lingerer *lingering;
@@ -336,9 +319,9 @@ const char *corral_box_halt_reason(const struct corral_box *b)
 
 void corral_box_layers(const struct corral_box *b, struct corral_layers *l)
 {
-	l->landlock_abi = b->landlock_abi;
+	l->landlock_abi = b->sb ? b->sb->landlock_abi : 0;
 	l->seccomp = true;
-	l->seccomp_notify = b->sensor != NULL;
+	l->seccomp_notify = b->sb && b->sb->sensor;
 	l->limits = cg_mode_name(b->cg);
 }
 
@@ -447,9 +430,9 @@ static bool disk_full(struct corral_box *b)
 	bool full = false;
 	int fd;
 
-	if (b->rootfd < 0 || b->killed)
+	if (b->sb->rootfd < 0 || b->killed)
 		return false;
-	fd = openat(b->rootfd, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(b->sb->rootfd, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && fstatvfs(fd, &sv) == 0)
 		full = sv.f_bavail == 0 || sv.f_favail == 0;
 	if (fd >= 0)
@@ -724,11 +707,13 @@ static char **call_env(const struct corral_box *b, char *const *extra)
 	char **envp = NULL;
 	size_t n = 0;
 
-	for (size_t i = 0; b->envp[i]; i++) {
-		char *eq = strchr(b->envp[i], '=');
+	char *const *base = b->sb->envp;
+
+	for (size_t i = 0; base[i]; i++) {
+		char *eq = strchr(base[i], '=');
 		char name[256];
 
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - b->envp[i]), b->envp[i]);
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - base[i]), base[i]);
 		if (sandbox_env_add(&envp, &n, name, eq + 1) < 0)
 			goto fail;
 	}
@@ -781,7 +766,7 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(4 * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, 4 * sizeof(int));
-	if (sendmsg(b->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (sendmsg(b->sb->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		r = corral_set_err(err, -errno, "cannot reach the sandbox's init: %s",
 				   strerror(errno));
 out:
@@ -1346,9 +1331,7 @@ static bool attribute(void *arg, json_t *event)
 
 static void kill_all(struct corral_box *b)
 {
-	if (b->pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-	cg_kill(b->cg);
+	sandbox_kill(b->sb);
 }
 
 static void halt_calls(struct corral_box *b)
@@ -1554,11 +1537,9 @@ static void box_died(struct corral_box *b)
 		      b->state != CORRAL_BOX_HALTED;
 	bool starting = b->state == CORRAL_BOX_STARTING;
 
-	drop_event(&b->ev_ctl);
-	drop_event(&b->ev_exit);
+	sandbox_unwatch(b->sb);
 	drop_event(&b->ev_idle);
 	drop_event(&b->ev_tick);
-	close_fd(&b->ctl);
 	meter(b);
 	if (b->state != CORRAL_BOX_HALTED)
 		b->state = CORRAL_BOX_DEAD;
@@ -1581,86 +1562,55 @@ static void box_died(struct corral_box *b)
 	}
 }
 
-static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how,
-			const char *group)
+/* inotify names no pid: the call is known only if one call runs */
+static void on_tripwire(void *arg, json_t *event, pid_t pid)
 {
 	struct corral_box *b = arg;
-	json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "path", path, "pid", (int)pid,
-			      "how", how, "reason",
-			      "a decoy file planted by the policy was touched");
-	struct corral_call *only = NULL;
+	struct corral_call *only;
 
-	if (o && group[0])	/* read while the opener still waited */
-		json_object_set_new(o, EVENTS_KEY_GROUP, json_string(group));
-	/* inotify names no pid: the call is known only if one call runs */
-	if (o && pid <= 0 && calls_running(b) == 1) {
-		for (only = b->calls; only && only->done; only = only->next)
-			;
-		json_object_set_new(o, "call", json_string(only->tool_call));
-		json_object_set_new(o, "attributed", json_string("the only call "
-				    "running when the file was touched"));
-	}
-	events_emit(b->ev, "tripwire", o);
+	if (pid > 0 || calls_running(b) != 1)
+		return;
+	for (only = b->calls; only && only->done; only = only->next)
+		;
+	json_object_set_new(event, "call", json_string(only->tool_call));
+	json_object_set_new(event, "attributed", json_string("the only call "
+			    "running when the file was touched"));
 }
 
-static void box_ready(struct corral_box *b, int landlock_abi)
+/* The layers are in place (the tripwires armed): calls may come. */
+static void box_ready(struct corral_box *b)
 {
-	struct corral_err err = { 0 };
 	struct timeval tick = tv_ms(BOX_TICK_MS);
 
-	b->landlock_abi = landlock_abi;
-	if (b->p->abort.ntripwires) {
-		const char *over = NULL;
-
-		for (size_t i = 0; i < b->p->abort.ntripwires && !over; i++)
-			over = tripwire_bind_over(b->p, b->p->abort.tripwires[i]);
-		if (over)
-			corral_set_err(&err, -EINVAL, "a tripwire lies under the "
-				       "bind on %s", over);
-		else if (b->rootfd < 0)
-			corral_set_err(&err, -EBADF, "the sandbox sent no root");
-		else
-			b->tripwire = tripwire_start_at(b->base, b->rootfd,
-					(const char *const *)b->p->abort.tripwires,
-					b->p->abort.ntripwires, 0, on_tripwire, b, &err);
-		events_emit(b->ev, "tripwire.armed", json_pack("{s:s, s:i, s:s}",
-			    "mode", b->tripwire ? tripwire_mode(b->tripwire) : "none",
-			    "files", (int)b->p->abort.ntripwires,
-			    "detail", b->tripwire ? "" : err.msg));
-	}
-	if (b->sync_wr >= 0 && send(b->sync_wr, "t", 1, MSG_NOSIGNAL) != 1) {
-		/* init died: its exit is handled by on_exit */
-	}
-	close_fd(&b->sync_wr);
 	b->state = CORRAL_BOX_IDLE;
 	b->t_mark = now_ms();
 	b->ev_tick = event_new(b->base, -1, EV_PERSIST, on_tick, b);
 	if (b->ev_tick)
 		event_add(b->ev_tick, &tick);
 	events_emit(b->ev, "sandbox.ready", json_pack("{s:i, s:s, s:i}",
-		    "landlock_abi", landlock_abi, "limits", cg_mode_name(b->cg),
-		    "pid", (int)b->pid));
+		    "landlock_abi", b->sb->landlock_abi, "limits", cg_mode_name(b->cg),
+		    "pid", (int)b->sb->pid));
 	arm_idle(b);
 	arm_spare(b);
 	if (b->o.on_ready)
 		b->o.on_ready(b->o.arg, b, NULL);
 }
 
-static void handle_msg(struct corral_box *b, const struct child_msg *m)
+static void on_msg(void *arg, const struct child_msg *m)
 {
+	struct corral_box *b = arg;
 	struct corral_call *c;
 	struct corral_err err;
 
 	switch (m->kind) {
 	case MSG_READY:
-		box_ready(b, m->landlock_abi);
+		box_ready(b);
 		break;
 	case MSG_SETUP_FAILED:
 		if (b->state == CORRAL_BOX_STARTING) {
 			b->state = CORRAL_BOX_DEAD;
-			corral_set_err(&err, m->code ? m->code : -EIO, "%.*s",
-				       (int)sizeof(m->text) - 1, m->text);
-			drop_event(&b->ev_ctl);
+			corral_set_err(&err, m->code ? m->code : -EIO, "%s", m->text);
+			sandbox_unwatch(b->sb);
 			if (b->o.on_ready)
 				b->o.on_ready(b->o.arg, b, &err);
 		}
@@ -1687,47 +1637,17 @@ static void handle_msg(struct corral_box *b, const struct child_msg *m)
 	}
 }
 
-static void on_ctl(evutil_socket_t fd, short what, void *arg)
+static void on_gone(void *arg)
 {
-	struct corral_box *b = arg;
-	struct child_msg m;
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-
-	(void)what;
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		box_died(b);
-		return;
-	}
-	cm = CMSG_FIRSTHDR(&mh);
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-		int nfd;
-
-		memcpy(&nfd, CMSG_DATA(cm), sizeof(int));
-		if (n == sizeof(m) && m.kind == MSG_NOTIFY_FD && !b->sensor)
-			b->sensor = sensor_start(b->base, nfd, b->ev);
-		else if (n == sizeof(m) && m.kind == MSG_ROOT_FD && b->rootfd < 0)
-			b->rootfd = nfd;
-		else
-			close(nfd);
-		return;
-	}
-	if (n == sizeof(m))
-		handle_msg(b, &m);
-}
-
-static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
 	box_died(arg);
 }
+
+static const struct sandbox_hooks box_hooks = {
+	.msg = on_msg,
+	.closed = on_gone,
+	.exited = on_gone,
+	.tripwire = on_tripwire,
+};
 
 /* ---- create and destroy ----------------------------------------------------- */
 
@@ -1743,88 +1663,14 @@ static int check_id(const char *id, struct corral_err *err)
 	return 0;
 }
 
-/*
- * The sandbox failed while we were still starting it: if its init said
- * why, that is the error worth reporting, not the broken pipe we met.
- */
-static void spawn_failed(struct corral_box *b, struct corral_err *err)
-{
-	struct child_msg m;
-
-	syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-	waitpid(b->pid, NULL, 0);
-	b->pid = -1;
-	while (b->ctl >= 0 && recv(b->ctl, &m, sizeof(m), MSG_DONTWAIT) == sizeof(m)) {
-		if (m.kind == MSG_SETUP_FAILED) {
-			m.text[sizeof(m.text) - 1] = '\0';
-			corral_set_err(err, m.code ? m.code : -EIO, "%s", m.text);
-			return;
-		}
-	}
-}
-
 static int box_spawn(struct corral_box *b, struct corral_err *err)
 {
-	int sync[2] = { -1, -1 }, msg[2] = { -1, -1 }, r;
-	struct child_ctx c = { 0 };
+	struct sandbox_opts so = {
+		.base = b->base, .p = b->p, .ev = b->ev, .cg = b->cg,
+		.stdio = { -1, -1, -1 }, .hooks = &box_hooks, .arg = b,
+	};
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, msg) < 0) {
-		r = corral_set_err(err, -errno, "socketpair: %s", strerror(errno));
-		goto out;
-	}
-	c.p = b->p;
-	c.envp = b->envp;
-	c.caller_root = geteuid() == 0;
-	c.cg_none = cg_mode(b->cg) == CG_NONE;
-	c.serve = true;
-	c.sync_rd = sync[0];
-	c.msg_wr = msg[1];
-	c.out_wr = c.err_wr = -1;
-	b->pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
-			 CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
-			 SIGCHLD, NULL, &b->pidfd, NULL, 0);
-	if (b->pid < 0) {
-		r = corral_set_err(err, -errno, "cannot create the namespaces: %s",
-				   strerror(errno));
-		goto out;
-	}
-	if (b->pid == 0)
-		sandbox_child(&c);
-	close_fd(&sync[0]);
-	close_fd(&msg[1]);
-	b->ctl = msg[0];
-	msg[0] = -1;
-	r = ns_write_id_maps(b->pid, b->host_uid, b->host_gid, err);
-	if (r == 0 && b->p->net == CORRAL_NET_PROXY)
-		r = proxy_start(b->base, b->pid, b->p, b->ev, &b->px, err);
-	if (r == 0 && send(sync[1], "g", 1, MSG_NOSIGNAL) != 1)
-		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
-				   strerror(errno));
-	if (r == 0)
-		r = cg_attach(b->cg, b->pid, err);
-	if (r == 0 && send(sync[1], "c", 1, MSG_NOSIGNAL) != 1)
-		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
-				   strerror(errno));
-	if (r == 0 && b->p->abort.ntripwires) {
-		b->sync_wr = sync[1];	/* answered on READY */
-		sync[1] = -1;
-	}
-	if (r == 0) {
-		b->ev_ctl = event_new(b->base, b->ctl, EV_READ | EV_PERSIST, on_ctl, b);
-		b->ev_exit = event_new(b->base, b->pidfd, EV_READ, on_exit_ready, b);
-		if (!b->ev_ctl || !b->ev_exit || event_add(b->ev_ctl, NULL) < 0 ||
-		    event_add(b->ev_exit, NULL) < 0)
-			r = corral_set_err(err, -ENOMEM, "cannot watch the sandbox");
-	}
-	if (r < 0 && b->pid > 0)
-		spawn_failed(b, err);
-out:
-	close_fd(&sync[0]);
-	close_fd(&sync[1]);
-	close_fd(&msg[0]);
-	close_fd(&msg[1]);
-	return r;
+	return sandbox_spawn(&b->sb, &so, err);
 }
 
 int corral_box_create(struct event_base *base, struct corral_policy *p,
@@ -1839,18 +1685,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	err->code = 0;
 	err->msg[0] = '\0';
 	r = check_id(o->id, err);
-	if (r == 0 && p->disk_bytes == 0)
-		r = corral_set_err(err, -EINVAL, "limits.disk must be > 0");
-	if (r == 0 && p->workspace) {
-		struct stat st;
-
-		if (stat(p->workspace, &st) < 0)
-			r = corral_set_err(err, -EINVAL, "workspace %s: %s",
-					   p->workspace, strerror(errno));
-		else if (!S_ISDIR(st.st_mode))
-			r = corral_set_err(err, -EINVAL, "workspace %s: not a "
-					   "directory", p->workspace);
-	}
+	if (r == 0)
+		r = sandbox_check_policy(p, err);
 	b = r == 0 ? calloc(1, sizeof(*b)) : NULL;
 	if (!b) {
 		if (r == 0)
@@ -1865,14 +1701,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	snprintf(b->id, sizeof(b->id), "%s", o->id);
 	b->o.id = b->id;
 	b->state = CORRAL_BOX_STARTING;
-	b->pidfd = b->ctl = b->sync_wr = b->rootfd = -1;
 	b->t_created = b->t_mark = now_ms();
-	ns_pick_ids(p, &b->host_uid, &b->host_gid);
-	b->envp = sandbox_env(p);
-	if (!b->envp) {
-		r = corral_set_err(err, -ENOMEM, "out of memory");
-		goto fail;
-	}
 	r = events_new(&b->ev, o->log ? o->log->log : NULL, b->id, err);
 	if (r < 0)
 		goto fail;
@@ -1948,21 +1777,22 @@ static void reaper_add(struct reaper *r, struct cg **cg)
 
 void corral_box_destroy(struct corral_box *b)
 {
+	cleanup_close int pidfd = -1;
 	struct reaper *r;
 	bool started;
+	pid_t pid;
 
 	if (!b)
 		return;
 	started = b->state != CORRAL_BOX_STARTING;
-	drop_event(&b->ev_ctl);
-	drop_event(&b->ev_exit);
+	if (b->sb)
+		sandbox_unwatch(b->sb);
 	drop_event(&b->ev_tick);
 	drop_event(&b->ev_idle);
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_sweep);
 	r = calloc(1, sizeof(*r));
-	if (b->pid > 0)
-		kill_all(b);
+	kill_all(b);
 	if (b->frozen) {	/* the killed must run to die */
 		struct corral_err err;
 
@@ -1997,36 +1827,31 @@ void corral_box_destroy(struct corral_box *b)
 	sweep_lingering(b, true);
 	if (b->ev && started)
 		events_emit(b->ev, "sandbox.destroy", NULL);
-	sensor_free(b->sensor);
-	tripwire_free(b->tripwire);
-	proxy_free(b->px);
-	close_fd(&b->ctl);
-	close_fd(&b->sync_wr);
-	close_fd(&b->rootfd);
+	pid = b->sb ? b->sb->pid : -1;
+	pidfd = b->sb ? steal_fd(&b->sb->pidfd) : -1;
+	sandbox_free(b->sb);
+	b->sb = NULL;
 	if (b->ev)
 		events_set_hook(b->ev, NULL, NULL);
 	abort_free(b->abort);
 	events_close(b->ev);
 	if (r) {
-		r->pid = b->pid;
-		r->pidfd = b->pidfd;
-		b->pidfd = -1;
+		r->pid = pid;
+		r->pidfd = steal_fd(&pidfd);
 		reaper_add(r, &b->cg);
 		if (r->pid > 0 && r->pidfd >= 0)
 			r->ev = event_new(b->base, r->pidfd, EV_READ, on_reap, r);
 		if (!r->ev || event_add(r->ev, NULL) < 0)
 			reap(r);	/* no loop to wait on: here and now */
 	} else {
-		if (b->pid > 0)
-			waitpid(b->pid, NULL, 0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
 		cg_destroy(b->cg);
 	}
-	close_fd(&b->pidfd);
 	/* nothing of the calls' ends may have left a timer on b */
 	drop_event(&b->ev_sweep);
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_idle);
-	sandbox_env_free(b->envp);
 	corral_policy_free(b->p);
 	free(b->p);
 	free(b);
@@ -2045,8 +1870,8 @@ static int as_agent(struct corral_box *b, bool on)
 {
 	if (geteuid() != 0)
 		return 0;
-	setfsgid(on ? b->host_gid : 0);
-	setfsuid(on ? b->host_uid : 0);
+	setfsgid(on ? b->sb->host_gid : 0);
+	setfsuid(on ? b->sb->host_uid : 0);
 	return 0;
 }
 
@@ -2064,7 +1889,7 @@ static int check_path(struct corral_box *b, const char *path, bool write,
 	if (b->state == CORRAL_BOX_HALTED && write)
 		return corral_set_err(err, -EPERM, "halted: %s; its files can be "
 				      "read, not changed", b->halt_reason);
-	if (b->rootfd < 0 || b->state == CORRAL_BOX_DEAD)
+	if (b->sb->rootfd < 0 || b->state == CORRAL_BOX_DEAD)
 		return corral_set_err(err, -ESRCH, "the sandbox is dead: its files "
 				      "went with it");
 	if (!path || path[0] != '/')
@@ -2090,7 +1915,7 @@ static int open_in_root(struct corral_box *b, const char *path, uint64_t flags,
 	if (!(flags & O_CREAT))
 		how.mode = 0;
 	as_agent(b, true);
-	fd = syscall(SYS_openat2, b->rootfd, path, &how, sizeof(how));
+	fd = syscall(SYS_openat2, b->sb->rootfd, path, &how, sizeof(how));
 	e = errno;
 	as_agent(b, false);
 	if (fd < 0)

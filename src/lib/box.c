@@ -418,7 +418,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	b = r == 0 ? calloc(1, sizeof(*b)) : NULL;
 	if (!b) {
 		if (r == 0)
-			r = corral_set_err(err, -ENOMEM, "out of memory");
+			r = corral_set_err(err, -ENOMEM, "out of memory for a sandbox");
 		corral_policy_free(p);
 		free(p);
 		return r;
@@ -437,7 +437,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	if (abort_any(&p->abort)) {
 		b->abort = abort_new(&p->abort);
 		if (!b->abort) {
-			r = corral_set_err(err, -ENOMEM, "out of memory");
+			r = corral_set_err(err, -ENOMEM, "out of memory for "
+					   "the abort criteria");
 			goto fail;
 		}
 	}

@@ -430,7 +430,7 @@ fail:
 static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 		     struct corral_err *err)
 {
-	struct exec_msg *m = calloc(1, sizeof(*m));
+	cleanup_free struct exec_msg *m = calloc(1, sizeof(*m));
 	char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -441,7 +441,8 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	int r = 0;
 
 	if (!m || !envp) {
-		r = corral_set_err(err, -ENOMEM, "out of memory");
+		r = corral_set_err(err, -ENOMEM, "out of memory for the call's "
+				   "argv and environment");
 		goto out;
 	}
 	m->kind = MSG_EXEC;
@@ -465,7 +466,6 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 				   strerror(errno));
 out:
 	sandbox_env_free(envp);
-	free(m);
 	return r;
 }
 
@@ -647,7 +647,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for a call");
 	c->b = b;
 	c->o = *o;
 	c->id = ++b->next_id;
@@ -667,7 +667,8 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		c->in_data = malloc(o->stdin_len);
 		if (!c->in_data) {
 			free(c);
-			return corral_set_err(err, -ENOMEM, "out of memory");
+			return corral_set_err(err, -ENOMEM, "out of memory for "
+					      "the call's stdin");
 		}
 		memcpy(c->in_data, o->stdin_data, o->stdin_len);
 		c->in_len = o->stdin_len;
@@ -680,7 +681,8 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		free(c->cwd);
 		free(c->in_data);
 		free(c);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory copying "
+				      "the call's argv and cwd");
 	}
 	c->o.argv = c->argv;
 	c->o.cwd = c->cwd;

@@ -145,7 +145,10 @@ static void on_closed(void *arg)
 
 static void kill_tree(struct supervise *s)
 {
-	sandbox_kill(s->sb);
+	if (s->sb)
+		sandbox_kill(s->sb);
+	else		/* an abort while the sandbox is still being spawned */
+		cg_kill(s->cg);
 }
 
 /*
@@ -495,9 +498,11 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	       struct corral_result *res, struct corral_err *err)
 {
-	struct supervise s = { .p = p, .timeout_ms = p->timeout_ms, .t0 = now_ms(),
-			       .sigfd = -1, .out = { .fd = -1, .cap = p->output_bytes, .s = &s },
-			       .err = { .fd = -1, .cap = p->output_bytes, .s = &s } };
+	struct supervise s = {
+		.p = p, .timeout_ms = p->timeout_ms, .t0 = now_ms(), .sigfd = -1,
+		.out = { .fd = -1, .cap = p->output_bytes, .s = &s },
+		.err = { .fd = -1, .cap = p->output_bytes, .s = &s },
+	};
 	struct sandbox_opts so = { .p = p, .argv = o->argv, .stdio = { -1, -1, -1 },
 				   .hooks = &run_hooks, .arg = &s };
 	struct rusage ru = { 0 };

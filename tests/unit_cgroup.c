@@ -33,14 +33,6 @@
 
 /* ---- helpers --------------------------------------------------------- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
@@ -186,7 +178,7 @@ static void kid_go(struct kid *k)
 /* Reap k (bounded); after timeout_ms it is SIGKILLed.  Status or -1. */
 static int kid_wait(struct kid *k, unsigned timeout_ms)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = corral_now_ms() + timeout_ms;
 	bool killed = false;
 	int st;
 
@@ -205,7 +197,7 @@ static int kid_wait(struct kid *k, unsigned timeout_ms)
 		}
 		if (r < 0)
 			return -1;
-		if (now_ms() >= deadline) {
+		if (corral_now_ms() >= deadline) {
 			if (killed) {
 				fprintf(stderr, "  pid %d did not die\n",
 					(int)k->pid);
@@ -215,7 +207,7 @@ static int kid_wait(struct kid *k, unsigned timeout_ms)
 				(int)k->pid);
 			kill(k->pid, SIGKILL);
 			killed = true;
-			deadline = now_ms() + 2000;
+			deadline = corral_now_ms() + 2000;
 		}
 		sleep_ms(5);
 	}
@@ -224,7 +216,7 @@ static int kid_wait(struct kid *k, unsigned timeout_ms)
 /* Reap every remaining child (orphans come to us: subreaper).  Bounded. */
 static int reap_all(unsigned timeout_ms)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = corral_now_ms() + timeout_ms;
 	int n = 0, st;
 
 	for (;;) {
@@ -234,7 +226,7 @@ static int reap_all(unsigned timeout_ms)
 			n++;
 			continue;
 		}
-		if (r < 0 || now_ms() >= deadline)
+		if (r < 0 || corral_now_ms() >= deadline)
 			return n;
 		sleep_ms(5);
 	}
@@ -243,12 +235,12 @@ static int reap_all(unsigned timeout_ms)
 /* Read exactly len bytes within timeout_ms; false on EOF or timeout. */
 static bool read_full(int fd, void *buf, size_t len, unsigned timeout_ms)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = corral_now_ms() + timeout_ms;
 	size_t got = 0;
 
 	while (got < len) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		uint64_t now = now_ms();
+		uint64_t now = corral_now_ms();
 		ssize_t n;
 
 		if (now >= deadline ||
@@ -789,8 +781,8 @@ TEST(kill_tree)
 	CHECK(read_full(fds[0], pids, sizeof(pids), 5000));
 	close(fds[0]);
 	CHECK(cg_kill(cg) == 0);
-	deadline = now_ms() + 5000;
-	while (reaped < 5 && now_ms() < deadline) {
+	deadline = corral_now_ms() + 5000;
+	while (reaped < 5 && corral_now_ms() < deadline) {
 		r = waitpid(-1, &st, WNOHANG);
 		if (r < 0)
 			break;
@@ -866,11 +858,11 @@ TEST(cpu_quota)
 		fprintf(stderr, "  %s\n", err.msg);
 		CHECK(!"cg_attach");
 	}
-	t0 = now_ms();
+	t0 = corral_now_ms();
 	kid_go(&k);
 	sleep_ms(600);
 	CHECK(cg_stats(cg, &s) == 0);
-	wall_ns = (now_ms() - t0) * 1000000;
+	wall_ns = (corral_now_ms() - t0) * 1000000;
 	printf("# cpus 0.2: %" PRIu64 " ms CPU in %" PRIu64 " ms\n",
 	       s.cpu_ns / 1000000, wall_ns / 1000000);
 	CHECK(s.cpu_ns > 0);

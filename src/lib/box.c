@@ -159,14 +159,6 @@ static void drop_event(struct event **ev)
 	*ev = NULL;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static struct timeval tv_ms(uint64_t ms)
 {
 	return (struct timeval){ ms / 1000, (ms % 1000) * 1000 };
@@ -253,7 +245,7 @@ int corral_cleanup_owner(pid_t pid)
 /* Bring the meters up to now; called at every change of state. */
 static void meter(struct corral_box *b)
 {
-	uint64_t now = now_ms(), dt = now - b->t_mark;
+	uint64_t now = corral_now_ms(), dt = now - b->t_mark;
 	struct cg_stats st;
 
 	if (b->state == CORRAL_BOX_STARTING || b->state == CORRAL_BOX_DEAD) {
@@ -473,7 +465,7 @@ static void call_finish(struct corral_call *c)
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
-	res->duration_ms = now_ms() - c->t0;
+	res->duration_ms = corral_now_ms() - c->t0;
 	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, disk_full(b));
 	if (c->denials) {
 		events_explain_denials(res, c->denials, events_count_denied(b->ev), b->p);
@@ -976,7 +968,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1 };
 	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2 };
 	c->cap = b->p->output_bytes;
-	c->t0 = now_ms();
+	c->t0 = corral_now_ms();
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
 	if (o->tool_call)
@@ -1207,23 +1199,18 @@ static struct corral_call *call_by_id(struct corral_box *b, uint32_t id)
 /* The id of the call whose cgroup holds host pid ("corral-cN"), or 0. */
 static uint32_t call_id_of_pid(pid_t pid)
 {
-	char path[64], line[512];
-	unsigned id = 0;
-	FILE *f;
+	struct cg_proc where;
+	unsigned id;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (cg_proc_read(&where, pid) < 0)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *at = strstr(line, "/corral-c");
+	for (size_t i = 0; i < where.n; i++) {
+		const char *at = strstr(where.e[i].path, "/corral-c");
 
 		if (at && sscanf(at, "/corral-c%u", &id) == 1)
-			break;
-		id = 0;
+			return id;
 	}
-	fclose(f);
-	return id;
+	return 0;
 }
 
 /* The session of host pid: a call's first process leads one (setsid). */
@@ -1536,7 +1523,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	meter(b);
 	sweep_lingering(b, false);
-	if (b->abort && abort_check_usage(b->abort, now_ms() - b->t_created,
+	if (b->abort && abort_check_usage(b->abort, corral_now_ms() - b->t_created,
 					  b->cpu_ns / 1000000, true, &v)) {
 		json_t *evidence = v.evidence;
 
@@ -1633,7 +1620,7 @@ static void box_ready(struct corral_box *b, int landlock_abi)
 	}
 	close_fd(&b->sync_wr);
 	b->state = CORRAL_BOX_IDLE;
-	b->t_mark = now_ms();
+	b->t_mark = corral_now_ms();
 	b->ev_tick = event_new(b->base, -1, EV_PERSIST, on_tick, b);
 	if (b->ev_tick)
 		event_add(b->ev_tick, &tick);
@@ -1866,7 +1853,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	b->o.id = b->id;
 	b->state = CORRAL_BOX_STARTING;
 	b->pidfd = b->ctl = b->sync_wr = b->rootfd = -1;
-	b->t_created = b->t_mark = now_ms();
+	b->t_created = b->t_mark = corral_now_ms();
 	ns_pick_ids(p, &b->host_uid, &b->host_gid);
 	b->envp = sandbox_env(p);
 	if (!b->envp) {

@@ -59,14 +59,6 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct supervise;
 
 struct capture {
@@ -308,7 +300,7 @@ static void on_usage(evutil_socket_t fd, short what, void *arg)
 	if (s->halted || s->exited)
 		return;
 	cg_stats(s->cg, &st);
-	if (abort_check_usage(s->abort, now_ms() - s->t0, st.cpu_ns / 1000000,
+	if (abort_check_usage(s->abort, corral_now_ms() - s->t0, st.cpu_ns / 1000000,
 			      st.valid, &v))
 		halt(s, &v);
 }
@@ -587,7 +579,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	struct cg *cg = NULL;
 	char name[64];
 	sigset_t oldmask;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = corral_now_ms();
 	uid_t host_uid;
 	gid_t host_gid;
 	int r, ws = 0;
@@ -725,7 +717,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		events_explain_denials(res, d, json_array_size(d), p);
 		json_decref(d);
 	}
-	res->duration_ms = now_ms() - t0;
+	res->duration_ms = corral_now_ms() - t0;
 	res->cpu_ms = st.valid ? st.cpu_ns / 1000000 :
 		(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
 		(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;

@@ -4,7 +4,8 @@
  * The box's first process is built exactly as corral_run's (child.c), but
  * instead of one command it waits on the control socket for calls.  The
  * supervisor, here, runs on the caller's event loop: one process owns many
- * boxes, and nothing in this file blocks for longer than a cgroup write.
+ * boxes, and nothing in this file blocks for longer than a cgroup write
+ * (a freeze is asked for here and completes from the loop: freeze_done).
  *
  * A call: the supervisor makes a child cgroup for it, sends init the argv
  * with four fds (stdin, stdout, stderr, a gate).  init forks; the new
@@ -107,6 +108,13 @@ struct lingerer {
 	pid_t sid;		/* the call's session, where there is no cgroup */
 };
 
+/*
+ * Why the box's group is being frozen.  The kernel takes a moment (a busy
+ * task stops at its next tick), so a freeze is asked for and finishes in
+ * freeze_done() from the loop; a newer reason takes over one under way.
+ */
+enum box_freeze { BF_NONE, BF_IDLE, BF_PAUSE, BF_HALT };
+
 struct corral_box {
 	struct event_base *base;
 	struct corral_policy *p;
@@ -143,6 +151,11 @@ struct corral_box {
 	uint64_t mem_last, mem_peak, cpu_ns;
 	bool frozen;		/* idle-frozen or paused or held after halt */
 	bool killed;		/* halted and killed: its files went with it */
+	enum box_freeze freezing;	/* a freeze under way, and what for */
+	/* a halt's record, written once the tree is frozen (halt_record) */
+	char halt_criterion[64];	/* "": by request */
+	char *halt_text;		/* the whole reason (halt_reason is cut) */
+	json_t *halt_evidence;
 };
 
 static void close_fd(int *fd)
@@ -334,16 +347,42 @@ void corral_box_layers(const struct corral_box *b, struct corral_layers *l)
 	l->limits = cg_mode_name(b->cg);
 }
 
-static int set_frozen(struct corral_box *b, bool frozen, struct corral_err *err)
+static void freeze_done(void *arg, int r, const struct corral_err *err);
+
+/* 1: frozen now; 0: under way, freeze_done() says why it was; <0: cannot. */
+static int set_frozen(struct corral_box *b, enum box_freeze why,
+		      struct corral_err *err)
 {
 	int r;
 
-	if (b->frozen == frozen)
+	if (b->frozen)
+		return 1;
+	if (b->freezing) {
+		b->freezing = why;
 		return 0;
-	meter(b);
-	r = cg_freeze(b->cg, frozen, err);
+	}
+	r = cg_freeze_start(b->cg, b->base, freeze_done, b, err);
 	if (r == 0)
-		b->frozen = frozen;
+		b->freezing = why;
+	if (r == 1) {
+		meter(b);
+		b->frozen = true;
+	}
+	return r;
+}
+
+/* Thawed when the write returns (no wait); a freeze under way is dropped. */
+static int set_thawed(struct corral_box *b, struct corral_err *err)
+{
+	int r;
+
+	if (!b->frozen && !b->freezing)
+		return 0;
+	b->freezing = BF_NONE;
+	meter(b);
+	r = cg_thaw(b->cg, err);
+	if (r == 0)
+		b->frozen = false;
 	return r;
 }
 
@@ -950,10 +989,12 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (r < 0)
 		return r;
 	drop_event(&b->ev_idle);
-	if (b->state == CORRAL_BOX_FROZEN) {
-		r = set_frozen(b, false, err);
+	if (b->state == CORRAL_BOX_FROZEN || b->freezing) {
+		r = set_thawed(b, err);
 		if (r < 0)
 			return r;
+	}
+	if (b->state == CORRAL_BOX_FROZEN) {
 		b->state = CORRAL_BOX_IDLE;
 		events_emit(b->ev, "thaw", json_pack("{s:s}", "reason",
 			    "a call arrived"));
@@ -1070,7 +1111,7 @@ int corral_call_kill(struct corral_call *c, int sig)
 		return 0;
 	}
 	if (sig == SIGKILL)
-		return cg_kill(c->cg);
+		return cg_kill_start(c->cg, c->b->base);
 	r = 0;
 	if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
 		r = -errno;
@@ -1335,7 +1376,7 @@ static void kill_all(struct corral_box *b)
 {
 	if (b->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-	cg_kill(b->cg);
+	cg_kill_start(b->cg, b->base);	/* v1: its rounds run on the loop */
 }
 
 static void halt_calls(struct corral_box *b)
@@ -1352,18 +1393,18 @@ static void halt_calls(struct corral_box *b)
 }
 
 /*
- * The policy's decision (or a person's), carried out: freeze first, so
- * nothing runs and the evidence stays, record, then kill or hold frozen.
+ * The second half of a halt, once the tree is frozen (or cannot be): the
+ * record, then kill or hold frozen as the policy says.
  */
-static void box_halt(struct corral_box *b, const char *criterion,
-		     const char *reason, json_t *evidence)
+static void halt_record(struct corral_box *b, bool frozen)
 {
+	const char *criterion = b->halt_criterion[0] ? b->halt_criterion : NULL;
+	const char *reason = b->halt_text ? b->halt_text : b->halt_reason;
+	bool kill_now = b->p->abort.kill;
+	json_t *evidence = b->halt_evidence;
 	struct corral_err err;
-	bool frozen, kill_now = b->p->abort.kill;
 
-	meter(b);
-	snprintf(b->halt_reason, sizeof(b->halt_reason), "%s", reason);
-	frozen = set_frozen(b, true, &err) == 0;
+	b->halt_evidence = NULL;
 	if (criterion)
 		events_emit(b->ev, "abort", json_pack("{s:s, s:s, s:o, s:s, s:b}",
 			    "criterion", criterion, "reason", reason,
@@ -1371,20 +1412,44 @@ static void box_halt(struct corral_box *b, const char *criterion,
 			    "on_abort", kill_now ? "kill" : "freeze", "frozen", frozen));
 	else
 		json_decref(evidence);
-	b->state = CORRAL_BOX_HALTED;
-	drop_event(&b->ev_idle);
 	if (kill_now || !frozen) {
 		b->killed = true;
 		kill_all(b);
-		set_frozen(b, false, &err);	/* let the killed exit */
+		set_thawed(b, &err);	/* let the killed exit */
 	}
 	events_emit(b->ev, "halt", json_pack("{s:s, s:s, s:s}", "reason", reason,
 		    "by", criterion ? "abort criterion" : "request",
 		    "state", kill_now || !frozen ? "killed" :
 		    "frozen, held until destroyed"));
+	free(b->halt_text);
+	b->halt_text = NULL;
 	halt_calls(b);
 	if (b->o.on_halt)
 		b->o.on_halt(b->o.arg, b);
+}
+
+/*
+ * The policy's decision (or a person's), carried out: freeze first, so
+ * nothing runs and the evidence stays, record, then kill or hold frozen.
+ * Calls are refused from here on; the record waits for the freeze.
+ */
+static void box_halt(struct corral_box *b, const char *criterion,
+		     const char *reason, json_t *evidence)
+{
+	struct corral_err err;
+	int r;
+
+	meter(b);
+	snprintf(b->halt_reason, sizeof(b->halt_reason), "%s", reason);
+	snprintf(b->halt_criterion, sizeof(b->halt_criterion), "%s",
+		 criterion ? criterion : "");
+	b->halt_text = strdup(reason);	/* NULL: the cut halt_reason will do */
+	b->halt_evidence = evidence;
+	b->state = CORRAL_BOX_HALTED;
+	drop_event(&b->ev_idle);
+	r = set_frozen(b, BF_HALT, &err);
+	if (r != 0)
+		halt_record(b, r > 0);
 }
 
 int corral_box_halt(struct corral_box *b, const char *reason,
@@ -1438,6 +1503,7 @@ static void on_event(void *arg, const char *type, json_t *event)
 
 int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err)
 {
+	const char *resume;
 	int r;
 
 	if (b->state == CORRAL_BOX_HALTED)
@@ -1447,18 +1513,37 @@ int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err)
 				      corral_box_state_name(b->state));
 	if (paused == (b->state == CORRAL_BOX_PAUSED))
 		return 0;
-	r = set_frozen(b, paused, err);
+	/* a pause still freezing has no "pause" event yet: say so */
+	resume = !paused && b->freezing ? "resumed by request before the "
+		 "freeze of the pause completed" : NULL;
+	r = paused ? set_frozen(b, BF_PAUSE, err) : set_thawed(b, err);
 	if (r < 0)
 		return r;
 	drop_event(&b->ev_idle);
 	b->state = paused ? CORRAL_BOX_PAUSED : CORRAL_BOX_IDLE;
-	events_emit(b->ev, paused ? "pause" : "resume", NULL);
+	/* paused: calls are refused now; the event once the tree is frozen */
+	if (!paused || r == 1)
+		events_emit(b->ev, paused ? "pause" : "resume", resume ?
+			    json_pack("{s:s}", "reason", resume) : NULL);
 	if (!paused && !calls_running(b))
 		arm_idle(b);
 	return 0;
 }
 
+/* The freeze a pause asked for did not take: running again, and why. */
+static void pause_failed(struct corral_box *b, const struct corral_err *err)
+{
+	b->state = CORRAL_BOX_IDLE;
+	events_emit(b->ev, "resume", json_pack("{s:s+}", "reason",
+		    "the freeze of the pause did not complete, the sandbox runs "
+		    "again: ", err->msg));
+	if (!calls_running(b))
+		arm_idle(b);
+}
+
 /* ---- idle and the tick ------------------------------------------------------ */
+
+static void idle_frozen(struct corral_box *b);
 
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
@@ -1477,11 +1562,40 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 		arm_idle(b);
 		return;
 	}
-	if (set_frozen(b, true, &err) == 0) {
-		b->state = CORRAL_BOX_FROZEN;
-		events_emit(b->ev, "freeze", json_pack("{s:s, s:I}", "reason",
-			    "idle", "idle_ms", (json_int_t)b->o.idle_freeze_ms));
+	if (set_frozen(b, BF_IDLE, &err) == 1)
+		idle_frozen(b);
+}
+
+static void idle_frozen(struct corral_box *b)
+{
+	b->state = CORRAL_BOX_FROZEN;
+	events_emit(b->ev, "freeze", json_pack("{s:s, s:I}", "reason",
+		    "idle", "idle_ms", (json_int_t)b->o.idle_freeze_ms));
+}
+
+/*
+ * A freeze asked for by set_frozen() is done (r 0) or did not take; what
+ * it was for decides what follows, if the box is still in that state.
+ */
+static void freeze_done(void *arg, int r, const struct corral_err *err)
+{
+	struct corral_box *b = arg;
+	enum box_freeze why = b->freezing;
+
+	b->freezing = BF_NONE;
+	if (r == 0) {
+		meter(b);
+		b->frozen = true;
 	}
+	if (why == BF_IDLE && r == 0 && b->state == CORRAL_BOX_IDLE &&
+	    !calls_running(b))
+		idle_frozen(b);
+	else if (why == BF_PAUSE && b->state == CORRAL_BOX_PAUSED && r == 0)
+		events_emit(b->ev, "pause", NULL);
+	else if (why == BF_PAUSE && b->state == CORRAL_BOX_PAUSED)
+		pause_failed(b, err);
+	else if (why == BF_HALT && b->state == CORRAL_BOX_HALTED)
+		halt_record(b, r == 0);
 }
 
 static void arm_idle(struct corral_box *b)
@@ -1941,6 +2055,11 @@ void corral_box_destroy(struct corral_box *b)
 	if (!b)
 		return;
 	started = b->state != CORRAL_BOX_STARTING;
+	/* a halt whose freeze had not completed is still recorded */
+	if (b->freezing == BF_HALT) {
+		b->freezing = BF_NONE;
+		halt_record(b, false);
+	}
 	drop_event(&b->ev_ctl);
 	drop_event(&b->ev_exit);
 	drop_event(&b->ev_tick);
@@ -1950,10 +2069,10 @@ void corral_box_destroy(struct corral_box *b)
 	r = calloc(1, sizeof(*r));
 	if (b->pid > 0)
 		kill_all(b);
-	if (b->frozen) {	/* the killed must run to die */
+	if (b->frozen || b->freezing) {	/* the killed must run to die */
 		struct corral_err err;
 
-		cg_freeze(b->cg, false, &err);
+		set_thawed(b, &err);
 		b->frozen = false;
 	}
 	b->state = CORRAL_BOX_DEAD;	/* nothing may arm a timer now */
@@ -2014,6 +2133,8 @@ void corral_box_destroy(struct corral_box *b)
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_idle);
 	sandbox_env_free(b->envp);
+	free(b->halt_text);
+	json_decref(b->halt_evidence);
 	corral_policy_free(b->p);
 	free(b->p);
 	free(b);

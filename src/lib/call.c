@@ -150,7 +150,7 @@ void call_finish(struct corral_call *c)
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
-	res->duration_ms = now_ms() - c->t0;
+	res->duration_ms = corral_now_ms() - c->t0;
 	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, disk_full(b));
 	if (c->denials) {
 		events_explain_denials(res, c->denials, events_count_denied(b->ev), b->p);
@@ -637,10 +637,12 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (r < 0)
 		return r;
 	drop_event(&b->ev_idle);
-	if (b->state == CORRAL_BOX_FROZEN) {
-		r = box_set_frozen(b, false, err);
+	if (b->state == CORRAL_BOX_FROZEN || b->freezing) {
+		r = box_set_thawed(b, err);
 		if (r < 0)
 			return r;
+	}
+	if (b->state == CORRAL_BOX_FROZEN) {
 		b->state = CORRAL_BOX_IDLE;
 		events_emit(b->ev, "thaw", json_pack("{s:s}", "reason",
 			    "a call arrived"));
@@ -655,7 +657,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1 };
 	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2 };
 	c->cap = b->p->output_bytes;
-	c->t0 = now_ms();
+	c->t0 = corral_now_ms();
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
 	if (o->tool_call)
@@ -759,7 +761,7 @@ int corral_call_kill(struct corral_call *c, int sig)
 		return 0;
 	}
 	if (sig == SIGKILL)
-		return cg_kill(c->cg);
+		return cg_kill_start(c->cg, c->b->base);
 	r = 0;
 	if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
 		r = -errno;

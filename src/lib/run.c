@@ -28,14 +28,6 @@
 
 #define DRAIN_MS 2000	/* how long to wait for output after the end */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct supervise;
 
 struct capture {
@@ -145,10 +137,8 @@ static void on_closed(void *arg)
 
 static void kill_tree(struct supervise *s)
 {
-	if (s->sb)
-		sandbox_kill(s->sb);
-	else		/* an abort while the sandbox is still being spawned */
-		cg_kill(s->cg);
+	sandbox_kill(s->sb);	/* NULL while it is still being spawned */
+	cg_kill(s->cg);
 }
 
 /*
@@ -201,7 +191,7 @@ static void on_usage(evutil_socket_t fd, short what, void *arg)
 	if (s->halted || s->exited)
 		return;
 	cg_stats(s->cg, &st);
-	if (abort_check_usage(s->abort, now_ms() - s->t0, st.cpu_ns / 1000000,
+	if (abort_check_usage(s->abort, corral_now_ms() - s->t0, st.cpu_ns / 1000000,
 			      st.valid, &v))
 		halt(s, &v);
 }
@@ -448,7 +438,7 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	d = events_denials(s->ev);
 	events_explain_denials(res, d, json_array_size(d), p);
 	json_decref(d);
-	res->duration_ms = now_ms() - s->t0;
+	res->duration_ms = corral_now_ms() - s->t0;
 	res->cpu_ms = st.valid ? st.cpu_ns / 1000000 :
 		(uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
 		(uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
@@ -499,7 +489,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	       struct corral_result *res, struct corral_err *err)
 {
 	struct supervise s = {
-		.p = p, .timeout_ms = p->timeout_ms, .t0 = now_ms(), .sigfd = -1,
+		.p = p, .timeout_ms = p->timeout_ms, .t0 = corral_now_ms(), .sigfd = -1,
 		.out = { .fd = -1, .cap = p->output_bytes, .s = &s },
 		.err = { .fd = -1, .cap = p->output_bytes, .s = &s },
 	};

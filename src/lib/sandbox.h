@@ -169,7 +169,11 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		  struct corral_err *err);
 /* Stop watching init (the pidfd and the control socket; ctl is closed). */
 void sandbox_unwatch(struct sandbox *sb);
-/* SIGKILL init: the whole pid namespace goes with it. */
+/*
+ * SIGKILL init: the whole pid namespace goes with it.  What left the
+ * namespace's reach (nothing should) is the cgroup's: the front end kills
+ * that as its loop allows (cg_kill, cg_kill_start).  NULL is fine.
+ */
 void sandbox_kill(struct sandbox *sb);
 /*
  * Free what the supervisor holds for the sandbox (proxy, sensor,

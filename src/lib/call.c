@@ -41,7 +41,6 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 	struct corral_result *res = &c->res;
 	const struct corral_policy *p = c->b->p;
 	char size[32];
-	int st = c->status;
 
 	if (c->halted) {
 		res->status = CORRAL_HALTED;
@@ -51,21 +50,19 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 		return;
 	}
 	if (c->timed_out) {
-		res->status = CORRAL_TIMEOUT;
-		res->signal = SIGKILL;
-		snprintf(res->reason, sizeof(res->reason), "killed: wall-clock "
-			 "timeout of %.3g s reached", c->o.timeout_ms / 1000.0);
+		result_timeout(res, c->o.timeout_ms);
+		return;
+	}
+	if (c->fail.stage == EXEC_STAGE_EXEC) {
+		result_exec_failed(res, c->o.argv[0], c->fail.err);
 		return;
 	}
 	if (c->fail.stage) {
 		res->status = CORRAL_EXITED;
-		res->exit_code = c->fail.stage == EXEC_STAGE_EXEC &&
-			(c->fail.err == ENOENT || c->fail.err == ENOTDIR) ? 127 : 126;
+		res->exit_code = 126;
 		snprintf(res->reason, sizeof(res->reason), "%s: %s: %s",
 			 c->fail.stage == EXEC_STAGE_CWD ? "cannot enter the "
-			 "working directory" : c->fail.stage == EXEC_STAGE_RLIMIT ?
-			 "cannot apply the rlimits" : res->exit_code == 127 ?
-			 "not found" : "cannot execute",
+			 "working directory" : "cannot apply the rlimits",
 			 c->fail.stage == EXEC_STAGE_CWD ?
 			 (c->o.cwd ? c->o.cwd : "/workspace") : c->o.argv[0],
 			 strerror(c->fail.err));
@@ -77,17 +74,7 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 			 c->b->gone : "the sandbox died while the call ran");
 		return;
 	}
-	if (WIFSIGNALED(st)) {
-		res->status = CORRAL_SIGNALED;
-		res->signal = WTERMSIG(st);
-		snprintf(res->reason, sizeof(res->reason), "killed by signal %d "
-			 "(SIG%s)", res->signal, sigabbrev_np(res->signal) ?: "?");
-	} else {
-		res->status = CORRAL_EXITED;
-		res->exit_code = WEXITSTATUS(st);
-		snprintf(res->reason, sizeof(res->reason), "exited with status %d",
-			 res->exit_code);
-	}
+	result_from_wait(res, c->status);
 	if (bst->valid && bst->oom_kills > c->st0.oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));
 		res->status = CORRAL_OOM;

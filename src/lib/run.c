@@ -319,37 +319,16 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		return;
 	}
 	if (s->timed_out) {
-		res->status = CORRAL_TIMEOUT;
-		res->signal = SIGKILL;
-		snprintf(res->reason, sizeof(res->reason),
-			 "killed: wall-clock timeout of %.3g s reached",
-			 p->timeout_ms / 1000.0);
+		result_timeout(res, p->timeout_ms);
 		return;
 	}
 	if (s->setup.kind == MSG_EXEC_FAILED) {
-		int e = s->setup.code;
-
-		res->status = CORRAL_EXITED;
-		res->exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
-		snprintf(res->reason, sizeof(res->reason), "%s: %s: %s",
-			 res->exit_code == 127 ? "not found" : "cannot execute",
-			 cmd, strerror(e));
+		result_exec_failed(res, cmd, s->setup.code);
 		return;
 	}
 	if (!s->have_status)	/* PID 1 itself died: only a kill does that */
 		status = W_EXITCODE(0, SIGKILL);
-
-	if (WIFSIGNALED(status)) {
-		res->status = CORRAL_SIGNALED;
-		res->signal = WTERMSIG(status);
-		snprintf(res->reason, sizeof(res->reason), "killed by signal %d (SIG%s)",
-			 res->signal, sigabbrev_np(res->signal) ?: "?");
-	} else {
-		res->status = CORRAL_EXITED;
-		res->exit_code = WEXITSTATUS(status);
-		snprintf(res->reason, sizeof(res->reason), "exited with status %d",
-			 res->exit_code);
-	}
+	result_from_wait(res, status);
 
 	if (st->oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));

@@ -183,6 +183,14 @@ void sandbox_kill(struct sandbox *sb);
 void sandbox_free(struct sandbox *sb);
 
 /*
+ * result.c: how a command in a sandbox ended, in res's status, exit code,
+ * signal and reason; the same words for corral_run and a box's calls.
+ */
+void result_from_wait(struct corral_result *res, int status);
+void result_exec_failed(struct corral_result *res, const char *cmd, int e);
+void result_timeout(struct corral_result *res, uint64_t timeout_ms);
+
+/*
  * One message off init's control socket.  1: *m holds it, and *fd the fd
  * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD) or -1; any other fd is closed.
  * 0: nothing to take now, or a malformed message (dropped).  Negative:

@@ -1271,6 +1271,72 @@ TEST(kill_frozen_from_loop)
 	kill_tree_from_loop(true);
 }
 
+/*
+ * The v2 manager's freezer and kill on a directory of the cgroup2 tree,
+ * which hybrid hosts have too (without controllers): what v2-only hosts
+ * do, here.  Root only (the tree's root is root's).
+ */
+TEST(v2_manager_on_cgroup2_tree)
+{
+	struct corral_err err = { 0 };
+	struct frozen_note note = { 0, 1 };
+	struct cg_stats s1, s2, s3;
+	struct event_base *base;
+	struct cg_mounts m;
+	struct cg cg = { .ops = &cg_v2_manager };
+	char dir[4096], events[256];
+	struct kid k;
+	int r, st;
+
+	if (geteuid() != 0) {
+		printf("# skip: the cgroup2 tree's root is root's\n");
+		return;
+	}
+	CHECK(cg_mounts_read(&m, &err) == 0);
+	if (!m.v2) {
+		printf("# skip: no cgroup2 tree here\n");
+		cg_mounts_free(&m);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/corral-ut%d-v2", m.v2, (int)getpid());
+	if (mkdir(dir, 0755) < 0) {
+		printf("# skip: mkdir %s: %s\n", dir, strerror(errno));
+		cg_mounts_free(&m);
+		return;
+	}
+	cg.nhier = 1;
+	cg.hier[0] = (struct cg_hier){ .dir = dir, .ctrls = C_BIT(C_FREEZER) };
+	base = event_base_new();
+	CHECK(base != NULL);
+	CHECK(kid_spawn(&k, child_spin, NULL) == 0);
+	CHECK(cg_attach(&cg, k.pid, &err) == 0);
+	kid_go(&k);
+	CHECK(cg_id(&cg) != 0);
+	sleep_ms(50);
+	r = base ? cg_freeze_start(&cg, base, note_frozen, &note, &err) : -1;
+	CHECK(r == 0 || r == 1);
+	CHECK(!base || loop_until_idle(base));
+	CHECK(note.calls == (r == 0) && (r == 1 || note.r == 0));
+	CHECK(cg_read_file(dir, "cgroup.events", events, sizeof(events)) > 0);
+	CHECK_STR_CONTAINS(events, "frozen 1");
+	CHECK(cg_stats(&cg, &s1) == 0 && s1.valid && s1.cpu_ns > 0);
+	sleep_ms(100);
+	CHECK(cg_stats(&cg, &s2) == 0 && s2.cpu_ns == s1.cpu_ns);
+	CHECK(cg_thaw(&cg, &err) == 0);
+	CHECK(cpu_grows(&cg, &s2, &s3));
+	/* cgroup.kill: at once, nothing left on the loop */
+	CHECK(!base || cg_kill_start(&cg, base) == 0);
+	CHECK(!base || event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED) == 0);
+	st = kid_wait(&k, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	for (int i = 0; i < 100 && rmdir(dir) < 0 && errno == EBUSY; i++)
+		sleep_ms(10);
+	CHECK(access(dir, F_OK) < 0);
+	if (base)
+		event_base_free(base);
+	cg_mounts_free(&m);
+}
+
 int main(void)
 {
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -1301,6 +1367,7 @@ int main(void)
 	RUN(freeze_from_loop);
 	RUN(kill_from_loop);
 	RUN(kill_frozen_from_loop);
+	RUN(v2_manager_on_cgroup2_tree);
 	reap_all(1000);
 	UNIT_DONE();
 }

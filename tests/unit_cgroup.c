@@ -182,6 +182,21 @@ static void kid_go(struct kid *k)
 	}
 }
 
+/* A kid moved into cg before it runs fn; one that cannot be is killed. */
+static void spawn_in(struct cg *cg, struct kid *k, void (*fn)(void *),
+		     void *arg)
+{
+	struct corral_err err = { 0 };
+
+	CHECK(kid_spawn(k, fn, arg) == 0);
+	if (k->pid > 0 && cg_attach(cg, k->pid, &err) < 0) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"cg_attach");
+		kill(k->pid, SIGKILL);
+	}
+	kid_go(k);
+}
+
 /* Reap k (bounded); after timeout_ms it is SIGKILLed.  Status or -1. */
 static int kid_wait(struct kid *k, unsigned timeout_ms)
 {
@@ -595,7 +610,6 @@ TEST(rejected_limit_is_named)
 TEST(oom_kill)
 {
 	struct corral_policy p = { .memory_bytes = 32 * MiB, .pids = 16 };
-	struct corral_err err = { 0 };
 	struct cg_stats s;
 	struct cg *cg;
 	struct kid k;
@@ -606,13 +620,7 @@ TEST(oom_kill)
 	cg = make_group(name, &p);
 	if (!cg)
 		return;
-	CHECK(kid_spawn(&k, child_hog, NULL) == 0);
-	if (cg_attach(cg, k.pid, &err) < 0) {
-		fprintf(stderr, "  %s\n", err.msg);
-		CHECK(!"cg_attach");
-		kill(k.pid, SIGKILL);
-	}
-	kid_go(&k);
+	spawn_in(cg, &k, child_hog, NULL);
 	st = kid_wait(&k, 15000);
 	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	CHECK(cg_stats(cg, &s) == 0 && s.valid);
@@ -626,7 +634,6 @@ TEST(oom_kill)
 TEST(pids_limit)
 {
 	struct corral_policy p = { .memory_bytes = 256 * MiB, .pids = 16 };
-	struct corral_err err = { 0 };
 	struct fork_report rep = { 0 };
 	struct cg_stats s;
 	struct cg *cg;
@@ -643,14 +650,8 @@ TEST(pids_limit)
 		destroy_and_check(cg, name);
 		return;
 	}
-	CHECK(kid_spawn(&k, child_forker, &fds[1]) == 0);
+	spawn_in(cg, &k, child_forker, &fds[1]);
 	close(fds[1]);
-	if (cg_attach(cg, k.pid, &err) < 0) {
-		fprintf(stderr, "  %s\n", err.msg);
-		CHECK(!"cg_attach");
-		kill(k.pid, SIGKILL);
-	}
-	kid_go(&k);
 	CHECK(read_full(fds[0], &rep, sizeof(rep), 10000));
 	close(fds[0]);
 	printf("# forks ok %d failed %d (%s)\n", rep.ok, rep.failed,
@@ -689,13 +690,7 @@ TEST(freeze_stops_cpu)
 		destroy_and_check(cg, name);
 		return;
 	}
-	CHECK(kid_spawn(&k, child_spin, NULL) == 0);
-	if (cg_attach(cg, k.pid, &err) < 0) {
-		fprintf(stderr, "  %s\n", err.msg);
-		CHECK(!"cg_attach");
-		kill(k.pid, SIGKILL);
-	}
-	kid_go(&k);
+	spawn_in(cg, &k, child_spin, NULL);
 	sleep_ms(100);
 	CHECK(cg_freeze(cg, true, &err) == 0);
 	CHECK(cg_stats(cg, &s1) == 0);
@@ -746,9 +741,7 @@ TEST(call_group_below_sandbox)
 		destroy_and_check(cg, name);
 		return;
 	}
-	CHECK(kid_spawn(&k, child_sleep, NULL) == 0);
-	CHECK(cg_attach(call, k.pid, &err) == 0);
-	kid_go(&k);
+	spawn_in(call, &k, child_sleep, NULL);
 	CHECK(cg_nprocs(call) == 1);
 	CHECK(cg_nprocs(cg) == 1);	/* the parent's tree holds it too */
 	CHECK(cg_try_remove(call) == -EBUSY);
@@ -775,60 +768,6 @@ TEST(call_group_below_sandbox)
 	destroy_and_check(cg, name);
 }
 
-TEST(kill_tree)
-{
-	struct corral_policy p = { .pids = 16 };
-	struct corral_err err = { 0 };
-	pid_t pids[5], r;
-	struct cg *cg;
-	struct kid k;
-	char name[64];
-	int fds[2], reaped = 0, sigkilled = 0, st;
-	uint64_t deadline;
-
-	group_name(name, sizeof(name), "tree");
-	cg = make_group(name, &p);
-	if (!cg)
-		return;
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		CHECK(!"pipe2");
-		destroy_and_check(cg, name);
-		return;
-	}
-	CHECK(kid_spawn(&k, child_tree, &fds[1]) == 0);
-	close(fds[1]);
-	if (cg_attach(cg, k.pid, &err) < 0) {
-		fprintf(stderr, "  %s\n", err.msg);
-		CHECK(!"cg_attach");
-	}
-	kid_go(&k);
-	CHECK(read_full(fds[0], pids, sizeof(pids), 5000));
-	close(fds[0]);
-	CHECK(cg_kill(cg) == 0);
-	deadline = corral_now_ms() + 5000;
-	while (reaped < 5 && corral_now_ms() < deadline) {
-		r = waitpid(-1, &st, WNOHANG);
-		if (r < 0)
-			break;
-		if (r == 0) {
-			sleep_ms(5);
-			continue;
-		}
-		reaped++;
-		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
-			sigkilled++;
-	}
-	CHECK(reaped == 5);
-	CHECK(sigkilled == 5);
-	for (int i = 0; i < 5; i++)
-		CHECK(kill(pids[i], 0) < 0 && errno == ESRCH);
-	if (reaped < 5) {	/* cg_kill failed: do not leak the tree */
-		kill(-k.pid, SIGKILL);
-		reap_all(3000);
-	}
-	destroy_and_check(cg, name);
-}
-
 TEST(destroy_frozen_group)
 {
 	struct corral_policy p = { .pids = 16 };
@@ -844,12 +783,7 @@ TEST(destroy_frozen_group)
 	cg = make_group(name, &p);
 	if (!cg)
 		return;
-	CHECK(kid_spawn(&k, child_pause, NULL) == 0);
-	if (cg_attach(cg, k.pid, &err) < 0) {
-		fprintf(stderr, "  %s\n", err.msg);
-		CHECK(!"cg_attach");
-	}
-	kid_go(&k);
+	spawn_in(cg, &k, child_pause, NULL);
 	if (f.cg_freezer)
 		CHECK(cg_freeze(cg, true, &err) == 0);
 	destroy_and_check(cg, name);
@@ -1150,13 +1084,7 @@ TEST(freeze_from_loop)
 		destroy_and_check(cg, name);
 		return;
 	}
-	CHECK(kid_spawn(&k, child_spin, NULL) == 0);
-	if (cg_attach(cg, k.pid, &err) < 0) {
-		fprintf(stderr, "  %s\n", err.msg);
-		CHECK(!"cg_attach");
-		kill(k.pid, SIGKILL);
-	}
-	kid_go(&k);
+	spawn_in(cg, &k, child_spin, NULL);
 	sleep_ms(50);
 	/* frozen at once or under way, as the spinner happens to run */
 	for (int i = 0; i < 20; i++) {
@@ -1193,13 +1121,16 @@ TEST(freeze_from_loop)
 	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
-/* cg_kill_start on a running tree and on a frozen one: all 5 die. */
-static void kill_tree_from_loop(bool frozen_first)
+/* How a tree of 5 is killed: waiting, from a loop, from a loop when frozen. */
+enum kill_how { KILL_WAIT, KILL_LOOP, KILL_LOOP_FROZEN };
+
+static void kill_tree_by(enum kill_how how)
 {
+	static const char *const tag[] = { "tree", "looptree", "frozentree" };
 	struct corral_policy p = { .pids = 16 };
 	struct corral_features f = { 0 };
 	struct corral_err err = { 0 };
-	struct event_base *base;
+	struct event_base *base = NULL;
 	pid_t pids[5], r;
 	struct cg *cg;
 	struct kid k;
@@ -1208,35 +1139,35 @@ static void kill_tree_from_loop(bool frozen_first)
 	uint64_t deadline;
 
 	cg_probe(&f);
-	if (frozen_first && !f.cg_freezer) {
+	if (how == KILL_LOOP_FROZEN && !f.cg_freezer) {
 		printf("# skip: no freezer\n");
 		return;
 	}
-	group_name(name, sizeof(name), frozen_first ? "loopkillf" : "loopkill");
+	group_name(name, sizeof(name), tag[how]);
 	cg = make_group(name, &p);
 	if (!cg)
 		return;
-	base = event_base_new();
-	if (!base || pipe2(fds, O_CLOEXEC) < 0) {
+	if (how != KILL_WAIT)
+		base = event_base_new();
+	if ((how != KILL_WAIT && !base) || pipe2(fds, O_CLOEXEC) < 0) {
 		CHECK(!"event_base_new or pipe2");
 		if (base)
 			event_base_free(base);
 		destroy_and_check(cg, name);
 		return;
 	}
-	CHECK(kid_spawn(&k, child_tree, &fds[1]) == 0);
+	spawn_in(cg, &k, child_tree, &fds[1]);
 	close(fds[1]);
-	if (cg_attach(cg, k.pid, &err) < 0) {
-		fprintf(stderr, "  %s\n", err.msg);
-		CHECK(!"cg_attach");
-	}
-	kid_go(&k);
 	CHECK(read_full(fds[0], pids, sizeof(pids), 5000));
 	close(fds[0]);
-	if (frozen_first)
+	if (how == KILL_LOOP_FROZEN)
 		CHECK(cg_freeze(cg, true, &err) == 0);	/* as a halt leaves it */
-	CHECK(cg_kill_start(cg, base) == 0);
-	CHECK(loop_until_idle(base));
+	if (how == KILL_WAIT) {
+		CHECK(cg_kill(cg) == 0);
+	} else {
+		CHECK(cg_kill_start(cg, base) == 0);
+		CHECK(loop_until_idle(base));
+	}
 	deadline = corral_now_ms() + 5000;
 	while (reaped < 5 && corral_now_ms() < deadline) {
 		r = waitpid(-1, &st, WNOHANG);
@@ -1252,23 +1183,95 @@ static void kill_tree_from_loop(bool frozen_first)
 	}
 	CHECK(reaped == 5);
 	CHECK(sigkilled == 5);
+	for (int i = 0; i < 5; i++)
+		CHECK(kill(pids[i], 0) < 0 && errno == ESRCH);
 	CHECK(cg_nprocs(cg) == 0);
 	if (reaped < 5) {	/* the kill failed: do not leak the tree */
 		kill(-k.pid, SIGKILL);
 		reap_all(3000);
 	}
 	destroy_and_check(cg, name);
-	event_base_free(base);
+	if (base)
+		event_base_free(base);
+}
+
+TEST(kill_tree)
+{
+	kill_tree_by(KILL_WAIT);
 }
 
 TEST(kill_from_loop)
 {
-	kill_tree_from_loop(false);
+	kill_tree_by(KILL_LOOP);
 }
 
 TEST(kill_frozen_from_loop)
 {
-	kill_tree_from_loop(true);
+	kill_tree_by(KILL_LOOP_FROZEN);
+}
+
+/*
+ * The v2 manager's freezer and kill on a directory of the cgroup2 tree,
+ * which hybrid hosts have too (without controllers): what v2-only hosts
+ * do, here.  Root only (the tree's root is root's).
+ */
+TEST(v2_manager_on_cgroup2_tree)
+{
+	struct corral_err err = { 0 };
+	struct frozen_note note = { 0, 1 };
+	struct cg_stats s1, s2, s3;
+	struct event_base *base;
+	struct cg_mounts m;
+	struct cg cg = { .ops = &cg_v2_manager };
+	char dir[4096], events[256];
+	struct kid k;
+	int r, st;
+
+	if (geteuid() != 0) {
+		printf("# skip: the cgroup2 tree's root is root's\n");
+		return;
+	}
+	CHECK(cg_mounts_read(&m, &err) == 0);
+	if (!m.v2) {
+		printf("# skip: no cgroup2 tree here\n");
+		cg_mounts_free(&m);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/corral-ut%d-v2", m.v2, (int)getpid());
+	if (mkdir(dir, 0755) < 0) {
+		printf("# skip: mkdir %s: %s\n", dir, strerror(errno));
+		cg_mounts_free(&m);
+		return;
+	}
+	cg.nhier = 1;
+	cg.hier[0] = (struct cg_hier){ .dir = dir, .ctrls = C_BIT(C_FREEZER) };
+	base = event_base_new();
+	CHECK(base != NULL);
+	spawn_in(&cg, &k, child_spin, NULL);
+	CHECK(cg_id(&cg) != 0);
+	sleep_ms(50);
+	r = base ? cg_freeze_start(&cg, base, note_frozen, &note, &err) : -1;
+	CHECK(r == 0 || r == 1);
+	CHECK(!base || loop_until_idle(base));
+	CHECK(note.calls == (r == 0) && (r == 1 || note.r == 0));
+	CHECK(cg_read_file(dir, "cgroup.events", events, sizeof(events)) > 0);
+	CHECK_STR_CONTAINS(events, "frozen 1");
+	CHECK(cg_stats(&cg, &s1) == 0 && s1.valid && s1.cpu_ns > 0);
+	sleep_ms(100);
+	CHECK(cg_stats(&cg, &s2) == 0 && s2.cpu_ns == s1.cpu_ns);
+	CHECK(cg_thaw(&cg, &err) == 0);
+	CHECK(cpu_grows(&cg, &s2, &s3));
+	/* cgroup.kill: at once, nothing left on the loop */
+	CHECK(!base || cg_kill_start(&cg, base) == 0);
+	CHECK(!base || event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED) == 0);
+	st = kid_wait(&k, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	for (int i = 0; i < 100 && rmdir(dir) < 0 && errno == EBUSY; i++)
+		sleep_ms(10);
+	CHECK(access(dir, F_OK) < 0);
+	if (base)
+		event_base_free(base);
+	cg_mounts_free(&m);
 }
 
 int main(void)
@@ -1301,6 +1304,7 @@ int main(void)
 	RUN(freeze_from_loop);
 	RUN(kill_from_loop);
 	RUN(kill_frozen_from_loop);
+	RUN(v2_manager_on_cgroup2_tree);
 	reap_all(1000);
 	UNIT_DONE();
 }

@@ -55,13 +55,16 @@ void cg_op_cancel(struct cg *cg)
 		op_free(cg->op);
 }
 
-static void op_arm(struct cg_op *op)
+/* 0, or -ENOMEM when libevent could not take the timer. */
+static int op_arm(struct cg_op *op)
 {
 	struct timeval tv = { 0, (long)op->delay_ms * 1000 };
 
-	evtimer_add(op->timer, &tv);
+	if (evtimer_add(op->timer, &tv) < 0)
+		return -ENOMEM;
 	if (op->delay_ms < op->max_ms)
 		op->delay_ms *= 2;
+	return 0;
 }
 
 static void on_op(evutil_socket_t fd, short what, void *arg);
@@ -100,8 +103,11 @@ static void freeze_step(struct cg_op *op)
 
 	r = cg->ops->freeze_reached(cg, true, &err);
 	if (r == 0 && corral_now_ms() < op->deadline) {
-		op_arm(op);
-		return;
+		if (op_arm(op) == 0)
+			return;
+		r = corral_set_err(&err, -ENOMEM, "cannot arm the timer that "
+				   "watches the freeze of %s",
+				   cg_hier_of(cg, C_FREEZER)->dir);
 	}
 	if (r == 0)
 		r = cg_freeze_timeout(cg, true, CG_FREEZE_WAIT_MS, &err);
@@ -130,8 +136,9 @@ int cg_freeze_start(struct cg *cg, struct event_base *base, cg_frozen_fn done,
 		if (op) {
 			op->done = done;
 			op->arg = arg;
-			op_arm(op);
-			return 0;
+			if (op_arm(op) == 0)
+				return 0;
+			op_free(op);
 		}
 		r = corral_set_err(err, -ENOMEM, "out of memory for the timer "
 				   "that watches the freeze of %s",
@@ -185,18 +192,18 @@ static void kill_step(struct cg_op *op)
 
 	if (!op->killing) {
 		r = cg->ops->freeze_reached(cg, true, &err);
-		if (r == 0 && corral_now_ms() < op->deadline) {
-			op_arm(op);
+		if (r == 0 && corral_now_ms() < op->deadline &&
+		    op_arm(op) == 0)
 			return;
-		}
-		/* not frozen in time: kill anyway, racing what forks */
+		/* frozen, or not in time: kill now (then racing what forks) */
 		kill_pass(op, true);
 	} else if (cg_procs_all(cg, true) <= 0 ||
 		   ++op->rounds >= CG_KILL_ROUNDS) {
 		op_free(op);	/* empty, or all there is to do is done */
 		return;
 	}
-	op_arm(op);
+	if (op_arm(op) < 0)
+		op_free(op);	/* signalled; destroy's wait gets the rest */
 }
 
 static void on_op(evutil_socket_t fd, short what, void *arg)
@@ -237,6 +244,9 @@ int cg_kill_start(struct cg *cg, struct event_base *base)
 	/* frozen already (a halt), or no freezer to wait for: kill now */
 	if (r != 0)
 		kill_pass(op, freezer);
-	op_arm(op);
+	if (op_arm(op) < 0) {
+		op_free(op);
+		return r != 0 ? 0 : cg_kill_rounds(cg);	/* the waiting way */
+	}
 	return 0;
 }

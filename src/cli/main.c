@@ -29,6 +29,7 @@ static const char usage[] =
 "  ls                              list the daemon's sandboxes\n"
 "  logs ID                         background processes and their output\n"
 "  events [ID] [--follow]          the daemon's events, as JSON lines\n"
+"  image import|ls|rm|inspect      OCI images kept on this machine\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -95,6 +96,8 @@ int main(int argc, char **argv)
 		return cmd_logs(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "events"))
 		return cmd_events(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "image"))
+		return cmd_image(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("corral %s\n", CORRAL_VERSION);
 		return 0;

@@ -313,6 +313,12 @@ static int open_dir(struct unpacker *u, char **comp, size_t n, const char *orig)
 				}
 			}
 		}
+		if (next == -ENOTDIR) {
+			struct stat st;
+
+			if (fstatat(fd, comp[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+				next = -ELOOP;
+		}
 		close(fd);
 		if (next < 0)
 			return fail(u, next, "\"%s\": %s is %s", shown(orig, shown_buf, sizeof(shown_buf)),
@@ -504,20 +510,21 @@ static int add_entry(struct unpacker *u, struct archive_entry *e)
 		r = add_whiteout(u, dfd, leaf, path);
 		goto out;
 	}
-	if (type == AE_IFCHR || type == AE_IFBLK) {
+	link = archive_entry_hardlink(e);
+	if (!link && (type == AE_IFCHR || type == AE_IFBLK)) {
 		u->rep->devices++;
 		example(u, 0, "%s (%s %u:%u)", shown(path, sb, sizeof(sb)),
 			type == AE_IFCHR ? "char" : "block",
 			(unsigned)archive_entry_rdevmajor(e), (unsigned)archive_entry_rdevminor(e));
 		goto out;
 	}
-	if (type == AE_IFSOCK || (type != AE_IFREG && type != AE_IFDIR &&
-				  type != AE_IFLNK && type != AE_IFIFO)) {
+	if (!link && (type == AE_IFSOCK || (type != AE_IFREG && type != AE_IFDIR &&
+					     type != AE_IFLNK && type != AE_IFIFO))) {
 		u->rep->other++;
 		example(u, 3, "%s (file type 0%o)", shown(path, sb, sizeof(sb)), (unsigned)type);
 		goto out;
 	}
-	if (type != AE_IFDIR && (mode & (S_ISUID | S_ISGID))) {
+	if (!link && type != AE_IFDIR && (mode & (S_ISUID | S_ISGID))) {
 		u->rep->setid++;
 		example(u, 1, "%s (mode %04o)", shown(path, sb, sizeof(sb)), (unsigned)mode);
 		mode &= ~(S_ISUID | S_ISGID);
@@ -525,11 +532,10 @@ static int add_entry(struct unpacker *u, struct archive_entry *e)
 	if (type == AE_IFDIR)
 		mode &= ~S_ISUID;
 	strip_caps(u, e, path);
-	r = clear_leaf(u, dfd, leaf, type == AE_IFDIR, &exists_dir);
+	r = clear_leaf(u, dfd, leaf, !link && type == AE_IFDIR, &exists_dir);
 	if (r < 0)
 		goto out;
 
-	link = archive_entry_hardlink(e);
 	if (link) {
 		int tfd;
 

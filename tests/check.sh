@@ -117,6 +117,7 @@ suite() {
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
+	step "images as $(id -un) ($label)" tests/image.sh "$b/corral"
 	if [ "$(id -u)" = 0 ]; then
 		stage "$b"
 		delegate_cgroups
@@ -128,6 +129,8 @@ suite() {
 			as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "abort as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "images as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"

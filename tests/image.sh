@@ -177,13 +177,14 @@ t_rm() {
 t_overlay_form() {
 	command -v unshare > /dev/null || skip "no unshare"
 	unshare -Urm true 2> /dev/null || skip "no user namespaces"
+	chroot=$(PATH=$PATH:/usr/sbin:/sbin command -v chroot) || skip "no chroot"
 	fixture busybox-oci bb
 	img import "$T/bb" > /dev/null
 	l0=$(layer_of corral-test/busybox:1 0)
 	l1=$(layer_of corral-test/busybox:1 1)
 	mkdir "$T/m"
 	unshare -Urm sh -c "mount -t overlay -o userxattr,lowerdir=$l1:$l0 none $T/m &&
-		chroot $T/m /bin/sh -c 'ls /srv; echo --; ls /srv/cache; echo --; cat /srv/app/hello.txt /etc/motd'" \
+		$chroot $T/m /bin/sh -c 'ls /srv; echo --; ls /srv/cache; echo --; cat /srv/app/hello.txt /etc/motd'" \
 		> "$T/o" 2>&1 || fail "overlay: $(cat "$T/o")"
 	out=$(cat "$T/o")
 	expect_not_contains "whiteout" "$out" "old.txt"

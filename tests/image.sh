@@ -121,6 +121,28 @@ t_import_docker_save() {
 	[ -x "$l0/bin/busybox" ] || fail "busybox missing from layer 0"
 }
 
+# umoci (Debian's) writes "/" for the layer's root and a bare tag
+t_import_umoci() {
+	command -v umoci > /dev/null || skip "no umoci"
+	mkdir -p "$T/rootfs/bin"
+	cp /bin/busybox "$T/rootfs/bin/"
+	ln -s busybox "$T/rootfs/bin/sh"
+	(cd "$T" && umoci init --layout um && umoci new --image um:latest &&
+	 umoci insert --rootless --image um:latest rootfs / &&
+	 umoci config --image um:latest --config.cmd=/bin/sh \
+		--config.workingdir=/tmp --config.env=A=b) > "$T/u" 2>&1 ||
+		fail "umoci: $(cat "$T/u")"
+	out=$(img import "$T/um")
+	expect_eq "exit" "$(rc)" 0
+	expect_not_contains "no note for the root" "$out" "absolute"
+	img inspect localhost/um > /dev/null
+	expect_eq "inspect" "$(rc)" 0
+	expect_eq "cmd" "$(json config.cmd < "$T/out")" '["/bin/sh"]'
+	expect_eq "workdir" "$(json config.working_dir < "$T/out")" /tmp
+	l0=$(json layers.0.path < "$T/out")
+	[ -x "$l0/bin/busybox" ] || fail "no busybox in the layer"
+}
+
 t_import_zstd() {
 	fixture busybox-zstd z
 	img import "$T/z" > /dev/null
@@ -224,8 +246,14 @@ t_diff_id_mismatch_refused() {
 }
 
 t_hostile_absolute_path() {
-	refused hostile-absolute 'absolute path "/etc/corral-evil"'
+	# taken relative to the layer (as docker and containerd do), reported
+	fixture hostile-absolute img
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "reported" "$out" "1 absolute name(s) taken relative to the layer, e.g. /etc/corral-evil"
 	[ ! -e /etc/corral-evil ] || fail "written on the host"
+	l0=$(layer_of corral-test/hostile-absolute:1 0)
+	expect_eq "in the layer" "$(cat "$l0/etc/corral-evil")" x
 }
 
 t_hostile_dotdot() {

@@ -111,7 +111,8 @@ struct unpack_report {
 	uint64_t files, bytes;			/* entries, declared file bytes */
 	uint64_t stream, compressed;		/* the tar's bytes, the blob's */
 	uint64_t devices, setid, caps, other;	/* dropped or stripped */
-	char examples[4][160];			/* the first of each kind */
+	uint64_t absolute;			/* names made relative */
+	char examples[5][160];			/* the first of each kind */
 };
 
 /*

@@ -487,10 +487,11 @@ static void report_layer(struct corral_image_import_report *rep, const char *dif
 	static const char *const what[] = {
 		"device node(s) dropped", "setuid/setgid bit(s) stripped",
 		"file capabilities stripped", "other entries dropped",
+		"absolute name(s) taken relative to the layer",
 	};
-	const uint64_t counts[] = { u->devices, u->setid, u->caps, u->other };
+	const uint64_t counts[] = { u->devices, u->setid, u->caps, u->other, u->absolute };
 
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (counts[i])
 			image_report_note(rep, "layer %.19s: %llu %s, e.g. %s", diff_id,
 					  (unsigned long long)counts[i], what[i], u->examples[i]);

@@ -5,8 +5,9 @@
  * A layer is hostile input: every name in it is resolved beneath the
  * layer's directory with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
  * RESOLVE_NO_MAGICLINKS), one component at a time, so no path and no
- * symlink an earlier entry planted leads out; "..", absolute names and
- * control bytes refuse the layer; device nodes are dropped and setuid,
+ * symlink an earlier entry planted leads out; ".." and control bytes
+ * refuse the layer, absolute names are taken relative to it (reported),
+ * device nodes are dropped and setuid,
  * setgid and file capabilities stripped (each reported); whiteouts become
  * overlay whiteouts (0/0 character devices, which the kernel lets anyone
  * create) and opaque directories the "user.overlay.opaque" xattr, the form
@@ -204,8 +205,8 @@ static int open_readers(struct unpacker *u)
 /* ---- names --------------------------------------------------------------- */
 
 /*
- * Split an archive path into components in place: "./a//b/" -> a, b.
- * Refused: absolute, "..", control bytes, too deep.
+ * Split an archive path into components in place: "./a//b/" -> a, b,
+ * "/a" -> a.  Refused: "..", control bytes, too deep.
  */
 static int split_path(struct unpacker *u, const char *orig, char *path,
 		      char **comp, size_t *n)
@@ -213,9 +214,15 @@ static int split_path(struct unpacker *u, const char *orig, char *path,
 	char shown_buf[160];
 
 	*n = 0;
-	if (path[0] == '/')
-		return fail(u, -EPERM, "absolute path \"%s\" in the layer",
-			    shown(orig, shown_buf, sizeof(shown_buf)));
+	/*
+	 * An absolute name is taken relative to the layer's root, as docker,
+	 * containerd and umoci take it (umoci writes "/" for the root itself);
+	 * it is reported, and it can no more leave the layer than any other.
+	 */
+	if (path[0] == '/' && path[strspn(path, "/")]) {
+		u->rep->absolute++;
+		example(u, 4, "%s", shown(orig, shown_buf, sizeof(shown_buf)));
+	}
 	for (const char *p = path; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return fail(u, -EPERM, "a control byte in the name \"%s\"",

@@ -73,6 +73,16 @@ struct corral_policy {
 	char *workspace;		/* host dir shown at /workspace (overlay), or NULL */
 	struct corral_bind *binds;
 	size_t nbinds;
+	/*
+	 * The root: none, the host's /usr (and friends) read-only; else these
+	 * host directories stacked as one overlay, lowest first (an image's
+	 * layers, or a --rootfs DIR), with corral's own /etc entries, /tmp,
+	 * /home/agent, /workspace, /dev and /proc over it as always.
+	 */
+	char **root_layers;
+	size_t nroot_layers;
+	bool root_writable;		/* filesystem.root_writable: copy-on-write */
+	char *workdir;			/* where the command starts; NULL: /workspace */
 
 	/* limits; 0 means "no limit" except where noted */
 	uint64_t memory_bytes;
@@ -126,6 +136,12 @@ int corral_policy_pass_env(struct corral_policy *p, const char *name,
 			   struct corral_err *err);
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
+/* The root's layers (absolute host directories, lowest first); n 0: the host's. */
+int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t n,
+			   struct corral_err *err);
+/* The command's working directory inside (absolute); NULL: /workspace. */
+int corral_policy_set_workdir(struct corral_policy *p, const char *dir,
+			      struct corral_err *err);
 /*
  * limits.KEY from text ("memory", "256M"), validated exactly as in a
  * policy file; err->msg then reads "limits.KEY: reason (got ...)".
@@ -491,6 +507,20 @@ void corral_image_free(struct corral_image *img);
 void corral_image_list_free(struct corral_image **imgs, size_t n);
 /* One JSON object (malloc'd): digests, names, layers, config. */
 char *corral_image_json(const struct corral_image *img);
+/*
+ * Run on the image: its layers become p's root; its Env is added where p
+ * sets no such name; its WorkingDir is p's unless p has one.  Its User is
+ * not applied: a sandbox has one identity, the agent (uid 1000).
+ */
+int corral_policy_apply_image(struct corral_policy *p, const struct corral_image *img,
+			      struct corral_err *err);
+/*
+ * The command docker would run: Entrypoint, then argv (or, if argv is
+ * empty, Cmd).  malloc'd vector of borrowed strings, NULL-terminated;
+ * -EINVAL when there is nothing to run.
+ */
+int corral_image_argv(const struct corral_image *img, char *const *argv,
+		      char ***out, struct corral_err *err);
 /*
  * A name: drop that name (the image goes when no name is left).  A
  * digest: drop the image and all its names.  Then remove the blobs and

@@ -351,6 +351,110 @@ t_later_entries_replace() {
 	expect_eq "dir over file" "$(cat "$l0/y/in")" 2
 }
 
+# ---- running on an image ---------------------------------------------------
+
+# crun ARGS...: corral run with this test's store; out in $T/out, err in
+# $T/err, exit status in $T/rc
+crun() {
+	local rc=0
+	timeout 120 "$CORRAL" run --state-dir "$T/state" "$@" > "$T/out" 2> "$T/err" \
+		< /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+	cat "$T/out" "$T/err"
+}
+
+busybox_image() {
+	fixture busybox-oci bb
+	img import "$T/bb" > /dev/null
+	expect_eq "import" "$(rc)" 0
+}
+
+t_run_image_config() {
+	busybox_image
+	# no command: Entrypoint + Cmd, in WorkingDir, with Env
+	out=$(crun --image corral-test/busybox:1)
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "cmd ran in workdir" "$out" "hello from the image"
+	# a command replaces Cmd, not Entrypoint (/bin/sh -c)
+	out=$(crun --image corral-test/busybox:1 -- 'pwd; echo $GREETING $PATH; id -u; cat /etc/motd')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "output" "$out" "/srv/app
+hello /bin
+1000
+layer two"
+	# --env and a policy's env win over the image's
+	out=$(crun --image corral-test/busybox:1 --env GREETING=mine -- 'echo $GREETING')
+	expect_eq "env override" "$out" mine
+}
+
+t_run_image_layers_stacked() {
+	busybox_image
+	out=$(crun --image corral-test/busybox:1 -- 'ls /srv; echo --; ls /srv/cache; echo --; ls /usr 2>&1; cat /etc/passwd')
+	expect_eq "exit" "$(rc)" 0
+	expect_not_contains "whiteout" "$out" "old.txt"
+	expect_not_contains "opaque" "$out" "stale"
+	expect_contains "upper layer" "$out" "fresh"
+	# the host's /usr is not there; corral's /etc entries are
+	expect_contains "no host /usr" "$out" "No such file"
+	expect_contains "agent user" "$out" "agent:x:1000:1000"
+}
+
+t_run_image_read_only() {
+	busybox_image
+	out=$(crun --image corral-test/busybox:1 -- 'echo x > /bin/new; echo x > /srv/app/hello.txt; echo x > /tmp/ok && echo tmp-ok')
+	expect_contains "bin" "$out" "Read-only file system"
+	expect_contains "tmp writable" "$out" "tmp-ok"
+	l0=$(layer_of corral-test/busybox:1 0)
+	expect_eq "layer untouched" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
+}
+
+t_run_image_root_writable() {
+	busybox_image
+	out=$(crun --image corral-test/busybox:1 --root-writable -- 'echo new > /bin/new && cat /bin/new && echo changed >> /srv/app/hello.txt && cat /srv/app/hello.txt')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "new file" "$out" "new"
+	expect_contains "copied up" "$out" "changed"
+	# discarded with the sandbox; the shared layers never change
+	l0=$(layer_of corral-test/busybox:1 0)
+	expect_eq "layer untouched" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
+	[ ! -e "$l0/bin/new" ] || fail "written into the layer"
+	out=$(crun --image corral-test/busybox:1 -- 'cat /bin/new')
+	expect_contains "gone next run" "$out" "No such file"
+	# within the disk budget
+	out=$(crun --image corral-test/busybox:1 --root-writable --disk 4M -- 'dd if=/dev/zero of=/bin/big bs=1M count=16')
+	expect_contains "budget" "$out" "No space left on device"
+}
+
+t_run_rootfs_dir() {
+	mkdir -p "$T/tree/bin" "$T/tree/data"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	echo "from the tree" > "$T/tree/data/f"
+	chmod -R a+rX "$T/tree"
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'cat /data/f; /bin/busybox ls /')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "tree" "$out" "from the tree"
+	expect_contains "workspace" "$out" "workspace"
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo x > /data/f')
+	expect_contains "read-only" "$out" "Read-only file system"
+	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
+}
+
+t_run_image_refusals() {
+	out=$(crun --image corral-test/none:1 -- true)
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "missing" "$out" "no image named docker.io/corral-test/none:1"
+	out=$(crun --image x --rootfs /tmp -- true)
+	expect_contains "both" "$out" "one root, not two"
+	busybox_image
+	# an image's policy still applies: no network, seccomp, the agent's uid
+	out=$(crun --image corral-test/busybox:1 -- 'cat /proc/self/status | grep -E "^(Uid|CapEff|NoNewPrivs|Seccomp):"')
+	expect_contains "uid" "$out" "1000"
+	expect_contains "no caps" "$out" "CapEff:	0000000000000000"
+	expect_contains "nnp" "$out" "NoNewPrivs:	1"
+	expect_contains "seccomp" "$out" "Seccomp:	2"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -277,3 +277,51 @@ out:
 	store_unlock(s);
 	return r;
 }
+
+/* ---- what a run takes from an image ---------------------------------------- */
+
+int corral_policy_apply_image(struct corral_policy *p, const struct corral_image *img,
+			      struct corral_err *err)
+{
+	const struct corral_image_config *c = &img->config;
+	int r;
+
+	r = corral_policy_set_root(p, img->layers, img->nlayers, err);
+	for (size_t i = 0; r == 0 && i < c->nenv; i++) {
+		size_t len = strcspn(c->env[i], "=");
+		bool set = false;
+
+		for (size_t k = 0; k < p->nenv && !set; k++)
+			set = strlen(p->env[k].name) == len && !strncmp(p->env[k].name, c->env[i], len);
+		if (!set)
+			r = corral_policy_set_env(p, c->env[i], err);
+	}
+	if (r == 0 && c->workdir && !p->workdir)
+		r = corral_policy_set_workdir(p, c->workdir, err);
+	return r < 0 ? corral_wrap_err(err, "image %s", img->digest) : 0;
+}
+
+int corral_image_argv(const struct corral_image *img, char *const *argv,
+		      char ***out, struct corral_err *err)
+{
+	const struct corral_image_config *c = &img->config;
+	size_t nargv = 0, n = 0;
+	char **v;
+
+	while (argv && argv[nargv])
+		nargv++;
+	v = calloc(c->nentrypoint + (nargv ? nargv : c->ncmd) + 1, sizeof(char *));
+	if (!v)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < c->nentrypoint; i++)
+		v[n++] = c->entrypoint[i];
+	for (size_t i = 0; i < (nargv ? nargv : c->ncmd); i++)
+		v[n++] = nargv ? argv[i] : c->cmd[i];
+	if (n == 0) {
+		free(v);
+		return corral_set_err(err, -EINVAL, "image %s has no Entrypoint or Cmd: give a command",
+				      img->nnames ? img->names[0] : img->digest);
+	}
+	*out = v;
+	return 0;
+}

@@ -167,6 +167,42 @@ TEST(limits_defaults)
 	CHECK(l.ratio_after == 32ull << 20);
 }
 
+TEST(policy_root_and_workdir)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char *good[] = { "/var/lib/corral/images/layers/ab/root", "/srv/tree" };
+	char *bad_rel[] = { "relative/dir" };
+	char *bad_opt[] = { "/a,upperdir=/etc" };
+	const char *json = "{\"filesystem\": {\"root_writable\": true}}";
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_set_root(&p, good, 2, &err) == 0);
+	CHECK(p.nroot_layers == 2 && !strcmp(p.root_layers[1], "/srv/tree"));
+	CHECK(corral_policy_set_root(&p, bad_rel, 1, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "not an absolute path");
+	/* a layer path must not smuggle overlay options in */
+	CHECK(corral_policy_set_root(&p, bad_opt, 1, &err) < 0);
+	CHECK(p.nroot_layers == 2);
+	CHECK(corral_policy_set_workdir(&p, "/srv/app", &err) == 0);
+	CHECK(!strcmp(p.workdir, "/srv/app"));
+	CHECK(corral_policy_set_workdir(&p, "srv", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv/../etc", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv/..", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv/", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv//x", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/", &err) == 0);
+	CHECK(!p.root_writable);
+	CHECK(corral_policy_load_string(&p, json, strlen(json), "t.json", &err) == 0);
+	CHECK(p.root_writable);
+	/* a load is a deep copy: the layers survive it */
+	CHECK(p.nroot_layers == 2 && !strcmp(p.root_layers[0], good[0]));
+	json = "{\"filesystem\": {\"root_writable\": 1}}";
+	CHECK(corral_policy_load_string(&p, json, strlen(json), "t.json", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "root_writable");
+	corral_policy_free(&p);
+}
+
 int main(void)
 {
 	RUN(docker_hub_short_names);
@@ -177,5 +213,6 @@ int main(void)
 	RUN(hostile_bytes);
 	RUN(store_path_rule);
 	RUN(limits_defaults);
+	RUN(policy_root_and_workdir);
 	UNIT_DONE();
 }

@@ -369,11 +369,14 @@ int store_put_blob(struct corral_image_store *s, int fd, const char *expected,
 	int out, r;
 
 	*was_new = false;
-	r = store_tmpdir(s, tmp, sizeof(tmp), err);
-	if (r < 0)
-		return r;
-	unlinkat(s->dirfd, tmp, AT_REMOVEDIR);
-	out = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	out = -1;
+	for (int i = 0; out < 0 && i < 100; i++) {
+		snprintf(tmp, sizeof(tmp), IMAGE_TMP "/blob-%d-%d", (int)getpid(), i);
+		out = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			     0600);
+		if (out < 0 && errno != EEXIST)
+			break;
+	}
 	if (out < 0)
 		return corral_set_err(err, -errno, "create %s/%s: %s", s->dir, tmp, strerror(errno));
 	r = copy_hashing(fd, out, expected_size ? expected_size : (64ull << 30), got, &size, err);

@@ -71,6 +71,7 @@ struct unpacker {
 	bool failed;			/* err says why; the archive only knows "fatal" */
 	struct dir_fix *dirs;
 	size_t ndirs, capdirs;
+	json_t *dir_index;		/* path -> index in dirs: no quadratic search */
 	char *cbuf, *rbuf;
 };
 
@@ -258,22 +259,38 @@ static int beneath(int dirfd, const char *name, int flags, mode_t mode)
 	return fd < 0 ? -errno : fd;
 }
 
+/* comp[0..n) joined by "/" into out; false if it does not fit. */
+static bool join(char **comp, size_t n, char *out, size_t size)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		int w = snprintf(out + len, size - len, "%s%s", i ? "/" : "", comp[i]);
+
+		if (w < 0 || (size_t)w >= size - len)
+			return false;
+		len += w;
+	}
+	return true;
+}
+
 static int remember_dir(struct unpacker *u, char **comp, size_t n, mode_t mode,
 			const struct timespec *mtime)
 {
-	char path[PATH_MAX] = "";
-	size_t len = 0;
+	char path[PATH_MAX];
+	json_t *known;
 
-	for (size_t i = 0; i < n; i++)
-		len += snprintf(path + len, sizeof(path) - len, "%s%s", i ? "/" : "", comp[i]);
-	if (len >= sizeof(path))
+	if (!join(comp, n, path, sizeof(path)))
 		return fail(u, -ENAMETOOLONG, "a path longer than %d bytes", PATH_MAX);
-	for (size_t i = 0; i < u->ndirs; i++)
-		if (!strcmp(u->dirs[i].path, path)) {
-			u->dirs[i].mode = mode;
-			u->dirs[i].mtime = *mtime;
-			return 0;
-		}
+	known = json_object_get(u->dir_index, path);
+	if (known) {
+		size_t i = json_integer_value(known);
+
+		u->dirs[i].mode = mode;
+		u->dirs[i].mtime = *mtime;
+		return 0;
+	}
 	if (u->ndirs == u->capdirs) {
 		size_t cap = u->capdirs ? u->capdirs * 2 : 256;
 		struct dir_fix *d = realloc(u->dirs, cap * sizeof(*d));
@@ -285,6 +302,8 @@ static int remember_dir(struct unpacker *u, char **comp, size_t n, mode_t mode,
 	}
 	u->dirs[u->ndirs].path = strdup(path);
 	if (!u->dirs[u->ndirs].path)
+		return fail(u, -ENOMEM, "out of memory for a directory's name");
+	if (json_object_set_new(u->dir_index, path, json_integer(u->ndirs)) < 0)
 		return fail(u, -ENOMEM, "out of memory for a directory's name");
 	u->dirs[u->ndirs].mode = mode;
 	u->dirs[u->ndirs++].mtime = *mtime;
@@ -488,9 +507,8 @@ static int add_entry(struct unpacker *u, struct archive_entry *e)
 	if (n == 0) {	/* "./": the layer's root itself */
 		return type == AE_IFDIR ? remember_dir(u, comp, 0, mode & 01777, &mt) : 0;
 	}
-	path[0] = '\0';
-	for (size_t i = 0, len = 0; i < n; i++)
-		len += snprintf(path + len, sizeof(path) - len, "%s%s", i ? "/" : "", comp[i]);
+	if (!join(comp, n, path, sizeof(path)))
+		return fail(u, -ENAMETOOLONG, "a path longer than %d bytes", PATH_MAX);
 
 	if (++u->rep->files > u->lim->max_files)
 		return fail(u, -EFBIG, "more than %llu files in the image (--max-files)",
@@ -652,7 +670,8 @@ static int unpack_run(int blobfd, const char *blob_digest, const char *diff_id,
 	u.stream_max = lim->max_bytes + lim->max_files * 1536 + (1 << 20);
 	u.cbuf = malloc(IO_BUF);
 	u.rbuf = malloc(IO_BUF);
-	if (!u.cbuf || !u.rbuf) {
+	u.dir_index = json_object();
+	if (!u.cbuf || !u.rbuf || !u.dir_index) {
 		r = fail(&u, -ENOMEM, "out of memory for buffers");
 		goto out;
 	}
@@ -709,6 +728,7 @@ out:
 	for (size_t i = 0; i < u.ndirs; i++)
 		free(u.dirs[i].path);
 	free(u.dirs);
+	json_decref(u.dir_index);
 	free(u.cbuf);
 	free(u.rbuf);
 	return r < 0 ? r : 0;

@@ -143,6 +143,18 @@ t_import_umoci() {
 	[ -x "$l0/bin/busybox" ] || fail "no busybox in the layer"
 }
 
+t_import_not_an_archive() {
+	head -c 4096 /dev/urandom > "$T/junk.tar"
+	out=$(img import "$T/junk.tar")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "why" "$out" "not a tar archive"
+	mkdir "$T/empty"
+	out=$(img import "$T/empty")
+	expect_eq "exit dir" "$(rc)" 1
+	expect_contains "why dir" "$out" "neither an OCI image layout (index.json) nor a docker save archive"
+	expect_eq "tmp empty" "$(ls -A "$(store)/tmp")" ""
+}
+
 t_import_zstd() {
 	fixture busybox-zstd z
 	img import "$T/z" > /dev/null

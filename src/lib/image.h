@@ -106,6 +106,16 @@ void image_config_free(struct corral_image_config *c);
 
 /* ---- image_unpack.c ---- */
 
+/*
+ * fn(arg, out, err) in a forked child that, as root, is uid
+ * IMAGE_UNPACK_UID with no groups, no_new_privs and Landlock allowing
+ * only destpath (where it may write); out (outlen bytes) and err come
+ * back to the caller.  For everything that parses an archive.
+ */
+int image_unprivileged(const char *destpath, int (*fn)(void *arg, void *out,
+							struct corral_err *err),
+		       void *arg, void *out, size_t outlen, struct corral_err *err);
+
 struct unpack_report {
 	char diff_id[CORRAL_DIGEST_MAX];
 	uint64_t files, bytes;			/* entries, declared file bytes */

@@ -6,9 +6,10 @@
  *   - an oci-archive: the same layout as a tar (skopeo's oci-archive:);
  *   - a `docker save` / `podman save` tarball: manifest.json listing each
  *     image's config and layer tars by path, and its RepoTags.
- * A tar is first read into numbered files in the store's tmp/ (names in it
- * are only keys of a table here, never paths on disk); a directory is read
- * beneath its fd with openat2, no symlink followed.  Every blob is hashed
+ * A tar is first read, by an unprivileged child (image_unprivileged), into
+ * numbered files in the store's tmp/ (names in it are only keys of a
+ * table, never paths on disk); a directory is read beneath its fd with
+ * openat2, no symlink followed.  Every blob is hashed
  * while it is copied in and must match the digest that names it; docker
  * save's files, which no digest names, get an OCI manifest written for
  * them, so that every image in the store is one manifest digest.  Layers
@@ -102,7 +103,23 @@ static int add_ent(struct import *im, const char *key, const char *alias, long f
 	return 0;
 }
 
-static int copy_entry(struct import *im, struct archive *a, long n, uint64_t *total)
+/*
+ * The tar's files go to tmp/ as e<N>; what each name stands for goes to
+ * TABLE, one record a name: int32 N (or -1 for a link), uint32 name
+ * length, uint32 target length, name, target.  Written by the
+ * unprivileged child, read back by the caller.
+ */
+#define TABLE "table"
+
+struct archive_args {
+	int fd, dirfd;
+	const char *path;
+	uint64_t max_bytes;
+	FILE *table;
+};
+
+static int copy_entry(struct archive_args *a, struct archive *ar, long n, uint64_t *total,
+		      struct corral_err *err)
 {
 	char name[32], sz[32];
 	const void *buf;
@@ -111,73 +128,92 @@ static int copy_entry(struct import *im, struct archive *a, long n, uint64_t *to
 	int fd, r;
 
 	snprintf(name, sizeof(name), "e%ld", n);
-	fd = openat(im->src.dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(a->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return corral_set_err(im->err, -errno, "create %s: %s", name, strerror(errno));
-	while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+		return corral_set_err(err, -errno, "create %s: %s", name, strerror(errno));
+	while ((r = archive_read_data_block(ar, &buf, &len, &off)) == ARCHIVE_OK) {
 		*total += len;
-		if (*total > im->budget.max_bytes) {
+		if (*total > a->max_bytes) {
 			close(fd);
-			corral_format_size(im->budget.max_bytes, sz, sizeof(sz));
-			return corral_set_err(im->err, -EFBIG, "%s holds more than %s (--max-size)",
-					      im->src.path, sz);
+			corral_format_size(a->max_bytes, sz, sizeof(sz));
+			return corral_set_err(err, -EFBIG, "%s holds more than %s (--max-size)",
+					      a->path, sz);
 		}
 		if (pwrite(fd, buf, len, off) != (ssize_t)len) {
 			r = errno;
 			close(fd);
-			return corral_set_err(im->err, -r, "write %s: %s", name, strerror(r));
+			return corral_set_err(err, -r, "write %s: %s", name, strerror(r));
 		}
 	}
 	close(fd);
 	if (r != ARCHIVE_EOF)
-		return corral_set_err(im->err, -EIO, "%s: %s", im->src.path, archive_error_string(a));
+		return corral_set_err(err, -EIO, "%s: %s", a->path, archive_error_string(ar));
 	return 0;
 }
 
-/* The tar's regular files into tmp/, its links into the table. */
-static int read_archive(struct import *im, int fd)
+static int table_put(struct archive_args *a, long file, const char *key, const char *target,
+		     struct corral_err *err)
 {
-	struct archive *a = archive_read_new();
+	int32_t f = (int32_t)file;
+	uint32_t kl = strlen(key), tl = target ? strlen(target) : 0;
+
+	if (fwrite(&f, sizeof(f), 1, a->table) != 1 || fwrite(&kl, sizeof(kl), 1, a->table) != 1 ||
+	    fwrite(&tl, sizeof(tl), 1, a->table) != 1 || fwrite(key, 1, kl, a->table) != kl ||
+	    fwrite(target ? target : "", 1, tl, a->table) != tl)
+		return corral_set_err(err, -EIO, "cannot write the archive's table");
+	return 0;
+}
+
+/* In the unprivileged child: the tar's regular files and links. */
+static int archive_fn(void *arg, void *out, struct corral_err *err)
+{
+	struct archive_args *a = arg;
+	struct archive *ar = archive_read_new();
 	struct archive_entry *e;
 	char key[4096], target[4096], dir[4096];
 	uint64_t total = 0;
 	long n = 0;
-	int r;
+	int r, tfd;
 
-	if (!a)
-		return corral_set_err(im->err, -ENOMEM, "cannot allocate a tar reader");
-	archive_read_support_format_tar(a);
+	(void)out;
+	tfd = openat(a->dirfd, TABLE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (!ar || tfd < 0 || !(a->table = fdopen(tfd, "w"))) {
+		if (ar)
+			archive_read_free(ar);
+		return corral_set_err(err, -ENOMEM, "cannot start reading %s", a->path);
+	}
+	archive_read_support_format_tar(ar);
 	/* a compressed tarball too, with the built-in decompressors only */
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
-	if (archive_read_open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
-		r = corral_set_err(im->err, -EINVAL, "%s: not a tar archive: %s", im->src.path,
-				   archive_error_string(a));
+	archive_read_support_filter_gzip(ar);
+	archive_read_support_filter_zstd(ar);
+	if (archive_read_open_fd(ar, a->fd, 64 * 1024) != ARCHIVE_OK) {
+		r = corral_set_err(err, -EINVAL, "%s: not a tar archive: %s", a->path,
+				   archive_error_string(ar));
 		goto out;
 	}
-	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+	while ((r = archive_read_next_header(ar, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
 		const char *p = archive_entry_pathname(e), *link;
 
 		if (!p)
 			continue;
 		if (++n > ARCHIVE_ENTRIES_MAX) {
-			r = corral_set_err(im->err, -EFBIG, "%s: more than %d entries",
-					   im->src.path, ARCHIVE_ENTRIES_MAX);
+			r = corral_set_err(err, -EFBIG, "%s: more than %d entries",
+					   a->path, ARCHIVE_ENTRIES_MAX);
 			goto out;
 		}
 		normalize_key(p, NULL, key, sizeof(key));
 		if ((link = archive_entry_hardlink(e))) {
 			normalize_key(link, NULL, target, sizeof(target));
-			r = add_ent(im, key, target, -1);
+			r = table_put(a, -1, key, target, err);
 		} else if (archive_entry_filetype(e) == AE_IFLNK &&
 			   (link = archive_entry_symlink(e))) {
 			snprintf(dir, sizeof(dir), "%s", key);
 			normalize_key(link, dirname(dir), target, sizeof(target));
-			r = add_ent(im, key, target, -1);
+			r = table_put(a, -1, key, target, err);
 		} else if (archive_entry_filetype(e) == AE_IFREG) {
-			r = copy_entry(im, a, n, &total);
+			r = copy_entry(a, ar, n, &total, err);
 			if (r == 0)
-				r = add_ent(im, key, NULL, n);
+				r = table_put(a, n, key, NULL, err);
 		} else {
 			r = 0;
 		}
@@ -185,14 +221,60 @@ static int read_archive(struct import *im, int fd)
 			goto out;
 	}
 	if (r != ARCHIVE_EOF) {
-		r = corral_set_err(im->err, -EINVAL, "%s: a damaged tar: %s", im->src.path,
-				   archive_error_string(a));
+		r = corral_set_err(err, -EINVAL, "%s: a damaged tar: %s", a->path,
+				   archive_error_string(ar));
 		goto out;
 	}
-	r = 0;
+	r = fflush(a->table) == 0 ? 0 : corral_set_err(err, -EIO, "cannot write the archive's table");
 out:
-	archive_read_free(a);
+	fclose(a->table);
+	archive_read_free(ar);
 	return r;
+}
+
+/* Back in the caller: the table the child wrote, checked as it is read. */
+static int read_table(struct import *im)
+{
+	char key[4096], target[4096];
+	int fd = openat(im->src.dirfd, TABLE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	int32_t file;
+	uint32_t kl, tl;
+	int r = 0;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return corral_set_err(im->err, -EIO, "%s: the archive's table is missing", im->src.path);
+	}
+	while (r == 0 && fread(&file, sizeof(file), 1, f) == 1) {
+		if (fread(&kl, sizeof(kl), 1, f) != 1 || fread(&tl, sizeof(tl), 1, f) != 1 ||
+		    kl >= sizeof(key) || tl >= sizeof(target) || file < -1 ||
+		    fread(key, 1, kl, f) != kl || fread(target, 1, tl, f) != tl) {
+			r = corral_set_err(im->err, -EINVAL, "%s: the archive's table is damaged",
+					   im->src.path);
+			break;
+		}
+		key[kl] = target[tl] = '\0';
+		r = add_ent(im, key, file < 0 ? target : NULL, file);
+	}
+	fclose(f);
+	return r;
+}
+
+/* The tar is read by an unprivileged child: libarchive parses hostile bytes. */
+static int read_archive(struct import *im, int fd)
+{
+	struct archive_args a = { .fd = fd, .dirfd = im->src.dirfd, .path = im->src.path,
+				  .max_bytes = im->budget.max_bytes };
+	char path[4096 + 160];
+	int r;
+
+	if (geteuid() == 0 && fchown(im->src.dirfd, IMAGE_UNPACK_UID, IMAGE_UNPACK_GID) < 0)
+		return corral_set_err(im->err, -errno, "chown %s: %s", im->src.tmp, strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s", im->s->dir, im->src.tmp);
+	r = image_unprivileged(path, archive_fn, &a, NULL, 0, im->err);
+	return r < 0 ? r : read_table(im);
 }
 
 static int src_open(struct import *im, const char *name)
@@ -225,10 +307,17 @@ static int src_open(struct import *im, const char *name)
 		if (!e)
 			break;
 		if (!e->alias) {
+			struct stat st;
 			int fd;
 
+			/* written by the unprivileged child: a regular file, or nothing */
 			snprintf(file, sizeof(file), "e%ld", e->file);
-			fd = openat(src->dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			fd = openat(src->dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+				close(fd);
+				fd = -1;
+				errno = EINVAL;
+			}
 			if (fd < 0)
 				return corral_set_err(im->err, -errno, "open %s: %s", file,
 						      strerror(errno));

@@ -736,12 +736,6 @@ out:
 
 /* ---- the child ------------------------------------------------------------ */
 
-struct unpack_msg {
-	int rc;
-	struct corral_err err;
-	struct unpack_report rep;
-};
-
 static int drop_privileges(const char *destpath, struct corral_err *err)
 {
 	struct ll_rule rule = { destpath, true };
@@ -770,17 +764,34 @@ static int drop_privileges(const char *destpath, struct corral_err *err)
 	return 0;
 }
 
-int image_unpack(int blobfd, const char *blob_digest, const char *diff_id,
-		 int destfd, const char *destpath,
-		 const struct corral_image_limits *budget,
-		 struct unpack_report *rep, struct corral_err *err)
+/* Read exactly len bytes (a child's report); short: how many there were. */
+static ssize_t read_full(int fd, void *buf, size_t len)
 {
-	struct unpack_msg *msg;
-	int pipefd[2], status;
-	ssize_t n;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+int image_unprivileged(const char *destpath, int (*fn)(void *arg, void *out,
+							struct corral_err *err),
+		       void *arg, void *out, size_t outlen, struct corral_err *err)
+{
+	size_t len = sizeof(int) + sizeof(struct corral_err) + outlen;
+	struct corral_err child_err = { 0 };
+	int pipefd[2], status, rc;
+	char *msg;
 	pid_t pid;
 
-	msg = calloc(1, sizeof(*msg));
+	msg = calloc(1, len);
 	if (!msg)
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -798,32 +809,56 @@ int image_unpack(int blobfd, const char *blob_digest, const char *diff_id,
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		msg->rc = drop_privileges(destpath, &msg->err);
-		if (msg->rc == 0)
-			msg->rc = unpack_run(blobfd, blob_digest, diff_id, destfd, budget,
-					     &msg->rep, &msg->err);
-		n = write(pipefd[1], msg, sizeof(*msg));
-		_exit(n == (ssize_t)sizeof(*msg) ? 0 : 1);
+		rc = drop_privileges(destpath, &child_err);
+		if (rc == 0)
+			rc = fn(arg, msg + sizeof(int) + sizeof(child_err), &child_err);
+		memcpy(msg, &rc, sizeof(rc));
+		memcpy(msg + sizeof(rc), &child_err, sizeof(child_err));
+		_exit(write(pipefd[1], msg, len) == (ssize_t)len ? 0 : 1);
 	}
 	close(pipefd[1]);
-	do
-		n = read(pipefd[0], msg, sizeof(*msg));
-	while (n < 0 && errno == EINTR);
+	rc = read_full(pipefd[0], msg, len) == (ssize_t)len;
 	close(pipefd[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (n != (ssize_t)sizeof(*msg)) {
+	if (!rc) {
 		free(msg);
 		if (WIFSIGNALED(status))
-			return corral_set_err(err, -EIO, "the unpacking process was killed by signal %d (%s)",
+			return corral_set_err(err, -EIO, "the unprivileged process was killed by signal %d (%s)",
 					      WTERMSIG(status), strsignal(WTERMSIG(status)));
-		return corral_set_err(err, -EIO, "the unpacking process ended without a word (status %d)",
+		return corral_set_err(err, -EIO, "the unprivileged process ended without a word (status %d)",
 				      status);
 	}
-	*rep = msg->rep;
-	if (msg->rc < 0)
-		*err = msg->err;
-	n = msg->rc;
+	memcpy(&rc, msg, sizeof(rc));
+	if (rc < 0)
+		memcpy(err, msg + sizeof(rc), sizeof(*err));
+	if (outlen)
+		memcpy(out, msg + sizeof(rc) + sizeof(*err), outlen);
 	free(msg);
-	return (int)n;
+	return rc < 0 ? rc : 0;
+}
+
+struct unpack_args {
+	int blobfd, destfd;
+	const char *blob_digest, *diff_id;
+	const struct corral_image_limits *budget;
+};
+
+static int unpack_fn(void *arg, void *out, struct corral_err *err)
+{
+	struct unpack_args *a = arg;
+
+	return unpack_run(a->blobfd, a->blob_digest, a->diff_id, a->destfd, a->budget,
+			  out, err);
+}
+
+int image_unpack(int blobfd, const char *blob_digest, const char *diff_id,
+		 int destfd, const char *destpath,
+		 const struct corral_image_limits *budget,
+		 struct unpack_report *rep, struct corral_err *err)
+{
+	struct unpack_args a = { blobfd, destfd, blob_digest, diff_id, budget };
+
+	memset(rep, 0, sizeof(*rep));
+	return image_unprivileged(destpath, unpack_fn, &a, rep, sizeof(*rep), err);
 }

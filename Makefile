@@ -3,9 +3,11 @@
 CC      ?= cc
 # libnftables is loaded at run time (net.c), only where transparent mode
 # is set up: its headers come from libnftables-dev, its code is not linked.
-PKGS    := libseccomp jansson ldns libevent libcrypto libarchive
+PKGS    := libseccomp jansson ldns libevent libcrypto
 # libcurl's headers only: the client verbs load it at run time (src/cli/curl.c)
 HDR_PKGS := libcurl
+# image archives and layers (src/lib/image_*.c)
+PKGS    += libarchive
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter

@@ -129,8 +129,6 @@ suite() {
 			as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "abort as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "images as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
@@ -138,6 +136,8 @@ suite() {
 			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody "$STAGE/tests/faults.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "images as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
 		undelegate_cgroups
 		# no freezer: pause must answer why, idle sandboxes stay idle
 		[ -z "$brief" ] && step "serve as uid $NOBODY, no cgroups ($label)" \

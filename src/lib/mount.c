@@ -575,49 +575,6 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 	return 0;
 }
 
-static int enter_new_root(struct corral_err *err)
-{
-	int r;
-
-	/* Nothing we mount may propagate back to the host. */
-	r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
-	if (r == 0)
-		r = do_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-			     "mode=0755,size=4m", err);
-	if (r < 0)
-		return r;
-	if (chdir("/tmp") < 0 || mkdir("oldroot", 0755) < 0)
-		return corral_set_err(err, -errno, "cannot prepare the new root: %s",
-				      strerror(errno));
-	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
-		return corral_set_err(err, -errno, "pivot_root: %s", strerror(errno));
-	if (chdir("/") < 0)
-		return corral_set_err(err, -errno, "chdir /: %s", strerror(errno));
-	return 0;
-}
-
-static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
-{
-	if (umount2(SCRATCH, MNT_DETACH) < 0 || rmdir(SCRATCH) < 0)
-		return corral_set_err(err, -errno, "cannot detach %s: %s", SCRATCH,
-				      strerror(errno));
-	if (umount2(OLDROOT, MNT_DETACH) < 0)
-		return corral_set_err(err, -errno, "cannot detach the host root: %s",
-				      strerror(errno));
-	if (rmdir(OLDROOT) < 0)
-		return corral_set_err(err, -errno, "cannot remove %s: %s", OLDROOT,
-				      strerror(errno));
-	if (sys_mount_setattr("/dev", 0, MOUNT_ATTR_RDONLY, 0) < 0)
-		return corral_set_err(err, -errno, "cannot make /dev read-only: %s",
-				      strerror(errno));
-	/* root_writable: copy-on-write over an image's root, in its budget */
-	if (sys_mount_setattr("/", 0, (p->root_writable && p->nroot_layers ? 0 : MOUNT_ATTR_RDONLY) |
-			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
-		return corral_set_err(err, -errno, "cannot make / read-only: %s",
-				      strerror(errno));
-	return 0;
-}
-
 /* ---- an image's root ---------------------------------------------------- */
 
 /*
@@ -802,6 +759,49 @@ static int enter_stacked_root(struct corral_err *err)
 		return corral_set_err(err, -errno, "pivot_root: %s", strerror(errno));
 	if (chdir("/") < 0)
 		return corral_set_err(err, -errno, "chdir /: %s", strerror(errno));
+	return 0;
+}
+
+static int enter_new_root(struct corral_err *err)
+{
+	int r;
+
+	/* Nothing we mount may propagate back to the host. */
+	r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
+	if (r == 0)
+		r = do_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+			     "mode=0755,size=4m", err);
+	if (r < 0)
+		return r;
+	if (chdir("/tmp") < 0 || mkdir("oldroot", 0755) < 0)
+		return corral_set_err(err, -errno, "cannot prepare the new root: %s",
+				      strerror(errno));
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		return corral_set_err(err, -errno, "pivot_root: %s", strerror(errno));
+	if (chdir("/") < 0)
+		return corral_set_err(err, -errno, "chdir /: %s", strerror(errno));
+	return 0;
+}
+
+static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
+{
+	if (umount2(SCRATCH, MNT_DETACH) < 0 || rmdir(SCRATCH) < 0)
+		return corral_set_err(err, -errno, "cannot detach %s: %s", SCRATCH,
+				      strerror(errno));
+	if (umount2(OLDROOT, MNT_DETACH) < 0)
+		return corral_set_err(err, -errno, "cannot detach the host root: %s",
+				      strerror(errno));
+	if (rmdir(OLDROOT) < 0)
+		return corral_set_err(err, -errno, "cannot remove %s: %s", OLDROOT,
+				      strerror(errno));
+	if (sys_mount_setattr("/dev", 0, MOUNT_ATTR_RDONLY, 0) < 0)
+		return corral_set_err(err, -errno, "cannot make /dev read-only: %s",
+				      strerror(errno));
+	/* root_writable: copy-on-write over an image's root, in its budget */
+	if (sys_mount_setattr("/", 0, (p->root_writable && p->nroot_layers ? 0 : MOUNT_ATTR_RDONLY) |
+			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
+		return corral_set_err(err, -errno, "cannot make / read-only: %s",
+				      strerror(errno));
 	return 0;
 }
 

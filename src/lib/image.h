@@ -98,6 +98,33 @@ void image_report_note(struct corral_image_import_report *rep,
 int image_strv_add(char ***v, size_t *n, const char *s);
 void image_strv_free(char **v, size_t n);
 
+/* ---- image_source.c: the files of an archive or a layout ---- */
+struct src_entry {
+	char *path;
+	char *alias;			/* a link: the entry it stands for */
+	long file;			/* tmp file number, or -1 */
+};
+
+struct source {
+	const char *path;		/* as given */
+	int dirfd;			/* the layout, or tmp/ with the tar's files */
+	char tmp[128];			/* store-relative, for an archive */
+	struct src_entry *ents;
+	size_t nents;
+	struct corral_image_store *s;
+	uint64_t max_bytes;		/* a tar's files together */
+	struct corral_err *err;
+};
+
+/* A layout directory, or a tar read into the store's tmp/ (the store locked). */
+int source_open(struct source *src, struct corral_image_store *s, const char *path,
+		uint64_t max_bytes, struct corral_err *err);
+/* The file NAME ("index.json", "blobs/sha256/HEX"), opened for reading. */
+int source_file(struct source *src, const char *name);
+bool source_has(struct source *src, const char *name);
+json_t *source_json(struct source *src, const char *name);
+void source_close(struct source *src);
+
 /* ---- image_config.c ---- */
 /* The parts of an image config (JSON) a run applies; diff_ids too. */
 int image_config_parse(const char *text, size_t len, struct corral_image_config *c,

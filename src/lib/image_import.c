@@ -6,10 +6,8 @@
  *   - an oci-archive: the same layout as a tar (skopeo's oci-archive:);
  *   - a `docker save` / `podman save` tarball: manifest.json listing each
  *     image's config and layer tars by path, and its RepoTags.
- * A tar is first read, by an unprivileged child (image_unprivileged), into
- * numbered files in the store's tmp/ (names in it are only keys of a
- * table, never paths on disk); a directory is read beneath its fd with
- * openat2, no symlink followed.  Every blob is hashed
+ * The archive's files come through image_source.c (a tar is read by an
+ * unprivileged child).  Every blob is hashed
  * while it is copied in and must match the digest that names it; docker
  * save's files, which no digest names, get an OCI manifest written for
  * them, so that every image in the store is one manifest digest.  Layers
@@ -17,39 +15,18 @@
  */
 #include "image.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #define META_MAX (8u << 20)		/* index.json, manifest.json, manifests */
-#define ARCHIVE_ENTRIES_MAX 100000
-#define LINK_HOPS 8
-
-struct src_entry {
-	char *path;
-	char *alias;			/* a link: the entry it stands for */
-	long file;			/* tmp file number, or -1 */
-};
-
-struct source {
-	const char *path;		/* as given */
-	int dirfd;			/* the layout, or tmp/ with the tar's files */
-	char tmp[128];			/* store-relative, for an archive */
-	struct src_entry *ents;
-	size_t nents;
-};
 
 struct import {
 	struct corral_image_store *s;
@@ -59,312 +36,13 @@ struct import {
 	struct corral_err *err;
 };
 
-/* ---- the source ----------------------------------------------------------- */
-
-/* "./a//b/./c" -> "a/b/c"; ".." pops (a key, never a path on disk). */
-static void normalize_key(const char *in, const char *base, char *out, size_t len)
-{
-	char buf[4096];
-	size_t o = 0;
-
-	snprintf(buf, sizeof(buf), "%s%s%s", in[0] == '/' || !base ? "" : base,
-		 in[0] == '/' || !base || !*base ? "" : "/", in);
-	out[0] = '\0';
-	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
-		if (!strcmp(c, "..")) {
-			char *slash = strrchr(out, '/');
-
-			o = slash ? (size_t)(slash - out) : 0;
-			out[o] = '\0';
-			continue;
-		}
-		o += snprintf(out + o, len - o, "%s%s", o ? "/" : "", c);
-		if (o >= len) {
-			out[0] = '\0';
-			return;
-		}
-	}
-}
-
-static int add_ent(struct import *im, const char *key, const char *alias, long file)
-{
-	struct source *src = &im->src;
-	struct src_entry *e = realloc(src->ents, (src->nents + 1) * sizeof(*e));
-
-	if (!e)
-		return corral_set_err(im->err, -ENOMEM, "out of memory for the archive's table");
-	src->ents = e;
-	e[src->nents] = (struct src_entry){ strdup(key), alias ? strdup(alias) : NULL, file };
-	if (!e[src->nents].path || (alias && !e[src->nents].alias))
-		return corral_set_err(im->err, -ENOMEM, "out of memory for the archive's table");
-	src->nents++;
-	return 0;
-}
-
-/*
- * The tar's files go to tmp/ as e<N>; what each name stands for goes to
- * TABLE, one record a name: int32 N (or -1 for a link), uint32 name
- * length, uint32 target length, name, target.  Written by the
- * unprivileged child, read back by the caller.
- */
-#define TABLE "table"
-
-struct archive_args {
-	int fd, dirfd;
-	const char *path;
-	uint64_t max_bytes;
-	FILE *table;
-};
-
-static int copy_entry(struct archive_args *a, struct archive *ar, long n, uint64_t *total,
-		      struct corral_err *err)
-{
-	char name[32], sz[32];
-	const void *buf;
-	size_t len;
-	la_int64_t off;
-	int fd, r;
-
-	snprintf(name, sizeof(name), "e%ld", n);
-	fd = openat(a->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return corral_set_err(err, -errno, "create %s: %s", name, strerror(errno));
-	while ((r = archive_read_data_block(ar, &buf, &len, &off)) == ARCHIVE_OK) {
-		*total += len;
-		if (*total > a->max_bytes) {
-			close(fd);
-			corral_format_size(a->max_bytes, sz, sizeof(sz));
-			return corral_set_err(err, -EFBIG, "%s holds more than %s (--max-size)",
-					      a->path, sz);
-		}
-		if (pwrite(fd, buf, len, off) != (ssize_t)len) {
-			r = errno;
-			close(fd);
-			return corral_set_err(err, -r, "write %s: %s", name, strerror(r));
-		}
-	}
-	close(fd);
-	if (r != ARCHIVE_EOF)
-		return corral_set_err(err, -EIO, "%s: %s", a->path, archive_error_string(ar));
-	return 0;
-}
-
-static int table_put(struct archive_args *a, long file, const char *key, const char *target,
-		     struct corral_err *err)
-{
-	int32_t f = (int32_t)file;
-	uint32_t kl = strlen(key), tl = target ? strlen(target) : 0;
-
-	if (fwrite(&f, sizeof(f), 1, a->table) != 1 || fwrite(&kl, sizeof(kl), 1, a->table) != 1 ||
-	    fwrite(&tl, sizeof(tl), 1, a->table) != 1 || fwrite(key, 1, kl, a->table) != kl ||
-	    fwrite(target ? target : "", 1, tl, a->table) != tl)
-		return corral_set_err(err, -EIO, "cannot write the archive's table");
-	return 0;
-}
-
-/* In the unprivileged child: the tar's regular files and links. */
-static int archive_fn(void *arg, void *out, struct corral_err *err)
-{
-	struct archive_args *a = arg;
-	struct archive *ar = archive_read_new();
-	struct archive_entry *e;
-	char key[4096], target[4096], dir[4096];
-	uint64_t total = 0;
-	long n = 0;
-	int r, tfd;
-
-	(void)out;
-	tfd = openat(a->dirfd, TABLE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (!ar || tfd < 0 || !(a->table = fdopen(tfd, "w"))) {
-		if (ar)
-			archive_read_free(ar);
-		return corral_set_err(err, -ENOMEM, "cannot start reading %s", a->path);
-	}
-	archive_read_support_format_tar(ar);
-	/* a compressed tarball too, with the built-in decompressors only */
-	archive_read_support_filter_gzip(ar);
-	archive_read_support_filter_zstd(ar);
-	if (archive_read_open_fd(ar, a->fd, 64 * 1024) != ARCHIVE_OK) {
-		r = corral_set_err(err, -EINVAL, "%s: not a tar archive: %s", a->path,
-				   archive_error_string(ar));
-		goto out;
-	}
-	while ((r = archive_read_next_header(ar, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-		const char *p = archive_entry_pathname(e), *link;
-
-		if (!p)
-			continue;
-		if (++n > ARCHIVE_ENTRIES_MAX) {
-			r = corral_set_err(err, -EFBIG, "%s: more than %d entries",
-					   a->path, ARCHIVE_ENTRIES_MAX);
-			goto out;
-		}
-		normalize_key(p, NULL, key, sizeof(key));
-		if ((link = archive_entry_hardlink(e))) {
-			normalize_key(link, NULL, target, sizeof(target));
-			r = table_put(a, -1, key, target, err);
-		} else if (archive_entry_filetype(e) == AE_IFLNK &&
-			   (link = archive_entry_symlink(e))) {
-			snprintf(dir, sizeof(dir), "%s", key);
-			normalize_key(link, dirname(dir), target, sizeof(target));
-			r = table_put(a, -1, key, target, err);
-		} else if (archive_entry_filetype(e) == AE_IFREG) {
-			r = copy_entry(a, ar, n, &total, err);
-			if (r == 0)
-				r = table_put(a, n, key, NULL, err);
-		} else {
-			r = 0;
-		}
-		if (r < 0)
-			goto out;
-	}
-	if (r != ARCHIVE_EOF) {
-		r = corral_set_err(err, -EINVAL, "%s: a damaged tar: %s", a->path,
-				   archive_error_string(ar));
-		goto out;
-	}
-	r = fflush(a->table) == 0 ? 0 : corral_set_err(err, -EIO, "cannot write the archive's table");
-out:
-	fclose(a->table);
-	archive_read_free(ar);
-	return r;
-}
-
-/* Back in the caller: the table the child wrote, checked as it is read. */
-static int read_table(struct import *im)
-{
-	char key[4096], target[4096];
-	int fd = openat(im->src.dirfd, TABLE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	int32_t file;
-	uint32_t kl, tl;
-	int r = 0;
-
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
-		return corral_set_err(im->err, -EIO, "%s: the archive's table is missing", im->src.path);
-	}
-	while (r == 0 && fread(&file, sizeof(file), 1, f) == 1) {
-		if (fread(&kl, sizeof(kl), 1, f) != 1 || fread(&tl, sizeof(tl), 1, f) != 1 ||
-		    kl >= sizeof(key) || tl >= sizeof(target) || file < -1 ||
-		    fread(key, 1, kl, f) != kl || fread(target, 1, tl, f) != tl) {
-			r = corral_set_err(im->err, -EINVAL, "%s: the archive's table is damaged",
-					   im->src.path);
-			break;
-		}
-		key[kl] = target[tl] = '\0';
-		r = add_ent(im, key, file < 0 ? target : NULL, file);
-	}
-	fclose(f);
-	return r;
-}
-
-/* The tar is read by an unprivileged child: libarchive parses hostile bytes. */
-static int read_archive(struct import *im, int fd)
-{
-	struct archive_args a = { .fd = fd, .dirfd = im->src.dirfd, .path = im->src.path,
-				  .max_bytes = im->budget.max_bytes };
-	char path[4096 + 160];
-	int r;
-
-	if (geteuid() == 0 && fchown(im->src.dirfd, IMAGE_UNPACK_UID, IMAGE_UNPACK_GID) < 0)
-		return corral_set_err(im->err, -errno, "chown %s: %s", im->src.tmp, strerror(errno));
-	snprintf(path, sizeof(path), "%s/%s", im->s->dir, im->src.tmp);
-	r = image_unprivileged(path, archive_fn, &a, NULL, 0, im->err);
-	return r < 0 ? r : read_table(im);
-}
-
-static int src_open(struct import *im, const char *name)
-{
-	struct source *src = &im->src;
-	char key[4096], file[32];
-
-	normalize_key(name, NULL, key, sizeof(key));
-	if (!src->tmp[0]) {
-		struct open_how how = {
-			.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-		};
-		int fd = syscall(SYS_openat2, src->dirfd, name, &how, sizeof(how));
-
-		if (fd < 0)
-			return corral_set_err(im->err, -errno, "%s/%s: %s", src->path, name,
-					      errno == ELOOP ? "a symlink (not followed)" :
-					      strerror(errno));
-		return fd;
-	}
-	for (int hop = 0; hop <= LINK_HOPS; hop++) {
-		struct src_entry *e = NULL;
-
-		for (size_t i = src->nents; i-- > 0;)
-			if (!strcmp(src->ents[i].path, key)) {
-				e = &src->ents[i];
-				break;
-			}
-		if (!e)
-			break;
-		if (!e->alias) {
-			struct stat st;
-			int fd;
-
-			/* written by the unprivileged child: a regular file, or nothing */
-			snprintf(file, sizeof(file), "e%ld", e->file);
-			fd = openat(src->dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-			if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-				close(fd);
-				fd = -1;
-				errno = EINVAL;
-			}
-			if (fd < 0)
-				return corral_set_err(im->err, -errno, "open %s: %s", file,
-						      strerror(errno));
-			return fd;
-		}
-		snprintf(key, sizeof(key), "%s", e->alias);
-	}
-	return corral_set_err(im->err, -ENOENT, "%s has no file %s", src->path, name);
-}
-
-static bool src_has(struct import *im, const char *name)
-{
-	struct corral_err quiet = { 0 };
-	struct corral_err *keep = im->err;
-	int fd;
-
-	im->err = &quiet;
-	fd = src_open(im, name);
-	im->err = keep;
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-
-static json_t *src_json(struct import *im, const char *name)
-{
-	json_error_t je;
-	json_t *j;
-	int fd = src_open(im, name);
-
-	if (fd < 0)
-		return NULL;
-	j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
-	close(fd);
-	if (!j)
-		corral_set_err(im->err, -EINVAL, "%s: %s:%d: %s", im->src.path, name, je.line, je.text);
-	return j;
-}
-
 /* ---- blobs and layers ------------------------------------------------------- */
 
 static int put(struct import *im, const char *name, const char *expected, uint64_t size,
 	       char *digest)
 {
 	bool was_new;
-	int fd = src_open(im, name), r;
+	int fd = source_file(&im->src, name), r;
 
 	if (fd < 0)
 		return fd;
@@ -653,7 +331,7 @@ static int import_oci(struct import *im)
 	size_t i;
 	int r = 0;
 
-	layout = src_has(im, "oci-layout") ? src_json(im, "oci-layout") : NULL;
+	layout = source_has(&im->src, "oci-layout") ? source_json(&im->src, "oci-layout") : NULL;
 	if (layout && strcmp(json_string_value(json_object_get(layout, "imageLayoutVersion")) ?: "",
 			     "1.0.0") != 0) {
 		json_decref(layout);
@@ -661,7 +339,7 @@ static int import_oci(struct import *im)
 				      im->src.path);
 	}
 	json_decref(layout);
-	index = src_json(im, "index.json");
+	index = source_json(&im->src, "index.json");
 	if (!index)
 		return im->err->code;
 	manifests = json_object_get(index, "manifests");
@@ -794,7 +472,7 @@ out:
 
 static int import_docker(struct import *im)
 {
-	json_t *m = src_json(im, "manifest.json"), *entry;
+	json_t *m = source_json(&im->src, "manifest.json"), *entry;
 	size_t i;
 	int r = 0;
 
@@ -813,40 +491,6 @@ static int import_docker(struct import *im)
 }
 
 /* ---- the verb --------------------------------------------------------------------- */
-
-static int open_source(struct import *im, const char *path)
-{
-	struct stat st;
-	int fd, r;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		r = corral_set_err(im->err, -errno, "%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return r;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		im->src.dirfd = fd;
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return corral_set_err(im->err, -EINVAL, "%s is neither a directory nor a file", path);
-	}
-	r = store_tmpdir(im->s, im->src.tmp, sizeof(im->src.tmp), im->err);
-	if (r == 0) {
-		im->src.dirfd = openat(im->s->dirfd, im->src.tmp,
-				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (im->src.dirfd < 0)
-			r = corral_set_err(im->err, -errno, "open %s: %s", im->src.tmp,
-					   strerror(errno));
-	}
-	if (r == 0)
-		r = read_archive(im, fd);
-	close(fd);
-	return r;
-}
 
 static int name_one(struct import *im, const char *name)
 {
@@ -877,8 +521,7 @@ int corral_image_import(struct corral_image_store *s, const char *path,
 			const char *extra_name, const struct corral_image_limits *lim,
 			struct corral_image_import_report *rep, struct corral_err *err)
 {
-	struct import im = { .s = s, .src = { .path = path, .dirfd = -1 }, .rep = rep,
-			     .err = err };
+	struct import im = { .s = s, .rep = rep, .err = err };
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
@@ -890,11 +533,11 @@ int corral_image_import(struct corral_image_store *s, const char *path,
 	if (r < 0)
 		return r;
 	store_clean_tmp(s);
-	r = open_source(&im, path);
+	r = source_open(&im.src, s, path, im.budget.max_bytes, err);
 	if (r == 0) {
-		if (src_has(&im, "manifest.json"))
+		if (source_has(&im.src, "manifest.json"))
 			r = import_docker(&im);
-		else if (src_has(&im, "index.json"))
+		else if (source_has(&im.src, "index.json"))
 			r = import_oci(&im);
 		else
 			r = corral_set_err(err, -EINVAL, "%s is neither an OCI image layout (index.json) nor a docker save archive (manifest.json)",
@@ -911,13 +554,7 @@ int corral_image_import(struct corral_image_store *s, const char *path,
 			store_gc(s, idx);
 		json_decref(idx);
 	}
-	if (im.src.dirfd >= 0)
-		close(im.src.dirfd);
-	for (size_t i = 0; i < im.src.nents; i++) {
-		free(im.src.ents[i].path);
-		free(im.src.ents[i].alias);
-	}
-	free(im.src.ents);
+	source_close(&im.src);
 	store_clean_tmp(s);
 	store_unlock(s);
 	return r;

@@ -6,6 +6,8 @@ CC      ?= cc
 PKGS    := libseccomp jansson ldns libevent libcrypto
 # libcurl's headers only: the client verbs load it at run time (src/cli/curl.c)
 HDR_PKGS := libcurl
+# image archives and layers (src/lib/image_*.c)
+PKGS    += libarchive
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
@@ -132,6 +134,9 @@ build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/daemon/*.[ch]) $(wild
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(PKG_LIBS) -lhttp_parser -ldl -lm
 
 FUZZ_JOBS ?= 1
+# image names and configs; the store's code links in, none of it runs
+FUZZ_SRC_image := $(LIB_SRC)
+FUZZ_TARGETS += image
 fuzz: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 

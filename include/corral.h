@@ -102,6 +102,16 @@ struct corral_policy {
 	char *workspace;		/* host dir shown at /workspace (overlay), or NULL */
 	struct corral_bind *binds;
 	size_t nbinds;
+	/*
+	 * The root: none, the host's /usr (and friends) read-only; else these
+	 * host directories stacked as one overlay, lowest first (an image's
+	 * layers, or a --rootfs DIR), with corral's own /etc entries, /tmp,
+	 * /home/agent, /workspace, /dev and /proc over it as always.
+	 */
+	char **root_layers;
+	size_t nroot_layers;
+	bool root_writable;		/* filesystem.root_writable: copy-on-write */
+	char *workdir;			/* where the command starts; NULL: /workspace */
 
 	/* limits; 0 means "no limit" except where noted */
 	uint64_t memory_bytes;
@@ -164,6 +174,12 @@ int corral_policy_pass_env(struct corral_policy *p, const char *name,
 CORRAL_PUBLIC
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
+/* The root's layers (absolute host directories, lowest first); n 0: the host's. */
+int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t n,
+			   struct corral_err *err);
+/* The command's working directory inside (absolute); NULL: /workspace. */
+int corral_policy_set_workdir(struct corral_policy *p, const char *dir,
+			      struct corral_err *err);
 /*
  * limits.KEY from text ("memory", "256M"), validated exactly as in a
  * policy file; err->msg then reads "limits.KEY: reason (got ...)".
@@ -536,6 +552,132 @@ CORRAL_PUBLIC
 int corral_box_list(struct corral_box *b, const char *path,
 		    struct corral_dirent **out, size_t *n,
 		    struct corral_err *err);
+
+/* ---- images (OCI) ----------------------------------------------------- */
+
+/*
+ * A content-addressed store of OCI images under the state directory:
+ * blobs by sha256 (verified whenever read), layers unpacked once by their
+ * diff-id (uncompressed digest) into overlay form, and an index of names.
+ * Imports are offline: an OCI image layout directory, an oci-archive tar,
+ * or a `docker save` / `podman save` tarball.
+ */
+#define CORRAL_DIGEST_MAX 72		/* "sha256:" + 64 hex + NUL, rounded */
+
+struct corral_image_store;
+
+/*
+ * The one rule for where the store lives: STATE_DIR/images when a state
+ * directory is given (the daemon's --state-dir), else as root
+ * /var/lib/corral/images, else $XDG_DATA_HOME/corral/images or
+ * ~/.local/share/corral/images.  malloc'd; NULL with errno when there is
+ * no HOME to put it in.
+ */
+char *corral_image_store_path(const char *state_dir);
+/* Open (creating it, mode 0700) the store at corral_image_store_path(). */
+int corral_image_store_open(struct corral_image_store **out,
+			    const char *state_dir, struct corral_err *err);
+void corral_image_store_close(struct corral_image_store *s);
+const char *corral_image_store_dir(const struct corral_image_store *s);
+
+/*
+ * A name as an archive tags it or a user types it, normalised the way
+ * docker does: "busybox" -> "docker.io/library/busybox:latest",
+ * "docker.io/x/y" -> "docker.io/x/y:latest", "quay.io/a/b@sha256:HEX"
+ * kept.  A bare "sha256:HEX" is a digest, not a name (-EINVAL here).
+ */
+int corral_image_ref_normalize(const char *ref, char *out, size_t len,
+			       struct corral_err *err);
+
+/* Budgets of one import; a layer over one is refused, with which. */
+struct corral_image_limits {
+	uint64_t max_bytes;		/* all layers' files, as declared (sparse too) */
+	uint64_t max_files;		/* entries in all layers */
+	uint64_t max_ratio;		/* uncompressed : compressed, per layer ... */
+	uint64_t ratio_after;		/* ... once a layer has given this many bytes */
+};
+void corral_image_limits_init(struct corral_image_limits *l);
+
+struct corral_image_import_report {
+	char **digests;			/* manifest digests imported */
+	size_t ndigests;
+	char **names;			/* normalised names now pointing at them */
+	size_t nnames;
+	unsigned int layers_new, layers_present, blobs_new, blobs_present;
+	/* what unpacking changed or refused to create, one sentence each */
+	char **notes;
+	size_t nnotes;
+};
+void corral_image_import_report_free(struct corral_image_import_report *r);
+
+/*
+ * Import FILE or DIR.  extra_name, if not NULL, also names the image (an
+ * archive that holds exactly one).  As root the layers are unpacked by a
+ * child that runs as uid/gid 65534 with no_new_privs and Landlock.
+ */
+int corral_image_import(struct corral_image_store *s, const char *path,
+			const char *extra_name,
+			const struct corral_image_limits *lim,
+			struct corral_image_import_report *rep,
+			struct corral_err *err);
+
+/* What the image's config asks of a run (all may be NULL / empty). */
+struct corral_image_config {
+	char **env;			/* "NAME=VALUE" */
+	size_t nenv;
+	char **entrypoint;
+	size_t nentrypoint;
+	char **cmd;
+	size_t ncmd;
+	char *workdir;
+	char *user;			/* "uid", "uid:gid", "name", "name:group" */
+	char *os, *arch;
+};
+
+struct corral_image {
+	char digest[CORRAL_DIGEST_MAX];		/* the manifest's */
+	char config_digest[CORRAL_DIGEST_MAX];
+	char **names;
+	size_t nnames;
+	char **layers;			/* unpacked layer roots, lowest first */
+	char **diff_ids;
+	size_t nlayers;
+	uint64_t size;			/* bytes of the layers' blobs */
+	char *imported;			/* RFC 3339, UTC */
+	struct corral_image_config config;
+};
+
+/* NAME[:TAG], NAME@sha256:HEX, sha256:HEX or a unique hex prefix (>= 12). */
+int corral_image_resolve(struct corral_image_store *s, const char *ref,
+			 struct corral_image **out, struct corral_err *err);
+/* Every image, sorted by first name (unnamed last). */
+int corral_image_list(struct corral_image_store *s, struct corral_image ***out,
+		      size_t *n, struct corral_err *err);
+void corral_image_free(struct corral_image *img);
+void corral_image_list_free(struct corral_image **imgs, size_t n);
+/* One JSON object (malloc'd): digests, names, layers, config. */
+char *corral_image_json(const struct corral_image *img);
+/*
+ * Run on the image: its layers become p's root; its Env is added where p
+ * sets no such name; its WorkingDir is p's unless p has one.  Its User is
+ * not applied: a sandbox has one identity, the agent (uid 1000).
+ */
+int corral_policy_apply_image(struct corral_policy *p, const struct corral_image *img,
+			      struct corral_err *err);
+/*
+ * The command docker would run: Entrypoint, then argv (or, if argv is
+ * empty, Cmd).  malloc'd vector of borrowed strings, NULL-terminated;
+ * -EINVAL when there is nothing to run.
+ */
+int corral_image_argv(const struct corral_image *img, char *const *argv,
+		      char ***out, struct corral_err *err);
+/*
+ * A name: drop that name (the image goes when no name is left).  A
+ * digest: drop the image and all its names.  Then remove the blobs and
+ * layers no image uses any more.
+ */
+int corral_image_remove(struct corral_image_store *s, const char *ref,
+			struct corral_err *err);
 
 /* ---- host features --------------------------------------------------- */
 

@@ -7,6 +7,8 @@ PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
       iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev libnftables-dev
       libcurl4-openssl-dev"
 missing=""
+# images: archives and layers; a real tree and a real OCI tool for the tests
+PKGS="$PKGS libarchive-dev busybox-static umoci"
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done

@@ -120,6 +120,7 @@ suite() {
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
+	step "images as $(id -un) ($label)" tests/image.sh "$b/corral"
 	if [ "$(id -u)" = 0 ]; then
 		stage "$b"
 		delegate_cgroups
@@ -140,6 +141,8 @@ suite() {
 			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody "$STAGE/tests/faults.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "images as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
 		undelegate_cgroups
 		# no freezer: pause must answer why, idle sandboxes stay idle
 		[ -z "$brief" ] && step "serve as uid $NOBODY, no cgroups ($label)" \

@@ -29,6 +29,7 @@ static const char usage[] =
 "  ls                              list the daemon's sandboxes\n"
 "  logs ID                         background processes and their output\n"
 "  events [ID] [--follow]          the daemon's events, as JSON lines\n"
+"  image import|ls|rm|inspect      OCI images kept on this machine\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -90,6 +91,7 @@ static const struct command {
 	{ "ls", cmd_ls },
 	{ "logs", cmd_logs },
 	{ "events", cmd_events },
+	{ "image", cmd_image },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 	{ "help", cmd_help },

@@ -1,6 +1,7 @@
 /* run.c - corral run: one command, one fresh sandbox. */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,18 @@ static const char run_usage[] =
 "                       line before (`corral audit verify FILE`)\n"
 "  --tool-call ID       the tool call this run is; every event carries it as\n"
 "                       \"call\" (default: the sandbox's id)\n"
+"  --rootfs DIR         DIR is the sandbox's root instead of the host's /usr\n"
+"                       (read-only; corral's /etc entries, /tmp, /home/agent,\n"
+"                       /workspace, /dev and /proc over it as always)\n"
+"  --image REF          the root is image REF from `corral image import`\n"
+"                       (NAME[:TAG], NAME@sha256:HEX, sha256:HEX); its Env\n"
+"                       and WorkingDir apply unless set here, its Entrypoint\n"
+"                       comes first and its Cmd when no COMMAND is given\n"
+"  --root-writable      with --rootfs or --image: the root is copy-on-write\n"
+"                       (apt-get, pip into system paths), discarded with the\n"
+"                       sandbox, within --disk (policy filesystem.root_writable)\n"
+"  --state-dir DIR      with --image: the image store is DIR/images, as for\n"
+"                       `corral image --state-dir` (default: see corral image)\n"
 "  --json               capture stdout and stderr and print one JSON object:\n"
 "                       status, exit_code, signal, reason, stdout, stderr,\n"
 "                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
@@ -80,6 +93,7 @@ enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
 	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
 	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
+	OPT_ROOTFS, OPT_IMAGE, OPT_ROOT_WRITABLE, OPT_STATE_DIR,
 };
 
 static const struct option run_options[] = {
@@ -101,6 +115,10 @@ static const struct option run_options[] = {
 	{ "deny", required_argument, NULL, OPT_DENY },
 	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "tool-call", required_argument, NULL, OPT_TOOL_CALL },
+	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "root-writable", no_argument, NULL, OPT_ROOT_WRITABLE },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -141,6 +159,40 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 	return 0;
 }
 
+/*
+ * --rootfs DIR or --image REF: the root, and what the image asks of the
+ * run; *argv_out borrows *img's strings (free both after the run).
+ */
+static int apply_root(struct corral_policy *p, const char *rootfs, const char *image,
+		      const char *state_dir, char *const *argv, struct corral_image **img, char ***argv_out,
+		      struct corral_err *err)
+{
+	struct corral_image_store *s;
+	char *abs;
+	int r;
+
+	if (rootfs && image)
+		return corral_set_err(err, -EINVAL, "--rootfs and --image: one root, not two");
+	if (rootfs) {
+		abs = realpath(rootfs, NULL);
+		if (!abs)
+			return corral_set_err(err, -errno, "--rootfs %s: %s", rootfs, strerror(errno));
+		r = corral_policy_set_root(p, &abs, 1, err);
+		free(abs);
+		return r;
+	}
+	r = corral_image_store_open(&s, state_dir, err);
+	if (r < 0)
+		return r;
+	r = corral_image_resolve(s, image, img, err);
+	corral_image_store_close(s);
+	if (r == 0)
+		r = corral_policy_apply_image(p, *img, err);
+	if (r == 0)
+		r = corral_image_argv(*img, argv, argv_out, err);
+	return r;
+}
+
 static void print_end(const struct corral_result *res)
 {
 	if (res->status == CORRAL_EXITED && res->exit_code < 126)
@@ -154,7 +206,9 @@ int cmd_run(int argc, char **argv)
 	struct corral_result res;
 	struct corral_err err = { 0 };
 	struct corral_run_opts o = { .forward_signals = true };
-	const char *policy_file = NULL;
+	const char *policy_file = NULL, *rootfs = NULL, *image = NULL, *state_dir = NULL;
+	struct corral_image *img = NULL;
+	char **img_argv = NULL;
 	bool allow_flag = false;
 	int opt, r, code;
 
@@ -204,6 +258,18 @@ int cmd_run(int argc, char **argv)
 			o.tool_call = optarg;
 			continue;
 		}
+		if (opt == OPT_ROOTFS || opt == OPT_IMAGE) {
+			*(opt == OPT_ROOTFS ? &rootfs : &image) = optarg;
+			continue;
+		}
+		if (opt == OPT_ROOT_WRITABLE) {
+			p.root_writable = true;
+			continue;
+		}
+		if (opt == OPT_STATE_DIR) {
+			state_dir = optarg;
+			continue;
+		}
 		if (opt == OPT_ALLOW)
 			allow_flag = true;
 		if (apply_flag(&p, opt, optarg, &err) < 0) {
@@ -212,14 +278,26 @@ int cmd_run(int argc, char **argv)
 			return EXIT_CORRAL;
 		}
 	}
-	if (optind >= argc) {
-		cli_error("no command given; usage: corral run [OPTIONS] -- COMMAND [ARG...]");
+	o.argv = argv + optind;
+	if ((rootfs || image) &&
+	    apply_root(&p, rootfs, image, state_dir, o.argv, &img, &img_argv, &err) < 0) {
+		cli_error("%s", err.msg);
+		corral_image_free(img);
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
 	}
-	o.argv = argv + optind;
+	if (img_argv)
+		o.argv = img_argv;
+	if (!o.argv[0]) {
+		cli_error("no command given; usage: corral run [OPTIONS] -- COMMAND [ARG...]");
+		corral_image_free(img);
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
 	if (allow_flag && p.net == CORRAL_NET_NONE) {
 		cli_error("--allow needs network mode \"proxy\" (add --net proxy); in mode \"none\" nothing leaves the sandbox");
+		free(img_argv);
+		corral_image_free(img);
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
 	}
@@ -243,5 +321,7 @@ int cmd_run(int argc, char **argv)
 	}
 	corral_result_free(&res);
 	corral_policy_free(&p);
+	free(img_argv);
+	corral_image_free(img);
 	return code;
 }

@@ -190,7 +190,7 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 	struct ll_rule rules[64];
 	size_t n = 0;
 
-	rules[n++] = (struct ll_rule){ "/", false };
+	rules[n++] = (struct ll_rule){ "/", p->root_writable && p->nroot_layers };
 	for (size_t i = 0; mount_writable_paths[i]; i++)
 		rules[n++] = (struct ll_rule){ mount_writable_paths[i], true };
 	for (size_t i = 0; i < p->nbinds && n < sizeof(rules) / sizeof(rules[0]); i++)
@@ -239,18 +239,18 @@ static int drop_caps(struct corral_err *err)
  * the pivot: a directory inherited from outside (CVE-2024-21626) would be a
  * door to the host's tree.
  */
-static int enter_workspace(struct corral_err *err)
+static int enter_workspace(const char *dir, struct corral_err *err)
 {
 	struct stat a, b;
-	char cwd[64];
+	char cwd[4096];
 
-	if (chdir("/workspace") < 0)
-		return corral_set_err(err, -errno, "chdir /workspace: %s", strerror(errno));
-	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, "/workspace") != 0)
+	if (chdir(dir) < 0)
+		return corral_set_err(err, -errno, "chdir %s: %s", dir, strerror(errno));
+	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, dir) != 0)
 		return corral_set_err(err, -EPERM, "working directory is outside the sandbox");
-	if (stat(".", &a) < 0 || stat("/workspace", &b) < 0 ||
+	if (stat(".", &a) < 0 || stat(dir, &b) < 0 ||
 	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-		return corral_set_err(err, -EPERM, "working directory is not /workspace");
+		return corral_set_err(err, -EPERM, "working directory is not %s", dir);
 	return 0;
 }
 
@@ -673,7 +673,8 @@ void sandbox_child(struct child_ctx *c)
 	abi = apply_landlock(c->p, &err);
 	if (abi < 0)
 		setup_failed(c, &err);
-	if (enter_workspace(&err) < 0 || drop_caps(&err) < 0)
+	if (enter_workspace(c->p->workdir ? c->p->workdir : "/workspace", &err) < 0 ||
+	    drop_caps(&err) < 0)
 		setup_failed(c, &err);
 	/* The agent must not read PID 1's memory or fds through /proc. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define OLDROOT "/oldroot"
@@ -270,6 +272,13 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 	int r;
 
 	r = mkdir_p("/etc", 0755, err);
+	/* an image's own entries give way to corral's */
+	for (size_t i = 0; r == 0 && p->nroot_layers && i <= sizeof(files) / sizeof(files[0]); i++)
+		if (unlink(i < sizeof(files) / sizeof(files[0]) ? files[i].path : "/etc/resolv.conf") < 0 &&
+		    errno != ENOENT)
+			r = corral_set_err(err, -errno, "cannot replace the image's %s: %s",
+					   i < sizeof(files) / sizeof(files[0]) ? files[i].path :
+					   "/etc/resolv.conf", strerror(errno));
 	for (size_t i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++)
 		r = write_text(files[i].path, files[i].text, err);
 	/* Proxy mode: the supervisor answers DNS inside; otherwise nothing does. */
@@ -278,7 +287,8 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 			       "# corral: answered by the supervisor, allowed names only\n"
 			       "nameserver 127.0.0.1\noptions edns0\n" :
 			       "# corral: this sandbox has no network\n", err);
-	for (size_t i = 0; r == 0 && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
+	/* an image's root has its own loader cache, certificates, zone info */
+	for (size_t i = 0; r == 0 && !p->nroot_layers && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
 		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, err);
 	return r;
 }
@@ -620,6 +630,193 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 	return 0;
 }
 
+/* ---- an image's root ---------------------------------------------------- */
+
+/*
+ * An image's layers (or one --rootfs tree) are stacked by the supervisor,
+ * in the sandbox's mount namespace, before the sandbox's init does
+ * anything there: the image store is its caller's own (mode 0700), and
+ * the sandbox's user (uid 65534 for root) cannot walk into it.  A child
+ * of the supervisor joins that namespace (unprivileged, its user
+ * namespace first, whose owner holds every capability there), makes it
+ * private, mounts a tmpfs at STAGE and over it the overlay: the layers
+ * read-only, the upper on the tmpfs.  The upper gets, owned by the
+ * sandbox's user, the directories corral mounts on and the working
+ * directory, so that init can build the rest of the view as usual; with
+ * root_writable it also takes what the sandbox writes, within
+ * disk_bytes.  Costs a fork and three mounts on the caller's thread.
+ */
+#define STAGE "/tmp"
+#define STAGE_ROOT STAGE "/root"
+#define STAGE_UPPER STAGE "/upper"
+
+static int stage_dir(const char *rel, uid_t uid, gid_t gid, struct corral_err *err)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), STAGE_UPPER "/%s", rel);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return corral_set_err(err, -errno, "mkdir %s: %s", path, strerror(errno));
+	if (chown(path, uid, gid) < 0)
+		return corral_set_err(err, -errno, "chown %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static int stage_dirs(const struct corral_policy *p, uid_t uid, gid_t gid,
+		      struct corral_err *err)
+{
+	static const char *const dirs[] = {
+		"", "oldroot", ".scratch", "tmp", "home", "home/agent", "workspace",
+		"dev", "proc", "etc",
+	};
+	char wd[4096];
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		r = stage_dir(dirs[i], uid, gid, err);
+	/* the working directory and its parents, one at a time */
+	snprintf(wd, sizeof(wd), "%s", p->workdir ? p->workdir + 1 : "");
+	for (char *s = wd; r == 0 && *wd; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		r = stage_dir(wd, uid, gid, err);
+		*s = c;
+		if (!c)
+			break;
+	}
+	return r;
+}
+
+static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
+			struct corral_err *err)
+{
+	char opts[8192], size[64];
+	size_t len;
+	int r, fd;
+
+	snprintf(size, sizeof(size), "mode=0755,size=%llu",
+		 (unsigned long long)(p->root_writable ? p->disk_bytes : 16u << 20));
+	r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
+	/*
+	 * The layers by fd, opened in this namespace before the tmpfs covers
+	 * STAGE (a layer may live below it); overlay takes /proc/self/fd/N.
+	 */
+	len = snprintf(opts, sizeof(opts), "userxattr,upperdir=" STAGE_UPPER
+		       ",workdir=" STAGE "/work,lowerdir=");
+	for (size_t i = p->nroot_layers; r == 0 && i-- > 0 && len < sizeof(opts);) {
+		fd = open(p->root_layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return corral_set_err(err, -errno, "root layer %s: %s", p->root_layers[i],
+					      strerror(errno));
+		/* lowerdir lists the top layer first */
+		len += snprintf(opts + len, sizeof(opts) - len, "%s/proc/self/fd/%d",
+				i + 1 < p->nroot_layers ? ":" : "", fd);
+	}
+	if (len >= sizeof(opts))
+		return corral_set_err(err, -E2BIG, "%zu layers do not fit one overlay's options",
+				      p->nroot_layers);
+	if (r == 0)
+		r = do_mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, size, err);
+	if (r == 0)
+		r = mkdir_p(STAGE "/work", 0700, err);
+	if (r == 0)
+		r = mkdir_p(STAGE_ROOT, 0755, err);
+	if (r == 0)
+		r = mkdir_p(STAGE_UPPER, 0755, err);
+	if (r == 0)
+		r = stage_dirs(p, uid, gid, err);
+	if (r < 0)
+		return r;
+	/* the helper exits after this: its fds go with it */
+	r = do_mount("overlay", STAGE_ROOT, "overlay", MS_NOSUID | MS_NODEV, opts, err);
+	return r < 0 ? corral_wrap_err(err, "the root's layers") : 0;
+}
+
+static __attribute__((noreturn)) void stack_helper(pid_t pid, const struct corral_policy *p,
+						   uid_t uid, gid_t gid, int wr)
+{
+	struct corral_err err = { 0 };
+	char path[64];
+	int userfd, mntfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	userfd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	mntfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (userfd < 0 || mntfd < 0)
+		corral_set_err(&err, -errno, "cannot open the sandbox's namespaces: %s",
+			       strerror(errno));
+	else if (geteuid() != 0 && setns(userfd, CLONE_NEWUSER) < 0)
+		corral_set_err(&err, -errno, "cannot join the sandbox's user namespace: %s",
+			       strerror(errno));
+	else if (setns(mntfd, CLONE_NEWNS) < 0)
+		corral_set_err(&err, -errno, "cannot join the sandbox's mount namespace: %s",
+			       strerror(errno));
+	else
+		stack_layers(p, geteuid() != 0 ? CORRAL_AGENT_UID : uid,
+			     geteuid() != 0 ? CORRAL_AGENT_GID : gid, &err);
+	if (write(wr, &err, sizeof(err)) != (ssize_t)sizeof(err))
+		_exit(1);
+	_exit(0);
+}
+
+int mount_stack_root(pid_t pid, const struct corral_policy *p, uid_t host_uid,
+		     gid_t host_gid, struct corral_err *err)
+{
+	struct corral_err got = { 0 };
+	int pipefd[2], status;
+	ssize_t n;
+	pid_t helper;
+
+	if (!p->nroot_layers)
+		return 0;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
+	helper = fork();
+	if (helper < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return corral_set_err(err, -errno, "fork: %s", strerror(errno));
+	}
+	if (helper == 0) {
+		close(pipefd[0]);
+		stack_helper(pid, p, host_uid, host_gid, pipefd[1]);
+	}
+	close(pipefd[1]);
+	do
+		n = read(pipefd[0], &got, sizeof(got));
+	while (n < 0 && errno == EINTR);
+	close(pipefd[0]);
+	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(got))
+		return corral_set_err(err, -EIO, "the root's layers: the helper ended without a word");
+	if (got.code < 0) {
+		*err = got;
+		return got.code;
+	}
+	return 0;
+}
+
+/* init's side: the stacked root is there; pivot into it. */
+static int enter_stacked_root(struct corral_err *err)
+{
+	int r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
+
+	if (r < 0)
+		return r;
+	if (chdir(STAGE_ROOT) < 0)
+		return corral_set_err(err, -errno, "chdir %s: %s", STAGE_ROOT, strerror(errno));
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		return corral_set_err(err, -errno, "pivot_root: %s", strerror(errno));
+	if (chdir("/") < 0)
+		return corral_set_err(err, -errno, "chdir /: %s", strerror(errno));
+	return 0;
+}
+
 static int enter_new_root(struct corral_err *err)
 {
 	int r;
@@ -641,7 +838,7 @@ static int enter_new_root(struct corral_err *err)
 	return 0;
 }
 
-static int leave_old_root(struct corral_err *err)
+static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
 {
 	if (umount2(SCRATCH, MNT_DETACH) < 0 || rmdir(SCRATCH) < 0)
 		return corral_set_err(err, -errno, "cannot detach %s: %s", SCRATCH,
@@ -655,8 +852,9 @@ static int leave_old_root(struct corral_err *err)
 	if (sys_mount_setattr("/dev", 0, MOUNT_ATTR_RDONLY, 0) < 0)
 		return corral_set_err(err, -errno, "cannot make /dev read-only: %s",
 				      strerror(errno));
-	if (sys_mount_setattr("/", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-			      MOUNT_ATTR_NODEV, 0) < 0)
+	/* root_writable: copy-on-write over an image's root, in its budget */
+	if (sys_mount_setattr("/", 0, (p->root_writable && p->nroot_layers ? 0 : MOUNT_ATTR_RDONLY) |
+			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
 		return corral_set_err(err, -errno, "cannot make / read-only: %s",
 				      strerror(errno));
 	return 0;
@@ -666,7 +864,7 @@ int mount_build(const struct corral_policy *p, struct corral_err *err)
 {
 	int oldroot, r;
 
-	r = enter_new_root(err);
+	r = p->nroot_layers ? enter_stacked_root(err) : enter_new_root(err);
 	if (r < 0)
 		return r;
 	oldroot = open(OLDROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -674,7 +872,7 @@ int mount_build(const struct corral_policy *p, struct corral_err *err)
 		return corral_set_err(err, -errno, "cannot open %s: %s", OLDROOT,
 				      strerror(errno));
 
-	for (size_t i = 0; r == 0 && i < sizeof(host_dirs) / sizeof(host_dirs[0]); i++)
+	for (size_t i = 0; r == 0 && !p->nroot_layers && i < sizeof(host_dirs) / sizeof(host_dirs[0]); i++)
 		r = host_dir(oldroot, host_dirs[i], err);
 	if (r == 0)
 		r = build_etc(oldroot, p, err);
@@ -692,6 +890,6 @@ int mount_build(const struct corral_policy *p, struct corral_err *err)
 		r = build_proc(err);
 	close(oldroot);
 	if (r == 0)
-		r = leave_old_root(err);
+		r = leave_old_root(p, err);
 	return r;
 }

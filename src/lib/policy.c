@@ -499,6 +499,8 @@ void corral_policy_free(struct corral_policy *p)
 	pairs_free(p->net_hosts, p->nnet_hosts);
 	free(p->net_resolver);
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
+	strv_free(p->root_layers, p->nroot_layers);
+	free(p->workdir);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -527,8 +529,17 @@ static int policy_copy(struct corral_policy *dst,
 	dst->net_resolver = NULL;
 	dst->abort.tripwires = NULL;
 	dst->abort.ntripwires = 0;
+	dst->root_layers = NULL;
+	dst->nroot_layers = 0;
+	dst->workdir = NULL;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		goto nomem;
+	if (src->workdir && !(dst->workdir = strdup(src->workdir)))
+		goto nomem;
+	for (i = 0; i < src->nroot_layers; i++)
+		if (policy_strv_put(&dst->root_layers, &dst->nroot_layers, src->root_layers[i],
+			     strlen(src->root_layers[i])))
+			goto nomem;
 	if (src->net_resolver && !(dst->net_resolver = strdup(src->net_resolver)))
 		goto nomem;
 	for (i = 0; i < src->nbinds; i++) {
@@ -654,6 +665,49 @@ int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 		return fail_arg(err, r, why, s, strlen(s));
 	free(p->workspace);
 	p->workspace = ws;
+	return 0;
+}
+
+int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t n,
+			   struct corral_err *err)
+{
+	char **v = NULL;
+	size_t nv = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		/* they go into overlay's options, where : , and \\ are syntax */
+		if (layers[i][0] != '/' || strpbrk(layers[i], ":,\\")) {
+			strv_free(v, nv);
+			return corral_set_err(err, -EINVAL, "root layer \"%s\": not an absolute path without : , or \\",
+					      layers[i]);
+		}
+		if (policy_strv_put(&v, &nv, layers[i], strlen(layers[i]))) {
+			strv_free(v, nv);
+			return corral_set_err(err, -ENOMEM, "out of memory for the root's layers");
+		}
+	}
+	strv_free(p->root_layers, p->nroot_layers);
+	p->root_layers = v;
+	p->nroot_layers = nv;
+	return 0;
+}
+
+int corral_policy_set_workdir(struct corral_policy *p, const char *dir,
+			      struct corral_err *err)
+{
+	char *d = NULL;
+
+	if (dir && (dir[0] != '/' || strlen(dir) >= 4000 || strstr(dir, "/../") ||
+		    strstr(dir, "//") || strstr(dir, "/./") ||
+		    (strlen(dir) > 1 && (dir[strlen(dir) - 1] == '/' ||
+					 !strcmp(dir + strlen(dir) - 2, "/.") ||
+					 (strlen(dir) >= 3 && !strcmp(dir + strlen(dir) - 3, "/.."))))))
+		return corral_set_err(err, -EINVAL, "working directory \"%.200s\": not a plain absolute path (no . .. // or trailing /)",
+				      dir);
+	if (dir && !(d = strdup(dir)))
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	free(p->workdir);
+	p->workdir = d;
 	return 0;
 }
 

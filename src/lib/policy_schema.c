@@ -151,8 +151,17 @@ static int apply_rw(struct loader *l, json_t *v)
 	return apply_binds(l, v, true);
 }
 
+static int apply_root_writable(struct loader *l, json_t *v)
+{
+	if (!json_is_boolean(v))
+		return loader_fail(l, false, v, "expected true or false");
+	l->p->root_writable = json_is_true(v);
+	return 0;
+}
+
 static const struct field filesystem_fields[] = {
 	{ "workspace", apply_workspace },
+	{ "root_writable", apply_root_writable },
 	{ "ro", apply_ro },
 	{ "rw", apply_rw },
 	{ NULL, NULL },

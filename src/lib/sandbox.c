@@ -298,6 +298,8 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	int r;
 
 	r = ns_write_id_maps(sb->pid, sb->host_uid, sb->host_gid, err);
+	if (r == 0)
+		r = mount_stack_root(sb->pid, sb->p, sb->host_uid, sb->host_gid, err);
 	/* The supervisor's listeners live in the sandbox's netns, not in it. */
 	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
 		r = proxy_start(sb->base, sb->pid, sb->p, sb->ev, &sb->px, err);

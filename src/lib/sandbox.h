@@ -34,6 +34,13 @@ struct child_ctx {
 	int stdio[3];		/* the command's 0, 1, 2; -1: init's own */
 };
 
+/*
+ * mount.c, the supervisor's side: stack p->root_layers as the root of the
+ * new namespaces of pid, owned by host_uid/gid where corral adds to it.
+ */
+int mount_stack_root(pid_t pid, const struct corral_policy *p, uid_t host_uid,
+		     gid_t host_gid, struct corral_err *err);
+
 /* child.c: runs in the new namespaces, never returns. */
 __attribute__((noreturn)) void sandbox_child(struct child_ctx *c);
 

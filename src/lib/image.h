@@ -1,0 +1,167 @@
+/*
+ * image.h - between the image store's modules: image_ref.c (names),
+ * image_store.c (blobs, layers, the index), image_import.c (the archive
+ * formats), image_unpack.c (a layer into a directory, least privileged).
+ */
+#ifndef CORRAL_IMAGE_H
+#define CORRAL_IMAGE_H
+
+#include "internal.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Layout under the store's directory (see image_store.c). */
+#define IMAGE_BLOBS	"blobs/sha256"
+#define IMAGE_LAYERS	"layers"
+#define IMAGE_TMP	"tmp"
+#define IMAGE_INDEX	"index.json"
+/* A layer directory holds the tree and the owners the tar gave. */
+#define LAYER_ROOT	"root"
+#define LAYER_OWNERS	"owners"
+
+/* Unprivileged owner of what a root import unpacks (see image_unpack.c). */
+#define IMAGE_UNPACK_UID 65534
+#define IMAGE_UNPACK_GID 65534
+
+struct corral_image_store {
+	char *dir;
+	int dirfd;
+	int lockfd;
+};
+
+/* ---- image_ref.c ---- */
+bool image_valid_digest(const char *s);		/* "sha256:" + 64 lowercase hex */
+bool image_looks_like_digest(const char *ref);	/* [sha256:]hex, >= 12 digits */
+
+/* ---- sha256 over a stream (EVP) ---- */
+struct image_hash {
+	void *ctx;		/* EVP_MD_CTX */
+};
+int image_hash_init(struct image_hash *h, struct corral_err *err);
+void image_hash_update(struct image_hash *h, const void *buf, size_t len);
+/* "sha256:HEX" into out (CORRAL_DIGEST_MAX); frees the context. */
+void image_hash_final(struct image_hash *h, char *out);
+void image_hash_free(struct image_hash *h);
+
+/* ---- image_store.c, for the importer ---- */
+/*
+ * Copy fd into the store as a blob while hashing it; expected (or NULL)
+ * must match.  *was_new: it was not there before.  digest_out gets the
+ * digest (may be NULL).
+ */
+int store_put_blob(struct corral_image_store *s, int fd, const char *expected,
+		   uint64_t expected_size, char *digest_out, bool *was_new,
+		   struct corral_err *err);
+/* Open a blob for reading; its digest is checked by whoever reads it. */
+int store_open_blob(struct corral_image_store *s, const char *digest,
+		    struct corral_err *err);
+/* Read a small blob whole, verifying its digest; malloc'd, NUL-ended. */
+int store_read_blob(struct corral_image_store *s, const char *digest,
+		    size_t max, char **out, size_t *len, struct corral_err *err);
+bool store_has_layer(struct corral_image_store *s, const char *diff_id);
+/*
+ * Unpack the blob into the layer diff_id (a fresh directory renamed into
+ * place when complete).  budget is decreased by what the layer used.
+ */
+int store_add_layer(struct corral_image_store *s, const char *blob_digest,
+		    const char *diff_id, struct corral_image_limits *budget,
+		    struct corral_image_import_report *rep,
+		    struct corral_err *err);
+/*
+ * Record an image: manifest digest, config digest, the blobs and layers it
+ * holds, and names (normalised) moved to it from any other image.
+ */
+int store_record_image(struct corral_image_store *s, const char *digest,
+		       const char *config, json_t *blobs, json_t *diff_ids,
+		       uint64_t size, char **names, size_t nnames,
+		       struct corral_err *err);
+int store_lock(struct corral_image_store *s, bool exclusive, struct corral_err *err);
+void store_unlock(struct corral_image_store *s);
+/* Under the exclusive lock: remove what earlier imports left in tmp/. */
+void store_clean_tmp(struct corral_image_store *s);
+/* The index ({"version":1,"images":{DIGEST:{...}}}), read and written whole. */
+json_t *store_load_index(struct corral_image_store *s, struct corral_err *err);
+int store_save_index(struct corral_image_store *s, json_t *idx, struct corral_err *err);
+/* Remove blobs and layers no image of idx refers to; how many. */
+int store_gc(struct corral_image_store *s, json_t *idx);
+/* A fresh directory under tmp/; name gets its path relative to the store. */
+int store_tmpdir(struct corral_image_store *s, char *name, size_t len,
+		 struct corral_err *err);
+/* Remove a tree beneath dirfd without following any symlink. */
+int store_remove_tree(int dirfd, const char *name);
+
+/* add a note to an import's report ("layer sha256:...: ...") */
+void image_report_note(struct corral_image_import_report *rep,
+		       const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int image_strv_add(char ***v, size_t *n, const char *s);
+void image_strv_free(char **v, size_t n);
+
+/* ---- image_source.c: the files of an archive or a layout ---- */
+struct src_entry {
+	char *path;
+	char *alias;			/* a link: the entry it stands for */
+	long file;			/* tmp file number, or -1 */
+};
+
+struct source {
+	const char *path;		/* as given */
+	int dirfd;			/* the layout, or tmp/ with the tar's files */
+	char tmp[128];			/* store-relative, for an archive */
+	struct src_entry *ents;
+	size_t nents;
+	struct corral_image_store *s;
+	uint64_t max_bytes;		/* a tar's files together */
+	struct corral_err *err;
+};
+
+/* A layout directory, or a tar read into the store's tmp/ (the store locked). */
+int source_open(struct source *src, struct corral_image_store *s, const char *path,
+		uint64_t max_bytes, struct corral_err *err);
+/* The file NAME ("index.json", "blobs/sha256/HEX"), opened for reading. */
+int source_file(struct source *src, const char *name);
+bool source_has(struct source *src, const char *name);
+json_t *source_json(struct source *src, const char *name);
+void source_close(struct source *src);
+
+/* ---- image_config.c ---- */
+/* The parts of an image config (JSON) a run applies; diff_ids too. */
+int image_config_parse(const char *text, size_t len, struct corral_image_config *c,
+		       json_t **diff_ids, struct corral_err *err);
+void image_config_free(struct corral_image_config *c);
+
+/* ---- image_unpack.c ---- */
+
+/*
+ * fn(arg, out, err) in a forked child that, as root, is uid
+ * IMAGE_UNPACK_UID with no groups, no_new_privs and Landlock allowing
+ * only destpath (where it may write); out (outlen bytes) and err come
+ * back to the caller.  For everything that parses an archive.
+ */
+int image_unprivileged(const char *destpath, int (*fn)(void *arg, void *out,
+							struct corral_err *err),
+		       void *arg, void *out, size_t outlen, struct corral_err *err);
+
+struct unpack_report {
+	char diff_id[CORRAL_DIGEST_MAX];
+	uint64_t files, bytes;			/* entries, declared file bytes */
+	uint64_t stream, compressed;		/* the tar's bytes, the blob's */
+	uint64_t devices, setid, caps, other;	/* dropped or stripped */
+	uint64_t absolute;			/* names made relative */
+	char examples[5][160];			/* the first of each kind */
+};
+
+/*
+ * Unpack the tar (gzip, zstd or plain) read from blobfd into destfd's
+ * directory (at destpath, for Landlock): LAYER_ROOT the tree in overlay
+ * form, LAYER_OWNERS the owners.  As root this runs in a child that is
+ * uid IMAGE_UNPACK_UID; destfd must be owned by it.  The blob's digest
+ * and the tar's (the diff-id) are checked against blob_digest and diff_id.
+ */
+int image_unpack(int blobfd, const char *blob_digest, const char *diff_id,
+		 int destfd, const char *destpath,
+		 const struct corral_image_limits *budget,
+		 struct unpack_report *rep, struct corral_err *err);
+
+#endif

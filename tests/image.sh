@@ -1,0 +1,477 @@
+#!/bin/bash
+# image.sh - the image store: import (OCI layout, oci-archive, docker save),
+# ls, inspect, rm, dedupe, digests, and every hostile layer we know of.
+#
+#   tests/image.sh CORRAL [TEST...]
+#
+# Images are written offline by tests/image_fixtures.py (python3 tarfile +
+# hashlib, busybox-static for a real tree); each test has its own store in
+# its scratch directory ($T/state/images).
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+FIX=$HERE/image_fixtures.py
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-image.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+ME=$(id -u)
+
+# img ARGS...: corral image ARGS on this test's store; out in $T/out,
+# stderr in $T/err, exit status in $T/rc.
+img() {
+	local rc=0 verb=$1
+	shift
+	timeout 120 "$CORRAL" image "$verb" --state-dir "$T/state" "$@" > "$T/out" 2> "$T/err" \
+		< /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+	cat "$T/out" "$T/err"
+}
+rc() { cat "$T/rc"; }
+fixture() { /usr/bin/python3 "$FIX" "$1" "$T/$2" || fail "fixture $1"; }
+store() { echo "$T/state/images"; }
+nlayers() { find "$(store)/layers" -mindepth 1 -maxdepth 1 | wc -l; }
+nblobs() { find "$(store)/blobs/sha256" -type f | wc -l; }
+layer_of() {	# layer_of REF N: the unpacked root of layer N
+	img inspect "$1" > /dev/null
+	json "layers.$2.path" < "$T/out"
+}
+
+# refused KIND MESSAGE [OPTIONS]: the import fails, says why, leaves nothing
+refused() {
+	local kind=$1 msg=$2
+	shift 2
+	fixture "$kind" img
+	out=$(img import "$@" "$T/img")
+	expect_eq "$kind: exit" "$(rc)" 1
+	expect_contains "$kind: why" "$out" "$msg"
+	img ls > /dev/null
+	expect_eq "$kind: no image" "$(wc -l < "$T/out")" 1
+	expect_eq "$kind: no layer left" "$(nlayers)" 0
+	expect_eq "$kind: no blob left" "$(nblobs)" 0
+	expect_eq "$kind: tmp empty" "$(ls -A "$(store)/tmp")" ""
+}
+
+t_help() {
+	"$CORRAL" image --help > "$T/h" || fail "--help exit"
+	for w in "import FILE|DIR" "docker save" "--max-size" "--state-dir" "Exit status"; do
+		expect_contains "help" "$(cat "$T/h")" "$w"
+	done
+	rc=0
+	"$CORRAL" image frob > /dev/null 2>&1 || rc=$?
+	expect_eq "unknown verb" "$rc" 2
+	rc=0
+	"$CORRAL" image import --state-dir "$T/state" > /dev/null 2>&1 || rc=$?
+	expect_eq "import without a file" "$rc" 2
+	"$CORRAL" --help | grep -q "image import|ls|rm|inspect" || fail "not in corral --help"
+}
+
+t_import_oci_layout() {
+	fixture busybox-oci bb
+	out=$(img import "$T/bb")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "named" "$out" "named docker.io/corral-test/busybox:1"
+	expect_contains "counts" "$out" "layers: 2 unpacked, 0 already in the store; blobs: 4 new"
+	out=$(img ls)
+	expect_contains "ls" "$out" "docker.io/corral-test/busybox:1"
+	img inspect corral-test/busybox:1 > /dev/null
+	expect_eq "inspect exit" "$(rc)" 0
+	expect_eq "env" "$(json config.env < "$T/out")" '["PATH=/bin", "GREETING=hello"]'
+	expect_eq "workdir" "$(json config.working_dir < "$T/out")" /srv/app
+	expect_eq "user" "$(json config.user < "$T/out")" 1000:1000
+	expect_eq "entrypoint" "$(json config.entrypoint < "$T/out")" '["/bin/sh", "-c"]'
+	expect_eq "cmd" "$(json config.cmd < "$T/out")" '["cat hello.txt"]'
+	expect_eq "layers" "$(json layers < "$T/out" | grep -o diff_id | wc -l)" 2
+	d=$(json digest < "$T/out")
+	# the same image by digest, by a prefix, by its full name
+	for ref in "$d" "${d:7:12}" docker.io/corral-test/busybox:1 "corral-test/busybox@$d"; do
+		img inspect "$ref" > /dev/null
+		expect_eq "inspect $ref" "$(json digest < "$T/out")" "$d"
+	done
+	expect_eq "store mode" "$(stat -c %a "$(store)")" 700
+	"$CORRAL" image ls --json --state-dir "$T/state" | json 0.names.0 > "$T/j"
+	expect_eq "ls --json" "$(cat "$T/j")" docker.io/corral-test/busybox:1
+}
+
+t_import_oci_archive() {
+	fixture busybox-archive bbarch.tar
+	out=$(img import "$T/bbarch.tar")
+	expect_eq "exit" "$(rc)" 0
+	# an OCI ref.name that is a bare tag names the file's base name
+	expect_contains "named" "$out" "named localhost/bbarch:latest"
+	img inspect localhost/bbarch > /dev/null
+	expect_eq "inspect" "$(rc)" 0
+}
+
+t_import_docker_save() {
+	fixture busybox-docker saved.tar
+	out=$(img import "$T/saved.tar")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "tag 1" "$out" "named docker.io/library/busybox-saved:1"
+	expect_contains "tag 2" "$out" "named docker.io/library/busybox-saved:2"
+	# with or without the docker.io/ and library/ prefixes
+	for ref in busybox-saved:1 docker.io/busybox-saved:2 docker.io/library/busybox-saved:1; do
+		img inspect "$ref" > /dev/null
+		expect_eq "inspect $ref" "$(rc)" 0
+	done
+	expect_eq "cmd" "$(json config.cmd < "$T/out")" '["cat hello.txt"]'
+	# a layer the archive held as a symlink to another is read through it
+	l0=$(layer_of busybox-saved:1 0)
+	[ -x "$l0/bin/busybox" ] || fail "busybox missing from layer 0"
+}
+
+# umoci (Debian's) writes "/" for the layer's root and a bare tag
+t_import_umoci() {
+	command -v umoci > /dev/null || skip "no umoci"
+	mkdir -p "$T/rootfs/bin"
+	cp /bin/busybox "$T/rootfs/bin/"
+	ln -s busybox "$T/rootfs/bin/sh"
+	(cd "$T" && umoci init --layout um && umoci new --image um:latest &&
+	 umoci insert --rootless --image um:latest rootfs / &&
+	 umoci config --image um:latest --config.cmd=/bin/sh \
+		--config.workingdir=/tmp --config.env=A=b) > "$T/u" 2>&1 ||
+		fail "umoci: $(cat "$T/u")"
+	out=$(img import "$T/um")
+	expect_eq "exit" "$(rc)" 0
+	expect_not_contains "no note for the root" "$out" "absolute"
+	img inspect localhost/um > /dev/null
+	expect_eq "inspect" "$(rc)" 0
+	expect_eq "cmd" "$(json config.cmd < "$T/out")" '["/bin/sh"]'
+	expect_eq "workdir" "$(json config.working_dir < "$T/out")" /tmp
+	l0=$(json layers.0.path < "$T/out")
+	[ -x "$l0/bin/busybox" ] || fail "no busybox in the layer"
+}
+
+t_import_not_an_archive() {
+	head -c 4096 /dev/urandom > "$T/junk.tar"
+	out=$(img import "$T/junk.tar")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "why" "$out" "not a tar archive"
+	mkdir "$T/empty"
+	out=$(img import "$T/empty")
+	expect_eq "exit dir" "$(rc)" 1
+	expect_contains "why dir" "$out" "neither an OCI image layout (index.json) nor a docker save archive"
+	expect_eq "tmp empty" "$(ls -A "$(store)/tmp")" ""
+}
+
+t_import_zstd() {
+	fixture busybox-zstd z
+	img import "$T/z" > /dev/null
+	expect_eq "exit" "$(rc)" 0
+	l0=$(layer_of corral-test/zstd:1 0)
+	expect_eq "content" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
+}
+
+t_reimport_dedupes() {
+	fixture busybox-oci bb
+	fixture busybox-docker saved.tar
+	img import "$T/bb" > /dev/null
+	blobs=$(nblobs)
+	out=$(img import "$T/bb")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "again" "$out" "layers: 0 unpacked, 2 already in the store; blobs: 0 new, 4 already"
+	expect_eq "blobs" "$(nblobs)" "$blobs"
+	# the same layers in another format are the same layers
+	out=$(img import "$T/saved.tar")
+	expect_contains "docker" "$out" "layers: 0 unpacked, 2 already in the store"
+	expect_eq "layers" "$(nlayers)" 2
+}
+
+t_rm() {
+	fixture busybox-oci bb
+	fixture busybox-docker saved.tar
+	img import "$T/bb" > /dev/null
+	img import "$T/saved.tar" > /dev/null
+	# one of two names: the image stays
+	img rm busybox-saved:1 > /dev/null
+	expect_eq "rm name" "$(rc)" 0
+	img inspect busybox-saved:2 > /dev/null
+	expect_eq "other name kept" "$(rc)" 0
+	out=$(img inspect busybox-saved:1)
+	expect_eq "name gone" "$(rc)" 1
+	expect_contains "why" "$out" "no image named docker.io/library/busybox-saved:1"
+	# by digest: the image with all its names; the shared layers stay
+	img inspect busybox-saved:2 > /dev/null
+	d=$(json digest < "$T/out")
+	img rm "$d" > /dev/null
+	expect_eq "rm digest" "$(rc)" 0
+	expect_eq "layers kept for the other image" "$(nlayers)" 2
+	img rm corral-test/busybox:1 > /dev/null
+	expect_eq "rm last" "$(rc)" 0
+	expect_eq "layers collected" "$(nlayers)" 0
+	expect_eq "blobs collected" "$(nblobs)" 0
+	out=$(img rm corral-test/busybox:1)
+	expect_eq "rm missing" "$(rc)" 1
+}
+
+# The unpacked layers stacked as overlay lower layers, as a run will: the
+# whiteout hides a file, the opaque dir its lower contents, and the
+# busybox in it runs.
+t_overlay_form() {
+	command -v unshare > /dev/null || skip "no unshare"
+	unshare -Urm true 2> /dev/null || skip "no user namespaces"
+	chroot=$(PATH=$PATH:/usr/sbin:/sbin command -v chroot) || skip "no chroot"
+	fixture busybox-oci bb
+	img import "$T/bb" > /dev/null
+	l0=$(layer_of corral-test/busybox:1 0)
+	l1=$(layer_of corral-test/busybox:1 1)
+	mkdir "$T/m"
+	unshare -Urm sh -c "mount -t overlay -o userxattr,lowerdir=$l1:$l0 none $T/m &&
+		$chroot $T/m /bin/sh -c 'ls /srv; echo --; ls /srv/cache; echo --; cat /srv/app/hello.txt /etc/motd'" \
+		> "$T/o" 2>&1 || fail "overlay: $(cat "$T/o")"
+	out=$(cat "$T/o")
+	expect_not_contains "whiteout" "$out" "old.txt"
+	expect_not_contains "opaque" "$out" "stale"
+	expect_contains "upper file" "$out" "fresh"
+	expect_contains "lower file" "$out" "hello from the image"
+	expect_contains "layer two" "$out" "layer two"
+}
+
+# As root the unpacking runs as uid 65534: what it creates is owned so;
+# unprivileged, by the caller.  The owners the tar named are kept beside.
+t_unpack_least_privilege() {
+	fixture busybox-oci bb
+	img import "$T/bb" > /dev/null
+	l0=$(layer_of corral-test/busybox:1 0)
+	want=$ME
+	[ "$ME" = 0 ] && want=65534
+	expect_eq "tree owner" "$(stat -c %u "$l0/bin/busybox")" "$want"
+	expect_eq "dir owner" "$(stat -c %u "$l0/etc")" "$want"
+	expect_eq "owners kept" "$(cat "$(dirname "$l0")/owners")" "1000 1000 srv/app/hello.txt"
+}
+
+t_store_default_path() {
+	[ "$ME" = 0 ] && skip "root's store is /var/lib/corral/images: not written by a test"
+	HOME=$T/home XDG_DATA_HOME= "$CORRAL" image ls > /dev/null || fail "ls"
+	[ -d "$T/home/.local/share/corral/images/blobs/sha256" ] || fail "not under HOME"
+	HOME=$T/home XDG_DATA_HOME=$T/xdg "$CORRAL" image ls > /dev/null || fail "ls xdg"
+	[ -d "$T/xdg/corral/images/layers" ] || fail "not under XDG_DATA_HOME"
+}
+
+t_digest_mismatch_refused() {
+	refused tampered "digest mismatch"
+}
+
+t_diff_id_mismatch_refused() {
+	refused bad-diff-id "diff-id"
+}
+
+t_hostile_absolute_path() {
+	# taken relative to the layer (as docker and containerd do), reported
+	fixture hostile-absolute img
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "reported" "$out" "1 absolute name(s) taken relative to the layer, e.g. /etc/corral-evil"
+	[ ! -e /etc/corral-evil ] || fail "written on the host"
+	l0=$(layer_of corral-test/hostile-absolute:1 0)
+	expect_eq "in the layer" "$(cat "$l0/etc/corral-evil")" x
+}
+
+t_hostile_dotdot() {
+	refused hostile-dotdot '".." in the name "a/../../corral-evil"'
+}
+
+t_hostile_symlink_escape() {
+	mkdir "$T/target"
+	CORRAL_TARGET=$T/target refused hostile-symlink-escape \
+		"esc is a symlink (nothing is written through one)"
+	expect_eq "target untouched" "$(ls -A "$T/target")" ""
+}
+
+t_hostile_symlink_kept() {
+	fixture hostile-symlink-kept img
+	img import "$T/img" > /dev/null
+	expect_eq "exit" "$(rc)" 0
+	l0=$(layer_of corral-test/hostile-symlink-kept:1 0)
+	expect_eq "relative" "$(readlink "$l0/up")" ../../../../../etc
+	expect_eq "absolute" "$(readlink "$l0/abs")" /etc/passwd
+}
+
+t_hostile_hardlink_escape() {
+	refused hostile-hardlink-escape '".." in the name "../../../../etc/passwd"'
+}
+
+t_hostile_hardlink_through_symlink() {
+	refused hostile-hardlink-through-symlink "s is a symlink"
+}
+
+t_hostile_devices_dropped() {
+	fixture hostile-devices img
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "reported" "$out" "3 device node(s) dropped, e.g. dev/null (char 1:3)"
+	l0=$(layer_of corral-test/hostile-devices:1 0)
+	expect_eq "dev/ empty" "$(ls -A "$l0/dev")" ""
+	expect_eq "the rest kept" "$(cat "$l0/ok")" kept
+}
+
+t_hostile_setuid_stripped() {
+	fixture hostile-setuid img
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "setid" "$out" "2 setuid/setgid bit(s) stripped, e.g. suid (mode 4755)"
+	expect_contains "caps" "$out" "1 file capabilities stripped, e.g. capped"
+	l0=$(layer_of corral-test/hostile-setuid:1 0)
+	expect_eq "suid" "$(stat -c %a "$l0/suid")" 755
+	expect_eq "sgid" "$(stat -c %a "$l0/sgid")" 755
+	expect_eq "setgid dir kept" "$(stat -c %a "$l0/shared")" 2775
+	/usr/bin/python3 -c 'import os,sys; sys.exit("security.capability" in os.listxattr(sys.argv[1]))' \
+		"$l0/capped" || fail "capability kept"
+}
+
+t_hostile_sparse_file() {
+	refused hostile-sparse "huge declares 1 TiB (sparse or not), over the import's budget of 16 GiB"
+}
+
+t_hostile_decompression_bomb() {
+	refused bomb "decompression bomb"
+}
+
+t_hostile_too_many_files() {
+	refused hostile-many "more than 50 files in the image (--max-files)" --max-files 50
+}
+
+t_hostile_size_budget() {
+	refused busybox-oci "over the import's budget of 100 KiB (--max-size)" --max-size 100K
+}
+
+t_hostile_control_bytes() {
+	refused hostile-control 'a control byte in the name "bad\x0aname"'
+}
+
+t_layer_modes_links_fifos() {
+	fixture hostile-modes img
+	img import "$T/img" > /dev/null
+	expect_eq "exit" "$(rc)" 0
+	l0=$(layer_of corral-test/hostile-modes:1 0)
+	expect_eq "0555 dir" "$(stat -c %a "$l0/ro")" 555
+	expect_eq "file in it" "$(cat "$l0/ro/inside")" "in a 0555 dir"
+	expect_eq "hard link" "$(stat -c %i "$l0/data")" "$(stat -c %i "$l0/data-link")"
+	expect_eq "fifo" "$(stat -c %F "$l0/fifo")" fifo
+	# removal copes with the read-only dir
+	img rm corral-test/hostile-modes:1 > /dev/null
+	expect_eq "rm" "$(rc)" 0
+	expect_eq "collected" "$(nlayers)" 0
+}
+
+t_later_entries_replace() {
+	fixture hostile-replace img
+	img import "$T/img" > /dev/null
+	l0=$(layer_of corral-test/hostile-replace:1 0)
+	expect_eq "file over dir" "$(cat "$l0/x")" "now a file"
+	expect_eq "dir over file" "$(cat "$l0/y/in")" 2
+}
+
+# ---- running on an image ---------------------------------------------------
+
+# crun ARGS...: corral run with this test's store; out in $T/out, err in
+# $T/err, exit status in $T/rc
+crun() {
+	local rc=0
+	timeout 120 "$CORRAL" run --state-dir "$T/state" "$@" > "$T/out" 2> "$T/err" \
+		< /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+	cat "$T/out" "$T/err"
+}
+
+busybox_image() {
+	fixture busybox-oci bb
+	img import "$T/bb" > /dev/null
+	expect_eq "import" "$(rc)" 0
+}
+
+t_run_image_config() {
+	busybox_image
+	# no command: Entrypoint + Cmd, in WorkingDir, with Env
+	out=$(crun --image corral-test/busybox:1)
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "cmd ran in workdir" "$out" "hello from the image"
+	# a command replaces Cmd, not Entrypoint (/bin/sh -c)
+	out=$(crun --image corral-test/busybox:1 -- 'pwd; echo $GREETING $PATH; id -u; cat /etc/motd')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "output" "$out" "/srv/app
+hello /bin
+1000
+layer two"
+	# --env and a policy's env win over the image's
+	out=$(crun --image corral-test/busybox:1 --env GREETING=mine -- 'echo $GREETING')
+	expect_eq "env override" "$out" mine
+}
+
+t_run_image_layers_stacked() {
+	busybox_image
+	out=$(crun --image corral-test/busybox:1 -- 'ls /srv; echo --; ls /srv/cache; echo --; ls /usr 2>&1; cat /etc/passwd')
+	expect_eq "exit" "$(rc)" 0
+	expect_not_contains "whiteout" "$out" "old.txt"
+	expect_not_contains "opaque" "$out" "stale"
+	expect_contains "upper layer" "$out" "fresh"
+	# the host's /usr is not there; corral's /etc entries are
+	expect_contains "no host /usr" "$out" "No such file"
+	expect_contains "agent user" "$out" "agent:x:1000:1000"
+}
+
+t_run_image_read_only() {
+	busybox_image
+	out=$(crun --image corral-test/busybox:1 -- 'echo x > /bin/new; echo x > /srv/app/hello.txt; echo x > /tmp/ok && echo tmp-ok')
+	expect_contains "bin" "$out" "Read-only file system"
+	expect_contains "tmp writable" "$out" "tmp-ok"
+	l0=$(layer_of corral-test/busybox:1 0)
+	expect_eq "layer untouched" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
+}
+
+t_run_image_root_writable() {
+	busybox_image
+	out=$(crun --image corral-test/busybox:1 --root-writable -- 'echo new > /bin/new && cat /bin/new && echo changed >> /srv/app/hello.txt && cat /srv/app/hello.txt')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "new file" "$out" "new"
+	expect_contains "copied up" "$out" "changed"
+	# discarded with the sandbox; the shared layers never change
+	l0=$(layer_of corral-test/busybox:1 0)
+	expect_eq "layer untouched" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
+	[ ! -e "$l0/bin/new" ] || fail "written into the layer"
+	out=$(crun --image corral-test/busybox:1 -- 'cat /bin/new')
+	expect_contains "gone next run" "$out" "No such file"
+	# within the disk budget
+	out=$(crun --image corral-test/busybox:1 --root-writable --disk 4M -- 'dd if=/dev/zero of=/bin/big bs=1M count=16')
+	expect_contains "budget" "$out" "No space left on device"
+}
+
+t_run_rootfs_dir() {
+	mkdir -p "$T/tree/bin" "$T/tree/data"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	echo "from the tree" > "$T/tree/data/f"
+	chmod -R a+rX "$T/tree"
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'cat /data/f; /bin/busybox ls /')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "tree" "$out" "from the tree"
+	expect_contains "workspace" "$out" "workspace"
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo x > /data/f')
+	expect_contains "read-only" "$out" "Read-only file system"
+	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
+}
+
+t_run_image_refusals() {
+	out=$(crun --image corral-test/none:1 -- true)
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "missing" "$out" "no image named docker.io/corral-test/none:1"
+	out=$(crun --image x --rootfs /tmp -- true)
+	expect_contains "both" "$out" "one root, not two"
+	busybox_image
+	# an image's policy still applies: no network, seccomp, the agent's uid
+	out=$(crun --image corral-test/busybox:1 -- 'cat /proc/self/status | grep -E "^(Uid|CapEff|NoNewPrivs|Seccomp):"')
+	expect_contains "uid" "$out" "1000"
+	expect_contains "no caps" "$out" "CapEff:	0000000000000000"
+	expect_contains "nnp" "$out" "NoNewPrivs:	1"
+	expect_contains "seccomp" "$out" "Seccomp:	2"
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "image ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,306 @@
+#!/usr/bin/python3
+"""image_fixtures.py - OCI images for tests/image.sh, written offline.
+
+    image_fixtures.py KIND OUT
+
+KIND is one of the names in KINDS below.  Layers are tars made with
+tarfile (hostile ones crafted entry by entry), digests with hashlib; the
+image layout follows the OCI image spec (oci-layout, index.json, blobs/).
+"busybox*" kinds need /bin/busybox (busybox-static).
+"""
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+BUSYBOX = "/bin/busybox"
+TIME = 1700000000
+
+
+def sha(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class Layer:
+    """A tar built entry by entry."""
+
+    def __init__(self, fmt=tarfile.PAX_FORMAT):
+        self.buf = io.BytesIO()
+        self.tar = tarfile.open(fileobj=self.buf, mode="w", format=fmt)
+
+    def add(self, name, type=tarfile.REGTYPE, data=b"", mode=0o644, **kw):
+        ti = tarfile.TarInfo(name)
+        ti.type = type
+        ti.mode = mode
+        ti.mtime = TIME
+        ti.size = len(data) if type in (tarfile.REGTYPE, tarfile.AREGTYPE) else 0
+        for k, v in kw.items():
+            setattr(ti, k, v)
+        self.tar.addfile(ti, io.BytesIO(data) if ti.size else None)
+        return self
+
+    def dir(self, name, mode=0o755):
+        return self.add(name, tarfile.DIRTYPE, mode=mode)
+
+    def symlink(self, name, target):
+        return self.add(name, tarfile.SYMTYPE, mode=0o777, linkname=target)
+
+    def hardlink(self, name, target):
+        return self.add(name, tarfile.LNKTYPE, linkname=target)
+
+    def raw(self, header_and_data):
+        """Bytes written as they are (a header tarfile will not make)."""
+        self.tar.fileobj.write(header_and_data)
+        self.tar.offset += len(header_and_data)
+        return self
+
+    def bytes(self):
+        self.tar.close()
+        return self.buf.getvalue()
+
+
+def busybox_layer():
+    lay = Layer()
+    for d in ("bin", "etc", "home", "home/user", "tmp", "srv", "srv/app"):
+        lay.dir(d)
+    with open(BUSYBOX, "rb") as f:
+        lay.add("bin/busybox", data=f.read(), mode=0o755)
+    for tool in ("sh", "ls", "cat", "id", "pwd", "env", "echo", "true", "stat"):
+        lay.symlink("bin/" + tool, "busybox")
+    lay.add("etc/passwd", data=b"root:x:0:0:root:/root:/bin/sh\n"
+            b"user:x:1000:1000:user:/home/user:/bin/sh\n")
+    lay.add("etc/group", data=b"root:x:0:\nuser:x:1000:\n")
+    lay.add("etc/os-release", data=b"ID=corral-test\n")
+    lay.add("srv/app/hello.txt", data=b"hello from the image\n", uid=1000, gid=1000)
+    lay.add("srv/old.txt", data=b"to be whited out\n")
+    lay.dir("srv/cache")
+    lay.add("srv/cache/stale", data=b"hidden by an opaque dir\n")
+    return lay.bytes()
+
+
+def second_layer():
+    lay = Layer()
+    lay.dir("srv")
+    lay.add("srv/.wh.old.txt")
+    lay.dir("srv/cache")
+    lay.add("srv/cache/.wh..wh..opq")
+    lay.add("srv/cache/fresh", data=b"new\n")
+    lay.add("etc/motd", data=b"layer two\n")
+    return lay.bytes()
+
+
+def config_for(diff_ids, **cfg):
+    c = {
+        "architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine,
+                                                                    os.uname().machine),
+        "os": "linux",
+        "config": cfg,
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+    }
+    return json.dumps(c, sort_keys=True).encode()
+
+
+BUSYBOX_CONFIG = dict(Env=["PATH=/bin", "GREETING=hello"], WorkingDir="/srv/app",
+                      User="1000:1000", Entrypoint=["/bin/sh", "-c"],
+                      Cmd=["cat hello.txt"])
+
+
+def write_layout(out, layers, names=("corral-test/busybox:1",), compress="gzip",
+                 config=None, tamper=None, bad_diff=False):
+    """An OCI image layout at out.  tamper: index of a layer blob changed
+    after its digest was taken.  bad_diff: the config names wrong diff-ids."""
+    os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
+
+    def blob(data):
+        d = sha(data)
+        with open(os.path.join(out, "blobs", "sha256", d[7:]), "wb") as f:
+            f.write(data)
+        return d, len(data)
+
+    descs, diff_ids = [], []
+    for i, tar in enumerate(layers):
+        diff_ids.append(sha(tar) if not bad_diff else sha(tar + b"x"))
+        if compress == "gzip":
+            data, mt = gzip.compress(tar, mtime=0), "application/vnd.oci.image.layer.v1.tar+gzip"
+        elif compress == "zstd":
+            data = subprocess.run(["zstd", "-q", "-c"], input=tar, check=True,
+                                  stdout=subprocess.PIPE).stdout
+            mt = "application/vnd.oci.image.layer.v1.tar+zstd"
+        else:
+            data, mt = tar, "application/vnd.oci.image.layer.v1.tar"
+        d, n = blob(data)
+        if tamper == i:
+            path = os.path.join(out, "blobs", "sha256", d[7:])
+            with open(path, "r+b") as f:
+                f.seek(n // 2)
+                b = f.read(1)
+                f.seek(n // 2)
+                f.write(bytes([b[0] ^ 1]))
+        descs.append({"mediaType": mt, "digest": d, "size": n})
+    cd, cn = blob(config_for(diff_ids, **(config or {})))
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                           "digest": cd, "size": cn},
+                "layers": descs}
+    md, mn = blob(json.dumps(manifest).encode())
+    index = {"schemaVersion": 2, "manifests": []}
+    for name in names or [None]:
+        d = {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": mn}
+        if name:
+            d["annotations"] = {"org.opencontainers.image.ref.name": name}
+        index["manifests"].append(d)
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump(index, f)
+    with open(os.path.join(out, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    return md
+
+
+def tar_dir(src, out):
+    with tarfile.open(out, "w") as t:
+        for name in sorted(os.listdir(src)):
+            t.add(os.path.join(src, name), arcname=name)
+
+
+def docker_save(out, layers, tags, config):
+    """docker save's format: manifest.json, <id>/layer.tar, <hex>.json."""
+    diff_ids = [sha(t) for t in layers]
+    cfg = config_for(diff_ids, **config)
+    with tarfile.open(out, "w") as t:
+        def put(name, data):
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mtime = len(data), TIME
+            t.addfile(ti, io.BytesIO(data))
+        paths = []
+        for i, tar in enumerate(layers):
+            p = "%064x/layer.tar" % (i + 1)
+            put(p, tar)
+            paths.append(p)
+        # podman and old docker link a layer that two images share
+        ti = tarfile.TarInfo("%064x/layer.tar" % 99)
+        ti.type, ti.linkname = tarfile.SYMTYPE, "../%064x/layer.tar" % 1
+        t.addfile(ti)
+        put(sha(cfg)[7:] + ".json", cfg)
+        put("manifest.json", json.dumps([{"Config": sha(cfg)[7:] + ".json",
+                                          "RepoTags": tags,
+                                          "Layers": ["%064x/layer.tar" % 99] + paths[1:]}]).encode())
+        put("repositories", b"{}")
+
+
+def pax_sparse(name, realsize, chunk):
+    """A PAX 1.0 sparse file: realsize bytes declared, one chunk stored
+    at its end (tarfile reads these but cannot write them)."""
+    sparse_map = b"1\n%d\n%d\n" % (realsize - len(chunk), len(chunk))
+    sparse_map += b"\0" * (-len(sparse_map) % 512)
+    data = sparse_map + chunk
+    ti = tarfile.TarInfo("GNUSparseFile.0/" + name)
+    ti.size, ti.mtime, ti.mode = len(data), TIME, 0o644
+    ti.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                      "GNU.sparse.name": name, "GNU.sparse.realsize": str(realsize)}
+    return ti, data
+
+
+def hostile(kind):
+    lay = Layer()
+    if kind == "absolute":
+        lay.add("/etc/corral-evil", data=b"x")
+    elif kind == "dotdot":
+        lay.dir("a").add("a/../../corral-evil", data=b"x")
+    elif kind == "symlink-escape":
+        target = os.environ["CORRAL_TARGET"]
+        lay.symlink("esc", target).add("esc/pwned", data=b"x")
+    elif kind == "symlink-kept":
+        lay.symlink("up", "../../../../../etc").symlink("abs", "/etc/passwd")
+    elif kind == "hardlink-escape":
+        lay.hardlink("hl", "../../../../etc/passwd")
+    elif kind == "hardlink-through-symlink":
+        lay.symlink("s", "/etc").hardlink("h", "s/passwd")
+    elif kind == "devices":
+        lay.dir("dev")
+        lay.add("dev/null", tarfile.CHRTYPE, mode=0o666, devmajor=1, devminor=3)
+        lay.add("dev/sda", tarfile.BLKTYPE, mode=0o660, devmajor=8, devminor=0)
+        lay.add("dev/whiteout-lookalike", tarfile.CHRTYPE, devmajor=0, devminor=0)
+        lay.add("ok", data=b"kept\n")
+    elif kind == "setuid":
+        lay.add("suid", data=b"#!/bin/sh\n", mode=0o4755)
+        lay.add("sgid", data=b"#!/bin/sh\n", mode=0o2755)
+        lay.dir("shared", mode=0o2775)
+        ti = tarfile.TarInfo("capped")
+        ti.size, ti.mode, ti.mtime = 3, 0o755, TIME
+        ti.pax_headers = {"SCHILY.xattr.security.capability":
+                          "\x01\x00\x00\x02\x00\x20\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"}
+        lay.tar.addfile(ti, io.BytesIO(b"abc"))
+    elif kind == "sparse":
+        ti, data = pax_sparse("huge", 1 << 40, b"end" + b"\0" * 509)
+        lay.tar.addfile(ti, io.BytesIO(data))
+    elif kind == "control":
+        lay.add("bad\nname", data=b"x")
+    elif kind == "many":
+        for i in range(100):
+            lay.add("f%03d" % i)
+    elif kind == "modes":
+        lay.dir("ro", mode=0o555).add("ro/inside", data=b"in a 0555 dir\n", mode=0o444)
+        lay.add("data", data=b"linked\n").hardlink("data-link", "data")
+        lay.add("fifo", tarfile.FIFOTYPE, mode=0o600)
+    elif kind == "replace":
+        # later entries win: a file over a dir, a dir over a file
+        lay.dir("x").add("x/in", data=b"1").add("x", data=b"now a file\n")
+        lay.add("y", data=b"1").dir("y").add("y/in", data=b"2\n")
+    else:
+        raise SystemExit("unknown hostile kind " + kind)
+    return lay.bytes()
+
+
+def bomb():
+    """64 MiB of zeros: about 64 KiB gzip'd, 1000:1."""
+    lay = Layer()
+    ti = tarfile.TarInfo("zeros")
+    ti.size, ti.mtime = 64 << 20, TIME
+
+    class Zeros(io.RawIOBase):
+        left = ti.size
+
+        def readinto(self, b):
+            n = min(len(b), self.left)
+            b[:n] = b"\0" * n
+            self.left -= n
+            return n
+    lay.tar.addfile(ti, Zeros())
+    return lay.bytes()
+
+
+def main():
+    kind, out = sys.argv[1], sys.argv[2]
+    if kind == "busybox-oci":
+        write_layout(out, [busybox_layer(), second_layer()], config=BUSYBOX_CONFIG)
+    elif kind == "busybox-zstd":
+        write_layout(out, [busybox_layer()], names=["corral-test/zstd:1"], compress="zstd",
+                     config=BUSYBOX_CONFIG)
+    elif kind == "busybox-archive":
+        tmp = out + ".d"
+        write_layout(tmp, [busybox_layer(), second_layer()], names=["latest"],
+                     config=BUSYBOX_CONFIG)
+        tar_dir(tmp, out)
+        shutil.rmtree(tmp)
+    elif kind == "busybox-docker":
+        docker_save(out, [busybox_layer(), second_layer()],
+                    ["busybox-saved:1", "docker.io/library/busybox-saved:2"], BUSYBOX_CONFIG)
+    elif kind == "tampered":
+        write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
+    elif kind == "bad-diff-id":
+        write_layout(out, [second_layer()], names=["corral-test/baddiff:1"], bad_diff=True)
+    elif kind == "bomb":
+        write_layout(out, [bomb()], names=["corral-test/bomb:1"])
+    elif kind.startswith("hostile-"):
+        write_layout(out, [hostile(kind[8:])], names=["corral-test/" + kind + ":1"])
+    else:
+        raise SystemExit("unknown kind " + kind)
+
+
+if __name__ == "__main__":
+    main()

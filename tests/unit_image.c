@@ -1,0 +1,218 @@
+/*
+ * unit_image.c - image names as archives tag them and users type them,
+ * normalised the way docker does, and the ones that must be refused.
+ */
+#include "corral.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char hex64[] =
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+static void check_norm(const char *in, const char *want, int line)
+{
+	char out[512];
+	struct corral_err err = { 0 };
+	int r = corral_image_ref_normalize(in, out, sizeof(out), &err);
+
+	if (r != 0 || strcmp(out, want) != 0) {
+		fprintf(stderr, "  line %d: \"%s\" -> \"%s\" (%s), want \"%s\"\n", line, in,
+			r ? "error" : out, r ? err.msg : "ok", want);
+		unit_failed_checks++;
+	}
+}
+
+static void check_bad(const char *in, const char *why, int line)
+{
+	char out[512];
+	struct corral_err err = { 0 };
+	int r = corral_image_ref_normalize(in, out, sizeof(out), &err);
+
+	if (r == 0 || !strstr(err.msg, why)) {
+		fprintf(stderr, "  line %d: \"%s\" accepted or wrong reason (\"%s\"), want \"%s\"\n",
+			line, in, r ? err.msg : out, why);
+		unit_failed_checks++;
+	}
+}
+
+#define NORM(in, want) check_norm(in, want, __LINE__)
+#define BAD(in, why) check_bad(in, why, __LINE__)
+
+TEST(docker_hub_short_names)
+{
+	NORM("busybox", "docker.io/library/busybox:latest");
+	NORM("busybox:1.36", "docker.io/library/busybox:1.36");
+	NORM("docker.io/busybox", "docker.io/library/busybox:latest");
+	NORM("docker.io/library/busybox:1", "docker.io/library/busybox:1");
+	NORM("index.docker.io/library/busybox", "docker.io/library/busybox:latest");
+	NORM("user/app:v2", "docker.io/user/app:v2");
+	NORM("docker.io/user/app", "docker.io/user/app:latest");
+}
+
+TEST(registries_and_ports)
+{
+	NORM("quay.io/org/app:1.0", "quay.io/org/app:1.0");
+	NORM("localhost/app", "localhost/app:latest");
+	NORM("localhost:5000/app:dev", "localhost:5000/app:dev");
+	NORM("registry.example.com:443/a/b/c", "registry.example.com:443/a/b/c:latest");
+	/* a first component without . or : is a path, not a registry */
+	NORM("myregistry/app", "docker.io/myregistry/app:latest");
+}
+
+TEST(digests)
+{
+	char in[256], want[256];
+
+	snprintf(in, sizeof(in), "busybox@sha256:%s", hex64);
+	snprintf(want, sizeof(want), "docker.io/library/busybox@sha256:%s", hex64);
+	NORM(in, want);
+	snprintf(in, sizeof(in), "quay.io/a/b:1@sha256:%s", hex64);
+	snprintf(want, sizeof(want), "quay.io/a/b:1@sha256:%s", hex64);
+	NORM(in, want);
+	snprintf(in, sizeof(in), "sha256:%s", hex64);
+	BAD(in, "is a digest, not a name");
+	BAD("busybox@sha256:abc", "bad digest");
+	BAD("busybox@md5:0123456789abcdef0123456789abcdef", "bad digest");
+}
+
+TEST(components)
+{
+	NORM("a/b-c__d.e/f", "docker.io/a/b-c__d.e/f:latest");
+	NORM("a---b", "docker.io/library/a---b:latest");
+	BAD("BusyBox", "bad component");
+	BAD("a/-b", "bad component");
+	BAD("a/b_", "bad component");
+	BAD("a//b", "bad component");
+	BAD("a/b___c", "bad component");
+	BAD("/abs", "bad component");
+	BAD("", "bad component");
+	BAD("a/..", "bad component");
+}
+
+TEST(tags)
+{
+	NORM("app:V1.2-rc_3", "docker.io/library/app:V1.2-rc_3");
+	BAD("app:", "bad tag");
+	BAD("app:-x", "bad tag");
+	BAD("app:a/b", "bad registry");
+	BAD("app:a!", "bad tag");
+	{
+		char in[300];
+
+		memset(in, 'x', sizeof(in));
+		memcpy(in, "app:", 4);
+		in[4 + 129] = '\0';
+		BAD(in, "bad tag");
+	}
+}
+
+TEST(hostile_bytes)
+{
+	BAD("busy box", "a space or control byte");
+	BAD("busybox\n", "a space or control byte");
+	BAD("bus\x7f", "a space or control byte");
+	BAD("bad_registry.io:99999/x", "bad registry");
+	BAD("-bad.io/x", "bad registry");
+	{
+		char in[600];
+
+		memset(in, 'a', sizeof(in));
+		in[sizeof(in) - 1] = '\0';
+		BAD(in, "too long");
+		in[300] = '\0';
+		BAD(in, "longer than 255 bytes");
+	}
+}
+
+TEST(store_path_rule)
+{
+	char *p;
+	const char *home = getenv("HOME");
+
+	p = corral_image_store_path("/srv/state");
+	CHECK(p && !strcmp(p, "/srv/state/images"));
+	free(p);
+	if (geteuid() == 0) {
+		p = corral_image_store_path(NULL);
+		CHECK(p && !strcmp(p, "/var/lib/corral/images"));
+		free(p);
+		return;
+	}
+	setenv("XDG_DATA_HOME", "/x/data", 1);
+	p = corral_image_store_path(NULL);
+	CHECK(p && !strcmp(p, "/x/data/corral/images"));
+	free(p);
+	unsetenv("XDG_DATA_HOME");
+	setenv("HOME", "/h", 1);
+	p = corral_image_store_path(NULL);
+	CHECK(p && !strcmp(p, "/h/.local/share/corral/images"));
+	free(p);
+	if (home)
+		setenv("HOME", home, 1);
+}
+
+TEST(limits_defaults)
+{
+	struct corral_image_limits l;
+
+	corral_image_limits_init(&l);
+	CHECK(l.max_bytes == 16ull << 30);
+	CHECK(l.max_files == 1000000);
+	CHECK(l.max_ratio == 100);
+	CHECK(l.ratio_after == 32ull << 20);
+}
+
+TEST(policy_root_and_workdir)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char *good[] = { "/var/lib/corral/images/layers/ab/root", "/srv/tree" };
+	char *bad_rel[] = { "relative/dir" };
+	char *bad_opt[] = { "/a,upperdir=/etc" };
+	const char *json = "{\"filesystem\": {\"root_writable\": true}}";
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_set_root(&p, good, 2, &err) == 0);
+	CHECK(p.nroot_layers == 2 && !strcmp(p.root_layers[1], "/srv/tree"));
+	CHECK(corral_policy_set_root(&p, bad_rel, 1, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "not an absolute path");
+	/* a layer path must not smuggle overlay options in */
+	CHECK(corral_policy_set_root(&p, bad_opt, 1, &err) < 0);
+	CHECK(p.nroot_layers == 2);
+	CHECK(corral_policy_set_workdir(&p, "/srv/app", &err) == 0);
+	CHECK(!strcmp(p.workdir, "/srv/app"));
+	CHECK(corral_policy_set_workdir(&p, "srv", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv/../etc", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv/..", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv/", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/srv//x", &err) < 0);
+	CHECK(corral_policy_set_workdir(&p, "/", &err) == 0);
+	CHECK(!p.root_writable);
+	CHECK(corral_policy_load_string(&p, json, strlen(json), "t.json", &err) == 0);
+	CHECK(p.root_writable);
+	/* a load is a deep copy: the layers survive it */
+	CHECK(p.nroot_layers == 2 && !strcmp(p.root_layers[0], good[0]));
+	json = "{\"filesystem\": {\"root_writable\": 1}}";
+	CHECK(corral_policy_load_string(&p, json, strlen(json), "t.json", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "root_writable");
+	corral_policy_free(&p);
+}
+
+int main(void)
+{
+	RUN(docker_hub_short_names);
+	RUN(registries_and_ports);
+	RUN(digests);
+	RUN(components);
+	RUN(tags);
+	RUN(hostile_bytes);
+	RUN(store_path_rule);
+	RUN(limits_defaults);
+	RUN(policy_root_and_workdir);
+	UNIT_DONE();
+}

@@ -175,9 +175,11 @@ CORRAL_PUBLIC
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
 /* The root's layers (absolute host directories, lowest first); n 0: the host's. */
+CORRAL_PUBLIC
 int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t n,
 			   struct corral_err *err);
 /* The command's working directory inside (absolute); NULL: /workspace. */
+CORRAL_PUBLIC
 int corral_policy_set_workdir(struct corral_policy *p, const char *dir,
 			      struct corral_err *err);
 /*
@@ -573,11 +575,15 @@ struct corral_image_store;
  * ~/.local/share/corral/images.  malloc'd; NULL with errno when there is
  * no HOME to put it in.
  */
+CORRAL_PUBLIC
 char *corral_image_store_path(const char *state_dir);
 /* Open (creating it, mode 0700) the store at corral_image_store_path(). */
+CORRAL_PUBLIC
 int corral_image_store_open(struct corral_image_store **out,
 			    const char *state_dir, struct corral_err *err);
+CORRAL_PUBLIC
 void corral_image_store_close(struct corral_image_store *s);
+CORRAL_PUBLIC
 const char *corral_image_store_dir(const struct corral_image_store *s);
 
 /*
@@ -586,6 +592,7 @@ const char *corral_image_store_dir(const struct corral_image_store *s);
  * "docker.io/x/y" -> "docker.io/x/y:latest", "quay.io/a/b@sha256:HEX"
  * kept.  A bare "sha256:HEX" is a digest, not a name (-EINVAL here).
  */
+CORRAL_PUBLIC
 int corral_image_ref_normalize(const char *ref, char *out, size_t len,
 			       struct corral_err *err);
 
@@ -596,6 +603,7 @@ struct corral_image_limits {
 	uint64_t max_ratio;		/* uncompressed : compressed, per layer ... */
 	uint64_t ratio_after;		/* ... once a layer has given this many bytes */
 };
+CORRAL_PUBLIC
 void corral_image_limits_init(struct corral_image_limits *l);
 
 struct corral_image_import_report {
@@ -608,6 +616,7 @@ struct corral_image_import_report {
 	char **notes;
 	size_t nnotes;
 };
+CORRAL_PUBLIC
 void corral_image_import_report_free(struct corral_image_import_report *r);
 
 /*
@@ -615,6 +624,7 @@ void corral_image_import_report_free(struct corral_image_import_report *r);
  * archive that holds exactly one).  As root the layers are unpacked by a
  * child that runs as uid/gid 65534 with no_new_privs and Landlock.
  */
+CORRAL_PUBLIC
 int corral_image_import(struct corral_image_store *s, const char *path,
 			const char *extra_name,
 			const struct corral_image_limits *lim,
@@ -648,20 +658,26 @@ struct corral_image {
 };
 
 /* NAME[:TAG], NAME@sha256:HEX, sha256:HEX or a unique hex prefix (>= 12). */
+CORRAL_PUBLIC
 int corral_image_resolve(struct corral_image_store *s, const char *ref,
 			 struct corral_image **out, struct corral_err *err);
 /* Every image, sorted by first name (unnamed last). */
+CORRAL_PUBLIC
 int corral_image_list(struct corral_image_store *s, struct corral_image ***out,
 		      size_t *n, struct corral_err *err);
+CORRAL_PUBLIC
 void corral_image_free(struct corral_image *img);
+CORRAL_PUBLIC
 void corral_image_list_free(struct corral_image **imgs, size_t n);
 /* One JSON object (malloc'd): digests, names, layers, config. */
+CORRAL_PUBLIC
 char *corral_image_json(const struct corral_image *img);
 /*
  * Run on the image: its layers become p's root; its Env is added where p
  * sets no such name; its WorkingDir is p's unless p has one.  Its User is
  * not applied: a sandbox has one identity, the agent (uid 1000).
  */
+CORRAL_PUBLIC
 int corral_policy_apply_image(struct corral_policy *p, const struct corral_image *img,
 			      struct corral_err *err);
 /*
@@ -669,6 +685,7 @@ int corral_policy_apply_image(struct corral_policy *p, const struct corral_image
  * empty, Cmd).  malloc'd vector of borrowed strings, NULL-terminated;
  * -EINVAL when there is nothing to run.
  */
+CORRAL_PUBLIC
 int corral_image_argv(const struct corral_image *img, char *const *argv,
 		      char ***out, struct corral_err *err);
 /*
@@ -676,6 +693,7 @@ int corral_image_argv(const struct corral_image *img, char *const *argv,
  * digest: drop the image and all its names.  Then remove the blobs and
  * layers no image uses any more.
  */
+CORRAL_PUBLIC
 int corral_image_remove(struct corral_image_store *s, const char *ref,
 			struct corral_err *err);
 

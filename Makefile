@@ -3,7 +3,7 @@
 CC      ?= cc
 # libnftables is loaded at run time (net.c), only where transparent mode
 # is set up: its headers come from libnftables-dev, its code is not linked.
-PKGS    := libseccomp jansson ldns libevent libcrypto
+PKGS    := libseccomp jansson ldns libevent libcrypto zlib
 # libcurl's headers only: the client verbs load it at run time (src/cli/curl.c)
 HDR_PKGS := libcurl
 BUILD   ?= build

@@ -5,7 +5,7 @@ set -eu
 PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
       libcap-dev clang libclang-rt-14-dev bubblewrap hyperfine util-linux
       iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev libnftables-dev
-      libcurl4-openssl-dev"
+      libcurl4-openssl-dev zlib1g-dev"
 missing=""
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -12,6 +12,7 @@
 #include "egress.h"
 #include "jsonpos.h"
 #include "tripwire.h"
+#include "export.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -683,6 +684,34 @@ static const char *env_name_problem(const char *s, size_t n)
 
 /* ---- the policy ------------------------------------------------------ */
 
+static void hold_rules_free(struct corral_hold_rule *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].path);
+		free(v[i].check);
+	}
+	free(v);
+}
+
+static int hold_rule_put(struct corral_export_policy *e, const char *path,
+			 const char *check)
+{
+	struct corral_hold_rule *v = realloc(e->hold, (e->nhold + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	e->hold = v;
+	v[e->nhold].path = strdup(path);
+	v[e->nhold].check = strdup(check);
+	if (!v[e->nhold].path || !v[e->nhold].check) {
+		free(v[e->nhold].path);
+		free(v[e->nhold].check);
+		return -ENOMEM;
+	}
+	e->nhold++;
+	return 0;
+}
+
 void corral_policy_init(struct corral_policy *p)
 {
 	*p = (struct corral_policy){
@@ -722,6 +751,7 @@ void corral_policy_free(struct corral_policy *p)
 	pairs_free(p->net_hosts, p->nnet_hosts);
 	free(p->net_resolver);
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
+	hold_rules_free(p->export.hold, p->export.nhold);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -750,6 +780,8 @@ static int policy_copy(struct corral_policy *dst,
 	dst->net_resolver = NULL;
 	dst->abort.tripwires = NULL;
 	dst->abort.ntripwires = 0;
+	dst->export.hold = NULL;
+	dst->export.nhold = 0;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		goto nomem;
 	if (src->net_resolver && !(dst->net_resolver = strdup(src->net_resolver)))
@@ -789,6 +821,10 @@ static int policy_copy(struct corral_policy *dst,
 		if (strv_put(&dst->abort.tripwires, &dst->abort.ntripwires,
 			     src->abort.tripwires[i],
 			     strlen(src->abort.tripwires[i])))
+			goto nomem;
+	for (i = 0; i < src->export.nhold; i++)
+		if (hold_rule_put(&dst->export, src->export.hold[i].path,
+				  src->export.hold[i].check))
 			goto nomem;
 	return 0;
 nomem:
@@ -1706,6 +1742,101 @@ static int apply_abort(struct loader *l, json_t *v)
 	return 0;
 }
 
+/*
+ * export: what may leave the workspace.  hold adds rules to the built-in
+ * table of files that make host tools run code (hold.c): "GLOB" holds any
+ * change there, {"path": GLOB, "check": NAME} holds what that check finds.
+ */
+static int apply_hold_rule(struct loader *l, json_t *v)
+{
+	enum hold_check check;
+	const char *path, *name = "always";
+	size_t n;
+	json_t *pv = v, *cv = NULL;
+	int r;
+
+	if (json_is_object(v)) {
+		const char *key;
+		json_t *x;
+
+		json_object_foreach(v, key, x) {
+			if (strcmp(key, "path") && strcmp(key, "check")) {
+				r = push_key(l, key);
+				if (!r)
+					r = fail(l, true, x, "unknown key, expected one of: path, check");
+				pop(l);
+				return r;
+			}
+		}
+		pv = json_object_get(v, "path");
+		cv = json_object_get(v, "check");
+		if (!pv)
+			return fail(l, false, v, "a rule needs \"path\"");
+	}
+	r = get_string(l, pv, &path, &n);
+	if (!r && cv)
+		r = get_string(l, cv, &name, &n);
+	if (r)
+		return r;
+	if (!*path || path[0] == '/')
+		return fail(l, false, pv, "a glob relative to the workspace, such as \".envrc\" or \"**/.git/hooks/**\"");
+	if (hold_check_parse(name, &check) < 0)
+		return fail(l, false, cv, "unknown check, expected always, git-config, git-bare-config, gitattributes, gitmodules, vscode-tasks, vscode-settings or vscode-workspace");
+	return hold_rule_put(&l->p->export, path, name) ? fail_nomem(l) : 0;
+}
+
+static int apply_export_hold(struct loader *l, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	int r;
+
+	if (!json_is_array(arr))
+		return fail(l, false, arr, "expected an array of globs or {\"path\", \"check\"} rules");
+	json_array_foreach(arr, i, v) {
+		r = push_index(l, i);
+		if (r)
+			return r;
+		r = apply_hold_rule(l, v);
+		pop(l);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int apply_export_max_files(struct loader *l, json_t *v)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 1)
+		return fail(l, false, v, "expected a count of entries, at least 1");
+	l->p->export.max_files = json_integer_value(v);
+	return 0;
+}
+
+static int apply_export_max_bytes(struct loader *l, json_t *v)
+{
+	uint64_t b;
+	int r = get_size(l, v, false, &b);
+
+	if (!r && b == 0)
+		return fail(l, false, v, "must be more than 0");
+	if (!r)
+		l->p->export.max_bytes = b;
+	return r;
+}
+
+static const struct field export_fields[] = {
+	{ "hold", apply_export_hold },
+	{ "max_files", apply_export_max_files },
+	{ "max_bytes", apply_export_max_bytes },
+	{ NULL, NULL },
+};
+
+static int apply_export(struct loader *l, json_t *v)
+{
+	return apply_fields(l, v, export_fields);
+}
+
 static const struct field top_fields[] = {
 	{ "description", apply_description },
 	{ "filesystem", apply_filesystem },
@@ -1713,6 +1844,7 @@ static const struct field top_fields[] = {
 	{ "env", apply_env },
 	{ "network", apply_network },
 	{ "abort", apply_abort },
+	{ "export", apply_export },
 	{ NULL, NULL },
 };
 

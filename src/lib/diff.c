@@ -37,7 +37,9 @@
 int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY),
+		/* openat2 refuses O_PATH with any flag it ignores (O_NOCTTY) */
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW |
+				    ((flags & O_PATH) ? 0 : O_NOCTTY)),
 		.mode = (flags & O_CREAT) ? mode : 0,
 		.resolve = RESOLVE_SAFE,
 	};

@@ -381,6 +381,9 @@ static int put_entry(struct xp *x, const char *path, mode_t mode,
 	r = count_file(x, path);
 	if (r < 0)
 		return r;
+	/* a test's hook: the source or the destination may change here */
+	if (x->r->fault && !S_ISLNK(mode) && !src->data)
+		x->r->fault(x->r->fault_arg, path);
 	parent = open_parent(x->dest, path, &name);
 	if (parent < 0)
 		return parent;
@@ -392,8 +395,6 @@ static int put_entry(struct xp *x, const char *path, mode_t mode,
 		if (!src->data) {
 			struct stat st;
 
-			if (x->r->fault)
-				x->r->fault(x->r->fault_arg, path);
 			in = open_beneath(src->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
 			if (in < 0)
 				r = in;
@@ -799,7 +800,8 @@ static int run_changes(struct xp *x, struct hold_ctx *h, struct changes *ch,
 				char why[160];
 
 				snprintf(why, sizeof(why), "not written: %s%s", strerror(-r),
-					 r == -ELOOP ? " (a symlink on the way is never followed)" :
+					 r == -ELOOP || r == -ENOTDIR ?
+					 " (a symlink or a file in the way: never followed)" :
 					 r == -EINVAL ? " (it changed type during the export)" : "");
 				note_conflict(x, c, why);
 				r = 0;

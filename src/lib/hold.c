@@ -360,8 +360,8 @@ static int cfg_header(struct cfg_parser *p)
 /* name [= value]; the value unquoted and unescaped into p->val */
 static int cfg_keyvalue(struct cfg_parser *p, bool *has_value)
 {
-	size_t n = 0;
-	bool quoted = false, space = false;
+	size_t n = 0, space = 0;
+	bool quoted = false;
 	int c;
 
 	while ((c = cfg_peek(p)) >= 0 && (isalnum(c) || c == '-')) {
@@ -400,13 +400,14 @@ static int cfg_keyvalue(struct cfg_parser *p, bool *has_value)
 			cfg_skip_line(p);
 			break;
 		}
+		/* as git: each blank inside a value stays one space, trailing go */
 		if (!quoted && isspace(c)) {
-			space = true;
+			space += p->vlen > 0;
 			continue;
 		}
-		if (space && p->vlen && cfg_val_put(p, ' ') < 0)
-			return -ENOMEM;
-		space = false;
+		for (; space; space--)
+			if (cfg_val_put(p, ' ') < 0)
+				return -ENOMEM;
 		if (c == '\\') {
 			c = cfg_peek(p);
 			p->s++;

@@ -6,7 +6,10 @@
 
 #include "corral.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define CORRAL_AGENT_UID 1000
 #define CORRAL_AGENT_GID 1000
@@ -17,6 +20,42 @@ int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
 /* Prefix an existing message: "what: <old msg>". */
 int corral_wrap_err(struct corral_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * ---- cleanup by attribute, as bubblewrap and crun do -------------------
+ * cleanup_close int fd = -1;  cleanup_free char *s = NULL;  released when
+ * the variable goes out of scope, on every return.  steal_fd/steal_pointer
+ * hand ownership on and leave -1/NULL behind, so nothing is released twice.
+ */
+static inline void cleanup_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;	/* a cleanup must not change the error */
+
+		close(*fd);
+		errno = saved;
+	}
+	*fd = -1;
+}
+
+static inline void cleanup_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+#define cleanup_close __attribute__((cleanup(cleanup_closep)))
+#define cleanup_free __attribute__((cleanup(cleanup_freep)))
+
+static inline int steal_fd(int *fd)
+{
+	int r = *fd;
+
+	*fd = -1;
+	return r;
+}
+
+#define steal_pointer(pp) \
+	({ __typeof__(*(pp)) stolen_ = *(pp); *(pp) = NULL; stolen_; })
 
 /* ---- cgroup.c: limits on cgroup v2, v1 (hybrid hosts), or rlimits ---- */
 

@@ -3,6 +3,7 @@
 #include "egress.h"
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,23 @@ static const char run_usage[] =
 "                       line before (`corral audit verify FILE`)\n"
 "  --tool-call ID       the tool call this run is; every event carries it as\n"
 "                       \"call\" (default: the sandbox's id)\n"
+"  --export-to DIR      after the command, write the workspace as the sandbox\n"
+"                       left it to DIR (a new directory)\n"
+"  --apply              after the command, write its changes onto the\n"
+"                       workspace itself; a file the host changed since the\n"
+"                       start is not overwritten (a conflict, reported)\n"
+"  --patch FILE         after the command, write its changes to FILE as a\n"
+"                       git patch (`git apply FILE`; binary files included)\n"
+"                       Exports never follow a symlink, write no device\n"
+"                       node, fifo, socket or setuid bit, and hold back a\n"
+"                       symlink that leaves the tree and every change that\n"
+"                       would make a host tool run code later (.git/config\n"
+"                       keys such as core.fsmonitor, .git/hooks, filter\n"
+"                       drivers in .gitattributes, .gitmodules commands,\n"
+"                       .vscode tasks and settings, .envrc, .devcontainer;\n"
+"                       policy section \"export\"), each with its reason\n"
+"  --allow-risky GLOB   let changes at paths matching GLOB through the\n"
+"                       hold-back table (each one an event); repeatable\n"
 "  --json               capture stdout and stderr and print one JSON object:\n"
 "                       status, exit_code, signal, reason, stdout, stderr,\n"
 "                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
@@ -81,6 +99,7 @@ enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
 	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
 	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
+	OPT_EXPORT_TO, OPT_APPLY, OPT_PATCH, OPT_ALLOW_RISKY,
 };
 
 static const struct option run_options[] = {
@@ -102,6 +121,10 @@ static const struct option run_options[] = {
 	{ "deny", required_argument, NULL, OPT_DENY },
 	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "tool-call", required_argument, NULL, OPT_TOOL_CALL },
+	{ "export-to", required_argument, NULL, OPT_EXPORT_TO },
+	{ "apply", no_argument, NULL, OPT_APPLY },
+	{ "patch", required_argument, NULL, OPT_PATCH },
+	{ "allow-risky", required_argument, NULL, OPT_ALLOW_RISKY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -142,6 +165,57 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 	return 0;
 }
 
+/* Export flags: where the changes go; false when the flag is not one. */
+static bool export_flag(struct corral_export_opts *x, int opt, char *arg,
+			char **risky)
+{
+	switch (opt) {
+	case OPT_EXPORT_TO:
+		x->to = arg;
+		return true;
+	case OPT_APPLY:
+		x->apply = true;
+		return true;
+	case OPT_PATCH:
+		x->patch = arg;
+		return true;
+	case OPT_ALLOW_RISKY:
+		if (x->nallow_risky < 64)
+			risky[x->nallow_risky] = arg;
+		x->nallow_risky++;
+		return true;
+	}
+	return false;
+}
+
+/* Without --json: what was held back and what conflicted, on stderr. */
+static void print_export(const struct corral_result *res)
+{
+	json_t *rep = res->export_report ? json_loads(res->export_report, 0, NULL) : NULL;
+	static const char *const lists[] = { "held", "conflicts" };
+
+	if (!rep)
+		return;
+	for (size_t l = 0; l < 2; l++) {
+		json_t *a = json_object_get(rep, lists[l]), *e;
+		size_t i;
+
+		json_array_foreach(a, i, e)
+			fprintf(stderr, "corral: export: %s %s: %s\n",
+				l ? "conflict at" : "held back",
+				json_string_value(json_object_get(e, "path")),
+				json_string_value(json_object_get(e, "reason")));
+	}
+	fprintf(stderr, "corral: export: %zu written, %zu held back, %zu conflicts%s%s\n",
+		json_array_size(json_object_get(rep, "exported")),
+		json_array_size(json_object_get(rep, "held")),
+		json_array_size(json_object_get(rep, "conflicts")),
+		json_object_get(rep, "error") ? "; failed: " : "",
+		json_object_get(rep, "error") ?
+		json_string_value(json_object_get(rep, "error")) : "");
+	json_decref(rep);
+}
+
 static void print_end(const struct corral_result *res)
 {
 	if (res->status == CORRAL_EXITED && res->exit_code < 126)
@@ -155,6 +229,8 @@ int cmd_run(int argc, char **argv)
 	struct corral_result res;
 	struct corral_err err = { 0 };
 	struct corral_run_opts o = { .forward_signals = true };
+	struct corral_export_opts x = { 0 };
+	char *risky[64];
 	const char *policy_file = NULL;
 	bool allow_flag = false;
 	int opt, r, code;
@@ -205,6 +281,10 @@ int cmd_run(int argc, char **argv)
 			o.tool_call = optarg;
 			continue;
 		}
+		if (export_flag(&x, opt, optarg, risky)) {
+			o.export = &x;
+			continue;
+		}
 		if (opt == OPT_ALLOW)
 			allow_flag = true;
 		if (apply_flag(&p, opt, optarg, &err) < 0) {
@@ -219,6 +299,13 @@ int cmd_run(int argc, char **argv)
 		return EXIT_CORRAL;
 	}
 	o.argv = argv + optind;
+	x.allow_risky = risky;
+	if (x.nallow_risky > 64 || (x.nallow_risky && !x.to && !x.apply && !x.patch)) {
+		cli_error(x.nallow_risky > 64 ? "--allow-risky: at most 64 patterns" :
+			  "--allow-risky is for an export: add --export-to DIR, --apply or --patch FILE");
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
 	if (allow_flag && p.net == CORRAL_NET_NONE) {
 		cli_error("--allow needs network mode \"proxy\" (add --net proxy); in mode \"none\" nothing leaves the sandbox");
 		corral_policy_free(&p);
@@ -240,7 +327,12 @@ int cmd_run(int argc, char **argv)
 	} else {
 		if (!o.capture)
 			print_end(&res);
+		if (!o.capture && o.export)
+			print_export(&res);
 		code = corral_result_exit_code(&res);
+		/* the command ran, but what it made did not come out as asked */
+		if (res.export_failed && code == 0)
+			code = EXIT_CORRAL;
 	}
 	corral_result_free(&res);
 	corral_policy_free(&p);

@@ -867,6 +867,14 @@ int export_run(const struct export_req *r, json_t **report,
 			write_patch_file(&x, &pb);
 	if (x.dest >= 0)
 		set_dir_modes(&x);
+	/* a new directory ends with the workspace's own mode */
+	if (r->to && x.dest >= 0 && r->layers.lower >= 0) {
+		struct stat st;
+
+		if (fstat(r->layers.lower, &st) == 0 && fchmod(x.dest, st.st_mode & 0777) < 0) {
+			/* then it keeps 0700: stricter, never looser */
+		}
+	}
 out:
 	if (*report) {
 		json_object_set_new(*report, "changes", json_integer((json_int_t)ch.n));
@@ -892,4 +900,96 @@ out:
 	json_decref(x.held);
 	json_decref(x.conflicts);
 	return ret;
+}
+
+/* ---- for corral_run -------------------------------------------------------- */
+
+static bool path_within(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	return !strncmp(path, top, n) && (path[n] == '/' || path[n] == '\0' ||
+					   (n == 1 && top[0] == '/'));
+}
+
+int run_export_prepare(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, struct corral_err *err)
+{
+	struct export_limits lim;
+
+	*x = (struct run_export){ .lower = -1 };
+	if (!p->workspace)
+		return corral_set_err(err, -EINVAL,
+				      "an export (--export-to, --apply, --patch) needs a workspace (--workspace DIR)");
+	if (!!o->to + o->apply + !!o->patch != 1)
+		return corral_set_err(err, -EINVAL,
+				      "an export goes to one place: --export-to, --apply or --patch, not several");
+	if (o->to) {
+		char *dir = strdup(o->to), *slash, *real = NULL, *ws = NULL;
+		bool inside = false;
+
+		if (!dir)
+			return corral_set_err(err, -ENOMEM, "out of memory");
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir)
+			*slash = '\0';
+		real = realpath(slash ? (slash == dir ? "/" : dir) : ".", NULL);
+		ws = realpath(p->workspace, NULL);
+		inside = real && ws && path_within(real, ws);
+		free(dir);
+		free(real);
+		free(ws);
+		if (inside)
+			return corral_set_err(err, -EINVAL,
+					      "--export-to %s: lies inside the workspace it copies", o->to);
+		if (access(o->to, F_OK) == 0 || errno != ENOENT)
+			return corral_set_err(err, -EEXIST,
+					      "--export-to %s: exists already (the export goes to a new directory)",
+					      o->to);
+	}
+	x->lower = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (x->lower < 0)
+		return corral_set_err(err, -errno, "workspace %s: %s", p->workspace,
+				      strerror(errno));
+	export_limits_of(p, &lim);
+	if (o->apply && baseline_take(x->lower, &lim, &x->base, err) < 0) {
+		run_export_free(x);
+		return err->code;
+	}
+	return 0;
+}
+
+void run_export_finish(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, int upperfd,
+		       struct events *ev, struct corral_result *res)
+{
+	struct export_req r = {
+		.p = p, .layers = { upperfd, x->lower }, .to = o->to,
+		.apply_fd = o->apply ? x->lower : -1, .base = x->base,
+		.patch = o->patch, .allow_risky = o->allow_risky,
+		.nallow_risky = o->nallow_risky, .ev = ev,
+	};
+	struct corral_err err = { 0 };
+	json_t *report = NULL;
+	int ret;
+
+	if (upperfd < 0) {
+		ret = corral_set_err(&err, -EBADF,
+				     "the sandbox sent no upper layer: nothing can be exported");
+		report = json_pack("{s:s}", "error", err.msg);
+	} else {
+		ret = export_run(&r, &report, &err);
+	}
+	res->export_failed = ret < 0;
+	if (report)
+		res->export_report = json_dumps(report, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(report);
+}
+
+void run_export_free(struct run_export *x)
+{
+	if (x->lower >= 0)
+		close(x->lower);
+	baseline_free(x->base);
+	*x = (struct run_export){ .lower = -1 };
 }

@@ -227,4 +227,21 @@ int export_run(const struct export_req *r, json_t **report,
 /* Limits from the policy (its defaults when it sets none). */
 void export_limits_of(const struct corral_policy *p, struct export_limits *lim);
 
+/*
+ * corral_run's export: before the sandbox starts, the workspace is opened
+ * (and, for --apply, recorded); after the command ends, the export runs
+ * on the upper layer init sent, and the result carries its report.
+ */
+struct run_export {
+	int lower;
+	struct baseline *base;
+};
+
+int run_export_prepare(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, struct corral_err *err);
+void run_export_finish(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, int upperfd,
+		       struct events *ev, struct corral_result *res);
+void run_export_free(struct run_export *x);
+
 #endif

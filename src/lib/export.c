@@ -196,10 +196,13 @@ static void note_held(struct xp *x, const char *path, const char *change,
 	if (!o)
 		return;
 	json_object_set_new(o, "reason", json_string(why));
-	json_array_append(x->held, o);
+	json_array_append_new(x->held, o);
+	/* an event's "type" is its own: the entry's type goes as file_type */
 	if (x->r->ev)
-		events_emit(x->r->ev, "export.held", json_deep_copy(o));
-	json_decref(o);
+		events_emit(x->r->ev, "export.held",
+			    json_pack("{s:o, s:s, s:s, s:s}", "path",
+				      json_bytes(path, strlen(path)), "change", change,
+				      "file_type", mode_type_name(mode), "reason", why));
 }
 
 static void note_conflict(struct xp *x, const struct change *c, const char *why)

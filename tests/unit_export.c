@@ -221,8 +221,8 @@ TEST(patch_round_trips_through_git_apply)
 		char *b2 = strdup(big);
 
 		b2[8] = 'X';
-		b2[5000] = 'Y';
-		b2[15000] = 'Z';
+		b2[o / 2] = 'Y';
+		b2[o - 10] = 'Z';
 		round_trip("hunks", big, o, 0100644, b2, o, 0100644);
 		free(b2);
 	}

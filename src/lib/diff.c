@@ -291,7 +291,8 @@ static int list_dir(struct walk *w, int dirfd, const char *path, char ***names,
 		(*n)++;
 	}
 	closedir(d);
-	qsort(*names, *n, sizeof(char *), cmp_names);
+	if (*n)
+		qsort(*names, *n, sizeof(char *), cmp_names);
 	return 0;
 oom:
 	closedir(d);
@@ -545,7 +546,7 @@ static int walk_entry(struct walk *w, int up, int low, const char *name,
 
 static bool name_in(char **names, size_t n, const char *name)
 {
-	return bsearch(&name, names, n, sizeof(char *), cmp_names) != NULL;
+	return n && bsearch(&name, names, n, sizeof(char *), cmp_names) != NULL;
 }
 
 static int walk_dir(struct walk *w, int up, int low, const char *path,

@@ -125,7 +125,8 @@ int baseline_take(int dirfd, const struct export_limits *lim,
 		baseline_free(b);
 		return r;
 	}
-	qsort(b->v, b->n, sizeof(*b->v), base_cmp);
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), base_cmp);
 	*out = b;
 	return 0;
 }
@@ -143,7 +144,7 @@ void baseline_free(struct baseline *b)
 static const struct stat *base_find(const struct baseline *b, const char *path)
 {
 	struct base_ent key = { .path = (char *)path };
-	struct base_ent *e = bsearch(&key, b->v, b->n, sizeof(*b->v), base_cmp);
+	struct base_ent *e = b->n ? bsearch(&key, b->v, b->n, sizeof(*b->v), base_cmp) : NULL;
 
 	return e ? &e->st : NULL;
 }

@@ -569,7 +569,11 @@ static const char *hostile_ops =
 	"echo s > suid; chmod 4755 suid; echo h > hard; ln hard hard2; "
 	"mkdir -p .git/hooks; printf \"[core]\\n\\tfsmonitor = touch MARK\\n\" > .git/config; "
 	"echo x > .git/hooks/post-checkout; echo \"* filter=evil\" > .gitattributes; "
-	"echo \"use flake\" > .envrc; echo ok > normal.txt";
+	"echo \"use flake\" > .envrc; echo ok > normal.txt; "
+	"mkdir -p bare.git/objects notes; echo ref > bare.git/HEAD; "
+	"printf \"[core]\\n\\tfsmonitor = x\\n\" > bare.git/config; "
+	"printf \"[core]\\n\\tfsmonitor = x\\n\" > notes/config; "
+	"echo \"gitdir: /etc\" > sub.git; mkdir nested && echo \"gitdir: /x\" > nested/.git";
 
 TEST(export_to_a_new_directory)
 {
@@ -599,6 +603,10 @@ TEST(export_to_a_new_directory)
 	CHECK(listed(rep, "held", ".gitattributes", "filter=evil"));
 	CHECK(listed(rep, "held", ".envrc", "direnv"));
 	CHECK(listed(rep, "held", "lowerlink", "leaves the tree"));
+	CHECK(listed(rep, "held", "bare.git/config", "bare repository"));
+	CHECK(listed(rep, "exported", "notes/config", NULL));
+	CHECK(listed(rep, "held", "nested/.git", "gitdir"));
+	CHECK(listed(rep, "exported", "sub.git", NULL));
 	CHECK(listed(rep, "exported", "fine", NULL));
 	CHECK(listed(rep, "exported", "suid", NULL));
 	snprintf(path, sizeof(path), "%s/shadow", to);

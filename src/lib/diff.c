@@ -457,14 +457,14 @@ static int walk_entry(struct walk *w, int up, int low, const char *name,
 			if (S_ISLNK(lst.st_mode))
 				r = read_link(w, low, name, path, &c.old_target);
 		} else if (r == 0 && has_lower) {
-			c.kind = CH_MODE;
+			/* an opaque one replaced the lower's contents: modified */
+			c.kind = c.opaque ? CH_MODIFIED : CH_MODE;
 			c.old_mode = lst.st_mode;
 		} else {
 			c.kind = CH_ADDED;
 		}
 		/* the directory first: its entries are made inside it */
-		if (r == 0 && (c.kind != CH_MODE || (c.mode & 07777) != (c.old_mode & 07777) ||
-			       c.opaque)) {
+		if (r == 0 && (c.kind != CH_MODE || (c.mode & 07777) != (c.old_mode & 07777))) {
 			if (!(c.path = strdup(path)))
 				r = nomem(w, path);
 			else

@@ -729,6 +729,8 @@ void corral_policy_init(struct corral_policy *p)
 		 * sandbox is killed: a one-shot run has no one to hold it for.
 		 */
 		.abort = { .kill = true },
+		/* the built-in hold table always applies; hold only adds */
+		.export = { .max_files = 100000, .max_bytes = 1 * GiB },
 	};
 }
 

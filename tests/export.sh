@@ -315,6 +315,16 @@ t_export_limits() {
 	expect_contains "exists msg" "$(cat "$T/err")" "exists already"
 }
 
+t_halted_exports_nothing() {
+	mkrepo "$T/ws"
+	echo '{"abort": {"max_wall_seconds": 1}}' > "$T/policy.json"
+	crun --policy "$T/policy.json" --workspace "$T/ws" --export-to "$T/result" \
+		-- /bin/sh -c 'echo x > new.txt; sleep 30'
+	expect_eq "exit" "$(rc)" 137
+	expect_contains "said" "$(cat "$T/err")" "the sandbox was halted: nothing is exported"
+	[ ! -e "$T/result" ] || fail "a halted sandbox's work came out"
+}
+
 # crun ARGS... : corral run, stdout to $T/out, stderr to $T/err, exit to $T/rc.
 crun() {
 	local rc=0

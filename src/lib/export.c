@@ -977,10 +977,14 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 	json_t *report = NULL;
 	int ret;
 
-	if (upperfd < 0) {
-		ret = corral_set_err(&err, -EBADF,
-				     "the sandbox sent no upper layer: nothing can be exported");
+	/* an abort criterion judged the agent: nothing of it goes out */
+	if (res->status == CORRAL_HALTED || upperfd < 0) {
+		ret = corral_set_err(&err, upperfd < 0 ? -EBADF : -EPERM, "%s",
+				     upperfd < 0 ? "the sandbox sent no upper layer: nothing can be exported" :
+				     "the sandbox was halted: nothing is exported");
 		report = json_pack("{s:s}", "error", err.msg);
+		if (ev)
+			events_emit(ev, "export", json_pack("{s:s}", "error", err.msg));
 	} else {
 		ret = export_run(&r, &report, &err);
 	}

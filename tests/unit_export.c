@@ -266,6 +266,15 @@ TEST(hold_globs)
 	CHECK(hold_glob_match("**/.devcontainer/**", ".devcontainer/devcontainer.json"));
 	CHECK(hold_glob_match("*.code-workspace", "x/my.code-workspace"));
 	CHECK(hold_glob_match("**/.vscode/tasks.json", ".vscode/tasks.json"));
+	{
+		/* every default rule has a reason and a source */
+		size_t n = 0;
+
+		for (const struct hold_rule *r = hold_defaults; r->glob; r++, n++)
+			CHECK(r->why && *r->why && r->source && *r->source);
+		CHECK(n >= 15);
+	}
+	CHECK(hold_glob_match("**/.git/**/commondir", ".git/worktrees/w/commondir"));
 	CHECK(!hold_glob_match("**/.vscode/tasks.json", ".vscode/tasks.json.orig"));
 }
 

@@ -16,23 +16,18 @@
 /* The id of the call whose cgroup holds host pid ("corral-cN"), or 0. */
 static uint32_t call_id_of_pid(pid_t pid)
 {
-	char path[64], line[512];
-	unsigned id = 0;
-	FILE *f;
+	struct cg_proc where;
+	unsigned id;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (cg_proc_read(&where, pid) < 0)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *at = strstr(line, "/corral-c");
+	for (size_t i = 0; i < where.n; i++) {
+		const char *at = strstr(where.e[i].path, "/corral-c");
 
 		if (at && sscanf(at, "/corral-c%u", &id) == 1)
-			break;
-		id = 0;
+			return id;
 	}
-	fclose(f);
-	return id;
+	return 0;
 }
 
 /* The session of host pid: a call's first process leads one (setsid). */

@@ -5,7 +5,8 @@
  * waits on the control socket for calls (call.c) instead of running one
  * command.  The supervisor, here, runs on the caller's event loop: one
  * process owns many boxes, and nothing in this file blocks for longer
- * than a cgroup write.  This file holds the box's life: create, the
+ * than a cgroup write (a freeze is asked for here and completes from the
+ * loop: freeze_done).  This file holds the box's life: create, the
  * messages of init, freeze and thaw (idle, pause), halt, destroy.
  */
 #include "internal.h"
@@ -78,24 +79,53 @@ void corral_box_layers(const struct corral_box *b, struct corral_layers *l)
 	l->limits = cg_mode_name(b->cg);
 }
 
-/* ---- the freezer: halt and pause ------------------------------------- */
+/* ---- the freezer ------------------------------------------------------ */
 
-int box_set_frozen(struct corral_box *b, bool frozen, struct corral_err *err)
+static void freeze_done(void *arg, int r, const struct corral_err *err);
+
+/* 1: frozen now; 0: under way, freeze_done() says why it was; <0: cannot. */
+static int set_frozen(struct corral_box *b, enum box_freeze why,
+		      struct corral_err *err)
 {
 	int r;
 
-	if (b->frozen == frozen)
+	if (b->frozen)
+		return 1;
+	if (b->freezing) {
+		b->freezing = why;
 		return 0;
-	box_meter(b);
-	r = cg_freeze(b->cg, frozen, err);
+	}
+	r = cg_freeze_start(b->cg, b->base, freeze_done, b, err);
 	if (r == 0)
-		b->frozen = frozen;
+		b->freezing = why;
+	if (r == 1) {
+		box_meter(b);
+		b->frozen = true;
+	}
 	return r;
 }
+
+/* Thawed when the write returns (no wait); a freeze under way is dropped. */
+int box_set_thawed(struct corral_box *b, struct corral_err *err)
+{
+	int r;
+
+	if (!b->frozen && !b->freezing)
+		return 0;
+	b->freezing = BF_NONE;
+	box_meter(b);
+	r = cg_thaw(b->cg, err);
+	if (r == 0)
+		b->frozen = false;
+	return r;
+}
+
+/* ---- halt and pause: the freezer's users ------------------------------ */
 
 static void kill_all(struct corral_box *b)
 {
 	sandbox_kill(b->sb);
+	cg_kill_start(b->cg, b->base);	/* v1: its rounds run on the loop */
 }
 
 static void halt_calls(struct corral_box *b)
@@ -112,18 +142,18 @@ static void halt_calls(struct corral_box *b)
 }
 
 /*
- * The policy's decision (or a person's), carried out: freeze first, so
- * nothing runs and the evidence stays, record, then kill or hold frozen.
+ * The second half of a halt, once the tree is frozen (or cannot be): the
+ * record, then kill or hold frozen as the policy says.
  */
-static void box_halt(struct corral_box *b, const char *criterion,
-		     const char *reason, json_t *evidence)
+static void halt_record(struct corral_box *b, bool frozen)
 {
+	const char *criterion = b->halt_criterion[0] ? b->halt_criterion : NULL;
+	const char *reason = b->halt_text ? b->halt_text : b->halt_reason;
+	bool kill_now = b->p->abort.kill;
+	json_t *evidence = b->halt_evidence;
 	struct corral_err err;
-	bool frozen, kill_now = b->p->abort.kill;
 
-	box_meter(b);
-	snprintf(b->halt_reason, sizeof(b->halt_reason), "%s", reason);
-	frozen = box_set_frozen(b, true, &err) == 0;
+	b->halt_evidence = NULL;
 	if (criterion)
 		events_emit(b->ev, "abort", json_pack("{s:s, s:s, s:o, s:s, s:b}",
 			    "criterion", criterion, "reason", reason,
@@ -131,20 +161,44 @@ static void box_halt(struct corral_box *b, const char *criterion,
 			    "on_abort", kill_now ? "kill" : "freeze", "frozen", frozen));
 	else
 		json_decref(evidence);
-	b->state = CORRAL_BOX_HALTED;
-	drop_event(&b->ev_idle);
 	if (kill_now || !frozen) {
 		b->killed = true;
 		kill_all(b);
-		box_set_frozen(b, false, &err);	/* let the killed exit */
+		box_set_thawed(b, &err);	/* let the killed exit */
 	}
 	events_emit(b->ev, "halt", json_pack("{s:s, s:s, s:s}", "reason", reason,
 		    "by", criterion ? "abort criterion" : "request",
 		    "state", kill_now || !frozen ? "killed" :
 		    "frozen, held until destroyed"));
+	free(b->halt_text);
+	b->halt_text = NULL;
 	halt_calls(b);
 	if (b->o.on_halt)
 		b->o.on_halt(b->o.arg, b);
+}
+
+/*
+ * The policy's decision (or a person's), carried out: freeze first, so
+ * nothing runs and the evidence stays, record, then kill or hold frozen.
+ * Calls are refused from here on; the record waits for the freeze.
+ */
+static void box_halt(struct corral_box *b, const char *criterion,
+		     const char *reason, json_t *evidence)
+{
+	struct corral_err err;
+	int r;
+
+	box_meter(b);
+	snprintf(b->halt_reason, sizeof(b->halt_reason), "%s", reason);
+	snprintf(b->halt_criterion, sizeof(b->halt_criterion), "%s",
+		 criterion ? criterion : "");
+	b->halt_text = strdup(reason);	/* NULL: the cut halt_reason will do */
+	b->halt_evidence = evidence;
+	b->state = CORRAL_BOX_HALTED;
+	drop_event(&b->ev_idle);
+	r = set_frozen(b, BF_HALT, &err);
+	if (r != 0)
+		halt_record(b, r > 0);
 }
 
 int corral_box_halt(struct corral_box *b, const char *reason,
@@ -178,6 +232,7 @@ static void on_event(void *arg, const char *type, json_t *event)
 
 int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err)
 {
+	const char *resume;
 	int r;
 
 	if (b->state == CORRAL_BOX_HALTED)
@@ -187,18 +242,37 @@ int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err)
 				      corral_box_state_name(b->state));
 	if (paused == (b->state == CORRAL_BOX_PAUSED))
 		return 0;
-	r = box_set_frozen(b, paused, err);
+	/* a pause still freezing has no "pause" event yet: say so */
+	resume = !paused && b->freezing ? "resumed by request before the "
+		 "freeze of the pause completed" : NULL;
+	r = paused ? set_frozen(b, BF_PAUSE, err) : box_set_thawed(b, err);
 	if (r < 0)
 		return r;
 	drop_event(&b->ev_idle);
 	b->state = paused ? CORRAL_BOX_PAUSED : CORRAL_BOX_IDLE;
-	events_emit(b->ev, paused ? "pause" : "resume", NULL);
+	/* paused: calls are refused now; the event once the tree is frozen */
+	if (!paused || r == 1)
+		events_emit(b->ev, paused ? "pause" : "resume", resume ?
+			    json_pack("{s:s}", "reason", resume) : NULL);
 	if (!paused && !box_calls_running(b))
 		box_arm_idle(b);
 	return 0;
 }
 
-/* ---- idle and the tick ------------------------------------------- */
+/* The freeze a pause asked for did not take: running again, and why. */
+static void pause_failed(struct corral_box *b, const struct corral_err *err)
+{
+	b->state = CORRAL_BOX_IDLE;
+	events_emit(b->ev, "resume", json_pack("{s:s+}", "reason",
+		    "the freeze of the pause did not complete, the sandbox runs "
+		    "again: ", err->msg));
+	if (!box_calls_running(b))
+		box_arm_idle(b);
+}
+
+/* ---- idle and the tick -------------------------------------------------- */
+
+static void idle_frozen(struct corral_box *b);
 
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
@@ -217,11 +291,40 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 		box_arm_idle(b);
 		return;
 	}
-	if (box_set_frozen(b, true, &err) == 0) {
-		b->state = CORRAL_BOX_FROZEN;
-		events_emit(b->ev, "freeze", json_pack("{s:s, s:I}", "reason",
-			    "idle", "idle_ms", (json_int_t)b->o.idle_freeze_ms));
+	if (set_frozen(b, BF_IDLE, &err) == 1)
+		idle_frozen(b);
+}
+
+static void idle_frozen(struct corral_box *b)
+{
+	b->state = CORRAL_BOX_FROZEN;
+	events_emit(b->ev, "freeze", json_pack("{s:s, s:I}", "reason",
+		    "idle", "idle_ms", (json_int_t)b->o.idle_freeze_ms));
+}
+
+/*
+ * A freeze asked for by set_frozen() is done (r 0) or did not take; what
+ * it was for decides what follows, if the box is still in that state.
+ */
+static void freeze_done(void *arg, int r, const struct corral_err *err)
+{
+	struct corral_box *b = arg;
+	enum box_freeze why = b->freezing;
+
+	b->freezing = BF_NONE;
+	if (r == 0) {
+		box_meter(b);
+		b->frozen = true;
 	}
+	if (why == BF_IDLE && r == 0 && b->state == CORRAL_BOX_IDLE &&
+	    !box_calls_running(b))
+		idle_frozen(b);
+	else if (why == BF_PAUSE && b->state == CORRAL_BOX_PAUSED && r == 0)
+		events_emit(b->ev, "pause", NULL);
+	else if (why == BF_PAUSE && b->state == CORRAL_BOX_PAUSED)
+		pause_failed(b, err);
+	else if (why == BF_HALT && b->state == CORRAL_BOX_HALTED)
+		halt_record(b, r == 0);
 }
 
 void box_arm_idle(struct corral_box *b)
@@ -263,7 +366,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	box_meter(b);
 	call_sweep_lingering(b, false);
-	if (b->abort && abort_check_usage(b->abort, now_ms() - b->t_created,
+	if (b->abort && abort_check_usage(b->abort, corral_now_ms() - b->t_created,
 					  b->cpu_ns / 1000000, true, &v)) {
 		json_t *evidence = v.evidence;
 
@@ -327,7 +430,7 @@ static void box_ready(struct corral_box *b)
 	struct timeval tick = tv_ms(BOX_TICK_MS);
 
 	b->state = CORRAL_BOX_IDLE;
-	b->t_mark = now_ms();
+	b->t_mark = corral_now_ms();
 	b->ev_tick = event_new(b->base, -1, EV_PERSIST, on_tick, b);
 	if (b->ev_tick)
 		event_add(b->ev_tick, &tick);
@@ -418,7 +521,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	b = r == 0 ? calloc(1, sizeof(*b)) : NULL;
 	if (!b) {
 		if (r == 0)
-			r = corral_set_err(err, -ENOMEM, "out of memory");
+			r = corral_set_err(err, -ENOMEM, "out of memory for a sandbox");
 		corral_policy_free(p);
 		free(p);
 		return r;
@@ -429,7 +532,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	snprintf(b->id, sizeof(b->id), "%s", o->id);
 	b->o.id = b->id;
 	b->state = CORRAL_BOX_STARTING;
-	b->t_created = b->t_mark = now_ms();
+	b->t_created = b->t_mark = corral_now_ms();
 	r = events_new(&b->ev, o->log ? o->log->log : NULL, b->id, err);
 	if (r < 0)
 		goto fail;
@@ -437,7 +540,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	if (abort_any(&p->abort)) {
 		b->abort = abort_new(&p->abort);
 		if (!b->abort) {
-			r = corral_set_err(err, -ENOMEM, "out of memory");
+			r = corral_set_err(err, -ENOMEM, "out of memory for "
+					   "the abort criteria");
 			goto fail;
 		}
 	}
@@ -513,6 +617,11 @@ void corral_box_destroy(struct corral_box *b)
 	if (!b)
 		return;
 	started = b->state != CORRAL_BOX_STARTING;
+	/* a halt whose freeze had not completed is still recorded */
+	if (b->freezing == BF_HALT) {
+		b->freezing = BF_NONE;
+		halt_record(b, false);
+	}
 	if (b->sb)
 		sandbox_unwatch(b->sb);
 	drop_event(&b->ev_tick);
@@ -520,11 +629,12 @@ void corral_box_destroy(struct corral_box *b)
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_sweep);
 	r = calloc(1, sizeof(*r));
-	kill_all(b);
-	if (b->frozen) {	/* the killed must run to die */
+	if (b->sb)
+		kill_all(b);
+	if (b->frozen || b->freezing) {	/* the killed must run to die */
 		struct corral_err err;
 
-		cg_freeze(b->cg, false, &err);
+		box_set_thawed(b, &err);
 		b->frozen = false;
 	}
 	b->state = CORRAL_BOX_DEAD;	/* nothing may arm a timer now */
@@ -580,6 +690,8 @@ void corral_box_destroy(struct corral_box *b)
 	drop_event(&b->ev_sweep);
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_idle);
+	free(b->halt_text);
+	json_decref(b->halt_evidence);
 	corral_policy_free(b->p);
 	free(b->p);
 	free(b);

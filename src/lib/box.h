@@ -73,6 +73,13 @@ struct lingerer {
 	pid_t sid;		/* the call's session, where there is no cgroup */
 };
 
+/*
+ * Why the box's group is being frozen.  The kernel takes a moment (a busy
+ * task stops at its next tick), so a freeze is asked for and finishes in
+ * freeze_done() from the loop; a newer reason takes over one under way.
+ */
+enum box_freeze { BF_NONE, BF_IDLE, BF_PAUSE, BF_HALT };
+
 struct corral_box {
 	struct event_base *base;
 	struct corral_policy *p;
@@ -100,14 +107,19 @@ struct corral_box {
 	uint64_t mem_last, mem_peak, cpu_ns;
 	bool frozen;		/* idle-frozen or paused or held after halt */
 	bool killed;		/* halted and killed: its files went with it */
+	enum box_freeze freezing;	/* a freeze under way, and what for */
+	/* a halt's record, written once the tree is frozen (halt_record) */
+	char halt_criterion[64];	/* "": by request */
+	char *halt_text;		/* the whole reason (halt_reason is cut) */
+	json_t *halt_evidence;
 };
 
 /* ---- box.c: the box's life: create, freeze, halt, idle, destroy ---- */
 
 /* The id rule: 1 to BOX_ID_MAX of [A-Za-z0-9._-], not starting with '.'. */
 int box_check_id(const char *id, struct corral_err *err);
-/* Freeze or thaw the whole box (meters first). */
-int box_set_frozen(struct corral_box *b, bool frozen, struct corral_err *err);
+/* Thawed when the write returns (no wait); a freeze under way is dropped. */
+int box_set_thawed(struct corral_box *b, struct corral_err *err);
 /* With no call running: freeze after the idle window, if the box idles. */
 void box_arm_idle(struct corral_box *b);
 
@@ -147,14 +159,6 @@ static inline void drop_event(struct event **ev)
 	if (*ev)
 		event_free(*ev);
 	*ev = NULL;
-}
-
-static inline uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static inline struct timeval tv_ms(uint64_t ms)

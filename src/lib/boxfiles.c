@@ -69,8 +69,9 @@ static int open_in_root(struct corral_box *b, const char *path, uint64_t flags,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS,
 	};
+	cleanup_close int fd = -1;
 	struct statfs sf;
-	int fd, e;
+	int e;
 
 	if (!(flags & O_CREAT))
 		how.mode = 0;
@@ -84,12 +85,10 @@ static int open_in_root(struct corral_box *b, const char *path, uint64_t flags,
 				      "never followed)" : e == EXDEV ?
 				      "the path leaves the sandbox" : strerror(e));
 	if (fstatfs(fd, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC ||
-				      sf.f_type == SYSFS_MAGIC)) {
-		close(fd);
+				      sf.f_type == SYSFS_MAGIC))
 		return corral_set_err(err, -EACCES, "%.300s: /proc and /sys are "
 				      "not served", path);
-	}
-	return fd;
+	return steal_fd(&fd);
 }
 
 /*
@@ -101,21 +100,19 @@ static int check_parent(struct corral_box *b, const char *path,
 			struct corral_err *err)
 {
 	const char *slash = strrchr(path, '/');
+	cleanup_close int fd = -1;
 	char dir[4096];
-	int fd;
 
 	snprintf(dir, sizeof(dir), "%.*s", slash > path ? (int)(slash - path) : 1, path);
 	fd = open_in_root(b, dir, O_PATH | O_DIRECTORY, 0, err);
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
+	return fd < 0 ? fd : 0;
 }
 
 int corral_box_open(struct corral_box *b, const char *path, int flags,
 		    int *fd, struct corral_err *err)
 {
 	bool write = (flags & O_ACCMODE) != O_RDONLY;
+	cleanup_close int f = -1;
 	struct stat st;
 	int r;
 
@@ -126,23 +123,17 @@ int corral_box_open(struct corral_box *b, const char *path, int flags,
 	if (r < 0)
 		return r;
 	/* no O_TRUNC before we know it is a regular file; no FIFO may block us */
-	r = open_in_root(b, path, (write ? O_WRONLY | O_CREAT : O_RDONLY) |
+	f = open_in_root(b, path, (write ? O_WRONLY | O_CREAT : O_RDONLY) |
 			 O_NONBLOCK | O_NOFOLLOW, 0644, err);
-	if (r < 0)
-		return r;
-	if (fstat(r, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(r);
+	if (f < 0)
+		return f;
+	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode))
 		return corral_set_err(err, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				      "%.300s: not a regular file", path);
-	}
-	if (write && ftruncate(r, 0) < 0) {
-		int e = errno;
-
-		close(r);
-		return corral_set_err(err, -e, "%.300s: %s", path, strerror(e));
-	}
-	fcntl(r, F_SETFL, write ? O_WRONLY : O_RDONLY);
-	*fd = r;
+	if (write && ftruncate(f, 0) < 0)
+		return corral_set_err(err, -errno, "%.300s: %s", path, strerror(errno));
+	fcntl(f, F_SETFL, write ? O_WRONLY : O_RDONLY);
+	*fd = steal_fd(&f);
 	return 0;
 }
 
@@ -168,10 +159,11 @@ static int open_parent(struct corral_box *b, const char *path, char *dir,
 int corral_box_unlink(struct corral_box *b, const char *path,
 		      struct corral_err *err)
 {
+	cleanup_close int dfd = -1;
 	char dir[4096];
 	const char *base;
 	struct stat st;
-	int dfd, r = 0;
+	int r = 0;
 
 	dfd = open_parent(b, path, dir, sizeof(dir), &base, err);
 	if (dfd < 0)
@@ -181,7 +173,6 @@ int corral_box_unlink(struct corral_box *b, const char *path,
 	    unlinkat(dfd, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
 		r = -errno;
 	as_agent(b, false);
-	close(dfd);
 	if (r < 0)
 		return corral_set_err(err, r, "%.300s: %s", path, strerror(-r));
 	return 0;
@@ -219,7 +210,8 @@ int corral_box_list(struct corral_box *b, const char *path,
 			struct corral_dirent *g = realloc(v, (cap = cap ? cap * 2 : 32) *
 							  sizeof(*v));
 			if (!g) {
-				r = corral_set_err(err, -ENOMEM, "out of memory");
+				r = corral_set_err(err, -ENOMEM, "out of memory "
+						   "listing a directory");
 				break;
 			}
 			v = g;

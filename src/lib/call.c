@@ -41,7 +41,6 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 	struct corral_result *res = &c->res;
 	const struct corral_policy *p = c->b->p;
 	char size[32];
-	int st = c->status;
 
 	if (c->halted) {
 		res->status = CORRAL_HALTED;
@@ -51,21 +50,19 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 		return;
 	}
 	if (c->timed_out) {
-		res->status = CORRAL_TIMEOUT;
-		res->signal = SIGKILL;
-		snprintf(res->reason, sizeof(res->reason), "killed: wall-clock "
-			 "timeout of %.3g s reached", c->o.timeout_ms / 1000.0);
+		result_timeout(res, c->o.timeout_ms);
+		return;
+	}
+	if (c->fail.stage == EXEC_STAGE_EXEC) {
+		result_exec_failed(res, c->o.argv[0], c->fail.err);
 		return;
 	}
 	if (c->fail.stage) {
 		res->status = CORRAL_EXITED;
-		res->exit_code = c->fail.stage == EXEC_STAGE_EXEC &&
-			(c->fail.err == ENOENT || c->fail.err == ENOTDIR) ? 127 : 126;
+		res->exit_code = 126;
 		snprintf(res->reason, sizeof(res->reason), "%s: %s: %s",
 			 c->fail.stage == EXEC_STAGE_CWD ? "cannot enter the "
-			 "working directory" : c->fail.stage == EXEC_STAGE_RLIMIT ?
-			 "cannot apply the rlimits" : res->exit_code == 127 ?
-			 "not found" : "cannot execute",
+			 "working directory" : "cannot apply the rlimits",
 			 c->fail.stage == EXEC_STAGE_CWD ?
 			 (c->o.cwd ? c->o.cwd : "/workspace") : c->o.argv[0],
 			 strerror(c->fail.err));
@@ -77,17 +74,7 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 			 c->b->gone : "the sandbox died while the call ran");
 		return;
 	}
-	if (WIFSIGNALED(st)) {
-		res->status = CORRAL_SIGNALED;
-		res->signal = WTERMSIG(st);
-		snprintf(res->reason, sizeof(res->reason), "killed by signal %d "
-			 "(SIG%s)", res->signal, sigabbrev_np(res->signal) ?: "?");
-	} else {
-		res->status = CORRAL_EXITED;
-		res->exit_code = WEXITSTATUS(st);
-		snprintf(res->reason, sizeof(res->reason), "exited with status %d",
-			 res->exit_code);
-	}
+	result_from_wait(res, c->status);
 	if (bst->valid && bst->oom_kills > c->st0.oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));
 		res->status = CORRAL_OOM;
@@ -150,7 +137,7 @@ void call_finish(struct corral_call *c)
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
-	res->duration_ms = now_ms() - c->t0;
+	res->duration_ms = corral_now_ms() - c->t0;
 	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, disk_full(b));
 	if (c->denials) {
 		events_explain_denials(res, c->denials, events_count_denied(b->ev), b->p);
@@ -430,7 +417,7 @@ fail:
 static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 		     struct corral_err *err)
 {
-	struct exec_msg *m = calloc(1, sizeof(*m));
+	cleanup_free struct exec_msg *m = calloc(1, sizeof(*m));
 	char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -441,7 +428,8 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	int r = 0;
 
 	if (!m || !envp) {
-		r = corral_set_err(err, -ENOMEM, "out of memory");
+		r = corral_set_err(err, -ENOMEM, "out of memory for the call's "
+				   "argv and environment");
 		goto out;
 	}
 	m->kind = MSG_EXEC;
@@ -465,7 +453,6 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 				   strerror(errno));
 out:
 	sandbox_env_free(envp);
-	free(m);
 	return r;
 }
 
@@ -637,17 +624,19 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (r < 0)
 		return r;
 	drop_event(&b->ev_idle);
-	if (b->state == CORRAL_BOX_FROZEN) {
-		r = box_set_frozen(b, false, err);
+	if (b->state == CORRAL_BOX_FROZEN || b->freezing) {
+		r = box_set_thawed(b, err);
 		if (r < 0)
 			return r;
+	}
+	if (b->state == CORRAL_BOX_FROZEN) {
 		b->state = CORRAL_BOX_IDLE;
 		events_emit(b->ev, "thaw", json_pack("{s:s}", "reason",
 			    "a call arrived"));
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for a call");
 	c->b = b;
 	c->o = *o;
 	c->id = ++b->next_id;
@@ -655,7 +644,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1 };
 	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2 };
 	c->cap = b->p->output_bytes;
-	c->t0 = now_ms();
+	c->t0 = corral_now_ms();
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
 	if (o->tool_call)
@@ -667,7 +656,8 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		c->in_data = malloc(o->stdin_len);
 		if (!c->in_data) {
 			free(c);
-			return corral_set_err(err, -ENOMEM, "out of memory");
+			return corral_set_err(err, -ENOMEM, "out of memory for "
+					      "the call's stdin");
 		}
 		memcpy(c->in_data, o->stdin_data, o->stdin_len);
 		c->in_len = o->stdin_len;
@@ -680,7 +670,8 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		free(c->cwd);
 		free(c->in_data);
 		free(c);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory copying "
+				      "the call's argv and cwd");
 	}
 	c->o.argv = c->argv;
 	c->o.cwd = c->cwd;
@@ -757,7 +748,7 @@ int corral_call_kill(struct corral_call *c, int sig)
 		return 0;
 	}
 	if (sig == SIGKILL)
-		return cg_kill(c->cg);
+		return cg_kill_start(c->cg, c->b->base);
 	r = 0;
 	if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
 		r = -errno;

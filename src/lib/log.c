@@ -26,7 +26,7 @@ int corral_log_open(struct corral_log **out, const char *path,
 
 	*out = NULL;
 	if (!l)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the audit log");
 	r = events_log_open(&l->log, path, err);
 	if (r < 0) {
 		free(l);

@@ -9,7 +9,7 @@
 /* Bring the meters up to now; called at every change of state. */
 void box_meter(struct corral_box *b)
 {
-	uint64_t now = now_ms(), dt = now - b->t_mark;
+	uint64_t now = corral_now_ms(), dt = now - b->t_mark;
 	struct cg_stats st;
 
 	if (b->state == CORRAL_BOX_STARTING || b->state == CORRAL_BOX_DEAD) {

@@ -29,14 +29,6 @@
 
 #define DRAIN_MS 2000	/* how long to wait for output after the end */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct supervise;
 
 struct capture {
@@ -146,7 +138,8 @@ static void on_closed(void *arg)
 
 static void kill_tree(struct supervise *s)
 {
-	sandbox_kill(s->sb);
+	sandbox_kill(s->sb);	/* NULL while it is still being spawned */
+	cg_kill(s->cg);
 }
 
 /*
@@ -199,7 +192,7 @@ static void on_usage(evutil_socket_t fd, short what, void *arg)
 	if (s->halted || s->exited)
 		return;
 	cg_stats(s->cg, &st);
-	if (abort_check_usage(s->abort, now_ms() - s->t0, st.cpu_ns / 1000000,
+	if (abort_check_usage(s->abort, corral_now_ms() - s->t0, st.cpu_ns / 1000000,
 			      st.valid, &v))
 		halt(s, &v);
 }
@@ -327,37 +320,16 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		return;
 	}
 	if (s->timed_out) {
-		res->status = CORRAL_TIMEOUT;
-		res->signal = SIGKILL;
-		snprintf(res->reason, sizeof(res->reason),
-			 "killed: wall-clock timeout of %.3g s reached",
-			 p->timeout_ms / 1000.0);
+		result_timeout(res, p->timeout_ms);
 		return;
 	}
 	if (s->setup.kind == MSG_EXEC_FAILED) {
-		int e = s->setup.code;
-
-		res->status = CORRAL_EXITED;
-		res->exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
-		snprintf(res->reason, sizeof(res->reason), "%s: %s: %s",
-			 res->exit_code == 127 ? "not found" : "cannot execute",
-			 cmd, strerror(e));
+		result_exec_failed(res, cmd, s->setup.code);
 		return;
 	}
 	if (!s->have_status)	/* PID 1 itself died: only a kill does that */
 		status = W_EXITCODE(0, SIGKILL);
-
-	if (WIFSIGNALED(status)) {
-		res->status = CORRAL_SIGNALED;
-		res->signal = WTERMSIG(status);
-		snprintf(res->reason, sizeof(res->reason), "killed by signal %d (SIG%s)",
-			 res->signal, sigabbrev_np(res->signal) ?: "?");
-	} else {
-		res->status = CORRAL_EXITED;
-		res->exit_code = WEXITSTATUS(status);
-		snprintf(res->reason, sizeof(res->reason), "exited with status %d",
-			 res->exit_code);
-	}
+	result_from_wait(res, status);
 
 	if (st->oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));
@@ -446,7 +418,7 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	d = events_denials(s->ev);
 	events_explain_denials(res, d, json_array_size(d), p);
 	json_decref(d);
-	res->duration_ms = now_ms() - s->t0;
+	res->duration_ms = corral_now_ms() - s->t0;
 	res->cpu_ms = st.valid ? st.cpu_ns / 1000000 :
 		(uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
 		(uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
@@ -496,9 +468,11 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	       struct corral_result *res, struct corral_err *err)
 {
-	struct supervise s = { .p = p, .timeout_ms = p->timeout_ms, .t0 = now_ms(),
-			       .sigfd = -1, .out = { .fd = -1, .cap = p->output_bytes, .s = &s },
-			       .err = { .fd = -1, .cap = p->output_bytes, .s = &s } };
+	struct supervise s = {
+		.p = p, .timeout_ms = p->timeout_ms, .t0 = corral_now_ms(), .sigfd = -1,
+		.out = { .fd = -1, .cap = p->output_bytes, .s = &s },
+		.err = { .fd = -1, .cap = p->output_bytes, .s = &s },
+	};
 	struct sandbox_opts so = { .p = p, .argv = o->argv, .stdio = { -1, -1, -1 },
 				   .hooks = &run_hooks, .arg = &s };
 	struct rusage ru = { 0 };

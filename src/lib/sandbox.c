@@ -224,12 +224,9 @@ void sandbox_unwatch(struct sandbox *sb)
 
 void sandbox_kill(struct sandbox *sb)
 {
-	if (!sb)
-		return;
 	/* PID 1 dying takes every process of the namespace with it. */
-	if (sb->pidfd >= 0)
+	if (sb && sb->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-	cg_kill(sb->cg);
 }
 
 void sandbox_free(struct sandbox *sb)

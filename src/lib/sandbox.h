@@ -178,7 +178,11 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		  struct corral_err *err);
 /* Stop watching init (the pidfd and the control socket; ctl is closed). */
 void sandbox_unwatch(struct sandbox *sb);
-/* SIGKILL init: the whole pid namespace goes with it. */
+/*
+ * SIGKILL init: the whole pid namespace goes with it.  What left the
+ * namespace's reach (nothing should) is the cgroup's: the front end kills
+ * that as its loop allows (cg_kill, cg_kill_start).  NULL is fine.
+ */
 void sandbox_kill(struct sandbox *sb);
 /*
  * Free what the supervisor holds for the sandbox (proxy, sensor,
@@ -186,6 +190,14 @@ void sandbox_kill(struct sandbox *sb);
  * before, or steals the pidfd to wait on it.  NULL is fine.
  */
 void sandbox_free(struct sandbox *sb);
+
+/*
+ * result.c: how a command in a sandbox ended, in res's status, exit code,
+ * signal and reason; the same words for corral_run and a box's calls.
+ */
+void result_from_wait(struct corral_result *res, int status);
+void result_exec_failed(struct corral_result *res, const char *cmd, int e);
+void result_timeout(struct corral_result *res, uint64_t timeout_ms);
 
 /*
  * One message off init's control socket.  1: *m holds it, and *fd the fd

@@ -93,7 +93,9 @@ FUZZ_SRC_dns := src/lib/dnsmsg.c
 FUZZ_SRC_policy := src/lib/policy.c src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
 # the daemon's requests: api.c over the whole library (it builds no sandbox)
 FUZZ_SRC_api := src/daemon/api.c $(LIB_SRC)
-FUZZ_TARGETS := sni socks httpreq dns policy api
+# what an export holds back: git config, .gitattributes, JSONC readers
+FUZZ_SRC_hold := src/lib/hold_formats.c
+FUZZ_TARGETS := sni socks httpreq dns policy api hold
 
 build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/daemon/*.[ch]) $(wildcard src/lib/*.h)
 	@mkdir -p build-fuzz

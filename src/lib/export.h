@@ -130,6 +130,20 @@ static inline int hold_check_parse(const char *name, enum hold_check *check)
 bool hold_glob_match(const char *glob, const char *path);
 
 /*
+ * hold_formats.c: git's config syntax, one key at a time: fn(arg, item)
+ * with section and name lower-cased, subsection as written (NULL if
+ * none), value unquoted (NULL for a bare boolean).  -EINVAL (and *errline)
+ * where git would stop; a negative return of fn stops it too.
+ */
+struct gitcfg_item {
+	const char *sec, *sub, *name, *value;
+};
+
+int gitcfg_parse(const char *data, size_t len,
+		 int (*fn)(void *arg, const struct gitcfg_item *it), void *arg,
+		 int *errline);
+
+/*
  * The risky items content holds under check: "core.fsmonitor = x" and
  * the like, one string each, NUL-separated in *found (malloc'd; *nfound
  * items).  Content that cannot be read as its format is itself one item.

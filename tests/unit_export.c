@@ -673,9 +673,9 @@ TEST(apply_with_conflicts)
 
 	if (!ovl_make(&o, "apply",
 		      "echo a > edit; echo b > mine; echo c > del; mkdir d; echo x > d/x; "
-		      "echo o > outside-target; ln outside-target linked",
+		      "echo o > outside-target; ln outside-target linked; ln -s /etc hostlink",
 		      "echo A > edit; echo B > mine; rm del; echo n > d/new; echo L > linked; "
-		      "ln -s /etc/shadow shadow")) {
+		      "ln -s /etc/shadow shadow; ln -s hostlink/passwd via; ln -s d/x inlink")) {
 		CHECK(!"overlay");
 		return;
 	}
@@ -693,6 +693,9 @@ TEST(apply_with_conflicts)
 	CHECK(listed(rep, "exported", "del", NULL));
 	CHECK(listed(rep, "exported", "d/new", NULL));
 	CHECK(listed(rep, "held", "shadow", NULL));
+	/* lexically inside, but out through the host's own symlink */
+	CHECK(listed(rep, "conflicts", "via", "leads out of the tree"));
+	CHECK(listed(rep, "exported", "inlink", NULL));
 	s = slurp(path, NULL);
 	CHECK(s && !strcmp(s, "host\n"));
 	free(s);

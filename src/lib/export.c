@@ -13,7 +13,8 @@
  *   permission bits only (no setuid, setgid or sticky bit);
  * - device nodes, fifos and sockets never come out, nor a symlink whose
  *   target leaves the tree (absolute, or more ".." than it is deep, or a
- *   ".." after a name, which a symlink there could turn around);
+ *   ".." after a name, which a symlink there could turn around), nor one
+ *   the kernel, resolving it in the destination, finds leading out;
  * - changes the hold table names are held back, unless allow_risky does;
  * - limits on entries and bytes, with a sentence saying which was hit.
  */
@@ -23,9 +24,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define DEFAULT_MAX_FILES	100000
@@ -265,6 +268,35 @@ static bool link_stays_inside(const char *path, const char *target)
 	return true;
 }
 
+/*
+ * The same, asked of the destination as it is now: the kernel resolves
+ * the target from the tree's root, following what symlinks are there
+ * (the host's own, with --apply), and must stay beneath it.  A target
+ * that does not exist (yet) is fine; one that leads out is -EXDEV.
+ */
+static int link_resolves_inside(int dest, const char *path, const char *target)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	const char *slash = strrchr(path, '/');
+	char joined[4096];
+	int fd;
+
+	if (snprintf(joined, sizeof(joined), "%.*s%s%s", slash ? (int)(slash - path) : 0,
+		     path, slash ? "/" : "", target) >= (int)sizeof(joined))
+		return -ENAMETOOLONG;
+	if (path_normalize(joined) < 0)
+		return -EXDEV;
+	fd = syscall(SYS_openat2, dest, joined, &how, sizeof(how));
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return errno == ENOENT || errno == ENOTDIR ? 0 : errno == ELOOP ? -ELOOP : -EXDEV;
+}
+
 /* Why an entry of this kind may never come out, or NULL. */
 static const char *boundary_why(const char *path, mode_t mode, const char *target)
 {
@@ -393,7 +425,8 @@ static int put_entry(struct xp *x, const char *path, mode_t mode,
 		return parent;
 	snprintf(tmp, sizeof(tmp), ".corral-export.%d.%u", (int)getpid(), x->tmpseq++);
 	if (S_ISLNK(mode)) {
-		if (symlinkat(target, parent, tmp) < 0)
+		r = link_resolves_inside(x->dest, path, target);
+		if (r == 0 && symlinkat(target, parent, tmp) < 0)
 			r = -errno;
 	} else {
 		if (!src->data) {
@@ -804,6 +837,8 @@ static int run_changes(struct xp *x, struct hold_ctx *h, struct changes *ch,
 				char why[160];
 
 				snprintf(why, sizeof(why), "not written: %s%s", strerror(-r),
+					 r == -EXDEV && S_ISLNK(c->mode) ?
+					 " (the symlink's target leads out of the tree through what is on the host)" :
 					 r == -ELOOP || r == -ENOTDIR ?
 					 " (a symlink or a file in the way: never followed)" :
 					 r == -EINVAL ? " (it changed type during the export)" : "");

@@ -126,6 +126,9 @@ static inline int hold_check_parse(const char *name, enum hold_check *check)
 	return -1;
 }
 
+/* "a/./b/../c" -> "a/c" in place (< 4096 bytes); -1 if it climbs out. */
+int path_normalize(char *path);
+
 /* Shell-like glob over '/'-separated paths, as the table uses them. */
 bool hold_glob_match(const char *glob, const char *path);
 

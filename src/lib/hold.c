@@ -137,7 +137,7 @@ static int ctx_add(struct hold_ctx *h, const char *glob, enum hold_check check,
 }
 
 /* "a/./b/../c" -> "a/c" in place; -1 if it climbs out of the top. */
-static int normalize_rel(char *path)
+int path_normalize(char *path)
 {
 	char out[4096], *in = path;
 	size_t o = 0;
@@ -181,7 +181,7 @@ static int include_one(void *arg, const struct gitcfg_item *it)
 	    it->value[0] == '/' || it->value[0] == '~')
 		return 0;
 	if (snprintf(glob, sizeof(glob), ".git/%s", it->value) >= (int)sizeof(glob) ||
-	    normalize_rel(glob) < 0)
+	    path_normalize(glob) < 0)
 		return 0;	/* out of the tree: not the sandbox's to change */
 	return ctx_add(h, glob, HOLD_GIT_CONFIG,
 		       "the workspace's .git/config includes this file: git runs the programs it names",

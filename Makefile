@@ -3,7 +3,7 @@
 CC      ?= cc
 # libnftables is loaded at run time (net.c), only where transparent mode
 # is set up: its headers come from libnftables-dev, its code is not linked.
-PKGS    := libseccomp jansson ldns libevent libcrypto
+PKGS    := libseccomp jansson ldns libevent libcrypto zlib
 # libcurl's headers only: the client verbs load it at run time (src/cli/curl.c)
 HDR_PKGS := libcurl
 # image archives and layers (src/lib/image_*.c)
@@ -127,7 +127,9 @@ FUZZ_SRC_policy := src/lib/policy.c src/lib/policy_schema.c src/lib/units.c \
 	src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
 # the daemon's requests: its API over the whole library (it builds no sandbox)
 FUZZ_SRC_api := $(wildcard src/daemon/api*.c) src/daemon/registry.c $(LIB_SRC)
-FUZZ_TARGETS := sni socks httpreq dns policy api
+# what an export holds back: git config, .gitattributes, JSONC readers
+FUZZ_SRC_hold := src/lib/hold_formats.c
+FUZZ_TARGETS := sni socks httpreq dns policy api hold
 
 build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/daemon/*.[ch]) $(wildcard src/lib/*.h)
 	@mkdir -p build-fuzz

@@ -97,6 +97,24 @@ struct corral_event_limits {
 	uint64_t interval_ms;		/* then one summary per kind per this */
 };
 
+/*
+ * What may leave the sandbox's workspace (policy section "export").  The
+ * built-in table of files that make host tools run code later (git's
+ * config and hooks, editor tasks, .envrc ...) always applies; hold adds
+ * rules to it.
+ */
+struct corral_hold_rule {
+	char *path;		/* glob: without '/', any depth; "**": any dirs */
+	char *check;		/* "always", "git-config", "gitattributes", ... */
+};
+
+struct corral_export_policy {
+	struct corral_hold_rule *hold;
+	size_t nhold;
+	uint64_t max_files;		/* entries an export may walk or write */
+	uint64_t max_bytes;		/* bytes of files it may read or write */
+};
+
 struct corral_policy {
 	/* filesystem */
 	char *workspace;		/* host dir shown at /workspace (overlay), or NULL */
@@ -140,6 +158,7 @@ struct corral_policy {
 
 	struct corral_abort abort;
 	struct corral_event_limits events;
+	struct corral_export_policy export;
 };
 
 /* The built-in default policy (what `corral run` uses without --policy). */
@@ -256,6 +275,27 @@ struct corral_result {
 	char *denials;			/* JSON array of the run's denied events */
 	char sandbox_id[64];
 	char tool_call[128];		/* the call's id, given or generated */
+	/*
+	 * With opts.export: JSON {changes, exported, held, conflicts[,
+	 * error]}; export_failed when it could not be done (a limit).
+	 */
+	char *export_report;
+	bool export_failed;
+};
+
+/*
+ * The workspace's way out, after the command ends (needs a workspace).
+ * Every write is resolved beneath the destination, no symlink followed;
+ * device nodes, fifos, sockets, setuid bits and symlinks that leave the
+ * tree never come out; changes that would make a host tool run code
+ * (the policy's export table) are held back unless allow_risky names them.
+ */
+struct corral_export_opts {
+	const char *to;			/* a new directory: the workspace as left */
+	bool apply;			/* the changes onto the workspace itself */
+	const char *patch;		/* a git patch of the changes, to this file */
+	char *const *allow_risky;	/* globs let through the table (logged) */
+	size_t nallow_risky;
 };
 
 struct corral_run_opts {
@@ -271,6 +311,7 @@ struct corral_run_opts {
 	const char *events_path;
 	/* The tool call this run is, for attribution ("call" in events). */
 	const char *tool_call;
+	const struct corral_export_opts *export;	/* or NULL */
 };
 
 /*

@@ -5,7 +5,7 @@ set -eu
 PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
       libcap-dev clang libclang-rt-14-dev bubblewrap hyperfine util-linux
       iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev libnftables-dev
-      libcurl4-openssl-dev"
+      libcurl4-openssl-dev zlib1g-dev"
 missing=""
 # images: archives and layers; a real tree and a real OCI tool for the tests
 PKGS="$PKGS libarchive-dev busybox-static umoci"

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,24 @@ static const char run_usage[] =
 "                       sandbox, within --disk (policy filesystem.root_writable)\n"
 "  --state-dir DIR      with --image: the image store is DIR/images, as for\n"
 "                       `corral image --state-dir` (default: see corral image)\n"
+"  --export-to DIR      after the command, write the workspace as the sandbox\n"
+"                       left it to DIR (a new directory)\n"
+"  --apply              after the command, write its changes onto the\n"
+"                       workspace itself; a file the host changed since the\n"
+"                       start is not overwritten (a conflict, reported)\n"
+"  --patch FILE         after the command, write its changes to FILE as a\n"
+"                       git patch (`git apply FILE`; binary files included)\n"
+"                       Exports never follow a symlink, write no device\n"
+"                       node, fifo, socket or setuid bit, and hold back a\n"
+"                       symlink that leaves the tree and every change that\n"
+"                       would make a host tool run code later (.git/config\n"
+"                       keys such as core.fsmonitor, .git/hooks, filter\n"
+"                       drivers in .gitattributes, .gitmodules commands,\n"
+"                       .vscode tasks and settings, .envrc, .devcontainer;\n"
+"                       policy section \"export\"), each with its reason\n"
+"  --allow-risky GLOB   let changes at paths matching GLOB through the\n"
+"                       hold-back table (each one an event); repeatable.\n"
+"                       A halted sandbox's changes are not exported\n"
 "  --json               capture stdout and stderr and print one JSON object:\n"
 "                       status, exit_code, signal, reason, stdout, stderr,\n"
 "                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
@@ -94,6 +113,7 @@ enum {
 	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
 	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
 	OPT_ROOTFS, OPT_IMAGE, OPT_ROOT_WRITABLE, OPT_STATE_DIR,
+	OPT_EXPORT_TO, OPT_APPLY, OPT_PATCH, OPT_ALLOW_RISKY,
 };
 
 static const struct option run_options[] = {
@@ -119,6 +139,10 @@ static const struct option run_options[] = {
 	{ "image", required_argument, NULL, OPT_IMAGE },
 	{ "root-writable", no_argument, NULL, OPT_ROOT_WRITABLE },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "export-to", required_argument, NULL, OPT_EXPORT_TO },
+	{ "apply", no_argument, NULL, OPT_APPLY },
+	{ "patch", required_argument, NULL, OPT_PATCH },
+	{ "allow-risky", required_argument, NULL, OPT_ALLOW_RISKY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -193,6 +217,57 @@ static int apply_root(struct corral_policy *p, const char *rootfs, const char *i
 	return r;
 }
 
+/* Export flags: where the changes go; false when the flag is not one. */
+static bool export_flag(struct corral_export_opts *x, int opt, char *arg,
+			char **risky)
+{
+	switch (opt) {
+	case OPT_EXPORT_TO:
+		x->to = arg;
+		return true;
+	case OPT_APPLY:
+		x->apply = true;
+		return true;
+	case OPT_PATCH:
+		x->patch = arg;
+		return true;
+	case OPT_ALLOW_RISKY:
+		if (x->nallow_risky < 64)
+			risky[x->nallow_risky] = arg;
+		x->nallow_risky++;
+		return true;
+	}
+	return false;
+}
+
+/* Without --json: what was held back and what conflicted, on stderr. */
+static void print_export(const struct corral_result *res)
+{
+	json_t *rep = res->export_report ? json_loads(res->export_report, 0, NULL) : NULL;
+	static const char *const lists[] = { "held", "conflicts" };
+
+	if (!rep)
+		return;
+	for (size_t l = 0; l < 2; l++) {
+		json_t *a = json_object_get(rep, lists[l]), *e;
+		size_t i;
+
+		json_array_foreach(a, i, e)
+			fprintf(stderr, "corral: export: %s %s: %s\n",
+				l ? "conflict at" : "held back",
+				json_string_value(json_object_get(e, "path")),
+				json_string_value(json_object_get(e, "reason")));
+	}
+	fprintf(stderr, "corral: export: %zu written, %zu held back, %zu conflicts%s%s\n",
+		json_array_size(json_object_get(rep, "exported")),
+		json_array_size(json_object_get(rep, "held")),
+		json_array_size(json_object_get(rep, "conflicts")),
+		json_object_get(rep, "error") ? "; failed: " : "",
+		json_object_get(rep, "error") ?
+		json_string_value(json_object_get(rep, "error")) : "");
+	json_decref(rep);
+}
+
 static void print_end(const struct corral_result *res)
 {
 	if (res->status == CORRAL_EXITED && res->exit_code < 126)
@@ -209,6 +284,8 @@ int cmd_run(int argc, char **argv)
 	const char *policy_file = NULL, *rootfs = NULL, *image = NULL, *state_dir = NULL;
 	struct corral_image *img = NULL;
 	char **img_argv = NULL;
+	struct corral_export_opts x = { 0 };
+	char *risky[64];
 	bool allow_flag = false;
 	int opt, r, code;
 
@@ -270,6 +347,10 @@ int cmd_run(int argc, char **argv)
 			state_dir = optarg;
 			continue;
 		}
+		if (export_flag(&x, opt, optarg, risky)) {
+			o.export = &x;
+			continue;
+		}
 		if (opt == OPT_ALLOW)
 			allow_flag = true;
 		if (apply_flag(&p, opt, optarg, &err) < 0) {
@@ -290,6 +371,15 @@ int cmd_run(int argc, char **argv)
 		o.argv = img_argv;
 	if (!o.argv[0]) {
 		cli_error("no command given; usage: corral run [OPTIONS] -- COMMAND [ARG...]");
+		corral_image_free(img);
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
+	x.allow_risky = risky;
+	if (x.nallow_risky > 64 || (x.nallow_risky && !x.to && !x.apply && !x.patch)) {
+		cli_error(x.nallow_risky > 64 ? "--allow-risky: at most 64 patterns" :
+			  "--allow-risky is for an export: add --export-to DIR, --apply or --patch FILE");
+		free(img_argv);
 		corral_image_free(img);
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
@@ -317,7 +407,12 @@ int cmd_run(int argc, char **argv)
 	} else {
 		if (!o.capture)
 			print_end(&res);
+		if (!o.capture && o.export)
+			print_export(&res);
 		code = corral_result_exit_code(&res);
+		/* the command ran, but what it made did not come out as asked */
+		if (res.export_failed && code == 0)
+			code = EXIT_CORRAL;
 	}
 	corral_result_free(&res);
 	corral_policy_free(&p);

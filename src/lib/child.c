@@ -604,7 +604,7 @@ void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
 	int keep[5] = { c->sync_rd, c->msg_wr, c->stdio[0], c->stdio[1], c->stdio[2] };
-	int abi, rootfd, notify_fd = -1;
+	int abi, rootfd, notify_fd = -1, upperfd = -1;
 	char go;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -644,9 +644,14 @@ void sandbox_child(struct child_ctx *c)
 	}
 	if (set_stdio(c->stdio, &err) < 0)
 		setup_failed(c, &err);
-	if (mount_build(c->p, &err) < 0 || loopback_up(&err) < 0 ||
-	    set_rlimits(&err) < 0)
+	if (mount_build(c->p, c->send_upper ? &upperfd : NULL, &err) < 0 ||
+	    loopback_up(&err) < 0 || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
+	/* the export reads the upper layer after we are gone: its fd keeps it */
+	if (upperfd >= 0) {
+		send_fd(c->msg_wr, MSG_UPPER_FD, upperfd);
+		close(upperfd);
+	}
 	/*
 	 * The supervisor moves us into our cgroup while we build the mounts
 	 * (a v1 attach costs milliseconds); wait for that before anything

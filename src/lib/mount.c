@@ -364,7 +364,7 @@ static int bind_shm(struct corral_err *err)
  * of bytes and of files, one place a disk filler runs out of room.
  */
 static int build_scratch(int oldroot, const struct corral_policy *p,
-			 struct corral_err *err)
+			 int *upperfd, struct corral_err *err)
 {
 	static const char *const dirs[] = {
 		SCRATCH "/tmp", SCRATCH "/home", SCRATCH "/upper",
@@ -422,6 +422,13 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 			     SCRATCH "/upper,workdir=" SCRATCH "/work", err);
 	if (r < 0)
 		return corral_wrap_err(err, "workspace %s", p->workspace);
+	/* held open, it keeps the scratch tmpfs after it is detached */
+	if (upperfd) {
+		*upperfd = open(SCRATCH "/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (*upperfd < 0)
+			return corral_set_err(err, -errno, "cannot open the workspace's upper layer: %s",
+					      strerror(errno));
+	}
 	return 0;
 }
 
@@ -860,7 +867,8 @@ static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
 	return 0;
 }
 
-int mount_build(const struct corral_policy *p, struct corral_err *err)
+int mount_build(const struct corral_policy *p, int *upperfd,
+		struct corral_err *err)
 {
 	int oldroot, r;
 
@@ -879,7 +887,7 @@ int mount_build(const struct corral_policy *p, struct corral_err *err)
 	if (r == 0)
 		r = build_dev(oldroot, err);
 	if (r == 0)
-		r = build_scratch(oldroot, p, err);
+		r = build_scratch(oldroot, p, upperfd, err);
 	if (r == 0)
 		r = build_binds(oldroot, p, err);
 	/* decoys, in the sandbox's own files, before anything untrusted runs */

@@ -15,6 +15,7 @@
  */
 #include "policy_int.h"
 #include "egress.h"
+#include "export.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -457,6 +458,34 @@ const char *policy_env_name_problem(const char *s, size_t n)
 
 /* ---- the policy ------------------------------------------------------ */
 
+static void hold_rules_free(struct corral_hold_rule *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].path);
+		free(v[i].check);
+	}
+	free(v);
+}
+
+int policy_hold_rule_put(struct corral_export_policy *e, const char *path,
+			 const char *check)
+{
+	struct corral_hold_rule *v = realloc(e->hold, (e->nhold + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	e->hold = v;
+	v[e->nhold].path = strdup(path);
+	v[e->nhold].check = strdup(check);
+	if (!v[e->nhold].path || !v[e->nhold].check) {
+		free(v[e->nhold].path);
+		free(v[e->nhold].check);
+		return -ENOMEM;
+	}
+	e->nhold++;
+	return 0;
+}
+
 void corral_policy_init(struct corral_policy *p)
 {
 	*p = (struct corral_policy){
@@ -477,6 +506,8 @@ void corral_policy_init(struct corral_policy *p)
 		/* a flood of denials: 10 whole, then a count every 10 s */
 		.events = { .budget_bytes = 16 * MiB, .verbatim = 10,
 			    .interval_ms = 10000 },
+		/* the built-in hold table always applies; hold only adds */
+		.export = { .max_files = 100000, .max_bytes = 1 * GiB },
 	};
 }
 
@@ -501,6 +532,7 @@ void corral_policy_free(struct corral_policy *p)
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
 	strv_free(p->root_layers, p->nroot_layers);
 	free(p->workdir);
+	hold_rules_free(p->export.hold, p->export.nhold);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -532,6 +564,8 @@ static int policy_copy(struct corral_policy *dst,
 	dst->root_layers = NULL;
 	dst->nroot_layers = 0;
 	dst->workdir = NULL;
+	dst->export.hold = NULL;
+	dst->export.nhold = 0;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		goto nomem;
 	if (src->workdir && !(dst->workdir = strdup(src->workdir)))
@@ -577,6 +611,10 @@ static int policy_copy(struct corral_policy *dst,
 		if (policy_strv_put(&dst->abort.tripwires, &dst->abort.ntripwires,
 				    src->abort.tripwires[i],
 				    strlen(src->abort.tripwires[i])))
+			goto nomem;
+	for (i = 0; i < src->export.nhold; i++)
+		if (policy_hold_rule_put(&dst->export, src->export.hold[i].path,
+				  src->export.hold[i].check))
 			goto nomem;
 	return 0;
 nomem:

@@ -64,6 +64,9 @@ int policy_env_put(struct corral_policy *p, const char *name, size_t nlen,
 		   const char *value, size_t vlen);
 int policy_strv_put(char ***v, size_t *count, const char *s, size_t n);
 int policy_pass_put(struct corral_policy *p, const char *name);
+/* one more rule of the export section's hold table (copies both strings) */
+int policy_hold_rule_put(struct corral_export_policy *e, const char *path,
+			 const char *check);
 const char *policy_env_name_problem(const char *s, size_t n);
 int policy_net_mode(const char *s, enum corral_net_mode *mode);
 

@@ -6,6 +6,7 @@
  * level (top_fields, at the end) lists the sections.
  */
 #include "policy_int.h"
+#include "export.h"
 #include "egress.h"
 #include "tripwire.h"
 
@@ -860,6 +861,102 @@ static int apply_events(struct loader *l, json_t *v)
 	return apply_fields(l, v, events_fields);
 }
 
+/*
+ * export: what may leave the workspace.  hold adds rules to the built-in
+ * table of files that make host tools run code (hold.c): "GLOB" holds any
+ * change there, {"path": GLOB, "check": NAME} holds what that check finds.
+ */
+static int apply_hold_rule(struct loader *l, json_t *v)
+{
+	enum hold_check check;
+	const char *path, *name = "always";
+	size_t n;
+	json_t *pv = v, *cv = NULL;
+	int r;
+
+	if (json_is_object(v)) {
+		const char *key;
+		json_t *x;
+
+		json_object_foreach(v, key, x) {
+			if (strcmp(key, "path") && strcmp(key, "check")) {
+				r = loader_push_key(l, key);
+				if (!r)
+					r = loader_fail(l, true, x, "unknown key, expected one of: path, check");
+				loader_pop(l);
+				return r;
+			}
+		}
+		pv = json_object_get(v, "path");
+		cv = json_object_get(v, "check");
+		if (!pv)
+			return loader_fail(l, false, v, "a rule needs \"path\"");
+	}
+	r = loader_get_string(l, pv, &path, &n);
+	if (!r && cv)
+		r = loader_get_string(l, cv, &name, &n);
+	if (r)
+		return r;
+	if (!*path || path[0] == '/')
+		return loader_fail(l, false, pv, "a glob relative to the workspace, such as \".envrc\" or \"**/.git/hooks/**\"");
+	if (hold_check_parse(name, &check) < 0)
+		return loader_fail(l, false, cv, "unknown check, expected always, git-config, git-bare-config, gitattributes, gitmodules, vscode-tasks, vscode-settings or vscode-workspace");
+	return policy_hold_rule_put(&l->p->export, path, name) ? loader_nomem(l) : 0;
+}
+
+static int apply_export_hold(struct loader *l, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	int r;
+
+	if (!json_is_array(arr))
+		return loader_fail(l, false, arr, "expected an array of globs or {\"path\", \"check\"} rules");
+	json_array_foreach(arr, i, v) {
+		r = loader_push_index(l, i);
+		if (r)
+			return r;
+		r = apply_hold_rule(l, v);
+		loader_pop(l);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int apply_export_max_files(struct loader *l, json_t *v)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 1)
+		return loader_fail(l, false, v, "expected a count of entries, at least 1");
+	l->p->export.max_files = json_integer_value(v);
+	return 0;
+}
+
+static int apply_export_max_bytes(struct loader *l, json_t *v)
+{
+	uint64_t b;
+	int r = get_size(l, v, false, &b);
+
+	if (!r && b == 0)
+		return loader_fail(l, false, v, "must be more than 0");
+	if (!r)
+		l->p->export.max_bytes = b;
+	return r;
+}
+
+static const struct field export_fields[] = {
+	{ "hold", apply_export_hold },
+	{ "max_files", apply_export_max_files },
+	{ "max_bytes", apply_export_max_bytes },
+	{ NULL, NULL },
+};
+
+static int apply_export(struct loader *l, json_t *v)
+{
+	return apply_fields(l, v, export_fields);
+}
+
+
 static const struct field top_fields[] = {
 	{ "description", apply_description },
 	{ "filesystem", apply_filesystem },
@@ -868,6 +965,7 @@ static const struct field top_fields[] = {
 	{ "network", apply_network },
 	{ "abort", apply_abort },
 	{ "events", apply_events },
+	{ "export", apply_export },
 	{ NULL, NULL },
 };
 

@@ -155,6 +155,8 @@ char *corral_result_json(const struct corral_result *res)
 		json_object_set_new(o, "tool_call", json_string(res->tool_call));
 	json_object_set_new(o, "denials", res->denials ?
 			    json_loads(res->denials, 0, NULL) : json_array());
+	if (res->export_report)
+		json_object_set_new(o, "export", json_loads(res->export_report, 0, NULL));
 	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(o);
 	return text;

@@ -11,6 +11,7 @@
 #include "sandbox.h"
 #include "events.h"
 #include "abort.h"
+#include "export.h"
 
 #include <event2/event.h>
 
@@ -480,6 +481,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	struct sandbox_opts so = { .p = p, .argv = o->argv, .stdio = { -1, -1, -1 },
 				   .hooks = &run_hooks, .arg = &s };
 	struct rusage ru = { 0 };
+	struct run_export xr = { .lower = -1 };
 	sigset_t oldmask;
 	int r, ws = 0;
 
@@ -492,6 +494,9 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		r = corral_set_err(err, -EINVAL, "no command to run");
 	else
 		r = sandbox_check_policy(p, err);
+	if (r == 0 && o->export)
+		r = run_export_prepare(&xr, p, o->export, err);
+	so.want_upper = o->export != NULL;
 	if (r == 0)
 		r = prepare(&s, o, res, err);
 	if (r == 0 && o->capture)
@@ -528,6 +533,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		goto fail_signals;
 	}
 	conclude(&s, o->argv[0], &ru, res);
+	if (o->export)
+		run_export_finish(&xr, p, o->export, s.sb->upperfd, s.ev, res);
 
 fail_signals:
 	supervise_stop(&s);
@@ -557,6 +564,7 @@ fail:
 		event_base_free(s.base);
 	}
 	cg_destroy(s.cg);
+	run_export_free(&xr);
 	if (r < 0) {
 		res->status = CORRAL_ERROR;
 		snprintf(res->reason, sizeof(res->reason), "%s", err->msg);
@@ -569,6 +577,8 @@ void corral_result_free(struct corral_result *res)
 	free(res->out.data);
 	free(res->err.data);
 	free(res->denials);
+	free(res->export_report);
 	res->out.data = res->err.data = NULL;
 	res->denials = NULL;
+	res->export_report = NULL;
 }

@@ -14,7 +14,12 @@ int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
 		     struct corral_err *err);
 
 /* mount.c: build the sandbox's filesystem and pivot into it. */
-int mount_build(const struct corral_policy *p, struct corral_err *err);
+/*
+ * upperfd non-NULL: also a dir fd of the workspace overlay's upper layer
+ * (or -1 without a workspace), which outlives the sandbox's mounts.
+ */
+int mount_build(const struct corral_policy *p, int *upperfd,
+		struct corral_err *err);
 /* The paths Landlock lets the sandbox write (NULL-terminated). */
 extern const char *const mount_writable_paths[];
 /* The writable tmpfs (one budget), opened beneath the sandbox's "/". */
@@ -29,6 +34,7 @@ struct child_ctx {
 	bool caller_root;
 	bool cg_none;
 	bool serve;		/* long-lived (box.c): wait for MSG_EXEC */
+	bool send_upper;	/* MSG_UPPER_FD: the workspace's upper layer */
 	int sync_rd;		/* supervisor says "go", then "in the cgroup" */
 	int msg_wr;		/* struct child_msg to the supervisor (a socket) */
 	int stdio[3];		/* the command's 0, 1, 2; -1: init's own */
@@ -61,6 +67,7 @@ enum child_msg_kind {
 	MSG_EXEC,		/* supervisor -> init: struct exec_msg + 4 fds */
 	MSG_STARTED,		/* id, code = the call's pid inside, or -errno */
 	MSG_CALL_EXITED,	/* id, code = the call's wait status */
+	MSG_UPPER_FD,		/* the workspace's upper layer (export.c) */
 };
 
 struct child_msg {
@@ -141,6 +148,7 @@ struct sandbox_opts {
 	int stdio[3];
 	const struct sandbox_hooks *hooks;
 	void *arg;
+	bool want_upper;		/* keep the workspace's upper layer */
 };
 
 struct sandbox {
@@ -159,6 +167,7 @@ struct sandbox {
 	int sync_wr;		/* "t" on MSG_READY once the tripwires are watched */
 	int rootfd;		/* the sandbox's "/": tripwires and files */
 	int scratchfd;		/* its writable tmpfs: was the disk limit hit? */
+	int upperfd;		/* want_upper: the workspace's upper layer */
 	int landlock_abi;
 	struct proxy *px;
 	struct sensor *sensor;	/* denied syscalls, where USER_NOTIF works */
@@ -203,7 +212,7 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms);
 
 /*
  * One message off init's control socket.  1: *m holds it, and *fd the fd
- * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD) or -1; any other fd is closed.
+ * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD, MSG_UPPER_FD) or -1; any other fd is closed.
  * 0: nothing to take now, or a malformed message (dropped).  Negative:
  * the socket is closed (-EPIPE) or failed (-errno).
  */

@@ -1,0 +1,1038 @@
+/*
+ * export.c - the sandbox's changes, written on the host: into a new
+ * directory (the workspace as the sandbox left it), onto the original
+ * workspace (--apply, with conflicts), or as a git patch.
+ *
+ * Rules on the way out, whatever the destination:
+ * - every host path is resolved beneath the destination's fd with openat2
+ *   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: a
+ *   symlink in the destination, old or just made, is never followed;
+ * - a file is written to a new temporary name and renamed into place, so
+ *   nothing is written through an existing file (a hardlink to a file
+ *   outside stays untouched), and it is the caller's, with the mode's
+ *   permission bits only (no setuid, setgid or sticky bit);
+ * - device nodes, fifos and sockets never come out, nor a symlink whose
+ *   target leaves the tree (absolute, or more ".." than it is deep, or a
+ *   ".." after a name, which a symlink there could turn around), nor one
+ *   the kernel, resolving it in the destination, finds leading out;
+ * - changes the hold table names are held back, unless allow_risky does;
+ * - limits on entries and bytes, with a sentence saying which was hit.
+ */
+#include "export.h"
+#include "events.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_FILES	100000
+#define DEFAULT_MAX_BYTES	(1ULL << 30)
+
+void export_limits_of(const struct corral_policy *p, struct export_limits *lim)
+{
+	lim->max_files = p && p->export.max_files ? p->export.max_files : DEFAULT_MAX_FILES;
+	lim->max_bytes = p && p->export.max_bytes ? p->export.max_bytes : DEFAULT_MAX_BYTES;
+}
+
+/* ---- the workspace at the start, for conflicts ------------------------- */
+
+struct base_ent {
+	char *path;
+	struct stat st;
+};
+
+struct baseline {
+	struct base_ent *v;
+	size_t n, cap;
+};
+
+static int base_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct base_ent *)a)->path,
+		      ((const struct base_ent *)b)->path);
+}
+
+static int base_walk(struct baseline *b, int dirfd, const char *dir,
+		     const struct export_limits *lim, struct corral_err *err)
+{
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3), r = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return corral_set_err(err, -errno, "cannot list %s in the workspace: %s",
+				      *dir ? dir : ".", strerror(errno));
+	}
+	while (r == 0 && (de = readdir(d))) {
+		struct base_ent e = { 0 };
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (b->n >= lim->max_files) {
+			r = corral_set_err(err, -EFBIG,
+					   "the workspace has more than export.max_files (%llu) entries: --apply records each at the start; raise the limit in the policy's export section",
+					   (unsigned long long)lim->max_files);
+			break;
+		}
+		if (fstatat(dirfd, de->d_name, &e.st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;	/* gone meanwhile: not there at the start */
+		if ((*dir ? asprintf(&e.path, "%s/%s", dir, de->d_name) :
+		     asprintf(&e.path, "%s", de->d_name)) < 0) {
+			r = corral_set_err(err, -ENOMEM, "out of memory recording the workspace");
+			break;
+		}
+		if (b->n == b->cap) {
+			size_t cap = b->cap ? b->cap * 2 : 256;
+			struct base_ent *v = realloc(b->v, cap * sizeof(*v));
+
+			if (!v) {
+				free(e.path);
+				r = corral_set_err(err, -ENOMEM, "out of memory recording the workspace");
+				break;
+			}
+			b->v = v;
+			b->cap = cap;
+		}
+		b->v[b->n++] = e;
+		if (S_ISDIR(e.st.st_mode)) {
+			int sub = open_beneath(dirfd, de->d_name, O_RDONLY | O_DIRECTORY, 0);
+
+			if (sub < 0)
+				continue;	/* unreadable: its entries count as unknown */
+			r = base_walk(b, sub, e.path, lim, err);
+			close(sub);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int baseline_take(int dirfd, const struct export_limits *lim,
+		  struct baseline **out, struct corral_err *err)
+{
+	struct baseline *b = calloc(1, sizeof(*b));
+	int r;
+
+	if (!b)
+		return corral_set_err(err, -ENOMEM, "out of memory recording the workspace");
+	r = base_walk(b, dirfd, "", lim, err);
+	if (r < 0) {
+		baseline_free(b);
+		return r;
+	}
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), base_cmp);
+	*out = b;
+	return 0;
+}
+
+void baseline_free(struct baseline *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n; i++)
+		free(b->v[i].path);
+	free(b->v);
+	free(b);
+}
+
+static const struct stat *base_find(const struct baseline *b, const char *path)
+{
+	struct base_ent key = { .path = (char *)path };
+	struct base_ent *e = b->n ? bsearch(&key, b->v, b->n, sizeof(*b->v), base_cmp) : NULL;
+
+	return e ? &e->st : NULL;
+}
+
+static bool same_stat(const struct stat *a, const struct stat *b)
+{
+	return a->st_mode == b->st_mode && a->st_ino == b->st_ino &&
+	       a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* ---- one export --------------------------------------------------------- */
+
+struct dirmode {
+	char *path;
+	mode_t mode;
+};
+
+struct xp {
+	const struct export_req *r;
+	struct export_limits lim;
+	int dest;			/* -1 for a patch */
+	uint64_t files, bytes;		/* written so far */
+	unsigned int tmpseq;
+	struct dirmode *dirs;		/* modes set last, deepest first */
+	size_t ndirs;
+	json_t *exported, *held, *conflicts;
+	size_t copied;			/* unchanged entries of the lower (--to) */
+	struct corral_err *err;
+};
+
+static json_t *entry(const char *path, const char *change, mode_t mode)
+{
+	json_t *o = json_pack("{s:o, s:s}", "path", corral_json_bytes(path, strlen(path)),
+			      "change", change);
+
+	if (o && mode)
+		json_object_set_new(o, "type", json_string(mode_type_name(mode)));
+	return o;
+}
+
+static void note_held(struct xp *x, const char *path, const char *change,
+		      mode_t mode, const char *why)
+{
+	json_t *o = entry(path, change, mode);
+
+	if (!o)
+		return;
+	json_object_set_new(o, "reason", json_string(why));
+	json_array_append_new(x->held, o);
+	/* an event's "type" is its own: the entry's type goes as file_type */
+	if (x->r->ev)
+		events_emit(x->r->ev, "export.held",
+			    json_pack("{s:o, s:s, s:s, s:s}", "path",
+				      corral_json_bytes(path, strlen(path)), "change", change,
+				      "file_type", mode_type_name(mode), "reason", why));
+}
+
+static void note_conflict(struct xp *x, const struct change *c, const char *why)
+{
+	json_t *o = entry(c->path, change_kind_name(c->kind),
+			  c->kind == CH_DELETED ? c->old_mode : c->mode);
+
+	if (!o)
+		return;
+	json_object_set_new(o, "reason", json_string(why));
+	json_array_append_new(x->conflicts, o);
+}
+
+static void note_exported(struct xp *x, const struct change *c, const char *note)
+{
+	json_t *o = entry(c->path, change_kind_name(c->kind),
+			  c->kind == CH_DELETED ? c->old_mode : c->mode);
+
+	if (!o)
+		return;
+	if (note && *note)
+		json_object_set_new(o, "note", json_string(note));
+	json_array_append_new(x->exported, o);
+}
+
+static int count_file(struct xp *x, const char *path)
+{
+	if (++x->files > x->lim.max_files)
+		return corral_set_err(x->err, -EFBIG,
+				      "the export exceeds export.max_files (%llu entries) at %s: raise the limit in the policy's export section",
+				      (unsigned long long)x->lim.max_files, path);
+	return 0;
+}
+
+/*
+ * A symlink may come out when following it from its own directory stays
+ * in the tree: relative, its ".." all first and no more than it is deep.
+ */
+static bool link_stays_inside(const char *path, const char *target)
+{
+	int depth = 0;
+	bool named = false;
+
+	if (!*target || target[0] == '/')
+		return false;
+	for (const char *p = path; *p; p++)
+		depth += *p == '/';
+	while (*target) {
+		size_t n = strcspn(target, "/");
+
+		if (n == 2 && target[0] == '.' && target[1] == '.') {
+			if (named || --depth < 0)
+				return false;
+		} else if (n && !(n == 1 && target[0] == '.')) {
+			named = true;
+		}
+		target += n + (target[n] == '/');
+	}
+	return true;
+}
+
+/*
+ * The same, asked of the destination as it is now: the kernel resolves
+ * the target from the tree's root, following what symlinks are there
+ * (the host's own, with --apply), and must stay beneath it.  A target
+ * that does not exist (yet) is fine; one that leads out is -EXDEV.
+ */
+static int link_resolves_inside(int dest, const char *path, const char *target)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	const char *slash = strrchr(path, '/');
+	char joined[4096];
+	int fd;
+
+	if (snprintf(joined, sizeof(joined), "%.*s%s%s", slash ? (int)(slash - path) : 0,
+		     path, slash ? "/" : "", target) >= (int)sizeof(joined))
+		return -ENAMETOOLONG;
+	if (path_normalize(joined) < 0)
+		return -EXDEV;
+	fd = syscall(SYS_openat2, dest, joined, &how, sizeof(how));
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return errno == ENOENT || errno == ENOTDIR ? 0 : errno == ELOOP ? -ELOOP : -EXDEV;
+}
+
+/* Why an entry of this kind may never come out, or NULL. */
+static const char *boundary_why(const char *path, mode_t mode, const char *target)
+{
+	if (S_ISFIFO(mode))
+		return "a fifo never leaves the sandbox";
+	if (S_ISSOCK(mode))
+		return "a socket never leaves the sandbox";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device node never leaves the sandbox";
+	if (S_ISLNK(mode) && !link_stays_inside(path, target ? target : ""))
+		return "a symlink whose target leaves the tree is held back (never followed)";
+	if (!S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode))
+		return "an entry of unknown type never leaves the sandbox";
+	return NULL;
+}
+
+/* The fd of path's directory beneath root, and its last component. */
+static int open_parent(int root, const char *path, const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+
+	if (!slash) {
+		int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+
+		*name = path;
+		return fd < 0 ? -errno : fd;
+	}
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, slash - path);
+	dir[slash - path] = '\0';
+	*name = slash + 1;
+	return open_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
+}
+
+static int copy_fd(struct xp *x, int in, int out, const char *path)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf)), w;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		if ((x->bytes += n) > x->lim.max_bytes)
+			return corral_set_err(x->err, -EFBIG,
+					      "the export exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
+					      (unsigned long long)x->lim.max_bytes, path);
+		for (ssize_t off = 0; off < n; off += w) {
+			w = write(out, buf + off, n - off);
+			if (w < 0 && errno == EINTR) {
+				w = 0;
+				continue;
+			}
+			if (w < 0)
+				return -errno;
+		}
+	}
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, data, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		data += w;
+		len -= w;
+	}
+	return 0;
+}
+
+/* What to write: these bytes, or the regular file at path beneath src. */
+struct source {
+	int dirfd;
+	const char *data;
+	size_t len;
+};
+
+/*
+ * Remove whatever is at name in parent if it is in the way of a new entry
+ * of type mode: rename replaces files and symlinks itself, but not a
+ * directory, nor a directory by a file.
+ */
+static int clear_way(int parent, const char *name, mode_t mode)
+{
+	struct stat st;
+
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISDIR(st.st_mode) && !S_ISDIR(mode))
+		return unlinkat(parent, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	if (!S_ISDIR(st.st_mode) && S_ISDIR(mode))
+		return unlinkat(parent, name, 0) < 0 ? -errno : 0;
+	return 0;
+}
+
+/*
+ * Write a regular file or a symlink at path beneath dest: under a fresh
+ * name, then renamed over whatever was there.  -errno; x->err is set
+ * only for limits (which end the export).
+ */
+static int put_entry(struct xp *x, const char *path, mode_t mode,
+		     const char *target, const struct source *src)
+{
+	const char *name;
+	char tmp[64];
+	int parent, fd = -1, in = -1, r = 0;
+
+	r = count_file(x, path);
+	if (r < 0)
+		return r;
+	/* a test's hook: the source or the destination may change here */
+	if (x->r->fault && !S_ISLNK(mode) && !src->data)
+		x->r->fault(x->r->fault_arg, path);
+	parent = open_parent(x->dest, path, &name);
+	if (parent < 0)
+		return parent;
+	snprintf(tmp, sizeof(tmp), ".corral-export.%d.%u", (int)getpid(), x->tmpseq++);
+	if (S_ISLNK(mode)) {
+		r = link_resolves_inside(x->dest, path, target);
+		if (r == 0 && symlinkat(target, parent, tmp) < 0)
+			r = -errno;
+	} else {
+		if (!src->data) {
+			struct stat st;
+
+			in = open_beneath(src->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+			if (in < 0)
+				r = in;
+			else if (fstat(in, &st) < 0)
+				r = -errno;
+			else if (!S_ISREG(st.st_mode))
+				r = -EINVAL;	/* swapped since it was looked at */
+		}
+		if (r == 0) {
+			fd = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC, 0600);
+			if (fd < 0)
+				r = -errno;
+		}
+		if (r == 0 && src->data) {
+			if ((x->bytes += src->len) > x->lim.max_bytes)
+				r = corral_set_err(x->err, -EFBIG,
+						   "the export exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
+						   (unsigned long long)x->lim.max_bytes, path);
+			else
+				r = write_all(fd, src->data, src->len);
+		} else if (r == 0) {
+			r = copy_fd(x, in, fd, path);
+		}
+		/* the permission bits only: no setuid, setgid or sticky bit */
+		if (r == 0 && fchmod(fd, mode & 0777) < 0)
+			r = -errno;
+		if (fd >= 0 && close(fd) < 0 && r == 0)
+			r = -errno;
+		if (in >= 0)
+			close(in);
+	}
+	if (r == 0)
+		r = clear_way(parent, name, mode);
+	if (r == 0 && renameat(parent, tmp, parent, name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(parent, tmp, 0);
+	close(parent);
+	return r;
+}
+
+static int put_dir(struct xp *x, const char *path, mode_t mode)
+{
+	struct dirmode *v;
+	const char *name;
+	int parent, r = 0;
+
+	r = count_file(x, path);
+	if (r < 0)
+		return r;
+	parent = open_parent(x->dest, path, &name);
+	if (parent < 0)
+		return parent;
+	r = clear_way(parent, name, S_IFDIR);
+	/* 0700 while its entries are written; its own mode at the end */
+	if (r == 0 && mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	close(parent);
+	if (r < 0)
+		return r;
+	v = realloc(x->dirs, (x->ndirs + 1) * sizeof(*v));
+	if (!v || !(v[x->ndirs].path = strdup(path))) {
+		if (v)
+			x->dirs = v;
+		return corral_set_err(x->err, -ENOMEM, "out of memory exporting %s", path);
+	}
+	x->dirs = v;
+	v[x->ndirs++].mode = mode & 0777;
+	return 0;
+}
+
+static int remove_entry(struct xp *x, const char *path)
+{
+	const char *name;
+	struct stat st;
+	int parent, r = 0;
+
+	parent = open_parent(x->dest, path, &name);
+	if (parent < 0)
+		return parent == -ENOENT ? 0 : parent;
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		r = errno == ENOENT ? 0 : -errno;
+	else if (unlinkat(parent, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+		r = -errno;
+	close(parent);
+	return r;
+}
+
+/* Directories get their modes last, deepest first, as the entries are in. */
+static void set_dir_modes(struct xp *x)
+{
+	for (size_t i = x->ndirs; i-- > 0;) {
+		int fd = open_beneath(x->dest, x->dirs[i].path, O_RDONLY | O_DIRECTORY, 0);
+
+		if (fd >= 0) {
+			if (fchmod(fd, x->dirs[i].mode) < 0) {
+				/* a mode we cannot set leaves the 0700 it was made with */
+			}
+			close(fd);
+		}
+		free(x->dirs[i].path);
+	}
+	free(x->dirs);
+	x->dirs = NULL;
+	x->ndirs = 0;
+}
+
+/* ---- --to: the lower first, as it was ---------------------------------- */
+
+static int copy_lower(struct xp *x, int dirfd, const char *dir)
+{
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3), r = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return corral_set_err(x->err, -errno, "cannot list %s in the workspace: %s",
+				      *dir ? dir : ".", strerror(errno));
+	}
+	while (r == 0 && (de = readdir(d))) {
+		char *path, target[4096];
+		const char *why;
+		struct stat st;
+		ssize_t n = 0;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if ((*dir ? asprintf(&path, "%s/%s", dir, de->d_name) :
+		     asprintf(&path, "%s", de->d_name)) < 0)
+			return corral_set_err(x->err, -ENOMEM, "out of memory exporting");
+		if (S_ISLNK(st.st_mode)) {
+			n = readlinkat(dirfd, de->d_name, target, sizeof(target) - 1);
+			target[n < 0 ? 0 : n] = '\0';
+		}
+		why = boundary_why(path, st.st_mode, target);
+		if (why) {
+			note_held(x, path, "unchanged", st.st_mode, why);
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = open_beneath(dirfd, de->d_name, O_RDONLY | O_DIRECTORY, 0);
+
+			r = put_dir(x, path, st.st_mode);
+			if (r == 0 && sub >= 0)
+				r = copy_lower(x, sub, path);
+			if (sub >= 0)
+				close(sub);
+			else if (r == 0)
+				note_held(x, path, "unchanged", st.st_mode, strerror(-sub));
+		} else {
+			struct source src = { .dirfd = x->r->layers.lower };
+
+			r = put_entry(x, path, st.st_mode, target, &src);
+			if (r < 0 && x->err->code == 0) {
+				note_held(x, path, "unchanged", st.st_mode, strerror(-r));
+				r = 0;
+			}
+		}
+		x->copied += r == 0 && !why;
+		free(path);
+	}
+	closedir(d);
+	return r;
+}
+
+/* ---- the changes --------------------------------------------------------- */
+
+struct decision {
+	char *why;		/* held back: the reason; NULL: it goes */
+	char *data;		/* the bytes a content rule passed, or NULL */
+	size_t len;
+	char note[160];
+};
+
+static bool allowed_risky(const struct export_req *r, const char *path,
+			  const char **pattern)
+{
+	for (size_t i = 0; i < r->nallow_risky; i++)
+		if (hold_glob_match(r->allow_risky[i], path)) {
+			*pattern = r->allow_risky[i];
+			return true;
+		}
+	return false;
+}
+
+static int decide(struct xp *x, struct hold_ctx *h, const struct change *c,
+		  struct decision *d)
+{
+	const char *why = NULL, *pattern;
+	char buf[CORRAL_ERR_MAX];
+	int r;
+
+	*d = (struct decision){ 0 };
+	if (c->kind == CH_DELETED)
+		return 0;
+	why = boundary_why(c->path, c->mode, c->target);
+	if (why)
+		return (d->why = strdup(why)) ? 0 : -ENOMEM;
+	r = hold_decide(h, &x->r->layers, c, buf, sizeof(buf), &d->data, &d->len);
+	if (r < 0)
+		return r;
+	if (buf[0] && allowed_risky(x->r, c->path, &pattern)) {
+		snprintf(d->note, sizeof(d->note), "let out by --allow-risky %s", pattern);
+		if (x->r->ev)
+			events_emit(x->r->ev, "export.allow_risky",
+				    json_pack("{s:o, s:s, s:s}", "path",
+					      corral_json_bytes(c->path, strlen(c->path)),
+					      "pattern", pattern, "reason", buf));
+		/* the bytes checked are the ones written; let the rest be read */
+		return 0;
+	}
+	if (buf[0])
+		return (d->why = strdup(buf)) ? 0 : -ENOMEM;
+	if (S_ISREG(c->mode) && (c->mode & (S_ISUID | S_ISGID)))
+		snprintf(d->note, sizeof(d->note), "setuid/setgid bits dropped");
+	return 0;
+}
+
+/* Has the host's copy of path moved on since the sandbox started? */
+static const char *conflict_why(struct xp *x, const struct change *c)
+{
+	const struct stat *was = base_find(x->r->base, c->path);
+	const char *name;
+	struct stat now;
+	bool there;
+	int parent = open_parent(x->dest, c->path, &name);
+
+	if (parent == -ELOOP || parent == -ENOTDIR || parent == -EXDEV)
+		return "a symlink, a file or a mount is in the way on the host";
+	there = parent >= 0 && fstatat(parent, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
+	if (parent >= 0)
+		close(parent);
+	if (was && there) {
+		if (S_ISDIR(was->st_mode) && S_ISDIR(now.st_mode))
+			return NULL;
+		return same_stat(was, &now) ? NULL :
+			"changed on the host since the sandbox started";
+	}
+	if (was && !there)
+		return c->kind == CH_DELETED ? NULL :
+			"deleted on the host since the sandbox started";
+	if (!was && there)
+		return S_ISDIR(now.st_mode) && S_ISDIR(c->mode) ? NULL :
+			"created on the host since the sandbox started";
+	return NULL;
+}
+
+static int write_change(struct xp *x, const struct change *c,
+			const struct decision *d)
+{
+	struct source src = { .dirfd = x->r->layers.upper, .data = d->data,
+			      .len = d->len };
+
+	if (c->kind == CH_DELETED)
+		return remove_entry(x, c->path);
+	if (S_ISDIR(c->mode))
+		return put_dir(x, c->path, c->mode);
+	return put_entry(x, c->path, c->mode, c->target, &src);
+}
+
+/* ---- --patch ------------------------------------------------------------ */
+
+static unsigned int git_mode(mode_t m)
+{
+	return S_ISLNK(m) ? 0120000 : (m & S_IXUSR) ? 0100755 : 0100644;
+}
+
+/* old or new side of a change: file bytes or link text; NULL if absent */
+static int side(struct xp *x, int dirfd, const char *path, mode_t m,
+		const char *target, char **data, size_t *len)
+{
+	*data = NULL;
+	*len = 0;
+	if (S_ISLNK(m)) {
+		*data = strdup(target);
+		*len = strlen(target);
+		return *data ? 0 : -ENOMEM;
+	}
+	if (!S_ISREG(m))
+		return 0;
+	return read_beneath(dirfd, path, x->lim.max_bytes - x->bytes, data, len);
+}
+
+static int patch_change(struct xp *x, struct patch_buf *pb,
+			const struct change *c, const struct decision *d)
+{
+	char *old = NULL, *new = NULL;
+	size_t oldlen = 0, newlen = 0;
+	bool had = c->kind != CH_ADDED && !S_ISDIR(c->old_mode) && c->old_mode;
+	bool has = c->kind != CH_DELETED && !S_ISDIR(c->mode);
+	int r = 0;
+
+	if (had)
+		r = side(x, x->r->layers.lower, c->path, c->old_mode, c->old_target,
+			 &old, &oldlen);
+	if (r == 0 && has && d->data) {
+		new = malloc(d->len + 1);
+		if (new) {
+			memcpy(new, d->data, d->len);
+			newlen = d->len;
+		} else {
+			r = -ENOMEM;
+		}
+	} else if (r == 0 && has) {
+		if (x->r->fault)
+			x->r->fault(x->r->fault_arg, c->path);
+		r = side(x, x->r->layers.upper, c->path, c->mode, c->target, &new, &newlen);
+	}
+	if (r == 0 && (x->bytes += oldlen + newlen) > x->lim.max_bytes)
+		r = corral_set_err(x->err, -EFBIG,
+				   "the patch exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
+				   (unsigned long long)x->lim.max_bytes, c->path);
+	if (r == 0 && had && has && c->kind == CH_TYPE) {
+		/* git writes a type change as a deletion, then an addition */
+		r = patch_file(pb, c->path, old, oldlen, git_mode(c->old_mode), NULL, 0, 0);
+		if (r == 0)
+			r = patch_file(pb, c->path, NULL, 0, 0, new, newlen, git_mode(c->mode));
+	} else if (r == 0 && (had || has)) {
+		r = patch_file(pb, c->path, had ? (old ? old : "") : NULL, oldlen,
+			       git_mode(c->old_mode), has ? (new ? new : "") : NULL,
+			       newlen, git_mode(c->mode));
+	}
+	free(old);
+	free(new);
+	return r;
+}
+
+static int write_patch_file(struct xp *x, const struct patch_buf *pb)
+{
+	int fd = open(x->r->patch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		      0644);
+	int r;
+
+	if (fd < 0)
+		return corral_set_err(x->err, -errno, "cannot create the patch %s: %s",
+				      x->r->patch, strerror(errno));
+	r = write_all(fd, pb->data ? pb->data : "", pb->len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		return corral_set_err(x->err, r, "cannot write the patch %s: %s",
+				      x->r->patch, strerror(-r));
+	return 0;
+}
+
+/* ---- the whole ------------------------------------------------------------ */
+
+static int open_new_dir(const char *path, struct corral_err *err)
+{
+	int fd;
+
+	if (mkdir(path, 0700) < 0)
+		return corral_set_err(err, -errno, "--export-to %s: %s%s", path,
+				      strerror(errno), errno == EEXIST ?
+				      " (the export goes to a new directory)" : "");
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return corral_set_err(err, -errno, "--export-to %s: %s", path,
+				      strerror(errno));
+	return fd;
+}
+
+static int run_changes(struct xp *x, struct hold_ctx *h, struct changes *ch,
+		       struct patch_buf *pb)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < ch->n; i++) {
+		const struct change *c = &ch->v[i];
+		struct decision d;
+		const char *cw;
+
+		r = decide(x, h, c, &d);
+		if (r < 0) {
+			r = corral_set_err(x->err, r, "cannot check %s: %s", c->path,
+					   strerror(-r));
+			break;
+		}
+		if (d.why) {
+			note_held(x, c->path, change_kind_name(c->kind), c->mode, d.why);
+		} else if (pb && !patch_path_ok(c->path)) {
+			note_held(x, c->path, change_kind_name(c->kind),
+				  c->kind == CH_DELETED ? c->old_mode : c->mode,
+				  "git apply refuses paths inside .git: use --export-to or --apply for it");
+		} else if (pb) {
+			r = patch_change(x, pb, c, &d);
+			if (r == 0 && !S_ISDIR(c->kind == CH_DELETED ? c->old_mode : c->mode))
+				note_exported(x, c, d.note);
+			else if (r < 0 && x->err->code == 0)
+				r = corral_set_err(x->err, r, "cannot write the patch of %s: %s",
+						   c->path, strerror(-r));
+		} else if (x->r->base && (cw = conflict_why(x, c))) {
+			note_conflict(x, c, cw);
+		} else {
+			r = write_change(x, c, &d);
+			if (r == 0) {
+				note_exported(x, c, d.note);
+			} else if (x->err->code == 0) {
+				/* this entry failed (a way blocked, a file swapped): say so, go on */
+				char why[160];
+
+				snprintf(why, sizeof(why), "not written: %s%s", strerror(-r),
+					 r == -EXDEV && S_ISLNK(c->mode) ?
+					 " (the symlink's target leads out of the tree through what is on the host)" :
+					 r == -ELOOP || r == -ENOTDIR ?
+					 " (a symlink or a file in the way: never followed)" :
+					 r == -EINVAL ? " (it changed type during the export)" : "");
+				note_conflict(x, c, why);
+				r = 0;
+			}
+		}
+		free(d.why);
+		free(d.data);
+	}
+	return r;
+}
+
+int export_run(const struct export_req *r, json_t **report,
+	       struct corral_err *err)
+{
+	struct xp x = { .r = r, .dest = -1, .err = err };
+	struct changes ch = { 0 };
+	struct hold_ctx *h = NULL;
+	struct patch_buf pb = { 0 };
+	const char *mode = r->to ? "to" : r->apply_fd >= 0 ? "apply" : "patch";
+	int ret;
+
+	err->code = 0;
+	err->msg[0] = '\0';
+	export_limits_of(r->p, &x.lim);
+	x.exported = json_array();
+	x.held = json_array();
+	x.conflicts = json_array();
+	*report = json_pack("{s:s, s:O, s:O, s:O}", "mode", mode, "exported", x.exported,
+			    "held", x.held, "conflicts", x.conflicts);
+	if (!*report || !x.exported || !x.held || !x.conflicts) {
+		ret = corral_set_err(err, -ENOMEM, "out of memory starting the export");
+		goto out;
+	}
+	if (!!r->to + (r->apply_fd >= 0) + !!r->patch != 1) {
+		ret = corral_set_err(err, -EINVAL,
+				     "an export goes to one place: a new directory, the workspace or a patch");
+		goto out;
+	}
+	if (r->apply_fd >= 0 && !r->base) {
+		ret = corral_set_err(err, -EINVAL, "--apply needs the workspace as it was at the start");
+		goto out;
+	}
+	ret = diff_changes(&r->layers, &x.lim, &ch, err);
+	if (ret == 0)
+		ret = hold_ctx_new(&h, r->p, &r->layers, err);
+	if (ret < 0)
+		goto out;
+	if (r->to) {
+		x.dest = open_new_dir(r->to, err);
+		ret = x.dest < 0 ? x.dest : 0;
+		if (ret == 0 && r->layers.lower >= 0)
+			ret = copy_lower(&x, r->layers.lower, "");
+	} else if (r->apply_fd >= 0) {
+		x.dest = fcntl(r->apply_fd, F_DUPFD_CLOEXEC, 3);
+		if (x.dest < 0)
+			ret = corral_set_err(err, -errno, "cannot use the workspace: %s",
+					     strerror(errno));
+	}
+	if (ret == 0)
+		ret = run_changes(&x, h, &ch, r->patch ? &pb : NULL);
+	if (ret == 0 && r->patch)
+		ret = pb.failed ? corral_set_err(err, -ENOMEM, "out of memory writing the patch") :
+			write_patch_file(&x, &pb);
+	if (x.dest >= 0)
+		set_dir_modes(&x);
+	/* a new directory ends with the workspace's own mode */
+	if (r->to && x.dest >= 0 && r->layers.lower >= 0) {
+		struct stat st;
+
+		if (fstat(r->layers.lower, &st) == 0 && fchmod(x.dest, st.st_mode & 0777) < 0) {
+			/* then it keeps 0700: stricter, never looser */
+		}
+	}
+out:
+	if (*report) {
+		json_object_set_new(*report, "changes", json_integer((json_int_t)ch.n));
+		if (r->to)
+			json_object_set_new(*report, "copied_unchanged",
+					    json_integer((json_int_t)x.copied));
+		if (ret < 0)
+			json_object_set_new(*report, "error", json_string(err->msg));
+	}
+	if (r->ev)
+		events_emit(r->ev, "export", json_pack("{s:s, s:i, s:i, s:i, s:s}",
+			    "mode", mode,
+			    "exported", (int)json_array_size(x.exported),
+			    "held", (int)json_array_size(x.held),
+			    "conflicts", (int)json_array_size(x.conflicts),
+			    "error", ret < 0 ? err->msg : ""));
+	if (x.dest >= 0)
+		close(x.dest);
+	free(pb.data);
+	hold_ctx_free(h);
+	changes_free(&ch);
+	json_decref(x.exported);
+	json_decref(x.held);
+	json_decref(x.conflicts);
+	return ret;
+}
+
+/* ---- for corral_run -------------------------------------------------------- */
+
+static bool path_within(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	return !strncmp(path, top, n) && (path[n] == '/' || path[n] == '\0' ||
+					   (n == 1 && top[0] == '/'));
+}
+
+int run_export_prepare(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, struct corral_err *err)
+{
+	struct export_limits lim;
+
+	*x = (struct run_export){ .lower = -1 };
+	if (!p->workspace)
+		return corral_set_err(err, -EINVAL,
+				      "an export (--export-to, --apply, --patch) needs a workspace (--workspace DIR)");
+	if (!!o->to + o->apply + !!o->patch != 1)
+		return corral_set_err(err, -EINVAL,
+				      "an export goes to one place: --export-to, --apply or --patch, not several");
+	if (o->to) {
+		char *dir = strdup(o->to), *slash, *real = NULL, *ws = NULL;
+		bool inside = false;
+
+		if (!dir)
+			return corral_set_err(err, -ENOMEM, "out of memory");
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir)
+			*slash = '\0';
+		real = realpath(slash ? (slash == dir ? "/" : dir) : ".", NULL);
+		ws = realpath(p->workspace, NULL);
+		inside = real && ws && path_within(real, ws);
+		free(dir);
+		free(real);
+		free(ws);
+		if (inside)
+			return corral_set_err(err, -EINVAL,
+					      "--export-to %s: lies inside the workspace it copies", o->to);
+		if (access(o->to, F_OK) == 0 || errno != ENOENT)
+			return corral_set_err(err, -EEXIST,
+					      "--export-to %s: exists already (the export goes to a new directory)",
+					      o->to);
+	}
+	x->lower = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (x->lower < 0)
+		return corral_set_err(err, -errno, "workspace %s: %s", p->workspace,
+				      strerror(errno));
+	export_limits_of(p, &lim);
+	if (o->apply && baseline_take(x->lower, &lim, &x->base, err) < 0) {
+		run_export_free(x);
+		return err->code;
+	}
+	return 0;
+}
+
+void run_export_finish(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, int upperfd,
+		       struct events *ev, struct corral_result *res)
+{
+	struct export_req r = {
+		.p = p, .layers = { upperfd, x->lower }, .to = o->to,
+		.apply_fd = o->apply ? x->lower : -1, .base = x->base,
+		.patch = o->patch, .allow_risky = o->allow_risky,
+		.nallow_risky = o->nallow_risky, .ev = ev,
+	};
+	struct corral_err err = { 0 };
+	json_t *report = NULL;
+	int ret;
+
+	/* an abort criterion judged the agent: nothing of it goes out */
+	if (res->status == CORRAL_HALTED || upperfd < 0) {
+		ret = corral_set_err(&err, upperfd < 0 ? -EBADF : -EPERM, "%s",
+				     upperfd < 0 ? "the sandbox sent no upper layer: nothing can be exported" :
+				     "the sandbox was halted: nothing is exported");
+		report = json_pack("{s:s}", "error", err.msg);
+		if (ev)
+			events_emit(ev, "export", json_pack("{s:s}", "error", err.msg));
+	} else {
+		ret = export_run(&r, &report, &err);
+	}
+	res->export_failed = ret < 0;
+	if (report)
+		res->export_report = json_dumps(report, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(report);
+}
+
+void run_export_free(struct run_export *x)
+{
+	if (x->lower >= 0)
+		close(x->lower);
+	baseline_free(x->base);
+	*x = (struct run_export){ .lower = -1 };
+}

@@ -1,0 +1,264 @@
+/*
+ * export.h - the workspace's way out: what the sandbox changed (diff.c),
+ * as a git patch (patch.c, linediff.c), which changes must not come out
+ * (hold.c), and writing them on the host (export.c).
+ *
+ * Everything here reads an overlay's upper layer and the lower (the
+ * original workspace) through directory fds, one component at a time or
+ * with openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, and writes on the
+ * host the same way.  No path string the sandbox could swap is followed.
+ */
+#ifndef CORRAL_EXPORT_H
+#define CORRAL_EXPORT_H
+
+#include "internal.h"
+
+#include <jansson.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct events;
+
+/* ---- diff.c ------------------------------------------------------------ */
+
+enum change_kind {
+	CH_ADDED,
+	CH_MODIFIED,		/* content (and maybe mode) */
+	CH_DELETED,
+	CH_TYPE,		/* e.g. a file became a symlink or a directory */
+	CH_MODE,		/* permission bits only */
+};
+
+struct change {
+	char *path;		/* relative, '/'-separated, never "" or "/.." */
+	enum change_kind kind;
+	mode_t mode, old_mode;	/* st_mode with the type; 0 where absent */
+	uint64_t size, old_size;
+	char *target, *old_target;	/* symlinks: the link text, never followed */
+	bool opaque;		/* a directory that hides the lower's entries */
+};
+
+struct changes {
+	struct change *v;
+	size_t n, cap;
+};
+
+struct export_limits {
+	uint64_t max_files;	/* entries walked or written */
+	uint64_t max_bytes;	/* bytes of regular files read or written */
+};
+
+/* The upper and lower layers of one workspace (fds borrowed, not closed). */
+struct layers {
+	int upper;		/* the overlay's upperdir */
+	int lower;		/* the original workspace; -1: none */
+};
+
+/*
+ * Every change the upper layer holds against the lower, in an order that
+ * can be applied top to bottom (a directory's deleted entries before it).
+ * Files copied up but equal to the lower are not changes.
+ */
+int diff_changes(const struct layers *l, const struct export_limits *lim,
+		 struct changes *out, struct corral_err *err);
+void changes_free(struct changes *c);
+const char *change_kind_name(enum change_kind k);
+/* 'f' file, 'd' directory, 'l' symlink, 'p' fifo, 's' socket, 'c'/'b' devices */
+char mode_type_char(mode_t m);
+const char *mode_type_name(mode_t m);
+json_t *change_json(const struct change *c);
+json_t *changes_json(const struct changes *c);
+
+/*
+ * Open path (relative) beneath dirfd: no symlink, no magic link, no ".."
+ * out of it, no other mount.  -errno on failure.
+ */
+int open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* The whole regular file at path beneath dirfd, at most max bytes. */
+int read_beneath(int dirfd, const char *path, uint64_t max, char **data,
+		 size_t *len);
+/* Whether path exists in the merged view of the two layers. */
+bool layers_exists(const struct layers *l, const char *path);
+
+/* ---- hold.c: changes that would make a host tool run code later ------- */
+
+enum hold_check {
+	HOLD_ALWAYS,		/* any new content is held */
+	HOLD_GIT_CONFIG,	/* keys that run programs, includes */
+	HOLD_GIT_BARE_CONFIG,	/* the same, where the directory is a git dir */
+	HOLD_GITATTRIBUTES,	/* filter / diff / merge drivers */
+	HOLD_GITMODULES,	/* update = !command, ext:: and "-" URLs */
+	HOLD_VSCODE_TASKS,	/* runOn: folderOpen */
+	HOLD_VSCODE_SETTINGS,	/* keys that name executables */
+	HOLD_VSCODE_WORKSPACE,	/* *.code-workspace: both of the above */
+};
+
+struct hold_rule {
+	const char *glob;	/* no '/': any depth; '**' any components */
+	enum hold_check check;
+	const char *why;	/* what a host tool would do with it */
+	const char *source;	/* where that behaviour is documented */
+};
+
+/* The built-in table, terminated by a NULL glob. */
+extern const struct hold_rule hold_defaults[];
+
+/* A check's name in a policy ("git-config"); inline, so that the policy's
+ * parser (and its fuzzer) need nothing else of this module. */
+static const char *const hold_check_names[] = {
+	[HOLD_ALWAYS] = "always",
+	[HOLD_GIT_CONFIG] = "git-config",
+	[HOLD_GIT_BARE_CONFIG] = "git-bare-config",
+	[HOLD_GITATTRIBUTES] = "gitattributes",
+	[HOLD_GITMODULES] = "gitmodules",
+	[HOLD_VSCODE_TASKS] = "vscode-tasks",
+	[HOLD_VSCODE_SETTINGS] = "vscode-settings",
+	[HOLD_VSCODE_WORKSPACE] = "vscode-workspace",
+};
+
+static inline int hold_check_parse(const char *name, enum hold_check *check)
+{
+	for (size_t i = 0; i < sizeof(hold_check_names) / sizeof(hold_check_names[0]); i++)
+		if (!strcmp(name, hold_check_names[i])) {
+			*check = (enum hold_check)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* "a/./b/../c" -> "a/c" in place (< 4096 bytes); -1 if it climbs out. */
+int path_normalize(char *path);
+
+/* Shell-like glob over '/'-separated paths, as the table uses them. */
+bool hold_glob_match(const char *glob, const char *path);
+
+/*
+ * hold_formats.c: git's config syntax, one key at a time: fn(arg, item)
+ * with section and name lower-cased, subsection as written (NULL if
+ * none), value unquoted (NULL for a bare boolean).  -EINVAL (and *errline)
+ * where git would stop; a negative return of fn stops it too.
+ */
+struct gitcfg_item {
+	const char *sec, *sub, *name, *value;
+};
+
+int gitcfg_parse(const char *data, size_t len,
+		 int (*fn)(void *arg, const struct gitcfg_item *it), void *arg,
+		 int *errline);
+
+/*
+ * The risky items content holds under check: "core.fsmonitor = x" and
+ * the like, one string each, NUL-separated in *found (malloc'd; *nfound
+ * items).  Content that cannot be read as its format is itself one item.
+ */
+int hold_findings(enum hold_check check, const char *data, size_t len,
+		  char **found, size_t *nfound);
+
+struct hold_ctx;
+
+/*
+ * The table for one export: the built-in rules, the policy's, and the
+ * git configs the lower's .git/config includes (checked like it).
+ */
+int hold_ctx_new(struct hold_ctx **out, const struct corral_policy *p,
+		 const struct layers *l, struct corral_err *err);
+void hold_ctx_free(struct hold_ctx *h);
+
+/*
+ * Whether change c must be held back, and why (a sentence in why).  data
+ * is the new content the decision was made on (malloc'd, or NULL when
+ * no rule looked at content): the caller writes exactly those bytes.
+ */
+int hold_decide(struct hold_ctx *h, const struct layers *l,
+		const struct change *c, char *why, size_t whylen,
+		char **data, size_t *len);
+
+/* ---- patch.c, linediff.c --------------------------------------------- */
+
+/*
+ * Myers' O(ND) difference of two sequences: del[i] for each a[i] that
+ * goes, ins[j] for each b[j] that comes.  Past a cost bound it gives a
+ * correct but longer script rather than take quadratic time.
+ */
+int linediff(const uint32_t *a, size_t na, const uint32_t *b, size_t nb,
+	     bool *del, bool *ins);
+
+struct patch_buf {
+	char *data;
+	size_t len, cap;
+	bool failed;		/* out of memory: the buffer is incomplete */
+};
+
+void pb_add(struct patch_buf *pb, const char *s, size_t n);
+void pb_printf(struct patch_buf *pb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * One file's git patch: old (NULL: absent) to new (NULL: absent), with
+ * the git modes (0100644, 0100755, 0120000).  Binary content becomes a
+ * "GIT binary patch"; text a unified diff with 3 lines of context.
+ */
+int patch_file(struct patch_buf *pb, const char *path,
+	       const char *old, size_t oldlen, unsigned int oldmode,
+	       const char *new, size_t newlen, unsigned int newmode);
+/* The git blob id of data, as 40 hex digits. */
+void git_blob_id(const char *data, size_t len, char hex[41]);
+/* Whether a patch can carry path: git apply refuses anything in .git. */
+bool patch_path_ok(const char *path);
+
+/* ---- export.c ------------------------------------------------------- */
+
+/* What the workspace held when the sandbox started: for --apply conflicts. */
+struct baseline;
+
+int baseline_take(int dirfd, const struct export_limits *lim,
+		  struct baseline **out, struct corral_err *err);
+void baseline_free(struct baseline *b);
+
+/* A test's hook: called before each source file is opened for a write. */
+typedef void (*export_fault_fn)(void *arg, const char *path);
+
+struct export_req {
+	const struct corral_policy *p;
+	struct layers layers;
+	const char *to;			/* a new directory */
+	int apply_fd;			/* the original workspace, or -1 */
+	const struct baseline *base;	/* with apply_fd */
+	const char *patch;		/* a file for the git patch */
+	char *const *allow_risky;
+	size_t nallow_risky;
+	struct events *ev;		/* export.* events, or NULL */
+	export_fault_fn fault;
+	void *fault_arg;
+};
+
+/*
+ * Export, apply and/or write a patch, as asked.  *report is a JSON
+ * object {changes, exported, held, conflicts}: held and conflicting
+ * changes are not errors.  An error (a limit, a destination that exists)
+ * is -errno with err set, and *report still says what was done.
+ */
+int export_run(const struct export_req *r, json_t **report,
+	       struct corral_err *err);
+
+/* Limits from the policy (its defaults when it sets none). */
+void export_limits_of(const struct corral_policy *p, struct export_limits *lim);
+
+/*
+ * corral_run's export: before the sandbox starts, the workspace is opened
+ * (and, for --apply, recorded); after the command ends, the export runs
+ * on the upper layer init sent, and the result carries its report.
+ */
+struct run_export {
+	int lower;
+	struct baseline *base;
+};
+
+int run_export_prepare(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, struct corral_err *err);
+void run_export_finish(struct run_export *x, const struct corral_policy *p,
+		       const struct corral_export_opts *o, int upperfd,
+		       struct events *ev, struct corral_result *res);
+void run_export_free(struct run_export *x);
+
+#endif

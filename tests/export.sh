@@ -1,0 +1,344 @@
+#!/bin/bash
+# export.sh - the workspace's way out: corral run --export-to, --apply and
+# --patch, against a hostile agent and an ordinary one.
+#
+#   tests/export.sh CORRAL [TEST...]
+#
+# The hostile agent plants every trap a host tool would spring later (git
+# config keys that run programs, hooks, filter and textconv drivers, a
+# pager, an alias, .gitmodules, editor tasks, .envrc, .devcontainer) and
+# every trick on the way out (symlinks to /etc/shadow and out of the tree,
+# a fifo, a setuid file, a hardlink); the host's git then runs on the
+# result, and a marker file each trap would create must not appear.  The
+# same traps planted straight on the host show that the markers work.
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-export.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+ME=$(id -u)
+
+# A git repository owned by the user the sandbox maps to (see ns.c).
+mkrepo() {	# mkrepo DIR
+	mkdir -p "$1"
+	(
+		cd "$1"
+		git init -q .
+		printf 'one\ntwo\nthree\n' > edit.txt
+		echo gone > gone.txt
+		echo rename > old-name.txt
+		printf '#!/bin/sh\necho hi\n' > script.sh
+		seq 1 100 | gzip -n > data.gz
+		mkdir olddir && echo o > olddir/o
+		HOME=$T/home GIT_CONFIG_NOSYSTEM=1 git add -A
+		HOME=$T/home GIT_CONFIG_NOSYSTEM=1 git -c user.name=t -c user.email=t@t commit -qm init
+	)
+	if [ "$ME" = 0 ]; then chown -R 65534:65534 "$1"; fi
+}
+
+# The host's git, with no config of the host's own; any owner is fine.
+hostgit() {	# hostgit DIR ARGS...
+	local d=$1
+	shift
+	(cd "$d" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 timeout 20 git -c safe.directory='*' "$@") \
+		>/dev/null 2>&1 || true
+}
+
+# What a person does next in the repository: each trap has a command that
+# springs it (status: fsmonitor, filters; diff: external, textconv;
+# log -p on a terminal: the pager, textconv; commit and checkout: hooks).
+use_repo() {	# use_repo DIR
+	hostgit "$1" status
+	hostgit "$1" diff
+	(cd "$1" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 timeout 20 \
+		script -qec "git -c safe.directory='*' log -p" /dev/null) >/dev/null 2>&1 || true
+	hostgit "$1" add -A
+	hostgit "$1" -c user.name=t -c user.email=t@t commit -qm next
+	hostgit "$1" checkout -q -b other
+	hostgit "$1" st
+}
+
+# The hostile agent: run in DIR (the sandbox's /workspace, or a control
+# copy on the host).  Its traps write markers into MARKS.
+write_agent() {
+	cat > "$T/agent.sh" <<'AGENT'
+#!/bin/sh
+cd "$1"; M=$2
+cat >> .git/config <<EOF
+[core]
+	fsmonitor = "touch $M/fsmonitor; false"
+	pager = "touch $M/pager; cat"
+	hooksPath = .git/hooks
+[diff]
+	external = "touch $M/diffext; true"
+[diff "tc"]
+	textconv = "touch $M/textconv; cat"
+[filter "f"]
+	clean = "touch $M/clean; cat"
+	smudge = "touch $M/smudge; cat"
+[alias]
+	st = "!touch $M/alias"
+EOF
+mkdir -p .git/hooks .git/info
+for h in pre-commit post-commit post-checkout; do
+	printf '#!/bin/sh\ntouch %s/hook-%s\n' "$M" "$h" > .git/hooks/$h
+	chmod +x .git/hooks/$h
+done
+echo '* filter=f diff=tc' > .gitattributes
+echo '* filter=f' > .git/info/attributes
+printf '[submodule "s"]\n\tpath = s\n\turl = ./s\n\tupdate = !touch %s/submodule\n' "$M" > .gitmodules
+mkdir -p .vscode .devcontainer
+printf '{"version": "2.0.0", "tasks": [{"label": "x", "command": "touch %s/vscode",\n  "runOptions": {"runOn": "folderOpen"}}]}\n' "$M" > .vscode/tasks.json
+printf '{ // JSONC\n "python.defaultInterpreterPath": "%s/py",}\n' "$M" > .vscode/settings.json
+echo "touch $M/envrc" > .envrc
+printf '{"initializeCommand": "touch %s/devcontainer"}\n' "$M" > .devcontainer/devcontainer.json
+ln -s /etc/shadow shadow
+ln -s ../../outside out
+mkfifo fifo
+echo s > suid && chmod 4755 suid
+echo h > hard && ln hard hard2
+echo ok > ok.txt && ln -s ok.txt goodlink
+echo edited >> edit.txt
+AGENT
+	chmod 755 "$T/agent.sh"
+}
+
+# Every trap held back, each with its reason (the result's JSON, in $1).
+check_held() {
+	local out=$1 p why
+	while IFS='|' read -r p why; do
+		got=$(json export.held < "$out" | /usr/bin/python3 -c '
+import json, sys
+for e in json.load(sys.stdin):
+    if e["path"] == sys.argv[1]:
+        print(e["reason"])' "$p")
+		expect_contains "held $p" "$got" "$why"
+	done <<EOF
+.git/config|core.fsmonitor
+.git/hooks/pre-commit|githooks(5)
+.git/hooks/post-checkout|githooks(5)
+.git/info/attributes|filter=f
+.gitattributes|filter=f
+.gitmodules|submodule.s.update
+.vscode/tasks.json|runOn = folderOpen
+.vscode/settings.json|python.defaultInterpreterPath
+.envrc|direnv
+.devcontainer/devcontainer.json|initializeCommand
+shadow|leaves the tree
+out|leaves the tree
+fifo|fifo never leaves
+EOF
+}
+
+t_hostile_control() {
+	# the traps, planted straight on the host, do spring: the markers work
+	mkrepo "$T/control"
+	mkdir -p "$T/marks" "$T/home"
+	write_agent
+	"$T/agent.sh" "$T/control" "$T/marks"
+	use_repo "$T/control"
+	for m in fsmonitor pager clean textconv diffext alias hook-pre-commit hook-post-commit hook-post-checkout; do
+		[ -e "$T/marks/$m" ] || fail "control: the $m trap did not fire on the host"
+	done
+}
+
+t_hostile_export_to() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/marks" "$T/home" "$T/outside"
+	write_agent
+	crun --json --events "$T/ev" --ro "$T/agent.sh:/opt/agent.sh" --workspace "$T/ws" \
+		--export-to "$T/result" -- /opt/agent.sh /workspace "$T/marks"
+	expect_eq "exit" "$(rc)" 0
+	check_held "$T/out"
+	expect_contains "suid note" "$(json export.exported < "$T/out")" "setuid/setgid bits dropped"
+	expect_eq "suid mode" "$(stat -c %a "$T/result/suid")" 755
+	expect_eq "hardlink" "$(stat -c %h "$T/result/hard2")" 1
+	[ -L "$T/result/goodlink" ] || fail "a symlink inside the tree did not come out"
+	[ ! -e "$T/result/shadow" ] && [ ! -L "$T/result/shadow" ] || fail "shadow link came out"
+	[ ! -e "$T/result/fifo" ] || fail "fifo came out"
+	[ ! -e "$T/result/.envrc" ] || fail ".envrc came out"
+	[ -z "$(find "$T/result" ! -user "$ME" | head -1)" ] || fail "a file is not the caller's"
+	[ -z "$(find "$T/result" -perm /6000 | head -1)" ] || fail "a setuid/setgid bit came out"
+	expect_not_contains "config" "$(cat "$T/result/.git/config")" fsmonitor
+	expect_contains "edit" "$(cat "$T/result/edit.txt")" edited
+	grep -q '"type":"export.held"' "$T/ev" || fail "no export.held events"
+	use_repo "$T/result"
+	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
+	[ -z "$(ls -A "$T/outside")" ] || fail "something was written outside"
+}
+
+t_hostile_apply() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/marks" "$T/home"
+	write_agent
+	before=$(cat "$T/ws/.git/config")
+	crun --json --ro "$T/agent.sh:/opt/agent.sh" --workspace "$T/ws" --apply \
+		-- /opt/agent.sh /workspace "$T/marks"
+	expect_eq "exit" "$(rc)" 0
+	check_held "$T/out"
+	expect_eq "the host's .git/config" "$(cat "$T/ws/.git/config")" "$before"
+	[ ! -e "$T/ws/.git/hooks/pre-commit" ] || fail "a hook came out"
+	[ ! -L "$T/ws/shadow" ] || fail "shadow link came out"
+	expect_contains "edit" "$(cat "$T/ws/edit.txt")" edited
+	use_repo "$T/ws"
+	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
+	[ ! -e "$T/outside" ] || fail "something was written outside"
+}
+
+t_hostile_patch() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/marks" "$T/home"
+	write_agent
+	crun --json --ro "$T/agent.sh:/opt/agent.sh" --workspace "$T/ws" --patch "$T/p.diff" \
+		-- /opt/agent.sh /workspace "$T/marks"
+	expect_eq "exit" "$(rc)" 0
+	check_held "$T/out"
+	for bad in fsmonitor shadow fifo envrc folderOpen; do
+		expect_not_contains "patch" "$(cat "$T/p.diff")" "$bad"
+	done
+	cp -a "$T/ws" "$T/applied"
+	(cd "$T/applied" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
+		fail "git apply refused the patch"
+	use_repo "$T/applied"
+	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
+}
+
+t_allow_risky_is_logged() {
+	mkrepo "$T/ws"
+	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \
+		--allow-risky .envrc -- /bin/sh -c 'echo "export X=1" > .envrc; echo "[core]" > x.cfg'
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "envrc" "$(cat "$T/result/.envrc")" "export X=1"
+	grep '"type":"export.allow_risky"' "$T/ev" | grep -q '"pattern":".envrc"' ||
+		fail "no export.allow_risky event"
+}
+
+# ---- an ordinary session round-trips exactly ---------------------------
+
+write_session() {
+	cat > "$T/session.sh" <<'EOF'
+#!/bin/sh
+set -e
+cd "$1"
+printf 'one\nTWO\nthree\nfour\n' > edit.txt
+echo added > added.txt
+rm gone.txt
+mv old-name.txt new-name.txt
+chmod +x script.sh
+seq 1 3000 | gzip -n > data.gz
+printf 'bin\000ary' > new.bin
+rm -r olddir
+mkdir -p newdir/deeper && echo n > newdir/deeper/n
+EOF
+	chmod 755 "$T/session.sh"
+}
+
+# Files, links and modes of a tree, .git aside.
+tree_of() {
+	(cd "$1" && find . -path ./.git -prune -o ! -name . -printf '%p %y %m\n' | sort &&
+	 find . -path ./.git -prune -o -type f -print | sort | xargs md5sum)
+}
+
+t_session_round_trips() {
+	mkrepo "$T/ws"
+	write_session
+	cp -a "$T/ws" "$T/ref"
+	"$T/session.sh" "$T/ref"
+	want=$(tree_of "$T/ref")
+
+	crun --json --ro "$T/session.sh:/opt/session.sh" --workspace "$T/ws" \
+		--export-to "$T/result" -- /opt/session.sh /workspace
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "held" "$(json export.held < "$T/out")" "[]"
+	expect_eq "--export-to" "$(tree_of "$T/result")" "$want"
+
+	crun --json --ro "$T/session.sh:/opt/session.sh" --workspace "$T/ws" \
+		--patch "$T/p.diff" -- /opt/session.sh /workspace
+	expect_eq "exit" "$(rc)" 0
+	grep -q "GIT binary patch" "$T/p.diff" || fail "no binary patch"
+	cp -a "$T/ws" "$T/patched"
+	(cd "$T/patched" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
+		fail "git apply refused the patch"
+	expect_eq "--patch + git apply" "$(tree_of "$T/patched")" "$want"
+
+	crun --json --ro "$T/session.sh:/opt/session.sh" --workspace "$T/ws" \
+		--apply -- /opt/session.sh /workspace
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "conflicts" "$(json export.conflicts < "$T/out")" "[]"
+	expect_eq "--apply" "$(tree_of "$T/ws")" "$want"
+}
+
+t_apply_conflict() {
+	mkrepo "$T/ws"
+	mkfifo "$T/in"
+	exec 3<>"$T/in"
+	# the command says "ready" once it changed both files, then waits for
+	# the host to change one of them
+	( timeout 120 "$CORRAL" run --workspace "$T/ws" --apply -- /bin/sh -c \
+		'echo sandbox > edit.txt; echo sandbox > gone.txt; echo ready; read x' \
+		< "$T/in" > "$T/stdout" 2> "$T/stderr"; echo $? > "$T/rc" ) &
+	pid=$!
+	for i in $(seq 1 1200); do
+		grep -q ready "$T/stdout" 2>/dev/null && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.1
+	done
+	echo host > "$T/ws/edit.txt"
+	echo go >&3
+	wait $pid
+	exec 3>&-
+	expect_eq "exit" "$(cat "$T/rc")" 0
+	expect_contains "conflict" "$(cat "$T/stderr")" "conflict at edit.txt: changed on the host since the sandbox started"
+	expect_eq "the host's change kept" "$(cat "$T/ws/edit.txt")" host
+	expect_eq "the other change applied" "$(cat "$T/ws/gone.txt")" sandbox
+}
+
+t_export_limits() {
+	mkrepo "$T/ws"
+	echo '{"export": {"max_files": 3}}' > "$T/policy.json"
+	crun --policy "$T/policy.json" --workspace "$T/ws" --export-to "$T/result" \
+		-- /bin/sh -c 'for i in 1 2 3 4 5 6; do echo $i > f$i; done'
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "error" "$(cat "$T/err")" "export.max_files (3"
+	crun --workspace "$T/ws" --export-to "$T/ws/inside" -- /bin/true
+	expect_eq "inside" "$(rc)" 125
+	expect_contains "inside msg" "$(cat "$T/err")" "inside the workspace"
+	crun --apply -- /bin/true
+	expect_eq "no workspace" "$(rc)" 125
+	expect_contains "no workspace msg" "$(cat "$T/err")" "needs a workspace"
+	mkdir "$T/exists"
+	crun --workspace "$T/ws" --export-to "$T/exists" -- /bin/true
+	expect_eq "exists" "$(rc)" 125
+	expect_contains "exists msg" "$(cat "$T/err")" "exists already"
+}
+
+t_halted_exports_nothing() {
+	mkrepo "$T/ws"
+	echo '{"abort": {"max_wall_seconds": 1}}' > "$T/policy.json"
+	crun --policy "$T/policy.json" --workspace "$T/ws" --export-to "$T/result" \
+		-- /bin/sh -c 'echo x > new.txt; sleep 30'
+	expect_eq "exit" "$(rc)" 137
+	expect_contains "said" "$(cat "$T/err")" "the sandbox was halted: nothing is exported"
+	[ ! -e "$T/result" ] || fail "a halted sandbox's work came out"
+}
+
+# crun ARGS... : corral run, stdout to $T/out, stderr to $T/err, exit to $T/rc.
+crun() {
+	local rc=0
+	timeout 120 "$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+	return 0
+}
+rc() { cat "$T/rc"; }
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "export ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -29,6 +29,7 @@ static const char usage[] =
 "  ls                              list the daemon's sandboxes\n"
 "  logs ID                         background processes and their output\n"
 "  events [ID] [--follow]          the daemon's events, as JSON lines\n"
+"  mcp [OPTIONS]                   a Model Context Protocol server on stdio\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -90,6 +91,7 @@ static const struct command {
 	{ "ls", cmd_ls },
 	{ "logs", cmd_logs },
 	{ "events", cmd_events },
+	{ "mcp", cmd_mcp },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 	{ "help", cmd_help },

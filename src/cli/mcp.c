@@ -329,7 +329,8 @@ static void on_request(struct mcp *m, json_t *id, const char *method,
 static void on_message(struct mcp *m, const char *line, size_t len)
 {
 	json_error_t jerr;
-	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+				 &jerr);
 	json_t *id, *method;
 
 	if (!msg) {

@@ -5,10 +5,13 @@ set -eu
 PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
       libcap-dev clang libclang-rt-14-dev bubblewrap hyperfine util-linux
       iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev libnftables-dev
-      libcurl4-openssl-dev"
+      libcurl4-openssl-dev nodejs npm"
 missing=""
 for p in $PKGS; do
-	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+	dpkg -s "$p" >/dev/null 2>&1 && continue
+	# NodeSource's nodejs carries npm itself and conflicts with Debian's
+	[ "$p" = npm ] && command -v npm >/dev/null && continue
+	missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
 SUDO=""

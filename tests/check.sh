@@ -76,7 +76,8 @@ stage() {	# stage BUILD
 	# root-owned setuid copy: what an unprivileged agent might try to use
 	cp "$1/tests/helpers/euid" "$STAGE/helpers/euid-setuid"
 	chmod 4755 "$STAGE/helpers/euid-setuid"
-	cp tests/*.sh tests/*.py "$STAGE/tests/"
+	cp tests/*.sh tests/*.py tests/*.mjs "$STAGE/tests/"
+	[ -d build/mcp-sdk ] && cp -r build/mcp-sdk "$STAGE/"
 	cp -r tests/data "$STAGE/tests/"
 	cp -r policies "$STAGE/"
 	chown "$NOBODY:$NOBODY" "$STAGE/tmp"
@@ -118,6 +119,7 @@ suite() {
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	if [ "$(id -u)" = 0 ]; then
@@ -136,6 +138,8 @@ suite() {
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
+		[ -z "$brief" ] && step "mcp as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
 		step "a misbehaving agent as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \

@@ -150,7 +150,7 @@ def protocol(s):
     r = s.request("tools/list")
     tools = {t["name"]: t for t in r["result"]["tools"]}
     for name in ("sandbox_create", "sandbox_list", "sandbox_info", "exec", "process_output",
-                 "process_kill", "process_list", "file_read", "file_write", "file_list",
+                 "process_kill", "process_list", "process_wait", "file_read", "file_write", "file_list",
                  "file_delete", "sandbox_pause", "sandbox_resume", "sandbox_halt",
                  "sandbox_destroy", "sandbox_events"):
         t = tools.get(name)

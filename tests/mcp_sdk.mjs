@@ -105,6 +105,10 @@ try {
 	check(!r.isError && r.structuredContent.state === 'running', 'process_output: running', r);
 	r = await call('process_kill', { sandbox_id: sid, pid });
 	check(!r.isError && r.structuredContent.state === 'exited', 'process_kill', r);
+	r = await call('exec', { sandbox_id: sid, command: 'sleep 0.5; echo waited; exit 5', background: true });
+	r = await call('process_wait', { sandbox_id: sid, pid: r.structuredContent?.pid, timeout_seconds: 60 });
+	check(!r.isError && r.structuredContent.state === 'exited' && r.structuredContent.result?.exit_code === 5 &&
+	      r.structuredContent.stdout === 'waited\n', 'process_wait', r);
 
 	// cancellation mid-call: abort once the command said it started
 	const ac = new AbortController();

@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROGRESS_CHUNK_MAX	4096	/* of output a progress message carries */
 #define EVENTS_DEFAULT		50
 #define EVENTS_MAX		1000
+#define WAIT_POLL_MS		200	/* process_wait's pace */
 
 /* ---- results ------------------------------------------------------------- */
 
@@ -467,6 +469,36 @@ static json_t *t_proc_kill(struct mcp_call *c, struct args *g)
 	return g->why ? NULL : simple(c, "DELETE", path, NULL);
 }
 
+/*
+ * Until the process ends or timeout_seconds pass: its record either way (a
+ * process still running is an answer, not a failure).  The API has no
+ * wait, so this asks every WAIT_POLL_MS; a cancel ends it.
+ */
+static json_t *t_proc_wait(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	json_int_t secs = arg_int(g, "timeout_seconds", false, 1, 3600, 30);
+	char *path = g->why ? NULL : proc_path(g, id);
+	uint64_t until = corral_now_ms() + (uint64_t)secs * 1000;
+	json_t *o = NULL, *err;
+
+	if (g->why) {
+		free(path);
+		return NULL;
+	}
+	for (;;) {
+		err = call_json(c, "GET", path, NULL, &o);
+		if (err || !strcmp(json_string_value(json_object_get(o, "state")) ?: "", "exited") ||
+		    corral_now_ms() >= until || atomic_load(&c->cancelled))
+			break;
+		json_decref(o);
+		o = NULL;
+		usleep(WAIT_POLL_MS * 1000);
+	}
+	free(path);
+	return err ? err : tool_ok(o);
+}
+
 /* ---- files ------------------------------------------------------------------ */
 
 static const char b64[] =
@@ -803,6 +835,10 @@ static const struct tool tools[] = {
 	  true, false, true, t_proc_list },
 	{ "process_output", "Read a background process", "A background process's state, its output so far (the last 64 KiB of each stream) and, once it ended, its result.",
 	  ID_PROP ", " PID_PROP, "[\"sandbox_id\", \"pid\"]", PROC_OUT, true, false, true, t_proc_output },
+	{ "process_wait", "Wait for a background process",
+	  "Wait until a background process ends (or timeout_seconds pass) and return its record: state, output, and its result once exited.",
+	  ID_PROP ", " PID_PROP ", \"timeout_seconds\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, \"description\": \"How long to wait (default 30); a process still running then is returned as it is.\"}",
+	  "[\"sandbox_id\", \"pid\"]", PROC_OUT, true, false, true, t_proc_wait },
 	{ "process_kill", "Kill a background process", "Kill a background process and everything it started; returns its record.",
 	  ID_PROP ", " PID_PROP, "[\"sandbox_id\", \"pid\"]", PROC_OUT, false, true, true, t_proc_kill },
 	{ "file_read", "Read a file", "Read a file inside the sandbox (up to 64 MiB). encoding text (the default) gives UTF-8 text; a file that is not UTF-8 comes back as base64 (encoding says which).",

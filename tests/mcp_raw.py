@@ -231,6 +231,7 @@ def main():
         s.p.send_signal(signal.SIGTERM)
         rc = s.p.wait(TIMEOUT)
         err = s.p.stderr.read().decode()
+        sys.stderr.write(err)
         check(rc == 0, "SIGTERM ends the session cleanly (exit %d)" % rc)
     else:
         s = Server(argv[:1] + ["mcp"] + argv[1:])
@@ -250,7 +251,8 @@ def main():
             raise
         rc, err = s.close()
         check(rc == 0, "exit 0 at stdin's end (got %d)" % rc)
-    sys.stderr.write(err)
+    if what != "signal":
+        sys.stderr.write(err)
     pid = daemon_pid(err)
     if "--private" in argv or what == "signal":
         check(pid > 0, "a private daemon was started: " + err[:300])

@@ -241,6 +241,7 @@ static void start_call(struct mcp *m, json_t *id, json_t *params)
 	struct mcp_call *call = NULL;
 	pthread_attr_t attr;
 	const char *err = NULL;
+	int code = 0;
 
 	if (!json_is_object(params) || !json_is_string(json_object_get(params, "name")) ||
 	    (json_object_get(params, "arguments") &&
@@ -249,13 +250,17 @@ static void start_call(struct mcp *m, json_t *id, json_t *params)
 		return;
 	}
 	pthread_mutex_lock(&m->calls_lock);
-	if (find_call(m, id))
+	if (find_call(m, id)) {
 		err = "a call with this id is still running";
+		code = -32600;
+	}
 	for (size_t i = 0; !err && !call && i < MCP_CALLS_MAX; i++)
 		if (!m->calls[i].used)
 			call = &m->calls[i];
-	if (!err && !call)
+	if (!err && !call) {
 		err = "too many tool calls at once (32); wait for one to end";
+		code = -32000;
+	}
 	if (call) {
 		*call = (struct mcp_call){
 			.m = m, .id = json_incref(id), .params = json_incref(params),
@@ -267,7 +272,7 @@ static void start_call(struct mcp *m, json_t *id, json_t *params)
 	}
 	pthread_mutex_unlock(&m->calls_lock);
 	if (err) {
-		send_error(m, id, err[0] == 'a' ? -32600 : -32000, err);
+		send_error(m, id, code, err);
 		return;
 	}
 	pthread_attr_init(&attr);

@@ -49,7 +49,7 @@ static bool answers(const struct mcp_daemon *d)
 }
 
 /* The child: the daemon, with stdout (the protocol's) sent to stderr. */
-static void run_daemon(struct mcp_daemon *d)
+static void run_daemon(struct mcp_daemon *d, pid_t parent)
 {
 	struct daemon_opts o = {
 		.socket_path = d->socket_path, .state_dir = d->state_dir,
@@ -57,7 +57,8 @@ static void run_daemon(struct mcp_daemon *d)
 	};
 	struct corral_err err = { 0 };
 
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() == 1)
+	/* the session may have died before the death signal was set */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 		_exit(EXIT_CORRAL);
 	if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
 		_exit(EXIT_CORRAL);
@@ -102,6 +103,7 @@ static int private_paths(struct mcp_daemon *d)
 static int start_private(struct mcp_daemon *d)
 {
 	int code = private_paths(d), status;
+	pid_t self = getpid();
 
 	if (code)
 		return code;
@@ -119,7 +121,7 @@ static int start_private(struct mcp_daemon *d)
 		return EXIT_CORRAL;
 	}
 	if (d->pid == 0)
-		run_daemon(d);
+		run_daemon(d, self);
 	for (int i = 0; i < START_TRIES; i++) {
 		if (answers(d)) {
 			fprintf(stderr, "corral mcp: started a private daemon (pid %d) on %s\n",

@@ -417,6 +417,7 @@ static json_t *t_exec(struct mcp_call *c, struct args *g)
 	const char *id = arg_id(g);
 	bool background = arg_bool(g, "background");
 	json_t *body = g->why ? NULL : exec_body(c, g), *r, *o;
+	char *path;
 
 	if (!body)
 		return NULL;
@@ -425,7 +426,9 @@ static json_t *t_exec(struct mcp_call *c, struct args *g)
 		json_decref(body);
 		return r;
 	}
-	r = call_json(c, "POST", mcp_sandbox_path(id, "/processes"), body, &o);
+	path = mcp_sandbox_path(id, "/processes");
+	r = call_json(c, "POST", path, body, &o);
+	free(path);
 	json_decref(body);
 	if (r)
 		return r;

@@ -78,6 +78,40 @@ t_named_socket_must_answer() {
 	expect_eq "nothing on stdout" "$(cat "$T/out")" ""
 }
 
+t_piped_request_is_answered() {
+	# stdin ends right after the request: the call still gets its answer
+	printf '%s\n' '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {}}}' |
+		TMPDIR=$T timeout 120 "$CORRAL" mcp --private > "$T/out" 2> "$T/err" ||
+		fail "exit $?: $(cat "$T/err")"
+	expect_contains "the answer" "$(cat "$T/out")" '"id":7,"result":{"content"'
+	expect_contains "a sandbox" "$(cat "$T/out")" '"structuredContent":{"id":"sb-'
+	no_leftovers
+}
+
+t_tcp_and_token() {
+	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
+	echo wrong-token-wrong-token > "$T/bad"
+	port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" --listen "127.0.0.1:$port" \
+		--token-file "$T/token" > "$T/daemon.log" 2>&1 < /dev/null &
+	dpid=$!
+	for _ in $(seq 100); do
+		[ -S "$T/s" ] && break
+		sleep 0.1
+	done
+	req='{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_list", "arguments": {}}}'
+	out=$(printf '%s\n' "$req" | timeout 60 "$CORRAL" mcp --url "http://127.0.0.1:$port" \
+		--token-file "$T/token" 2> "$T/err") || true
+	rc=0
+	printf '%s\n' "$req" | timeout 60 "$CORRAL" mcp --url "http://127.0.0.1:$port" \
+		--token-file "$T/bad" > "$T/out" 2> "$T/err2" || rc=$?
+	kill -TERM "$dpid"
+	wait "$dpid"
+	expect_contains "over TCP with the token" "$out" '"structuredContent":{"sandboxes":[]}'
+	expect_eq "a wrong token: exit status" "$rc" 125
+	expect_contains "a wrong token: why" "$(cat "$T/err2")" "HTTP 401: the token of --token-file is not its token"
+}
+
 t_running_daemon() {
 	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
 	dpid=$!

@@ -404,7 +404,10 @@ static void feed(struct mcp *m, struct line_buf *b)
 	}
 }
 
-/* Until stdin ends or a signal of sigs comes; 0, or -1 on a read error. */
+/*
+ * Until stdin ends (1) or SIGTERM/SIGINT/SIGHUP comes (0); -1 on a read
+ * error.
+ */
 static int session(struct mcp *m, const sigset_t *unblocked)
 {
 	struct line_buf b = { .cap = 65536 };
@@ -446,6 +449,7 @@ static int session(struct mcp *m, const sigset_t *unblocked)
 		if (n == 0) {
 			if (b.len)		/* a last line without its newline */
 				on_message(m, b.buf, b.len);
+			ret = 1;
 			break;
 		}
 		b.len += n;
@@ -455,21 +459,35 @@ static int session(struct mcp *m, const sigset_t *unblocked)
 	return ret;
 }
 
-/* Cancel what runs and wait for the threads to leave (bounded). */
-static void end_calls(struct mcp *m)
+/* Wait up to secs for the calls in flight to end; 0 when they all did. */
+static int wait_calls(struct mcp *m, int secs)
 {
 	struct timespec until;
 
-	pthread_mutex_lock(&m->calls_lock);
-	for (size_t i = 0; i < MCP_CALLS_MAX; i++)
-		if (m->calls[i].used)
-			atomic_store(&m->calls[i].cancelled, true);
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 15;
+	until.tv_sec += secs;
 	while (m->ncalls &&
 	       pthread_cond_timedwait(&m->calls_done, &m->calls_lock, &until) == 0)
 		;
-	if (m->ncalls)
+	return m->ncalls ? -1 : 0;
+}
+
+/*
+ * At stdin's end the calls in flight get MCP_EOF_GRACE seconds to answer
+ * (`printf REQUEST | corral mcp` wants its answer); after that, or on a
+ * signal at once, they are cancelled and the threads waited for (bounded).
+ */
+static void end_calls(struct mcp *m, bool eof)
+{
+	pthread_mutex_lock(&m->calls_lock);
+	if (eof && wait_calls(m, MCP_EOF_GRACE) == 0) {
+		pthread_mutex_unlock(&m->calls_lock);
+		return;
+	}
+	for (size_t i = 0; i < MCP_CALLS_MAX; i++)
+		if (m->calls[i].used)
+			atomic_store(&m->calls[i].cancelled, true);
+	if (wait_calls(m, 15) < 0)
 		cli_error("mcp: %zu call(s) did not end within 15 s", m->ncalls);
 	pthread_mutex_unlock(&m->calls_lock);
 }
@@ -513,7 +531,7 @@ int cmd_mcp(int argc, char **argv)
 	static struct mcp m;
 	struct mcp_args a = { .m = &m };
 	sigset_t unblocked;
-	int code;
+	int code, r = 0;
 
 	pthread_mutex_init(&m.out_lock, NULL);
 	pthread_mutex_init(&m.calls_lock, NULL);
@@ -540,9 +558,9 @@ int cmd_mcp(int argc, char **argv)
 		cli_error("mcp: cannot watch signals: %s", strerror(errno));
 		code = EXIT_CORRAL;
 	}
-	if (!code && session(&m, &unblocked) < 0)
+	if (!code && (r = session(&m, &unblocked)) < 0)
 		code = EXIT_CORRAL;
-	end_calls(&m);
+	end_calls(&m, r == 1);
 	mcp_daemon_close(&m.d);
 	mcp_bounds_free(&m.b);
 	curl_global_cleanup();

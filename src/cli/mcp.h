@@ -23,6 +23,7 @@
 #define MCP_CALLS_MAX		32	/* tools/call in flight at once */
 #define MCP_LINE_MAX		(8u << 20)	/* one JSON-RPC message */
 #define MCP_EXEC_TIMEOUT_DEFAULT 60	/* seconds, when the model gives none */
+#define MCP_EOF_GRACE		10	/* seconds calls may finish after stdin's end */
 
 /* The daemon we talk to, and whether we started it. */
 struct mcp_daemon {

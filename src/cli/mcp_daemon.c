@@ -34,18 +34,23 @@ static void sleep_ms(long ms)
 		;
 }
 
-/* Does a daemon answer GET /v1/health at d's target? */
-static bool answers(const struct mcp_daemon *d)
+/* The HTTP status of GET /v1/health at d's target; 0 when none came. */
+static long health(const struct mcp_daemon *d)
 {
 	struct mcp_http h = { .max = 65536 };
 	char *why = NULL;
-	bool ok;
+	long status = 0;
 
-	ok = mcp_http_do(d, "GET", "/v1/health", NULL, 0, NULL, &h, &why) == 0 &&
-	     h.status == 200;
+	if (mcp_http_do(d, "GET", "/v1/health", NULL, 0, NULL, &h, &why) == 0)
+		status = h.status;
 	free(why);
 	mcp_http_free(&h);
-	return ok;
+	return status;
+}
+
+static bool answers(const struct mcp_daemon *d)
+{
+	return health(d) == 200;
 }
 
 /* The child: the daemon, with stdout (the protocol's) sent to stderr. */
@@ -144,6 +149,7 @@ static int start_private(struct mcp_daemon *d)
 int mcp_daemon_open(struct mcp_daemon *d, const struct verb *v, bool private)
 {
 	bool named = d->conn.socket || d->conn.url || getenv("CORRAL_SOCKET");
+	long status = 0;
 	int code;
 
 	if (private && named)
@@ -153,10 +159,16 @@ int mcp_daemon_open(struct mcp_daemon *d, const struct verb *v, bool private)
 	code = conn_target(&d->conn, v);
 	if (code && named)
 		return code;
-	if (!code && answers(d)) {
+	if (!code && (status = health(d)) == 200) {
 		fprintf(stderr, "corral mcp: using the daemon at %s\n",
 			d->conn.socket ? d->conn.socket : d->conn.url);
 		return 0;
+	}
+	if (named && status) {
+		cli_error("mcp: the daemon at %s answered HTTP %ld%s",
+			  d->conn.socket ? d->conn.socket : d->conn.url, status,
+			  status == 401 ? ": the token of --token-file is not its token" : "");
+		return EXIT_CORRAL;
 	}
 	if (named) {
 		cli_error("mcp: no daemon answers at %s; start one with `corral serve`, or leave out --socket/--url to have corral mcp start its own",

@@ -88,6 +88,17 @@ t_piped_request_is_answered() {
 	no_leftovers
 }
 
+t_named_policy() {
+	[ -f "$HERE/../policies/offline.json" ] || { skip "no policies/ next to tests/"; return 77; }
+	printf '%s\n' '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"policy": "offline"}}}' \
+		'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"policy": "../offline"}}}' |
+		TMPDIR=$T timeout 120 "$CORRAL" mcp --private --policy-dir "$HERE/../policies" > "$T/out" 2> "$T/err" ||
+		fail "exit $?: $(cat "$T/err")"
+	expect_contains "offline is offered" "$(grep '"id":1' "$T/out")" '"structuredContent":{"id":"sb-'
+	expect_contains "a name is no path" "$(grep '"id":2' "$T/out")" 'a policy name is letters'
+	no_leftovers
+}
+
 t_tcp_and_token() {
 	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
 	echo wrong-token-wrong-token > "$T/bad"

@@ -76,7 +76,9 @@ stage() {	# stage BUILD
 	# root-owned setuid copy: what an unprivileged agent might try to use
 	cp "$1/tests/helpers/euid" "$STAGE/helpers/euid-setuid"
 	chmod 4755 "$STAGE/helpers/euid-setuid"
-	cp tests/*.sh tests/*.py "$STAGE/tests/"
+	cp tests/*.sh tests/*.py tests/*.mjs "$STAGE/tests/"
+	[ -d build/mcp-sdk ] && cp -r build/mcp-sdk "$STAGE/"
+	cp -r clients "$STAGE/"
 	cp -r tests/data "$STAGE/tests/"
 	cp -r policies "$STAGE/"
 	chown "$NOBODY:$NOBODY" "$STAGE/tmp"
@@ -119,6 +121,9 @@ suite() {
 	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $(id -un) ($label)" tests/export.sh "$b/corral"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
+	step "python client as $(id -un) ($label)" tests/python_client.sh "$b/corral"
+	step "docs/openapi.json against the daemon ($label)" /usr/bin/python3 tests/openapi.py "$b/corral"
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	step "images as $(id -un) ($label)" tests/image.sh "$b/corral"
@@ -140,6 +145,10 @@ suite() {
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
+		[ -z "$brief" ] && step "mcp as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
+		[ -z "$brief" ] && step "python client as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody "$STAGE/tests/python_client.sh" "$STAGE/corral" "$STAGE/clients/python"
 		step "a misbehaving agent as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \

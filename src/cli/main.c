@@ -30,6 +30,7 @@ static const char usage[] =
 "  logs ID                         background processes and their output\n"
 "  events [ID] [--follow]          the daemon's events, as JSON lines\n"
 "  image import|ls|rm|inspect      OCI images kept on this machine\n"
+"  mcp [OPTIONS]                   a Model Context Protocol server on stdio\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -92,6 +93,7 @@ static const struct command {
 	{ "logs", cmd_logs },
 	{ "events", cmd_events },
 	{ "image", cmd_image },
+	{ "mcp", cmd_mcp },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 	{ "help", cmd_help },

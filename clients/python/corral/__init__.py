@@ -1,0 +1,20 @@
+"""corral - a client of `corral serve`, the daemon of corral's Linux
+sandboxes (docs/API.md).  Standard library only.
+
+    import corral
+    with corral.Client().create() as sb:
+        print(sb.run("echo hi").stdout)
+"""
+from .client import Client, UnixHTTPConnection, default_socket
+from .errors import (APIError, BadRequest, Busy, ConnectionFailed, Conflict,
+                     CorralError, Forbidden, InternalError, MethodNotAllowed,
+                     NoSpace, NotFound, PolicyRejected, TooLarge, Unauthorized)
+from .sandbox import Files, Process, Result, Sandbox
+
+__all__ = [
+    "Client", "UnixHTTPConnection", "default_socket", "Sandbox", "Process", "Files",
+    "Result", "CorralError", "ConnectionFailed", "APIError", "BadRequest",
+    "Unauthorized", "Forbidden", "NotFound", "MethodNotAllowed", "Conflict",
+    "TooLarge", "PolicyRejected", "InternalError", "Busy", "NoSpace",
+]
+__version__ = "0.1.0"

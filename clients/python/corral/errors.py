@@ -1,0 +1,87 @@
+"""The daemon's refusals as exceptions: {"error": CODE, "detail": SENTENCE}
+with its HTTP status (docs/API.md, "Errors"), one class a code."""
+
+
+class CorralError(Exception):
+    """Anything this client could not do; the base of the others."""
+
+
+class ConnectionFailed(CorralError):
+    """No answer from the daemon: no socket, refused, closed mid-answer."""
+
+
+class APIError(CorralError):
+    """The daemon answered with an error: status, code and detail as it said."""
+
+    status = 0
+
+    def __init__(self, status, code, detail):
+        super().__init__("%s (HTTP %d %s)" % (detail, status, code))
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+class BadRequest(APIError):
+    """400 bad_request: bad JSON, unknown field, wrong type, bad path."""
+
+
+class Unauthorized(APIError):
+    """401 unauthorized: TCP without the right bearer token."""
+
+
+class Forbidden(APIError):
+    """403 forbidden: a file the sandbox's user may not read or write."""
+
+
+class NotFound(APIError):
+    """404 not_found: no such route, sandbox, process or file."""
+
+
+class MethodNotAllowed(APIError):
+    """405 method_not_allowed."""
+
+
+class Conflict(APIError):
+    """409 conflict: the sandbox is halted (detail: why), paused or going."""
+
+
+class TooLarge(APIError):
+    """413 too_large: a body or file over the daemon's limit."""
+
+
+class PolicyRejected(APIError):
+    """422 policy: the loader's "KEY: reason (got ...)"."""
+
+
+class InternalError(APIError):
+    """500 internal: the sandbox could not be built; detail says why."""
+
+
+class Busy(APIError):
+    """503 busy: --max-sandboxes reached."""
+
+
+class NoSpace(APIError):
+    """507 no_space: the sandbox's disk is full."""
+
+
+BY_STATUS = {
+    400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
+    405: MethodNotAllowed, 409: Conflict, 413: TooLarge, 422: PolicyRejected,
+    500: InternalError, 503: Busy, 507: NoSpace,
+}
+
+
+def from_answer(status, body):
+    """The exception for an error answer (its body as bytes)."""
+    import json
+    code, detail = "error", body.decode("utf-8", "replace")[:500] or "no detail"
+    try:
+        o = json.loads(body)
+        if isinstance(o, dict):
+            code = o.get("error", code)
+            detail = o.get("detail", detail)
+    except ValueError:
+        pass
+    return BY_STATUS.get(status, APIError)(status, code, detail)

@@ -1,0 +1,137 @@
+/*
+ * mcp.h - `corral mcp`: a Model Context Protocol server on stdio, a client
+ * of `corral serve` underneath.  Its parts:
+ *   mcp.c         the command line, the session, JSON-RPC in and out
+ *   mcp_daemon.c  the daemon to talk to: a running one, or a private one
+ *                 started for the session and removed with it
+ *   mcp_http.c    one HTTP request to the daemon on the calling thread,
+ *                 cancellable, with the answer's lines streamed
+ *   mcp_tools.c   the tools: their schemas and what each one asks the daemon
+ *   mcp_bounds.c  the operator's policy as the bound of what a model asks for
+ * Every tools/call runs on a thread of its own, so that the session goes on
+ * reading stdin (pings, other calls, notifications/cancelled) meanwhile.
+ */
+#ifndef CORRAL_MCP_H
+#define CORRAL_MCP_H
+
+#include "client.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#define MCP_CALLS_MAX		32	/* tools/call in flight at once */
+#define MCP_LINE_MAX		(8u << 20)	/* one JSON-RPC message */
+#define MCP_EXEC_TIMEOUT_DEFAULT 60	/* seconds, when the model gives none */
+#define MCP_EOF_GRACE		10	/* seconds calls may finish after stdin's end */
+
+/* The daemon we talk to, and whether we started it. */
+struct mcp_daemon {
+	struct conn conn;		/* where: socket or URL + token */
+	pid_t pid;			/* a private daemon's, or 0 */
+	char *dir;			/* its private 0700 directory, or NULL */
+	char *socket_path;		/* dir/corral.sock */
+	char *state_dir;		/* dir/state */
+};
+
+/* What the operator's policy allows; see mcp_bounds.c. */
+struct mcp_bounds {
+	json_t *policy;			/* the operator's policy object ({} none) */
+	struct corral_policy limit;	/* ... loaded over the built-in default */
+	char **policy_dirs;		/* --policy-dir: NAME.json for "policy": NAME */
+	size_t npolicy_dirs;
+};
+
+struct mcp;
+
+/* One tools/call in flight. */
+struct mcp_call {
+	struct mcp *m;
+	json_t *id;			/* the request's id */
+	json_t *progress_token;		/* params._meta.progressToken, or NULL */
+	json_t *params;
+	atomic_bool cancelled;		/* notifications/cancelled came */
+	double progress;		/* last progress sent, strictly rising */
+	pthread_t thread;
+	bool used;
+};
+
+struct mcp {
+	struct mcp_daemon d;
+	struct mcp_bounds b;
+	pthread_mutex_t out_lock;	/* one message at a time on stdout */
+	pthread_mutex_t calls_lock;
+	pthread_cond_t calls_done;
+	struct mcp_call calls[MCP_CALLS_MAX];
+	size_t ncalls;
+	bool stdout_broken;
+};
+
+/* ---- mcp.c --------------------------------------------------------------- */
+
+/* Write one message (a line) to stdout; takes msg's reference. */
+void mcp_send(struct mcp *m, json_t *msg);
+/* notifications/progress for call, when its client asked for progress. */
+void mcp_progress(struct mcp_call *call, const char *message);
+
+/* ---- mcp_daemon.c ---------------------------------------------------------- */
+
+/*
+ * The daemon the session talks to: --socket/--url/$CORRAL_SOCKET when given
+ * (it must answer), else the default socket when a daemon answers there,
+ * else (or with private) a private daemon of our own.
+ */
+int mcp_daemon_open(struct mcp_daemon *d, const struct verb *v, bool private);
+/* Stop a private daemon (SIGTERM, then SIGKILL) and remove its directory. */
+void mcp_daemon_close(struct mcp_daemon *d);
+
+/* ---- mcp_http.c ------------------------------------------------------------ */
+
+struct mcp_http {
+	long status;
+	char *buf;			/* the body (2xx streamed: the partial line) */
+	size_t len, cap, max;
+	/* when set, a 2xx answer goes here a line at a time */
+	int (*line)(void *arg, char *line, size_t len);
+	void *arg;
+	atomic_bool *cancel;		/* set: the transfer ends, the call dies */
+};
+
+/*
+ * One request to the daemon.  0 when an answer came (status in h->status),
+ * -1 with *why (malloc'd) when none did, or it was cancelled.
+ */
+int mcp_http_do(const struct mcp_daemon *d, const char *method,
+		const char *path, const char *body, size_t body_len,
+		const char *type, struct mcp_http *h, char **why);
+void mcp_http_free(struct mcp_http *h);
+/* "/v1/sandboxes/ID" + rest (escaped); NULL when out of memory */
+char *mcp_sandbox_path(const char *id, const char *rest);
+/* s, %-escaped for a query string; NULL when out of memory */
+char *mcp_escape(const char *s);
+
+/* ---- mcp_tools.c ----------------------------------------------------------- */
+
+/* The tools/list result. */
+json_t *mcp_tools_list(void);
+/* The tools/call result, or NULL with *code and *why for a JSON-RPC error
+ * (an unknown tool: -32602). */
+json_t *mcp_tools_call(struct mcp_call *call, int *code, char **why);
+
+/* ---- mcp_bounds.c ---------------------------------------------------------- */
+
+int mcp_bounds_load(struct mcp_bounds *b, const char *file);
+void mcp_bounds_free(struct mcp_bounds *b);
+/*
+ * The policy object to send for a create: the operator's policy, a named
+ * or inline policy of the model's merged over it, then allow_hosts and
+ * limits; NULL with *why when it would go beyond the operator's policy
+ * or is not a valid policy.  workspace (may be NULL) is checked too.
+ */
+json_t *mcp_bounds_policy(const struct mcp_bounds *b, const json_t *args,
+			  const char *workspace, char **why);
+/* An exec's timeout_seconds within the operator's limits.timeout. */
+int mcp_bounds_timeout(const struct mcp_bounds *b, double asked, double *out,
+		       char **why);
+
+#endif

@@ -1,0 +1,370 @@
+/*
+ * mcp_bounds.c - what a model may ask of `corral mcp`, bounded by the
+ * operator's policy (`--policy FILE`, else the built-in default).
+ *
+ * A model's sandbox_create may name a policy, give one inline, a list of
+ * hosts and limits.  They are merged over the operator's policy object
+ * (objects key by key, anything else replaced), and the result is loaded
+ * exactly as the daemon will load it (over the built-in default).  Then
+ * every field that could widen what the sandbox may do is compared with
+ * the operator's: the model may narrow (lower limits, fewer hosts, more
+ * denials), never widen; a request that widens is refused with the field,
+ * the bound and what was asked, so the model can ask again within it.
+ */
+#include "mcp.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *say(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : s;
+}
+
+int mcp_bounds_load(struct mcp_bounds *b, const char *file)
+{
+	struct corral_err err = { 0 };
+	json_error_t jerr;
+
+	corral_policy_init(&b->limit);
+	if (!file) {
+		b->policy = json_object();
+		return b->policy ? 0 : out_of_memory();
+	}
+	if (corral_policy_load_file(&b->limit, file, &err) < 0) {
+		cli_error("mcp: --policy %s", err.msg);
+		return 2;
+	}
+	b->policy = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(b->policy)) {
+		cli_error("mcp: --policy %s: not a JSON object", file);
+		return 2;
+	}
+	return 0;
+}
+
+void mcp_bounds_free(struct mcp_bounds *b)
+{
+	json_decref(b->policy);
+	corral_policy_free(&b->limit);
+	free(b->policy_dirs);
+}
+
+/* src over dst: objects merged key by key, anything else replaced. */
+static int merge(json_t *dst, const json_t *src)
+{
+	const char *key;
+	json_t *v, *old;
+
+	json_object_foreach((json_t *)src, key, v) {
+		old = json_object_get(dst, key);
+		if (json_is_object(old) && json_is_object(v)) {
+			if (merge(old, v) < 0)
+				return -1;
+		} else if (json_object_set_new(dst, key, json_deep_copy(v)) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* "policy": NAME -> NAME.json in one of the --policy-dir directories. */
+static json_t *named_policy(const struct mcp_bounds *b, const char *name,
+			    char **why)
+{
+	json_error_t jerr;
+	char path[PATH_MAX];
+
+	if (!strcmp(name, "default"))
+		return json_object();
+	for (const char *c = name; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_') {
+			*why = say("policy: a policy name is letters, digits, - and _ (got \"%.64s\")",
+				   name);
+			return NULL;
+		}
+	for (size_t i = 0; i < b->npolicy_dirs; i++) {
+		json_t *o;
+
+		if (snprintf(path, sizeof(path), "%s/%s.json", b->policy_dirs[i],
+			     name) >= (int)sizeof(path))
+			continue;
+		if (access(path, R_OK) < 0)
+			continue;
+		o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+		if (!json_is_object(o)) {
+			json_decref(o);
+			*why = say("policy \"%s\": %s is not a JSON object", name, path);
+			return NULL;
+		}
+		json_object_del(o, "description");
+		return o;
+	}
+	*why = say("policy: no policy named \"%.64s\"%s; give \"default\" or an inline policy object",
+		   name, b->npolicy_dirs ? " in the operator's policy directories" :
+		   " (the operator gave no --policy-dir)");
+	return NULL;
+}
+
+/* The model's asks as one policy object: policy, allow_hosts, limits. */
+static json_t *asked_policy(const struct mcp_bounds *b, const json_t *args,
+			    char **why)
+{
+	json_t *p = json_object_get(args, "policy"), *asked, *v;
+
+	if (json_is_string(p))
+		asked = named_policy(b, json_string_value(p), why);
+	else if (json_is_object(p))
+		asked = json_deep_copy(p);
+	else if (!p)
+		asked = json_object();
+	else {
+		*why = say("policy: a policy name (string) or a policy object");
+		return NULL;
+	}
+	if (!asked)
+		return NULL;
+	v = json_object_get(args, "allow_hosts");
+	if (v) {
+		json_t *net = json_pack("{s:{s:s,s:O}}", "network", "mode", "proxy",
+					"allow", v);
+
+		if (!json_is_array(v) || !net || merge(asked, net) < 0) {
+			json_decref(net);
+			json_decref(asked);
+			*why = say("allow_hosts: a list of host patterns");
+			return NULL;
+		}
+		json_decref(net);
+	}
+	v = json_object_get(args, "limits");
+	if (v) {
+		json_t *lim = json_pack("{s:O}", "limits", v);
+
+		if (!json_is_object(v) || !lim || merge(asked, lim) < 0) {
+			json_decref(lim);
+			json_decref(asked);
+			*why = say("limits: an object like {\"memory\": \"512M\", \"pids\": 64}");
+			return NULL;
+		}
+		json_decref(lim);
+	}
+	return asked;
+}
+
+static bool in_list(char **list, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], s))
+			return true;
+	return false;
+}
+
+/* A limit where 0 means none: got must be set and no more than lim. */
+static char *check_u64(const char *key, uint64_t got, uint64_t lim)
+{
+	if (!lim || (got && got <= lim))
+		return NULL;
+	if (!got)
+		return say("%s: the operator's policy sets at most %llu; it cannot be removed",
+			   key, (unsigned long long)lim);
+	return say("%s: the operator's policy allows at most %llu (got %llu)", key,
+		   (unsigned long long)lim, (unsigned long long)got);
+}
+
+static char *check_limits(const struct corral_policy *p,
+			  const struct corral_policy *l)
+{
+	char *why;
+
+	if ((why = check_u64("limits.memory (bytes)", p->memory_bytes, l->memory_bytes)) ||
+	    (why = check_u64("limits.pids", p->pids, l->pids)) ||
+	    (why = check_u64("limits.disk (bytes)", p->disk_bytes, l->disk_bytes)) ||
+	    (why = check_u64("limits.timeout (ms)", p->timeout_ms, l->timeout_ms)) ||
+	    (why = check_u64("limits.output (bytes)", p->output_bytes, l->output_bytes)))
+		return why;
+	if (l->cpus > 0 && (p->cpus <= 0 || p->cpus > l->cpus))
+		return say("limits.cpus: the operator's policy allows at most %g (got %s)",
+			   l->cpus, p->cpus > 0 ? "more" : "unlimited");
+	return NULL;
+}
+
+static char *check_network(const struct corral_policy *p,
+			   const struct corral_policy *l)
+{
+	size_t i;
+
+	if (p->net != CORRAL_NET_NONE && l->net == CORRAL_NET_NONE)
+		return say("network.mode: the operator's policy allows no network (mode \"none\"); allow_hosts cannot be used");
+	for (i = 0; i < p->nnet_allow; i++)
+		if (!in_list(l->net_allow, l->nnet_allow, p->net_allow[i]))
+			return say("network.allow: \"%s\" is not in the operator's allowlist (%zu pattern(s)); ask only for hosts it has",
+				   p->net_allow[i], l->nnet_allow);
+	for (i = 0; i < l->nnet_deny; i++)
+		if (!in_list(p->net_deny, p->nnet_deny, l->net_deny[i]))
+			return say("network.deny: the operator's denial \"%s\" cannot be removed",
+				   l->net_deny[i]);
+	if (p->nnet_hosts != l->nnet_hosts)
+		return say("network.hosts: fixed by the operator's policy");
+	for (i = 0; i < p->nnet_hosts; i++)
+		if (strcmp(p->net_hosts[i].name, l->net_hosts[i].name) ||
+		    strcmp(p->net_hosts[i].value, l->net_hosts[i].value))
+			return say("network.hosts: fixed by the operator's policy");
+	if ((p->net_resolver || l->net_resolver) &&
+	    (!p->net_resolver || !l->net_resolver ||
+	     strcmp(p->net_resolver, l->net_resolver)))
+		return say("network.resolver: fixed by the operator's policy");
+	return NULL;
+}
+
+static bool bind_allowed(const struct corral_bind *b, const struct corral_policy *l)
+{
+	for (size_t i = 0; i < l->nbinds; i++)
+		if (!strcmp(b->src, l->binds[i].src) && !strcmp(b->dst, l->binds[i].dst) &&
+		    (!b->writable || l->binds[i].writable))
+			return true;
+	return false;
+}
+
+/* dir is lim or inside it, both resolved on the host. */
+static bool path_within(const char *dir, const char *lim)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	size_t n;
+
+	if (!realpath(dir, a) || !realpath(lim, b))
+		return false;
+	n = strlen(b);
+	if (n == 1)
+		return true;
+	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
+}
+
+static char *check_files(const struct corral_policy *p,
+			 const struct corral_policy *l, const char *workspace)
+{
+	size_t i;
+
+	for (i = 0; i < p->nbinds; i++)
+		if (!bind_allowed(&p->binds[i], l))
+			return say("filesystem: the host path %s (%s at %s) is not one the operator's policy shows",
+				   p->binds[i].src, p->binds[i].writable ? "writable" :
+				   "read-only", p->binds[i].dst);
+	for (i = 0; i < p->nenv_pass; i++)
+		if (!in_list(l->env_pass, l->nenv_pass, p->env_pass[i]))
+			return say("env.pass: %s is not passed by the operator's policy",
+				   p->env_pass[i]);
+	for (i = 0; i < 2; i++) {
+		const char *w = i ? workspace : p->workspace;
+
+		if (!w)
+			continue;
+		if (!l->workspace)
+			return say("workspace: the operator's policy shows no host directory as a workspace (got %s)",
+				   w);
+		if (!path_within(w, l->workspace))
+			return say("workspace: %s is not the operator's workspace %s or inside it",
+				   w, l->workspace);
+	}
+	return NULL;
+}
+
+static char *check_abort(const struct corral_policy *p,
+			 const struct corral_policy *l)
+{
+	const struct corral_abort *a = &p->abort, *b = &l->abort;
+	char *why;
+
+	if ((why = check_u64("abort.max_denied_egress", a->max_denied_egress, b->max_denied_egress)) ||
+	    (why = check_u64("abort.max_distinct_denied", a->max_distinct_denied, b->max_distinct_denied)) ||
+	    (why = check_u64("abort.max_denied_syscalls", a->max_denied_syscalls, b->max_denied_syscalls)) ||
+	    (why = check_u64("abort.max_cpu (ms)", a->max_cpu_ms, b->max_cpu_ms)) ||
+	    (why = check_u64("abort.max_wall (ms)", a->max_wall_ms, b->max_wall_ms)))
+		return why;
+	for (size_t i = 0; i < b->ntripwires; i++)
+		if (!in_list(a->tripwires, a->ntripwires, b->tripwires[i]))
+			return say("abort.tripwires: the operator's tripwire %s cannot be removed",
+				   b->tripwires[i]);
+	if (a->kill && !b->kill)
+		return say("abort.on_abort: the operator's policy holds a halted sandbox frozen");
+	if (p->events.budget_bytes > l->events.budget_bytes ||
+	    p->events.verbatim > l->events.verbatim ||
+	    p->events.interval_ms < l->events.interval_ms)
+		return say("events: the operator's policy bounds the log (budget, verbatim, summary_interval)");
+	return NULL;
+}
+
+json_t *mcp_bounds_policy(const struct mcp_bounds *b, const json_t *args,
+			  const char *workspace, char **why)
+{
+	struct corral_err err = { 0 };
+	struct corral_policy p;
+	json_t *asked, *eff;
+	char *text;
+
+	asked = asked_policy(b, args, why);
+	if (!asked)
+		return NULL;
+	eff = json_deep_copy(b->policy);
+	if (!eff || merge(eff, asked) < 0) {
+		json_decref(asked);
+		json_decref(eff);
+		*why = say("out of memory");
+		return NULL;
+	}
+	json_decref(asked);
+	text = json_dumps(eff, JSON_COMPACT);
+	corral_policy_init(&p);
+	if (!text) {
+		*why = say("out of memory");
+	} else if (corral_policy_load_string(&p, text, strlen(text), "policy", &err) < 0) {
+		*why = say("%s", err.msg);
+	} else if (!(*why = check_limits(&p, &b->limit)) &&
+		   !(*why = check_network(&p, &b->limit)) &&
+		   !(*why = check_files(&p, &b->limit, workspace))) {
+		*why = check_abort(&p, &b->limit);
+	}
+	corral_policy_free(&p);
+	free(text);
+	if (*why) {
+		json_decref(eff);
+		return NULL;
+	}
+	return eff;
+}
+
+int mcp_bounds_timeout(const struct mcp_bounds *b, double asked, double *out,
+		       char **why)
+{
+	double lim = b->limit.timeout_ms / 1000.0;
+
+	*why = NULL;
+	if (asked < 0) {
+		*out = MCP_EXEC_TIMEOUT_DEFAULT;
+		if (lim > 0 && lim < *out)
+			*out = lim;
+		return 0;
+	}
+	if (asked == 0 || (lim > 0 && asked > lim)) {
+		*why = lim > 0 ? say("timeout_seconds: the operator's policy allows at most %g seconds (got %g)",
+				     lim, asked) :
+				 say("timeout_seconds: must be more than 0 (got %g)", asked);
+		return -1;
+	}
+	*out = asked;
+	return 0;
+}

@@ -1,0 +1,264 @@
+/*
+ * mcp_http.c - one request to the daemon from a tools/call's thread.
+ *
+ * client.c serves the verbs, one request at a time with one handle and its
+ * failures said on stderr; a tool call needs its own handle (calls run at
+ * once), its failure as a sentence for the model, and a way to be
+ * cancelled while the daemon says nothing (a `sleep 600`): libcurl's
+ * progress callback, called about once a second whatever comes, ends the
+ * transfer when the call's cancel flag is set.  The daemon cancels an exec
+ * whose client went away, with everything it started.
+ */
+#include "mcp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int grow(struct mcp_http *h, const char *data, size_t n)
+{
+	size_t need = h->len + n + 1, cap;
+	char *p;
+
+	if (h->len + n > h->max)
+		return -1;
+	if (need > h->cap) {
+		cap = h->cap ? h->cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		p = realloc(h->buf, cap);
+		if (!p)
+			return -1;
+		h->buf = p;
+		h->cap = cap;
+	}
+	memcpy(h->buf + h->len, data, n);
+	h->len += n;
+	h->buf[h->len] = '\0';
+	return 0;
+}
+
+/* Complete lines to h->line; the partial last one stays in buf. */
+static int lines(struct mcp_http *h, size_t from)
+{
+	size_t start = 0;
+	char *nl;
+
+	while ((nl = memchr(h->buf + from, '\n', h->len - from))) {
+		*nl = '\0';
+		if (h->line(h->arg, h->buf + start, nl - (h->buf + start)) < 0)
+			return -1;
+		start = from = nl - h->buf + 1;
+	}
+	memmove(h->buf, h->buf + start, h->len - start);
+	h->len -= start;
+	h->buf[h->len] = '\0';
+	return 0;
+}
+
+struct transfer {
+	struct mcp_http *h;
+	CURL *curl;
+	bool too_large;
+};
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct transfer *t = arg;
+	struct mcp_http *h = t->h;
+	size_t n = size * nmemb, old = h->len;
+
+	if (!h->status &&
+	    curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &h->status) != CURLE_OK)
+		h->status = 0;
+	if (grow(h, data, n) < 0) {
+		t->too_large = true;
+		return 0;
+	}
+	if (h->line && h->status >= 200 && h->status < 300 && lines(h, old) < 0)
+		return 0;
+	return n;
+}
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+		       curl_off_t un)
+{
+	struct transfer *t = arg;
+
+	return t->h->cancel && atomic_load(t->h->cancel) ? 1 : 0;
+}
+
+/* "cannot talk to the corral daemon at WHERE: WHY" */
+static char *unreachable(const char *where, const char *why)
+{
+	char *s;
+
+	if (asprintf(&s, "cannot talk to the corral daemon at %s: %s", where, why) < 0)
+		return NULL;
+	return s;
+}
+
+static CURLcode setup(const struct mcp_daemon *d, CURL *curl, const char *url,
+		      const char *method, const char *body, size_t body_len,
+		      struct curl_slist *hdr, struct transfer *t, char *errbuf)
+{
+	CURLcode rc = curl_easy_setopt(curl, CURLOPT_URL, url);
+
+	if (rc == CURLE_OK && d->conn.socket)
+		rc = curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, d->conn.socket);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+	/* libcurl must not raise SIGPIPE or use signals for its timeouts:
+	 * threads run requests at once */
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	if (rc == CURLE_OK && (body || !strcmp(method, "POST") || !strcmp(method, "PUT"))) {
+		rc = curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+				      (curl_off_t)body_len);
+		if (rc == CURLE_OK)
+			rc = curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body ? body : "");
+		if (rc == CURLE_OK && strcmp(method, "POST"))
+			rc = curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	} else if (rc == CURLE_OK && strcmp(method, "GET")) {
+		rc = curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	}
+	return rc;
+}
+
+static int headers(const struct mcp_daemon *d, const char *type,
+		   struct curl_slist **h)
+{
+	const char *lines[] = { "Expect:", d->conn.auth, type ? type : "Content-Type:" };
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct curl_slist *n;
+
+		if (!lines[i])
+			continue;
+		n = curl_slist_append(*h, lines[i]);
+		if (!n)
+			return -1;
+		*h = n;
+	}
+	return 0;
+}
+
+int mcp_http_do(const struct mcp_daemon *d, const char *method,
+		const char *path, const char *body, size_t body_len,
+		const char *type, struct mcp_http *h, char **why)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct transfer t = { .h = h };
+	struct curl_slist *hdr = NULL;
+	char *url = NULL;
+	CURLcode rc;
+	int ret = -1;
+
+	*why = NULL;
+	h->status = 0;
+	if (!h->max)
+		h->max = REPLY_MAX;
+	t.curl = curl_easy_init();
+	if (!t.curl || asprintf(&url, "%s%s", d->conn.base, path) < 0 ||
+	    headers(d, type, &hdr) < 0) {
+		url = NULL;
+		*why = strdup("out of memory");
+		goto out;
+	}
+	rc = setup(d, t.curl, url, method, body, body_len, hdr, &t, errbuf);
+	if (rc == CURLE_OK)
+		rc = curl_easy_perform(t.curl);
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		*why = strdup("cancelled");
+		goto out;
+	}
+	if (t.too_large) {
+		*why = strdup("the daemon's answer is larger than this client keeps");
+		goto out;
+	}
+	if (rc != CURLE_OK) {
+		*why = unreachable(d->conn.socket ? d->conn.socket : d->conn.url,
+				   errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		goto out;
+	}
+	if (curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &h->status) != CURLE_OK) {
+		*why = strdup("libcurl did not tell the HTTP status of the answer");
+		goto out;
+	}
+	/* a stream's last line may lack its newline */
+	if (h->line && h->status >= 200 && h->status < 300 && h->len) {
+		if (h->line(h->arg, h->buf, h->len) < 0) {
+			*why = strdup("the daemon's stream could not be read");
+			goto out;
+		}
+		h->len = 0;
+	}
+	ret = 0;
+out:
+	if (ret < 0 && !*why)
+		*why = strdup("out of memory");
+	curl_slist_free_all(hdr);
+	if (t.curl)
+		curl_easy_cleanup(t.curl);
+	free(url);
+	return ret;
+}
+
+void mcp_http_free(struct mcp_http *h)
+{
+	free(h->buf);
+	h->buf = NULL;
+	h->len = h->cap = 0;
+}
+
+/* RFC 3986 unreserved bytes stay; the rest becomes %XX. */
+char *mcp_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s), j = 0;
+	char *out = malloc(3 * n + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || strchr("-._~/", c)) {
+			out[j++] = c;
+		} else {
+			out[j++] = '%';
+			out[j++] = hex[c >> 4];
+			out[j++] = hex[c & 15];
+		}
+	}
+	out[j] = '\0';
+	return out;
+}
+
+char *mcp_sandbox_path(const char *id, const char *rest)
+{
+	char *esc = mcp_escape(id), *path;
+
+	if (!esc)
+		return NULL;
+	if (asprintf(&path, "/v1/sandboxes/%s%s", esc, rest) < 0)
+		path = NULL;
+	free(esc);
+	return path;
+}

@@ -1,0 +1,974 @@
+/*
+ * mcp_tools.c - the tools of `corral mcp`, each one or two requests of
+ * docs/API.md: the table (names, descriptions a model can act on, input and
+ * output JSON Schemas, annotations) and what each one does.
+ *
+ * The rule for results: a tool that did its job answers a result, whatever
+ * the command it ran did (a non-zero exit, a timeout, a denied connection
+ * are the command's story, told in structuredContent and in the text);
+ * isError is for the tool failing: no such sandbox, bad arguments, the
+ * daemon refusing, the operator's policy refusing.
+ */
+#include "mcp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROGRESS_CHUNK_MAX	4096	/* of output a progress message carries */
+#define EVENTS_DEFAULT		50
+#define EVENTS_MAX		1000
+#define WAIT_POLL_MS		200	/* process_wait's pace */
+
+/* ---- results ------------------------------------------------------------- */
+
+static json_t *text_content(const char *text)
+{
+	return json_pack("[{s:s,s:s}]", "type", "text", "text", text);
+}
+
+static json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *tool_error(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	json_t *r;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	r = json_pack("{s:o,s:b}", "content", text_content(s ? s : "out of memory"),
+		      "isError", 1);
+	free(s);
+	return r;
+}
+
+/* structured as the result, and as its JSON text; takes structured. */
+static json_t *tool_ok(json_t *structured)
+{
+	char *text = json_dumps(structured, JSON_COMPACT | JSON_INDENT(0));
+	json_t *r;
+
+	if (!text) {
+		json_decref(structured);
+		return NULL;
+	}
+	r = json_pack("{s:o,s:o}", "content", text_content(text),
+		      "structuredContent", structured);
+	free(text);
+	return r;
+}
+
+/* The daemon's {"error", "detail"} answer as the tool's failure. */
+static json_t *daemon_refused(const struct mcp_http *h)
+{
+	json_t *o = json_loadb(h->buf ? h->buf : "", h->len, 0, NULL);
+	const char *err = json_string_value(json_object_get(o, "error"));
+	const char *detail = json_string_value(json_object_get(o, "detail"));
+	json_t *r;
+
+	r = tool_error("the corral daemon refused (HTTP %ld %s): %s", h->status,
+		       err ? err : "error", detail ? detail :
+		       (h->buf && !o ? h->buf : "no detail"));
+	json_decref(o);
+	return r;
+}
+
+/* ---- arguments ----------------------------------------------------------- */
+
+struct args {
+	const json_t *a;
+	char *why;			/* the first bad argument, said */
+};
+
+static void bad(struct args *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bad(struct args *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g->why)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&g->why, fmt, ap) < 0)
+		g->why = NULL;
+	va_end(ap);
+}
+
+static const char *arg_str(struct args *g, const char *key, bool required)
+{
+	json_t *v = json_object_get(g->a, key);
+
+	if (!v && required)
+		bad(g, "%s is required", key);
+	else if (v && !json_is_string(v))
+		bad(g, "%s must be a string", key);
+	return json_string_value(v);
+}
+
+static const char *arg_id(struct args *g)
+{
+	const char *id = arg_str(g, "sandbox_id", true);
+
+	if (id && !client_valid_id(id))
+		bad(g, "sandbox_id: \"%.64s\" is not a sandbox id (sb-..., from sandbox_create or sandbox_list)",
+		    id);
+	return id;
+}
+
+static json_int_t arg_int(struct args *g, const char *key, bool required,
+			  json_int_t min, json_int_t max, json_int_t dflt)
+{
+	json_t *v = json_object_get(g->a, key);
+
+	if (!v) {
+		if (required)
+			bad(g, "%s is required", key);
+		return dflt;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < min ||
+	    json_integer_value(v) > max) {
+		bad(g, "%s must be an integer from %lld to %lld", key, (long long)min,
+		    (long long)max);
+		return dflt;
+	}
+	return json_integer_value(v);
+}
+
+static bool arg_bool(struct args *g, const char *key)
+{
+	json_t *v = json_object_get(g->a, key);
+
+	if (v && !json_is_boolean(v))
+		bad(g, "%s must be true or false", key);
+	return json_is_true(v);
+}
+
+/* ---- the daemon ------------------------------------------------------------- */
+
+/*
+ * A request whose answer is a JSON object: the object (*out), or a tool
+ * error to return.  body may be NULL.
+ */
+static json_t *call_json(struct mcp_call *c, const char *method, const char *path,
+			 const json_t *body, json_t **out)
+{
+	struct mcp_http h = { .cancel = &c->cancelled };
+	char *text = NULL, *why = NULL;
+	json_t *err = NULL;
+
+	*out = NULL;
+	if (!path || (body && !(text = json_dumps(body, JSON_COMPACT))))
+		return tool_error("out of memory");
+	if (mcp_http_do(&c->m->d, method, path, text, text ? strlen(text) : 0,
+			text ? "Content-Type: application/json" : NULL, &h, &why) < 0)
+		err = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		err = daemon_refused(&h);
+	else if (!(*out = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)) ||
+		 !json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		err = tool_error("the daemon's answer is not a JSON object");
+	}
+	mcp_http_free(&h);
+	free(text);
+	free(why);
+	return err;
+}
+
+/* A whole answer that is an object, as the tool's result. */
+static json_t *simple(struct mcp_call *c, const char *method, char *path,
+		      const json_t *body)
+{
+	json_t *o, *err = call_json(c, method, path, body, &o);
+
+	free(path);
+	return err ? err : tool_ok(o);
+}
+
+/* ---- sandboxes -------------------------------------------------------------- */
+
+static json_t *t_create(struct mcp_call *c, struct args *g)
+{
+	const char *workspace = arg_str(g, "workspace", false);
+	json_int_t ttl = arg_int(g, "ttl_seconds", false, 0, 30LL * 24 * 3600, 0);
+	json_t *labels = json_object_get(g->a, "labels"), *policy, *body;
+	char *why = NULL;
+
+	if (labels && !json_is_object(labels))
+		bad(g, "labels must be an object of strings");
+	if (g->why)
+		return NULL;
+	policy = mcp_bounds_policy(&c->m->b, g->a, workspace, &why);
+	if (!policy) {
+		json_t *r = tool_error("refused: %s", why ? why : "out of memory");
+
+		free(why);
+		return r;
+	}
+	body = json_pack("{s:o}", "policy", policy);
+	if (body && workspace)
+		json_object_set_new(body, "workspace", json_string(workspace));
+	if (body && ttl)
+		json_object_set_new(body, "ttl_seconds", json_integer(ttl));
+	if (body && labels)
+		json_object_set(body, "labels", labels);
+	if (!body)
+		return tool_error("out of memory");
+	{
+		json_t *r = simple(c, "POST", strdup("/v1/sandboxes"), body);
+
+		json_decref(body);
+		return r;
+	}
+}
+
+static json_t *t_list(struct mcp_call *c, struct args *g)
+{
+	return simple(c, "GET", strdup("/v1/sandboxes"), NULL);
+}
+
+static json_t *t_info(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+
+	return g->why ? NULL : simple(c, "GET", mcp_sandbox_path(id, ""), NULL);
+}
+
+static json_t *t_state(struct mcp_call *c, struct args *g, const char *action)
+{
+	const char *id = arg_id(g);
+
+	return g->why ? NULL : simple(c, "POST", mcp_sandbox_path(id, action), NULL);
+}
+
+static json_t *t_pause(struct mcp_call *c, struct args *g)
+{
+	return t_state(c, g, "/pause");
+}
+
+static json_t *t_resume(struct mcp_call *c, struct args *g)
+{
+	return t_state(c, g, "/resume");
+}
+
+static json_t *t_halt(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *reason = arg_str(g, "reason", false);
+	json_t *body, *r;
+
+	if (g->why)
+		return NULL;
+	body = reason ? json_pack("{s:s}", "reason", reason) : json_object();
+	r = simple(c, "POST", mcp_sandbox_path(id, "/halt"), body);
+	json_decref(body);
+	return r;
+}
+
+static json_t *t_destroy(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+
+	return g->why ? NULL : simple(c, "DELETE", mcp_sandbox_path(id, ""), NULL);
+}
+
+/* ---- exec ------------------------------------------------------------------ */
+
+/* The body of .../exec and .../processes from the tool's arguments. */
+static json_t *exec_body(struct mcp_call *c, struct args *g)
+{
+	json_t *argv = json_object_get(g->a, "argv"), *env = json_object_get(g->a, "env");
+	const char *command = arg_str(g, "command", false);
+	const char *cwd = arg_str(g, "cwd", false), *in = arg_str(g, "stdin", false);
+	json_t *t = json_object_get(g->a, "timeout_seconds"), *body;
+	double timeout;
+	char *why = NULL;
+	size_t i;
+	json_t *v;
+	const char *k;
+
+	if (!!argv == !!command)
+		bad(g, "give exactly one of command (a shell command line) and argv (a list of strings)");
+	if (argv && (!json_is_array(argv) || !json_array_size(argv)))
+		bad(g, "argv must be a non-empty list of strings");
+	json_array_foreach(argv, i, v)
+		if (!json_is_string(v))
+			bad(g, "argv[%zu] must be a string", i);
+	if (env && !json_is_object(env))
+		bad(g, "env must be an object of strings");
+	json_object_foreach(env, k, v)
+		if (!json_is_string(v))
+			bad(g, "env.%s must be a string", k);
+	if (t && !json_is_number(t))
+		bad(g, "timeout_seconds must be a number");
+	if (g->why)
+		return NULL;
+	if (mcp_bounds_timeout(&c->m->b, t ? json_number_value(t) : -1, &timeout, &why) < 0) {
+		bad(g, "%s", why);
+		free(why);
+		return NULL;
+	}
+	body = json_pack("{s:f}", "timeout_seconds", timeout);
+	if (body && argv)
+		json_object_set(body, "argv", argv);
+	if (body && command)
+		json_object_set_new(body, "command", json_string(command));
+	if (body && cwd)
+		json_object_set_new(body, "cwd", json_string(cwd));
+	if (body && env)
+		json_object_set(body, "env", env);
+	if (body && in)
+		json_object_set_new(body, "stdin", json_string(in));
+	if (!body)
+		bad(g, "out of memory");
+	return body;
+}
+
+struct stream {
+	struct mcp_call *c;
+	json_t *result;			/* the "end" line's */
+};
+
+static int on_line(void *arg, char *line, size_t len)
+{
+	struct stream *s = arg;
+	json_t *o = json_loadb(line, len, 0, NULL);
+	const char *type = json_string_value(json_object_get(o, "type"));
+	const char *data = json_string_value(json_object_get(o, "data"));
+
+	if (!type) {
+		json_decref(o);
+		return len ? -1 : 0;
+	}
+	if (!strcmp(type, "end")) {
+		json_decref(s->result);
+		s->result = json_incref(json_object_get(o, "result"));
+	} else if (data && (!strcmp(type, "stdout") || !strcmp(type, "stderr"))) {
+		char *msg;
+
+		if (asprintf(&msg, "%s: %.*s", type, PROGRESS_CHUNK_MAX, data) >= 0) {
+			mcp_progress(s->c, msg);
+			free(msg);
+		}
+	}
+	json_decref(o);
+	return 0;
+}
+
+/* What a person reads: how it ended, then the output. */
+static char *exec_text(const json_t *r)
+{
+	const char *out = json_string_value(json_object_get(r, "stdout"));
+	const char *err = json_string_value(json_object_get(r, "stderr"));
+	const char *reason = json_string_value(json_object_get(r, "reason"));
+	const char *status = json_string_value(json_object_get(r, "status"));
+	json_t *denials = json_object_get(r, "denials");
+	char *den = json_array_size(denials) ? json_dumps(denials, JSON_COMPACT) : NULL;
+	char *text;
+
+	if (asprintf(&text, "status: %s, exit code %lld: %s\n%s%s%s--- stdout ---\n%s\n--- stderr ---\n%s",
+		     status ? status : "?",
+		     (long long)json_integer_value(json_object_get(r, "exit_code")),
+		     reason ? reason : "", den ? "denied: " : "", den ? den : "",
+		     den ? "\n" : "", out ? out : "", err ? err : "") < 0)
+		text = NULL;
+	free(den);
+	return text;
+}
+
+static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
+{
+	struct stream s = { .c = c };
+	struct mcp_http h = { .cancel = &c->cancelled, .line = on_line, .arg = &s };
+	char *path = mcp_sandbox_path(id, "/exec"), *text = NULL, *why = NULL;
+	json_t *r = NULL;
+
+	json_object_set_new(body, "stream", json_true());
+	text = json_dumps(body, JSON_COMPACT);
+	if (!path || !text)
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "POST", path, text, strlen(text),
+			     "Content-Type: application/json", &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	else if (!json_is_object(s.result))
+		r = tool_error("the daemon's stream ended without the call's result");
+	if (!r) {
+		char *t = exec_text(s.result);
+
+		r = json_pack("{s:o,s:O}", "content", text_content(t ? t : ""),
+			      "structuredContent", s.result);
+		free(t);
+	}
+	json_decref(s.result);
+	mcp_http_free(&h);
+	free(path);
+	free(text);
+	free(why);
+	return r;
+}
+
+static json_t *t_exec(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	bool background = arg_bool(g, "background");
+	json_t *body = g->why ? NULL : exec_body(c, g), *r, *o;
+	char *path;
+
+	if (!body)
+		return NULL;
+	if (!background) {
+		r = run_foreground(c, id, body);
+		json_decref(body);
+		return r;
+	}
+	path = mcp_sandbox_path(id, "/processes");
+	r = call_json(c, "POST", path, body, &o);
+	free(path);
+	json_decref(body);
+	if (r)
+		return r;
+	/* pid 0: it could not start, and its result says why */
+	json_object_set_new(o, "status", json_string(json_integer_value(
+		json_object_get(o, "pid")) ? "running" : "failed"));
+	return tool_ok(o);
+}
+
+static char *proc_path(struct args *g, const char *id)
+{
+	json_int_t pid = arg_int(g, "pid", true, 1, 1 << 22, 0);
+	char rest[64];
+
+	if (g->why)
+		return NULL;
+	snprintf(rest, sizeof(rest), "/processes/%lld", (long long)pid);
+	return mcp_sandbox_path(id, rest);
+}
+
+static json_t *t_proc_list(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+
+	return g->why ? NULL : simple(c, "GET", mcp_sandbox_path(id, "/processes"), NULL);
+}
+
+static json_t *t_proc_output(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	char *path = g->why ? NULL : proc_path(g, id);
+
+	return g->why ? NULL : simple(c, "GET", path, NULL);
+}
+
+static json_t *t_proc_kill(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	char *path = g->why ? NULL : proc_path(g, id);
+
+	return g->why ? NULL : simple(c, "DELETE", path, NULL);
+}
+
+/*
+ * Until the process ends or timeout_seconds pass: its record either way (a
+ * process still running is an answer, not a failure).  The API has no
+ * wait, so this asks every WAIT_POLL_MS; a cancel ends it.
+ */
+static json_t *t_proc_wait(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	json_int_t secs = arg_int(g, "timeout_seconds", false, 1, 3600, 30);
+	char *path = g->why ? NULL : proc_path(g, id);
+	uint64_t until = corral_now_ms() + (uint64_t)secs * 1000;
+	json_t *o = NULL, *err;
+
+	if (g->why) {
+		free(path);
+		return NULL;
+	}
+	for (;;) {
+		err = call_json(c, "GET", path, NULL, &o);
+		if (err || !strcmp(json_string_value(json_object_get(o, "state")) ?: "", "exited") ||
+		    corral_now_ms() >= until || atomic_load(&c->cancelled))
+			break;
+		json_decref(o);
+		o = NULL;
+		usleep(WAIT_POLL_MS * 1000);
+	}
+	free(path);
+	return err ? err : tool_ok(o);
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+static const char b64[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64_encode(const unsigned char *p, size_t n)
+{
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = p[i] << 16 | (i + 1 < n ? p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+
+		*o++ = b64[v >> 18 & 63];
+		*o++ = b64[v >> 12 & 63];
+		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? b64[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Strict base64 (whitespace skipped); -1 on anything else. */
+static int b64_decode(const char *s, unsigned char **out, size_t *len)
+{
+	size_t n = strlen(s), j = 0, pad = 0;
+	unsigned v = 0, k = 0;
+	unsigned char *p = malloc(n / 4 * 3 + 3);
+
+	if (!p)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *c;
+
+		if (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')
+			continue;
+		if (s[i] == '=') {
+			pad++;
+			continue;
+		}
+		c = strchr(b64, s[i]);
+		if (!c || !s[i] || pad) {
+			free(p);
+			return -1;
+		}
+		v = v << 6 | (unsigned)(c - b64);
+		if (++k == 4) {
+			p[j++] = v >> 16;
+			p[j++] = v >> 8;
+			p[j++] = v;
+			v = k = 0;
+		}
+	}
+	if (k == 1 || pad > 2) {
+		free(p);
+		return -1;
+	}
+	if (k == 2)
+		p[j++] = v >> 4;
+	if (k == 3) {
+		p[j++] = v >> 10;
+		p[j++] = v >> 2;
+	}
+	*out = p;
+	*len = j;
+	return 0;
+}
+
+static const char *arg_encoding(struct args *g)
+{
+	const char *e = arg_str(g, "encoding", false);
+
+	if (e && strcmp(e, "text") && strcmp(e, "base64"))
+		bad(g, "encoding must be \"text\" or \"base64\"");
+	return e ? e : "text";
+}
+
+static char *file_path(struct args *g, const char *id, bool list)
+{
+	const char *path = arg_str(g, "path", true);
+	char *esc, *rest, *p;
+
+	if (g->why)
+		return NULL;
+	if (path[0] != '/') {
+		bad(g, "path must be absolute inside the sandbox, like /workspace/a.txt");
+		return NULL;
+	}
+	esc = mcp_escape(path);
+	if (!esc || asprintf(&rest, "/files?path=%s%s", esc, list ? "&list=1" : "") < 0) {
+		free(esc);
+		return NULL;
+	}
+	free(esc);
+	p = mcp_sandbox_path(id, rest);
+	free(rest);
+	return p;
+}
+
+static json_t *t_write(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *enc = arg_encoding(g);
+	const char *content = arg_str(g, "content", true);
+	char *path = g->why ? NULL : file_path(g, id, false), *why = NULL;
+	struct mcp_http h = { .cancel = &c->cancelled };
+	unsigned char *bytes = NULL;
+	size_t len = 0;
+	json_t *r = NULL, *o;
+
+	if (g->why)
+		return NULL;
+	if (!strcmp(enc, "base64")) {
+		if (b64_decode(content, &bytes, &len) < 0) {
+			free(path);
+			bad(g, "content is not valid base64");
+			return NULL;
+		}
+	} else {
+		len = json_string_length(json_object_get(g->a, "content"));
+	}
+	if (!path)
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "PUT", path, bytes ? (char *)bytes : content,
+			     len, "Content-Type: application/octet-stream", &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)))
+		r = tool_error("the daemon's answer is not JSON");
+	else
+		r = tool_ok(o);
+	mcp_http_free(&h);
+	free(bytes);
+	free(path);
+	free(why);
+	return r;
+}
+
+static json_t *t_read(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *enc = arg_encoding(g);
+	const char *file = arg_str(g, "path", true);
+	char *path = g->why ? NULL : file_path(g, id, false), *why = NULL, *b = NULL;
+	struct mcp_http h = { .cancel = &c->cancelled, .max = FILE_MAX };
+	json_t *r = NULL, *text = NULL;
+
+	if (g->why)
+		return NULL;
+	if (!path)
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	if (!r) {
+		/* text only when it is UTF-8 without NULs: else base64 */
+		if (!strcmp(enc, "text") && !memchr(h.buf ? h.buf : "", 0, h.len))
+			text = json_stringn(h.buf ? h.buf : "", h.len);
+		if (!text)
+			b = b64_encode((unsigned char *)(h.buf ? h.buf : ""), h.len);
+		if (!text && !b)
+			r = tool_error("out of memory");
+		else
+			r = tool_ok(json_pack("{s:s,s:I,s:s,s:o}", "path", file, "size",
+					      (json_int_t)h.len, "encoding",
+					      text ? "text" : "base64", "content",
+					      text ? text : json_string(b)));
+	}
+	free(b);
+	mcp_http_free(&h);
+	free(path);
+	free(why);
+	return r;
+}
+
+static json_t *t_files(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	char *path = g->why ? NULL : file_path(g, id, true);
+
+	return g->why ? NULL : simple(c, "GET", path, NULL);
+}
+
+static json_t *t_delete_file(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	char *path = g->why ? NULL : file_path(g, id, false);
+
+	return g->why ? NULL : simple(c, "DELETE", path, NULL);
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
+struct events {
+	json_t *list;
+	size_t max;
+	bool denials;
+};
+
+static int on_event(void *arg, char *line, size_t len)
+{
+	struct events *e = arg;
+	json_t *o = json_loadb(line, len, 0, NULL);
+	const char *type = json_string_value(json_object_get(o, "type"));
+
+	if (type && (!e->denials || strstr(type, "denied") || !strcmp(type, "limit.hit") ||
+		     !strcmp(type, "abort") || !strcmp(type, "halt"))) {
+		json_array_append(e->list, o);
+		if (json_array_size(e->list) > e->max)
+			json_array_remove(e->list, 0);
+	}
+	json_decref(o);
+	return 0;
+}
+
+static json_t *t_events(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	struct events e = {
+		.max = arg_int(g, "limit", false, 1, EVENTS_MAX, EVENTS_DEFAULT),
+		.denials = arg_bool(g, "denials_only"),
+		.list = json_array(),
+	};
+	struct mcp_http h = { .cancel = &c->cancelled, .line = on_event, .arg = &e };
+	char *path = NULL, *esc = NULL, *why = NULL;
+	json_t *r = NULL;
+
+	if (g->why) {
+		json_decref(e.list);
+		return NULL;
+	}
+	esc = mcp_escape(id);
+	if (!e.list || !esc || asprintf(&path, "/v1/events?sandbox=%s", esc) < 0) {
+		path = NULL;
+		r = tool_error("out of memory");
+	} else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0) {
+		r = tool_error("%s", why);
+	} else if (h.status < 200 || h.status >= 300) {
+		r = daemon_refused(&h);
+	} else {
+		r = tool_ok(json_pack("{s:O}", "events", e.list));
+	}
+	json_decref(e.list);
+	mcp_http_free(&h);
+	free(esc);
+	free(path);
+	free(why);
+	return r;
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+typedef json_t *(*tool_fn)(struct mcp_call *c, struct args *g);
+
+struct tool {
+	const char *name, *title, *description;
+	const char *input;		/* the input schema's properties, as JSON */
+	const char *required;		/* the required keys, as a JSON array */
+	const char *output;		/* the output schema, as JSON */
+	bool read_only, destructive, idempotent;
+	tool_fn fn;
+};
+
+/*
+ * The schemas are JSON texts that jansson parses when tools/list is asked:
+ * easier to read and to check against the API than json_pack formats.
+ */
+#define ID_PROP "\"sandbox_id\": {\"type\": \"string\", \"description\": \"The sandbox's id (sb-...), from sandbox_create or sandbox_list.\"}"
+#define PID_PROP "\"pid\": {\"type\": \"integer\", \"minimum\": 1, \"description\": \"The process's pid inside the sandbox, as exec with background:true returned it.\"}"
+#define PATH_PROP(what) "\"path\": {\"type\": \"string\", \"description\": \"" what "\"}"
+#define ANY_OBJECT "{\"type\": \"object\"}"
+
+#define SANDBOX_OUT "{\"type\": \"object\", \"properties\": {" \
+	"\"id\": {\"type\": \"string\"}, \"state\": {\"type\": \"string\"}, " \
+	"\"created\": {\"type\": \"string\"}, \"ttl_seconds\": {\"type\": \"number\"}, " \
+	"\"processes\": {\"type\": \"integer\"}, \"running\": {\"type\": \"integer\"}, " \
+	"\"halt_reason\": {\"type\": [\"string\", \"null\"]}, \"limits\": {\"type\": \"string\"}, " \
+	"\"meters\": {\"type\": \"object\"}}, \"required\": [\"id\", \"state\"]}"
+
+#define EXEC_OUT "{\"type\": \"object\", \"properties\": {" \
+	"\"status\": {\"type\": \"string\", \"description\": \"exited, signaled, timeout, killed ... (foreground); running or failed (background)\"}, " \
+	"\"exit_code\": {\"type\": [\"integer\", \"null\"]}, \"signal\": {\"type\": \"integer\"}, " \
+	"\"reason\": {\"type\": \"string\"}, \"stdout\": {\"type\": \"string\"}, " \
+	"\"stderr\": {\"type\": \"string\"}, \"stdout_truncated\": {\"type\": \"boolean\"}, " \
+	"\"duration_ms\": {\"type\": \"number\"}, \"denials\": {\"type\": \"array\"}, " \
+	"\"pid\": {\"type\": \"integer\"}, \"tool_call_id\": {\"type\": \"string\"}}, " \
+	"\"required\": [\"status\"]}"
+
+#define PROC_OUT "{\"type\": \"object\", \"properties\": {" \
+	"\"pid\": {\"type\": \"integer\"}, \"tool_call_id\": {\"type\": \"string\"}, " \
+	"\"argv\": {\"type\": \"array\"}, \"state\": {\"type\": \"string\"}, " \
+	"\"result\": {\"type\": \"object\"}, \"stdout\": {\"type\": \"string\"}, " \
+	"\"stderr\": {\"type\": \"string\"}}, \"required\": [\"pid\", \"state\"]}"
+
+static const struct tool tools[] = {
+	{ "sandbox_create", "Create a sandbox",
+	  "Create a Linux sandbox that lives across calls and return its id (use it as sandbox_id). "
+	  "It has no network unless allow_hosts names hosts (HTTP/HTTPS by name through corral's proxy), "
+	  "a read-only view of the system, a writable /tmp and, with workspace, a copy-on-write /workspace "
+	  "of a host directory. Everything here is bounded by the operator's policy: asking for more than "
+	  "it allows is refused with the bound, ask again within it. Destroy it with sandbox_destroy when done.",
+	  "\"policy\": {\"type\": [\"string\", \"object\"], \"description\": \"A policy name the operator offers (\\\"default\\\") or a policy object in corral's policy-file format, merged over the operator's policy.\"}, "
+	  "\"workspace\": {\"type\": \"string\", \"description\": \"A host directory shown at /workspace (changes stay in the sandbox); must be within the operator's workspace.\"}, "
+	  "\"allow_hosts\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Hosts the sandbox may reach, like \\\"pypi.org\\\" or \\\"*.github.com:443\\\"; only hosts the operator's policy allows.\"}, "
+	  "\"limits\": {\"type\": \"object\", \"description\": \"Lower limits: memory (\\\"512M\\\"), pids (64), cpus (1), disk (\\\"256M\\\"), timeout (\\\"30s\\\"), output (\\\"1M\\\").\", "
+	  "\"properties\": {\"memory\": {\"type\": [\"string\", \"integer\"]}, \"pids\": {\"type\": \"integer\"}, \"cpus\": {\"type\": [\"number\", \"string\"]}, "
+	  "\"disk\": {\"type\": [\"string\", \"integer\"]}, \"timeout\": {\"type\": [\"string\", \"number\"]}, \"output\": {\"type\": [\"string\", \"integer\"]}}}, "
+	  "\"ttl_seconds\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Destroy the sandbox after this many seconds (0: never).\"}, "
+	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Your own key/value tags.\"}",
+	  "[]", SANDBOX_OUT, false, false, false, t_create },
+	{ "sandbox_list", "List sandboxes", "List the sandboxes with their state (running, idle, frozen, paused, halted, dead).",
+	  "", "[]", "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": " SANDBOX_OUT "}}, \"required\": [\"sandboxes\"]}",
+	  true, false, true, t_list },
+	{ "sandbox_info", "Describe a sandbox", "A sandbox's state, limits, halt reason and meters (CPU, memory, calls).",
+	  ID_PROP, "[\"sandbox_id\"]", SANDBOX_OUT, true, false, true, t_info },
+	{ "exec", "Run a command in a sandbox",
+	  "Run a command in a sandbox and wait for it (or start it in the background). Give command (run by /bin/sh -c) "
+	  "or argv. A command that fails is a normal result: read status, exit_code and reason (and denials, what the "
+	  "sandbox refused it: hosts, syscalls). It is killed after timeout_seconds (default 60). With background:true "
+	  "it returns its pid at once; read it with process_output, stop it with process_kill.",
+	  ID_PROP ", "
+	  "\"command\": {\"type\": \"string\", \"description\": \"A shell command line, run as /bin/sh -c COMMAND.\"}, "
+	  "\"argv\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"minItems\": 1, \"description\": \"The program and its arguments, without a shell.\"}, "
+	  "\"cwd\": {\"type\": \"string\", \"description\": \"Working directory inside the sandbox (default /workspace or /tmp).\"}, "
+	  "\"env\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Environment variables to set.\"}, "
+	  "\"stdin\": {\"type\": \"string\", \"description\": \"Text given to the command's standard input.\"}, "
+	  "\"timeout_seconds\": {\"type\": \"number\", \"exclusiveMinimum\": 0, \"description\": \"Kill the command after this many seconds (default 60, at most the operator's limit).\"}, "
+	  "\"background\": {\"type\": \"boolean\", \"description\": \"Start it and return its pid without waiting.\"}",
+	  "[\"sandbox_id\"]", EXEC_OUT, false, true, false, t_exec },
+	{ "process_list", "List background processes", "The sandbox's background processes (running and ended), without their output.",
+	  ID_PROP, "[\"sandbox_id\"]", "{\"type\": \"object\", \"properties\": {\"processes\": {\"type\": \"array\"}}, \"required\": [\"processes\"]}",
+	  true, false, true, t_proc_list },
+	{ "process_output", "Read a background process", "A background process's state, its output so far (the last 64 KiB of each stream) and, once it ended, its result.",
+	  ID_PROP ", " PID_PROP, "[\"sandbox_id\", \"pid\"]", PROC_OUT, true, false, true, t_proc_output },
+	{ "process_wait", "Wait for a background process",
+	  "Wait until a background process ends (or timeout_seconds pass) and return its record: state, output, and its result once exited.",
+	  ID_PROP ", " PID_PROP ", \"timeout_seconds\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, \"description\": \"How long to wait (default 30); a process still running then is returned as it is.\"}",
+	  "[\"sandbox_id\", \"pid\"]", PROC_OUT, true, false, true, t_proc_wait },
+	{ "process_kill", "Kill a background process", "Kill a background process and everything it started; returns its record.",
+	  ID_PROP ", " PID_PROP, "[\"sandbox_id\", \"pid\"]", PROC_OUT, false, true, true, t_proc_kill },
+	{ "file_read", "Read a file", "Read a file inside the sandbox (up to 64 MiB). encoding text (the default) gives UTF-8 text; a file that is not UTF-8 comes back as base64 (encoding says which).",
+	  ID_PROP ", " PATH_PROP("Absolute path inside the sandbox, like /workspace/main.py.") ", "
+	  "\"encoding\": {\"type\": \"string\", \"enum\": [\"text\", \"base64\"]}",
+	  "[\"sandbox_id\", \"path\"]",
+	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}, "
+	  "\"encoding\": {\"type\": \"string\", \"enum\": [\"text\", \"base64\"]}, \"content\": {\"type\": \"string\"}}, "
+	  "\"required\": [\"path\", \"size\", \"encoding\", \"content\"]}", true, false, true, t_read },
+	{ "file_write", "Write a file", "Create or replace a file inside the sandbox (its directory must exist; make one with exec mkdir -p). content is text, or base64 with encoding base64.",
+	  ID_PROP ", " PATH_PROP("Absolute path inside the sandbox, like /workspace/main.py.") ", "
+	  "\"content\": {\"type\": \"string\"}, \"encoding\": {\"type\": \"string\", \"enum\": [\"text\", \"base64\"]}",
+	  "[\"sandbox_id\", \"path\", \"content\"]",
+	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}}, \"required\": [\"path\", \"size\"]}",
+	  false, true, true, t_write },
+	{ "file_list", "List a directory", "The entries of a directory inside the sandbox: name, type (file, dir, symlink, other), size, mode.",
+	  ID_PROP ", " PATH_PROP("Absolute directory path inside the sandbox, like /workspace."),
+	  "[\"sandbox_id\", \"path\"]",
+	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"entries\": {\"type\": \"array\", \"items\": {\"type\": \"object\", "
+	  "\"properties\": {\"name\": {\"type\": \"string\"}, \"type\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}, \"mode\": {\"type\": [\"integer\", \"string\"]}}}}}, "
+	  "\"required\": [\"path\", \"entries\"]}", true, false, true, t_files },
+	{ "file_delete", "Delete a file", "Delete a regular file inside the sandbox.",
+	  ID_PROP ", " PATH_PROP("Absolute path inside the sandbox."), "[\"sandbox_id\", \"path\"]",
+	  ANY_OBJECT, false, true, true, t_delete_file },
+	{ "sandbox_pause", "Pause a sandbox", "Freeze everything in the sandbox until sandbox_resume; exec is refused meanwhile.",
+	  ID_PROP, "[\"sandbox_id\"]", SANDBOX_OUT, false, false, true, t_pause },
+	{ "sandbox_resume", "Resume a sandbox", "Thaw a paused sandbox.",
+	  ID_PROP, "[\"sandbox_id\"]", SANDBOX_OUT, false, false, true, t_resume },
+	{ "sandbox_halt", "Halt a sandbox", "Stop a sandbox for good but keep it for inspection: its processes are killed (or held frozen), its files stay readable, every further exec is refused.",
+	  ID_PROP ", \"reason\": {\"type\": \"string\", \"description\": \"Why, for the audit log.\"}",
+	  "[\"sandbox_id\"]", SANDBOX_OUT, false, true, true, t_halt },
+	{ "sandbox_destroy", "Destroy a sandbox", "Destroy a sandbox: kill everything in it and throw away its files. Returns its final meters.",
+	  ID_PROP, "[\"sandbox_id\"]", "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}, \"state\": {\"type\": \"string\"}, \"meters\": {\"type\": \"object\"}}, \"required\": [\"id\", \"state\"]}",
+	  false, true, true, t_destroy },
+	{ "sandbox_events", "Read a sandbox's events",
+	  "The sandbox's most recent audit events (exec.start/end, egress.allowed/denied, syscall.denied, limit.hit, halt ...), each with a reason sentence. denials_only keeps what was refused.",
+	  ID_PROP ", \"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 1000, \"description\": \"How many of the latest events (default 50).\"}, "
+	  "\"denials_only\": {\"type\": \"boolean\", \"description\": \"Only denials, limits hit, aborts and halts.\"}",
+	  "[\"sandbox_id\"]", "{\"type\": \"object\", \"properties\": {\"events\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}}}, \"required\": [\"events\"]}",
+	  true, false, true, t_events },
+};
+
+#define NTOOLS (sizeof(tools) / sizeof(tools[0]))
+
+static json_t *tool_json(const struct tool *t)
+{
+	char *props;
+	json_t *input, *output, *required;
+
+	if (asprintf(&props, "{%s}", t->input) < 0)
+		return NULL;
+	input = json_pack("{s:s,s:o,s:b}", "type", "object", "properties",
+			  json_loads(props, 0, NULL), "additionalProperties", 0);
+	free(props);
+	required = json_loads(t->required, 0, NULL);
+	if (input && json_array_size(required))
+		json_object_set(input, "required", required);
+	json_decref(required);
+	output = json_loads(t->output, 0, NULL);
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:s,s:b,s:b,s:b,s:b}}",
+			 "name", t->name, "title", t->title, "description", t->description,
+			 "inputSchema", input, "outputSchema", output,
+			 "annotations", "title", t->title, "readOnlyHint", t->read_only,
+			 "destructiveHint", t->destructive, "idempotentHint", t->idempotent,
+			 "openWorldHint", 0);
+}
+
+json_t *mcp_tools_list(void)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < NTOOLS; i++) {
+		json_t *t = tool_json(&tools[i]);
+
+		if (!t) {
+			cli_error("mcp: the schema of tool %s does not parse", tools[i].name);
+			json_decref(list);
+			return NULL;
+		}
+		json_array_append_new(list, t);
+	}
+	return json_pack("{s:o}", "tools", list);
+}
+
+/* An argument the tool does not take is a mistake worth saying. */
+static void unknown_args(const struct tool *t, struct args *g)
+{
+	char *props;
+	json_t *p, *v;
+	const char *k;
+
+	if (asprintf(&props, "{%s}", t->input) < 0) {
+		bad(g, "out of memory");
+		return;
+	}
+	p = json_loads(props, 0, NULL);
+	free(props);
+	json_object_foreach((json_t *)g->a, k, v)
+		if (!json_object_get(p, k))
+			bad(g, "unknown argument \"%.64s\"", k);
+	json_decref(p);
+}
+
+json_t *mcp_tools_call(struct mcp_call *call, int *code, char **why)
+{
+	const char *name = json_string_value(json_object_get(call->params, "name"));
+	json_t *a = json_object_get(call->params, "arguments");
+	struct args g = { .a = a };
+	json_t *empty = NULL, *r;
+
+	for (size_t i = 0; i < NTOOLS; i++) {
+		if (strcmp(name, tools[i].name))
+			continue;
+		if (!a)
+			g.a = empty = json_object();
+		unknown_args(&tools[i], &g);
+		r = g.why ? NULL : tools[i].fn(call, &g);
+		if (g.why) {
+			json_decref(r);
+			r = tool_error("%s: %s", name, g.why);
+			free(g.why);
+		}
+		json_decref(empty);
+		return r;
+	}
+	*code = -32602;
+	if (asprintf(why, "unknown tool \"%s\"; tools/list names them", name) < 0)
+		*why = NULL;
+	return NULL;
+}

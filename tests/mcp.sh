@@ -1,0 +1,196 @@
+#!/bin/bash
+# mcp.sh - `corral mcp`, the MCP server on stdio, end to end.
+#
+#   tests/mcp.sh CORRAL [SDK_PREFIX] [TEST...]
+#
+# The protocol at the wire (tests/mcp_raw.py: malformed lines, unknown
+# methods, ids, batches, notifications that get no answer, server/discover,
+# the operator's policy as a bound, SIGTERM), then a whole session driven
+# by the official TypeScript SDK (tests/mcp_sdk.mjs).  SDK_PREFIX (default:
+# mcp-sdk next to CORRAL, i.e. build/mcp-sdk) is where the SDK is, installed
+# there from npm with `npm install --prefix` when it is not; the SDK test is
+# skipped, saying why, when neither works.  Every session uses a private
+# daemon in the test's $T (TMPDIR), except t_running_daemon, which starts
+# `corral serve` itself; each test checks that nothing is left behind.
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+SDK=$(dirname "$CORRAL")/mcp-sdk
+if [ $# -gt 0 ] && [ "${1#t_}" = "$1" ]; then
+	SDK=$1
+	shift
+fi
+SDK_VERSION='@modelcontextprotocol/sdk@^1'
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-mcp-test.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+PY=/usr/bin/python3
+
+# no private directory of a session may outlive it
+no_leftovers() {
+	local left
+	left=$(find "$T" -maxdepth 1 -name 'corral-mcp.*' | head -3)
+	[ -z "$left" ] || fail "left behind: $left"
+}
+
+t_protocol() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" protocol "$CORRAL" --private ||
+		fail "the protocol checks failed"
+	no_leftovers
+}
+
+t_operator_bounds() {
+	mkdir -p "$T/ws/sub"
+	echo inside > "$T/ws/sub/f"
+	chmod -R a+rX "$T/ws"
+	cat > "$T/operator.json" <<-EOF
+	{"filesystem": {"workspace": "$T/ws"},
+	 "limits": {"memory": "1G", "pids": 256, "timeout": "30s"},
+	 "network": {"mode": "proxy", "transparent": false, "allow": ["web.test:80"]}}
+	EOF
+	TMPDIR=$T MCP_WORKSPACE=$T/ws timeout 300 $PY "$HERE/mcp_raw.py" bounds "$CORRAL" \
+		--private --policy "$T/operator.json" || fail "the bounds checks failed"
+	no_leftovers
+}
+
+t_bad_operator_policy() {
+	echo '{"limits": {"memory": "lots"}}' > "$T/bad.json"
+	rc=0
+	"$CORRAL" mcp --private --policy "$T/bad.json" < /dev/null > "$T/out" 2> "$T/err" || rc=$?
+	expect_eq "exit status" "$rc" 2
+	expect_contains "says what" "$(cat "$T/err")" "limits.memory"
+	expect_eq "nothing on stdout" "$(cat "$T/out")" ""
+}
+
+t_sigterm_ends_the_session() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" signal "$CORRAL" --private ||
+		fail "the session did not end cleanly on SIGTERM"
+	no_leftovers
+}
+
+t_named_socket_must_answer() {
+	rc=0
+	"$CORRAL" mcp --socket "$T/nothing.sock" < /dev/null > "$T/out" 2> "$T/err" || rc=$?
+	expect_eq "exit status" "$rc" 125
+	expect_contains "says why" "$(cat "$T/err")" "no daemon answers at $T/nothing.sock"
+	expect_eq "nothing on stdout" "$(cat "$T/out")" ""
+}
+
+t_piped_request_is_answered() {
+	# stdin ends right after the request: the call still gets its answer
+	printf '%s\n' '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {}}}' |
+		TMPDIR=$T timeout 120 "$CORRAL" mcp --private > "$T/out" 2> "$T/err" ||
+		fail "exit $?: $(cat "$T/err")"
+	expect_contains "the answer" "$(cat "$T/out")" '"id":7,"result":{"content"'
+	expect_contains "a sandbox" "$(cat "$T/out")" '"structuredContent":{"id":"sb-'
+	no_leftovers
+}
+
+t_named_policy() {
+	[ -f "$HERE/../policies/offline.json" ] || { skip "no policies/ next to tests/"; return 77; }
+	printf '%s\n' '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"policy": "offline"}}}' \
+		'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"policy": "../offline"}}}' |
+		TMPDIR=$T timeout 120 "$CORRAL" mcp --private --policy-dir "$HERE/../policies" > "$T/out" 2> "$T/err" ||
+		fail "exit $?: $(cat "$T/err")"
+	expect_contains "offline is offered" "$(grep '"id":1' "$T/out")" '"structuredContent":{"id":"sb-'
+	expect_contains "a name is no path" "$(grep '"id":2' "$T/out")" 'a policy name is letters'
+	no_leftovers
+}
+
+t_tcp_and_token() {
+	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
+	echo wrong-token-wrong-token > "$T/bad"
+	port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" --listen "127.0.0.1:$port" \
+		--token-file "$T/token" > "$T/daemon.log" 2>&1 < /dev/null &
+	dpid=$!
+	for _ in $(seq 100); do
+		[ -S "$T/s" ] && break
+		sleep 0.1
+	done
+	req='{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_list", "arguments": {}}}'
+	out=$(printf '%s\n' "$req" | timeout 60 "$CORRAL" mcp --url "http://127.0.0.1:$port" \
+		--token-file "$T/token" 2> "$T/err") || true
+	rc=0
+	printf '%s\n' "$req" | timeout 60 "$CORRAL" mcp --url "http://127.0.0.1:$port" \
+		--token-file "$T/bad" > "$T/out" 2> "$T/err2" || rc=$?
+	kill -TERM "$dpid"
+	wait "$dpid"
+	expect_contains "over TCP with the token" "$out" '"structuredContent":{"sandboxes":[]}'
+	expect_eq "a wrong token: exit status" "$rc" 125
+	expect_contains "a wrong token: why" "$(cat "$T/err2")" "HTTP 401: the token of --token-file is not its token"
+}
+
+t_running_daemon() {
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
+	dpid=$!
+	for _ in $(seq 100); do
+		[ -S "$T/s" ] && break
+		sleep 0.1
+	done
+	rc=0
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" protocol "$CORRAL" --socket "$T/s" \
+		> "$T/raw.log" 2>&1 || rc=$?
+	kill -TERM "$dpid"
+	for _ in $(seq 100); do
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$dpid" 2>/dev/null && fail "the daemon did not stop on SIGTERM"
+	wait "$dpid" 2>/dev/null
+	[ "$rc" = 0 ] || { cat "$T/raw.log"; fail "the protocol checks failed"; }
+	expect_contains "it used the running daemon" "$(cat "$T/raw.log")" "using the daemon at $T/s"
+	expect_contains "its sandboxes are the daemon's" "$(cat "$T/state/audit.jsonl")" '"type":"sandbox.create"'
+	no_leftovers
+}
+
+# The SDK, from npm into $SDK once; 0 when it is there.
+have_sdk() {
+	[ -f "$SDK/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0
+	command -v npm > /dev/null || { echo "npm is not installed (scripts/install-deps.sh)"; return 1; }
+	mkdir -p "$SDK" 2> /dev/null && [ -w "$SDK" ] || { echo "cannot write $SDK"; return 1; }
+	npm_config_cache=$SDK/.npm-cache timeout 300 npm install --prefix "$SDK" --no-audit \
+		--no-fund --loglevel=error "$SDK_VERSION" > "$SDK/install.log" 2>&1 ||
+		{ echo "npm install $SDK_VERSION failed: $(tail -3 "$SDK/install.log" | tr '\n' ' ')"; return 1; }
+}
+
+t_official_sdk_session() {
+	command -v node > /dev/null || { skip "node is not installed (scripts/install-deps.sh)"; return 77; }
+	why=$(have_sdk) || { skip "no MCP SDK: $why"; return 77; }
+	echo '{"network": {"mode": "proxy", "transparent": false}}' > "$T/proxy.json"
+	rc=0
+	TMPDIR=$T timeout 600 node "$HERE/mcp_sdk.mjs" "$SDK" "$CORRAL" "$T/proxy.json" \
+		> "$T/sdk.log" 2>&1 || rc=$?
+	grep -v '^ok - ' "$T/sdk.log" | grep -v 'corral serve: \|corral mcp: ' >&2
+	[ "$rc" = 0 ] || fail "the SDK session failed (exit $rc)"
+	expect_contains "it ran to its end" "$(tail -1 "$T/sdk.log")" " 0 failed"
+	# the SDK does not tell how the server exited: what a sanitizer said
+	expect_not_contains "the server's stderr" "$(cat "$T/sdk.log")" "Sanitizer"
+	no_leftovers
+}
+
+t_inspector_cli() {
+	major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+	if [ "$major" -lt 22 ]; then
+		skip "the MCP Inspector CLI needs Node >= 22; this host has $(node --version 2>/dev/null || echo no node)"
+		return 77
+	fi
+	command -v npx > /dev/null || { skip "npx is not installed"; return 77; }
+	out=$(TMPDIR=$T npm_config_cache=$SDK/.npm-cache timeout 300 npx -y @modelcontextprotocol/inspector \
+		--cli "$CORRAL" mcp --private --method tools/list 2> "$T/err") ||
+		{ skip "the Inspector could not be fetched or run: $(tail -2 "$T/err")"; return 77; }
+	expect_contains "tools listed" "$out" '"sandbox_create"'
+	no_leftovers
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+START=$(date +%s)
+for t in $tests; do
+	run_test "$t"
+done
+echo "mcp ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""mcp_raw.py - `corral mcp` at the wire: JSON-RPC lines written by hand.
+
+    mcp_raw.py CHECK CORRAL [MCP ARGS...]
+
+CHECK is one of: protocol, bounds, signal.  Prints "ok - ..." per check and
+exits non-zero on the first failure.  Every read is bounded (select with a
+timeout); the server is killed by pid when a check fails.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+TIMEOUT = 60
+
+
+class Server:
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.buf = b""
+        self.next_id = 100
+
+    def send_raw(self, line):
+        self.p.stdin.write(line.encode() + b"\n")
+        self.p.stdin.flush()
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj))
+
+    def recv(self):
+        deadline = time.monotonic() + TIMEOUT
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no answer within %d s" % TIMEOUT)
+            r, _, _ = select.select([self.p.stdout], [], [], left)
+            if r:
+                chunk = os.read(self.p.stdout.fileno(), 65536)
+                if not chunk:
+                    raise AssertionError("stdout closed")
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        r = self.recv()
+        check(r.get("id") == self.next_id, "answer to id %d (got %r)" % (self.next_id, r))
+        return r
+
+    def call(self, name, args):
+        r = self.request("tools/call", {"name": name, "arguments": args})
+        check("result" in r, "%s answered a result: %r" % (name, r))
+        return r["result"]
+
+    def close(self):
+        self.p.stdin.close()
+        try:
+            rc = self.p.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise AssertionError("corral mcp did not exit at stdin's end")
+        return rc, self.p.stderr.read().decode()
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok - " + what.split(":")[0])
+
+
+def private_dirs():
+    tmp = os.environ.get("TMPDIR", "/tmp")
+    return sorted(d for d in os.listdir(tmp) if d.startswith("corral-mcp."))
+
+
+def daemon_pid(stderr):
+    for word in stderr.replace("(", " ").replace(")", " ").split("pid ")[1:]:
+        return int(word.split()[0])
+    return 0
+
+
+def gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie is gone for our purposes, but nobody here is its parent
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().split(") ")[1].split()[0] == "Z"
+
+
+def protocol(s):
+    r = s.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "raw", "version": "1"}})
+    check(r["result"]["protocolVersion"] == "2025-06-18", "initialize echoes 2025-06-18")
+    check(r["result"]["capabilities"]["tools"] == {"listChanged": False}, "tools capability")
+    r = s.request("initialize", {"protocolVersion": "2025-11-25"})
+    check(r["result"]["protocolVersion"] == "2025-11-25", "initialize echoes 2025-11-25")
+    r = s.request("initialize", {"protocolVersion": "1999-01-01"})
+    check(r["result"]["protocolVersion"] == "2025-11-25", "an unknown version gets the latest")
+    s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    s.send({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {}})
+    s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}})
+    r = s.request("ping")
+    check(r["result"] == {}, "notifications get no answer: the next answer is the ping's")
+    s.send({"jsonrpc": "2.0", "id": "str-id", "method": "ping"})
+    r = s.recv()
+    check(r["id"] == "str-id" and r["result"] == {}, "a string id is echoed")
+    s.send_raw("{not json")
+    r = s.recv()
+    check(r["id"] is None and r["error"]["code"] == -32700, "parse error -32700")
+    s.send_raw('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]')
+    r = s.recv()
+    check(r["id"] is None and r["error"]["code"] == -32600, "a batch is refused -32600")
+    s.send({"id": 5, "method": "ping"})
+    r = s.recv()
+    check(r["id"] == 5 and r["error"]["code"] == -32600, "no jsonrpc member: -32600")
+    s.send({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"})
+    r = s.recv()
+    check(r["id"] is None and r["error"]["code"] == -32600, "an object id: -32600")
+    s.send_raw('"just a string"')
+    r = s.recv()
+    check(r["error"]["code"] == -32600, "a JSON value that is no request: -32600")
+    r = s.request("no/such/method")
+    check(r["error"]["code"] == -32601, "unknown method -32601")
+    r = s.request("tools/call", {"arguments": {}})
+    check(r["error"]["code"] == -32602, "tools/call without a name -32602")
+    r = s.request("tools/call", {"name": "no_such_tool", "arguments": {}})
+    check(r["error"]["code"] == -32602, "unknown tool -32602")
+    r = s.request("tools/list", [])
+    check(r["error"]["code"] == -32602, "params that are no object -32602")
+    r = s.request("server/discover", {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}})
+    res = r["result"]
+    check(res["resultType"] == "complete" and "2025-11-25" in res["supportedVersions"] and
+          res["serverInfo"]["name"] == "corral" and "tools" in res["capabilities"],
+          "server/discover: versions, capabilities, serverInfo")
+    r = s.request("tools/list")
+    tools = {t["name"]: t for t in r["result"]["tools"]}
+    for name in ("sandbox_create", "sandbox_list", "sandbox_info", "exec", "process_output",
+                 "process_kill", "process_list", "process_wait", "file_read", "file_write", "file_list",
+                 "file_delete", "sandbox_pause", "sandbox_resume", "sandbox_halt",
+                 "sandbox_destroy", "sandbox_events"):
+        t = tools.get(name)
+        check(t and t["inputSchema"]["type"] == "object" and t["outputSchema"]["type"] == "object"
+              and t["description"] and "readOnlyHint" in t["annotations"],
+              "tool %s: schemas, description, annotations" % name)
+    check(tools["sandbox_list"]["annotations"]["readOnlyHint"] is True and
+          tools["sandbox_destroy"]["annotations"]["destructiveHint"] is True,
+          "read-only and destructive hints")
+    res = s.call("sandbox_info", {"sandbox_id": "sb-nope"})
+    check(res.get("isError") is True and "404" in res["content"][0]["text"],
+          "no such sandbox: isError with the daemon's answer")
+    res = s.call("sandbox_info", {"sandbox_id": "../x"})
+    check(res.get("isError") is True, "a bad id: isError")
+    res = s.call("sandbox_list", {"bogus": 1})
+    check(res.get("isError") is True and "bogus" in res["content"][0]["text"],
+          "an unknown argument: isError naming it")
+    # two calls in flight, answered each by its id
+    res = s.call("sandbox_create", {})
+    sid = res["structuredContent"]["id"]
+    s.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": {
+        "name": "exec", "arguments": {"sandbox_id": sid, "command": "sleep 1; echo slow"}}})
+    s.send({"jsonrpc": "2.0", "id": "fast", "method": "ping"})
+    first, second = s.recv(), s.recv()
+    check(first["id"] == "fast" and second["id"] == "slow" and
+          second["result"]["structuredContent"]["stdout"] == "slow\n",
+          "a ping is answered while a call runs")
+    res = s.call("exec", {"sandbox_id": sid, "command": "exit 7"})
+    check(not res.get("isError") and res["structuredContent"]["exit_code"] == 7,
+          "a non-zero exit is a result, not an error")
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
+def bounds(s, workspace):
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    res = s.call("sandbox_create", {"allow_hosts": ["evil.example"]})
+    check(res.get("isError") and "allowlist" in res["content"][0]["text"],
+          "a host beyond the operator's allowlist is refused")
+    res = s.call("sandbox_create", {"limits": {"memory": "8G"}})
+    check(res.get("isError") and "limits.memory" in res["content"][0]["text"],
+          "more memory than the operator's is refused")
+    res = s.call("sandbox_create", {"limits": {"pids": 0}})
+    check(res.get("isError"), "removing the operator's pids limit is refused")
+    res = s.call("sandbox_create", {"workspace": "/etc"})
+    check(res.get("isError") and "workspace" in res["content"][0]["text"],
+          "a workspace outside the operator's is refused")
+    res = s.call("sandbox_create", {"policy": {"filesystem": {"rw": ["/etc"]}}})
+    check(res.get("isError") and "/etc" in res["content"][0]["text"],
+          "a host path the operator does not show is refused")
+    res = s.call("sandbox_create", {"policy": {"env": {"pass": ["HOME"]}}})
+    check(res.get("isError") and "env.pass" in res["content"][0]["text"],
+          "passing the server's environment in is refused")
+    res = s.call("sandbox_create", {"policy": {"network": {"allow": ["*"]}}})
+    check(res.get("isError"), "widening the allowlist in an inline policy is refused")
+    res = s.call("sandbox_create", {"policy": "offline"})
+    check(res.get("isError") and "policy" in res["content"][0]["text"],
+          "a named policy that is not offered is refused")
+    res = s.call("sandbox_create", {"allow_hosts": ["web.test:80"], "limits": {"memory": "64M"},
+                                    "workspace": workspace + "/sub"})
+    check(not res.get("isError"), "narrowing is allowed: %r" % res)
+    sid = res["structuredContent"]["id"]
+    res = s.call("exec", {"sandbox_id": sid, "argv": ["true"], "timeout_seconds": 99})
+    check(res.get("isError") and "timeout_seconds" in res["content"][0]["text"],
+          "a timeout beyond the operator's is refused")
+    res = s.call("exec", {"sandbox_id": sid, "command": "cat /workspace/f"})
+    check(res["structuredContent"]["stdout"] == "inside\n", "the narrowed workspace is there")
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
+def main():
+    what, argv = sys.argv[1], sys.argv[2:]
+    before = private_dirs()
+    if what == "signal":
+        s = Server(argv[:1] + ["mcp"] + argv[1:])
+        s.request("initialize", {"protocolVersion": "2025-06-18"})
+        sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+        s.call("exec", {"sandbox_id": sid, "command": "sleep 600", "background": True})
+        s.p.send_signal(signal.SIGTERM)
+        rc = s.p.wait(TIMEOUT)
+        err = s.p.stderr.read().decode()
+        sys.stderr.write(err)
+        check(rc == 0, "SIGTERM ends the session cleanly (exit %d)" % rc)
+    else:
+        s = Server(argv[:1] + ["mcp"] + argv[1:])
+        try:
+            if what == "protocol":
+                protocol(s)
+            else:
+                bounds(s, os.environ["MCP_WORKSPACE"])
+        except BaseException:
+            s.p.terminate()     # SIGTERM: it stops its private daemon
+            try:
+                s.p.wait(TIMEOUT)
+            except subprocess.TimeoutExpired:
+                s.p.kill()
+                s.p.wait()
+            sys.stderr.write(s.p.stderr.read().decode())
+            raise
+        rc, err = s.close()
+        check(rc == 0, "exit 0 at stdin's end (got %d)" % rc)
+    if what != "signal":
+        sys.stderr.write(err)
+    pid = daemon_pid(err)
+    if "--private" in argv or what == "signal":
+        check(pid > 0, "a private daemon was started: " + err[:300])
+        check(gone(pid), "the private daemon is gone with the session")
+        check(private_dirs() == before, "its private directory is removed")
+    print("mcp_raw %s: done" % what)
+
+
+if __name__ == "__main__":
+    main()

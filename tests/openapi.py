@@ -1,0 +1,326 @@
+#!/usr/bin/python3
+"""openapi.py - docs/openapi.json against the daemon it describes.
+
+    openapi.py CORRAL [REPO]
+
+1. The document is OpenAPI 3.1 in shape: every operation answers, every
+   $ref resolves, every path parameter is declared, operationIds unique.
+2. Its paths and methods are the daemon's routing table (src/daemon/api.c),
+   both ways.
+3. A real daemon's answers to a session (every route, errors included) are
+   each documented (path, method, status, content type) and validate
+   against the document's schemas, with the small validator below.
+Prints "ok - ..." per check and "openapi: N passed, N failed".
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+CORRAL = os.path.abspath(sys.argv[1])
+REPO = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
+                       os.path.join(os.path.dirname(__file__), ".."))
+DOC = json.load(open(os.path.join(REPO, "docs/openapi.json")))
+METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
+PASS = FAIL = 0
+
+
+def check(cond, what, detail=""):
+    global PASS, FAIL
+    if cond:
+        PASS += 1
+        print("ok - " + what)
+    else:
+        FAIL += 1
+        print("not ok - %s%s" % (what, ": " + str(detail)[:600] if detail else ""))
+
+
+# ---- a JSON Schema validator: the keywords the document uses ----------------
+
+def resolve(ref):
+    assert ref.startswith("#/"), ref
+    node = DOC
+    for part in ref[2:].split("/"):
+        node = node[part]
+    return node
+
+
+TYPES = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) or
+    (isinstance(v, float) and v.is_integer()),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def errors(schema, v, where="$"):
+    """The ways v breaks schema, as sentences (empty: valid)."""
+    if "$ref" in schema:
+        return errors(resolve(schema["$ref"]), v, where)
+    out = []
+    t = schema.get("type")
+    if t is not None:
+        ts = t if isinstance(t, list) else [t]
+        if not any(TYPES[x](v) for x in ts):
+            return ["%s: %r is not %s" % (where, v, t)]
+    if "const" in schema and v != schema["const"]:
+        out.append("%s: %r is not %r" % (where, v, schema["const"]))
+    if "enum" in schema and v not in schema["enum"]:
+        out.append("%s: %r is not one of %r" % (where, v, schema["enum"]))
+    if "minimum" in schema and isinstance(v, (int, float)) and v < schema["minimum"]:
+        out.append("%s: %r < %r" % (where, v, schema["minimum"]))
+    if isinstance(v, dict):
+        props = schema.get("properties", {})
+        for k in schema.get("required", []):
+            if k not in v:
+                out.append("%s: %s is missing" % (where, k))
+        for k, x in v.items():
+            if k in props:
+                out += errors(props[k], x, where + "." + k)
+            elif schema.get("additionalProperties") is False:
+                out.append("%s: %s is not in the schema" % (where, k))
+            elif isinstance(schema.get("additionalProperties"), dict):
+                out += errors(schema["additionalProperties"], x, where + "." + k)
+    if isinstance(v, list):
+        if len(v) < schema.get("minItems", 0):
+            out.append("%s: fewer than %d items" % (where, schema["minItems"]))
+        if "items" in schema:
+            for i, x in enumerate(v):
+                out += errors(schema["items"], x, "%s[%d]" % (where, i))
+    if "oneOf" in schema:
+        n = sum(1 for s in schema["oneOf"] if not errors(s, v, where))
+        if n != 1:
+            out.append("%s: matches %d of oneOf, not 1: %r" % (where, n, v))
+    return out
+
+
+# ---- 1. shape ------------------------------------------------------------------
+
+def walk_refs(node, found):
+    if isinstance(node, dict):
+        if "$ref" in node:
+            found.append(node["$ref"])
+        for x in node.values():
+            walk_refs(x, found)
+    elif isinstance(node, list):
+        for x in node:
+            walk_refs(x, found)
+
+
+def shape():
+    check(str(DOC.get("openapi", "")).startswith("3.1."), "openapi is 3.1.x")
+    check(DOC.get("info", {}).get("title") and DOC["info"].get("version"),
+          "info has title and version")
+    refs = []
+    walk_refs(DOC, refs)
+    bad = []
+    for r in refs:
+        try:
+            resolve(r)
+        except (KeyError, AssertionError):
+            bad.append(r)
+    check(refs and not bad, "every $ref resolves (%d)" % len(refs), bad)
+    ids, problems = [], []
+    for path, item in DOC["paths"].items():
+        if not path.startswith("/"):
+            problems.append(path + ": not absolute")
+        names = set(re.findall(r"{(\w+)}", path))
+        for m in METHODS:
+            op = item.get(m)
+            if not op:
+                continue
+            ids.append(op.get("operationId"))
+            declared = {p["name"] for p in item.get("parameters", []) + op.get("parameters", [])
+                        if p.get("in") == "path" and p.get("required") is True}
+            if names != declared:
+                problems.append("%s %s: path parameters %s declared %s" % (m, path, names, declared))
+            codes = list(op.get("responses", {}))
+            if not any(c.startswith("2") for c in codes):
+                problems.append("%s %s: no 2xx response" % (m, path))
+            for c, resp in op["responses"].items():
+                if "$ref" in resp:
+                    resp = resolve(resp["$ref"])
+                if not resp.get("description"):
+                    problems.append("%s %s %s: no description" % (m, path, c))
+    check(not problems, "operations: path parameters, 2xx answers, descriptions", problems)
+    check(len(ids) == len(set(ids)) and None not in ids, "operationIds are there and unique", ids)
+
+
+# ---- 2. the routing table --------------------------------------------------------
+
+def routes():
+    src = open(os.path.join(REPO, "src/daemon/api.c")).read()
+    found = set()
+
+    def table(name, prefix):
+        body = re.search(r"api_route %s\[\] = {(.*?)\n};" % name, src, re.S)
+        check(body is not None, "api.c has the table %s" % name)
+        for path, flags in re.findall(r'{\s*"([^"]*)",\s*([A-Z| ]+),', body.group(1) if body else ""):
+            if path.endswith("/sandboxes/*") and name == "api_routes":
+                continue    # the dispatch to api_sandbox_routes
+            path = prefix + path.replace("processes/*", "processes/{pid}")
+            for f in flags.replace(" ", "").split("|"):
+                if f in ("GET", "POST", "PUT", "DELETE", "PATCH"):
+                    found.add((path, f.lower()))
+    table("api_routes", "")
+    table("api_sandbox_routes", "/v1/sandboxes/{id}")
+    documented = {(p, m) for p, item in DOC["paths"].items() for m in METHODS if m in item}
+    check(len(found) > 10, "the routing table was read (%d routes)" % len(found))
+    check(not found - documented, "every route of api.c is documented", sorted(found - documented))
+    check(not documented - found, "every documented operation is a route of api.c",
+          sorted(documented - found))
+
+
+# ---- 3. a real daemon -------------------------------------------------------------
+
+class Unix(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=120)
+        self.path_ = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(120)
+        self.sock.connect(self.path_)
+
+
+def template_of(path):
+    """The document's path for a concrete one."""
+    for t in DOC["paths"]:
+        rx = "^" + re.sub(r"{\w+}", "[^/]+", t) + "$"
+        if re.match(rx, path):
+            return t
+    return None
+
+
+def exchange(sock, method, url, body=None, ctype=None, expect=None):
+    """One request; its answer checked against the document.  The JSON."""
+    c = Unix(sock)
+    headers = {"Content-Type": ctype} if ctype else {}
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    c.request(method, url, body=body, headers=headers)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    path = urllib.parse.urlsplit(url).path
+    what = "%s %s -> %d" % (method, url[:70], r.status)
+    if expect is not None and r.status != expect:
+        check(False, what, "expected %d: %r" % (expect, data[:300]))
+        return None
+    t = template_of(path)
+    op = DOC["paths"].get(t, {}).get(method.lower())
+    if not op:
+        # an undocumented method on a documented path: the Error shape
+        errs = errors({"$ref": "#/components/schemas/Error"}, json.loads(data))
+        check(r.status == 405 and not errs, what + " (not an operation: 405 Error)", errs)
+        return None
+    resp = op["responses"].get(str(r.status))
+    if resp is None:
+        check(False, what + " is documented", list(op["responses"]))
+        return None
+    if "$ref" in resp:
+        resp = resolve(resp["$ref"])
+    ctype = (r.getheader("Content-Type") or "").split(";")[0].strip()
+    content = resp.get("content", {})
+    if ctype not in content:
+        check(False, what + ": content type %s documented" % ctype, list(content))
+        return None
+    schema = content[ctype]["schema"]
+    if ctype == "application/json":
+        value = json.loads(data)
+        errs = errors(schema, value)
+    elif ctype == "application/x-ndjson":
+        value = [json.loads(l) for l in data.splitlines() if l.strip()]
+        errs = [e for v in value for e in errors(schema, v)]
+    else:
+        value, errs = data, []
+    check(not errs, what + " validates", errs)
+    return value
+
+
+def session(sock):
+    ex = lambda *a, **k: exchange(sock, *a, **k)
+    ex("GET", "/v1/health", expect=200)
+    ex("GET", "/v1/metrics", expect=200)
+    ex("POST", "/v1/sandboxes", {"policy": {"limits": {"memory": "lots"}}}, expect=422)
+    ex("POST", "/v1/sandboxes", {"bogus": 1}, expect=400)
+    sb = ex("POST", "/v1/sandboxes", {"labels": {"k": "v"}, "ttl_seconds": 600}, expect=201)
+    if not sb:
+        return
+    base = "/v1/sandboxes/" + sb["id"]
+    ex("GET", "/v1/sandboxes", expect=200)
+    ex("GET", base, expect=200)
+    ex("GET", "/v1/sandboxes/sb-nope", expect=404)
+    ex("PATCH", base, b"", expect=405)
+    ex("POST", base + "/exec", {"command": "echo hi; echo no >&2; exit 2"}, expect=200)
+    ex("POST", base + "/exec", {"argv": ["/nonexistent"]})
+    ex("POST", base + "/exec", {"command": "sleep 5", "timeout_seconds": 0.5}, expect=200)
+    ex("POST", base + "/exec", {"command": "echo streamed", "stream": True}, expect=200)
+    ex("POST", base + "/exec", {"cwd": "/"}, expect=400)
+    p = ex("POST", base + "/processes", {"command": "sleep 100"}, expect=201)
+    ex("POST", base + "/processes", {"argv": ["/nonexistent"]}, expect=201)
+    ex("GET", base + "/processes", expect=200)
+    if p:
+        ex("GET", "%s/processes/%d" % (base, p["pid"]), expect=200)
+        ex("DELETE", "%s/processes/%d" % (base, p["pid"]), expect=200)
+    ex("GET", base + "/processes/99999", expect=404)
+    ex("PUT", base + "/files?path=/tmp/a.txt", b"hello", "application/octet-stream", expect=201)
+    ex("GET", base + "/files?path=/tmp/a.txt", expect=200)
+    ex("GET", base + "/files?path=/tmp&list=1", expect=200)
+    ex("DELETE", base + "/files?path=/tmp/a.txt", expect=200)
+    ex("GET", base + "/files?path=/tmp/a.txt", expect=404)
+    ex("GET", base + "/files?path=/proc/1/status", expect=403)
+    ex("GET", base + "/files?path=relative", expect=400)
+    ex("POST", base + "/pause")        # 200, or 500 without a freezer
+    ex("POST", base + "/resume")
+    ex("POST", base + "/halt", {"reason": "enough"}, expect=200)
+    ex("POST", base + "/exec", {"command": "true"}, expect=409)
+    ex("GET", "/v1/events?sandbox=" + sb["id"], expect=200)
+    ex("GET", "/v1/events", expect=200)
+    ex("DELETE", base, expect=200)
+
+
+def daemon():
+    tmp = tempfile.mkdtemp(prefix="corral-openapi.", dir=os.environ.get("TMPDIR", "/tmp"))
+    sock = os.path.join(tmp, "s")
+    log = open(os.path.join(tmp, "log"), "w")
+    d = subprocess.Popen([CORRAL, "serve", "--socket", sock, "--state-dir",
+                          os.path.join(tmp, "state")], stdout=log, stderr=log,
+                         stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        check(os.path.exists(sock), "the daemon started")
+        session(sock)
+    finally:
+        d.send_signal(signal.SIGTERM)
+        try:
+            d.wait(30)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            d.wait()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+shape()
+routes()
+daemon()
+print("openapi: %d passed, %d failed" % (PASS, FAIL))
+sys.exit(1 if FAIL else 0)

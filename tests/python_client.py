@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""python_client.py - clients/python (the `corral` package) against a real
+daemon: tests/python_client.sh starts it and passes its socket (and a TCP
+address and token file) in CORRAL_TEST_SOCKET, CORRAL_TEST_URL and
+CORRAL_TEST_TOKEN_FILE.  unittest; the last line is "N passed, N failed"."""
+import os
+import sys
+import unittest
+
+import corral
+
+SOCK = os.environ["CORRAL_TEST_SOCKET"]
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.client = corral.Client(socket=SOCK)
+
+    def test_health(self):
+        self.assertEqual(self.client.health()["status"], "ok")
+
+    def test_run_results(self):
+        with self.client.create(labels={"who": "python"}) as sb:
+            r = sb.run("echo hello")
+            self.assertTrue(r.ok)
+            self.assertEqual(r.stdout, "hello\n")
+            r = sb.run(["/bin/sh", "-c", "echo no >&2; exit 3"])
+            self.assertEqual((r.status, r.exit_code, r.stderr), ("exited", 3, "no\n"))
+            self.assertFalse(r.ok)
+            r = sb.run("cat; pwd", stdin="in\n", cwd="/tmp", env={"K": "V"})
+            self.assertEqual(r.stdout, "in\n/tmp\n")
+            r = sb.run("sleep 30", timeout=1)
+            self.assertEqual(r.status, "timeout")
+            self.assertIn(sb.id, [s.id for s in self.client.list()])
+
+    def test_streaming_callbacks(self):
+        out, err = [], []
+        with self.client.create() as sb:
+            r = sb.run("echo one; echo two >&2; sleep 1", on_stdout=out.append,
+                       on_stderr=err.append)
+            self.assertEqual(r.exit_code, 0)
+            self.assertEqual("".join(out), "one\n")
+            self.assertEqual("".join(err), "two\n")
+
+    def test_files(self):
+        with self.client.create() as sb:
+            self.assertEqual(sb.files.write("/tmp/a.txt", "héllo")["size"], 6)
+            sb.files.write("/tmp/b.bin", b"\x00\xff")
+            self.assertEqual(sb.files.read_text("/tmp/a.txt"), "héllo")
+            self.assertEqual(sb.files.read("/tmp/b.bin"), b"\x00\xff")
+            names = sorted(e["name"] for e in sb.files.list("/tmp"))
+            self.assertEqual(names, ["a.txt", "b.bin"])
+            sb.files.delete("/tmp/a.txt")
+            with self.assertRaises(corral.NotFound) as cm:
+                sb.files.read("/tmp/a.txt")
+            self.assertEqual(cm.exception.status, 404)
+            self.assertEqual(cm.exception.code, "not_found")
+            with self.assertRaises(corral.BadRequest):
+                sb.files.read("relative")
+
+    def test_background(self):
+        with self.client.create() as sb:
+            p = sb.start("echo started; sleep 300")
+            self.assertGreater(p.pid, 0)
+            self.assertIn(p.pid, [q.pid for q in sb.processes()])
+            self.assertEqual(p.info()["state"], "running")
+            rec = p.kill()
+            self.assertEqual(rec["state"], "exited")
+            q = sb.start(["sh", "-c", "exit 4"])
+            r = q.wait(timeout=30)
+            self.assertIsNotNone(r)
+            self.assertEqual(r.exit_code, 4)
+
+    def test_pause_resume_halt(self):
+        sb = self.client.create()
+        try:
+            try:
+                self.assertEqual(sb.pause()["state"], "paused")
+            except corral.InternalError as e:
+                # no freezer (unprivileged, no delegated cgroups): said so
+                self.assertIn("freez", e.detail)
+            else:
+                with self.assertRaises(corral.Conflict):
+                    sb.run("true")
+                self.assertNotEqual(sb.resume()["state"], "paused")
+            self.assertTrue(sb.run("true").ok)
+            self.assertEqual(sb.halt("enough")["state"], "halted")
+            with self.assertRaises(corral.Conflict) as cm:
+                sb.run("true")
+            self.assertIn("enough", cm.exception.detail)
+        finally:
+            self.assertEqual(sb.destroy()["state"], "destroyed")
+        with self.assertRaises(corral.NotFound):
+            sb.info()
+
+    def test_context_manager_destroys(self):
+        with self.client.create() as sb:
+            sid = sb.id
+        self.assertNotIn(sid, [s.id for s in self.client.list()])
+        with self.assertRaises(corral.NotFound):
+            self.client.sandbox(sid).info()
+
+    def test_policy_error(self):
+        with self.assertRaises(corral.PolicyRejected) as cm:
+            self.client.create(policy={"limits": {"memory": "lots"}})
+        self.assertEqual(cm.exception.status, 422)
+        self.assertIn("limits.memory", cm.exception.detail)
+        with self.assertRaises(corral.BadRequest):
+            self.client.create(policy={"no_such_key": 1}, labels="x")
+
+    def test_events(self):
+        with self.client.create() as sb:
+            sb.run("true")
+            types = [e["type"] for e in sb.events()]
+            self.assertIn("sandbox.create", types)
+            self.assertIn("exec.end", types)
+
+    def test_no_daemon(self):
+        c = corral.Client(socket=SOCK + ".nothing")
+        with self.assertRaises(corral.ConnectionFailed):
+            c.health()
+
+    def test_tcp_token(self):
+        url, tok = os.environ.get("CORRAL_TEST_URL"), os.environ.get("CORRAL_TEST_TOKEN_FILE")
+        if not url:
+            self.skipTest("no TCP listener")
+        c = corral.Client(url=url, token_file=tok)
+        self.assertEqual(c.health()["status"], "ok")
+        with c.create() as sb:
+            self.assertEqual(sb.run("echo tcp").stdout, "tcp\n")
+        bad = corral.Client(url=url, token="wrong-token-wrong-token")
+        with self.assertRaises(corral.Unauthorized):
+            bad.list()
+
+
+if __name__ == "__main__":
+    res = unittest.main(exit=False, verbosity=2).result
+    failed = len(res.failures) + len(res.errors)
+    print("python client: %d passed, %d failed" % (res.testsRun - failed, failed))
+    sys.exit(1 if failed else 0)

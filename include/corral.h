@@ -49,6 +49,15 @@ CORRAL_PUBLIC
 int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * As corral_set_err() for a failed call: errnum is the errno it left
+ * (positive); its text is appended once, "<message>: <strerror>", and
+ * -errnum returned.  No allocation (strerror_r), so safe after fork.
+ */
+CORRAL_PUBLIC
+int corral_set_errno(struct corral_err *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* ---- policy ---------------------------------------------------------- */
 
 struct corral_bind {

@@ -1232,9 +1232,8 @@ static int take_local_addrs(struct egress *e, struct corral_err *err)
 
 	if (getifaddrs(&ifa) < 0) {
 		r = -errno;
-		return corral_set_err(err, r,
-				      "cannot list this host's addresses (getifaddrs): %s",
-				      strerror(-r));
+		return corral_set_errno(err, -r,
+				      "cannot list this host's addresses (getifaddrs)");
 	}
 	for (i = ifa; i; i = i->ifa_next)
 		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||

@@ -127,8 +127,7 @@ int events_log_open(struct events_log **out, const char *path,
 	if (log->fd < 0) {
 		r = -errno;
 		events_log_put(log);
-		return corral_set_err(err, r, "events file %s: %s", path,
-				      strerror(-r));
+		return corral_set_errno(err, -r, "events file %s", path);
 	}
 	r = audit_tail(log->fd, path, log->prev, &log->torn, err);
 	if (r < 0) {

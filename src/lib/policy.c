@@ -840,8 +840,7 @@ static int read_policy(int fd, const char *path, char **out, size_t *len,
 		if (r < 0) {
 			r = -errno;
 			free(buf);
-			return corral_set_err(err, r, "%s: %s", path,
-					      strerror(-r));
+			return corral_set_errno(err, -r, "%s", path);
 		}
 		if (r == 0)
 			break;
@@ -870,11 +869,11 @@ int corral_policy_load_file(struct corral_policy *p, const char *path,
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		r = -errno;
-		return corral_set_err(err, r, "%s: %s", path, strerror(-r));
+		return corral_set_errno(err, -r, "%s", path);
 	}
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
-		corral_set_err(err, r, "%s: %s", path, strerror(-r));
+		corral_set_errno(err, -r, "%s", path);
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {

@@ -211,10 +211,10 @@ static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
 	for (size_t i = 0; i < NSPECS; i++)
 		fds[i] = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return corral_set_err(err, -errno, "socketpair: %s", strerror(errno));
+		return corral_set_errno(err, errno, "socketpair");
 	helper = fork();
 	if (helper < 0) {
-		r = corral_set_err(err, -errno, "fork: %s", strerror(errno));
+		r = corral_set_errno(err, errno, "fork");
 		goto out;
 	}
 	if (helper == 0) {
@@ -240,10 +240,9 @@ static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
 		if (rep.codes[i] == 0 && (int)j < n)
 			fds[i] = got[j++];
 		else if (listen_specs[i].family == AF_INET && r == 0)
-			r = corral_set_err(err, rep.codes[i] ? rep.codes[i] : -EIO,
-					   "cannot listen on %s:%u in the sandbox: %s",
-					   listen_specs[i].addr, listen_specs[i].port,
-					   strerror(rep.codes[i] ? -rep.codes[i] : EIO));
+			r = corral_set_errno(err, rep.codes[i] ? -rep.codes[i] : EIO,
+					     "cannot listen on %s:%u in the sandbox",
+					     listen_specs[i].addr, listen_specs[i].port);
 	}
 	if (r == 0 && rep.transparent < 0)
 		r = corral_set_err(err, rep.transparent, "network setup: %.256s", rep.why);

@@ -442,8 +442,7 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	cm->cmsg_len = CMSG_LEN(4 * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, 4 * sizeof(int));
 	if (sendmsg(b->sb->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		r = corral_set_err(err, -errno, "cannot reach the sandbox's init: %s",
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "cannot reach the sandbox's init");
 out:
 	sandbox_env_free(envp);
 	return r;
@@ -550,7 +549,7 @@ static int call_pipes(struct corral_call *c, int fds[4], struct corral_err *err)
 		close_fd(&out[1]);
 		close_fd(&er[0]);
 		close_fd(&er[1]);
-		return corral_set_err(err, -e, "pipe: %s", strerror(e));
+		return corral_set_errno(err, e, "pipe");
 	}
 	/* the child's end must block; ours must not */
 	fcntl(in[0], F_SETFL, 0);

@@ -131,7 +131,7 @@ int corral_box_open(struct corral_box *b, const char *path, int flags,
 		return corral_set_err(err, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				      "%.300s: not a regular file", path);
 	if (write && ftruncate(f, 0) < 0)
-		return corral_set_err(err, -errno, "%.300s: %s", path, strerror(errno));
+		return corral_set_errno(err, errno, "%.300s", path);
 	fcntl(f, F_SETFL, write ? O_WRONLY : O_RDONLY);
 	*fd = steal_fd(&f);
 	return 0;
@@ -174,7 +174,7 @@ int corral_box_unlink(struct corral_box *b, const char *path,
 		r = -errno;
 	as_agent(b, false);
 	if (r < 0)
-		return corral_set_err(err, r, "%.300s: %s", path, strerror(-r));
+		return corral_set_errno(err, -r, "%.300s", path);
 	return 0;
 }
 
@@ -198,7 +198,7 @@ int corral_box_list(struct corral_box *b, const char *path,
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return corral_set_err(err, -errno, "%.300s: %s", path, strerror(errno));
+		return corral_set_errno(err, errno, "%.300s", path);
 	}
 	as_agent(b, true);
 	while ((de = readdir(d))) {

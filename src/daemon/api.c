@@ -28,7 +28,7 @@ void reply_json(struct evhttp_request *req, int code, json_t *o)
 		free(text);
 		if (buf)
 			evbuffer_free(buf);
-		evhttp_send_error(req, 500, "out of memory");
+		evhttp_send_error(req, 500, "out of memory for the reply");
 		return;
 	}
 	evbuffer_add(buf, text, strlen(text));

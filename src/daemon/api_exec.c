@@ -198,7 +198,7 @@ static char **exec_argv(json_t *o, struct api_fault *f)
 			v[1] = "-c";
 			v[2] = (char *)json_string_value(cmd);
 		} else {
-			api_fault(f, 500, "internal", "out of memory");
+			api_fault(f, 500, "internal", "out of memory building the command line");
 		}
 		return v;
 	}
@@ -222,7 +222,7 @@ static char **exec_argv(json_t *o, struct api_fault *f)
 		v[i] = (char *)json_string_value(a);
 	}
 	if (!v)
-		api_fault(f, 500, "internal", "out of memory");
+		api_fault(f, 500, "internal", "out of memory building the command line");
 	return v;
 }
 
@@ -339,7 +339,7 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 		return;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
-		reply_error(req, 500, "internal", "out of memory");
+		reply_error(req, 500, "internal", "out of memory for the exec request");
 		goto out;
 	}
 	pd->sb = sb;

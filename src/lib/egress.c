@@ -1169,7 +1169,8 @@ static int compile_list(char *const *texts, size_t n, bool allow,
 		return 0;
 	v = calloc(n, sizeof(*v));
 	if (!v)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for %zu egress patterns",
+				      n);
 	for (i = 0; i < n; i++) {
 		if (!egress_pattern_parsen(texts[i], texts[i] ? strlen(texts[i]) : 0,
 					   &v[i], allow, why, sizeof(why)))
@@ -1197,7 +1198,8 @@ static int compile_hosts(struct egress *e, const struct corral_policy *p,
 		return 0;
 	e->hosts = calloc(p->nnet_hosts, sizeof(*e->hosts));
 	if (!e->hosts)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the %zu net.hosts entries",
+				      p->nnet_hosts);
 	for (i = 0; i < p->nnet_hosts; i++) {
 		h = &p->net_hosts[i];
 		eh = &e->hosts[e->nhosts];
@@ -1242,7 +1244,8 @@ static int take_local_addrs(struct egress *e, struct corral_err *err)
 	e->local = n ? calloc(n, sizeof(*e->local)) : NULL;
 	if (n && !e->local) {
 		freeifaddrs(ifa);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the %zu host addresses",
+				      n);
 	}
 	for (i = ifa; i; i = i->ifa_next) {
 		if (!i->ifa_addr || sockaddr_ip(i->ifa_addr, &ip, &port))
@@ -1261,7 +1264,8 @@ struct egress *egress_new(const struct corral_policy *p,
 	int r;
 
 	if (!e) {
-		corral_set_err(err, -ENOMEM, "out of memory");
+		corral_set_err(err, -ENOMEM,
+			       "out of memory for the egress filter");
 		return NULL;
 	}
 	r = compile_list(p->net_allow, p->nnet_allow, true, &e->allow,

@@ -113,13 +113,15 @@ int events_log_open(struct events_log **out, const char *path,
 
 	*out = NULL;
 	if (!log)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory opening the events log %s",
+				      path);
 	log->refs = 1;
 	log->fd = -1;
 	log->path = strdup(path);
 	if (!log->path) {
 		free(log);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory opening the events log %s",
+				      path);
 	}
 	/* Read as well: the chain goes on from the file's last line. */
 	log->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
@@ -166,7 +168,8 @@ int events_new(struct events **out, struct events_log *log, const char *sandbox,
 
 	*out = NULL;
 	if (!ev)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the events of sandbox %s",
+				      sandbox);
 	ev->sandbox = strdup(sandbox);
 	ev->denials = json_array();
 	ev->next_due = UINT64_MAX;
@@ -175,7 +178,8 @@ int events_new(struct events **out, struct events_log *log, const char *sandbox,
 		ev->other[i].r = &rated_types[i];
 	if (!ev->sandbox || !ev->denials) {
 		events_close(ev);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the events of sandbox %s",
+				      sandbox);
 	}
 	if (log) {
 		ev->log = log;

@@ -581,7 +581,8 @@ static int fail_arg(struct corral_err *err, int code, const char *why,
 	char got[GOT_MAX + 16];
 
 	if (code == -ENOMEM)
-		return corral_set_err(err, code, "out of memory");
+		return corral_set_err(err, code,
+				      "out of memory reading the argument");
 	policy_quote(arg, n, got, sizeof(got));
 	return corral_set_err(err, code, "%s (got %s)", why, got);
 }
@@ -602,7 +603,8 @@ int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 	if (r) {
 		free(b.src);
 		free(b.dst);
-		return corral_set_err(err, r, "out of memory");
+		return corral_set_err(err, r, "out of memory adding the bind %s",
+				      spec);
 	}
 	return 0;
 }
@@ -626,7 +628,8 @@ int corral_policy_set_env(struct corral_policy *p, const char *assignment,
 	if (why)
 		return fail_arg(err, -EINVAL, why, a, n);
 	r = policy_env_put(p, a, eq - a, eq + 1, strlen(eq + 1));
-	return r ? corral_set_err(err, r, "out of memory") : 0;
+	return r ? corral_set_err(err, r,
+				  "out of memory adding the environment variable") : 0;
 }
 
 int corral_policy_pass_env(struct corral_policy *p, const char *name,
@@ -639,7 +642,8 @@ int corral_policy_pass_env(struct corral_policy *p, const char *name,
 	if (why)
 		return fail_arg(err, -EINVAL, why, s, strlen(s));
 	r = policy_pass_put(p, s);
-	return r ? corral_set_err(err, r, "out of memory") : 0;
+	return r ? corral_set_err(err, r, "out of memory adding the passed variable %s",
+				  s) : 0;
 }
 
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
@@ -693,7 +697,8 @@ static int add_pattern(char ***v, size_t *n, const char *pattern,
 	if (r)
 		return fail_arg(err, r, why, s, len);
 	r = policy_strv_put(v, n, s, len);
-	return r ? corral_set_err(err, r, "out of memory") : 0;
+	return r ? corral_set_err(err, r, "out of memory adding the egress pattern %s",
+				  s) : 0;
 }
 
 int corral_policy_add_allow(struct corral_policy *p, const char *pattern,
@@ -771,7 +776,9 @@ int corral_policy_set_limit(struct corral_policy *p, const char *key,
 	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	if (!text)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM,
+				      "out of memory reading the limit %s",
+				      key ? key : "");
 	snprintf(name, sizeof(name), "--%s", key);
 	r = corral_policy_load_string(p, text, strlen(text), name, err);
 	free(text);

@@ -1083,7 +1083,8 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 
 	*out = NULL;
 	if (!px)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM,
+				      "out of memory for the egress proxy");
 	px->base = base;
 	px->ev = ev;
 	px->transparent = p->net_transparent;

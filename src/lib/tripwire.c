@@ -383,7 +383,7 @@ struct tripwire *tripwire_start_at(struct event_base *base, int rootfd,
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		corral_set_err(err, -ENOMEM, "out of memory");
+		corral_set_err(err, -ENOMEM, "out of memory for the tripwires");
 		return NULL;
 	}
 	t->fan_fd = t->in_fd = -1;
@@ -394,14 +394,16 @@ struct tripwire *tripwire_start_at(struct event_base *base, int rootfd,
 		return t;
 	t->w = calloc(n, sizeof(*t->w));
 	if (!t->w) {
-		r = corral_set_err(err, -ENOMEM, "out of memory");
+		r = corral_set_err(err, -ENOMEM, "out of memory for %zu tripwires",
+				   n);
 		goto fail;
 	}
 	for (i = 0; i < n; i++) {
 		t->w[i].wd = -1;
 		t->w[i].path = strdup(paths[i]);
 		if (!t->w[i].path) {
-			r = corral_set_err(err, -ENOMEM, "out of memory");
+			r = corral_set_err(err, -ENOMEM, "out of memory for the tripwire %s",
+					   paths[i]);
 			goto fail;
 		}
 		t->n++;

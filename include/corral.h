@@ -40,9 +40,19 @@ extern "C" {
 #define CORRAL_ERR_MAX 512
 
 struct corral_err {
-	int code;			/* negative errno, 0 if none */
+	int code;			/* negative errno or CORRAL_E_*, 0 if none */
 	char msg[CORRAL_ERR_MAX];	/* one sentence, no trailing newline */
 };
+
+/*
+ * A long-lived sandbox's state refusing a request has codes of its own,
+ * below errno's range (the kernel's errnos stay under 4096), so that an
+ * EPERM or ESRCH from the kernel is never read as "halted" or "gone".
+ */
+#define CORRAL_E_HALTED		(-4097)	/* halted: its files are evidence */
+#define CORRAL_E_GONE		(-4098)	/* dead, or not started yet */
+#define CORRAL_E_PAUSED		(-4099)	/* paused: resume it first */
+#define CORRAL_E_STARTING	(-4100)	/* still starting: try again */
 
 /* Fill err, return code (a negative errno); for the callers' own errors too. */
 CORRAL_PUBLIC

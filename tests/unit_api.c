@@ -210,7 +210,12 @@ TEST(errno_to_http)
 	CHECK(status_is(api_status, -ESRCH, 404, "not_found"));
 	CHECK(status_is(api_status, -EACCES, 403, "forbidden"));
 	CHECK(status_is(api_status, -EROFS, 403, "forbidden"));
-	CHECK(status_is(api_status, -EPERM, 409, "conflict"));
+	/* the kernel's EPERM is refused access, never the "halted" conflict */
+	CHECK(status_is(api_status, -EPERM, 403, "forbidden"));
+	CHECK(status_is(api_status, CORRAL_E_HALTED, 409, "conflict"));
+	CHECK(status_is(api_status, CORRAL_E_PAUSED, 409, "conflict"));
+	CHECK(status_is(api_status, CORRAL_E_STARTING, 409, "conflict"));
+	CHECK(status_is(api_status, CORRAL_E_GONE, 404, "not_found"));
 	CHECK(status_is(api_status, -EBUSY, 409, "conflict"));
 	CHECK(status_is(api_status, -EAGAIN, 409, "conflict"));
 	CHECK(status_is(api_status, -EMFILE, 503, "busy"));

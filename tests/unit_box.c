@@ -218,6 +218,57 @@ TEST(policy_check)
 	corral_policy_free(&p);
 }
 
+/* ---- a box's state refuses with codes of its own ------------------------ */
+
+/*
+ * Each state answers with its CORRAL_E_* code, never a kernel errno: the
+ * daemon maps those codes alone to 409/404, so an EPERM from the kernel
+ * can no longer read as "halted".  Synthetic boxes: every refusal here
+ * comes before anything touches a sandbox.
+ */
+TEST(box_state_codes)
+{
+	char *argv[] = { "true", NULL };
+	struct corral_call_opts o = { .argv = argv };
+	struct corral_call *c = NULL;
+	struct corral_box b;
+	struct sandbox sb;
+	struct corral_err err = { 0 };
+	int fd;
+
+	memset(&b, 0, sizeof(b));
+	memset(&sb, 0, sizeof(sb));
+	sb.rootfd = 3;
+	b.sb = &sb;
+	b.state = CORRAL_BOX_HALTED;
+	snprintf(b.halt_reason, sizeof(b.halt_reason), "by request");
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_HALTED);
+	CHECK(err.code == CORRAL_E_HALTED);
+	CHECK_STR_CONTAINS(err.msg, "halted: by request");
+	CHECK(corral_box_pause(&b, true, &err) == CORRAL_E_HALTED);
+	CHECK(corral_box_open(&b, "/tmp/x", O_WRONLY, &fd, &err) ==
+	      CORRAL_E_HALTED);
+	b.killed = true;
+	CHECK(corral_box_open(&b, "/tmp/x", O_RDONLY, &fd, &err) ==
+	      CORRAL_E_HALTED);
+
+	b.state = CORRAL_BOX_PAUSED;
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_PAUSED);
+	b.state = CORRAL_BOX_STARTING;
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_STARTING);
+	CHECK(corral_box_halt(&b, "x", &err) == CORRAL_E_GONE);
+	b.state = CORRAL_BOX_DEAD;
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_GONE);
+	CHECK(corral_box_pause(&b, true, &err) == CORRAL_E_GONE);
+	b.killed = false;
+	CHECK(corral_box_open(&b, "/tmp/x", O_RDONLY, &fd, &err) ==
+	      CORRAL_E_GONE);
+	CHECK(c == NULL);
+	/* outside errno's range: no kernel error is one of them */
+	CHECK(CORRAL_E_HALTED < -4095 && CORRAL_E_GONE < -4095 &&
+	      CORRAL_E_PAUSED < -4095 && CORRAL_E_STARTING < -4095);
+}
+
 /* ---- attribution on synthetic calls ------------------------------------- */
 
 /*
@@ -312,6 +363,7 @@ int main(void)
 	RUN(msg_end_of_init);
 	RUN(box_id_rule);
 	RUN(policy_check);
+	RUN(box_state_codes);
 	RUN(attribute_by_socket_cgroup);
 	RUN(attribute_by_group_name);
 	RUN(attribute_unknown_is_nobody);

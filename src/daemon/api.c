@@ -67,16 +67,20 @@ int api_status(int code, const char **error)
 		return 400;
 	case -ENOENT:
 	case -ESRCH:
+	case CORRAL_E_GONE:
 		*error = "not_found";
 		return 404;
 	case -EACCES:
+	case -EPERM:	/* the kernel's: a halted sandbox is CORRAL_E_HALTED */
 	case -EROFS:
 		*error = "forbidden";
 		return 403;
-	case -EPERM:
 	case -EBUSY:
 	case -EALREADY:
 	case -EAGAIN:
+	case CORRAL_E_HALTED:
+	case CORRAL_E_PAUSED:
+	case CORRAL_E_STARTING:
 		*error = "conflict";
 		return 409;
 	case -EMFILE:

@@ -208,7 +208,7 @@ int corral_box_halt(struct corral_box *b, const char *reason,
 		return corral_set_err(err, -EALREADY, "already halted: %s",
 				      b->halt_reason);
 	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_STARTING)
-		return corral_set_err(err, -ESRCH, "the sandbox is %s",
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is %s",
 				      corral_box_state_name(b->state));
 	box_halt(b, NULL, reason && reason[0] ? reason : "halted by request",
 		 NULL);
@@ -236,9 +236,9 @@ int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err)
 	int r;
 
 	if (b->state == CORRAL_BOX_HALTED)
-		return corral_set_err(err, -EPERM, "halted: %s", b->halt_reason);
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);
 	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_STARTING)
-		return corral_set_err(err, -ESRCH, "the sandbox is %s",
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is %s",
 				      corral_box_state_name(b->state));
 	if (paused == (b->state == CORRAL_BOX_PAUSED))
 		return 0;

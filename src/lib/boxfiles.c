@@ -43,14 +43,14 @@ static int check_path(struct corral_box *b, const char *path, bool write,
 		      struct corral_err *err)
 {
 	if (b->state == CORRAL_BOX_HALTED && b->killed)
-		return corral_set_err(err, -EPERM, "halted: %s; the sandbox was "
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s; the sandbox was "
 				      "killed and its files went with it",
 				      b->halt_reason);
 	if (b->state == CORRAL_BOX_HALTED && write)
-		return corral_set_err(err, -EPERM, "halted: %s; its files can be "
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s; its files can be "
 				      "read, not changed", b->halt_reason);
 	if (b->sb->rootfd < 0 || b->state == CORRAL_BOX_DEAD)
-		return corral_set_err(err, -ESRCH, "the sandbox is dead: its files "
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is dead: its files "
 				      "went with it");
 	if (!path || path[0] != '/')
 		return corral_set_err(err, -EINVAL, "path must be absolute inside "

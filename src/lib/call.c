@@ -519,14 +519,15 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 				      "characters");
 	switch (b->state) {
 	case CORRAL_BOX_HALTED:
-		return corral_set_err(err, -EPERM, "halted: %s", b->halt_reason);
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);
 	case CORRAL_BOX_PAUSED:
-		return corral_set_err(err, -EBUSY, "the sandbox is paused; "
+		return corral_set_err(err, CORRAL_E_PAUSED, "the sandbox is paused; "
 				      "resume it first");
 	case CORRAL_BOX_DEAD:
-		return corral_set_err(err, -ESRCH, "the sandbox is dead");
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is dead");
 	case CORRAL_BOX_STARTING:
-		return corral_set_err(err, -EAGAIN, "the sandbox is still starting");
+		return corral_set_err(err, CORRAL_E_STARTING,
+				      "the sandbox is still starting");
 	default:
 		return 0;
 	}

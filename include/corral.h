@@ -68,6 +68,21 @@ CORRAL_PUBLIC
 int corral_set_errno(struct corral_err *err, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* ---- ids -------------------------------------------------------------- */
+
+/*
+ * A sandbox id: 1 to 48 of [A-Za-z0-9._-], not starting with '.'.  The
+ * library has refused longer ones from the start, so no sandbox has one.
+ */
+#define CORRAL_SANDBOX_ID_MAX 48
+CORRAL_PUBLIC
+int corral_check_sandbox_id(const char *id, struct corral_err *err);
+
+/* A tool call's id: 1 to 127 bytes of UTF-8. */
+#define CORRAL_TOOL_CALL_ID_MAX 127
+CORRAL_PUBLIC
+int corral_check_tool_call_id(const char *id, struct corral_err *err);
+
 /* ---- policy ---------------------------------------------------------- */
 
 struct corral_bind {

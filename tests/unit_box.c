@@ -166,23 +166,50 @@ TEST(msg_end_of_init)
 TEST(box_id_rule)
 {
 	struct corral_err err;
-	char id[BOX_ID_MAX + 2];
+	char id[CORRAL_SANDBOX_ID_MAX + 2];
 
-	CHECK(box_check_id("a", &err) == 0);
-	CHECK(box_check_id("agent-1.run_2", &err) == 0);
-	memset(id, 'x', BOX_ID_MAX);
-	id[BOX_ID_MAX] = '\0';
-	CHECK(box_check_id(id, &err) == 0);
-	id[BOX_ID_MAX] = 'x';
-	id[BOX_ID_MAX + 1] = '\0';
-	CHECK(box_check_id(id, &err) == -EINVAL);
-	CHECK(box_check_id("", &err) == -EINVAL);
-	CHECK(box_check_id(NULL, &err) == -EINVAL);
-	CHECK(box_check_id(".hidden", &err) == -EINVAL);
-	CHECK(box_check_id("..", &err) == -EINVAL);
-	CHECK(box_check_id("a/b", &err) == -EINVAL);
-	CHECK(box_check_id("a b", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("a", &err) == 0);
+	CHECK(corral_check_sandbox_id("agent-1.run_2", &err) == 0);
+	memset(id, 'x', CORRAL_SANDBOX_ID_MAX);
+	id[CORRAL_SANDBOX_ID_MAX] = '\0';
+	CHECK(corral_check_sandbox_id(id, &err) == 0);
+	id[CORRAL_SANDBOX_ID_MAX] = 'x';
+	id[CORRAL_SANDBOX_ID_MAX + 1] = '\0';
+	CHECK(corral_check_sandbox_id(id, &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id(NULL, &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id(".hidden", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("..", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("a/b", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("a b", &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "bad sandbox id \"a b\"");
+}
+
+/* one rule for the library, the daemon and the CLI: 1 to 127 bytes of UTF-8 */
+TEST(tool_call_id_rule)
+{
+	struct corral_err err;
+	char id[CORRAL_TOOL_CALL_ID_MAX + 2];
+
+	CHECK(corral_check_tool_call_id("call-7", &err) == 0);
+	CHECK(corral_check_tool_call_id("toolu_01A:b.c", &err) == 0);
+	CHECK(corral_check_tool_call_id("step 1 \xc3\xa9\xe2\x82\xac\xf0\x9f\x90\x8e",
+					&err) == 0);
+	memset(id, 'x', CORRAL_TOOL_CALL_ID_MAX);
+	id[CORRAL_TOOL_CALL_ID_MAX] = '\0';
+	CHECK(corral_check_tool_call_id(id, &err) == 0);
+	id[CORRAL_TOOL_CALL_ID_MAX] = 'x';
+	id[CORRAL_TOOL_CALL_ID_MAX + 1] = '\0';
+	CHECK(corral_check_tool_call_id(id, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "1 to 127 bytes (got 128)");
+	CHECK(corral_check_tool_call_id("", &err) == -EINVAL);
+	CHECK(corral_check_tool_call_id(NULL, &err) == -EINVAL);
+	CHECK(corral_check_tool_call_id("a\xff", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not UTF-8 (byte 1)");
+	CHECK(corral_check_tool_call_id("\xc0\xaf", &err) == -EINVAL);	/* overlong */
+	CHECK(corral_check_tool_call_id("\xed\xa0\x80", &err) == -EINVAL); /* surrogate */
+	CHECK(corral_check_tool_call_id("\xe2\x82", &err) == -EINVAL);	/* cut */
+	CHECK(corral_check_tool_call_id("\xf4\x90\x80\x80", &err) == -EINVAL);
 }
 
 TEST(policy_check)
@@ -362,6 +389,7 @@ int main(void)
 	RUN(msg_fd_kind_without_fd_is_dropped);
 	RUN(msg_end_of_init);
 	RUN(box_id_rule);
+	RUN(tool_call_id_rule);
 	RUN(policy_check);
 	RUN(box_state_codes);
 	RUN(attribute_by_socket_cgroup);

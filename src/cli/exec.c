@@ -26,8 +26,8 @@ static const struct verb exec_verb = {
 "Options:\n"
 "  -c, --command TEXT   run /bin/sh -c TEXT instead of an argv\n"
 "  --tool-call ID       the tool call this is: the result and every event of\n"
-"                       the call carry it (1 to 120 letters, digits and\n"
-"                       ._:-; default: the daemon makes one up)\n"
+"                       the call carry it (1 to 127 bytes of UTF-8;\n"
+"                       default: the daemon makes one up)\n"
 "  --cwd DIR            the working directory inside the sandbox\n"
 "  --env NAME=VALUE     set a variable for this call (repeatable)\n"
 "  --stdin-file FILE    give the command FILE as its stdin (\"-\": corral's)\n"
@@ -86,14 +86,10 @@ static const struct option exec_options[] = {
 
 static int put_tool_call(json_t *body, const char *id)
 {
-	static const char call_chars[] =
-		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		"0123456789._:-";
-	size_t n = strlen(id);
+	struct corral_err err;
 
-	if (!n || n > 120 || strspn(id, call_chars) != n)
-		return verb_usage_error(&exec_verb, "--tool-call: 1 to 120 characters of letters, digits and ._:- (got \"%s\")",
-					id);
+	if (corral_check_tool_call_id(id, &err) < 0)
+		return verb_usage_error(&exec_verb, "--tool-call: %s", err.msg);
 	return body_put(body, "tool_call_id", json_string(id));
 }
 

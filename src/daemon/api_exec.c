@@ -271,15 +271,19 @@ bool call_args_check(json_t *o, bool background, struct call_args *a,
 	static const char *const known[] = { "argv", "command", "tool_call_id",
 		"cwd", "env", "stdin", "timeout_seconds", "stream", NULL };
 	json_t *stream = json_object_get(o, "stream"), *in = json_object_get(o, "stdin");
+	struct corral_err err;
 	bool ok;
 
 	memset(a, 0, sizeof(*a));
 	a->o = o;
 	if (!only_fields(o, known, f) ||
 	    !seconds_field(o, "timeout_seconds", 7 * 86400, &a->co.timeout_ms, f) ||
-	    !string_field(o, "tool_call_id", 127, &a->co.tool_call, f) ||
+	    !string_field(o, "tool_call_id", CORRAL_TOOL_CALL_ID_MAX,
+			  &a->co.tool_call, f) ||
 	    !string_field(o, "cwd", 4095, &a->co.cwd, f))
 		return false;
+	if (a->co.tool_call && corral_check_tool_call_id(a->co.tool_call, &err) < 0)
+		return api_fault(f, 400, "bad_request", "%s", err.msg);
 	if ((stream && !json_is_boolean(stream)) || (background && stream))
 		return api_fault(f, 400, "bad_request", background ? "stream is "
 				 "for exec, not processes" : "stream must be true "

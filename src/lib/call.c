@@ -514,9 +514,8 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (o->cwd && o->cwd[0] != '/')
 		return corral_set_err(err, -EINVAL, "cwd must be an absolute path "
 				      "(got \"%.200s\")", o->cwd);
-	if (o->tool_call && (!o->tool_call[0] || strlen(o->tool_call) >= 128))
-		return corral_set_err(err, -EINVAL, "tool_call_id must be 1 to 127 "
-				      "characters");
+	if (o->tool_call && corral_check_tool_call_id(o->tool_call, err) < 0)
+		return err->code;
 	switch (b->state) {
 	case CORRAL_BOX_HALTED:
 		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);

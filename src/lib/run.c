@@ -441,6 +441,8 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 	char name[64];
 	int r;
 
+	if (o->tool_call && corral_check_tool_call_id(o->tool_call, err) < 0)
+		return err->code;
 	cg_cleanup_stale();
 	snprintf(name, sizeof(name), "%d-%llu", getpid(),
 		 (unsigned long long)(s->t0 ^ ((uint64_t)rand() << 20)));

@@ -5,6 +5,7 @@
  */
 #include "corral.h"
 #include "egress.h"
+#include "internal.h"
 #include "jsonpos.h"
 #include "unit.h"
 
@@ -1282,6 +1283,26 @@ TEST(got_is_cut_short)
 	corral_policy_free(&p);
 }
 
+/* the one escaper of the library's messages, in both its spellings */
+TEST(quote_styles)
+{
+	static const char in[] = "a\"\\\n\x7f\xc2\x85\xc3\xa9";
+	char buf[80], small[8];
+
+	text_quote(in, sizeof(in) - 1, buf, sizeof(buf), 60, QUOTE_JSON);
+	CHECK(!strcmp(buf, "\"a\\\"\\\\\\u000a\\u007f\\u0085\xc3\xa9\""));
+	text_quote(in, sizeof(in) - 1, buf, sizeof(buf), 60, QUOTE_ASCII);
+	CHECK(!strcmp(buf, "\"a\\\"\\\\\\x0a\\x7f\\xc2\\x85\\xc3\\xa9\""));
+	/* cut: never half a UTF-8 character, and said */
+	text_quote("ab\xc3\xa9", 4, buf, sizeof(buf), 3, QUOTE_JSON);
+	CHECK(!strcmp(buf, "\"ab\"..."));
+	text_quote("abcdef", 6, buf, sizeof(buf), 3, QUOTE_ASCII);
+	CHECK(!strcmp(buf, "\"abc\"..."));
+	/* a buffer too small for max gets nothing rather than an overflow */
+	text_quote("abc", 3, small, sizeof(small), 60, QUOTE_JSON);
+	CHECK(small[0] == '\0');
+}
+
 TEST(syntax_error_position)
 {
 	static const struct {
@@ -1562,6 +1583,7 @@ int main(void)
 	RUN(env_value_too_long);
 	RUN(tripwire_too_long);
 	RUN(got_is_cut_short);
+	RUN(quote_styles);
 	RUN(syntax_error_position);
 	RUN(duplicate_key);
 	RUN(failed_load_leaves_policy_unchanged);

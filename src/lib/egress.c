@@ -75,46 +75,10 @@ static bool name_char(char c)
 	return (c >= 'a' && c <= 'z') || is_digit(c) || c == '-' || c == '_';
 }
 
-/*
- * s[0..n) as a quoted string for a reason: at most QUOTE_MAX bytes of it,
- * '"' and '\\' escaped, anything outside printable ASCII as \xNN, so a
- * reason is safe in a terminal, a log line and an HTTP header.
- */
+/* A reason's quoting: printable ASCII, safe in a log line and an HTTP header. */
 static void quote(const char *s, size_t n, char *buf, size_t len)
 {
-	size_t off = 0, i, m;
-	bool cut = false;
-	char esc[8];
-
-	if (len < QUOTE_BUF) {
-		if (len)
-			buf[0] = '\0';
-		return;
-	}
-	buf[off++] = '"';
-	for (i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c == '"' || c == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			snprintf(esc, sizeof(esc), "\\x%02x", c);
-		else
-			snprintf(esc, sizeof(esc), "%c", c);
-		m = strlen(esc);
-		if (off + m > QUOTE_MAX + 1) {
-			cut = true;
-			break;
-		}
-		memcpy(buf + off, esc, m);
-		off += m;
-	}
-	buf[off++] = '"';
-	if (cut) {
-		memcpy(buf + off, "...", 3);
-		off += 3;
-	}
-	buf[off] = '\0';
+	text_quote(s, n, buf, len, QUOTE_MAX, QUOTE_ASCII);
 }
 
 static int why_set(char *why, size_t whylen, const char *fmt, ...)

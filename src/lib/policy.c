@@ -43,53 +43,10 @@ static void truncate_got(char *buf, size_t max)
 	memcpy(buf + max, "...", 4);
 }
 
-/*
- * s[0..n) as a JSON string literal, at most GOT_MAX bytes of it: the user
- * sees exactly which bytes were wrong, and control characters never reach
- * their terminal raw.  len must be at least GOT_MAX + 8.
- */
+/* The loader's quoting: a JSON literal, as the user wrote it in the file. */
 void policy_quote(const char *s, size_t n, char *buf, size_t len)
 {
-	bool cut = false;
-	size_t off = 0, i, m;
-	char esc[8];
-
-	if (len < GOT_MAX + 8) {
-		if (len)
-			buf[0] = '\0';
-		return;
-	}
-	buf[off++] = '"';
-	for (i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c == '"' || c == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-		else
-			snprintf(esc, sizeof(esc), "%c", c);
-		m = strlen(esc);
-		if (off + m > GOT_MAX + 1) {
-			cut = true;
-			break;
-		}
-		memcpy(buf + off, esc, m);
-		off += m;
-	}
-	/* never end on half a UTF-8 character */
-	if (cut && ((unsigned char)s[i] & 0xc0) == 0x80) {
-		while (off > 1 && ((unsigned char)buf[off - 1] & 0xc0) == 0x80)
-			off--;
-		if (off > 1)
-			off--;
-	}
-	buf[off++] = '"';
-	if (cut) {
-		memcpy(buf + off, "...", 3);
-		off += 3;
-	}
-	buf[off] = '\0';
+	text_quote(s, n, buf, len, GOT_MAX, QUOTE_JSON);
 }
 
 static void render_got(const json_t *v, char *buf, size_t len)

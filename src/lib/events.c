@@ -325,14 +325,6 @@ static void attribute(struct events *ev, json_t *o)
 
 /* ---- repeats and the budget -------------------------------------------- */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static const struct rated *rated_find(const char *type)
 {
 	for (size_t i = 0; i < NRATED; i++)
@@ -604,7 +596,7 @@ void events_emit(struct events *ev, const char *type, json_t *fields)
 		json_decref(fields);
 		return;
 	}
-	emit(ev, type, fields, mono_ms());
+	emit(ev, type, fields, corral_now_ms());
 }
 
 void events_set_limits(struct events *ev, const struct corral_event_limits *lim)
@@ -764,7 +756,7 @@ void events_close(struct events *ev)
 	 * owner's hooks may be gone already */
 	ev->hook = NULL;
 	ev->attr = NULL;
-	flush(ev, mono_ms(), true, true);
+	flush(ev, corral_now_ms(), true, true);
 	for (size_t i = 0; ev->slots && i < KIND_SLOTS; i++) {
 		if (!ev->slots[i])
 			continue;

@@ -255,15 +255,6 @@ out:
 	return r;
 }
 
-static uint64_t elapsed_ms(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t0->tv_sec) * 1000 +
-	       (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 void conn_free(struct conn *c)
 {
 	struct proxy *px = c->px;
@@ -275,7 +266,7 @@ void conn_free(struct conn *c)
 				      "port", c->port,
 				      "bytes_up", (json_int_t)c->bytes_up,
 				      "bytes_down", (json_int_t)c->bytes_down,
-				      "duration_ms", (json_int_t)elapsed_ms(&c->t0)));
+				      "duration_ms", (json_int_t)(corral_now_ms() - c->t0_ms)));
 	if (c->gai)
 		evdns_getaddrinfo_cancel(c->gai);
 	relay_free(c->relay);
@@ -984,7 +975,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	c->proto = kind == L_SOCKS ? "socks" : "http";
 	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
 		memcpy(&c->peer, sa, salen);
-	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	c->t0_ms = corral_now_ms();
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
 	if (!c->down) {

@@ -587,23 +587,6 @@ TEST(handle_dispatch)
 
 int main(void)
 {
-	RUN(routes_top_level);
-	RUN(routes_top_level_405);
-	RUN(routes_top_level_404);
-	RUN(routes_sandbox);
-	RUN(routes_sandbox_404_405);
-	RUN(routes_tables_consistent);
-	RUN(errno_to_http);
-	RUN(errno_to_http_building);
-	RUN(body_parse_strict);
-	RUN(only_fields_refuses_unknown);
-	RUN(seconds_field_range);
-	RUN(string_field_bounds);
-	RUN(call_args_command_and_argv);
-	RUN(call_args_options);
-	RUN(file_query_path);
-	RUN(events_query_filter);
-	RUN(query_flag_words);
-	RUN(handle_dispatch);
+	unit_run_all();
 	UNIT_DONE();
 }

@@ -381,19 +381,6 @@ TEST(attribute_unknown_is_nobody)
 
 int main(void)
 {
-	RUN(msg_whole_message);
-	RUN(msg_text_is_terminated);
-	RUN(msg_short_is_dropped);
-	RUN(msg_fd_comes_with_its_kind);
-	RUN(msg_stray_fd_is_closed);
-	RUN(msg_fd_kind_without_fd_is_dropped);
-	RUN(msg_end_of_init);
-	RUN(box_id_rule);
-	RUN(tool_call_id_rule);
-	RUN(policy_check);
-	RUN(box_state_codes);
-	RUN(attribute_by_socket_cgroup);
-	RUN(attribute_by_group_name);
-	RUN(attribute_unknown_is_nobody);
+	unit_run_all();
 	UNIT_DONE();
 }

@@ -692,19 +692,7 @@ int main(void)
 		return 1;
 	}
 	unsetenv("CORRAL_SOCKET");
-	RUN(valid_id);
-	RUN(split_remote);
-	RUN(exit_code);
-	RUN(exec_body);
-	RUN(exec_usage_errors);
-	RUN(create_body);
-	RUN(create_usage_errors);
-	RUN(conn_target_rules);
-	RUN(api_paths);
-	RUN(printable_text);
-	RUN(daemon_refusals);
-	RUN(verb_exit_statuses);
-	RUN(stale_socket);
+	unit_run_all();
 	if (nftw(tmpdir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
 		perror(tmpdir);
 	UNIT_DONE();

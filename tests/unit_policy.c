@@ -1559,37 +1559,8 @@ TEST(set_limit_from_flags)
 
 int main(void)
 {
-	RUN(parse_size_valid);
-	RUN(parse_size_invalid);
-	RUN(parse_duration);
-	RUN(format_size);
-	RUN(add_bind_normalises);
-	RUN(add_bind_rejects);
-	RUN(set_env_and_pass_env);
-	RUN(set_workspace);
-	RUN(init_and_free);
-	RUN(shipped_default_is_the_builtin_default);
-	RUN(shipped_offline);
-	RUN(full_policy);
-	RUN(network_section);
-	RUN(network_copy_is_deep);
-	RUN(merge_over_current_values);
-	RUN(limit_spellings);
-	RUN(abort_section);
-	RUN(abort_tripwire_limit);
-	RUN(events_section);
+	unit_run_all();
 	for (size_t i = 0; i < ARRAY_SIZE(load_errors); i++)
 		run_load_error(i);
-	RUN(env_value_too_long);
-	RUN(tripwire_too_long);
-	RUN(got_is_cut_short);
-	RUN(quote_styles);
-	RUN(syntax_error_position);
-	RUN(duplicate_key);
-	RUN(failed_load_leaves_policy_unchanged);
-	RUN(load_file_errors);
-	RUN(jsonpos_locates);
-	RUN(jsonpos_survives_anything);
-	RUN(set_limit_from_flags);
 	UNIT_DONE();
 }

@@ -322,7 +322,7 @@ static int build_dev(int oldroot, struct corral_err *err)
 #define SCRATCH_BYTES_PER_INODE	4096
 #define SCRATCH_INODES_MIN	4096
 
-static uint64_t scratch_inodes(uint64_t disk_bytes)
+uint64_t mount_scratch_inodes(uint64_t disk_bytes)
 {
 	uint64_t n = disk_bytes / SCRATCH_BYTES_PER_INODE;
 
@@ -358,7 +358,7 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 
 	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu",
 		 (unsigned long long)p->disk_bytes,
-		 (unsigned long long)scratch_inodes(p->disk_bytes));
+		 (unsigned long long)mount_scratch_inodes(p->disk_bytes));
 	r = mkdir_p(SCRATCH, 0755, err);
 	if (r == 0)
 		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
@@ -435,6 +435,18 @@ bool mount_scratch_full(int scratchfd)
 static const char *const tripwire_tops[] = {
 	"/home/agent", "/tmp", "/workspace",
 };
+
+/* The writable area a tripwire's path lies strictly under, or NULL. */
+const char *mount_tripwire_top(const char *path)
+{
+	for (size_t i = 0; i < sizeof(tripwire_tops) / sizeof(tripwire_tops[0]); i++) {
+		size_t n = strlen(tripwire_tops[i]);
+
+		if (!strncmp(path, tripwire_tops[i], n) && path[n] == '/' && path[n + 1])
+			return tripwire_tops[i];
+	}
+	return NULL;
+}
 
 /*
  * One step down from dirfd: never a symlink, never onto another mount (a
@@ -515,17 +527,12 @@ static int plant_tripwire(const struct corral_policy *p, const char *path,
 			  struct corral_err *err)
 {
 	char rest[TRIPWIRE_PATH_MAX + 1], decoy[TRIPWIRE_DECOY_MAX];
-	const char *top = NULL, *name = NULL, *over;
+	const char *top, *name = NULL, *over;
 	struct stat st;
 	ssize_t len;
 	int dirfd, fd, r;
 
-	for (size_t i = 0; i < sizeof(tripwire_tops) / sizeof(tripwire_tops[0]); i++) {
-		size_t n = strlen(tripwire_tops[i]);
-
-		if (!strncmp(path, tripwire_tops[i], n) && path[n] == '/' && path[n + 1])
-			top = tripwire_tops[i];
-	}
+	top = mount_tripwire_top(path);
 	if (!top || strlen(path) > TRIPWIRE_PATH_MAX)
 		return corral_set_err(err, -EINVAL,
 				      "tripwire %.300s: not a file under /home/agent, /tmp or /workspace, or longer than %d bytes",

@@ -5,7 +5,8 @@
  * and resume, halt.c, rm.c, ls.c, logs.c, events.c) and is a thin wrapper
  * over one or two HTTP requests; the daemon does the work.  Under them:
  *   args.c       a verb's command line: --help, usage errors, options, the
- *                sandbox id rule, the JSON body built from the options
+ *                sandbox id (corral_check_sandbox_id), the JSON body
+ *                built from the options
  *   client.c     the connection (unix socket, or TCP with a bearer token),
  *                requests and replies over libcurl, the API's paths
  *   print.c      what the verbs print: the daemon's text made safe for a

@@ -151,7 +151,7 @@ int verb_check_id(const struct verb *v, const char *id)
 int body_put(json_t *o, const char *key, json_t *v)
 {
 	if (json_object_set_new(o, key, v) < 0)
-		return out_of_memory();
+		return out_of_memory("building the request body");
 	return 0;
 }
 
@@ -179,7 +179,7 @@ int body_put_pair(const struct verb *v, json_t *obj, const char *flag,
 					flag, arg);
 	key = strndup(arg, eq - arg);
 	if (!key)
-		return out_of_memory();
+		return out_of_memory("reading an option");
 	if (json_object_get(obj, key)) {
 		code = verb_usage_error(v, "%s: %s is given twice", flag, key);
 	} else {

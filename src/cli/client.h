@@ -169,7 +169,8 @@ char *conn_files_path(struct conn *c, const char *id, const char *file,
 
 /* ---- print.c: what the verbs print ------------------------------------ */
 
-int out_of_memory(void);
+/* "out of memory WHAT": what was being built; returns EXIT_CORRAL. */
+int out_of_memory(const char *what);
 /*
  * Text the daemon relays (file names, labels, reasons, details) may have
  * been chosen inside a sandbox: C0 controls, DEL and the C1 controls

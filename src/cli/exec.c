@@ -171,7 +171,7 @@ static int put_argv(json_t *body, char **cmd, int n)
 	int i;
 
 	if (!av)
-		return out_of_memory();
+		return out_of_memory("building the exec request");
 	for (i = 0; i < n; i++) {
 		json_t *s = json_string(cmd[i]);
 
@@ -182,7 +182,7 @@ static int put_argv(json_t *body, char **cmd, int n)
 		}
 		if (json_array_append_new(av, s) < 0) {
 			json_decref(av);
-			return out_of_memory();
+			return out_of_memory("building the exec request");
 		}
 	}
 	return body_put(body, "argv", av);
@@ -336,7 +336,7 @@ static int exec_stream(struct conn *c, const char *path, const json_t *body)
 	int code = EXIT_CORRAL;
 
 	if (!text)
-		return out_of_memory();
+		return out_of_memory("building the exec request");
 	q.body = text;
 	q.body_len = strlen(text);
 	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
@@ -438,7 +438,7 @@ int cmd_exec(int argc, char **argv)
 	int code;
 
 	if (!a.body || !a.env) {
-		code = out_of_memory();
+		code = out_of_memory("building the exec request");
 		goto out;
 	}
 	code = exec_parse(&a, &c, argc, argv);

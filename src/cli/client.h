@@ -84,8 +84,8 @@ int verb_parse_more(const struct verb *v, const struct option *opts,
 int verb_duration(const struct verb *v, const char *flag, const char *arg,
 		  uint64_t *ms);
 
-/* A sandbox id as the daemon makes them: 1 to 120 of [A-Za-z0-9._-], no
- * leading dot (so that it cannot be a path segment like ".."). */
+/* A sandbox id by the library's one rule (corral_check_sandbox_id): it
+ * cannot be a path segment like "..". */
 bool client_valid_id(const char *id);
 /* 0, or a usage error that says what an id is. */
 int verb_check_id(const struct verb *v, const char *id);

@@ -124,7 +124,7 @@ FUZZ_SRC_socks := src/lib/socks.c src/lib/hostname.c
 FUZZ_SRC_httpreq := src/lib/httpreq.c src/lib/hostname.c
 FUZZ_SRC_dns := src/lib/dnsmsg.c
 FUZZ_SRC_policy := src/lib/policy.c src/lib/policy_schema.c src/lib/units.c \
-	src/lib/jsonpos.c src/lib/egress.c src/lib/err.c
+	src/lib/jsonpos.c src/lib/egress.c src/lib/err.c src/lib/quote.c
 # the daemon's requests: its API over the whole library (it builds no sandbox)
 FUZZ_SRC_api := $(wildcard src/daemon/api*.c) src/daemon/registry.c $(LIB_SRC)
 # what an export holds back: git config, .gitattributes, JSONC readers

@@ -40,14 +40,48 @@ extern "C" {
 #define CORRAL_ERR_MAX 512
 
 struct corral_err {
-	int code;			/* negative errno, 0 if none */
+	int code;			/* negative errno or CORRAL_E_*, 0 if none */
 	char msg[CORRAL_ERR_MAX];	/* one sentence, no trailing newline */
 };
+
+/*
+ * A long-lived sandbox's state refusing a request has codes of its own,
+ * below errno's range (the kernel's errnos stay under 4096), so that an
+ * EPERM or ESRCH from the kernel is never read as "halted" or "gone".
+ */
+#define CORRAL_E_HALTED		(-4097)	/* halted: its files are evidence */
+#define CORRAL_E_GONE		(-4098)	/* dead, or not started yet */
+#define CORRAL_E_PAUSED		(-4099)	/* paused: resume it first */
+#define CORRAL_E_STARTING	(-4100)	/* still starting: try again */
 
 /* Fill err, return code (a negative errno); for the callers' own errors too. */
 CORRAL_PUBLIC
 int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * As corral_set_err() for a failed call: errnum is the errno it left
+ * (positive); its text is appended once, "<message>: <strerror>", and
+ * -errnum returned.  No allocation (strerror_r), so safe after fork.
+ */
+CORRAL_PUBLIC
+int corral_set_errno(struct corral_err *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- ids -------------------------------------------------------------- */
+
+/*
+ * A sandbox id: 1 to 48 of [A-Za-z0-9._-], not starting with '.'.  The
+ * library has refused longer ones from the start, so no sandbox has one.
+ */
+#define CORRAL_SANDBOX_ID_MAX 48
+CORRAL_PUBLIC
+int corral_check_sandbox_id(const char *id, struct corral_err *err);
+
+/* A tool call's id: 1 to 127 bytes of UTF-8. */
+#define CORRAL_TOOL_CALL_ID_MAX 127
+CORRAL_PUBLIC
+int corral_check_tool_call_id(const char *id, struct corral_err *err);
 
 /* ---- policy ---------------------------------------------------------- */
 

@@ -131,11 +131,7 @@ t_no_criteria_no_halt() {
 	[ -z "$(event abort)" ] || fail "an abort without criteria"
 }
 
-tests=$(declare -F | awk '{print $3}' | grep '^t_')
-[ $# -gt 0 ] && tests="$*"
-for t in $tests; do
-	run_test "$t"
-done
+run_tests "$@"
 echo "abort ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
 [ "$FAIL" -eq 0 ]

@@ -249,11 +249,7 @@ except OSError as e:
 	expect_contains "said" "$(json reason < "$T/out")" "disk limit 1 MiB reached: no room or no file left"
 }
 
-tests=$(declare -F | awk '{print $3}' | grep '^t_')
-[ $# -gt 0 ] && tests="$*"
-for t in $tests; do
-	run_test "$t"
-done
+run_tests "$@"
 echo "floods ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
 [ "$FAIL" -eq 0 ]

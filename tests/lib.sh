@@ -64,3 +64,15 @@ run_test() {
 	chmod -R u+rwX "$T" 2>/dev/null
 	rm -rf "$T" "$T.log"
 }
+
+# run_tests [NAME...]: the named tests, or every t_* function the script
+# defines: a test written is a test run, no list to keep.
+run_tests() {
+	local t tests
+
+	tests=$(declare -F | awk '{print $3}' | grep '^t_')
+	[ $# -gt 0 ] && tests="$*"
+	for t in $tests; do
+		run_test "$t"
+	done
+}

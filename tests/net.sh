@@ -433,11 +433,7 @@ print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
 }
 
-tests=$(declare -F | awk '{print $3}' | grep '^t_')
-[ $# -gt 0 ] && tests="$*"
-for t in $tests; do
-	run_test "$t"
-done
+run_tests "$@"
 echo "net ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
 [ "$FAIL" -eq 0 ]

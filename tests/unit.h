@@ -1,7 +1,9 @@
 /*
  * unit.h - the smallest test harness that says what failed and where.
- * Each unit_*.c defines tests with TEST(name) and lists them in main()
- * via RUN(name); the binary ends with "N passed, N failed".
+ * Each unit_*.c defines tests with TEST(name); a TEST registers itself
+ * (a constructor appends it to a list), so a test written is a test run:
+ * main() calls unit_run_all(), which runs them in the file's order, and
+ * the binary ends with "N passed, N failed".
  */
 #ifndef CORRAL_UNIT_H
 #define CORRAL_UNIT_H
@@ -29,19 +31,53 @@ static int unit_passed, unit_failed;
 	}								\
 } while (0)
 
-#define TEST(name) static void test_##name(void)
+struct unit_test {
+	const char *name;
+	void (*fn)(void);
+	struct unit_test *next;
+};
 
-#define RUN(name) do {							\
-	int before_ = unit_failed_checks;				\
-	test_##name();							\
-	if (unit_failed_checks == before_) {				\
-		unit_passed++;						\
-		printf("ok - %s\n", #name);				\
-	} else {							\
-		unit_failed++;						\
-		printf("not ok - %s\n", #name);				\
+static struct unit_test *unit_tests, **unit_tail = &unit_tests;
+
+/*
+ * The constructor's priority is the line, so the list is in the file's
+ * order whatever order the toolchain runs constructors in.
+ */
+#define TEST(name)							\
+	static void test_##name(void);					\
+	static struct unit_test unit_test_##name = { #name, test_##name, NULL }; \
+	__attribute__((constructor(101 + __LINE__)))			\
+	static void unit_register_##name(void)				\
+	{								\
+		*unit_tail = &unit_test_##name;				\
+		unit_tail = &unit_test_##name.next;			\
 	}								\
-} while (0)
+	static void test_##name(void)
+
+static void unit_run(const char *name, void (*fn)(void))
+{
+	int before = unit_failed_checks;
+
+	fn();
+	if (unit_failed_checks == before) {
+		unit_passed++;
+		printf("ok - %s\n", name);
+	} else {
+		unit_failed++;
+		printf("not ok - %s\n", name);
+	}
+}
+
+/* A list by hand is what let a test be written and never run. */
+#define RUN(name) _Static_assert(0, "no RUN lists: a TEST registers "	\
+				 "itself; main() calls unit_run_all()")
+
+/* Every TEST of the file, in its order. */
+static void unit_run_all(void)
+{
+	for (struct unit_test *t = unit_tests; t; t = t->next)
+		unit_run(t->name, t->fn);
+}
 
 #define UNIT_DONE() do {						\
 	printf("%d passed, %d failed\n", unit_passed, unit_failed);	\

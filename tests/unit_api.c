@@ -210,7 +210,12 @@ TEST(errno_to_http)
 	CHECK(status_is(api_status, -ESRCH, 404, "not_found"));
 	CHECK(status_is(api_status, -EACCES, 403, "forbidden"));
 	CHECK(status_is(api_status, -EROFS, 403, "forbidden"));
-	CHECK(status_is(api_status, -EPERM, 409, "conflict"));
+	/* the kernel's EPERM is refused access, never the "halted" conflict */
+	CHECK(status_is(api_status, -EPERM, 403, "forbidden"));
+	CHECK(status_is(api_status, CORRAL_E_HALTED, 409, "conflict"));
+	CHECK(status_is(api_status, CORRAL_E_PAUSED, 409, "conflict"));
+	CHECK(status_is(api_status, CORRAL_E_STARTING, 409, "conflict"));
+	CHECK(status_is(api_status, CORRAL_E_GONE, 404, "not_found"));
 	CHECK(status_is(api_status, -EBUSY, 409, "conflict"));
 	CHECK(status_is(api_status, -EAGAIN, 409, "conflict"));
 	CHECK(status_is(api_status, -EMFILE, 503, "busy"));
@@ -582,23 +587,6 @@ TEST(handle_dispatch)
 
 int main(void)
 {
-	RUN(routes_top_level);
-	RUN(routes_top_level_405);
-	RUN(routes_top_level_404);
-	RUN(routes_sandbox);
-	RUN(routes_sandbox_404_405);
-	RUN(routes_tables_consistent);
-	RUN(errno_to_http);
-	RUN(errno_to_http_building);
-	RUN(body_parse_strict);
-	RUN(only_fields_refuses_unknown);
-	RUN(seconds_field_range);
-	RUN(string_field_bounds);
-	RUN(call_args_command_and_argv);
-	RUN(call_args_options);
-	RUN(file_query_path);
-	RUN(events_query_filter);
-	RUN(query_flag_words);
-	RUN(handle_dispatch);
+	unit_run_all();
 	UNIT_DONE();
 }

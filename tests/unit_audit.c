@@ -776,27 +776,7 @@ int main(void)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/events", dir);
-	RUN(sha256_is_sha256);
-	RUN(chain_of_n_lines_verifies);
-	RUN(chain_continues_across_opens);
-	RUN(denials_in_the_result_carry_no_prev);
-	RUN(not_a_regular_file_and_memory_only);
-	RUN(unreadable_events_path_is_an_error);
-	RUN(repeats_are_summarised_and_all_counted);
-	RUN(one_summary_per_interval);
-	RUN(budget_bounds_the_log);
-	RUN(one_byte_edit_in_any_line_breaks_the_chain);
-	RUN(deleted_line_breaks_the_chain);
-	RUN(swapped_lines_break_the_chain);
-	RUN(truncated_last_line_verifies_up_to_the_last_complete_line);
-	RUN(writer_goes_on_after_a_torn_line);
-	RUN(garbage_lines);
-	RUN(empty_file_verifies_with_no_lines);
-	RUN(missing_file_is_an_error_not_a_verdict);
-	RUN(huge_line);
-	RUN(show_filters_and_formats);
-	RUN(show_escapes_what_the_sandbox_wrote);
-	RUN(show_names_lines_that_are_not_events);
+	unit_run_all();
 	unlink(path);
 	rmdir(dir);
 	UNIT_DONE();

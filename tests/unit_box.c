@@ -166,23 +166,50 @@ TEST(msg_end_of_init)
 TEST(box_id_rule)
 {
 	struct corral_err err;
-	char id[BOX_ID_MAX + 2];
+	char id[CORRAL_SANDBOX_ID_MAX + 2];
 
-	CHECK(box_check_id("a", &err) == 0);
-	CHECK(box_check_id("agent-1.run_2", &err) == 0);
-	memset(id, 'x', BOX_ID_MAX);
-	id[BOX_ID_MAX] = '\0';
-	CHECK(box_check_id(id, &err) == 0);
-	id[BOX_ID_MAX] = 'x';
-	id[BOX_ID_MAX + 1] = '\0';
-	CHECK(box_check_id(id, &err) == -EINVAL);
-	CHECK(box_check_id("", &err) == -EINVAL);
-	CHECK(box_check_id(NULL, &err) == -EINVAL);
-	CHECK(box_check_id(".hidden", &err) == -EINVAL);
-	CHECK(box_check_id("..", &err) == -EINVAL);
-	CHECK(box_check_id("a/b", &err) == -EINVAL);
-	CHECK(box_check_id("a b", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("a", &err) == 0);
+	CHECK(corral_check_sandbox_id("agent-1.run_2", &err) == 0);
+	memset(id, 'x', CORRAL_SANDBOX_ID_MAX);
+	id[CORRAL_SANDBOX_ID_MAX] = '\0';
+	CHECK(corral_check_sandbox_id(id, &err) == 0);
+	id[CORRAL_SANDBOX_ID_MAX] = 'x';
+	id[CORRAL_SANDBOX_ID_MAX + 1] = '\0';
+	CHECK(corral_check_sandbox_id(id, &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id(NULL, &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id(".hidden", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("..", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("a/b", &err) == -EINVAL);
+	CHECK(corral_check_sandbox_id("a b", &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "bad sandbox id \"a b\"");
+}
+
+/* one rule for the library, the daemon and the CLI: 1 to 127 bytes of UTF-8 */
+TEST(tool_call_id_rule)
+{
+	struct corral_err err;
+	char id[CORRAL_TOOL_CALL_ID_MAX + 2];
+
+	CHECK(corral_check_tool_call_id("call-7", &err) == 0);
+	CHECK(corral_check_tool_call_id("toolu_01A:b.c", &err) == 0);
+	CHECK(corral_check_tool_call_id("step 1 \xc3\xa9\xe2\x82\xac\xf0\x9f\x90\x8e",
+					&err) == 0);
+	memset(id, 'x', CORRAL_TOOL_CALL_ID_MAX);
+	id[CORRAL_TOOL_CALL_ID_MAX] = '\0';
+	CHECK(corral_check_tool_call_id(id, &err) == 0);
+	id[CORRAL_TOOL_CALL_ID_MAX] = 'x';
+	id[CORRAL_TOOL_CALL_ID_MAX + 1] = '\0';
+	CHECK(corral_check_tool_call_id(id, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "1 to 127 bytes (got 128)");
+	CHECK(corral_check_tool_call_id("", &err) == -EINVAL);
+	CHECK(corral_check_tool_call_id(NULL, &err) == -EINVAL);
+	CHECK(corral_check_tool_call_id("a\xff", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not UTF-8 (byte 1)");
+	CHECK(corral_check_tool_call_id("\xc0\xaf", &err) == -EINVAL);	/* overlong */
+	CHECK(corral_check_tool_call_id("\xed\xa0\x80", &err) == -EINVAL); /* surrogate */
+	CHECK(corral_check_tool_call_id("\xe2\x82", &err) == -EINVAL);	/* cut */
+	CHECK(corral_check_tool_call_id("\xf4\x90\x80\x80", &err) == -EINVAL);
 }
 
 TEST(policy_check)
@@ -216,6 +243,57 @@ TEST(policy_check)
 	unlink(file);
 	rmdir(dir);
 	corral_policy_free(&p);
+}
+
+/* ---- a box's state refuses with codes of its own ------------------------ */
+
+/*
+ * Each state answers with its CORRAL_E_* code, never a kernel errno: the
+ * daemon maps those codes alone to 409/404, so an EPERM from the kernel
+ * can no longer read as "halted".  Synthetic boxes: every refusal here
+ * comes before anything touches a sandbox.
+ */
+TEST(box_state_codes)
+{
+	char *argv[] = { "true", NULL };
+	struct corral_call_opts o = { .argv = argv };
+	struct corral_call *c = NULL;
+	struct corral_box b;
+	struct sandbox sb;
+	struct corral_err err = { 0 };
+	int fd;
+
+	memset(&b, 0, sizeof(b));
+	memset(&sb, 0, sizeof(sb));
+	sb.rootfd = 3;
+	b.sb = &sb;
+	b.state = CORRAL_BOX_HALTED;
+	snprintf(b.halt_reason, sizeof(b.halt_reason), "by request");
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_HALTED);
+	CHECK(err.code == CORRAL_E_HALTED);
+	CHECK_STR_CONTAINS(err.msg, "halted: by request");
+	CHECK(corral_box_pause(&b, true, &err) == CORRAL_E_HALTED);
+	CHECK(corral_box_open(&b, "/tmp/x", O_WRONLY, &fd, &err) ==
+	      CORRAL_E_HALTED);
+	b.killed = true;
+	CHECK(corral_box_open(&b, "/tmp/x", O_RDONLY, &fd, &err) ==
+	      CORRAL_E_HALTED);
+
+	b.state = CORRAL_BOX_PAUSED;
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_PAUSED);
+	b.state = CORRAL_BOX_STARTING;
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_STARTING);
+	CHECK(corral_box_halt(&b, "x", &err) == CORRAL_E_GONE);
+	b.state = CORRAL_BOX_DEAD;
+	CHECK(corral_box_exec(&b, &o, &c, &err) == CORRAL_E_GONE);
+	CHECK(corral_box_pause(&b, true, &err) == CORRAL_E_GONE);
+	b.killed = false;
+	CHECK(corral_box_open(&b, "/tmp/x", O_RDONLY, &fd, &err) ==
+	      CORRAL_E_GONE);
+	CHECK(c == NULL);
+	/* outside errno's range: no kernel error is one of them */
+	CHECK(CORRAL_E_HALTED < -4095 && CORRAL_E_GONE < -4095 &&
+	      CORRAL_E_PAUSED < -4095 && CORRAL_E_STARTING < -4095);
 }
 
 /* ---- attribution on synthetic calls ------------------------------------- */
@@ -303,17 +381,6 @@ TEST(attribute_unknown_is_nobody)
 
 int main(void)
 {
-	RUN(msg_whole_message);
-	RUN(msg_text_is_terminated);
-	RUN(msg_short_is_dropped);
-	RUN(msg_fd_comes_with_its_kind);
-	RUN(msg_stray_fd_is_closed);
-	RUN(msg_fd_kind_without_fd_is_dropped);
-	RUN(msg_end_of_init);
-	RUN(box_id_rule);
-	RUN(policy_check);
-	RUN(attribute_by_socket_cgroup);
-	RUN(attribute_by_group_name);
-	RUN(attribute_unknown_is_nobody);
+	unit_run_all();
 	UNIT_DONE();
 }

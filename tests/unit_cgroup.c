@@ -1280,31 +1280,7 @@ int main(void)
 		perror("PR_SET_CHILD_SUBREAPER");
 	printf("# euid %u, cgroup %s\n", (unsigned)geteuid(),
 	       have_cgroup() ? "available" : "not available");
-	RUN(proc_cgroup_v2);
-	RUN(proc_cgroup_v1);
-	RUN(proc_cgroup_hybrid);
-	RUN(proc_cgroup_garbage);
-	RUN(proc_cgroup_read);
-	RUN(mountinfo_lines);
-	RUN(manager_table);
-	RUN(name_rules);
-	RUN(null_handles);
-	RUN(probe_agrees_with_create);
-	RUN(none_mode_is_inert);
-	RUN(rlimits_in_child);
-	RUN(create_sets_limits);
-	RUN(rejected_limit_is_named);
-	RUN(oom_kill);
-	RUN(pids_limit);
-	RUN(freeze_stops_cpu);
-	RUN(call_group_below_sandbox);
-	RUN(kill_tree);
-	RUN(destroy_frozen_group);
-	RUN(cpu_quota);
-	RUN(freeze_from_loop);
-	RUN(kill_from_loop);
-	RUN(kill_frozen_from_loop);
-	RUN(v2_manager_on_cgroup2_tree);
+	unit_run_all();
 	reap_all(1000);
 	UNIT_DONE();
 }

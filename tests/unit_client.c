@@ -108,15 +108,16 @@ static char *write_file(const char *name, const char *text, mode_t mode)
 
 TEST(valid_id)
 {
-	char long_id[130];
+	char long_id[CORRAL_SANDBOX_ID_MAX + 2];
 
 	CHECK(client_valid_id("sb-0123abcd"));
 	CHECK(client_valid_id("a.b_c-D9"));
-	memset(long_id, 'a', 120);
-	long_id[120] = '\0';
+	/* the library's limit: no sandbox has a longer id */
+	memset(long_id, 'a', CORRAL_SANDBOX_ID_MAX);
+	long_id[CORRAL_SANDBOX_ID_MAX] = '\0';
 	CHECK(client_valid_id(long_id));
-	long_id[120] = 'a';
-	long_id[121] = '\0';
+	long_id[CORRAL_SANDBOX_ID_MAX] = 'a';
+	long_id[CORRAL_SANDBOX_ID_MAX + 1] = '\0';
 	CHECK(!client_valid_id(long_id));
 	CHECK(!client_valid_id(""));
 	CHECK(!client_valid_id(".hidden"));
@@ -298,8 +299,10 @@ TEST(exec_usage_errors)
 	exec_refused("--timeout: ", 2, &p);
 	EXEC(&p, "exec", "sb-1", "--timeout", "1000000d", "--", "ls");
 	exec_refused("--timeout: too long", 2, &p);
-	EXEC(&p, "exec", "sb-1", "--tool-call", "call 1", "--", "ls");
-	exec_refused("--tool-call: 1 to 120 characters", 2, &p);
+	EXEC(&p, "exec", "sb-1", "--tool-call", "call\xff", "--", "ls");
+	exec_refused("--tool-call: tool_call_id is not UTF-8", 2, &p);
+	EXEC(&p, "exec", "sb-1", "--tool-call", "", "--", "ls");
+	exec_refused("--tool-call: tool_call_id must be 1 to 127 bytes", 2, &p);
 	EXEC(&p, "exec", "sb-1", "--env", "A=1", "--env", "A=2", "--", "ls");
 	exec_refused("--env: A is given twice", 2, &p);
 	EXEC(&p, "exec", "sb-1", "--env", "=1", "--", "ls");
@@ -689,19 +692,7 @@ int main(void)
 		return 1;
 	}
 	unsetenv("CORRAL_SOCKET");
-	RUN(valid_id);
-	RUN(split_remote);
-	RUN(exit_code);
-	RUN(exec_body);
-	RUN(exec_usage_errors);
-	RUN(create_body);
-	RUN(create_usage_errors);
-	RUN(conn_target_rules);
-	RUN(api_paths);
-	RUN(printable_text);
-	RUN(daemon_refusals);
-	RUN(verb_exit_statuses);
-	RUN(stale_socket);
+	unit_run_all();
 	if (nftw(tmpdir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
 		perror(tmpdir);
 	UNIT_DONE();

@@ -205,14 +205,6 @@ TEST(policy_root_and_workdir)
 
 int main(void)
 {
-	RUN(docker_hub_short_names);
-	RUN(registries_and_ports);
-	RUN(digests);
-	RUN(components);
-	RUN(tags);
-	RUN(hostile_bytes);
-	RUN(store_path_rule);
-	RUN(limits_defaults);
-	RUN(policy_root_and_workdir);
+	unit_run_all();
 	UNIT_DONE();
 }

@@ -5,6 +5,7 @@
  */
 #include "corral.h"
 #include "egress.h"
+#include "internal.h"
 #include "jsonpos.h"
 #include "unit.h"
 
@@ -1282,6 +1283,26 @@ TEST(got_is_cut_short)
 	corral_policy_free(&p);
 }
 
+/* the one escaper of the library's messages, in both its spellings */
+TEST(quote_styles)
+{
+	static const char in[] = "a\"\\\n\x7f\xc2\x85\xc3\xa9";
+	char buf[80], small[8];
+
+	text_quote(in, sizeof(in) - 1, buf, sizeof(buf), 60, QUOTE_JSON);
+	CHECK(!strcmp(buf, "\"a\\\"\\\\\\u000a\\u007f\\u0085\xc3\xa9\""));
+	text_quote(in, sizeof(in) - 1, buf, sizeof(buf), 60, QUOTE_ASCII);
+	CHECK(!strcmp(buf, "\"a\\\"\\\\\\x0a\\x7f\\xc2\\x85\\xc3\\xa9\""));
+	/* cut: never half a UTF-8 character, and said */
+	text_quote("ab\xc3\xa9", 4, buf, sizeof(buf), 3, QUOTE_JSON);
+	CHECK(!strcmp(buf, "\"ab\"..."));
+	text_quote("abcdef", 6, buf, sizeof(buf), 3, QUOTE_ASCII);
+	CHECK(!strcmp(buf, "\"abc\"..."));
+	/* a buffer too small for max gets nothing rather than an overflow */
+	text_quote("abc", 3, small, sizeof(small), 60, QUOTE_JSON);
+	CHECK(small[0] == '\0');
+}
+
 TEST(syntax_error_position)
 {
 	static const struct {
@@ -1538,36 +1559,8 @@ TEST(set_limit_from_flags)
 
 int main(void)
 {
-	RUN(parse_size_valid);
-	RUN(parse_size_invalid);
-	RUN(parse_duration);
-	RUN(format_size);
-	RUN(add_bind_normalises);
-	RUN(add_bind_rejects);
-	RUN(set_env_and_pass_env);
-	RUN(set_workspace);
-	RUN(init_and_free);
-	RUN(shipped_default_is_the_builtin_default);
-	RUN(shipped_offline);
-	RUN(full_policy);
-	RUN(network_section);
-	RUN(network_copy_is_deep);
-	RUN(merge_over_current_values);
-	RUN(limit_spellings);
-	RUN(abort_section);
-	RUN(abort_tripwire_limit);
-	RUN(events_section);
+	unit_run_all();
 	for (size_t i = 0; i < ARRAY_SIZE(load_errors); i++)
 		run_load_error(i);
-	RUN(env_value_too_long);
-	RUN(tripwire_too_long);
-	RUN(got_is_cut_short);
-	RUN(syntax_error_position);
-	RUN(duplicate_key);
-	RUN(failed_load_leaves_policy_unchanged);
-	RUN(load_file_errors);
-	RUN(jsonpos_locates);
-	RUN(jsonpos_survives_anything);
-	RUN(set_limit_from_flags);
 	UNIT_DONE();
 }

@@ -385,13 +385,6 @@ TEST(socket_table_with_network)
 
 int main(void)
 {
-	RUN(table_names_resolve_on_x86_64);
-	RUN(numbers_agree_with_libseccomp);
-	RUN(names_for_events);
-	RUN(program_fits_and_counts);
-	RUN(numbers_decided);
-	RUN(arguments_decided);
-	RUN(socket_table);
-	RUN(socket_table_with_network);
+	unit_run_all();
 	UNIT_DONE();
 }

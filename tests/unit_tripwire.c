@@ -643,17 +643,6 @@ out:
 
 int main(void)
 {
-	RUN(decoy_aws);
-	RUN(decoy_ssh_keys);
-	RUN(decoy_tokens);
-	RUN(bind_over);
-	RUN(none_without_tripwires);
-	RUN(start_refuses);
-	RUN(open_is_reported);
-	RUN(tamper_is_reported);
-	RUN(tamper_is_reported_by_inotify);
-	RUN(hard_link_is_the_same_tripwire);
-	RUN(reads_are_one_hit);
-	RUN(free_from_the_callback);
+	unit_run_all();
 	UNIT_DONE();
 }

@@ -135,26 +135,23 @@ int verb_duration(const struct verb *v, const char *flag, const char *arg,
 
 bool client_valid_id(const char *id)
 {
-	static const char id_chars[] =
-		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		"0123456789._-";
-	size_t n = strlen(id);
+	struct corral_err err;
 
-	return n > 0 && n <= 120 && id[0] != '.' && strspn(id, id_chars) == n;
+	return corral_check_sandbox_id(id, &err) == 0;
 }
 
 int verb_check_id(const struct verb *v, const char *id)
 {
 	if (client_valid_id(id))
 		return 0;
-	return verb_usage_error(v, "\"%s\" is not a sandbox id (1 to 120 letters, digits and ._-, as `corral create` prints them)",
-				id);
+	return verb_usage_error(v, "\"%s\" is not a sandbox id (1 to %d letters, digits and ._-, as `corral create` prints them)",
+				id, CORRAL_SANDBOX_ID_MAX);
 }
 
 int body_put(json_t *o, const char *key, json_t *v)
 {
 	if (json_object_set_new(o, key, v) < 0)
-		return out_of_memory();
+		return out_of_memory("building the request body");
 	return 0;
 }
 
@@ -182,7 +179,7 @@ int body_put_pair(const struct verb *v, json_t *obj, const char *flag,
 					flag, arg);
 	key = strndup(arg, eq - arg);
 	if (!key)
-		return out_of_memory();
+		return out_of_memory("reading an option");
 	if (json_object_get(obj, key)) {
 		code = verb_usage_error(v, "%s: %s is given twice", flag, key);
 	} else {

@@ -84,7 +84,7 @@ static int read_token(struct conn *c)
 	}
 	if (asprintf(&c->auth, "Authorization: Bearer %s", line) < 0) {
 		c->auth = NULL;
-		code = out_of_memory();
+		code = out_of_memory("for the bearer token");
 		goto out;
 	}
 	code = 0;
@@ -116,7 +116,7 @@ int conn_target(struct conn *c, const struct verb *v)
 			return code;
 		c->base = strdup(c->url);
 		if (!c->base)
-			return out_of_memory();
+			return out_of_memory("for the daemon's URL");
 		n = strlen(c->base);
 		while (n > 0 && c->base[n - 1] == '/')
 			c->base[--n] = '\0';
@@ -134,7 +134,7 @@ int conn_target(struct conn *c, const struct verb *v)
 	/* the host part is not looked at: the socket decides where it goes */
 	c->base = strdup("http://localhost");
 	if (!c->base)
-		return out_of_memory();
+		return out_of_memory("for the daemon's URL");
 	return 0;
 }
 
@@ -152,7 +152,7 @@ int conn_open(struct conn *c, const struct verb *v)
 	c->curl_global = true;
 	c->curl = curl_easy_init();
 	if (!c->curl)
-		return out_of_memory();
+		return out_of_memory("starting libcurl");
 	return 0;
 }
 
@@ -194,7 +194,7 @@ static int reply_append(struct reply *r, const char *data, size_t n)
 			cap *= 2;
 		p = realloc(r->buf, cap);
 		if (!p) {
-			out_of_memory();
+			out_of_memory("for the daemon's reply");
 			return -1;
 		}
 		r->buf = p;
@@ -293,7 +293,7 @@ static int append_header(struct curl_slist **h, const char *line)
 	struct curl_slist *n = curl_slist_append(*h, line);
 
 	if (!n) {
-		out_of_memory();
+		out_of_memory("building the request headers");
 		return -1;
 	}
 	*h = n;
@@ -368,7 +368,7 @@ int conn_perform(struct conn *c, const struct request *q, struct reply *r)
 
 	if (asprintf(&url, "%s%s", c->base, q->path) < 0) {
 		url = NULL;
-		out_of_memory();
+		out_of_memory("building the request URL");
 		goto out;
 	}
 	if (build_headers(c, q, &h) < 0)
@@ -463,7 +463,7 @@ json_t *conn_call_json(struct conn *c, const char *method, const char *path,
 	if (body) {
 		text = json_dumps(body, JSON_COMPACT);
 		if (!text) {
-			out_of_memory();
+			out_of_memory("building the request body");
 			return NULL;
 		}
 		q.body = text;
@@ -483,12 +483,12 @@ char *conn_sandbox_path(struct conn *c, const char *id, const char *rest)
 	char *esc = curl_easy_escape(c->curl, id, 0), *path;
 
 	if (!esc) {
-		out_of_memory();
+		out_of_memory("building the sandbox's path");
 		return NULL;
 	}
 	if (asprintf(&path, "/v1/sandboxes/%s%s", esc, rest) < 0) {
 		path = NULL;
-		out_of_memory();
+		out_of_memory("building the sandbox's path");
 	}
 	curl_free(esc);
 	return path;
@@ -500,12 +500,12 @@ char *conn_files_path(struct conn *c, const char *id, const char *file,
 	char *esc = curl_easy_escape(c->curl, file, 0), *rest, *path;
 
 	if (!esc) {
-		out_of_memory();
+		out_of_memory("building the file's path");
 		return NULL;
 	}
 	if (asprintf(&rest, "/files?path=%s%s", esc, list ? "&list=1" : "") < 0) {
 		curl_free(esc);
-		out_of_memory();
+		out_of_memory("building the file's path");
 		return NULL;
 	}
 	curl_free(esc);

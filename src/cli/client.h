@@ -5,7 +5,8 @@
  * and resume, halt.c, rm.c, ls.c, logs.c, events.c) and is a thin wrapper
  * over one or two HTTP requests; the daemon does the work.  Under them:
  *   args.c       a verb's command line: --help, usage errors, options, the
- *                sandbox id rule, the JSON body built from the options
+ *                sandbox id (corral_check_sandbox_id), the JSON body
+ *                built from the options
  *   client.c     the connection (unix socket, or TCP with a bearer token),
  *                requests and replies over libcurl, the API's paths
  *   print.c      what the verbs print: the daemon's text made safe for a
@@ -83,8 +84,8 @@ int verb_parse_more(const struct verb *v, const struct option *opts,
 int verb_duration(const struct verb *v, const char *flag, const char *arg,
 		  uint64_t *ms);
 
-/* A sandbox id as the daemon makes them: 1 to 120 of [A-Za-z0-9._-], no
- * leading dot (so that it cannot be a path segment like ".."). */
+/* A sandbox id by the library's one rule (corral_check_sandbox_id): it
+ * cannot be a path segment like "..". */
 bool client_valid_id(const char *id);
 /* 0, or a usage error that says what an id is. */
 int verb_check_id(const struct verb *v, const char *id);
@@ -168,7 +169,8 @@ char *conn_files_path(struct conn *c, const char *id, const char *file,
 
 /* ---- print.c: what the verbs print ------------------------------------ */
 
-int out_of_memory(void);
+/* "out of memory WHAT": what was being built; returns EXIT_CORRAL. */
+int out_of_memory(const char *what);
 /*
  * Text the daemon relays (file names, labels, reasons, details) may have
  * been chosen inside a sandbox: C0 controls, DEL and the C1 controls

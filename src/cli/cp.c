@@ -114,7 +114,7 @@ static int cp_in(struct conn *c, const char *src, const char *id,
 			return verb_usage_error(&cp_verb, "with \"-\" as SRC, DST must name the file (got %s:%s)",
 						id, dst);
 		if (asprintf(&full, "%s%s", dst, base_name(src)) < 0)
-			return out_of_memory();
+			return out_of_memory("naming the destination");
 		dst = full;
 	}
 	code = read_local(src, FILE_MAX, &buf, &len);
@@ -162,7 +162,7 @@ static int cp_out(struct conn *c, const char *id, const char *src,
 	if (strcmp(dst, "-") && stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (asprintf(&full, "%s/%s", dst, base_name(src)) < 0) {
 			full = NULL;
-			code = out_of_memory();
+			code = out_of_memory("naming the destination");
 			goto out;
 		}
 		dst = full;
@@ -205,7 +205,7 @@ static int print_entry(const json_t *e)
 	mode_string(type, json_integer_value(json_object_get(e, "mode")), mode);
 	safe = printable(name ? name : "?", name ? strlen(name) : 1);
 	if (!safe)
-		return out_of_memory();
+		return out_of_memory("listing the directory");
 	n = printf("%s %12" JSON_INTEGER_FORMAT " %s%s\n", mode,
 		   json_integer_value(json_object_get(e, "size")), safe,
 		   type && !strcmp(type, "dir") ? "/" : "");
@@ -225,7 +225,7 @@ static int print_listing(const json_t *o)
 	}
 	v = calloc(n ? n : 1, sizeof(*v));
 	if (!v)
-		return out_of_memory();
+		return out_of_memory("listing the directory");
 	for (i = 0; i < n; i++)
 		v[i] = json_array_get(entries, i);
 	qsort(v, n, sizeof(*v), entry_cmp);

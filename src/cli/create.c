@@ -214,7 +214,7 @@ int cmd_create(int argc, char **argv)
 	int code;
 
 	if (!a.body || !a.labels)
-		code = out_of_memory();
+		code = out_of_memory("building the create request");
 	else
 		code = create_parse(&a, &c, argc, argv);
 	if (!code)

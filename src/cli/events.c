@@ -72,7 +72,7 @@ char *events_path(const char *id, bool follow)
 
 	if (asprintf(&path, "/v1/events%s%s%s", id ? "?sandbox=" : "",
 		     id ? id : "", follow ? (id ? "&follow=1" : "?follow=1") : "") < 0) {
-		out_of_memory();
+		out_of_memory("building the events path");
 		return NULL;
 	}
 	return path;

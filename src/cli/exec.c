@@ -26,8 +26,8 @@ static const struct verb exec_verb = {
 "Options:\n"
 "  -c, --command TEXT   run /bin/sh -c TEXT instead of an argv\n"
 "  --tool-call ID       the tool call this is: the result and every event of\n"
-"                       the call carry it (1 to 120 letters, digits and\n"
-"                       ._:-; default: the daemon makes one up)\n"
+"                       the call carry it (1 to 127 bytes of UTF-8;\n"
+"                       default: the daemon makes one up)\n"
 "  --cwd DIR            the working directory inside the sandbox\n"
 "  --env NAME=VALUE     set a variable for this call (repeatable)\n"
 "  --stdin-file FILE    give the command FILE as its stdin (\"-\": corral's)\n"
@@ -86,14 +86,10 @@ static const struct option exec_options[] = {
 
 static int put_tool_call(json_t *body, const char *id)
 {
-	static const char call_chars[] =
-		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		"0123456789._:-";
-	size_t n = strlen(id);
+	struct corral_err err;
 
-	if (!n || n > 120 || strspn(id, call_chars) != n)
-		return verb_usage_error(&exec_verb, "--tool-call: 1 to 120 characters of letters, digits and ._:- (got \"%s\")",
-					id);
+	if (corral_check_tool_call_id(id, &err) < 0)
+		return verb_usage_error(&exec_verb, "--tool-call: %s", err.msg);
 	return body_put(body, "tool_call_id", json_string(id));
 }
 
@@ -175,7 +171,7 @@ static int put_argv(json_t *body, char **cmd, int n)
 	int i;
 
 	if (!av)
-		return out_of_memory();
+		return out_of_memory("building the exec request");
 	for (i = 0; i < n; i++) {
 		json_t *s = json_string(cmd[i]);
 
@@ -186,7 +182,7 @@ static int put_argv(json_t *body, char **cmd, int n)
 		}
 		if (json_array_append_new(av, s) < 0) {
 			json_decref(av);
-			return out_of_memory();
+			return out_of_memory("building the exec request");
 		}
 	}
 	return body_put(body, "argv", av);
@@ -340,7 +336,7 @@ static int exec_stream(struct conn *c, const char *path, const json_t *body)
 	int code = EXIT_CORRAL;
 
 	if (!text)
-		return out_of_memory();
+		return out_of_memory("building the exec request");
 	q.body = text;
 	q.body_len = strlen(text);
 	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
@@ -442,7 +438,7 @@ int cmd_exec(int argc, char **argv)
 	int code;
 
 	if (!a.body || !a.env) {
-		code = out_of_memory();
+		code = out_of_memory("building the exec request");
 		goto out;
 	}
 	code = exec_parse(&a, &c, argc, argv);

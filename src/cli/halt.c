@@ -78,7 +78,7 @@ int cmd_halt(int argc, char **argv)
 		goto out;
 	body = json_object();
 	code = body ? body_put_text(&halt_verb, body, "reason", "--reason", a.reason) :
-		      out_of_memory();
+		      out_of_memory("building the halt request");
 	if (!code)
 		code = conn_open(&c, &halt_verb);
 	if (!code)

@@ -22,14 +22,14 @@ static int read_all(int fd, const char *name, size_t max, char **out,
 	ssize_t got;
 
 	if (!buf)
-		return out_of_memory();
+		return out_of_memory("reading a local file");
 	for (;;) {
 		if (n == cap) {
 			cap *= 2;
 			p = realloc(buf, cap);
 			if (!p) {
 				free(buf);
-				return out_of_memory();
+				return out_of_memory("reading a local file");
 			}
 			buf = p;
 		}

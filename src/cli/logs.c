@@ -93,7 +93,7 @@ static int print_process(const json_t *p)
 	how = printable(h, strlen(h));
 	safe_call = printable(call ? call : "-", call ? strlen(call) : 1);
 	if (!cmd || !how || !safe_call) {
-		code = out_of_memory();
+		code = out_of_memory("printing the log");
 		goto out;
 	}
 	if (printf("== pid %" JSON_INTEGER_FORMAT "  call %s  %s  %s\n",

@@ -180,7 +180,7 @@ static int fill_row(struct row *r, const json_t *sb, time_t now)
 	r->cell[COL_LABELS] = labels_cell(json_object_get(sb, "labels"));
 	for (i = 0; i < NCOLS; i++)
 		if (!r->cell[i])
-			return out_of_memory();
+			return out_of_memory("printing the sandboxes");
 	return 0;
 }
 
@@ -213,7 +213,7 @@ static int print_table(const json_t *list)
 
 	rows = calloc(n ? n : 1, sizeof(*rows));
 	if (!rows)
-		return out_of_memory();
+		return out_of_memory("printing the sandboxes");
 	for (j = 0; j < NCOLS; j++)
 		width[j] = strlen(col_names[j]);
 	for (i = 0; i < n && !code; i++) {

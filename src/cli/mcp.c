@@ -87,7 +87,7 @@ static int on_option(void *arg, int opt, const char *val)
 	case OPT_POLICY_DIR:
 		dirs = realloc(b->policy_dirs, (b->npolicy_dirs + 1) * sizeof(*dirs));
 		if (!dirs)
-			return out_of_memory();
+			return out_of_memory("listing the policy directories");
 		dirs[b->npolicy_dirs++] = (char *)val;
 		b->policy_dirs = dirs;
 		return 0;
@@ -416,7 +416,7 @@ static int session(struct mcp *m, const sigset_t *unblocked)
 
 	b.buf = malloc(b.cap);
 	if (!b.buf)
-		return out_of_memory(), -1;
+		return out_of_memory("reading the client's messages"), -1;
 	for (;;) {
 		ssize_t n;
 
@@ -431,7 +431,7 @@ static int session(struct mcp *m, const sigset_t *unblocked)
 			char *p = realloc(b.buf, b.cap * 2);
 
 			if (!p) {
-				out_of_memory();
+				out_of_memory("growing the message buffer");
 				ret = -1;
 				break;
 			}

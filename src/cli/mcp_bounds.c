@@ -43,7 +43,7 @@ int mcp_bounds_load(struct mcp_bounds *b, const char *file)
 	corral_policy_init(&b->limit);
 	if (!file) {
 		b->policy = json_object();
-		return b->policy ? 0 : out_of_memory();
+		return b->policy ? 0 : out_of_memory("the operator's policy");
 	}
 	if (corral_policy_load_file(&b->limit, file, &err) < 0) {
 		cli_error("mcp: --policy %s", err.msg);

@@ -86,7 +86,7 @@ static int private_paths(struct mcp_daemon *d)
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
 	if (asprintf(&tmpl, "%s/corral-mcp.XXXXXX", tmp) < 0)
-		return out_of_memory();
+		return out_of_memory("naming the private daemon's directory");
 	/* mkdtemp makes it 0700: nobody else reaches the socket in it */
 	if (!mkdtemp(tmpl)) {
 		cli_error("mcp: cannot make a private directory %s: %s", tmpl,
@@ -97,7 +97,7 @@ static int private_paths(struct mcp_daemon *d)
 	d->dir = tmpl;
 	if (asprintf(&d->socket_path, "%s/corral.sock", d->dir) < 0 ||
 	    asprintf(&d->state_dir, "%s/state", d->dir) < 0)
-		return out_of_memory();
+		return out_of_memory("naming the private daemon's socket");
 	if (mkdir(d->state_dir, 0700) < 0) {
 		cli_error("mcp: mkdir %s: %s", d->state_dir, strerror(errno));
 		return EXIT_CORRAL;
@@ -115,7 +115,7 @@ static int start_private(struct mcp_daemon *d)
 	free(d->conn.base);
 	d->conn.base = strdup("http://localhost");
 	if (!d->conn.base)
-		return out_of_memory();
+		return out_of_memory("the private daemon's address");
 	d->conn.socket = d->socket_path;
 	d->conn.socket_from = "the session's private daemon";
 	fflush(NULL);

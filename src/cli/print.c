@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int out_of_memory(void)
+int out_of_memory(const char *what)
 {
-	cli_error("out of memory");
+	cli_error("out of memory %s", what);
 	return EXIT_CORRAL;
 }
 

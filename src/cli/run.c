@@ -324,11 +324,8 @@ int cmd_run(int argc, char **argv)
 			continue;
 		}
 		if (opt == OPT_TOOL_CALL) {
-			if (!*optarg || strlen(optarg) > 120 ||
-			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				   "0123456789._:-") != strlen(optarg)) {
-				cli_error("--tool-call: 1 to 120 characters of letters, digits and ._:- (got \"%s\")",
-					  optarg);
+			if (corral_check_tool_call_id(optarg, &err) < 0) {
+				cli_error("--tool-call: %s", err.msg);
 				corral_policy_free(&p);
 				return EXIT_CORRAL;
 			}

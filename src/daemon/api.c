@@ -28,7 +28,7 @@ void reply_json(struct evhttp_request *req, int code, json_t *o)
 		free(text);
 		if (buf)
 			evbuffer_free(buf);
-		evhttp_send_error(req, 500, "out of memory");
+		evhttp_send_error(req, 500, "out of memory for the reply");
 		return;
 	}
 	evbuffer_add(buf, text, strlen(text));
@@ -67,16 +67,20 @@ int api_status(int code, const char **error)
 		return 400;
 	case -ENOENT:
 	case -ESRCH:
+	case CORRAL_E_GONE:
 		*error = "not_found";
 		return 404;
 	case -EACCES:
+	case -EPERM:	/* the kernel's: a halted sandbox is CORRAL_E_HALTED */
 	case -EROFS:
 		*error = "forbidden";
 		return 403;
-	case -EPERM:
 	case -EBUSY:
 	case -EALREADY:
 	case -EAGAIN:
+	case CORRAL_E_HALTED:
+	case CORRAL_E_PAUSED:
+	case CORRAL_E_STARTING:
 		*error = "conflict";
 		return 409;
 	case -EMFILE:

@@ -40,7 +40,7 @@ bool api_fault(struct api_fault *f, int status, const char *error,
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void reply_fault(struct evhttp_request *req, const struct api_fault *f);
 
-/* Bytes as a JSON string, invalid UTF-8 as U+FFFD (the library's json_bytes). */
+/* Bytes as a JSON string, invalid UTF-8 as U+FFFD (corral_json_bytes()). */
 json_t *api_bytes(const char *data, size_t len);
 
 /* Bytes evhttp still holds for this client. */

@@ -198,7 +198,7 @@ static char **exec_argv(json_t *o, struct api_fault *f)
 			v[1] = "-c";
 			v[2] = (char *)json_string_value(cmd);
 		} else {
-			api_fault(f, 500, "internal", "out of memory");
+			api_fault(f, 500, "internal", "out of memory building the command line");
 		}
 		return v;
 	}
@@ -222,7 +222,7 @@ static char **exec_argv(json_t *o, struct api_fault *f)
 		v[i] = (char *)json_string_value(a);
 	}
 	if (!v)
-		api_fault(f, 500, "internal", "out of memory");
+		api_fault(f, 500, "internal", "out of memory building the command line");
 	return v;
 }
 
@@ -271,15 +271,19 @@ bool call_args_check(json_t *o, bool background, struct call_args *a,
 	static const char *const known[] = { "argv", "command", "tool_call_id",
 		"cwd", "env", "stdin", "timeout_seconds", "stream", NULL };
 	json_t *stream = json_object_get(o, "stream"), *in = json_object_get(o, "stdin");
+	struct corral_err err;
 	bool ok;
 
 	memset(a, 0, sizeof(*a));
 	a->o = o;
 	if (!only_fields(o, known, f) ||
 	    !seconds_field(o, "timeout_seconds", 7 * 86400, &a->co.timeout_ms, f) ||
-	    !string_field(o, "tool_call_id", 127, &a->co.tool_call, f) ||
+	    !string_field(o, "tool_call_id", CORRAL_TOOL_CALL_ID_MAX,
+			  &a->co.tool_call, f) ||
 	    !string_field(o, "cwd", 4095, &a->co.cwd, f))
 		return false;
+	if (a->co.tool_call && corral_check_tool_call_id(a->co.tool_call, &err) < 0)
+		return api_fault(f, 400, "bad_request", "%s", err.msg);
 	if ((stream && !json_is_boolean(stream)) || (background && stream))
 		return api_fault(f, 400, "bad_request", background ? "stream is "
 				 "for exec, not processes" : "stream must be true "
@@ -339,7 +343,7 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 		return;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
-		reply_error(req, 500, "internal", "out of memory");
+		reply_error(req, 500, "internal", "out of memory for the exec request");
 		goto out;
 	}
 	pd->sb = sb;

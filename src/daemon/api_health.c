@@ -19,7 +19,7 @@ void metrics_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 	size_t count[7] = { 0 };
 
 	if (!buf) {
-		evhttp_send_error(req, 500, "out of memory");
+		evhttp_send_error(req, 500, "out of memory for the health reply");
 		return;
 	}
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)

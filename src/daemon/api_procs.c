@@ -115,7 +115,7 @@ void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest
 		return;
 	pr = calloc(1, sizeof(*pr));
 	if (!pr) {
-		reply_error(req, 500, "internal", "out of memory");
+		reply_error(req, 500, "internal", "out of memory for the process request");
 		goto out;
 	}
 	pr->sb = sb;

@@ -129,7 +129,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 		return sb;	/* built ahead with exactly this (default) policy */
 	p = default_policy();
 	if (!p) {
-		reply_error(req, 500, "internal", "out of memory");
+		reply_error(req, 500, "internal", "out of memory for the default policy");
 		return NULL;
 	}
 	if (a->policy) {
@@ -139,7 +139,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 						       "policy", &err) < 0) {
 			free(text);
 			reply_error(req, 422, "policy", "%s", err.msg[0] ?
-				    err.msg : "out of memory");
+				    err.msg : "out of memory reading the policy");
 			corral_policy_free(p);
 			free(p);
 			return NULL;

@@ -173,12 +173,12 @@ static int state_open(struct daemon *d, struct corral_err *err)
 		r = mkdir_p(path, 0700);
 	}
 	if (r < 0)
-		return corral_set_err(err, r, "state directory %s: %s",
-				      d->state_dir, strerror(-r));
+		return corral_set_errno(err, -r, "state directory %s",
+				      d->state_dir);
 	snprintf(path, sizeof(path), "%s/daemon.lock", d->state_dir);
 	d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (d->lock_fd < 0)
-		return corral_set_err(err, -errno, "%s: %s", path, strerror(errno));
+		return corral_set_errno(err, errno, "%s", path);
 	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
 		return corral_set_err(err, -EBUSY, "another corral serve is using the state directory %s",
 				      d->state_dir);
@@ -208,13 +208,13 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 		*slash = '\0';
 		r = mkdir_p(dir, 0700);
 		if (r < 0)
-			return corral_set_err(err, r, "socket directory %s: %s",
-					      dir, strerror(-r));
+			return corral_set_errno(err, -r, "socket directory %s",
+					      dir);
 	}
 	strcpy(sa.sun_path, d->socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "socket: %s", strerror(errno));
+		return corral_set_errno(err, errno, "socket");
 	/* a live daemon answers on it; a dead one's socket is in our way */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 		close(fd);
@@ -225,7 +225,7 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 	close(fd);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "socket: %s", strerror(errno));
+		return corral_set_errno(err, errno, "socket");
 	/* 0600 from birth: no window in which another user could connect */
 	mode_t old = umask(0177);
 
@@ -235,8 +235,8 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 	if (r < 0 || listen(fd, 1024) < 0) {
 		r = -errno;
 		close(fd);
-		return corral_set_err(err, r, "cannot listen on %s: %s",
-				      d->socket_path, strerror(-r));
+		return corral_set_errno(err, -r, "cannot listen on %s",
+				      d->socket_path);
 	}
 	if (evhttp_accept_socket(d->http_unix, fd) < 0) {
 		close(fd);
@@ -254,8 +254,7 @@ static int read_token(struct daemon *d, const char *file,
 	FILE *f = fopen(file, "re");
 
 	if (!f)
-		return corral_set_err(err, -errno, "token file %s: %s", file,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "token file %s", file);
 	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
 		fprintf(stderr, "corral: warning: token file %s is readable by "
 			"others (mode %o)\n", file, st.st_mode & 0777);
@@ -507,7 +506,7 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	 * 0640 root:root): the daemon needs none.
 	 */
 	if (geteuid() == 0 && setgroups(0, NULL) < 0) {
-		r = corral_set_err(err, -errno, "setgroups: %s", strerror(errno));
+		r = corral_set_errno(err, errno, "setgroups");
 		daemon_free(&d);
 		return r;
 	}

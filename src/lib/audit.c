@@ -140,8 +140,7 @@ int audit_tail(int fd, const char *path, char hex[AUDIT_HASH_HEX + 1],
 	int r;
 
 	if (fstat(fd, &st) < 0)
-		return corral_set_err(err, -errno, "events file %s: %s", path,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "events file %s", path);
 	audit_hash_zero(h);
 	if (S_ISREG(st.st_mode) && st.st_size > 0) {
 		end = st.st_size;
@@ -186,7 +185,7 @@ static int reader_open(struct line_reader *lr, const char *path,
 	memset(lr, 0, sizeof(*lr));
 	lr->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (lr->fd < 0)
-		return corral_set_err(err, -errno, "%s: %s", path, strerror(errno));
+		return corral_set_errno(err, errno, "%s", path);
 	lr->buf = malloc(AUDIT_LINE_MAX + 1);
 	if (!lr->buf) {
 		close(lr->fd);
@@ -363,7 +362,7 @@ int corral_audit_verify(const char *path, struct corral_audit_report *r,
 	for (;;) {
 		ret = next_line(&lr, &line, &len);
 		if (ret < 0) {
-			corral_set_err(err, ret, "%s: %s", path, strerror(-ret));
+			corral_set_errno(err, -ret, "%s", path);
 			break;
 		}
 		if (ret == LINE_END)
@@ -626,7 +625,7 @@ int corral_audit_show(const char *path, const struct corral_audit_filter *f,
 	}
 	reader_close(&lr);
 	if (ret < 0)
-		return corral_set_err(err, ret, "%s: %s", path, strerror(-ret));
+		return corral_set_errno(err, -ret, "%s", path);
 	if (fflush(out) == EOF || ferror(out))
 		return corral_set_err(err, -EIO, "%s: cannot write the timeline",
 				      path);

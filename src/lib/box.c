@@ -208,7 +208,7 @@ int corral_box_halt(struct corral_box *b, const char *reason,
 		return corral_set_err(err, -EALREADY, "already halted: %s",
 				      b->halt_reason);
 	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_STARTING)
-		return corral_set_err(err, -ESRCH, "the sandbox is %s",
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is %s",
 				      corral_box_state_name(b->state));
 	box_halt(b, NULL, reason && reason[0] ? reason : "halted by request",
 		 NULL);
@@ -236,9 +236,9 @@ int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err)
 	int r;
 
 	if (b->state == CORRAL_BOX_HALTED)
-		return corral_set_err(err, -EPERM, "halted: %s", b->halt_reason);
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);
 	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_STARTING)
-		return corral_set_err(err, -ESRCH, "the sandbox is %s",
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is %s",
 				      corral_box_state_name(b->state));
 	if (paused == (b->state == CORRAL_BOX_PAUSED))
 		return 0;
@@ -482,18 +482,6 @@ static const struct sandbox_hooks box_hooks = {
 
 /* ---- create and destroy ------------------------------------------ */
 
-int box_check_id(const char *id, struct corral_err *err)
-{
-	size_t n = id ? strlen(id) : 0;
-
-	if (n == 0 || n > BOX_ID_MAX || id[0] == '.' ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		   "0123456789._-") != n)
-		return corral_set_err(err, -EINVAL, "bad sandbox id \"%.64s\": 1 to "
-				      "%d of [A-Za-z0-9._-]", id ? id : "", BOX_ID_MAX);
-	return 0;
-}
-
 static int box_spawn(struct corral_box *b, struct corral_err *err)
 {
 	struct sandbox_opts so = {
@@ -515,7 +503,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	*out = NULL;
 	err->code = 0;
 	err->msg[0] = '\0';
-	r = box_check_id(o->id, err);
+	r = corral_check_sandbox_id(o->id, err);
 	if (r == 0)
 		r = sandbox_check_policy(p, err);
 	b = r == 0 ? calloc(1, sizeof(*b)) : NULL;

@@ -17,7 +17,6 @@
 #define BOX_DRAIN_MS	250	/* output after the call's end, at most */
 #define BOX_TICK_MS	1000	/* meters, budgets */
 #define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
-#define BOX_ID_MAX	48
 #define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
 #define CALL_DENIALS_KEPT 100	/* denied events kept in a call's result */
 
@@ -84,7 +83,7 @@ struct corral_box {
 	struct event_base *base;
 	struct corral_policy *p;
 	struct corral_box_opts o;
-	char id[BOX_ID_MAX + 1];
+	char id[CORRAL_SANDBOX_ID_MAX + 1];
 	enum corral_box_state state;
 	struct cg *cg;
 	struct sandbox *sb;	/* init, its sockets, proxy, sensor, tripwires */
@@ -116,8 +115,6 @@ struct corral_box {
 
 /* ---- box.c: the box's life: create, freeze, halt, idle, destroy ---- */
 
-/* The id rule: 1 to BOX_ID_MAX of [A-Za-z0-9._-], not starting with '.'. */
-int box_check_id(const char *id, struct corral_err *err);
 /* Thawed when the write returns (no wait); a freeze under way is dropped. */
 int box_set_thawed(struct corral_box *b, struct corral_err *err);
 /* With no call running: freeze after the idle window, if the box idles. */

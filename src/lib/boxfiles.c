@@ -43,14 +43,14 @@ static int check_path(struct corral_box *b, const char *path, bool write,
 		      struct corral_err *err)
 {
 	if (b->state == CORRAL_BOX_HALTED && b->killed)
-		return corral_set_err(err, -EPERM, "halted: %s; the sandbox was "
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s; the sandbox was "
 				      "killed and its files went with it",
 				      b->halt_reason);
 	if (b->state == CORRAL_BOX_HALTED && write)
-		return corral_set_err(err, -EPERM, "halted: %s; its files can be "
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s; its files can be "
 				      "read, not changed", b->halt_reason);
 	if (b->sb->rootfd < 0 || b->state == CORRAL_BOX_DEAD)
-		return corral_set_err(err, -ESRCH, "the sandbox is dead: its files "
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is dead: its files "
 				      "went with it");
 	if (!path || path[0] != '/')
 		return corral_set_err(err, -EINVAL, "path must be absolute inside "
@@ -131,7 +131,7 @@ int corral_box_open(struct corral_box *b, const char *path, int flags,
 		return corral_set_err(err, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				      "%.300s: not a regular file", path);
 	if (write && ftruncate(f, 0) < 0)
-		return corral_set_err(err, -errno, "%.300s: %s", path, strerror(errno));
+		return corral_set_errno(err, errno, "%.300s", path);
 	fcntl(f, F_SETFL, write ? O_WRONLY : O_RDONLY);
 	*fd = steal_fd(&f);
 	return 0;
@@ -174,7 +174,7 @@ int corral_box_unlink(struct corral_box *b, const char *path,
 		r = -errno;
 	as_agent(b, false);
 	if (r < 0)
-		return corral_set_err(err, r, "%.300s: %s", path, strerror(-r));
+		return corral_set_errno(err, -r, "%.300s", path);
 	return 0;
 }
 
@@ -198,7 +198,7 @@ int corral_box_list(struct corral_box *b, const char *path,
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return corral_set_err(err, -errno, "%.300s: %s", path, strerror(errno));
+		return corral_set_errno(err, errno, "%.300s", path);
 	}
 	as_agent(b, true);
 	while ((de = readdir(d))) {

@@ -442,8 +442,7 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	cm->cmsg_len = CMSG_LEN(4 * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, 4 * sizeof(int));
 	if (sendmsg(b->sb->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		r = corral_set_err(err, -errno, "cannot reach the sandbox's init: %s",
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "cannot reach the sandbox's init");
 out:
 	sandbox_env_free(envp);
 	return r;
@@ -515,19 +514,19 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (o->cwd && o->cwd[0] != '/')
 		return corral_set_err(err, -EINVAL, "cwd must be an absolute path "
 				      "(got \"%.200s\")", o->cwd);
-	if (o->tool_call && (!o->tool_call[0] || strlen(o->tool_call) >= 128))
-		return corral_set_err(err, -EINVAL, "tool_call_id must be 1 to 127 "
-				      "characters");
+	if (o->tool_call && corral_check_tool_call_id(o->tool_call, err) < 0)
+		return err->code;
 	switch (b->state) {
 	case CORRAL_BOX_HALTED:
-		return corral_set_err(err, -EPERM, "halted: %s", b->halt_reason);
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);
 	case CORRAL_BOX_PAUSED:
-		return corral_set_err(err, -EBUSY, "the sandbox is paused; "
+		return corral_set_err(err, CORRAL_E_PAUSED, "the sandbox is paused; "
 				      "resume it first");
 	case CORRAL_BOX_DEAD:
-		return corral_set_err(err, -ESRCH, "the sandbox is dead");
+		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is dead");
 	case CORRAL_BOX_STARTING:
-		return corral_set_err(err, -EAGAIN, "the sandbox is still starting");
+		return corral_set_err(err, CORRAL_E_STARTING,
+				      "the sandbox is still starting");
 	default:
 		return 0;
 	}
@@ -550,7 +549,7 @@ static int call_pipes(struct corral_call *c, int fds[4], struct corral_err *err)
 		close_fd(&out[1]);
 		close_fd(&er[0]);
 		close_fd(&er[1]);
-		return corral_set_err(err, -e, "pipe: %s", strerror(e));
+		return corral_set_errno(err, e, "pipe");
 	}
 	/* the child's end must block; ours must not */
 	fcntl(in[0], F_SETFL, 0);

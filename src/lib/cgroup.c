@@ -150,8 +150,7 @@ int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
 	}
 	cg_mounts_free(&m);
 	if (r < 0)
-		return corral_set_err(err, r, "planning cgroups: %s",
-				      strerror(-r));
+		return corral_set_errno(err, -r, "planning cgroups");
 	return 0;
 }
 
@@ -193,9 +192,8 @@ static int make_parents(struct cg *cg, struct corral_err *err)
 		if ((h->create_parent || parent_is_ours(h)) &&
 		    mkdir(h->parent, 0755) < 0 && errno != EEXIST) {
 			r = -errno;
-			return corral_set_err(err, r, "cannot create cgroup "
-					      "%s: %s", h->parent,
-					      strerror(-r));
+			return corral_set_errno(err, -r, "cannot create cgroup "
+					      "%s", h->parent);
 		}
 	}
 	return cg->ops->prepare(cg, err);
@@ -223,8 +221,8 @@ static int make_dirs(struct cg *cg, const char *name, struct corral_err *err)
 					       "exists: sandbox names must be "
 					       "unique", dir);
 			else
-				corral_set_err(err, r, "cannot create cgroup "
-					       "%s: %s", dir, strerror(-r));
+				corral_set_errno(err, -r, "cannot create cgroup "
+					       "%s", dir);
 			free(dir);
 			return r;
 		}
@@ -334,8 +332,8 @@ int cg_create_child(struct cg *parent, const char *name, struct cg **out,
 				      "cgroup handle of %s", name);
 	for (size_t i = 0; i < cg->nhier; i++) {
 		if (mkdir(cg->hier[i].dir, 0755) < 0) {
-			r = corral_set_err(err, -errno, "cannot create cgroup %s: %s",
-					   cg->hier[i].dir, strerror(errno));
+			r = corral_set_errno(err, errno, "cannot create cgroup %s",
+					   cg->hier[i].dir);
 			/* not ours: none of it may be removed by destroy */
 			for (size_t j = i; j < cg->nhier; j++) {
 				free(cg->hier[j].dir);

@@ -125,8 +125,7 @@ int cg_write_file(const char *dir, const char *file, const char *val,
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		return corral_set_err(err, r, "cannot open %s: %s", path,
-				      strerror(-r));
+		return corral_set_errno(err, -r, "cannot open %s", path);
 	}
 	do
 		n = write(fd, val, len);
@@ -134,8 +133,8 @@ int cg_write_file(const char *dir, const char *file, const char *val,
 	r = n < 0 ? -errno : 0;
 	close(fd);
 	if (r < 0)
-		return corral_set_err(err, r, "cannot write \"%s\" to %s: %s",
-				      val, path, strerror(-r));
+		return corral_set_errno(err, -r, "cannot write \"%s\" to %s",
+				      val, path);
 	if ((size_t)n != len)
 		return corral_set_err(err, -EIO,
 				      "short write of \"%s\" to %s", val, path);

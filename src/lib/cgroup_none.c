@@ -91,8 +91,7 @@ static int lower_rlimit(int res, const char *name, uint64_t v,
 
 	if (getrlimit(res, &rl) < 0) {
 		r = -errno;
-		return corral_set_err(err, r, "getrlimit(%s): %s", name,
-				      strerror(-r));
+		return corral_set_errno(err, -r, "getrlimit(%s)", name);
 	}
 	/* never raise: keep a lower hard limit the caller already had */
 	if (rl.rlim_max != RLIM_INFINITY && (uint64_t)rl.rlim_max < v)
@@ -100,8 +99,8 @@ static int lower_rlimit(int res, const char *name, uint64_t v,
 	rl.rlim_cur = rl.rlim_max = (rlim_t)v;
 	if (setrlimit(res, &rl) < 0) {
 		r = -errno;
-		return corral_set_err(err, r, "setrlimit(%s, %" PRIu64 "): %s",
-				      name, v, strerror(-r));
+		return corral_set_errno(err, -r, "setrlimit(%s, %" PRIu64 ")",
+				      name, v);
 	}
 	return 0;
 }

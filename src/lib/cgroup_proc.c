@@ -111,8 +111,7 @@ int cg_mounts_read(struct cg_mounts *m, struct corral_err *err)
 	f = fopen(path, "re");
 	if (!f) {
 		r = -errno;
-		return corral_set_err(err, r, "cannot read %s: %s", path,
-				      strerror(-r));
+		return corral_set_errno(err, -r, "cannot read %s", path);
 	}
 	while (r == 0 && getline(&line, &cap, f) > 0)
 		r = cg_mounts_add_line(m, line);
@@ -120,8 +119,7 @@ int cg_mounts_read(struct cg_mounts *m, struct corral_err *err)
 	fclose(f);
 	if (r < 0) {
 		cg_mounts_free(m);
-		return corral_set_err(err, r, "reading %s: %s", path,
-				      strerror(-r));
+		return corral_set_errno(err, -r, "reading %s", path);
 	}
 	return 0;
 }

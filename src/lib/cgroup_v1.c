@@ -177,9 +177,8 @@ static int v1_freeze_reached(struct cg *cg, bool frozen,
 
 	n = cg_read_file(dir, "freezer.state", state, sizeof(state));
 	if (n < 0)
-		return corral_set_err(err, (int)n, "cannot read %s/"
-				      "freezer.state: %s", dir,
-				      strerror((int)-n));
+		return corral_set_errno(err, (int)-n, "cannot read %s/"
+					"freezer.state", dir);
 	state[strcspn(state, "\n")] = '\0';
 	if (!strcmp(state, want))
 		return 1;

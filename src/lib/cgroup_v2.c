@@ -235,8 +235,8 @@ static int v2_freeze_reached(struct cg *cg, bool frozen,
 
 	r = cg_read_kv(dir, "cgroup.events", "frozen", &state);
 	if (r < 0)
-		return corral_set_err(err, r, "cannot read %s/cgroup.events: "
-				      "%s", dir, strerror(-r));
+		return corral_set_errno(err, -r, "cannot read %s/cgroup.events",
+					dir);
 	return state == (uint64_t)frozen;
 }
 

@@ -91,8 +91,7 @@ static int close_inherited(const int *keep, size_t n, struct corral_err *err)
 			if (keep[i] >= (int)from && (unsigned int)keep[i] < next)
 				next = keep[i];
 		if (next > from && syscall(SYS_close_range, from, next - 1, 0) < 0)
-			return corral_set_err(err, -errno, "close_range: %s",
-					      strerror(errno));
+			return corral_set_errno(err, errno, "close_range");
 		if (next == ~0U)
 			return 0;
 		from = next + 1;
@@ -103,11 +102,11 @@ static int set_identity(bool caller_root, struct corral_err *err)
 {
 	/* Only root may (and must) shed its supplementary groups, incl. gid 0. */
 	if (caller_root && setgroups(0, NULL) < 0)
-		return corral_set_err(err, -errno, "setgroups: %s", strerror(errno));
+		return corral_set_errno(err, errno, "setgroups");
 	if (setresgid(CORRAL_AGENT_GID, CORRAL_AGENT_GID, CORRAL_AGENT_GID) < 0 ||
 	    setresuid(CORRAL_AGENT_UID, CORRAL_AGENT_UID, CORRAL_AGENT_UID) < 0)
-		return corral_set_err(err, -errno, "cannot become uid %d: %s",
-				      CORRAL_AGENT_UID, strerror(errno));
+		return corral_set_errno(err, errno, "cannot become uid %d",
+				      CORRAL_AGENT_UID);
 	return 0;
 }
 
@@ -118,15 +117,14 @@ static int loopback_up(struct corral_err *err)
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "socket: %s", strerror(errno));
+		return corral_set_errno(err, errno, "socket");
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
-		r = corral_set_err(err, -errno, "lo: %s", strerror(errno));
+		r = corral_set_errno(err, errno, "lo");
 	} else {
 		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-			r = corral_set_err(err, -errno, "cannot bring lo up: %s",
-					   strerror(errno));
+			r = corral_set_errno(err, errno, "cannot bring lo up");
 	}
 	close(fd);
 	return r;
@@ -141,13 +139,12 @@ static int set_stdio(const int stdio[3], struct corral_err *err)
 		/* already in place: dup2 would keep its close-on-exec */
 		if (stdio[i] == i) {
 			if (fcntl(i, F_SETFD, 0) < 0)
-				return corral_set_err(err, -errno, "fd %d: %s", i,
-						      strerror(errno));
+				return corral_set_errno(err, errno, "fd %d", i);
 			continue;
 		}
 		if (dup2(stdio[i], i) < 0)
-			return corral_set_err(err, -errno, "dup2 %d to %d: %s",
-					      stdio[i], i, strerror(errno));
+			return corral_set_errno(err, errno, "dup2 %d to %d",
+					      stdio[i], i);
 		close(stdio[i]);
 	}
 	return 0;
@@ -158,7 +155,7 @@ static int set_rlimits(struct corral_err *err)
 	struct rlimit no_core = { 0, 0 };
 
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
-		return corral_set_err(err, -errno, "RLIMIT_CORE: %s", strerror(errno));
+		return corral_set_errno(err, errno, "RLIMIT_CORE");
 	return 0;
 }
 
@@ -221,16 +218,15 @@ static int drop_caps(struct corral_err *err)
 
 	for (int cap = 0; cap <= 63; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			return corral_set_err(err, -errno, "cannot drop capability %d: %s",
-					      cap, strerror(errno));
+			return corral_set_errno(err, errno, "cannot drop capability %d",
+					      cap);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
-		return corral_set_err(err, -errno, "cannot clear ambient caps: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot clear ambient caps");
 	if (syscall(SYS_capset, &hdr, data) < 0)
-		return corral_set_err(err, -errno, "capset: %s", strerror(errno));
+		return corral_set_errno(err, errno, "capset");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return corral_set_err(err, -errno, "no_new_privs: %s", strerror(errno));
+		return corral_set_errno(err, errno, "no_new_privs");
 	return 0;
 }
 
@@ -245,7 +241,7 @@ static int enter_workspace(const char *dir, struct corral_err *err)
 	char cwd[4096];
 
 	if (chdir(dir) < 0)
-		return corral_set_err(err, -errno, "chdir %s: %s", dir, strerror(errno));
+		return corral_set_errno(err, errno, "chdir %s", dir);
 	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, dir) != 0)
 		return corral_set_err(err, -EPERM, "working directory is outside the sandbox");
 	if (stat(".", &a) < 0 || stat(dir, &b) < 0 ||
@@ -305,7 +301,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 	    pipe2(pipefd, O_CLOEXEC) < 0) {
 		struct corral_err err;
 
-		corral_set_err(&err, -errno, "init: %s", strerror(errno));
+		corral_set_errno(&err, errno, "init");
 		setup_failed(c, &err);
 	}
 
@@ -313,8 +309,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 	if (cmd < 0) {
 		struct corral_err err;
 
-		corral_set_err(&err, -errno, "cannot start the command: %s",
-			       strerror(errno));
+		corral_set_errno(&err, errno, "cannot start the command");
 		setup_failed(c, &err);
 	}
 	if (cmd == 0) {
@@ -628,7 +623,7 @@ void sandbox_child(struct child_ctx *c)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
 	if (sethostname("corral", 6) < 0) {
-		corral_set_err(&err, -errno, "sethostname: %s", strerror(errno));
+		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
 	}
 	/* A long-lived sandbox's init gets no stdio of the daemon's. */
@@ -637,7 +632,7 @@ void sandbox_child(struct child_ctx *c)
 
 		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
 		    dup2(null, 2) < 0) {
-			corral_set_err(&err, -errno, "/dev/null: %s", strerror(errno));
+			corral_set_errno(&err, errno, "/dev/null");
 			setup_failed(c, &err);
 		}
 		close(null);
@@ -662,7 +657,7 @@ void sandbox_child(struct child_ctx *c)
 	if (!c->p->abort.ntripwires)
 		close(c->sync_rd);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
-		corral_set_err(&err, -errno, "cgroup namespace: %s", strerror(errno));
+		corral_set_errno(&err, errno, "cgroup namespace");
 		setup_failed(c, &err);
 	}
 	/*
@@ -683,7 +678,7 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &err);
 	/* The agent must not read PID 1's memory or fds through /proc. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-		corral_set_err(&err, -errno, "PR_SET_DUMPABLE: %s", strerror(errno));
+		corral_set_errno(&err, errno, "PR_SET_DUMPABLE");
 		setup_failed(c, &err);
 	}
 	if (sc_apply(c->p, &notify_fd, &err) < 0)

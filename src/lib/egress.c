@@ -75,46 +75,10 @@ static bool name_char(char c)
 	return (c >= 'a' && c <= 'z') || is_digit(c) || c == '-' || c == '_';
 }
 
-/*
- * s[0..n) as a quoted string for a reason: at most QUOTE_MAX bytes of it,
- * '"' and '\\' escaped, anything outside printable ASCII as \xNN, so a
- * reason is safe in a terminal, a log line and an HTTP header.
- */
+/* A reason's quoting: printable ASCII, safe in a log line and an HTTP header. */
 static void quote(const char *s, size_t n, char *buf, size_t len)
 {
-	size_t off = 0, i, m;
-	bool cut = false;
-	char esc[8];
-
-	if (len < QUOTE_BUF) {
-		if (len)
-			buf[0] = '\0';
-		return;
-	}
-	buf[off++] = '"';
-	for (i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c == '"' || c == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			snprintf(esc, sizeof(esc), "\\x%02x", c);
-		else
-			snprintf(esc, sizeof(esc), "%c", c);
-		m = strlen(esc);
-		if (off + m > QUOTE_MAX + 1) {
-			cut = true;
-			break;
-		}
-		memcpy(buf + off, esc, m);
-		off += m;
-	}
-	buf[off++] = '"';
-	if (cut) {
-		memcpy(buf + off, "...", 3);
-		off += 3;
-	}
-	buf[off] = '\0';
+	text_quote(s, n, buf, len, QUOTE_MAX, QUOTE_ASCII);
 }
 
 static int why_set(char *why, size_t whylen, const char *fmt, ...)
@@ -1169,7 +1133,8 @@ static int compile_list(char *const *texts, size_t n, bool allow,
 		return 0;
 	v = calloc(n, sizeof(*v));
 	if (!v)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for %zu egress patterns",
+				      n);
 	for (i = 0; i < n; i++) {
 		if (!egress_pattern_parsen(texts[i], texts[i] ? strlen(texts[i]) : 0,
 					   &v[i], allow, why, sizeof(why)))
@@ -1197,7 +1162,8 @@ static int compile_hosts(struct egress *e, const struct corral_policy *p,
 		return 0;
 	e->hosts = calloc(p->nnet_hosts, sizeof(*e->hosts));
 	if (!e->hosts)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the %zu net.hosts entries",
+				      p->nnet_hosts);
 	for (i = 0; i < p->nnet_hosts; i++) {
 		h = &p->net_hosts[i];
 		eh = &e->hosts[e->nhosts];
@@ -1232,9 +1198,8 @@ static int take_local_addrs(struct egress *e, struct corral_err *err)
 
 	if (getifaddrs(&ifa) < 0) {
 		r = -errno;
-		return corral_set_err(err, r,
-				      "cannot list this host's addresses (getifaddrs): %s",
-				      strerror(-r));
+		return corral_set_errno(err, -r,
+				      "cannot list this host's addresses (getifaddrs)");
 	}
 	for (i = ifa; i; i = i->ifa_next)
 		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
@@ -1243,7 +1208,8 @@ static int take_local_addrs(struct egress *e, struct corral_err *err)
 	e->local = n ? calloc(n, sizeof(*e->local)) : NULL;
 	if (n && !e->local) {
 		freeifaddrs(ifa);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the %zu host addresses",
+				      n);
 	}
 	for (i = ifa; i; i = i->ifa_next) {
 		if (!i->ifa_addr || sockaddr_ip(i->ifa_addr, &ip, &port))
@@ -1262,7 +1228,8 @@ struct egress *egress_new(const struct corral_policy *p,
 	int r;
 
 	if (!e) {
-		corral_set_err(err, -ENOMEM, "out of memory");
+		corral_set_err(err, -ENOMEM,
+			       "out of memory for the egress filter");
 		return NULL;
 	}
 	r = compile_list(p->net_allow, p->nnet_allow, true, &e->allow,

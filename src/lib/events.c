@@ -113,13 +113,15 @@ int events_log_open(struct events_log **out, const char *path,
 
 	*out = NULL;
 	if (!log)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory opening the events log %s",
+				      path);
 	log->refs = 1;
 	log->fd = -1;
 	log->path = strdup(path);
 	if (!log->path) {
 		free(log);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory opening the events log %s",
+				      path);
 	}
 	/* Read as well: the chain goes on from the file's last line. */
 	log->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
@@ -127,8 +129,7 @@ int events_log_open(struct events_log **out, const char *path,
 	if (log->fd < 0) {
 		r = -errno;
 		events_log_put(log);
-		return corral_set_err(err, r, "events file %s: %s", path,
-				      strerror(-r));
+		return corral_set_errno(err, -r, "events file %s", path);
 	}
 	r = audit_tail(log->fd, path, log->prev, &log->torn, err);
 	if (r < 0) {
@@ -167,7 +168,8 @@ int events_new(struct events **out, struct events_log *log, const char *sandbox,
 
 	*out = NULL;
 	if (!ev)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the events of sandbox %s",
+				      sandbox);
 	ev->sandbox = strdup(sandbox);
 	ev->denials = json_array();
 	ev->next_due = UINT64_MAX;
@@ -176,7 +178,8 @@ int events_new(struct events **out, struct events_log *log, const char *sandbox,
 		ev->other[i].r = &rated_types[i];
 	if (!ev->sandbox || !ev->denials) {
 		events_close(ev);
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM, "out of memory for the events of sandbox %s",
+				      sandbox);
 	}
 	if (log) {
 		ev->log = log;
@@ -321,14 +324,6 @@ static void attribute(struct events *ev, json_t *o)
 }
 
 /* ---- repeats and the budget -------------------------------------------- */
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const struct rated *rated_find(const char *type)
 {
@@ -601,7 +596,7 @@ void events_emit(struct events *ev, const char *type, json_t *fields)
 		json_decref(fields);
 		return;
 	}
-	emit(ev, type, fields, mono_ms());
+	emit(ev, type, fields, corral_now_ms());
 }
 
 void events_set_limits(struct events *ev, const struct corral_event_limits *lim)
@@ -761,7 +756,7 @@ void events_close(struct events *ev)
 	 * owner's hooks may be gone already */
 	ev->hook = NULL;
 	ev->attr = NULL;
-	flush(ev, mono_ms(), true, true);
+	flush(ev, corral_now_ms(), true, true);
 	for (size_t i = 0; ev->slots && i < KIND_SLOTS; i++) {
 		if (!ev->slots[i])
 			continue;

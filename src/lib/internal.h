@@ -18,6 +18,11 @@
 int corral_wrap_err(struct corral_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* quote.c: s[0..n) quoted for a message, at most max bytes; len >= max + 8. */
+enum quote_style { QUOTE_JSON, QUOTE_ASCII };
+void text_quote(const char *s, size_t n, char *buf, size_t len, size_t max,
+		enum quote_style style);
+
 /*
  * ---- cleanup by attribute, as bubblewrap and crun do -------------------
  * cleanup_close int fd = -1;  cleanup_free char *s = NULL;  released when

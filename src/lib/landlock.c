@@ -88,11 +88,11 @@ static int add_path(int ruleset, const struct ll_rule *rule, uint64_t handled,
 
 	fd = open(rule->path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "landlock: cannot open %s: %s",
-				      rule->path, strerror(errno));
+		return corral_set_errno(err, errno, "landlock: cannot open %s",
+				      rule->path);
 	if (fstat(fd, &st) < 0) {
-		r = corral_set_err(err, -errno, "landlock: cannot stat %s: %s",
-				   rule->path, strerror(errno));
+		r = corral_set_errno(err, errno, "landlock: cannot stat %s",
+				   rule->path);
 		goto out;
 	}
 	pb.allowed_access = rule->writable ? handled : (LL_READ & handled);
@@ -101,8 +101,8 @@ static int add_path(int ruleset, const struct ll_rule *rule, uint64_t handled,
 	pb.parent_fd = fd;
 	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH,
 		    &pb, 0) < 0)
-		r = corral_set_err(err, -errno, "landlock: cannot add a rule for %s: %s",
-				   rule->path, strerror(errno));
+		r = corral_set_errno(err, errno, "landlock: cannot add a rule for %s",
+				   rule->path);
 out:
 	close(fd);
 	return r;
@@ -115,9 +115,9 @@ static int add_ports(int ruleset, const uint16_t *ports, size_t n,
 		struct ll_net_port np = { LL_NET_CONNECT_TCP, ports[i] };
 
 		if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &np, 0) < 0)
-			return corral_set_err(err, -errno,
-					      "landlock: cannot allow TCP port %u: %s",
-					      ports[i], strerror(errno));
+			return corral_set_errno(err, errno,
+					      "landlock: cannot allow TCP port %u",
+					      ports[i]);
 	}
 	return 0;
 }
@@ -146,17 +146,16 @@ int landlock_apply(const struct ll_rule *rules, size_t n,
 
 	ruleset = syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
 	if (ruleset < 0)
-		return corral_set_err(err, -errno, "landlock: cannot create a ruleset (ABI %d): %s",
-				      abi, strerror(errno));
+		return corral_set_errno(err, errno, "landlock: cannot create a ruleset (ABI %d)",
+				      abi);
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = add_path(ruleset, &rules[i], attr.handled_access_fs, err);
 	if (r == 0 && attr.handled_access_net)
 		r = add_ports(ruleset, tcp_ports, nports, err);
 	if (r == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		r = corral_set_err(err, -errno, "no_new_privs: %s", strerror(errno));
+		r = corral_set_errno(err, errno, "no_new_privs");
 	if (r == 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
-		r = corral_set_err(err, -errno, "landlock: cannot restrict the sandbox: %s",
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "landlock: cannot restrict the sandbox");
 	close(ruleset);
 	return r < 0 ? r : abi;
 }

@@ -71,9 +71,10 @@ static int do_mount(const char *src, const char *dst, const char *type,
 		    unsigned long flags, const char *data, struct corral_err *err)
 {
 	if (mount(src, dst, type, flags, data) < 0)
-		return corral_set_err(err, -errno, "cannot mount %s on %s%s%s: %s",
-				      src ? src : type, dst, data ? " with " : "",
-				      data ? data : "", strerror(errno));
+		return corral_set_errno(err, errno, "cannot mount %s on %s%s%s",
+				      src ? src : type ? type : "(null)", dst,
+				      data ? " with " : "",
+				      data ? data : "");
 	return 0;
 }
 
@@ -85,8 +86,8 @@ static int make_ro(const char *path, bool noexec, struct corral_err *err)
 	if (noexec)
 		set |= MOUNT_ATTR_NOEXEC;
 	if (sys_mount_setattr(path, AT_RECURSIVE, set, 0) < 0)
-		return corral_set_err(err, -errno, "cannot make %s read-only: %s",
-				      path, strerror(errno));
+		return corral_set_errno(err, errno, "cannot make %s read-only",
+				      path);
 	return 0;
 }
 
@@ -104,8 +105,8 @@ static int mkdir_p(const char *path, mode_t mode, struct corral_err *err)
 
 			*p = '\0';
 			if (mkdir(buf, mode) < 0 && errno != EEXIST)
-				return corral_set_err(err, -errno, "cannot create %s: %s",
-						      buf, strerror(errno));
+				return corral_set_errno(err, errno, "cannot create %s",
+						      buf);
 			*p = c;
 			if (c == '\0')
 				break;
@@ -133,8 +134,7 @@ static int make_mountpoint(const char *dst, bool dir, struct corral_err *err)
 	}
 	fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "cannot create %s: %s", dst,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot create %s", dst);
 	close(fd);
 	return 0;
 }
@@ -146,14 +146,12 @@ static int write_text(const char *path, const char *text, struct corral_err *err
 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "cannot create %s: %s", path,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot create %s", path);
 	if (write(fd, text, len) != (ssize_t)len) {
 		int e = errno ? errno : EIO;
 
 		close(fd);
-		return corral_set_err(err, -e, "cannot write %s: %s", path,
-				      strerror(e));
+		return corral_set_errno(err, e, "cannot write %s", path);
 	}
 	close(fd);
 	return 0;
@@ -190,12 +188,12 @@ static int bind_fd(int srcfd, const char *what, const char *dst,
 		       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
 		       AT_RECURSIVE);
 	if (tree < 0)
-		return corral_set_err(err, -errno, "cannot clone the mount of %s: %s",
-				      what, strerror(errno));
+		return corral_set_errno(err, errno, "cannot clone the mount of %s",
+				      what);
 	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst,
 		    MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		r = corral_set_err(err, -errno, "cannot bind %s on %s: %s", what,
-				   dst, strerror(errno));
+		r = corral_set_errno(err, errno, "cannot bind %s on %s", what,
+				   dst);
 	close(tree);
 	return r;
 }
@@ -213,8 +211,7 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 	if (fd < 0)
 		return optional && fd == -ENOENT ? 0 : fd;
 	if (fstat(fd, &st) < 0) {
-		r = corral_set_err(err, -errno, "cannot stat %s: %s", src,
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "cannot stat %s", src);
 		goto out;
 	}
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
@@ -225,8 +222,7 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 	if (r == 0 && kind != BIND_RO && sys_mount_setattr(dst, AT_RECURSIVE,
 			MOUNT_ATTR_NOSUID |
 			(kind == BIND_RW ? MOUNT_ATTR_NODEV : MOUNT_ATTR_NOEXEC), 0) < 0)
-		r = corral_set_err(err, -errno, "cannot make %s nosuid: %s", dst,
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "cannot make %s nosuid", dst);
 out:
 	close(fd);
 	return r;
@@ -241,18 +237,16 @@ static int host_dir(int oldroot, const char *path, struct corral_err *err)
 
 	if (fstatat(oldroot, path + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 :
-			corral_set_err(err, -errno, "cannot stat %s: %s", path,
-				       strerror(errno));
+			corral_set_errno(err, errno, "cannot stat %s", path);
 	if (!S_ISLNK(st.st_mode))
 		return bind_host(oldroot, path, path, BIND_RO, false, err);
 	n = readlinkat(oldroot, path + 1, target, sizeof(target) - 1);
 	if (n < 0)
-		return corral_set_err(err, -errno, "cannot read link %s: %s", path,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot read link %s", path);
 	target[n] = '\0';
 	if (symlink(target, path) < 0)
-		return corral_set_err(err, -errno, "cannot create link %s: %s",
-				      path, strerror(errno));
+		return corral_set_errno(err, errno, "cannot create link %s",
+				      path);
 	return 0;
 }
 
@@ -313,8 +307,8 @@ static int build_dev(int oldroot, struct corral_err *err)
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i].target, links[i].path) < 0)
-			r = corral_set_err(err, -errno, "cannot create %s: %s",
-					   links[i].path, strerror(errno));
+			r = corral_set_errno(err, errno, "cannot create %s",
+					   links[i].path);
 	if (r == 0)
 		r = mkdir_p("/dev/pts", 0755, err);
 	if (r == 0)
@@ -338,7 +332,7 @@ static int build_dev(int oldroot, struct corral_err *err)
 #define SCRATCH_BYTES_PER_INODE	4096
 #define SCRATCH_INODES_MIN	4096
 
-static uint64_t scratch_inodes(uint64_t disk_bytes)
+uint64_t mount_scratch_inodes(uint64_t disk_bytes)
 {
 	uint64_t n = disk_bytes / SCRATCH_BYTES_PER_INODE;
 
@@ -353,8 +347,7 @@ static int bind_shm(struct corral_err *err)
 	r = do_mount(SCRATCH "/shm", "/dev/shm", NULL, MS_BIND, NULL, err);
 	if (r == 0 && sys_mount_setattr("/dev/shm", 0, MOUNT_ATTR_NOSUID |
 				       MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0) < 0)
-		r = corral_set_err(err, -errno, "cannot make /dev/shm noexec: %s",
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "cannot make /dev/shm noexec");
 	return r;
 }
 
@@ -375,18 +368,18 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 
 	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu",
 		 (unsigned long long)p->disk_bytes,
-		 (unsigned long long)scratch_inodes(p->disk_bytes));
+		 (unsigned long long)mount_scratch_inodes(p->disk_bytes));
 	r = mkdir_p(SCRATCH, 0755, err);
 	if (r == 0)
 		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
 	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0755) < 0)
-			r = corral_set_err(err, -errno, "cannot create %s: %s",
-					   dirs[i], strerror(errno));
+			r = corral_set_errno(err, errno, "cannot create %s",
+					   dirs[i]);
 	if (r == 0 && chmod(SCRATCH "/tmp", 01777) < 0)
-		r = corral_set_err(err, -errno, "cannot chmod /tmp: %s", strerror(errno));
+		r = corral_set_errno(err, errno, "cannot chmod /tmp");
 	if (r == 0 && chmod(SCRATCH "/shm", 01777) < 0)
-		r = corral_set_err(err, -errno, "cannot chmod /dev/shm: %s", strerror(errno));
+		r = corral_set_errno(err, errno, "cannot chmod /dev/shm");
 	if (r == 0)
 		r = bind_shm(err);
 	if (r < 0)
@@ -460,6 +453,18 @@ static const char *const tripwire_tops[] = {
 	"/home/agent", "/tmp", "/workspace",
 };
 
+/* The writable area a tripwire's path lies strictly under, or NULL. */
+const char *mount_tripwire_top(const char *path)
+{
+	for (size_t i = 0; i < sizeof(tripwire_tops) / sizeof(tripwire_tops[0]); i++) {
+		size_t n = strlen(tripwire_tops[i]);
+
+		if (!strncmp(path, tripwire_tops[i], n) && path[n] == '/' && path[n + 1])
+			return tripwire_tops[i];
+	}
+	return NULL;
+}
+
 /*
  * One step down from dirfd: never a symlink, never onto another mount (a
  * bind the policy placed below a writable area).
@@ -500,8 +505,8 @@ static int plant_parents(const char *path, const char *top, char *rest,
 
 	dirfd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dirfd < 0)
-		return corral_set_err(err, -errno, "tripwire %s: cannot open %s: %s",
-				      path, top, strerror(errno));
+		return corral_set_errno(err, errno, "tripwire %s: cannot open %s",
+				      path, top);
 	while ((slash = strchr(comp, '/'))) {
 		*slash = '\0';
 		if (mkdirat(dirfd, comp, 0700) == 0) {
@@ -539,17 +544,12 @@ static int plant_tripwire(const struct corral_policy *p, const char *path,
 			  struct corral_err *err)
 {
 	char rest[TRIPWIRE_PATH_MAX + 1], decoy[TRIPWIRE_DECOY_MAX];
-	const char *top = NULL, *name = NULL, *over;
+	const char *top, *name = NULL, *over;
 	struct stat st;
 	ssize_t len;
 	int dirfd, fd, r;
 
-	for (size_t i = 0; i < sizeof(tripwire_tops) / sizeof(tripwire_tops[0]); i++) {
-		size_t n = strlen(tripwire_tops[i]);
-
-		if (!strncmp(path, tripwire_tops[i], n) && path[n] == '/' && path[n + 1])
-			top = tripwire_tops[i];
-	}
+	top = mount_tripwire_top(path);
 	if (!top || strlen(path) > TRIPWIRE_PATH_MAX)
 		return corral_set_err(err, -EINVAL,
 				      "tripwire %.300s: not a file under /home/agent, /tmp or /workspace, or longer than %d bytes",
@@ -573,11 +573,9 @@ static int plant_tripwire(const struct corral_policy *p, const char *path,
 	len = tripwire_decoy(path, decoy, sizeof(decoy), err);
 	r = len < 0 ? corral_wrap_err(err, "tripwire %s", path) : 0;
 	if (r == 0 && (r = write_all(fd, decoy, len)) < 0)
-		corral_set_err(err, r, "tripwire %s: cannot write: %s", path,
-			       strerror(-r));
+		corral_set_errno(err, -r, "tripwire %s: cannot write", path);
 	if (r == 0 && (fchmod(fd, 0600) < 0 || fstat(fd, &st) < 0))
-		r = corral_set_err(err, -errno, "tripwire %s: %s", path,
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "tripwire %s", path);
 	if (r == 0 && st.st_uid != CORRAL_AGENT_UID)
 		r = corral_set_err(err, -EPERM, "tripwire %s: owned by uid %u, not %d",
 				   path, (unsigned)st.st_uid, CORRAL_AGENT_UID);
@@ -836,34 +834,28 @@ static int enter_new_root(struct corral_err *err)
 	if (r < 0)
 		return r;
 	if (chdir("/tmp") < 0 || mkdir("oldroot", 0755) < 0)
-		return corral_set_err(err, -errno, "cannot prepare the new root: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot prepare the new root");
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
-		return corral_set_err(err, -errno, "pivot_root: %s", strerror(errno));
+		return corral_set_errno(err, errno, "pivot_root");
 	if (chdir("/") < 0)
-		return corral_set_err(err, -errno, "chdir /: %s", strerror(errno));
+		return corral_set_errno(err, errno, "chdir /");
 	return 0;
 }
 
 static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
 {
 	if (umount2(SCRATCH, MNT_DETACH) < 0 || rmdir(SCRATCH) < 0)
-		return corral_set_err(err, -errno, "cannot detach %s: %s", SCRATCH,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot detach %s", SCRATCH);
 	if (umount2(OLDROOT, MNT_DETACH) < 0)
-		return corral_set_err(err, -errno, "cannot detach the host root: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot detach the host root");
 	if (rmdir(OLDROOT) < 0)
-		return corral_set_err(err, -errno, "cannot remove %s: %s", OLDROOT,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot remove %s", OLDROOT);
 	if (sys_mount_setattr("/dev", 0, MOUNT_ATTR_RDONLY, 0) < 0)
-		return corral_set_err(err, -errno, "cannot make /dev read-only: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot make /dev read-only");
 	/* root_writable: copy-on-write over an image's root, in its budget */
 	if (sys_mount_setattr("/", 0, (p->root_writable && p->nroot_layers ? 0 : MOUNT_ATTR_RDONLY) |
 			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0) < 0)
-		return corral_set_err(err, -errno, "cannot make / read-only: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot make / read-only");
 	return 0;
 }
 
@@ -877,8 +869,7 @@ int mount_build(const struct corral_policy *p, int *upperfd,
 		return r;
 	oldroot = open(OLDROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (oldroot < 0)
-		return corral_set_err(err, -errno, "cannot open %s: %s", OLDROOT,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot open %s", OLDROOT);
 
 	for (size_t i = 0; r == 0 && !p->nroot_layers && i < sizeof(host_dirs) / sizeof(host_dirs[0]); i++)
 		r = host_dir(oldroot, host_dirs[i], err);

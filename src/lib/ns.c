@@ -25,16 +25,14 @@ static int write_file(const char *path, const char *text, struct corral_err *err
 
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "cannot open %s: %s", path,
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot open %s", path);
 	n = write(fd, text, len);
 	if (n < 0 || (size_t)n != len) {
 		int e = n < 0 ? errno : EIO;
 
 		close(fd);
-		return corral_set_err(err, -e, "cannot write \"%.*s\" to %s: %s",
-				      (int)strcspn(text, "\n"), text, path,
-				      strerror(e));
+		return corral_set_errno(err, e, "cannot write \"%.*s\" to %s",
+				      (int)strcspn(text, "\n"), text, path);
 	}
 	close(fd);
 	return 0;

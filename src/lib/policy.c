@@ -44,53 +44,10 @@ static void truncate_got(char *buf, size_t max)
 	memcpy(buf + max, "...", 4);
 }
 
-/*
- * s[0..n) as a JSON string literal, at most GOT_MAX bytes of it: the user
- * sees exactly which bytes were wrong, and control characters never reach
- * their terminal raw.  len must be at least GOT_MAX + 8.
- */
+/* The loader's quoting: a JSON literal, as the user wrote it in the file. */
 void policy_quote(const char *s, size_t n, char *buf, size_t len)
 {
-	bool cut = false;
-	size_t off = 0, i, m;
-	char esc[8];
-
-	if (len < GOT_MAX + 8) {
-		if (len)
-			buf[0] = '\0';
-		return;
-	}
-	buf[off++] = '"';
-	for (i = 0; i < n; i++) {
-		unsigned char c = s[i];
-
-		if (c == '"' || c == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-		else
-			snprintf(esc, sizeof(esc), "%c", c);
-		m = strlen(esc);
-		if (off + m > GOT_MAX + 1) {
-			cut = true;
-			break;
-		}
-		memcpy(buf + off, esc, m);
-		off += m;
-	}
-	/* never end on half a UTF-8 character */
-	if (cut && ((unsigned char)s[i] & 0xc0) == 0x80) {
-		while (off > 1 && ((unsigned char)buf[off - 1] & 0xc0) == 0x80)
-			off--;
-		if (off > 1)
-			off--;
-	}
-	buf[off++] = '"';
-	if (cut) {
-		memcpy(buf + off, "...", 3);
-		off += 3;
-	}
-	buf[off] = '\0';
+	text_quote(s, n, buf, len, GOT_MAX, QUOTE_JSON);
 }
 
 static void render_got(const json_t *v, char *buf, size_t len)
@@ -630,7 +587,8 @@ static int fail_arg(struct corral_err *err, int code, const char *why,
 	char got[GOT_MAX + 16];
 
 	if (code == -ENOMEM)
-		return corral_set_err(err, code, "out of memory");
+		return corral_set_err(err, code,
+				      "out of memory reading the argument");
 	policy_quote(arg, n, got, sizeof(got));
 	return corral_set_err(err, code, "%s (got %s)", why, got);
 }
@@ -651,7 +609,8 @@ int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 	if (r) {
 		free(b.src);
 		free(b.dst);
-		return corral_set_err(err, r, "out of memory");
+		return corral_set_err(err, r, "out of memory adding the bind %s",
+				      spec);
 	}
 	return 0;
 }
@@ -675,7 +634,8 @@ int corral_policy_set_env(struct corral_policy *p, const char *assignment,
 	if (why)
 		return fail_arg(err, -EINVAL, why, a, n);
 	r = policy_env_put(p, a, eq - a, eq + 1, strlen(eq + 1));
-	return r ? corral_set_err(err, r, "out of memory") : 0;
+	return r ? corral_set_err(err, r,
+				  "out of memory adding the environment variable") : 0;
 }
 
 int corral_policy_pass_env(struct corral_policy *p, const char *name,
@@ -688,7 +648,8 @@ int corral_policy_pass_env(struct corral_policy *p, const char *name,
 	if (why)
 		return fail_arg(err, -EINVAL, why, s, strlen(s));
 	r = policy_pass_put(p, s);
-	return r ? corral_set_err(err, r, "out of memory") : 0;
+	return r ? corral_set_err(err, r, "out of memory adding the passed variable %s",
+				  s) : 0;
 }
 
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
@@ -785,7 +746,8 @@ static int add_pattern(char ***v, size_t *n, const char *pattern,
 	if (r)
 		return fail_arg(err, r, why, s, len);
 	r = policy_strv_put(v, n, s, len);
-	return r ? corral_set_err(err, r, "out of memory") : 0;
+	return r ? corral_set_err(err, r, "out of memory adding the egress pattern %s",
+				  s) : 0;
 }
 
 int corral_policy_add_allow(struct corral_policy *p, const char *pattern,
@@ -863,7 +825,9 @@ int corral_policy_set_limit(struct corral_policy *p, const char *key,
 	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	if (!text)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM,
+				      "out of memory reading the limit %s",
+				      key ? key : "");
 	snprintf(name, sizeof(name), "--%s", key);
 	r = corral_policy_load_string(p, text, strlen(text), name, err);
 	free(text);
@@ -932,8 +896,7 @@ static int read_policy(int fd, const char *path, char **out, size_t *len,
 		if (r < 0) {
 			r = -errno;
 			free(buf);
-			return corral_set_err(err, r, "%s: %s", path,
-					      strerror(-r));
+			return corral_set_errno(err, -r, "%s", path);
 		}
 		if (r == 0)
 			break;
@@ -962,11 +925,11 @@ int corral_policy_load_file(struct corral_policy *p, const char *path,
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		r = -errno;
-		return corral_set_err(err, r, "%s: %s", path, strerror(-r));
+		return corral_set_errno(err, -r, "%s", path);
 	}
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
-		corral_set_err(err, r, "%s: %s", path, strerror(-r));
+		corral_set_errno(err, -r, "%s", path);
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {

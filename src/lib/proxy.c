@@ -211,10 +211,10 @@ static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
 	for (size_t i = 0; i < NSPECS; i++)
 		fds[i] = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return corral_set_err(err, -errno, "socketpair: %s", strerror(errno));
+		return corral_set_errno(err, errno, "socketpair");
 	helper = fork();
 	if (helper < 0) {
-		r = corral_set_err(err, -errno, "fork: %s", strerror(errno));
+		r = corral_set_errno(err, errno, "fork");
 		goto out;
 	}
 	if (helper == 0) {
@@ -240,10 +240,9 @@ static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
 		if (rep.codes[i] == 0 && (int)j < n)
 			fds[i] = got[j++];
 		else if (listen_specs[i].family == AF_INET && r == 0)
-			r = corral_set_err(err, rep.codes[i] ? rep.codes[i] : -EIO,
-					   "cannot listen on %s:%u in the sandbox: %s",
-					   listen_specs[i].addr, listen_specs[i].port,
-					   strerror(rep.codes[i] ? -rep.codes[i] : EIO));
+			r = corral_set_errno(err, rep.codes[i] ? -rep.codes[i] : EIO,
+					     "cannot listen on %s:%u in the sandbox",
+					     listen_specs[i].addr, listen_specs[i].port);
 	}
 	if (r == 0 && rep.transparent < 0)
 		r = corral_set_err(err, rep.transparent, "network setup: %.256s", rep.why);
@@ -254,15 +253,6 @@ out:
 	if (sv[1] >= 0)
 		close(sv[1]);
 	return r;
-}
-
-static uint64_t elapsed_ms(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t0->tv_sec) * 1000 +
-	       (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
 void conn_free(struct conn *c)
@@ -276,7 +266,7 @@ void conn_free(struct conn *c)
 				      "port", c->port,
 				      "bytes_up", (json_int_t)c->bytes_up,
 				      "bytes_down", (json_int_t)c->bytes_down,
-				      "duration_ms", (json_int_t)elapsed_ms(&c->t0)));
+				      "duration_ms", (json_int_t)(corral_now_ms() - c->t0_ms)));
 	if (c->gai)
 		evdns_getaddrinfo_cancel(c->gai);
 	relay_free(c->relay);
@@ -985,7 +975,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	c->proto = kind == L_SOCKS ? "socks" : "http";
 	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
 		memcpy(&c->peer, sa, salen);
-	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	c->t0_ms = corral_now_ms();
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
 	if (!c->down) {
@@ -1084,7 +1074,8 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 
 	*out = NULL;
 	if (!px)
-		return corral_set_err(err, -ENOMEM, "out of memory");
+		return corral_set_err(err, -ENOMEM,
+				      "out of memory for the egress proxy");
 	px->base = base;
 	px->ev = ev;
 	px->transparent = p->net_transparent;

@@ -82,7 +82,7 @@ struct conn {
 	bool pid_asked;
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
 	uint64_t bytes_up, bytes_down;
-	struct timespec t0;
+	uint64_t t0_ms;			/* accepted at (corral_now_ms): duration_ms */
 	struct evbuffer *first;		/* bytes for upstream once connected */
 	struct relay *relay;		/* a judged tunnel, spliced by the kernel */
 };

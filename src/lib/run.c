@@ -364,13 +364,11 @@ static int capture_pipes(struct supervise *s, struct corral_result *res,
 	int out[2], errp[2];
 
 	if (pipe2(out, O_CLOEXEC) < 0)
-		return corral_set_err(err, -errno, "cannot make the stdout pipe: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot make the stdout pipe");
 	s->out.fd = out[0];
 	child[1] = out[1];
 	if (pipe2(errp, O_CLOEXEC) < 0)
-		return corral_set_err(err, -errno, "cannot make the stderr pipe: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "cannot make the stderr pipe");
 	s->err.fd = errp[0];
 	child[2] = errp[1];
 	s->out.out = &res->out;
@@ -392,13 +390,13 @@ static int block_signals(bool forward, sigset_t *old, int *sigfd,
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
 	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
-		return corral_set_err(err, -errno, "sigprocmask: %s", strerror(errno));
+		return corral_set_errno(err, errno, "sigprocmask");
 	*sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (*sigfd < 0) {
 		int e = errno;
 
 		sigprocmask(SIG_SETMASK, old, NULL);
-		return corral_set_err(err, -e, "signalfd: %s", strerror(e));
+		return corral_set_errno(err, e, "signalfd");
 	}
 	return 0;
 }
@@ -444,6 +442,8 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 	char name[64];
 	int r;
 
+	if (o->tool_call && corral_check_tool_call_id(o->tool_call, err) < 0)
+		return err->code;
 	cg_cleanup_stale();
 	snprintf(name, sizeof(name), "%d-%llu", getpid(),
 		 (unsigned long long)(s->t0 ^ ((uint64_t)rand() << 20)));

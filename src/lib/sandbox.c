@@ -312,15 +312,13 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
 		r = proxy_start(sb->base, sb->pid, sb->p, sb->ev, &sb->px, err);
 	if (r == 0 && send(*sync_wr, "g", 1, MSG_NOSIGNAL) != 1)
-		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "cannot start the sandbox");
 	if (r == 0)
 		r = cg_attach(sb->cg, sb->pid, err);
 	if (r == 0)
 		r = watch(sb, err);
 	if (r == 0 && send(*sync_wr, "c", 1, MSG_NOSIGNAL) != 1)
-		r = corral_set_err(err, -errno, "cannot start the sandbox: %s",
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "cannot start the sandbox");
 	/* with tripwires, the command waits for "t" (answered on READY) */
 	if (r == 0 && sb->p->abort.ntripwires)
 		sb->sync_wr = steal_fd(sync_wr);
@@ -337,13 +335,13 @@ static int open_sockets(struct sandbox *sb, int *sync_rd, int *sync_wr,
 	int sync[2], ctl[2];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0)
-		return corral_set_err(err, -errno, "cannot make the sandbox's "
-				      "sync socket: %s", strerror(errno));
+		return corral_set_errno(err, errno, "cannot make the sandbox's "
+				      "sync socket");
 	*sync_rd = sync[0];
 	*sync_wr = sync[1];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0)
-		return corral_set_err(err, -errno, "cannot make the sandbox's "
-				      "control socket: %s", strerror(errno));
+		return corral_set_errno(err, errno, "cannot make the sandbox's "
+				      "control socket");
 	sb->ctl = ctl[0];
 	*ctl_child = ctl[1];
 	return 0;

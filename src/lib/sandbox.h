@@ -25,6 +25,10 @@ extern const char *const mount_writable_paths[];
 /* The writable tmpfs (one budget), opened beneath the sandbox's "/". */
 int mount_scratch_open(int rootfd);
 bool mount_scratch_full(int scratchfd);
+/* The scratch tmpfs's inode limit for a disk budget (nr_inodes=). */
+uint64_t mount_scratch_inodes(uint64_t disk_bytes);
+/* Where a tripwire may be planted: the area path lies under, or NULL. */
+const char *mount_tripwire_top(const char *path);
 
 /* What the first process of a sandbox needs from its supervisor. */
 struct child_ctx {

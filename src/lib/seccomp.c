@@ -307,8 +307,8 @@ static int rule(struct filter *f, uint32_t action, int nr, const char *what,
 	int r = seccomp_rule_add_array(f->ctx, action, nr, n, cmp);
 
 	if (r < 0)
-		return corral_set_err(f->err, r, "seccomp: cannot add a rule for %s: %s",
-				      what, strerror(-r));
+		return corral_set_errno(f->err, -r, "seccomp: cannot add a rule for %s",
+				      what);
 	f->sum.rules++;
 	return 0;
 }
@@ -509,8 +509,7 @@ static int build(struct filter *f)
 	int r = seccomp_attr_set(f->ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 
 	if (r < 0)
-		return corral_set_err(f->err, r, "seccomp: cannot refuse foreign ABIs: %s",
-				      strerror(-r));
+		return corral_set_errno(f->err, -r, "seccomp: cannot refuse foreign ABIs");
 	for (size_t i = 0; i < ARRAY_LEN(deny_table) && r == 0; i++)
 		r = add_deny(f, &deny_table[i]);
 	if (r == 0)
@@ -533,11 +532,10 @@ static int export_program(scmp_filter_ctx ctx, struct sock_filter **out,
 
 	fd = memfd_create("corral-seccomp", MFD_CLOEXEC);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "seccomp: memfd for the filter: %s",
-				      strerror(errno));
+		return corral_set_errno(err, errno, "seccomp: memfd for the filter");
 	r = seccomp_export_bpf(ctx, fd);
 	if (r < 0) {
-		corral_set_err(err, r, "seccomp: cannot compile the filter: %s", strerror(-r));
+		corral_set_errno(err, -r, "seccomp: cannot compile the filter");
 		goto out;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size <= 0 ||
@@ -674,15 +672,14 @@ int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *e
 	fp = (struct sock_fprog){ .len = (unsigned short)len, .filter = prog };
 	/* what seccomp_load() does first: no privilege gained by exec after */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		r = corral_set_err(err, -errno, "seccomp: PR_SET_NO_NEW_PRIVS: %s",
-				   strerror(errno));
+		r = corral_set_errno(err, errno, "seccomp: PR_SET_NO_NEW_PRIVS");
 		goto out;
 	}
 	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 		    notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fp);
 	if (r < 0) {
-		r = corral_set_err(err, -errno, "seccomp: cannot load the %zu-instruction filter: %s",
-				   len, strerror(errno));
+		r = corral_set_errno(err, errno, "seccomp: cannot load the %zu-instruction filter",
+				   len);
 		goto out;
 	}
 	if (notify)

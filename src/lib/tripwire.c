@@ -281,7 +281,7 @@ static int open_wire(int rootfd, const char *path, struct corral_err *err)
 	if (fstat(fd, &st) < 0) {
 		e = errno;
 		close(fd);
-		return corral_set_err(err, -e, "tripwire %s: %s", path, strerror(e));
+		return corral_set_errno(err, e, "tripwire %s", path);
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
@@ -302,15 +302,15 @@ static int mark_wire(struct tripwire *t, struct wire *w, int fd,
 
 	if (fstat(fd, &st) < 0) {
 		e = errno;
-		return corral_set_err(err, -e, "tripwire %s: %s", w->path, strerror(e));
+		return corral_set_errno(err, e, "tripwire %s", w->path);
 	}
 	w->dev = st.st_dev;
 	w->ino = st.st_ino;
 	if (t->fan_fd >= 0 &&
 	    fanotify_mark(t->fan_fd, FAN_MARK_ADD, FAN_OPEN_PERM, fd, NULL) < 0) {
 		e = errno;
-		return corral_set_err(err, -e, "tripwire %s: fanotify_mark: %s",
-				      w->path, strerror(e));
+		return corral_set_errno(err, e, "tripwire %s: fanotify_mark",
+				      w->path);
 	}
 	if (t->fan_fd < 0)
 		mask |= IN_OPEN | IN_ACCESS;
@@ -339,15 +339,14 @@ static int open_notifiers(struct tripwire *t, unsigned int flags,
 		if (t->fan_fd < 0 && errno != EPERM && errno != ENOSYS &&
 		    errno != EINVAL) {
 			e = errno;
-			return corral_set_err(err, -e, "fanotify_init: %s",
-					      strerror(e));
+			return corral_set_errno(err, e, "fanotify_init");
 		}
 	}
 	t->mode = t->fan_fd >= 0 ? "fanotify" : "inotify";
 	t->in_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (t->in_fd < 0) {
 		e = errno;
-		return corral_set_err(err, -e, "inotify_init1: %s", strerror(e));
+		return corral_set_errno(err, e, "inotify_init1");
 	}
 	return 0;
 }
@@ -384,7 +383,7 @@ struct tripwire *tripwire_start_at(struct event_base *base, int rootfd,
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		corral_set_err(err, -ENOMEM, "out of memory");
+		corral_set_err(err, -ENOMEM, "out of memory for the tripwires");
 		return NULL;
 	}
 	t->fan_fd = t->in_fd = -1;
@@ -395,14 +394,16 @@ struct tripwire *tripwire_start_at(struct event_base *base, int rootfd,
 		return t;
 	t->w = calloc(n, sizeof(*t->w));
 	if (!t->w) {
-		r = corral_set_err(err, -ENOMEM, "out of memory");
+		r = corral_set_err(err, -ENOMEM, "out of memory for %zu tripwires",
+				   n);
 		goto fail;
 	}
 	for (i = 0; i < n; i++) {
 		t->w[i].wd = -1;
 		t->w[i].path = strdup(paths[i]);
 		if (!t->w[i].path) {
-			r = corral_set_err(err, -ENOMEM, "out of memory");
+			r = corral_set_err(err, -ENOMEM, "out of memory for the tripwire %s",
+					   paths[i]);
 			goto fail;
 		}
 		t->n++;
@@ -505,9 +506,8 @@ static int rand_chars(char *out, size_t n, const char *alphabet,
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r <= 0)
-				return corral_set_err(err, r < 0 ? -errno : -EIO,
-						      "getrandom: %s",
-						      strerror(r < 0 ? errno : EIO));
+				return corral_set_errno(err, r < 0 ? errno : EIO,
+							"getrandom");
 			have = r;
 			used = 0;
 		}

@@ -1,0 +1,115 @@
+/*
+ * unit_mount.c - what of the sandbox's filesystem view is logic, not
+ * mounts: its tables (the writable paths Landlock is given, where a
+ * tripwire may go), the scratch tmpfs's inode limit, and the opening of
+ * the scratch area beneath a sandbox's "/".  The mounts themselves need
+ * namespaces: tests/integration.sh covers them.
+ */
+#include "internal.h"
+#include "sandbox.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool is_writable_path(const char *path)
+{
+	for (size_t i = 0; mount_writable_paths[i]; i++)
+		if (!strcmp(mount_writable_paths[i], path))
+			return true;
+	return false;
+}
+
+TEST(writable_paths_table)
+{
+	size_t i;
+
+	for (i = 0; mount_writable_paths[i]; i++) {
+		CHECK(mount_writable_paths[i][0] == '/');
+		CHECK(!strstr(mount_writable_paths[i], ".."));
+	}
+	CHECK(i == 4);	/* NULL-terminated, and nothing slipped in */
+	CHECK(is_writable_path("/workspace"));
+	CHECK(is_writable_path("/tmp"));
+	CHECK(is_writable_path("/home/agent"));
+	CHECK(is_writable_path("/dev"));
+	CHECK(!is_writable_path("/"));
+	CHECK(!is_writable_path("/etc"));
+}
+
+TEST(tripwire_tops)
+{
+	static const char *const inside[] = {
+		"/tmp/x", "/home/agent/.aws/credentials", "/workspace/a/b/c",
+	};
+	static const char *const outside[] = {
+		"/tmp", "/tmp/", "/tmpx/y", "/etc/passwd", "/home/agentx/y",
+		"/home/agent", "/workspace", "/", "", "tmp/x", "/dev/x",
+	};
+
+	for (size_t i = 0; i < sizeof(inside) / sizeof(inside[0]); i++) {
+		const char *top = mount_tripwire_top(inside[i]);
+
+		CHECK(top != NULL);
+		/* planted only where the sandbox may write anyway */
+		CHECK(top && is_writable_path(top));
+		CHECK(top && !strncmp(inside[i], top, strlen(top)));
+	}
+	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		CHECK(mount_tripwire_top(outside[i]) == NULL);
+}
+
+TEST(scratch_inodes)
+{
+	/* one inode per 4 KiB of disk, with a floor of 4,096 */
+	CHECK(mount_scratch_inodes(0) == 4096);
+	CHECK(mount_scratch_inodes(1 << 20) == 4096);
+	CHECK(mount_scratch_inodes(16ULL << 20) == 4096);
+	CHECK(mount_scratch_inodes((16ULL << 20) + 4096) == 4097);
+	CHECK(mount_scratch_inodes(1ULL << 30) == 262144);
+	CHECK(mount_scratch_inodes(UINT64_MAX) == UINT64_MAX / 4096);
+}
+
+TEST(scratch_open)
+{
+	char dir[] = "/tmp/corral-unit-mount.XXXXXX", path[64];
+	int rootfd, fd;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	rootfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(rootfd >= 0);
+	/* nothing there yet */
+	CHECK(mount_scratch_open(rootfd) == -ENOENT);
+	/* a symlink in its place is not followed */
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	CHECK(symlink("/", path) == 0);
+	fd = mount_scratch_open(rootfd);
+	CHECK(fd == -ENOTDIR);
+	CHECK(unlink(path) == 0);
+	CHECK(mkdir(path, 0700) == 0);
+	fd = mount_scratch_open(rootfd);
+	CHECK(fd >= 0);
+	/* a file system with room left is not full; no fd is never full */
+	CHECK(!mount_scratch_full(fd));
+	CHECK(!mount_scratch_full(-1));
+	if (fd >= 0)
+		close(fd);
+	rmdir(path);
+	rmdir(dir);
+	if (rootfd >= 0)
+		close(rootfd);
+}
+
+int main(void)
+{
+	unit_run_all();
+	UNIT_DONE();
+}

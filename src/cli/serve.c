@@ -14,6 +14,8 @@
 static const char help[] =
 "Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE]\n"
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
+"                    [--max-connections N] [--max-connections-per-peer N]\n"
+"                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 "\n"
 "Run the corral daemon: it creates sandboxes that live across many tool\n"
 "calls, runs calls in them, freezes them when idle, and supervises every\n"
@@ -37,6 +39,17 @@ static const char help[] =
 "  --pool N            keep N sandboxes of the default policy built ahead,\n"
 "                      handed out by creates that ask for nothing else\n"
 "                      (default 0)\n"
+"  --max-connections N each listener stops accepting at N open connections\n"
+"                      until one closes (default 256)\n"
+"  --max-connections-per-peer N\n"
+"                      a TCP peer address's further connections are closed\n"
+"                      at once (default 32)\n"
+"  --header-timeout SECONDS\n"
+"                      a request head not complete this long after its first\n"
+"                      byte closes the connection (default 10)\n"
+"  --idle-timeout SECONDS\n"
+"                      a connection with no request this long is closed\n"
+"                      (default 60)\n"
 "  -h, --help          this text\n"
 "\n"
 "SIGTERM or SIGINT: every sandbox is destroyed, the socket removed, exit 0.\n"
@@ -96,6 +109,31 @@ static int parse_number(int c, const char *arg, size_t *out)
 	return 0;
 }
 
+/* The gate's limits: numbers from 1. */
+static int parse_limit(const char *name, const char *arg, size_t max, size_t *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*end || v < 1 || (size_t)v > max) {
+		cli_error("--%s: expected a number 1 to %zu (got \"%s\")", name,
+			  max, arg);
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_seconds(const char *name, const char *arg, unsigned *out)
+{
+	size_t v;
+	int code = parse_limit(name, arg, 86400, &v);
+
+	if (!code)
+		*out = v;
+	return code;
+}
+
 /* 0 to go on, 1 when --help was shown, or an exit status. */
 static int parse_args(struct serve_args *a, int argc, char **argv)
 {
@@ -106,6 +144,10 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
 		{ "pool", required_argument, NULL, 'p' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "max-connections-per-peer", required_argument, NULL, 'P' },
+		{ "header-timeout", required_argument, NULL, 'H' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -131,6 +173,26 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		case 'p':
 			code = parse_number(c, optarg, c == 'm' ? &a->o.max_sandboxes :
 					    &a->o.pool_size);
+			if (code)
+				return code;
+			break;
+		case 'C':
+			code = parse_limit("max-connections", optarg, 100000,
+					   &a->o.limits.max_connections);
+			if (code)
+				return code;
+			break;
+		case 'P':
+			code = parse_limit("max-connections-per-peer", optarg, 100000,
+					   &a->o.limits.max_per_peer);
+			if (code)
+				return code;
+			break;
+		case 'H':
+		case 'I':
+			code = parse_seconds(c == 'H' ? "header-timeout" : "idle-timeout",
+					     optarg, c == 'H' ? &a->o.limits.header_timeout_s :
+					     &a->o.limits.idle_timeout_s);
 			if (code)
 				return code;
 			break;

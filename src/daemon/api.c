@@ -107,6 +107,9 @@ int api_build_status(int code, const char **error)
 	case -EINVAL:
 		*error = "bad_request";
 		return 400;
+	case -EACCES:
+		*error = "forbidden";
+		return 403;
 	case -EMFILE:
 	case -ENFILE:
 	case -EAGAIN:
@@ -406,7 +409,7 @@ static bool authorized(struct daemon *d, struct evhttp_request *req)
 	return h && api_token_ok(d, h, strlen(h));
 }
 
-static bool over_tcp(struct daemon *d, struct evhttp_request *req)
+bool api_over_tcp(struct daemon *d, struct evhttp_request *req)
 {
 	struct evhttp_connection *conn = evhttp_request_get_connection(req);
 	char *addr = NULL;
@@ -430,7 +433,7 @@ void api_handle(struct evhttp_request *req, void *arg)
 	if (!api_gate_request(d, req))
 		return;
 	/* the gate judged the head already; this is the second look */
-	if (over_tcp(d, req) && !authorized(d, req)) {
+	if (api_over_tcp(d, req) && !authorized(d, req)) {
 		reply_error(req, 401, "unauthorized", "missing or wrong bearer token");
 		return;
 	}

@@ -58,6 +58,19 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req);
 void api_set_closecb(struct daemon *d, struct evhttp_request *req,
 		     void (*cb)(struct evhttp_connection *, void *), void *arg);
 
+/* ---- api_access.c: what of the host a client may use -------------------- */
+
+/* path is dir or under it (both resolved, no trailing slash). */
+bool path_under(const char *path, const char *dir);
+/*
+ * p's env.pass, workspace and binds, judged for the client of req (host
+ * paths replaced by their resolved form); its host uid range set.
+ */
+bool api_access_check(struct daemon *d, struct evhttp_request *req, bool tcp,
+		      struct corral_policy *p, struct api_fault *f);
+/* The request came over TCP (the token was shown), not the unix socket. */
+bool api_over_tcp(struct daemon *d, struct evhttp_request *req);
+
 /* ---- api.c: request bodies and queries ---------------------------------- */
 
 /* The body as JSON, strictly: an object, no duplicate keys, size-capped. */

@@ -26,6 +26,16 @@ struct daemon_limits {
 #define DAEMON_HEADER_TIMEOUT_S	10
 #define DAEMON_IDLE_TIMEOUT_S	60
 
+/* What API clients may take from the host (api_access.c). */
+struct daemon_access {
+	char **allow_paths;		/* host path prefixes any client may use */
+	size_t nallow_paths;
+	char **allow_env;		/* the daemon's variables any client may pass */
+	size_t nallow_env;
+	uid_t uid_min, uid_max;		/* root: host uids a sandbox may run as */
+	bool uid_range;			/* uid_min..uid_max given */
+};
+
 /* What to serve on and where to keep state; the front end fills in the
  * defaults (docs/API.md) before it calls daemon_run(). */
 struct daemon_opts {
@@ -36,6 +46,7 @@ struct daemon_opts {
 	size_t max_sandboxes;		/* creates beyond this many are refused */
 	size_t pool_size;		/* sandboxes of the default policy built ahead */
 	struct daemon_limits limits;	/* zeros: the defaults below */
+	struct daemon_access access;	/* nothing: the safe defaults */
 };
 
 /*
@@ -104,6 +115,8 @@ struct daemon {
 	struct event_base *base;
 	struct gate *gates;		/* one a listener (api_gate.c) */
 	struct daemon_limits limits;
+	struct daemon_access access;	/* allow_paths resolved, ours */
+	char *state_real, *socket_dir_real;	/* resolved: never bindable */
 	struct evhttp *http_unix, *http_tcp;
 	char *socket_path, *state_dir, *token;
 	bool socket_bound;		/* socket_path is ours to remove at the end */

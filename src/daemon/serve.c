@@ -468,6 +468,11 @@ static void daemon_free(struct daemon *d)
 	free(d->socket_path);
 	free(d->state_dir);
 	free(d->token);
+	for (size_t i = 0; d->access.allow_paths && i < d->access.nallow_paths; i++)
+		free(d->access.allow_paths[i]);
+	free(d->access.allow_paths);
+	free(d->state_real);
+	free(d->socket_dir_real);
 }
 
 /* The paths are the daemon's own copies: daemon_free() frees them. */
@@ -500,6 +505,40 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 	return 0;
 }
 
+/*
+ * What clients may use, resolved as their paths will be: the operator's
+ * prefixes, and the directories no client may ever reach.
+ */
+static int access_init(struct daemon *d, const struct daemon_opts *o,
+		       struct corral_err *err)
+{
+	char dir[PATH_MAX], *slash;
+
+	d->access = o->access;
+	d->access.allow_paths = calloc(o->access.nallow_paths + 1, sizeof(char *));
+	if (!d->access.allow_paths)
+		return corral_set_err(err, -ENOMEM, "out of memory for --allow-host-path");
+	for (size_t i = 0; i < o->access.nallow_paths; i++) {
+		d->access.allow_paths[i] = realpath(o->access.allow_paths[i], NULL);
+		if (!d->access.allow_paths[i])
+			return corral_set_err(err, -errno, "--allow-host-path %s: %s",
+					      o->access.allow_paths[i], strerror(errno));
+	}
+	/* as root, no range given: a sandbox runs as 65534, whoever owns what */
+	if (!o->access.uid_range)
+		d->access.uid_min = d->access.uid_max = 65534;
+	snprintf(dir, sizeof(dir), "%s", d->socket_path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	d->state_real = realpath(d->state_dir, NULL);
+	d->socket_dir_real = realpath(slash ? dir : ".", NULL);
+	if (!d->state_real || !d->socket_dir_real)
+		return corral_set_err(err, -errno, "cannot resolve %s or %s: %s",
+				      d->state_dir, dir, strerror(errno));
+	return 0;
+}
+
 /* Everything that can fail before the first request: err says what. */
 static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 			struct corral_err *err)
@@ -520,6 +559,8 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 		return r;
 	setup_http(d, d->http_unix);
 	r = listen_unix(d, err);
+	if (r == 0)
+		r = access_init(d, o, err);
 	if (r < 0 || !o->listen)
 		return r;
 	r = listen_tcp(d, o->listen, err);

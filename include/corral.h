@@ -199,6 +199,12 @@ int corral_parse_duration(const char *s, uint64_t *ms, struct corral_err *err);
 /* 268435456 -> "256 MiB"; writes at most len bytes. */
 CORRAL_PUBLIC
 void corral_format_size(uint64_t bytes, char *buf, size_t len);
+/*
+ * CLOCK_MONOTONIC in milliseconds: the clock of every timeout, meter and
+ * budget in corral, for front ends whose own timers must agree with them.
+ */
+CORRAL_PUBLIC
+uint64_t corral_now_ms(void);
 
 /* ---- running --------------------------------------------------------- */
 

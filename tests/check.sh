@@ -158,6 +158,7 @@ suite() {
 }
 
 step "build with -Wall -Wextra -Werror" build build -Werror ""
+step "the library exports only corral.h" tests/exports.sh build
 suite build "gcc -O2"
 step "soak, 300 sandboxes (make soak for 10,000)" tests/soak.sh build/corral 300
 step "soak through the daemon, 200 cycles" /usr/bin/python3 tests/soak_serve.py build/corral 200

@@ -216,18 +216,10 @@ struct corral_policy *default_policy(void)
 
 #define POOL_QUIET_MS	100	/* refill once requests have paused this long */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A create came: the pool waits for the burst to pass. */
 void pool_hold(struct daemon *d)
 {
-	d->last_create = now_ms();
+	d->last_create = corral_now_ms();
 }
 
 static void pool_step(evutil_socket_t fd, short what, void *arg);
@@ -239,7 +231,7 @@ static void pool_step(evutil_socket_t fd, short what, void *arg);
  */
 void pool_fill(struct daemon *d)
 {
-	uint64_t quiet = now_ms() - d->last_create;
+	uint64_t quiet = corral_now_ms() - d->last_create;
 	struct timeval tv = { 0, quiet >= POOL_QUIET_MS ? 0 :
 			      (POOL_QUIET_MS - quiet) * 1000 };
 
@@ -265,7 +257,7 @@ static void pool_step(evutil_socket_t fd, short what, void *arg)
 		n += sb->pooled;
 	if (n >= d->pool_size || d->nsandboxes >= d->max_sandboxes || !fd_room(d))
 		return;
-	if (now_ms() - d->last_create < POOL_QUIET_MS) {
+	if (corral_now_ms() - d->last_create < POOL_QUIET_MS) {
 		pool_fill(d);	/* still busy: later */
 		return;
 	}

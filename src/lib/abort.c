@@ -32,14 +32,6 @@ struct abort_state {
 	bool fired;
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool abort_any(const struct corral_abort *a)
 {
 	return a->max_denied_egress || a->max_distinct_denied ||
@@ -104,7 +96,7 @@ static bool note_egress(struct abort_state *s, json_t *event, struct abort_verdi
 {
 	const char *host = json_string_value(json_object_get(event, "host"));
 	json_int_t port = json_integer_value(json_object_get(event, "port"));
-	uint64_t now = mono_ms();
+	uint64_t now = corral_now_ms();
 	struct recent *r = &s->recent[s->head];
 
 	s->denied_egress++;

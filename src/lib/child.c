@@ -3,11 +3,12 @@
  * then stays as PID 1.
  *
  * sandbox_child() runs in the new namespaces, top to bottom: identity ->
- * cgroup namespace -> mounts and pivot -> loopback -> rlimits -> Landlock
- * -> capabilities -> seccomp.  Then, for corral_run, it starts the one
- * command and reaps until it ends; for a long-lived sandbox (box.c) it
- * waits for the supervisor to ask for calls and starts each one.  Either
- * way it reports over a socket the commands never see.
+ * stdio -> mounts and pivot -> loopback -> rlimits -> (in its cgroup now)
+ * cgroup namespace -> Landlock -> capabilities -> seccomp, paced by the
+ * supervisor's half, sandbox_spawn() (sandbox.c).  Then, for corral_run,
+ * it starts the one command and reaps until it ends; for a long-lived
+ * sandbox (box.c) it waits for the supervisor to ask for calls and starts
+ * each one.  Either way it reports over a socket the commands never see.
  */
 #include "internal.h"
 #include "sandbox.h"
@@ -47,7 +48,8 @@ static void send_msg(int fd, int kind, int code, int abi, const char *text)
 
 	if (text)
 		snprintf(m.text, sizeof(m.text), "%s", text);
-	/* A pipe write this size is atomic; if it fails there is no one to tell. */
+	/* One SEQPACKET message, whole or not at all; if it fails there is no
+	 * one to tell. */
 	if (write(fd, &m, sizeof(m)) < 0)
 		_exit(125);
 }
@@ -128,6 +130,27 @@ static int loopback_up(struct corral_err *err)
 	}
 	close(fd);
 	return r;
+}
+
+/* The command's stdin, stdout, stderr: what the supervisor handed in. */
+static int set_stdio(const int stdio[3], struct corral_err *err)
+{
+	for (int i = 0; i < 3; i++) {
+		if (stdio[i] < 0)
+			continue;
+		/* already in place: dup2 would keep its close-on-exec */
+		if (stdio[i] == i) {
+			if (fcntl(i, F_SETFD, 0) < 0)
+				return corral_set_err(err, -errno, "fd %d: %s", i,
+						      strerror(errno));
+			continue;
+		}
+		if (dup2(stdio[i], i) < 0)
+			return corral_set_err(err, -errno, "dup2 %d to %d: %s",
+					      stdio[i], i, strerror(errno));
+		close(stdio[i]);
+	}
+	return 0;
 }
 
 static int set_rlimits(struct corral_err *err)
@@ -300,10 +323,10 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 		exec_command(c, pipefd[1]);
 	}
 	close(pipefd[1]);
-	if (c->out_wr >= 0)
-		close(STDOUT_FILENO);
-	if (c->err_wr >= 0)
-		close(STDERR_FILENO);
+	/* the supervisor's pipes end when the command's last copy closes */
+	for (int i = 0; i < 3; i++)
+		if (c->stdio[i] >= 0)
+			close(i);
 
 	n = read(pipefd[0], &e, sizeof(e));
 	close(pipefd[0]);
@@ -580,7 +603,7 @@ static char **copy_argv(char *const *argv)
 void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
-	int keep[4] = { c->sync_rd, c->msg_wr, c->out_wr, c->err_wr };
+	int keep[5] = { c->sync_rd, c->msg_wr, c->stdio[0], c->stdio[1], c->stdio[2] };
 	int abi, rootfd, notify_fd = -1;
 	char go;
 
@@ -593,14 +616,14 @@ void sandbox_child(struct child_ctx *c)
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	if (close_inherited(keep, 4, &err) < 0)
+	if (close_inherited(keep, 5, &err) < 0)
 		setup_failed(c, &err);
 	if (set_identity(c->caller_root, &err) < 0)
 		setup_failed(c, &err);
 	/*
 	 * A change of credentials clears the parent-death signal: set it
 	 * again.  Had the supervisor died already, the next read of the sync
-	 * pipe sees EOF, or the READY message meets a closed pipe.
+	 * socket sees EOF, or the READY message meets a closed socket.
 	 */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
@@ -619,15 +642,8 @@ void sandbox_child(struct child_ctx *c)
 		}
 		close(null);
 	}
-	if ((c->out_wr >= 0 && dup2(c->out_wr, STDOUT_FILENO) < 0) ||
-	    (c->err_wr >= 0 && dup2(c->err_wr, STDERR_FILENO) < 0)) {
-		corral_set_err(&err, -errno, "dup2: %s", strerror(errno));
+	if (set_stdio(c->stdio, &err) < 0)
 		setup_failed(c, &err);
-	}
-	if (c->out_wr >= 0)
-		close(c->out_wr);
-	if (c->err_wr >= 0)
-		close(c->err_wr);
 	if (mount_build(c->p, &err) < 0 || loopback_up(&err) < 0 ||
 	    set_rlimits(&err) < 0)
 		setup_failed(c, &err);

@@ -1,11 +1,15 @@
 /* result.c - how a run ended, as an exit status and as JSON. */
 #include "internal.h"
 #include "events.h"
+#include "sandbox.h"
 
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static const char *const status_names[] = {
 	[CORRAL_EXITED] = "exited",
@@ -154,4 +158,39 @@ char *corral_result_json(const struct corral_result *res)
 	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(o);
 	return text;
+}
+
+/* ---- how a command ended, for corral_run and a box's calls alike ------ */
+
+void result_from_wait(struct corral_result *res, int status)
+{
+	if (WIFSIGNALED(status)) {
+		res->status = CORRAL_SIGNALED;
+		res->signal = WTERMSIG(status);
+		snprintf(res->reason, sizeof(res->reason), "killed by signal %d "
+			 "(SIG%s)", res->signal, sigabbrev_np(res->signal) ?: "?");
+	} else {
+		res->status = CORRAL_EXITED;
+		res->exit_code = WEXITSTATUS(status);
+		snprintf(res->reason, sizeof(res->reason), "exited with status %d",
+			 res->exit_code);
+	}
+}
+
+/* As a shell says it: 127 when the command is not there, else 126. */
+void result_exec_failed(struct corral_result *res, const char *cmd, int e)
+{
+	res->status = CORRAL_EXITED;
+	res->exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+	snprintf(res->reason, sizeof(res->reason), "%s: %s: %s",
+		 res->exit_code == 127 ? "not found" : "cannot execute", cmd,
+		 strerror(e));
+}
+
+void result_timeout(struct corral_result *res, uint64_t timeout_ms)
+{
+	res->status = CORRAL_TIMEOUT;
+	res->signal = SIGKILL;
+	snprintf(res->reason, sizeof(res->reason), "killed: wall-clock timeout "
+		 "of %.3g s reached", timeout_ms / 1000.0);
 }

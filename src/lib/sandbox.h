@@ -6,6 +6,8 @@
 
 #include "internal.h"
 
+#include <jansson.h>
+
 /* ns.c */
 int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid);
 int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
@@ -29,7 +31,7 @@ struct child_ctx {
 	bool serve;		/* long-lived (box.c): wait for MSG_EXEC */
 	int sync_rd;		/* supervisor says "go", then "in the cgroup" */
 	int msg_wr;		/* struct child_msg to the supervisor (a socket) */
-	int out_wr, err_wr;	/* capture pipes, or -1 */
+	int stdio[3];		/* the command's 0, 1, 2; -1: init's own */
 };
 
 /* child.c: runs in the new namespaces, never returns. */
@@ -86,5 +88,118 @@ struct exec_fail {
 	int stage;
 	int err;		/* errno */
 };
+
+/*
+ * ---- sandbox.c: the supervisor's half of every sandbox -----------------
+ *
+ * sandbox_spawn() is the one way a sandbox is made, whichever front end
+ * asks (corral_run in run.c, the daemon's boxes in box.c, later MCP and
+ * the OCI runtime): it clones init into new namespaces, gives it its
+ * identity, the egress proxy and its cgroup, then watches it on the
+ * front end's loop.  What init sends back is decoded in one place
+ * (child_msg_recv); the front end hears of it through its hooks.
+ */
+struct events;
+struct proxy;
+struct sensor;
+struct tripwire;
+struct event;
+struct event_base;
+
+struct sandbox_hooks {
+	/*
+	 * One of init's messages: MSG_READY (the tripwires are armed by
+	 * then), MSG_SETUP_FAILED, MSG_EXEC_FAILED, MSG_EXITED, MSG_STARTED,
+	 * MSG_CALL_EXITED.  The hook may free the sandbox.
+	 */
+	void (*msg)(void *arg, const struct child_msg *m);
+	/* init's control socket closed (sb->ctl is -1 by then) */
+	void (*closed)(void *arg);
+	/* init exited: its pidfd became readable */
+	void (*exited)(void *arg);
+	/* optional: add what the front end knows to a tripwire event */
+	void (*tripwire)(void *arg, json_t *event, pid_t pid);
+};
+
+struct sandbox_opts {
+	struct event_base *base;	/* the front end's loop */
+	const struct corral_policy *p;
+	struct events *ev;		/* where the layers' events go */
+	struct cg *cg;			/* made by the front end; init is moved in */
+	char *const *argv;		/* the one command; NULL: calls, via ctl */
+	/*
+	 * The command's stdin, stdout, stderr, handed into the sandbox and
+	 * always closed here; -1: the supervisor's own.
+	 */
+	int stdio[3];
+	const struct sandbox_hooks *hooks;
+	void *arg;
+};
+
+struct sandbox {
+	struct event_base *base;
+	const struct corral_policy *p;
+	struct events *ev;
+	struct cg *cg;
+	const struct sandbox_hooks *hooks;
+	void *arg;
+	char **envp;		/* the policy's environment */
+	uid_t host_uid;		/* who the agent's uid is on the host */
+	gid_t host_gid;
+	pid_t pid;		/* init, as the host sees it */
+	int pidfd;
+	int ctl;		/* init's messages; calls go the other way */
+	int sync_wr;		/* "t" on MSG_READY once the tripwires are watched */
+	int rootfd;		/* the sandbox's "/": tripwires and files */
+	int scratchfd;		/* its writable tmpfs: was the disk limit hit? */
+	int landlock_abi;
+	struct proxy *px;
+	struct sensor *sensor;	/* denied syscalls, where USER_NOTIF works */
+	struct tripwire *tripwire;
+	struct event *ev_ctl, *ev_exit;
+};
+
+/*
+ * The policy is one a sandbox can be built from (a disk budget, a
+ * workspace that is a directory); the front end checks before it spends.
+ */
+int sandbox_check_policy(const struct corral_policy *p, struct corral_err *err);
+/*
+ * Build and start a sandbox; *out is watched on o->base until freed.  On
+ * error, init (if it was cloned) is killed and reaped, and err holds its
+ * own reason where it gave one.
+ */
+int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
+		  struct corral_err *err);
+/* Stop watching init (the pidfd and the control socket; ctl is closed). */
+void sandbox_unwatch(struct sandbox *sb);
+/*
+ * SIGKILL init: the whole pid namespace goes with it.  What left the
+ * namespace's reach (nothing should) is the cgroup's: the front end kills
+ * that as its loop allows (cg_kill, cg_kill_start).  NULL is fine.
+ */
+void sandbox_kill(struct sandbox *sb);
+/*
+ * Free what the supervisor holds for the sandbox (proxy, sensor,
+ * tripwires, fds).  It neither kills nor reaps init: the front end does,
+ * before, or steals the pidfd to wait on it.  NULL is fine.
+ */
+void sandbox_free(struct sandbox *sb);
+
+/*
+ * result.c: how a command in a sandbox ended, in res's status, exit code,
+ * signal and reason; the same words for corral_run and a box's calls.
+ */
+void result_from_wait(struct corral_result *res, int status);
+void result_exec_failed(struct corral_result *res, const char *cmd, int e);
+void result_timeout(struct corral_result *res, uint64_t timeout_ms);
+
+/*
+ * One message off init's control socket.  1: *m holds it, and *fd the fd
+ * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD) or -1; any other fd is closed.
+ * 0: nothing to take now, or a malformed message (dropped).  Negative:
+ * the socket is closed (-EPIPE) or failed (-errno).
+ */
+int child_msg_recv(int sock, struct child_msg *m, int *fd);
 
 #endif

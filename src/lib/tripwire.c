@@ -81,25 +81,15 @@ struct hit {
 
 /*
  * Where the opener's cgroup is, read before we answer: once denied, it
- * exits, and its pid names nothing.  The first hierarchy's line will do.
+ * exits, and its pid names nothing.
  */
 static void opener_group(pid_t pid, char *buf, size_t len)
 {
-	char path[64], line[512], *slash;
-	FILE *f;
+	struct cg_proc where;
 
 	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		slash = strrchr(line, '/');
-		if (slash)
-			snprintf(buf, len, "%s", slash + 1);
-	}
-	fclose(f);
+	if (cg_proc_read(&where, pid) == 0)
+		snprintf(buf, len, "%s", cg_proc_group(&where));
 }
 
 const char *tripwire_mode(const struct tripwire *t)

@@ -1,0 +1,169 @@
+/*
+ * box.h - what the files of a long-lived sandbox share (box.c, call.c,
+ * attribution.c, boxfiles.c, meter.c, log.c).  Not installed.
+ */
+#ifndef CORRAL_BOX_H
+#define CORRAL_BOX_H
+
+#include "internal.h"
+#include "sandbox.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include <time.h>
+#include <unistd.h>
+
+#define BOX_DRAIN_MS	250	/* output after the call's end, at most */
+#define BOX_TICK_MS	1000	/* meters, budgets */
+#define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
+#define BOX_ID_MAX	48
+#define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
+#define CALL_DENIALS_KEPT 100	/* denied events kept in a call's result */
+
+struct corral_log {
+	struct events_log *log;
+	void (*fn)(void *arg, const char *sandbox, const char *line, size_t len);
+	void *arg;
+};
+
+struct stream {
+	int fd;
+	struct event *ev;
+	struct corral_output *out;
+	struct corral_call *c;
+	int no;			/* 1 or 2 */
+};
+
+struct corral_call {
+	struct corral_box *b;
+	struct corral_call *next;
+	uint32_t id;
+	char tool_call[128];
+	struct corral_call_opts o;
+	struct cg *cg;
+	uint64_t cgid;		/* its cgroup2 id, for sockets it made */
+	pid_t spid, host_pid;
+	int gate;
+	struct event *ev_gate, *ev_timeout, *ev_drain, *ev_stdin;
+	int in_fd;
+	char *in_data;
+	size_t in_len, in_off;
+	char **argv;		/* copies: the caller's may go once exec returns */
+	char *cwd;
+	struct stream out, err;
+	uint64_t cap;
+	uint64_t t0;
+	struct cg_stats st0;	/* the box's counters when the call began */
+	json_t *denials;	/* this call's denied events, for its result */
+	bool started, exited, done, timed_out, halted, announced;
+	bool held;		/* output not read until the caller says so */
+	struct exec_fail fail;
+	int status;
+	struct corral_result res;
+};
+
+/* A call's cgroup that outlived the call: its background processes. */
+struct lingerer {
+	struct lingerer *next;
+	uint32_t id;
+	char tool_call[128];
+	struct cg *cg;
+	uint64_t cgid;
+	pid_t sid;		/* the call's session, where there is no cgroup */
+};
+
+/*
+ * Why the box's group is being frozen.  The kernel takes a moment (a busy
+ * task stops at its next tick), so a freeze is asked for and finishes in
+ * freeze_done() from the loop; a newer reason takes over one under way.
+ */
+enum box_freeze { BF_NONE, BF_IDLE, BF_PAUSE, BF_HALT };
+
+struct corral_box {
+	struct event_base *base;
+	struct corral_policy *p;
+	struct corral_box_opts o;
+	char id[BOX_ID_MAX + 1];
+	enum corral_box_state state;
+	struct cg *cg;
+	struct sandbox *sb;	/* init, its sockets, proxy, sensor, tripwires */
+	struct event *ev_tick, *ev_idle;
+	struct events *ev;
+	struct abort_state *abort;
+	uint32_t next_id;
+	struct corral_call *calls;
+	struct lingerer *lingering;
+	struct cg *spare;	/* the next call's group, made ahead */
+	uint32_t spare_id;
+	struct event *ev_spare;
+	struct event *ev_sweep;	/* empty call groups, removed next turn */
+	char halt_reason[CORRAL_ERR_MAX];
+	const char *gone;	/* why calls still running were ended */
+	/* meters */
+	uint64_t t_created, t_mark, active_ms, frozen_ms, calls_total;
+	uint64_t idle_cpu_ns;
+	double mem_byte_ms;
+	uint64_t mem_last, mem_peak, cpu_ns;
+	bool frozen;		/* idle-frozen or paused or held after halt */
+	bool killed;		/* halted and killed: its files went with it */
+	enum box_freeze freezing;	/* a freeze under way, and what for */
+	/* a halt's record, written once the tree is frozen (halt_record) */
+	char halt_criterion[64];	/* "": by request */
+	char *halt_text;		/* the whole reason (halt_reason is cut) */
+	json_t *halt_evidence;
+};
+
+/* ---- box.c: the box's life: create, freeze, halt, idle, destroy ---- */
+
+/* The id rule: 1 to BOX_ID_MAX of [A-Za-z0-9._-], not starting with '.'. */
+int box_check_id(const char *id, struct corral_err *err);
+/* Thawed when the write returns (no wait); a freeze under way is dropped. */
+int box_set_thawed(struct corral_box *b, struct corral_err *err);
+/* With no call running: freeze after the idle window, if the box idles. */
+void box_arm_idle(struct corral_box *b);
+
+/* ---- meter.c ---- */
+
+/* Bring the meters up to now; called at every change of state. */
+void box_meter(struct corral_box *b);
+
+/* ---- call.c: one tool call's life ---- */
+
+size_t box_calls_running(const struct corral_box *b);
+/* The call's end: result, exec.end, on_done.  Once; on_done may free c. */
+void call_finish(struct corral_call *c);
+/* init's MSG_STARTED and MSG_CALL_EXITED, for the call they name. */
+void call_msg(struct corral_box *b, const struct child_msg *m);
+/* Make the next call's cgroup ahead, off the path of that call. */
+void call_arm_spare(struct corral_box *b);
+/* Remove the groups of ended calls that are empty (all: every one). */
+void call_sweep_lingering(struct corral_box *b, bool all);
+/* A denial goes in the result of the call it is attributed to. */
+void call_note_denial(struct corral_box *b, const char *type, json_t *event);
+
+/* ---- attribution.c ---- */
+
+/* events_attr_fn: name the call an event belongs to (arg: the box). */
+bool box_attribute(void *arg, json_t *event);
+
+static inline void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static inline void drop_event(struct event **ev)
+{
+	if (*ev)
+		event_free(*ev);
+	*ev = NULL;
+}
+
+static inline struct timeval tv_ms(uint64_t ms)
+{
+	return (struct timeval){ ms / 1000, (ms % 1000) * 1000 };
+}
+
+#endif

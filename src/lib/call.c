@@ -1,0 +1,910 @@
+/*
+ * call.c - one tool call in a box, from its start to its explained end.
+ *
+ * The supervisor makes a child cgroup for the call (made ahead: the
+ * spare), sends init the argv with four fds (stdin, stdout, stderr, a
+ * gate).  init forks; the new process says "r" on the gate, and the
+ * kernel attaches its credentials, so the supervisor learns its host pid
+ * and moves it into the call's cgroup before answering "g".  Only then
+ * does it exec.  Everything the call starts is born in that cgroup, which
+ * is how a background process found probing ports an hour later is still
+ * charged to the call: its group lingers after the call (attribution.c).
+ */
+#include "internal.h"
+#include "box.h"
+#include "events.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+
+size_t box_calls_running(const struct corral_box *b)
+{
+	size_t n = 0;
+
+	for (const struct corral_call *c = b->calls; c; c = c->next)
+		n += !c->done;
+	return n;
+}
+
+/* ---- calls: ending ----------------------------------------------- */
+
+static void call_describe(struct corral_call *c, const struct cg_stats *bst)
+{
+	struct corral_result *res = &c->res;
+	const struct corral_policy *p = c->b->p;
+	char size[32];
+
+	if (c->halted) {
+		res->status = CORRAL_HALTED;
+		res->signal = SIGKILL;
+		snprintf(res->reason, sizeof(res->reason), "halted: %.400s; the "
+			 "sandbox accepts no more calls", c->b->halt_reason);
+		return;
+	}
+	if (c->timed_out) {
+		result_timeout(res, c->o.timeout_ms);
+		return;
+	}
+	if (c->fail.stage == EXEC_STAGE_EXEC) {
+		result_exec_failed(res, c->o.argv[0], c->fail.err);
+		return;
+	}
+	if (c->fail.stage) {
+		res->status = CORRAL_EXITED;
+		res->exit_code = 126;
+		snprintf(res->reason, sizeof(res->reason), "%s: %s: %s",
+			 c->fail.stage == EXEC_STAGE_CWD ? "cannot enter the "
+			 "working directory" : "cannot apply the rlimits",
+			 c->fail.stage == EXEC_STAGE_CWD ?
+			 (c->o.cwd ? c->o.cwd : "/workspace") : c->o.argv[0],
+			 strerror(c->fail.err));
+		return;
+	}
+	if (!c->exited || c->b->gone) {
+		res->status = CORRAL_ERROR;
+		snprintf(res->reason, sizeof(res->reason), "%s", c->b->gone ?
+			 c->b->gone : "the sandbox died while the call ran");
+		return;
+	}
+	result_from_wait(res, c->status);
+	if (bst->valid && bst->oom_kills > c->st0.oom_kills) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		res->status = CORRAL_OOM;
+		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
+			 "%s reached", size);
+	} else if (bst->valid && bst->pids_max_hits > c->st0.pids_max_hits) {
+		res->status = CORRAL_PIDS_LIMIT;
+		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
+			 "reached: %llu fork(s) refused; the command %s",
+			 (unsigned long long)p->pids,
+			 (unsigned long long)(bst->pids_max_hits - c->st0.pids_max_hits),
+			 res->status == CORRAL_SIGNALED ? "was killed" : "exited");
+	}
+}
+
+static void call_stop_io(struct corral_call *c)
+{
+	drop_event(&c->ev_gate);
+	drop_event(&c->ev_timeout);
+	drop_event(&c->ev_drain);
+	drop_event(&c->ev_stdin);
+	drop_event(&c->out.ev);
+	drop_event(&c->err.ev);
+	close_fd(&c->gate);
+	close_fd(&c->in_fd);
+	close_fd(&c->out.fd);
+	close_fd(&c->err.fd);
+}
+
+/* The sandbox's writable tmpfs (/tmp, home, the workspace's changes). */
+static bool disk_full(struct corral_box *b)
+{
+	return !b->killed && mount_scratch_full(b->sb->scratchfd);
+}
+
+void call_finish(struct corral_call *c)
+{
+	struct corral_box *b = c->b;
+	struct cg_stats st = { 0 }, bst = { 0 };
+	struct corral_result *res = &c->res;
+	bool full;
+
+	if (c->done)
+		return;
+	c->done = true;
+	call_stop_io(c);
+	cg_stats(b->cg, &bst);
+	call_describe(c, &bst);
+	if (cg_stats(c->cg, &st) == 0 && st.valid) {
+		res->cpu_ms = st.cpu_ns / 1000000;
+		res->max_rss_kb = st.mem_peak / 1024;
+	}
+	res->duration_ms = corral_now_ms() - c->t0;
+	full = disk_full(b);
+	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, full);
+	if (full)
+		events_explain_disk(res, b->p);
+	if (c->denials) {
+		events_explain_denials(res, c->denials, events_count_denied(b->ev), b->p);
+		res->denials = json_dumps(c->denials, JSON_COMPACT | JSON_ENSURE_ASCII);
+	}
+	corral_box_layers(b, &res->layers);
+	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
+	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
+	events_emit(b->ev, "exec.end", json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}",
+		    "call", c->tool_call, "status", corral_status_name(res->status),
+		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
+		    "sandbox_pid", (int)c->spid, "reason", res->reason));
+	if (c->o.on_done)
+		c->o.on_done(c->o.arg, c, res);
+	if (!box_calls_running(b))
+		box_arm_idle(b);
+}
+
+static void maybe_finish(struct corral_call *c)
+{
+	if (c->exited && c->out.fd < 0 && c->err.fd < 0)
+		call_finish(c);
+}
+
+static void on_drain(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_call *c = arg;
+	struct timeval tv = tv_ms(BOX_DRAIN_MS);
+
+	(void)fd;
+	(void)what;
+	/* output held for a slow reader: what is left in the pipes waits too */
+	if (c->held && evtimer_add(c->ev_drain, &tv) == 0)
+		return;
+	call_finish(c);
+}
+
+static void call_exited(struct corral_call *c, int status)
+{
+	struct timeval tv = tv_ms(BOX_DRAIN_MS);
+
+	c->exited = true;
+	c->status = status;
+	drop_event(&c->ev_timeout);
+	/*
+	 * Background children keep the pipes open: read what is there, but
+	 * the call has ended when its first process has.
+	 */
+	c->ev_drain = evtimer_new(c->b->base, on_drain, c);
+	if (!c->ev_drain || evtimer_add(c->ev_drain, &tv) < 0)
+		call_finish(c);
+	else
+		maybe_finish(c);
+}
+
+/* ---- calls: output ----------------------------------------------- */
+
+static void keep(struct corral_call *c, struct corral_output *o,
+		 const char *buf, size_t n)
+{
+	size_t cap = c->cap, take;
+	char *grown;
+
+	if (c->o.keep_tail && n + o->len > cap) {
+		/* keep the last cap bytes: drop from the front */
+		size_t drop = n >= cap ? o->len : o->len + n - cap;
+
+		if (n > cap) {
+			buf += n - cap;
+			n = cap;
+		}
+		memmove(o->data, o->data + drop, o->len - drop);
+		o->len -= drop;
+		o->truncated = true;
+	}
+	take = o->len < cap ? cap - o->len : 0;
+	if (take > n)
+		take = n;
+	if (take < n)
+		o->truncated = true;
+	if (!take)
+		return;
+	grown = realloc(o->data, o->len + take + 1);
+	if (!grown) {
+		o->truncated = true;
+		return;
+	}
+	memcpy(grown + o->len, buf, take);
+	o->len += take;
+	grown[o->len] = '\0';
+	o->data = grown;
+}
+
+static void on_stream(evutil_socket_t fd, short what, void *arg)
+{
+	struct stream *s = arg;
+	struct corral_call *c = s->c;
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	(void)what;
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		drop_event(&s->ev);
+		close_fd(&s->fd);
+		maybe_finish(c);
+		return;
+	}
+	keep(c, s->out, buf, n);
+	if (c->o.on_output)
+		c->o.on_output(c->o.arg, c, s->no, buf, n);
+}
+
+void corral_call_hold_output(struct corral_call *c, bool hold)
+{
+	struct stream *s[2] = { &c->out, &c->err };
+
+	if (c->done)
+		return;
+	c->held = hold;
+	for (int i = 0; i < 2; i++) {
+		if (!s[i]->ev)
+			continue;
+		if (hold)
+			event_del(s[i]->ev);
+		else
+			event_add(s[i]->ev, NULL);
+	}
+}
+
+static void on_stdin(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_call *c = arg;
+	ssize_t n;
+
+	(void)what;
+	n = write(fd, c->in_data + c->in_off, c->in_len - c->in_off);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n > 0)
+		c->in_off += n;
+	if (n < 0 || c->in_off == c->in_len) {	/* EPIPE: it stopped reading */
+		drop_event(&c->ev_stdin);
+		close_fd(&c->in_fd);
+	}
+}
+
+/* ---- calls: starting --------------------------------------------- */
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_call *c = arg;
+
+	(void)fd;
+	(void)what;
+	c->timed_out = true;
+	events_emit(c->b->ev, "timeout", json_pack("{s:s, s:I, s:s}", "call",
+		    c->tool_call, "limit_ms", (json_int_t)c->o.timeout_ms, "reason",
+		    "the call's wall-clock timeout was reached: it and everything "
+		    "it started are killed"));
+	corral_call_kill(c, SIGKILL);
+}
+
+/* exec.start once both pids are known (they come by two ways). */
+static void announce(struct corral_call *c)
+{
+	if (c->announced || !c->spid || !c->host_pid)
+		return;
+	c->announced = true;
+	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:s}",
+		    "call", c->tool_call, "pid", (int)c->host_pid,
+		    "sandbox_pid", (int)c->spid, "command", c->o.argv[0]));
+	if (c->o.on_start)
+		c->o.on_start(c->o.arg, c);
+}
+
+/* "r" with credentials: move the pid into the call's cgroup, say "g". */
+static void gate_ready(struct corral_call *c, pid_t pid)
+{
+	struct corral_err err;
+
+	c->host_pid = pid;
+	if (cg_attach(c->cg, pid, &err) < 0) {
+		/* unattributed is not acceptable: the call does not run */
+		kill(pid, SIGKILL);
+		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
+			    c->tool_call, "reason", err.msg));
+		return;
+	}
+	if (send(c->gate, "g", 1, MSG_NOSIGNAL) != 1)
+		kill(pid, SIGKILL);
+	announce(c);
+}
+
+static void on_gate(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_call *c = arg;
+	char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+	struct exec_fail f;
+	struct iovec iov = { &f, sizeof(f) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	(void)what;
+	n = recvmsg(fd, &mh, MSG_DONTWAIT);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n == 1 && !c->host_pid) {
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			struct ucred uc;
+
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_CREDENTIALS)
+				continue;
+			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
+			if (uc.pid > 0)
+				gate_ready(c, uc.pid);
+		}
+		return;
+	}
+	if (n == sizeof(f))
+		c->fail = f;
+	/* EOF: exec'd (the gate is close-on-exec), or died */
+	drop_event(&c->ev_gate);
+	close_fd(&c->gate);
+}
+
+static int pack_strings(struct exec_msg *m, char *const *v, uint32_t *count)
+{
+	for (size_t i = 0; v && v[i]; i++) {
+		size_t len = strlen(v[i]) + 1;
+
+		if (m->len + len > sizeof(m->data))
+			return -E2BIG;
+		memcpy(m->data + m->len, v[i], len);
+		m->len += len;
+		(*count)++;
+	}
+	return 0;
+}
+
+/* The policy's environment, then the call's NAME=VALUE over it. */
+static char **call_env(const struct corral_box *b, char *const *extra)
+{
+	char **envp = NULL;
+	size_t n = 0;
+
+	char *const *base = b->sb->envp;
+
+	for (size_t i = 0; base[i]; i++) {
+		char *eq = strchr(base[i], '=');
+		char name[256];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - base[i]), base[i]);
+		if (sandbox_env_add(&envp, &n, name, eq + 1) < 0)
+			goto fail;
+	}
+	for (size_t i = 0; extra && extra[i]; i++) {
+		const char *eq = strchr(extra[i], '=');
+		char name[256];
+
+		if (!eq || eq == extra[i] || eq - extra[i] >= (ptrdiff_t)sizeof(name))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - extra[i]), extra[i]);
+		if (sandbox_env_add(&envp, &n, name, eq + 1) < 0)
+			goto fail;
+	}
+	return envp;
+fail:
+	sandbox_env_free(envp);
+	return NULL;
+}
+
+static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
+		     struct corral_err *err)
+{
+	cleanup_free struct exec_msg *m = calloc(1, sizeof(*m));
+	char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	char **envp = call_env(b, c->o.env);
+	const char *cwd = c->o.cwd ? c->o.cwd : "/workspace";
+	int r = 0;
+
+	if (!m || !envp) {
+		r = corral_set_err(err, -ENOMEM, "out of memory for the call's "
+				   "argv and environment");
+		goto out;
+	}
+	m->kind = MSG_EXEC;
+	m->id = c->id;
+	if (pack_strings(m, c->o.argv, &m->nargv) < 0 ||
+	    pack_strings(m, envp, &m->nenv) < 0 ||
+	    m->len + strlen(cwd) + 1 > sizeof(m->data)) {
+		r = corral_set_err(err, -E2BIG, "argv, env and cwd together are "
+				   "over %d KiB", EXEC_DATA_MAX / 1024);
+		goto out;
+	}
+	memcpy(m->data + m->len, cwd, strlen(cwd) + 1);
+	m->len += strlen(cwd) + 1;
+	iov = (struct iovec){ m, offsetof(struct exec_msg, data) + m->len };
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(4 * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, 4 * sizeof(int));
+	if (sendmsg(b->sb->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		r = corral_set_err(err, -errno, "cannot reach the sandbox's init: %s",
+				   strerror(errno));
+out:
+	sandbox_env_free(envp);
+	return r;
+}
+
+static void free_strings(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **copy_strings(char *const *v)
+{
+	size_t n = 0;
+	char **c;
+
+	while (v[n])
+		n++;
+	c = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; c && i < n; i++) {
+		c[i] = strdup(v[i]);
+		if (!c[i]) {
+			free_strings(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+/*
+ * The next call's cgroup, made while this one runs (or the box idles):
+ * mkdir in every hierarchy is off the path of the call that will use it.
+ */
+static void on_spare(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_box *b = arg;
+	struct corral_err err;
+	char name[32];
+
+	(void)fd;
+	(void)what;
+	if (b->spare || cg_mode(b->cg) == CG_NONE || b->state == CORRAL_BOX_DEAD ||
+	    b->state == CORRAL_BOX_HALTED)
+		return;
+	b->spare_id = b->next_id + 1;
+	snprintf(name, sizeof(name), "c%u", b->spare_id);
+	if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
+		b->spare = NULL;
+}
+
+void call_arm_spare(struct corral_box *b)
+{
+	struct timeval now = { 0, 0 };
+
+	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_HALTED)
+		return;
+	if (!b->ev_spare)
+		b->ev_spare = evtimer_new(b->base, on_spare, b);
+	if (b->ev_spare && !b->spare)
+		evtimer_add(b->ev_spare, &now);
+}
+
+static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
+		      struct corral_err *err)
+{
+	if (!o->argv || !o->argv[0] || !o->argv[0][0])
+		return corral_set_err(err, -EINVAL, "no command to run");
+	if (o->cwd && o->cwd[0] != '/')
+		return corral_set_err(err, -EINVAL, "cwd must be an absolute path "
+				      "(got \"%.200s\")", o->cwd);
+	if (o->tool_call && (!o->tool_call[0] || strlen(o->tool_call) >= 128))
+		return corral_set_err(err, -EINVAL, "tool_call_id must be 1 to 127 "
+				      "characters");
+	switch (b->state) {
+	case CORRAL_BOX_HALTED:
+		return corral_set_err(err, -EPERM, "halted: %s", b->halt_reason);
+	case CORRAL_BOX_PAUSED:
+		return corral_set_err(err, -EBUSY, "the sandbox is paused; "
+				      "resume it first");
+	case CORRAL_BOX_DEAD:
+		return corral_set_err(err, -ESRCH, "the sandbox is dead");
+	case CORRAL_BOX_STARTING:
+		return corral_set_err(err, -EAGAIN, "the sandbox is still starting");
+	default:
+		return 0;
+	}
+}
+
+static int call_pipes(struct corral_call *c, int fds[4], struct corral_err *err)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 }, g[2];
+	int one = 1;
+
+	if (pipe2(in, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    pipe2(er, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g) < 0) {
+		int e = errno;
+
+		close_fd(&in[0]);
+		close_fd(&in[1]);
+		close_fd(&out[0]);
+		close_fd(&out[1]);
+		close_fd(&er[0]);
+		close_fd(&er[1]);
+		return corral_set_err(err, -e, "pipe: %s", strerror(e));
+	}
+	/* the child's end must block; ours must not */
+	fcntl(in[0], F_SETFL, 0);
+	fcntl(out[1], F_SETFL, 0);
+	fcntl(er[1], F_SETFL, 0);
+	setsockopt(g[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	fds[0] = in[0];
+	fds[1] = out[1];
+	fds[2] = er[1];
+	fds[3] = g[1];
+	c->in_fd = in[1];
+	c->out.fd = out[0];
+	c->err.fd = er[0];
+	c->gate = g[0];
+	return 0;
+}
+
+static int call_watch(struct corral_call *c, struct corral_err *err)
+{
+	struct event_base *base = c->b->base;
+	struct timeval tv = tv_ms(c->o.timeout_ms);
+
+	c->out.ev = event_new(base, c->out.fd, EV_READ | EV_PERSIST, on_stream, &c->out);
+	c->err.ev = event_new(base, c->err.fd, EV_READ | EV_PERSIST, on_stream, &c->err);
+	c->ev_gate = event_new(base, c->gate, EV_READ | EV_PERSIST, on_gate, c);
+	if (!c->out.ev || !c->err.ev || !c->ev_gate || event_add(c->out.ev, NULL) < 0 ||
+	    event_add(c->err.ev, NULL) < 0 || event_add(c->ev_gate, NULL) < 0)
+		return corral_set_err(err, -ENOMEM, "cannot watch the call");
+	if (c->in_len) {
+		c->ev_stdin = event_new(base, c->in_fd, EV_WRITE | EV_PERSIST, on_stdin, c);
+		if (!c->ev_stdin || event_add(c->ev_stdin, NULL) < 0)
+			return corral_set_err(err, -ENOMEM, "cannot watch the call");
+	} else {
+		close_fd(&c->in_fd);
+	}
+	if (c->o.timeout_ms) {
+		c->ev_timeout = evtimer_new(base, on_timeout, c);
+		if (!c->ev_timeout || evtimer_add(c->ev_timeout, &tv) < 0)
+			return corral_set_err(err, -ENOMEM, "cannot arm the timeout");
+	}
+	return 0;
+}
+
+static void call_unlink(struct corral_call *c)
+{
+	for (struct corral_call **pp = &c->b->calls; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			return;
+		}
+	}
+}
+
+int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
+		    struct corral_call **out, struct corral_err *err)
+{
+	struct corral_call *c;
+	struct cg_stats bst = { 0 };
+	char name[32];
+	int fds[4] = { -1, -1, -1, -1 }, r;
+
+	*out = NULL;
+	r = check_exec(b, o, err);
+	if (r < 0)
+		return r;
+	drop_event(&b->ev_idle);
+	if (b->state == CORRAL_BOX_FROZEN || b->freezing) {
+		r = box_set_thawed(b, err);
+		if (r < 0)
+			return r;
+	}
+	if (b->state == CORRAL_BOX_FROZEN) {
+		b->state = CORRAL_BOX_IDLE;
+		events_emit(b->ev, "thaw", json_pack("{s:s}", "reason",
+			    "a call arrived"));
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return corral_set_err(err, -ENOMEM, "out of memory for a call");
+	c->b = b;
+	c->o = *o;
+	c->id = ++b->next_id;
+	c->gate = c->in_fd = -1;
+	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1 };
+	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2 };
+	c->cap = b->p->output_bytes;
+	c->t0 = corral_now_ms();
+	if (!c->o.timeout_ms)
+		c->o.timeout_ms = b->p->timeout_ms;
+	if (o->tool_call)
+		snprintf(c->tool_call, sizeof(c->tool_call), "%s", o->tool_call);
+	else
+		snprintf(c->tool_call, sizeof(c->tool_call), "%s-%u", b->id, c->id);
+	c->o.tool_call = c->tool_call;
+	if (o->stdin_len) {
+		c->in_data = malloc(o->stdin_len);
+		if (!c->in_data) {
+			free(c);
+			return corral_set_err(err, -ENOMEM, "out of memory for "
+					      "the call's stdin");
+		}
+		memcpy(c->in_data, o->stdin_data, o->stdin_len);
+		c->in_len = o->stdin_len;
+	}
+	c->o.stdin_data = NULL;
+	c->argv = copy_strings(o->argv);
+	c->cwd = strdup(o->cwd ? o->cwd : "/workspace");
+	if (!c->argv || !c->cwd) {
+		free_strings(c->argv);
+		free(c->cwd);
+		free(c->in_data);
+		free(c);
+		return corral_set_err(err, -ENOMEM, "out of memory copying "
+				      "the call's argv and cwd");
+	}
+	c->o.argv = c->argv;
+	c->o.cwd = c->cwd;
+	c->next = b->calls;
+	b->calls = c;
+	snprintf(name, sizeof(name), "c%u", c->id);
+	if (b->spare && b->spare_id == c->id) {
+		c->cg = b->spare;
+		b->spare = NULL;
+		r = 0;
+	} else {
+		r = cg_create_child(b->cg, name, &c->cg, err);
+	}
+	call_arm_spare(b);
+	if (r == 0) {
+		c->cgid = cg_id(c->cg);
+		r = call_pipes(c, fds, err);
+	}
+	if (r == 0)
+		r = send_exec(b, c, fds, err);
+	c->o.env = NULL;	/* sent; the caller's may go */
+	for (int i = 0; i < 4; i++)
+		close_fd(&fds[i]);
+	if (r == 0)
+		r = call_watch(c, err);
+	if (r < 0) {
+		c->done = true;	/* no on_done for a call that never was */
+		corral_call_free(c);
+		if (!box_calls_running(b))
+			box_arm_idle(b);
+		return r;
+	}
+	cg_stats(b->cg, &bst);
+	c->st0 = bst;
+	b->calls_total++;
+	*out = c;
+	return 0;
+}
+
+pid_t corral_call_pid(const struct corral_call *c)
+{
+	return c->spid;
+}
+
+pid_t corral_call_host_pid(const struct corral_call *c)
+{
+	return c->host_pid;
+}
+
+const char *corral_call_id(const struct corral_call *c)
+{
+	return c->tool_call;
+}
+
+const struct corral_result *corral_call_result(const struct corral_call *c)
+{
+	return c->done ? &c->res : NULL;
+}
+
+const struct corral_output *corral_call_output(const struct corral_call *c,
+					       int stream)
+{
+	return stream == 2 ? &c->res.err : &c->res.out;
+}
+
+int corral_call_kill(struct corral_call *c, int sig)
+{
+	int r;
+
+	if (cg_mode(c->cg) == CG_NONE) {
+		/* no cgroup: the call's session is all we can name */
+		if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
+			return -errno;
+		return 0;
+	}
+	if (sig == SIGKILL)
+		return cg_kill_start(c->cg, c->b->base);
+	r = 0;
+	if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
+		r = -errno;
+	return r;
+}
+
+/* ---- what outlives a call ---------------------------------------- */
+
+/* Without cgroups: the records of the last LINGER_MAX calls, no more. */
+static void trim_lingering(struct corral_box *b)
+{
+	struct lingerer **pp = &b->lingering;
+	size_t n = 0;
+
+	while (*pp && ++n < LINGER_MAX)
+		pp = &(*pp)->next;
+	while (*pp) {
+		struct lingerer *l = *pp;
+
+		*pp = l->next;
+		cg_destroy(l->cg);
+		free(l);
+	}
+}
+
+void call_sweep_lingering(struct corral_box *b, bool all)
+{
+	struct lingerer **pp = &b->lingering, *l;
+
+	while ((l = *pp)) {
+		if (!all && (cg_mode(l->cg) == CG_NONE || cg_try_remove(l->cg) < 0)) {
+			pp = &l->next;
+			continue;
+		}
+		*pp = l->next;
+		cg_destroy(l->cg);
+		free(l);
+	}
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	call_sweep_lingering(arg, false);
+}
+
+static void arm_sweep(struct corral_box *b)
+{
+	struct timeval now = { 0, 0 };
+
+	/* a dead box sweeps nothing: destroy takes every group with it */
+	if (b->state == CORRAL_BOX_DEAD)
+		return;
+	if (!b->ev_sweep)
+		b->ev_sweep = evtimer_new(b->base, on_sweep, b);
+	if (b->ev_sweep && !evtimer_pending(b->ev_sweep, NULL))
+		evtimer_add(b->ev_sweep, &now);
+}
+
+/*
+ * What a finished call left running stays in its cgroup, still charged to
+ * it; the group goes when it is empty (swept on the tick) or with the box.
+ */
+static void keep_lingering(struct corral_call *c)
+{
+	struct corral_box *b = c->b;
+	bool none = cg_mode(c->cg) == CG_NONE;
+	struct lingerer *l;
+
+	/*
+	 * Kept either way: an empty group is removed by the sweep on the
+	 * next turn of the loop, after the call's answer has been written;
+	 * without cgroups nothing says whether the call left anyone.
+	 */
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		cg_destroy(c->cg);
+		c->cg = NULL;
+		return;
+	}
+	l->id = c->id;
+	l->cgid = c->cgid;
+	l->sid = c->host_pid;
+	memcpy(l->tool_call, c->tool_call, sizeof(l->tool_call));
+	l->cg = c->cg;
+	l->next = b->lingering;
+	b->lingering = l;
+	c->cg = NULL;
+	if (none)
+		trim_lingering(b);
+	else
+		arm_sweep(b);
+}
+
+void corral_call_free(struct corral_call *c)
+{
+	if (!c)
+		return;
+	if (!c->done)
+		corral_call_kill(c, SIGKILL);
+	call_stop_io(c);
+	call_unlink(c);
+	if (c->done && c->cg)
+		keep_lingering(c);
+	cg_destroy(c->cg);
+	free(c->in_data);
+	free_strings(c->argv);
+	free(c->cwd);
+	json_decref(c->denials);
+	corral_result_free(&c->res);
+	free(c);
+}
+
+/* ---- init's news of calls ---------------------------------------- */
+
+static struct corral_call *call_by_id(struct corral_box *b, uint32_t id)
+{
+	for (struct corral_call *c = b->calls; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+#define CALL_DENIALS_KEPT 100
+
+/* A denial goes in the result of the call it is attributed to. */
+void call_note_denial(struct corral_box *b, const char *type, json_t *event)
+{
+	const char *call = json_string_value(json_object_get(event, "call"));
+
+	if (!call || (strcmp(type, "egress.denied") && strcmp(type, "syscall.denied")))
+		return;
+	for (struct corral_call *c = b->calls; c; c = c->next) {
+		if (c->done || strcmp(c->tool_call, call))
+			continue;
+		if (!c->denials)
+			c->denials = json_array();
+		if (json_array_size(c->denials) < CALL_DENIALS_KEPT)
+			json_array_append(c->denials, event);
+		return;
+	}
+}
+
+void call_msg(struct corral_box *b, const struct child_msg *m)
+{
+	struct corral_call *c = call_by_id(b, m->id);
+
+	if (!c || c->done)
+		return;
+	if (m->kind == MSG_CALL_EXITED) {
+		call_exited(c, m->code);
+		return;
+	}
+	if (m->kind != MSG_STARTED)
+		return;
+	if (m->code < 0) {
+		c->fail = (struct exec_fail){ EXEC_STAGE_EXEC, -m->code };
+		c->exited = true;
+		call_finish(c);
+		return;
+	}
+	c->spid = m->code;
+	c->started = true;
+	announce(c);
+}

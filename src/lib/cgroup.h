@@ -1,0 +1,153 @@
+/*
+ * cgroup.h - limits, freezing and killing for a sandbox: cgroup v2,
+ * cgroup v1 (legacy and hybrid hosts), or rlimits where no cgroup can be
+ * made.  One interface; a manager a kind behind it (cgroup_v1.c,
+ * cgroup_v2.c, cgroup_none.c), chosen once per group by cg_create().
+ */
+#ifndef CORRAL_CGROUP_H
+#define CORRAL_CGROUP_H
+
+#include "corral.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct event_base;
+
+enum cg_mode { CG_NONE, CG_V1, CG_V2 };
+
+struct cg_stats {
+	uint64_t cpu_ns;		/* CPU time of the whole tree */
+	uint64_t mem_peak;		/* bytes, 0 if unknown */
+	uint64_t mem_current;		/* bytes in use now */
+	uint64_t oom_kills;		/* OOM kills inside the group */
+	uint64_t pids_max_hits;		/* forks refused by pids.max */
+	uint64_t throttled;		/* CPU periods throttled by the quota */
+	bool valid;
+};
+
+struct cg;	/* one sandbox's cgroup, in every hierarchy it uses */
+
+/*
+ * Create a fresh cgroup named "corral-<name>" for one sandbox and set the
+ * limits of *p in it.  If the caller may not create cgroups (unprivileged,
+ * nothing delegated), *out is a CG_NONE handle and the limits must be
+ * applied with cg_apply_rlimits() in the child; that is not an error.
+ * A cgroup that exists but rejects a limit is an error.
+ */
+/*
+ * CG_V2_ID: on a hybrid host, also a controller-less directory in the
+ * cgroup2 tree, whose id sockets record (cg_id); for sandboxes whose calls
+ * must be told apart (box.c), not for a one-shot run.
+ */
+#define CG_V2_ID	1u
+int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
+	      unsigned int flags, struct corral_err *err);
+/*
+ * A group "corral-<name>" below parent, in each of its hierarchies, with
+ * no limits of its own (the parent's apply): one tool call, so that what
+ * it starts stays attributed to it.  CG_NONE parent: a CG_NONE handle.
+ */
+int cg_create_child(struct cg *parent, const char *name, struct cg **out,
+		    struct corral_err *err);
+/*
+ * The group's id in the cgroup2 tree (what sockets record of their maker),
+ * or 0 where it has none there.
+ */
+uint64_t cg_id(struct cg *cg);
+/*
+ * Remove the group if nobody is in it: one rmdir a hierarchy, no scan.
+ * -EBUSY (and the group kept) while a process is in it.
+ */
+int cg_try_remove(struct cg *cg);
+/* Processes in the group's tree (negative errno, -ENOTSUP without one). */
+ssize_t cg_nprocs(struct cg *cg);
+enum cg_mode cg_mode(const struct cg *cg);
+const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "rlimit" */
+/* Move pid into the group (every hierarchy). */
+int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
+int cg_stats(struct cg *cg, struct cg_stats *st);
+
+/*
+ * Freeze (or thaw) and wait until the kernel says it is done: polls, up
+ * to 2 s.  Only where nothing else waits on the caller: `corral run`,
+ * whose loop serves its one sandbox, and a halt there must hold the tree
+ * before it records the evidence.  The daemon uses cg_freeze_start().
+ */
+int cg_freeze(struct cg *cg, bool frozen, struct corral_err *err);
+/*
+ * Freeze without waiting.  1: frozen now; 0: under way, and done(arg, r,
+ * err) follows from base's loop (r 0 frozen, or -ETIMEDOUT after 2 s with
+ * the group thawed again, err saying why); a negative errno: not started
+ * (no freezer, err says why).  A later cg_freeze_start, cg_thaw,
+ * cg_kill_start or cg_destroy replaces a freeze under way: its done is
+ * not called.
+ */
+typedef void (*cg_frozen_fn)(void *arg, int r, const struct corral_err *err);
+int cg_freeze_start(struct cg *cg, struct event_base *base, cg_frozen_fn done,
+		    void *arg, struct corral_err *err);
+/*
+ * Thaw now (a freeze under way is dropped).  Never waits: the kernel
+ * thaws in the write itself, and one read confirms it.
+ */
+int cg_thaw(struct cg *cg, struct corral_err *err);
+/* Kill every process in the group (v2: cgroup.kill; v1: freeze, SIGKILL, thaw). */
+int cg_kill(struct cg *cg);
+/*
+ * The same without waiting: cgroup.kill where there is one; else the
+ * freeze, the SIGKILLs, the thaw and the rounds for stragglers run on
+ * base's loop (at once when the group is already frozen).
+ */
+int cg_kill_start(struct cg *cg, struct event_base *base);
+/* Kill what is left, wait (bounded) until empty, rmdir, free.  NULL is fine. */
+void cg_destroy(struct cg *cg);
+/*
+ * Remove the groups of supervisors that died without cleaning up (SIGKILL):
+ * "corral-<pid>-*" whose pid no longer exists.  Returns how many.
+ */
+int cg_cleanup_stale(void);
+/* Remove every "corral-<pid>-*" group, that supervisor being known dead. */
+int cg_cleanup_owner(pid_t pid);
+/* In the child, when cg_mode() == CG_NONE: RLIMIT_AS and RLIMIT_NPROC. */
+int cg_apply_rlimits(const struct corral_policy *p, struct corral_err *err);
+/* For corral doctor: what cg_create would get, and a sentence about it. */
+void cg_probe(struct corral_features *f);
+
+/* ---- /proc/PID/cgroup (cgroup_proc.c) ---------------------------------- */
+
+/* One line, "hierarchy-ID:controller-list:path"; v2's is "0::path". */
+struct cg_proc_entry {
+	unsigned hier;		/* 0: the cgroup2 tree */
+	const char *ctrls;	/* "memory", "cpu,cpuacct", "name=systemd", "" */
+	const char *path;	/* from the root of the reader's cgroup namespace */
+};
+
+#define CG_PROC_MAX	32
+
+struct cg_proc {
+	size_t n;
+	struct cg_proc_entry e[CG_PROC_MAX];
+	char buf[4096];
+};
+
+/*
+ * Parse the text of a /proc/PID/cgroup file into *out (which keeps a copy;
+ * the entries point into it).  Lines that are not "N:ctrls:/path" are
+ * skipped, as is a last line cut short.  0, or -EINVAL with no entry.
+ */
+int cg_proc_parse(struct cg_proc *out, const char *text, size_t len);
+/* Read and parse /proc/<pid>/cgroup (pid 0: self).  0 or a negative errno. */
+int cg_proc_read(struct cg_proc *out, pid_t pid);
+/* The path in the cgroup2 tree ("0::"), or NULL. */
+const char *cg_proc_v2_path(const struct cg_proc *p);
+/* The last component of path ("corral-c3" of "/corral/corral-b/corral-c3"). */
+const char *cg_path_leaf(const char *path);
+/*
+ * The last component of the process's corral group: of the first path
+ * that ends in "corral-...", else of the cgroup2 path, else of the first
+ * line's ("" for a process in no group of its own).
+ */
+const char *cg_proc_group(const struct cg_proc *p);
+
+#endif

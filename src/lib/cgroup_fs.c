@@ -1,0 +1,204 @@
+/*
+ * cgroup_fs.c - reading and writing the small files of cgroupfs.
+ *
+ * Every write is one write(2) of the whole value, as the kernel wants it;
+ * an error names the file and the value.
+ */
+#include "cgroup_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const cg_ctrl_name[C_COUNT] = {
+	[C_MEMORY] = "memory",
+	[C_PIDS] = "pids",
+	[C_CPU] = "cpu",
+	[C_CPUACCT] = "cpuacct",
+	[C_FREEZER] = "freezer",
+};
+
+void cg_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {
+		.tv_sec = ms / 1000,
+		.tv_nsec = (long)(ms % 1000) * 1000000,
+	};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+char *cg_path_join(const char *a, const char *b)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", a, b) < 0)
+		return NULL;
+	return p;
+}
+
+void cg_appendf(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, len);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+int cg_file_path(char *buf, size_t len, const char *dir, const char *file)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, file);
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+bool cg_file_exists(const char *dir, const char *file)
+{
+	char path[PATH_MAX];
+
+	if (cg_file_path(path, sizeof(path), dir, file) < 0)
+		return false;
+	return access(path, F_OK) == 0;
+}
+
+bool cg_dir_writable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return false;
+	return faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
+ssize_t cg_read_file(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, r;
+
+	r = cg_file_path(path, sizeof(path), dir, file);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return n;
+}
+
+int cg_write_file(const char *dir, const char *file, const char *val,
+		  struct corral_err *err)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(val);
+	ssize_t n;
+	int fd, r;
+
+	r = cg_file_path(path, sizeof(path), dir, file);
+	if (r < 0)
+		return corral_set_err(err, r, "cgroup path %s/%s is too long",
+				      dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		return corral_set_err(err, r, "cannot open %s: %s", path,
+				      strerror(-r));
+	}
+	do
+		n = write(fd, val, len);
+	while (n < 0 && errno == EINTR);
+	r = n < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return corral_set_err(err, r, "cannot write \"%s\" to %s: %s",
+				      val, path, strerror(-r));
+	if ((size_t)n != len)
+		return corral_set_err(err, -EIO,
+				      "short write of \"%s\" to %s", val, path);
+	return 0;
+}
+
+int cg_write_u64(const char *dir, const char *file, uint64_t v,
+		 struct corral_err *err)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return cg_write_file(dir, file, buf, err);
+}
+
+int cg_kv_get(const char *buf, const char *key, uint64_t *val)
+{
+	size_t klen = strlen(key);
+	const char *p = buf;
+
+	while (*p) {
+		if (!strncmp(p, key, klen) && p[klen] == ' ') {
+			*val = strtoull(p + klen + 1, NULL, 10);
+			return 0;
+		}
+		p = strchrnul(p, '\n');
+		if (*p)
+			p++;
+	}
+	return -ENOENT;
+}
+
+int cg_read_kv(const char *dir, const char *file, const char *key,
+	       uint64_t *val)
+{
+	char buf[4096];
+	ssize_t n;
+
+	n = cg_read_file(dir, file, buf, sizeof(buf));
+	if (n == -ENOENT)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	if (!key) {
+		*val = strtoull(buf, NULL, 10);
+		return 0;
+	}
+	cg_kv_get(buf, key, val);
+	return 0;
+}
+
+unsigned cg_read_ctrl_list(const char *dir, const char *file)
+{
+	char buf[1024], *tok, *save = NULL;
+	unsigned bits = 0;
+
+	if (cg_read_file(dir, file, buf, sizeof(buf)) < 0)
+		return 0;
+	for (tok = strtok_r(buf, " \n", &save); tok;
+	     tok = strtok_r(NULL, " \n", &save)) {
+		for (int c = 0; c < C_COUNT; c++)
+			if (!strcmp(tok, cg_ctrl_name[c]))
+				bits |= C_BIT(c);
+	}
+	return bits;
+}

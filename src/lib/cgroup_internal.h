@@ -1,0 +1,186 @@
+/*
+ * cgroup_internal.h - what the cgroup files share: the handle, the table
+ * every manager fills, the file helpers.  Only src/lib/cgroup*.c see it.
+ *
+ *   cgroup.c         the common part: choosing a manager (the plan),
+ *                    creating, attaching, killing, removing, stale groups
+ *   cgroup_v2.c      the unified hierarchy
+ *   cgroup_v1.c      one hierarchy a controller (legacy and hybrid hosts)
+ *   cgroup_none.c    no cgroup: rlimits in the child, no freezer
+ *   cgroup_freeze.c  freezing and killing from the event loop
+ *   cgroup_fs.c      reading and writing cgroup files
+ *   cgroup_proc.c    /proc/self/mountinfo and /proc/PID/cgroup
+ *   cgroup_doctor.c  the sentences of corral doctor
+ */
+#ifndef CORRAL_CGROUP_INTERNAL_H
+#define CORRAL_CGROUP_INTERNAL_H
+
+#include "internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cg_ctrl { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_FREEZER, C_COUNT };
+
+#define C_BIT(c)	(1u << (c))
+#define C_REQUIRED	(C_BIT(C_MEMORY) | C_BIT(C_PIDS))
+
+extern const char *const cg_ctrl_name[C_COUNT];
+
+#define CG_PARENT		"corral"
+#define CG_PREFIX		"corral-"
+#define CG_FREEZE_WAIT_MS	2000
+#define CG_KILL_FREEZE_MS	500
+#define CG_KILL_ROUNDS		8
+
+#define CG_FALLBACK_SENTENCE \
+	"limits fall back to rlimits (memory as address space, pids per user)"
+
+/* One hierarchy the sandbox uses: the v2 tree, or one v1 mount. */
+struct cg_hier {
+	char *mount;		/* where the hierarchy is mounted */
+	char *parent;		/* <mount>/corral or <mount>/corral.<uid> */
+	char *dir;		/* <parent>/corral-<name>, once we created it */
+	unsigned ctrls;		/* C_BIT()s this hierarchy serves */
+	bool create_parent;	/* root: parent does not exist yet */
+};
+
+struct cg_op;	/* a freeze or kill under way on an event loop */
+
+struct cg {
+	const struct cg_manager *ops;
+	bool hybrid;		/* a cgroup2 tree and v1 hierarchies side by side */
+	unsigned ctrls;		/* union of the hierarchies' controllers */
+	size_t nhier;
+	struct cg_hier hier[C_COUNT + 1];	/* + hybrid: the cgroup2 tree */
+	struct cg_op *op;	/* at most one; dropped by the next or by destroy */
+};
+
+/* What /proc/self/mountinfo says about cgroup filesystems. */
+struct cg_mounts {
+	char *v2;		/* first cgroup2 mount point */
+	char *v2_root;		/* its root inside the hierarchy */
+	char *v1[C_COUNT];	/* mount point of each v1 controller */
+};
+
+/*
+ * A manager: one kind of cgroup setup, as crun's libcrun_cgroup_manager.
+ * The common code (cgroup.c) makes and removes the directories; a manager
+ * says which, and what goes in their files.
+ */
+struct cg_manager {
+	enum cg_mode mode;
+	const char *name;	/* "cgroup v2": results, doctor, errors */
+	/*
+	 * Choose hierarchies and parents from the mounts, changing nothing:
+	 * 1 chosen (cg filled), 0 not usable here (why may say why), <0.
+	 */
+	int (*plan)(struct cg *cg, const struct cg_mounts *m, uid_t euid,
+		    bool v2_id, char *why, size_t len);
+	/* Once the parents exist: what they must offer their children. */
+	int (*prepare)(struct cg *cg, struct corral_err *err);
+	int (*set_limits)(struct cg *cg, const struct corral_policy *p,
+			  struct corral_err *err);
+	int (*attach)(struct cg *cg, pid_t pid, struct corral_err *err);
+	int (*stats)(struct cg *cg, struct cg_stats *st);
+	/* Ask for the state, no waiting (v1 repeats the request, as runc). */
+	int (*freeze_request)(struct cg *cg, bool frozen, struct corral_err *err);
+	/* 1: the kernel says the state is reached; 0: not yet; <0: error. */
+	int (*freeze_reached)(struct cg *cg, bool frozen, struct corral_err *err);
+	/* The kernel kills the whole tree by itself (cgroup.kill). */
+	bool (*can_kill)(struct cg *cg);
+	int (*kill)(struct cg *cg);
+	/* The group's id in the cgroup2 tree, 0 if it has none there. */
+	uint64_t (*id)(struct cg *cg);
+};
+
+extern const struct cg_manager cg_v2_manager;
+extern const struct cg_manager cg_v1_manager;
+extern const struct cg_manager cg_none_manager;
+
+/* ---- cgroup.c ----------------------------------------------------------- */
+
+/* Decide the manager and the hierarchies; CG_NONE: why says why. */
+int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
+	    struct corral_err *err);
+void cg_free_hiers(struct cg *cg);
+struct cg_hier *cg_hier_of(struct cg *cg, enum cg_ctrl c);
+/*
+ * The parent for this uid in one hierarchy.  Root: <mount>/corral, existing
+ * and writable, or creatable.  Others: <mount>/corral.<uid> or <mount>/corral,
+ * whichever exists and is writable first.  -EACCES when there is none.
+ */
+int cg_pick_parent(const char *mount, uid_t euid, char **parent, bool *create);
+int cg_add_hier(struct cg *cg, const char *mount, char *parent, bool create,
+		unsigned ctrls);
+/* Write pid into cgroup.procs of every hierarchy. */
+int cg_attach_procs(struct cg *cg, pid_t pid, struct corral_err *err);
+/* Processes left in the tree, each SIGKILLed if kill; negative errno. */
+ssize_t cg_procs_all(struct cg *cg, bool kill);
+/* Kill by freezing, SIGKILLing each, thawing, a few rounds (may sleep). */
+int cg_kill_rounds(struct cg *cg);
+/* Freeze or thaw, polling until reached or wait_ms (sleeps). */
+int cg_freeze_wait(struct cg *cg, bool frozen, unsigned wait_ms,
+		   struct corral_err *err);
+/* After wait_ms without reaching the state: thaw again, say so (-ETIMEDOUT). */
+int cg_freeze_timeout(struct cg *cg, bool frozen, unsigned wait_ms,
+		      struct corral_err *err);
+/* The freezer's error when there is none, in the words of cg_freeze. */
+int cg_no_freezer(struct cg *cg, bool frozen, struct corral_err *err);
+
+/* ---- cgroup_v2.c -------------------------------------------------------- */
+
+/*
+ * Unprivileged: may we move our children into a group below parent in the
+ * cgroup2 tree (write access to the common ancestor's cgroup.procs)?
+ */
+bool cg_v2_can_attach(const struct cg_mounts *m, const char *parent);
+
+/* ---- cgroup_freeze.c ---------------------------------------------------- */
+
+/* Drop the freeze or kill under way on cg, if any; its done is not called. */
+void cg_op_cancel(struct cg *cg);
+
+/* ---- cgroup_fs.c -------------------------------------------------------- */
+
+void cg_sleep_ms(unsigned ms);
+char *cg_path_join(const char *a, const char *b);
+/* Append to a NUL-terminated sentence in buf; truncates quietly. */
+void cg_appendf(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int cg_file_path(char *buf, size_t len, const char *dir, const char *file);
+bool cg_file_exists(const char *dir, const char *file);
+bool cg_dir_writable(const char *path);
+/* Read a small file into buf (NUL-terminated); length or -errno. */
+ssize_t cg_read_file(const char *dir, const char *file, char *buf, size_t len);
+int cg_write_file(const char *dir, const char *file, const char *val,
+		  struct corral_err *err);
+int cg_write_u64(const char *dir, const char *file, uint64_t v,
+		 struct corral_err *err);
+/* "key value" lines (cpu.stat, ...): value of key, or -ENOENT. */
+int cg_kv_get(const char *buf, const char *key, uint64_t *val);
+/*
+ * One counter into *val (key NULL: the file is the number); a missing
+ * file or key leaves it alone.
+ */
+int cg_read_kv(const char *dir, const char *file, const char *key,
+	       uint64_t *val);
+/* Words of a cgroup.controllers / cgroup.subtree_control file as C_BIT()s. */
+unsigned cg_read_ctrl_list(const char *dir, const char *file);
+
+/* ---- cgroup_proc.c ------------------------------------------------------ */
+
+int cg_mounts_read(struct cg_mounts *m, struct corral_err *err);
+void cg_mounts_free(struct cg_mounts *m);
+/* One mountinfo line into m (the first mount of each kind wins). */
+int cg_mounts_add_line(struct cg_mounts *m, char *line);
+
+/* ---- cgroup_doctor.c ---------------------------------------------------- */
+
+/* Why no cgroup: the reason so far in why, made a sentence with advice. */
+void cg_explain_none(const struct cg_mounts *m, uid_t euid, char *why,
+		     size_t len);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * cgroup_v1.c - the manager for legacy and hybrid hosts: one hierarchy a
+ * controller (co-mounted controllers share one), a directory in each, the
+ * freezer as a controller of its own (freezer.state) and no cgroup.kill.
+ *
+ * On a hybrid host (v1 controllers beside a cgroup2 tree that holds none
+ * of ours, as systemd's "hybrid" layout) a
+ * group can also have a directory in the cgroup2 tree, with no controller:
+ * a socket records the cgroup2 group of its maker, so a connection can be
+ * traced to its tool call even after the process is gone.
+ */
+#include "cgroup_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CG_CFS_PERIOD	100000		/* us */
+
+static int v1_plan(struct cg *cg, const struct cg_mounts *m, uid_t euid,
+		   bool v2_id, char *why, size_t len)
+{
+	char *parent;
+	bool create;
+	int r;
+
+	if (!m->v1[C_MEMORY] || !m->v1[C_PIDS])
+		return 0;
+	for (int c = 0; c < C_COUNT; c++) {
+		bool shared = false;
+
+		if (!m->v1[c])
+			continue;
+		for (size_t i = 0; i < cg->nhier; i++) {
+			if (!strcmp(cg->hier[i].mount, m->v1[c])) {
+				cg->hier[i].ctrls |= C_BIT(c);
+				cg->ctrls |= C_BIT(c);
+				shared = true;
+			}
+		}
+		if (shared)
+			continue;
+		r = cg_pick_parent(m->v1[c], euid, &parent, &create);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0 && (C_BIT(c) & C_REQUIRED)) {
+			if (euid == 0)
+				snprintf(why, len, "root cannot create cgroups "
+					 "in %s", m->v1[c]);
+			goto no;
+		}
+		if (r < 0)
+			continue;	/* optional controller, not delegated */
+		r = cg_add_hier(cg, m->v1[c], parent, create, C_BIT(c));
+		if (r < 0)
+			return r;
+	}
+	if ((cg->ctrls & C_REQUIRED) != C_REQUIRED)
+		goto no;
+	/* hybrid: the controller-less directory in the cgroup2 tree */
+	if (v2_id && m->v2 && cg_pick_parent(m->v2, euid, &parent, &create) == 0) {
+		if (euid != 0 && !cg_v2_can_attach(m, parent)) {
+			free(parent);	/* we could not move our children in */
+		} else {
+			r = cg_add_hier(cg, m->v2, parent, create, 0);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 1;
+no:
+	cg_free_hiers(cg);
+	cg->ctrls = 0;
+	return 0;
+}
+
+static int v1_prepare(struct cg *cg, struct corral_err *err)
+{
+	(void)cg;
+	(void)err;
+	return 0;	/* a v1 controller serves every directory of its mount */
+}
+
+static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
+{
+	const char *dir = cg_hier_of(cg, C_MEMORY)->dir;
+	int r;
+
+	r = cg_write_u64(dir, "memory.limit_in_bytes", bytes, err);
+	if (r == 0 && cg_file_exists(dir, "memory.memsw.limit_in_bytes"))
+		r = cg_write_u64(dir, "memory.memsw.limit_in_bytes", bytes, err);
+	return r;
+}
+
+static int set_cpu(struct cg *cg, double cpus, struct corral_err *err)
+{
+	struct cg_hier *h = cg_hier_of(cg, C_CPU);
+	double q = cpus * CG_CFS_PERIOD;
+	int r;
+
+	if (!h)
+		return 0;	/* no cpu controller: reported by cg_probe */
+	if (!(q < 1e15))
+		return corral_set_err(err, -EINVAL, "cpus limit %g is too "
+				      "large", cpus);
+	r = cg_write_u64(h->dir, "cpu.cfs_period_us", CG_CFS_PERIOD, err);
+	if (r < 0)
+		return r;
+	return cg_write_u64(h->dir, "cpu.cfs_quota_us", (uint64_t)(q + 0.5),
+			    err);
+}
+
+static int v1_set_limits(struct cg *cg, const struct corral_policy *p,
+			 struct corral_err *err)
+{
+	int r;
+
+	if (p->memory_bytes) {
+		r = set_memory(cg, p->memory_bytes, err);
+		if (r < 0)
+			return r;
+	}
+	if (p->pids) {
+		r = cg_write_u64(cg_hier_of(cg, C_PIDS)->dir, "pids.max",
+				 p->pids, err);
+		if (r < 0)
+			return r;
+	}
+	if (p->cpus > 0)
+		return set_cpu(cg, p->cpus, err);
+	return 0;
+}
+
+static int v1_stats(struct cg *cg, struct cg_stats *st)
+{
+	struct cg_hier *h;
+	int r = 0;
+
+	h = cg_hier_of(cg, C_CPUACCT);
+	if (h)
+		r = cg_read_kv(h->dir, "cpuacct.usage", NULL, &st->cpu_ns);
+	h = cg_hier_of(cg, C_MEMORY);
+	if (r == 0)
+		r = cg_read_kv(h->dir, "memory.max_usage_in_bytes", NULL,
+			       &st->mem_peak);
+	if (r == 0)
+		r = cg_read_kv(h->dir, "memory.usage_in_bytes", NULL,
+			       &st->mem_current);
+	if (r == 0)
+		r = cg_read_kv(h->dir, "memory.oom_control", "oom_kill",
+			       &st->oom_kills);
+	h = cg_hier_of(cg, C_PIDS);
+	if (r == 0)
+		r = cg_read_kv(h->dir, "pids.events", "max", &st->pids_max_hits);
+	h = cg_hier_of(cg, C_CPU);
+	if (h)	/* optional: no quota, no throttling */
+		cg_read_kv(h->dir, "cpu.stat", "nr_throttled", &st->throttled);
+	return r;
+}
+
+static int v1_freeze_request(struct cg *cg, bool frozen,
+			     struct corral_err *err)
+{
+	return cg_write_file(cg_hier_of(cg, C_FREEZER)->dir, "freezer.state",
+			     frozen ? "FROZEN" : "THAWED", err);
+}
+
+static int v1_freeze_reached(struct cg *cg, bool frozen,
+			     struct corral_err *err)
+{
+	const char *dir = cg_hier_of(cg, C_FREEZER)->dir;
+	const char *want = frozen ? "FROZEN" : "THAWED";
+	char state[64];
+	ssize_t n;
+
+	n = cg_read_file(dir, "freezer.state", state, sizeof(state));
+	if (n < 0)
+		return corral_set_err(err, (int)n, "cannot read %s/"
+				      "freezer.state: %s", dir,
+				      strerror((int)-n));
+	state[strcspn(state, "\n")] = '\0';
+	if (!strcmp(state, want))
+		return 1;
+	/* FREEZING: the v1 freezer may need the request repeated (runc does) */
+	n = v1_freeze_request(cg, frozen, err);
+	return n < 0 ? (int)n : 0;
+}
+
+static int v1_kill(struct cg *cg)
+{
+	(void)cg;
+	return -EOPNOTSUPP;	/* no cgroup.kill: freeze, SIGKILL each, thaw */
+}
+
+/* The id of the controller-less directory in the cgroup2 tree (hybrid). */
+static uint64_t v1_id(struct cg *cg)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < cg->nhier; i++) {
+		if (cg->hier[i].ctrls)
+			continue;
+		if (cg->hier[i].dir && stat(cg->hier[i].dir, &st) == 0)
+			return st.st_ino;
+	}
+	return 0;
+}
+
+const struct cg_manager cg_v1_manager = {
+	.mode = CG_V1,
+	.name = "cgroup v1",
+	.plan = v1_plan,
+	.prepare = v1_prepare,
+	.set_limits = v1_set_limits,
+	.attach = cg_attach_procs,
+	.stats = v1_stats,
+	.freeze_request = v1_freeze_request,
+	.freeze_reached = v1_freeze_reached,
+	.kill = v1_kill,
+	.id = v1_id,
+};

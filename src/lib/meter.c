@@ -1,0 +1,43 @@
+/*
+ * meter.c - what a box costs: CPU, memory over time, active and frozen
+ * time.  A box waiting on its model is frozen and costs nothing.
+ */
+#include "internal.h"
+#include "box.h"
+#include "events.h"
+
+/* Bring the meters up to now; called at every change of state. */
+void box_meter(struct corral_box *b)
+{
+	uint64_t now = corral_now_ms(), dt = now - b->t_mark;
+	struct cg_stats st;
+
+	if (b->state == CORRAL_BOX_STARTING || b->state == CORRAL_BOX_DEAD) {
+		b->t_mark = now;
+		return;
+	}
+	if (b->frozen)
+		b->frozen_ms += dt;
+	else
+		b->active_ms += dt;
+	b->mem_byte_ms += (double)b->mem_last * dt;
+	b->t_mark = now;
+	/* a frozen group neither uses CPU nor changes its memory */
+	if (!b->frozen && cg_stats(b->cg, &st) == 0 && st.valid) {
+		b->cpu_ns = st.cpu_ns;
+		b->mem_last = st.mem_current;
+		if (st.mem_peak > b->mem_peak)
+			b->mem_peak = st.mem_peak;
+	}
+}
+
+void corral_box_meters(struct corral_box *b, struct corral_meters *m)
+{
+	box_meter(b);
+	m->cpu_seconds = b->cpu_ns / 1e9;
+	m->memory_peak_bytes = b->mem_peak;
+	m->memory_byte_seconds = b->mem_byte_ms / 1000.0;
+	m->active_seconds = b->active_ms / 1000.0;
+	m->frozen_seconds = b->frozen_ms / 1000.0;
+	m->calls = b->calls_total;
+}

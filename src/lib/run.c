@@ -1,0 +1,574 @@
+/*
+ * run.c - corral_run: one command in a fresh sandbox, and how it ended.
+ *
+ * The one-shot front end over sandbox_spawn() (sandbox.c): it makes the
+ * cgroup, the capture pipes and the event loop, spawns, then supervises
+ * until the command is gone and its output read: budgets, the timeout,
+ * signals to forward, the abort criteria.  It explains the end in a
+ * corral_result.
+ */
+#include "internal.h"
+#include "sandbox.h"
+#include "events.h"
+#include "abort.h"
+
+#include <event2/event.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DRAIN_MS 2000	/* how long to wait for output after the end */
+
+struct supervise;
+
+struct capture {
+	int fd;
+	struct corral_output *out;
+	uint64_t cap;
+	struct event *ev;
+	struct supervise *s;
+};
+
+struct supervise {
+	struct event_base *base;
+	struct sandbox *sb;
+	struct cg *cg;
+	int sigfd;
+	struct capture out, err;
+	struct event *ev_sig, *ev_deadline, *ev_drain;
+	uint64_t timeout_ms;
+	bool timed_out;
+	bool exited;
+	struct child_msg setup;	/* MSG_SETUP_FAILED / MSG_EXEC_FAILED, if any */
+	bool have_status;
+	int status;		/* the command's wait status */
+	struct events *ev;
+	const struct corral_policy *p;
+	uint64_t t0;
+	struct abort_state *abort;
+	struct event *ev_usage;	/* CPU and wall budgets, polled */
+	bool halted;		/* an abort criterion was met */
+	bool halt_killed;
+	bool halt_held;		/* on_abort "freeze": held until timeout/signal */
+	bool halt_frozen;
+	char halt_reason[CORRAL_ERR_MAX];
+};
+
+static void drop_event(struct event **ev)
+{
+	if (*ev)
+		event_free(*ev);
+	*ev = NULL;
+}
+
+/* Done when the command is gone and every pipe from the sandbox is closed. */
+static void maybe_done(struct supervise *s)
+{
+	if (s->exited && s->sb->ctl < 0 && s->out.fd < 0 && s->err.fd < 0)
+		event_base_loopbreak(s->base);
+}
+
+/* Keep up to cap bytes; read and drop the rest so the writer never blocks. */
+static void on_capture(evutil_socket_t fd, short what, void *arg)
+{
+	struct capture *cp = arg;
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	(void)what;
+	if (n <= 0) {
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			return;
+		drop_event(&cp->ev);
+		close(cp->fd);
+		cp->fd = -1;
+		maybe_done(cp->s);
+		return;
+	}
+	size_t room = cp->out->len < cp->cap ? cp->cap - cp->out->len : 0;
+	size_t take = (size_t)n < room ? (size_t)n : room;
+
+	if (take) {
+		char *grown = realloc(cp->out->data, cp->out->len + take + 1);
+
+		if (!grown) {
+			cp->out->truncated = true;
+			return;
+		}
+		memcpy(grown + cp->out->len, buf, take);
+		cp->out->len += take;
+		grown[cp->out->len] = '\0';
+		cp->out->data = grown;
+	}
+	if (take < (size_t)n)
+		cp->out->truncated = true;
+}
+
+/* init's news; the fds it sends and the tripwires are sandbox.c's */
+static void on_msg(void *arg, const struct child_msg *m)
+{
+	struct supervise *s = arg;
+
+	switch (m->kind) {
+	case MSG_SETUP_FAILED:
+	case MSG_EXEC_FAILED:
+		s->setup = *m;
+		break;
+	case MSG_EXITED:
+		s->have_status = true;
+		s->status = m->code;
+		break;
+	}
+}
+
+static void on_closed(void *arg)
+{
+	maybe_done(arg);
+}
+
+static void kill_tree(struct supervise *s)
+{
+	sandbox_kill(s->sb);	/* NULL while it is still being spawned */
+	cg_kill(s->cg);
+}
+
+/*
+ * The policy's decision, carried out: freeze first (nothing runs, the
+ * evidence stays), record, then kill or hold frozen as the policy says.
+ */
+static void halt(struct supervise *s, struct abort_verdict *v)
+{
+	struct corral_err err;
+	bool kill_now = s->p->abort.kill;
+
+	s->halted = true;
+	snprintf(s->halt_reason, sizeof(s->halt_reason), "%s", v->reason);
+	s->halt_frozen = cg_freeze(s->cg, true, &err) == 0;
+	events_emit(s->ev, "abort", json_pack("{s:s, s:s, s:o, s:s, s:b}",
+		    "criterion", v->criterion, "reason", v->reason,
+		    "evidence", v->evidence ? v->evidence : json_null(),
+		    "on_abort", kill_now ? "kill" : "freeze",
+		    "frozen", s->halt_frozen));
+	v->evidence = NULL;
+	/* Without a freezer there is nothing to hold: it is killed. */
+	if (kill_now || !s->halt_frozen) {
+		s->halt_killed = true;
+		kill_tree(s);
+	} else {
+		s->halt_held = true;
+	}
+	events_emit(s->ev, "halt", json_pack("{s:s, s:s}", "reason", v->reason,
+		    "state", s->halt_killed ? "killed" : "frozen, held until the "
+		    "timeout or a signal to corral"));
+}
+
+static void on_event(void *arg, const char *type, json_t *event)
+{
+	struct supervise *s = arg;
+	struct abort_verdict v = { 0 };
+
+	if (!s->halted && abort_note(s->abort, type, event, &v))
+		halt(s, &v);
+}
+
+static void on_usage(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+	struct abort_verdict v = { 0 };
+	struct cg_stats st = { 0 };
+
+	(void)fd;
+	(void)what;
+	if (s->halted || s->exited)
+		return;
+	cg_stats(s->cg, &st);
+	if (abort_check_usage(s->abort, corral_now_ms() - s->t0, st.cpu_ns / 1000000,
+			      st.valid, &v))
+		halt(s, &v);
+}
+
+static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(s->base);
+}
+
+static void on_exited(void *arg)
+{
+	struct supervise *s = arg;
+	struct timeval drain = { DRAIN_MS / 1000, (DRAIN_MS % 1000) * 1000 };
+
+	s->exited = true;
+	drop_event(&s->ev_deadline);
+	drop_event(&s->ev_sig);
+	/* Output still in the pipes is read, but not forever. */
+	s->ev_drain = evtimer_new(s->base, on_drain_timeout, s);
+	if (!s->ev_drain || evtimer_add(s->ev_drain, &drain) < 0)
+		event_base_loopbreak(s->base);
+	maybe_done(s);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->halted) {	/* held frozen until now */
+		s->halt_killed = true;
+		kill_tree(s);
+		return;
+	}
+	s->timed_out = true;
+	events_emit(s->ev, "timeout", json_pack("{s:I, s:s}", "limit_ms",
+		    (json_int_t)s->timeout_ms, "reason", "the run's wall-clock "
+		    "timeout was reached: everything in the sandbox is killed"));
+	kill_tree(s);
+}
+
+static void on_signal(evutil_socket_t fd, short what, void *arg)
+{
+	struct supervise *s = arg;
+	struct signalfd_siginfo si;
+
+	(void)what;
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (s->halted) {	/* a person ends the hold */
+		s->halt_killed = true;
+		kill_tree(s);
+		return;
+	}
+	kill(s->sb->pid, si.ssi_signo);
+}
+
+static int add_fd_event(struct supervise *s, struct event **ev, int fd,
+			event_callback_fn cb, void *arg, struct corral_err *err)
+{
+	if (fd < 0)
+		return 0;
+	*ev = event_new(s->base, fd, EV_READ | EV_PERSIST, cb, arg);
+	if (!*ev || event_add(*ev, NULL) < 0)
+		return corral_set_err(err, -ENOMEM, "cannot watch the sandbox's fds");
+	return 0;
+}
+
+static int supervise_start(struct supervise *s, struct corral_err *err)
+{
+	int r;
+
+	r = add_fd_event(s, &s->out.ev, s->out.fd, on_capture, &s->out, err);
+	if (r == 0)
+		r = add_fd_event(s, &s->err.ev, s->err.fd, on_capture, &s->err, err);
+	if (r == 0)
+		r = add_fd_event(s, &s->ev_sig, s->sigfd, on_signal, s, err);
+	if (r == 0 && (s->p->abort.max_cpu_ms || s->p->abort.max_wall_ms)) {
+		s->ev_usage = event_new(s->base, -1, EV_PERSIST, on_usage, s);
+		struct timeval tick = { 0, 250 * 1000 };
+
+		if (!s->ev_usage || event_add(s->ev_usage, &tick) < 0)
+			r = corral_set_err(err, -ENOMEM, "cannot watch the budgets");
+	}
+	if (r == 0 && s->timeout_ms) {
+		struct timeval tv = { s->timeout_ms / 1000, (s->timeout_ms % 1000) * 1000 };
+
+		s->ev_deadline = evtimer_new(s->base, on_deadline, s);
+		if (!s->ev_deadline || evtimer_add(s->ev_deadline, &tv) < 0)
+			r = corral_set_err(err, -ENOMEM, "cannot arm the timeout");
+	}
+	return r;
+}
+
+static void supervise_stop(struct supervise *s)
+{
+	drop_event(&s->ev_sig);
+	drop_event(&s->ev_deadline);
+	drop_event(&s->ev_drain);
+	drop_event(&s->ev_usage);
+	drop_event(&s->out.ev);
+	drop_event(&s->err.ev);
+}
+
+static void describe(struct corral_result *res, const struct supervise *s,
+		     const struct corral_policy *p, const struct cg_stats *st,
+		     const char *cmd)
+{
+	char size[32];
+	int status = s->status;
+
+	if (s->halted) {
+		res->status = CORRAL_HALTED;
+		res->signal = SIGKILL;
+		snprintf(res->reason, sizeof(res->reason), "halted: %.300s; %s", s->halt_reason,
+			 s->halt_frozen ? (s->halt_held ?
+			 "the sandbox was held frozen, then killed" :
+			 "the sandbox was frozen, then killed") :
+			 "the sandbox was killed (no freezer to hold it)");
+		return;
+	}
+	if (s->timed_out) {
+		result_timeout(res, p->timeout_ms);
+		return;
+	}
+	if (s->setup.kind == MSG_EXEC_FAILED) {
+		result_exec_failed(res, cmd, s->setup.code);
+		return;
+	}
+	if (!s->have_status)	/* PID 1 itself died: only a kill does that */
+		status = W_EXITCODE(0, SIGKILL);
+	result_from_wait(res, status);
+
+	if (st->oom_kills) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		res->status = CORRAL_OOM;
+		snprintf(res->reason, sizeof(res->reason),
+			 "killed: memory limit %s reached (%llu process%s killed by the OOM killer)",
+			 size, (unsigned long long)st->oom_kills,
+			 st->oom_kills == 1 ? "" : "es");
+	} else if (st->pids_max_hits) {
+		char tail[CORRAL_ERR_MAX];
+
+		memcpy(tail, res->reason, sizeof(tail));
+		res->status = CORRAL_PIDS_LIMIT;
+		snprintf(res->reason, sizeof(res->reason),
+			 "pids limit %llu reached: %llu fork%s refused; the command %.200s",
+			 (unsigned long long)p->pids,
+			 (unsigned long long)st->pids_max_hits,
+			 st->pids_max_hits == 1 ? " was" : "s were", tail);
+	}
+}
+
+static const struct sandbox_hooks run_hooks = {
+	.msg = on_msg,
+	.closed = on_closed,
+	.exited = on_exited,
+};
+
+/* The capture pipes: ours read, the command's end goes into the sandbox. */
+static int capture_pipes(struct supervise *s, struct corral_result *res,
+			 int child[3], struct corral_err *err)
+{
+	int out[2], errp[2];
+
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "cannot make the stdout pipe: %s",
+				      strerror(errno));
+	s->out.fd = out[0];
+	child[1] = out[1];
+	if (pipe2(errp, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "cannot make the stderr pipe: %s",
+				      strerror(errno));
+	s->err.fd = errp[0];
+	child[2] = errp[1];
+	s->out.out = &res->out;
+	s->err.out = &res->err;
+	return 0;
+}
+
+static int block_signals(bool forward, sigset_t *old, int *sigfd,
+			 struct corral_err *err)
+{
+	sigset_t set;
+
+	*sigfd = -1;
+	if (!forward)
+		return 0;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
+		return corral_set_err(err, -errno, "sigprocmask: %s", strerror(errno));
+	*sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (*sigfd < 0) {
+		int e = errno;
+
+		sigprocmask(SIG_SETMASK, old, NULL);
+		return corral_set_err(err, -e, "signalfd: %s", strerror(e));
+	}
+	return 0;
+}
+
+/* The end, explained: the result's fields and the exec.end event. */
+static void conclude(struct supervise *s, const char *cmd, const struct rusage *ru,
+		     struct corral_result *res)
+{
+	const struct corral_policy *p = s->p;
+	struct cg_stats st = { 0 };
+	bool disk_full;
+	json_t *d;
+
+	cg_stats(s->cg, &st);
+	/* a fresh group: what its counters say all happened in this run */
+	disk_full = mount_scratch_full(s->sb->scratchfd);
+	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);
+	describe(res, s, p, &st, cmd);
+	if (disk_full)
+		events_explain_disk(res, p);
+	d = events_denials(s->ev);
+	events_explain_denials(res, d, json_array_size(d), p);
+	json_decref(d);
+	res->duration_ms = corral_now_ms() - s->t0;
+	res->cpu_ms = st.valid ? st.cpu_ns / 1000000 :
+		(uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+		(uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
+	res->max_rss_kb = ru->ru_maxrss;
+	res->layers.landlock_abi = s->sb->landlock_abi;
+	res->layers.seccomp = true;
+	res->layers.seccomp_notify = s->sb->sensor != NULL;
+	res->layers.limits = cg_mode_name(s->cg);
+	events_emit(s->ev, "exec.end", json_pack("{s:s, s:i, s:i, s:s}",
+		    "status", corral_status_name(res->status),
+		    "exit_code", corral_result_exit_code(res),
+		    "signal", res->signal, "reason", res->reason));
+}
+
+/* The loop, the log and the cgroup the sandbox is spawned into. */
+static int prepare(struct supervise *s, const struct corral_run_opts *o,
+		   struct corral_result *res, struct corral_err *err)
+{
+	char name[64];
+	int r;
+
+	cg_cleanup_stale();
+	snprintf(name, sizeof(name), "%d-%llu", getpid(),
+		 (unsigned long long)(s->t0 ^ ((uint64_t)rand() << 20)));
+	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", name);
+	s->base = event_base_new();
+	if (!s->base)
+		return corral_set_err(err, -ENOMEM, "cannot create an event loop");
+	r = events_open(&s->ev, o->events_path, name, err);
+	if (r < 0)
+		return r;
+	events_set_limits(s->ev, &s->p->events);
+	snprintf(res->tool_call, sizeof(res->tool_call), "%s",
+		 o->tool_call ? o->tool_call : name);
+	if (events_set_call(s->ev, res->tool_call) < 0)
+		return corral_set_err(err, -ENOMEM, "out of memory naming the call "
+				      "in the events");
+	if (abort_any(&s->p->abort)) {
+		s->abort = abort_new(&s->p->abort);
+		if (!s->abort)
+			return corral_set_err(err, -ENOMEM, "out of memory for the "
+					      "abort criteria");
+		events_set_hook(s->ev, on_event, s);
+	}
+	return cg_create(&s->cg, name, s->p, 0, err);
+}
+
+int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
+	       struct corral_result *res, struct corral_err *err)
+{
+	struct supervise s = {
+		.p = p, .timeout_ms = p->timeout_ms, .t0 = corral_now_ms(), .sigfd = -1,
+		.out = { .fd = -1, .cap = p->output_bytes, .s = &s },
+		.err = { .fd = -1, .cap = p->output_bytes, .s = &s },
+	};
+	struct sandbox_opts so = { .p = p, .argv = o->argv, .stdio = { -1, -1, -1 },
+				   .hooks = &run_hooks, .arg = &s };
+	struct rusage ru = { 0 };
+	sigset_t oldmask;
+	int r, ws = 0;
+
+	memset(res, 0, sizeof(*res));
+	res->status = CORRAL_ERROR;
+	err->code = 0;
+	err->msg[0] = '\0';
+
+	if (!o->argv || !o->argv[0] || !o->argv[0][0])
+		r = corral_set_err(err, -EINVAL, "no command to run");
+	else
+		r = sandbox_check_policy(p, err);
+	if (r == 0)
+		r = prepare(&s, o, res, err);
+	if (r == 0 && o->capture)
+		r = capture_pipes(&s, res, so.stdio, err);
+	if (r < 0)
+		goto fail;
+	r = block_signals(o->forward_signals, &oldmask, &s.sigfd, err);
+	if (r < 0)
+		goto fail;
+
+	so.base = s.base;
+	so.ev = s.ev;
+	so.cg = s.cg;
+	r = sandbox_spawn(&s.sb, &so, err);
+	so.stdio[0] = so.stdio[1] = so.stdio[2] = -1;	/* the sandbox's now */
+	if (r == 0) {
+		r = supervise_start(&s, err);
+		if (r < 0) {
+			kill_tree(&s);
+			waitpid(s.sb->pid, NULL, 0);
+		}
+	}
+	if (r < 0)
+		goto fail_signals;
+
+	events_emit(s.ev, "exec.start", json_pack("{s:i, s:s}", "pid", s.sb->pid,
+						  "command", o->argv[0]));
+	event_base_dispatch(s.base);
+	if (!s.exited)
+		kill_tree(&s);
+	wait4(s.sb->pid, &ws, 0, &ru);
+	if (s.setup.kind == MSG_SETUP_FAILED) {
+		r = corral_set_err(err, s.setup.code, "%s", s.setup.text);
+		goto fail_signals;
+	}
+	conclude(&s, o->argv[0], &ru, res);
+
+fail_signals:
+	supervise_stop(&s);
+	if (s.sigfd >= 0) {
+		close(s.sigfd);
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	}
+fail:
+	for (int i = 0; i < 3; i++)
+		cleanup_closep(&so.stdio[i]);
+	cleanup_closep(&s.out.fd);
+	cleanup_closep(&s.err.fd);
+	sandbox_free(s.sb);
+	if (s.ev)
+		events_set_hook(s.ev, NULL, NULL);
+	abort_free(s.abort);
+	if (s.ev) {
+		json_t *d = events_denials(s.ev);
+
+		res->denials = json_dumps(d, JSON_COMPACT | JSON_ENSURE_ASCII);
+		json_decref(d);
+	}
+	events_close(s.ev);
+	/* let libevent finish what freeing the proxy deferred, then free it */
+	if (s.base) {
+		event_base_loop(s.base, EVLOOP_NONBLOCK);
+		event_base_free(s.base);
+	}
+	cg_destroy(s.cg);
+	if (r < 0) {
+		res->status = CORRAL_ERROR;
+		snprintf(res->reason, sizeof(res->reason), "%s", err->msg);
+	}
+	return r;
+}
+
+void corral_result_free(struct corral_result *res)
+{
+	free(res->out.data);
+	free(res->err.data);
+	free(res->denials);
+	res->out.data = res->err.data = NULL;
+	res->denials = NULL;
+}

@@ -1,0 +1,319 @@
+/*
+ * unit_box.c - the parts of a sandbox's supervision that end-to-end tests
+ * reach only through a running sandbox: the decoder of init's control
+ * messages (child_msg_recv), the box id rule, the policy check before a
+ * spawn, and attribution's lookup of an event's call on synthetic calls.
+ */
+#include "internal.h"
+#include "sandbox.h"
+#include "box.h"
+#include "events.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- child_msg_recv ----------------------------------------------------- */
+
+/* One message as init sends it: whole, with at most one fd. */
+static ssize_t send_msg_fd(int sock, const void *m, size_t len, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)m, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (fd >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &mh, 0);
+}
+
+static int seqpacket(int sv[2])
+{
+	return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv);
+}
+
+TEST(msg_whole_message)
+{
+	struct child_msg in = { .kind = MSG_EXITED, .id = 7, .code = 256,
+				.landlock_abi = 5 }, out;
+	int sv[2], fd = 0;
+
+	CHECK(seqpacket(sv) == 0);
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in), -1) == sizeof(in));
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 1);
+	CHECK(fd == -1);
+	CHECK(out.kind == MSG_EXITED && out.id == 7 && out.code == 256 &&
+	      out.landlock_abi == 5);
+	/* nothing more to read: not an error, not the end */
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST(msg_text_is_terminated)
+{
+	struct child_msg in = { .kind = MSG_SETUP_FAILED, .code = -EPERM }, out;
+	int sv[2], fd;
+
+	memset(in.text, 'x', sizeof(in.text));	/* no NUL from a hostile init */
+	CHECK(seqpacket(sv) == 0);
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in), -1) == sizeof(in));
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 1);
+	CHECK(strlen(out.text) == sizeof(out.text) - 1);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST(msg_short_is_dropped)
+{
+	struct child_msg in = { .kind = MSG_READY, .landlock_abi = 3 }, out;
+	int sv[2], fd;
+
+	CHECK(seqpacket(sv) == 0);
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in) / 2, -1) == sizeof(in) / 2);
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in), -1) == sizeof(in));
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 0);	/* the half, dropped */
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 1);	/* the next, whole */
+	CHECK(out.kind == MSG_READY && out.landlock_abi == 3);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST(msg_fd_comes_with_its_kind)
+{
+	struct child_msg in = { .kind = MSG_NOTIFY_FD }, out;
+	int sv[2], p[2], fd = -1;
+	char c = 0;
+
+	CHECK(seqpacket(sv) == 0);
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in), p[1]) == sizeof(in));
+	close(p[1]);
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 1);
+	CHECK(out.kind == MSG_NOTIFY_FD);
+	CHECK(fd >= 0);
+	/* it is the fd that was sent: what goes in comes out of the pipe */
+	CHECK(write(fd, "z", 1) == 1);
+	CHECK(read(p[0], &c, 1) == 1 && c == 'z');
+	CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	close(p[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST(msg_stray_fd_is_closed)
+{
+	struct child_msg in = { .kind = MSG_READY }, out;
+	int sv[2], p[2], fd = 0;
+	char c;
+
+	signal(SIGPIPE, SIG_IGN);
+	CHECK(seqpacket(sv) == 0);
+	CHECK(pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+	/* READY carries no fd: the one attached must not stay open with us */
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in), p[1]) == sizeof(in));
+	close(p[1]);
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 0);
+	CHECK(fd == -1);
+	/* every write end is closed: EOF, not "nothing yet" */
+	CHECK(read(p[0], &c, 1) == 0);
+	close(p[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST(msg_fd_kind_without_fd_is_dropped)
+{
+	struct child_msg in = { .kind = MSG_ROOT_FD }, out;
+	int sv[2], fd = 0;
+
+	CHECK(seqpacket(sv) == 0);
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in), -1) == sizeof(in));
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 0);
+	CHECK(fd == -1);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST(msg_end_of_init)
+{
+	struct child_msg out;
+	int sv[2], fd;
+
+	CHECK(seqpacket(sv) == 0);
+	close(sv[1]);
+	CHECK(child_msg_recv(sv[0], &out, &fd) == -EPIPE);
+	close(sv[0]);
+	CHECK(child_msg_recv(sv[0], &out, &fd) == -EBADF);
+}
+
+/* ---- box ids and the policy check -------------------------------------- */
+
+TEST(box_id_rule)
+{
+	struct corral_err err;
+	char id[BOX_ID_MAX + 2];
+
+	CHECK(box_check_id("a", &err) == 0);
+	CHECK(box_check_id("agent-1.run_2", &err) == 0);
+	memset(id, 'x', BOX_ID_MAX);
+	id[BOX_ID_MAX] = '\0';
+	CHECK(box_check_id(id, &err) == 0);
+	id[BOX_ID_MAX] = 'x';
+	id[BOX_ID_MAX + 1] = '\0';
+	CHECK(box_check_id(id, &err) == -EINVAL);
+	CHECK(box_check_id("", &err) == -EINVAL);
+	CHECK(box_check_id(NULL, &err) == -EINVAL);
+	CHECK(box_check_id(".hidden", &err) == -EINVAL);
+	CHECK(box_check_id("..", &err) == -EINVAL);
+	CHECK(box_check_id("a/b", &err) == -EINVAL);
+	CHECK(box_check_id("a b", &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "bad sandbox id \"a b\"");
+}
+
+TEST(policy_check)
+{
+	struct corral_policy p;
+	struct corral_err err;
+	char dir[] = "/tmp/unit_box.XXXXXX", file[64];
+	int fd;
+
+	corral_policy_init(&p);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(file, sizeof(file), "%s/f", dir);
+	fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+
+	p.disk_bytes = 1 << 20;
+	CHECK(sandbox_check_policy(&p, &err) == 0);
+	p.workspace = dir;
+	CHECK(sandbox_check_policy(&p, &err) == 0);
+	p.workspace = file;
+	CHECK(sandbox_check_policy(&p, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not a directory");
+	p.workspace = "/nonexistent/corral-unit";
+	CHECK(sandbox_check_policy(&p, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "/nonexistent/corral-unit: No such file");
+	p.workspace = NULL;
+	p.disk_bytes = 0;
+	CHECK(sandbox_check_policy(&p, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "limits.disk");
+	unlink(file);
+	rmdir(dir);
+	corral_policy_free(&p);
+}
+
+/* ---- attribution on synthetic calls ------------------------------------- */
+
+/*
+ * Two calls (one running, one done) and one that left a group behind:
+ * events without a pid, so only what the event carries decides.
+ */
+struct fixture {
+	struct corral_box b;
+	struct corral_call run, done;
+	struct lingerer left;
+};
+
+static void fixture_init(struct fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->run = (struct corral_call){ .b = &f->b, .id = 1, .cgid = 1001,
+				       .tool_call = "t-run", .next = &f->done };
+	f->done = (struct corral_call){ .b = &f->b, .id = 2, .cgid = 1002,
+					.tool_call = "t-done", .done = true };
+	f->left = (struct lingerer){ .id = 3, .cgid = 1003, .tool_call = "t-left" };
+	f->b.calls = &f->run;
+	f->b.lingering = &f->left;
+}
+
+/*
+ * Attribute e (then free it): want is the call it must be given, NULL for
+ * none; bg whether it must be flagged as background.
+ */
+static bool names(struct fixture *f, json_t *e, const char *want, bool bg)
+{
+	bool named = box_attribute(&f->b, e);
+	const char *call = json_string_value(json_object_get(e, "call"));
+	bool is_bg = json_is_true(json_object_get(e, "background"));
+	bool ok = named == (call != NULL) &&
+		  (want ? call && !strcmp(call, want) && is_bg == bg : !call);
+
+	if (!ok)
+		fprintf(stderr, "  attributed to %s%s (answer %d), want %s%s\n",
+			call ? call : "nobody", is_bg ? " (background)" : "", named,
+			want ? want : "nobody", bg ? " (background)" : "");
+	json_decref(e);
+	return ok;
+}
+
+#define CG(id)		json_pack("{s:I}", EVENTS_KEY_CGROUP, (json_int_t)(id))
+#define GROUP(name)	json_pack("{s:s}", EVENTS_KEY_GROUP, name)
+
+TEST(attribute_by_socket_cgroup)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	CHECK(names(&f, CG(1001), "t-run", false));
+	/* a call that has ended: what its group still does is background */
+	CHECK(names(&f, CG(1002), "t-done", true));
+	CHECK(names(&f, CG(1003), "t-left", true));
+}
+
+TEST(attribute_by_group_name)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	CHECK(names(&f, GROUP("corral-c1"), "t-run", false));
+	CHECK(names(&f, GROUP("corral-c3"), "t-left", true));
+	/* the socket's group outranks the group the opener was seen in */
+	CHECK(names(&f, json_pack("{s:I, s:s}", EVENTS_KEY_CGROUP, (json_int_t)1002,
+				  EVENTS_KEY_GROUP, "corral-c1"), "t-done", true));
+}
+
+TEST(attribute_unknown_is_nobody)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	CHECK(names(&f, CG(4242), NULL, false));
+	CHECK(names(&f, GROUP("corral-c99"), NULL, false));
+	CHECK(names(&f, GROUP("not-a-call"), NULL, false));
+	/* no key at all: zero names no call, even one whose group id is 0 */
+	f.run.cgid = 0;
+	CHECK(names(&f, json_object(), NULL, false));
+}
+
+int main(void)
+{
+	RUN(msg_whole_message);
+	RUN(msg_text_is_terminated);
+	RUN(msg_short_is_dropped);
+	RUN(msg_fd_comes_with_its_kind);
+	RUN(msg_stray_fd_is_closed);
+	RUN(msg_fd_kind_without_fd_is_dropped);
+	RUN(msg_end_of_init);
+	RUN(box_id_rule);
+	RUN(policy_check);
+	RUN(attribute_by_socket_cgroup);
+	RUN(attribute_by_group_name);
+	RUN(attribute_unknown_is_nobody);
+	UNIT_DONE();
+}

@@ -94,6 +94,7 @@ struct gate {
 	size_t nconns;
 	struct gate_conn *conns;
 	struct gate *next_gate;
+	struct gate *next_listener;	/* gates_by_listener */
 	bool full;			/* the listener waits: at its cap */
 	bool emfile;			/* ... or out of fds; said once */
 	struct event *ev_retry;
@@ -581,11 +582,32 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
  * is readable again at once: a loop at full CPU writing one line a turn.
  * Say it once, stop accepting, try again in a second.
  */
+/*
+ * libevent calls a listener's error callback with the listener's own
+ * argument, which evhttp owns (its struct evhttp): the gates are found by
+ * listener here.  One daemon a process, so one list.
+ */
+static struct gate *gates_by_listener;
+
+static struct gate *gate_of(struct evconnlistener *lev)
+{
+	for (struct gate *g = gates_by_listener; g; g = g->next_listener)
+		if (g->lev == lev)
+			return g;
+	return NULL;
+}
+
 static void on_accept_error(struct evconnlistener *lev, void *arg)
 {
-	struct gate *g = arg;
+	struct gate *g = gate_of(lev);
 	struct timeval tv = { .tv_sec = GATE_RETRY_S };
 	int e = errno;
+
+	(void)arg;
+	if (!g) {
+		evconnlistener_disable(lev);
+		return;
+	}
 
 	if (!g->emfile)
 		fprintf(stderr, "corral serve: cannot accept on %s: %s; trying "
@@ -614,6 +636,8 @@ int api_gate_listen(struct daemon *d, struct evhttp *http,
 	g->lev = evhttp_bound_socket_get_listener(bound);
 	g->next_gate = d->gates;
 	d->gates = g;
+	g->next_listener = gates_by_listener;
+	gates_by_listener = g;
 	evconnlistener_set_error_cb(g->lev, on_accept_error);
 	evhttp_set_bevcb(http, new_conn, g);
 	return 0;
@@ -631,9 +655,13 @@ void api_gate_free(struct daemon *d)
 {
 	api_gate_stop(d);
 	while (d->gates) {
-		struct gate *g = d->gates;
+		struct gate *g = d->gates, **pp = &gates_by_listener;
 
 		d->gates = g->next_gate;
+		while (*pp && *pp != g)
+			pp = &(*pp)->next_listener;
+		if (*pp)
+			*pp = g->next_listener;
 		while (g->conns) {
 			/* evhttp let go of it before admit(): ours is the last ref */
 			if (!g->conns->admitted)

@@ -107,9 +107,6 @@ int api_build_status(int code, const char **error)
 	case -EINVAL:
 		*error = "bad_request";
 		return 400;
-	case -EACCES:
-		*error = "forbidden";
-		return 403;
 	case -EMFILE:
 	case -ENFILE:
 	case -EAGAIN:

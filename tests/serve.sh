@@ -428,12 +428,13 @@ t_create_failure_explained() {
 	expect_error "bad workspace" "$code" 400 bad_request
 	expect_contains "bad workspace detail" "$(jq 'v["detail"]')" \
 		"workspace /nonexistent/corral-serve-x: No such file or directory"
-	# found only inside, while the sandbox is built: its reason, every time
+	# a host path is resolved before anything is built (api_access.c):
+	# its reason, every time
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		code=$(api POST /v1/sandboxes -d '{"policy": {"filesystem": {"ro": ["/nonexistent/corral-serve-x"]}}}')
 		expect_error "bad bind ($i)" "$code" 400 bad_request
 		expect_contains "bad bind detail ($i)" "$(jq 'v["detail"]')" \
-			"cannot open /nonexistent/corral-serve-x on the host"
+			"ro bind /nonexistent/corral-serve-x: No such file or directory"
 	done
 	code=$(api GET /v1/sandboxes)
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0

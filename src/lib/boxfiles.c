@@ -154,6 +154,10 @@ static int open_file(struct corral_box *b, const char *path, bool write,
 	r = refuse_tripwire(b, path, &st, err);
 	if (r < 0)
 		return r;
+	/* O_PATH | O_NOFOLLOW opens a last symlink itself: still refused */
+	if (S_ISLNK(st.st_mode))
+		return corral_set_err(err, -ELOOP, "%.300s: a symlink is in the "
+				      "path (symlinks are never followed)", path);
 	if (!S_ISREG(st.st_mode))
 		return corral_set_err(err, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				      "%.300s: not a regular file", path);

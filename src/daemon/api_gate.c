@@ -65,7 +65,8 @@ struct gate_conn {
 	struct evbuffer_cb_entry *watch;
 	http_parser hp;
 	enum phase phase;
-	bool admitted, busy, in_cb, headers_done, message_done;
+	bool admitted, in_cb, headers_done, message_done;
+	bool busy;			/* a request is in the API's hands */
 	uint64_t total;			/* bytes the socket gave, ever */
 	uint64_t fed;			/* of those, the parser has taken */
 	uint64_t head_at;		/* where the current head began */
@@ -520,7 +521,8 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 	}
-	if (c->phase == PH_IDLE)
+	/* a request already in hand runs as long as it takes */
+	if (c->phase == PH_IDLE && !c->busy)
 		timer_arm(c, c->g->d->limits.idle_timeout_s);
 }
 

@@ -1674,6 +1674,8 @@ t_gate_connection_flood() {
 			# capped: the unix socket is still served
 			code=$(API_TIMEOUT=10 api GET /v1/health)
 			expect_code "unix while TCP is full ($(cat "$T/held"))" "$code" 200
+			n=$(grep -c "its cap" "$DLOG" || true)
+			expect_eq "the cap said once" "$n" 1
 		fi
 		exec 7>&-
 		wait "$holder"

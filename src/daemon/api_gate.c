@@ -97,6 +97,7 @@ struct gate {
 	struct gate *next_gate;
 	struct gate *next_listener;	/* gates_by_listener */
 	bool full;			/* the listener waits: at its cap */
+	bool said_full;
 	bool emfile;			/* ... or out of fds; said once */
 	struct event *ev_retry;
 };
@@ -119,6 +120,8 @@ static void conn_free(struct gate_conn *c)
 	if (c->ev_admit)
 		event_free(c->ev_admit);
 	free(c);
+	if (g->nconns <= g->d->limits.max_connections / 2)
+		g->said_full = false;
 	if (g->lev && g->full && g->nconns < g->d->limits.max_connections) {
 		g->full = false;
 		evconnlistener_enable(g->lev);
@@ -558,6 +561,12 @@ static struct bufferevent *new_conn(struct event_base *base, void *arg)
 		g->conns->prev = c;
 	g->conns = c;
 	if (++g->nconns >= g->d->limits.max_connections) {
+		/* said once until the listener has been at half its cap again */
+		if (!g->said_full)
+			fprintf(stderr, "corral serve: %zu connections on %s, its cap "
+				"(--max-connections): new ones wait in the kernel's "
+				"queue until one closes\n", g->nconns, g->name);
+		g->said_full = true;
 		g->full = true;
 		evconnlistener_disable(g->lev);
 	}

@@ -383,7 +383,12 @@ static size_t feed(struct gate_conn *c, struct evbuffer *buf, const char *data,
 		c->phase = PH_HEAD;
 		c->head_at = c->fed;
 		c->head_len = 0;
-		hold(c, true);
+		/*
+		 * evhttp waits for the head, unless bytes of the request before
+		 * it are still to be read: those must not wait on this one (a
+		 * refusal then closes the connection, head_refuse()).
+		 */
+		hold(c, c->head_at == c->total - evbuffer_get_length(buf));
 		timer_arm(c, c->g->d->limits.header_timeout_s);
 	}
 	if (c->phase == PH_HEAD && n > GATE_HEAD_MAX - c->head_len)

@@ -67,6 +67,8 @@ struct gate_conn {
 	enum phase phase;
 	bool admitted, in_cb, headers_done, message_done;
 	bool busy;			/* a request is in the API's hands */
+	uint64_t heads_ok;		/* heads the gate let through */
+	uint64_t served;		/* requests that reached the API */
 	uint64_t total;			/* bytes the socket gave, ever */
 	uint64_t fed;			/* of those, the parser has taken */
 	uint64_t head_at;		/* where the current head began */
@@ -419,6 +421,7 @@ static size_t feed(struct gate_conn *c, struct evbuffer *buf, const char *data,
 			return 0;
 		}
 		c->phase = PH_BODY;
+		c->heads_ok++;
 		c->headers_done = false;
 		timer_stop(c);
 		hold(c, false);
@@ -720,10 +723,12 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 	if (!c)
 		return true;
 	conn_bind(c, evhttp_request_get_connection(req));
-	if (c->phase == PH_REFUSED) {
+	/* the requests before the refused head are answered as usual */
+	if (c->phase == PH_REFUSED && c->served == c->heads_ok) {
 		reply_error(req, c->status, c->error, "%s", c->detail);
 		return false;
 	}
+	c->served++;
 	c->busy = true;
 	timer_stop(c);
 	evhttp_request_set_on_complete_cb(req, on_request_done, c);

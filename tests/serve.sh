@@ -1603,6 +1603,23 @@ t_gate_framing() {
 	done
 	code=$(api GET /v1/sandboxes)
 	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0
+	# pipelined: the request before a refused one is answered as usual
+	$PY - "$SOCK" > "$T/piped" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(15)
+s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")
+d = b""
+while True:
+    x = s.recv(65536)
+    if not x:
+        break
+    d += x
+print(" ".join(l.split(" ")[1] for l in d.decode().splitlines() if l.startswith("HTTP/1.1")))
+EOF
+	expect_eq "pipelined answers" "$(cat "$T/piped")" "200 400"
 	stop_daemon
 }
 

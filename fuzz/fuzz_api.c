@@ -1,7 +1,7 @@
 /*
  * fuzz_api.c - libFuzzer target for the daemon's request handling: the
- * bytes a client could send, through libevent's HTTP parser and api.c's
- * routing and validation, over a real unix socket.  The daemon here may
+ * bytes a client could send, through the gate (api_gate.c), libevent's HTTP
+ * parser and api.c's routing and validation, over a real unix socket.  The daemon here may
  * create no sandbox (--max-sandboxes 0): what is fuzzed is everything a
  * request meets before one would be built.  Whatever the bytes: no crash,
  * no leak, and the connection ends.
@@ -45,6 +45,8 @@ static struct sockaddr_un addr = { .sun_family = AF_UNIX };
 static void setup(void)
 {
 	char dir[] = "/tmp/corral-fuzz-api.XXXXXX";
+	struct evhttp_bound_socket *bound;
+	struct corral_err err = { 0 };
 	int fd;
 
 	if (!mkdtemp(dir))
@@ -56,9 +58,14 @@ static void setup(void)
 	dm.max_sandboxes = 0;
 	dm.lock_fd = -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	dm.limits = (struct daemon_limits){ DAEMON_MAX_CONNECTIONS,
+		DAEMON_MAX_PER_PEER, DAEMON_HEADER_TIMEOUT_S, DAEMON_IDLE_TIMEOUT_S };
 	if (!dm.base || !dm.http_unix || fd < 0 ||
 	    bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    listen(fd, 16) < 0 || evhttp_accept_socket(dm.http_unix, fd) < 0)
+	    listen(fd, 16) < 0 ||
+	    !(bound = evhttp_accept_socket_with_handle(dm.http_unix, fd)) ||
+	    /* the gate too: every head meets it before the API */
+	    api_gate_listen(&dm, dm.http_unix, bound, "fuzz", false, &err) < 0)
 		abort();
 	evhttp_set_max_body_size(dm.http_unix, API_FILE_MAX + 1);
 	evhttp_set_max_headers_size(dm.http_unix, 64 * 1024);

@@ -193,6 +193,13 @@ struct corral_policy {
 	struct corral_abort abort;
 	struct corral_event_limits events;
 	struct corral_export_policy export;
+
+	/*
+	 * As root: the host uids the sandbox may run as.  The workspace's
+	 * owner when within [host_uid_min, host_uid_max], else 65534.  Both
+	 * 0 (the default, corral run): the owner, whoever it is (not root).
+	 */
+	uid_t host_uid_min, host_uid_max;
 };
 
 /* The built-in default policy (what `corral run` uses without --policy). */

@@ -544,6 +544,29 @@ t_setup_failure_explained() {
 	done
 }
 
+t_host_kernel_never_bound() {
+	# the host's /proc lists every host process: no bind, no workspace,
+	# however the path is spelled, shows it (or /sys, /dev, or / above them)
+	ln -s /proc/self/.. "$T/to-proc"
+	ln -s /sys "$T/to-sys"
+	mkdir -p "$T/d"
+	ln -s ../../../../../../../../dev "$T/d/up"
+	for spec in /proc:/mnt/p /proc/1:/mnt/p "$T/to-proc:/mnt/p" /sys:/mnt/p \
+		    "$T/to-sys:/mnt/p" /dev:/mnt/p /dev/shm:/mnt/p "$T/d/up:/mnt/p" /:/mnt/p; do
+		out=$(crun --ro "$spec" -- /bin/true)
+		expect_eq "--ro $spec" "$(rc)" 125
+		expect_contains "--ro $spec: the reason" "$out" "never shown to a sandbox"
+		out=$(crun --rw "$spec" -- /bin/true)
+		expect_eq "--rw $spec" "$(rc)" 125
+	done
+	out=$(crun --workspace /proc -- /bin/true)
+	expect_eq "workspace /proc" "$(rc)" 125
+	expect_contains "workspace /proc: the reason" "$out" "never shown to a sandbox"
+	# an ordinary host directory still binds
+	out=$(crun --ro /usr/share:/mnt/s -- /bin/ls /mnt/s)
+	expect_eq "an ordinary bind" "$(rc)" 0
+}
+
 run_tests "$@"
 echo "integration ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

@@ -428,12 +428,13 @@ t_create_failure_explained() {
 	expect_error "bad workspace" "$code" 400 bad_request
 	expect_contains "bad workspace detail" "$(jq 'v["detail"]')" \
 		"workspace /nonexistent/corral-serve-x: No such file or directory"
-	# found only inside, while the sandbox is built: its reason, every time
+	# a host path is resolved before anything is built (api_access.c):
+	# its reason, every time
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		code=$(api POST /v1/sandboxes -d '{"policy": {"filesystem": {"ro": ["/nonexistent/corral-serve-x"]}}}')
 		expect_error "bad bind ($i)" "$code" 400 bad_request
 		expect_contains "bad bind detail ($i)" "$(jq 'v["detail"]')" \
-			"cannot open /nonexistent/corral-serve-x on the host"
+			"ro bind /nonexistent/corral-serve-x: No such file or directory"
 	done
 	code=$(api GET /v1/sandboxes)
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
@@ -1478,6 +1479,374 @@ t_tcp_token() {
 	stop_daemon
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "$U/v1/health" 2>/dev/null || true)
 	expect_eq "port closed after stop" "$code" 000
+}
+
+# ---- hostile clients: the daemon's own tripwires, the gate, the host ------
+
+TRIP_POLICY='{"abort": {"tripwires": ["/home/agent/.aws/credentials", "/home/agent/.ssh/id_ed25519", "/tmp/.env", "/workspace/.git-credentials"], "on_abort": "freeze"}}'
+
+t_tripwires_read_through_api() {
+	# the daemon never opens a tripwire: no wait on its own fanotify
+	# answer (root), no inotify hit counted as the agent's (unprivileged)
+	start_daemon
+	id=$(mksb "{\"policy\": $TRIP_POLICY}")
+	for p in /home/agent/.aws/credentials /home/agent/.ssh/id_ed25519 /tmp/.env /workspace/.git-credentials; do
+		code=$(API_TIMEOUT=10 api GET "/v1/sandboxes/$id/files?path=$p")
+		expect_error "read $p" "$code" 403 forbidden
+		expect_contains "read $p: why" "$(body)" "tripwire"
+		code=$(API_TIMEOUT=10 api PUT "/v1/sandboxes/$id/files?path=$p" --data-binary x)
+		expect_error "write $p" "$code" 403 forbidden
+		code=$(API_TIMEOUT=10 api DELETE "/v1/sandboxes/$id/files?path=$p")
+		expect_error "delete $p" "$code" 403 forbidden
+		code=$(API_TIMEOUT=10 api GET /v1/health)
+		expect_code "health after $p" "$code" 200
+	done
+	state=$(sbget "$id" 'v["state"]')
+	[ "$state" != halted ] || fail "halted by the API's reads: $(sbget "$id" 'v["halt_reason"]')"
+	expect_eq "no tripwire event" "$(grep -c '"type":"tripwire"' "$STATE/audit.jsonl")" 0
+	# an ordinary file still reads
+	sbsh "$id" 'echo plain > /tmp/plain' > /dev/null
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/plain")
+	expect_code "plain file" "$code" 200
+	# the agent's read while the API reads the same file: still caught
+	( for i in 1 2 3 4 5 6 7 8 9 10; do
+		API_TIMEOUT=10 api GET "/v1/sandboxes/$id/files?path=/tmp/.env" > /dev/null
+	  done ) &
+	reader=$!
+	ex "$id" '{"argv": ["cat", "/tmp/.env"]}' > /dev/null
+	wait "$reader"
+	expect_eq "halted by the agent's read" "$(sbget "$id" 'v["state"]')" halted
+	expect_contains "reason" "$(sbget "$id" 'v["halt_reason"]')" "tripwire /tmp/.env"
+	code=$(API_TIMEOUT=10 api GET /v1/health)
+	expect_code "health at the end" "$code" 200
+	stop_daemon
+}
+
+# tcp_port: a free loopback port
+tcp_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+mktoken() {
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
+	chmod 600 "$T/token"
+}
+
+vmrss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+t_gate_no_body_before_token() {
+	port=$(tcp_port)
+	mktoken
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	before=$(vmrss_kb "$DPID")
+	# three clients without a token each send most of a 64 MiB body
+	$PY - "$port" > "$T/clients" <<'EOF'
+import socket, sys
+port = int(sys.argv[1])
+socks, sent = [], []
+for i in range(3):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"PUT /v1/sandboxes/x/files?path=/a HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Length: 67108864\r\n\r\n")
+    n = 0
+    try:
+        while n < 60 << 20:
+            n += s.send(b"x" * 65536)
+    except OSError:
+        pass
+    socks.append(s)
+    sent.append(n)
+for s in socks:
+    s.settimeout(10)
+    try:
+        print(s.recv(200).split(b"\r\n")[0].decode())
+    except OSError as e:
+        print("no answer:", e)
+EOF
+	after=$(vmrss_kb "$DPID")
+	expect_eq "three 401s" "$(grep -c ' 401 ' "$T/clients")" 3
+	[ $((after - before)) -lt 16384 ] ||
+		fail "the daemon grew from $before to $after kB on bodies without a token"
+	stop_daemon
+}
+
+# raw SOCKET_ARGS REQUEST: send a request as written, print the status line.
+raw() {
+	$PY - "$@" <<'EOF'
+import socket, sys
+a = sys.argv[1]
+if a.startswith("/"):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(a)
+else:
+    s = socket.create_connection(("127.0.0.1", int(a)))
+s.settimeout(10)
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+try:
+    print(s.recv(4096).split(b"\r\n")[0].decode())
+except OSError as e:
+    print("no answer:", e)
+EOF
+}
+
+t_gate_framing() {
+	port=$(tcp_port)
+	mktoken
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	auth="Authorization: Bearer $(cat "$T/token")\\r\\n"
+	for where in "$SOCK" "$port"; do
+		a=""; [ "$where" = "$port" ] && a=$auth
+		out=$(raw "$where" "POST /v1/sandboxes HTTP/1.1\\r\\nHost: x\\r\\n${a}Content-Length: 2\\r\\nContent-Length: 40\\r\\n\\r\\n{}")
+		expect_contains "two lengths ($where)" "$out" " 400 "
+		out=$(raw "$where" "POST /v1/sandboxes HTTP/1.1\\r\\nHost: x\\r\\n${a}Content-Length: 2\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n{}")
+		expect_contains "length and chunked ($where)" "$out" " 400 "
+		out=$(raw "$where" "GET /v1/health HTTP/1.1\\r\\nHost: x\\r\\n${a}\\r\\n")
+		expect_contains "plain ($where)" "$out" " 200 "
+	done
+	code=$(api GET /v1/sandboxes)
+	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0
+	# pipelined: the request before a refused one is answered as usual
+	$PY - "$SOCK" > "$T/piped" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(15)
+s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")
+d = b""
+while True:
+    x = s.recv(65536)
+    if not x:
+        break
+    d += x
+print(" ".join(l.split(" ")[1] for l in d.decode().splitlines() if l.startswith("HTTP/1.1")))
+EOF
+	expect_eq "pipelined answers" "$(cat "$T/piped")" "200 400"
+	stop_daemon
+}
+
+t_gate_timeouts() {
+	start_daemon --header-timeout 1 --idle-timeout 2
+	# a head that never ends, and a client that never asks: both closed
+	$PY - "$SOCK" <<'EOF' || fail "a connection was not closed"
+import socket, sys
+for first in (b"GET /v1/health HTTP/1.1\r\nHost: x\r\n", b""):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(first)
+    s.settimeout(15)
+    assert s.recv(100) == b"", "an answer instead of a close"
+EOF
+	code=$(api GET /v1/health)
+	expect_code "health" "$code" 200
+	stop_daemon
+}
+
+# hold_conns PORT N: N idle TCP connections from 127.0.0.2.., held until
+# stdin ends
+HOLD_PY='
+import resource, socket, sys, errno
+port, n = int(sys.argv[1]), int(sys.argv[2])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if hard != resource.RLIM_INFINITY and hard < n + 64:
+    print("skip: the open-files hard limit is", hard, flush=True)
+    sys.exit(0)
+want = n + 256 if hard == resource.RLIM_INFINITY else min(hard, n + 256)
+resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+socks = []
+for i in range(n):
+    s = socket.socket()
+    s.bind(("127.0.0.%d" % (2 + i % 40), 0))
+    s.setblocking(False)
+    e = s.connect_ex(("127.0.0.1", port))
+    if e not in (0, errno.EINPROGRESS):
+        print("connect:", errno.errorcode.get(e, e), flush=True)
+        break
+    socks.append(s)
+print("held", len(socks), flush=True)
+sys.stdin.read()
+'
+hold_conns() { $PY -c "$HOLD_PY" "$1" "$2"; }
+
+t_gate_connection_flood() {
+	command -v prlimit > /dev/null || { skip "no prlimit"; return 77; }
+	port=$(tcp_port)
+	mktoken
+	for extra in "" "--max-connections 5000 --max-connections-per-peer 5000"; do
+		# shellcheck disable=SC2086
+		start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" $extra
+		prlimit --pid "$DPID" --nofile=1024:1024
+		mkfifo "$T/hold"
+		hold_conns "$port" 1100 < "$T/hold" > "$T/held" &
+		holder=$!
+		exec 7> "$T/hold"
+		i=0
+		until grep -q "held\|skip" "$T/held" 2>/dev/null || [ $i -ge 300 ]; do
+			sleep 0.1; i=$((i + 1))
+		done
+		if grep -q skip "$T/held"; then
+			exec 7>&-; wait "$holder"; stop_daemon
+			skip "$(cat "$T/held")"; return 77
+		fi
+		sleep 2
+		if [ -z "$extra" ]; then
+			# capped: the unix socket is still served
+			code=$(API_TIMEOUT=10 api GET /v1/health)
+			expect_code "unix while TCP is full ($(cat "$T/held"))" "$code" 200
+			n=$(grep -c "its cap" "$DLOG" || true)
+			expect_eq "the cap said once" "$n" 1
+		fi
+		exec 7>&-
+		wait "$holder"
+		rm -f "$T/hold"
+		# out of fds or not, the daemon serves again once they are gone
+		i=0
+		until [ "$(API_TIMEOUT=5 api GET /v1/health)" = 200 ] || [ $i -ge 50 ]; do
+			sleep 0.2; i=$((i + 1))
+		done
+		code=$(API_TIMEOUT=10 api GET /v1/health)
+		expect_code "health after the flood ${extra:-(defaults)}" "$code" 200
+		size=$(stat -c %s "$DLOG")
+		[ "$size" -lt 65536 ] || fail "the log grew to $size bytes: $(sort "$DLOG" | uniq -c | sort -rn | head -3)"
+		n=$(grep -c "cannot accept" "$DLOG" || true)
+		[ "$n" -le 4 ] || fail "\"cannot accept\" said $n times"
+		expect_eq "no libevent accept warnings" "$(grep -c 'Error from accept' "$DLOG")" 0
+		stop_daemon
+	done
+}
+
+t_env_pass_over_tcp() {
+	port=$(tcp_port)
+	mktoken
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true; }
+	DAEMON_WRAP="env CORRAL_TEST_SECRET=s3cr3t" start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}' "$U/v1/sandboxes")
+	expect_error "env.pass over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(body)" "--allow-env"
+	# the daemon's own user on the unix socket may
+	id=$(mksb '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}')
+	expect_eq "unix, same user" "$(sbsh "$id" 'echo $CORRAL_TEST_SECRET')" s3cr3t
+	stop_daemon
+	DAEMON_WRAP="env CORRAL_TEST_SECRET=s3cr3t" start_daemon \
+		--listen "127.0.0.1:$port" --token-file "$T/token" --allow-env CORRAL_TEST_SECRET
+	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}' "$U/v1/sandboxes")
+	expect_code "allowed over TCP" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(tcp -X POST -d '{"command": "echo $CORRAL_TEST_SECRET"}' "$U/v1/sandboxes/$id/exec")
+	expect_eq "passed" "$(jq 'v["stdout"]')" s3cr3t
+	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["HOME"]}}}' "$U/v1/sandboxes")
+	expect_error "another name" "$code" 403 forbidden
+	stop_daemon
+}
+
+t_host_paths_over_tcp() {
+	port=$(tcp_port)
+	mktoken
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true; }
+	mkdir -p "$T/allowed/ws" "$T/other"
+	echo hi > "$T/allowed/ws/f"
+	chmod -R a+rX "$T/allowed" "$T/other"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	code=$(tcp -X POST -d "{\"workspace\": \"$T/allowed/ws\"}" "$U/v1/sandboxes")
+	expect_error "workspace over TCP" "$code" 403 forbidden
+	code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/other:/mnt/o\"]}}}" "$U/v1/sandboxes")
+	expect_error "bind over TCP" "$code" 403 forbidden
+	stop_daemon
+	ln -s "$T/allowed" "$T/link"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/link"
+	code=$(tcp -X POST -d "{\"workspace\": \"$T/allowed/ws\"}" "$U/v1/sandboxes")
+	expect_code "under an allowed prefix" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(tcp -X POST -d '{"command": "cat /workspace/f"}' "$U/v1/sandboxes/$id/exec")
+	expect_eq "its file" "$(jq 'v["stdout"]')" hi
+	code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/other:/mnt/o\"]}}}" "$U/v1/sandboxes")
+	expect_error "outside the prefix" "$code" 403 forbidden
+	ln -s "$T/other" "$T/allowed/out"
+	code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/allowed/out:/mnt/o\"]}}}" "$U/v1/sandboxes")
+	expect_error "a link out of the prefix" "$code" 403 forbidden
+	stop_daemon
+}
+
+t_kernel_and_daemon_paths_never_bound() {
+	mkdir -p "$T/run"
+	SOCK=$T/run/s
+	start_daemon
+	ln -s /proc/self/.. "$T/to-proc"
+	ln -s /sys "$T/to-sys"
+	ln -s "$T/state" "$T/to-state"
+	for src in /proc /proc/1 "$T/to-proc" /sys "$T/to-sys" /dev /dev/shm / "$T/state" "$T/to-state" "$T/run" "$T"; do
+		code=$(api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$src:/mnt/x\"]}}}")
+		expect_error "bind $src" "$code" 403 forbidden
+		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$src\"}")
+		expect_error "workspace $src" "$code" 403 forbidden
+	done
+	code=$(api GET /v1/sandboxes)
+	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0
+	stop_daemon
+}
+
+t_unix_client_reads_only_its_own() {
+	mkdir -p "$T/run" "$T/secret" "$T/open"
+	echo s > "$T/secret/f"
+	chmod 700 "$T/secret"
+	chmod 755 "$T/open"
+	SOCK=$T/run/s
+	start_daemon
+	if [ "$ME" = 0 ]; then
+		# the operator let uid 65534 in; it gets what it could read itself
+		chmod 755 "$T/run"
+		chmod 666 "$SOCK"
+		as65534() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	else
+		# unprivileged: the client is the daemon's user, refused what it
+		# cannot read (a root-only directory)
+		as65534() { "$@"; }
+		[ -r /root ] && { stop_daemon; skip "/root is readable"; return 77; }
+		rm -rf "$T/secret"
+		ln -s /root "$T/secret"
+	fi
+	mkdir -p "$T/c"
+	chmod 777 "$T/c"
+	cl() {
+		as65534 curl -sS --max-time 30 --unix-socket "$SOCK" -o "$T/c/body" \
+			-D "$T/c/headers" -w '%{http_code}' "$@" 2>"$T/curl.err" || true
+		cp "$T/c/body" "$T/body"; cp "$T/c/headers" "$T/headers"
+	}
+	code=$(cl -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/secret:/mnt/s\"]}}}" http://localhost/v1/sandboxes)
+	expect_error "a 0700 dir not its own" "$code" 403 forbidden
+	code=$(cl -X POST -d "{\"workspace\": \"$T/secret\"}" http://localhost/v1/sandboxes)
+	expect_error "as workspace" "$code" 403 forbidden
+	code=$(cl -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/open:/mnt/o\"]}}}" http://localhost/v1/sandboxes)
+	expect_code "a dir it can read" "$code" 201
+	if [ "$ME" = 0 ]; then
+		code=$(cl -X POST -d "{\"policy\": {\"filesystem\": {\"rw\": [\"$T/open:/mnt/o\"]}}}" http://localhost/v1/sandboxes)
+		expect_error "rw where it cannot write" "$code" 403 forbidden
+		code=$(cl -X POST -d '{"policy": {"env": {"pass": ["PATH"]}}}' http://localhost/v1/sandboxes)
+		expect_error "env.pass by another user" "$code" 403 forbidden
+	fi
+	stop_daemon
+}
+
+t_workspace_owner_is_no_uid_grant() {
+	[ "$ME" = 0 ] || { skip "only a root daemon picks a host uid"; return 77; }
+	mkdir -p "$T/theirs"
+	echo private > "$T/theirs/key"
+	chmod 600 "$T/theirs/key"
+	chmod 755 "$T/theirs"
+	chown -R 4321:4321 "$T/theirs"
+	start_daemon
+	id=$(mksb "{\"workspace\": \"$T/theirs\"}")
+	code=$(ex "$id" '{"command": "cat /workspace/key"}')
+	expect_code "exec" "$code" 200
+	expect_eq "its 0600 file is not ours" "$(jq 'v["stdout"]')" ""
+	expect_contains "refused" "$(jq 'v["stderr"]')" "Permission denied"
+	stop_daemon
+	start_daemon --uid-range 4000-5000
+	id=$(mksb "{\"workspace\": \"$T/theirs\"}")
+	expect_eq "within the range" "$(sbsh "$id" 'cat /workspace/key')" private
+	stop_daemon
 }
 
 # ---- a client in C ---------------------------------------------------------

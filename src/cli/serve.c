@@ -14,6 +14,10 @@
 static const char help[] =
 "Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE]\n"
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
+"                    [--max-connections N] [--max-connections-per-peer N]\n"
+"                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
+"                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
+"                    [--uid-range FROM-TO]\n"
 "\n"
 "Run the corral daemon: it creates sandboxes that live across many tool\n"
 "calls, runs calls in them, freezes them when idle, and supervises every\n"
@@ -37,6 +41,29 @@ static const char help[] =
 "  --pool N            keep N sandboxes of the default policy built ahead,\n"
 "                      handed out by creates that ask for nothing else\n"
 "                      (default 0)\n"
+"  --max-connections N each listener stops accepting at N open connections\n"
+"                      until one closes (default 256)\n"
+"  --max-connections-per-peer N\n"
+"                      a TCP peer address's further connections are closed\n"
+"                      at once (default 32)\n"
+"  --header-timeout SECONDS\n"
+"                      a request head not complete this long after its first\n"
+"                      byte closes the connection (default 10)\n"
+"  --idle-timeout SECONDS\n"
+"                      a connection with no request this long is closed\n"
+"                      (default 60)\n"
+"  --allow-host-path PREFIX\n"
+"                      host paths under PREFIX (symlinks resolved) may be a\n"
+"                      workspace or a bind, for any client.  Otherwise a\n"
+"                      unix-socket client may use what it could read itself\n"
+"                      (write, for an rw bind), a TCP client nothing.  /proc,\n"
+"                      /sys, /dev, the state and socket directories: never\n"
+"  --allow-env NAME    env.pass may copy the daemon's NAME for any client;\n"
+"                      otherwise only for a unix-socket client that is the\n"
+"                      daemon's user or root\n"
+"  --uid-range FROM-TO as root: a sandbox runs as its workspace's owner\n"
+"                      when within FROM-TO, else as 65534 (default: always\n"
+"                      65534)\n"
 "  -h, --help          this text\n"
 "\n"
 "SIGTERM or SIGINT: every sandbox is destroyed, the socket removed, exit 0.\n"
@@ -78,6 +105,7 @@ static char *default_path(const char *root_path, const char *env,
 
 struct serve_args {
 	struct daemon_opts o;
+	char **paths, **envs;		/* --allow-host-path, --allow-env */
 	char *socket_path, *state_dir;	/* ours, from --socket or the defaults */
 };
 
@@ -96,6 +124,65 @@ static int parse_number(int c, const char *arg, size_t *out)
 	return 0;
 }
 
+/* The gate's limits: numbers from 1. */
+static int parse_limit(const char *name, const char *arg, size_t max, size_t *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*end || v < 1 || (size_t)v > max) {
+		cli_error("--%s: expected a number 1 to %zu (got \"%s\")", name,
+			  max, arg);
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_seconds(const char *name, const char *arg, unsigned *out)
+{
+	size_t v;
+	int code = parse_limit(name, arg, 86400, &v);
+
+	if (!code)
+		*out = v;
+	return code;
+}
+
+static int push(char ***v, size_t *n, const char *s)
+{
+	char **nv = reallocarray(*v, *n + 1, sizeof(char *));
+
+	if (!nv) {
+		cli_error("out of memory");
+		return 2;
+	}
+	nv[(*n)++] = (char *)s;
+	*v = nv;
+	return 0;
+}
+
+static int parse_uid_range(const char *arg, struct daemon_access *a)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	lo = strtoul(arg, &end, 10);
+	if (*end == '-')
+		hi = strtoul(end + 1, &end, 10);
+	else
+		hi = lo;
+	if (*end || !arg[0] || lo == 0 || lo > hi || hi >= 0xffffffffUL) {
+		cli_error("--uid-range: expected FROM-TO, host uids from 1 (got \"%s\")",
+			  arg);
+		return 2;
+	}
+	a->uid_min = lo;
+	a->uid_max = hi;
+	a->uid_range = true;
+	return 0;
+}
+
 /* 0 to go on, 1 when --help was shown, or an exit status. */
 static int parse_args(struct serve_args *a, int argc, char **argv)
 {
@@ -106,6 +193,13 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
 		{ "pool", required_argument, NULL, 'p' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "max-connections-per-peer", required_argument, NULL, 'P' },
+		{ "header-timeout", required_argument, NULL, 'H' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "allow-host-path", required_argument, NULL, 'A' },
+		{ "allow-env", required_argument, NULL, 'E' },
+		{ "uid-range", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -131,6 +225,43 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		case 'p':
 			code = parse_number(c, optarg, c == 'm' ? &a->o.max_sandboxes :
 					    &a->o.pool_size);
+			if (code)
+				return code;
+			break;
+		case 'C':
+			code = parse_limit("max-connections", optarg, 100000,
+					   &a->o.limits.max_connections);
+			if (code)
+				return code;
+			break;
+		case 'P':
+			code = parse_limit("max-connections-per-peer", optarg, 100000,
+					   &a->o.limits.max_per_peer);
+			if (code)
+				return code;
+			break;
+		case 'H':
+		case 'I':
+			code = parse_seconds(c == 'H' ? "header-timeout" : "idle-timeout",
+					     optarg, c == 'H' ? &a->o.limits.header_timeout_s :
+					     &a->o.limits.idle_timeout_s);
+			if (code)
+				return code;
+			break;
+		case 'A':
+			code = push(&a->paths, &a->o.access.nallow_paths, optarg);
+			a->o.access.allow_paths = a->paths;
+			if (code)
+				return code;
+			break;
+		case 'E':
+			code = push(&a->envs, &a->o.access.nallow_env, optarg);
+			a->o.access.allow_env = a->envs;
+			if (code)
+				return code;
+			break;
+		case 'U':
+			code = parse_uid_range(optarg, &a->o.access);
 			if (code)
 				return code;
 			break;
@@ -192,5 +323,7 @@ int cmd_serve(int argc, char **argv)
 		code = 0;
 	free(a.socket_path);
 	free(a.state_dir);
+	free(a.paths);
+	free(a.envs);
 	return code;
 }

@@ -48,6 +48,29 @@ size_t api_queued(struct evhttp_request *req);
 /* A held request whose client went away: ending it frees it. */
 void forget_request(struct evhttp_request *req);
 
+/* ---- api_gate.c: before the API ------------------------------------------ */
+
+/* "Bearer TOKEN" (len bytes at h) is the daemon's token; constant time. */
+bool api_token_ok(const struct daemon *d, const char *h, size_t len);
+/* The gate's word on a request: false when it answered it (refused). */
+bool api_gate_request(struct daemon *d, struct evhttp_request *req);
+/* evhttp_connection_set_closecb, through the gate that also needs it. */
+void api_set_closecb(struct daemon *d, struct evhttp_request *req,
+		     void (*cb)(struct evhttp_connection *, void *), void *arg);
+
+/* ---- api_access.c: what of the host a client may use -------------------- */
+
+/* path is dir or under it (both resolved, no trailing slash). */
+bool path_under(const char *path, const char *dir);
+/*
+ * p's env.pass, workspace and binds, judged for the client of req (host
+ * paths replaced by their resolved form); its host uid range set.
+ */
+bool api_access_check(struct daemon *d, struct evhttp_request *req, bool tcp,
+		      struct corral_policy *p, struct api_fault *f);
+/* The request came over TCP (the token was shown), not the unix socket. */
+bool api_over_tcp(struct daemon *d, struct evhttp_request *req);
+
 /* ---- api.c: request bodies and queries ---------------------------------- */
 
 /* The body as JSON, strictly: an object, no duplicate keys, size-capped. */

@@ -39,8 +39,7 @@ void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t le
 		/* a follower that does not read is cut off, not buffered for */
 		if (api_queued(f->req) > FOLLOW_QUEUE_MAX) {
 			*pp = f->next;
-			evhttp_connection_set_closecb(evhttp_request_get_connection(f->req),
-						      NULL, NULL);
+			api_set_closecb(f->d, f->req, NULL, NULL);
 			evhttp_send_reply_end(f->req);
 			free(f);
 			continue;
@@ -141,6 +140,5 @@ void events_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 	snprintf(fl->sandbox, sizeof(fl->sandbox), "%s", want);
 	fl->next = d->followers;
 	d->followers = fl;
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-				      follower_gone, fl);
+	api_set_closecb(d, req, follower_gone, fl);
 }

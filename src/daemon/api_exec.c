@@ -72,8 +72,7 @@ static void pending_detach(struct pending *pd)
 {
 	unwatch_client(pd);
 	if (pd->req)
-		evhttp_connection_set_closecb(evhttp_request_get_connection(pd->req),
-					      NULL, NULL);
+		api_set_closecb(pd->sb->d, pd->req, NULL, NULL);
 }
 
 static void stream_drained(struct evhttp_connection *conn, void *arg)
@@ -360,8 +359,7 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 	}
 	sb->d->execs++;
 	pd->call = c;
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-				      pending_gone, pd);
+	api_set_closecb(sb->d, req, pending_gone, pd);
 	watch_client(pd, req);
 	if (pd->stream) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),

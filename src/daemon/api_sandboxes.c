@@ -123,6 +123,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 {
 	struct corral_err err = { 0 };
 	struct corral_policy *p;
+	struct api_fault f;
 	struct sandbox *sb;
 
 	if (!a->policy && !a->workspace && (sb = pool_take(d)))
@@ -148,6 +149,12 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	}
 	if (a->workspace && corral_policy_set_workspace(p, a->workspace, &err) < 0) {
 		reply_error(req, 400, "bad_request", "%s", err.msg);
+		corral_policy_free(p);
+		free(p);
+		return NULL;
+	}
+	if (!api_access_check(d, req, api_over_tcp(d, req), p, &f)) {
+		reply_fault(req, &f);
 		corral_policy_free(p);
 		free(p);
 		return NULL;

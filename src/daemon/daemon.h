@@ -13,6 +13,29 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+/* What a connection may hold (api_gate.c); 0 is the default. */
+struct daemon_limits {
+	size_t max_connections;		/* a listener's, before it stops accepting */
+	size_t max_per_peer;		/* one TCP peer address's */
+	unsigned header_timeout_s;	/* from a head's first byte to its end */
+	unsigned idle_timeout_s;	/* with no request, before it is closed */
+};
+
+#define DAEMON_MAX_CONNECTIONS	256
+#define DAEMON_MAX_PER_PEER	32
+#define DAEMON_HEADER_TIMEOUT_S	10
+#define DAEMON_IDLE_TIMEOUT_S	60
+
+/* What API clients may take from the host (api_access.c). */
+struct daemon_access {
+	char **allow_paths;		/* host path prefixes any client may use */
+	size_t nallow_paths;
+	char **allow_env;		/* the daemon's variables any client may pass */
+	size_t nallow_env;
+	uid_t uid_min, uid_max;		/* root: host uids a sandbox may run as */
+	bool uid_range;			/* uid_min..uid_max given */
+};
+
 /* What to serve on and where to keep state; the front end fills in the
  * defaults (docs/API.md) before it calls daemon_run(). */
 struct daemon_opts {
@@ -22,6 +45,8 @@ struct daemon_opts {
 	const char *token_file;		/* its bearer token; required with listen */
 	size_t max_sandboxes;		/* creates beyond this many are refused */
 	size_t pool_size;		/* sandboxes of the default policy built ahead */
+	struct daemon_limits limits;	/* zeros: the defaults below */
+	struct daemon_access access;	/* nothing: the safe defaults */
 };
 
 /*
@@ -84,8 +109,14 @@ struct follower {
 	struct daemon *d;
 };
 
+struct gate;
+
 struct daemon {
 	struct event_base *base;
+	struct gate *gates;		/* one a listener (api_gate.c) */
+	struct daemon_limits limits;
+	struct daemon_access access;	/* allow_paths resolved, ours */
+	char *state_real, *socket_dir_real;	/* resolved: never bindable */
 	struct evhttp *http_unix, *http_tcp;
 	char *socket_path, *state_dir, *token;
 	bool socket_bound;		/* socket_path is ours to remove at the end */
@@ -101,6 +132,13 @@ struct daemon {
 	int watchdog_fd;		/* its pipe: EOF when we are gone */
 	pid_t watchdog_pid;
 };
+
+/* api_gate.c: the connections of a listener bound on http */
+int api_gate_listen(struct daemon *d, struct evhttp *http,
+		    struct evhttp_bound_socket *bound, const char *name,
+		    bool tcp, struct corral_err *err);
+void api_gate_stop(struct daemon *d);	/* before evhttp_free() */
+void api_gate_free(struct daemon *d);	/* after */
 
 /* api.c, api_events.c */
 void api_handle(struct evhttp_request *req, void *arg);

@@ -9,7 +9,7 @@
  * its control socket); what a killed daemon leaves behind, cgroups and
  * state files, is removed by the next start.
  */
-#include "daemon.h"
+#include "api.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -196,6 +196,7 @@ static int state_open(struct daemon *d, struct corral_err *err)
 static int listen_unix(struct daemon *d, struct corral_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct evhttp_bound_socket *bound;
 	char dir[PATH_MAX], *slash;
 	int fd, r;
 
@@ -238,12 +239,13 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 		return corral_set_errno(err, -r, "cannot listen on %s",
 				      d->socket_path);
 	}
-	if (evhttp_accept_socket(d->http_unix, fd) < 0) {
+	bound = evhttp_accept_socket_with_handle(d->http_unix, fd);
+	if (!bound) {
 		close(fd);
 		return corral_set_err(err, -ENOMEM, "cannot listen on %s: libevent did not take the socket",
 				      d->socket_path);
 	}
-	return 0;
+	return api_gate_listen(d, d->http_unix, bound, d->socket_path, false, err);
 }
 
 static int read_token(struct daemon *d, const char *file,
@@ -279,6 +281,7 @@ static int listen_tcp(struct daemon *d, const char *spec,
 {
 	char host[256];
 	const char *colon = strrchr(spec, ':');
+	struct evhttp_bound_socket *bound;
 	char *end;
 	long port;
 
@@ -295,16 +298,22 @@ static int listen_tcp(struct daemon *d, const char *spec,
 		host[strlen(host) - 1] = '\0';
 	}
 	d->http_tcp = evhttp_new(d->base);
-	if (!d->http_tcp || !evhttp_bind_socket_with_handle(d->http_tcp, host, port))
+	bound = d->http_tcp ? evhttp_bind_socket_with_handle(d->http_tcp, host, port) : NULL;
+	if (!bound)
 		return corral_set_err(err, -EADDRNOTAVAIL, "cannot listen on %s", spec);
-	return 0;
+	return api_gate_listen(d, d->http_tcp, bound, spec, true, err);
 }
 
 static void setup_http(struct daemon *d, struct evhttp *http)
 {
 	evhttp_set_max_body_size(http, API_FILE_MAX + 1);
 	evhttp_set_max_headers_size(http, 64 * 1024);
-	/* idle and slow clients; a call runs as long as its own timeout */
+	/*
+	 * A body that stalls, a client that stops reading an answer; idle
+	 * connections and slow heads are the gate's (api_gate.c), in seconds.
+	 * A call runs as long as its own timeout: evhttp does not read while
+	 * a request is being answered.
+	 */
 	evhttp_set_timeout(http, 900);
 	/* every method reaches the router, which answers a JSON 405 */
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
@@ -396,10 +405,27 @@ static void shutdown_all(struct daemon *d)
 		struct follower *f = d->followers;
 
 		d->followers = f->next;
-		evhttp_connection_set_closecb(evhttp_request_get_connection(f->req),
-					      NULL, NULL);
+		api_set_closecb(d, f->req, NULL, NULL);
 		evhttp_send_reply_end(f->req);
 		free(f);
+	}
+}
+
+/*
+ * Every connection and every sandbox holds fds: take the hard limit of
+ * open files as ours, so that the default soft limit (often 1024) is not
+ * what stops the daemon.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			fprintf(stderr, "corral serve: warning: cannot raise the "
+				"open-files limit to %llu: %s\n",
+				(unsigned long long)rl.rlim_max, strerror(errno));
 	}
 }
 
@@ -423,10 +449,13 @@ static void daemon_free(struct daemon *d)
 	if (d->ev_pool)
 		event_free(d->ev_pool);
 	d->ev_pool = NULL;
+	api_gate_stop(d);
 	if (d->http_unix)
 		evhttp_free(d->http_unix);
 	if (d->http_tcp)
 		evhttp_free(d->http_tcp);
+	d->http_unix = d->http_tcp = NULL;
+	api_gate_free(d);
 	/* a start that failed before its bind leaves a live daemon's alone */
 	if (d->socket_bound)
 		unlink(d->socket_path);
@@ -438,6 +467,11 @@ static void daemon_free(struct daemon *d)
 	free(d->socket_path);
 	free(d->state_dir);
 	free(d->token);
+	for (size_t i = 0; d->access.allow_paths && i < d->access.nallow_paths; i++)
+		free(d->access.allow_paths[i]);
+	free(d->access.allow_paths);
+	free(d->state_real);
+	free(d->socket_dir_real);
 }
 
 /* The paths are the daemon's own copies: daemon_free() frees them. */
@@ -446,8 +480,16 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 {
 	*d = (struct daemon){
 		.max_sandboxes = o->max_sandboxes, .pool_size = o->pool_size,
-		.lock_fd = -1, .watchdog_fd = -1,
+		.lock_fd = -1, .watchdog_fd = -1, .limits = o->limits,
 	};
+	if (!d->limits.max_connections)
+		d->limits.max_connections = DAEMON_MAX_CONNECTIONS;
+	if (!d->limits.max_per_peer)
+		d->limits.max_per_peer = DAEMON_MAX_PER_PEER;
+	if (!d->limits.header_timeout_s)
+		d->limits.header_timeout_s = DAEMON_HEADER_TIMEOUT_S;
+	if (!d->limits.idle_timeout_s)
+		d->limits.idle_timeout_s = DAEMON_IDLE_TIMEOUT_S;
 	if (o->listen && !o->token_file)
 		return corral_set_err(err, -EINVAL, "listening on %s needs a token: the API is never open on TCP without one",
 				      o->listen);
@@ -459,6 +501,40 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		return corral_set_err(err, -ENOMEM, "out of memory for the paths %s and %s",
 				      o->socket_path, o->state_dir);
 	}
+	return 0;
+}
+
+/*
+ * What clients may use, resolved as their paths will be: the operator's
+ * prefixes, and the directories no client may ever reach.
+ */
+static int access_init(struct daemon *d, const struct daemon_opts *o,
+		       struct corral_err *err)
+{
+	char dir[PATH_MAX], *slash;
+
+	d->access = o->access;
+	d->access.allow_paths = calloc(o->access.nallow_paths + 1, sizeof(char *));
+	if (!d->access.allow_paths)
+		return corral_set_err(err, -ENOMEM, "out of memory for --allow-host-path");
+	for (size_t i = 0; i < o->access.nallow_paths; i++) {
+		d->access.allow_paths[i] = realpath(o->access.allow_paths[i], NULL);
+		if (!d->access.allow_paths[i])
+			return corral_set_err(err, -errno, "--allow-host-path %s: %s",
+					      o->access.allow_paths[i], strerror(errno));
+	}
+	/* as root, no range given: a sandbox runs as 65534, whoever owns what */
+	if (!o->access.uid_range)
+		d->access.uid_min = d->access.uid_max = 65534;
+	snprintf(dir, sizeof(dir), "%s", d->socket_path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	d->state_real = realpath(d->state_dir, NULL);
+	d->socket_dir_real = realpath(slash ? dir : ".", NULL);
+	if (!d->state_real || !d->socket_dir_real)
+		return corral_set_err(err, -errno, "cannot resolve %s or %s: %s",
+				      d->state_dir, dir, strerror(errno));
 	return 0;
 }
 
@@ -482,6 +558,8 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 		return r;
 	setup_http(d, d->http_unix);
 	r = listen_unix(d, err);
+	if (r == 0)
+		r = access_init(d, o, err);
 	if (r < 0 || !o->listen)
 		return r;
 	r = listen_tcp(d, o->listen, err);
@@ -500,6 +578,7 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	if (r < 0)
 		return r;
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	/*
 	 * As root the file API works with the sandbox user's fs uid, but the
 	 * supplementary groups would still be root's (gid 0 reads what is
@@ -543,6 +622,7 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	shutdown_all(&d);
 	event_free(ev_term);
 	event_free(ev_int);
+	api_gate_stop(&d);
 	evhttp_free(d.http_unix);
 	d.http_unix = NULL;
 	if (d.http_tcp)

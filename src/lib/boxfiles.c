@@ -5,6 +5,8 @@
 #include "internal.h"
 #include "box.h"
 #include "events.h"
+#include "sandbox.h"
+#include "tripwire.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -108,6 +110,69 @@ static int check_parent(struct corral_box *b, const char *path,
 	return fd < 0 ? fd : 0;
 }
 
+/*
+ * A tripwire is never opened by us (tripwire.h): its content is a decoy,
+ * and an open would stop this process on its own fanotify answer, or be
+ * counted as the agent's by inotify.  Nothing is suppressed: every open
+ * the watch hears is the sandbox's.
+ */
+static int refuse_tripwire(struct corral_box *b, const char *path,
+			   const struct stat *st, struct corral_err *err)
+{
+	if (!tripwire_is_wire(b->sb->tripwire, st))
+		return 0;
+	return corral_set_err(err, -EACCES, "%.300s is a tripwire (or a link to "
+			      "one): a decoy the sandbox is watched by, never "
+			      "opened through the API", path);
+}
+
+/*
+ * The file as it is now: its inode judged through an O_PATH fd (no watch
+ * hears that), then that same inode opened through /proc/self/fd, so a
+ * name swapped in between cannot make us open something else.  A file
+ * that does not exist is made with O_EXCL, which opens nothing that was.
+ */
+static int open_file(struct corral_box *b, const char *path, bool write,
+		     struct corral_err *err)
+{
+	struct corral_err none = { 0 };
+	cleanup_close int p = -1;
+	char self[64];
+	struct stat st;
+	int f, e, r;
+
+	p = open_in_root(b, path, O_PATH | O_NOFOLLOW, 0, &none);
+	if (p == -ENOENT && write)
+		return open_in_root(b, path, O_WRONLY | O_CREAT | O_EXCL |
+				    O_NONBLOCK | O_NOFOLLOW, 0644, err);
+	if (p < 0) {
+		*err = none;
+		return p;
+	}
+	if (fstat(p, &st) < 0)
+		return corral_set_err(err, -errno, "%.300s: %s", path, strerror(errno));
+	r = refuse_tripwire(b, path, &st, err);
+	if (r < 0)
+		return r;
+	/* O_PATH | O_NOFOLLOW opens a last symlink itself: still refused */
+	if (S_ISLNK(st.st_mode))
+		return corral_set_err(err, -ELOOP, "%.300s: a symlink is in the "
+				      "path (symlinks are never followed)", path);
+	if (!S_ISREG(st.st_mode))
+		return corral_set_err(err, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+				      "%.300s: not a regular file", path);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", p);
+	as_agent(b, true);
+	/* no FIFO may block us: it is a regular file, O_NONBLOCK all the same */
+	f = open(self, (write ? O_WRONLY : O_RDONLY) | O_NONBLOCK | O_CLOEXEC |
+		 O_NOCTTY);
+	e = errno;
+	as_agent(b, false);
+	if (f < 0)
+		return corral_set_err(err, -e, "%.300s: %s", path, strerror(e));
+	return f;
+}
+
 int corral_box_open(struct corral_box *b, const char *path, int flags,
 		    int *fd, struct corral_err *err)
 {
@@ -122,9 +187,8 @@ int corral_box_open(struct corral_box *b, const char *path, int flags,
 		r = check_parent(b, path, err);
 	if (r < 0)
 		return r;
-	/* no O_TRUNC before we know it is a regular file; no FIFO may block us */
-	f = open_in_root(b, path, (write ? O_WRONLY | O_CREAT : O_RDONLY) |
-			 O_NONBLOCK | O_NOFOLLOW, 0644, err);
+	/* no O_TRUNC before we know it is a regular file */
+	f = open_file(b, path, write, err);
 	if (f < 0)
 		return f;
 	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode))
@@ -169,8 +233,14 @@ int corral_box_unlink(struct corral_box *b, const char *path,
 	if (dfd < 0)
 		return dfd;
 	as_agent(b, true);
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    unlinkat(dfd, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
+	as_agent(b, false);
+	/* removing a tripwire is touching it: not ours to do */
+	if (r == 0 && (r = refuse_tripwire(b, path, &st, err)) < 0)
+		return r;
+	as_agent(b, true);
+	if (r == 0 && unlinkat(dfd, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
 		r = -errno;
 	as_agent(b, false);
 	if (r < 0)

@@ -23,7 +23,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -176,6 +178,56 @@ static int open_host(int oldroot, const char *path, struct corral_err *err)
 }
 
 /*
+ * A host path the caller names (a bind, the workspace) may never show the
+ * host's kernel: /proc (every host process and its command line), /sys,
+ * /dev (and what is mounted there), nor the host's root, which holds them
+ * all (binds are recursive).  Judged on what was opened, after every
+ * symlink and ".." was resolved, so /proc/self/.. or a link to /sys is
+ * caught, and a link swapped after any earlier check too.
+ */
+static const char *const host_never[] = { "proc", "sys", "dev", "dev/shm",
+	"dev/pts", "dev/mqueue", "dev/hugepages" };
+
+static bool kernel_fs(long type)
+{
+	switch (type) {
+	case PROC_SUPER_MAGIC: case SYSFS_MAGIC: case DEVPTS_SUPER_MAGIC:
+	case CGROUP_SUPER_MAGIC: case CGROUP2_SUPER_MAGIC: case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC: case SECURITYFS_MAGIC: case BPF_FS_MAGIC:
+	case 0x19800202 /* mqueue */: case HUGETLBFS_MAGIC: case PSTOREFS_MAGIC:
+	case EFIVARFS_MAGIC: case BINFMTFS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int check_host_fd(int oldroot, int fd, const char *path,
+			 struct corral_err *err)
+{
+	struct stat st, root, nv;
+	struct statfs sf;
+
+	if (fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0 || fstat(oldroot, &root) < 0)
+		return corral_set_err(err, -errno, "cannot stat %s: %s", path,
+				      strerror(errno));
+	if (kernel_fs(sf.f_type))
+		goto refuse;
+	if (st.st_dev == root.st_dev && st.st_ino == root.st_ino)
+		goto refuse;
+	for (size_t i = 0; i < sizeof(host_never) / sizeof(host_never[0]); i++)
+		if (fstatat(oldroot, host_never[i], &nv, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(nv.st_mode) && nv.st_dev == st.st_dev &&
+		    nv.st_dev != root.st_dev)
+			goto refuse;
+	return 0;
+refuse:
+	return corral_set_err(err, -EACCES, "%s is (or holds) the host's /proc, "
+			      "/sys or /dev, or is the host's root: never shown "
+			      "to a sandbox", path);
+}
+
+/*
  * Bind the host's src (an O_PATH fd) onto dst in the new root, with a copy
  * of the whole subtree, so that submounts come along.
  */
@@ -198,8 +250,11 @@ static int bind_fd(int srcfd, const char *what, const char *dst,
 	return r;
 }
 
-/* How a bind is made: read-only or not; device nodes must keep "dev". */
-enum bind_kind { BIND_RO, BIND_RW, BIND_DEVICE };
+/*
+ * How a bind is made: read-only or not; device nodes must keep "dev"; the
+ * caller's own binds (BIND_USER_*) are judged by check_host_fd() first.
+ */
+enum bind_kind { BIND_RO, BIND_RW, BIND_DEVICE, BIND_USER_RO, BIND_USER_RW };
 
 static int bind_host(int oldroot, const char *src, const char *dst,
 		     enum bind_kind kind, bool optional, struct corral_err *err)
@@ -210,6 +265,12 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 	fd = open_host(oldroot, src, err);
 	if (fd < 0)
 		return optional && fd == -ENOENT ? 0 : fd;
+	if (kind == BIND_USER_RO || kind == BIND_USER_RW) {
+		r = check_host_fd(oldroot, fd, src, err);
+		if (r < 0)
+			goto out;
+		kind = kind == BIND_USER_RO ? BIND_RO : BIND_RW;
+	}
 	if (fstat(fd, &st) < 0) {
 		r = corral_set_errno(err, errno, "cannot stat %s", src);
 		goto out;
@@ -405,7 +466,9 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 	fd = open_host(oldroot, p->workspace, err);
 	if (fd < 0)
 		return corral_wrap_err(err, "workspace %s", p->workspace);
-	r = bind_fd(fd, p->workspace, SCRATCH "/workspace", err);
+	r = check_host_fd(oldroot, fd, p->workspace, err);
+	if (r == 0)
+		r = bind_fd(fd, p->workspace, SCRATCH "/workspace", err);
 	close(fd);
 	if (r == 0)
 		r = make_ro(SCRATCH "/workspace", false, err);
@@ -625,8 +688,8 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 {
 	for (size_t i = 0; i < p->nbinds; i++) {
 		const struct corral_bind *b = &p->binds[i];
-		int r = bind_host(oldroot, b->src, b->dst,
-				  b->writable ? BIND_RW : BIND_RO, false, err);
+		int r = bind_host(oldroot, b->src, b->dst, b->writable ?
+				  BIND_USER_RW : BIND_USER_RO, false, err);
 
 		if (r < 0)
 			return corral_wrap_err(err, "--%s %s:%s",

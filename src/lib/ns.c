@@ -49,10 +49,14 @@ int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid)
 	}
 	*uid = 65534;
 	*gid = 65534;
-	if (p->workspace && stat(p->workspace, &st) == 0 && st.st_uid != 0) {
-		*uid = st.st_uid;
-		*gid = st.st_gid ? st.st_gid : st.st_uid;
-	}
+	if (!p->workspace || stat(p->workspace, &st) < 0 || st.st_uid == 0)
+		return 0;
+	/* a daemon's client names the workspace: its owner is no grant */
+	if ((p->host_uid_min || p->host_uid_max) &&
+	    (st.st_uid < p->host_uid_min || st.st_uid > p->host_uid_max))
+		return 0;
+	*uid = st.st_uid;
+	*gid = st.st_gid ? st.st_gid : st.st_uid;
 	return 0;
 }
 

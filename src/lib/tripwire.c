@@ -92,6 +92,14 @@ static void opener_group(pid_t pid, char *buf, size_t len)
 		snprintf(buf, len, "%s", cg_proc_group(&where));
 }
 
+bool tripwire_is_wire(const struct tripwire *t, const struct stat *st)
+{
+	for (size_t i = 0; t && i < t->n; i++)
+		if (t->w[i].dev == st->st_dev && t->w[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
 const char *tripwire_mode(const struct tripwire *t)
 {
 	return t ? t->mode : "none";

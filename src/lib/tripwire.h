@@ -26,6 +26,8 @@
 
 #include "internal.h"
 
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct event_base;
@@ -81,6 +83,15 @@ struct tripwire *tripwire_start_at(struct event_base *base, int rootfd,
 				   const char *const *paths, size_t n,
 				   unsigned int flags, tripwire_hit_fn hit,
 				   void *arg, struct corral_err *err);
+
+/*
+ * Whether st (from fstat of an O_PATH fd, which no watch hears) is one of
+ * the tripwires, by inode: a hard link or a new name of one is one too.
+ * The supervisor's own file operations ask before they open anything, and
+ * never open a tripwire: an open of its own would wait on its own answer
+ * (fanotify) or be counted as the agent's (inotify).  NULL: none.
+ */
+bool tripwire_is_wire(const struct tripwire *t, const struct stat *st);
 
 /* "fanotify", "inotify" or "none". */
 const char *tripwire_mode(const struct tripwire *t);

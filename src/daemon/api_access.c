@@ -1,0 +1,212 @@
+/*
+ * api_access.c - what of the host an API client may hand a sandbox: the
+ * daemon's environment (env.pass), host paths (the workspace, binds) and,
+ * through the workspace's owner, a host uid.  The API is a trust boundary:
+ * a client gets what the operator of corral serve allowed, never the
+ * daemon's own identity or host.
+ *
+ *  - env.pass: a unix-socket client running as the daemon's user (or as
+ *    root) may pass the daemon's variables; any other client only the
+ *    names given with --allow-env.
+ *  - host paths, resolved first (symlinks, ".."): never /proc, /sys, /dev
+ *    or the state directory (nor what is under them), the socket's
+ *    directory, nor a directory that holds one of these (binds are
+ *    recursive); then allowed under an
+ *    --allow-host-path prefix; else, for a unix-socket client only, when
+ *    that client (SO_PEERCRED, SO_PEERGROUPS) could read it, or write it
+ *    for an rw bind.  TCP clients get no other host path.
+ *  - the uid: a root daemon runs a sandbox as the workspace's owner only
+ *    within --uid-range (default: none, so 65534).
+ *
+ * The path given to the sandbox is the resolved one.  What is still open:
+ * the owner of a directory on the way can swap it for a symlink between
+ * this check and the mount; the mount then opens the path as the sandbox's
+ * host user (65534 by default), and never shows /proc, /sys or /dev
+ * (mount.c judges what it opened).
+ */
+#include "api.h"
+
+#include <event2/bufferevent.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PEER_GROUPS_MAX	256
+
+struct client {
+	bool tcp;
+	bool known;			/* unix: the credentials were read */
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[PEER_GROUPS_MAX];
+	int ngroups;
+};
+
+static void client_of(struct evhttp_request *req, bool tcp, struct client *c)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	int fd = bev ? bufferevent_getfd(bev) : -1;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	*c = (struct client){ .tcp = tcp };
+	if (tcp || fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return;
+	c->uid = cr.uid;
+	c->gid = cr.gid;
+	c->known = true;
+	len = sizeof(c->groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len) == 0)
+		c->ngroups = len / sizeof(gid_t);
+	else
+		c->ngroups = 0;		/* too many, or an old kernel: only its gid */
+}
+
+/* The daemon's own user, or root: nothing of the daemon is new to it. */
+static bool client_is_us(const struct client *c)
+{
+	return !c->tcp && c->known && (c->uid == 0 || c->uid == geteuid());
+}
+
+bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Equal, under, or holding: a recursive bind of either shows the other. */
+static bool path_meets(const char *a, const char *b)
+{
+	return path_under(a, b) || path_under(b, a);
+}
+
+/*
+ * Whether the client could open path (R_OK, with W_OK for an rw bind;
+ * X_OK for a directory, to enter it).  As another user a root daemon asks
+ * in a child that takes the client's fs ids and groups: a fork, a few
+ * syscalls and a wait, on the event loop, once a host path of a create.
+ */
+static bool client_can(const struct client *c, const char *path, int mode)
+{
+	pid_t pid;
+	int status;
+
+	if (c->uid == 0)
+		return true;
+	if (c->uid == geteuid())
+		return faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0;
+	if (geteuid() != 0)
+		return false;	/* an unprivileged daemon cannot ask as another */
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		/* raw syscalls: this thread's credentials, nothing else's */
+		if (syscall(SYS_setgroups, c->ngroups, c->groups) < 0)
+			_exit(2);
+		setfsgid(c->gid);
+		setfsuid(c->uid);
+		if ((gid_t)setfsgid(-1) != c->gid || (uid_t)setfsuid(-1) != c->uid)
+			_exit(2);
+		_exit(faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0 ? 0 : 1);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* *path (a host path of the policy) resolved, judged, replaced. */
+static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
+			 const char *what, bool write, struct api_fault *f)
+{
+	static const char *const kernel[] = { "/proc", "/sys", "/dev" };
+	char real[PATH_MAX], *dup;
+	struct stat st;
+	int mode;
+
+	if (!realpath(*path, real))
+		return api_fault(f, 400, "bad_request", "%s %.300s: %s", what,
+				 *path, strerror(errno));
+	for (size_t i = 0; i < sizeof(kernel) / sizeof(kernel[0]); i++)
+		if (path_meets(real, kernel[i]))
+			return api_fault(f, 403, "forbidden", "%s %.300s (%.300s): "
+					 "the host's %s is never shown to a sandbox",
+					 what, *path, real, kernel[i]);
+	/* under the socket's directory is another file; at or above it, the socket */
+	if (path_meets(real, d->state_real) || path_under(d->socket_dir_real, real))
+		return api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
+				 "daemon's state and socket directories are never "
+				 "shown to a sandbox", what, *path, real);
+	for (size_t i = 0; i < d->access.nallow_paths; i++)
+		if (path_under(real, d->access.allow_paths[i]))
+			goto ok;
+	if (c->tcp)
+		return api_fault(f, 403, "forbidden", "%s %.300s: host paths are "
+				 "off for TCP clients (corral serve --allow-host-path "
+				 "PREFIX allows some)", what, *path);
+	mode = R_OK | (write ? W_OK : 0);
+	if (stat(real, &st) == 0 && S_ISDIR(st.st_mode))
+		mode |= X_OK;
+	if (!c->known || !client_can(c, real, mode))
+		return api_fault(f, 403, "forbidden", "%s %.300s: the client (uid "
+				 "%u) could not %s it itself", what, *path,
+				 (unsigned)c->uid, write ? "write" : "read");
+ok:
+	dup = strdup(real);
+	if (!dup)
+		return api_fault(f, 500, "internal", "out of memory");
+	free(*path);
+	*path = dup;
+	return true;
+}
+
+static bool env_ok(struct daemon *d, const struct client *c, const char *name,
+		   struct api_fault *f)
+{
+	if (client_is_us(c))
+		return true;
+	for (size_t i = 0; i < d->access.nallow_env; i++)
+		if (!strcmp(d->access.allow_env[i], name))
+			return true;
+	return api_fault(f, 403, "forbidden", "env.pass %.100s: the daemon's "
+			 "environment is not passed to %s clients (corral serve "
+			 "--allow-env NAME allows one)", name,
+			 c->tcp ? "TCP" : "other users'");
+}
+
+bool api_access_check(struct daemon *d, struct evhttp_request *req,
+		      bool tcp, struct corral_policy *p, struct api_fault *f)
+{
+	struct client c;
+
+	client_of(req, tcp, &c);
+	for (size_t i = 0; i < p->nenv_pass; i++)
+		if (!env_ok(d, &c, p->env_pass[i], f))
+			return false;
+	if (p->workspace &&
+	    !host_path_ok(d, &c, &p->workspace, "workspace", false, f))
+		return false;
+	for (size_t i = 0; i < p->nbinds; i++)
+		if (!host_path_ok(d, &c, &p->binds[i].src, p->binds[i].writable ?
+				  "rw bind" : "ro bind", p->binds[i].writable, f))
+			return false;
+	p->host_uid_min = d->access.uid_min;
+	p->host_uid_max = d->access.uid_max;
+	return true;
+}

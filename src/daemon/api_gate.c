@@ -1,0 +1,754 @@
+/*
+ * api_gate.c - what a connection meets before the API: the caps on
+ * connections (per listener, per peer address), the idle and header
+ * timeouts, and a look at every request head before evhttp reads a byte of
+ * its body: the token (over TCP) and the framing (one Content-Length, not
+ * with Transfer-Encoding).
+ *
+ * evhttp (libevent 2.1) gives no hook between a head and its body on the
+ * server side, and none at accept.  So the gate makes each connection's
+ * bufferevent itself (evhttp_set_bevcb) and watches its input buffer: a
+ * callback on the buffer runs when the socket's bytes are added, before
+ * evhttp's read callback sees them.  While a head is incomplete, the read
+ * low-water mark holds evhttp back; a head the gate refuses is cut out of
+ * the buffer with everything after it, and replaced by a request of no
+ * body that asks to close, which api_handle() answers with the gate's
+ * verdict (401, 400, 413, 431).  Body bytes of a refused request are
+ * dropped as they arrive: memory never grows with what a client without a
+ * token sends.
+ *
+ * The framing is found with http-parser, which refuses two Content-Length
+ * headers and a Content-Length with Transfer-Encoding (RFC 9112 6.3),
+ * paused at the end of every head and every message.
+ */
+#include "api.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#define GATE_HEAD_MAX	(64 * 1024)	/* request line and headers, as evhttp */
+#define GATE_AUTH_MAX	512
+#define GATE_RETRY_S	1		/* after EMFILE: try to accept again */
+
+/* What the gate put in place of a refused head: api_handle answers it. */
+static const char refused_request[] =
+	"GET / HTTP/1.1\r\nHost: corral\r\nConnection: close\r\n"
+	"Content-Length: 0\r\n\r\n";
+
+enum phase {
+	PH_IDLE,		/* between requests: nothing of the next yet */
+	PH_HEAD,		/* a head is arriving; evhttp is held back */
+	PH_BODY,		/* an admitted request's body is passing */
+	PH_REFUSED,		/* everything from here on is dropped */
+};
+
+enum { CB_NONE, CB_FIELD, CB_VALUE };
+
+struct gate_conn {
+	struct gate_conn *next, *prev;
+	struct gate *g;
+	struct bufferevent *bev;
+	struct evhttp_connection *evcon;	/* once admitted */
+	struct event *ev_timer;		/* the idle or header timeout */
+	struct event *ev_admit;		/* admit(), once */
+	struct evbuffer_cb_entry *watch;
+	http_parser hp;
+	enum phase phase;
+	bool admitted, in_cb, headers_done, message_done;
+	bool busy;			/* a request is in the API's hands */
+	uint64_t heads_ok;		/* heads the gate let through */
+	uint64_t served;		/* requests that reached the API */
+	uint64_t total;			/* bytes the socket gave, ever */
+	uint64_t fed;			/* of those, the parser has taken */
+	uint64_t head_at;		/* where the current head began */
+	size_t head_len;
+	/* the current head's Authorization, and which header the parser is in */
+	char auth[GATE_AUTH_MAX + 1];
+	size_t auth_len, name_len;
+	char name[16];
+	int last_cb;
+	bool in_auth, auth_seen, auth_bad;
+	/* the verdict on a refused head */
+	int status;
+	const char *error;
+	char detail[160];
+	char peer[INET6_ADDRSTRLEN];
+	void (*closecb)(struct evhttp_connection *, void *);
+	void *closecb_arg;
+};
+
+struct gate {
+	struct daemon *d;
+	struct evhttp *http;
+	struct evconnlistener *lev;
+	const char *name;		/* for the log: the socket or HOST:PORT */
+	bool tcp;
+	size_t nconns;
+	struct gate_conn *conns;
+	struct gate *next_gate;
+	struct gate *next_listener;	/* gates_by_listener */
+	bool full;			/* the listener waits: at its cap */
+	bool said_full;
+	bool emfile;			/* ... or out of fds; said once */
+	struct event *ev_retry;
+};
+
+/* ---- the connections ----------------------------------------------------- */
+
+static void conn_free(struct gate_conn *c)
+{
+	struct gate *g = c->g;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		g->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	g->nconns--;
+	if (c->ev_timer)
+		event_free(c->ev_timer);
+	if (c->ev_admit)
+		event_free(c->ev_admit);
+	free(c);
+	if (g->nconns <= g->d->limits.max_connections / 2)
+		g->said_full = false;
+	if (g->lev && g->full && g->nconns < g->d->limits.max_connections) {
+		g->full = false;
+		evconnlistener_enable(g->lev);
+	}
+}
+
+/* evhttp frees the connection (and our bufferevent with it). */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+	struct gate_conn *c = arg;
+
+	if (c->closecb)
+		c->closecb(evcon, c->closecb_arg);
+	if (c->watch)
+		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+	/* gone before admit(): the reference new_conn() took is ours to drop */
+	if (!c->admitted)
+		bufferevent_decref(c->bev);
+	conn_free(c);
+}
+
+/* The evhttp connection is known: the gate hears when it ends. */
+static void conn_bind(struct gate_conn *c, struct evhttp_connection *evcon)
+{
+	if (c->evcon)
+		return;
+	c->evcon = evcon;
+	evhttp_connection_set_closecb(evcon, on_conn_close, c);
+}
+
+/* Close it as evhttp closes a connection that timed out: no reply. */
+static void conn_drop(struct gate_conn *c)
+{
+	bufferevent_trigger_event(c->bev, BEV_EVENT_TIMEOUT | BEV_EVENT_READING,
+				  BEV_TRIG_DEFER_CALLBACKS);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_drop(arg);
+}
+
+static void timer_arm(struct gate_conn *c, unsigned seconds)
+{
+	struct timeval tv = { .tv_sec = seconds };
+
+	if (c->ev_timer)
+		event_add(c->ev_timer, &tv);
+}
+
+static void timer_stop(struct gate_conn *c)
+{
+	if (c->ev_timer)
+		event_del(c->ev_timer);
+}
+
+static void hold(struct gate_conn *c, bool on)
+{
+	/* evhttp's read callback runs only with this many bytes in */
+	bufferevent_setwatermark(c->bev, EV_READ, on ? (size_t)1 << 30 : 0, 0);
+}
+
+/* ---- heads --------------------------------------------------------------- */
+
+static int on_message_begin(http_parser *p)
+{
+	struct gate_conn *c = p->data;
+
+	c->auth_len = 0;
+	c->auth_seen = c->auth_bad = c->in_auth = false;
+	c->last_cb = CB_NONE;
+	c->headers_done = c->message_done = false;
+	return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+	struct gate_conn *c = p->data;
+
+	if (c->phase != PH_HEAD)
+		return 0;	/* a chunked body's trailers */
+	if (c->last_cb != CB_FIELD)
+		c->name_len = 0;
+	if (c->name_len + n < sizeof(c->name)) {
+		memcpy(c->name + c->name_len, at, n);
+		c->name_len += n;
+	} else {
+		c->name_len = sizeof(c->name);	/* longer than any we look for */
+	}
+	c->last_cb = CB_FIELD;
+	return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+	struct gate_conn *c = p->data;
+
+	if (c->phase != PH_HEAD)
+		return 0;
+	if (c->last_cb != CB_VALUE) {
+		c->in_auth = c->name_len == 13 &&
+			     !strncasecmp(c->name, "Authorization", 13);
+		if (c->in_auth && c->auth_seen)
+			c->auth_bad = true;	/* two: neither counts */
+		if (c->in_auth)
+			c->auth_seen = true;
+	}
+	c->last_cb = CB_VALUE;
+	if (!c->in_auth)
+		return 0;
+	if (c->auth_len + n > GATE_AUTH_MAX) {
+		c->auth_bad = true;
+		return 0;
+	}
+	memcpy(c->auth + c->auth_len, at, n);
+	c->auth_len += n;
+	return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+	struct gate_conn *c = p->data;
+
+	c->headers_done = true;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+	struct gate_conn *c = p->data;
+
+	c->message_done = true;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings gate_settings = {
+	.on_message_begin = on_message_begin,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_message_complete = on_message_complete,
+};
+
+bool api_token_ok(const struct daemon *d, const char *h, size_t len)
+{
+	size_t n = strlen(d->token);
+	unsigned char diff = 0;
+
+	if (len < 7 || strncmp(h, "Bearer ", 7) != 0 || len - 7 != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		diff |= (unsigned char)h[7 + i] ^ (unsigned char)d->token[i];
+	return diff == 0;
+}
+
+static bool refuse(struct gate_conn *c, int status, const char *error,
+		   const char *detail)
+{
+	c->status = status;
+	c->error = error;
+	snprintf(c->detail, sizeof(c->detail), "%s", detail);
+	return false;
+}
+
+/* The whole head is in: may evhttp have it (and its body)? */
+static bool head_judge(struct gate_conn *c)
+{
+	http_parser *p = &c->hp;
+	const char *h = c->auth;
+	size_t n = c->auth_len;
+
+	/* value whitespace is not part of it (RFC 9110 5.5) */
+	while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+		n--;
+	if (c->g->tcp && (c->auth_bad || !api_token_ok(c->g->d, h, n)))
+		return refuse(c, 401, "unauthorized", "missing or wrong bearer token");
+	/* evhttp reads no body after these, whatever the head says */
+	if ((p->method == HTTP_HEAD || p->method == HTTP_TRACE) &&
+	    ((p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) &&
+					p->content_length > 0)))
+		return refuse(c, 400, "bad_request", "HEAD and TRACE take no body");
+	if ((p->flags & F_CONTENTLENGTH) && p->content_length > API_FILE_MAX)
+		return refuse(c, 413, "too_large", "the body is larger than the "
+			      "API takes (64 MiB)");
+	return true;
+}
+
+static bool parser_fault(struct gate_conn *c)
+{
+	enum http_errno e = HTTP_PARSER_ERRNO(&c->hp);
+
+	if (e == HPE_UNEXPECTED_CONTENT_LENGTH)
+		return refuse(c, 400, "bad_request", "Content-Length twice, or "
+			      "with Transfer-Encoding");
+	if (e == HPE_INVALID_TRANSFER_ENCODING)
+		return refuse(c, 400, "bad_request", "Transfer-Encoding other "
+			      "than chunked");
+	if (e == HPE_HEADER_OVERFLOW)
+		return refuse(c, 431, "too_large", "request head too large");
+	return refuse(c, 400, "bad_request", http_errno_description(e));
+}
+
+/* Bytes [from, end of buf) go; those before stay. */
+static void cut_tail(struct evbuffer *buf, size_t from)
+{
+	struct evbuffer *keep;
+
+	if (from == 0) {
+		evbuffer_drain(buf, evbuffer_get_length(buf));
+		return;
+	}
+	keep = evbuffer_new();
+	if (keep && evbuffer_remove_buffer(buf, keep, from) == (int)from) {
+		evbuffer_drain(buf, evbuffer_get_length(buf));
+		evbuffer_add_buffer(buf, keep);
+	}
+	if (keep)
+		evbuffer_free(keep);
+}
+
+/*
+ * The head that began at c->head_at is refused: it and all after it go,
+ * the refusal takes its place.  When evhttp already read part of it (a
+ * head that began while an earlier answer was being written), there is
+ * nothing to replace: the connection is closed instead.
+ */
+static void head_refuse(struct gate_conn *c, struct evbuffer *buf)
+{
+	uint64_t len = evbuffer_get_length(buf);
+	uint64_t first = c->total - len;	/* stream offset of buf[0] */
+
+	c->phase = PH_REFUSED;
+	hold(c, false);
+	timer_arm(c, c->g->d->limits.header_timeout_s);
+	if (c->head_at < first) {
+		cut_tail(buf, 0);
+		conn_drop(c);
+		return;
+	}
+	cut_tail(buf, c->head_at - first);
+	evbuffer_add(buf, refused_request, sizeof(refused_request) - 1);
+}
+
+/*
+ * Take up to n bytes at data (stream offset c->fed): returns how many were
+ * parsed, 0 with c->phase PH_REFUSED when the head is refused.
+ */
+static size_t feed(struct gate_conn *c, struct evbuffer *buf, const char *data,
+		   size_t n)
+{
+	size_t k;
+	enum http_errno e;
+
+	if (c->phase == PH_IDLE) {
+		c->phase = PH_HEAD;
+		c->head_at = c->fed;
+		c->head_len = 0;
+		/*
+		 * evhttp waits for the head, unless bytes of the request before
+		 * it are still to be read: those must not wait on this one (a
+		 * refusal then closes the connection, head_refuse()).
+		 */
+		hold(c, c->head_at == c->total - evbuffer_get_length(buf));
+		timer_arm(c, c->g->d->limits.header_timeout_s);
+	}
+	if (c->phase == PH_HEAD && n > GATE_HEAD_MAX - c->head_len)
+		n = GATE_HEAD_MAX - c->head_len + 1;
+	k = http_parser_execute(&c->hp, &gate_settings, data, n);
+	e = HTTP_PARSER_ERRNO(&c->hp);
+	if (e != HPE_OK && e != HPE_PAUSED) {
+		parser_fault(c);
+		head_refuse(c, buf);
+		return 0;
+	}
+	if (c->phase == PH_HEAD && !c->headers_done) {
+		c->head_len += k;
+		if (c->head_len > GATE_HEAD_MAX) {
+			refuse(c, 431, "too_large", "request head larger than 64 KiB");
+			head_refuse(c, buf);
+			return 0;
+		}
+		return k;
+	}
+	if (c->phase == PH_HEAD) {
+		/*
+		 * Paused on the head's last byte, still unparsed: judge, then
+		 * let the parser take it (it ends a request without body).
+		 */
+		if (!head_judge(c)) {
+			head_refuse(c, buf);
+			return 0;
+		}
+		c->phase = PH_BODY;
+		c->heads_ok++;
+		c->headers_done = false;
+		timer_stop(c);
+		hold(c, false);
+		http_parser_pause(&c->hp, 0);
+		return k;
+	}
+	/* PH_BODY: paused at the end of a message, or everything taken */
+	if (e == HPE_PAUSED && c->message_done) {
+		http_parser_pause(&c->hp, 0);
+		c->message_done = false;
+		c->phase = PH_IDLE;
+	}
+	return k;
+}
+
+/* Bytes the socket added to the input: judged before evhttp reads them. */
+static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+		     void *arg)
+{
+	struct gate_conn *c = arg;
+	size_t len = evbuffer_get_length(buf), n = info->n_added;
+	int idle_turns = 0;
+
+	/* our own changes to the buffer call back here too */
+	if (c->in_cb || n == 0 || n > len)
+		return;
+	c->in_cb = true;
+	c->total += n;
+	if (c->phase == PH_REFUSED) {
+		cut_tail(buf, len - n);
+		c->fed = c->total;
+	}
+	while (c->fed < c->total && c->phase != PH_REFUSED) {
+		size_t off = len - (c->total - c->fed), k;
+		struct evbuffer_ptr at;
+		struct evbuffer_iovec v;
+
+		if (evbuffer_ptr_set(buf, &at, off, EVBUFFER_PTR_SET) < 0 ||
+		    evbuffer_peek(buf, len - off, &at, &v, 1) < 1)
+			break;
+		if (v.iov_len > len - off)
+			v.iov_len = len - off;
+		k = feed(c, buf, v.iov_base, v.iov_len);
+		c->fed += k;
+		/* a pause may take nothing on its way out, never twice */
+		if (k == 0 && ++idle_turns > 2)
+			break;
+		if (k)
+			idle_turns = 0;
+	}
+	c->in_cb = false;
+}
+
+/* ---- accepting ----------------------------------------------------------- */
+
+static size_t peer_count(struct gate *g, const char *peer)
+{
+	size_t n = 0;
+
+	for (struct gate_conn *c = g->conns; c; c = c->next)
+		n += c->admitted && !strcmp(c->peer, peer);
+	return n;
+}
+
+static void peer_name(struct gate_conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+
+	snprintf(c->peer, sizeof(c->peer), "?");
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+			  c->peer, sizeof(c->peer));
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+			  c->peer, sizeof(c->peer));
+}
+
+/*
+ * Right after evhttp took the connection: its evhttp_connection is the
+ * bufferevent's callback argument.  A peer over its cap is closed now.
+ */
+static void admit(evutil_socket_t fd, short what, void *arg)
+{
+	struct gate_conn *c = arg;
+	bufferevent_event_cb eventcb = NULL;
+	void *cbarg = NULL;
+
+	(void)fd;
+	(void)what;
+	bufferevent_getcb(c->bev, NULL, NULL, &eventcb, &cbarg);
+	if (!eventcb || !cbarg) {
+		/* evhttp gave it up while setting it up: ours is the last ref */
+		bufferevent_decref(c->bev);
+		conn_free(c);
+		return;
+	}
+	conn_bind(c, cbarg);
+	c->admitted = true;
+	bufferevent_decref(c->bev);
+	if (c->g->tcp) {
+		peer_name(c);
+		if (peer_count(c->g, c->peer) > c->g->d->limits.max_per_peer) {
+			conn_drop(c);
+			return;
+		}
+	}
+	/* a request already in hand runs as long as it takes */
+	if (c->phase == PH_IDLE && !c->busy)
+		timer_arm(c, c->g->d->limits.idle_timeout_s);
+}
+
+static struct bufferevent *new_conn(struct event_base *base, void *arg)
+{
+	struct gate *g = arg;
+	struct gate_conn *c = calloc(1, sizeof(*c));
+	struct bufferevent *bev;
+
+	if (g->emfile) {
+		fprintf(stderr, "corral serve: accepting on %s again\n", g->name);
+		g->emfile = false;
+	}
+	bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!c || !bev) {
+		/* evhttp makes its own; this connection is not gated: drop it */
+		free(c);
+		if (bev)
+			bufferevent_free(bev);
+		return NULL;
+	}
+	c->g = g;
+	c->bev = bev;
+	c->ev_timer = evtimer_new(base, on_timer, c);
+	c->ev_admit = evtimer_new(base, admit, c);
+	http_parser_init(&c->hp, HTTP_REQUEST);
+	c->hp.data = c;
+	c->watch = evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
+	/* until admit() runs, the bufferevent is ours too */
+	bufferevent_incref(bev);
+	c->next = g->conns;
+	if (g->conns)
+		g->conns->prev = c;
+	g->conns = c;
+	if (++g->nconns >= g->d->limits.max_connections) {
+		/* said once until the listener has been at half its cap again */
+		if (!g->said_full)
+			fprintf(stderr, "corral serve: %zu connections on %s, its cap "
+				"(--max-connections): new ones wait in the kernel's "
+				"queue until one closes\n", g->nconns, g->name);
+		g->said_full = true;
+		g->full = true;
+		evconnlistener_disable(g->lev);
+	}
+	/* admit() on the next turn of the loop, when evhttp has set it up */
+	if (!c->ev_timer || !c->ev_admit || !c->watch ||
+	    event_add(c->ev_admit, &(struct timeval){ 0 }) < 0)
+		conn_drop(c);
+	return bev;
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct gate *g = arg;
+
+	(void)fd;
+	(void)what;
+	if (g->lev && !g->full)
+		evconnlistener_enable(g->lev);
+}
+
+/*
+ * accept() failed with something other than "try again": EMFILE, ENFILE,
+ * ENOBUFS.  libevent's default logs and returns, and the listening socket
+ * is readable again at once: a loop at full CPU writing one line a turn.
+ * Say it once, stop accepting, try again in a second.
+ */
+/*
+ * libevent calls a listener's error callback with the listener's own
+ * argument, which evhttp owns (its struct evhttp): the gates are found by
+ * listener here.  One daemon a process, so one list.
+ */
+static struct gate *gates_by_listener;
+
+static struct gate *gate_of(struct evconnlistener *lev)
+{
+	for (struct gate *g = gates_by_listener; g; g = g->next_listener)
+		if (g->lev == lev)
+			return g;
+	return NULL;
+}
+
+static void on_accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct gate *g = gate_of(lev);
+	struct timeval tv = { .tv_sec = GATE_RETRY_S };
+	int e = errno;
+
+	(void)arg;
+	if (!g) {
+		evconnlistener_disable(lev);
+		return;
+	}
+
+	if (!g->emfile)
+		fprintf(stderr, "corral serve: cannot accept on %s: %s; trying "
+			"again every %d s until it works\n", g->name, strerror(e),
+			GATE_RETRY_S);
+	g->emfile = true;
+	evconnlistener_disable(lev);
+	event_add(g->ev_retry, &tv);
+}
+
+int api_gate_listen(struct daemon *d, struct evhttp *http,
+		    struct evhttp_bound_socket *bound, const char *name,
+		    bool tcp, struct corral_err *err)
+{
+	struct gate *g = calloc(1, sizeof(*g));
+
+	if (!g || !(g->ev_retry = evtimer_new(d->base, on_retry, g))) {
+		free(g);
+		return corral_set_err(err, -ENOMEM, "out of memory for the listener %s",
+				      name);
+	}
+	g->d = d;
+	g->http = http;
+	g->tcp = tcp;
+	g->name = name;
+	g->lev = evhttp_bound_socket_get_listener(bound);
+	g->next_gate = d->gates;
+	d->gates = g;
+	g->next_listener = gates_by_listener;
+	gates_by_listener = g;
+	evconnlistener_set_error_cb(g->lev, on_accept_error);
+	evhttp_set_bevcb(http, new_conn, g);
+	return 0;
+}
+
+/* Before the evhttps are freed: their listeners go first. */
+void api_gate_stop(struct daemon *d)
+{
+	for (struct gate *g = d->gates; g; g = g->next_gate)
+		g->lev = NULL;
+}
+
+/* After the evhttps are freed (their connections with them). */
+void api_gate_free(struct daemon *d)
+{
+	api_gate_stop(d);
+	while (d->gates) {
+		struct gate *g = d->gates, **pp = &gates_by_listener;
+
+		d->gates = g->next_gate;
+		while (*pp && *pp != g)
+			pp = &(*pp)->next_listener;
+		if (*pp)
+			*pp = g->next_listener;
+		while (g->conns) {
+			/* evhttp let go of it before admit(): ours is the last ref */
+			if (!g->conns->admitted)
+				bufferevent_decref(g->conns->bev);
+			conn_free(g->conns);
+		}
+		event_free(g->ev_retry);
+		free(g);
+	}
+}
+
+/* ---- for the handlers ---------------------------------------------------- */
+
+/* By its bufferevent: known from the start, before admit() ran. */
+static struct gate_conn *conn_of(struct daemon *d, struct evhttp_connection *evcon)
+{
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+
+	for (struct gate *g = d->gates; g && bev; g = g->next_gate)
+		for (struct gate_conn *c = g->conns; c; c = c->next)
+			if (c->bev == bev)
+				return c;
+	return NULL;
+}
+
+static void on_request_done(struct evhttp_request *req, void *arg)
+{
+	struct gate_conn *c = arg;
+
+	(void)req;
+	c->busy = false;
+	if (c->phase == PH_IDLE)
+		timer_arm(c, c->g->d->limits.idle_timeout_s);
+}
+
+bool api_gate_request(struct daemon *d, struct evhttp_request *req)
+{
+	struct gate_conn *c = conn_of(d, evhttp_request_get_connection(req));
+
+	if (!c)
+		return true;
+	conn_bind(c, evhttp_request_get_connection(req));
+	/* the requests before the refused head are answered as usual */
+	if (c->phase == PH_REFUSED && c->served == c->heads_ok) {
+		reply_error(req, c->status, c->error, "%s", c->detail);
+		return false;
+	}
+	c->served++;
+	c->busy = true;
+	timer_stop(c);
+	evhttp_request_set_on_complete_cb(req, on_request_done, c);
+	return true;
+}
+
+/* Who is told when the connection ends: the gate chains it to its own. */
+void api_set_closecb(struct daemon *d, struct evhttp_request *req,
+		     void (*cb)(struct evhttp_connection *, void *), void *arg)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct gate_conn *c = conn_of(d, evcon);
+
+	if (!evcon)
+		return;
+	if (!c) {
+		evhttp_connection_set_closecb(evcon, cb, arg);
+		return;
+	}
+	conn_bind(c, evcon);
+	c->closecb = cb;
+	c->closecb_arg = arg;
+}

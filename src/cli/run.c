@@ -61,6 +61,14 @@ static const char run_usage[] =
 "                       line before (`corral audit verify FILE`)\n"
 "  --tool-call ID       the tool call this run is; every event carries it as\n"
 "                       \"call\" (default: the sandbox's id)\n"
+"  -t, --tty            give the command a terminal: a pty made inside the\n"
+"                       sandbox (its own devpts), relayed to yours, which\n"
+"                       is raw while it runs and restored after.  Use it for\n"
+"                       an interactive shell, an editor, a REPL: job control,\n"
+"                       ^C and ^Z reach the sandbox's foreground job, the\n"
+"                       window size follows yours.  Without it (the default;\n"
+"                       scripts, pipes, --json) stdin, stdout and stderr are\n"
+"                       pipes corral relays: no fd of yours enters the sandbox\n"
 "  --json               capture stdout and stderr and print one JSON object:\n"
 "                       status, exit_code, signal, reason, stdout, stderr,\n"
 "                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
@@ -101,6 +109,7 @@ static const struct option run_options[] = {
 	{ "deny", required_argument, NULL, OPT_DENY },
 	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "tool-call", required_argument, NULL, OPT_TOOL_CALL },
+	{ "tty", no_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -160,7 +169,7 @@ int cmd_run(int argc, char **argv)
 
 	/* First pass: only find --policy, so flags override the file. */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+h", run_options, NULL)) != -1)
+	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1)
 		if (opt == OPT_POLICY)
 			policy_file = optarg;
 
@@ -173,7 +182,7 @@ int cmd_run(int argc, char **argv)
 
 	optind = 0;
 	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "+h", run_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(run_usage, stdout);
 			corral_policy_free(&p);
@@ -186,6 +195,10 @@ int cmd_run(int argc, char **argv)
 		}
 		if (opt == OPT_JSON) {
 			o.capture = true;
+			continue;
+		}
+		if (opt == 't') {
+			o.tty = true;
 			continue;
 		}
 		if (opt == OPT_EVENTS) {
@@ -218,6 +231,11 @@ int cmd_run(int argc, char **argv)
 		return EXIT_CORRAL;
 	}
 	o.argv = argv + optind;
+	if (o.tty && o.capture) {
+		cli_error("--tty and --json exclude each other: a terminal's output is one stream, not stdout and stderr");
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
 	if (allow_flag && p.net == CORRAL_NET_NONE) {
 		cli_error("--allow needs network mode \"proxy\" (add --net proxy); in mode \"none\" nothing leaves the sandbox");
 		corral_policy_free(&p);

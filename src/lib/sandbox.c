@@ -90,7 +90,8 @@ int child_msg_recv(int sock, struct child_msg *m, int *fd)
 		memcpy(&passed, CMSG_DATA(cm), sizeof(int));
 	/* a message is whole; an fd comes only with the kinds that carry one */
 	if (n != sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    (passed >= 0) != (m->kind == MSG_NOTIFY_FD || m->kind == MSG_ROOT_FD)) {
+	    (passed >= 0) != (m->kind == MSG_NOTIFY_FD || m->kind == MSG_ROOT_FD ||
+			     m->kind == MSG_PTY_FD)) {
 		if (passed >= 0)
 			close(passed);
 		return 0;
@@ -182,6 +183,12 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 			close(passed);
 		}
 		return;
+	case MSG_PTY_FD:	/* the front end takes it from sb->ptyfd */
+		if (sb->ptyfd < 0)
+			sb->ptyfd = passed;
+		else
+			close(passed);
+		break;
 	case MSG_READY:
 		sb->landlock_abi = m.landlock_abi;
 		if (sb->sync_wr >= 0)
@@ -236,6 +243,7 @@ void sandbox_free(struct sandbox *sb)
 	cleanup_closep(&sb->sync_wr);
 	cleanup_closep(&sb->rootfd);
 	cleanup_closep(&sb->scratchfd);
+	cleanup_closep(&sb->ptyfd);
 	cleanup_closep(&sb->pidfd);
 	sandbox_env_free(sb->envp);
 	free(sb);
@@ -260,6 +268,7 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->arg = o->arg;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = -1;
+	sb->ptyfd = -1;
 	ns_pick_ids(o->p, &sb->host_uid, &sb->host_gid);
 	sb->envp = sandbox_env(o->p);
 	if (!sb->envp) {
@@ -362,6 +371,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.serve = !o->argv,
 		.sync_rd = sync_rd, .msg_wr = ctl_child,
 		.stdio = { in, outw, errw },
+		.tty = o->tty, .winsize = o->winsize,
 	};
 	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD, NULL,
 			  &sb->pidfd, NULL, 0);

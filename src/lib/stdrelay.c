@@ -257,8 +257,11 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 		stream_end(s);
 		return -ENOMEM;
 	}
-	/* the first try runs from the loop: changed() never fires from here */
-	event_active(s->rd, EV_READ, 0);
+	/*
+	 * Wait for the source first: a caller's terminal is read only when
+	 * it has bytes (a read would block).  changed() never fires from here.
+	 */
+	stream_wait(s, false);
 	return 0;
 }
 

@@ -79,7 +79,7 @@ t_host_file_mtime() {
 	"$CORRAL" run -- /usr/bin/python3 -c 'import os; os.utime(1, ns=(10**9, 10**9))' \
 		</dev/null >"$T/out" 2>"$T/err" || true
 	m=$(stat -c %Y "$T/out")
-	[ "$m" -gt 1000 ] || fail "the sandbox set the host file's mtime to $m"
+	[ "$m" != 1000000000 ] || fail "the sandbox set the host file's mtime to $m"
 }
 
 # A directory as stdin: openat(0, "..") must not walk the host's tree.

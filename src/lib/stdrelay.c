@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CHUNK		(1 << 16)	/* bytes per splice or read */
+#define CHUNK		(1 << 20)	/* bytes per splice or read (a pipe's worth) */
 #define BURST		16		/* operations per wake-up: others get a turn */
 #define MAX_STREAMS	4
 

@@ -117,6 +117,7 @@ suite() {
 	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
+	step "stdio as $(id -un) ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
@@ -133,6 +134,8 @@ suite() {
 			as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "abort as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "stdio as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"

@@ -165,6 +165,30 @@ t_tty_restored_after_timeout() {
 	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
 }
 
+# SIGINT, SIGHUP to corral: forwarded, the command ends, the terminal is back.
+t_tty_restored_after_signals() {
+	for sig in INT HUP; do
+		$PTY 'expect:ready' snap "signal:$sig" -- "$CORRAL" run -t -- /bin/sh -c 'echo ready; exec sleep 100' > "$T/r"
+		want=$((128 + $(kill -l "$sig")))
+		expect_eq "exit after SIG$sig" "$(json exit < "$T/r")" "$want"
+		expect_eq "raw while it ran ($sig)" "$(json raw_during < "$T/r")" true
+		expect_eq "termios restored after SIG$sig" "$(json termios_same < "$T/r")" true
+	done
+}
+
+# An abort criterion (the wall budget) halts the sandbox: the terminal is
+# back all the same.
+t_tty_restored_after_halt() {
+	printf '{"abort": {"max_wall_seconds": 1}}\n' > "$T/p.json"
+	chmod 644 "$T/p.json"
+	$PTY 'expect:ready' snap -- "$CORRAL" run -t --policy "$T/p.json" -- \
+		/bin/sh -c 'echo ready; exec sleep 100' > "$T/r"
+	expect_eq "exit (halted)" "$(json exit < "$T/r")" 137
+	expect_contains "said" "$(json output < "$T/r")" "halted"
+	expect_eq "raw while it ran" "$(json raw_during < "$T/r")" true
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
 # corral's own error after the terminal went raw: the command is not found.
 t_tty_restored_after_exec_failure() {
 	$PTY -- "$CORRAL" run -t -- /nonexistent > "$T/r"

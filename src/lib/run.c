@@ -507,7 +507,9 @@ static void hold_closed_stdio(int null[3])
 /*
  * SIGPIPE is blocked while the relay runs: a reader gone outside is EPIPE
  * on one stream, not the end of corral (unblock_signals discards it).
- * The signals to forward, and SIGWINCH with a tty, are read from sigfd.
+ * The signals to forward, and SIGWINCH with a tty, are read from sigfd;
+ * with a tty they are forwarded whatever the caller asked, so that no
+ * SIGINT, SIGTERM or SIGHUP ends corral with the caller's terminal raw.
  */
 static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 			 struct corral_err *err)
@@ -522,7 +524,8 @@ static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 	if (!forward && !tty)
 		return 0;
 	sigemptyset(&set);
-	if (forward) {
+	/* with a raw terminal, corral must not die of them: they are forwarded */
+	if (forward || tty) {
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGTERM);
 		sigaddset(&set, SIGHUP);

@@ -2,10 +2,11 @@
  * run.c - corral_run: one command in a fresh sandbox, and how it ended.
  *
  * The one-shot front end over sandbox_spawn() (sandbox.c): it makes the
- * cgroup, the capture pipes and the event loop, spawns, then supervises
- * until the command is gone and its output read: budgets, the timeout,
- * signals to forward, the abort criteria.  It explains the end in a
- * corral_result.
+ * cgroup, the command's stdio (pipes it relays to the caller's 0-2 or
+ * captures, or a pty made inside: stdrelay.c) and the event loop, spawns,
+ * then supervises until the command is gone and its output read: budgets,
+ * the timeout, signals to forward, the abort criteria.  It explains the
+ * end in a corral_result.
  */
 #include "internal.h"
 #include "sandbox.h"

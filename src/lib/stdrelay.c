@@ -52,7 +52,6 @@ struct stdrelay {
 	struct event_base *base;
 	stdrelay_fn changed;
 	void *arg;
-	uint64_t moved;
 	size_t n;
 	struct stream s[MAX_STREAMS];
 };
@@ -138,7 +137,6 @@ static int copy_step(struct stream *s, bool *full)
 	n = write(s->to, s->buf + s->off, s->len - s->off);
 	if (n >= 0) {
 		s->off += n;
-		s->r->moved += n;
 		return 1;
 	}
 	if (errno == EAGAIN || errno == EINTR) {
@@ -153,10 +151,8 @@ static int splice_step(struct stream *s, bool *full)
 	ssize_t n = splice(s->from, NULL, s->to, NULL, CHUNK,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 
-	if (n > 0) {
-		s->r->moved += n;
+	if (n > 0)
 		return 1;
-	}
 	if (n == 0)
 		return -1;
 	if (errno == EINTR)
@@ -271,11 +267,6 @@ bool stdrelay_done(const struct stdrelay *r)
 		if (r->s[i].required && !r->s[i].done)
 			return false;
 	return true;
-}
-
-uint64_t stdrelay_moved(const struct stdrelay *r)
-{
-	return r ? r->moved : 0;
 }
 
 void stdrelay_free(struct stdrelay *r)

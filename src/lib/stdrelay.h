@@ -9,7 +9,6 @@
 #define CORRAL_STDRELAY_H
 
 #include <stdbool.h>
-#include <stdint.h>
 
 struct event_base;
 struct stdrelay;
@@ -30,8 +29,6 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 		 bool own_to, bool required);
 /* Every required stream has ended. */
 bool stdrelay_done(const struct stdrelay *r);
-/* Bytes moved by all streams so far. */
-uint64_t stdrelay_moved(const struct stdrelay *r);
 void stdrelay_free(struct stdrelay *r);
 
 /*

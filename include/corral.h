@@ -353,6 +353,12 @@ struct corral_run_opts {
 	/* The tool call this run is, for attribution ("call" in events). */
 	const char *tool_call;
 	const struct corral_export_opts *export;	/* or NULL */
+	/*
+	 * Give the command a pty made inside the sandbox (its controlling
+	 * terminal) instead of pipes; the caller's terminal on fd 0, if it is
+	 * one, is raw while it runs and restored before corral_run returns.
+	 */
+	bool tty;
 };
 
 /*

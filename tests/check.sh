@@ -120,6 +120,7 @@ suite() {
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $(id -un) ($label)" tests/export.sh "$b/corral"
+	step "stdio as $(id -un) ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
 	step "python client as $(id -un) ($label)" tests/python_client.sh "$b/corral"
@@ -142,6 +143,8 @@ suite() {
 			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "export as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
+		step "stdio as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"

@@ -93,6 +93,14 @@ static const char run_usage[] =
 "  --allow-risky GLOB   let changes at paths matching GLOB through the\n"
 "                       hold-back table (each one an event); repeatable.\n"
 "                       A halted sandbox's changes are not exported\n"
+"  -t, --tty            give the command a terminal: a pty made inside the\n"
+"                       sandbox (its own devpts), relayed to yours, which\n"
+"                       is raw while it runs and restored after.  Use it for\n"
+"                       an interactive shell, an editor, a REPL: job control,\n"
+"                       ^C and ^Z reach the sandbox's foreground job, the\n"
+"                       window size follows yours.  Without it (the default;\n"
+"                       scripts, pipes, --json) stdin, stdout and stderr are\n"
+"                       pipes corral relays: no fd of yours enters the sandbox\n"
 "  --json               capture stdout and stderr and print one JSON object:\n"
 "                       status, exit_code, signal, reason, stdout, stderr,\n"
 "                       *_truncated, duration_ms, cpu_ms, max_rss_kb, layers\n"
@@ -143,6 +151,7 @@ static const struct option run_options[] = {
 	{ "apply", no_argument, NULL, OPT_APPLY },
 	{ "patch", required_argument, NULL, OPT_PATCH },
 	{ "allow-risky", required_argument, NULL, OPT_ALLOW_RISKY },
+	{ "tty", no_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -291,7 +300,7 @@ int cmd_run(int argc, char **argv)
 
 	/* First pass: only find --policy, so flags override the file. */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+h", run_options, NULL)) != -1)
+	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1)
 		if (opt == OPT_POLICY)
 			policy_file = optarg;
 
@@ -304,7 +313,7 @@ int cmd_run(int argc, char **argv)
 
 	optind = 0;
 	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "+h", run_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(run_usage, stdout);
 			corral_policy_free(&p);
@@ -317,6 +326,10 @@ int cmd_run(int argc, char **argv)
 		}
 		if (opt == OPT_JSON) {
 			o.capture = true;
+			continue;
+		}
+		if (opt == 't') {
+			o.tty = true;
 			continue;
 		}
 		if (opt == OPT_EVENTS) {
@@ -376,6 +389,13 @@ int cmd_run(int argc, char **argv)
 	if (x.nallow_risky > 64 || (x.nallow_risky && !x.to && !x.apply && !x.patch)) {
 		cli_error(x.nallow_risky > 64 ? "--allow-risky: at most 64 patterns" :
 			  "--allow-risky is for an export: add --export-to DIR, --apply or --patch FILE");
+		free(img_argv);
+		corral_image_free(img);
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
+	if (o.tty && o.capture) {
+		cli_error("--tty and --json exclude each other: a terminal's output is one stream, not stdout and stderr");
 		free(img_argv);
 		corral_image_free(img);
 		corral_policy_free(&p);

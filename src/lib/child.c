@@ -130,12 +130,25 @@ static int loopback_up(struct corral_err *err)
 	return r;
 }
 
-/* The command's stdin, stdout, stderr: what the supervisor handed in. */
+/*
+ * The command's stdin, stdout, stderr: what the supervisor handed in, and
+ * /dev/null for the rest.  Whatever the supervisor's own 0-2 are (the
+ * caller's terminal, a host file, a directory) never stays open here.
+ */
 static int set_stdio(const int stdio[3], struct corral_err *err)
 {
 	for (int i = 0; i < 3; i++) {
-		if (stdio[i] < 0)
+		if (stdio[i] < 0) {
+			/* no O_CLOEXEC: it may land on i itself */
+			int null = open("/dev/null", O_RDWR);
+
+			if (null < 0 || dup2(null, i) < 0)
+				return corral_set_err(err, -errno, "/dev/null as fd %d: %s",
+						      i, strerror(errno));
+			if (null != i)
+				close(null);
 			continue;
+		}
 		/* already in place: dup2 would keep its close-on-exec */
 		if (stdio[i] == i) {
 			if (fcntl(i, F_SETFD, 0) < 0)
@@ -250,8 +263,60 @@ static int enter_workspace(const char *dir, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * The command's terminal: a pty of the sandbox's own devpts instance
+ * (mount.c), opened by init.  The master goes to the supervisor, which
+ * relays it to the caller's terminal; the slave is the command's.
+ */
+static int open_pty(const struct child_ctx *c, int *slave, struct corral_err *err)
+{
+	int master, unlock = 0, r;
+
+	master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return corral_set_err(err, -errno, "cannot open /dev/ptmx: %s",
+				      strerror(errno));
+	/* TIOCGPTPEER: the slave by the master, not by a path to look up */
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 ||
+	    (*slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		r = corral_set_err(err, -errno, "cannot open the pty's slave: %s",
+				   strerror(errno));
+		close(master);
+		return r;
+	}
+	/* the first size is set before the command can ask for it */
+	if (c->winsize.ws_row && ioctl(*slave, TIOCSWINSZ, &c->winsize) < 0) {
+		r = corral_set_err(err, -errno, "TIOCSWINSZ: %s", strerror(errno));
+		goto fail;
+	}
+	r = send_fd(c->msg_wr, MSG_PTY_FD, master);
+	if (r < 0) {
+		corral_set_err(err, r, "cannot send the pty: %s", strerror(-r));
+		goto fail;
+	}
+	/* init keeps no master: the pty ends when its last slave closes */
+	close(master);
+	return 0;
+fail:
+	close(*slave);
+	close(master);
+	return r;
+}
+
+/* A session of its own, with the pty as its controlling terminal. */
+static int take_pty(int slave)
+{
+	if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
+		return -errno;
+	for (int i = 0; i < 3; i++)
+		if (dup2(slave, i) < 0)
+			return -errno;
+	close(slave);
+	return 0;
+}
+
 static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
-						   int exec_err_wr)
+						   int exec_err_wr, int slave)
 {
 	extern char **environ;
 	sigset_t none;
@@ -262,8 +327,17 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* A new session: no controlling terminal to push keystrokes into. */
-	setsid();
+	/*
+	 * A new session: without -t, no controlling terminal to push
+	 * keystrokes into; with it, the sandbox's own pty.
+	 */
+	if (slave >= 0 && (e = take_pty(slave)) < 0) {
+		if (write(exec_err_wr, &e, sizeof(e)) < 0)
+			_exit(125);
+		_exit(125);
+	}
+	if (slave < 0)
+		setsid();
 	/* Without a cgroup, rlimits; here, so that PID 1 is not limited. */
 	if (c->cg_none) {
 		struct corral_err err;
@@ -288,7 +362,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 {
 	struct signalfd_siginfo si;
 	sigset_t set;
-	int pipefd[2], sfd, e, status;
+	int pipefd[2], sfd, e, status, slave = -1;
 	pid_t cmd;
 	ssize_t n;
 
@@ -304,6 +378,12 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 		corral_set_errno(&err, errno, "init");
 		setup_failed(c, &err);
 	}
+	if (c->tty) {
+		struct corral_err err;
+
+		if (open_pty(c, &slave, &err) < 0)
+			setup_failed(c, &err);
+	}
 
 	cmd = fork();
 	if (cmd < 0) {
@@ -315,9 +395,11 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 	if (cmd == 0) {
 		close(sfd);
 		close(pipefd[0]);
-		exec_command(c, pipefd[1]);
+		exec_command(c, pipefd[1], slave);
 	}
 	close(pipefd[1]);
+	if (slave >= 0)
+		close(slave);
 	/* the supervisor's pipes end when the command's last copy closes */
 	for (int i = 0; i < 3; i++)
 		if (c->stdio[i] >= 0)
@@ -327,9 +409,11 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 	close(pipefd[0]);
 	if (n == sizeof(e)) {
 		waitpid(cmd, NULL, 0);
-		if (e < 0)
-			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0,
-				 "cannot apply the rlimits that stand in for cgroups");
+		if (e < 0)	/* before exec: one of the two steps a command may fail */
+			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, !c->tty ?
+				 "cannot apply the rlimits that stand in for cgroups" :
+				 !c->cg_none ? "cannot make the pty the command's terminal" :
+				 "cannot apply the rlimits or make the pty the command's terminal");
 		else
 			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
 		_exit(127);
@@ -625,17 +709,6 @@ void sandbox_child(struct child_ctx *c)
 	if (sethostname("corral", 6) < 0) {
 		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
-	}
-	/* A long-lived sandbox's init gets no stdio of the daemon's. */
-	if (c->serve) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    dup2(null, 2) < 0) {
-			corral_set_errno(&err, errno, "/dev/null");
-			setup_failed(c, &err);
-		}
-		close(null);
 	}
 	if (set_stdio(c->stdio, &err) < 0)
 		setup_failed(c, &err);

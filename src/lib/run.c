@@ -2,16 +2,18 @@
  * run.c - corral_run: one command in a fresh sandbox, and how it ended.
  *
  * The one-shot front end over sandbox_spawn() (sandbox.c): it makes the
- * cgroup, the capture pipes and the event loop, spawns, then supervises
- * until the command is gone and its output read: budgets, the timeout,
- * signals to forward, the abort criteria.  It explains the end in a
- * corral_result.
+ * cgroup, the command's stdio (pipes it relays to the caller's 0-2 or
+ * captures, or a pty made inside: stdrelay.c) and the event loop, spawns,
+ * then supervises until the command is gone and its output read: budgets,
+ * the timeout, signals to forward, the abort criteria.  It explains the
+ * end in a corral_result.
  */
 #include "internal.h"
 #include "sandbox.h"
 #include "events.h"
 #include "abort.h"
 #include "export.h"
+#include "stdrelay.h"
 
 #include <event2/event.h>
 
@@ -21,15 +23,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
-#define DRAIN_MS 2000	/* how long to wait for output after the end */
+#define DRAIN_MS 2000	/* how long output may stall after the end */
+#define COMMAND_PIPE_SIZE (1 << 20)
 
 struct supervise;
+static void kill_tree(struct supervise *s);
 
 struct capture {
 	int fd;
@@ -62,6 +68,13 @@ struct supervise {
 	bool halt_held;		/* on_abort "freeze": held until timeout/signal */
 	bool halt_frozen;
 	char halt_reason[CORRAL_ERR_MAX];
+	struct stdrelay *relay;	/* the caller's 0-2 <-> the command's pipes or pty */
+	bool tty;
+	int master;		/* with tty: the pty's master, from init */
+	int winfd;		/* the caller's terminal whose size the pty follows */
+	bool raw;		/* the caller's stdin, a terminal, made raw */
+	struct termios saved;	/* its settings before */
+	int null[3];		/* /dev/null on a caller's fd that was closed */
 };
 
 static void drop_event(struct event **ev)
@@ -74,8 +87,42 @@ static void drop_event(struct event **ev)
 /* Done when the command is gone and every pipe from the sandbox is closed. */
 static void maybe_done(struct supervise *s)
 {
-	if (s->exited && s->sb->ctl < 0 && s->out.fd < 0 && s->err.fd < 0)
+	if (s->exited && s->sb->ctl < 0 && s->out.fd < 0 && s->err.fd < 0 &&
+	    stdrelay_done(s->relay))
 		event_base_loopbreak(s->base);
+}
+
+/* Output still moving after the end: the drain's deadline moves with it. */
+static void on_relay(void *arg)
+{
+	struct supervise *s = arg;
+	struct timeval drain = { DRAIN_MS / 1000, (DRAIN_MS % 1000) * 1000 };
+
+	if (s->ev_drain)
+		evtimer_add(s->ev_drain, &drain);
+	maybe_done(s);
+}
+
+/*
+ * The pty's master, from init: relayed both ways to the caller's 0 and 1.
+ * Init set its first size; SIGWINCH brings the next ones (on_signal).
+ */
+static void take_master(struct supervise *s)
+{
+	int fl;
+
+	if (s->master >= 0 || s->sb->ptyfd < 0)
+		return;
+	s->master = steal_fd(&s->sb->ptyfd);
+	fl = fcntl(s->master, F_GETFL);
+	if (fl < 0 || fcntl(s->master, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    stdrelay_add(s->relay, s->master, false, 1, false, true) < 0 ||
+	    stdrelay_add(s->relay, 0, false, s->master, false, false) < 0) {
+		/* no terminal to give: the command is not left without one */
+		events_emit(s->ev, "error", json_pack("{s:s}", "reason",
+			    "cannot relay the sandbox's pty"));
+		kill_tree(s);
+	}
 }
 
 /* Keep up to cap bytes; read and drop the rest so the writer never blocks. */
@@ -127,6 +174,9 @@ static void on_msg(void *arg, const struct child_msg *m)
 	case MSG_EXITED:
 		s->have_status = true;
 		s->status = m->code;
+		break;
+	case MSG_PTY_FD:
+		take_master(s);
 		break;
 	}
 }
@@ -247,6 +297,14 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGWINCH) {	/* the caller's window, to the pty */
+		struct winsize ws;
+
+		term_winsize(s->winfd, &ws);
+		if (s->master >= 0 && ws.ws_row)
+			ioctl(s->master, TIOCSWINSZ, &ws);
+		return;
+	}
 	if (s->halted) {	/* a person ends the hold */
 		s->halt_killed = true;
 		kill_tree(s);
@@ -357,40 +415,132 @@ static const struct sandbox_hooks run_hooks = {
 	.exited = on_exited,
 };
 
-/* The capture pipes: ours read, the command's end goes into the sandbox. */
-static int capture_pipes(struct supervise *s, struct corral_result *res,
-			 int child[3], struct corral_err *err)
+/*
+ * One of the command's pipes: its end (blocking, as programs expect) goes
+ * into the sandbox through child[i], ours is non-blocking.  fd 0's pipe
+ * is read inside, the others are written inside.
+ */
+static int command_pipe(int i, int child[3], int *ours, struct corral_err *err)
 {
-	int out[2], errp[2];
+	static const char *const names[] = { "stdin", "stdout", "stderr" };
+	int p[2], fl;
 
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return corral_set_errno(err, errno, "cannot make the stdout pipe");
-	s->out.fd = out[0];
-	child[1] = out[1];
-	if (pipe2(errp, O_CLOEXEC) < 0)
-		return corral_set_errno(err, errno, "cannot make the stderr pipe");
-	s->err.fd = errp[0];
-	child[2] = errp[1];
-	s->out.out = &res->out;
-	s->err.out = &res->err;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "cannot make the %s pipe: %s",
+				      names[i], strerror(errno));
+	child[i] = p[i == 0 ? 0 : 1];
+	*ours = p[i == 0 ? 1 : 0];
+	/* fewer trips through the relay; a smaller pipe is only slower */
+	fcntl(*ours, F_SETPIPE_SZ, COMMAND_PIPE_SIZE);
+	fl = fcntl(*ours, F_GETFL);
+	if (fl < 0 || fcntl(*ours, F_SETFL, fl | O_NONBLOCK) < 0)
+		return corral_set_err(err, -errno, "cannot make the %s pipe "
+				      "non-blocking: %s", names[i], strerror(errno));
 	return 0;
 }
 
-static int block_signals(bool forward, sigset_t *old, int *sigfd,
+/*
+ * Relay the caller's stdin, unless it is the terminal of a job in the
+ * background: reading it would stop corral (SIGTTIN) for a command that
+ * may never read; the command gets EOF instead.
+ */
+static bool relay_stdin(void)
+{
+	pid_t fg = isatty(0) ? tcgetpgrp(0) : -1;
+
+	return fg <= 0 || fg == getpgrp();
+}
+
+/*
+ * The command's stdio: never the caller's fds (what an fd reaches, the
+ * sandbox would reach: the caller's terminal, the host file behind a
+ * redirection, a directory's parent).  Pipes relayed to the caller's 0-2,
+ * or captured (--json); with tty, a pty init makes (take_master).
+ */
+static int stdio_setup(struct supervise *s, const struct corral_run_opts *o,
+		       struct corral_result *res, int child[3],
+		       struct corral_err *err)
+{
+	int in = -1, r;
+
+	s->relay = stdrelay_new(s->base, on_relay, s);
+	if (!s->relay)
+		return corral_set_err(err, -ENOMEM, "out of memory for the stdio relay");
+	if (o->tty)
+		return 0;
+	r = command_pipe(0, child, &in, err);
+	if (r < 0)
+		return r;
+	if (!relay_stdin())
+		close(in);	/* EOF inside */
+	else if (stdrelay_add(s->relay, 0, false, in, true, false) < 0)
+		return corral_set_err(err, -ENOMEM, "cannot relay stdin");
+	r = command_pipe(1, child, &s->out.fd, err);
+	if (r == 0)
+		r = command_pipe(2, child, &s->err.fd, err);
+	if (r < 0 || o->capture) {
+		s->out.out = &res->out;
+		s->err.out = &res->err;
+		return r;
+	}
+	/* relayed, not captured: the streams own the pipes now */
+	if (stdrelay_add(s->relay, steal_fd(&s->out.fd), true, 1, false, true) < 0 ||
+	    stdrelay_add(s->relay, steal_fd(&s->err.fd), true, 2, false, true) < 0)
+		return corral_set_err(err, -ENOMEM, "cannot relay stdout and stderr");
+	return 0;
+}
+
+/*
+ * A caller's fd 0-2 that is closed is /dev/null for the run: a pipe made
+ * now must not take its number and be mistaken for the caller's.
+ */
+static void hold_closed_stdio(int null[3])
+{
+	for (int i = 0; i < 3; i++) {
+		null[i] = -1;
+		if (fcntl(i, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		null[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null[i] >= 0 && null[i] != i)
+			cleanup_closep(&null[i]);
+	}
+}
+
+/*
+ * SIGPIPE is blocked while the relay runs: a reader gone outside is EPIPE
+ * on one stream, not the end of corral (unblock_signals discards it).
+ * The signals to forward, and SIGWINCH with a tty, are read from sigfd;
+ * with a tty they are forwarded whatever the caller asked, so that no
+ * SIGINT, SIGTERM or SIGHUP ends corral with the caller's terminal raw.
+ */
+static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 			 struct corral_err *err)
 {
-	sigset_t set;
+	sigset_t set, pipe;
 
 	*sigfd = -1;
-	if (!forward)
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	if (sigprocmask(SIG_BLOCK, &pipe, old) < 0)
+		return corral_set_err(err, -errno, "sigprocmask: %s", strerror(errno));
+	if (!forward && !tty)
 		return 0;
 	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
-		return corral_set_errno(err, errno, "sigprocmask");
+	/* with a raw terminal, corral must not die of them: they are forwarded */
+	if (forward || tty) {
+		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGHUP);
+		sigaddset(&set, SIGQUIT);
+	}
+	if (tty)
+		sigaddset(&set, SIGWINCH);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
+		int e = errno;
+
+		sigprocmask(SIG_SETMASK, old, NULL);
+		return corral_set_err(err, -e, "sigprocmask: %s", strerror(e));
+	}
 	*sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (*sigfd < 0) {
 		int e = errno;
@@ -399,6 +549,20 @@ static int block_signals(bool forward, sigset_t *old, int *sigfd,
 		return corral_set_errno(err, e, "signalfd");
 	}
 	return 0;
+}
+
+/* The caller's mask back, without a SIGPIPE the relay met on the way. */
+static void unblock_signals(const sigset_t *old)
+{
+	struct timespec zero = { 0, 0 };
+	sigset_t pipe;
+
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	if (!sigismember(old, SIGPIPE))
+		while (sigtimedwait(&pipe, NULL, &zero) == SIGPIPE)
+			;
+	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
 /* The end, explained: the result's fields and the exec.end event. */
@@ -475,6 +639,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 {
 	struct supervise s = {
 		.p = p, .timeout_ms = p->timeout_ms, .t0 = corral_now_ms(), .sigfd = -1,
+		.master = -1, .winfd = -1,
 		.out = { .fd = -1, .cap = p->output_bytes, .s = &s },
 		.err = { .fd = -1, .cap = p->output_bytes, .s = &s },
 	};
@@ -483,6 +648,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	struct rusage ru = { 0 };
 	struct run_export xr = { .lower = -1 };
 	sigset_t oldmask;
+	bool masked = false;
 	int r, ws = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -497,15 +663,26 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	if (r == 0 && o->export)
 		r = run_export_prepare(&xr, p, o->export, err);
 	so.want_upper = o->export != NULL;
+	if (r == 0 && o->tty && o->capture)
+		r = corral_set_err(err, -EINVAL, "a terminal's output cannot be "
+				   "captured: tty and capture exclude each other");
+	hold_closed_stdio(s.null);
 	if (r == 0)
 		r = prepare(&s, o, res, err);
-	if (r == 0 && o->capture)
-		r = capture_pipes(&s, res, so.stdio, err);
+	if (r == 0)
+		r = stdio_setup(&s, o, res, so.stdio, err);
 	if (r < 0)
 		goto fail;
-	r = block_signals(o->forward_signals, &oldmask, &s.sigfd, err);
+	if (o->tty) {	/* the pty's first size: the caller's terminal's */
+		s.tty = so.tty = true;
+		s.winfd = isatty(0) ? 0 : isatty(1) ? 1 : -1;
+		if (s.winfd >= 0)
+			term_winsize(s.winfd, &so.winsize);
+	}
+	r = block_signals(o->forward_signals, o->tty, &oldmask, &s.sigfd, err);
 	if (r < 0)
 		goto fail;
+	masked = true;
 
 	so.base = s.base;
 	so.ev = s.ev;
@@ -524,6 +701,9 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 
 	events_emit(s.ev, "exec.start", json_pack("{s:i, s:s}", "pid", s.sb->pid,
 						  "command", o->argv[0]));
+	/* raw from here; restored at fail_signals, every way out passes there */
+	if (s.tty && isatty(0) && term_raw(0, &s.saved) == 0)
+		s.raw = true;
 	event_base_dispatch(s.base);
 	if (!s.exited)
 		kill_tree(&s);
@@ -537,14 +717,19 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		run_export_finish(&xr, p, o->export, s.sb->upperfd, s.ev, res);
 
 fail_signals:
+	if (s.raw)
+		term_restore(0, &s.saved);
 	supervise_stop(&s);
-	if (s.sigfd >= 0) {
-		close(s.sigfd);
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	}
+	cleanup_closep(&s.sigfd);
 fail:
-	for (int i = 0; i < 3; i++)
+	stdrelay_free(s.relay);
+	cleanup_closep(&s.master);
+	if (masked)
+		unblock_signals(&oldmask);
+	for (int i = 0; i < 3; i++) {
 		cleanup_closep(&so.stdio[i]);
+		cleanup_closep(&s.null[i]);
+	}
 	cleanup_closep(&s.out.fd);
 	cleanup_closep(&s.err.fd);
 	sandbox_free(s.sb);

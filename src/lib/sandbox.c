@@ -91,7 +91,8 @@ int child_msg_recv(int sock, struct child_msg *m, int *fd)
 	/* a message is whole; an fd comes only with the kinds that carry one */
 	if (n != sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    (passed >= 0) != (m->kind == MSG_NOTIFY_FD || m->kind == MSG_ROOT_FD ||
-			      m->kind == MSG_UPPER_FD)) {
+			      m->kind == MSG_UPPER_FD ||
+			      m->kind == MSG_PTY_FD)) {
 		if (passed >= 0)
 			close(passed);
 		return 0;
@@ -189,6 +190,12 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 		else
 			close(passed);
 		return;
+	case MSG_PTY_FD:	/* the front end takes it from sb->ptyfd */
+		if (sb->ptyfd < 0)
+			sb->ptyfd = passed;
+		else
+			close(passed);
+		break;
 	case MSG_READY:
 		sb->landlock_abi = m.landlock_abi;
 		if (sb->sync_wr >= 0)
@@ -244,6 +251,7 @@ void sandbox_free(struct sandbox *sb)
 	cleanup_closep(&sb->rootfd);
 	cleanup_closep(&sb->scratchfd);
 	cleanup_closep(&sb->upperfd);
+	cleanup_closep(&sb->ptyfd);
 	cleanup_closep(&sb->pidfd);
 	sandbox_env_free(sb->envp);
 	free(sb);
@@ -267,7 +275,7 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->hooks = o->hooks;
 	sb->arg = o->arg;
 	sb->pid = -1;
-	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = -1;
+	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
 	ns_pick_ids(o->p, &sb->host_uid, &sb->host_gid);
 	sb->envp = sandbox_env(o->p);
 	if (!sb->envp) {
@@ -371,6 +379,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.send_upper = o->want_upper && o->p->workspace,
 		.sync_rd = sync_rd, .msg_wr = ctl_child,
 		.stdio = { in, outw, errw },
+		.tty = o->tty, .winsize = o->winsize,
 	};
 	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD, NULL,
 			  &sb->pidfd, NULL, 0);

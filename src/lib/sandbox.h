@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <jansson.h>
+#include <sys/ioctl.h>
 
 /* ns.c */
 int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid);
@@ -41,7 +42,9 @@ struct child_ctx {
 	bool send_upper;	/* MSG_UPPER_FD: the workspace's upper layer */
 	int sync_rd;		/* supervisor says "go", then "in the cgroup" */
 	int msg_wr;		/* struct child_msg to the supervisor (a socket) */
-	int stdio[3];		/* the command's 0, 1, 2; -1: init's own */
+	int stdio[3];		/* the command's 0, 1, 2; -1: /dev/null */
+	bool tty;		/* the command's 0-2: a pty made inside */
+	struct winsize winsize;	/* the pty's first size */
 };
 
 /*
@@ -72,6 +75,7 @@ enum child_msg_kind {
 	MSG_STARTED,		/* id, code = the call's pid inside, or -errno */
 	MSG_CALL_EXITED,	/* id, code = the call's wait status */
 	MSG_UPPER_FD,		/* the workspace's upper layer (export.c) */
+	MSG_PTY_FD,		/* the master of the command's pty (SCM_RIGHTS) */
 };
 
 struct child_msg {
@@ -146,10 +150,18 @@ struct sandbox_opts {
 	struct cg *cg;			/* made by the front end; init is moved in */
 	char *const *argv;		/* the one command; NULL: calls, via ctl */
 	/*
-	 * The command's stdin, stdout, stderr, handed into the sandbox and
-	 * always closed here; -1: the supervisor's own.
+	 * The command's stdin, stdout, stderr: pipes the front end made (never
+	 * a caller's fd: what an fd reaches, the sandbox reaches), handed into
+	 * the sandbox and always closed here; -1: /dev/null.
 	 */
 	int stdio[3];
+	/*
+	 * Instead, a pty made inside, in the sandbox's own devpts, of this
+	 * first size: the command's controlling terminal.  Its master comes
+	 * back as MSG_PTY_FD, in sb->ptyfd for the front end to take.
+	 */
+	bool tty;
+	struct winsize winsize;
 	const struct sandbox_hooks *hooks;
 	void *arg;
 	bool want_upper;		/* keep the workspace's upper layer */
@@ -172,6 +184,7 @@ struct sandbox {
 	int rootfd;		/* the sandbox's "/": tripwires and files */
 	int scratchfd;		/* its writable tmpfs: was the disk limit hit? */
 	int upperfd;		/* want_upper: the workspace's upper layer */
+	int ptyfd;		/* MSG_PTY_FD's master, until the front end takes it */
 	int landlock_abi;
 	struct proxy *px;
 	struct sensor *sensor;	/* denied syscalls, where USER_NOTIF works */
@@ -216,7 +229,7 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms);
 
 /*
  * One message off init's control socket.  1: *m holds it, and *fd the fd
- * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD, MSG_UPPER_FD) or -1; any other fd is closed.
+ * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD, MSG_UPPER_FD, MSG_PTY_FD) or -1; any other fd is closed.
  * 0: nothing to take now, or a malformed message (dropped).  Negative:
  * the socket is closed (-EPIPE) or failed (-errno).
  */

@@ -1,0 +1,46 @@
+/*
+ * stdrelay.h - a one-shot sandbox's stdio, relayed by the supervisor.
+ *
+ * No fd of the caller's enters a sandbox: the command's 0, 1, 2 are pipes
+ * (or a pty inside the sandbox) that the supervisor owns, and a stream
+ * moves the bytes between them and the caller's fds.
+ */
+#ifndef CORRAL_STDRELAY_H
+#define CORRAL_STDRELAY_H
+
+#include <stdbool.h>
+
+struct event_base;
+struct stdrelay;
+
+/* Called after bytes moved or a stream ended (not from stdrelay_add). */
+typedef void (*stdrelay_fn)(void *arg);
+
+struct stdrelay *stdrelay_new(struct event_base *base, stdrelay_fn changed,
+			      void *arg);
+/*
+ * Copy from -> to until from ends (EOF, or EIO: a pty whose last slave
+ * closed) or to refuses (EPIPE: the reader is gone).  own_from / own_to:
+ * the relay closes that fd when the stream ends (a pipe's end closed is
+ * how the other side learns).  required: stdrelay_done waits for it.
+ * Returns 0 or -errno (from and to are closed if owned).
+ */
+int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
+		 bool own_to, bool required);
+/* Every required stream has ended. */
+bool stdrelay_done(const struct stdrelay *r);
+void stdrelay_free(struct stdrelay *r);
+
+/*
+ * term.c: the caller's terminal.  term_raw saves fd's settings in *saved
+ * and makes it raw (every byte, ^C and ^Z too, goes to the sandbox's pty);
+ * term_restore puts back exactly what was saved (async-signal-safe).
+ */
+struct termios;
+struct winsize;
+int term_raw(int fd, struct termios *saved);
+void term_restore(int fd, const struct termios *saved);
+/* The window size of fd's terminal, or 0 rows/cols if it has none. */
+void term_winsize(int fd, struct winsize *ws);
+
+#endif

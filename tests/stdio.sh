@@ -1,0 +1,262 @@
+#!/bin/bash
+# stdio.sh - nothing of the caller's crosses into a sandbox as an fd: the
+# command's stdin, stdout and stderr are pipes corral relays (or, with -t,
+# a pty made inside), so what the sandbox does through fds 0-2 never
+# reaches the caller's terminal, a host file behind a redirection, or the
+# tree around a directory given as stdin.  The relay keeps pipe semantics
+# (EOF, EPIPE, binary bytes, exit status); -t gives a working terminal and
+# the caller's own comes back exactly as it was.
+#
+#   tests/stdio.sh CORRAL HELPERS_DIR [TEST...]
+#
+# Runs as whoever calls it (root or not).  Terminals come from
+# tests/ptyrun.py, which bounds every wait.
+set -u
+CORRAL=$(readlink -f "$1")
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-stdio.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+
+PTY="/usr/bin/python3 $HERE/ptyrun.py"
+
+# What an agent tries through the fds it was given; prints what worked.
+ATTACK_PY='
+import errno, fcntl, os, struct, sys, termios
+def tryit(what, f):
+    try:
+        f()
+        print("did", what, file=sys.stderr)
+    except (OSError, termios.error) as e:
+        print("refused", what, errno.errorcode[e.args[0]], file=sys.stderr)
+for fd in (0, 1, 2):
+    tryit("fchmod %d" % fd, lambda: os.fchmod(fd, 0o777))
+    tryit("futimens %d" % fd, lambda: os.utime(fd, ns=(10**9, 10**9)))
+    tryit("fsetxattr %d" % fd, lambda: os.setxattr(fd, "user.corral", b"x"))
+    tryit("TIOCSWINSZ %d" % fd, lambda: fcntl.ioctl(fd, termios.TIOCSWINSZ,
+          struct.pack("HHHH", 3, 7, 0, 0)))
+    def echo_off():
+        a = termios.tcgetattr(fd)
+        a[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, a)
+    tryit("tcsetattr %d" % fd, echo_off)
+try:
+    fd = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=0)
+    print("walked out:", sorted(os.listdir(fd))[:5])
+except OSError as e:
+    print("no way out:", errno.errorcode[e.errno])
+print("stdin is a", "fifo" if os.path.stat.S_ISFIFO(os.fstat(0).st_mode) else "other")
+'
+
+file_state() {	# mode, mtime, xattrs of a host file
+	stat -c '%a %Y' "$1"
+	/usr/bin/python3 -c 'import os, sys; print(sorted(os.listxattr(sys.argv[1])))' "$1"
+}
+
+# stdout and stderr on host files: the sandbox writes bytes, nothing else.
+t_host_file_behind_stdout() {
+	echo before > "$T/out"
+	: > "$T/err"
+	chmod 640 "$T/out" "$T/err"
+	touch -d '2020-01-02 03:04:05' "$T/out" "$T/err"
+	want_out=$(file_state "$T/out")
+	want_err=$(file_state "$T/err")
+	"$CORRAL" run -- /usr/bin/python3 -c "$ATTACK_PY" </dev/null >>"$T/out" 2>>"$T/err" ||
+		fail "the run failed: $(cat "$T/err")"
+	# the relay wrote, so mtime moved: put it back, then compare the rest
+	touch -d '2020-01-02 03:04:05' "$T/out" "$T/err"
+	expect_eq "stdout's host file" "$(file_state "$T/out")" "$want_out"
+	expect_eq "stderr's host file" "$(file_state "$T/err")" "$want_err"
+	expect_contains "output relayed" "$(cat "$T/out")" "stdin is a fifo"
+	expect_contains "attempts made" "$(cat "$T/err")" "fchmod 1"
+}
+
+# futimens on stdout: the host file's mtime is the relay's business only
+# (nothing is printed, so it must not move at all).
+t_host_file_mtime() {
+	: > "$T/out"
+	touch -d '2020-01-02 03:04:05' "$T/out"
+	want=$(stat -c %Y "$T/out")
+	"$CORRAL" run -- /usr/bin/python3 -c 'import os; os.utime(1, ns=(10**9, 10**9))' \
+		</dev/null >>"$T/out" 2>"$T/err" || true
+	expect_eq "the host file's mtime" "$(stat -c %Y "$T/out")" "$want"
+}
+
+# A directory as stdin: openat(0, "..") must not walk the host's tree.
+t_directory_as_stdin() {
+	mkdir -p "$T/dir"
+	out=$("$CORRAL" run -- /usr/bin/python3 -c "$ATTACK_PY" < "$T/dir" 2>/dev/null)
+	expect_contains "openat(0, ..)" "$out" "no way out"
+	expect_not_contains "openat(0, ..)" "$out" "walked out"
+	expect_contains "stdin" "$out" "stdin is a fifo"
+}
+
+# The caller's terminal, without -t: the sandbox sees pipes, not it.
+t_terminal_untouched() {
+	$PTY sleep:0.2 -- "$CORRAL" run -- /usr/bin/python3 -c "$ATTACK_PY" > "$T/r"
+	expect_eq "exit" "$(json exit < "$T/r")" 0
+	expect_eq "termios" "$(json termios_same < "$T/r")" true
+	expect_eq "window" "$(json size_after < "$T/r")" "[24, 80]"
+	expect_eq "pts mode" "$(json mode_after < "$T/r")" "$(json mode_before < "$T/r")"
+	expect_contains "ran" "$(json output < "$T/r")" "stdin is a fifo"
+}
+
+# -t: the same attacks land on the sandbox's own pty.
+t_tty_attacks_stay_inside() {
+	$PTY -- "$CORRAL" run -t -- /usr/bin/python3 -c "$ATTACK_PY" > "$T/r"
+	expect_eq "exit" "$(json exit < "$T/r")" 0
+	expect_contains "attacks ran" "$(json output < "$T/r")" "did TIOCSWINSZ 0"
+	expect_eq "termios" "$(json termios_same < "$T/r")" true
+	expect_eq "window" "$(json size_after < "$T/r")" "[24, 80]"
+	expect_eq "pts mode" "$(json mode_after < "$T/r")" "$(json mode_before < "$T/r")"
+}
+
+t_tty_names_its_pty() {
+	$PTY snap -- "$CORRAL" run -t -- /bin/sh -c 'tty; [ -t 0 ] && [ -t 1 ] && echo terminal; stty size' > "$T/r"
+	out=$(json output < "$T/r")
+	expect_contains "tty" "$out" "/dev/pts/0"
+	expect_contains "stdin, stdout" "$out" "terminal"
+	expect_contains "first size" "$out" "24 80"
+	expect_eq "exit" "$(json exit < "$T/r")" 0
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
+t_tty_window_follows() {
+	$PTY 'expect:$ ' 'send:stty size\r' 'expect:24 80' resize:33,99 signal:WINCH \
+		sleep:0.3 'send:stty size; exit 3\r' -- "$CORRAL" run -t -- /bin/sh -i > "$T/r"
+	expect_contains "resized" "$(json output < "$T/r")" "33 99"
+	expect_eq "exit" "$(json exit < "$T/r")" 3
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+	expect_eq "outer window" "$(json size_after < "$T/r")" "[33, 99]"
+}
+
+# ^C is a byte: the pty inside makes it SIGINT for the foreground job.
+t_tty_ctrl_c() {
+	$PTY 'expect:ready' snap 'send:\x03' -- "$CORRAL" run -t -- /bin/sh -c 'echo ready; exec sleep 100' > "$T/r"
+	expect_eq "exit" "$(json exit < "$T/r")" 130
+	expect_eq "raw while it ran" "$(json raw_during < "$T/r")" true
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
+# A shell inside has job control: background jobs, ^Z, ^C.
+t_tty_job_control() {
+	$PTY 'expect:$ ' 'send:sleep 100 & jobs\r' 'expect:Running' \
+		'send:sleep 200\r' sleep:0.5 'send:\x1a' 'expect:Stopped' \
+		'send:jobs; kill -KILL %1 %2; echo still-$((40+2))\r' 'expect:still-42' \
+		'send:wait\r' sleep:0.3 'send:exit 0\r' -- "$CORRAL" run -t -- /bin/sh -i > "$T/r"
+	out=$(json output < "$T/r")
+	expect_not_contains "job control" "$out" "job control turned off"
+	expect_contains "^Z stopped the job" "$out" "Stopped"
+	expect_eq "exit" "$(json exit < "$T/r")" 0
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
+t_tty_restored_after_sigterm() {
+	$PTY 'expect:ready' snap signal:TERM -- "$CORRAL" run -t -- /bin/sh -c 'echo ready; exec sleep 100' > "$T/r"
+	expect_eq "exit" "$(json exit < "$T/r")" 143
+	expect_eq "raw while it ran" "$(json raw_during < "$T/r")" true
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
+t_tty_restored_after_timeout() {
+	$PTY 'expect:ready' snap -- "$CORRAL" run -t --timeout 1 -- /bin/sh -c 'echo ready; exec sleep 100' > "$T/r"
+	expect_eq "exit" "$(json exit < "$T/r")" 124
+	expect_eq "raw while it ran" "$(json raw_during < "$T/r")" true
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
+# SIGINT, SIGHUP to corral: forwarded, the command ends, the terminal is back.
+t_tty_restored_after_signals() {
+	for sig in INT HUP; do
+		$PTY 'expect:ready' snap "signal:$sig" -- "$CORRAL" run -t -- /bin/sh -c 'echo ready; exec sleep 100' > "$T/r"
+		want=$((128 + $(kill -l "$sig")))
+		expect_eq "exit after SIG$sig" "$(json exit < "$T/r")" "$want"
+		expect_eq "raw while it ran ($sig)" "$(json raw_during < "$T/r")" true
+		expect_eq "termios restored after SIG$sig" "$(json termios_same < "$T/r")" true
+	done
+}
+
+# An abort criterion (the wall budget) halts the sandbox: the terminal is
+# back all the same.
+t_tty_restored_after_halt() {
+	printf '{"abort": {"max_wall_seconds": 1}}\n' > "$T/p.json"
+	chmod 644 "$T/p.json"
+	$PTY 'expect:ready' snap -- "$CORRAL" run -t --policy "$T/p.json" -- \
+		/bin/sh -c 'echo ready; exec sleep 100' > "$T/r"
+	expect_eq "exit (halted)" "$(json exit < "$T/r")" 137
+	expect_contains "said" "$(json output < "$T/r")" "halted"
+	expect_eq "raw while it ran" "$(json raw_during < "$T/r")" true
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
+# corral's own error after the terminal went raw: the command is not found.
+t_tty_restored_after_exec_failure() {
+	$PTY -- "$CORRAL" run -t -- /nonexistent > "$T/r"
+	expect_eq "exit" "$(json exit < "$T/r")" 127
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
+# ---- pipe semantics through the relay ----------------------------------
+
+t_relay_binary_round_trip() {
+	head -c 20000000 /dev/urandom > "$T/in"
+	"$CORRAL" run -- /bin/cat < "$T/in" > "$T/out"
+	cmp "$T/in" "$T/out" || fail "bytes changed on the way"
+	"$CORRAL" run -- /bin/cat < "$T/in" | cmp - "$T/in" || fail "bytes changed through a pipe"
+}
+
+t_relay_reader_gone() {
+	set +e
+	"$CORRAL" run -- /usr/bin/yes 2>"$T/err" | head -1 > "$T/out"
+	rc=${PIPESTATUS[0]}
+	set -e
+	expect_eq "output" "$(cat "$T/out")" "y"
+	expect_eq "exit (SIGPIPE inside)" "$rc" 141
+}
+
+t_relay_stdin_eof_and_closed() {
+	out=$(printf 'a\nb\n' | "$CORRAL" run -- /bin/sh -c 'cat; echo end')
+	expect_eq "eof" "$out" "$(printf 'a\nb\nend')"
+	out=$("$CORRAL" run -- /bin/sh -c 'cat; echo end' <&-)
+	expect_eq "closed stdin" "$out" "end"
+}
+
+t_relay_stdin_never_read() {
+	set +e
+	timeout 30 sh -c "yes | '$CORRAL' run -- /bin/sh -c 'exit 4'"
+	rc=$?
+	set -e
+	expect_eq "exit" "$rc" 4
+}
+
+t_relay_exit_status_and_stderr() {
+	set +e
+	"$CORRAL" run -- /bin/sh -c 'echo o; echo e >&2; exit 9' > "$T/o" 2> "$T/e"
+	rc=$?
+	set -e
+	expect_eq "exit" "$rc" 9
+	expect_eq "stdout" "$(cat "$T/o")" o
+	expect_eq "stderr" "$(cat "$T/e")" e
+}
+
+t_relay_json_capture() {
+	echo hello | "$CORRAL" run --json -- /bin/sh -c 'read a; echo "got $a"; ls -l /proc/self/fd/0' > "$T/r"
+	expect_contains "stdin relayed" "$(json stdout < "$T/r")" "got hello"
+	expect_contains "stdin is a pipe" "$(json stdout < "$T/r")" "pipe:"
+	set +e
+	"$CORRAL" run -t --json -- true 2>"$T/e"
+	rc=$?
+	set -e
+	expect_eq "-t with --json" "$rc" 125
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^t_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "stdio ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

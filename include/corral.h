@@ -111,6 +111,12 @@ struct corral_policy {
 	char **root_layers;
 	size_t nroot_layers;
 	bool root_writable;		/* filesystem.root_writable: copy-on-write */
+	/*
+	 * filesystem.image: an image of the store, by name or digest; whoever
+	 * runs the policy resolves it against its store (corral_policy_use_image)
+	 * into root_layers, Env and WorkingDir.  Only a reference: never a path.
+	 */
+	char *image;
 	char *workdir;			/* where the command starts; NULL: /workspace */
 
 	/* limits; 0 means "no limit" except where noted */
@@ -680,6 +686,15 @@ char *corral_image_json(const struct corral_image *img);
 CORRAL_PUBLIC
 int corral_policy_apply_image(struct corral_policy *p, const struct corral_image *img,
 			      struct corral_err *err);
+/*
+ * p->image (filesystem.image), if set, resolved in the store of state_dir
+ * (corral_image_store_path) and applied as corral_policy_apply_image does;
+ * *out the image (free it after the run), NULL when p names none.  Only
+ * reads the store: nothing is imported.
+ */
+CORRAL_PUBLIC
+int corral_policy_use_image(struct corral_policy *p, const char *state_dir,
+			    struct corral_image **out, struct corral_err *err);
 /*
  * The command docker would run: Entrypoint, then argv (or, if argv is
  * empty, Cmd).  malloc'd vector of borrowed strings, NULL-terminated;

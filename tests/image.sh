@@ -467,6 +467,74 @@ t_run_image_refusals() {
 	expect_contains "seccomp" "$out" "Seccomp:	2"
 }
 
+t_run_policy_image() {
+	busybox_image
+	echo '{"filesystem": {"image": "corral-test/busybox:1"}}' > "$T/p.json"
+	out=$(crun --policy "$T/p.json" -- 'pwd; cat /etc/motd; ls /usr 2>&1; true')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "workdir" "$out" "/srv/app"
+	expect_contains "image's files" "$out" "layer two"
+	expect_contains "no host /usr" "$out" "No such file"
+	# a flag wins over the policy's image
+	out=$(crun --policy "$T/p.json" --image corral-test/none:1 -- true)
+	expect_contains "flag wins" "$out" "no image named docker.io/corral-test/none:1"
+	# a path is not a reference
+	echo '{"filesystem": {"image": "/tmp/x.tar"}}' > "$T/bad.json"
+	out=$("$CORRAL" policy check "$T/bad.json" 2>&1) && fail "a path accepted: $out"
+	expect_contains "refused" "$out" "filesystem.image"
+}
+
+# A daemon of this test (its state and store in $T/state), stopped by pid.
+image_daemon() {
+	local i=0
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
+	echo $! > "$T/dpid"
+	while [ $i -lt 200 ] && [ ! -S "$T/s" ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -S "$T/s" ] || fail "no daemon: $(tail -3 "$T/daemon.log")"
+}
+stop_image_daemon() {
+	local pid i=0
+	pid=$(cat "$T/dpid" 2>/dev/null) || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	while [ $i -lt 200 ] && kill -0 "$pid" 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+t_daemon_create_image() {
+	busybox_image
+	trap stop_image_daemon EXIT
+	image_daemon
+	id=$("$CORRAL" create --socket "$T/s" --image corral-test/busybox:1) || fail "create: $id"
+	out=$("$CORRAL" exec --socket "$T/s" "$id" -- /bin/sh -c 'cat /etc/motd; echo $GREETING; ls /usr 2>&1' 2>&1) || true
+	expect_contains "image's files" "$out" "layer two"
+	expect_contains "image's env" "$out" "hello"
+	expect_contains "no host /usr" "$out" "No such file"
+	"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
+	# the policy's key, through the API
+	echo '{"filesystem": {"image": "corral-test/busybox:1"}}' > "$T/p.json"
+	id=$("$CORRAL" create --socket "$T/s" --policy "$T/p.json") || fail "create: $id"
+	out=$("$CORRAL" exec --socket "$T/s" "$id" -- /bin/cat /srv/app/hello.txt 2>&1) || true
+	expect_eq "policy image" "$out" "hello from the image"
+	"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
+	# unknown, and never a host path to import
+	out=$("$CORRAL" create --socket "$T/s" --image corral-test/none:1 2>&1) && fail "created: $out"
+	expect_contains "unknown" "$out" "no image named docker.io/corral-test/none:1"
+	expect_contains "404" "$out" "HTTP 404"
+	fixture busybox-archive arch.tar
+	chmod 644 "$T/arch.tar"
+	out=$("$CORRAL" create --socket "$T/s" --image "$T/arch.tar" 2>&1) && fail "created: $out"
+	expect_contains "path refused" "$out" "HTTP 422"
+	img ls > /dev/null
+	expect_eq "nothing imported" "$(wc -l < "$T/out")" 2
+	stop_image_daemon
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -501,6 +501,7 @@ void corral_policy_free(struct corral_policy *p)
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
 	strv_free(p->root_layers, p->nroot_layers);
 	free(p->workdir);
+	free(p->image);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -532,6 +533,9 @@ static int policy_copy(struct corral_policy *dst,
 	dst->root_layers = NULL;
 	dst->nroot_layers = 0;
 	dst->workdir = NULL;
+	dst->image = NULL;
+	if (src->image && !(dst->image = strdup(src->image)))
+		goto nomem;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		goto nomem;
 	if (src->workdir && !(dst->workdir = strdup(src->workdir)))

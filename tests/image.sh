@@ -435,6 +435,13 @@ t_run_image_root_writable() {
 	# within the disk budget
 	out=$(crun --image corral-test/busybox:1 --root-writable --disk 4M -- 'dd if=/dev/zero of=/bin/big bs=1M count=16')
 	expect_contains "budget" "$out" "No space left on device"
+	# one budget: the root's writes and /tmp's share --disk
+	out=$(crun --image corral-test/busybox:1 --root-writable --disk 8M -- 'dd if=/dev/zero of=/bin/a bs=1M count=5 2>/dev/null && echo root-ok; dd if=/dev/zero of=/tmp/b bs=1M count=5')
+	expect_contains "root wrote" "$out" "root-ok"
+	expect_contains "one budget" "$out" "No space left on device"
+	out=$(crun --image corral-test/busybox:1 --root-writable --disk 8M -- 'dd if=/dev/zero of=/tmp/b bs=1M count=5 2>/dev/null && echo tmp-ok; dd if=/dev/zero of=/srv/c bs=1M count=5')
+	expect_contains "tmp wrote" "$out" "tmp-ok"
+	expect_contains "one budget, other way" "$out" "No space left on device"
 }
 
 t_run_rootfs_dir() {

@@ -30,6 +30,11 @@
 
 #define OLDROOT "/oldroot"
 #define SCRATCH "/.scratch"	/* detached before the sandbox runs */
+/* an image's root, stacked by the supervisor (see stack_layers) */
+#define STAGE "/tmp"
+#define STAGE_ROOT STAGE "/root"
+#define STAGE_UPPER STAGE "/root.upper"
+#define STAGE_WORK STAGE "/root.work"
 
 const char *const mount_writable_paths[] = {
 	"/workspace", "/tmp", "/home/agent", "/dev", NULL,
@@ -377,7 +382,10 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 		 (unsigned long long)p->disk_bytes,
 		 (unsigned long long)scratch_inodes(p->disk_bytes));
 	r = mkdir_p(SCRATCH, 0755, err);
-	if (r == 0)
+	/* on an image, the tmpfs under the root's upper layer (stack_layers) */
+	if (r == 0 && p->nroot_layers)
+		r = do_mount(OLDROOT STAGE, SCRATCH, NULL, MS_BIND, NULL, err);
+	else if (r == 0)
 		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
 	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0755) < 0)
@@ -639,16 +647,15 @@ static int build_binds(int oldroot, const struct corral_policy *p,
  * the sandbox's user (uid 65534 for root) cannot walk into it.  A child
  * of the supervisor joins that namespace (unprivileged, its user
  * namespace first, whose owner holds every capability there), makes it
- * private, mounts a tmpfs at STAGE and over it the overlay: the layers
- * read-only, the upper on the tmpfs.  The upper gets, owned by the
- * sandbox's user, the directories corral mounts on and the working
- * directory, so that init can build the rest of the view as usual; with
- * root_writable it also takes what the sandbox writes, within
- * disk_bytes.  Costs a fork and three mounts on the caller's thread.
+ * private, mounts at STAGE the sandbox's one scratch tmpfs (disk_bytes,
+ * the files budget: build_scratch takes it over rather than mounting its
+ * own) and over it the overlay: the layers read-only, the upper on the
+ * tmpfs.  The upper gets, owned by the sandbox's user, the directories
+ * corral mounts on and the working directory, so that init can build the
+ * rest of the view as usual; with root_writable it also takes what the
+ * sandbox writes, in the same budget as /tmp, $HOME and the workspace.
+ * Costs a fork and three mounts on the caller's thread.
  */
-#define STAGE "/tmp"
-#define STAGE_ROOT STAGE "/root"
-#define STAGE_UPPER STAGE "/upper"
 
 static int stage_dir(const char *rel, uid_t uid, gid_t gid, struct corral_err *err)
 {
@@ -697,15 +704,16 @@ static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 	size_t len;
 	int r, fd;
 
-	snprintf(size, sizeof(size), "mode=0755,size=%llu",
-		 (unsigned long long)(p->root_writable ? p->disk_bytes : 16u << 20));
+	snprintf(size, sizeof(size), "mode=0755,size=%llu,nr_inodes=%llu",
+		 (unsigned long long)p->disk_bytes,
+		 (unsigned long long)scratch_inodes(p->disk_bytes));
 	r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
 	/*
 	 * The layers by fd, opened in this namespace before the tmpfs covers
 	 * STAGE (a layer may live below it); overlay takes /proc/self/fd/N.
 	 */
 	len = snprintf(opts, sizeof(opts), "userxattr,upperdir=" STAGE_UPPER
-		       ",workdir=" STAGE "/work,lowerdir=");
+		       ",workdir=" STAGE_WORK ",lowerdir=");
 	for (size_t i = p->nroot_layers; r == 0 && i-- > 0 && len < sizeof(opts);) {
 		fd = open(p->root_layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
@@ -720,8 +728,11 @@ static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 				      p->nroot_layers);
 	if (r == 0)
 		r = do_mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, size, err);
+	/* init, the sandbox's user, makes its directories in it (build_scratch) */
+	if (r == 0 && chown(STAGE, uid, gid) < 0)
+		r = corral_set_err(err, -errno, "chown %s: %s", STAGE, strerror(errno));
 	if (r == 0)
-		r = mkdir_p(STAGE "/work", 0700, err);
+		r = mkdir_p(STAGE_WORK, 0700, err);
 	if (r == 0)
 		r = mkdir_p(STAGE_ROOT, 0755, err);
 	if (r == 0)

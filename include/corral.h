@@ -117,6 +117,12 @@ struct corral_policy {
 	 * into root_layers, Env and WorkingDir.  Only a reference: never a path.
 	 */
 	char *image;
+	/*
+	 * The sandbox user's name and home (uid 1000 either way): an image's
+	 * User, looked up in its /etc/passwd.  NULL: "agent", /home/agent.
+	 */
+	char *user_name;
+	char *user_home;
 	char *workdir;			/* where the command starts; NULL: /workspace */
 
 	/* limits; 0 means "no limit" except where noted */
@@ -680,8 +686,9 @@ CORRAL_PUBLIC
 char *corral_image_json(const struct corral_image *img);
 /*
  * Run on the image: its layers become p's root; its Env is added where p
- * sets no such name; its WorkingDir is p's unless p has one.  Its User is
- * not applied: a sandbox has one identity, the agent (uid 1000).
+ * sets no such name; its WorkingDir is p's unless p has one.  Its User
+ * (not root) names the sandbox's one identity, uid 1000, and gives its
+ * home, as the image's /etc/passwd lists them (image_user.c).
  */
 CORRAL_PUBLIC
 int corral_policy_apply_image(struct corral_policy *p, const struct corral_image *img,

@@ -408,7 +408,8 @@ t_run_image_layers_stacked() {
 	expect_contains "upper layer" "$out" "fresh"
 	# the host's /usr is not there; corral's /etc entries are
 	expect_contains "no host /usr" "$out" "No such file"
-	expect_contains "agent user" "$out" "agent:x:1000:1000"
+	# the image's User 1000 is "user" in its /etc/passwd: the sandbox's name
+	expect_contains "image's user" "$out" "user:x:1000:1000:user:/home/user:/bin/sh"
 }
 
 t_run_image_read_only() {
@@ -472,6 +473,37 @@ t_run_image_refusals() {
 	expect_contains "no caps" "$out" "CapEff:	0000000000000000"
 	expect_contains "nnp" "$out" "NoNewPrivs:	1"
 	expect_contains "seccomp" "$out" "Seccomp:	2"
+}
+
+t_run_image_user_workdir() {
+	fixture busybox-user u
+	img import "$T/u" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	out=$(crun --image corral-test/user:1 -- 'id -u; id -un; echo $USER $HOME; pwd; cat job.txt; echo mine > ~/f && cat /home/agent/f; grep -c . /etc/passwd; cat /etc/passwd /etc/group /etc/hosts /etc/resolv.conf')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "uid, name, env, workdir" "$(echo "$out" | head -6)" "1000
+app
+app /home/app
+/opt/work
+the job
+mine"
+	expect_contains "passwd: the user" "$out" "app:x:1000:1000:app:/home/app:/bin/sh"
+	expect_contains "passwd: image's accounts kept" "$out" "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin"
+	expect_not_contains "passwd: image's clashing 1000 dropped" "$out" "user:x:1000"
+	expect_not_contains "passwd: image's app line dropped" "$out" "The App"
+	expect_contains "group" "$out" "staff:x:50:app"
+	expect_contains "hosts: corral's" "$out" "localhost corral"
+	expect_contains "hosts: image's" "$out" "10.1.2.3 db.internal db"
+	expect_not_contains "hosts: no image loopback" "$out" "evil-loopback"
+	expect_contains "resolv: search kept" "$out" "search corp.example"
+	expect_not_contains "resolv: nameserver is corral's" "$out" "8.8.8.8"
+	# User root: the sandbox never runs as 0; the agent it is
+	fixture busybox-rootuser r
+	img import "$T/r" > /dev/null
+	out=$(crun --image corral-test/rootuser:1 -- 'id -u; id -un; echo $HOME')
+	expect_eq "root image" "$out" "1000
+agent
+/home/agent"
 }
 
 t_run_policy_image() {

@@ -298,6 +298,8 @@ int corral_policy_apply_image(struct corral_policy *p, const struct corral_image
 	}
 	if (r == 0 && c->workdir && !p->workdir)
 		r = corral_policy_set_workdir(p, c->workdir, err);
+	if (r == 0)
+		r = image_user_apply(p, img, err);
 	return r < 0 ? corral_wrap_err(err, "image %s", img->digest) : 0;
 }
 

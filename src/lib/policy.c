@@ -502,6 +502,8 @@ void corral_policy_free(struct corral_policy *p)
 	strv_free(p->root_layers, p->nroot_layers);
 	free(p->workdir);
 	free(p->image);
+	free(p->user_name);
+	free(p->user_home);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -534,6 +536,12 @@ static int policy_copy(struct corral_policy *dst,
 	dst->nroot_layers = 0;
 	dst->workdir = NULL;
 	dst->image = NULL;
+	dst->user_name = NULL;
+	dst->user_home = NULL;
+	if (src->user_name && !(dst->user_name = strdup(src->user_name)))
+		goto nomem;
+	if (src->user_home && !(dst->user_home = strdup(src->user_home)))
+		goto nomem;
 	if (src->image && !(dst->image = strdup(src->image)))
 		goto nomem;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))

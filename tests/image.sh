@@ -17,6 +17,9 @@ chmod 755 "$TEST_TMP"
 trap 'chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
 . "$HERE/lib.sh"
 ME=$(id -u)
+# the static attack helper: beside a staged corral (check.sh) or in the build
+HELPERS=${CORRAL_HELPERS:-$(dirname "$CORRAL")/helpers}
+[ -x "$HELPERS/attack" ] || HELPERS=$(dirname "$CORRAL")/tests/helpers
 
 # img ARGS...: corral image ARGS on this test's store; out in $T/out,
 # stderr in $T/err, exit status in $T/rc.
@@ -504,6 +507,34 @@ mine"
 	expect_eq "root image" "$out" "1000
 agent
 /home/agent"
+}
+
+# verdict ARGS...: "status exit signal | stdout" of the attack run as ARGS say
+verdict() {
+	crun --json "$@" > /dev/null
+	/usr/bin/python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["status"], r.get("exit_code"), r.get("signal"), "|", r.get("stdout", "").strip())' "$T/out"
+}
+
+t_attack_corpus_same_on_image() {
+	[ -x "$HELPERS/attack" ] || fail "no attack helper in $HELPERS"
+	busybox_image
+	names=$("$HELPERS/attack" list)
+	[ "$(echo "$names" | wc -l)" -ge 30 ] || fail "attack list: $names"
+	for a in $names; do
+		host=$(verdict --ro "$HELPERS:/opt/helpers" -- /bin/sh -c "exec /opt/helpers/attack $a")
+		on_img=$(verdict --image corral-test/busybox:1 --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a")
+		on_rw=$(verdict --image corral-test/busybox:1 --root-writable --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a")
+		echo "$a: $host"
+		expect_eq "$a on an image" "$on_img" "$host"
+		expect_eq "$a on a writable image" "$on_rw" "$host"
+		# every attack the host run calls blocked or killed is so here too
+		case "$host" in
+		*"| blocked:"* | "signaled "*) ;;
+		*) fail "$a: not blocked on the host's /usr: $host" ;;
+		esac
+	done
 }
 
 t_run_policy_image() {

@@ -312,6 +312,14 @@ def main():
     elif kind == "busybox-rootuser":
         write_layout(out, [busybox_layer(), user_layer()], names=["corral-test/rootuser:1"],
                      config=dict(BUSYBOX_CONFIG, User="0:0"))
+    elif kind == "rootfs":
+        # a whole tree (a debootstrap'd Debian: tests/image_debian.sh) as one layer
+        lay = Layer()
+        lay.tar.add(os.environ["CORRAL_ROOTFS"], arcname=".")
+        write_layout(out, [lay.bytes()], names=[os.environ.get("CORRAL_IMAGE_NAME",
+                                                               "corral-test/debian:12")],
+                     config=dict(Env=["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                                      "/usr/bin:/sbin:/bin"], Cmd=["/bin/bash"]))
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

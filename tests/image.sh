@@ -463,6 +463,18 @@ t_run_rootfs_dir() {
 	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
 }
 
+t_run_image_host_tmp_binds() {
+	# the supervisor stacks the root on a tmpfs at /tmp in the sandbox's
+	# mount namespace: the host's /tmp must still be there for binds
+	busybox_image
+	mkdir -p /tmp/corral-image-bind.$$
+	echo "from the host's tmp" > /tmp/corral-image-bind.$$/f
+	chmod -R a+rX /tmp/corral-image-bind.$$
+	out=$(crun --image corral-test/busybox:1 --ro /tmp/corral-image-bind.$$:/data -- 'cat /data/f')
+	rm -rf /tmp/corral-image-bind.$$
+	expect_eq "bind from /tmp" "$out" "from the host's tmp"
+}
+
 t_run_image_refusals() {
 	out=$(crun --image corral-test/none:1 -- true)
 	expect_eq "exit" "$(rc)" 125

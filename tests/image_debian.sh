@@ -51,6 +51,7 @@ t_debian_apt_get_install() {
 	timeout 600 "$CORRAL" image import --state-dir "$T/state" "$T/img" > "$T/out" 2>&1 ||
 		fail "import: $(cat "$T/out")"
 	chmod -R a+rX "$T/sources.list"
+	rc=0
 	out=$(timeout 1200 "$CORRAL" run --state-dir "$T/state" --image corral-test/debian:12 \
 		--root-writable --disk 2G --memory 1G --timeout 20m --net proxy --allow "$MIRROR_HOST" \
 		--ro "$T/sources.list:/etc/apt/sources.list" -- /bin/sh -c '
@@ -59,8 +60,7 @@ t_debian_apt_get_install() {
 		rm -f /etc/apt/sources.list.d/*
 		apt-get $APT -q update
 		apt-get $APT -q -y install --no-install-recommends hello
-		hello' 2>&1 < /dev/null)
-	rc=$?
+		hello' 2>&1 < /dev/null) || rc=$?
 	echo "$out" | tail -20
 	expect_eq "apt-get install exit" "$rc" 0
 	expect_contains "hello runs" "$out" "Hello, world!"

@@ -510,10 +510,17 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 		 (unsigned long long)p->disk_bytes,
 		 (unsigned long long)scratch_inodes(p->disk_bytes));
 	r = mkdir_p(SCRATCH, 0755, err);
-	/* on an image, the tmpfs under the root's upper layer (stack_layers) */
-	if (r == 0 && p->nroot_layers)
+	/*
+	 * On an image, the tmpfs under the root's upper layer (stack_layers);
+	 * then off the host's /tmp, which it covered, so that binds and a
+	 * workspace from there are found.
+	 */
+	if (r == 0 && p->nroot_layers) {
 		r = do_mount(OLDROOT STAGE, SCRATCH, NULL, MS_BIND, NULL, err);
-	else if (r == 0)
+		if (r == 0 && umount2(OLDROOT STAGE, MNT_DETACH) < 0)
+			r = corral_set_err(err, -errno, "cannot uncover the host's %s: %s",
+					   STAGE, strerror(errno));
+	} else if (r == 0)
 		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
 	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0755) < 0)

@@ -61,7 +61,7 @@ def hyperfine(rows, name, argv, setup_ok=True):
         subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(RUNS),
                         "--export-json", out.name, "--style", "none",
                         subprocess.list2cmdline(argv)], check=True,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         r = json.load(open(out.name))["results"][0]
     t = sorted(r["times"])
     rows.append((name, (r["median"] * 1000, t[int(len(t) * 0.95) - 1] * 1000,

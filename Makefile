@@ -39,7 +39,7 @@ UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 CLIENT_BIN := $(BUILD)/tests/serve_client
 
-.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak
+.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak image-debian-test
 
 all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
 
@@ -106,6 +106,11 @@ demo: all
 
 bench: all
 	bench/bench.sh $(BUILD)/corral
+
+# Not in check: a debootstrap'd Debian image, apt-get install inside it
+# through the egress proxy from Debian's mirror (minutes, real network).
+image-debian-test: all
+	tests/image_debian.sh $(BUILD)/corral
 
 # SOAK_CYCLES sandboxes in a row (and 20 at once); nothing may be left.
 SOAK_CYCLES ?= 10000

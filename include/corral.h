@@ -163,6 +163,18 @@ struct corral_policy {
 	char **root_layers;
 	size_t nroot_layers;
 	bool root_writable;		/* filesystem.root_writable: copy-on-write */
+	/*
+	 * filesystem.image: an image of the store, by name or digest; whoever
+	 * runs the policy resolves it against its store (corral_policy_use_image)
+	 * into root_layers, Env and WorkingDir.  Only a reference: never a path.
+	 */
+	char *image;
+	/*
+	 * The sandbox user's name and home (uid 1000 either way): an image's
+	 * User, looked up in its /etc/passwd.  NULL: "agent", /home/agent.
+	 */
+	char *user_name;
+	char *user_home;
 	char *workdir;			/* where the command starts; NULL: /workspace */
 
 	/* limits; 0 means "no limit" except where noted */
@@ -762,12 +774,22 @@ CORRAL_PUBLIC
 char *corral_image_json(const struct corral_image *img);
 /*
  * Run on the image: its layers become p's root; its Env is added where p
- * sets no such name; its WorkingDir is p's unless p has one.  Its User is
- * not applied: a sandbox has one identity, the agent (uid 1000).
+ * sets no such name; its WorkingDir is p's unless p has one.  Its User
+ * (not root) names the sandbox's one identity, uid 1000, and gives its
+ * home, as the image's /etc/passwd lists them (image_user.c).
  */
 CORRAL_PUBLIC
 int corral_policy_apply_image(struct corral_policy *p, const struct corral_image *img,
 			      struct corral_err *err);
+/*
+ * p->image (filesystem.image), if set, resolved in the store of state_dir
+ * (corral_image_store_path) and applied as corral_policy_apply_image does;
+ * *out the image (free it after the run), NULL when p names none.  Only
+ * reads the store: nothing is imported.
+ */
+CORRAL_PUBLIC
+int corral_policy_use_image(struct corral_policy *p, const char *state_dir,
+			    struct corral_image **out, struct corral_err *err);
 /*
  * The command docker would run: Entrypoint, then argv (or, if argv is
  * empty, Cmd).  malloc'd vector of borrowed strings, NULL-terminated;

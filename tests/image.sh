@@ -17,6 +17,9 @@ chmod 755 "$TEST_TMP"
 trap 'chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
 . "$HERE/lib.sh"
 ME=$(id -u)
+# the static attack helper: beside a staged corral (check.sh) or in the build
+HELPERS=${CORRAL_HELPERS:-$(dirname "$CORRAL")/helpers}
+[ -x "$HELPERS/attack" ] || HELPERS=$(dirname "$CORRAL")/tests/helpers
 
 # img ARGS...: corral image ARGS on this test's store; out in $T/out,
 # stderr in $T/err, exit status in $T/rc.
@@ -408,7 +411,8 @@ t_run_image_layers_stacked() {
 	expect_contains "upper layer" "$out" "fresh"
 	# the host's /usr is not there; corral's /etc entries are
 	expect_contains "no host /usr" "$out" "No such file"
-	expect_contains "agent user" "$out" "agent:x:1000:1000"
+	# the image's User 1000 is "user" in its /etc/passwd: the sandbox's name
+	expect_contains "image's user" "$out" "user:x:1000:1000:user:/home/user:/bin/sh"
 }
 
 t_run_image_read_only() {
@@ -435,6 +439,13 @@ t_run_image_root_writable() {
 	# within the disk budget
 	out=$(crun --image corral-test/busybox:1 --root-writable --disk 4M -- 'dd if=/dev/zero of=/bin/big bs=1M count=16')
 	expect_contains "budget" "$out" "No space left on device"
+	# one budget: the root's writes and /tmp's share --disk
+	out=$(crun --image corral-test/busybox:1 --root-writable --disk 8M -- 'dd if=/dev/zero of=/bin/a bs=1M count=5 2>/dev/null && echo root-ok; dd if=/dev/zero of=/tmp/b bs=1M count=5')
+	expect_contains "root wrote" "$out" "root-ok"
+	expect_contains "one budget" "$out" "No space left on device"
+	out=$(crun --image corral-test/busybox:1 --root-writable --disk 8M -- 'dd if=/dev/zero of=/tmp/b bs=1M count=5 2>/dev/null && echo tmp-ok; dd if=/dev/zero of=/srv/c bs=1M count=5')
+	expect_contains "tmp wrote" "$out" "tmp-ok"
+	expect_contains "one budget, other way" "$out" "No space left on device"
 }
 
 t_run_rootfs_dir() {
@@ -452,6 +463,18 @@ t_run_rootfs_dir() {
 	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
 }
 
+t_run_image_host_tmp_binds() {
+	# the supervisor stacks the root on a tmpfs at /tmp in the sandbox's
+	# mount namespace: the host's /tmp must still be there for binds
+	busybox_image
+	mkdir -p /tmp/corral-image-bind.$$
+	echo "from the host's tmp" > /tmp/corral-image-bind.$$/f
+	chmod -R a+rX /tmp/corral-image-bind.$$
+	out=$(crun --image corral-test/busybox:1 --ro /tmp/corral-image-bind.$$:/data -- 'cat /data/f')
+	rm -rf /tmp/corral-image-bind.$$
+	expect_eq "bind from /tmp" "$out" "from the host's tmp"
+}
+
 t_run_image_refusals() {
 	out=$(crun --image corral-test/none:1 -- true)
 	expect_eq "exit" "$(rc)" 125
@@ -465,6 +488,133 @@ t_run_image_refusals() {
 	expect_contains "no caps" "$out" "CapEff:	0000000000000000"
 	expect_contains "nnp" "$out" "NoNewPrivs:	1"
 	expect_contains "seccomp" "$out" "Seccomp:	2"
+}
+
+t_run_image_user_workdir() {
+	fixture busybox-user u
+	img import "$T/u" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	out=$(crun --image corral-test/user:1 -- 'id -u; id -un; echo $USER $HOME; pwd; cat job.txt; echo mine > ~/f && cat /home/agent/f; grep -c . /etc/passwd; cat /etc/passwd /etc/group /etc/hosts /etc/resolv.conf')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "uid, name, env, workdir" "$(echo "$out" | head -6)" "1000
+app
+app /home/app
+/opt/work
+the job
+mine"
+	expect_contains "passwd: the user" "$out" "app:x:1000:1000:app:/home/app:/bin/sh"
+	expect_contains "passwd: image's accounts kept" "$out" "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin"
+	expect_not_contains "passwd: image's clashing 1000 dropped" "$out" "user:x:1000"
+	expect_not_contains "passwd: image's app line dropped" "$out" "The App"
+	expect_contains "group" "$out" "staff:x:50:app"
+	expect_contains "hosts: corral's" "$out" "localhost corral"
+	expect_contains "hosts: image's" "$out" "10.1.2.3 db.internal db"
+	expect_not_contains "hosts: no image loopback" "$out" "evil-loopback"
+	expect_contains "resolv: search kept" "$out" "search corp.example"
+	expect_not_contains "resolv: nameserver is corral's" "$out" "8.8.8.8"
+	# User root: the sandbox never runs as 0; the agent it is
+	fixture busybox-rootuser r
+	img import "$T/r" > /dev/null
+	out=$(crun --image corral-test/rootuser:1 -- 'id -u; id -un; echo $HOME')
+	expect_eq "root image" "$out" "1000
+agent
+/home/agent"
+}
+
+# verdict ARGS...: "status exit signal | stdout" of the attack run as ARGS say
+verdict() {
+	crun --json "$@" > /dev/null
+	/usr/bin/python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["status"], r.get("exit_code"), r.get("signal"), "|", r.get("stdout", "").strip())' "$T/out"
+}
+
+t_attack_corpus_same_on_image() {
+	[ -x "$HELPERS/attack" ] || fail "no attack helper in $HELPERS"
+	busybox_image
+	names=$("$HELPERS/attack" list)
+	[ "$(echo "$names" | wc -l)" -ge 30 ] || fail "attack list: $names"
+	for a in $names; do
+		host=$(verdict --ro "$HELPERS:/opt/helpers" -- /bin/sh -c "exec /opt/helpers/attack $a")
+		on_img=$(verdict --image corral-test/busybox:1 --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a")
+		on_rw=$(verdict --image corral-test/busybox:1 --root-writable --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a")
+		echo "$a: $host"
+		expect_eq "$a on an image" "$on_img" "$host"
+		expect_eq "$a on a writable image" "$on_rw" "$host"
+		# every attack the host run calls blocked or killed is so here too
+		case "$host" in
+		*"| blocked:"* | "signaled "*) ;;
+		*) fail "$a: not blocked on the host's /usr: $host" ;;
+		esac
+	done
+}
+
+t_run_policy_image() {
+	busybox_image
+	echo '{"filesystem": {"image": "corral-test/busybox:1"}}' > "$T/p.json"
+	out=$(crun --policy "$T/p.json" -- 'pwd; cat /etc/motd; ls /usr 2>&1; true')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "workdir" "$out" "/srv/app"
+	expect_contains "image's files" "$out" "layer two"
+	expect_contains "no host /usr" "$out" "No such file"
+	# a flag wins over the policy's image
+	out=$(crun --policy "$T/p.json" --image corral-test/none:1 -- true)
+	expect_contains "flag wins" "$out" "no image named docker.io/corral-test/none:1"
+	# a path is not a reference
+	echo '{"filesystem": {"image": "/tmp/x.tar"}}' > "$T/bad.json"
+	out=$("$CORRAL" policy check "$T/bad.json" 2>&1) && fail "a path accepted: $out"
+	expect_contains "refused" "$out" "filesystem.image"
+}
+
+# A daemon of this test (its state and store in $T/state), stopped by pid.
+image_daemon() {
+	local i=0
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
+	echo $! > "$T/dpid"
+	while [ $i -lt 200 ] && [ ! -S "$T/s" ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -S "$T/s" ] || fail "no daemon: $(tail -3 "$T/daemon.log")"
+}
+stop_image_daemon() {
+	local pid i=0
+	pid=$(cat "$T/dpid" 2>/dev/null) || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	while [ $i -lt 200 ] && kill -0 "$pid" 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+t_daemon_create_image() {
+	busybox_image
+	trap stop_image_daemon EXIT
+	image_daemon
+	id=$("$CORRAL" create --socket "$T/s" --image corral-test/busybox:1) || fail "create: $id"
+	out=$("$CORRAL" exec --socket "$T/s" "$id" -- /bin/sh -c 'cat /etc/motd; echo $GREETING; ls /usr 2>&1' 2>&1) || true
+	expect_contains "image's files" "$out" "layer two"
+	expect_contains "image's env" "$out" "hello"
+	expect_contains "no host /usr" "$out" "No such file"
+	"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
+	# the policy's key, through the API
+	echo '{"filesystem": {"image": "corral-test/busybox:1"}}' > "$T/p.json"
+	id=$("$CORRAL" create --socket "$T/s" --policy "$T/p.json") || fail "create: $id"
+	out=$("$CORRAL" exec --socket "$T/s" "$id" -- /bin/cat /srv/app/hello.txt 2>&1) || true
+	expect_eq "policy image" "$out" "hello from the image"
+	"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
+	# unknown, and never a host path to import
+	out=$("$CORRAL" create --socket "$T/s" --image corral-test/none:1 2>&1) && fail "created: $out"
+	expect_contains "unknown" "$out" "no image named docker.io/corral-test/none:1"
+	expect_contains "404" "$out" "HTTP 404"
+	fixture busybox-archive arch.tar
+	chmod 644 "$T/arch.tar"
+	out=$("$CORRAL" create --socket "$T/s" --image "$T/arch.tar" 2>&1) && fail "created: $out"
+	expect_contains "path refused" "$out" "HTTP 422"
+	img ls > /dev/null
+	expect_eq "nothing imported" "$(wc -l < "$T/out")" 2
+	stop_image_daemon
 }
 
 tests=$(declare -F | awk '{print $3}' | grep '^t_')

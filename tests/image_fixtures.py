@@ -94,6 +94,22 @@ def second_layer():
     return lay.bytes()
 
 
+def user_layer():
+    """An image's own accounts, hosts and resolver, to merge below corral's."""
+    lay = Layer()
+    lay.dir("etc").dir("opt").dir("opt/work", mode=0o755)
+    lay.add("etc/passwd", data=b"root:x:0:0:root:/root:/bin/sh\n"
+            b"daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+            b"user:x:1000:1000:user:/home/user:/bin/sh\n"
+            b"app:x:1001:1001:The App:/home/app:/bin/sh\n"
+            b"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    lay.add("etc/group", data=b"root:x:0:\ndaemon:x:1:\napp:x:1001:\nstaff:x:50:app\n")
+    lay.add("etc/hosts", data=b"127.0.0.1 localhost evil-loopback\n10.1.2.3 db.internal db\n")
+    lay.add("etc/resolv.conf", data=b"nameserver 8.8.8.8\nsearch corp.example\n")
+    lay.add("opt/work/job.txt", data=b"the job\n")
+    return lay.bytes()
+
+
 def config_for(diff_ids, **cfg):
     c = {
         "architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine,
@@ -290,6 +306,20 @@ def main():
     elif kind == "busybox-docker":
         docker_save(out, [busybox_layer(), second_layer()],
                     ["busybox-saved:1", "docker.io/library/busybox-saved:2"], BUSYBOX_CONFIG)
+    elif kind == "busybox-user":
+        write_layout(out, [busybox_layer(), user_layer()], names=["corral-test/user:1"],
+                     config=dict(BUSYBOX_CONFIG, User="app", WorkingDir="/opt/work"))
+    elif kind == "busybox-rootuser":
+        write_layout(out, [busybox_layer(), user_layer()], names=["corral-test/rootuser:1"],
+                     config=dict(BUSYBOX_CONFIG, User="0:0"))
+    elif kind == "rootfs":
+        # a whole tree (a debootstrap'd Debian: tests/image_debian.sh) as one layer
+        lay = Layer()
+        lay.tar.add(os.environ["CORRAL_ROOTFS"], arcname=".")
+        write_layout(out, [lay.bytes()], names=[os.environ.get("CORRAL_IMAGE_NAME",
+                                                               "corral-test/debian:12")],
+                     config=dict(Env=["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                                      "/usr/bin:/sbin:/bin"], Cmd=["/bin/bash"]))
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

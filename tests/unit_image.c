@@ -203,6 +203,44 @@ TEST(policy_root_and_workdir)
 	corral_policy_free(&p);
 }
 
+TEST(policy_image_key)
+{
+	static const char *const good[] = {
+		"{\"filesystem\": {\"image\": \"debian:12\"}}",
+		"{\"filesystem\": {\"image\": \"ghcr.io/a/b@sha256:"
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}",
+		"{\"filesystem\": {\"image\": \"0123456789abcdef\"}}",
+	};
+	static const char *const bad[] = {
+		"{\"filesystem\": {\"image\": \"/tmp/debian.tar\"}}",
+		"{\"filesystem\": {\"image\": \"../x\"}}",
+		"{\"filesystem\": {\"image\": 12}}",
+		"{\"filesystem\": {\"image\": \"\"}}",
+	};
+	struct corral_policy p, q;
+	struct corral_err err = { 0 };
+	struct corral_image *img = (void *)1;
+
+	corral_policy_init(&p);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		CHECK(corral_policy_load_string(&p, good[i], strlen(good[i]), "t.json", &err) == 0);
+		CHECK(p.image != NULL);
+	}
+	CHECK(!strcmp(p.image, "0123456789abcdef"));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(corral_policy_load_string(&p, bad[i], strlen(bad[i]), "t.json", &err) < 0);
+		CHECK_STR_CONTAINS(err.msg, "filesystem.image");
+		/* a failed load leaves the policy as it was */
+		CHECK(!strcmp(p.image, "0123456789abcdef"));
+	}
+	corral_policy_free(&p);
+	/* no image named: nothing resolved, no store opened */
+	corral_policy_init(&q);
+	CHECK(corral_policy_use_image(&q, "/nonexistent/state", &img, &err) == 0);
+	CHECK(img == NULL && q.nroot_layers == 0);
+	corral_policy_free(&q);
+}
+
 int main(void)
 {
 	unit_run_all();

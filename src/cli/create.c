@@ -13,8 +13,8 @@
 static const struct verb create_verb = {
 	.name = "create",
 	.head =
-"Usage: corral create [--policy FILE] [--workspace DIR] [--ttl DURATION]\n"
-"                     [--idle-freeze DURATION] [--label KEY=VALUE]... [--json]\n"
+"Usage: corral create [--policy FILE] [--workspace DIR] [--image REF]\n"
+"                     [--ttl DURATION] [--idle-freeze DURATION] [--label KEY=VALUE]... [--json]\n"
 "\n"
 "Ask the daemon (`corral serve`) for a sandbox that lives across many calls,\n"
 "and print its id.  The sandbox is built from the built-in default policy\n"
@@ -29,6 +29,8 @@ static const struct verb create_verb = {
 "                       is never written.  Over the unix socket DIR is made\n"
 "                       absolute here and must be a directory; over --url it\n"
 "                       is a path on the daemon's host and must be absolute\n"
+"  --image REF          the root is image REF of the daemon's store\n"
+"                       (STATE_DIR/images: `corral image import --state-dir`)\n"
 "  --ttl DURATION       destroy the sandbox this long after it was created\n"
 "                       (\"90s\", \"30m\", \"2h\", \"1d\"; a bare number is\n"
 "                       seconds); absent or 0: no TTL\n"
@@ -49,7 +51,8 @@ static const struct verb create_verb = {
 "  corral rm \"$id\"\n",
 };
 
-enum { OPT_POLICY = OPT_OWN, OPT_WORKSPACE, OPT_TTL, OPT_IDLE_FREEZE, OPT_LABEL };
+enum { OPT_POLICY = OPT_OWN, OPT_WORKSPACE, OPT_TTL, OPT_IDLE_FREEZE, OPT_LABEL,
+       OPT_IMAGE };
 
 static const struct option create_options[] = {
 	CONN_OPTIONS,
@@ -58,6 +61,7 @@ static const struct option create_options[] = {
 	{ "ttl", required_argument, NULL, OPT_TTL },
 	{ "idle-freeze", required_argument, NULL, OPT_IDLE_FREEZE },
 	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "image", required_argument, NULL, OPT_IMAGE },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -159,6 +163,8 @@ static int create_option(void *arg, int opt, const char *val)
 	case OPT_JSON:
 		a->json = true;
 		return 0;
+	case OPT_IMAGE:
+		return body_put_text(&create_verb, a->body, "image", "--image", val);
 	}
 	return verb_usage_error(&create_verb, "option %d is not handled", opt);
 }

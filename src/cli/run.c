@@ -370,6 +370,8 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	o.argv = argv + optind;
+	if (!rootfs && !image)
+		image = p.image;	/* the policy's filesystem.image; a flag wins */
 	if ((rootfs || image) &&
 	    apply_root(&p, rootfs, image, state_dir, o.argv, &img, &img_argv, &err) < 0) {
 		cli_error("%s", err.msg);

@@ -65,18 +65,20 @@ static bool labels_ok(json_t *labels, struct api_fault *f)
 struct create_args {
 	json_t *policy, *labels;
 	const char *workspace;
+	const char *image;		/* a reference into the daemon's store */
 	uint64_t ttl_ms, idle_ms;
 };
 
 static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 {
 	static const char *const known[] = { "policy", "workspace", "ttl_seconds",
-		"idle_freeze_ms", "labels", NULL };
+		"idle_freeze_ms", "labels", "image", NULL };
 	json_t *idle;
 
 	if (!only_fields(o, known, f) ||
 	    !seconds_field(o, "ttl_seconds", 30 * 86400, &a->ttl_ms, f) ||
-	    !string_field(o, "workspace", 4095, &a->workspace, f))
+	    !string_field(o, "workspace", 4095, &a->workspace, f) ||
+	    !string_field(o, "image", 511, &a->image, f))
 		return false;
 	idle = json_object_get(o, "idle_freeze_ms");
 	if (idle && (!json_is_integer(idle) || json_integer_value(idle) < 0 ||
@@ -117,16 +119,33 @@ static bool create_room(struct daemon *d, struct api_fault *f)
 	return true;
 }
 
+/* "image" of the request: over any filesystem.image of its policy. */
+static int set_image(struct corral_policy *p, const char *ref, struct corral_err *err)
+{
+	json_t *o = json_pack("{s:{s:s}}", "filesystem", "image", ref);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	int r;
+
+	json_decref(o);
+	if (!text)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	r = corral_policy_load_string(p, text, strlen(text), "image", err);
+	free(text);
+	return r;
+}
+
 /* A sandbox for a, from the pool when a asks for nothing but defaults. */
 static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *req,
 				      const struct create_args *a)
 {
 	struct corral_err err = { 0 };
+	struct corral_image *img = NULL;
 	struct corral_policy *p;
 	struct api_fault f;
 	struct sandbox *sb;
+	int r;
 
-	if (!a->policy && !a->workspace && (sb = pool_take(d)))
+	if (!a->policy && !a->workspace && !a->image && (sb = pool_take(d)))
 		return sb;	/* built ahead with exactly this (default) policy */
 	p = default_policy();
 	if (!p) {
@@ -153,6 +172,23 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 		free(p);
 		return NULL;
 	}
+	if (a->image && set_image(p, a->image, &err) < 0) {
+		reply_error(req, 422, "image", "%s", err.msg);
+		corral_policy_free(p);
+		free(p);
+		return NULL;
+	}
+	/*
+	 * An image only from the daemon's own store: a client names one, it
+	 * never makes the daemon read an archive or a tree of the host.
+	 */
+	if (p->image && (r = corral_policy_use_image(p, d->state_dir, &img, &err)) < 0) {
+		reply_error(req, r == -ENOENT ? 404 : 422, "image", "%s", err.msg);
+		corral_policy_free(p);
+		free(p);
+		return NULL;
+	}
+	corral_image_free(img);	/* its layers, Env, WorkingDir are in p now */
 	if (!api_access_check(d, req, api_over_tcp(d, req), p, &f)) {
 		reply_fault(req, &f);
 		corral_policy_free(p);

@@ -71,7 +71,8 @@ char **sandbox_env(const struct corral_policy *p)
 	if (r == 0)
 		r = sandbox_env_add(&envp, &n, "PATH", SANDBOX_PATH);
 	if (r == 0)
-		r = sandbox_env_add(&envp, &n, "HOME", "/home/agent");
+		r = sandbox_env_add(&envp, &n, "HOME",
+				     p->user_home ? p->user_home : "/home/agent");
 	if (r == 0)
 		r = sandbox_env_add(&envp, &n, "LANG", lang ? lang : "C.UTF-8");
 	if (r == 0)
@@ -79,7 +80,8 @@ char **sandbox_env(const struct corral_policy *p)
 	if (r == 0)
 		r = sandbox_env_add(&envp, &n, "TMPDIR", "/tmp");
 	if (r == 0)
-		r = sandbox_env_add(&envp, &n, "USER", "agent");
+		r = sandbox_env_add(&envp, &n, "USER",
+				     p->user_name ? p->user_name : "agent");
 	/* Proxy mode: every common client finds the way out by itself. */
 	for (size_t i = 0; r == 0 && p->net == CORRAL_NET_PROXY &&
 	     i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)

@@ -298,6 +298,8 @@ int corral_policy_apply_image(struct corral_policy *p, const struct corral_image
 	}
 	if (r == 0 && c->workdir && !p->workdir)
 		r = corral_policy_set_workdir(p, c->workdir, err);
+	if (r == 0)
+		r = image_user_apply(p, img, err);
 	return r < 0 ? corral_wrap_err(err, "image %s", img->digest) : 0;
 }
 
@@ -324,4 +326,27 @@ int corral_image_argv(const struct corral_image *img, char *const *argv,
 	}
 	*out = v;
 	return 0;
+}
+
+int corral_policy_use_image(struct corral_policy *p, const char *state_dir,
+			    struct corral_image **out, struct corral_err *err)
+{
+	struct corral_image_store *s;
+	int r;
+
+	*out = NULL;
+	if (!p->image)
+		return 0;
+	r = corral_image_store_open(&s, state_dir, err);
+	if (r < 0)
+		return corral_wrap_err(err, "image %s", p->image);
+	r = corral_image_resolve(s, p->image, out, err);
+	corral_image_store_close(s);
+	if (r == 0)
+		r = corral_policy_apply_image(p, *out, err);
+	if (r < 0) {
+		corral_image_free(*out);
+		*out = NULL;
+	}
+	return r;
 }

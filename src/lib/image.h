@@ -131,6 +131,11 @@ int image_config_parse(const char *text, size_t len, struct corral_image_config 
 		       json_t **diff_ids, struct corral_err *err);
 void image_config_free(struct corral_image_config *c);
 
+/* ---- image_user.c ---- */
+/* The image's User as p->user_name / user_home (uid 1000 still). */
+int image_user_apply(struct corral_policy *p, const struct corral_image *img,
+		     struct corral_err *err);
+
 /* ---- image_unpack.c ---- */
 
 /*

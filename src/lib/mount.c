@@ -32,6 +32,11 @@
 
 #define OLDROOT "/oldroot"
 #define SCRATCH "/.scratch"	/* detached before the sandbox runs */
+/* an image's root, stacked by the supervisor (see stack_layers) */
+#define STAGE "/tmp"
+#define STAGE_ROOT STAGE "/root"
+#define STAGE_UPPER STAGE "/root.upper"
+#define STAGE_WORK STAGE "/root.work"
 
 const char *const mount_writable_paths[] = {
 	"/workspace", "/tmp", "/home/agent", "/dev", NULL,
@@ -311,39 +316,167 @@ static int host_dir(int oldroot, const char *path, struct corral_err *err)
 	return 0;
 }
 
+/* ---- /etc: corral's entries, an image's merged below them --------------- */
+
+#define IMAGE_ETC_MAX (1u << 20)
+
+/*
+ * An image's own /etc file, from the stacked root: never through a
+ * symlink nor onto another mount (the host's root is still at /oldroot).
+ * NULL when it is not there or not a plain file.
+ */
+static char *read_image_etc(const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	struct stat st;
+	char *buf = NULL;
+	ssize_t n = -1;
+	int fd;
+
+	fd = syscall(SYS_openat2, AT_FDCWD, path + 1, &how, sizeof(how));
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= IMAGE_ETC_MAX &&
+	    (buf = malloc(st.st_size + 1)))
+		n = read(fd, buf, st.st_size);
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+enum etc_kind { ETC_PASSWD, ETC_GROUP, ETC_HOSTS, ETC_RESOLV };
+
+static bool field_is(const char *line, size_t field, const char *value)
+{
+	size_t len = strlen(value);
+
+	for (size_t i = 0; i < field && line; i++) {
+		line = strchr(line, ':');
+		line = line ? line + 1 : NULL;
+	}
+	return line && !strncmp(line, value, len) && (line[len] == ':' || !line[len]);
+}
+
+/*
+ * Whether an image's line stays beside corral's: an account whose name
+ * or id is not one of corral's (root, the sandbox's user, nobody); a host
+ * that is not loopback; resolv.conf's search domains only (its
+ * nameservers are corral's, or none).
+ */
+static bool keep_line(enum etc_kind kind, const char *line, const char *user)
+{
+	static const char *const names[] = { "root", "agent", "nobody", "nogroup" };
+	static const char *const ids[] = { "0", "1000", "65534" };
+	size_t colons = 0;
+
+	if (!*line || *line == '#' || *line == '+' || *line == '-')
+		return false;
+	if (kind == ETC_HOSTS)
+		return strncmp(line, "127.", 4) && strncmp(line, "::1", 3) && *line != ' ' &&
+		       *line != '\t';
+	if (kind == ETC_RESOLV)
+		return !strncmp(line, "search ", 7) || !strncmp(line, "domain ", 7);
+	for (const char *s = line; (s = strchr(s, ':')); s++)
+		colons++;
+	if (colons != (kind == ETC_PASSWD ? 6u : 3u) || field_is(line, 0, user))
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (field_is(line, 0, names[i]))
+			return false;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (field_is(line, 2, ids[i]))
+			return false;
+	return true;
+}
+
+/* corral's text, then the lines of the image's file that keep_line keeps. */
+static int write_merged(const char *path, const char *ours, enum etc_kind kind,
+			const char *user, bool from_image, struct corral_err *err)
+{
+	char *theirs = from_image ? read_image_etc(path) : NULL, *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (from_image && unlink(path) < 0 && errno != ENOENT) {
+		free(theirs);
+		return corral_set_err(err, -errno, "cannot replace the image's %s: %s",
+				      path, strerror(errno));
+	}
+	f = open_memstream(&text, &len);
+	if (!f) {
+		free(theirs);
+		return corral_set_err(err, -errno, "%s: %s", path, strerror(errno));
+	}
+	fputs(ours, f);
+	for (char *line = theirs, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (keep_line(kind, line, user))
+			fprintf(f, "%s\n", line);
+	}
+	free(theirs);
+	if (fclose(f) != 0) {
+		free(text);
+		return corral_set_err(err, -ENOMEM, "%s: out of memory", path);
+	}
+	r = write_text(path, text, err);
+	free(text);
+	return r;
+}
+
 static int build_etc(int oldroot, const struct corral_policy *p,
 		     struct corral_err *err)
 {
-	static const struct { const char *path, *text; } files[] = {
-		{ "/etc/passwd",
-		  "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-		  "agent:x:1000:1000:agent:/home/agent:/bin/sh\n"
-		  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" },
-		{ "/etc/group", "root:x:0:\nagent:x:1000:\nnogroup:x:65534:\n" },
-		{ "/etc/hosts", "127.0.0.1\tlocalhost corral\n::1\tlocalhost ip6-localhost\n" },
-		{ "/etc/hostname", "corral\n" },
-		{ "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n" },
-	};
+	const char *user = p->user_name ? p->user_name : "agent";
+	const char *home = p->user_home ? p->user_home : "/home/agent";
+	bool img = p->nroot_layers > 0;
+	char passwd[512], group[256];
 	int r;
 
+	snprintf(passwd, sizeof(passwd),
+		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+		 "%s:x:1000:1000:%s:%s:/bin/sh\n"
+		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		 user, user, home);
+	snprintf(group, sizeof(group), "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", user);
 	r = mkdir_p("/etc", 0755, err);
-	/* an image's own entries give way to corral's */
-	for (size_t i = 0; r == 0 && p->nroot_layers && i <= sizeof(files) / sizeof(files[0]); i++)
-		if (unlink(i < sizeof(files) / sizeof(files[0]) ? files[i].path : "/etc/resolv.conf") < 0 &&
-		    errno != ENOENT)
+	/* an image's own entries stay, below corral's, where they do not clash */
+	if (r == 0)
+		r = write_merged("/etc/passwd", passwd, ETC_PASSWD, user, img, err);
+	if (r == 0)
+		r = write_merged("/etc/group", group, ETC_GROUP, user, img, err);
+	if (r == 0)
+		r = write_merged("/etc/hosts", "127.0.0.1\tlocalhost corral\n"
+				 "::1\tlocalhost ip6-localhost\n", ETC_HOSTS, user, img, err);
+	for (size_t i = 0; r == 0 && img && i < 2; i++)
+		if (unlink(i ? "/etc/nsswitch.conf" : "/etc/hostname") < 0 && errno != ENOENT)
 			r = corral_set_err(err, -errno, "cannot replace the image's %s: %s",
-					   i < sizeof(files) / sizeof(files[0]) ? files[i].path :
-					   "/etc/resolv.conf", strerror(errno));
-	for (size_t i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++)
-		r = write_text(files[i].path, files[i].text, err);
+					   i ? "/etc/nsswitch.conf" : "/etc/hostname",
+					   strerror(errno));
+	if (r == 0)
+		r = write_text("/etc/hostname", "corral\n", err);
+	if (r == 0)
+		r = write_text("/etc/nsswitch.conf",
+			       "passwd: files\ngroup: files\nhosts: files dns\n", err);
 	/* Proxy mode: the supervisor answers DNS inside; otherwise nothing does. */
 	if (r == 0)
-		r = write_text("/etc/resolv.conf", p->net == CORRAL_NET_PROXY ?
-			       "# corral: answered by the supervisor, allowed names only\n"
-			       "nameserver 127.0.0.1\noptions edns0\n" :
-			       "# corral: this sandbox has no network\n", err);
+		r = write_merged("/etc/resolv.conf", p->net == CORRAL_NET_PROXY ?
+				 "# corral: answered by the supervisor, allowed names only\n"
+				 "nameserver 127.0.0.1\noptions edns0\n" :
+				 "# corral: this sandbox has no network\n", ETC_RESOLV, user,
+				 img, err);
 	/* an image's root has its own loader cache, certificates, zone info */
-	for (size_t i = 0; r == 0 && !p->nroot_layers && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
+	for (size_t i = 0; r == 0 && !img && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
 		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, err);
 	return r;
 }
@@ -431,7 +564,17 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 		 (unsigned long long)p->disk_bytes,
 		 (unsigned long long)mount_scratch_inodes(p->disk_bytes));
 	r = mkdir_p(SCRATCH, 0755, err);
-	if (r == 0)
+	/*
+	 * On an image, the tmpfs under the root's upper layer (stack_layers);
+	 * then off the host's /tmp, which it covered, so that binds and a
+	 * workspace from there are found.
+	 */
+	if (r == 0 && p->nroot_layers) {
+		r = do_mount(OLDROOT STAGE, SCRATCH, NULL, MS_BIND, NULL, err);
+		if (r == 0 && umount2(OLDROOT STAGE, MNT_DETACH) < 0)
+			r = corral_set_err(err, -errno, "cannot uncover the host's %s: %s",
+					   STAGE, strerror(errno));
+	} else if (r == 0)
 		r = do_mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
 	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(dirs[i], 0755) < 0)
@@ -455,6 +598,14 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 		r = do_mount(SCRATCH "/tmp", "/tmp", NULL, MS_BIND, NULL, err);
 	if (r == 0)
 		r = do_mount(SCRATCH "/home", "/home/agent", NULL, MS_BIND, NULL, err);
+	/* an image's user keeps its home: the same scratch directory there */
+	if (r == 0 && p->nroot_layers && p->user_home && strcmp(p->user_home, "/home/agent")) {
+		r = mkdir_p(p->user_home, 0755, err);
+		if (r == 0)
+			r = do_mount(SCRATCH "/home", p->user_home, NULL, MS_BIND, NULL, err);
+		if (r < 0)
+			return corral_wrap_err(err, "the image user's home %s", p->user_home);
+	}
 	if (r < 0)
 		return r;
 
@@ -707,16 +858,15 @@ static int build_binds(int oldroot, const struct corral_policy *p,
  * the sandbox's user (uid 65534 for root) cannot walk into it.  A child
  * of the supervisor joins that namespace (unprivileged, its user
  * namespace first, whose owner holds every capability there), makes it
- * private, mounts a tmpfs at STAGE and over it the overlay: the layers
- * read-only, the upper on the tmpfs.  The upper gets, owned by the
- * sandbox's user, the directories corral mounts on and the working
- * directory, so that init can build the rest of the view as usual; with
- * root_writable it also takes what the sandbox writes, within
- * disk_bytes.  Costs a fork and three mounts on the caller's thread.
+ * private, mounts at STAGE the sandbox's one scratch tmpfs (disk_bytes,
+ * the files budget: build_scratch takes it over rather than mounting its
+ * own) and over it the overlay: the layers read-only, the upper on the
+ * tmpfs.  The upper gets, owned by the sandbox's user, the directories
+ * corral mounts on and the working directory, so that init can build the
+ * rest of the view as usual; with root_writable it also takes what the
+ * sandbox writes, in the same budget as /tmp, $HOME and the workspace.
+ * Costs a fork and three mounts on the caller's thread.
  */
-#define STAGE "/tmp"
-#define STAGE_ROOT STAGE "/root"
-#define STAGE_UPPER STAGE "/upper"
 
 static int stage_dir(const char *rel, uid_t uid, gid_t gid, struct corral_err *err)
 {
@@ -765,15 +915,16 @@ static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 	size_t len;
 	int r, fd;
 
-	snprintf(size, sizeof(size), "mode=0755,size=%llu",
-		 (unsigned long long)(p->root_writable ? p->disk_bytes : 16u << 20));
+	snprintf(size, sizeof(size), "mode=0755,size=%llu,nr_inodes=%llu",
+		 (unsigned long long)p->disk_bytes,
+		 (unsigned long long)mount_scratch_inodes(p->disk_bytes));
 	r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
 	/*
 	 * The layers by fd, opened in this namespace before the tmpfs covers
 	 * STAGE (a layer may live below it); overlay takes /proc/self/fd/N.
 	 */
 	len = snprintf(opts, sizeof(opts), "userxattr,upperdir=" STAGE_UPPER
-		       ",workdir=" STAGE "/work,lowerdir=");
+		       ",workdir=" STAGE_WORK ",lowerdir=");
 	for (size_t i = p->nroot_layers; r == 0 && i-- > 0 && len < sizeof(opts);) {
 		fd = open(p->root_layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
@@ -788,8 +939,11 @@ static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 				      p->nroot_layers);
 	if (r == 0)
 		r = do_mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, size, err);
+	/* init, the sandbox's user, makes its directories in it (build_scratch) */
+	if (r == 0 && chown(STAGE, uid, gid) < 0)
+		r = corral_set_err(err, -errno, "chown %s: %s", STAGE, strerror(errno));
 	if (r == 0)
-		r = mkdir_p(STAGE "/work", 0700, err);
+		r = mkdir_p(STAGE_WORK, 0700, err);
 	if (r == 0)
 		r = mkdir_p(STAGE_ROOT, 0755, err);
 	if (r == 0)

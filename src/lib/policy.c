@@ -490,6 +490,9 @@ void corral_policy_free(struct corral_policy *p)
 	strv_free(p->root_layers, p->nroot_layers);
 	free(p->workdir);
 	hold_rules_free(p->export.hold, p->export.nhold);
+	free(p->image);
+	free(p->user_name);
+	free(p->user_home);
 	/* all zero: a second free, or init again, is safe */
 	*p = (struct corral_policy){ 0 };
 }
@@ -523,6 +526,15 @@ static int policy_copy(struct corral_policy *dst,
 	dst->workdir = NULL;
 	dst->export.hold = NULL;
 	dst->export.nhold = 0;
+	dst->image = NULL;
+	dst->user_name = NULL;
+	dst->user_home = NULL;
+	if (src->user_name && !(dst->user_name = strdup(src->user_name)))
+		goto nomem;
+	if (src->user_home && !(dst->user_home = strdup(src->user_home)))
+		goto nomem;
+	if (src->image && !(dst->image = strdup(src->image)))
+		goto nomem;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		goto nomem;
 	if (src->workdir && !(dst->workdir = strdup(src->workdir)))

@@ -9,6 +9,7 @@
 #include "export.h"
 #include "egress.h"
 #include "tripwire.h"
+#include "image.h"
 
 #include <errno.h>
 #include <event2/util.h>
@@ -160,8 +161,31 @@ static int apply_root_writable(struct loader *l, json_t *v)
 	return 0;
 }
 
+/* A reference into the store, checked as `corral image` reads one. */
+static int apply_image(struct loader *l, json_t *v)
+{
+	struct corral_err e = { 0 };
+	char name[512];
+	const char *s;
+	size_t n;
+	int r;
+
+	if (!json_is_string(v))
+		return loader_fail(l, false, v, "expected an image name such as \"debian:12\" or a digest");
+	r = loader_get_string(l, v, &s, &n);
+	if (r)
+		return r;
+	if (!image_looks_like_digest(s) &&
+	    corral_image_ref_normalize(s, name, sizeof(name), &e) < 0)
+		return loader_fail(l, false, v, "%s", e.msg);
+	free(l->p->image);
+	l->p->image = strdup(s);
+	return l->p->image ? 0 : loader_nomem(l);
+}
+
 static const struct field filesystem_fields[] = {
 	{ "workspace", apply_workspace },
+	{ "image", apply_image },
 	{ "root_writable", apply_root_writable },
 	{ "ro", apply_ro },
 	{ "rw", apply_rw },

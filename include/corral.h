@@ -596,6 +596,41 @@ int corral_box_list(struct corral_box *b, const char *path,
 		    struct corral_dirent **out, size_t *n,
 		    struct corral_err *err);
 
+/*
+ * The box's workspace: what it changed (from the overlay's upper layer,
+ * never following what the sandbox made) and the way out, as for
+ * corral_run's export.  path (relative to /workspace, or NULL) keeps the
+ * changes at or beneath it.  diff: a JSON array of changes, or with patch
+ * the git patch of what an export would let out (held changes left out).
+ */
+CORRAL_PUBLIC
+int corral_box_diff(struct corral_box *b, const char *path, bool patch,
+		    char **out, size_t *len, struct corral_err *err);
+
+struct corral_box_export_opts {
+	const char *to;			/* a new host directory */
+	bool apply;			/* onto the workspace the box was made on */
+	bool patch;			/* a git patch, handed back in *patch */
+	char *const *allow_risky;	/* globs let through the hold table */
+	size_t nallow_risky;
+	/*
+	 * to and apply write on the host as this user: a forked helper takes
+	 * its fs ids and groups first, so it writes only where the user could.
+	 */
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * *report: JSON {mode, changes, exported, held, conflicts[, error]}, set
+ * also on failure when something was done.  A halted box exports nothing
+ * (-EPERM).  Its events: export, export.held, export.allow_risky.
+ */
+CORRAL_PUBLIC
+int corral_box_export(struct corral_box *b, const struct corral_box_export_opts *o,
+		      char **report, char **patch, size_t *patch_len,
+		      struct corral_err *err);
+
 /* ---- images (OCI) ----------------------------------------------------- */
 
 /*

@@ -75,6 +75,8 @@ int api_status(int code, const char **error)
 		return 403;
 	case -EPERM:
 	case -EBUSY:
+	case -EEXIST:
+	case -ESTALE:
 	case -EALREADY:
 	case -EAGAIN:
 		*error = "conflict";
@@ -321,6 +323,8 @@ const struct api_route api_sandbox_routes[] = {
 	{ "/pause", POST, "pause: POST", NULL, sandbox_pause },
 	{ "/resume", POST, "resume: POST", NULL, sandbox_resume },
 	{ "/halt", POST, "halt: POST", NULL, sandbox_halt },
+	{ "/diff", GET, "diff: GET", NULL, diff_get },
+	{ "/export", POST, "export: POST", NULL, export_post },
 	{ NULL, 0, NULL, NULL, NULL },
 };
 
@@ -423,6 +427,11 @@ static bool over_tcp(struct daemon *d, struct evhttp_request *req)
 	evhttp_connection_get_peer(conn, &addr, &port);
 	/* unix peers have no port */
 	return port != 0;
+}
+
+bool api_over_tcp(struct daemon *d, struct evhttp_request *req)
+{
+	return over_tcp(d, req);
 }
 
 void api_handle(struct evhttp_request *req, void *arg)

@@ -45,6 +45,8 @@ json_t *api_bytes(const char *data, size_t len);
 
 /* Bytes evhttp still holds for this client. */
 size_t api_queued(struct evhttp_request *req);
+/* Whether the request came over TCP (else the unix socket). */
+bool api_over_tcp(struct daemon *d, struct evhttp_request *req);
 /* A held request whose client went away: ending it frees it. */
 void forget_request(struct evhttp_request *req);
 
@@ -142,6 +144,11 @@ bool file_query(const char *q, char *path, size_t len, bool *list,
 void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_delete(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+
+/* ---- api_export.c -------------------------------------------------------- */
+
+void diff_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void export_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 
 /* ---- api_events.c -------------------------------------------------------- */
 

@@ -499,6 +499,7 @@ static int box_spawn(struct corral_box *b, struct corral_err *err)
 	struct sandbox_opts so = {
 		.base = b->base, .p = b->p, .ev = b->ev, .cg = b->cg,
 		.stdio = { -1, -1, -1 }, .hooks = &box_hooks, .arg = b,
+		.want_upper = b->p->workspace != NULL,	/* diff, export */
 	};
 
 	return sandbox_spawn(&b->sb, &so, err);
@@ -533,6 +534,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	b->o.id = b->id;
 	b->state = CORRAL_BOX_STARTING;
 	b->t_created = b->t_mark = corral_now_ms();
+	b->lowerfd = -1;
 	r = events_new(&b->ev, o->log ? o->log->log : NULL, b->id, err);
 	if (r < 0)
 		goto fail;
@@ -550,6 +552,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	/* the daemon's pid in the name: a restart removes what a crash left */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), b->id);
 	r = cg_create(&b->cg, name, p, CG_V2_ID, err);
+	if (r == 0)
+		r = box_ws_open(b, err);
 	if (r == 0)
 		r = box_spawn(b, err);
 	if (r < 0)
@@ -669,6 +673,7 @@ void corral_box_destroy(struct corral_box *b)
 	pid = b->sb ? b->sb->pid : -1;
 	pidfd = b->sb ? steal_fd(&b->sb->pidfd) : -1;
 	sandbox_free(b->sb);
+	box_ws_close(b);
 	b->sb = NULL;
 	if (b->ev)
 		events_set_hook(b->ev, NULL, NULL);

@@ -112,6 +112,9 @@ struct corral_box {
 	char halt_criterion[64];	/* "": by request */
 	char *halt_text;		/* the whole reason (halt_reason is cut) */
 	json_t *halt_evidence;
+	/* box_export.c: the workspace as the box started on it */
+	int lowerfd;			/* the host workspace; -1: none */
+	struct baseline *ws_base;	/* its files' stats then, for conflicts */
 };
 
 /* ---- box.c: the box's life: create, freeze, halt, idle, destroy ---- */
@@ -122,6 +125,12 @@ int box_check_id(const char *id, struct corral_err *err);
 int box_set_thawed(struct corral_box *b, struct corral_err *err);
 /* With no call running: freeze after the idle window, if the box idles. */
 void box_arm_idle(struct corral_box *b);
+
+/* ---- box_export.c: the workspace's layers for diff and export ---- */
+
+/* Open the workspace and record it (before the spawn); no workspace: 0. */
+int box_ws_open(struct corral_box *b, struct corral_err *err);
+void box_ws_close(struct corral_box *b);
 
 /* ---- meter.c ---- */
 

@@ -30,6 +30,8 @@ static const char usage[] =
 "  logs ID                         background processes and their output\n"
 "  events [ID] [--follow]          the daemon's events, as JSON lines\n"
 "  image import|ls|rm|inspect      OCI images kept on this machine\n"
+"  diff ID [PATH] [--patch]        what sandbox ID changed in its workspace\n"
+"  export ID --to DIR|--apply|--patch FILE  bring those changes out\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -92,6 +94,8 @@ static const struct command {
 	{ "logs", cmd_logs },
 	{ "events", cmd_events },
 	{ "image", cmd_image },
+	{ "diff", cmd_diff },
+	{ "export", cmd_export },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 	{ "help", cmd_help },

@@ -129,6 +129,15 @@ struct corral_policy {
 	char **root_layers;
 	size_t nroot_layers;
 	bool root_writable;		/* filesystem.root_writable: copy-on-write */
+	/*
+	 * A snapshot (corral_box_snapshot) the workspace starts as: that tree,
+	 * read-only, between the workspace and the sandbox's upper layer.  Set
+	 * by corral_policy_set_workspace_layer(), not by the policy file; the
+	 * fd and the path are the caller's, kept until the sandbox is built.
+	 */
+	bool workspace_layer;
+	int workspace_layer_fd;		/* a detached copy of its mount, or -1 */
+	const char *workspace_layer_path;	/* else the sandbox opens this */
 	char *workdir;			/* where the command starts; NULL: /workspace */
 
 	/* limits; 0 means "no limit" except where noted */
@@ -607,6 +616,10 @@ CORRAL_PUBLIC
 int corral_box_diff(struct corral_box *b, const char *path, bool patch,
 		    char **out, size_t *len, struct corral_err *err);
 
+/* The host workspace the box was made on, or NULL. */
+CORRAL_PUBLIC
+const char *corral_box_workspace(const struct corral_box *b);
+
 struct corral_box_export_opts {
 	const char *to;			/* a new host directory */
 	bool apply;			/* onto the workspace the box was made on */
@@ -630,6 +643,42 @@ CORRAL_PUBLIC
 int corral_box_export(struct corral_box *b, const struct corral_box_export_opts *o,
 		      char **report, char **patch, size_t *patch_len,
 		      struct corral_err *err);
+
+/*
+ * A snapshot: the box's workspace upper layer copied into dir (a new
+ * directory), while the box is frozen (then thawed, unless it was frozen
+ * already); with no freezer (unprivileged without delegated cgroups) it is
+ * copied running, and info->frozen says so.  Device nodes other than
+ * overlay whiteouts, fifos and sockets are left out (skipped), setuid bits
+ * dropped, symlinks copied as links; more than max_bytes or max_files is
+ * -EDQUOT.  Returns 0 and done(arg, r, info, err) follows (from the loop,
+ * or before the return), or a negative errno and done is not called.  A
+ * failed snapshot leaves what it copied in dir: corral_snapshot_remove().
+ */
+struct corral_snapshot_info {
+	uint64_t bytes, files, skipped;
+	bool frozen;
+};
+typedef void (*corral_snapshot_fn)(void *arg, int r,
+				   const struct corral_snapshot_info *info,
+				   const struct corral_err *err);
+CORRAL_PUBLIC
+int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_bytes,
+			uint64_t max_files, corral_snapshot_fn done, void *arg,
+			struct corral_err *err);
+/*
+ * Start the workspace of sandboxes made with p as the snapshot at dir
+ * left it.  As root the tree is taken here as a detached mount (the
+ * sandbox's user could not walk to it); else the sandbox, the caller's own
+ * uid, opens dir itself.  *fd (or -1) and dir stay the caller's: close the
+ * fd once the sandbox is built (corral_box_create has returned).
+ */
+CORRAL_PUBLIC
+int corral_policy_set_workspace_layer(struct corral_policy *p, const char *dir,
+				      int *fd, struct corral_err *err);
+/* Remove a snapshot's tree (whiteouts and 0555 directories too); -errno. */
+CORRAL_PUBLIC
+int corral_snapshot_remove(const char *dir);
 
 /* ---- images (OCI) ----------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 static const char help[] =
 "Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE]\n"
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
+"                    [--snapshot-budget SIZE]\n"
 "\n"
 "Run the corral daemon: it creates sandboxes that live across many tool\n"
 "calls, runs calls in them, freezes them when idle, and supervises every\n"
@@ -37,6 +38,9 @@ static const char help[] =
 "  --pool N            keep N sandboxes of the default policy built ahead,\n"
 "                      handed out by creates that ask for nothing else\n"
 "                      (default 0)\n"
+"  --snapshot-budget SIZE  what all snapshots (POST .../snapshot) may take\n"
+"                      in the state directory, e.g. 512M, 4G (default 1G);\n"
+"                      a snapshot past it is refused (507)\n"
 "  -h, --help          this text\n"
 "\n"
 "SIGTERM or SIGINT: every sandbox is destroyed, the socket removed, exit 0.\n"
@@ -106,6 +110,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
 		{ "pool", required_argument, NULL, 'p' },
+		{ "snapshot-budget", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -134,6 +139,17 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			if (code)
 				return code;
 			break;
+		case 'B': {
+			struct corral_err err = { 0 };
+
+			if (corral_parse_size(optarg, &a->o.snapshot_bytes, &err) < 0 ||
+			    !a->o.snapshot_bytes) {
+				cli_error("--snapshot-budget: %s", err.msg[0] ? err.msg :
+					  "must be more than 0");
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			fputs(help, stdout);
 			return 1;

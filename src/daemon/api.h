@@ -150,6 +150,18 @@ void files_delete(struct sandbox *sb, struct evhttp_request *req, const char *re
 void diff_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void export_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 
+/* ---- api_snapshots.c ------------------------------------------------------ */
+
+void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void snapshots_list(struct daemon *d, struct evhttp_request *req, const char *rest);
+void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id);
+void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *id);
+/* For a create from_snapshot: p's workspace and layer set to the
+ * snapshot's; *tree (malloc'd) and *fd (or -1) are the caller's until the
+ * sandbox is built.  -1 with f set when there is no such snapshot. */
+int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
+		   char **tree, int *fd, struct api_fault *f);
+
 /* ---- api_events.c -------------------------------------------------------- */
 
 bool events_query(const char *q, char *sandbox, size_t len, bool *follow,

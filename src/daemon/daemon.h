@@ -22,6 +22,7 @@ struct daemon_opts {
 	const char *token_file;		/* its bearer token; required with listen */
 	size_t max_sandboxes;		/* creates beyond this many are refused */
 	size_t pool_size;		/* sandboxes of the default policy built ahead */
+	uint64_t snapshot_bytes;	/* what snapshots may take on disk; 0: default */
 };
 
 /*
@@ -92,6 +93,7 @@ struct daemon {
 	struct corral_log *log;
 	struct sandbox *sandboxes;
 	size_t nsandboxes, max_sandboxes;
+	uint64_t snapshot_budget;	/* bytes (api_snapshots.c) */
 	size_t pool_size;
 	struct event *ev_pool;		/* the next pool_step */
 	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */

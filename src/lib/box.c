@@ -105,10 +105,19 @@ static int set_frozen(struct corral_box *b, enum box_freeze why,
 	return r;
 }
 
+int box_freeze(struct corral_box *b, enum box_freeze why, struct corral_err *err)
+{
+	return set_frozen(b, why, err);
+}
+
 /* Thawed when the write returns (no wait); a freeze under way is dropped. */
 int box_set_thawed(struct corral_box *b, struct corral_err *err)
 {
 	int r;
+
+	if (b->snap)
+		box_snap_cancel(b, -EAGAIN, "the sandbox was thawed (a call) before "
+				"the snapshot's freeze completed: try again");
 
 	if (!b->frozen && !b->freezing)
 		return 0;
@@ -316,6 +325,8 @@ static void freeze_done(void *arg, int r, const struct corral_err *err)
 		box_meter(b);
 		b->frozen = true;
 	}
+	if (b->snap)
+		box_snap_frozen(b, r, err, why == BF_SNAPSHOT);
 	if (why == BF_IDLE && r == 0 && b->state == CORRAL_BOX_IDLE &&
 	    !box_calls_running(b))
 		idle_frozen(b);
@@ -621,6 +632,9 @@ void corral_box_destroy(struct corral_box *b)
 
 	if (!b)
 		return;
+	if (b->snap)
+		box_snap_cancel(b, -ESRCH, "the sandbox was destroyed before the "
+				"snapshot's freeze completed");
 	started = b->state != CORRAL_BOX_STARTING;
 	/* a halt whose freeze had not completed is still recorded */
 	if (b->freezing == BF_HALT) {

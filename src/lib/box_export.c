@@ -60,6 +60,11 @@ void box_ws_close(struct corral_box *b)
 	b->ws_base = NULL;
 }
 
+const char *corral_box_workspace(const struct corral_box *b)
+{
+	return b->p->workspace;
+}
+
 static int box_layers(struct corral_box *b, struct layers *l,
 		      struct corral_err *err)
 {

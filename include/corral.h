@@ -130,8 +130,8 @@ struct corral_policy {
 	size_t nroot_layers;
 	bool root_writable;		/* filesystem.root_writable: copy-on-write */
 	/*
-	 * A snapshot (corral_box_snapshot) the workspace starts as: that tree,
-	 * read-only, between the workspace and the sandbox's upper layer.  Set
+	 * A snapshot (corral_box_snapshot) the workspace starts as: that tree
+	 * is copied into the sandbox's upper layer before it is mounted.  Set
 	 * by corral_policy_set_workspace_layer(), not by the policy file; the
 	 * fd and the path are the caller's, kept until the sandbox is built.
 	 */

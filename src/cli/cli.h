@@ -29,6 +29,7 @@ int cmd_events(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -32,6 +32,7 @@ static const char usage[] =
 "  image import|ls|rm|inspect      OCI images kept on this machine\n"
 "  diff ID [PATH] [--patch]        what sandbox ID changed in its workspace\n"
 "  export ID --to DIR|--apply|--patch FILE  bring those changes out\n"
+"  snapshot ID                     keep sandbox ID's workspace, to fork from\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -96,6 +97,7 @@ static const struct command {
 	{ "image", cmd_image },
 	{ "diff", cmd_diff },
 	{ "export", cmd_export },
+	{ "snapshot", cmd_snapshot },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 	{ "help", cmd_help },

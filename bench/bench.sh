@@ -8,3 +8,4 @@ here=$(dirname "$0")
 /usr/bin/python3 "$here/launch.py" "$CORRAL"
 /usr/bin/python3 "$here/proxy.py" "$CORRAL"
 /usr/bin/python3 "$here/serve.py" "$CORRAL"
+/usr/bin/python3 "$here/snapshot.py" "$CORRAL"

@@ -48,8 +48,11 @@ int box_ws_open(struct corral_box *b, struct corral_err *err)
 		return corral_set_err(err, -errno, "workspace %s: %s", b->p->workspace,
 				      strerror(errno));
 	export_limits_of(b->p, &lim);
-	if (baseline_take(b->lowerfd, &lim, &b->ws_base, err) < 0)
+	/* a workspace too large to record still makes a box: apply says why not */
+	if (baseline_take(b->lowerfd, &lim, &b->ws_base, err) < 0 && err->code != -EFBIG)
 		return corral_wrap_err(err, "workspace %s", b->p->workspace);
+	err->code = 0;
+	err->msg[0] = '\0';
 	return 0;
 }
 
@@ -398,6 +401,11 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 	r = box_layers(b, &req.layers, err);
 	if (r < 0)
 		return r;
+	if (o->apply && !b->ws_base)
+		return corral_set_err(err, -EFBIG, "the workspace had more than "
+				      "export.max_files entries when the sandbox started: "
+				      "with no record of it, apply cannot tell conflicts "
+				      "(export to a new directory or as a patch)");
 	if (o->patch) {
 		req.patch_out = &pb;
 		req.ev = b->ev;

@@ -118,6 +118,7 @@ suite() {
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $(id -un) ($label)" tests/export.sh "$b/corral"
+	step "daemon export and snapshots as $(id -un) ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
@@ -137,6 +138,8 @@ suite() {
 			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "export as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
+		step "daemon export and snapshots as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"

@@ -157,6 +157,30 @@ int corral_box_diff(struct corral_box *b, const char *path, bool patch,
 	return 0;
 }
 
+/* Whether the new directory to would lie in the workspace it copies. */
+static bool to_inside(const char *to, const char *workspace)
+{
+	char *dir = strdup(to), *slash, *real = NULL, *ws = NULL;
+	bool inside = false;
+
+	if (!dir)
+		return true;
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash == dir ? (void)(dir[1] = '\0') : (void)(*slash = '\0');
+	real = realpath(dir, NULL);
+	ws = realpath(workspace, NULL);
+	if (real && ws) {
+		size_t n = strlen(ws);
+
+		inside = !strncmp(real, ws, n) && (real[n] == '/' || !real[n] || n == 1);
+	}
+	free(dir);
+	free(real);
+	free(ws);
+	return inside;
+}
+
 /* ---- the helper that writes as the caller ------------------------------- */
 
 /* Take the caller's fs ids and groups; as anyone but root, be the caller. */
@@ -401,6 +425,9 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 	r = box_layers(b, &req.layers, err);
 	if (r < 0)
 		return r;
+	if (o->to && to_inside(o->to, b->p->workspace))
+		return corral_set_err(err, -EINVAL, "to %.200s: lies inside the workspace "
+				      "it copies", o->to);
 	if (o->apply && !b->ws_base)
 		return corral_set_err(err, -EFBIG, "the workspace had more than "
 				      "export.max_files entries when the sandbox started: "

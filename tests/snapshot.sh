@@ -223,6 +223,32 @@ s_tcp_client_refused_host_paths() {
 	expect_contains "patch" "$(cat "$T/body")" "new.txt"
 }
 
+s_writes_as_the_unix_client() {
+	[ "$ME" = 0 ] || skip "needs root: a daemon writing for a client of another uid"
+	mkrepo "$T/ws"
+	mkdir -p "$T/rootonly" "$T/theirs"
+	chown 65534:65534 "$T/theirs"
+	start_daemon
+	chmod 666 "$SOCK"	# this test's daemon: let uid 65534 connect
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo x > new.txt')"
+	as65534() {
+		setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS --max-time 60 \
+			--unix-socket "$SOCK" -o /dev/stdout -w '\n%{http_code}' -d "$1" \
+			"http://localhost/v1/sandboxes/$SB/export" 2>&1 | tail -1
+	}
+	expect_eq "into root's directory" "$(as65534 "{\"to\": \"$T/rootonly/r\"}")" 403
+	[ ! -e "$T/rootonly/r" ] || fail "the daemon wrote where its client could not"
+	expect_eq "into the client's own" "$(as65534 "{\"to\": \"$T/theirs/r\"}")" 200
+	expect_eq "owner" "$(stat -c %u "$T/theirs/r/new.txt")" 65534
+	expect_eq "apply onto a workspace the client may write" "$(as65534 '{"apply": true}')" 200
+	expect_eq "applied" "$(cat "$T/ws/new.txt")" x
+	chown root:root "$T/ws" && chmod 755 "$T/ws"
+	run "$SB" "$(sh_file b.sh 'echo y > new2.txt')"
+	as65534 '{"apply": true}' > /dev/null
+	[ ! -e "$T/ws/new2.txt" ] || fail "applied into a directory the client cannot write"
+}
+
 # ---- snapshots and forks --------------------------------------------------
 
 s_snapshot_two_forks_diverge() {

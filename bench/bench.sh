@@ -10,3 +10,4 @@ here=$(dirname "$0")
 /usr/bin/python3 "$here/serve.py" "$CORRAL"
 /usr/bin/python3 "$here/stdio.py" "$CORRAL"
 /usr/bin/python3 "$here/image.py" "$CORRAL"
+/usr/bin/python3 "$here/snapshot.py" "$CORRAL"

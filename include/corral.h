@@ -175,6 +175,15 @@ struct corral_policy {
 	 */
 	char *user_name;
 	char *user_home;
+	/*
+	 * A snapshot (corral_box_snapshot) the workspace starts as: that tree
+	 * is copied into the sandbox's upper layer before it is mounted.  Set
+	 * by corral_policy_set_workspace_layer(), not by the policy file; the
+	 * fd and the path are the caller's, kept until the sandbox is built.
+	 */
+	bool workspace_layer;
+	int workspace_layer_fd;		/* a detached copy of its mount, or -1 */
+	const char *workspace_layer_path;	/* else the sandbox opens this */
 	char *workdir;			/* where the command starts; NULL: /workspace */
 
 	/* limits; 0 means "no limit" except where noted */
@@ -654,6 +663,81 @@ CORRAL_PUBLIC
 int corral_box_list(struct corral_box *b, const char *path,
 		    struct corral_dirent **out, size_t *n,
 		    struct corral_err *err);
+
+/*
+ * The box's workspace: what it changed (from the overlay's upper layer,
+ * never following what the sandbox made) and the way out, as for
+ * corral_run's export.  path (relative to /workspace, or NULL) keeps the
+ * changes at or beneath it.  diff: a JSON array of changes, or with patch
+ * the git patch of what an export would let out (held changes left out).
+ */
+CORRAL_PUBLIC
+int corral_box_diff(struct corral_box *b, const char *path, bool patch,
+		    char **out, size_t *len, struct corral_err *err);
+
+/* The host workspace the box was made on, or NULL. */
+CORRAL_PUBLIC
+const char *corral_box_workspace(const struct corral_box *b);
+
+struct corral_box_export_opts {
+	const char *to;			/* a new host directory */
+	bool apply;			/* onto the workspace the box was made on */
+	bool patch;			/* a git patch, handed back in *patch */
+	char *const *allow_risky;	/* globs let through the hold table */
+	size_t nallow_risky;
+	/*
+	 * to and apply write on the host as this user: a forked helper takes
+	 * its fs ids and groups first, so it writes only where the user could.
+	 */
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * *report: JSON {mode, changes, exported, held, conflicts[, error]}, set
+ * also on failure when something was done.  A halted box exports nothing
+ * (-EPERM).  Its events: export, export.held, export.allow_risky.
+ */
+CORRAL_PUBLIC
+int corral_box_export(struct corral_box *b, const struct corral_box_export_opts *o,
+		      char **report, char **patch, size_t *patch_len,
+		      struct corral_err *err);
+
+/*
+ * A snapshot: the box's workspace upper layer copied into dir (a new
+ * directory), while the box is frozen (then thawed, unless it was frozen
+ * already); with no freezer (unprivileged without delegated cgroups) it is
+ * copied running, and info->frozen says so.  Device nodes other than
+ * overlay whiteouts, fifos and sockets are left out (skipped), setuid bits
+ * dropped, symlinks copied as links; more than max_bytes or max_files is
+ * -EDQUOT.  Returns 0 and done(arg, r, info, err) follows (from the loop,
+ * or before the return), or a negative errno and done is not called.  A
+ * failed snapshot leaves what it copied in dir: corral_snapshot_remove().
+ */
+struct corral_snapshot_info {
+	uint64_t bytes, files, skipped;
+	bool frozen;
+};
+typedef void (*corral_snapshot_fn)(void *arg, int r,
+				   const struct corral_snapshot_info *info,
+				   const struct corral_err *err);
+CORRAL_PUBLIC
+int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_bytes,
+			uint64_t max_files, corral_snapshot_fn done, void *arg,
+			struct corral_err *err);
+/*
+ * Start the workspace of sandboxes made with p as the snapshot at dir
+ * left it.  As root the tree is taken here as a detached mount (the
+ * sandbox's user could not walk to it); else the sandbox, the caller's own
+ * uid, opens dir itself.  *fd (or -1) and dir stay the caller's: close the
+ * fd once the sandbox is built (corral_box_create has returned).
+ */
+CORRAL_PUBLIC
+int corral_policy_set_workspace_layer(struct corral_policy *p, const char *dir,
+				      int *fd, struct corral_err *err);
+/* Remove a snapshot's tree (whiteouts and 0555 directories too); -errno. */
+CORRAL_PUBLIC
+int corral_snapshot_remove(const char *dir);
 
 /* ---- images (OCI) ----------------------------------------------------- */
 

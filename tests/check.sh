@@ -121,6 +121,7 @@ suite() {
 	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $(id -un) ($label)" tests/export.sh "$b/corral"
 	step "stdio as $(id -un) ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
+	step "daemon export and snapshots as $(id -un) ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
 	step "python client as $(id -un) ($label)" tests/python_client.sh "$b/corral"
@@ -145,6 +146,8 @@ suite() {
 			as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
 		step "stdio as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "daemon export and snapshots as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"

@@ -12,6 +12,8 @@
 # result, and a marker file each trap would create must not appear.  The
 # same traps planted straight on the host show that the markers work.
 set -u
+# EXPORT_LIB=1: sourced for its helpers (tests/snapshot.sh), nothing run
+if [ -z "${EXPORT_LIB:-}" ]; then
 CORRAL=$(readlink -f "$1")
 shift
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-export.XXXXXX")
@@ -20,6 +22,7 @@ trap 'chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 ME=$(id -u)
+fi
 
 # A git repository owned by the user the sandbox maps to (see ns.c).
 mkrepo() {	# mkrepo DIR
@@ -107,10 +110,10 @@ AGENT
 }
 
 # Every trap held back, each with its reason (the result's JSON, in $1).
-check_held() {
-	local out=$1 p why
+check_held() {	# check_held FILE [KEY]: KEY the list's path (export.held)
+	local out=$1 key=${2:-export.held} p why
 	while IFS='|' read -r p why; do
-		got=$(json export.held < "$out" | /usr/bin/python3 -c '
+		got=$(json "$key" < "$out" | /usr/bin/python3 -c '
 import json, sys
 for e in json.load(sys.stdin):
     if e["path"] == sys.argv[1]:
@@ -334,6 +337,7 @@ crun() {
 }
 rc() { cat "$T/rc"; }
 
+[ -z "${EXPORT_LIB:-}" ] || return 0
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

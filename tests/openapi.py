@@ -170,7 +170,7 @@ def routes():
         for path, flags in re.findall(r'{\s*"([^"]*)",\s*([A-Z| ]+),', body.group(1) if body else ""):
             if path.endswith("/sandboxes/*") and name == "api_routes":
                 continue    # the dispatch to api_sandbox_routes
-            path = prefix + path.replace("processes/*", "processes/{pid}")
+            path = prefix + path.replace("processes/*", "processes/{pid}").replace("snapshots/*", "snapshots/{id}")
             for f in flags.replace(" ", "").split("|"):
                 if f in ("GET", "POST", "PUT", "DELETE", "PATCH"):
                     found.add((path, f.lower()))

@@ -28,6 +28,9 @@ int cmd_logs(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);		/* a client too, over mcp.h */
+int cmd_diff(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -31,6 +31,9 @@ static const char usage[] =
 "  events [ID] [--follow]          the daemon's events, as JSON lines\n"
 "  image import|ls|rm|inspect      OCI images kept on this machine\n"
 "  mcp [OPTIONS]                   a Model Context Protocol server on stdio\n"
+"  diff ID [PATH] [--patch]        what sandbox ID changed in its workspace\n"
+"  export ID --to DIR|--apply|--patch FILE  bring those changes out\n"
+"  snapshot ID                     keep sandbox ID's workspace, to fork from\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -94,6 +97,9 @@ static const struct command {
 	{ "events", cmd_events },
 	{ "image", cmd_image },
 	{ "mcp", cmd_mcp },
+	{ "diff", cmd_diff },
+	{ "export", cmd_export },
+	{ "snapshot", cmd_snapshot },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 	{ "help", cmd_help },

@@ -18,6 +18,7 @@ static const char help[] =
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 "                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
 "                    [--uid-range FROM-TO]\n"
+"                    [--snapshot-budget SIZE]\n"
 "\n"
 "Run the corral daemon: it creates sandboxes that live across many tool\n"
 "calls, runs calls in them, freezes them when idle, and supervises every\n"
@@ -64,6 +65,9 @@ static const char help[] =
 "  --uid-range FROM-TO as root: a sandbox runs as its workspace's owner\n"
 "                      when within FROM-TO, else as 65534 (default: always\n"
 "                      65534)\n"
+"  --snapshot-budget SIZE  what all snapshots (POST .../snapshot) may take\n"
+"                      in the state directory, e.g. 512M, 4G (default 1G);\n"
+"                      a snapshot past it is refused (507)\n"
 "  -h, --help          this text\n"
 "\n"
 "SIGTERM or SIGINT: every sandbox is destroyed, the socket removed, exit 0.\n"
@@ -200,6 +204,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "allow-host-path", required_argument, NULL, 'A' },
 		{ "allow-env", required_argument, NULL, 'E' },
 		{ "uid-range", required_argument, NULL, 'U' },
+		{ "snapshot-budget", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -265,6 +270,17 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			if (code)
 				return code;
 			break;
+		case 'B': {
+			struct corral_err err = { 0 };
+
+			if (corral_parse_size(optarg, &a->o.snapshot_bytes, &err) < 0 ||
+			    !a->o.snapshot_bytes) {
+				cli_error("--snapshot-budget: %s", err.msg[0] ? err.msg :
+					  "must be more than 0");
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			fputs(help, stdout);
 			return 1;

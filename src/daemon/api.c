@@ -76,6 +76,8 @@ int api_status(int code, const char **error)
 		*error = "forbidden";
 		return 403;
 	case -EBUSY:
+	case -EEXIST:
+	case -ESTALE:
 	case -EALREADY:
 	case -EAGAIN:
 	case CORRAL_E_HALTED:
@@ -305,6 +307,9 @@ const struct api_route api_routes[] = {
 	{ "/v1/events", GET, "events: GET", events_get, NULL },
 	{ "/v1/sandboxes", POST, "sandboxes: GET or POST", sandboxes_create, NULL },
 	{ "/v1/sandboxes", GET, "sandboxes: GET or POST", sandboxes_list, NULL },
+	{ "/v1/snapshots", GET, "snapshots: GET", snapshots_list, NULL },
+	{ "/v1/snapshots/*", GET, "a snapshot: GET or DELETE", snapshot_get, NULL },
+	{ "/v1/snapshots/*", DELETE, "a snapshot: GET or DELETE", snapshot_delete, NULL },
 	/* the sandbox first (404), then its routes, below */
 	{ "/v1/sandboxes/*", ANY, NULL, one_sandbox, NULL },
 	{ NULL, 0, NULL, NULL, NULL },
@@ -325,6 +330,9 @@ const struct api_route api_sandbox_routes[] = {
 	{ "/pause", POST, "pause: POST", NULL, sandbox_pause },
 	{ "/resume", POST, "resume: POST", NULL, sandbox_resume },
 	{ "/halt", POST, "halt: POST", NULL, sandbox_halt },
+	{ "/diff", GET, "diff: GET", NULL, diff_get },
+	{ "/export", POST, "export: POST", NULL, export_post },
+	{ "/snapshot", POST, "snapshot: POST", NULL, snapshot_post },
 	{ NULL, 0, NULL, NULL, NULL },
 };
 

@@ -45,6 +45,8 @@ json_t *api_bytes(const char *data, size_t len);
 
 /* Bytes evhttp still holds for this client. */
 size_t api_queued(struct evhttp_request *req);
+/* Whether the request came over TCP (else the unix socket). */
+bool api_over_tcp(struct daemon *d, struct evhttp_request *req);
 /* A held request whose client went away: ending it frees it. */
 void forget_request(struct evhttp_request *req);
 
@@ -68,8 +70,6 @@ bool path_under(const char *path, const char *dir);
  */
 bool api_access_check(struct daemon *d, struct evhttp_request *req, bool tcp,
 		      struct corral_policy *p, struct api_fault *f);
-/* The request came over TCP (the token was shown), not the unix socket. */
-bool api_over_tcp(struct daemon *d, struct evhttp_request *req);
 
 /* ---- api.c: request bodies and queries ---------------------------------- */
 
@@ -165,6 +165,23 @@ bool file_query(const char *q, char *path, size_t len, bool *list,
 void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_delete(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+
+/* ---- api_export.c -------------------------------------------------------- */
+
+void diff_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void export_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+
+/* ---- api_snapshots.c ------------------------------------------------------ */
+
+void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void snapshots_list(struct daemon *d, struct evhttp_request *req, const char *rest);
+void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id);
+void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *id);
+/* For a create from_snapshot: p's workspace and layer set to the
+ * snapshot's; *tree (malloc'd) and *fd (or -1) are the caller's until the
+ * sandbox is built.  -1 with f set when there is no such snapshot. */
+int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
+		   char **tree, int *fd, struct api_fault *f);
 
 /* ---- api_events.c -------------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 static json_t *meters_json(struct corral_box *b)
 {
@@ -66,20 +67,26 @@ struct create_args {
 	json_t *policy, *labels;
 	const char *workspace;
 	const char *image;		/* a reference into the daemon's store */
+	const char *from_snapshot;
 	uint64_t ttl_ms, idle_ms;
 };
 
 static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 {
 	static const char *const known[] = { "policy", "workspace", "ttl_seconds",
-		"idle_freeze_ms", "labels", "image", NULL };
+		"idle_freeze_ms", "labels", "image", "from_snapshot", NULL };
 	json_t *idle;
 
 	if (!only_fields(o, known, f) ||
 	    !seconds_field(o, "ttl_seconds", 30 * 86400, &a->ttl_ms, f) ||
 	    !string_field(o, "workspace", 4095, &a->workspace, f) ||
-	    !string_field(o, "image", 511, &a->image, f))
+	    !string_field(o, "image", 511, &a->image, f) ||
+	    !string_field(o, "from_snapshot", 63, &a->from_snapshot, f))
 		return false;
+	if (a->from_snapshot && a->workspace)
+		return api_fault(f, 400, "bad_request", "from_snapshot brings its "
+				 "own workspace (the one snapshotted): no workspace "
+				 "with it");
 	idle = json_object_get(o, "idle_freeze_ms");
 	if (idle && (!json_is_integer(idle) || json_integer_value(idle) < 0 ||
 		     json_integer_value(idle) > 86400000))
@@ -134,6 +141,39 @@ static int set_image(struct corral_policy *p, const char *ref, struct corral_err
 	return r;
 }
 
+/*
+ * A fork: the snapshot's workspace, its upper layer starting as a copy of
+ * the snapshot's tree (made while the sandbox is built: mount.c).
+ */
+static struct sandbox *create_from_snapshot(struct daemon *d, struct evhttp_request *req,
+					    const struct create_args *a,
+					    struct corral_policy *p)
+{
+	struct corral_err err = { 0 };
+	struct api_fault f;
+	struct sandbox *sb = NULL;
+	char *ws = NULL;
+	int fd = -1;
+
+	if (snapshot_layer(d, a->from_snapshot, p, &ws, &fd, &f) < 0) {
+		reply_fault(req, &f);
+	} else {
+		sb = sandbox_new(d, p, &err);	/* takes p */
+		p = NULL;
+		if (!sb)
+			reply_build_err(req, &err);
+	}
+	/* built (or not): the tree is copied, its detached mount no longer needed */
+	if (fd >= 0)
+		close(fd);
+	free(ws);
+	if (p) {
+		corral_policy_free(p);
+		free(p);
+	}
+	return sb;
+}
+
 /* A sandbox for a, from the pool when a asks for nothing but defaults. */
 static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *req,
 				      const struct create_args *a)
@@ -145,7 +185,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	struct sandbox *sb;
 	int r;
 
-	if (!a->policy && !a->workspace && !a->image && (sb = pool_take(d)))
+	if (!a->policy && !a->workspace && !a->image && !a->from_snapshot && (sb = pool_take(d)))
 		return sb;	/* built ahead with exactly this (default) policy */
 	p = default_policy();
 	if (!p) {
@@ -189,12 +229,15 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 		return NULL;
 	}
 	corral_image_free(img);	/* its layers, Env, WorkingDir are in p now */
+	/* a fork's policy is a client's too: its binds and env.pass checked */
 	if (!api_access_check(d, req, api_over_tcp(d, req), p, &f)) {
 		reply_fault(req, &f);
 		corral_policy_free(p);
 		free(p);
 		return NULL;
 	}
+	if (a->from_snapshot)
+		return create_from_snapshot(d, req, a, p);
 	sb = sandbox_new(d, p, &err);	/* takes p */
 	if (!sb)
 		reply_build_err(req, &err);

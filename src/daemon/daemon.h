@@ -47,6 +47,7 @@ struct daemon_opts {
 	size_t pool_size;		/* sandboxes of the default policy built ahead */
 	struct daemon_limits limits;	/* zeros: the defaults below */
 	struct daemon_access access;	/* nothing: the safe defaults */
+	uint64_t snapshot_bytes;	/* what snapshots may take on disk; 0: default */
 };
 
 /*
@@ -123,6 +124,7 @@ struct daemon {
 	struct corral_log *log;
 	struct sandbox *sandboxes;
 	size_t nsandboxes, max_sandboxes;
+	uint64_t snapshot_budget;	/* bytes (api_snapshots.c) */
 	size_t pool_size;
 	struct event *ev_pool;		/* the next pool_step */
 	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */

@@ -480,6 +480,7 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 {
 	*d = (struct daemon){
 		.max_sandboxes = o->max_sandboxes, .pool_size = o->pool_size,
+		.snapshot_budget = o->snapshot_bytes,
 		.lock_fd = -1, .watchdog_fd = -1, .limits = o->limits,
 	};
 	if (!d->limits.max_connections)

@@ -105,10 +105,19 @@ static int set_frozen(struct corral_box *b, enum box_freeze why,
 	return r;
 }
 
+int box_freeze(struct corral_box *b, enum box_freeze why, struct corral_err *err)
+{
+	return set_frozen(b, why, err);
+}
+
 /* Thawed when the write returns (no wait); a freeze under way is dropped. */
 int box_set_thawed(struct corral_box *b, struct corral_err *err)
 {
 	int r;
+
+	if (b->snap)
+		box_snap_cancel(b, -EAGAIN, "the sandbox was thawed (a call) before "
+				"the snapshot's freeze completed: try again");
 
 	if (!b->frozen && !b->freezing)
 		return 0;
@@ -316,6 +325,8 @@ static void freeze_done(void *arg, int r, const struct corral_err *err)
 		box_meter(b);
 		b->frozen = true;
 	}
+	if (b->snap)
+		box_snap_frozen(b, r, err, why == BF_SNAPSHOT);
 	if (why == BF_IDLE && r == 0 && b->state == CORRAL_BOX_IDLE &&
 	    !box_calls_running(b))
 		idle_frozen(b);
@@ -487,6 +498,7 @@ static int box_spawn(struct corral_box *b, struct corral_err *err)
 	struct sandbox_opts so = {
 		.base = b->base, .p = b->p, .ev = b->ev, .cg = b->cg,
 		.stdio = { -1, -1, -1 }, .hooks = &box_hooks, .arg = b,
+		.want_upper = b->p->workspace != NULL,	/* diff, export */
 	};
 
 	return sandbox_spawn(&b->sb, &so, err);
@@ -521,6 +533,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	b->o.id = b->id;
 	b->state = CORRAL_BOX_STARTING;
 	b->t_created = b->t_mark = corral_now_ms();
+	b->lowerfd = -1;
 	r = events_new(&b->ev, o->log ? o->log->log : NULL, b->id, err);
 	if (r < 0)
 		goto fail;
@@ -538,6 +551,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	/* the daemon's pid in the name: a restart removes what a crash left */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), b->id);
 	r = cg_create(&b->cg, name, p, CG_V2_ID, err);
+	if (r == 0)
+		r = box_ws_open(b, err);
 	if (r == 0)
 		r = box_spawn(b, err);
 	if (r < 0)
@@ -605,6 +620,9 @@ void corral_box_destroy(struct corral_box *b)
 
 	if (!b)
 		return;
+	if (b->snap)
+		box_snap_cancel(b, -ESRCH, "the sandbox was destroyed before the "
+				"snapshot's freeze completed");
 	started = b->state != CORRAL_BOX_STARTING;
 	/* a halt whose freeze had not completed is still recorded */
 	if (b->freezing == BF_HALT) {
@@ -657,6 +675,7 @@ void corral_box_destroy(struct corral_box *b)
 	pid = b->sb ? b->sb->pid : -1;
 	pidfd = b->sb ? steal_fd(&b->sb->pidfd) : -1;
 	sandbox_free(b->sb);
+	box_ws_close(b);
 	b->sb = NULL;
 	if (b->ev)
 		events_set_hook(b->ev, NULL, NULL);

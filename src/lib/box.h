@@ -77,7 +77,7 @@ struct lingerer {
  * task stops at its next tick), so a freeze is asked for and finishes in
  * freeze_done() from the loop; a newer reason takes over one under way.
  */
-enum box_freeze { BF_NONE, BF_IDLE, BF_PAUSE, BF_HALT };
+enum box_freeze { BF_NONE, BF_IDLE, BF_PAUSE, BF_HALT, BF_SNAPSHOT };
 
 struct corral_box {
 	struct event_base *base;
@@ -111,14 +111,34 @@ struct corral_box {
 	char halt_criterion[64];	/* "": by request */
 	char *halt_text;		/* the whole reason (halt_reason is cut) */
 	json_t *halt_evidence;
+	/* box_export.c: the workspace as the box started on it */
+	int lowerfd;			/* the host workspace; -1: none */
+	struct baseline *ws_base;	/* its files' stats then, for conflicts */
+	struct box_snap *snap;		/* snapshot.c: waiting for the freeze */
 };
 
 /* ---- box.c: the box's life: create, freeze, halt, idle, destroy ---- */
 
 /* Thawed when the write returns (no wait); a freeze under way is dropped. */
 int box_set_thawed(struct corral_box *b, struct corral_err *err);
+/* Freeze for why: 1 frozen now, 0 under way (freeze_done), <0 cannot. */
+int box_freeze(struct corral_box *b, enum box_freeze why, struct corral_err *err);
 /* With no call running: freeze after the idle window, if the box idles. */
 void box_arm_idle(struct corral_box *b);
+
+/* ---- box_export.c: the workspace's layers for diff and export ---- */
+
+/* Open the workspace and record it (before the spawn); no workspace: 0. */
+int box_ws_open(struct corral_box *b, struct corral_err *err);
+void box_ws_close(struct corral_box *b);
+
+/* ---- snapshot.c ---- */
+
+/* The freeze a snapshot waits for is done (r 0) or failed; ours: thaw after. */
+void box_snap_frozen(struct corral_box *b, int r, const struct corral_err *err,
+		     bool ours);
+/* A thaw or destroy came first: the snapshot fails with code, why. */
+void box_snap_cancel(struct corral_box *b, int code, const char *why);
 
 /* ---- meter.c ---- */
 

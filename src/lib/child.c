@@ -682,7 +682,8 @@ static char **copy_argv(char *const *argv)
 void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
-	int keep[5] = { c->sync_rd, c->msg_wr, c->stdio[0], c->stdio[1], c->stdio[2] };
+	int keep[6] = { c->sync_rd, c->msg_wr, c->stdio[0], c->stdio[1], c->stdio[2],
+			c->p->workspace_layer ? c->p->workspace_layer_fd : -1 };
 	int abi, rootfd, notify_fd = -1, upperfd = -1;
 	char go;
 
@@ -695,7 +696,7 @@ void sandbox_child(struct child_ctx *c)
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	if (close_inherited(keep, 5, &err) < 0)
+	if (close_inherited(keep, 6, &err) < 0)
 		setup_failed(c, &err);
 	if (set_identity(c->caller_root, &err) < 0)
 		setup_failed(c, &err);

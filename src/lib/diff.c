@@ -135,6 +135,26 @@ void changes_free(struct changes *c)
 	*c = (struct changes){ 0 };
 }
 
+void changes_keep_under(struct changes *c, const char *top)
+{
+	size_t n = strlen(top), kept = 0;
+
+	while (n && top[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i < c->n; i++) {
+		struct change *e = &c->v[i];
+
+		if (!n || (!strncmp(e->path, top, n) && (!e->path[n] || e->path[n] == '/'))) {
+			c->v[kept++] = *e;
+			continue;
+		}
+		free(e->path);
+		free(e->target);
+		free(e->old_target);
+	}
+	c->n = kept;
+}
+
 /* ---- the walk ---------------------------------------------------------- */
 
 struct walk {

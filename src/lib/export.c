@@ -860,6 +860,7 @@ int export_run(const struct export_req *r, json_t **report,
 	struct hold_ctx *h = NULL;
 	struct patch_buf pb = { 0 };
 	const char *mode = r->to ? "to" : r->apply_fd >= 0 ? "apply" : "patch";
+	bool patching = r->patch || r->patch_out;
 	int ret;
 
 	err->code = 0;
@@ -874,7 +875,7 @@ int export_run(const struct export_req *r, json_t **report,
 		ret = corral_set_err(err, -ENOMEM, "out of memory starting the export");
 		goto out;
 	}
-	if (!!r->to + (r->apply_fd >= 0) + !!r->patch != 1) {
+	if (!!r->to + (r->apply_fd >= 0) + patching != 1 || (r->patch && r->patch_out)) {
 		ret = corral_set_err(err, -EINVAL,
 				     "an export goes to one place: a new directory, the workspace or a patch");
 		goto out;
@@ -884,11 +885,20 @@ int export_run(const struct export_req *r, json_t **report,
 		goto out;
 	}
 	ret = diff_changes(&r->layers, &x.lim, &ch, err);
+	if (ret == 0 && r->only)
+		changes_keep_under(&ch, r->only);
 	if (ret == 0)
 		ret = hold_ctx_new(&h, r->p, &r->layers, err);
 	if (ret < 0)
 		goto out;
-	if (r->to) {
+	if (r->to && r->to_opened) {
+		x.dest = fcntl(r->to_fd, F_DUPFD_CLOEXEC, 3);
+		if (x.dest < 0)
+			ret = corral_set_err(err, -errno, "cannot use %s: %s", r->to,
+					     strerror(errno));
+		if (ret == 0 && r->layers.lower >= 0)
+			ret = copy_lower(&x, r->layers.lower, "");
+	} else if (r->to) {
 		x.dest = open_new_dir(r->to, err);
 		ret = x.dest < 0 ? x.dest : 0;
 		if (ret == 0 && r->layers.lower >= 0)
@@ -900,10 +910,15 @@ int export_run(const struct export_req *r, json_t **report,
 					     strerror(errno));
 	}
 	if (ret == 0)
-		ret = run_changes(&x, h, &ch, r->patch ? &pb : NULL);
-	if (ret == 0 && r->patch)
-		ret = pb.failed ? corral_set_err(err, -ENOMEM, "out of memory writing the patch") :
-			write_patch_file(&x, &pb);
+		ret = run_changes(&x, h, &ch, patching ? &pb : NULL);
+	if (ret == 0 && patching && pb.failed)
+		ret = corral_set_err(err, -ENOMEM, "out of memory writing the patch");
+	else if (ret == 0 && r->patch)
+		ret = write_patch_file(&x, &pb);
+	if (ret == 0 && r->patch_out) {
+		*r->patch_out = pb;	/* the caller's now */
+		pb = (struct patch_buf){ 0 };
+	}
 	if (x.dest >= 0)
 		set_dir_modes(&x);
 	/* a new directory ends with the workspace's own mode */

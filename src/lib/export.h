@@ -62,6 +62,8 @@ struct layers {
 int diff_changes(const struct layers *l, const struct export_limits *lim,
 		 struct changes *out, struct corral_err *err);
 void changes_free(struct changes *c);
+/* Keep only the changes at top ("a/b", no leading '/') or beneath it. */
+void changes_keep_under(struct changes *c, const char *top);
 const char *change_kind_name(enum change_kind k);
 /* 'f' file, 'd' directory, 'l' symlink, 'p' fifo, 's' socket, 'c'/'b' devices */
 char mode_type_char(mode_t m);
@@ -225,6 +227,10 @@ struct export_req {
 	int apply_fd;			/* the original workspace, or -1 */
 	const struct baseline *base;	/* with apply_fd */
 	const char *patch;		/* a file for the git patch */
+	struct patch_buf *patch_out;	/* or the patch into this buffer */
+	bool to_opened;			/* to: made and opened by the caller */
+	int to_fd;			/* to_opened: that directory */
+	const char *only;		/* changes at or below this path, or NULL */
 	char *const *allow_risky;
 	size_t nallow_risky;
 	struct events *ev;		/* export.* events, or NULL */

@@ -546,6 +546,48 @@ static int bind_shm(struct corral_err *err)
 }
 
 /*
+ * A snapshot the workspace starts as (snapshot.c): its tree, as a detached
+ * mount the supervisor made (as root: the sandbox's user could not walk
+ * to it) or opened here by its path (the supervisor's own uid), copied
+ * into the upper layer before the overlay is mounted over it.
+ */
+static int workspace_layer(int oldroot, const struct corral_policy *p,
+			   struct corral_err *err)
+{
+	const char *dst = SCRATCH "/snapshot";
+	int r = 0, fd;
+
+	if (mkdir(dst, 0755) < 0)
+		return corral_set_err(err, -errno, "mkdir %s: %s", dst, strerror(errno));
+	if (p->workspace_layer_fd >= 0) {
+		if (syscall(SYS_move_mount, p->workspace_layer_fd, "", AT_FDCWD, dst,
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = corral_set_err(err, -errno, "cannot mount the snapshot %s: %s",
+					   p->workspace_layer_path, strerror(errno));
+	} else {
+		fd = open_host(oldroot, p->workspace_layer_path, err);
+		if (fd < 0)
+			return fd;
+		r = bind_fd(fd, p->workspace_layer_path, dst, err);
+		close(fd);
+	}
+	if (r == 0)
+		r = make_ro(dst, false, err);
+	if (r == 0) {
+		cleanup_close int from = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		cleanup_close int to = open(SCRATCH "/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		r = from < 0 || to < 0 ? corral_set_err(err, -errno, "cannot open the "
+			"snapshot or the upper layer: %s", strerror(errno)) :
+			snapshot_fill(from, to, err);
+	}
+	/* copied: the snapshot is not the sandbox's to see */
+	if (umount2(dst, MNT_DETACH) < 0 && r == 0)
+		r = corral_set_err(err, -errno, "umount %s: %s", dst, strerror(errno));
+	return r;
+}
+
+/*
  * One tmpfs of the policy's disk size holds everything the sandbox may
  * write (/tmp, $HOME, /dev/shm, the workspace's upper layer): one budget
  * of bytes and of files, one place a disk filler runs out of room.
@@ -623,6 +665,9 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 	close(fd);
 	if (r == 0)
 		r = make_ro(SCRATCH "/workspace", false, err);
+	/* a snapshot the workspace starts as: read-only, over the workspace */
+	if (r == 0 && p->workspace_layer)
+		r = workspace_layer(oldroot, p, err);
 	if (r == 0)
 		r = do_mount("overlay", "/workspace", "overlay", MS_NOSUID | MS_NODEV,
 			     "userxattr,lowerdir=" SCRATCH "/workspace,upperdir="

@@ -19,6 +19,8 @@ int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
  * upperfd non-NULL: also a dir fd of the workspace overlay's upper layer
  * (or -1 without a workspace), which outlives the sandbox's mounts.
  */
+/* snapshot.c: a snapshot's tree copied into an upper layer not yet mounted */
+int snapshot_fill(int from, int to, struct corral_err *err);
 int mount_build(const struct corral_policy *p, int *upperfd,
 		struct corral_err *err);
 /* The paths Landlock lets the sandbox write (NULL-terminated). */

@@ -1,0 +1,290 @@
+/*
+ * api_snapshots.c - POST /v1/sandboxes/ID/snapshot, /v1/snapshots: a
+ * sandbox's workspace kept as an object, and new sandboxes started on it
+ * (POST /v1/sandboxes {"from_snapshot": ID}, api_sandboxes.c).
+ *
+ * A snapshot is a directory of the state dir, snapshots/ID, holding tree/
+ * (the upper layer's copy, corral_box_snapshot) and meta.json (written
+ * last: a directory without it is a snapshot that did not finish, and is
+ * neither listed nor counted but removed by the next snapshot or delete).
+ * The disk budget (--snapshot-budget) is the sum of the snapshots' sizes:
+ * each snapshot may take what the others leave.
+ */
+#include "api.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SNAPSHOT_BUDGET_DEFAULT	(UINT64_C(1) << 30)
+#define SNAPSHOT_FILES_MAX	1000000		/* entries in one snapshot */
+#define SNAPSHOTS_MAX		10000		/* snapshots listed or counted */
+#define SNAPSHOT_META_MAX	(64 * 1024)
+
+struct snap_req {
+	struct daemon *d;
+	struct evhttp_request *req;
+	struct corral_box *box;
+	char id[64], sandbox[64], created[32];
+	char *workspace;
+};
+
+static bool snapshot_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	return n && n < 64 && id[0] != '.' &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789._-") == n;
+}
+
+/* STATE/snapshots[/ID[/LEAF]] into buf; the directory made when absent. */
+static int snap_path(struct daemon *d, const char *id, const char *leaf,
+		     char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/snapshots", d->state_dir);
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	n = snprintf(buf, len, "%s/snapshots%s%s%s%s", d->state_dir, id ? "/" : "",
+		     id ? id : "", leaf ? "/" : "", leaf ? leaf : "");
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A snapshot's meta.json, or NULL (absent: not finished; or not ours). */
+static json_t *snap_meta(struct daemon *d, const char *id)
+{
+	char path[4096];
+	json_t *m;
+
+	if (!snapshot_id_ok(id) || snap_path(d, id, "meta.json", path, sizeof(path)) < 0)
+		return NULL;
+	m = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	if (m && (!json_is_object(m) || !json_is_string(json_object_get(m, "workspace")))) {
+		json_decref(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* Every finished snapshot's meta (a JSON array), and their bytes. */
+static json_t *snap_all(struct daemon *d, uint64_t *bytes)
+{
+	json_t *a = json_array();
+	char path[4096];
+	struct dirent *de;
+	DIR *dir;
+
+	*bytes = 0;
+	if (!a || snap_path(d, NULL, NULL, path, sizeof(path)) < 0 ||
+	    !(dir = opendir(path)))
+		return a;
+	while ((de = readdir(dir)) && json_array_size(a) < SNAPSHOTS_MAX) {
+		json_t *m = de->d_name[0] == '.' ? NULL : snap_meta(d, de->d_name);
+
+		if (!m)
+			continue;
+		*bytes += (uint64_t)json_integer_value(json_object_get(m, "bytes"));
+		json_array_append_new(a, m);
+	}
+	closedir(dir);
+	return a;
+}
+
+static uint64_t snap_budget(struct daemon *d)
+{
+	return d->snapshot_budget ? d->snapshot_budget : SNAPSHOT_BUDGET_DEFAULT;
+}
+
+static void snap_remove(struct daemon *d, const char *id)
+{
+	char path[4096];
+
+	if (snap_path(d, id, NULL, path, sizeof(path)) == 0)
+		corral_snapshot_remove(path);
+}
+
+static int meta_write(struct daemon *d, const char *id, json_t *meta)
+{
+	char tmp[4096], path[4096];
+
+	if (snap_path(d, id, "meta.json.tmp", tmp, sizeof(tmp)) < 0 ||
+	    snap_path(d, id, "meta.json", path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	if (json_dump_file(meta, tmp, JSON_COMPACT | JSON_ENSURE_ASCII) < 0)
+		return -EIO;
+	return rename(tmp, path) < 0 ? -errno : 0;
+}
+
+static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
+		      const struct corral_err *err)
+{
+	struct snap_req *s = arg;
+	json_t *meta = NULL;
+
+	if (r == 0) {
+		meta = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "id", s->id,
+				 "sandbox", s->sandbox, "workspace", s->workspace,
+				 "created", s->created, "bytes", (json_int_t)info->bytes,
+				 "files", (json_int_t)info->files,
+				 "skipped", (json_int_t)info->skipped, "frozen", info->frozen);
+		r = meta ? meta_write(s->d, s->id, meta) : -ENOMEM;
+		if (r < 0)
+			reply_error(s->req, 500, "internal", "cannot write the snapshot's "
+				    "record: %s", strerror(-r));
+	} else {
+		reply_err(s->req, err);
+	}
+	if (r < 0) {
+		snap_remove(s->d, s->id);
+	} else {
+		char why[160];
+
+		snprintf(why, sizeof(why), "snapshot %s: %llu files, %llu bytes%s", s->id,
+			 (unsigned long long)info->files, (unsigned long long)info->bytes,
+			 info->frozen ? "" : " (copied running: no freezer)");
+		corral_box_note(s->box, "snapshot", why);
+		reply_json(s->req, 201, json_incref(meta));
+	}
+	json_decref(meta);
+	free(s->workspace);
+	free(s);
+}
+
+void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	struct corral_err err = { 0 };
+	struct snap_req *s = calloc(1, sizeof(*s));
+	unsigned char rnd[6];
+	char dir[4096], tree[4096];
+	uint64_t used;
+	json_t *all = snap_all(sb->d, &used);
+	const char *ws = corral_box_workspace(sb->box);
+	time_t now = time(NULL);
+	struct tm tm;
+	int r;
+
+	(void)rest;
+	json_decref(all);
+	if (!s || getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		free(s);
+		reply_error(req, 500, "internal", "out of memory or randomness");
+		return;
+	}
+	if (!ws) {
+		free(s);
+		reply_error(req, 400, "bad_request", "the sandbox has no workspace: "
+			    "nothing to snapshot");
+		return;
+	}
+	if (used >= snap_budget(sb->d)) {
+		free(s);
+		reply_error(req, 507, "no_space", "the snapshots take %llu bytes of "
+			    "the budget of %llu (--snapshot-budget): delete some",
+			    (unsigned long long)used, (unsigned long long)snap_budget(sb->d));
+		return;
+	}
+	*s = (struct snap_req){ .d = sb->d, .req = req, .box = sb->box,
+				.workspace = strdup(ws) };
+	snprintf(s->id, sizeof(s->id), "snap-%02x%02x%02x%02x%02x%02x", rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+	snprintf(s->sandbox, sizeof(s->sandbox), "%s", sb->id);
+	gmtime_r(&now, &tm);
+	strftime(s->created, sizeof(s->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	r = s->workspace ? snap_path(sb->d, s->id, NULL, dir, sizeof(dir)) : -ENOMEM;
+	if (r == 0)
+		r = snap_path(sb->d, s->id, "tree", tree, sizeof(tree));
+	if (r == 0 && mkdir(dir, 0700) < 0)
+		r = -errno;
+	if (r < 0) {
+		reply_error(req, 500, "internal", "cannot make the snapshot's directory "
+			    "in %s/snapshots: %s", sb->d->state_dir, strerror(-r));
+		free(s->workspace);
+		free(s);
+		return;
+	}
+	if (corral_box_snapshot(sb->box, tree, snap_budget(sb->d) - used,
+				SNAPSHOT_FILES_MAX, snap_done, s, &err) < 0) {
+		reply_err(req, &err);
+		snap_remove(sb->d, s->id);
+		free(s->workspace);
+		free(s);
+	}
+}
+
+void snapshots_list(struct daemon *d, struct evhttp_request *req, const char *rest)
+{
+	uint64_t used;
+	json_t *all = snap_all(d, &used);
+
+	(void)rest;
+	reply_json(req, 200, json_pack("{s:o, s:I, s:I}", "snapshots", all,
+				       "bytes", (json_int_t)used,
+				       "budget_bytes", (json_int_t)snap_budget(d)));
+}
+
+void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id)
+{
+	json_t *m = snap_meta(d, id);
+
+	if (!m)
+		reply_error(req, 404, "not_found", "no snapshot \"%.64s\"", id);
+	else
+		reply_json(req, 200, m);
+}
+
+void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *id)
+{
+	json_t *m = snap_meta(d, id);
+
+	if (!m) {
+		reply_error(req, 404, "not_found", "no snapshot \"%.64s\"", id);
+		return;
+	}
+	json_decref(m);
+	/* forks hold copies of it: none uses it once built */
+	snap_remove(d, id);
+	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+}
+
+int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
+		   char **tree, int *fd, struct api_fault *f)
+{
+	json_t *m = snap_meta(d, id);
+	struct corral_err err = { 0 };
+	char path[4096];
+
+	*fd = -1;
+	*tree = NULL;
+	if (!m) {
+		api_fault(f, 404, "not_found", "no snapshot \"%.64s\"", id);
+		return -1;
+	}
+	if (corral_policy_set_workspace(p, json_string_value(json_object_get(m, "workspace")),
+					&err) < 0) {
+		json_decref(m);
+		api_fault(f, 400, "bad_request", "snapshot %s: %s", id, err.msg);
+		return -1;
+	}
+	json_decref(m);
+	if (snap_path(d, id, "tree", path, sizeof(path)) < 0 || !(*tree = strdup(path))) {
+		api_fault(f, 500, "internal", "snapshot %s: out of memory", id);
+		return -1;
+	}
+	if (corral_policy_set_workspace_layer(p, *tree, fd, &err) < 0) {
+		api_fault(f, 500, "internal", "%s", err.msg);
+		free(*tree);
+		*tree = NULL;
+		return -1;
+	}
+	return 0;
+}

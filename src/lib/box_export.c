@@ -1,0 +1,457 @@
+/*
+ * box_export.c - a long-lived sandbox's workspace on its way out: its
+ * diff and its export (to a new directory, onto the workspace, or as a
+ * git patch), from the overlay's upper layer the box's init handed over.
+ *
+ * The box keeps three things from its start: the upper layer's fd (the
+ * sandbox's, MSG_UPPER_FD), the host workspace's fd, and the stats of the
+ * workspace's files then (the baseline: a host file changed since is a
+ * conflict for apply, never overwritten).
+ *
+ * A patch is made here, in the daemon: it only reads.  A write on the host
+ * (to, apply) is made by a forked helper that first takes the caller's fs
+ * uid, fs gid and groups, so the daemon (root, say) writes nothing its
+ * caller could not write itself.  The helper reads the sandbox's files
+ * as that user too: a file the agent made unreadable is reported, not
+ * written.  The helper sends its report back on a pipe; its events are
+ * emitted here, so that only the daemon writes the audit chain.
+ */
+#include "internal.h"
+#include "box.h"
+#include "events.h"
+#include "export.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define HELPER_REPORT_MAX	(64u << 20)	/* the helper's JSON answer */
+#define HELPER_GROUPS_MAX	256
+
+int box_ws_open(struct corral_box *b, struct corral_err *err)
+{
+	struct export_limits lim;
+
+	if (!b->p->workspace)
+		return 0;
+	b->lowerfd = open(b->p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (b->lowerfd < 0)
+		return corral_set_err(err, -errno, "workspace %s: %s", b->p->workspace,
+				      strerror(errno));
+	export_limits_of(b->p, &lim);
+	/* a workspace too large to record still makes a box: apply says why not */
+	if (baseline_take(b->lowerfd, &lim, &b->ws_base, err) < 0 && err->code != -EFBIG)
+		return corral_wrap_err(err, "workspace %s", b->p->workspace);
+	err->code = 0;
+	err->msg[0] = '\0';
+	return 0;
+}
+
+void box_ws_close(struct corral_box *b)
+{
+	close_fd(&b->lowerfd);
+	baseline_free(b->ws_base);
+	b->ws_base = NULL;
+}
+
+const char *corral_box_workspace(const struct corral_box *b)
+{
+	return b->p->workspace;
+}
+
+static int box_layers(struct corral_box *b, struct layers *l,
+		      struct corral_err *err)
+{
+	if (!b->p->workspace)
+		return corral_set_err(err, -EINVAL, "the sandbox has no workspace: "
+				      "nothing to diff or export");
+	if (!b->sb || b->sb->upperfd < 0 || b->killed)
+		return corral_set_err(err, -ESRCH, "the sandbox's upper layer is gone "
+				      "(it died or was killed): nothing to diff or export");
+	l->upper = b->sb->upperfd;
+	l->lower = b->lowerfd;
+	return 0;
+}
+
+/* "a/b", "/workspace/a/b", "/a/b" -> "a/b"; "" or "." -> everything. */
+static int only_path(const char *path, char *buf, size_t len,
+		     struct corral_err *err)
+{
+	if (!path)
+		path = "";
+	if (!strncmp(path, "/workspace", 10) && (!path[10] || path[10] == '/'))
+		path += 10;
+	while (*path == '/')
+		path++;
+	if (strlen(path) >= len)
+		return corral_set_err(err, -ENAMETOOLONG, "path too long");
+	strcpy(buf, path);
+	if (buf[0] && path_normalize(buf) < 0)
+		return corral_set_err(err, -EINVAL, "path %.200s: climbs out of the workspace",
+				      path);
+	if (!strcmp(buf, "."))
+		buf[0] = '\0';
+	return 0;
+}
+
+int corral_box_diff(struct corral_box *b, const char *path, bool patch,
+		    char **out, size_t *len, struct corral_err *err)
+{
+	struct layers l;
+	struct export_limits lim;
+	struct changes ch = { 0 };
+	char only[4096];
+	int r;
+
+	*out = NULL;
+	*len = 0;
+	err->code = 0;
+	err->msg[0] = '\0';
+	r = box_layers(b, &l, err);
+	if (r == 0)
+		r = only_path(path, only, sizeof(only), err);
+	if (r < 0)
+		return r;
+	if (patch) {
+		struct patch_buf pb = { 0 };
+		struct export_req req = {
+			.p = b->p, .layers = l, .apply_fd = -1, .patch_out = &pb,
+			.only = only,
+		};
+		json_t *report = NULL;
+
+		r = export_run(&req, &report, err);
+		json_decref(report);
+		if (r < 0) {
+			free(pb.data);
+			return r;
+		}
+		*out = pb.data ? pb.data : strdup("");
+		*len = pb.len;
+		return *out ? 0 : corral_set_err(err, -ENOMEM, "out of memory");
+	}
+	export_limits_of(b->p, &lim);
+	r = diff_changes(&l, &lim, &ch, err);
+	if (r < 0)
+		return r;
+	changes_keep_under(&ch, only);
+	{
+		json_t *j = changes_json(&ch);
+
+		*out = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+		json_decref(j);
+	}
+	changes_free(&ch);
+	if (!*out)
+		return corral_set_err(err, -ENOMEM, "out of memory for the diff");
+	*len = strlen(*out);
+	return 0;
+}
+
+/* Whether the new directory to would lie in the workspace it copies. */
+static bool to_inside(const char *to, const char *workspace)
+{
+	char *dir = strdup(to), *slash, *real = NULL, *ws = NULL;
+	bool inside = false;
+
+	if (!dir)
+		return true;
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash == dir ? (void)(dir[1] = '\0') : (void)(*slash = '\0');
+	real = realpath(dir, NULL);
+	ws = realpath(workspace, NULL);
+	if (real && ws) {
+		size_t n = strlen(ws);
+
+		inside = !strncmp(real, ws, n) && (real[n] == '/' || !real[n] || n == 1);
+	}
+	free(dir);
+	free(real);
+	free(ws);
+	return inside;
+}
+
+/* ---- the helper that writes as the caller ------------------------------- */
+
+/* Take the caller's fs ids and groups; as anyone but root, be the caller. */
+static int become(uid_t uid, gid_t gid, char *msg, size_t len)
+{
+	gid_t groups[HELPER_GROUPS_MAX];
+	int n = HELPER_GROUPS_MAX;
+	struct passwd *pw;
+
+	if (geteuid() != 0) {
+		if (uid != geteuid()) {
+			snprintf(msg, len, "the daemon runs as uid %d and cannot write as "
+				 "uid %d", (int)geteuid(), (int)uid);
+			return -EACCES;
+		}
+		return 0;
+	}
+	pw = getpwuid(uid);
+	if (!pw || getgrouplist(pw->pw_name, gid, groups, &n) < 0) {
+		groups[0] = gid;
+		n = 1;
+	}
+	if (setgroups((size_t)n, groups) < 0) {
+		snprintf(msg, len, "setgroups for uid %d: %s", (int)uid, strerror(errno));
+		return -errno;
+	}
+	/* setfsuid/setfsgid answer the old id: ask again to know it took */
+	setfsgid(gid);
+	setfsuid(uid);
+	if ((gid_t)setfsgid((gid_t)-1) != gid || (uid_t)setfsuid((uid_t)-1) != uid) {
+		snprintf(msg, len, "cannot take uid %d gid %d for the writes",
+			 (int)uid, (int)gid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* In the helper, as the caller: the destination, made or opened by its path. */
+static int open_dest(struct corral_box *b, const struct corral_box_export_opts *o,
+		     int *fd, char *msg, size_t len)
+{
+	struct stat a, c;
+
+	if (o->to) {
+		if (mkdir(o->to, 0700) < 0) {
+			snprintf(msg, len, "%s: %s%s", o->to, strerror(errno), errno == EEXIST ?
+				 " (the export goes to a new directory)" : "");
+			return -errno;
+		}
+		*fd = open(o->to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (*fd < 0) {
+			snprintf(msg, len, "%s: %s", o->to, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	/* apply: the workspace again by its path, as the caller, and the same one */
+	*fd = open(b->p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0) {
+		snprintf(msg, len, "workspace %s: %s", b->p->workspace, strerror(errno));
+		return -errno;
+	}
+	if (fstat(*fd, &a) < 0 || fstat(b->lowerfd, &c) < 0 ||
+	    a.st_dev != c.st_dev || a.st_ino != c.st_ino) {
+		snprintf(msg, len, "workspace %s: not the directory the sandbox was "
+			 "made on any more", b->p->workspace);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+static void helper(struct corral_box *b, const struct corral_box_export_opts *o,
+		   struct export_req *req, int wr)
+{
+	struct corral_err err = { 0 };
+	json_t *report = NULL, *answer;
+	char *text;
+	int r, dest = -1;
+
+	signal(SIGPIPE, SIG_IGN);
+	r = become(o->uid, o->gid, err.msg, sizeof(err.msg));
+	if (r == 0)
+		r = open_dest(b, o, &dest, err.msg, sizeof(err.msg));
+	if (r == 0) {
+		if (o->to) {
+			req->to_opened = true;
+			req->to_fd = dest;
+		} else {
+			req->apply_fd = dest;
+		}
+		r = export_run(req, &report, &err);
+	}
+	answer = json_pack("{s:i, s:s, s:o*}", "code", r, "msg", err.msg, "report", report);
+	text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (text)
+		(void)!write(wr, text, strlen(text));
+	_exit(text ? 0 : 1);
+}
+
+/* Read the helper's answer to its end (it is bounded), then reap it. */
+static int helper_wait(pid_t pid, int rd, json_t **report, struct corral_err *err)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	json_t *a = NULL;
+	int ws = 0, r = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len + 65536 > cap) {
+			char *nb = cap + 65536 <= HELPER_REPORT_MAX ?
+				   realloc(buf, cap + 65536) : NULL;
+
+			if (!nb) {
+				r = corral_set_err(err, -EFBIG, "the export's report is too large");
+				kill(pid, SIGKILL);
+				break;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = read(rd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		a = json_loadb(buf ? buf : "", len, 0, NULL);
+	free(buf);
+	if (r == 0 && !a)
+		r = corral_set_err(err, -EIO, "the export's helper ended without a "
+				   "report (status %d)", ws);
+	if (r == 0) {
+		json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
+
+		*report = json_incref(json_object_get(a, "report"));
+		r = json_is_integer(code) ? (int)json_integer_value(code) : -EIO;
+		if (r > 0 || r < -4095)
+			r = -EIO;
+		if (r < 0)
+			corral_set_err(err, r, "%s", json_is_string(msg) ?
+				       json_string_value(msg) : "the export failed");
+	}
+	json_decref(a);
+	return r;
+}
+
+static int export_as_caller(struct corral_box *b, const struct corral_box_export_opts *o,
+			    struct export_req *req, json_t **report,
+			    struct corral_err *err)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return corral_set_err(err, -e, "cannot fork the export's helper: %s",
+				      strerror(e));
+	}
+	if (pid == 0) {
+		close(p[0]);
+		helper(b, o, req, p[1]);
+	}
+	close(p[1]);
+	{
+		int r = helper_wait(pid, p[0], report, err);
+
+		close(p[0]);
+		return r;
+	}
+}
+
+/* The helper's events, from its report: the audit chain is the daemon's. */
+static void report_events(struct corral_box *b, const char *mode, json_t *report,
+			  int r, const struct corral_err *err)
+{
+	json_t *held = json_object_get(report, "held");
+	json_t *out = json_object_get(report, "exported"), *e;
+	size_t i;
+
+	json_array_foreach(held, i, e)
+		events_emit(b->ev, "export.held", json_pack("{s:O, s:O*, s:O*, s:O*}",
+			    "path", json_object_get(e, "path"), "change",
+			    json_object_get(e, "change"), "file_type",
+			    json_object_get(e, "type"), "reason",
+			    json_object_get(e, "reason")));
+	json_array_foreach(out, i, e) {
+		const char *note = json_string_value(json_object_get(e, "note"));
+		static const char let[] = "let out by --allow-risky ";
+
+		if (note && !strncmp(note, let, sizeof(let) - 1))
+			events_emit(b->ev, "export.allow_risky", json_pack("{s:O, s:s}",
+				    "path", json_object_get(e, "path"), "pattern",
+				    note + sizeof(let) - 1));
+	}
+	events_emit(b->ev, "export", json_pack("{s:s, s:i, s:i, s:i, s:s}", "mode", mode,
+		    "exported", (int)json_array_size(out), "held", (int)json_array_size(held),
+		    "conflicts", (int)json_array_size(json_object_get(report, "conflicts")),
+		    "error", r < 0 ? err->msg : ""));
+}
+
+int corral_box_export(struct corral_box *b, const struct corral_box_export_opts *o,
+		      char **report, char **patch, size_t *patch_len,
+		      struct corral_err *err)
+{
+	struct patch_buf pb = { 0 };
+	struct export_req req = {
+		.p = b->p, .apply_fd = -1, .allow_risky = o->allow_risky,
+		.nallow_risky = o->nallow_risky, .base = o->apply ? b->ws_base : NULL,
+	};
+	json_t *rep = NULL;
+	int r;
+
+	*report = NULL;
+	if (patch) {
+		*patch = NULL;
+		*patch_len = 0;
+	}
+	err->code = 0;
+	err->msg[0] = '\0';
+	if (!!o->to + o->apply + o->patch != 1)
+		return corral_set_err(err, -EINVAL, "an export goes to one place: "
+				      "to, apply or patch, not several");
+	if (o->patch && !patch)
+		return corral_set_err(err, -EINVAL, "a patch needs somewhere to go");
+	if (o->to && o->to[0] != '/')
+		return corral_set_err(err, -EINVAL, "to %.200s: an absolute path", o->to);
+	if (b->state == CORRAL_BOX_HALTED)
+		return corral_set_err(err, -EPERM, "the sandbox was halted (%s): "
+				      "nothing is exported", b->halt_reason);
+	r = box_layers(b, &req.layers, err);
+	if (r < 0)
+		return r;
+	if (o->to && to_inside(o->to, b->p->workspace))
+		return corral_set_err(err, -EINVAL, "to %.200s: lies inside the workspace "
+				      "it copies", o->to);
+	if (o->apply && !b->ws_base)
+		return corral_set_err(err, -EFBIG, "the workspace had more than "
+				      "export.max_files entries when the sandbox started: "
+				      "with no record of it, apply cannot tell conflicts "
+				      "(export to a new directory or as a patch)");
+	if (o->patch) {
+		req.patch_out = &pb;
+		req.ev = b->ev;
+		r = export_run(&req, &rep, err);
+		if (r == 0) {
+			*patch = pb.data ? pb.data : strdup("");
+			*patch_len = pb.len;
+			pb.data = NULL;
+			if (!*patch)
+				r = corral_set_err(err, -ENOMEM, "out of memory");
+		}
+		free(pb.data);
+	} else {
+		req.to = o->to;
+		r = export_as_caller(b, o, &req, &rep, err);
+		report_events(b, o->to ? "to" : "apply", rep, r, err);
+	}
+	if (rep)
+		*report = json_dumps(rep, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(rep);
+	return r;
+}

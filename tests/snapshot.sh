@@ -1,0 +1,332 @@
+#!/bin/bash
+# snapshot.sh - the daemon's diff, export and snapshots: the hostile agent
+# of tests/export.sh through the API (to, apply, patch), an ordinary
+# session round-tripping through the API's patch and `git apply`, a TCP
+# client refused host paths, a snapshot and two forks that diverge (a
+# deleted file stays deleted: the whiteout), delete, the budget.
+#
+#   tests/snapshot.sh CORRAL [TEST...]
+#
+# Every test starts its own daemon (socket and state in its $T) and stops
+# it by its pid at the end, also when it fails.  Runs as root or as an
+# unprivileged user (then without a freezer a snapshot is copied running,
+# and says so).  Only loopback is used.
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-snapshot.XXXXXX")
+chmod 755 "$TEST_TMP"
+trap 'chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+ME=$(id -u)
+PY=/usr/bin/python3
+# mkrepo, hostgit, use_repo, write_agent, check_held, write_session, tree_of
+EXPORT_LIB=1
+. "$HERE/export.sh"
+
+# ---- the daemon --------------------------------------------------------------
+
+start_daemon() {	# start_daemon [SERVE ARGS...]: DPID, SOCK
+	local i=0
+	SOCK=$T/s
+	"$CORRAL" serve --socket "$SOCK" --state-dir "$T/state" "$@" > "$T/daemon.log" 2>&1 < /dev/null &
+	DPID=$!
+	trap stop_daemon EXIT
+	while [ $i -lt 200 ]; do
+		[ -S "$SOCK" ] && [ "$(api GET /v1/health)" = 200 ] && return 0
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	fail "the daemon did not start: $(tail -3 "$T/daemon.log")"
+}
+
+# SIGTERM destroys every sandbox; bounded wait, then SIGKILL (our pid only)
+stop_daemon() {
+	local i=0
+	[ -n "${DPID:-}" ] || return 0
+	kill "$DPID" 2>/dev/null || true
+	while kill -0 "$DPID" 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill -9 "$DPID" 2>/dev/null || true
+	wait "$DPID" 2>/dev/null || true
+	DPID=""
+}
+
+api() {	# api METHOD PATH [CURL ARGS...]: the status; the body in $T/body
+	local m=$1 p=$2
+	shift 2
+	curl -sS --max-time 60 --unix-socket "$SOCK" -X "$m" -o "$T/body" \
+		-w '%{http_code}' "$@" "http://localhost$p" 2> "$T/curl.err" || true
+}
+
+cli() {	# cli VERB ARGS...: the client, stdout to $T/out; its status returned
+	"$CORRAL" "$1" --socket "$SOCK" "${@:2}" > "$T/out" 2> "$T/err"
+}
+
+create() {	# create BODY: the new sandbox's id in SB
+	expect_eq "create" "$(api POST /v1/sandboxes -d "$1")" 201 || {
+		cat "$T/body"; return 1; }
+	SB=$(json id < "$T/body")
+}
+
+# run SB SCRIPT [ARGS...]: /bin/sh -c SCRIPT in the sandbox, must exit 0
+run() {
+	local sb=$1 script=$2
+	shift 2
+	$PY -c 'import json, sys
+print(json.dumps({"argv": ["/bin/sh", "-c", open(sys.argv[1]).read(), "sh"] + sys.argv[2:],
+                  "cwd": "/workspace"}))' "$script" "$@" > "$T/exec.json"
+	expect_eq "exec" "$(api POST "/v1/sandboxes/$sb/exec" --data-binary @"$T/exec.json")" 200
+	expect_eq "exit of $script" "$(json exit_code < "$T/body")" 0 || {
+		json stderr < "$T/body"; return 1; }
+}
+
+sh_file() {	# sh_file NAME TEXT: a script file with TEXT
+	printf '%s\n' "$2" > "$T/$1"
+	echo "$T/$1"
+}
+
+# ---- the hostile agent through the API --------------------------------------
+
+s_api_hostile() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/marks" "$T/home" "$T/outside"
+	write_agent
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$T/agent.sh" /workspace "$T/marks"
+
+	expect_eq "diff" "$(api GET "/v1/sandboxes/$SB/diff")" 200
+	expect_contains "diff lists" "$(cat "$T/body")" '"path":"shadow"'
+	expect_contains "diff target" "$(cat "$T/body")" '"target":"/etc/shadow"'
+
+	expect_eq "to" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/result\"}")" 200
+	cp "$T/body" "$T/report"
+	check_held "$T/report" held
+	expect_eq "suid mode" "$(stat -c %a "$T/result/suid")" 755
+	expect_eq "hardlink" "$(stat -c %h "$T/result/hard2")" 1
+	[ -L "$T/result/goodlink" ] || fail "a symlink inside the tree did not come out"
+	[ ! -L "$T/result/shadow" ] || fail "shadow link came out"
+	[ ! -e "$T/result/fifo" ] || fail "fifo came out"
+	[ -z "$(find "$T/result" ! -user "$ME" | head -1)" ] || fail "a file is not the caller's"
+	[ -z "$(find "$T/result" -perm /6000 | head -1)" ] || fail "a setuid/setgid bit came out"
+	expect_not_contains "config" "$(cat "$T/result/.git/config")" fsmonitor
+	expect_eq "exists" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/result\"}")" 409
+
+	expect_eq "patch" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 200
+	check_held "$T/body" held
+	json patch < "$T/body" > "$T/p.diff"
+	for bad in fsmonitor shadow fifo envrc folderOpen; do
+		expect_not_contains "patch" "$(cat "$T/p.diff")" "$bad"
+	done
+	cp -a "$T/ws" "$T/applied"
+	(cd "$T/applied" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
+		fail "git apply refused the patch"
+
+	before=$(cat "$T/ws/.git/config")
+	expect_eq "apply" "$(api POST "/v1/sandboxes/$SB/export" -d '{"apply": true}')" 200
+	check_held "$T/body" held
+	expect_eq "the host's .git/config" "$(cat "$T/ws/.git/config")" "$before"
+	[ ! -e "$T/ws/.git/hooks/pre-commit" ] || fail "a hook came out"
+	expect_contains "edit" "$(cat "$T/ws/edit.txt")" edited
+
+	use_repo "$T/result"
+	use_repo "$T/applied"
+	use_repo "$T/ws"
+	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
+	[ -z "$(ls -A "$T/outside")" ] || fail "something was written outside"
+	grep -q '"type":"export.held"' "$T/state/audit.jsonl" || fail "no export.held events"
+	grep -q '"type":"export","mode":"apply"' "$T/state/audit.jsonl" || fail "no export event"
+}
+
+s_api_allow_risky_is_logged() {
+	mkrepo "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo "export X=1" > .envrc')"
+	cli export "$SB" --to "$T/result" --allow-risky .envrc ||
+		fail "export: $(cat "$T/err")"
+	expect_eq "envrc" "$(cat "$T/result/.envrc")" "export X=1"
+	grep '"type":"export.allow_risky"' "$T/state/audit.jsonl" | grep -q '"pattern":".envrc"' ||
+		fail "no export.allow_risky event"
+}
+
+# ---- an ordinary session ------------------------------------------------------
+
+s_api_session_round_trips() {
+	mkrepo "$T/ws"
+	write_session
+	cp -a "$T/ws" "$T/ref"
+	"$T/session.sh" "$T/ref"
+	want=$(tree_of "$T/ref")
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$T/session.sh" /workspace
+
+	cli diff "$SB" || fail "diff: $(cat "$T/err")"
+	expect_contains "diff" "$(cat "$T/out")" "D gone.txt"
+	expect_contains "diff" "$(cat "$T/out")" "A added.txt"
+	cli diff "$SB" --patch || fail "diff --patch: $(cat "$T/err")"
+	cp "$T/out" "$T/diff.patch"
+	cli export "$SB" --patch "$T/p.diff" || fail "export --patch: $(cat "$T/err")"
+	expect_eq "diff --patch is the export's patch" "$(cat "$T/diff.patch")" "$(cat "$T/p.diff")"
+	grep -q "GIT binary patch" "$T/p.diff" || fail "no binary patch"
+	cp -a "$T/ws" "$T/patched"
+	(cd "$T/patched" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
+		fail "git apply refused the patch"
+	expect_eq "patch + git apply" "$(tree_of "$T/patched")" "$want"
+
+	cli export "$SB" --apply --json || fail "export --apply: $(cat "$T/err")"
+	expect_eq "conflicts" "$(json conflicts < "$T/out")" "[]"
+	expect_eq "--apply" "$(tree_of "$T/ws")" "$want"
+}
+
+s_apply_conflict() {
+	mkrepo "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo sandbox > edit.txt; echo n > new.txt')"
+	echo host > "$T/ws/edit.txt"
+	cli export "$SB" --apply || fail "export --apply: $(cat "$T/err")"
+	expect_contains "conflict listed" "$(cat "$T/out")" "conflict edit.txt"
+	expect_eq "the host's change kept" "$(cat "$T/ws/edit.txt")" host
+	expect_eq "the rest applied" "$(cat "$T/ws/new.txt")" n
+}
+
+# ---- host paths are the unix client's only ----------------------------------------
+
+s_tcp_client_refused_host_paths() {
+	local port=$((20000 + $$ % 20000))
+	mkrepo "$T/ws"
+	printf 'sekrit-token-0123456789abcdef\n' > "$T/token"
+	chmod 600 "$T/token"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo x > new.txt')"
+	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer sekrit-token-0123456789abcdef' \
+		-d "{\"to\": \"$T/result\"}" "http://127.0.0.1:$port/v1/sandboxes/$SB/export")
+	expect_eq "to over TCP" "$code" 403
+	[ ! -e "$T/result" ] || fail "a TCP client wrote on the host"
+	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer sekrit-token-0123456789abcdef' \
+		-d '{"apply": true}' "http://127.0.0.1:$port/v1/sandboxes/$SB/export")
+	expect_eq "apply over TCP" "$code" 403
+	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer sekrit-token-0123456789abcdef' \
+		-d '{"patch": true}' "http://127.0.0.1:$port/v1/sandboxes/$SB/export")
+	expect_eq "patch over TCP" "$code" 200
+	expect_contains "patch" "$(cat "$T/body")" "new.txt"
+}
+
+s_writes_as_the_unix_client() {
+	[ "$ME" = 0 ] || skip "needs root: a daemon writing for a client of another uid"
+	mkrepo "$T/ws"
+	mkdir -p "$T/rootonly" "$T/theirs"
+	chown 65534:65534 "$T/theirs"
+	start_daemon
+	chmod 666 "$SOCK"	# this test's daemon: let uid 65534 connect
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo x > new.txt')"
+	as65534() {
+		setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS --max-time 60 \
+			--unix-socket "$SOCK" -o /dev/stdout -w '\n%{http_code}' -d "$1" \
+			"http://localhost/v1/sandboxes/$SB/export" 2>&1 | tail -1
+	}
+	expect_eq "into root's directory" "$(as65534 "{\"to\": \"$T/rootonly/r\"}")" 403
+	[ ! -e "$T/rootonly/r" ] || fail "the daemon wrote where its client could not"
+	expect_eq "into the client's own" "$(as65534 "{\"to\": \"$T/theirs/r\"}")" 200
+	expect_eq "owner" "$(stat -c %u "$T/theirs/r/new.txt")" 65534
+	expect_eq "apply onto a workspace the client may write" "$(as65534 '{"apply": true}')" 200
+	expect_eq "applied" "$(cat "$T/ws/new.txt")" x
+	chown root:root "$T/ws" && chmod 755 "$T/ws"
+	run "$SB" "$(sh_file b.sh 'echo y > new2.txt')"
+	as65534 '{"apply": true}' > /dev/null
+	[ ! -e "$T/ws/new2.txt" ] || fail "applied into a directory the client cannot write"
+}
+
+# ---- snapshots and forks --------------------------------------------------
+
+s_snapshot_two_forks_diverge() {
+	mkdir -p "$T/ws/dir"
+	echo keep > "$T/ws/keep.txt"
+	echo gone > "$T/ws/gone.txt"
+	echo x > "$T/ws/dir/x"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	orig=$SB
+	run "$orig" "$(sh_file a.sh 'rm gone.txt; rm -r dir; mkdir dir; echo y > dir/y
+echo s > snap.txt; ln -s keep.txt link; mkfifo fifo; echo u > suid; chmod 4755 suid')"
+	cli snapshot "$orig" || fail "snapshot: $(cat "$T/err")"
+	snap=$(cat "$T/out")
+	expect_contains "id" "$snap" "snap-"
+	tree=$T/state/snapshots/$snap/tree
+	[ -c "$tree/gone.txt" ] || fail "the whiteout was not kept"
+	[ -L "$tree/link" ] || fail "the symlink was not kept as a link"
+	[ ! -e "$tree/fifo" ] || fail "a fifo was copied"
+	[ -z "$(find "$tree" -perm /6000 | head -1)" ] || fail "a setuid bit was copied"
+	run "$orig" "$(sh_file b.sh 'echo later > later.txt')"
+
+	create "{\"from_snapshot\": \"$snap\", \"idle_freeze_ms\": 0}"
+	fa=$SB
+	create "{\"from_snapshot\": \"$snap\", \"idle_freeze_ms\": 0}"
+	fb=$SB
+	run "$fa" "$(sh_file c.sh 'echo a > a.txt; echo A > snap.txt')"
+	run "$fb" "$(sh_file d.sh 'echo b > b.txt; rm keep.txt')"
+	run "$fa" "$(sh_file e.sh 'test ! -e gone.txt; test ! -e dir/x; test -e dir/y
+test ! -e b.txt; test ! -e later.txt; test -e keep.txt; test "$(cat snap.txt)" = A
+test "$(readlink link)" = keep.txt')"
+	run "$fb" "$(sh_file f.sh 'test ! -e gone.txt; test ! -e a.txt; test ! -e keep.txt
+test "$(cat snap.txt)" = s')"
+	# a fork's diff and export hold the snapshot's changes and its own
+	cli diff "$fa" || fail "diff: $(cat "$T/err")"
+	expect_contains "fork diff" "$(cat "$T/out")" "D gone.txt"
+	expect_contains "fork diff" "$(cat "$T/out")" "A a.txt"
+	cli export "$fb" --to "$T/fb" || fail "export: $(cat "$T/err")"
+	[ -e "$T/fb/b.txt" ] && [ ! -e "$T/fb/gone.txt" ] && [ ! -e "$T/fb/keep.txt" ] &&
+		[ -e "$T/fb/dir/y" ] && [ ! -e "$T/fb/dir/x" ] || fail "the fork's export: $(ls -R "$T/fb")"
+
+	expect_eq "list" "$(api GET /v1/snapshots)" 200
+	expect_contains "listed" "$(cat "$T/body")" "\"id\":\"$snap\""
+	expect_eq "get" "$(api GET "/v1/snapshots/$snap")" 200
+	expect_eq "delete" "$(api DELETE "/v1/snapshots/$snap")" 200
+	[ ! -e "$T/state/snapshots/$snap" ] || fail "the snapshot's files stayed"
+	expect_eq "gone" "$(api GET "/v1/snapshots/$snap")" 404
+	expect_eq "fork of a deleted snapshot" \
+		"$(api POST /v1/sandboxes -d "{\"from_snapshot\": \"$snap\"}")" 404
+	run "$fa" "$(sh_file g.sh 'test -e a.txt; test ! -e gone.txt')"
+	expect_eq "no workspace" "$(api POST /v1/sandboxes -d '{"idle_freeze_ms": 0}')" 201
+	expect_eq "snapshot without a workspace" \
+		"$(api POST "/v1/sandboxes/$(json id < "$T/body")/snapshot")" 400
+	grep -q '"type":"snapshot"' "$T/state/audit.jsonl" || fail "no snapshot event"
+}
+
+s_snapshot_budget() {
+	mkdir -p "$T/ws"
+	echo a > "$T/ws/a"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon --snapshot-budget 64K
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'head -c 100000 /dev/zero > big')"
+	expect_eq "over the budget" "$(api POST "/v1/sandboxes/$SB/snapshot")" 507
+	expect_contains "why" "$(cat "$T/body")" "snapshot budget"
+	[ -z "$(ls -A "$T/state/snapshots")" ] || fail "a refused snapshot left files"
+	run "$SB" "$(sh_file b.sh 'rm big; echo small > small')"
+	expect_eq "within it" "$(api POST "/v1/sandboxes/$SB/snapshot")" 201
+	expect_eq "list" "$(api GET /v1/snapshots)" 200
+	expect_eq "counted" "$(json budget_bytes < "$T/body")" 65536
+}
+
+tests=$(declare -F | awk '{print $3}' | grep '^s_')
+[ $# -gt 0 ] && tests="$*"
+for t in $tests; do
+	run_test "$t"
+done
+echo "snapshot ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -1025,7 +1025,7 @@ t_pause_resume() {
 
 t_idle_freeze() {
 	start_daemon
-	id=$(mksb '{"idle_freeze_ms": 300}')
+	id=$(mksb '{"idle_freeze_ms": 1000}')
 	expect_eq "echo" "$(sbsh "$id" 'echo one')" one
 	if ! cgroup_mode "$id"; then
 		# no freezer: the sandbox stays idle and keeps working

@@ -142,8 +142,12 @@ t_tty_ctrl_c() {
 
 # A shell inside has job control: background jobs, ^Z, ^C.
 t_tty_job_control() {
+	# ^Z only once the foreground job runs (it says so: the echo of the
+	# typed line shows $((3+4)), only the job prints 7), else the shell
+	# would take it and the job would block the rest of the input
 	$PTY 'expect:$ ' 'send:sleep 100 & jobs\r' 'expect:Running' \
-		'send:sleep 200\r' sleep:0.5 'send:\x1a' 'expect:Stopped' \
+		'send:sh -c "echo up-$((3+4)); exec sleep 200"\r' 'expect:up-7' \
+		'send:\x1a' 'expect:Stopped' \
 		'send:jobs; kill -KILL %1 %2; echo still-$((40+2))\r' 'expect:still-42' \
 		'send:wait\r' sleep:0.3 'send:exit 0\r' -- "$CORRAL" run -t -- /bin/sh -i > "$T/r"
 	out=$(json output < "$T/r")

@@ -338,11 +338,7 @@ crun() {
 rc() { cat "$T/rc"; }
 
 [ -z "${EXPORT_LIB:-}" ] || return 0
-tests=$(declare -F | awk '{print $3}' | grep '^t_')
-[ $# -gt 0 ] && tests="$*"
-for t in $tests; do
-	run_test "$t"
-done
+run_tests "$@"
 echo "export ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
 [ "$FAIL" -eq 0 ]

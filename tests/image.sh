@@ -617,11 +617,7 @@ t_daemon_create_image() {
 	stop_image_daemon
 }
 
-tests=$(declare -F | awk '{print $3}' | grep '^t_')
-[ $# -gt 0 ] && tests="$*"
-for t in $tests; do
-	run_test "$t"
-done
+run_tests "$@"
 echo "image ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
 [ "$FAIL" -eq 0 ]

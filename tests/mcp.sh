@@ -185,12 +185,8 @@ t_inspector_cli() {
 	no_leftovers
 }
 
-tests=$(declare -F | awk '{print $3}' | grep '^t_')
-[ $# -gt 0 ] && tests="$*"
 START=$(date +%s)
-for t in $tests; do
-	run_test "$t"
-done
+run_tests "$@"
 echo "mcp ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
 [ "$FAIL" -eq 0 ]

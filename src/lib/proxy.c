@@ -643,6 +643,22 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 }
 
 /* The name was allowed: find its address (hosts map, or the host's DNS). */
+/*
+ * A judged connection whose first bytes were read to judge it: they go
+ * upstream first, once connected; the client is not read meanwhile.
+ */
+void conn_connect_with(struct conn *c, struct evbuffer *in)
+{
+	c->first = evbuffer_new();
+	if (!c->first) {
+		conn_free(c);
+		return;
+	}
+	evbuffer_add_buffer(c->first, in);
+	bufferevent_disable(c->down, EV_READ);
+	conn_connect(c);
+}
+
 void conn_connect(struct conn *c)
 {
 	struct evutil_addrinfo hints = { 0 };
@@ -887,14 +903,7 @@ static void on_sni(struct bufferevent *bev, void *arg)
 	}
 	if (!sni_check(c, &hello))
 		return;
-	c->first = evbuffer_new();
-	if (!c->first) {
-		conn_free(c);
-		return;
-	}
-	evbuffer_add_buffer(c->first, in);
-	bufferevent_disable(c->down, EV_READ);
-	conn_connect(c);
+	conn_connect_with(c, in);
 }
 
 /* ---- SOCKS5 --------------------------------------------------------------- */

@@ -97,6 +97,8 @@ void conn_deny(struct conn *c, const char *reason);
 bool conn_decide(struct conn *c);
 /* The name was allowed: resolve it (hosts map or the host's DNS), connect. */
 void conn_connect(struct conn *c);
+/* the same, after the bytes in that judged it (kept, sent first) */
+void conn_connect_with(struct conn *c, struct evbuffer *in);
 void conn_down_event(struct bufferevent *bev, short what, void *arg);
 
 /* transparent.c */

@@ -115,14 +115,7 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 	/* Judged by the name it gave; connected to that name, never to addr. */
 	if (!conn_decide(c))
 		return;
-	c->first = evbuffer_new();
-	if (!c->first) {
-		conn_free(c);
-		return;
-	}
-	evbuffer_add_buffer(c->first, in);
-	bufferevent_disable(c->down, EV_READ);
-	conn_connect(c);
+	conn_connect_with(c, in);
 }
 
 static int original_dst(int fd, struct sockaddr_storage *dst)

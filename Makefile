@@ -120,30 +120,28 @@ soak: all
 
 # libFuzzer targets, one a parser, each run for FUZZ_SECONDS over its seed
 # corpus (fuzz/corpus/NAME); new inputs go to build-fuzz/, crashes too.
+# The library and the daemon's API are compiled once for all targets, and
+# the linker takes from them only what a target reaches.
 FUZZ_SECONDS ?= 60
-FUZZ_CC ?= clang
-FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/daemon $(PKG_CFLAGS)
-FUZZ_SRC_sni := src/lib/sni.c src/lib/hostname.c
-FUZZ_SRC_socks := src/lib/socks.c src/lib/hostname.c
-FUZZ_SRC_httpreq := src/lib/httpreq.c src/lib/hostname.c
-FUZZ_SRC_dns := src/lib/dnsmsg.c
-FUZZ_SRC_policy := src/lib/policy.c src/lib/policy_schema.c src/lib/units.c \
-	src/lib/jsonpos.c src/lib/egress.c src/lib/err.c src/lib/quote.c
-# the daemon's requests: its API over the whole library (it builds no sandbox)
-FUZZ_SRC_api := $(wildcard src/daemon/api*.c) src/daemon/registry.c $(LIB_SRC)
-# what an export holds back: git config, .gitattributes, JSONC readers
-FUZZ_SRC_hold := src/lib/hold_formats.c
-FUZZ_TARGETS := sni socks httpreq dns policy api hold
-
-build-fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/daemon/*.[ch]) $(wildcard src/lib/*.h)
-	@mkdir -p build-fuzz
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_$*) $(PKG_LIBS) -lhttp_parser -ldl -lm
-
 FUZZ_JOBS ?= 1
-# image names and configs; the store's code links in, none of it runs
-FUZZ_SRC_image := $(LIB_SRC)
-FUZZ_TARGETS += image
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/daemon $(PKG_CFLAGS)
+FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/daemon/api*.c) src/daemon/registry.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_TARGETS := sni socks httpreq dns policy api hold image
+
+build-fuzz/obj/%.o: %.c $(wildcard src/lib/*.h) $(wildcard src/daemon/*.h) include/corral.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build-fuzz/libcorral-fuzz.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libcorral-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libcorral-fuzz.a \
+		$(PKG_LIBS) -lhttp_parser -ldl -lm
+
 fuzz: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 

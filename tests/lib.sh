@@ -53,10 +53,14 @@ run_test() {
 	T=$(mktemp -d "$TEST_TMP/t.XXXXXX")
 	chmod 755 "$T"
 	export T
+	local t0=$EPOCHREALTIME
 	( set -e; cd "$T"; [ -z "${TEST_TRACE:-}" ] || set -x; "$name" ) > "$T.log" 2>&1
 	rc=$?
+	# the time each test took, so that a slow one is seen (check.sh's tally
+	# ignores it)
+	local ms=$(( (${EPOCHREALTIME/./} - ${t0/./}) / 1000 ))
 	case $rc in
-	0)  PASS=$((PASS + 1)); echo "ok - $name" ;;
+	0)  PASS=$((PASS + 1)); echo "ok - $name # ${ms} ms" ;;
 	77) SKIP=$((SKIP + 1)); echo "ok - $name # SKIP $(grep 'skip:' "$T.log" | head -1)" ;;
 	*)  FAIL=$((FAIL + 1)); FAILED_NAMES="$FAILED_NAMES $name"
 	    echo "not ok - $name"; sed 's/^/    /' "$T.log" | tail -30 ;;

@@ -1,33 +1,39 @@
 #!/bin/bash
 # check.sh - the whole suite, as `make check` runs it:
-#   1. a build with -Wall -Wextra -Werror
-#   2. unit tests
-#   3. integration tests as the calling user
-#   4. as root: again as an unprivileged user (uid 65534), first with
-#      cgroups delegated to it, then without (the rlimit fallback)
-#   5. all of it again built with AddressSanitizer + UBSan
+#   1. a build with -Wall -Wextra -Werror, and one with AddressSanitizer +
+#      UBSan; the unit tests of both
+#   2. two lanes at once, since most of a sandbox test is waiting:
+#      - every suite as root, built with the sanitizers;
+#      - every suite as an unprivileged user (uid 65534), first with cgroups
+#        delegated to it, then without (the rlimit fallback), built -O2
+#   3. soak and load, alone (they count what the whole host holds)
+#   4. the fuzzers, briefly
+# Each suite runs once as root, under the sanitizers, and once unprivileged
+# as users run it; the lanes share nothing a test counts (their cgroups have
+# different owners, their daemons different sockets and state directories).
 # Ends with one line "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 NOBODY=65534
-PASS=0
-FAIL=0
 STAGE=""
 DELEGATED=""
+TALLY=$(mktemp /tmp/corral-check-tally.XXXXXX)
+LANES=""
 
 cleanup() {
+	local pid
+	for pid in $LANES; do kill -- "-$pid" 2>/dev/null; done
 	undelegate_cgroups
 	[ -n "$STAGE" ] && rm -rf "$STAGE"
+	rm -f "$TALLY"
 }
 trap cleanup EXIT
 
-# tally LOGFILE: add the "N passed, N failed" lines a step printed.
+# tally LOGFILE: the "N passed, N failed" lines a step printed, to $TALLY
+# (lanes run as other processes: a file is what they share).
 tally() {
-	local p f
-	while read -r p f; do
-		PASS=$((PASS + p)); FAIL=$((FAIL + f))
-	done < <(sed -n 's/.*\b\([0-9]\+\) passed, \([0-9]\+\) failed.*/\1 \2/p' "$1")
+	sed -n 's/.*\b\([0-9]\+\) passed, \([0-9]\+\) failed.*/\1 \2/p' "$1" >> "$TALLY"
 }
 
 # step NAME CMD...: run, show, count; a step that dies without a tally line
@@ -44,12 +50,12 @@ step() {
 	if grep -q ' passed, [0-9]* failed' "$log"; then
 		tally "$log"
 		[ $rc -ne 0 ] && ! grep -q ' [1-9][0-9]* failed' "$log" && {
-			echo "   (exit $rc)"; FAIL=$((FAIL + 1)); }
+			echo "   (exit $rc)"; echo "0 1" >> "$TALLY"; }
 	elif [ $rc -eq 0 ]; then
-		PASS=$((PASS + 1))
+		echo "1 0" >> "$TALLY"
 	else
 		echo "   $name failed (exit $rc)"
-		FAIL=$((FAIL + 1))
+		echo "0 1" >> "$TALLY"
 	fi
 	rm -f "$log"
 }
@@ -110,96 +116,126 @@ as_nobody() {
 		env -i PATH=/usr/bin:/bin HOME=/nonexistent TMPDIR="$STAGE/tmp" LANG=C.UTF-8 "$@"
 }
 
-# suite BUILD LABEL [brief]: brief is the sanitizers' pass: every suite
-# that drives corral's C code, as root; the uid 65534 pass and the clients
-# written in Python (the API they see was checked in the first pass) are
-# left to the first pass, which keeps make check near its time budget
-suite() {
-	local b=$1 label=$2 brief=${3:-}
-	step "unit tests ($label)" unit_tests "$b"
-	step "integration as $(id -un) ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
-	step "egress as $(id -un) ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
-	step "seccomp as $(id -un) ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
-	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
-	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
-	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
-	step "export as $(id -un) ($label)" tests/export.sh "$b/corral"
-	step "stdio as $(id -un) ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
-	step "daemon export and snapshots as $(id -un) ($label)" tests/snapshot.sh "$b/corral"
-	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
-	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
-	[ -z "$brief" ] && step "python client as $(id -un) ($label)" tests/python_client.sh "$b/corral"
-	[ -z "$brief" ] && step "docs/openapi.json against the daemon ($label)" \
-		/usr/bin/python3 tests/openapi.py "$b/corral"
-	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
-	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
-	step "images as $(id -un) ($label)" tests/image.sh "$b/corral"
-	if [ "$(id -u)" = 0 ] && [ -z "$brief" ]; then
-		stage "$b"
-		delegate_cgroups
-		step "integration as uid $NOBODY, cgroups delegated ($label)" \
-			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "egress as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "seccomp as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/seccomp.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "audit as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "abort as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "export as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
-		step "stdio as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "daemon export and snapshots as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
-		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
-			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
-			"$STAGE/corral" "$STAGE/serve_client"
-		[ -z "$brief" ] && step "mcp as uid $NOBODY, cgroups delegated ($label)" \
-			as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
-		[ -z "$brief" ] && step "python client as uid $NOBODY, cgroups delegated ($label)" \
-			as_nobody "$STAGE/tests/python_client.sh" "$STAGE/corral" "$STAGE/clients/python"
-		step "a misbehaving agent as uid $NOBODY, cgroups delegated ($label)" \
-			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \
-			as_nobody "$STAGE/tests/faults.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "images as uid $NOBODY ($label)" \
-			as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
-		undelegate_cgroups
-		# no freezer: pause must answer why, idle sandboxes stay idle
-		[ -z "$brief" ] && step "serve as uid $NOBODY, no cgroups ($label)" \
-			as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/serve.sh" \
-			"$STAGE/corral" "$STAGE/serve_client"
-		step "a misbehaving agent as uid $NOBODY, no cgroups ($label)" \
-			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
-		# no cgroup to charge the files' kernel memory to: the disk bounds them
-		step "floods as uid $NOBODY, no cgroups ($label)" \
-			as_nobody "$STAGE/tests/floods.sh" "$STAGE/corral" "$STAGE/helpers"
-		step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
-			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
-			t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write
-		rm -rf "$STAGE"; STAGE=""
-	fi
+# as_root_lane BUILD LABEL: every suite as the calling user.
+as_root_lane() {
+	local b=$1 label=$2 me
+	me=$(id -un)
+	step "integration as $me ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
+	step "egress as $me ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
+	step "seccomp as $me ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
+	step "audit as $me ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
+	step "abort as $me ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
+	step "floods as $me ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
+	step "export as $me ($label)" tests/export.sh "$b/corral"
+	step "stdio as $me ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
+	step "daemon export and snapshots as $me ($label)" tests/snapshot.sh "$b/corral"
+	step "serve as $me ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
+	step "python client as $me ($label)" tests/python_client.sh "$b/corral"
+	step "docs/openapi.json against the daemon ($label)" /usr/bin/python3 tests/openapi.py "$b/corral"
+	step "a misbehaving agent as $me ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
+	step "daemon faults as $me ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
+	step "images as $me ($label)" tests/image.sh "$b/corral"
 }
 
-step "build with -Wall -Wextra -Werror" build build -Werror ""
-step "the library exports only corral.h" tests/exports.sh build
-suite build "gcc -O2"
-step "soak, 300 sandboxes (make soak for 10,000)" tests/soak.sh build/corral 300
-step "soak through the daemon, 200 cycles" /usr/bin/python3 tests/soak_serve.py build/corral 200
-step "load: 200 calls at once, 1,000 proxied connections" /usr/bin/python3 tests/load.py build/corral
+# nobody_lane BUILD LABEL: every suite again as uid 65534 (root only), with
+# cgroups delegated to it, then the ones whose behaviour changes without.
+nobody_lane() {
+	local b=$1 label=$2
+	stage "$b"
+	delegate_cgroups
+	step "integration as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "egress as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "seccomp as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/seccomp.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "audit as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "abort as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "export as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
+	step "stdio as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "daemon export and snapshots as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
+	step "serve as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
+		"$STAGE/corral" "$STAGE/serve_client"
+	step "mcp as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
+	step "python client as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody "$STAGE/tests/python_client.sh" "$STAGE/corral" "$STAGE/clients/python"
+	step "a misbehaving agent as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody "$STAGE/tests/faults.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "images as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
+	undelegate_cgroups
+	# no freezer: pause must answer why, idle sandboxes stay idle
+	step "serve as uid $NOBODY, no cgroups ($label)" \
+		as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/serve.sh" \
+		"$STAGE/corral" "$STAGE/serve_client"
+	step "a misbehaving agent as uid $NOBODY, no cgroups ($label)" \
+		as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
+	# no cgroup to charge the files' kernel memory to: the disk bounds them
+	step "floods as uid $NOBODY, no cgroups ($label)" \
+		as_nobody "$STAGE/tests/floods.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "integration as uid $NOBODY, no cgroups: rlimit fallback ($label)" \
+		as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
+		t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write
+	rm -rf "$STAGE"; STAGE=""
+}
+
+# lane NAME FUNC ARGS...: FUNC in the background, its output kept for later
+# (in its own process group, so that an interrupted check stops it whole).
+lane() {
+	local name=$1
+	shift
+	set -m
+	"$@" > "$LANE_DIR/$name" 2>&1 &
+	set +m
+	LANES="$LANES $!"
+}
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+step "build with -Wall -Wextra -Werror" build build -Werror ""
+step "the library exports only corral.h" tests/exports.sh build
 step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
-suite build-asan "ASan+UBSan" brief
+step "unit tests (gcc -O2)" unit_tests build
+step "unit tests (ASan+UBSan)" unit_tests build-asan
+
+LANE_DIR=$(mktemp -d /tmp/corral-check-lanes.XXXXXX)
+t0=$(date +%s)
+lane 1-root as_root_lane build-asan "ASan+UBSan"
+if [ "$(id -u)" = 0 ]; then
+	lane 2-nobody nobody_lane build "gcc -O2"
+else
+	lane 2-user as_root_lane build "gcc -O2"
+fi
+for pid in $LANES; do wait "$pid"; done
+LANES=""
+for f in "$LANE_DIR"/*; do
+	echo "== lane $(basename "$f")"
+	cat "$f"
+done
+echo "== both lanes: $(( $(date +%s) - t0 )) s"
+rm -rf "$LANE_DIR"
+
+step "soak, 300 sandboxes (make soak for 10,000)" tests/soak.sh build/corral 300
+step "soak through the daemon, 200 cycles" /usr/bin/python3 tests/soak_serve.py build/corral 200
+step "load: 200 calls at once, 1,000 proxied connections" /usr/bin/python3 tests/load.py build/corral
 
 # every parser on hostile bytes, briefly (`make fuzz` for longer runs)
 if command -v clang >/dev/null; then
 	step "fuzz, 10 s a target, two at a time" make -s -j2 fuzz FUZZ_SECONDS=10 FUZZ_JOBS=2
 fi
 
+read -r PASS FAIL < <(awk '{p += $1; f += $2} END {print p + 0, f + 0}' "$TALLY")
 echo "check: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -60,15 +60,17 @@ t_kill_during_create() {
 }
 
 t_kill_during_exec() {
+	# a duration no other test (or the other lane of make check) sleeps
+	mark="1000.$$"
 	trap stop_daemon EXIT
 	start_daemon
 	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0}' | json id)
 	curl -s -m 30 --unix-socket "$T/sock" -X POST \
-		-d '{"command": "sleep 1000 & sleep 1000"}' \
+		-d "{\"command\": \"sleep $mark & sleep $mark\"}" \
 		"http://corral/v1/sandboxes/$id/exec" > "$T/exec.out" 2>&1 &
 	cpid=$!
-	wait_for "the call" sh -c "pgrep -f 'sleep 1000' > /dev/null"
-	sleeps=$(pgrep -f 'sleep 1000' | tr '\n' ' ')
+	wait_for "the call" sh -c "pgrep -f 'sleep $mark' > /dev/null"
+	sleeps=$(pgrep -f "sleep $mark" | tr '\n' ' ')
 	old=$DPID
 	kill_daemon
 	wait "$cpid" 2>/dev/null || true

@@ -56,7 +56,10 @@ hostgit() {	# hostgit DIR ARGS...
 use_repo() {	# use_repo DIR
 	hostgit "$1" status
 	hostgit "$1" diff
-	(cd "$1" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 timeout 20 \
+	# PAGER=cat: where no core.pager was planted (or it was held back), git
+	# would start less, which waits for a key until the timeout; a planted
+	# core.pager still wins over PAGER
+	(cd "$1" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 PAGER=cat timeout 20 \
 		script -qec "git -c safe.directory='*' log -p" /dev/null) >/dev/null 2>&1 || true
 	hostgit "$1" add -A
 	hostgit "$1" -c user.name=t -c user.email=t@t commit -qm next

@@ -521,23 +521,34 @@ agent
 /home/agent"
 }
 
-# verdict ARGS...: "status exit signal | stdout" of the attack run as ARGS say
-verdict() {
-	crun --json "$@" > /dev/null
+# verdict_of FILE: the verdict in a JSON result.
+verdict_of() {
 	/usr/bin/python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
-print(r["status"], r.get("exit_code"), r.get("signal"), "|", r.get("stdout", "").strip())' "$T/out"
+print(r["status"], r.get("exit_code"), r.get("signal"), "|", r.get("stdout", "").strip())' "$1"
 }
 
+# The three runs of an attack go at once (sandboxes on one image share its
+# layers by design); the attacks one after another.
 t_attack_corpus_same_on_image() {
+	local a
 	[ -x "$HELPERS/attack" ] || fail "no attack helper in $HELPERS"
 	busybox_image
 	names=$("$HELPERS/attack" list)
 	[ "$(echo "$names" | wc -l)" -ge 30 ] || fail "attack list: $names"
 	for a in $names; do
-		host=$(verdict --ro "$HELPERS:/opt/helpers" -- /bin/sh -c "exec /opt/helpers/attack $a")
-		on_img=$(verdict --image corral-test/busybox:1 --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a")
-		on_rw=$(verdict --image corral-test/busybox:1 --root-writable --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a")
+		timeout 120 "$CORRAL" run --state-dir "$T/state" --json --ro "$HELPERS:/opt/helpers" \
+			-- /bin/sh -c "exec /opt/helpers/attack $a" > "$T/v.host.json" 2> "$T/v.host.err" < /dev/null &
+		timeout 120 "$CORRAL" run --state-dir "$T/state" --json --image corral-test/busybox:1 \
+			--ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a" \
+			> "$T/v.img.json" 2> "$T/v.img.err" < /dev/null &
+		timeout 120 "$CORRAL" run --state-dir "$T/state" --json --image corral-test/busybox:1 \
+			--root-writable --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a" \
+			> "$T/v.rw.json" 2> "$T/v.rw.err" < /dev/null &
+		wait
+		host=$(verdict_of "$T/v.host.json")
+		on_img=$(verdict_of "$T/v.img.json")
+		on_rw=$(verdict_of "$T/v.rw.json")
 		echo "$a: $host"
 		expect_eq "$a on an image" "$on_img" "$host"
 		expect_eq "$a on a writable image" "$on_rw" "$host"

@@ -378,9 +378,12 @@ t_json_result_fields() {
 }
 
 t_signal_forwarded() {
-	timeout 60 "$CORRAL" run -- /bin/sh -c 'trap "echo got-term; exit 7" TERM; sleep 30 & wait' > "$T/o" 2>&1 &
+	timeout 60 "$CORRAL" run -- /bin/sh -c 'trap "echo got-term; exit 7" TERM; echo armed; sleep 30 & wait' > "$T/o" 2>&1 &
 	pid=$!
-	sleep 0.5
+	# the signal only once the trap is set: before, it would kill the shell
+	i=0
+	while ! grep -q armed "$T/o" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	grep -q armed "$T/o" || fail "the command never started: $(cat "$T/o")"
 	kill -TERM "$pid"
 	rc=0; wait "$pid" || rc=$?
 	expect_eq "exit" "$rc" 7

@@ -23,6 +23,7 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "image.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -178,7 +179,13 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 	*out = (struct idmap_fds){ .ws = -1 };
 	if (geteuid() != 0 || strcmp(ids->mapping, "range"))
 		return;
-	ids->uid = ids->gid = CORRAL_IDS_BASE + CORRAL_AGENT_UID;
+	/*
+	 * An image's layers are the unpacking uid's (image_unpack.c): the
+	 * agent is that uid, so that the image's files stay its own (a
+	 * writable root copies them up); else the range's 1000.
+	 */
+	ids->uid = p->nroot_layers ? IMAGE_UNPACK_UID : CORRAL_IDS_BASE + CORRAL_AGENT_UID;
+	ids->gid = p->nroot_layers ? IMAGE_UNPACK_GID : CORRAL_IDS_BASE + CORRAL_AGENT_GID;
 	if (p->nbinds) {
 		out->binds = malloc(p->nbinds * sizeof(*out->binds));
 		if (!out->binds) {

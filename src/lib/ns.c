@@ -16,9 +16,10 @@
  *    sandbox: sandboxes are apart by their pid, ipc, net and mount
  *    namespaces, not by their ids, and a shared range keeps a snapshot's
  *    owners (the agent's host uid) the same in the next sandbox.  The agent
- *    itself is CORRAL_IDS_BASE + 1000 when the workspace and binds can be
- *    shown through idmapped mounts (idmap.c), else, as before, the
- *    workspace's owner or nobody (ns_pick_ids).
+ *    itself is CORRAL_IDS_BASE + 1000 (on an image: the layers' owner,
+ *    65534) when the workspace and binds can be shown through idmapped
+ *    mounts (idmap.c), else, as before, the workspace's owner or nobody
+ *    (ns_pick_ids).
  *  - unprivileged, with an entry in /etc/subuid and /etc/subgid and the
  *    setuid newuidmap/newgidmap (Debian's uidmap): to that entry, written
  *    by those helpers; the agent stays the caller.

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +132,27 @@ static int idmapped_tree(int fd, int userns, char *why, size_t len)
 }
 
 /*
+ * overlayfs takes an idmapped lower layer from Linux 5.19 on; before, the
+ * idmap succeeds here and the overlay fails in init.  Probing it would
+ * cost a namespace and three mounts per sandbox: the release says it.
+ */
+static bool overlay_takes_idmapped(char *why, size_t len)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2) {
+		snprintf(why, len, "cannot read the kernel's release");
+		return false;
+	}
+	if (major > 5 || (major == 5 && minor >= 19))
+		return true;
+	snprintf(why, len, "Linux %u.%u: overlayfs takes idmapped lower layers from 5.19",
+		 major, minor);
+	return false;
+}
+
+/*
  * One path: -1 with *refused false when it is not ours to map (absent,
  * refused by mount.c's rules, an owner that grants nothing): init then
  * opens it as before and says what is wrong with it.
@@ -175,6 +197,8 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 	char why[160] = "";
 	const char *what = NULL;
 	bool refused = false;
+	uid_t uid;
+	gid_t gid;
 
 	*out = (struct idmap_fds){ .ws = -1 };
 	if (geteuid() != 0 || strcmp(ids->mapping, "range"))
@@ -199,29 +223,27 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 			out->binds[i] = -1;
 	}
 	if (p->workspace) {
-		out->ws = map_path(p, p->workspace, false, ids, &refused, why, sizeof(why));
 		what = p->workspace;
+		refused = !overlay_takes_idmapped(why, sizeof(why));
+		if (!refused)
+			out->ws = map_path(p, p->workspace, false, ids, &refused, why,
+					   sizeof(why));
 	}
 	for (size_t i = 0; !refused && i < p->nbinds; i++) {
 		out->binds[i] = map_path(p, p->binds[i].src, p->binds[i].writable, ids,
 					 &refused, why, sizeof(why));
 		what = p->binds[i].src;
 	}
-	ids->idmapped = out->ws >= 0 || (out->nbinds && out->binds[0] >= 0);
+	ids->idmapped = out->ws >= 0;
 	for (size_t i = 0; i < out->nbinds; i++)
 		ids->idmapped |= out->binds[i] >= 0;
 	if (!refused)
 		return;
 fallback:
 	idmap_close(out);
-	{
-		uid_t uid;
-		gid_t gid;
-
-		ns_pick_ids(p, &uid, &gid);
-		ids->uid = uid;
-		ids->gid = gid;
-	}
+	ns_pick_ids(p, &uid, &gid);
+	ids->uid = uid;
+	ids->gid = gid;
 	ids->idmapped = false;
 	snprintf(ids->note, sizeof(ids->note), "no idmapped mount of %.60s (%s): the "
 		 "agent runs as host uid %u, the workspace's owner or nobody",

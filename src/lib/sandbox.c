@@ -4,7 +4,8 @@
  * Every front end (corral_run in run.c, the daemon's boxes in box.c) calls
  * sandbox_spawn().  The supervisor stays outside every namespace; in order:
  *
- *   sockets -> clone init into new user, mount, pid, net, ipc and uts
+ *   host ids (ns.c) and idmapped workspace and binds (idmap.c) -> sockets
+ *   -> clone init into new user, mount, pid, net, ipc and uts
  *   namespaces -> id maps -> egress proxy in its netns -> "g" -> cgroup
  *   -> watch -> "c" -> (on READY) tripwires -> "t"
  *

@@ -33,6 +33,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -250,6 +251,48 @@ fallback:
 		 what ? what : "?", why, ids->uid);
 }
 
+/*
+ * Measured, for the doctor: an overlay over the idmapped tree, in a child
+ * with a mount namespace of its own (and a tmpfs on its /tmp for the
+ * upper layer), as a sandbox's workspace is made.
+ */
+static bool overlay_over(int tree, char *why, size_t len)
+{
+	static const char *const dirs[] = { "/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m" };
+	int status;
+	pid_t c;
+
+	c = fork();
+	if (c < 0) {
+		snprintf(why, len, "fork: %s", strerror(errno));
+		return false;
+	}
+	if (c == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") < 0)
+			_exit(2);
+		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+			if (mkdir(dirs[i], 0755) < 0)
+				_exit(2);
+		if (syscall(SYS_move_mount, tree, "", AT_FDCWD, "/tmp/l",
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			_exit(2);
+		_exit(mount("overlay", "/tmp/m", "overlay", 0,
+			    "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w") < 0 ? 1 : 0);
+	}
+	while (waitpid(c, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return true;
+	snprintf(why, len, "%s", WIFEXITED(status) && WEXITSTATUS(status) == 1 ?
+		 "overlayfs refuses an idmapped lower layer here (Linux 5.19 takes "
+		 "one): the agent runs as the workspace's owner" :
+		 "cannot set up the overlay probe");
+	return false;
+}
+
 bool idmap_probe(const char *dir, char *why, size_t len)
 {
 	cleanup_close int fd = -1, userns = -1, tree = -1;
@@ -269,9 +312,9 @@ bool idmap_probe(const char *dir, char *why, size_t len)
 			      CORRAL_IDS_BASE + CORRAL_AGENT_GID, why, len);
 	if (userns >= 0)
 		tree = idmapped_tree(fd, userns, why, len);
-	if (tree < 0)
+	if (tree < 0 || !overlay_over(tree, why, len))
 		return false;
 	snprintf(why, len, "workspace and binds idmapped: their owner is the agent inside "
-		 "(tested on %s)", dir);
+		 "(measured on %s, under an overlay)", dir);
 	return true;
 }

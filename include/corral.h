@@ -317,11 +317,30 @@ struct corral_output {
 };
 
 /* Which layers a run actually got; weaker ones are named, never hidden. */
+/*
+ * Which host ids a sandbox uses (ns.c).  uid/gid 1000 inside, the agent,
+ * is the host's uid/gid; any other inside id k below count is the host's
+ * range_uid + k / range_gid + k: corral's reserved range as root, the
+ * caller's /etc/subuid and /etc/subgid entries otherwise; count 0: only
+ * the agent is mapped (other ids are the overflow id, and chown or
+ * setuid to them fails with EINVAL).
+ */
+struct corral_ids {
+	char mapping[8];		/* "range", "subuid" or "single" */
+	uint32_t uid, gid;		/* the agent's host ids */
+	uint32_t range_uid, range_gid;
+	uint32_t count;
+	/* the workspace and binds through idmapped mounts: owner -> agent */
+	bool idmapped;
+	char note[256];			/* what is weaker and why; "" if nothing */
+};
+
 struct corral_layers {
 	int landlock_abi;		/* 0: not available */
 	bool seccomp;
 	bool seccomp_notify;		/* denials reported to the supervisor */
 	const char *limits;		/* "cgroup v2", "cgroup v1", "rlimit" */
+	struct corral_ids ids;
 };
 
 struct corral_result {
@@ -412,6 +431,12 @@ char *corral_result_json(const struct corral_result *res);
 struct json_t;
 CORRAL_PUBLIC
 struct json_t *corral_json_bytes(const char *data, size_t len);
+/*
+ * A sandbox's host ids as results and GET /v1/sandboxes/{id} carry them:
+ * {mapping, uid, gid, range_uid, range_gid, count, idmapped, note}.
+ */
+CORRAL_PUBLIC
+struct json_t *corral_ids_json(const struct corral_ids *ids);
 
 /* ---- the events file as evidence (`corral audit`) ---------------------- */
 
@@ -906,6 +931,10 @@ struct corral_features {
 	const char *limits;		/* what limits would use: cgroup v2 / v1 / rlimit */
 	char limits_detail[CORRAL_ERR_MAX];
 	bool cg_memory, cg_pids, cg_cpu, cg_freezer;
+	/* the ids a sandbox of this caller would get (no workspace) */
+	struct corral_ids ids;
+	bool idmap_mounts;		/* idmapped mounts of a host directory */
+	char idmap_detail[CORRAL_ERR_MAX];
 };
 
 CORRAL_PUBLIC

@@ -1857,6 +1857,35 @@ t_workspace_owner_is_no_uid_grant() {
 	stop_daemon
 }
 
+# Which host ids a sandbox uses, in GET /v1/sandboxes/{id} and in each
+# result; a workspace of an allowed owner is the agent's (idmapped, as
+# root), and git inside finds no "dubious ownership".
+t_ids_reported() {
+	local want_uid=$ME want_map mapping
+	mkdir "$T/w"
+	echo k > "$T/w/key"
+	git -C "$T/w" init -q
+	if [ "$ME" = 0 ]; then
+		chown -R 4321:4321 "$T/w"
+		want_uid=$((0x70000000 + 1000))
+		start_daemon --uid-range 4000-5000
+	else
+		start_daemon
+	fi
+	id=$(mksb "{\"workspace\": \"$T/w\"}")
+	mapping=$(sbget "$id" 'v["ids"]["mapping"]')
+	want_map=single
+	[ "$ME" = 0 ] && want_map=range
+	[ "$ME" != 0 ] && grep -q "^$(id -un):\|^$ME:" /etc/subuid 2>/dev/null && want_map=subuid
+	expect_eq "mapping" "$mapping" "$want_map"
+	expect_eq "agent's host uid" "$(sbget "$id" 'v["ids"]["uid"]')" "$want_uid"
+	[ "$ME" != 0 ] || expect_eq "idmapped" "$(sbget "$id" 'v["ids"]["idmapped"]')" true
+	expect_eq "owner inside, git" "$(sbsh "$id" 'stat -c %u /workspace/key; git -C /workspace status --porcelain 2>&1')" \
+		"$(printf '1000\n?? key')"
+	expect_eq "in the result" "$(jq 'v["layers"]["ids"]["uid"]')" "$want_uid"
+	stop_daemon
+}
+
 # ---- a client in C ---------------------------------------------------------
 
 t_c_client() {

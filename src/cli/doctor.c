@@ -11,7 +11,9 @@ static const char doctor_usage[] =
 "\n"
 "Probe this host's kernel for every feature corral's layers use (user\n"
 "namespaces, overlayfs in a user namespace, seccomp, Landlock and its ABI,\n"
-"openat2, cgroups v2 or v1 and which controllers), and say which layers\n"
+"openat2, cgroups v2 or v1 and which controllers, which host ids a sandbox\n"
+"maps (corral's range as root, /etc/subuid otherwise) and whether the\n"
+"workspace can be idmapped), and say which layers\n"
 "the default policy gets for the user running it.  Exit 0 when the default\n"
 "policy is enforced in full, 1 when a layer is weaker (each named), 2 when\n"
 "no sandbox can be built at all.\n";
@@ -89,13 +91,21 @@ int cmd_doctor(int argc, char **argv)
 	line("openat2", f.openat2, f.openat2 ? "paths resolved beneath a directory fd" :
 	     "no openat2: host paths cannot be resolved safely");
 	line("limits", strcmp(f.limits, "rlimit") != 0, f.limits_detail);
+	if (f.ids.count)
+		snprintf(buf, sizeof(buf), "%s: inside 0-%u are host %u-%u (1000 is host %u)",
+			 f.ids.mapping, f.ids.count - 1, f.ids.range_uid,
+			 f.ids.range_uid + f.ids.count - 1,
+			 f.ids.uid);
+	line("ids", f.ids.count > 0, f.ids.count ? buf : f.ids.note);
+	line("idmap", f.idmap_mounts || geteuid() != 0, f.idmap_detail);
 
 	if (!f.userns) {
 		printf("verdict: no sandbox can be built on this host for this user\n");
 		return 2;
 	}
 	weak = !f.overlay_in_userns || !sc_ok || f.landlock_abi < 6 ||
-	       !f.openat2 || !strcmp(f.limits, "rlimit");
+	       !f.openat2 || !strcmp(f.limits, "rlimit") || !f.ids.count ||
+	       (!f.idmap_mounts && geteuid() == 0);
 	printf("verdict: %s\n", weak ? "the default policy runs with the weaker layers marked WEAK" :
 	       "the default policy is enforced in full");
 	return weak ? 1 : 0;

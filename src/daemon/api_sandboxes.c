@@ -31,7 +31,7 @@ json_t *sandbox_json(struct sandbox *sb)
 	const char *halt = corral_box_halt_reason(sb->box);
 
 	corral_box_layers(sb->box, &l);
-	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:I, s:I, s:I, s:s?, s:s, s:i, s:o}",
+	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:I, s:I, s:I, s:s?, s:s, s:i, s:o, s:o?}",
 			 "id", sb->id,
 			 "state", corral_box_state_name(corral_box_state(sb->box)),
 			 "created", sb->created, "labels", sb->labels,
@@ -42,7 +42,8 @@ json_t *sandbox_json(struct sandbox *sb)
 			 "halt_reason", halt,
 			 "limits", l.limits ? l.limits : "none",
 			 "landlock_abi", l.landlock_abi,
-			 "meters", meters_json(sb->box));
+			 "meters", meters_json(sb->box),
+			 "ids", corral_ids_json(&l.ids));
 }
 
 static bool labels_ok(json_t *labels, struct api_fault *f)

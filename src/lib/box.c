@@ -77,6 +77,8 @@ void corral_box_layers(const struct corral_box *b, struct corral_layers *l)
 	l->seccomp = true;
 	l->seccomp_notify = b->sb && b->sb->sensor;
 	l->limits = cg_mode_name(b->cg);
+	if (b->sb)
+		l->ids = b->sb->ids;
 }
 
 /* ---- the freezer ------------------------------------------------------ */

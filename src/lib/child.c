@@ -682,10 +682,18 @@ static char **copy_argv(char *const *argv)
 void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
-	int keep[6] = { c->sync_rd, c->msg_wr, c->stdio[0], c->stdio[1], c->stdio[2],
-			c->p->workspace_layer ? c->p->workspace_layer_fd : -1 };
+	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nkeep = 7 + nmapped;
+	int keep[7 + nmapped];
 	int abi, rootfd, notify_fd = -1, upperfd = -1;
 	char go;
+
+	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
+	keep[2] = c->stdio[0], keep[3] = c->stdio[1], keep[4] = c->stdio[2];
+	keep[5] = c->p->workspace_layer ? c->p->workspace_layer_fd : -1;
+	/* the supervisor's idmapped workspace and binds, mounted by mount_build */
+	keep[6] = c->idmap ? c->idmap->ws : -1;
+	for (size_t i = 0; i < nmapped; i++)
+		keep[7 + i] = c->idmap->binds[i];
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
@@ -696,7 +704,7 @@ void sandbox_child(struct child_ctx *c)
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	if (close_inherited(keep, 6, &err) < 0)
+	if (close_inherited(keep, nkeep, &err) < 0)
 		setup_failed(c, &err);
 	if (set_identity(c->caller_root, &err) < 0)
 		setup_failed(c, &err);
@@ -713,7 +721,7 @@ void sandbox_child(struct child_ctx *c)
 	}
 	if (set_stdio(c->stdio, &err) < 0)
 		setup_failed(c, &err);
-	if (mount_build(c->p, c->send_upper ? &upperfd : NULL, &err) < 0 ||
+	if (mount_build(c->p, c->idmap, c->send_upper ? &upperfd : NULL, &err) < 0 ||
 	    loopback_up(&err) < 0 || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
 	/* the export reads the upper layer after we are gone: its fd keeps it */

@@ -13,6 +13,9 @@
 
 #define CORRAL_AGENT_UID 1000
 #define CORRAL_AGENT_GID 1000
+/* corral's host id range for root's sandboxes (ns.c says why there) */
+#define CORRAL_IDS_BASE 0x70000000u
+#define CORRAL_IDS_COUNT 65536u
 
 /* err.c, beside corral_set_err(): prefix a message, "what: <old msg>". */
 int corral_wrap_err(struct corral_err *err, const char *fmt, ...)

@@ -207,8 +207,8 @@ static bool kernel_fs(long type)
 	}
 }
 
-static int check_host_fd(int oldroot, int fd, const char *path,
-			 struct corral_err *err)
+int mount_check_host_fd(int oldroot, int fd, const char *path,
+			struct corral_err *err)
 {
 	struct stat st, root, nv;
 	struct statfs sf;
@@ -257,32 +257,48 @@ static int bind_fd(int srcfd, const char *what, const char *dst,
 
 /*
  * How a bind is made: read-only or not; device nodes must keep "dev"; the
- * caller's own binds (BIND_USER_*) are judged by check_host_fd() first.
+ * caller's own binds (BIND_USER_*) are judged by mount_check_host_fd() first.
  */
 enum bind_kind { BIND_RO, BIND_RW, BIND_DEVICE, BIND_USER_RO, BIND_USER_RW };
 
+/* A detached mount the supervisor made (idmap.c) onto dst. */
+static int bind_tree(int tree, const char *what, const char *dst,
+		     struct corral_err *err)
+{
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst,
+		    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return corral_set_errno(err, errno, "cannot mount the idmapped %s on %s",
+				      what, dst);
+	return 0;
+}
+
+/* tree >= 0: src as the supervisor's idmapped copy, already judged. */
 static int bind_host(int oldroot, const char *src, const char *dst,
-		     enum bind_kind kind, bool optional, struct corral_err *err)
+		     enum bind_kind kind, bool optional, int tree,
+		     struct corral_err *err)
 {
 	struct stat st;
 	int fd, r;
 
-	fd = open_host(oldroot, src, err);
+	fd = tree >= 0 ? fcntl(tree, F_DUPFD_CLOEXEC, 3) : open_host(oldroot, src, err);
+	if (fd < 0 && tree >= 0)
+		return corral_set_errno(err, errno, "dup %s", src);
 	if (fd < 0)
 		return optional && fd == -ENOENT ? 0 : fd;
-	if (kind == BIND_USER_RO || kind == BIND_USER_RW) {
-		r = check_host_fd(oldroot, fd, src, err);
+	if (tree < 0 && (kind == BIND_USER_RO || kind == BIND_USER_RW)) {
+		r = mount_check_host_fd(oldroot, fd, src, err);
 		if (r < 0)
 			goto out;
-		kind = kind == BIND_USER_RO ? BIND_RO : BIND_RW;
 	}
+	if (kind == BIND_USER_RO || kind == BIND_USER_RW)
+		kind = kind == BIND_USER_RO ? BIND_RO : BIND_RW;
 	if (fstat(fd, &st) < 0) {
 		r = corral_set_errno(err, errno, "cannot stat %s", src);
 		goto out;
 	}
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
 	if (r == 0)
-		r = bind_fd(fd, src, dst, err);
+		r = tree >= 0 ? bind_tree(tree, src, dst, err) : bind_fd(fd, src, dst, err);
 	if (r == 0 && kind == BIND_RO)
 		r = make_ro(dst, false, err);
 	if (r == 0 && kind != BIND_RO && sys_mount_setattr(dst, AT_RECURSIVE,
@@ -305,7 +321,7 @@ static int host_dir(int oldroot, const char *path, struct corral_err *err)
 		return errno == ENOENT ? 0 :
 			corral_set_errno(err, errno, "cannot stat %s", path);
 	if (!S_ISLNK(st.st_mode))
-		return bind_host(oldroot, path, path, BIND_RO, false, err);
+		return bind_host(oldroot, path, path, BIND_RO, false, -1, err);
 	n = readlinkat(oldroot, path + 1, target, sizeof(target) - 1);
 	if (n < 0)
 		return corral_set_errno(err, errno, "cannot read link %s", path);
@@ -477,7 +493,7 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 				 img, err);
 	/* an image's root has its own loader cache, certificates, zone info */
 	for (size_t i = 0; r == 0 && !img && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
-		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, err);
+		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, -1, err);
 	return r;
 }
 
@@ -497,7 +513,7 @@ static int build_dev(int oldroot, struct corral_err *err)
 			     "mode=0755,size=1m", err);
 	for (size_t i = 0; r == 0 && i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
 		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
-		r = bind_host(oldroot, path, path, BIND_DEVICE, false, err);
+		r = bind_host(oldroot, path, path, BIND_DEVICE, false, -1, err);
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i].target, links[i].path) < 0)
@@ -593,7 +609,8 @@ static int workspace_layer(int oldroot, const struct corral_policy *p,
  * of bytes and of files, one place a disk filler runs out of room.
  */
 static int build_scratch(int oldroot, const struct corral_policy *p,
-			 int *upperfd, struct corral_err *err)
+			 const struct idmap_fds *pre, int *upperfd,
+			 struct corral_err *err)
 {
 	static const char *const dirs[] = {
 		SCRATCH "/tmp", SCRATCH "/home", SCRATCH "/upper",
@@ -655,14 +672,22 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 		return do_mount(SCRATCH "/workspace", "/workspace", NULL, MS_BIND,
 				NULL, err);
 
-	/* Bind the host copy first so no host path ends up in overlay options. */
-	fd = open_host(oldroot, p->workspace, err);
-	if (fd < 0)
-		return corral_wrap_err(err, "workspace %s", p->workspace);
-	r = check_host_fd(oldroot, fd, p->workspace, err);
-	if (r == 0)
-		r = bind_fd(fd, p->workspace, SCRATCH "/workspace", err);
-	close(fd);
+	/*
+	 * Bind the host copy first so no host path ends up in overlay options:
+	 * the supervisor's idmapped copy (its owner's files are the agent's),
+	 * or the host's directory as the agent's host user reaches it.
+	 */
+	if (pre && pre->ws >= 0) {
+		r = bind_tree(pre->ws, p->workspace, SCRATCH "/workspace", err);
+	} else {
+		fd = open_host(oldroot, p->workspace, err);
+		if (fd < 0)
+			return corral_wrap_err(err, "workspace %s", p->workspace);
+		r = mount_check_host_fd(oldroot, fd, p->workspace, err);
+		if (r == 0)
+			r = bind_fd(fd, p->workspace, SCRATCH "/workspace", err);
+		close(fd);
+	}
 	if (r == 0)
 		r = make_ro(SCRATCH "/workspace", false, err);
 	/* a snapshot the workspace starts as: read-only, over the workspace */
@@ -880,12 +905,13 @@ static int build_proc(struct corral_err *err)
 }
 
 static int build_binds(int oldroot, const struct corral_policy *p,
-		       struct corral_err *err)
+		       const struct idmap_fds *pre, struct corral_err *err)
 {
 	for (size_t i = 0; i < p->nbinds; i++) {
 		const struct corral_bind *b = &p->binds[i];
+		int tree = pre && i < pre->nbinds ? pre->binds[i] : -1;
 		int r = bind_host(oldroot, b->src, b->dst, b->writable ?
-				  BIND_USER_RW : BIND_USER_RO, false, err);
+				  BIND_USER_RW : BIND_USER_RO, false, tree, err);
 
 		if (r < 0)
 			return corral_wrap_err(err, "--%s %s:%s",
@@ -1121,8 +1147,8 @@ static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
 	return 0;
 }
 
-int mount_build(const struct corral_policy *p, int *upperfd,
-		struct corral_err *err)
+int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
+		int *upperfd, struct corral_err *err)
 {
 	int oldroot, r;
 
@@ -1140,9 +1166,9 @@ int mount_build(const struct corral_policy *p, int *upperfd,
 	if (r == 0)
 		r = build_dev(oldroot, err);
 	if (r == 0)
-		r = build_scratch(oldroot, p, upperfd, err);
+		r = build_scratch(oldroot, p, pre, upperfd, err);
 	if (r == 0)
-		r = build_binds(oldroot, p, err);
+		r = build_binds(oldroot, p, pre, err);
 	/* decoys, in the sandbox's own files, before anything untrusted runs */
 	if (r == 0)
 		r = mount_plant_tripwires(p, err);

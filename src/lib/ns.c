@@ -1,21 +1,45 @@
 /*
- * ns.c - the user namespace's identity.
+ * ns.c - the user namespace's identity: which host ids a sandbox uses.
  *
- * The sandbox has exactly one identity, uid/gid 1000 ("agent").  It maps to
- * the caller when the caller is unprivileged; when the caller is root it
- * maps to an unprivileged host user (the workspace's owner, or nobody), so
- * that a file the sandbox creates through a writable bind is never owned
- * by host root and no host check ever sees uid 0.
+ * The agent is uid/gid 1000 inside.  So that ids behave as on a normal
+ * host (chown to root, setreuid to nobody answer EPERM, not EINVAL, and an
+ * image's files owned by its system users keep their owners), the other
+ * inside ids 0..65535 are mapped too when the caller can:
+ *
+ *  - root: to corral's reserved range, host ids CORRAL_IDS_BASE + k.  The
+ *    range is above every id a distribution allocates to users (< 60000,
+ *    /etc/subuid ranges from 100000 by default) and outside systemd's
+ *    container range (524288 .. 0x6fffffff) and foreign range (0x7ffe0000
+ *    ..), and it is checked at every spawn against the host's /etc/passwd,
+ *    /etc/group, /etc/subuid and /etc/subgid: on a clash the sandbox falls
+ *    back to one mapped id and says why.  The range is shared by every
+ *    sandbox: sandboxes are apart by their pid, ipc, net and mount
+ *    namespaces, not by their ids, and a shared range keeps a snapshot's
+ *    owners (the agent's host uid) the same in the next sandbox.  The agent
+ *    itself is CORRAL_IDS_BASE + 1000 (on an image: the layers' owner,
+ *    65534) when the workspace and binds can be shown through idmapped
+ *    mounts (idmap.c), else, as before, the workspace's owner or nobody
+ *    (ns_pick_ids).
+ *  - unprivileged, with an entry in /etc/subuid and /etc/subgid and the
+ *    setuid newuidmap/newgidmap (Debian's uidmap): to that entry, written
+ *    by those helpers; the agent stays the caller.
+ *  - else only the agent, as the caller.
+ * Host root is never mapped, whatever the caller.
  */
 #include "internal.h"
 #include "sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#define NEWUIDMAP "/usr/bin/newuidmap"
+#define NEWGIDMAP "/usr/bin/newgidmap"
 
 static int write_file(const char *path, const char *text, struct corral_err *err)
 {
@@ -38,6 +62,7 @@ static int write_file(const char *path, const char *text, struct corral_err *err
 	return 0;
 }
 
+/* The pre-range rule for root's agent: the workspace's owner, or nobody. */
 int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid)
 {
 	struct stat st;
@@ -51,13 +76,243 @@ int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid)
 	*gid = 65534;
 	if (!p->workspace || stat(p->workspace, &st) < 0 || st.st_uid == 0)
 		return 0;
-	/* a daemon's client names the workspace: its owner is no grant */
-	if ((p->host_uid_min || p->host_uid_max) &&
-	    (st.st_uid < p->host_uid_min || st.st_uid > p->host_uid_max))
+	if (!ns_owner_grants(p, st.st_uid))
 		return 0;
 	*uid = st.st_uid;
 	*gid = st.st_gid ? st.st_gid : st.st_uid;
 	return 0;
+}
+
+/* a daemon's client names the workspace: its owner is no grant */
+bool ns_owner_grants(const struct corral_policy *p, uid_t owner)
+{
+	return !(p->host_uid_min || p->host_uid_max) ||
+	       (owner >= p->host_uid_min && owner <= p->host_uid_max);
+}
+
+static bool overlaps(unsigned long a, unsigned long na, unsigned long b,
+		     unsigned long nb)
+{
+	return a < b + nb && b < a + na;
+}
+
+/*
+ * The first line of a colon-separated host file that puts an id (field
+ * idf, and field 3 of passwd too) or a "name:start:count" range (ranges)
+ * inside [start, start + count): its text, in clash.
+ */
+static bool file_clashes(const char *path, bool ranges, size_t idf, bool gidf,
+			 unsigned long start, unsigned long count, char *clash,
+			 size_t len)
+{
+	char line[1024];
+	bool hit = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	while (!hit && fgets(line, sizeof(line), f)) {
+		char *field[7] = { line }, *s = line;
+		size_t n = 1;
+
+		while (n < 7 && (s = strchr(s, ':'))) {
+			*s++ = '\0';
+			field[n++] = s;
+		}
+		if (ranges && n >= 3)
+			hit = overlaps(strtoul(field[1], NULL, 10),
+				       strtoul(field[2], NULL, 10), start, count);
+		else if (!ranges && n > idf)
+			hit = overlaps(strtoul(field[idf], NULL, 10), 1, start, count) ||
+			      (gidf && n > idf + 1 &&
+			       overlaps(strtoul(field[idf + 1], NULL, 10), 1, start, count));
+		if (hit)
+			snprintf(clash, len, "%s lists \"%.64s\" inside it", path, field[0]);
+	}
+	fclose(f);
+	return hit;
+}
+
+/* Why corral's range cannot be used on this host, or false if it can. */
+static bool range_clashes(char *why, size_t len)
+{
+	static const struct { const char *path; bool ranges; size_t idf; bool gidf; } files[] = {
+		{ "/etc/passwd", false, 2, true }, { "/etc/group", false, 2, false },
+		{ "/etc/subuid", true, 0, false }, { "/etc/subgid", true, 0, false },
+	};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (file_clashes(files[i].path, files[i].ranges, files[i].idf,
+				 files[i].gidf, CORRAL_IDS_BASE, CORRAL_IDS_COUNT,
+				 why, len))
+			return true;
+	return false;
+}
+
+/* The caller's first entry in /etc/subuid or /etc/subgid, by name or id. */
+static bool subid_entry(const char *path, const char *name, unsigned long id,
+			unsigned long *start, unsigned long *count)
+{
+	char line[512], num[16];
+	bool found = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	snprintf(num, sizeof(num), "%lu", id);
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+
+		if (!b)
+			continue;
+		*a = '\0';
+		if (strcmp(line, num) && (!name || strcmp(line, name)))
+			continue;
+		*start = strtoul(a + 1, NULL, 10);
+		*count = strtoul(b + 1, NULL, 10);
+		found = *count > 0 && *start > 0;
+	}
+	fclose(f);
+	return found;
+}
+
+static void plan_subid(struct corral_ids *ids)
+{
+	unsigned long us = 0, uc = 0, gs = 0, gc = 0;
+	struct passwd pw, *pwp = NULL;
+	char buf[1024];
+
+	getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &pwp);
+	if (!subid_entry("/etc/subuid", pwp ? pwp->pw_name : NULL, geteuid(), &us, &uc) ||
+	    !subid_entry("/etc/subgid", pwp ? pwp->pw_name : NULL, getegid(), &gs, &gc)) {
+		snprintf(ids->note, sizeof(ids->note), "only uid 1000 is mapped: no "
+			 "/etc/subuid and /etc/subgid entry for uid %d (chown and setuid "
+			 "to other ids fail with EINVAL)", (int)geteuid());
+		return;
+	}
+	if (access(NEWUIDMAP, X_OK) < 0 || access(NEWGIDMAP, X_OK) < 0) {
+		snprintf(ids->note, sizeof(ids->note), "only uid 1000 is mapped: "
+			 "%s or %s is missing (install uidmap)", NEWUIDMAP, NEWGIDMAP);
+		return;
+	}
+	snprintf(ids->mapping, sizeof(ids->mapping), "subuid");
+	ids->range_uid = us;
+	ids->range_gid = gs;
+	ids->count = uc < gc ? uc : gc;
+	if (ids->count > CORRAL_IDS_COUNT)
+		ids->count = CORRAL_IDS_COUNT;
+}
+
+void ns_plan_ids(const struct corral_policy *p, struct corral_ids *ids)
+{
+	uid_t uid;
+	gid_t gid;
+
+	memset(ids, 0, sizeof(*ids));
+	snprintf(ids->mapping, sizeof(ids->mapping), "single");
+	ns_pick_ids(p, &uid, &gid);
+	ids->uid = uid;
+	ids->gid = gid;
+	if (geteuid() != 0) {
+		plan_subid(ids);
+		return;
+	}
+	if (range_clashes(ids->note, sizeof(ids->note))) {
+		char why[sizeof(ids->note)];
+
+		memcpy(why, ids->note, sizeof(why));
+		snprintf(ids->note, sizeof(ids->note), "only uid 1000 is mapped: "
+			 "corral's id range %u-%u is in use (%.150s)", CORRAL_IDS_BASE,
+			 CORRAL_IDS_BASE + CORRAL_IDS_COUNT - 1, why);
+		return;
+	}
+	snprintf(ids->mapping, sizeof(ids->mapping), "range");
+	ids->range_uid = ids->range_gid = CORRAL_IDS_BASE;
+	ids->count = CORRAL_IDS_COUNT;
+}
+
+/*
+ * "inside host count" lines: inside k -> range + k for k < count, but
+ * 1000 -> the agent's id.  At most three lines; agent may be range + 1000.
+ */
+static int map_lines(unsigned long agent, unsigned long range, unsigned long count,
+		     unsigned long out[3][3])
+{
+	int n = 0;
+
+	if (count > CORRAL_AGENT_UID) {
+		out[n][0] = 0, out[n][1] = range, out[n][2] = CORRAL_AGENT_UID;
+		n++;
+	} else if (count) {
+		out[n][0] = 0, out[n][1] = range, out[n][2] = count;
+		n++;
+	}
+	out[n][0] = CORRAL_AGENT_UID, out[n][1] = agent, out[n][2] = 1;
+	n++;
+	if (count > CORRAL_AGENT_UID + 1) {
+		out[n][0] = CORRAL_AGENT_UID + 1;
+		out[n][1] = range + CORRAL_AGENT_UID + 1;
+		out[n][2] = count - CORRAL_AGENT_UID - 1;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * newuidmap/newgidmap: setuid helpers that check the lines against the
+ * caller's /etc/subuid entry.  A fork and an exec each (about a
+ * millisecond), on the caller's thread, waited for.
+ */
+static int run_helper(const char *helper, pid_t pid, unsigned long lines[3][3],
+		      int n, struct corral_err *err)
+{
+	char args[10][24], *argv[12];
+	int status, argc = 0;
+	pid_t h;
+
+	argv[argc++] = (char *)helper;
+	snprintf(args[0], sizeof(args[0]), "%d", (int)pid);
+	argv[argc++] = args[0];
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < 3; j++) {
+			snprintf(args[1 + i * 3 + j], sizeof(args[0]), "%lu", lines[i][j]);
+			argv[argc++] = args[1 + i * 3 + j];
+		}
+	argv[argc] = NULL;
+	h = fork();
+	if (h < 0)
+		return corral_set_errno(err, errno, "cannot fork %s", helper);
+	if (h == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		/* its complaints go in our error, not on the caller's terminal */
+		if (null >= 0)
+			dup2(null, 1);
+		execve(helper, argv, (char *[]){ NULL });
+		_exit(127);
+	}
+	while (waitpid(h, &status, 0) < 0)
+		if (errno != EINTR)
+			return corral_set_errno(err, errno, "waitpid %s", helper);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return corral_set_err(err, -EPERM, "%s %d %lu %lu %lu ... failed (status "
+				      "%d): is the /etc/subuid or /etc/subgid entry right?",
+				      helper, (int)pid, lines[0][0], lines[0][1],
+				      lines[0][2], status);
+	return 0;
+}
+
+static int write_map(pid_t pid, const char *which, unsigned long lines[3][3],
+		     int n, struct corral_err *err)
+{
+	char path[64], map[192];
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++)
+		len += snprintf(map + len, sizeof(map) - len, "%lu %lu %lu\n",
+				lines[i][0], lines[i][1], lines[i][2]);
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, which);
+	return write_file(path, map, err);
 }
 
 /*
@@ -65,24 +320,22 @@ int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid)
  * setgroups allowed: the child uses that once, to drop the caller's
  * supplementary groups (root's group 0 must not follow it in).
  */
-int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
-		     struct corral_err *err)
+int ns_write_id_maps(pid_t pid, const struct corral_ids *ids, struct corral_err *err)
 {
-	char path[64], map[64];
-	int r;
+	unsigned long lu[3][3], lg[3][3];
+	char path[64];
+	int nu, ng, r;
 
+	nu = map_lines(ids->uid, ids->range_uid, ids->count, lu);
+	ng = map_lines(ids->gid, ids->range_gid, ids->count, lg);
+	if (!strcmp(ids->mapping, "subuid")) {
+		r = run_helper(NEWGIDMAP, pid, lg, ng, err);
+		return r < 0 ? r : run_helper(NEWUIDMAP, pid, lu, nu, err);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
 	r = write_file(path, geteuid() == 0 ? "allow" : "deny", err);
 	if (r < 0 && r != -ENOENT)
 		return r;
-
-	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
-	snprintf(map, sizeof(map), "%d %u 1\n", CORRAL_AGENT_GID, host_gid);
-	r = write_file(path, map, err);
-	if (r < 0)
-		return r;
-
-	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-	snprintf(map, sizeof(map), "%d %u 1\n", CORRAL_AGENT_UID, host_uid);
-	return write_file(path, map, err);
+	r = write_map(pid, "gid_map", lg, ng, err);
+	return r < 0 ? r : write_map(pid, "uid_map", lu, nu, err);
 }

@@ -3,6 +3,7 @@
  * reading version numbers: distributions patch and disable features.
  */
 #include "internal.h"
+#include "sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,5 +97,17 @@ int corral_probe(struct corral_features *f)
 	f->landlock_abi = landlock_abi();
 	f->openat2 = probe_openat2();
 	cg_probe(f);
+	/* the ids a sandbox would get, and whether a workspace can be idmapped */
+	{
+		struct corral_policy p = { 0 };
+
+		struct idmap_fds m;
+
+		ns_plan_ids(&p, &f->ids);
+		idmap_prepare(&p, &f->ids, &m);
+		idmap_close(&m);
+		f->idmap_mounts = idmap_probe("/tmp", f->idmap_detail,
+					      sizeof(f->idmap_detail));
+	}
 	return 0;
 }

@@ -124,16 +124,28 @@ static json_t *output_string(const struct corral_output *o)
 	return corral_json_bytes(o->data, o->len);
 }
 
+json_t *corral_ids_json(const struct corral_ids *ids)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:s}",
+			 "mapping", ids->mapping[0] ? ids->mapping : "none",
+			 "uid", (json_int_t)ids->uid, "gid", (json_int_t)ids->gid,
+			 "range_uid", (json_int_t)ids->range_uid,
+			 "range_gid", (json_int_t)ids->range_gid,
+			 "count", (json_int_t)ids->count,
+			 "idmapped", ids->idmapped, "note", ids->note);
+}
+
 char *corral_result_json(const struct corral_result *res)
 {
 	json_t *o, *layers;
 	char *text;
 
-	layers = json_pack("{s:i, s:b, s:b, s:s}",
+	layers = json_pack("{s:i, s:b, s:b, s:s, s:o?}",
 			   "landlock_abi", res->layers.landlock_abi,
 			   "seccomp", res->layers.seccomp,
 			   "seccomp_notify", res->layers.seccomp_notify,
-			   "limits", res->layers.limits ? res->layers.limits : "none");
+			   "limits", res->layers.limits ? res->layers.limits : "none",
+			   "ids", corral_ids_json(&res->layers.ids));
 	o = json_pack("{s:s, s:i, s:i, s:s, s:o?, s:b, s:o?, s:b, s:I, s:I, s:I, s:o?}",
 		      "status", corral_status_name(res->status),
 		      "exit_code", corral_result_exit_code(res),

@@ -593,6 +593,7 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	res->layers.seccomp = true;
 	res->layers.seccomp_notify = s->sb->sensor != NULL;
 	res->layers.limits = cg_mode_name(s->cg);
+	res->layers.ids = s->sb->ids;
 	events_emit(s->ev, "exec.end", json_pack("{s:s, s:i, s:i, s:s}",
 		    "status", corral_status_name(res->status),
 		    "exit_code", corral_result_exit_code(res),

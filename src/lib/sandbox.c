@@ -4,7 +4,8 @@
  * Every front end (corral_run in run.c, the daemon's boxes in box.c) calls
  * sandbox_spawn().  The supervisor stays outside every namespace; in order:
  *
- *   sockets -> clone init into new user, mount, pid, net, ipc and uts
+ *   host ids (ns.c) and idmapped workspace and binds (idmap.c) -> sockets
+ *   -> clone init into new user, mount, pid, net, ipc and uts
  *   namespaces -> id maps -> egress proxy in its netns -> "g" -> cgroup
  *   -> watch -> "c" -> (on READY) tripwires -> "t"
  *
@@ -254,6 +255,7 @@ void sandbox_free(struct sandbox *sb)
 	cleanup_closep(&sb->ptyfd);
 	cleanup_closep(&sb->pidfd);
 	sandbox_env_free(sb->envp);
+	idmap_close(&sb->idmap);
 	free(sb);
 }
 
@@ -276,13 +278,17 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->arg = o->arg;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
-	ns_pick_ids(o->p, &sb->host_uid, &sb->host_gid);
 	sb->envp = sandbox_env(o->p);
 	if (!sb->envp) {
 		corral_set_err(err, -ENOMEM, "out of memory building the environment");
 		free(sb);
 		return NULL;
 	}
+	/* which host ids: a range where the caller can, the agent's own */
+	ns_plan_ids(o->p, &sb->ids);
+	idmap_prepare(o->p, &sb->ids, &sb->idmap);
+	sb->host_uid = sb->ids.uid;
+	sb->host_gid = sb->ids.gid;
 	return sb;
 }
 
@@ -313,7 +319,7 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 {
 	int r;
 
-	r = ns_write_id_maps(sb->pid, sb->host_uid, sb->host_gid, err);
+	r = ns_write_id_maps(sb->pid, &sb->ids, err);
 	if (r == 0)
 		r = mount_stack_root(sb->pid, sb->p, sb->host_uid, sb->host_gid, err);
 	/* The supervisor's listeners live in the sandbox's netns, not in it. */
@@ -377,6 +383,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.cg_none = cg_mode(o->cg) == CG_NONE,
 		.serve = !o->argv,
 		.send_upper = o->want_upper && o->p->workspace,
+		.idmap = &sb->idmap,
 		.sync_rd = sync_rd, .msg_wr = ctl_child,
 		.stdio = { in, outw, errw },
 		.tty = o->tty, .winsize = o->winsize,
@@ -397,6 +404,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	cleanup_closep(&in);
 	cleanup_closep(&outw);
 	cleanup_closep(&errw);
+	idmap_close(&sb->idmap);	/* init has its copies */
 	r = start(sb, &sync_wr, err);
 	if (r < 0) {
 		spawn_failed(sb, err);

@@ -11,8 +11,30 @@
 
 /* ns.c */
 int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid);
-int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
+bool ns_owner_grants(const struct corral_policy *p, uid_t owner);
+/* The ids a sandbox of p gets, before idmap.c decides on the agent's. */
+void ns_plan_ids(const struct corral_policy *p, struct corral_ids *ids);
+int ns_write_id_maps(pid_t pid, const struct corral_ids *ids,
 		     struct corral_err *err);
+
+/*
+ * idmap.c, as root with corral's range: the workspace and the caller's
+ * binds as detached idmapped mounts (their owner's files are the agent's),
+ * made before init is cloned so that init inherits them.  ws is -1 when
+ * not made; binds[i] likewise.  On success ids->uid/gid become the
+ * range's 1000; when the kernel refuses, ids keep ns_pick_ids' agent and
+ * ids->note says why.
+ */
+struct idmap_fds {
+	int ws;
+	int *binds;		/* p->nbinds entries, or NULL */
+	size_t nbinds;
+};
+void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
+		   struct idmap_fds *out);
+void idmap_close(struct idmap_fds *m);
+/* Whether the kernel gives this caller idmapped mounts of dir (doctor). */
+bool idmap_probe(const char *dir, char *why, size_t len);
 
 /* mount.c: build the sandbox's filesystem and pivot into it. */
 /*
@@ -21,8 +43,13 @@ int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
  */
 /* snapshot.c: a snapshot's tree copied into an upper layer not yet mounted */
 int snapshot_fill(int from, int to, struct corral_err *err);
-int mount_build(const struct corral_policy *p, int *upperfd,
-		struct corral_err *err);
+struct idmap_fds;
+/* pre: the supervisor's idmapped workspace and binds (idmap.c), or NULL */
+int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
+		int *upperfd, struct corral_err *err);
+/* A host path's fd may be shown to a sandbox (not /proc, /sys, /dev, /). */
+int mount_check_host_fd(int rootfd, int fd, const char *path,
+			struct corral_err *err);
 /* The paths Landlock lets the sandbox write (NULL-terminated). */
 extern const char *const mount_writable_paths[];
 /* The writable tmpfs (one budget), opened beneath the sandbox's "/". */
@@ -42,6 +69,7 @@ struct child_ctx {
 	bool cg_none;
 	bool serve;		/* long-lived (box.c): wait for MSG_EXEC */
 	bool send_upper;	/* MSG_UPPER_FD: the workspace's upper layer */
+	const struct idmap_fds *idmap;	/* idmap.c's mounts to take, or NULL */
 	int sync_rd;		/* supervisor says "go", then "in the cgroup" */
 	int msg_wr;		/* struct child_msg to the supervisor (a socket) */
 	int stdio[3];		/* the command's 0, 1, 2; -1: /dev/null */
@@ -179,6 +207,8 @@ struct sandbox {
 	char **envp;		/* the policy's environment */
 	uid_t host_uid;		/* who the agent's uid is on the host */
 	gid_t host_gid;
+	struct corral_ids ids;	/* every host id it uses (ns.c) */
+	struct idmap_fds idmap;	/* until init is cloned: its idmapped mounts */
 	pid_t pid;		/* init, as the host sees it */
 	int pidfd;
 	int ctl;		/* init's messages; calls go the other way */

@@ -1,0 +1,320 @@
+/*
+ * idmap.c - the workspace and the caller's binds through idmapped mounts.
+ *
+ * As root with corral's id range (ns.c) the agent is the range's uid 1000,
+ * a host id no file of the caller's has.  So that it is still the owner
+ * of the workspace it was given, the supervisor takes the workspace (and
+ * each bind) as a detached copy of its mount (open_tree) and idmaps it
+ * (mount_setattr MOUNT_ATTR_IDMAP) with a throwaway user namespace whose
+ * only line maps the directory's owner to the agent's host id: inside,
+ * the owner's files are the agent's (uid 1000), what the agent creates
+ * through a writable bind lands on the host as that owner, and files of
+ * any other owner show as nobody and cannot be written.  The workspace
+ * mount is overlayfs's lower layer (read-only; idmapped lower layers need
+ * Linux 5.19), so a root-owned workspace is copy-on-write all the way
+ * down instead of read-only below its top.  Only the kernel's init user
+ * namespace may idmap a host filesystem's mount, hence the supervisor, and
+ * hence before init is cloned: init inherits the fds.
+ *
+ * Who is mapped follows ns_pick_ids' rule: a daemon's client names the
+ * path, so its owner is mapped only within the daemon's host uid range;
+ * a writable bind never maps host root (the agent could leave a setuid
+ * root file on the host), the read-only workspace lower layer may.
+ */
+#include "internal.h"
+#include "sandbox.h"
+#include "image.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * A user namespace that maps host owner/gowner (as "inside" ids) to the
+ * agent's host ids: made by a child that waits while we write its maps,
+ * kept by an fd after the child is gone.  A fork; a few hundred us.
+ */
+static int owner_userns(uid_t owner, gid_t gowner, uid_t agent, gid_t gagent,
+			char *why, size_t len)
+{
+	char path[64], map[64], x = 0;
+	int go[2], ready[2], fd = -1, mapfd;
+	pid_t c;
+
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		snprintf(why, len, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		snprintf(why, len, "pipe: %s", strerror(errno));
+		close(go[0]);
+		close(go[1]);
+		return -1;
+	}
+	c = fork();
+	if (c == 0) {
+		close(go[1]);
+		close(ready[0]);
+		x = unshare(CLONE_NEWUSER) < 0 ? 'e' : 'u';
+		/* then wait until the parent has the namespace: EOF */
+		if (write(ready[1], &x, 1) != 1 || read(go[0], &x, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	if (c < 0) {
+		snprintf(why, len, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (read(ready[0], &x, 1) != 1 || x != 'u') {
+		snprintf(why, len, "the helper could not make a user namespace");
+		goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)c, i ? "uid_map" : "gid_map");
+		snprintf(map, sizeof(map), "%u %u 1\n", i ? owner : gowner, i ? agent : gagent);
+		mapfd = open(path, O_WRONLY | O_CLOEXEC);
+		if (mapfd < 0 || write(mapfd, map, strlen(map)) != (ssize_t)strlen(map)) {
+			snprintf(why, len, "cannot write %s \"%.*s\": %s", path,
+				 (int)strlen(map) - 1, map, strerror(errno));
+			if (mapfd >= 0)
+				close(mapfd);
+			goto out;
+		}
+		close(mapfd);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)c);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		snprintf(why, len, "open %s: %s", path, strerror(errno));
+out:
+	close(go[1]);
+	close(ready[0]);
+	while (c > 0 && waitpid(c, NULL, 0) < 0 && errno == EINTR)
+		;
+	return fd;
+}
+
+/*
+ * A detached, idmapped copy of the mount at fd (all its submounts too).
+ * -1 and why when the kernel or the filesystem refuses.
+ */
+static int idmapped_tree(int fd, int userns, char *why, size_t len)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = userns };
+	int tree;
+
+	tree = syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+		       AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0) {
+		snprintf(why, len, "open_tree: %s", strerror(errno));
+		return -1;
+	}
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+		    sizeof(attr)) < 0) {
+		snprintf(why, len, "mount_setattr(MOUNT_ATTR_IDMAP): %s%s", strerror(errno),
+			 errno == EINVAL ? " (the filesystem cannot be idmapped)" : "");
+		close(tree);
+		return -1;
+	}
+	return tree;
+}
+
+/*
+ * overlayfs takes an idmapped lower layer from Linux 5.19 on; before, the
+ * idmap succeeds here and the overlay fails in init.  Probing it would
+ * cost a namespace and three mounts per sandbox: the release says it.
+ */
+static bool overlay_takes_idmapped(char *why, size_t len)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2) {
+		snprintf(why, len, "cannot read the kernel's release");
+		return false;
+	}
+	if (major > 5 || (major == 5 && minor >= 19))
+		return true;
+	snprintf(why, len, "Linux %u.%u: overlayfs takes idmapped lower layers from 5.19",
+		 major, minor);
+	return false;
+}
+
+/*
+ * One path: -1 with *refused false when it is not ours to map (absent,
+ * refused by mount.c's rules, an owner that grants nothing): init then
+ * opens it as before and says what is wrong with it.
+ */
+static int map_path(const struct corral_policy *p, const char *path, bool writable,
+		    const struct corral_ids *ids, bool *refused, char *why, size_t len)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_NO_MAGICLINKS };
+	cleanup_close int fd = -1, root = -1, userns = -1;
+	struct corral_err err = { 0 };
+	struct stat st;
+	int tree;
+
+	*refused = false;
+	fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || root < 0 || fstat(fd, &st) < 0 ||
+	    mount_check_host_fd(root, fd, path, &err) < 0)
+		return -1;
+	if (!ns_owner_grants(p, st.st_uid) || (writable && st.st_uid == 0))
+		return -1;
+	userns = owner_userns(st.st_uid, st.st_gid, ids->uid, ids->gid, why, len);
+	tree = userns < 0 ? -1 : idmapped_tree(fd, userns, why, len);
+	*refused = tree < 0;
+	return tree;
+}
+
+void idmap_close(struct idmap_fds *m)
+{
+	cleanup_closep(&m->ws);
+	for (size_t i = 0; m->binds && i < m->nbinds; i++)
+		cleanup_closep(&m->binds[i]);
+	free(m->binds);
+	m->binds = NULL;
+	m->nbinds = 0;
+}
+
+void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
+		   struct idmap_fds *out)
+{
+	char why[160] = "";
+	const char *what = NULL;
+	bool refused = false;
+	uid_t uid;
+	gid_t gid;
+
+	*out = (struct idmap_fds){ .ws = -1 };
+	if (geteuid() != 0 || strcmp(ids->mapping, "range"))
+		return;
+	/*
+	 * An image's layers are the unpacking uid's (image_unpack.c): the
+	 * agent is that uid, so that the image's files stay its own (a
+	 * writable root copies them up); else the range's 1000.
+	 */
+	ids->uid = p->nroot_layers ? IMAGE_UNPACK_UID : CORRAL_IDS_BASE + CORRAL_AGENT_UID;
+	ids->gid = p->nroot_layers ? IMAGE_UNPACK_GID : CORRAL_IDS_BASE + CORRAL_AGENT_GID;
+	if (p->nbinds) {
+		out->binds = malloc(p->nbinds * sizeof(*out->binds));
+		if (!out->binds) {
+			snprintf(why, sizeof(why), "out of memory");
+			what = "the binds";
+			refused = true;
+			goto fallback;
+		}
+		out->nbinds = p->nbinds;
+		for (size_t i = 0; i < p->nbinds; i++)
+			out->binds[i] = -1;
+	}
+	if (p->workspace) {
+		what = p->workspace;
+		refused = !overlay_takes_idmapped(why, sizeof(why));
+		if (!refused)
+			out->ws = map_path(p, p->workspace, false, ids, &refused, why,
+					   sizeof(why));
+	}
+	for (size_t i = 0; !refused && i < p->nbinds; i++) {
+		out->binds[i] = map_path(p, p->binds[i].src, p->binds[i].writable, ids,
+					 &refused, why, sizeof(why));
+		what = p->binds[i].src;
+	}
+	ids->idmapped = out->ws >= 0;
+	for (size_t i = 0; i < out->nbinds; i++)
+		ids->idmapped |= out->binds[i] >= 0;
+	if (!refused)
+		return;
+fallback:
+	idmap_close(out);
+	ns_pick_ids(p, &uid, &gid);
+	ids->uid = uid;
+	ids->gid = gid;
+	ids->idmapped = false;
+	snprintf(ids->note, sizeof(ids->note), "no idmapped mount of %.60s (%s): the "
+		 "agent runs as host uid %u, the workspace's owner or nobody",
+		 what ? what : "?", why, ids->uid);
+}
+
+/*
+ * Measured, for the doctor: an overlay over the idmapped tree, in a child
+ * with a mount namespace of its own (and a tmpfs on its /tmp for the
+ * upper layer), as a sandbox's workspace is made.
+ */
+static bool overlay_over(int tree, char *why, size_t len)
+{
+	static const char *const dirs[] = { "/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m" };
+	int status;
+	pid_t c;
+
+	c = fork();
+	if (c < 0) {
+		snprintf(why, len, "fork: %s", strerror(errno));
+		return false;
+	}
+	if (c == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") < 0)
+			_exit(2);
+		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+			if (mkdir(dirs[i], 0755) < 0)
+				_exit(2);
+		if (syscall(SYS_move_mount, tree, "", AT_FDCWD, "/tmp/l",
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			_exit(2);
+		_exit(mount("overlay", "/tmp/m", "overlay", 0,
+			    "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w") < 0 ? 1 : 0);
+	}
+	while (waitpid(c, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return true;
+	snprintf(why, len, "%s", WIFEXITED(status) && WEXITSTATUS(status) == 1 ?
+		 "overlayfs refuses an idmapped lower layer here (Linux 5.19 takes "
+		 "one): the agent runs as the workspace's owner" :
+		 "cannot set up the overlay probe");
+	return false;
+}
+
+bool idmap_probe(const char *dir, char *why, size_t len)
+{
+	cleanup_close int fd = -1, userns = -1, tree = -1;
+	struct stat st;
+
+	if (geteuid() != 0) {
+		snprintf(why, len, "only root may idmap a host filesystem's mount; the "
+			 "agent is the caller, who owns its workspace");
+		return false;
+	}
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(why, len, "%s: %s", dir, strerror(errno));
+		return false;
+	}
+	userns = owner_userns(st.st_uid, st.st_gid, CORRAL_IDS_BASE + CORRAL_AGENT_UID,
+			      CORRAL_IDS_BASE + CORRAL_AGENT_GID, why, len);
+	if (userns >= 0)
+		tree = idmapped_tree(fd, userns, why, len);
+	if (tree < 0 || !overlay_over(tree, why, len))
+		return false;
+	snprintf(why, len, "workspace and binds idmapped: their owner is the agent inside "
+		 "(measured on %s, under an overlay)", dir);
+	return true;
+}

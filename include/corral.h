@@ -383,6 +383,22 @@ struct corral_run_opts {
 };
 
 /*
+ * The caller's terminal, while a sandbox's pty is relayed to it (run -t,
+ * exec -t).  corral_term_raw saves fd's settings in *saved and makes it
+ * raw (every byte, ^C and ^Z too, goes to the sandbox's pty);
+ * corral_term_restore puts back exactly what was saved (async-signal-
+ * safe); corral_term_winsize: fd's window size, or 0 rows/cols if none.
+ */
+struct termios;
+struct winsize;
+CORRAL_PUBLIC
+int corral_term_raw(int fd, struct termios *saved);
+CORRAL_PUBLIC
+void corral_term_restore(int fd, const struct termios *saved);
+CORRAL_PUBLIC
+void corral_term_winsize(int fd, struct winsize *ws);
+
+/*
  * Run argv inside a fresh sandbox built from *p, wait for it, and describe
  * the end in *res.  Returns 0 when the command ran (whatever its status),
  * or a negative errno when the sandbox could not be built (err says why,

@@ -8,6 +8,7 @@ headers, then runs the steps, each bounded in time:
     expect:TEXT     wait (10 s at most) until the output holds TEXT
     send:TEXT       an input frame (Python escapes: \\r, \\x03 ...)
     resize:R,C      a window size frame
+    fill:N          N bytes of "x" as input, in frames of 4 KiB
     raw:HEX         these bytes as they are (a frame of one's own making)
     close           close the connection now (the steps end)
     sleep:SECONDS
@@ -116,6 +117,12 @@ def main():
         elif kind == "resize":
             r, col = (int(x) for x in arg.split(","))
             s.sendall(b"w" + struct.pack(">IHH", 4, r, col))
+        elif kind == "fill":
+            left = int(arg)
+            while left:
+                n = min(left, 4096)
+                s.sendall(b"i" + struct.pack(">I", n) + b"x" * n)
+                left -= n
         elif kind == "raw":
             try:
                 s.sendall(bytes.fromhex(arg))

@@ -125,6 +125,7 @@ suite() {
 	step "floods as $(id -un) ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $(id -un) ($label)" tests/export.sh "$b/corral"
 	step "stdio as $(id -un) ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
+	step "terminals through the daemon as $(id -un) ($label)" tests/tty.sh "$b/corral"
 	step "daemon export and snapshots as $(id -un) ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
@@ -151,6 +152,8 @@ suite() {
 			as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
 		step "stdio as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "terminals through the daemon as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/tty.sh" "$STAGE/corral"
 		step "daemon export and snapshots as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \

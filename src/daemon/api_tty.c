@@ -37,7 +37,7 @@
 
 #define TTY_FRAME_HEAD		5		/* kind, then a 32-bit big-endian length */
 #define TTY_FRAME_MAX		(64 * 1024)	/* a client's frame's payload, at most */
-#define TTY_HANGUP_GRACE_MS	2000		/* SIGHUP's turn before SIGKILL */
+#define TTY_HANGUP_GRACE_MS	1000		/* SIGHUP's turn before SIGKILL */
 
 struct tty_session {
 	struct daemon *d;

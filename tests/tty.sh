@@ -181,6 +181,15 @@ t_disconnect_hangs_up() {
 		'trap "" HUP; echo ready; exec sleep 1000' > /dev/null
 	healthy
 	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 1000$" || true' 0
+	# a job of an interactive shell, in a group of its own, deaf to SIGHUP:
+	# gone with the call's cgroup (without cgroups only the group is named)
+	case $(api GET "/v1/sandboxes/$box" | json limits) in
+	cgroup*) ;;
+	*) return 0 ;;
+	esac
+	tty_api "$box" 'expect:$ ' 'send:(trap "" HUP; exec sleep 1002) \x26 echo B$((1+1))\r' \
+		'expect:B2' 'close' -- /bin/sh -i > /dev/null
+	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 1002$" || true' 0
 }
 
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside

@@ -22,7 +22,9 @@
  * does; output the client does not read stops the call's output.  A client
  * that goes away hangs the terminal up (SIGHUP inside, as a closed terminal
  * window) and its call is killed TTY_HANGUP_GRACE_MS later if it has not
- * ended.
+ * ended; when it ends, what it started is killed with it (its cgroup;
+ * without cgroups, its process group: a job of an interactive shell in a
+ * group of its own that ignores SIGHUP is left to the sandbox's end).
  */
 #include "api.h"
 
@@ -156,6 +158,12 @@ static void tty_done(void *arg, struct corral_call *c,
 		json_object_del(o, "stdout_truncated");
 		json_object_del(o, "stderr_truncated");
 	}
+	/*
+	 * The client went away before the end: what the call started (jobs
+	 * that ignored the hang-up) goes with it, as the call would have.
+	 */
+	if (!s->evcon)
+		corral_call_kill(c, SIGKILL);
 	corral_call_free(c);
 	s->call = NULL;
 	if (s->ev_kill)

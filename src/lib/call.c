@@ -877,7 +877,7 @@ ssize_t corral_call_tty_write(struct corral_call *c, const void *data, size_t le
 		return -errno;
 	if (n < 0)
 		n = 0;
-	if ((size_t)n < len) {
+	if ((size_t)n < len && c->ev_pty_room) {
 		c->room_wanted = true;
 		event_add(c->ev_pty_room, NULL);
 	}

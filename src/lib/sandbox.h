@@ -73,7 +73,7 @@ enum child_msg_kind {
 	MSG_NOTIFY_FD,		/* the seccomp listener, as SCM_RIGHTS */
 	MSG_ROOT_FD,		/* an O_PATH fd of the sandbox's "/" (tripwires) */
 	/* long-lived sandboxes (box.c) */
-	MSG_EXEC,		/* supervisor -> init: struct exec_msg + 4 fds */
+	MSG_EXEC,		/* supervisor -> init: struct exec_msg + 4 fds (EXEC_TTY: 1) */
 	MSG_STARTED,		/* id, code = the call's pid inside, or -errno */
 	MSG_CALL_EXITED,	/* id, code = the call's wait status */
 	MSG_UPPER_FD,		/* the workspace's upper layer (export.c) */

@@ -402,6 +402,22 @@ struct corral_run_opts {
 };
 
 /*
+ * The caller's terminal, while a sandbox's pty is relayed to it (run -t,
+ * exec -t).  corral_term_raw saves fd's settings in *saved and makes it
+ * raw (every byte, ^C and ^Z too, goes to the sandbox's pty);
+ * corral_term_restore puts back exactly what was saved (async-signal-
+ * safe); corral_term_winsize: fd's window size, or 0 rows/cols if none.
+ */
+struct termios;
+struct winsize;
+CORRAL_PUBLIC
+int corral_term_raw(int fd, struct termios *saved);
+CORRAL_PUBLIC
+void corral_term_restore(int fd, const struct termios *saved);
+CORRAL_PUBLIC
+void corral_term_winsize(int fd, struct winsize *ws);
+
+/*
  * Run argv inside a fresh sandbox built from *p, wait for it, and describe
  * the end in *res.  Returns 0 when the command ran (whatever its status),
  * or a negative errno when the sandbox could not be built (err says why,
@@ -621,6 +637,16 @@ struct corral_call_opts {
 	size_t stdin_len;
 	uint64_t timeout_ms;		/* 0: the policy's */
 	bool keep_tail;			/* keep the last bytes, not the first */
+	/*
+	 * A pty made inside the sandbox (its own devpts) is the command's
+	 * stdin, stdout and stderr and its controlling terminal, in a session
+	 * of its own: its output is stream 1, input goes through
+	 * corral_call_tty_write().  rows, cols: its first size (0: none).
+	 */
+	bool tty;
+	unsigned short rows, cols;
+	/* After corral_call_tty_write() took less than it was given: room. */
+	void (*on_tty_room)(void *arg, struct corral_call *c);
 	void (*on_start)(void *arg, struct corral_call *c);
 	void (*on_output)(void *arg, struct corral_call *c, int stream,
 			  const char *data, size_t len);	/* 1 out, 2 err */
@@ -660,6 +686,22 @@ void corral_call_hold_output(struct corral_call *c, bool hold);
 /* Signal the call and everything it started (its cgroup). */
 CORRAL_PUBLIC
 int corral_call_kill(struct corral_call *c, int sig);
+/*
+ * A call's terminal (o.tty).  tty_write: bytes as typed (^C is the
+ * terminal's to turn into SIGINT); returns how many the pty took now, 0
+ * when none (on_tty_room says when to try again), -EIO once it is gone,
+ * -ENOTTY without one.  tty_resize: the window's size; the foreground job
+ * gets SIGWINCH.  tty_hangup: close the terminal, as a closed terminal
+ * window does: SIGHUP inside, the output ends; the call ends as its
+ * process does (kill it to be sure).
+ */
+CORRAL_PUBLIC
+ssize_t corral_call_tty_write(struct corral_call *c, const void *data, size_t len);
+CORRAL_PUBLIC
+int corral_call_tty_resize(struct corral_call *c, unsigned short rows,
+			   unsigned short cols);
+CORRAL_PUBLIC
+void corral_call_tty_hangup(struct corral_call *c);
 /* Forget a call; one still running is killed first (no on_done then). */
 CORRAL_PUBLIC
 void corral_call_free(struct corral_call *c);

@@ -128,6 +128,7 @@ as_root_lane() {
 	step "floods as $me ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $me ($label)" tests/export.sh "$b/corral"
 	step "stdio as $me ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
+	step "terminals through the daemon as $me ($label)" tests/tty.sh "$b/corral"
 	step "daemon export and snapshots as $me ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $me ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
@@ -158,6 +159,8 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
 	step "stdio as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "terminals through the daemon as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/tty.sh" "$STAGE/corral"
 	step "daemon export and snapshots as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
 	step "serve as uid $NOBODY, cgroups delegated ($label)" \

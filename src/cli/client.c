@@ -404,6 +404,49 @@ out:
 	return ret;
 }
 
+int conn_connect_raw(struct conn *c, const char *path, curl_socket_t *fd)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	char *url = NULL;
+	CURLcode rc;
+	int ret = -1;
+
+	if (asprintf(&url, "%s%s", c->base, path) < 0) {
+		out_of_memory("building the request URL");
+		return -1;
+	}
+	curl_easy_reset(c->curl);
+	rc = curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	if (rc == CURLE_OK && c->socket)
+		rc = curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, errbuf);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(c->curl, CURLOPT_CONNECT_ONLY, 1L);
+	if (rc != CURLE_OK) {
+		cli_error("libcurl: %s", curl_easy_strerror(rc));
+		goto out;
+	}
+	rc = curl_easy_perform(c->curl);
+	if (rc != CURLE_OK) {
+		transport_error(c, rc, errbuf);
+		goto out;
+	}
+	if (curl_easy_getinfo(c->curl, CURLINFO_ACTIVESOCKET, fd) != CURLE_OK ||
+	    *fd == CURL_SOCKET_BAD) {
+		cli_error("libcurl did not tell the connection's socket");
+		goto out;
+	}
+	ret = 0;
+out:
+	/* errbuf goes with this frame: libcurl must not write to it later */
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+	free(url);
+	return ret;
+}
+
 /* {"error": CODE, "detail": SENTENCE} -> "corral: SENTENCE (HTTP 409)" */
 static void reply_error(const struct reply *r)
 {

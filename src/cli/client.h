@@ -149,6 +149,12 @@ struct reply {
  * r->status), or -1 when none did (said on stderr).
  */
 int conn_perform(struct conn *c, const struct request *q, struct reply *r);
+/*
+ * A connection of our own to the daemon, for a protocol HTTP upgrades to
+ * (exec -t): connected (TLS too, for https), nothing sent.  Bytes go with
+ * curl_easy_send() and curl_easy_recv() on c->curl; *fd is for poll().
+ */
+int conn_connect_raw(struct conn *c, const char *path, curl_socket_t *fd);
 /* 0 on a 2xx answer; else says what the daemon said and returns -1. */
 int reply_check(const struct reply *r);
 /* The answer as a JSON object, or NULL (said on stderr). */
@@ -210,7 +216,7 @@ struct exec_args {
 	const char *id;
 	const char *command;		/* -c */
 	const char *stdin_file;		/* --stdin-file, or "-" for -i */
-	bool json, no_stream, background;
+	bool json, no_stream, background, tty;
 };
 int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv);
 /*
@@ -220,6 +226,10 @@ int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv);
  * say: a status this client does not know, or no integer exit_code.
  */
 int client_exit_code(const json_t *result);
+/* Its exit status, the end told on stderr with tell (as corral run does). */
+int exec_result_code(const json_t *result, bool tell);
+/* exec_tty.c: exec -t, the call on a pty inside joined to our terminal. */
+int exec_tty(struct conn *c, const char *id, json_t *body);
 
 /* cp.c: "ID:/path" names a file in sandbox ID: true, with the id copied to
  * id[idlen] and *path pointing at the absolute path in arg.  Anything else

@@ -30,6 +30,8 @@ struct curl_api {
 	void (*free)(void *);
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
 	void (*slist_free_all)(struct curl_slist *);
+	CURLcode (*easy_send)(CURL *, const void *, size_t, size_t *);
+	CURLcode (*easy_recv)(CURL *, void *, size_t, size_t *);
 };
 
 /*
@@ -60,6 +62,8 @@ static void load(void)
 		{ "curl_free", (void **)&api.free },
 		{ "curl_slist_append", (void **)&api.slist_append },
 		{ "curl_slist_free_all", (void **)&api.slist_free_all },
+		{ "curl_easy_send", (void **)&api.easy_send },
+		{ "curl_easy_recv", (void **)&api.easy_recv },
 	};
 
 	if (lib)
@@ -177,4 +181,16 @@ void curl_slist_free_all(struct curl_slist *l)
 {
 	load();
 	api.slist_free_all(l);
+}
+
+CURLcode curl_easy_send(CURL *c, const void *buf, size_t len, size_t *n)
+{
+	load();
+	return api.easy_send(c, buf, len, n);
+}
+
+CURLcode curl_easy_recv(CURL *c, void *buf, size_t len, size_t *n)
+{
+	load();
+	return api.easy_recv(c, buf, len, n);
 }

@@ -16,6 +16,7 @@ static const struct verb exec_verb = {
 "Usage: corral exec [OPTIONS] ID -- COMMAND [ARG...]\n"
 "       corral exec [OPTIONS] ID --command 'SHELL TEXT'\n"
 "       corral exec --background [OPTIONS] ID -- COMMAND [ARG...]\n"
+"       corral exec -t [OPTIONS] ID -- COMMAND [ARG...]\n"
 "\n"
 "Run COMMAND in the sandbox ID (from `corral create`) and wait for it, as\n"
 "`corral run` does in a fresh one: its stdout and stderr reach corral's own\n"
@@ -44,6 +45,12 @@ static const struct verb exec_verb = {
 "                       signal, reason, stdout, stderr, *_truncated,\n"
 "                       duration_ms, sandbox, tool_call, ...), the one\n"
 "                       `corral run --json` prints; implies --no-stream\n"
+"  -t, --tty            give COMMAND a terminal: a pty made inside the\n"
+"                       sandbox, joined to corral's own (raw while it runs,\n"
+"                       restored after; its size follows the window).\n"
+"                       ^C and ^Z reach the command's foreground job, not\n"
+"                       corral.  Not with -i, --stdin-file, --json,\n"
+"                       --no-stream or --background\n"
 "  --background         start COMMAND and return at once: print its pid, as\n"
 "                       the sandbox sees it (the whole answer with --json);\n"
 "                       `corral logs ID` shows how it is doing\n",
@@ -61,6 +68,7 @@ static const struct verb exec_verb = {
 "  corral exec \"$id\" --tool-call call-7 --json -- pytest -q\n"
 "  git diff | corral exec \"$id\" -i -- patch -p1\n"
 "  corral exec \"$id\" -c 'ls -l | wc -l'\n"
+"  corral exec -t \"$id\" -- /bin/bash\n"
 "  corral exec \"$id\" --background -- python3 -m http.server 8000\n",
 };
 
@@ -80,6 +88,7 @@ static const struct option exec_options[] = {
 	{ "no-stream", no_argument, NULL, OPT_NO_STREAM },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "background", no_argument, NULL, OPT_BACKGROUND },
+	{ "tty", no_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -139,6 +148,9 @@ static int exec_option(void *arg, int opt, const char *val)
 		return 0;
 	case OPT_BACKGROUND:
 		a->background = true;
+		return 0;
+	case 't':
+		a->tty = true;
 		return 0;
 	}
 	return verb_usage_error(&exec_verb, "option %d is not handled", opt);
@@ -204,7 +216,7 @@ int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv)
 		dd++;
 	optind = 0;		/* as verb_parse(): "+" is taken afresh */
 	for (;;) {
-		code = verb_parse_more(&exec_verb, exec_options, "+:hic:", dd, argv,
+		code = verb_parse_more(&exec_verb, exec_options, "+:hitc:", dd, argv,
 				       c, exec_option, a);
 		if (code)
 			return code;
@@ -220,6 +232,10 @@ int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv)
 	code = verb_check_id(&exec_verb, a->id);
 	if (code)
 		return code;
+	if (a->tty && (a->stdin_file || a->json || a->no_stream || a->background))
+		return verb_usage_error(&exec_verb, "-t gives the command a terminal: not with %s",
+					a->stdin_file ? "-i or --stdin-file" : a->json ? "--json" :
+					a->no_stream ? "--no-stream" : "--background");
 	ncmd = dd < argc ? argc - dd - 1 : 0;
 	if (a->command && ncmd)
 		return verb_usage_error(&exec_verb, "give the command once: after \"--\" or with --command");
@@ -261,7 +277,7 @@ static void tell_end(const json_t *result, int code)
 	daemon_error(reason ? reason : status ? status : "the call ended", "");
 }
 
-static int result_code(const json_t *result, bool tell)
+int exec_result_code(const json_t *result, bool tell)
 {
 	int code = client_exit_code(result);
 
@@ -345,7 +361,7 @@ static int exec_stream(struct conn *c, const char *path, const json_t *body)
 		cli_error("the daemon's exec stream ended without the call's result");
 		goto out;
 	}
-	code = result_code(st.result, true);
+	code = exec_result_code(st.result, true);
 out:
 	json_decref(st.result);
 	reply_free(&r);
@@ -364,7 +380,7 @@ static int exec_wait(struct conn *c, const char *path, const json_t *body,
 	if (as_json) {
 		code = print_json(res);
 		if (!code)
-			code = result_code(res, false);
+			code = exec_result_code(res, false);
 		json_decref(res);
 		return code;
 	}
@@ -377,7 +393,7 @@ static int exec_wait(struct conn *c, const char *path, const json_t *body,
 		cli_error("the daemon kept only part of stdout; without --no-stream it all comes through");
 	if (json_is_true(json_object_get(res, "stderr_truncated")))
 		cli_error("the daemon kept only part of stderr; without --no-stream it all comes through");
-	code = result_code(res, true);
+	code = exec_result_code(res, true);
 	json_decref(res);
 	return code;
 }
@@ -417,6 +433,8 @@ static int exec_send(struct conn *c, struct exec_args *a)
 
 	if (a->background)
 		return exec_background(c, a->id, a->body, a->json);
+	if (a->tty)
+		return exec_tty(c, a->id, a->body);
 	code = body_put(a->body, "stream", json_boolean(stream));
 	if (code)
 		return code;

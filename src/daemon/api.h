@@ -56,6 +56,8 @@ void forget_request(struct evhttp_request *req);
 bool api_token_ok(const struct daemon *d, const char *h, size_t len);
 /* The gate's word on a request: false when it answered it (refused). */
 bool api_gate_request(struct daemon *d, struct evhttp_request *req);
+/* The connection left HTTP (101): the gate stops reading and timing it. */
+void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon);
 /* evhttp_connection_set_closecb, through the gate that also needs it. */
 void api_set_closecb(struct daemon *d, struct evhttp_request *req,
 		     void (*cb)(struct evhttp_connection *, void *), void *arg);
@@ -149,6 +151,14 @@ bool call_args_read(struct evhttp_request *req, bool background,
 		    struct call_args *a);	/* answers a fault */
 json_t *result_json(const struct corral_result *res);
 void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+
+/* ---- api_tty.c: a terminal over an upgraded exec ------------------------- */
+
+/* The request asks for "Upgrade: corral-tty" (with "Connection: Upgrade"). */
+bool tty_upgrade_asked(struct evhttp_request *req);
+/* Start a's call with a pty and answer 101: the connection is the terminal. */
+void tty_session_start(struct sandbox *sb, struct evhttp_request *req,
+		       struct call_args *a);
 
 /* ---- api_procs.c --------------------------------------------------------- */
 

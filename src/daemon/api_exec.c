@@ -1,8 +1,9 @@
 /*
  * api_exec.c - POST /v1/sandboxes/ID/exec: one call, answered with its
  * result, or streamed as NDJSON lines (start, stdout, stderr, end) to a
- * client whose pace holds the command's output.  Also the checks of a
- * call's body that POST .../processes shares.
+ * client whose pace holds the command's output; with "tty": true and an
+ * Upgrade, a terminal (api_tty.c).  Also the checks of a call's body that
+ * POST .../processes shares.
  */
 #include "api.h"
 
@@ -264,11 +265,41 @@ static char **exec_env(json_t *o, bool *ok, struct api_fault *f)
 	return e;
 }
 
+/* "tty": a pty inside; "rows", "cols": its first size (exec only). */
+static bool tty_fields(json_t *o, bool background, struct call_args *a,
+		       struct api_fault *f)
+{
+	json_t *tty = json_object_get(o, "tty");
+	const char *dim[2] = { "rows", "cols" };
+	unsigned short *to[2] = { &a->co.rows, &a->co.cols };
+
+	if (tty && !json_is_boolean(tty))
+		return api_fault(f, 400, "bad_request", "tty must be true or false");
+	a->co.tty = json_is_true(tty);
+	if (a->co.tty && background)
+		return api_fault(f, 400, "bad_request", "tty is for exec, not "
+				 "processes");
+	for (int i = 0; i < 2; i++) {
+		json_t *v = json_object_get(o, dim[i]);
+
+		if (!v)
+			continue;
+		if (!a->co.tty || !json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 65535)
+			return api_fault(f, 400, "bad_request", "%s must be an "
+					 "integer from 1 to 65535, with tty: true",
+					 dim[i]);
+		*to[i] = (unsigned short)json_integer_value(v);
+	}
+	return true;
+}
+
 bool call_args_check(json_t *o, bool background, struct call_args *a,
 		     struct api_fault *f)
 {
 	static const char *const known[] = { "argv", "command", "tool_call_id",
-		"cwd", "env", "stdin", "timeout_seconds", "stream", NULL };
+		"cwd", "env", "stdin", "timeout_seconds", "stream", "tty", "rows",
+		"cols", NULL };
 	json_t *stream = json_object_get(o, "stream"), *in = json_object_get(o, "stdin");
 	struct corral_err err;
 	bool ok;
@@ -289,6 +320,8 @@ bool call_args_check(json_t *o, bool background, struct call_args *a,
 				 "or false");
 	if (in && !json_is_string(in))
 		return api_fault(f, 400, "bad_request", "stdin must be a string");
+	if (!tty_fields(o, background, a, f))
+		return false;
 	a->argv = exec_argv(o, f);
 	if (!a->argv)
 		return false;
@@ -340,6 +373,14 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 
 	if (!call_args_read(req, false, &a))
 		return;
+	if (tty_upgrade_asked(req)) {
+		if (a.co.tty)
+			tty_session_start(sb, req, &a);
+		else
+			reply_error(req, 400, "bad_request", "Upgrade: corral-tty "
+				    "is for a call with \"tty\": true");
+		goto out;
+	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
 		reply_error(req, 500, "internal", "out of memory for the exec request");

@@ -735,6 +735,25 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 	return true;
 }
 
+/*
+ * After a 101 the bytes are another protocol's (api_tty.c): the parser
+ * would take them for heads.  The connection stays counted against the
+ * caps; it is closed by its owner, not timed out.
+ */
+void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon)
+{
+	struct gate_conn *c = conn_of(d, evcon);
+
+	if (!c)
+		return;
+	conn_bind(c, evcon);
+	if (c->watch)
+		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+	c->watch = NULL;
+	timer_stop(c);
+	hold(c, false);
+}
+
 /* Who is told when the connection ends: the gate chains it to its own. */
 void api_set_closecb(struct daemon *d, struct evhttp_request *req,
 		     void (*cb)(struct evhttp_connection *, void *), void *arg)

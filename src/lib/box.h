@@ -60,6 +60,13 @@ struct corral_call {
 	struct exec_fail fail;
 	int status;
 	struct corral_result res;
+	/*
+	 * With o.tty: the pty's master, from the call's process (out.fd
+	 * reads a dup of it), the input waiting for room, a size to set.
+	 */
+	int pty;
+	struct event *ev_pty_room;
+	bool resize_pending, room_wanted, hungup;
 };
 
 /* A call's cgroup that outlived the call: its background processes. */

@@ -21,9 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 size_t box_calls_running(const struct corral_box *b)
 {
@@ -55,6 +58,14 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 	}
 	if (c->fail.stage == EXEC_STAGE_EXEC) {
 		result_exec_failed(res, c->o.argv[0], c->fail.err);
+		return;
+	}
+	if (c->fail.stage == EXEC_STAGE_TTY) {
+		res->status = CORRAL_EXITED;
+		res->exit_code = 126;
+		snprintf(res->reason, sizeof(res->reason), "cannot make the "
+			 "call's terminal (a pty of the sandbox's devpts): %s",
+			 strerror(c->fail.err));
 		return;
 	}
 	if (c->fail.stage) {
@@ -98,6 +109,9 @@ static void call_stop_io(struct corral_call *c)
 	drop_event(&c->ev_stdin);
 	drop_event(&c->out.ev);
 	drop_event(&c->err.ev);
+	drop_event(&c->ev_pty_room);
+	/* the terminal closes with the call: what it left gets a hang-up */
+	close_fd(&c->pty);
 	close_fd(&c->gate);
 	close_fd(&c->in_fd);
 	close_fd(&c->out.fd);
@@ -326,32 +340,108 @@ static void gate_ready(struct corral_call *c, pid_t pid)
 	announce(c);
 }
 
+static void on_pty_room(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_call *c = arg;
+
+	(void)fd;
+	(void)what;
+	c->room_wanted = false;
+	if (c->o.on_tty_room && !c->done)
+		c->o.on_tty_room(c->o.arg, c);
+}
+
+/*
+ * The pty's master came with "r": the call's output is read from it as
+ * stream 1 (EIO once the last slave closes ends it, as EOF ends a pipe),
+ * its stdin given whole is written to it, and input waits for it.
+ */
+static int tty_attach(struct corral_call *c)
+{
+	struct event_base *base = c->b->base;
+	struct winsize ws = { .ws_row = c->o.rows, .ws_col = c->o.cols };
+
+	if (c->pty < 0 || c->hungup || fcntl(c->pty, F_SETFL, O_RDWR | O_NONBLOCK) < 0)
+		return -1;
+	c->out.fd = fcntl(c->pty, F_DUPFD_CLOEXEC, 3);
+	if (c->out.fd < 0)
+		return -1;
+	c->out.ev = event_new(base, c->out.fd, EV_READ | EV_PERSIST, on_stream, &c->out);
+	if (!c->out.ev || (!c->held && event_add(c->out.ev, NULL) < 0))
+		return -1;
+	if (c->in_len) {
+		c->in_fd = fcntl(c->pty, F_DUPFD_CLOEXEC, 3);
+		c->ev_stdin = c->in_fd < 0 ? NULL :
+			      event_new(base, c->in_fd, EV_WRITE | EV_PERSIST, on_stdin, c);
+		if (!c->ev_stdin || event_add(c->ev_stdin, NULL) < 0)
+			return -1;
+	}
+	if (c->resize_pending && ws.ws_row)
+		ioctl(c->pty, TIOCSWINSZ, &ws);
+	c->resize_pending = false;
+	c->ev_pty_room = event_new(base, c->pty, EV_WRITE, on_pty_room, c);
+	if (!c->ev_pty_room)
+		return -1;
+	/* a caller that wrote before the pty was there hears it is */
+	if (c->room_wanted)
+		event_active(c->ev_pty_room, EV_WRITE, 0);
+	return 0;
+}
+
+/* An fd that came on the gate: kept only as the pty's master of a tty call. */
+static void gate_fd(struct corral_call *c, int fd)
+{
+	struct stat st;
+	unsigned int ptn;
+
+	/* TIOCGPTN answers only on a master */
+	if (!c->o.tty || c->pty >= 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
+	    ioctl(fd, TIOCGPTN, &ptn) < 0) {
+		close(fd);
+		return;
+	}
+	c->pty = fd;
+}
+
 static void on_gate(evutil_socket_t fd, short what, void *arg)
 {
 	struct corral_call *c = arg;
-	char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+	char cbuf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
 	struct exec_fail f;
 	struct iovec iov = { &f, sizeof(f) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
+	pid_t pid = 0;
 	ssize_t n;
 
 	(void)what;
-	n = recvmsg(fd, &mh, MSG_DONTWAIT);
+	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
-	if (n == 1 && !c->host_pid) {
-		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			struct ucred uc;
+	for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		struct ucred uc;
+		int fds[1];
 
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_CREDENTIALS)
-				continue;
+		if (cm->cmsg_level != SOL_SOCKET)
+			continue;
+		if (cm->cmsg_type == SCM_CREDENTIALS) {
 			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
-			if (uc.pid > 0)
-				gate_ready(c, uc.pid);
+			pid = uc.pid;
+		} else if (cm->cmsg_type == SCM_RIGHTS &&
+			   cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+			memcpy(fds, CMSG_DATA(cm), sizeof(int));
+			if (n == 1 && !c->host_pid)
+				gate_fd(c, fds[0]);
+			else
+				close(fds[0]);
 		}
+	}
+	if (n == 1 && !c->host_pid) {
+		if (pid > 0 && c->o.tty && tty_attach(c) < 0)
+			kill(pid, SIGKILL);
+		else if (pid > 0)
+			gate_ready(c, pid);
 		return;
 	}
 	if (n == sizeof(f))
@@ -412,6 +502,7 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 {
 	cleanup_free struct exec_msg *m = calloc(1, sizeof(*m));
 	char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
+	int nfds = c->o.tty ? 1 : 4;	/* a terminal's call: the gate alone */
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
@@ -427,6 +518,11 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	}
 	m->kind = MSG_EXEC;
 	m->id = c->id;
+	if (c->o.tty) {
+		m->flags = EXEC_TTY;
+		m->rows = c->o.rows;
+		m->cols = c->o.cols;
+	}
 	if (pack_strings(m, c->o.argv, &m->nargv) < 0 ||
 	    pack_strings(m, envp, &m->nenv) < 0 ||
 	    m->len + strlen(cwd) + 1 > sizeof(m->data)) {
@@ -439,8 +535,9 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	iov = (struct iovec){ m, offsetof(struct exec_msg, data) + m->len };
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(4 * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, 4 * sizeof(int));
+	cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(cm), c->o.tty ? &fds[3] : fds, nfds * sizeof(int));
+	mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 	if (sendmsg(b->sb->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		r = corral_set_errno(err, errno, "cannot reach the sandbox's init");
 out:
@@ -537,6 +634,15 @@ static int call_pipes(struct corral_call *c, int fds[4], struct corral_err *err)
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 }, g[2];
 	int one = 1;
 
+	/* a terminal's call makes its own stdio: the pty (tty_attach) */
+	if (c->o.tty) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g) < 0)
+			return corral_set_errno(err, errno, "socketpair");
+		setsockopt(g[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+		fds[3] = g[1];
+		c->gate = g[0];
+		return 0;
+	}
 	if (pipe2(in, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    pipe2(er, O_CLOEXEC | O_NONBLOCK) < 0 ||
@@ -572,13 +678,18 @@ static int call_watch(struct corral_call *c, struct corral_err *err)
 	struct event_base *base = c->b->base;
 	struct timeval tv = tv_ms(c->o.timeout_ms);
 
-	c->out.ev = event_new(base, c->out.fd, EV_READ | EV_PERSIST, on_stream, &c->out);
-	c->err.ev = event_new(base, c->err.fd, EV_READ | EV_PERSIST, on_stream, &c->err);
 	c->ev_gate = event_new(base, c->gate, EV_READ | EV_PERSIST, on_gate, c);
-	if (!c->out.ev || !c->err.ev || !c->ev_gate || event_add(c->out.ev, NULL) < 0 ||
-	    event_add(c->err.ev, NULL) < 0 || event_add(c->ev_gate, NULL) < 0)
+	if (!c->ev_gate || event_add(c->ev_gate, NULL) < 0)
 		return corral_set_err(err, -ENOMEM, "cannot watch the call");
-	if (c->in_len) {
+	if (!c->o.tty) {
+		c->out.ev = event_new(base, c->out.fd, EV_READ | EV_PERSIST, on_stream, &c->out);
+		c->err.ev = event_new(base, c->err.fd, EV_READ | EV_PERSIST, on_stream, &c->err);
+		if (!c->out.ev || !c->err.ev || event_add(c->out.ev, NULL) < 0 ||
+		    event_add(c->err.ev, NULL) < 0)
+			return corral_set_err(err, -ENOMEM, "cannot watch the call");
+	}
+	/* a terminal's stdin given whole waits for the pty (tty_attach) */
+	if (c->in_len && !c->o.tty) {
 		c->ev_stdin = event_new(base, c->in_fd, EV_WRITE | EV_PERSIST, on_stdin, c);
 		if (!c->ev_stdin || event_add(c->ev_stdin, NULL) < 0)
 			return corral_set_err(err, -ENOMEM, "cannot watch the call");
@@ -632,7 +743,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->b = b;
 	c->o = *o;
 	c->id = ++b->next_id;
-	c->gate = c->in_fd = -1;
+	c->gate = c->in_fd = c->pty = -1;
 	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1 };
 	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2 };
 	c->cap = b->p->output_bytes;
@@ -745,6 +856,69 @@ int corral_call_kill(struct corral_call *c, int sig)
 	if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
 		r = -errno;
 	return r;
+}
+
+/* ---- a call's terminal ------------------------------------------- */
+
+ssize_t corral_call_tty_write(struct corral_call *c, const void *data, size_t len)
+{
+	ssize_t n;
+
+	if (!c->o.tty)
+		return -ENOTTY;
+	if (c->done || c->hungup)
+		return -EIO;
+	if (c->pty < 0) {
+		c->room_wanted = true;
+		return 0;
+	}
+	n = write(c->pty, data, len);
+	if (n < 0 && errno != EAGAIN && errno != EINTR)
+		return -errno;
+	if (n < 0)
+		n = 0;
+	if ((size_t)n < len && c->ev_pty_room) {
+		c->room_wanted = true;
+		event_add(c->ev_pty_room, NULL);
+	}
+	return n;
+}
+
+int corral_call_tty_resize(struct corral_call *c, unsigned short rows,
+			   unsigned short cols)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+
+	if (!c->o.tty)
+		return -ENOTTY;
+	if (c->done || c->hungup)
+		return -EIO;
+	c->o.rows = rows;
+	c->o.cols = cols;
+	if (c->pty < 0) {
+		c->resize_pending = true;
+		return 0;
+	}
+	/* the kernel sends SIGWINCH to the terminal's foreground job */
+	return ioctl(c->pty, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
+}
+
+void corral_call_tty_hangup(struct corral_call *c)
+{
+	if (!c->o.tty || c->hungup)
+		return;
+	c->hungup = true;
+	/*
+	 * The last fd of the master closed: the kernel hangs up the slave
+	 * (SIGHUP and SIGCONT to the session's leader and its foreground
+	 * job, EIO to readers).  The call ends as its process does.
+	 */
+	drop_event(&c->ev_pty_room);
+	drop_event(&c->ev_stdin);
+	drop_event(&c->out.ev);
+	close_fd(&c->in_fd);
+	close_fd(&c->out.fd);
+	close_fd(&c->pty);
 }
 
 /* ---- what outlives a call ---------------------------------------- */

@@ -264,43 +264,55 @@ static int enter_workspace(const char *dir, struct corral_err *err)
 }
 
 /*
- * The command's terminal: a pty of the sandbox's own devpts instance
- * (mount.c), opened by init.  The master goes to the supervisor, which
- * relays it to the caller's terminal; the slave is the command's.
+ * A pty of the sandbox's own devpts instance (mount.c): *master and
+ * *slave, the slave at size *ws (none: the kernel's).  -errno.
+ */
+static int make_pty(const struct winsize *ws, int *master, int *slave)
+{
+	int unlock = 0, e;
+
+	*master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -errno;
+	/* TIOCGPTPEER: the slave by the master, not by a path to look up */
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 ||
+	    (*slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		e = -errno;
+		close(*master);
+		return e;
+	}
+	/* the first size is set before the command can ask for it */
+	if (ws->ws_row && ioctl(*slave, TIOCSWINSZ, ws) < 0) {
+		e = -errno;
+		close(*slave);
+		close(*master);
+		return e;
+	}
+	return 0;
+}
+
+/*
+ * The command's terminal, opened by init.  The master goes to the
+ * supervisor, which relays it to the caller's terminal; the slave is the
+ * command's.
  */
 static int open_pty(const struct child_ctx *c, int *slave, struct corral_err *err)
 {
-	int master, unlock = 0, r;
+	int master, r;
 
-	master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (master < 0)
-		return corral_set_err(err, -errno, "cannot open /dev/ptmx: %s",
-				      strerror(errno));
-	/* TIOCGPTPEER: the slave by the master, not by a path to look up */
-	if (ioctl(master, TIOCSPTLCK, &unlock) < 0 ||
-	    (*slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
-		r = corral_set_err(err, -errno, "cannot open the pty's slave: %s",
-				   strerror(errno));
-		close(master);
-		return r;
-	}
-	/* the first size is set before the command can ask for it */
-	if (c->winsize.ws_row && ioctl(*slave, TIOCSWINSZ, &c->winsize) < 0) {
-		r = corral_set_err(err, -errno, "TIOCSWINSZ: %s", strerror(errno));
-		goto fail;
-	}
+	r = make_pty(&c->winsize, &master, slave);
+	if (r < 0)
+		return corral_set_err(err, r, "cannot make the pty: %s", strerror(-r));
 	r = send_fd(c->msg_wr, MSG_PTY_FD, master);
 	if (r < 0) {
 		corral_set_err(err, r, "cannot send the pty: %s", strerror(-r));
-		goto fail;
+		close(*slave);
+		close(master);
+		return r;
 	}
 	/* init keeps no master: the pty ends when its last slave closes */
 	close(master);
 	return 0;
-fail:
-	close(*slave);
-	close(master);
-	return r;
 }
 
 /* A session of its own, with the pty as its controlling terminal. */
@@ -482,6 +494,51 @@ static __attribute__((noreturn)) void call_fail(int gate, int stage, int e)
 	_exit(stage == EXEC_STAGE_EXEC && (e == ENOENT || e == ENOTDIR) ? 127 : 126);
 }
 
+/*
+ * "r" on the gate (the kernel adds our credentials), with the pty's
+ * master when there is one: the supervisor relays it.
+ */
+static int send_ready(int gate, int master)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { "r", 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (master >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &master, sizeof(int));
+	}
+	return sendmsg(gate, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/*
+ * With a terminal: a new session whose controlling terminal is a pty of
+ * the sandbox's devpts, its slave our 0-2.  Made here, before exec, by
+ * code of ours: the process is init's fork, still not dumpable, so
+ * nothing in the sandbox can reach it in between.  Returns the master.
+ */
+static int call_pty(const struct exec_msg *m)
+{
+	struct winsize ws = { .ws_row = m->rows, .ws_col = m->cols };
+	int master, slave, r;
+
+	r = make_pty(&ws, &master, &slave);
+	if (r < 0)
+		return r;
+	r = take_pty(slave);
+	if (r < 0) {
+		close(master);
+		return r;
+	}
+	return master;
+}
+
 /* The call's process: stdio, a session of its own, the gate, then exec. */
 static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 						 struct exec_msg *m, int fds[4])
@@ -491,19 +548,29 @@ static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 	size_t used = 0;
 	char **argv, **envp, *cwd, go;
 	sigset_t none;
+	int master = -1;
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3 && fds[i] >= 0; i++)
 		if (dup2(fds[i], i) < 0)
 			_exit(125);
 	for (int i = 0; i < 3; i++)
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	setsid();
-	if (send(fds[3], "r", 1, MSG_NOSIGNAL) != 1 || read(fds[3], &go, 1) != 1)
+	if (m->flags & EXEC_TTY) {
+		master = call_pty(m);
+		if (master < 0)
+			call_fail(fds[3], EXEC_STAGE_TTY, -master);
+	} else {
+		setsid();
+	}
+	if (send_ready(fds[3], master) < 0 || read(fds[3], &go, 1) != 1)
 		_exit(125);
+	if (master >= 0)
+		close(master);
 	argv = split_strings(m->data, m->len, m->nargv, &used);
 	envp = argv ? split_strings(m->data, m->len, m->nenv, &used) : NULL;
 	if (!envp || used >= m->len || !memchr(m->data + used, '\0', m->len - used))
@@ -550,10 +617,17 @@ static bool take_exec(const struct child_ctx *c, struct exec_msg *m,
 		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		memcpy(fds, CMSG_DATA(cm), (nfds > 4 ? 4 : nfds) * sizeof(int));
 	}
+	/* with a terminal, the gate alone: it goes where the gate goes */
+	if ((size_t)n >= hdr && (m->flags & EXEC_TTY) && nfds == 1) {
+		fds[3] = fds[0];
+		fds[0] = -1;
+		nfds = 4;
+	}
 	if ((size_t)n < hdr || m->kind != MSG_EXEC || nfds != 4 ||
 	    m->len > sizeof(m->data) || hdr + m->len != (size_t)n) {
-		for (int i = 0; i < 4 && i < nfds; i++)
-			close(fds[i]);
+		for (int i = 0; i < 4; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
 		if ((size_t)n >= hdr)
 			send_call_msg(c->msg_wr, MSG_STARTED, m->id, -EINVAL);
 		return true;
@@ -562,7 +636,8 @@ static bool take_exec(const struct child_ctx *c, struct exec_msg *m,
 	if (pid == 0)
 		call_child(c, m, fds);
 	for (int i = 0; i < 4; i++)
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 	if (pid < 0) {
 		send_call_msg(c->msg_wr, MSG_STARTED, m->id, -errno);
 		return true;

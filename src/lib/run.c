@@ -300,7 +300,7 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 	if (si.ssi_signo == SIGWINCH) {	/* the caller's window, to the pty */
 		struct winsize ws;
 
-		term_winsize(s->winfd, &ws);
+		corral_term_winsize(s->winfd, &ws);
 		if (s->master >= 0 && ws.ws_row)
 			ioctl(s->master, TIOCSWINSZ, &ws);
 		return;
@@ -678,7 +678,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		s.tty = so.tty = true;
 		s.winfd = isatty(0) ? 0 : isatty(1) ? 1 : -1;
 		if (s.winfd >= 0)
-			term_winsize(s.winfd, &so.winsize);
+			corral_term_winsize(s.winfd, &so.winsize);
 	}
 	r = block_signals(o->forward_signals, o->tty, &oldmask, &s.sigfd, err);
 	if (r < 0)
@@ -703,7 +703,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	events_emit(s.ev, "exec.start", json_pack("{s:i, s:s}", "pid", s.sb->pid,
 						  "command", o->argv[0]));
 	/* raw from here; restored at fail_signals, every way out passes there */
-	if (s.tty && isatty(0) && term_raw(0, &s.saved) == 0)
+	if (s.tty && isatty(0) && corral_term_raw(0, &s.saved) == 0)
 		s.raw = true;
 	event_base_dispatch(s.base);
 	if (!s.exited)
@@ -719,7 +719,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 
 fail_signals:
 	if (s.raw)
-		term_restore(0, &s.saved);
+		corral_term_restore(0, &s.saved);
 	supervise_stop(&s);
 	cleanup_closep(&s.sigfd);
 fail:

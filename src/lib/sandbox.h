@@ -101,7 +101,7 @@ enum child_msg_kind {
 	MSG_NOTIFY_FD,		/* the seccomp listener, as SCM_RIGHTS */
 	MSG_ROOT_FD,		/* an O_PATH fd of the sandbox's "/" (tripwires) */
 	/* long-lived sandboxes (box.c) */
-	MSG_EXEC,		/* supervisor -> init: struct exec_msg + 4 fds */
+	MSG_EXEC,		/* supervisor -> init: struct exec_msg + 4 fds (EXEC_TTY: 1) */
 	MSG_STARTED,		/* id, code = the call's pid inside, or -errno */
 	MSG_CALL_EXITED,	/* id, code = the call's wait status */
 	MSG_UPPER_FD,		/* the workspace's upper layer (export.c) */
@@ -123,18 +123,24 @@ struct child_msg {
  * SEQPACKET socket on which the new process says "r" (the supervisor
  * learns its host pid from the credentials), waits for "g" (it is in its
  * call's cgroup), and on failure writes struct exec_fail before it exits.
+ * With EXEC_TTY only the gate travels: the new process makes a pty of the
+ * sandbox's devpts its 0-2 and controlling terminal, and sends the master
+ * with its "r" (rows, cols: the pty's first size, 0 for the kernel's).
  */
 #define EXEC_DATA_MAX	(60 * 1024)
+#define EXEC_TTY	1u
 
 struct exec_msg {
 	int kind;		/* MSG_EXEC */
 	uint32_t id;
 	uint32_t nargv, nenv;
 	uint32_t len;		/* bytes used in data */
+	uint32_t flags;		/* EXEC_TTY */
+	uint16_t rows, cols;
 	char data[EXEC_DATA_MAX];
 };
 
-enum exec_stage { EXEC_STAGE_RLIMIT = 1, EXEC_STAGE_CWD, EXEC_STAGE_EXEC };
+enum exec_stage { EXEC_STAGE_RLIMIT = 1, EXEC_STAGE_CWD, EXEC_STAGE_EXEC, EXEC_STAGE_TTY };
 
 struct exec_fail {
 	int stage;

@@ -31,16 +31,6 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 bool stdrelay_done(const struct stdrelay *r);
 void stdrelay_free(struct stdrelay *r);
 
-/*
- * term.c: the caller's terminal.  term_raw saves fd's settings in *saved
- * and makes it raw (every byte, ^C and ^Z too, goes to the sandbox's pty);
- * term_restore puts back exactly what was saved (async-signal-safe).
- */
-struct termios;
-struct winsize;
-int term_raw(int fd, struct termios *saved);
-void term_restore(int fd, const struct termios *saved);
-/* The window size of fd's terminal, or 0 rows/cols if it has none. */
-void term_winsize(int fd, struct winsize *ws);
+/* term.c, the caller's terminal: corral_term_raw() and the rest, in corral.h. */
 
 #endif

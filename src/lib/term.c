@@ -14,7 +14,7 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 
-int term_raw(int fd, struct termios *saved)
+int corral_term_raw(int fd, struct termios *saved)
 {
 	struct termios raw;
 
@@ -28,14 +28,14 @@ int term_raw(int fd, struct termios *saved)
 	return 0;
 }
 
-void term_restore(int fd, const struct termios *saved)
+void corral_term_restore(int fd, const struct termios *saved)
 {
 	/* TCSANOW: never wait for output a stopped terminal will not take */
 	while (tcsetattr(fd, TCSANOW, saved) < 0 && errno == EINTR)
 		;
 }
 
-void term_winsize(int fd, struct winsize *ws)
+void corral_term_winsize(int fd, struct winsize *ws)
 {
 	if (ioctl(fd, TIOCGWINSZ, ws) < 0)
 		memset(ws, 0, sizeof(*ws));

@@ -1,0 +1,225 @@
+#!/bin/bash
+# tty.sh - terminals through the daemon: `corral exec -t` and the API's
+# terminal protocol (an exec upgraded to frames, docs/API.md "Terminals").
+# A shell inside gets a pty of the sandbox's own devpts, job control, the
+# window's size and its changes, ^C for its foreground job; the caller's
+# terminal comes back as it was.  And what a hostile client tries: an
+# upgrade without the token, frames too large or of no known kind, going
+# away mid-session (hang-up inside, nothing left running, the daemon still
+# answers).
+#
+#   tests/tty.sh CORRAL [TEST...]
+#
+# Runs as whoever calls it (root or not).  One daemon (unix socket and
+# loopback TCP with a token) serves every test; each test makes its own
+# sandbox.  Terminals come from tests/ptyrun.py and tests/ttyapi.py, which
+# bound every wait.
+set -u
+CORRAL=$(readlink -f "$1")
+shift 1
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-tty.XXXXXX")
+chmod 755 "$TEST_TMP"
+. "$HERE/lib.sh"
+
+PY=/usr/bin/python3
+D="$TEST_TMP/daemon"
+SOCK="$D/sock"
+DPID=
+
+stop() {
+	if [ -n "$DPID" ]; then
+		kill -TERM "$DPID" 2>/dev/null
+		for _ in $(seq 1 200); do
+			kill -0 "$DPID" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -KILL "$DPID" 2>/dev/null
+		wait "$DPID" 2>/dev/null
+	fi
+	rm -rf "$TEST_TMP"
+}
+trap stop EXIT
+
+mkdir -p "$D"
+PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/token"
+"$CORRAL" serve --socket "$SOCK" --state-dir "$D/state" --listen "127.0.0.1:$PORT" \
+	--token-file "$D/token" > "$D/log" 2>&1 < /dev/null &
+DPID=$!
+for _ in $(seq 1 100); do
+	curl -s -m 1 --unix-socket "$SOCK" http://corral/v1/health > /dev/null && break
+	sleep 0.05
+done
+
+api() {	# api METHOD PATH [BODY]
+	curl -s -m 20 --unix-socket "$SOCK" -X "$1" "http://corral$2" ${3:+-d "$3"}
+}
+
+# One sandbox for every test (each names its own files and processes).
+BOX=$(api POST /v1/sandboxes '{}' | json id)
+
+inside() {	# inside BOX SHELL-TEXT: its stdout
+	"$CORRAL" exec --socket "$SOCK" "$1" -c "$2"
+}
+
+# fields KEY... < json: each (dotted) key's value on a line of its own
+fields() {
+	$PY -c '
+import json, sys
+v = json.load(sys.stdin)
+for path in sys.argv[1:]:
+    x = v
+    for k in path.split("."):
+        x = x.get(k) if isinstance(x, dict) else None
+    print(json.dumps(x) if isinstance(x, (dict, list, bool)) or x is None else x)
+' "$@"
+}
+
+healthy() {
+	expect_eq "the daemon answers" "$(curl -s -m 5 --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' http://corral/v1/health)" 200
+}
+
+# wait_inside BOX SHELL-TEXT WANT: until its output is WANT (10 s at most)
+wait_inside() {
+	local got
+	for _ in $(seq 1 100); do
+		got=$(inside "$1" "$2")
+		[ "$got" = "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "inside $1, '$2' gave '$got', want '$3'"
+}
+
+tty_api() {	# tty_api BOX STEP... -- ARGV...: ttyapi.py's JSON
+	$PY "$HERE/ttyapi.py" "$SOCK" "$@"
+}
+
+# A shell through corral exec -t: job control, its pty, sizes, ^C, ^Z, exit.
+t_exec_tty_shell() {
+	box=$BOX
+	# markers the shell computes: what is typed is echoed, and must not
+	# match; exit twice: dash refuses the first while a job is stopped
+	out=$($PY "$HERE/ptyrun.py" 'expect:$ ' 'snap' \
+		'send:tty; stty size; echo M$((1+1))\r' 'expect:M2' \
+		'resize:30,91' 'send:stty size; echo M$((2+1))\r' 'expect:M3' \
+		'send:python3 -c \x27import time; print("P"+"Y"); time.sleep(101)\x27\r' \
+		'expect:PY' 'send:\x03' 'expect:KeyboardInterrupt' \
+		'send:echo Z$((1+1)); sleep 102\r' 'expect:Z2' 'sleep:0.3' 'send:\x1a' \
+		'expect:Stopped' 'send:kill -9 %1; echo K$((1+1))\r' 'expect:K2' \
+		'send:exit 7\r' 'sleep:0.3' 'send:exit 7\r' \
+		-- "$CORRAL" exec -t --socket "$SOCK" "$box" -- /bin/sh -i)
+	# the output as JSON text: what is looked for has nothing to escape
+	o=$out
+	expect_contains "tty names a pty of the sandbox's devpts" "$o" "/dev/pts/"
+	expect_contains "the first size" "$o" "24 80"
+	expect_contains "the size after SIGWINCH" "$o" "30 91"
+	expect_contains "^C reached the foreground job" "$o" "KeyboardInterrupt"
+	expect_contains "^Z stopped the foreground job" "$o" "Stopped"
+	mapfile -t f < <(printf '%s' "$out" | fields exit raw_during termios_same size_after)
+	expect_eq "corral exec -t exits as the shell did" "${f[0]}" 7
+	expect_eq "raw while it ran" "${f[1]}" true
+	expect_eq "the terminal restored" "${f[2]}" true
+	expect_eq "the window size left alone" "${f[3]}" "[30, 91]"
+}
+
+# The API side: tty without an upgrade is a pty too, output in the result.
+t_api_tty_plain() {
+	box=$BOX
+	res=$(api POST "/v1/sandboxes/$box/exec" '{"argv": ["/bin/sh", "-c", "tty; stty size; test -t 0 && echo in-tty"], "tty": true, "rows": 33, "cols": 101}')
+	o=$res
+	expect_contains "a pty" "$o" "/dev/pts/"
+	expect_contains "its first size" "$o" "33 101"
+	expect_contains "stdin is the terminal" "$o" "in-tty"
+	code=$(curl -s -m 10 --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' \
+		-X POST "http://corral/v1/sandboxes/$box/processes" -d '{"argv": ["true"], "tty": true}')
+	expect_eq "tty for a background process" "$code" 400
+	code=$(curl -s -m 10 --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' \
+		-X POST "http://corral/v1/sandboxes/$box/exec" -d '{"argv": ["true"], "rows": 3}')
+	expect_eq "rows without tty" "$code" 400
+}
+
+# The window size from the first frame and a later one, seen by stty.
+t_api_sizes_and_exit() {
+	box=$BOX
+	out=$(tty_api "$box" --size 40,120 'expect:$ ' 'send:stty size\r' 'expect:40 120' \
+		'resize:50,132' 'send:stty size; exit 3\r' -- /bin/sh -i)
+	expect_contains "sizes" "$out" "50 132"
+	mapfile -t f < <(printf '%s' "$out" | fields result.exit_code eof)
+	expect_eq "the exit frame's status" "${f[0]}" 3
+	expect_eq "the daemon closed after it" "${f[1]}" true
+}
+
+# Over TCP without the token: 401, no terminal.
+t_upgrade_needs_token() {
+	box=$BOX
+	out=$($PY "$HERE/ttyapi.py" "127.0.0.1:$PORT" "$box" 'expect:x' -- /bin/sh -c 'echo ran > /tmp/ran')
+	expect_contains "no token" "$out" '"status": 401,'
+	expect_eq "nothing ran" "$(inside "$box" 'cat /tmp/ran 2>/dev/null || echo none')" none
+	out=$($PY "$HERE/ttyapi.py" "127.0.0.1:$PORT" "$box" --token "$(cat "$D/token")" \
+		'expect:$ ' 'send:exit 4\r' -- /bin/sh -i)
+	expect_contains "with the token" "$out" '"exit_code": 4,'
+}
+
+# A frame longer than the protocol allows, and one of no known kind: the
+# session ends with an error frame, the call is killed, the daemon answers.
+t_bad_frames() {
+	box=$BOX
+	out=$(tty_api "$box" 'expect:ready' 'raw:69ffffffff41414141' 'sleep:0.2' \
+		-- /bin/sh -c 'echo ready; exec sleep 999')
+	expect_contains "a 4 GiB frame" "$out" '"result": null, "error": {"error": "too_large"'
+	out=$(tty_api "$box" 'expect:ready' "raw:5a00000010$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+		-- /bin/sh -c 'echo ready; exec sleep 999')
+	expect_contains "garbage" "$out" '"error": {"error": "bad_request"'
+	out=$(tty_api "$box" 'expect:ready' 'raw:7700000003010203' -- /bin/sh -c 'echo ready; exec sleep 999')
+	expect_contains "a short window size" "$out" '"error": {"error": "bad_request"'
+	healthy
+	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 999$" || true' 0
+}
+
+# Input larger than the pty takes at once waits for it; nothing is lost.
+t_input_backpressure() {
+	box=$BOX
+	out=$(tty_api "$box" 'expect:ready' 'fill:300000' 'send:\n' \
+		-- /bin/sh -c 'stty -icanon -echo; echo ready; sleep 1; head -c 300000 | wc -c')
+	expect_contains "all of it arrived" "$out" "300000"
+	healthy
+}
+
+# The client goes away: SIGHUP inside, and what ignores it is killed.
+t_disconnect_hangs_up() {
+	box=$BOX
+	tty_api "$box" 'expect:ready' 'close' -- /bin/sh -c \
+		'trap "echo hup > /tmp/hup; exit 0" HUP; echo ready; while :; do sleep 0.1; done' > /dev/null
+	wait_inside "$box" 'cat /tmp/hup 2>/dev/null' hup
+	tty_api "$box" 'expect:ready' 'close' -- /bin/sh -c \
+		'trap "" HUP; echo ready; exec sleep 1000' > /dev/null
+	healthy
+	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 1000$" || true' 0
+	# a job of an interactive shell, in a group of its own, deaf to SIGHUP:
+	# gone with the call's cgroup (without cgroups only the group is named)
+	case $(api GET "/v1/sandboxes/$box") in
+	*'"limits":"cgroup'*) ;;
+	*) return 0 ;;
+	esac
+	tty_api "$box" 'expect:$ ' 'send:(trap "" HUP; exec sleep 1002) \x26 echo B$((1+1))\r' \
+		'expect:B2' 'close' -- /bin/sh -i > /dev/null
+	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 1002$" || true' 0
+}
+
+# corral exec -t killed by SIGHUP (its terminal closed): the shell inside
+# hears it too, and the caller's terminal is restored.
+t_exec_tty_sighup() {
+	box=$BOX
+	out=$($PY "$HERE/ptyrun.py" 'expect:ready' 'signal:HUP' \
+		-- "$CORRAL" exec -t --socket "$SOCK" "$box" -- /bin/sh -c \
+		'trap "echo hup > /tmp/hup2; exit 0" HUP; echo ready; while :; do sleep 0.1; done')
+	mapfile -t f < <(printf '%s' "$out" | fields exit termios_same)
+	expect_eq "corral's status" "${f[0]}" 129
+	expect_eq "the terminal restored" "${f[1]}" true
+	wait_inside "$box" 'cat /tmp/hup2 2>/dev/null' hup
+}
+
+run_tests "$@"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]

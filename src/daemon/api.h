@@ -165,6 +165,10 @@ bool file_query(const char *q, char *path, size_t len, bool *list,
 void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_delete(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void files_mkdir(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 
 /* ---- api_export.c -------------------------------------------------------- */
 

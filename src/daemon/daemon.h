@@ -59,6 +59,7 @@ int daemon_run(const struct daemon_opts *opts, struct corral_err *err);
 
 #define API_JSON_MAX		(1024 * 1024)		/* a JSON request body */
 #define API_FILE_MAX		(64 * 1024 * 1024)	/* a file in or out */
+#define API_LIST_MAX		100000			/* entries a listing returns */
 #define API_PROCS_KEPT		256			/* process records per sandbox */
 #define API_LABELS_MAX		64
 #define STREAM_QUEUE_MAX	(1024 * 1024)	/* unsent bytes before a stream waits */

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +132,27 @@ void box_arm_idle(struct corral_box *b);
 /* Open the workspace and record it (before the spawn); no workspace: 0. */
 int box_ws_open(struct corral_box *b, struct corral_err *err);
 void box_ws_close(struct corral_box *b);
+
+/* ---- boxfiles.c: a tree beneath the sandbox's root ---- */
+
+#define BOX_WALK_DEPTH	256	/* directories deep, before a walk gives up */
+
+/*
+ * Called for each entry of a walk (a directory before what it holds),
+ * with the directory's fd and the entry's name in it: 0 goes on, anything
+ * else stops the walk and is returned (negative: an error, err set).
+ */
+typedef int (*box_walk_fn)(void *arg, int dfd, const char *name,
+			   const struct corral_entry *e, const struct stat *st);
+/* 0 walked, 1 stopped at max entries, <0 err set; as the sandbox's user. */
+int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
+	     box_walk_fn fn, void *arg, struct corral_err *err);
+/* check_path and the open beneath the root, for boxarchive.c */
+int box_path_ok(struct corral_box *b, const char *path, bool write,
+		struct corral_err *err);
+int box_open_in_root(struct corral_box *b, const char *path, uint64_t flags,
+		     uint64_t mode, struct corral_err *err);
+void box_as_agent(struct corral_box *b, bool on);
 
 /* ---- snapshot.c ---- */
 

@@ -596,6 +596,7 @@ struct corral_call_opts {
 	size_t stdin_len;
 	uint64_t timeout_ms;		/* 0: the policy's */
 	bool keep_tail;			/* keep the last bytes, not the first */
+	bool stdin_open;		/* stdin stays open: corral_call_write_stdin() */
 	void (*on_start)(void *arg, struct corral_call *c);
 	void (*on_output)(void *arg, struct corral_call *c, int stream,
 			  const char *data, size_t len);	/* 1 out, 2 err */
@@ -632,6 +633,14 @@ const struct corral_output *corral_call_output(const struct corral_call *c,
  */
 CORRAL_PUBLIC
 void corral_call_hold_output(struct corral_call *c, bool hold);
+/*
+ * More stdin for a call started with stdin_open (after stdin_data, if
+ * any); eof closes it once all is written.  -EPIPE once it is closed or
+ * the call has ended, -EAGAIN while more than 1 MiB waits to be read.
+ */
+CORRAL_PUBLIC
+int corral_call_write_stdin(struct corral_call *c, const void *data, size_t len,
+			    bool eof, struct corral_err *err);
 /* Signal the call and everything it started (its cgroup). */
 CORRAL_PUBLIC
 int corral_call_kill(struct corral_call *c, int sig);

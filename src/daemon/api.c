@@ -80,6 +80,7 @@ int api_status(int code, const char **error)
 	case -ESTALE:
 	case -EALREADY:
 	case -EAGAIN:
+	case -EPIPE:	/* a process's stdin, closed */
 	case CORRAL_E_HALTED:
 	case CORRAL_E_PAUSED:
 	case CORRAL_E_STARTING:
@@ -322,8 +323,9 @@ const struct api_route api_sandbox_routes[] = {
 	{ "/exec", POST, "exec: POST", NULL, exec_post },
 	{ "/processes", POST, "processes: GET or POST", NULL, procs_post },
 	{ "/processes", GET, "processes: GET or POST", NULL, procs_list },
-	{ "/processes/*", GET, "a process: GET or DELETE", NULL, proc_get },
-	{ "/processes/*", DELETE, "a process: GET or DELETE", NULL, proc_delete },
+	{ "/processes/*", GET, "a process: GET, POST or DELETE", NULL, proc_get },
+	{ "/processes/*", POST, "a process: GET, POST or DELETE", NULL, proc_post },
+	{ "/processes/*", DELETE, "a process: GET, POST or DELETE", NULL, proc_delete },
 	{ "/files", GET, "files: GET, PUT or DELETE", NULL, files_get },
 	{ "/files", PUT, "files: GET, PUT or DELETE", NULL, files_put },
 	{ "/files", DELETE, "files: GET, PUT or DELETE", NULL, files_delete },
@@ -334,6 +336,7 @@ const struct api_route api_sandbox_routes[] = {
 	{ "/pause", POST, "pause: POST", NULL, sandbox_pause },
 	{ "/resume", POST, "resume: POST", NULL, sandbox_resume },
 	{ "/halt", POST, "halt: POST", NULL, sandbox_halt },
+	{ "/keepalive", POST, "keepalive: POST", NULL, sandbox_keepalive },
 	{ "/diff", GET, "diff: GET", NULL, diff_get },
 	{ "/export", POST, "export: POST", NULL, export_post },
 	{ "/snapshot", POST, "snapshot: POST", NULL, snapshot_post },

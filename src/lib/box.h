@@ -19,7 +19,8 @@
 #define BOX_TICK_MS	1000	/* meters, budgets */
 #define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
 #define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
-#define CALL_DENIALS_KEPT 100	/* denied events kept in a call's result */
+#define CALL_DENIALS_KEPT 100
+#define CALL_STDIN_MAX	(1024 * 1024)	/* stdin given, not yet read */	/* denied events kept in a call's result */
 
 struct corral_log {
 	struct events_log *log;
@@ -49,6 +50,7 @@ struct corral_call {
 	int in_fd;
 	char *in_data;
 	size_t in_len, in_off;
+	bool in_eof;		/* no more stdin will come: close once written */
 	char **argv;		/* copies: the caller's may go once exec returns */
 	char *cwd;
 	struct stream out, err;

@@ -42,7 +42,7 @@ static const struct verb exec_verb = {
 "                       the daemon keeps a bounded amount of each stream\n"
 "  --json               print only the result object (status, exit_code,\n"
 "                       signal, reason, stdout, stderr, *_truncated,\n"
-"                       duration_ms, sandbox, tool_call, ...), the one\n"
+"                       duration_ms, sandbox, tool_call_id, ...), the one\n"
 "                       `corral run --json` prints; implies --no-stream\n"
 "  --background         start COMMAND and return at once: print its pid, as\n"
 "                       the sandbox sees it (the whole answer with --json);\n"

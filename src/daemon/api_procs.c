@@ -419,10 +419,10 @@ static void proc_wait(struct sandbox *sb, struct evhttp_request *req,
 
 	query_of(req, &kv);
 	t = evhttp_find_header(&kv, "timeout_seconds");
-	if (t)
-		secs = strtod(t, &end);
+	if (t && ((secs = strtod(t, &end)), end == t || *end))
+		secs = -2;
 	evhttp_clear_headers(&kv);
-	if (t && (end == t || *end || secs < 0 || secs > 86400)) {
+	if (secs == -2 || (t && (secs < 0 || secs > 86400))) {
 		reply_error(req, 400, "bad_request", "timeout_seconds must be a "
 			    "number of seconds from 0 to 86400");
 		return;
@@ -466,10 +466,11 @@ static void proc_follow(struct sandbox *sb, struct evhttp_request *req,
 	if (st)
 		streams = !strcmp(st, "stdout") ? 1 : !strcmp(st, "stderr") ? 2 :
 			  !strcmp(st, "both") ? 3 : 0;
-	if (off)
-		from = strtoull(off, &end, 10);
+	if (off && (off[0] < '0' || off[0] > '9' ||
+		    ((from = strtoull(off, &end, 10)), *end)))
+		streams = 0;
 	evhttp_clear_headers(&kv);
-	if (!streams || (off && (end == off || *end || off[0] == '-'))) {
+	if (!streams) {
 		reply_error(req, 400, "bad_request", "stream is stdout, stderr or "
 			    "both; offset a byte count");
 		return;

@@ -323,9 +323,13 @@ const struct api_route api_sandbox_routes[] = {
 	{ "/exec", POST, "exec: POST", NULL, exec_post },
 	{ "/processes", POST, "processes: GET or POST", NULL, procs_post },
 	{ "/processes", GET, "processes: GET or POST", NULL, procs_list },
-	{ "/processes/*", GET, "a process: GET, POST or DELETE", NULL, proc_get },
-	{ "/processes/*", POST, "a process: GET, POST or DELETE", NULL, proc_post },
-	{ "/processes/*", DELETE, "a process: GET, POST or DELETE", NULL, proc_delete },
+	/* a process's own routes before the process, whose '*' takes the rest */
+	{ "/processes/*/output", GET, "output: GET", NULL, proc_output },
+	{ "/processes/*/wait", GET, "wait: GET", NULL, proc_wait },
+	{ "/processes/*/stdin", POST, "stdin: POST", NULL, proc_stdin },
+	{ "/processes/*/signal", POST, "signal: POST", NULL, proc_signal },
+	{ "/processes/*", GET, "a process: GET or DELETE", NULL, proc_get },
+	{ "/processes/*", DELETE, "a process: GET or DELETE", NULL, proc_delete },
 	{ "/files", GET, "files: GET, PUT or DELETE", NULL, files_get },
 	{ "/files", PUT, "files: GET, PUT or DELETE", NULL, files_put },
 	{ "/files", DELETE, "files: GET, PUT or DELETE", NULL, files_delete },
@@ -343,11 +347,23 @@ const struct api_route api_sandbox_routes[] = {
 	{ NULL, 0, NULL, NULL, NULL },
 };
 
-/* What of path is left after pattern, or NULL if it does not match. */
+/*
+ * What of path is left after pattern, or NULL if it does not match.  A
+ * '*' inside the pattern is one segment (no '/'), and what is left starts
+ * there: "/processes/{*}/stdin" hands "12/stdin" to its handler.
+ */
 static const char *route_match(const char *pattern, const char *path)
 {
+	const char *star = strchr(pattern, '*'), *seg;
 	size_t n = strlen(pattern);
 
+	if (star && star[1]) {
+		if (strncmp(pattern, path, star - pattern))
+			return NULL;
+		seg = path + (star - pattern);
+		n = strcspn(seg, "/");
+		return n && !strcmp(seg + n, star + 1) ? seg : NULL;
+	}
 	if (n && pattern[n - 1] == '*')
 		return !strncmp(pattern, path, n - 1) && path[n - 1] ?
 		       path + n - 1 : NULL;

@@ -162,7 +162,11 @@ void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest
 void procs_list(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void proc_get(struct sandbox *sb, struct evhttp_request *req, const char *pid);
 void proc_delete(struct sandbox *sb, struct evhttp_request *req, const char *pid);
-void proc_post(struct sandbox *sb, struct evhttp_request *req, const char *pid);
+/* rest is "PID/output" and so on (api.c's route_match) */
+void proc_output(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void proc_wait(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void proc_stdin(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void proc_signal(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 
 /* ---- api_files.c --------------------------------------------------------- */
 

@@ -127,7 +127,7 @@ static void follow_bytes(struct proc_watch *w, int no, uint64_t at,
 				      "data", api_bytes(data, len)));
 }
 
-static void proc_output(void *arg, struct corral_call *c, int no,
+static void proc_wrote(void *arg, struct corral_call *c, int no,
 			const char *data, size_t len)
 {
 	struct proc *pr = arg;
@@ -269,7 +269,7 @@ void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest
 	a.co.keep_tail = true;
 	a.co.on_start = proc_start;
 	a.co.on_done = proc_done;
-	a.co.on_output = proc_output;
+	a.co.on_output = proc_wrote;
 	a.co.arg = pr;
 	if (corral_box_exec(sb->box, &a.co, &c, &err) < 0) {
 		reply_err(req, &err);
@@ -329,24 +329,13 @@ static struct proc *named_proc(struct sandbox *sb, struct evhttp_request *req,
 	return pr;
 }
 
-static void proc_wait(struct sandbox *sb, struct evhttp_request *req,
-		      struct proc *pr);
-static void proc_follow(struct sandbox *sb, struct evhttp_request *req,
-			struct proc *pr);
-
 void proc_get(struct sandbox *sb, struct evhttp_request *req, const char *pid)
 {
-	static const char *const subs[] = { "", "/wait", "/output", NULL };
+	static const char *const subs[] = { "", NULL };
 	const char *sub;
 	struct proc *pr = named_proc(sb, req, pid, subs, &sub);
 
-	if (!pr)
-		return;
-	if (!strcmp(sub, "/wait"))
-		proc_wait(sb, req, pr);
-	else if (!strcmp(sub, "/output"))
-		proc_follow(sb, req, pr);
-	else
+	if (pr)
 		reply_json(req, 200, proc_json(pr, true));
 }
 
@@ -408,15 +397,19 @@ static void wait_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 /* GET .../wait[?timeout_seconds=S]: the process once ended (or at S, running). */
-static void proc_wait(struct sandbox *sb, struct evhttp_request *req,
-		      struct proc *pr)
+void proc_wait(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
+	static const char *const subs[] = { "/wait", NULL };
+	const char *sub;
+	struct proc *pr = named_proc(sb, req, rest, subs, &sub);
 	struct evkeyvalq kv;
 	const char *t;
 	double secs = -1;
 	char *end = NULL;
 	struct proc_watch *w;
 
+	if (!pr)
+		return;
 	query_of(req, &kv);
 	t = evhttp_find_header(&kv, "timeout_seconds");
 	if (t && ((secs = strtod(t, &end)), end == t || *end))
@@ -449,9 +442,11 @@ static void proc_wait(struct sandbox *sb, struct evhttp_request *req,
  * a "dropped" line for what was not, then (follow) each write as it
  * comes, and an "end" line with the result once the process has ended.
  */
-static void proc_follow(struct sandbox *sb, struct evhttp_request *req,
-			struct proc *pr)
+void proc_output(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
+	static const char *const subs[] = { "/output", NULL };
+	const char *sub;
+	struct proc *pr = named_proc(sb, req, rest, subs, &sub);
 	struct evkeyvalq kv;
 	const char *st, *off;
 	uint64_t from = 0;
@@ -459,6 +454,8 @@ static void proc_follow(struct sandbox *sb, struct evhttp_request *req,
 	bool follow;
 	char *end = NULL;
 
+	if (!pr)
+		return;
 	query_of(req, &kv);
 	st = evhttp_find_header(&kv, "stream");
 	off = evhttp_find_header(&kv, "offset");
@@ -510,14 +507,19 @@ static void proc_follow(struct sandbox *sb, struct evhttp_request *req,
 }
 
 /* POST .../stdin[?eof=1]: the body, raw, to the process's stdin. */
-static void proc_stdin(struct evhttp_request *req, struct proc *pr)
+void proc_stdin(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
+	static const char *const subs[] = { "/stdin", NULL };
+	const char *sub;
+	struct proc *pr = named_proc(sb, req, rest, subs, &sub);
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	struct corral_err err = { 0 };
 	struct evkeyvalq kv;
 	bool eof;
 
+	if (!pr)
+		return;
 	query_of(req, &kv);
 	eof = query_flag(evhttp_find_header(&kv, "eof"));
 	evhttp_clear_headers(&kv);
@@ -563,15 +565,18 @@ static int signal_of(json_t *v)
 }
 
 /* POST .../signal {"signal": "TERM"}: to the process and all it started. */
-static void proc_signal(struct evhttp_request *req, struct proc *pr)
+void proc_signal(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	static const char *const known[] = { "signal", NULL };
+	static const char *const subs[] = { "/signal", NULL };
 	struct corral_err err = { 0 };
-	json_t *o = body_json(req, true);
+	const char *sub;
+	struct proc *pr = named_proc(sb, req, rest, subs, &sub);
 	struct api_fault f;
 	int sig, r;
+	json_t *o;
 
-	if (!o)
+	if (!pr || !(o = body_json(req, true)))
 		return;
 	sig = signal_of(json_object_get(o, "signal"));
 	if (!only_fields(o, known, &f) || (!sig && !api_fault(&f, 400,
@@ -588,18 +593,4 @@ static void proc_signal(struct evhttp_request *req, struct proc *pr)
 					       "signal", sig, "state", "running"));
 	}
 	json_decref(o);
-}
-
-void proc_post(struct sandbox *sb, struct evhttp_request *req, const char *pid)
-{
-	static const char *const subs[] = { "/stdin", "/signal", NULL };
-	const char *sub;
-	struct proc *pr = named_proc(sb, req, pid, subs, &sub);
-
-	if (!pr)
-		return;
-	if (!strcmp(sub, "/stdin"))
-		proc_stdin(req, pr);
-	else
-		proc_signal(req, pr);
 }

@@ -127,6 +127,7 @@ suite() {
 	step "stdio as $(id -un) ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
 	step "daemon export and snapshots as $(id -un) ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "files and processes as $(id -un) ($label)" tests/files.sh "$b/corral"
 	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
 	[ -z "$brief" ] && step "python client as $(id -un) ($label)" tests/python_client.sh "$b/corral"
 	[ -z "$brief" ] && step "docs/openapi.json against the daemon ($label)" \
@@ -156,6 +157,8 @@ suite() {
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
+		[ -z "$brief" ] && step "files and processes as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody "$STAGE/tests/files.sh" "$STAGE/corral"
 		[ -z "$brief" ] && step "mcp as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
 		[ -z "$brief" ] && step "python client as uid $NOBODY, cgroups delegated ($label)" \

@@ -328,7 +328,9 @@ static int mkdir_one(struct corral_box *b, const char *path, unsigned mode,
 	if (dfd < 0)
 		return dfd;
 	as_agent(b, true);
-	if (mkdirat(dfd, base, mode & 0777) < 0)
+	/* the mode asked for, whatever the daemon's umask would take off */
+	if (mkdirat(dfd, base, mode & 0777) < 0 ||
+	    fchmodat(dfd, base, mode & 0777, 0) < 0)
 		r = -errno;
 	as_agent(b, false);
 	if (r == -EEXIST && exist_ok) {

@@ -328,9 +328,15 @@ static int mkdir_one(struct corral_box *b, const char *path, unsigned mode,
 	if (dfd < 0)
 		return dfd;
 	as_agent(b, true);
-	/* the mode asked for, whatever the daemon's umask would take off */
-	if (mkdirat(dfd, base, mode & 0777) < 0 ||
-	    fchmodat(dfd, base, mode & 0777, 0) < 0)
+	if (mkdirat(dfd, base, mode & 0777) < 0)
+		r = -errno;
+	/*
+	 * The mode asked for, whatever the daemon's umask took off: set on
+	 * the directory just made through an fd, never by name (a name the
+	 * sandbox swapped for a symlink meanwhile is refused, not followed).
+	 */
+	if (r == 0 && ((fd = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				    O_CLOEXEC)) < 0 || fchmod(fd, mode & 0777) < 0))
 		r = -errno;
 	as_agent(b, false);
 	if (r == -EEXIST && exist_ok) {

@@ -80,6 +80,9 @@ stage() {	# stage BUILD
 	chmod 4755 "$STAGE/helpers/euid-setuid"
 	cp tests/*.sh tests/*.py tests/*.mjs "$STAGE/tests/"
 	[ -d build/mcp-sdk ] && cp -r build/mcp-sdk "$STAGE/"
+	# Node 22 and the MCP Inspector, next to the SDK as tests/mcp.sh finds them
+	[ -d build/node22 ] && cp -r build/node22 "$STAGE/"
+	[ -d build/inspector ] && cp -r build/inspector "$STAGE/"
 	cp -r clients "$STAGE/"
 	cp -r tests/data "$STAGE/tests/"
 	cp -r policies "$STAGE/"

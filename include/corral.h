@@ -647,6 +647,7 @@ struct corral_call_opts {
 	unsigned short rows, cols;
 	/* After corral_call_tty_write() took less than it was given: room. */
 	void (*on_tty_room)(void *arg, struct corral_call *c);
+	bool stdin_open;		/* stdin stays open: corral_call_write_stdin() */
 	void (*on_start)(void *arg, struct corral_call *c);
 	void (*on_output)(void *arg, struct corral_call *c, int stream,
 			  const char *data, size_t len);	/* 1 out, 2 err */
@@ -683,6 +684,14 @@ const struct corral_output *corral_call_output(const struct corral_call *c,
  */
 CORRAL_PUBLIC
 void corral_call_hold_output(struct corral_call *c, bool hold);
+/*
+ * More stdin for a call started with stdin_open (after stdin_data, if
+ * any); eof closes it once all is written.  -EPIPE once it is closed or
+ * the call has ended, -EAGAIN while more than 1 MiB waits to be read.
+ */
+CORRAL_PUBLIC
+int corral_call_write_stdin(struct corral_call *c, const void *data, size_t len,
+			    bool eof, struct corral_err *err);
 /* Signal the call and everything it started (its cgroup). */
 CORRAL_PUBLIC
 int corral_call_kill(struct corral_call *c, int sig);
@@ -730,6 +739,67 @@ CORRAL_PUBLIC
 int corral_box_list(struct corral_box *b, const char *path,
 		    struct corral_dirent **out, size_t *n,
 		    struct corral_err *err);
+
+/*
+ * A directory made (mode & 0777) as the sandbox's user; parents: the
+ * missing ones too, and an existing directory is no error (mkdir -p).
+ */
+CORRAL_PUBLIC
+int corral_box_mkdir(struct corral_box *b, const char *path, unsigned mode,
+		     bool parents, struct corral_err *err);
+/* A name moved (a symlink is moved, never followed); replace: over one. */
+CORRAL_PUBLIC
+int corral_box_rename(struct corral_box *b, const char *from, const char *to,
+		      bool replace, struct corral_err *err);
+
+/* One entry of a walk: path relative to the walked directory. */
+struct corral_entry {
+	const char *path;
+	char type;			/* 'f' file, 'd' dir, 'l' symlink, 'o' other */
+	uint64_t size;
+	unsigned int mode;		/* & 07777 */
+	int64_t mtime;
+	const char *target;		/* a symlink's, read, never followed */
+	bool wire;			/* a tripwire: listed, never opened */
+};
+
+/*
+ * The entries under path in name order, a directory before its contents
+ * (recursive: all the way down, never through a symlink, /proc or /sys),
+ * at most max; *truncated when there were more.  fn returns 0 to go on.
+ */
+CORRAL_PUBLIC
+int corral_box_walk(struct corral_box *b, const char *path, bool recursive,
+		    size_t max, int (*fn)(void *arg, const struct corral_entry *e),
+		    void *arg, bool *truncated, struct corral_err *err);
+
+/*
+ * A directory as a tar archive (regular files, directories, symlinks as
+ * links; other files and tripwires left out), handed to write in pieces;
+ * more than max_bytes of it is -EFBIG.
+ */
+CORRAL_PUBLIC
+int corral_box_tar(struct corral_box *b, const char *path, uint64_t max_bytes,
+		   int (*write)(void *arg, const void *buf, size_t len),
+		   void *arg, struct corral_err *err);
+
+struct corral_untar {
+	uint64_t entries, bytes;
+};
+
+/*
+ * A tar archive (plain or gzip) unpacked into dir, made if missing.  Every
+ * entry is judged before anything is written: a name that is absolute or
+ * climbs with "..", a device, FIFO or socket, a setuid or setgid bit, a
+ * hard link to outside the archive's own tree, or more bytes than the
+ * sandbox's disk has free refuse the whole archive.  Nothing is followed
+ * through a symlink, also one the archive itself made.  What fails
+ * midway is undone as far as it made new names (a file it replaced
+ * stays replaced).
+ */
+CORRAL_PUBLIC
+int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
+		     size_t len, struct corral_untar *st, struct corral_err *err);
 
 /*
  * The box's workspace: what it changed (from the overlay's upper layer,

@@ -86,6 +86,9 @@ stage() {	# stage BUILD
 	chmod 4755 "$STAGE/helpers/euid-setuid"
 	cp tests/*.sh tests/*.py tests/*.mjs "$STAGE/tests/"
 	[ -d build/mcp-sdk ] && cp -r build/mcp-sdk "$STAGE/"
+	# Node 22 and the MCP Inspector, next to the SDK as tests/mcp.sh finds them
+	[ -d build/node22 ] && cp -r build/node22 "$STAGE/"
+	[ -d build/inspector ] && cp -r build/inspector "$STAGE/"
 	cp -r clients "$STAGE/"
 	cp -r tests/data "$STAGE/tests/"
 	cp -r policies "$STAGE/"
@@ -131,6 +134,7 @@ as_root_lane() {
 	step "terminals through the daemon as $me ($label)" tests/tty.sh "$b/corral"
 	step "daemon export and snapshots as $me ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $me ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "files and processes as $me ($label)" tests/files.sh "$b/corral"
 	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
 	step "python client as $me ($label)" tests/python_client.sh "$b/corral"
 	step "docs/openapi.json against the daemon ($label)" /usr/bin/python3 tests/openapi.py "$b/corral"
@@ -166,6 +170,8 @@ nobody_lane() {
 	step "serve as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 		"$STAGE/corral" "$STAGE/serve_client"
+	step "files and processes as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody "$STAGE/tests/files.sh" "$STAGE/corral"
 	step "mcp as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
 	step "python client as uid $NOBODY, cgroups delegated ($label)" \

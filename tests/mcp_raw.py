@@ -152,11 +152,18 @@ def protocol(s):
     for name in ("sandbox_create", "sandbox_list", "sandbox_info", "exec", "process_output",
                  "process_kill", "process_list", "process_wait", "file_read", "file_write", "file_list",
                  "file_delete", "sandbox_pause", "sandbox_resume", "sandbox_halt",
-                 "sandbox_destroy", "sandbox_events"):
+                 "sandbox_destroy", "sandbox_events", "sandbox_keepalive", "process_stdin",
+                 "process_signal", "file_mkdir", "file_rename", "archive_read", "archive_write",
+                 "workspace_diff", "workspace_export"):
         t = tools.get(name)
         check(t and t["inputSchema"]["type"] == "object" and t["outputSchema"]["type"] == "object"
               and t["description"] and "readOnlyHint" in t["annotations"],
               "tool %s: schemas, description, annotations" % name)
+    check(tools["exec"]["inputSchema"]["properties"].get("stdin_open", {}).get("type") == "boolean" and
+          "follow" in tools["process_output"]["inputSchema"]["properties"] and
+          "recursive" in tools["file_list"]["inputSchema"]["properties"] and
+          "to" not in tools["workspace_export"]["inputSchema"]["properties"],
+          "the new arguments: stdin_open, follow, recursive; no host path for export")
     check(tools["sandbox_list"]["annotations"]["readOnlyHint"] is True and
           tools["sandbox_destroy"]["annotations"]["destructiveHint"] is True,
           "read-only and destructive hints")

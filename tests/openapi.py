@@ -9,7 +9,11 @@
    both ways.
 3. A real daemon's answers to a session (every route, errors included) are
    each documented (path, method, status, content type) and validate
-   against the document's schemas, with the small validator below.
+   against the document's schemas, with the small validator below; a
+   field the daemon sends that its schema does not list is a failure.
+4. docs/API.md, the prose, names every field and enum value of those
+   schemas, shows every operation and has every error status in its
+   table: what the daemon sends is documented in both, or the test fails.
 Prints "ok - ..." per check and "openapi: N passed, N failed".
 """
 import http.client
@@ -89,7 +93,10 @@ def errors(schema, v, where="$"):
         for k, x in v.items():
             if k in props:
                 out += errors(props[k], x, where + "." + k)
-            elif schema.get("additionalProperties") is False:
+            elif schema.get("additionalProperties") is False or (
+                    props and "additionalProperties" not in schema):
+                # a field the server sends that the document does not name
+                # is drift: an object schema with properties lists them all
                 out.append("%s: %s is not in the schema" % (where, k))
             elif isinstance(schema.get("additionalProperties"), dict):
                 out += errors(schema["additionalProperties"], x, where + "." + k)
@@ -291,6 +298,49 @@ def session(sock):
     ex("POST", base + "/exec", {"command": "true"}, expect=409)
     ex("GET", "/v1/events?sandbox=" + sb["id"], expect=200)
     ex("GET", "/v1/events", expect=200)
+    ex("GET", "/v1/events?sandbox=sb-never", expect=404)
+    ex("DELETE", base, expect=200)
+    harness(ex)
+
+
+def harness(ex):
+    """The file channel and background processes, as harnesses use them."""
+    sb = ex("POST", "/v1/sandboxes", {"labels": {"team": "a"}}, expect=201)
+    if not sb:
+        return
+    base = "/v1/sandboxes/" + sb["id"]
+    ex("GET", "/v1/sandboxes?label=team=a", expect=200)
+    ex("GET", "/v1/sandboxes?nolabel=1", expect=400)
+    ex("POST", base + "/keepalive", {"ttl_seconds": 600}, expect=200)
+    ex("PUT", base + "/files?path=/tmp/d/e/f.txt&parents=1", b"x", "application/octet-stream",
+       expect=201)
+    ex("POST", base + "/files/mkdir", {"path": "/tmp/m/n", "parents": True}, expect=201)
+    ex("POST", base + "/files/mkdir", {"path": "/tmp/m"}, expect=409)
+    ex("POST", base + "/files/rename", {"from": "/tmp/d/e/f.txt", "to": "/tmp/m/f.txt"},
+       expect=200)
+    ex("POST", base + "/exec", {"command": "ln -s /etc /tmp/l"}, expect=200)
+    ex("GET", base + "/files?path=/tmp&list=1&recursive=1", expect=200)
+    tar = ex("GET", base + "/archive?path=/tmp/m", expect=200)
+    if tar:
+        ex("PUT", base + "/archive?path=/tmp/copy", tar, "application/x-tar", expect=201)
+    ex("PUT", base + "/archive?path=/tmp/copy", b"no tar", "application/x-tar", expect=400)
+    p = ex("POST", base + "/processes", {"command": "cat", "stdin_open": True}, expect=201)
+    if not p:
+        return
+    pp = "%s/processes/%d" % (base, p["pid"])
+    ex("POST", pp + "/stdin", b"hello", "application/octet-stream", expect=200)
+    ex("GET", pp + "/wait?timeout_seconds=0", expect=200)
+    ex("POST", pp + "/stdin?eof=1", b"", "application/octet-stream", expect=200)
+    ex("GET", pp + "/wait?timeout_seconds=60", expect=200)
+    ex("GET", pp + "/output?offset=2", expect=200)
+    ex("GET", pp + "/output?follow=1&stream=stderr", expect=200)
+    ex("POST", pp + "/stdin", b"late", "application/octet-stream", expect=409)
+    ex("POST", pp + "/signal", {"signal": "TERM"}, expect=409)
+    q = ex("POST", base + "/processes", {"command": "sleep 100"}, expect=201)
+    if q:
+        ex("POST", "%s/processes/%d/signal" % (base, q["pid"]), {"signal": "TERM"}, expect=200)
+        ex("POST", "%s/processes/%d/signal" % (base, q["pid"]), {"signal": "NOPE"}, expect=400)
+    ex("GET", base + "/processes/99999/wait", expect=404)
     ex("DELETE", base, expect=200)
 
 
@@ -319,8 +369,47 @@ def daemon():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# ---- 4. docs/API.md says what the document does ------------------------------
+
+def fields(node, out):
+    """Every property name and every enum value of the schemas, nested."""
+    if isinstance(node, dict):
+        for k, v in node.get("properties", {}).items():
+            out.add(("field", k))
+        for v in node.get("enum", []):
+            out.add(("value", v))
+        if "const" in node:
+            out.add(("value", node["const"]))
+        for v in node.values():
+            fields(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            fields(v, out)
+
+
+def prose():
+    md = open(os.path.join(REPO, "docs/API.md")).read()
+    names = set()
+    fields(DOC["components"]["schemas"], names)
+    missing = sorted("%s %s" % kv for kv in names if isinstance(kv[1], str) and
+                     not re.search(r'[`"]%s[`"]' % re.escape(kv[1]), md))
+    check(len(names) > 50 and not missing,
+          "docs/API.md names every field and value of the answers (%d)" % len(names), missing)
+    ops = []
+    for path, item in DOC["paths"].items():
+        for m in METHODS:
+            if m in item and not re.search(r"\b%s\s+%s(?![/\w])" % (m.upper(), re.escape(path)), md):
+                ops.append("%s %s" % (m.upper(), path))
+    check(not ops, "docs/API.md shows every operation", ops)
+    codes = {c for item in DOC["paths"].values() for m in METHODS if m in item
+             for c in item[m]["responses"] if c[0] in "45"}
+    undoc = sorted(c for c in codes if not re.search(r"^\| %s \|" % c, md, re.M))
+    check(not undoc, "docs/API.md's error table has every error status", undoc)
+
+
 shape()
 routes()
+prose()
 daemon()
 print("openapi: %d passed, %d failed" % (PASS, FAIL))
 sys.exit(1 if FAIL else 0)

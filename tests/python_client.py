@@ -8,6 +8,7 @@ import sys
 import unittest
 
 import corral
+from corral.client import wait_until
 
 SOCK = os.environ["CORRAL_TEST_SOCKET"]
 
@@ -70,6 +71,76 @@ class ClientTest(unittest.TestCase):
             r = q.wait(timeout=30)
             self.assertIsNotNone(r)
             self.assertEqual(r.exit_code, 4)
+
+    def test_files_tree_and_archives(self):
+        import io
+        import tarfile
+        with self.client.create() as sb:
+            sb.files.write("/tmp/t/a/b.txt", "b", parents=True)
+            sb.files.mkdir("/tmp/t/c", mode=0o700)
+            sb.files.rename("/tmp/t/a/b.txt", "/tmp/t/c/b.txt")
+            tree = [(e["name"], e["type"], e["mode"]) for e in sb.files.list("/tmp/t", recursive=True)]
+            self.assertEqual(tree, [("a", "dir", "0755"), ("c", "dir", "0700"),
+                                    ("c/b.txt", "file", "0644")])
+            with self.assertRaises(corral.Conflict):
+                sb.files.mkdir("/tmp/t/c")
+            tar = sb.files.archive("/tmp/t")
+            names = sorted(tarfile.open(fileobj=io.BytesIO(tar)).getnames())
+            self.assertEqual(names, ["a", "c", "c/b.txt"])
+            self.assertEqual(sb.files.unpack("/tmp/u", tar)["entries"], 3)
+            self.assertEqual(sb.files.read_text("/tmp/u/c/b.txt"), "b")
+            bad = io.BytesIO()
+            with tarfile.open(fileobj=bad, mode="w") as t:
+                i = tarfile.TarInfo("../escape")
+                i.size = 1
+                t.addfile(i, io.BytesIO(b"x"))
+            with self.assertRaises(corral.Forbidden):
+                sb.files.unpack("/tmp/v", bad.getvalue())
+
+    def test_process_stdin_signal_output(self):
+        with self.client.create() as sb:
+            p = sb.start("cat", stdin_open=True)
+            p.write_stdin("one\n")
+            p.write_stdin(b"two\n", eof=True)
+            seen = []
+            out = p.output(follow=True, on_stdout=seen.append)
+            self.assertEqual(out["stdout"], "one\ntwo\n")
+            self.assertEqual("".join(seen), "one\ntwo\n")
+            self.assertEqual(out["next_offset"]["stdout"], 8)
+            self.assertEqual(out["result"].exit_code, 0)
+            self.assertEqual(p.output(offset=4, stream="stdout")["stdout"], "two\n")
+            with self.assertRaises(corral.Conflict):
+                p.write_stdin("late")
+            q = sb.start('trap "exit 9" USR1; echo ready; while :; do sleep 0.05; done')
+            wait_until(lambda: "ready" in q.info()["stdout"], 30)
+            q.signal("USR1")
+            self.assertEqual(q.wait(timeout=30).exit_code, 9)
+            with self.assertRaises(corral.Conflict):
+                q.signal("TERM")
+
+    def test_keepalive_labels_diff_export(self):
+        ws = os.path.join(os.environ.get("TMPDIR", "/tmp"), "py-ws-%d" % os.getpid())
+        os.mkdir(ws)
+        try:
+            with open(os.path.join(ws, "a.txt"), "w") as f:
+                f.write("a\n")
+            with self.client.create(workspace=ws, ttl_seconds=600,
+                                    labels={"suite": "py-%d" % os.getpid()}) as sb:
+                self.assertTrue(sb.keepalive(3600)["expires_at"])
+                self.assertEqual([s.id for s in self.client.list(
+                    labels={"suite": "py-%d" % os.getpid()})], [sb.id])
+                self.assertEqual(self.client.list(labels={"suite": "none"}), [])
+                self.assertTrue(sb.run("echo new > /workspace/n.txt").ok)
+                changes = {c["path"]: c["change"] for c in sb.diff()}
+                self.assertEqual(changes, {"n.txt": "added"})
+                self.assertIn("+++ b/n.txt", sb.diff(patch=True))
+                rep = sb.export(patch=True)
+                self.assertIn("n.txt", rep["patch"])
+                with self.assertRaises(ValueError):
+                    sb.export()
+        finally:
+            import shutil
+            shutil.rmtree(ws)
 
     def test_pause_resume_halt(self):
         sb = self.client.create()

@@ -135,6 +135,44 @@ TEST(routes_sandbox)
 	CHECK(r && r->on_sandbox == sandbox_halt);
 }
 
+TEST(routes_process_and_file_verbs)
+{
+	const struct api_route *r;
+	const char *rest;
+
+	/* a '*' inside a pattern is one segment; the handler gets "PID/verb" */
+	CHECK(route(api_sandbox_routes, "/processes/12/stdin", EVHTTP_REQ_POST, &r,
+		    &rest) == 0);
+	CHECK(r && r->on_sandbox == proc_stdin && rest && !strcmp(rest, "12/stdin"));
+	CHECK(route(api_sandbox_routes, "/processes/12/signal", EVHTTP_REQ_POST, &r,
+		    &rest) == 0);
+	CHECK(r && r->on_sandbox == proc_signal);
+	CHECK(route(api_sandbox_routes, "/processes/7/output", EVHTTP_REQ_GET, &r,
+		    &rest) == 0);
+	CHECK(r && r->on_sandbox == proc_output && !strcmp(rest, "7/output"));
+	CHECK(route(api_sandbox_routes, "/processes/7/wait", EVHTTP_REQ_GET, &r,
+		    &rest) == 0);
+	CHECK(r && r->on_sandbox == proc_wait);
+	/* no segment, or two, is not the verb's route */
+	CHECK(route(api_sandbox_routes, "/processes//stdin", EVHTTP_REQ_POST, &r,
+		    &rest) == 405);
+	CHECK(route(api_sandbox_routes, "/processes/1/2/stdin", EVHTTP_REQ_POST, &r,
+		    &rest) == 405);
+	CHECK(route(api_sandbox_routes, "/processes/1/stdinx", EVHTTP_REQ_POST, &r,
+		    &rest) == 405);
+	CHECK(route(api_sandbox_routes, "/files/mkdir", EVHTTP_REQ_POST, &r, &rest) == 0);
+	CHECK(r && r->on_sandbox == files_mkdir);
+	CHECK(route(api_sandbox_routes, "/files/rename", EVHTTP_REQ_POST, &r, &rest) == 0);
+	CHECK(r && r->on_sandbox == files_rename);
+	CHECK(route(api_sandbox_routes, "/files/mkdir", EVHTTP_REQ_GET, &r, &rest) == 405);
+	CHECK(route(api_sandbox_routes, "/archive", EVHTTP_REQ_GET, &r, &rest) == 0);
+	CHECK(r && r->on_sandbox == archive_get);
+	CHECK(route(api_sandbox_routes, "/archive", EVHTTP_REQ_PUT, &r, &rest) == 0);
+	CHECK(r && r->on_sandbox == archive_put);
+	CHECK(route(api_sandbox_routes, "/keepalive", EVHTTP_REQ_POST, &r, &rest) == 0);
+	CHECK(r && r->on_sandbox == sandbox_keepalive);
+}
+
 TEST(routes_sandbox_404_405)
 {
 	const struct api_route *r;

@@ -202,7 +202,9 @@ static int print_entry(const json_t *e)
 	char mode[11], *safe;
 	int n;
 
-	mode_string(type, json_integer_value(json_object_get(e, "mode")), mode);
+	/* the daemon says a mode as octal digits, "0644" */
+	mode_string(type, strtol(json_string_value(json_object_get(e, "mode")) ?: "0",
+				 NULL, 8), mode);
 	safe = printable(name ? name : "?", name ? strlen(name) : 1);
 	if (!safe)
 		return out_of_memory("listing the directory");

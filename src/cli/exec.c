@@ -43,7 +43,7 @@ static const struct verb exec_verb = {
 "                       the daemon keeps a bounded amount of each stream\n"
 "  --json               print only the result object (status, exit_code,\n"
 "                       signal, reason, stdout, stderr, *_truncated,\n"
-"                       duration_ms, sandbox, tool_call, ...), the one\n"
+"                       duration_ms, sandbox, tool_call_id, ...), the one\n"
 "                       `corral run --json` prints; implies --no-stream\n"
 "  -t, --tty            give COMMAND a terminal: a pty made inside the\n"
 "                       sandbox, joined to corral's own (raw while it runs,\n"

@@ -95,6 +95,8 @@ struct mcp_http {
 	int (*line)(void *arg, char *line, size_t len);
 	void *arg;
 	atomic_bool *cancel;		/* set: the transfer ends, the call dies */
+	uint64_t deadline_ms;		/* corral_now_ms(): the transfer ends then (0: none) */
+	bool timed_out;			/* it did: what came is the answer so far */
 };
 
 /*

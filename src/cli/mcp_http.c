@@ -86,6 +86,10 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 {
 	struct transfer *t = arg;
 
+	if (t->h->deadline_ms && corral_now_ms() >= t->h->deadline_ms) {
+		t->h->timed_out = true;
+		return 1;
+	}
 	return t->h->cancel && atomic_load(t->h->cancel) ? 1 : 0;
 }
 
@@ -183,8 +187,14 @@ int mcp_http_do(const struct mcp_daemon *d, const char *method,
 	rc = setup(d, t.curl, url, method, body, body_len, hdr, &t, errbuf);
 	if (rc == CURLE_OK)
 		rc = curl_easy_perform(t.curl);
+	/* a deadline reached is an answer cut short, not a failure */
+	if (rc == CURLE_ABORTED_BY_CALLBACK && h->timed_out &&
+	    curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &h->status) == CURLE_OK) {
+		ret = 0;
+		goto out;
+	}
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
-		*why = strdup("cancelled");
+		*why = strdup(h->timed_out ? "no answer before the deadline" : "cancelled");
 		goto out;
 	}
 	if (t.too_large) {

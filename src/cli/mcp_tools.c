@@ -8,6 +8,9 @@
  * are the command's story, told in structuredContent and in the text);
  * isError is for the tool failing: no such sandbox, bad arguments, the
  * daemon refusing, the operator's policy refusing.
+ *
+ * Host paths are the operator's: no tool takes one (an export writes only
+ * onto the workspace the operator's policy offered, or answers a patch).
  */
 #include "mcp.h"
 
@@ -20,7 +23,7 @@
 #define PROGRESS_CHUNK_MAX	4096	/* of output a progress message carries */
 #define EVENTS_DEFAULT		50
 #define EVENTS_MAX		1000
-#define WAIT_POLL_MS		200	/* process_wait's pace */
+#define FOLLOW_DEFAULT_S	30	/* process_output follow:true, at most */
 
 /* ---- results ------------------------------------------------------------- */
 
@@ -226,9 +229,51 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 	}
 }
 
+/* labels {"k": "v"} as ?label=k=v&...: the sandboxes with all of them */
 static json_t *t_list(struct mcp_call *c, struct args *g)
 {
-	return simple(c, "GET", strdup("/v1/sandboxes"), NULL);
+	json_t *labels = json_object_get(g->a, "labels"), *v;
+	char *path = strdup("/v1/sandboxes"), *kv, *esc, *grown;
+	const char *k;
+
+	if (labels && !json_is_object(labels))
+		bad(g, "labels must be an object of strings");
+	json_object_foreach(labels, k, v) {
+		if (!json_is_string(v)) {
+			bad(g, "labels.%s must be a string", k);
+			break;
+		}
+		if (asprintf(&kv, "%s=%s", k, json_string_value(v)) < 0)
+			kv = NULL;
+		esc = kv ? mcp_escape(kv) : NULL;
+		if (!path || !esc || asprintf(&grown, "%s%slabel=%s", path,
+					      strchr(path, '?') ? "&" : "?", esc) < 0)
+			grown = NULL;
+		free(kv);
+		free(esc);
+		free(path);
+		path = grown;
+	}
+	if (g->why) {
+		free(path);
+		return NULL;
+	}
+	return simple(c, "GET", path, NULL);
+}
+
+static json_t *t_keepalive(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	json_t *t = json_object_get(g->a, "ttl_seconds"), *body, *r;
+
+	if (t && (!json_is_number(t) || json_number_value(t) < 0))
+		bad(g, "ttl_seconds must be a number of seconds, 0 for none");
+	if (g->why)
+		return NULL;
+	body = t ? json_pack("{s:O}", "ttl_seconds", t) : json_object();
+	r = simple(c, "POST", mcp_sandbox_path(id, "/keepalive"), body);
+	json_decref(body);
+	return r;
 }
 
 static json_t *t_info(struct mcp_call *c, struct args *g)
@@ -273,6 +318,88 @@ static json_t *t_destroy(struct mcp_call *c, struct args *g)
 	const char *id = arg_id(g);
 
 	return g->why ? NULL : simple(c, "DELETE", mcp_sandbox_path(id, ""), NULL);
+}
+
+/* ---- bytes as base64 -------------------------------------------------------- */
+
+static const char b64[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64_encode(const unsigned char *p, size_t n)
+{
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = p[i] << 16 | (i + 1 < n ? p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+
+		*o++ = b64[v >> 18 & 63];
+		*o++ = b64[v >> 12 & 63];
+		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? b64[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Strict base64 (whitespace skipped); -1 on anything else. */
+static int b64_decode(const char *s, unsigned char **out, size_t *len)
+{
+	size_t n = strlen(s), j = 0, pad = 0;
+	unsigned v = 0, k = 0;
+	unsigned char *p = malloc(n / 4 * 3 + 3);
+
+	if (!p)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *c;
+
+		if (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')
+			continue;
+		if (s[i] == '=') {
+			pad++;
+			continue;
+		}
+		c = strchr(b64, s[i]);
+		if (!c || !s[i] || pad) {
+			free(p);
+			return -1;
+		}
+		v = v << 6 | (unsigned)(c - b64);
+		if (++k == 4) {
+			p[j++] = v >> 16;
+			p[j++] = v >> 8;
+			p[j++] = v;
+			v = k = 0;
+		}
+	}
+	if (k == 1 || pad > 2) {
+		free(p);
+		return -1;
+	}
+	if (k == 2)
+		p[j++] = v >> 4;
+	if (k == 3) {
+		p[j++] = v >> 10;
+		p[j++] = v >> 2;
+	}
+	*out = p;
+	*len = j;
+	return 0;
+}
+
+static char *file_path_to(struct args *g, const char *id, const char *route,
+			  const char *tail);
+
+static const char *arg_encoding(struct args *g)
+{
+	const char *e = arg_str(g, "encoding", false);
+
+	if (e && strcmp(e, "text") && strcmp(e, "base64"))
+		bad(g, "encoding must be \"text\" or \"base64\"");
+	return e ? e : "text";
 }
 
 /* ---- exec ------------------------------------------------------------------ */
@@ -322,6 +449,8 @@ static json_t *exec_body(struct mcp_call *c, struct args *g)
 		json_object_set(body, "env", env);
 	if (body && in)
 		json_object_set_new(body, "stdin", json_string(in));
+	if (body && arg_bool(g, "stdin_open"))
+		json_object_set_new(body, "stdin_open", json_true());
 	if (!body)
 		bad(g, "out of memory");
 	return body;
@@ -421,6 +550,11 @@ static json_t *t_exec(struct mcp_call *c, struct args *g)
 
 	if (!body)
 		return NULL;
+	if (!background && json_object_get(body, "stdin_open")) {
+		json_decref(body);
+		bad(g, "stdin_open is for background:true (then process_stdin writes to it)");
+		return NULL;
+	}
 	if (!background) {
 		r = run_foreground(c, id, body);
 		json_decref(body);
@@ -438,15 +572,21 @@ static json_t *t_exec(struct mcp_call *c, struct args *g)
 	return tool_ok(o);
 }
 
-static char *proc_path(struct args *g, const char *id)
+/* .../processes/PID + verb ("", "/wait", "/stdin?eof=1" ...) */
+static char *proc_path_to(struct args *g, const char *id, const char *verb)
 {
 	json_int_t pid = arg_int(g, "pid", true, 1, 1 << 22, 0);
-	char rest[64];
+	char rest[160];
 
 	if (g->why)
 		return NULL;
-	snprintf(rest, sizeof(rest), "/processes/%lld", (long long)pid);
+	snprintf(rest, sizeof(rest), "/processes/%lld%s", (long long)pid, verb);
 	return mcp_sandbox_path(id, rest);
+}
+
+static char *proc_path(struct args *g, const char *id)
+{
+	return proc_path_to(g, id, "");
 }
 
 static json_t *t_proc_list(struct mcp_call *c, struct args *g)
@@ -456,12 +596,104 @@ static json_t *t_proc_list(struct mcp_call *c, struct args *g)
 	return g->why ? NULL : simple(c, "GET", mcp_sandbox_path(id, "/processes"), NULL);
 }
 
+/* The output lines of .../output gathered: text a stream, offsets, the end. */
+struct gather {
+	struct mcp_call *c;
+	json_t *text[2];		/* stdout, stderr: strings grown */
+	json_int_t next[2];		/* the offset after what came */
+	json_int_t dropped;
+	json_t *result;			/* the end line's, once ended */
+	bool gone;
+};
+
+static int on_output_line(void *arg, char *line, size_t len)
+{
+	struct gather *o = arg;
+	json_t *v = json_loadb(line, len, 0, NULL);
+	const char *type = json_string_value(json_object_get(v, "type"));
+	const char *data = json_string_value(json_object_get(v, "data"));
+	int no = !type ? -1 : !strcmp(type, "stdout") ? 0 : !strcmp(type, "stderr") ? 1 : -1;
+
+	if (no >= 0 && data) {
+		char *grown, *msg;
+
+		if (asprintf(&grown, "%s%s", json_string_value(o->text[no]), data) >= 0) {
+			json_string_set(o->text[no], grown);
+			free(grown);
+		}
+		o->next[no] = json_integer_value(json_object_get(v, "offset")) + strlen(data);
+		if (asprintf(&msg, "%s: %.*s", type, PROGRESS_CHUNK_MAX, data) >= 0) {
+			mcp_progress(o->c, msg);
+			free(msg);
+		}
+	} else if (type && !strcmp(type, "dropped")) {
+		o->dropped += json_integer_value(json_object_get(v, "bytes"));
+	} else if (type && !strcmp(type, "end")) {
+		json_decref(o->result);
+		o->result = json_incref(json_object_get(v, "result"));
+	} else if (type && !strcmp(type, "gone")) {
+		o->gone = true;
+	}
+	json_decref(v);
+	return 0;
+}
+
+/*
+ * The output from offset on; with follow, what comes until the process
+ * ends or timeout_seconds pass (each piece a progress message meanwhile).
+ * stdout_next_offset / stderr_next_offset are where to go on from.
+ */
 static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 {
-	const char *id = arg_id(g);
-	char *path = g->why ? NULL : proc_path(g, id);
+	const char *id = arg_id(g), *stream = arg_str(g, "stream", false);
+	json_int_t off = arg_int(g, "offset", false, 0, INT64_MAX, 0);
+	bool follow = arg_bool(g, "follow");
+	json_int_t secs = arg_int(g, "timeout_seconds", false, 1, 3600, FOLLOW_DEFAULT_S);
+	struct gather o = { .c = c, .text = { json_string(""), json_string("") },
+			    .next = { off, off } };
+	struct mcp_http h = { .cancel = &c->cancelled, .line = on_output_line, .arg = &o };
+	char verb[160], *path = NULL, *why = NULL;
+	json_t *r = NULL;
 
-	return g->why ? NULL : simple(c, "GET", path, NULL);
+	if (stream && strcmp(stream, "stdout") && strcmp(stream, "stderr") &&
+	    strcmp(stream, "both"))
+		bad(g, "stream must be stdout, stderr or both");
+	snprintf(verb, sizeof(verb), "/output?offset=%lld&stream=%s%s", (long long)off,
+		 stream ? stream : "both", follow ? "&follow=1" : "");
+	if (!g->why)
+		path = proc_path_to(g, id, verb);
+	if (g->why)
+		goto out;
+	if (follow)
+		h.deadline_ms = corral_now_ms() + (uint64_t)secs * 1000;
+	if (!path || !o.text[0] || !o.text[1])
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	else
+	{
+		json_t *v = json_pack("{s:O, s:O, s:I, s:I, s:I, s:s}",
+				      "stdout", o.text[0], "stderr", o.text[1],
+				      "stdout_next_offset", o.next[0],
+				      "stderr_next_offset", o.next[1],
+				      "dropped_bytes", o.dropped, "state",
+				      o.result ? "exited" : o.gone ? "gone" : "running");
+
+		/* no result key while it runs: the schema's result is an object */
+		if (v && o.result)
+			json_object_set(v, "result", o.result);
+		r = v ? tool_ok(v) : tool_error("out of memory");
+	}
+out:
+	json_decref(o.text[0]);
+	json_decref(o.text[1]);
+	json_decref(o.result);
+	mcp_http_free(&h);
+	free(path);
+	free(why);
+	return r;
 }
 
 static json_t *t_proc_kill(struct mcp_call *c, struct args *g)
@@ -472,116 +704,86 @@ static json_t *t_proc_kill(struct mcp_call *c, struct args *g)
 	return g->why ? NULL : simple(c, "DELETE", path, NULL);
 }
 
-/*
- * Until the process ends or timeout_seconds pass: its record either way (a
- * process still running is an answer, not a failure).  The API has no
- * wait, so this asks every WAIT_POLL_MS; a cancel ends it.
- */
+/* Until the process ends or timeout_seconds pass: its record either way. */
 static json_t *t_proc_wait(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g);
 	json_int_t secs = arg_int(g, "timeout_seconds", false, 1, 3600, 30);
-	char *path = g->why ? NULL : proc_path(g, id);
-	uint64_t until = corral_now_ms() + (uint64_t)secs * 1000;
-	json_t *o = NULL, *err;
+	char verb[64];
 
+	snprintf(verb, sizeof(verb), "/wait?timeout_seconds=%lld", (long long)secs);
+	{
+		char *path = g->why ? NULL : proc_path_to(g, id, verb);
+
+		return g->why ? NULL : simple(c, "GET", path, NULL);
+	}
+}
+
+static json_t *t_proc_stdin(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *enc = arg_encoding(g);
+	const char *data = arg_str(g, "data", false);
+	bool eof = arg_bool(g, "eof");
+	char *path = g->why ? NULL : proc_path_to(g, id, eof ? "/stdin?eof=1" : "/stdin");
+	struct mcp_http h = { .cancel = &c->cancelled };
+	unsigned char *bytes = NULL;
+	size_t len = data ? json_string_length(json_object_get(g->a, "data")) : 0;
+	char *why = NULL;
+	json_t *r = NULL, *o;
+
+	if (!data && !eof)
+		bad(g, "give data, eof:true, or both");
+	if (!g->why && data && !strcmp(enc, "base64") && b64_decode(data, &bytes, &len) < 0)
+		bad(g, "data is not valid base64");
 	if (g->why) {
 		free(path);
 		return NULL;
 	}
-	for (;;) {
-		err = call_json(c, "GET", path, NULL, &o);
-		if (err || !strcmp(json_string_value(json_object_get(o, "state")) ?: "", "exited") ||
-		    corral_now_ms() >= until || atomic_load(&c->cancelled))
-			break;
-		json_decref(o);
-		o = NULL;
-		usleep(WAIT_POLL_MS * 1000);
-	}
+	if (!path)
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "POST", path, bytes ? (char *)bytes : data ? data : "",
+			     len, "Content-Type: application/octet-stream", &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)))
+		r = tool_error("the daemon's answer is not JSON");
+	else
+		r = tool_ok(o);
+	mcp_http_free(&h);
+	free(bytes);
 	free(path);
-	return err ? err : tool_ok(o);
+	free(why);
+	return r;
+}
+
+static json_t *t_proc_signal(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g);
+	json_t *sig = json_object_get(g->a, "signal"), *body, *r;
+	char *path;
+
+	if (!sig || (!json_is_string(sig) && !json_is_integer(sig)))
+		bad(g, "signal is required: a name (\"TERM\", \"INT\", \"KILL\", \"USR1\" ...) or a number");
+	path = g->why ? NULL : proc_path_to(g, id, "/signal");
+	if (g->why)
+		return NULL;
+	body = json_pack("{s:O}", "signal", sig);
+	r = simple(c, "POST", path, body);
+	json_decref(body);
+	return r;
 }
 
 /* ---- files ------------------------------------------------------------------ */
 
-static const char b64[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64_encode(const unsigned char *p, size_t n)
-{
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = p[i] << 16 | (i + 1 < n ? p[i + 1] << 8 : 0) |
-			     (i + 2 < n ? p[i + 2] : 0);
-
-		*o++ = b64[v >> 18 & 63];
-		*o++ = b64[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
-/* Strict base64 (whitespace skipped); -1 on anything else. */
-static int b64_decode(const char *s, unsigned char **out, size_t *len)
-{
-	size_t n = strlen(s), j = 0, pad = 0;
-	unsigned v = 0, k = 0;
-	unsigned char *p = malloc(n / 4 * 3 + 3);
-
-	if (!p)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		const char *c;
-
-		if (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')
-			continue;
-		if (s[i] == '=') {
-			pad++;
-			continue;
-		}
-		c = strchr(b64, s[i]);
-		if (!c || !s[i] || pad) {
-			free(p);
-			return -1;
-		}
-		v = v << 6 | (unsigned)(c - b64);
-		if (++k == 4) {
-			p[j++] = v >> 16;
-			p[j++] = v >> 8;
-			p[j++] = v;
-			v = k = 0;
-		}
-	}
-	if (k == 1 || pad > 2) {
-		free(p);
-		return -1;
-	}
-	if (k == 2)
-		p[j++] = v >> 4;
-	if (k == 3) {
-		p[j++] = v >> 10;
-		p[j++] = v >> 2;
-	}
-	*out = p;
-	*len = j;
-	return 0;
-}
-
-static const char *arg_encoding(struct args *g)
-{
-	const char *e = arg_str(g, "encoding", false);
-
-	if (e && strcmp(e, "text") && strcmp(e, "base64"))
-		bad(g, "encoding must be \"text\" or \"base64\"");
-	return e ? e : "text";
-}
-
 static char *file_path(struct args *g, const char *id, bool list)
+{
+	return file_path_to(g, id, "/files", list ? "&list=1" : "");
+}
+
+/* The escaped path argument ("path") under route, then tail. */
+static char *file_path_to(struct args *g, const char *id, const char *route,
+			  const char *tail)
 {
 	const char *path = arg_str(g, "path", true);
 	char *esc, *rest, *p;
@@ -593,7 +795,7 @@ static char *file_path(struct args *g, const char *id, bool list)
 		return NULL;
 	}
 	esc = mcp_escape(path);
-	if (!esc || asprintf(&rest, "/files?path=%s%s", esc, list ? "&list=1" : "") < 0) {
+	if (!esc || asprintf(&rest, "%s?path=%s%s", route, esc, tail) < 0) {
 		free(esc);
 		return NULL;
 	}
@@ -607,7 +809,9 @@ static json_t *t_write(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g), *enc = arg_encoding(g);
 	const char *content = arg_str(g, "content", true);
-	char *path = g->why ? NULL : file_path(g, id, false), *why = NULL;
+	bool parents = arg_bool(g, "parents");
+	char *path = g->why ? NULL : file_path_to(g, id, "/files", parents ? "&parents=1" : ""),
+	     *why = NULL;
 	struct mcp_http h = { .cancel = &c->cancelled };
 	unsigned char *bytes = NULL;
 	size_t len = 0;
@@ -682,7 +886,9 @@ static json_t *t_read(struct mcp_call *c, struct args *g)
 static json_t *t_files(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g);
-	char *path = g->why ? NULL : file_path(g, id, true);
+	bool recursive = arg_bool(g, "recursive");
+	char *path = g->why ? NULL : file_path_to(g, id, "/files", recursive ?
+						   "&list=1&recursive=1" : "&list=1");
 
 	return g->why ? NULL : simple(c, "GET", path, NULL);
 }
@@ -693,6 +899,169 @@ static json_t *t_delete_file(struct mcp_call *c, struct args *g)
 	char *path = g->why ? NULL : file_path(g, id, false);
 
 	return g->why ? NULL : simple(c, "DELETE", path, NULL);
+}
+
+static json_t *t_mkdir(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *path = arg_str(g, "path", true);
+	bool parents = arg_bool(g, "parents");
+	json_t *body, *r;
+
+	if (g->why)
+		return NULL;
+	body = json_pack("{s:s, s:b}", "path", path, "parents", parents);
+	r = simple(c, "POST", mcp_sandbox_path(id, "/files/mkdir"), body);
+	json_decref(body);
+	return r;
+}
+
+static json_t *t_rename(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *from = arg_str(g, "from", true);
+	const char *to = arg_str(g, "to", true);
+	bool over = arg_bool(g, "overwrite");
+	json_t *body, *r;
+
+	if (g->why)
+		return NULL;
+	body = json_pack("{s:s, s:s, s:b}", "from", from, "to", to, "overwrite", over);
+	r = simple(c, "POST", mcp_sandbox_path(id, "/files/rename"), body);
+	json_decref(body);
+	return r;
+}
+
+/* A directory as a tar archive, in base64. */
+static json_t *t_archive_read(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *dir = arg_str(g, "path", true);
+	char *path = g->why ? NULL : file_path_to(g, id, "/archive", ""), *why = NULL, *b = NULL;
+	struct mcp_http h = { .cancel = &c->cancelled, .max = FILE_MAX };
+	json_t *r = NULL;
+
+	if (g->why)
+		return NULL;
+	if (!path)
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	else if (!(b = b64_encode((unsigned char *)(h.buf ? h.buf : ""), h.len)))
+		r = tool_error("out of memory");
+	else
+		r = tool_ok(json_pack("{s:s, s:I, s:s, s:s}", "path", dir, "size",
+				      (json_int_t)h.len, "encoding", "base64",
+				      "content", b));
+	free(b);
+	mcp_http_free(&h);
+	free(path);
+	free(why);
+	return r;
+}
+
+/* A tar archive (base64, plain or gzip'd) unpacked into a directory. */
+static json_t *t_archive_write(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *content = arg_str(g, "content", true);
+	char *path = g->why ? NULL : file_path_to(g, id, "/archive", ""), *why = NULL;
+	struct mcp_http h = { .cancel = &c->cancelled };
+	unsigned char *bytes = NULL;
+	size_t len = 0;
+	json_t *r = NULL, *o;
+
+	if (!g->why && b64_decode(content, &bytes, &len) < 0)
+		bad(g, "content is not valid base64 (a tar archive, plain or gzip'd, in base64)");
+	if (g->why) {
+		free(path);
+		return NULL;
+	}
+	if (!path)
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "PUT", path, (char *)bytes, len,
+			     "Content-Type: application/x-tar", &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)))
+		r = tool_error("the daemon's answer is not JSON");
+	else
+		r = tool_ok(o);
+	mcp_http_free(&h);
+	free(bytes);
+	free(path);
+	free(why);
+	return r;
+}
+
+/* ---- the workspace: diff and export --------------------------------------- */
+
+static json_t *t_diff(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *sub = arg_str(g, "path", false);
+	bool patch = arg_bool(g, "patch");
+	struct mcp_http h = { .cancel = &c->cancelled, .max = FILE_MAX };
+	char *esc = NULL, *rest = NULL, *path = NULL, *why = NULL;
+	json_t *r = NULL, *changes;
+
+	if (g->why)
+		return NULL;
+	if (sub && !(esc = mcp_escape(sub)))
+		return tool_error("out of memory");
+	if (asprintf(&rest, "/diff%s%s%s%s", sub || patch ? "?" : "",
+		     sub ? "path=" : "", sub ? esc : "",
+		     patch ? (sub ? "&format=patch" : "format=patch") : "") < 0)
+		rest = NULL;
+	path = rest ? mcp_sandbox_path(id, rest) : NULL;
+	if (!path)
+		r = tool_error("out of memory");
+	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
+		r = tool_error("%s", why);
+	else if (h.status < 200 || h.status >= 300)
+		r = daemon_refused(&h);
+	else if (patch)
+		r = tool_ok(json_pack("{s:s, s:s%}", "format", "patch", "patch",
+				      h.buf ? h.buf : "", h.len));
+	else if (!(changes = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)) ||
+		 !json_is_array(changes))
+		r = tool_error("the daemon's diff is not a JSON array");
+	else
+		r = tool_ok(json_pack("{s:s, s:o}", "format", "changes", "changes", changes));
+	mcp_http_free(&h);
+	free(esc);
+	free(rest);
+	free(path);
+	free(why);
+	return r;
+}
+
+/*
+ * patch: the git patch of what may leave, in the answer; apply: the
+ * changes onto the host workspace the sandbox was made on (the operator
+ * offered it), a host file changed since then a conflict, never
+ * overwritten.  An export "to" a new host directory is not offered: a
+ * model names no host path.
+ */
+static json_t *t_export(struct mcp_call *c, struct args *g)
+{
+	const char *id = arg_id(g), *mode = arg_str(g, "mode", false);
+	json_t *risky = json_object_get(g->a, "allow_risky"), *body, *r, *v;
+	size_t i;
+
+	if (mode && strcmp(mode, "patch") && strcmp(mode, "apply"))
+		bad(g, "mode must be \"patch\" (the default) or \"apply\"");
+	if (risky && !json_is_array(risky))
+		bad(g, "allow_risky must be a list of globs");
+	json_array_foreach(risky, i, v)
+		if (!json_is_string(v))
+			bad(g, "allow_risky[%zu] must be a string", i);
+	if (g->why)
+		return NULL;
+	body = json_pack("{s:b}", mode && !strcmp(mode, "apply") ? "apply" : "patch", 1);
+	if (body && risky)
+		json_object_set(body, "allow_risky", risky);
+	r = simple(c, "POST", mcp_sandbox_path(id, "/export"), body);
+	json_decref(body);
+	return r;
 }
 
 /* ---- events ----------------------------------------------------------------- */
@@ -792,6 +1161,13 @@ struct tool {
 	"\"pid\": {\"type\": \"integer\"}, \"tool_call_id\": {\"type\": \"string\"}}, " \
 	"\"required\": [\"status\"]}"
 
+#define OUTPUT_OUT "{\"type\": \"object\", \"properties\": {" \
+	"\"state\": {\"type\": \"string\", \"enum\": [\"running\", \"exited\", \"gone\"]}, " \
+	"\"stdout\": {\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"}, " \
+	"\"stdout_next_offset\": {\"type\": \"integer\"}, \"stderr_next_offset\": {\"type\": \"integer\"}, " \
+	"\"dropped_bytes\": {\"type\": \"integer\"}, \"result\": {\"type\": \"object\"}}, " \
+	"\"required\": [\"state\", \"stdout\", \"stderr\"]}"
+
 #define PROC_OUT "{\"type\": \"object\", \"properties\": {" \
 	"\"pid\": {\"type\": \"integer\"}, \"tool_call_id\": {\"type\": \"string\"}, " \
 	"\"argv\": {\"type\": \"array\"}, \"state\": {\"type\": \"string\"}, " \
@@ -814,9 +1190,12 @@ static const struct tool tools[] = {
 	  "\"ttl_seconds\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Destroy the sandbox after this many seconds (0: never).\"}, "
 	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Your own key/value tags.\"}",
 	  "[]", SANDBOX_OUT, false, false, false, t_create },
-	{ "sandbox_list", "List sandboxes", "List the sandboxes with their state (running, idle, frozen, paused, halted, dead).",
-	  "", "[]", "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": " SANDBOX_OUT "}}, \"required\": [\"sandboxes\"]}",
+	{ "sandbox_list", "List sandboxes", "List the sandboxes with their state (running, idle, frozen, paused, halted, dead); labels keeps those that have all of them.",
+	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Only sandboxes with these labels.\"}", "[]", "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": " SANDBOX_OUT "}}, \"required\": [\"sandboxes\"]}",
 	  true, false, true, t_list },
+	{ "sandbox_keepalive", "Keep a sandbox alive", "Restart a sandbox's TTL from now (ttl_seconds: a new one; 0: none), so that it is not destroyed while still in use. Returns it, with expires_at.",
+	  ID_PROP ", \"ttl_seconds\": {\"type\": \"number\", \"minimum\": 0, \"description\": \"The new TTL in seconds (default: the sandbox's own).\"}",
+	  "[\"sandbox_id\"]", SANDBOX_OUT, false, false, true, t_keepalive },
 	{ "sandbox_info", "Describe a sandbox", "A sandbox's state, limits, halt reason and meters (CPU, memory, calls).",
 	  ID_PROP, "[\"sandbox_id\"]", SANDBOX_OUT, true, false, true, t_info },
 	{ "exec", "Run a command in a sandbox",
@@ -831,13 +1210,39 @@ static const struct tool tools[] = {
 	  "\"env\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Environment variables to set.\"}, "
 	  "\"stdin\": {\"type\": \"string\", \"description\": \"Text given to the command's standard input.\"}, "
 	  "\"timeout_seconds\": {\"type\": \"number\", \"exclusiveMinimum\": 0, \"description\": \"Kill the command after this many seconds (default 60, at most the operator's limit).\"}, "
-	  "\"background\": {\"type\": \"boolean\", \"description\": \"Start it and return its pid without waiting.\"}",
+	  "\"background\": {\"type\": \"boolean\", \"description\": \"Start it and return its pid without waiting.\"}, "
+	  "\"stdin_open\": {\"type\": \"boolean\", \"description\": \"With background: keep its standard input open; write to it with process_stdin.\"}",
 	  "[\"sandbox_id\"]", EXEC_OUT, false, true, false, t_exec },
 	{ "process_list", "List background processes", "The sandbox's background processes (running and ended), without their output.",
 	  ID_PROP, "[\"sandbox_id\"]", "{\"type\": \"object\", \"properties\": {\"processes\": {\"type\": \"array\"}}, \"required\": [\"processes\"]}",
 	  true, false, true, t_proc_list },
-	{ "process_output", "Read a background process", "A background process's state, its output so far (the last 64 KiB of each stream) and, once it ended, its result.",
-	  ID_PROP ", " PID_PROP, "[\"sandbox_id\", \"pid\"]", PROC_OUT, true, false, true, t_proc_output },
+	{ "process_output", "Read a background process's output",
+	  "A background process's output from offset on (what is kept: the last 64 KiB of each stream; dropped_bytes says how much before that is gone), "
+	  "and its result once it ended. With follow:true it waits for more and returns when the process ends or timeout_seconds pass. "
+	  "Call again with offset set to stdout_next_offset (and stream stdout, or stderr with stderr_next_offset) to read only what is new.",
+	  ID_PROP ", " PID_PROP ", "
+	  "\"offset\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Bytes of each stream already read (default 0).\"}, "
+	  "\"stream\": {\"type\": \"string\", \"enum\": [\"stdout\", \"stderr\", \"both\"], \"description\": \"Which output (default both).\"}, "
+	  "\"follow\": {\"type\": \"boolean\", \"description\": \"Wait for output until the process ends or timeout_seconds pass.\"}, "
+	  "\"timeout_seconds\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, \"description\": \"How long follow waits (default 30).\"}",
+	  "[\"sandbox_id\", \"pid\"]", OUTPUT_OUT, true, false, true, t_proc_output },
+	{ "process_stdin", "Write to a background process's input",
+	  "Write data to the standard input of a background process started with exec background:true and stdin_open:true; eof:true closes its input (after data). "
+	  "A process that has ended, or whose input is closed, is refused.",
+	  ID_PROP ", " PID_PROP ", "
+	  "\"data\": {\"type\": \"string\", \"description\": \"Text to write (or base64 with encoding base64).\"}, "
+	  "\"encoding\": {\"type\": \"string\", \"enum\": [\"text\", \"base64\"]}, "
+	  "\"eof\": {\"type\": \"boolean\", \"description\": \"Close its standard input once written.\"}",
+	  "[\"sandbox_id\", \"pid\"]",
+	  "{\"type\": \"object\", \"properties\": {\"pid\": {\"type\": \"integer\"}, \"accepted\": {\"type\": \"integer\"}, \"eof\": {\"type\": \"boolean\"}}, \"required\": [\"pid\", \"accepted\"]}",
+	  false, false, false, t_proc_stdin },
+	{ "process_signal", "Signal a background process",
+	  "Send a signal to a background process and everything it started: TERM to ask it to stop, INT as Ctrl-C, KILL to end it at once, HUP, USR1, USR2, STOP, CONT ...",
+	  ID_PROP ", " PID_PROP ", "
+	  "\"signal\": {\"type\": [\"string\", \"integer\"], \"description\": \"A name (TERM, INT, KILL, HUP, USR1 ...) or a number.\"}",
+	  "[\"sandbox_id\", \"pid\", \"signal\"]",
+	  "{\"type\": \"object\", \"properties\": {\"pid\": {\"type\": \"integer\"}, \"signal\": {\"type\": \"integer\"}, \"state\": {\"type\": \"string\"}}, \"required\": [\"pid\", \"signal\"]}",
+	  false, true, false, t_proc_signal },
 	{ "process_wait", "Wait for a background process",
 	  "Wait until a background process ends (or timeout_seconds pass) and return its record: state, output, and its result once exited.",
 	  ID_PROP ", " PID_PROP ", \"timeout_seconds\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 3600, \"description\": \"How long to wait (default 30); a process still running then is returned as it is.\"}",
@@ -851,14 +1256,16 @@ static const struct tool tools[] = {
 	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}, "
 	  "\"encoding\": {\"type\": \"string\", \"enum\": [\"text\", \"base64\"]}, \"content\": {\"type\": \"string\"}}, "
 	  "\"required\": [\"path\", \"size\", \"encoding\", \"content\"]}", true, false, true, t_read },
-	{ "file_write", "Write a file", "Create or replace a file inside the sandbox (its directory must exist; make one with exec mkdir -p). content is text, or base64 with encoding base64.",
+	{ "file_write", "Write a file", "Create or replace a file inside the sandbox (parents:true makes its missing directories). content is text, or base64 with encoding base64.",
 	  ID_PROP ", " PATH_PROP("Absolute path inside the sandbox, like /workspace/main.py.") ", "
-	  "\"content\": {\"type\": \"string\"}, \"encoding\": {\"type\": \"string\", \"enum\": [\"text\", \"base64\"]}",
+	  "\"content\": {\"type\": \"string\"}, \"encoding\": {\"type\": \"string\", \"enum\": [\"text\", \"base64\"]}, "
+	  "\"parents\": {\"type\": \"boolean\", \"description\": \"Make the missing directories of path first.\"}",
 	  "[\"sandbox_id\", \"path\", \"content\"]",
 	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}}, \"required\": [\"path\", \"size\"]}",
 	  false, true, true, t_write },
-	{ "file_list", "List a directory", "The entries of a directory inside the sandbox: name, type (file, dir, symlink, other), size, mode.",
-	  ID_PROP ", " PATH_PROP("Absolute directory path inside the sandbox, like /workspace."),
+	{ "file_list", "List a directory", "The entries of a directory inside the sandbox: name, type (file, dir, symlink, other), size, mode (octal, \"0644\"), mtime, and a symlink's target (never followed). recursive:true lists the whole tree, names relative to path.",
+	  ID_PROP ", " PATH_PROP("Absolute directory path inside the sandbox, like /workspace.") ", "
+	  "\"recursive\": {\"type\": \"boolean\", \"description\": \"The whole tree beneath (never through a symlink).\"}",
 	  "[\"sandbox_id\", \"path\"]",
 	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"entries\": {\"type\": \"array\", \"items\": {\"type\": \"object\", "
 	  "\"properties\": {\"name\": {\"type\": \"string\"}, \"type\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}, \"mode\": {\"type\": [\"integer\", \"string\"]}}}}}, "
@@ -866,6 +1273,44 @@ static const struct tool tools[] = {
 	{ "file_delete", "Delete a file", "Delete a regular file inside the sandbox.",
 	  ID_PROP ", " PATH_PROP("Absolute path inside the sandbox."), "[\"sandbox_id\", \"path\"]",
 	  ANY_OBJECT, false, true, true, t_delete_file },
+	{ "file_mkdir", "Make a directory", "Make a directory inside the sandbox; parents:true makes the missing ones above it too and is no error when it exists.",
+	  ID_PROP ", " PATH_PROP("Absolute directory path inside the sandbox, like /workspace/src.") ", "
+	  "\"parents\": {\"type\": \"boolean\", \"description\": \"As mkdir -p.\"}",
+	  "[\"sandbox_id\", \"path\"]",
+	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"mode\": {\"type\": \"string\"}}, \"required\": [\"path\"]}",
+	  false, false, true, t_mkdir },
+	{ "file_rename", "Rename a file or directory", "Move a file, directory or symlink to another path inside the sandbox (a symlink is moved, not followed). overwrite:true replaces what is there.",
+	  ID_PROP ", \"from\": {\"type\": \"string\", \"description\": \"Absolute path inside the sandbox.\"}, "
+	  "\"to\": {\"type\": \"string\", \"description\": \"Absolute path inside the sandbox.\"}, "
+	  "\"overwrite\": {\"type\": \"boolean\", \"description\": \"Replace an existing to.\"}",
+	  "[\"sandbox_id\", \"from\", \"to\"]",
+	  "{\"type\": \"object\", \"properties\": {\"from\": {\"type\": \"string\"}, \"to\": {\"type\": \"string\"}}, \"required\": [\"from\", \"to\"]}",
+	  false, true, false, t_rename },
+	{ "archive_read", "Download a directory as a tar archive", "A directory inside the sandbox as a tar archive in base64 (files, directories, symlinks as links; up to 64 MiB).",
+	  ID_PROP ", " PATH_PROP("Absolute directory path inside the sandbox, like /workspace/out."),
+	  "[\"sandbox_id\", \"path\"]",
+	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}, \"encoding\": {\"const\": \"base64\"}, \"content\": {\"type\": \"string\"}}, \"required\": [\"path\", \"size\", \"content\"]}",
+	  true, false, true, t_archive_read },
+	{ "archive_write", "Upload a tar archive into a directory", "Unpack a tar archive (base64; plain or gzip'd) into a directory inside the sandbox, made if missing. "
+	  "Archives with absolute or .. names, devices, setuid files, links out of the archive or more bytes than the sandbox's disk holds are refused whole.",
+	  ID_PROP ", " PATH_PROP("Absolute directory path inside the sandbox, like /workspace.") ", "
+	  "\"content\": {\"type\": \"string\", \"description\": \"The tar archive in base64.\"}",
+	  "[\"sandbox_id\", \"path\", \"content\"]",
+	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"entries\": {\"type\": \"integer\"}, \"bytes\": {\"type\": \"integer\"}}, \"required\": [\"path\", \"entries\"]}",
+	  false, true, false, t_archive_write },
+	{ "workspace_diff", "Show what the sandbox changed", "What the sandbox changed under /workspace: a list of changes (path, change: added/modified/deleted/type/mode), or with patch:true a git patch of what an export would let out.",
+	  ID_PROP ", \"path\": {\"type\": \"string\", \"description\": \"Only changes at or beneath this path (relative to the workspace, or /workspace/...).\"}, "
+	  "\"patch\": {\"type\": \"boolean\", \"description\": \"A git patch instead of the list.\"}",
+	  "[\"sandbox_id\"]",
+	  "{\"type\": \"object\", \"properties\": {\"format\": {\"type\": \"string\", \"enum\": [\"changes\", \"patch\"]}, \"changes\": {\"type\": \"array\"}, \"patch\": {\"type\": \"string\"}}, \"required\": [\"format\"]}",
+	  true, false, true, t_diff },
+	{ "workspace_export", "Export the sandbox's changes", "Let the sandbox's workspace changes out: mode patch (the default) answers the git patch; mode apply writes them onto the host workspace the sandbox was made on "
+	  "(a host file changed meanwhile is a conflict, never overwritten). Changes that would make host tools run code (hooks, build files) are held with the reason unless allow_risky names them.",
+	  ID_PROP ", \"mode\": {\"type\": \"string\", \"enum\": [\"patch\", \"apply\"]}, "
+	  "\"allow_risky\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Globs of held changes to let through anyway.\"}",
+	  "[\"sandbox_id\"]",
+	  "{\"type\": \"object\", \"properties\": {\"mode\": {\"type\": \"string\"}, \"changes\": {\"type\": \"integer\"}, \"exported\": {\"type\": \"array\"}, \"held\": {\"type\": \"array\"}, \"conflicts\": {\"type\": \"array\"}, \"patch\": {\"type\": \"string\"}}, \"required\": [\"mode\"]}",
+	  false, true, false, t_export },
 	{ "sandbox_pause", "Pause a sandbox", "Freeze everything in the sandbox until sandbox_resume; exec is refused meanwhile.",
 	  ID_PROP, "[\"sandbox_id\"]", SANDBOX_OUT, false, false, true, t_pause },
 	{ "sandbox_resume", "Resume a sandbox", "Thaw a paused sandbox.",

@@ -80,6 +80,7 @@ int api_status(int code, const char **error)
 	case -ESTALE:
 	case -EALREADY:
 	case -EAGAIN:
+	case -EPIPE:	/* a process's stdin, closed */
 	case CORRAL_E_HALTED:
 	case CORRAL_E_PAUSED:
 	case CORRAL_E_STARTING:
@@ -322,25 +323,47 @@ const struct api_route api_sandbox_routes[] = {
 	{ "/exec", POST, "exec: POST", NULL, exec_post },
 	{ "/processes", POST, "processes: GET or POST", NULL, procs_post },
 	{ "/processes", GET, "processes: GET or POST", NULL, procs_list },
+	/* a process's own routes before the process, whose '*' takes the rest */
+	{ "/processes/*/output", GET, "output: GET", NULL, proc_output },
+	{ "/processes/*/wait", GET, "wait: GET", NULL, proc_wait },
+	{ "/processes/*/stdin", POST, "stdin: POST", NULL, proc_stdin },
+	{ "/processes/*/signal", POST, "signal: POST", NULL, proc_signal },
 	{ "/processes/*", GET, "a process: GET or DELETE", NULL, proc_get },
 	{ "/processes/*", DELETE, "a process: GET or DELETE", NULL, proc_delete },
 	{ "/files", GET, "files: GET, PUT or DELETE", NULL, files_get },
 	{ "/files", PUT, "files: GET, PUT or DELETE", NULL, files_put },
 	{ "/files", DELETE, "files: GET, PUT or DELETE", NULL, files_delete },
+	{ "/files/mkdir", POST, "mkdir: POST", NULL, files_mkdir },
+	{ "/files/rename", POST, "rename: POST", NULL, files_rename },
+	{ "/archive", GET, "archive: GET or PUT", NULL, archive_get },
+	{ "/archive", PUT, "archive: GET or PUT", NULL, archive_put },
 	{ "/pause", POST, "pause: POST", NULL, sandbox_pause },
 	{ "/resume", POST, "resume: POST", NULL, sandbox_resume },
 	{ "/halt", POST, "halt: POST", NULL, sandbox_halt },
+	{ "/keepalive", POST, "keepalive: POST", NULL, sandbox_keepalive },
 	{ "/diff", GET, "diff: GET", NULL, diff_get },
 	{ "/export", POST, "export: POST", NULL, export_post },
 	{ "/snapshot", POST, "snapshot: POST", NULL, snapshot_post },
 	{ NULL, 0, NULL, NULL, NULL },
 };
 
-/* What of path is left after pattern, or NULL if it does not match. */
+/*
+ * What of path is left after pattern, or NULL if it does not match.  A
+ * '*' inside the pattern is one segment (no '/'), and what is left starts
+ * there: "/processes/{*}/stdin" hands "12/stdin" to its handler.
+ */
 static const char *route_match(const char *pattern, const char *path)
 {
+	const char *star = strchr(pattern, '*'), *seg;
 	size_t n = strlen(pattern);
 
+	if (star && star[1]) {
+		if (strncmp(pattern, path, star - pattern))
+			return NULL;
+		seg = path + (star - pattern);
+		n = strcspn(seg, "/");
+		return n && !strcmp(seg + n, star + 1) ? seg : NULL;
+	}
 	if (n && pattern[n - 1] == '*')
 		return !strncmp(pattern, path, n - 1) && path[n - 1] ?
 		       path + n - 1 : NULL;

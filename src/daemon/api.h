@@ -121,6 +121,7 @@ void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req);
 struct corral_policy *default_policy(void);
 bool fd_room(struct daemon *d);
 struct sandbox *pool_take(struct daemon *d);
+void sandbox_arm_ttl(struct sandbox *sb);	/* from now; again: restarted */
 void pool_hold(struct daemon *d);	/* a create came: the pool waits */
 
 /* ---- api_sandboxes.c ----------------------------------------------------- */
@@ -133,6 +134,10 @@ void sandbox_delete(struct sandbox *sb, struct evhttp_request *req, const char *
 void sandbox_pause(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void sandbox_resume(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void sandbox_halt(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void sandbox_keepalive(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+/* ?label=K=V&label=K...: every one matches labels (V exact, K present);
+ * labels NULL: only the query judged (f->status set when it is bad). */
+bool labels_match(const char *query, json_t *labels, struct api_fault *f);
 
 /* ---- api_exec.c ---------------------------------------------------------- */
 
@@ -167,6 +172,11 @@ void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest
 void procs_list(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void proc_get(struct sandbox *sb, struct evhttp_request *req, const char *pid);
 void proc_delete(struct sandbox *sb, struct evhttp_request *req, const char *pid);
+/* rest is "PID/output" and so on (api.c's route_match) */
+void proc_output(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void proc_wait(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void proc_stdin(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void proc_signal(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 
 /* ---- api_files.c --------------------------------------------------------- */
 
@@ -175,6 +185,10 @@ bool file_query(const char *q, char *path, size_t len, bool *list,
 void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void files_delete(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void files_mkdir(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 
 /* ---- api_export.c -------------------------------------------------------- */
 

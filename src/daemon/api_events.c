@@ -99,7 +99,7 @@ void events_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 	struct api_fault fault;
 	struct follower *fl;
 	struct evbuffer *buf;
-	bool following;
+	bool following, seen = false;
 	size_t cap = 0;
 	ssize_t n;
 	FILE *f;
@@ -112,11 +112,19 @@ void events_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 	buf = evbuffer_new();
 	f = fopen(path, "re");
 	while (buf && f && (n = getline(&line, &cap, f)) > 0)
-		if (line_matches(line, n, want))
+		if (line_matches(line, n, want) && (seen = true))
 			evbuffer_add(buf, line, n);
 	free(line);
 	if (f)
 		fclose(f);
+	/* a destroyed sandbox's events stay readable; a name never seen is not one */
+	if (want[0] && !seen && !sandbox_find(d, want)) {
+		if (buf)
+			evbuffer_free(buf);
+		reply_error(req, 404, "not_found", "no sandbox \"%s\", live or in "
+			    "the audit log", want);
+		return;
+	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/x-ndjson");
 	if (!following) {

@@ -127,8 +127,11 @@ json_t *result_json(const struct corral_result *res)
 	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
 
 	free(text);
-	if (o)
+	/* one name for it in the API, as requests give it: tool_call_id */
+	if (o) {
+		json_object_del(o, "tool_call");
 		json_object_set_new(o, "tool_call_id", json_string(res->tool_call));
+	}
 	return o;
 }
 

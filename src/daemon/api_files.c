@@ -1,7 +1,10 @@
 /*
- * api_files.c - /v1/sandboxes/ID/files?path=P: a file read, written,
- * listed (&list=1) or deleted inside the sandbox, through the box's file
- * API (which resolves P in the sandbox's view, never the host's).
+ * api_files.c - /v1/sandboxes/ID/files?path=P: a file read, written
+ * (&parents=1: its missing directories made), listed (&list=1, with
+ * &recursive=1 the whole tree) or deleted inside the sandbox; mkdir and
+ * rename; a directory as a tar archive out and in (/archive?path=P).  All
+ * through the box's file API, which resolves P in the sandbox's view,
+ * never the host's, and follows no symlink.
  */
 #include "api.h"
 
@@ -41,6 +44,24 @@ bool file_query(const char *q, char *path, size_t len, bool *list,
 	*list = query_flag(evhttp_find_header(&kv, "list"));
 	evhttp_clear_headers(&kv);
 	return ok;
+}
+
+/* A mode as "0755" or 493; permission bits only. */
+static bool mode_field(json_t *v, unsigned *m, struct api_fault *f)
+{
+	char *end;
+	long n = -1;
+
+	if (json_is_integer(v))
+		n = json_integer_value(v);
+	else if (json_is_string(v) && json_string_value(v)[0])
+		n = strtol(json_string_value(v), &end, 8), n = *end ? -1 : n;
+	if (n < 0 || n > 0777)
+		return api_fault(f, 400, "bad_request", "mode must be permission "
+				 "bits, as \"0755\" or 493 (no setuid, setgid "
+				 "or sticky bit)");
+	*m = n;
+	return true;
 }
 
 /* The path the request names, in a sandbox that has a view to name it in. */
@@ -97,6 +118,33 @@ static void file_get(struct sandbox *sb, struct evhttp_request *req,
 	evbuffer_free(buf);
 }
 
+/* A flag of the query besides path and list (parents=, recursive=). */
+static bool query_has(struct evhttp_request *req, const char *name)
+{
+	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	struct evkeyvalq kv;
+	bool on = false;
+
+	TAILQ_INIT(&kv);
+	if (q && evhttp_parse_query_str(q, &kv) == 0)
+		on = query_flag(evhttp_find_header(&kv, name));
+	evhttp_clear_headers(&kv);
+	return on;
+}
+
+/* The directory path is in, made with its parents (PUT ...&parents=1). */
+static int make_parents(struct sandbox *sb, const char *path,
+			struct corral_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+
+	if (slash == path)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return corral_box_mkdir(sb->box, dir, 0755, true, err);
+}
+
 static void file_put(struct sandbox *sb, struct evhttp_request *req,
 		     const char *path)
 {
@@ -111,7 +159,8 @@ static void file_put(struct sandbox *sb, struct evhttp_request *req,
 			    "is %d", len, API_FILE_MAX);
 		return;
 	}
-	if (corral_box_open(sb->box, path, O_WRONLY, &fd, &err) < 0) {
+	if ((query_has(req, "parents") && make_parents(sb, path, &err) < 0) ||
+	    corral_box_open(sb->box, path, O_WRONLY, &fd, &err) < 0) {
 		reply_err(req, &err);
 		return;
 	}
@@ -140,32 +189,54 @@ static void file_put(struct sandbox *sb, struct evhttp_request *req,
 				       (json_int_t)len));
 }
 
+/* The mode as ls -l's octal digits: "0644", "1777". */
+static json_t *mode_json(unsigned mode)
+{
+	char m[8];
+
+	snprintf(m, sizeof(m), "%04o", mode & 07777);
+	return json_string(m);
+}
+
+static const char *type_name(char type)
+{
+	return type == 'f' ? "file" : type == 'd' ? "dir" : type == 'l' ?
+	       "symlink" : "other";
+}
+
+static int list_entry(void *arg, const struct corral_entry *e)
+{
+	json_t *o = json_pack("{s:o, s:s, s:I, s:o, s:I}", "name",
+			      api_bytes(e->path, strlen(e->path)), "type",
+			      type_name(e->type), "size", (json_int_t)e->size,
+			      "mode", mode_json(e->mode), "mtime",
+			      (json_int_t)e->mtime);
+
+	if (!o)
+		return -ENOMEM;
+	if (e->target)
+		json_object_set_new(o, "target", api_bytes(e->target,
+							   strlen(e->target)));
+	return json_array_append_new(arg, o) < 0 ? -ENOMEM : 0;
+}
+
+/* A directory's entries; recursive: the tree, names relative to path. */
 static void file_list(struct sandbox *sb, struct evhttp_request *req,
 		      const char *path)
 {
 	struct corral_err err = { 0 };
-	struct corral_dirent *v;
-	json_t *a;
-	size_t n;
+	bool recursive = query_has(req, "recursive"), truncated;
+	json_t *a = json_array();
 
-	if (corral_box_list(sb->box, path, &v, &n, &err) < 0) {
+	if (corral_box_walk(sb->box, path, recursive, API_LIST_MAX, list_entry,
+			    a, &truncated, &err) < 0) {
+		json_decref(a);
 		reply_err(req, &err);
 		return;
 	}
-	a = json_array();
-	for (size_t i = 0; i < n; i++) {
-		const char *type = v[i].type == 'f' ? "file" : v[i].type == 'd' ?
-			"dir" : v[i].type == 'l' ? "symlink" : "other";
-
-		json_array_append_new(a, json_pack("{s:o, s:s, s:I, s:i}", "name",
-				      api_bytes(v[i].name, strlen(v[i].name)),
-				      "type", type, "size", (json_int_t)v[i].size,
-				      "mode", (int)v[i].mode));
-	}
-	free(v);
-	reply_json(req, 200, json_pack("{s:s, s:o}", "path", path, "entries", a));
+	reply_json(req, 200, json_pack("{s:s, s:o, s:b}", "path", path, "entries",
+				       a, "truncated", truncated));
 }
-
 
 void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
@@ -202,4 +273,120 @@ void files_delete(struct sandbox *sb, struct evhttp_request *req, const char *re
 	else
 		reply_json(req, 200, json_pack("{s:s, s:b}", "path", path,
 					       "deleted", 1));
+}
+
+/* ---- mkdir, rename ------------------------------------------------------- */
+
+void files_mkdir(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	static const char *const known[] = { "path", "parents", "mode", NULL };
+	struct corral_err err = { 0 };
+	const char *path = NULL;
+	json_t *o, *parents, *mode;
+	struct api_fault f;
+	unsigned m = 0755;
+
+	if (!(o = body_json(req, true)))
+		return;
+	parents = json_object_get(o, "parents");
+	mode = json_object_get(o, "mode");
+	if (!only_fields(o, known, &f) || !string_field(o, "path", 4095, &path, &f) ||
+	    (!path && !api_fault(&f, 400, "bad_request", "path is required")) ||
+	    (parents && !json_is_boolean(parents) &&
+	     !api_fault(&f, 400, "bad_request", "parents must be true or false")) ||
+	    (mode && !mode_field(mode, &m, &f))) {
+		reply_fault(req, &f);
+	} else if (corral_box_mkdir(sb->box, path, m, json_is_true(parents), &err) < 0) {
+		reply_err(req, &err);
+	} else {
+		reply_json(req, 201, json_pack("{s:s, s:o}", "path", path, "mode",
+					       mode_json(m)));
+	}
+	json_decref(o);
+}
+
+void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	static const char *const known[] = { "from", "to", "overwrite", NULL };
+	struct corral_err err = { 0 };
+	const char *from = NULL, *to = NULL;
+	json_t *o, *over;
+	struct api_fault f;
+
+	if (!(o = body_json(req, true)))
+		return;
+	over = json_object_get(o, "overwrite");
+	if (!only_fields(o, known, &f) || !string_field(o, "from", 4095, &from, &f) ||
+	    !string_field(o, "to", 4095, &to, &f) ||
+	    ((!from || !to) && !api_fault(&f, 400, "bad_request", "from and to "
+					  "are required")) ||
+	    (over && !json_is_boolean(over) &&
+	     !api_fault(&f, 400, "bad_request", "overwrite must be true or false"))) {
+		reply_fault(req, &f);
+	} else if (corral_box_rename(sb->box, from, to, json_is_true(over), &err) < 0) {
+		reply_err(req, &err);
+	} else {
+		reply_json(req, 200, json_pack("{s:s, s:s}", "from", from, "to", to));
+	}
+	json_decref(o);
+}
+
+/* ---- a directory as a tar archive ------------------------------------------- */
+
+static int to_evbuffer(void *arg, const void *buf, size_t len)
+{
+	return evbuffer_add(arg, buf, len) < 0 ? -ENOMEM : 0;
+}
+
+void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	struct corral_err err = { 0 };
+	struct evbuffer *buf;
+	char path[4096];
+	bool list;
+
+	if (!file_target(sb, req, path, sizeof(path), &list))
+		return;
+	if (!(buf = evbuffer_new())) {
+		reply_error(req, 500, "internal", "out of memory for the archive");
+		return;
+	}
+	if (corral_box_tar(sb->box, path, API_FILE_MAX, to_evbuffer, buf, &err) < 0) {
+		if (err.code == -EFBIG)
+			reply_error(req, 413, "too_large", "%s (the limit of an "
+				    "archive out)", err.msg);
+		else
+			reply_err(req, &err);
+	} else {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+				  "Content-Type", "application/x-tar");
+		evhttp_send_reply(req, 200, "OK", buf);
+	}
+	evbuffer_free(buf);
+}
+
+void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	struct corral_err err = { 0 };
+	struct corral_untar st;
+	char path[4096];
+	bool list;
+
+	if (!file_target(sb, req, path, sizeof(path), &list))
+		return;
+	if (len > API_FILE_MAX) {
+		reply_error(req, 413, "too_large", "the archive is %zu bytes; the "
+			    "limit is %d", len, API_FILE_MAX);
+		return;
+	}
+	if (corral_box_untar(sb->box, path, len ? (const void *)evbuffer_pullup(in, -1) : "",
+			     len, &st, &err) < 0) {
+		reply_err(req, &err);
+		return;
+	}
+	reply_json(req, 201, json_pack("{s:s, s:I, s:I}", "path", path, "entries",
+				       (json_int_t)st.entries, "bytes",
+				       (json_int_t)st.bytes));
 }

@@ -5,6 +5,9 @@
  */
 #include "api.h"
 
+#include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +34,12 @@ json_t *sandbox_json(struct sandbox *sb)
 	const char *halt = corral_box_halt_reason(sb->box);
 
 	corral_box_layers(sb->box, &l);
-	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:I, s:I, s:I, s:s?, s:s, s:i, s:o, s:o?}",
+	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:s?, s:I, s:I, s:I, s:s?, s:s, s:i, s:o, s:o?}",
 			 "id", sb->id,
 			 "state", corral_box_state_name(corral_box_state(sb->box)),
 			 "created", sb->created, "labels", sb->labels,
 			 "ttl_seconds", sb->ttl_ms / 1000.0,
+			 "expires_at", sb->expires[0] ? sb->expires : NULL,
 			 "idle_freeze_ms", (json_int_t)sb->idle_freeze_ms,
 			 "processes", (json_int_t)sb->nprocs,
 			 "running", (json_int_t)corral_box_running(sb->box),
@@ -276,12 +280,62 @@ out:
 	json_decref(o);
 }
 
+bool labels_match(const char *query, json_t *labels, struct api_fault *f)
+{
+	struct evkeyvalq kv;
+	struct evkeyval *h;
+	bool ok = true, matched = true;
+
+	f->status = 0;
+	TAILQ_INIT(&kv);
+	if (query && evhttp_parse_query_str(query, &kv) < 0) {
+		api_fault(f, 400, "bad_request", "bad query string");
+		return false;
+	}
+	TAILQ_FOREACH(h, &kv, next) {
+		const char *eq = strchr(h->value, '=');
+		size_t klen = eq ? (size_t)(eq - h->value) : strlen(h->value);
+		char key[256];
+		json_t *v;
+
+		if (strcmp(h->key, "label")) {
+			ok = api_fault(f, 400, "bad_request", "unknown query "
+				       "parameter \"%.100s\" (filter with "
+				       "label=KEY or label=KEY=VALUE)", h->key);
+			break;
+		}
+		if (!klen || klen >= sizeof(key)) {
+			ok = api_fault(f, 400, "bad_request", "label=KEY[=VALUE]: a "
+				       "key of 1 to 255 bytes");
+			break;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)klen, h->value);
+		if (!labels)	/* only the query judged */
+			continue;
+		v = json_object_get(labels, key);
+		if (!v || (eq && strcmp(json_string_value(v) ?: "", eq + 1)))
+			matched = false;
+	}
+	evhttp_clear_headers(&kv);
+	return ok && matched;
+}
+
+/* GET /v1/sandboxes[?label=K=V...]: the ones whose labels match every filter. */
 void sandboxes_list(struct daemon *d, struct evhttp_request *req, const char *rest)
 {
+	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	json_t *a = json_array();
+	struct api_fault f = { 0 };
 
+	/* the query is judged once, even when no sandbox is there to match */
+	labels_match(q, NULL, &f);
+	if (f.status) {
+		json_decref(a);
+		reply_fault(req, &f);
+		return;
+	}
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		if (!sb->pooled && sb->ready)
+		if (!sb->pooled && sb->ready && labels_match(q, sb->labels, &f))
 			json_array_append_new(a, sandbox_json(sb));
 	reply_json(req, 200, json_pack("{s:o}", "sandboxes", a));
 }
@@ -344,4 +398,27 @@ void sandbox_halt(struct sandbox *sb, struct evhttp_request *req, const char *re
 	r = corral_box_halt(sb->box, reason, &err);
 	json_decref(o);
 	reply_control(sb, req, r, &err);
+}
+
+/* POST keepalive [{"ttl_seconds": N}]: the TTL (or a new one) from now. */
+void sandbox_keepalive(struct sandbox *sb, struct evhttp_request *req, const char *rest)
+{
+	static const char *const known[] = { "ttl_seconds", NULL };
+	uint64_t ms = sb->ttl_ms;
+	struct api_fault f;
+	json_t *o;
+
+	o = body_json(req, false);
+	if (!o)
+		return;
+	if (!only_fields(o, known, &f) ||
+	    !seconds_field(o, "ttl_seconds", 30 * 86400, &ms, &f)) {
+		reply_fault(req, &f);
+		json_decref(o);
+		return;
+	}
+	json_decref(o);
+	sb->ttl_ms = ms;
+	sandbox_arm_ttl(sb);
+	reply_json(req, 200, sandbox_json(sb));
 }

@@ -59,12 +59,23 @@ int daemon_run(const struct daemon_opts *opts, struct corral_err *err);
 
 #define API_JSON_MAX		(1024 * 1024)		/* a JSON request body */
 #define API_FILE_MAX		(64 * 1024 * 1024)	/* a file in or out */
+#define API_LIST_MAX		100000			/* entries a listing returns */
 #define API_PROCS_KEPT		256			/* process records per sandbox */
 #define API_LABELS_MAX		64
 #define STREAM_QUEUE_MAX	(1024 * 1024)	/* unsent bytes before a stream waits */
 #define FOLLOW_QUEUE_MAX	(4 * 1024 * 1024)	/* ... before a follower is cut off */
 
 struct daemon;
+
+/* A request held on a background process: its end, or its output. */
+struct proc_watch {
+	struct proc_watch *next;
+	struct proc *pr;
+	struct evhttp_request *req;
+	struct event *ev_timeout;	/* wait: answer "running" then */
+	bool follow;			/* output lines, else wait for the end */
+	int streams;			/* follow: bit 1 stdout, bit 2 stderr */
+};
 
 /* A background process (POST /processes), kept after it ends until asked. */
 struct proc {
@@ -75,6 +86,8 @@ struct proc {
 	pid_t pid;			/* as the sandbox sees it */
 	struct evhttp_request *creating;	/* POST waiting for the pid */
 	struct evhttp_request *deleting;	/* DELETE waiting for the end */
+	struct proc_watch *watches;	/* GET .../wait and .../output?follow=1 */
+	uint64_t total[2];		/* bytes written to stdout, stderr so far */
 };
 
 /* A request waiting for a call: exec, plain or streamed. */
@@ -93,6 +106,7 @@ struct sandbox {
 	struct corral_box *box;
 	char id[64];
 	char created[32];		/* RFC 3339 */
+	char expires[32];		/* RFC 3339, when the TTL runs out; "": never */
 	json_t *labels;
 	uint64_t ttl_ms, idle_freeze_ms;
 	struct event *ev_ttl;

@@ -61,15 +61,24 @@ static void on_ttl(evutil_socket_t fd, short what, void *arg)
 	sandbox_destroy(sb, "the sandbox's TTL expired");
 }
 
-static void arm_ttl(struct sandbox *sb)
+/* The TTL counts from now: at hand-out, and again at each keepalive. */
+void sandbox_arm_ttl(struct sandbox *sb)
 {
 	struct timeval tv = { sb->ttl_ms / 1000, (sb->ttl_ms % 1000) * 1000 };
+	time_t now = time(NULL);
 
+	if (sb->ev_ttl)
+		evtimer_del(sb->ev_ttl);
+	sb->expires[0] = '\0';
 	if (!sb->ttl_ms)
 		return;
-	sb->ev_ttl = evtimer_new(sb->d->base, on_ttl, sb);
-	if (sb->ev_ttl)
-		evtimer_add(sb->ev_ttl, &tv);
+	if (!sb->ev_ttl)
+		sb->ev_ttl = evtimer_new(sb->d->base, on_ttl, sb);
+	if (sb->ev_ttl && evtimer_add(sb->ev_ttl, &tv) == 0) {
+		now += (sb->ttl_ms + 999) / 1000;
+		strftime(sb->expires, sizeof(sb->expires), "%Y-%m-%dT%H:%M:%SZ",
+			 gmtime(&now));
+	}
 }
 
 /*
@@ -89,7 +98,7 @@ void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req)
 	}
 	sb->pooled = false;
 	corral_box_set_idle_freeze(sb->box, sb->idle_freeze_ms);
-	arm_ttl(sb);
+	sandbox_arm_ttl(sb);
 	reply_json(req, 201, sandbox_json(sb));
 }
 

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,7 +19,8 @@
 #define BOX_TICK_MS	1000	/* meters, budgets */
 #define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
 #define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
-#define CALL_DENIALS_KEPT 100	/* denied events kept in a call's result */
+#define CALL_DENIALS_KEPT 100
+#define CALL_STDIN_MAX	(1024 * 1024)	/* stdin given, not yet read */	/* denied events kept in a call's result */
 
 struct corral_log {
 	struct events_log *log;
@@ -48,6 +50,7 @@ struct corral_call {
 	int in_fd;
 	char *in_data;
 	size_t in_len, in_off;
+	bool in_eof;		/* no more stdin will come: close once written */
 	char **argv;		/* copies: the caller's may go once exec returns */
 	char *cwd;
 	struct stream out, err;
@@ -138,6 +141,27 @@ void box_arm_idle(struct corral_box *b);
 /* Open the workspace and record it (before the spawn); no workspace: 0. */
 int box_ws_open(struct corral_box *b, struct corral_err *err);
 void box_ws_close(struct corral_box *b);
+
+/* ---- boxfiles.c: a tree beneath the sandbox's root ---- */
+
+#define BOX_WALK_DEPTH	256	/* directories deep, before a walk gives up */
+
+/*
+ * Called for each entry of a walk (a directory before what it holds),
+ * with the directory's fd and the entry's name in it: 0 goes on, anything
+ * else stops the walk and is returned (negative: an error, err set).
+ */
+typedef int (*box_walk_fn)(void *arg, int dfd, const char *name,
+			   const struct corral_entry *e, const struct stat *st);
+/* 0 walked, 1 stopped at max entries, <0 err set; as the sandbox's user. */
+int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
+	     box_walk_fn fn, void *arg, struct corral_err *err);
+/* check_path and the open beneath the root, for boxarchive.c */
+int box_path_ok(struct corral_box *b, const char *path, bool write,
+		struct corral_err *err);
+int box_open_in_root(struct corral_box *b, const char *path, uint64_t flags,
+		     uint64_t mode, struct corral_err *err);
+void box_as_agent(struct corral_box *b, bool on);
 
 /* ---- snapshot.c ---- */
 

@@ -308,3 +308,306 @@ int corral_box_list(struct corral_box *b, const char *path,
 	*out = v;
 	return 0;
 }
+
+/* ---- directories and names ------------------------------------------ */
+
+/*
+ * One directory made in its parent, resolved as every path is (no symlink,
+ * no way out); an existing directory is fine when parents asks for it.
+ */
+static int mkdir_one(struct corral_box *b, const char *path, unsigned mode,
+		     bool exist_ok, struct corral_err *err)
+{
+	cleanup_close int dfd = -1, fd = -1;
+	struct corral_err none = { 0 };
+	char dir[4096];
+	const char *base;
+	int r = 0;
+
+	dfd = open_parent(b, path, dir, sizeof(dir), &base, err);
+	if (dfd < 0)
+		return dfd;
+	as_agent(b, true);
+	if (mkdirat(dfd, base, mode & 0777) < 0)
+		r = -errno;
+	/*
+	 * The mode asked for, whatever the daemon's umask took off: set on
+	 * the directory just made through an fd, never by name (a name the
+	 * sandbox swapped for a symlink meanwhile is refused, not followed).
+	 */
+	if (r == 0 && ((fd = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				    O_CLOEXEC)) < 0 || fchmod(fd, mode & 0777) < 0))
+		r = -errno;
+	as_agent(b, false);
+	if (r == -EEXIST && exist_ok) {
+		/* there: a directory, not a symlink to one */
+		fd = open_in_root(b, path, O_PATH | O_DIRECTORY, 0, &none);
+		if (fd < 0)
+			return corral_set_err(err, fd == -ENOTDIR ? -EEXIST : fd,
+					      "%.300s exists and is not a directory%s",
+					      path, fd == -ELOOP ? " (a symlink)" : "");
+		return 0;
+	}
+	if (r < 0)
+		return corral_set_errno(err, -r, "mkdir %.300s", path);
+	return 0;
+}
+
+int corral_box_mkdir(struct corral_box *b, const char *path, unsigned mode,
+		     bool parents, struct corral_err *err)
+{
+	char part[4096];
+	size_t n;
+	int r;
+
+	r = check_path(b, path, true, err);
+	if (r < 0)
+		return r;
+	if (!parents)
+		return mkdir_one(b, path, mode, false, err);
+	/* each prefix in turn: "/a", "/a/b", ...; "." and ".." name no new one */
+	n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	for (size_t i = 1; i <= n; i++) {
+		if (i < n && path[i] != '/')
+			continue;
+		snprintf(part, sizeof(part), "%.*s", (int)i, path);
+		if (part[i - 1] == '/')
+			continue;
+		r = mkdir_one(b, part, i == n ? mode : 0755, true, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int corral_box_rename(struct corral_box *b, const char *from, const char *to,
+		      bool replace, struct corral_err *err)
+{
+	cleanup_close int sfd = -1, dfd = -1;
+	char sdir[4096], ddir[4096];
+	const char *sbase, *dbase;
+	struct stat st;
+	int r = 0;
+
+	sfd = open_parent(b, from, sdir, sizeof(sdir), &sbase, err);
+	if (sfd < 0)
+		return sfd;
+	dfd = open_parent(b, to, ddir, sizeof(ddir), &dbase, err);
+	if (dfd < 0)
+		return dfd;
+	as_agent(b, true);
+	if (fstatat(sfd, sbase, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
+	as_agent(b, false);
+	if (r < 0)
+		return corral_set_errno(err, -r, "%.300s", from);
+	if ((r = refuse_tripwire(b, from, &st, err)) < 0)
+		return r;
+	as_agent(b, true);
+	if (fstatat(dfd, dbase, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		r = refuse_tripwire(b, to, &st, err);
+	as_agent(b, false);
+	if (r < 0)
+		return r;
+	/* the names are the kernel's to swap: a symlink is moved, not followed */
+	as_agent(b, true);
+	if (syscall(SYS_renameat2, sfd, sbase, dfd, dbase,
+		    replace ? 0 : RENAME_NOREPLACE) < 0)
+		r = -errno;
+	as_agent(b, false);
+	if (r == -EXDEV)
+		return corral_set_err(err, -EXDEV, "%.300s -> %.300s: they are on "
+				      "different filesystems of the sandbox (copy, "
+				      "then delete)", from, to);
+	if (r < 0)
+		return corral_set_errno(err, -r, "rename %.300s -> %.300s", from, to);
+	return 0;
+}
+
+/* ---- a tree, walked --------------------------------------------------- */
+
+int box_path_ok(struct corral_box *b, const char *path, bool write,
+		struct corral_err *err)
+{
+	return check_path(b, path, write, err);
+}
+
+int box_open_in_root(struct corral_box *b, const char *path, uint64_t flags,
+		     uint64_t mode, struct corral_err *err)
+{
+	return open_in_root(b, path, flags, mode, err);
+}
+
+void box_as_agent(struct corral_box *b, bool on)
+{
+	as_agent(b, on);
+}
+
+static int dirent_cmp(const void *x, const void *y)
+{
+	return strcmp((*(struct dirent *const *)x)->d_name,
+		      (*(struct dirent *const *)y)->d_name);
+}
+
+struct walk {
+	struct corral_box *b;
+	box_walk_fn fn;
+	void *arg;
+	bool recursive;
+	size_t max, seen;
+	struct corral_err *err;
+};
+
+static int walk_dir(struct walk *w, int dfd, char *rel, size_t rlen, int depth);
+
+static int walk_entry(struct walk *w, int dfd, const char *name, char *rel,
+		      size_t rlen, int depth)
+{
+	struct corral_entry e = { 0 };
+	char target[4096];
+	struct stat st;
+	size_t n;
+	int r;
+
+	n = snprintf(rel + rlen, 4096 - rlen, "%s%s", rlen ? "/" : "", name);
+	if (rlen + n >= 4096)
+		return corral_set_err(w->err, -ENAMETOOLONG, "a path under the "
+				      "walked directory is over 4095 bytes");
+	if (++w->seen > w->max)
+		return 1;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return corral_set_errno(w->err, errno, "%.300s", rel);
+	e.path = rel;
+	e.type = S_ISREG(st.st_mode) ? 'f' : S_ISDIR(st.st_mode) ? 'd' :
+		 S_ISLNK(st.st_mode) ? 'l' : 'o';
+	e.size = S_ISDIR(st.st_mode) ? 0 : st.st_size;
+	e.mode = st.st_mode & 07777;
+	e.mtime = st.st_mtime;
+	e.wire = tripwire_is_wire(w->b->sb->tripwire, &st);
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t t = readlinkat(dfd, name, target, sizeof(target) - 1);
+
+		target[t > 0 ? t : 0] = '\0';
+		e.target = target;
+	}
+	r = w->fn(w->arg, dfd, name, &e, &st);
+	if (r)
+		return r;
+	if (S_ISDIR(st.st_mode) && w->recursive) {
+		cleanup_close int sub = -1;
+		struct statfs sf;
+
+		/* one component, a directory, not a link: stays beneath */
+		sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			return corral_set_errno(w->err, errno, "%.300s", rel);
+		/* a mount of /proc or /sys beneath is not served */
+		if (fstatfs(sub, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC ||
+					       sf.f_type == SYSFS_MAGIC))
+			return 0;
+		if (depth >= BOX_WALK_DEPTH)
+			return corral_set_err(w->err, -ELOOP, "%.300s: deeper than "
+					      "%d directories", rel, BOX_WALK_DEPTH);
+		return walk_dir(w, steal_fd(&sub), rel, rlen + n, depth + 1);
+	}
+	return 0;
+}
+
+/* Takes fd; the entries in name order, so the answer is the same each time. */
+static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
+{
+	struct dirent **names = NULL;
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	size_t n = 0, cap = 0;
+	int r = 0;
+
+	if (!d) {
+		close(fd);
+		return corral_set_errno(w->err, errno, "%.300s", rlen ? rel : ".");
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			struct dirent **g = realloc(names, (cap = cap ? cap * 2 : 64) *
+						    sizeof(*names));
+			if (!g) {
+				r = corral_set_err(w->err, -ENOMEM, "out of memory "
+						   "walking %.300s", rel);
+				break;
+			}
+			names = g;
+		}
+		if (!(names[n] = malloc(sizeof(*de)))) {
+			r = corral_set_err(w->err, -ENOMEM, "out of memory walking "
+					   "%.300s", rel);
+			break;
+		}
+		memcpy(names[n++], de, sizeof(*de));
+	}
+	if (r == 0)
+		qsort(names, n, sizeof(*names), dirent_cmp);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		r = walk_entry(w, dirfd(d), names[i]->d_name, rel, rlen, depth);
+		rel[rlen] = '\0';
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return r;
+}
+
+int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
+	     box_walk_fn fn, void *arg, struct corral_err *err)
+{
+	struct walk w = { b, fn, arg, recursive, max, 0, err };
+	char rel[4096] = "";
+	int fd, r;
+
+	r = check_path(b, path, false, err);
+	if (r < 0)
+		return r;
+	fd = open_in_root(b, path, O_RDONLY | O_DIRECTORY, 0, err);
+	if (fd < 0)
+		return fd;
+	as_agent(b, true);
+	r = walk_dir(&w, fd, rel, 0, 0);
+	as_agent(b, false);
+	return r;
+}
+
+struct pub_walk {
+	int (*fn)(void *arg, const struct corral_entry *e);
+	void *arg;
+	struct corral_err *err;
+};
+
+static int pub_entry(void *arg, int dfd, const char *name,
+		     const struct corral_entry *e, const struct stat *st)
+{
+	struct pub_walk *p = arg;
+	int r;
+
+	(void)dfd;
+	(void)name;
+	(void)st;
+	r = p->fn(p->arg, e);
+	if (r < 0)
+		corral_set_errno(p->err, -r, "%.300s", e->path);
+	return r;
+}
+
+int corral_box_walk(struct corral_box *b, const char *path, bool recursive,
+		    size_t max, int (*fn)(void *arg, const struct corral_entry *e),
+		    void *arg, bool *truncated, struct corral_err *err)
+{
+	struct pub_walk p = { fn, arg, err };
+	int r = box_walk(b, path, recursive, max, pub_entry, &p, err);
+
+	*truncated = r == 1;
+	return r == 1 ? 0 : r;
+}

@@ -289,8 +289,52 @@ static void on_stdin(evutil_socket_t fd, short what, void *arg)
 		c->in_off += n;
 	if (n < 0 || c->in_off == c->in_len) {	/* EPIPE: it stopped reading */
 		drop_event(&c->ev_stdin);
-		close_fd(&c->in_fd);
+		/* an open stdin waits for more (corral_call_write_stdin) */
+		if (n < 0 || !c->o.stdin_open || c->in_eof)
+			close_fd(&c->in_fd);
 	}
+}
+
+int corral_call_write_stdin(struct corral_call *c, const void *data, size_t len,
+			    bool eof, struct corral_err *err)
+{
+	size_t unsent = c->in_len - c->in_off;
+	char *g;
+
+	if (c->done || c->in_fd < 0 || c->in_eof)
+		return corral_set_err(err, -EPIPE, "the call's stdin is closed "
+				      "(it has ended, closed it, or was started "
+				      "without an open stdin)");
+	if (unsent + len > CALL_STDIN_MAX)
+		return corral_set_err(err, -EAGAIN, "the call has not read the %zu "
+				      "bytes of stdin it was given yet (at most "
+				      "%d wait)", unsent, CALL_STDIN_MAX);
+	/* what was written goes: the buffer holds only what waits */
+	memmove(c->in_data, c->in_data + c->in_off, unsent);
+	g = realloc(c->in_data, unsent + len + 1);
+	if (!g)
+		return corral_set_err(err, -ENOMEM, "out of memory for %zu bytes "
+				      "of stdin", len);
+	memcpy(g + unsent, data, len);
+	c->in_data = g;
+	c->in_off = 0;
+	c->in_len = unsent + len;
+	c->in_eof = eof;
+	if (c->in_len == 0) {
+		if (eof)
+			close_fd(&c->in_fd);
+		return 0;
+	}
+	if (!c->ev_stdin) {
+		c->ev_stdin = event_new(c->b->base, c->in_fd, EV_WRITE | EV_PERSIST,
+					on_stdin, c);
+		if (!c->ev_stdin || event_add(c->ev_stdin, NULL) < 0) {
+			drop_event(&c->ev_stdin);
+			return corral_set_err(err, -ENOMEM, "cannot watch the "
+					      "call's stdin");
+		}
+	}
+	return 0;
 }
 
 /* ---- calls: starting --------------------------------------------- */
@@ -693,7 +737,7 @@ static int call_watch(struct corral_call *c, struct corral_err *err)
 		c->ev_stdin = event_new(base, c->in_fd, EV_WRITE | EV_PERSIST, on_stdin, c);
 		if (!c->ev_stdin || event_add(c->ev_stdin, NULL) < 0)
 			return corral_set_err(err, -ENOMEM, "cannot watch the call");
-	} else {
+	} else if (!c->o.stdin_open) {
 		close_fd(&c->in_fd);
 	}
 	if (c->o.timeout_ms) {

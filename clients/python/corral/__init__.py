@@ -7,7 +7,7 @@ sandboxes (docs/API.md).  Standard library only.
 """
 from .client import Client, UnixHTTPConnection, default_socket
 from .errors import (APIError, BadRequest, Busy, ConnectionFailed, Conflict,
-                     CorralError, Forbidden, InternalError, MethodNotAllowed,
+                     CorralError, Forbidden, Gone, InternalError, MethodNotAllowed,
                      NoSpace, NotFound, PolicyRejected, TooLarge, Unauthorized)
 from .sandbox import Files, Process, Result, Sandbox
 
@@ -15,6 +15,6 @@ __all__ = [
     "Client", "UnixHTTPConnection", "default_socket", "Sandbox", "Process", "Files",
     "Result", "CorralError", "ConnectionFailed", "APIError", "BadRequest",
     "Unauthorized", "Forbidden", "NotFound", "MethodNotAllowed", "Conflict",
-    "TooLarge", "PolicyRejected", "InternalError", "Busy", "NoSpace",
+    "TooLarge", "PolicyRejected", "InternalError", "Busy", "NoSpace", "Gone",
 ]
 __version__ = "0.1.0"

@@ -143,10 +143,17 @@ class Client:
         from .sandbox import Sandbox
         return Sandbox(self, sandbox_id)
 
-    def list(self):
+    def list(self, labels=None):
+        """The sandboxes; labels={"k": "v"} keeps those with all of them
+        (a value of None: the key present, whatever its value)."""
         from .sandbox import Sandbox
+        path = "/v1/sandboxes"
+        if labels:
+            path += "?" + "&".join(
+                "label=" + urllib.parse.quote(k if v is None else "%s=%s" % (k, v), safe="")
+                for k, v in labels.items())
         return [Sandbox(self, o["id"], o)
-                for o in self.call("GET", "/v1/sandboxes")["sandboxes"]]
+                for o in self.call("GET", path)["sandboxes"]]
 
     def health(self):
         return self.call("GET", "/v1/health")

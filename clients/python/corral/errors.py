@@ -46,6 +46,10 @@ class Conflict(APIError):
     """409 conflict: the sandbox is halted (detail: why), paused or going."""
 
 
+class Gone(APIError):
+    """410 gone: the sandbox was destroyed while the request waited."""
+
+
 class TooLarge(APIError):
     """413 too_large: a body or file over the daemon's limit."""
 
@@ -68,7 +72,7 @@ class NoSpace(APIError):
 
 BY_STATUS = {
     400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
-    405: MethodNotAllowed, 409: Conflict, 413: TooLarge, 422: PolicyRejected,
+    405: MethodNotAllowed, 409: Conflict, 410: Gone, 413: TooLarge, 422: PolicyRejected,
     500: InternalError, 503: Busy, 507: NoSpace,
 }
 

@@ -3,7 +3,6 @@ import json
 import urllib.parse
 
 from . import errors
-from .client import wait_until
 
 
 class Result(dict):
@@ -55,11 +54,71 @@ class Process:
         """Kill it and what it started; its record."""
         return self.sandbox.client.call("DELETE", self._path())
 
-    def wait(self, timeout=60.0, interval=0.1):
-        """Its Result once it ended; None when it still runs after timeout s."""
-        info = wait_until(lambda: (lambda o: o if o.get("state") == "exited" else None)(
-            self.info()), timeout, interval)
-        return Result(info["result"]) if info else None
+    def wait(self, timeout=60.0):
+        """Its Result once it ended; None when it still runs after timeout s
+        (the daemon holds the request until then: no polling)."""
+        info = self.sandbox.client.call(
+            "GET", self._path() + "/wait?timeout_seconds=%g" % timeout,
+            timeout=timeout + self.sandbox.client.timeout)
+        return Result(info["result"]) if info.get("state") == "exited" else None
+
+    def write_stdin(self, data, eof=False):
+        """Give it more input (started with stdin_open=True); str as UTF-8.
+        eof=True closes its stdin once written."""
+        if isinstance(data, str):
+            data = data.encode()
+        return json.loads(self.sandbox.client.request(
+            "POST", self._path() + "/stdin" + ("?eof=1" if eof else ""),
+            bytes(data), "application/octet-stream"))
+
+    def close_stdin(self):
+        return self.write_stdin(b"", eof=True)
+
+    def signal(self, sig):
+        """Send a signal to it and all it started: "TERM", "SIGINT", 9 ..."""
+        if not isinstance(sig, (str, int)):
+            sig = int(sig)      # a signal.Signals member
+        return self.sandbox.client.call("POST", self._path() + "/signal", {"signal": sig})
+
+    def output(self, offset=0, stream=None, follow=False, on_stdout=None,
+               on_stderr=None):
+        """Its output from byte offset of each stream (stream: "stdout",
+        "stderr" or both); with follow=True until it ends, each piece to
+        on_stdout / on_stderr as it comes.  Returns a dict: "stdout",
+        "stderr" (text from offset), "next_offset" {"stdout": N, "stderr": N},
+        "dropped" (bytes from offset no longer kept), "result" (a Result
+        once it ended, else None)."""
+        q = "/output?offset=%d" % offset
+        if stream:
+            q += "&stream=" + stream
+        if follow:
+            q += "&follow=1"
+        out = {"stdout": [], "stderr": [], "next_offset": {"stdout": offset, "stderr": offset},
+               "dropped": 0, "result": None}
+        calls = {"stdout": on_stdout, "stderr": on_stderr}
+        conn, resp = self.sandbox.client.open("GET", self._path() + q, timeout=None)
+        try:
+            for line in resp:
+                if not line.strip():
+                    continue
+                ev = json.loads(line)
+                kind = ev.get("type")
+                if kind in ("stdout", "stderr"):
+                    out[kind].append(ev["data"])
+                    out["next_offset"][kind] = ev["offset"] + len(ev["data"].encode())
+                    if calls[kind]:
+                        calls[kind](ev["data"])
+                elif kind == "dropped":
+                    out["dropped"] += ev["bytes"]
+                elif kind == "end":
+                    out["result"] = Result(ev["result"])
+        except OSError as e:
+            raise errors.ConnectionFailed("the daemon's stream broke off: %s" % e) from e
+        finally:
+            conn.close()
+        out["stdout"] = "".join(out["stdout"])
+        out["stderr"] = "".join(out["stderr"])
+        return out
 
 
 class Files:
@@ -68,16 +127,18 @@ class Files:
     def __init__(self, sandbox):
         self.sandbox = sandbox
 
-    def _path(self, path, listing=False):
-        q = "/files?path=" + urllib.parse.quote(path, safe="/")
+    def _path(self, path, listing=False, route="/files"):
+        q = route + "?path=" + urllib.parse.quote(path, safe="/")
         return self.sandbox._path(q + ("&list=1" if listing else ""))
 
-    def write(self, path, data):
-        """Create or replace a file; str is written as UTF-8."""
+    def write(self, path, data, parents=False):
+        """Create or replace a file; str is written as UTF-8.  parents=True
+        makes its missing directories first."""
         if isinstance(data, str):
             data = data.encode()
         return json.loads(self.sandbox.client.request(
-            "PUT", self._path(path), bytes(data), "application/octet-stream"))
+            "PUT", self._path(path) + ("&parents=1" if parents else ""), bytes(data),
+            "application/octet-stream"))
 
     def read(self, path):
         return self.sandbox.client.request("GET", self._path(path))
@@ -85,9 +146,33 @@ class Files:
     def read_text(self, path, encoding="utf-8"):
         return self.read(path).decode(encoding)
 
-    def list(self, path):
-        """The entries: name, type (file, dir, symlink, other), size, mode."""
-        return self.sandbox.client.call("GET", self._path(path, True))["entries"]
+    def list(self, path, recursive=False):
+        """The entries: name (relative to path), type (file, dir, symlink,
+        other), size, mode ("0644"), mtime, target (symlinks, not followed);
+        recursive=True: the whole tree."""
+        return self.sandbox.client.call(
+            "GET", self._path(path, True) + ("&recursive=1" if recursive else ""))["entries"]
+
+    def mkdir(self, path, parents=False, mode=None):
+        body = {"path": path, "parents": parents}
+        if mode is not None:
+            body["mode"] = mode if isinstance(mode, str) else "%04o" % mode
+        return self.sandbox.client.call("POST", self.sandbox._path("/files/mkdir"), body)
+
+    def rename(self, src, dst, overwrite=False):
+        return self.sandbox.client.call("POST", self.sandbox._path("/files/rename"),
+                                        {"from": src, "to": dst, "overwrite": overwrite})
+
+    def archive(self, path):
+        """The directory path as a tar archive (bytes)."""
+        return self.sandbox.client.request("GET", self._path(path, route="/archive"))
+
+    def unpack(self, path, tar):
+        """A tar archive (bytes, plain or gzip'd) unpacked into path: its
+        {"path", "entries", "bytes"}.  The daemon refuses a harmful archive
+        whole (Forbidden, BadRequest, NoSpace)."""
+        return json.loads(self.sandbox.client.request(
+            "PUT", self._path(path, route="/archive"), bytes(tar), "application/x-tar"))
 
     def delete(self, path):
         return self.sandbox.client.call("DELETE", self._path(path))
@@ -161,10 +246,13 @@ class Sandbox:
         return Result(result)
 
     def start(self, cmd, cwd=None, env=None, stdin=None, timeout=None,
-              tool_call_id=None):
+              tool_call_id=None, stdin_open=False):
         """Start cmd in the background; its Process (pid 0 and start_result
-        when it could not start)."""
+        when it could not start).  stdin_open=True keeps its stdin open for
+        Process.write_stdin."""
         body = _exec_body(cmd, cwd, env, stdin, timeout, tool_call_id)
+        if stdin_open:
+            body["stdin_open"] = True
         o = self.client.call("POST", self._path("/processes"), body)
         return Process(self, o["pid"], o.get("tool_call_id"), o.get("result"))
 
@@ -184,6 +272,33 @@ class Sandbox:
         body = {"reason": reason} if reason else {}
         self.last_info = self.client.call("POST", self._path("/halt"), body)
         return self.last_info
+
+    def keepalive(self, ttl_seconds=None):
+        """Restart its TTL from now (ttl_seconds: a new one, 0: none)."""
+        body = {} if ttl_seconds is None else {"ttl_seconds": ttl_seconds}
+        self.last_info = self.client.call("POST", self._path("/keepalive"), body)
+        return self.last_info
+
+    def diff(self, path=None, patch=False):
+        """What it changed under its workspace: a list of changes, or with
+        patch=True the git patch (text) of what an export lets out."""
+        q = []
+        if path:
+            q.append("path=" + urllib.parse.quote(path, safe="/"))
+        if patch:
+            q.append("format=patch")
+        data = self.client.request("GET", self._path("/diff") + ("?" + "&".join(q) if q else ""))
+        return data.decode() if patch else json.loads(data)
+
+    def export(self, to=None, apply=False, patch=False, allow_risky=None):
+        """Let its workspace changes out: to= a new host directory, apply=True
+        onto the host workspace, or patch=True (the patch in the report)."""
+        if sum((to is not None, bool(apply), bool(patch))) != 1:
+            raise ValueError("give exactly one of to=, apply=True, patch=True")
+        body = {"to": to} if to is not None else {"apply": True} if apply else {"patch": True}
+        if allow_risky:
+            body["allow_risky"] = list(allow_risky)
+        return self.client.call("POST", self._path("/export"), body)
 
     def destroy(self):
         """Destroy it; the final {"id", "state": "destroyed", "meters"}."""

@@ -1,0 +1,446 @@
+#!/bin/bash
+# files.sh - the file channel and background processes of corral serve, as
+# agent harnesses use them, and what an attacker's archive or request tries.
+#
+#   tests/files.sh CORRAL [TEST...]
+#
+# One daemon for the suite (socket and state in a scratch directory, its
+# pid kept, stopped with SIGTERM at the end, also on failure); each test
+# makes its own sandboxes and destroys them.  Files: PUT parents=1, mkdir,
+# rename, recursive listing, tar archives out and in; archives with "..",
+# absolute names, symlinks and hard links pointing out, devices, setuid
+# files and a bomb past the disk budget are refused whole.  Processes:
+# output followed from an offset, stdin written, signals sent, waited for.
+# Runs as root or as an unprivileged user.  Every wait is bounded.
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-files.XXXXXX")
+chmod 755 "$TEST_TMP"
+PY=/usr/bin/python3
+SOCK=$TEST_TMP/s
+DPID=""
+stop_daemon() {
+	[ -n "$DPID" ] || return 0
+	kill -TERM "$DPID" 2>/dev/null
+	for _ in $(seq 100); do
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$DPID" 2>/dev/null
+	wait "$DPID" 2>/dev/null
+	DPID=""
+}
+trap 'stop_daemon; rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+
+"$CORRAL" serve --socket "$SOCK" --state-dir "$TEST_TMP/state" \
+	> "$TEST_TMP/daemon.log" 2>&1 < /dev/null &
+DPID=$!
+for _ in $(seq 200); do
+	[ -S "$SOCK" ] && break
+	sleep 0.05
+done
+if [ ! -S "$SOCK" ]; then
+	cat "$TEST_TMP/daemon.log"
+	echo "files: 0 passed, 1 failed (no daemon)"
+	exit 1
+fi
+
+# api METHOD PATH [CURL ARGS...]: the status on stdout, the body in $T/body.
+api() {
+	local m=$1 p=$2
+	shift 2
+	curl -sS --max-time 60 --unix-socket "$SOCK" -X "$m" -o "$T/body" \
+		-w '%{http_code}' "$@" "http://localhost$p" 2> "$T/curl.err" || true
+}
+body() { head -c 400 "$T/body"; }
+jq() {	# jq EXPR [FILE]: a Python expression over the JSON v of FILE
+	$PY -c '
+import json, sys
+v = json.load(open(sys.argv[2]))
+r = eval(sys.argv[1])
+print(json.dumps(r) if isinstance(r, (dict, list, bool)) or r is None else r)
+' "$1" "${2:-$T/body}"
+}
+expect_code() { [ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(cat "$T/curl.err")"; }
+mksb() {
+	local code
+	code=$(api POST /v1/sandboxes -d "${1:-{\}}")
+	expect_code "create" "$code" 201 || return 1
+	jq 'v["id"]'
+}
+rmsb() { api DELETE "/v1/sandboxes/$1" > /dev/null; }
+sh_in() {	# sh_in ID COMMAND: its stdout; fails unless it exits 0
+	local code
+	code=$(api POST "/v1/sandboxes/$1/exec" -d "$($PY -c 'import json,sys; print(json.dumps({"command": sys.argv[1]}))' "$2")")
+	expect_code "exec $2" "$code" 200 || return 1
+	[ "$(jq 'v["exit_code"]')" = 0 ] || { fail "exec $2: $(body)"; return 1; }
+	jq 'v["stdout"]'
+}
+put() {	# put ID PATH DATA [QUERY]
+	api PUT "/v1/sandboxes/$1/files?path=$2${4:-}" --data-binary "$3"
+}
+
+# mktar OUT SPEC... [-- OUT SPEC...]: tars made by Python's tarfile (one
+# start for many); SPEC is name:type[:arg[:mode]] with type file (arg: the
+# content), zeros (arg: a size), dir, sym (arg: target), hard (arg:
+# target), chr, fifo; an OUT ending .gz is gzip'd.
+mktar() {
+	$PY - "$@" <<'EOF'
+import io, sys, tarfile
+groups, cur = [], []
+for a in sys.argv[1:] + ["--"]:
+    if a == "--":
+        if cur:
+            groups.append(cur)
+        cur = []
+    else:
+        cur.append(a)
+for g in groups:
+    out, specs = g[0], g[1:]
+    with tarfile.open(out, "w:gz" if out.endswith(".gz") else "w",
+                      format=tarfile.PAX_FORMAT) as t:
+        for s in specs:
+            f = s.split(":")
+            name, kind = f[0], f[1]
+            arg = f[2] if len(f) > 2 else ""
+            i = tarfile.TarInfo(name)
+            i.mode = int(f[3], 8) if len(f) > 3 else 0o644
+            data = None
+            if kind == "file":
+                data = arg.encode()
+            elif kind == "zeros":
+                data = bytes(int(arg))
+            elif kind == "dir":
+                i.type = tarfile.DIRTYPE
+            elif kind == "sym":
+                i.type, i.linkname = tarfile.SYMTYPE, arg
+            elif kind == "hard":
+                i.type, i.linkname = tarfile.LNKTYPE, arg
+            elif kind == "chr":
+                i.type, i.devmajor, i.devminor = tarfile.CHRTYPE, 1, 3
+            elif kind == "fifo":
+                i.type = tarfile.FIFOTYPE
+            if data is not None:
+                i.size = len(data)
+                t.addfile(i, io.BytesIO(data))
+            else:
+                t.addfile(i)
+EOF
+}
+
+# ---- files -------------------------------------------------------------------
+
+t_put_parents() {
+	local id code
+	id=$SB
+	sh_in "$id" "mkdir /workspace/pp" > /dev/null
+	code=$(put "$id" /workspace/pp/a/b/c.txt hello)
+	expect_code "PUT without parents" "$code" 404
+	code=$(put "$id" /workspace/pp/a/b/c.txt hello "&parents=1")
+	expect_code "PUT parents=1" "$code" 201
+	expect_eq "read back" "$(sh_in "$id" 'cat /workspace/pp/a/b/c.txt')" hello
+	expect_eq "made as the agent" "$(sh_in "$id" 'test -O /workspace/pp/a/b && echo mine')" mine
+}
+
+t_mkdir_rename_list() {
+	local id code
+	id=$SB
+	sh_in "$id" "mkdir /workspace/ml" > /dev/null
+	code=$(api POST "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/workspace/ml/d", "mode": "0750"}')
+	expect_code "mkdir" "$code" 201
+	code=$(api POST "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/workspace/ml/d"}')
+	expect_code "mkdir again" "$code" 409
+	code=$(api POST "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/workspace/ml/d/e/f", "parents": true}')
+	expect_code "mkdir -p" "$code" 201
+	code=$(api POST "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/workspace/ml/x", "mode": "4755"}')
+	expect_code "mkdir setuid" "$code" 400
+	put "$id" /workspace/ml/f one > /dev/null
+	put "$id" /workspace/ml/g two > /dev/null
+	sh_in "$id" 'ln -s /etc/passwd /workspace/ml/d/link; chmod 0600 /workspace/ml/g' > /dev/null
+	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/ml/f", "to": "/workspace/ml/g"}')
+	expect_code "rename over without overwrite" "$code" 409
+	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/ml/f", "to": "/workspace/ml/d/f", "overwrite": true}')
+	expect_code "rename" "$code" 200
+	expect_eq "moved" "$(sh_in "$id" 'cat /workspace/ml/d/f; test -e /workspace/ml/f || echo gone')" "onegone"
+	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/ml&list=1&recursive=1")
+	expect_code "list" "$code" 200
+	expect_eq "names" "$(jq '" ".join(e["name"] for e in v["entries"])')" \
+		"d d/e d/e/f d/f d/link g"
+	expect_eq "dir mode" "$(jq '[e for e in v["entries"] if e["name"] == "d"][0]["mode"]')" 0750
+	expect_eq "file mode" "$(jq '[e for e in v["entries"] if e["name"] == "g"][0]["mode"]')" 0600
+	expect_eq "link" "$(jq '[[e["type"], e["target"], e["size"]] for e in v["entries"] if e["name"] == "d/link"][0]')" \
+		'["symlink", "/etc/passwd", 11]'
+	expect_eq "file" "$(jq '[[e["type"], e["size"]] for e in v["entries"] if e["name"] == "d/f"][0]')" \
+		'["file", 3]'
+	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/ml&list=1")
+	expect_eq "one level" "$(jq '" ".join(e["name"] for e in v["entries"])')" "d g"
+}
+
+# mkdir, rename and PUT parents=1 through a symlink the agent planted
+t_across_symlink() {
+	local id code
+	id=$SB
+	sh_in "$id" "mkdir /workspace/as" > /dev/null
+	sh_in "$id" 'ln -s /etc /workspace/as/etc; ln -s /tmp /workspace/as/t; echo x > /workspace/as/f' > /dev/null
+	code=$(api POST "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/workspace/as/etc/new"}')
+	expect_code "mkdir through a symlink" "$code" 400
+	code=$(api POST "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/workspace/as/t/a/b", "parents": true}')
+	expect_code "mkdir -p through a symlink" "$code" 400
+	code=$(api POST "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/workspace/as/etc", "parents": true}')
+	expect_code "mkdir -p on a symlink" "$code" 400
+	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/as/f", "to": "/workspace/as/t/f"}')
+	expect_code "rename into a symlink" "$code" 400
+	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/as/etc/hostname", "to": "/workspace/as/h"}')
+	expect_code "rename out of a symlink" "$code" 400
+	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/as/../../etc/hostname", "to": "/workspace/as/h"}')
+	[ "$code" != 200 ] || fail "rename with .. out of the root succeeded"
+	code=$(put "$id" /workspace/as/t/new/file data "&parents=1")
+	expect_code "PUT parents=1 through a symlink" "$code" 400
+	expect_eq "nothing made" "$(sh_in "$id" 'ls /tmp /etc | grep -c "^new$\|^a$\|^f$"; true')" 0
+	# a symlink itself is renamed, not followed
+	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/as/etc", "to": "/workspace/as/etc2"}')
+	expect_code "rename a symlink" "$code" 200
+	expect_eq "still a link" "$(sh_in "$id" 'readlink /workspace/as/etc2')" /etc
+}
+
+t_archive_roundtrip() {
+	local id code
+	id=$SB
+	sh_in "$id" "mkdir /workspace/rt" > /dev/null
+	sh_in "$id" 'mkdir -p /workspace/rt/src/sub && echo hi > /workspace/rt/src/a.txt &&
+		printf "#!/bin/sh\necho run\n" > /workspace/rt/src/sub/x.sh && chmod 755 /workspace/rt/src/sub/x.sh &&
+		ln -s ../a.txt /workspace/rt/src/sub/l && mkfifo /workspace/rt/src/p &&
+		touch -d 2020-01-02T03:04:05Z /workspace/rt/src/a.txt' > /dev/null
+	code=$(api GET "/v1/sandboxes/$id/archive?path=/workspace/rt/src")
+	expect_code "archive out" "$code" 200
+	$PY - "$T/body" <<'EOF' || fail "the archive out"
+import sys, tarfile
+t = tarfile.open(sys.argv[1])
+m = {i.name: i for i in t.getmembers()}
+assert sorted(m) == ["a.txt", "sub", "sub/l", "sub/x.sh"], sorted(m)   # no FIFO
+assert t.extractfile("a.txt").read() == b"hi\n"
+assert m["sub/x.sh"].mode & 0o777 == 0o755, oct(m["sub/x.sh"].mode)
+assert m["sub/l"].issym() and m["sub/l"].linkname == "../a.txt"
+assert m["a.txt"].mtime == 1577934245, m["a.txt"].mtime
+EOF
+	cp "$T/body" "$T/src.tar"
+	code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace/rt/copy" --data-binary @"$T/src.tar")
+	expect_code "archive in" "$code" 201
+	expect_eq "counted" "$(jq '[v["entries"], v["bytes"]]')" "[4, 22]"
+	expect_eq "same tree" "$(sh_in "$id" 'cd /workspace/rt/copy && find . | sort | tr "\n" " "; stat -c %a sub/x.sh; readlink sub/l; sub/x.sh')" \
+		". ./a.txt ./sub ./sub/l ./sub/x.sh 755
+../a.txt
+run"
+	# gzip'd, into an existing tree, a file replaced
+	mktar "$T/b.tar.gz" "a.txt:file:new" "more/c:file:c"
+	code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace/rt/copy" --data-binary @"$T/b.tar.gz")
+	expect_code "gzip'd archive in" "$code" 201
+	expect_eq "replaced and added" "$(sh_in "$id" 'cat /workspace/rt/copy/a.txt /workspace/rt/copy/more/c')" newc
+}
+
+# each archive is refused whole, with nothing written
+t_archive_attacks() {
+	local code i=0 args=() specs=(
+		"../evil:file:x" "/abs:file:x" "ok:file:x|a/../../evil:file:x"
+		"l:sym:/workspace|l/secret:file:owned" "l:sym:/etc|l/hostname:file:owned"
+		"l:sym:..|l/at/secret:file:owned"
+		"h:hard:../secret" "h:hard:/workspace/at/secret" "h:hard:/etc/passwd"
+		"s:sym:/etc/passwd|h:hard:s" "null:chr" "p:fifo" "su:file:x:4755"
+		"sg:file:x:2755" "d:dir::4755")
+	sh_in "$SB" 'mkdir -p /workspace/at/in && echo keep > /workspace/at/secret' > /dev/null
+	for spec in "${specs[@]}"; do
+		IFS='|' read -ra parts <<< "$spec"
+		args+=("$T/bad.$i.tar" "${parts[@]}" --)
+		i=$((i + 1))
+	done
+	mktar "${args[@]}"
+	# a directory's mtime moves with what came and went: not compared
+	api GET "/v1/sandboxes/$SB/files?path=/workspace/at&list=1&recursive=1" > /dev/null
+	sed 's/"mtime":[0-9]*//g' "$T/body" > "$T/before"
+	i=0
+	for spec in "${specs[@]}"; do
+		code=$(api PUT "/v1/sandboxes/$SB/archive?path=/workspace/at/in" \
+			--data-binary @"$T/bad.$i.tar")
+		case $code in
+		400|403) ;;
+		*) fail "archive $spec: status $code: $(body)" ;;
+		esac
+		api GET "/v1/sandboxes/$SB/files?path=/workspace/at&list=1&recursive=1" > /dev/null
+		sed 's/"mtime":[0-9]*//g' "$T/body" | cmp -s - "$T/before" ||
+			fail "archive $spec left: $(body)"
+		i=$((i + 1))
+	done
+	expect_eq "nothing outside" "$(sh_in "$SB" 'cat /workspace/at/secret; ls -A /workspace/at/in; ls / /etc /workspace | grep -c "^evil$\|^abs$"; true')" \
+		"keep
+0"
+	# a hard link inside the archive's own tree is fine
+	mktar "$T/h.tar" "f:file:data" "h:hard:f"
+	code=$(api PUT "/v1/sandboxes/$SB/archive?path=/workspace/at/in" --data-binary @"$T/h.tar")
+	expect_code "a hard link inside" "$code" 201
+	expect_eq "linked" "$(sh_in "$SB" 'stat -c %h /workspace/at/in/h; cat /workspace/at/in/h')" "2
+data"
+	printf 'not a tar at all, not even close: %0600d' 0 > "$T/junk"
+	code=$(api PUT "/v1/sandboxes/$SB/archive?path=/workspace/at/in2" --data-binary @"$T/junk")
+	expect_code "not a tar" "$code" 400
+}
+
+# a gzip'd archive far larger unpacked than the sandbox's disk
+t_archive_bomb() {
+	local id code
+	id=$(mksb '{"policy": {"limits": {"disk": "8M"}}}')
+	mktar "$T/bomb.tar.gz" "big:zeros:67108864"
+	[ "$(stat -c %s "$T/bomb.tar.gz")" -lt 1000000 ] || fail "the bomb is not small"
+	code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace/b" --data-binary @"$T/bomb.tar.gz")
+	expect_code "bomb" "$code" 507
+	expect_contains "why" "$(body)" "free"
+	# many files that pass one by one fill the disk midway: undone
+	mktar "$T/many.tar.gz" "a:zeros:3000000" "b:zeros:3000000" "c:zeros:3000000"
+	code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace/b" --data-binary @"$T/many.tar.gz")
+	expect_code "three files past the disk" "$code" 507
+	expect_eq "nothing left" "$(sh_in "$id" 'ls -A /workspace; df -k /tmp | tail -1 | awk "{print (\$3 < 1024)}"')" 1
+	code=$(put "$id" /workspace/small fits)
+	expect_code "the disk is usable after" "$code" 201
+	rmsb "$id"
+}
+
+# ---- processes ---------------------------------------------------------------
+
+t_process_stdin_and_follow() {
+	local id code pid i
+	id=$SB
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "while read l; do echo \"got $l\"; done; echo done >&2", "stdin_open": true}')
+	expect_code "start" "$code" 201
+	pid=$(jq 'v["pid"]')
+	curl -sS -N --max-time 60 --unix-socket "$SOCK" \
+		"http://localhost/v1/sandboxes/$id/processes/$pid/output?follow=1" > "$T/follow" 2>&1 &
+	local fpid=$!
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin" --data-binary $'one\n')
+	expect_code "stdin" "$code" 200
+	for i in $(seq 200); do grep -q 'got one' "$T/follow" && break; sleep 0.05; done
+	grep -q '"type":"stdout","offset":0,"data":"got one\\n"' "$T/follow" ||
+		fail "no live line for the first write: $(cat "$T/follow")"
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin?eof=1" --data-binary $'two\n')
+	expect_code "stdin, then eof" "$code" 200
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=30")
+	expect_code "wait" "$code" 200
+	expect_eq "ended" "$(jq '[v["state"], v["result"]["exit_code"], v["stdout"]]')" \
+		'["exited", 0, "got one\ngot two\n"]'
+	for i in $(seq 200); do kill -0 "$fpid" 2>/dev/null || break; sleep 0.05; done
+	kill "$fpid" 2>/dev/null && fail "the follow stream did not end with the process"
+	wait "$fpid"
+	$PY - "$T/follow" <<'EOF' || fail "the followed stream: $(cat "$T/follow")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+out = "".join(l["data"] for l in lines if l["type"] == "stdout")
+assert out == "got one\ngot two\n", out
+assert [l["data"] for l in lines if l["type"] == "stderr"] == ["done\n"]
+assert lines[-1]["type"] == "end" and lines[-1]["result"]["exit_code"] == 0, lines[-1]
+EOF
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/output?stream=stdout&offset=4")
+	expect_code "from an offset" "$code" 200
+	expect_eq "the rest" "$(head -1 "$T/body" | jq '[v["offset"], v["data"]]' /dev/stdin)" \
+		'[4, "one\ngot two\n"]'
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin" --data-binary x)
+	expect_code "stdin to a finished process" "$code" 409
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "cat"}')
+	pid=$(jq 'v["pid"]')
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin" --data-binary x)
+	expect_code "stdin never opened" "$code" 409
+}
+
+t_process_signal_wait() {
+	local id other code pid opid
+	id=$(mksb)
+	other=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "trap \"echo usr1; exit 3\" USR1; echo ready; while :; do sleep 0.05; done"}')
+	expect_code "start" "$code" 201
+	pid=$(jq 'v["pid"]')
+	# the other sandbox's pid is one this sandbox has not given out
+	api POST "/v1/sandboxes/$other/exec" -d '{"command": "true & true & true & wait"}' > /dev/null
+	code=$(api POST "/v1/sandboxes/$other/processes" -d '{"command": "sleep 30"}')
+	opid=$(jq 'v["pid"]')
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=0")
+	expect_eq "not yet" "$(jq 'v["state"]')" running
+	for _ in $(seq 200); do
+		api GET "/v1/sandboxes/$id/processes/$pid" > /dev/null
+		[ "$(jq 'v["stdout"]')" = ready ] && break
+		sleep 0.05
+	done
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/signal" -d '{"signal": "NOPE"}')
+	expect_code "a bad signal" "$code" 400
+	code=$(api POST "/v1/sandboxes/$id/processes/$opid/signal" -d '{"signal": "KILL"}')
+	[ "$pid" != "$opid" ] || fail "the two pids are the same ($pid)"
+	expect_code "another sandbox's pid" "$code" 404
+	code=$(api POST "/v1/sandboxes/$id/processes/1/signal" -d '{"signal": "KILL"}')
+	[ "$pid" = 1 ] || expect_code "the sandbox's init" "$code" 404
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/signal" -d '{"signal": "SIGUSR1"}')
+	expect_code "USR1" "$code" 200
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait")
+	expect_code "wait" "$code" 200
+	expect_eq "its trap ran" "$(jq '[v["result"]["exit_code"], v["stdout"]]')" '[3, "ready\nusr1\n"]'
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/signal" -d '{"signal": 15}')
+	expect_code "signal to an ended process" "$code" 409
+	api GET "/v1/sandboxes/$other/processes/$opid" > /dev/null
+	expect_eq "the other sandbox's process untouched" "$(jq 'v["state"]')" running
+	rmsb "$id"
+	rmsb "$other"
+}
+
+# ---- sandboxes ---------------------------------------------------------------
+
+t_keepalive_labels_events() {
+	local a b code e1 e2
+	a=$(mksb '{"ttl_seconds": 600, "labels": {"team": "red", "job": "1"}}')
+	b=$(mksb '{"labels": {"team": "blue"}}')
+	api GET "/v1/sandboxes/$a" > /dev/null
+	e1=$(jq 'v["expires_at"]')
+	[ -n "$e1" ] && [ "$e1" != None ] || fail "no expires_at: $(body)"
+	code=$(api POST "/v1/sandboxes/$a/keepalive" -d '{"ttl_seconds": 3600}')
+	expect_code "keepalive" "$code" 200
+	e2=$(jq 'v["expires_at"]')
+	[[ "$e2" > "$e1" ]] || fail "expires_at did not move: $e1 -> $e2"
+	expect_eq "ttl" "$(jq 'v["ttl_seconds"]')" 3600.0
+	code=$(api POST "/v1/sandboxes/$a/keepalive")
+	expect_code "keepalive, same ttl" "$code" 200
+	api GET "/v1/sandboxes/$b" > /dev/null
+	expect_eq "no ttl" "$(jq 'v["expires_at"]')" null
+	code=$(api GET "/v1/sandboxes?label=team=red")
+	expect_eq "by key and value" "$(jq '[s["id"] for s in v["sandboxes"]]')" "[\"$a\"]"
+	code=$(api GET "/v1/sandboxes?label=team&label=job=1")
+	expect_eq "by key, and two" "$(jq '[s["id"] for s in v["sandboxes"]]')" "[\"$a\"]"
+	code=$(api GET "/v1/sandboxes?label=team")
+	expect_eq "by key" "$(jq 'sorted(s["id"] for s in v["sandboxes"] if s["id"] != "'"$SB"'")')" \
+		"$($PY -c 'import json,sys; print(json.dumps(sorted(sys.argv[1:])))' "$a" "$b")"
+	code=$(api GET "/v1/sandboxes?label=team=green")
+	expect_eq "none" "$(jq 'v["sandboxes"]')" "[]"
+	code=$(api GET "/v1/sandboxes?team=red")
+	expect_code "an unknown filter" "$code" 400
+	code=$(api GET "/v1/events?sandbox=no-such-sandbox")
+	expect_code "events of no sandbox" "$code" 404
+	code=$(api GET "/v1/events?sandbox=$a")
+	expect_code "events of a live one" "$code" 200
+	# the timer is the keepalive's: a short one ends the sandbox
+	code=$(api POST "/v1/sandboxes/$b/keepalive" -d '{"ttl_seconds": 0.2}')
+	expect_code "keepalive shorter" "$code" 200
+	for _ in $(seq 100); do
+		[ "$(api GET "/v1/sandboxes/$b")" = 404 ] && break
+		sleep 0.05
+	done
+	expect_code "ended by the keepalive's ttl" "$(api GET "/v1/sandboxes/$b")" 404
+	rmsb "$a"
+	code=$(api GET "/v1/events?sandbox=$a")
+	expect_code "events of a destroyed one" "$code" 200
+}
+
+START=$(date +%s)
+# one sandbox the tests share, each in a directory of its own
+T=$TEST_TMP
+SB=$(mksb) || { echo "files: 0 passed, 1 failed (no sandbox: $(body))"; exit 1; }
+run_tests "$@"
+stop_daemon
+echo "files ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

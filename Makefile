@@ -8,6 +8,8 @@ PKGS    := libseccomp jansson ldns libevent libcrypto zlib
 HDR_PKGS := libcurl
 # image archives and layers (src/lib/image_*.c)
 PKGS    += libarchive
+# TLS termination in the egress proxy (src/lib/tls.c, proxy.c)
+PKGS    += libssl libevent_openssl
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter

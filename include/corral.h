@@ -210,6 +210,8 @@ struct corral_policy {
 	size_t nnet_hosts;
 	bool net_transparent;		/* redirect all TCP to the proxy (nftables) */
 	char *net_resolver;		/* "IP[:PORT]" for allowed names; NULL: resolv.conf */
+	/* TLS termination, rules by method and path, secrets (src/lib/tls.h) */
+	struct corral_tls_policy *net_tls;
 
 	struct corral_abort abort;
 	struct corral_event_limits events;

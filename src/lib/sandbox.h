@@ -21,8 +21,8 @@ int ns_write_id_maps(pid_t pid, uid_t host_uid, gid_t host_gid,
  */
 /* snapshot.c: a snapshot's tree copied into an upper layer not yet mounted */
 int snapshot_fill(int from, int to, struct corral_err *err);
-int mount_build(const struct corral_policy *p, int *upperfd,
-		struct corral_err *err);
+int mount_build(const struct corral_policy *p, const char *tls_ca_pem,
+		int *upperfd, struct corral_err *err);
 /* The paths Landlock lets the sandbox write (NULL-terminated). */
 extern const char *const mount_writable_paths[];
 /* The writable tmpfs (one budget), opened beneath the sandbox's "/". */
@@ -38,6 +38,7 @@ struct child_ctx {
 	const struct corral_policy *p;
 	char *const *argv;	/* corral_run: the one command */
 	char **envp;
+	const char *tls_ca_pem;	/* the sandbox's CA, installed in /etc/corral */
 	bool caller_root;
 	bool cg_none;
 	bool serve;		/* long-lived (box.c): wait for MSG_EXEC */
@@ -189,6 +190,7 @@ struct sandbox {
 	int ptyfd;		/* MSG_PTY_FD's master, until the front end takes it */
 	int landlock_abi;
 	struct proxy *px;
+	struct tlsbox *tls;	/* the CA and secrets of terminated egress, or NULL */
 	struct sensor *sensor;	/* denied syscalls, where USER_NOTIF works */
 	struct tripwire *tripwire;
 	struct event *ev_ctl, *ev_exit;

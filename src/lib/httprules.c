@@ -157,11 +157,15 @@ void httprules_free(struct httprules *r)
 	free(r);
 }
 
+/*
+ * TLS is terminated on 443, and on a port a pattern names outright; never
+ * on 80, which a pattern without a port also covers (it is plain HTTP).
+ */
 bool httprules_terminate(const struct httprules *r, const char *host, uint16_t port)
 {
 	int decided = -1;
 
-	if (!r)
+	if (!r || port == 80)
 		return false;
 	for (size_t i = 0; i < r->nsecret_hosts; i++)
 		if (httprules_host_matches(&r->secret_hosts[i], host, port))
@@ -172,7 +176,7 @@ bool httprules_terminate(const struct httprules *r, const char *host, uint16_t p
 		if (ru->terminate >= 0 && httprules_host_matches(&ru->host, host, port))
 			decided = decided == 1 ? 1 : ru->terminate;
 	}
-	return decided >= 0 ? decided == 1 : r->terminate_all;
+	return decided >= 0 ? decided == 1 : r->terminate_all && port == 443;
 }
 
 static bool method_ok(const struct rule *ru, const char *method)

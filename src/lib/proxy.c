@@ -801,7 +801,7 @@ static int forward_head(struct conn *c, struct evbuffer *to)
 			deny_request(c, 403, why);
 	}
 	if (r == 0) {
-		if (to == bufferevent_get_output(c->up))
+		if (c->up && to == bufferevent_get_output(c->up))
 			c->bytes_up += out ? outlen : len;
 		evbuffer_add(to, out ? out : buf, out ? outlen : len);
 	}
@@ -924,7 +924,7 @@ static void handle_head(struct conn *c)
 		c->proto = "connect";
 		if (!conn_decide(c))
 			return;
-		if (c->port == 443) {
+		if (c->port == 443 || conn_should_terminate(c)) {
 			/* read the ClientHello before anything leaves the host */
 			bufferevent_write(c->down, established, sizeof(established) - 1);
 			c->st = C_SNI;

@@ -155,7 +155,7 @@ void transparent_start(struct conn *c, int fd)
 		if (!conn_decide(c))
 			return;
 		/* terminated: the ClientHello first, as for CONNECT */
-		if (c->port == 443 && conn_should_terminate(c)) {
+		if (conn_should_terminate(c)) {
 			c->st = C_SNI;
 			bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
 			bufferevent_setcb(c->down, conn_on_sni, NULL, conn_down_event, c);

@@ -244,6 +244,15 @@ int corral_policy_load_string(struct corral_policy *p, const char *text,
 			      size_t len, const char *name,
 			      struct corral_err *err);
 
+/*
+ * The settings file of Anthropic's sandbox-runtime (srt), translated to a
+ * policy and loaded like one.  *report (free() it; NULL on error) says key
+ * by key what each setting became, or why it did not map.
+ */
+CORRAL_PUBLIC
+int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
+				char **report, struct corral_err *err);
+
 /* Overrides, as the CLI flags give them. */
 CORRAL_PUBLIC
 int corral_policy_add_bind(struct corral_policy *p, const char *spec,

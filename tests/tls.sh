@@ -256,6 +256,33 @@ t_policy_errors() {
 	expect_contains "unset source" "$(cat "$T/err" "$T/out")" "CORRAL_UNSET_VAR_X is not set"
 }
 
+t_srt_settings_translated_key_by_key() {
+	mkdir -p "$T/proj/.git"
+	cat > "$T/srt.json" <<-EOF2
+	{"network": {"allowedDomains": ["api.test", "*"], "deniedDomains": ["evil.test"],
+	             "allowUnixSockets": ["/var/run/docker.sock"]},
+	 "filesystem": {"allowWrite": ["."], "denyWrite": [".git"], "denyRead": ["~/.ssh", "./x"]},
+	 "ignoreViolations": {}}
+	EOF2
+	chmod -R a+rX "$T"
+	(cd "$T/proj" && HOME=/nonexistent-home timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c \
+		'echo "proxy=$HTTPS_PROXY"; curl -sS -m 5 -o /dev/null -w "%{http_code}\n" http://evil.test/' \
+		> "$T/out" 2> "$T/err" < /dev/null) || true
+	local e
+	e=$(cat "$T/err")
+	expect_contains "allowed" "$e" 'network.allowedDomains[0]: "api.test" -> network.allow'
+	expect_contains "star refused" "$e" 'network.allowedDomains[1]: not mapped'
+	expect_contains "denied" "$e" 'network.deniedDomains[0]: "evil.test" -> network.deny'
+	expect_contains "sockets" "$e" 'network.allowUnixSockets: not mapped: corral passes no host Unix socket'
+	expect_contains "write" "$e" "filesystem.allowWrite[0]: \".\" -> filesystem.rw \"$T/proj\""
+	expect_contains "deny write" "$e" "filesystem.denyWrite[0]: \".git\" -> filesystem.ro \"$T/proj/.git\""
+	expect_contains "deny read outside" "$e" 'filesystem.denyRead[0]: "~/.ssh": already unreadable'
+	expect_contains "deny read inside a bind" "$e" 'filesystem.denyRead[1]: not mapped'
+	expect_contains "the rest" "$e" 'ignoreViolations: not mapped'
+	expect_contains "proxy mode" "$(cat "$T/out")" "proxy=http://127.0.0.1:3128"
+	expect_contains "denied host" "$(cat "$T/out")" "403"
+}
+
 setup
 run_tests "$@"
 echo "tls ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"

@@ -119,6 +119,7 @@ suite() {
 	step "unit tests ($label)" unit_tests "$b"
 	step "integration as $(id -un) ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
 	step "egress as $(id -un) ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
+	step "tls termination as $(id -un) ($label)" tests/tls.sh "$b/corral"
 	step "seccomp as $(id -un) ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $(id -un) ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $(id -un) ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
@@ -141,6 +142,8 @@ suite() {
 			as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "egress as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "tls termination as uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/tls.sh" "$STAGE/corral"
 		step "seccomp as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/seccomp.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "audit as uid $NOBODY ($label)" \

@@ -253,6 +253,23 @@ CORRAL_PUBLIC
 int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 				char **report, struct corral_err *err);
 
+/*
+ * What a policy's TLS part makes the supervisor read from the host, for
+ * front ends that gate it (the daemon's API): the i-th source, *kind "env"
+ * (a variable of the supervisor's environment) or "file" (a path), in
+ * *name.  0 while i is in range, -1 after the last.
+ */
+CORRAL_PUBLIC
+int corral_policy_host_read(const struct corral_policy *p, size_t i,
+			    const char **kind, const char **name);
+/*
+ * Is p's TLS part (secrets, upstream CA, termination, allowlist objects,
+ * request caps) the bound's, or narrower?  NULL, or why not (static text).
+ */
+CORRAL_PUBLIC
+const char *corral_policy_tls_within(const struct corral_policy *p,
+				     const struct corral_policy *bound);
+
 /* Overrides, as the CLI flags give them. */
 CORRAL_PUBLIC
 int corral_policy_add_bind(struct corral_policy *p, const char *spec,

@@ -400,3 +400,62 @@ bool tls_policy_active(const struct corral_policy *p)
 	return json_object_get(t->net, "max_url") || json_object_get(t->net, "max_headers") ||
 	       json_object_get(t->net, "max_body");
 }
+
+int corral_policy_host_read(const struct corral_policy *p, size_t i,
+			    const char **kind, const char **name)
+{
+	const struct corral_tls_policy *t = p->net_tls;
+	json_t *ca = t ? json_object_get(t->net, "upstream_ca") : NULL;
+	size_t n = t ? json_array_size(t->secrets) : 0;
+
+	if (i < n) {
+		json_t *s = json_array_get(t->secrets, i);
+		const char *env = json_string_value(json_object_get(s, "from_env"));
+
+		*kind = env ? "env" : "file";
+		*name = env ? env : json_string_value(json_object_get(s, "from_file"));
+		return 0;
+	}
+	if (i == n && ca) {
+		*kind = "file";
+		*name = json_string_value(ca);
+		return 0;
+	}
+	return -1;
+}
+
+static json_t *part(const struct corral_policy *p, const char *key)
+{
+	if (!p->net_tls)
+		return NULL;
+	return key ? json_object_get(p->net_tls->net, key) : p->net_tls->secrets;
+}
+
+static bool same(json_t *a, json_t *b)
+{
+	return (!a && !b) || (a && b && json_equal(a, b));
+}
+
+const char *corral_policy_tls_within(const struct corral_policy *p,
+				     const struct corral_policy *bound)
+{
+	static const char *const caps[] = { "max_url", "max_headers", "max_body" };
+
+	if (!same(part(p, NULL), part(bound, NULL)))
+		return "secrets: fixed by the operator's policy";
+	if (!same(part(p, "upstream_ca"), part(bound, "upstream_ca")))
+		return "network.tls_upstream_ca: fixed by the operator's policy";
+	if (json_is_true(part(bound, "terminate")) && !json_is_true(part(p, "terminate")))
+		return "network.tls: the operator's \"terminate\" cannot be turned off";
+	/* a host's methods and paths are a union: one more entry could widen */
+	if (!same(part(p, "rules"), part(bound, "rules")))
+		return "network.allow: entries that are objects (tls, methods, paths, max_body) "
+		       "are fixed by the operator's policy";
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		json_t *b = part(bound, caps[i]), *v = part(p, caps[i]);
+
+		if (b && (!v || json_integer_value(v) > json_integer_value(b)))
+			return "network.max_url, max_headers, max_body: at most the operator's";
+	}
+	return NULL;
+}

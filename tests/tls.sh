@@ -219,6 +219,18 @@ t_bad_upstream_certificate_refused() {
 	expect_contains "why" "$(stdout)" "did not verify"
 	expect_eq "an event" "$(denials)" 1
 	expect_not_contains "no request reached it" "$(cat "$BADLOG")" "GET /x"
+	# a client that does not trust the sandbox's CA: nothing leaves, it is said
+	nrun -- /usr/bin/python3 -c "
+import http.client, ssl
+c = http.client.HTTPSConnection('127.0.0.1', 3128, context=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), timeout=10)
+c.set_tunnel('other.test', $GOOD)
+try:
+    c.request('GET', '/distrust'); print('went')
+except ssl.SSLError as e:
+    print('refused', e.reason)"
+	expect_contains "client refused" "$(stdout)" "refused"
+	expect_contains "an event" "$(cat "$T/events")" '"type":"egress.tls_refused"'
+	expect_not_contains "nothing left" "$(cat "$GOODLOG")" "/distrust"
 }
 
 t_ca_inside_without_its_key() {

@@ -9,6 +9,9 @@ PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
 missing=""
 # images: archives and layers; a real tree and a real OCI tool for the tests
 PKGS="$PKGS libarchive-dev busybox-static umoci"
+# TLS termination links libssl (libssl-dev above) and libevent_openssl (in
+# libevent-dev); tests/tls.sh and bench/tls.py make their CA with openssl
+PKGS="$PKGS openssl"
 # make bench's image rows (podman with crun), make image-debian-test
 PKGS="$PKGS podman crun debootstrap"
 for p in $PKGS; do

@@ -111,9 +111,11 @@ int tls_policy_apply_cap(struct loader *l, const char *key, json_t *v)
 	return 0;
 }
 
-/* An array of strings, each checked by ok(); NULL why: fine. */
-static int strings(struct loader *l, json_t *arr, const char *what,
-		   const char *(*problem)(const char *s))
+/* Why s is not acceptable (written to buf if need be), or NULL. */
+typedef const char *(*problem_fn)(const char *s, char *buf, size_t len);
+
+/* An array of strings, each checked by problem(). */
+static int strings(struct loader *l, json_t *arr, const char *what, problem_fn problem)
 {
 	size_t i;
 	json_t *v;
@@ -122,12 +124,13 @@ static int strings(struct loader *l, json_t *arr, const char *what,
 		return loader_fail(l, false, arr, "expected a non-empty array of %s", what);
 	json_array_foreach(arr, i, v) {
 		const char *s, *why;
+		char buf[256];
 		size_t n;
 		int r = loader_push_index(l, i);
 
 		if (!r)
 			r = loader_get_string(l, v, &s, &n);
-		if (!r && (why = problem(s)))
+		if (!r && (why = problem(s, buf, sizeof(buf))))
 			r = loader_fail(l, false, v, "%s", why);
 		loader_pop(l);
 		if (r)
@@ -136,7 +139,7 @@ static int strings(struct loader *l, json_t *arr, const char *what,
 	return 0;
 }
 
-static const char *method_problem(const char *s)
+static const char *method_problem(const char *s, char *buf, size_t len)
 {
 	if (!*s || strlen(s) > 15)
 		return "a method is 1 to 15 capital letters";
@@ -146,28 +149,27 @@ static const char *method_problem(const char *s)
 	return NULL;
 }
 
-static const char *path_problem(const char *s)
+static const char *path_problem(const char *s, char *buf, size_t len)
 {
 	if (s[0] != '/')
 		return "a path starts with \"/\" (a prefix, or a glob with *)";
 	return NULL;
 }
 
-static const char *pattern_problem(const char *s)
+static const char *pattern_problem(const char *s, char *buf, size_t len)
 {
-	static __thread char why[256];
 	struct egress_pattern ep;
 
-	if (egress_pattern_parsen(s, strlen(s), &ep, true, why, sizeof(why)))
-		return why;
+	if (egress_pattern_parsen(s, strlen(s), &ep, true, buf, len))
+		return buf;
 	return NULL;
 }
 
 /* Apply fn to obj[key] with the key pushed, if present. */
 static int keyed(struct loader *l, json_t *obj, const char *key,
 		 int (*fn)(struct loader *l, json_t *v, const char *what,
-			   const char *(*problem)(const char *)),
-		 const char *what, const char *(*problem)(const char *))
+			   problem_fn problem),
+		 const char *what, problem_fn problem)
 {
 	json_t *v = json_object_get(obj, key);
 	int r;
@@ -209,6 +211,7 @@ int tls_policy_apply_rule(struct loader *l, json_t *obj, const char **host,
 	static const char *const keys[] = { "host", "tls", "methods", "paths",
 					    "max_body", NULL };
 	json_t *h = json_object_get(obj, "host"), *net, *rules, *v;
+	char why[256];
 	uint64_t b;
 	bool t;
 	int r;
@@ -220,8 +223,8 @@ int tls_policy_apply_rule(struct loader *l, json_t *obj, const char **host,
 		return loader_fail(l, false, obj, "an allowlist object needs \"host\": a pattern");
 	r = loader_push_key(l, "host");
 	if (!r && (r = loader_get_string(l, h, host, hostlen)) == 0 &&
-	    pattern_problem(*host))
-		r = loader_fail(l, false, h, "%s", pattern_problem(*host));
+	    pattern_problem(*host, why, sizeof(why)))
+		r = loader_fail(l, false, h, "%s", why);
 	loader_pop(l);
 	if (!r && (v = json_object_get(obj, "tls"))) {
 		r = loader_push_key(l, "tls");
@@ -262,30 +265,31 @@ int tls_policy_apply_rule(struct loader *l, json_t *obj, const char **host,
 	return 0;
 }
 
-static const char *env_problem(const char *s)
+static const char *env_problem(const char *s, char *buf, size_t len)
 {
 	return policy_env_name_problem(s, strlen(s));
 }
 
-static const char *file_problem(const char *s)
+static const char *file_problem(const char *s, char *buf, size_t len)
 {
 	return s[0] == '/' ? NULL : "expected an absolute path";
 }
 
-static const char *any_problem(const char *s)
+static const char *any_problem(const char *s, char *buf, size_t len)
 {
 	return *s ? NULL : "expected a non-empty string";
 }
 
 static int one_string(struct loader *l, json_t *v, const char *what,
-		      const char *(*problem)(const char *))
+		      problem_fn problem)
 {
 	const char *s, *why;
+	char buf[256];
 	size_t n;
 	int r = loader_get_string(l, v, &s, &n);
 
 	(void)what;
-	if (!r && (why = problem(s)))
+	if (!r && (why = problem(s, buf, sizeof(buf))))
 		r = loader_fail(l, false, v, "%s", why);
 	return r;
 }

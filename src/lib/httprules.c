@@ -258,11 +258,9 @@ int httprules_check(const struct httprules *r, const char *host, uint16_t port,
 			 rq->head_len, host, (unsigned long long)r->max_headers);
 		return 431;
 	}
-	if (max_body && (rq->chunked ||
-			 (rq->has_content_length && rq->content_length > max_body))) {
-		snprintf(why, whylen, rq->chunked ?
-			 "a chunked body to %.100s, where bodies are capped at %llu bytes" :
-			 "a body to %.100s over its cap of %llu bytes",
+	/* a chunked body is counted as it flows (proxy.c's body_ok) */
+	if (max_body && rq->has_content_length && rq->content_length > max_body) {
+		snprintf(why, whylen, "a body to %.100s over its cap of %llu bytes",
 			 host, (unsigned long long)max_body);
 		return 413;
 	}

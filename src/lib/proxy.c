@@ -954,13 +954,27 @@ static void handle_head(struct conn *c)
 	}
 }
 
-/* A placeholder in a body never goes anywhere: refused before it leaves. */
+/*
+ * A placeholder in a body never goes anywhere: refused before it leaves.
+ * A chunked body is held to the host's cap as it flows, framing counted.
+ */
 static bool body_ok(struct conn *c, const void *p, size_t n)
 {
+	const struct tlsbox *t = c->px->tls;
 	char why[CORRAL_ERR_MAX];
+	uint64_t cap;
 
-	if (!c->px->tls || !secrets_count(c->px->tls->secrets) ||
-	    secrets_scan(c->px->tls->secrets, &c->scan, p, n, why, sizeof(why)) == 0)
+	if (!t)
+		return true;
+	cap = httprules_max_body(t->rules, c->host, c->port);
+	if (cap && c->hr.req.chunked && c->hr.req.body_len > cap) {
+		snprintf(why, sizeof(why), "a chunked body to %.100s over its cap of %llu bytes",
+			 c->host, (unsigned long long)cap);
+		deny_request(c, 413, why);
+		return false;
+	}
+	if (!secrets_count(t->secrets) ||
+	    secrets_scan(t->secrets, &c->scan, p, n, why, sizeof(why)) == 0)
 		return true;
 	deny_request(c, 403, why);
 	return false;

@@ -8,6 +8,8 @@ PKGS    := libseccomp jansson ldns libevent libcrypto zlib
 HDR_PKGS := libcurl
 # image archives and layers (src/lib/image_*.c)
 PKGS    += libarchive
+# TLS termination in the egress proxy (src/lib/tls.c, proxy.c)
+PKGS    += libssl libevent_openssl
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
@@ -129,7 +131,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/daemon $(PKG_CFLAGS)
 FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/daemon/api*.c) src/daemon/registry.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=build-fuzz/obj/%.o)
-FUZZ_TARGETS := sni socks httpreq dns policy api hold image
+FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets
 
 build-fuzz/obj/%.o: %.c $(wildcard src/lib/*.h) $(wildcard src/daemon/*.h) include/corral.h
 	@mkdir -p $(dir $@)

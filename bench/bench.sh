@@ -1,12 +1,14 @@
 #!/bin/sh
 # bench.sh - `make bench`: corral against its peers, side by side, one run.
 # BENCH_RUNS (default 200) and BENCH_BURST (default 100) size it; serve.py
-# also reads BENCH_EXECS (500) and BENCH_IDLE (1000); image.py BENCH_IMAGE_RUNS (50).
+# also reads BENCH_EXECS (500) and BENCH_IDLE (1000); image.py BENCH_IMAGE_RUNS (50);
+# tls.py BENCH_TLS_BYTES (256 MiB), BENCH_LAT and BENCH_REQS (2000).
 set -eu
 CORRAL=${1:-build/corral}
 here=$(dirname "$0")
 /usr/bin/python3 "$here/launch.py" "$CORRAL"
 /usr/bin/python3 "$here/proxy.py" "$CORRAL"
+/usr/bin/python3 "$here/tls.py" "$CORRAL"
 /usr/bin/python3 "$here/serve.py" "$CORRAL"
 /usr/bin/python3 "$here/stdio.py" "$CORRAL"
 /usr/bin/python3 "$here/image.py" "$CORRAL"

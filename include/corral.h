@@ -210,6 +210,8 @@ struct corral_policy {
 	size_t nnet_hosts;
 	bool net_transparent;		/* redirect all TCP to the proxy (nftables) */
 	char *net_resolver;		/* "IP[:PORT]" for allowed names; NULL: resolv.conf */
+	/* TLS termination, rules by method and path, secrets (src/lib/tls.h) */
+	struct corral_tls_policy *net_tls;
 
 	struct corral_abort abort;
 	struct corral_event_limits events;
@@ -241,6 +243,32 @@ CORRAL_PUBLIC
 int corral_policy_load_string(struct corral_policy *p, const char *text,
 			      size_t len, const char *name,
 			      struct corral_err *err);
+
+/*
+ * The settings file of Anthropic's sandbox-runtime (srt), translated to a
+ * policy and loaded like one.  *report (free() it; NULL on error) says key
+ * by key what each setting became, or why it did not map.
+ */
+CORRAL_PUBLIC
+int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
+				char **report, struct corral_err *err);
+
+/*
+ * What a policy's TLS part makes the supervisor read from the host, for
+ * front ends that gate it (the daemon's API): the i-th source, *kind "env"
+ * (a variable of the supervisor's environment) or "file" (a path), in
+ * *name.  0 while i is in range, -1 after the last.
+ */
+CORRAL_PUBLIC
+int corral_policy_host_read(const struct corral_policy *p, size_t i,
+			    const char **kind, const char **name);
+/*
+ * Is p's TLS part (secrets, upstream CA, termination, allowlist objects,
+ * request caps) the bound's, or narrower?  NULL, or why not (static text).
+ */
+CORRAL_PUBLIC
+const char *corral_policy_tls_within(const struct corral_policy *p,
+				     const struct corral_policy *bound);
 
 /* Overrides, as the CLI flags give them. */
 CORRAL_PUBLIC

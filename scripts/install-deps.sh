@@ -11,6 +11,9 @@ missing=""
 PKGS="$PKGS libarchive-dev busybox-static umoci"
 # newuidmap/newgidmap: a full id range for users with an /etc/subuid entry
 PKGS="$PKGS uidmap"
+# TLS termination links libssl (libssl-dev above) and libevent_openssl (in
+# libevent-dev); tests/tls.sh and bench/tls.py make their CA with openssl
+PKGS="$PKGS openssl"
 # make bench's image rows (podman with crun), make image-debian-test
 PKGS="$PKGS podman crun debootstrap"
 for p in $PKGS; do

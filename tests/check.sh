@@ -125,6 +125,7 @@ as_root_lane() {
 	me=$(id -un)
 	step "integration as $me ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
 	step "egress as $me ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
+	step "tls termination as $me ($label)" tests/tls.sh "$b/corral"
 	step "seccomp as $me ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $me ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $me ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
@@ -153,6 +154,8 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "egress as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
+	step "tls termination as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/tls.sh" "$STAGE/corral"
 	step "seccomp as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/seccomp.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "audit as uid $NOBODY ($label)" \

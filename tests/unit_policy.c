@@ -916,7 +916,7 @@ static const struct {
 	{ "unknown key under network",
 	  "{\"network\": {\"mode\": \"none\", \"allowed\": [\"x.org\"]}}",
 	  "\"allowed\"", "network.allowed",
-	  "unknown key, expected one of: mode, allow, deny, transparent, hosts, resolver (got [\"x.org\"])" },
+	  "unknown key, expected one of: mode, allow, deny, transparent, hosts, resolver, tls, tls_upstream_ca, max_url, max_headers, max_body (got [\"x.org\"])" },
 	{ "section of the wrong type",
 	  "{\n  \"env\": [\"A\"]\n}", "[\"A\"]", "env", "expected an object" },
 	{ "pids of the wrong type",

@@ -228,6 +228,8 @@ static char *check_network(const struct corral_policy *p,
 	    (!p->net_resolver || !l->net_resolver ||
 	     strcmp(p->net_resolver, l->net_resolver)))
 		return say("network.resolver: fixed by the operator's policy");
+	if (corral_policy_tls_within(p, l))
+		return say("%s", corral_policy_tls_within(p, l));
 	return NULL;
 }
 

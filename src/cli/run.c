@@ -20,6 +20,9 @@ static const char run_usage[] =
 "\n"
 "Options (flags override the policy file, whatever their order):\n"
 "  --policy FILE        JSON policy; default: the built-in default policy\n"
+"  --settings FILE      an srt (Anthropic sandbox-runtime) settings file,\n"
+"                       translated to a policy (after --policy); what did\n"
+"                       not map is said on stderr, key by key\n"
 "  --workspace DIR      show DIR at /workspace, copy-on-write: the sandbox\n"
 "                       may change its view, the host copy is never written\n"
 "                       (without it /workspace is an empty tmpfs)\n"
@@ -121,7 +124,7 @@ enum {
 	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
 	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
 	OPT_ROOTFS, OPT_IMAGE, OPT_ROOT_WRITABLE, OPT_STATE_DIR,
-	OPT_EXPORT_TO, OPT_APPLY, OPT_PATCH, OPT_ALLOW_RISKY,
+	OPT_EXPORT_TO, OPT_APPLY, OPT_PATCH, OPT_ALLOW_RISKY, OPT_SETTINGS,
 };
 
 static const struct option run_options[] = {
@@ -151,6 +154,7 @@ static const struct option run_options[] = {
 	{ "apply", no_argument, NULL, OPT_APPLY },
 	{ "patch", required_argument, NULL, OPT_PATCH },
 	{ "allow-risky", required_argument, NULL, OPT_ALLOW_RISKY },
+	{ "settings", required_argument, NULL, OPT_SETTINGS },
 	{ "tty", no_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -284,13 +288,29 @@ static void print_end(const struct corral_result *res)
 	fprintf(stderr, "corral: %s\n", res->reason);
 }
 
+/* srt's settings: what each key became goes to stderr, one line each. */
+static int load_settings(struct corral_policy *p, const char *path)
+{
+	struct corral_err err = { 0 };
+	char *report = NULL, *line, *save = NULL;
+
+	if (corral_policy_load_srt_file(p, path, &report, &err) < 0) {
+		cli_error("--settings: %s", err.msg);
+		return -1;
+	}
+	for (line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "corral: %s: %s\n", path, line);
+	free(report);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct corral_policy p;
 	struct corral_result res;
 	struct corral_err err = { 0 };
 	struct corral_run_opts o = { .forward_signals = true };
-	const char *policy_file = NULL, *rootfs = NULL, *image = NULL, *state_dir = NULL;
+	const char *policy_file = NULL, *settings_file = NULL, *rootfs = NULL, *image = NULL, *state_dir = NULL;
 	struct corral_image *img = NULL;
 	char **img_argv = NULL;
 	struct corral_export_opts x = { 0 };
@@ -303,10 +323,16 @@ int cmd_run(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1)
 		if (opt == OPT_POLICY)
 			policy_file = optarg;
+		else if (opt == OPT_SETTINGS)
+			settings_file = optarg;
 
 	corral_policy_init(&p);
 	if (policy_file && corral_policy_load_file(&p, policy_file, &err) < 0) {
 		cli_error("%s", err.msg);
+		corral_policy_free(&p);
+		return EXIT_CORRAL;
+	}
+	if (settings_file && load_settings(&p, settings_file) < 0) {
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
 	}

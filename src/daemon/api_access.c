@@ -193,12 +193,22 @@ static bool env_ok(struct daemon *d, const struct client *c, const char *name,
 bool api_access_check(struct daemon *d, struct evhttp_request *req,
 		      bool tcp, struct corral_policy *p, struct api_fault *f)
 {
+	const char *kind, *name;
 	struct client c;
 
 	client_of(req, tcp, &c);
 	for (size_t i = 0; i < p->nenv_pass; i++)
 		if (!env_ok(d, &c, p->env_pass[i], f))
 			return false;
+	/* secrets and the upstream CA: read by the daemon, like env.pass */
+	for (size_t i = 0; corral_policy_host_read(p, i, &kind, &name) == 0; i++) {
+		if (!strcmp(kind, "env") && !env_ok(d, &c, name, f))
+			return false;
+		if (!strcmp(kind, "file") && !client_is_us(&c))
+			return api_fault(f, 403, "forbidden", "%.200s: the daemon reads files "
+					 "for secrets and CAs only for its own user's clients",
+					 name);
+	}
 	if (p->workspace &&
 	    !host_path_ok(d, &c, &p->workspace, "workspace", false, f))
 		return false;

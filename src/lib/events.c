@@ -64,6 +64,7 @@ static const struct rated rated_types[] = {
 	{ "tripwire", "tripwire.summary", "path", NULL, true },
 	{ "egress.allowed", "egress.allowed.summary", "host", "port", false },
 	{ "egress.closed", "egress.closed.summary", "host", "port", false },
+	{ "egress.tls_refused", "egress.tls_refused.summary", "host", "port", true },
 };
 #define NRATED (sizeof(rated_types) / sizeof(rated_types[0]))
 

@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "sandbox.h"
 #include "tripwire.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -450,8 +451,80 @@ static int write_merged(const char *path, const char *ours, enum etc_kind kind,
 	return r;
 }
 
+/* The system's roots (the image's, else the host's), or NULL. */
+static char *read_roots(int oldroot, bool img, size_t *len)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	size_t cap = 0;
+	char *buf = NULL;
+	ssize_t n;
+	int fd;
+
+	*len = 0;
+	fd = img ? open(TLS_SYSTEM_BUNDLE, O_RDONLY | O_CLOEXEC) :
+		   syscall(SYS_openat2, oldroot, TLS_SYSTEM_BUNDLE, &how, sizeof(how));
+	if (fd < 0)
+		return NULL;
+	do {
+		if (*len == cap) {
+			char *grown = cap < (16u << 20) ? realloc(buf, cap + (256u << 10)) : NULL;
+
+			if (!grown) {
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = grown;
+			cap += 256u << 10;
+		}
+		n = read(fd, buf + *len, cap - *len - 1);
+		if (n > 0)
+			*len += n;
+	} while (n > 0);
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[*len] = 0;
+	return buf;
+}
+
+/*
+ * Egress terminated by the supervisor: the sandbox trusts its CA, alone in
+ * TLS_CA_PATH (for clients that add to their roots) and after the system's
+ * roots in TLS_BUNDLE_PATH, which also stands in for the system bundle
+ * (clients that read it without asking the environment).  No key is here.
+ */
+static int build_tls_trust(int oldroot, const char *pem, bool img,
+			   struct corral_err *err)
+{
+	size_t len;
+	char *roots = read_roots(oldroot, img, &len), *bundle = NULL;
+	struct stat st;
+	int r;
+
+	r = mkdir_p("/etc/corral", 0755, err);
+	if (r == 0)
+		r = write_text(TLS_CA_PATH, pem, err);
+	if (r == 0 && asprintf(&bundle, "%s%s%s", roots ? roots : "",
+			       len && roots[len - 1] != '\n' ? "\n" : "", pem) < 0)
+		r = corral_set_err(err, -ENOMEM, "out of memory for %s", TLS_BUNDLE_PATH);
+	if (r == 0)
+		r = write_text(TLS_BUNDLE_PATH, bundle, err);
+	free(roots);
+	free(bundle);
+	if (r == 0 && stat(TLS_SYSTEM_BUNDLE, &st) == 0 && S_ISREG(st.st_mode)) {
+		r = do_mount(TLS_BUNDLE_PATH, TLS_SYSTEM_BUNDLE, NULL, MS_BIND, NULL, err);
+		if (r == 0)
+			r = make_ro(TLS_SYSTEM_BUNDLE, true, err);
+	}
+	return r;
+}
+
 static int build_etc(int oldroot, const struct corral_policy *p,
-		     struct corral_err *err)
+		     const char *tls_ca_pem, struct corral_err *err)
 {
 	const char *user = p->user_name ? p->user_name : "agent";
 	const char *home = p->user_home ? p->user_home : "/home/agent";
@@ -494,6 +567,8 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 	/* an image's root has its own loader cache, certificates, zone info */
 	for (size_t i = 0; r == 0 && !img && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
 		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, -1, err);
+	if (r == 0 && tls_ca_pem)
+		r = build_tls_trust(oldroot, tls_ca_pem, img, err);
 	return r;
 }
 
@@ -1148,7 +1223,7 @@ static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
 }
 
 int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
-		int *upperfd, struct corral_err *err)
+		const char *tls_ca_pem, int *upperfd, struct corral_err *err)
 {
 	int oldroot, r;
 
@@ -1162,7 +1237,7 @@ int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
 	for (size_t i = 0; r == 0 && !p->nroot_layers && i < sizeof(host_dirs) / sizeof(host_dirs[0]); i++)
 		r = host_dir(oldroot, host_dirs[i], err);
 	if (r == 0)
-		r = build_etc(oldroot, p, err);
+		r = build_etc(oldroot, p, tls_ca_pem, err);
 	if (r == 0)
 		r = build_dev(oldroot, err);
 	if (r == 0)

@@ -16,6 +16,7 @@
 #include "policy_int.h"
 #include "egress.h"
 #include "export.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -486,6 +487,7 @@ void corral_policy_free(struct corral_policy *p)
 	strv_free(p->net_deny, p->nnet_deny);
 	pairs_free(p->net_hosts, p->nnet_hosts);
 	free(p->net_resolver);
+	tls_policy_free(p);
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
 	strv_free(p->root_layers, p->nroot_layers);
 	free(p->workdir);
@@ -519,6 +521,7 @@ static int policy_copy(struct corral_policy *dst,
 	dst->net_hosts = NULL;
 	dst->nnet_hosts = 0;
 	dst->net_resolver = NULL;
+	dst->net_tls = NULL;
 	dst->abort.tripwires = NULL;
 	dst->abort.ntripwires = 0;
 	dst->root_layers = NULL;
@@ -544,6 +547,8 @@ static int policy_copy(struct corral_policy *dst,
 			     strlen(src->root_layers[i])))
 			goto nomem;
 	if (src->net_resolver && !(dst->net_resolver = strdup(src->net_resolver)))
+		goto nomem;
+	if (tls_policy_copy(dst, src))
 		goto nomem;
 	for (i = 0; i < src->nbinds; i++) {
 		b.writable = src->binds[i].writable;

@@ -24,8 +24,8 @@
 
 /* ---- policy.c: the loader, a policy being filled from one JSON document -- */
 
-/* Deepest path the schema has: env.set.NAME, network.allow[N]. */
-#define LOADER_DEPTH 4
+/* Deepest path the schema has: network.allow[N].methods[M]. */
+#define LOADER_DEPTH 5
 
 struct loader {
 	const char *text;

@@ -10,6 +10,7 @@
 #include "egress.h"
 #include "tripwire.h"
 #include "image.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <event2/util.h>
@@ -513,7 +514,11 @@ static int apply_patterns(struct loader *l, json_t *arr, bool allow,
 		r = loader_push_index(l, i);
 		if (r)
 			return r;
-		r = loader_get_string(l, v, &s, &n);
+		/* an allow entry may be an object: a host narrowed (tls_policy.c) */
+		if (allow && json_is_object(v))
+			r = tls_policy_apply_rule(l, v, &s, &n);
+		else
+			r = loader_get_string(l, v, &s, &n);
 		if (!r && egress_pattern_parsen(s, n, &ep, allow, why,
 						 sizeof(why)))
 			r = loader_fail(l, false, v, "%s", why);
@@ -604,6 +609,22 @@ static int apply_net_resolver(struct loader *l, json_t *v)
 	return 0;
 }
 
+/* request caps on what is parsed (plain HTTP, terminated TLS) */
+static int apply_net_max_url(struct loader *l, json_t *v)
+{
+	return tls_policy_apply_cap(l, "max_url", v);
+}
+
+static int apply_net_max_headers(struct loader *l, json_t *v)
+{
+	return tls_policy_apply_cap(l, "max_headers", v);
+}
+
+static int apply_net_max_body(struct loader *l, json_t *v)
+{
+	return tls_policy_apply_cap(l, "max_body", v);
+}
+
 static const struct field network_fields[] = {
 	{ "mode", apply_net_mode },
 	{ "allow", apply_net_allow },
@@ -611,6 +632,11 @@ static const struct field network_fields[] = {
 	{ "transparent", apply_net_transparent },
 	{ "hosts", apply_net_hosts },
 	{ "resolver", apply_net_resolver },
+	{ "tls", tls_policy_apply_mode },
+	{ "tls_upstream_ca", tls_policy_apply_upstream_ca },
+	{ "max_url", apply_net_max_url },
+	{ "max_headers", apply_net_max_headers },
+	{ "max_body", apply_net_max_body },
 	{ NULL, NULL },
 };
 
@@ -990,6 +1016,7 @@ static const struct field top_fields[] = {
 	{ "abort", apply_abort },
 	{ "events", apply_events },
 	{ "export", apply_export },
+	{ "secrets", tls_policy_apply_secrets },
 	{ NULL, NULL },
 };
 

@@ -20,6 +20,7 @@
 #include "net.h"
 #include "relay.h"
 #include "peer.h"
+#include "tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,6 +44,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/crypto.h>
+#include <strings.h>
 
 #define RELAY_HIGH_WATER	(1 << 20)	/* bytes queued before we stop reading */
 #define CONNECT_TIMEOUT_S	30
@@ -272,6 +275,11 @@ void conn_free(struct conn *c)
 	relay_free(c->relay);
 	if (c->down)
 		bufferevent_free(c->down);
+	/* a terminated connection's filter does not own its SSL and socket */
+	if (c->down_ssl)
+		SSL_free(c->down_ssl);
+	if (c->raw)
+		bufferevent_free(c->raw);
 	if (c->up)
 		bufferevent_free(c->up);
 	if (c->first)
@@ -321,13 +329,29 @@ static json_t *denied_fields(struct conn *c, const char *reason)
 	return conn_fields(c, reason);
 }
 
+static void close_after_flush(struct conn *c);
+
 /* Close once what is queued for the sandbox has been written. */
 static void on_flushed(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
-	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		conn_free(c);
+	if (evbuffer_get_length(bufferevent_get_output(bev)) != 0)
+		return;
+	if (c->raw) {
+		/* all encrypted: the socket's own bufferevent flushes the rest */
+		conn_untls_down(c);
+		bufferevent_disable(c->down, EV_READ);
+		bufferevent_setcb(c->down, NULL, on_flushed, NULL, c);
+		on_flushed(c->down, c);
+		return;
+	}
+	conn_free(c);
+}
+
+void conn_close_after_flush(struct conn *c)
+{
+	close_after_flush(c);
 }
 
 static void close_after_flush(struct conn *c)
@@ -368,7 +392,7 @@ static void refuse(struct conn *c, uint8_t socks_rep, int code, const char *stat
 		close_after_flush(c);
 		return;
 	}
-	if (c->sni[0]) {	/* mid-TLS: any plain-text answer would be noise */
+	if (c->sni[0] && !c->terminated) {	/* mid-TLS: plain text would be noise */
 		conn_free(c);
 		return;
 	}
@@ -439,8 +463,9 @@ static void relay_read(struct bufferevent *from, void *arg)
 	struct conn *c = arg;
 	struct bufferevent *to = from == c->down ? c->up : c->down;
 
-	/* Plain HTTP: every request the sandbox sends is parsed and judged. */
-	if (from == c->down && c->kind == L_HTTP && !strcmp(c->proto, "http")) {
+	/* Plain HTTP, terminated TLS: every request is parsed and judged. */
+	if (from == c->down && (c->terminated ||
+				(c->kind == L_HTTP && !strcmp(c->proto, "http")))) {
 		http_from_down(c);
 		return;
 	}
@@ -561,7 +586,7 @@ static void start_relay(struct conn *c)
 		bufferevent_write_buffer(c->up, c->first);
 	}
 	/* a tunnel with nothing left to inspect: the kernel moves it */
-	if (strcmp(c->proto, "http") && !c->peek_tls) {
+	if (strcmp(c->proto, "http") && !c->peek_tls && !c->terminated) {
 		splice_tunnel(c);
 		return;
 	}
@@ -585,11 +610,19 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 		conn_deny(c, v.reason);
 		return;
 	}
-	c->up = bufferevent_socket_new(c->px->base, -1,
-				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (!c->up) {
-		http_error(c, 502, "Bad Gateway", "out of memory");
-		return;
+	if (c->terminated) {
+		c->up = conn_tls_upstream(c, why, sizeof(why));
+		if (!c->up) {
+			http_error(c, 502, "Bad Gateway", why);
+			return;
+		}
+	} else {
+		c->up = bufferevent_socket_new(c->px->base, -1,
+					       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		if (!c->up) {
+			http_error(c, 502, "Bad Gateway", "out of memory");
+			return;
+		}
 	}
 	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
 
@@ -617,6 +650,10 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
 	snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host, c->port,
 		 what & BEV_EVENT_TIMEOUT ? "timed out" :
 		 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	/* a certificate that does not verify: refused, and said so */
+	if (c->terminated && !(what & BEV_EVENT_TIMEOUT) &&
+	    conn_tls_upstream_error(c, why, sizeof(why)))
+		events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 	bufferevent_free(c->up);
 	c->up = NULL;
 	refuse(c, SOCKS_REP_REFUSED, 502, "Bad Gateway", why);
@@ -700,24 +737,121 @@ bool conn_decide(struct conn *c)
 
 static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-static void on_sni(struct bufferevent *bev, void *arg);
+#define on_sni conn_on_sni
 
-/* Write the head the upstream gets: origin form, hop-by-hop headers gone. */
-static int forward_head(struct conn *c)
+static const char *status_text(int code)
 {
-	size_t max = httpreq_origin_form_max(&c->hr), len = 0;
-	char *buf = malloc(max);
+	switch (code) {
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	default: return "Forbidden";
+	}
+}
+
+/* A request refused by its method, path, size or a placeholder in it. */
+static void deny_request(struct conn *c, int code, const char *why)
+{
+	const struct httpreq *rq = &c->hr.req;
+	json_t *o = denied_fields(c, why);
+
+	if (o && rq->path_len)
+		json_object_set_new(o, "path", json_stringn(rq->path, rq->path_len < 200 ?
+							    rq->path_len : 200));
+	events_emit(c->px->ev, "egress.denied", o);
+	http_error(c, code, status_text(code), why);
+}
+
+/* Methods, paths, caps; false: refused and answered. */
+static bool request_ok(struct conn *c)
+{
+	char why[CORRAL_ERR_MAX];
+	int code;
+
+	snprintf(c->method, sizeof(c->method), "%s", c->hr.req.method_name);
+	c->scan.ntail = 0;
+	if (!c->px->tls)
+		return true;
+	code = httprules_check(c->px->tls->rules, c->host, c->port, &c->hr.req, why,
+			       sizeof(why));
+	if (code == 0)
+		return true;
+	deny_request(c, code, why);
+	return false;
+}
+
+/*
+ * Write the head the upstream gets to `to`: origin form, hop-by-hop headers
+ * gone, placeholders swapped where allowed.  -EACCES: refused and answered.
+ */
+static int forward_head(struct conn *c, struct evbuffer *to)
+{
+	const struct secrets *sec = c->px->tls ? c->px->tls->secrets : NULL;
+	size_t max = httpreq_origin_form_max(&c->hr), len = 0, outlen = 0;
+	char why[CORRAL_ERR_MAX], *buf = malloc(max), *out = NULL;
 	int r;
 
 	if (!buf)
 		return -ENOMEM;
 	r = httpreq_origin_form(&c->hr, buf, max, &len);
+	if (r == 0 && secrets_count(sec)) {
+		r = secrets_rewrite_head(sec, buf, len, c->host, c->port, c->terminated,
+					 &out, &outlen, why, sizeof(why));
+		if (r == -EACCES)
+			deny_request(c, 403, why);
+	}
 	if (r == 0) {
-		c->bytes_up += len;
-		bufferevent_write(c->up, buf, len);
+		if (c->up && to == bufferevent_get_output(c->up))
+			c->bytes_up += out ? outlen : len;
+		evbuffer_add(to, out ? out : buf, out ? outlen : len);
+	}
+	if (out) {
+		OPENSSL_cleanse(out, outlen);
+		free(out);
 	}
 	free(buf);
 	return r;
+}
+
+/* The first request's head, kept until the upstream is connected. */
+static int first_head(struct conn *c)
+{
+	c->first = evbuffer_new();
+	if (!c->first)
+		return -ENOMEM;
+	return forward_head(c, c->first);
+}
+
+/*
+ * A request on a terminated connection: for the name the TLS was for, then
+ * judged like any; the first one opens the upstream.
+ */
+static void handle_tls_head(struct conn *c)
+{
+	const struct httpreq *rq = &c->hr.req;
+	char why[CORRAL_ERR_MAX];
+	int r;
+
+	if (rq->form == HTTPREQ_AUTHORITY || strcasecmp(rq->host, c->host) ||
+	    (rq->port_given && rq->port != c->port)) {
+		snprintf(why, sizeof(why), "a request for %.100s on a TLS connection to %.100s:%u",
+			 rq->host, c->host, c->port);
+		deny_request(c, 403, why);
+		return;
+	}
+	if (!request_ok(c))
+		return;
+	if (c->up) {
+		r = forward_head(c, bufferevent_get_output(c->up));
+		if (r < 0 && r != -EACCES)
+			conn_free(c);
+		return;
+	}
+	r = first_head(c);
+	if (r == 0)
+		conn_connect(c);
+	else if (r != -EACCES)
+		conn_free(c);
 }
 
 static void upstream_ready(struct conn *c)
@@ -744,11 +878,7 @@ static void upstream_ready(struct conn *c)
 		start_relay(c);
 		return;
 	}
-	/* plain HTTP: the judged head first, then the rest through the parser */
-	if (forward_head(c) < 0) {
-		http_error(c, 500, "Internal Server Error", "cannot rewrite the request");
-		return;
-	}
+	/* plain HTTP, terminated TLS: the judged head is c->first */
 	start_relay(c);
 }
 
@@ -756,7 +886,12 @@ static void handle_head(struct conn *c)
 {
 	const struct httpreq *rq = &c->hr.req;
 	bool first = c->up == NULL;
+	int r;
 
+	if (c->terminated) {
+		handle_tls_head(c);
+		return;
+	}
 	if (!first) {
 		/* a pipelined request: same destination, or the connection ends */
 		struct egress_verdict v = { 0 };
@@ -773,7 +908,10 @@ static void handle_head(struct conn *c)
 			conn_free(c);
 			return;
 		}
-		if (forward_head(c) < 0)
+		if (!request_ok(c))
+			return;
+		r = forward_head(c, bufferevent_get_output(c->up));
+		if (r < 0 && r != -EACCES)
 			conn_free(c);
 		return;
 	}
@@ -786,7 +924,7 @@ static void handle_head(struct conn *c)
 		c->proto = "connect";
 		if (!conn_decide(c))
 			return;
-		if (c->port == 443) {
+		if (c->port == 443 || conn_should_terminate(c)) {
 			/* read the ClientHello before anything leaves the host */
 			bufferevent_write(c->down, established, sizeof(established) - 1);
 			c->st = C_SNI;
@@ -801,14 +939,45 @@ static void handle_head(struct conn *c)
 		return;
 	case HTTPREQ_ABSOLUTE:
 		c->proto = "http";
-		if (conn_decide(c))
+		if (!conn_decide(c) || !request_ok(c))
+			return;
+		r = first_head(c);
+		if (r == 0)
 			conn_connect(c);
+		else if (r != -EACCES)
+			conn_free(c);
 		return;
 	case HTTPREQ_ORIGIN:
 		c->proto = "http";
 		conn_deny(c, "not a proxy request: send absolute-form (http://host/...) or CONNECT");
 		return;
 	}
+}
+
+/*
+ * A placeholder in a body never goes anywhere: refused before it leaves.
+ * A chunked body is held to the host's cap as it flows, framing counted.
+ */
+static bool body_ok(struct conn *c, const void *p, size_t n)
+{
+	const struct tlsbox *t = c->px->tls;
+	char why[CORRAL_ERR_MAX];
+	uint64_t cap;
+
+	if (!t)
+		return true;
+	cap = httprules_max_body(t->rules, c->host, c->port);
+	if (cap && c->hr.req.chunked && c->hr.req.body_len > cap) {
+		snprintf(why, sizeof(why), "a chunked body to %.100s over its cap of %llu bytes",
+			 c->host, (unsigned long long)cap);
+		deny_request(c, 413, why);
+		return false;
+	}
+	if (!secrets_count(t->secrets) ||
+	    secrets_scan(t->secrets, &c->scan, p, n, why, sizeof(why)) == 0)
+		return true;
+	deny_request(c, 403, why);
+	return false;
 }
 
 /* Parse what the sandbox sent; act at each boundary the parser reports. */
@@ -835,6 +1004,8 @@ static void http_from_down(struct conn *c)
 			handle_head(c);
 			return;
 		case HTTPREQ_BODY:
+			if (!body_ok(c, v.iov_base, used))
+				return;
 			if (c->up) {
 				c->bytes_up += used;
 				evbuffer_remove_buffer(in, bufferevent_get_output(c->up), used);
@@ -859,10 +1030,15 @@ static void http_from_down(struct conn *c)
 	}
 }
 
-static void on_http_head(struct bufferevent *bev, void *arg)
+void conn_on_http_head(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
 	http_from_down(arg);
+}
+
+void conn_http_from_down(struct conn *c)
+{
+	http_from_down(c);
 }
 
 /* No domain fronting: the name inside TLS must be the name judged. */
@@ -882,7 +1058,7 @@ static bool sni_check(struct conn *c, const struct sni_hello *hello)
 	return false;
 }
 
-static void on_sni(struct bufferevent *bev, void *arg)
+void conn_on_sni(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
@@ -903,6 +1079,10 @@ static void on_sni(struct bufferevent *bev, void *arg)
 	}
 	if (!sni_check(c, &hello))
 		return;
+	if (conn_should_terminate(c)) {
+		conn_terminate(c);
+		return;
+	}
 	conn_connect_with(c, in);
 }
 
@@ -1001,7 +1181,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	socks_init(&c->socks);
 	/* A request head or handshake that never ends holds nothing for long. */
 	bufferevent_setwatermark(c->down, EV_READ, 0, HEAD_MAX);
-	bufferevent_setcb(c->down, kind == L_SOCKS ? on_socks : on_http_head, NULL,
+	bufferevent_setcb(c->down, kind == L_SOCKS ? on_socks : conn_on_http_head, NULL,
 			  conn_down_event, c);
 	bufferevent_enable(c->down, EV_READ | EV_WRITE);
 	if (kind == L_TRANSPARENT)
@@ -1075,7 +1255,8 @@ static size_t conn_budget(void)
 }
 
 int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
-		struct events *ev, struct proxy **out, struct corral_err *err)
+		struct events *ev, struct tlsbox *tls, struct proxy **out,
+		struct corral_err *err)
 {
 	struct proxy *px = calloc(1, sizeof(*px));
 	int fds[NSPECS];
@@ -1087,6 +1268,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 				      "out of memory for the egress proxy");
 	px->base = base;
 	px->ev = ev;
+	px->tls = tls;
 	px->transparent = p->net_transparent;
 	px->max_conns = conn_budget();
 	px->resume = evtimer_new(base, on_resume, px);

@@ -25,8 +25,11 @@ struct proxy;
  * a short-lived helper joins its namespaces, makes the sockets and hands
  * them back.
  */
+struct tlsbox;
+/* tls: the sandbox's CA, rules and secrets (tls.h), or NULL: no termination */
 int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
-		struct events *ev, struct proxy **out, struct corral_err *err);
+		struct events *ev, struct tlsbox *tls, struct proxy **out,
+		struct corral_err *err);
 void proxy_free(struct proxy *px);
 
 #endif

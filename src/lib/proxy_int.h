@@ -10,6 +10,7 @@
 #include "proxy.h"
 #include "socks.h"
 #include "httpreq.h"
+#include "tls.h"
 
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
@@ -43,6 +44,7 @@ struct proxy {
 	size_t nsynth;
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
 	size_t nconns, max_conns;	/* what the fd limit lets us hold */
+	struct tlsbox *tls;		/* CA, rules, secrets (tls.h); NULL: none */
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */
 	ino_t netns_ino;
@@ -84,6 +86,11 @@ struct conn {
 	uint64_t bytes_up, bytes_down;
 	uint64_t t0_ms;			/* accepted at (corral_now_ms): duration_ms */
 	struct evbuffer *first;		/* bytes for upstream once connected */
+	/* terminated TLS (terminate.c): down is the TLS filter over raw */
+	bool terminated;
+	struct bufferevent *raw;	/* the sandbox's socket under the filter */
+	struct ssl_st *down_ssl;	/* the filter's, freed with it by us */
+	struct secrets_scan scan;	/* placeholders split across body reads */
 	struct relay *relay;		/* a judged tunnel, spliced by the kernel */
 };
 
@@ -100,6 +107,26 @@ void conn_connect(struct conn *c);
 /* the same, after the bytes in that judged it (kept, sent first) */
 void conn_connect_with(struct conn *c, struct evbuffer *in);
 void conn_down_event(struct bufferevent *bev, short what, void *arg);
+
+/* proxy.c: a request of a parsed connection (plain HTTP, terminated) */
+void conn_http_from_down(struct conn *c);
+void conn_on_http_head(struct bufferevent *bev, void *arg);
+/* CONNECT to 443, transparent to a name: read the ClientHello, judge its SNI */
+void conn_on_sni(struct bufferevent *bev, void *arg);
+/* Say why, answer it in the connection's protocol, close. */
+void conn_refuse_http(struct conn *c, int code, const char *status, const char *why);
+/* Flush what is queued for the sandbox, then close. */
+void conn_close_after_flush(struct conn *c);
+
+/* terminate.c: is host:port terminated?  Then take the sandbox's TLS. */
+bool conn_should_terminate(struct conn *c);
+void conn_terminate(struct conn *c);
+/* the upstream's side of a terminated connection (not yet connected) */
+struct bufferevent *conn_tls_upstream(struct conn *c, char *why, size_t whylen);
+/* Why an upstream TLS connection failed (after BEV_EVENT_ERROR). */
+bool conn_tls_upstream_error(struct conn *c, char *why, size_t whylen);
+/* Free the TLS filter, keep the sandbox's socket (closing: flush it). */
+void conn_untls_down(struct conn *c);
 
 /* transparent.c */
 void transparent_start(struct conn *c, int fd);

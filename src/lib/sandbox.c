@@ -21,6 +21,7 @@
 #include "proxy.h"
 #include "sensor.h"
 #include "tripwire.h"
+#include "tls.h"
 
 #include <event2/event.h>
 
@@ -256,6 +257,7 @@ void sandbox_free(struct sandbox *sb)
 	cleanup_closep(&sb->pidfd);
 	sandbox_env_free(sb->envp);
 	idmap_close(&sb->idmap);
+	tlsbox_free(sb->tls);
 	free(sb);
 }
 
@@ -278,9 +280,26 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->arg = o->arg;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
+	/* before the environment: it names the CA and holds the placeholders */
+	sb->tls = tlsbox_new(o->p, err);
+	if (!sb->tls && err->code) {
+		free(sb);
+		return NULL;
+	}
 	sb->envp = sandbox_env(o->p);
+	if (sb->envp) {
+		size_t n = 0;
+
+		while (sb->envp[n])
+			n++;
+		if (tlsbox_env(sb->tls, &sb->envp, &n) < 0) {
+			sandbox_env_free(sb->envp);
+			sb->envp = NULL;
+		}
+	}
 	if (!sb->envp) {
 		corral_set_err(err, -ENOMEM, "out of memory building the environment");
+		tlsbox_free(sb->tls);
 		free(sb);
 		return NULL;
 	}
@@ -324,7 +343,7 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 		r = mount_stack_root(sb->pid, sb->p, sb->host_uid, sb->host_gid, err);
 	/* The supervisor's listeners live in the sandbox's netns, not in it. */
 	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
-		r = proxy_start(sb->base, sb->pid, sb->p, sb->ev, &sb->px, err);
+		r = proxy_start(sb->base, sb->pid, sb->p, sb->ev, sb->tls, &sb->px, err);
 	if (r == 0 && send(*sync_wr, "g", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_errno(err, errno, "cannot start the sandbox");
 	if (r == 0)
@@ -379,6 +398,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		goto fail;
 	c = (struct child_ctx){
 		.p = o->p, .argv = o->argv, .envp = sb->envp,
+		.tls_ca_pem = sb->tls ? tls_ca_pem(sb->tls->ca) : NULL,
 		.caller_root = geteuid() == 0,
 		.cg_none = cg_mode(o->cg) == CG_NONE,
 		.serve = !o->argv,

@@ -46,7 +46,7 @@ int snapshot_fill(int from, int to, struct corral_err *err);
 struct idmap_fds;
 /* pre: the supervisor's idmapped workspace and binds (idmap.c), or NULL */
 int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
-		int *upperfd, struct corral_err *err);
+		const char *tls_ca_pem, int *upperfd, struct corral_err *err);
 /* A host path's fd may be shown to a sandbox (not /proc, /sys, /dev, /). */
 int mount_check_host_fd(int rootfd, int fd, const char *path,
 			struct corral_err *err);
@@ -65,6 +65,7 @@ struct child_ctx {
 	const struct corral_policy *p;
 	char *const *argv;	/* corral_run: the one command */
 	char **envp;
+	const char *tls_ca_pem;	/* the sandbox's CA, installed in /etc/corral */
 	bool caller_root;
 	bool cg_none;
 	bool serve;		/* long-lived (box.c): wait for MSG_EXEC */
@@ -225,6 +226,7 @@ struct sandbox {
 	int ptyfd;		/* MSG_PTY_FD's master, until the front end takes it */
 	int landlock_abi;
 	struct proxy *px;
+	struct tlsbox *tls;	/* the CA and secrets of terminated egress, or NULL */
 	struct sensor *sensor;	/* denied syscalls, where USER_NOTIF works */
 	struct tripwire *tripwire;
 	struct event *ev_ctl, *ev_exit;

@@ -115,6 +115,10 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 	/* Judged by the name it gave; connected to that name, never to addr. */
 	if (!conn_decide(c))
 		return;
+	if (c->sni[0] && conn_should_terminate(c)) {
+		conn_terminate(c);
+		return;
+	}
 	conn_connect_with(c, in);
 }
 
@@ -150,6 +154,13 @@ void transparent_start(struct conn *c, int fd)
 		snprintf(c->host, sizeof(c->host), "%s", name);
 		if (!conn_decide(c))
 			return;
+		/* terminated: the ClientHello first, as for CONNECT */
+		if (conn_should_terminate(c)) {
+			c->st = C_SNI;
+			bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
+			bufferevent_setcb(c->down, conn_on_sni, NULL, conn_down_event, c);
+			return;
+		}
 		c->peek_tls = true;
 		bufferevent_disable(c->down, EV_READ);
 		conn_connect(c);

@@ -1,0 +1,374 @@
+/*
+ * srt.c - the settings file of Anthropic's sandbox-runtime (srt), read as
+ * a corral policy, so that users moving from srt keep their file.
+ *
+ * srt starts from the host's whole filesystem, readable, and takes away
+ * (denyRead) and gives writes (allowWrite, minus denyWrite); corral starts
+ * from the system's directories read-only and adds binds.  What translates:
+ *
+ *   network.allowedDomains   network.allow (and mode "proxy")
+ *   network.deniedDomains    network.deny
+ *   filesystem.allowWrite    "rw" binds, each at its own path
+ *   filesystem.allowRead     "ro" binds
+ *   filesystem.denyWrite     "ro" binds over a path a write bind holds;
+ *                            elsewhere already read-only
+ *   filesystem.denyRead      nothing to do where corral does not show the
+ *                            path; refused under a bind (cannot be hidden)
+ *
+ * Everything else is said, key by key, in the report: what it was and why
+ * it did not map.  "~" is the caller's $HOME, a relative path is under the
+ * current directory, as srt reads them.
+ */
+#include "internal.h"
+#include "policy_int.h"
+#include "egress.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What corral's view of the host holds without any bind (mount.c). */
+static const char *const shown[] = {
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/localtime",
+	"/etc/ld.so.cache", "/etc/mime.types",
+};
+
+struct srt {
+	json_t *policy;		/* the translation */
+	FILE *report;		/* one line a key */
+	json_t *rw;		/* paths bound writable, absolute */
+};
+
+static void say(struct srt *s, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(struct srt *s, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(s->report, "%s: ", key);
+	va_start(ap, fmt);
+	vfprintf(s->report, fmt, ap);
+	va_end(ap);
+	fputc('\n', s->report);
+}
+
+/* "~/x", "./x", "x" -> absolute; NULL if it cannot be. */
+static char *absolute(const char *path)
+{
+	const char *home = getenv("HOME");
+	char cwd[PATH_MAX], *out = NULL;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (path[0] == '~' && (path[1] == '/' || !path[1])) {
+		if (!home || home[0] != '/')
+			return NULL;
+		return asprintf(&out, "%s%s", home, path + 1) < 0 ? NULL : out;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (!strcmp(path, "."))
+		return strdup(cwd);
+	return asprintf(&out, "%s/%s", cwd, path[0] == '.' && path[1] == '/' ?
+			path + 2 : path) < 0 ? NULL : out;
+}
+
+static bool under(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	return !strncmp(path, top, n) && (path[n] == '/' || !path[n] ||
+					  (n == 1 && top[0] == '/'));
+}
+
+static json_t *obj(json_t *parent, const char *key)
+{
+	json_t *o = json_object_get(parent, key);
+
+	if (!o) {
+		o = json_object();
+		json_object_set_new(parent, key, o);
+	}
+	return o;
+}
+
+static void push(json_t *parent, const char *key, const char *value)
+{
+	json_t *a = json_object_get(parent, key);
+
+	if (!a) {
+		a = json_array();
+		json_object_set_new(parent, key, a);
+	}
+	json_array_append_new(a, json_string(value));
+}
+
+/* each element of an array of strings, with its key for the report */
+#define FOREACH_STRING(arr, i, v, key, s)                                      \
+	for (i = 0; i < json_array_size(arr) &&                               \
+		    (v = json_array_get(arr, i), 1) &&                        \
+		    (snprintf(key, sizeof(key), "%.60s[%zu]", name, i), 1); i++)\
+		if (!(s = json_string_value(v)))                              \
+			say(srt, key, "not mapped: not a string");            \
+		else
+
+static void domains(struct srt *srt, json_t *arr, const char *name, bool allow)
+{
+	json_t *net = obj(srt->policy, "network"), *v;
+	char key[96], why[256];
+	struct egress_pattern ep;
+	const char *s;
+	size_t i;
+
+	if (!json_is_array(arr)) {
+		say(srt, name, "not mapped: not an array");
+		return;
+	}
+	json_object_set_new(net, "mode", json_string("proxy"));
+	if (allow && json_array_size(arr) == 0)
+		say(srt, name, "empty: network.mode \"proxy\" with nothing allowed");
+	FOREACH_STRING(arr, i, v, key, s) {
+		if (egress_pattern_parsen(s, strlen(s), &ep, allow, why, sizeof(why))) {
+			say(srt, key, "not mapped: %s (got \"%.100s\")", why, s);
+			continue;
+		}
+		push(net, allow ? "allow" : "deny", s);
+		say(srt, key, "\"%.100s\" -> network.%s", s, allow ? "allow" : "deny");
+	}
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static void binds(struct srt *srt, json_t *arr, const char *name, bool writable)
+{
+	json_t *fs = obj(srt->policy, "filesystem"), *v;
+	char key[96];
+	const char *s;
+	size_t i;
+
+	FOREACH_STRING(arr, i, v, key, s) {
+		char *p = absolute(s);
+
+		if (!p || !exists(p)) {
+			say(srt, key, "not mapped: \"%.100s\" %s", s,
+			    p ? "does not exist (corral binds what exists)" :
+			    "has no absolute path");
+		} else if (!strcmp(p, "/")) {
+			say(srt, key, "not mapped: corral never binds the host's root");
+		} else {
+			push(fs, writable ? "rw" : "ro", p);
+			if (writable)
+				json_array_append_new(srt->rw, json_string(p));
+			say(srt, key, "\"%.100s\" -> filesystem.%s \"%s\"", s,
+			    writable ? "rw" : "ro", p);
+		}
+		free(p);
+	}
+}
+
+/* The write bind that holds path, or NULL. */
+static const char *in_rw(struct srt *srt, const char *path)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(srt->rw, i, v)
+		if (under(path, json_string_value(v)))
+			return json_string_value(v);
+	return NULL;
+}
+
+static const char *in_shown(const char *path)
+{
+	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++)
+		if (under(path, shown[i]))
+			return shown[i];
+	return NULL;
+}
+
+static void deny_write(struct srt *srt, json_t *arr, const char *name)
+{
+	json_t *fs = obj(srt->policy, "filesystem"), *v;
+	char key[96];
+	const char *s;
+	size_t i;
+
+	FOREACH_STRING(arr, i, v, key, s) {
+		char *p = absolute(s);
+		const char *top = p ? in_rw(srt, p) : NULL;
+
+		if (!p)
+			say(srt, key, "not mapped: \"%.100s\" has no absolute path", s);
+		else if (!top)
+			say(srt, key, "\"%.100s\": already read-only in corral (no write bind holds it)", s);
+		else if (!exists(p))
+			say(srt, key, "not mapped: \"%.100s\" is under the write bind %s but does "
+			    "not exist (corral cannot make a path read-only before it exists)", s, top);
+		else {
+			push(fs, "ro", p);
+			say(srt, key, "\"%.100s\" -> filesystem.ro \"%s\", over the write bind %s",
+			    s, p, top);
+		}
+		free(p);
+	}
+}
+
+/* The bind (either kind) that holds path, or NULL. */
+static const char *bound_at(json_t *fs, const char *path)
+{
+	json_t *b;
+	size_t i;
+
+	for (int rw = 0; rw < 2; rw++)
+		json_array_foreach(json_object_get(fs, rw ? "rw" : "ro"), i, b)
+			if (under(path, json_string_value(b)))
+				return json_string_value(b);
+	return NULL;
+}
+
+static void deny_read(struct srt *srt, json_t *arr, const char *name)
+{
+	json_t *fs = obj(srt->policy, "filesystem"), *v;
+	char key[96];
+	const char *s;
+	size_t i;
+
+	FOREACH_STRING(arr, i, v, key, s) {
+		char *p = absolute(s);
+		const char *top = p ? bound_at(fs, p) : NULL;
+
+		if (!p)
+			say(srt, key, "not mapped: \"%.100s\" has no absolute path", s);
+		else if (top)
+			say(srt, key, "not mapped: \"%.100s\" is inside the bind %s, and corral "
+			    "cannot hide a path inside a bind", s, top);
+		else if ((top = in_shown(p)))
+			say(srt, key, "not mapped: corral shows the host's %s read-only", top);
+		else
+			say(srt, key, "\"%.100s\": already unreadable (not in corral's view of the host)", s);
+		free(p);
+	}
+}
+
+static const char *const net_unmapped[][2] = {
+	{ "allowUnixSockets", "corral passes no host Unix socket into a sandbox" },
+	{ "allowAllUnixSockets", "corral passes no host Unix socket into a sandbox" },
+	{ "allowLocalBinding", "always so in corral: the sandbox binds on its own loopback, "
+			       "which the host cannot reach" },
+	{ "httpProxyPort", "corral's proxy listens inside the sandbox on 3128 (HTTP_PROXY is set)" },
+	{ "socksProxyPort", "corral's proxy listens inside the sandbox on 1080 (ALL_PROXY is set)" },
+};
+
+static void network(struct srt *srt, json_t *net)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(net, k, v) {
+		char key[96];
+		size_t i;
+
+		snprintf(key, sizeof(key), "network.%s", k);
+		if (!strcmp(k, "allowedDomains") || !strcmp(k, "deniedDomains")) {
+			domains(srt, v, key, k[0] == 'a');
+			continue;
+		}
+		for (i = 0; i < sizeof(net_unmapped) / sizeof(net_unmapped[0]); i++)
+			if (!strcmp(k, net_unmapped[i][0]))
+				break;
+		say(srt, key, "not mapped: %s", i < sizeof(net_unmapped) / sizeof(net_unmapped[0]) ?
+		    net_unmapped[i][1] : "no corral equivalent");
+	}
+}
+
+static void filesystem(struct srt *srt, json_t *fs)
+{
+	const char *k;
+	json_t *v;
+
+	/* writes first: denyWrite and denyRead are judged against the binds */
+	binds(srt, json_object_get(fs, "allowWrite"), "filesystem.allowWrite", true);
+	binds(srt, json_object_get(fs, "allowRead"), "filesystem.allowRead", false);
+	deny_write(srt, json_object_get(fs, "denyWrite"), "filesystem.denyWrite");
+	deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead");
+	json_object_foreach(fs, k, v)
+		if (strcmp(k, "allowWrite") && strcmp(k, "allowRead") &&
+		    strcmp(k, "denyWrite") && strcmp(k, "denyRead"))
+			say(srt, "filesystem", "%s: not mapped: no corral equivalent", k);
+}
+
+/* Translate settings (srt's JSON) into a policy document and a report. */
+static int translate(json_t *settings, struct srt *srt, struct corral_err *err)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(settings))
+		return corral_set_err(err, -EINVAL, "srt settings: expected a JSON object");
+	json_object_foreach(settings, k, v) {
+		if (!strcmp(k, "network") && json_is_object(v))
+			network(srt, v);
+		else if (!strcmp(k, "filesystem") && json_is_object(v))
+			filesystem(srt, v);
+		else
+			say(srt, k, "not mapped: %s", !strcmp(k, "ignoreViolations") ?
+			    "corral records every violation as an event; abort criteria decide" :
+			    !strcmp(k, "enableWeakerNestedSandbox") ?
+			    "corral has no weaker mode" : "no corral equivalent");
+	}
+	return 0;
+}
+
+int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
+				char **report, struct corral_err *err)
+{
+	struct srt srt = { .policy = json_object(), .rw = json_array() };
+	size_t report_len = 0;
+	json_error_t je;
+	json_t *settings;
+	char *text = NULL, name[PATH_MAX + 8];
+	int r;
+
+	*report = NULL;
+	srt.report = open_memstream(report, &report_len);
+	settings = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!srt.policy || !srt.rw || !srt.report) {
+		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
+		goto out;
+	}
+	if (!settings) {
+		r = corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+		goto out;
+	}
+	r = translate(settings, &srt, err);
+	if (r == 0) {
+		text = json_dumps(srt.policy, JSON_SORT_KEYS);
+		snprintf(name, sizeof(name), "%s (srt)", path);
+		r = text ? corral_policy_load_string(p, text, strlen(text), name, err) :
+			   corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
+	}
+out:
+	if (srt.report)
+		fclose(srt.report);
+	if (r < 0) {
+		free(*report);
+		*report = NULL;
+	}
+	free(text);
+	json_decref(settings);
+	json_decref(srt.policy);
+	json_decref(srt.rw);
+	return r;
+}

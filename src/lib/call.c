@@ -121,6 +121,10 @@ void call_finish(struct corral_call *c)
 		return;
 	c->done = true;
 	call_stop_io(c);
+	outkeep_end(&c->out.keep, &res->out);
+	outkeep_end(&c->err.keep, &res->err);
+	if (c->order)
+		res->output_order = json_dumps(c->order, JSON_COMPACT);
 	cg_stats(b->cg, &bst);
 	call_describe(c, &bst);
 	if (cg_stats(c->cg, &st) == 0 && st.valid) {
@@ -188,40 +192,28 @@ static void call_exited(struct corral_call *c, int status)
 
 /* ---- calls: output ----------------------------------------------- */
 
-static void keep(struct corral_call *c, struct corral_output *o,
-		 const char *buf, size_t n)
+/* Order segments kept at most; past it the order is said to be cut. */
+#define CALL_ORDER_MAX 10000
+
+/* The read order of the streams: a new segment when the stream changes. */
+static void note_order(struct corral_call *c, int no, size_t n)
 {
-	size_t cap = c->cap, take;
-	char *grown;
+	const char *name = no == 2 ? "stderr" : "stdout";
+	size_t len = json_array_size(c->order);
+	json_t *last = len ? json_array_get(c->order, len - 1) : NULL;
 
-	if (c->o.keep_tail && n + o->len > cap) {
-		/* keep the last cap bytes: drop from the front */
-		size_t drop = n >= cap ? o->len : o->len + n - cap;
+	if (last && json_is_array(last) &&
+	    !strcmp(json_string_value(json_array_get(last, 0)), name)) {
+		json_t *bytes = json_array_get(last, 1);
 
-		if (n > cap) {
-			buf += n - cap;
-			n = cap;
-		}
-		memmove(o->data, o->data + drop, o->len - drop);
-		o->len -= drop;
-		o->truncated = true;
-	}
-	take = o->len < cap ? cap - o->len : 0;
-	if (take > n)
-		take = n;
-	if (take < n)
-		o->truncated = true;
-	if (!take)
-		return;
-	grown = realloc(o->data, o->len + take + 1);
-	if (!grown) {
-		o->truncated = true;
+		json_integer_set(bytes, json_integer_value(bytes) + (json_int_t)n);
 		return;
 	}
-	memcpy(grown + o->len, buf, take);
-	o->len += take;
-	grown[o->len] = '\0';
-	o->data = grown;
+	if (len == CALL_ORDER_MAX)
+		json_array_append_new(c->order, json_string("..."));
+	if (len >= CALL_ORDER_MAX)
+		return;
+	json_array_append_new(c->order, json_pack("[s, I]", name, (json_int_t)n));
 }
 
 static void on_stream(evutil_socket_t fd, short what, void *arg)
@@ -240,7 +232,9 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 		maybe_finish(c);
 		return;
 	}
-	keep(c, s->out, buf, n);
+	outkeep_add(&s->keep, s->out, buf, n);
+	if (c->order)
+		note_order(c, s->no, n);
 	if (c->o.on_output)
 		c->o.on_output(c->o.arg, c, s->no, buf, n);
 }
@@ -633,9 +627,15 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->o = *o;
 	c->id = ++b->next_id;
 	c->gate = c->in_fd = -1;
-	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1 };
-	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2 };
+	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1, { 0 } };
+	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2, { 0 } };
+	/* the policy's cap is the ceiling; a call may ask for less */
 	c->cap = b->p->output_bytes;
+	if (o->output_bytes && o->output_bytes < c->cap)
+		c->cap = o->output_bytes;
+	c->out.keep = (struct outkeep){ .cap = c->cap, .tail_only = o->keep_tail };
+	c->err.keep = c->out.keep;
+	c->res.output_base64 = o->output_base64;
 	c->t0 = corral_now_ms();
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
@@ -657,13 +657,16 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->o.stdin_data = NULL;
 	c->argv = copy_strings(o->argv);
 	c->cwd = strdup(o->cwd ? o->cwd : "/workspace");
-	if (!c->argv || !c->cwd) {
+	if (o->output_order)
+		c->order = json_array();
+	if (!c->argv || !c->cwd || (o->output_order && !c->order)) {
 		free_strings(c->argv);
 		free(c->cwd);
+		json_decref(c->order);
 		free(c->in_data);
 		free(c);
 		return corral_set_err(err, -ENOMEM, "out of memory copying "
-				      "the call's argv and cwd");
+				      "the call's argv, cwd and order");
 	}
 	c->o.argv = c->argv;
 	c->o.cwd = c->cwd;
@@ -851,6 +854,9 @@ void corral_call_free(struct corral_call *c)
 	free_strings(c->argv);
 	free(c->cwd);
 	json_decref(c->denials);
+	json_decref(c->order);
+	outkeep_free(&c->out.keep);
+	outkeep_free(&c->err.keep);
 	corral_result_free(&c->res);
 	free(c);
 }

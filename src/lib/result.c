@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,9 +121,47 @@ json_t *corral_json_bytes(const char *data, size_t len)
 	return v;
 }
 
-static json_t *output_string(const struct corral_output *o)
+/* Any bytes as base64 (RFC 4648, padded), for output that is not text. */
+json_t *corral_json_base64(const char *data, size_t len)
 {
-	return corral_json_bytes(o->data, o->len);
+	size_t n = 4 * ((len + 2) / 3) + 1;
+	unsigned char *b;
+	json_t *v;
+	int w;
+
+	if (len > INT_MAX / 2)
+		return NULL;
+	b = malloc(n);
+	if (!b)
+		return NULL;
+	w = len ? EVP_EncodeBlock(b, (const unsigned char *)data, (int)len) : 0;
+	v = json_stringn_nocheck((const char *)b, w > 0 ? (size_t)w : 0);
+	free(b);
+	return v;
+}
+
+static json_t *output_string(const struct corral_result *res,
+			     const struct corral_output *o)
+{
+	return res->output_base64 ? corral_json_base64(o->data, o->len) :
+		corral_json_bytes(o->data, o->len);
+}
+
+/* How much of each stream was dropped, and where: head before, tail after. */
+static void output_shape(json_t *o, const struct corral_result *res)
+{
+	json_object_set_new(o, "stdout_dropped", json_integer((json_int_t)res->out.dropped));
+	json_object_set_new(o, "stderr_dropped", json_integer((json_int_t)res->err.dropped));
+	if (res->out.dropped)
+		json_object_set_new(o, "stdout_dropped_at",
+				    json_integer((json_int_t)res->out.dropped_at));
+	if (res->err.dropped)
+		json_object_set_new(o, "stderr_dropped_at",
+				    json_integer((json_int_t)res->err.dropped_at));
+	json_object_set_new(o, "output_encoding", json_string(res->output_base64 ?
+			    "base64" : "text"));
+	if (res->output_order)
+		json_object_set_new(o, "output_order", json_loads(res->output_order, 0, NULL));
 }
 
 char *corral_result_json(const struct corral_result *res)
@@ -139,9 +179,9 @@ char *corral_result_json(const struct corral_result *res)
 		      "exit_code", corral_result_exit_code(res),
 		      "signal", res->signal,
 		      "reason", res->reason,
-		      "stdout", output_string(&res->out),
+		      "stdout", output_string(res, &res->out),
 		      "stdout_truncated", res->out.truncated,
-		      "stderr", output_string(&res->err),
+		      "stderr", output_string(res, &res->err),
 		      "stderr_truncated", res->err.truncated,
 		      "duration_ms", (json_int_t)res->duration_ms,
 		      "cpu_ms", (json_int_t)res->cpu_ms,
@@ -149,6 +189,7 @@ char *corral_result_json(const struct corral_result *res)
 		      "layers", layers);
 	if (!o)
 		return NULL;
+	output_shape(o, res);
 	if (res->sandbox_id[0])
 		json_object_set_new(o, "sandbox", json_string(res->sandbox_id));
 	if (res->tool_call[0])

@@ -36,11 +36,9 @@ size_t box_calls_running(const struct corral_box *b)
 
 /* ---- calls: ending ----------------------------------------------- */
 
-static void call_describe(struct corral_call *c, const struct cg_stats *bst)
+static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 {
 	struct corral_result *res = &c->res;
-	const struct corral_policy *p = c->b->p;
-	char size[32];
 
 	if (c->halted) {
 		res->status = CORRAL_HALTED;
@@ -75,19 +73,7 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 		return;
 	}
 	result_from_wait(res, c->status);
-	if (bst->valid && bst->oom_kills > c->st0.oom_kills) {
-		corral_format_size(p->memory_bytes, size, sizeof(size));
-		res->status = CORRAL_OOM;
-		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
-			 "%s reached", size);
-	} else if (bst->valid && bst->pids_max_hits > c->st0.pids_max_hits) {
-		res->status = CORRAL_PIDS_LIMIT;
-		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
-			 "reached: %llu fork(s) refused; the command %s",
-			 (unsigned long long)p->pids,
-			 (unsigned long long)(bst->pids_max_hits - c->st0.pids_max_hits),
-			 res->status == CORRAL_SIGNALED ? "was killed" : "exited");
-	}
+	result_limits(res, c->b->p, hits->oom_kills, hits->pids_max_hits);
 }
 
 static void call_stop_io(struct corral_call *c)
@@ -110,10 +96,38 @@ static bool disk_full(struct corral_box *b)
 	return !b->killed && mount_scratch_full(b->sb->scratchfd);
 }
 
+static uint64_t since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+/*
+ * The limits the call hit, read where the kernel counts them.  cgroup v2
+ * counts an OOM kill in the victim's group and every group above it, and a
+ * refused fork in the group whose pids.max said no (the box's) and above:
+ * the box's counters since the call began.  cgroup v1 counts both only in
+ * the group of the process (the victim, the forker): the call's own group,
+ * fresh for it.  Either way the larger of the two is this call's.
+ */
+static void call_hits(const struct cg_stats *st0, const struct cg_stats *bst,
+		      const struct cg_stats *cst, struct cg_stats *hits)
+{
+	uint64_t oom = since(bst->oom_kills, st0->oom_kills);
+	uint64_t pids = since(bst->pids_max_hits, st0->pids_max_hits);
+
+	*hits = (struct cg_stats){ .valid = bst->valid || cst->valid };
+	if (!bst->valid)
+		oom = pids = 0;
+	hits->oom_kills = cst->valid && cst->oom_kills > oom ? cst->oom_kills : oom;
+	hits->pids_max_hits = cst->valid && cst->pids_max_hits > pids ?
+			      cst->pids_max_hits : pids;
+	hits->throttled = bst->valid ? since(bst->throttled, st0->throttled) : 0;
+}
+
 void call_finish(struct corral_call *c)
 {
 	struct corral_box *b = c->b;
-	struct cg_stats st = { 0 }, bst = { 0 };
+	struct cg_stats st = { 0 }, bst = { 0 }, hits;
 	struct corral_result *res = &c->res;
 	bool full;
 
@@ -126,14 +140,16 @@ void call_finish(struct corral_call *c)
 	if (c->order)
 		res->output_order = json_dumps(c->order, JSON_COMPACT);
 	cg_stats(b->cg, &bst);
-	call_describe(c, &bst);
 	if (cg_stats(c->cg, &st) == 0 && st.valid) {
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
+	call_hits(&c->st0, &bst, &st, &hits);
+	call_describe(c, &hits);
 	res->duration_ms = corral_now_ms() - c->t0;
 	full = disk_full(b);
-	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, full);
+	events_limit_hits(b->ev, c->tool_call, &(struct cg_stats){ .valid = true },
+			  &hits, b->p, full);
 	if (full)
 		events_explain_disk(res, b->p);
 	if (c->denials) {

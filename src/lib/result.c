@@ -237,3 +237,31 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
 	snprintf(res->reason, sizeof(res->reason), "killed: wall-clock timeout "
 		 "of %.3g s reached", timeout_ms / 1000.0);
 }
+
+/*
+ * The limits a command hit, over how it ended: one verdict for `corral
+ * run` and a box's calls alike, from the counters of the group it ran in
+ * (oom_kills: processes the OOM killer took; pids_hits: forks refused).
+ * A command that exited after one of its children was OOM-killed (a shell
+ * says 137) ran out of memory all the same.
+ */
+void result_limits(struct corral_result *res, const struct corral_policy *p,
+		   uint64_t oom_kills, uint64_t pids_hits)
+{
+	char size[32], tail[CORRAL_ERR_MAX];
+
+	if (oom_kills) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		res->status = CORRAL_OOM;
+		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
+			 "%s reached (%llu process%s killed by the OOM killer)",
+			 size, (unsigned long long)oom_kills, oom_kills == 1 ? "" : "es");
+	} else if (pids_hits) {
+		memcpy(tail, res->reason, sizeof(tail));
+		res->status = CORRAL_PIDS_LIMIT;
+		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
+			 "reached: %llu fork%s refused; the command %.200s",
+			 (unsigned long long)p->pids, (unsigned long long)pids_hits,
+			 pids_hits == 1 ? " was" : "s were", tail);
+	}
+}

@@ -349,7 +349,6 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		     const struct corral_policy *p, const struct cg_stats *st,
 		     const char *cmd)
 {
-	char size[32];
 	int status = s->status;
 
 	if (s->halted) {
@@ -374,24 +373,7 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		status = W_EXITCODE(0, SIGKILL);
 	result_from_wait(res, status);
 
-	if (st->oom_kills) {
-		corral_format_size(p->memory_bytes, size, sizeof(size));
-		res->status = CORRAL_OOM;
-		snprintf(res->reason, sizeof(res->reason),
-			 "killed: memory limit %s reached (%llu process%s killed by the OOM killer)",
-			 size, (unsigned long long)st->oom_kills,
-			 st->oom_kills == 1 ? "" : "es");
-	} else if (st->pids_max_hits) {
-		char tail[CORRAL_ERR_MAX];
-
-		memcpy(tail, res->reason, sizeof(tail));
-		res->status = CORRAL_PIDS_LIMIT;
-		snprintf(res->reason, sizeof(res->reason),
-			 "pids limit %llu reached: %llu fork%s refused; the command %.200s",
-			 (unsigned long long)p->pids,
-			 (unsigned long long)st->pids_max_hits,
-			 st->pids_max_hits == 1 ? " was" : "s were", tail);
-	}
+	result_limits(res, p, st->oom_kills, st->pids_max_hits);
 }
 
 static const struct sandbox_hooks run_hooks = {

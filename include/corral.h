@@ -78,6 +78,9 @@ int corral_set_errno(struct corral_err *err, int errnum, const char *fmt, ...)
 CORRAL_PUBLIC
 int corral_check_sandbox_id(const char *id, struct corral_err *err);
 
+/* limits.call_timeout of the built-in policy: 10 minutes. */
+#define CORRAL_CALL_TIMEOUT_DEFAULT_MS (10 * 60 * 1000)
+
 /* A tool call's id: 1 to 127 bytes of UTF-8. */
 #define CORRAL_TOOL_CALL_ID_MAX 127
 CORRAL_PUBLIC
@@ -192,6 +195,11 @@ struct corral_policy {
 	double cpus;			/* CPU bandwidth in cores, e.g. 1.5 */
 	uint64_t disk_bytes;		/* size of the sandbox's writable tmpfs (required > 0) */
 	uint64_t timeout_ms;
+	/*
+	 * A call in a long-lived sandbox (corral serve, mcp) that gives no
+	 * timeout of its own and has no timeout_ms above: this one (0: none).
+	 */
+	uint64_t call_timeout_ms;
 	uint64_t output_bytes;		/* cap per captured stream (required > 0) */
 
 	/* environment: cleared, then PATH HOME LANG TERM TMPDIR USER, then these */
@@ -611,6 +619,8 @@ struct corral_call_opts {
 	uint64_t output_bytes;		/* kept a stream; 0 or over: the policy's */
 	bool output_base64;		/* the result's stdout/stderr as base64 */
 	bool output_order;		/* record the streams' interleaving */
+	/* a background process: not held to the policy's call_timeout */
+	bool background;
 	void (*on_start)(void *arg, struct corral_call *c);
 	void (*on_output)(void *arg, struct corral_call *c, int stream,
 			  const char *data, size_t len);	/* 1 out, 2 err */

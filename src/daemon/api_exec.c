@@ -390,6 +390,7 @@ bool call_args_check(json_t *o, bool background, struct call_args *a,
 		a->co.stdin_len = json_string_length(in);
 	}
 	a->stream = stream && json_is_true(stream);
+	a->co.background = background;
 	return true;
 }
 

@@ -60,6 +60,7 @@ struct corral_call {
 	json_t *order;		/* [[stream, bytes], ...] when asked for */
 	bool started, exited, done, timed_out, halted, announced;
 	bool held;		/* output not read until the caller says so */
+	bool default_timeout;	/* its timeout is limits.call_timeout's */
 	struct exec_fail fail;
 	int status;
 	struct corral_result res;

@@ -49,6 +49,10 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 	}
 	if (c->timed_out) {
 		result_timeout(res, c->o.timeout_ms);
+		if (c->default_timeout)
+			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
+				 strlen(res->reason), " (the policy's limits.call_timeout, "
+				 "the default for a call that gives no timeout_seconds)");
 		return;
 	}
 	if (c->fail.stage == EXEC_STAGE_EXEC) {
@@ -653,8 +657,13 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->err.keep = c->out.keep;
 	c->res.output_base64 = o->output_base64;
 	c->t0 = corral_now_ms();
+	/* the call's own, else the policy's limits.timeout, else its default */
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
+	if (!c->o.timeout_ms && !o->background) {
+		c->o.timeout_ms = b->p->call_timeout_ms;
+		c->default_timeout = true;
+	}
 	if (o->tool_call)
 		snprintf(c->tool_call, sizeof(c->tool_call), "%s", o->tool_call);
 	else

@@ -451,6 +451,8 @@ void corral_policy_init(struct corral_policy *p)
 		.cpus = 0,
 		.disk_bytes = 1 * GiB,
 		.timeout_ms = 0,
+		/* a foreground server started by a call must not hold it forever */
+		.call_timeout_ms = CORRAL_CALL_TIMEOUT_DEFAULT_MS,
 		.output_bytes = 1 * MiB,
 		.net = CORRAL_NET_NONE,
 		/* in proxy mode, also programs that ignore proxy variables */

@@ -385,12 +385,18 @@ static int apply_timeout(struct loader *l, json_t *v)
 	return get_duration(l, v, &l->p->timeout_ms);
 }
 
+static int apply_call_timeout(struct loader *l, json_t *v)
+{
+	return get_duration(l, v, &l->p->call_timeout_ms);
+}
+
 static const struct field limits_fields[] = {
 	{ "memory", apply_memory },
 	{ "pids", apply_pids },
 	{ "cpus", apply_cpus },
 	{ "disk", apply_disk },
 	{ "timeout", apply_timeout },
+	{ "call_timeout", apply_call_timeout },
 	{ "output", apply_output },
 	{ NULL, NULL },
 };

@@ -127,6 +127,7 @@ suite() {
 	step "stdio as $(id -un) ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
 	step "daemon export and snapshots as $(id -un) ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $(id -un) ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "results as $(id -un) ($label)" tests/results.sh "$b/corral"
 	step "mcp as $(id -un) ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
 	[ -z "$brief" ] && step "python client as $(id -un) ($label)" tests/python_client.sh "$b/corral"
 	[ -z "$brief" ] && step "docs/openapi.json against the daemon ($label)" \
@@ -156,6 +157,8 @@ suite() {
 		[ -z "$brief" ] && step "serve as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
+		step "results as uid $NOBODY, cgroups delegated ($label)" \
+			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/results.sh" "$STAGE/corral"
 		[ -z "$brief" ] && step "mcp as uid $NOBODY, cgroups delegated ($label)" \
 			as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
 		[ -z "$brief" ] && step "python client as uid $NOBODY, cgroups delegated ($label)" \
@@ -171,6 +174,8 @@ suite() {
 		[ -z "$brief" ] && step "serve as uid $NOBODY, no cgroups ($label)" \
 			as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/serve.sh" \
 			"$STAGE/corral" "$STAGE/serve_client"
+		step "results as uid $NOBODY, no cgroups ($label)" \
+			as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/results.sh" "$STAGE/corral"
 		step "a misbehaving agent as uid $NOBODY, no cgroups ($label)" \
 			as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 		# no cgroup to charge the files' kernel memory to: the disk bounds them

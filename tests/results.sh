@@ -160,14 +160,31 @@ t_limits_shape_timeouts_denials() {
 	expect_code "memory bomb" "$code" 200
 	if [ "$limits" = rlimit ]; then
 		expect_py "rlimit: the failure explained" \
-			'v["status"] == "exited" and "address-space rlimit" in v["reason"] and "MemoryError" in v["stderr"]'
+			'v["status"] == "exited" and "memory limit 48 MiB is an rlimit" in v["reason"] and "MemoryError" in v["stderr"]'
 	else
 		expect_py "oom" 'v["status"] == "oom" and "memory limit 48 MiB reached" in v["reason"]'
 		expect_contains "limit.hit memory, attributed" \
 			"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"memory"')" '"call":"bomb"'
 	fi
-	# head and tail of long output, the bytes dropped, the interleaving
-	code=$(ex "$id" '{"command": "seq 1 20000; echo oops >&2; echo last", "output_bytes": 100, "output_order": true}')
+	# head and tail of long output, the bytes dropped, the interleaving: each
+	# write waits until the supervisor has read the one before (FIONREAD
+	# on the pipe), so that the order to find is the order written
+	cat > "$T/order.py" <<'EOF'
+import fcntl, os, struct, termios, time
+def drained(fd):
+    for _ in range(4000):
+        if struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] == 0:
+            return
+        time.sleep(0.005)
+os.write(1, b"".join(b"%d\n" % i for i in range(1, 20001)))
+drained(1)
+os.write(2, b"oops\n")
+drained(2)
+os.write(1, b"last\n")
+EOF
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/order.py" --data-binary @"$T/order.py")
+	expect_code "put order.py" "$code" 201
+	code=$(ex "$id" '{"argv": ["python3", "/tmp/order.py"], "output_bytes": 100, "output_order": true}')
 	expect_code "long output" "$code" 200
 	expect_py "head and tail" \
 		'v["stdout"].startswith("1\n2\n3\n") and v["stdout"].endswith("19999\n20000\nlast\n") and len(v["stdout"]) == 100'
@@ -194,7 +211,12 @@ t_limits_shape_timeouts_denials() {
 	# last: what the fork bomb started lingers until the daemon stops
 	code=$(ex "$id" '{"tool_call_id": "forks", "timeout_seconds": 60, "command": "for i in $(seq 1 30); do sleep 30 & done; exit 0"}')
 	expect_code "fork bomb" "$code" 200
-	expect_py "pids_limit" 'v["status"] == "pids_limit" and "pids limit 16 reached" in v["reason"]'
+	if [ "$limits" = rlimit ]; then
+		expect_py "rlimit: the fork failure explained" \
+			'v["status"] == "exited" and "pids limit 16 is an rlimit" in v["reason"]'
+	else
+		expect_py "pids_limit" 'v["status"] == "pids_limit" and "pids limit 16 reached" in v["reason"]'
+	fi
 	[ "$limits" = rlimit ] || expect_contains "limit.hit pids, attributed" \
 		"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"pids"')" '"call":"forks"'
 	stop_daemon

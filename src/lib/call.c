@@ -150,6 +150,8 @@ void call_finish(struct corral_call *c)
 	}
 	call_hits(&c->st0, &bst, &st, &hits);
 	call_describe(c, &hits);
+	if (cg_mode(c->cg) == CG_NONE)
+		result_explain_rlimits(res, b->p);
 	res->duration_ms = corral_now_ms() - c->t0;
 	full = disk_full(b);
 	events_limit_hits(b->ev, c->tool_call, &(struct cg_stats){ .valid = true },

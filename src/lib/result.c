@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,5 +264,63 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 			 "reached: %llu fork%s refused; the command %.200s",
 			 (unsigned long long)p->pids, (unsigned long long)pids_hits,
 			 pids_hits == 1 ? " was" : "s were", tail);
+	}
+}
+
+/* ---- limits that were rlimits ----------------------------------------- */
+
+static bool output_says(const struct corral_result *res, const char *const *marks)
+{
+	for (size_t i = 0; marks[i]; i++)
+		if (memmem(res->err.data ? res->err.data : "", res->err.len, marks[i],
+			   strlen(marks[i])) ||
+		    memmem(res->out.data ? res->out.data : "", res->out.len, marks[i],
+			   strlen(marks[i])))
+			return true;
+	return false;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+reason_add(struct corral_result *res, const char *fmt, ...)
+{
+	size_t n = strlen(res->reason);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (n < sizeof(res->reason))
+		vsnprintf(res->reason + n, sizeof(res->reason) - n, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Without cgroups the memory and pids limits are rlimits of each process
+ * (cgroup_none.c), and nothing counts what they refused.  A command that
+ * failed the way one of them makes programs fail (an allocation that
+ * fails, a fork that fails; seen in its captured output) gets the limit
+ * named in its reason, instead of a bare exit status.
+ */
+void result_explain_rlimits(struct corral_result *res, const struct corral_policy *p)
+{
+	static const char *const memory_marks[] = { "MemoryError",
+		"Cannot allocate memory", "out of memory", "Out of memory",
+		"bad_alloc", "ENOMEM", "memory allocation", "heap out of memory",
+		NULL };
+	static const char *const fork_marks[] = { "fork", "Resource temporarily "
+		"unavailable", "EAGAIN", "BlockingIOError", NULL };
+	char size[32];
+
+	if ((res->status != CORRAL_EXITED || !res->exit_code) &&
+	    res->status != CORRAL_SIGNALED)
+		return;
+	if (p->memory_bytes && output_says(res, memory_marks)) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		reason_add(res, "; memory limit %s is an rlimit here (RLIMIT_DATA "
+			   "of each process, no cgroup): an allocation past it "
+			   "fails with ENOMEM", size);
+	}
+	if (p->pids && output_says(res, fork_marks)) {
+		reason_add(res, "; pids limit %llu is an rlimit here (RLIMIT_NPROC, "
+			   "no cgroup): a fork past it fails with EAGAIN",
+			   (unsigned long long)p->pids);
 	}
 }

@@ -546,6 +546,8 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	disk_full = mount_scratch_full(s->sb->scratchfd);
 	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);
 	describe(res, s, p, &st, cmd);
+	if (cg_mode(s->cg) == CG_NONE)
+		result_explain_rlimits(res, p);
 	if (disk_full)
 		events_explain_disk(res, p);
 	d = events_denials(s->ev);

@@ -208,6 +208,19 @@ EOF
 	expect_py "comm and exe" \
 		'[(d["comm"], d["exe"].split("/")[-1].startswith("python3"), d["call"]) for d in v["denials"]] == [("python3", True, "probe")]'
 
+	# the network off: a failure to resolve says why
+	code=$(ex "$id" '{"command": "python3 -c \"import socket; socket.getaddrinfo(\\\"pypi.org\\\", 443)\""}')
+	expect_py "network off explained" \
+		'v["exit_code"] == 1 and "network is off by policy" in v["reason"]'
+
+	# a name the allowlist does not have: denied, attributed, in the result
+	id2=$(mksb '{"policy": {"network": {"mode": "proxy", "allow": ["example.com"]}}}')
+	code=$(ex "$id2" '{"tool_call_id": "dns", "command": "getent hosts blocked.test"}')
+	expect_py "DNS denial in the result" \
+		'v["exit_code"] == 2 and [(d["host"], d["call"]) for d in v["denials"]][:1] == [("blocked.test", "dns")]'
+	expect_contains "DNS denial attributed" \
+		"$(grep '"type":"egress.denied"' "$STATE/audit.jsonl" | grep blocked.test)" '"call":"dns"'
+
 	# last: what the fork bomb started lingers until the daemon stops
 	code=$(ex "$id" '{"tool_call_id": "forks", "timeout_seconds": 60, "command": "for i in $(seq 1 30); do sleep 30 & done; exit 0"}')
 	expect_code "fork bomb" "$code" 200

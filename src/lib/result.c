@@ -324,3 +324,26 @@ void result_explain_rlimits(struct corral_result *res, const struct corral_polic
 			   (unsigned long long)p->pids);
 	}
 }
+
+/*
+ * With the network off nothing answers DNS inside, and a tool says only
+ * what its resolver said (EAI_AGAIN: "Temporary failure in name
+ * resolution"), as if the network were down for a while.  A command that
+ * failed so, in its captured output, gets the policy named in its reason.
+ */
+void result_explain_network(struct corral_result *res, const struct corral_policy *p)
+{
+	static const char *const marks[] = { "name resolution", "EAI_AGAIN",
+		"Could not resolve", "Name or service not known", "getaddrinfo",
+		"Network is unreachable", "ENETUNREACH", "ENOTFOUND",
+		"No address associated", "Temporary failure in resolving", NULL };
+
+	if (p->net != CORRAL_NET_NONE ||
+	    ((res->status != CORRAL_EXITED || !res->exit_code) &&
+	     res->status != CORRAL_SIGNALED))
+		return;
+	if (output_says(res, marks))
+		reason_add(res, "; the network is off by policy (network.mode "
+			   "\"none\"): no name resolves and no connection leaves "
+			   "the sandbox");
+}

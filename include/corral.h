@@ -114,6 +114,12 @@ struct corral_abort {
 	uint64_t max_distinct_denied;	/* distinct denied host:port ... */
 	uint64_t window_ms;		/* ... within this window (0: the run) */
 	uint64_t max_denied_syscalls;	/* syscall.denied events */
+	/*
+	 * Syscalls whose denial does not count toward max_denied_syscalls:
+	 * the ordinary probes of tools (still denied, still recorded).
+	 */
+	char **ignore_syscalls;
+	size_t nignore_syscalls;
 	char **tripwires;		/* decoy files planted inside; any open aborts */
 	size_t ntripwires;
 	uint64_t max_cpu_ms;		/* CPU time of the whole tree */

@@ -88,6 +88,22 @@ t_corral_run_result_keeps_nul() {
 	expect_py "corral run --json" 'v["stdout"] == "a\x00b\ufffd\u00e9\n"'
 }
 
+# an ordinary probe kept out of max_denied_syscalls, still in the denials
+t_ignored_probes_do_not_abort() {
+	PROBE='import socket
+for i in range(3):
+    try:
+        socket.socket(16, 3, 9)
+    except OSError:
+        pass'
+	echo '{"abort": {"max_denied_syscalls": 1, "ignore_syscalls": ["socket"]}}' > "$T/ignore.json"
+	echo '{"abort": {"max_denied_syscalls": 1}}' > "$T/count.json"
+	"$CORRAL" run --json --policy "$T/ignore.json" -- python3 -c "$PROBE" > "$T/body" 2> "$T/err"
+	expect_py "ignored" 'v["status"] == "exited" and len(v["denials"]) == 3 and v["denials"][0]["comm"] == "python3"'
+	"$CORRAL" run --json --policy "$T/count.json" -- python3 -c "$PROBE" > "$T/body" 2> "$T/err" || true
+	expect_py "counted" 'v["status"] == "halted" and "max_denied_syscalls" in json.dumps(v) or "syscalls denied" in v["reason"]'
+}
+
 # ---- every error is JSON ------------------------------------------------------
 
 # raw REQUEST_HEAD [CHUNKED_MIB]: send it over the socket as is; the answer

@@ -489,6 +489,7 @@ void corral_policy_free(struct corral_policy *p)
 	pairs_free(p->net_hosts, p->nnet_hosts);
 	free(p->net_resolver);
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
+	strv_free(p->abort.ignore_syscalls, p->abort.nignore_syscalls);
 	strv_free(p->root_layers, p->nroot_layers);
 	free(p->workdir);
 	hold_rules_free(p->export.hold, p->export.nhold);
@@ -523,6 +524,8 @@ static int policy_copy(struct corral_policy *dst,
 	dst->net_resolver = NULL;
 	dst->abort.tripwires = NULL;
 	dst->abort.ntripwires = 0;
+	dst->abort.ignore_syscalls = NULL;
+	dst->abort.nignore_syscalls = 0;
 	dst->root_layers = NULL;
 	dst->nroot_layers = 0;
 	dst->workdir = NULL;
@@ -582,6 +585,11 @@ static int policy_copy(struct corral_policy *dst,
 		if (policy_strv_put(&dst->abort.tripwires, &dst->abort.ntripwires,
 				    src->abort.tripwires[i],
 				    strlen(src->abort.tripwires[i])))
+			goto nomem;
+	for (i = 0; i < src->abort.nignore_syscalls; i++)
+		if (policy_strv_put(&dst->abort.ignore_syscalls, &dst->abort.nignore_syscalls,
+				    src->abort.ignore_syscalls[i],
+				    strlen(src->abort.ignore_syscalls[i])))
 			goto nomem;
 	for (i = 0; i < src->export.nhold; i++)
 		if (policy_hold_rule_put(&dst->export, src->export.hold[i].path,

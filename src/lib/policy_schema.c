@@ -36,7 +36,7 @@ struct field {
 
 static int unknown_key(struct loader *l, json_t *v, const struct field *fields)
 {
-	char known[160];
+	char known[200];
 	size_t off = 0;
 
 	known[0] = '\0';

@@ -438,6 +438,9 @@ struct json_t *corral_json_bytes(const char *data, size_t len);
 /* Any bytes as a base64 jansson string (a call's output_base64). */
 CORRAL_PUBLIC
 struct json_t *corral_json_base64(const char *data, size_t len);
+/* Base64 (padded) back to bytes: *out malloc'd; -EINVAL if it is not base64. */
+CORRAL_PUBLIC
+int corral_base64_decode(const char *in, size_t len, char **out, size_t *outlen);
 
 /* ---- the events file as evidence (`corral audit`) ---------------------- */
 

@@ -73,12 +73,15 @@ assert lines[-1]["type"] == "end" and lines[-1]["result"]["output_encoding"] == 
 out = b"".join(base64.b64decode(l["data"]) for l in lines if l["type"] == "stdout")
 assert out == b"a\x00b\xff\xc3\xa9\n", out
 EOF
-	# corral exec: streamed and not, NULs reach its stdout as written
+	# corral exec: streamed and not, any bytes reach its stdout as written
 	for mode in "" --no-stream; do
 		CORRAL_SOCKET=$SOCK "$CORRAL" exec $mode "$id" -- find /etc/hostname /etc/passwd -print0 \
 			> "$T/out" 2> "$T/err" || fail "corral exec $mode: $(cat "$T/err")"
 		expect_eq "corral exec $mode -print0" "$(od -An -c "$T/out" | tr -s ' ' | tr -d '\n')" \
 			" / e t c / h o s t n a m e \\0 / e t c / p a s s w d \\0"
+		CORRAL_SOCKET=$SOCK "$CORRAL" exec $mode "$id" -- sh -c "$BYTES" \
+			> "$T/out" 2> "$T/err" || fail "corral exec $mode: $(cat "$T/err")"
+		expect_eq "corral exec $mode binary" "$(od -An -tx1 "$T/out" | tr -d ' \n')" 610062ffc3a90a
 	done
 	stop_daemon
 }

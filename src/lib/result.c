@@ -141,6 +141,32 @@ json_t *corral_json_base64(const char *data, size_t len)
 	return v;
 }
 
+int corral_base64_decode(const char *in, size_t len, char **out, size_t *outlen)
+{
+	unsigned char *b;
+	size_t pad = 0;
+	int n;
+
+	*out = NULL;
+	*outlen = 0;
+	if (len % 4 || len > INT_MAX)
+		return -EINVAL;
+	b = malloc(len / 4 * 3 + 1);
+	if (!b)
+		return -ENOMEM;
+	n = len ? EVP_DecodeBlock(b, (const unsigned char *)in, (int)len) : 0;
+	if (n < 0) {
+		free(b);
+		return -EINVAL;
+	}
+	/* EVP_DecodeBlock counts the padding as zero bytes */
+	while (pad < 2 && len > pad && in[len - 1 - pad] == '=')
+		pad++;
+	*out = (char *)b;
+	*outlen = (size_t)n - pad;
+	return 0;
+}
+
 static json_t *output_string(const struct corral_result *res,
 			     const struct corral_output *o)
 {

@@ -10,7 +10,8 @@
 # The daemon harness is tests/serve.sh's (a daemon per test, everything it
 # ran checked gone at the end).  Runs as root or as an unprivileged user,
 # with or without cgroups; CORRAL_EXPECT_LIMITS=cgroup|rlimit, as for
-# serve.sh, makes the limits test insist on one.
+# serve.sh, makes the limits test insist on one; RESULTS_SLOW=1 adds a
+# 64 MiB chunked upload (evhttp's own 413).
 set -u
 SERVE_HARNESS_ONLY=1
 . "$(cd "$(dirname "$0")" && pwd)/serve.sh" "$@"
@@ -125,7 +126,8 @@ try:
 except OSError:
     pass	# refused while we sent: the answer is what matters
 out = b""
-while True:
+# until the close, or one whole answer (evhttp keeps a CONNECT's open)
+while not (b"\r\n\r\n" in out and out.endswith(b"}\n")):
     try:
         b = s.recv(65536)
     except OSError:
@@ -154,12 +156,15 @@ t_every_error_is_json() {
 	raw 'BREW /v1/health HTTP/1.1\r\nHost: x\r\n\r\n'
 	expect_json_error "a method evhttp does not know" 400 bad_request
 	raw 'CONNECT /v1/health HTTP/1.1\r\nHost: x\r\n\r\n'
-	expect_json_error "CONNECT (no path: no route)" 404 not_found
+	expect_json_error "CONNECT, a method the API does not take" 501 method_not_allowed
 	raw 'POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nExpect: tea\r\nContent-Length: 2\r\n\r\n{}'
 	expect_json_error "an Expect evhttp does not know" 417 bad_request
-	# chunked: no length for the gate to judge; evhttp stops it at 64 MiB
-	raw 'PUT /v1/sandboxes/sb-x/files?path=/tmp/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' 66
-	expect_json_error "a chunked body over the limit" 413 too_large
+	# a chunked body over 64 MiB (413) is answered by the same function as
+	# these two; sending 64 MiB would take this suite's time for nothing
+	[ -z "${RESULTS_SLOW:-}" ] || {
+		raw 'PUT /v1/sandboxes/sb-x/files?path=/tmp/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' 66
+		expect_json_error "a chunked body over the limit" 413 too_large
+	}
 	code=$(api GET /v1/health)
 	expect_code "still serving" "$code" 200
 	stop_daemon

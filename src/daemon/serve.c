@@ -319,8 +319,7 @@ static void setup_http(struct daemon *d, struct evhttp *http)
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 				   EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS |
-				   EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE |
-				   EVHTTP_REQ_CONNECT);
+				   EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE);
 	evhttp_set_gencb(http, api_handle, d);
 }
 

@@ -87,9 +87,12 @@ EOF
 	stop_daemon
 }
 
-t_corral_run_result_keeps_nul() {
+t_corral_run_results() {
 	"$CORRAL" run --json -- sh -c "$BYTES" > "$T/body" 2> "$T/err"
 	expect_py "corral run --json" 'v["stdout"] == "a\x00b\ufffd\u00e9\n"'
+	"$CORRAL" run --json --output-limit 1K -- seq 1 20000 > "$T/body" 2> "$T/err"
+	expect_py "corral run: head and tail" \
+		'v["stdout"].startswith("1\n2\n") and v["stdout"].endswith("19999\n20000\n") and v["stdout_dropped"] == 108894 - 1024 and v["stdout_dropped_at"] == 512'
 }
 
 # an ordinary probe kept out of max_denied_syscalls, still in the denials

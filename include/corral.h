@@ -78,6 +78,9 @@ int corral_set_errno(struct corral_err *err, int errnum, const char *fmt, ...)
 CORRAL_PUBLIC
 int corral_check_sandbox_id(const char *id, struct corral_err *err);
 
+/* limits.call_timeout of the built-in policy: 10 minutes. */
+#define CORRAL_CALL_TIMEOUT_DEFAULT_MS (10 * 60 * 1000)
+
 /* A tool call's id: 1 to 127 bytes of UTF-8. */
 #define CORRAL_TOOL_CALL_ID_MAX 127
 CORRAL_PUBLIC
@@ -111,6 +114,12 @@ struct corral_abort {
 	uint64_t max_distinct_denied;	/* distinct denied host:port ... */
 	uint64_t window_ms;		/* ... within this window (0: the run) */
 	uint64_t max_denied_syscalls;	/* syscall.denied events */
+	/*
+	 * Syscalls whose denial does not count toward max_denied_syscalls:
+	 * the ordinary probes of tools (still denied, still recorded).
+	 */
+	char **ignore_syscalls;
+	size_t nignore_syscalls;
 	char **tripwires;		/* decoy files planted inside; any open aborts */
 	size_t ntripwires;
 	uint64_t max_cpu_ms;		/* CPU time of the whole tree */
@@ -192,6 +201,11 @@ struct corral_policy {
 	double cpus;			/* CPU bandwidth in cores, e.g. 1.5 */
 	uint64_t disk_bytes;		/* size of the sandbox's writable tmpfs (required > 0) */
 	uint64_t timeout_ms;
+	/*
+	 * A call in a long-lived sandbox (corral serve, mcp) that gives no
+	 * timeout of its own and has no timeout_ms above: this one (0: none).
+	 */
+	uint64_t call_timeout_ms;
 	uint64_t output_bytes;		/* cap per captured stream (required > 0) */
 
 	/* environment: cleared, then PATH HOME LANG TERM TMPDIR USER, then these */
@@ -342,6 +356,8 @@ struct corral_output {
 	char *data;
 	size_t len;
 	bool truncated;		/* more was written than the cap kept */
+	uint64_t dropped;	/* bytes written and not kept */
+	size_t dropped_at;	/* where in data they were: head before, tail after */
 };
 
 /* Which layers a run actually got; weaker ones are named, never hidden. */
@@ -390,6 +406,13 @@ struct corral_result {
 	 */
 	char *export_report;
 	bool export_failed;
+	/* stdout and stderr as base64 in the JSON, not as text */
+	bool output_base64;
+	/*
+	 * JSON [["stdout"|"stderr", bytes], ...]: the streams' bytes in the
+	 * order they were read (of all written, kept or not), when asked for.
+	 */
+	char *output_order;
 };
 
 /*
@@ -481,6 +504,12 @@ struct json_t *corral_json_bytes(const char *data, size_t len);
  */
 CORRAL_PUBLIC
 struct json_t *corral_ids_json(const struct corral_ids *ids);
+/* Any bytes as a base64 jansson string (a call's output_base64). */
+CORRAL_PUBLIC
+struct json_t *corral_json_base64(const char *data, size_t len);
+/* Base64 (padded) back to bytes: *out malloc'd; -EINVAL if it is not base64. */
+CORRAL_PUBLIC
+int corral_base64_decode(const char *in, size_t len, char **out, size_t *outlen);
 
 /* ---- the events file as evidence (`corral audit`) ---------------------- */
 
@@ -664,7 +693,12 @@ struct corral_call_opts {
 	const char *stdin_data;		/* given whole, then EOF; NULL: EOF */
 	size_t stdin_len;
 	uint64_t timeout_ms;		/* 0: the policy's */
-	bool keep_tail;			/* keep the last bytes, not the first */
+	bool keep_tail;			/* keep only the last bytes, not head and tail */
+	uint64_t output_bytes;		/* kept a stream; 0 or over: the policy's */
+	bool output_base64;		/* the result's stdout/stderr as base64 */
+	bool output_order;		/* record the streams' interleaving */
+	/* a background process: not held to the policy's call_timeout */
+	bool background;
 	/*
 	 * A pty made inside the sandbox (its own devpts) is the command's
 	 * stdin, stdout and stderr and its controlling terminal, in a session

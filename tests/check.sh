@@ -136,6 +136,7 @@ as_root_lane() {
 	step "daemon export and snapshots as $me ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $me ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "files and processes as $me ($label)" tests/files.sh "$b/corral"
+	step "results as $me ($label)" tests/results.sh "$b/corral"
 	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
 	step "python client as $me ($label)" tests/python_client.sh "$b/corral"
 	step "docs/openapi.json against the daemon ($label)" /usr/bin/python3 tests/openapi.py "$b/corral"
@@ -175,6 +176,8 @@ nobody_lane() {
 		"$STAGE/corral" "$STAGE/serve_client"
 	step "files and processes as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/files.sh" "$STAGE/corral"
+	step "results as uid $NOBODY, cgroups delegated ($label)" \
+		as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/results.sh" "$STAGE/corral"
 	step "mcp as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
 	step "python client as uid $NOBODY, cgroups delegated ($label)" \
@@ -190,6 +193,8 @@ nobody_lane() {
 	step "serve as uid $NOBODY, no cgroups ($label)" \
 		as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/serve.sh" \
 		"$STAGE/corral" "$STAGE/serve_client"
+	step "results as uid $NOBODY, no cgroups ($label)" \
+		as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/results.sh" "$STAGE/corral"
 	step "a misbehaving agent as uid $NOBODY, no cgroups ($label)" \
 		as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 	# no cgroup to charge the files' kernel memory to: the disk bounds them

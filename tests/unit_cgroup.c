@@ -522,16 +522,22 @@ TEST(rlimits_in_child)
 
 		if (cg_apply_rlimits(&p, &err) < 0)
 			_exit(10);
-		if (getrlimit(RLIMIT_AS, &rl) < 0 ||
+		if (getrlimit(RLIMIT_DATA, &rl) < 0 ||
 		    rl.rlim_cur != 64 * MiB || rl.rlim_max != 64 * MiB)
 			_exit(11);
 		if (getrlimit(RLIMIT_NPROC, &rl) < 0 ||
 		    rl.rlim_cur != 5 || rl.rlim_max != 5)
 			_exit(12);
+		/* private writable memory past the limit is refused ... */
 		m = mmap(NULL, 128 * MiB, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m != MAP_FAILED || errno != ENOMEM)
 			_exit(13);
+		/* ... a reservation that costs no memory is not (Go, V8, JVM) */
+		m = mmap(NULL, 1024 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			_exit(14);
 		_exit(0);
 	}
 	CHECK(k.pid > 0);

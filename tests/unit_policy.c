@@ -1117,7 +1117,7 @@ static const struct {
 	  "\"max_denials\"", "abort.max_denials",
 	  "unknown key, expected one of: max_denied_egress, "
 	  "max_distinct_denied_destinations, window_seconds, max_denied_syscalls, "
-	  "tripwires, max_cpu_seconds, max_wall_seconds, on_abort (got 2)" },
+	  "ignore_syscalls, tripwires, max_cpu_seconds, max_wall_seconds, on_abort (got 2)" },
 	{ "abort section of the wrong type",
 	  "{\"abort\": [\"kill\"]}", "[\"kill\"]", "abort", "expected an object" },
 	{ "abort count as a string",

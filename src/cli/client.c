@@ -450,7 +450,7 @@ out:
 /* {"error": CODE, "detail": SENTENCE} -> "corral: SENTENCE (HTTP 409)" */
 static void reply_error(const struct reply *r)
 {
-	json_t *o = json_loadb(r->buf ? r->buf : "", r->len, 0, NULL);
+	json_t *o = json_loadb(r->buf ? r->buf : "", r->len, JSON_ALLOW_NUL, NULL);
 	const char *detail = json_string_value(json_object_get(o, "detail"));
 	char suffix[32];
 
@@ -481,7 +481,7 @@ int reply_check(const struct reply *r)
 json_t *reply_object(const struct reply *r)
 {
 	json_error_t jerr;
-	json_t *o = json_loadb(r->buf ? r->buf : "", r->len, 0, &jerr);
+	json_t *o = json_loadb(r->buf ? r->buf : "", r->len, JSON_ALLOW_NUL, &jerr);
 
 	if (!o) {
 		cli_error("the daemon's answer is not JSON: %s", jerr.text);

@@ -290,16 +290,28 @@ int exec_result_code(const json_t *result, bool tell)
 	return code;
 }
 
-static int write_data(FILE *f, const json_t *s)
+/* The command's output, as it wrote it: asked for as base64 (exact bytes). */
+static int write_data(FILE *f, const json_t *s, bool base64)
 {
+	const char *data = json_string_value(s);
+	size_t len = json_string_length(s);
+	char *bytes = NULL;
+	int r = 0;
+
 	if (!json_is_string(s))
 		return 0;
-	if (fwrite(json_string_value(s), 1, json_string_length(s), f) !=
-	    json_string_length(s) || fflush(f) == EOF) {
-		cli_error("writing the command's output: %s", strerror(errno));
+	if (base64 && corral_base64_decode(data, len, &bytes, &len) < 0) {
+		cli_error("the daemon's output is not the base64 asked for");
 		return -1;
 	}
-	return 0;
+	if (bytes)
+		data = bytes;
+	if (fwrite(data, 1, len, f) != len || fflush(f) == EOF) {
+		cli_error("writing the command's output: %s", strerror(errno));
+		r = -1;
+	}
+	free(bytes);
+	return r;
 }
 
 struct exec_stream {
@@ -318,7 +330,7 @@ static int on_exec_line(void *arg, char *line, size_t len)
 		len--;
 	if (!len)
 		return 0;
-	o = json_loadb(line, len, 0, NULL);
+	o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	if (!json_is_object(o)) {
 		cli_error("the daemon's exec stream has a line that is not a JSON object");
 		json_decref(o);
@@ -330,9 +342,9 @@ static int on_exec_line(void *arg, char *line, size_t len)
 		daemon_error(detail, " (in the exec stream)");
 		ret = -1;
 	} else if (type && !strcmp(type, "stdout")) {
-		ret = write_data(stdout, json_object_get(o, "data"));
+		ret = write_data(stdout, json_object_get(o, "data"), true);
 	} else if (type && !strcmp(type, "stderr")) {
-		ret = write_data(stderr, json_object_get(o, "data"));
+		ret = write_data(stderr, json_object_get(o, "data"), true);
 	} else if (type && !strcmp(type, "end")) {
 		json_decref(st->result);
 		st->result = json_incref(json_object_get(o, "result"));
@@ -384,8 +396,8 @@ static int exec_wait(struct conn *c, const char *path, const json_t *body,
 		json_decref(res);
 		return code;
 	}
-	if (write_data(stdout, json_object_get(res, "stdout")) < 0 ||
-	    write_data(stderr, json_object_get(res, "stderr")) < 0) {
+	if (write_data(stdout, json_object_get(res, "stdout"), true) < 0 ||
+	    write_data(stderr, json_object_get(res, "stderr"), true) < 0) {
 		json_decref(res);
 		return EXIT_CORRAL;
 	}
@@ -436,6 +448,9 @@ static int exec_send(struct conn *c, struct exec_args *a)
 	if (a->tty)
 		return exec_tty(c, a->id, a->body);
 	code = body_put(a->body, "stream", json_boolean(stream));
+	/* the terminal gets the bytes as written; --json the result as is */
+	if (!code && !a->json)
+		code = body_put(a->body, "output_encoding", json_string("base64"));
 	if (code)
 		return code;
 	path = conn_sandbox_path(c, a->id, "/exec");

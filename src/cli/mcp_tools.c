@@ -68,7 +68,7 @@ static json_t *tool_ok(json_t *structured)
 /* The daemon's {"error", "detail"} answer as the tool's failure. */
 static json_t *daemon_refused(const struct mcp_http *h)
 {
-	json_t *o = json_loadb(h->buf ? h->buf : "", h->len, 0, NULL);
+	json_t *o = json_loadb(h->buf ? h->buf : "", h->len, JSON_ALLOW_NUL, NULL);
 	const char *err = json_string_value(json_object_get(o, "error"));
 	const char *detail = json_string_value(json_object_get(o, "detail"));
 	json_t *r;
@@ -170,7 +170,7 @@ static json_t *call_json(struct mcp_call *c, const char *method, const char *pat
 		err = tool_error("%s", why);
 	else if (h.status < 200 || h.status >= 300)
 		err = daemon_refused(&h);
-	else if (!(*out = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)) ||
+	else if (!(*out = json_loadb(h.buf ? h.buf : "", h.len, JSON_ALLOW_NUL, NULL)) ||
 		 !json_is_object(*out)) {
 		json_decref(*out);
 		*out = NULL;
@@ -464,7 +464,7 @@ struct stream {
 static int on_line(void *arg, char *line, size_t len)
 {
 	struct stream *s = arg;
-	json_t *o = json_loadb(line, len, 0, NULL);
+	json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
 	const char *data = json_string_value(json_object_get(o, "data"));
 
@@ -835,7 +835,7 @@ static json_t *t_write(struct mcp_call *c, struct args *g)
 		r = tool_error("%s", why);
 	else if (h.status < 200 || h.status >= 300)
 		r = daemon_refused(&h);
-	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)))
+	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, JSON_ALLOW_NUL, NULL)))
 		r = tool_error("the daemon's answer is not JSON");
 	else
 		r = tool_ok(o);
@@ -1075,7 +1075,7 @@ struct events {
 static int on_event(void *arg, char *line, size_t len)
 {
 	struct events *e = arg;
-	json_t *o = json_loadb(line, len, 0, NULL);
+	json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
 
 	if (type && (!e->denials || strstr(type, "denied") || !strcmp(type, "limit.hit") ||

@@ -124,7 +124,8 @@ static void stream_line(struct pending *pd, json_t *o)
 json_t *result_json(const struct corral_result *res)
 {
 	char *text = corral_result_json(res);
-	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+	/* output is any bytes: NUL is kept (\\u0000), as it was written */
+	json_t *o = text ? json_loads(text, JSON_ALLOW_NUL, NULL) : NULL;
 
 	free(text);
 	/* one name for it in the API, as requests give it: tool_call_id */
@@ -145,16 +146,63 @@ static void exec_start(void *arg, struct corral_call *c)
 					  "pid", (int)corral_call_pid(c)));
 }
 
+/* Bytes at the end of s[0, n) that begin a UTF-8 sequence not complete yet. */
+static size_t utf8_cut(const char *s, size_t n)
+{
+	for (size_t back = 1; back <= 3 && back <= n; back++) {
+		unsigned char b = s[n - back];
+		size_t need;
+
+		if ((b & 0xc0) == 0x80)		/* a continuation: look further */
+			continue;
+		need = (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3 :
+		       (b & 0xf8) == 0xf0 ? 4 : 1;
+		return need > back ? back : 0;
+	}
+	return 0;
+}
+
+static void stream_data(struct pending *pd, int stream, const char *data,
+			size_t len)
+{
+	stream_line(pd, json_pack("{s:s, s:o}", "type", stream == 2 ? "stderr" :
+				  "stdout", "data", pd->base64 ?
+				  corral_json_base64(data, len) : api_bytes(data, len)));
+}
+
+/*
+ * A read may end inside a character: its first bytes wait for the rest,
+ * so that valid UTF-8 arrives exact, whatever the pipe's chunks.
+ */
 static void exec_output(void *arg, struct corral_call *c, int stream,
 			const char *data, size_t len)
 {
 	struct pending *pd = arg;
+	int i = stream == 2;
+	size_t cut, joined;
+	char *buf;
 
 	(void)c;
-	if (pd->stream)
-		stream_line(pd, json_pack("{s:s, s:o}", "type", stream == 2 ?
-					  "stderr" : "stdout", "data",
-					  api_bytes(data, len)));
+	if (!pd->stream)
+		return;
+	if (pd->base64) {
+		stream_data(pd, stream, data, len);
+		return;
+	}
+	buf = malloc(pd->ncarry[i] + len);
+	if (!buf) {
+		stream_data(pd, stream, data, len);
+		return;
+	}
+	memcpy(buf, pd->carry[i], pd->ncarry[i]);
+	memcpy(buf + pd->ncarry[i], data, len);
+	joined = pd->ncarry[i] + len;
+	cut = utf8_cut(buf, joined);
+	memcpy(pd->carry[i], buf + joined - cut, cut);
+	pd->ncarry[i] = cut;
+	if (joined > cut)
+		stream_data(pd, stream, buf, joined - cut);
+	free(buf);
 }
 
 static void exec_done(void *arg, struct corral_call *c,
@@ -163,6 +211,9 @@ static void exec_done(void *arg, struct corral_call *c,
 	struct pending *pd = arg;
 
 	pending_detach(pd);
+	for (int i = 0; i < 2; i++)	/* a character never completed */
+		if (pd->req && pd->stream && pd->ncarry[i])
+			stream_data(pd, i + 1, pd->carry[i], pd->ncarry[i]);
 	if (pd->req && pd->stream) {
 		stream_line(pd, json_pack("{s:s, s:o}", "type", "end", "result",
 					  result_json(res)));
@@ -297,12 +348,46 @@ static bool tty_fields(json_t *o, bool background, struct call_args *a,
 	return true;
 }
 
+/*
+ * How the result carries the output: "output_encoding" text (UTF-8, what
+ * is not valid as U+FFFD) or base64 (any bytes, exact); "output_bytes",
+ * what is kept of each stream (head and tail), at most the policy's
+ * limits.output; "output_order", the streams' interleaving.  A background
+ * process keeps the tail of its output as text: none of these are for it.
+ */
+static bool output_fields(json_t *o, bool background, struct corral_call_opts *co,
+			  struct api_fault *f)
+{
+	json_t *enc = json_object_get(o, "output_encoding");
+	json_t *bytes = json_object_get(o, "output_bytes");
+	json_t *order = json_object_get(o, "output_order");
+	const char *e = json_string_value(enc);
+
+	if (background && (enc || bytes || order))
+		return api_fault(f, 400, "bad_request", "output_encoding, "
+				 "output_bytes and output_order are for exec, "
+				 "not processes");
+	if (enc && (!e || (strcmp(e, "text") && strcmp(e, "base64"))))
+		return api_fault(f, 400, "bad_request", "output_encoding must be "
+				 "\"text\" or \"base64\"");
+	if (bytes && (!json_is_integer(bytes) || json_integer_value(bytes) < 1))
+		return api_fault(f, 400, "bad_request", "output_bytes must be a "
+				 "whole number of bytes, at least 1");
+	if (order && !json_is_boolean(order))
+		return api_fault(f, 400, "bad_request", "output_order must be "
+				 "true or false");
+	co->output_base64 = e && !strcmp(e, "base64");
+	co->output_bytes = bytes ? (uint64_t)json_integer_value(bytes) : 0;
+	co->output_order = json_is_true(order);
+	return true;
+}
+
 bool call_args_check(json_t *o, bool background, struct call_args *a,
 		     struct api_fault *f)
 {
 	static const char *const known[] = { "argv", "command", "tool_call_id",
 		"cwd", "env", "stdin", "timeout_seconds", "stream", "tty", "rows",
-		"cols", NULL };
+		"cols", "output_encoding", "output_bytes", "output_order", NULL };
 	json_t *stream = json_object_get(o, "stream"), *in = json_object_get(o, "stdin");
 	struct corral_err err;
 	bool ok;
@@ -323,7 +408,8 @@ bool call_args_check(json_t *o, bool background, struct call_args *a,
 				 "or false");
 	if (in && !json_is_string(in))
 		return api_fault(f, 400, "bad_request", "stdin must be a string");
-	if (!tty_fields(o, background, a, f))
+	if (!tty_fields(o, background, a, f) ||
+	    !output_fields(o, background, &a->co, f))
 		return false;
 	a->argv = exec_argv(o, f);
 	if (!a->argv)
@@ -338,6 +424,7 @@ bool call_args_check(json_t *o, bool background, struct call_args *a,
 		a->co.stdin_len = json_string_length(in);
 	}
 	a->stream = stream && json_is_true(stream);
+	a->co.background = background;
 	return true;
 }
 
@@ -392,6 +479,7 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 	pd->sb = sb;
 	pd->req = req;
 	pd->stream = a.stream;
+	pd->base64 = a.co.output_base64;
 	a.co.on_start = exec_start;
 	a.co.on_output = exec_output;
 	a.co.on_done = exec_done;

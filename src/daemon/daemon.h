@@ -98,6 +98,10 @@ struct pending {
 	struct event *ev_closed;	/* the client's end closing (EV_CLOSED) */
 	bool stream;
 	bool held;			/* output held until the client catches up */
+	bool base64;			/* output_encoding "base64" */
+	/* a UTF-8 sequence cut by a read, joined with the next chunk's start */
+	char carry[2][4];
+	size_t ncarry[2];
 };
 
 struct sandbox {

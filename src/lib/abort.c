@@ -129,8 +129,19 @@ static bool note_egress(struct abort_state *s, json_t *event, struct abort_verdi
 	return false;
 }
 
+static bool ignored(const struct corral_abort *a, const char *name)
+{
+	for (size_t i = 0; name && i < a->nignore_syscalls; i++)
+		if (!strcmp(a->ignore_syscalls[i], name))
+			return true;
+	return false;
+}
+
 static bool note_syscall(struct abort_state *s, json_t *event, struct abort_verdict *v)
 {
+	/* a tool's ordinary probe (policy: abort.ignore_syscalls) is no attack */
+	if (ignored(&s->a, json_string_value(json_object_get(event, "syscall"))))
+		return false;
 	s->denied_syscalls++;
 	if (json_array_size(s->last_syscalls) >= EVIDENCE_MAX)
 		json_array_remove(s->last_syscalls, 0);

@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "sandbox.h"
+#include "outkeep.h"
 
 #include <event2/event.h>
 #include <jansson.h>
@@ -34,6 +35,7 @@ struct stream {
 	struct corral_output *out;
 	struct corral_call *c;
 	int no;			/* 1 or 2 */
+	struct outkeep keep;
 };
 
 struct corral_call {
@@ -58,8 +60,10 @@ struct corral_call {
 	uint64_t t0;
 	struct cg_stats st0;	/* the box's counters when the call began */
 	json_t *denials;	/* this call's denied events, for its result */
+	json_t *order;		/* [[stream, bytes], ...] when asked for */
 	bool started, exited, done, timed_out, halted, announced;
 	bool held;		/* output not read until the caller says so */
+	bool default_timeout;	/* its timeout is limits.call_timeout's */
 	struct exec_fail fail;
 	int status;
 	struct corral_result res;

@@ -39,11 +39,9 @@ size_t box_calls_running(const struct corral_box *b)
 
 /* ---- calls: ending ----------------------------------------------- */
 
-static void call_describe(struct corral_call *c, const struct cg_stats *bst)
+static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 {
 	struct corral_result *res = &c->res;
-	const struct corral_policy *p = c->b->p;
-	char size[32];
 
 	if (c->halted) {
 		res->status = CORRAL_HALTED;
@@ -54,6 +52,10 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 	}
 	if (c->timed_out) {
 		result_timeout(res, c->o.timeout_ms);
+		if (c->default_timeout)
+			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
+				 strlen(res->reason), " (the policy's limits.call_timeout, "
+				 "the default for a call that gives no timeout_seconds)");
 		return;
 	}
 	if (c->fail.stage == EXEC_STAGE_EXEC) {
@@ -86,19 +88,7 @@ static void call_describe(struct corral_call *c, const struct cg_stats *bst)
 		return;
 	}
 	result_from_wait(res, c->status);
-	if (bst->valid && bst->oom_kills > c->st0.oom_kills) {
-		corral_format_size(p->memory_bytes, size, sizeof(size));
-		res->status = CORRAL_OOM;
-		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
-			 "%s reached", size);
-	} else if (bst->valid && bst->pids_max_hits > c->st0.pids_max_hits) {
-		res->status = CORRAL_PIDS_LIMIT;
-		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
-			 "reached: %llu fork(s) refused; the command %s",
-			 (unsigned long long)p->pids,
-			 (unsigned long long)(bst->pids_max_hits - c->st0.pids_max_hits),
-			 res->status == CORRAL_SIGNALED ? "was killed" : "exited");
-	}
+	result_limits(res, c->b->p, hits->oom_kills, hits->pids_max_hits);
 }
 
 static void call_stop_io(struct corral_call *c)
@@ -124,10 +114,38 @@ static bool disk_full(struct corral_box *b)
 	return !b->killed && mount_scratch_full(b->sb->scratchfd);
 }
 
+static uint64_t since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+/*
+ * The limits the call hit, read where the kernel counts them.  cgroup v2
+ * counts an OOM kill in the victim's group and every group above it, and a
+ * refused fork in the group whose pids.max said no (the box's) and above:
+ * the box's counters since the call began.  cgroup v1 counts both only in
+ * the group of the process (the victim, the forker): the call's own group,
+ * fresh for it.  Either way the larger of the two is this call's.
+ */
+static void call_hits(const struct cg_stats *st0, const struct cg_stats *bst,
+		      const struct cg_stats *cst, struct cg_stats *hits)
+{
+	uint64_t oom = since(bst->oom_kills, st0->oom_kills);
+	uint64_t pids = since(bst->pids_max_hits, st0->pids_max_hits);
+
+	*hits = (struct cg_stats){ .valid = bst->valid || cst->valid };
+	if (!bst->valid)
+		oom = pids = 0;
+	hits->oom_kills = cst->valid && cst->oom_kills > oom ? cst->oom_kills : oom;
+	hits->pids_max_hits = cst->valid && cst->pids_max_hits > pids ?
+			      cst->pids_max_hits : pids;
+	hits->throttled = bst->valid ? since(bst->throttled, st0->throttled) : 0;
+}
+
 void call_finish(struct corral_call *c)
 {
 	struct corral_box *b = c->b;
-	struct cg_stats st = { 0 }, bst = { 0 };
+	struct cg_stats st = { 0 }, bst = { 0 }, hits;
 	struct corral_result *res = &c->res;
 	bool full;
 
@@ -135,15 +153,24 @@ void call_finish(struct corral_call *c)
 		return;
 	c->done = true;
 	call_stop_io(c);
+	outkeep_end(&c->out.keep, &res->out);
+	outkeep_end(&c->err.keep, &res->err);
+	if (c->order)
+		res->output_order = json_dumps(c->order, JSON_COMPACT);
 	cg_stats(b->cg, &bst);
-	call_describe(c, &bst);
 	if (cg_stats(c->cg, &st) == 0 && st.valid) {
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
+	call_hits(&c->st0, &bst, &st, &hits);
+	call_describe(c, &hits);
+	if (cg_mode(c->cg) == CG_NONE)
+		result_explain_rlimits(res, b->p);
+	result_explain_network(res, b->p);
 	res->duration_ms = corral_now_ms() - c->t0;
 	full = disk_full(b);
-	events_limit_hits(b->ev, c->tool_call, &c->st0, &bst, b->p, full);
+	events_limit_hits(b->ev, c->tool_call, &(struct cg_stats){ .valid = true },
+			  &hits, b->p, full);
 	if (full)
 		events_explain_disk(res, b->p);
 	if (c->denials) {
@@ -202,40 +229,28 @@ static void call_exited(struct corral_call *c, int status)
 
 /* ---- calls: output ----------------------------------------------- */
 
-static void keep(struct corral_call *c, struct corral_output *o,
-		 const char *buf, size_t n)
+/* Order segments kept at most; past it the order is said to be cut. */
+#define CALL_ORDER_MAX 10000
+
+/* The read order of the streams: a new segment when the stream changes. */
+static void note_order(struct corral_call *c, int no, size_t n)
 {
-	size_t cap = c->cap, take;
-	char *grown;
+	const char *name = no == 2 ? "stderr" : "stdout";
+	size_t len = json_array_size(c->order);
+	json_t *last = len ? json_array_get(c->order, len - 1) : NULL;
 
-	if (c->o.keep_tail && n + o->len > cap) {
-		/* keep the last cap bytes: drop from the front */
-		size_t drop = n >= cap ? o->len : o->len + n - cap;
+	if (last && json_is_array(last) &&
+	    !strcmp(json_string_value(json_array_get(last, 0)), name)) {
+		json_t *bytes = json_array_get(last, 1);
 
-		if (n > cap) {
-			buf += n - cap;
-			n = cap;
-		}
-		memmove(o->data, o->data + drop, o->len - drop);
-		o->len -= drop;
-		o->truncated = true;
-	}
-	take = o->len < cap ? cap - o->len : 0;
-	if (take > n)
-		take = n;
-	if (take < n)
-		o->truncated = true;
-	if (!take)
-		return;
-	grown = realloc(o->data, o->len + take + 1);
-	if (!grown) {
-		o->truncated = true;
+		json_integer_set(bytes, json_integer_value(bytes) + (json_int_t)n);
 		return;
 	}
-	memcpy(grown + o->len, buf, take);
-	o->len += take;
-	grown[o->len] = '\0';
-	o->data = grown;
+	if (len == CALL_ORDER_MAX)
+		json_array_append_new(c->order, json_string("..."));
+	if (len >= CALL_ORDER_MAX)
+		return;
+	json_array_append_new(c->order, json_pack("[s, I]", name, (json_int_t)n));
 }
 
 static void on_stream(evutil_socket_t fd, short what, void *arg)
@@ -254,7 +269,9 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 		maybe_finish(c);
 		return;
 	}
-	keep(c, s->out, buf, n);
+	outkeep_add(&s->keep, s->out, buf, n);
+	if (c->order)
+		note_order(c, s->no, n);
 	if (c->o.on_output)
 		c->o.on_output(c->o.arg, c, s->no, buf, n);
 }
@@ -788,12 +805,23 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->o = *o;
 	c->id = ++b->next_id;
 	c->gate = c->in_fd = c->pty = -1;
-	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1 };
-	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2 };
+	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1, { 0 } };
+	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2, { 0 } };
+	/* the policy's cap is the ceiling; a call may ask for less */
 	c->cap = b->p->output_bytes;
+	if (o->output_bytes && o->output_bytes < c->cap)
+		c->cap = o->output_bytes;
+	c->out.keep = (struct outkeep){ .cap = c->cap, .tail_only = o->keep_tail };
+	c->err.keep = c->out.keep;
+	c->res.output_base64 = o->output_base64;
 	c->t0 = corral_now_ms();
+	/* the call's own, else the policy's limits.timeout, else its default */
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
+	if (!c->o.timeout_ms && !o->background) {
+		c->o.timeout_ms = b->p->call_timeout_ms;
+		c->default_timeout = true;
+	}
 	if (o->tool_call)
 		snprintf(c->tool_call, sizeof(c->tool_call), "%s", o->tool_call);
 	else
@@ -812,13 +840,16 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->o.stdin_data = NULL;
 	c->argv = copy_strings(o->argv);
 	c->cwd = strdup(o->cwd ? o->cwd : "/workspace");
-	if (!c->argv || !c->cwd) {
+	if (o->output_order)
+		c->order = json_array();
+	if (!c->argv || !c->cwd || (o->output_order && !c->order)) {
 		free_strings(c->argv);
 		free(c->cwd);
+		json_decref(c->order);
 		free(c->in_data);
 		free(c);
 		return corral_set_err(err, -ENOMEM, "out of memory copying "
-				      "the call's argv and cwd");
+				      "the call's argv, cwd and order");
 	}
 	c->o.argv = c->argv;
 	c->o.cwd = c->cwd;
@@ -1069,6 +1100,9 @@ void corral_call_free(struct corral_call *c)
 	free_strings(c->argv);
 	free(c->cwd);
 	json_decref(c->denials);
+	json_decref(c->order);
+	outkeep_free(&c->out.keep);
+	outkeep_free(&c->err.keep);
 	corral_result_free(&c->res);
 	free(c);
 }

@@ -109,7 +109,7 @@ void cg_destroy(struct cg *cg);
 int cg_cleanup_stale(void);
 /* Remove every "corral-<pid>-*" group, that supervisor being known dead. */
 int cg_cleanup_owner(pid_t pid);
-/* In the child, when cg_mode() == CG_NONE: RLIMIT_AS and RLIMIT_NPROC. */
+/* In the child, when cg_mode() == CG_NONE: RLIMIT_DATA and RLIMIT_NPROC. */
 int cg_apply_rlimits(const struct corral_policy *p, struct corral_err *err);
 /* For corral doctor: what cg_create would get, and a sentence about it. */
 void cg_probe(struct corral_features *f);

@@ -36,7 +36,7 @@ extern const char *const cg_ctrl_name[C_COUNT];
 #define CG_KILL_ROUNDS		8
 
 #define CG_FALLBACK_SENTENCE \
-	"limits fall back to rlimits (memory as address space, pids per user)"
+	"limits fall back to rlimits (memory as RLIMIT_DATA, pids per user)"
 
 /* One hierarchy the sandbox uses: the v2 tree, or one v1 mount. */
 struct cg_hier {

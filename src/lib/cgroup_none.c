@@ -109,8 +109,19 @@ int cg_apply_rlimits(const struct corral_policy *p, struct corral_err *err)
 {
 	int r;
 
+	/*
+	 * RLIMIT_DATA, not RLIMIT_AS: since Linux 4.7 it counts the private
+	 * writable mappings, what can cost memory, and not what cannot: a
+	 * file mapped shared (a 4 GiB mmap of a file costs page cache, not
+	 * the process's memory), code, PROT_NONE reservations (Go, V8, the
+	 * JVM reserve gigabytes up front).  RLIMIT_AS counted all of these
+	 * and failed ordinary programs.  What neither counts: shared
+	 * anonymous memory (bounded here by nothing but the pids limit, as
+	 * every per-process rlimit is multiplied by it); only a cgroup
+	 * bounds a sandbox's memory as a whole.
+	 */
 	if (p->memory_bytes) {
-		r = lower_rlimit(RLIMIT_AS, "RLIMIT_AS", p->memory_bytes, err);
+		r = lower_rlimit(RLIMIT_DATA, "RLIMIT_DATA", p->memory_bytes, err);
 		if (r < 0)
 			return r;
 	}

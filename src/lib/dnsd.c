@@ -9,6 +9,8 @@
 #include "proxy_int.h"
 #include "egress.h"
 #include "dnsmsg.h"
+#include "events.h"
+#include "peer.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -23,6 +25,7 @@
 struct dns_tcp {
 	struct proxy *px;
 	struct bufferevent *bev;
+	struct sockaddr_storage peer;	/* the client's end, to find its process */
 	int refs;			/* the connection + its pending answers */
 	bool closed;
 };
@@ -113,6 +116,36 @@ static void dns_event(struct proxy *px, const char *type, const char *name,
 					    "reason", reason));
 }
 
+/*
+ * A denied name names the process that asked, hence its tool call (as a
+ * denied connection does, proxy.c): the querier waits for our answer, so
+ * its socket is still there to be found.  Only denials pay for the search.
+ */
+static void dns_denied(struct proxy *px, const struct sockaddr_storage *peer,
+		       bool tcp, const char *name, const char *reason)
+{
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", "dns", "host",
+			      name, "port", PROXY_DNS_PORT, "reason", reason);
+	uint64_t cgid = 0;
+	pid_t pid = 0;
+
+	if (o && peer && peer->ss_family) {
+		pid = tcp ? peer_pid(px->diag, px->netns_ino, (const struct sockaddr *)peer, &cgid) :
+			peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)peer, &cgid);
+		if (pid > 0)
+			json_object_set_new(o, "pid", json_integer(pid));
+		/* for attribution only: events.c turns it into "call" */
+		if (cgid)
+			json_object_set_new(o, EVENTS_KEY_CGROUP, json_integer(cgid));
+	}
+	events_emit(px->ev, "egress.denied", o);
+}
+
+static const struct sockaddr_storage *pending_peer(const struct dns_pending *d)
+{
+	return d->tcp ? &d->tcp->peer : &d->peer;
+}
+
 /* Keep only addresses the resolution guard lets through. */
 static size_t dns_filter(struct dns_pending *d, struct evutil_addrinfo *res,
 			 struct sockaddr_storage *addrs)
@@ -124,7 +157,8 @@ static size_t dns_filter(struct dns_pending *d, struct evutil_addrinfo *res,
 
 		if (egress_check_addr(d->px->rules, d->q.name, ai->ai_addr, &v) < 0 ||
 		    !v.allowed) {
-			dns_event(d->px, "egress.denied", d->q.name, v.reason);
+			dns_denied(d->px, pending_peer(d), d->tcp != NULL, d->q.name,
+				   v.reason);
 			continue;
 		}
 		memcpy(&addrs[n++], ai->ai_addr, ai->ai_addrlen);
@@ -190,13 +224,13 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 		rcode = dnsmsg_rcode_for(r);
 		if (rcode >= 0 && dnsmsg_error(NULL, pkt, len, rcode, out, &outlen) == 0)
 			dns_send(px, udp_fd, peer, peerlen, tcp, out, outlen);
-		dns_event(px, "egress.denied", d->q.name[0] ? d->q.name : "?",
-			  "malformed DNS query");
+		dns_denied(px, pending_peer(d), tcp != NULL,
+			   d->q.name[0] ? d->q.name : "?", "malformed DNS query");
 		dns_pending_free(d);
 		return;
 	}
 	if (egress_check_dns(px->rules, d->q.name, &v) < 0 || !v.allowed) {
-		dns_event(px, "egress.denied", d->q.name, v.reason);
+		dns_denied(px, pending_peer(d), tcp != NULL, d->q.name, v.reason);
 		dns_reply(d, NULL, 0, DNS_RCODE_NXDOMAIN);
 		dns_pending_free(d);
 		return;
@@ -295,12 +329,12 @@ void dnsd_on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	struct dns_tcp *t = calloc(1, sizeof(*t));
 
 	(void)l;
-	(void)sa;
-	(void)salen;
 	if (!t) {
 		close(fd);
 		return;
 	}
+	if (salen > 0 && (size_t)salen <= sizeof(t->peer))
+		memcpy(&t->peer, sa, salen);
 	t->px = arg;
 	t->refs = 1;
 	t->bev = bufferevent_socket_new(t->px->base, fd, BEV_OPT_CLOSE_ON_FREE);

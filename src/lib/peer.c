@@ -2,7 +2,8 @@
  * peer.c - from a connection's client address to the process holding it.
  *
  * Two steps, both read-only: sock_diag, asked inside the sandbox's netns,
- * gives the inode of the TCP socket whose source is the client's address;
+ * gives the inode of the TCP (or UDP: a DNS query) socket whose source is
+ * the client's address;
  * then the processes of that netns are searched for an fd on that inode.
  * Only denied connections ask (the abort criteria count them per call),
  * so the cost of a /proc walk is paid rarely.
@@ -59,7 +60,8 @@ static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
  * The inode of the TCP socket bound to sa in the diag socket's netns, and
  * the cgroup2 group of the process that made it.
  */
-static ino_t socket_inode(int fd, const struct sockaddr *sa, uint64_t *cgid)
+static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
+			  uint64_t *cgid)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -72,7 +74,7 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, uint64_t *cgid)
 		},
 		.r = {
 			.sdiag_family = sa->sa_family,
-			.sdiag_protocol = IPPROTO_TCP,
+			.sdiag_protocol = proto,
 			.idiag_states = ~0U,
 		},
 	};
@@ -136,8 +138,8 @@ static bool holds_socket(const char *pid, const char *want)
 	return found;
 }
 
-pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
-	       uint64_t *cgid)
+static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
+			 int proto, uint64_t *cgid)
 {
 	char want[64];
 	struct dirent *de;
@@ -148,7 +150,7 @@ pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 	*cgid = 0;
 	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
 		return 0;
-	ino = socket_inode(diag_fd, peer, cgid);
+	ino = socket_inode(diag_fd, peer, proto, cgid);
 	if (!ino)
 		return 0;
 	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)ino);
@@ -168,4 +170,16 @@ pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 	if (d)
 		closedir(d);
 	return pid;
+}
+
+pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
+	       uint64_t *cgid)
+{
+	return peer_pid_of(diag_fd, netns_ino, peer, IPPROTO_TCP, cgid);
+}
+
+pid_t peer_pid_udp(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
+		   uint64_t *cgid)
+{
+	return peer_pid_of(diag_fd, netns_ino, peer, IPPROTO_UDP, cgid);
 }

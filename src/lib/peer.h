@@ -19,5 +19,8 @@
  */
 pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 	       uint64_t *cgid);
+/* The same for the UDP socket a datagram came from (a DNS query). */
+pid_t peer_pid_udp(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
+		   uint64_t *cgid);
 
 #endif

@@ -452,6 +452,8 @@ void corral_policy_init(struct corral_policy *p)
 		.cpus = 0,
 		.disk_bytes = 1 * GiB,
 		.timeout_ms = 0,
+		/* a foreground server started by a call must not hold it forever */
+		.call_timeout_ms = CORRAL_CALL_TIMEOUT_DEFAULT_MS,
 		.output_bytes = 1 * MiB,
 		.net = CORRAL_NET_NONE,
 		/* in proxy mode, also programs that ignore proxy variables */
@@ -489,6 +491,7 @@ void corral_policy_free(struct corral_policy *p)
 	free(p->net_resolver);
 	tls_policy_free(p);
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
+	strv_free(p->abort.ignore_syscalls, p->abort.nignore_syscalls);
 	strv_free(p->root_layers, p->nroot_layers);
 	free(p->workdir);
 	hold_rules_free(p->export.hold, p->export.nhold);
@@ -524,6 +527,8 @@ static int policy_copy(struct corral_policy *dst,
 	dst->net_tls = NULL;
 	dst->abort.tripwires = NULL;
 	dst->abort.ntripwires = 0;
+	dst->abort.ignore_syscalls = NULL;
+	dst->abort.nignore_syscalls = 0;
 	dst->root_layers = NULL;
 	dst->nroot_layers = 0;
 	dst->workdir = NULL;
@@ -585,6 +590,11 @@ static int policy_copy(struct corral_policy *dst,
 		if (policy_strv_put(&dst->abort.tripwires, &dst->abort.ntripwires,
 				    src->abort.tripwires[i],
 				    strlen(src->abort.tripwires[i])))
+			goto nomem;
+	for (i = 0; i < src->abort.nignore_syscalls; i++)
+		if (policy_strv_put(&dst->abort.ignore_syscalls, &dst->abort.nignore_syscalls,
+				    src->abort.ignore_syscalls[i],
+				    strlen(src->abort.ignore_syscalls[i])))
 			goto nomem;
 	for (i = 0; i < src->export.nhold; i++)
 		if (policy_hold_rule_put(&dst->export, src->export.hold[i].path,

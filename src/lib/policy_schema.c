@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <event2/util.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ struct field {
 
 static int unknown_key(struct loader *l, json_t *v, const struct field *fields)
 {
-	char known[160];
+	char known[200];
 	size_t off = 0;
 
 	known[0] = '\0';
@@ -386,12 +387,18 @@ static int apply_timeout(struct loader *l, json_t *v)
 	return get_duration(l, v, &l->p->timeout_ms);
 }
 
+static int apply_call_timeout(struct loader *l, json_t *v)
+{
+	return get_duration(l, v, &l->p->call_timeout_ms);
+}
+
 static const struct field limits_fields[] = {
 	{ "memory", apply_memory },
 	{ "pids", apply_pids },
 	{ "cpus", apply_cpus },
 	{ "disk", apply_disk },
 	{ "timeout", apply_timeout },
+	{ "call_timeout", apply_call_timeout },
 	{ "output", apply_output },
 	{ NULL, NULL },
 };
@@ -812,11 +819,52 @@ static int apply_tripwires(struct loader *l, json_t *arr)
 	return 0;
 }
 
+/* A syscall's name as the kernel's table has it ("fanotify_init"). */
+static int apply_ignore_syscall(struct loader *l, json_t *v)
+{
+	struct corral_abort *a = &l->p->abort;
+	const char *s;
+	size_t n;
+	int r;
+
+	r = loader_get_string(l, v, &s, &n);
+	if (r)
+		return r;
+	if (n == 0 || n > 63 || sc_resolve(SCMP_ARCH_NATIVE, s) < 0)
+		return loader_fail(l, false, v, "not the name of a syscall");
+	if (a->nignore_syscalls >= 512)
+		return loader_fail(l, false, v, "too many syscalls, at most 512");
+	return policy_strv_put(&a->ignore_syscalls, &a->nignore_syscalls, s, n) ?
+	       loader_nomem(l) : 0;
+}
+
+static int apply_ignore_syscalls(struct loader *l, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	int r;
+
+	if (!json_is_array(arr))
+		return loader_fail(l, false, arr,
+				   "expected an array of syscall names such as \"fanotify_init\"");
+	json_array_foreach(arr, i, v) {
+		r = loader_push_index(l, i);
+		if (r)
+			return r;
+		r = apply_ignore_syscall(l, v);
+		loader_pop(l);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 static const struct field abort_fields[] = {
 	{ "max_denied_egress", apply_max_denied_egress },
 	{ "max_distinct_denied_destinations", apply_max_distinct_denied },
 	{ "window_seconds", apply_window },
 	{ "max_denied_syscalls", apply_max_denied_syscalls },
+	{ "ignore_syscalls", apply_ignore_syscalls },
 	{ "tripwires", apply_tripwires },
 	{ "max_cpu_seconds", apply_max_cpu },
 	{ "max_wall_seconds", apply_max_wall },

@@ -5,7 +5,10 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,9 +122,73 @@ json_t *corral_json_bytes(const char *data, size_t len)
 	return v;
 }
 
-static json_t *output_string(const struct corral_output *o)
+/* Any bytes as base64 (RFC 4648, padded), for output that is not text. */
+json_t *corral_json_base64(const char *data, size_t len)
 {
-	return corral_json_bytes(o->data, o->len);
+	size_t n = 4 * ((len + 2) / 3) + 1;
+	unsigned char *b;
+	json_t *v;
+	int w;
+
+	if (len > INT_MAX / 2)
+		return NULL;
+	b = malloc(n);
+	if (!b)
+		return NULL;
+	w = len ? EVP_EncodeBlock(b, (const unsigned char *)data, (int)len) : 0;
+	v = json_stringn_nocheck((const char *)b, w > 0 ? (size_t)w : 0);
+	free(b);
+	return v;
+}
+
+int corral_base64_decode(const char *in, size_t len, char **out, size_t *outlen)
+{
+	unsigned char *b;
+	size_t pad = 0;
+	int n;
+
+	*out = NULL;
+	*outlen = 0;
+	if (len % 4 || len > INT_MAX)
+		return -EINVAL;
+	b = malloc(len / 4 * 3 + 1);
+	if (!b)
+		return -ENOMEM;
+	n = len ? EVP_DecodeBlock(b, (const unsigned char *)in, (int)len) : 0;
+	if (n < 0) {
+		free(b);
+		return -EINVAL;
+	}
+	/* EVP_DecodeBlock counts the padding as zero bytes */
+	while (pad < 2 && len > pad && in[len - 1 - pad] == '=')
+		pad++;
+	*out = (char *)b;
+	*outlen = (size_t)n - pad;
+	return 0;
+}
+
+static json_t *output_string(const struct corral_result *res,
+			     const struct corral_output *o)
+{
+	return res->output_base64 ? corral_json_base64(o->data, o->len) :
+		corral_json_bytes(o->data, o->len);
+}
+
+/* How much of each stream was dropped, and where: head before, tail after. */
+static void output_shape(json_t *o, const struct corral_result *res)
+{
+	json_object_set_new(o, "stdout_dropped", json_integer((json_int_t)res->out.dropped));
+	json_object_set_new(o, "stderr_dropped", json_integer((json_int_t)res->err.dropped));
+	if (res->out.dropped)
+		json_object_set_new(o, "stdout_dropped_at",
+				    json_integer((json_int_t)res->out.dropped_at));
+	if (res->err.dropped)
+		json_object_set_new(o, "stderr_dropped_at",
+				    json_integer((json_int_t)res->err.dropped_at));
+	json_object_set_new(o, "output_encoding", json_string(res->output_base64 ?
+			    "base64" : "text"));
+	if (res->output_order)
+		json_object_set_new(o, "output_order", json_loads(res->output_order, 0, NULL));
 }
 
 json_t *corral_ids_json(const struct corral_ids *ids)
@@ -151,9 +218,9 @@ char *corral_result_json(const struct corral_result *res)
 		      "exit_code", corral_result_exit_code(res),
 		      "signal", res->signal,
 		      "reason", res->reason,
-		      "stdout", output_string(&res->out),
+		      "stdout", output_string(res, &res->out),
 		      "stdout_truncated", res->out.truncated,
-		      "stderr", output_string(&res->err),
+		      "stderr", output_string(res, &res->err),
 		      "stderr_truncated", res->err.truncated,
 		      "duration_ms", (json_int_t)res->duration_ms,
 		      "cpu_ms", (json_int_t)res->cpu_ms,
@@ -161,6 +228,7 @@ char *corral_result_json(const struct corral_result *res)
 		      "layers", layers);
 	if (!o)
 		return NULL;
+	output_shape(o, res);
 	if (res->sandbox_id[0])
 		json_object_set_new(o, "sandbox", json_string(res->sandbox_id));
 	if (res->tool_call[0])
@@ -207,4 +275,113 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
 	res->signal = SIGKILL;
 	snprintf(res->reason, sizeof(res->reason), "killed: wall-clock timeout "
 		 "of %.3g s reached", timeout_ms / 1000.0);
+}
+
+/*
+ * The limits a command hit, over how it ended: one verdict for `corral
+ * run` and a box's calls alike, from the counters of the group it ran in
+ * (oom_kills: processes the OOM killer took; pids_hits: forks refused).
+ * A command that exited after one of its children was OOM-killed (a shell
+ * says 137) ran out of memory all the same.
+ */
+void result_limits(struct corral_result *res, const struct corral_policy *p,
+		   uint64_t oom_kills, uint64_t pids_hits)
+{
+	char size[32], tail[CORRAL_ERR_MAX];
+
+	if (oom_kills) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		res->status = CORRAL_OOM;
+		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
+			 "%s reached (%llu process%s killed by the OOM killer)",
+			 size, (unsigned long long)oom_kills, oom_kills == 1 ? "" : "es");
+	} else if (pids_hits) {
+		memcpy(tail, res->reason, sizeof(tail));
+		res->status = CORRAL_PIDS_LIMIT;
+		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
+			 "reached: %llu fork%s refused; the command %.200s",
+			 (unsigned long long)p->pids, (unsigned long long)pids_hits,
+			 pids_hits == 1 ? " was" : "s were", tail);
+	}
+}
+
+/* ---- limits that were rlimits ----------------------------------------- */
+
+static bool output_says(const struct corral_result *res, const char *const *marks)
+{
+	for (size_t i = 0; marks[i]; i++)
+		if (memmem(res->err.data ? res->err.data : "", res->err.len, marks[i],
+			   strlen(marks[i])) ||
+		    memmem(res->out.data ? res->out.data : "", res->out.len, marks[i],
+			   strlen(marks[i])))
+			return true;
+	return false;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+reason_add(struct corral_result *res, const char *fmt, ...)
+{
+	size_t n = strlen(res->reason);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (n < sizeof(res->reason))
+		vsnprintf(res->reason + n, sizeof(res->reason) - n, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Without cgroups the memory and pids limits are rlimits of each process
+ * (cgroup_none.c), and nothing counts what they refused.  A command that
+ * failed the way one of them makes programs fail (an allocation that
+ * fails, a fork that fails; seen in its captured output) gets the limit
+ * named in its reason, instead of a bare exit status.
+ */
+void result_explain_rlimits(struct corral_result *res, const struct corral_policy *p)
+{
+	static const char *const memory_marks[] = { "MemoryError",
+		"Cannot allocate memory", "out of memory", "Out of memory",
+		"bad_alloc", "ENOMEM", "memory allocation", "heap out of memory",
+		NULL };
+	static const char *const fork_marks[] = { "fork", "Resource temporarily "
+		"unavailable", "EAGAIN", "BlockingIOError", NULL };
+	char size[32];
+
+	if ((res->status != CORRAL_EXITED || !res->exit_code) &&
+	    res->status != CORRAL_SIGNALED)
+		return;
+	if (p->memory_bytes && output_says(res, memory_marks)) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		reason_add(res, "; memory limit %s is an rlimit here (RLIMIT_DATA "
+			   "of each process, no cgroup): an allocation past it "
+			   "fails with ENOMEM", size);
+	}
+	if (p->pids && output_says(res, fork_marks)) {
+		reason_add(res, "; pids limit %llu is an rlimit here (RLIMIT_NPROC, "
+			   "no cgroup): a fork past it fails with EAGAIN",
+			   (unsigned long long)p->pids);
+	}
+}
+
+/*
+ * With the network off nothing answers DNS inside, and a tool says only
+ * what its resolver said (EAI_AGAIN: "Temporary failure in name
+ * resolution"), as if the network were down for a while.  A command that
+ * failed so, in its captured output, gets the policy named in its reason.
+ */
+void result_explain_network(struct corral_result *res, const struct corral_policy *p)
+{
+	static const char *const marks[] = { "name resolution", "EAI_AGAIN",
+		"Could not resolve", "Name or service not known", "getaddrinfo",
+		"Network is unreachable", "ENETUNREACH", "ENOTFOUND",
+		"No address associated", "Temporary failure in resolving", NULL };
+
+	if (p->net != CORRAL_NET_NONE ||
+	    ((res->status != CORRAL_EXITED || !res->exit_code) &&
+	     res->status != CORRAL_SIGNALED))
+		return;
+	if (output_says(res, marks))
+		reason_add(res, "; the network is off by policy (network.mode "
+			   "\"none\"): no name resolves and no connection leaves "
+			   "the sandbox");
 }

@@ -14,6 +14,7 @@
 #include "abort.h"
 #include "export.h"
 #include "stdrelay.h"
+#include "outkeep.h"
 
 #include <event2/event.h>
 
@@ -40,7 +41,7 @@ static void kill_tree(struct supervise *s);
 struct capture {
 	int fd;
 	struct corral_output *out;
-	uint64_t cap;
+	struct outkeep keep;
 	struct event *ev;
 	struct supervise *s;
 };
@@ -125,7 +126,7 @@ static void take_master(struct supervise *s)
 	}
 }
 
-/* Keep up to cap bytes; read and drop the rest so the writer never blocks. */
+/* Keep the head and the tail; read all the rest, so the writer never blocks. */
 static void on_capture(evutil_socket_t fd, short what, void *arg)
 {
 	struct capture *cp = arg;
@@ -142,23 +143,7 @@ static void on_capture(evutil_socket_t fd, short what, void *arg)
 		maybe_done(cp->s);
 		return;
 	}
-	size_t room = cp->out->len < cp->cap ? cp->cap - cp->out->len : 0;
-	size_t take = (size_t)n < room ? (size_t)n : room;
-
-	if (take) {
-		char *grown = realloc(cp->out->data, cp->out->len + take + 1);
-
-		if (!grown) {
-			cp->out->truncated = true;
-			return;
-		}
-		memcpy(grown + cp->out->len, buf, take);
-		cp->out->len += take;
-		grown[cp->out->len] = '\0';
-		cp->out->data = grown;
-	}
-	if (take < (size_t)n)
-		cp->out->truncated = true;
+	outkeep_add(&cp->keep, cp->out, buf, n);
 }
 
 /* init's news; the fds it sends and the tripwires are sandbox.c's */
@@ -364,7 +349,6 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		     const struct corral_policy *p, const struct cg_stats *st,
 		     const char *cmd)
 {
-	char size[32];
 	int status = s->status;
 
 	if (s->halted) {
@@ -389,24 +373,7 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		status = W_EXITCODE(0, SIGKILL);
 	result_from_wait(res, status);
 
-	if (st->oom_kills) {
-		corral_format_size(p->memory_bytes, size, sizeof(size));
-		res->status = CORRAL_OOM;
-		snprintf(res->reason, sizeof(res->reason),
-			 "killed: memory limit %s reached (%llu process%s killed by the OOM killer)",
-			 size, (unsigned long long)st->oom_kills,
-			 st->oom_kills == 1 ? "" : "es");
-	} else if (st->pids_max_hits) {
-		char tail[CORRAL_ERR_MAX];
-
-		memcpy(tail, res->reason, sizeof(tail));
-		res->status = CORRAL_PIDS_LIMIT;
-		snprintf(res->reason, sizeof(res->reason),
-			 "pids limit %llu reached: %llu fork%s refused; the command %.200s",
-			 (unsigned long long)p->pids,
-			 (unsigned long long)st->pids_max_hits,
-			 st->pids_max_hits == 1 ? " was" : "s were", tail);
-	}
+	result_limits(res, p, st->oom_kills, st->pids_max_hits);
 }
 
 static const struct sandbox_hooks run_hooks = {
@@ -579,6 +546,9 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	disk_full = mount_scratch_full(s->sb->scratchfd);
 	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);
 	describe(res, s, p, &st, cmd);
+	if (cg_mode(s->cg) == CG_NONE)
+		result_explain_rlimits(res, p);
+	result_explain_network(res, p);
 	if (disk_full)
 		events_explain_disk(res, p);
 	d = events_denials(s->ev);
@@ -641,8 +611,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	struct supervise s = {
 		.p = p, .timeout_ms = p->timeout_ms, .t0 = corral_now_ms(), .sigfd = -1,
 		.master = -1, .winfd = -1,
-		.out = { .fd = -1, .cap = p->output_bytes, .s = &s },
-		.err = { .fd = -1, .cap = p->output_bytes, .s = &s },
+		.out = { .fd = -1, .keep = { .cap = p->output_bytes }, .s = &s },
+		.err = { .fd = -1, .keep = { .cap = p->output_bytes }, .s = &s },
 	};
 	struct sandbox_opts so = { .p = p, .argv = o->argv, .stdio = { -1, -1, -1 },
 				   .hooks = &run_hooks, .arg = &s };
@@ -713,6 +683,10 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		r = corral_set_err(err, s.setup.code, "%s", s.setup.text);
 		goto fail_signals;
 	}
+	if (o->capture) {
+		outkeep_end(&s.out.keep, &res->out);
+		outkeep_end(&s.err.keep, &res->err);
+	}
 	conclude(&s, o->argv[0], &ru, res);
 	if (o->export)
 		run_export_finish(&xr, p, o->export, s.sb->upperfd, s.ev, res);
@@ -733,6 +707,8 @@ fail:
 	}
 	cleanup_closep(&s.out.fd);
 	cleanup_closep(&s.err.fd);
+	outkeep_free(&s.out.keep);
+	outkeep_free(&s.err.keep);
 	sandbox_free(s.sb);
 	if (s.ev)
 		events_set_hook(s.ev, NULL, NULL);
@@ -764,7 +740,9 @@ void corral_result_free(struct corral_result *res)
 	free(res->err.data);
 	free(res->denials);
 	free(res->export_report);
+	free(res->output_order);
 	res->out.data = res->err.data = NULL;
 	res->denials = NULL;
 	res->export_report = NULL;
+	res->output_order = NULL;
 }

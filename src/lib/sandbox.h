@@ -266,6 +266,13 @@ void sandbox_free(struct sandbox *sb);
 void result_from_wait(struct corral_result *res, int status);
 void result_exec_failed(struct corral_result *res, const char *cmd, int e);
 void result_timeout(struct corral_result *res, uint64_t timeout_ms);
+/* The memory or pids limit hit, over how the command ended (result.c). */
+void result_limits(struct corral_result *res, const struct corral_policy *p,
+		   uint64_t oom_kills, uint64_t pids_hits);
+/* Without cgroups: an rlimit named in the reason of a failure it explains. */
+void result_explain_rlimits(struct corral_result *res, const struct corral_policy *p);
+/* Network off: a failure to resolve or connect says the policy is why. */
+void result_explain_network(struct corral_result *res, const struct corral_policy *p);
 
 /*
  * One message off init's control socket.  1: *m holds it, and *fd the fd

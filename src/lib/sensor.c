@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,33 @@ static json_t *describe_args(struct sensor *s, const char *name)
 	return json_object();
 }
 
+/*
+ * The program that made the call: its comm and its executable (as the
+ * kernel renders the path for us, outside its mount namespace), so that a
+ * denial names a tool, not a pid that is gone a moment later.  Read while
+ * the caller waits for our answer; like the arguments, a description.
+ */
+static void name_program(json_t *o, pid_t pid)
+{
+	char path[64], comm[64] = "", exe[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, comm, sizeof(comm) - 1);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	json_object_set_new(o, "comm", corral_json_bytes(comm, strlen(comm)));
+	json_object_set_new(o, "exe", corral_json_bytes(exe, strlen(exe)));
+}
+
 static void on_notify(evutil_socket_t fd, short what, void *arg)
 {
 	struct sensor *s = arg;
@@ -139,8 +167,10 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	s->denied++;
 	snprintf(reason, sizeof(reason), "%s denied (%s): %s", name,
 		 deny == ENOSYS ? "ENOSYS" : "EPERM", sc_deny_why(s->req->data.nr));
-	if (o)
+	if (o) {
+		name_program(o, s->req->pid);
 		json_object_set_new(o, "reason", json_string(reason));
+	}
 	/*
 	 * Record before answering: while the caller waits for us its pid
 	 * still names a process, and so its tool call (see events.h).

@@ -1,0 +1,269 @@
+#!/bin/bash
+# results.sh - results that are never lost or mislabelled: any bytes in a
+# call's output (NUL, invalid UTF-8, base64), JSON for every error the
+# daemon answers (also evhttp's own), the verdicts of limits (oom,
+# pids_limit) from the daemon as from `corral run`, head and tail of long
+# output, the default per-call timeout, denials that name the program.
+#
+#   tests/results.sh CORRAL [HELPERS_DIR] [SERVE_CLIENT] [TEST...]
+#
+# The daemon harness is tests/serve.sh's (a daemon per test, everything it
+# ran checked gone at the end).  Runs as root or as an unprivileged user,
+# with or without cgroups; CORRAL_EXPECT_LIMITS=cgroup|rlimit, as for
+# serve.sh, makes the limits test insist on one; RESULTS_SLOW=1 adds a
+# 64 MiB chunked upload (evhttp's own 413).
+set -u
+SERVE_HARNESS_ONLY=1
+. "$(cd "$(dirname "$0")" && pwd)/serve.sh" "$@"
+unset SERVE_HARNESS_ONLY
+shift
+while [ $# -gt 0 ] && [ "${1#t_}" = "$1" ]; do
+	shift
+done
+
+# pyres EXPR: a Python expression over the result v in $T/body; "ok" or why not.
+pyres() {
+	$PY - "$T/body" "$1" <<'EOF'
+import base64, json, sys
+v = json.loads(open(sys.argv[1], "rb").read())
+r = eval(sys.argv[2])
+print("ok" if r is True else "no: %r (%s)" % (r, json.dumps(v)[:600]))
+EOF
+}
+
+expect_py() {	# expect_py WHAT EXPR: EXPR holds of the result in $T/body
+	local r
+	r=$(pyres "$2")
+	[ "$r" = ok ] || fail "$1: $r"
+}
+
+# ---- any bytes ---------------------------------------------------------------
+
+BYTES='printf "a\\000b\\377\\303\\251\\n"'
+
+t_any_bytes_in_results_and_streams() {
+	start_daemon
+	id=$(mksb)
+	code=$(ex "$id" "$(jbody command "$BYTES")")
+	expect_code "exec" "$code" 200
+	expect_py "NUL kept, invalid byte replaced, valid UTF-8 exact" \
+		'v["stdout"] == "a\x00b\ufffd\u00e9\n" and v["output_encoding"] == "text"'
+	code=$(ex "$id" "$(jbody command "$BYTES" output_encoding base64)")
+	expect_code "exec base64" "$code" 200
+	expect_py "base64: the bytes exact" \
+		'base64.b64decode(v["stdout"]) == b"a\x00b\xff\xc3\xa9\n" and v["output_encoding"] == "base64"'
+	code=$(ex "$id" "$(jbody command "find /etc/hostname /etc/passwd -print0")")
+	expect_py "find -print0" 'v["stdout"] == "/etc/hostname\x00/etc/passwd\x00"'
+	code=$(ex "$id" "$(jbody command "$BYTES" output_encoding utf-16)")
+	expect_error "unknown encoding" "$code" 400 bad_request
+	# a character cut in two by the pipe's reads arrives whole
+	code=$(ex "$id" "$(jbody command "$BYTES; printf '\\303'; sleep 0.2; printf '\\251'" stream json:true)")
+	expect_code "stream" "$code" 200
+	$PY - "$T/body" <<'EOF' || fail "text stream: $(body 800)"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1], "rb").read().splitlines()]
+assert lines[-1]["type"] == "end", lines[-1]
+out = "".join(l["data"] for l in lines if l["type"] == "stdout")
+assert out == "a\x00b\ufffd\u00e9\n\u00e9", out
+EOF
+	code=$(ex "$id" "$(jbody command "$BYTES" stream json:true output_encoding base64)")
+	$PY - "$T/body" <<'EOF' || fail "base64 stream: $(body 800)"
+import base64, json, sys
+lines = [json.loads(l) for l in open(sys.argv[1], "rb").read().splitlines()]
+assert lines[-1]["type"] == "end" and lines[-1]["result"]["output_encoding"] == "base64"
+out = b"".join(base64.b64decode(l["data"]) for l in lines if l["type"] == "stdout")
+assert out == b"a\x00b\xff\xc3\xa9\n", out
+EOF
+	# corral exec: streamed and not, any bytes reach its stdout as written
+	for mode in "" --no-stream; do
+		CORRAL_SOCKET=$SOCK "$CORRAL" exec $mode "$id" -- find /etc/hostname /etc/passwd -print0 \
+			> "$T/out" 2> "$T/err" || fail "corral exec $mode: $(cat "$T/err")"
+		expect_eq "corral exec $mode -print0" "$(od -An -c "$T/out" | tr -s ' ' | tr -d '\n')" \
+			" / e t c / h o s t n a m e \\0 / e t c / p a s s w d \\0"
+		CORRAL_SOCKET=$SOCK "$CORRAL" exec $mode "$id" -- sh -c "$BYTES" \
+			> "$T/out" 2> "$T/err" || fail "corral exec $mode: $(cat "$T/err")"
+		expect_eq "corral exec $mode binary" "$(od -An -tx1 "$T/out" | tr -d ' \n')" 610062ffc3a90a
+	done
+	stop_daemon
+}
+
+t_corral_run_results() {
+	"$CORRAL" run --json -- sh -c "$BYTES" > "$T/body" 2> "$T/err"
+	expect_py "corral run --json" 'v["stdout"] == "a\x00b\ufffd\u00e9\n"'
+	"$CORRAL" run --json --output-limit 1K -- seq 1 20000 > "$T/body" 2> "$T/err"
+	expect_py "corral run: head and tail" \
+		'v["stdout"].startswith("1\n2\n") and v["stdout"].endswith("19999\n20000\n") and v["stdout_dropped"] == 108894 - 1024 and v["stdout_dropped_at"] == 512'
+}
+
+# an ordinary probe kept out of max_denied_syscalls, still in the denials
+t_ignored_probes_do_not_abort() {
+	PROBE='import socket
+for i in range(3):
+    try:
+        socket.socket(16, 3, 9)
+    except OSError:
+        pass'
+	echo '{"abort": {"max_denied_syscalls": 1, "ignore_syscalls": ["socket"]}}' > "$T/ignore.json"
+	echo '{"abort": {"max_denied_syscalls": 1}}' > "$T/count.json"
+	"$CORRAL" run --json --policy "$T/ignore.json" -- python3 -c "$PROBE" > "$T/body" 2> "$T/err"
+	expect_py "ignored" 'v["status"] == "exited" and len(v["denials"]) == 3 and v["denials"][0]["comm"] == "python3"'
+	"$CORRAL" run --json --policy "$T/count.json" -- python3 -c "$PROBE" > "$T/body" 2> "$T/err" || true
+	expect_py "counted" 'v["status"] == "halted" and "max_denied_syscalls" in json.dumps(v) or "syscalls denied" in v["reason"]'
+}
+
+# ---- every error is JSON ------------------------------------------------------
+
+# raw REQUEST_HEAD [CHUNKED_MIB]: send it over the socket as is; the answer
+# in $T/raw (head) and $T/body (body).
+raw() {
+	$PY - "$SOCK" "$1" "${2:-0}" "$T" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+try:
+    chunk = b"%x\r\n" % (1 << 20) + b"x" * (1 << 20) + b"\r\n"
+    for i in range(int(sys.argv[3])):
+        s.sendall(chunk)
+except OSError:
+    pass	# refused while we sent: the answer is what matters
+out = b""
+# until the close, or one whole answer (evhttp keeps a CONNECT's open)
+while not (b"\r\n\r\n" in out and out.endswith(b"}\n")):
+    try:
+        b = s.recv(65536)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+head, _, body = out.partition(b"\r\n\r\n")
+open(sys.argv[4] + "/raw", "wb").write(head)
+open(sys.argv[4] + "/body", "wb").write(body)
+EOF
+}
+
+expect_json_error() {	# expect_json_error WHAT STATUS ERROR
+	expect_contains "$1: status" "$(head -1 "$T/raw")" " $2 " || return 1
+	expect_contains "$1: content type" "$(grep -i '^content-type:' "$T/raw")" application/json || return 1
+	expect_py "$1: body" "v[\"error\"] == \"$3\" and len(v[\"detail\"]) > 0"
+}
+
+t_every_error_is_json() {
+	start_daemon
+	code=$(api GET /v1/nothing)
+	expect_error "unknown route" "$code" 404 not_found
+	code=$(api DELETE /v1/health)
+	expect_error "wrong method" "$code" 405 method_not_allowed
+	raw 'BREW /v1/health HTTP/1.1\r\nHost: x\r\n\r\n'
+	expect_json_error "a method evhttp does not know" 400 bad_request
+	raw 'CONNECT /v1/health HTTP/1.1\r\nHost: x\r\n\r\n'
+	expect_json_error "CONNECT, a method the API does not take" 501 method_not_allowed
+	raw 'POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nExpect: tea\r\nContent-Length: 2\r\n\r\n{}'
+	expect_json_error "an Expect evhttp does not know" 417 bad_request
+	# a chunked body over 64 MiB (413) is answered by the same function as
+	# these two; sending 64 MiB would take this suite's time for nothing
+	[ -z "${RESULTS_SLOW:-}" ] || {
+		raw 'PUT /v1/sandboxes/sb-x/files?path=/tmp/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' 66
+		expect_json_error "a chunked body over the limit" 413 too_large
+	}
+	code=$(api GET /v1/health)
+	expect_code "still serving" "$code" 200
+	stop_daemon
+}
+
+# ---- verdicts, output shape, timeouts, denials: one daemon ----------------
+
+t_limits_shape_timeouts_denials() {
+	start_daemon
+	id=$(mksb '{"policy": {"limits": {"memory": "48M", "pids": 16, "call_timeout": "1s"}}}')
+	limits=$(sbget "$id" 'v["limits"]')
+	case "${CORRAL_EXPECT_LIMITS:-}" in
+	cgroup) [ "$limits" != rlimit ] || fail "limits: rlimit, want cgroups" ;;
+	rlimit) expect_eq "limits" "$limits" rlimit ;;
+	esac
+	code=$(ex "$id" '{"tool_call_id": "bomb", "timeout_seconds": 60, "command": "python3 -c \"b = bytearray(128 << 20); print(len(b))\""}')
+	expect_code "memory bomb" "$code" 200
+	if [ "$limits" = rlimit ]; then
+		expect_py "rlimit: the failure explained" \
+			'v["status"] == "exited" and "memory limit 48 MiB is an rlimit" in v["reason"] and "MemoryError" in v["stderr"]'
+	else
+		expect_py "oom" 'v["status"] == "oom" and "memory limit 48 MiB reached" in v["reason"]'
+		expect_contains "limit.hit memory, attributed" \
+			"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"memory"')" '"call":"bomb"'
+	fi
+	# head and tail of long output, the bytes dropped, the interleaving: each
+	# write waits until the supervisor has read the one before (FIONREAD
+	# on the pipe), so that the order to find is the order written
+	cat > "$T/order.py" <<'EOF'
+import fcntl, os, struct, termios, time
+def drained(fd):
+    for _ in range(4000):
+        if struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] == 0:
+            return
+        time.sleep(0.005)
+os.write(1, b"".join(b"%d\n" % i for i in range(1, 20001)))
+drained(1)
+os.write(2, b"oops\n")
+drained(2)
+os.write(1, b"last\n")
+EOF
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/order.py" --data-binary @"$T/order.py")
+	expect_code "put order.py" "$code" 201
+	code=$(ex "$id" '{"argv": ["python3", "/tmp/order.py"], "output_bytes": 100, "output_order": true}')
+	expect_code "long output" "$code" 200
+	expect_py "head and tail" \
+		'v["stdout"].startswith("1\n2\n3\n") and v["stdout"].endswith("19999\n20000\nlast\n") and len(v["stdout"]) == 100'
+	expect_py "bytes dropped, and where" \
+		'v["stdout_truncated"] and v["stdout_dropped"] == 108899 - 100 and v["stdout_dropped_at"] == 50 and v["stderr_dropped"] == 0'
+	expect_py "interleaving" \
+		'v["output_order"] == [["stdout", 108894], ["stderr", 5], ["stdout", 5]]'
+	code=$(ex "$id" '{"command": "true", "output_bytes": 0}')
+	expect_error "output_bytes 0" "$code" 400 bad_request
+
+	# the sandbox's default timeout for a call that gives none; the call's own
+	code=$(ex "$id" '{"command": "sleep 60"}')
+	expect_py "the sandbox's default fired" \
+		'v["status"] == "timeout" and "limits.call_timeout" in v["reason"]'
+	code=$(ex "$id" '{"command": "sleep 60", "timeout_seconds": 0.3}')
+	expect_py "the call's own wins" \
+		'v["status"] == "timeout" and "0.3 s" in v["reason"] and "call_timeout" not in v["reason"]'
+
+	# a denied syscall names the program that made it
+	code=$(ex "$id" '{"tool_call_id": "probe", "command": "python3 -c \"import socket; socket.socket(16, 3, 9)\""}')
+	expect_py "comm and exe" \
+		'[(d["comm"], d["exe"].split("/")[-1].startswith("python3"), d["call"]) for d in v["denials"]] == [("python3", True, "probe")]'
+
+	# the network off: a failure to resolve says why
+	code=$(ex "$id" '{"command": "python3 -c \"import socket; socket.getaddrinfo(\\\"pypi.org\\\", 443)\""}')
+	expect_py "network off explained" \
+		'v["exit_code"] == 1 and "network is off by policy" in v["reason"]'
+
+	# a name the allowlist does not have: denied, attributed, in the result
+	id2=$(mksb '{"policy": {"network": {"mode": "proxy", "allow": ["example.com"]}}}')
+	code=$(ex "$id2" '{"tool_call_id": "dns", "command": "getent hosts blocked.test"}')
+	expect_py "DNS denial in the result" \
+		'v["exit_code"] == 2 and [(d["host"], d["call"]) for d in v["denials"]][:1] == [("blocked.test", "dns")]'
+	expect_contains "DNS denial attributed" \
+		"$(grep '"type":"egress.denied"' "$STATE/audit.jsonl" | grep blocked.test)" '"call":"dns"'
+
+	# last: what the fork bomb started lingers until the daemon stops
+	code=$(ex "$id" '{"tool_call_id": "forks", "timeout_seconds": 60, "command": "for i in $(seq 1 30); do sleep 30 & done; exit 0"}')
+	expect_code "fork bomb" "$code" 200
+	if [ "$limits" = rlimit ]; then
+		expect_py "rlimit: the fork failure explained" \
+			'v["status"] == "exited" and "pids limit 16 is an rlimit" in v["reason"]'
+	else
+		expect_py "pids_limit" 'v["status"] == "pids_limit" and "pids limit 16 reached" in v["reason"]'
+	fi
+	[ "$limits" = rlimit ] || expect_contains "limit.hit pids, attributed" \
+		"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"pids"')" '"call":"forks"'
+	stop_daemon
+}
+
+START=$(date +%s)
+run_tests "$@"
+echo "results ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

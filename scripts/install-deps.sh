@@ -22,9 +22,15 @@ for p in $PKGS; do
 	[ "$p" = npm ] && command -v npm >/dev/null && continue
 	missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "installing:$missing"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+if [ -n "$missing" ]; then
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+	echo "installing:$missing"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+# from npm, into build/: the official MCP SDK and Inspector (and Node 22
+# for it where the host's is older), so that make check runs offline
+cd "$(dirname "$0")/.."
+tests/mcp.sh build/corral "$(pwd)/build/mcp-sdk" --install ||
+	echo "install-deps: npm failed; the MCP SDK and Inspector tests will say so and skip" >&2

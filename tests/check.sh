@@ -227,6 +227,10 @@ step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
 step "unit tests (gcc -O2)" unit_tests build
 step "unit tests (ASan+UBSan)" unit_tests build-asan
 
+# the lanes stage their copies at once: what the MCP tests take from npm
+# must be there before, and no test of a lane then needs the registry
+step "npm packages for the MCP tests" tests/mcp.sh build/corral "$ROOT/build/mcp-sdk" --install
+
 LANE_DIR=$(mktemp -d /tmp/corral-check-lanes.XXXXXX)
 t0=$(date +%s)
 lane 1-root as_root_lane build-asan "ASan+UBSan"

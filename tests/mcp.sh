@@ -2,6 +2,7 @@
 # mcp.sh - `corral mcp`, the MCP server on stdio, end to end.
 #
 #   tests/mcp.sh CORRAL [SDK_PREFIX] [TEST...]
+#   tests/mcp.sh CORRAL [SDK_PREFIX] --install
 #
 # The protocol at the wire (tests/mcp_raw.py: malformed lines, unknown
 # methods, ids, batches, notifications that get no answer, server/discover,
@@ -203,6 +204,18 @@ have_inspector() {
 		--no-fund --loglevel=error @modelcontextprotocol/inspector > "$INSPECTOR/install.log" 2>&1 ||
 		{ echo "npm install @modelcontextprotocol/inspector failed: $(tail -2 "$INSPECTOR/install.log" | tr '\n' ' ')"; return 1; }
 }
+
+# --install: only fetch what the tests need from npm (the SDK, Node 22
+# where the host's is older, the Inspector), before any test runs: make
+# check does it once, ahead of its lanes, which then run offline.
+if [ "${1:-}" = --install ]; then
+	rc=0
+	why=$(have_sdk) || { echo "mcp.sh: $why" >&2; rc=1; }
+	node22_dir > /dev/null || rc=1
+	why=$(have_inspector) || { echo "mcp.sh: $why" >&2; rc=1; }
+	[ $rc = 0 ] && echo "npm packages for the MCP tests: in $(dirname "$SDK")"
+	exit $rc
+fi
 
 # The official Inspector CLI, a client nobody here wrote: it lists the tools
 # and calls one, which fails as a tool error (no such sandbox).

@@ -41,7 +41,8 @@ cleanup() {
 	[ -n "$IN_PID" ] && kill "$IN_PID" 2>/dev/null
 	wait 2>/dev/null
 	chmod -R u+rwX "$W" 2>/dev/null
-	rm -rf "$W"
+	# CPYTHON_KEEP=1 keeps both sides' XML and logs to look into
+	if [ -n "${CPYTHON_KEEP:-}" ]; then echo "# kept in $W"; else rm -rf "$W"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -117,14 +118,24 @@ EXPECTED = {
 def load(path):
     cases = {}
     root = ET.parse(path).getroot()
-    for tc in root.iter("testcase"):
-        st, why = "pass", ""
-        for k in tc:
-            if k.tag in ("failure", "error"):
-                st, why = "fail", (k.get("message") or k.text or "").strip()
-            elif k.tag == "skipped" and st != "fail":
-                st, why = "skip", (k.get("message") or k.text or "").strip()
-        cases[tc.get("name")] = (st, why)
+    for suite in root.iter("testsuite"):
+        named = [tc.get("name") for tc in suite.iter("testcase") if tc.get("name")]
+        module = named[0].rsplit(".", 2)[0] if named else "a module"
+        for n, tc in enumerate(suite.iter("testcase")):
+            st, why = "pass", ""
+            for k in tc:
+                if k.tag in ("failure", "error"):
+                    st, why = "fail", (k.get("message") or k.text or "").strip()
+                elif k.tag == "skipped" and st != "fail":
+                    st, why = "skip", (k.get("message") or k.text or "").strip()
+            name = tc.get("name")
+            if not name:
+                # 3.11's --junit-xml writes a test whose subtests failed as
+                # an empty <testcase />: its name is lost, regrtest's log
+                # (printed below) has the module's errors
+                name = f"{module} (test #{n}, name lost: a subtest failed)"
+                st, why = "fail", "subtest failed"
+            cases[name] = (st, why)
     return cases
 
 def tail(path, n=25):
@@ -167,6 +178,9 @@ for name in sorted(set(out) | set(ins)):
     differ += 1
     print(f"not ok - {name}: outside {o[0]} {o[1][:300]!r}, inside {i[0]} {i[1][:300]!r}")
 
+if differ:
+    for label, log in (("outside", sys.argv[3]), ("inside", sys.argv[4])):
+        print(f"# regrtest {label}:\n{tail(log)}")
 print(f"# {len(out)} test cases outside, {len(ins)} inside: {same} the same, "
       f"{expected} expected differences, {differ} unexplained")
 print(f"{same + expected} passed, {differ} failed")

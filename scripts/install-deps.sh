@@ -16,6 +16,8 @@ PKGS="$PKGS uidmap"
 PKGS="$PKGS openssl"
 # make bench's image rows (podman with crun), make image-debian-test
 PKGS="$PKGS podman crun debootstrap"
+# tests/cpython.sh: CPython's own test suite for /usr/bin/python3, inside and out
+PKGS="$PKGS libpython3.11-testsuite"
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 && continue
 	# NodeSource's nodejs carries npm itself and conflicts with Debian's

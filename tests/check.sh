@@ -143,6 +143,7 @@ as_root_lane() {
 	step "a misbehaving agent as $me ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $me ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	step "images as $me ($label)" tests/image.sh "$b/corral"
+	step "CPython's tests outside and inside as $me ($label)" tests/cpython.sh "$b/corral"
 }
 
 # nobody_lane BUILD LABEL: every suite again as uid 65534 (root only), with

@@ -116,7 +116,8 @@ undelegate_cgroups() {
 
 as_nobody() {
 	setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
-		env -i PATH=/usr/bin:/bin HOME=/nonexistent TMPDIR="$STAGE/tmp" LANG=C.UTF-8 "$@"
+		env -i PATH=/usr/bin:/bin HOME=/nonexistent TMPDIR="$STAGE/tmp" LANG=C.UTF-8 \
+		SERVE_TEST_TIMEOUT="$SERVE_TEST_TIMEOUT" "$@"
 }
 
 # as_root_lane BUILD LABEL: every suite as the calling user.
@@ -217,6 +218,10 @@ lane() {
 	set +m
 	LANES="$LANES $!"
 }
+
+# a serve test's watchdog: two lanes on two cores, one under the
+# sanitizers, make 200 sandboxes at once slower than on a quiet machine
+export SERVE_TEST_TIMEOUT=${SERVE_TEST_TIMEOUT:-300}
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99

@@ -42,6 +42,19 @@ static const int forwarded_signals[] = {
 
 /* ---- the sandbox side -------------------------------------------------- */
 
+/*
+ * A container's supervisor may be gone by the time its command ends
+ * (killed with it): the status still goes out as init's own.
+ */
+static void send_msg_quiet(int fd, int kind, int code)
+{
+	struct child_msg m = { .kind = kind, .code = code };
+
+	if (write(fd, &m, sizeof(m)) < 0) {
+		/* nobody to tell; the exit status says it */
+	}
+}
+
 static void send_msg(int fd, int kind, int code, int abi, const char *text)
 {
 	struct child_msg m = { .kind = kind, .code = code, .landlock_abi = abi };
@@ -358,11 +371,12 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 }
 
 /* PID 1: start the command, reap everything, forward signals, report. */
-static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
+static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
+						int slave)
 {
 	struct signalfd_siginfo si;
 	sigset_t set;
-	int pipefd[2], sfd, e, status, slave = -1;
+	int pipefd[2], sfd, e, status;
 	pid_t cmd;
 	ssize_t n;
 
@@ -378,7 +392,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 		corral_set_errno(&err, errno, "init");
 		setup_failed(c, &err);
 	}
-	if (c->tty) {
+	if (c->tty && slave < 0) {
 		struct corral_err err;
 
 		if (open_pty(c, &slave, &err) < 0)
@@ -437,8 +451,12 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 				break;
 			if (pid == cmd) {
 				/* Our exit takes the rest of the namespace with it. */
-				send_msg(c->msg_wr, MSG_EXITED, status, 0, NULL);
-				_exit(0);
+				send_msg_quiet(c->msg_wr, MSG_EXITED, status);
+				if (!c->container)
+					_exit(0);
+				/* the container's status is ours: the shim reads it */
+				_exit(WIFEXITED(status) ? WEXITSTATUS(status) :
+				      128 + WTERMSIG(status));
 			}
 		}
 	}
@@ -679,15 +697,34 @@ static char **copy_argv(char *const *argv)
 	return v;
 }
 
+int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
+			struct corral_err *err)
+{
+	int abi;
+
+	*notify_fd = -1;
+	if (set_identity(true, err) < 0)
+		return err->code;
+	abi = apply_landlock(p, err);
+	if (abi < 0)
+		return abi;
+	if (drop_caps(err) < 0)
+		return err->code;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return corral_set_errno(err, errno, "PR_SET_DUMPABLE");
+	return sc_apply(p, notify_fd, err);
+}
+
 void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
 	int keep[6] = { c->sync_rd, c->msg_wr, c->stdio[0], c->stdio[1], c->stdio[2],
 			c->p->workspace_layer ? c->p->workspace_layer_fd : -1 };
-	int abi, rootfd, notify_fd = -1, upperfd = -1;
+	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1;
 	char go;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+	/* a container's parent is the CLI, which exits at once (create) */
+	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
 	/* the command's argv may point into the area hide_cmdline clears */
 	if (c->argv && !(c->argv = copy_argv(c->argv)))
@@ -705,9 +742,10 @@ void sandbox_child(struct child_ctx *c)
 	 * again.  Had the supervisor died already, the next read of the sync
 	 * socket sees EOF, or the READY message meets a closed socket.
 	 */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
-	if (sethostname("corral", 6) < 0) {
+	if (sethostname(c->hostname ? c->hostname : "corral",
+			strlen(c->hostname ? c->hostname : "corral")) < 0) {
 		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
 	}
@@ -728,7 +766,7 @@ void sandbox_child(struct child_ctx *c)
 	 */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	if (!c->p->abort.ntripwires)
+	if (!c->p->abort.ntripwires && !c->container)
 		close(c->sync_rd);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		corral_set_errno(&err, errno, "cgroup namespace");
@@ -766,14 +804,22 @@ void sandbox_child(struct child_ctx *c)
 		send_fd(c->msg_wr, MSG_NOTIFY_FD, notify_fd);
 		close(notify_fd);
 	}
+	/* a container's console goes to the engine at create, before start */
+	if (c->container && c->tty && open_pty(c, &slave, &err) < 0)
+		setup_failed(c, &err);
 	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
 	/* Tripwires: the command starts only once the supervisor watches them. */
-	if (c->p->abort.ntripwires) {
-		if (read(c->sync_rd, &go, 1) != 1)
-			_exit(125);
+	if (c->p->abort.ntripwires && read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	/*
+	 * A container's command waits for `start` (the runtime spec's
+	 * create/start split): everything above is done, only exec is left.
+	 */
+	if (c->container && read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	if (c->p->abort.ntripwires || c->container)
 		close(c->sync_rd);
-	}
 	if (c->serve)
 		serve_loop(c);
-	init_loop(c);
+	init_loop(c, slave);
 }

@@ -147,7 +147,18 @@ static void arm_tripwires(struct sandbox *sb)
 	if (send(sb->sync_wr, "t", 1, MSG_NOSIGNAL) != 1) {
 		/* init is gone: its exit is reported by the pidfd */
 	}
+	if (!sb->container)	/* a container's still waits for its start */
+		cleanup_closep(&sb->sync_wr);
+}
+
+int sandbox_release(struct sandbox *sb, struct corral_err *err)
+{
+	if (!sb->container || sb->sync_wr < 0)
+		return corral_set_err(err, -EALREADY, "the container was started already");
+	if (send(sb->sync_wr, "s", 1, MSG_NOSIGNAL) != 1)
+		return corral_set_errno(err, errno, "cannot start the container's process");
 	cleanup_closep(&sb->sync_wr);
+	return 0;
 }
 
 /* ---- watching init ------------------------------------------------------- */
@@ -274,6 +285,7 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->cg = o->cg;
 	sb->hooks = o->hooks;
 	sb->arg = o->arg;
+	sb->container = o->container;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
 	ns_pick_ids(o->p, &sb->host_uid, &sb->host_gid);
@@ -297,7 +309,9 @@ static void spawn_failed(struct sandbox *sb, struct corral_err *err)
 	int fd;
 
 	sandbox_kill(sb);
-	waitpid(sb->pid, NULL, 0);
+	/* a container's init is our parent's child: it reaps it */
+	if (!sb->container)
+		waitpid(sb->pid, NULL, 0);
 	sb->pid = -1;
 	while (sb->ctl >= 0 && child_msg_recv(sb->ctl, &m, &fd) > 0) {
 		cleanup_closep(&fd);
@@ -327,8 +341,11 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 		r = watch(sb, err);
 	if (r == 0 && send(*sync_wr, "c", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_errno(err, errno, "cannot start the sandbox");
-	/* with tripwires, the command waits for "t" (answered on READY) */
-	if (r == 0 && sb->p->abort.ntripwires)
+	/*
+	 * with tripwires, the command waits for "t" (answered on READY); a
+	 * container's for "s" (sandbox_release)
+	 */
+	if (r == 0 && (sb->p->abort.ntripwires || sb->container))
 		sb->sync_wr = steal_fd(sync_wr);
 	return r;
 }
@@ -380,8 +397,10 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.sync_rd = sync_rd, .msg_wr = ctl_child,
 		.stdio = { in, outw, errw },
 		.tty = o->tty, .winsize = o->winsize,
+		.container = o->container, .hostname = o->hostname,
 	};
-	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD, NULL,
+	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
+			  (o->container ? CLONE_PARENT : 0), NULL,
 			  &sb->pidfd, NULL, 0);
 	if (sb->pid < 0) {
 		r = corral_set_err(err, -errno, "cannot create the namespaces: %s%s",

@@ -47,6 +47,8 @@ struct child_ctx {
 	int stdio[3];		/* the command's 0, 1, 2; -1: /dev/null */
 	bool tty;		/* the command's 0-2: a pty made inside */
 	struct winsize winsize;	/* the pty's first size */
+	bool container;		/* sandbox_opts.container */
+	const char *hostname;	/* NULL: "corral" */
 };
 
 /*
@@ -167,6 +169,16 @@ struct sandbox_opts {
 	const struct sandbox_hooks *hooks;
 	void *arg;
 	bool want_upper;		/* keep the workspace's upper layer */
+	/*
+	 * An OCI container (container.c): init is cloned as a sibling of
+	 * the caller (CLONE_PARENT), so that when the caller exits the
+	 * container engine's shim, a subreaper, adopts it; it has no
+	 * parent-death signal; the command waits for sandbox_release()
+	 * after READY; and init exits with the command's status (128 +
+	 * the signal when one ended it), the status the shim reports.
+	 */
+	bool container;
+	const char *hostname;		/* the sandbox's; NULL: "corral" */
 };
 
 struct sandbox {
@@ -187,6 +199,7 @@ struct sandbox {
 	int scratchfd;		/* its writable tmpfs: was the disk limit hit? */
 	int upperfd;		/* want_upper: the workspace's upper layer */
 	int ptyfd;		/* MSG_PTY_FD's master, until the front end takes it */
+	bool container;		/* sandbox_opts.container */
 	int landlock_abi;
 	struct proxy *px;
 	struct sensor *sensor;	/* denied syscalls, where USER_NOTIF works */
@@ -206,6 +219,16 @@ int sandbox_check_policy(const struct corral_policy *p, struct corral_err *err);
  */
 int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		  struct corral_err *err);
+/* A container's command may start now (opts.container, after READY). */
+int sandbox_release(struct sandbox *sb, struct corral_err *err);
+/*
+ * child.c: what a process joining a running sandbox (an OCI exec) takes
+ * on after setns(2) into its namespaces, as init took it: the agent's
+ * identity, Landlock, no capabilities, seccomp.  *notify_fd: the
+ * seccomp listener, or -1.
+ */
+int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
+			struct corral_err *err);
 /* Stop watching init (the pidfd and the control socket; ctl is closed). */
 void sandbox_unwatch(struct sandbox *sb);
 /*

@@ -209,7 +209,7 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 		break;
 	case MSG_READY:
 		sb->landlock_abi = m.landlock_abi;
-		if (sb->sync_wr >= 0)
+		if (sb->sync_wr >= 0 && sb->p->abort.ntripwires)
 			arm_tripwires(sb);
 		break;
 	}

@@ -11,6 +11,8 @@ missing=""
 PKGS="$PKGS libarchive-dev busybox-static umoci"
 # make bench's image rows (podman with crun), make image-debian-test
 PKGS="$PKGS podman crun debootstrap"
+# tests/oci.sh: corral as the runtime of a private containerd (its runc shim)
+PKGS="$PKGS containerd"
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 && continue
 	# NodeSource's nodejs carries npm itself and conflicts with Debian's

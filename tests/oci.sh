@@ -26,7 +26,9 @@ ctrd_stop() {
 	for f in "$TEST_TMP"/ctrd/state/io.containerd.runtime.v2.task/*/*/shim.pid; do
 		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
 	done
-	umount -R "$TEST_TMP/ctrd" 2>/dev/null
+	# the containers' rootfs mounts, should a test have failed before delete
+	grep -o "$TEST_TMP/ctrd/[^ ]*/rootfs" /proc/self/mountinfo | sort -u |
+		while read -r m; do umount -l "$m"; done
 	CTRD_PID=""
 }
 trap 'ctrd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
@@ -363,15 +365,17 @@ t_containerd_run() {
 	expect_contains "output" "$out" "hello from containerd"
 	expect_eq "exit status" "$rc" 5
 	ctr_ containers ls -q | grep -qx c-run && fail "container left"
-	[ -z "$(ls "$T/root" 2>/dev/null | grep -v audit)" ] || fail "state left: $(ls "$T/root")"
+	# the shim's --root is ours plus the namespace; audit/ is evidence, kept
+	[ -z "$(ls "$T/root/corral-test" | grep -v '^audit$')" ] ||
+		fail "state left: $(ls "$T/root/corral-test")"
 }
 
 t_containerd_task_verbs() {
 	ctrd_start || return $?
-	ctr_ run -d --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-task sleep 60 ||
+	ctr_ run -d --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-task busybox sleep 60 ||
 		{ cat "$CTRD/log" | tail -20; fail "ctr run -d"; }
 	local out pid mon
-	out=$(ctr_ task exec --exec-id e1 c-task sh -c 'echo exec-ok; ps' 2>&1)
+	out=$(ctr_ task exec --exec-id e1 c-task sh -c 'echo exec-ok; busybox ps' 2>&1)
 	echo "$out"
 	expect_contains "task exec" "$out" "exec-ok"
 	expect_contains "same container" "$out" "sleep 60"
@@ -379,7 +383,7 @@ t_containerd_task_verbs() {
 	echo "$out"
 	pid=$(ctr_ task ls | awk '$1 == "c-task" {print $2}')
 	expect_contains "task ps" "$out" "$pid"
-	mon=$(json monitor < "$T/root/c-task/state.json")
+	mon=$(json monitor < "$T/root/corral-test/c-task/state.json")
 	ctr_ task pause c-task
 	expect_contains "paused" "$(ctr_ task ls)" "PAUSED"
 	ctr_ task resume c-task
@@ -392,8 +396,7 @@ t_containerd_task_verbs() {
 	expect_contains "stopped" "$(ctr_ task ls)" "STOPPED"
 	ctr_ task delete c-task
 	ctr_ container delete c-task
-	T_ROOT=$T/root
-	nothing_left c-task "$pid" "$mon"
+	nothing_left corral-test/c-task "$pid" "$mon"
 }
 
 # ---- podman -------------------------------------------------------------

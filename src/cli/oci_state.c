@@ -52,6 +52,27 @@ static int fill_paths(const struct oci_global *g, const char *id,
 	return 0;
 }
 
+/* --root and its parents, as runc makes them (the shim adds a namespace) */
+static int mkdir_parents(const char *path, struct corral_err *err)
+{
+	char buf[4096];
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+		return corral_set_err(err, -ENAMETOOLONG, "--root %s: too long", path);
+	for (char *p = buf + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return corral_set_errno(err, errno, "cannot make --root %s", buf);
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
 int oci_state_new(const struct oci_global *g, const char *id, struct oci_state *s,
 		  struct corral_err *err)
 {
@@ -61,8 +82,9 @@ int oci_state_new(const struct oci_global *g, const char *id, struct oci_state *
 	r = fill_paths(g, id, s, err);
 	if (r < 0)
 		return r;
-	if (mkdir(g->root, 0700) < 0 && errno != EEXIST)
-		return corral_set_errno(err, errno, "cannot make --root %s", g->root);
+	r = mkdir_parents(g->root, err);
+	if (r < 0)
+		return r;
 	if (mkdir(s->dir, 0700) < 0)
 		return errno == EEXIST ?
 		       corral_set_err(err, -EEXIST, "container with id exists: %s", id) :

@@ -404,18 +404,46 @@ t_containerd_task_verbs() {
 t_podman() {
 	need_root
 	command -v podman > /dev/null || skip "podman is not installed"
-	local out rc=0 P="podman --root $T/pm/root --runroot $T/pm/run --runtime $OCI"
+	local out img rc=0 P
+	P="podman --root $T/pm/root --runroot $T/pm/run --runtime $OCI --runtime-flag corral-config=$T/op.json"
+	# podman's cleanup (its conmon's exit command) calls the runtime without
+	# --runtime-flag: so the default root, /run/corral-oci, where only what
+	# was there before may remain
+	printf '{"audit_dir": "%s"}' "$T/pm/audit" > "$T/op.json"
+	local before
+	before=$(ls /run/corral-oci 2>/dev/null || true)
+	# podman's storage mounts itself; gone with the test, passed or not
+	trap "timeout 30 $P rm -af > /dev/null 2>&1
+	      grep -o '$T/pm/[^ ]*' /proc/self/mountinfo | sort -ru |
+		while read -r m; do umount -l \"\$m\"; done" EXIT
 	/usr/bin/python3 "$FIX" busybox-archive "$T/bb.tar" || fail "fixture"
 	out=$($P load -i "$T/bb.tar" 2>&1) || rc=$?
 	if [ $rc -ne 0 ]; then
 		skip "podman refuses on this host: $(echo "$out" | tail -1)"
 	fi
-	out=$(timeout 60 $P run --rm --network none "$(echo "$out" | awk '/Loaded image/ {print $NF}')" \
-		sh -c 'echo from-podman' 2>&1) || rc=$?
-	if [ $rc -ne 0 ]; then
+	img=$(echo "$out" | awk '/Loaded image/ {print $NF}')
+	# the image's entrypoint is sh -c: a command is one string
+	out=$(timeout 60 $P run --rm --network none "$img" 'echo from-podman; exit 3' 2>&1) || rc=$?
+	if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
 		skip "podman refuses on this host: $(echo "$out" | grep -i error | tail -1)"
 	fi
 	expect_contains "podman run" "$out" "from-podman"
+	expect_eq "podman run status" "$rc" 3
+	rc=0
+	out=$(timeout 60 $P run --rm --network none -t "$img" 'tty; exit 4' 2>&1) || rc=$?
+	expect_contains "podman run -t" "$out" "/dev/pts/"
+	expect_eq "podman run -t status" "$rc" 4
+	rc=0
+	timeout 60 $P run -d --name pm1 --network none "$img" 'busybox sleep 60' ||
+		fail "podman run -d"
+	out=$(timeout 60 $P exec pm1 sh -c 'echo exec-from-podman' 2>&1) || fail "podman exec: $out"
+	expect_contains "podman exec" "$out" "exec-from-podman"
+	timeout 60 $P rm -f pm1 || fail "podman rm"
+	for _ in $(seq 1 100); do	# the last cleanup runs after podman returns
+		[ "$(ls /run/corral-oci 2>/dev/null || true)" = "$before" ] && break
+		sleep 0.05
+	done
+	expect_eq "state left in /run/corral-oci" "$(ls /run/corral-oci 2>/dev/null || true)" "$before"
 }
 
 run_tests "$@"

@@ -34,6 +34,8 @@ static const char oci_usage[] =
 "  --log-format json|text\n"
 "  --systemd-cgroup     accepted; corral makes its own cgroups either way\n"
 "  --debug              also debug lines in the log\n"
+"  --corral-config FILE the operator's limits on config.json (default\n"
+"                       $CORRAL_OCI_CONFIG, else " OCI_OPERATOR_CONFIG ")\n"
 "  --version            print the version\n"
 "\n"
 "Commands:\n"
@@ -42,9 +44,7 @@ static const char oci_usage[] =
 "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] ID\n"
 "  ps [--format json] ID | pause ID | resume ID\n"
 "  update --resources FILE|- ID | features\n"
-"\n"
-"The operator's limits on config.json: " OCI_OPERATOR_CONFIG
-" (or $CORRAL_OCI_CONFIG).\n";
+"";
 
 /* One line in the log, runc's (logrus's) fields, and the text on stderr. */
 static void log_line(const struct oci_global *g, const char *level,
@@ -132,7 +132,7 @@ static const struct oci_command {
 };
 
 enum { G_ROOT = 256, G_LOG, G_LOG_FORMAT, G_SYSTEMD, G_DEBUG, G_VERSION,
-       G_HELP, G_IGNORED, G_IGNORED_ARG };
+       G_HELP, G_IGNORED, G_IGNORED_ARG, G_CONFIG };
 
 static const struct option global_options[] = {
 	{ "root", required_argument, NULL, G_ROOT },
@@ -142,6 +142,7 @@ static const struct option global_options[] = {
 	{ "debug", no_argument, NULL, G_DEBUG },
 	{ "version", no_argument, NULL, G_VERSION },
 	{ "help", no_argument, NULL, G_HELP },
+	{ "corral-config", required_argument, NULL, G_CONFIG },
 	/* runc's, which podman may pass: meaningless here */
 	{ "rootless", required_argument, NULL, G_IGNORED_ARG },
 	{ "criu", required_argument, NULL, G_IGNORED_ARG },
@@ -176,6 +177,9 @@ int cmd_oci(int argc, char **argv)
 			break;
 		case G_DEBUG:
 			g.debug = true;
+			break;
+		case G_CONFIG:
+			g.config = optarg;
 			break;
 		case 'v':
 		case G_VERSION:

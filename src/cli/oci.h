@@ -25,6 +25,7 @@ struct oci_global {
 	bool log_json;			/* --log-format json */
 	bool debug;
 	bool systemd_cgroup;		/* accepted; corral's own cgroups either way */
+	const char *config;		/* --corral-config: the operator's file */
 };
 
 /* One error: the JSON log's {"level":"error","msg":...} line and stderr. */
@@ -91,7 +92,9 @@ struct oci_spec {
 	json_t *doc;			/* config.json */
 };
 
-int oci_operator_load(struct oci_operator *op, struct corral_err *err);
+/* path: --corral-config; NULL: $CORRAL_OCI_CONFIG, else OCI_OPERATOR_CONFIG */
+int oci_operator_load(struct oci_operator *op, const char *path,
+		      struct corral_err *err);
 void oci_operator_free(struct oci_operator *op);
 /* bundle/config.json, with the operator's policy and the annotations. */
 int oci_spec_load(const struct oci_operator *op, const char *bundle,

@@ -54,9 +54,10 @@ static char *dup_opt(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-int oci_operator_load(struct oci_operator *op, struct corral_err *err)
+int oci_operator_load(struct oci_operator *op, const char *path,
+		      struct corral_err *err)
 {
-	const char *path = getenv("CORRAL_OCI_CONFIG");
+	bool named = path || getenv("CORRAL_OCI_CONFIG");
 	const char *policy = NULL, *dir = NULL, *audit = NULL;
 	json_t *o, *binds = NULL, *caps = NULL;
 	json_error_t je;
@@ -65,8 +66,10 @@ int oci_operator_load(struct oci_operator *op, struct corral_err *err)
 	memset(op, 0, sizeof(*op));
 	op->egress_annotation = true;
 	if (!path)
+		path = getenv("CORRAL_OCI_CONFIG");
+	if (!path)
 		path = OCI_OPERATOR_CONFIG;
-	if (access(path, F_OK) < 0 && errno == ENOENT && !getenv("CORRAL_OCI_CONFIG"))
+	if (!named && access(path, F_OK) < 0 && errno == ENOENT)
 		return 0;	/* corral's defaults: nothing more allowed */
 	o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
@@ -219,21 +222,28 @@ static int check_devices(json_t *lnx, struct corral_err *err)
 	return 0;
 }
 
-/* The kernel filesystems corral mounts (or leaves out) by itself. */
-static bool own_mount(const char *type, const char *dst)
+/*
+ * Where corral mounts its own (or, for /sys, nothing): a mount config.json
+ * asks for there, of any type (podman binds its /dev/shm, engines their
+ * /etc/hosts and resolv.conf), is not made: corral writes its own /etc
+ * entries (names resolve through its proxy, or not at all).  Leaving one
+ * out never weakens the boundary.
+ */
+static bool own_mount(const char *dst)
 {
-	static const struct { const char *type, *dst; } own[] = {
-		{ "proc", "/proc" }, { "tmpfs", "/dev" }, { "devpts", "/dev/pts" },
-		{ "tmpfs", "/dev/shm" }, { "mqueue", "/dev/mqueue" },
-		{ "sysfs", "/sys" }, { "cgroup", "/sys/fs/cgroup" },
-		{ "cgroup2", "/sys/fs/cgroup" }, { "tmpfs", "/run" },
-		{ "tmpfs", "/tmp" },
+	static const char *const own[] = {
+		"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/tmp", NULL,
 	};
+	/* these trees are corral's whole (podman binds /run/.containerenv) */
+	static const char *const trees[] = { "/proc", "/dev", "/sys", "/run" };
 
-	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if (!strcmp(type, own[i].type) && !strcmp(dst, own[i].dst))
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		size_t n = strlen(trees[i]);
+
+		if (!strncmp(dst, trees[i], n) && (dst[n] == '\0' || dst[n] == '/'))
 			return true;
-	return false;
+	}
+	return in_list(dst, (char *const *)own);
 }
 
 static bool has_option(json_t *opts, const char *want)
@@ -286,7 +296,7 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 		if (!dst || dst[0] != '/')
 			return corral_set_err(err, -EINVAL, "mounts[%zu]: destination "
 					      "must be an absolute path", i);
-		if (!bind && type && own_mount(type, dst))
+		if (own_mount(dst))
 			continue;
 		if (!bind)
 			return corral_set_err(err, -EPERM, "mounts[%zu]: a %s mount on %s "
@@ -443,9 +453,17 @@ static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
 		if (json_array_size(v))
 			return corral_set_err(err, -EPERM, "hooks.%s refused: hooks run "
 					      "host programs as root", key);
-	if (json_object_size(json_object_get(lnx, "sysctl")))
-		return corral_set_err(err, -EPERM, "linux.sysctl refused: corral sets "
-				      "no kernel parameters for a container");
+	/*
+	 * net.*: the container's own network namespace, which has only
+	 * loopback (podman sets net.ipv4.ping_group_range for every one):
+	 * left at the kernel's defaults, not refused.  Anything else
+	 * would be the host's kernel.
+	 */
+	json_object_foreach(json_object_get(lnx, "sysctl"), key, v)
+		if (strncmp(key, "net.", 4))
+			return corral_set_err(err, -EPERM, "linux.sysctl %s refused: "
+					      "corral sets no kernel parameters for a "
+					      "container", key);
 	return 0;
 }
 

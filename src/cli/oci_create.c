@@ -207,7 +207,7 @@ int oci_create(const struct oci_global *g, int argc, char **argv)
 
 	if (create_parse(g, argc, argv, &a) < 0)
 		return 2;
-	r = oci_operator_load(&op, &err);
+	r = oci_operator_load(&op, g->config, &err);
 	if (r == 0)
 		r = oci_check_id(a.id, &err);
 	if (r == 0 && !(st.bundle = realpath(a.bundle, NULL)))
@@ -384,7 +384,7 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 
 	if (exec_parse(g, argc, argv, &a) < 0)
 		return 2;
-	r = oci_operator_load(&op, &err);
+	r = oci_operator_load(&op, g->config, &err);
 	if (r == 0)
 		r = oci_state_load(g, a.id, &st, &err);
 	if (r == 0) {

@@ -7,6 +7,7 @@
 #include "oci.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -149,6 +150,23 @@ int oci_state_load(const struct oci_global *g, const char *id, struct oci_state 
 	return 0;
 }
 
+/* Init has exited (reaped by the shim, or a zombie it has yet to reap). */
+static bool init_gone(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	bool gone;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	gone = !fgets(buf, sizeof(buf), f) || !(p = strrchr(buf, ')')) ||
+	       p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+	fclose(f);
+	return gone;
+}
+
 const char *oci_state_status(const struct oci_state *s)
 {
 	static char status[32];
@@ -157,6 +175,13 @@ const char *oci_state_status(const struct oci_state *s)
 
 	if (corral_container_ctl(s->ctl, "state", reply, sizeof(reply), &err) < 0 ||
 	    sscanf(reply, "ok %31s", status) != 1)
+		return "stopped";
+	/*
+	 * The engine hears of init's exit (it reaps it) before the monitor
+	 * does (the pidfd, on its loop): then it is stopped already, as
+	 * runc, which looks at the process, would say.
+	 */
+	if (init_gone(s->pid))
 		return "stopped";
 	return status;
 }

@@ -319,7 +319,7 @@ int oci_update(const struct oci_global *g, int argc, char **argv)
 		cpus = (double)quota / period;
 	json_decref(o);
 	if (r == 0)
-		r = oci_operator_load(&op, &err);
+		r = oci_operator_load(&op, g->config, &err);
 	if (r == 0) {
 		r = oci_spec_load(&op, st.bundle, &s, &err);
 		oci_operator_free(&op);

@@ -134,6 +134,8 @@ suite() {
 	step "a misbehaving agent as $(id -un) ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $(id -un) ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	step "images as $(id -un) ($label)" tests/image.sh "$b/corral"
+	[ -z "$brief" ] && step "oci runtime, containerd, podman as $(id -un) ($label)" \
+		tests/oci.sh "$b/corral"
 	if [ "$(id -u)" = 0 ] && [ -z "$brief" ]; then
 		stage "$b"
 		delegate_cgroups
@@ -166,6 +168,8 @@ suite() {
 			as_nobody "$STAGE/tests/faults.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "images as uid $NOBODY ($label)" \
 			as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
+		step "oci runtime refuses uid $NOBODY ($label)" \
+			as_nobody "$STAGE/tests/oci.sh" "$STAGE/corral"
 		undelegate_cgroups
 		# no freezer: pause must answer why, idle sandboxes stay idle
 		[ -z "$brief" ] && step "serve as uid $NOBODY, no cgroups ($label)" \

@@ -216,6 +216,19 @@ t_exec_ps_pause() {
 	expect_contains "frozen" "$(grep State /proc/"$epid"/status)" "S"
 	oci resume c1
 	expect_eq "resumed" "$(status_of c1)" running
+	# update: lower is applied to the cgroup, higher than created is refused
+	local memfile
+	memfile=$(find /sys/fs/cgroup -maxdepth 4 -path "*/corral-$mon-oci/memory.*" \
+		\( -name memory.limit_in_bytes -o -name memory.max \) | head -1)
+	[ -n "$memfile" ] || fail "no memory limit file for corral-$mon-oci"
+	echo '{"memory": {"limit": 134217728}}' > "$T/res.json"
+	oci update --resources "$T/res.json" c1
+	expect_eq "update" "$(rc)" 0
+	expect_eq "memory limit" "$(cat "$memfile")" 134217728
+	echo '{"memory": {"limit": 1073741824}}' > "$T/res.json"
+	oci update --resources "$T/res.json" c1 || true
+	expect_contains "raise refused" "$(last_error)" "above what the container was created with"
+	expect_eq "memory limit kept" "$(cat "$memfile")" 134217728
 	oci kill --all c1 KILL
 	wait_status c1 stopped
 	oci delete c1

@@ -202,6 +202,11 @@ t_exec_ps_pause() {
 	printf '{"args":["sh","-c","exit 7"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p.json"
 	oci exec --process "$T/p.json" c1 > /dev/null || true
 	expect_eq "exec status" "$(rc)" 7
+	# an exec'd process's denied calls reach the monitor's audit log too
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_contains "exec'd denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
+		'"type":"syscall.denied","syscall":"unshare"'
+	expect_contains "exec recorded" "$(cat "$T/root/audit/c1.jsonl")" '"type":"exec.join"' 
 	# detached, as the shim runs it: the pid file names it
 	printf '{"args":["sleep","30"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p2.json"
 	oci exec --process "$T/p2.json" --detach --pid-file "$T/epid" c1

@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "sandbox.h"
 #include "events.h"
+#include "sensor.h"
 
 #include <event2/event.h>
 
@@ -33,6 +34,7 @@
 #define CTL_REPLY_MAX	8192
 #define CTL_TIMEOUT_S	10	/* a freeze may take the kernel 2 s */
 #define PS_MAX		1000
+#define EXEC_SENSORS_MAX 64	/* exec'd processes whose denials are reported */
 
 struct monitor {
 	const struct corral_container_opts *o;
@@ -46,6 +48,9 @@ struct monitor {
 	int listen_fd;
 	struct event *ev_listen;
 	bool started, paused, exited;
+	/* the seccomp listeners of exec'd processes (container_exec.c) */
+	struct sensor *sensors[EXEC_SENSORS_MAX];
+	size_t nsensors;
 };
 
 static void drop_event(struct event **ev)
@@ -227,8 +232,8 @@ static const char *status_name(const struct monitor *m)
 }
 
 /* One request; the reply in reply ("ok ..."); err says why not. */
-static int serve_request(struct monitor *m, const char *req, char *reply,
-			 size_t len, struct corral_err *err)
+static int serve_request(struct monitor *m, const char *req, int *fd,
+			 char *reply, size_t len, struct corral_err *err)
 {
 	int sig, r;
 	pid_t pid;
@@ -273,7 +278,39 @@ static int serve_request(struct monitor *m, const char *req, char *reply,
 	}
 	if (!strncmp(req, "update ", 7))
 		return update_limits(m, req + 7, err);
+	if (!strcmp(req, "notify")) {	/* an exec'd process's listener */
+		if (*fd < 0)
+			return corral_set_err(err, -EINVAL, "notify: no fd came with it");
+		if (m->nsensors == EXEC_SENSORS_MAX)
+			return corral_set_err(err, -EMFILE, "notify: %d exec'd processes "
+					      "are watched already", EXEC_SENSORS_MAX);
+		m->sensors[m->nsensors] = sensor_start(m->base, steal_fd(fd), m->ev);
+		if (!m->sensors[m->nsensors])
+			return corral_set_err(err, -ENOMEM, "notify: cannot watch it");
+		m->nsensors++;
+		return 0;
+	}
 	return corral_set_err(err, -EINVAL, "unknown request \"%s\"", req);
+}
+
+/* One request, and the fd that may come with it (SCM_RIGHTS). */
+static ssize_t recv_request(int cfd, char *req, size_t len, int *fd, int flags)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { req, len - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n = recvmsg(cfd, &mh, flags | MSG_CMSG_CLOEXEC);
+
+	if (n <= 0)
+		return n;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len >= CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	req[n] = '\0';
+	return n;
 }
 
 static void on_request(evutil_socket_t fd, short what, void *arg)
@@ -281,29 +318,29 @@ static void on_request(evutil_socket_t fd, short what, void *arg)
 	struct monitor *m = arg;
 	struct corral_err err = { 0 };
 	char req[CTL_REQ_MAX], reply[CTL_REPLY_MAX];
+	int cfd, passed = -1;
 	ssize_t n;
-	int cfd;
 
 	(void)what;
 	cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 	if (cfd < 0)
 		return;
-	/* a client that connects and says nothing is not waited for */
-	n = recv(cfd, req, sizeof(req) - 1, MSG_DONTWAIT);
-	if (n <= 0) {
+	/* a client that connects and says nothing is not waited for long */
+	n = recv_request(cfd, req, sizeof(req), &passed, MSG_DONTWAIT);
+	if (n < 0 && errno == EAGAIN) {
 		struct timeval tv = { 1, 0 };
 
 		setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		n = recv(cfd, req, sizeof(req) - 1, 0);
+		n = recv_request(cfd, req, sizeof(req), &passed, 0);
 	}
 	if (n > 0) {
-		req[n] = '\0';
-		if (serve_request(m, req, reply, sizeof(reply), &err) < 0)
+		if (serve_request(m, req, &passed, reply, sizeof(reply), &err) < 0)
 			snprintf(reply, sizeof(reply), "error %s", err.msg);
 		if (send(cfd, reply, strlen(reply), MSG_NOSIGNAL) < 0) {
 			/* the client left: nothing to tell */
 		}
 	}
+	cleanup_closep(&passed);
 	close(cfd);
 }
 
@@ -411,6 +448,8 @@ int corral_container_monitor(const struct corral_container_opts *o,
 	if (o->ctl_path)
 		unlink(o->ctl_path);
 	cleanup_closep(&m.console_fd);
+	for (size_t i = 0; i < m.nsensors; i++)
+		sensor_free(m.sensors[i]);
 	sandbox_free(m.sb);
 	events_close(m.ev);
 	if (m.base) {
@@ -423,28 +462,42 @@ int corral_container_monitor(const struct corral_container_opts *o,
 
 /* ---- the client's side ----------------------------------------------- */
 
-int corral_container_ctl(const char *ctl_path, const char *req, char *reply,
-			 size_t len, struct corral_err *err)
+int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
+		     size_t len, struct corral_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { CTL_TIMEOUT_S, 0 };
-	cleanup_close int fd = -1;
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)req, strlen(req) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	cleanup_close int sock = -1;
 	ssize_t n;
 
 	if (strlen(ctl_path) >= sizeof(sa.sun_path))
 		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
 				      "long", ctl_path);
 	strcpy(sa.sun_path, ctl_path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sock < 0)
 		return corral_set_errno(err, errno, "socket");
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return corral_set_errno(err, errno, "the container's monitor (%s)",
 					ctl_path);
-	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0)
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
 		return corral_set_errno(err, errno, "cannot ask the monitor");
-	n = recv(fd, reply, len - 1, 0);
+	n = recv(sock, reply, len - 1, 0);
 	if (n <= 0)	/* it exited while asked: the container is stopped */
 		return corral_set_err(err, -ECONNREFUSED, "the container's monitor "
 				      "did not answer \"%s\"", req);
@@ -452,4 +505,10 @@ int corral_container_ctl(const char *ctl_path, const char *req, char *reply,
 	if (!strncmp(reply, "error ", 6))
 		return corral_set_err(err, -EIO, "%s", reply + 6);
 	return 0;
+}
+
+int corral_container_ctl(const char *ctl_path, const char *req, char *reply,
+			 size_t len, struct corral_err *err)
+{
+	return container_ctl_fd(ctl_path, req, -1, reply, len, err);
 }

@@ -109,6 +109,28 @@ static int make_terminal(int console_fd, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * The seccomp listener, to the caller: a report of no error with the fd.
+ * Unsent, it closes with us, and the denied calls fail (ENOSYS) unseen.
+ */
+static void send_listener(int rep, int fd)
+{
+	struct exec_report r = { 0, "notify" };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { &r, sizeof(r) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(rep, &mh, MSG_NOSIGNAL) < 0) {
+		/* the caller is gone: the exec goes on, its denials unreported */
+	}
+}
+
 /* The process, in the container's namespaces: wait for the gate, then exec. */
 static __attribute__((noreturn)) void exec_process(const struct corral_container_exec_opts *o,
 						   int gate, int rep)
@@ -137,11 +159,13 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	if (sandbox_join_layers(o->p, &notify_fd, &err) < 0)
 		report(rep, &err);
 	/*
-	 * Nothing in the sandbox may keep a listener; this one has no
-	 * supervisor to answer it, so the denied calls fail (ENOSYS) unseen.
+	 * Nothing in the sandbox may keep the listener: the caller passes it
+	 * on to the monitor, which answers and records the denied calls.
 	 */
-	if (notify_fd >= 0)
+	if (notify_fd >= 0) {
+		send_listener(rep, notify_fd);
 		close(notify_fd);
+	}
 	if (chdir(o->cwd ? o->cwd : "/") < 0) {
 		corral_set_errno(&err, errno, "chdir %s", o->cwd ? o->cwd : "/");
 		report(rep, &err);
@@ -178,6 +202,41 @@ static __attribute__((noreturn)) void join_helper(const struct corral_container_
 	if (write(rep, &pid, sizeof(pid)) != sizeof(pid))
 		_exit(126);
 	_exit(0);
+}
+
+/*
+ * After the gate: EOF when it exec'd (the socket is close-on-exec), its
+ * listener before that (on to the monitor), or its failure.
+ */
+static int take_reports(int rep_rd, const char *ctl_path, struct corral_err *err)
+{
+	for (int i = 0; i < 2; i++) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct exec_report rep;
+		struct iovec iov = { &rep, sizeof(rep) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *cm;
+		cleanup_close int fd = -1;
+		struct corral_err e2;
+		char reply[64];
+		ssize_t n = recvmsg(rep_rd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (n <= 0)
+			return 0;
+		cm = CMSG_FIRSTHDR(&mh);
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		if (n != sizeof(rep))
+			return corral_set_err(err, -EIO, "a short report from the exec");
+		if (rep.err < 0)
+			return corral_set_err(err, rep.err, "%s", rep.msg);
+		/* the monitor may refuse (too many): the calls then fail unseen */
+		if (fd >= 0)
+			container_ctl_fd(ctl_path, "notify", fd, reply, sizeof(reply), &e2);
+	}
+	return 0;
 }
 
 int corral_container_exec(const struct corral_container_exec_opts *o, pid_t *pid,
@@ -244,11 +303,10 @@ int corral_container_exec(const struct corral_container_exec_opts *o, pid_t *pid
 		return r;
 	}
 	cleanup_closep(&gate_wr);
-	/* EOF: it exec'd (the socket is close-on-exec); else its failure */
-	n = recv(rep_rd, &rep, sizeof(rep), 0);
-	if (n == sizeof(rep)) {
+	r = take_reports(rep_rd, o->ctl_path, err);
+	if (r < 0) {
 		waitpid(child, NULL, 0);
-		return corral_set_err(err, rep.err, "%s", rep.msg);
+		return r;
 	}
 	*pid = child;
 	return 0;

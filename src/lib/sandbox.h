@@ -229,6 +229,12 @@ int sandbox_release(struct sandbox *sb, struct corral_err *err);
  */
 int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 			struct corral_err *err);
+/*
+ * container.c: corral_container_ctl() with an fd (SCM_RIGHTS): "notify"
+ * hands the monitor an exec'd process's seccomp listener.
+ */
+int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
+		     size_t len, struct corral_err *err);
 /* Stop watching init (the pidfd and the control socket; ctl is closed). */
 void sandbox_unwatch(struct sandbox *sb);
 /*

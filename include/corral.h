@@ -900,11 +900,19 @@ int corral_image_remove(struct corral_image_store *s, const char *ref,
  * `create`, which exits once the container is created: init, cloned as
  * that parent's child, is then adopted by the engine's shim.
  */
+/* process.rlimits: applied to the process, never above its current hard limit */
+struct corral_rlimit {
+	int resource;			/* RLIMIT_* */
+	uint64_t soft, hard;
+};
+
 struct corral_container_opts {
 	const struct corral_policy *p;	/* config.json and the operator's policy */
 	const char *id;
 	char *const *argv;		/* process.args */
 	const char *hostname;		/* NULL: "corral" */
+	const struct corral_rlimit *rlimits;
+	size_t nrlimits;
 	/*
 	 * The process's stdin, stdout, stderr: the engine's shim's own fds,
 	 * passed through (the one front end whose caller owns what the
@@ -952,6 +960,8 @@ struct corral_container_exec_opts {
 	char *const *argv;
 	char *const *envp;		/* exactly the process's environment */
 	const char *cwd;
+	const struct corral_rlimit *rlimits;
+	size_t nrlimits;
 	bool tty;			/* a pty of the container's devpts ... */
 	int console_fd;			/* ... whose master goes here */
 };

@@ -142,13 +142,15 @@ t_cli_answers() {
 
 t_lifecycle() {
 	need_root
-	bundle "$T/b" '["sh", "-c", "echo hello from $(hostname); id -u; exit 3"]'
+	bundle "$T/b" '["sh", "-c", "echo hello from $(hostname); id -u; echo nofile $(ulimit -n); exit 3"]' \
+		'c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 321}]'
 	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
 		{ cat "$T/shim"; fail "shim"; }
 	cat "$T/shim"
 	expect_contains "created" "$(cat "$T/shim")" "state created"
 	expect_contains "stdio passed through" "$(cat "$T/shim")" "hello from oci-test"
 	expect_contains "agent's uid" "$(cat "$T/shim")" $'\n1000\n'
+	expect_contains "process.rlimits" "$(cat "$T/shim")" "nofile 321"
 	expect_contains "exit status" "$(cat "$T/shim")" "exit 3"
 	expect_contains "stopped" "$(cat "$T/shim")" "state stopped"
 	local mon

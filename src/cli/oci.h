@@ -87,6 +87,8 @@ struct oci_spec {
 	char *cwd;
 	char *hostname;
 	bool tty;
+	struct corral_rlimit *rlimits;	/* process.rlimits */
+	size_t nrlimits;
 	char *rootfs;			/* absolute */
 	json_t *annotations;		/* object */
 	json_t *doc;			/* config.json */

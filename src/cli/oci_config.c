@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* ---- the operator ----------------------------------------------------- */
@@ -326,6 +327,49 @@ static int dup_strv(json_t *a, const char *key, char ***out, struct corral_err *
 	return str_array(a, key, out, &n, err);
 }
 
+/* process.rlimits: [{type: "RLIMIT_NOFILE", soft, hard}] */
+static int load_rlimits(json_t *a, struct oci_spec *s, struct corral_err *err)
+{
+	static const struct { const char *name; int res; } names[] = {
+		{ "RLIMIT_AS", RLIMIT_AS }, { "RLIMIT_CORE", RLIMIT_CORE },
+		{ "RLIMIT_CPU", RLIMIT_CPU }, { "RLIMIT_DATA", RLIMIT_DATA },
+		{ "RLIMIT_FSIZE", RLIMIT_FSIZE }, { "RLIMIT_LOCKS", RLIMIT_LOCKS },
+		{ "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
+		{ "RLIMIT_NICE", RLIMIT_NICE }, { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+		{ "RLIMIT_NPROC", RLIMIT_NPROC }, { "RLIMIT_RSS", RLIMIT_RSS },
+		{ "RLIMIT_RTPRIO", RLIMIT_RTPRIO }, { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+		{ "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING }, { "RLIMIT_STACK", RLIMIT_STACK },
+	};
+	size_t i;
+	json_t *v;
+
+	free(s->rlimits);
+	s->rlimits = NULL;
+	s->nrlimits = 0;
+	if (!json_array_size(a))
+		return 0;
+	s->rlimits = calloc(json_array_size(a), sizeof(*s->rlimits));
+	if (!s->rlimits)
+		return corral_set_err(err, -ENOMEM, "out of memory for process.rlimits");
+	json_array_foreach(a, i, v) {
+		const char *type = json_string_value(json_object_get(v, "type"));
+		json_t *soft = json_object_get(v, "soft"), *hard = json_object_get(v, "hard");
+		size_t k = 0;
+
+		while (type && k < sizeof(names) / sizeof(names[0]) &&
+		       strcmp(type, names[k].name))
+			k++;
+		if (!type || k == sizeof(names) / sizeof(names[0]) ||
+		    !json_is_integer(soft) || !json_is_integer(hard))
+			return corral_set_err(err, -EINVAL, "process.rlimits[%zu]: "
+					      "{type: RLIMIT_*, soft, hard} expected (got %s)",
+					      i, type ? type : "no type");
+		s->rlimits[s->nrlimits++] = (struct corral_rlimit){ names[k].res,
+			(uint64_t)json_integer_value(soft), (uint64_t)json_integer_value(hard) };
+	}
+	return 0;
+}
+
 static int load_process(const struct oci_operator *op, json_t *proc,
 			struct oci_spec *s, struct corral_err *err)
 {
@@ -341,6 +385,8 @@ static int load_process(const struct oci_operator *op, json_t *proc,
 		r = dup_strv(json_object_get(proc, "env"), "process.env", &s->env, err);
 	if (r == 0)
 		r = check_caps(op, json_object_get(proc, "capabilities"), err);
+	if (r == 0)
+		r = load_rlimits(json_object_get(proc, "rlimits"), s, err);
 	if (r < 0)
 		return r;
 	s->tty = json_is_true(json_object_get(proc, "terminal"));
@@ -549,6 +595,7 @@ void oci_spec_free(struct oci_spec *s)
 	free(s->cwd);
 	free(s->hostname);
 	free(s->rootfs);
+	free(s->rlimits);
 	json_decref(s->annotations);
 	json_decref(s->doc);
 	memset(s, 0, sizeof(*s));

@@ -96,6 +96,7 @@ static __attribute__((noreturn)) void run_monitor(struct oci_spec *s,
 {
 	struct corral_container_opts o = {
 		.p = &s->p, .id = st->id, .argv = s->argv, .hostname = s->hostname,
+		.rlimits = s->rlimits, .nrlimits = s->nrlimits,
 		.stdio = { -1, -1, -1 }, .tty = s->tty, .console_fd = console,
 		.ctl_path = st->ctl, .events_path = evpath,
 		.call = pod_of(s->annotations), .ready_fd = ready,
@@ -410,6 +411,8 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 		o.argv = s.argv;
 		o.envp = s.env;
 		o.cwd = s.cwd;
+		o.rlimits = s.rlimits;
+		o.nrlimits = s.nrlimits;
 		o.tty = s.tty;
 		r = corral_container_exec(&o, &pid, &err);
 	}

@@ -185,6 +185,25 @@ static int set_rlimits(struct corral_err *err)
 	return 0;
 }
 
+int sandbox_set_rlimits(const struct corral_rlimit *r, size_t n,
+			struct corral_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rlimit cur, want;
+
+		if (getrlimit(r[i].resource, &cur) < 0)
+			return corral_set_errno(err, errno, "rlimit %d", r[i].resource);
+		want.rlim_max = r[i].hard < cur.rlim_max ? r[i].hard : cur.rlim_max;
+		want.rlim_cur = r[i].soft < want.rlim_max ? r[i].soft : want.rlim_max;
+		if (setrlimit(r[i].resource, &want) < 0)
+			return corral_set_errno(err, errno, "rlimit %d to %llu/%llu",
+						r[i].resource,
+						(unsigned long long)want.rlim_cur,
+						(unsigned long long)want.rlim_max);
+	}
+	return 0;
+}
+
 static size_t port_add(uint16_t *ports, size_t n, size_t max, uint16_t port)
 {
 	for (size_t i = 0; i < n; i++)
@@ -352,10 +371,11 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 	if (slave < 0)
 		setsid();
 	/* Without a cgroup, rlimits; here, so that PID 1 is not limited. */
-	if (c->cg_none) {
+	if (c->cg_none || c->nrlimits) {
 		struct corral_err err;
 
-		if (cg_apply_rlimits(c->p, &err) < 0) {
+		if ((c->cg_none && cg_apply_rlimits(c->p, &err) < 0) ||
+		    sandbox_set_rlimits(c->rlimits, c->nrlimits, &err) < 0) {
 			e = err.code;	/* negative: not an exec failure */
 			if (write(exec_err_wr, &e, sizeof(e)) < 0)
 				_exit(125);
@@ -425,8 +445,10 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 		waitpid(cmd, NULL, 0);
 		if (e < 0)	/* before exec: one of the two steps a command may fail */
 			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, !c->tty ?
-				 "cannot apply the rlimits that stand in for cgroups" :
-				 !c->cg_none ? "cannot make the pty the command's terminal" :
+				 (c->nrlimits ? "cannot apply the command's rlimits" :
+				  "cannot apply the rlimits that stand in for cgroups") :
+				 !c->cg_none && !c->nrlimits ?
+				 "cannot make the pty the command's terminal" :
 				 "cannot apply the rlimits or make the pty the command's terminal");
 		else
 			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);

@@ -415,6 +415,7 @@ int corral_container_monitor(const struct corral_container_opts *o,
 		.stdio = { o->stdio[0], o->stdio[1], o->stdio[2] },
 		.tty = o->tty, .hooks = &monitor_hooks, .arg = &m,
 		.container = true, .hostname = o->hostname,
+		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
 	};
 	int r;
 

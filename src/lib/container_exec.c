@@ -166,6 +166,8 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 		send_listener(rep, notify_fd);
 		close(notify_fd);
 	}
+	if (sandbox_set_rlimits(o->rlimits, o->nrlimits, &err) < 0)
+		report(rep, &err);
 	if (chdir(o->cwd ? o->cwd : "/") < 0) {
 		corral_set_errno(&err, errno, "chdir %s", o->cwd ? o->cwd : "/");
 		report(rep, &err);

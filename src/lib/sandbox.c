@@ -398,6 +398,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.stdio = { in, outw, errw },
 		.tty = o->tty, .winsize = o->winsize,
 		.container = o->container, .hostname = o->hostname,
+		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
 	};
 	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
 			  (o->container ? CLONE_PARENT : 0), NULL,

@@ -49,6 +49,8 @@ struct child_ctx {
 	struct winsize winsize;	/* the pty's first size */
 	bool container;		/* sandbox_opts.container */
 	const char *hostname;	/* NULL: "corral" */
+	const struct corral_rlimit *rlimits;	/* the command's (sandbox_opts) */
+	size_t nrlimits;
 };
 
 /*
@@ -179,6 +181,9 @@ struct sandbox_opts {
 	 */
 	bool container;
 	const char *hostname;		/* the sandbox's; NULL: "corral" */
+	/* the command's rlimits (lowered only: it has no capability to raise) */
+	const struct corral_rlimit *rlimits;
+	size_t nrlimits;
 };
 
 struct sandbox {
@@ -228,6 +233,9 @@ int sandbox_release(struct sandbox *sb, struct corral_err *err);
  * seccomp listener, or -1.
  */
 int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
+			struct corral_err *err);
+/* child.c: each rlimit, capped at the current hard limit. */
+int sandbox_set_rlimits(const struct corral_rlimit *r, size_t n,
 			struct corral_err *err);
 /*
  * container.c: corral_container_ctl() with an fd (SCM_RIGHTS): "notify"

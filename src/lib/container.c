@@ -163,10 +163,13 @@ static const struct sandbox_hooks monitor_hooks = {
 
 static int signal_init(struct monitor *m, int sig, struct corral_err *err)
 {
-	if (syscall(SYS_pidfd_send_signal, m->sb->pidfd, sig, NULL, 0) < 0)
-		return corral_set_errno(err, errno, "cannot send signal %d to "
-					"pid %d", sig, (int)m->sb->pid);
-	return 0;
+	if (syscall(SYS_pidfd_send_signal, m->sb->pidfd, sig, NULL, 0) == 0)
+		return 0;
+	/* exited, the loop not told yet: runc's words, which the shims match */
+	if (errno == ESRCH)
+		return corral_set_err(err, -ESRCH, "container not running");
+	return corral_set_errno(err, errno, "cannot send signal %d to pid %d",
+				sig, (int)m->sb->pid);
 }
 
 static int signal_all(struct monitor *m, int sig, struct corral_err *err)

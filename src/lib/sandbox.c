@@ -1,8 +1,9 @@
 /*
  * sandbox.c - the one way a sandbox is made: the supervisor's half.
  *
- * Every front end (corral_run in run.c, the daemon's boxes in box.c) calls
- * sandbox_spawn().  The supervisor stays outside every namespace; in order:
+ * Every front end (corral_run in run.c, the daemon's boxes in box.c, an OCI
+ * container's monitor in container.c) calls sandbox_spawn().  The
+ * supervisor stays outside every namespace; in order:
  *
  *   sockets -> clone init into new user, mount, pid, net, ipc and uts
  *   namespaces -> id maps -> egress proxy in its netns -> "g" -> cgroup

@@ -121,9 +121,10 @@ struct exec_fail {
  * ---- sandbox.c: the supervisor's half of every sandbox -----------------
  *
  * sandbox_spawn() is the one way a sandbox is made, whichever front end
- * asks (corral_run in run.c, the daemon's boxes in box.c, later MCP and
- * the OCI runtime): it clones init into new namespaces, gives it its
- * identity, the egress proxy and its cgroup, then watches it on the
+ * asks (corral_run in run.c, the daemon's boxes in box.c, an OCI
+ * container's monitor in container.c): it clones init into new
+ * namespaces, gives it its identity, the egress proxy and its cgroup,
+ * then watches it on the
  * front end's loop.  What init sends back is decoded in one place
  * (child_msg_recv); the front end hears of it through its hooks.
  */

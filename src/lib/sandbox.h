@@ -124,9 +124,9 @@ struct exec_fail {
  * asks (corral_run in run.c, the daemon's boxes in box.c, an OCI
  * container's monitor in container.c): it clones init into new
  * namespaces, gives it its identity, the egress proxy and its cgroup,
- * then watches it on the
- * front end's loop.  What init sends back is decoded in one place
- * (child_msg_recv); the front end hears of it through its hooks.
+ * then watches it on the front end's loop.  What init sends back is
+ * decoded in one place (child_msg_recv); the front end hears of it
+ * through its hooks.
  */
 struct events;
 struct proxy;

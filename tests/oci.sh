@@ -446,8 +446,9 @@ t_podman() {
 	# --runtime-flag: so the default root, /run/corral-oci, where only what
 	# was there before may remain
 	printf '{"audit_dir": "%s"}' "$T/pm/audit" > "$T/op.json"
-	local before
+	local before had_root=false
 	before=$(ls /run/corral-oci 2>/dev/null || true)
+	[ -d /run/corral-oci ] && had_root=true
 	# podman's storage mounts itself; gone with the test, passed or not
 	trap "timeout 30 $P rm -af > /dev/null 2>&1
 	      grep -o '$T/pm/[^ ]*' /proc/self/mountinfo | sort -ru |
@@ -480,6 +481,7 @@ t_podman() {
 		sleep 0.05
 	done
 	expect_eq "state left in /run/corral-oci" "$(ls /run/corral-oci 2>/dev/null || true)" "$before"
+	$had_root || rmdir /run/corral-oci
 }
 
 case " ${*:-t_containerd} " in

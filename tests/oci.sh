@@ -143,7 +143,9 @@ t_cli_answers() {
 t_lifecycle() {
 	need_root
 	bundle "$T/b" '["sh", "-c", "echo hello from $(hostname); id -u; echo nofile $(ulimit -n); exit 3"]' \
-		'c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 321}]'
+		'c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 321}]
+c["annotations"] = {"io.kubernetes.cri.sandbox-name": "pod1",
+                    "io.kubernetes.cri.sandbox-namespace": "agents"}'
 	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
 		{ cat "$T/shim"; fail "shim"; }
 	cat "$T/shim"
@@ -161,6 +163,7 @@ t_lifecycle() {
 	# the events went to the audit log, chained
 	"$CORRAL" audit verify "$T/root/audit/c1.jsonl"
 	expect_contains "events" "$(cat "$T/root/audit/c1.jsonl")" '"container.created"'
+	expect_contains "the pod's name" "$(cat "$T/root/audit/c1.jsonl")" '"call":"agents/pod1"'
 }
 
 t_running_kill() {

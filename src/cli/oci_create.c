@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -78,14 +79,41 @@ static char *now_rfc3339(void)
 	return strdup(buf);
 }
 
-/* The CRI's names for the pod, for the events' "call". */
+/* The CRI's names for the pod, "namespace/name", for the events' "call". */
 static const char *pod_of(json_t *ann)
 {
-	const char *pod = json_string_value(json_object_get(ann,
+	static char pod[512];
+	const char *name = json_string_value(json_object_get(ann,
 				"io.kubernetes.cri.sandbox-name"));
+	const char *ns = json_string_value(json_object_get(ann,
+				"io.kubernetes.cri.sandbox-namespace"));
 
-	return pod ? pod : json_string_value(json_object_get(ann,
-				"io.kubernetes.pod.name"));
+	if (!name)
+		return NULL;
+	snprintf(pod, sizeof(pod), "%s%s%s", ns ? ns : "", ns ? "/" : "", name);
+	return pod;
+}
+
+/*
+ * The monitor outlives create: of what the engine left open in create
+ * (conmon's and the shim's own pipes), it keeps none but 0-2, a and b,
+ * so that nothing of theirs waits on it for an EOF.
+ */
+static void close_others(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo < 0)
+		lo = hi;
+	if (hi < 0) {
+		syscall(SYS_close_range, 3, ~0U, 0);
+		return;
+	}
+	if (lo > 3)
+		syscall(SYS_close_range, 3, lo - 1, 0);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, lo + 1, hi - 1, 0);
+	syscall(SYS_close_range, hi + 1, ~0U, 0);
 }
 
 /* The monitor's process: it never returns. */
@@ -105,6 +133,7 @@ static __attribute__((noreturn)) void run_monitor(struct oci_spec *s,
 
 	/* out of the engine's session and process group: its signals are its */
 	setsid();
+	close_others(console, ready);
 	for (int i = 0; !s->tty && i < 3; i++)
 		o.stdio[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
 	if (chdir("/") < 0) {

@@ -914,6 +914,11 @@ struct corral_container_opts {
 	const struct corral_rlimit *rlimits;
 	size_t nrlimits;
 	/*
+	 * A network namespace to join (a Kubernetes pod's), or -1: a new one.
+	 * Not with the egress proxy, which needs the sandbox's own.
+	 */
+	int net_fd;
+	/*
 	 * The process's stdin, stdout, stderr: the engine's shim's own fds,
 	 * passed through (the one front end whose caller owns what the
 	 * command writes to), always closed here.  Unused with tty.

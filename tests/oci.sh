@@ -337,6 +337,45 @@ t_operator_allows_bind() {
 	oci delete c1
 }
 
+# A pod's network namespace (here one the test makes, an address on its lo):
+# refused by default, joined where the operator lets pods run; the pause
+# container's ipc and uts are not joined, the container gets its own.
+t_pod_network() {
+	need_root
+	command -v ip > /dev/null || skip "iproute2 is not installed"
+	local ns=corral-oci-$$-$RANDOM
+	ip netns add "$ns" || fail "ip netns add"
+	trap "ip netns del $ns" EXIT
+	ip -n "$ns" link set lo up && ip -n "$ns" addr add 10.123.45.67/32 dev lo ||
+		fail "an address in $ns"
+	local edit="
+for n in c['linux']['namespaces']:
+    if n['type'] == 'network': n['path'] = '/run/netns/$ns'
+    if n['type'] in ('ipc', 'uts'): n['path'] = '/proc/1/ns/' + n['type']"
+	refused "$edit" "joining the network namespace /run/netns/$ns refused"
+	echo '{"join_pod_network": true}' > "$T/op.json"
+	bundle "$T/b" '["sh", "-c", "cat /proc/net/fib_trie; echo host $(hostname)"]' "$edit"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
+	cat "$T/shim"
+	expect_contains "the pod's network" "$(cat "$T/shim")" "10.123.45.67"
+	expect_contains "its own uts" "$(cat "$T/shim")" "host oci-test"
+	oci delete c1
+	# exec joins it too (the user namespace last: inside it, no rights there)
+	bundle "$T/b" '["sleep", "30"]' "$edit"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c3
+	expect_eq "create c3" "$(rc)" 0
+	oci start c3
+	CORRAL_OCI_CONFIG=$T/op.json oci exec c3 cat /proc/net/fib_trie > /dev/null
+	expect_contains "exec in the pod's network" "$(cat "$T/out")" "10.123.45.67"
+	oci delete --force c3
+	# and egress by name cannot come with it: the proxy needs its own netns
+	bundle "$T/b" '["true"]' "$edit
+c['annotations'] = {'io.corral.allow': 'example.com'}"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c2 || true
+	expect_contains "no proxy in a pod's netns" "$(last_error)" "egress proxy needs"
+}
+
 # ---- containerd ---------------------------------------------------------
 
 # One private containerd for the suite, started before the tests (each

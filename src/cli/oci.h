@@ -77,6 +77,12 @@ struct oci_operator {
 	char **allow_caps;		/* caps accepted (never granted) */
 	size_t nallow_caps;
 	bool egress_annotation;		/* io.corral.allow is honoured */
+	/*
+	 * A Kubernetes pod's namespaces: its network namespace (a path) is
+	 * joined; the ipc and uts ones its pause container has are not
+	 * (the container gets its own).
+	 */
+	bool join_pod_network;
 	char *audit_dir;		/* events files; NULL: <root>/audit */
 };
 
@@ -87,6 +93,7 @@ struct oci_spec {
 	char *cwd;
 	char *hostname;
 	bool tty;
+	int net_fd;			/* the pod's network namespace, or -1 */
 	struct corral_rlimit *rlimits;	/* process.rlimits */
 	size_t nrlimits;
 	char *rootfs;			/* absolute */

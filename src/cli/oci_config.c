@@ -22,6 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -62,7 +66,7 @@ int oci_operator_load(struct oci_operator *op, const char *path,
 	const char *policy = NULL, *dir = NULL, *audit = NULL;
 	json_t *o, *binds = NULL, *caps = NULL;
 	json_error_t je;
-	int egress = 1, r;
+	int egress = 1, podnet = 0, r;
 
 	memset(op, 0, sizeof(*op));
 	op->egress_annotation = true;
@@ -76,14 +80,15 @@ int oci_operator_load(struct oci_operator *op, const char *path,
 	if (!o)
 		return corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line,
 				      je.column, je.text);
-	r = json_unpack_ex(o, &je, JSON_STRICT, "{s?s, s?s, s?o, s?o, s?b, s?s}",
+	r = json_unpack_ex(o, &je, JSON_STRICT, "{s?s, s?s, s?o, s?o, s?b, s?s, s?b}",
 			   "policy", &policy, "policies_dir", &dir,
 			   "allow_bind", &binds, "allow_caps", &caps,
-			   "egress_annotation", &egress, "audit_dir", &audit);
+			   "egress_annotation", &egress, "audit_dir", &audit,
+			   "join_pod_network", &podnet);
 	if (r < 0) {
 		r = corral_set_err(err, -EINVAL, "%s: %s (keys: policy, policies_dir, "
 				   "allow_bind, allow_caps, egress_annotation, "
-				   "audit_dir)", path, je.text);
+				   "audit_dir, join_pod_network)", path, je.text);
 		json_decref(o);
 		return r;
 	}
@@ -91,6 +96,7 @@ int oci_operator_load(struct oci_operator *op, const char *path,
 	op->policies_dir = dup_opt(dir);
 	op->audit_dir = dup_opt(audit);
 	op->egress_annotation = egress;
+	op->join_pod_network = podnet;
 	r = str_array(binds, "allow_bind", &op->allow_bind, &op->nallow_bind, err);
 	if (r == 0)
 		r = str_array(caps, "allow_caps", &op->allow_caps, &op->nallow_caps, err);
@@ -168,8 +174,25 @@ static int check_caps(const struct oci_operator *op, json_t *caps,
 	return 0;
 }
 
-/* Every namespace new: none missing (the host's), none joined by path. */
-static int check_namespaces(json_t *lnx, struct corral_err *err)
+/* A pod's network namespace, opened and checked to be one. */
+static int open_netns(const char *path, int *fd, struct corral_err *err)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return corral_set_errno(err, errno, "linux.namespaces: network %s", path);
+	if (ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return corral_set_err(err, -EINVAL, "linux.namespaces: %s is not a "
+				      "network namespace", path);
+	return 0;
+}
+
+/*
+ * Every namespace new: none missing (the host's), none joined by path;
+ * but a pod's (network joined, ipc and uts its own) where the operator
+ * lets pods run.
+ */
+static int check_namespaces(const struct oci_operator *op, json_t *lnx,
+			    struct oci_spec *s, struct corral_err *err)
 {
 	static const char *const needed[] = { "pid", "network", "ipc", "uts",
 					       "mount", NULL };
@@ -182,11 +205,21 @@ static int check_namespaces(json_t *lnx, struct corral_err *err)
 
 		if (!type)
 			return corral_set_err(err, -EINVAL, "linux.namespaces[%zu]: no type", i);
-		if (path && path[0])
-			return corral_set_err(err, -EPERM, "linux.namespaces[%zu]: joining "
-					      "the %s namespace %s refused: a corral "
-					      "container's namespaces are all its own",
-					      i, type, path);
+		if (!path || !path[0])
+			continue;
+		if (op->join_pod_network && !strcmp(type, "network")) {
+			if (open_netns(path, &s->net_fd, err) < 0)
+				return err->code;
+			continue;
+		}
+		if (op->join_pod_network && (!strcmp(type, "ipc") || !strcmp(type, "uts")))
+			continue;
+		return corral_set_err(err, -EPERM, "linux.namespaces[%zu]: joining "
+				      "the %s namespace %s refused: a corral "
+				      "container's namespaces are all its own%s",
+				      i, type, path, !strcmp(type, "network") ?
+				      " (a pod's network: the operator's "
+				      "join_pod_network)" : "");
 	}
 	for (size_t k = 0; needed[k]; k++) {
 		bool found = false;
@@ -199,6 +232,10 @@ static int check_namespaces(json_t *lnx, struct corral_err *err)
 					      "%s namespace refused: a corral container "
 					      "gets a new one of each kind", needed[k]);
 	}
+	if (s->net_fd >= 0 && s->p.net == CORRAL_NET_PROXY)
+		return corral_set_err(err, -EPERM, "io.corral.allow with the pod's "
+				      "network namespace refused: corral's egress "
+				      "proxy needs the container's own");
 	return 0;
 }
 
@@ -523,6 +560,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle,
 	int r;
 
 	memset(s, 0, sizeof(*s));
+	s->net_fd = -1;
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
 	s->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!s->doc)
@@ -540,7 +578,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle,
 	if (r == 0)
 		r = load_process(op, json_object_get(s->doc, "process"), s, err);
 	if (r == 0)
-		r = check_namespaces(lnx, err);
+		r = check_namespaces(op, lnx, s, err);
 	if (r == 0)
 		r = check_devices(lnx, err);
 	if (r == 0)
@@ -598,7 +636,10 @@ void oci_spec_free(struct oci_spec *s)
 	free(s->rlimits);
 	json_decref(s->annotations);
 	json_decref(s->doc);
+	if (s->net_fd >= 0)
+		close(s->net_fd);
 	memset(s, 0, sizeof(*s));
+	s->net_fd = -1;
 }
 
 int oci_signal_parse(const char *s, struct corral_err *err)

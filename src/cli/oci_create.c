@@ -96,24 +96,25 @@ static const char *pod_of(json_t *ann)
 
 /*
  * The monitor outlives create: of what the engine left open in create
- * (conmon's and the shim's own pipes), it keeps none but 0-2, a and b,
- * so that nothing of theirs waits on it for an EOF.
+ * (conmon's and the shim's own pipes), it keeps none but 0-2 and keep[]
+ * (-1s allowed), so that nothing of theirs waits on it for an EOF.
  */
-static void close_others(int a, int b)
+static void close_others(const int *keep, size_t n)
 {
-	int lo = a < b ? a : b, hi = a < b ? b : a;
+	unsigned int from = 3;
 
-	if (lo < 0)
-		lo = hi;
-	if (hi < 0) {
-		syscall(SYS_close_range, 3, ~0U, 0);
-		return;
+	for (;;) {
+		unsigned int next = ~0U;
+
+		for (size_t i = 0; i < n; i++)
+			if (keep[i] >= (int)from && (unsigned int)keep[i] < next)
+				next = keep[i];
+		if (next > from)
+			syscall(SYS_close_range, from, next - 1, 0);
+		if (next == ~0U)
+			return;
+		from = next + 1;
 	}
-	if (lo > 3)
-		syscall(SYS_close_range, 3, lo - 1, 0);
-	if (hi > lo + 1)
-		syscall(SYS_close_range, lo + 1, hi - 1, 0);
-	syscall(SYS_close_range, hi + 1, ~0U, 0);
 }
 
 /* The monitor's process: it never returns. */
@@ -124,7 +125,7 @@ static __attribute__((noreturn)) void run_monitor(struct oci_spec *s,
 {
 	struct corral_container_opts o = {
 		.p = &s->p, .id = st->id, .argv = s->argv, .hostname = s->hostname,
-		.rlimits = s->rlimits, .nrlimits = s->nrlimits,
+		.rlimits = s->rlimits, .nrlimits = s->nrlimits, .net_fd = s->net_fd,
 		.stdio = { -1, -1, -1 }, .tty = s->tty, .console_fd = console,
 		.ctl_path = st->ctl, .events_path = evpath,
 		.call = pod_of(s->annotations), .ready_fd = ready,
@@ -133,7 +134,7 @@ static __attribute__((noreturn)) void run_monitor(struct oci_spec *s,
 
 	/* out of the engine's session and process group: its signals are its */
 	setsid();
-	close_others(console, ready);
+	close_others((int[]){ console, ready, s->net_fd }, 3);
 	for (int i = 0; !s->tty && i < 3; i++)
 		o.stdio[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
 	if (chdir("/") < 0) {
@@ -227,7 +228,7 @@ int oci_create(const struct oci_global *g, int argc, char **argv)
 {
 	struct create_args a = { .bundle = "." };
 	struct oci_operator op;
-	struct oci_spec s = { 0 };
+	struct oci_spec s = { .net_fd = -1 };
 	struct oci_state st = { 0 };
 	struct corral_err err = { 0 };
 	char evpath[PATH_MAX];
@@ -404,7 +405,7 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 {
 	struct exec_args a = { 0 };
 	struct oci_operator op;
-	struct oci_spec s = { 0 };
+	struct oci_spec s = { .net_fd = -1 };
 	struct oci_state st = { 0 };
 	struct corral_err err = { 0 };
 	struct corral_container_exec_opts o = { .console_fd = -1 };

@@ -284,7 +284,7 @@ int oci_update(const struct oci_global *g, int argc, char **argv)
 	};
 	struct corral_err err = { 0 };
 	struct oci_operator op;
-	struct oci_spec s = { 0 };
+	struct oci_spec s = { .net_fd = -1 };
 	struct oci_state st;
 	const char *res = NULL;
 	json_error_t je;

@@ -774,7 +774,7 @@ void sandbox_child(struct child_ctx *c)
 	if (set_stdio(c->stdio, &err) < 0)
 		setup_failed(c, &err);
 	if (mount_build(c->p, c->send_upper ? &upperfd : NULL, &err) < 0 ||
-	    loopback_up(&err) < 0 || set_rlimits(&err) < 0)
+	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
 	/* the export reads the upper layer after we are gone: its fd keeps it */
 	if (upperfd >= 0) {

@@ -419,6 +419,7 @@ int corral_container_monitor(const struct corral_container_opts *o,
 		.tty = o->tty, .hooks = &monitor_hooks, .arg = &m,
 		.container = true, .hostname = o->hostname,
 		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
+		.net_fd = o->net_fd,
 	};
 	int r;
 

@@ -4,7 +4,7 @@
  * It must be the engine shim's to wait for (as the container's init is),
  * so it is not started by init, as a box's calls are, but joins init's
  * namespaces itself, the way runc's nsexec does: a helper child enters
- * them (user first: in it, root has the rights to enter the rest), then
+ * them (the user namespace last: before it, host root may enter any), then
  * clones the process with CLONE_PARENT, so that it is the caller's child
  * and in the container's pid namespace.  The caller has the monitor put
  * it in the container's cgroup, and only then opens its gate: the
@@ -26,15 +26,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* In the order they are entered: the user namespace gives the rights. */
+/*
+ * In the order they are entered: the user namespace last, as host root
+ * may enter any namespace before it, and inside it no longer one the
+ * host owns (a pod's network namespace).
+ */
 static const struct {
 	const char *name;
 	int type;
 } join_order[] = {
-	{ "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },
-	{ "pid", CLONE_NEWPID }, { "net", CLONE_NEWNET },
-	{ "ipc", CLONE_NEWIPC }, { "uts", CLONE_NEWUTS },
-	{ "cgroup", CLONE_NEWCGROUP },
+	{ "net", CLONE_NEWNET }, { "ipc", CLONE_NEWIPC },
+	{ "uts", CLONE_NEWUTS }, { "cgroup", CLONE_NEWCGROUP },
+	{ "pid", CLONE_NEWPID }, { "mnt", CLONE_NEWNS },
+	{ "user", CLONE_NEWUSER },
 };
 #define NJOIN (sizeof(join_order) / sizeof(join_order[0]))
 

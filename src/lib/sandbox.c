@@ -380,9 +380,19 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	cleanup_close int sync_rd = -1, sync_wr = -1, ctl_child = -1;
 	struct sandbox *sb;
 	struct child_ctx c;
-	int r;
+	int r, ns = SANDBOX_NS;
 
 	*out = NULL;
+	if (o->container && o->net_fd >= 0) {
+		if (o->p->net == CORRAL_NET_PROXY)
+			return corral_set_err(err, -EINVAL, "the egress proxy needs the "
+					      "sandbox's own network namespace, not a "
+					      "joined one");
+		if (setns(o->net_fd, CLONE_NEWNET) < 0)
+			return corral_set_errno(err, errno, "cannot join the network "
+						"namespace");
+		ns &= ~CLONE_NEWNET;
+	}
 	sb = sandbox_new(o, err);
 	if (!sb)
 		return err->code;
@@ -400,8 +410,9 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.tty = o->tty, .winsize = o->winsize,
 		.container = o->container, .hostname = o->hostname,
 		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
+		.joined_net = !(ns & CLONE_NEWNET),
 	};
-	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
+	sb->pid = syscall(SYS_clone, ns | CLONE_PIDFD | SIGCHLD |
 			  (o->container ? CLONE_PARENT : 0), NULL,
 			  &sb->pidfd, NULL, 0);
 	if (sb->pid < 0) {

@@ -51,6 +51,7 @@ struct child_ctx {
 	const char *hostname;	/* NULL: "corral" */
 	const struct corral_rlimit *rlimits;	/* the command's (sandbox_opts) */
 	size_t nrlimits;
+	bool joined_net;	/* sandbox_opts.net_fd: lo is the namespace owner's */
 };
 
 /*
@@ -185,6 +186,13 @@ struct sandbox_opts {
 	/* the command's rlimits (lowered only: it has no capability to raise) */
 	const struct corral_rlimit *rlimits;
 	size_t nrlimits;
+	/*
+	 * A container's: a network namespace to join instead of a new one (a
+	 * Kubernetes pod's, made by its CNI), or -1.  The supervisor enters
+	 * it before the clone (the sandbox's user namespace has no rights
+	 * over a namespace the host owns); not with the egress proxy.
+	 */
+	int net_fd;
 };
 
 struct sandbox {

@@ -108,9 +108,11 @@ wait_status() {
 # nothing_left ID INIT MONITOR: no state, process, cgroup or mount remains
 nothing_left() {
 	[ ! -e "$T/root/$1" ] || fail "state directory $T/root/$1 remains"
+	# alive, not a zombie, and still corral's (not a pid reused since)
 	for p in $2 $3; do
-		if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status"; then
-			fail "process $p remains"
+		if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" &&
+		   tr '\0' ' ' < "/proc/$p/cmdline" | grep -q corral; then
+			fail "process $p remains: $(tr '\0' ' ' < "/proc/$p/cmdline")"
 		fi
 	done
 	local cg

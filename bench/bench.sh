@@ -3,6 +3,7 @@
 # BENCH_RUNS (default 200) and BENCH_BURST (default 100) size it; serve.py
 # also reads BENCH_EXECS (500) and BENCH_IDLE (1000); image.py BENCH_IMAGE_RUNS (50);
 # tls.py BENCH_TLS_BYTES (256 MiB), BENCH_LAT and BENCH_REQS (2000).
+# oci.py BENCH_OCI_RUNS (30).
 set -eu
 CORRAL=${1:-build/corral}
 here=$(dirname "$0")
@@ -13,3 +14,4 @@ here=$(dirname "$0")
 /usr/bin/python3 "$here/stdio.py" "$CORRAL"
 /usr/bin/python3 "$here/image.py" "$CORRAL"
 /usr/bin/python3 "$here/snapshot.py" "$CORRAL"
+/usr/bin/python3 "$here/oci.py" "$CORRAL"

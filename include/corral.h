@@ -1090,6 +1090,90 @@ CORRAL_PUBLIC
 int corral_image_remove(struct corral_image_store *s, const char *ref,
 			struct corral_err *err);
 
+/* ---- OCI containers (container.c, container_exec.c) ------------------ */
+
+/*
+ * One container of the OCI runtime (`corral oci`), supervised by a
+ * process of its own, the monitor, which runs corral_container_monitor()
+ * until the container's init exits.  The monitor's parent is the CLI's
+ * `create`, which exits once the container is created: init, cloned as
+ * that parent's child, is then adopted by the engine's shim.
+ */
+/* process.rlimits: applied to the process, never above its current hard limit */
+struct corral_rlimit {
+	int resource;			/* RLIMIT_* */
+	uint64_t soft, hard;
+};
+
+struct corral_container_opts {
+	const struct corral_policy *p;	/* config.json and the operator's policy */
+	const char *id;
+	char *const *argv;		/* process.args */
+	const char *hostname;		/* NULL: "corral" */
+	const struct corral_rlimit *rlimits;
+	size_t nrlimits;
+	/*
+	 * A network namespace to join (a Kubernetes pod's), or -1: a new one.
+	 * Not with the egress proxy, which needs the sandbox's own.
+	 */
+	int net_fd;
+	/*
+	 * The process's stdin, stdout, stderr: the engine's shim's own fds,
+	 * passed through (the one front end whose caller owns what the
+	 * command writes to), always closed here.  Unused with tty.
+	 */
+	int stdio[3];
+	bool tty;			/* a pty made inside; its master ... */
+	int console_fd;			/* ... goes here (SCM_RIGHTS), or -1 */
+	const char *ctl_path;		/* the monitor's socket (a new path) */
+	const char *events_path;	/* its audit log (hash-chained) */
+	const char *call;		/* attribution in the events ("call"), or NULL */
+	/*
+	 * Where the monitor says "created PID\n" once init waits for its
+	 * start, or "error MESSAGE\n"; then closed.
+	 */
+	int ready_fd;
+};
+
+/* Run the monitor until the container's init exits; 0 or a negative errno. */
+CORRAL_PUBLIC
+int corral_container_monitor(const struct corral_container_opts *o,
+			     struct corral_err *err);
+
+/*
+ * A request to a container's monitor, one line: "state", "start",
+ * "pause", "resume", "kill SIG", "kill-all SIG", "ps", "join PID",
+ * "update MEMORY PIDS CPUS" (0: unchanged).  reply: "ok ..." or the
+ * monitor's error.  -ENOENT / -ECONNREFUSED: no monitor (it has exited).
+ */
+CORRAL_PUBLIC
+int corral_container_ctl(const char *ctl_path, const char *req, char *reply,
+			 size_t len, struct corral_err *err);
+
+/*
+ * An OCI exec: a process joining the container of init (a host pid)
+ * through setns(2), in its cgroup (via the monitor at ctl_path), under
+ * the same layers as its command (the agent's identity, Landlock, no
+ * capabilities, seccomp).  It is the caller's child (the shim adopts it
+ * when the caller exits); its host pid in *pid.
+ */
+struct corral_container_exec_opts {
+	const struct corral_policy *p;
+	pid_t init;
+	const char *ctl_path;
+	char *const *argv;
+	char *const *envp;		/* exactly the process's environment */
+	const char *cwd;
+	const struct corral_rlimit *rlimits;
+	size_t nrlimits;
+	bool tty;			/* a pty of the container's devpts ... */
+	int console_fd;			/* ... whose master goes here */
+};
+
+CORRAL_PUBLIC
+int corral_container_exec(const struct corral_container_exec_opts *o, pid_t *pid,
+			  struct corral_err *err);
+
 /* ---- host features --------------------------------------------------- */
 
 struct corral_features {

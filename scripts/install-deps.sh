@@ -18,6 +18,8 @@ PKGS="$PKGS openssl"
 PKGS="$PKGS podman crun debootstrap"
 # tests/cpython.sh: CPython's own test suite for /usr/bin/python3, inside and out
 PKGS="$PKGS libpython3.11-testsuite"
+# tests/oci.sh: corral as the runtime of a private containerd (its runc shim)
+PKGS="$PKGS containerd"
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 && continue
 	# NodeSource's nodejs carries npm itself and conflicts with Debian's

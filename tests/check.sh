@@ -144,6 +144,7 @@ as_root_lane() {
 	step "a misbehaving agent as $me ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $me ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	step "images as $me ($label)" tests/image.sh "$b/corral"
+	step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
 	step "CPython's tests outside and inside as $me ($label)" tests/cpython.sh "$b/corral"
 }
 
@@ -190,6 +191,8 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/faults.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "images as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
+	step "oci runtime refuses uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/oci.sh" "$STAGE/corral"
 	undelegate_cgroups
 	# no freezer: pause must answer why, idle sandboxes stay idle
 	step "serve as uid $NOBODY, no cgroups ($label)" \

@@ -31,6 +31,7 @@ int cmd_mcp(int argc, char **argv);		/* a client too, over mcp.h */
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_oci(int argc, char **argv);		/* also as corral-oci (oci.c) */
 
 /* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -34,6 +34,7 @@ static const char usage[] =
 "  diff ID [PATH] [--patch]        what sandbox ID changed in its workspace\n"
 "  export ID --to DIR|--apply|--patch FILE  bring those changes out\n"
 "  snapshot ID                     keep sandbox ID's workspace, to fork from\n"
+"  oci COMMAND ...                 an OCI runtime for containerd and podman\n"
 "  version                         print the version\n"
 "\n"
 "`corral COMMAND --help` describes each command.\n";
@@ -100,6 +101,7 @@ static const struct command {
 	{ "diff", cmd_diff },
 	{ "export", cmd_export },
 	{ "snapshot", cmd_snapshot },
+	{ "oci", cmd_oci },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 	{ "help", cmd_help },
@@ -107,11 +109,21 @@ static const struct command {
 	{ "-h", cmd_help },
 };
 
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 int main(int argc, char **argv)
 {
 	size_t i;
 
 	raise_nofile();
+	/* containerd's BinaryName names one program: corral-oci is `corral oci` */
+	if (!strcmp(basename_of(argv[0]), "corral-oci"))
+		return cmd_oci(argc, argv);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;

@@ -500,6 +500,8 @@ struct procs_walk {
 	bool kill;
 	pid_t self;
 	size_t count;
+	pid_t *pids;		/* cg_pids: the first max pids found */
+	size_t max;
 };
 
 /* Count (and maybe SIGKILL) the processes listed in dir/cgroup.procs. */
@@ -519,6 +521,8 @@ static int procs_one(const char *dir, void *arg)
 	while (fscanf(f, "%d", &pid) == 1) {
 		if (pid <= 1 || pid == w->self)
 			continue;
+		if (w->pids && w->count < w->max)
+			w->pids[w->count] = pid;
 		w->count++;
 		if (w->kill && kill(pid, SIGKILL) < 0 && errno != ESRCH) {
 			r = -errno;
@@ -542,6 +546,30 @@ ssize_t cg_procs_all(struct cg *cg, bool kill)
 			return r;
 	}
 	return (ssize_t)w.count;
+}
+
+int cg_set_limits(struct cg *cg, const struct corral_policy *p,
+		  struct corral_err *err)
+{
+	if (cg_mode(cg) == CG_NONE)
+		return corral_set_err(err, -ENOTSUP, "no cgroup to change the "
+				      "limits of (%s)", cg_mode_name(cg));
+	return cg->ops->set_limits(cg, p, err);
+}
+
+ssize_t cg_pids(struct cg *cg, pid_t *pids, size_t max)
+{
+	struct procs_walk w = { .self = getpid(), .pids = pids, .max = max };
+
+	/* every hierarchy lists the same processes: the first one says it */
+	for (size_t i = 0; i < cg->nhier; i++) {
+		if (!cg->hier[i].dir)
+			continue;
+		int r = walk(cg->hier[i].dir, false, 0, procs_one, &w);
+
+		return r < 0 ? r : (ssize_t)w.count;
+	}
+	return -ENOTSUP;
 }
 
 int cg_kill_rounds(struct cg *cg)

@@ -63,6 +63,14 @@ uint64_t cg_id(struct cg *cg);
 int cg_try_remove(struct cg *cg);
 /* Processes in the group's tree (negative errno, -ENOTSUP without one). */
 ssize_t cg_nprocs(struct cg *cg);
+/* Set *p's limits again on a live group (an OCI `update`); CG_NONE: -ENOTSUP. */
+int cg_set_limits(struct cg *cg, const struct corral_policy *p,
+		  struct corral_err *err);
+/*
+ * The host pids in the group's tree, the first max of them in pids; the
+ * count found (may exceed max), or a negative errno (-ENOTSUP: no group).
+ */
+ssize_t cg_pids(struct cg *cg, pid_t *pids, size_t max);
 enum cg_mode cg_mode(const struct cg *cg);
 const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "rlimit" */
 /* Move pid into the group (every hierarchy). */

@@ -42,6 +42,19 @@ static const int forwarded_signals[] = {
 
 /* ---- the sandbox side -------------------------------------------------- */
 
+/*
+ * A container's supervisor may be gone by the time its command ends
+ * (killed with it): the status still goes out as init's own.
+ */
+static void send_msg_quiet(int fd, int kind, int code)
+{
+	struct child_msg m = { .kind = kind, .code = code };
+
+	if (write(fd, &m, sizeof(m)) < 0) {
+		/* nobody to tell; the exit status says it */
+	}
+}
+
 static void send_msg(int fd, int kind, int code, int abi, const char *text)
 {
 	struct child_msg m = { .kind = kind, .code = code, .landlock_abi = abi };
@@ -169,6 +182,25 @@ static int set_rlimits(struct corral_err *err)
 
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
 		return corral_set_errno(err, errno, "RLIMIT_CORE");
+	return 0;
+}
+
+int sandbox_set_rlimits(const struct corral_rlimit *r, size_t n,
+			struct corral_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rlimit cur, want;
+
+		if (getrlimit(r[i].resource, &cur) < 0)
+			return corral_set_errno(err, errno, "rlimit %d", r[i].resource);
+		want.rlim_max = r[i].hard < cur.rlim_max ? r[i].hard : cur.rlim_max;
+		want.rlim_cur = r[i].soft < want.rlim_max ? r[i].soft : want.rlim_max;
+		if (setrlimit(r[i].resource, &want) < 0)
+			return corral_set_errno(err, errno, "rlimit %d to %llu/%llu",
+						r[i].resource,
+						(unsigned long long)want.rlim_cur,
+						(unsigned long long)want.rlim_max);
+	}
 	return 0;
 }
 
@@ -351,10 +383,11 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 	if (slave < 0)
 		setsid();
 	/* Without a cgroup, rlimits; here, so that PID 1 is not limited. */
-	if (c->cg_none) {
+	if (c->cg_none || c->nrlimits) {
 		struct corral_err err;
 
-		if (cg_apply_rlimits(c->p, &err) < 0) {
+		if ((c->cg_none && cg_apply_rlimits(c->p, &err) < 0) ||
+		    sandbox_set_rlimits(c->rlimits, c->nrlimits, &err) < 0) {
 			e = err.code;	/* negative: not an exec failure */
 			if (write(exec_err_wr, &e, sizeof(e)) < 0)
 				_exit(125);
@@ -370,11 +403,12 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 }
 
 /* PID 1: start the command, reap everything, forward signals, report. */
-static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
+static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
+						int slave)
 {
 	struct signalfd_siginfo si;
 	sigset_t set;
-	int pipefd[2], sfd, e, status, slave = -1;
+	int pipefd[2], sfd, e, status;
 	pid_t cmd;
 	ssize_t n;
 
@@ -390,7 +424,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 		corral_set_errno(&err, errno, "init");
 		setup_failed(c, &err);
 	}
-	if (c->tty) {
+	if (c->tty && slave < 0) {
 		struct corral_err err;
 
 		if (open_pty(c, &slave, &err) < 0)
@@ -423,8 +457,10 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 		waitpid(cmd, NULL, 0);
 		if (e < 0)	/* before exec: one of the two steps a command may fail */
 			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, !c->tty ?
-				 "cannot apply the rlimits that stand in for cgroups" :
-				 !c->cg_none ? "cannot make the pty the command's terminal" :
+				 (c->nrlimits ? "cannot apply the command's rlimits" :
+				  "cannot apply the rlimits that stand in for cgroups") :
+				 !c->cg_none && !c->nrlimits ?
+				 "cannot make the pty the command's terminal" :
 				 "cannot apply the rlimits or make the pty the command's terminal");
 		else
 			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
@@ -449,8 +485,12 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c)
 				break;
 			if (pid == cmd) {
 				/* Our exit takes the rest of the namespace with it. */
-				send_msg(c->msg_wr, MSG_EXITED, status, 0, NULL);
-				_exit(0);
+				send_msg_quiet(c->msg_wr, MSG_EXITED, status);
+				if (!c->container)
+					_exit(0);
+				/* the container's status is ours: the shim reads it */
+				_exit(WIFEXITED(status) ? WEXITSTATUS(status) :
+				      128 + WTERMSIG(status));
 			}
 		}
 	}
@@ -754,12 +794,30 @@ static char **copy_argv(char *const *argv)
 	return v;
 }
 
+int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
+			struct corral_err *err)
+{
+	int abi;
+
+	*notify_fd = -1;
+	if (set_identity(true, err) < 0)
+		return err->code;
+	abi = apply_landlock(p, err);
+	if (abi < 0)
+		return abi;
+	if (drop_caps(err) < 0)
+		return err->code;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return corral_set_errno(err, errno, "PR_SET_DUMPABLE");
+	return sc_apply(p, notify_fd, err);
+}
+
 void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nkeep = 7 + nmapped;
 	int keep[7 + nmapped];
-	int abi, rootfd, notify_fd = -1, upperfd = -1;
+	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1;
 	char go;
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
@@ -770,7 +828,8 @@ void sandbox_child(struct child_ctx *c)
 	for (size_t i = 0; i < nmapped; i++)
 		keep[7 + i] = c->idmap->binds[i];
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+	/* a container's parent is the CLI, which exits at once (create) */
+	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
 	/* the command's argv may point into the area hide_cmdline clears */
 	if (c->argv && !(c->argv = copy_argv(c->argv)))
@@ -788,16 +847,17 @@ void sandbox_child(struct child_ctx *c)
 	 * again.  Had the supervisor died already, the next read of the sync
 	 * socket sees EOF, or the READY message meets a closed socket.
 	 */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
-	if (sethostname("corral", 6) < 0) {
+	if (sethostname(c->hostname ? c->hostname : "corral",
+			strlen(c->hostname ? c->hostname : "corral")) < 0) {
 		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
 	}
 	if (set_stdio(c->stdio, &err) < 0)
 		setup_failed(c, &err);
 	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL, &err) < 0 ||
-	    loopback_up(&err) < 0 || set_rlimits(&err) < 0)
+	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
 	/* the export reads the upper layer after we are gone: its fd keeps it */
 	if (upperfd >= 0) {
@@ -811,7 +871,7 @@ void sandbox_child(struct child_ctx *c)
 	 */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	if (!c->p->abort.ntripwires)
+	if (!c->p->abort.ntripwires && !c->container)
 		close(c->sync_rd);
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		corral_set_errno(&err, errno, "cgroup namespace");
@@ -849,14 +909,22 @@ void sandbox_child(struct child_ctx *c)
 		send_fd(c->msg_wr, MSG_NOTIFY_FD, notify_fd);
 		close(notify_fd);
 	}
+	/* a container's console goes to the engine at create, before start */
+	if (c->container && c->tty && open_pty(c, &slave, &err) < 0)
+		setup_failed(c, &err);
 	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
 	/* Tripwires: the command starts only once the supervisor watches them. */
-	if (c->p->abort.ntripwires) {
-		if (read(c->sync_rd, &go, 1) != 1)
-			_exit(125);
+	if (c->p->abort.ntripwires && read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	/*
+	 * A container's command waits for `start` (the runtime spec's
+	 * create/start split): everything above is done, only exec is left.
+	 */
+	if (c->container && read(c->sync_rd, &go, 1) != 1)
+		_exit(125);
+	if (c->p->abort.ntripwires || c->container)
 		close(c->sync_rd);
-	}
 	if (c->serve)
 		serve_loop(c);
-	init_loop(c);
+	init_loop(c, slave);
 }

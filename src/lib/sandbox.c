@@ -1,8 +1,9 @@
 /*
  * sandbox.c - the one way a sandbox is made: the supervisor's half.
  *
- * Every front end (corral_run in run.c, the daemon's boxes in box.c) calls
- * sandbox_spawn().  The supervisor stays outside every namespace; in order:
+ * Every front end (corral_run in run.c, the daemon's boxes in box.c, an OCI
+ * container's monitor in container.c) calls sandbox_spawn().  The
+ * supervisor stays outside every namespace; in order:
  *
  *   host ids (ns.c) and idmapped workspace and binds (idmap.c) -> sockets
  *   -> clone init into new user, mount, pid, net, ipc and uts
@@ -149,7 +150,18 @@ static void arm_tripwires(struct sandbox *sb)
 	if (send(sb->sync_wr, "t", 1, MSG_NOSIGNAL) != 1) {
 		/* init is gone: its exit is reported by the pidfd */
 	}
+	if (!sb->container)	/* a container's still waits for its start */
+		cleanup_closep(&sb->sync_wr);
+}
+
+int sandbox_release(struct sandbox *sb, struct corral_err *err)
+{
+	if (!sb->container || sb->sync_wr < 0)
+		return corral_set_err(err, -EALREADY, "the container was started already");
+	if (send(sb->sync_wr, "s", 1, MSG_NOSIGNAL) != 1)
+		return corral_set_errno(err, errno, "cannot start the container's process");
 	cleanup_closep(&sb->sync_wr);
+	return 0;
 }
 
 /* ---- watching init ------------------------------------------------------- */
@@ -200,7 +212,7 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 		break;
 	case MSG_READY:
 		sb->landlock_abi = m.landlock_abi;
-		if (sb->sync_wr >= 0)
+		if (sb->sync_wr >= 0 && sb->p->abort.ntripwires)
 			arm_tripwires(sb);
 		break;
 	}
@@ -278,6 +290,7 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->cg = o->cg;
 	sb->hooks = o->hooks;
 	sb->arg = o->arg;
+	sb->container = o->container;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
 	/* before the environment: it names the CA and holds the placeholders */
@@ -322,7 +335,9 @@ static void spawn_failed(struct sandbox *sb, struct corral_err *err)
 	int fd;
 
 	sandbox_kill(sb);
-	waitpid(sb->pid, NULL, 0);
+	/* a container's init is our parent's child: it reaps it */
+	if (!sb->container)
+		waitpid(sb->pid, NULL, 0);
 	sb->pid = -1;
 	while (sb->ctl >= 0 && child_msg_recv(sb->ctl, &m, &fd) > 0) {
 		cleanup_closep(&fd);
@@ -352,8 +367,11 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 		r = watch(sb, err);
 	if (r == 0 && send(*sync_wr, "c", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_errno(err, errno, "cannot start the sandbox");
-	/* with tripwires, the command waits for "t" (answered on READY) */
-	if (r == 0 && sb->p->abort.ntripwires)
+	/*
+	 * with tripwires, the command waits for "t" (answered on READY); a
+	 * container's for "s" (sandbox_release)
+	 */
+	if (r == 0 && (sb->p->abort.ntripwires || sb->container))
 		sb->sync_wr = steal_fd(sync_wr);
 	return r;
 }
@@ -387,9 +405,19 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	cleanup_close int sync_rd = -1, sync_wr = -1, ctl_child = -1;
 	struct sandbox *sb;
 	struct child_ctx c;
-	int r;
+	int r, ns = SANDBOX_NS;
 
 	*out = NULL;
+	if (o->container && o->net_fd >= 0) {
+		if (o->p->net == CORRAL_NET_PROXY)
+			return corral_set_err(err, -EINVAL, "the egress proxy needs the "
+					      "sandbox's own network namespace, not a "
+					      "joined one");
+		if (setns(o->net_fd, CLONE_NEWNET) < 0)
+			return corral_set_errno(err, errno, "cannot join the network "
+						"namespace");
+		ns &= ~CLONE_NEWNET;
+	}
 	sb = sandbox_new(o, err);
 	if (!sb)
 		return err->code;
@@ -407,8 +435,12 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.sync_rd = sync_rd, .msg_wr = ctl_child,
 		.stdio = { in, outw, errw },
 		.tty = o->tty, .winsize = o->winsize,
+		.container = o->container, .hostname = o->hostname,
+		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
+		.joined_net = !(ns & CLONE_NEWNET),
 	};
-	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD, NULL,
+	sb->pid = syscall(SYS_clone, ns | CLONE_PIDFD | SIGCHLD |
+			  (o->container ? CLONE_PARENT : 0), NULL,
 			  &sb->pidfd, NULL, 0);
 	if (sb->pid < 0) {
 		r = corral_set_err(err, -errno, "cannot create the namespaces: %s%s",

@@ -76,6 +76,11 @@ struct child_ctx {
 	int stdio[3];		/* the command's 0, 1, 2; -1: /dev/null */
 	bool tty;		/* the command's 0-2: a pty made inside */
 	struct winsize winsize;	/* the pty's first size */
+	bool container;		/* sandbox_opts.container */
+	const char *hostname;	/* NULL: "corral" */
+	const struct corral_rlimit *rlimits;	/* the command's (sandbox_opts) */
+	size_t nrlimits;
+	bool joined_net;	/* sandbox_opts.net_fd: lo is the namespace owner's */
 };
 
 /*
@@ -152,11 +157,12 @@ struct exec_fail {
  * ---- sandbox.c: the supervisor's half of every sandbox -----------------
  *
  * sandbox_spawn() is the one way a sandbox is made, whichever front end
- * asks (corral_run in run.c, the daemon's boxes in box.c, later MCP and
- * the OCI runtime): it clones init into new namespaces, gives it its
- * identity, the egress proxy and its cgroup, then watches it on the
- * front end's loop.  What init sends back is decoded in one place
- * (child_msg_recv); the front end hears of it through its hooks.
+ * asks (corral_run in run.c, the daemon's boxes in box.c, an OCI
+ * container's monitor in container.c): it clones init into new
+ * namespaces, gives it its identity, the egress proxy and its cgroup,
+ * then watches it on the front end's loop.  What init sends back is
+ * decoded in one place (child_msg_recv); the front end hears of it
+ * through its hooks.
  */
 struct events;
 struct proxy;
@@ -202,6 +208,26 @@ struct sandbox_opts {
 	const struct sandbox_hooks *hooks;
 	void *arg;
 	bool want_upper;		/* keep the workspace's upper layer */
+	/*
+	 * An OCI container (container.c): init is cloned as a sibling of
+	 * the caller (CLONE_PARENT), so that when the caller exits the
+	 * container engine's shim, a subreaper, adopts it; it has no
+	 * parent-death signal; the command waits for sandbox_release()
+	 * after READY; and init exits with the command's status (128 +
+	 * the signal when one ended it), the status the shim reports.
+	 */
+	bool container;
+	const char *hostname;		/* the sandbox's; NULL: "corral" */
+	/* the command's rlimits (lowered only: it has no capability to raise) */
+	const struct corral_rlimit *rlimits;
+	size_t nrlimits;
+	/*
+	 * A container's: a network namespace to join instead of a new one (a
+	 * Kubernetes pod's, made by its CNI), or -1.  The supervisor enters
+	 * it before the clone (the sandbox's user namespace has no rights
+	 * over a namespace the host owns); not with the egress proxy.
+	 */
+	int net_fd;
 };
 
 struct sandbox {
@@ -224,6 +250,7 @@ struct sandbox {
 	int scratchfd;		/* its writable tmpfs: was the disk limit hit? */
 	int upperfd;		/* want_upper: the workspace's upper layer */
 	int ptyfd;		/* MSG_PTY_FD's master, until the front end takes it */
+	bool container;		/* sandbox_opts.container */
 	int landlock_abi;
 	struct proxy *px;
 	struct tlsbox *tls;	/* the CA and secrets of terminated egress, or NULL */
@@ -244,6 +271,25 @@ int sandbox_check_policy(const struct corral_policy *p, struct corral_err *err);
  */
 int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		  struct corral_err *err);
+/* A container's command may start now (opts.container, after READY). */
+int sandbox_release(struct sandbox *sb, struct corral_err *err);
+/*
+ * child.c: what a process joining a running sandbox (an OCI exec) takes
+ * on after setns(2) into its namespaces, as init took it: the agent's
+ * identity, Landlock, no capabilities, seccomp.  *notify_fd: the
+ * seccomp listener, or -1.
+ */
+int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
+			struct corral_err *err);
+/* child.c: each rlimit, capped at the current hard limit. */
+int sandbox_set_rlimits(const struct corral_rlimit *r, size_t n,
+			struct corral_err *err);
+/*
+ * container.c: corral_container_ctl() with an fd (SCM_RIGHTS): "notify"
+ * hands the monitor an exec'd process's seccomp listener.
+ */
+int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
+		     size_t len, struct corral_err *err);
 /* Stop watching init (the pidfd and the control socket; ctl is closed). */
 void sandbox_unwatch(struct sandbox *sb);
 /*

@@ -1,0 +1,220 @@
+/*
+ * oci.c - `corral oci` (or the binary named corral-oci): runc's global
+ * flags, its error log, and the verbs found from one table.
+ *
+ * containerd's runc shim and podman run the runtime as
+ *   RUNTIME --root DIR --log FILE --log-format json VERB [FLAGS] ID
+ * and, when it fails, read the last {"level":"error","msg":...} line of
+ * FILE: that is where an error must be for the engine to show it.
+ */
+#include "cli.h"
+#include "oci.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char oci_usage[] =
+"Usage: corral oci [GLOBAL FLAGS] COMMAND [FLAGS] ID\n"
+"       corral-oci ...  (the same, for containerd's BinaryName)\n"
+"\n"
+"An OCI runtime with runc's command line, for containerd's\n"
+"io.containerd.runc.v2 shim and podman: the bundle's config.json runs\n"
+"inside a corral sandbox (docs/kubernetes.md).\n"
+"\n"
+"Global flags:\n"
+"  --root DIR           state directories (default " OCI_DEFAULT_ROOT ")\n"
+"  --log FILE           errors also as JSON lines here (the shim reads it)\n"
+"  --log-format json|text\n"
+"  --systemd-cgroup     accepted; corral makes its own cgroups either way\n"
+"  --debug              also debug lines in the log\n"
+"  --corral-config FILE the operator's limits on config.json (default\n"
+"                       $CORRAL_OCI_CONFIG, else " OCI_OPERATOR_CONFIG ")\n"
+"  --version            print the version\n"
+"\n"
+"Commands:\n"
+"  create --bundle DIR [--pid-file F] [--console-socket S] ID\n"
+"  start ID | state ID | kill [--all] ID [SIGNAL] | delete [--force] ID\n"
+"  exec --process FILE [--detach] [--pid-file F] [--console-socket S] ID\n"
+"  ps [--format json] ID | pause ID | resume ID\n"
+"  update --resources FILE|- ID | features\n"
+"";
+
+/* One line in the log, runc's (logrus's) fields, and the text on stderr. */
+static void log_line(const struct oci_global *g, const char *level,
+		     const char *fmt, va_list ap)
+{
+	char msg[2048], stamp[40];
+	struct timespec ts;
+	struct tm tm;
+	json_t *o;
+	char *line;
+	int fd;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (!strcmp(level, "error"))
+		fprintf(stderr, "corral-oci: %s\n", msg);
+	if (!g->log)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fd = open(g->log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (g->log_json) {
+		o = json_pack("{s:s, s:s, s:s}", "level", level, "msg", msg,
+			      "time", stamp);
+		line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (line)
+			dprintf(fd, "%s\n", line);
+		free(line);
+	} else {
+		dprintf(fd, "time=\"%s\" level=%s msg=\"%s\"\n", stamp, level, msg);
+	}
+	close(fd);
+}
+
+void oci_error(const struct oci_global *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_line(g, "error", fmt, ap);
+	va_end(ap);
+}
+
+void oci_debug(const struct oci_global *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!g->debug)
+		return;
+	va_start(ap, fmt);
+	log_line(g, "debug", fmt, ap);
+	va_end(ap);
+}
+
+/* runc's shape: the engines read the first line's last word. */
+static int oci_version(const struct oci_global *g, int argc, char **argv)
+{
+	(void)g;
+	(void)argc;
+	(void)argv;
+	printf("corral-oci version %s\nspec: %s\n", CORRAL_VERSION, OCI_VERSION);
+	return 0;
+}
+
+static const struct oci_command {
+	const char *name;
+	int (*fn)(const struct oci_global *g, int argc, char **argv);
+	bool needs_root;	/* namespaces and cgroups of others: root only */
+} oci_commands[] = {
+	{ "create", oci_create, true },
+	{ "start", oci_start, true },
+	{ "state", oci_state_cmd, false },
+	{ "kill", oci_kill, true },
+	{ "delete", oci_delete, true },
+	{ "exec", oci_exec, true },
+	{ "ps", oci_ps, true },
+	{ "pause", oci_pause, true },
+	{ "resume", oci_resume, true },
+	{ "features", oci_features, false },
+	{ "update", oci_update, true },
+	{ "version", oci_version, false },
+};
+
+enum { G_ROOT = 256, G_LOG, G_LOG_FORMAT, G_SYSTEMD, G_DEBUG, G_VERSION,
+       G_HELP, G_IGNORED, G_IGNORED_ARG, G_CONFIG };
+
+static const struct option global_options[] = {
+	{ "root", required_argument, NULL, G_ROOT },
+	{ "log", required_argument, NULL, G_LOG },
+	{ "log-format", required_argument, NULL, G_LOG_FORMAT },
+	{ "systemd-cgroup", no_argument, NULL, G_SYSTEMD },
+	{ "debug", no_argument, NULL, G_DEBUG },
+	{ "version", no_argument, NULL, G_VERSION },
+	{ "help", no_argument, NULL, G_HELP },
+	{ "corral-config", required_argument, NULL, G_CONFIG },
+	/* runc's, which podman may pass: meaningless here */
+	{ "rootless", required_argument, NULL, G_IGNORED_ARG },
+	{ "criu", required_argument, NULL, G_IGNORED_ARG },
+	{ "no-new-keyring", no_argument, NULL, G_IGNORED },
+	{ NULL, 0, NULL, 0 },
+};
+
+int cmd_oci(int argc, char **argv)
+{
+	struct oci_global g = { .root = OCI_DEFAULT_ROOT };
+	int opt;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long_only(argc, argv, "+hv", global_options, NULL)) != -1) {
+		switch (opt) {
+		case G_ROOT:
+			g.root = optarg;
+			break;
+		case G_LOG:
+			g.log = optarg;
+			break;
+		case G_LOG_FORMAT:
+			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
+				oci_error(&g, "--log-format %s: json or text", optarg);
+				return 2;
+			}
+			g.log_json = !strcmp(optarg, "json");
+			break;
+		case G_SYSTEMD:
+			g.systemd_cgroup = true;
+			break;
+		case G_DEBUG:
+			g.debug = true;
+			break;
+		case G_CONFIG:
+			g.config = optarg;
+			break;
+		case 'v':
+		case G_VERSION:
+			return oci_version(&g, 0, NULL);
+		case 'h':
+		case G_HELP:
+			fputs(oci_usage, stdout);
+			return 0;
+		case G_IGNORED:
+		case G_IGNORED_ARG:
+			break;
+		default:
+			oci_error(&g, "unknown global flag %s", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fputs(oci_usage, stderr);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(oci_commands) / sizeof(oci_commands[0]); i++) {
+		const struct oci_command *c = &oci_commands[i];
+
+		if (strcmp(argv[optind], c->name))
+			continue;
+		if (c->needs_root && geteuid() != 0) {
+			oci_error(&g, "%s: corral's OCI runtime must run as root (it "
+				  "joins and makes namespaces and cgroups for an engine "
+				  "that runs as root); uid %d cannot", c->name,
+				  (int)geteuid());
+			return 1;
+		}
+		oci_debug(&g, "%s", c->name);
+		return c->fn(&g, argc - optind, argv + optind);
+	}
+	oci_error(&g, "unknown command \"%s\"", argv[optind]);
+	return 2;
+}

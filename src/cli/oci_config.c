@@ -1,0 +1,666 @@
+/*
+ * oci_config.c - a bundle's config.json as a corral policy.
+ *
+ * The base is the operator's corral policy (or corral's default), then
+ * the one the io.corral.policy annotation names in the operator's
+ * directory; config.json adds its root, process, hostname, limits and
+ * binds.  corral's own layers stay on top whatever config.json says: its
+ * seccomp table, Landlock, no capabilities, its /dev and /proc, new
+ * namespaces of every kind.  What would weaken them is refused, each
+ * with the field that asked: capabilities beyond the engines' default
+ * set (unless the operator lists them, and even then none is granted),
+ * host or joined namespaces, device nodes, host binds outside the
+ * operator's allowlist, sysctls, hooks (host programs run as root).
+ */
+#include "oci.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* ---- the operator ----------------------------------------------------- */
+
+static int str_array(json_t *a, const char *key, char ***out, size_t *n,
+		     struct corral_err *err)
+{
+	size_t i;
+	json_t *v;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return corral_set_err(err, -EINVAL, "%s: an array of strings", key);
+	*out = calloc(json_array_size(a) + 1, sizeof(char *));
+	if (!*out)
+		return corral_set_err(err, -ENOMEM, "out of memory for %s", key);
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v))
+			return corral_set_err(err, -EINVAL, "%s[%zu]: not a string", key, i);
+		if (!((*out)[i] = strdup(json_string_value(v))))
+			return corral_set_err(err, -ENOMEM, "out of memory for %s", key);
+		*n = i + 1;
+	}
+	return 0;
+}
+
+static char *dup_opt(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int oci_operator_load(struct oci_operator *op, const char *path,
+		      struct corral_err *err)
+{
+	bool named = path || getenv("CORRAL_OCI_CONFIG");
+	const char *policy = NULL, *dir = NULL, *audit = NULL;
+	json_t *o, *binds = NULL, *caps = NULL;
+	json_error_t je;
+	int egress = 1, podnet = 0, r;
+
+	memset(op, 0, sizeof(*op));
+	op->egress_annotation = true;
+	if (!path)
+		path = getenv("CORRAL_OCI_CONFIG");
+	if (!path)
+		path = OCI_OPERATOR_CONFIG;
+	if (!named && access(path, F_OK) < 0 && errno == ENOENT)
+		return 0;	/* corral's defaults: nothing more allowed */
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line,
+				      je.column, je.text);
+	r = json_unpack_ex(o, &je, JSON_STRICT, "{s?s, s?s, s?o, s?o, s?b, s?s, s?b}",
+			   "policy", &policy, "policies_dir", &dir,
+			   "allow_bind", &binds, "allow_caps", &caps,
+			   "egress_annotation", &egress, "audit_dir", &audit,
+			   "join_pod_network", &podnet);
+	if (r < 0) {
+		r = corral_set_err(err, -EINVAL, "%s: %s (keys: policy, policies_dir, "
+				   "allow_bind, allow_caps, egress_annotation, "
+				   "audit_dir, join_pod_network)", path, je.text);
+		json_decref(o);
+		return r;
+	}
+	op->policy = dup_opt(policy);
+	op->policies_dir = dup_opt(dir);
+	op->audit_dir = dup_opt(audit);
+	op->egress_annotation = egress;
+	op->join_pod_network = podnet;
+	r = str_array(binds, "allow_bind", &op->allow_bind, &op->nallow_bind, err);
+	if (r == 0)
+		r = str_array(caps, "allow_caps", &op->allow_caps, &op->nallow_caps, err);
+	json_decref(o);
+	return r;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+void oci_operator_free(struct oci_operator *op)
+{
+	free(op->policy);
+	free(op->policies_dir);
+	free(op->audit_dir);
+	free_strv(op->allow_bind);
+	free_strv(op->allow_caps);
+}
+
+/* ---- what is refused -------------------------------------------------- */
+
+/* What containerd, docker and podman give every container by default. */
+static const char *const default_caps[] = {
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
+	"CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP",
+	"CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",
+	"CAP_AUDIT_WRITE", NULL,
+};
+
+static bool in_list(const char *s, char *const *list)
+{
+	for (size_t i = 0; list && list[i]; i++)
+		if (!strcasecmp(list[i], s))
+			return true;
+	return false;
+}
+
+/*
+ * Capabilities: the default set is accepted and dropped like every other
+ * (corral's processes have none); more is refused unless the operator
+ * lists it, and is then dropped all the same: the boundary does not move.
+ */
+static int check_caps(const struct oci_operator *op, json_t *caps,
+		      struct corral_err *err)
+{
+	static const char *const sets[] = {
+		"bounding", "effective", "inheritable", "permitted", "ambient",
+	};
+	size_t i;
+	json_t *v;
+
+	if (!caps)
+		return 0;
+	for (size_t k = 0; k < sizeof(sets) / sizeof(sets[0]); k++) {
+		json_array_foreach(json_object_get(caps, sets[k]), i, v) {
+			const char *c = json_string_value(v);
+
+			if (!c)
+				return corral_set_err(err, -EINVAL, "process.capabilities."
+						      "%s[%zu]: not a string", sets[k], i);
+			if (in_list(c, (char *const *)default_caps) ||
+			    in_list(c, op->allow_caps))
+				continue;
+			return corral_set_err(err, -EPERM, "process.capabilities.%s: "
+					      "%s refused: corral gives a container no "
+					      "capabilities beyond the default set, and the "
+					      "operator's allow_caps does not list it",
+					      sets[k], c);
+		}
+	}
+	return 0;
+}
+
+/* A pod's network namespace, opened and checked to be one. */
+static int open_netns(const char *path, int *fd, struct corral_err *err)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return corral_set_errno(err, errno, "linux.namespaces: network %s", path);
+	if (ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return corral_set_err(err, -EINVAL, "linux.namespaces: %s is not a "
+				      "network namespace", path);
+	return 0;
+}
+
+/*
+ * Every namespace new: none missing (the host's), none joined by path;
+ * but a pod's (network joined, ipc and uts its own) where the operator
+ * lets pods run.
+ */
+static int check_namespaces(const struct oci_operator *op, json_t *lnx,
+			    struct oci_spec *s, struct corral_err *err)
+{
+	static const char *const needed[] = { "pid", "network", "ipc", "uts",
+					       "mount", NULL };
+	json_t *ns = json_object_get(lnx, "namespaces"), *v;
+	size_t i;
+
+	json_array_foreach(ns, i, v) {
+		const char *type = json_string_value(json_object_get(v, "type"));
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		if (!type)
+			return corral_set_err(err, -EINVAL, "linux.namespaces[%zu]: no type", i);
+		if (!path || !path[0])
+			continue;
+		if (op->join_pod_network && !strcmp(type, "network")) {
+			if (open_netns(path, &s->net_fd, err) < 0)
+				return err->code;
+			continue;
+		}
+		if (op->join_pod_network && (!strcmp(type, "ipc") || !strcmp(type, "uts")))
+			continue;
+		return corral_set_err(err, -EPERM, "linux.namespaces[%zu]: joining "
+				      "the %s namespace %s refused: a corral "
+				      "container's namespaces are all its own%s",
+				      i, type, path, !strcmp(type, "network") ?
+				      " (a pod's network: the operator's "
+				      "join_pod_network)" : "");
+	}
+	for (size_t k = 0; needed[k]; k++) {
+		bool found = false;
+
+		json_array_foreach(ns, i, v)
+			if (!strcmp(json_string_value(json_object_get(v, "type")), needed[k]))
+				found = true;
+		if (!found)
+			return corral_set_err(err, -EPERM, "linux.namespaces: the host's "
+					      "%s namespace refused: a corral container "
+					      "gets a new one of each kind", needed[k]);
+	}
+	if (s->net_fd >= 0 && s->p.net == CORRAL_NET_PROXY)
+		return corral_set_err(err, -EPERM, "io.corral.allow with the pod's "
+				      "network namespace refused: corral's egress "
+				      "proxy needs the container's own");
+	return 0;
+}
+
+/* The nodes corral's own /dev has; any other is refused. */
+static int check_devices(json_t *lnx, struct corral_err *err)
+{
+	static const char *const own[] = {
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+		"/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/console", NULL,
+	};
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(json_object_get(lnx, "devices"), i, v) {
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		if (!path || !in_list(path, (char *const *)own))
+			return corral_set_err(err, -EPERM, "linux.devices[%zu]: device %s "
+					      "refused: a corral container has only the "
+					      "nodes of its own /dev", i, path ? path : "?");
+	}
+	return 0;
+}
+
+/*
+ * Where corral mounts its own (or, for /sys, nothing): a mount config.json
+ * asks for there, of any type (podman binds its /dev/shm, engines their
+ * /etc/hosts and resolv.conf), is not made: corral writes its own /etc
+ * entries (names resolve through its proxy, or not at all).  Leaving one
+ * out never weakens the boundary.
+ */
+static bool own_mount(const char *dst)
+{
+	static const char *const own[] = {
+		"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/tmp", NULL,
+	};
+	/* these trees are corral's whole (podman binds /run/.containerenv) */
+	static const char *const trees[] = { "/proc", "/dev", "/sys", "/run" };
+
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		size_t n = strlen(trees[i]);
+
+		if (!strncmp(dst, trees[i], n) && (dst[n] == '\0' || dst[n] == '/'))
+			return true;
+	}
+	return in_list(dst, (char *const *)own);
+}
+
+static bool has_option(json_t *opts, const char *want)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(opts, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), want))
+			return true;
+	return false;
+}
+
+/* A bind's source must lie beneath an allowed prefix (both resolved). */
+static bool bind_allowed(const struct oci_operator *op, const char *src)
+{
+	char real[PATH_MAX], pre[PATH_MAX];
+
+	if (!realpath(src, real))
+		return false;
+	for (size_t i = 0; i < op->nallow_bind; i++) {
+		size_t n;
+
+		if (!realpath(op->allow_bind[i], pre))
+			continue;
+		n = strlen(pre);
+		if (!strncmp(real, pre, n) && (real[n] == '/' || real[n] == '\0' ||
+					       !strcmp(pre, "/")))
+			return true;
+	}
+	return false;
+}
+
+static int add_mounts(const struct oci_operator *op, json_t *mounts,
+		      struct corral_policy *p, struct corral_err *err)
+{
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(mounts, i, m) {
+		const char *dst = json_string_value(json_object_get(m, "destination"));
+		const char *type = json_string_value(json_object_get(m, "type"));
+		const char *src = json_string_value(json_object_get(m, "source"));
+		json_t *opts = json_object_get(m, "options");
+		bool bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
+			    has_option(opts, "rbind");
+		char spec[2 * PATH_MAX + 2];
+		int r;
+
+		if (!dst || dst[0] != '/')
+			return corral_set_err(err, -EINVAL, "mounts[%zu]: destination "
+					      "must be an absolute path", i);
+		if (own_mount(dst))
+			continue;
+		if (!bind)
+			return corral_set_err(err, -EPERM, "mounts[%zu]: a %s mount on %s "
+					      "refused: corral mounts only its own kernel "
+					      "filesystems and allowed binds", i,
+					      type ? type : "typeless", dst);
+		if (!src || !bind_allowed(op, src))
+			return corral_set_err(err, -EPERM, "mounts[%zu]: the host's %s "
+					      "bound on %s refused: not beneath the "
+					      "operator's allow_bind", i, src ? src : "?", dst);
+		snprintf(spec, sizeof(spec), "%s:%s", src, dst);
+		r = corral_policy_add_bind(p, spec, !has_option(opts, "ro"), err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- the spec --------------------------------------------------------- */
+
+static int dup_strv(json_t *a, const char *key, char ***out, struct corral_err *err)
+{
+	size_t n = 0;
+
+	if (a && !json_is_array(a))
+		return corral_set_err(err, -EINVAL, "%s: an array of strings", key);
+	return str_array(a, key, out, &n, err);
+}
+
+/* process.rlimits: [{type: "RLIMIT_NOFILE", soft, hard}] */
+static int load_rlimits(json_t *a, struct oci_spec *s, struct corral_err *err)
+{
+	static const struct { const char *name; int res; } names[] = {
+		{ "RLIMIT_AS", RLIMIT_AS }, { "RLIMIT_CORE", RLIMIT_CORE },
+		{ "RLIMIT_CPU", RLIMIT_CPU }, { "RLIMIT_DATA", RLIMIT_DATA },
+		{ "RLIMIT_FSIZE", RLIMIT_FSIZE }, { "RLIMIT_LOCKS", RLIMIT_LOCKS },
+		{ "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
+		{ "RLIMIT_NICE", RLIMIT_NICE }, { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+		{ "RLIMIT_NPROC", RLIMIT_NPROC }, { "RLIMIT_RSS", RLIMIT_RSS },
+		{ "RLIMIT_RTPRIO", RLIMIT_RTPRIO }, { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+		{ "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING }, { "RLIMIT_STACK", RLIMIT_STACK },
+	};
+	size_t i;
+	json_t *v;
+
+	free(s->rlimits);
+	s->rlimits = NULL;
+	s->nrlimits = 0;
+	if (!json_array_size(a))
+		return 0;
+	s->rlimits = calloc(json_array_size(a), sizeof(*s->rlimits));
+	if (!s->rlimits)
+		return corral_set_err(err, -ENOMEM, "out of memory for process.rlimits");
+	json_array_foreach(a, i, v) {
+		const char *type = json_string_value(json_object_get(v, "type"));
+		json_t *soft = json_object_get(v, "soft"), *hard = json_object_get(v, "hard");
+		size_t k = 0;
+
+		while (type && k < sizeof(names) / sizeof(names[0]) &&
+		       strcmp(type, names[k].name))
+			k++;
+		if (!type || k == sizeof(names) / sizeof(names[0]) ||
+		    !json_is_integer(soft) || !json_is_integer(hard))
+			return corral_set_err(err, -EINVAL, "process.rlimits[%zu]: "
+					      "{type: RLIMIT_*, soft, hard} expected (got %s)",
+					      i, type ? type : "no type");
+		s->rlimits[s->nrlimits++] = (struct corral_rlimit){ names[k].res,
+			(uint64_t)json_integer_value(soft), (uint64_t)json_integer_value(hard) };
+	}
+	return 0;
+}
+
+static int load_process(const struct oci_operator *op, json_t *proc,
+			struct oci_spec *s, struct corral_err *err)
+{
+	const char *cwd = json_string_value(json_object_get(proc, "cwd"));
+	int r;
+
+	if (!json_is_object(proc))
+		return corral_set_err(err, -EINVAL, "process: missing");
+	r = dup_strv(json_object_get(proc, "args"), "process.args", &s->argv, err);
+	if (r == 0 && (!s->argv || !s->argv[0]))
+		r = corral_set_err(err, -EINVAL, "process.args: no command to run");
+	if (r == 0)
+		r = dup_strv(json_object_get(proc, "env"), "process.env", &s->env, err);
+	if (r == 0)
+		r = check_caps(op, json_object_get(proc, "capabilities"), err);
+	if (r == 0)
+		r = load_rlimits(json_object_get(proc, "rlimits"), s, err);
+	if (r < 0)
+		return r;
+	s->tty = json_is_true(json_object_get(proc, "terminal"));
+	s->cwd = strdup(cwd && cwd[0] == '/' ? cwd : "/");
+	if (!s->cwd)
+		return corral_set_err(err, -ENOMEM, "out of memory for process.cwd");
+	return 0;
+}
+
+/* The operator's base policy, then the annotation's named one. */
+static int load_policies(const struct oci_operator *op, struct oci_spec *s,
+			 struct corral_err *err)
+{
+	const char *name = json_string_value(json_object_get(s->annotations,
+							     "io.corral.policy"));
+	char path[PATH_MAX];
+	int r;
+
+	corral_policy_init(&s->p);
+	if (op->policy && (r = corral_policy_load_file(&s->p, op->policy, err)) < 0)
+		return r;
+	if (!name)
+		return 0;
+	if (!op->policies_dir)
+		return corral_set_err(err, -EPERM, "annotation io.corral.policy=%s: "
+				      "the operator names no policies_dir", name);
+	if (!name[0] || strchr(name, '/') || name[0] == '.')
+		return corral_set_err(err, -EINVAL, "annotation io.corral.policy=%s: "
+				      "a policy's name, not a path", name);
+	snprintf(path, sizeof(path), "%s/%s.json", op->policies_dir, name);
+	return corral_policy_load_file(&s->p, path, err);
+}
+
+/* io.corral.allow: "pypi.org,*.github.com:443": egress through the proxy. */
+static int load_egress(const struct oci_operator *op, struct oci_spec *s,
+		       struct corral_err *err)
+{
+	const char *allow = json_string_value(json_object_get(s->annotations,
+							      "io.corral.allow"));
+	char *copy, *tok, *save = NULL;
+	int r = 0;
+
+	if (!allow)
+		return 0;
+	if (!op->egress_annotation)
+		return corral_set_err(err, -EPERM, "annotation io.corral.allow: the "
+				      "operator does not let annotations open egress");
+	copy = strdup(allow);
+	if (!copy)
+		return corral_set_err(err, -ENOMEM, "out of memory for io.corral.allow");
+	r = corral_policy_set_net(&s->p, "proxy", err);
+	for (tok = strtok_r(copy, ", ", &save); r == 0 && tok;
+	     tok = strtok_r(NULL, ", ", &save))
+		r = corral_policy_add_allow(&s->p, tok, err);
+	free(copy);
+	return r;
+}
+
+static int load_resources(json_t *res, struct corral_policy *p,
+			  struct corral_err *err)
+{
+	json_int_t mem = json_integer_value(json_object_get(json_object_get(res,
+						"memory"), "limit"));
+	json_int_t pids = json_integer_value(json_object_get(json_object_get(res,
+						"pids"), "limit"));
+	json_t *cpu = json_object_get(res, "cpu");
+	json_int_t quota = json_integer_value(json_object_get(cpu, "quota"));
+	json_int_t period = json_integer_value(json_object_get(cpu, "period"));
+
+	/* only tighter than the operator's: a container cannot raise them */
+	if (mem > 0 && (!p->memory_bytes || (uint64_t)mem < p->memory_bytes))
+		p->memory_bytes = mem;
+	if (pids > 0 && (!p->pids || (uint64_t)pids < p->pids))
+		p->pids = pids;
+	if (quota > 0 && period > 0 &&
+	    (!(p->cpus > 0) || (double)quota / period < p->cpus))
+		p->cpus = (double)quota / period;
+	(void)err;
+	return 0;
+}
+
+static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
+		     struct corral_err *err)
+{
+	const char *path = json_string_value(json_object_get(root, "path"));
+	char joined[PATH_MAX];
+
+	if (!path)
+		return corral_set_err(err, -EINVAL, "root.path: missing");
+	if (path[0] == '/')
+		snprintf(joined, sizeof(joined), "%s", path);
+	else
+		snprintf(joined, sizeof(joined), "%s/%s", bundle, path);
+	s->rootfs = realpath(joined, NULL);
+	if (!s->rootfs)
+		return corral_set_errno(err, errno, "root.path %s", joined);
+	if (corral_policy_set_root(&s->p, &s->rootfs, 1, err) < 0)
+		return err->code;
+	s->p.root_writable = !json_is_true(json_object_get(root, "readonly"));
+	return 0;
+}
+
+static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
+{
+	json_t *hooks = json_object_get(doc, "hooks");
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(hooks, key, v)
+		if (json_array_size(v))
+			return corral_set_err(err, -EPERM, "hooks.%s refused: hooks run "
+					      "host programs as root", key);
+	/*
+	 * net.*: the container's own network namespace, which has only
+	 * loopback (podman sets net.ipv4.ping_group_range for every one):
+	 * left at the kernel's defaults, not refused.  Anything else
+	 * would be the host's kernel.
+	 */
+	json_object_foreach(json_object_get(lnx, "sysctl"), key, v)
+		if (strncmp(key, "net.", 4))
+			return corral_set_err(err, -EPERM, "linux.sysctl %s refused: "
+					      "corral sets no kernel parameters for a "
+					      "container", key);
+	return 0;
+}
+
+int oci_spec_load(const struct oci_operator *op, const char *bundle,
+		  struct oci_spec *s, struct corral_err *err)
+{
+	char path[PATH_MAX];
+	json_error_t je;
+	json_t *lnx, *env;
+	size_t i;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->net_fd = -1;
+	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	s->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!s->doc)
+		return corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line,
+				      je.column, je.text);
+	s->annotations = json_incref(json_object_get(s->doc, "annotations"));
+	if (!json_is_object(s->annotations)) {
+		json_decref(s->annotations);
+		s->annotations = json_object();
+	}
+	lnx = json_object_get(s->doc, "linux");
+	r = load_policies(op, s, err);
+	if (r == 0)
+		r = load_egress(op, s, err);
+	if (r == 0)
+		r = load_process(op, json_object_get(s->doc, "process"), s, err);
+	if (r == 0)
+		r = check_namespaces(op, lnx, s, err);
+	if (r == 0)
+		r = check_devices(lnx, err);
+	if (r == 0)
+		r = refuse_extras(s->doc, lnx, err);
+	if (r == 0)
+		r = add_mounts(op, json_object_get(s->doc, "mounts"), &s->p, err);
+	if (r == 0)
+		r = load_root(bundle, json_object_get(s->doc, "root"), s, err);
+	if (r == 0)
+		r = load_resources(json_object_get(lnx, "resources"), &s->p, err);
+	json_array_foreach(json_object_get(json_object_get(s->doc, "process"), "env"),
+			   i, env) {
+		if (r == 0)
+			r = corral_policy_set_env(&s->p, json_string_value(env), err);
+	}
+	if (r == 0 && strcmp(s->cwd, "/"))
+		r = corral_policy_set_workdir(&s->p, s->cwd, err);
+	if (r == 0 && json_string_value(json_object_get(s->doc, "hostname")) &&
+	    !(s->hostname = strdup(json_string_value(json_object_get(s->doc,
+									"hostname")))))
+		r = corral_set_err(err, -ENOMEM, "out of memory for hostname");
+	if (r == 0 && !s->p.workdir)
+		r = corral_policy_set_workdir(&s->p, "/", err);
+	return r;
+}
+
+int oci_process_load(const struct oci_operator *op, const char *path,
+		     struct oci_spec *s, struct corral_err *err)
+{
+	json_error_t je;
+	json_t *proc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	int r;
+
+	if (!proc)
+		return corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line,
+				      je.column, je.text);
+	free_strv(s->argv);
+	free_strv(s->env);
+	free(s->cwd);
+	s->argv = s->env = NULL;
+	s->cwd = NULL;
+	r = load_process(op, proc, s, err);
+	json_decref(proc);
+	return r;
+}
+
+void oci_spec_free(struct oci_spec *s)
+{
+	corral_policy_free(&s->p);
+	free_strv(s->argv);
+	free_strv(s->env);
+	free(s->cwd);
+	free(s->hostname);
+	free(s->rootfs);
+	free(s->rlimits);
+	json_decref(s->annotations);
+	json_decref(s->doc);
+	if (s->net_fd >= 0)
+		close(s->net_fd);
+	memset(s, 0, sizeof(*s));
+	s->net_fd = -1;
+}
+
+int oci_signal_parse(const char *s, struct corral_err *err)
+{
+	static const struct { const char *name; int sig; } names[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+		{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+		{ "TERM", SIGTERM }, { "CONT", SIGCONT }, { "STOP", SIGSTOP },
+		{ "WINCH", SIGWINCH }, { "ALRM", SIGALRM }, { "PIPE", SIGPIPE },
+		{ "CHLD", SIGCHLD }, { "ABRT", SIGABRT },
+	};
+	char *end;
+	long n;
+
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i].name))
+			return names[i].sig;
+	n = strtol(s, &end, 10);
+	if (*s && !*end && n > 0 && n < NSIG)
+		return (int)n;
+	return corral_set_err(err, -EINVAL, "invalid signal \"%s\"", s);
+}

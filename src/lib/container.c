@@ -1,0 +1,519 @@
+/*
+ * container.c - an OCI container's monitor: the supervisor's half of a
+ * sandbox whose front end (`corral oci create`) exits at once.
+ *
+ * The runtime spec splits a container's birth in two: `create` leaves
+ * init waiting, `start` lets its process run.  The CLI forks the monitor,
+ * which spawns the sandbox (sandbox_spawn, opts.container: init becomes
+ * the CLI's child and so, once the CLI exits, the engine's shim's),
+ * tells the CLI "created PID" once init waits, then serves the verbs
+ * that need what it holds (the cgroup, init's sync socket, the pidfd) on
+ * a unix socket of the state directory, one request a connection, until
+ * init exits.  The proxy, the seccomp sensor and the tripwires live here
+ * as they do under corral run.
+ */
+#include "internal.h"
+#include "sandbox.h"
+#include "events.h"
+#include "sensor.h"
+
+#include <event2/event.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define CTL_REQ_MAX	256
+#define CTL_REPLY_MAX	8192
+#define CTL_TIMEOUT_S	10	/* a freeze may take the kernel 2 s */
+#define PS_MAX		1000
+#define EXEC_SENSORS_MAX 64	/* exec'd processes whose denials are reported */
+
+struct monitor {
+	const struct corral_container_opts *o;
+	struct corral_policy limits;	/* `update` changes these only */
+	struct event_base *base;
+	struct events *ev;
+	struct cg *cg;
+	struct sandbox *sb;
+	int ready_fd;
+	int console_fd;
+	int listen_fd;
+	struct event *ev_listen;
+	bool started, paused, exited;
+	/* the seccomp listeners of exec'd processes (container_exec.c) */
+	struct sensor *sensors[EXEC_SENSORS_MAX];
+	size_t nsensors;
+};
+
+static void drop_event(struct event **ev)
+{
+	if (*ev)
+		event_free(*ev);
+	*ev = NULL;
+}
+
+/* The CLI's `create` hears once: created, or why not. */
+static void tell_ready(struct monitor *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void tell_ready(struct monitor *m, const char *fmt, ...)
+{
+	char line[CORRAL_ERR_MAX + 32];
+	va_list ap;
+	int n;
+
+	if (m->ready_fd < 0)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(m->ready_fd, line, (size_t)n < sizeof(line) ?
+			   (size_t)n : sizeof(line) - 1) < 0) {
+		/* the CLI is gone: it reports nothing, the shim sees it fail */
+	}
+	cleanup_closep(&m->ready_fd);
+}
+
+/* The pty's master to the engine's console socket, as runc sends it. */
+static int send_console(int sock, int fd, struct corral_err *err)
+{
+	static const char name[] = "/dev/ptmx";
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)name, sizeof(name) - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+		return corral_set_errno(err, errno, "cannot send the pty to the "
+					"console socket");
+	return 0;
+}
+
+static void on_msg(void *arg, const struct child_msg *cm)
+{
+	struct monitor *m = arg;
+	struct corral_err err = { 0 };
+
+	switch (cm->kind) {
+	case MSG_SETUP_FAILED:
+		tell_ready(m, "error %s\n", cm->text);
+		break;
+	case MSG_PTY_FD:
+		if (m->console_fd >= 0 && m->sb->ptyfd >= 0 &&
+		    send_console(m->console_fd, m->sb->ptyfd, &err) < 0)
+			tell_ready(m, "error %s\n", err.msg);
+		cleanup_closep(&m->sb->ptyfd);
+		cleanup_closep(&m->console_fd);
+		break;
+	case MSG_READY:
+		if (m->o->tty && m->console_fd >= 0) {
+			tell_ready(m, "error init made no pty for the console\n");
+			sandbox_kill(m->sb);
+			break;
+		}
+		events_emit(m->ev, "container.created", json_pack("{s:i}", "pid",
+			    (int)m->sb->pid));
+		tell_ready(m, "created %d\n", (int)m->sb->pid);
+		break;
+	case MSG_EXEC_FAILED:
+		events_emit(m->ev, "exec.failed", json_pack("{s:s, s:s}", "command",
+			    m->o->argv[0], "reason", strerror(cm->code)));
+		break;
+	case MSG_EXITED:
+		events_emit(m->ev, "exit", json_pack("{s:i}", "status", cm->code));
+		break;
+	}
+}
+
+static void on_closed(void *arg)
+{
+	struct monitor *m = arg;
+
+	tell_ready(m, "error the container's init ended while it was being "
+		   "created\n");
+}
+
+static void on_exited(void *arg)
+{
+	struct monitor *m = arg;
+
+	m->exited = true;
+	tell_ready(m, "error the container's init exited while it was being "
+		   "created\n");
+	event_base_loopbreak(m->base);
+}
+
+static const struct sandbox_hooks monitor_hooks = {
+	.msg = on_msg, .closed = on_closed, .exited = on_exited,
+};
+
+/* ---- requests -------------------------------------------------------- */
+
+static int signal_init(struct monitor *m, int sig, struct corral_err *err)
+{
+	if (syscall(SYS_pidfd_send_signal, m->sb->pidfd, sig, NULL, 0) == 0)
+		return 0;
+	/* exited, the loop not told yet: runc's words, which the shims match */
+	if (errno == ESRCH)
+		return corral_set_err(err, -ESRCH, "container not running");
+	return corral_set_errno(err, errno, "cannot send signal %d to pid %d",
+				sig, (int)m->sb->pid);
+}
+
+static int signal_all(struct monitor *m, int sig, struct corral_err *err)
+{
+	pid_t pids[PS_MAX];
+	ssize_t n;
+
+	if (sig == SIGKILL && cg_mode(m->cg) != CG_NONE) {
+		cg_kill(m->cg);
+		return 0;
+	}
+	n = cg_pids(m->cg, pids, PS_MAX);
+	if (n < 0)	/* no cgroup to list: init's namespace is the container */
+		return signal_init(m, sig, err);
+	for (ssize_t i = 0; i < n && i < PS_MAX; i++)
+		if (kill(pids[i], sig) < 0 && errno != ESRCH)
+			return corral_set_errno(err, errno, "cannot send signal "
+						"%d to pid %d", sig, (int)pids[i]);
+	return 0;
+}
+
+static int list_pids(struct monitor *m, char *reply, size_t len,
+		     struct corral_err *err)
+{
+	pid_t pids[PS_MAX];
+	size_t off;
+	ssize_t n = cg_pids(m->cg, pids, PS_MAX);
+
+	if (n == -ENOTSUP) {	/* rlimits only: init is what we know of */
+		pids[0] = m->sb->pid;
+		n = 1;
+	}
+	if (n < 0)
+		return corral_set_err(err, (int)n, "cannot list the container's "
+				      "processes: %s", strerror((int)-n));
+	off = snprintf(reply, len, "ok");
+	for (ssize_t i = 0; i < n && i < PS_MAX && off < len; i++)
+		off += snprintf(reply + off, len - off, " %d", (int)pids[i]);
+	return 0;
+}
+
+static int update_limits(struct monitor *m, const char *args,
+			 struct corral_err *err)
+{
+	unsigned long long mem, pids;
+	double cpus;
+
+	if (sscanf(args, "%llu %llu %lf", &mem, &pids, &cpus) != 3)
+		return corral_set_err(err, -EINVAL, "update: bad request \"%s\"", args);
+	if (mem)
+		m->limits.memory_bytes = mem;
+	if (pids)
+		m->limits.pids = pids;
+	if (cpus > 0)
+		m->limits.cpus = cpus;
+	return cg_set_limits(m->cg, &m->limits, err);
+}
+
+static const char *status_name(const struct monitor *m)
+{
+	return m->exited ? "stopped" : m->paused ? "paused" :
+	       m->started ? "running" : "created";
+}
+
+/* One request; the reply in reply ("ok ..."); err says why not. */
+static int serve_request(struct monitor *m, const char *req, int *fd,
+			 char *reply, size_t len, struct corral_err *err)
+{
+	int sig, r;
+	pid_t pid;
+
+	snprintf(reply, len, "ok");
+	if (!strcmp(req, "state")) {
+		snprintf(reply, len, "ok %s %d", status_name(m), (int)m->sb->pid);
+		return 0;
+	}
+	if (m->exited)
+		return corral_set_err(err, -ESRCH, "container not running");
+	if (!strcmp(req, "start")) {
+		r = sandbox_release(m->sb, err);
+		if (r == 0) {
+			m->started = true;
+			events_emit(m->ev, "exec.start", json_pack("{s:i, s:s}", "pid",
+				    (int)m->sb->pid, "command", m->o->argv[0]));
+		}
+		return r;
+	}
+	if (!strcmp(req, "pause") || !strcmp(req, "resume")) {
+		bool freeze = req[0] == 'p';
+
+		r = cg_freeze(m->cg, freeze, err);
+		if (r == 0) {
+			m->paused = freeze;
+			events_emit(m->ev, freeze ? "paused" : "resumed", NULL);
+		}
+		return r;
+	}
+	if (sscanf(req, "kill %d", &sig) == 1)
+		return signal_init(m, sig, err);
+	if (sscanf(req, "kill-all %d", &sig) == 1)
+		return signal_all(m, sig, err);
+	if (!strcmp(req, "ps"))
+		return list_pids(m, reply, len, err);
+	if (sscanf(req, "join %d", &pid) == 1) {
+		r = cg_attach(m->cg, pid, err);
+		if (r == 0)
+			events_emit(m->ev, "exec.join", json_pack("{s:i}", "pid", (int)pid));
+		return r;
+	}
+	if (!strncmp(req, "update ", 7))
+		return update_limits(m, req + 7, err);
+	if (!strcmp(req, "notify")) {	/* an exec'd process's listener */
+		if (*fd < 0)
+			return corral_set_err(err, -EINVAL, "notify: no fd came with it");
+		if (m->nsensors == EXEC_SENSORS_MAX)
+			return corral_set_err(err, -EMFILE, "notify: %d exec'd processes "
+					      "are watched already", EXEC_SENSORS_MAX);
+		m->sensors[m->nsensors] = sensor_start(m->base, steal_fd(fd), m->ev);
+		if (!m->sensors[m->nsensors])
+			return corral_set_err(err, -ENOMEM, "notify: cannot watch it");
+		m->nsensors++;
+		return 0;
+	}
+	return corral_set_err(err, -EINVAL, "unknown request \"%s\"", req);
+}
+
+/* One request, and the fd that may come with it (SCM_RIGHTS). */
+static ssize_t recv_request(int cfd, char *req, size_t len, int *fd, int flags)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { req, len - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n = recvmsg(cfd, &mh, flags | MSG_CMSG_CLOEXEC);
+
+	if (n <= 0)
+		return n;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len >= CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	req[n] = '\0';
+	return n;
+}
+
+static void on_request(evutil_socket_t fd, short what, void *arg)
+{
+	struct monitor *m = arg;
+	struct corral_err err = { 0 };
+	char req[CTL_REQ_MAX], reply[CTL_REPLY_MAX];
+	int cfd, passed = -1;
+	ssize_t n;
+
+	(void)what;
+	cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+	if (cfd < 0)
+		return;
+	/* a client that connects and says nothing is not waited for long */
+	n = recv_request(cfd, req, sizeof(req), &passed, MSG_DONTWAIT);
+	if (n < 0 && errno == EAGAIN) {
+		struct timeval tv = { 1, 0 };
+
+		setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		n = recv_request(cfd, req, sizeof(req), &passed, 0);
+	}
+	if (n > 0) {
+		if (serve_request(m, req, &passed, reply, sizeof(reply), &err) < 0)
+			snprintf(reply, sizeof(reply), "error %s", err.msg);
+		if (send(cfd, reply, strlen(reply), MSG_NOSIGNAL) < 0) {
+			/* the client left: nothing to tell */
+		}
+	}
+	cleanup_closep(&passed);
+	close(cfd);
+}
+
+static int listen_ctl(struct monitor *m, struct corral_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (strlen(m->o->ctl_path) >= sizeof(sa.sun_path))
+		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
+				      "long", m->o->ctl_path);
+	strcpy(sa.sun_path, m->o->ctl_path);
+	m->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (m->listen_fd < 0)
+		return corral_set_errno(err, errno, "socket");
+	if (bind(m->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(m->listen_fd, 16) < 0)
+		return corral_set_errno(err, errno, "cannot listen on %s",
+					m->o->ctl_path);
+	m->ev_listen = event_new(m->base, m->listen_fd, EV_READ | EV_PERSIST,
+				 on_request, m);
+	if (!m->ev_listen || event_add(m->ev_listen, NULL) < 0)
+		return corral_set_err(err, -ENOMEM, "cannot watch %s", m->o->ctl_path);
+	return 0;
+}
+
+/* ---- the monitor ----------------------------------------------------- */
+
+static int prepare(struct monitor *m, struct corral_err *err)
+{
+	char name[96];
+	int r;
+
+	cg_cleanup_stale();
+	m->base = event_base_new();
+	if (!m->base)
+		return corral_set_err(err, -ENOMEM, "cannot create an event loop");
+	r = events_open(&m->ev, m->o->events_path, m->o->id, err);
+	if (r < 0)
+		return r;
+	events_set_limits(m->ev, &m->o->p->events);
+	if (m->o->call && events_set_call(m->ev, m->o->call) < 0)
+		return corral_set_err(err, -ENOMEM, "out of memory naming the "
+				      "container in the events");
+	/* "<pid>-": cg_cleanup_stale() removes it if this monitor dies */
+	snprintf(name, sizeof(name), "%d-oci", (int)getpid());
+	r = cg_create(&m->cg, name, m->o->p, 0, err);
+	if (r == 0)
+		r = listen_ctl(m, err);
+	return r;
+}
+
+/* Nothing of the shim's may stay open here: its pipes end with the command. */
+static void detach_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR);
+
+	for (int i = 0; null >= 0 && i < 3; i++)
+		if (i != null)
+			dup2(null, i);
+	if (null > 2)
+		close(null);
+}
+
+int corral_container_monitor(const struct corral_container_opts *o,
+			     struct corral_err *err)
+{
+	struct monitor m = { .o = o, .ready_fd = o->ready_fd,
+			     .console_fd = o->console_fd, .listen_fd = -1,
+			     .limits = *o->p };
+	struct sandbox_opts so = {
+		.p = o->p, .argv = o->argv,
+		.stdio = { o->stdio[0], o->stdio[1], o->stdio[2] },
+		.tty = o->tty, .hooks = &monitor_hooks, .arg = &m,
+		.container = true, .hostname = o->hostname,
+		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
+		.net_fd = o->net_fd,
+	};
+	int r;
+
+	if (!o->argv || !o->argv[0] || !o->argv[0][0])
+		r = corral_set_err(err, -EINVAL, "process.args: no command to run");
+	else
+		r = sandbox_check_policy(o->p, err);
+	if (r == 0)
+		r = prepare(&m, err);
+	if (r == 0) {
+		so.base = m.base;
+		so.ev = m.ev;
+		so.cg = m.cg;
+		r = sandbox_spawn(&m.sb, &so, err);
+		so.stdio[0] = so.stdio[1] = so.stdio[2] = -1;	/* closed there */
+	}
+	for (int i = 0; i < 3; i++)
+		cleanup_closep(&so.stdio[i]);
+	detach_stdio();
+	if (r < 0) {
+		tell_ready(&m, "error %s\n", err->msg);
+	} else {
+		event_base_dispatch(m.base);
+		/* init is gone (or this loop failed: then it must go too) */
+		if (!m.exited)
+			sandbox_kill(m.sb);
+		events_emit(m.ev, "container.stopped", NULL);
+	}
+	drop_event(&m.ev_listen);
+	cleanup_closep(&m.listen_fd);
+	if (o->ctl_path)
+		unlink(o->ctl_path);
+	cleanup_closep(&m.console_fd);
+	for (size_t i = 0; i < m.nsensors; i++)
+		sensor_free(m.sensors[i]);
+	sandbox_free(m.sb);
+	events_close(m.ev);
+	if (m.base) {
+		event_base_loop(m.base, EVLOOP_NONBLOCK);
+		event_base_free(m.base);
+	}
+	cg_destroy(m.cg);
+	return r;
+}
+
+/* ---- the client's side ----------------------------------------------- */
+
+int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
+		     size_t len, struct corral_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { CTL_TIMEOUT_S, 0 };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)req, strlen(req) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	cleanup_close int sock = -1;
+	ssize_t n;
+
+	if (strlen(ctl_path) >= sizeof(sa.sun_path))
+		return corral_set_err(err, -ENAMETOOLONG, "socket path %s is too "
+				      "long", ctl_path);
+	strcpy(sa.sun_path, ctl_path);
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return corral_set_errno(err, errno, "socket");
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return corral_set_errno(err, errno, "the container's monitor (%s)",
+					ctl_path);
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+		return corral_set_errno(err, errno, "cannot ask the monitor");
+	n = recv(sock, reply, len - 1, 0);
+	if (n <= 0)	/* it exited while asked: the container is stopped */
+		return corral_set_err(err, -ECONNREFUSED, "the container's monitor "
+				      "did not answer \"%s\"", req);
+	reply[n] = '\0';
+	if (!strncmp(reply, "error ", 6))
+		return corral_set_err(err, -EIO, "%s", reply + 6);
+	return 0;
+}
+
+int corral_container_ctl(const char *ctl_path, const char *req, char *reply,
+			 size_t len, struct corral_err *err)
+{
+	return container_ctl_fd(ctl_path, req, -1, reply, len, err);
+}

@@ -1,0 +1,537 @@
+#!/bin/bash
+# oci.sh - `corral oci`, the runc-compatible runtime: its CLI directly (the
+# lifecycle, exec, ps, pause, the console socket, errors in the JSON log,
+# config.json that asks for too much), then under a private containerd
+# (`ctr run --runc-binary`), then podman where the host lets it run.
+#
+#   tests/oci.sh CORRAL [TEST...]
+#
+# Bundles and images are made offline from busybox-static.  As non-root
+# only the CLI's refusal is checked: the runtime is root's, as runc is.
+set -u
+CORRAL=$(readlink -f "$1")
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+SHIM=$HERE/oci_shim.py
+FIX=$HERE/image_fixtures.py
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-oci.XXXXXX")
+chmod 755 "$TEST_TMP"
+CTRD_PID=""
+ctrd_stop() {
+	[ -n "$CTRD_PID" ] || return 0
+	kill "$CTRD_PID" 2>/dev/null
+	for _ in $(seq 1 100); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.05; done
+	kill -9 "$CTRD_PID" 2>/dev/null
+	# the shims it started, each by the pid it wrote
+	for f in "$TEST_TMP"/ctrd/state/io.containerd.runtime.v2.task/*/*/shim.pid; do
+		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	# the containers' rootfs mounts, should a test have failed before delete
+	grep -o "$TEST_TMP/ctrd/[^ ]*/rootfs" /proc/self/mountinfo | sort -u |
+		while read -r m; do umount -l "$m"; done
+	CTRD_PID=""
+}
+trap 'ctrd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+. "$HERE/lib.sh"
+ME=$(id -u)
+# corral-oci: the name containerd's BinaryName and podman's --runtime use
+mkdir "$TEST_TMP/bin"
+ln -s "$CORRAL" "$TEST_TMP/bin/corral-oci"
+OCI=$TEST_TMP/bin/corral-oci
+
+need_root() { [ "$ME" = 0 ] || skip "the OCI runtime is root's (as runc); not root"; }
+
+# bundle DIR ARGV_JSON [PYTHON]: a busybox-static rootfs and a config.json
+# shaped as `runc spec` makes it; PYTHON edits c (the config) first.
+bundle() {
+	local dir=$1 argv=$2 edit=${3:-}
+	mkdir -p "$dir/rootfs/bin" "$dir/rootfs/etc"
+	cp /bin/busybox "$dir/rootfs/bin/"
+	for c in sh echo cat sleep ls id ps hostname true tty; do
+		ln -sf busybox "$dir/rootfs/bin/$c"
+	done
+	chmod -R a+rX "$dir"
+	/usr/bin/python3 - "$dir/config.json" "$argv" "$edit" <<'EOF'
+import json, sys
+path, argv, edit = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+caps = ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]
+c = {
+    "ociVersion": "1.0.2",
+    "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": argv,
+                "env": ["PATH=/bin", "TERM=xterm"], "cwd": "/",
+                "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
+                "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
+                "noNewPrivileges": True},
+    "root": {"path": "rootfs", "readonly": True},
+    "hostname": "oci-test",
+    "mounts": [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+        {"destination": "/dev/pts", "type": "devpts", "source": "devpts"},
+        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm"},
+        {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro"]},
+    ],
+    "linux": {"namespaces": [{"type": t} for t in
+                             ("pid", "network", "ipc", "uts", "mount")],
+              "resources": {"devices": [{"allow": False, "access": "rwm"}],
+                            "memory": {"limit": 268435456}},
+              "maskedPaths": ["/proc/kcore"], "readonlyPaths": ["/proc/sys"]},
+}
+exec(edit)
+json.dump(c, open(path, "w"))
+EOF
+}
+
+# oci ARGS...: the runtime with this test's root and JSON log; out in
+# $T/out, stderr in $T/err, status in $T/rc.
+oci() {
+	local rc=0
+	timeout 60 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json "$@" \
+		> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	echo "$rc" > "$T/rc"
+	cat "$T/out" "$T/err"
+}
+rc() { cat "$T/rc"; }
+# (sed, not python: wait_status polls it)
+status_of() { oci state "$1" > /dev/null; sed -n 's/^  "status": "\([a-z]*\)".*/\1/p' "$T/out"; }
+last_error() { tail -1 "$T/log.json" | json msg; }
+
+# wait_status ID STATUS: bounded poll (the kernel's pace, not a timing test)
+wait_status() {
+	for _ in $(seq 1 200); do
+		[ "$(status_of "$1")" = "$2" ] && return 0
+		sleep 0.05
+	done
+	fail "$1 never became $2 (is $(status_of "$1"))"
+}
+
+# nothing_left ID INIT MONITOR: no state, process, cgroup or mount remains
+nothing_left() {
+	[ ! -e "$T/root/$1" ] || fail "state directory $T/root/$1 remains"
+	# alive, not a zombie, and still corral's (not a pid reused since)
+	for p in $2 $3; do
+		if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" &&
+		   tr '\0' ' ' < "/proc/$p/cmdline" | grep -q corral; then
+			fail "process $p remains: $(tr '\0' ' ' < "/proc/$p/cmdline")"
+		fi
+	done
+	local cg
+	cg=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$3-oci" 2>/dev/null)
+	[ -z "$cg" ] || fail "cgroup remains: $cg"
+	! grep -q "$T" /proc/self/mountinfo || fail "a mount of $T remains"
+}
+
+monitor_of() { sed -n 's/.*"monitor": *\([0-9]*\).*/\1/p' "$T/root/$1/state.json"; }
+
+# ---- as anyone ----------------------------------------------------------
+
+t_cli_answers() {
+	oci --version > /dev/null
+	expect_contains "version" "$(cat "$T/out")" "corral-oci version"
+	oci features > /dev/null
+	expect_eq "features" "$(json ociVersionMax < "$T/out")" "1.0.2"
+	oci state nosuch > /dev/null || true
+	expect_eq "state rc" "$(rc)" 1
+	expect_contains "runc's words" "$(last_error)" "container does not exist"
+	if [ "$ME" != 0 ]; then
+		oci create --bundle "$T" c1 > /dev/null || true
+		expect_eq "create rc" "$(rc)" 1
+		expect_contains "not root" "$(last_error)" "must run as root"
+	fi
+}
+
+# ---- the CLI, as root ---------------------------------------------------
+
+t_lifecycle() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo hello from $(hostname); id -u; echo nofile $(ulimit -n); exit 3"]' \
+		'c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 321}]
+c["annotations"] = {"io.kubernetes.cri.sandbox-name": "pod1",
+                    "io.kubernetes.cri.sandbox-namespace": "agents"}'
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; }
+	cat "$T/shim"
+	expect_contains "created" "$(cat "$T/shim")" "state created"
+	expect_contains "stdio passed through" "$(cat "$T/shim")" "hello from oci-test"
+	expect_contains "agent's uid" "$(cat "$T/shim")" $'\n1000\n'
+	expect_contains "process.rlimits" "$(cat "$T/shim")" "nofile 321"
+	expect_contains "exit status" "$(cat "$T/shim")" "exit 3"
+	expect_contains "stopped" "$(cat "$T/shim")" "state stopped"
+	local mon out
+	mon=$(monitor_of c1)
+	oci delete c1 || true
+	expect_eq "delete" "$(rc)" 0
+	nothing_left c1 "" "$mon"
+	# the events went to the audit log, chained
+	out=$("$CORRAL" audit verify "$T/root/audit/c1.jsonl" 2>&1) || fail "audit verify: $out"
+	expect_contains "events" "$(cat "$T/root/audit/c1.jsonl")" '"container.created"'
+	expect_contains "the pod's name" "$(cat "$T/root/audit/c1.jsonl")" '"call":"agents/pod1"'
+}
+
+t_running_kill() {
+	need_root
+	bundle "$T/b" '["sleep", "30"]'
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 &
+	local shim=$! pid mon
+	for _ in $(seq 1 200); do [ -f "$T/root/c1/state.json" ] && break; sleep 0.05; done
+	wait_status c1 running
+	pid=$(sed -n 's/^  "pid": \([0-9]*\).*/\1/p' "$T/out")
+	mon=$(monitor_of c1)
+	oci delete c1 || true
+	expect_eq "delete refuses a running one" "$(rc)" 1
+	expect_contains "not stopped" "$(last_error)" "that is not stopped: running"
+	oci kill c1 TERM
+	expect_eq "kill" "$(rc)" 0
+	wait "$shim" || true
+	cat "$T/shim"
+	expect_contains "TERM reached the process" "$(cat "$T/shim")" "exit 143"
+	oci kill c1 KILL || true
+	expect_contains "runc's words" "$(last_error)" "container not running"
+	oci delete c1
+	nothing_left c1 "$pid" "$mon"
+}
+
+t_exec_ps_pause() {
+	need_root
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	expect_eq "created" "$(status_of c1)" created
+	oci start c1
+	expect_eq "running" "$(status_of c1)" running
+	local pid mon
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	out=$(oci exec c1 sh -c 'echo in-exec $(hostname); id -u; ps')
+	expect_eq "exec rc" "$(rc)" 0
+	expect_contains "exec output" "$out" "in-exec oci-test"
+	expect_contains "same pid namespace" "$out" "sleep 60"
+	printf '{"args":["sh","-c","exit 7"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p.json"
+	oci exec --process "$T/p.json" c1 > /dev/null || true
+	expect_eq "exec status" "$(rc)" 7
+	# an exec'd process's denied calls reach the monitor's audit log too
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_contains "exec'd denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
+		'"type":"syscall.denied","syscall":"unshare"'
+	expect_contains "exec recorded" "$(cat "$T/root/audit/c1.jsonl")" '"type":"exec.join"' 
+	# detached, as the shim runs it: the pid file names it
+	printf '{"args":["sleep","30"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p2.json"
+	oci exec --process "$T/p2.json" --detach --pid-file "$T/epid" c1
+	expect_eq "exec -d" "$(rc)" 0
+	local epid
+	epid=$(cat "$T/epid")
+	oci ps --format json c1
+	expect_contains "ps: init" "$(cat "$T/out")" "$pid"
+	expect_contains "ps: exec'd" "$(cat "$T/out")" "$epid"
+	oci pause c1
+	expect_eq "paused" "$(status_of c1)" paused
+	expect_contains "frozen" "$(grep State /proc/"$epid"/status)" "S"
+	oci resume c1
+	expect_eq "resumed" "$(status_of c1)" running
+	# update: lower is applied to the cgroup, higher than created is refused
+	local memfile
+	memfile=$(find /sys/fs/cgroup -maxdepth 4 -path "*/corral-$mon-oci/memory.*" \
+		\( -name memory.limit_in_bytes -o -name memory.max \) | head -1)
+	[ -n "$memfile" ] || fail "no memory limit file for corral-$mon-oci"
+	echo '{"memory": {"limit": 134217728}}' > "$T/res.json"
+	oci update --resources "$T/res.json" c1
+	expect_eq "update" "$(rc)" 0
+	expect_eq "memory limit" "$(cat "$memfile")" 134217728
+	echo '{"memory": {"limit": 1073741824}}' > "$T/res.json"
+	oci update --resources "$T/res.json" c1 || true
+	expect_contains "raise refused" "$(last_error)" "above what the container was created with"
+	expect_eq "memory limit kept" "$(cat "$memfile")" 134217728
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	expect_eq "delete" "$(rc)" 0
+	nothing_left c1 "$pid $epid" "$mon"
+}
+
+t_console_socket() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "tty; echo on-the-pty"]' 'c["process"]["terminal"] = True'
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 --console > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; }
+	cat "$T/shim"
+	expect_contains "runc's name" "$(cat "$T/shim")" "console-name /dev/ptmx"
+	expect_contains "a pty" "$(cat "$T/shim")" "/dev/pts/"
+	expect_contains "output" "$(cat "$T/shim")" "on-the-pty"
+	expect_contains "exit" "$(cat "$T/shim")" "exit 0"
+	oci create --bundle "$T/b" c2 || true
+	expect_eq "terminal without socket" "$(rc)" 1
+	expect_contains "why" "$(last_error)" "--console-socket is required"
+	oci delete c1
+}
+
+t_errors_in_json_log() {
+	need_root
+	bundle "$T/b" '["sleep", "30"]'
+	oci start nosuch || true
+	expect_contains "start" "$(last_error)" "container does not exist"
+	expect_eq "level" "$(tail -1 "$T/log.json" | json level)" error
+	oci create --bundle "$T/b" c1
+	oci create --bundle "$T/b" c1 || true
+	expect_contains "twice" "$(last_error)" "container with id exists"
+	oci create --bundle "$T/b" ../evil || true
+	expect_contains "id" "$(last_error)" "invalid container id"
+	oci kill c1 NOSIG || true
+	expect_contains "signal" "$(last_error)" "invalid signal"
+	bundle "$T/nocmd" '["/bin/no-such-command"]'
+	oci delete --force c1
+	expect_eq "delete --force" "$(rc)" 0
+	[ ! -e "$T/root/c1" ] || fail "state left"
+}
+
+# ---- config.json that asks for too much ---------------------------------
+
+refused() {	# refused EDIT WANT: create fails with WANT, leaves nothing
+	bundle "$T/b" '["true"]' "$1"
+	oci create --bundle "$T/b" bad || true
+	expect_eq "rc" "$(rc)" 1
+	expect_contains "refusal" "$(last_error)" "$2"
+	[ ! -e "$T/root/bad" ] || fail "state left behind by a refused create"
+}
+
+t_refuses_privileged_caps() {
+	need_root
+	refused 'c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")' \
+		"CAP_SYS_ADMIN refused"
+}
+
+t_refuses_host_namespaces() {
+	need_root
+	refused 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]' \
+		"the host's network namespace refused"
+	refused 'c["linux"]["namespaces"][0]["path"] = "/proc/1/ns/pid"' \
+		"joining the pid namespace /proc/1/ns/pid refused"
+}
+
+t_refuses_host_binds() {
+	need_root
+	refused 'c["mounts"].append({"destination": "/host", "type": "bind", "source": "/etc", "options": ["rbind", "ro"]})' \
+		"the host's /etc bound on /host refused"
+}
+
+t_refuses_devices() {
+	need_root
+	refused 'c["linux"]["devices"] = [{"path": "/dev/sda", "type": "b", "major": 8, "minor": 0}]' \
+		"device /dev/sda refused"
+}
+
+t_refuses_hooks() {
+	need_root
+	refused 'c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}' "hooks.prestart refused"
+}
+
+t_operator_allows_bind() {
+	need_root
+	mkdir -p "$T/share"
+	echo shared > "$T/share/f"
+	chmod -R a+rX "$T/share"
+	printf '{"allow_bind": ["%s"]}' "$T/share" > "$T/op.json"
+	bundle "$T/b" '["cat", "/data/f"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'ro']})"
+	mkdir -p "$T/b/rootfs/data"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
+	expect_contains "bound" "$(cat "$T/shim")" "shared"
+	oci delete c1
+}
+
+# A pod's network namespace (here one the test makes, an address on its lo):
+# refused by default, joined where the operator lets pods run; the pause
+# container's ipc and uts are not joined, the container gets its own.
+t_pod_network() {
+	need_root
+	command -v ip > /dev/null || skip "iproute2 is not installed"
+	local ns=corral-oci-$$-$RANDOM
+	ip netns add "$ns" || fail "ip netns add"
+	trap "ip netns del $ns" EXIT
+	ip -n "$ns" link set lo up && ip -n "$ns" addr add 10.123.45.67/32 dev lo ||
+		fail "an address in $ns"
+	local edit="
+for n in c['linux']['namespaces']:
+    if n['type'] == 'network': n['path'] = '/run/netns/$ns'
+    if n['type'] in ('ipc', 'uts'): n['path'] = '/proc/1/ns/' + n['type']"
+	refused "$edit" "joining the network namespace /run/netns/$ns refused"
+	echo '{"join_pod_network": true}' > "$T/op.json"
+	bundle "$T/b" '["sh", "-c", "cat /proc/net/fib_trie; echo host $(hostname)"]' "$edit"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
+	cat "$T/shim"
+	expect_contains "the pod's network" "$(cat "$T/shim")" "10.123.45.67"
+	expect_contains "its own uts" "$(cat "$T/shim")" "host oci-test"
+	oci delete c1
+	# exec joins it too (the user namespace last: inside it, no rights there)
+	bundle "$T/b" '["sleep", "30"]' "$edit"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c3
+	expect_eq "create c3" "$(rc)" 0
+	oci start c3
+	CORRAL_OCI_CONFIG=$T/op.json oci exec c3 cat /proc/net/fib_trie > /dev/null
+	expect_contains "exec in the pod's network" "$(cat "$T/out")" "10.123.45.67"
+	oci delete --force c3
+	# and egress by name cannot come with it: the proxy needs its own netns
+	bundle "$T/b" '["true"]' "$edit
+c['annotations'] = {'io.corral.allow': 'example.com'}"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c2 || true
+	expect_contains "no proxy in a pod's netns" "$(last_error)" "egress proxy needs"
+}
+
+# ---- containerd ---------------------------------------------------------
+
+# One private containerd for the suite, started before the tests (each
+# test runs in a subshell of its own) when one of them needs it; CTRD_SKIP
+# says why not.
+CTRD=$TEST_TMP/ctrd
+CTRD_SKIP=""
+ctr_() { timeout 60 ctr --address "$CTRD/sock" --namespace corral-test "$@"; }
+
+ctrd_start() {
+	[ "$ME" = 0 ] || { CTRD_SKIP="containerd needs root"; return; }
+	command -v containerd > /dev/null ||
+		{ CTRD_SKIP="containerd is not installed (scripts/install-deps.sh)"; return; }
+	command -v containerd-shim-runc-v2 > /dev/null ||
+		{ CTRD_SKIP="containerd-shim-runc-v2 missing"; return; }
+	mkdir -p "$CTRD/root" "$CTRD/state"
+	cat > "$CTRD/config.toml" <<EOF
+version = 2
+root = "$CTRD/root"
+state = "$CTRD/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$CTRD/sock"
+EOF
+	containerd --config "$CTRD/config.toml" > "$CTRD/log" 2>&1 &
+	CTRD_PID=$!
+	for _ in $(seq 1 200); do
+		ctr --address "$CTRD/sock" version > /dev/null 2>&1 && break
+		kill -0 "$CTRD_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! ctr --address "$CTRD/sock" version > /dev/null 2>&1; then
+		CTRD_SKIP="containerd did not start: $(tail -1 "$CTRD/log")"
+		return
+	fi
+	/usr/bin/python3 "$FIX" busybox-oci "$CTRD/img" || { CTRD_SKIP="fixture failed"; return; }
+	/usr/bin/python3 - "$CTRD/img/index.json" <<'EOF'
+import json, sys
+i = json.load(open(sys.argv[1]))
+for m in i["manifests"]:
+    m["annotations"] = {"org.opencontainers.image.ref.name": "docker.io/corral-test/busybox:1"}
+json.dump(i, open(sys.argv[1], "w"))
+EOF
+	tar -C "$CTRD/img" -cf "$CTRD/img.tar" . &&
+		ctr_ image import "$CTRD/img.tar" > /dev/null ||
+		CTRD_SKIP="ctr image import failed: $(tail -1 "$CTRD/log")"
+}
+
+# in a test: skip where containerd cannot be, fail where it would not serve
+ctrd_ready() {
+	case $CTRD_SKIP in
+	"") return 0 ;;
+	*"needs root"* | *"not installed"* | *missing*) skip "$CTRD_SKIP" ;;
+	*) fail "$CTRD_SKIP" ;;
+	esac
+}
+IMAGE=docker.io/corral-test/busybox:1
+
+t_containerd_run() {
+	ctrd_ready
+	local out rc=0
+	out=$(ctr_ run --rm --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-run \
+		sh -c 'echo hello from containerd; exit 5' 2>&1) || rc=$?
+	echo "$out"
+	expect_contains "output" "$out" "hello from containerd"
+	expect_eq "exit status" "$rc" 5
+	ctr_ containers ls -q | grep -qx c-run && fail "container left"
+	# the shim's --root is ours plus the namespace; audit/ is evidence, kept
+	[ -z "$(ls "$T/root/corral-test" | grep -v '^audit$')" ] ||
+		fail "state left: $(ls "$T/root/corral-test")"
+}
+
+t_containerd_task_verbs() {
+	ctrd_ready
+	ctr_ run -d --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-task busybox sleep 60 ||
+		{ cat "$CTRD/log" | tail -20; fail "ctr run -d"; }
+	local out pid mon
+	out=$(ctr_ task exec --exec-id e1 c-task sh -c 'echo exec-ok; busybox ps' 2>&1)
+	echo "$out"
+	expect_contains "task exec" "$out" "exec-ok"
+	expect_contains "same container" "$out" "sleep 60"
+	out=$(ctr_ task ps c-task)
+	echo "$out"
+	pid=$(ctr_ task ls | awk '$1 == "c-task" {print $2}')
+	expect_contains "task ps" "$out" "$pid"
+	mon=$(monitor_of corral-test/c-task)
+	ctr_ task pause c-task
+	expect_contains "paused" "$(ctr_ task ls)" "PAUSED"
+	ctr_ task resume c-task
+	expect_contains "resumed" "$(ctr_ task ls)" "RUNNING"
+	ctr_ task kill -s SIGKILL c-task
+	for _ in $(seq 1 200); do
+		ctr_ task ls | grep -q "c-task.*STOPPED" && break
+		sleep 0.05
+	done
+	expect_contains "stopped" "$(ctr_ task ls)" "STOPPED"
+	ctr_ task delete c-task
+	ctr_ container delete c-task
+	nothing_left corral-test/c-task "$pid" "$mon"
+}
+
+# ---- podman -------------------------------------------------------------
+
+t_podman() {
+	need_root
+	command -v podman > /dev/null || skip "podman is not installed"
+	local out img rc=0 P
+	P="podman --root $T/pm/root --runroot $T/pm/run --runtime $OCI --runtime-flag corral-config=$T/op.json"
+	# podman's cleanup (its conmon's exit command) calls the runtime without
+	# --runtime-flag: so the default root, /run/corral-oci, where only what
+	# was there before may remain
+	printf '{"audit_dir": "%s"}' "$T/pm/audit" > "$T/op.json"
+	local before had_root=false
+	before=$(ls /run/corral-oci 2>/dev/null || true)
+	[ -d /run/corral-oci ] && had_root=true
+	# podman's storage mounts itself; gone with the test, passed or not
+	trap "timeout 30 $P rm -af > /dev/null 2>&1
+	      grep -o '$T/pm/[^ ]*' /proc/self/mountinfo | sort -ru |
+		while read -r m; do umount -l \"\$m\"; done" EXIT
+	/usr/bin/python3 "$FIX" busybox-archive "$T/bb.tar" || fail "fixture"
+	out=$($P load -i "$T/bb.tar" 2>&1) || rc=$?
+	if [ $rc -ne 0 ]; then
+		skip "podman refuses on this host: $(echo "$out" | tail -1)"
+	fi
+	img=$(echo "$out" | awk '/Loaded image/ {print $NF}')
+	# the image's entrypoint is sh -c: a command is one string
+	out=$(timeout 60 $P run --rm --network none "$img" 'echo from-podman; exit 3' 2>&1) || rc=$?
+	if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
+		skip "podman refuses on this host: $(echo "$out" | grep -i error | tail -1)"
+	fi
+	expect_contains "podman run" "$out" "from-podman"
+	expect_eq "podman run status" "$rc" 3
+	rc=0
+	out=$(timeout 60 $P run --rm --network none -t "$img" 'tty; exit 4' 2>&1) || rc=$?
+	expect_contains "podman run -t" "$out" "/dev/pts/"
+	expect_eq "podman run -t status" "$rc" 4
+	rc=0
+	timeout 60 $P run -d --name pm1 --network none "$img" 'busybox sleep 60' ||
+		fail "podman run -d"
+	out=$(timeout 60 $P exec pm1 sh -c 'echo exec-from-podman' 2>&1) || fail "podman exec: $out"
+	expect_contains "podman exec" "$out" "exec-from-podman"
+	timeout 60 $P rm -f pm1 || fail "podman rm"
+	for _ in $(seq 1 100); do	# the last cleanup runs after podman returns
+		[ "$(ls /run/corral-oci 2>/dev/null || true)" = "$before" ] && break
+		sleep 0.05
+	done
+	expect_eq "state left in /run/corral-oci" "$(ls /run/corral-oci 2>/dev/null || true)" "$before"
+	$had_root || rmdir /run/corral-oci
+}
+
+case " ${*:-t_containerd} " in
+*" t_containerd"*) ctrd_start ;;
+esac
+run_tests "$@"
+echo "oci ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
+[ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"
+[ "$FAIL" -eq 0 ]

@@ -221,6 +221,8 @@ static int put(struct out *o, const void *p, size_t n)
 	}
 	memcpy(o->buf + o->len, p, n);
 	o->len += n;
+	/* a string as well, for whoever reads it as one */
+	o->buf[o->len] = '\0';
 	return 0;
 }
 

@@ -44,17 +44,18 @@ STATE=$TEST_TMP/state
 REPO=$TEST_TMP/repo
 IMAGE=corral-test/apt:1
 
-# copy PATH...: files of the host into the tree, with the libraries they load
+# copy PATH...: files of the host into the tree, with the libraries they
+# load (one ldd for all: each costs a dynamic loader's start)
 copy() {
 	local f lib
 	for f in "$@"; do
 		mkdir -p "$ROOTFS$(dirname "$f")"
 		cp -L "$f" "$ROOTFS$f"
-		for lib in $(ldd "$f" 2>/dev/null | grep -oE '/[^ ]+'); do
-			[ -e "$ROOTFS$lib" ] && continue
-			mkdir -p "$ROOTFS$(dirname "$lib")"
-			cp -L "$lib" "$ROOTFS$lib"
-		done
+	done
+	for lib in $(ldd "$@" 2>/dev/null | grep -oE '/[^ :]+' | sort -u); do
+		[ -e "$ROOTFS$lib" ] && continue
+		mkdir -p "$ROOTFS$(dirname "$lib")"
+		cp -L "$lib" "$ROOTFS$lib"
 	done
 }
 
@@ -126,7 +127,7 @@ build_repo || exit 1
 start_server || exit 1
 echo "# setup: tree+repo $(( (${EPOCHREALTIME/./} - ${t0/./}) / 1000 )) ms"
 echo "deb [trusted=yes] http://repo.test:$PORT/ ./" > "$ROOTFS/etc/apt/sources.list"
-CORRAL_ROOTFS=$ROOTFS CORRAL_IMAGE_NAME=$IMAGE /usr/bin/python3 "$HERE/image_fixtures.py" \
+CORRAL_ROOTFS=$ROOTFS CORRAL_IMAGE_NAME=$IMAGE CORRAL_LAYER_COMPRESS=none /usr/bin/python3 "$HERE/image_fixtures.py" \
 	rootfs "$TEST_TMP/img" || { echo "image from the tree failed"; exit 1; }
 timeout 120 "$CORRAL" image import --state-dir "$STATE" "$TEST_TMP/img" > /dev/null ||
 	{ echo "import failed"; exit 1; }

@@ -77,7 +77,7 @@ build_rootfs() {
 	copy /usr/bin/apt-get /usr/bin/dpkg /usr/bin/dpkg-deb /usr/bin/dpkg-query \
 		/usr/bin/dpkg-split /usr/lib/apt/methods/http /usr/lib/apt/methods/store \
 		/usr/lib/apt/methods/copy /usr/lib/apt/methods/file \
-		/usr/sbin/start-stop-daemon /usr/sbin/ldconfig /usr/bin/tar
+		/usr/sbin/start-stop-daemon /usr/sbin/ldconfig /usr/bin/tar /usr/bin/setpriv
 	# dpkg-deb runs GNU tar (busybox tar lacks its options) as "tar"
 	ln -sf ../usr/bin/tar "$ROOTFS/bin/tar"
 	# apt reads dpkg's architecture tables
@@ -163,6 +163,140 @@ t_apt_get_install() {
 	[ ! -e /usr/bin/thepkg ] || fail "installed on the host"
 	out=$(arun -- /bin/sh -c 'test -e /usr/bin/thepkg && echo still-there; echo done')
 	expect_not_contains "discarded with the sandbox" "$out" "still-there"
+}
+
+# What the listed capabilities are, and nothing more: 0xdb is CHOWN (0),
+# DAC_OVERRIDE (1), FOWNER (3), FSETID (4), SETGID (6), SETUID (7).
+t_root_inside_capabilities() {
+	out=$(arun -- /bin/sh -c 'id -u; grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)|^NoNewPrivs" /proc/self/status; /usr/bin/setpriv --reuid=42 --regid=65534 --clear-groups /bin/sh -c "id -u; grep ^CapEff /proc/self/status"')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "uid 0" "$out" $'0\nCapInh'
+	expect_contains "permitted" "$out" $'CapPrm:\t00000000000000db'
+	expect_contains "effective" "$out" $'CapEff:\t00000000000000db'
+	expect_contains "bounding" "$out" $'CapBnd:\t00000000000000db'
+	expect_contains "no inheritable" "$out" $'CapInh:\t0000000000000000'
+	expect_contains "no ambient" "$out" $'CapAmb:\t0000000000000000'
+	expect_contains "no_new_privs" "$out" $'NoNewPrivs:\t1'
+	# leaving uid 0 leaves every capability
+	expect_contains "setuid drops all" "$out" $'42\nCapEff:\t0000000000000000'
+	# the agent, as ever, has none
+	out=$(timeout 60 "$CORRAL" run --state-dir "$STATE" --image "$IMAGE" --root-writable \
+		-- /bin/sh -c 'id -u; grep ^CapEff /proc/self/status' 2>&1 < /dev/null)
+	expect_contains "agent: none" "$out" $'1000\nCapEff:\t0000000000000000'
+}
+
+# The attack corpus as root inside: each one still blocked (or killed).
+t_root_inside_attack_corpus() {
+	local names
+	names=$("$HELPERS_SRC/attack" list)
+	[ "$(echo "$names" | wc -l)" -ge 30 ] || fail "attack list: $names"
+	out=$(arun --ro "$HELPERS_SRC:/opt/helpers" -- /bin/sh -c '
+		for a in $(/opt/helpers/attack list); do
+			/opt/helpers/attack $a; echo "rc $a $?"
+		done')
+	expect_not_contains "nothing escaped" "$out" "ESCAPED"
+	for a in $names; do
+		expect_contains "$a ran" "$out" "rc $a "
+	done
+	expect_contains "mount blocked" "$out" "blocked: mount"
+	expect_contains "init_module blocked" "$out" "blocked: init_module"
+	expect_contains "ptrace blocked" "$out" "blocked: ptrace"
+	expect_contains "open_by_handle_at blocked" "$out" "blocked: open_by_handle_at"
+}
+
+# Root inside meets the host only where the agent did: read-only binds stay
+# read-only, the host's files (owned by unmapped ids) grant nothing to its
+# capabilities, the workspace is copy-on-write, and an rw bind keeps its
+# owner's ids: nothing there becomes root's or another host id's.
+t_root_inside_host_untouched() {
+	mkdir -p "$T/ws" "$T/rw" "$T/ro"
+	echo ws > "$T/ws/f"
+	echo rw > "$T/rw/f"
+	echo secret > "$T/ro/secret"
+	chmod 600 "$T/ro/secret"
+	chown -R 4321:4321 "$T/ws" "$T/rw"
+	chown -R 0:0 "$T/ro"
+	chmod 700 "$T/ro"
+	out=$(arun --workspace "$T/ws" --rw "$T/rw:/rw" --ro "$T/ro:/ro" --ro /usr/bin:/hostbin -- /bin/sh -c '
+		chown 0:0 /workspace/f && chown 4242 /workspace/f && echo ws-chowned
+		echo x > /ro/new 2>&1 || echo ro-refused
+		echo x > /hostbin/new 2>&1 || echo hostbin-refused
+		chown 0:0 /rw/f 2>&1 || echo rw-chown-root-refused
+		chown 4242 /rw/f 2>&1 || echo rw-chown-other-refused
+		echo new > /rw/byroot 2>&1 || echo rw-create-refused
+		stat -c "%u:%g" /rw/f
+		/bin/busybox mount -t tmpfs none /tmp 2>&1 || echo mount-refused
+		test -r /etc/shadow && cat /etc/shadow; echo shadow-done')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "workspace: chown inside" "$out" "ws-chowned"
+	expect_contains "ro bind" "$out" "ro-refused"
+	expect_contains "host's /usr/bin" "$out" "hostbin-refused"
+	expect_contains "rw bind: no chown to root" "$out" "rw-chown-root-refused"
+	expect_contains "rw bind: no chown to another id" "$out" "rw-chown-other-refused"
+	expect_contains "rw bind: the owner's still" "$out" "1000:1000"
+	expect_contains "no mount" "$out" "mount-refused"
+	expect_not_contains "not the host's shadow" "$out" "$(head -1 /etc/shadow)"
+	# the host's side: every file its owner's, as before the run
+	expect_eq "workspace owners" "$(stat -c %u:%g "$T/ws/f")" "4321:4321"
+	expect_eq "workspace content" "$(cat "$T/ws/f")" "ws"
+	expect_eq "rw owners" "$(find "$T/rw" ! -uid 4321 -o ! -gid 4321 | head -3)" ""
+	expect_eq "no new file in ro" "$(ls -A "$T/ro")" "secret"
+	[ ! -e /usr/bin/new ] || fail "wrote into the host's /usr/bin"
+}
+
+# Refused with a reason: over the host's /usr, and with one mapped id.
+t_root_inside_refusals() {
+	out=$(timeout 60 "$CORRAL" run --user root -- /bin/true 2>&1 < /dev/null) && fail "ran: $out"
+	expect_contains "needs an image" "$out" "needs an image or --rootfs"
+	out=$(timeout 60 "$CORRAL" run --user nobody -- /bin/true 2>&1 < /dev/null) && fail "ran: $out"
+	expect_contains "bad --user" "$out" "expected agent or root"
+	echo '{"identity": {"user": "admin"}}' > "$T/bad.json"
+	out=$("$CORRAL" policy check "$T/bad.json" 2>&1) && fail "accepted: $out"
+	expect_contains "policy: bad user" "$out" "identity.user"
+	# one mapped id: an unprivileged caller without an /etc/subuid entry
+	if grep -qE '^(nobody|65534):' /etc/subuid 2>/dev/null; then
+		skip "uid 65534 has an /etc/subuid entry here"
+		return 77
+	fi
+	chmod 755 "$TEST_TMP" "$ROOTFS"
+	out=$(cd / && timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$CORRAL" run --rootfs "$ROOTFS" --root-writable --user root -- /bin/true 2>&1 < /dev/null) &&
+		fail "ran: $out"
+	expect_contains "one mapped id" "$out" "needs ids 0-65535 mapped"
+	expect_contains "says why" "$out" "only uid 1000 is mapped"
+}
+
+# The daemon: 403 unless its operator allowed it; then calls run as root.
+t_root_inside_daemon_gate() {
+	local i
+	for allow in "" --allow-root-inside; do
+		rm -f "$T/s"
+		"$CORRAL" serve --socket "$T/s" --state-dir "$STATE" $allow > "$T/daemon.log" 2>&1 < /dev/null &
+		DAEMON=$!
+		for i in $(seq 1 200); do [ -S "$T/s" ] && break; sleep 0.05; done
+		[ -S "$T/s" ] || fail "no daemon: $(tail -3 "$T/daemon.log")"
+		if [ -z "$allow" ]; then
+			out=$(curl -sS --unix-socket "$T/s" -H 'Content-Type: application/json' \
+				-d "{\"image\": \"$IMAGE\", \"user\": \"root\"}" http://x/v1/sandboxes -w ' %{http_code}')
+			expect_contains "user root: 403" "$out" "forbidden"
+			expect_contains "user root: status" "$out" " 403"
+			expect_contains "names the flag" "$out" "--allow-root-inside"
+			out=$(curl -sS --unix-socket "$T/s" -H 'Content-Type: application/json' \
+				-d "{\"image\": \"$IMAGE\", \"policy\": {\"identity\": {\"user\": \"root\"}}}" \
+				http://x/v1/sandboxes -w ' %{http_code}')
+			expect_contains "policy identity.user root: 403" "$out" " 403"
+			out=$("$CORRAL" create --socket "$T/s" --image "$IMAGE" --user root 2>&1) && fail "created: $out"
+			expect_contains "corral create --user root" "$out" "403"
+		else
+			id=$("$CORRAL" create --socket "$T/s" --image "$IMAGE" --user root) || fail "create: $id"
+			out=$("$CORRAL" exec --socket "$T/s" "$id" -- /bin/sh -c 'id -u; grep ^CapEff /proc/self/status' 2>&1)
+			expect_contains "root inside, listed caps" "$out" $'0\nCapEff:\t00000000000000db'
+			"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
+		fi
+		kill -TERM "$DAEMON"
+		wait "$DAEMON" 2>/dev/null
+		DAEMON=""
+	done
 }
 
 run_tests "$@"

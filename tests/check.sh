@@ -141,6 +141,7 @@ as_root_lane() {
 	step "a misbehaving agent as $me ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $me ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	step "images as $me ($label)" tests/image.sh "$b/corral"
+	step "apt-get install as root inside an image as $me ($label)" tests/apt.sh "$b/corral" "$b/tests/helpers"
 }
 
 # nobody_lane BUILD LABEL: every suite again as uid 65534 (root only), with

@@ -233,6 +233,7 @@ t_root_inside_host_untouched() {
 	expect_contains "host's /usr/bin" "$out" "hostbin-refused"
 	expect_contains "rw bind: no chown to root" "$out" "rw-chown-root-refused"
 	expect_contains "rw bind: no chown to another id" "$out" "rw-chown-other-refused"
+	expect_contains "rw bind: root creates nothing" "$out" "rw-create-refused"
 	expect_contains "rw bind: the owner's still" "$out" "1000:1000"
 	expect_contains "no mount" "$out" "mount-refused"
 	expect_not_contains "not the host's shadow" "$out" "$(head -1 /etc/shadow)"

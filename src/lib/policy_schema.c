@@ -1016,13 +1016,13 @@ static int apply_identity(struct loader *l, json_t *v)
 static const struct field top_fields[] = {
 	{ "description", apply_description },
 	{ "filesystem", apply_filesystem },
-	{ "identity", apply_identity },
 	{ "limits", apply_limits },
 	{ "env", apply_env },
 	{ "network", apply_network },
 	{ "abort", apply_abort },
 	{ "events", apply_events },
 	{ "export", apply_export },
+	{ "identity", apply_identity },
 	{ NULL, NULL },
 };
 

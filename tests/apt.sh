@@ -179,6 +179,12 @@ t_root_inside_capabilities() {
 	expect_contains "no_new_privs" "$out" $'NoNewPrivs:\t1'
 	# leaving uid 0 leaves every capability
 	expect_contains "setuid drops all" "$out" $'42\nCapEff:\t0000000000000000'
+	# no_new_privs: a setuid-root file root leaves gives _apt nothing
+	out=$(arun -- /bin/sh -c 'mkdir -p /opt/s && cp /bin/busybox /opt/s/id && chmod 4755 /opt/s/id &&
+		stat -c "mode %a %u" /opt/s/id &&
+		echo "euid $(/usr/bin/setpriv --reuid=42 --regid=65534 --clear-groups /opt/s/id -u)"')
+	expect_contains "setuid file made" "$out" "mode 4755 0"
+	expect_contains "setuid bit ignored" "$out" "euid 42"
 	# the agent, as ever, has none
 	out=$(timeout 60 "$CORRAL" run --state-dir "$STATE" --image "$IMAGE" --root-writable \
 		-- /bin/sh -c 'id -u; grep ^CapEff /proc/self/status' 2>&1 < /dev/null)

@@ -47,31 +47,23 @@ IMAGE=corral-test/apt:1
 # copy PATH...: files of the host into the tree, with the libraries they
 # load (one ldd for all: each costs a dynamic loader's start)
 copy() {
-	local f lib
-	for f in "$@"; do
-		mkdir -p "$ROOTFS$(dirname "$f")"
-		cp -L "$f" "$ROOTFS$f"
-	done
-	for lib in $(ldd "$@" 2>/dev/null | grep -oE '/[^ :]+' | sort -u); do
-		[ -e "$ROOTFS$lib" ] && continue
-		mkdir -p "$ROOTFS$(dirname "$lib")"
-		cp -L "$lib" "$ROOTFS$lib"
-	done
+	cp -L --parents "$@" "$ROOTFS"
+	# shellcheck disable=SC2046
+	cp -L --parents $(ldd "$@" 2>/dev/null | grep -oE '/[^ :]+' | sort -u) "$ROOTFS"
 }
 
 build_rootfs() {
 	local d
-	mkdir -p "$ROOTFS"/{bin,sbin,etc,tmp,root,lib64}
-	for d in usr/bin usr/sbin usr/lib etc/apt/apt.conf.d etc/apt/preferences.d \
-		etc/apt/sources.list.d etc/apt/trusted.gpg.d etc/dpkg/dpkg.cfg.d \
-		var/lib/apt/lists/partial var/cache/apt/archives/partial var/log/apt \
-		var/lib/dpkg/info var/lib/dpkg/updates var/lib/dpkg/triggers \
-		var/lib/dpkg/alternatives usr/share/doc; do
-		mkdir -p "$ROOTFS/$d"
-	done
+	mkdir -p "$ROOTFS"/{bin,sbin,etc,tmp,root} "$ROOTFS"/usr/{bin,sbin,lib} \
+		"$ROOTFS"/etc/apt/{apt.conf.d,preferences.d,sources.list.d,trusted.gpg.d} \
+		"$ROOTFS"/etc/dpkg/dpkg.cfg.d "$ROOTFS"/var/lib/apt/lists/partial \
+		"$ROOTFS"/var/cache/apt/archives/partial "$ROOTFS"/var/log/apt \
+		"$ROOTFS"/var/lib/dpkg/{info,updates,triggers,alternatives} \
+		"$ROOTFS"/usr/share/doc
 	cp /bin/busybox "$ROOTFS/bin/busybox"
-	for d in sh rm diff cat ls ln mkdir stat id echo test grep sed \
-		cp mv chmod chown find head readlink touch true false env; do
+	# what apt and dpkg exec or look for in PATH (busybox's sh runs its
+	# other applets itself)
+	for d in sh rm diff cat; do
 		ln -sf busybox "$ROOTFS/bin/$d"
 	done
 	copy /usr/bin/apt-get /usr/bin/dpkg /usr/bin/dpkg-deb /usr/bin/dpkg-query \

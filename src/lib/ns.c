@@ -248,10 +248,10 @@ int root_inside_refused(const struct corral_policy *p, const struct corral_ids *
 	if (strcmp(ids->mapping, "single") && ids->count >= CORRAL_IDS_COUNT)
 		return 0;
 	return corral_set_err(err, -EPERM, "identity.user root (--user root) needs "
-			      "ids 0-%u mapped, this sandbox has %.200s",
+			      "ids 0-%u mapped; here %.200s",
 			      CORRAL_IDS_COUNT - 1, ids->note[0] ? ids->note :
-			      !strcmp(ids->mapping, "single") ? "only uid 1000" :
-			      "fewer in its /etc/subuid or /etc/subgid entry");
+			      !strcmp(ids->mapping, "single") ? "only uid 1000 is mapped" :
+			      "fewer are (a shorter /etc/subuid or /etc/subgid entry)");
 }
 
 /*

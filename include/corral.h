@@ -173,6 +173,12 @@ struct corral_policy {
 	size_t nroot_layers;
 	bool root_writable;		/* filesystem.root_writable: copy-on-write */
 	/*
+	 * identity.user "root": the commands run as uid 0 of the sandbox's
+	 * user namespace with child.c's few file capabilities (dpkg, apt),
+	 * on an image or --rootfs, with a full id range mapped (ns.c).
+	 */
+	bool root_inside;
+	/*
 	 * filesystem.image: an image of the store, by name or digest; whoever
 	 * runs the policy resolves it against its store (corral_policy_use_image)
 	 * into root_layers, Env and WorkingDir.  Only a reference: never a path.

@@ -9,6 +9,8 @@ PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
 missing=""
 # images: archives and layers; a real tree and a real OCI tool for the tests
 PKGS="$PKGS libarchive-dev busybox-static umoci"
+# tests/apt.sh: dpkg-scanpackages for its offline repository
+PKGS="$PKGS dpkg-dev"
 # newuidmap/newgidmap: a full id range for users with an /etc/subuid entry
 PKGS="$PKGS uidmap"
 # TLS termination links libssl (libssl-dev above) and libevent_openssl (in

@@ -146,6 +146,7 @@ as_root_lane() {
 	step "images as $me ($label)" tests/image.sh "$b/corral"
 	step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
 	step "CPython's tests outside and inside as $me ($label)" tests/cpython.sh "$b/corral"
+	step "apt-get install as root inside an image as $me ($label)" tests/apt.sh "$b/corral" "$b/tests/helpers"
 }
 
 # nobody_lane BUILD LABEL: every suite again as uid 65534 (root only), with

@@ -316,8 +316,10 @@ def main():
         # a whole tree (a debootstrap'd Debian: tests/image_debian.sh) as one layer
         lay = Layer()
         lay.tar.add(os.environ["CORRAL_ROOTFS"], arcname=".")
+        # CORRAL_LAYER_COMPRESS=none: tests/apt.sh's tree, not worth gzip's time
         write_layout(out, [lay.bytes()], names=[os.environ.get("CORRAL_IMAGE_NAME",
                                                                "corral-test/debian:12")],
+                     compress=os.environ.get("CORRAL_LAYER_COMPRESS", "gzip"),
                      config=dict(Env=["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                                       "/usr/bin:/sbin:/bin"], Cmd=["/bin/bash"]))
     elif kind == "tampered":

@@ -69,7 +69,8 @@ static bool policy_equal(const struct corral_policy *a,
 	    a->nnet_hosts != b->nnet_hosts ||
 	    a->events.budget_bytes != b->events.budget_bytes ||
 	    a->events.verbatim != b->events.verbatim ||
-	    a->events.interval_ms != b->events.interval_ms)
+	    a->events.interval_ms != b->events.interval_ms ||
+	    a->root_inside != b->root_inside)
 		return false;
 	for (i = 0; i < a->nnet_allow; i++)
 		if (!str_eq(a->net_allow[i], b->net_allow[i]))
@@ -1554,6 +1555,28 @@ TEST(set_limit_from_flags)
 	CHECK(corral_policy_set_limit(&p, "bogus", "1", &err) < 0);
 	CHECK_STR_CONTAINS(err.msg, "unknown key");
 	CHECK(p.pids == 64 && p.disk_bytes == 8u << 20);
+	corral_policy_free(&p);
+}
+
+/* identity.user: agent (the default) or root; nothing else */
+TEST(identity_section)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	CHECK(!p.root_inside);
+	CHECK(load(&p, "{\"identity\": {\"user\": \"root\"}}", &err) == 0);
+	CHECK(p.root_inside);
+	CHECK(load(&p, "{\"identity\": {}}", &err) == 0);
+	CHECK(p.root_inside);
+	CHECK(load(&p, "{\"identity\": {\"user\": \"agent\"}}", &err) == 0);
+	CHECK(!p.root_inside);
+	CHECK(load(&p, "{\"identity\": {\"user\": \"admin\"}}", &err) != 0);
+	CHECK(strstr(err.msg, "identity.user") && strstr(err.msg, "\"root\""));
+	CHECK(load(&p, "{\"identity\": {\"user\": 0}}", &err) != 0);
+	CHECK(load(&p, "{\"identity\": {\"uid\": 0}}", &err) != 0);
+	CHECK(!p.root_inside);
 	corral_policy_free(&p);
 }
 

@@ -13,7 +13,7 @@
 static const struct verb create_verb = {
 	.name = "create",
 	.head =
-"Usage: corral create [--policy FILE] [--workspace DIR] [--image REF]\n"
+"Usage: corral create [--policy FILE] [--workspace DIR] [--image REF] [--user root]\n"
 "                     [--ttl DURATION] [--idle-freeze DURATION] [--label KEY=VALUE]... [--json]\n"
 "\n"
 "Ask the daemon (`corral serve`) for a sandbox that lives across many calls,\n"
@@ -31,6 +31,10 @@ static const struct verb create_verb = {
 "                       is a path on the daemon's host and must be absolute\n"
 "  --image REF          the root is image REF of the daemon's store\n"
 "                       (STATE_DIR/images: `corral image import --state-dir`)\n"
+"  --user root|agent    root: calls run as uid 0 of the sandbox's user\n"
+"                       namespace with a few file capabilities (apt-get\n"
+"                       install on an image); only if the daemon was started\n"
+"                       with --allow-root-inside (else 403)\n"
 "  --ttl DURATION       destroy the sandbox this long after it was created\n"
 "                       (\"90s\", \"30m\", \"2h\", \"1d\"; a bare number is\n"
 "                       seconds); absent or 0: no TTL\n"
@@ -52,7 +56,7 @@ static const struct verb create_verb = {
 };
 
 enum { OPT_POLICY = OPT_OWN, OPT_WORKSPACE, OPT_TTL, OPT_IDLE_FREEZE, OPT_LABEL,
-       OPT_IMAGE };
+       OPT_IMAGE, OPT_USER };
 
 static const struct option create_options[] = {
 	CONN_OPTIONS,
@@ -62,6 +66,7 @@ static const struct option create_options[] = {
 	{ "idle-freeze", required_argument, NULL, OPT_IDLE_FREEZE },
 	{ "label", required_argument, NULL, OPT_LABEL },
 	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "user", required_argument, NULL, OPT_USER },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -165,6 +170,8 @@ static int create_option(void *arg, int opt, const char *val)
 		return 0;
 	case OPT_IMAGE:
 		return body_put_text(&create_verb, a->body, "image", "--image", val);
+	case OPT_USER:
+		return body_put_text(&create_verb, a->body, "user", "--user", val);
 	}
 	return verb_usage_error(&create_verb, "option %d is not handled", opt);
 }

@@ -76,6 +76,11 @@ static const char run_usage[] =
 "  --root-writable      with --rootfs or --image: the root is copy-on-write\n"
 "                       (apt-get, pip into system paths), discarded with the\n"
 "                       sandbox, within --disk (policy filesystem.root_writable)\n"
+"  --user root|agent    root: with --rootfs or --image and ids 0-65535 mapped,\n"
+"                       run as uid 0 of the sandbox's user namespace with\n"
+"                       CAP_CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETUID and\n"
+"                       SETGID there (dpkg, apt-get install); never the\n"
+"                       host's root (policy identity.user; default agent)\n"
 "  --state-dir DIR      with --image: the image store is DIR/images, as for\n"
 "                       `corral image --state-dir` (default: see corral image)\n"
 "  --export-to DIR      after the command, write the workspace as the sandbox\n"
@@ -123,7 +128,7 @@ enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
 	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
 	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
-	OPT_ROOTFS, OPT_IMAGE, OPT_ROOT_WRITABLE, OPT_STATE_DIR,
+	OPT_ROOTFS, OPT_IMAGE, OPT_ROOT_WRITABLE, OPT_USER, OPT_STATE_DIR,
 	OPT_EXPORT_TO, OPT_APPLY, OPT_PATCH, OPT_ALLOW_RISKY, OPT_SETTINGS,
 };
 
@@ -149,6 +154,7 @@ static const struct option run_options[] = {
 	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
 	{ "image", required_argument, NULL, OPT_IMAGE },
 	{ "root-writable", no_argument, NULL, OPT_ROOT_WRITABLE },
+	{ "user", required_argument, NULL, OPT_USER },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "export-to", required_argument, NULL, OPT_EXPORT_TO },
 	{ "apply", no_argument, NULL, OPT_APPLY },
@@ -377,6 +383,15 @@ int cmd_run(int argc, char **argv)
 		}
 		if (opt == OPT_ROOT_WRITABLE) {
 			p.root_writable = true;
+			continue;
+		}
+		if (opt == OPT_USER) {
+			if (strcmp(optarg, "agent") && strcmp(optarg, "root")) {
+				cli_error("--user: expected agent or root (got \"%s\")", optarg);
+				corral_policy_free(&p);
+				return EXIT_CORRAL;
+			}
+			p.root_inside = !strcmp(optarg, "root");
 			continue;
 		}
 		if (opt == OPT_STATE_DIR) {

@@ -17,7 +17,7 @@ static const char help[] =
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 "                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
-"                    [--uid-range FROM-TO]\n"
+"                    [--uid-range FROM-TO] [--allow-root-inside]\n"
 "                    [--snapshot-budget SIZE]\n"
 "\n"
 "Run the corral daemon: it creates sandboxes that live across many tool\n"
@@ -65,6 +65,9 @@ static const char help[] =
 "  --uid-range FROM-TO as root: a sandbox runs as its workspace's owner\n"
 "                      when within FROM-TO, else as 65534 (default: always\n"
 "                      65534)\n"
+"  --allow-root-inside identity.user \"root\" may be asked for: uid 0 of the\n"
+"                      sandbox's user namespace with a few file capabilities\n"
+"                      (apt-get install on an image); refused (403) otherwise\n"
 "  --snapshot-budget SIZE  what all snapshots (POST .../snapshot) may take\n"
 "                      in the state directory, e.g. 512M, 4G (default 1G);\n"
 "                      a snapshot past it is refused (507)\n"
@@ -204,6 +207,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "allow-host-path", required_argument, NULL, 'A' },
 		{ "allow-env", required_argument, NULL, 'E' },
 		{ "uid-range", required_argument, NULL, 'U' },
+		{ "allow-root-inside", no_argument, NULL, 'R' },
 		{ "snapshot-budget", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -264,6 +268,9 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			a->o.access.allow_env = a->envs;
 			if (code)
 				return code;
+			break;
+		case 'R':
+			a->o.access.allow_root_inside = true;
 			break;
 		case 'U':
 			code = parse_uid_range(optarg, &a->o.access);

@@ -17,6 +17,9 @@
  *    for an rw bind.  TCP clients get no other host path.
  *  - the uid: a root daemon runs a sandbox as the workspace's owner only
  *    within --uid-range (default: none, so 65534).
+ *  - identity.user "root" (capabilities inside the sandbox's user
+ *    namespace): only with --allow-root-inside, for any client; a client
+ *    never grants itself capabilities.
  *
  * The path given to the sandbox is the resolved one.  What is still open:
  * the owner of a directory on the way can swap it for a symlink between
@@ -197,6 +200,10 @@ bool api_access_check(struct daemon *d, struct evhttp_request *req,
 	struct client c;
 
 	client_of(req, tcp, &c);
+	if (p->root_inside && !d->access.allow_root_inside)
+		return api_fault(f, 403, "forbidden", "identity.user root: this daemon "
+				 "does not run commands as root inside a sandbox "
+				 "(corral serve --allow-root-inside allows it)");
 	for (size_t i = 0; i < p->nenv_pass; i++)
 		if (!env_ok(d, &c, p->env_pass[i], f))
 			return false;

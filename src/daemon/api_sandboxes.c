@@ -73,21 +73,26 @@ struct create_args {
 	const char *workspace;
 	const char *image;		/* a reference into the daemon's store */
 	const char *from_snapshot;
+	const char *user;		/* "agent" or "root": over identity.user */
 	uint64_t ttl_ms, idle_ms;
 };
 
 static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 {
 	static const char *const known[] = { "policy", "workspace", "ttl_seconds",
-		"idle_freeze_ms", "labels", "image", "from_snapshot", NULL };
+		"idle_freeze_ms", "labels", "image", "from_snapshot", "user", NULL };
 	json_t *idle;
 
 	if (!only_fields(o, known, f) ||
 	    !seconds_field(o, "ttl_seconds", 30 * 86400, &a->ttl_ms, f) ||
 	    !string_field(o, "workspace", 4095, &a->workspace, f) ||
 	    !string_field(o, "image", 511, &a->image, f) ||
-	    !string_field(o, "from_snapshot", 63, &a->from_snapshot, f))
+	    !string_field(o, "from_snapshot", 63, &a->from_snapshot, f) ||
+	    !string_field(o, "user", 15, &a->user, f))
 		return false;
+	if (a->user && strcmp(a->user, "agent") && strcmp(a->user, "root"))
+		return api_fault(f, 400, "bad_request", "user must be \"agent\" or "
+				 "\"root\" (got \"%.15s\")", a->user);
 	if (a->from_snapshot && a->workspace)
 		return api_fault(f, 400, "bad_request", "from_snapshot brings its "
 				 "own workspace (the one snapshotted): no workspace "
@@ -190,7 +195,8 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	struct sandbox *sb;
 	int r;
 
-	if (!a->policy && !a->workspace && !a->image && !a->from_snapshot && (sb = pool_take(d)))
+	if (!a->policy && !a->workspace && !a->image && !a->from_snapshot && !a->user &&
+	    (sb = pool_take(d)))
 		return sb;	/* built ahead with exactly this (default) policy */
 	p = default_policy();
 	if (!p) {
@@ -234,6 +240,8 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 		return NULL;
 	}
 	corral_image_free(img);	/* its layers, Env, WorkingDir are in p now */
+	if (a->user)
+		p->root_inside = !strcmp(a->user, "root");
 	/* a fork's policy is a client's too: its binds and env.pass checked */
 	if (!api_access_check(d, req, api_over_tcp(d, req), p, &f)) {
 		reply_fault(req, &f);

@@ -34,6 +34,7 @@ struct daemon_access {
 	size_t nallow_env;
 	uid_t uid_min, uid_max;		/* root: host uids a sandbox may run as */
 	bool uid_range;			/* uid_min..uid_max given */
+	bool allow_root_inside;		/* identity.user "root" may be asked for */
 };
 
 /* What to serve on and where to keep state; the front end fills in the

@@ -255,16 +255,58 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 	return landlock_apply(rules, n, NULL, 0, err);
 }
 
-/* All five capability sets empty, and none can come back. */
-static int drop_caps(struct corral_err *err)
+/*
+ * identity.user "root": what dpkg and apt need of root, and no more.  Each
+ * holds only in the sandbox's user namespace and only over inodes whose
+ * owner and group are mapped into it (capable_wrt_inode_uidgid): the
+ * host's files (root's, unmapped) and an idmapped bind's other owners
+ * stay out of reach, whatever the capability says.
+ *  - CHOWN: dpkg fchown()s every file it unpacks to its owner in the .deb.
+ *  - DAC_OVERRIDE: the image's files are the agent's (uid 1000) inside;
+ *    dpkg replaces them, apt writes its lists and archives as root.
+ *  - FOWNER: chmod and utimes of files not root's (the image's, 1000's).
+ *  - FSETID: a package's setgid file (crontab, wall) keeps its bit; it
+ *    grants nothing here, no_new_privs ignores setuid/setgid on exec.
+ *  - SETUID, SETGID: apt drops to _apt to fetch, maintainer scripts run
+ *    su/runuser/setpriv; a process that leaves uid 0 loses every capability.
+ * Not SETFCAP (file capabilities: nothing to grant under no_new_privs), not
+ * DAC_READ_SEARCH (open_by_handle_at reaches past the mount namespace), not
+ * SYS_ADMIN, NET_ADMIN, SYS_PTRACE, SYS_MODULE, MKNOD, KILL, SYS_CHROOT.
+ */
+static const int root_caps[] = {
+	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_SETUID, CAP_SETGID,
+};
+
+static bool cap_kept(int cap, bool root)
+{
+	for (size_t i = 0; root && i < sizeof(root_caps) / sizeof(root_caps[0]); i++)
+		if (root_caps[i] == cap)
+			return true;
+	return false;
+}
+
+/*
+ * The agent: all five capability sets empty, and none can come back.
+ * Root inside: the bounding, permitted and effective sets hold root_caps,
+ * the inheritable and ambient sets nothing.  An exec as uid 0 gets the
+ * bounding set, never more (and no_new_privs caps it at what the caller
+ * had); an exec or a setuid() to another uid gets nothing.
+ */
+static int drop_caps(bool root, struct corral_err *err)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2] = { { 0 } };
 
-	for (int cap = 0; cap <= 63; cap++)
+	for (int cap = 0; cap <= 63; cap++) {
+		if (cap_kept(cap, root)) {
+			data[cap / 32].permitted |= 1U << (cap % 32);
+			data[cap / 32].effective |= 1U << (cap % 32);
+			continue;
+		}
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			return corral_set_errno(err, errno, "cannot drop capability %d",
 					      cap);
+	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
 		return corral_set_errno(err, errno, "cannot clear ambient caps");
@@ -272,6 +314,23 @@ static int drop_caps(struct corral_err *err)
 		return corral_set_errno(err, errno, "capset");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return corral_set_errno(err, errno, "no_new_privs");
+	return 0;
+}
+
+/*
+ * Root inside: uid/gid 0 of the namespace, taken after the mounts (which
+ * corral builds as the agent, so that /home/agent and the rest stay
+ * uid 1000's) while init still holds every capability of the namespace.
+ * From uid 1000 to 0 the effective set is refilled from the permitted one.
+ */
+static int become_root(struct corral_err *err)
+{
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		return corral_set_errno(err, errno, "cannot become uid 0 inside "
+				      "(identity.user root)");
+	/* a change of credentials clears it, as in sandbox_child */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return corral_set_errno(err, errno, "PR_SET_PDEATHSIG");
 	return 0;
 }
 
@@ -891,7 +950,8 @@ void sandbox_child(struct child_ctx *c)
 	if (abi < 0)
 		setup_failed(c, &err);
 	if (enter_workspace(c->p->workdir ? c->p->workdir : "/workspace", &err) < 0 ||
-	    drop_caps(&err) < 0)
+	    (c->p->root_inside && become_root(&err) < 0) ||
+	    drop_caps(c->p->root_inside, &err) < 0)
 		setup_failed(c, &err);
 	/* The agent must not read PID 1's memory or fds through /proc. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {

@@ -232,6 +232,29 @@ void ns_plan_ids(const struct corral_policy *p, struct corral_ids *ids)
 }
 
 /*
+ * identity.user root (child.c's capabilities at uid 0 inside) needs:
+ *  - a root of its own (an image, --rootfs): over the host's /usr there is
+ *    nothing for root to install into, and nothing to gain;
+ *  - every id 0..65535 mapped: dpkg chowns to the owners in the .deb, apt
+ *    drops to _apt; with one mapped id, uid 0 is not even a uid here.
+ */
+int root_inside_refused(const struct corral_policy *p, const struct corral_ids *ids,
+			struct corral_err *err)
+{
+	if (!p->nroot_layers)
+		return corral_set_err(err, -EINVAL, "identity.user root (--user root) "
+				      "needs an image or --rootfs: the host's /usr is "
+				      "never root's inside");
+	if (strcmp(ids->mapping, "single") && ids->count >= CORRAL_IDS_COUNT)
+		return 0;
+	return corral_set_err(err, -EPERM, "identity.user root (--user root) needs "
+			      "ids 0-%u mapped; here %.200s",
+			      CORRAL_IDS_COUNT - 1, ids->note[0] ? ids->note :
+			      !strcmp(ids->mapping, "single") ? "only uid 1000 is mapped" :
+			      "fewer are (a shorter /etc/subuid or /etc/subgid entry)");
+}
+
+/*
  * "inside host count" lines: inside k -> range + k for k < count, but
  * 1000 -> the agent's id.  At most three lines; agent may be range + 1000.
  */

@@ -1055,6 +1055,38 @@ static int apply_export(struct loader *l, json_t *v)
 }
 
 
+/*
+ * identity.user: "agent" (uid 1000, no capabilities, the default) or
+ * "root" (uid 0 of the sandbox's user namespace, child.c's short list of
+ * capabilities; the daemon takes it only with --allow-root-inside).
+ */
+static int apply_user(struct loader *l, json_t *v)
+{
+	const char *s;
+	size_t n;
+	int r;
+
+	if (!json_is_string(v))
+		return loader_fail(l, false, v, "expected \"agent\" or \"root\"");
+	r = loader_get_string(l, v, &s, &n);
+	if (r)
+		return r;
+	if (strcmp(s, "agent") && strcmp(s, "root"))
+		return loader_fail(l, false, v, "expected \"agent\" or \"root\"");
+	l->p->root_inside = !strcmp(s, "root");
+	return 0;
+}
+
+static const struct field identity_fields[] = {
+	{ "user", apply_user },
+	{ NULL, NULL },
+};
+
+static int apply_identity(struct loader *l, json_t *v)
+{
+	return apply_fields(l, v, identity_fields);
+}
+
 static const struct field top_fields[] = {
 	{ "description", apply_description },
 	{ "filesystem", apply_filesystem },
@@ -1065,6 +1097,7 @@ static const struct field top_fields[] = {
 	{ "events", apply_events },
 	{ "export", apply_export },
 	{ "secrets", tls_policy_apply_secrets },
+	{ "identity", apply_identity },
 	{ NULL, NULL },
 };
 

@@ -318,6 +318,11 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	}
 	/* which host ids: a range where the caller can, the agent's own */
 	ns_plan_ids(o->p, &sb->ids);
+	if (o->p->root_inside && root_inside_refused(o->p, &sb->ids, err) < 0) {
+		sandbox_env_free(sb->envp);
+		free(sb);
+		return NULL;
+	}
 	idmap_prepare(o->p, &sb->ids, &sb->idmap);
 	sb->host_uid = sb->ids.uid;
 	sb->host_gid = sb->ids.gid;

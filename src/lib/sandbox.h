@@ -16,6 +16,9 @@ bool ns_owner_grants(const struct corral_policy *p, uid_t owner);
 void ns_plan_ids(const struct corral_policy *p, struct corral_ids *ids);
 int ns_write_id_maps(pid_t pid, const struct corral_ids *ids,
 		     struct corral_err *err);
+/* identity.user root: -1 and why unless on a root of its own with ids 0-65535 */
+int root_inside_refused(const struct corral_policy *p, const struct corral_ids *ids,
+			struct corral_err *err);
 
 /*
  * idmap.c, as root with corral's range: the workspace and the caller's

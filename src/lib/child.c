@@ -864,7 +864,8 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 	abi = apply_landlock(p, err);
 	if (abi < 0)
 		return abi;
-	if (drop_caps(err) < 0)
+	/* an OCI exec runs as the agent: process.user is not honoured */
+	if (drop_caps(false, err) < 0)
 		return err->code;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return corral_set_errno(err, errno, "PR_SET_DUMPABLE");

@@ -29,6 +29,9 @@ cleanup() {
 	rm -f "$TALLY"
 }
 trap cleanup EXIT
+# a signal ends the check through its EXIT trap: the lanes go with it
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # tally LOGFILE: the "N passed, N failed" lines a step printed, to $TALLY
 # (lanes run as other processes: a file is what they share).

@@ -84,7 +84,9 @@ healthy() {
 wait_inside() {
 	local got
 	for _ in $(seq 1 100); do
-		got=$(inside "$1" "$2")
+		# not there yet is an answer too (under set -e, a failing
+		# command would end the test)
+		got=$(inside "$1" "$2") || true
 		[ "$got" = "$3" ] && return 0
 		sleep 0.1
 	done

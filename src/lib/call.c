@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 #include "box.h"
+#include "fdpass.h"
 #include "events.h"
 
 #include <errno.h>
@@ -562,12 +563,8 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 		     struct corral_err *err)
 {
 	cleanup_free struct exec_msg *m = calloc(1, sizeof(*m));
-	char cbuf[CMSG_SPACE(4 * sizeof(int))] = { 0 };
 	int nfds = c->o.tty ? 1 : 4;	/* a terminal's call: the gate alone */
-	struct iovec iov;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	ssize_t n;
 	char **envp = call_env(b, c->o.env);
 	const char *cwd = c->o.cwd ? c->o.cwd : "/workspace";
 	int r = 0;
@@ -593,14 +590,10 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	}
 	memcpy(m->data + m->len, cwd, strlen(cwd) + 1);
 	m->len += strlen(cwd) + 1;
-	iov = (struct iovec){ m, offsetof(struct exec_msg, data) + m->len };
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-	memcpy(CMSG_DATA(cm), c->o.tty ? &fds[3] : fds, nfds * sizeof(int));
-	mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-	if (sendmsg(b->sb->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		r = corral_set_errno(err, errno, "cannot reach the sandbox's init");
+	n = fd_send(b->sb->ctl, m, offsetof(struct exec_msg, data) + m->len,
+		    c->o.tty ? &fds[3] : fds, nfds, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
+		r = corral_set_errno(err, (int)-n, "cannot reach the sandbox's init");
 out:
 	sandbox_env_free(envp);
 	return r;

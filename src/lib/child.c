@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "fdpass.h"
 #include "proxy.h"
 
 #include <errno.h>
@@ -71,17 +72,9 @@ static void send_msg(int fd, int kind, int code, int abi, const char *text)
 static int send_fd(int sock, int kind, int fd)
 {
 	struct child_msg m = { .kind = kind };
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	ssize_t r = fd_send(sock, &m, sizeof(m), &fd, 1, 0);
 
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &mh, 0) < 0 ? -errno : 0;
+	return r < 0 ? (int)r : 0;
 }
 
 static __attribute__((noreturn)) void setup_failed(const struct child_ctx *c,
@@ -599,21 +592,7 @@ static __attribute__((noreturn)) void call_fail(int gate, int stage, int e)
  */
 static int send_ready(int gate, int master)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { "r", 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-
-	if (master >= 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &master, sizeof(int));
-	}
-	return sendmsg(gate, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+	return fd_send(gate, "r", 1, &master, master >= 0, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
 /*

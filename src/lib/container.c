@@ -14,6 +14,7 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "fdpass.h"
 #include "events.h"
 #include "sensor.h"
 
@@ -85,18 +86,10 @@ static void tell_ready(struct monitor *m, const char *fmt, ...)
 static int send_console(int sock, int fd, struct corral_err *err)
 {
 	static const char name[] = "/dev/ptmx";
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)name, sizeof(name) - 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	ssize_t n = fd_send(sock, name, sizeof(name) - 1, &fd, 1, MSG_NOSIGNAL);
 
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
-		return corral_set_errno(err, errno, "cannot send the pty to the "
+	if (n < 0)
+		return corral_set_errno(err, (int)-n, "cannot send the pty to the "
 					"console socket");
 	return 0;
 }
@@ -472,9 +465,6 @@ int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { CTL_TIMEOUT_S, 0 };
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)req, strlen(req) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	cleanup_close int sock = -1;
 	ssize_t n;
 
@@ -489,19 +479,9 @@ int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
 	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return corral_set_errno(err, errno, "the container's monitor (%s)",
 					ctl_path);
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
-		return corral_set_errno(err, errno, "cannot ask the monitor");
+	n = fd_send(sock, req, strlen(req), &fd, fd >= 0, MSG_NOSIGNAL);
+	if (n < 0)
+		return corral_set_errno(err, (int)-n, "cannot ask the monitor");
 	n = recv(sock, reply, len - 1, 0);
 	if (n <= 0)	/* it exited while asked: the container is stopped */
 		return corral_set_err(err, -ECONNREFUSED, "the container's monitor "

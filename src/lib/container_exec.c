@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "fdpass.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,12 +77,8 @@ static int open_namespaces(pid_t init, int fds[NJOIN], struct corral_err *err)
 static int make_terminal(int console_fd, struct corral_err *err)
 {
 	static const char name[] = "/dev/ptmx";
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)name, sizeof(name) - 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 	int master, slave, unlock = 0;
+	ssize_t n;
 
 	master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (master < 0)
@@ -91,14 +88,11 @@ static int make_terminal(int console_fd, struct corral_err *err)
 		close(master);
 		return corral_set_errno(err, errno, "cannot open the pty's slave");
 	}
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &master, sizeof(int));
-	if (sendmsg(console_fd, &mh, MSG_NOSIGNAL) < 0) {
+	n = fd_send(console_fd, name, sizeof(name) - 1, &master, 1, MSG_NOSIGNAL);
+	if (n < 0) {
 		close(master);
 		close(slave);
-		return corral_set_errno(err, errno, "cannot send the pty to the "
+		return corral_set_errno(err, (int)-n, "cannot send the pty to the "
 					"console socket");
 	}
 	close(master);
@@ -120,19 +114,9 @@ static int make_terminal(int console_fd, struct corral_err *err)
 static void send_listener(int rep, int fd)
 {
 	struct exec_report r = { 0, "notify" };
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { &r, sizeof(r) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(rep, &mh, MSG_NOSIGNAL) < 0) {
-		/* the caller is gone: the exec goes on, its denials unreported */
-	}
+	/* failing, the caller is gone: the exec goes on, its denials unreported */
+	(void)fd_send(rep, &r, sizeof(r), &fd, 1, MSG_NOSIGNAL);
 }
 
 /* The process, in the container's namespaces: wait for the gate, then exec. */

@@ -21,6 +21,9 @@
 #include "relay.h"
 #include "peer.h"
 #include "tls.h"
+#include "fdpass.h"
+
+_Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and diag at once");
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -147,10 +150,8 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 						  bool transparent)
 {
 	int fds[NSPECS], nfd = 0, send_fds[NSPECS + 1], diag;
-	char path[64], cbuf[CMSG_SPACE(sizeof(send_fds))];
+	char path[64];
 	struct helper_reply rep = { 0 };
-	struct iovec iov = { &rep, sizeof(rep) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int userns, netns;
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
@@ -184,18 +185,7 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 		rep.transparent = net_transparent_setup(PROXY_TRANSPARENT_PORT,
 							PROXY_DNS_PORT, rep.why,
 							sizeof(rep.why));
-	if (nfd) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-		memcpy(CMSG_DATA(cm), send_fds, nfd * sizeof(int));
-	}
-	_exit(sendmsg(sock, &mh, 0) < 0 ? 1 : 0);
+	_exit(fd_send(sock, &rep, sizeof(rep), send_fds, nfd, 0) < 0 ? 1 : 0);
 }
 
 static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],

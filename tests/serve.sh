@@ -1733,6 +1733,15 @@ t_env_pass_over_tcp() {
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}' "$U/v1/sandboxes")
 	expect_error "env.pass over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(body)" "--allow-env"
+	# a secret is the daemon's environment or files sent out: the same gate
+	sec='"network": {"mode": "proxy", "allow": ["api.test:443"]}, "secrets": [{"name": "K",'
+	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_env\": \"CORRAL_TEST_SECRET\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
+	expect_error "secrets.from_env over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(body)" "--allow-env"
+	echo s3cr3t > "$T/secret.txt"
+	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_file\": \"$T/secret.txt\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
+	expect_error "secrets.from_file over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(body)" "only for its own user's clients"
 	# the daemon's own user on the unix socket may
 	id=$(mksb '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}')
 	expect_eq "unix, same user" "$(sbsh "$id" 'echo $CORRAL_TEST_SECRET')" s3cr3t

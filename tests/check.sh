@@ -198,10 +198,16 @@ nobody_lane() {
 	step "oci runtime refuses uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/oci.sh" "$STAGE/corral"
 	undelegate_cgroups
-	# no freezer: pause must answer why, idle sandboxes stay idle
+	# no freezer: pause must answer why, idle sandboxes stay idle; no
+	# cgroup to kill a call's tree by: timeouts, deletes, halts, a TTL and
+	# a killed daemon must still leave nothing (the tests whose outcome
+	# rests on cgroups; the rest were run just above)
 	step "serve as uid $NOBODY, no cgroups ($label)" \
 		as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/serve.sh" \
-		"$STAGE/corral" "$STAGE/serve_client"
+		"$STAGE/corral" "$STAGE/serve_client" \
+		t_sandbox_lifecycle t_exec_timeout t_delete_during_exec t_exec_client_gone \
+		t_background_process t_pause_resume t_idle_freeze t_ttl t_halt \
+		t_daemon_killed t_daemon_killed_frozen_sandboxes t_ids_reported
 	step "results as uid $NOBODY, no cgroups ($label)" \
 		as_nobody CORRAL_EXPECT_LIMITS=rlimit "$STAGE/tests/results.sh" "$STAGE/corral"
 	step "a misbehaving agent as uid $NOBODY, no cgroups ($label)" \

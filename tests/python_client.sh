@@ -50,5 +50,14 @@ done
 [ -S "$T/s" ] || { cat "$T/daemon.log"; echo "python client: 0 passed, 1 failed (no daemon)"; exit 1; }
 
 cd "$T"
+rc=0
 CORRAL_TEST_SOCKET=$T/s CORRAL_TEST_URL=http://127.0.0.1:$PORT CORRAL_TEST_TOKEN_FILE=$T/token \
-	PYTHONPATH=$T/site timeout 600 $PY "$HERE/python_client.py" 2>&1
+	PYTHONPATH=$T/site timeout 600 $PY "$HERE/python_client.py" 2>&1 || rc=$?
+# a daemon that died midway: say how (a sanitizer's report, else its end)
+if ! kill -0 "$DPID" 2>/dev/null; then
+	echo "the daemon died during the tests:"
+	grep -m1 -A20 -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$T/daemon.log" ||
+		tail -20 "$T/daemon.log"
+	rc=1
+fi
+exit $rc

@@ -548,7 +548,7 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 		}
 		memcpy(names[n++], de, sizeof(*de));
 	}
-	if (r == 0)
+	if (r == 0 && n > 1)	/* an empty directory has no array to sort */
 		qsort(names, n, sizeof(*names), dirent_cmp);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		r = walk_entry(w, dirfd(d), names[i]->d_name, rel, rlen, depth);

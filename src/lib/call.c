@@ -327,13 +327,16 @@ int corral_call_write_stdin(struct corral_call *c, const void *data, size_t len,
 		return corral_set_err(err, -EAGAIN, "the call has not read the %zu "
 				      "bytes of stdin it was given yet (at most "
 				      "%d wait)", unsent, CALL_STDIN_MAX);
-	/* what was written goes: the buffer holds only what waits */
-	memmove(c->in_data, c->in_data + c->in_off, unsent);
+	/* what was written goes: the buffer holds only what waits (none
+	 * yet: no buffer, and a bare eof brings no data) */
+	if (unsent && c->in_off)
+		memmove(c->in_data, c->in_data + c->in_off, unsent);
 	g = realloc(c->in_data, unsent + len + 1);
 	if (!g)
 		return corral_set_err(err, -ENOMEM, "out of memory for %zu bytes "
 				      "of stdin", len);
-	memcpy(g + unsent, data, len);
+	if (len)
+		memcpy(g + unsent, data, len);
 	c->in_data = g;
 	c->in_off = 0;
 	c->in_len = unsent + len;

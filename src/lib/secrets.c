@@ -293,8 +293,9 @@ static bool in_query(const struct secret *s, const char *line, size_t n,
 
 	if (!c->swap || !s->query || !host_ok(s, c->host, c->port) || !q || at < q + ql + 2)
 		return false;
+	/* pointers, not at[-2 - ql]: ql is unsigned, the index would wrap */
 	if (at[-1] != '=' || memcmp(at - 1 - ql, s->query, ql) ||
-	    (at[-2 - ql] != '?' && at[-2 - ql] != '&'))
+	    (*(at - 2 - ql) != '?' && *(at - 2 - ql) != '&'))
 		return false;
 	return after < line + n && (*after == '&' || *after == ' ' || *after == '#');
 }

@@ -41,15 +41,22 @@ void state_remove(struct daemon *d, const char *id)
 
 static struct daemon dm;
 static struct sockaddr_un addr = { .sun_family = AF_UNIX };
+static char dir[] = "/tmp/corral-fuzz-api.XXXXXX";
+
+/* libFuzzer ends a timed run with exit(): nothing of ours stays in /tmp */
+static void remove_dir(void)
+{
+	unlink(addr.sun_path);
+	rmdir(dir);
+}
 
 static void setup(void)
 {
-	char dir[] = "/tmp/corral-fuzz-api.XXXXXX";
 	struct evhttp_bound_socket *bound;
 	struct corral_err err = { 0 };
 	int fd;
 
-	if (!mkdtemp(dir))
+	if (!mkdtemp(dir) || atexit(remove_dir) != 0)
 		abort();
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/sock", dir);
 	dm.base = event_base_new();

@@ -6,6 +6,8 @@
 The command (corral) gets a fresh pty as its controlling terminal, 24x80,
 cooked.  Steps, in order, each bounded in time:
     expect:TEXT      wait (10 s at most) until the output holds TEXT
+    again:TEXT       expect:TEXT, and if it does not come, the last send
+                     once more and 10 s again; counted in "resent"
     send:TEXT        type TEXT (Python escapes: \\r, \\x03 ...)
     resize:R,C       set the terminal's size (the kernel sends SIGWINCH)
     signal:NAME      send signal NAME to the command
@@ -35,13 +37,22 @@ def main():
     os.close(slave)
     out = bytearray()
     during = None
+    last_sent, resent = b"", 0
     for st in steps:
         kind, _, arg = st.partition(":")
         if kind == "expect":
             want = codecs.decode(arg, "unicode_escape").encode()
             pump(master, out, 10, lambda: want in out)
+        elif kind == "again":
+            want = codecs.decode(arg, "unicode_escape").encode()
+            pump(master, out, 10, lambda: want in out)
+            if want not in out:
+                resent += 1
+                os.write(master, last_sent)
+                pump(master, out, 10, lambda: want in out)
         elif kind == "send":
-            os.write(master, codecs.decode(arg, "unicode_escape").encode())
+            last_sent = codecs.decode(arg, "unicode_escape").encode()
+            os.write(master, last_sent)
         elif kind == "resize":
             r, c = (int(x) for x in arg.split(","))
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", r, c, 0, 0))
@@ -73,6 +84,7 @@ def main():
                       and not (during[3] & termios.ICANON),
         "size_before": before["size"], "size_after": after["size"],
         "mode_before": oct(before["mode"]), "mode_after": oct(after["mode"]),
+        "resent": resent,
     }))
 
 def winsize(fd):

@@ -56,7 +56,7 @@ static const char *error_sentence(int code)
 	case 417:
 		return "unsupported Expect header (only 100-continue is)";
 	case 501:
-		return "method not implemented by the API";
+		return "no route of the API takes this method";
 	default:
 		return "the daemon could not answer the request";
 	}

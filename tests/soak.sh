@@ -15,7 +15,9 @@ trap 'rm -rf "$T"' EXIT
 mounts() { wc -l < /proc/self/mountinfo; }
 cgroups() { find /sys/fs/cgroup -maxdepth 3 -type d -name 'corral-*' 2>/dev/null | wc -l; }
 netns() { ls -l /proc/[0-9]*/ns/net 2>/dev/null | awk '{print $NF}' | sort -u | wc -l; }
-procs() { ps -e --no-headers | wc -l; }
+# not kernel threads: workers such as cgroup_release come and go as the
+# kernel frees cgroups, and are not ours to leak
+procs() { ps -e --no-headers -o ppid=,pid= | awk '$1 != 2 && $2 != 2' | wc -l; }
 tmpfiles() { ls -a "${TMPDIR:-/tmp}" | wc -l; }
 # kernel memory that sandboxes would hold if they leaked: unreclaimable
 # slab, stacks, page tables (not the dentry and inode caches, which the

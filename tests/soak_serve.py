@@ -63,6 +63,27 @@ def count(pattern):
     return len(glob.glob(pattern))
 
 
+def user_processes():
+    """Processes other than kernel threads, as {pid: comm}.  Kernel
+    workers (cgroup_release, cgroup_pidlist_destroy, ...) come and go as
+    cgroups are freed; they are the kernel's, not a leak of ours."""
+    procs = {}
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(d + "/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        fields = st[st.rindex(")") + 2:].split()
+        ppid, flags = int(fields[1]), int(fields[6])
+        pid = int(d[6:])
+        if pid == 2 or ppid == 2 or flags & 0x00200000:	# PF_KTHREAD
+            continue
+        procs[pid] = "%s (ppid %d)" % (comm, ppid)
+    return procs
+
+
 def snapshot(dpid, state):
     netns = set()
     for p in glob.glob("/proc/[0-9]*/ns/net"):
@@ -81,7 +102,7 @@ def snapshot(dpid, state):
         "cgroups": len([d for d in glob.glob("/sys/fs/cgroup/*/corral*/corral-*")
                         + glob.glob("/sys/fs/cgroup/corral*/corral-*") if os.path.isdir(d)]),
         "network namespaces": len(netns),
-        "processes": count("/proc/[0-9]*"),
+        "processes": len(user_processes()),
         "files in the state directory": sum(len(fs) for _, _, fs in os.walk(state)),
         "daemon RSS (kB)": rss,
     }
@@ -133,6 +154,7 @@ def main():
             cycle(i + 1)
         time.sleep(1)
         before = snapshot(d.pid, state)
+        procs_before = user_processes()
         t0 = time.monotonic()
         bad = 0
         for i in range(CYCLES):
@@ -162,6 +184,10 @@ def main():
                                                     after[k]))
             passed += ok
             failed += not ok
+            if not ok and k == "processes":
+                now = user_processes()
+                for pid in sorted(set(now) - set(procs_before)):
+                    print("#   new since the start: %d %s" % (pid, now[pid]))
     finally:
         d.send_signal(signal.SIGTERM)
         try:

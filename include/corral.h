@@ -1149,7 +1149,8 @@ int corral_container_monitor(const struct corral_container_opts *o,
 /*
  * A request to a container's monitor, one line: "state", "start",
  * "pause", "resume", "kill SIG", "kill-all SIG", "ps", "join PID",
- * "update MEMORY PIDS CPUS" (0: unchanged).  reply: "ok ..." or the
+ * "update MEMORY PIDS CPUS" (0: unchanged), "stats" ("ok OOM-KILLS
+ * JSON", runc's types.Stats).  reply: "ok ..." or the
  * monitor's error.  -ENOENT / -ECONNREFUSED: no monitor (it has exited).
  */
 CORRAL_PUBLIC

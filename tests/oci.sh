@@ -248,6 +248,62 @@ t_exec_ps_pause() {
 	nothing_left c1 "$pid $epid" "$mon"
 }
 
+# events: runc's JSON lines, from the container's cgroup
+t_events() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "sleep 30 & sleep 30 & wait"]'
+	oci events --stats nosuch > /dev/null || true
+	expect_eq "unknown id rc" "$(rc)" 1
+	expect_contains "runc's words" "$(last_error)" "container does not exist"
+	oci events --interval 0s nosuch > /dev/null || true
+	expect_contains "interval" "$(last_error)" "duration interval must be greater than 0"
+	oci create --bundle "$T/b" c1
+	oci start c1
+	local mon line
+	mon=$(monitor_of c1)
+	# corral-init, the shell and its two sleeps, once forked (bounded)
+	for _ in $(seq 1 100); do
+		oci events --stats c1 > /dev/null
+		[ "$(json data.pids.current < "$T/out")" = 4 ] && break
+		sleep 0.05
+	done
+	line=$(head -1 "$T/out")
+	echo "$line" | cut -c1-300
+	expect_eq "--stats rc" "$(rc)" 0
+	expect_eq "one line" "$(wc -l < "$T/out")" 1
+	expect_eq "type" "$(echo "$line" | json type)" stats
+	expect_eq "id" "$(echo "$line" | json id)" c1
+	expect_eq "pids.current" "$(echo "$line" | json data.pids.current)" 4
+	expect_eq "memory limit of config.json" "$(echo "$line" | json data.memory.usage.limit)" 268435456
+	[ "$(echo "$line" | json data.memory.usage.usage)" -gt 0 ] ||
+		fail "memory.usage.usage is not above 0"
+	[ "$(echo "$line" | json data.cpu.usage.total)" -gt 0 ] ||
+		fail "cpu.usage.total is not above 0"
+	# --interval: lines until the container stops, then it ends by itself
+	timeout 30 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
+		events --interval 50ms c1 > "$T/ev" 2> "$T/everr" &
+	local ev=$! rc=0
+	for _ in $(seq 1 200); do
+		[ "$(wc -l < "$T/ev")" -ge 2 ] && break
+		sleep 0.05
+	done
+	expect_contains "stats lines" "$(head -1 "$T/ev")" '"type":"stats","id":"c1"'
+	oci kill --all c1 KILL
+	wait "$ev" || rc=$?
+	expect_eq "events ends when the container stops" "$rc" 0
+	cat "$T/everr"
+	/usr/bin/python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    assert json.loads(l)["type"] in ("stats", "oom"), l' "$T/ev" ||
+		fail "not runc's JSON lines: $(tail -1 "$T/ev")"
+	wait_status c1 stopped
+	oci events --stats c1 > /dev/null || true
+	expect_eq "stopped rc" "$(rc)" 1
+	expect_contains "stopped" "$(last_error)" "container with id c1 is not running"
+	oci delete c1
+	nothing_left c1 "" "$mon"
+}
+
 t_console_socket() {
 	need_root
 	bundle "$T/b" '["sh", "-c", "tty; echo on-the-pty"]' 'c["process"]["terminal"] = True'

@@ -44,6 +44,7 @@ static const char oci_usage[] =
 "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] ID\n"
 "  ps [--format json] ID | pause ID | resume ID\n"
 "  update --resources FILE|- ID | features\n"
+"  events [--stats] [--interval 5s] ID\n"
 "";
 
 /* One line in the log, runc's (logrus's) fields, and the text on stderr. */
@@ -128,6 +129,7 @@ static const struct oci_command {
 	{ "resume", oci_resume, true },
 	{ "features", oci_features, false },
 	{ "update", oci_update, true },
+	{ "events", oci_events, true },
 	{ "version", oci_version, false },
 };
 

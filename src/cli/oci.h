@@ -128,5 +128,9 @@ int oci_pause(const struct oci_global *g, int argc, char **argv);
 int oci_resume(const struct oci_global *g, int argc, char **argv);
 int oci_features(const struct oci_global *g, int argc, char **argv);
 int oci_update(const struct oci_global *g, int argc, char **argv);
+/* oci_events.c */
+int oci_events(const struct oci_global *g, int argc, char **argv);
+/* "5s", "250ms", "1m30s" (Go's durations) or seconds -> ms; -EINVAL, -ERANGE */
+int oci_duration_ms(const char *s, long long *ms);
 
 #endif

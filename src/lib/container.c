@@ -17,6 +17,7 @@
 #include "fdpass.h"
 #include "events.h"
 #include "sensor.h"
+#include "container_stats.h"
 
 #include <event2/event.h>
 
@@ -32,7 +33,7 @@
 #include <unistd.h>
 
 #define CTL_REQ_MAX	256
-#define CTL_REPLY_MAX	8192
+#define CTL_REPLY_MAX	16384	/* "stats": runc's document, ~3 KB */
 #define CTL_TIMEOUT_S	10	/* a freeze may take the kernel 2 s */
 #define PS_MAX		1000
 #define EXEC_SENSORS_MAX 64	/* exec'd processes whose denials are reported */
@@ -221,6 +222,29 @@ static int update_limits(struct monitor *m, const char *args,
 	return cg_set_limits(m->cg, &m->limits, err);
 }
 
+/* "ok OOM-KILLS {runc's types.Stats}" for `corral oci events` */
+static int stats_reply(struct monitor *m, char *reply, size_t len,
+		       struct corral_err *err)
+{
+	uint64_t oom = 0;
+	json_t *doc = container_stats(m->cg, &oom, err);
+	char *text;
+	int n;
+
+	if (!doc)
+		return err->code;
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!text)
+		return corral_set_err(err, -ENOMEM, "out of memory for the stats");
+	n = snprintf(reply, len, "ok %llu %s", (unsigned long long)oom, text);
+	free(text);
+	if (n < 0 || (size_t)n >= len)
+		return corral_set_err(err, -E2BIG, "stats: %d bytes, more than the "
+				      "%zu a reply holds", n, len);
+	return 0;
+}
+
 static const char *status_name(const struct monitor *m)
 {
 	return m->exited ? "stopped" : m->paused ? "paused" :
@@ -266,6 +290,8 @@ static int serve_request(struct monitor *m, const char *req, int *fd,
 		return signal_all(m, sig, err);
 	if (!strcmp(req, "ps"))
 		return list_pids(m, reply, len, err);
+	if (!strcmp(req, "stats"))
+		return stats_reply(m, reply, len, err);
 	if (sscanf(req, "join %d", &pid) == 1) {
 		r = cg_attach(m->cg, pid, err);
 		if (r == 0)

@@ -45,6 +45,8 @@ need_root() { [ "$ME" = 0 ] || skip "the OCI runtime is root's (as runc); not ro
 # shaped as `runc spec` makes it; PYTHON edits c (the config) first.
 bundle() {
 	local dir=$1 argv=$2 edit=${3:-}
+	# never through a symlink a test made (rootfs -> /): that is the host
+	[ ! -L "$dir/rootfs" ] || { echo "bundle: $dir/rootfs is a symlink"; return 1; }
 	mkdir -p "$dir/rootfs/bin" "$dir/rootfs/etc"
 	cp /bin/busybox "$dir/rootfs/bin/"
 	for c in sh echo cat sleep ls id ps hostname true tty; do
@@ -378,6 +380,113 @@ t_refuses_devices() {
 t_refuses_hooks() {
 	need_root
 	refused 'c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}' "hooks.prestart refused"
+}
+
+# The root a bundle names must be an image's tree, never the host's
+t_refuses_rootfs_escape() {
+	need_root
+	bundle "$T/s" '["true"]'
+	rm -rf "$T/s/rootfs"
+	ln -s / "$T/s/rootfs"
+	oci create --bundle "$T/s" bad || true
+	expect_eq "rc" "$(rc)" 1
+	expect_contains "a symlink rootfs" "$(last_error)" "root.path"
+	expect_contains "why" "$(last_error)" "refused"
+	refused 'c["root"]["path"] = "../../../../../../../.."' "the host's root refused"
+	refused 'c["root"]["path"] = "/"' "the host's root refused"
+}
+
+# process.cwd and mount destinations: no ".." out of the rootfs, and a
+# symlink in the image resolves inside it (or is refused), never on the host
+t_refuses_path_escape() {
+	need_root
+	refused 'c["process"]["cwd"] = "/../../../etc"' "not a plain absolute path"
+	mkdir -p "$T/share"
+	echo shared > "$T/share/f"
+	ln -s /etc "$T/share/etc-link"
+	chmod -R a+rX "$T/share"
+	printf '{"allow_bind": ["%s"]}' "$T/share" > "$T/op.json"
+	export CORRAL_OCI_CONFIG=$T/op.json
+	refused "c['mounts'].append({'destination': '/data/../../../../etc', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'ro']})" \
+		'".." component'
+	# a source whose symlink leaves the allowlist
+	refused "c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share/etc-link', 'options': ['rbind', 'ro']})" \
+		"not beneath the operator's allow_bind"
+	# cwd and a bind's destination through the image's own symlinks to /etc
+	bundle "$T/b" '["sh", "-c", "echo cwd $(pwd); ls; ls /etc; cat /data/sub/f"]' \
+		"c['process']['cwd'] = '/work'
+c['mounts'].append({'destination': '/data/sub', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'ro']})"
+	ln -s /etc "$T/b/rootfs/work"
+	ln -s ../../../../../../etc "$T/b/rootfs/data"
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 || true
+	cat "$T/shim"
+	# the image's /etc (corral's entries), where the host's has debian_version
+	expect_contains "the image's /etc" "$(cat "$T/shim")" "resolv.conf"
+	expect_not_contains "no host /etc" "$(cat "$T/shim")" "debian_version"
+	expect_contains "the bind, inside the rootfs" "$(cat "$T/shim")" "shared"
+	[ ! -e /etc/sub ] || fail "a bind landed on the host's /etc/sub"
+	oci delete --force c1 > /dev/null 2>&1 || true
+	unset CORRAL_OCI_CONFIG
+}
+
+t_refuses_other_mounts() {
+	need_root
+	refused 'c["mounts"].append({"destination": "/mnt", "type": "ext4", "source": "/dev/sda1"})' \
+		"a ext4 mount on /mnt refused"
+	refused 'c["mounts"].append({"destination": "/hostproc", "type": "proc", "source": "proc"})' \
+		"a proc mount on /hostproc refused"
+}
+
+# A privileged engine's device rules (allow all) give no device: no node
+# but corral's own in /dev, no capability to make one
+t_devices_allow_all() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "mknod /tmp/sda b 8 0 && echo MADE; ls /dev; cat /dev/sda 2>&1 | head -c 20; echo end"]' \
+		'c["linux"]["resources"]["devices"] = [{"allow": True, "access": "rwm"}]
+c["root"]["readonly"] = False'
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "shim"; }
+	cat "$T/shim"
+	expect_contains "ran" "$(cat "$T/shim")" "end"
+	expect_not_contains "no mknod" "$(cat "$T/shim")" "MADE"
+	expect_not_contains "no disk in /dev" "$(cat "$T/shim")" "sda"$'\n'
+	oci delete c1
+}
+
+# rlimits past the host's hard limit are not granted; negative ones not
+# taken as "unlimited"
+t_absurd_rlimits() {
+	need_root
+	local hard
+	hard=$(ulimit -Hn)
+	bundle "$T/b" '["sh", "-c", "echo nofile $(ulimit -Sn) $(ulimit -Hn); echo nproc $(ulimit -Hu)"]' \
+		'c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 9223372036854775807, "hard": 9223372036854775807}]'
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 || true
+	cat "$T/shim"
+	if ! grep -q "exit 0" "$T/shim"; then
+		expect_contains "refused, with why" "$(cat "$T/shim") $(last_error)" "RLIMIT_NOFILE"
+	else
+		local got
+		got=$(sed -n 's/^nofile [0-9a-z]* \([0-9a-z]*\)$/\1/p' "$T/shim")
+		[ "$got" != unlimited ] && [ "$got" -le "$hard" ] ||
+			fail "RLIMIT_NOFILE hard $got, above the host's $hard"
+	fi
+	oci delete --force c1 > /dev/null 2>&1 || true
+	refused 'c["process"]["rlimits"] = [{"type": "RLIMIT_NPROC", "soft": -1, "hard": -1}]' \
+		"process.rlimits[0]"
+	refused 'c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 2048, "hard": 1024}]' \
+		"process.rlimits[0]"
+}
+
+# config.json is read whole: one far larger than any engine writes is
+# refused before it is parsed
+t_refuses_huge_config() {
+	need_root
+	bundle "$T/b" '["true"]' 'c["annotations"] = {"x": "y" * (5 << 20)}'
+	oci create --bundle "$T/b" bad || true
+	expect_eq "rc" "$(rc)" 1
+	expect_contains "refusal" "$(last_error)" "not a regular file no larger than 4194304"
+	[ ! -e "$T/root/bad" ] || fail "state left behind by a refused create"
 }
 
 t_operator_allows_bind() {

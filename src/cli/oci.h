@@ -18,6 +18,7 @@
 #define OCI_VERSION	"1.0.2"		/* the runtime spec we follow */
 #define OCI_DEFAULT_ROOT	"/run/corral-oci"
 #define OCI_OPERATOR_CONFIG	"/etc/corral/oci.json"
+#define OCI_JSON_MAX	(4 << 20)	/* config.json, process.json: bytes */
 
 struct oci_global {
 	const char *root;		/* --root: state directories */

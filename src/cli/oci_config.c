@@ -27,6 +27,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the operator ----------------------------------------------------- */
@@ -177,7 +178,8 @@ static int check_caps(const struct oci_operator *op, json_t *caps,
 /* A pod's network namespace, opened and checked to be one. */
 static int open_netns(const char *path, int *fd, struct corral_err *err)
 {
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named here must not hang create; nsfs ignores it */
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (*fd < 0)
 		return corral_set_errno(err, errno, "linux.namespaces: network %s", path);
 	if (ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET)
@@ -355,6 +357,38 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 
 /* ---- the spec --------------------------------------------------------- */
 
+/*
+ * A JSON file of the bundle, refused unread when it is far larger than
+ * any engine writes (a config.json is a few KB; Kubernetes caps a pod's
+ * annotations at 256 KB): jansson would hold all of it, several times.
+ */
+static json_t *load_bounded(const char *path, struct corral_err *err)
+{
+	json_error_t je;
+	struct stat st;
+	json_t *o;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		corral_set_errno(err, errno, "%s", path);
+		return NULL;
+	}
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > OCI_JSON_MAX) {
+		corral_set_err(err, -EFBIG, "%s: %lld bytes, not a regular file no "
+			       "larger than %d", path, (long long)st.st_size,
+			       OCI_JSON_MAX);
+		fclose(f);
+		return NULL;
+	}
+	o = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+	fclose(f);
+	if (!o)
+		corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line,
+			       je.column, je.text);
+	return o;
+}
+
 static int dup_strv(json_t *a, const char *key, char ***out, struct corral_err *err)
 {
 	size_t n = 0;
@@ -401,6 +435,14 @@ static int load_rlimits(json_t *a, struct oci_spec *s, struct corral_err *err)
 			return corral_set_err(err, -EINVAL, "process.rlimits[%zu]: "
 					      "{type: RLIMIT_*, soft, hard} expected (got %s)",
 					      i, type ? type : "no type");
+		/* -1 would read as RLIM_INFINITY; soft above hard is no limit */
+		if (json_integer_value(soft) < 0 || json_integer_value(hard) < 0 ||
+		    json_integer_value(soft) > json_integer_value(hard))
+			return corral_set_err(err, -EINVAL, "process.rlimits[%zu]: %s "
+					      "soft %lld, hard %lld refused: 0 <= soft "
+					      "<= hard", i, type,
+					      (long long)json_integer_value(soft),
+					      (long long)json_integer_value(hard));
 		s->rlimits[s->nrlimits++] = (struct corral_rlimit){ names[k].res,
 			(uint64_t)json_integer_value(soft), (uint64_t)json_integer_value(hard) };
 	}
@@ -510,6 +552,7 @@ static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
 {
 	const char *path = json_string_value(json_object_get(root, "path"));
 	char joined[PATH_MAX];
+	struct stat st;
 
 	if (!path)
 		return corral_set_err(err, -EINVAL, "root.path: missing");
@@ -517,9 +560,22 @@ static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
 		snprintf(joined, sizeof(joined), "%s", path);
 	else
 		snprintf(joined, sizeof(joined), "%s/%s", bundle, path);
+	if (lstat(joined, &st) < 0)
+		return corral_set_errno(err, errno, "root.path %s", joined);
+	if (S_ISLNK(st.st_mode))
+		return corral_set_err(err, -EPERM, "root.path %s is a symbolic link: "
+				      "refused, a rootfs is the directory the engine "
+				      "made of the image", joined);
 	s->rootfs = realpath(joined, NULL);
 	if (!s->rootfs)
 		return corral_set_errno(err, errno, "root.path %s", joined);
+	if (!strcmp(s->rootfs, "/"))
+		return corral_set_err(err, -EPERM, "root.path %s: the host's root "
+				      "refused: a container sees its image, not the "
+				      "host", path);
+	if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
+		return corral_set_err(err, -ENOTDIR, "root.path %s: not a directory",
+				      s->rootfs);
 	if (corral_policy_set_root(&s->p, &s->rootfs, 1, err) < 0)
 		return err->code;
 	s->p.root_writable = !json_is_true(json_object_get(root, "readonly"));
@@ -554,7 +610,6 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle,
 		  struct oci_spec *s, struct corral_err *err)
 {
 	char path[PATH_MAX];
-	json_error_t je;
 	json_t *lnx, *env;
 	size_t i;
 	int r;
@@ -562,10 +617,9 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle,
 	memset(s, 0, sizeof(*s));
 	s->net_fd = -1;
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
-	s->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	s->doc = load_bounded(path, err);
 	if (!s->doc)
-		return corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line,
-				      je.column, je.text);
+		return err->code;
 	s->annotations = json_incref(json_object_get(s->doc, "annotations"));
 	if (!json_is_object(s->annotations)) {
 		json_decref(s->annotations);
@@ -608,13 +662,11 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle,
 int oci_process_load(const struct oci_operator *op, const char *path,
 		     struct oci_spec *s, struct corral_err *err)
 {
-	json_error_t je;
-	json_t *proc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *proc = load_bounded(path, err);
 	int r;
 
 	if (!proc)
-		return corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line,
-				      je.column, je.text);
+		return err->code;
 	free_strv(s->argv);
 	free_strv(s->env);
 	free(s->cwd);

@@ -41,6 +41,7 @@ UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 CLIENT_BIN := $(BUILD)/tests/serve_client
 
+.PHONY: oci-validation
 .PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak image-debian-test
 
 all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
@@ -131,7 +132,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/daemon $(PKG_CFLAGS)
 FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/daemon/api*.c) src/daemon/registry.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=build-fuzz/obj/%.o)
-FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets
+FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets ociconfig
 
 build-fuzz/obj/%.o: %.c $(wildcard src/lib/*.h) $(wildcard src/daemon/*.h) include/corral.h
 	@mkdir -p $(dir $@)
@@ -143,6 +144,17 @@ build-fuzz/libcorral-fuzz.a: $(FUZZ_LIB_OBJ)
 build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libcorral-fuzz.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libcorral-fuzz.a \
 		$(PKG_LIBS) -lhttp_parser -ldl -lm
+
+# config.json's reader is the CLI's (src/cli/oci_config.c): compiled in
+build-fuzz/fuzz_ociconfig: fuzz/fuzz_ociconfig.c src/cli/oci_config.c src/cli/oci.h \
+		build-fuzz/libcorral-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc/cli -fsanitize=fuzzer -o $@ fuzz/fuzz_ociconfig.c \
+		src/cli/oci_config.c build-fuzz/libcorral-fuzz.a $(PKG_LIBS) -lhttp_parser -ldl -lm
+
+# runtime-tools' validation suite against `corral oci` (root; its sources
+# are not in Debian: tests/oci_validation.sh says what is missing)
+oci-validation: $(BUILD)/corral
+	tests/oci_validation.sh $(BUILD)/corral
 
 fuzz: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)

@@ -1,0 +1,92 @@
+#!/bin/bash
+# oci_validation.sh - the OCI runtime-tools validation suite
+# (github.com/opencontainers/runtime-tools: validation/*, cmd/runtimetest)
+# against `corral oci`, as `make oci-validation` runs it.
+#
+#   tests/oci_validation.sh CORRAL
+#
+# The suite's sources: $RUNTIME_TOOLS_SRC (a checkout with vendor/, e.g.
+# of the commit Debian packages), else Debian's
+# golang-github-opencontainers-runtime-tools-dev.  Debian ships only the
+# library part of runtime-tools (generate/, validate/, specerror/, ...),
+# not validation/ nor cmd/runtimetest, and the Go module proxy is what
+# would fetch them; where neither is there this says exactly what is
+# missing and exits 2: no count is made up.
+#
+# With the sources: the programs are built with the vendored modules
+# (GOFLAGS=-mod=vendor GOPROXY=off: nothing is downloaded) in a copy, each
+# runs with RUNTIME=corral-oci (a TAP stream), and the tally is printed.
+# Root only, as the runtime is.
+set -u
+CORRAL=$(readlink -f "${1:?usage: tests/oci_validation.sh CORRAL}")
+PKG=golang-github-opencontainers-runtime-tools-dev
+DEB_SRC=/usr/share/gocode/src/github.com/opencontainers/runtime-tools
+SRC=${RUNTIME_TOOLS_SRC:-$DEB_SRC}
+PER_TEST_S=${OCI_VALIDATION_TIMEOUT:-60}
+
+missing=()
+[ -d "$SRC/validation" ] || missing+=("$SRC/validation/ (the test programs)")
+[ -d "$SRC/cmd/runtimetest" ] || missing+=("$SRC/cmd/runtimetest/ (the in-container checker)")
+[ -f "$SRC/rootfs-amd64.tar.gz" ] || missing+=("$SRC/rootfs-amd64.tar.gz (the tests' rootfs)")
+[ -d "$SRC/vendor" ] || missing+=("$SRC/vendor/ (the modules, for an offline build)")
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "oci-validation: cannot run: the OCI runtime-tools validation suite is not on this machine." >&2
+	if [ "$SRC" = "$DEB_SRC" ]; then
+		if dpkg -s "$PKG" > /dev/null 2>&1; then
+			echo "  $PKG $(dpkg-query -W -f='${Version}' "$PKG") is installed, but ships only" \
+			     "$(ls "$DEB_SRC" 2>/dev/null | tr '\n' ' ')" >&2
+		else
+			echo "  $PKG is not installed (scripts/install-deps.sh)" >&2
+		fi
+	fi
+	echo "  missing:" >&2
+	printf '    %s\n' "${missing[@]}" >&2
+	if ! getent hosts proxy.golang.org > /dev/null 2>&1; then
+		echo "  and the Go module proxy (proxy.golang.org) does not resolve here, so" \
+		     "go cannot fetch github.com/opencontainers/runtime-tools either." >&2
+	fi
+	echo "  Point RUNTIME_TOOLS_SRC at a checkout of opencontainers/runtime-tools with" \
+	     "vendor/ (Debian packages commit 0105384, which builds with Debian's go 1.19)." >&2
+	exit 2
+fi
+[ "$(id -u)" = 0 ] || { echo "oci-validation: the runtime is root's; run as root" >&2; exit 2; }
+command -v go > /dev/null || { echo "oci-validation: go is not installed (golang-go)" >&2; exit 2; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/corral-oci-validation.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cp -a "$SRC/." "$WORK/rt" || exit 2
+mkdir "$WORK/bin"
+ln -s "$CORRAL" "$WORK/bin/corral-oci"
+cd "$WORK/rt" || exit 2
+export GOFLAGS=-mod=vendor GOPROXY=off GOCACHE=${GOCACHE:-$WORK/gocache}
+echo "== building runtimetest and the validation programs (offline, vendored)"
+go build -o runtimetest ./cmd/runtimetest || { echo "oci-validation: runtimetest did not build" >&2; exit 2; }
+tests=()
+for f in validation/*/*.go; do
+	case $f in validation/util/*) continue ;; esac
+	go build -o "${f%.go}.t" "$f" || { echo "oci-validation: $f did not build" >&2; exit 2; }
+	tests+=("${f%.go}.t")
+done
+
+ok=0 notok=0 skipped=0 whole=0 crashed=0
+for t in "${tests[@]}"; do
+	out=$(RUNTIME=$WORK/bin/corral-oci timeout "$PER_TEST_S" "./$t" 2>&1)
+	rc=$?
+	o=$(grep -cE '^ok ' <<< "$out")
+	n=$(grep -cE '^not ok ' <<< "$out")
+	s=$(grep -cE '^ok .*# (SKIP|skip)' <<< "$out")
+	ok=$((ok + o - s)); notok=$((notok + n)); skipped=$((skipped + s))
+	if [ "$rc" -eq 0 ] && [ "$n" -eq 0 ] && [ "$o" -gt 0 ]; then
+		whole=$((whole + 1)); verdict=pass
+	elif [ "$o" -eq 0 ] && [ "$n" -eq 0 ]; then
+		crashed=$((crashed + 1)); verdict="no TAP (exit $rc)"
+	else
+		verdict="$o ok, $n not ok (exit $rc)"
+	fi
+	printf '%-50s %s\n' "$(basename "$t" .t)" "$verdict"
+	grep -E '^not ok ' <<< "$out" | head -5 | sed 's/^/    /'
+	[ "$o" -eq 0 ] && [ "$n" -eq 0 ] && tail -2 <<< "$out" | sed 's/^/    /'
+done
+echo "oci-validation: $ok assertions passed, $notok failed, $skipped skipped;" \
+     "$whole of ${#tests[@]} programs passed whole, $crashed gave no TAP"
+[ "$notok" -eq 0 ] && [ "$crashed" -eq 0 ]

@@ -61,16 +61,15 @@ cd "$WORK/rt" || exit 2
 export GOFLAGS=-mod=vendor GOPROXY=off GOCACHE=${GOCACHE:-$WORK/gocache}
 echo "== building runtimetest and the validation programs (offline, vendored)"
 go build -o runtimetest ./cmd/runtimetest || { echo "oci-validation: runtimetest did not build" >&2; exit 2; }
-tests=()
-for f in validation/*/*.go; do
-	case $f in validation/util/*) continue ;; esac
-	go build -o "${f%.go}.t" "$f" || { echo "oci-validation: $f did not build" >&2; exit 2; }
-	tests+=("${f%.go}.t")
-done
+# one go build for all: the packages they share are compiled once
+mkdir "$WORK/t"
+go build -o "$WORK/t/" ./validation/... ||
+	{ echo "oci-validation: the validation programs did not build" >&2; exit 2; }
+tests=("$WORK"/t/*)
 
 ok=0 notok=0 skipped=0 whole=0 crashed=0
 for t in "${tests[@]}"; do
-	out=$(RUNTIME=$WORK/bin/corral-oci timeout "$PER_TEST_S" "./$t" 2>&1)
+	out=$(RUNTIME=$WORK/bin/corral-oci timeout "$PER_TEST_S" "$t" 2>&1)
 	rc=$?
 	o=$(grep -cE '^ok ' <<< "$out")
 	n=$(grep -cE '^not ok ' <<< "$out")
@@ -83,7 +82,7 @@ for t in "${tests[@]}"; do
 	else
 		verdict="$o ok, $n not ok (exit $rc)"
 	fi
-	printf '%-50s %s\n' "$(basename "$t" .t)" "$verdict"
+	printf '%-50s %s\n' "$(basename "$t")" "$verdict"
 	grep -E '^not ok ' <<< "$out" | head -5 | sed 's/^/    /'
 	[ "$o" -eq 0 ] && [ "$n" -eq 0 ] && tail -2 <<< "$out" | sed 's/^/    /'
 done

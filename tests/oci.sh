@@ -253,7 +253,8 @@ t_exec_ps_pause() {
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root
-	bundle "$T/b" '["sh", "-c", "sleep 30 & sleep 30 & wait"]'
+	bundle "$T/b" '["sh", "-c", "sleep 30 & sleep 30 & wait"]' \
+		'c["linux"]["resources"]["memory"]["limit"] = 32 << 20'
 	oci events --stats nosuch > /dev/null || true
 	expect_eq "unknown id rc" "$(rc)" 1
 	expect_contains "runc's words" "$(last_error)" "container does not exist"
@@ -276,7 +277,7 @@ t_events() {
 	expect_eq "type" "$(echo "$line" | json type)" stats
 	expect_eq "id" "$(echo "$line" | json id)" c1
 	expect_eq "pids.current" "$(echo "$line" | json data.pids.current)" 4
-	expect_eq "memory limit of config.json" "$(echo "$line" | json data.memory.usage.limit)" 268435456
+	expect_eq "memory limit of config.json" "$(echo "$line" | json data.memory.usage.limit)" 33554432
 	[ "$(echo "$line" | json data.memory.usage.usage)" -gt 0 ] ||
 		fail "memory.usage.usage is not above 0"
 	[ "$(echo "$line" | json data.cpu.usage.total)" -gt 0 ] ||
@@ -290,6 +291,14 @@ t_events() {
 		sleep 0.05
 	done
 	expect_contains "stats lines" "$(head -1 "$T/ev")" '"type":"stats","id":"c1"'
+	# a process of the container past its 32 MiB: the kernel kills it
+	oci exec c1 sh -c 'dd if=/dev/zero of=/dev/null bs=48M count=1 && echo survived' || true
+	expect_not_contains "OOM-killed" "$(cat "$T/out")" survived
+	for _ in $(seq 1 200); do
+		grep -q '"type":"oom"' "$T/ev" && break
+		sleep 0.05
+	done
+	expect_contains "an oom line" "$(grep oom "$T/ev")" '{"type":"oom","id":"c1"}'
 	oci kill --all c1 KILL
 	wait "$ev" || rc=$?
 	expect_eq "events ends when the container stops" "$rc" 0

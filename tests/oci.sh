@@ -401,6 +401,11 @@ t_refuses_rootfs_escape() {
 	expect_eq "rc" "$(rc)" 1
 	expect_contains "a symlink rootfs" "$(last_error)" "root.path"
 	expect_contains "why" "$(last_error)" "refused"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = "rootfs/"
+json.dump(c, open(sys.argv[1], "w"))' "$T/s/config.json"
+	oci create --bundle "$T/s" bad || true
+	expect_contains "a symlink rootfs, with a /" "$(last_error)" "is a symbolic link"
 	refused 'c["root"]["path"] = "../../../../../../../.."' "the host's root refused"
 	refused 'c["root"]["path"] = "/"' "the host's root refused"
 }

@@ -560,6 +560,9 @@ static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
 		snprintf(joined, sizeof(joined), "%s", path);
 	else
 		snprintf(joined, sizeof(joined), "%s/%s", bundle, path);
+	/* "rootfs/" would have lstat follow the link: the name itself is looked at */
+	for (size_t n = strlen(joined); n > 1 && joined[n - 1] == '/'; n--)
+		joined[n - 1] = '\0';
 	if (lstat(joined, &st) < 0)
 		return corral_set_errno(err, errno, "root.path %s", joined);
 	if (S_ISLNK(st.st_mode))

@@ -4,7 +4,8 @@
  * flags and dispatches; oci_state.c keeps a container's state directory;
  * oci_config.c reads a bundle's config.json into a corral policy (and
  * refuses what would weaken the boundary); oci_create.c has create and
- * exec, oci_verbs.c the other verbs.
+ * exec, oci_events.c `events` (runc's stats and oom lines), oci_verbs.c
+ * the other verbs.
  */
 #ifndef CORRAL_OCI_H
 #define CORRAL_OCI_H

@@ -376,6 +376,12 @@ t_refuses_host_namespaces() {
 		"the host's network namespace refused"
 	refused 'c["linux"]["namespaces"][0]["path"] = "/proc/1/ns/pid"' \
 		"joining the pid namespace /proc/1/ns/pid refused"
+	# where pods may join theirs: a path that is no namespace (a device,
+	# which is never opened for real) is refused
+	echo '{"join_pod_network": true}' > "$T/op.json"
+	CORRAL_OCI_CONFIG=$T/op.json refused \
+		'c["linux"]["namespaces"][1]["path"] = "/dev/null"' \
+		"/dev/null is not a network namespace"
 }
 
 t_refuses_host_binds() {

@@ -25,7 +25,9 @@
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <sched.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -178,8 +180,27 @@ static int check_caps(const struct oci_operator *op, json_t *caps,
 /* A pod's network namespace, opened and checked to be one. */
 static int open_netns(const char *path, int *fd, struct corral_err *err)
 {
-	/* O_NONBLOCK: a FIFO named here must not hang create; nsfs ignores it */
-	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct statfs sf;
+	char self[64];
+	int pfd;
+
+	/*
+	 * Opened for real only once it is known to be a namespace: config.json
+	 * names the path, and opening a device (a watchdog) or a FIFO as root
+	 * can do something, or hang create.
+	 */
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return corral_set_errno(err, errno, "linux.namespaces: network %s", path);
+	if (fstatfs(pfd, &sf) < 0 || sf.f_type != NSFS_MAGIC) {
+		close(pfd);
+		*fd = -1;
+		return corral_set_err(err, -EINVAL, "linux.namespaces: %s is not a "
+				      "network namespace", path);
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	*fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	close(pfd);
 	if (*fd < 0)
 		return corral_set_errno(err, errno, "linux.namespaces: network %s", path);
 	if (ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET)

@@ -52,7 +52,6 @@ struct dnsoff {
 	struct events *ev;
 	struct event_base *base;
 	struct event *read_ev;
-	pid_t init_pid;
 	int fd;			/* UDP 127.0.0.1:53 in the sandbox's netns */
 	int diag;		/* sock_diag in that netns: who asked */
 	ino_t netns_ino;	/* which /proc/PID/ns/net is the sandbox's */
@@ -75,6 +74,7 @@ int dnsoff_bind(int msg_wr)
 		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 	};
 	struct child_msg m = { .kind = MSG_DNS_DIAG_FD };
+	struct stat st;
 	int fd, diag, r = 0;
 
 	/* no SO_REUSEADDR/SO_REUSEPORT: no other socket can share the port */
@@ -88,6 +88,13 @@ int dnsoff_bind(int msg_wr)
 	}
 	/* without it the denials only lack a pid: not worth failing for */
 	diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	/*
+	 * ... and which netns the askers are in: the supervisor cannot stat
+	 * our /proc/PID/ns/net once we are not dumpable (unprivileged, it
+	 * has no CAP_SYS_PTRACE over us).  A namespace's inode fits in 32 bits.
+	 */
+	if (stat("/proc/self/ns/net", &st) == 0)
+		m.id = (uint32_t)st.st_ino;
 	if (diag >= 0) {
 		if (fd_send(msg_wr, &m, sizeof(m), &diag, 1, 0) < 0) {
 			/* the supervisor is gone: the next send says so */
@@ -208,7 +215,7 @@ static void on_question(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-struct dnsoff *dnsoff_new(struct event_base *base, struct events *ev, pid_t init_pid)
+struct dnsoff *dnsoff_new(struct event_base *base, struct events *ev)
 {
 	struct dnsoff *d = calloc(1, sizeof(*d));
 
@@ -216,26 +223,19 @@ struct dnsoff *dnsoff_new(struct event_base *base, struct events *ev, pid_t init
 		return NULL;
 	d->base = base;
 	d->ev = ev;
-	d->init_pid = init_pid;
 	d->fd = d->diag = -1;
 	return d;
 }
 
-void dnsoff_take(struct dnsoff *d, int kind, int fd)
+void dnsoff_take(struct dnsoff *d, const struct child_msg *m, int fd)
 {
-	char path[64];
-	struct stat st;
-
-	if (kind != MSG_DNS_FD) {
+	if (m->kind != MSG_DNS_FD) {
 		if (d->diag >= 0) {
 			close(fd);
 			return;
 		}
 		d->diag = fd;
-		/* init is PID 1: it lives as long as the sandbox does */
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)d->init_pid);
-		if (stat(path, &st) == 0)
-			d->netns_ino = st.st_ino;
+		d->netns_ino = m->id;	/* init's word, sent before anything ran */
 		return;
 	}
 	if (d->fd >= 0) {

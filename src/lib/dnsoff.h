@@ -13,6 +13,7 @@
 struct event_base;
 struct events;
 struct dnsoff;
+struct child_msg;
 
 /* What every question is told, in its denial event and in the docs. */
 #define DNSOFF_REASON "the network is off by policy (network.mode none)"
@@ -21,7 +22,8 @@ struct dnsoff;
  * In init, in the sandbox's netns, while it still holds its capabilities
  * and before anything untrusted runs: bind a UDP socket to 127.0.0.1:53
  * and hand it (and a sock_diag socket of the same netns, to find who
- * asks) to the supervisor as MSG_DNS_DIAG_FD and MSG_DNS_FD over msg_wr.
+ * asks, with the netns's inode) to the supervisor as MSG_DNS_DIAG_FD and
+ * MSG_DNS_FD over msg_wr.
  * No allocation: called after fork.  Returns 0 or -errno.
  */
 int dnsoff_bind(int msg_wr);
@@ -37,10 +39,12 @@ int dnsoff_reply(const uint8_t *pkt, size_t len, uint8_t *out, size_t *outlen,
 		 char *name, size_t namelen);
 
 /* The supervisor's half: answers on base, denials into ev. */
-struct dnsoff *dnsoff_new(struct event_base *base, struct events *ev,
-			  pid_t init_pid);
-/* An fd init sent (MSG_DNS_FD: the socket; else the diag); always taken. */
-void dnsoff_take(struct dnsoff *d, int kind, int fd);
+struct dnsoff *dnsoff_new(struct event_base *base, struct events *ev);
+/*
+ * An fd init sent with m (MSG_DNS_FD: the socket; MSG_DNS_DIAG_FD: the
+ * diag, m->id the netns's inode); always taken.
+ */
+void dnsoff_take(struct dnsoff *d, const struct child_msg *m, int fd);
 void dnsoff_free(struct dnsoff *d);
 
 #endif

@@ -209,9 +209,9 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 	case MSG_DNS_FD:	/* the network is off: we answer its DNS */
 	case MSG_DNS_DIAG_FD:
 		if (!sb->dnsoff)
-			sb->dnsoff = dnsoff_new(sb->base, sb->ev, sb->pid);
+			sb->dnsoff = dnsoff_new(sb->base, sb->ev);
 		if (sb->dnsoff)
-			dnsoff_take(sb->dnsoff, m.kind, passed);
+			dnsoff_take(sb->dnsoff, &m, passed);
 		else
 			close(passed);
 		return;

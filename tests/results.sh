@@ -142,22 +142,7 @@ t_network_off_dns_refused() {
 		'v["status"] == "exited" and v["stdout"].split("\n")[0] in ("bind EACCES", "bind EADDRINUSE") and v["stdout"].endswith("sent True\n-2\n")'
 	expect_py "flood: malformed packets recorded, bounded" \
 		'0 < len(v["denials"]) <= 1000 and any(d["host"] == "?" for d in v["denials"]) and all(d.get("pid", 0) > 0 for d in v["denials"])'
-	# the daemon: a box's lookup is its call's denial
-	start_daemon
-	id=$(mksb)
-	code=$(ex "$id" "$(jbody tool_call_id offline command "python3 -c '$LOOKUP'; exit 1")")
-	expect_code "exec" "$code" 200
-	expect_py "daemon: answered NXDOMAIN" 'v["stdout"] == "-2\n"'
-	expect_py "daemon: the call's denial, attributed" \
-		'[(d["host"], d["call"], d["reason"]) for d in v["denials"]][:1] == [("registry.npmjs.org", "offline", "the network is off by policy (network.mode none)")]'
-	expect_py "daemon: the reason says so" '"network is off by policy" in v["reason"]'
-	code=$(ex "$id" "$(jbody tool_call_id flood command "python3 -c '$FLOOD'")")
-	expect_py "daemon: flood survived, the port kept" \
-		'v["status"] == "exited" and v["stdout"].startswith("bind EACCES") and v["stdout"].endswith("-2\n")'
-	code=$(ex "$id" "$(jbody command "cat /etc/resolv.conf")")
-	expect_py "daemon: still serving, resolv.conf says why" \
-		'"network is off by policy" in v["stdout"] and "nameserver 127.0.0.1" in v["stdout"]'
-	stop_daemon
+	# the daemon's side is in t_limits_shape_timeouts_denials (its daemon)
 }
 
 # an ordinary probe kept out of max_denied_syscalls, still in the denials
@@ -304,6 +289,18 @@ EOF
 	code=$(ex "$id" '{"command": "python3 -c \"import socket; socket.getaddrinfo(\\\"pypi.org\\\", 443)\""}')
 	expect_py "network off explained" \
 		'v["exit_code"] == 1 and "network is off by policy" in v["reason"]'
+	# ... answered at once, the lookup its call's denial (t_network_off_dns_refused)
+	code=$(ex "$id" "$(jbody tool_call_id offline timeout_seconds json:30 command "python3 -c '$LOOKUP'; exit 1")")
+	expect_py "daemon: answered NXDOMAIN" 'v["stdout"] == "-2\n"'
+	expect_py "daemon: the call's denial, attributed" \
+		'[(d["host"], d["call"], d["reason"]) for d in v["denials"]][:1] == [("registry.npmjs.org", "offline", "the network is off by policy (network.mode none)")]'
+	expect_py "daemon: the reason says so" '"network is off by policy" in v["reason"]'
+	code=$(ex "$id" "$(jbody tool_call_id flood timeout_seconds json:30 command "python3 -c '$FLOOD'")")
+	expect_py "daemon: flood survived, the port kept" \
+		'v["status"] == "exited" and v["stdout"].startswith("bind EACCES") and v["stdout"].endswith("-2\n")'
+	code=$(ex "$id" "$(jbody command "cat /etc/resolv.conf")")
+	expect_py "daemon: still serving, resolv.conf says why" \
+		'"network is off by policy" in v["stdout"] and "nameserver 127.0.0.1" in v["stdout"]'
 
 	# a name the allowlist does not have: denied, attributed, in the result
 	id2=$(mksb '{"policy": {"network": {"mode": "proxy", "allow": ["example.com"]}}}')

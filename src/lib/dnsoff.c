@@ -75,7 +75,8 @@ int dnsoff_bind(int msg_wr)
 	};
 	struct child_msg m = { .kind = MSG_DNS_DIAG_FD };
 	struct stat st;
-	int fd, diag, r = 0;
+	ssize_t sent;
+	int fd, diag, r;
 
 	/* no SO_REUSEADDR/SO_REUSEPORT: no other socket can share the port */
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -102,10 +103,9 @@ int dnsoff_bind(int msg_wr)
 		close(diag);
 	}
 	m.kind = MSG_DNS_FD;
-	if (fd_send(msg_wr, &m, sizeof(m), &fd, 1, 0) < 0)
-		r = -errno;
+	sent = fd_send(msg_wr, &m, sizeof(m), &fd, 1, 0);
 	close(fd);
-	return r;
+	return sent < 0 ? (int)sent : 0;
 }
 
 /* ---- answers ----------------------------------------------------------- */

@@ -3,7 +3,8 @@
  * then stays as PID 1.
  *
  * sandbox_child() runs in the new namespaces, top to bottom: identity ->
- * stdio -> mounts and pivot -> loopback -> rlimits -> (in its cgroup now)
+ * stdio -> mounts and pivot -> loopback -> rlimits -> (network off) DNS
+ * socket -> (in its cgroup now)
  * cgroup namespace -> Landlock -> capabilities -> seccomp, paced by the
  * supervisor's half, sandbox_spawn() (sandbox.c).  Then, for corral_run,
  * it starts the one command and reaps until it ends; for a long-lived

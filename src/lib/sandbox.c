@@ -11,7 +11,8 @@
  *   -> watch -> "c" -> (on READY) tripwires -> "t"
  *
  * Init's half, top to bottom in sandbox_child() (child.c): identity ->
- * mounts and pivot -> loopback -> rlimits -> (after "c") cgroup namespace
+ * mounts and pivot -> loopback -> rlimits -> (network off) 127.0.0.1:53 for
+ * dnsoff.c -> (after "c") cgroup namespace
  * -> Landlock -> capabilities -> seccomp -> READY -> the command, or the
  * calls.  It then stays as PID 1: it reaps, forwards signals, and reports
  * over a socket the commands never see; child_msg_recv() decodes that.

@@ -116,7 +116,7 @@ enum child_msg_kind {
 	MSG_UPPER_FD,		/* the workspace's upper layer (export.c) */
 	MSG_PTY_FD,		/* the master of the command's pty (SCM_RIGHTS) */
 	MSG_DNS_FD,		/* network off: UDP 127.0.0.1:53 inside (dnsoff.c) */
-	MSG_DNS_DIAG_FD,	/* ... and a sock_diag socket of the sandbox's netns */
+	MSG_DNS_DIAG_FD,	/* ... a sock_diag socket there; id = the netns's inode */
 };
 
 struct child_msg {

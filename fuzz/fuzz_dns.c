@@ -1,5 +1,6 @@
 /*
- * fuzz_dns.c - libFuzzer target for dnsmsg.c (with ldns).
+ * fuzz_dns.c - libFuzzer target for dnsmsg.c (with ldns) and the
+ * network-off responder's answer (dnsoff.c).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
  *         -Iinclude -Isrc/lib fuzz/fuzz_dns.c src/lib/dnsmsg.c \
@@ -11,6 +12,7 @@
  * input is also read as a TCP stream of length-prefixed messages.
  */
 #include "dnsmsg.h"
+#include "dnsoff.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,7 +44,16 @@ static void respond(const uint8_t *pkt, size_t len)
 	struct sockaddr_in *sin;
 	struct dns_query q;
 	size_t outlen, i;
+	char name[DNS_NAME_MAX + 2];
 	int r, rcode;
+
+	/* network off: an answer to anything worth one, a printable name */
+	outlen = DNS_UDP_MAX;
+	if (dnsoff_reply(pkt, len, out, &outlen, name, sizeof(name)) == 0)
+		check_response(out, outlen, DNS_UDP_MAX,
+			       len >= 2 ? (uint16_t)(pkt[0] << 8 | pkt[1]) : 0);
+	if (!memchr(name, '\0', sizeof(name)) || !name[0])
+		abort();
 
 	memset(addrs, 0, sizeof(addrs));
 	sin = (struct sockaddr_in *)&addrs[0];

@@ -3,7 +3,8 @@
 # call's output (NUL, invalid UTF-8, base64), JSON for every error the
 # daemon answers (also evhttp's own), the verdicts of limits (oom,
 # pids_limit) from the daemon as from `corral run`, head and tail of long
-# output, the default per-call timeout, denials that name the program.
+# output, the default per-call timeout, denials that name the program,
+# DNS with the network off answered at once and explained.
 #
 #   tests/results.sh CORRAL [HELPERS_DIR] [SERVE_CLIENT] [TEST...]
 #
@@ -93,6 +94,55 @@ t_corral_run_results() {
 	"$CORRAL" run --json --output-limit 1K -- seq 1 20000 > "$T/body" 2> "$T/err"
 	expect_py "corral run: head and tail" \
 		'v["stdout"].startswith("1\n2\n") and v["stdout"].endswith("19999\n20000\n") and v["stdout_dropped"] == 108894 - 1024 and v["stdout_dropped_at"] == 512'
+}
+
+# ---- the network off: DNS answered at once, and the answer explained ---------
+
+# What a lookup met: -2 (EAI_NONAME) is an answer, -3 (EAI_AGAIN) none.
+LOOKUP='import socket
+try:
+    socket.getaddrinfo("registry.npmjs.org", 443)
+except socket.gaierror as e:
+    print(e.errno)'
+
+# The sandbox attacks its own DNS: takes the port, then floods it with
+# junk (short, oversized, responses, compression loops, bad opcodes);
+# a lookup after that is still answered, and the supervisor still reports.
+FLOOD='import errno, os, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.bind(("127.0.0.1", 53))
+    print("bound")
+except OSError as e:
+    print("bind", errno.errorcode[e.errno])
+s.setblocking(False)
+q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x01a\x00\x00\x01\x00\x01"
+junk = [b"", b"\x00", q[:11], b"\xff" * 12, q[:2] + b"\x81\x80" + q[4:],
+        q[:2] + b"\x28\x00" + q[4:], q[:12] + b"\xc0\x0c\x00\x01\x00\x01",
+        q[:12] + b"\x3f" + b"x" * 63 + b"\x00\x00\x01\x00\x01", q + b"\x00" * 600,
+        b"\x00" * 65507, os.urandom(512)]
+sent = 0
+for i in range(3000):
+    try:
+        s.sendto(junk[i % len(junk)], ("127.0.0.1", 53))
+        sent += 1
+    except OSError:
+        pass
+print("sent", sent > 0)
+'"$LOOKUP"
+
+t_network_off_dns_refused() {
+	"$CORRAL" run --json -- python3 -c "$LOOKUP" > "$T/body" 2> "$T/err"
+	expect_py "corral run: answered NXDOMAIN, not left unanswered" 'v["stdout"] == "-2\n"'
+	expect_py "corral run: the denial, with the name and why" \
+		'[(d["type"], d["protocol"], d["host"], d["reason"], d["pid"] > 0) for d in v["denials"]][:1] == [("egress.denied", "dns", "registry.npmjs.org", "the network is off by policy (network.mode none)", True)]'
+	expect_py "corral run: the reason says so" '"network is off by policy" in v["reason"]'
+	"$CORRAL" run --json -- python3 -c "$FLOOD" > "$T/body" 2> "$T/err"
+	expect_py "flood: the port stays the supervisor's, a lookup is still answered" \
+		'v["status"] == "exited" and v["stdout"].split("\n")[0] in ("bind EACCES", "bind EADDRINUSE") and v["stdout"].endswith("sent True\n-2\n")'
+	expect_py "flood: malformed packets recorded, bounded" \
+		'0 < len(v["denials"]) <= 1000 and any(d["host"] == "?" for d in v["denials"]) and all(d.get("pid", 0) > 0 for d in v["denials"])'
+	# the daemon's side is in t_limits_shape_timeouts_denials (its daemon)
 }
 
 # an ordinary probe kept out of max_denied_syscalls, still in the denials
@@ -239,6 +289,18 @@ EOF
 	code=$(ex "$id" '{"command": "python3 -c \"import socket; socket.getaddrinfo(\\\"pypi.org\\\", 443)\""}')
 	expect_py "network off explained" \
 		'v["exit_code"] == 1 and "network is off by policy" in v["reason"]'
+	# ... answered at once, the lookup its call's denial (t_network_off_dns_refused)
+	code=$(ex "$id" "$(jbody tool_call_id offline timeout_seconds json:30 command "python3 -c '$LOOKUP'; exit 1")")
+	expect_py "daemon: answered NXDOMAIN" 'v["stdout"] == "-2\n"'
+	expect_py "daemon: the call's denial, attributed" \
+		'[(d["host"], d["call"], d["reason"]) for d in v["denials"]][:1] == [("registry.npmjs.org", "offline", "the network is off by policy (network.mode none)")]'
+	expect_py "daemon: the reason says so" '"network is off by policy" in v["reason"]'
+	code=$(ex "$id" "$(jbody tool_call_id flood timeout_seconds json:30 command "python3 -c '$FLOOD'")")
+	expect_py "daemon: flood survived, the port kept" \
+		'v["status"] == "exited" and v["stdout"].startswith("bind EACCES") and v["stdout"].endswith("-2\n")'
+	code=$(ex "$id" "$(jbody command "cat /etc/resolv.conf")")
+	expect_py "daemon: still serving, resolv.conf says why" \
+		'"network is off by policy" in v["stdout"] and "nameserver 127.0.0.1" in v["stdout"]'
 
 	# a name the allowlist does not have: denied, attributed, in the result
 	id2=$(mksb '{"policy": {"network": {"mode": "proxy", "allow": ["example.com"]}}}')

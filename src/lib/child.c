@@ -3,7 +3,8 @@
  * then stays as PID 1.
  *
  * sandbox_child() runs in the new namespaces, top to bottom: identity ->
- * stdio -> mounts and pivot -> loopback -> rlimits -> (in its cgroup now)
+ * stdio -> mounts and pivot -> loopback -> rlimits -> (network off) DNS
+ * socket -> (in its cgroup now)
  * cgroup namespace -> Landlock -> capabilities -> seccomp, paced by the
  * supervisor's half, sandbox_spawn() (sandbox.c).  Then, for corral_run,
  * it starts the one command and reaps until it ends; for a long-lived
@@ -13,6 +14,7 @@
 #include "internal.h"
 #include "sandbox.h"
 #include "fdpass.h"
+#include "dnsoff.h"
 #include "proxy.h"
 
 #include <errno.h>
@@ -856,7 +858,7 @@ void sandbox_child(struct child_ctx *c)
 	struct corral_err err = { 0 };
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nkeep = 7 + nmapped;
 	int keep[7 + nmapped];
-	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1;
+	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, r;
 	char go;
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
@@ -898,6 +900,13 @@ void sandbox_child(struct child_ctx *c)
 	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL, &err) < 0 ||
 	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
+	/* network off: 127.0.0.1:53 is the supervisor's before the command runs */
+	if (c->p->net == CORRAL_NET_NONE && !c->joined_net &&
+	    (r = dnsoff_bind(c->msg_wr)) < 0) {
+		corral_set_err(&err, r, "cannot bind 127.0.0.1:53 for the sandbox's "
+			       "DNS: %s", strerror(-r));
+		setup_failed(c, &err);
+	}
 	/* the export reads the upper layer after we are gone: its fd keeps it */
 	if (upperfd >= 0) {
 		send_fd(c->msg_wr, MSG_UPPER_FD, upperfd);

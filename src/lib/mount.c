@@ -557,12 +557,17 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 	if (r == 0)
 		r = write_text("/etc/nsswitch.conf",
 			       "passwd: files\ngroup: files\nhosts: files dns\n", err);
-	/* Proxy mode: the supervisor answers DNS inside; otherwise nothing does. */
+	/*
+	 * The supervisor answers DNS inside: allowed names in proxy mode; with
+	 * the network off, every name NXDOMAIN, each a denial (dnsoff.c).
+	 */
 	if (r == 0)
 		r = write_merged("/etc/resolv.conf", p->net == CORRAL_NET_PROXY ?
 				 "# corral: answered by the supervisor, allowed names only\n"
 				 "nameserver 127.0.0.1\noptions edns0\n" :
-				 "# corral: this sandbox has no network\n", ETC_RESOLV, user,
+				 "# corral: the network is off by policy (network.mode none):\n"
+				 "# every name is answered NXDOMAIN by the supervisor\n"
+				 "nameserver 127.0.0.1\n", ETC_RESOLV, user,
 				 img, err);
 	/* an image's root has its own loader cache, certificates, zone info */
 	for (size_t i = 0; r == 0 && !img && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)

@@ -29,18 +29,29 @@
 #define DIAG_BUF	16384
 #define DIAG_ROUNDS	64	/* bounded: a sandbox with more sockets is not searched further */
 
-static bool same_addr(const struct inet_diag_msg *m, const struct sockaddr *sa)
+/*
+ * 2: m is bound to exactly sa; 1: to its port on the wildcard address (an
+ * unconnected UDP socket that sent without bind, as dnspython's does);
+ * 0: neither.
+ */
+static int same_addr(const struct inet_diag_msg *m, const struct sockaddr *sa)
 {
+	static const uint32_t any[4];
+
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 
-		return m->id.idiag_sport == sin->sin_port &&
-		       m->id.idiag_src[0] == sin->sin_addr.s_addr;
+		if (m->id.idiag_sport != sin->sin_port)
+			return 0;
+		return m->id.idiag_src[0] == sin->sin_addr.s_addr ? 2 :
+		       m->id.idiag_src[0] == 0;
 	}
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
 
-	return m->id.idiag_sport == sin6->sin6_port &&
-	       !memcmp(m->id.idiag_src, &sin6->sin6_addr, 16);
+	if (m->id.idiag_sport != sin6->sin6_port)
+		return 0;
+	return !memcmp(m->id.idiag_src, &sin6->sin6_addr, 16) ? 2 :
+	       !memcmp(m->id.idiag_src, any, 16);
 }
 
 /* INET_DIAG_CGROUP_ID among the attributes after m, or 0. */
@@ -81,6 +92,7 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 	struct timeval tv = { 0, 200 * 1000 };
 	char *buf;
 	ino_t ino = 0;
+	int best = 0;
 	bool done = false;
 
 	if (send(fd, &req, sizeof(req), 0) != sizeof(req))
@@ -100,7 +112,10 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 				done = true;
 				break;
 			}
-			if (!ino && same_addr(m, sa)) {
+			int how = same_addr(m, sa);
+
+			if (how > best) {	/* an exact binding wins */
+				best = how;
 				ino = m->idiag_inode;
 				*cgid = msg_cgroup(h, m);
 			}

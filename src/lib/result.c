@@ -364,10 +364,13 @@ void result_explain_rlimits(struct corral_result *res, const struct corral_polic
 }
 
 /*
- * With the network off nothing answers DNS inside, and a tool says only
- * what its resolver said (EAI_AGAIN: "Temporary failure in name
- * resolution"), as if the network were down for a while.  A command that
- * failed so, in its captured output, gets the policy named in its reason.
+ * With the network off a tool says only what its resolver or its connect
+ * said: "Name or service not known" (the supervisor answers every name
+ * NXDOMAIN inside, dnsoff.c), ENETUNREACH for an address.  A command that
+ * failed so, in its captured output, gets the policy named in its reason;
+ * each name asked is also a denial, which the reason's "denied:" part
+ * names (events_explain_denials), so that a lookup whose failure the tool
+ * kept quiet is still explained.
  */
 void result_explain_network(struct corral_result *res, const struct corral_policy *p)
 {

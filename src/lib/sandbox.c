@@ -11,13 +11,15 @@
  *   -> watch -> "c" -> (on READY) tripwires -> "t"
  *
  * Init's half, top to bottom in sandbox_child() (child.c): identity ->
- * mounts and pivot -> loopback -> rlimits -> (after "c") cgroup namespace
+ * mounts and pivot -> loopback -> rlimits -> (network off) 127.0.0.1:53 for
+ * dnsoff.c -> (after "c") cgroup namespace
  * -> Landlock -> capabilities -> seccomp -> READY -> the command, or the
  * calls.  It then stays as PID 1: it reaps, forwards signals, and reports
  * over a socket the commands never see; child_msg_recv() decodes that.
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "dnsoff.h"
 #include "events.h"
 #include "proxy.h"
 #include "sensor.h"
@@ -95,7 +97,8 @@ int child_msg_recv(int sock, struct child_msg *m, int *fd)
 	if (n != sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    (passed >= 0) != (m->kind == MSG_NOTIFY_FD || m->kind == MSG_ROOT_FD ||
 			      m->kind == MSG_UPPER_FD ||
-			      m->kind == MSG_PTY_FD)) {
+			      m->kind == MSG_PTY_FD || m->kind == MSG_DNS_FD ||
+			      m->kind == MSG_DNS_DIAG_FD)) {
 		if (passed >= 0)
 			close(passed);
 		return 0;
@@ -204,6 +207,15 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 		else
 			close(passed);
 		return;
+	case MSG_DNS_FD:	/* the network is off: we answer its DNS */
+	case MSG_DNS_DIAG_FD:
+		if (!sb->dnsoff)
+			sb->dnsoff = dnsoff_new(sb->base, sb->ev);
+		if (sb->dnsoff)
+			dnsoff_take(sb->dnsoff, &m, passed);
+		else
+			close(passed);
+		return;
 	case MSG_PTY_FD:	/* the front end takes it from sb->ptyfd */
 		if (sb->ptyfd < 0)
 			sb->ptyfd = passed;
@@ -261,6 +273,7 @@ void sandbox_free(struct sandbox *sb)
 	sensor_free(sb->sensor);
 	tripwire_free(sb->tripwire);
 	proxy_free(sb->px);
+	dnsoff_free(sb->dnsoff);
 	cleanup_closep(&sb->sync_wr);
 	cleanup_closep(&sb->rootfd);
 	cleanup_closep(&sb->scratchfd);

@@ -115,6 +115,8 @@ enum child_msg_kind {
 	MSG_CALL_EXITED,	/* id, code = the call's wait status */
 	MSG_UPPER_FD,		/* the workspace's upper layer (export.c) */
 	MSG_PTY_FD,		/* the master of the command's pty (SCM_RIGHTS) */
+	MSG_DNS_FD,		/* network off: UDP 127.0.0.1:53 inside (dnsoff.c) */
+	MSG_DNS_DIAG_FD,	/* ... a sock_diag socket there; id = the netns's inode */
 };
 
 struct child_msg {
@@ -256,6 +258,7 @@ struct sandbox {
 	bool container;		/* sandbox_opts.container */
 	int landlock_abi;
 	struct proxy *px;
+	struct dnsoff *dnsoff;	/* network off: the DNS that says so (dnsoff.c) */
 	struct tlsbox *tls;	/* the CA and secrets of terminated egress, or NULL */
 	struct sensor *sensor;	/* denied syscalls, where USER_NOTIF works */
 	struct tripwire *tripwire;
@@ -325,7 +328,8 @@ void result_explain_network(struct corral_result *res, const struct corral_polic
 
 /*
  * One message off init's control socket.  1: *m holds it, and *fd the fd
- * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD, MSG_UPPER_FD, MSG_PTY_FD) or -1; any other fd is closed.
+ * it carried (MSG_NOTIFY_FD, MSG_ROOT_FD, MSG_UPPER_FD, MSG_PTY_FD,
+ * MSG_DNS_FD, MSG_DNS_DIAG_FD) or -1; any other fd is closed.
  * 0: nothing to take now, or a malformed message (dropped).  Negative:
  * the socket is closed (-EPIPE) or failed (-errno).
  */

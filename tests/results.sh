@@ -136,7 +136,7 @@ t_network_off_dns_refused() {
 	expect_py "corral run: answered NXDOMAIN, not left unanswered" 'v["stdout"] == "-2\n"'
 	expect_py "corral run: the denial, with the name and why" \
 		'[(d["type"], d["protocol"], d["host"], d["reason"], d["pid"] > 0) for d in v["denials"]][:1] == [("egress.denied", "dns", "registry.npmjs.org", "the network is off by policy (network.mode none)", True)]'
-	expect_py "corral run: the reason says so" '"network is off by policy" in v["reason"]'
+	expect_py "corral run: the reason says so, a lookup not a connection" '"network is off by policy" in v["reason"] and "denied: lookup of registry.npmjs.org (" in v["reason"]'
 	"$CORRAL" run --json -- python3 -c "$FLOOD" > "$T/body" 2> "$T/err"
 	expect_py "flood: the port stays the supervisor's, a lookup is still answered" \
 		'v["status"] == "exited" and v["stdout"].split("\n")[0] in ("bind EACCES", "bind EADDRINUSE") and v["stdout"].endswith("sent True\n-2\n")'

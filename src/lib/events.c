@@ -700,7 +700,7 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
 			    const struct corral_policy *p)
 {
 	size_t n = json_array_size(d), len = strlen(res->reason);
-	const char *what, *host, *why;
+	const char *what, *host, *why, *proto;
 	char limit[96] = "", total[64] = "";
 	json_t *first;
 
@@ -710,6 +710,7 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
 	what = json_string_value(json_object_get(first, "type"));
 	host = json_string_value(json_object_get(first, "host"));
 	why = json_string_value(json_object_get(first, "reason"));
+	proto = json_string_value(json_object_get(first, "protocol"));
 	if (so_far > n)
 		snprintf(total, sizeof(total), ", %zu in this sandbox so far", so_far);
 	if (p->abort.max_denied_egress)
@@ -720,6 +721,11 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
 			 "; denied: syscall %s; %zu denial%s%s%s",
 			 json_string_value(json_object_get(first, "syscall")) ?: "?",
 			 n, n == 1 ? "" : "s", total, limit);
+	else if (proto && !strcmp(proto, "dns"))	/* a lookup names no port */
+		snprintf(res->reason + len, sizeof(res->reason) - len,
+			 "; denied: lookup of %.100s (%.120s); %zu denial%s%s%s",
+			 host ? host : "?", why ? why : "not allowed", n,
+			 n == 1 ? "" : "s", total, limit);
 	else
 		snprintf(res->reason + len, sizeof(res->reason) - len,
 			 "; denied: connection to %.100s:%d (%.120s); %zu denial%s%s%s",

@@ -41,6 +41,7 @@ size_t box_calls_running(const struct corral_box *b)
 /* ---- calls: ending ----------------------------------------------- */
 
 static void drop_pend(struct corral_call *c);
+static void spare_fork(struct corral_box *b);
 
 static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 {
@@ -186,6 +187,13 @@ void call_finish(struct corral_call *c)
 	corral_box_layers(b, &res->layers);
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
+	/*
+	 * The next call's process, asked for before this answer goes out: a
+	 * caller's next call, sent as soon as it has the answer, finds it
+	 * forked more often.
+	 */
+	if (!box_calls_running(b))
+		spare_fork(b);
 	events_emit(b->ev, "exec.end", json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}",
 		    "call", c->tool_call, "status", corral_status_name(res->status),
 		    "exit_code", corral_result_exit_code(res), "signal", res->signal,

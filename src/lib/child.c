@@ -611,7 +611,8 @@ static int call_pty(const struct exec_msg *m)
 /*
  * The call, once we are in its cgroup: struct exec_msg with its stdio
  * (three fds; none with EXEC_TTY).  EOF: the supervisor had no use for
- * us (the box goes, or the call was dropped before it came): exit.
+ * us (the box goes, or the call was killed before it came): we die of
+ * SIGKILL, having run nothing.
  */
 static void wait_call(int gate, struct exec_msg *m, int fds[3])
 {

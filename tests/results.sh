@@ -324,6 +324,91 @@ EOF
 	stop_daemon
 }
 
+# ---- the next call's process, forked ahead -------------------------------------
+
+# spare_pid ID N: the pid waiting in box ID's group for call N (the next
+# call's process, moved there while the box idles), once it is there.
+spare_pid() {
+	local f i=0 p=""
+	while [ $i -lt 100 ]; do
+		for f in $(find /sys/fs/cgroup/pids -maxdepth 4 -path "*/corral-$DPID-$1/corral-c$2/cgroup.procs" 2>/dev/null); do
+			p=$(head -1 "$f")
+		done
+		[ -n "$p" ] && { echo "$p"; return 0; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "no process waited in the group of call $2 of $1 after 10 s"
+	return 1
+}
+
+# check_spare ID N: the process forked ahead for call N of box ID is idle
+# code of ours (init's fork: its command line is init's), and no call is
+# seen running; its pid on stdout.
+check_spare() {
+	local sp cmd st
+	sp=$(spare_pid "$1" "$2") || return 1
+	cmd=$(tr -d '\0' < "/proc/$sp/cmdline" 2>/dev/null)
+	expect_eq "spare $2 runs nothing of anyone's" "$cmd" corral-init || return 1
+	st=$(ps -o stat= -p "$sp" 2>/dev/null)
+	expect_eq "spare $2 sleeps" "${st:0:1}" S || return 1
+	[ "$2" != 1 ] || expect_eq "spare $2 is no call" \
+		"$(sbget "$1" '(v["running"], v["processes"])')" "(0, 0)" || return 1
+	echo "$sp"
+}
+
+alive_of() {	# alive_of PID...: those alive
+	local p
+	for p; do alive "$p" && echo "$p"; done
+	return 0
+}
+
+# After idle spells, every call runs in its own group in the process forked
+# for it ahead, and what it used and hit is its own: cpu_ms, max_rss_kb,
+# the oom and pids_limit verdicts, the group named for it; nothing of it
+# stays once the sandbox is deleted.
+t_forked_ahead_calls_keep_their_verdicts() {
+	local sp sp1 sp3 cg3 cg4 hp
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "48M", "pids": 16}}}')
+	limits=$(sbget "$id" 'v["limits"]')
+	cgroup_mode "$id" && sp1=$(check_spare "$id" 1)
+	code=$(ex "$id" '{"tool_call_id": "burn", "command": "python3 -c \"import time\nb = bytearray(24 << 20)\nwhile time.process_time() < 0.4: pass\""}')
+	expect_code "burn" "$code" 200
+	if [ "$limits" != rlimit ]; then
+		expect_py "cpu_ms and max_rss_kb are the call's" \
+			'v["exit_code"] == 0 and v["cpu_ms"] >= 350 and v["max_rss_kb"] >= 24 * 1024'
+		hp=$(host_pid "$id" burn)
+		expect_eq "the call ran in the process forked ahead" "$hp" "$sp1"
+		check_spare "$id" 2 > /dev/null
+	fi
+	code=$(ex "$id" '{"tool_call_id": "bomb", "timeout_seconds": 60, "command": "python3 -c \"b = bytearray(128 << 20)\""}')
+	expect_code "memory bomb" "$code" 200
+	if [ "$limits" != rlimit ]; then
+		expect_py "oom after an idle spell" 'v["status"] == "oom"'
+		expect_contains "limit.hit memory, attributed" \
+			"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"memory"')" '"call":"bomb"'
+		sp3=$(check_spare "$id" 3)
+	fi
+	cg3=$(sbsh "$id" "cat /proc/self/cgroup")
+	cg4=$(sbsh "$id" "cat /proc/self/cgroup")
+	if [ "$limits" != rlimit ]; then
+		expect_contains "call 3 in its own group" "$(echo "$cg3" | grep pids)" "corral-c3"
+		expect_contains "call 4 in its own group" "$(echo "$cg4" | grep pids)" "corral-c4"
+		check_spare "$id" 5 > /dev/null
+	fi
+	code=$(ex "$id" '{"tool_call_id": "forks", "timeout_seconds": 60, "command": "for i in $(seq 1 30); do sleep 30 & done; exit 0"}')
+	expect_code "fork bomb" "$code" 200
+	[ "$limits" = rlimit ] || expect_py "pids_limit after an idle spell" 'v["status"] == "pids_limit"'
+	# what was forked ahead and never used goes with the sandbox
+	sp=$(find /sys/fs/cgroup/pids -maxdepth 4 -path "*/corral-$DPID-$id/*" -name cgroup.procs -exec cat {} + 2>/dev/null)
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	[ -z "$sp" ] || wait_gone "the sandbox's processes" 10 alive_of $sp
+	wait_gone "the sandbox's groups" 10 find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$DPID-$id"
+	stop_daemon
+}
+
 START=$(date +%s)
 run_tests "$@"
 echo "results ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"

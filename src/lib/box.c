@@ -637,6 +637,7 @@ void corral_box_destroy(struct corral_box *b)
 	drop_event(&b->ev_idle);
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_sweep);
+	call_drop_spare(b);	/* its process dies with the pid namespace */
 	r = calloc(1, sizeof(*r));
 	if (b->sb)
 		kill_all(b);

@@ -47,8 +47,14 @@ struct corral_call {
 	struct cg *cg;
 	uint64_t cgid;		/* its cgroup2 id, for sockets it made */
 	pid_t spid, host_pid;
+	uint32_t fid;		/* init's name for its process (MSG_FORK) */
 	int gate;
+	/* the call, kept until its process is in its cgroup (then sent) */
+	struct exec_msg *pend;
+	int pend_fds[3];
+	bool sent;
 	struct event *ev_gate, *ev_timeout, *ev_drain, *ev_stdin;
+	struct event *ev_start;	/* exec.start, after corral_box_exec returned */
 	int in_fd;
 	char *in_data;
 	size_t in_len, in_off;
@@ -62,6 +68,7 @@ struct corral_call {
 	json_t *denials;	/* this call's denied events, for its result */
 	json_t *order;		/* [[stream, bytes], ...] when asked for */
 	bool started, exited, done, timed_out, halted, announced;
+	bool in_exec;		/* sent within corral_box_exec: announce later */
 	bool held;		/* output not read until the caller says so */
 	bool default_timeout;	/* its timeout is limits.call_timeout's */
 	struct exec_fail fail;
@@ -74,6 +81,20 @@ struct corral_call {
 	int pty;
 	struct event *ev_pty_room;
 	bool resize_pending, room_wanted, hungup;
+};
+
+/*
+ * The next call's process, forked by init while the box idles and moved
+ * into the spare group then, so that no cgroup write is on the call's
+ * path (call.c).  It runs nothing until a call is sent on its gate.
+ */
+struct spare_proc {
+	uint32_t fid;		/* 0: none */
+	int gate;
+	struct event *ev;
+	struct cg *cg;		/* the group it is for (b->spare), or NULL */
+	pid_t host_pid, spid;
+	bool attached;		/* in cg (or there are no cgroups) */
 };
 
 /* A call's cgroup that outlived the call: its background processes. */
@@ -110,6 +131,8 @@ struct corral_box {
 	struct cg *spare;	/* the next call's group, made ahead */
 	uint32_t spare_id;
 	struct event *ev_spare;
+	struct spare_proc sp;	/* the next call's process, forked ahead */
+	uint32_t next_fid;
 	struct event *ev_sweep;	/* empty call groups, removed next turn */
 	char halt_reason[CORRAL_ERR_MAX];
 	const char *gone;	/* why calls still running were ended */
@@ -187,8 +210,10 @@ size_t box_calls_running(const struct corral_box *b);
 void call_finish(struct corral_call *c);
 /* init's MSG_STARTED and MSG_CALL_EXITED, for the call they name. */
 void call_msg(struct corral_box *b, const struct child_msg *m);
-/* Make the next call's cgroup ahead, off the path of that call. */
+/* Make the next call's cgroup and process ahead, off that call's path. */
 void call_arm_spare(struct corral_box *b);
+/* Let the spare process go (it exits: EOF on its gate); the box goes. */
+void call_drop_spare(struct corral_box *b);
 /* Remove the groups of ended calls that are empty (all: every one). */
 void call_sweep_lingering(struct corral_box *b, bool all);
 /* A denial goes in the result of the call it is attributed to. */

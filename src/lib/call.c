@@ -40,6 +40,9 @@ size_t box_calls_running(const struct corral_box *b)
 
 /* ---- calls: ending ----------------------------------------------- */
 
+static void drop_pend(struct corral_call *c);
+static void spare_fork(struct corral_box *b);
+
 static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 {
 	struct corral_result *res = &c->res;
@@ -95,6 +98,7 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 static void call_stop_io(struct corral_call *c)
 {
 	drop_event(&c->ev_gate);
+	drop_event(&c->ev_start);
 	drop_event(&c->ev_timeout);
 	drop_event(&c->ev_drain);
 	drop_event(&c->ev_stdin);
@@ -103,7 +107,9 @@ static void call_stop_io(struct corral_call *c)
 	drop_event(&c->ev_pty_room);
 	/* the terminal closes with the call: what it left gets a hang-up */
 	close_fd(&c->pty);
+	/* a process not sent its call yet reads EOF and exits */
 	close_fd(&c->gate);
+	drop_pend(c);
 	close_fd(&c->in_fd);
 	close_fd(&c->out.fd);
 	close_fd(&c->err.fd);
@@ -181,14 +187,23 @@ void call_finish(struct corral_call *c)
 	corral_box_layers(b, &res->layers);
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
+	/*
+	 * The next call's process, asked for before this answer goes out: a
+	 * caller's next call, sent as soon as it has the answer, finds it
+	 * forked more often.
+	 */
+	if (!box_calls_running(b))
+		spare_fork(b);
 	events_emit(b->ev, "exec.end", json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}",
 		    "call", c->tool_call, "status", corral_status_name(res->status),
 		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
 		    "sandbox_pid", (int)c->spid, "reason", res->reason));
 	if (c->o.on_done)
 		c->o.on_done(c->o.arg, c, res);
-	if (!box_calls_running(b))
+	if (!box_calls_running(b)) {
 		box_arm_idle(b);
+		call_arm_spare(b);
+	}
 }
 
 static void maybe_finish(struct corral_call *c)
@@ -374,10 +389,10 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	corral_call_kill(c, SIGKILL);
 }
 
-/* exec.start once both pids are known (they come by two ways). */
+/* exec.start once the call is sent and both pids are known (by two ways). */
 static void announce(struct corral_call *c)
 {
-	if (c->announced || !c->spid || !c->host_pid)
+	if (c->announced || !c->sent || !c->spid || !c->host_pid || c->in_exec)
 		return;
 	c->announced = true;
 	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:s}",
@@ -387,12 +402,52 @@ static void announce(struct corral_call *c)
 		c->o.on_start(c->o.arg, c);
 }
 
-/* "r" with credentials: move the pid into the call's cgroup, say "g". */
+static void on_start_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_call *c = arg;
+
+	(void)fd;
+	(void)what;
+	c->in_exec = false;
+	announce(c);
+}
+
+static void drop_pend(struct corral_call *c)
+{
+	for (int i = 0; i < 3; i++)
+		close_fd(&c->pend_fds[i]);
+	free(c->pend);
+	c->pend = NULL;
+}
+
+/* The call to its process, which is in the call's cgroup by now. */
+static int send_call(struct corral_call *c)
+{
+	struct exec_msg *m = c->pend;
+	ssize_t n;
+
+	n = fd_send(c->gate, m, offsetof(struct exec_msg, data) + m->len,
+		    c->pend_fds, c->o.tty ? 0 : 3, MSG_DONTWAIT | MSG_NOSIGNAL);
+	drop_pend(c);
+	if (n < 0)
+		return (int)n;
+	c->sent = true;
+	announce(c);
+	return 0;
+}
+
+/* "r" with credentials: move the pid into the call's cgroup, send the call. */
 static void gate_ready(struct corral_call *c, pid_t pid)
 {
 	struct corral_err err;
 
 	c->host_pid = pid;
+	if (c->timed_out) {
+		/* EOF before the call: it exits having run nothing */
+		drop_event(&c->ev_gate);
+		close_fd(&c->gate);
+		return;
+	}
 	if (cg_attach(c->cg, pid, &err) < 0) {
 		/* unattributed is not acceptable: the call does not run */
 		kill(pid, SIGKILL);
@@ -400,9 +455,8 @@ static void gate_ready(struct corral_call *c, pid_t pid)
 			    c->tool_call, "reason", err.msg));
 		return;
 	}
-	if (send(c->gate, "g", 1, MSG_NOSIGNAL) != 1)
+	if (send_call(c) < 0)
 		kill(pid, SIGKILL);
-	announce(c);
 }
 
 static void on_pty_room(evutil_socket_t fd, short what, void *arg)
@@ -417,7 +471,7 @@ static void on_pty_room(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The pty's master came with "r": the call's output is read from it as
+ * The pty's master came with "p": the call's output is read from it as
  * stream 1 (EIO once the last slave closes ends it, as EOF ends a pipe),
  * its stdin given whole is written to it, and input waits for it.
  */
@@ -453,38 +507,45 @@ static int tty_attach(struct corral_call *c)
 	return 0;
 }
 
-/* An fd that came on the gate: kept only as the pty's master of a tty call. */
-static void gate_fd(struct corral_call *c, int fd)
+/*
+ * An fd that came on the gate: kept only as the pty's master of a tty
+ * call, once.  True when kept.
+ */
+static bool gate_fd(struct corral_call *c, int fd)
 {
 	struct stat st;
 	unsigned int ptn;
 
 	/* TIOCGPTN answers only on a master */
-	if (!c->o.tty || c->pty >= 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
-	    ioctl(fd, TIOCGPTN, &ptn) < 0) {
+	if (!c->o.tty || !c->sent || c->pty >= 0 || fstat(fd, &st) < 0 ||
+	    !S_ISCHR(st.st_mode) || ioctl(fd, TIOCGPTN, &ptn) < 0) {
 		close(fd);
-		return;
+		return false;
 	}
 	c->pty = fd;
+	return true;
 }
 
-static void on_gate(evutil_socket_t fd, short what, void *arg)
+/*
+ * One message of a gate: "r" and the sender's credentials, "p" and one
+ * fd, struct exec_fail, or EOF (0).  *pid: the credentials' pid or 0;
+ * *fd: the fd that came with "p", or -1 (any other is closed).
+ */
+static ssize_t gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd)
 {
-	struct corral_call *c = arg;
 	char cbuf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
-	struct exec_fail f;
-	struct iovec iov = { &f, sizeof(f) };
+	struct iovec iov = { f, sizeof(*f) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
-	pid_t pid = 0;
 	ssize_t n;
 
-	(void)what;
-	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
+	*pid = 0;
+	*fd = -1;
+	n = recvmsg(gate, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 		struct ucred uc;
 		int fds[1];
 
@@ -492,21 +553,39 @@ static void on_gate(evutil_socket_t fd, short what, void *arg)
 			continue;
 		if (cm->cmsg_type == SCM_CREDENTIALS) {
 			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
-			pid = uc.pid;
+			*pid = uc.pid;
 		} else if (cm->cmsg_type == SCM_RIGHTS &&
 			   cm->cmsg_len == CMSG_LEN(sizeof(int))) {
 			memcpy(fds, CMSG_DATA(cm), sizeof(int));
-			if (n == 1 && !c->host_pid)
-				gate_fd(c, fds[0]);
+			if (n == 1 && *(char *)f == 'p' && *fd < 0)
+				*fd = fds[0];
 			else
 				close(fds[0]);
 		}
 	}
-	if (n == 1 && !c->host_pid) {
-		if (pid > 0 && c->o.tty && tty_attach(c) < 0)
-			kill(pid, SIGKILL);
-		else if (pid > 0)
+	return n;
+}
+
+static void on_gate(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_call *c = arg;
+	struct exec_fail f;
+	pid_t pid;
+	ssize_t n;
+	int pty;
+
+	(void)what;
+	n = gate_recv(fd, &f, &pid, &pty);
+	if (n == -EINTR || n == -EAGAIN)
+		return;
+	if (n == 1 && *(char *)&f == 'r') {
+		if (pid > 0 && !c->host_pid)
 			gate_ready(c, pid);
+		return;
+	}
+	if (n == 1 && *(char *)&f == 'p') {
+		if (pty >= 0 && gate_fd(c, pty) && tty_attach(c) < 0)
+			kill(c->host_pid, SIGKILL);
 		return;
 	}
 	if (n == sizeof(f))
@@ -562,12 +641,11 @@ fail:
 	return NULL;
 }
 
-static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
-		     struct corral_err *err)
+/* The call's message, kept in c->pend until its process may have it. */
+static int build_exec(struct corral_box *b, struct corral_call *c,
+		      struct corral_err *err)
 {
-	cleanup_free struct exec_msg *m = calloc(1, sizeof(*m));
-	int nfds = c->o.tty ? 1 : 4;	/* a terminal's call: the gate alone */
-	ssize_t n;
+	struct exec_msg *m = calloc(1, sizeof(*m));
 	char **envp = call_env(b, c->o.env);
 	const char *cwd = c->o.cwd ? c->o.cwd : "/workspace";
 	int r = 0;
@@ -577,7 +655,7 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 				   "argv and environment");
 		goto out;
 	}
-	m->kind = MSG_EXEC;
+	m->kind = EXEC_MSG_KIND;
 	m->id = c->id;
 	if (c->o.tty) {
 		m->flags = EXEC_TTY;
@@ -593,11 +671,10 @@ static int send_exec(struct corral_box *b, struct corral_call *c, int fds[4],
 	}
 	memcpy(m->data + m->len, cwd, strlen(cwd) + 1);
 	m->len += strlen(cwd) + 1;
-	n = fd_send(b->sb->ctl, m, offsetof(struct exec_msg, data) + m->len,
-		    c->o.tty ? &fds[3] : fds, nfds, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (n < 0)
-		r = corral_set_errno(err, (int)-n, "cannot reach the sandbox's init");
+	c->pend = m;
+	m = NULL;
 out:
+	free(m);
 	sandbox_env_free(envp);
 	return r;
 }
@@ -628,8 +705,118 @@ static char **copy_strings(char *const *v)
 }
 
 /*
- * The next call's cgroup, made while this one runs (or the box idles):
- * mkdir in every hierarchy is off the path of the call that will use it.
+ * Ask init for a process (MSG_FORK) with a new gate: *gate is our end.
+ * *fid: the fork's id, which init's news of it carries.
+ */
+static int ask_fork(struct corral_box *b, uint32_t *fid, int *gate,
+		    struct corral_err *err)
+{
+	struct fork_msg m = { .kind = MSG_FORK };
+	int g[2], one = 1;
+	ssize_t n;
+
+	if (!b->sb || b->sb->ctl < 0)
+		return corral_set_err(err, -EPIPE, "the sandbox's init is gone");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g) < 0)
+		return corral_set_errno(err, errno, "socketpair for a call's gate");
+	/* before it can send: its "r" must carry its credentials */
+	if (setsockopt(g[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+		n = -errno;
+		close(g[0]);
+		close(g[1]);
+		return corral_set_errno(err, (int)-n, "SO_PASSCRED on a call's gate");
+	}
+	if (++b->next_fid == 0)
+		b->next_fid = 1;
+	m.id = b->next_fid;
+	n = fd_send(b->sb->ctl, &m, sizeof(m), &g[1], 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(g[1]);
+	if (n < 0) {
+		close(g[0]);
+		return corral_set_errno(err, (int)-n, "cannot reach the sandbox's init");
+	}
+	*fid = m.id;
+	*gate = g[0];
+	return 0;
+}
+
+void call_drop_spare(struct corral_box *b)
+{
+	drop_event(&b->sp.ev);
+	if (b->sp.fid)
+		close_fd(&b->sp.gate);	/* EOF: it exits, having run nothing */
+	b->sp = (struct spare_proc){ .gate = -1 };
+}
+
+/* The spare's "r": into the spare group now, while nobody waits for it. */
+static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_box *b = arg;
+	struct spare_proc *sp = &b->sp;
+	struct corral_err err;
+	struct exec_fail f;
+	pid_t pid;
+	ssize_t n;
+	int pty;
+
+	(void)what;
+	n = gate_recv(fd, &f, &pid, &pty);
+	if (n == -EINTR || n == -EAGAIN)
+		return;
+	if (pty >= 0)
+		close(pty);
+	if (n == 1 && *(char *)&f == 'r' && pid > 0 && !sp->host_pid) {
+		sp->host_pid = pid;
+		if (sp->cg && cg_attach(sp->cg, pid, &err) < 0) {
+			kill(pid, SIGKILL);
+			call_drop_spare(b);
+			return;
+		}
+		sp->attached = true;
+		return;
+	}
+	/* it died, or said what it may not: the next call forks its own */
+	call_drop_spare(b);
+}
+
+/*
+ * A spare process only while no call runs: it would otherwise hold a pid
+ * of the box's pids.max that the running call may want, and a frozen or
+ * ending box has no use for one.
+ */
+static void spare_fork(struct corral_box *b)
+{
+	struct spare_proc sp = { .gate = -1 };
+	struct corral_err err;
+	bool none = cg_mode(b->cg) == CG_NONE;
+
+	if (b->sp.fid || box_calls_running(b) || b->frozen || b->freezing ||
+	    b->state != CORRAL_BOX_IDLE || (!none && !b->spare))
+		return;
+	if (ask_fork(b, &sp.fid, &sp.gate, &err) < 0)
+		return;
+	sp.cg = none ? NULL : b->spare;
+	sp.ev = event_new(b->base, sp.gate, EV_READ | EV_PERSIST, on_spare_gate, b);
+	b->sp = sp;
+	if (!sp.ev || event_add(sp.ev, NULL) < 0)
+		call_drop_spare(b);
+}
+
+/* init's news of the spare: its pid inside, or that it is gone. */
+static void spare_msg(struct corral_box *b, const struct child_msg *m)
+{
+	if (m->kind == MSG_STARTED && m->code > 0) {
+		b->sp.spid = m->code;
+		return;
+	}
+	/* not forked (pids.max?), or ended: not retried until a call ends */
+	call_drop_spare(b);
+}
+
+/*
+ * The next call's cgroup and process, made while the box idles (the
+ * cgroup also while a call runs): mkdir in every hierarchy, the fork and
+ * the move into the group are off the path of the call that uses them.
  */
 static void on_spare(evutil_socket_t fd, short what, void *arg)
 {
@@ -639,13 +826,15 @@ static void on_spare(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (b->spare || cg_mode(b->cg) == CG_NONE || b->state == CORRAL_BOX_DEAD ||
-	    b->state == CORRAL_BOX_HALTED)
+	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_HALTED)
 		return;
-	b->spare_id = b->next_id + 1;
-	snprintf(name, sizeof(name), "c%u", b->spare_id);
-	if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
-		b->spare = NULL;
+	if (!b->spare && cg_mode(b->cg) != CG_NONE) {
+		b->spare_id = b->next_id + 1;
+		snprintf(name, sizeof(name), "c%u", b->spare_id);
+		if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
+			b->spare = NULL;
+	}
+	spare_fork(b);
 }
 
 void call_arm_spare(struct corral_box *b)
@@ -656,8 +845,30 @@ void call_arm_spare(struct corral_box *b)
 		return;
 	if (!b->ev_spare)
 		b->ev_spare = evtimer_new(b->base, on_spare, b);
-	if (b->ev_spare && !b->spare)
+	if (b->ev_spare && (!b->spare || !b->sp.fid))
 		evtimer_add(b->ev_spare, &now);
+}
+
+/*
+ * The call's process: the spare when it was forked for the call's group
+ * (already in it, unless its "r" has not come yet), else one asked for now.
+ */
+static int call_process(struct corral_box *b, struct corral_call *c,
+			struct corral_err *err)
+{
+	struct spare_proc *sp = &b->sp;
+
+	if (sp->fid && (cg_mode(c->cg) == CG_NONE || sp->cg == c->cg)) {
+		c->fid = sp->fid;
+		c->gate = sp->gate;
+		c->host_pid = sp->host_pid;
+		c->spid = sp->spid;
+		c->started = c->spid > 0;
+		drop_event(&sp->ev);
+		*sp = (struct spare_proc){ .gate = -1 };
+		return 0;
+	}
+	return ask_fork(b, &c->fid, &c->gate, err);
 }
 
 static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
@@ -686,24 +897,16 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 	}
 }
 
-static int call_pipes(struct corral_call *c, int fds[4], struct corral_err *err)
+static int call_pipes(struct corral_call *c, struct corral_err *err)
 {
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 }, g[2];
-	int one = 1;
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 
 	/* a terminal's call makes its own stdio: the pty (tty_attach) */
-	if (c->o.tty) {
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g) < 0)
-			return corral_set_errno(err, errno, "socketpair");
-		setsockopt(g[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-		fds[3] = g[1];
-		c->gate = g[0];
+	if (c->o.tty)
 		return 0;
-	}
 	if (pipe2(in, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    pipe2(er, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g) < 0) {
+	    pipe2(er, O_CLOEXEC | O_NONBLOCK) < 0) {
 		int e = errno;
 
 		close_fd(&in[0]);
@@ -718,15 +921,12 @@ static int call_pipes(struct corral_call *c, int fds[4], struct corral_err *err)
 	fcntl(in[0], F_SETFL, 0);
 	fcntl(out[1], F_SETFL, 0);
 	fcntl(er[1], F_SETFL, 0);
-	setsockopt(g[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-	fds[0] = in[0];
-	fds[1] = out[1];
-	fds[2] = er[1];
-	fds[3] = g[1];
+	c->pend_fds[0] = in[0];
+	c->pend_fds[1] = out[1];
+	c->pend_fds[2] = er[1];
 	c->in_fd = in[1];
 	c->out.fd = out[0];
 	c->err.fd = er[0];
-	c->gate = g[0];
 	return 0;
 }
 
@@ -777,7 +977,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	struct corral_call *c;
 	struct cg_stats bst = { 0 };
 	char name[32];
-	int fds[4] = { -1, -1, -1, -1 }, r;
+	int r;
 
 	*out = NULL;
 	r = check_exec(b, o, err);
@@ -801,6 +1001,8 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->o = *o;
 	c->id = ++b->next_id;
 	c->gate = c->in_fd = c->pty = -1;
+	c->pend_fds[0] = c->pend_fds[1] = c->pend_fds[2] = -1;
+	c->in_exec = true;	/* until on_start_due: see there */
 	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1, { 0 } };
 	c->err = (struct stream){ -1, NULL, &c->res.err, c, 2, { 0 } };
 	/* the policy's cap is the ceiling; a call may ask for less */
@@ -859,18 +1061,31 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	} else {
 		r = cg_create_child(b->cg, name, &c->cg, err);
 	}
+	if (r == 0)
+		r = call_process(b, c, err);
 	call_arm_spare(b);
 	if (r == 0) {
 		c->cgid = cg_id(c->cg);
-		r = call_pipes(c, fds, err);
+		r = call_pipes(c, err);
 	}
 	if (r == 0)
-		r = send_exec(b, c, fds, err);
-	c->o.env = NULL;	/* sent; the caller's may go */
-	for (int i = 0; i < 4; i++)
-		close_fd(&fds[i]);
+		r = build_exec(b, c, err);
+	c->o.env = NULL;	/* packed; the caller's may go */
 	if (r == 0)
 		r = call_watch(c, err);
+	/* a spare already in the call's group: no cgroup write on this path */
+	if (r == 0 && c->host_pid && (r = send_call(c)) < 0)
+		r = corral_set_errno(err, -r, "cannot reach the call's process");
+	/* on_start may not run before the caller has its handle */
+	if (r == 0 && !c->sent)
+		c->in_exec = false;
+	if (r == 0 && c->sent) {
+		struct timeval now = { 0, 0 };
+
+		c->ev_start = evtimer_new(b->base, on_start_due, c);
+		if (!c->ev_start || evtimer_add(c->ev_start, &now) < 0)
+			r = corral_set_err(err, -ENOMEM, "cannot watch the call");
+	}
 	if (r < 0) {
 		c->done = true;	/* no on_done for a call that never was */
 		corral_call_free(c);
@@ -915,6 +1130,16 @@ int corral_call_kill(struct corral_call *c, int sig)
 {
 	int r;
 
+	if (!c->sent && !c->done && sig == SIGKILL && c->gate >= 0) {
+		/*
+		 * Its process has not had the call (nor maybe its cgroup):
+		 * EOF on the gate, and it dies of SIGKILL having run nothing.
+		 */
+		drop_event(&c->ev_gate);
+		close_fd(&c->gate);
+		drop_pend(c);
+		return 0;
+	}
 	if (cg_mode(c->cg) == CG_NONE) {
 		/* no cgroup: the call's session is all we can name */
 		if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
@@ -1105,10 +1330,11 @@ void corral_call_free(struct corral_call *c)
 
 /* ---- init's news of calls ---------------------------------------- */
 
-static struct corral_call *call_by_id(struct corral_box *b, uint32_t id)
+/* The call whose process init forked as fid. */
+static struct corral_call *call_by_fid(struct corral_box *b, uint32_t fid)
 {
 	for (struct corral_call *c = b->calls; c; c = c->next)
-		if (c->id == id)
+		if (c->fid == fid)
 			return c;
 	return NULL;
 }
@@ -1135,8 +1361,12 @@ void call_note_denial(struct corral_box *b, const char *type, json_t *event)
 
 void call_msg(struct corral_box *b, const struct child_msg *m)
 {
-	struct corral_call *c = call_by_id(b, m->id);
+	struct corral_call *c = call_by_fid(b, m->id);
 
+	if (!c && b->sp.fid && b->sp.fid == m->id) {
+		spare_msg(b, m);
+		return;
+	}
 	if (!c || c->done)
 		return;
 	if (m->kind == MSG_CALL_EXITED) {
@@ -1153,5 +1383,5 @@ void call_msg(struct corral_box *b, const struct child_msg *m)
 	}
 	c->spid = m->code;
 	c->started = true;
-	announce(c);
+	announce(c);	/* when the call was sent before this came */
 }

@@ -589,15 +589,6 @@ static __attribute__((noreturn)) void call_fail(int gate, int stage, int e)
 }
 
 /*
- * "r" on the gate (the kernel adds our credentials), with the pty's
- * master when there is one: the supervisor relays it.
- */
-static int send_ready(int gate, int master)
-{
-	return fd_send(gate, "r", 1, &master, master >= 0, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
-/*
  * With a terminal: a new session whose controlling terminal is a pty of
  * the sandbox's devpts, its slave our 0-2.  Made here, before exec, by
  * code of ours: the process is init's fork, still not dumpable, so
@@ -619,50 +610,97 @@ static int call_pty(const struct exec_msg *m)
 	return master;
 }
 
-/* The call's process: stdio, a session of its own, the gate, then exec. */
+/*
+ * The call, once we are in its cgroup: struct exec_msg with its stdio
+ * (three fds; none with EXEC_TTY).  EOF: the supervisor had no use for
+ * us (the box goes, or the call was killed before it came): we die of
+ * SIGKILL, having run nothing.
+ */
+static void wait_call(int gate, struct exec_msg *m, int fds[3])
+{
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	size_t hdr = offsetof(struct exec_msg, data);
+	struct cmsghdr *cm;
+	int nfds = 0;
+	ssize_t n;
+
+	do
+		n = recvmsg(gate, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		/* as a call killed before it ran would end */
+		kill(getpid(), SIGKILL);
+		_exit(137);
+	}
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		memcpy(fds, CMSG_DATA(cm), (nfds > 3 ? 3 : nfds) * sizeof(int));
+	}
+	if ((size_t)n < hdr || m->kind != EXEC_MSG_KIND ||
+	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    nfds != ((m->flags & EXEC_TTY) ? 0 : 3) ||
+	    m->len > sizeof(m->data) || hdr + m->len != (size_t)n)
+		call_fail(gate, EXEC_STAGE_EXEC, EINVAL);
+}
+
+/*
+ * A call's process, forked by init ahead of its call: "r" on the gate,
+ * then nothing until the supervisor has moved it into the call's cgroup
+ * and sent the call; then stdio, a session of its own, and exec.
+ */
 static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
-						 struct exec_msg *m, int fds[4])
+						 struct exec_msg *m, int gate)
 {
 	extern char **environ;
 	struct corral_err err;
 	size_t used = 0;
-	char **argv, **envp, *cwd, go;
+	char **argv, **envp, *cwd;
+	int fds[3] = { -1, -1, -1 };
 	sigset_t none;
 	int master = -1;
 
-	for (int i = 0; i < 3 && fds[i] >= 0; i++)
-		if (dup2(fds[i], i) < 0)
-			_exit(125);
-	for (int i = 0; i < 3; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	/* init's control socket is not ours to read or keep */
+	close(c->msg_wr);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (fd_send(gate, "r", 1, NULL, 0, MSG_NOSIGNAL) != 1)
+		_exit(125);
+	wait_call(gate, m, fds);
+	for (int i = 0; i < 3 && fds[i] >= 0; i++)
+		if (dup2(fds[i], i) < 0)
+			_exit(125);
+	for (int i = 0; i < 3; i++)
+		if (fds[i] > 2)
+			close(fds[i]);
 	if (m->flags & EXEC_TTY) {
 		master = call_pty(m);
 		if (master < 0)
-			call_fail(fds[3], EXEC_STAGE_TTY, -master);
+			call_fail(gate, EXEC_STAGE_TTY, -master);
+		/* the supervisor relays the master */
+		if (fd_send(gate, "p", 1, &master, 1, MSG_NOSIGNAL) != 1)
+			_exit(125);
+		close(master);
 	} else {
 		setsid();
 	}
-	if (send_ready(fds[3], master) < 0 || read(fds[3], &go, 1) != 1)
-		_exit(125);
-	if (master >= 0)
-		close(master);
 	argv = split_strings(m->data, m->len, m->nargv, &used);
 	envp = argv ? split_strings(m->data, m->len, m->nenv, &used) : NULL;
 	if (!envp || used >= m->len || !memchr(m->data + used, '\0', m->len - used))
-		call_fail(fds[3], EXEC_STAGE_EXEC, EINVAL);
+		call_fail(gate, EXEC_STAGE_EXEC, EINVAL);
 	cwd = m->data + used;
 	if (c->cg_none && cg_apply_rlimits(c->p, &err) < 0)
-		call_fail(fds[3], EXEC_STAGE_RLIMIT, -err.code);
+		call_fail(gate, EXEC_STAGE_RLIMIT, -err.code);
 	if (chdir(cwd) < 0)
-		call_fail(fds[3], EXEC_STAGE_CWD, errno);
+		call_fail(gate, EXEC_STAGE_CWD, errno);
 	environ = envp;
 	execvp(argv[0], argv);
-	call_fail(fds[3], EXEC_STAGE_EXEC, errno);
+	call_fail(gate, EXEC_STAGE_EXEC, errno);
 }
 
 static void send_call_msg(int fd, int kind, uint32_t id, int code)
@@ -673,17 +711,17 @@ static void send_call_msg(int fd, int kind, uint32_t id, int code)
 		_exit(0);	/* the supervisor is gone: so are we */
 }
 
-/* One MSG_EXEC off the control socket; false when the supervisor is gone. */
-static bool take_exec(const struct child_ctx *c, struct exec_msg *m,
+/* One MSG_FORK off the control socket; false when the supervisor is gone. */
+static bool take_fork(const struct child_ctx *c, struct exec_msg *m,
 		      struct call_pid *calls, size_t max, size_t *ncalls)
 {
 	char cbuf[CMSG_SPACE(4 * sizeof(int))];
-	struct iovec iov = { m, sizeof(*m) };
+	struct fork_msg f;
+	struct iovec iov = { &f, sizeof(f) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
 	int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
-	size_t hdr = offsetof(struct exec_msg, data);
 	ssize_t n;
 	pid_t pid;
 
@@ -697,33 +735,23 @@ static bool take_exec(const struct child_ctx *c, struct exec_msg *m,
 		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		memcpy(fds, CMSG_DATA(cm), (nfds > 4 ? 4 : nfds) * sizeof(int));
 	}
-	/* with a terminal, the gate alone: it goes where the gate goes */
-	if ((size_t)n >= hdr && (m->flags & EXEC_TTY) && nfds == 1) {
-		fds[3] = fds[0];
-		fds[0] = -1;
-		nfds = 4;
-	}
-	if ((size_t)n < hdr || m->kind != MSG_EXEC || nfds != 4 ||
-	    m->len > sizeof(m->data) || hdr + m->len != (size_t)n) {
-		for (int i = 0; i < 4; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		if ((size_t)n >= hdr)
-			send_call_msg(c->msg_wr, MSG_STARTED, m->id, -EINVAL);
+	if (n != sizeof(f) || f.kind != MSG_FORK || nfds != 1) {
+		for (int i = 0; i < 4 && i < nfds; i++)
+			close(fds[i]);
+		if ((size_t)n >= offsetof(struct fork_msg, id) + sizeof(f.id))
+			send_call_msg(c->msg_wr, MSG_STARTED, f.id, -EINVAL);
 		return true;
 	}
 	pid = *ncalls < max ? fork() : (errno = EAGAIN, -1);
 	if (pid == 0)
-		call_child(c, m, fds);
-	for (int i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+		call_child(c, m, fds[0]);
+	close(fds[0]);
 	if (pid < 0) {
-		send_call_msg(c->msg_wr, MSG_STARTED, m->id, -errno);
+		send_call_msg(c->msg_wr, MSG_STARTED, f.id, -errno);
 		return true;
 	}
-	calls[(*ncalls)++] = (struct call_pid){ m->id, pid };
-	send_call_msg(c->msg_wr, MSG_STARTED, m->id, pid);
+	calls[(*ncalls)++] = (struct call_pid){ f.id, pid };
+	send_call_msg(c->msg_wr, MSG_STARTED, f.id, pid);
 	return true;
 }
 
@@ -782,7 +810,7 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 			reap_calls(c, calls, &ncalls);
 		}
 		if (pfd[0].revents & POLLIN) {
-			if (!take_exec(c, m, calls, CALLS_MAX, &ncalls))
+			if (!take_fork(c, m, calls, CALLS_MAX, &ncalls))
 				_exit(0);
 		} else if (pfd[0].revents & (POLLHUP | POLLERR)) {
 			_exit(0);

@@ -71,7 +71,7 @@ struct child_ctx {
 	const char *tls_ca_pem;	/* the sandbox's CA, installed in /etc/corral */
 	bool caller_root;
 	bool cg_none;
-	bool serve;		/* long-lived (box.c): wait for MSG_EXEC */
+	bool serve;		/* long-lived (box.c): wait for MSG_FORK */
 	bool send_upper;	/* MSG_UPPER_FD: the workspace's upper layer */
 	const struct idmap_fds *idmap;	/* idmap.c's mounts to take, or NULL */
 	int sync_rd;		/* supervisor says "go", then "in the cgroup" */
@@ -110,9 +110,9 @@ enum child_msg_kind {
 	MSG_NOTIFY_FD,		/* the seccomp listener, as SCM_RIGHTS */
 	MSG_ROOT_FD,		/* an O_PATH fd of the sandbox's "/" (tripwires) */
 	/* long-lived sandboxes (box.c) */
-	MSG_EXEC,		/* supervisor -> init: struct exec_msg + 4 fds (EXEC_TTY: 1) */
-	MSG_STARTED,		/* id, code = the call's pid inside, or -errno */
-	MSG_CALL_EXITED,	/* id, code = the call's wait status */
+	MSG_FORK,		/* supervisor -> init: struct fork_msg + the gate */
+	MSG_STARTED,		/* id (the fork's), code = its pid inside, or -errno */
+	MSG_CALL_EXITED,	/* id (the fork's), code = its wait status */
 	MSG_UPPER_FD,		/* the workspace's upper layer (export.c) */
 	MSG_PTY_FD,		/* the master of the command's pty (SCM_RIGHTS) */
 	MSG_DNS_FD,		/* network off: UDP 127.0.0.1:53 inside (dnsoff.c) */
@@ -128,22 +128,35 @@ struct child_msg {
 };
 
 /*
- * A call for a long-lived sandbox.  data holds nargv strings, nenv
- * "NAME=VALUE" strings and the working directory, each NUL-terminated.
- * It travels with four fds: stdin, stdout, stderr, and the gate, a
- * SEQPACKET socket on which the new process says "r" (the supervisor
- * learns its host pid from the credentials), waits for "g" (it is in its
- * call's cgroup), and on failure writes struct exec_fail before it exits.
- * With EXEC_TTY only the gate travels: the new process makes a pty of the
- * sandbox's devpts its 0-2 and controlling terminal, and sends the master
- * with its "r" (rows, cols: the pty's first size, 0 for the kernel's).
+ * A call's process in a long-lived sandbox.  The supervisor asks init for
+ * one with MSG_FORK (struct fork_msg and one fd: the gate, a SEQPACKET
+ * socket), ahead of the call while the box idles, or when the call comes.
+ * init forks and reports the pid as MSG_STARTED, its end as
+ * MSG_CALL_EXITED, both under the fork's id.  The new process says "r" on
+ * the gate (the kernel adds its credentials: the supervisor learns its
+ * host pid and moves it into its call's cgroup, off the call's path when
+ * forked ahead), then waits.  Only once it is in that cgroup does the
+ * supervisor send the call on the gate: struct exec_msg with three fds
+ * (stdin, stdout, stderr), or with EXEC_TTY none, the process then making
+ * a pty of the sandbox's devpts its 0-2 and controlling terminal and
+ * sending the master back with "p" (rows, cols: the pty's first size, 0
+ * for the kernel's).  On failure it writes struct exec_fail before it
+ * exits; EOF on the gate before the call comes: it exits, having run
+ * nothing of anyone's.  data holds nargv strings, nenv "NAME=VALUE"
+ * strings and the working directory, each NUL-terminated.
  */
+struct fork_msg {
+	int kind;		/* MSG_FORK */
+	uint32_t id;
+};
+
 #define EXEC_DATA_MAX	(60 * 1024)
 #define EXEC_TTY	1u
+#define EXEC_MSG_KIND	0x63616c6c	/* "call": what the gate carries */
 
 struct exec_msg {
-	int kind;		/* MSG_EXEC */
-	uint32_t id;
+	int kind;		/* EXEC_MSG_KIND */
+	uint32_t id;		/* the call's, for its own record */
 	uint32_t nargv, nenv;
 	uint32_t len;		/* bytes used in data */
 	uint32_t flags;		/* EXEC_TTY */

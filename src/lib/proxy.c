@@ -36,6 +36,7 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 #include <net/if.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,21 @@ static const struct listen_spec listen_specs[] = {
 
 _Static_assert(sizeof(listen_specs) / sizeof(listen_specs[0]) == NSPECS,
 	       "proxy_int.h's NSPECS counts listen_specs");
+
+/*
+ * Both legs of every connection send what they hold at once.  With Nagle
+ * on, a small write that follows one not yet acknowledged (a TLS Finished
+ * then the request, a response's head then its body) waits for the peer's
+ * delayed ACK, 40 ms on Linux, on each leg.  The endpoints already chose
+ * how to segment their bytes; a relay passes them on as they come.
+ * Best effort: a socket that refuses it still works, only slower.
+ */
+static void conn_nodelay(int fd)
+{
+	int one = 1;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
 
 /* ---- listeners, made inside the sandbox's netns -------------------------- */
 
@@ -623,7 +639,9 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
 			 c->port, strerror(errno));
 		http_error(c, 502, "Bad Gateway", why);
+		return;
 	}
+	conn_nodelay(bufferevent_getfd(c->up));
 }
 
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
@@ -1155,6 +1173,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
 		memcpy(&c->peer, sa, salen);
 	c->t0_ms = corral_now_ms();
+	conn_nodelay(fd);
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
 	if (!c->down) {

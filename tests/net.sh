@@ -433,6 +433,97 @@ print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
 }
 
+# Both legs of a relayed connection send at once (TCP_NODELAY): read from
+# the supervisor's own sockets (pidfd_getfd), for a spliced CONNECT tunnel
+# and a plain HTTP request on bufferevents, while both are held open.
+t_relay_legs_nodelay() {
+	local rc=0
+	/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import ctypes, json, os, socket, subprocess, sys, time
+corral, t = sys.argv[1], sys.argv[2]
+up = socket.socket()
+up.bind(("127.0.0.1", 0)); up.listen(8); up.settimeout(30)
+port = up.getsockname()[1]
+json.dump({"network": {"mode": "proxy", "allow": ["web.test:%d" % port],
+                       "hosts": {"web.test": "127.0.0.1"}}}, open(t + "/p.json", "w"))
+os.chmod(t + "/p.json", 0o644)
+inside = r"""
+import socket, sys
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", 3128), 10)
+a.sendall(b"CONNECT web.test:%d HTTP/1.1\r\nHost: web.test\r\n\r\n" % port)
+head = b""
+while b"\r\n\r\n" not in head:
+    k = a.recv(4096)
+    if not k: sys.exit("no CONNECT answer")
+    head += k
+assert head.split()[1] == b"200", head
+a.sendall(b"x")
+b = socket.create_connection(("127.0.0.1", 3128), 10)
+b.sendall(b"GET http://web.test:%d/ HTTP/1.1\r\nHost: web.test:%d\r\n\r\n" % (port, port))
+for s in (a, b):
+    s.settimeout(30)
+    while s.recv(4096):
+        pass
+"""
+p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60", "--",
+                      "/usr/bin/python3", "-c", inside, str(port)], stdin=subprocess.DEVNULL)
+held = []
+try:
+    for _ in range(2):
+        c, _ = up.accept()
+        c.settimeout(30)
+        held.append(c)
+        c.recv(4096)            # the tunnel's byte, or the request: both legs are up
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(p.pid)
+    legs = {}
+    for _ in range(100):        # the relay is set up in the callback that forwarded
+        legs = {}
+        for name in os.listdir("/proc/%d/fd" % p.pid):
+            try:
+                if not os.readlink("/proc/%d/fd/%s" % (p.pid, name)).startswith("socket:"):
+                    continue
+            except OSError:
+                continue
+            fd = libc.syscall(438, pidfd, int(name), 0)     # pidfd_getfd
+            if fd < 0:
+                e = ctypes.get_errno()
+                if e == 1:
+                    print("skip: pidfd_getfd of the supervisor: EPERM"); sys.exit(77)
+                continue
+            s = socket.socket(fileno=fd)
+            try:
+                if s.type != socket.SOCK_STREAM or s.family not in (socket.AF_INET, socket.AF_INET6) \
+                        or s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    continue
+                try:
+                    peer = s.getpeername()
+                except OSError:
+                    continue
+                leg = "down" if s.getsockname()[1] == 3128 else "up" if peer[1] == port else None
+                if leg:
+                    legs.setdefault(leg, []).append(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            finally:
+                s.close()
+        if len(legs.get("down", [])) == 2 and len(legs.get("up", [])) == 2:
+            break
+        time.sleep(0.05)
+    print("legs", json.dumps(legs, sort_keys=True))
+finally:
+    for c in held:
+        c.close()
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.wait()
+PY
+	[ "$rc" != 77 ] || skip "$(grep '^skip:' "$T/probe")"
+	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
+	expect_eq "both legs of both connections" "$(grep '^legs' "$T/probe")" \
+		'legs {"down": [1, 1], "up": [1, 1]}'
+}
+
 run_tests "$@"
 echo "net ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

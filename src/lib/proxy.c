@@ -429,7 +429,7 @@ static void on_drained(struct bufferevent *to, void *arg)
 }
 
 static void http_from_down(struct conn *c);
-static void splice_tunnel(struct conn *c);
+static bool splice_tunnel(struct conn *c);
 static bool sni_check(struct conn *c, const struct sni_hello *hello);
 
 /*
@@ -479,10 +479,8 @@ static void relay_read(struct bufferevent *from, void *arg)
 		if (!sni_matches(c))
 			return;
 		/* the first bytes passed: nothing more to learn from this tunnel */
-		if (c->up) {
-			splice_tunnel(c);
+		if (c->up && splice_tunnel(c))
 			return;
-		}
 	}
 	struct evbuffer *in = bufferevent_get_input(from);
 	size_t n = evbuffer_get_length(in);
@@ -534,68 +532,97 @@ static void on_relay_done(void *arg, uint64_t up, uint64_t down)
 
 /*
  * Hand a judged tunnel to the kernel: what the bufferevents hold goes
- * first, then splice(2) moves the rest.  dup() because freeing a
- * bufferevent closes its socket.
+ * first, then splice(2) moves the rest.  The relay takes the sockets
+ * themselves: its events are added before the bufferevents let go of them
+ * (bufferevent_setfd -1, so that freeing them closes nothing), which
+ * leaves each socket registered with epoll throughout.
+ * false: nothing changed, the connection stays on its bufferevents.
  */
-static void splice_tunnel(struct conn *c)
+static bool splice_tunnel(struct conn *c)
 {
 	struct evbuffer *to_up = evbuffer_new();
 	struct evbuffer *to_down = evbuffer_new();
-	int dfd = dup(bufferevent_getfd(c->down));
-	int ufd = dup(bufferevent_getfd(c->up));
+	int dfd = bufferevent_getfd(c->down);
+	int ufd = bufferevent_getfd(c->up);
+	bool ok = false;
 
-	if (!to_up || !to_down || dfd < 0 || ufd < 0) {
-		if (dfd >= 0)
-			close(dfd);
-		if (ufd >= 0)
-			close(ufd);
-		goto out;	/* stay on the bufferevents */
-	}
+	if (!to_up || !to_down)
+		goto out;
 	/* a bufferevent freezes its output's start: thaw it to take the bytes */
 	evbuffer_unfreeze(bufferevent_get_output(c->up), 1);
 	evbuffer_unfreeze(bufferevent_get_output(c->down), 1);
 	if (evbuffer_add_buffer(to_up, bufferevent_get_output(c->up)) < 0 ||
+	    (c->first && evbuffer_add_buffer(to_up, c->first) < 0) ||
 	    evbuffer_add_buffer(to_up, bufferevent_get_input(c->down)) < 0 ||
 	    evbuffer_add_buffer(to_down, bufferevent_get_output(c->down)) < 0 ||
 	    evbuffer_add_buffer(to_down, bufferevent_get_input(c->up)) < 0) {
-		close(dfd);
-		close(ufd);
 		conn_free(c);
+		ok = true;
 		goto out;
 	}
 	c->bytes_up += evbuffer_get_length(bufferevent_get_input(c->down));
 	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down, on_relay_done, c);
-	if (!c->relay) {
-		conn_free(c);
-		goto out;
-	}
+	/* the relay owns the sockets now, even when it failed (it closed them) */
+	bufferevent_setfd(c->down, -1);
+	bufferevent_setfd(c->up, -1);
 	bufferevent_free(c->down);
 	bufferevent_free(c->up);
 	c->down = c->up = NULL;
+	if (!c->relay)
+		conn_free(c);
+	ok = true;
 out:
 	if (to_up)
 		evbuffer_free(to_up);
 	if (to_down)
 		evbuffer_free(to_down);
+	return ok;
+}
+
+/*
+ * A short answer to the sandbox (CONNECT's 200, a SOCKS reply) goes out at
+ * once when nothing is queued before it, instead of after a wait for
+ * EPOLLOUT: the client is waiting for it to say anything more.  What the
+ * socket does not take, or an error, is left to the bufferevent.
+ */
+static void down_answer(struct conn *c, const void *p, size_t n)
+{
+	ssize_t k = 0;
+
+	if (!c->raw && evbuffer_get_length(bufferevent_get_output(c->down)) == 0) {
+		k = send(bufferevent_getfd(c->down), p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k < 0)
+			k = 0;
+	}
+	if ((size_t)k < n)
+		bufferevent_write(c->down, (const char *)p + k, n - k);
+}
+
+/* Enable what is not yet: enabling EV_WRITE again costs a wakeup for nothing. */
+static void bev_enable(struct bufferevent *bev, short what)
+{
+	short missing = what & ~bufferevent_get_enabled(bev);
+
+	if (missing)
+		bufferevent_enable(bev, missing);
 }
 
 static void start_relay(struct conn *c)
 {
 	c->st = C_RELAY;
+	if (c->first)
+		c->bytes_up += evbuffer_get_length(c->first);
+	/* a tunnel with nothing left to inspect: the kernel moves it */
+	if (strcmp(c->proto, "http") && !c->peek_tls && !c->terminated &&
+	    splice_tunnel(c))
+		return;
+	if (c->first)
+		bufferevent_write_buffer(c->up, c->first);
 	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
 	bufferevent_setcb(c->down, relay_read, NULL, relay_event, c);
 	bufferevent_setcb(c->up, relay_read, NULL, relay_event, c);
-	bufferevent_enable(c->down, EV_READ | EV_WRITE);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
-	if (c->first) {
-		c->bytes_up += evbuffer_get_length(c->first);
-		bufferevent_write_buffer(c->up, c->first);
-	}
-	/* a tunnel with nothing left to inspect: the kernel moves it */
-	if (strcmp(c->proto, "http") && !c->peek_tls && !c->terminated) {
-		splice_tunnel(c);
-		return;
-	}
+	bev_enable(c->down, EV_READ | EV_WRITE);
+	bev_enable(c->up, EV_READ | EV_WRITE);
 	/* bytes the sandbox sent after its request head */
 	if (evbuffer_get_length(bufferevent_get_input(c->down)))
 		relay_read(c->down, c);
@@ -876,13 +903,13 @@ static void upstream_ready(struct conn *c)
 
 		getsockname(bufferevent_getfd(c->up), (struct sockaddr *)&local, &len);
 		n = socks_reply(out, SOCKS_REP_SUCCEEDED, (struct sockaddr *)&local);
-		bufferevent_write(c->down, out, n);
+		down_answer(c, out, n);
 		start_relay(c);
 		return;
 	}
 	if (!strcmp(c->proto, "connect")) {
 		if (c->port != 443)	/* for 443 the 200 went before the hello */
-			bufferevent_write(c->down, established, sizeof(established) - 1);
+			down_answer(c, established, sizeof(established) - 1);
 		start_relay(c);
 		return;
 	}
@@ -934,7 +961,7 @@ static void handle_head(struct conn *c)
 			return;
 		if (c->port == 443 || conn_should_terminate(c)) {
 			/* read the ClientHello before anything leaves the host */
-			bufferevent_write(c->down, established, sizeof(established) - 1);
+			down_answer(c, established, sizeof(established) - 1);
 			c->st = C_SNI;
 			bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
 			bufferevent_setcb(c->down, on_sni, NULL, relay_event, c);
@@ -1192,7 +1219,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_setwatermark(c->down, EV_READ, 0, HEAD_MAX);
 	bufferevent_setcb(c->down, kind == L_SOCKS ? on_socks : conn_on_http_head, NULL,
 			  conn_down_event, c);
-	bufferevent_enable(c->down, EV_READ | EV_WRITE);
+	/* a new bufferevent has EV_WRITE enabled: its event waits for bytes */
+	bev_enable(c->down, EV_READ | EV_WRITE);
 	if (kind == L_TRANSPARENT)
 		transparent_start(c, fd);
 }

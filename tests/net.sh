@@ -524,6 +524,69 @@ PY
 		'legs {"down": [1, 1], "up": [1, 1]}'
 }
 
+# The listeners' accept queues are as long as listen(2) was asked for
+# (SOMAXCONN), not libevent's default of 128: with the supervisor stopped,
+# 300 connections from inside all complete their handshake and wait in the
+# queue; with 128 the rest are SYNs dropped, each a 1 s retransmit.
+t_listener_backlog_is_somaxconn() {
+	local rc=0
+	mkdir "$T/shared" && chmod 777 "$T/shared"
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import os, signal, subprocess, sys, time
+corral, t = sys.argv[1], sys.argv[2]
+inside = r"""
+import errno, os, selectors, socket, sys, time
+print("ready", flush=True)
+for _ in range(400):            # bounded: 20 s
+    if os.path.exists("/shared/go"):
+        break
+    time.sleep(0.05)
+else:
+    sys.exit("no go")
+socks = []
+for _ in range(300):
+    s = socket.socket()
+    s.setblocking(False)
+    if s.connect_ex(("127.0.0.1", 3128)) in (0, errno.EINPROGRESS):
+        socks.append(s)
+# loopback's handshake is done inside connect(): a queued one is writable now
+sel = selectors.DefaultSelector()
+for s in socks:
+    sel.register(s, selectors.EVENT_WRITE)
+up = sum(1 for k, ev in sel.select(0)
+         if not k.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+open("/shared/count.tmp", "w").write(str(up))
+os.rename("/shared/count.tmp", "/shared/count")
+"""
+p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60",
+                      "--rw", t + "/shared:/shared", "--", "/usr/bin/python3", "-c", inside],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+stopped = False
+try:
+    if p.stdout.readline().strip() != "ready":
+        sys.exit("the sandbox did not start")
+    os.kill(p.pid, signal.SIGSTOP)      # nothing is accepted from here on
+    stopped = True
+    open(t + "/shared/go", "w").close()
+    for _ in range(400):                # bounded: 20 s
+        if os.path.exists(t + "/shared/count"):
+            break
+        time.sleep(0.05)
+    print("completed", open(t + "/shared/count").read())
+finally:
+    if stopped:
+        os.kill(p.pid, signal.SIGCONT)
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.wait()
+PY
+	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
+	expect_eq "handshakes completed with nothing accepted" "$(grep '^completed' "$T/probe")" \
+		"completed 300"
+}
+
 run_tests "$@"
 echo "net ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

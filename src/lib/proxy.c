@@ -1357,7 +1357,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 		}
 		px->listeners[i] = evconnlistener_new(base,
 				listen_specs[i].kind == L_DNS_TCP ? dnsd_on_accept : on_accept,
-				px, LEV_OPT_CLOSE_ON_FREE, -1, fds[i]);
+				px, LEV_OPT_CLOSE_ON_FREE, 0, fds[i]);
 		if (!px->listeners[i]) {
 			close(fds[i]);
 			r = -ENOMEM;

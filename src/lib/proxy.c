@@ -35,6 +35,7 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 #include <fcntl.h>
 #include <net/if.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -161,6 +162,54 @@ static int lo_up(void)
 	return r;
 }
 
+/*
+ * Bigger packets on the sandbox's loopback (IPv4 BIG TCP, Linux 6.3): the
+ * sandbox's side of every tunnel is TCP over this lo, and its cost for the
+ * client and for us is per packet more than per byte; 64 KiB packets made
+ * the relay's share of the CPU about what an endpoint's is.  With 256 KiB
+ * a tunnel moved 256 MiB 15-30% faster (measured on a shared 2-core host).
+ * Only this netns's lo changes: the upstream's side is the host's.  Older
+ * kernels do not know the attributes and refuse them: nothing changes.
+ */
+#ifndef IFLA_GSO_IPV4_MAX_SIZE
+#define IFLA_GSO_IPV4_MAX_SIZE	63
+#define IFLA_GRO_IPV4_MAX_SIZE	64
+#endif
+#define LO_GSO_SIZE		(256 << 10)
+
+static void lo_big_packets(void)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+		char attrs[2 * RTA_SPACE(sizeof(uint32_t))];
+	} req = { 0 };
+	const unsigned short types[2] = { IFLA_GSO_IPV4_MAX_SIZE, IFLA_GRO_IPV4_MAX_SIZE };
+	char ack[256];
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+
+	if (fd < 0)
+		return;
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+	req.nh.nlmsg_type = RTM_NEWLINK;
+	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	req.ifi.ifi_family = AF_UNSPEC;
+	req.ifi.ifi_index = (int)if_nametoindex("lo");
+	for (size_t i = 0; i < 2; i++) {
+		struct rtattr *rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+		uint32_t v = LO_GSO_SIZE;
+
+		rta->rta_type = types[i];
+		rta->rta_len = RTA_LENGTH(sizeof(v));
+		memcpy(RTA_DATA(rta), &v, sizeof(v));
+		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	}
+	/* best effort: the answer (an error on an older kernel) changes nothing */
+	if (req.ifi.ifi_index > 0 && send(fd, &req, req.nh.nlmsg_len, 0) >= 0)
+		(void)recv(fd, ack, sizeof(ack), 0);
+	close(fd);
+}
+
 /* What the helper sends back, with the sockets as SCM_RIGHTS. */
 struct helper_reply {
 	int codes[NSPECS];	/* 0: a socket follows; < 0: -errno */
@@ -195,6 +244,7 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 			_exit(1);
 		_exit(1);
 	}
+	lo_big_packets();
 	for (size_t i = 0; i < NSPECS; i++) {
 		fds[i] = bind_spec(&listen_specs[i]);
 		rep.codes[i] = fds[i] >= 0 ? 0 : fds[i];

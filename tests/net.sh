@@ -433,6 +433,242 @@ print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
 }
 
+# Both legs of a relayed connection send at once (TCP_NODELAY): read from
+# the supervisor's own sockets (pidfd_getfd), for a spliced CONNECT tunnel
+# and a plain HTTP request on bufferevents, while both are held open.
+t_relay_legs_nodelay() {
+	local rc=0
+	/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import ctypes, json, os, socket, subprocess, sys, time
+corral, t = sys.argv[1], sys.argv[2]
+up = socket.socket()
+up.bind(("127.0.0.1", 0)); up.listen(8); up.settimeout(30)
+port = up.getsockname()[1]
+json.dump({"network": {"mode": "proxy", "allow": ["web.test:%d" % port],
+                       "hosts": {"web.test": "127.0.0.1"}}}, open(t + "/p.json", "w"))
+os.chmod(t + "/p.json", 0o644)
+inside = r"""
+import socket, sys
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", 3128), 10)
+a.sendall(b"CONNECT web.test:%d HTTP/1.1\r\nHost: web.test\r\n\r\n" % port)
+head = b""
+while b"\r\n\r\n" not in head:
+    k = a.recv(4096)
+    if not k: sys.exit("no CONNECT answer")
+    head += k
+assert head.split()[1] == b"200", head
+a.sendall(b"x")
+b = socket.create_connection(("127.0.0.1", 3128), 10)
+b.sendall(b"GET http://web.test:%d/ HTTP/1.1\r\nHost: web.test:%d\r\n\r\n" % (port, port))
+for s in (a, b):
+    s.settimeout(30)
+    while s.recv(4096):
+        pass
+"""
+p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60", "--",
+                      "/usr/bin/python3", "-c", inside, str(port)], stdin=subprocess.DEVNULL)
+held = []
+try:
+    for _ in range(2):
+        c, _ = up.accept()
+        c.settimeout(30)
+        held.append(c)
+        c.recv(4096)            # the tunnel's byte, or the request: both legs are up
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(p.pid)
+    legs = {}
+    for _ in range(100):        # the relay is set up in the callback that forwarded
+        legs = {}
+        for name in os.listdir("/proc/%d/fd" % p.pid):
+            try:
+                if not os.readlink("/proc/%d/fd/%s" % (p.pid, name)).startswith("socket:"):
+                    continue
+            except OSError:
+                continue
+            fd = libc.syscall(438, pidfd, int(name), 0)     # pidfd_getfd
+            if fd < 0:
+                e = ctypes.get_errno()
+                if e == 1:
+                    print("skip: pidfd_getfd of the supervisor: EPERM"); sys.exit(77)
+                continue
+            s = socket.socket(fileno=fd)
+            try:
+                if s.type != socket.SOCK_STREAM or s.family not in (socket.AF_INET, socket.AF_INET6) \
+                        or s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    continue
+                try:
+                    peer = s.getpeername()
+                except OSError:
+                    continue
+                leg = "down" if s.getsockname()[1] == 3128 else "up" if peer[1] == port else None
+                if leg:
+                    legs.setdefault(leg, []).append(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            finally:
+                s.close()
+        if len(legs.get("down", [])) == 2 and len(legs.get("up", [])) == 2:
+            break
+        time.sleep(0.05)
+    print("legs", json.dumps(legs, sort_keys=True))
+finally:
+    for c in held:
+        c.close()
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.wait()
+PY
+	[ "$rc" != 77 ] || skip "$(grep '^skip:' "$T/probe")"
+	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
+	expect_eq "both legs of both connections" "$(grep '^legs' "$T/probe")" \
+		'legs {"down": [1, 1], "up": [1, 1]}'
+}
+
+# The listeners' accept queues are as long as listen(2) was asked for
+# (SOMAXCONN), not libevent's default of 128: with the supervisor stopped,
+# 300 connections from inside all complete their handshake and wait in the
+# queue; with 128 the rest are SYNs dropped, each a 1 s retransmit.
+t_listener_backlog_is_somaxconn() {
+	local rc=0
+	mkdir "$T/shared" && chmod 777 "$T/shared"
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import os, signal, subprocess, sys, time
+corral, t = sys.argv[1], sys.argv[2]
+inside = r"""
+import errno, os, selectors, socket, sys, time
+print("ready", flush=True)
+for _ in range(400):            # bounded: 20 s
+    if os.path.exists("/shared/go"):
+        break
+    time.sleep(0.05)
+else:
+    sys.exit("no go")
+socks = []
+for _ in range(300):
+    s = socket.socket()
+    s.setblocking(False)
+    if s.connect_ex(("127.0.0.1", 3128)) in (0, errno.EINPROGRESS):
+        socks.append(s)
+# loopback's handshake is done inside connect(): a queued one is writable now
+sel = selectors.DefaultSelector()
+for s in socks:
+    sel.register(s, selectors.EVENT_WRITE)
+up = sum(1 for k, ev in sel.select(0)
+         if not k.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+open("/shared/count.tmp", "w").write(str(up))
+os.rename("/shared/count.tmp", "/shared/count")
+"""
+p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60",
+                      "--rw", t + "/shared:/shared", "--", "/usr/bin/python3", "-c", inside],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+stopped = False
+try:
+    if p.stdout.readline().strip() != "ready":
+        sys.exit("the sandbox did not start")
+    os.kill(p.pid, signal.SIGSTOP)      # nothing is accepted from here on
+    stopped = True
+    open(t + "/shared/go", "w").close()
+    for _ in range(400):                # bounded: 20 s
+        if os.path.exists(t + "/shared/count"):
+            break
+        time.sleep(0.05)
+    print("completed", open(t + "/shared/count").read())
+finally:
+    if stopped:
+        os.kill(p.pid, signal.SIGCONT)
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.wait()
+PY
+	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
+	expect_eq "handshakes completed with nothing accepted" "$(grep '^completed' "$T/probe")" \
+		"completed 300"
+}
+
+# The sandbox's loopback carries big packets (IPv4 BIG TCP: per-packet
+# costs are the relay's own on the sandbox's side): read from its netns,
+# entered as the helper does (its user namespace first), over rtnetlink.
+t_sandbox_lo_big_packets() {
+	local rc=0
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import ctypes, fcntl, os, socket, struct, subprocess, sys
+corral, t = sys.argv[1], sys.argv[2]
+p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60", "--",
+                      "/usr/bin/python3", "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def sandbox_ns(sup):
+    """The sandbox's netns and its user namespace, from a socket of the
+    supervisor's listening in it (pidfd_getfd, SIOCGSKNS, NS_GET_USERNS):
+    the sandbox's own processes are not dumpable, their /proc/PID/ns closed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(sup)
+    for name in os.listdir("/proc/%d/fd" % sup):
+        fd = libc.syscall(438, pidfd, int(name), 0)     # pidfd_getfd
+        if fd < 0:
+            continue
+        try:
+            sk = socket.socket(fileno=fd)
+        except OSError:
+            os.close(fd)
+            continue
+        with sk:
+            if sk.family == socket.AF_INET and sk.type == socket.SOCK_STREAM and \
+                    sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and \
+                    sk.getsockname()[1] == 3128:
+                net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
+                return fcntl.ioctl(net, 0xb701), net        # NS_GET_USERNS
+    sys.exit("no listener of the sandbox's in the supervisor")
+def gso_ipv4(fds):
+    libc = ctypes.CDLL(None, use_errno=True)
+    for fd in fds:
+        if libc.setns(fd, 0) != 0:
+            return "setns: errno %d" % ctypes.get_errno()
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    ifi = struct.pack("BxHiII", socket.AF_UNSPEC, 0, socket.if_nametoindex("lo"), 0, 0)
+    s.send(struct.pack("IHHII", 16 + len(ifi), 18, 1, 1, 0) + ifi)     # RTM_GETLINK
+    r = s.recv(65536)
+    at = 16 + 16
+    while at + 4 <= len(r):
+        ln, ty = struct.unpack_from("HH", r, at)
+        if ln < 4:
+            break
+        if ty == 63:                    # IFLA_GSO_IPV4_MAX_SIZE
+            return "gso_ipv4_max_size %d" % struct.unpack_from("I", r, at + 4)[0]
+        at += (ln + 3) & ~3
+    return "skip: the kernel reports no IFLA_GSO_IPV4_MAX_SIZE"
+try:
+    if p.stdout.readline().strip() != "ready":
+        sys.exit("the sandbox did not start")
+    fds = sandbox_ns(p.pid)
+    rd, wr = os.pipe()
+    child = os.fork()
+    if child == 0:          # setns changes this process: a child of its own does it
+        try:
+            os.close(rd)
+            os.write(wr, gso_ipv4(fds).encode())
+        except Exception as e:
+            os.write(wr, repr(e).encode())
+        finally:
+            os._exit(0)
+    os.close(wr)
+    out = os.read(rd, 4096).decode()
+    os.waitpid(child, 0)
+    print(out)
+finally:
+    p.stdin.close()
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.wait()
+PY
+	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
+	! grep -q '^skip:' "$T/probe" || skip "$(grep '^skip:' "$T/probe")"
+	expect_eq "the sandbox's lo" "$(cat "$T/probe")" "gso_ipv4_max_size 262144"
+}
+
 run_tests "$@"
 echo "net ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

@@ -35,7 +35,9 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 #include <fcntl.h>
 #include <net/if.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,33 @@ static const struct listen_spec listen_specs[] = {
 
 _Static_assert(sizeof(listen_specs) / sizeof(listen_specs[0]) == NSPECS,
 	       "proxy_int.h's NSPECS counts listen_specs");
+
+/*
+ * Both legs of every connection send what they hold at once.  With Nagle
+ * on, a small write that follows one not yet acknowledged (a TLS Finished
+ * then the request, a response's head then its body) waits for the peer's
+ * delayed ACK, 40 ms on Linux, on each leg.  The endpoints already chose
+ * how to segment their bytes; a relay passes them on as they come.
+ * Best effort: a socket that refuses it still works, only slower.
+ */
+static void conn_nodelay(int fd)
+{
+	int one = 1;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/*
+ * A bufferevent moves 16 KiB a wakeup by default (libevent 2.1): a body
+ * relayed through user space (plain HTTP, terminated TLS) then costs a trip
+ * through the loop each 16 KiB on each side.  The read high-water marks
+ * still bound what we hold.
+ */
+void conn_bev_tune(struct bufferevent *bev)
+{
+	bufferevent_set_max_single_read(bev, BEV_SINGLE_MAX);
+	bufferevent_set_max_single_write(bev, BEV_SINGLE_MAX);
+}
 
 /* ---- listeners, made inside the sandbox's netns -------------------------- */
 
@@ -133,6 +162,54 @@ static int lo_up(void)
 	return r;
 }
 
+/*
+ * Bigger packets on the sandbox's loopback (IPv4 BIG TCP, Linux 6.3): the
+ * sandbox's side of every tunnel is TCP over this lo, and its cost for the
+ * client and for us is per packet more than per byte; 64 KiB packets made
+ * the relay's share of the CPU about what an endpoint's is.  With 256 KiB
+ * a tunnel moved 256 MiB 15-30% faster (measured on a shared 2-core host).
+ * Only this netns's lo changes: the upstream's side is the host's.  Older
+ * kernels do not know the attributes and refuse them: nothing changes.
+ */
+#ifndef IFLA_GSO_IPV4_MAX_SIZE
+#define IFLA_GSO_IPV4_MAX_SIZE	63
+#define IFLA_GRO_IPV4_MAX_SIZE	64
+#endif
+#define LO_GSO_SIZE		(256 << 10)
+
+static void lo_big_packets(void)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+		char attrs[2 * RTA_SPACE(sizeof(uint32_t))];
+	} req = { 0 };
+	const unsigned short types[2] = { IFLA_GSO_IPV4_MAX_SIZE, IFLA_GRO_IPV4_MAX_SIZE };
+	char ack[256];
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+
+	if (fd < 0)
+		return;
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+	req.nh.nlmsg_type = RTM_NEWLINK;
+	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	req.ifi.ifi_family = AF_UNSPEC;
+	req.ifi.ifi_index = (int)if_nametoindex("lo");
+	for (size_t i = 0; i < 2; i++) {
+		struct rtattr *rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+		uint32_t v = LO_GSO_SIZE;
+
+		rta->rta_type = types[i];
+		rta->rta_len = RTA_LENGTH(sizeof(v));
+		memcpy(RTA_DATA(rta), &v, sizeof(v));
+		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	}
+	/* best effort: the answer (an error on an older kernel) changes nothing */
+	if (req.ifi.ifi_index > 0 && send(fd, &req, req.nh.nlmsg_len, 0) >= 0)
+		(void)recv(fd, ack, sizeof(ack), 0);
+	close(fd);
+}
+
 /* What the helper sends back, with the sockets as SCM_RIGHTS. */
 struct helper_reply {
 	int codes[NSPECS];	/* 0: a socket follows; < 0: -errno */
@@ -167,6 +244,7 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 			_exit(1);
 		_exit(1);
 	}
+	lo_big_packets();
 	for (size_t i = 0; i < NSPECS; i++) {
 		fds[i] = bind_spec(&listen_specs[i]);
 		rep.codes[i] = fds[i] >= 0 ? 0 : fds[i];
@@ -413,7 +491,7 @@ static void on_drained(struct bufferevent *to, void *arg)
 }
 
 static void http_from_down(struct conn *c);
-static void splice_tunnel(struct conn *c);
+static bool splice_tunnel(struct conn *c);
 static bool sni_check(struct conn *c, const struct sni_hello *hello);
 
 /*
@@ -463,10 +541,8 @@ static void relay_read(struct bufferevent *from, void *arg)
 		if (!sni_matches(c))
 			return;
 		/* the first bytes passed: nothing more to learn from this tunnel */
-		if (c->up) {
-			splice_tunnel(c);
+		if (c->up && splice_tunnel(c))
 			return;
-		}
 	}
 	struct evbuffer *in = bufferevent_get_input(from);
 	size_t n = evbuffer_get_length(in);
@@ -518,68 +594,97 @@ static void on_relay_done(void *arg, uint64_t up, uint64_t down)
 
 /*
  * Hand a judged tunnel to the kernel: what the bufferevents hold goes
- * first, then splice(2) moves the rest.  dup() because freeing a
- * bufferevent closes its socket.
+ * first, then splice(2) moves the rest.  The relay takes the sockets
+ * themselves: its events are added before the bufferevents let go of them
+ * (bufferevent_setfd -1, so that freeing them closes nothing), which
+ * leaves each socket registered with epoll throughout.
+ * false: nothing changed, the connection stays on its bufferevents.
  */
-static void splice_tunnel(struct conn *c)
+static bool splice_tunnel(struct conn *c)
 {
 	struct evbuffer *to_up = evbuffer_new();
 	struct evbuffer *to_down = evbuffer_new();
-	int dfd = dup(bufferevent_getfd(c->down));
-	int ufd = dup(bufferevent_getfd(c->up));
+	int dfd = bufferevent_getfd(c->down);
+	int ufd = bufferevent_getfd(c->up);
+	bool ok = false;
 
-	if (!to_up || !to_down || dfd < 0 || ufd < 0) {
-		if (dfd >= 0)
-			close(dfd);
-		if (ufd >= 0)
-			close(ufd);
-		goto out;	/* stay on the bufferevents */
-	}
+	if (!to_up || !to_down)
+		goto out;
 	/* a bufferevent freezes its output's start: thaw it to take the bytes */
 	evbuffer_unfreeze(bufferevent_get_output(c->up), 1);
 	evbuffer_unfreeze(bufferevent_get_output(c->down), 1);
 	if (evbuffer_add_buffer(to_up, bufferevent_get_output(c->up)) < 0 ||
+	    (c->first && evbuffer_add_buffer(to_up, c->first) < 0) ||
 	    evbuffer_add_buffer(to_up, bufferevent_get_input(c->down)) < 0 ||
 	    evbuffer_add_buffer(to_down, bufferevent_get_output(c->down)) < 0 ||
 	    evbuffer_add_buffer(to_down, bufferevent_get_input(c->up)) < 0) {
-		close(dfd);
-		close(ufd);
 		conn_free(c);
+		ok = true;
 		goto out;
 	}
 	c->bytes_up += evbuffer_get_length(bufferevent_get_input(c->down));
 	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down, on_relay_done, c);
-	if (!c->relay) {
-		conn_free(c);
-		goto out;
-	}
+	/* the relay owns the sockets now, even when it failed (it closed them) */
+	bufferevent_setfd(c->down, -1);
+	bufferevent_setfd(c->up, -1);
 	bufferevent_free(c->down);
 	bufferevent_free(c->up);
 	c->down = c->up = NULL;
+	if (!c->relay)
+		conn_free(c);
+	ok = true;
 out:
 	if (to_up)
 		evbuffer_free(to_up);
 	if (to_down)
 		evbuffer_free(to_down);
+	return ok;
+}
+
+/*
+ * A short answer to the sandbox (CONNECT's 200, a SOCKS reply) goes out at
+ * once when nothing is queued before it, instead of after a wait for
+ * EPOLLOUT: the client is waiting for it to say anything more.  What the
+ * socket does not take, or an error, is left to the bufferevent.
+ */
+static void down_answer(struct conn *c, const void *p, size_t n)
+{
+	ssize_t k = 0;
+
+	if (!c->raw && evbuffer_get_length(bufferevent_get_output(c->down)) == 0) {
+		k = send(bufferevent_getfd(c->down), p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k < 0)
+			k = 0;
+	}
+	if ((size_t)k < n)
+		bufferevent_write(c->down, (const char *)p + k, n - k);
+}
+
+/* Enable what is not yet: enabling EV_WRITE again costs a wakeup for nothing. */
+static void bev_enable(struct bufferevent *bev, short what)
+{
+	short missing = what & ~bufferevent_get_enabled(bev);
+
+	if (missing)
+		bufferevent_enable(bev, missing);
 }
 
 static void start_relay(struct conn *c)
 {
 	c->st = C_RELAY;
+	if (c->first)
+		c->bytes_up += evbuffer_get_length(c->first);
+	/* a tunnel with nothing left to inspect: the kernel moves it */
+	if (strcmp(c->proto, "http") && !c->peek_tls && !c->terminated &&
+	    splice_tunnel(c))
+		return;
+	if (c->first)
+		bufferevent_write_buffer(c->up, c->first);
 	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
 	bufferevent_setcb(c->down, relay_read, NULL, relay_event, c);
 	bufferevent_setcb(c->up, relay_read, NULL, relay_event, c);
-	bufferevent_enable(c->down, EV_READ | EV_WRITE);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
-	if (c->first) {
-		c->bytes_up += evbuffer_get_length(c->first);
-		bufferevent_write_buffer(c->up, c->first);
-	}
-	/* a tunnel with nothing left to inspect: the kernel moves it */
-	if (strcmp(c->proto, "http") && !c->peek_tls && !c->terminated) {
-		splice_tunnel(c);
-		return;
-	}
+	bev_enable(c->down, EV_READ | EV_WRITE);
+	bev_enable(c->up, EV_READ | EV_WRITE);
 	/* bytes the sandbox sent after its request head */
 	if (evbuffer_get_length(bufferevent_get_input(c->down)))
 		relay_read(c->down, c);
@@ -616,6 +721,7 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 	}
 	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
 
+	conn_bev_tune(c->up);
 	bufferevent_set_timeouts(c->up, NULL, &tv);
 	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
 	c->st = C_CONNECT;
@@ -623,7 +729,9 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
 			 c->port, strerror(errno));
 		http_error(c, 502, "Bad Gateway", why);
+		return;
 	}
+	conn_nodelay(bufferevent_getfd(c->up));
 }
 
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
@@ -858,13 +966,13 @@ static void upstream_ready(struct conn *c)
 
 		getsockname(bufferevent_getfd(c->up), (struct sockaddr *)&local, &len);
 		n = socks_reply(out, SOCKS_REP_SUCCEEDED, (struct sockaddr *)&local);
-		bufferevent_write(c->down, out, n);
+		down_answer(c, out, n);
 		start_relay(c);
 		return;
 	}
 	if (!strcmp(c->proto, "connect")) {
 		if (c->port != 443)	/* for 443 the 200 went before the hello */
-			bufferevent_write(c->down, established, sizeof(established) - 1);
+			down_answer(c, established, sizeof(established) - 1);
 		start_relay(c);
 		return;
 	}
@@ -916,7 +1024,7 @@ static void handle_head(struct conn *c)
 			return;
 		if (c->port == 443 || conn_should_terminate(c)) {
 			/* read the ClientHello before anything leaves the host */
-			bufferevent_write(c->down, established, sizeof(established) - 1);
+			down_answer(c, established, sizeof(established) - 1);
 			c->st = C_SNI;
 			bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
 			bufferevent_setcb(c->down, on_sni, NULL, relay_event, c);
@@ -1155,6 +1263,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
 		memcpy(&c->peer, sa, salen);
 	c->t0_ms = corral_now_ms();
+	conn_nodelay(fd);
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
 	if (!c->down) {
@@ -1162,6 +1271,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		free(c);
 		return;
 	}
+	conn_bev_tune(c->down);
 	c->next = px->conns;
 	if (px->conns)
 		px->conns->prev = c;
@@ -1173,7 +1283,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_setwatermark(c->down, EV_READ, 0, HEAD_MAX);
 	bufferevent_setcb(c->down, kind == L_SOCKS ? on_socks : conn_on_http_head, NULL,
 			  conn_down_event, c);
-	bufferevent_enable(c->down, EV_READ | EV_WRITE);
+	/* a new bufferevent has EV_WRITE enabled: its event waits for bytes */
+	bev_enable(c->down, EV_READ | EV_WRITE);
 	if (kind == L_TRANSPARENT)
 		transparent_start(c, fd);
 }
@@ -1296,7 +1407,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 		}
 		px->listeners[i] = evconnlistener_new(base,
 				listen_specs[i].kind == L_DNS_TCP ? dnsd_on_accept : on_accept,
-				px, LEV_OPT_CLOSE_ON_FREE, -1, fds[i]);
+				px, LEV_OPT_CLOSE_ON_FREE, 0, fds[i]);
 		if (!px->listeners[i]) {
 			close(fds[i]);
 			r = -ENOMEM;

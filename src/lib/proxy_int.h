@@ -19,6 +19,7 @@
 #include <time.h>
 
 #define HEAD_MAX		(64 << 10)	/* a request head or first bytes */
+#define BEV_SINGLE_MAX		(256 << 10)	/* a bufferevent's read or write a wakeup */
 
 enum listen_kind { L_HTTP, L_SOCKS, L_DNS_TCP, L_DNS_UDP, L_TRANSPARENT };
 
@@ -95,6 +96,8 @@ struct conn {
 };
 
 /* proxy.c: a connection's life */
+/* larger reads and writes a wakeup for a bufferevent that relays bodies */
+void conn_bev_tune(struct bufferevent *bev);
 void conn_free(struct conn *c);
 /* Learn who holds the sandbox's end (once); a denial names it. */
 void conn_ask_pid(struct conn *c);

@@ -8,6 +8,13 @@
  * time, which cost 85% of the throughput.)  Each direction waits for its
  * source only while its pipe has room and for its sink only while the pipe
  * holds data, so a slow reader stops its writer instead of growing us.
+ *
+ * What a wakeup costs is what a short connection costs, so: the events
+ * stay registered while wanted (EV_PERSIST: no epoll_ctl per chunk), a
+ * readable source is drained for a few rounds while its sink keeps up, the
+ * bytes read before the relay began are sent at once rather than after a
+ * trip through the loop, and the pipes of a relay that ended empty are
+ * kept for the next one instead of made and sized anew each connection.
  */
 #include "relay.h"
 
@@ -19,6 +26,9 @@
 #include <unistd.h>
 
 #define RELAY_PIPE_SIZE	(1 << 20)
+#define RELAY_ROUNDS	8	/* reads a wakeup may make: other tunnels wait */
+#define RELAY_MORE	(64 << 10)	/* a read this big: the source may hold more */
+#define PIPE_POOL_MAX	16	/* idle pipes kept, two fds each */
 
 struct relay_dir {
 	struct relay *r;
@@ -28,6 +38,7 @@ struct relay_dir {
 	uint64_t moved;
 	bool eof;		/* the source ended; shut the sink once empty */
 	bool done;
+	bool rd_on, wr_on;	/* which of rd, wr is added */
 	struct event *rd, *wr;
 };
 
@@ -38,18 +49,67 @@ struct relay {
 	bool finished;
 };
 
+/*
+ * Empty pipes, already sized.  Only a pipe whose every byte we read back
+ * goes here (our count of what it holds is exact: nobody else has it), so
+ * a tunnel never sees another's bytes.  Per thread: an event loop's own.
+ */
+static __thread int pool[PIPE_POOL_MAX][2];
+static __thread size_t npool;
+
+static int pipe_get(int p[2])
+{
+	if (npool) {
+		npool--;
+		p[0] = pool[npool][0];
+		p[1] = pool[npool][1];
+		return 0;
+	}
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	/* a smaller pipe only means more trips; the default is 64 KiB */
+	(void)fcntl(p[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+	return 0;
+}
+
+static void pipe_put(int p[2], bool empty)
+{
+	if (p[0] < 0)
+		return;
+	if (empty && npool < PIPE_POOL_MAX) {
+		pool[npool][0] = p[0];
+		pool[npool][1] = p[1];
+		npool++;
+	} else {
+		close(p[0]);
+		close(p[1]);
+	}
+	p[0] = p[1] = -1;
+}
+
+static void ev_want(struct event *ev, bool *on, bool want)
+{
+	if (want && !*on)
+		*on = event_add(ev, NULL) == 0;
+	else if (!want && *on) {
+		event_del(ev);
+		*on = false;
+	}
+}
+
 static void dir_arm(struct relay_dir *d)
 {
 	if (d->done)
 		return;
-	if (!d->eof && d->queued < RELAY_PIPE_SIZE)
-		event_add(d->rd, NULL);
-	else
-		event_del(d->rd);
-	if (d->queued)
-		event_add(d->wr, NULL);
-	else
-		event_del(d->wr);
+	ev_want(d->rd, &d->rd_on, !d->eof && d->queued < RELAY_PIPE_SIZE);
+	ev_want(d->wr, &d->wr_on, d->queued != 0);
+}
+
+static void dir_stop(struct relay_dir *d)
+{
+	d->done = true;
+	ev_want(d->rd, &d->rd_on, false);
+	ev_want(d->wr, &d->wr_on, false);
 }
 
 static void finish(struct relay *r)
@@ -62,23 +122,18 @@ static void finish(struct relay *r)
 
 static void dir_end(struct relay_dir *d, bool error)
 {
-	d->done = true;
-	event_del(d->rd);
-	event_del(d->wr);
+	dir_stop(d);
 	if (error) {
 		/* one side failed: the tunnel is over both ways */
-		struct relay_dir *o = d == &d->r->up ? &d->r->down : &d->r->up;
-
-		o->done = true;
-		event_del(o->rd);
-		event_del(o->wr);
+		dir_stop(d == &d->r->up ? &d->r->down : &d->r->up);
 	} else {
 		shutdown(d->to, SHUT_WR);
 	}
 	finish(d->r);
 }
 
-static void dir_flush(struct relay_dir *d)
+/* Move what the pipe holds to the sink; 0, or -errno of a failed splice. */
+static int dir_push(struct relay_dir *d)
 {
 	while (d->queued) {
 		ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->queued,
@@ -86,42 +141,62 @@ static void dir_flush(struct relay_dir *d)
 
 		if (n < 0) {
 			if (errno == EAGAIN)
-				break;
+				return 0;
 			if (errno == EINTR)
 				continue;
-			dir_end(d, true);
-			return;
+			return -errno;
 		}
 		d->queued -= n;
 		d->moved += n;
 	}
+	return 0;
+}
+
+/* false: the direction ended (and the relay may be gone) */
+static bool dir_flush(struct relay_dir *d)
+{
+	if (dir_push(d) < 0) {
+		dir_end(d, true);
+		return false;
+	}
 	if (d->eof && !d->queued) {
 		dir_end(d, false);
-		return;
+		return false;
 	}
 	dir_arm(d);
+	return true;
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct relay_dir *d = arg;
-	ssize_t n;
 
 	(void)fd;
 	(void)what;
-	n = splice(d->from, NULL, d->pipe[1], NULL, RELAY_PIPE_SIZE - d->queued,
-		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (n == 0) {
-		d->eof = true;
-	} else if (n < 0) {
-		if (errno != EAGAIN && errno != EINTR) {
-			dir_end(d, true);
-			return;
+	for (int round = 0; round < RELAY_ROUNDS; round++) {
+		ssize_t n = splice(d->from, NULL, d->pipe[1], NULL,
+				   RELAY_PIPE_SIZE - d->queued,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		bool more = false;
+
+		if (n == 0) {
+			d->eof = true;
+		} else if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR) {
+				dir_end(d, true);
+				return;
+			}
+		} else {
+			d->queued += n;
+			/* a short read drained the socket: asking again is an EAGAIN */
+			more = n >= RELAY_MORE;
 		}
-	} else {
-		d->queued += n;
+		if (!dir_flush(d))
+			return;
+		/* again only while the source gave and the sink took it all */
+		if (!more || d->queued)
+			return;
 	}
-	dir_flush(d);
 }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
@@ -134,16 +209,16 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 static int dir_init(struct relay *r, struct relay_dir *d, struct event_base *base,
 		    int from, int to, struct evbuffer *pending)
 {
+	int e;
+
 	d->r = r;
 	d->from = from;
 	d->to = to;
-	d->pipe[0] = d->pipe[1] = -1;
-	if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
-	/* a smaller pipe only means more trips; the default is 64 KiB */
-	fcntl(d->pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
-	d->rd = event_new(base, from, EV_READ, on_readable, d);
-	d->wr = event_new(base, to, EV_WRITE, on_writable, d);
+	e = pipe_get(d->pipe);
+	if (e < 0)
+		return e;
+	d->rd = event_new(base, from, EV_READ | EV_PERSIST, on_readable, d);
+	d->wr = event_new(base, to, EV_WRITE | EV_PERSIST, on_writable, d);
 	if (!d->rd || !d->wr)
 		return -ENOMEM;
 	/* what was read before the relay began goes first, through the pipe */
@@ -178,7 +253,13 @@ struct relay *relay_start(struct event_base *base, int down_fd, int up_fd,
 		relay_free(r);
 		return NULL;
 	}
-	/* nothing happens before the loop runs: done() never fires from here */
+	/*
+	 * Send what is pending now, not after a trip through the loop.  A
+	 * failure here is left to the write event, which meets it again:
+	 * nothing happens before the loop runs, done() never fires from here.
+	 */
+	(void)dir_push(&r->up);
+	(void)dir_push(&r->down);
 	dir_arm(&r->up);
 	dir_arm(&r->down);
 	return r;
@@ -190,10 +271,7 @@ static void dir_free(struct relay_dir *d)
 		event_free(d->rd);
 	if (d->wr)
 		event_free(d->wr);
-	if (d->pipe[0] >= 0)
-		close(d->pipe[0]);
-	if (d->pipe[1] >= 0)
-		close(d->pipe[1]);
+	pipe_put(d->pipe, d->queued == 0);
 }
 
 void relay_free(struct relay *r)

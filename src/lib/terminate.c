@@ -69,6 +69,7 @@ void conn_terminate(struct conn *c)
 		conn_free(c);
 		return;
 	}
+	conn_bev_tune(filter);
 	/* the ClientHello already read is the filter's first input */
 	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
 	c->raw = c->down;

@@ -1,0 +1,244 @@
+/*
+ * unit_relay.c - the kernel's relay of a judged tunnel (relay.c), on
+ * loopback TCP in this process: every byte arrives once and in order both
+ * ways, the bytes read before the relay go first, the end of each side is
+ * passed on, a pipe that ended empty serves the next relay and one that
+ * still held bytes never does.
+ */
+#include "relay.h"
+#include "unit.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TIMEOUT_S	20	/* a relay that hangs fails, it does not hang us */
+
+/* a connected pair on 127.0.0.1: *a dialled, *b accepted */
+static int tcp_pair(int *a, int *b)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	*a = *b = -1;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&sin, &len) < 0)
+		goto fail;
+	*a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*a < 0 || connect(*a, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		goto fail;
+	*b = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (*b < 0)
+		goto fail;
+	close(l);
+	return 0;
+fail:
+	if (l >= 0)
+		close(l);
+	if (*a >= 0)
+		close(*a);
+	*a = -1;
+	return -1;
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;	/* the directory's own */
+}
+
+static uint8_t pattern(uint64_t i, uint8_t seed)
+{
+	return (uint8_t)(i * 131 + (i >> 11) + seed);
+}
+
+/* An endpoint: sends n bytes of its pattern, ends, reads the other's to EOF. */
+struct endpoint {
+	int fd;
+	uint64_t send_n;
+	uint8_t seed, peer_seed;
+	const char *prefix;	/* what the peer's stream starts with, or NULL */
+	uint64_t got;
+	bool in_order;
+};
+
+static void *endpoint_main(void *arg)
+{
+	struct endpoint *e = arg;
+	static __thread uint8_t buf[64 << 10];
+	size_t plen = e->prefix ? strlen(e->prefix) : 0;
+	uint64_t sent = 0;
+
+	e->in_order = true;
+	while (sent < e->send_n) {
+		size_t k = e->send_n - sent < sizeof(buf) ? e->send_n - sent : sizeof(buf);
+		ssize_t n;
+
+		for (size_t i = 0; i < k; i++)
+			buf[i] = pattern(sent + i, e->seed);
+		n = write(e->fd, buf, k);
+		if (n <= 0)
+			return NULL;
+		sent += n;
+	}
+	shutdown(e->fd, SHUT_WR);
+	for (;;) {
+		ssize_t n = read(e->fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			uint64_t at = e->got + i;
+			uint8_t want = at < plen ? (uint8_t)e->prefix[at] : pattern(at - plen, e->peer_seed);
+
+			if (buf[i] != want)
+				e->in_order = false;
+		}
+		e->got += n;
+	}
+	return NULL;
+}
+
+struct outcome {
+	struct event_base *base;
+	bool done;
+	uint64_t up, down;
+};
+
+static void on_done(void *arg, uint64_t up, uint64_t down)
+{
+	struct outcome *o = arg;
+
+	o->done = true;
+	o->up = up;
+	o->down = down;
+	event_base_loopbreak(o->base);
+}
+
+/* Relay a sandbox's n_up bytes (after "hello ") and an upstream's n_down. */
+static void relay_once(uint64_t n_up, uint64_t n_down, int *fds_before, int *fds_during)
+{
+	struct event_base *base = event_base_new();
+	struct evbuffer *first = evbuffer_new();
+	struct outcome o = { .base = base };
+	struct endpoint sb = { .send_n = n_up, .seed = 1, .peer_seed = 2 };
+	struct endpoint up = { .send_n = n_down, .seed = 2, .peer_seed = 1, .prefix = "hello " };
+	struct timeval tv = { TIMEOUT_S, 0 };
+	pthread_t t1, t2;
+	int s_out, s_in, u_in, u_out;
+	struct relay *r;
+
+	CHECK(base && first);
+	CHECK(tcp_pair(&s_out, &s_in) == 0);
+	CHECK(tcp_pair(&u_in, &u_out) == 0);
+	if (!base || !first || s_out < 0 || u_in < 0)
+		return;
+	evbuffer_add(first, "hello ", 6);
+	if (fds_before)
+		*fds_before = open_fds();
+	r = relay_start(base, s_in, u_in, first, NULL, on_done, &o);
+	CHECK(r != NULL);
+	CHECK(evbuffer_get_length(first) == 0);
+	if (fds_during)
+		*fds_during = open_fds();
+	sb.fd = s_out;
+	up.fd = u_out;
+	pthread_create(&t1, NULL, endpoint_main, &sb);
+	pthread_create(&t2, NULL, endpoint_main, &up);
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+	CHECK(o.done);
+	if (!o.done) {		/* unblock the endpoints: they see an error */
+		shutdown(s_out, SHUT_RDWR);
+		shutdown(u_out, SHUT_RDWR);
+	}
+	relay_free(r);		/* closes s_in and u_in: the endpoints see EOF */
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	CHECK(o.up == n_up + 6);
+	CHECK(o.down == n_down);
+	CHECK(up.got == n_up + 6);
+	CHECK(sb.got == n_down);
+	CHECK(sb.in_order && up.in_order);
+	close(s_out);
+	close(u_out);
+	evbuffer_free(first);
+	event_base_free(base);
+}
+
+TEST(relay_both_ways_in_order_and_ends)
+{
+	relay_once(5u << 20, 3u << 20, NULL, NULL);
+	relay_once(0, 1, NULL, NULL);	/* one side silent */
+}
+
+TEST(relay_reuses_pipes_that_ended_empty)
+{
+	int before = -1, during = -2;
+
+	/* the relays before left their pipes: this one opens no fd */
+	relay_once(1u << 20, 1u << 20, &before, &during);
+	CHECK(before > 0 && during == before);
+	/* and carried only its own bytes: relay_once checked every one */
+}
+
+TEST(relay_pipe_that_held_bytes_is_not_kept)
+{
+	struct event_base *base = event_base_new();
+	struct evbuffer *first = evbuffer_new();
+	struct outcome o = { .base = base };
+	struct timeval tv = { TIMEOUT_S, 0 };
+	int s_out, s_in, u_in, u_out, before, after;
+	struct relay *r;
+
+	/* pipes in the pool from the tests before: one pair is taken here */
+	relay_once(1, 1, NULL, NULL);
+	CHECK(tcp_pair(&s_out, &s_in) == 0);
+	CHECK(tcp_pair(&u_in, &u_out) == 0);
+	before = open_fds();
+	evbuffer_add(first, "never sent", 10);
+	/* the upstream's side can take nothing: the pending bytes stay queued */
+	shutdown(u_in, SHUT_WR);
+	r = relay_start(base, s_in, u_in, first, NULL, on_done, &o);
+	CHECK(r != NULL);
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+	CHECK(o.done);
+	CHECK(o.up == 0);
+	relay_free(r);
+	after = open_fds();
+	/* the relay's two sockets and the pipe that held bytes are gone */
+	CHECK(after == before - 2 - 2);
+	close(s_out);
+	close(u_out);
+	evbuffer_free(first);
+	event_base_free(base);
+}
+
+int main(void)
+{
+	/* as in the supervisor (run.c blocks it, serve.c ignores it) */
+	signal(SIGPIPE, SIG_IGN);
+	unit_run_all();
+	UNIT_DONE();
+}

@@ -853,10 +853,11 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 
 void sandbox_child(struct child_ctx *c)
 {
-	struct corral_err err = { 0 };
+	struct corral_err err = { 0 }, sc_err = { 0 };
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nkeep = 7 + nmapped;
 	int keep[7 + nmapped];
-	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1;
+	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, sc_r;
+	struct sc_compiled filter;
 	char go;
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
@@ -874,6 +875,13 @@ void sandbox_child(struct child_ctx *c)
 	if (c->argv && !(c->argv = copy_argv(c->argv)))
 		_exit(125);
 	hide_cmdline();
+	/*
+	 * The seccomp filter is compiled now, while the supervisor writes our
+	 * id maps and moves us into our cgroup: the same program, loaded where
+	 * it always was (below), built on the other core instead of in the
+	 * line.  A failure is reported there too, in the order it always was.
+	 */
+	sc_r = sc_compile(c->p, true, &filter, &sc_err);
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
@@ -938,7 +946,9 @@ void sandbox_child(struct child_ctx *c)
 		corral_set_errno(&err, errno, "PR_SET_DUMPABLE");
 		setup_failed(c, &err);
 	}
-	if (sc_apply(c->p, &notify_fd, &err) < 0)
+	if (sc_r < 0)
+		setup_failed(c, &sc_err);
+	if (sc_load(&filter, &notify_fd, &err) < 0)
 		setup_failed(c, &err);
 	/*
 	 * Nothing in the sandbox may keep the listener: whoever holds it

@@ -1,14 +1,11 @@
 #!/usr/bin/python3
 """launch.py - cold-start latency of sandboxes, side by side in one run.
 
-For each peer: median and p95 of N sequential launches of `true`, the CPU
-time a launch costs (user + system of it and every process it reaped: a
-figure that other load on the machine bends less than wall time), then the
+For each peer: median and p95 of N sequential launches of `true`, then the
 wall time of M launches started at once.  Peers that are not installed are
 listed as such, never silently dropped.
 """
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -37,11 +34,6 @@ def once(argv):
     return (time.perf_counter() - t) * 1000
 
 
-def cpu_ms():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (ru.ru_utime + ru.ru_stime) * 1000
-
-
 def burst(argv):
     t = time.perf_counter()
     procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL) for _ in range(M)]
@@ -57,20 +49,17 @@ for name, argv in peers:
     try:
         for _ in range(5):
             once(argv)
-        c0 = cpu_ms()
         times = sorted(once(argv) for _ in range(N))
-        cpu = (cpu_ms() - c0) / N
         wall, bad = burst(argv)
     except subprocess.CalledProcessError as e:
         rows.append((name, f"failed: {e}"))
         continue
     rows.append((name, (statistics.median(times),
-                        times[int(len(times) * 0.95) - 1], wall, bad, cpu)))
+                        times[int(len(times) * 0.95) - 1], wall, bad)))
 
 print(f"cold start of `true`: {N} sequential runs each, then {M} at once "
       f"(uid {os.geteuid()}, {os.cpu_count()} cpus)")
-print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {'cpu ms':>7} "
-      f"{f'{M} at once ms':>16} {'failed':>7}")
+print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {f'{M} at once ms':>16} {'failed':>7}")
 base = None
 for name, r in rows:
     if r is None:
@@ -78,7 +67,7 @@ for name, r in rows:
     elif isinstance(r, str):
         print(f"{name:40} {r}")
     else:
-        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[4]:7.2f} {r[2]:16.0f} {r[3]:7d}")
+        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[2]:16.0f} {r[3]:7d}")
         if base is None:
             base = r[0]
 bw = next((r for n, r in rows if n.startswith("bwrap") and isinstance(r, tuple)), None)
@@ -90,7 +79,5 @@ if base and bw:
 
     print(f"corral / bwrap median ratio: {base / bw[0]:.2f} "
           f"(aim <= 1.0: {aim(base <= bw[0])})")
-    print(f"corral / bwrap cpu per run: {me[4] / bw[4]:.2f} (the same aim's "
-          f"cause, less bent by load)")
     print(f"corral {M} at once: {me[2]:.0f} ms, bwrap {bw[2]:.0f} ms "
           f"(aim <= bwrap: {aim(me[2] <= bw[2])})")

@@ -853,12 +853,15 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 
 void sandbox_child(struct child_ctx *c)
 {
-	struct corral_err err = { 0 }, sc_err = { 0 };
+	struct corral_err err = { 0 };
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nkeep = 7 + nmapped;
 	int keep[7 + nmapped];
-	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, sc_r;
-	struct sc_compiled filter;
+	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1;
 	char go;
+	/* compiled before the first wait, loaded after the capabilities */
+	struct sc_compiled filter;
+	struct corral_err sc_err = { 0 };
+	int sc_r;
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
 	keep[2] = c->stdio[0], keep[3] = c->stdio[1], keep[4] = c->stdio[2];

@@ -24,7 +24,34 @@ TEST_FLAGS   := -Iinclude -Isrc/lib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+# A cold `corral run` paid for loading and relocating 25 shared objects
+# (libarchive brings libxml2, ICU and libstdc++): 11.3M instructions before
+# main(), 0.75M with the libraries below linked in (issue 17).  Linked in
+# is what Debian ships as .a; --gc-sections drops the archive writers that
+# would pull libxml2.  libevent stays shared: the daemon's evhttp_send_error
+# (src/daemon/api_errors.c) replaces libevent's own, which only works across
+# a shared object.  The cost: a security update of one of these libraries
+# reaches corral when it is rebuilt.  `make LINK=shared` links as before;
+# it is also what a host without one of the .a files gets.
+LINK ?= static
+STATIC_A := seccomp jansson ldns event_openssl ssl crypto archive nettle acl \
+	    zstd lz4 lzma bz2 z http_parser
+ifeq ($(LINK),static)
+STATIC_MISSING := $(strip $(foreach l,$(STATIC_A),$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),,$(l))))
+ifneq ($(STATIC_MISSING),)
+$(info corral: no static lib$(firstword $(STATIC_MISSING)).a: linking shared libraries)
+LINK := shared
+endif
+endif
+ifeq ($(LINK),static)
+LDLIBS  += -Wl,--gc-sections -Wl,-Bstatic $(STATIC_A:%=-l%) -Wl,-Bdynamic \
+	   -levent -ldl -lm -lpthread
+else
 LDLIBS  += $(PKG_LIBS) -lhttp_parser -ldl -lm
+endif
+# resolved once before the first fork, not again in each process of a run;
+# and the GOT read-only (full RELRO)
+LDFLAGS += -Wl,-z,now
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))

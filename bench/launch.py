@@ -72,4 +72,12 @@ for name, r in rows:
             base = r[0]
 bw = next((r for n, r in rows if n.startswith("bwrap") and isinstance(r, tuple)), None)
 if base and bw:
-    print(f"corral / bwrap median ratio: {base / bw[0]:.2f} (aim <= 1.0)")
+    me = rows[0][1]
+
+    def aim(ok):
+        return "met" if ok else "not met"
+
+    print(f"corral / bwrap median ratio: {base / bw[0]:.2f} "
+          f"(aim <= 1.0: {aim(base <= bw[0])})")
+    print(f"corral {M} at once: {me[2]:.0f} ms, bwrap {bw[2]:.0f} ms "
+          f"(aim <= bwrap: {aim(me[2] <= bw[2])})")

@@ -22,6 +22,9 @@ PKGS="$PKGS podman crun debootstrap"
 PKGS="$PKGS libpython3.11-testsuite"
 # tests/oci.sh: corral as the runtime of a private containerd (its runc shim)
 PKGS="$PKGS containerd"
+# the static libarchive's own dependencies (.a files): corral links the
+# run path's libraries in (Makefile, LINK=static) for its cold start
+PKGS="$PKGS libzstd-dev liblz4-dev libacl1-dev"
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 && continue
 	# NodeSource's nodejs carries npm itself and conflicts with Debian's

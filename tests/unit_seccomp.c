@@ -16,8 +16,10 @@
 #include <signal.h>
 #include <seccomp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 
 #define NR_SOCKET 41
@@ -208,6 +210,38 @@ TEST(program_fits_and_counts)
 	CHECK(p.sum.rules > sc_table_len());
 	CHECK(!strcmp(p.sum.arch, "x86_64"));
 	free(p.insns);
+}
+
+/*
+ * init compiles ahead (sc_compile) and loads later (sc_load): what it
+ * loads is the program sc_program makes, instruction for instruction,
+ * and a load with nothing compiled fails before it changes anything.
+ */
+TEST(compiled_ahead_is_the_same_program)
+{
+	struct corral_policy pol;
+	struct corral_err err = { 0 };
+	struct sc_compiled f, none = { 0 };
+	struct sock_filter *prog = NULL;
+	size_t len = 0;
+	int fd = 5;
+
+	corral_policy_init(&pol);
+	pol.net = CORRAL_NET_PROXY;
+	CHECK(sc_compile(&pol, false, &f, &err) == 0);
+	CHECK(!f.notify);
+	CHECK(sc_program(&pol, false, &prog, &len, NULL, &err) == 0);
+	CHECK(f.len == len && len > 0);
+	CHECK(f.prog && prog && !memcmp(f.prog, prog, len * sizeof(*prog)));
+	free(prog);
+	free(f.prog);
+	CHECK(sc_compile(&pol, true, &f, &err) == 0);
+	CHECK(f.notify == sc_notify_available());
+	free(f.prog);
+	CHECK(sc_load(&none, &fd, &err) == -EINVAL);
+	CHECK(fd == -1);
+	CHECK(prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0);
+	corral_policy_free(&pol);
 }
 
 /* The calls of issue 19, the ceiling, and the ABI kills. */

@@ -888,6 +888,10 @@ void sandbox_child(struct child_ctx *c)
 	int keep[7 + nmapped];
 	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, r;
 	char go;
+	/* compiled before the first wait, loaded after the capabilities */
+	struct sc_compiled filter;
+	struct corral_err sc_err = { 0 };
+	int sc_r;
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
 	keep[2] = c->stdio[0], keep[3] = c->stdio[1], keep[4] = c->stdio[2];
@@ -904,6 +908,13 @@ void sandbox_child(struct child_ctx *c)
 	if (c->argv && !(c->argv = copy_argv(c->argv)))
 		_exit(125);
 	hide_cmdline();
+	/*
+	 * The seccomp filter is compiled now, while the supervisor writes our
+	 * id maps and moves us into our cgroup: the same program, loaded where
+	 * it always was (below), built on the other core instead of in the
+	 * line.  A failure is reported there too, in the order it always was.
+	 */
+	sc_r = sc_compile(c->p, true, &filter, &sc_err);
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
@@ -975,7 +986,9 @@ void sandbox_child(struct child_ctx *c)
 		corral_set_errno(&err, errno, "PR_SET_DUMPABLE");
 		setup_failed(c, &err);
 	}
-	if (sc_apply(c->p, &notify_fd, &err) < 0)
+	if (sc_r < 0)
+		setup_failed(c, &sc_err);
+	if (sc_load(&filter, &notify_fd, &err) < 0)
 		setup_failed(c, &err);
 	/*
 	 * Nothing in the sandbox may keep the listener: whoever holds it

@@ -84,6 +84,19 @@ struct sc_summary {
  * what depends on the policy (ICMP echo sockets with a network).
  */
 int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *err);
+/*
+ * sc_apply in two steps: init compiles the filter while the supervisor
+ * still writes its id maps and cgroups, and loads it where sc_apply would
+ * have (sc_load frees it, loaded or not).
+ */
+struct sc_compiled {
+	struct sock_filter *prog;
+	size_t len;
+	bool notify;
+};
+int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
+	       struct corral_err *err);
+int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err);
 /* The BPF program sc_apply loads, malloc'd; sum may be NULL. */
 int sc_program(const struct corral_policy *p, bool notify, struct sock_filter **prog,
 	       size_t *len, struct sc_summary *sum, struct corral_err *err);

@@ -649,6 +649,45 @@ bool sc_notify_available(void)
 	return seccomp_api_get() >= 5;
 }
 
+int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
+	       struct corral_err *err)
+{
+	*f = (struct sc_compiled){ .notify = want_notify && sc_notify_available() };
+	return sc_program(p, f->notify, &f->prog, &f->len, NULL, err);
+}
+
+int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
+{
+	struct sock_fprog fp = { .len = (unsigned short)f->len, .filter = f->prog };
+	int r;
+
+	if (notify_fd)
+		*notify_fd = -1;
+	if (!f->prog) {
+		r = corral_set_err(err, -EINVAL, "seccomp: no compiled filter to load");
+		goto out;
+	}
+	/* what seccomp_load() does first: no privilege gained by exec after */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		r = corral_set_errno(err, errno, "seccomp: PR_SET_NO_NEW_PRIVS");
+		goto out;
+	}
+	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		    f->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fp);
+	if (r < 0) {
+		r = corral_set_errno(err, errno, "seccomp: cannot load the %zu-instruction filter",
+				   f->len);
+		goto out;
+	}
+	if (f->notify && notify_fd)
+		*notify_fd = r;
+	r = 0;
+out:
+	free(f->prog);
+	f->prog = NULL;
+	return r;
+}
+
 /*
  * Only the native ABI: a 32-bit (int 0x80) or x32 call would be a second,
  * unfiltered syscall table, so any call from a foreign ABI kills the process.
@@ -658,36 +697,15 @@ bool sc_notify_available(void)
  */
 int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *err)
 {
-	bool notify = notify_fd && sc_notify_available();
-	struct sock_filter *prog;
-	struct sock_fprog fp;
-	size_t len;
+	struct sc_compiled f;
 	int r;
 
 	if (notify_fd)
 		*notify_fd = -1;
-	r = sc_program(p, notify, &prog, &len, NULL, err);
+	r = sc_compile(p, notify_fd != NULL, &f, err);
 	if (r < 0)
 		return r;
-	fp = (struct sock_fprog){ .len = (unsigned short)len, .filter = prog };
-	/* what seccomp_load() does first: no privilege gained by exec after */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		r = corral_set_errno(err, errno, "seccomp: PR_SET_NO_NEW_PRIVS");
-		goto out;
-	}
-	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fp);
-	if (r < 0) {
-		r = corral_set_errno(err, errno, "seccomp: cannot load the %zu-instruction filter",
-				   len);
-		goto out;
-	}
-	if (notify)
-		*notify_fd = r;
-	r = 0;
-out:
-	free(prog);
-	return r;
+	return sc_load(&f, notify_fd, err);
 }
 
 /* ---- what the filter is, for events and corral doctor -------------------- */

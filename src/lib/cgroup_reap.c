@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -74,6 +75,28 @@ static void destroy_all(struct cg **cgs, size_t n)
 		cg_destroy(cgs[i]);
 }
 
+/*
+ * Tests only (tests/serve.sh t_teardown_off_loop): a FIFO named in the
+ * daemon's environment, which no API client can set, holds the removal
+ * until the test writes to it, so that a slow teardown is made slow
+ * without a clock.  Opening it blocks until the test opens the other end.
+ */
+static void hold_for_test(void)
+{
+	const char *fifo = getenv("CORRAL_TEST_REAP_FIFO");
+	char c;
+	int fd;
+
+	if (!fifo || !fifo[0])
+		return;
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
+
 /* In the helper: nothing of the daemon's loop, its signals or its exit. */
 static __attribute__((noreturn)) void helper(struct reap_job *j)
 {
@@ -88,6 +111,7 @@ static __attribute__((noreturn)) void helper(struct reap_job *j)
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	/* nor the sandboxes' sockets: an init hears of the daemon's end by EOF */
 	syscall(SYS_close_range, 3, ~0U, 0);
+	hold_for_test();
 	destroy_all(j->cgs, j->n);
 	_exit(0);
 }
@@ -95,6 +119,7 @@ static __attribute__((noreturn)) void helper(struct reap_job *j)
 void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n)
 {
 	struct reap_job *j = calloc(1, sizeof(*j));
+	size_t i;
 
 	if (j)
 		j->cgs = calloc(n ? n : 1, sizeof(*j->cgs));
@@ -105,14 +130,18 @@ void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n)
 		return;
 	}
 	j->pidfd = -1;
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		if (!cgs[i])
 			continue;
 		/* the loop's timers are the loop's: none may fire on a forgotten handle */
 		cg_op_cancel(cgs[i]);
 		j->cgs[j->n++] = cgs[i];
 	}
-	if (j->n == 0) {
+	for (i = 0; i < j->n && cg_mode(j->cgs[i]) == CG_NONE; i++)
+		;
+	if (i == j->n) {	/* rlimits only: nothing of the kernel's to remove */
+		destroy_all(j->cgs, j->n);
+		j->n = 0;
 		job_free(j);
 		return;
 	}

@@ -797,6 +797,14 @@ static void remove_stale(const struct cg *plan, const char *name)
 	cg_destroy(cg_beside(plan, false, name));
 }
 
+static bool in_dir(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
+	       access(path, F_OK) == 0;
+}
+
 /* only > 0: the groups of that supervisor; else those of dead ones */
 static int cleanup(pid_t only)
 {
@@ -809,9 +817,14 @@ static int cleanup(pid_t only)
 
 	if (cg_plan(&plan, why, sizeof(why), true, &err) < 0)
 		return 0;
-	if (plan.ops->mode != CG_NONE && plan.nhier > 0 &&
-	    (d = opendir(plan.hier[0].parent))) {
-		while ((de = readdir(d))) {
+	/*
+	 * A sandbox's group is in every hierarchy, so the first one lists
+	 * them all; the others are read for what lives in one only (the
+	 * freezer hold, cg_freezer_hold).
+	 */
+	for (size_t h = 0; plan.ops->mode != CG_NONE && h < plan.nhier; h++) {
+		d = opendir(plan.hier[h].parent);
+		while (d && (de = readdir(d))) {
 			pid_t pid = owner_pid(de->d_name);
 
 			if (pid <= 0 || (only > 0 && pid != only))
@@ -819,10 +832,13 @@ static int cleanup(pid_t only)
 			/* Only groups whose supervisor is gone: never a live one's. */
 			if (only <= 0 && (kill(pid, 0) == 0 || errno != ESRCH))
 				continue;
+			if (h > 0 && in_dir(plan.hier[0].parent, de->d_name))
+				continue;	/* the first hierarchy's turn did it */
 			remove_stale(&plan, de->d_name);
 			removed++;
 		}
-		closedir(d);
+		if (d)
+			closedir(d);
 	}
 	cg_free_hiers(&plan);
 	return removed;

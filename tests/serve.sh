@@ -1128,7 +1128,7 @@ t_teardown_off_loop() {
 t_freezer_hold() {
 	start_daemon
 	id=$(mksb '{"idle_freeze_ms": 0}')
-	hold=$(find /sys/fs/cgroup/freezer -maxdepth 3 -type d -name "corral-$DPID-.freezer-hold" 2>/dev/null)
+	hold=$(find /sys/fs/cgroup/freezer -maxdepth 3 -type d -name "corral-$DPID-.freezer-hold-*" 2>/dev/null)
 	if ! cgroup_mode "$id" || [ -z "$(find /sys/fs/cgroup/freezer -maxdepth 3 \
 	     -type d -name "corral-$DPID-$id" 2>/dev/null)" ]; then
 		stop_daemon
@@ -1146,7 +1146,7 @@ t_freezer_hold() {
 	code=$(api DELETE "/v1/sandboxes/$id")
 	expect_code "delete the last box" "$code" 200
 	wait_gone "the hold after the last box" 10 find /sys/fs/cgroup/freezer -maxdepth 3 \
-		-type d -name "corral-$DPID-.freezer-hold"
+		-type d -name "corral-$DPID-.freezer-hold-*"
 	stop_daemon
 }
 

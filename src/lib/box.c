@@ -505,13 +505,17 @@ static size_t freezer_holders;
 
 static void hold_freezer(void)
 {
+	static unsigned made;
 	struct corral_err err;
-	char name[48];
+	char name[64];
 
 	if (freezer_holders++ || freezer_hold)
 		return;
-	/* '.': no sandbox id starts so, no box's group can be named so */
-	snprintf(name, sizeof(name), "%d-.freezer-hold", (int)getpid());
+	/*
+	 * '.': no sandbox id starts so, no box's group can be named so; the
+	 * count: the last hold may still be being removed by its helper
+	 */
+	snprintf(name, sizeof(name), "%d-.freezer-hold-%u", (int)getpid(), ++made);
 	cg_freezer_hold(&freezer_hold, name, &err);	/* no hold: slower, not wrong */
 }
 

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,7 +69,6 @@ static void on_helper_exit(evutil_socket_t fd, short what, void *arg)
 	job_free(j);
 }
 
-
 static void destroy_all(struct cg **cgs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -102,10 +102,16 @@ static __attribute__((noreturn)) void helper(struct reap_job *j)
 {
 	sigset_t all;
 
-	/* libevent's handlers would write into the daemon's signal pipe */
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
+	/* told apart from the daemon in ps and top (its comm; the cmdline is the daemon's) */
+	prctl(PR_SET_NAME, "corral-reap", 0, 0, 0);
+	/*
+	 * libevent's handlers would write into the daemon's signal pipe; and
+	 * a ^C to the terminal's group must not cut the removal short (it
+	 * is bounded: cg_destroy's waits), or the groups would be left
+	 */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);

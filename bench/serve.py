@@ -804,7 +804,7 @@ def main():
     else:
         print(f"{'exec `true`, warm (50, the same sandbox)':{W}} {resume['warm']:9.2f}")
         print(f"{'exec `true` into an idle-frozen sandbox (200 ms)':{W}} "
-              f"{fmt3(summary(resume['frozen_exec']))}")
+              f"{fmt3(summary(resume['frozen_exec']))}   aim <= 2 ms p50")
         print(f"{'  thaw cost: that minus the warm p50':{W}} {fmt3(summary(resume['thaw']))}")
         print(f"{'  (from its exec until GET shows frozen)':{W}} "
               f"{fmt3(summary(resume['freeze_wait']))}")
@@ -813,7 +813,7 @@ def main():
               f"{fmt3(summary(resume['control']))}   (control, {resume['gap'] * 1000:.0f} ms idle)")
         print(f"{'  thaw cost: frozen exec minus that p50':{W}} "
               f"{fmt3(summary([x - ctl for x in resume['frozen_exec']]))}")
-        print(f"{'POST /pause':{W}} {fmt3(summary(resume['pause']))}")
+        print(f"{'POST /pause':{W}} {fmt3(summary(resume['pause']))}   aim p99 <= 5 ms")
         print(f"{'POST /resume':{W}} {fmt3(summary(resume['resume']))}")
         print(f"{'  then exec `true`':{W}} {resume['after']:9.2f}")
     print()

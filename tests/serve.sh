@@ -1073,6 +1073,108 @@ t_idle_freeze() {
 	stop_daemon
 }
 
+# helper_on FIFO: the pid of a child of the daemon that has FIFO open.
+helper_on() {
+	local p f
+	for p in $(cat /proc/"$DPID"/task/*/children 2>/dev/null); do
+		for f in /proc/"$p"/fd/*; do
+			[ "$(readlink "$f" 2>/dev/null)" = "$1" ] && { echo "$p"; return 0; }
+		done
+	done
+	return 0
+}
+
+# A box's groups are removed off the loop: while that removal is held
+# (CORRAL_TEST_REAP_FIFO, the daemon's environment: no client reaches it),
+# another box's requests are answered, and once let go nothing is left.
+t_teardown_off_loop() {
+	mkfifo "$T/reap"
+	exec 7<>"$T/reap"	# read-write: the helper's open does not wait for us
+	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	expect_eq "a runs" "$(sbsh "$a" 'echo a')" a
+	if ! cgroup_mode "$a"; then
+		exec 7>&-
+		rm -f "$T/reap"
+		stop_daemon
+		skip "no cgroups: nothing of a box's is removed off the loop"
+		return 77
+	fi
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	i=0
+	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/reap")" ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	hp=$(helper_on "$T/reap")
+	[ -n "$hp" ] || fail "no helper of the daemon removes a's groups"
+	# a's removal is held right now: b is served all the same
+	expect_eq "b answers while a's teardown is held" "$(sbsh "$b" 'echo b')" b
+	code=$(api GET "/v1/sandboxes/$b")
+	expect_code "get b" "$code" 200
+	[ -n "$(cgroups_of "$DPID" | grep -- "-$a\$")" ] ||
+		fail "a's groups went before the helper was let go: the hold did not hold"
+	echo x >&7
+	exec 7>&-
+	rm -f "$T/reap"
+	wait_gone "a's groups" 10 eval "cgroups_of $DPID | grep -- '-$a\$'"
+	expect_eq "b still runs" "$(sbsh "$b" 'echo b2')" b2
+	stop_daemon
+}
+
+# v1: an empty group held FROZEN while the daemon has a box, so that no
+# box's freeze or thaw is the host's first or last (cgroup.c says why).
+t_freezer_hold() {
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0}')
+	hold=$(find /sys/fs/cgroup/freezer -maxdepth 3 -type d -name "corral-$DPID-.freezer-hold-*" 2>/dev/null)
+	if ! cgroup_mode "$id" || [ -z "$(find /sys/fs/cgroup/freezer -maxdepth 3 \
+	     -type d -name "corral-$DPID-$id" 2>/dev/null)" ]; then
+		stop_daemon
+		skip "no v1 freezer for the daemon here"
+		return 77
+	fi
+	[ -n "$hold" ] || { fail "no freezer hold while a box lives"; stop_daemon; return 1; }
+	expect_eq "held frozen" "$(cat "$hold/freezer.state")" FROZEN
+	expect_eq "empty" "$(cat "$hold/cgroup.procs")" ""
+	code=$(api POST "/v1/sandboxes/$id/pause")
+	expect_code "pause" "$code" 200
+	code=$(api POST "/v1/sandboxes/$id/resume")
+	expect_code "resume" "$code" 200
+	expect_eq "the box is not frozen by the hold" "$(sbsh "$id" 'echo up')" up
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete the last box" "$code" 200
+	wait_gone "the hold after the last box" 10 find /sys/fs/cgroup/freezer -maxdepth 3 \
+		-type d -name "corral-$DPID-.freezer-hold-*"
+	stop_daemon
+}
+
+# A delete while the freeze of a pause is under way leaves nothing.
+t_delete_during_freeze() {
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0}')
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "for i in 1 2 3 4; do (while :; do :; done) & done; wait", "tool_call_id": "burn"}')
+	expect_code "burners" "$code" 201
+	if ! cgroup_mode "$id"; then
+		stop_daemon
+		skip "no freezer without cgroups"
+		return 77
+	fi
+	hp=$(host_pid "$id" burn)
+	code=$(api POST "/v1/sandboxes/$id/pause")
+	expect_code "pause" "$code" 200
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete during the freeze" "$code" 200
+	code=$(api GET "/v1/sandboxes/$id")
+	expect_code "gone" "$code" 404
+	wait_gone "the burner" 10 alive_pid "$hp"
+	wait_gone "its groups" 10 eval "cgroups_of $DPID | grep -- '-$id\$'"
+	code=$(api GET /v1/health)
+	expect_code "the daemon after" "$code" 200
+	stop_daemon
+}
+
 t_ttl() {
 	start_daemon
 	t0=$(now_ms)

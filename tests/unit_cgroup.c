@@ -1217,6 +1217,75 @@ TEST(kill_frozen_from_loop)
 }
 
 /*
+ * cg_destroy_async: the loop goes on while a helper removes the group (its
+ * pidfd is all the loop holds), then nothing of it is left.
+ */
+TEST(destroy_async_off_loop)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct event_base *base;
+	struct cg *cg;
+	struct kid k;
+	char name[64];
+	int st;
+
+	group_name(name, sizeof(name), "async");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	spawn_in(cg, &k, child_pause, NULL);
+	base = event_base_new();
+	CHECK(base != NULL);
+	if (!base) {
+		destroy_and_check(cg, name);
+		return;
+	}
+	cg_destroy_async(base, &cg, 1);
+	/* returned at once: the removal is the helper's, watched by the loop */
+	CHECK(event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED) == 1);
+	CHECK(loop_until_idle(base));
+	CHECK(group_dirs(name) == 0);
+	st = kid_wait(&k, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	event_base_free(base);
+}
+
+/* The freezer hold: v1 only, FROZEN, empty; removed by its owner's cleanup. */
+TEST(freezer_hold)
+{
+	struct corral_err err = { 0 };
+	char name[64], state[32];
+	struct cg *h = NULL;
+	pid_t dead;
+	int r;
+
+	/* a supervisor known dead: a child that has exited and been reaped */
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	CHECK(dead > 0 && waitpid(dead, NULL, 0) == dead);
+	snprintf(name, sizeof(name), "%d-.freezer-hold-1", (int)dead);
+	r = cg_freezer_hold(&h, name, &err);
+	if (r < 0)
+		fprintf(stderr, "  cg_freezer_hold: %s\n", err.msg);
+	CHECK(r == 0);
+	if (!h) {
+		printf("# skip: no v1 freezer here\n");
+		return;
+	}
+	CHECK(h->nhier == 1 && h->hier[0].ctrls & C_BIT(C_FREEZER));
+	CHECK(cg_read_file(h->hier[0].dir, "freezer.state", state, sizeof(state)) > 0);
+	CHECK_STR_CONTAINS(state, "FROZEN");
+	CHECK(cg_nprocs(h) == 0);
+	CHECK(group_dirs(name) == 1);
+	/* the supervisor "died" holding it: its cleanup finds it all the same */
+	cg_free_hiers(h);
+	free(h);
+	CHECK(cg_cleanup_owner(dead) >= 1);
+	CHECK(group_dirs(name) == 0);
+}
+
+/*
  * The v2 manager's freezer and kill on a directory of the cgroup2 tree,
  * which hybrid hosts have too (without controllers): what v2-only hosts
  * do, here.  Root only (the tree's root is root's).

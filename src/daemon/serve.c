@@ -4,7 +4,9 @@
  * struct daemon_opts is the front end's (src/cli/serve.c).
  *
  * One process, one event loop: every sandbox's supervisor, every request
- * and every follower of the event stream share it.  The sandboxes die
+ * and every follower of the event stream share it.  What would hold it
+ * for long, removing a destroyed sandbox's cgroups, runs in a short-lived
+ * helper process (cgroup_reap.c; a process, not a thread, says why).  The sandboxes die
  * with the daemon (their init has a parent-death signal and reads EOF on
  * its control socket); what a killed daemon leaves behind, cgroups and
  * state files, is removed by the next start.

@@ -495,6 +495,38 @@ static const struct sandbox_hooks box_hooks = {
 
 /* ---- create and destroy ------------------------------------------ */
 
+/*
+ * The freezer's switch, held on while the daemon has a box (cg_freezer_hold
+ * says why): made with the first box, released with the last.  Boxes live
+ * on their loop's thread only, so a count without a lock.
+ */
+static struct cg *freezer_hold;
+static size_t freezer_holders;
+
+static void hold_freezer(void)
+{
+	static unsigned made;
+	struct corral_err err;
+	char name[64];
+
+	if (freezer_holders++ || freezer_hold)
+		return;
+	/*
+	 * '.': no sandbox id starts so, no box's group can be named so; the
+	 * count: the last hold may still be being removed by its helper
+	 */
+	snprintf(name, sizeof(name), "%d-.freezer-hold-%u", (int)getpid(), ++made);
+	cg_freezer_hold(&freezer_hold, name, &err);	/* no hold: slower, not wrong */
+}
+
+static void release_freezer(struct event_base *base)
+{
+	if (!freezer_holders || --freezer_holders)
+		return;
+	cg_destroy_async(base, &freezer_hold, 1);
+	freezer_hold = NULL;
+}
+
 static int box_spawn(struct corral_box *b, struct corral_err *err)
 {
 	struct sandbox_opts so = {
@@ -528,6 +560,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 		free(p);
 		return r;
 	}
+	hold_freezer();		/* released by corral_box_destroy, on every path */
 	b->base = base;
 	b->p = p;
 	b->o = *o;
@@ -571,13 +604,15 @@ fail:
 
 /*
  * What a destroyed box leaves to the kernel: its init's exit (the
- * namespaces' teardown takes milliseconds) and then its cgroups.  Reaped
- * on the loop, so that a destroy does not hold every other request.
+ * namespaces' teardown takes milliseconds) and then its cgroups.  The exit
+ * is awaited on the loop, the groups' removal runs in a helper process
+ * (cg_destroy_async), so that a destroy does not hold every other request.
  */
 struct reaper {
 	pid_t pid;
 	int pidfd;
 	struct event *ev;
+	struct event_base *base;
 	struct cg *cgs[2 * LINGER_MAX + 1];	/* calls' groups first, the box's last */
 	size_t ncgs;
 };
@@ -586,8 +621,7 @@ static void reap(struct reaper *r)
 {
 	if (r->pid > 0)
 		waitpid(r->pid, NULL, 0);
-	for (size_t i = 0; i < r->ncgs; i++)
-		cg_destroy(r->cgs[i]);
+	cg_destroy_async(r->base, r->cgs, r->ncgs);
 	if (r->ev)
 		event_free(r->ev);
 	if (r->pidfd >= 0)
@@ -687,6 +721,7 @@ void corral_box_destroy(struct corral_box *b)
 	if (r) {
 		r->pid = pid;
 		r->pidfd = steal_fd(&pidfd);
+		r->base = b->base;
 		reaper_add(r, &b->cg);
 		if (r->pid > 0 && r->pidfd >= 0)
 			r->ev = event_new(b->base, r->pidfd, EV_READ, on_reap, r);
@@ -697,6 +732,7 @@ void corral_box_destroy(struct corral_box *b)
 			waitpid(pid, NULL, 0);
 		cg_destroy(b->cg);
 	}
+	release_freezer(b->base);	/* every box made took its part */
 	/* nothing of the calls' ends may have left a timer on b */
 	drop_event(&b->ev_sweep);
 	drop_event(&b->ev_spare);

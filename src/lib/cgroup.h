@@ -108,8 +108,22 @@ int cg_kill(struct cg *cg);
  * base's loop (at once when the group is already frozen).
  */
 int cg_kill_start(struct cg *cg, struct event_base *base);
+/*
+ * v1: an empty group "corral-<name>" held FROZEN, in the freezer hierarchy
+ * only, so that no sandbox's freeze or thaw is the host's first or last
+ * (cgroup.c says why that costs 5-30 ms).  *out NULL where there is no v1
+ * freezer: not an error.  Released with cg_destroy.
+ */
+int cg_freezer_hold(struct cg **out, const char *name, struct corral_err *err);
 /* Kill what is left, wait (bounded) until empty, rmdir, free.  NULL is fine. */
 void cg_destroy(struct cg *cg);
+/*
+ * cg_destroy each of cgs[0..n) (NULLs skipped) in a helper process, so
+ * that base's loop goes on; the handles are freed once the helper ends.
+ * Without a loop, memory or a fork: here and now.  cgs itself is the
+ * caller's again on return.
+ */
+void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n);
 /*
  * Remove the groups of supervisors that died without cleaning up (SIGKILL):
  * "corral-<pid>-*" whose pid no longer exists.  Returns how many.

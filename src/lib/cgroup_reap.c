@@ -1,0 +1,172 @@
+/*
+ * cgroup_reap.c - removing groups without holding the event loop.
+ *
+ * Removing a sandbox's groups is kernel work that waits: the kill rounds
+ * of v1 (freeze, SIGKILL each, thaw, again for the stragglers), the wait
+ * until the last task has left, an rmdir per group and hierarchy, each
+ * under the kernel's cgroup mutex that every other sandbox on the host
+ * contends for.  The daemon serves every sandbox from one loop, so that
+ * work runs in a helper process, forked for the purpose, and the loop
+ * hears of its end through the helper's pidfd.
+ *
+ * A process, not a thread: the daemon starts each sandbox with a raw
+ * clone(), which runs no atfork handler, and the child goes on to use
+ * malloc and stdio.  A thread of ours inside either at that moment would
+ * leave the lock taken, in the child, for ever.  A forked helper has its
+ * own copy of everything and shares no lock with the daemon.
+ */
+#include "cgroup_internal.h"
+
+#include <event2/event.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct reap_job {
+	struct cg **cgs;
+	size_t n;
+	pid_t pid;
+	int pidfd;
+	struct event *ev;
+};
+
+/* The handle only: the kernel's side is the helper's (or gone). */
+static void cg_forget(struct cg *cg)
+{
+	if (!cg)
+		return;
+	cg_op_cancel(cg);
+	cg_free_hiers(cg);
+	free(cg);
+}
+
+static void job_free(struct reap_job *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		cg_forget(j->cgs[i]);
+	if (j->ev)
+		event_free(j->ev);
+	if (j->pidfd >= 0)
+		close(j->pidfd);
+	free(j->cgs);
+	free(j);
+}
+
+static void on_helper_exit(evutil_socket_t fd, short what, void *arg)
+{
+	struct reap_job *j = arg;
+
+	(void)fd;
+	(void)what;
+	while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	job_free(j);
+}
+
+static void destroy_all(struct cg **cgs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cg_destroy(cgs[i]);
+}
+
+/*
+ * Tests only (tests/serve.sh t_teardown_off_loop): a FIFO named in the
+ * daemon's environment, which no API client can set, holds the removal
+ * until the test writes to it, so that a slow teardown is made slow
+ * without a clock.  Opening it blocks until the test opens the other end.
+ */
+static void hold_for_test(void)
+{
+	const char *fifo = getenv("CORRAL_TEST_REAP_FIFO");
+	char c;
+	int fd;
+
+	if (!fifo || !fifo[0])
+		return;
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
+
+/* In the helper: nothing of the daemon's loop, its signals or its exit. */
+static __attribute__((noreturn)) void helper(struct reap_job *j)
+{
+	sigset_t all;
+
+	/* told apart from the daemon in ps and top (its comm; the cmdline is the daemon's) */
+	prctl(PR_SET_NAME, "corral-reap", 0, 0, 0);
+	/*
+	 * libevent's handlers would write into the daemon's signal pipe; and
+	 * a ^C to the terminal's group must not cut the removal short (it
+	 * is bounded: cg_destroy's waits), or the groups would be left
+	 */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	/* nor the sandboxes' sockets: an init hears of the daemon's end by EOF */
+	syscall(SYS_close_range, 3, ~0U, 0);
+	hold_for_test();
+	destroy_all(j->cgs, j->n);
+	_exit(0);
+}
+
+void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n)
+{
+	struct reap_job *j = calloc(1, sizeof(*j));
+	size_t i;
+
+	if (j)
+		j->cgs = calloc(n ? n : 1, sizeof(*j->cgs));
+	if (!j || !j->cgs || !base) {
+		free(j ? j->cgs : NULL);
+		free(j);
+		destroy_all(cgs, n);	/* no memory: here and now */
+		return;
+	}
+	j->pidfd = -1;
+	for (i = 0; i < n; i++) {
+		if (!cgs[i])
+			continue;
+		/* the loop's timers are the loop's: none may fire on a forgotten handle */
+		cg_op_cancel(cgs[i]);
+		j->cgs[j->n++] = cgs[i];
+	}
+	for (i = 0; i < j->n && cg_mode(j->cgs[i]) == CG_NONE; i++)
+		;
+	if (i == j->n) {	/* rlimits only: nothing of the kernel's to remove */
+		destroy_all(j->cgs, j->n);
+		j->n = 0;
+		job_free(j);
+		return;
+	}
+	j->pid = fork();
+	if (j->pid == 0)
+		helper(j);
+	if (j->pid > 0)
+		j->pidfd = (int)syscall(SYS_pidfd_open, j->pid, 0);
+	if (j->pidfd >= 0)
+		j->ev = event_new(base, j->pidfd, EV_READ, on_helper_exit, j);
+	if (j->ev && event_add(j->ev, NULL) == 0)
+		return;
+	if (j->pid > 0) {
+		/* forked, but the loop cannot watch it: wait for it here */
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else {
+		destroy_all(j->cgs, j->n);	/* no fork: here and now */
+		j->n = 0;
+	}
+	job_free(j);
+}

@@ -31,7 +31,19 @@ ctrd_stop() {
 		while read -r m; do umount -l "$m"; done
 	CTRD_PID=""
 }
-trap 'ctrd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+# every container our CLI tests made and did not delete (a test that
+# failed midway, a create that should have been refused and was not): its
+# monitor and init would outlive the suite
+oci_stop_all() {
+	local r id
+	for r in "$TEST_TMP"/t.*/root; do
+		[ -d "$r" ] || continue
+		for id in $(ls "$r"); do
+			timeout 30 "$OCI" --root "$r" delete --force "$id" > /dev/null 2>&1
+		done
+	done
+}
+trap 'oci_stop_all; ctrd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
 . "$HERE/lib.sh"
 ME=$(id -u)
 # corral-oci: the name containerd's BinaryName and podman's --runtime use

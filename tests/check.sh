@@ -2,11 +2,13 @@
 # check.sh - the whole suite, as `make check` runs it:
 #   1. a build with -Wall -Wextra -Werror, and one with AddressSanitizer +
 #      UBSan; the unit tests of both
-#   2. lanes at once, since most of a sandbox test is waiting:
-#      - every suite as root, built with the sanitizers;
+#   2. three lanes at once, since most of a sandbox test is waiting:
+#      - every suite as root, built with the sanitizers (serve.sh, the
+#        longest, in two parts: the second in the third lane);
 #      - every suite as an unprivileged user (uid 65534), first with cgroups
 #        delegated to it, then without (the rlimit fallback), built -O2;
-#      - the fuzzers, briefly, at nice 19
+#      - the fuzzers, briefly, at nice 19; then serve.sh's second part, and
+#        CPython's tests and apt-get inside, as root
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged
@@ -124,11 +126,16 @@ as_nobody() {
 		SERVE_TEST_TIMEOUT="$SERVE_TEST_TIMEOUT" "$@"
 }
 
-# as_root_lane BUILD LABEL: every suite as the calling user.
+# as_root_lane BUILD LABEL [K/N]: every suite as the calling user; with
+# K/N, only that part of serve.sh, the longest suite (the rest in
+# rest_lane).
 as_root_lane() {
-	local b=$1 label=$2 me
+	local b=$1 label=$2 shard=${3:-} me
 	me=$(id -un)
 	step "integration as $me ($label)" tests/integration.sh "$b/corral" "$b/tests/helpers"
+	# its t_nothing_left_behind counts the caller's cgroups: rest_lane's
+	# sandboxes wait for it
+	touch "$LANE_DIR/.integration-done"
 	step "egress as $me ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
 	step "tls termination as $me ($label)" tests/tls.sh "$b/corral"
 	step "seccomp as $me ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
@@ -139,7 +146,8 @@ as_root_lane() {
 	step "stdio as $me ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
 	step "terminals through the daemon as $me ($label)" tests/tty.sh "$b/corral"
 	step "daemon export and snapshots as $me ($label)" tests/snapshot.sh "$b/corral"
-	step "serve as $me ($label)" tests/serve.sh "$b/corral" "$b/tests/serve_client"
+	step "serve as $me ($label)${shard:+, part $shard}" \
+		env ${shard:+TEST_SHARD=$shard} tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "files and processes as $me ($label)" tests/files.sh "$b/corral"
 	step "results as $me ($label)" tests/results.sh "$b/corral"
 	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
@@ -218,11 +226,32 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
 		t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write
 	rm -rf "$STAGE"; STAGE=""
-	# root's own tests that would make the first lane the longer one:
-	# what they check is the sandbox's behaviour, not corral's memory
-	# safety, which the first lane's suites cover under the sanitizers
-	step "CPython's tests outside and inside as root ($label)" tests/cpython.sh "$b/corral"
-	step "apt-get install as root inside an image as root ($label)" \
+}
+
+# rest_lane ASAN_BUILD BUILD: the fuzzers, briefly (`make fuzz` for longer
+# runs); then, as root, serve.sh's second part under the sanitizers, and
+# root's own tests that would make the first lane the longer one: what
+# those check is the sandbox's behaviour, not corral's memory safety,
+# which the first lane's suites cover under the sanitizers.
+rest_lane() {
+	local asan=$1 b=$2 i
+	# The lanes mostly wait on sandboxes; at nice 19 the fuzzers take the
+	# CPU they leave and the lanes' own work comes first.  Measured: a
+	# target runs a fifth to a tenth of a quiet machine's executions, so
+	# each gets 20 s.
+	if command -v clang >/dev/null; then
+		step "fuzz, 20 s a target, two at a time, beside the lanes" \
+			nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=20 FUZZ_JOBS=2
+	fi
+	[ "$(id -u)" = 0 ] || return 0
+	for i in $(seq 1 600); do
+		[ -e "$LANE_DIR/.integration-done" ] && break
+		sleep 1
+	done
+	step "serve as root (ASan+UBSan), part 2/2" \
+		env TEST_SHARD=2/2 tests/serve.sh "$asan/corral" "$asan/tests/serve_client"
+	step "CPython's tests outside and inside as root (gcc -O2)" tests/cpython.sh "$b/corral"
+	step "apt-get install as root inside an image as root (gcc -O2)" \
 		tests/apt.sh "$b/corral" "$b/tests/helpers"
 }
 
@@ -257,21 +286,14 @@ step "npm packages for the MCP tests" tests/mcp.sh build/corral "$ROOT/build/mcp
 
 LANE_DIR=$(mktemp -d /tmp/corral-check-lanes.XXXXXX)
 t0=$(date +%s)
-lane 1-root as_root_lane build-asan "ASan+UBSan"
 if [ "$(id -u)" = 0 ]; then
+	lane 1-root as_root_lane build-asan "ASan+UBSan" 1/2
 	lane 2-nobody nobody_lane build "gcc -O2"
 else
+	lane 1-user as_root_lane build-asan "ASan+UBSan"
 	lane 2-user as_root_lane build "gcc -O2"
 fi
-# every parser on hostile bytes, briefly (`make fuzz` for longer runs).
-# The lanes mostly wait on sandboxes; at nice 19 the fuzzers take the CPU
-# they leave and the lanes' own work still comes first.  Measured: a target
-# runs a fifth to a tenth of its executions of a quiet machine, so each gets
-# 20 s (the lane still ends long before the others).
-if command -v clang >/dev/null; then
-	lane 3-fuzz step "fuzz, 20 s a target, two at a time, beside the lanes" \
-		nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=20 FUZZ_JOBS=2
-fi
+lane 3-rest rest_lane build-asan build
 for pid in $LANES; do wait "$pid"; done
 LANES=""
 for f in "$LANE_DIR"/*; do

@@ -70,13 +70,20 @@ run_test() {
 }
 
 # run_tests [NAME...]: the named tests, or every t_* function the script
-# defines: a test written is a test run, no list to keep.
+# defines: a test written is a test run, no list to keep.  TEST_SHARD=K/N
+# runs the K-th of N interleaved parts (make check runs a long suite's
+# parts in two lanes at once).
 run_tests() {
-	local t tests
+	local t tests i=0 k=1 n=1
 
 	tests=$(declare -F | awk '{print $3}' | grep '^t_')
 	[ $# -gt 0 ] && tests="$*"
+	if [ -n "${TEST_SHARD:-}" ]; then
+		k=${TEST_SHARD%/*}
+		n=${TEST_SHARD#*/}
+	fi
 	for t in $tests; do
-		run_test "$t"
+		i=$((i + 1))
+		[ $(( (i - 1) % n + 1 )) -eq "$k" ] && run_test "$t"
 	done
 }

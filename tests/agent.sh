@@ -73,6 +73,10 @@ t_misbehaving_agent() {
 	expect_contains "evidence path" "$abort" '.aws/credentials'
 	[ "$ME" = 0 ] && expect_contains "the decoy stayed shut" \
 		"$(json stdout < "$T/r2")$(json status < "$T/r2")" halted
+	# the call that tripped it hears of the halt, also when the command
+	# (denied, or reading a decoy unprivileged) ended before the freeze
+	expect_eq "call 2 halted" "$(json status < "$T/r2")" halted
+	expect_contains "call 2 says why" "$(json reason < "$T/r2")" "halted: "
 
 	# frozen: the freezer says so and the CPU burner gets no CPU
 	freezer=$(cg_dir freezer "$id")

@@ -11,6 +11,7 @@
  * charged to the call: its group lingers after the call (attribution.c).
  */
 #include "internal.h"
+#include "tripwire.h"
 #include "box.h"
 #include "fdpass.h"
 #include "events.h"
@@ -93,6 +94,21 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 	}
 	result_from_wait(res, c->status);
 	result_limits(res, c->b->p, hits->oom_kills, hits->pids_max_hits);
+	/*
+	 * The halt began while this call ran and its freeze is not done yet:
+	 * the command ended first (a tripwire's opener gets EPERM and exits at
+	 * once), but what the caller must learn is the halt.  How the command
+	 * itself ended stays in exit_code and signal.
+	 */
+	if (c->b->state == CORRAL_BOX_HALTED) {
+		char ended[sizeof(res->reason)];
+
+		snprintf(ended, sizeof(ended), "%s", res->reason);
+		res->status = CORRAL_HALTED;
+		snprintf(res->reason, sizeof(res->reason), "halted: %.280s; the "
+			 "sandbox accepts no more calls (the command had ended: %.140s)",
+			 c->b->halt_reason, ended);
+	}
 }
 
 static void call_stop_io(struct corral_call *c)
@@ -159,6 +175,9 @@ void call_finish(struct corral_call *c)
 	if (c->done)
 		return;
 	c->done = true;
+	/* a decoy this call opened halts the box now, and the call with it */
+	if (b->sb)
+		tripwire_drain(b->sb->tripwire);
 	call_stop_io(c);
 	outkeep_end(&c->out.keep, &res->out);
 	outkeep_end(&c->err.keep, &res->err);

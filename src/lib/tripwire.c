@@ -359,6 +359,22 @@ static int open_notifiers(struct tripwire *t, unsigned int flags,
 	return 0;
 }
 
+/*
+ * What the kernel has queued, reported now rather than on the loop's next
+ * turn: a call whose command opened a decoy and ended is judged after
+ * its open is known (both kernels queue the event at the open, before
+ * the opener can exit).
+ */
+void tripwire_drain(struct tripwire *t)
+{
+	if (!t || t->delivering)
+		return;
+	if (t->fan_fd >= 0)
+		on_fanotify(t->fan_fd, EV_READ, t);
+	if (t->in_fd >= 0)
+		on_inotify(t->in_fd, EV_READ, t);
+}
+
 static int add_events(struct tripwire *t, struct event_base *base,
 		      struct corral_err *err)
 {

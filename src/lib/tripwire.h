@@ -102,6 +102,8 @@ const char *tripwire_mode(const struct tripwire *t);
  */
 void tripwire_free(struct tripwire *t);
 
+void tripwire_drain(struct tripwire *t);
+
 /*
  * The decoy content for a tripwire at path, chosen by its name, random
  * where a secret would be (getrandom): ".aws/credentials" or "credentials"

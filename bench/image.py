@@ -44,7 +44,11 @@ def unpack_layout(layout, dest):
                     elif os.path.lexists(gone):
                         shutil.rmtree(gone) if os.path.isdir(gone) else os.unlink(gone)
                     continue
-                t.extract(m, dest, filter="fully_trusted")
+                # our own layout (filter= is Python >= 3.11.4; Debian 12 has 3.11.2)
+                if hasattr(tarfile, "fully_trusted_filter"):
+                    t.extract(m, dest, filter="fully_trusted")
+                else:
+                    t.extract(m, dest)
 
 
 def hyperfine(rows, name, argv, setup_ok=True):

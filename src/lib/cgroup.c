@@ -233,14 +233,14 @@ static int make_dirs(struct cg *cg, const char *name, struct corral_err *err)
 
 static void remove_dirs(struct cg *cg);
 
-int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
-	      unsigned int flags, struct corral_err *err)
+/* A handle on the hierarchies this host offers for name, nothing made. */
+static int cg_alloc(struct cg **out, const char *name, bool v2_id,
+		    struct corral_err *err)
 {
 	char why[CORRAL_ERR_MAX];
 	struct cg *cg;
 	int r;
 
-	*out = NULL;
 	r = check_name(name, err);
 	if (r < 0)
 		return r;
@@ -248,17 +248,25 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	if (!cg)
 		return corral_set_err(err, -ENOMEM, "out of memory for the "
 				      "cgroup handle of %s", name);
-	r = cg_plan(cg, why, sizeof(why), flags & CG_V2_ID, err);
-	if (r < 0)
-		goto fail;
-	if (cg->ops->mode == CG_NONE) {
-		*out = cg;
-		return 0;
+	r = cg_plan(cg, why, sizeof(why), v2_id, err);
+	if (r < 0) {
+		cg_free_hiers(cg);
+		free(cg);
+		return r;
 	}
-	/*
-	 * Another sandbox leaving may remove an empty parent between the two
-	 * steps (ENOENT): make it again, a few times at most.
-	 */
+	*out = cg;
+	return 0;
+}
+
+/*
+ * The parents, then the groups.  Another sandbox leaving may remove an
+ * empty parent between the two steps (ENOENT): make it again, a few times
+ * at most.
+ */
+static int make_tree(struct cg *cg, const char *name, struct corral_err *err)
+{
+	int r = -ENOENT;
+
 	for (int tries = 0; tries < CG_PARENT_TRIES; tries++) {
 		r = make_parents(cg, err);
 		if (r == 0)
@@ -267,6 +275,24 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 			break;
 		remove_dirs(cg);
 	}
+	return r;
+}
+
+int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
+	      unsigned int flags, struct corral_err *err)
+{
+	struct cg *cg;
+	int r;
+
+	*out = NULL;
+	r = cg_alloc(&cg, name, flags & CG_V2_ID, err);
+	if (r < 0)
+		return r;
+	if (cg->ops->mode == CG_NONE) {
+		*out = cg;
+		return 0;
+	}
+	r = make_tree(cg, name, err);
 	if (r == 0)
 		r = cg->ops->set_limits(cg, p, err);
 	if (r < 0)
@@ -308,33 +334,20 @@ static void keep_freezer_only(struct cg *cg)
 
 int cg_freezer_hold(struct cg **out, const char *name, struct corral_err *err)
 {
-	char why[CORRAL_ERR_MAX];
 	struct cg *cg;
 	int r;
 
 	*out = NULL;
-	r = check_name(name, err);
+	r = cg_alloc(&cg, name, false, err);
 	if (r < 0)
 		return r;
-	cg = calloc(1, sizeof(*cg));
-	if (!cg)
-		return corral_set_err(err, -ENOMEM, "out of memory for the "
-				      "cgroup handle of %s", name);
-	r = cg_plan(cg, why, sizeof(why), false, err);
-	if (r < 0 || cg->ops->mode != CG_V1 || !cg_hier_of(cg, C_FREEZER)) {
+	if (cg->ops->mode != CG_V1 || !cg_hier_of(cg, C_FREEZER)) {
 		cg_free_hiers(cg);	/* v2 and none have no such switch */
 		free(cg);
-		return r < 0 ? r : 0;
+		return 0;
 	}
 	keep_freezer_only(cg);
-	for (int tries = 0; tries < CG_PARENT_TRIES; tries++) {
-		r = make_parents(cg, err);
-		if (r == 0)
-			r = make_dirs(cg, name, err);
-		if (r != -ENOENT)
-			break;
-		remove_dirs(cg);
-	}
+	r = make_tree(cg, name, err);
 	if (r == 0)
 		r = cg->ops->freeze_request(cg, true, err);
 	if (r < 0) {

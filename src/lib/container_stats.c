@@ -125,6 +125,26 @@ static void set_obj(json_t *o, const char *key, json_t *v)
 		json_object_set_new(o, key, v);
 }
 
+/* memory.stat's keys as runc's "raw", left out when there were none */
+static void set_raw(json_t *mem, json_t *raw)
+{
+	if (raw && json_object_size(raw))
+		set_obj(mem, "raw", raw);
+	else
+		json_decref(raw);
+}
+
+/* The same two files in v1's pids hierarchy and in v2's group. */
+static void pids_stats(const char *dir, json_t *pids)
+{
+	uint64_t v;
+
+	if (read_u64(dir, "pids.current", &v))
+		set_nz(pids, "current", v);
+	if (read_u64(dir, "pids.max", &v))
+		set_nz(pids, "limit", v);
+}
+
 static void v1_stats_doc(struct cg *cg, json_t *cpu, json_t *mem, json_t *pids,
 			 uint64_t *oom)
 {
@@ -166,16 +186,9 @@ static void v1_stats_doc(struct cg *cg, json_t *cpu, json_t *mem, json_t *pids,
 	set_obj(mem, "swap", v1_mem_entry(md, "memsw."));
 	set_obj(mem, "kernel", v1_mem_entry(md, "kmem."));
 	set_obj(mem, "kernelTCP", v1_mem_entry(md, "kmem.tcp."));
-	if (raw && json_object_size(raw))
-		set_obj(mem, "raw", raw);
-	else
-		json_decref(raw);
+	set_raw(mem, raw);
 	read_key(md, "memory.oom_control", "oom_kill", oom);
-
-	if (read_u64(pd, "pids.current", &v))
-		set_nz(pids, "current", v);
-	if (read_u64(pd, "pids.max", &v))
-		set_nz(pids, "limit", v);
+	pids_stats(pd, pids);
 }
 
 static void v2_stats_doc(struct cg *cg, json_t *cpu, json_t *mem, json_t *pids,
@@ -216,16 +229,9 @@ static void v2_stats_doc(struct cg *cg, json_t *cpu, json_t *mem, json_t *pids,
 		read_u64(d, "memory.swap.max", &lim);
 		set_obj(mem, "swap", mem_entry(lim, use, 0, 0));
 	}
-	if (raw && json_object_size(raw))
-		set_obj(mem, "raw", raw);
-	else
-		json_decref(raw);
+	set_raw(mem, raw);
 	read_key(d, "memory.events", "oom_kill", oom);
-
-	if (read_u64(d, "pids.current", &v))
-		set_nz(pids, "current", v);
-	if (read_u64(d, "pids.max", &v))
-		set_nz(pids, "limit", v);
+	pids_stats(d, pids);
 }
 
 json_t *container_stats(struct cg *cg, uint64_t *oom_kills, struct corral_err *err)

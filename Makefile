@@ -81,7 +81,20 @@ $(BUILD)/%.o: %.c include/corral.h src/lib/internal.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PART_FLAGS) $(ALL_CFLAGS) -MMD -c -o $@ $<
 
-$(BUILD)/libcorral.a: $(LIB_OBJ)
+# The seccomp programs, compiled once here rather than in every cold start
+# (tools/sc_prebuild.c says why); the generator links the library's objects.
+$(BUILD)/tools/sc_prebuild: tools/sc_prebuild.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
+$(BUILD)/gen/sc_prebuilt.c: $(BUILD)/tools/sc_prebuild
+	@mkdir -p $(dir $@)
+	$< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/sc_prebuilt.o: $(BUILD)/gen/sc_prebuilt.c include/corral.h src/lib/internal.h
+	$(CC) $(CPPFLAGS) $(LIB_FLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libcorral.a: $(LIB_OBJ) $(BUILD)/gen/sc_prebuilt.o
 	ar rcs $@ $^
 
 $(BUILD)/corral: $(CLI_OBJ) $(DAEMON_OBJ) $(BUILD)/libcorral.a

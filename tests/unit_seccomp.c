@@ -244,6 +244,47 @@ TEST(compiled_ahead_is_the_same_program)
 	corral_policy_free(&pol);
 }
 
+/*
+ * The programs built into corral (tools/sc_prebuild.c) are what libseccomp
+ * compiles now, instruction for instruction, and sc_compile hands them out:
+ * a stale or wrong table fails here, not in a sandbox.  On the machine that
+ * built corral every combination is there (notify ones where the kernel has
+ * USER_NOTIF).
+ */
+TEST(built_in_programs_are_compiled_ones)
+{
+	uint32_t arch = seccomp_arch_native();
+	struct corral_err err = { 0 };
+	size_t checked = 0;
+
+	CHECK(sc_nprebuilt == (sc_notify_available() ? 4 : 2));
+	for (size_t i = 0; i < sc_nprebuilt; i++) {
+		const struct sc_prebuilt *pb = &sc_prebuilt[i];
+		struct corral_policy pol;
+		struct sock_filter *prog = NULL;
+		struct sc_compiled f = { 0 };
+		size_t len = 0;
+
+		CHECK(pb->arch == arch && pb->api == seccomp_api_get());
+		corral_policy_init(&pol);
+		pol.net = pb->net ? CORRAL_NET_PROXY : CORRAL_NET_NONE;
+		CHECK(sc_program(&pol, pb->notify, &prog, &len, NULL, &err) == 0);
+		CHECK(len == pb->len && !memcmp(prog, pb->prog, len * sizeof(*prog)));
+		CHECK(sc_prebuilt_find(arch, pb->notify, pb->net) == pb);
+		CHECK(sc_compile(&pol, pb->notify, &f, &err) == 0);
+		CHECK(f.notify == pb->notify && f.len == len &&
+		      !memcmp(f.prog, prog, len * sizeof(*prog)));
+		free(f.prog);
+		free(prog);
+		corral_policy_free(&pol);
+		checked++;
+	}
+	CHECK(checked == sc_nprebuilt);
+	/* another ABI is never served one of these */
+	CHECK(!sc_prebuilt_find(SCMP_ARCH_X86, false, false));
+	CHECK(!sc_prebuilt_find(SCMP_ARCH_X32, true, true));
+}
+
 /* The calls of issue 19, the ceiling, and the ABI kills. */
 TEST(numbers_decided)
 {

@@ -97,6 +97,22 @@ struct sc_compiled {
 int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
 	       struct corral_err *err);
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err);
+/*
+ * The programs sc_program makes, compiled when corral was built
+ * (tools/sc_prebuild.c writes $(BUILD)/gen/sc_prebuilt.c): one for each
+ * ABI, notify and network, with libseccomp's API level at the time.
+ * sc_compile takes one that matches instead of compiling.
+ */
+struct sc_prebuilt {
+	uint32_t arch;
+	bool notify, net;
+	unsigned int api;
+	size_t len;
+	const struct sock_filter *prog;
+};
+extern const struct sc_prebuilt sc_prebuilt[];
+extern const size_t sc_nprebuilt;
+const struct sc_prebuilt *sc_prebuilt_find(uint32_t arch, bool notify, bool net);
 /* The BPF program sc_apply loads, malloc'd; sum may be NULL. */
 int sc_program(const struct corral_policy *p, bool notify, struct sock_filter **prog,
 	       size_t *len, struct sc_summary *sum, struct corral_err *err);

@@ -649,11 +649,38 @@ bool sc_notify_available(void)
 	return seccomp_api_get() >= 5;
 }
 
+/*
+ * A program built in only where libseccomp's API level is the one it was
+ * built with: libseccomp checks actions against that level as it compiles.
+ */
+const struct sc_prebuilt *sc_prebuilt_find(uint32_t arch, bool notify, bool net)
+{
+	unsigned int api = seccomp_api_get();
+
+	for (size_t i = 0; i < sc_nprebuilt; i++)
+		if (sc_prebuilt[i].arch == arch && sc_prebuilt[i].notify == notify &&
+		    sc_prebuilt[i].net == net && sc_prebuilt[i].api == api)
+			return &sc_prebuilt[i];
+	return NULL;
+}
+
 int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
 	       struct corral_err *err)
 {
+	const struct sc_prebuilt *pb;
+
 	*f = (struct sc_compiled){ .notify = want_notify && sc_notify_available() };
-	return sc_program(p, f->notify, &f->prog, &f->len, NULL, err);
+	pb = sc_prebuilt_find(seccomp_arch_native(), f->notify,
+			      p && p->net != CORRAL_NET_NONE);
+	if (!pb)
+		return sc_program(p, f->notify, &f->prog, &f->len, NULL, err);
+	f->prog = malloc(pb->len * sizeof(*f->prog));
+	if (!f->prog)
+		return corral_set_err(err, -ENOMEM, "seccomp: no memory for a "
+				      "%zu-instruction filter", pb->len);
+	memcpy(f->prog, pb->prog, pb->len * sizeof(*f->prog));
+	f->len = pb->len;
+	return 0;
 }
 
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)

@@ -83,9 +83,10 @@ $(BUILD)/%.o: %.c include/corral.h src/lib/internal.h
 
 # The seccomp programs, compiled once here rather than in every cold start
 # (tools/sc_prebuild.c says why); the generator links the library's objects.
-$(BUILD)/tools/sc_prebuild: tools/sc_prebuild.c $(LIB_OBJ)
+$(BUILD)/tools/sc_prebuild: tools/sc_prebuild.c tools/sc_prebuilt_none.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) \
+		$(LIB_OBJ) $(LDLIBS)
 
 $(BUILD)/gen/sc_prebuilt.c: $(BUILD)/tools/sc_prebuild
 	@mkdir -p $(dir $@)
@@ -170,7 +171,8 @@ FUZZ_JOBS ?= 1
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -Iinclude -Isrc/lib -Isrc/daemon $(PKG_CFLAGS)
-FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/daemon/api*.c) src/daemon/registry.c
+FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/daemon/api*.c) src/daemon/registry.c \
+		tools/sc_prebuilt_none.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=build-fuzz/obj/%.o)
 FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets ociconfig
 

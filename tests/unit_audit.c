@@ -3,14 +3,18 @@
  * checked by corral_audit_verify(), shown by corral_audit_show().  Every edit, deletion
  * and reordering must break the chain at the line it touched or the next.
  */
+#include "internal.h"
 #include "audit.h"
 #include "events.h"
 #include "unit.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NLINES 8
@@ -123,6 +127,34 @@ TEST(chain_of_n_lines_verifies)
 	CHECK(audit_hash(buf + prev_off, prev_n, hash) == 0);
 	CHECK(!strcmp(r.head, hash));
 	free(buf);
+}
+
+/* utc_stamp is gmtime's date and time, across eras and leap days */
+TEST(utc_stamp_is_gmtime)
+{
+	static const long long at[] = {
+		0, -1, 86399, 86400, 951782400 /* 2000-02-29 */, 951868800,
+		4107542400LL /* 2100-03-01 */, -2208988800LL /* 1900-01-01 */,
+		1796074762, 253402300799LL /* 9999-12-31T23:59:59 */,
+		-62135596800LL /* 0001-01-01 */,
+	};
+	char mine[64], want[64];
+	struct timespec ts;
+	struct tm tm;
+
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]) + 2000; i++) {
+		ts.tv_sec = i < sizeof(at) / sizeof(at[0]) ? (time_t)at[i] :
+			(time_t)((long long)(i * 2654435761u) * 997 % 8000000000LL - 2000000000LL);
+		ts.tv_nsec = (long)(i * 7919 % 1000000000);
+		CHECK(gmtime_r(&ts.tv_sec, &tm));
+		snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+			 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+		utc_stamp(mine, sizeof(mine), &ts);
+		if (strcmp(mine, want))
+			fprintf(stderr, "  %lld: %s, gmtime %s\n", (long long)ts.tv_sec, mine, want);
+		CHECK(!strcmp(mine, want));
+	}
 }
 
 TEST(sha256_is_sha256)

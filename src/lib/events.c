@@ -526,9 +526,7 @@ static json_t *event_object(struct events *ev, const char *type, json_t *fields,
 	json_t *o;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", gmtime(&ts.tv_sec));
-	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ",
-		 ts.tv_nsec / 1000000);
+	utc_stamp(when, sizeof(when), &ts);
 	/* seq numbers the lines written: an event only counted has none */
 	o = numbered ? json_pack("{s:I}", "seq", (json_int_t)++ev->seq) : json_object();
 	if (!o || json_object_set_new(o, "time", json_string(when)) ||

@@ -97,6 +97,8 @@ struct sc_compiled {
 int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
 	       struct corral_err *err);
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err);
+/* "2026-12-01T19:39:22.123Z": an event's time (clock.c) */
+void utc_stamp(char *buf, size_t len, const struct timespec *ts);
 /*
  * The programs sc_program makes, compiled when corral was built
  * (tools/sc_prebuild.c writes $(BUILD)/gen/sc_prebuilt.c): one for each

@@ -38,6 +38,7 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 
 #define RELAY_HIGH_WATER	(1 << 20)	/* bytes queued before we stop reading */
 #define CONNECT_TIMEOUT_S	30
+#define FIRST_READ		(16 << 10)	/* read at accept: a request head, mostly */
 
 struct listen_spec {
 	int family;
@@ -695,6 +697,78 @@ static void start_relay(struct conn *c)
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg);
 static void upstream_ready(struct conn *c);
 
+/*
+ * Start a connection to sa: a socket, non-blocking, already TCP_NODELAY.
+ * *done: it is up already (a loopback or nearby upstream often is once
+ * connect() returns, its handshake run in that call), so nothing need wait
+ * for the loop to say it is writable.  Returns the socket or -errno.
+ */
+static int dial(const struct sockaddr *sa, socklen_t len, bool *done)
+{
+	struct pollfd pfd;
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	*done = false;
+	if (fd < 0)
+		return -errno;
+	conn_nodelay(fd);
+	if (connect(fd, sa, len) == 0) {
+		*done = true;
+		return fd;
+	}
+	if (errno != EINPROGRESS) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	/* only a clean POLLOUT: an error is left to the loop to report */
+	pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	*done = poll(&pfd, 1, 0) == 1 && pfd.revents == POLLOUT;
+	return fd;
+}
+
+/*
+ * The upstream of a connection we do not terminate: relayed at once if the
+ * connection is already up, else once the loop sees it complete (or fail,
+ * or time out).
+ */
+static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t len)
+{
+	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
+	char why[CORRAL_ERR_MAX];
+	bool done;
+	int fd = dial(sa, len, &done);
+
+	if (fd < 0) {
+		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
+			 c->port, strerror(-fd));
+		refuse(c, SOCKS_REP_REFUSED, 502, "Bad Gateway", why);
+		return;
+	}
+	c->up = bufferevent_socket_new(c->px->base, fd,
+				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!c->up) {
+		close(fd);
+		http_error(c, 502, "Bad Gateway", "out of memory");
+		return;
+	}
+	conn_bev_tune(c->up);
+	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
+	c->st = C_CONNECT;
+	if (done) {
+		upstream_ready(c);
+		return;
+	}
+	bufferevent_set_timeouts(c->up, NULL, &tv);
+	/* no address: wait for the connect already under way */
+	if (bufferevent_socket_connect(c->up, NULL, 0) < 0) {
+		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
+			 c->port, strerror(errno));
+		http_error(c, 502, "Bad Gateway", why);
+	}
+}
+
 static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 			     socklen_t len)
 {
@@ -712,12 +786,8 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 			return;
 		}
 	} else {
-		c->up = bufferevent_socket_new(c->px->base, -1,
-					       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-		if (!c->up) {
-			http_error(c, 502, "Bad Gateway", "out of memory");
-			return;
-		}
+		connect_plain(c, sa, len);
+		return;
 	}
 	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
 
@@ -1233,6 +1303,38 @@ void conn_down_event(struct bufferevent *bev, short what, void *arg)
 		conn_free(arg);
 }
 
+/*
+ * HTTP and SOCKS clients speak first, and most have sent their request by
+ * the time the loop reports the connection: read it now, not after a trip
+ * through the loop.  Nothing there yet (or EOF, an error): the bufferevent
+ * reads as ever when the loop says so.
+ */
+static void read_now(struct conn *c, int fd)
+{
+	struct evbuffer *in = bufferevent_get_input(c->down);
+	struct evbuffer_iovec v;
+	ssize_t n;
+
+	/* a bufferevent freezes its input's end but while it reads: so do we */
+	evbuffer_unfreeze(in, 0);
+	n = evbuffer_reserve_space(in, FIRST_READ, &v, 1) < 1 ? -1 :
+	    recv(fd, v.iov_base, v.iov_len < FIRST_READ ? v.iov_len : FIRST_READ,
+		 MSG_DONTWAIT);
+	if (n > 0) {
+		v.iov_len = n;
+		if (evbuffer_commit_space(in, &v, 1) < 0)
+			n = -1;
+	}
+	/* reserved space not committed adds nothing */
+	evbuffer_freeze(in, 0);
+	if (n <= 0)
+		return;
+	if (c->kind == L_SOCKS)
+		on_socks(c->down, c);
+	else
+		conn_on_http_head(c->down, c);
+}
+
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		      struct sockaddr *sa, int salen, void *arg)
 {
@@ -1287,6 +1389,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	bev_enable(c->down, EV_READ | EV_WRITE);
 	if (kind == L_TRANSPARENT)
 		transparent_start(c, fd);
+	else
+		read_now(c, fd);
 }
 
 

@@ -1341,6 +1341,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	struct proxy *px = arg;
 	struct conn *c;
 	enum listen_kind kind = L_HTTP;
+	bool nodelay = false;
 
 	/* A sandbox that hoards connections must not exhaust our fds. */
 	if (px->nconns >= px->max_conns) {
@@ -1353,8 +1354,10 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	c = calloc(1, sizeof(*c));
 	for (size_t i = 0; i < NSPECS; i++)
-		if (px->listeners[i] == l)
+		if (px->listeners[i] == l) {
 			kind = listen_specs[i].kind;
+			nodelay = px->nodelay[i];
+		}
 	if (!c) {
 		close(fd);
 		return;
@@ -1365,7 +1368,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
 		memcpy(&c->peer, sa, salen);
 	c->t0_ms = corral_now_ms();
-	conn_nodelay(fd);
+	if (!nodelay)
+		conn_nodelay(fd);
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
 	if (!c->down) {
@@ -1509,6 +1513,10 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 				r = -ENOMEM;
 			continue;
 		}
+		/* Linux: an accepted socket inherits it, one setsockopt fewer a connection */
+		px->nodelay[i] = listen_specs[i].kind != L_DNS_TCP &&
+				 setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &(int){ 1 },
+					    sizeof(int)) == 0;
 		px->listeners[i] = evconnlistener_new(base,
 				listen_specs[i].kind == L_DNS_TCP ? dnsd_on_accept : on_accept,
 				px, LEV_OPT_CLOSE_ON_FREE, 0, fds[i]);

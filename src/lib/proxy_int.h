@@ -38,6 +38,7 @@ struct proxy {
 	struct egress *rules;
 	struct evdns_base *dns;
 	struct evconnlistener *listeners[NSPECS];
+	bool nodelay[NSPECS];		/* TCP_NODELAY set on the listener, inherited */
 	struct udp_listener udp[NSPECS];
 	struct conn *conns;		/* every live connection, for proxy_free */
 	bool transparent;

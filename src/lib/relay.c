@@ -125,13 +125,20 @@ static void finish(struct relay *r)
 
 static void dir_end(struct relay_dir *d, bool error)
 {
+	struct relay_dir *other = d == &d->r->up ? &d->r->down : &d->r->up;
+
 	dir_stop(d);
 	if (error) {
 		/* one side failed: the tunnel is over both ways */
-		dir_stop(d == &d->r->up ? &d->r->down : &d->r->up);
-	} else {
+		dir_stop(other);
+	} else if (!other->done) {
 		shutdown(d->to, SHUT_WR);
 	}
+	/*
+	 * else the last direction ended: its sink's own source is at EOF, so
+	 * closing it sends the FIN shutdown would, and done() is where the
+	 * owner frees the relay (proxy.c at once), which closes it.
+	 */
 	finish(d->r);
 }
 

@@ -1335,13 +1335,11 @@ static void read_now(struct conn *c, int fd)
 		conn_on_http_head(c->down, c);
 }
 
-static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int salen, void *arg)
+static void on_accept(struct tcp_listener *tl, int fd, struct sockaddr *sa, int salen)
 {
-	struct proxy *px = arg;
+	struct proxy *px = tl->px;
+	enum listen_kind kind = tl->kind;
 	struct conn *c;
-	enum listen_kind kind = L_HTTP;
-	bool nodelay = false;
 
 	/* A sandbox that hoards connections must not exhaust our fds. */
 	if (px->nconns >= px->max_conns) {
@@ -1353,11 +1351,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	c = calloc(1, sizeof(*c));
-	for (size_t i = 0; i < NSPECS; i++)
-		if (px->listeners[i] == l) {
-			kind = listen_specs[i].kind;
-			nodelay = px->nodelay[i];
-		}
 	if (!c) {
 		close(fd);
 		return;
@@ -1368,7 +1361,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
 		memcpy(&c->peer, sa, salen);
 	c->t0_ms = corral_now_ms();
-	if (!nodelay)
+	if (!tl->nodelay)
 		conn_nodelay(fd);
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
@@ -1404,26 +1397,59 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	for (size_t i = 0; i < NSPECS; i++)
+	for (size_t i = 0; i < NSPECS; i++) {
 		if (px->listeners[i])
 			evconnlistener_enable(px->listeners[i]);
+		if (px->tcp[i].ev)
+			event_add(px->tcp[i].ev, NULL);
+	}
 }
 
 /*
  * accept() failing (EMFILE, ENFILE, ENOBUFS) would otherwise wake the loop
  * for the same pending connection forever: pause the listeners a moment.
  */
-static void on_accept_error(struct evconnlistener *l, void *arg)
+static void pause_listeners(struct proxy *px)
 {
-	struct proxy *px = arg;
 	struct timeval pause = { 0, 100 * 1000 };
 
-	(void)l;
-	for (size_t i = 0; i < NSPECS; i++)
+	for (size_t i = 0; i < NSPECS; i++) {
 		if (px->listeners[i])
 			evconnlistener_disable(px->listeners[i]);
+		if (px->tcp[i].ev)
+			event_del(px->tcp[i].ev);
+	}
 	if (px->resume)
 		evtimer_add(px->resume, &pause);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	pause_listeners(arg);
+}
+
+/*
+ * One connection a wakeup: the listener stays readable while more wait, and
+ * a connection at a time is what a client makes; an accept() to learn that
+ * none is left would be a syscall more for each.
+ */
+static void on_listen(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_listener *tl = arg;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int c;
+
+	(void)what;
+	c = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (c >= 0) {
+		on_accept(tl, c, (struct sockaddr *)&ss, (int)len);
+		return;
+	}
+	/* a client gone before we took it, or none after all: nothing wrong */
+	if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+		pause_listeners(tl->px);
 }
 
 /* ---- start and stop ------------------------------------------------------- */
@@ -1463,6 +1489,21 @@ static size_t conn_budget(void)
 	return rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 6 : 16;
 }
 
+static int tcp_listen(struct proxy *px, size_t i, int fd)
+{
+	struct tcp_listener *tl = &px->tcp[i];
+
+	tl->px = px;
+	tl->fd = fd;
+	tl->kind = listen_specs[i].kind;
+	/* Linux: an accepted socket inherits it, one setsockopt fewer a connection */
+	tl->nodelay = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int)) == 0;
+	tl->ev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_listen, tl);
+	if (!tl->ev || event_add(tl->ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
 		struct events *ev, struct tlsbox *tls, struct proxy **out,
 		struct corral_err *err)
@@ -1491,7 +1532,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 			px->netns_ino = st.st_ino;
 	}
 	for (size_t i = 0; i < NSPECS; i++)
-		px->udp[i].fd = -1;
+		px->udp[i].fd = px->tcp[i].fd = -1;
 	px->rules = egress_new(p, err);
 	if (!px->rules) {
 		r = err->code ? err->code : -EINVAL;
@@ -1513,12 +1554,12 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 				r = -ENOMEM;
 			continue;
 		}
-		/* Linux: an accepted socket inherits it, one setsockopt fewer a connection */
-		px->nodelay[i] = listen_specs[i].kind != L_DNS_TCP &&
-				 setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &(int){ 1 },
-					    sizeof(int)) == 0;
-		px->listeners[i] = evconnlistener_new(base,
-				listen_specs[i].kind == L_DNS_TCP ? dnsd_on_accept : on_accept,
+		if (listen_specs[i].kind != L_DNS_TCP) {
+			if (tcp_listen(px, i, fds[i]) < 0)
+				r = -ENOMEM;
+			continue;
+		}
+		px->listeners[i] = evconnlistener_new(base, dnsd_on_accept,
 				px, LEV_OPT_CLOSE_ON_FREE, 0, fds[i]);
 		if (!px->listeners[i]) {
 			close(fds[i]);
@@ -1552,6 +1593,10 @@ void proxy_free(struct proxy *px)
 			event_free(px->udp[i].ev);
 		if (px->udp[i].fd >= 0)
 			close(px->udp[i].fd);
+		if (px->tcp[i].ev)
+			event_free(px->tcp[i].ev);
+		if (px->tcp[i].fd >= 0)
+			close(px->tcp[i].fd);
 	}
 	if (px->resume)
 		event_free(px->resume);

@@ -32,13 +32,22 @@ struct udp_listener {
 	struct event *ev;
 };
 
+/* HTTP, SOCKS, transparent: accepted one connection a wakeup (proxy.c) */
+struct tcp_listener {
+	struct proxy *px;
+	int fd;
+	enum listen_kind kind;
+	bool nodelay;			/* TCP_NODELAY set on it: accepted ones inherit it */
+	struct event *ev;
+};
+
 struct proxy {
 	struct event_base *base;
 	struct events *ev;
 	struct egress *rules;
 	struct evdns_base *dns;
-	struct evconnlistener *listeners[NSPECS];
-	bool nodelay[NSPECS];		/* TCP_NODELAY set on the listener, inherited */
+	struct evconnlistener *listeners[NSPECS];	/* DNS over TCP (dnsd.c) */
+	struct tcp_listener tcp[NSPECS];
 	struct udp_listener udp[NSPECS];
 	struct conn *conns;		/* every live connection, for proxy_free */
 	bool transparent;

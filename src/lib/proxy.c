@@ -13,6 +13,16 @@
  * This file holds the listeners and the connections that name their
  * destination (HTTP/CONNECT, SOCKS5); dnsd.c answers DNS, transparent.c
  * takes the connections nftables redirected in transparent mode.
+ *
+ * A new connection is what an agent pays for most often, and here each
+ * syscall and each wakeup is dear (a paravirtualized VM), so its path takes
+ * as few trips through the loop as it can: the request is read when the
+ * connection is accepted (the client has mostly sent it by then), an
+ * upstream connect that completed inside connect() (loopback, a near host)
+ * is relayed at once instead of after EPOLLOUT, and a judged tunnel goes to
+ * the kernel (relay.c).  Nothing is judged or recorded later for it: the
+ * name is judged, the address judged again and egress.allowed written
+ * before the upstream connect starts, as on the slow path.
  */
 #include "proxy_int.h"
 #include "egress.h"

@@ -708,6 +708,19 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg);
 static void upstream_ready(struct conn *c);
 
 /*
+ * The upstream connect goes on in the loop (a name to resolve, a TLS
+ * handshake, a handshake not done inside connect()): a connection whose
+ * client must not be read meanwhile (c->hold) stops reading now.  One whose
+ * connect completed at once never stops: disabling and enabling again
+ * would cost two epoll_ctl calls for nothing, no callback can run between.
+ */
+static void hold_down(struct conn *c)
+{
+	if (c->hold)
+		bufferevent_disable(c->down, EV_READ);
+}
+
+/*
  * Start a connection to sa: a socket, non-blocking, already TCP_NODELAY.
  * *done: it is up already (a loopback or nearby upstream often is once
  * connect() returns, its handshake run in that call), so nothing need wait
@@ -771,6 +784,7 @@ static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t l
 		return;
 	}
 	bufferevent_set_timeouts(c->up, NULL, &tv);
+	hold_down(c);
 	/* no address: wait for the connect already under way */
 	if (bufferevent_socket_connect(c->up, NULL, 0) < 0) {
 		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
@@ -805,6 +819,7 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 	bufferevent_set_timeouts(c->up, NULL, &tv);
 	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
 	c->st = C_CONNECT;
+	hold_down(c);
 	if (bufferevent_socket_connect(c->up, sa, len) < 0) {
 		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
 			 c->port, strerror(errno));
@@ -860,7 +875,8 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 /* The name was allowed: find its address (hosts map, or the host's DNS). */
 /*
  * A judged connection whose first bytes were read to judge it: they go
- * upstream first, once connected; the client is not read meanwhile.
+ * upstream first, once connected; the client is not read while the connect
+ * goes on in the loop (hold_down).
  */
 void conn_connect_with(struct conn *c, struct evbuffer *in)
 {
@@ -870,7 +886,7 @@ void conn_connect_with(struct conn *c, struct evbuffer *in)
 		return;
 	}
 	evbuffer_add_buffer(c->first, in);
-	bufferevent_disable(c->down, EV_READ);
+	c->hold = true;
 	conn_connect(c);
 }
 
@@ -894,6 +910,7 @@ void conn_connect(struct conn *c)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
 	snprintf(port, sizeof(port), "%u", c->port);
+	hold_down(c);
 	c->gai = evdns_getaddrinfo(c->px->dns, c->host, port, &hints, on_resolved, c);
 }
 
@@ -1296,7 +1313,7 @@ static void on_socks(struct bufferevent *bev, void *arg)
 			snprintf(c->host, sizeof(c->host), "%s", c->socks.host);
 			c->port = c->socks.port;
 			c->st = C_RESOLVE;
-			bufferevent_disable(c->down, EV_READ);
+			c->hold = true;
 			if (conn_decide(c))
 				conn_connect(c);
 			return;

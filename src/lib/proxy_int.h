@@ -94,6 +94,7 @@ struct conn {
 	uint64_t cgid;			/* the cgroup2 group of its maker */
 	bool pid_asked;
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
+	bool hold;			/* not read while its upstream connects in the loop */
 	uint64_t bytes_up, bytes_down;
 	uint64_t t0_ms;			/* accepted at (corral_now_ms): duration_ms */
 	struct evbuffer *first;		/* bytes for upstream once connected */

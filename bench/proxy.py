@@ -12,7 +12,8 @@ points at 127.0.0.1.  It measures, timing inside the client:
      also through a bare splice relay on the host (the floor any relay
      meets here), with the CPU seconds per GiB of each process;
   2. latency of BENCH_LAT (default 200) sequential new connections, each
-     with a 1-byte echo round trip;
+     with a 1-byte echo round trip, also through a bare C relay on the
+     host (bench/floor_relay.c, built with cc: the floor any relay meets);
   3. BENCH_CONNS (default 1000) tunnels opened at once, all held open,
      then one small echo on each.
 
@@ -564,6 +565,31 @@ def bare_tput(port, upstream):
     return r, err
 
 
+FLOOR_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_relay.c")
+
+
+def floor_lat(port, upstream, tmp):
+    """lat through floor_relay.c (built here with cc): (result, None) or (None, why)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    exe = os.path.join(tmp, "floor_relay")
+    if not cc or not os.path.exists(FLOOR_SRC):
+        return None, "no C compiler or no %s" % FLOOR_SRC
+    b = subprocess.run([cc, "-O2", "-o", exe, FLOOR_SRC], capture_output=True, text=True)
+    if b.returncode != 0:
+        return None, "cannot build floor_relay.c: " + b.stderr.strip()[-200:]
+    p = subprocess.Popen([exe, str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        relay_port = int(p.stdout.readline())
+        r, err = client([], "lat", "127.0.0.1", port, "127.0.0.1:%d" % relay_port, NLAT, upstream)
+    except ValueError:
+        r, err = None, "the floor relay did not start"
+    p.kill()
+    p.wait()
+    p.stdout.close()
+    return r, err
+
+
 def median_p95(xs):
     xs = sorted(xs)
     return statistics.median(xs), xs[max(0, int(len(xs) * 0.95) - 1)]
@@ -595,6 +621,7 @@ def main():
         tput = both("tput", NBYTES)
         floor = bare_tput(up.port, up)
         lat = both("lat", NLAT)
+        lat_floor = floor_lat(up.port, up, tmp)
         conc = both("conc", NCONNS)
     finally:
         up.stop()
@@ -663,6 +690,15 @@ def main():
         print(f"{'added by the proxy':34} {added:12.3f} "
               f"{stats[1][1] - stats[0][1]:12.3f}   aim <= {AIM_ADDED_MS} ms (median)"
               f"{'' if added <= AIM_ADDED_MS else '   missed'}")
+    # the floor: the least any user-space CONNECT relay adds here (floor_relay.c)
+    r, err = lat_floor
+    if r and stats:
+        m, p = median_p95(r["ms"])
+        print(f"{'through a bare C relay (floor)':34} {m:12.3f} {p:12.3f}")
+        print(f"{'added by the bare relay':34} {m - stats[0][0]:12.3f} {p - stats[0][1]:12.3f}"
+              f"   what the kernel charges any relay here")
+    elif err:
+        print(f"{'through a bare C relay (floor)':34} {err}")
     print()
     print(f"{NCONNS} connections opened at once, held open, one echo on each")
     print(f"{'':34} {'ok':>6} {'failed':>7} {'open s':>8} {'echo s':>8} {'total s':>8} "

@@ -191,6 +191,41 @@ t_socks5() {
 	expect_eq "protocol" "$(denial_field protocol)" socks
 }
 
+# A CONNECT written at once with the tunnel's first bytes (the proxy reads
+# both when it accepts, and sends the bytes on without the pipe): they
+# reach the upstream, once, counted; an upstream that refuses is a 502 for
+# CONNECT and "connection refused" for SOCKS, not an open tunnel.
+t_connect_with_first_bytes_and_refused_upstream() {
+	trap stop_fixtures EXIT
+	start port http
+	dead=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	policy "[\"web.test:$port\", \"web.test:$dead\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "
+import socket, struct
+req = b'GET /first HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n'
+s = socket.create_connection(('127.0.0.1', 3128), 10)
+s.sendall(b'CONNECT web.test:$port HTTP/1.1\r\nHost: web.test:$port\r\n\r\n' + req)
+data = b''
+while len(data) < 65536:
+    k = s.recv(4096)
+    if not k: break
+    data += k
+print('tunnel', data.split(b' ')[1].decode(), data.count(b'hello from upstream /first'), len(req))
+s = socket.create_connection(('127.0.0.1', 3128), 10)
+s.sendall(b'CONNECT web.test:$dead HTTP/1.1\r\nHost: web.test:$dead\r\n\r\n')
+print('refused', s.recv(4096).split(b' ')[1].decode())
+s = socket.create_connection(('127.0.0.1', 1080), 10)
+s.sendall(b'\x05\x01\x00')
+s.recv(2)
+s.sendall(b'\x05\x01\x00\x03\x08web.test' + struct.pack('!H', $dead))
+print('socks', s.recv(10)[1])"
+	expect_contains "bytes with the request: one answer" "$(stdout)" "tunnel 200 1 58"
+	expect_contains "refused upstream: 502" "$(stdout)" "refused 502"
+	expect_contains "refused upstream: SOCKS reply 5" "$(stdout)" "socks 5"
+	expect_contains "counted once" "$(grep '"type":"egress.closed"' "$T/events" | grep "\"port\":$port,")" '"bytes_up":58,'
+	expect_eq "no denials" "$(denials)" 0
+}
+
 t_dns_never_leaves_and_guard() {
 	trap stop_fixtures EXIT
 	log=$T/dns.log

@@ -13,6 +13,16 @@
  * This file holds the listeners and the connections that name their
  * destination (HTTP/CONNECT, SOCKS5); dnsd.c answers DNS, transparent.c
  * takes the connections nftables redirected in transparent mode.
+ *
+ * A new connection is what an agent pays for most often, and here each
+ * syscall and each wakeup is dear (a paravirtualized VM), so its path takes
+ * as few trips through the loop as it can: the request is read when the
+ * connection is accepted (the client has mostly sent it by then), an
+ * upstream connect that completed inside connect() (loopback, a near host)
+ * is relayed at once instead of after EPOLLOUT, and a judged tunnel goes to
+ * the kernel (relay.c).  Nothing is judged or recorded later for it: the
+ * name is judged, the address judged again and egress.allowed written
+ * before the upstream connect starts, as on the slow path.
  */
 #include "proxy_int.h"
 #include "egress.h"
@@ -38,6 +48,7 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +65,7 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 
 #define RELAY_HIGH_WATER	(1 << 20)	/* bytes queued before we stop reading */
 #define CONNECT_TIMEOUT_S	30
+#define FIRST_READ		(16 << 10)	/* read at accept: a request head, mostly */
 
 struct listen_spec {
 	int family;
@@ -695,6 +707,92 @@ static void start_relay(struct conn *c)
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg);
 static void upstream_ready(struct conn *c);
 
+/*
+ * The upstream connect goes on in the loop (a name to resolve, a TLS
+ * handshake, a handshake not done inside connect()): a connection whose
+ * client must not be read meanwhile (c->hold) stops reading now.  One whose
+ * connect completed at once never stops: disabling and enabling again
+ * would cost two epoll_ctl calls for nothing, no callback can run between.
+ */
+static void hold_down(struct conn *c)
+{
+	if (c->hold)
+		bufferevent_disable(c->down, EV_READ);
+}
+
+/*
+ * Start a connection to sa: a socket, non-blocking, already TCP_NODELAY.
+ * *done: it is up already (a loopback or nearby upstream often is once
+ * connect() returns, its handshake run in that call), so nothing need wait
+ * for the loop to say it is writable.  Returns the socket or -errno.
+ */
+static int dial(const struct sockaddr *sa, socklen_t len, bool *done)
+{
+	struct pollfd pfd;
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	*done = false;
+	if (fd < 0)
+		return -errno;
+	conn_nodelay(fd);
+	if (connect(fd, sa, len) == 0) {
+		*done = true;
+		return fd;
+	}
+	if (errno != EINPROGRESS) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	/* only a clean POLLOUT: an error is left to the loop to report */
+	pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	*done = poll(&pfd, 1, 0) == 1 && pfd.revents == POLLOUT;
+	return fd;
+}
+
+/*
+ * The upstream of a connection we do not terminate: relayed at once if the
+ * connection is already up, else once the loop sees it complete (or fail,
+ * or time out).
+ */
+static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t len)
+{
+	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
+	char why[CORRAL_ERR_MAX];
+	bool done;
+	int fd = dial(sa, len, &done);
+
+	if (fd < 0) {
+		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
+			 c->port, strerror(-fd));
+		refuse(c, SOCKS_REP_REFUSED, 502, "Bad Gateway", why);
+		return;
+	}
+	c->up = bufferevent_socket_new(c->px->base, fd,
+				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!c->up) {
+		close(fd);
+		http_error(c, 502, "Bad Gateway", "out of memory");
+		return;
+	}
+	conn_bev_tune(c->up);
+	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
+	c->st = C_CONNECT;
+	if (done) {
+		upstream_ready(c);
+		return;
+	}
+	bufferevent_set_timeouts(c->up, NULL, &tv);
+	hold_down(c);
+	/* no address: wait for the connect already under way */
+	if (bufferevent_socket_connect(c->up, NULL, 0) < 0) {
+		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
+			 c->port, strerror(errno));
+		http_error(c, 502, "Bad Gateway", why);
+	}
+}
+
 static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 			     socklen_t len)
 {
@@ -712,12 +810,8 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 			return;
 		}
 	} else {
-		c->up = bufferevent_socket_new(c->px->base, -1,
-					       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-		if (!c->up) {
-			http_error(c, 502, "Bad Gateway", "out of memory");
-			return;
-		}
+		connect_plain(c, sa, len);
+		return;
 	}
 	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
 
@@ -725,6 +819,7 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 	bufferevent_set_timeouts(c->up, NULL, &tv);
 	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
 	c->st = C_CONNECT;
+	hold_down(c);
 	if (bufferevent_socket_connect(c->up, sa, len) < 0) {
 		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
 			 c->port, strerror(errno));
@@ -780,7 +875,8 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 /* The name was allowed: find its address (hosts map, or the host's DNS). */
 /*
  * A judged connection whose first bytes were read to judge it: they go
- * upstream first, once connected; the client is not read meanwhile.
+ * upstream first, once connected; the client is not read while the connect
+ * goes on in the loop (hold_down).
  */
 void conn_connect_with(struct conn *c, struct evbuffer *in)
 {
@@ -790,7 +886,7 @@ void conn_connect_with(struct conn *c, struct evbuffer *in)
 		return;
 	}
 	evbuffer_add_buffer(c->first, in);
-	bufferevent_disable(c->down, EV_READ);
+	c->hold = true;
 	conn_connect(c);
 }
 
@@ -814,6 +910,7 @@ void conn_connect(struct conn *c)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
 	snprintf(port, sizeof(port), "%u", c->port);
+	hold_down(c);
 	c->gai = evdns_getaddrinfo(c->px->dns, c->host, port, &hints, on_resolved, c);
 }
 
@@ -1216,7 +1313,7 @@ static void on_socks(struct bufferevent *bev, void *arg)
 			snprintf(c->host, sizeof(c->host), "%s", c->socks.host);
 			c->port = c->socks.port;
 			c->st = C_RESOLVE;
-			bufferevent_disable(c->down, EV_READ);
+			c->hold = true;
 			if (conn_decide(c))
 				conn_connect(c);
 			return;
@@ -1233,12 +1330,43 @@ void conn_down_event(struct bufferevent *bev, short what, void *arg)
 		conn_free(arg);
 }
 
-static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int salen, void *arg)
+/*
+ * HTTP and SOCKS clients speak first, and most have sent their request by
+ * the time the loop reports the connection: read it now, not after a trip
+ * through the loop.  Nothing there yet (or EOF, an error): the bufferevent
+ * reads as ever when the loop says so.
+ */
+static void read_now(struct conn *c, int fd)
 {
-	struct proxy *px = arg;
+	struct evbuffer *in = bufferevent_get_input(c->down);
+	struct evbuffer_iovec v;
+	ssize_t n;
+
+	/* a bufferevent freezes its input's end but while it reads: so do we */
+	evbuffer_unfreeze(in, 0);
+	n = evbuffer_reserve_space(in, FIRST_READ, &v, 1) < 1 ? -1 :
+	    recv(fd, v.iov_base, v.iov_len < FIRST_READ ? v.iov_len : FIRST_READ,
+		 MSG_DONTWAIT);
+	if (n > 0) {
+		v.iov_len = n;
+		if (evbuffer_commit_space(in, &v, 1) < 0)
+			n = -1;
+	}
+	/* reserved space not committed adds nothing */
+	evbuffer_freeze(in, 0);
+	if (n <= 0)
+		return;
+	if (c->kind == L_SOCKS)
+		on_socks(c->down, c);
+	else
+		conn_on_http_head(c->down, c);
+}
+
+static void on_accept(struct tcp_listener *tl, int fd, struct sockaddr *sa, int salen)
+{
+	struct proxy *px = tl->px;
+	enum listen_kind kind = tl->kind;
 	struct conn *c;
-	enum listen_kind kind = L_HTTP;
 
 	/* A sandbox that hoards connections must not exhaust our fds. */
 	if (px->nconns >= px->max_conns) {
@@ -1250,9 +1378,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	c = calloc(1, sizeof(*c));
-	for (size_t i = 0; i < NSPECS; i++)
-		if (px->listeners[i] == l)
-			kind = listen_specs[i].kind;
 	if (!c) {
 		close(fd);
 		return;
@@ -1263,7 +1388,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	if (sa && salen > 0 && (size_t)salen <= sizeof(c->peer))
 		memcpy(&c->peer, sa, salen);
 	c->t0_ms = corral_now_ms();
-	conn_nodelay(fd);
+	if (!tl->nodelay)
+		conn_nodelay(fd);
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
 	if (!c->down) {
@@ -1287,6 +1413,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	bev_enable(c->down, EV_READ | EV_WRITE);
 	if (kind == L_TRANSPARENT)
 		transparent_start(c, fd);
+	else
+		read_now(c, fd);
 }
 
 
@@ -1296,26 +1424,59 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	for (size_t i = 0; i < NSPECS; i++)
+	for (size_t i = 0; i < NSPECS; i++) {
 		if (px->listeners[i])
 			evconnlistener_enable(px->listeners[i]);
+		if (px->tcp[i].ev)
+			event_add(px->tcp[i].ev, NULL);
+	}
 }
 
 /*
  * accept() failing (EMFILE, ENFILE, ENOBUFS) would otherwise wake the loop
  * for the same pending connection forever: pause the listeners a moment.
  */
-static void on_accept_error(struct evconnlistener *l, void *arg)
+static void pause_listeners(struct proxy *px)
 {
-	struct proxy *px = arg;
 	struct timeval pause = { 0, 100 * 1000 };
 
-	(void)l;
-	for (size_t i = 0; i < NSPECS; i++)
+	for (size_t i = 0; i < NSPECS; i++) {
 		if (px->listeners[i])
 			evconnlistener_disable(px->listeners[i]);
+		if (px->tcp[i].ev)
+			event_del(px->tcp[i].ev);
+	}
 	if (px->resume)
 		evtimer_add(px->resume, &pause);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	pause_listeners(arg);
+}
+
+/*
+ * One connection a wakeup: the listener stays readable while more wait, and
+ * a connection at a time is what a client makes; an accept() to learn that
+ * none is left would be a syscall more for each.
+ */
+static void on_listen(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_listener *tl = arg;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int c;
+
+	(void)what;
+	c = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (c >= 0) {
+		on_accept(tl, c, (struct sockaddr *)&ss, (int)len);
+		return;
+	}
+	/* a client gone before we took it, or none after all: nothing wrong */
+	if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+		pause_listeners(tl->px);
 }
 
 /* ---- start and stop ------------------------------------------------------- */
@@ -1355,6 +1516,21 @@ static size_t conn_budget(void)
 	return rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 6 : 16;
 }
 
+static int tcp_listen(struct proxy *px, size_t i, int fd)
+{
+	struct tcp_listener *tl = &px->tcp[i];
+
+	tl->px = px;
+	tl->fd = fd;
+	tl->kind = listen_specs[i].kind;
+	/* Linux: an accepted socket inherits it, one setsockopt fewer a connection */
+	tl->nodelay = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int)) == 0;
+	tl->ev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_listen, tl);
+	if (!tl->ev || event_add(tl->ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
 		struct events *ev, struct tlsbox *tls, struct proxy **out,
 		struct corral_err *err)
@@ -1383,7 +1559,7 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 			px->netns_ino = st.st_ino;
 	}
 	for (size_t i = 0; i < NSPECS; i++)
-		px->udp[i].fd = -1;
+		px->udp[i].fd = px->tcp[i].fd = -1;
 	px->rules = egress_new(p, err);
 	if (!px->rules) {
 		r = err->code ? err->code : -EINVAL;
@@ -1405,8 +1581,12 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 				r = -ENOMEM;
 			continue;
 		}
-		px->listeners[i] = evconnlistener_new(base,
-				listen_specs[i].kind == L_DNS_TCP ? dnsd_on_accept : on_accept,
+		if (listen_specs[i].kind != L_DNS_TCP) {
+			if (tcp_listen(px, i, fds[i]) < 0)
+				r = -ENOMEM;
+			continue;
+		}
+		px->listeners[i] = evconnlistener_new(base, dnsd_on_accept,
 				px, LEV_OPT_CLOSE_ON_FREE, 0, fds[i]);
 		if (!px->listeners[i]) {
 			close(fds[i]);
@@ -1440,6 +1620,10 @@ void proxy_free(struct proxy *px)
 			event_free(px->udp[i].ev);
 		if (px->udp[i].fd >= 0)
 			close(px->udp[i].fd);
+		if (px->tcp[i].ev)
+			event_free(px->tcp[i].ev);
+		if (px->tcp[i].fd >= 0)
+			close(px->tcp[i].fd);
 	}
 	if (px->resume)
 		event_free(px->resume);

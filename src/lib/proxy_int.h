@@ -32,12 +32,22 @@ struct udp_listener {
 	struct event *ev;
 };
 
+/* HTTP, SOCKS, transparent: accepted one connection a wakeup (proxy.c) */
+struct tcp_listener {
+	struct proxy *px;
+	int fd;
+	enum listen_kind kind;
+	bool nodelay;			/* TCP_NODELAY set on it: accepted ones inherit it */
+	struct event *ev;
+};
+
 struct proxy {
 	struct event_base *base;
 	struct events *ev;
 	struct egress *rules;
 	struct evdns_base *dns;
-	struct evconnlistener *listeners[NSPECS];
+	struct evconnlistener *listeners[NSPECS];	/* DNS over TCP (dnsd.c) */
+	struct tcp_listener tcp[NSPECS];
 	struct udp_listener udp[NSPECS];
 	struct conn *conns;		/* every live connection, for proxy_free */
 	bool transparent;
@@ -84,6 +94,7 @@ struct conn {
 	uint64_t cgid;			/* the cgroup2 group of its maker */
 	bool pid_asked;
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
+	bool hold;			/* not read while its upstream connects in the loop */
 	uint64_t bytes_up, bytes_down;
 	uint64_t t0_ms;			/* accepted at (corral_now_ms): duration_ms */
 	struct evbuffer *first;		/* bytes for upstream once connected */

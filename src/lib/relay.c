@@ -12,9 +12,10 @@
  * What a wakeup costs is what a short connection costs, so: the events
  * stay registered while wanted (EV_PERSIST: no epoll_ctl per chunk), a
  * readable source is drained for a few rounds while its sink keeps up, the
- * bytes read before the relay began are sent at once rather than after a
- * trip through the loop, and the pipes of a relay that ended empty are
- * kept for the next one instead of made and sized anew each connection.
+ * bytes read before the relay began are sent at once (straight to the
+ * sink, not through the pipe) rather than after a trip through the loop,
+ * and the pipes of a relay that ended empty are kept for the next one
+ * instead of made and sized anew each connection.
  */
 #include "relay.h"
 
@@ -23,12 +24,14 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define RELAY_PIPE_SIZE	(1 << 20)
 #define RELAY_ROUNDS	8	/* reads a wakeup may make: other tunnels wait */
 #define RELAY_MORE	(64 << 10)	/* a read this big: the source may hold more */
 #define PIPE_POOL_MAX	16	/* idle pipes kept, two fds each */
+#define PENDING_IOV	8	/* chains of bytes read before the relay, a sendmsg */
 
 struct relay_dir {
 	struct relay *r;
@@ -122,13 +125,20 @@ static void finish(struct relay *r)
 
 static void dir_end(struct relay_dir *d, bool error)
 {
+	struct relay_dir *other = d == &d->r->up ? &d->r->down : &d->r->up;
+
 	dir_stop(d);
 	if (error) {
 		/* one side failed: the tunnel is over both ways */
-		dir_stop(d == &d->r->up ? &d->r->down : &d->r->up);
-	} else {
+		dir_stop(other);
+	} else if (!other->done) {
 		shutdown(d->to, SHUT_WR);
 	}
+	/*
+	 * else the last direction ended: its sink's own source is at EOF, so
+	 * closing it sends the FIN shutdown would, and done() is where the
+	 * owner frees the relay (proxy.c at once), which closes it.
+	 */
 	finish(d->r);
 }
 
@@ -206,6 +216,40 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 	dir_flush(arg);
 }
 
+/*
+ * Send what was read before the relay began straight to the sink, as much
+ * as it takes now: with the pipe still empty nothing can pass it, and the
+ * bytes skip a write into the pipe and a splice out of it.  What the sink
+ * does not take, or an error, is left to the pipe and the write event,
+ * which meets the error again.  Returns the bytes sent.
+ */
+static size_t pending_send(struct evbuffer *pending, int to)
+{
+	size_t sent = 0;
+
+	while (evbuffer_get_length(pending)) {
+		struct evbuffer_iovec v[PENDING_IOV];
+		struct iovec iov[PENDING_IOV];
+		struct msghdr mh = { .msg_iov = iov };
+		int nv = evbuffer_peek(pending, -1, NULL, v, PENDING_IOV);
+		ssize_t n;
+
+		if (nv > PENDING_IOV)
+			nv = PENDING_IOV;
+		for (int i = 0; i < nv; i++)
+			iov[i] = (struct iovec){ v[i].iov_base, v[i].iov_len };
+		mh.msg_iovlen = nv;
+		n = sendmsg(to, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		evbuffer_drain(pending, n);
+		sent += n;
+	}
+	return sent;
+}
+
 static int dir_init(struct relay *r, struct relay_dir *d, struct event_base *base,
 		    int from, int to, struct evbuffer *pending)
 {
@@ -221,7 +265,9 @@ static int dir_init(struct relay *r, struct relay_dir *d, struct event_base *bas
 	d->wr = event_new(base, to, EV_WRITE | EV_PERSIST, on_writable, d);
 	if (!d->rd || !d->wr)
 		return -ENOMEM;
-	/* what was read before the relay began goes first, through the pipe */
+	/* what was read before the relay began goes first: to the sink, the rest through the pipe */
+	if (pending)
+		d->moved += pending_send(pending, to);
 	while (pending && evbuffer_get_length(pending)) {
 		int n = evbuffer_write(pending, d->pipe[1]);
 

@@ -10,7 +10,10 @@
 
 struct relay;
 
-/* Called once, when both directions have ended (or one failed). */
+/*
+ * Called once, when both directions have ended (or one failed).  Free the
+ * relay there and then: the last direction's FIN is its sink's close.
+ */
 typedef void (*relay_done_fn)(void *arg, uint64_t bytes_up, uint64_t bytes_down);
 
 /*

@@ -162,7 +162,7 @@ void transparent_start(struct conn *c, int fd)
 			return;
 		}
 		c->peek_tls = true;
-		bufferevent_disable(c->down, EV_READ);
+		c->hold = true;
 		conn_connect(c);
 		return;
 	}
@@ -179,7 +179,7 @@ void transparent_start(struct conn *c, int fd)
 	/* an address the allowlist names outright needs no further name */
 	if (egress_check_name(c->px->rules, c->host, c->port, &v) == 0 && v.allowed) {
 		snprintf(c->why, sizeof(c->why), "%s", v.reason);
-		bufferevent_disable(c->down, EV_READ);
+		c->hold = true;
 		conn_connect(c);
 		return;
 	}

@@ -183,8 +183,10 @@ void call_finish(struct corral_call *c)
 	outkeep_end(&c->err.keep, &res->err);
 	if (c->order)
 		res->output_order = json_dumps(c->order, JSON_COMPACT);
-	cg_stats(b->cg, &bst);
-	if (cg_stats(c->cg, &st) == 0 && st.valid) {
+	/* what the result reports: the box's hits since the start, the call's own */
+	cg_stats_some(b->cg, CG_ST_HITS, &bst);
+	if (cg_stats_some(c->cg, CG_ST_CPU | CG_ST_MEM_PEAK | CG_ST_OOM |
+			  CG_ST_PIDS, &st) == 0 && st.valid) {
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
@@ -1112,7 +1114,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 			box_arm_idle(b);
 		return r;
 	}
-	cg_stats(b->cg, &bst);
+	cg_stats_some(b->cg, CG_ST_HITS, &bst);
 	c->st0 = bst;
 	b->calls_total++;
 	*out = c;

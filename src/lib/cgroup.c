@@ -458,16 +458,21 @@ int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err)
 	return ops_of(cg)->attach(cg, pid, err);
 }
 
-int cg_stats(struct cg *cg, struct cg_stats *st)
+int cg_stats_some(struct cg *cg, unsigned want, struct cg_stats *st)
 {
 	int r;
 
 	memset(st, 0, sizeof(*st));
 	if (cg_mode(cg) == CG_NONE)
 		return 0;
-	r = cg->ops->stats(cg, st);
+	r = cg->ops->stats(cg, want, st);
 	st->valid = r == 0;
 	return r;
+}
+
+int cg_stats(struct cg *cg, struct cg_stats *st)
+{
+	return cg_stats_some(cg, CG_ST_ALL, st);
 }
 
 uint64_t cg_id(struct cg *cg)

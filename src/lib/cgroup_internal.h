@@ -84,7 +84,8 @@ struct cg_manager {
 	int (*set_limits)(struct cg *cg, const struct corral_policy *p,
 			  struct corral_err *err);
 	int (*attach)(struct cg *cg, pid_t pid, struct corral_err *err);
-	int (*stats)(struct cg *cg, struct cg_stats *st);
+	/* The counters of want (CG_ST_*): only their files are read. */
+	int (*stats)(struct cg *cg, unsigned want, struct cg_stats *st);
 	/* Ask for the state, no waiting (v1 repeats the request, as runc). */
 	int (*freeze_request)(struct cg *cg, bool frozen, struct corral_err *err);
 	/* 1: the kernel says the state is reached; 0: not yet; <0: error. */

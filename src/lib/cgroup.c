@@ -290,7 +290,8 @@ static bool parent_is_ours(const struct cg_hier *h)
 {
 	const char *slash = strrchr(h->parent, '/');
 
-	return geteuid() == 0 && slash && !strcmp(slash + 1, CG_PARENT);
+	/* the name first: a call's group, below its sandbox's, asks no more */
+	return slash && !strcmp(slash + 1, CG_PARENT) && geteuid() == 0;
 }
 
 static int make_parents(struct cg *cg, struct corral_err *err)

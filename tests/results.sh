@@ -409,30 +409,6 @@ t_forked_ahead_calls_keep_their_verdicts() {
 	stop_daemon
 }
 
-# The next call's process is forked as a call starts.  With pids 2, init
-# and the call fill the limit, so that fork is refused while the call runs:
-# counted apart, it is no pids_limit of the call's, and calls go on.  A
-# fork the call itself makes is refused and reported as before.
-t_spare_refused_is_not_the_calls() {
-	local i
-	start_daemon
-	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"pids": 2}}}')
-	if ! cgroup_mode "$id"; then
-		skip "no cgroup: pids are an rlimit, no spare is refused by pids.max"
-		stop_daemon
-		return
-	fi
-	for i in 1 2 3; do
-		code=$(ex "$id" '{"command": "true"}')
-		expect_code "call $i" "$code" 200
-		expect_py "call $i exited, no pids_limit" 'v["status"] == "exited" and v["exit_code"] == 0'
-	done
-	code=$(ex "$id" '{"tool_call_id": "forker", "command": "/bin/true | /bin/true"}')
-	expect_code "forker" "$code" 200
-	expect_py "its own refused fork is reported" 'v["status"] == "pids_limit"'
-	stop_daemon
-}
-
 START=$(date +%s)
 run_tests "$@"
 echo "results ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"

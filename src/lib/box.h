@@ -65,7 +65,6 @@ struct corral_call {
 	uint64_t cap;
 	uint64_t t0;
 	struct cg_stats st0;	/* the box's counters when the call began */
-	uint64_t refused0;	/* the box's spare_refused then */
 	json_t *denials;	/* this call's denied events, for its result */
 	json_t *order;		/* [[stream, bytes], ...] when asked for */
 	bool started, exited, done, timed_out, halted, announced;
@@ -85,10 +84,9 @@ struct corral_call {
 };
 
 /*
- * The next call's process, forked by init as a call starts (or the box
- * idles) and moved into the spare group then, so that no cgroup write is
- * on the next call's path (call.c).  It runs nothing until a call is
- * sent on its gate.
+ * The next call's process, forked by init while the box idles and moved
+ * into the spare group then, so that no cgroup write is on the call's
+ * path (call.c).  It runs nothing until a call is sent on its gate.
  */
 struct spare_proc {
 	uint32_t fid;		/* 0: none */
@@ -134,7 +132,6 @@ struct corral_box {
 	uint32_t spare_id;
 	struct event *ev_spare;
 	struct spare_proc sp;	/* the next call's process, forked ahead */
-	uint64_t spare_refused;	/* forks of it pids.max refused (call_hits) */
 	uint32_t next_fid;
 	struct event *ev_sweep;	/* empty call groups, removed next turn */
 	char halt_reason[CORRAL_ERR_MAX];

@@ -161,17 +161,13 @@ static uint64_t since(uint64_t now, uint64_t then)
  * refused fork in the group whose pids.max said no (the box's) and above:
  * the box's counters since the call began.  cgroup v1 counts both only in
  * the group of the process (the victim, the forker): the call's own group,
- * fresh for it.  Either way the larger of the two is this call's.  init's
- * forks of the next call's process that pids.max refused meanwhile (the
- * box's count on both) are not the call's: refused of them.
+ * fresh for it.  Either way the larger of the two is this call's.
  */
 static void call_hits(const struct cg_stats *st0, const struct cg_stats *bst,
-		      const struct cg_stats *cst, uint64_t refused,
-		      struct cg_stats *hits)
+		      const struct cg_stats *cst, struct cg_stats *hits)
 {
 	uint64_t oom = since(bst->oom_kills, st0->oom_kills);
-	uint64_t pids = since(since(bst->pids_max_hits, st0->pids_max_hits),
-			      refused);
+	uint64_t pids = since(bst->pids_max_hits, st0->pids_max_hits);
 
 	*hits = (struct cg_stats){ .valid = bst->valid || cst->valid };
 	if (!bst->valid)
@@ -207,7 +203,7 @@ void call_finish(struct corral_call *c)
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
-	call_hits(&c->st0, &bst, &st, since(b->spare_refused, c->refused0), &hits);
+	call_hits(&c->st0, &bst, &st, &hits);
 	call_describe(c, &hits);
 	if (cg_mode(c->cg) == CG_NONE)
 		result_explain_rlimits(res, b->p);
@@ -226,11 +222,12 @@ void call_finish(struct corral_call *c)
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
 	/*
-	 * The next call's process is asked for as a call starts (on_spare);
-	 * one that could not be forked then (pids.max) is asked for again
-	 * now, before this answer goes out.
+	 * The next call's process, asked for before this answer goes out: a
+	 * caller's next call, sent as soon as it has the answer, finds it
+	 * forked more often.
 	 */
-	spare_fork(b);
+	if (!box_calls_running(b))
+		spare_fork(b);
 	events_emit(b->ev, "exec.end", json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}",
 		    "call", c->tool_call, "status", corral_status_name(res->status),
 		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
@@ -817,12 +814,8 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The next call's process, asked for as soon as the last one was taken:
- * forked while a call runs, it has that call's run to be forked and moved
- * into its group, so that a call sent as soon as the answer came (an
- * agent's usual pace) finds it waiting there.  Like init, it holds a pid
- * of the box's pids.max; a fork of it that pids.max refuses is counted
- * apart (spare_msg), not as a hit of the calls running.  A frozen or
+ * A spare process only while no call runs: it would otherwise hold a pid
+ * of the box's pids.max that the running call may want, and a frozen or
  * ending box has no use for one.
  */
 static void spare_fork(struct corral_box *b)
@@ -831,7 +824,7 @@ static void spare_fork(struct corral_box *b)
 	struct corral_err err;
 	bool none = cg_mode(b->cg) == CG_NONE;
 
-	if (b->sp.fid || b->frozen || b->freezing ||
+	if (b->sp.fid || box_calls_running(b) || b->frozen || b->freezing ||
 	    b->state != CORRAL_BOX_IDLE || (!none && !b->spare))
 		return;
 	if (ask_fork(b, &sp.fid, &sp.gate, &err) < 0)
@@ -851,17 +844,14 @@ static void spare_msg(struct corral_box *b, const struct child_msg *m)
 		b->sp.spid = m->code;
 		return;
 	}
-	/* pids.max said no: the box's count of refused forks has it */
-	if (m->kind == MSG_STARTED && m->code == -EAGAIN)
-		b->spare_refused++;
-	/* not forked, or ended: not retried until a call ends */
+	/* not forked (pids.max?), or ended: not retried until a call ends */
 	call_drop_spare(b);
 }
 
 /*
- * The next call's cgroup and process, made as a call starts or the box
- * idles: mkdir in every hierarchy, the fork and the move into the group
- * are off the path of the call that uses them.
+ * The next call's cgroup and process, made while the box idles (the
+ * cgroup also while a call runs): mkdir in every hierarchy, the fork and
+ * the move into the group are off the path of the call that uses them.
  */
 static void on_spare(evutil_socket_t fd, short what, void *arg)
 {
@@ -1140,7 +1130,6 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	}
 	cg_stats_some(b->cg, CG_ST_HITS, &bst);
 	c->st0 = bst;
-	c->refused0 = b->spare_refused;
 	b->calls_total++;
 	*out = c;
 	return 0;

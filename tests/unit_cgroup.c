@@ -634,6 +634,11 @@ TEST(oom_kill)
 	       s.mem_peak);
 	CHECK(s.oom_kills >= 1);
 	CHECK(s.mem_peak > 0 && s.mem_peak <= 32 * MiB);
+	/* only what is asked for is read: the rest stays 0 */
+	CHECK(cg_stats_some(cg, CG_ST_OOM, &s) == 0 && s.valid);
+	CHECK(s.oom_kills >= 1 && s.mem_peak == 0 && s.cpu_ns == 0);
+	CHECK(cg_stats_some(cg, CG_ST_MEM_PEAK | CG_ST_CPU, &s) == 0 && s.valid);
+	CHECK(s.oom_kills == 0 && s.mem_peak > 0 && s.cpu_ns > 0);
 	destroy_and_check(cg, name);
 }
 
@@ -990,6 +995,55 @@ TEST(mountinfo_lines)
 }
 
 /* ---- the managers' table ----------------------------------------------- */
+
+/* Same hierarchies and parents, in the same order. */
+static bool same_plan(const struct cg *a, const struct cg *b)
+{
+	if (a->ops != b->ops || a->nhier != b->nhier)
+		return false;
+	for (size_t i = 0; i < a->nhier; i++)
+		if (strcmp(a->hier[i].mount, b->hier[i].mount) ||
+		    strcmp(a->hier[i].parent, b->hier[i].parent) ||
+		    a->hier[i].ctrls != b->hier[i].ctrls)
+			return false;
+	return true;
+}
+
+/*
+ * A plan that found cgroups is handed out again while the mount table
+ * stays (mountinfo read and the hierarchies probed once a process), the
+ * same as a fresh one; without v2_id it has no controller-less cgroup2
+ * directory; forgotten, the next is fresh.
+ */
+TEST(plan_kept)
+{
+	struct corral_err err = { 0 };
+	char why[CORRAL_ERR_MAX];
+	struct cg a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+
+	cg_plan_forget();
+	CHECK(cg_plan(&a, why, sizeof(why), true, &err) == 0);
+	CHECK(!a.kept_plan);
+	CHECK(cg_plan(&b, why, sizeof(why), true, &err) == 0);
+	CHECK(cg_plan(&c, why, sizeof(why), false, &err) == 0);
+	CHECK(same_plan(&a, &b));
+	if (cg_mode(&a) == CG_NONE) {
+		printf("# skip: no cgroup here (%s)\n", why);
+		CHECK(!b.kept_plan && !c.kept_plan);
+	} else {
+		CHECK(b.kept_plan && c.kept_plan);
+		for (size_t i = 0; i < c.nhier; i++)
+			CHECK(cg_mode(&c) != CG_V1 || c.hier[i].ctrls);
+		CHECK(c.nhier <= a.nhier && c.nhier > 0);
+		cg_plan_forget();
+		CHECK(cg_plan(&d, why, sizeof(why), true, &err) == 0);
+		CHECK(!d.kept_plan && same_plan(&a, &d));
+	}
+	cg_free_hiers(&a);
+	cg_free_hiers(&b);
+	cg_free_hiers(&c);
+	cg_free_hiers(&d);
+}
 
 TEST(manager_table)
 {

@@ -548,6 +548,15 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 	int r;
 
 	d->base = event_base_new();
+	/*
+	 * Three priorities, every event in the middle one unless it says
+	 * otherwise: the boxes' housekeeping (the next call's group and
+	 * process, sweeping empty groups) takes the lowest, so that an
+	 * answer ready in the same turn of the loop is written first.
+	 */
+	if (d->base && event_base_priority_init(d->base, 3) < 0)
+		return corral_set_err(err, -ENOMEM, "cannot set up the event "
+				      "loop's priorities (libevent)");
 	d->http_unix = d->base ? evhttp_new(d->base) : NULL;
 	if (!d->http_unix)
 		return corral_set_err(err, -ENOMEM, "cannot set up the event loop (libevent)");

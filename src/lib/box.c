@@ -297,7 +297,7 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 	if (b->state != CORRAL_BOX_IDLE || box_calls_running(b))
 		return;
 	/* a background process still at work keeps the box awake */
-	cg_stats(b->cg, &st);
+	cg_stats_some(b->cg, CG_ST_CPU, &st);
 	if (st.valid && st.cpu_ns - b->idle_cpu_ns > BOX_IDLE_CPU_NS) {
 		box_arm_idle(b);
 		return;
@@ -349,7 +349,7 @@ void box_arm_idle(struct corral_box *b)
 	    cg_mode(b->cg) == CG_NONE)
 		return;
 	drop_event(&b->ev_idle);
-	cg_stats(b->cg, &st);
+	cg_stats_some(b->cg, CG_ST_CPU, &st);
 	b->idle_cpu_ns = st.cpu_ns;
 	b->ev_idle = evtimer_new(b->base, on_idle, b);
 	if (b->ev_idle)

@@ -41,6 +41,19 @@ size_t box_calls_running(const struct corral_box *b)
 
 /* ---- calls: ending ----------------------------------------------- */
 
+/*
+ * Work for a call yet to come (its group made, its process moved in,
+ * empty groups removed) waits behind what is due now: the lowest
+ * priority of the loop, if it has several (the daemon's has).
+ */
+static struct event *housekeeping(struct event *ev)
+{
+	if (ev)
+		event_priority_set(ev, event_base_get_npriorities(
+				   event_get_base(ev)) - 1);
+	return ev;
+}
+
 static void drop_pend(struct corral_call *c);
 static void spare_fork(struct corral_box *b);
 
@@ -183,8 +196,10 @@ void call_finish(struct corral_call *c)
 	outkeep_end(&c->err.keep, &res->err);
 	if (c->order)
 		res->output_order = json_dumps(c->order, JSON_COMPACT);
-	cg_stats(b->cg, &bst);
-	if (cg_stats(c->cg, &st) == 0 && st.valid) {
+	/* what the result reports: the box's hits since the start, the call's own */
+	cg_stats_some(b->cg, CG_ST_HITS, &bst);
+	if (cg_stats_some(c->cg, CG_ST_CPU | CG_ST_MEM_PEAK | CG_ST_OOM |
+			  CG_ST_PIDS, &st) == 0 && st.valid) {
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
@@ -815,7 +830,8 @@ static void spare_fork(struct corral_box *b)
 	if (ask_fork(b, &sp.fid, &sp.gate, &err) < 0)
 		return;
 	sp.cg = none ? NULL : b->spare;
-	sp.ev = event_new(b->base, sp.gate, EV_READ | EV_PERSIST, on_spare_gate, b);
+	sp.ev = housekeeping(event_new(b->base, sp.gate, EV_READ | EV_PERSIST,
+				       on_spare_gate, b));
 	b->sp = sp;
 	if (!sp.ev || event_add(sp.ev, NULL) < 0)
 		call_drop_spare(b);
@@ -863,7 +879,7 @@ void call_arm_spare(struct corral_box *b)
 	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_HALTED)
 		return;
 	if (!b->ev_spare)
-		b->ev_spare = evtimer_new(b->base, on_spare, b);
+		b->ev_spare = housekeeping(evtimer_new(b->base, on_spare, b));
 	if (b->ev_spare && (!b->spare || !b->sp.fid))
 		evtimer_add(b->ev_spare, &now);
 }
@@ -1112,7 +1128,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 			box_arm_idle(b);
 		return r;
 	}
-	cg_stats(b->cg, &bst);
+	cg_stats_some(b->cg, CG_ST_HITS, &bst);
 	c->st0 = bst;
 	b->calls_total++;
 	*out = c;
@@ -1285,7 +1301,7 @@ static void arm_sweep(struct corral_box *b)
 	if (b->state == CORRAL_BOX_DEAD)
 		return;
 	if (!b->ev_sweep)
-		b->ev_sweep = evtimer_new(b->base, on_sweep, b);
+		b->ev_sweep = housekeeping(evtimer_new(b->base, on_sweep, b));
 	if (b->ev_sweep && !evtimer_pending(b->ev_sweep, NULL))
 		evtimer_add(b->ev_sweep, &now);
 }

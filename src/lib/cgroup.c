@@ -22,7 +22,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,12 +126,9 @@ int cg_add_hier(struct cg *cg, const char *mount, char *parent, bool create,
 	return 0;
 }
 
-/*
- * Decide the manager, hierarchies and parents without changing anything.
- * When the result is CG_NONE, why holds a sentence for corral doctor.
- */
-int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
-	    struct corral_err *err)
+/* The plan for v2_id, afresh: mountinfo, then a probe of every hierarchy. */
+static int plan_fresh(struct cg *cg, char *why, size_t len, bool v2_id,
+		      struct corral_err *err)
 {
 	uid_t euid = geteuid();
 	struct cg_mounts m;
@@ -152,6 +152,118 @@ int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
 	if (r < 0)
 		return corral_set_errno(err, -r, "planning cgroups");
 	return 0;
+}
+
+/*
+ * The last plan that found cgroups (made with v2_id: the other is it
+ * without the controller-less cgroup2 directory), kept while the mount
+ * table stays as it was: a daemon making sandboxes, and `corral run`
+ * (the stale groups, then its own), read mountinfo and probe every
+ * hierarchy once, not once a group.  A change of the table is seen by
+ * poll(2) on an open /proc/self/mountinfo (POLLPRI); a parent removed or
+ * made unwritable since is seen by the mkdir that needs it, and the
+ * group is planned afresh then (create_groups).
+ */
+static struct {
+	pthread_mutex_t lock;
+	int watch;		/* /proc/self/mountinfo, or -1 */
+	pid_t owner;		/* who opened watch: a fork's copy is not its */
+	bool valid;
+	uid_t euid;
+	struct cg plan;
+} kept = { .lock = PTHREAD_MUTEX_INITIALIZER, .watch = -1 };
+
+static void kept_drop(void)
+{
+	kept.valid = false;
+	cg_free_hiers(&kept.plan);
+	memset(&kept.plan, 0, sizeof(kept.plan));
+}
+
+/* Lock held.  False: the kept plan may be stale (or nothing watches). */
+static bool mounts_unchanged(void)
+{
+	struct pollfd pfd;
+
+	if (kept.watch >= 0 && kept.owner != getpid()) {
+		kept.watch = -1;	/* the parent's: maybe closed, or another file now */
+		kept_drop();
+	}
+	if (kept.watch < 0) {
+		kept.watch = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+		kept.owner = getpid();
+		return false;
+	}
+	pfd = (struct pollfd){ .fd = kept.watch, .events = POLLPRI };
+	return poll(&pfd, 1, 0) == 0;
+}
+
+/* src's hierarchies into dst (no directories yet); for !v2_id without the
+ * controller-less one of a v1 hybrid plan. */
+static int plan_copy(struct cg *dst, const struct cg *src, bool v2_id)
+{
+	dst->ops = src->ops;
+	dst->hybrid = src->hybrid;
+	for (size_t i = 0; i < src->nhier; i++) {
+		const struct cg_hier *h = &src->hier[i];
+		char *parent;
+
+		if (!v2_id && src->ops->mode == CG_V1 && !h->ctrls)
+			continue;
+		parent = strdup(h->parent);
+		if (!parent || cg_add_hier(dst, h->mount, parent,
+					   h->create_parent, h->ctrls) < 0) {
+			cg_free_hiers(dst);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Decide the manager, hierarchies and parents without changing anything.
+ * When the result is CG_NONE, why holds a sentence for corral doctor.
+ */
+int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
+	    struct corral_err *err)
+{
+	uid_t euid = geteuid();
+	struct cg fresh = { 0 };
+	int r;
+
+	why[0] = '\0';
+	cg->ops = &cg_none_manager;
+	cg->kept_plan = false;
+	pthread_mutex_lock(&kept.lock);
+	if (mounts_unchanged() && kept.valid && kept.euid == euid) {
+		r = plan_copy(cg, &kept.plan, v2_id);
+		cg->kept_plan = r == 0;
+		pthread_mutex_unlock(&kept.lock);
+		return r < 0 ? corral_set_errno(err, -r, "planning cgroups") : 0;
+	}
+	kept_drop();
+	r = plan_fresh(&fresh, why, len, true, err);
+	if (r == 0 && fresh.ops->mode != CG_NONE) {
+		r = plan_copy(cg, &fresh, v2_id);
+		if (r < 0)
+			corral_set_errno(err, -r, "planning cgroups");
+		if (r == 0 && kept.watch >= 0) {
+			kept.plan = fresh;
+			kept.euid = euid;
+			kept.valid = true;
+			memset(&fresh, 0, sizeof(fresh));
+		}
+	}
+	pthread_mutex_unlock(&kept.lock);
+	cg_free_hiers(&fresh);
+	return r;
+}
+
+void cg_plan_forget(void)
+{
+	pthread_mutex_lock(&kept.lock);
+	kept_drop();
+	pthread_mutex_unlock(&kept.lock);
 }
 
 /* ---- creating -------------------------------------------------------- */
@@ -178,7 +290,8 @@ static bool parent_is_ours(const struct cg_hier *h)
 {
 	const char *slash = strrchr(h->parent, '/');
 
-	return geteuid() == 0 && slash && !strcmp(slash + 1, CG_PARENT);
+	/* the name first: a call's group, below its sandbox's, asks no more */
+	return slash && !strcmp(slash + 1, CG_PARENT) && geteuid() == 0;
 }
 
 static int make_parents(struct cg *cg, struct corral_err *err)
@@ -278,6 +391,19 @@ static int make_tree(struct cg *cg, const char *name, struct corral_err *err)
 	return r;
 }
 
+/*
+ * A plan kept from an earlier group named what the host no longer has
+ * (a parent removed or no longer ours to write): true when cg was such a
+ * plan and its tree could not be made; the next plan is made afresh.
+ */
+static bool kept_plan_failed(struct cg *cg, int r)
+{
+	if (r == 0 || r == -EEXIST || !cg->kept_plan)
+		return false;
+	cg_plan_forget();
+	return true;
+}
+
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	      unsigned int flags, struct corral_err *err)
 {
@@ -285,14 +411,19 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	int r;
 
 	*out = NULL;
-	r = cg_alloc(&cg, name, flags & CG_V2_ID, err);
-	if (r < 0)
-		return r;
-	if (cg->ops->mode == CG_NONE) {
-		*out = cg;
-		return 0;
+	for (int again = 0; again < 2; again++) {
+		r = cg_alloc(&cg, name, flags & CG_V2_ID, err);
+		if (r < 0)
+			return r;
+		if (cg->ops->mode == CG_NONE) {
+			*out = cg;
+			return 0;
+		}
+		r = make_tree(cg, name, err);
+		if (!kept_plan_failed(cg, r))
+			break;
+		cg_destroy(cg);
 	}
-	r = make_tree(cg, name, err);
 	if (r == 0)
 		r = cg->ops->set_limits(cg, p, err);
 	if (r < 0)
@@ -338,16 +469,21 @@ int cg_freezer_hold(struct cg **out, const char *name, struct corral_err *err)
 	int r;
 
 	*out = NULL;
-	r = cg_alloc(&cg, name, false, err);
-	if (r < 0)
-		return r;
-	if (cg->ops->mode != CG_V1 || !cg_hier_of(cg, C_FREEZER)) {
-		cg_free_hiers(cg);	/* v2 and none have no such switch */
-		free(cg);
-		return 0;
+	for (int again = 0; again < 2; again++) {
+		r = cg_alloc(&cg, name, false, err);
+		if (r < 0)
+			return r;
+		if (cg->ops->mode != CG_V1 || !cg_hier_of(cg, C_FREEZER)) {
+			cg_free_hiers(cg);	/* v2 and none have no such switch */
+			free(cg);
+			return 0;
+		}
+		keep_freezer_only(cg);
+		r = make_tree(cg, name, err);
+		if (!kept_plan_failed(cg, r))
+			break;
+		cg_destroy(cg);
 	}
-	keep_freezer_only(cg);
-	r = make_tree(cg, name, err);
 	if (r == 0)
 		r = cg->ops->freeze_request(cg, true, err);
 	if (r < 0) {
@@ -458,16 +594,21 @@ int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err)
 	return ops_of(cg)->attach(cg, pid, err);
 }
 
-int cg_stats(struct cg *cg, struct cg_stats *st)
+int cg_stats_some(struct cg *cg, unsigned want, struct cg_stats *st)
 {
 	int r;
 
 	memset(st, 0, sizeof(*st));
 	if (cg_mode(cg) == CG_NONE)
 		return 0;
-	r = cg->ops->stats(cg, st);
+	r = cg->ops->stats(cg, want, st);
 	st->valid = r == 0;
 	return r;
+}
+
+int cg_stats(struct cg *cg, struct cg_stats *st)
+{
+	return cg_stats_some(cg, CG_ST_ALL, st);
 }
 
 uint64_t cg_id(struct cg *cg)

@@ -76,6 +76,21 @@ const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "r
 /* Move pid into the group (every hierarchy). */
 int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
 int cg_stats(struct cg *cg, struct cg_stats *st);
+/*
+ * The counters of want only (CG_ST_*), a file or two each: a call reads
+ * what its result reports, at its start and its end, on the daemon's loop.
+ * The others stay 0; valid says whether those asked for could be read.
+ */
+#define CG_ST_CPU	(1u << 0)	/* cpu_ns */
+#define CG_ST_MEM_PEAK	(1u << 1)
+#define CG_ST_MEM_NOW	(1u << 2)	/* mem_current */
+#define CG_ST_OOM	(1u << 3)
+#define CG_ST_PIDS	(1u << 4)	/* pids_max_hits */
+#define CG_ST_THROTTLED	(1u << 5)
+#define CG_ST_ALL	0x3fu
+/* what a call's verdict compares, before and after (call_hits) */
+#define CG_ST_HITS	(CG_ST_OOM | CG_ST_PIDS | CG_ST_THROTTLED)
+int cg_stats_some(struct cg *cg, unsigned want, struct cg_stats *st);
 
 /*
  * Freeze (or thaw) and wait until the kernel says it is done: polls, up

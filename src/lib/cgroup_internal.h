@@ -56,6 +56,7 @@ struct cg {
 	size_t nhier;
 	struct cg_hier hier[C_COUNT + 1];	/* + hybrid: the cgroup2 tree */
 	struct cg_op *op;	/* at most one; dropped by the next or by destroy */
+	bool kept_plan;		/* planned from the plan kept (cg_plan) */
 };
 
 /* What /proc/self/mountinfo says about cgroup filesystems. */
@@ -84,7 +85,8 @@ struct cg_manager {
 	int (*set_limits)(struct cg *cg, const struct corral_policy *p,
 			  struct corral_err *err);
 	int (*attach)(struct cg *cg, pid_t pid, struct corral_err *err);
-	int (*stats)(struct cg *cg, struct cg_stats *st);
+	/* The counters of want (CG_ST_*): only their files are read. */
+	int (*stats)(struct cg *cg, unsigned want, struct cg_stats *st);
 	/* Ask for the state, no waiting (v1 repeats the request, as runc). */
 	int (*freeze_request)(struct cg *cg, bool frozen, struct corral_err *err);
 	/* 1: the kernel says the state is reached; 0: not yet; <0: error. */
@@ -102,9 +104,15 @@ extern const struct cg_manager cg_none_manager;
 
 /* ---- cgroup.c ----------------------------------------------------------- */
 
-/* Decide the manager and the hierarchies; CG_NONE: why says why. */
+/*
+ * Decide the manager and the hierarchies; CG_NONE: why says why.  A plan
+ * that found cgroups is kept while the mount table does not change, and
+ * handed out again (cg->kept_plan): cg_plan_forget() when what it named
+ * turned out to be gone.
+ */
 int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
 	    struct corral_err *err);
+void cg_plan_forget(void);
 void cg_free_hiers(struct cg *cg);
 struct cg_hier *cg_hier_of(struct cg *cg, enum cg_ctrl c);
 /*

@@ -43,9 +43,10 @@ static int none_attach(struct cg *cg, pid_t pid, struct corral_err *err)
 	return 0;
 }
 
-static int none_stats(struct cg *cg, struct cg_stats *st)
+static int none_stats(struct cg *cg, unsigned want, struct cg_stats *st)
 {
 	(void)cg;
+	(void)want;
 	(void)st;
 	return 0;	/* st stays zero and not valid */
 }

@@ -12,6 +12,7 @@
 #include "cgroup_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,31 +134,44 @@ static int v1_set_limits(struct cg *cg, const struct corral_policy *p,
 	return 0;
 }
 
-static int v1_stats(struct cg *cg, struct cg_stats *st)
-{
-	struct cg_hier *h;
-	int r = 0;
+/* Where v1 keeps each counter; key NULL: the file is the number. */
+static const struct v1_counter {
+	unsigned bit;
+	enum cg_ctrl ctrl;
+	const char *file, *key;
+	size_t off;
+	bool optional;		/* no such hierarchy, or unreadable: left 0 */
+} v1_counters[] = {
+	{ CG_ST_CPU, C_CPUACCT, "cpuacct.usage", NULL,
+	  offsetof(struct cg_stats, cpu_ns), false },
+	{ CG_ST_MEM_PEAK, C_MEMORY, "memory.max_usage_in_bytes", NULL,
+	  offsetof(struct cg_stats, mem_peak), false },
+	{ CG_ST_MEM_NOW, C_MEMORY, "memory.usage_in_bytes", NULL,
+	  offsetof(struct cg_stats, mem_current), false },
+	{ CG_ST_OOM, C_MEMORY, "memory.oom_control", "oom_kill",
+	  offsetof(struct cg_stats, oom_kills), false },
+	{ CG_ST_PIDS, C_PIDS, "pids.events", "max",
+	  offsetof(struct cg_stats, pids_max_hits), false },
+	/* no quota, no throttling */
+	{ CG_ST_THROTTLED, C_CPU, "cpu.stat", "nr_throttled",
+	  offsetof(struct cg_stats, throttled), true },
+};
 
-	h = cg_hier_of(cg, C_CPUACCT);
-	if (h)
-		r = cg_read_kv(h->dir, "cpuacct.usage", NULL, &st->cpu_ns);
-	h = cg_hier_of(cg, C_MEMORY);
-	if (r == 0)
-		r = cg_read_kv(h->dir, "memory.max_usage_in_bytes", NULL,
-			       &st->mem_peak);
-	if (r == 0)
-		r = cg_read_kv(h->dir, "memory.usage_in_bytes", NULL,
-			       &st->mem_current);
-	if (r == 0)
-		r = cg_read_kv(h->dir, "memory.oom_control", "oom_kill",
-			       &st->oom_kills);
-	h = cg_hier_of(cg, C_PIDS);
-	if (r == 0)
-		r = cg_read_kv(h->dir, "pids.events", "max", &st->pids_max_hits);
-	h = cg_hier_of(cg, C_CPU);
-	if (h)	/* optional: no quota, no throttling */
-		cg_read_kv(h->dir, "cpu.stat", "nr_throttled", &st->throttled);
-	return r;
+static int v1_stats(struct cg *cg, unsigned want, struct cg_stats *st)
+{
+	for (size_t i = 0; i < sizeof(v1_counters) / sizeof(v1_counters[0]); i++) {
+		const struct v1_counter *k = &v1_counters[i];
+		struct cg_hier *h = cg_hier_of(cg, k->ctrl);
+		int r;
+
+		if (!(want & k->bit) || !h)
+			continue;	/* a call's group has no cpu hierarchy */
+		r = cg_read_kv(h->dir, k->file, k->key,
+			       (uint64_t *)((char *)st + k->off));
+		if (r < 0 && !k->optional)
+			return r;
+	}
+	return 0;
 }
 
 static int v1_freeze_request(struct cg *cg, bool frozen,

@@ -199,23 +199,33 @@ static int v2_set_limits(struct cg *cg, const struct corral_policy *p,
 
 /* ---- running ----------------------------------------------------------- */
 
-static int v2_stats(struct cg *cg, struct cg_stats *st)
+static int v2_stats(struct cg *cg, unsigned want, struct cg_stats *st)
 {
 	const char *dir = cg->hier[0].dir;
+	char buf[4096];
 	uint64_t usec = 0;
-	int r;
+	ssize_t n;
+	int r = 0;
 
-	r = cg_read_kv(dir, "cpu.stat", "usage_usec", &usec);
-	st->cpu_ns = usec * 1000;
-	if (r == 0)
+	/* cpu.stat holds both: read once */
+	if (want & (CG_ST_CPU | CG_ST_THROTTLED)) {
+		n = cg_read_file(dir, "cpu.stat", buf, sizeof(buf));
+		if (n >= 0) {
+			cg_kv_get(buf, "usage_usec", &usec);
+			cg_kv_get(buf, "nr_throttled", &st->throttled);
+		} else if (n != -ENOENT && (want & CG_ST_CPU)) {
+			r = (int)n;	/* throttling alone is optional */
+		}
+		st->cpu_ns = usec * 1000;
+	}
+	if (r == 0 && (want & CG_ST_MEM_PEAK))
 		r = cg_read_kv(dir, "memory.peak", NULL, &st->mem_peak);
-	if (r == 0)
+	if (r == 0 && (want & CG_ST_MEM_NOW))
 		r = cg_read_kv(dir, "memory.current", NULL, &st->mem_current);
-	if (r == 0)
+	if (r == 0 && (want & CG_ST_OOM))
 		r = cg_read_kv(dir, "memory.events", "oom_kill", &st->oom_kills);
-	if (r == 0)
+	if (r == 0 && (want & CG_ST_PIDS))
 		r = cg_read_kv(dir, "pids.events", "max", &st->pids_max_hits);
-	cg_read_kv(dir, "cpu.stat", "nr_throttled", &st->throttled);
 	return r;
 }
 

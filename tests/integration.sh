@@ -241,6 +241,34 @@ t_no_controlling_terminal() {
 	expect_contains "tty" "$out" "rc=2"
 }
 
+# Nothing of the caller's signal state goes in (ignored, blocked), glibc's
+# own signals included; the command leads its own session; a file without
+# #! runs under sh, as execvp does, found in the command's own PATH.  init starts the command without fork
+# (spawn_command in child.c): this is what that must keep.
+t_command_starts_clean() {
+	printf 'echo no-shebang "$1"\n' > "$T/nsb"
+	chmod 755 "$T/nsb"
+	/usr/bin/python3 -c '
+import signal, subprocess, sys
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1, signal.SIGTERM])
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+print(r.stdout + r.stderr + "rc=%d" % r.returncode)' timeout 60 "$CORRAL" run --ro "$T/nsb:/opt/nsb" -- /bin/sh -c '
+grep -E "^Sig(Blk|Ign)" /proc/self/status
+read -r pid comm state ppid pgrp sid rest < /proc/$$/stat; echo "leader=$((pid == sid))"
+/opt/nsb arg1' > "$T/o" 2>&1
+	# the command is looked up in its own PATH, not corral's
+	out=$(crun --ro "$T/nsb:/opt/only/nsb-here" --env PATH=/opt/only:/usr/bin:/bin -- nsb-here arg2)
+	expect_contains "its PATH" "$out" "no-shebang arg2"
+	out=$(cat "$T/o")
+	expect_contains "nothing blocked" "$out" "SigBlk:	0000000000000000"
+	expect_contains "nothing ignored" "$out" "SigIgn:	0000000000000000"
+	expect_contains "own session" "$out" "leader=1"
+	expect_contains "no #!" "$out" "no-shebang arg1"
+	expect_contains "exit" "$out" "rc=0"
+}
+
 t_network_is_loopback_only() {
 	out=$(crun -- /bin/cat /proc/net/dev)
 	ifs=$(tail -n +3 "$T/out" | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')

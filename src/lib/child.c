@@ -33,6 +33,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -456,6 +457,91 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 	_exit(127);
 }
 
+/*
+ * The command without fork: clone(CLONE_VM | CLONE_VFORK) copies none of
+ * init's page tables, and neither init nor the child takes copy-on-write
+ * faults after it; on a paravirtualized host those cost more than the
+ * command's own exec (issue 17).  init sleeps until the child has run
+ * exec or _exit.  The child shares init's memory until then, so it runs
+ * on a stack of its own and makes raw syscalls: no libc state, no errno
+ * of its own.  The state it leaves is exec_command's: every signal at its
+ * default, glibc's own two as well (glibc's posix_spawn leaves those
+ * ignored), nothing blocked, a session of its own.
+ */
+struct spawn {
+	const struct child_ctx *c;
+	int err;		/* exec's errno, or 0 */
+};
+
+/* The kernel's struct sigaction, not libc's. */
+struct k_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+__attribute__((no_sanitize("address", "undefined")))
+static int spawn_child(void *arg)
+{
+	struct spawn *sp = arg;
+	struct k_sigaction dfl = { .handler = SIG_DFL };
+	uint64_t none = 0;
+
+	/* every signal is blocked (spawn_command): no handler of init's runs */
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+	syscall(SYS_setsid);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(uint64_t));
+	/* execvpe as execvp: the command's PATH, sh for a file without #! */
+	execvpe(sp->c->argv[0], sp->c->argv, sp->c->envp);
+	sp->err = errno ? errno : ENOEXEC;
+	syscall(SYS_exit, 127);
+	return 127;
+}
+
+/*
+ * The command's pid; 0 to fork instead (a pty, rlimits, or no memory for
+ * a stack); -errno if exec failed.  The stack holds execvpe's copy of
+ * argv for sh as well.
+ */
+static pid_t spawn_command(const struct child_ctx *c, int slave)
+{
+	extern char **environ;
+	struct spawn sp = { .c = c };
+	uint64_t all = ~0ULL, old;
+	size_t argc = 0, size;
+	char *stack;
+	pid_t pid;
+
+	if (slave >= 0 || c->cg_none || c->nrlimits)
+		return 0;
+	/* execvpe searches the PATH of environ, not of envp: the command's */
+	environ = c->envp;
+	while (c->argv[argc])
+		argc++;
+	size = (64 << 10) + ((argc + 2) * sizeof(char *) + 4095) / 4096 * 4096;
+	stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return 0;
+	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t)) < 0) {
+		munmap(stack, size);
+		return 0;
+	}
+	pid = clone(spawn_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
+	munmap(stack, size);
+	if (pid < 0)
+		return 0;
+	if (sp.err) {
+		waitpid(pid, NULL, 0);
+		return -sp.err;
+	}
+	return pid;
+}
+
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
@@ -485,8 +571,13 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			setup_failed(c, &err);
 	}
 
-	cmd = fork();
+	/* spawned, the command has run exec: the read below sees EOF */
+	cmd = spawn_command(c, slave);
 	if (cmd < 0) {
+		send_msg(c->msg_wr, MSG_EXEC_FAILED, -cmd, 0, NULL);
+		_exit(127);
+	}
+	if (cmd == 0 && (cmd = fork()) < 0) {
 		struct corral_err err;
 
 		corral_set_errno(&err, errno, "cannot start the command");

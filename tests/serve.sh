@@ -392,6 +392,12 @@ t_sandbox_lifecycle() {
 		'["active_seconds", "cpu_seconds", "frozen_seconds", "memory_byte_seconds", "memory_peak_bytes"]'
 	limits=$(jq 'v["limits"]')
 	[ "$ME" != 0 ] || [ "$limits" != rlimit ] || fail "root got no cgroup limits"
+	# the meters read the box's cgroup (meter.c): a box that ran has used memory
+	if [ "$limits" != rlimit ]; then
+		expect_eq "echo" "$(sbsh "$id" 'echo metered')" metered
+		code=$(api GET "/v1/sandboxes/$id")
+		expect_eq "memory peak" "$(jq 'v["meters"]["memory_peak_bytes"] > 0')" true
+	fi
 	case "${CORRAL_EXPECT_LIMITS:-}" in
 	cgroup) [ "$limits" != rlimit ] || fail "limits: rlimit, want cgroups" ;;
 	rlimit) expect_eq "limits" "$limits" rlimit ;;

@@ -346,7 +346,9 @@ EOF
 	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin" --data-binary x)
 	expect_code "stdin to a finished process" "$code" 409
 	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "cat"}')
+	expect_code "start cat" "$code" 201
 	pid=$(jq 'v["pid"]')
+	[ "$pid" -gt 0 ] || fail "cat never started: $(cat "$T/body")"
 	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin" --data-binary x)
 	expect_code "stdin never opened" "$code" 409
 }

@@ -751,6 +751,41 @@ static int dial(const struct sockaddr *sa, socklen_t len, bool *done)
 	return fd;
 }
 
+/* An upstream connect that failed before the loop saw it: 502. */
+static void connect_failed(struct conn *c, int e)
+{
+	char why[CORRAL_ERR_MAX];
+
+	snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host, c->port,
+		 strerror(e));
+	http_error(c, 502, "Bad Gateway", why);
+}
+
+/* c->up's callbacks and buffers, before its connect completes. */
+static void upstream_setup(struct conn *c)
+{
+	conn_bev_tune(c->up);
+	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
+	c->st = C_CONNECT;
+}
+
+/*
+ * The loop watches c->up's connect (sa: starts it; NULL: it is under way),
+ * with a limit on how long it takes, the client held meanwhile.  False if
+ * it could not (the client has its 502).
+ */
+static bool await_upstream(struct conn *c, const struct sockaddr *sa, socklen_t len)
+{
+	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
+
+	bufferevent_set_timeouts(c->up, NULL, &tv);
+	hold_down(c);
+	if (bufferevent_socket_connect(c->up, sa, len) == 0)
+		return true;
+	connect_failed(c, errno);
+	return false;
+}
+
 /*
  * The upstream of a connection we do not terminate: relayed at once if the
  * connection is already up, else once the loop sees it complete (or fail,
@@ -758,7 +793,6 @@ static int dial(const struct sockaddr *sa, socklen_t len, bool *done)
  */
 static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t len)
 {
-	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
 	char why[CORRAL_ERR_MAX];
 	bool done;
 	int fd = dial(sa, len, &done);
@@ -776,21 +810,11 @@ static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t l
 		http_error(c, 502, "Bad Gateway", "out of memory");
 		return;
 	}
-	conn_bev_tune(c->up);
-	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
-	c->st = C_CONNECT;
-	if (done) {
+	upstream_setup(c);
+	if (done)
 		upstream_ready(c);
-		return;
-	}
-	bufferevent_set_timeouts(c->up, NULL, &tv);
-	hold_down(c);
-	/* no address: wait for the connect already under way */
-	if (bufferevent_socket_connect(c->up, NULL, 0) < 0) {
-		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
-			 c->port, strerror(errno));
-		http_error(c, 502, "Bad Gateway", why);
-	}
+	else
+		await_upstream(c, NULL, 0);
 }
 
 static void connect_upstream(struct conn *c, const struct sockaddr *sa,
@@ -803,30 +827,18 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 		conn_deny(c, v.reason);
 		return;
 	}
-	if (c->terminated) {
-		c->up = conn_tls_upstream(c, why, sizeof(why));
-		if (!c->up) {
-			http_error(c, 502, "Bad Gateway", why);
-			return;
-		}
-	} else {
+	if (!c->terminated) {
 		connect_plain(c, sa, len);
 		return;
 	}
-	struct timeval tv = { CONNECT_TIMEOUT_S, 0 };
-
-	conn_bev_tune(c->up);
-	bufferevent_set_timeouts(c->up, NULL, &tv);
-	bufferevent_setcb(c->up, NULL, NULL, on_upstream_event, c);
-	c->st = C_CONNECT;
-	hold_down(c);
-	if (bufferevent_socket_connect(c->up, sa, len) < 0) {
-		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
-			 c->port, strerror(errno));
+	c->up = conn_tls_upstream(c, why, sizeof(why));
+	if (!c->up) {
 		http_error(c, 502, "Bad Gateway", why);
 		return;
 	}
-	conn_nodelay(bufferevent_getfd(c->up));
+	upstream_setup(c);
+	if (await_upstream(c, sa, len))
+		conn_nodelay(bufferevent_getfd(c->up));
 }
 
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg)

@@ -56,6 +56,7 @@ static struct event *housekeeping(struct event *ev)
 
 static void drop_pend(struct corral_call *c);
 static void spare_fork(struct corral_box *b);
+static void announce(struct corral_call *c);
 
 static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 {
@@ -221,6 +222,16 @@ void call_finish(struct corral_call *c)
 	corral_box_layers(b, &res->layers);
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
+	/*
+	 * A call sent inline (its spare was ready) is announced by a zero
+	 * timer, and libevent runs a dispatch's I/O before the timers that
+	 * expire with it: a command that ran and ended before the loop came
+	 * back would finish unannounced, and look as if it never started.
+	 */
+	if (!c->fail.stage) {
+		c->in_exec = false;
+		announce(c);
+	}
 	/*
 	 * The next call's process, asked for before this answer goes out: a
 	 * caller's next call, sent as soon as it has the answer, finds it

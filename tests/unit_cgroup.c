@@ -779,6 +779,36 @@ TEST(call_group_below_sandbox)
 	destroy_and_check(cg, name);
 }
 
+/*
+ * cg_destroy's first try is one rmdir a hierarchy; a group with a child
+ * group holding a live process must still be emptied and removed whole.
+ */
+TEST(destroy_with_busy_child)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct corral_err err = { 0 };
+	struct cg *cg = NULL, *call = NULL;
+	char name[64];
+	struct kid k;
+	int st;
+
+	group_name(name, sizeof(name), "busy");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	CHECK(cg_create_child(cg, "c1", &call, &err) == 0);
+	if (!call) {
+		destroy_and_check(cg, name);
+		return;
+	}
+	spawn_in(call, &k, child_pause, NULL);
+	CHECK(cg_nprocs(cg) == 1);
+	destroy_and_check(cg, name);
+	st = kid_wait(&k, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	cg_destroy(call);	/* its directories went with the parent's */
+}
+
 TEST(destroy_frozen_group)
 {
 	struct corral_policy p = { .pids = 16 };

@@ -917,9 +917,18 @@ void cg_destroy(struct cg *cg)
 		return;
 	cg_op_cancel(cg);
 	if (cg->ops->mode != CG_NONE) {
-		cg_kill(cg);
-		wait_empty(cg, CG_EMPTY_WAIT_MS);
-		remove_dirs(cg);
+		/*
+		 * Empty, the common case (a sandbox's PID 1 takes every
+		 * process with it): one rmdir a hierarchy.  A task is in one
+		 * group of every hierarchy, so a first rmdir that succeeds
+		 * means none is left; what fails (children the sandbox made,
+		 * a task still leaving) takes the careful way.
+		 */
+		if (cg_try_remove(cg) < 0) {
+			cg_kill(cg);
+			wait_empty(cg, CG_EMPTY_WAIT_MS);
+			remove_dirs(cg);
+		}
 		/* the last sandbox out removes our parent (EBUSY: others remain) */
 		for (size_t i = 0; i < cg->nhier; i++)
 			if (parent_is_ours(&cg->hier[i]))

@@ -126,9 +126,10 @@ static int read_name(const uint8_t *pkt, size_t len, size_t *off, uint8_t *out,
 				*off = at + 2;
 			/*
 			 * only backwards, before where this part of the name
-			 * began: each jump lands lower than the last, no loop
+			 * began: each jump lands lower than the last, no loop;
+			 * and never into the header, where no name is
 			 */
-			if (to >= limit)
+			if (to >= limit || to < DNS_HEADER_LEN)
 				return -EINVAL;
 			jumped = true;
 			at = limit = to;
@@ -251,7 +252,8 @@ static void put16(uint8_t *p, uint16_t v)
 /*
  * The header, the question as asked, then an A or AAAA record per address
  * wanted, each named by a pointer to the question's name (which starts
- * right after the header).  -ENOSPC when it does not fit in *outlen.
+ * right after the header), or by the root's one byte, shorter than a
+ * pointer.  -ENOSPC when it does not fit in *outlen.
  */
 static int build(const struct resp *r, uint8_t *out, size_t *outlen)
 {
@@ -278,21 +280,26 @@ static int build(const struct resp *r, uint8_t *out, size_t *outlen)
 	for (size_t i = 0; r->qname && !r->tc && i < r->naddrs; i++) {
 		const struct sockaddr_storage *ss = &r->addrs[i];
 		bool v4 = ss->ss_family == AF_INET;
-		size_t alen = v4 ? 4 : 16;
+		size_t alen = v4 ? 4 : 16, owner = r->qname_len == 1 ? 1 : 2;
 
 		if (!wanted(r, ss) || added == DNS_ANSWERS_MAX)
 			continue;
-		if (room - n < 2 + DNS_RR_FIXED + alen)
+		if (room - n < owner + DNS_RR_FIXED + alen)
 			return -ENOSPC;
-		put16(out + n, DNS_POINTER << 8 | DNS_HEADER_LEN);
-		put16(out + n + 2, r->qtype);
-		put16(out + n + 4, DNS_CLASS_IN);
-		put16(out + n + 6, (uint16_t)(r->ttl >> 16));
-		put16(out + n + 8, (uint16_t)r->ttl);
-		put16(out + n + 10, (uint16_t)alen);
-		memcpy(out + n + 12, v4 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr :
+		if (owner == 1)
+			out[n] = 0;
+		else
+			put16(out + n, DNS_POINTER << 8 | DNS_HEADER_LEN);
+		n += owner;
+		put16(out + n, r->qtype);
+		put16(out + n + 2, DNS_CLASS_IN);
+		put16(out + n + 4, (uint16_t)(r->ttl >> 16));
+		put16(out + n + 6, (uint16_t)r->ttl);
+		put16(out + n + 8, (uint16_t)alen);
+		memcpy(out + n + DNS_RR_FIXED,
+		       v4 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr :
 		       (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr, alen);
-		n += 2 + DNS_RR_FIXED + alen;
+		n += DNS_RR_FIXED + alen;
 		added++;
 	}
 	put16(out + 6, (uint16_t)added);

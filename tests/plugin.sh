@@ -175,6 +175,66 @@ t_broken_plugin_refused() {
 }
 
 echo "# relative relocations in $CORRAL: $(readelf -rW "$CORRAL" | grep -c '_RELATIVE ')"
+# ---- the daemon: a box is refused, the daemon goes on ------------------------
+
+# api METHOD PATH [BODY]: the staged daemon's answer, body in $T/body
+api() {
+	curl -sS --max-time 30 --unix-socket "$T/s" -o "$T/body" -w '%{http_code}' \
+		-X "$1" "http://corral$2" ${3:+-H 'Content-Type: application/json' -d "$3"} \
+		2> "$T/curl.err" || true
+}
+
+# daemon_start: the staged corral serves on $T/s; DPID
+daemon_start() {
+	local i=0
+	"$T/bin/corral" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 \
+		< /dev/null &
+	DPID=$!
+	# shellcheck disable=SC2064
+	trap "kill $DPID 2>/dev/null; wait $DPID 2>/dev/null" EXIT
+	while [ $i -lt 200 ] && [ "$(api GET /v1/health)" != 200 ]; do
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	expect_eq "health ($(tail -3 "$T/daemon.log"))" "$(api GET /v1/health)" 200
+}
+
+daemon_stop() {
+	kill "$DPID"
+	wait "$DPID" 2>/dev/null || true
+	trap - EXIT
+}
+
+t_daemon_box_refused_without_plugin() {
+	local code
+	stage
+	daemon_start
+	rm "$T/bin/corral-tls.so"
+	code=$(api POST /v1/sandboxes "{\"policy\": $TLS_POLICY}")
+	[ "$code" != 201 ] || fail "a box that terminates TLS was made without the plugin"
+	expect_contains "why" "$(cat "$T/body")" "$T/bin/corral-tls.so"
+	expect_eq "health after" "$(api GET /v1/health)" 200
+	daemon_stop
+}
+
+# the daemon loads it for its first such box; the box has its CA
+t_daemon_box_terminates_with_plugin() {
+	local code id
+	stage
+	daemon_start
+	code=$(api POST /v1/sandboxes "{\"policy\": $TLS_POLICY}")
+	expect_eq "create ($(cat "$T/body"))" "$code" 201
+	id=$(json id < "$T/body")
+	code=$(api POST "/v1/sandboxes/$id/exec" \
+		'{"command": "echo $SSL_CERT_FILE; grep -c BEGIN /etc/corral/ca.pem"}')
+	expect_eq "exec ($(cat "$T/body"))" "$code" 200
+	expect_eq "inside" "$(json stdout < "$T/body")" "/etc/corral/bundle.pem
+1"
+	expect_eq "delete" "$(api DELETE "/v1/sandboxes/$id")" 200
+	daemon_stop
+}
+
 run_tests "$@"
 echo "plugin ($(id -un)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" = 0 ]

@@ -4,8 +4,9 @@
  * For a host the policy terminates (httprules.c), once the ClientHello's
  * SNI was judged (proxy.c's conn_on_sni), the proxy answers the handshake
  * itself with a certificate minted for the name by the sandbox's own CA
- * (tls.c), and reads what comes next as HTTP/1.1 requests: each judged by
- * method, path and size, its placeholders swapped or refused (proxy.c).
+ * (src/tls/ca.c), and reads what comes next as HTTP/1.1 requests: each
+ * judged by method, path and size, its placeholders swapped or refused
+ * (proxy.c).
  * Upstream it is a client of its own, verifying the host's certificate and
  * name, never below the protocol version the sandbox negotiated.
  *

@@ -166,6 +166,23 @@ t_symlinked_plugin_refused() {
 	refused "cannot open it"
 }
 
+# A binary no longer at its path (replaced by an upgrade, or run from a
+# memfd as here): no directory of its own, so no plugin, from anywhere.
+t_binary_without_a_path_refused() {
+	local rc=0
+	stage
+	# a plugin in / is the first wrong guess a memfd's "/memfd:..." invites
+	/usr/bin/python3 -c 'import os, sys
+fd = os.memfd_create("corral", 0)
+os.write(fd, open(sys.argv[1], "rb").read())
+os.execv("/proc/self/fd/%d" % fd, ["corral", "run", "--policy", sys.argv[2], "--",
+         "/bin/echo", sys.argv[3]])' "$T/bin/corral" "$T/tls.json" "ran-$$" \
+		> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	[ "$rc" != 0 ] || fail "the run succeeded: $(cat "$T/out")"
+	expect_contains "error" "$(cat "$T/err")" "is no longer at its path"
+	expect_not_contains "output" "$(cat "$T/out")" "ran-$$"
+}
+
 # a file that is no plugin: dlopen's own reason, named
 t_broken_plugin_refused() {
 	stage

@@ -24,6 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* what the kernel appends to /proc/self/exe's target once it is unlinked */
+#define DELETED " (deleted)"
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const struct tls_ops *loaded;
 static struct corral_err load_err;
@@ -41,6 +44,14 @@ static int plugin_path(char *path, size_t size, uid_t *owner, struct corral_err 
 					"(readlink /proc/self/exe) to load " TLS_PLUGIN_NAME
 					" beside it");
 	exe[n] = '\0';
+	/*
+	 * gone from its path (replaced by an upgrade, or a memfd run with
+	 * fexecve): what is there now, if anything, is not this build's
+	 */
+	if (n >= (ssize_t)strlen(DELETED) && !strcmp(exe + n - strlen(DELETED), DELETED))
+		return corral_set_err(err, -ESTALE, "corral's own binary \"%s\" is no longer "
+				      "at its path: no directory to load " TLS_PLUGIN_NAME
+				      " from (restart corral)", exe);
 	slash = strrchr(exe, '/');
 	if (exe[0] != '/' || !slash)
 		return corral_set_err(err, -ENOENT, "corral's own binary is \"%s\", not a "

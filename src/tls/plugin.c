@@ -38,7 +38,8 @@ static struct bufferevent *server(struct tls_ca *ca, struct event_base *base,
 	return filter;
 }
 
-static void server_close(struct bufferevent *filter, struct tls_session *sess, bool notify)
+static void server_close(struct bufferevent *filter, struct tls_session *sess,
+			 bool notify)
 {
 	SSL *ssl = (SSL *)sess;
 

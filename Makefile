@@ -3,13 +3,19 @@
 CC      ?= cc
 # libnftables is loaded at run time (net.c), only where transparent mode
 # is set up: its headers come from libnftables-dev, its code is not linked.
-PKGS    := libseccomp jansson ldns libevent libcrypto zlib
+PKGS    := libseccomp jansson libevent zlib
 # libcurl's headers only: the client verbs load it at run time (src/cli/curl.c)
 HDR_PKGS := libcurl
-# image archives and layers (src/lib/image_*.c)
-PKGS    += libarchive
-# TLS termination in the egress proxy (src/lib/tls.c, proxy.c)
-PKGS    += libssl libevent_openssl
+# image archives and layers (src/lib/image_*.c); nettle's SHA-256, SHA-1
+# and base64 (audit.c, image_store.c, patch.c, result.c, secrets.c)
+PKGS    += libarchive nettle
+# TLS termination in the egress proxy: a plugin, $(BUILD)/corral-tls.so
+# (src/tls/, src/lib/tls_plugin.h), linked against these shared; corral
+# itself links none of them
+TLS_PKGS := libssl libcrypto libevent_openssl
+# ldns only in tests/unit_dns.c and fuzz/fuzz_dns.c: an independent reader
+# of what src/lib/dnsmsg.c writes (ldns's DNSSEC code needs libcrypto)
+TEST_PKGS := ldns
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter
@@ -21,8 +27,10 @@ LIB_FLAGS    := -Iinclude -Isrc/lib -fvisibility=hidden
 CLI_FLAGS    := -Iinclude -Isrc/cli
 DAEMON_FLAGS := -Iinclude -Isrc/daemon
 TEST_FLAGS   := -Iinclude -Isrc/lib
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) $(TLS_PKGS) $(TEST_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TLS_LIBS   := $(shell pkg-config --libs $(TLS_PKGS) 2>/dev/null)
+TEST_LIBS  := $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 # A cold `corral run` paid for loading and relocating 25 shared objects
 # (libarchive brings libxml2, ICU and libstdc++): 11.3M instructions before
@@ -32,9 +40,13 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 # (src/daemon/api_errors.c) replaces libevent's own, which only works across
 # a shared object.  The cost: a security update of one of these libraries
 # reaches corral when it is rebuilt.  `make LINK=shared` links as before;
-# it is also what a host without one of the .a files gets.
+# it is also what a host without one of the .a files gets.  OpenSSL is not
+# among them, nor linked at all: its ~18k relocations cost every start,
+# and only a policy that terminates TLS needs it, so it is in
+# corral-tls.so, loaded then (src/lib/tls_plugin.h; tests/linkage.sh
+# checks it stays out).
 LINK ?= static
-STATIC_A := seccomp jansson ldns event_openssl ssl crypto archive nettle acl \
+STATIC_A := seccomp jansson archive nettle acl \
 	    zstd lz4 lzma bz2 z http_parser
 ifeq ($(LINK),static)
 STATIC_MISSING := $(strip $(foreach l,$(STATIC_A),$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),,$(l))))
@@ -54,6 +66,7 @@ endif
 LDFLAGS += -Wl,-z,now
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
+TLS_SRC := $(sort $(wildcard src/tls/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 DAEMON_SRC := $(sort $(wildcard src/daemon/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit_*.c))
@@ -62,6 +75,8 @@ HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+TLS_OBJ := $(TLS_SRC:%.c=$(BUILD)/%.o)
+TLS_PLUGIN := $(BUILD)/corral-tls.so
 # the CLI but its main(): what tests/unit_client.c tests
 CLI_LIB := $(BUILD)/libcli.a
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -71,11 +86,13 @@ CLIENT_BIN := $(BUILD)/tests/serve_client
 .PHONY: oci-validation
 .PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak image-debian-test
 
-all: $(BUILD)/corral $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
+all: $(BUILD)/corral $(TLS_PLUGIN) $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
 
 $(LIB_OBJ): PART_FLAGS := $(LIB_FLAGS)
 $(CLI_OBJ): PART_FLAGS := $(CLI_FLAGS)
 $(DAEMON_OBJ): PART_FLAGS := $(DAEMON_FLAGS)
+# the plugin: position-independent, its one export marked in plugin.c
+$(TLS_OBJ): PART_FLAGS := -Isrc/lib -Isrc/tls -fPIC -fvisibility=hidden
 
 $(BUILD)/%.o: %.c include/corral.h src/lib/internal.h
 	@mkdir -p $(dir $@)
@@ -95,11 +112,17 @@ $(BUILD)/gen/sc_prebuilt.c: $(BUILD)/tools/sc_prebuild
 $(BUILD)/gen/sc_prebuilt.o: $(BUILD)/gen/sc_prebuilt.c include/corral.h src/lib/internal.h
 	$(CC) $(CPPFLAGS) $(LIB_FLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
+# anew each time: a source removed (src/lib/tls.c) leaves no stale member
 $(BUILD)/libcorral.a: $(LIB_OBJ) $(BUILD)/gen/sc_prebuilt.o
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/corral: $(CLI_OBJ) $(DAEMON_OBJ) $(BUILD)/libcorral.a
+# corral loads its plugin from its own directory only: built with it
+$(BUILD)/corral: $(CLI_OBJ) $(DAEMON_OBJ) $(BUILD)/libcorral.a | $(TLS_PLUGIN)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(DAEMON_OBJ) $(BUILD)/libcorral.a $(LDLIBS)
+
+# OpenSSL and libevent_openssl shared, over the libevent corral already has
+$(TLS_PLUGIN): $(TLS_OBJ)
+	$(CC) -shared $(ALL_CFLAGS) $(LDFLAGS) -Wl,--no-undefined -o $@ $(TLS_OBJ) $(TLS_LIBS)
 
 $(CLI_LIB): $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
 	ar rcs $@ $^
@@ -107,6 +130,18 @@ $(CLI_LIB): $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
 $(BUILD)/tests/unit_%: tests/unit_%.c $(BUILD)/libcorral.a tests/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+
+# ldns, shared, to read the responses back
+$(BUILD)/tests/unit_dns: tests/unit_dns.c $(BUILD)/libcorral.a tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a \
+		$(LDLIBS) $(TEST_LIBS)
+
+# the plugin's CA and contexts, linked in directly
+$(BUILD)/tests/unit_tls: tests/unit_tls.c $(TLS_OBJ) $(BUILD)/libcorral.a tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) -Isrc/tls $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(TLS_OBJ) \
+		$(BUILD)/libcorral.a $(LDLIBS) $(TLS_LIBS)
 
 # the client verbs' logic, from the CLI's objects (it brings its own cli_error)
 $(BUILD)/tests/unit_client: tests/unit_client.c $(CLI_LIB) $(BUILD)/libcorral.a tests/unit.h
@@ -132,7 +167,7 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -Wall -Wextra -D_GNU_SOURCE -static -o $@ $<
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TLS_OBJ:.o=.d)
 
 # The whole suite: a -Werror build, unit and integration tests as root and
 # as an unprivileged user, then all of it again under ASan+UBSan.
@@ -186,6 +221,10 @@ build-fuzz/libcorral-fuzz.a: $(FUZZ_LIB_OBJ)
 build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libcorral-fuzz.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libcorral-fuzz.a \
 		$(PKG_LIBS) -lhttp_parser -ldl -lm
+
+build-fuzz/fuzz_dns: fuzz/fuzz_dns.c build-fuzz/libcorral-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libcorral-fuzz.a \
+		$(PKG_LIBS) $(TEST_LIBS) -lhttp_parser -ldl -lm
 
 # config.json's reader is the CLI's (src/cli/oci_config.c): compiled in
 build-fuzz/fuzz_ociconfig: fuzz/fuzz_ociconfig.c src/cli/oci_config.c src/cli/oci.h \

@@ -1,5 +1,5 @@
 /*
- * fuzz_dns.c - libFuzzer target for dnsmsg.c (with ldns) and the
+ * fuzz_dns.c - libFuzzer target for dnsmsg.c (ldns reads its answers) and the
  * network-off responder's answer (dnsoff.c).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \

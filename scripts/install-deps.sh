@@ -13,9 +13,12 @@ PKGS="$PKGS libarchive-dev busybox-static umoci"
 PKGS="$PKGS dpkg-dev"
 # newuidmap/newgidmap: a full id range for users with an /etc/subuid entry
 PKGS="$PKGS uidmap"
-# TLS termination links libssl (libssl-dev above) and libevent_openssl (in
-# libevent-dev); tests/tls.sh and bench/tls.py make their CA with openssl
+# TLS termination, build/corral-tls.so, links libssl (libssl-dev above) and
+# libevent_openssl (in libevent-dev); tests/tls.sh and bench/tls.py make
+# their CA with openssl
 PKGS="$PKGS openssl"
+# SHA-256, SHA-1 and base64 in corral itself (audit chain, images, patches)
+PKGS="$PKGS nettle-dev"
 # make bench's image rows (podman with crun), make image-debian-test
 PKGS="$PKGS podman crun debootstrap"
 # tests/cpython.sh: CPython's own test suite for /usr/bin/python3, inside and out

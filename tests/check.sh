@@ -87,6 +87,8 @@ stage() {	# stage BUILD
 	chmod 755 "$STAGE"
 	mkdir -p "$STAGE/helpers" "$STAGE/tests" "$STAGE/tmp"
 	cp "$1/corral" "$STAGE/"
+	# TLS termination is loaded from beside the binary only
+	cp "$1/corral-tls.so" "$STAGE/"
 	cp "$1/tests/serve_client" "$STAGE/"
 	cp "$1"/tests/helpers/* "$STAGE/helpers/"
 	# root-owned setuid copy: what an unprivileged agent might try to use
@@ -140,6 +142,7 @@ as_root_lane() {
 	touch "$LANE_DIR/.integration-done"
 	step "egress as $me ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
 	step "tls termination as $me ($label)" tests/tls.sh "$b/corral"
+	step "no OpenSSL in corral, its TLS plugin as $me ($label)" tests/plugin.sh "$b/corral"
 	step "seccomp as $me ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $me ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	step "abort as $me ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
@@ -174,6 +177,8 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "tls termination as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/tls.sh" "$STAGE/corral"
+	step "no OpenSSL in corral, its TLS plugin as uid $NOBODY ($label)" \
+		as_nobody "$STAGE/tests/plugin.sh" "$STAGE/corral"
 	step "seccomp as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/seccomp.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "audit as uid $NOBODY ($label)" \

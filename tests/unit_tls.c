@@ -1,12 +1,15 @@
 /*
  * unit_tls.c - the policy's TLS part (tls_policy.c), placeholders swapped
- * or refused (secrets.c), methods, paths and caps (httprules.c), and the
- * sandbox's CA and its minted certificates (tls.c).
+ * or refused (secrets.c), base64 (result.c), methods, paths and caps
+ * (httprules.c), and the sandbox's CA and its minted certificates
+ * (src/tls/ca.c: corral-tls.so's objects, linked in).
  */
 #include "tls.h"
+#include "tls_ca.h"
 #include "unit.h"
 
 #include <errno.h>
+#include <nettle/base64.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <stdlib.h>
@@ -155,17 +158,15 @@ TEST(placeholder_in_query_and_basic_auth)
 	/* "agent:PH" base64-encoded in Basic credentials */
 	{
 		char plain[128], b64[256];
-		int n;
 
 		snprintf(plain, sizeof(plain), "agent:%s", secrets_placeholder(s, 0));
-		n = EVP_EncodeBlock((unsigned char *)b64, (unsigned char *)plain, strlen(plain));
-		b64[n] = 0;
+		base64_encode_raw(b64, strlen(plain), (const uint8_t *)plain);
+		b64[BASE64_ENCODE_RAW_LENGTH(strlen(plain))] = 0;
 		snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nAuthorization: Basic %s\r\n\r\n", b64);
 		CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out,
 					   &len, why, sizeof(why)) == 0);
-		n = EVP_EncodeBlock((unsigned char *)b64, (unsigned char *)"agent:" SECRET,
-				    strlen("agent:" SECRET));
-		b64[n] = 0;
+		base64_encode_raw(b64, strlen("agent:" SECRET), (const uint8_t *)"agent:" SECRET);
+		b64[BASE64_ENCODE_RAW_LENGTH(strlen("agent:" SECRET))] = 0;
 		CHECK_STR_CONTAINS(out, b64);
 		free(out);
 		CHECK(secrets_rewrite_head(s, head, strlen(head), "other.test", 443, true, &out,
@@ -240,8 +241,8 @@ TEST(methods_paths_and_caps)
 
 TEST(ca_mints_verifiable_certificates)
 {
-	struct corral_err err = { 0 };
-	struct tls_ca *ca = tls_ca_new(NULL, &err);
+	char why[CORRAL_ERR_MAX] = "";
+	struct tls_ca *ca = tls_ca_new(NULL, why, sizeof(why));
 	X509_STORE *store = X509_STORE_new();
 	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
 	BIO *bio;
@@ -256,7 +257,7 @@ TEST(ca_mints_verifiable_certificates)
 	root = PEM_read_bio_X509(bio, NULL, NULL, NULL);
 	BIO_free(bio);
 	X509_STORE_add_cert(store, root);
-	ssl = tls_ca_server(ca, "api.test", &err);
+	ssl = tls_ca_server(ca, "api.test", why, sizeof(why));
 	CHECK(ssl != NULL);
 	leaf = ssl ? SSL_get_certificate(ssl) : NULL;
 	CHECK(leaf && X509_check_host(leaf, "api.test", 0, 0, NULL) == 1);
@@ -269,6 +270,85 @@ TEST(ca_mints_verifiable_certificates)
 	X509_STORE_free(store);
 	X509_free(root);
 	tls_ca_free(ca);
+}
+
+/* what the plugin's table gives corral is what ca.c does */
+TEST(plugin_table_is_complete)
+{
+	CHECK(corral_tls_ops.abi == TLS_PLUGIN_ABI);
+	CHECK(corral_tls_ops.ca_new == tls_ca_new && corral_tls_ops.ca_pem == tls_ca_pem &&
+	      corral_tls_ops.ca_free == tls_ca_free);
+	CHECK(corral_tls_ops.server && corral_tls_ops.server_close && corral_tls_ops.client &&
+	      corral_tls_ops.client_error);
+}
+
+/* An upstream_ca that does not load is named, with OpenSSL's reason. */
+TEST(ca_upstream_ca_missing_is_named)
+{
+	char why[CORRAL_ERR_MAX] = "";
+	struct tls_ca *ca = tls_ca_new("/nonexistent/unit-ca.pem", why, sizeof(why));
+
+	CHECK(ca == NULL);
+	CHECK_STR_CONTAINS(why, "/nonexistent/unit-ca.pem: cannot load network.tls_upstream_ca: ");
+	tls_ca_free(ca);
+}
+
+static bool b64_is(const char *in, const char *want, size_t wantlen)
+{
+	char *out = NULL;
+	size_t n = 0;
+	bool ok = corral_base64_decode(in, strlen(in), &out, &n) == 0 && n == wantlen &&
+		  !memcmp(out, want, n);
+
+	free(out);
+	return ok;
+}
+
+static bool b64_refused(const char *in)
+{
+	char *out = (char *)1;
+	size_t n = 1;
+	bool ok = corral_base64_decode(in, strlen(in), &out, &n) == -EINVAL && !out && !n;
+
+	return ok;
+}
+
+/*
+ * base64 as nettle does it, as OpenSSL's EVP_*Block did before: the same
+ * text out, the same bytes back (the padding not counted), and nothing
+ * taken that EVP_DecodeBlock refused.
+ */
+TEST(base64_padding_and_refusals)
+{
+	static const struct { const char *plain, *enc; } v[] = {
+		{ "", "" }, { "f", "Zg==" }, { "fo", "Zm8=" }, { "foo", "Zm9v" },
+		{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+		{ "\xff\xfe\x00", "//4A" }, { "\xfb\xef", "++8=" },
+	};
+	json_t *j;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		size_t n = strlen(v[i].enc) / 4 * 3 - (strstr(v[i].enc, "==") ? 2 :
+			   strchr(v[i].enc, '=') ? 1 : 0);
+
+		j = corral_json_base64(v[i].plain, n);
+		CHECK(j && !strcmp(json_string_value(j), v[i].enc));
+		json_decref(j);
+		CHECK(b64_is(v[i].enc, v[i].plain, n));
+	}
+	/* a zero byte at the end is data, not padding */
+	CHECK(b64_is("AAAA", "\0\0\0", 3));
+	CHECK(b64_is("YQA=", "a\0", 2));
+	CHECK(b64_refused("Zg="));		/* not groups of four */
+	CHECK(b64_refused("Zg=a"));		/* data after padding */
+	CHECK(b64_refused("Z==="));		/* three pads */
+	CHECK(b64_refused("===="));
+	CHECK(b64_refused("Zm9*"));		/* not the alphabet */
+	CHECK(b64_refused("Zm-_"));		/* nor base64url's */
+	CHECK(b64_refused("Zm 9"));		/* no whitespace */
+	CHECK(b64_refused("Zm9v\n"));
+	CHECK(b64_refused("Zm\0v"));
+	CHECK(b64_refused("Zh=="));		/* stray bits before the padding */
 }
 
 int main(void)

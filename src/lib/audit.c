@@ -2,8 +2,9 @@
  * audit.c - the hash chain of an events file: its tail for the writer,
  * verification and a readable timeline for `corral audit`.
  *
- * SHA-256 comes from OpenSSL's libcrypto (EVP); nothing here is a hand-made
- * digest.  Files are read through a fixed buffer of AUDIT_LINE_MAX + 1
+ * SHA-256 comes from nettle (linked in already for libarchive), not
+ * OpenSSL, which a cold start would pay to load (issue 17); nothing here is
+ * a hand-made digest.  Files are read through a fixed buffer of AUDIT_LINE_MAX + 1
  * bytes, so a log of any size, or with lines of any length, costs bounded
  * memory; a longer line is a bad line.
  */
@@ -13,7 +14,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <jansson.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,12 +43,12 @@ void audit_hash_zero(char hex[AUDIT_HASH_HEX + 1])
 
 int audit_hash(const void *buf, size_t len, char hex[AUDIT_HASH_HEX + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[SHA256_DIGEST_SIZE];
+	struct sha256_ctx ctx;
 
-	if (EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) != 1 ||
-	    mdlen != AUDIT_HASH_HEX / 2)
-		return -EIO;
+	sha256_init(&ctx);
+	sha256_update(&ctx, len, buf);
+	sha256_digest(&ctx, sizeof(md), md);
 	to_hex(md, hex);
 	return 0;
 }
@@ -99,34 +100,24 @@ static int line_start(int fd, off_t end, off_t *start)
 
 static int hash_range(int fd, off_t from, off_t to, char hex[AUDIT_HASH_HEX + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[SHA256_DIGEST_SIZE];
 	char buf[TAIL_CHUNK];
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int r = -EIO;
+	struct sha256_ctx ctx;
+	int r;
 
-	if (!ctx)
-		return -ENOMEM;
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
-		goto out;
+	sha256_init(&ctx);
 	while (from < to) {
 		size_t n = to - from < TAIL_CHUNK ? (size_t)(to - from) : TAIL_CHUNK;
 
 		r = pread_full(fd, buf, n, from);
 		if (r < 0)
-			goto out;
-		r = -EIO;
-		if (EVP_DigestUpdate(ctx, buf, n) != 1)
-			goto out;
+			return r;
+		sha256_update(&ctx, n, (const uint8_t *)buf);
 		from += n;
 	}
-	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != AUDIT_HASH_HEX / 2)
-		goto out;
+	sha256_digest(&ctx, sizeof(md), md);
 	to_hex(md, hex);
-	r = 0;
-out:
-	EVP_MD_CTX_free(ctx);
-	return r;
+	return 0;
 }
 
 int audit_tail(int fd, const char *path, char hex[AUDIT_HASH_HEX + 1],
@@ -377,7 +368,7 @@ int corral_audit_verify(const char *path, struct corral_audit_report *r,
 		}
 		ret = audit_hash(line, len, hash);
 		if (ret < 0) {
-			corral_set_err(err, ret, "%s: SHA-256 failed (OpenSSL)", path);
+			corral_set_err(err, ret, "%s: SHA-256 failed", path);
 			break;
 		}
 		ret = check_line(line, len, lr.lineno, expect, r);

@@ -1,13 +1,20 @@
 /*
- * dnsmsg.c - DNS queries in, responses out, over ldns.
+ * dnsmsg.c - DNS queries in, responses out.
  *
- * The header is looked at by hand first: it decides whether a packet gets
- * an answer at all (never a response, never something shorter than a
- * header) before ldns spends any work on it.  ldns then decodes the whole
- * message, following compression pointers with its own bounds (names of at
- * most 255 bytes, a limited number of jumps), and builds the responses.
- * The question is echoed exactly as asked, case included, because
- * resolvers that randomise case (DNS 0x20) check it.
+ * The header is looked at first: it decides whether a packet gets an
+ * answer at all (never a response, never something shorter than a
+ * header).  Then the whole message is walked, every record of every
+ * section, bounded by the packet: names of at most 255 bytes, labels of
+ * at most 63, and a compression pointer only ever pointing back, before
+ * itself, so that no name can loop.  The question is echoed exactly as
+ * asked, case included, because resolvers that randomise case (DNS 0x20)
+ * check it.
+ *
+ * This was ldns; but its messages drag in its DNSSEC code and with it
+ * OpenSSL's libcrypto, which corral no longer links (tls_plugin.h), and a
+ * responder that reads one question and writes addresses needs little of
+ * it.  tests/unit_dns.c and fuzz/fuzz_dns.c still decode what comes out
+ * with ldns, an independent reader.
  */
 #include "dnsmsg.h"
 
@@ -16,11 +23,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ldns/ldns.h>
-
 #define DNS_FLAG_QR		0x80	/* in byte 2 */
 #define DNS_FLAG_RD		0x01	/* in byte 2 */
+#define DNS_FLAG_AA		0x04	/* in byte 2 */
+#define DNS_FLAG_TC		0x02	/* in byte 2 */
+#define DNS_FLAG_RA		0x80	/* in byte 3 */
 #define DNS_LABEL_MAX		63
+#define DNS_OPCODE_QUERY	0
+#define DNS_TYPE_OPT		41
+#define DNS_POINTER		0xc0	/* a label byte's top bits: compression */
+#define DNS_RR_FIXED		10	/* type, class, TTL, RDLENGTH */
 
 /* Everything a response is built from. */
 struct resp {
@@ -88,38 +100,92 @@ static int wire_to_name(const uint8_t *w, size_t n, char *out, size_t outsize)
 	return 0;
 }
 
-static int take_question(const ldns_pkt *p, struct dns_query *q)
+/*
+ * The name at *off, uncompressed into out (at most DNS_WIRE_NAME_MAX
+ * bytes, *outlen set); *off moves past it as it sits in the packet.
+ */
+static int read_name(const uint8_t *pkt, size_t len, size_t *off, uint8_t *out,
+		     size_t *outlen)
 {
-	const ldns_rr_list *list = ldns_pkt_question(p);
-	const ldns_rdf *owner;
-	const ldns_rr *rr;
-	size_t n;
-	int r;
+	size_t at = *off, o = 0, limit = *off;
+	bool jumped = false;
 
-	if (!list || ldns_rr_list_rr_count(list) != 1)
+	for (;;) {
+		uint8_t l;
+
+		if (at >= len)
+			return -EINVAL;
+		l = pkt[at];
+		if ((l & DNS_POINTER) == DNS_POINTER) {
+			size_t to;
+
+			if (at + 1 >= len)
+				return -EINVAL;
+			to = (size_t)(l & ~DNS_POINTER) << 8 | pkt[at + 1];
+			if (!jumped)
+				*off = at + 2;
+			/*
+			 * only backwards, before where this part of the name
+			 * began: each jump lands lower than the last, no loop;
+			 * and never into the header, where no name is
+			 */
+			if (to >= limit || to < DNS_HEADER_LEN)
+				return -EINVAL;
+			jumped = true;
+			at = limit = to;
+			continue;
+		}
+		if (l > DNS_LABEL_MAX || l >= len - at || o + 1 + l > DNS_WIRE_NAME_MAX)
+			return -EINVAL;
+		memcpy(out + o, pkt + at, 1 + (size_t)l);
+		o += 1 + (size_t)l;
+		at += 1 + (size_t)l;
+		if (l == 0)
+			break;
+	}
+	if (!jumped)
+		*off = at;
+	*outlen = o;
+	return 0;
+}
+
+/*
+ * A whole message with exactly one question: the question into q (name,
+ * type, class), every other record read to its end, an OPT record's UDP
+ * size taken (EDNS).  -EINVAL for anything out of bounds.
+ */
+static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q)
+{
+	uint8_t name[DNS_WIRE_NAME_MAX];
+	size_t off = DNS_HEADER_LEN, n, records;
+
+	if (len < DNS_HEADER_LEN || be16(pkt + 4) != 1)
 		return -EINVAL;
-	rr = ldns_rr_list_rr(list, 0);
-	owner = rr ? ldns_rr_owner(rr) : NULL;
-	if (!owner || ldns_rdf_get_type(owner) != LDNS_RDF_TYPE_DNAME)
+	if (read_name(pkt, len, &off, q->qname_wire, &q->qname_wire_len) < 0 ||
+	    len - off < 4)
 		return -EINVAL;
-	n = ldns_rdf_size(owner);
-	if (n == 0 || n > sizeof(q->qname_wire))
-		return -EINVAL;
-	memcpy(q->qname_wire, ldns_rdf_data(owner), n);
-	q->qname_wire_len = n;
-	q->qtype = (uint16_t)ldns_rr_get_type(rr);
-	q->qclass = (uint16_t)ldns_rr_get_class(rr);
-	q->edns = ldns_pkt_edns(p);
-	q->edns_udp_size = ldns_pkt_edns_udp_size(p);
-	r = wire_to_name(q->qname_wire, n, q->name, sizeof(q->name));
-	if (r)
-		q->name[0] = '\0';
-	return r;
+	q->qtype = be16(pkt + off);
+	q->qclass = be16(pkt + off + 2);
+	off += 4;
+	records = (size_t)be16(pkt + 6) + be16(pkt + 8) + be16(pkt + 10);
+	for (size_t i = 0; i < records; i++) {
+		if (read_name(pkt, len, &off, name, &n) < 0 || len - off < DNS_RR_FIXED)
+			return -EINVAL;
+		n = be16(pkt + off + 8);		/* RDLENGTH */
+		if (len - off - DNS_RR_FIXED < n)
+			return -EINVAL;
+		/* OPT's class is the sender's UDP payload size */
+		if (i >= records - be16(pkt + 10) && be16(pkt + off) == DNS_TYPE_OPT) {
+			q->edns = true;
+			q->edns_udp_size = be16(pkt + off + 2);
+		}
+		off += DNS_RR_FIXED + n;
+	}
+	return 0;
 }
 
 int dnsmsg_parse_query(const uint8_t *pkt, size_t len, struct dns_query *q)
 {
-	ldns_pkt *p = NULL;
 	int r;
 
 	memset(q, 0, sizeof(*q));
@@ -130,17 +196,24 @@ int dnsmsg_parse_query(const uint8_t *pkt, size_t len, struct dns_query *q)
 	if (len < DNS_HEADER_LEN || pkt[2] & DNS_FLAG_QR)
 		return -EBADMSG;
 	q->rd = pkt[2] & DNS_FLAG_RD;
-	if ((pkt[2] >> 3 & 0x0f) != LDNS_PACKET_QUERY)
+	if ((pkt[2] >> 3 & 0x0f) != DNS_OPCODE_QUERY)
 		return -EOPNOTSUPP;
 	/* exactly one question; a query carries no answers or authority */
 	if (be16(pkt + 4) != 1 || be16(pkt + 6) || be16(pkt + 8))
 		return -EINVAL;
-	if (ldns_wire2pkt(&p, pkt, len) != LDNS_STATUS_OK) {
-		ldns_pkt_free(p);
-		return -EINVAL;
+	r = read_message(pkt, len, q);
+	if (r == 0)
+		r = wire_to_name(q->qname_wire, q->qname_wire_len, q->name, sizeof(q->name));
+	if (r == -EINVAL) {	/* nothing but the header's part is kept */
+		uint16_t id = q->id;
+		bool rd = q->rd;
+
+		memset(q, 0, sizeof(*q));
+		q->id = id;
+		q->rd = rd;
 	}
-	r = take_question(p, q);
-	ldns_pkt_free(p);
+	if (r)
+		q->name[0] = '\0';
 	return r;
 }
 
@@ -162,62 +235,6 @@ int dnsmsg_rcode_for(int err)
 
 /* ---- building responses ----------------------------------------------- */
 
-static ldns_rr *rr_new(const struct resp *r, uint16_t type, bool question)
-{
-	ldns_rdf *owner;
-	ldns_rr *rr;
-
-	rr = ldns_rr_new();
-	if (!rr)
-		return NULL;
-	owner = ldns_dname_new_frm_data((uint16_t)r->qname_len, r->qname);
-	if (!owner) {
-		ldns_rr_free(rr);
-		return NULL;
-	}
-	ldns_rr_set_owner(rr, owner);
-	ldns_rr_set_type(rr, (ldns_rr_type)type);
-	ldns_rr_set_class(rr, (ldns_rr_class)(question ? r->qclass : DNS_CLASS_IN));
-	ldns_rr_set_question(rr, question);
-	ldns_rr_set_ttl(rr, r->ttl);
-	return rr;
-}
-
-/* An A or AAAA record for one address; NULL only when out of memory. */
-static ldns_rr *rr_address(const struct resp *r, const struct sockaddr_storage *ss)
-{
-	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-	ldns_rdf *rd;
-	ldns_rr *rr;
-
-	rr = rr_new(r, r->qtype, false);
-	if (!rr)
-		return NULL;
-	if (ss->ss_family == AF_INET)
-		rd = ldns_rdf_new_frm_data(LDNS_RDF_TYPE_A, 4, &sin->sin_addr);
-	else
-		rd = ldns_rdf_new_frm_data(LDNS_RDF_TYPE_AAAA, 16, &sin6->sin6_addr);
-	/* ldns_rr_push_rdf() takes the rdf itself, not a copy */
-	if (!rd || !ldns_rr_push_rdf(rr, rd)) {
-		ldns_rdf_deep_free(rd);
-		ldns_rr_free(rr);
-		return NULL;
-	}
-	return rr;
-}
-
-static int push(ldns_pkt *p, ldns_pkt_section s, ldns_rr *rr)
-{
-	if (!rr)
-		return -ENOMEM;
-	if (!ldns_pkt_push_rr(p, s, rr)) {
-		ldns_rr_free(rr);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 static bool wanted(const struct resp *r, const struct sockaddr_storage *ss)
 {
 	if (r->qclass != DNS_CLASS_IN)
@@ -226,59 +243,67 @@ static bool wanted(const struct resp *r, const struct sockaddr_storage *ss)
 	       (r->qtype == DNS_TYPE_AAAA && ss->ss_family == AF_INET6);
 }
 
-static int add_records(ldns_pkt *p, const struct resp *r)
+static void put16(uint8_t *p, uint16_t v)
 {
-	size_t i, added = 0;
-	int ret;
-
-	if (r->qname) {
-		ret = push(p, LDNS_SECTION_QUESTION, rr_new(r, r->qtype, true));
-		if (ret)
-			return ret;
-	}
-	for (i = 0; r->qname && !r->tc && i < r->naddrs; i++) {
-		if (!wanted(r, &r->addrs[i]) || added == DNS_ANSWERS_MAX)
-			continue;
-		ret = push(p, LDNS_SECTION_ANSWER, rr_address(r, &r->addrs[i]));
-		if (ret)
-			return ret;
-		added++;
-	}
-	return 0;
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
 }
 
+/*
+ * The header, the question as asked, then an A or AAAA record per address
+ * wanted, each named by a pointer to the question's name (which starts
+ * right after the header), or by the root's one byte, shorter than a
+ * pointer.  -ENOSPC when it does not fit in *outlen.
+ */
 static int build(const struct resp *r, uint8_t *out, size_t *outlen)
 {
-	uint8_t *wire = NULL;
-	size_t size = 0;
-	ldns_pkt *p;
-	int ret;
+	size_t room = *outlen, n = DNS_HEADER_LEN, added = 0;
+	bool aa = r->rcode == DNS_RCODE_NOERROR || r->rcode == DNS_RCODE_NXDOMAIN;
 
-	p = ldns_pkt_new();
-	if (!p)
-		return -ENOMEM;
-	ldns_pkt_set_id(p, r->id);
-	ldns_pkt_set_qr(p, true);
-	ldns_pkt_set_opcode(p, (ldns_pkt_opcode)r->opcode);
-	ldns_pkt_set_aa(p, r->rcode == DNS_RCODE_NOERROR ||
-			   r->rcode == DNS_RCODE_NXDOMAIN);
-	ldns_pkt_set_tc(p, r->tc);
-	ldns_pkt_set_rd(p, r->rd);
-	ldns_pkt_set_ra(p, true);
-	ldns_pkt_set_rcode(p, (uint8_t)r->rcode);
-	ret = add_records(p, r);
-	if (!ret && ldns_pkt2wire(&wire, p, &size) != LDNS_STATUS_OK)
-		ret = -ENOMEM;
-	ldns_pkt_free(p);
-	if (ret)
-		return ret;
-	if (size > *outlen) {
-		free(wire);
+	if (room < DNS_HEADER_LEN)
 		return -ENOSPC;
+	memset(out, 0, DNS_HEADER_LEN);
+	put16(out, r->id);
+	out[2] = (uint8_t)(DNS_FLAG_QR | (r->opcode & 0x0f) << 3 | (aa ? DNS_FLAG_AA : 0) |
+			   (r->tc ? DNS_FLAG_TC : 0) | (r->rd ? DNS_FLAG_RD : 0));
+	out[3] = (uint8_t)(DNS_FLAG_RA | (r->rcode & 0x0f));
+	if (r->qname) {
+		if (room - n < r->qname_len + 4)
+			return -ENOSPC;
+		memcpy(out + n, r->qname, r->qname_len);
+		n += r->qname_len;
+		put16(out + n, r->qtype);
+		put16(out + n + 2, r->qclass);
+		n += 4;
+		put16(out + 4, 1);
 	}
-	memcpy(out, wire, size);
-	*outlen = size;
-	free(wire);
+	for (size_t i = 0; r->qname && !r->tc && i < r->naddrs; i++) {
+		const struct sockaddr_storage *ss = &r->addrs[i];
+		bool v4 = ss->ss_family == AF_INET;
+		size_t alen = v4 ? 4 : 16, owner = r->qname_len == 1 ? 1 : 2;
+
+		if (!wanted(r, ss) || added == DNS_ANSWERS_MAX)
+			continue;
+		if (room - n < owner + DNS_RR_FIXED + alen)
+			return -ENOSPC;
+		if (owner == 1)
+			out[n] = 0;
+		else
+			put16(out + n, DNS_POINTER << 8 | DNS_HEADER_LEN);
+		n += owner;
+		put16(out + n, r->qtype);
+		put16(out + n + 2, DNS_CLASS_IN);
+		put16(out + n + 4, (uint16_t)(r->ttl >> 16));
+		put16(out + n + 6, (uint16_t)r->ttl);
+		put16(out + n + 8, (uint16_t)alen);
+		memcpy(out + n + DNS_RR_FIXED,
+		       v4 ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr :
+		       (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr, alen);
+		n += DNS_RR_FIXED + alen;
+		added++;
+	}
+	put16(out + 6, (uint16_t)added);
+	*outlen = n;
 	return 0;
 }
 
@@ -300,7 +325,7 @@ static void resp_from_query(struct resp *r, const struct dns_query *q)
 {
 	memset(r, 0, sizeof(*r));
 	r->id = q->id;
-	r->opcode = LDNS_PACKET_QUERY;
+	r->opcode = DNS_OPCODE_QUERY;
 	r->rd = q->rd;
 	if (q->qname_wire_len) {
 		r->qname = q->qname_wire;
@@ -327,29 +352,22 @@ int dnsmsg_answer(const struct dns_query *q,
 }
 
 /*
- * The question of a packet that dnsmsg_parse_query() refused, if ldns can
- * still decode exactly one.
+ * The question of a packet that dnsmsg_parse_query() refused, if the
+ * message can still be read with exactly one.
  */
 static void raw_question(const uint8_t *pkt, size_t len, struct dns_query *tmp,
 			 struct resp *r)
 {
-	ldns_pkt *p = NULL;
-
-	if (len < DNS_HEADER_LEN || be16(pkt + 4) != 1)
-		return;
-	if (ldns_wire2pkt(&p, pkt, len) != LDNS_STATUS_OK) {
-		ldns_pkt_free(p);
-		return;
-	}
 	memset(tmp, 0, sizeof(*tmp));
 	/* a name that is no hostname is still echoed as it was asked */
-	if (take_question(p, tmp) != -EINVAL && tmp->qname_wire_len) {
+	if (read_message(pkt, len, tmp) == 0 &&
+	    wire_to_name(tmp->qname_wire, tmp->qname_wire_len, tmp->name,
+			 sizeof(tmp->name)) != -EINVAL) {
 		r->qname = tmp->qname_wire;
 		r->qname_len = tmp->qname_wire_len;
 		r->qtype = tmp->qtype;
 		r->qclass = tmp->qclass;
 	}
-	ldns_pkt_free(p);
 }
 
 int dnsmsg_error(const struct dns_query *q, const uint8_t *pkt, size_t len,

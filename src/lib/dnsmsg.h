@@ -1,5 +1,5 @@
 /*
- * dnsmsg.h - DNS messages for the sandbox's responder, over ldns.
+ * dnsmsg.h - DNS messages for the sandbox's responder.
  *
  * The responder inside the sandbox's netns answers every query itself:
  * names the policy allows get the addresses the supervisor chose, all
@@ -7,9 +7,9 @@
  * another resolver.  These functions turn a query's bytes into a struct
  * and a decision into a response's bytes.
  *
- * No I/O, no global state.  Safe on hostile input (ldns decodes, with its
- * limits on names and compression pointers; the question is checked again
- * here).  Responses carry no EDNS record, so over UDP they must fit in
+ * No I/O, no global state.  Safe on hostile input (every read bounded by
+ * the packet, names by 255 bytes, compression pointers only backwards:
+ * dnsmsg.c).  Responses carry no EDNS record, so over UDP they must fit in
  * DNS_UDP_MAX bytes: pass that as the room and a larger answer comes back
  * truncated (TC) for the client to retry over TCP.
  */

@@ -35,9 +35,9 @@ struct corral_image_store {
 bool image_valid_digest(const char *s);		/* "sha256:" + 64 lowercase hex */
 bool image_looks_like_digest(const char *ref);	/* [sha256:]hex, >= 12 digits */
 
-/* ---- sha256 over a stream (EVP) ---- */
+/* ---- sha256 over a stream (nettle) ---- */
 struct image_hash {
-	void *ctx;		/* EVP_MD_CTX */
+	void *ctx;		/* struct sha256_ctx */
 };
 int image_hash_init(struct image_hash *h, struct corral_err *err);
 void image_hash_update(struct image_hash *h, const void *buf, size_t len);

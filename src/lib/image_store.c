@@ -17,7 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,29 +33,28 @@
 
 int image_hash_init(struct image_hash *h, struct corral_err *err)
 {
-	h->ctx = EVP_MD_CTX_new();
-	if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
-		image_hash_free(h);
+	h->ctx = malloc(sizeof(struct sha256_ctx));
+	if (!h->ctx)
 		return corral_set_err(err, -ENOMEM, "cannot start a SHA-256 digest");
-	}
+	sha256_init(h->ctx);
 	return 0;
 }
 
 void image_hash_update(struct image_hash *h, const void *buf, size_t len)
 {
 	if (h->ctx && len)
-		EVP_DigestUpdate(h->ctx, buf, len);
+		sha256_update(h->ctx, len, buf);
 }
 
 void image_hash_final(struct image_hash *h, char *out)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
+	unsigned char md[SHA256_DIGEST_SIZE];
 
 	out[0] = '\0';
-	if (h->ctx && EVP_DigestFinal_ex(h->ctx, md, &len) == 1 && len == 32) {
+	if (h->ctx) {
+		sha256_digest(h->ctx, sizeof(md), md);
 		strcpy(out, "sha256:");
-		for (unsigned int i = 0; i < len; i++)
+		for (unsigned int i = 0; i < sizeof(md); i++)
 			sprintf(out + 7 + 2 * i, "%02x", md[i]);
 	}
 	image_hash_free(h);
@@ -63,7 +62,7 @@ void image_hash_final(struct image_hash *h, char *out)
 
 void image_hash_free(struct image_hash *h)
 {
-	EVP_MD_CTX_free(h->ctx);
+	free(h->ctx);
 	h->ctx = NULL;
 }
 

@@ -10,7 +10,7 @@
 #include "export.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
+#include <nettle/sha1.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,20 +62,17 @@ void pb_printf(struct patch_buf *pb, const char *fmt, ...)
 
 void git_blob_id(const char *data, size_t len, char hex[41])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[SHA1_DIGEST_SIZE];
 	char hdr[32];
 	int n = snprintf(hdr, sizeof(hdr), "blob %zu", len) + 1;	/* with its NUL */
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	struct sha1_ctx ctx;
 
-	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha1(), NULL) != 1 ||
-	    EVP_DigestUpdate(ctx, hdr, n) != 1 ||
-	    EVP_DigestUpdate(ctx, data, len) != 1 ||
-	    EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 20)
-		mdlen = 0;
-	EVP_MD_CTX_free(ctx);
-	for (unsigned int i = 0; i < 20; i++)
-		snprintf(hex + 2 * i, 3, "%02x", mdlen ? md[i] : 0);
+	sha1_init(&ctx);
+	sha1_update(&ctx, n, (const uint8_t *)hdr);
+	sha1_update(&ctx, len, (const uint8_t *)data);
+	sha1_digest(&ctx, sizeof(md), md);
+	for (unsigned int i = 0; i < sizeof(md); i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	hex[40] = '\0';
 }
 

@@ -60,7 +60,6 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and d
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <openssl/crypto.h>
 #include <strings.h>
 
 #define RELAY_HIGH_WATER	(1 << 20)	/* bytes queued before we stop reading */
@@ -353,11 +352,11 @@ void conn_free(struct conn *c)
 	if (c->gai)
 		evdns_getaddrinfo_cancel(c->gai);
 	relay_free(c->relay);
-	if (c->down)
+	/* a terminated connection's filter does not own its session and socket */
+	if (c->down_tls)
+		conn_tls_free_down(c);
+	else if (c->down)
 		bufferevent_free(c->down);
-	/* a terminated connection's filter does not own its SSL and socket */
-	if (c->down_ssl)
-		SSL_free(c->down_ssl);
 	if (c->raw)
 		bufferevent_free(c->raw);
 	if (c->up)
@@ -1013,7 +1012,7 @@ static int forward_head(struct conn *c, struct evbuffer *to)
 		evbuffer_add(to, out ? out : buf, out ? outlen : len);
 	}
 	if (out) {
-		OPENSSL_cleanse(out, outlen);
+		explicit_bzero(out, outlen);
 		free(out);
 	}
 	free(buf);

@@ -101,7 +101,7 @@ struct conn {
 	/* terminated TLS (terminate.c): down is the TLS filter over raw */
 	bool terminated;
 	struct bufferevent *raw;	/* the sandbox's socket under the filter */
-	struct ssl_st *down_ssl;	/* the filter's, freed with it by us */
+	struct tls_session *down_tls;	/* the filter's, freed with it (terminate.c) */
 	struct secrets_scan scan;	/* placeholders split across body reads */
 	struct relay *relay;		/* a judged tunnel, spliced by the kernel */
 };
@@ -141,6 +141,8 @@ struct bufferevent *conn_tls_upstream(struct conn *c, char *why, size_t whylen);
 bool conn_tls_upstream_error(struct conn *c, char *why, size_t whylen);
 /* Free the TLS filter, keep the sandbox's socket (closing: flush it). */
 void conn_untls_down(struct conn *c);
+/* Free the TLS filter and its session (c->down_tls set), without a word. */
+void conn_tls_free_down(struct conn *c);
 
 /* transparent.c */
 void transparent_start(struct conn *c, int fd);

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <openssl/evp.h>
+#include <nettle/base64.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,45 +125,56 @@ json_t *corral_json_bytes(const char *data, size_t len)
 /* Any bytes as base64 (RFC 4648, padded), for output that is not text. */
 json_t *corral_json_base64(const char *data, size_t len)
 {
-	size_t n = 4 * ((len + 2) / 3) + 1;
-	unsigned char *b;
+	char *b;
 	json_t *v;
-	int w;
 
 	if (len > INT_MAX / 2)
 		return NULL;
-	b = malloc(n);
+	b = malloc(BASE64_ENCODE_RAW_LENGTH(len) + 1);
 	if (!b)
 		return NULL;
-	w = len ? EVP_EncodeBlock(b, (const unsigned char *)data, (int)len) : 0;
-	v = json_stringn_nocheck((const char *)b, w > 0 ? (size_t)w : 0);
+	base64_encode_raw(b, len, (const uint8_t *)data);
+	v = json_stringn_nocheck(b, BASE64_ENCODE_RAW_LENGTH(len));
 	free(b);
 	return v;
 }
 
+static const char b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/*
+ * Canonical base64 only: groups of four, the alphabet, '=' only as the
+ * last one or two characters, no whitespace anywhere, and (nettle checks
+ * it) no stray bits before the padding.  What OpenSSL's EVP_DecodeBlock
+ * took before is a superset (it read '=' anywhere as zero bits and
+ * trimmed whitespace at either end); what both take decodes the same.
+ */
 int corral_base64_decode(const char *in, size_t len, char **out, size_t *outlen)
 {
-	unsigned char *b;
-	size_t pad = 0;
-	int n;
+	struct base64_decode_ctx ctx;
+	size_t body = len, n = 0;
+	uint8_t *b;
 
 	*out = NULL;
 	*outlen = 0;
 	if (len % 4 || len > INT_MAX)
 		return -EINVAL;
-	b = malloc(len / 4 * 3 + 1);
+	while (body > 0 && len - body < 2 && in[body - 1] == '=')
+		body--;
+	for (size_t i = 0; i < body; i++)
+		if (!in[i] || !strchr(b64_alphabet, in[i]))
+			return -EINVAL;
+	b = malloc(BASE64_DECODE_LENGTH(len) + 1);
 	if (!b)
 		return -ENOMEM;
-	n = len ? EVP_DecodeBlock(b, (const unsigned char *)in, (int)len) : 0;
-	if (n < 0) {
+	base64_decode_init(&ctx);
+	n = BASE64_DECODE_LENGTH(len) + 1;
+	if (!base64_decode_update(&ctx, &n, b, len, in) || !base64_decode_final(&ctx)) {
 		free(b);
 		return -EINVAL;
 	}
-	/* EVP_DecodeBlock counts the padding as zero bytes */
-	while (pad < 2 && len > pad && in[len - 1 - pad] == '=')
-		pad++;
 	*out = (char *)b;
-	*outlen = (size_t)n - pad;
+	*outlen = n;
 	return 0;
 }
 

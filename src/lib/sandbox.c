@@ -444,7 +444,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		goto fail;
 	c = (struct child_ctx){
 		.p = o->p, .argv = o->argv, .envp = sb->envp,
-		.tls_ca_pem = sb->tls ? tls_ca_pem(sb->tls->ca) : NULL,
+		.tls_ca_pem = sb->tls ? sb->tls->ops->ca_pem(sb->tls->ca) : NULL,
 		.caller_root = geteuid() == 0,
 		.cg_none = cg_mode(o->cg) == CG_NONE,
 		.serve = !o->argv,

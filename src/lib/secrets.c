@@ -16,12 +16,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
+#include <nettle/base64.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define PLACEHOLDER_PREFIX	"corral-ph-"
@@ -104,8 +104,11 @@ static int make_placeholder(struct secret *s, struct corral_err *err)
 {
 	unsigned char r[16];
 
-	if (RAND_bytes(r, sizeof(r)) != 1)
-		return corral_set_err(err, -EIO, "no random bytes for a placeholder");
+	int e = corral_random(r, sizeof(r));
+
+	if (e < 0)
+		return corral_set_err(err, e, "no random bytes for a placeholder: %s",
+				      strerror(-e));
 	memcpy(s->placeholder, PLACEHOLDER_PREFIX, sizeof(PLACEHOLDER_PREFIX) - 1);
 	for (size_t i = 0; i < sizeof(r); i++)
 		snprintf(s->placeholder + sizeof(PLACEHOLDER_PREFIX) - 1 + 2 * i, 3, "%02x", r[i]);
@@ -169,7 +172,7 @@ void secrets_free(struct secrets *ss)
 		return;
 	for (size_t i = 0; i < ss->n; i++) {
 		if (ss->v[i].value)
-			OPENSSL_cleanse(ss->v[i].value, ss->v[i].value_len);
+			explicit_bzero(ss->v[i].value, ss->v[i].value_len);
 		free(ss->v[i].value);
 		free(ss->v[i].hosts);
 	}
@@ -319,38 +322,38 @@ static int basic_auth(const struct secrets *ss, struct out *o, const char *v, si
 		      const struct ctx *c, char *why, size_t whylen, bool *done)
 {
 	const struct secret *s = NULL;
-	unsigned char *dec = NULL, *enc = NULL;
+	char *dec = NULL, *enc = NULL;
 	struct out plain = { 0 };
-	int len, r = 0;
+	size_t len = 0;
+	int r = 0;
 
 	*done = false;
 	if (n < 7 || strncasecmp(v, "Basic ", 6) || (n - 6) % 4)
 		return 0;
-	dec = malloc(n);
-	len = dec ? EVP_DecodeBlock(dec, (const unsigned char *)v + 6, n - 6) : -1;
-	if (len < 0 || !find_any(ss, (char *)dec, len, &s))
+	/* not canonical base64: left as it is, so no placeholder is swapped */
+	if (corral_base64_decode(v + 6, n - 6, &dec, &len) < 0 ||
+	    !find_any(ss, dec, len, &s))
 		goto out;
-	/* EVP_DecodeBlock counts the padding's zero bytes */
-	while (len > 0 && v[n - 1] == '=' && dec[len - 1] == 0 && n--)
-		len--;
-	r = swap_in(ss, &plain, (char *)dec, len, in_header, c, "Basic credentials", c->host,
+	r = swap_in(ss, &plain, dec, len, in_header, c, "Basic credentials", c->host,
 		    why, whylen);
 	if (r < 0)
 		goto out;
-	enc = malloc(4 * (plain.len / 3 + 1) + 1);
+	enc = malloc(BASE64_ENCODE_RAW_LENGTH(plain.len) + 1);
 	if (!enc) {
 		r = -ENOMEM;
 		goto out;
 	}
-	len = EVP_EncodeBlock(enc, (unsigned char *)plain.buf, plain.len);
-	if (put(o, "Basic ", 6) || put(o, enc, len))
+	base64_encode_raw(enc, plain.len, (const uint8_t *)plain.buf);
+	if (put(o, "Basic ", 6) || put(o, enc, BASE64_ENCODE_RAW_LENGTH(plain.len)))
 		r = -ENOMEM;
 	*done = true;
 out:
 	if (plain.buf)
-		OPENSSL_cleanse(plain.buf, plain.len);
+		explicit_bzero(plain.buf, plain.len);
 	free(plain.buf);
 	free(dec);
+	if (enc)	/* the real value, encoded */
+		explicit_bzero(enc, BASE64_ENCODE_RAW_LENGTH(plain.len));
 	free(enc);
 	return r;
 }
@@ -399,7 +402,7 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 	}
 	if (r < 0) {
 		if (o.buf)
-			OPENSSL_cleanse(o.buf, o.len);
+			explicit_bzero(o.buf, o.len);
 		free(o.buf);
 		if (r == -ENOMEM)
 			snprintf(why, whylen, "out of memory rewriting a request");

@@ -4,20 +4,20 @@
  * For a host the policy terminates (httprules.c), once the ClientHello's
  * SNI was judged (proxy.c's conn_on_sni), the proxy answers the handshake
  * itself with a certificate minted for the name by the sandbox's own CA
- * (tls.c), and reads what comes next as HTTP/1.1 requests: each judged by
- * method, path and size, its placeholders swapped or refused (proxy.c).
+ * (src/tls/ca.c), and reads what comes next as HTTP/1.1 requests: each
+ * judged by method, path and size, its placeholders swapped or refused
+ * (proxy.c).
  * Upstream it is a client of its own, verifying the host's certificate and
  * name, never below the protocol version the sandbox negotiated.
  *
- * The filter over the sandbox's socket is made without BEV_OPT_CLOSE_ON_FREE
- * so that a connection closing can free it and still flush what it had
- * already encrypted into the socket's bufferevent.
+ * The TLS itself is corral-tls.so's (tls_plugin.h), through the sandbox's
+ * tlsbox's ops: its filter over the sandbox's socket does not own the
+ * socket's bufferevent, so that a connection closing can free the filter
+ * and still flush what it had already encrypted into the socket.
  */
 #include "proxy_int.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
-#include <openssl/err.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,20 +53,15 @@ static void on_down_handshake(struct bufferevent *bev, short what, void *arg)
 
 void conn_terminate(struct conn *c)
 {
-	struct corral_err err = { 0 };
+	const struct tlsbox *t = c->px->tls;
+	char why[CORRAL_ERR_MAX];
 	struct bufferevent *filter;
-	SSL *ssl = tls_ca_server(c->px->tls->ca, c->host, &err);
+	struct tls_session *sess;
 
-	if (!ssl) {
-		conn_deny(c, err.msg);
-		return;
-	}
-	filter = bufferevent_openssl_filter_new(c->px->base, c->down, ssl,
-						BUFFEREVENT_SSL_ACCEPTING,
-						BEV_OPT_DEFER_CALLBACKS);
+	filter = t->ops->server(t->ca, c->px->base, c->down, c->host, &sess, why,
+				sizeof(why));
 	if (!filter) {
-		SSL_free(ssl);
-		conn_free(c);
+		conn_deny(c, why);
 		return;
 	}
 	conn_bev_tune(filter);
@@ -74,7 +69,7 @@ void conn_terminate(struct conn *c)
 	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
 	c->raw = c->down;
 	c->down = filter;
-	c->down_ssl = ssl;
+	c->down_tls = sess;
 	c->terminated = true;
 	bufferevent_setcb(filter, NULL, NULL, on_down_handshake, c);
 	bufferevent_enable(filter, EV_READ | EV_WRITE);
@@ -88,45 +83,32 @@ void conn_untls_down(struct conn *c)
 	if (!c->raw)
 		return;
 	/* close_notify, so that a client reading to the end sees an end */
-	SSL_shutdown(c->down_ssl);
-	bufferevent_free(c->down);
-	SSL_free(c->down_ssl);
-	c->down_ssl = NULL;
+	c->px->tls->ops->server_close(c->down, c->down_tls, true);
+	c->down_tls = NULL;
 	c->down = c->raw;
 	c->raw = NULL;
 }
 
+void conn_tls_free_down(struct conn *c)
+{
+	c->px->tls->ops->server_close(c->down, c->down_tls, false);
+	c->down_tls = NULL;
+	c->down = NULL;
+}
+
 struct bufferevent *conn_tls_upstream(struct conn *c, char *why, size_t whylen)
 {
-	struct corral_err err = { 0 };
-	int version = c->down_ssl ? SSL_version(c->down_ssl) : 0;
-	SSL *ssl = tls_ca_client(c->px->tls->ca, c->host, version, &err);
-	struct bufferevent *bev;
+	const struct tlsbox *t = c->px->tls;
 
-	if (!ssl) {
-		snprintf(why, whylen, "%s", err.msg);
-		return NULL;
-	}
-	bev = bufferevent_openssl_socket_new(c->px->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
-					     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (!bev) {
-		SSL_free(ssl);
-		snprintf(why, whylen, "out of memory for TLS to %s", c->host);
-	}
-	return bev;
+	return t->ops->client(t->ca, c->px->base, c->host, c->down_tls, why, whylen);
 }
 
 bool conn_tls_upstream_error(struct conn *c, char *why, size_t whylen)
 {
-	SSL *ssl = c->up ? bufferevent_openssl_get_ssl(c->up) : NULL;
-	unsigned long e = c->up ? bufferevent_get_openssl_error(c->up) : 0;
 	char detail[CORRAL_ERR_MAX];
 
-	ERR_clear_error();
-	/* neither a TLS error nor a failed check: a socket error, said already */
-	if (!e && (!ssl || SSL_get_verify_result(ssl) == X509_V_OK))
+	if (!c->up || !c->px->tls->ops->client_error(c->up, detail, sizeof(detail)))
 		return false;
-	tls_error_text(ssl, e, detail, sizeof(detail));
 	snprintf(why, whylen, "%s:%u: %s", c->host, c->port, detail);
 	return true;
 }

@@ -6,8 +6,9 @@
  *   tls_policy.c  the policy's part: network.tls, network.tls_upstream_ca,
  *                 allowlist objects, network.max_*, the "secrets" section;
  *                 validated when loaded, kept as JSON, compiled per sandbox
- *   tls.c         a CA made for one sandbox, certificates minted from it
- *                 per name, the upstream's verified client context
+ *   tlsbox.c      one sandbox's part: the CA (made by corral-tls.so, which
+ *                 mints certificates from it and verifies upstreams:
+ *                 tls_plugin.h), rules, secrets
  *   httprules.c   which hosts are terminated; methods, paths and caps
  *   secrets.c     placeholders and the real values, swapped in a request
  *                 head only where the policy says
@@ -22,8 +23,9 @@
 #include "internal.h"
 #include "httpreq.h"
 
+#include "tls_plugin.h"
+
 #include <jansson.h>
-#include <openssl/ssl.h>
 
 /* Where the sandbox finds the CA (mount.c writes them, env.c names them). */
 #define TLS_CA_PATH		"/etc/corral/ca.pem"
@@ -56,25 +58,6 @@ int tls_policy_copy(struct corral_policy *dst, const struct corral_policy *src);
 void tls_policy_free(struct corral_policy *p);
 /* Does this policy terminate anything (or hold secrets, which need it)? */
 bool tls_policy_active(const struct corral_policy *p);
-
-/* ---- one sandbox's CA and contexts (tls.c) -------------------------------- */
-
-struct tls_ca;
-
-struct tls_ca *tls_ca_new(const char *upstream_ca, struct corral_err *err);
-void tls_ca_free(struct tls_ca *ca);
-/* The CA's certificate, PEM (what goes inside). */
-const char *tls_ca_pem(const struct tls_ca *ca);
-/* A server-side SSL for host: a certificate minted for it (cached). */
-SSL *tls_ca_server(struct tls_ca *ca, const char *host, struct corral_err *err);
-/*
- * A client-side SSL to host, verifying its chain (system roots, plus the
- * policy's upstream_ca) and its name; never below min_version.
- */
-SSL *tls_ca_client(struct tls_ca *ca, const char *host, int min_version,
-		   struct corral_err *err);
-/* Why an upstream handshake failed, one line. */
-void tls_error_text(SSL *ssl, unsigned long e, char *buf, size_t len);
 
 /* ---- rules by host, method, path; caps (httprules.c) ---------------------- */
 
@@ -137,12 +120,16 @@ int secrets_scan(const struct secrets *s, struct secrets_scan *st,
 /* ---- the whole, per sandbox ---------------------------------------------- */
 
 struct tlsbox {
+	const struct tls_ops *ops;	/* corral-tls.so's */
 	struct tls_ca *ca;		/* NULL: nothing is terminated */
 	struct httprules *rules;
 	struct secrets *secrets;
 };
 
-/* NULL with err->code 0: the policy asks for none of this. */
+/*
+ * NULL with err->code 0: the policy asks for none of this.  Otherwise it
+ * loads corral-tls.so (the first time): without it, err and NULL.
+ */
 struct tlsbox *tlsbox_new(const struct corral_policy *p, struct corral_err *err);
 void tlsbox_free(struct tlsbox *t);
 /* The variables inside: the CA's paths for each client, the placeholders. */

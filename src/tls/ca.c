@@ -1,6 +1,6 @@
 /*
- * tls.c - a certificate authority made for one sandbox, and the TLS
- * contexts of its terminated connections.
+ * ca.c - in corral-tls.so (tls_plugin.h): a certificate authority made for
+ * one sandbox, and the TLS contexts of its terminated connections.
  *
  * The CA is an EC P-256 key and a self-signed certificate, made when the
  * sandbox is made and gone with it: the key is only ever in this process's
@@ -12,8 +12,7 @@
  * roots (plus network.tls_upstream_ca, for a private CA), the name checked,
  * TLS 1.2 at least and never less than the sandbox itself negotiated.
  */
-#include "tls.h"
-#include "sandbox.h"
+#include "tls_ca.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -46,14 +45,22 @@ struct tls_ca {
 	size_t ncache, next;	/* next: the slot a full cache reuses */
 };
 
-static int ssl_fail(struct corral_err *err, const char *what)
+/* "[name: ]what: OpenSSL's first reason": -EPROTO */
+static int ssl_fail_at(char *why, size_t whylen, const char *name, const char *what)
 {
 	char buf[160];
 	unsigned long e = ERR_get_error();
 
 	ERR_error_string_n(e, buf, sizeof(buf));
 	ERR_clear_error();
-	return corral_set_err(err, -EPROTO, "%s: %s", what, e ? buf : "failed");
+	snprintf(why, whylen, "%.255s%s%s: %s", name ? name : "", name ? ": " : "", what,
+		 e ? buf : "failed");
+	return -EPROTO;
+}
+
+static int ssl_fail(char *why, size_t whylen, const char *what)
+{
+	return ssl_fail_at(why, whylen, NULL, what);
 }
 
 static EVP_PKEY *ec_key(void)
@@ -115,7 +122,7 @@ fail:
 	return NULL;
 }
 
-static int make_ca(struct tls_ca *ca, struct corral_err *err)
+static int make_ca(struct tls_ca *ca, char *why, size_t whylen)
 {
 	unsigned char id[6];
 	char cn[64];
@@ -126,7 +133,7 @@ static int make_ca(struct tls_ca *ca, struct corral_err *err)
 	ca->key = ec_key();
 	ca->leaf_key = ec_key();
 	if (!ca->key || !ca->leaf_key || RAND_bytes(id, sizeof(id)) != 1)
-		return ssl_fail(err, "cannot make the sandbox's CA keys");
+		return ssl_fail(why, whylen, "cannot make the sandbox's CA keys");
 	snprintf(cn, sizeof(cn), "corral sandbox CA %02x%02x%02x%02x%02x%02x",
 		 id[0], id[1], id[2], id[3], id[4], id[5]);
 	ca->cert = cert_start(ca->key, cn, CA_DAYS);
@@ -136,17 +143,19 @@ static int make_ca(struct tls_ca *ca, struct corral_err *err)
 	    !add_ext(ca->cert, ca->cert, NID_key_usage, "critical,keyCertSign,cRLSign") ||
 	    !add_ext(ca->cert, ca->cert, NID_subject_key_identifier, "hash") ||
 	    !X509_sign(ca->cert, ca->key, EVP_sha256()))
-		return ssl_fail(err, "cannot make the sandbox's CA certificate");
+		return ssl_fail(why, whylen, "cannot make the sandbox's CA certificate");
 	bio = BIO_new(BIO_s_mem());
 	if (!bio || !PEM_write_bio_X509(bio, ca->cert)) {
 		BIO_free(bio);
-		return ssl_fail(err, "cannot write the sandbox's CA certificate");
+		return ssl_fail(why, whylen, "cannot write the sandbox's CA certificate");
 	}
 	n = BIO_get_mem_data(bio, &data);
 	ca->pem = strndup(data, n);
 	BIO_free(bio);
-	if (!ca->pem)
-		return corral_set_err(err, -ENOMEM, "out of memory for the CA certificate");
+	if (!ca->pem) {
+		snprintf(why, whylen, "out of memory for the CA certificate");
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -195,35 +204,34 @@ static X509 *minted_for(struct tls_ca *ca, const char *host)
 }
 
 static int make_contexts(struct tls_ca *ca, const char *upstream_ca,
-			 struct corral_err *err)
+			 char *why, size_t whylen)
 {
 	ca->server = SSL_CTX_new(TLS_server_method());
 	ca->client = SSL_CTX_new(TLS_client_method());
 	if (!ca->server || !ca->client)
-		return ssl_fail(err, "cannot make the TLS contexts");
+		return ssl_fail(why, whylen, "cannot make the TLS contexts");
 	SSL_CTX_set_min_proto_version(ca->server, TLS1_2_VERSION);
 	SSL_CTX_set_min_proto_version(ca->client, TLS1_2_VERSION);
 	/* the relay is HTTP/1.1: no ALPN offered, h2 never chosen */
 	SSL_CTX_set_verify(ca->client, SSL_VERIFY_PEER, NULL);
 	if (SSL_CTX_set_default_verify_paths(ca->client) != 1)
-		return ssl_fail(err, "cannot load the host's trusted roots");
+		return ssl_fail(why, whylen, "cannot load the host's trusted roots");
 	if (upstream_ca &&
-	    SSL_CTX_load_verify_locations(ca->client, upstream_ca, NULL) != 1) {
-		ssl_fail(err, "cannot load network.tls_upstream_ca");
-		return corral_wrap_err(err, "%s", upstream_ca);
-	}
+	    SSL_CTX_load_verify_locations(ca->client, upstream_ca, NULL) != 1)
+		return ssl_fail_at(why, whylen, upstream_ca,
+				   "cannot load network.tls_upstream_ca");
 	return 0;
 }
 
-struct tls_ca *tls_ca_new(const char *upstream_ca, struct corral_err *err)
+struct tls_ca *tls_ca_new(const char *upstream_ca, char *why, size_t whylen)
 {
 	struct tls_ca *ca = calloc(1, sizeof(*ca));
 
 	if (!ca) {
-		corral_set_err(err, -ENOMEM, "out of memory for the sandbox's CA");
+		snprintf(why, whylen, "out of memory for the sandbox's CA");
 		return NULL;
 	}
-	if (make_ca(ca, err) < 0 || make_contexts(ca, upstream_ca, err) < 0) {
+	if (make_ca(ca, why, whylen) < 0 || make_contexts(ca, upstream_ca, why, whylen) < 0) {
 		tls_ca_free(ca);
 		return NULL;
 	}
@@ -250,14 +258,13 @@ const char *tls_ca_pem(const struct tls_ca *ca)
 	return ca->pem;
 }
 
-SSL *tls_ca_server(struct tls_ca *ca, const char *host, struct corral_err *err)
+SSL *tls_ca_server(struct tls_ca *ca, const char *host, char *why, size_t whylen)
 {
 	X509 *leaf = minted_for(ca, host);
 	SSL *ssl;
 
 	if (!leaf) {
-		ssl_fail(err, "cannot mint a certificate");
-		corral_wrap_err(err, "%s", host);
+		ssl_fail_at(why, whylen, host, "cannot mint a certificate");
 		return NULL;
 	}
 	ssl = SSL_new(ca->server);
@@ -265,14 +272,14 @@ SSL *tls_ca_server(struct tls_ca *ca, const char *host, struct corral_err *err)
 	    SSL_use_PrivateKey(ssl, ca->leaf_key) != 1 ||
 	    SSL_add1_chain_cert(ssl, ca->cert) != 1) {
 		SSL_free(ssl);
-		ssl_fail(err, "cannot set up TLS towards the sandbox");
+		ssl_fail(why, whylen, "cannot set up TLS towards the sandbox");
 		return NULL;
 	}
 	return ssl;
 }
 
 SSL *tls_ca_client(struct tls_ca *ca, const char *host, int min_version,
-		   struct corral_err *err)
+		   char *why, size_t whylen)
 {
 	unsigned char ip[16];
 	bool is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
@@ -293,7 +300,7 @@ SSL *tls_ca_client(struct tls_ca *ca, const char *host, int min_version,
 	return ssl;
 fail:
 	SSL_free(ssl);
-	ssl_fail(err, "cannot set up TLS towards the upstream");
+	ssl_fail(why, whylen, "cannot set up TLS towards the upstream");
 	return NULL;
 }
 
@@ -316,69 +323,3 @@ void tls_error_text(SSL *ssl, unsigned long e, char *buf, size_t len)
 	snprintf(buf, len, "TLS with the upstream failed");
 }
 
-/* ---- the whole, per sandbox ---------------------------------------------- */
-
-struct tlsbox *tlsbox_new(const struct corral_policy *p, struct corral_err *err)
-{
-	const char *upstream_ca = NULL;
-	struct tlsbox *t;
-
-	err->code = 0;
-	if (p->net != CORRAL_NET_PROXY || !tls_policy_active(p))
-		return NULL;
-	t = calloc(1, sizeof(*t));
-	if (!t) {
-		corral_set_err(err, -ENOMEM, "out of memory for TLS termination");
-		return NULL;
-	}
-	if (p->net_tls && p->net_tls->net)
-		upstream_ca = json_string_value(json_object_get(p->net_tls->net,
-								"upstream_ca"));
-	t->rules = httprules_new(p, err);
-	if (t->rules)
-		t->secrets = secrets_new(p, err);
-	if (t->rules && t->secrets)
-		t->ca = tls_ca_new(upstream_ca, err);
-	if (!t->ca) {
-		tlsbox_free(t);
-		return NULL;
-	}
-	return t;
-}
-
-void tlsbox_free(struct tlsbox *t)
-{
-	if (!t)
-		return;
-	tls_ca_free(t->ca);
-	httprules_free(t->rules);
-	secrets_free(t->secrets);
-	free(t);
-}
-
-/*
- * Each client's own variable: most replace the roots (the bundle: the
- * host's and ours), NODE_EXTRA_CA_CERTS adds to them (the CA alone).
- */
-static const struct { const char *name, *path; } ca_env[] = {
-	{ "SSL_CERT_FILE", TLS_BUNDLE_PATH },
-	{ "REQUESTS_CA_BUNDLE", TLS_BUNDLE_PATH },
-	{ "CURL_CA_BUNDLE", TLS_BUNDLE_PATH },
-	{ "GIT_SSL_CAINFO", TLS_BUNDLE_PATH },
-	{ "PIP_CERT", TLS_BUNDLE_PATH },
-	{ "NODE_EXTRA_CA_CERTS", TLS_CA_PATH },
-};
-
-int tlsbox_env(const struct tlsbox *t, char ***envp, size_t *n)
-{
-	int r = 0;
-
-	if (!t)
-		return 0;
-	for (size_t i = 0; r == 0 && i < sizeof(ca_env) / sizeof(ca_env[0]); i++)
-		r = sandbox_env_add(envp, n, ca_env[i].name, ca_env[i].path);
-	for (size_t i = 0; r == 0 && i < secrets_count(t->secrets); i++)
-		r = sandbox_env_add(envp, n, secrets_name(t->secrets, i),
-				    secrets_placeholder(t->secrets, i));
-	return r;
-}

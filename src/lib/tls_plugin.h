@@ -1,0 +1,90 @@
+/*
+ * tls_plugin.h - TLS termination as a plugin: what corral-tls.so provides
+ * and how corral finds it.
+ *
+ * OpenSSL is needed only when a policy terminates TLS (network.tls, a rule
+ * with "tls": "terminate", secrets), yet linked into corral it cost every
+ * start: ~18k relocations of its tables for the loader to write, and its
+ * constructor's cpuid probes (issue 17).  So it lives in a shared object
+ * built next to the binary (src/tls/, linked against libssl.so,
+ * libcrypto.so and libevent_openssl.so, which share corral's one
+ * libevent), loaded by tls_plugin_load() the first time a sandbox needs
+ * termination, and only from the directory of the running binary: never
+ * from an environment variable, a policy or the working directory.  It
+ * must be owned by root or by the binary's owner and writable by no one
+ * else, since whoever can write it runs code in the supervisor.  A plugin
+ * that is missing or refused fails that sandbox's setup, before anything
+ * runs: traffic is never let through unterminated.
+ *
+ * This header is the whole interface, the plugin's and the loader's; it
+ * names no OpenSSL type.  Errors come back as one line of text in why.
+ */
+#ifndef CORRAL_TLS_PLUGIN_H
+#define CORRAL_TLS_PLUGIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TLS_PLUGIN_NAME		"corral-tls.so"
+/* the one symbol the plugin exports: a const struct tls_ops */
+#define TLS_PLUGIN_SYMBOL	"corral_tls_ops"
+/* bumped when struct tls_ops changes: a plugin of another build is refused */
+#define TLS_PLUGIN_ABI		1
+
+struct bufferevent;
+struct event_base;
+struct tls_ca;		/* one sandbox's CA, its minted certificates, contexts */
+struct tls_session;	/* the TLS state of one terminated connection's sandbox side */
+
+struct tls_ops {
+	unsigned int abi;		/* TLS_PLUGIN_ABI */
+	/*
+	 * A CA for one sandbox (its key never leaves this process), and the
+	 * client context for upstreams: the host's roots plus upstream_ca
+	 * (a PEM file, or NULL).
+	 */
+	struct tls_ca *(*ca_new)(const char *upstream_ca, char *why, size_t whylen);
+	/* its certificate, PEM: what the sandbox trusts */
+	const char *(*ca_pem)(const struct tls_ca *ca);
+	void (*ca_free)(struct tls_ca *ca);
+	/*
+	 * Answer the sandbox's handshake on raw (its bytes already read stay
+	 * its input) with a certificate for host: a filter over raw, which
+	 * does not own raw, and *sess, freed with server_close().
+	 */
+	struct bufferevent *(*server)(struct tls_ca *ca, struct event_base *base,
+				      struct bufferevent *raw, const char *host,
+				      struct tls_session **sess, char *why, size_t whylen);
+	/*
+	 * Free a filter from server() (NULL: already freed) and its session;
+	 * notify: send close_notify first, so that a client reading to the
+	 * end sees an end.
+	 */
+	void (*server_close)(struct bufferevent *filter, struct tls_session *sess,
+			     bool notify);
+	/*
+	 * A verifying client to host (its certificate chain and name), never
+	 * below the version sess (the sandbox's side, or NULL) negotiated: a
+	 * socket bufferevent without a socket yet, for
+	 * bufferevent_socket_connect(); it owns what it gets.
+	 */
+	struct bufferevent *(*client)(struct tls_ca *ca, struct event_base *base,
+				      const char *host, const struct tls_session *sess,
+				      char *why, size_t whylen);
+	/*
+	 * After an error event on a bufferevent from client(): true with why
+	 * set when TLS failed (a handshake error, a certificate that did not
+	 * verify), false for a plain socket error.
+	 */
+	bool (*client_error)(struct bufferevent *bev, char *why, size_t whylen);
+};
+
+struct corral_err;
+/*
+ * The plugin next to the running binary, loaded on the first call (later
+ * calls return the same, or the same error).  NULL with err set, naming
+ * the path and why.
+ */
+const struct tls_ops *tls_plugin_load(struct corral_err *err);
+
+#endif

@@ -43,7 +43,7 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 # it is also what a host without one of the .a files gets.  OpenSSL is not
 # among them, nor linked at all: its ~18k relocations cost every start,
 # and only a policy that terminates TLS needs it, so it is in
-# corral-tls.so, loaded then (src/lib/tls_plugin.h; tests/linkage.sh
+# corral-tls.so, loaded then (src/lib/tls_plugin.h; tests/plugin.sh
 # checks it stays out).
 LINK ?= static
 STATIC_A := seccomp jansson archive nettle acl \

@@ -3,18 +3,29 @@
  *
  * The header is looked at first: it decides whether a packet gets an
  * answer at all (never a response, never something shorter than a
- * header).  Then the whole message is walked, every record of every
- * section, bounded by the packet: names of at most 255 bytes, labels of
- * at most 63, and a compression pointer only ever pointing back, before
- * itself, so that no name can loop.  The question is echoed exactly as
- * asked, case included, because resolvers that randomise case (DNS 0x20)
- * check it.
+ * header, only opcode QUERY with one question).  Then glibc's resolver
+ * reads the message: ns_initparse() walks every record of every section
+ * and refuses a message that does not end exactly at its last one;
+ * ns_parserr() reads the question and each record with its name
+ * uncompressed, and ns_name_unpack() the question's name as it was asked,
+ * case included, because resolvers that randomise case (DNS 0x20) check
+ * the echo.  glibc bounds every read by the message, a name by 255
+ * bytes, a label by 63; a compression pointer may point anywhere inside
+ * the message, forwards or into the header as well as back, and a name
+ * that loops is refused once it has gone further than the message is
+ * long (resolv/ns_name_unpack.c).  On top of that our own rules: only
+ * letters, digits, '-' and '_' in labels, the text name lowercased, no
+ * answer or authority records in a query.  The response echoes the
+ * question uncompressed, so nothing a pointer reached is pointed at again.
  *
- * This was ldns; but its messages drag in its DNSSEC code and with it
- * OpenSSL's libcrypto, which corral no longer links (tls_plugin.h), and a
- * responder that reads one question and writes addresses needs little of
- * it.  tests/unit_dns.c and fuzz/fuzz_dns.c still decode what comes out
- * with ldns, an independent reader.
+ * Why glibc's: it is libc's own code, kept and fixed with it (its
+ * ns_name_unpack backs every getaddrinfo() over DNS), and it needs no
+ * libcrypto.  This was ldns, whose messages drag in its DNSSEC code and
+ * with it OpenSSL's libcrypto, which corral no longer links
+ * (tls_plugin.h).  tests/unit_dns.c and fuzz/fuzz_dns.c still decode what
+ * comes out with ldns, an independent reader.  Writing a response is
+ * fixed layout: the header, the question, records named by a pointer to
+ * offset 12, 4 or 16 bytes of address each.
  */
 #include "dnsmsg.h"
 

@@ -336,6 +336,26 @@ TEST(dns_pointers_forwards_and_trailing_bytes)
 	CHECK(dnsmsg_parse_query(pkt, n + 1, &q) == -EINVAL && q.id == 15);
 }
 
+/* OPT and up to three more records; past that, FORMERR before any is read */
+TEST(dns_records_bounded)
+{
+	static const uint8_t rec[] = { 0, 0, 1, 0, 1, 0, 0, 0, 9, 0, 4, 192, 0, 2, 1 };
+	uint8_t pkt[512];
+	struct dns_query q;
+	size_t n;
+	int i;
+
+	n = make_query("a.test.", LDNS_RR_TYPE_A, 16, true, pkt, sizeof(pkt) - 5 * sizeof(rec));
+	CHECK(n > 0 && pkt[11] == 1);
+	for (i = 2; i <= 5; i++) {
+		memcpy(pkt + n, rec, sizeof(rec));
+		n += sizeof(rec);
+		pkt[11] = (uint8_t)i;
+		CHECK(dnsmsg_parse_query(pkt, n, &q) == (i <= 4 ? 0 : -EINVAL));
+	}
+	CHECK(q.id == 16);
+}
+
 TEST(dns_long_names)
 {
 	/* a name of 128 one-byte labels: 256 bytes on the wire, over the limit */

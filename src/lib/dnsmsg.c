@@ -44,6 +44,7 @@
 #define DNS_OPCODE_QUERY	0
 #define DNS_POINTER		0xc0	/* a label byte's top bits: compression */
 #define DNS_RR_FIXED		10	/* type, class, TTL, RDLENGTH */
+#define DNS_RECORDS_MAX		4	/* in a query, besides its question */
 
 /* Everything a response is built from. */
 struct resp {
@@ -102,7 +103,11 @@ static int text_to_name(const char *text, char *out, size_t outsize)
  * (ns_initparse, ns_parserr): the question into q (its name uncompressed
  * as asked, type, class) and its name's text into text; every other
  * record read with its name; an OPT record's UDP size taken (EDNS).
- * -EINVAL for anything glibc refuses.
+ * -EINVAL for anything glibc refuses, and for more than DNS_RECORDS_MAX
+ * records: glibc follows a name's pointers until it has gone as far as
+ * the message is long, so thousands of names each pointing at one long
+ * chain of pointers made a 64 KiB message cost 150 ms; a query carries
+ * one OPT record, perhaps a signature (TSIG, SIG(0)).
  */
 static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q,
 			char text[NS_MAXDNAME])
@@ -115,6 +120,8 @@ static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q,
 	/* ns_initparse() takes an int; no DNS message is longer */
 	if (len > DNS_TCP_MAX || ns_initparse(pkt, (int)len, &msg) < 0 ||
 	    ns_msg_count(msg, ns_s_qd) != 1 ||
+	    ns_msg_count(msg, ns_s_an) + ns_msg_count(msg, ns_s_ns) +
+	    ns_msg_count(msg, ns_s_ar) > DNS_RECORDS_MAX ||
 	    ns_parserr(&msg, ns_s_qd, 0, &rr) < 0)
 		return -EINVAL;
 	q->qtype = ns_rr_type(rr);

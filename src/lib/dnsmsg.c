@@ -150,6 +150,8 @@ static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q,
 	return 0;
 }
 
+_Static_assert(sizeof(HEADER) == DNS_HEADER_LEN, "glibc's HEADER is the wire's 12 bytes");
+
 int dnsmsg_parse_query(const uint8_t *pkt, size_t len, struct dns_query *q)
 {
 	char text[NS_MAXDNAME];

@@ -15,8 +15,9 @@
  * that loops is refused once it has gone further than the message is
  * long (resolv/ns_name_unpack.c).  On top of that our own rules: only
  * letters, digits, '-' and '_' in labels, the text name lowercased, no
- * answer or authority records in a query.  The response echoes the
- * question uncompressed, so nothing a pointer reached is pointed at again.
+ * answer or authority records in a query, at most DNS_RECORDS_MAX records
+ * besides the question (read_message says why).  The response echoes
+ * the question uncompressed: nothing a pointer reached is pointed at again.
  *
  * Why glibc's: it is libc's own code, kept and fixed with it (its
  * ns_name_unpack backs every getaddrinfo() over DNS), and it needs no

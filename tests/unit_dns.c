@@ -1,7 +1,7 @@
 /*
  * unit_dns.c - the DNS messages of the sandbox's resolver (dnsmsg.c):
  * queries parsed, answers built (and checked with ldns), truncation for
- * UDP, garbage, compression loops, TCP framing.
+ * UDP, garbage, compression loops and pointers forwards, TCP framing.
  */
 #include "dnsmsg.h"
 #include "unit.h"
@@ -275,6 +275,85 @@ TEST(dns_compression_loops)
 	CHECK(dnsmsg_parse_query(pair, sizeof(pair), &q) == -EINVAL);
 	CHECK(dnsmsg_parse_query(past, sizeof(past), &q) == -EINVAL);
 	CHECK(dnsmsg_parse_query(label, sizeof(label), &q) == -EINVAL);
+}
+
+/*
+ * glibc's reader (dnsmsg.c): a pointer may go forwards or into the
+ * header, the question is echoed uncompressed whatever it pointed at, a
+ * loop through a forward pointer is cut, and a message must end at its
+ * last record.
+ */
+TEST(dns_pointers_forwards_and_trailing_bytes)
+{
+	/* "WwW" then a pointer forwards to the additional record's "tEst" */
+	static const uint8_t fwd[] = {
+		0, 13, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 1,
+		3, 'W', 'w', 'W', 0xc0, 22, 0, 1, 0, 1,
+		4, 't', 'E', 's', 't', 0, 0, 1, 0, 1, 0, 0, 0, 9, 0, 4, 192, 0, 2, 1,
+	};
+	/* the question points forwards to a name that points back to it */
+	static const uint8_t loop[] = {
+		0, 14, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 1,
+		0xc0, 18, 0, 1, 0, 1,
+		1, 'b', 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 9, 0, 0,
+	};
+	/* into the header: the id's bytes are a label "a", the flags' a "\0" */
+	static const uint8_t hdr[] = {
+		1, 'a', 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+		0xc0, 0, 0, 1, 0, 1,
+	};
+	uint8_t pkt[512], out[DNS_UDP_MAX];
+	struct sockaddr_storage a;
+	struct dns_query q;
+	size_t n, outlen = sizeof(out);
+	ldns_pkt *p;
+	ldns_rr *rr;
+
+	CHECK(dnsmsg_parse_query(fwd, sizeof(fwd), &q) == 0);
+	CHECK(!strcmp(q.name, "www.test") && q.qname_wire_len == 10 &&
+	      !memcmp(q.qname_wire, "\x03WwW\x04tEst", 10));
+	set_v4(&a, "192.0.2.7");
+	CHECK(dnsmsg_answer(&q, &a, 1, 60, out, &outlen) == 0);
+	p = decode(out, outlen);
+	rr = p ? ldns_rr_list_rr(ldns_pkt_question(p), 0) : NULL;
+	CHECK(rr && ldns_rdf_size(ldns_rr_owner(rr)) == 10 &&
+	      !memcmp(ldns_rdf_data(ldns_rr_owner(rr)), q.qname_wire, 10));
+	rr = p ? ldns_rr_list_rr(ldns_pkt_answer(p), 0) : NULL;
+	CHECK(rr && ldns_rdf_size(ldns_rr_owner(rr)) == 10 &&
+	      !memcmp(ldns_rdf_data(ldns_rr_owner(rr)), q.qname_wire, 10));
+	ldns_pkt_free(p);
+
+	CHECK(dnsmsg_parse_query(loop, sizeof(loop), &q) == -EINVAL);
+
+	CHECK(dnsmsg_parse_query(hdr, sizeof(hdr), &q) == -EILSEQ);
+	CHECK(q.id == 0x0161 && q.qname_wire_len == 5 &&
+	      !memcmp(q.qname_wire, "\x01" "a\x01\x00\x00", 5));
+
+	/* one byte after the last record */
+	n = make_query("a.test.", LDNS_RR_TYPE_A, 15, true, pkt, sizeof(pkt) - 1);
+	CHECK(n > 0 && dnsmsg_parse_query(pkt, n, &q) == 0);
+	pkt[n] = 0;
+	CHECK(dnsmsg_parse_query(pkt, n + 1, &q) == -EINVAL && q.id == 15);
+}
+
+/* OPT and up to three more records; past that, FORMERR before any is read */
+TEST(dns_records_bounded)
+{
+	static const uint8_t rec[] = { 0, 0, 1, 0, 1, 0, 0, 0, 9, 0, 4, 192, 0, 2, 1 };
+	uint8_t pkt[512];
+	struct dns_query q;
+	size_t n;
+	int i;
+
+	n = make_query("a.test.", LDNS_RR_TYPE_A, 16, true, pkt, sizeof(pkt) - 5 * sizeof(rec));
+	CHECK(n > 0 && pkt[11] == 1);
+	for (i = 2; i <= 5; i++) {
+		memcpy(pkt + n, rec, sizeof(rec));
+		n += sizeof(rec);
+		pkt[11] = (uint8_t)i;
+		CHECK(dnsmsg_parse_query(pkt, n, &q) == (i <= 4 ? 0 : -EINVAL));
+	}
+	CHECK(q.id == 16);
 }
 
 TEST(dns_long_names)

@@ -3,23 +3,37 @@
  *
  * The header is looked at first: it decides whether a packet gets an
  * answer at all (never a response, never something shorter than a
- * header).  Then the whole message is walked, every record of every
- * section, bounded by the packet: names of at most 255 bytes, labels of
- * at most 63, and a compression pointer only ever pointing back, before
- * itself, so that no name can loop.  The question is echoed exactly as
- * asked, case included, because resolvers that randomise case (DNS 0x20)
- * check it.
+ * header, only opcode QUERY with one question).  Then glibc's resolver
+ * reads the message: ns_initparse() walks every record of every section
+ * and refuses a message that does not end exactly at its last one;
+ * ns_parserr() reads the question and each record with its name
+ * uncompressed, and ns_name_unpack() the question's name as it was asked,
+ * case included, because resolvers that randomise case (DNS 0x20) check
+ * the echo.  glibc bounds every read by the message, a name by 255
+ * bytes, a label by 63; a compression pointer may point anywhere inside
+ * the message, forwards or into the header as well as back, and a name
+ * that loops is refused once it has gone further than the message is
+ * long (resolv/ns_name_unpack.c).  On top of that our own rules: only
+ * letters, digits, '-' and '_' in labels, the text name lowercased, no
+ * answer or authority records in a query, at most DNS_RECORDS_MAX records
+ * besides the question (read_message says why).  The response echoes
+ * the question uncompressed: nothing a pointer reached is pointed at again.
  *
- * This was ldns; but its messages drag in its DNSSEC code and with it
- * OpenSSL's libcrypto, which corral no longer links (tls_plugin.h), and a
- * responder that reads one question and writes addresses needs little of
- * it.  tests/unit_dns.c and fuzz/fuzz_dns.c still decode what comes out
- * with ldns, an independent reader.
+ * Why glibc's: it is libc's own code, kept and fixed with it (its
+ * ns_name_unpack backs every getaddrinfo() over DNS), and it needs no
+ * libcrypto.  This was ldns, whose messages drag in its DNSSEC code and
+ * with it OpenSSL's libcrypto, which corral no longer links
+ * (tls_plugin.h).  tests/unit_dns.c and fuzz/fuzz_dns.c still decode what
+ * comes out with ldns, an independent reader.  Writing a response is
+ * fixed layout: the header, the question, records named by a pointer to
+ * offset 12, 4 or 16 bytes of address each.
  */
 #include "dnsmsg.h"
 
+#include <arpa/nameser.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <resolv.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,11 +42,10 @@
 #define DNS_FLAG_AA		0x04	/* in byte 2 */
 #define DNS_FLAG_TC		0x02	/* in byte 2 */
 #define DNS_FLAG_RA		0x80	/* in byte 3 */
-#define DNS_LABEL_MAX		63
 #define DNS_OPCODE_QUERY	0
-#define DNS_TYPE_OPT		41
 #define DNS_POINTER		0xc0	/* a label byte's top bits: compression */
 #define DNS_RR_FIXED		10	/* type, class, TTL, RDLENGTH */
+#define DNS_RECORDS_MAX		4	/* in a query, besides its question */
 
 /* Everything a response is built from. */
 struct resp {
@@ -55,137 +68,95 @@ static uint16_t be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-static bool host_char(uint8_t ch)
+static bool host_char(char ch)
 {
 	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
 	       (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
 }
 
 /*
- * Uncompressed wire name -> "label.label", lowercase.  A label with a byte
- * that is not a hostname character ('.', NUL, '*', spaces ...) cannot be
- * in the allowlist and could be misread by anything that prints the name,
- * so it is not turned into text at all: -EILSEQ.
+ * The question's name as glibc printed it (ns_name_ntop: "label.label",
+ * "" for the root, a '.' or any other special or unprintable byte inside
+ * a label escaped with '\') -> lowercase.  A name with anything but
+ * hostname characters between its dots cannot be in the allowlist and
+ * could be misread by whatever prints it, so it is not taken at all:
+ * -EILSEQ.  The backslash of an escape is such a character.
  */
-static int wire_to_name(const uint8_t *w, size_t n, char *out, size_t outsize)
+static int text_to_name(const char *text, char *out, size_t outsize)
 {
-	size_t i = 0, o = 0, k;
+	size_t i;
 
-	for (;;) {
-		uint8_t l;
+	for (i = 0; text[i]; i++) {
+		char ch = text[i];
 
-		if (i >= n)
+		if (ch != '.' && !host_char(ch))
+			return -EILSEQ;
+		if (i + 1 >= outsize)
 			return -EINVAL;
-		l = w[i++];
-		if (l == 0)
-			break;
-		if (l > DNS_LABEL_MAX || l > n - i)
-			return -EINVAL;
-		if (o && o < outsize)
-			out[o++] = '.';
-		for (k = 0; k < l; k++) {
-			uint8_t ch = w[i + k];
-
-			if (!host_char(ch))
-				return -EILSEQ;
-			if (o + 1 >= outsize)
-				return -EINVAL;
-			out[o++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
-		}
-		i += l;
+		out[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
 	}
-	if (i != n)
-		return -EINVAL;
-	out[o] = '\0';
+	out[i] = '\0';
 	return 0;
 }
 
 /*
- * The name at *off, uncompressed into out (at most DNS_WIRE_NAME_MAX
- * bytes, *outlen set); *off moves past it as it sits in the packet.
+ * A whole message with exactly one question, read by glibc's resolver
+ * (ns_initparse, ns_parserr): the question into q (its name uncompressed
+ * as asked, type, class) and its name's text into text; every other
+ * record read with its name; an OPT record's UDP size taken (EDNS).
+ * -EINVAL for anything glibc refuses, and for more than DNS_RECORDS_MAX
+ * records: glibc follows a name's pointers until it has gone as far as
+ * the message is long, so thousands of names each pointing at one long
+ * chain of pointers made a 64 KiB message cost 150 ms; a query carries
+ * one OPT record, perhaps a signature (TSIG, SIG(0)).
  */
-static int read_name(const uint8_t *pkt, size_t len, size_t *off, uint8_t *out,
-		     size_t *outlen)
+static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q,
+			char text[NS_MAXDNAME])
 {
-	size_t at = *off, o = 0, limit = *off;
-	bool jumped = false;
+	static const ns_sect records[] = { ns_s_an, ns_s_ns, ns_s_ar };
+	ns_msg msg;
+	ns_rr rr;
+	int n;
 
-	for (;;) {
-		uint8_t l;
-
-		if (at >= len)
-			return -EINVAL;
-		l = pkt[at];
-		if ((l & DNS_POINTER) == DNS_POINTER) {
-			size_t to;
-
-			if (at + 1 >= len)
-				return -EINVAL;
-			to = (size_t)(l & ~DNS_POINTER) << 8 | pkt[at + 1];
-			if (!jumped)
-				*off = at + 2;
-			/*
-			 * only backwards, before where this part of the name
-			 * began: each jump lands lower than the last, no loop;
-			 * and never into the header, where no name is
-			 */
-			if (to >= limit || to < DNS_HEADER_LEN)
-				return -EINVAL;
-			jumped = true;
-			at = limit = to;
-			continue;
-		}
-		if (l > DNS_LABEL_MAX || l >= len - at || o + 1 + l > DNS_WIRE_NAME_MAX)
-			return -EINVAL;
-		memcpy(out + o, pkt + at, 1 + (size_t)l);
-		o += 1 + (size_t)l;
-		at += 1 + (size_t)l;
-		if (l == 0)
-			break;
-	}
-	if (!jumped)
-		*off = at;
-	*outlen = o;
-	return 0;
-}
-
-/*
- * A whole message with exactly one question: the question into q (name,
- * type, class), every other record read to its end, an OPT record's UDP
- * size taken (EDNS).  -EINVAL for anything out of bounds.
- */
-static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q)
-{
-	uint8_t name[DNS_WIRE_NAME_MAX];
-	size_t off = DNS_HEADER_LEN, n, records;
-
-	if (len < DNS_HEADER_LEN || be16(pkt + 4) != 1)
+	/* ns_initparse() takes an int; no DNS message is longer */
+	if (len > DNS_TCP_MAX || ns_initparse(pkt, (int)len, &msg) < 0 ||
+	    ns_msg_count(msg, ns_s_qd) != 1 ||
+	    ns_msg_count(msg, ns_s_an) + ns_msg_count(msg, ns_s_ns) +
+	    ns_msg_count(msg, ns_s_ar) > DNS_RECORDS_MAX ||
+	    ns_parserr(&msg, ns_s_qd, 0, &rr) < 0)
 		return -EINVAL;
-	if (read_name(pkt, len, &off, q->qname_wire, &q->qname_wire_len) < 0 ||
-	    len - off < 4)
+	q->qtype = ns_rr_type(rr);
+	q->qclass = ns_rr_class(rr);
+	memcpy(text, rr.name, NS_MAXDNAME);	/* "" for the root */
+	text[NS_MAXDNAME - 1] = '\0';
+	/* the question comes right after the header */
+	if (ns_name_unpack(pkt, pkt + len, pkt + DNS_HEADER_LEN, q->qname_wire,
+			   sizeof(q->qname_wire)) < 0)
 		return -EINVAL;
-	q->qtype = be16(pkt + off);
-	q->qclass = be16(pkt + off + 2);
-	off += 4;
-	records = (size_t)be16(pkt + 6) + be16(pkt + 8) + be16(pkt + 10);
-	for (size_t i = 0; i < records; i++) {
-		if (read_name(pkt, len, &off, name, &n) < 0 || len - off < DNS_RR_FIXED)
-			return -EINVAL;
-		n = be16(pkt + off + 8);		/* RDLENGTH */
-		if (len - off - DNS_RR_FIXED < n)
-			return -EINVAL;
-		/* OPT's class is the sender's UDP payload size */
-		if (i >= records - be16(pkt + 10) && be16(pkt + off) == DNS_TYPE_OPT) {
-			q->edns = true;
-			q->edns_udp_size = be16(pkt + off + 2);
+	n = dn_skipname(q->qname_wire, q->qname_wire + sizeof(q->qname_wire));
+	if (n < 1)
+		return -EINVAL;
+	q->qname_wire_len = (size_t)n;
+	for (size_t s = 0; s < sizeof(records) / sizeof(records[0]); s++) {
+		for (int i = 0; i < ns_msg_count(msg, records[s]); i++) {
+			if (ns_parserr(&msg, records[s], i, &rr) < 0)
+				return -EINVAL;
+			/* OPT's class is the sender's UDP payload size */
+			if (records[s] == ns_s_ar && ns_rr_type(rr) == ns_t_opt) {
+				q->edns = true;
+				q->edns_udp_size = ns_rr_class(rr);
+			}
 		}
-		off += DNS_RR_FIXED + n;
 	}
 	return 0;
 }
+
+_Static_assert(sizeof(HEADER) == DNS_HEADER_LEN, "glibc's HEADER is the wire's 12 bytes");
 
 int dnsmsg_parse_query(const uint8_t *pkt, size_t len, struct dns_query *q)
 {
+	char text[NS_MAXDNAME];
+	HEADER h;
 	int r;
 
 	memset(q, 0, sizeof(*q));
@@ -193,17 +164,20 @@ int dnsmsg_parse_query(const uint8_t *pkt, size_t len, struct dns_query *q)
 		return -EBADMSG;
 	if (len >= 2)
 		q->id = be16(pkt);
-	if (len < DNS_HEADER_LEN || pkt[2] & DNS_FLAG_QR)
+	if (len < sizeof(h))
 		return -EBADMSG;
-	q->rd = pkt[2] & DNS_FLAG_RD;
-	if ((pkt[2] >> 3 & 0x0f) != DNS_OPCODE_QUERY)
+	memcpy(&h, pkt, sizeof(h));	/* the fixed header, in glibc's layout */
+	if (h.qr)
+		return -EBADMSG;
+	q->rd = h.rd;
+	if (h.opcode != ns_o_query)
 		return -EOPNOTSUPP;
 	/* exactly one question; a query carries no answers or authority */
-	if (be16(pkt + 4) != 1 || be16(pkt + 6) || be16(pkt + 8))
+	if (ntohs(h.qdcount) != 1 || h.ancount || h.nscount)
 		return -EINVAL;
-	r = read_message(pkt, len, q);
+	r = read_message(pkt, len, q, text);
 	if (r == 0)
-		r = wire_to_name(q->qname_wire, q->qname_wire_len, q->name, sizeof(q->name));
+		r = text_to_name(text, q->name, sizeof(q->name));
 	if (r == -EINVAL) {	/* nothing but the header's part is kept */
 		uint16_t id = q->id;
 		bool rd = q->rd;
@@ -358,11 +332,11 @@ int dnsmsg_answer(const struct dns_query *q,
 static void raw_question(const uint8_t *pkt, size_t len, struct dns_query *tmp,
 			 struct resp *r)
 {
+	char text[NS_MAXDNAME];
+
 	memset(tmp, 0, sizeof(*tmp));
 	/* a name that is no hostname is still echoed as it was asked */
-	if (read_message(pkt, len, tmp) == 0 &&
-	    wire_to_name(tmp->qname_wire, tmp->qname_wire_len, tmp->name,
-			 sizeof(tmp->name)) != -EINVAL) {
+	if (read_message(pkt, len, tmp, text) == 0) {
 		r->qname = tmp->qname_wire;
 		r->qname_len = tmp->qname_wire_len;
 		r->qtype = tmp->qtype;

@@ -7,9 +7,9 @@
  * another resolver.  These functions turn a query's bytes into a struct
  * and a decision into a response's bytes.
  *
- * No I/O, no global state.  Safe on hostile input (every read bounded by
- * the packet, names by 255 bytes, compression pointers only backwards:
- * dnsmsg.c).  Responses carry no EDNS record, so over UDP they must fit in
+ * No I/O, no global state.  Safe on hostile input (read by glibc's
+ * resolver, every read bounded by the packet, names by 255 bytes, looping
+ * compression pointers refused: dnsmsg.c).  Responses carry no EDNS record, so over UDP they must fit in
  * DNS_UDP_MAX bytes: pass that as the room and a larger answer comes back
  * truncated (TC) for the client to retry over TCP.
  */

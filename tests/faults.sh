@@ -27,7 +27,11 @@ stale_cgroups() {	# stale_cgroups PID: groups named for that daemon
 # After a crash: nothing runs, a restart clears the rest, the log verifies.
 after_crash() {	# after_crash OLD_PID LOST_AT_LEAST [LOST_AT_MOST]
 	local old=$1
-	wait_for "the sandboxes to die with the daemon" no_orphans
+	# what outlived it, named, so that a rare failure says which process
+	wait_for "the sandboxes to die with the daemon" no_orphans || {
+		ps -o pid,ppid,stat,wchan:24,args -p "$(orphans | paste -sd, -)" >&2
+		return 1
+	}
 	start_daemon
 	expect_eq "stale cgroups after restart" "$(stale_cgroups "$old")" 0
 	expect_eq "state files" "$(ls "$T/state/sandboxes" | wc -l)" 0

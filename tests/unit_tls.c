@@ -172,6 +172,34 @@ TEST(placeholder_in_query_and_basic_auth)
 		CHECK(secrets_rewrite_head(s, head, strlen(head), "other.test", 443, true, &out,
 					   &len, why, sizeof(why)) == -EACCES);
 	}
+	/*
+	 * The attacker's spelling: "agent:PHx" in base64 whose last character
+	 * carries stray bits (not canonical, though lenient decoders take it).
+	 * It is not decoded, so nothing is swapped in: the head goes as it
+	 * came, and neither the secret nor its base64 is in it.
+	 */
+	{
+		char plain[128], b64[256], enc_secret[256];
+		size_t n;
+
+		snprintf(plain, sizeof(plain), "agent:%sx", secrets_placeholder(s, 0));
+		n = BASE64_ENCODE_RAW_LENGTH(strlen(plain));
+		base64_encode_raw(b64, strlen(plain), (const uint8_t *)plain);
+		b64[n] = 0;
+		CHECK(n > 2 && b64[n - 1] == '=' && b64[n - 2] == '=');
+		/* its last data character is A, Q, g or w (low 4 bits zero): +1 */
+		b64[n - 3]++;
+		snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nAuthorization: Basic %s\r\n\r\n", b64);
+		out = NULL;
+		CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out,
+					   &len, why, sizeof(why)) == 0);
+		CHECK(out && len == strlen(head) && !memcmp(out, head, len));
+		base64_encode_raw(enc_secret, strlen("agent:" SECRET), (const uint8_t *)"agent:" SECRET);
+		enc_secret[BASE64_ENCODE_RAW_LENGTH(strlen("agent:" SECRET))] = 0;
+		CHECK(out && !memmem(out, len, SECRET, strlen(SECRET)) &&
+		      !memmem(out, len, enc_secret, strlen(enc_secret)));
+		free(out);
+	}
 	secrets_free(s);
 	corral_policy_free(&p);
 }

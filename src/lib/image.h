@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <jansson.h>
+#include <nettle/sha2.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,11 +38,12 @@ bool image_looks_like_digest(const char *ref);	/* [sha256:]hex, >= 12 digits */
 
 /* ---- sha256 over a stream (nettle) ---- */
 struct image_hash {
-	void *ctx;		/* struct sha256_ctx */
+	struct sha256_ctx ctx;
+	bool live;		/* between init and final (or free) */
 };
-int image_hash_init(struct image_hash *h, struct corral_err *err);
+void image_hash_init(struct image_hash *h);
 void image_hash_update(struct image_hash *h, const void *buf, size_t len);
-/* "sha256:HEX" into out (CORRAL_DIGEST_MAX); frees the context. */
+/* "sha256:HEX" into out (CORRAL_DIGEST_MAX); the digest is done after it. */
 void image_hash_final(struct image_hash *h, char *out);
 void image_hash_free(struct image_hash *h);
 

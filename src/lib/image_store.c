@@ -31,19 +31,16 @@
 
 /* ---- sha256 ----------------------------------------------------------- */
 
-int image_hash_init(struct image_hash *h, struct corral_err *err)
+void image_hash_init(struct image_hash *h)
 {
-	h->ctx = malloc(sizeof(struct sha256_ctx));
-	if (!h->ctx)
-		return corral_set_err(err, -ENOMEM, "cannot start a SHA-256 digest");
-	sha256_init(h->ctx);
-	return 0;
+	sha256_init(&h->ctx);
+	h->live = true;
 }
 
 void image_hash_update(struct image_hash *h, const void *buf, size_t len)
 {
-	if (h->ctx && len)
-		sha256_update(h->ctx, len, buf);
+	if (h->live && len)
+		sha256_update(&h->ctx, len, buf);
 }
 
 void image_hash_final(struct image_hash *h, char *out)
@@ -51,8 +48,8 @@ void image_hash_final(struct image_hash *h, char *out)
 	unsigned char md[SHA256_DIGEST_SIZE];
 
 	out[0] = '\0';
-	if (h->ctx) {
-		sha256_digest(h->ctx, sizeof(md), md);
+	if (h->live) {
+		sha256_digest(&h->ctx, sizeof(md), md);
 		strcpy(out, "sha256:");
 		for (unsigned int i = 0; i < sizeof(md); i++)
 			sprintf(out + 7 + 2 * i, "%02x", md[i]);
@@ -62,8 +59,7 @@ void image_hash_final(struct image_hash *h, char *out)
 
 void image_hash_free(struct image_hash *h)
 {
-	free(h->ctx);
-	h->ctx = NULL;
+	h->live = false;
 }
 
 /* ---- small things ------------------------------------------------------ */
@@ -317,9 +313,7 @@ static int copy_hashing(int in, int out, uint64_t max, char *digest, uint64_t *s
 	int r;
 
 	*size = 0;
-	r = image_hash_init(&h, err);
-	if (r < 0)
-		return r;
+	image_hash_init(&h);
 	while ((n = read(in, buf, sizeof(buf))) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
@@ -453,9 +447,7 @@ int store_read_blob(struct corral_image_store *s, const char *digest, size_t max
 		r = corral_set_err(err, -EFBIG, "blob %s is larger than %zu bytes", digest, max);
 		goto fail;
 	}
-	r = image_hash_init(&h, err);
-	if (r < 0)
-		goto fail;
+	image_hash_init(&h);
 	image_hash_update(&h, buf, used);
 	image_hash_final(&h, got);
 	if (strcmp(got, digest) != 0) {

@@ -675,9 +675,8 @@ static int unpack_run(int blobfd, const char *blob_digest, const char *diff_id,
 		r = fail(&u, -ENOMEM, "out of memory for buffers");
 		goto out;
 	}
-	if ((r = image_hash_init(&u.blob_hash, err)) < 0 ||
-	    (r = image_hash_init(&u.tar_hash, err)) < 0)
-		goto out;
+	image_hash_init(&u.blob_hash);
+	image_hash_init(&u.tar_hash);
 	if (mkdirat(destfd, LAYER_ROOT, 0755) < 0) {
 		r = fail(&u, -errno, "mkdir %s: %s", LAYER_ROOT, strerror(errno));
 		goto out;

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #define PLACEHOLDER_PREFIX	"corral-ph-"
@@ -103,12 +102,10 @@ static int check_value(const struct secret *s, struct corral_err *err)
 static int make_placeholder(struct secret *s, struct corral_err *err)
 {
 	unsigned char r[16];
-
 	int e = corral_random(r, sizeof(r));
 
 	if (e < 0)
-		return corral_set_err(err, e, "no random bytes for a placeholder: %s",
-				      strerror(-e));
+		return corral_set_errno(err, -e, "no random bytes for a placeholder");
 	memcpy(s->placeholder, PLACEHOLDER_PREFIX, sizeof(PLACEHOLDER_PREFIX) - 1);
 	for (size_t i = 0; i < sizeof(r); i++)
 		snprintf(s->placeholder + sizeof(PLACEHOLDER_PREFIX) - 1 + 2 * i, 3, "%02x", r[i]);

@@ -121,7 +121,7 @@ int secrets_scan(const struct secrets *s, struct secrets_scan *st,
 
 struct tlsbox {
 	const struct tls_ops *ops;	/* corral-tls.so's */
-	struct tls_ca *ca;		/* NULL: nothing is terminated */
+	struct tls_ca *ca;		/* made by ops->ca_new; never NULL here */
 	struct httprules *rules;
 	struct secrets *secrets;
 };

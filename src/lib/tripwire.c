@@ -34,7 +34,6 @@
 #include <string.h>
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -521,18 +520,14 @@ static int rand_chars(char *out, size_t n, const char *alphabet,
 {
 	size_t alen = strlen(alphabet), limit = 256 - 256 % alen, i = 0;
 	unsigned char pool[256];
-	size_t have = 0, used = 0;
-	ssize_t r;
+	size_t used = sizeof(pool);
+	int r;
 
 	while (i < n) {
-		if (used == have) {
-			r = getrandom(pool, sizeof(pool), 0);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return corral_set_errno(err, r < 0 ? errno : EIO,
-							"getrandom");
-			have = r;
+		if (used == sizeof(pool)) {
+			r = corral_random(pool, sizeof(pool));
+			if (r < 0)
+				return corral_set_errno(err, -r, "no random bytes for a decoy");
 			used = 0;
 		}
 		if (pool[used] < limit)

@@ -173,7 +173,10 @@ $(CLIENT_BIN): tests/serve_client.c
 # nothing from the sandbox's view of the host.
 $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -Wall -Wextra -D_GNU_SOURCE -static -o $@ $<
+	$(CC) -std=gnu11 -O1 -Wall -Wextra -D_GNU_SOURCE -static -o $@ $< $(HELPER_LIBS)
+
+# the tests' JSON reader, run on the host thousands of times a suite
+$(BUILD)/tests/helpers/jget: HELPER_LIBS := -ljansson -lm
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TLS_OBJ:.o=.d)
 

@@ -56,14 +56,7 @@ api() {
 		-w '%{http_code}' "$@" "http://localhost$p" 2> "$T/curl.err" || true
 }
 body() { head -c 400 "$T/body"; }
-jq() {	# jq EXPR [FILE]: a Python expression over the JSON v of FILE
-	$PY -c '
-import json, sys
-v = json.load(open(sys.argv[2]))
-r = eval(sys.argv[1])
-print(json.dumps(r) if isinstance(r, (dict, list, bool)) or r is None else r)
-' "$1" "${2:-$T/body}"
-}
+jq() { pyjq "$1" "${2:-$T/body}"; }	# jq EXPR [FILE]: see lib.sh
 expect_code() { [ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(cat "$T/curl.err")"; }
 mksb() {
 	local code

@@ -19,15 +19,52 @@ skip() {
 	return 77
 }
 
-# json FIELD [FIELD...] < json: print a field of the result (dotted path).
+# JGET: tests/helpers/jget, the JSON reader, beside the corral under test
+# (build/tests/helpers, or a staged copy's helpers/).
+jget_find() {
+	local d=${CORRAL%/*}
+	for d in "$d/tests/helpers" "$d/helpers"; do
+		[ -x "$d/jget" ] && { JGET=$d/jget; return; }
+	done
+	echo "no jget beside $CORRAL: build it (make)" >&2
+	JGET=false
+}
+[ -z "${CORRAL:-}" ] || jget_find
+
+# json FIELD < json: print a field of the result (dotted path; see jget.c)
 json() {
+	[ -n "${JGET:-}" ] || jget_find
+	"$JGET" "$1"
+}
+
+# pyjq EXPR FILE: a Python expression over the JSON v of FILE, printed as
+# json.dumps would (a string bare).  A plain subscript, v["a"][0]["b"], or
+# len() of one, is read by jget; anything else starts a Python.
+pyjq() {
+	local e=$1 path="" len=""
+	[ -n "${JGET:-}" ] || jget_find
+	if [[ $e =~ ^len\((.*)\)$ ]]; then
+		len=-l
+		e=${BASH_REMATCH[1]}
+	fi
+	if [[ $e == v\[* ]]; then
+		e=${e#v}
+		while [[ $e =~ ^\[\"([A-Za-z_][A-Za-z0-9_]*)\"\](.*)$ ||
+			 $e =~ ^\[([0-9]+)\](.*)$ ]]; do
+			path+=.${BASH_REMATCH[1]}
+			e=${BASH_REMATCH[2]}
+		done
+		if [ -z "$e" ]; then
+			"$JGET" -n $len "${path#.}" < "$2"
+			return
+		fi
+	fi
 	/usr/bin/python3 -c '
 import json, sys
-v = json.load(sys.stdin)
-for k in sys.argv[1].split("."):
-    v = v[int(k)] if isinstance(v, list) else v[k]
-print(json.dumps(v) if isinstance(v, (dict, list, bool)) else v)
-' "$1"
+v = json.load(open(sys.argv[2]))
+r = eval(sys.argv[1])
+print(json.dumps(r) if isinstance(r, (dict, list, bool)) or r is None else r)
+' "$1" "$2"
 }
 
 expect_eq() {	# expect_eq WHAT GOT WANT

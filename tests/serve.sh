@@ -266,14 +266,9 @@ api() {
 
 body() { head -c "${1:-400}" "$T/body"; }
 
-# jq EXPR [FILE]: a Python expression over the JSON v of FILE ($T/body).
-JQ_PY='
-import json, sys
-v = json.load(open(sys.argv[2]))
-r = eval(sys.argv[1])
-print(json.dumps(r) if isinstance(r, (dict, list, bool)) or r is None else r)
-'
-jq() { $PY -c "$JQ_PY" "$1" "${2:-$T/body}"; }
+# jq EXPR [FILE]: a Python expression over the JSON v of FILE ($T/body),
+# by lib.sh's pyjq
+jq() { pyjq "$1" "${2:-$T/body}"; }
 
 # jbody KEY VALUE [KEY VALUE...]: a JSON object of strings; a VALUE that
 # starts with "json:" is raw JSON.
@@ -296,12 +291,9 @@ expect_error() {
 	expect_code "$1" "$2" "$3" || return 1
 	expect_contains "$1 content type" "$(grep -i '^content-type:' "$T/headers")" \
 		application/json || return 1
-	$PY - "$T/body" "$4" <<'EOF' || fail "$1: not {\"error\": \"$4\", \"detail\": ...}: $(body)"
-import json, sys
-v = json.load(open(sys.argv[1]))
-assert isinstance(v, dict) and v.get("error") == sys.argv[2], v
-assert isinstance(v.get("detail"), str) and v["detail"], v
-EOF
+	{ [ "$(jq 'v["error"]')" = "$4" ] && [ "$("$JGET" -t error < "$T/body")" = string ] &&
+	  [ "$("$JGET" -t detail < "$T/body")" = string ] && [ "$(jq 'len(v["detail"])')" -gt 0 ]
+	} 2>/dev/null || fail "$1: not {\"error\": \"$4\", \"detail\": ...}: $(body)"
 }
 
 # mksb [BODY]: create a sandbox, its id on stdout.

@@ -177,6 +177,8 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 
 # the tests' JSON reader, run on the host thousands of times a suite
 $(BUILD)/tests/helpers/jget: HELPER_LIBS := -ljansson -lm
+# and their HTTP client (see httpc.c)
+$(BUILD)/tests/helpers/httpc: HELPER_LIBS := -lhttp_parser
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TLS_OBJ:.o=.d)
 

@@ -48,11 +48,12 @@ if [ ! -S "$SOCK" ]; then
 	exit 1
 fi
 
-# api METHOD PATH [CURL ARGS...]: the status on stdout, the body in $T/body.
+# api METHOD PATH [CURL ARGS...]: by httpc (lib.sh), the status on stdout,
+# the body in $T/body.
 api() {
 	local m=$1 p=$2
 	shift 2
-	curl -sS --max-time 60 --unix-socket "$SOCK" -X "$m" -o "$T/body" \
+	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X "$m" -o "$T/body" \
 		-w '%{http_code}' "$@" "http://localhost$p" 2> "$T/curl.err" || true
 }
 body() { head -c 400 "$T/body"; }

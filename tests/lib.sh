@@ -19,15 +19,18 @@ skip() {
 	return 77
 }
 
-# JGET: tests/helpers/jget, the JSON reader, beside the corral under test
-# (build/tests/helpers, or a staged copy's helpers/).
+# JGET and HTTPC: tests/helpers/jget, the JSON reader, and httpc, the HTTP
+# client of serve.sh's and files.sh's API calls, beside the corral under
+# test (build/tests/helpers, or a staged copy's helpers/).
 jget_find() {
 	local d=${CORRAL%/*}
 	for d in "$d/tests/helpers" "$d/helpers"; do
-		[ -x "$d/jget" ] && { JGET=$d/jget; return; }
+		[ -x "$d/jget" ] && [ -x "$d/httpc" ] || continue
+		JGET=$d/jget HTTPC=$d/httpc
+		return
 	done
-	echo "no jget beside $CORRAL: build it (make)" >&2
-	JGET=false
+	echo "no jget and httpc beside $CORRAL: build them (make)" >&2
+	JGET=false HTTPC=false
 }
 [ -z "${CORRAL:-}" ] || jget_find
 

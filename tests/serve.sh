@@ -254,12 +254,12 @@ on_test_exit() {
 
 # ---- requests --------------------------------------------------------------
 
-# api METHOD PATH [CURL ARGS...]: the status code on stdout; the body in
-# $T/body, the headers in $T/headers.
+# api METHOD PATH [CURL ARGS...]: by httpc (lib.sh), the status code on
+# stdout; the body in $T/body, the headers in $T/headers.
 api() {
 	local m=$1 p=$2
 	shift 2
-	curl -sS --max-time "${API_TIMEOUT:-60}" --unix-socket "$SOCK" -X "$m" \
+	"$HTTPC" -sS --max-time "${API_TIMEOUT:-60}" --unix-socket "$SOCK" -X "$m" \
 		-D "$T/headers" -o "$T/body" -w '%{http_code}' "$@" \
 		"http://localhost$p" 2> "$T/curl.err" || true
 }

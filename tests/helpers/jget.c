@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: jget [-n | -l | -t] PATH < doc.json\n");
 		return 2;
 	}
-	doc = json_loadf(stdin, JSON_DECODE_ANY, &jerr);
+	doc = json_loadf(stdin, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 	if (!doc) {
 		fprintf(stderr, "jget: stdin, line %d: %s\n", jerr.line, jerr.text);
 		return 1;

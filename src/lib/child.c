@@ -1003,7 +1003,8 @@ void sandbox_child(struct child_ctx *c)
 	 * The seccomp filter is compiled now, while the supervisor writes our
 	 * id maps and moves us into our cgroup: the same program, loaded where
 	 * it always was (below), built on the other core instead of in the
-	 * line.  A failure is reported there too, in the order it always was.
+	 * line (mostly taken built in: then no work at all).  A failure is
+	 * reported there too, in the order it always was.
 	 */
 	sc_r = sc_compile(c->p, true, &filter, &sc_err);
 	/* EOF instead of "go": the supervisor failed or died. */

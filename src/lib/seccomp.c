@@ -650,42 +650,82 @@ bool sc_notify_available(void)
 }
 
 /*
- * A program built in only where libseccomp's API level is the one it was
- * built with: libseccomp checks actions against that level as it compiles.
+ * A program built in for this ABI, notify and network.  Not asked of
+ * libseccomp's API level: that costs nine probing seccomp() calls in every
+ * sandbox, and what it stood for is proved by the load itself (sc_load).
  */
 const struct sc_prebuilt *sc_prebuilt_find(uint32_t arch, bool notify, bool net)
 {
-	unsigned int api = seccomp_api_get();
-
 	for (size_t i = 0; i < sc_nprebuilt; i++)
 		if (sc_prebuilt[i].arch == arch && sc_prebuilt[i].notify == notify &&
-		    sc_prebuilt[i].net == net && sc_prebuilt[i].api == api)
+		    sc_prebuilt[i].net == net)
 			return &sc_prebuilt[i];
 	return NULL;
+}
+
+/* What libseccomp compiles, checking each action against this kernel. */
+static int compile_here(struct sc_compiled *f, bool notify, struct corral_err *err)
+{
+	struct sock_filter *prog;
+	int r;
+
+	f->prebuilt = NULL;
+	f->notify = notify;
+	r = sc_program(f->p, f->notify, &prog, &f->len, NULL, err);
+	f->prog = prog;
+	return r;
 }
 
 int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
 	       struct corral_err *err)
 {
-	const struct sc_prebuilt *pb;
-
-	*f = (struct sc_compiled){ .notify = want_notify && sc_notify_available() };
-	pb = sc_prebuilt_find(seccomp_arch_native(), f->notify,
-			      p && p->net != CORRAL_NET_NONE);
-	if (!pb)
-		return sc_program(p, f->notify, &f->prog, &f->len, NULL, err);
-	f->prog = malloc(pb->len * sizeof(*f->prog));
-	if (!f->prog)
-		return corral_set_err(err, -ENOMEM, "seccomp: no memory for a "
-				      "%zu-instruction filter", pb->len);
-	memcpy(f->prog, pb->prog, pb->len * sizeof(*f->prog));
-	f->len = pb->len;
+	*f = (struct sc_compiled){ .p = p, .want_notify = want_notify };
+	f->prebuilt = sc_prebuilt_find(seccomp_arch_native(), want_notify,
+				       p && p->net != CORRAL_NET_NONE);
+	if (!f->prebuilt)
+		return compile_here(f, want_notify && sc_notify_available(), err);
+	/* const and loaded as it is: no copy, no page of heap to fault in */
+	f->prog = f->prebuilt->prog;
+	f->len = f->prebuilt->len;
+	f->notify = want_notify;
 	return 0;
+}
+
+void sc_discard(struct sc_compiled *f)
+{
+	if (!f->prebuilt)
+		free((void *)f->prog);
+	f->prog = NULL;
+	f->prebuilt = NULL;
+}
+
+static int load_program(const struct sc_compiled *f)
+{
+	struct sock_fprog fp = { .len = (unsigned short)f->len,
+				 .filter = (struct sock_filter *)f->prog };
+
+	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		       f->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fp);
+}
+
+/*
+ * Whether the kernel runs every action of a built-in program, asked the
+ * cheapest way.  The notify programs are loaded with the listener flag,
+ * which a kernel without USER_NOTIF (before 5.0) refuses with EINVAL; one
+ * that has it also has every other action they use (KILL_PROCESS, 4.14).
+ * The others hold KILL_PROCESS for foreign ABIs: one question, where an
+ * older kernel would take the program and kill only the thread.
+ */
+static bool kernel_runs(const struct sc_compiled *f)
+{
+	uint32_t action = SECCOMP_RET_KILL_PROCESS;
+
+	return f->notify ||
+	       syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 }
 
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 {
-	struct sock_fprog fp = { .len = (unsigned short)f->len, .filter = f->prog };
 	int r;
 
 	if (notify_fd)
@@ -699,8 +739,26 @@ int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 		r = corral_set_errno(err, errno, "seccomp: PR_SET_NO_NEW_PRIVS");
 		goto out;
 	}
-	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    f->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fp);
+	if (f->prebuilt && kernel_runs(f)) {
+		r = load_program(f);
+		if (r >= 0 || errno != EINVAL)
+			goto loaded;
+	}
+	/*
+	 * The kernel refused a built-in program: its listener flag (a notify
+	 * one) or KILL_PROCESS (the others).  Compile the program without a
+	 * listener, as a kernel without USER_NOTIF always got it (denials fail
+	 * in the kernel, unrecorded; the result's layers say so), through
+	 * libseccomp, which checks every other action against this kernel and
+	 * refuses with a reason what it lacks: never a weaker program.
+	 */
+	if (f->prebuilt) {
+		r = compile_here(f, false, err);
+		if (r < 0)
+			goto out;
+	}
+	r = load_program(f);
+loaded:
 	if (r < 0) {
 		r = corral_set_errno(err, errno, "seccomp: cannot load the %zu-instruction filter",
 				   f->len);
@@ -710,8 +768,7 @@ int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 		*notify_fd = r;
 	r = 0;
 out:
-	free(f->prog);
-	f->prog = NULL;
+	sc_discard(f);
 	return r;
 }
 

@@ -466,6 +466,53 @@ TEST(arguments_decided)
 	CHECK(call(&p, 135, 0xffffffff, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, PER_LINUX, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, ADDR_NO_RANDOMIZE, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	free(p.insns);
+}
+
+/*
+ * personality is decided in front of libseccomp's program (not_in_block):
+ * the kernel reads 32 bits, and only PER_LINUX and the query pass, each
+ * bit alone and its complement denied; with or without a listener.
+ */
+TEST(personality_decided)
+{
+	static const uint64_t allowed[] = {
+		0, 0xffffffff, 0x100000000ull, 0xffffffff00000000ull, 0x1ffffffffull,
+	};
+	struct prog p;
+
+	if (!x86_64_here())
+		return;
+	for (int notify = 0; notify <= 1; notify++) {
+		uint32_t deny = notify ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ERRNO | EPERM;
+
+		if (!compile(&p, notify, CORRAL_NET_NONE))
+			return;
+		for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+			CHECK(call(&p, 135, allowed[i], 0, 0) == SECCOMP_RET_ALLOW);
+		for (int bit = 0; bit < 32; bit++) {
+			uint32_t b = 1u << bit;
+
+			CHECK(call(&p, 135, b, 0, 0) == deny);
+			CHECK(call(&p, 135, ~b, 0, 0) == deny);
+			CHECK(call(&p, 135, 0xffffffff00000000ull | b, 0, 0) == deny);
+		}
+		CHECK(call(&p, 135, READ_IMPLIES_EXEC, 0, 0) == deny);
+		CHECK(call(&p, 135, PER_LINUX32, 0, 0) == deny);
+		/* the blocks in front leave every other call to the program */
+		CHECK(call(&p, 39, 5, 0, 0) == SECCOMP_RET_ALLOW);
+		CHECK(call(&p, 0, 5, 0, 0) == SECCOMP_RET_ALLOW);
+		CHECK(call(&p, 137, 5, 0, 0) == SECCOMP_RET_ALLOW);
+		free(p.insns);
+	}
+}
+
+TEST(arguments_decided_ioctl)
+{
+	struct prog p;
+
+	if (!x86_64_here() || !compile(&p, true, CORRAL_NET_NONE))
+		return;
 	/* ioctl: TIOCSTI in the low 32 bits, whatever the high ones */
 	CHECK(call(&p, 16, 0, TCGETS, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 16, 0, TIOCSTI, 0) == SECCOMP_RET_USER_NOTIF);

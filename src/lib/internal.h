@@ -71,7 +71,7 @@ struct sock_filter;
 
 /* What a compiled filter holds, for corral doctor and the tests. */
 struct sc_summary {
-	unsigned rules;		/* libseccomp rules, and the ceiling */
+	unsigned rules;		/* libseccomp rules, the ceiling, the prefix's blocks */
 	unsigned unresolved;	/* table names known neither to libseccomp nor numbers[] */
 	int highest;		/* highest syscall number the table knows; -1: none here */
 	const char *arch;	/* "x86_64" */

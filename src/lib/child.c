@@ -927,7 +927,7 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
  */
 static void hide_cmdline(void)
 {
-	char buf[1024], *p;
+	char buf[1024], *p, *e;
 	unsigned long start = 0, end = 0;
 	ssize_t n;
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
@@ -943,8 +943,15 @@ static void hide_cmdline(void)
 	/* after ")": state is field 3; arg_start is 48, arg_end 49 */
 	for (int field = 2; p && field < 48; field++)
 		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %lu %lu", &start, &end) != 2 || end <= start ||
-	    end - start > (1 << 20))
+	if (!p)
+		return;
+	/* two numbers, read without sscanf: its code is pages init never faulted in */
+	start = strtoul(p, &e, 10);
+	if (e == p || *e != ' ')
+		return;
+	p = e;
+	end = strtoul(p, &e, 10);
+	if (e == p || end <= start || end - start > (1 << 20))
 		return;
 	memset((void *)start, 0, end - start);
 	snprintf((char *)start, end - start, "corral-init");

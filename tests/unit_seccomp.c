@@ -21,6 +21,10 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <stddef.h>
+#include <unistd.h>
 
 #define NR_SOCKET 41
 #define NR_SOCKETPAIR 53
@@ -234,10 +238,12 @@ TEST(compiled_ahead_is_the_same_program)
 	CHECK(f.len == len && len > 0);
 	CHECK(f.prog && prog && !memcmp(f.prog, prog, len * sizeof(*prog)));
 	free(prog);
-	free(f.prog);
+	sc_discard(&f);
+	CHECK(!f.prog);
+	/* the built-in notify program; whether the kernel takes it is sc_load's */
 	CHECK(sc_compile(&pol, true, &f, &err) == 0);
-	CHECK(f.notify == sc_notify_available());
-	free(f.prog);
+	CHECK(f.notify == (f.prebuilt != NULL || sc_notify_available()));
+	sc_discard(&f);
 	CHECK(sc_load(&none, &fd, &err) == -EINVAL);
 	CHECK(fd == -1);
 	CHECK(prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0);
@@ -278,16 +284,17 @@ TEST(built_in_programs_are_compiled_ones)
 		struct sc_compiled f = { 0 };
 		size_t len = 0;
 
-		CHECK(pb->arch == arch && pb->api == seccomp_api_get());
+		CHECK(pb->arch == arch);
 		corral_policy_init(&pol);
 		pol.net = pb->net ? CORRAL_NET_PROXY : CORRAL_NET_NONE;
 		CHECK(sc_program(&pol, pb->notify, &prog, &len, NULL, &err) == 0);
 		CHECK(len == pb->len && !memcmp(prog, pb->prog, len * sizeof(*prog)));
 		CHECK(sc_prebuilt_find(arch, pb->notify, pb->net) == pb);
 		CHECK(sc_compile(&pol, pb->notify, &f, &err) == 0);
+		CHECK(f.prebuilt == pb && f.prog == pb->prog);
 		CHECK(f.notify == pb->notify && f.len == len &&
 		      !memcmp(f.prog, prog, len * sizeof(*prog)));
-		free(f.prog);
+		sc_discard(&f);
 		free(prog);
 		corral_policy_free(&pol);
 		checked++;
@@ -296,6 +303,101 @@ TEST(built_in_programs_are_compiled_ones)
 	/* another ABI is never served one of these */
 	CHECK(!sc_prebuilt_find(SCMP_ARCH_X86, false, false));
 	CHECK(!sc_prebuilt_find(SCMP_ARCH_X32, true, true));
+}
+
+/*
+ * sc_load in a child of ours, on a kernel made to refuse the listener
+ * flag or not (refuse_listener): a filter of the test's own answers
+ * EINVAL to seccomp(SET_MODE_FILTER) with NEW_LISTENER, as a kernel before
+ * 5.0 does, also to libseccomp's probes.  The exit status says what held:
+ * 0, or the bits of what did not.
+ */
+#define LOAD_FAILED	0x01
+#define NOT_BUILT_IN	0x02
+#define LISTENER_WRONG	0x04
+#define NOT_FILTERED	0x08
+#define KEYCTL_ALLOWED	0x10
+#define NO_CHILD	0x80
+
+static int load_in_child(bool refuse_listener, bool *got_listener)
+{
+	struct sock_filter refuse[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_SET_MODE_FILTER, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fp = { sizeof(refuse) / sizeof(refuse[0]), refuse };
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return NO_CHILD;
+	if (pid == 0) {
+		struct corral_policy pol;
+		struct corral_err err = { 0 };
+		struct sc_compiled f;
+		int fd = -2, bad = 0;
+
+		corral_policy_init(&pol);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    (refuse_listener && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) < 0))
+			_exit(NO_CHILD);
+		if (sc_compile(&pol, true, &f, &err) < 0 || !f.prebuilt || !f.notify)
+			bad |= NOT_BUILT_IN;
+		if (sc_load(&f, &fd, &err) < 0) {
+			fprintf(stderr, "  sc_load: %s\n", err.msg);
+			_exit(bad | LOAD_FAILED);
+		}
+		if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != SECCOMP_MODE_FILTER)
+			bad |= NOT_FILTERED;
+		/* refused: denials fail in the kernel, nobody to notify */
+		if (refuse_listener && (fd != -1 ||
+		    syscall(__NR_keyctl, 0, 0, 0, 0, 0) != -1 || errno != EPERM))
+			bad |= fd != -1 ? LISTENER_WRONG : KEYCTL_ALLOWED;
+		/* taken: a listener (a denied call would wait on it: none made) */
+		if (!refuse_listener && fd < 0)
+			bad |= LISTENER_WRONG;
+		_exit(bad | (fd >= 0 ? 0x40 : 0));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return NO_CHILD;
+	*got_listener = WEXITSTATUS(status) & 0x40;
+	return WEXITSTATUS(status) & ~0x40;
+}
+
+/* The built-in notify program goes in as it is, with its listener. */
+TEST(built_in_program_loads)
+{
+	bool listener = false;
+
+	if (!x86_64_here() || !sc_notify_available())
+		return;
+	CHECK(load_in_child(false, &listener) == 0);
+	CHECK(listener);
+}
+
+/*
+ * A kernel that refuses the built-in program's listener gets libseccomp's
+ * program for it, probed then (no listener, denials EPERM in the kernel),
+ * not an error and not no filter.
+ */
+TEST(refused_built_in_program_is_compiled_instead)
+{
+	bool listener = true;
+	int r;
+
+	if (!x86_64_here())
+		return;
+	r = load_in_child(true, &listener);
+	if (r)
+		fprintf(stderr, "  child: 0x%x\n", r);
+	CHECK(r == 0);
+	CHECK(!listener);
 }
 
 /* The calls of issue 19, the ceiling, and the ABI kills. */
@@ -364,6 +466,53 @@ TEST(arguments_decided)
 	CHECK(call(&p, 135, 0xffffffff, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, PER_LINUX, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, ADDR_NO_RANDOMIZE, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	free(p.insns);
+}
+
+/*
+ * personality is decided in front of libseccomp's program (not_in_block):
+ * the kernel reads 32 bits, and only PER_LINUX and the query pass, each
+ * bit alone and its complement denied; with or without a listener.
+ */
+TEST(personality_decided)
+{
+	static const uint64_t allowed[] = {
+		0, 0xffffffff, 0x100000000ull, 0xffffffff00000000ull, 0x1ffffffffull,
+	};
+	struct prog p;
+
+	if (!x86_64_here())
+		return;
+	for (int notify = 0; notify <= 1; notify++) {
+		uint32_t deny = notify ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ERRNO | EPERM;
+
+		if (!compile(&p, notify, CORRAL_NET_NONE))
+			return;
+		for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+			CHECK(call(&p, 135, allowed[i], 0, 0) == SECCOMP_RET_ALLOW);
+		for (int bit = 0; bit < 32; bit++) {
+			uint32_t b = 1u << bit;
+
+			CHECK(call(&p, 135, b, 0, 0) == deny);
+			CHECK(call(&p, 135, ~b, 0, 0) == deny);
+			CHECK(call(&p, 135, 0xffffffff00000000ull | b, 0, 0) == deny);
+		}
+		CHECK(call(&p, 135, READ_IMPLIES_EXEC, 0, 0) == deny);
+		CHECK(call(&p, 135, PER_LINUX32, 0, 0) == deny);
+		/* the blocks in front leave every other call to the program */
+		CHECK(call(&p, 39, 5, 0, 0) == SECCOMP_RET_ALLOW);
+		CHECK(call(&p, 0, 5, 0, 0) == SECCOMP_RET_ALLOW);
+		CHECK(call(&p, 137, 5, 0, 0) == SECCOMP_RET_ALLOW);
+		free(p.insns);
+	}
+}
+
+TEST(arguments_decided_ioctl)
+{
+	struct prog p;
+
+	if (!x86_64_here() || !compile(&p, true, CORRAL_NET_NONE))
+		return;
 	/* ioctl: TIOCSTI in the low 32 bits, whatever the high ones */
 	CHECK(call(&p, 16, 0, TCGETS, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 16, 0, TIOCSTI, 0) == SECCOMP_RET_USER_NOTIF);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 static const char usage[] =
 "Usage: corral COMMAND [OPTIONS]\n"
@@ -127,6 +128,17 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;
+	}
+	/*
+	 * `corral run` is over when its command is: with the streams flushed,
+	 * all exit() has left to do is the libraries' destructors, which only
+	 * page their code in (six page faults, about 0.1 ms here, issue 17).
+	 */
+	if (!strcmp(argv[1], "run")) {
+		int r = cmd_run(argc - 1, argv + 1);
+
+		fflush(NULL);
+		_exit(r);
 	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))

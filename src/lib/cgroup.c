@@ -85,8 +85,8 @@ int cg_pick_parent(const char *mount, uid_t euid, char **parent, bool *create)
 			*parent = p;
 			return 0;
 		}
-		if (access(p, F_OK) < 0 && errno == ENOENT &&
-		    cg_dir_writable(mount)) {
+		/* the errno of cg_dir_writable's stat: not there (yet) */
+		if (errno == ENOENT && cg_dir_writable(mount)) {
 			*create = true;
 			*parent = p;
 			return 0;
@@ -234,6 +234,7 @@ int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
 	why[0] = '\0';
 	cg->ops = &cg_none_manager;
 	cg->kept_plan = false;
+	cg->root = euid == 0;
 	pthread_mutex_lock(&kept.lock);
 	if (mounts_unchanged() && kept.valid && kept.euid == euid) {
 		r = plan_copy(cg, &kept.plan, v2_id);
@@ -286,12 +287,12 @@ static int check_name(const char *name, struct corral_err *err)
  * needs it, removed by the last one to leave it empty.  A delegated
  * "corral.<uid>" belongs to whoever delegated it and stays.
  */
-static bool parent_is_ours(const struct cg_hier *h)
+static bool parent_is_ours(const struct cg *cg, const struct cg_hier *h)
 {
 	const char *slash = strrchr(h->parent, '/');
 
-	/* the name first: a call's group, below its sandbox's, asks no more */
-	return slash && !strcmp(slash + 1, CG_PARENT) && geteuid() == 0;
+	/* euid as planned: one geteuid() a plan, not one a hierarchy and step */
+	return cg->root && slash && !strcmp(slash + 1, CG_PARENT);
 }
 
 static int make_parents(struct cg *cg, struct corral_err *err)
@@ -302,7 +303,7 @@ static int make_parents(struct cg *cg, struct corral_err *err)
 		struct cg_hier *h = &cg->hier[i];
 
 		/* ours may have been removed since the plan: make it again */
-		if ((h->create_parent || parent_is_ours(h)) &&
+		if ((h->create_parent || parent_is_ours(cg, h)) &&
 		    mkdir(h->parent, 0755) < 0 && errno != EEXIST) {
 			r = -errno;
 			return corral_set_errno(err, -r, "cannot create cgroup "
@@ -510,6 +511,7 @@ static struct cg *cg_beside(const struct cg *from, bool under_dir,
 	cg->ops = from->ops;
 	cg->hybrid = from->hybrid;
 	cg->ctrls = from->ctrls;
+	cg->root = from->root;
 	snprintf(leaf, sizeof(leaf), "%s%s", under_dir ? CG_PREFIX : "", name);
 	for (size_t i = 0; i < from->nhier && cg->ops->mode != CG_NONE; i++) {
 		const struct cg_hier *f = &from->hier[i];
@@ -931,7 +933,7 @@ void cg_destroy(struct cg *cg)
 		}
 		/* the last sandbox out removes our parent (EBUSY: others remain) */
 		for (size_t i = 0; i < cg->nhier; i++)
-			if (parent_is_ours(&cg->hier[i]))
+			if (parent_is_ours(cg, &cg->hier[i]))
 				rmdir(cg->hier[i].parent);
 	}
 	cg_free_hiers(cg);
@@ -986,6 +988,9 @@ static int cleanup(pid_t only)
 	 * freezer hold, cg_freezer_hold).
 	 */
 	for (size_t h = 0; plan.ops->mode != CG_NONE && h < plan.nhier; h++) {
+		/* not there when planned just now: nobody's groups in it */
+		if (plan.hier[h].create_parent && !plan.kept_plan)
+			continue;
 		d = opendir(plan.hier[h].parent);
 		while (d && (de = readdir(d))) {
 			pid_t pid = owner_pid(de->d_name);

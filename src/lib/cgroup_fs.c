@@ -80,8 +80,12 @@ bool cg_dir_writable(const char *path)
 {
 	struct stat st;
 
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+	if (stat(path, &st) < 0)
 		return false;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return false;
+	}
 	return faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) == 0;
 }
 

@@ -57,6 +57,7 @@ struct cg {
 	struct cg_hier hier[C_COUNT + 1];	/* + hybrid: the cgroup2 tree */
 	struct cg_op *op;	/* at most one; dropped by the next or by destroy */
 	bool kept_plan;		/* planned from the plan kept (cg_plan) */
+	bool root;		/* planned for euid 0: "<mount>/corral" is ours */
 };
 
 /* What /proc/self/mountinfo says about cgroup filesystems. */
@@ -160,6 +161,7 @@ void cg_appendf(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int cg_file_path(char *buf, size_t len, const char *dir, const char *file);
 bool cg_file_exists(const char *dir, const char *file);
+/* false with errno saying why (ENOENT: not there; ENOTDIR; EACCES) */
 bool cg_dir_writable(const char *path);
 /* Read a small file into buf (NUL-terminated); length or -errno. */
 ssize_t cg_read_file(const char *dir, const char *file, char *buf, size_t len);

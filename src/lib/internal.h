@@ -71,7 +71,7 @@ struct sock_filter;
 
 /* What a compiled filter holds, for corral doctor and the tests. */
 struct sc_summary {
-	unsigned rules;		/* libseccomp rules, and the ceiling */
+	unsigned rules;		/* libseccomp rules, the ceiling, the prefix's blocks */
 	unsigned unresolved;	/* table names known neither to libseccomp nor numbers[] */
 	int highest;		/* highest syscall number the table knows; -1: none here */
 	const char *arch;	/* "x86_64" */
@@ -90,20 +90,28 @@ int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *e
  * have (sc_load frees it, loaded or not).
  */
 struct sc_compiled {
-	struct sock_filter *prog;
+	const struct sock_filter *prog;
 	size_t len;
 	bool notify;
+	/* a built-in program (not to free); what a fallback compile needs */
+	const struct sc_prebuilt *prebuilt;
+	const struct corral_policy *p;
+	bool want_notify;
 };
 int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
 	       struct corral_err *err);
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err);
+/* Frees what sc_compile made, for a caller that does not sc_load it. */
+void sc_discard(struct sc_compiled *f);
 /* "2026-12-01T19:39:22.123Z": an event's time (clock.c) */
 void utc_stamp(char *buf, size_t len, const struct timespec *ts);
 /*
  * The programs sc_program makes, compiled when corral was built
  * (tools/sc_prebuild.c writes $(BUILD)/gen/sc_prebuilt.c): one for each
- * ABI, notify and network, with libseccomp's API level at the time.
- * sc_compile takes one that matches instead of compiling.
+ * ABI, notify and network, with libseccomp's API level at the time (for
+ * the record: the program does not depend on it).  sc_compile takes one
+ * that matches instead of compiling; sc_load compiles after all where the
+ * kernel refuses it.
  */
 struct sc_prebuilt {
 	uint32_t arch;

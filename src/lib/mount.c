@@ -104,6 +104,11 @@ static int mkdir_p(const char *path, mode_t mode, struct corral_err *err)
 	char buf[4096];
 	size_t len = strlen(path);
 
+	/* mostly the parent is there (built just before): one call, not one a level */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return corral_set_errno(err, errno, "cannot create %s", path);
 	if (len >= sizeof(buf))
 		return corral_set_err(err, -ENAMETOOLONG, "path too long: %s", path);
 	memcpy(buf, path, len + 1);
@@ -128,21 +133,29 @@ static int make_mountpoint(const char *dst, bool dir, struct corral_err *err)
 {
 	char parent[4096];
 	char *slash;
-	int fd, r;
+	int fd, r, e;
 
 	if (dir)
 		return mkdir_p(dst, 0755, err);
+	/* mostly new: one mknod, where open and close were two calls */
+	if (mknod(dst, S_IFREG | 0644, 0) == 0)
+		return 0;
+	/* there already: what open makes of it, as before (a link is ELOOP) */
+	fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	e = errno;
+	/* its directory is not there yet: make it, then the file */
 	snprintf(parent, sizeof(parent), "%s", dst);
 	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
+	if (fd < 0 && e == ENOENT && slash && slash != parent) {
 		*slash = '\0';
 		r = mkdir_p(parent, 0755, err);
 		if (r < 0)
 			return r;
+		fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		e = errno;
 	}
-	fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		return corral_set_errno(err, errno, "cannot create %s", dst);
+		return corral_set_errno(err, e, "cannot create %s", dst);
 	close(fd);
 	return 0;
 }
@@ -428,6 +441,13 @@ static int write_merged(const char *path, const char *ours, enum etc_kind kind,
 		return corral_set_err(err, -errno, "cannot replace the image's %s: %s",
 				      path, strerror(errno));
 	}
+	/*
+	 * Nothing to merge (the host's view, or an image without the file):
+	 * ours as it is.  A memory stream here cost init the lazy binding of
+	 * libc's calloc, nine page faults of the dynamic linker's tables.
+	 */
+	if (!theirs)
+		return write_text(path, ours, err);
 	f = open_memstream(&text, &len);
 	if (!f) {
 		free(theirs);
@@ -968,18 +988,25 @@ static int build_proc(struct corral_err *err)
 	if (r == 0)
 		r = do_mount("proc", "/proc", "proc",
 			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+	/*
+	 * What this kernel's /proc lacks is skipped: the mount's ENOENT says
+	 * so (the source is the target, or /dev/null bound by build_dev), one
+	 * call where an access() first made two.
+	 */
 	for (size_t i = 0; r == 0 && i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++) {
-		if (access(proc_ro[i], F_OK) < 0)
+		if (mount(proc_ro[i], proc_ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
+			if (errno != ENOENT)
+				r = corral_set_errno(err, errno, "cannot mount %s on %s",
+						     proc_ro[i], proc_ro[i]);
 			continue;
-		r = do_mount(proc_ro[i], proc_ro[i], NULL, MS_BIND | MS_REC, NULL, err);
-		if (r == 0)
-			r = make_ro(proc_ro[i], true, err);
+		}
+		r = make_ro(proc_ro[i], true, err);
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked) / sizeof(proc_masked[0]); i++) {
 		snprintf(target, sizeof(target), "%s", proc_masked[i]);
-		if (access(target, F_OK) < 0)
-			continue;
-		r = do_mount("/dev/null", target, NULL, MS_BIND, NULL, err);
+		if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
+			r = corral_set_errno(err, errno, "cannot mount /dev/null on %s",
+					     target);
 	}
 	return r;
 }

@@ -390,7 +390,7 @@ static const struct sandbox_hooks run_hooks = {
 static int command_pipe(int i, int child[3], int *ours, struct corral_err *err)
 {
 	static const char *const names[] = { "stdin", "stdout", "stderr" };
-	int p[2], fl;
+	int p[2];
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return corral_set_err(err, -errno, "cannot make the %s pipe: %s",
@@ -399,8 +399,8 @@ static int command_pipe(int i, int child[3], int *ours, struct corral_err *err)
 	*ours = p[i == 0 ? 1 : 0];
 	/* fewer trips through the relay; a smaller pipe is only slower */
 	fcntl(*ours, F_SETPIPE_SZ, COMMAND_PIPE_SIZE);
-	fl = fcntl(*ours, F_GETFL);
-	if (fl < 0 || fcntl(*ours, F_SETFL, fl | O_NONBLOCK) < 0)
+	/* a new pipe's only status flag is its access mode, which F_SETFL keeps */
+	if (fcntl(*ours, F_SETFL, O_NONBLOCK) < 0)
 		return corral_set_err(err, -errno, "cannot make the %s pipe "
 				      "non-blocking: %s", names[i], strerror(errno));
 	return 0;
@@ -570,6 +570,24 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 		    "signal", res->signal, "reason", res->reason));
 }
 
+/*
+ * The supervisor's loop takes no tuning from the environment (EVENT_NOEPOLL
+ * and the like): libevent asks getuid, geteuid, getgid and getegid before
+ * each variable it reads, sixteen calls at every start.
+ */
+static struct event_base *loop_new(void)
+{
+	struct event_config *cfg = event_config_new();
+	struct event_base *base;
+
+	if (!cfg)
+		return NULL;
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_IGNORE_ENV);
+	base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	return base;
+}
+
 /* The loop, the log and the cgroup the sandbox is spawned into. */
 static int prepare(struct supervise *s, const struct corral_run_opts *o,
 		   struct corral_result *res, struct corral_err *err)
@@ -583,7 +601,7 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 	snprintf(name, sizeof(name), "%d-%llu", getpid(),
 		 (unsigned long long)(s->t0 ^ ((uint64_t)rand() << 20)));
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", name);
-	s->base = event_base_new();
+	s->base = loop_new();
 	if (!s->base)
 		return corral_set_err(err, -ENOMEM, "cannot create an event loop");
 	r = events_open(&s->ev, o->events_path, name, err);

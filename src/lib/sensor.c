@@ -20,11 +20,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <seccomp.h>
+#include <linux/seccomp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PATH_READ_MAX 256
@@ -35,8 +37,45 @@ struct sensor {
 	struct events *events;
 	struct seccomp_notif *req;
 	struct seccomp_notif_resp *resp;
+	size_t req_size, resp_size;
 	size_t denied;
 };
+
+/*
+ * The listener's ioctls, without libseccomp: its seccomp_notify_alloc
+ * first probes the kernel's API level, nine seccomp() calls in every
+ * sandbox's supervisor, to learn what the listener we hold already proves
+ * (USER_NOTIF).  The buffers are the kernel's sizes, which may be larger
+ * than our headers' structures.
+ */
+static int notif_alloc(struct sensor *s)
+{
+	struct seccomp_notif_sizes sz = { 0 };
+
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0)
+		return -errno;
+	s->req_size = sz.seccomp_notif > sizeof(*s->req) ? sz.seccomp_notif :
+		sizeof(*s->req);
+	s->resp_size = sz.seccomp_notif_resp > sizeof(*s->resp) ?
+		sz.seccomp_notif_resp : sizeof(*s->resp);
+	s->req = calloc(1, s->req_size);
+	s->resp = calloc(1, s->resp_size);
+	return s->req && s->resp ? 0 : -ENOMEM;
+}
+
+/* Still waiting for our answer: its memory still the caller's. */
+static bool notif_valid(int notify_fd, uint64_t id)
+{
+	return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* No task is left on the filter: the fd reads as hung up for good. */
+static bool hung_up(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
 
 /* A NUL-terminated string at addr in pid's memory, or "" if unreadable. */
 static void read_string(int notify_fd, const struct seccomp_notif *req,
@@ -55,7 +94,7 @@ static void read_string(int notify_fd, const struct seccomp_notif *req,
 		return;
 	n = pread(fd, out, len - 1, (off_t)addr);
 	close(fd);
-	if (n <= 0 || seccomp_notify_id_valid(notify_fd, req->id) != 0) {
+	if (n <= 0 || !notif_valid(notify_fd, req->id)) {
 		out[0] = '\0';
 		return;
 	}
@@ -146,16 +185,19 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	int r, deny;
 
 	(void)what;
-	memset(s->req, 0, sizeof(*s->req));
-	r = seccomp_notify_receive(fd, s->req);
-	if (r != 0) {
+	/* the kernel wants it zeroed, all of its size */
+	memset(s->req, 0, s->req_size);
+	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, s->req) < 0) {
 		/*
-		 * The caller died meanwhile (ENOENT): wait for the next.  Any
-		 * other failure means no task is left on the filter: the fd now
-		 * reads as hung up for good, so stop watching it.
+		 * ENOENT: the caller died meanwhile, wait for the next; unless
+		 * no task is left on the filter (the kernel says ENOENT then
+		 * too).  Then, and on any other failure, the fd reads as hung
+		 * up for good: stop watching it.
 		 */
-		if (r != -ENOENT && r != -EINTR)
-			event_del(s->ev);
+		r = errno;
+		if (r == EINTR || (r == ENOENT && !hung_up(fd)))
+			return;
+		event_del(s->ev);
 		return;
 	}
 	/* named even where libseccomp is older than the call: "syscall 470" */
@@ -176,10 +218,11 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	 * still names a process, and so its tool call (see events.h).
 	 */
 	events_emit(s->events, "syscall.denied", o);
-	memset(s->resp, 0, sizeof(*s->resp));
+	memset(s->resp, 0, s->resp_size);
 	s->resp->id = s->req->id;
 	s->resp->error = -deny;
-	seccomp_notify_respond(fd, s->resp);
+	/* fails only where the caller died meanwhile: nothing to answer */
+	(void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, s->resp);
 }
 
 struct sensor *sensor_start(struct event_base *base, int notify_fd,
@@ -193,7 +236,7 @@ struct sensor *sensor_start(struct event_base *base, int notify_fd,
 	}
 	s->fd = notify_fd;
 	s->events = ev;
-	if (seccomp_notify_alloc(&s->req, &s->resp) != 0)
+	if (notif_alloc(s) < 0)
 		goto fail;
 	s->ev = event_new(base, notify_fd, EV_READ | EV_PERSIST, on_notify, s);
 	if (!s->ev || event_add(s->ev, NULL) < 0)
@@ -215,8 +258,8 @@ void sensor_free(struct sensor *s)
 		return;
 	if (s->ev)
 		event_free(s->ev);
-	if (s->req || s->resp)
-		seccomp_notify_free(s->req, s->resp);
+	free(s->req);
+	free(s->resp);
 	close(s->fd);
 	free(s);
 }

@@ -244,8 +244,9 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 	s = &r->s[r->n++];
 	*s = (struct stream){ .r = r, .from = from, .to = to, .own_from = own_from,
 			      .own_to = own_to, .required = required };
-	s->from_poll = pollable(from);
-	s->to_poll = pollable(to);
+	/* ours are pipes or a pty master: only the caller's need asking */
+	s->from_poll = own_from || pollable(from);
+	s->to_poll = own_to || pollable(to);
 	s->from_nowait = reads_nowait(from, own_from, s->from_poll);
 	s->rd = event_new(r->base, s->from_poll ? from : -1, EV_READ, on_ready, s);
 	s->wr = event_new(r->base, s->to_poll ? to : -1, EV_WRITE, on_ready, s);

@@ -982,16 +982,16 @@ int mount_plant_tripwires(const struct corral_policy *p, struct corral_err *err)
 static int build_proc(struct corral_err *err)
 {
 	char target[64];
-	int r;
+	int r, e;
 
 	r = mkdir_p("/proc", 0555, err);
 	if (r == 0)
 		r = do_mount("proc", "/proc", "proc",
 			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
 	/*
-	 * What this kernel's /proc lacks is skipped: the mount's ENOENT says
-	 * so (the source is the target, or /dev/null bound by build_dev), one
-	 * call where an access() first made two.
+	 * What this kernel's /proc lacks is skipped: the bind's ENOENT says so
+	 * (its source is its target), one call where an access() first made
+	 * two; a mask's ENOENT is asked again (its source is /dev/null).
 	 */
 	for (size_t i = 0; r == 0 && i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++) {
 		if (mount(proc_ro[i], proc_ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
@@ -1004,9 +1004,13 @@ static int build_proc(struct corral_err *err)
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked) / sizeof(proc_masked[0]); i++) {
 		snprintf(target, sizeof(target), "%s", proc_masked[i]);
-		if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
-			r = corral_set_errno(err, errno, "cannot mount /dev/null on %s",
-					     target);
+		if (mount("/dev/null", target, NULL, MS_BIND, NULL) == 0)
+			continue;
+		/* ENOENT for a file this kernel has: /dev/null is missing, and
+		 * the file would be left unmasked */
+		e = errno;
+		if (e != ENOENT || access(target, F_OK) == 0)
+			r = corral_set_errno(err, e, "cannot mount /dev/null on %s", target);
 	}
 	return r;
 }

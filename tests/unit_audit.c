@@ -217,6 +217,46 @@ TEST(not_a_regular_file_and_memory_only)
 	events_close(ev);
 }
 
+static void every_hook(void *arg, const char *type, json_t *event)
+{
+	(void)type;
+	(void)event;
+	(*(int *)arg)++;
+}
+
+/*
+ * Memory only and no hook, an allowed connection's events are counted,
+ * not made: the seq of what is made next (a denial, kept for the result)
+ * is what it would have been.  A hook still sees every event.
+ */
+TEST(unseen_events_are_counted_not_made)
+{
+	struct corral_err err = { 0 };
+	struct events *ev;
+	int seen = 0;
+	json_t *d;
+
+	for (int hooked = 0; hooked < 2; hooked++) {
+		CHECK(events_open(&ev, NULL, "sb-1", &err) == 0);
+		if (hooked)
+			events_set_hook(ev, every_hook, &seen);
+		for (int i = 0; i < 3; i++) {
+			events_emit(ev, "egress.allowed", json_pack("{s:s, s:i}", "host",
+								    "a.test", "port", 80));
+			events_emit(ev, "egress.closed", json_pack("{s:s, s:i}", "host",
+								   "a.test", "port", 80));
+		}
+		events_emit(ev, "egress.denied", json_pack("{s:s, s:i}", "host", "b.test",
+							   "port", 80));
+		d = events_denials(ev);
+		CHECK(json_array_size(d) == 1);
+		CHECK(json_integer_value(json_object_get(json_array_get(d, 0), "seq")) == 7);
+		json_decref(d);
+		events_close(ev);
+	}
+	CHECK(seen == 7);
+}
+
 TEST(unreadable_events_path_is_an_error)
 {
 	struct corral_err err = { 0 };

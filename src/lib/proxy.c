@@ -502,7 +502,7 @@ static void on_drained(struct bufferevent *to, void *arg)
 }
 
 static void http_from_down(struct conn *c);
-static bool splice_tunnel(struct conn *c);
+static bool splice_tunnel(struct conn *c, int ufd);
 static bool sni_check(struct conn *c, const struct sni_hello *hello);
 
 /*
@@ -552,7 +552,7 @@ static void relay_read(struct bufferevent *from, void *arg)
 		if (!sni_matches(c))
 			return;
 		/* the first bytes passed: nothing more to learn from this tunnel */
-		if (c->up && splice_tunnel(c))
+		if (c->up && splice_tunnel(c, bufferevent_getfd(c->up)))
 			return;
 	}
 	struct evbuffer *in = bufferevent_get_input(from);
@@ -603,43 +603,94 @@ static void on_relay_done(void *arg, uint64_t up, uint64_t down)
 	conn_free(c);
 }
 
+/* Bytes that would go upstream before anything the relay reads itself. */
+static bool up_pending(struct conn *c)
+{
+	return (c->first && evbuffer_get_length(c->first)) ||
+	       evbuffer_get_length(bufferevent_get_input(c->down)) ||
+	       (c->up && evbuffer_get_length(bufferevent_get_output(c->up)));
+}
+
+/*
+ * A tunnel to a port other than 443 (CONNECT, transparent) may carry TLS:
+ * the relay shows us the sandbox's first bytes before any goes upstream,
+ * and a handshake's SNI must name the host judged, as sni_matches() does
+ * for a connection still on its bufferevents.
+ */
+static enum relay_verdict judge_first(void *arg, const uint8_t *p, size_t n, bool full)
+{
+	struct conn *c = arg;
+	struct sni_hello hello;
+	int r;
+
+	if (p[0] != 0x16) {
+		c->peek_tls = false;	/* not TLS: nothing to compare */
+		return RELAY_JUDGE_PASS;
+	}
+	r = sni_parse_hello(p, n, &hello);
+	if (r == -EAGAIN && !full)
+		return RELAY_JUDGE_MORE;
+	c->peek_tls = false;
+	if (r < 0) {
+		/* a handshake record we cannot read could hide any name */
+		events_emit(c->px->ev, "egress.denied",
+			    denied_fields(c, "a TLS handshake that is not a readable ClientHello"));
+		conn_free(c);
+		return RELAY_JUDGE_GONE;
+	}
+	return sni_check(c, &hello) ? RELAY_JUDGE_PASS : RELAY_JUDGE_GONE;
+}
+
 /*
  * Hand a judged tunnel to the kernel: what the bufferevents hold goes
- * first, then splice(2) moves the rest.  The relay takes the sockets
- * themselves: its events are added before the bufferevents let go of them
+ * first, then splice(2) moves the rest; with c->peek_tls (nothing read
+ * from the sandbox yet) its first bytes go to judge_first on the way.  The
+ * relay takes the sockets themselves (ufd: the upstream's, on c->up or
+ * none yet): its events are added before the bufferevents let go of them
  * (bufferevent_setfd -1, so that freeing them closes nothing), which
  * leaves each socket registered with epoll throughout.
  * false: nothing changed, the connection stays on its bufferevents.
  */
-static bool splice_tunnel(struct conn *c)
+static bool splice_tunnel(struct conn *c, int ufd)
 {
-	struct evbuffer *to_up = evbuffer_new();
-	struct evbuffer *to_down = evbuffer_new();
+	struct evbuffer *to_up = NULL, *to_down = NULL;
+	struct evbuffer *up_out = c->up ? bufferevent_get_output(c->up) : NULL;
+	struct evbuffer *up_in = c->up ? bufferevent_get_input(c->up) : NULL;
+	struct evbuffer *down_in = bufferevent_get_input(c->down);
+	struct evbuffer *down_out = bufferevent_get_output(c->down);
 	int dfd = bufferevent_getfd(c->down);
-	int ufd = bufferevent_getfd(c->up);
 	bool ok = false;
 
-	if (!to_up || !to_down)
+	/* most new tunnels hold nothing yet: no buffers made for nothing */
+	if (up_pending(c) && !(to_up = evbuffer_new()))
+		goto out;
+	if ((evbuffer_get_length(down_out) || (up_in && evbuffer_get_length(up_in))) &&
+	    !(to_down = evbuffer_new()))
 		goto out;
 	/* a bufferevent freezes its output's start: thaw it to take the bytes */
-	evbuffer_unfreeze(bufferevent_get_output(c->up), 1);
-	evbuffer_unfreeze(bufferevent_get_output(c->down), 1);
-	if (evbuffer_add_buffer(to_up, bufferevent_get_output(c->up)) < 0 ||
-	    (c->first && evbuffer_add_buffer(to_up, c->first) < 0) ||
-	    evbuffer_add_buffer(to_up, bufferevent_get_input(c->down)) < 0 ||
-	    evbuffer_add_buffer(to_down, bufferevent_get_output(c->down)) < 0 ||
-	    evbuffer_add_buffer(to_down, bufferevent_get_input(c->up)) < 0) {
+	if (up_out)
+		evbuffer_unfreeze(up_out, 1);
+	evbuffer_unfreeze(down_out, 1);
+	if ((to_up && ((up_out && evbuffer_add_buffer(to_up, up_out) < 0) ||
+		       (c->first && evbuffer_add_buffer(to_up, c->first) < 0) ||
+		       evbuffer_add_buffer(to_up, down_in) < 0)) ||
+	    (to_down && (evbuffer_add_buffer(to_down, down_out) < 0 ||
+			 (up_in && evbuffer_add_buffer(to_down, up_in) < 0)))) {
 		conn_free(c);
 		ok = true;
 		goto out;
 	}
-	c->bytes_up += evbuffer_get_length(bufferevent_get_input(c->down));
-	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down, on_relay_done, c);
+	c->bytes_up += evbuffer_get_length(down_in);
+	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down,
+			       c->peek_tls ? judge_first : NULL, SNI_READ_MAX,
+			       on_relay_done, c);
 	/* the relay owns the sockets now, even when it failed (it closed them) */
 	bufferevent_setfd(c->down, -1);
-	bufferevent_setfd(c->up, -1);
 	bufferevent_free(c->down);
-	bufferevent_free(c->up);
+	if (c->up) {
+		bufferevent_setfd(c->up, -1);
+		bufferevent_free(c->up);
+	}
 	c->down = c->up = NULL;
 	if (!c->relay)
 		conn_free(c);
@@ -680,14 +731,39 @@ static void bev_enable(struct bufferevent *bev, short what)
 		bufferevent_enable(bev, missing);
 }
 
-static void start_relay(struct conn *c)
+/*
+ * The upstream's bufferevent, made only now for a connection that did not
+ * go to the kernel after all.  false: there is none, and the client has
+ * its 502.
+ */
+static bool upstream_bev(struct conn *c, int ufd)
+{
+	c->up = bufferevent_socket_new(c->px->base, ufd,
+				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!c->up) {
+		close(ufd);
+		http_error(c, 502, "Bad Gateway", "out of memory");
+		return false;
+	}
+	conn_bev_tune(c->up);
+	return true;
+}
+
+/* ufd: the connected upstream's socket, on c->up or (none yet) bare */
+static void start_relay(struct conn *c, int ufd)
 {
 	c->st = C_RELAY;
 	if (c->first)
 		c->bytes_up += evbuffer_get_length(c->first);
-	/* a tunnel with nothing left to inspect: the kernel moves it */
-	if (strcmp(c->proto, "http") && !c->peek_tls && !c->terminated &&
-	    splice_tunnel(c))
+	/*
+	 * A tunnel with nothing left to inspect but, maybe, its first bytes
+	 * (not read yet: the relay shows them to judge_first): the kernel
+	 * moves it.
+	 */
+	if (strcmp(c->proto, "http") && !c->terminated &&
+	    (!c->peek_tls || !up_pending(c)) && splice_tunnel(c, ufd))
+		return;
+	if (!c->up && !upstream_bev(c, ufd))
 		return;
 	if (c->first)
 		bufferevent_write_buffer(c->up, c->first);
@@ -704,7 +780,7 @@ static void start_relay(struct conn *c)
 /* ---- resolving and connecting -------------------------------------------- */
 
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg);
-static void upstream_ready(struct conn *c);
+static void upstream_ready(struct conn *c, int ufd);
 
 /*
  * The upstream connect goes on in the loop (a name to resolve, a TLS
@@ -802,6 +878,16 @@ static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t l
 		refuse(c, SOCKS_REP_REFUSED, 502, "Bad Gateway", why);
 		return;
 	}
+	/*
+	 * Up already: a tunnel goes to the kernel with the bare socket, and
+	 * only a connection that stays in user space gets a bufferevent
+	 * (start_relay): a bufferevent made and freed for nothing cost
+	 * instructions, and its first read of the sandbox an ioctl(FIONREAD).
+	 */
+	if (done) {
+		upstream_ready(c, fd);
+		return;
+	}
 	c->up = bufferevent_socket_new(c->px->base, fd,
 				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (!c->up) {
@@ -810,10 +896,7 @@ static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t l
 		return;
 	}
 	upstream_setup(c);
-	if (done)
-		upstream_ready(c);
-	else
-		await_upstream(c, NULL, 0);
+	await_upstream(c, NULL, 0);
 }
 
 static void connect_upstream(struct conn *c, const struct sockaddr *sa,
@@ -848,7 +931,7 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED) {
 		bufferevent_set_timeouts(c->up, NULL, NULL);
-		upstream_ready(c);
+		upstream_ready(c, bufferevent_getfd(c->up));
 		return;
 	}
 	snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host, c->port,
@@ -1060,10 +1143,11 @@ static void handle_tls_head(struct conn *c)
 		conn_free(c);
 }
 
-static void upstream_ready(struct conn *c)
+/* ufd: the connected upstream's socket, on c->up or bare (start_relay) */
+static void upstream_ready(struct conn *c, int ufd)
 {
 	if (c->kind == L_TRANSPARENT) {
-		start_relay(c);
+		start_relay(c, ufd);
 		return;
 	}
 	if (c->kind == L_SOCKS) {
@@ -1072,20 +1156,20 @@ static void upstream_ready(struct conn *c)
 		socklen_t len = sizeof(local);
 		size_t n;
 
-		getsockname(bufferevent_getfd(c->up), (struct sockaddr *)&local, &len);
+		getsockname(ufd, (struct sockaddr *)&local, &len);
 		n = socks_reply(out, SOCKS_REP_SUCCEEDED, (struct sockaddr *)&local);
 		down_answer(c, out, n);
-		start_relay(c);
+		start_relay(c, ufd);
 		return;
 	}
 	if (!strcmp(c->proto, "connect")) {
 		if (c->port != 443)	/* for 443 the 200 went before the hello */
 			down_answer(c, established, sizeof(established) - 1);
-		start_relay(c);
+		start_relay(c, ufd);
 		return;
 	}
 	/* plain HTTP, terminated TLS: the judged head is c->first */
-	start_relay(c);
+	start_relay(c, ufd);
 }
 
 static void handle_head(struct conn *c)

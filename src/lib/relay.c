@@ -16,6 +16,11 @@
  * sink, not through the pipe) rather than after a trip through the loop,
  * and the pipes of a relay that ended empty are kept for the next one
  * instead of made and sized anew each connection.
+ *
+ * A tunnel whose first bytes must still be judged (a TLS hello's SNI on a
+ * CONNECT not to 443) is relayed from the start all the same: those bytes
+ * are read into user space and shown to the owner's judge, and go on only
+ * when it passes them; the upstream's side flows meanwhile.
  */
 #include "relay.h"
 

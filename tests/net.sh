@@ -229,8 +229,9 @@ print('socks', s.recv(10)[1])"
 # A CONNECT tunnel's first bytes are read by the relay and judged before
 # any goes upstream: a TLS hello split across reads is put together and
 # its SNI judged (a fronted one refused, nothing passed on); and tunnels
-# opened one after another, their relays' pipes reused, each get only
-# their own answer.
+# opened one after another, their relays' pipes reused, some sending their
+# request only after the proxy took the connection, one leaving without a
+# word, each get only their own answer.
 t_connect_hello_in_pieces_and_tunnels_in_sequence() {
 	trap stop_fixtures EXIT
 	start port http
@@ -239,8 +240,10 @@ t_connect_hello_in_pieces_and_tunnels_in_sequence() {
 		'{"web.test": "127.0.0.1", "api.test": "127.0.0.1"}'
 	nrun -- /usr/bin/python3 -c "
 import socket, ssl, time
-def tunnel(name, port):
+def tunnel(name, port, late=False):
     s = socket.create_connection(('127.0.0.1', 3128), 10)
+    if late:    # the request after the proxy took the connection
+        time.sleep(0.05)
     s.sendall(b'CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n' % (name, port, name, port))
     head = b''
     while b'\r\n\r\n' not in head:
@@ -261,9 +264,10 @@ for sni in ('api.test', 'evil.test'):
     try: k = s.recv(1)
     except OSError: k = b''
     print(sni, 'answered' if k == b'\x16' else 'closed', len(h))
+socket.create_connection(('127.0.0.1', 3128), 10).close()   # says nothing, leaves
 ok = 0
 for i in range(40):
-    s = tunnel(b'web.test', $port)
+    s = tunnel(b'web.test', $port, i % 8 == 0)
     s.sendall(b'GET /n%d HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n' % i)
     data = b''
     while True:

@@ -379,6 +379,8 @@ void conn_free(struct conn *c)
 		events_emit(px->ev, "egress.closed", closed_fields(c));
 	if (c->gai)
 		evdns_getaddrinfo_cancel(c->gai);
+	if (c->wait)
+		event_free(c->wait);
 	relay_free(c->relay);
 	/* a terminated connection's filter does not own its session and socket */
 	if (c->down_tls)
@@ -1462,17 +1464,54 @@ void conn_down_event(struct bufferevent *bev, short what, void *arg)
  * through the loop.  Nothing there yet (or EOF, an error): the bufferevent
  * reads as ever when the loop says so.
  */
+static void read_now(struct conn *c, int fd);
+
+/*
+ * The request came after the connection was reported: read it with
+ * read_now's one recv, not the bufferevent's ioctl(FIONREAD) and readv, a
+ * syscall more between the client's request and our answer.  The
+ * bufferevent reads again first (the socket stays registered with epoll
+ * throughout: no epoll_ctl), for whatever comes after.
+ */
+static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)what;
+	bufferevent_enable(c->down, EV_READ);
+	event_free(c->wait);
+	c->wait = NULL;
+	read_now(c, fd);
+}
+
+/* Wait for the request with our own event, not the bufferevent's read. */
+static void wait_first_bytes(struct conn *c, int fd)
+{
+	c->wait = event_new(c->px->base, fd, EV_READ | EV_PERSIST, on_first_bytes, c);
+	if (!c->wait || event_add(c->wait, NULL) < 0) {
+		/* the bufferevent reads it then, as it would have */
+		if (c->wait)
+			event_free(c->wait);
+		c->wait = NULL;
+		return;
+	}
+	bufferevent_disable(c->down, EV_READ);
+}
+
 static void read_now(struct conn *c, int fd)
 {
 	struct evbuffer *in = bufferevent_get_input(c->down);
 	struct evbuffer_iovec v;
 	ssize_t n;
+	int e = 0;
 
 	/* a bufferevent freezes its input's end but while it reads: so do we */
 	evbuffer_unfreeze(in, 0);
 	n = evbuffer_reserve_space(in, FIRST_READ, &v, 1) < 1 ? -1 :
 	    recv(fd, v.iov_base, v.iov_len < FIRST_READ ? v.iov_len : FIRST_READ,
 		 MSG_DONTWAIT);
+	if (n < 0)
+		e = errno;
 	if (n > 0) {
 		v.iov_len = n;
 		if (evbuffer_commit_space(in, &v, 1) < 0)
@@ -1480,6 +1519,9 @@ static void read_now(struct conn *c, int fd)
 	}
 	/* reserved space not committed adds nothing */
 	evbuffer_freeze(in, 0);
+	if (n < 0 && e == EAGAIN && !c->wait && c->st == C_HEAD &&
+	    !evbuffer_get_length(in))
+		wait_first_bytes(c, fd);
 	if (n <= 0)
 		return;
 	if (c->kind == L_SOCKS)

@@ -17,12 +17,15 @@
  * A new connection is what an agent pays for most often, and here each
  * syscall and each wakeup is dear (a paravirtualized VM), so its path takes
  * as few trips through the loop as it can: the request is read when the
- * connection is accepted (the client has mostly sent it by then), an
- * upstream connect that completed inside connect() (loopback, a near host)
- * is relayed at once instead of after EPOLLOUT, and a judged tunnel goes to
- * the kernel (relay.c).  Nothing is judged or recorded later for it: the
- * name is judged, the address judged again and egress.allowed written
- * before the upstream connect starts, as on the slow path.
+ * connection is accepted (the client has mostly sent it by then; if not,
+ * with one recv when it comes), an upstream connect that completed inside
+ * connect() (loopback, a near host) is relayed at once instead of after
+ * EPOLLOUT, with no bufferevent for it, and a judged tunnel goes to the
+ * kernel (relay.c), also one whose first bytes are still to be judged (a
+ * TLS hello's SNI on a port other than 443: the relay shows them to
+ * judge_first before any goes on).  Nothing is judged or recorded later
+ * for it: the name is judged, the address judged again and egress.allowed
+ * written before the upstream connect starts, as on the slow path.
  */
 #include "proxy_int.h"
 #include "egress.h"

@@ -226,6 +226,66 @@ print('socks', s.recv(10)[1])"
 	expect_eq "no denials" "$(denials)" 0
 }
 
+# A CONNECT tunnel's first bytes are read by the relay and judged before
+# any goes upstream: a TLS hello split across reads is put together and
+# its SNI judged (a fronted one refused, nothing passed on); and tunnels
+# opened one after another, their relays' pipes reused, some sending their
+# request only after the proxy took the connection, one leaving without a
+# word, each get only their own answer.
+t_connect_hello_in_pieces_and_tunnels_in_sequence() {
+	trap stop_fixtures EXIT
+	start port http
+	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"web.test:$port\", \"api.test:$tport\"]" \
+		'{"web.test": "127.0.0.1", "api.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "
+import socket, ssl, time
+def tunnel(name, port, late=False):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    if late:    # the request after the proxy took the connection
+        time.sleep(0.05)
+    s.sendall(b'CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n' % (name, port, name, port))
+    head = b''
+    while b'\r\n\r\n' not in head:
+        k = s.recv(4096)
+        if not k: return None
+        head += k
+    return s if head.split(b' ')[1] == b'200' else None
+def hello(sni):
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+    o = ssl.MemoryBIO(); t = ctx.wrap_bio(ssl.MemoryBIO(), o, server_hostname=sni)
+    try: t.do_handshake()
+    except ssl.SSLWantReadError: pass
+    return o.read()
+for sni in ('api.test', 'evil.test'):
+    s = tunnel(b'api.test', $tport)
+    h = hello(sni)
+    s.sendall(h[:3]); time.sleep(0.2); s.sendall(h[3:])
+    try: k = s.recv(1)
+    except OSError: k = b''
+    print(sni, 'answered' if k == b'\x16' else 'closed', len(h))
+socket.create_connection(('127.0.0.1', 3128), 10).close()   # says nothing, leaves
+ok = 0
+for i in range(40):
+    s = tunnel(b'web.test', $port, i % 8 == 0)
+    s.sendall(b'GET /n%d HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n' % i)
+    data = b''
+    while True:
+        k = s.recv(65536)
+        if not k: break
+        data += k
+    s.close()
+    ok += data.count(b'hello from upstream /n%d\n' % i) == 1 and data.count(b'hello from upstream') == 1
+print('own answers', ok)"
+	expect_contains "split hello, right SNI: the server answers" "$(stdout)" "api.test answered"
+	expect_contains "split hello, fronted SNI: closed" "$(stdout)" "evil.test closed"
+	expect_eq "one denial" "$(denials)" 1
+	expect_contains "reason" "$(denial_field reason)" "TLS SNI evil.test does not match the CONNECT name api.test"
+	expect_contains "each tunnel its own answer" "$(stdout)" "own answers 40"
+	expect_eq "every tunnel recorded" "$(grep -c '"type":"egress.allowed"' "$T/events")" 42
+	expect_eq "every tunnel's end recorded" "$(grep -c '"type":"egress.closed"' "$T/events")" 42
+}
+
 t_dns_never_leaves_and_guard() {
 	trap stop_fixtures EXIT
 	log=$T/dns.log

@@ -203,6 +203,45 @@ TEST(denials_in_the_result_carry_no_prev)
 	events_close(ev);
 }
 
+/*
+ * A line reads as jansson writes the object (compact, ASCII), "prev" last
+ * and once, whether or not the event brought a field of that name.
+ */
+TEST(lines_are_compact_dumps_with_prev_last)
+{
+	struct corral_err err = { 0 };
+	struct events *ev;
+	char *buf, *line, *save = NULL;
+	size_t len, n = 0;
+
+	write_log(path, 0);
+	CHECK(events_open(&ev, path, "sb-1", &err) == 0);
+	events_emit(ev, "egress.allowed", json_pack("{s:s, s:i, s:s}", "host", "caf\xc3\xa9.test",
+						     "port", 443, "reason", "q\"uote"));
+	events_emit(ev, "exec.start", json_pack("{s:s}", "prev", "forged"));
+	events_close(ev);
+	buf = slurp(path, &len);
+	CHECK(buf != NULL);
+	for (line = buf ? strtok_r(buf, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *o = json_loads(line, JSON_DISABLE_EOF_CHECK, NULL);
+		char *again = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+		const char *last = NULL;
+		const char *key;
+		json_t *v;
+
+		CHECK(again && !strcmp(again, line));
+		json_object_foreach(o, key, v)
+			last = key;
+		CHECK(last && !strcmp(last, "prev"));
+		CHECK(strlen(json_string_value(json_object_get(o, "prev"))) == AUDIT_HASH_HEX);
+		free(again);
+		json_decref(o);
+		n++;
+	}
+	CHECK(n == 2);
+	free(buf);
+}
+
 TEST(not_a_regular_file_and_memory_only)
 {
 	struct corral_err err = { 0 };
@@ -215,6 +254,46 @@ TEST(not_a_regular_file_and_memory_only)
 	events_emit(ev, "egress.denied", NULL);
 	CHECK(events_count_denied(ev) == 1);
 	events_close(ev);
+}
+
+static void every_hook(void *arg, const char *type, json_t *event)
+{
+	(void)type;
+	(void)event;
+	(*(int *)arg)++;
+}
+
+/*
+ * Memory only and no hook, an allowed connection's events are counted,
+ * not made: the seq of what is made next (a denial, kept for the result)
+ * is what it would have been.  A hook still sees every event.
+ */
+TEST(unseen_events_are_counted_not_made)
+{
+	struct corral_err err = { 0 };
+	struct events *ev;
+	int seen = 0;
+	json_t *d;
+
+	for (int hooked = 0; hooked < 2; hooked++) {
+		CHECK(events_open(&ev, NULL, "sb-1", &err) == 0);
+		if (hooked)
+			events_set_hook(ev, every_hook, &seen);
+		for (int i = 0; i < 3; i++) {
+			events_emit(ev, "egress.allowed", json_pack("{s:s, s:i}", "host",
+								    "a.test", "port", 80));
+			events_emit(ev, "egress.closed", json_pack("{s:s, s:i}", "host",
+								   "a.test", "port", 80));
+		}
+		events_emit(ev, "egress.denied", json_pack("{s:s, s:i}", "host", "b.test",
+							   "port", 80));
+		d = events_denials(ev);
+		CHECK(json_array_size(d) == 1);
+		CHECK(json_integer_value(json_object_get(json_array_get(d, 0), "seq")) == 7);
+		json_decref(d);
+		events_close(ev);
+	}
+	CHECK(seen == 7);
 }
 
 TEST(unreadable_events_path_is_an_error)

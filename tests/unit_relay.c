@@ -3,7 +3,8 @@
  * loopback TCP in this process: every byte arrives once and in order both
  * ways, the bytes read before the relay go first, the end of each side is
  * passed on, a pipe that ended empty serves the next relay and one that
- * still held bytes never does.
+ * still held bytes never does; first bytes a judge must see reach the
+ * upstream only once it passed them, whole and once.
  */
 #include "relay.h"
 #include "unit.h"
@@ -156,7 +157,7 @@ static void relay_once(uint64_t n_up, uint64_t n_down, int *fds_before, int *fds
 	evbuffer_add(first, "hello ", 6);
 	if (fds_before)
 		*fds_before = open_fds();
-	r = relay_start(base, s_in, u_in, first, NULL, on_done, &o);
+	r = relay_start(base, s_in, u_in, first, NULL, NULL, 0, on_done, &o);
 	CHECK(r != NULL);
 	CHECK(evbuffer_get_length(first) == 0);
 	if (fds_during)
@@ -219,7 +220,7 @@ TEST(relay_pipe_that_held_bytes_is_not_kept)
 	evbuffer_add(first, "never sent", 10);
 	/* the upstream's side can take nothing: the pending bytes stay queued */
 	shutdown(u_in, SHUT_WR);
-	r = relay_start(base, s_in, u_in, first, NULL, on_done, &o);
+	r = relay_start(base, s_in, u_in, first, NULL, NULL, 0, on_done, &o);
 	CHECK(r != NULL);
 	event_base_loopexit(base, &tv);
 	event_base_dispatch(base);
@@ -233,6 +234,123 @@ TEST(relay_pipe_that_held_bytes_is_not_kept)
 	close(u_out);
 	evbuffer_free(first);
 	event_base_free(base);
+}
+
+/* ---- the judge of the sandbox's first bytes ------------------------------ */
+
+struct judged {
+	struct outcome o;
+	int s_out;		/* the sandbox's end, written from the judge */
+	struct relay *r;
+	int calls;
+	enum relay_verdict last;	/* what to answer once it has 6 bytes */
+	bool full_seen;
+};
+
+static void judged_done(void *arg, uint64_t up, uint64_t down)
+{
+	on_done(&((struct judged *)arg)->o, up, down);
+}
+
+/*
+ * Asks for more until "abcdef" is in, writing the rest itself; then says
+ * j->last.  Passed, the sandbox goes on with "gh" and ends.
+ */
+static enum relay_verdict judge(void *arg, const uint8_t *p, size_t n, bool full)
+{
+	struct judged *j = arg;
+
+	j->calls++;
+	j->full_seen |= full;
+	if (n < 6 && !full) {
+		CHECK(write(j->s_out, "cdef", 4) == 4);
+		return RELAY_JUDGE_MORE;
+	}
+	if (j->last == RELAY_JUDGE_MORE)
+		return RELAY_JUDGE_MORE;
+	CHECK(n == 6 && !memcmp(p, "abcdef", 6));
+	if (j->last == RELAY_JUDGE_GONE) {
+		relay_free(j->r);
+		j->r = NULL;
+		event_base_loopbreak(j->o.base);
+		return RELAY_JUDGE_GONE;
+	}
+	CHECK(write(j->s_out, "gh", 2) == 2);
+	shutdown(j->s_out, SHUT_WR);
+	return RELAY_JUDGE_PASS;
+}
+
+/* what reached the upstream's end, to EOF (at most len) */
+static size_t read_all(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len && (n = read(fd, buf + got, len - got)) > 0)
+		got += n;
+	return got;
+}
+
+static void judged_once(enum relay_verdict last, size_t judge_max, const char *want)
+{
+	struct judged j = { .last = last };
+	struct timeval tv = { TIMEOUT_S, 0 };
+	int s_in, u_in, u_out;
+	char buf[64];
+	size_t got;
+
+	j.o.base = event_base_new();
+	CHECK(tcp_pair(&j.s_out, &s_in) == 0);
+	CHECK(tcp_pair(&u_in, &u_out) == 0);
+	shutdown(u_out, SHUT_WR);	/* the upstream says nothing */
+	CHECK(write(j.s_out, "ab", 2) == 2);
+	j.r = relay_start(j.o.base, s_in, u_in, NULL, NULL, judge, judge_max, judged_done, &j);
+	CHECK(j.r != NULL);
+	event_base_loopexit(j.o.base, &tv);
+	event_base_dispatch(j.o.base);
+	if (j.r)
+		relay_free(j.r);	/* closes s_in and u_in */
+	got = read_all(u_out, buf, sizeof(buf));
+	CHECK(got == strlen(want) && !memcmp(buf, want, got));
+	if (last == RELAY_JUDGE_PASS)
+		CHECK(j.o.done && j.o.up == 8 && j.calls == 2);
+	if (last == RELAY_JUDGE_MORE)
+		CHECK(j.o.done && j.o.up == 0 && j.full_seen);
+	close(j.s_out);
+	close(u_out);
+	event_base_free(j.o.base);
+}
+
+TEST(relay_judged_first_bytes_pass_once_in_order)
+{
+	/* "ab", then "cdef" in a second read: judged whole, sent once, then "gh" */
+	judged_once(RELAY_JUDGE_PASS, 64, "abcdefgh");
+}
+
+TEST(relay_refused_first_bytes_go_nowhere)
+{
+	judged_once(RELAY_JUDGE_GONE, 64, "");
+}
+
+TEST(relay_judge_that_wants_more_than_its_bound_ends_the_tunnel)
+{
+	struct event_base *base = event_base_new();
+	struct evbuffer *early = evbuffer_new();
+	struct judged j = { 0 };
+	int s_out, s_in, u_in, u_out;
+
+	/* bytes read before a judge would pass it unseen: refused outright */
+	CHECK(tcp_pair(&s_out, &s_in) == 0);
+	CHECK(tcp_pair(&u_in, &u_out) == 0);
+	evbuffer_add(early, "x", 1);
+	CHECK(relay_start(base, s_in, u_in, early, NULL, judge, 64, judged_done, &j) == NULL);
+	CHECK(j.calls == 0);
+	close(s_out);
+	close(u_out);
+	evbuffer_free(early);
+	event_base_free(base);
+	/* 4 bytes at most: full at 4, still "more": nothing goes on, both ways end */
+	judged_once(RELAY_JUDGE_MORE, 4, "");
 }
 
 int main(void)

@@ -15,6 +15,16 @@ uint64_t corral_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* v's last n decimal digits, zero-padded, at p; returns the end */
+static char *put_digits(char *p, unsigned int v, int n)
+{
+	for (int i = n - 1; i >= 0; i--) {
+		p[i] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	return p + n;
+}
+
 /*
  * An event's time, UTC to the millisecond.  Not gmtime(): glibc reads
  * /etc/localtime the first time a process asks for any broken-down time,
@@ -40,6 +50,33 @@ void utc_stamp(char *buf, size_t len, const struct timespec *ts)
 	d = doy - (153 * mp + 2) / 5 + 1;
 	m = mp < 10 ? mp + 3 : mp - 9;
 	y = (int64_t)yoe + era * 400 + (m <= 2);
+	/*
+	 * Two of these a proxied connection (egress.allowed, .closed): the
+	 * digits by hand, not snprintf, whose format parsing was 3.5k of the
+	 * 4k instructions a stamp took.  Years of other than four digits, or
+	 * a short buffer, as before.
+	 */
+	if (y >= 0 && y <= 9999 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000 &&
+	    len >= sizeof("0000-00-00T00:00:00.000Z")) {
+		char *p = buf;
+
+		p = put_digits(p, (unsigned int)y, 4);
+		*p++ = '-';
+		p = put_digits(p, m, 2);
+		*p++ = '-';
+		p = put_digits(p, d, 2);
+		*p++ = 'T';
+		p = put_digits(p, (unsigned int)(secs / 3600), 2);
+		*p++ = ':';
+		p = put_digits(p, (unsigned int)(secs / 60 % 60), 2);
+		*p++ = ':';
+		p = put_digits(p, (unsigned int)(secs % 60), 2);
+		*p++ = '.';
+		p = put_digits(p, (unsigned int)(ts->tv_nsec / 1000000), 3);
+		*p++ = 'Z';
+		*p = '\0';
+		return;
+	}
 	snprintf(buf, len, "%04lld-%02u-%02uT%02u:%02u:%02u.%03ldZ", (long long)y, m, d,
 		 (unsigned int)(secs / 3600), (unsigned int)(secs / 60 % 60),
 		 (unsigned int)(secs % 60), ts->tv_nsec / 1000000);

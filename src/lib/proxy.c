@@ -17,12 +17,15 @@
  * A new connection is what an agent pays for most often, and here each
  * syscall and each wakeup is dear (a paravirtualized VM), so its path takes
  * as few trips through the loop as it can: the request is read when the
- * connection is accepted (the client has mostly sent it by then), an
- * upstream connect that completed inside connect() (loopback, a near host)
- * is relayed at once instead of after EPOLLOUT, and a judged tunnel goes to
- * the kernel (relay.c).  Nothing is judged or recorded later for it: the
- * name is judged, the address judged again and egress.allowed written
- * before the upstream connect starts, as on the slow path.
+ * connection is accepted (the client has mostly sent it by then; if not,
+ * with one recv when it comes), an upstream connect that completed inside
+ * connect() (loopback, a near host) is relayed at once instead of after
+ * EPOLLOUT, with no bufferevent for it, and a judged tunnel goes to the
+ * kernel (relay.c), also one whose first bytes are still to be judged (a
+ * TLS hello's SNI on a port other than 443: the relay shows them to
+ * judge_first before any goes on).  Nothing is judged or recorded later
+ * for it: the name is judged, the address judged again and egress.allowed
+ * written before the upstream connect starts, as on the slow path.
  */
 #include "proxy_int.h"
 #include "egress.h"
@@ -337,20 +340,50 @@ out:
 	return r;
 }
 
+/* o[key] = v, v taken; false (v dropped) if there is no v or no room */
+static bool put(json_t *o, const char *key, json_t *v)
+{
+	return v && json_object_set_new_nocheck(o, key, v) == 0;
+}
+
+/*
+ * What every event of a connection starts with, as json_pack made it
+ * (NULL if any part is missing), without its format parsing: two of
+ * these a connection, and parsing was half of what each cost.
+ */
+static json_t *conn_base(const struct conn *c)
+{
+	json_t *o = json_object();
+
+	if (o && put(o, "protocol", json_string(c->proto)) &&
+	    put(o, "host", json_string(c->host)) && put(o, "port", json_integer(c->port)))
+		return o;
+	json_decref(o);
+	return NULL;
+}
+
+static json_t *closed_fields(const struct conn *c)
+{
+	json_t *o = conn_base(c);
+
+	if (o && put(o, "bytes_up", json_integer((json_int_t)c->bytes_up)) &&
+	    put(o, "bytes_down", json_integer((json_int_t)c->bytes_down)) &&
+	    put(o, "duration_ms", json_integer((json_int_t)(corral_now_ms() - c->t0_ms))))
+		return o;
+	json_decref(o);
+	return NULL;
+}
+
 void conn_free(struct conn *c)
 {
 	struct proxy *px = c->px;
 
 	if (c->allowed_logged)
-		events_emit(px->ev, "egress.closed",
-			    json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}",
-				      "protocol", c->proto, "host", c->host,
-				      "port", c->port,
-				      "bytes_up", (json_int_t)c->bytes_up,
-				      "bytes_down", (json_int_t)c->bytes_down,
-				      "duration_ms", (json_int_t)(corral_now_ms() - c->t0_ms)));
+		events_emit(px->ev, "egress.closed", closed_fields(c));
 	if (c->gai)
 		evdns_getaddrinfo_cancel(c->gai);
+	if (c->wait)
+		event_free(c->wait);
 	relay_free(c->relay);
 	/* a terminated connection's filter does not own its session and socket */
 	if (c->down_tls)
@@ -376,9 +409,12 @@ void conn_free(struct conn *c)
 
 static json_t *conn_fields(struct conn *c, const char *reason)
 {
-	json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", c->proto,
-			      "host", c->host, "port", c->port, "reason", reason);
+	json_t *o = conn_base(c);
 
+	if (o && !put(o, "reason", json_string(reason))) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (o && c->pid > 0)
 		json_object_set_new(o, "pid", json_integer(c->pid));
 	/* for attribution only: events.c turns it into "call" */
@@ -502,7 +538,7 @@ static void on_drained(struct bufferevent *to, void *arg)
 }
 
 static void http_from_down(struct conn *c);
-static bool splice_tunnel(struct conn *c);
+static bool splice_tunnel(struct conn *c, int ufd);
 static bool sni_check(struct conn *c, const struct sni_hello *hello);
 
 /*
@@ -552,7 +588,7 @@ static void relay_read(struct bufferevent *from, void *arg)
 		if (!sni_matches(c))
 			return;
 		/* the first bytes passed: nothing more to learn from this tunnel */
-		if (c->up && splice_tunnel(c))
+		if (c->up && splice_tunnel(c, bufferevent_getfd(c->up)))
 			return;
 	}
 	struct evbuffer *in = bufferevent_get_input(from);
@@ -603,43 +639,94 @@ static void on_relay_done(void *arg, uint64_t up, uint64_t down)
 	conn_free(c);
 }
 
+/* Bytes that would go upstream before anything the relay reads itself. */
+static bool up_pending(struct conn *c)
+{
+	return (c->first && evbuffer_get_length(c->first)) ||
+	       evbuffer_get_length(bufferevent_get_input(c->down)) ||
+	       (c->up && evbuffer_get_length(bufferevent_get_output(c->up)));
+}
+
+/*
+ * A tunnel to a port other than 443 (CONNECT, transparent) may carry TLS:
+ * the relay shows us the sandbox's first bytes before any goes upstream,
+ * and a handshake's SNI must name the host judged, as sni_matches() does
+ * for a connection still on its bufferevents.
+ */
+static enum relay_verdict judge_first(void *arg, const uint8_t *p, size_t n, bool full)
+{
+	struct conn *c = arg;
+	struct sni_hello hello;
+	int r;
+
+	if (p[0] != 0x16) {
+		c->peek_tls = false;	/* not TLS: nothing to compare */
+		return RELAY_JUDGE_PASS;
+	}
+	r = sni_parse_hello(p, n, &hello);
+	if (r == -EAGAIN && !full)
+		return RELAY_JUDGE_MORE;
+	c->peek_tls = false;
+	if (r < 0) {
+		/* a handshake record we cannot read could hide any name */
+		events_emit(c->px->ev, "egress.denied",
+			    denied_fields(c, "a TLS handshake that is not a readable ClientHello"));
+		conn_free(c);
+		return RELAY_JUDGE_GONE;
+	}
+	return sni_check(c, &hello) ? RELAY_JUDGE_PASS : RELAY_JUDGE_GONE;
+}
+
 /*
  * Hand a judged tunnel to the kernel: what the bufferevents hold goes
- * first, then splice(2) moves the rest.  The relay takes the sockets
- * themselves: its events are added before the bufferevents let go of them
+ * first, then splice(2) moves the rest; with c->peek_tls (nothing read
+ * from the sandbox yet) its first bytes go to judge_first on the way.  The
+ * relay takes the sockets themselves (ufd: the upstream's, on c->up or
+ * none yet): its events are added before the bufferevents let go of them
  * (bufferevent_setfd -1, so that freeing them closes nothing), which
  * leaves each socket registered with epoll throughout.
  * false: nothing changed, the connection stays on its bufferevents.
  */
-static bool splice_tunnel(struct conn *c)
+static bool splice_tunnel(struct conn *c, int ufd)
 {
-	struct evbuffer *to_up = evbuffer_new();
-	struct evbuffer *to_down = evbuffer_new();
+	struct evbuffer *to_up = NULL, *to_down = NULL;
+	struct evbuffer *up_out = c->up ? bufferevent_get_output(c->up) : NULL;
+	struct evbuffer *up_in = c->up ? bufferevent_get_input(c->up) : NULL;
+	struct evbuffer *down_in = bufferevent_get_input(c->down);
+	struct evbuffer *down_out = bufferevent_get_output(c->down);
 	int dfd = bufferevent_getfd(c->down);
-	int ufd = bufferevent_getfd(c->up);
 	bool ok = false;
 
-	if (!to_up || !to_down)
+	/* most new tunnels hold nothing yet: no buffers made for nothing */
+	if (up_pending(c) && !(to_up = evbuffer_new()))
+		goto out;
+	if ((evbuffer_get_length(down_out) || (up_in && evbuffer_get_length(up_in))) &&
+	    !(to_down = evbuffer_new()))
 		goto out;
 	/* a bufferevent freezes its output's start: thaw it to take the bytes */
-	evbuffer_unfreeze(bufferevent_get_output(c->up), 1);
-	evbuffer_unfreeze(bufferevent_get_output(c->down), 1);
-	if (evbuffer_add_buffer(to_up, bufferevent_get_output(c->up)) < 0 ||
-	    (c->first && evbuffer_add_buffer(to_up, c->first) < 0) ||
-	    evbuffer_add_buffer(to_up, bufferevent_get_input(c->down)) < 0 ||
-	    evbuffer_add_buffer(to_down, bufferevent_get_output(c->down)) < 0 ||
-	    evbuffer_add_buffer(to_down, bufferevent_get_input(c->up)) < 0) {
+	if (up_out)
+		evbuffer_unfreeze(up_out, 1);
+	evbuffer_unfreeze(down_out, 1);
+	if ((to_up && ((up_out && evbuffer_add_buffer(to_up, up_out) < 0) ||
+		       (c->first && evbuffer_add_buffer(to_up, c->first) < 0) ||
+		       evbuffer_add_buffer(to_up, down_in) < 0)) ||
+	    (to_down && (evbuffer_add_buffer(to_down, down_out) < 0 ||
+			 (up_in && evbuffer_add_buffer(to_down, up_in) < 0)))) {
 		conn_free(c);
 		ok = true;
 		goto out;
 	}
-	c->bytes_up += evbuffer_get_length(bufferevent_get_input(c->down));
-	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down, on_relay_done, c);
+	c->bytes_up += evbuffer_get_length(down_in);
+	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down,
+			       c->peek_tls ? judge_first : NULL, SNI_READ_MAX,
+			       on_relay_done, c);
 	/* the relay owns the sockets now, even when it failed (it closed them) */
 	bufferevent_setfd(c->down, -1);
-	bufferevent_setfd(c->up, -1);
 	bufferevent_free(c->down);
-	bufferevent_free(c->up);
+	if (c->up) {
+		bufferevent_setfd(c->up, -1);
+		bufferevent_free(c->up);
+	}
 	c->down = c->up = NULL;
 	if (!c->relay)
 		conn_free(c);
@@ -680,14 +767,39 @@ static void bev_enable(struct bufferevent *bev, short what)
 		bufferevent_enable(bev, missing);
 }
 
-static void start_relay(struct conn *c)
+/*
+ * The upstream's bufferevent, made only now for a connection that did not
+ * go to the kernel after all.  false: there is none, and the client has
+ * its 502.
+ */
+static bool upstream_bev(struct conn *c, int ufd)
+{
+	c->up = bufferevent_socket_new(c->px->base, ufd,
+				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!c->up) {
+		close(ufd);
+		http_error(c, 502, "Bad Gateway", "out of memory");
+		return false;
+	}
+	conn_bev_tune(c->up);
+	return true;
+}
+
+/* ufd: the connected upstream's socket, on c->up or (none yet) bare */
+static void start_relay(struct conn *c, int ufd)
 {
 	c->st = C_RELAY;
 	if (c->first)
 		c->bytes_up += evbuffer_get_length(c->first);
-	/* a tunnel with nothing left to inspect: the kernel moves it */
-	if (strcmp(c->proto, "http") && !c->peek_tls && !c->terminated &&
-	    splice_tunnel(c))
+	/*
+	 * A tunnel with nothing left to inspect but, maybe, its first bytes
+	 * (not read yet: the relay shows them to judge_first): the kernel
+	 * moves it.
+	 */
+	if (strcmp(c->proto, "http") && !c->terminated &&
+	    (!c->peek_tls || !up_pending(c)) && splice_tunnel(c, ufd))
+		return;
+	if (!c->up && !upstream_bev(c, ufd))
 		return;
 	if (c->first)
 		bufferevent_write_buffer(c->up, c->first);
@@ -704,7 +816,7 @@ static void start_relay(struct conn *c)
 /* ---- resolving and connecting -------------------------------------------- */
 
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg);
-static void upstream_ready(struct conn *c);
+static void upstream_ready(struct conn *c, int ufd);
 
 /*
  * The upstream connect goes on in the loop (a name to resolve, a TLS
@@ -802,6 +914,16 @@ static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t l
 		refuse(c, SOCKS_REP_REFUSED, 502, "Bad Gateway", why);
 		return;
 	}
+	/*
+	 * Up already: a tunnel goes to the kernel with the bare socket, and
+	 * only a connection that stays in user space gets a bufferevent
+	 * (start_relay): a bufferevent made and freed for nothing cost
+	 * instructions, and its first read of the sandbox an ioctl(FIONREAD).
+	 */
+	if (done) {
+		upstream_ready(c, fd);
+		return;
+	}
 	c->up = bufferevent_socket_new(c->px->base, fd,
 				       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (!c->up) {
@@ -810,10 +932,7 @@ static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t l
 		return;
 	}
 	upstream_setup(c);
-	if (done)
-		upstream_ready(c);
-	else
-		await_upstream(c, NULL, 0);
+	await_upstream(c, NULL, 0);
 }
 
 static void connect_upstream(struct conn *c, const struct sockaddr *sa,
@@ -848,7 +967,7 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED) {
 		bufferevent_set_timeouts(c->up, NULL, NULL);
-		upstream_ready(c);
+		upstream_ready(c, bufferevent_getfd(c->up));
 		return;
 	}
 	snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host, c->port,
@@ -1060,10 +1179,11 @@ static void handle_tls_head(struct conn *c)
 		conn_free(c);
 }
 
-static void upstream_ready(struct conn *c)
+/* ufd: the connected upstream's socket, on c->up or bare (start_relay) */
+static void upstream_ready(struct conn *c, int ufd)
 {
 	if (c->kind == L_TRANSPARENT) {
-		start_relay(c);
+		start_relay(c, ufd);
 		return;
 	}
 	if (c->kind == L_SOCKS) {
@@ -1072,20 +1192,20 @@ static void upstream_ready(struct conn *c)
 		socklen_t len = sizeof(local);
 		size_t n;
 
-		getsockname(bufferevent_getfd(c->up), (struct sockaddr *)&local, &len);
+		getsockname(ufd, (struct sockaddr *)&local, &len);
 		n = socks_reply(out, SOCKS_REP_SUCCEEDED, (struct sockaddr *)&local);
 		down_answer(c, out, n);
-		start_relay(c);
+		start_relay(c, ufd);
 		return;
 	}
 	if (!strcmp(c->proto, "connect")) {
 		if (c->port != 443)	/* for 443 the 200 went before the hello */
 			down_answer(c, established, sizeof(established) - 1);
-		start_relay(c);
+		start_relay(c, ufd);
 		return;
 	}
 	/* plain HTTP, terminated TLS: the judged head is c->first */
-	start_relay(c);
+	start_relay(c, ufd);
 }
 
 static void handle_head(struct conn *c)
@@ -1347,17 +1467,54 @@ void conn_down_event(struct bufferevent *bev, short what, void *arg)
  * through the loop.  Nothing there yet (or EOF, an error): the bufferevent
  * reads as ever when the loop says so.
  */
+static void read_now(struct conn *c, int fd);
+
+/*
+ * The request came after the connection was reported: read it with
+ * read_now's one recv, not the bufferevent's ioctl(FIONREAD) and readv, a
+ * syscall more between the client's request and our answer.  The
+ * bufferevent reads again first (the socket stays registered with epoll
+ * throughout: no epoll_ctl), for whatever comes after.
+ */
+static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)what;
+	bufferevent_enable(c->down, EV_READ);
+	event_free(c->wait);
+	c->wait = NULL;
+	read_now(c, fd);
+}
+
+/* Wait for the request with our own event, not the bufferevent's read. */
+static void wait_first_bytes(struct conn *c, int fd)
+{
+	c->wait = event_new(c->px->base, fd, EV_READ | EV_PERSIST, on_first_bytes, c);
+	if (!c->wait || event_add(c->wait, NULL) < 0) {
+		/* the bufferevent reads it then, as it would have */
+		if (c->wait)
+			event_free(c->wait);
+		c->wait = NULL;
+		return;
+	}
+	bufferevent_disable(c->down, EV_READ);
+}
+
 static void read_now(struct conn *c, int fd)
 {
 	struct evbuffer *in = bufferevent_get_input(c->down);
 	struct evbuffer_iovec v;
 	ssize_t n;
+	int e = 0;
 
 	/* a bufferevent freezes its input's end but while it reads: so do we */
 	evbuffer_unfreeze(in, 0);
 	n = evbuffer_reserve_space(in, FIRST_READ, &v, 1) < 1 ? -1 :
 	    recv(fd, v.iov_base, v.iov_len < FIRST_READ ? v.iov_len : FIRST_READ,
 		 MSG_DONTWAIT);
+	if (n < 0)
+		e = errno;
 	if (n > 0) {
 		v.iov_len = n;
 		if (evbuffer_commit_space(in, &v, 1) < 0)
@@ -1365,6 +1522,9 @@ static void read_now(struct conn *c, int fd)
 	}
 	/* reserved space not committed adds nothing */
 	evbuffer_freeze(in, 0);
+	if (n < 0 && e == EAGAIN && !c->wait && c->st == C_HEAD &&
+	    !evbuffer_get_length(in))
+		wait_first_bytes(c, fd);
 	if (n <= 0)
 		return;
 	if (c->kind == L_SOCKS)

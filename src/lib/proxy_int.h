@@ -95,6 +95,7 @@ struct conn {
 	bool pid_asked;
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
 	bool hold;			/* not read while its upstream connects in the loop */
+	struct event *wait;		/* the request not in at accept: read_now once it is */
 	uint64_t bytes_up, bytes_down;
 	uint64_t t0_ms;			/* accepted at (corral_now_ms): duration_ms */
 	struct evbuffer *first;		/* bytes for upstream once connected */

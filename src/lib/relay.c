@@ -16,6 +16,11 @@
  * sink, not through the pipe) rather than after a trip through the loop,
  * and the pipes of a relay that ended empty are kept for the next one
  * instead of made and sized anew each connection.
+ *
+ * A tunnel whose first bytes must still be judged (a TLS hello's SNI on a
+ * CONNECT not to 443) is relayed from the start all the same: those bytes
+ * are read into user space and shown to the owner's judge, and go on only
+ * when it passes them; the upstream's side flows meanwhile.
  */
 #include "relay.h"
 
@@ -23,15 +28,17 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #define RELAY_PIPE_SIZE	(1 << 20)
 #define RELAY_ROUNDS	8	/* reads a wakeup may make: other tunnels wait */
-#define RELAY_MORE	(64 << 10)	/* a read this big: the source may hold more */
+#define RELAY_READ_MORE	(64 << 10)	/* a read this big: the source may hold more */
 #define PIPE_POOL_MAX	16	/* idle pipes kept, two fds each */
 #define PENDING_IOV	8	/* chains of bytes read before the relay, a sendmsg */
+#define RELAY_JUDGE_STACK	(16 << 10)	/* a judge's first read, on the stack */
 
 struct relay_dir {
 	struct relay *r;
@@ -43,6 +50,10 @@ struct relay_dir {
 	bool done;
 	bool rd_on, wr_on;	/* which of rd, wr is added */
 	struct event *rd, *wr;
+	relay_judge_fn judge;	/* up only, until its verdict: sees the first bytes */
+	size_t judge_max;
+	uint8_t *held;		/* first bytes the judge wants more after, or NULL */
+	size_t nheld;
 };
 
 struct relay {
@@ -177,12 +188,101 @@ static bool dir_flush(struct relay_dir *d)
 	return true;
 }
 
+/*
+ * Bytes judged good go to the sink now, the rest through the pipe (a
+ * judge's bytes fit in it: judge_max is a ClientHello's bound).  false:
+ * the direction failed and ended.
+ */
+static bool send_judged(struct relay_dir *d, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t k = send(d->to, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		p += k;
+		n -= k;
+		d->moved += k;
+	}
+	while (n) {
+		ssize_t k = write(d->pipe[1], p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			dir_end(d, true);
+			return false;
+		}
+		p += k;
+		n -= k;
+		d->queued += k;
+	}
+	return true;
+}
+
+/*
+ * The sandbox's first bytes, read into user space for the judge: a first
+ * read on the stack (most hellos, most first requests come whole), held
+ * on the heap only while the judge asks for more.
+ */
+static void judge_readable(struct relay_dir *d)
+{
+	uint8_t first[RELAY_JUDGE_STACK];
+	uint8_t *buf = d->held ? d->held : first;
+	size_t cap = d->held ? d->judge_max : sizeof(first);
+	enum relay_verdict v;
+	ssize_t n;
+
+	if (cap > d->judge_max)
+		cap = d->judge_max;
+	n = recv(d->from, buf + d->nheld, cap - d->nheld, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* ended or failed before a verdict: nothing of it goes on */
+		dir_end(d, true);
+		return;
+	}
+	d->nheld += n;
+	v = d->judge(d->r->arg, buf, d->nheld, d->nheld >= d->judge_max);
+	if (v == RELAY_JUDGE_GONE)
+		return;
+	if (v == RELAY_JUDGE_MORE && d->nheld < d->judge_max) {
+		if (!d->held) {
+			d->held = malloc(d->judge_max);
+			if (!d->held) {
+				dir_end(d, true);
+				return;
+			}
+			memcpy(d->held, first, d->nheld);
+		}
+		return;
+	}
+	if (v == RELAY_JUDGE_MORE) {	/* asked more than it may have */
+		dir_end(d, true);
+		return;
+	}
+	d->judge = NULL;
+	if (!send_judged(d, buf, d->nheld))
+		return;
+	free(d->held);
+	d->held = NULL;
+	d->nheld = 0;
+	dir_flush(d);
+}
+
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct relay_dir *d = arg;
 
 	(void)fd;
 	(void)what;
+	if (d->judge) {
+		judge_readable(d);
+		return;
+	}
 	for (int round = 0; round < RELAY_ROUNDS; round++) {
 		ssize_t n = splice(d->from, NULL, d->pipe[1], NULL,
 				   RELAY_PIPE_SIZE - d->queued,
@@ -199,7 +299,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		} else {
 			d->queued += n;
 			/* a short read drained the socket: asking again is an EAGAIN */
-			more = n >= RELAY_MORE;
+			more = n >= RELAY_READ_MORE;
 		}
 		if (!dir_flush(d))
 			return;
@@ -280,6 +380,7 @@ static int dir_init(struct relay *r, struct relay_dir *d, struct event_base *bas
 
 struct relay *relay_start(struct event_base *base, int down_fd, int up_fd,
 			  struct evbuffer *to_up, struct evbuffer *to_down,
+			  relay_judge_fn judge, size_t judge_max,
 			  relay_done_fn done, void *arg)
 {
 	struct relay *r = calloc(1, sizeof(*r));
@@ -294,7 +395,11 @@ struct relay *relay_start(struct event_base *base, int down_fd, int up_fd,
 	r->up.pipe[0] = r->up.pipe[1] = r->down.pipe[0] = r->down.pipe[1] = -1;
 	r->up.from = down_fd;
 	r->down.from = up_fd;
-	if (dir_init(r, &r->up, base, down_fd, up_fd, to_up) < 0 ||
+	r->up.judge = judge;
+	r->up.judge_max = judge_max;
+	/* bytes already read would pass a judge unseen: refused, not relayed */
+	if ((judge && (!judge_max || (to_up && evbuffer_get_length(to_up)))) ||
+	    dir_init(r, &r->up, base, down_fd, up_fd, to_up) < 0 ||
 	    dir_init(r, &r->down, base, up_fd, down_fd, to_down) < 0) {
 		relay_free(r);
 		return NULL;
@@ -318,6 +423,7 @@ static void dir_free(struct relay_dir *d)
 	if (d->wr)
 		event_free(d->wr);
 	pipe_put(d->pipe, d->queued == 0);
+	free(d->held);
 }
 
 void relay_free(struct relay *r)

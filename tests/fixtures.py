@@ -36,7 +36,8 @@ class Hello(http.server.BaseHTTPRequestHandler):
 
 
 def serve_http(portfile, addr="127.0.0.1", wrap=None):
-    srv = http.server.ThreadingHTTPServer((addr, 0), Hello)
+    host, _, port = addr.partition(":")     # "198.18.77.2:443": that port
+    srv = http.server.ThreadingHTTPServer((host, int(port or 0)), Hello)
     if wrap:
         srv.socket = wrap(srv.socket)
     open(portfile, "w").write(str(srv.server_address[1]))

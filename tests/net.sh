@@ -412,6 +412,33 @@ t_external_host_over_veth() {
 	# the same host by an address, not by name: refused
 	nrun -- curl -sS -m 10 -k "https://198.18.77.2:$port/"
 	expect_eq "address refused" "$(denials)" 1
+	# port 443: the hello is judged before the upstream is dialled, then
+	# the tunnel is spliced; its bytes are counted once
+	pf=$T/ext443.port
+	ip netns exec "$ns" /usr/bin/python3 "$FIX" tls "$pf" "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem" 198.18.77.2:443 >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	policy '["api.test:443"]' '{"api.test": "198.18.77.2"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, ssl
+ctx = ssl.create_default_context(cafile="/ca.pem")
+o = ssl.MemoryBIO(); t = ctx.wrap_bio(ssl.MemoryBIO(), o, server_hostname="api.test")
+try:
+    t.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+h = o.read()
+s = socket.create_connection(("127.0.0.1", 3128), 10)
+s.sendall(b"CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n")
+head = b""
+while not head.endswith(b"\r\n\r\n"):
+    head += s.recv(1)
+s.sendall(h)
+print("hello", len(h), "answered" if s.recv(1) == b"\x16" else "closed")'
+	n=$(stdout | sed -n 's/^hello \([0-9]*\) .*/\1/p')
+	expect_contains "443: the server answers the hello" "$(stdout)" "answered"
+	expect_contains "443: the hello counted once" \
+		"$(grep '"type":"egress.closed"' "$T/events" | grep '"port":443,')" "\"bytes_up\":$n,"
 }
 
 t_every_denial_one_event() {

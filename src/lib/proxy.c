@@ -703,6 +703,12 @@ static bool splice_tunnel(struct conn *c, int ufd)
 	if ((evbuffer_get_length(down_out) || (up_in && evbuffer_get_length(up_in))) &&
 	    !(to_down = evbuffer_new()))
 		goto out;
+	/*
+	 * The relay counts every byte it sends, to_up's too: those on up_out
+	 * were counted as they were queued there, and are not counted again.
+	 */
+	if (up_out)
+		c->bytes_up -= evbuffer_get_length(up_out);
 	/* a bufferevent freezes its output's start: thaw it to take the bytes */
 	if (up_out)
 		evbuffer_unfreeze(up_out, 1);
@@ -716,7 +722,6 @@ static bool splice_tunnel(struct conn *c, int ufd)
 		ok = true;
 		goto out;
 	}
-	c->bytes_up += evbuffer_get_length(down_in);
 	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down,
 			       c->peek_tls ? judge_first : NULL, SNI_READ_MAX,
 			       on_relay_done, c);
@@ -789,8 +794,6 @@ static bool upstream_bev(struct conn *c, int ufd)
 static void start_relay(struct conn *c, int ufd)
 {
 	c->st = C_RELAY;
-	if (c->first)
-		c->bytes_up += evbuffer_get_length(c->first);
 	/*
 	 * A tunnel with nothing left to inspect but, maybe, its first bytes
 	 * (not read yet: the relay shows them to judge_first): the kernel
@@ -801,8 +804,11 @@ static void start_relay(struct conn *c, int ufd)
 		return;
 	if (!c->up && !upstream_bev(c, ufd))
 		return;
-	if (c->first)
+	/* the judged first bytes: counted here, the relay counts its own */
+	if (c->first) {
+		c->bytes_up += evbuffer_get_length(c->first);
 		bufferevent_write_buffer(c->up, c->first);
+	}
 	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
 	bufferevent_setcb(c->down, relay_read, NULL, relay_event, c);
 	bufferevent_setcb(c->up, relay_read, NULL, relay_event, c);

@@ -264,6 +264,17 @@ for sni in ('api.test', 'evil.test'):
     try: k = s.recv(1)
     except OSError: k = b''
     print(sni, 'answered' if k == b'\x16' else 'closed', len(h))
+for sni in ('api.test', 'evil.test'):   # the hello in the CONNECT's own write
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'CONNECT api.test:%d HTTP/1.1\r\nHost: api.test:%d\r\n\r\n' % ($tport, $tport) + hello(sni))
+    data = b''
+    while b'\r\n\r\n' not in data or len(data) <= data.index(b'\r\n\r\n') + 4:
+        try: k = s.recv(4096)
+        except OSError: k = b''
+        if not k: break
+        data += k
+    end = data.find(b'\r\n\r\n') + 4
+    print('together', sni, 'answered' if data[end:end + 1] == b'\x16' else 'closed')
 socket.create_connection(('127.0.0.1', 3128), 10).close()   # says nothing, leaves
 ok = 0
 for i in range(40):
@@ -279,11 +290,13 @@ for i in range(40):
 print('own answers', ok)"
 	expect_contains "split hello, right SNI: the server answers" "$(stdout)" "api.test answered"
 	expect_contains "split hello, fronted SNI: closed" "$(stdout)" "evil.test closed"
-	expect_eq "one denial" "$(denials)" 1
+	expect_contains "hello with the CONNECT, right SNI" "$(stdout)" "together api.test answered"
+	expect_contains "hello with the CONNECT, fronted SNI" "$(stdout)" "together evil.test closed"
+	expect_eq "a denial each fronted hello" "$(denials)" 2
 	expect_contains "reason" "$(denial_field reason)" "TLS SNI evil.test does not match the CONNECT name api.test"
 	expect_contains "each tunnel its own answer" "$(stdout)" "own answers 40"
-	expect_eq "every tunnel recorded" "$(grep -c '"type":"egress.allowed"' "$T/events")" 42
-	expect_eq "every tunnel's end recorded" "$(grep -c '"type":"egress.closed"' "$T/events")" 42
+	expect_eq "every tunnel recorded" "$(grep -c '"type":"egress.allowed"' "$T/events")" 44
+	expect_eq "every tunnel's end recorded" "$(grep -c '"type":"egress.closed"' "$T/events")" 44
 }
 
 t_dns_never_leaves_and_guard() {

@@ -542,35 +542,51 @@ static bool splice_tunnel(struct conn *c, int ufd);
 static bool sni_check(struct conn *c, const struct sni_hello *hello);
 
 /*
- * A tunnel to a port other than 443 may carry TLS too: if its first bytes
- * are a handshake record, the SNI must name the CONNECT host as on 443.
- * Returns false while the hello is incomplete (or was refused).
+ * The sandbox's first bytes on a tunnel that may carry TLS (CONNECT not to
+ * 443, transparent): a handshake's SNI must name the host judged.  Shown
+ * by the relay before any byte goes upstream, or by sni_matches() for a
+ * connection still on its bufferevents.  full: no more will come for it.
+ * RELAY_JUDGE_GONE: refused, recorded, c freed.
  */
-static bool sni_matches(struct conn *c)
+static enum relay_verdict judge_first(void *arg, const uint8_t *p, size_t n, bool full)
 {
-	struct evbuffer *in = bufferevent_get_input(c->down);
-	size_t len = evbuffer_get_length(in);
+	struct conn *c = arg;
 	struct sni_hello hello;
 	int r;
 
-	if (len == 0)
-		return false;
-	if (evbuffer_pullup(in, 1)[0] != 0x16) {
+	if (p[0] != 0x16) {
 		c->peek_tls = false;	/* not TLS: nothing to compare */
-		return true;
+		return RELAY_JUDGE_PASS;
 	}
-	r = sni_parse_hello(evbuffer_pullup(in, len), len, &hello);
-	if (r == -EAGAIN && len < SNI_READ_MAX)
-		return false;
+	r = sni_parse_hello(p, n, &hello);
+	if (r == -EAGAIN && !full)
+		return RELAY_JUDGE_MORE;
 	c->peek_tls = false;
 	if (r < 0) {
 		/* a handshake record we cannot read could hide any name */
 		events_emit(c->px->ev, "egress.denied",
 			    denied_fields(c, "a TLS handshake that is not a readable ClientHello"));
 		conn_free(c);
-		return false;
+		return RELAY_JUDGE_GONE;
 	}
-	return sni_check(c, &hello);
+	return sni_check(c, &hello) ? RELAY_JUDGE_PASS : RELAY_JUDGE_GONE;
+}
+
+/*
+ * judge_first for a tunnel still on its bufferevents: false while the
+ * hello is incomplete (or was refused, and c is gone).
+ */
+static bool sni_matches(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->down);
+	size_t len = evbuffer_get_length(in);
+
+	if (len == 0)
+		return false;
+	if (len > SNI_READ_MAX)
+		len = SNI_READ_MAX;
+	return judge_first(c, evbuffer_pullup(in, len), len,
+			   len == SNI_READ_MAX) == RELAY_JUDGE_PASS;
 }
 
 static void relay_read(struct bufferevent *from, void *arg)
@@ -645,36 +661,6 @@ static bool up_pending(struct conn *c)
 	return (c->first && evbuffer_get_length(c->first)) ||
 	       evbuffer_get_length(bufferevent_get_input(c->down)) ||
 	       (c->up && evbuffer_get_length(bufferevent_get_output(c->up)));
-}
-
-/*
- * A tunnel to a port other than 443 (CONNECT, transparent) may carry TLS:
- * the relay shows us the sandbox's first bytes before any goes upstream,
- * and a handshake's SNI must name the host judged, as sni_matches() does
- * for a connection still on its bufferevents.
- */
-static enum relay_verdict judge_first(void *arg, const uint8_t *p, size_t n, bool full)
-{
-	struct conn *c = arg;
-	struct sni_hello hello;
-	int r;
-
-	if (p[0] != 0x16) {
-		c->peek_tls = false;	/* not TLS: nothing to compare */
-		return RELAY_JUDGE_PASS;
-	}
-	r = sni_parse_hello(p, n, &hello);
-	if (r == -EAGAIN && !full)
-		return RELAY_JUDGE_MORE;
-	c->peek_tls = false;
-	if (r < 0) {
-		/* a handshake record we cannot read could hide any name */
-		events_emit(c->px->ev, "egress.denied",
-			    denied_fields(c, "a TLS handshake that is not a readable ClientHello"));
-		conn_free(c);
-		return RELAY_JUDGE_GONE;
-	}
-	return sni_check(c, &hello) ? RELAY_JUDGE_PASS : RELAY_JUDGE_GONE;
 }
 
 /*

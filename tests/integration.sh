@@ -505,6 +505,36 @@ t_nothing_left_behind() {
 	fi
 }
 
+# The supervisor killed after the clone and before its "go", while the
+# sandbox's first process has not yet set its parent-death signal (strace
+# holds that prctl 1 s and kills the supervisor at its first sendto, the
+# "go"): no signal comes, and the sandbox must see the sync socket's EOF
+# and end, not wait for "go" forever holding the socket's other end.
+t_supervisor_killed_before_go() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local st i child
+	strace -f -qq -o "$T/trace" -e trace=prctl,read,sendto,exit_group \
+		-e inject=prctl:delay_enter=1000000:when=1 -e inject=sendto:signal=KILL:when=1 \
+		"$CORRAL" run -- /bin/sleep 30 > /dev/null 2>&1 &
+	st=$!
+	i=0
+	while kill -0 "$st" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+	child=$(sed -n 's/^\([0-9]*\) prctl(PR_SET_PDEATHSIG, SIGKILL.*/\1/p' "$T/trace" | head -1)
+	if kill -0 "$st" 2>/dev/null; then
+		# strace killed lets its tracees go; then the stuck one, by pid
+		kill -KILL "$st" 2>/dev/null; wait "$st" 2>/dev/null
+		[ -z "$child" ] || kill -KILL "$child" 2>/dev/null
+		fail "the sandbox waited for its dead supervisor: $(tail -3 "$T/trace")"
+		return 1
+	fi
+	wait "$st" 2>/dev/null || true
+	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
+	expect_contains "the supervisor died at its go" "$(grep 'sendto(' "$T/trace" | head -1)" '"g"'
+	[ -n "$child" ] || fail "no first process in the trace: $(head -5 "$T/trace")"
+	grep -Eq "^$child .*= 0 \(DELAYED\)" "$T/trace" || fail "its prctl was not held: $(grep "^$child " "$T/trace" | head -3)"
+	expect_contains "it saw EOF and ended" "$(grep "^$child " "$T/trace" | tail -2)" "exit_group(125)"
+}
+
 t_dies_with_supervisor() {
 	mark="2$$.5"
 	"$CORRAL" run -- /bin/sh -c "sleep $mark & sleep $mark" > /dev/null 2>&1 &

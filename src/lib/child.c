@@ -1069,11 +1069,17 @@ void sandbox_child(struct child_ctx *c)
 	 * reported there too, in the order it always was.
 	 */
 	sc_r = sc_compile(c->p, true, &filter, &sc_err);
+	/*
+	 * The supervisor's ends of our sockets go before we wait on ours: a
+	 * supervisor killed before we set the parent-death signal sends no
+	 * signal, and only its death closing the last end of the sync socket
+	 * tells us (we would wait for "go" forever, holding an end ourselves).
+	 */
+	if (close_inherited(keep, nkeep, &err) < 0)
+		setup_failed(c, &err);
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	if (close_inherited(keep, nkeep, &err) < 0)
-		setup_failed(c, &err);
 	if (set_identity(c->caller_root, &err) < 0)
 		setup_failed(c, &err);
 	/*

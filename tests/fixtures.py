@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """fixtures.py - the "outside world" of the network tests, on loopback or in
-a namespace the test made.  Each server binds port 0, writes the port it got
-to PORTFILE, serves until killed, and exits by itself after 120 s.
+a namespace the test made.  Each server binds port 0 (or ADDR's ":PORT",
+e.g. 198.18.77.2:443), writes the port it got to PORTFILE, serves until
+killed, and exits by itself after 120 s.
 
   fixtures.py http PORTFILE [ADDR]            plain HTTP: "hello from upstream"
   fixtures.py tls PORTFILE CERT KEY [ADDR]    HTTPS with that certificate

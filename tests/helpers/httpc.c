@@ -128,10 +128,8 @@ static void read_file(struct buf *b, const char *path, bool strip_newlines)
 
 static void add_data(struct buf *body, const char *arg, bool binary)
 {
-	if (body->p)
-		put(body, "&", 1);
-	else
-		put(body, "", 0);
+	/* an empty -d still makes a body: "Content-Length: 0" */
+	put(body, "&", body->p ? 1 : 0);
 	if (arg[0] == '@')
 		read_file(body, arg + 1, !binary);
 	else

@@ -138,10 +138,11 @@ class Api:
         _, sb, ms = self.req("POST", "/v1/sandboxes", fields, expect=201)
         return sb["id"], ms
 
-    def exec_true(self, sid):
-        _, res, ms = self.req("POST", f"/v1/sandboxes/{sid}/exec", {"argv": ["true"]})
+    def exec_true(self, sid, body=None):
+        body = body or {"argv": ["true"]}
+        _, res, ms = self.req("POST", f"/v1/sandboxes/{sid}/exec", body)
         if not isinstance(res, dict) or res.get("exit_code") != 0:
-            raise ApiError(f"POST /v1/sandboxes/{sid}/exec true: expected exit_code 0, "
+            raise ApiError(f"POST /v1/sandboxes/{sid}/exec {body}: expected exit_code 0, "
                            f"got {str(res)[:300]}")
         return ms
 
@@ -556,11 +557,17 @@ def section_exec(d):
         for _ in range(ONESHOT):
             time.sleep(PACE)
             paced.append(api.exec_true(sid))
+        # how agents call: a command line.  A simple one runs without the
+        # shell (src/lib/shell.c); one with a separator needs sh and a fork.
+        line = [api.exec_true(sid, {"command": "/bin/true"}) for _ in range(EXECS)]
+        shell = [api.exec_true(sid, {"command": "/bin/true; true"}) for _ in range(EXECS)]
         api.req("DELETE", f"/v1/sandboxes/{sid}")
     finally:
         api.close()
     rows.append(("corral serve: POST /exec, warm sandbox, keep-alive", times, AIM_EXEC_MS))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms (not frozen)", paced, AIM_PACED_MS))
+    rows.append(("  \"command\": \"/bin/true\" (no shell needed)", line))
+    rows.append(('  "command": "/bin/true; true" (sh -c, a fork)', shell))
     rows.append(("corral run -- true (one-shot)", oneshot([CORRAL, "run", "--", "true"], ONESHOT)))
     rows.append(("bwrap --unshare-all --ro-bind / / true",
                  oneshot(BWRAP, ONESHOT) if shutil.which(BWRAP[0]) else "not installed"))

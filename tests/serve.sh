@@ -526,6 +526,96 @@ tmp"
 	stop_daemon
 }
 
+# A command line that dash would only split and exec runs without the
+# shell (src/lib/shell.c): one process, not sh and a child.  Whatever the
+# line, the answer is the one /bin/sh -c gives: stdout (the environment
+# sorted: dash orders it by its own hash), stderr and exit code, for lines
+# taken and lines left to the shell, for failing execs (the shell's own
+# words), and for environments dash changes.
+t_command_without_the_shell() {
+	start_daemon
+	id=$(mksb)
+	sbsh "$id" 'printf "echo from a script\n" > /workspace/noshebang; chmod +x /workspace/noshebang; mkdir -p /workspace/real; ln -s real /workspace/link' >/dev/null
+	# one Python for every line: its requests go over $SOCK itself
+	$PY - "$SOCK" "$id" > "$T/cmp" <<'PYEOF' || fail "comparison: $(tail -3 "$T/cmp")"
+import http.client, json, socket, sys
+
+class Unix(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=60)
+        self.path = path
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(60)
+        self.sock.connect(self.path)
+
+conn, sid = Unix(sys.argv[1]), sys.argv[2]
+def run(body):
+    conn.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps(body))
+    r = conn.getresponse()
+    v = json.loads(r.read())
+    assert r.status == 200, (r.status, v)
+    return sorted(v["stdout"].split("\n")), v["stderr"], v["exit_code"]
+
+LINES = r"""
+/usr/bin/env
+env @@ {"env": {"PWD": "/"}}
+env @@ {"env": {"PWD": "/workspace/link"}, "cwd": "/workspace/link"}
+env @@ {"cwd": "/workspace/link"}
+env @@ {"env": {"IFS": ":", "OPTIND": "3"}}
+env @@ {"env": {"PPID": "5"}}
+env @@ {"env": {"PATH": "/usr/bin"}}
+env @@ {"env": {"A-B": "1"}}
+ls -d /workspace /tmp
+printf '%s|' a 'b c' "d e" '' x''y
+/usr/bin/printf '%s|' a 'b c' "d e" '' x''y
+'/usr/bin/printf' "" y
+no-such-command arg
+/no/such/file
+/etc/passwd
+/workspace
+./noshebang
+noshebang @@ {"env": {"PATH": "/workspace:/usr/bin:/bin"}}
+ls /no/such/dir
+echo $HOME "$PATH"
+cat /proc/self/cmdline
+FOO=1 env
+sh -c 'exit 7'
+"""
+n = bad = 0
+for line in LINES.strip().split("\n"):
+    cmd, _, extra = line.partition(" @@ ")
+    o = json.loads(extra or "{}")
+    fast = run(dict(o, command=cmd))
+    shell = run(dict(o, argv=["/bin/sh", "-c", cmd]))
+    n += 1
+    if fast != shell:
+        bad += 1
+        print(f"{line}: without the shell {fast!r}, with it {shell!r}")
+print(f"{n} lines, {bad} differ")
+sys.exit(1 if bad or n < 20 else 0)
+PYEOF
+	grep -v ' lines, 0 differ$' "$T/cmp" | while IFS= read -r l; do fail "$l"; done
+	# taken: its parent is the sandbox's init; left to the shell: sh
+	expect_eq "simple line" "$(sbsh "$id" 'grep PPid /proc/self/status')" "PPid:	1"
+	out=$(sbsh "$id" 'grep PPid /proc/self/status; true')
+	[ "$out" != "PPid:	1" ] || fail "a compound line ran without the shell: $out"
+	# a background process started by a simple line is the command itself
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "sleep 31"}')
+	expect_code "background" "$code" 201
+	pid=$(jq 'v["pid"]')
+	expect_eq "its pid is the command's" "$(sbsh "$id" "cat /proc/$pid/comm")" sleep
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid")
+	expect_eq "its recorded argv" "$(jq 'v["argv"]')" '["/bin/sh", "-c", "sleep 31"]'
+	code=$(api DELETE "/v1/sandboxes/$id/processes/$pid")
+	expect_code "kill" "$code" 200
+	# a command killed by a signal: exit code 128 + N as from the shell,
+	# and the signal named
+	code=$(ex "$id" '{"command": "python3 -c \"import os; os.kill(os.getpid(), 11)\""}')
+	expect_eq "killed" "$(jq 'v["status"]') $(jq 'v["signal"]') $(jq 'v["exit_code"]')" "signaled 11 139"
+	stop_daemon
+}
+
 t_exec_timeout() {
 	start_daemon
 	id=$(mksb)

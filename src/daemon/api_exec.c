@@ -418,6 +418,7 @@ bool call_args_check(json_t *o, bool background, struct call_args *a,
 	if (!ok)
 		return false;
 	a->co.argv = a->argv;
+	a->co.sh_fast = json_object_get(o, "command") != NULL;
 	a->co.env = a->env;
 	if (in) {
 		a->co.stdin_data = json_string_value(in);

@@ -702,8 +702,10 @@ static int build_exec(struct corral_box *b, struct corral_call *c,
 	}
 	m->kind = EXEC_MSG_KIND;
 	m->id = c->id;
+	if (c->o.sh_fast)
+		m->flags |= EXEC_SH_FAST;
 	if (c->o.tty) {
-		m->flags = EXEC_TTY;
+		m->flags |= EXEC_TTY;
 		m->rows = c->o.rows;
 		m->cols = c->o.cols;
 	}
@@ -922,6 +924,10 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 {
 	if (!o->argv || !o->argv[0] || !o->argv[0][0])
 		return corral_set_err(err, -EINVAL, "no command to run");
+	if (o->sh_fast && (strcmp(o->argv[0], "/bin/sh") || !o->argv[1] ||
+			   strcmp(o->argv[1], "-c") || !o->argv[2] || o->argv[3]))
+		return corral_set_err(err, -EINVAL, "sh_fast needs argv "
+				      "{ \"/bin/sh\", \"-c\", LINE }");
 	if (o->cwd && o->cwd[0] != '/')
 		return corral_set_err(err, -EINVAL, "cwd must be an absolute path "
 				      "(got \"%.200s\")", o->cwd);

@@ -794,6 +794,28 @@ static void wait_call(int gate, struct exec_msg *m, int fds[3])
 }
 
 /*
+ * sh -c LINE without the shell, where shell.c finds that dash would only
+ * exec LINE's words; returns where it would not, or the exec failed, for
+ * the shell to run the line (and say why it fails, as it would have).
+ */
+static void exec_simple(const char *line, char **envp)
+{
+	extern char **environ;
+	char **words, **env, *pwd;
+
+	if (!sh_is_dash() || !(words = sh_simple_words(line)))
+		return;
+	env = sh_simple_env(envp, &pwd);
+	if (env) {
+		environ = env;
+		execvp(words[0], words);
+		free(pwd);
+		free(env);
+	}
+	free(words);
+}
+
+/*
  * A call's process, forked by init ahead of its call: "r" on the gate,
  * then nothing until the supervisor has moved it into the call's cgroup
  * and sent the call; then stdio, a session of its own, and exec.
@@ -844,6 +866,8 @@ static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 		call_fail(gate, EXEC_STAGE_RLIMIT, -err.code);
 	if (chdir(cwd) < 0)
 		call_fail(gate, EXEC_STAGE_CWD, errno);
+	if ((m->flags & EXEC_SH_FAST) && m->nargv == 3)
+		exec_simple(argv[2], envp);
 	environ = envp;
 	execvp(argv[0], argv);
 	call_fail(gate, EXEC_STAGE_EXEC, errno);

@@ -26,6 +26,11 @@ enum quote_style { QUOTE_JSON, QUOTE_ASCII };
 void text_quote(const char *s, size_t n, char *buf, size_t len, size_t max,
 		enum quote_style style);
 
+/* shell.c: a simple command line exec'd as /bin/sh (dash) would exec it. */
+char **sh_simple_words(const char *line);
+char **sh_simple_env(char *const *envp, char **made);
+bool sh_is_dash(void);
+
 /*
  * ---- cleanup by attribute, as bubblewrap and crun do -------------------
  * cleanup_close int fd = -1;  cleanup_free char *s = NULL;  released when

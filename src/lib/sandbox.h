@@ -152,6 +152,7 @@ struct fork_msg {
 
 #define EXEC_DATA_MAX	(60 * 1024)
 #define EXEC_TTY	1u
+#define EXEC_SH_FAST	2u	/* argv is sh -c LINE: shell.c may exec LINE itself */
 #define EXEC_MSG_KIND	0x63616c6c	/* "call": what the gate carries */
 
 struct exec_msg {
@@ -159,7 +160,7 @@ struct exec_msg {
 	uint32_t id;		/* the call's, for its own record */
 	uint32_t nargv, nenv;
 	uint32_t len;		/* bytes used in data */
-	uint32_t flags;		/* EXEC_TTY */
+	uint32_t flags;		/* EXEC_TTY, EXEC_SH_FAST */
 	uint16_t rows, cols;
 	char data[EXEC_DATA_MAX];
 };

@@ -446,6 +446,36 @@ t_create_failure_explained() {
 	stop_daemon
 }
 
+# --pool N: creates take a sandbox built ahead, and the pool fills again.
+# Calls running hold the refill back (registry.c), but only for a while: a
+# background process that runs on must not keep the pool empty.
+t_pool() {
+	local i n listed
+	start_daemon --pool 2
+	pool_count() {	# pooled sandboxes: health counts them, the list does not
+		api GET /v1/health >/dev/null
+		n=$(jq 'v["sandboxes"]')
+		api GET /v1/sandboxes >/dev/null
+		listed=$(jq 'len(v["sandboxes"])')
+		echo $((n - listed))
+	}
+	i=0
+	while [ $i -lt 100 ] && [ "$(pool_count)" != 2 ]; do sleep 0.1; i=$((i + 1)); done
+	expect_eq "pool full" "$(pool_count)" 2
+	# the process starts at once, before the pool's quiet time is over
+	id=$(mksb)
+	[ -n "$id" ] || return 1
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "sleep 60"}')
+	expect_code "background process" "$code" 201
+	expect_eq "it works" "$(sbsh "$id" 'echo ok')" ok
+	i=0
+	while [ $i -lt 100 ] && [ "$(pool_count)" != 2 ]; do sleep 0.1; i=$((i + 1)); done
+	expect_eq "pool full again while a process runs on" "$(pool_count)" 2
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 t_max_sandboxes() {
 	start_daemon --max-sandboxes 2
 	mksb >/dev/null

@@ -147,6 +147,7 @@ struct daemon {
 	size_t pool_size;
 	struct event *ev_pool;		/* the next pool_step */
 	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */
+	uint64_t pool_held;		/* ms, monotonic: since when calls hold the pool */
 	struct follower *followers;
 	uint64_t requests, execs;
 	int lock_fd;

@@ -224,6 +224,8 @@ struct corral_policy *default_policy(void)
 }
 
 #define POOL_QUIET_MS	100	/* refill once requests have paused this long */
+#define POOL_HOLD_MS	1000	/* and calls have ended, or have run this long */
+#define POOL_RECHECK_MS	20
 
 /* A create came: the pool waits for the burst to pass. */
 void pool_hold(struct daemon *d)
@@ -233,6 +235,18 @@ void pool_hold(struct daemon *d)
 
 static void pool_step(evutil_socket_t fd, short what, void *arg);
 
+static void pool_arm(struct daemon *d, uint64_t ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (!d->pool_size)
+		return;
+	if (!d->ev_pool)
+		d->ev_pool = evtimer_new(d->base, pool_step, d);
+	if (d->ev_pool && !evtimer_pending(d->ev_pool, NULL))
+		evtimer_add(d->ev_pool, &tv);
+}
+
 /*
  * Keep pool_size default sandboxes built ahead, one a turn of the loop,
  * and only while no request has come for POOL_QUIET_MS: building one holds
@@ -241,15 +255,34 @@ static void pool_step(evutil_socket_t fd, short what, void *arg);
 void pool_fill(struct daemon *d)
 {
 	uint64_t quiet = corral_now_ms() - d->last_create;
-	struct timeval tv = { 0, quiet >= POOL_QUIET_MS ? 0 :
-			      (POOL_QUIET_MS - quiet) * 1000 };
 
-	if (!d->pool_size)
-		return;
-	if (!d->ev_pool)
-		d->ev_pool = evtimer_new(d->base, pool_step, d);
-	if (d->ev_pool && !evtimer_pending(d->ev_pool, NULL))
-		evtimer_add(d->ev_pool, &tv);
+	pool_arm(d, quiet >= POOL_QUIET_MS ? 0 : POOL_QUIET_MS - quiet);
+}
+
+static bool calls_running(struct daemon *d)
+{
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		if (sb->box && corral_box_running(sb->box))
+			return true;
+	return false;
+}
+
+/*
+ * Calls running hold the pool back for up to POOL_HOLD_MS: building a
+ * sandbox forks the daemon, whose every write then faults its page back
+ * (copy on write, a TLB shootdown each on these VMs), and the burst's own
+ * first execs wait behind that.  Not longer: a background process that
+ * runs for hours must not keep the pool empty.
+ */
+static bool pool_held(struct daemon *d, uint64_t now)
+{
+	if (!calls_running(d)) {
+		d->pool_held = 0;
+		return false;
+	}
+	if (!d->pool_held)
+		d->pool_held = now;
+	return now - d->pool_held < POOL_HOLD_MS;
 }
 
 static void pool_step(evutil_socket_t fd, short what, void *arg)
@@ -268,6 +301,10 @@ static void pool_step(evutil_socket_t fd, short what, void *arg)
 		return;
 	if (corral_now_ms() - d->last_create < POOL_QUIET_MS) {
 		pool_fill(d);	/* still busy: later */
+		return;
+	}
+	if (pool_held(d, corral_now_ms())) {
+		pool_arm(d, POOL_RECHECK_MS);
 		return;
 	}
 	p = default_policy();

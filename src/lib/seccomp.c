@@ -516,6 +516,15 @@ static int build(struct filter *f)
 
 	if (r < 0)
 		return corral_set_errno(f->err, -r, "seccomp: cannot refuse foreign ABIs");
+	/*
+	 * A binary tree by syscall number, not a list of ifs: loading the
+	 * filter (the kernel runs it for every syscall number to find those it
+	 * may skip) takes 0.44-0.54 ms instead of 0.63-0.67, and a syscall
+	 * whose arguments are checked walks a few rules, not all (issue 17)
+	 */
+	r = seccomp_attr_set(f->ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	if (r < 0)
+		return corral_set_errno(f->err, -r, "seccomp: cannot ask for a binary tree");
 	for (size_t i = 0; i < ARRAY_LEN(deny_table) && r == 0; i++)
 		r = add_deny(f, &deny_table[i]);
 	if (r == 0)

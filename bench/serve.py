@@ -558,15 +558,18 @@ def section_exec(d):
             time.sleep(PACE)
             paced.append(api.exec_true(sid))
         # how agents call: a command line.  A simple one runs without the
-        # shell (src/lib/shell.c); one with a separator needs sh and a fork.
+        # shell (src/lib/shell.c), as does the cd-and-2>&1 form agents
+        # write; one with a separator needs sh and a fork.
         line = [api.exec_true(sid, {"command": "/bin/true"}) for _ in range(EXECS)]
+        cd = [api.exec_true(sid, {"command": "cd /tmp && /bin/true 2>&1"}) for _ in range(EXECS)]
         shell = [api.exec_true(sid, {"command": "/bin/true; true"}) for _ in range(EXECS)]
         api.req("DELETE", f"/v1/sandboxes/{sid}")
     finally:
         api.close()
     rows.append(("corral serve: POST /exec, warm sandbox, keep-alive", times, AIM_EXEC_MS))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms (not frozen)", paced, AIM_PACED_MS))
-    rows.append(("  \"command\": \"/bin/true\" (no shell needed)", line))
+    rows.append(('  "command": "/bin/true" (no shell needed)', line))
+    rows.append(('  "command": "cd /tmp && /bin/true 2>&1" (nor here)', cd))
     rows.append(('  "command": "/bin/true; true" (sh -c, a fork)', shell))
     rows.append(("corral run -- true (one-shot)", oneshot([CORRAL, "run", "--", "true"], ONESHOT)))
     rows.append(("bwrap --unshare-all --ro-bind / / true",

@@ -695,9 +695,10 @@ struct corral_call_opts {
 	char *const *argv;
 	/*
 	 * argv is { "/bin/sh", "-c", LINE }: where LINE is a simple command
-	 * that /bin/sh (dash) would only look up and exec, it is exec'd
-	 * without the shell, as dash would (src/lib/shell.c); anything else,
-	 * and a failed exec, goes to the shell.  The call's record still
+	 * that /bin/sh (dash) would only look up and exec ("cd DIR && "
+	 * before it and " 2>&1" after it too), it is exec'd without the
+	 * shell, as dash would (src/lib/shell.c); anything else, and a
+	 * failed cd or exec, goes to the shell.  The call's record still
 	 * names argv.  A command killed by a signal is then reported as
 	 * killed (exit_code 128 + N, as from the shell), without the line the
 	 * shell would have written to stderr.

@@ -556,8 +556,9 @@ tmp"
 	stop_daemon
 }
 
-# A command line that dash would only split and exec runs without the
-# shell (src/lib/shell.c): one process, not sh and a child.  Whatever the
+# A command line that dash would only split and exec (with "cd DIR &&"
+# before it and "2>&1" after it, or not) runs without the shell
+# (src/lib/shell.c): one process, not sh and a child.  Whatever the
 # line, the answer is the one /bin/sh -c gives: stdout (the environment
 # sorted: dash orders it by its own hash), stderr and exit code, for lines
 # taken and lines left to the shell, for failing execs (the shell's own
@@ -611,6 +612,20 @@ echo $HOME "$PATH"
 cat /proc/self/cmdline
 FOO=1 env
 sh -c 'exit 7'
+cd /tmp && env
+cd /workspace/link && env
+cd link/.. && env
+cd .. && env @@ {"cwd": "/workspace/link"}
+cd real/../link && /bin/pwd -L
+cd link && /bin/pwd -L
+cd //tmp && env
+cd /no/such/dir && ls
+cd noshebang && ls
+cd /workspace && ls -d real 2>&1
+cd real && env @@ {"env": {"CDPATH": "/tmp"}}
+ls /no/such/dir 2>&1
+cd /tmp && no-such-command 2>&1
+cd /tmp && ls /no/such/dir  2>&1
 """
 n = bad = 0
 for line in LINES.strip().split("\n"):
@@ -628,6 +643,7 @@ PYEOF
 	grep -v ' lines, 0 differ$' "$T/cmp" | while IFS= read -r l; do fail "$l"; done
 	# taken: its parent is the sandbox's init; left to the shell: sh
 	expect_eq "simple line" "$(sbsh "$id" 'grep PPid /proc/self/status')" "PPid:	1"
+	expect_eq "cd and 2>&1" "$(sbsh "$id" 'cd /tmp && grep PPid /proc/self/status 2>&1')" "PPid:	1"
 	out=$(sbsh "$id" 'grep PPid /proc/self/status; true')
 	[ "$out" != "PPid:	1" ] || fail "a compound line ran without the shell: $out"
 	# a background process started by a simple line is the command itself

@@ -84,9 +84,22 @@ static bool same_words(char **words, const char *block, size_t len)
 	return off == len;
 }
 
+/* The words of a line taken with no cd and no 2>&1, else NULL. */
+static char **words_of(const char *line, struct sh_simple *s)
+{
+	if (sh_simple_parse(line, s) < 0)
+		return NULL;
+	if (s->cd || s->err_to_out) {
+		sh_simple_free(s);
+		return NULL;
+	}
+	return s->argv;
+}
+
 static void check_split(const char *line, const char *const *want)
 {
-	char **w = sh_simple_words(line);
+	struct sh_simple s;
+	char **w = words_of(line, &s);
 	size_t i = 0, len;
 	char *block;
 
@@ -94,7 +107,8 @@ static void check_split(const char *line, const char *const *want)
 		if (w)
 			fprintf(stderr, "  taken, should need the shell: [%s]\n", line);
 		CHECK(!w);
-		free(w);
+		if (w)
+			sh_simple_free(&s);
 		return;
 	}
 	CHECK(w != NULL);
@@ -108,7 +122,7 @@ static void check_split(const char *line, const char *const *want)
 	block = dash_words(line, &len);
 	CHECK(block && same_words(w, block, len));
 	free(block);
-	free(w);
+	sh_simple_free(&s);
 }
 
 #define W(...) ((const char *const[]){ __VA_ARGS__, NULL })
@@ -146,11 +160,58 @@ TEST(lines_that_need_the_shell_are_left_to_it)
 		check_split(lines[i], NULL);
 }
 
+static void check_shape(const char *line, const char *cd, bool err_to_out,
+			const char *const *want)
+{
+	struct sh_simple s;
+	size_t i = 0;
+
+	if (sh_simple_parse(line, &s) < 0) {
+		CHECK(!want);
+		if (want)
+			fprintf(stderr, "  needs the shell, should be taken: [%s]\n", line);
+		return;
+	}
+	CHECK(want != NULL);
+	if (!want) {
+		fprintf(stderr, "  taken, should need the shell: [%s]\n", line);
+		sh_simple_free(&s);
+		return;
+	}
+	CHECK(!cd == !s.cd && (!cd || !strcmp(cd, s.cd)));
+	CHECK(s.err_to_out == err_to_out);
+	for (; want[i] && s.argv[i]; i++)
+		CHECK(!strcmp(s.argv[i], want[i]));
+	CHECK(!want[i] && !s.argv[i]);
+	sh_simple_free(&s);
+}
+
+TEST(cd_before_and_stderr_after_are_taken)
+{
+	check_shape("cd /workspace && ls -l", "/workspace", false, W("ls", "-l"));
+	check_shape("  cd\t'my dir'  &&\tmake   ", "my dir", false, W("make"));
+	check_shape("python3 x.py 2>&1", NULL, true, W("python3", "x.py"));
+	check_shape("cd src && npm test  2>&1 ", "src", true, W("npm", "test"));
+	check_shape("ls '2>&1'", NULL, false, W("ls", "2>&1"));
+	/* what dash would read otherwise, or does more than cd and exec */
+	static const char *const shell[] = {
+		"cd", "cd x", "cd x &&", "cd x && ", "cd -P x && ls", "cd - && ls",
+		"cd -- x && ls", "cd '' && ls", "cd x&&ls", "cd x &&ls",
+		"cd x && echo y", "cd x && cd y && ls", "cd x || ls", "cd x; ls",
+		"cd $HOME && ls", "cd ~ && ls", "ls && cd x", "ls 2>&1 | cat",
+		"ls a2>&1", "ls 2>&1 2>&1", "2>&1", " 2>&1", "ls 1>&2", "ls >&2",
+		"ls 2>&1x", "ls 2> &1", "cd x && FOO=1 ls", "cd x && 2>&1",
+	};
+	for (size_t i = 0; i < sizeof(shell) / sizeof(shell[0]); i++)
+		check_shape(shell[i], NULL, false, NULL);
+}
+
 /* A line of 4097 words, and one over 64 KiB, go to the shell; 4096 do not. */
 TEST(word_and_length_bounds)
 {
 	size_t n = 4097 * 2;
 	char *line = malloc(70 << 10), **w;
+	struct sh_simple s;
 
 	if (!line) {
 		CHECK(line);
@@ -161,22 +222,20 @@ TEST(word_and_length_bounds)
 		line[i + 1] = ' ';
 	}
 	line[n - 1] = '\0';
-	w = sh_simple_words(line);
-	CHECK(!w);
-	free(w);
+	CHECK(!words_of(line, &s));
 	line[n - 3] = '\0';
-	w = sh_simple_words(line);
+	w = words_of(line, &s);
 	CHECK(w && w[4095] && !w[4096]);
-	free(w);
+	if (w)
+		sh_simple_free(&s);
 	memset(line, 'a', (64 << 10) + 1);
 	line[(64 << 10) + 1] = '\0';
-	w = sh_simple_words(line);
-	CHECK(!w);
-	free(w);
+	CHECK(!words_of(line, &s));
 	line[64 << 10] = '\0';
-	w = sh_simple_words(line);
+	w = words_of(line, &s);
 	CHECK(w && !w[1]);
-	free(w);
+	if (w)
+		sh_simple_free(&s);
 	free(line);
 }
 
@@ -208,6 +267,7 @@ TEST(random_lines_split_as_dash_splits_them)
 	int taken = 0;
 
 	for (int round = 0; round < 600; round++) {
+		struct sh_simple s;
 		char line[200], **w, *block;
 		size_t len = 0, blen;
 		int pieces = 1 + next_rand(&seed) % 8;
@@ -236,7 +296,7 @@ TEST(random_lines_split_as_dash_splits_them)
 			}
 		}
 		line[len] = '\0';
-		w = sh_simple_words(line);
+		w = words_of(line, &s);
 		if (!w)
 			continue;
 		taken++;
@@ -245,7 +305,7 @@ TEST(random_lines_split_as_dash_splits_them)
 		if (!block || !same_words(w, block, blen))
 			fprintf(stderr, "  differs from dash: [%s]\n", line);
 		free(block);
-		free(w);
+		sh_simple_free(&s);
 	}
 	/* a run that takes few lines tests little */
 	CHECK(taken > 150);
@@ -274,29 +334,72 @@ static void sort_block(char *block, size_t len, char *out)
 }
 
 /* What env -0 prints run by dash with envp, and run with ours. */
-static void check_env(char *const *envp, bool taken)
+/*
+ * What env -0 prints run by dash with envp (after "cd DIR &&" when cd),
+ * and run with ours; with cd, also where each ends up.
+ */
+static void check_env_cd(char *const *envp, const char *cd, bool taken)
 {
-	char *made, **ours = sh_simple_env(envp, &made);
-	char *dash_argv[] = { "/bin/dash", "-c", "exec /usr/bin/env -0", NULL };
+	char script[512], real[PATH_MAX];
+	char *dash_argv[] = { "/bin/dash", "-c", script, NULL };
 	char *env_argv[] = { "/usr/bin/env", "-0", NULL };
-	char *a, *b, sa[8192], sb[8192];
-	size_t la = 0, lb = 0;
+	char *a, *b, *where, sa[8192], sb[8192];
+	size_t la = 0, lb = 0, lw = 0;
+	struct sh_env e;
+	bool ours = sh_simple_env(envp, cd, &e) == 0;
 
-	CHECK(!ours == !taken);
-	if (!ours)
+	CHECK(ours == taken);
+	if (!ours) {
+		if (taken)
+			fprintf(stderr, "  left to the shell: cd [%s]\n", cd ? cd : "");
 		return;
+	}
+	if (cd) {
+		/* dash's physical directory after its cd, and ours: or both fail */
+		int dash_err = open("/dev/null", O_WRONLY | O_CLOEXEC), saved = dup(2);
+		bool ours_ok = realpath(e.pwd + 4, real) != NULL;
+
+		snprintf(script, sizeof(script), "cd %s && exec /bin/pwd -P", cd);
+		dup2(dash_err, 2);	/* "can't cd to" is expected of some */
+		where = run_out(dash_argv, envp, &lw);
+		dup2(saved, 2);
+		close(saved);
+		close(dash_err);
+		CHECK(!where == !ours_ok);
+		if (!where || !ours_ok) {
+			if (where || ours_ok)
+				fprintf(stderr, "  cd [%s]: dash %s, ours %s\n", cd,
+					where ? "went" : "failed", ours_ok ? "would go" : "fails");
+			free(where);
+			sh_env_free(&e);
+			return;
+		}
+		where[lw - 1] = '\0';
+		CHECK(!strcmp(where, real));
+		if (strcmp(where, real))
+			fprintf(stderr, "  cd [%s]: dash in %s, ours %s\n", cd, where, real);
+		free(where);
+	}
+	snprintf(script, sizeof(script), "%s%s%sexec /usr/bin/env -0",
+		 cd ? "cd " : "", cd ? cd : "", cd ? " && " : "");
 	a = run_out(dash_argv, envp, &la);
-	b = run_out(env_argv, ours, &lb);
+	b = run_out(env_argv, e.envp, &lb);
 	CHECK(a && b && la == lb && la < sizeof(sa));
 	if (a && b && la == lb && la < sizeof(sa)) {
 		sort_block(a, la, sa);
 		sort_block(b, lb, sb);
 		CHECK(!memcmp(sa, sb, la));
+	} else {
+		fprintf(stderr, "  environments differ: cd [%s]\n", cd ? cd : "");
 	}
 	free(a);
 	free(b);
-	free(made);
-	free(ours);
+	sh_env_free(&e);
+}
+
+static void check_env(char *const *envp, bool taken)
+{
+	check_env_cd(envp, NULL, taken);
 }
 
 TEST(environment_is_the_one_dash_hands_on)
@@ -332,6 +435,65 @@ TEST(environment_is_the_one_dash_hands_on)
 	check_env((char *[]){ "HOME=/", NULL }, false);
 	CHECK(chdir(cwd) == 0);
 	unlink(link);
+	rmdir(dir);
+}
+
+/*
+ * cd as dash does it: to the logical path (a link's .. goes back to where
+ * the link was), PWD and OLDPWD exported, from a PWD given or not.
+ */
+TEST(cd_goes_where_dash_goes)
+{
+	char dir[] = "/tmp/unit_shell_cd.XXXXXX", cwd[PATH_MAX], path[256];
+	char pwd_link[300], pwd_dir[300];
+	static const char *const dirs[] = {
+		"sub", "./sub", "sub/", "sub//deep/./..", "..", "../", ".", "./",
+		"link", "link/..", "link/../sub", "link/deep", "/", "//", "///",
+		"//tmp", "/tmp/../tmp", "/tmp/./", "sub/../../",
+	};
+
+	if (!mkdtemp(dir) || !getcwd(cwd, sizeof(cwd))) {
+		CHECK(0);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/sub/deep", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/home", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/home/link", dir);
+	CHECK(symlink("../sub", path) == 0);
+	snprintf(path, sizeof(path), "%s/home", dir);
+	CHECK(chdir(path) == 0);
+	snprintf(pwd_link, sizeof(pwd_link), "PWD=%s/home", dir);
+	snprintf(pwd_dir, sizeof(pwd_dir), "PWD=%s/sub/../home", dir);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (!strncmp(dirs[i], "sub", 3) || !strncmp(dirs[i], "./sub", 5))
+			continue;	/* no sub below home: see the second pass */
+		check_env_cd((char *[]){ "PATH=/usr/bin:/bin", NULL }, dirs[i], true);
+		check_env_cd((char *[]){ "PATH=/usr/bin:/bin", pwd_link, "OLDPWD=/x", NULL }, dirs[i], true);
+		check_env_cd((char *[]){ "PATH=/usr/bin:/bin", pwd_dir, NULL }, dirs[i], true);
+	}
+	CHECK(chdir(dir) == 0);
+	snprintf(pwd_link, sizeof(pwd_link), "PWD=%s/home/link/..", dir);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (!strncmp(dirs[i], "link", 4))
+			continue;
+		check_env_cd((char *[]){ "PATH=/usr/bin:/bin", NULL }, dirs[i], true);
+		check_env_cd((char *[]){ "PATH=/usr/bin:/bin", pwd_link, NULL }, dirs[i], true);
+	}
+	/* CDPATH: dash would search it, and print where it went */
+	check_env_cd((char *[]){ "PATH=/usr/bin:/bin", "CDPATH=/tmp", NULL }, "sub", false);
+	CHECK(chdir(cwd) == 0);
+	snprintf(path, sizeof(path), "%s/home/link", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/home", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/sub/deep", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
 	rmdir(dir);
 }
 

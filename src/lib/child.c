@@ -795,24 +795,38 @@ static void wait_call(int gate, struct exec_msg *m, int fds[3])
 
 /*
  * sh -c LINE without the shell, where shell.c finds that dash would only
- * exec LINE's words; returns where it would not, or the exec failed, for
+ * cd, redirect and exec; returns where it would not, or the cd or exec
+ * failed, back in the directory and with the stderr it began with, for
  * the shell to run the line (and say why it fails, as it would have).
  */
-static void exec_simple(const char *line, char **envp)
+static void exec_simple(int gate, const char *line, char **envp)
 {
 	extern char **environ;
-	char **words, **env, *pwd;
+	struct sh_simple s;
+	struct sh_env e;
+	int here = -1, err = -1;
 
-	if (!sh_is_dash() || !(words = sh_simple_words(line)))
+	if (!sh_is_dash() || sh_simple_parse(line, &s) < 0)
 		return;
-	env = sh_simple_env(envp, &pwd);
-	if (env) {
-		environ = env;
-		execvp(words[0], words);
-		free(pwd);
-		free(env);
+	if (sh_simple_env(envp, s.cd, &e) < 0) {
+		sh_simple_free(&s);
+		return;
 	}
-	free(words);
+	if (s.cd && ((here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+		     chdir(e.pwd + 4) < 0))
+		goto undo;
+	if (s.err_to_out && ((err = fcntl(2, F_DUPFD_CLOEXEC, 3)) < 0 ||
+			     dup2(1, 2) < 0))
+		goto undo;
+	environ = e.envp;
+	execvp(s.argv[0], s.argv);
+undo:
+	if (err >= 0 && (dup2(err, 2) < 0 || close(err) < 0))
+		call_fail(gate, EXEC_STAGE_EXEC, errno);
+	if (here >= 0 && (fchdir(here) < 0 || close(here) < 0))
+		call_fail(gate, EXEC_STAGE_CWD, errno);
+	sh_env_free(&e);
+	sh_simple_free(&s);
 }
 
 /*
@@ -867,7 +881,7 @@ static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 	if (chdir(cwd) < 0)
 		call_fail(gate, EXEC_STAGE_CWD, errno);
 	if ((m->flags & EXEC_SH_FAST) && m->nargv == 3)
-		exec_simple(argv[2], envp);
+		exec_simple(gate, argv[2], envp);
 	environ = envp;
 	execvp(argv[0], argv);
 	call_fail(gate, EXEC_STAGE_EXEC, errno);

@@ -27,8 +27,19 @@ void text_quote(const char *s, size_t n, char *buf, size_t len, size_t max,
 		enum quote_style style);
 
 /* shell.c: a simple command line exec'd as /bin/sh (dash) would exec it. */
-char **sh_simple_words(const char *line);
-char **sh_simple_env(char *const *envp, char **made);
+struct sh_simple {
+	char **argv;		/* the command's words, one allocation with them */
+	char *cd;		/* "cd DIR && " before it: DIR; else NULL */
+	bool err_to_out;	/* " 2>&1" after it */
+};
+struct sh_env {
+	char **envp;		/* the command's: the given strings, but for */
+	char *pwd, *oldpwd;	/* these two when made here ("PWD=...") */
+};
+int sh_simple_parse(const char *line, struct sh_simple *s);
+void sh_simple_free(struct sh_simple *s);
+int sh_simple_env(char *const *envp, const char *cd, struct sh_env *e);
+void sh_env_free(struct sh_env *e);
 bool sh_is_dash(void);
 
 /*

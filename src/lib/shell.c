@@ -7,11 +7,14 @@
  * fork and an exec, where one exec would do; 2-3 ms on these hosts
  * (issue 17).  Such a line is exec'd here without the shell, as dash
  * would exec it: the same words, the same PATH search (execvp's), the
- * environment with PWD set as dash sets it.  Anything else goes to the
- * shell: an expansion, a redirection, a separator, a builtin or keyword,
- * an assignment, an environment dash would change, a /bin/sh that is not
- * dash.  So does a line whose exec fails, so that the shell reports the
- * failure in its own words and with its own exit status.
+ * environment with PWD set as dash sets it.  Two shapes agents write all
+ * the time are taken too: "cd DIR && COMMAND" (dash's cd: the logical
+ * path, PWD and OLDPWD) and "COMMAND 2>&1".  Anything else goes to the
+ * shell: an expansion, another redirection or separator, a builtin or
+ * keyword, an assignment, an environment dash would change, a /bin/sh
+ * that is not dash.  So does a line whose cd or exec fails, from where it
+ * began, so that the shell reports the failure in its own words and with
+ * its own exit status.
  *
  * Only quoting with no expansion is taken: 'single' as is, "double" when
  * it holds no $, ` or \.  Every byte must be printable ASCII: dash keeps
@@ -105,45 +108,96 @@ static bool take_word(const char **p, char **out)
 	return true;
 }
 
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static const char *skip_blanks(const char *p)
+{
+	while (blank(*p))
+		p++;
+	return p;
+}
+
 /*
- * The words of a simple command line, one allocation (free() it), or
- * NULL where the line needs the shell: see the top of this file.
+ * Words from p to the end, after argv[*n]; false where the line needs the
+ * shell.  buf: room for them and their NULs.
  */
-char **sh_simple_words(const char *line)
+static bool take_words(const char *p, char **argv, size_t *n, char **buf)
+{
+	for (;;) {
+		p = skip_blanks(p);
+		if (!*p)
+			return true;
+		if (*n == SH_WORDS_MAX)
+			return false;
+		argv[(*n)++] = *buf;
+		if (!take_word(&p, buf))
+			return false;
+	}
+}
+
+void sh_simple_free(struct sh_simple *s)
+{
+	free(s->argv);
+	*s = (struct sh_simple){ 0 };
+}
+
+/*
+ * A simple command line taken apart into s (sh_simple_free() it), or -1
+ * where it needs the shell: see the top of this file.
+ */
+int sh_simple_parse(const char *line, struct sh_simple *s)
 {
 	size_t len = strlen(line), n = 0;
-	char **argv, *buf;
-	const char *p = line;
+	const char *p;
+	char *copy, *buf;
 
-	/*
-	 * at most one word per two bytes (a word and its blank, or ''), and
-	 * the NULL; the words and their NULs fit in len + 1 bytes
-	 */
+	*s = (struct sh_simple){ 0 };
 	if (len > SH_LINE_MAX)
-		return NULL;
-	argv = malloc((len / 2 + 2) * sizeof(char *) + len + 1);
-	if (!argv)
-		return NULL;
-	buf = (char *)(argv + len / 2 + 2);
-	for (;;) {
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (!*p)
-			break;
-		if (n == SH_WORDS_MAX)
-			goto shell;
-		argv[n++] = buf;
-		if (!take_word(&p, &buf))
-			goto shell;
+		return -1;
+	/*
+	 * One block: argv (at most one word per two bytes: a word and its
+	 * blank, or ''), the words with their NULs (len + 1 bytes at most),
+	 * and the line to take them from, its " 2>&1" cut off.
+	 */
+	s->argv = malloc((len / 2 + 2) * sizeof(char *) + 2 * (len + 1));
+	if (!s->argv)
+		return -1;
+	buf = (char *)(s->argv + len / 2 + 2);
+	copy = buf + len + 1;
+	memcpy(copy, line, len + 1);
+	while (len && blank(copy[len - 1]))
+		copy[--len] = '\0';
+	/* the blank before it: "a2>&1" is the word a2 and stdout to fd 1 */
+	if (len > 5 && !memcmp(copy + len - 4, "2>&1", 4) && blank(copy[len - 5])) {
+		s->err_to_out = true;
+		copy[len - 4] = '\0';
 	}
-	argv[n] = NULL;
-	/* no command; a builtin or keyword; an assignment, quoted or not */
-	if (!n || !argv[0][0] || is_shell_word(argv[0]) || strchr(argv[0], '='))
+	p = skip_blanks(copy);
+	if (!strncmp(p, "cd", 2) && blank(p[2])) {
+		p = skip_blanks(p + 2);
+		s->cd = buf;
+		/* no option, no "cd -", no "cd ''" (dash's cd .) */
+		if (*p == '-' || !take_word(&p, &buf) || !s->cd[0])
+			goto shell;
+		p = skip_blanks(p);
+		if (strncmp(p, "&&", 2) || !blank(p[2]))
+			goto shell;
+		p += 2;
+	}
+	if (!take_words(p, s->argv, &n, &buf))
 		goto shell;
-	return argv;
+	s->argv[n] = NULL;
+	/* no command; a builtin or keyword; an assignment, quoted or not */
+	if (!n || !s->argv[0][0] || is_shell_word(s->argv[0]) ||
+	    strchr(s->argv[0], '='))
+		goto shell;
+	return 0;
 shell:
-	free(argv);
-	return NULL;
+	sh_simple_free(s);
+	return -1;
 }
 
 /* A name dash takes from the environment as a variable of its own. */
@@ -165,80 +219,188 @@ static bool shell_reset(const char *s, size_t n)
 	       (n == 4 && !memcmp(s, "PPID", 4));
 }
 
-/* PWD as dash leaves it: the given one if it names ".", else getcwd's. */
-static char *shell_pwd(const char *given)
+/* dash's PWD at start: the given one if it names ".", else getcwd's. */
+static char *start_dir(const char *given)
 {
 	struct stat dot, st;
-	char cwd[PATH_MAX], *e;
+	char cwd[PATH_MAX];
 
 	if (given && given[0] == '/' && !stat(".", &dot) && !stat(given, &st) &&
 	    dot.st_dev == st.st_dev && dot.st_ino == st.st_ino)
-		return NULL;	/* kept as it is */
-	if (!getcwd(cwd, sizeof(cwd)))
-		return (char *)-1;
-	e = malloc(strlen(cwd) + 5);
-	if (e) {
-		memcpy(e, "PWD=", 4);
-		strcpy(e + 4, cwd);
-	}
-	return e ? e : (char *)-1;
+		return strdup(given);
+	return getcwd(cwd, sizeof(cwd)) ? strdup(cwd) : NULL;
 }
 
 /*
- * envp as dash would hand it to the command, in a new vector (free() it,
- * not its strings, but for the one PWD it made: *made), or NULL where dash
- * would change it otherwise: a name that is no shell name (dash drops it),
- * IFS, OPTIND or PPID (it resets them), a name given twice, an entry with
- * no '=', and no PATH or one with a '%' (dash's default PATH and its %
- * entries are not execvp's).  dash orders the environment by its own hash; this keeps the
- * given order.
+ * Where dash's cd DIR goes from cur: the logical path, . and .. taken out
+ * by their text (a .. of a symlink's target goes back to where the link
+ * was, not to the target's parent), a leading "//" kept as POSIX allows.
  */
-char **sh_simple_env(char *const *envp, char **made)
+static char *cd_path(const char *cur, const char *dir)
 {
-	size_t n = 0, pwd = SIZE_MAX;
-	bool path = false;
-	char **out, *fix;
+	char *out = malloc(strlen(cur) + strlen(dir) + 3), *o = out, *lim;
+	const char *p = dir;
 
-	*made = NULL;
+	if (!out)
+		return NULL;
+	lim = out + 1;
+	if (dir[0] != '/') {
+		o = stpcpy(out, cur);
+		if (o == out || o[-1] != '/')
+			*o++ = '/';
+		if (o > lim && *lim == '/')
+			lim++;
+	} else {
+		*o++ = '/';
+		if (dir[1] == '/' && dir[2] != '/') {
+			*o++ = '/';
+			lim++;
+		}
+	}
+	while (*p) {
+		const char *end;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchrnul(p, '/');
+		n = end - p;
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			/* back over the last name and its '/', never past lim */
+			while (o > lim) {
+				o--;
+				if (o[-1] == '/')
+					break;
+			}
+		} else if (!(n == 1 && p[0] == '.')) {
+			memcpy(o, p, n);
+			o += n;
+			*o++ = '/';
+		}
+		p = end;
+	}
+	if (o > lim)
+		o--;
+	*o = '\0';
+	return out;
+}
+
+static char *var(const char *name, const char *val)
+{
+	size_t n = strlen(name);
+	char *e = malloc(n + strlen(val) + 2);
+
+	if (e) {
+		memcpy(e, name, n);
+		e[n] = '=';
+		strcpy(e + n + 1, val);
+	}
+	return e;
+}
+
+void sh_env_free(struct sh_env *e)
+{
+	free(e->envp);
+	free(e->pwd);
+	free(e->oldpwd);
+	*e = (struct sh_env){ 0 };
+}
+
+/* name=... in v[0..n): its index, or n */
+static size_t find_var(char *const *v, size_t n, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(v[i], name, len) && v[i][len] == '=')
+			return i;
+	return n;
+}
+
+/* Replace name's entry of v[0..*n) with e, or add it. */
+static void put_var(char **v, size_t *n, const char *name, char *e)
+{
+	size_t i = find_var(v, *n, name);
+
+	v[i] = e;
+	if (i == *n)
+		(*n)++;
+}
+
+/*
+ * The environment dash would hand the command, from envp and, with cd, the
+ * directory it changes to (e->pwd + 4: chdir there); -1 where dash would
+ * change it otherwise: a name that is no shell name (dash drops it), IFS,
+ * OPTIND or PPID (it resets them), a name given twice, an entry with no
+ * '=', no PATH or one with a '%' (dash's default PATH and its % entries
+ * are not execvp's), CDPATH with cd.  dash orders the environment by its
+ * own hash; this keeps the given order.
+ */
+int sh_simple_env(char *const *envp, const char *cd, struct sh_env *e)
+{
+	size_t n = 0, pwd;
+	char *cur = NULL;
+	bool path = false;
+
+	*e = (struct sh_env){ 0 };
 	while (envp[n])
 		n++;
 	if (n > 1024)
-		return NULL;
+		return -1;
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(envp[i], '=');
 		size_t len = eq ? (size_t)(eq - envp[i]) : 0;
 
 		if (!eq || !shell_name(envp[i], len) || shell_reset(envp[i], len))
-			return NULL;
+			return -1;
 		for (size_t j = 0; j < i; j++)
 			if (!strncmp(envp[j], envp[i], len + 1))
-				return NULL;
-		if (len == 3 && !memcmp(envp[i], "PWD", 3))
-			pwd = i;
+				return -1;
 		if (len == 4 && !memcmp(envp[i], "PATH", 4)) {
 			if (strchr(envp[i], '%'))
-				return NULL;
+				return -1;
 			path = true;
 		}
+		if (cd && len == 6 && !memcmp(envp[i], "CDPATH", 6))
+			return -1;
 	}
 	if (!path)
-		return NULL;
-	fix = shell_pwd(pwd == SIZE_MAX ? NULL : envp[pwd] + 4);
-	if (fix == (char *)-1)
-		return NULL;
-	out = malloc((n + 2) * sizeof(char *));
-	if (!out) {
-		free(fix);
-		return NULL;
+		return -1;
+	pwd = find_var(envp, n, "PWD");
+	cur = start_dir(pwd < n ? envp[pwd] + 4 : NULL);
+	if (!cur)
+		return -1;
+	if (cd) {
+		char *dir = cd_path(cur, cd);
+
+		e->pwd = dir ? var("PWD", dir) : NULL;
+		e->oldpwd = var("OLDPWD", cur);
+		free(dir);
+		if (!e->pwd || !e->oldpwd)
+			goto fail;
+	} else if (pwd == n || strcmp(envp[pwd] + 4, cur)) {
+		e->pwd = var("PWD", cur);
+		if (!e->pwd)
+			goto fail;
 	}
-	memcpy(out, envp, n * sizeof(char *));
-	if (fix && pwd != SIZE_MAX)
-		out[pwd] = fix;
-	else if (fix)
-		out[n++] = fix;
-	out[n] = NULL;
-	*made = fix;
-	return out;
+	free(cur);
+	cur = NULL;
+	e->envp = malloc((n + 3) * sizeof(char *));
+	if (!e->envp)
+		goto fail;
+	memcpy(e->envp, envp, n * sizeof(char *));
+	if (e->pwd)
+		put_var(e->envp, &n, "PWD", e->pwd);
+	if (e->oldpwd)
+		put_var(e->envp, &n, "OLDPWD", e->oldpwd);
+	e->envp[n] = NULL;
+	return 0;
+fail:
+	free(cur);
+	sh_env_free(e);
+	return -1;
 }
 
 /* /bin/sh is dash: the one shell whose start this file knows. */

@@ -532,7 +532,8 @@ t_supervisor_killed_before_go() {
 	st=$!
 	i=0
 	while kill -0 "$st" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-	child=$(sed -n 's/^\([0-9]*\) prctl(PR_SET_PDEATHSIG, SIGKILL.*/\1/p' "$T/trace" | head -1)
+	# strace pads a pid to five columns: "7282  prctl" and "17282 prctl"
+	child=$(sed -n 's/^\([0-9]*\) \+prctl(PR_SET_PDEATHSIG, SIGKILL.*/\1/p' "$T/trace" | head -1)
 	if kill -0 "$st" 2>/dev/null; then
 		# strace killed lets its tracees go; then the stuck one, by pid
 		kill -KILL "$st" 2>/dev/null; wait "$st" 2>/dev/null

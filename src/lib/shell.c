@@ -75,6 +75,18 @@ static bool is_shell_word(const char *w)
 	return false;
 }
 
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static const char *skip_blanks(const char *p)
+{
+	while (blank(*p))
+		p++;
+	return p;
+}
+
 /*
  * One word from *p into *out (NUL-terminated); false where the line needs
  * the shell.  The word ends at a blank or the end of the line.
@@ -84,7 +96,7 @@ static bool take_word(const char **p, char **out)
 	const char *s = *p;
 	char *o = *out;
 
-	while (*s && *s != ' ' && *s != '\t') {
+	while (*s && !blank(*s)) {
 		unsigned char q = *s;
 
 		if (q == '\'' || q == '"') {
@@ -106,18 +118,6 @@ static bool take_word(const char **p, char **out)
 	*p = s;
 	*out = o;
 	return true;
-}
-
-static bool blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static const char *skip_blanks(const char *p)
-{
-	while (blank(*p))
-		p++;
-	return p;
 }
 
 /*

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """launch.py - cold-start latency of sandboxes, side by side in one run.
 
-For each peer: median and p95 of N sequential launches of `true`, then the
-wall time of M launches started at once.  Peers that are not installed are
+For each peer: median and p95 of N sequential launches of `true`, the
+peers taking turns run by run, then the wall time of M launches started at
+once (twice, in turn, averaged).  Peers that are not installed are
 listed as such, never silently dropped.
 """
 import os
@@ -48,21 +49,41 @@ def burst(argv):
     return (time.perf_counter() - t) * 1000, bad
 
 
+# Run by run, the rows take turns (corral, bwrap, unshare, ..., then again):
+# this host's speed drifts by a third within minutes, and rows measured
+# one after the other would each get a different host.  The bursts go
+# A B C then C B A, and each row's two are averaged, for the same reason.
+present = [(name, argv) for name, argv in peers + starts if shutil.which(argv[0])]
+times = {name: [] for name, _ in present}
+failed = {}
+for i in range(N + 5):
+    for name, argv in present:
+        if name in failed:
+            continue
+        try:
+            ms = once(argv)
+        except subprocess.CalledProcessError as e:
+            failed[name] = f"failed: {e}"
+            continue
+        if i >= 5:
+            times[name].append(ms)
+walls = {name: [] for name, _ in present}
+bursting = [(n, a) for n, a in present if (n, a) in peers and n not in failed]
+for name, argv in bursting + bursting[::-1]:
+    walls[name].append(burst(argv))
+
 rows = []
 for name, argv in peers + starts:
     if not shutil.which(argv[0]):
         rows.append((name, None))
-        continue
-    try:
-        for _ in range(5):
-            once(argv)
-        times = sorted(once(argv) for _ in range(N))
-        wall, bad = burst(argv) if (name, argv) in peers else (0, 0)
-    except subprocess.CalledProcessError as e:
-        rows.append((name, f"failed: {e}"))
-        continue
-    rows.append((name, (statistics.median(times),
-                        times[int(len(times) * 0.95) - 1], wall, bad)))
+    elif name in failed:
+        rows.append((name, failed[name]))
+    else:
+        t = sorted(times[name])
+        w = walls[name]
+        wall = statistics.mean(x for x, _ in w) if w else 0
+        bad = sum(b for _, b in w)
+        rows.append((name, (statistics.median(t), t[int(len(t) * 0.95) - 1], wall, bad)))
 
 print(f"cold start of `true`: {N} sequential runs each, then {M} at once "
       f"(uid {os.geteuid()}, {os.cpu_count()} cpus)")

@@ -15,9 +15,22 @@ trap 'rm -rf "$T"' EXIT
 mounts() { wc -l < /proc/self/mountinfo; }
 cgroups() { find /sys/fs/cgroup -maxdepth 3 -type d -name 'corral-*' 2>/dev/null | wc -l; }
 netns() { ls -l /proc/[0-9]*/ns/net 2>/dev/null | awk '{print $NF}' | sort -u | wc -l; }
-# not kernel threads: workers such as cgroup_release come and go as the
-# kernel frees cgroups, and are not ours to leak
-procs() { ps -e --no-headers -o ppid=,pid= | awk '$1 != 2 && $2 != 2' | wc -l; }
+# corral's processes, whatever else the host runs meanwhile: those in a
+# pid namespace not ours (a sandbox's) and those running $CORRAL (a
+# supervisor, a helper).  Not every process: a shell started beside the
+# test made it count 13, then 16 (ci25).  One gone between the listing
+# and the readlink is skipped.
+PIDNS=$(readlink /proc/self/ns/pid)
+procs() {
+	local p ns n=0
+	for p in /proc/[0-9]*; do
+		ns=$(readlink "$p/ns/pid" 2>/dev/null) || continue
+		if [ "$ns" != "$PIDNS" ] || [ "$(readlink "$p/exe" 2>/dev/null)" = "$CORRAL" ]; then
+			n=$((n + 1))
+		fi
+	done
+	echo "$n"
+}
 tmpfiles() { ls -a "${TMPDIR:-/tmp}" | wc -l; }
 # kernel memory that sandboxes would hold if they leaked: unreclaimable
 # slab, stacks, page tables (not the dentry and inode caches, which the

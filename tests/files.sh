@@ -374,6 +374,16 @@ t_quick_process_keeps_its_pid() {
 		[ "$(jq 'v["pid"]')" -gt 0 ] || { zero=$((zero + 1)); echo "# $(body)"; }
 	done
 	expect_eq "starts answered pid 0" "$zero" 0
+	# the same window for a stream: output read before the announcement
+	# went out before "start" (ci26, two lanes)
+	late=0
+	for i in $(seq 10); do
+		code=$(api POST "/v1/sandboxes/$id/exec" -d '{"command": "echo a", "stream": true}')
+		expect_code "stream echo ($i)" "$code" 200
+		[ "$(head -1 "$T/body" | "$JGET" type)" = start ] ||
+			{ late=$((late + 1)); echo "# $(head -2 "$T/body" | tr '\n' ' ')"; }
+	done
+	expect_eq "streams whose first line was not start" "$late" 0
 }
 # the quick test's daemon and hogs: stopped, and waited for (bounded)
 quick_reap() {

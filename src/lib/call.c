@@ -330,6 +330,15 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 		maybe_finish(c);
 		return;
 	}
+	/*
+	 * Output read in the dispatch whose zero timer would announce the
+	 * call (I/O runs before a dispatch's timers): the announcement first,
+	 * so that a stream's "start" comes before its first output.  This
+	 * runs from the loop, never inside corral_box_exec: the caller has
+	 * its handle.
+	 */
+	c->in_exec = false;
+	announce(c);
 	outkeep_add(&s->keep, s->out, buf, n);
 	if (c->order)
 		note_order(c, s->no, n);

@@ -4,6 +4,7 @@
  * environment it hands on must be the one dash hands on (but for order).
  */
 #include "internal.h"
+#include "sandbox.h"
 #include "unit.h"
 
 #include <fcntl.h>
@@ -345,8 +346,9 @@ static void check_env_cd(char *const *envp, const char *cd, bool taken)
 	char *env_argv[] = { "/usr/bin/env", "-0", NULL };
 	char *a, *b, *where, sa[8192], sb[8192];
 	size_t la = 0, lb = 0, lw = 0;
-	struct sh_env e;
-	bool ours = sh_simple_env(envp, cd, &e) == 0;
+	const char *dir = NULL;
+	char **env = sh_simple_env(envp, cd, &dir);
+	bool ours = env != NULL;
 
 	CHECK(ours == taken);
 	if (!ours) {
@@ -357,7 +359,7 @@ static void check_env_cd(char *const *envp, const char *cd, bool taken)
 	if (cd) {
 		/* dash's physical directory after its cd, and ours: or both fail */
 		int dash_err = open("/dev/null", O_WRONLY | O_CLOEXEC), saved = dup(2);
-		bool ours_ok = realpath(e.pwd + 4, real) != NULL;
+		bool ours_ok = realpath(dir, real) != NULL;
 
 		snprintf(script, sizeof(script), "cd %s && exec /bin/pwd -P", cd);
 		dup2(dash_err, 2);	/* "can't cd to" is expected of some */
@@ -371,7 +373,7 @@ static void check_env_cd(char *const *envp, const char *cd, bool taken)
 				fprintf(stderr, "  cd [%s]: dash %s, ours %s\n", cd,
 					where ? "went" : "failed", ours_ok ? "would go" : "fails");
 			free(where);
-			sh_env_free(&e);
+			sandbox_env_free(env);
 			return;
 		}
 		where[lw - 1] = '\0';
@@ -383,7 +385,7 @@ static void check_env_cd(char *const *envp, const char *cd, bool taken)
 	snprintf(script, sizeof(script), "%s%s%sexec /usr/bin/env -0",
 		 cd ? "cd " : "", cd ? cd : "", cd ? " && " : "");
 	a = run_out(dash_argv, envp, &la);
-	b = run_out(env_argv, e.envp, &lb);
+	b = run_out(env_argv, env, &lb);
 	CHECK(a && b && la == lb && la < sizeof(sa));
 	if (a && b && la == lb && la < sizeof(sa)) {
 		sort_block(a, la, sa);
@@ -394,7 +396,7 @@ static void check_env_cd(char *const *envp, const char *cd, bool taken)
 	}
 	free(a);
 	free(b);
-	sh_env_free(&e);
+	sandbox_env_free(env);
 }
 
 static void check_env(char *const *envp, bool taken)

@@ -803,29 +803,32 @@ static void exec_simple(int gate, const char *line, char **envp)
 {
 	extern char **environ;
 	struct sh_simple s;
-	struct sh_env e;
+	const char *dir;
+	char **env;
 	int here = -1, err = -1;
 
 	if (!sh_is_dash() || sh_simple_parse(line, &s) < 0)
 		return;
-	if (sh_simple_env(envp, s.cd, &e) < 0) {
+	env = sh_simple_env(envp, s.cd, &dir);
+	if (!env) {
 		sh_simple_free(&s);
 		return;
 	}
 	if (s.cd && ((here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-		     chdir(e.pwd + 4) < 0))
+		     chdir(dir) < 0))
 		goto undo;
 	if (s.err_to_out && ((err = fcntl(2, F_DUPFD_CLOEXEC, 3)) < 0 ||
 			     dup2(1, 2) < 0))
 		goto undo;
-	environ = e.envp;
+	environ = env;
 	execvp(s.argv[0], s.argv);
 undo:
 	if (err >= 0 && (dup2(err, 2) < 0 || close(err) < 0))
 		call_fail(gate, EXEC_STAGE_EXEC, errno);
 	if (here >= 0 && (fchdir(here) < 0 || close(here) < 0))
 		call_fail(gate, EXEC_STAGE_CWD, errno);
-	sh_env_free(&e);
+	environ = envp;
+	sandbox_env_free(env);
 	sh_simple_free(&s);
 }
 

@@ -32,14 +32,10 @@ struct sh_simple {
 	char *cd;		/* "cd DIR && " before it: DIR; else NULL */
 	bool err_to_out;	/* " 2>&1" after it */
 };
-struct sh_env {
-	char **envp;		/* the command's: the given strings, but for */
-	char *pwd, *oldpwd;	/* these two when made here ("PWD=...") */
-};
 int sh_simple_parse(const char *line, struct sh_simple *s);
 void sh_simple_free(struct sh_simple *s);
-int sh_simple_env(char *const *envp, const char *cd, struct sh_env *e);
-void sh_env_free(struct sh_env *e);
+/* NULL: dash would change envp otherwise; else sandbox_env_free() it */
+char **sh_simple_env(char *const *envp, const char *cd, const char **dir);
 bool sh_is_dash(void);
 
 /*

@@ -22,7 +22,9 @@
  * the shell's to read.
  */
 #include "internal.h"
+#include "sandbox.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -287,28 +289,7 @@ static char *cd_path(const char *cur, const char *dir)
 	return out;
 }
 
-static char *var(const char *name, const char *val)
-{
-	size_t n = strlen(name);
-	char *e = malloc(n + strlen(val) + 2);
-
-	if (e) {
-		memcpy(e, name, n);
-		e[n] = '=';
-		strcpy(e + n + 1, val);
-	}
-	return e;
-}
-
-void sh_env_free(struct sh_env *e)
-{
-	free(e->envp);
-	free(e->pwd);
-	free(e->oldpwd);
-	*e = (struct sh_env){ 0 };
-}
-
-/* name=... in v[0..n): its index, or n */
+/* name's entry in v[0..n): its index, or n */
 static size_t find_var(char *const *v, size_t n, const char *name)
 {
 	size_t len = strlen(name);
@@ -319,88 +300,79 @@ static size_t find_var(char *const *v, size_t n, const char *name)
 	return n;
 }
 
-/* Replace name's entry of v[0..*n) with e, or add it. */
-static void put_var(char **v, size_t *n, const char *name, char *e)
+/* envp's strings in a vector of their own, for sandbox_env_add. */
+static char **env_copy(char *const *envp, size_t n)
 {
-	size_t i = find_var(v, *n, name);
+	char **v = calloc(n + 1, sizeof(char *));
 
-	v[i] = e;
-	if (i == *n)
-		(*n)++;
+	for (size_t i = 0; v && i < n; i++) {
+		v[i] = strdup(envp[i]);
+		if (!v[i]) {
+			sandbox_env_free(v);
+			return NULL;
+		}
+	}
+	return v;
 }
 
 /*
- * The environment dash would hand the command, from envp and, with cd, the
- * directory it changes to (e->pwd + 4: chdir there); -1 where dash would
- * change it otherwise: a name that is no shell name (dash drops it), IFS,
- * OPTIND or PPID (it resets them), a name given twice, an entry with no
- * '=', no PATH or one with a '%' (dash's default PATH and its % entries
- * are not execvp's), CDPATH with cd.  dash orders the environment by its
- * own hash; this keeps the given order.
+ * The environment dash would hand the command (sandbox_env_free() it),
+ * from envp and, with cd, the directory it changes to (*dir: chdir there,
+ * PWD's value in the result); NULL where dash would change it otherwise:
+ * a name that is no shell name (dash drops it), IFS, OPTIND or PPID (it
+ * resets them), a name given twice, an entry with no '=', no PATH or one
+ * with a '%' (dash's default PATH and its % entries are not execvp's),
+ * CDPATH with cd.  dash orders the environment by its own hash; this
+ * keeps the given order.
  */
-int sh_simple_env(char *const *envp, const char *cd, struct sh_env *e)
+char **sh_simple_env(char *const *envp, const char *cd, const char **dir)
 {
 	size_t n = 0, pwd;
-	char *cur = NULL;
+	char *cur, *to = NULL, **out;
 	bool path = false;
+	int r = 0;
 
-	*e = (struct sh_env){ 0 };
 	while (envp[n])
 		n++;
 	if (n > 1024)
-		return -1;
+		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(envp[i], '=');
 		size_t len = eq ? (size_t)(eq - envp[i]) : 0;
 
 		if (!eq || !shell_name(envp[i], len) || shell_reset(envp[i], len))
-			return -1;
+			return NULL;
 		for (size_t j = 0; j < i; j++)
 			if (!strncmp(envp[j], envp[i], len + 1))
-				return -1;
+				return NULL;
 		if (len == 4 && !memcmp(envp[i], "PATH", 4)) {
 			if (strchr(envp[i], '%'))
-				return -1;
+				return NULL;
 			path = true;
 		}
 		if (cd && len == 6 && !memcmp(envp[i], "CDPATH", 6))
-			return -1;
+			return NULL;
 	}
-	if (!path)
-		return -1;
 	pwd = find_var(envp, n, "PWD");
-	cur = start_dir(pwd < n ? envp[pwd] + 4 : NULL);
-	if (!cur)
-		return -1;
-	if (cd) {
-		char *dir = cd_path(cur, cd);
-
-		e->pwd = dir ? var("PWD", dir) : NULL;
-		e->oldpwd = var("OLDPWD", cur);
-		free(dir);
-		if (!e->pwd || !e->oldpwd)
-			goto fail;
-	} else if (pwd == n || strcmp(envp[pwd] + 4, cur)) {
-		e->pwd = var("PWD", cur);
-		if (!e->pwd)
-			goto fail;
+	if (!path || !(cur = start_dir(pwd < n ? envp[pwd] + 4 : NULL)))
+		return NULL;
+	out = env_copy(envp, n);
+	if (out && cd) {
+		to = cd_path(cur, cd);
+		r = to ? sandbox_env_add(&out, &n, "OLDPWD", cur) : -ENOMEM;
 	}
+	/* dash's PWD: where cd went, else where it started (kept if given so) */
+	if (out && r == 0)
+		r = sandbox_env_add(&out, &n, "PWD", to ? to : cur);
 	free(cur);
-	cur = NULL;
-	e->envp = malloc((n + 3) * sizeof(char *));
-	if (!e->envp)
-		goto fail;
-	memcpy(e->envp, envp, n * sizeof(char *));
-	if (e->pwd)
-		put_var(e->envp, &n, "PWD", e->pwd);
-	if (e->oldpwd)
-		put_var(e->envp, &n, "OLDPWD", e->oldpwd);
-	e->envp[n] = NULL;
-	return 0;
-fail:
-	free(cur);
-	sh_env_free(e);
-	return -1;
+	free(to);
+	if (!out || r < 0) {
+		sandbox_env_free(out);
+		return NULL;
+	}
+	if (dir)
+		*dir = out[find_var(out, n, "PWD")] + 4;
+	return out;
 }
 
 /* /bin/sh is dash: the one shell whose start this file knows. */

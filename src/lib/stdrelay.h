@@ -23,7 +23,8 @@ struct stdrelay *stdrelay_new(struct event_base *base, stdrelay_fn changed,
  * closed) or to refuses (EPIPE: the reader is gone).  own_from / own_to:
  * the relay closes that fd when the stream ends (a pipe's end closed is
  * how the other side learns); an owned fd is the supervisor's own pipe or
- * pty master, non-blocking, which epoll takes.  required: stdrelay_done waits for it.
+ * pty master, non-blocking, which epoll takes.  required: stdrelay_done
+ * waits for it.
  * Returns 0 or -errno (from and to are closed if owned).
  */
 int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,

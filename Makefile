@@ -70,8 +70,9 @@ else
 LDLIBS  += $(PKG_LIBS) -lhttp_parser -lresolv -ldl -lm
 endif
 # resolved once before the first fork, not again in each process of a run;
-# and the GOT read-only (full RELRO)
-LDFLAGS += -Wl,-z,now
+# and the GOT read-only (full RELRO).  `override`: a LDFLAGS given on the
+# command line (make check's builds give one) adds to this, never drops it.
+override LDFLAGS += -Wl,-z,now
 
 LIB_SRC := $(sort $(wildcard src/lib/*.c))
 TLS_SRC := $(sort $(wildcard src/tls/*.c))

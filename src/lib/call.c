@@ -232,19 +232,18 @@ void call_finish(struct corral_call *c)
 		c->in_exec = false;
 		announce(c);
 	}
-	/*
-	 * The next call's process, asked for before this answer goes out: a
-	 * caller's next call, sent as soon as it has the answer, finds it
-	 * forked more often.
-	 */
-	if (!box_calls_running(b))
-		spare_fork(b);
 	events_emit(b->ev, "exec.end", json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}",
 		    "call", c->tool_call, "status", corral_status_name(res->status),
 		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
 		    "sandbox_pid", (int)c->spid, "reason", res->reason));
 	if (c->o.on_done)
 		c->o.on_done(c->o.arg, c, res);
+	/*
+	 * The next call's process comes from a timer, after this answer is
+	 * written: asked for here, init's fork (a copy of its page tables)
+	 * ran first and, woken on the daemon's CPU, held the answer back by
+	 * about its own length.
+	 */
 	if (!box_calls_running(b)) {
 		box_arm_idle(b);
 		call_arm_spare(b);

@@ -577,8 +577,34 @@ def section_exec(d):
     # The floor under every row: the command alone, no sandbox, no daemon.
     # On this paravirtualized host a fork+exec+wait of /bin/true costs about
     # 2 ms (page faults, cpuid traps in ld.so), which is above the 0.5 ms aim.
-    rows.append(("floor: /bin/true alone, on the host", oneshot(["/bin/true"], ONESHOT)))
+    # Started from Python (what a caller without a sandbox pays), and from C
+    # with posix_spawn (the least anything pays), back to back and paced as
+    # the daemon's rows are.
+    rows.append(("floor: /bin/true from Python, on the host", oneshot(["/bin/true"], ONESHOT)))
+    rows.append(("floor: /bin/true by posix_spawn from C", floor_spawn(EXECS, 0)))
+    rows.append((f"  the same, one every {PACE * 1000:.0f} ms", floor_spawn(ONESHOT, PACE)))
     return rows
+
+
+FLOOR_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_spawn.c")
+
+
+def floor_spawn(n, pace):
+    """n runs of bench/floor_spawn.c (built here with cc), pace s apart: ms each, or why not."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or not os.path.exists(FLOOR_SRC):
+        return f"no C compiler or no {FLOOR_SRC}"
+    with tempfile.TemporaryDirectory(prefix="corral-bench-floor-") as tmp:
+        exe = os.path.join(tmp, "floor_spawn")
+        b = subprocess.run([cc, "-O2", "-o", exe, FLOOR_SRC], capture_output=True, text=True)
+        if b.returncode != 0:
+            return "cannot build floor_spawn.c: " + b.stderr.strip()[-200:]
+        p = subprocess.run([exe, str(n), str(int(pace * 1000)), "/bin/true"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=REQ_TIMEOUT + n * (pace + 1))
+    if p.returncode != 0:
+        return f"exit {p.returncode}: {p.stderr.strip()[:200]}"
+    return [float(x) for x in p.stdout.split()]
 
 
 # ---- 3. resume ------------------------------------------------------------------------

@@ -13,7 +13,8 @@ stops them by pid at the end, also on error.  It measures:
      /exec into a warm sandbox on one keep-alive connection, and
      BENCH_ONESHOT (default 100) of them 100 ms apart, against as many
      `corral run -- true` and bwrap one-shots, and the floor: /bin/true
-     alone on the host, started and waited for from the same client;
+     alone on the host, started and waited for from the same client, and
+     by posix_spawn from C (bench/floor_spawn.c), back to back and paced;
   (a count of 0 skips its section: BENCH_BURST, BENCH_EXECS or BENCH_ONESHOT,
   BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE)
   3. resume: the exec into an idle-frozen sandbox minus a warm exec (= the

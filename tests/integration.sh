@@ -128,6 +128,38 @@ t_workspace_copy_on_write() {
 	[ ! -e "$T/ws/moved.txt" ] || fail "new file reached the host"
 }
 
+# Everything the sandbox writes lives in one scratch tmpfs whose root also
+# holds the workspace's overlay upper and work directories; the sandbox may
+# see that tmpfs only through its binds (/tmp, /home/agent, /dev/shm),
+# never its root, and nothing of the host's old root.  The scratch leaves
+# by being moved under the old root and detached with it (mount.c).
+t_scratch_and_old_root_gone() {
+	mkws
+	out=$(crun --workspace "$T/ws" -- /bin/sh -c '
+		ls -a / | tr "\n" " "; echo
+		echo tmp=$(stat -c %d /tmp)
+		cat /proc/self/mountinfo')
+	expect_eq "exit" "$(rc)" 0
+	local tmpdev root_dirs
+	tmpdev=$(sed -n 's/^tmp=//p' "$T/out")
+	[ -n "$tmpdev" ] || fail "no device number for /tmp: $out"
+	case "$(head -1 "$T/out")" in
+	*scratch*|*oldroot*) fail "left in /: $(head -1 "$T/out")" ;;
+	esac
+	# mountinfo: id parent major:minor root mountpoint ...
+	grep -E '^[0-9]+ ' "$T/out" > "$T/mi"
+	[ "$(wc -l < "$T/mi")" -gt 5 ] || fail "no mount table read: $out"
+	if awk '$5 ~ /^\/(oldroot|\.scratch)(\/|$)/' "$T/mi" | grep -q .; then
+		fail "a mount below the old root or the scratch: $(awk '$5 ~ /^\/(oldroot|\.scratch)/' "$T/mi")"
+	fi
+	# the scratch's mounts, by /tmp's device: each a bind of one directory
+	root_dirs=$(awk -v d="$tmpdev" '{ split($3, mm, ":"); if (mm[1] * 256 + mm[2] == d || $3 == d) print $4 }' "$T/mi" | sort -u | tr '\n' ' ')
+	expect_contains "the scratch's binds" "$root_dirs" "/tmp"
+	case " $root_dirs" in
+	*" / "*) fail "the scratch's root is mounted in the sandbox: $root_dirs" ;;
+	esac
+}
+
 t_workspace_symlink_escape() {
 	mkws
 	ln -s /etc/shadow "$T/ws/shadow-link"

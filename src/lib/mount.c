@@ -1241,10 +1241,36 @@ static int enter_new_root(struct corral_err *err)
 	return 0;
 }
 
+/*
+ * Every umount waits for an expedited RCU grace period (namespace_unlock:
+ * an IPI to every CPU of the host), and a move waits for none.  So the
+ * scratch is moved under the old root, onto the host's /tmp (where the new
+ * root was made: it is there), and goes with it: one umount for both.
+ * Only onto that directory itself, never through a symlink (a /tmp that
+ * is one would lead into the new root, where the sandbox would see the
+ * scratch); where it is one, the scratch is detached on its own.
+ */
+static int detach_scratch(struct corral_err *err)
+{
+	int fd = open(OLDROOT "/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = fd < 0 ? -1 : (int)syscall(SYS_move_mount, AT_FDCWD, SCRATCH, fd, "",
+					   MOVE_MOUNT_T_EMPTY_PATH);
+
+	if (fd >= 0)
+		close(fd);
+	if (r < 0 && umount2(SCRATCH, MNT_DETACH) < 0)
+		return corral_set_errno(err, errno, "cannot detach %s", SCRATCH);
+	if (rmdir(SCRATCH) < 0)
+		return corral_set_errno(err, errno, "cannot remove %s", SCRATCH);
+	return 0;
+}
+
 static int leave_old_root(const struct corral_policy *p, struct corral_err *err)
 {
-	if (umount2(SCRATCH, MNT_DETACH) < 0 || rmdir(SCRATCH) < 0)
-		return corral_set_errno(err, errno, "cannot detach %s", SCRATCH);
+	int r = detach_scratch(err);
+
+	if (r < 0)
+		return r;
 	if (umount2(OLDROOT, MNT_DETACH) < 0)
 		return corral_set_errno(err, errno, "cannot detach the host root");
 	if (rmdir(OLDROOT) < 0)

@@ -61,7 +61,11 @@ class Conn:
                 self.error = json.loads(data)
 
     def pump(self, seconds, done):
+        # frames already read first: the first output often comes in the
+        # same segment as the 101, and waiting on recv for it stalled the
+        # whole step (10 s) with the answer in hand
         deadline = time.time() + seconds
+        self.frames()
         while not done() and not self.eof and time.time() < deadline:
             self.fill(deadline)
             self.frames()

@@ -305,6 +305,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99:malloc_context_s
 step "build with -Wall -Wextra -Werror" build build -Werror ""
 step "the library exports only corral.h" tests/exports.sh build
 step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
+step "the sanitizers' flags catch an overflow, a leak and UB" env SAN="$SAN" tests/sanitizers.sh
 step "unit tests (gcc -O2)" unit_tests build
 step "unit tests (ASan+UBSan)" unit_tests build-asan
 

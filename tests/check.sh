@@ -69,7 +69,16 @@ step() {
 }
 
 build() {	# build DIR EXTRA_CFLAGS LDFLAGS
-	make -s -j2 BUILD="$1" EXTRA_CFLAGS="$2" LDFLAGS="$3" all
+	# make rebuilds what changed, not what was built with other flags: a
+	# tree built before a flag changed is compiled again whole (objects
+	# made with libubsan's calls, then linked without it, did not link).
+	# Only the objects go: build/ also holds the npm packages.
+	local flags="$2 | $3"
+	if [ -d "$1" ] && [ "$(cat "$1/.check-flags" 2>/dev/null)" != "$flags" ]; then
+		find "$1" -name '*.o' -delete
+	fi
+	make -s -j2 BUILD="$1" EXTRA_CFLAGS="$2" LDFLAGS="$3" all &&
+		printf '%s\n' "$flags" > "$1/.check-flags"
 }
 
 unit_tests() {	# unit_tests BUILD

@@ -239,10 +239,10 @@ void call_finish(struct corral_call *c)
 	if (c->o.on_done)
 		c->o.on_done(c->o.arg, c, res);
 	/*
-	 * The next call's process comes from a timer, after this answer is
-	 * written: asked for here, init's fork (a copy of its page tables)
-	 * ran first and, woken on the daemon's CPU, held the answer back by
-	 * about its own length.
+	 * The next call's process is asked for by call_arm_spare's timer,
+	 * after this answer is written.  Asked for before it, init's fork (a
+	 * copy of its page tables), woken on the daemon's CPU, ran first and
+	 * held the answer back by about its own length.
 	 */
 	if (!box_calls_running(b)) {
 		box_arm_idle(b);
@@ -734,31 +734,6 @@ out:
 	return r;
 }
 
-static void free_strings(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
-static char **copy_strings(char *const *v)
-{
-	size_t n = 0;
-	char **c;
-
-	while (v[n])
-		n++;
-	c = calloc(n + 1, sizeof(char *));
-	for (size_t i = 0; c && i < n; i++) {
-		c[i] = strdup(v[i]);
-		if (!c[i]) {
-			free_strings(c);
-			return NULL;
-		}
-	}
-	return c;
-}
-
 /*
  * Ask init for a process (MSG_FORK) with a new gate: *gate is our end.
  * *fid: the fork's id, which init's news of it carries.
@@ -1096,12 +1071,12 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		c->in_len = o->stdin_len;
 	}
 	c->o.stdin_data = NULL;
-	c->argv = copy_strings(o->argv);
+	c->argv = sandbox_env_copy(o->argv);
 	c->cwd = strdup(o->cwd ? o->cwd : "/workspace");
 	if (o->output_order)
 		c->order = json_array();
 	if (!c->argv || !c->cwd || (o->output_order && !c->order)) {
-		free_strings(c->argv);
+		sandbox_env_free(c->argv);
 		free(c->cwd);
 		json_decref(c->order);
 		free(c->in_data);
@@ -1378,7 +1353,7 @@ void corral_call_free(struct corral_call *c)
 		keep_lingering(c);
 	cg_destroy(c->cg);
 	free(c->in_data);
-	free_strings(c->argv);
+	sandbox_env_free(c->argv);
 	free(c->cwd);
 	json_decref(c->denials);
 	json_decref(c->order);

@@ -49,6 +49,24 @@ void sandbox_env_free(char **envp)
 	free(envp);
 }
 
+char **sandbox_env_copy(char *const *envp)
+{
+	size_t n = 0;
+	char **v;
+
+	while (envp[n])
+		n++;
+	v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++) {
+		v[i] = strdup(envp[i]);
+		if (!v[i]) {
+			sandbox_env_free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
 static const struct { const char *name, *value; } proxy_env[] = {
 	{ "HTTP_PROXY", "http://127.0.0.1:3128" },
 	{ "HTTPS_PROXY", "http://127.0.0.1:3128" },

@@ -100,6 +100,9 @@ __attribute__((noreturn)) void sandbox_child(struct child_ctx *c);
 char **sandbox_env(const struct corral_policy *p);
 int sandbox_env_add(char ***envp, size_t *n, const char *name, const char *value);
 void sandbox_env_free(char **envp);
+/* A copy of envp, or of any NULL-terminated vector of strings (an argv);
+ * NULL: out of memory.  sandbox_env_free() it. */
+char **sandbox_env_copy(char *const *envp);
 
 /* Messages from the sandbox's init to the supervisor, over a socket. */
 enum child_msg_kind {

@@ -300,21 +300,6 @@ static size_t find_var(char *const *v, size_t n, const char *name)
 	return n;
 }
 
-/* envp's strings in a vector of their own, for sandbox_env_add. */
-static char **env_copy(char *const *envp, size_t n)
-{
-	char **v = calloc(n + 1, sizeof(char *));
-
-	for (size_t i = 0; v && i < n; i++) {
-		v[i] = strdup(envp[i]);
-		if (!v[i]) {
-			sandbox_env_free(v);
-			return NULL;
-		}
-	}
-	return v;
-}
-
 /*
  * The environment dash would hand the command (sandbox_env_free() it),
  * from envp and, with cd, the directory it changes to (*dir: chdir there,
@@ -356,7 +341,7 @@ char **sh_simple_env(char *const *envp, const char *cd, const char **dir)
 	pwd = find_var(envp, n, "PWD");
 	if (!path || !(cur = start_dir(pwd < n ? envp[pwd] + 4 : NULL)))
 		return NULL;
-	out = env_copy(envp, n);
+	out = sandbox_env_copy(envp);
 	if (out && cd) {
 		to = cd_path(cur, cd);
 		r = to ? sandbox_env_add(&out, &n, "OLDPWD", cur) : -ENOMEM;

@@ -6,7 +6,7 @@
  * a dead supervisor left.
  *
  * A sandbox gets one fresh directory "corral-<name>" below a parent:
- *   root:          <mount>/corral, created on first use;
+ *   root:          <mount>/corral, created on first use and kept;
  *   unprivileged:  <mount>/corral.<uid> if root delegated it (chown), else
  *                  <mount>/corral if that is writable, else no cgroup.
  * On v2 that is one directory; on v1 one per hierarchy in use (memory, pids,
@@ -283,9 +283,11 @@ static int check_name(const char *name, struct corral_err *err)
 }
 
 /*
- * Root's "<mount>/corral" belongs to corral: made by the first sandbox that
- * needs it, removed by the last one to leave it empty.  A delegated
- * "corral.<uid>" belongs to whoever delegated it and stays.
+ * Root's "<mount>/corral" is made by the first sandbox that needs it and
+ * then stays, as docker's and systemd's slices do: its limits (an
+ * operator's ceiling for all sandboxes together) outlive the sandboxes,
+ * and no run pays a mkdir and an rmdir a hierarchy for it.  A delegated
+ * "corral.<uid>" belongs to whoever delegated it.
  */
 static bool parent_is_ours(const struct cg *cg, const struct cg_hier *h)
 {
@@ -931,10 +933,6 @@ void cg_destroy(struct cg *cg)
 			wait_empty(cg, CG_EMPTY_WAIT_MS);
 			remove_dirs(cg);
 		}
-		/* the last sandbox out removes our parent (EBUSY: others remain) */
-		for (size_t i = 0; i < cg->nhier; i++)
-			if (parent_is_ours(cg, &cg->hier[i]))
-				rmdir(cg->hier[i].parent);
 	}
 	cg_free_hiers(cg);
 	free(cg);

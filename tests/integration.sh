@@ -598,6 +598,34 @@ t_supervisor_killed_before_go() {
 	expect_contains "it saw EOF and ended" "$(grep "^$child " "$T/trace" | tail -2)" "exit_group(125)"
 }
 
+# A one-shot run's group is made after the clone, while init builds its
+# mounts.  Its third mkdir made to fail (strace injects ENOSPC into the
+# supervisor only): the run says which group, exits 125, and nothing of
+# it stays: no group made before the failure, no init waiting for "c".
+t_cgroup_failure_after_clone() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	[ "$(cgroups_here)" = yes ] || { skip "no cgroups for this user"; return 77; }
+	crun -- /bin/true >/dev/null	# our parents exist: the mkdirs are the groups'
+	list_ours() { find /sys/fs/cgroup -maxdepth 3 -type d -name "corral-$1-*" 2>/dev/null; }
+	local rc=0 sup pid
+	timeout 60 strace -qq -o "$T/trace" -e trace=mkdir,clone \
+		-e inject=mkdir:error=ENOSPC:when=3 \
+		"$CORRAL" run -- /bin/sleep 30 > "$T/out" 2>&1 || rc=$?
+	echo "$rc" > "$T/rc"
+	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
+	expect_eq "exit code" "$(rc)" 125
+	expect_contains "the reason names the group" "$(cat "$T/out")" "cannot create cgroup /sys/fs/cgroup/"
+	expect_contains "and the errno" "$(cat "$T/out")" "No space left on device"
+	# the sandbox was cloned before the mkdir that failed
+	sup=$(sed -n 's/^clone(.*CLONE_NEWUSER.*= \([0-9]*\)$/\1/p' "$T/trace" | head -1)
+	[ -n "$sup" ] || { fail "no sandbox cloned before the failure: $(head -5 "$T/trace")"; return; }
+	grep -q '^mkdir(.*ENOSPC' "$T/trace" || fail "no failed mkdir in the trace"
+	[ -d "/proc/$sup" ] && { kill -KILL "$sup"; fail "its init $sup still runs"; }
+	pid=$(sed -n 's|^mkdir("/sys/fs/cgroup/[^"]*/corral-\([0-9]*\)-.*|\1|p' "$T/trace" | head -1)
+	[ -n "$pid" ] || { fail "no group in the trace"; return; }
+	expect_eq "groups left" "$(list_ours "$pid")" ""
+}
+
 t_dies_with_supervisor() {
 	mark="2$$.5"
 	"$CORRAL" run -- /bin/sh -c "sleep $mark & sleep $mark" > /dev/null 2>&1 &

@@ -297,15 +297,15 @@ static bool parent_is_ours(const struct cg *cg, const struct cg_hier *h)
 	return cg->root && slash && !strcmp(slash + 1, CG_PARENT);
 }
 
-static int make_parents(struct cg *cg, struct corral_err *err)
+/* again: a group's mkdir met ENOENT, ours was removed since the plan */
+static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 {
 	int r;
 
 	for (size_t i = 0; i < cg->nhier; i++) {
 		struct cg_hier *h = &cg->hier[i];
 
-		/* ours may have been removed since the plan: make it again */
-		if ((h->create_parent || parent_is_ours(cg, h)) &&
+		if ((h->create_parent || (again && parent_is_ours(cg, h))) &&
 		    mkdir(h->parent, 0755) < 0 && errno != EEXIST) {
 			r = -errno;
 			return corral_set_errno(err, -r, "cannot create cgroup "
@@ -375,16 +375,16 @@ static int cg_alloc(struct cg **out, const char *name, bool v2_id,
 }
 
 /*
- * The parents, then the groups.  Another sandbox leaving may remove an
- * empty parent between the two steps (ENOENT): make it again, a few times
- * at most.
+ * The parents, then the groups.  A parent of ours removed since the plan
+ * (by hand: no sandbox removes it) fails the group's mkdir with ENOENT:
+ * make it again, a few times at most.
  */
 static int make_tree(struct cg *cg, const char *name, struct corral_err *err)
 {
 	int r = -ENOENT;
 
 	for (int tries = 0; tries < CG_PARENT_TRIES; tries++) {
-		r = make_parents(cg, err);
+		r = make_parents(cg, tries > 0, err);
 		if (r == 0)
 			r = make_dirs(cg, name, err);
 		if (r != -ENOENT)
@@ -407,6 +407,33 @@ static bool kept_plan_failed(struct cg *cg, int r)
 	return true;
 }
 
+/*
+ * The tree, and if the plan was a kept one that names what the host no
+ * longer has, the tree of a plan made afresh, in place.  The manager may
+ * not change on the way: a caller may have acted on it (cg_mode).
+ */
+static int make_planned(struct cg *cg, const char *name, bool v2_id,
+			struct corral_err *err)
+{
+	const struct cg_manager *ops = cg->ops;
+	char why[CORRAL_ERR_MAX];
+	int r;
+
+	r = make_tree(cg, name, err);
+	if (!kept_plan_failed(cg, r))
+		return r;
+	remove_dirs(cg);
+	cg_free_hiers(cg);
+	if (cg_plan(cg, why, sizeof(why), v2_id, err) < 0)
+		return err->code;
+	if (cg->ops != ops) {
+		cg_free_hiers(cg);
+		cg->ops = ops;
+		return r;
+	}
+	return make_tree(cg, name, err);
+}
+
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	      unsigned int flags, struct corral_err *err)
 {
@@ -414,27 +441,47 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	int r;
 
 	*out = NULL;
-	for (int again = 0; again < 2; again++) {
-		r = cg_alloc(&cg, name, flags & CG_V2_ID, err);
-		if (r < 0)
-			return r;
-		if (cg->ops->mode == CG_NONE) {
-			*out = cg;
-			return 0;
-		}
-		r = make_tree(cg, name, err);
-		if (!kept_plan_failed(cg, r))
-			break;
-		cg_destroy(cg);
-	}
-	if (r == 0)
-		r = cg->ops->set_limits(cg, p, err);
+	r = cg_alloc(&cg, name, flags & CG_V2_ID, err);
 	if (r < 0)
-		goto fail;
+		return r;
+	if (cg->ops->mode != CG_NONE && (flags & CG_LATER)) {
+		cg->later.name = strdup(name);
+		if (!cg->later.name) {
+			cg_destroy(cg);
+			return corral_set_err(err, -ENOMEM, "out of memory for "
+					      "the cgroup handle of %s", name);
+		}
+		cg->later.p = p;
+		cg->later.v2_id = flags & CG_V2_ID;
+		*out = cg;
+		return 0;
+	}
+	if (cg->ops->mode != CG_NONE) {
+		r = make_planned(cg, name, flags & CG_V2_ID, err);
+		if (r == 0)
+			r = cg->ops->set_limits(cg, p, err);
+	}
+	if (r < 0) {
+		cg_destroy(cg);		/* removes what make_dirs created */
+		return r;
+	}
 	*out = cg;
 	return 0;
-fail:
-	cg_destroy(cg);		/* removes what make_dirs created */
+}
+
+int cg_make(struct cg *cg, struct corral_err *err)
+{
+	char *name;
+	int r;
+
+	if (!cg || !cg->later.name)
+		return 0;
+	name = cg->later.name;
+	cg->later.name = NULL;
+	r = make_planned(cg, name, cg->later.v2_id, err);
+	if (r == 0)
+		r = cg->ops->set_limits(cg, cg->later.p, err);
+	free(name);
 	return r;
 }
 
@@ -919,6 +966,7 @@ void cg_destroy(struct cg *cg)
 {
 	if (!cg)
 		return;
+	free(cg->later.name);
 	cg_op_cancel(cg);
 	if (cg->ops->mode != CG_NONE) {
 		/*

@@ -42,8 +42,16 @@ struct cg;	/* one sandbox's cgroup, in every hierarchy it uses */
  * must be told apart (box.c), not for a one-shot run.
  */
 #define CG_V2_ID	1u
+/*
+ * CG_LATER: only planned (cg_mode() is known); the directories and limits
+ * are made by cg_make(), so that a caller can do it while the sandbox's
+ * first process builds its mounts.  *p must live until then.
+ */
+#define CG_LATER	2u
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	      unsigned int flags, struct corral_err *err);
+/* Make what cg_create(CG_LATER) planned; 0 at once for any other group. */
+int cg_make(struct cg *cg, struct corral_err *err);
 /*
  * A group "corral-<name>" below parent, in each of its hierarchies, with
  * no limits of its own (the parent's apply): one tool call, so that what

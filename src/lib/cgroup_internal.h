@@ -58,6 +58,11 @@ struct cg {
 	struct cg_op *op;	/* at most one; dropped by the next or by destroy */
 	bool kept_plan;		/* planned from the plan kept (cg_plan) */
 	bool root;		/* planned for euid 0: "<mount>/corral" is ours */
+	struct {		/* CG_LATER: what cg_make() makes, until then */
+		char *name;
+		const struct corral_policy *p;
+		bool v2_id;
+	} later;
 };
 
 /* What /proc/self/mountinfo says about cgroup filesystems. */

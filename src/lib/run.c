@@ -597,7 +597,6 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 
 	if (o->tool_call && corral_check_tool_call_id(o->tool_call, err) < 0)
 		return err->code;
-	cg_cleanup_stale();
 	snprintf(name, sizeof(name), "%d-%llu", getpid(),
 		 (unsigned long long)(s->t0 ^ ((uint64_t)rand() << 20)));
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", name);
@@ -620,7 +619,8 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 					      "abort criteria");
 		events_set_hook(s->ev, on_event, s);
 	}
-	return cg_create(&s->cg, name, s->p, 0, err);
+	/* made by sandbox_spawn, beside the sandbox's first steps */
+	return cg_create(&s->cg, name, s->p, CG_LATER, err);
 }
 
 int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
@@ -687,6 +687,11 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	}
 	if (r < 0)
 		goto fail_signals;
+	/*
+	 * Groups that killed supervisors left: swept while the sandbox loads
+	 * its filters and execs the command on the other core, not before.
+	 */
+	cg_cleanup_stale();
 
 	events_emit(s.ev, "exec.start", json_pack("{s:i, s:s}", "pid", s.sb->pid,
 						  "command", o->argv[0]));

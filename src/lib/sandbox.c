@@ -379,6 +379,9 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 		r = proxy_start(sb->base, sb->pid, sb->p, sb->ev, sb->tls, &sb->px, err);
 	if (r == 0 && send(*sync_wr, "g", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_errno(err, errno, "cannot start the sandbox");
+	/* a one-shot run's group is made now, while the mounts are built */
+	if (r == 0)
+		r = cg_make(sb->cg, err);
 	if (r == 0)
 		r = cg_attach(sb->cg, sb->pid, err);
 	if (r == 0)

@@ -626,6 +626,32 @@ t_cgroup_failure_after_clone() {
 	expect_eq "groups left" "$(list_ours "$pid")" ""
 }
 
+# Init and the command are in the run's group in every hierarchy it was
+# made in, seen from the host: moved by the supervisor, or (cgroup v1, as
+# root) by init itself with the files the supervisor opened for it.
+t_in_its_group_everywhere() {
+	[ "$(cgroups_here)" = yes ] || { skip "no cgroups for this user"; return 77; }
+	local mark="3$$.7" sup i p="" init n grp pid
+	"$CORRAL" run -- /bin/sleep "$mark" > /dev/null 2>&1 &
+	sup=$!
+	i=0
+	while [ -z "$p" ] && [ $i -lt 100 ]; do
+		p=$(pgrep -f "^/bin/sleep $mark\$" || true); [ -n "$p" ] || sleep 0.05; i=$((i+1))
+	done
+	[ -n "$p" ] || { kill "$sup"; wait "$sup"; fail "the sandbox never started"; return; }
+	init=$(ps -o ppid= -p "$p" | tr -d ' ')
+	n=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "corral-$sup-*" 2>/dev/null | wc -l)
+	grp=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "corral-$sup-*" 2>/dev/null | head -1)
+	grp=${grp##*/}
+	[ "$n" -gt 0 ] || fail "no group named for supervisor $sup"
+	for pid in "$init" "$p"; do
+		expect_eq "hierarchies where $pid is in $grp" \
+			"$(grep -c "/$grp\$" "/proc/$pid/cgroup")" "$n"
+	done
+	kill -TERM "$sup"
+	wait "$sup" 2>/dev/null || true
+}
+
 t_dies_with_supervisor() {
 	mark="2$$.5"
 	"$CORRAL" run -- /bin/sh -c "sleep $mark & sleep $mark" > /dev/null 2>&1 &

@@ -15,6 +15,7 @@
  */
 #include "cgroup_internal.h"
 #include "unit.h"
+#include "fdpass.h"
 
 #include <event2/event.h>
 
@@ -31,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -611,6 +613,95 @@ TEST(rejected_limit_is_named)
 	CHECK_STR_CONTAINS(err.msg, "\"100");
 	CHECK_STR_CONTAINS(err.msg, "cpu.");
 	CHECK(group_dirs(name) == 0);
+}
+
+/* CG_LATER: planned only; cg_make() makes the tree and the limits once. */
+TEST(later_made_by_cg_make)
+{
+	struct corral_policy p = { .memory_bytes = 32 * MiB, .pids = 16 };
+	struct corral_policy bad = { .pids = 16, .cpus = 0.001 };
+	struct corral_features f = { 0 };
+	struct corral_err err = { 0 };
+	struct cg *cg = NULL;
+	char name[64], v[256];
+
+	group_name(name, sizeof(name), "later");
+	CHECK(cg_create(&cg, name, &p, CG_LATER, &err) == 0);
+	if (!cg || cg_mode(cg) == CG_NONE) {
+		printf("# skip: no cgroup here\n");
+		cg_destroy(cg);
+		return;
+	}
+	CHECK(group_dirs(name) == 0);
+	CHECK(cg_make(cg, &err) == 0);
+	CHECK(group_dirs(name) > 0);
+	CHECK(group_file(name, "pids.max", v, sizeof(v)) && strcmp(v, "16") == 0);
+	CHECK(cg_make(cg, &err) == 0);		/* once: no EEXIST the second time */
+	destroy_and_check(cg, name);
+
+	/* a limit the kernel refuses fails cg_make, and destroy removes the tree */
+	cg_probe(&f);
+	if (!f.cg_cpu)
+		return;
+	group_name(name, sizeof(name), "later-bad");
+	CHECK(cg_create(&cg, name, &bad, CG_LATER, &err) == 0);
+	CHECK(cg_make(cg, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "cpu.");
+	destroy_and_check(cg, name);
+	cg_destroy(NULL);
+}
+
+/*
+ * cg_entry_fds() over a socket as the supervisor sends them, and
+ * cg_enter() in the child: it is then in the group in every hierarchy.
+ * Where the manager has no such way (v2, unprivileged): -ENOTSUP.
+ */
+TEST(enter_self_with_fds)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct corral_err err = { 0 };
+	int fds[FD_SEND_MAX], sv[2], n, st = -1;
+	char name[64];
+	struct cg *cg;
+	pid_t pid;
+
+	group_name(name, sizeof(name), "enter");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	n = cg_entry_fds(cg, fds, FD_SEND_MAX, &err);
+	if (cg_mode(cg) != CG_V1 || geteuid() != 0) {
+		CHECK(n == -ENOTSUP);
+		destroy_and_check(cg, name);
+		return;
+	}
+	CHECK(n == group_dirs(name));
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	pid = fork();
+	if (pid == 0) {
+		struct corral_err e = { 0 };
+		int got[FD_SEND_MAX], in = 0;
+		size_t k = 0;
+		char c, line[512];
+		FILE *f;
+
+		close(sv[0]);
+		if (fd_recv(sv[1], &c, 1, got, FD_SEND_MAX, &k, 0) != 1 ||
+		    cg_enter(got, k, &e) < 0)
+			_exit(2);
+		f = fopen("/proc/self/cgroup", "re");
+		while (f && fgets(line, sizeof(line), f))
+			in += strstr(line, name) != NULL;
+		_exit(in == n ? 0 : 3);
+	}
+	close(sv[1]);
+	CHECK(fd_send(sv[0], "c", 1, fds, (size_t)n, MSG_NOSIGNAL) == 1);
+	while (n > 0)
+		close(fds[--n]);
+	close(sv[0]);
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	destroy_and_check(cg, name);
 }
 
 TEST(oom_kill)

@@ -645,6 +645,28 @@ int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err)
 	return ops_of(cg)->attach(cg, pid, err);
 }
 
+int cg_entry_fds(struct cg *cg, int *fds, size_t max, struct corral_err *err)
+{
+	const struct cg_manager *ops = ops_of(cg);
+
+	return ops->entry_fds ? ops->entry_fds(cg, fds, max, err) : -ENOTSUP;
+}
+
+int cg_enter(int *fds, size_t n, struct corral_err *err)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		/* "0": the writing thread, our only one */
+		if (r == 0 && write(fds[i], "0", 1) != 1)
+			r = corral_set_errno(err, errno, "cannot move into the "
+					   "sandbox's cgroup (hierarchy %zu of %zu)",
+					   i + 1, n);
+		close(fds[i]);
+	}
+	return r;
+}
+
 int cg_stats_some(struct cg *cg, unsigned want, struct cg_stats *st)
 {
 	int r;

@@ -83,6 +83,18 @@ enum cg_mode cg_mode(const struct cg *cg);
 const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "rlimit" */
 /* Move pid into the group (every hierarchy). */
 int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
+/*
+ * Where a process can move itself in more cheaply than cg_attach() moves
+ * it (cgroup v1, as root: no RCU grace period), one fd a hierarchy, at
+ * most max, for it to pass to cg_enter(): the count, or -ENOTSUP (use
+ * cg_attach()), or another negative errno with err set.
+ */
+int cg_entry_fds(struct cg *cg, int *fds, size_t max, struct corral_err *err);
+/*
+ * In the process to be moved, single-threaded: itself into the group
+ * whose cg_entry_fds() these are; closes them.  No allocation.
+ */
+int cg_enter(int *fds, size_t n, struct corral_err *err);
 int cg_stats(struct cg *cg, struct cg_stats *st);
 /*
  * The counters of want only (CG_ST_*), a file or two each: a call reads

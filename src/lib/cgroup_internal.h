@@ -91,6 +91,9 @@ struct cg_manager {
 	int (*set_limits)(struct cg *cg, const struct corral_policy *p,
 			  struct corral_err *err);
 	int (*attach)(struct cg *cg, pid_t pid, struct corral_err *err);
+	/* Optional: fds for a process to move itself in (cg_entry_fds). */
+	int (*entry_fds)(struct cg *cg, int *fds, size_t max,
+			 struct corral_err *err);
 	/* The counters of want (CG_ST_*): only their files are read. */
 	int (*stats)(struct cg *cg, unsigned want, struct cg_stats *st);
 	/* Ask for the state, no waiting (v1 repeats the request, as runc). */

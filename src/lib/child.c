@@ -1081,6 +1081,8 @@ void sandbox_child(struct child_ctx *c)
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nkeep = 7 + nmapped;
 	int keep[7 + nmapped];
 	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, r;
+	int cgfds[FD_SEND_MAX];
+	size_t ncg;
 	char go;
 	/* compiled before the first wait, loaded after the capabilities */
 	struct sc_compiled filter;
@@ -1153,12 +1155,15 @@ void sandbox_child(struct child_ctx *c)
 		close(upperfd);
 	}
 	/*
-	 * The supervisor moves us into our cgroup while we build the mounts
-	 * (a v1 attach costs milliseconds); wait for that before anything
-	 * that must be limited runs, then make the cgroup our root.
+	 * The supervisor makes our cgroup while we build the mounts, and moves
+	 * us in, or hands us its files to move ourselves (cg_entry_fds); that
+	 * before anything that must be limited runs, and before the cgroup
+	 * becomes our root.
 	 */
-	if (read(c->sync_rd, &go, 1) != 1)
+	if (fd_recv(c->sync_rd, &go, 1, cgfds, FD_SEND_MAX, &ncg, 0) != 1)
 		_exit(125);
+	if (cg_enter(cgfds, ncg, &err) < 0)
+		setup_failed(c, &err);
 	if (!c->p->abort.ntripwires && !c->container)
 		close(c->sync_rd);
 	if (unshare(CLONE_NEWCGROUP) < 0) {

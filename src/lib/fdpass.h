@@ -19,4 +19,13 @@
 ssize_t fd_send(int sock, const void *buf, size_t len, const int *fds,
 		size_t nfds, int flags);
 
+/*
+ * One message into buf (at most len bytes), and the fds that came with it
+ * into fds (at most max; more are closed, and so are all of them when the
+ * kernel had to drop some: -EMSGSIZE).  Returns the bytes read, 0 at EOF,
+ * or -errno.  No allocation: a forked child may call it.
+ */
+ssize_t fd_recv(int sock, void *buf, size_t len, int *fds, size_t max,
+		size_t *nfds, int flags);
+
 #endif

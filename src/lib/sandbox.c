@@ -8,11 +8,13 @@
  *   host ids (ns.c) and idmapped workspace and binds (idmap.c) -> sockets
  *   -> clone init into new user, mount, pid, net, ipc and uts
  *   namespaces -> id maps -> egress proxy in its netns -> "g" -> cgroup
- *   -> watch -> "c" -> (on READY) tripwires -> "t"
+ *   (made, for a one-shot run; init moved in, or its files opened for
+ *   init) -> watch -> "c" -> (on READY) tripwires -> "t"
  *
  * Init's half, top to bottom in sandbox_child() (child.c): identity ->
  * mounts and pivot -> loopback -> rlimits -> (network off) 127.0.0.1:53 for
- * dnsoff.c -> (after "c") cgroup namespace
+ * dnsoff.c -> (after "c") into the cgroup if given its files -> cgroup
+ * namespace
  * -> Landlock -> capabilities -> seccomp -> READY -> the command, or the
  * calls.  It then stays as PID 1: it reaps, forwards signals, and reports
  * over a socket the commands never see; child_msg_recv() decodes that.
@@ -21,6 +23,7 @@
 #include "sandbox.h"
 #include "dnsoff.h"
 #include "events.h"
+#include "fdpass.h"
 #include "proxy.h"
 #include "sensor.h"
 #include "tripwire.h"
@@ -366,10 +369,14 @@ static void spawn_failed(struct sandbox *sb, struct corral_err *err)
 	}
 }
 
-/* "g": identity given, build the mounts; "c": now in the cgroup. */
+/*
+ * "g": identity given, build the mounts.  "c": in the cgroup now, or with
+ * fds to move itself in (cg_entry_fds: no RCU grace period that way).
+ */
 static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 {
-	int r;
+	int fds[FD_SEND_MAX], n = 0, r;
+	ssize_t sent;
 
 	r = ns_write_id_maps(sb->pid, &sb->ids, err);
 	if (r == 0)
@@ -382,12 +389,18 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	/* a one-shot run's group is made now, while the mounts are built */
 	if (r == 0)
 		r = cg_make(sb->cg, err);
-	if (r == 0)
-		r = cg_attach(sb->cg, sb->pid, err);
+	if (r == 0) {
+		n = cg_entry_fds(sb->cg, fds, FD_SEND_MAX, err);
+		r = n == -ENOTSUP ? cg_attach(sb->cg, sb->pid, err) : n < 0 ? n : 0;
+		n = n < 0 ? 0 : n;
+	}
 	if (r == 0)
 		r = watch(sb, err);
-	if (r == 0 && send(*sync_wr, "c", 1, MSG_NOSIGNAL) != 1)
-		r = corral_set_errno(err, errno, "cannot start the sandbox");
+	if (r == 0 && (sent = fd_send(*sync_wr, "c", 1, fds, n, MSG_NOSIGNAL)) != 1)
+		r = corral_set_errno(err, sent < 0 ? (int)-sent : EIO,
+				     "cannot start the sandbox");
+	while (n)
+		close(fds[--n]);
 	/*
 	 * with tripwires, the command waits for "t" (answered on READY); a
 	 * container's for "s" (sandbox_release)

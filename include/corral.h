@@ -1207,6 +1207,11 @@ struct corral_features {
 	const char *limits;		/* what limits would use: cgroup v2 / v1 / rlimit */
 	char limits_detail[CORRAL_ERR_MAX];
 	bool cg_memory, cg_pids, cg_cpu, cg_freezer;
+	/*
+	 * A cgroup mount has favordynmods: moving a process into a group
+	 * does not wait for an RCU grace period (5-20 ms after a quiet spell)
+	 */
+	bool cg_moves_fast;
 	/* the ids a sandbox of this caller would get (no workspace) */
 	struct corral_ids ids;
 	bool idmap_mounts;		/* idmapped mounts of a host directory */

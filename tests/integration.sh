@@ -483,6 +483,16 @@ t_doctor() {
 	expect_contains "layers" "$out" "landlock"
 	expect_contains "limits" "$out" "limits"
 	[ "$rc" -le 1 ] || fail "doctor exit $rc"
+	# whether a move into a cgroup waits, read from the mount options
+	if [ "$(cgroups_here)" = yes ]; then
+		if grep -q ' - cgroup2\? .*favordynmods' /proc/self/mountinfo; then
+			expect_contains "cg moves" "$out" "favordynmods is set"
+		else
+			expect_contains "cg moves" "$out" "waits for an RCU grace period"
+		fi
+	else
+		expect_not_contains "no cg moves line without cgroups" "$out" "cg moves"
+	fi
 }
 
 t_policy_check() {

@@ -117,6 +117,30 @@ static void describe(const struct cg *cg, char *buf, size_t len)
 			   "paused (halt kills without freezing)");
 }
 
+/*
+ * Whether a cgroup mount (v1 or v2) carries favordynmods: the kernel then
+ * keeps its threadgroup lock in the mode where a move does not wait for
+ * an RCU grace period, for every hierarchy (the lock is global).
+ */
+static bool favor_dynmods(void)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - cgroup");
+
+		found = sep && (sep[9] == ' ' || sep[9] == '2') &&
+			strstr(sep, "favordynmods");
+	}
+	fclose(f);
+	return found;
+}
+
 void cg_probe(struct corral_features *f)
 {
 	struct cg cg = { .ops = &cg_none_manager };
@@ -135,6 +159,7 @@ void cg_probe(struct corral_features *f)
 	f->cg_pids = have && (cg.ctrls & C_BIT(C_PIDS));
 	f->cg_cpu = have && (cg.ctrls & C_BIT(C_CPU));
 	f->cg_freezer = have && (cg.ctrls & C_BIT(C_FREEZER));
+	f->cg_moves_fast = have && favor_dynmods();
 	if (!have)
 		snprintf(f->limits_detail, sizeof(f->limits_detail), "%s", why);
 	else

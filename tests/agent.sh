@@ -49,8 +49,10 @@ t_misbehaving_agent() {
 	expect_contains "explained" "$(json reason < "$T/r0")" \
 		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
 	expect_eq "listed" "$(json denials.0.call < "$T/r0")" call-0
+	# the probes wait a second: a denial is "background" once the call has
+	# ended, and under load the first probe could beat the call's end
 	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "call-1", "command":
-		"( for p in 1 2 3 4 5; do curl -s -m 5 http://evil.test:$p/ >/dev/null; done; unshare -r true; while :; do :; done ) >/dev/null 2>&1 &"}' > "$T/r1"
+		"( sleep 1; for p in 1 2 3 4 5; do curl -s -m 5 http://evil.test:$p/ >/dev/null; done; unshare -r true; while :; do :; done ) >/dev/null 2>&1 &"}' > "$T/r1"
 	expect_eq "call 1" "$(json status < "$T/r1")" exited
 	wait_for "six denials" has_at_least "$id" egress.denied 6
 	wait_for "the denied unshare" has_at_least "$id" syscall.denied 1

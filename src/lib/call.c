@@ -41,14 +41,14 @@ size_t box_calls_running(const struct corral_box *b)
 
 /* ---- calls: ending ----------------------------------------------- */
 
+/* how long into a call its successor's group waits (corral_box_exec) */
+#define SPARE_GROUP_DELAY_MS	20
+
 /*
  * Work for a call yet to come (its group made, its process moved in,
  * empty groups removed) waits behind what is due now: the lowest
  * priority of the loop, if it has several (the daemon's has).
  */
-/* how long into a call its successor's group waits (corral_box_exec) */
-#define SPARE_GROUP_DELAY_MS	20
-
 static struct event *housekeeping(struct event *ev)
 {
 	if (ev)

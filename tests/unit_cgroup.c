@@ -704,6 +704,77 @@ TEST(enter_self_with_fds)
 	destroy_and_check(cg, name);
 }
 
+struct moved {
+	int calls, r;
+	char msg[CORRAL_ERR_MAX];
+};
+
+static void on_moved(void *arg, int r, struct corral_err *err)
+{
+	struct moved *m = arg;
+
+	m->calls++;
+	m->r = r;
+	snprintf(m->msg, sizeof(m->msg), "%s", err->msg);
+}
+
+/* cgroup_move.c: the move by the worker, its answer on the loop. */
+TEST(move_off_loop)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct moved a = { 0 }, b = { 0 }, c = { 0 };
+	struct event_base *base, *other;
+	struct kid k = { -1, -1 };
+	char name[64], path[64], line[512];
+	struct cg *cg;
+	int in = 0;
+	FILE *f;
+
+	group_name(name, sizeof(name), "move");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	base = event_base_new();
+	other = event_base_new();
+	CHECK(cg_attach_async(cg, getpid(), on_moved, &a) == NULL);	/* not started */
+	CHECK(cg_move_start(base) == 0);
+	CHECK(cg_move_start(base) == 0);
+	CHECK(cg_move_start(other) == -EBUSY);
+	CHECK(kid_spawn(&k, child_pause, NULL) == 0);
+
+	CHECK(cg_attach_async(cg, k.pid, on_moved, &a) != NULL);
+	CHECK(a.calls == 0);		/* never from within the call */
+	event_base_dispatch(base);	/* ends once the move is back */
+	CHECK(a.calls == 1 && a.r == 0);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)k.pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		in += strstr(line, name) != NULL;
+	if (f)
+		fclose(f);
+	CHECK(in == group_dirs(name));
+
+	/* cancelled: done is not called */
+	cg_attach_cancel(cg_attach_async(cg, k.pid, on_moved, &b));
+	event_base_dispatch(base);
+	CHECK(b.calls == 0);
+
+	/* a failed write is named: the file and the errno */
+	CHECK(cg_attach_async(cg, INT_MAX, on_moved, &c) != NULL);
+	event_base_dispatch(base);
+	CHECK(c.calls == 1 && c.r < 0);
+	CHECK_STR_CONTAINS(c.msg, "cgroup.procs");
+
+	cg_move_stop(base);
+	CHECK(cg_attach_async(cg, k.pid, on_moved, &a) == NULL);
+	CHECK(cg_move_start(other) == 0);	/* another loop may have it now */
+	cg_move_stop(other);
+	event_base_free(other);
+	event_base_free(base);
+	kid_wait(&k, 2000);
+	destroy_and_check(cg, name);
+}
+
 TEST(oom_kill)
 {
 	struct corral_policy p = { .memory_bytes = 32 * MiB, .pids = 16 };

@@ -543,7 +543,6 @@ static int box_spawn(struct corral_box *b, struct corral_err *err)
 		.base = b->base, .p = b->p, .ev = b->ev, .cg = b->cg,
 		.stdio = { -1, -1, -1 }, .hooks = &box_hooks, .arg = b,
 		.want_upper = b->p->workspace != NULL,	/* diff, export */
-		.move_on_worker = true,
 	};
 
 	return sandbox_spawn(&b->sb, &so, err);

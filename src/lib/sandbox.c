@@ -272,7 +272,6 @@ void sandbox_free(struct sandbox *sb)
 {
 	if (!sb)
 		return;
-	cg_attach_cancel(sb->move);
 	sandbox_unwatch(sb);
 	sensor_free(sb->sensor);
 	tripwire_free(sb->tripwire);
@@ -308,7 +307,6 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->hooks = o->hooks;
 	sb->arg = o->arg;
 	sb->container = o->container;
-	sb->move_on_worker = o->move_on_worker;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
 	/* before the environment: it names the CA and holds the placeholders */
@@ -371,52 +369,9 @@ static void spawn_failed(struct sandbox *sb, struct corral_err *err)
 	}
 }
 
-/* "t" and "s" still to come: the sync socket is kept past "c" */
-static bool sync_kept(const struct sandbox *sb)
-{
-	return sb->p->abort.ntripwires || sb->container;
-}
-
-/*
- * Init is in its group, moved by the worker (move_on_worker): "c" now.
- * A failure ends the start as init's own would (MSG_SETUP_FAILED).
- */
-static void init_moved(void *arg, int r, struct corral_err *err)
-{
-	struct sandbox *sb = arg;
-	struct child_msg m = { .kind = MSG_SETUP_FAILED };
-
-	sb->move = NULL;
-	if (r == 0 && send(sb->sync_wr, "c", 1, MSG_NOSIGNAL) != 1)
-		r = corral_set_errno(err, errno, "cannot start the sandbox");
-	if (r == 0) {
-		if (!sync_kept(sb))
-			cleanup_closep(&sb->sync_wr);
-		return;
-	}
-	sandbox_kill(sb);
-	m.code = r;
-	snprintf(m.text, sizeof(m.text), "%s", err->msg);
-	sb->hooks->msg(sb->arg, &m);	/* may free sb: the last thing done */
-}
-
-/* Into the group: init itself (v1, root), the worker, or us, now. */
-static int move_init(struct sandbox *sb, int *fds, struct corral_err *err)
-{
-	int n = cg_entry_fds(sb->cg, fds, FD_SEND_MAX, err);
-
-	if (n != -ENOTSUP)
-		return n;
-	if (sb->move_on_worker &&
-	    (sb->move = cg_attach_async(sb->cg, sb->pid, init_moved, sb)))
-		return 0;
-	return cg_attach(sb->cg, sb->pid, err);
-}
-
 /*
  * "g": identity given, build the mounts.  "c": in the cgroup now, or with
- * fds to move itself in (cg_entry_fds: no RCU grace period that way), or
- * later, once the worker has moved it (init_moved).
+ * fds to move itself in (cg_entry_fds: no RCU grace period that way).
  */
 static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 {
@@ -435,23 +390,22 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	if (r == 0)
 		r = cg_make(sb->cg, err);
 	if (r == 0) {
-		n = move_init(sb, fds, err);
-		r = n < 0 ? n : 0;
+		n = cg_entry_fds(sb->cg, fds, FD_SEND_MAX, err);
+		r = n == -ENOTSUP ? cg_attach(sb->cg, sb->pid, err) : n < 0 ? n : 0;
 		n = n < 0 ? 0 : n;
 	}
 	if (r == 0)
 		r = watch(sb, err);
-	if (r == 0 && !sb->move &&
-	    (sent = fd_send(*sync_wr, "c", 1, fds, n, MSG_NOSIGNAL)) != 1)
+	if (r == 0 && (sent = fd_send(*sync_wr, "c", 1, fds, n, MSG_NOSIGNAL)) != 1)
 		r = corral_set_errno(err, sent < 0 ? (int)-sent : EIO,
 				     "cannot start the sandbox");
 	while (n)
 		close(fds[--n]);
 	/*
 	 * with tripwires, the command waits for "t" (answered on READY); a
-	 * container's for "s" (sandbox_release); a moving init for "c"
+	 * container's for "s" (sandbox_release)
 	 */
-	if (r == 0 && (sync_kept(sb) || sb->move))
+	if (r == 0 && (sb->p->abort.ntripwires || sb->container))
 		sb->sync_wr = steal_fd(sync_wr);
 	return r;
 }

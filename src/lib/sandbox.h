@@ -80,8 +80,6 @@ struct child_ctx {
 	bool tty;		/* the command's 0-2: a pty made inside */
 	struct winsize winsize;	/* the pty's first size */
 	bool container;		/* sandbox_opts.container */
-	bool move_on_worker;	/* sandbox_opts.move_on_worker */
-	struct cg_move *move;	/* init into cg, under way: "c" after it */
 	const char *hostname;	/* NULL: "corral" */
 	const struct corral_rlimit *rlimits;	/* the command's (sandbox_opts) */
 	size_t nrlimits;
@@ -233,12 +231,6 @@ struct sandbox_opts {
 	void *arg;
 	bool want_upper;		/* keep the workspace's upper layer */
 	/*
-	 * Init moved into cg by the worker thread (cgroup_move.c, where the
-	 * loop's owner started it), "c" once it is in: base's loop serves
-	 * others meanwhile.  A failure comes as MSG_SETUP_FAILED.
-	 */
-	bool move_on_worker;
-	/*
 	 * An OCI container (container.c): init is cloned as a sibling of
 	 * the caller (CLONE_PARENT), so that when the caller exits the
 	 * container engine's shim, a subreaper, adopts it; it has no
@@ -281,8 +273,6 @@ struct sandbox {
 	int upperfd;		/* want_upper: the workspace's upper layer */
 	int ptyfd;		/* MSG_PTY_FD's master, until the front end takes it */
 	bool container;		/* sandbox_opts.container */
-	bool move_on_worker;	/* sandbox_opts.move_on_worker */
-	struct cg_move *move;	/* init into cg, under way: "c" after it */
 	int landlock_abi;
 	struct proxy *px;
 	struct dnsoff *dnsoff;	/* network off: the DNS that says so (dnsoff.c) */

@@ -613,17 +613,6 @@ int corral_cleanup_stale(void);
 /* The same for one supervisor the caller knows is gone (a watchdog). */
 CORRAL_PUBLIC
 int corral_cleanup_owner(pid_t pid);
-/*
- * Moves of processes into cgroups, which the kernel can hold for an RCU
- * grace period (5-20 ms), made by a worker thread instead of on base's
- * loop, for the boxes on it: one loop a process (another is -EBUSY).
- * Without it (or after corral_loop_detach) they are made on the loop.
- * Detach before freeing base.
- */
-CORRAL_PUBLIC
-int corral_loop_attach(struct event_base *base);
-CORRAL_PUBLIC
-void corral_loop_detach(struct event_base *base);
 CORRAL_PUBLIC
 void corral_box_set_idle_freeze(struct corral_box *b, uint64_t ms);
 /* Record one event {type, reason} among the box's own (a TTL, say). */

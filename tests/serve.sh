@@ -476,39 +476,6 @@ t_pool() {
 	stop_daemon
 }
 
-# A move into a cgroup can hold the kernel for a grace period (5-20 ms):
-# the daemon makes the calls' moves on its worker thread, never on the
-# loop that serves every sandbox.  strace follows the daemon's threads
-# while calls run: each write to a cgroup.procs is the worker's.
-t_cgroup_moves_off_loop() {
-	command -v strace >/dev/null || { skip "no strace"; return 77; }
-	local st i tids
-	start_daemon
-	id=$(mksb)
-	[ -n "$id" ] || return 1
-	cgroup_mode "$id" || { stop_daemon; skip "no cgroups: no moves"; return 77; }
-	expect_eq "warm" "$(sbsh "$id" 'echo ok')" ok
-	strace -f -qq -p "$DPID" -o "$T/trace" -e trace=openat,write 2>/dev/null &
-	st=$!
-	i=0	# attached once its first line is written
-	while [ ! -s "$T/trace" ] && [ $i -lt 50 ]; do sbsh "$id" true >/dev/null; i=$((i + 1)); done
-	for i in 1 2 3 4 5; do
-		expect_eq "call $i" "$(sbsh "$id" "echo $i")" "$i"
-		sleep 0.1
-	done
-	kill "$st"
-	wait "$st" 2>/dev/null || true
-	# "TID openat(..., "/sys/fs/cgroup/.../cgroup.procs", ...) = FD" then "TID write(FD, "PID", N)"
-	tids=$(awk '/cgroup\.procs"/ && / = [0-9]+$/ { fd[$1 " " $NF] = 1 }
-		    /^[0-9]+ +write\([0-9]+,/ { split($2, a, /[(,]/); if (($1 " " a[2]) in fd) print $1 }' \
-		"$T/trace" | sort -u)
-	[ -n "$tids" ] || fail "no write to a cgroup.procs seen: $(grep -c . "$T/trace") lines traced"
-	for i in $tids; do
-		[ "$i" != "$DPID" ] || fail "the daemon's loop ($DPID) wrote a cgroup.procs"
-	done
-	stop_daemon
-}
-
 t_max_sandboxes() {
 	start_daemon --max-sandboxes 2
 	mksb >/dev/null

@@ -105,8 +105,8 @@ int cmd_doctor(int argc, char **argv)
 		       "favordynmods is set: moving a process into a group does not wait" :
 		       "moving a process into a group waits for an RCU grace period after "
 		       "a quiet spell (5-20 ms measured); corral serve pays it on its loop "
-		       "for each new sandbox (on a worker thread for each call's process), "
-		       "a one-shot run as root on cgroup v1 not at all. The cgroup "
+		       "for each new sandbox and call process, a one-shot run as root on "
+		       "cgroup v1 does not. The cgroup "
 		       "mount option favordynmods ends the wait host-wide, at a small cost "
 		       "to every fork and exit (speed only: no layer depends on it)");
 

@@ -464,10 +464,8 @@ static void daemon_free(struct daemon *d)
 	corral_log_close(d->log);
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
-	if (d->base) {
-		corral_loop_detach(d->base);
+	if (d->base)
 		event_base_free(d->base);
-	}
 	free(d->socket_path);
 	free(d->state_dir);
 	free(d->token);
@@ -559,10 +557,6 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 	if (d->base && event_base_priority_init(d->base, 3) < 0)
 		return corral_set_err(err, -ENOMEM, "cannot set up the event "
 				      "loop's priorities (libevent)");
-	/* cgroup moves off the loop; without the worker they are made on it */
-	if (d->base && (r = corral_loop_attach(d->base)) < 0)
-		fprintf(stderr, "corral serve: warning: no thread for cgroup moves "
-			"(%s): each waits on the loop\n", strerror(-r));
 	d->http_unix = d->base ? evhttp_new(d->base) : NULL;
 	if (!d->http_unix)
 		return corral_set_err(err, -ENOMEM, "cannot set up the event loop (libevent)");

@@ -27,16 +27,6 @@ int corral_cleanup_stale(void)
 	return cg_cleanup_stale();
 }
 
-int corral_loop_attach(struct event_base *base)
-{
-	return cg_move_start(base);
-}
-
-void corral_loop_detach(struct event_base *base)
-{
-	cg_move_stop(base);
-}
-
 int corral_cleanup_owner(pid_t pid)
 {
 	return cg_cleanup_owner(pid);

@@ -47,7 +47,6 @@ struct corral_call {
 	struct cg *cg;
 	uint64_t cgid;		/* its cgroup2 id, for sockets it made */
 	pid_t spid, host_pid;
-	struct cg_move *move;	/* its process into cg, under way: then sent */
 	uint32_t fid;		/* init's name for its process (MSG_FORK) */
 	int gate;
 	/* the call, kept until its process is in its cgroup (then sent) */
@@ -95,7 +94,6 @@ struct spare_proc {
 	struct event *ev;
 	struct cg *cg;		/* the group it is for (b->spare), or NULL */
 	pid_t host_pid, spid;
-	struct cg_move *move;	/* into cg, under way (cgroup_move.c) */
 	bool attached;		/* in cg (or there are no cgroups) */
 };
 

@@ -130,8 +130,6 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 
 static void call_stop_io(struct corral_call *c)
 {
-	cg_attach_cancel(c->move);
-	c->move = NULL;
 	drop_event(&c->ev_gate);
 	drop_event(&c->ev_start);
 	drop_event(&c->ev_timeout);
@@ -494,34 +492,10 @@ static int send_call(struct corral_call *c)
 	return 0;
 }
 
-/* The call's process is in its group (r 0), or could not be moved. */
-static void call_moved(void *arg, int r, struct corral_err *err)
-{
-	struct corral_call *c = arg;
-
-	c->move = NULL;
-	/* killed meanwhile (corral_call_kill): EOF on its gate, it runs nothing */
-	if (!c->pend)
-		return;
-	if (r < 0) {
-		/* unattributed is not acceptable: the call does not run */
-		kill(c->host_pid, SIGKILL);
-		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
-			    c->tool_call, "reason", err->msg));
-		return;
-	}
-	if (send_call(c) < 0)
-		kill(c->host_pid, SIGKILL);
-}
-
-/*
- * "r" with credentials: move the pid into the call's cgroup, by the
- * worker where there is one (the loop serves other calls meanwhile),
- * then send the call.
- */
+/* "r" with credentials: move the pid into the call's cgroup, send the call. */
 static void gate_ready(struct corral_call *c, pid_t pid)
 {
-	struct corral_err err = { 0 };
+	struct corral_err err;
 
 	c->host_pid = pid;
 	if (c->timed_out) {
@@ -530,9 +504,15 @@ static void gate_ready(struct corral_call *c, pid_t pid)
 		close_fd(&c->gate);
 		return;
 	}
-	c->move = cg_attach_async(c->cg, pid, call_moved, c);
-	if (!c->move)
-		call_moved(c, cg_attach(c->cg, pid, &err), &err);
+	if (cg_attach(c->cg, pid, &err) < 0) {
+		/* unattributed is not acceptable: the call does not run */
+		kill(pid, SIGKILL);
+		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
+			    c->tool_call, "reason", err.msg));
+		return;
+	}
+	if (send_call(c) < 0)
+		kill(pid, SIGKILL);
 }
 
 static void on_pty_room(evutil_socket_t fd, short what, void *arg)
@@ -795,32 +775,13 @@ static int ask_fork(struct corral_box *b, uint32_t *fid, int *gate,
 
 void call_drop_spare(struct corral_box *b)
 {
-	cg_attach_cancel(b->sp.move);
 	drop_event(&b->sp.ev);
 	if (b->sp.fid)
 		close_fd(&b->sp.gate);	/* EOF: it exits, having run nothing */
 	b->sp = (struct spare_proc){ .gate = -1 };
 }
 
-/* The spare is in its group (r 0), or could not be moved. */
-static void spare_moved(void *arg, int r, struct corral_err *err)
-{
-	struct corral_box *b = arg;
-
-	(void)err;
-	b->sp.move = NULL;
-	if (r < 0) {
-		kill(b->sp.host_pid, SIGKILL);
-		call_drop_spare(b);
-		return;
-	}
-	b->sp.attached = true;
-}
-
-/*
- * The spare's "r": into the spare group now, while nobody waits for it,
- * by the worker (cgroup_move.c): the loop serves other boxes meanwhile.
- */
+/* The spare's "r": into the spare group now, while nobody waits for it. */
 static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 {
 	struct corral_box *b = arg;
@@ -839,11 +800,12 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 		close(pty);
 	if (n == 1 && *(char *)&f == 'r' && pid > 0 && !sp->host_pid) {
 		sp->host_pid = pid;
-		if (sp->cg)
-			sp->move = cg_attach_async(sp->cg, pid, spare_moved, b);
-		if (sp->move)
+		if (sp->cg && cg_attach(sp->cg, pid, &err) < 0) {
+			kill(pid, SIGKILL);
+			call_drop_spare(b);
 			return;
-		spare_moved(b, sp->cg ? cg_attach(sp->cg, pid, &err) : 0, &err);
+		}
+		sp->attached = true;
 		return;
 	}
 	/* it died, or said what it may not: the next call forks its own */
@@ -941,10 +903,6 @@ static int call_process(struct corral_box *b, struct corral_call *c,
 		c->host_pid = sp->host_pid;
 		c->spid = sp->spid;
 		c->started = c->spid > 0;
-		/* still moving: the call is sent once it is in (call_moved) */
-		c->move = sp->move;
-		if (c->move)
-			cg_attach_retarget(c->move, call_moved, c);
 		drop_event(&sp->ev);
 		*sp = (struct spare_proc){ .gate = -1 };
 		return 0;
@@ -1165,7 +1123,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (r == 0)
 		r = call_watch(c, err);
 	/* a spare already in the call's group: no cgroup write on this path */
-	if (r == 0 && c->host_pid && !c->move && (r = send_call(c)) < 0)
+	if (r == 0 && c->host_pid && (r = send_call(c)) < 0)
 		r = corral_set_errno(err, -r, "cannot reach the call's process");
 	/* on_start may not run before the caller has its handle */
 	if (r == 0 && !c->sent)

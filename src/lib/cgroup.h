@@ -84,25 +84,6 @@ const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "r
 /* Move pid into the group (every hierarchy). */
 int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
 /*
- * cg_attach() by a worker thread, for an event loop that serves others
- * meanwhile: a move can wait for an RCU grace period (cgroup_move.c).
- * cg_move_start(base) once, by the loop's owner (one loop a process:
- * another base is -EBUSY), cg_move_stop(base) before freeing base.
- * Until then cg_attach_async() returns NULL, as it does without a group
- * or memory: the caller moves the process itself.  done(arg, 0 or
- * -errno, err) runs later on base's loop, never from within the call.
- */
-struct cg_move;
-typedef void (*cg_move_done_fn)(void *arg, int r, struct corral_err *err);
-int cg_move_start(struct event_base *base);
-void cg_move_stop(struct event_base *base);
-struct cg_move *cg_attach_async(struct cg *cg, pid_t pid, cg_move_done_fn done,
-				void *arg);
-/* done is not called; the move itself may still happen. */
-void cg_attach_cancel(struct cg_move *m);
-/* done(arg) is someone else's now (a spare's move taken by a call). */
-void cg_attach_retarget(struct cg_move *m, cg_move_done_fn done, void *arg);
-/*
  * Where a process can move itself in more cheaply than cg_attach() moves
  * it (cgroup v1, as root: no RCU grace period), one fd a hierarchy, at
  * most max, for it to pass to cg_enter(): the count, or -ENOTSUP (use

@@ -1262,7 +1262,7 @@ t_teardown_off_loop() {
 t_freezer_hold() {
 	start_daemon
 	id=$(mksb '{"idle_freeze_ms": 0}')
-	hold=$(find /sys/fs/cgroup/freezer -maxdepth 3 -type d -name "corral-$DPID-.freezer-hold-*" 2>/dev/null)
+	hold=$(find /sys/fs/cgroup/freezer -maxdepth 3 -type d -name "corral-$DPID-.freezer-hold-*" 2>/dev/null || true)
 	if ! cgroup_mode "$id" || [ -z "$(find /sys/fs/cgroup/freezer -maxdepth 3 \
 	     -type d -name "corral-$DPID-$id" 2>/dev/null)" ]; then
 		stop_daemon

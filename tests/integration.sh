@@ -564,11 +564,15 @@ t_parent_cgroup_kept() {
 	crun -- /bin/true >/dev/null
 	[ -d "$par" ] || { fail "$par was not kept after a run"; return; }
 	old=$(cat "$par/cpu.shares")
+	# a failed check ends the test (set -e): the host's weight is restored
+	# (expanded now: the function's locals are gone when the trap runs)
+	trap "echo $old > $par/cpu.shares 2>/dev/null || true" EXIT
 	echo 1000 > "$par/cpu.shares" || { fail "cannot write $par/cpu.shares"; return; }
 	crun -- /bin/true >/dev/null
 	expect_eq "a run under the operator's parent" "$(rc)" 0
 	expect_eq "the operator's cpu.shares after it" "$(cat "$par/cpu.shares")" 1000
 	echo "$old" > "$par/cpu.shares"
+	trap - EXIT
 	# removed by hand (EBUSY while another suite's sandbox is in it): made again
 	if rmdir "$par" 2>/dev/null; then
 		crun -- /bin/true >/dev/null
@@ -646,6 +650,9 @@ t_in_its_group_everywhere() {
 	local mark="3$$.7" sup i p="" init n grp pid
 	"$CORRAL" run -- /bin/sleep "$mark" > /dev/null 2>&1 &
 	sup=$!
+	# a failed check ends the test (set -e): the run goes with it, by pid
+	# (expanded now: the function's locals are gone when the trap runs)
+	trap "kill -TERM $sup 2>/dev/null; wait $sup 2>/dev/null || true" EXIT
 	i=0
 	while [ -z "$p" ] && [ $i -lt 100 ]; do
 		p=$(pgrep -f "^/bin/sleep $mark\$" || true); [ -n "$p" ] || sleep 0.05; i=$((i+1))
@@ -660,8 +667,6 @@ t_in_its_group_everywhere() {
 		expect_eq "hierarchies where $pid is in $grp" \
 			"$(grep -c "/$grp\$" "/proc/$pid/cgroup")" "$n"
 	done
-	kill -TERM "$sup"
-	wait "$sup" 2>/dev/null || true
 }
 
 t_dies_with_supervisor() {

@@ -1111,8 +1111,17 @@ TEST(mountinfo_lines)
 	CHECK(m.v1[C_CPUACCT] && strcmp(m.v1[C_CPUACCT], m.v1[C_CPU]) == 0);
 	CHECK(m.v1[C_PIDS] == NULL);	/* no super options: not a controller */
 	CHECK(m.v1[C_FREEZER] == NULL);
+	CHECK(!m.favordynmods);
+	/* a super option of a cgroup mount, v2 or v1; not of another fs */
+	snprintf(buf, sizeof(buf), "50 1 0:40 / /x rw - tmpfs tmpfs rw,favordynmods\n");
+	CHECK(cg_mounts_add_line(&m, buf) == 0 && !m.favordynmods);
+	snprintf(buf, sizeof(buf), "51 1 0:41 / /y rw - cgroup cgroup rw,favordynmods,pids\n");
+	CHECK(cg_mounts_add_line(&m, buf) == 0 && m.favordynmods);
 	cg_mounts_free(&m);
 	CHECK(m.v2 == NULL);
+	snprintf(buf, sizeof(buf), "52 1 0:42 / /z rw - cgroup2 cgroup2 rw,nsdelegate,favordynmods\n");
+	CHECK(cg_mounts_add_line(&m, buf) == 0 && m.favordynmods);
+	cg_mounts_free(&m);
 }
 
 /* ---- the managers' table ----------------------------------------------- */

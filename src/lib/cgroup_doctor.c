@@ -117,28 +117,18 @@ static void describe(const struct cg *cg, char *buf, size_t len)
 			   "paused (halt kills without freezing)");
 }
 
-/*
- * Whether a cgroup mount (v1 or v2) carries favordynmods: the kernel then
- * keeps its threadgroup lock in the mode where a move does not wait for
- * an RCU grace period, for every hierarchy (the lock is global).
- */
+/* Whether moves skip the grace period: see struct cg_mounts. */
 static bool favor_dynmods(void)
 {
-	char line[4096];
-	bool found = false;
-	FILE *f;
+	struct corral_err err;
+	struct cg_mounts m;
+	bool on;
 
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
+	if (cg_mounts_read(&m, &err) < 0)
 		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		const char *sep = strstr(line, " - cgroup");
-
-		found = sep && (sep[9] == ' ' || sep[9] == '2') &&
-			strstr(sep, "favordynmods");
-	}
-	fclose(f);
-	return found;
+	on = m.favordynmods;
+	cg_mounts_free(&m);
+	return on;
 }
 
 void cg_probe(struct corral_features *f)

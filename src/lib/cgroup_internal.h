@@ -70,6 +70,11 @@ struct cg_mounts {
 	char *v2;		/* first cgroup2 mount point */
 	char *v2_root;		/* its root inside the hierarchy */
 	char *v1[C_COUNT];	/* mount point of each v1 controller */
+	/*
+	 * Some cgroup mount has favordynmods: the kernel's threadgroup lock
+	 * (one for every hierarchy) then lets a move skip its grace period.
+	 */
+	bool favordynmods;
 };
 
 /*

@@ -80,6 +80,8 @@ int cg_mounts_add_line(struct cg_mounts *m, char *line)
 	unescape_octal(f[3]);
 	unescape_octal(f[4]);
 
+	if (!strcmp(fstype, "cgroup2") || !strcmp(fstype, "cgroup"))
+		m->favordynmods |= opt_has(super, "favordynmods");
 	if (!strcmp(fstype, "cgroup2")) {
 		if (m->v2)
 			return 0;

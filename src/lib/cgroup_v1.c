@@ -251,10 +251,11 @@ static int v1_entry_fds(struct cg *cg, int *fds, size_t max,
 			fds[i] = open(path, O_WRONLY | O_CLOEXEC);
 		if (r < 0 || fds[i] < 0) {
 			r = r < 0 ? r : -errno;
+			corral_set_errno(err, -r, "cannot open %s/tasks",
+					 cg->hier[i].dir);
 			while (i)
 				close(fds[--i]);
-			return corral_set_errno(err, -r, "cannot open %s/tasks",
-					      cg->hier[i].dir);
+			return r;
 		}
 	}
 	return (int)cg->nhier;

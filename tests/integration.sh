@@ -669,6 +669,37 @@ t_cgroup_failure_after_clone() {
 	expect_eq "groups left" "$(list_ours "$pid")" ""
 }
 
+# Init makes its network namespace itself, after the clone: a failure there
+# (user.max_net_namespaces reached) ends the run with its reason, and
+# leaves no init behind.
+t_netns_failure_is_named() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local rc=0 init
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 60 strace -f -qq -o "$T/trace" -e trace=unshare,clone \
+		-e inject=unshare:error=ENOSPC:when=1 \
+		"$CORRAL" run -- /bin/sleep 30 > "$T/out" 2>&1 || rc=$?
+	echo "$rc" > "$T/rc"
+	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
+	expect_eq "exit code" "$(rc)" 125
+	expect_contains "the reason" "$(cat "$T/out")" \
+		"cannot create the sandbox's network namespace: No space left on device (user.max_net_namespaces reached?"
+	init=$(sed -n 's/^[0-9]* *clone(.*CLONE_NEWUSER.*= \([0-9]*\)$/\1/p' "$T/trace" | head -1)
+	[ -n "$init" ] || { fail "no sandbox cloned: $(head -5 "$T/trace")"; return; }
+	grep -q "^$init  *unshare(CLONE_NEWNET) *= -1 ENOSPC" "$T/trace" ||
+		fail "init's unshare did not fail: $(grep "^$init " "$T/trace" | head -3)"
+	[ -d "/proc/$init" ] && { kill -KILL "$init"; fail "its init $init still runs"; }
+	# with the proxy, the supervisor waits for the namespace: it hears why
+	rc=0
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 60 strace -f -qq -o /dev/null -e trace=unshare \
+		-e inject=unshare:error=ENOSPC:when=1 \
+		"$CORRAL" run --net proxy --allow web.test:80 -- /bin/sleep 30 > "$T/out" 2>&1 || rc=$?
+	expect_eq "exit code, proxy" "$rc" 125
+	expect_contains "the reason, proxy" "$(cat "$T/out")" \
+		"cannot create the sandbox's network namespace: No space left on device"
+}
+
 # Init and the command are in the run's group in every hierarchy it was
 # made in, seen from the host: moved by the supervisor, or (cgroup v1, as
 # root) by init itself with the files the supervisor opened for it.

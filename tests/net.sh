@@ -804,6 +804,64 @@ PY
 	expect_eq "the sandbox's lo" "$(cat "$T/probe")" "gso_ipv4_max_size 262144"
 }
 
+# The proxy's listeners are opened in the sandbox's network namespace,
+# which init makes after the clone: opened a moment early, they would be on
+# the host's loopback, where any local process could use corral's egress.
+# Every listening socket the supervisor holds (TCP, and UDP on port 53)
+# must sit in one namespace, not the host's.
+t_listeners_never_on_the_host() {
+	local rc=0 i
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	for i in 1 2 3; do
+		/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import ctypes, fcntl, os, socket, subprocess, sys
+corral, t = sys.argv[1], sys.argv[2]
+p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60", "--",
+                      "/usr/bin/python3", "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+try:
+    if p.stdout.readline().strip() != "ready":
+        sys.exit("the sandbox did not start")
+    libc = ctypes.CDLL(None, use_errno=True)
+    host = os.stat("/proc/self/ns/net").st_ino
+    pidfd = os.pidfd_open(p.pid)
+    where, ports = set(), set()
+    for name in os.listdir("/proc/%d/fd" % p.pid):
+        fd = libc.syscall(438, pidfd, int(name), 0)     # pidfd_getfd
+        if fd < 0:
+            continue
+        try:
+            sk = socket.socket(fileno=fd)
+        except OSError:
+            os.close(fd)
+            continue
+        with sk:
+            if sk.family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            # its own connections out, and its resolver's, are the host's
+            listens = sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) \
+                if sk.type == socket.SOCK_STREAM else sk.getsockname()[1] == 53
+            if not listens:
+                continue
+            net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
+            where.add(os.fstat(net).st_ino)
+            os.close(net)
+            ports.add(sk.getsockname()[1])
+    print("listening on", " ".join(str(x) for x in sorted(ports)))
+    print("namespaces", len(where), "the host's" if host in where else "not the host's")
+finally:
+    p.stdin.close()
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.wait()
+PY
+		[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
+		expect_contains "the proxy's listeners" "$(cat "$T/probe")" "3128"
+		expect_contains "where they are" "$(cat "$T/probe")" "namespaces 1 not the host's"
+	done
+}
+
 run_tests "$@"
 echo "net ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

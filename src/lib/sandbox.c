@@ -6,12 +6,13 @@
  * supervisor stays outside every namespace; in order:
  *
  *   host ids (ns.c) and idmapped workspace and binds (idmap.c) -> sockets
- *   -> clone init into new user, mount, pid, net, ipc and uts
- *   namespaces -> id maps -> egress proxy in its netns -> "g" -> cgroup
+ *   -> clone init into new user, mount, pid, ipc and uts namespaces ->
+ *   id maps -> (on init's "n") egress proxy in its netns -> "g" -> cgroup
  *   (made, for a one-shot run; init moved in, or its files opened for
  *   init) -> watch -> "c" -> (on READY) tripwires -> "t"
  *
- * Init's half, top to bottom in sandbox_child() (child.c): identity ->
+ * Init's half, top to bottom in sandbox_child() (child.c): its network
+ * namespace (then "n", for the proxy) -> identity ->
  * mounts and pivot -> loopback -> rlimits -> (network off) 127.0.0.1:53 for
  * dnsoff.c -> (after "c") into the cgroup if given its files -> cgroup
  * namespace
@@ -47,8 +48,9 @@
 #define CLONE_PIDFD 0x00001000
 #endif
 
+/* and a network namespace, which init makes itself (child.c) */
 #define SANDBOX_NS	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | \
-			 CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+			 CLONE_NEWIPC | CLONE_NEWUTS)
 
 static void drop_event(struct event **ev)
 {
@@ -369,6 +371,22 @@ static void spawn_failed(struct sandbox *sb, struct corral_err *err)
 	}
 }
 
+/* init's "n": its network namespace is made.  EOF: it failed (its why follows). */
+static int await_net(int sync, struct corral_err *err)
+{
+	char c;
+	ssize_t n;
+
+	do
+		n = read(sync, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && c == 'n')
+		return 0;
+	return corral_set_err(err, n < 0 ? -errno : -EPIPE,
+			      "the sandbox's init ended before its network "
+			      "namespace was made");
+}
+
 /*
  * "g": identity given, build the mounts.  "c": in the cgroup now, or with
  * fds to move itself in (cg_entry_fds: no RCU grace period that way).
@@ -381,7 +399,12 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	r = ns_write_id_maps(sb->pid, &sb->ids, err);
 	if (r == 0)
 		r = mount_stack_root(sb->pid, sb->p, sb->host_uid, sb->host_gid, err);
-	/* The supervisor's listeners live in the sandbox's netns, not in it. */
+	/*
+	 * The supervisor's listeners live in the sandbox's netns, not in it:
+	 * once init has made it ("n"; until then /proc/PID/ns/net is ours).
+	 */
+	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
+		r = await_net(*sync_wr, err);
 	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
 		r = proxy_start(sb->base, sb->pid, sb->p, sb->ev, sb->tls, &sb->px, err);
 	if (r == 0 && send(*sync_wr, "g", 1, MSG_NOSIGNAL) != 1)
@@ -439,7 +462,8 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	cleanup_close int sync_rd = -1, sync_wr = -1, ctl_child = -1;
 	struct sandbox *sb;
 	struct child_ctx c;
-	int r, ns = SANDBOX_NS;
+	bool new_net = true;
+	int r;
 
 	*out = NULL;
 	if (o->container && o->net_fd >= 0) {
@@ -450,7 +474,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		if (setns(o->net_fd, CLONE_NEWNET) < 0)
 			return corral_set_errno(err, errno, "cannot join the network "
 						"namespace");
-		ns &= ~CLONE_NEWNET;
+		new_net = false;
 	}
 	sb = sandbox_new(o, err);
 	if (!sb)
@@ -471,9 +495,11 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.tty = o->tty, .winsize = o->winsize,
 		.container = o->container, .hostname = o->hostname,
 		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
-		.joined_net = !(ns & CLONE_NEWNET),
+		.joined_net = !new_net,
+		.new_net = new_net,
+		.tell_net = new_net && o->p->net == CORRAL_NET_PROXY,
 	};
-	sb->pid = syscall(SYS_clone, ns | CLONE_PIDFD | SIGCHLD |
+	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
 			  (o->container ? CLONE_PARENT : 0), NULL,
 			  &sb->pidfd, NULL, 0);
 	if (sb->pid < 0) {

@@ -836,10 +836,13 @@ undo:
 /*
  * A call's process, forked by init ahead of its call: "r" on the gate,
  * then nothing until the supervisor has moved it into the call's cgroup
- * and sent the call; then stdio, a session of its own, and exec.
+ * and sent the call; then stdio, a session of its own, and exec.  reset:
+ * the signals init does not leave at SIG_DFL (signals_to_reset), ours
+ * too as its fork: one rt_sigaction each, not 64 a call.
  */
 static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
-						 struct exec_msg *m, int gate)
+						 struct exec_msg *m, int gate,
+						 uint64_t reset)
 {
 	extern char **environ;
 	struct corral_err err;
@@ -851,8 +854,9 @@ static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 
 	/* init's control socket is not ours to read or keep */
 	close(c->msg_wr);
-	for (int sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
+	for (int sig = 1; sig < NSIG && sig <= 64; sig++)
+		if (reset & (1ULL << (sig - 1)))
+			signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (fd_send(gate, "r", 1, NULL, 0, MSG_NOSIGNAL) != 1)
@@ -901,7 +905,8 @@ static void send_call_msg(int fd, int kind, uint32_t id, int code)
 
 /* One MSG_FORK off the control socket; false when the supervisor is gone. */
 static bool take_fork(const struct child_ctx *c, struct exec_msg *m,
-		      struct call_pid *calls, size_t max, size_t *ncalls)
+		      uint64_t reset, struct call_pid *calls, size_t max,
+		      size_t *ncalls)
 {
 	char cbuf[CMSG_SPACE(4 * sizeof(int))];
 	struct fork_msg f;
@@ -932,7 +937,7 @@ static bool take_fork(const struct child_ctx *c, struct exec_msg *m,
 	}
 	pid = *ncalls < max ? fork() : (errno = EAGAIN, -1);
 	if (pid == 0)
-		call_child(c, m, fds[0]);
+		call_child(c, m, fds[0], reset);
 	close(fds[0]);
 	if (pid < 0) {
 		send_call_msg(c->msg_wr, MSG_STARTED, f.id, -errno);
@@ -976,6 +981,8 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 	size_t ncalls = 0;
 	sigset_t set;
 	int sfd;
+	/* nothing below changes a disposition: read once, for every call */
+	uint64_t reset = signals_to_reset();
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -998,7 +1005,7 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 			reap_calls(c, calls, &ncalls);
 		}
 		if (pfd[0].revents & POLLIN) {
-			if (!take_fork(c, m, calls, CALLS_MAX, &ncalls))
+			if (!take_fork(c, m, reset, calls, CALLS_MAX, &ncalls))
 				_exit(0);
 		} else if (pfd[0].revents & (POLLHUP | POLLERR)) {
 			_exit(0);

@@ -426,6 +426,30 @@ static int take_pty(int slave)
 	return 0;
 }
 
+/* The kernel's struct sigaction, not libc's. */
+struct k_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/*
+ * Every signal in mask (bit sig - 1) to SIG_DFL, by the raw syscall: glibc
+ * refuses its own two (32 and 33), which a caller may have ignored (GNU
+ * make's children do) and exec would hand on ignored.  Raw syscalls only:
+ * spawn_child calls it on init's memory.
+ */
+__attribute__((no_sanitize("address", "undefined")))
+static void signals_default(uint64_t mask)
+{
+	struct k_sigaction dfl = { .handler = SIG_DFL };
+
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && (mask & (1ULL << (sig - 1))))
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+}
+
 static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 						   int exec_err_wr, int slave)
 {
@@ -434,8 +458,7 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 	int e;
 
 	/* Nothing of the caller's signal state (nohup, a blocked mask) goes in. */
-	for (int sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
+	signals_default(~0ULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/*
@@ -486,28 +509,17 @@ struct spawn {
 	int err;		/* exec's errno, or 0 */
 };
 
-/* The kernel's struct sigaction, not libc's. */
-struct k_sigaction {
-	void (*handler)(int);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
 __attribute__((no_sanitize("address", "undefined")))
 static int spawn_child(void *arg)
 {
 	struct spawn *sp = arg;
-	struct k_sigaction dfl = { .handler = SIG_DFL };
 	uint64_t none = 0;
 
 	/*
 	 * every signal is blocked (spawn_command): no handler of init's runs;
 	 * those not at the default already are set to it before they open
 	 */
-	for (int sig = 1; sig <= 64; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP && (sp->reset & (1ULL << (sig - 1))))
-			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+	signals_default(sp->reset);
 	syscall(SYS_setsid);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(uint64_t));
 	/* execvpe as execvp: the command's PATH, sh for a file without #! */
@@ -854,9 +866,7 @@ static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 
 	/* init's control socket is not ours to read or keep */
 	close(c->msg_wr);
-	for (int sig = 1; sig < NSIG && sig <= 64; sig++)
-		if (reset & (1ULL << (sig - 1)))
-			signal(sig, SIG_DFL);
+	signals_default(reset);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (fd_send(gate, "r", 1, NULL, 0, MSG_NOSIGNAL) != 1)

@@ -728,9 +728,11 @@ PY
 t_sandbox_lo_big_packets() {
 	local rc=0
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
-	/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+	/usr/bin/python3 - "$CORRAL" "$T" "$HERE" > "$T/probe" 2>&1 <<'PY' || rc=$?
 import ctypes, fcntl, os, socket, struct, subprocess, sys
 corral, t = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from supsockets import sockets_of
 p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60", "--",
                       "/usr/bin/python3", "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -738,23 +740,12 @@ def sandbox_ns(sup):
     """The sandbox's netns and its user namespace, from a socket of the
     supervisor's listening in it (pidfd_getfd, SIOCGSKNS, NS_GET_USERNS):
     the sandbox's own processes are not dumpable, their /proc/PID/ns closed."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    pidfd = os.pidfd_open(sup)
-    for name in os.listdir("/proc/%d/fd" % sup):
-        fd = libc.syscall(438, pidfd, int(name), 0)     # pidfd_getfd
-        if fd < 0:
-            continue
-        try:
-            sk = socket.socket(fileno=fd)
-        except OSError:
-            os.close(fd)
-            continue
-        with sk:
-            if sk.family == socket.AF_INET and sk.type == socket.SOCK_STREAM and \
-                    sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and \
-                    sk.getsockname()[1] == 3128:
-                net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
-                return fcntl.ioctl(net, 0xb701), net        # NS_GET_USERNS
+    for sk in sockets_of(sup):
+        if sk.family == socket.AF_INET and sk.type == socket.SOCK_STREAM and \
+                sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and \
+                sk.getsockname()[1] == 3128:
+            net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
+            return fcntl.ioctl(net, 0xb701), net        # NS_GET_USERNS
     sys.exit("no listener of the sandbox's in the supervisor")
 def gso_ipv4(fds):
     libc = ctypes.CDLL(None, use_errno=True)
@@ -813,40 +804,31 @@ t_listeners_never_on_the_host() {
 	local rc=0 i
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	for i in 1 2 3; do
-		/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
-import ctypes, fcntl, os, socket, subprocess, sys
+		/usr/bin/python3 - "$CORRAL" "$T" "$HERE" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import fcntl, os, socket, subprocess, sys
 corral, t = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from supsockets import sockets_of
 p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60", "--",
                       "/usr/bin/python3", "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 try:
     if p.stdout.readline().strip() != "ready":
         sys.exit("the sandbox did not start")
-    libc = ctypes.CDLL(None, use_errno=True)
     host = os.stat("/proc/self/ns/net").st_ino
-    pidfd = os.pidfd_open(p.pid)
     where, ports = set(), set()
-    for name in os.listdir("/proc/%d/fd" % p.pid):
-        fd = libc.syscall(438, pidfd, int(name), 0)     # pidfd_getfd
-        if fd < 0:
+    for sk in sockets_of(p.pid):
+        if sk.family not in (socket.AF_INET, socket.AF_INET6):
             continue
-        try:
-            sk = socket.socket(fileno=fd)
-        except OSError:
-            os.close(fd)
+        # its own connections out, and its resolver's, are the host's
+        listens = sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) \
+            if sk.type == socket.SOCK_STREAM else sk.getsockname()[1] == 53
+        if not listens:
             continue
-        with sk:
-            if sk.family not in (socket.AF_INET, socket.AF_INET6):
-                continue
-            # its own connections out, and its resolver's, are the host's
-            listens = sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) \
-                if sk.type == socket.SOCK_STREAM else sk.getsockname()[1] == 53
-            if not listens:
-                continue
-            net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
-            where.add(os.fstat(net).st_ino)
-            os.close(net)
-            ports.add(sk.getsockname()[1])
+        net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
+        where.add(os.fstat(net).st_ino)
+        os.close(net)
+        ports.add(sk.getsockname()[1])
     print("listening on", " ".join(str(x) for x in sorted(ports)))
     print("namespaces", len(where), "the host's" if host in where else "not the host's")
 finally:

@@ -2,11 +2,13 @@
 """launch.py - cold-start latency of sandboxes, side by side in one run.
 
 For each peer: median and p95 of N sequential launches of `true`, the
-peers taking turns run by run, then the wall time of M launches started at
-once (twice, in turn, averaged).  Peers that are not installed are
+peers taking turns run by run, and the mean CPU time of one (the run and
+every process it waited for: what M at once on a few cores pay), then the
+wall time of M launches started at once (twice, in turn, averaged).  Peers that are not installed are
 listed as such, never silently dropped.
 """
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -36,10 +38,19 @@ starts = [
 ]
 
 
+def cpu_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def once(argv):
+    """Wall ms, and CPU ms of the run and every process it waited for (a
+    sandbox's supervisor, init and command): on 2 cores a burst pays the
+    CPU, not the wall time of one run."""
+    c = cpu_children()
     t = time.perf_counter()
     subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    return (time.perf_counter() - t) * 1000
+    return (time.perf_counter() - t) * 1000, (cpu_children() - c) * 1000
 
 
 def burst(argv):
@@ -55,18 +66,20 @@ def burst(argv):
 # A B C then C B A, and each row's two are averaged, for the same reason.
 present = [(name, argv) for name, argv in peers + starts if shutil.which(argv[0])]
 times = {name: [] for name, _ in present}
+cpus = {name: [] for name, _ in present}
 failed = {}
 for i in range(N + 5):
     for name, argv in present:
         if name in failed:
             continue
         try:
-            ms = once(argv)
+            ms, cpu = once(argv)
         except subprocess.CalledProcessError as e:
             failed[name] = f"failed: {e}"
             continue
         if i >= 5:
             times[name].append(ms)
+            cpus[name].append(cpu)
 walls = {name: [] for name, _ in present}
 bursting = [(n, a) for n, a in present if (n, a) in peers and n not in failed]
 for name, argv in bursting + bursting[::-1]:
@@ -83,11 +96,13 @@ for name, argv in peers + starts:
         w = walls[name]
         wall = statistics.mean(x for x, _ in w) if w else 0
         bad = sum(b for _, b in w)
-        rows.append((name, (statistics.median(t), t[int(len(t) * 0.95) - 1], wall, bad)))
+        rows.append((name, (statistics.median(t), t[int(len(t) * 0.95) - 1], wall, bad,
+                            statistics.mean(cpus[name]))))
 
 print(f"cold start of `true`: {N} sequential runs each, then {M} at once "
       f"(uid {os.geteuid()}, {os.cpu_count()} cpus)")
-print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {f'{M} at once ms':>16} {'failed':>7}")
+print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {f'{M} at once ms':>16} {'failed':>7}"
+      f" {'CPU ms a run':>13}")
 base = None
 for name, r in rows:
     if r is None:
@@ -95,9 +110,9 @@ for name, r in rows:
     elif isinstance(r, str):
         print(f"{name:40} {r}")
     elif name.startswith("  start only"):
-        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {'':>16} {r[3]:7d}")
+        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {'':>16} {r[3]:7d} {r[4]:13.2f}")
     else:
-        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[2]:16.0f} {r[3]:7d}")
+        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[2]:16.0f} {r[3]:7d} {r[4]:13.2f}")
         if base is None:
             base = r[0]
 bw = next((r for n, r in rows if n.startswith("bwrap") and isinstance(r, tuple)), None)

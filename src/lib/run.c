@@ -518,17 +518,27 @@ static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 	return 0;
 }
 
-/* The caller's mask back, without a SIGPIPE the relay met on the way. */
+/*
+ * The caller's mask back, without a SIGPIPE the relay met on the way, nor
+ * a signal that came for the run after its last read of sigfd: those were
+ * the sandbox's to get.  One sent twice at once (timeout(1) signals its
+ * child, then its whole process group) was read once, then the second
+ * ended corral with it: 143, not the command's status.
+ */
 static void unblock_signals(const sigset_t *old)
 {
+	static const int drop[] = { SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+				    SIGWINCH };
 	struct timespec zero = { 0, 0 };
-	sigset_t pipe;
+	sigset_t set, blocked;
 
-	sigemptyset(&pipe);
-	sigaddset(&pipe, SIGPIPE);
-	if (!sigismember(old, SIGPIPE))
-		while (sigtimedwait(&pipe, NULL, &zero) == SIGPIPE)
-			;
+	sigemptyset(&set);
+	sigprocmask(SIG_BLOCK, NULL, &blocked);
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+		if (sigismember(&blocked, drop[i]) && !sigismember(old, drop[i]))
+			sigaddset(&set, drop[i]);
+	while (sigtimedwait(&set, NULL, &zero) > 0)
+		;
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 

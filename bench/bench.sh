@@ -7,18 +7,10 @@
 set -eu
 CORRAL=${1:-build/corral}
 here=$(dirname "$0")
-# Root's parent groups "<hierarchy>/corral" stay after the last sandbox, by
-# design (README): the ones the benches made go at the end, as check.sh does.
-before=" $(ls -d /sys/fs/cgroup/*/corral /sys/fs/cgroup/corral 2>/dev/null | tr '\n' ' ') "
-remove_new_parents() {
-	[ "$(id -u)" = 0 ] || return 0
-	for d in /sys/fs/cgroup/*/corral /sys/fs/cgroup/corral; do
-		[ -d "$d" ] || continue
-		case "$before" in *" $d "*) continue ;; esac
-		rmdir "$d" 2>/dev/null || echo "bench: $d was made by the benches and is not empty: left"
-	done
-}
-trap remove_new_parents EXIT
+# the parent groups the benches made go at the end, as check.sh's do
+. "$here/../scripts/cgroup-parents.sh"
+cg_parents_note
+trap 'cg_parents_remove bench' EXIT
 /usr/bin/python3 "$here/launch.py" "$CORRAL"
 /usr/bin/python3 "$here/proxy.py" "$CORRAL"
 /usr/bin/python3 "$here/tls.py" "$CORRAL"

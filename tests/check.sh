@@ -26,25 +26,15 @@ DELEGATED=""
 TALLY=$(mktemp /tmp/corral-check-tally.XXXXXX)
 LANES=""
 
-# Root's parent groups "<hierarchy>/corral" stay after the last sandbox,
-# by design (README): the ones the check made go at its end, so that it
-# leaves the host's cgroups as it found them.
-PARENTS_BEFORE=" $(ls -d /sys/fs/cgroup/*/corral /sys/fs/cgroup/corral 2>/dev/null | tr '\n' ' ') "
-remove_new_parents() {
-	local d
-	[ "$(id -u)" = 0 ] || return 0
-	for d in /sys/fs/cgroup/*/corral /sys/fs/cgroup/corral; do
-		[ -d "$d" ] || continue
-		case "$PARENTS_BEFORE" in *" $d "*) continue ;; esac
-		rmdir "$d" 2>/dev/null || echo "check: $d was made by the check and is not empty: left"
-	done
-}
+# the parent groups the check made go at its end (scripts/cgroup-parents.sh)
+. scripts/cgroup-parents.sh
+cg_parents_note
 
 cleanup() {
 	local pid
 	for pid in $LANES; do kill -- "-$pid" 2>/dev/null; done
 	undelegate_cgroups
-	remove_new_parents
+	cg_parents_remove check
 	[ -n "$STAGE" ] && rm -rf "$STAGE"
 	rm -f "$TALLY"
 }

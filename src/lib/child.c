@@ -1129,14 +1129,15 @@ void sandbox_child(struct child_ctx *c)
 	 * loop, for every sandbox it makes).  Owned by our user namespace all
 	 * the same.  The proxy's listeners are opened in it: say when it is.
 	 */
-	if (c->new_net && unshare(CLONE_NEWNET) < 0) {
+	if (!c->joined_net && unshare(CLONE_NEWNET) < 0) {
 		corral_set_err(&err, -errno, "cannot create the sandbox's network "
 			       "namespace: %s%s", strerror(errno), errno == ENOSPC ?
 			       " (user.max_net_namespaces reached? see `corral "
 			       "doctor`)" : "");
 		setup_failed(c, &err);
 	}
-	if (c->tell_net && write(c->sync_rd, "n", 1) != 1)
+	if (!c->joined_net && c->p->net == CORRAL_NET_PROXY &&
+	    write(c->sync_rd, "n", 1) != 1)
 		_exit(125);
 	/*
 	 * The seccomp filter is compiled now, while the supervisor writes our

@@ -496,8 +496,6 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.container = o->container, .hostname = o->hostname,
 		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
 		.joined_net = !new_net,
-		.new_net = new_net,
-		.tell_net = new_net && o->p->net == CORRAL_NET_PROXY,
 	};
 	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
 			  (o->container ? CLONE_PARENT : 0), NULL,

@@ -83,9 +83,9 @@ struct child_ctx {
 	const char *hostname;	/* NULL: "corral" */
 	const struct corral_rlimit *rlimits;	/* the command's (sandbox_opts) */
 	size_t nrlimits;
-	bool joined_net;	/* sandbox_opts.net_fd: lo is the namespace owner's */
-	bool new_net;		/* unshare the netns first, not in the clone */
-	bool tell_net;		/* then "n" on sync_rd: the proxy's listeners go in it */
+	/* sandbox_opts.net_fd: lo is the namespace owner's; else init
+	 * unshares its own netns first (and, for the proxy, says "n") */
+	bool joined_net;
 };
 
 /*

@@ -1297,6 +1297,142 @@ t_teardown_off_loop() {
 	stop_daemon
 }
 
+# box_procs ID: the host pids in the box's own group (not its calls').
+box_procs() {
+	local f
+	for f in /sys/fs/cgroup/unified/corral/corral-"$DPID-$1"/cgroup.procs \
+		 /sys/fs/cgroup/corral*/corral-"$DPID-$1"/cgroup.procs \
+		 /sys/fs/cgroup/pids/corral*/corral-"$DPID-$1"/cgroup.procs; do
+		[ -r "$f" ] && { cat "$f"; return 0; }
+	done
+}
+
+# held_spare ID: the box's process forked ahead for its next call, while
+# it waits in the box's own group for its move (a child of init there).
+held_spare() {
+	local procs p
+	procs=" $(box_procs "$1" | tr '\n' ' ') "
+	for p in $procs; do
+		case "$procs" in
+		*" $(awk '{print $4}' /proc/"$p"/stat 2>/dev/null) "*) echo "$p"; return 0 ;;
+		esac
+	done
+}
+
+# A process is moved into its call's groups by a helper of the daemon
+# (cgroup_move.c): a write to cgroup.procs may wait 20-30 ms for the
+# kernel, and the daemon's loop serves every box.  While the helper's
+# first move is held, the daemon answers everyone, and the call whose
+# process is not in its groups yet does not run; let go, it does.
+t_moves_off_loop() {
+	local hp cp out
+	mkfifo "$T/move"
+	exec 7<>"$T/move"	# read-write: the helper's open does not wait for us
+	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$a"; then
+		exec 7>&-
+		rm -f "$T/move"
+		stop_daemon
+		skip "no cgroups: no process is moved"
+		return 77
+	fi
+	i=0
+	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/move")" ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	hp=$(helper_on "$T/move")
+	[ -n "$hp" ] || { fail "no helper of the daemon moves a's spare process"; stop_daemon; return 1; }
+	expect_eq "the helper's name" "$(cat /proc/"$hp"/comm)" corral-move
+	[ -n "$(held_spare "$a")" ] || fail "no process of a waits in a's own group"
+	# the move is held right now: the daemon answers all the same
+	code=$(api GET /v1/health)
+	expect_code "health while a move is held" "$code" 200
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	code=$(api GET "/v1/sandboxes/$a")
+	expect_code "get a while its move is held" "$code" 200
+	# a call to a takes the held process: it must not run before the move
+	"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST \
+		-d "$(jbody command 'echo ran')" -o "$T/held.out" -w '%{http_code}' \
+		"http://localhost/v1/sandboxes/$a/exec" > "$T/held.code" 2>&1 &
+	cp=$!
+	sleep 0.5
+	kill -0 "$cp" 2>/dev/null ||
+		fail "a's call answered while its process's move was held: $(cat "$T/held.code")"
+	[ -n "$(held_spare "$a")" ] || fail "the held process left a's own group before its move"
+	echo x >&7
+	exec 7>&-
+	rm -f "$T/move"
+	wait "$cp"
+	expect_eq "a's call, once moved" "$(cat "$T/held.code")" 200
+	expect_eq "its stdout" "$(pyjq 'v["stdout"]' "$T/held.out")" ran
+	expect_eq "b runs" "$(sbsh "$b" 'echo b')" b
+	expect_eq "one helper for every box" "$(cg_mover_of "$DPID")" "$hp"
+	stop_daemon
+}
+
+cg_mover_of() {	# cg_mover_of PID: the daemon's cgroup mover
+	local p
+	for p in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = corral-move ] && echo "$p"
+	done
+	return 0
+}
+
+# Attacker: the process a move waits for dies (a sandbox can signal its
+# own), and its pid may be anyone's by the time the helper writes.  The
+# helper asks the process's pidfd first and writes nothing; the box forks
+# a new one for its next call.  And a helper that was killed is replaced.
+t_move_of_a_dead_process() {
+	local sp hp
+	mkfifo "$T/move"
+	exec 7<>"$T/move"
+	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$a"; then
+		exec 7>&-
+		rm -f "$T/move"
+		stop_daemon
+		skip "no cgroups: no process is moved"
+		return 77
+	fi
+	i=0
+	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/move")" ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	sp=$(held_spare "$a")
+	[ -n "$sp" ] || { fail "no process of a waits for its move"; stop_daemon; return 1; }
+	kill -KILL "$sp"
+	wait_gone "the killed process" 10 eval "box_procs $a | grep -x $sp"
+	command -v strace >/dev/null || { echo x >&7; exec 7>&-; stop_daemon; skip "no strace"; return 77; }
+	hp=$(helper_on "$T/move")
+	strace -f -qq -e trace=pidfd_send_signal,write -p "$hp" \
+		-o "$T/mover.strace" 2>/dev/null &
+	st=$!
+	i=0
+	while [ $i -lt 100 ] && [ "$(awk '/^TracerPid:/ {print $2}' /proc/"$hp"/status)" = 0 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	echo x >&7
+	exec 7>&-
+	rm -f "$T/move"
+	expect_eq "a runs, in a process of its own" "$(sbsh "$a" 'echo a')" a
+	kill "$st" 2>/dev/null
+	wait "$st" 2>/dev/null || true
+	grep -q 'pidfd_send_signal(.*ESRCH' "$T/mover.strace" ||
+		fail "the helper did not ask the dead process's pidfd: $(head -c 600 "$T/mover.strace")"
+	! grep -qE "^[0-9]+ +write\\([0-9]+, \"$sp\"" "$T/mover.strace" ||
+		fail "the helper wrote the dead process's pid $sp: $(grep -E "\"$sp\"" "$T/mover.strace" | head -3)"
+	hp=$(cg_mover_of "$DPID")
+	[ -n "$hp" ] || fail "no mover after a's call"
+	kill -KILL "$hp"
+	wait_gone "the killed mover" 10 eval "cg_mover_of $DPID | grep -x $hp"
+	expect_eq "a runs after its mover was killed" "$(sbsh "$a" 'echo a2')" a2
+	expect_eq "and again" "$(sbsh "$a" 'echo a3')" a3
+	[ -n "$(cg_mover_of "$DPID")" ] || fail "no new mover"
+	stop_daemon
+}
+
 # v1: an empty group held FROZEN while the daemon has a box, so that no
 # box's freeze or thaw is the host's first or last (cgroup.c says why).
 t_freezer_hold() {

@@ -525,6 +525,8 @@ static void release_freezer(struct event_base *base)
 		return;
 	cg_destroy_async(base, &freezer_hold, 1);
 	freezer_hold = NULL;
+	/* nor is the mover left when no box is: the next move forks one */
+	cg_mover_stop();
 }
 
 static int box_spawn(struct corral_box *b, struct corral_err *err)

@@ -49,6 +49,7 @@ struct corral_call {
 	pid_t spid, host_pid;
 	uint32_t fid;		/* init's name for its process (MSG_FORK) */
 	int gate;
+	struct cg_move *mv;	/* its process's move into cg, under way */
 	/* the call, kept until its process is in its cgroup (then sent) */
 	struct exec_msg *pend;
 	int pend_fds[3];
@@ -94,7 +95,7 @@ struct spare_proc {
 	struct event *ev;
 	struct cg *cg;		/* the group it is for (b->spare), or NULL */
 	pid_t host_pid, spid;
-	bool attached;		/* in cg (or there are no cgroups) */
+	struct cg_move *mv;	/* its move into cg, under way */
 };
 
 /* A call's cgroup that outlived the call: its background processes. */

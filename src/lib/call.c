@@ -5,7 +5,8 @@
  * spare), sends init the argv with four fds (stdin, stdout, stderr, a
  * gate).  init forks; the new process says "r" on the gate, and the
  * kernel attaches its credentials, so the supervisor learns its host pid
- * and moves it into the call's cgroup before answering "g".  Only then
+ * and has it moved into the call's cgroup (by the mover, cgroup_move.c:
+ * not on the loop) before answering "g".  Only then
  * does it exec.  Everything the call starts is born in that cgroup, which
  * is how a background process found probing ports an hour later is still
  * charged to the call: its group lingers after the call (attribution.c).
@@ -130,6 +131,8 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 
 static void call_stop_io(struct corral_call *c)
 {
+	cg_move_cancel(c->mv);
+	c->mv = NULL;
 	drop_event(&c->ev_gate);
 	drop_event(&c->ev_start);
 	drop_event(&c->ev_timeout);
@@ -492,27 +495,44 @@ static int send_call(struct corral_call *c)
 	return 0;
 }
 
-/* "r" with credentials: move the pid into the call's cgroup, send the call. */
-static void gate_ready(struct corral_call *c, pid_t pid)
+/* The call's process is in the call's cgroup (r 0), or was killed. */
+static void call_moved(void *arg, int r, const char *msg)
 {
-	struct corral_err err;
+	struct corral_call *c = arg;
 
-	c->host_pid = pid;
+	c->mv = NULL;
+	if (r < 0) {
+		/* unattributed is not acceptable: the call does not run */
+		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
+			    c->tool_call, "reason", msg));
+		return;
+	}
 	if (c->timed_out) {
 		/* EOF before the call: it exits having run nothing */
 		drop_event(&c->ev_gate);
 		close_fd(&c->gate);
 		return;
 	}
-	if (cg_attach(c->cg, pid, &err) < 0) {
-		/* unattributed is not acceptable: the call does not run */
-		kill(pid, SIGKILL);
-		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
-			    c->tool_call, "reason", err.msg));
+	if (send_call(c) < 0)
+		kill(c->host_pid, SIGKILL);
+}
+
+/* "r" with credentials: move the pid into the call's cgroup, then send the call. */
+static void gate_ready(struct corral_call *c, pid_t pid)
+{
+	struct corral_err err;
+	int r;
+
+	c->host_pid = pid;
+	if (c->timed_out) {
+		call_moved(c, 0, NULL);
 		return;
 	}
-	if (send_call(c) < 0)
+	r = cg_move_start(c->b->base, c->cg, pid, call_moved, c, &c->mv, &err);
+	if (r < 0)
 		kill(pid, SIGKILL);
+	if (r <= 0)
+		call_moved(c, r, err.msg);
 }
 
 static void on_pty_room(evutil_socket_t fd, short what, void *arg)
@@ -776,9 +796,20 @@ static int ask_fork(struct corral_box *b, uint32_t *fid, int *gate,
 void call_drop_spare(struct corral_box *b)
 {
 	drop_event(&b->sp.ev);
+	cg_move_cancel(b->sp.mv);
 	if (b->sp.fid)
 		close_fd(&b->sp.gate);	/* EOF: it exits, having run nothing */
 	b->sp = (struct spare_proc){ .gate = -1 };
+}
+
+static void spare_moved(void *arg, int r, const char *msg)
+{
+	struct corral_box *b = arg;
+
+	(void)msg;
+	b->sp.mv = NULL;
+	if (r < 0)
+		call_drop_spare(b);	/* killed: the next call forks its own */
 }
 
 /* The spare's "r": into the spare group now, while nobody waits for it. */
@@ -790,7 +821,7 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 	struct exec_fail f;
 	pid_t pid;
 	ssize_t n;
-	int pty;
+	int pty, r;
 
 	(void)what;
 	n = gate_recv(fd, &f, &pid, &pty);
@@ -800,12 +831,13 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 		close(pty);
 	if (n == 1 && *(char *)&f == 'r' && pid > 0 && !sp->host_pid) {
 		sp->host_pid = pid;
-		if (sp->cg && cg_attach(sp->cg, pid, &err) < 0) {
+		/* off the loop: its grace period is nobody's wait */
+		r = sp->cg ? cg_move_start(b->base, sp->cg, pid, spare_moved, b,
+					   &sp->mv, &err) : 0;
+		if (r < 0)
 			kill(pid, SIGKILL);
-			call_drop_spare(b);
-			return;
-		}
-		sp->attached = true;
+		if (r <= 0)
+			spare_moved(b, r, NULL);
 		return;
 	}
 	/* it died, or said what it may not: the next call forks its own */
@@ -903,6 +935,10 @@ static int call_process(struct corral_box *b, struct corral_call *c,
 		c->host_pid = sp->host_pid;
 		c->spid = sp->spid;
 		c->started = c->spid > 0;
+		/* its move may be under way still: the call sends when it ends */
+		c->mv = sp->mv;
+		if (c->mv)
+			cg_move_retarget(c->mv, call_moved, c);
 		drop_event(&sp->ev);
 		*sp = (struct spare_proc){ .gate = -1 };
 		return 0;
@@ -1123,7 +1159,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (r == 0)
 		r = call_watch(c, err);
 	/* a spare already in the call's group: no cgroup write on this path */
-	if (r == 0 && c->host_pid && (r = send_call(c)) < 0)
+	if (r == 0 && c->host_pid && !c->mv && (r = send_call(c)) < 0)
 		r = corral_set_errno(err, -r, "cannot reach the call's process");
 	/* on_start may not run before the caller has its handle */
 	if (r == 0 && !c->sent)

@@ -84,6 +84,30 @@ const char *cg_mode_name(const struct cg *cg);	/* "cgroup v2" / "cgroup v1" / "r
 /* Move pid into the group (every hierarchy). */
 int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
 /*
+ * The same without waiting on base's loop (cgroup_move.c): a helper
+ * process writes, and done(arg, r, msg) runs on the loop once it has (r
+ * 0, or a negative errno and msg the sentence; the process is SIGKILLed
+ * then, before done runs, by a pidfd opened now).  Returns 1 when started
+ * (*out the move, until done runs or cg_move_cancel), 0 when nothing was
+ * to be written or it was written here and now (no cgroup, another
+ * loop), or a negative errno with err set: then done never runs.
+ * Cancel a move before cg_destroy() of its group.
+ */
+struct cg_move;
+typedef void (*cg_move_fn)(void *arg, int r, const char *msg);
+int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
+		  cg_move_fn done, void *arg, struct cg_move **out,
+		  struct corral_err *err);
+/* A new owner for a move under way (a call takes the spare's). */
+void cg_move_retarget(struct cg_move *m, cg_move_fn done, void *arg);
+/* done will not run; the helper may still write.  NULL is fine. */
+void cg_move_cancel(struct cg_move *m);
+/*
+ * End the helper (the daemon's last box went, and with it every move's
+ * owner): its watch would keep the loop from ending.
+ */
+void cg_mover_stop(void);
+/*
  * Where a process can move itself in more cheaply than cg_attach() moves
  * it (cgroup v1, as root: no RCU grace period), one fd a hierarchy, at
  * most max, for it to pass to cg_enter(): the count, or -ENOTSUP (use

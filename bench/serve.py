@@ -558,6 +558,22 @@ def section_exec(d):
         for _ in range(ONESHOT):
             time.sleep(PACE)
             paced.append(api.exec_true(sid))
+        # Two agents, each on its sandbox: B's call comes just as A's is
+        # answered, while the daemon readies A's next process (its move
+        # into its cgroup waits for the kernel: cgroup_move.c).
+        other = d.api()
+        try:
+            sid2, _ = other.create(idle_freeze_ms=0)
+            for _ in range(10):
+                other.exec_true(sid2)
+            after = []
+            for _ in range(ONESHOT):
+                time.sleep(PACE)
+                api.exec_true(sid)
+                after.append(other.exec_true(sid2))
+            other.req("DELETE", f"/v1/sandboxes/{sid2}")
+        finally:
+            other.close()
         # how agents call: a command line.  A simple one runs without the
         # shell (src/lib/shell.c), as does the cd-and-2>&1 form agents
         # write; one with a separator needs sh and a fork.
@@ -569,6 +585,7 @@ def section_exec(d):
         api.close()
     rows.append(("corral serve: POST /exec, warm sandbox, keep-alive", times, AIM_EXEC_MS))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms (not frozen)", paced, AIM_PACED_MS))
+    rows.append(("  the same, to another sandbox just after one's answer", after, AIM_PACED_MS))
     rows.append(('  "command": "/bin/true" (no shell needed)', line))
     rows.append(('  "command": "cd /tmp && /bin/true 2>&1" (nor here)', cd))
     rows.append(('  "command": "/bin/true; true" (sh -c, a fork)', shell))

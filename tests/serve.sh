@@ -1053,6 +1053,30 @@ t_files_dotdot_stays_inside() {
 	stop_daemon
 }
 
+# A walk through ".." beneath the sandbox's root fails with EAGAIN when
+# any mount or rename on the host raced it (openat2(2): "may be retried");
+# a host that starts containers does that all the time.  The daemon tries
+# again: three EAGAINs injected in a row, and the listing still answers.
+t_files_retry_a_raced_walk() {
+	local st i
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	start_daemon
+	id=$(mksb)
+	strace -qq -o /dev/null -e trace=openat2 -e inject=openat2:error=EAGAIN:when=1..3 \
+		-p "$DPID" &
+	st=$!
+	i=0
+	while [ $i -lt 100 ] && [ "$(awk '/^TracerPid:/ {print $2}' /proc/"$DPID"/status)" = 0 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/..&list=1")
+	kill "$st" 2>/dev/null
+	wait "$st" 2>/dev/null || true
+	expect_code "list /workspace/.. through three EAGAINs" "$code" 200
+	expect_eq "the sandbox's root" "$(jq '"workspace" in [e["name"] for e in v["entries"]]')" true
+	stop_daemon
+}
+
 t_files_nul_refused() {
 	start_daemon
 	id=$(mksb)

@@ -78,7 +78,7 @@ static int open_in_root(struct corral_box *b, const char *path, uint64_t flags,
 	if (!(flags & O_CREAT))
 		how.mode = 0;
 	as_agent(b, true);
-	fd = syscall(SYS_openat2, b->sb->rootfd, path, &how, sizeof(how));
+	fd = openat2_retry(b->sb->rootfd, path, &how);
 	e = errno;
 	as_agent(b, false);
 	if (fd < 0)

@@ -43,7 +43,7 @@ int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 		.mode = (flags & O_CREAT) ? mode : 0,
 		.resolve = RESOLVE_SAFE,
 	};
-	int fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	int fd = openat2_retry(dirfd, path, &how);
 
 	return fd < 0 ? -errno : fd;
 }

@@ -289,7 +289,7 @@ static int link_resolves_inside(int dest, const char *path, const char *target)
 		return -ENAMETOOLONG;
 	if (path_normalize(joined) < 0)
 		return -EXDEV;
-	fd = syscall(SYS_openat2, dest, joined, &how, sizeof(how));
+	fd = openat2_retry(dest, joined, &how);
 	if (fd >= 0) {
 		close(fd);
 		return 0;

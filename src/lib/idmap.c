@@ -169,7 +169,7 @@ static int map_path(const struct corral_policy *p, const char *path, bool writab
 	int tree;
 
 	*refused = false;
-	fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	fd = openat2_retry(AT_FDCWD, path, &how);
 	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || root < 0 || fstat(fd, &st) < 0 ||
 	    mount_check_host_fd(root, fd, path, &err) < 0)

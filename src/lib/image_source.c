@@ -249,7 +249,7 @@ int source_file(struct source *src, const char *name)
 			.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 		};
-		int fd = syscall(SYS_openat2, src->dirfd, name, &how, sizeof(how));
+		int fd = openat2_retry(src->dirfd, name, &how);
 
 		if (fd < 0)
 			return corral_set_err(src->err, -errno, "%s/%s: %s", src->path, name,

@@ -254,7 +254,7 @@ static int beneath(int dirfd, const char *name, int flags, mode_t mode)
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS,
 	};
-	int fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	int fd = openat2_retry(dirfd, name, &how);
 
 	return fd < 0 ? -errno : fd;
 }

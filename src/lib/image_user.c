@@ -80,7 +80,7 @@ static char *read_passwd(const struct corral_image *img)
 		dfd = open(img->layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
 			return NULL;
-		fd = syscall(SYS_openat2, dfd, "etc/passwd", &how, sizeof(how));
+		fd = openat2_retry(dfd, "etc/passwd", &how);
 		if (fd < 0) {
 			int e = errno;
 			bool hidden = fstatat(dfd, "etc/passwd", &st, AT_SYMLINK_NOFOLLOW) == 0 &&

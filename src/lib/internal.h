@@ -74,6 +74,16 @@ static inline int steal_fd(int *fd)
 #define steal_pointer(pp) \
 	({ __typeof__(*(pp)) stolen_ = *(pp); *(pp) = NULL; stolen_; })
 
+/* ---- openat2.c ------------------------------------------------------- */
+
+struct open_how;
+/*
+ * openat2(2), tried again while it says EAGAIN (a mount or rename on the
+ * host raced a scoped walk through ".."): an fd, or -1 and errno.  No
+ * allocation: a forked child may call it.
+ */
+int openat2_retry(int dirfd, const char *path, const struct open_how *how);
+
 /* ---- cgroup*.c: limits, freezer, kill (cgroup v2, v1, or rlimits) ---- */
 #include "cgroup.h"
 

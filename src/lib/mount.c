@@ -187,7 +187,7 @@ static int open_host(int oldroot, const char *path, struct corral_err *err)
 	};
 	int fd;
 
-	fd = syscall(SYS_openat2, oldroot, path, &how, sizeof(how));
+	fd = openat2_retry(oldroot, path, &how);
 	if (fd < 0)
 		return corral_set_err(err, -errno, "cannot open %s on the host: %s%s",
 				      path, strerror(errno), errno != EACCES ? "" :
@@ -367,7 +367,7 @@ static char *read_image_etc(const char *path)
 	ssize_t n = -1;
 	int fd;
 
-	fd = syscall(SYS_openat2, AT_FDCWD, path + 1, &how, sizeof(how));
+	fd = openat2_retry(AT_FDCWD, path + 1, &how);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= IMAGE_ETC_MAX &&
@@ -483,7 +483,7 @@ static char *read_roots(int oldroot, bool img, size_t *len)
 
 	*len = 0;
 	fd = img ? open(TLS_SYSTEM_BUNDLE, O_RDONLY | O_CLOEXEC) :
-		   syscall(SYS_openat2, oldroot, TLS_SYSTEM_BUNDLE, &how, sizeof(how));
+		   openat2_retry(oldroot, TLS_SYSTEM_BUNDLE, &how);
 	if (fd < 0)
 		return NULL;
 	do {
@@ -862,7 +862,7 @@ static int open_beneath(int dirfd, const char *name, int flags, mode_t mode)
 			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
 
-	return syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	return openat2_retry(dirfd, name, &how);
 }
 
 static int write_all(int fd, const char *buf, size_t len)

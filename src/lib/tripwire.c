@@ -278,7 +278,7 @@ static int open_wire(int rootfd, const char *path, struct corral_err *err)
 	if (path[0] != '/')
 		return corral_set_err(err, -EINVAL,
 				      "tripwire %s: not an absolute path", path);
-	fd = syscall(SYS_openat2, rootfd, path + 1, &how, sizeof(how));
+	fd = openat2_retry(rootfd, path + 1, &how);
 	if (fd < 0) {
 		e = errno;
 		return corral_set_err(err, -e, "tripwire %s: %s%s", path,

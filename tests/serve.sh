@@ -1343,39 +1343,57 @@ held_spare() {
 	done
 }
 
-# A process is moved into its call's groups by a helper of the daemon
-# (cgroup_move.c): a write to cgroup.procs may wait 20-30 ms for the
-# kernel, and the daemon's loop serves every box.  While the helper's
-# first move is held, the daemon answers everyone, and the call whose
-# process is not in its groups yet does not run; let go, it does.
+# await_hold: until the daemon's mover holds a move on $T/move (its pid),
+# or CMD's pid $2 ended first (then nothing).
+await_hold() {
+	local i=0
+	while [ $i -lt 200 ] && [ -z "$(helper_on "$T/move")" ]; do
+		[ -n "${1:-}" ] && ! kill -0 "$1" 2>/dev/null && return 0
+		sleep 0.05; i=$((i + 1))
+	done
+	helper_on "$T/move"
+}
+
+# A process is moved into its groups by a helper of the daemon
+# (cgroup_move.c), not on its loop: a write to cgroup.procs may wait
+# 20-30 ms for the kernel, and the loop serves every box.  Each move is
+# held here until the test lets it go: while a new box's init waits, the
+# daemon answers and the create does not; while a call's process waits,
+# the call does not run.
 t_moves_off_loop() {
-	local hp cp out
+	local hp cr cp
 	mkfifo "$T/move"
 	exec 7<>"$T/move"	# read-write: the helper's open does not wait for us
-	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon
-	a=$(mksb '{"idle_freeze_ms": 0}')
-	if ! cgroup_mode "$a"; then
-		exec 7>&-
-		rm -f "$T/move"
+	# not the daemon's: our close is the helper's EOF
+	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
+	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -d '{"idle_freeze_ms": 0}' \
+		-o "$T/a.json" -w '%{http_code}' http://localhost/v1/sandboxes > "$T/a.code" 2>&1 &
+	cr=$!
+	hp=$(await_hold "$cr")
+	if [ -z "$hp" ]; then
+		wait "$cr" || true
+		rm -f "$T/move"; exec 7>&-
+		a=$(pyjq 'v["id"]' "$T/a.json")
+		if [ "$(cat "$T/a.code")" = 201 ] && ! cgroup_mode "$a"; then
+			stop_daemon
+			skip "no cgroups: no process is moved"
+			return 77
+		fi
+		fail "no helper of the daemon moves a's init: $(cat "$T/a.code")"
 		stop_daemon
-		skip "no cgroups: no process is moved"
-		return 77
+		return 1
 	fi
-	i=0
-	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/move")" ]; do
-		sleep 0.1; i=$((i + 1))
-	done
-	hp=$(helper_on "$T/move")
-	[ -n "$hp" ] || { fail "no helper of the daemon moves a's spare process"; stop_daemon; return 1; }
 	expect_eq "the helper's name" "$(cat /proc/"$hp"/comm)" corral-move
-	[ -n "$(held_spare "$a")" ] || fail "no process of a waits in a's own group"
-	# the move is held right now: the daemon answers all the same
 	code=$(api GET /v1/health)
-	expect_code "health while a move is held" "$code" 200
-	b=$(mksb '{"idle_freeze_ms": 0}')
-	code=$(api GET "/v1/sandboxes/$a")
-	expect_code "get a while its move is held" "$code" 200
-	# a call to a takes the held process: it must not run before the move
+	expect_code "health while a's init waits for its move" "$code" 200
+	kill -0 "$cr" 2>/dev/null || fail "a was created before its init was moved: $(cat "$T/a.code")"
+	printf x >&7
+	wait "$cr" || true
+	expect_eq "a, once its init is moved" "$(cat "$T/a.code")" 201
+	a=$(pyjq 'v["id"]' "$T/a.json")
+	# now its next call's process, forked ahead, waits for its move
+	[ -n "$(await_hold)" ] || fail "a's next process is not held"
+	[ -n "$(held_spare "$a")" ] || fail "no process of a waits in a's own group"
 	"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST \
 		-d "$(jbody command 'echo ran')" -o "$T/held.out" -w '%{http_code}' \
 		"http://localhost/v1/sandboxes/$a/exec" > "$T/held.code" 2>&1 &
@@ -1384,12 +1402,16 @@ t_moves_off_loop() {
 	kill -0 "$cp" 2>/dev/null ||
 		fail "a's call answered while its process's move was held: $(cat "$T/held.code")"
 	[ -n "$(held_spare "$a")" ] || fail "the held process left a's own group before its move"
-	echo x >&7
-	exec 7>&-
-	rm -f "$T/move"
-	wait "$cp"
+	code=$(api GET "/v1/sandboxes/$a")
+	expect_code "get a while its call's move is held" "$code" 200
+	printf x >&7
+	wait "$cp" || true
 	expect_eq "a's call, once moved" "$(cat "$T/held.code")" 200
 	expect_eq "its stdout" "$(pyjq 'v["stdout"]' "$T/held.out")" ran
+	# no more holds: the helper reads EOF, and finds no FIFO after
+	rm -f "$T/move"
+	exec 7>&-
+	b=$(mksb '{"idle_freeze_ms": 0}')
 	expect_eq "b runs" "$(sbsh "$b" 'echo b')" b
 	expect_eq "one helper for every box" "$(cg_mover_of "$DPID")" "$hp"
 	stop_daemon
@@ -1408,38 +1430,40 @@ cg_mover_of() {	# cg_mover_of PID: the daemon's cgroup mover
 # helper asks the process's pidfd first and writes nothing; the box forks
 # a new one for its next call.  And a helper that was killed is replaced.
 t_move_of_a_dead_process() {
-	local sp hp
+	local sp hp cr st i
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
 	mkfifo "$T/move"
 	exec 7<>"$T/move"
-	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon
-	a=$(mksb '{"idle_freeze_ms": 0}')
-	if ! cgroup_mode "$a"; then
-		exec 7>&-
-		rm -f "$T/move"
+	# not the daemon's: our close is the helper's EOF
+	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
+	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -d '{"idle_freeze_ms": 0}' \
+		-o "$T/a.json" -w '%{http_code}' http://localhost/v1/sandboxes > "$T/a.code" 2>&1 &
+	cr=$!
+	if [ -z "$(await_hold "$cr")" ]; then
+		wait "$cr" || true
+		rm -f "$T/move"; exec 7>&-
 		stop_daemon
 		skip "no cgroups: no process is moved"
 		return 77
 	fi
-	i=0
-	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/move")" ]; do
-		sleep 0.1; i=$((i + 1))
-	done
+	printf x >&7	# a's init
+	wait "$cr" || true
+	a=$(pyjq 'v["id"]' "$T/a.json")
+	[ -n "$(await_hold)" ] || fail "a's next process is not held"
 	sp=$(held_spare "$a")
 	[ -n "$sp" ] || { fail "no process of a waits for its move"; stop_daemon; return 1; }
 	kill -KILL "$sp"
 	wait_gone "the killed process" 10 eval "box_procs $a | grep -x $sp"
-	command -v strace >/dev/null || { echo x >&7; exec 7>&-; stop_daemon; skip "no strace"; return 77; }
 	hp=$(helper_on "$T/move")
 	strace -f -qq -e trace=pidfd_send_signal,write -p "$hp" \
-		-o "$T/mover.strace" 2>/dev/null &
+		-o "$T/mover.strace" 2>/dev/null 7>&- &
 	st=$!
 	i=0
 	while [ $i -lt 100 ] && [ "$(awk '/^TracerPid:/ {print $2}' /proc/"$hp"/status)" = 0 ]; do
 		sleep 0.05; i=$((i + 1))
 	done
-	echo x >&7
-	exec 7>&-
 	rm -f "$T/move"
+	exec 7>&-
 	expect_eq "a runs, in a process of its own" "$(sbsh "$a" 'echo a')" a
 	kill "$st" 2>/dev/null
 	wait "$st" 2>/dev/null || true
@@ -1447,13 +1471,13 @@ t_move_of_a_dead_process() {
 		fail "the helper did not ask the dead process's pidfd: $(head -c 600 "$T/mover.strace")"
 	! grep -qE "^[0-9]+ +write\\([0-9]+, \"$sp\"" "$T/mover.strace" ||
 		fail "the helper wrote the dead process's pid $sp: $(grep -E "\"$sp\"" "$T/mover.strace" | head -3)"
-	hp=$(cg_mover_of "$DPID")
-	[ -n "$hp" ] || fail "no mover after a's call"
 	kill -KILL "$hp"
 	wait_gone "the killed mover" 10 eval "cg_mover_of $DPID | grep -x $hp"
 	expect_eq "a runs after its mover was killed" "$(sbsh "$a" 'echo a2')" a2
 	expect_eq "and again" "$(sbsh "$a" 'echo a3')" a3
 	[ -n "$(cg_mover_of "$DPID")" ] || fail "no new mover"
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	expect_eq "a new box after it" "$(sbsh "$b" 'echo b')" b
 	stop_daemon
 }
 

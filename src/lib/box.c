@@ -410,7 +410,10 @@ static void box_died(struct corral_box *b)
 	if (starting && b->o.on_ready) {
 		struct corral_err err;
 
-		corral_set_err(&err, -EIO, "the sandbox's init died while starting");
+		if (b->sb && b->sb->start_err[0])
+			corral_set_err(&err, -EIO, "%s", b->sb->start_err);
+		else
+			corral_set_err(&err, -EIO, "the sandbox's init died while starting");
 		b->o.on_ready(b->o.arg, b, &err);
 		return;
 	}
@@ -535,6 +538,7 @@ static int box_spawn(struct corral_box *b, struct corral_err *err)
 		.base = b->base, .p = b->p, .ev = b->ev, .cg = b->cg,
 		.stdio = { -1, -1, -1 }, .hooks = &box_hooks, .arg = b,
 		.want_upper = b->p->workspace != NULL,	/* diff, export */
+		.move_off_loop = true,
 	};
 
 	return sandbox_spawn(&b->sb, &so, err);

@@ -85,8 +85,8 @@ static struct {
 
 /*
  * Tests only (tests/serve.sh t_moves_off_loop): a FIFO named in the
- * daemon's environment, which no API client can set, holds the helper's
- * first move until the test writes to it.
+ * daemon's environment, which no API client can set, holds each move
+ * until the test writes a byte to it (or closes it), while it exists.
  */
 static void hold_for_test(void)
 {
@@ -125,6 +125,7 @@ static void move_one(int sock, const struct move_req *q, int *fds, size_t n)
 	char pid[16];
 	size_t len;
 
+	hold_for_test();
 	len = (size_t)snprintf(pid, sizeof(pid), "%d", (int)q->pid);
 	if (n < 2)
 		a.r = -EINVAL;
@@ -144,7 +145,6 @@ static __attribute__((noreturn)) void helper(int sock)
 	sigset_t all;
 	size_t nfds;
 	ssize_t n;
-	bool held = false;
 
 	prctl(PR_SET_NAME, "corral-move", 0, 0, 0);
 	/* the daemon's end is ours: nothing would read our answers */
@@ -167,10 +167,6 @@ static __attribute__((noreturn)) void helper(int sock)
 		n = fd_recv(sock, &q, sizeof(q), fds, MOVE_FDS, &nfds, 0);
 		if (n <= 0 && n != -EMSGSIZE)
 			_exit(0);	/* the daemon closed its end, or is gone */
-		if (!held) {
-			hold_for_test();
-			held = true;
-		}
 		if (n == (ssize_t)sizeof(q)) {
 			move_one(sock, &q, fds, nfds);
 			continue;

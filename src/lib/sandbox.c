@@ -274,6 +274,7 @@ void sandbox_free(struct sandbox *sb)
 {
 	if (!sb)
 		return;
+	cg_move_cancel(sb->mv);
 	sandbox_unwatch(sb);
 	sensor_free(sb->sensor);
 	tripwire_free(sb->tripwire);
@@ -309,6 +310,7 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->hooks = o->hooks;
 	sb->arg = o->arg;
 	sb->container = o->container;
+	sb->move_off_loop = o->move_off_loop;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
 	/* before the environment: it names the CA and holds the placeholders */
@@ -387,14 +389,67 @@ static int await_net(int sync, struct corral_err *err)
 			      "namespace was made");
 }
 
+/* "c" told: init goes on to its mounts and its command (or calls). */
+static int tell_in_group(struct sandbox *sb, int sync_wr, int *fds, int n,
+			 struct corral_err *err)
+{
+	ssize_t sent = fd_send(sync_wr, "c", 1, fds, (size_t)n, MSG_NOSIGNAL);
+
+	if (sent != 1)
+		return corral_set_errno(err, sent < 0 ? (int)-sent : EIO,
+					"cannot start the sandbox");
+	return 0;
+}
+
+/*
+ * The mover has moved init in, or killed it: its end reaches the front
+ * end as any init's death does, and start_err says why.
+ */
+static void init_moved(void *arg, int r, const char *msg)
+{
+	struct sandbox *sb = arg;
+	struct corral_err err;
+
+	sb->mv = NULL;
+	if (r < 0) {
+		snprintf(sb->start_err, sizeof(sb->start_err), "%s", msg);
+	} else if (tell_in_group(sb, sb->sync_wr, NULL, 0, &err) < 0) {
+		sandbox_kill(sb);	/* init is gone, or will be */
+	}
+	if (!sb->keep_sync)
+		cleanup_closep(&sb->sync_wr);
+}
+
+/*
+ * Into the cgroup: init moves itself in with fds (cg_entry_fds: no RCU
+ * grace period that way), or is moved: here, or by the mover (then "c"
+ * waits for it: *deferred).
+ */
+static int enter_group(struct sandbox *sb, int *fds, int *n, bool *deferred,
+		       struct corral_err *err)
+{
+	int r;
+
+	*deferred = false;
+	*n = cg_entry_fds(sb->cg, fds, FD_SEND_MAX, err);
+	if (*n != -ENOTSUP)
+		return *n < 0 ? *n : 0;
+	*n = 0;
+	if (!sb->move_off_loop)
+		return cg_attach(sb->cg, sb->pid, err);
+	r = cg_move_start(sb->base, sb->cg, sb->pid, init_moved, sb, &sb->mv, err);
+	*deferred = r == 1;
+	return r < 0 ? r : 0;
+}
+
 /*
  * "g": identity given, build the mounts.  "c": in the cgroup now, or with
- * fds to move itself in (cg_entry_fds: no RCU grace period that way).
+ * fds to move itself in.
  */
 static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 {
 	int fds[FD_SEND_MAX], n = 0, r;
-	ssize_t sent;
+	bool deferred = false;
 
 	r = ns_write_id_maps(sb->pid, &sb->ids, err);
 	if (r == 0)
@@ -412,23 +467,20 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	/* a one-shot run's group is made now, while the mounts are built */
 	if (r == 0)
 		r = cg_make(sb->cg, err);
-	if (r == 0) {
-		n = cg_entry_fds(sb->cg, fds, FD_SEND_MAX, err);
-		r = n == -ENOTSUP ? cg_attach(sb->cg, sb->pid, err) : n < 0 ? n : 0;
-		n = n < 0 ? 0 : n;
-	}
+	if (r == 0)
+		r = enter_group(sb, fds, &n, &deferred, err);
 	if (r == 0)
 		r = watch(sb, err);
-	if (r == 0 && (sent = fd_send(*sync_wr, "c", 1, fds, n, MSG_NOSIGNAL)) != 1)
-		r = corral_set_errno(err, sent < 0 ? (int)-sent : EIO,
-				     "cannot start the sandbox");
+	if (r == 0 && !deferred)
+		r = tell_in_group(sb, *sync_wr, fds, n, err);
 	while (n)
 		close(fds[--n]);
 	/*
 	 * with tripwires, the command waits for "t" (answered on READY); a
 	 * container's for "s" (sandbox_release)
 	 */
-	if (r == 0 && (sb->p->abort.ntripwires || sb->container))
+	sb->keep_sync = sb->p->abort.ntripwires || sb->container;
+	if (r == 0 && (deferred || sb->keep_sync))
 		sb->sync_wr = steal_fd(sync_wr);
 	return r;
 }

@@ -252,6 +252,11 @@ struct sandbox_opts {
 	 * over a namespace the host owns); not with the egress proxy.
 	 */
 	int net_fd;
+	/*
+	 * A daemon's box: where init cannot move itself in, it is moved by
+	 * the mover (cg_move_start), not on base's loop, and "c" waits.
+	 */
+	bool move_off_loop;
 };
 
 struct sandbox {
@@ -269,7 +274,12 @@ struct sandbox {
 	pid_t pid;		/* init, as the host sees it */
 	int pidfd;
 	int ctl;		/* init's messages; calls go the other way */
-	int sync_wr;		/* "t" on MSG_READY once the tripwires are watched */
+	int sync_wr;		/* "t" on MSG_READY once the tripwires are watched;
+				   "c" once the mover has moved init (mv) */
+	bool keep_sync;		/* sync_wr is kept after "c" */
+	bool move_off_loop;	/* sandbox_opts.move_off_loop */
+	struct cg_move *mv;	/* init's move into its groups, under way */
+	char start_err[CORRAL_ERR_MAX];	/* why init was killed while starting */
 	int rootfd;		/* the sandbox's "/": tripwires and files */
 	int scratchfd;		/* its writable tmpfs: was the disk limit hit? */
 	int upperfd;		/* want_upper: the workspace's upper layer */

@@ -574,6 +574,7 @@ def section_exec(d):
             other.req("DELETE", f"/v1/sandboxes/{sid2}")
         finally:
             other.close()
+        churn = exec_beside_churn(d, api, sid)
         # how agents call: a command line.  A simple one runs without the
         # shell (src/lib/shell.c), as does the cd-and-2>&1 form agents
         # write; one with a separator needs sh and a fork.
@@ -585,7 +586,10 @@ def section_exec(d):
         api.close()
     rows.append(("corral serve: POST /exec, warm sandbox, keep-alive", times, AIM_EXEC_MS))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms (not frozen)", paced, AIM_PACED_MS))
-    rows.append(("  the same, to another sandbox just after one's answer", after, AIM_PACED_MS))
+    # (labels fit the table's column: the comments above say the rest)
+    rows.append(("  the same, to a 2nd sandbox right after the 1st's", after, AIM_PACED_MS))
+    rows.append((f"  every {CHURN_PACE * 1000:.0f} ms, beside a create+delete "
+                 f"every {CHURN_GAP * 1000:.0f} ms", churn, AIM_PACED_MS))
     rows.append(('  "command": "/bin/true" (no shell needed)', line))
     rows.append(('  "command": "cd /tmp && /bin/true 2>&1" (nor here)', cd))
     rows.append(('  "command": "/bin/true; true" (sh -c, a fork)', shell))
@@ -602,6 +606,44 @@ def section_exec(d):
     rows.append(("floor: /bin/true by posix_spawn from C", floor_spawn(EXECS, 0)))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms", floor_spawn(ONESHOT, PACE)))
     return rows
+
+
+CHURN_PACE = 0.05       # seconds between execs beside the churn
+CHURN_GAP = 0.15        # seconds between the other client's create+delete
+
+
+def exec_beside_churn(d, api, sid):
+    """Execs into sid while another connection creates and deletes
+    sandboxes: whatever a create or delete does on the daemon's one loop
+    (a cgroup move, a clone, a teardown) is a wait for everyone else."""
+    stop = threading.Event()
+    errors = []
+
+    def churn():
+        other = d.api()
+        try:
+            while not stop.is_set():
+                sid2, _ = other.create(idle_freeze_ms=0)
+                other.req("DELETE", f"/v1/sandboxes/{sid2}")
+                stop.wait(CHURN_GAP)
+        except ApiError as e:
+            errors.append(str(e))
+        finally:
+            other.close()
+
+    th = threading.Thread(target=churn)
+    th.start()
+    try:
+        times = []
+        for _ in range(ONESHOT):
+            time.sleep(CHURN_PACE)
+            times.append(api.exec_true(sid))
+    finally:
+        stop.set()
+        th.join()
+    if errors:
+        raise ApiError("the churning client: " + errors[0])
+    return times
 
 
 FLOOR_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_spawn.c")

@@ -137,6 +137,13 @@ struct cg_hier *cg_hier_of(struct cg *cg, enum cg_ctrl c);
 int cg_pick_parent(const char *mount, uid_t euid, char **parent, bool *create);
 int cg_add_hier(struct cg *cg, const char *mount, char *parent, bool create,
 		unsigned ctrls);
+/*
+ * Tests only: where the environment variable var names a FIFO (no API
+ * client can set the daemon's environment), wait for a byte on it, or
+ * for its last writer to close it, so that a test makes a helper's work
+ * slow without a clock.  Opening it blocks until the test opens it too.
+ */
+void cg_hold_for_test(const char *var);
 /* Write pid into cgroup.procs of every hierarchy. */
 int cg_attach_procs(struct cg *cg, pid_t pid, struct corral_err *err);
 /* Processes left in the tree, each SIGKILLed if kill; negative errno. */

@@ -83,27 +83,6 @@ static struct {
 
 /* ---- the helper ---------------------------------------------------- */
 
-/*
- * Tests only (tests/serve.sh t_moves_off_loop): a FIFO named in the
- * daemon's environment, which no API client can set, holds each move
- * until the test writes a byte to it (or closes it), while it exists.
- */
-static void hold_for_test(void)
-{
-	const char *fifo = getenv("CORRAL_TEST_MOVE_FIFO");
-	char c;
-	int fd;
-
-	if (!fifo || !fifo[0])
-		return;
-	fd = open(fifo, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	while (read(fd, &c, 1) < 0 && errno == EINTR)
-		;
-	close(fd);
-}
-
 static int write_pid(int pidfd, int fd, const char *pid, size_t len)
 {
 	ssize_t n;
@@ -125,7 +104,8 @@ static void move_one(int sock, const struct move_req *q, int *fds, size_t n)
 	char pid[16];
 	size_t len;
 
-	hold_for_test();
+	/* tests/serve.sh t_moves_off_loop holds each move */
+	cg_hold_for_test("CORRAL_TEST_MOVE_FIFO");
 	len = (size_t)snprintf(pid, sizeof(pid), "%d", (int)q->pid);
 	if (n < 2)
 		a.r = -EINVAL;

@@ -75,28 +75,6 @@ static void destroy_all(struct cg **cgs, size_t n)
 		cg_destroy(cgs[i]);
 }
 
-/*
- * Tests only (tests/serve.sh t_teardown_off_loop): a FIFO named in the
- * daemon's environment, which no API client can set, holds the removal
- * until the test writes to it, so that a slow teardown is made slow
- * without a clock.  Opening it blocks until the test opens the other end.
- */
-static void hold_for_test(void)
-{
-	const char *fifo = getenv("CORRAL_TEST_REAP_FIFO");
-	char c;
-	int fd;
-
-	if (!fifo || !fifo[0])
-		return;
-	fd = open(fifo, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	while (read(fd, &c, 1) < 0 && errno == EINTR)
-		;
-	close(fd);
-}
-
 /* In the helper: nothing of the daemon's loop, its signals or its exit. */
 static __attribute__((noreturn)) void helper(struct reap_job *j)
 {
@@ -117,7 +95,8 @@ static __attribute__((noreturn)) void helper(struct reap_job *j)
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	/* nor the sandboxes' sockets: an init hears of the daemon's end by EOF */
 	syscall(SYS_close_range, 3, ~0U, 0);
-	hold_for_test();
+	/* tests/serve.sh t_teardown_off_loop holds the removal */
+	cg_hold_for_test("CORRAL_TEST_REAP_FIFO");
 	destroy_all(j->cgs, j->n);
 	_exit(0);
 }

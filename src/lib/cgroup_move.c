@@ -87,7 +87,7 @@ static int write_pid(int pidfd, int fd, const char *pid, size_t len)
 {
 	ssize_t n;
 
-	/* gone, or a zombie init has reaped: its pid may be anyone's now */
+	/* reaped (ESRCH): its pid may be anyone's now; a zombie still holds it */
 	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
 		return -errno;
 	do

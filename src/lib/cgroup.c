@@ -642,6 +642,18 @@ void cg_hold_for_test(const char *var)
 	close(fd);
 }
 
+void cg_helper_signals(void)
+{
+	sigset_t none;
+
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 int cg_attach_procs(struct cg *cg, pid_t pid, struct corral_err *err)
 {
 	char buf[32];

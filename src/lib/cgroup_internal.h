@@ -144,6 +144,13 @@ int cg_add_hier(struct cg *cg, const char *mount, char *parent, bool create,
  * slow without a clock.  Opening it blocks until the test opens it too.
  */
 void cg_hold_for_test(const char *var);
+/*
+ * In a helper forked from the daemon (the reaper, the mover): TERM, INT
+ * and HUP ignored (the daemon acts on them), CHLD default, nothing
+ * blocked: none of libevent's handlers, which write into the daemon's
+ * signal pipe.
+ */
+void cg_helper_signals(void);
 /* Write pid into cgroup.procs of every hierarchy. */
 int cg_attach_procs(struct cg *cg, pid_t pid, struct corral_err *err);
 /* Processes left in the tree, each SIGKILLed if kill; negative errno. */

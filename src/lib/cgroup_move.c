@@ -122,7 +122,6 @@ static __attribute__((noreturn)) void helper(int sock)
 {
 	struct move_req q;
 	int fds[MOVE_FDS];
-	sigset_t all;
 	size_t nfds;
 	ssize_t n;
 
@@ -130,12 +129,7 @@ static __attribute__((noreturn)) void helper(int sock)
 	/* the daemon's end is ours: nothing would read our answers */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* a ^C to the terminal's group is the daemon's to act on */
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGCHLD, SIG_DFL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
+	cg_helper_signals();
 	/* nor the sandboxes' sockets: an init hears of the daemon's end by EOF */
 	if (sock != 3) {
 		if (dup2(sock, 3) < 0)

@@ -78,8 +78,6 @@ static void destroy_all(struct cg **cgs, size_t n)
 /* In the helper: nothing of the daemon's loop, its signals or its exit. */
 static __attribute__((noreturn)) void helper(struct reap_job *j)
 {
-	sigset_t all;
-
 	/* told apart from the daemon in ps and top (its comm; the cmdline is the daemon's) */
 	prctl(PR_SET_NAME, "corral-reap", 0, 0, 0);
 	/*
@@ -87,12 +85,7 @@ static __attribute__((noreturn)) void helper(struct reap_job *j)
 	 * a ^C to the terminal's group must not cut the removal short (it
 	 * is bounded: cg_destroy's waits), or the groups would be left
 	 */
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGCHLD, SIG_DFL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
+	cg_helper_signals();
 	/* nor the sandboxes' sockets: an init hears of the daemon's end by EOF */
 	syscall(SYS_close_range, 3, ~0U, 0);
 	/* tests/serve.sh t_teardown_off_loop holds the removal */

@@ -1481,6 +1481,42 @@ t_move_of_a_dead_process() {
 	stop_daemon
 }
 
+# Attacker: the mover dies while a new box's init waits for its move (it
+# was killed, or ran out of memory).  init must not go on outside its
+# groups: it is killed, the create fails and says why, nothing of it is
+# left, and the next create gets a new mover.
+t_create_when_the_mover_dies() {
+	local hp cr
+	mkfifo "$T/move"
+	exec 7<>"$T/move"
+	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
+	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -d '{"idle_freeze_ms": 0}' \
+		-o "$T/a.json" -w '%{http_code}' http://localhost/v1/sandboxes > "$T/a.code" 2>&1 7>&- &
+	cr=$!
+	hp=$(await_hold "$cr")
+	if [ -z "$hp" ]; then
+		wait "$cr" || true
+		rm -f "$T/move"; exec 7>&-
+		stop_daemon
+		skip "no cgroups, or init moves itself in: no move to lose"
+		return 77
+	fi
+	rm -f "$T/move"
+	exec 7>&-
+	kill -KILL "$hp"
+	wait "$cr" || true
+	code=$(cat "$T/a.code")
+	expect_eq "no box whose init was never moved" "$code" 500
+	expect_contains "the create says why" "$(cat "$T/a.json")" "the cgroup mover ended before"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
+	wait_gone "the failed box's groups" 10 eval "cgroups_of $DPID | grep -v freezer-hold"
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	expect_eq "the next box runs" "$(sbsh "$b" 'echo b')" b
+	[ -n "$(cg_mover_of "$DPID")" ] || fail "no new mover for the next box"
+	stop_daemon
+}
+
 # v1: an empty group held FROZEN while the daemon has a box, so that no
 # box's freeze or thaw is the host's first or last (cgroup.c says why).
 t_freezer_hold() {

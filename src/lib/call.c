@@ -529,8 +529,6 @@ static void gate_ready(struct corral_call *c, pid_t pid)
 		return;
 	}
 	r = cg_move_start(c->b->base, c->cg, pid, call_moved, c, &c->mv, &err);
-	if (r < 0)
-		kill(pid, SIGKILL);
 	if (r <= 0)
 		call_moved(c, r, err.msg);
 }
@@ -834,8 +832,6 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 		/* off the loop: its grace period is nobody's wait */
 		r = sp->cg ? cg_move_start(b->base, sp->cg, pid, spare_moved, b,
 					   &sp->mv, &err) : 0;
-		if (r < 0)
-			kill(pid, SIGKILL);
 		if (r <= 0)
 			spare_moved(b, r, NULL);
 		return;

@@ -90,7 +90,8 @@ int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
  * then, before done runs, by a pidfd opened now).  Returns 1 when started
  * (*out the move, until done runs or cg_move_cancel), 0 when nothing was
  * to be written or it was written here and now (no cgroup, another
- * loop), or a negative errno with err set: then done never runs.
+ * loop), or a negative errno with err set: then done never runs, and the
+ * process was SIGKILLed (by pid: the caller's, known alive just now).
  * Cancel a move before cg_destroy() of its group.
  */
 struct cg_move;

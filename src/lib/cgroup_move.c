@@ -372,9 +372,9 @@ static void on_answer(evutil_socket_t fd, short what, void *arg)
 	mover_pump();
 }
 
-int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
-		  cg_move_fn done, void *arg, struct cg_move **out,
-		  struct corral_err *err)
+static int move_begin(struct event_base *base, struct cg *cg, pid_t pid,
+		      cg_move_fn done, void *arg, struct cg_move **out,
+		      struct corral_err *err)
 {
 	struct cg_move *m;
 	int r;
@@ -428,6 +428,18 @@ int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
 	mover.tail = m;
 	*out = m;
 	return 1;
+}
+
+int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
+		  cg_move_fn done, void *arg, struct cg_move **out,
+		  struct corral_err *err)
+{
+	int r = move_begin(base, cg, pid, done, arg, out, err);
+
+	/* as move_end's: a process that cannot be moved must not run */
+	if (r < 0)
+		kill(pid, SIGKILL);
+	return r;
 }
 
 void cg_move_retarget(struct cg_move *m, cg_move_fn done, void *arg)

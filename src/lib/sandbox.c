@@ -389,6 +389,15 @@ static int await_net(int sync, struct corral_err *err)
 			      "namespace was made");
 }
 
+/*
+ * After "c": with tripwires, the command waits for "t" (answered on
+ * READY); a container's for "s" (sandbox_release).
+ */
+static bool keeps_sync(const struct sandbox *sb)
+{
+	return sb->p->abort.ntripwires || sb->container;
+}
+
 /* "c" told: init goes on to its mounts and its command (or calls). */
 static int tell_in_group(struct sandbox *sb, int sync_wr, int *fds, int n,
 			 struct corral_err *err)
@@ -416,7 +425,7 @@ static void init_moved(void *arg, int r, const char *msg)
 	} else if (tell_in_group(sb, sb->sync_wr, NULL, 0, &err) < 0) {
 		sandbox_kill(sb);	/* init is gone, or will be */
 	}
-	if (!sb->keep_sync)
+	if (!keeps_sync(sb))
 		cleanup_closep(&sb->sync_wr);
 }
 
@@ -475,12 +484,7 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 		r = tell_in_group(sb, *sync_wr, fds, n, err);
 	while (n)
 		close(fds[--n]);
-	/*
-	 * with tripwires, the command waits for "t" (answered on READY); a
-	 * container's for "s" (sandbox_release)
-	 */
-	sb->keep_sync = sb->p->abort.ntripwires || sb->container;
-	if (r == 0 && (deferred || sb->keep_sync))
+	if (r == 0 && (deferred || keeps_sync(sb)))
 		sb->sync_wr = steal_fd(sync_wr);
 	return r;
 }

@@ -276,7 +276,6 @@ struct sandbox {
 	int ctl;		/* init's messages; calls go the other way */
 	int sync_wr;		/* "t" on MSG_READY once the tripwires are watched;
 				   "c" once the mover has moved init (mv) */
-	bool keep_sync;		/* sync_wr is kept after "c" */
 	bool move_off_loop;	/* sandbox_opts.move_off_loop */
 	struct cg_move *mv;	/* init's move into its groups, under way */
 	char start_err[CORRAL_ERR_MAX];	/* why init was killed while starting */

@@ -16,6 +16,7 @@ import time
 
 N = int(os.environ.get("BENCH_RUNS", "200"))
 M = int(os.environ.get("BENCH_BURST", "100"))
+ROUNDS = max(1, int(os.environ.get("BENCH_BURST_ROUNDS", "4")))
 corral = sys.argv[1]
 
 bwrap_view = ["--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
@@ -71,7 +72,10 @@ def burst(argv):
 # Run by run, the rows take turns (corral, bwrap, unshare, ..., then again):
 # this host's speed drifts by a third within minutes, and rows measured
 # one after the other would each get a different host.  The bursts go
-# A B C then C B A, and each row's two are averaged, for the same reason.
+# A B C, C B A, A B C, ... (BENCH_BURST_ROUNDS rounds), for the same
+# reason; each row's figure is its median, and corral's ratio to bwrap is
+# taken round by round (the two bursts next to each other), since one
+# burst's wall time here varies by 10-20% from one round to the next.
 present = [(name, argv) for name, argv in peers + starts if shutil.which(argv[0])]
 times = {name: [] for name, _ in present}
 cpus = {name: [] for name, _ in present}
@@ -90,8 +94,9 @@ for i in range(N + 5):
             cpus[name].append(cpu)
 walls = {name: [] for name, _ in present}
 bursting = [(n, a) for n, a in present if (n, a) in peers and n not in failed]
-for name, argv in bursting + bursting[::-1]:
-    walls[name].append(burst(argv))
+for r in range(ROUNDS):
+    for name, argv in (bursting if r % 2 == 0 else bursting[::-1]):
+        walls[name].append(burst(argv))
 
 rows = []
 for name, argv in peers + starts:
@@ -102,12 +107,13 @@ for name, argv in peers + starts:
     else:
         t = sorted(times[name])
         w = walls[name]
-        wall = statistics.mean(x for x, _ in w) if w else 0
+        wall = statistics.median(x for x, _ in w) if w else 0
         bad = sum(b for _, b in w)
         rows.append((name, (statistics.median(t), t[int(len(t) * 0.95) - 1], wall, bad,
                             statistics.mean(cpus[name]))))
 
-print(f"cold start of `true`: {N} sequential runs each, then {M} at once "
+print(f"cold start of `true`: {N} sequential runs each, then {M} at once, "
+      f"{ROUNDS} rounds "
       f"(uid {os.geteuid()}, {os.cpu_count()} cpus)")
 print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {f'{M} at once ms':>16} {'failed':>7}"
       f" {'host CPU ms':>12}")
@@ -130,7 +136,11 @@ if base and bw:
     def aim(ok):
         return "met" if ok else "not met"
 
-    print(f"corral / bwrap median ratio: {base / bw[0]:.2f} "
+    print(f"corral / bwrap median ratio: {base / bw[0]:.3f} "
           f"(aim <= 1.0: {aim(base <= bw[0])})")
-    print(f"corral {M} at once: {me[2]:.0f} ms, bwrap {bw[2]:.0f} ms "
-          f"(aim <= bwrap: {aim(me[2] <= bw[2])})")
+    per = sorted(a / b for (a, _), (b, _) in
+                 zip(walls[rows[0][0]], walls[next(n for n, r in rows if r is bw)]))
+    print(f"corral {M} at once: {me[2]:.0f} ms, bwrap {bw[2]:.0f} ms (medians); "
+          f"ratio round by round {statistics.median(per):.3f} "
+          f"(min {per[0]:.3f}, max {per[-1]:.3f}; aim <= 1.0: "
+          f"{aim(statistics.median(per) <= 1.0)})")

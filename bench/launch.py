@@ -12,6 +12,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 N = int(os.environ.get("BENCH_RUNS", "200"))
@@ -144,3 +145,55 @@ if base and bw:
           f"ratio round by round {statistics.median(per):.3f} "
           f"(min {per[0]:.3f}, max {per[-1]:.3f}; aim <= 1.0: "
           f"{aim(statistics.median(per) <= 1.0)})")
+
+
+# ---- where a cold start's time goes: before the command, and after ---------
+# The command is bench/floor_stamp.c, static, bound read-only into both
+# sandboxes (corral, as root, idmaps the bind: idmap.c).  It prints when
+# it began (CLOCK_MONOTONIC, the clock this process reads too), so each
+# run splits into setup (launch -> command) and teardown (command -> the
+# launcher exits), the peers taking turns.
+PHASES = int(os.environ.get("BENCH_PHASES", "100"))
+
+
+def phases():
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_stamp.c")
+    tmp = tempfile.mkdtemp(prefix="corral-bench-")
+    try:
+        os.chmod(tmp, 0o755)
+        exe = os.path.join(tmp, "stamp")
+        b = subprocess.run(["cc", "-O2", "-static", "-o", exe, src],
+                           capture_output=True, text=True)
+        if b.returncode != 0:
+            print(f"phases: cannot build floor_stamp.c statically: {b.stderr.strip()[-200:]}")
+            return
+        argvs = [("corral run", [corral, "run", "--ro", f"{tmp}:/stamp", "--", "/stamp/stamp"]),
+                 ("bwrap", ["bwrap", "--unshare-all", "--die-with-parent"] + bwrap_view +
+                  ["--ro-bind", tmp, "/stamp", "/stamp/stamp"])]
+        argvs = [(n, a) for n, a in argvs if shutil.which(a[0])]
+        got = {n: [] for n, _ in argvs}
+        for i in range(PHASES + 3):
+            for name, argv in argvs:
+                t0 = time.monotonic_ns()
+                r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+                t1 = time.monotonic_ns()
+                if r.returncode != 0 or not r.stderr.strip().isdigit():
+                    print(f"phases: {name} failed ({r.returncode}): {r.stderr.strip()[-200:]}")
+                    return
+                if i >= 3:
+                    ts = int(r.stderr.strip())
+                    got[name].append(((ts - t0) / 1e6, (t1 - ts) / 1e6))
+        print(f"\nwhere it goes: a static command in a read-only bind, {PHASES} runs each, medians")
+        print(f"{'sandbox':40} {'setup ms':>10} {'teardown ms':>12} {'total ms':>10}")
+        for name, xs in got.items():
+            print(f"{name:40} {statistics.median(a for a, _ in xs):10.2f} "
+                  f"{statistics.median(b for _, b in xs):12.2f} "
+                  f"{statistics.median(a + b for a, b in xs):10.2f}")
+        print("(setup: from the launcher's start to the command's first instruction; "
+              "teardown: from there to its exit)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+phases()

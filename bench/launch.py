@@ -139,8 +139,8 @@ if base and bw:
 
     print(f"corral / bwrap median ratio: {base / bw[0]:.3f} "
           f"(aim <= 1.0: {aim(base <= bw[0])})")
-    per = sorted(a / b for (a, _), (b, _) in
-                 zip(walls[rows[0][0]], walls[next(n for n, r in rows if r is bw)]))
+    bw_name = next(n for n, r in rows if r is bw)
+    per = sorted(a / b for (a, _), (b, _) in zip(walls[rows[0][0]], walls[bw_name]))
     print(f"corral {M} at once: {me[2]:.0f} ms, bwrap {bw[2]:.0f} ms (medians); "
           f"ratio round by round {statistics.median(per):.3f} "
           f"(min {per[0]:.3f}, max {per[-1]:.3f}; aim <= 1.0: "
@@ -162,7 +162,11 @@ def phases():
     try:
         os.chmod(tmp, 0o755)
         exe = os.path.join(tmp, "stamp")
-        b = subprocess.run(["cc", "-O2", "-static", "-o", exe, src],
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            print("phases: no C compiler to build floor_stamp.c: not measured")
+            return
+        b = subprocess.run([cc, "-O2", "-static", "-o", exe, src],
                            capture_output=True, text=True)
         if b.returncode != 0:
             print(f"phases: cannot build floor_stamp.c statically: {b.stderr.strip()[-200:]}")

@@ -99,11 +99,15 @@ static int owner_userns(uid_t owner, gid_t gowner, uid_t agent, gid_t gagent,
 	h = (struct userns_helper){ go[0], ready[1], go[1], ready[0] };
 	/* no handler of ours may run on the helper's stack, in our memory */
 	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-	c = clone(userns_helper, stack + sizeof(stack), CLONE_VM | SIGCHLD, &h);
-	if (c < 0)
-		snprintf(why, len, "clone: %s", strerror(errno));
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (sigprocmask(SIG_SETMASK, &all, &old) < 0) {
+		c = -1;
+		snprintf(why, len, "sigprocmask: %s", strerror(errno));
+	} else {
+		c = clone(userns_helper, stack + sizeof(stack), CLONE_VM | SIGCHLD, &h);
+		if (c < 0)
+			snprintf(why, len, "clone: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old, NULL);
+	}
 	close(go[0]);
 	close(ready[1]);
 	if (c < 0)

@@ -1,8 +1,6 @@
 # corral - build, test, benchmark.  `make help` lists the targets.
 
 CC      ?= cc
-# libnftables is loaded at run time (net.c), only where transparent mode
-# is set up: its headers come from libnftables-dev, its code is not linked.
 PKGS    := libseccomp jansson libevent zlib
 # libcurl's headers only: the client verbs load it at run time (src/cli/curl.c)
 HDR_PKGS := libcurl

@@ -36,6 +36,10 @@ peers = [
 starts = [
     ("  start only: corral --version", [corral, "--version"]),
     ("  start only: bwrap --version", ["bwrap", "--version"]),
+    # an agent given the network: the proxy's listeners and transparent
+    # mode's nftables rules (nft.c) in the sandbox's netns; no packet is sent
+    ("  corral run --net proxy", [corral, "run", "--net", "proxy", "--allow",
+                                  "x.test:80", "--", "/bin/true"]),
 ]
 
 
@@ -124,7 +128,7 @@ for name, r in rows:
         print(f"{name:40} {'not installed':>10}")
     elif isinstance(r, str):
         print(f"{name:40} {r}")
-    elif name.startswith("  start only"):
+    elif name.startswith("  "):
         print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {'':>16} {r[3]:7d} {r[4]:12.2f}")
     else:
         print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[2]:16.0f} {r[3]:7d} {r[4]:12.2f}")

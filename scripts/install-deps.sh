@@ -4,7 +4,7 @@
 set -eu
 PKGS="gcc make pkg-config libseccomp-dev libjansson-dev libevent-dev libssl-dev
       libcap-dev clang libclang-rt-14-dev bubblewrap hyperfine util-linux
-      iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev libnftables-dev
+      iproute2 nftables python3 git curl strace libhttp-parser-dev libldns-dev
       libcurl4-openssl-dev zlib1g-dev nodejs npm"
 missing=""
 # images: archives and layers; a real tree and a real OCI tool for the tests

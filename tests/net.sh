@@ -784,6 +784,139 @@ PY
 	expect_eq "the sandbox's lo" "$(cat "$T/probe")" "gso_ipv4_max_size 262144"
 }
 
+# Transparent mode's rules go to the kernel as one netlink batch built by
+# hand (src/lib/nft.c), no longer through libnftables from their text.
+# What the kernel holds must be what nft made from that text, expression
+# by expression: nft itself lists it, from inside the sandbox's netns
+# (rule handles left out).
+t_transparent_rules_as_nft_lists_them() {
+	local rc=0
+	[ -x /usr/sbin/nft ] || { skip "no /usr/sbin/nft"; return 77; }
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	/usr/bin/python3 - "$CORRAL" "$T" "$HERE" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import ctypes, fcntl, os, socket, struct, sys
+corral, t = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from sandbox_probe import running_sandbox, sockets_of
+CAP_NET_ADMIN = 12
+def sandbox_ns(sup):
+    for sk in sockets_of(sup):
+        if sk.family == socket.AF_INET and sk.type == socket.SOCK_STREAM and \
+                sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and \
+                sk.getsockname()[1] == 3128:
+            net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
+            return fcntl.ioctl(net, 0xb701), net        # NS_GET_USERNS
+    sys.exit("no listener of the sandbox's in the supervisor")
+def nft_inside(fds):
+    """In the sandbox's user and net namespaces, nft run with
+    CAP_NET_ADMIN there as an ambient capability (uid 0 is not ours)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for fd in fds:
+        if libc.setns(fd, 0) != 0:
+            sys.exit("setns: errno %d" % ctypes.get_errno())
+    hdr = struct.pack("II", 0x20080522, 0)
+    data = ctypes.create_string_buffer(24)
+    if libc.capget(hdr, data) != 0:
+        sys.exit("capget: errno %d" % ctypes.get_errno())
+    eff, perm, inh = struct.unpack_from("III", data.raw)
+    struct.pack_into("III", data, 0, eff, perm, inh | (1 << CAP_NET_ADMIN))
+    if libc.capset(hdr, data) != 0 or \
+            libc.prctl(47, 2, CAP_NET_ADMIN, 0, 0) != 0:    # PR_CAP_AMBIENT_RAISE
+        sys.exit("ambient CAP_NET_ADMIN: errno %d" % ctypes.get_errno())
+    os.execv("/usr/sbin/nft", ["nft", "--debug=netlink", "list", "ruleset"])
+with running_sandbox(corral, t + "/p.json") as p:
+    fds = sandbox_ns(p.pid)
+    child = os.fork()
+    if child == 0:          # setns changes this process: a child of its own does it
+        try:
+            nft_inside(fds)
+        finally:
+            os._exit(127)
+    _, status = os.waitpid(child, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+PY
+	[ "$rc" = 0 ] || { cat "$T/probe"; fail "nft in the sandbox's netns failed ($rc)"; return; }
+	sed -E 's/^(ip6? corral [a-z_]+) [0-9 ]+$/\1/; s/\t/  /g' "$T/probe" > "$T/rules"
+	cat > "$T/want" <<'EOF'
+ip corral out
+  [ payload load 1b @ network header + 16 => reg 1 ]
+  [ cmp eq reg 1 0x0000007f ]
+  [ immediate reg 0 return ]
+
+ip corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000006 ]
+  [ immediate reg 1 0x0000390c ]
+  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
+
+ip corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000011 ]
+  [ payload load 2b @ transport header + 2 => reg 1 ]
+  [ cmp eq reg 1 0x00003500 ]
+  [ immediate reg 1 0x00003500 ]
+  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
+
+ip corral filter_out
+  [ payload load 1b @ network header + 16 => reg 1 ]
+  [ cmp neq reg 1 0x0000007f ]
+  [ immediate reg 0 drop ]
+
+ip6 corral out
+  [ payload load 16b @ network header + 24 => reg 1 ]
+  [ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ]
+  [ immediate reg 0 return ]
+
+ip6 corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000006 ]
+  [ immediate reg 1 0x0000390c ]
+  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
+
+ip6 corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000011 ]
+  [ payload load 2b @ transport header + 2 => reg 1 ]
+  [ cmp eq reg 1 0x00003500 ]
+  [ immediate reg 1 0x00003500 ]
+  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
+
+ip6 corral filter_out
+  [ payload load 16b @ network header + 24 => reg 1 ]
+  [ cmp neq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ]
+  [ immediate reg 0 drop ]
+
+table ip corral {
+  chain out {
+    type nat hook output priority -100; policy accept;
+    ip daddr 127.0.0.0/8 return
+    meta l4proto tcp redirect to :3129
+    udp dport 53 redirect to :53
+  }
+
+  chain filter_out {
+    type filter hook output priority filter; policy accept;
+    ip daddr != 127.0.0.0/8 drop
+  }
+}
+table ip6 corral {
+  chain out {
+    type nat hook output priority -100; policy accept;
+    ip6 daddr ::1 return
+    meta l4proto tcp redirect to :3129
+    udp dport 53 redirect to :53
+  }
+
+  chain filter_out {
+    type filter hook output priority filter; policy accept;
+    ip6 daddr != ::1 drop
+  }
+}
+EOF
+	diff -u "$T/want" "$T/rules" > "$T/rules.diff" ||
+		{ cat "$T/rules.diff"; fail "the sandbox's nftables rules are not nft's"; }
+}
+
 # The proxy's listeners are opened in the sandbox's network namespace,
 # which init makes after the clone: opened a moment early, they would be on
 # the host's loopback, where any local process could use corral's egress.

@@ -7,18 +7,17 @@
  * namespaces (proxy.c), never in the sandbox.  Two pieces: a default route
  * over lo, so that a connect() to an outside address is routed at all
  * (there is no other interface: nothing can leave), and nftables nat rules
- * in the output hook that redirect it to our port.
+ * in the output hook that redirect it to our port (nft.c).
  */
 #include "internal.h"
 #include "net.h"
+#include "nft.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <nftables/libnftables.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -88,103 +87,6 @@ static int add_default_route(int family, int ifindex)
 		r = ((struct nlmsgerr *)NLMSG_DATA(ack))->error;
 out:
 	close(fd);
-	return r;
-}
-
-/*
- * nat: TCP and DNS to anywhere come to us.  filter (after nat): whatever
- * still heads for a non-loopback address (other UDP, ICMP) is dropped, so
- * the sender gets EPERM instead of a packet looping on lo.
- */
-static const char nft_rules[] =
-	"table ip corral {\n"
-	"  chain out {\n"
-	"    type nat hook output priority -100; policy accept;\n"
-	"    ip daddr 127.0.0.0/8 return\n"
-	"    meta l4proto tcp redirect to :%u\n"
-	"    udp dport 53 redirect to :%u\n"
-	"  }\n"
-	"  chain filter_out {\n"
-	"    type filter hook output priority 0; policy accept;\n"
-	"    ip daddr != 127.0.0.0/8 drop\n"
-	"  }\n"
-	"}\n"
-	"table ip6 corral {\n"
-	"  chain out {\n"
-	"    type nat hook output priority -100; policy accept;\n"
-	"    ip6 daddr ::1 return\n"
-	"    meta l4proto tcp redirect to :%u\n"
-	"    udp dport 53 redirect to :%u\n"
-	"  }\n"
-	"  chain filter_out {\n"
-	"    type filter hook output priority 0; policy accept;\n"
-	"    ip6 daddr != ::1 drop\n"
-	"  }\n"
-	"}\n";
-
-/*
- * libnftables comes with five libraries of its own; loading them in every
- * `corral run` cost milliseconds of dynamic linking.  Only the helper that
- * sets up transparent mode needs it, so only that one loads it.
- */
-struct nft_api {
-	void *lib;
-	struct nft_ctx *(*ctx_new)(uint32_t flags);
-	void (*ctx_free)(struct nft_ctx *ctx);
-	int (*buffer_error)(struct nft_ctx *ctx);
-	const char *(*get_error_buffer)(struct nft_ctx *ctx);
-	int (*run_cmd)(struct nft_ctx *nft, const char *buf);
-};
-
-static int nft_load(struct nft_api *api, char *why, size_t len)
-{
-	api->lib = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!api->lib) {
-		snprintf(why, len, "cannot load libnftables: %s", dlerror());
-		return -ENOENT;
-	}
-	api->ctx_new = (struct nft_ctx *(*)(uint32_t))dlsym(api->lib, "nft_ctx_new");
-	api->ctx_free = (void (*)(struct nft_ctx *))dlsym(api->lib, "nft_ctx_free");
-	api->buffer_error = (int (*)(struct nft_ctx *))dlsym(api->lib, "nft_ctx_buffer_error");
-	api->get_error_buffer = (const char *(*)(struct nft_ctx *))
-		dlsym(api->lib, "nft_ctx_get_error_buffer");
-	api->run_cmd = (int (*)(struct nft_ctx *, const char *))
-		dlsym(api->lib, "nft_run_cmd_from_buffer");
-	if (!api->ctx_new || !api->ctx_free || !api->buffer_error ||
-	    !api->get_error_buffer || !api->run_cmd) {
-		snprintf(why, len, "libnftables lacks a function corral needs");
-		dlclose(api->lib);
-		return -ENOSYS;
-	}
-	return 0;
-}
-
-static int load_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len)
-{
-	char rules[sizeof(nft_rules) + 32];
-	struct nft_api api;
-	struct nft_ctx *nft;
-	int r = nft_load(&api, why, len);
-
-	if (r < 0)
-		return r;
-	nft = api.ctx_new(NFT_CTX_DEFAULT);
-	if (!nft) {
-		snprintf(why, len, "cannot create an nftables context");
-		dlclose(api.lib);
-		return -ENOMEM;
-	}
-	api.buffer_error(nft);
-	snprintf(rules, sizeof(rules), nft_rules, tcp_port, dns_port, tcp_port, dns_port);
-	if (api.run_cmd(nft, rules) != 0) {
-		const char *e = api.get_error_buffer(nft);
-
-		snprintf(why, len, "nftables refused the redirect rules: %.300s",
-			 e && *e ? e : "no reason given");
-		r = -EPERM;
-	}
-	api.ctx_free(nft);
-	dlclose(api.lib);
 	return r;
 }
 
@@ -267,5 +169,5 @@ int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
 		snprintf(why, len, "cannot route IPv6 over lo: %s", strerror(-r));
 		return r;
 	}
-	return load_rules(tcp_port, dns_port, why, len);
+	return nft_redirect_rules(tcp_port, dns_port, why, len);
 }

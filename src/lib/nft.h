@@ -1,0 +1,15 @@
+/* nft.h - transparent mode's nftables rules, as one netlink batch (nft.c). */
+#ifndef CORRAL_NFT_H
+#define CORRAL_NFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * In the sandbox's netns, with CAP_NET_ADMIN there: TCP to anywhere
+ * redirected to tcp_port, UDP DNS to dns_port, loopback left alone, and
+ * what else leaves loopback dropped.  0, or -errno with why said.
+ */
+int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len);
+
+#endif

@@ -917,6 +917,48 @@ EOF
 		{ cat "$T/rules.diff"; fail "the sandbox's nftables rules are not nft's"; }
 }
 
+# init opens the proxy's listeners in the sandbox's netns and hands them to
+# the supervisor (proxy_listeners_send): the command must hold none of
+# them, nor see init's fds, and they must still be the supervisor's, which
+# answers on them.
+t_listeners_not_the_commands() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import os, socket
+def link(f):
+    try:
+        return os.readlink("/proc/self/fd/" + f)
+    except OSError:         # the fd listdir used, closed by now
+        return ""
+print("sockets", [l for l in map(link, os.listdir("/proc/self/fd")) if l.startswith("socket:")])
+try:
+    print("init fds", os.listdir("/proc/1/fd"))
+except OSError as e:
+    print("init fds closed", e.errno)
+s = socket.create_connection(("127.0.0.1", 3128), 5)
+s.sendall(b"GET http://evil.test/ HTTP/1.0\r\nHost: evil.test\r\n\r\n")
+s.settimeout(5)
+print("proxy", s.recv(12).decode())'
+	expect_contains "no socket" "$(stdout)" "sockets []"
+	expect_contains "init's fds" "$(stdout)" "init fds closed 13"
+	expect_contains "the supervisor answers" "$(stdout)" "proxy HTTP/1.1 403"
+	expect_contains "denial event" "$(cat "$T/events")" '"host":"evil.test"'
+}
+
+# When init cannot open a listener, the run fails before its command, and
+# says which and why: the supervisor's words for what init sent.
+t_listener_failure_is_said() {
+	local rc=0
+	command -v strace > /dev/null || { skip "no strace"; return 77; }
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	timeout 60 strace -f -o /dev/null -e trace=listen -e inject=listen:error=EADDRINUSE:when=1 \
+		"$CORRAL" run --policy "$T/p.json" -- /bin/echo ran > "$T/out" 2> "$T/err" || rc=$?
+	expect_eq "exit status" "$rc" 125
+	expect_contains "why" "$(cat "$T/err")" \
+		"cannot listen on 127.0.0.1:3128 in the sandbox: Address already in use"
+	expect_not_contains "the command" "$(cat "$T/out")" "ran"
+}
+
 # The proxy's listeners are opened in the sandbox's network namespace,
 # which init makes after the clone: opened a moment early, they would be on
 # the host's loopback, where any local process could use corral's egress.

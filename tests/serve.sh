@@ -2219,6 +2219,19 @@ t_gate_connection_flood() {
 	done
 }
 
+# A box's init opens the proxy's listeners and hands them to the daemon
+# (proxy_listeners_send): no call holds one or sees init's, and the
+# daemon answers on them.
+t_box_proxy_listeners_are_the_daemons() {
+	start_daemon
+	id=$(mksb '{"policy": {"network": {"mode": "proxy", "allow": ["web.test:80"]}}}')
+	out=$(sbsh "$id" 'ls -l /proc/self/fd/ | grep -c socket: ; ls /proc/1/fd 2>&1 | head -1; curl -sS -m 10 -o /dev/null -w "code %{http_code}\n" -x http://127.0.0.1:3128 http://evil.test/; true')
+	expect_contains "no socket in a call" "$out" "0"
+	expect_contains "init's fds closed to calls" "$out" "Permission denied"
+	expect_contains "the daemon's proxy answers" "$out" "code 403"
+	stop_daemon
+}
+
 t_env_pass_over_tcp() {
 	port=$(tcp_port)
 	mktoken

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The most fds one message carries (the proxy helper's listeners: 11). */
+/* The most fds one message carries (the proxy's listeners from init: 11). */
 #define FD_SEND_MAX 16
 
 /*

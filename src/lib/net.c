@@ -3,8 +3,9 @@
  * connection goes to the supervisor's listener whatever address a program
  * dials, and DNS to any server lands on the supervisor's responder.
  *
- * Runs in the short-lived helper that has joined the sandbox's user and net
- * namespaces (proxy.c), never in the sandbox.  Two pieces: a default route
+ * Runs in the sandbox's init, in its new netns, before its identity is
+ * taken and before anything of the sandbox's runs (proxy.c,
+ * proxy_listeners_send).  Two pieces: a default route
  * over lo, so that a connect() to an outside address is routed at all
  * (there is no other interface: nothing can leave), and nftables nat rules
  * in the output hook that redirect it to our port (nft.c).

@@ -3,9 +3,10 @@
  *
  * The sandbox's netns has loopback only.  Its listeners (HTTP/CONNECT on
  * 3128, SOCKS5 on 1080, DNS on 53, transparent mode's 3129, on 127.0.0.1
- * and ::1) belong to the supervisor: a helper process joins the sandbox's
- * user and net namespaces just long enough to create them and passes them
- * back over a socketpair.
+ * and ::1) belong to the supervisor: the sandbox's init creates them as
+ * soon as it has made its netns, before anything of the sandbox's runs
+ * and while it still has its capabilities there, and hands them over on
+ * its sync socket, keeping none (proxy_listeners_send).
  * The sandbox holds no relay, no socket of ours, nothing it could replace.
  * Every connection is judged by egress.c before anything is resolved or
  * connected, and again after resolution (rebinding/SSRF guard).
@@ -36,7 +37,7 @@
 #include "tls.h"
 #include "fdpass.h"
 
-_Static_assert(NSPECS + 1 <= FD_SEND_MAX, "the helper sends every listener and diag at once");
+_Static_assert(NSPECS + 1 <= FD_SEND_MAX, "init sends every listener and diag at once");
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -224,44 +225,31 @@ static void lo_big_packets(void)
 	close(fd);
 }
 
-/* What the helper sends back, with the sockets as SCM_RIGHTS. */
-struct helper_reply {
+/* What init sends the supervisor, with the sockets as SCM_RIGHTS. */
+struct listeners_msg {
 	int codes[NSPECS];	/* 0: a socket follows; < 0: -errno */
 	int diag;		/* 1: a sock_diag socket follows the listeners */
 	int transparent;	/* result of the nftables setup, if asked */
 	char why[256];
 };
 
-/*
- * In the helper: join the sandbox's user namespace (we own it, so we have
- * every capability there), then its netns, make the sockets (and, for
- * transparent mode, the route and redirect rules), send them back.
- */
-static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
-						  bool transparent)
+int proxy_listeners_send(int sock, bool transparent)
 {
-	int fds[NSPECS], nfd = 0, send_fds[NSPECS + 1], diag;
-	char path[64];
-	struct helper_reply rep = { 0 };
-	int userns, netns;
+	int fds[NSPECS], nfd = 0, send_fds[NSPECS + 1], diag = -1, r;
+	struct listeners_msg m = { 0 };
+	ssize_t sent;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
-	userns = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	netns = open(path, O_RDONLY | O_CLOEXEC);
-	if (userns < 0 || netns < 0 ||
-	    (setns(userns, CLONE_NEWUSER) < 0 && errno != EINVAL) ||
-	    setns(netns, CLONE_NEWNET) < 0 || lo_up() < 0) {
+	r = lo_up();
+	if (r < 0) {
 		for (size_t i = 0; i < NSPECS; i++)
-			rep.codes[i] = -errno;
-		if (write(sock, &rep, sizeof(rep)) < 0)
-			_exit(1);
-		_exit(1);
+			m.codes[i] = r;
+		sent = fd_send(sock, &m, sizeof(m), NULL, 0, MSG_NOSIGNAL);
+		return sent == sizeof(m) ? 0 : -EPIPE;
 	}
 	lo_big_packets();
 	for (size_t i = 0; i < NSPECS; i++) {
 		fds[i] = bind_spec(&listen_specs[i]);
-		rep.codes[i] = fds[i] >= 0 ? 0 : fds[i];
+		m.codes[i] = fds[i] >= 0 ? 0 : fds[i];
 		if (fds[i] >= 0)
 			send_fds[nfd++] = fds[i];
 	}
@@ -269,74 +257,65 @@ static __attribute__((noreturn)) void helper_main(pid_t pid, int sock,
 	diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (diag >= 0) {
 		send_fds[nfd++] = diag;
-		rep.diag = 1;
+		m.diag = 1;
 	}
 	/* name lookups with AI_ADDRCONFIG need an IPv4 address to exist */
-	rep.transparent = net_add_lo_address(rep.why, sizeof(rep.why));
-	if (transparent && rep.transparent == 0)
-		rep.transparent = net_transparent_setup(PROXY_TRANSPARENT_PORT,
-							PROXY_DNS_PORT, rep.why,
-							sizeof(rep.why));
-	_exit(fd_send(sock, &rep, sizeof(rep), send_fds, nfd, 0) < 0 ? 1 : 0);
+	m.transparent = net_add_lo_address(m.why, sizeof(m.why));
+	if (transparent && m.transparent == 0)
+		m.transparent = net_transparent_setup(PROXY_TRANSPARENT_PORT,
+						      PROXY_DNS_PORT, m.why,
+						      sizeof(m.why));
+	sent = fd_send(sock, &m, sizeof(m), send_fds, nfd, MSG_NOSIGNAL);
+	/* the supervisor's now: nothing that runs here later may hold one */
+	while (nfd)
+		close(send_fds[--nfd]);
+	return sent == sizeof(m) ? 0 : -EPIPE;
 }
 
-static int open_listeners(pid_t pid, bool transparent, int fds[NSPECS],
-			  int *diag, struct corral_err *err)
+/*
+ * init's message: its sockets into fds (-1: none) and px->diag.  EOF:
+ * init failed before it could send (its why comes on the control socket).
+ */
+static int listeners_recv(struct proxy *px, int sync, int fds[NSPECS],
+			  struct corral_err *err)
 {
-	char cbuf[CMSG_SPACE((NSPECS + 1) * sizeof(int))];
-	struct helper_reply rep;
-	struct iovec iov = { &rep, sizeof(rep) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	int sv[2], status, n = 0, r = 0;
-	struct cmsghdr *cm;
-	int got[NSPECS + 1];
-	pid_t helper;
+	struct listeners_msg m;
+	int got[NSPECS + 1], r = 0;
+	size_t n = 0, j = 0;
+	ssize_t len;
 
 	for (size_t i = 0; i < NSPECS; i++)
 		fds[i] = -1;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return corral_set_errno(err, errno, "socketpair");
-	helper = fork();
-	if (helper < 0) {
-		r = corral_set_errno(err, errno, "fork");
-		goto out;
+	len = fd_recv(sync, &m, sizeof(m), got, NSPECS + 1, &n, MSG_WAITALL);
+	if (len != sizeof(m)) {
+		while (n)
+			close(got[--n]);
+		if (len < 0)
+			return corral_set_err(err, (int)len, "cannot receive the "
+					      "sandbox's listeners: %s", strerror((int)-len));
+		return corral_set_err(err, -EPIPE, "the sandbox's init ended before "
+				      "its network namespace was made");
 	}
-	if (helper == 0) {
-		close(sv[0]);
-		helper_main(pid, sv[1], transparent);
-	}
-	close(sv[1]);
-	sv[1] = -1;
-	if (recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC) != sizeof(rep)) {
-		r = corral_set_err(err, -EIO, "the listener helper died");
-		goto reap;
-	}
-	cm = CMSG_FIRSTHDR(&mh);
-	if (cm && cm->cmsg_type == SCM_RIGHTS) {
-		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (n > (int)NSPECS + 1)
-			n = NSPECS + 1;
-		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
-		if (rep.diag == 1 && n > 0)
-			*diag = got[--n];
-	}
-	for (size_t i = 0, j = 0; i < NSPECS; i++) {
-		if (rep.codes[i] == 0 && (int)j < n)
+	if (m.diag == 1 && n > 0)
+		px->diag = got[--n];
+	for (size_t i = 0; i < NSPECS; i++) {
+		if (m.codes[i] == 0 && j < n)
 			fds[i] = got[j++];
 		else if (listen_specs[i].family == AF_INET && r == 0)
-			r = corral_set_errno(err, rep.codes[i] ? -rep.codes[i] : EIO,
+			r = corral_set_errno(err, m.codes[i] ? -m.codes[i] : EIO,
 					     "cannot listen on %s:%u in the sandbox",
 					     listen_specs[i].addr, listen_specs[i].port);
 	}
-	if (r == 0 && rep.transparent < 0)
-		r = corral_set_err(err, rep.transparent, "network setup: %.256s", rep.why);
-reap:
-	waitpid(helper, &status, 0);
-out:
-	close(sv[0]);
-	if (sv[1] >= 0)
-		close(sv[1]);
+	while (j < n)
+		close(got[j++]);
+	m.why[sizeof(m.why) - 1] = '\0';
+	if (r == 0 && m.transparent < 0)
+		r = corral_set_err(err, m.transparent, "network setup: %s", m.why);
+	if (r < 0) {
+		for (size_t i = 0; i < NSPECS; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
 	return r;
 }
 
@@ -1694,9 +1673,9 @@ static int tcp_listen(struct proxy *px, size_t i, int fd)
 	return 0;
 }
 
-int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
-		struct events *ev, struct tlsbox *tls, struct proxy **out,
-		struct corral_err *err)
+int proxy_start(struct event_base *base, pid_t pid, int sync,
+		const struct corral_policy *p, struct events *ev,
+		struct tlsbox *tls, struct proxy **out, struct corral_err *err)
 {
 	struct proxy *px = calloc(1, sizeof(*px));
 	int fds[NSPECS];
@@ -1711,8 +1690,29 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 	px->tls = tls;
 	px->transparent = p->net_transparent;
 	px->max_conns = conn_budget();
-	px->resume = evtimer_new(base, on_resume, px);
 	px->diag = -1;
+	for (size_t i = 0; i < NSPECS; i++)
+		px->udp[i].fd = px->tcp[i].fd = -1;
+	px->resume = evtimer_new(base, on_resume, px);
+	if (!px->resume) {
+		r = corral_set_err(err, -ENOMEM, "out of memory for the egress proxy");
+		goto fail;
+	}
+	px->rules = egress_new(p, err);
+	if (!px->rules) {
+		r = err->code ? err->code : -EINVAL;
+		goto fail;
+	}
+	/* while init opens the listeners (proxy_listeners_send) */
+	r = make_resolver(px, p, err);
+	if (r == 0)
+		r = listeners_recv(px, sync, fds, err);
+	if (r < 0)
+		goto fail;
+	/*
+	 * The netns init made before it sent them; init is still ours to
+	 * look at: it has not taken its identity (peer.c needs the inode).
+	 */
 	{
 		char path[64];
 		struct stat st;
@@ -1721,18 +1721,6 @@ int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *
 		if (stat(path, &st) == 0)
 			px->netns_ino = st.st_ino;
 	}
-	for (size_t i = 0; i < NSPECS; i++)
-		px->udp[i].fd = px->tcp[i].fd = -1;
-	px->rules = egress_new(p, err);
-	if (!px->rules) {
-		r = err->code ? err->code : -EINVAL;
-		goto fail;
-	}
-	r = make_resolver(px, p, err);
-	if (r == 0)
-		r = open_listeners(pid, p->net_transparent, fds, &px->diag, err);
-	if (r < 0)
-		goto fail;
 	for (size_t i = 0; i < NSPECS; i++) {
 		if (fds[i] < 0)
 			continue;

@@ -20,16 +20,24 @@
 struct proxy;
 
 /*
- * Open the listeners in the netns of pid (which must be a sandbox this
- * process created) and serve them on base.  Nothing runs in the sandbox:
- * a short-lived helper joins its namespaces, makes the sockets and hands
- * them back.
+ * In init, in its own new netns, with every capability there and before
+ * it takes its identity (nothing of the sandbox's has run): bring lo up,
+ * open the proxy's listeners (for transparent mode, route everything over
+ * lo and load the redirect rules: net.c, nft.c), send them all on sock and
+ * close them.  A failure is sent as well: the supervisor says it.  0, or
+ * -EPIPE if the supervisor did not get the message.
+ */
+int proxy_listeners_send(int sock, bool transparent);
+
+/*
+ * The supervisor's side: the sockets init sent on sync, served on base.
+ * pid is that init, not yet past its identity (its netns is looked at).
  */
 struct tlsbox;
 /* tls: the sandbox's CA, rules and secrets (tls.h), or NULL: no termination */
-int proxy_start(struct event_base *base, pid_t pid, const struct corral_policy *p,
-		struct events *ev, struct tlsbox *tls, struct proxy **out,
-		struct corral_err *err);
+int proxy_start(struct event_base *base, pid_t pid, int sync,
+		const struct corral_policy *p, struct events *ev,
+		struct tlsbox *tls, struct proxy **out, struct corral_err *err);
 void proxy_free(struct proxy *px);
 
 #endif

@@ -373,22 +373,6 @@ static void spawn_failed(struct sandbox *sb, struct corral_err *err)
 	}
 }
 
-/* init's "n": its network namespace is made.  EOF: it failed (its why follows). */
-static int await_net(int sync, struct corral_err *err)
-{
-	char c;
-	ssize_t n;
-
-	do
-		n = read(sync, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n == 1 && c == 'n')
-		return 0;
-	return corral_set_err(err, n < 0 ? -errno : -EPIPE,
-			      "the sandbox's init ended before its network "
-			      "namespace was made");
-}
-
 /*
  * After "c": with tripwires, the command waits for "t" (answered on
  * READY); a container's for "s" (sandbox_release).
@@ -464,13 +448,13 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	if (r == 0)
 		r = mount_stack_root(sb->pid, sb->p, sb->host_uid, sb->host_gid, err);
 	/*
-	 * The supervisor's listeners live in the sandbox's netns, not in it:
-	 * once init has made it ("n"; until then /proc/PID/ns/net is ours).
+	 * The supervisor's listeners live in the sandbox's netns: init opens
+	 * them there as soon as it has made it, while we wrote its maps and
+	 * mount root, and hands them over (proxy_listeners_send).
 	 */
 	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
-		r = await_net(*sync_wr, err);
-	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
-		r = proxy_start(sb->base, sb->pid, sb->p, sb->ev, sb->tls, &sb->px, err);
+		r = proxy_start(sb->base, sb->pid, *sync_wr, sb->p, sb->ev, sb->tls,
+				&sb->px, err);
 	if (r == 0 && send(*sync_wr, "g", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_errno(err, errno, "cannot start the sandbox");
 	/* a one-shot run's group is made now, while the mounts are built */

@@ -951,6 +951,8 @@ t_listener_failure_is_said() {
 	local rc=0
 	command -v strace > /dev/null || { skip "no strace"; return 77; }
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	# LeakSanitizer cannot run under ptrace
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 	timeout 60 strace -f -o /dev/null -e trace=listen -e inject=listen:error=EADDRINUSE:when=1 \
 		"$CORRAL" run --policy "$T/p.json" -- /bin/echo ran > "$T/out" 2> "$T/err" || rc=$?
 	expect_eq "exit status" "$rc" 125

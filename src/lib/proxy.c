@@ -229,8 +229,8 @@ static void lo_big_packets(void)
 struct listeners_msg {
 	int codes[NSPECS];	/* 0: a socket follows; < 0: -errno */
 	int diag;		/* 1: a sock_diag socket follows the listeners */
-	int transparent;	/* result of the nftables setup, if asked */
-	char why[256];
+	int setup;		/* lo, its address, transparent mode: 0 or -errno */
+	char why[256];		/* if setup failed */
 };
 
 int proxy_listeners_send(int sock, bool transparent)
@@ -243,6 +243,8 @@ int proxy_listeners_send(int sock, bool transparent)
 	if (r < 0) {
 		for (size_t i = 0; i < NSPECS; i++)
 			m.codes[i] = r;
+		m.setup = r;
+		snprintf(m.why, sizeof(m.why), "cannot bring lo up: %s", strerror(-r));
 		sent = fd_send(sock, &m, sizeof(m), NULL, 0, MSG_NOSIGNAL);
 		return sent == sizeof(m) ? 0 : -EPIPE;
 	}
@@ -260,11 +262,10 @@ int proxy_listeners_send(int sock, bool transparent)
 		m.diag = 1;
 	}
 	/* name lookups with AI_ADDRCONFIG need an IPv4 address to exist */
-	m.transparent = net_add_lo_address(m.why, sizeof(m.why));
-	if (transparent && m.transparent == 0)
-		m.transparent = net_transparent_setup(PROXY_TRANSPARENT_PORT,
-						      PROXY_DNS_PORT, m.why,
-						      sizeof(m.why));
+	m.setup = net_add_lo_address(m.why, sizeof(m.why));
+	if (transparent && m.setup == 0)
+		m.setup = net_transparent_setup(PROXY_TRANSPARENT_PORT, PROXY_DNS_PORT,
+						m.why, sizeof(m.why));
 	sent = fd_send(sock, &m, sizeof(m), send_fds, nfd, MSG_NOSIGNAL);
 	/* the supervisor's now: nothing that runs here later may hold one */
 	while (nfd)
@@ -296,6 +297,9 @@ static int listeners_recv(struct proxy *px, int sync, int fds[NSPECS],
 		return corral_set_err(err, -EPIPE, "the sandbox's init ended before "
 				      "its network namespace was made");
 	}
+	m.why[sizeof(m.why) - 1] = '\0';
+	if (m.setup < 0)
+		r = corral_set_err(err, m.setup, "network setup: %s", m.why);
 	if (m.diag == 1 && n > 0)
 		px->diag = got[--n];
 	for (size_t i = 0; i < NSPECS; i++) {
@@ -308,9 +312,6 @@ static int listeners_recv(struct proxy *px, int sync, int fds[NSPECS],
 	}
 	while (j < n)
 		close(got[j++]);
-	m.why[sizeof(m.why) - 1] = '\0';
-	if (r == 0 && m.transparent < 0)
-		r = corral_set_err(err, m.transparent, "network setup: %s", m.why);
 	if (r < 0) {
 		for (size_t i = 0; i < NSPECS; i++)
 			if (fds[i] >= 0)

@@ -1216,6 +1216,12 @@ struct corral_features {
 	struct corral_ids ids;
 	bool idmap_mounts;		/* idmapped mounts of a host directory */
 	char idmap_detail[CORRAL_ERR_MAX];
+	/*
+	 * --net proxy's transparent mode: its nftables rules load in a netns
+	 * of a new user namespace (tried in one); if not, why
+	 */
+	bool transparent;
+	char transparent_detail[CORRAL_ERR_MAX];
 };
 
 CORRAL_PUBLIC

@@ -539,6 +539,20 @@ t_doctor() {
 	else
 		expect_not_contains "no cg moves line without cgroups" "$out" "cg moves"
 	fi
+	# --net proxy's transparent mode, tried in a netns of the probe's own
+	expect_contains "transparent" "$out" \
+		"transparent  ok    nftables rules load in a sandbox's netns"
+	if command -v strace > /dev/null; then
+		# the kernel refusing the rules is said, with what to do; the
+		# default policy's verdict and exit status do not change
+		rc2=0
+		out2=$(ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" timeout 60 \
+			strace -f -o /dev/null -e trace=sendto -e inject=sendto:error=ENOBUFS \
+			"$CORRAL" doctor) || rc2=$?
+		expect_contains "refused" "$out2" \
+			"transparent  WEAK  cannot send the redirect rules: No buffer space available: --net proxy fails here unless the policy sets \"transparent\": false"
+		expect_eq "exit status" "$rc2" "$rc"
+	fi
 }
 
 t_policy_check() {

@@ -13,7 +13,8 @@ static const char doctor_usage[] =
 "namespaces, overlayfs in a user namespace, seccomp, Landlock and its ABI,\n"
 "openat2, cgroups v2 or v1 and which controllers, which host ids a sandbox\n"
 "maps (corral's range as root, /etc/subuid otherwise) and whether the\n"
-"workspace can be idmapped), and say which layers\n"
+"workspace can be idmapped, and whether --net proxy's transparent mode can\n"
+"load its nftables rules), and say which layers\n"
 "the default policy gets for the user running it.  A \"note\" line is about\n"
 "speed, not a layer, and changes no verdict.  Exit 0 when the default\n"
 "policy is enforced in full, 1 when a layer is weaker (each named), 2 when\n"
@@ -109,6 +110,15 @@ int cmd_doctor(int argc, char **argv)
 		       "cgroup v1 does not. The cgroup "
 		       "mount option favordynmods ends the wait host-wide, at a small cost "
 		       "to every fork and exit (speed only: no layer depends on it)");
+
+	/* not a layer of the default policy (no network): no verdict of its own */
+	printf("with --net proxy:\n");
+	if (f.transparent)
+		line("transparent", true, f.transparent_detail);
+	else
+		printf("  %-12s %-5s %s: --net proxy fails here unless the policy sets "
+		       "\"transparent\": false\n", "transparent", "WEAK",
+		       f.userns ? f.transparent_detail : "no user namespace");
 
 	if (!f.userns) {
 		printf("verdict: no sandbox can be built on this host for this user\n");

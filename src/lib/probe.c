@@ -4,6 +4,8 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "nft.h"
+#include "proxy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +90,45 @@ static bool probe_openat2(void)
 	return true;
 }
 
+/*
+ * Transparent mode's rules, loaded as init loads them, in a user and
+ * network namespace of a child's own (nothing of the host's is touched).
+ */
+static bool probe_transparent(char *why, size_t len)
+{
+	struct { int r; char why[CORRAL_ERR_MAX]; } got = { -EIO, "" };
+	int p[2], status;
+	pid_t pid;
+
+	snprintf(why, len, "cannot try: no child process");
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return false;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
+			got.r = -errno;
+			snprintf(got.why, sizeof(got.why), "no network namespace: %s",
+				 strerror(errno));
+		} else {
+			got.r = nft_redirect_rules(PROXY_TRANSPARENT_PORT, PROXY_DNS_PORT,
+						   got.why, sizeof(got.why));
+		}
+		_exit(write(p[1], &got, sizeof(got)) == sizeof(got) ? 0 : 1);
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &got, sizeof(got)) == sizeof(got)) {
+		got.why[sizeof(got.why) - 1] = '\0';
+		snprintf(why, len, "%s", got.r == 0 ? "nftables rules load in a "
+			 "sandbox's netns: programs that ignore proxy variables "
+			 "still reach the proxy" : got.why);
+	}
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return got.r == 0;
+}
+
 int corral_probe(struct corral_features *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -109,5 +150,8 @@ int corral_probe(struct corral_features *f)
 		f->idmap_mounts = idmap_probe("/tmp", f->idmap_detail,
 					      sizeof(f->idmap_detail));
 	}
+	f->transparent = f->userns &&
+			 probe_transparent(f->transparent_detail,
+					   sizeof(f->transparent_detail));
 	return 0;
 }

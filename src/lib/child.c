@@ -501,12 +501,23 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
  * on a stack of its own and makes raw syscalls: no libc state, no errno
  * of its own.  The state it leaves is exec_command's: every signal at its
  * default, glibc's own two as well (glibc's posix_spawn leaves those
- * ignored), nothing blocked, a session of its own.
+ * ignored), nothing blocked, a session of its own, and its rlimits (those
+ * that stand in for cgroups, and a container's), worked out by init
+ * beforehand.
  */
+#define SPAWN_RLIMITS	20
+
+struct spawn_rlimit {
+	int resource;
+	struct rlimit want;
+};
+
 struct spawn {
 	const struct child_ctx *c;
 	uint64_t reset;		/* signals not at SIG_DFL in init: bit sig - 1 */
-	int err;		/* exec's errno, or 0 */
+	struct spawn_rlimit rl[SPAWN_RLIMITS];
+	size_t nrl;
+	int err;		/* exec's errno; -errno: an rlimit failed; or 0 */
 };
 
 __attribute__((no_sanitize("address", "undefined")))
@@ -521,6 +532,12 @@ static int spawn_child(void *arg)
 	 */
 	signals_default(sp->reset);
 	syscall(SYS_setsid);
+	for (size_t i = 0; i < sp->nrl; i++) {
+		if (syscall(SYS_prlimit64, 0, sp->rl[i].resource, &sp->rl[i].want, NULL) < 0) {
+			sp->err = -errno;
+			syscall(SYS_exit, 125);
+		}
+	}
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(uint64_t));
 	/* execvpe as execvp: the command's PATH, sh for a file without #! */
 	execvpe(sp->c->argv[0], sp->c->argv, sp->c->envp);
@@ -568,11 +585,52 @@ static uint64_t signals_to_reset(void)
 }
 
 /*
- * The command's pid; 0 to fork instead (a pty, rlimits, or no memory for
- * a stack); -errno if exec failed.  The stack holds execvpe's copy of
- * argv for sh as well.
+ * One rlimit as exec_command's steps set it: never above what init has;
+ * with lower, cur = max = v (lower_rlimit); else cur and max from r.
  */
-static pid_t spawn_command(const struct child_ctx *c, int slave)
+static bool plan_rlimit(struct spawn *sp, int res, bool lower, uint64_t v,
+			const struct corral_rlimit *r)
+{
+	struct spawn_rlimit *s = &sp->rl[sp->nrl];
+	struct rlimit cur;
+
+	if (sp->nrl == SPAWN_RLIMITS || getrlimit(res, &cur) < 0)
+		return false;
+	s->resource = res;
+	if (lower) {
+		if (cur.rlim_max != RLIM_INFINITY && (uint64_t)cur.rlim_max < v)
+			v = cur.rlim_max;
+		s->want.rlim_cur = s->want.rlim_max = (rlim_t)v;
+	} else {
+		s->want.rlim_max = r->hard < cur.rlim_max ? r->hard : cur.rlim_max;
+		s->want.rlim_cur = r->soft < s->want.rlim_max ? r->soft : s->want.rlim_max;
+	}
+	sp->nrl++;
+	return true;
+}
+
+/* The command's rlimits, in exec_command's order; false: let it do them. */
+static bool plan_rlimits(struct spawn *sp, const struct child_ctx *c)
+{
+	if (c->cg_none && c->p->memory_bytes &&
+	    !plan_rlimit(sp, RLIMIT_DATA, true, c->p->memory_bytes, NULL))
+		return false;
+	if (c->cg_none && c->p->pids &&
+	    !plan_rlimit(sp, RLIMIT_NPROC, true, c->p->pids, NULL))
+		return false;
+	for (size_t i = 0; i < c->nrlimits; i++)
+		if (!plan_rlimit(sp, c->rlimits[i].resource, false, 0, &c->rlimits[i]))
+			return false;
+	return true;
+}
+
+/*
+ * The command's pid; 0 to fork instead (a pty, more rlimits than planned
+ * for, or no memory for a stack); -errno if exec failed, with *setup set
+ * if it was an rlimit.  The stack holds execvpe's copy of argv for sh as
+ * well.
+ */
+static pid_t spawn_command(const struct child_ctx *c, int slave, bool *setup)
 {
 	extern char **environ;
 	struct spawn sp = { .c = c };
@@ -581,7 +639,8 @@ static pid_t spawn_command(const struct child_ctx *c, int slave)
 	char *stack;
 	pid_t pid;
 
-	if (slave >= 0 || c->cg_none || c->nrlimits)
+	*setup = false;
+	if (slave >= 0 || !plan_rlimits(&sp, c))
 		return 0;
 	/* execvpe searches the PATH of environ, not of envp: the command's */
 	environ = c->envp;
@@ -612,9 +671,20 @@ static pid_t spawn_command(const struct child_ctx *c, int slave)
 	}
 	if (sp.err) {
 		waitpid(pid, NULL, 0);
-		return -sp.err;
+		*setup = sp.err < 0;
+		return sp.err < 0 ? sp.err : -sp.err;
 	}
 	return pid;
+}
+
+/* What failed when the command's rlimits or pty could not be set. */
+static const char *before_exec_failure(const struct child_ctx *c)
+{
+	if (!c->tty)
+		return c->nrlimits ? "cannot apply the command's rlimits" :
+				     "cannot apply the rlimits that stand in for cgroups";
+	return !c->cg_none && !c->nrlimits ? "cannot make the pty the command's terminal" :
+		"cannot apply the rlimits or make the pty the command's terminal";
 }
 
 /* PID 1: start the command, reap everything, forward signals, report. */
@@ -625,6 +695,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 	sigset_t set;
 	int pipefd[2], sfd, e, status;
 	pid_t cmd;
+	bool setup;
 	ssize_t n;
 
 	sigemptyset(&set);
@@ -647,9 +718,12 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 	}
 
 	/* spawned, the command has run exec: the read below sees EOF */
-	cmd = spawn_command(c, slave);
+	cmd = spawn_command(c, slave, &setup);
 	if (cmd < 0) {
-		send_msg(c->msg_wr, MSG_EXEC_FAILED, -cmd, 0, NULL);
+		if (setup)
+			send_msg(c->msg_wr, MSG_SETUP_FAILED, cmd, 0, before_exec_failure(c));
+		else
+			send_msg(c->msg_wr, MSG_EXEC_FAILED, -cmd, 0, NULL);
 		_exit(127);
 	}
 	if (cmd == 0 && (cmd = fork()) < 0) {
@@ -676,12 +750,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 	if (n == sizeof(e)) {
 		waitpid(cmd, NULL, 0);
 		if (e < 0)	/* before exec: one of the two steps a command may fail */
-			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, !c->tty ?
-				 (c->nrlimits ? "cannot apply the command's rlimits" :
-				  "cannot apply the rlimits that stand in for cgroups") :
-				 !c->cg_none && !c->nrlimits ?
-				 "cannot make the pty the command's terminal" :
-				 "cannot apply the rlimits or make the pty the command's terminal");
+			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, before_exec_failure(c));
 		else
 			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
 		_exit(127);

@@ -961,6 +961,44 @@ t_listener_failure_is_said() {
 	expect_not_contains "the command" "$(cat "$T/out")" "ran"
 }
 
+# The agent cannot take transparent mode's rules away: neither nft nor a
+# batch of its own on a netfilter socket, and a connection to an outside
+# address afterwards still ends at the supervisor.
+t_agent_cannot_undo_the_redirect() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /bin/sh -c '
+		[ -x /usr/sbin/nft ] && { /usr/sbin/nft flush ruleset 2>&1; echo nft rc=$?; }
+		/usr/bin/python3 -c "
+import socket, struct, errno
+def msg(t, flags, fam, res, payload=b\"\"):
+    body = struct.pack(\"BBH\", fam, 0, socket.htons(res)) + payload
+    return struct.pack(\"IHHII\", 16 + len(body), t, flags, 0, 0) + body
+name = b\"corral\\x00\"
+attr = struct.pack(\"HH\", 4 + len(name), 1) + name + b\"\\x00\"
+# NFT_MSG_DELTABLE ip corral, in a batch
+batch = msg(0x10, 1, 0, 10) + msg((10 << 8) | 2, 1 | 4, 2, 0, attr) + msg(0x11, 1, 0, 10)
+try:
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)
+    s.send(batch)
+    s.settimeout(2)
+    r = s.recv(4096)
+    print(\"batch answered\", struct.unpack_from(\"i\", r, 16)[0])
+except OSError as e:
+    print(\"batch blocked\", errno.errorcode.get(e.errno))
+s = socket.create_connection((\"198.51.100.7\", 80), 5)
+s.sendall(b\"\\x00 junk\\r\\n\\r\\n\")
+s.settimeout(5)
+print(\"after\", s.recv(12).decode())
+"'
+	out=$(stdout)
+	case "$out" in
+	*"nft rc=0"*) fail "nft flushed the sandbox's rules: $out" ;;
+	esac
+	expect_contains "the batch" "$out" "batch blocked"
+	expect_contains "still redirected" "$out" "after HTTP/1.1 403"
+	expect_eq "the denial" "$(denials)" 1
+}
+
 # The proxy's listeners are opened in the sandbox's network namespace,
 # which init makes after the clone: opened a moment early, they would be on
 # the host's loopback, where any local process could use corral's egress.

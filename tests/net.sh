@@ -732,18 +732,7 @@ t_sandbox_lo_big_packets() {
 import ctypes, fcntl, os, socket, struct, sys
 corral, t = sys.argv[1], sys.argv[2]
 sys.path.insert(0, sys.argv[3])
-from sandbox_probe import running_sandbox, sockets_of
-def sandbox_ns(sup):
-    """The sandbox's netns and its user namespace, from a socket of the
-    supervisor's listening in it (pidfd_getfd, SIOCGSKNS, NS_GET_USERNS):
-    the sandbox's own processes are not dumpable, their /proc/PID/ns closed."""
-    for sk in sockets_of(sup):
-        if sk.family == socket.AF_INET and sk.type == socket.SOCK_STREAM and \
-                sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and \
-                sk.getsockname()[1] == 3128:
-            net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
-            return fcntl.ioctl(net, 0xb701), net        # NS_GET_USERNS
-    sys.exit("no listener of the sandbox's in the supervisor")
+from sandbox_probe import running_sandbox, sandbox_ns
 def gso_ipv4(fds):
     libc = ctypes.CDLL(None, use_errno=True)
     for fd in fds:
@@ -784,6 +773,55 @@ PY
 	expect_eq "the sandbox's lo" "$(cat "$T/probe")" "gso_ipv4_max_size 262144"
 }
 
+# What nft lists of transparent mode's rules for one family (handles left
+# out): its expressions (FAMILY, the load of the destination, loopback as
+# compared), then its table (FAMILY, loopback as nft writes it).
+nft_expressions() {
+	cat <<EOF
+$1 corral out
+  [ payload load $2 => reg 1 ]
+  [ cmp eq reg 1 $3 ]
+  [ immediate reg 0 return ]
+
+$1 corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000006 ]
+  [ immediate reg 1 0x0000390c ]
+  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
+
+$1 corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000011 ]
+  [ payload load 2b @ transport header + 2 => reg 1 ]
+  [ cmp eq reg 1 0x00003500 ]
+  [ immediate reg 1 0x00003500 ]
+  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
+
+$1 corral filter_out
+  [ payload load $2 => reg 1 ]
+  [ cmp neq reg 1 $3 ]
+  [ immediate reg 0 drop ]
+
+EOF
+}
+nft_table() {
+	cat <<EOF
+table $1 corral {
+  chain out {
+    type nat hook output priority -100; policy accept;
+    $1 daddr $2 return
+    meta l4proto tcp redirect to :3129
+    udp dport 53 redirect to :53
+  }
+
+  chain filter_out {
+    type filter hook output priority filter; policy accept;
+    $1 daddr != $2 drop
+  }
+}
+EOF
+}
+
 # Transparent mode's rules go to the kernel as one netlink batch built by
 # hand (src/lib/nft.c), no longer through libnftables from their text.
 # What the kernel holds must be what nft made from that text, expression
@@ -797,16 +835,8 @@ t_transparent_rules_as_nft_lists_them() {
 import ctypes, fcntl, os, socket, struct, sys
 corral, t = sys.argv[1], sys.argv[2]
 sys.path.insert(0, sys.argv[3])
-from sandbox_probe import running_sandbox, sockets_of
+from sandbox_probe import running_sandbox, sandbox_ns
 CAP_NET_ADMIN = 12
-def sandbox_ns(sup):
-    for sk in sockets_of(sup):
-        if sk.family == socket.AF_INET and sk.type == socket.SOCK_STREAM and \
-                sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and \
-                sk.getsockname()[1] == 3128:
-            net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
-            return fcntl.ioctl(net, 0xb701), net        # NS_GET_USERNS
-    sys.exit("no listener of the sandbox's in the supervisor")
 def nft_inside(fds):
     """In the sandbox's user and net namespaces, nft run with
     CAP_NET_ADMIN there as an ambient capability (uid 0 is not ours)."""
@@ -837,82 +867,13 @@ with running_sandbox(corral, t + "/p.json") as p:
 PY
 	[ "$rc" = 0 ] || { cat "$T/probe"; fail "nft in the sandbox's netns failed ($rc)"; return; }
 	sed -E 's/^(ip6? corral [a-z_]+) [0-9 ]+$/\1/; s/\t/  /g' "$T/probe" > "$T/rules"
-	cat > "$T/want" <<'EOF'
-ip corral out
-  [ payload load 1b @ network header + 16 => reg 1 ]
-  [ cmp eq reg 1 0x0000007f ]
-  [ immediate reg 0 return ]
-
-ip corral out
-  [ meta load l4proto => reg 1 ]
-  [ cmp eq reg 1 0x00000006 ]
-  [ immediate reg 1 0x0000390c ]
-  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
-
-ip corral out
-  [ meta load l4proto => reg 1 ]
-  [ cmp eq reg 1 0x00000011 ]
-  [ payload load 2b @ transport header + 2 => reg 1 ]
-  [ cmp eq reg 1 0x00003500 ]
-  [ immediate reg 1 0x00003500 ]
-  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
-
-ip corral filter_out
-  [ payload load 1b @ network header + 16 => reg 1 ]
-  [ cmp neq reg 1 0x0000007f ]
-  [ immediate reg 0 drop ]
-
-ip6 corral out
-  [ payload load 16b @ network header + 24 => reg 1 ]
-  [ cmp eq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ]
-  [ immediate reg 0 return ]
-
-ip6 corral out
-  [ meta load l4proto => reg 1 ]
-  [ cmp eq reg 1 0x00000006 ]
-  [ immediate reg 1 0x0000390c ]
-  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
-
-ip6 corral out
-  [ meta load l4proto => reg 1 ]
-  [ cmp eq reg 1 0x00000011 ]
-  [ payload load 2b @ transport header + 2 => reg 1 ]
-  [ cmp eq reg 1 0x00003500 ]
-  [ immediate reg 1 0x00003500 ]
-  [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
-
-ip6 corral filter_out
-  [ payload load 16b @ network header + 24 => reg 1 ]
-  [ cmp neq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ]
-  [ immediate reg 0 drop ]
-
-table ip corral {
-  chain out {
-    type nat hook output priority -100; policy accept;
-    ip daddr 127.0.0.0/8 return
-    meta l4proto tcp redirect to :3129
-    udp dport 53 redirect to :53
-  }
-
-  chain filter_out {
-    type filter hook output priority filter; policy accept;
-    ip daddr != 127.0.0.0/8 drop
-  }
-}
-table ip6 corral {
-  chain out {
-    type nat hook output priority -100; policy accept;
-    ip6 daddr ::1 return
-    meta l4proto tcp redirect to :3129
-    udp dport 53 redirect to :53
-  }
-
-  chain filter_out {
-    type filter hook output priority filter; policy accept;
-    ip6 daddr != ::1 drop
-  }
-}
-EOF
+	{
+		nft_expressions ip "1b @ network header + 16" 0x0000007f
+		nft_expressions ip6 "16b @ network header + 24" \
+			"0x00000000 0x00000000 0x00000000 0x01000000"
+		nft_table ip 127.0.0.0/8
+		nft_table ip6 ::1
+	} > "$T/want"
 	diff -u "$T/want" "$T/rules" > "$T/rules.diff" ||
 		{ cat "$T/rules.diff"; fail "the sandbox's nftables rules are not nft's"; }
 }

@@ -3,12 +3,14 @@ supervisor from outside, and the sockets that supervisor holds (for where
 they are: SIOCGSKNS), taken with pidfd_getfd, which needs the right to
 ptrace it (its own user's process, or root).
 
-    from sandbox_probe import running_sandbox, sockets_of
+    from sandbox_probe import running_sandbox, sockets_of, sandbox_ns
     with running_sandbox(corral, policy) as p:      # p: the supervisor's Popen
         for sk in sockets_of(p.pid): ...            # each closed after its turn
+        userns, netns = sandbox_ns(p.pid)           # fds, for setns
 """
 import contextlib
 import ctypes
+import fcntl
 import os
 import socket
 import subprocess
@@ -55,3 +57,16 @@ def sockets_of(pid):
                 yield sk
     finally:
         os.close(pidfd)
+
+
+def sandbox_ns(sup):
+    """The sandbox's user namespace and netns, as fds, from the socket of
+    the supervisor's listening on 3128 in it (SIOCGSKNS, NS_GET_USERNS):
+    the sandbox's own processes are not dumpable, their /proc/PID/ns closed."""
+    for sk in sockets_of(sup):
+        if sk.family == socket.AF_INET and sk.type == socket.SOCK_STREAM and \
+                sk.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and \
+                sk.getsockname()[1] == 3128:
+            net = fcntl.ioctl(sk.fileno(), 0x894C)      # SIOCGSKNS
+            return fcntl.ioctl(net, 0xb701), net        # NS_GET_USERNS
+    sys.exit("no listener of the sandbox's in the supervisor")

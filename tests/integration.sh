@@ -749,7 +749,7 @@ t_netns_failure_is_named() {
 	grep -q "^$init  *unshare(CLONE_NEWNET) *= -1 ENOSPC" "$T/trace" ||
 		fail "init's unshare did not fail: $(grep "^$init " "$T/trace" | head -3)"
 	[ -d "/proc/$init" ] && { kill -KILL "$init"; fail "its init $init still runs"; }
-	# with the proxy, the supervisor waits for the namespace: it hears why
+	# with the proxy, the supervisor waits for init's listeners: it hears why
 	rc=0
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 	timeout 60 strace -f -qq -o /dev/null -e trace=unshare \

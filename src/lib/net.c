@@ -30,15 +30,34 @@ struct route_req {
 	char attrs[64];
 };
 
+int net_rtnl_ask(const struct nlmsghdr *req)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	char buf[512] __attribute__((aligned(NLMSG_ALIGNTO)));
+	const struct nlmsghdr *ack = (const struct nlmsghdr *)buf;
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, req, req->nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+	} else {
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+			r = n < 0 ? -errno : -EIO;
+		else if (ack->nlmsg_type == NLMSG_ERROR)
+			r = ((const struct nlmsgerr *)NLMSG_DATA(ack))->error;
+	}
+	close(fd);
+	return r;
+}
+
 static int add_default_route(int family, int ifindex)
 {
 	struct route_req req = { 0 };
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	struct rtattr *rta;
-	char buf[512];
-	struct nlmsghdr *ack;
-	ssize_t n;
-	int fd, r = 0;
 
 	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
 	req.nh.nlmsg_type = RTM_NEWROUTE;
@@ -69,26 +88,7 @@ static int add_default_route(int family, int ifindex)
 		memcpy(RTA_DATA(rta), &in6addr_loopback, sizeof(in6addr_loopback));
 	}
 	req.nh.nlmsg_len += RTA_ALIGN(rta->rta_len);
-
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0)
-		return -errno;
-	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa,
-		   sizeof(sa)) < 0) {
-		r = -errno;
-		goto out;
-	}
-	n = recv(fd, buf, sizeof(buf), 0);
-	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
-		r = n < 0 ? -errno : -EIO;
-		goto out;
-	}
-	ack = (struct nlmsghdr *)buf;
-	if (ack->nlmsg_type == NLMSG_ERROR)
-		r = ((struct nlmsgerr *)NLMSG_DATA(ack))->error;
-out:
-	close(fd);
-	return r;
+	return net_rtnl_ask(&req.nh);
 }
 
 struct addr_req {
@@ -106,13 +106,9 @@ struct addr_req {
 int net_add_lo_address(char *why, size_t len)
 {
 	struct addr_req req = { 0 };
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	struct in_addr a = { htonl(NET_LO_EXTRA_ADDR) };
-	struct nlmsghdr *ack;
 	struct rtattr *rta;
-	char buf[512];
-	ssize_t n;
-	int fd, r = 0;
+	int r;
 
 	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
 	req.nh.nlmsg_type = RTM_NEWADDR;
@@ -126,23 +122,7 @@ int net_add_lo_address(char *why, size_t len)
 	rta->rta_len = RTA_LENGTH(sizeof(a));
 	memcpy(RTA_DATA(rta), &a, sizeof(a));
 	req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
-
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0) {
-		snprintf(why, len, "netlink: %s", strerror(errno));
-		return -errno;
-	}
-	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = -errno;
-	} else {
-		n = recv(fd, buf, sizeof(buf), 0);
-		ack = (struct nlmsghdr *)buf;
-		if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
-			r = n < 0 ? -errno : -EIO;
-		else if (ack->nlmsg_type == NLMSG_ERROR)
-			r = ((struct nlmsgerr *)NLMSG_DATA(ack))->error;
-	}
-	close(fd);
+	r = net_rtnl_ask(&req.nh);
 	if (r == -EEXIST)
 		r = 0;
 	if (r < 0)

@@ -2,11 +2,15 @@
 #ifndef CORRAL_NET_H
 #define CORRAL_NET_H
 
+#include <linux/netlink.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* 100.127.255.254: an IPv4 address on lo, so AI_ADDRCONFIG finds one. */
 #define NET_LO_EXTRA_ADDR 0x647ffffeu
+
+/* One rtnetlink request, req->nlmsg_len long, asking for an ack: 0 or -errno. */
+int net_rtnl_ask(const struct nlmsghdr *req);
 
 int net_add_lo_address(char *why, size_t len);
 

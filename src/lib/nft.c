@@ -58,7 +58,7 @@ struct nft_batch {
 	size_t len;
 	bool full;
 	uint32_t seq;
-	const char *family;		/* the table the next messages are for */
+	const char *family;		/* the table the next commands are for */
 	const char *what[NFT_MAX_MSGS];	/* by seq: what that message makes */
 	const char *table[NFT_MAX_MSGS];	/* and in which table */
 };
@@ -329,13 +329,11 @@ static void build(struct nft_batch *b, uint16_t tcp_port, uint16_t dns_port)
 	const struct nft_family v6 = { NFPROTO_IPV6, "ip6", 24, 16, &in6addr_loopback };
 	size_t m;
 
-	b->family = "-";
 	m = msg(b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
 		"the batch");
 	msg_end(b, m);
 	add_family(b, &v4, tcp_port, dns_port);
 	add_family(b, &v6, tcp_port, dns_port);
-	b->family = "-";
 	m = msg(b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
 		"the batch");
 	msg_end(b, m);
@@ -368,7 +366,7 @@ static int read_answers(int fd, const struct nft_batch *b, char *why, size_t len
 				uint32_t s = nh->nlmsg_seq;
 
 				r = e->error;
-				if (s < b->seq && s > 0 && s < b->seq - 1)
+				if (s > 0 && s <= last)	/* not BATCH_BEGIN or _END */
 					snprintf(why, len, "nftables refused %s of table %s corral: %s",
 						 b->what[s], b->table[s], strerror(-r));
 				else
@@ -389,12 +387,9 @@ static int read_answers(int fd, const struct nft_batch *b, char *why, size_t len
 int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct nft_batch b;
+	struct nft_batch b = { .len = 0 };
 	int fd, r;
 
-	b.len = 0;
-	b.full = false;
-	b.seq = 0;
 	build(&b, tcp_port, dns_port);
 	if (b.full) {
 		snprintf(why, len, "the redirect rules do not fit in %d bytes",

@@ -200,11 +200,7 @@ static void lo_big_packets(void)
 		char attrs[2 * RTA_SPACE(sizeof(uint32_t))];
 	} req = { 0 };
 	const unsigned short types[2] = { IFLA_GSO_IPV4_MAX_SIZE, IFLA_GRO_IPV4_MAX_SIZE };
-	char ack[256];
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 
-	if (fd < 0)
-		return;
 	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
 	req.nh.nlmsg_type = RTM_NEWLINK;
 	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
@@ -220,9 +216,8 @@ static void lo_big_packets(void)
 		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
 	}
 	/* best effort: the answer (an error on an older kernel) changes nothing */
-	if (req.ifi.ifi_index > 0 && send(fd, &req, req.nh.nlmsg_len, 0) >= 0)
-		(void)recv(fd, ack, sizeof(ack), 0);
-	close(fd);
+	if (req.ifi.ifi_index > 0)
+		(void)net_rtnl_ask(&req.nh);
 }
 
 /* What init sends the supervisor, with the sockets as SCM_RIGHTS. */
@@ -231,34 +226,38 @@ struct listeners_msg {
 	int diag;		/* 1: a sock_diag socket follows the listeners */
 	int setup;		/* lo, its address, transparent mode: 0 or -errno */
 	char why[256];		/* if setup failed */
+	uint64_t netns;		/* the inode of init's netns (peer.c's filter) */
 };
 
 int proxy_listeners_send(int sock, bool transparent)
 {
-	int fds[NSPECS], nfd = 0, send_fds[NSPECS + 1], diag = -1, r;
 	struct listeners_msg m = { 0 };
+	int fds[NSPECS + 1], nfd = 0, fd;
+	struct stat st;
 	ssize_t sent;
 
-	r = lo_up();
-	if (r < 0) {
-		for (size_t i = 0; i < NSPECS; i++)
-			m.codes[i] = r;
-		m.setup = r;
-		snprintf(m.why, sizeof(m.why), "cannot bring lo up: %s", strerror(-r));
-		sent = fd_send(sock, &m, sizeof(m), NULL, 0, MSG_NOSIGNAL);
-		return sent == sizeof(m) ? 0 : -EPIPE;
+	/*
+	 * The netns's inode from here: once we are not dumpable, an
+	 * unprivileged supervisor cannot stat our /proc/PID/ns/net.
+	 */
+	if (stat("/proc/self/ns/net", &st) == 0)
+		m.netns = st.st_ino;
+	m.setup = lo_up();
+	if (m.setup < 0) {
+		snprintf(m.why, sizeof(m.why), "cannot bring lo up: %s", strerror(-m.setup));
+		goto send;
 	}
 	lo_big_packets();
 	for (size_t i = 0; i < NSPECS; i++) {
-		fds[i] = bind_spec(&listen_specs[i]);
-		m.codes[i] = fds[i] >= 0 ? 0 : fds[i];
-		if (fds[i] >= 0)
-			send_fds[nfd++] = fds[i];
+		fd = bind_spec(&listen_specs[i]);
+		m.codes[i] = fd < 0 ? fd : 0;
+		if (fd >= 0)
+			fds[nfd++] = fd;
 	}
 	/* to learn which process holds the other end of a connection */
-	diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (diag >= 0) {
-		send_fds[nfd++] = diag;
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd >= 0) {
+		fds[nfd++] = fd;
 		m.diag = 1;
 	}
 	/* name lookups with AI_ADDRCONFIG need an IPv4 address to exist */
@@ -266,10 +265,11 @@ int proxy_listeners_send(int sock, bool transparent)
 	if (transparent && m.setup == 0)
 		m.setup = net_transparent_setup(PROXY_TRANSPARENT_PORT, PROXY_DNS_PORT,
 						m.why, sizeof(m.why));
-	sent = fd_send(sock, &m, sizeof(m), send_fds, nfd, MSG_NOSIGNAL);
+send:
+	sent = fd_send(sock, &m, sizeof(m), fds, (size_t)nfd, MSG_NOSIGNAL);
 	/* the supervisor's now: nothing that runs here later may hold one */
 	while (nfd)
-		close(send_fds[--nfd]);
+		close(fds[--nfd]);
 	return sent == sizeof(m) ? 0 : -EPIPE;
 }
 
@@ -298,6 +298,7 @@ static int listeners_recv(struct proxy *px, int sync, int fds[NSPECS],
 				      "its network namespace was made");
 	}
 	m.why[sizeof(m.why) - 1] = '\0';
+	px->netns_ino = (ino_t)m.netns;
 	if (m.setup < 0)
 		r = corral_set_err(err, m.setup, "network setup: %s", m.why);
 	if (m.diag == 1 && n > 0)
@@ -1674,9 +1675,9 @@ static int tcp_listen(struct proxy *px, size_t i, int fd)
 	return 0;
 }
 
-int proxy_start(struct event_base *base, pid_t pid, int sync,
-		const struct corral_policy *p, struct events *ev,
-		struct tlsbox *tls, struct proxy **out, struct corral_err *err)
+int proxy_start(struct event_base *base, int sync, const struct corral_policy *p,
+		struct events *ev, struct tlsbox *tls, struct proxy **out,
+		struct corral_err *err)
 {
 	struct proxy *px = calloc(1, sizeof(*px));
 	int fds[NSPECS];
@@ -1710,18 +1711,6 @@ int proxy_start(struct event_base *base, pid_t pid, int sync,
 		r = listeners_recv(px, sync, fds, err);
 	if (r < 0)
 		goto fail;
-	/*
-	 * The netns init made before it sent them; init is still ours to
-	 * look at: it has not taken its identity (peer.c needs the inode).
-	 */
-	{
-		char path[64];
-		struct stat st;
-
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-		if (stat(path, &st) == 0)
-			px->netns_ino = st.st_ino;
-	}
 	for (size_t i = 0; i < NSPECS; i++) {
 		if (fds[i] < 0)
 			continue;

@@ -29,15 +29,12 @@ struct proxy;
  */
 int proxy_listeners_send(int sock, bool transparent);
 
-/*
- * The supervisor's side: the sockets init sent on sync, served on base.
- * pid is that init, not yet past its identity (its netns is looked at).
- */
+/* The supervisor's side: the sockets init sent on sync, served on base. */
 struct tlsbox;
 /* tls: the sandbox's CA, rules and secrets (tls.h), or NULL: no termination */
-int proxy_start(struct event_base *base, pid_t pid, int sync,
-		const struct corral_policy *p, struct events *ev,
-		struct tlsbox *tls, struct proxy **out, struct corral_err *err);
+int proxy_start(struct event_base *base, int sync, const struct corral_policy *p,
+		struct events *ev, struct tlsbox *tls, struct proxy **out,
+		struct corral_err *err);
 void proxy_free(struct proxy *px);
 
 #endif

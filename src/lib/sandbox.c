@@ -453,8 +453,7 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	 * mount root, and hands them over (proxy_listeners_send).
 	 */
 	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
-		r = proxy_start(sb->base, sb->pid, *sync_wr, sb->p, sb->ev, sb->tls,
-				&sb->px, err);
+		r = proxy_start(sb->base, *sync_wr, sb->p, sb->ev, sb->tls, &sb->px, err);
 	if (r == 0 && send(*sync_wr, "g", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_errno(err, errno, "cannot start the sandbox");
 	/* a one-shot run's group is made now, while the mounts are built */

@@ -68,10 +68,13 @@ def once(argv):
 
 
 def burst(argv):
+    """Wall ms, failures, and the host's CPU ms a run: at once on two
+    cores, a burst's wall time is mostly the CPU it costs."""
+    c = cpu_host()
     t = time.perf_counter()
     procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL) for _ in range(M)]
     bad = sum(1 for p in procs if p.wait() != 0)
-    return (time.perf_counter() - t) * 1000, bad
+    return (time.perf_counter() - t) * 1000, bad, (cpu_host() - c) / M
 
 
 # Run by run, the rows take turns (corral, bwrap, unshare, ..., then again):
@@ -112,8 +115,8 @@ for name, argv in peers + starts:
     else:
         t = sorted(times[name])
         w = walls[name]
-        wall = statistics.median(x for x, _ in w) if w else 0
-        bad = sum(b for _, b in w)
+        wall = statistics.median(x for x, _, _ in w) if w else 0
+        bad = sum(b for _, b, _ in w)
         rows.append((name, (statistics.median(t), t[int(len(t) * 0.95) - 1], wall, bad,
                             statistics.mean(cpus[name]))))
 
@@ -144,11 +147,15 @@ if base and bw:
     print(f"corral / bwrap median ratio: {base / bw[0]:.3f} "
           f"(aim <= 1.0: {aim(base <= bw[0])})")
     bw_name = next(n for n, r in rows if r is bw)
-    per = sorted(a / b for (a, _), (b, _) in zip(walls[rows[0][0]], walls[bw_name]))
+    per = sorted(a / b for (a, _, _), (b, _, _) in zip(walls[rows[0][0]], walls[bw_name]))
     print(f"corral {M} at once: {me[2]:.0f} ms, bwrap {bw[2]:.0f} ms (medians); "
           f"ratio round by round {statistics.median(per):.3f} "
           f"(min {per[0]:.3f}, max {per[-1]:.3f}; aim <= 1.0: "
           f"{aim(statistics.median(per) <= 1.0)})")
+    print(f"  host CPU a run in the bursts: corral "
+          f"{statistics.median(c for _, _, c in walls[rows[0][0]]):.2f} ms, bwrap "
+          f"{statistics.median(c for _, _, c in walls[bw_name]):.2f} ms (medians; "
+          f"as root corral's cgroups are in it, bwrap makes none)")
 
 
 # ---- where a cold start's time goes: before the command, and after ---------

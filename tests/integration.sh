@@ -648,21 +648,21 @@ t_parent_cgroup_kept() {
 	[ "$ME" = 0 ] || { skip "root's parent group"; return 77; }
 	local par=/sys/fs/cgroup/cpu/corral old
 	[ -d /sys/fs/cgroup/cpu ] || { skip "no cgroup v1 cpu hierarchy"; return 77; }
-	crun -- /bin/true >/dev/null
+	crun --cpus 8 -- /bin/true >/dev/null	# a run in the cpu hierarchy
 	[ -d "$par" ] || { fail "$par was not kept after a run"; return; }
 	old=$(cat "$par/cpu.shares")
 	# a failed check ends the test (set -e): the host's weight is restored
 	# (expanded now: the function's locals are gone when the trap runs)
 	trap "echo $old > $par/cpu.shares 2>/dev/null || true" EXIT
 	echo 1000 > "$par/cpu.shares" || { fail "cannot write $par/cpu.shares"; return; }
-	crun -- /bin/true >/dev/null
+	crun --cpus 8 -- /bin/true >/dev/null
 	expect_eq "a run under the operator's parent" "$(rc)" 0
 	expect_eq "the operator's cpu.shares after it" "$(cat "$par/cpu.shares")" 1000
 	echo "$old" > "$par/cpu.shares"
 	trap - EXIT
 	# removed by hand (EBUSY while another suite's sandbox is in it): made again
 	if rmdir "$par" 2>/dev/null; then
-		crun -- /bin/true >/dev/null
+		crun --cpus 8 -- /bin/true >/dev/null
 		expect_eq "a run after the parent was removed" "$(rc)" 0
 		[ -d "$par" ] || fail "$par was not made again"
 	fi
@@ -700,7 +700,7 @@ t_supervisor_killed_before_go() {
 }
 
 # A one-shot run's group is made after the clone, while init builds its
-# mounts.  Its third mkdir made to fail (strace injects ENOSPC into the
+# mounts.  Its second mkdir made to fail (strace injects ENOSPC into the
 # supervisor only): the run says which group, exits 125, and nothing of
 # it stays: no group made before the failure, no init waiting for "c".
 t_cgroup_failure_after_clone() {
@@ -712,7 +712,7 @@ t_cgroup_failure_after_clone() {
 	# LeakSanitizer cannot run under ptrace: an ASan build's exit would be 99
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 	timeout 60 strace -qq -o "$T/trace" -e trace=mkdir,clone \
-		-e inject=mkdir:error=ENOSPC:when=3 \
+		-e inject=mkdir:error=ENOSPC:when=2 \
 		"$CORRAL" run -- /bin/sleep 30 > "$T/out" 2>&1 || rc=$?
 	echo "$rc" > "$T/rc"
 	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
@@ -785,6 +785,36 @@ t_in_its_group_everywhere() {
 		expect_eq "hierarchies where $pid is in $grp" \
 			"$(grep -c "/$grp\$" "/proc/$pid/cgroup")" "$n"
 	done
+}
+
+# The v1 hierarchies a one-shot run's group is in, named: "cpu memory pids ".
+run_hiers() {	# run_hiers MARK ARGS...
+	local mark=$1 sup p="" i=0
+	shift
+	"$CORRAL" run "$@" -- /bin/sleep "$mark" > /dev/null 2>&1 < /dev/null &
+	sup=$!
+	while [ -z "$p" ] && [ $i -lt 100 ]; do
+		p=$(pgrep -f "^/bin/sleep $mark\$" || true); [ -n "$p" ] || sleep 0.05; i=$((i+1))
+	done
+	{ find /sys/fs/cgroup -maxdepth 3 -type d -name "corral-$sup-*" 2>/dev/null || true; } |
+		sed 's|^/sys/fs/cgroup/\([^/]*\)/.*|\1|' | sort | tr '\n' ' '
+	kill -TERM "$sup" 2>/dev/null
+	wait "$sup" 2>/dev/null || true
+}
+
+# Each v1 hierarchy a group is in costs the host CPU at every start and
+# end, and in a burst the cgroup lock is contended: a one-shot run joins
+# only those it uses (memory, pids, cpuacct for its CPU time; cpu with
+# --cpus), and the freezer too when abort criteria may freeze it.
+t_run_joins_what_it_uses() {
+	crun --json -- /bin/true > /dev/null
+	[ "$(json layers.limits < "$T/out")" = "cgroup v1" ] || { skip "not cgroup v1 here"; return 77; }
+	expect_eq "the default's hierarchies" "$(run_hiers "4$$.1")" "cpuacct memory pids "
+	expect_eq "with --cpus" "$(run_hiers "4$$.2" --cpus 1)" "cpu cpuacct memory pids "
+	printf '{"abort": {"max_denied_syscalls": 50}}\n' > "$T/abort.json"
+	chmod 644 "$T/abort.json"
+	expect_eq "with abort criteria" "$(run_hiers "4$$.3" --policy "$T/abort.json")" \
+		"cpu cpuacct freezer memory pids "
 }
 
 t_dies_with_supervisor() {

@@ -652,6 +652,51 @@ TEST(later_made_by_cg_make)
 }
 
 /*
+ * CG_LIMITS_ONLY on v1: the limits' hierarchies and cpuacct, cpu only
+ * with a cpus limit, never the freezer; and the plan kept for the next
+ * group is whole (a group without the flag still gets the freezer).
+ */
+TEST(limits_only_hierarchies)
+{
+	struct corral_policy p = { .memory_bytes = 32 * MiB, .pids = 16 };
+	struct corral_policy pc = { .memory_bytes = 32 * MiB, .pids = 16, .cpus = 1 };
+	struct corral_err err = { 0 };
+	struct cg *lean = NULL, *cpu = NULL, *full = NULL;
+	char a[64], b[64], c[64];
+
+	group_name(a, sizeof(a), "lean");
+	group_name(b, sizeof(b), "lean-cpu");
+	group_name(c, sizeof(c), "full");
+	CHECK(cg_create(&lean, a, &p, CG_LIMITS_ONLY, &err) == 0);
+	if (!lean || cg_mode(lean) != CG_V1 || !cg_hier_of(lean, C_CPUACCT)) {
+		printf("# skip: not cgroup v1 with cpuacct here\n");
+		cg_destroy(lean);
+		return;
+	}
+	CHECK(cg_hier_of(lean, C_MEMORY) && cg_hier_of(lean, C_PIDS));
+	CHECK(cg_hier_of(lean, C_FREEZER) == NULL);
+	CHECK(cg_counts_cpu(lean));
+	CHECK(cg_create(&cpu, b, &pc, CG_LIMITS_ONLY, &err) == 0);
+	CHECK(cg_create(&full, c, &p, 0, &err) == 0);
+	for (size_t i = 0; i < full->nhier; i++) {
+		unsigned k = full->hier[i].ctrls;
+
+		if (k == C_BIT(C_CPU)) {	/* a cpu hierarchy of its own */
+			CHECK(cg_hier_of(lean, C_CPU) == NULL);
+			CHECK(cg_hier_of(cpu, C_CPU) != NULL);
+		}
+		if (k == C_BIT(C_FREEZER))
+			CHECK(cg_hier_of(cpu, C_FREEZER) == NULL);
+	}
+	CHECK(cg_hier_of(full, C_FREEZER) != NULL);
+	CHECK((size_t)group_dirs(a) == lean->nhier);
+	CHECK((size_t)group_dirs(c) == full->nhier);
+	destroy_and_check(lean, a);
+	destroy_and_check(cpu, b);
+	destroy_and_check(full, c);
+}
+
+/*
  * cg_entry_fds() over a socket as the supervisor sends them, and
  * cg_enter() in the child: it is then in the group in every hierarchy.
  * Where the manager has no such way (v2, unprivileged): -ENOTSUP.

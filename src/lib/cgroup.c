@@ -10,7 +10,8 @@
  *   unprivileged:  <mount>/corral.<uid> if root delegated it (chown), else
  *                  <mount>/corral if that is writable, else no cgroup.
  * On v2 that is one directory; on v1 one per hierarchy in use (memory, pids,
- * cpu, cpuacct, freezer; co-mounted controllers share a hierarchy).
+ * cpu, cpuacct, freezer; co-mounted controllers share a hierarchy), or
+ * only those a one-shot run uses (CG_LIMITS_ONLY).
  *
  * Processes enter through cgroup.procs, never clone3(CLONE_INTO_CGROUP):
  * on the kernel it was measured on (6.18), a child cloned into a group
@@ -210,6 +211,9 @@ static int plan_copy(struct cg *dst, const struct cg *src, bool v2_id)
 
 		if (!v2_id && src->ops->mode == CG_V1 && !h->ctrls)
 			continue;
+		/* a hierarchy none of whose controllers is wanted */
+		if (src->ops->mode == CG_V1 && h->ctrls && !(h->ctrls & ~dst->skip))
+			continue;
 		parent = strdup(h->parent);
 		if (!parent || cg_add_hier(dst, h->mount, parent,
 					   h->create_parent, h->ctrls) < 0) {
@@ -350,8 +354,8 @@ static int make_dirs(struct cg *cg, const char *name, struct corral_err *err)
 static void remove_dirs(struct cg *cg);
 
 /* A handle on the hierarchies this host offers for name, nothing made. */
-static int cg_alloc(struct cg **out, const char *name, bool v2_id,
-		    struct corral_err *err)
+static int cg_alloc(struct cg **out, const char *name, unsigned flags,
+		    const struct corral_policy *p, struct corral_err *err)
 {
 	char why[CORRAL_ERR_MAX];
 	struct cg *cg;
@@ -364,7 +368,9 @@ static int cg_alloc(struct cg **out, const char *name, bool v2_id,
 	if (!cg)
 		return corral_set_err(err, -ENOMEM, "out of memory for the "
 				      "cgroup handle of %s", name);
-	r = cg_plan(cg, why, sizeof(why), v2_id, err);
+	if (flags & CG_LIMITS_ONLY)
+		cg->skip = C_BIT(C_FREEZER) | (p->cpus > 0 ? 0 : C_BIT(C_CPU));
+	r = cg_plan(cg, why, sizeof(why), flags & CG_V2_ID, err);
 	if (r < 0) {
 		cg_free_hiers(cg);
 		free(cg);
@@ -441,7 +447,7 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	int r;
 
 	*out = NULL;
-	r = cg_alloc(&cg, name, flags & CG_V2_ID, err);
+	r = cg_alloc(&cg, name, flags, p, err);
 	if (r < 0)
 		return r;
 	if (cg->ops->mode != CG_NONE && (flags & CG_LATER)) {
@@ -520,7 +526,7 @@ int cg_freezer_hold(struct cg **out, const char *name, struct corral_err *err)
 
 	*out = NULL;
 	for (int again = 0; again < 2; again++) {
-		r = cg_alloc(&cg, name, false, err);
+		r = cg_alloc(&cg, name, 0, NULL, err);
 		if (r < 0)
 			return r;
 		if (cg->ops->mode != CG_V1 || !cg_hier_of(cg, C_FREEZER)) {
@@ -710,6 +716,18 @@ int cg_stats_some(struct cg *cg, unsigned want, struct cg_stats *st)
 int cg_stats(struct cg *cg, struct cg_stats *st)
 {
 	return cg_stats_some(cg, CG_ST_ALL, st);
+}
+
+bool cg_counts_cpu(struct cg *cg)
+{
+	switch (cg_mode(cg)) {
+	case CG_V2:
+		return true;	/* cpu.stat's usage_usec, with or without cpu */
+	case CG_V1:
+		return cg_hier_of(cg, C_CPUACCT) != NULL;
+	default:
+		return false;
+	}
 }
 
 uint64_t cg_id(struct cg *cg)

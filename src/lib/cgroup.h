@@ -48,6 +48,17 @@ struct cg;	/* one sandbox's cgroup, in every hierarchy it uses */
  * first process builds its mounts.  *p must live until then.
  */
 #define CG_LATER	2u
+/*
+ * CG_LIMITS_ONLY: on v1, only the hierarchies that *p's limits use, and
+ * cpuacct: memory and pids, cpu when it sets cpus; no freezer.  Every v1
+ * hierarchy a sandbox joins costs the host CPU at each start and end (a
+ * directory, a move, a removal, each under the kernel's one cgroup lock).
+ * For a one-shot run that never freezes (no abort criteria: init's death
+ * ends its whole pid namespace).  cpuacct stays: a killed run's CPU time
+ * is in no rusage (init's dying reap of the others adds nothing to its
+ * own).  No effect on v2: there the controllers share one directory.
+ */
+#define CG_LIMITS_ONLY	4u
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	      unsigned int flags, struct corral_err *err);
 /* Make what cg_create(CG_LATER) planned; 0 at once for any other group. */
@@ -121,6 +132,8 @@ int cg_entry_fds(struct cg *cg, int *fds, size_t max, struct corral_err *err);
  */
 int cg_enter(int *fds, size_t n, struct corral_err *err);
 int cg_stats(struct cg *cg, struct cg_stats *st);
+/* Whether cg_stats() counts the tree's CPU time (cpu_ns); else it is 0. */
+bool cg_counts_cpu(struct cg *cg);
 /*
  * The counters of want only (CG_ST_*), a file or two each: a call reads
  * what its result reports, at its start and its end, on the daemon's loop.

@@ -58,6 +58,7 @@ struct cg {
 	struct cg_op *op;	/* at most one; dropped by the next or by destroy */
 	bool kept_plan;		/* planned from the plan kept (cg_plan) */
 	bool root;		/* planned for euid 0: "<mount>/corral" is ours */
+	unsigned skip;		/* v1 controllers not wanted (CG_LIMITS_ONLY) */
 	struct {		/* CG_LATER: what cg_make() makes, until then */
 		char *name;
 		const struct corral_policy *p;

@@ -565,7 +565,8 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	events_explain_denials(res, d, json_array_size(d), p);
 	json_decref(d);
 	res->duration_ms = corral_now_ms() - s->t0;
-	res->cpu_ms = st.valid ? st.cpu_ns / 1000000 :
+	/* without cpuacct, init's rusage: the processes it reaped, and itself */
+	res->cpu_ms = st.valid && cg_counts_cpu(s->cg) ? st.cpu_ns / 1000000 :
 		(uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
 		(uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
 	res->max_rss_kb = ru->ru_maxrss;
@@ -629,8 +630,12 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 					      "abort criteria");
 		events_set_hook(s->ev, on_event, s);
 	}
-	/* made by sandbox_spawn, beside the sandbox's first steps */
-	return cg_create(&s->cg, name, s->p, CG_LATER, err);
+	/*
+	 * Made by sandbox_spawn, beside the sandbox's first steps.  Only a
+	 * halt freezes: without abort criteria, no freezer.
+	 */
+	return cg_create(&s->cg, name, s->p, CG_LATER |
+			 (s->abort ? 0 : CG_LIMITS_ONLY), err);
 }
 
 int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,

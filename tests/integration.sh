@@ -817,6 +817,21 @@ t_run_joins_what_it_uses() {
 		"cpu cpuacct freezer memory pids "
 }
 
+# A run's groups are removed in the reverse order of their making: while
+# a group has a directory anywhere it has one in the first hierarchy,
+# the only one a run reads for the groups killed supervisors left.
+t_groups_removed_first_last() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	[ "$(cgroups_here)" = yes ] || { skip "no cgroups for this user"; return 77; }
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 60 strace -qq -o "$T/trace" -e trace=mkdir,rmdir "$CORRAL" run -- /bin/true > /dev/null 2>&1
+	grep -q '^mkdir("/sys/fs/cgroup/' "$T/trace" || { skip "no group made here"; return 77; }
+	sed -n 's|^mkdir("\(/sys/fs/cgroup/[^"]*/corral-[^"]*\)".*= 0$|\1|p' "$T/trace" > "$T/made"
+	sed -n 's|^rmdir("\(/sys/fs/cgroup/[^"]*/corral-[^"]*\)".*= 0$|\1|p' "$T/trace" > "$T/removed"
+	[ "$(wc -l < "$T/made")" -ge 2 ] || { skip "one hierarchy: no order"; return 77; }
+	expect_eq "removed in the reverse order" "$(tac "$T/removed")" "$(cat "$T/made")"
+}
+
 t_dies_with_supervisor() {
 	mark="2$$.5"
 	"$CORRAL" run -- /bin/sh -c "sleep $mark & sleep $mark" > /dev/null 2>&1 &

@@ -1479,6 +1479,49 @@ TEST(destroy_async_off_loop)
 	event_base_free(base);
 }
 
+/*
+ * A dead supervisor's groups: cg_cleanup_stale_groups() reads the first
+ * hierarchy only, where a group has a directory while it has any (made
+ * first, removed last), and removes them in every hierarchy; a group
+ * missing there (an older corral's order) is cg_cleanup_stale()'s.
+ */
+TEST(stale_groups_from_the_first_hierarchy)
+{
+	struct corral_policy p = { .memory_bytes = 32 * MiB, .pids = 16 };
+	struct corral_err err = { 0 };
+	struct cg *whole = NULL, *half = NULL;
+	char a[64], b[64];
+	pid_t dead;
+
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	CHECK(dead > 0 && waitpid(dead, NULL, 0) == dead);
+	snprintf(a, sizeof(a), "%d-whole", (int)dead);
+	snprintf(b, sizeof(b), "%d-half", (int)dead);
+	CHECK(cg_create(&whole, a, &p, 0, &err) == 0);
+	CHECK(cg_create(&half, b, &p, 0, &err) == 0);
+	if (!whole || !half || cg_mode(whole) != CG_V1 || whole->nhier < 2) {
+		printf("# skip: not cgroup v1 with two hierarchies here\n");
+		cg_destroy(whole);
+		cg_destroy(half);
+		return;
+	}
+	/* the supervisor "died": its handles are gone, its groups stay */
+	CHECK(rmdir(half->hier[0].dir) == 0);	/* removed first, as before */
+	CHECK((size_t)group_dirs(a) == whole->nhier);
+	CHECK((size_t)group_dirs(b) == half->nhier - 1);
+	cg_free_hiers(whole);
+	free(whole);
+	cg_free_hiers(half);
+	free(half);
+	CHECK(cg_cleanup_stale_groups() >= 1);
+	CHECK(group_dirs(a) == 0);
+	CHECK(group_dirs(b) > 0);
+	CHECK(cg_cleanup_stale() >= 1);
+	CHECK(group_dirs(b) == 0);
+}
+
 /* The freezer hold: v1 only, FROZEN, empty; removed by its owner's cleanup. */
 TEST(freezer_hold)
 {

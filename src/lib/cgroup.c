@@ -941,9 +941,15 @@ int cg_kill_rounds(struct cg *cg)
 	return cg_procs_all(cg, false) > 0 ? -EBUSY : 0;
 }
 
+/*
+ * Groups are made in the order of the plan's hierarchies and removed in
+ * the reverse order, so that while a group has a directory anywhere it
+ * has one in the first hierarchy: what a killed supervisor leaves, even
+ * half made or half removed, is listed there (cg_cleanup_stale_groups).
+ */
 int cg_try_remove(struct cg *cg)
 {
-	for (size_t i = 0; cg_mode(cg) != CG_NONE && i < cg->nhier; i++) {
+	for (size_t i = cg_mode(cg) != CG_NONE ? cg->nhier : 0; i-- > 0;) {
 		struct cg_hier *h = &cg->hier[i];
 
 		if (!h->dir)
@@ -1022,7 +1028,7 @@ static int rmdir_one(const char *dir, void *arg)
 /* The sandbox's own directories, deepest first, in every hierarchy. */
 static void remove_dirs(struct cg *cg)
 {
-	for (size_t i = 0; i < cg->nhier; i++) {
+	for (size_t i = cg->nhier; i-- > 0;) {	/* the first last: cg_try_remove */
 		if (cg->hier[i].dir)
 			walk(cg->hier[i].dir, true, 0, rmdir_one, NULL);
 		free(cg->hier[i].dir);
@@ -1084,8 +1090,11 @@ static bool in_dir(const char *dir, const char *name)
 	       access(path, F_OK) == 0;
 }
 
-/* only > 0: the groups of that supervisor; else those of dead ones */
-static int cleanup(pid_t only)
+/*
+ * only > 0: the groups of that supervisor; else those of dead ones.
+ * every: the parents of all hierarchies, else the first one's alone.
+ */
+static int cleanup(pid_t only, bool every)
 {
 	struct corral_err err;
 	char why[CORRAL_ERR_MAX];
@@ -1097,11 +1106,13 @@ static int cleanup(pid_t only)
 	if (cg_plan(&plan, why, sizeof(why), true, &err) < 0)
 		return 0;
 	/*
-	 * A sandbox's group is in every hierarchy, so the first one lists
-	 * them all; the others are read for what lives in one only (the
-	 * freezer hold, cg_freezer_hold).
+	 * A sandbox's group has a directory in the first hierarchy while it
+	 * has one anywhere (cg_try_remove), so the first one lists them all;
+	 * the others are read for what lives in one only (the freezer hold,
+	 * cg_freezer_hold) and what an older corral removed in another order.
 	 */
-	for (size_t h = 0; plan.ops->mode != CG_NONE && h < plan.nhier; h++) {
+	for (size_t h = 0; plan.ops->mode != CG_NONE && h < plan.nhier &&
+	     (every || h == 0); h++) {
 		/* not there when planned just now: nobody's groups in it */
 		if (plan.hier[h].create_parent && !plan.kept_plan)
 			continue;
@@ -1128,10 +1139,15 @@ static int cleanup(pid_t only)
 
 int cg_cleanup_stale(void)
 {
-	return cleanup(0);
+	return cleanup(0, true);
+}
+
+int cg_cleanup_stale_groups(void)
+{
+	return cleanup(0, false);
 }
 
 int cg_cleanup_owner(pid_t pid)
 {
-	return pid > 0 ? cleanup(pid) : 0;
+	return pid > 0 ? cleanup(pid, true) : 0;
 }

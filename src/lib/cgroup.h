@@ -202,6 +202,14 @@ void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n);
  * "corral-<pid>-*" whose pid no longer exists.  Returns how many.
  */
 int cg_cleanup_stale(void);
+/*
+ * The same for the sandboxes' groups only, read from the first
+ * hierarchy: one directory, not one a hierarchy, for a one-shot run to
+ * read at every start (in a burst of N runs each reads N entries).  A
+ * daemon's freezer hold, in the freezer alone, waits for the next
+ * cg_cleanup_stale() (a daemon's start, a container's create).
+ */
+int cg_cleanup_stale_groups(void);
 /* Remove every "corral-<pid>-*" group, that supervisor being known dead. */
 int cg_cleanup_owner(pid_t pid);
 /* In the child, when cg_mode() == CG_NONE: RLIMIT_DATA and RLIMIT_NPROC. */

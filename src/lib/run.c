@@ -706,7 +706,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	 * Groups that killed supervisors left: swept while the sandbox loads
 	 * its filters and execs the command on the other core, not before.
 	 */
-	cg_cleanup_stale();
+	cg_cleanup_stale_groups();
 
 	events_emit(s.ev, "exec.start", json_pack("{s:i, s:s}", "pid", s.sb->pid,
 						  "command", o->argv[0]));

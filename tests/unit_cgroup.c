@@ -1479,6 +1479,17 @@ TEST(destroy_async_off_loop)
 	event_base_free(base);
 }
 
+/* A supervisor known dead: a child that has exited and been reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
+	return pid;
+}
+
 /*
  * A dead supervisor's groups: cg_cleanup_stale_groups() reads the first
  * hierarchy only, where a group has a directory while it has any (made
@@ -1491,12 +1502,8 @@ TEST(stale_groups_from_the_first_hierarchy)
 	struct corral_err err = { 0 };
 	struct cg *whole = NULL, *half = NULL;
 	char a[64], b[64];
-	pid_t dead;
+	pid_t dead = dead_pid();
 
-	dead = fork();
-	if (dead == 0)
-		_exit(0);
-	CHECK(dead > 0 && waitpid(dead, NULL, 0) == dead);
 	snprintf(a, sizeof(a), "%d-whole", (int)dead);
 	snprintf(b, sizeof(b), "%d-half", (int)dead);
 	CHECK(cg_create(&whole, a, &p, 0, &err) == 0);
@@ -1528,14 +1535,9 @@ TEST(freezer_hold)
 	struct corral_err err = { 0 };
 	char name[64], state[32];
 	struct cg *h = NULL;
-	pid_t dead;
+	pid_t dead = dead_pid();
 	int r;
 
-	/* a supervisor known dead: a child that has exited and been reaped */
-	dead = fork();
-	if (dead == 0)
-		_exit(0);
-	CHECK(dead > 0 && waitpid(dead, NULL, 0) == dead);
 	snprintf(name, sizeof(name), "%d-.freezer-hold-1", (int)dead);
 	r = cg_freezer_hold(&h, name, &err);
 	if (r < 0)

@@ -367,6 +367,33 @@ t_health() {
 	stop_daemon
 }
 
+# The socket appears only once it listens: a daemon held between its bind
+# and its listen (strace delays the listen 1 s) shows no socket yet, and
+# the first connect to the socket, once it is there, is answered.
+t_socket_appears_listening() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local sock=$T/ls.sock st dpid i seen=0
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	strace -qq -o /dev/null -e trace=listen -e inject=listen:delay_enter=1000000 \
+		"$CORRAL" serve --socket "$sock" --state-dir "$T/ls-state" > "$T/ls.log" 2>&1 < /dev/null &
+	st=$!
+	for i in $(seq 1 100); do dpid=$(pgrep -P "$st" || true); [ -n "$dpid" ] && break; sleep 0.02; done
+	trap "kill -TERM $dpid 2>/dev/null; wait $st 2>/dev/null || true" EXIT
+	sleep 0.5	# inside the delayed listen now
+	grep -q 'inject=' "$T/ls.log" && { skip "strace cannot inject"; return 77; }
+	[ -e "$sock" ] && fail "the socket is there before it listens"
+	for i in $(seq 1 200); do [ -S "$sock" ] && { seen=1; break; }; sleep 0.01; done
+	expect_eq "the socket appeared" "$seen" 1
+	curl -s -m 5 -o /dev/null -w '%{http_code}' --unix-socket "$sock" http://corral/v1/health > "$T/ls.code" || true
+	expect_eq "its first connect answered" "$(cat "$T/ls.code")" 200
+	expect_eq "socket mode" "$(stat -c %a "$sock")" 600
+	[ ! -e "$sock.new" ] || fail "the name it was bound under is left"
+	kill -TERM "$dpid"
+	wait "$st" 2>/dev/null || true
+	trap - EXIT
+	[ ! -e "$sock" ] || fail "the socket is left after the daemon's stop"
+}
+
 t_sandbox_lifecycle() {
 	start_daemon
 	id=$(mksb '{"labels": {"team": "infra", "run": "42"}, "ttl_seconds": 3600, "idle_freeze_ms": 5000}')

@@ -195,6 +195,38 @@ static int state_open(struct daemon *d, struct corral_err *err)
 
 /* ---- listeners ------------------------------------------------------------- */
 
+/*
+ * Bound and listening under a name of its own, then renamed to path: a
+ * client that finds the socket (a test's or a supervisor's readiness
+ * check) never meets one still between bind and listen, where connect
+ * is refused.  0600 from birth: no window in which another user could
+ * connect.  A path with no room for the suffix is bound in place.
+ */
+static int bind_listening(int fd, struct sockaddr_un *sa, const char *path)
+{
+	char tmp[sizeof(sa->sun_path)];
+	bool aside = snprintf(tmp, sizeof(tmp), "%s.new", path) < (int)sizeof(tmp);
+	mode_t old;
+	int r;
+
+	if (aside) {
+		unlink(tmp);	/* a dead daemon's, half made */
+		strcpy(sa->sun_path, tmp);
+	}
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)sa, sizeof(*sa));
+	umask(old);
+	if (r == 0)
+		r = listen(fd, 1024);
+	if (r == 0 && aside)
+		r = rename(tmp, path);
+	r = r < 0 ? -errno : 0;
+	if (r < 0 && aside)
+		unlink(tmp);
+	strcpy(sa->sun_path, path);
+	return r;
+}
+
 static int listen_unix(struct daemon *d, struct corral_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -229,14 +261,9 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return corral_set_errno(err, errno, "socket");
-	/* 0600 from birth: no window in which another user could connect */
-	mode_t old = umask(0177);
-
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
+	r = bind_listening(fd, &sa, d->socket_path);
 	d->socket_bound = r == 0;
-	if (r < 0 || listen(fd, 1024) < 0) {
-		r = -errno;
+	if (r < 0) {
 		close(fd);
 		return corral_set_errno(err, -r, "cannot listen on %s",
 				      d->socket_path);

@@ -662,6 +662,9 @@ TEST(limits_only_hierarchies)
 	struct corral_policy pc = { .memory_bytes = 32 * MiB, .pids = 16, .cpus = 1 };
 	struct corral_err err = { 0 };
 	struct cg *lean = NULL, *cpu = NULL, *full = NULL;
+	struct cg memonly = { .ops = &cg_v1_manager, .nhier = 1,
+			      .hier = { { .ctrls = C_BIT(C_MEMORY) } } };
+	struct cg v2 = { .ops = &cg_v2_manager };
 	char a[64], b[64], c[64];
 
 	group_name(a, sizeof(a), "lean");
@@ -676,6 +679,10 @@ TEST(limits_only_hierarchies)
 	CHECK(cg_hier_of(lean, C_MEMORY) && cg_hier_of(lean, C_PIDS));
 	CHECK(cg_hier_of(lean, C_FREEZER) == NULL);
 	CHECK(cg_counts_cpu(lean));
+	/* a v1 group with no cpuacct (not mounted): the run takes rusage */
+	CHECK(!cg_counts_cpu(&memonly));
+	CHECK(cg_counts_cpu(&v2));
+	CHECK(!cg_counts_cpu(NULL));
 	CHECK(cg_create(&cpu, b, &pc, CG_LIMITS_ONLY, &err) == 0);
 	CHECK(cg_create(&full, c, &p, 0, &err) == 0);
 	for (size_t i = 0; i < full->nhier; i++) {

@@ -48,8 +48,10 @@ t_operator_bounds() {
 	chmod -R a+rX "$T/ws"
 	cat > "$T/operator.json" <<-EOF
 	{"filesystem": {"workspace": "$T/ws"},
-	 "limits": {"memory": "1G", "pids": 256, "timeout": "30s"},
-	 "network": {"mode": "proxy", "transparent": false, "allow": ["web.test:80"]}}
+	 "limits": {"memory": "1G", "pids": 256, "timeout": "30s",
+	            "call_timeout": "20s"},
+	 "network": {"mode": "proxy", "transparent": false, "allow": ["web.test:80"]},
+	 "export": {"hold": ["deploy/**"], "max_files": 500}}
 	EOF
 	TMPDIR=$T MCP_WORKSPACE=$T/ws timeout 300 $PY "$HERE/mcp_raw.py" bounds "$CORRAL" \
 		--private --policy "$T/operator.json" || fail "the bounds checks failed"

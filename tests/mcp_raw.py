@@ -212,6 +212,19 @@ def bounds(s, workspace):
           "passing the server's environment in is refused")
     res = s.call("sandbox_create", {"policy": {"network": {"allow": ["*"]}}})
     check(res.get("isError"), "widening the allowlist in an inline policy is refused")
+    res = s.call("sandbox_create", {"policy": {"export": {"hold": []}}})
+    check(res.get("isError") and "deploy/**" in res["content"][0]["text"],
+          "the operator's export hold cannot be replaced by an empty list: %r" % res)
+    res = s.call("sandbox_create", {"policy": {"export": {"hold": ["deploy/**", "x"],
+                                                          "max_files": 501}}})
+    check(res.get("isError") and "export.max_files" in res["content"][0]["text"],
+          "an export bound beyond the operator's is refused: %r" % res)
+    res = s.call("sandbox_create", {"policy": {"identity": {"user": "root"}}})
+    check(res.get("isError") and "runs commands as" in res["content"][0]["text"],
+          "root inside, which the operator's policy does not give, is refused: %r" % res)
+    res = s.call("sandbox_create", {"limits": {"call_timeout": "1h"}})
+    check(res.get("isError") and "call_timeout" in res["content"][0]["text"],
+          "a call timeout beyond the operator's is refused: %r" % res)
     res = s.call("sandbox_create", {"policy": "offline"})
     check(res.get("isError") and "policy" in res["content"][0]["text"],
           "a named policy that is not offered is refused")

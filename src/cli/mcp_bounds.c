@@ -195,6 +195,7 @@ static char *check_limits(const struct corral_policy *p,
 	    (why = check_u64("limits.pids", p->pids, l->pids)) ||
 	    (why = check_u64("limits.disk (bytes)", p->disk_bytes, l->disk_bytes)) ||
 	    (why = check_u64("limits.timeout (ms)", p->timeout_ms, l->timeout_ms)) ||
+	    (why = check_u64("limits.call_timeout (ms)", p->call_timeout_ms, l->call_timeout_ms)) ||
 	    (why = check_u64("limits.output (bytes)", p->output_bytes, l->output_bytes)))
 		return why;
 	if (l->cpus > 0 && (p->cpus <= 0 || p->cpus > l->cpus))
@@ -285,6 +286,38 @@ static char *check_files(const struct corral_policy *p,
 	return NULL;
 }
 
+static bool hold_kept(const struct corral_hold_rule *r,
+		      const struct corral_export_policy *e)
+{
+	for (size_t i = 0; i < e->nhold; i++)
+		if (!strcmp(r->path, e->hold[i].path) && !strcmp(r->check, e->hold[i].check))
+			return true;
+	return false;
+}
+
+/*
+ * What leaves through an export, and the root inside: an inline policy's
+ * "export": {"hold": []} replaces the operator's list, so each of its
+ * rules must still be there.
+ */
+static char *check_export(const struct corral_policy *p,
+			  const struct corral_policy *l)
+{
+	const struct corral_export_policy *e = &p->export, *f = &l->export;
+	char *why;
+
+	for (size_t i = 0; i < f->nhold; i++)
+		if (!hold_kept(&f->hold[i], e))
+			return say("export.hold: the operator's rule %s (%s) cannot be removed",
+				   f->hold[i].path, f->hold[i].check);
+	if ((why = check_u64("export.max_files", e->max_files, f->max_files)) ||
+	    (why = check_u64("export.max_bytes", e->max_bytes, f->max_bytes)))
+		return why;
+	if (p->root_inside && !l->root_inside)
+		return say("identity.user: the operator's policy runs commands as \"agent\" (got \"root\")");
+	return NULL;
+}
+
 static char *check_abort(const struct corral_policy *p,
 			 const struct corral_policy *l)
 {
@@ -337,7 +370,8 @@ json_t *mcp_bounds_policy(const struct mcp_bounds *b, const json_t *args,
 		*why = say("%s", err.msg);
 	} else if (!(*why = check_limits(&p, &b->limit)) &&
 		   !(*why = check_network(&p, &b->limit)) &&
-		   !(*why = check_files(&p, &b->limit, workspace))) {
+		   !(*why = check_files(&p, &b->limit, workspace)) &&
+		   !(*why = check_export(&p, &b->limit))) {
 		*why = check_abort(&p, &b->limit);
 	}
 	corral_policy_free(&p);

@@ -51,7 +51,9 @@ t_operator_bounds() {
 	 "limits": {"memory": "1G", "pids": 256, "timeout": "30s",
 	            "call_timeout": "20s"},
 	 "network": {"mode": "proxy", "transparent": false, "allow": ["web.test:80"]},
-	 "export": {"hold": ["deploy/**"], "max_files": 500}}
+	 "export": {"hold": ["deploy/**"], "max_files": 500},
+	 "abort": {"max_denied_syscalls": 50, "ignore_syscalls": ["mount"],
+	           "max_distinct_denied_destinations": 5, "window_seconds": 60}}
 	EOF
 	TMPDIR=$T MCP_WORKSPACE=$T/ws timeout 300 $PY "$HERE/mcp_raw.py" bounds "$CORRAL" \
 		--private --policy "$T/operator.json" || fail "the bounds checks failed"

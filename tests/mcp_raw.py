@@ -225,6 +225,12 @@ def bounds(s, workspace):
     res = s.call("sandbox_create", {"limits": {"call_timeout": "1h"}})
     check(res.get("isError") and "call_timeout" in res["content"][0]["text"],
           "a call timeout beyond the operator's is refused: %r" % res)
+    res = s.call("sandbox_create", {"policy": {"abort": {"ignore_syscalls": ["mount", "ptrace"]}}})
+    check(res.get("isError") and "ptrace" in res["content"][0]["text"],
+          "a syscall whose denials the operator counts cannot be ignored: %r" % res)
+    res = s.call("sandbox_create", {"policy": {"abort": {"window_seconds": 1}}})
+    check(res.get("isError") and "abort.window_seconds" in res["content"][0]["text"],
+          "a window shorter than the operator's is refused: %r" % res)
     res = s.call("sandbox_create", {"policy": "offline"})
     check(res.get("isError") and "policy" in res["content"][0]["text"],
           "a named policy that is not offered is refused")

@@ -330,6 +330,17 @@ static char *check_abort(const struct corral_policy *p,
 	    (why = check_u64("abort.max_cpu (ms)", a->max_cpu_ms, b->max_cpu_ms)) ||
 	    (why = check_u64("abort.max_wall (ms)", a->max_wall_ms, b->max_wall_ms)))
 		return why;
+	/* a shorter window forgets denials sooner; 0 is the whole run */
+	if (b->window_ms && a->window_ms && a->window_ms < b->window_ms)
+		return say("abort.window_seconds: the operator's policy counts denials over at least %g s (got %g)",
+			   b->window_ms / 1000.0, a->window_ms / 1000.0);
+	if (!b->window_ms && a->window_ms)
+		return say("abort.window_seconds: the operator's policy counts denials over the whole run (got %g s)",
+			   a->window_ms / 1000.0);
+	for (size_t i = 0; i < a->nignore_syscalls; i++)
+		if (!in_list(b->ignore_syscalls, b->nignore_syscalls, a->ignore_syscalls[i]))
+			return say("abort.ignore_syscalls: %s is not ignored by the operator's policy; its denials count",
+				   a->ignore_syscalls[i]);
 	for (size_t i = 0; i < b->ntripwires; i++)
 		if (!in_list(a->tripwires, a->ntripwires, b->tripwires[i]))
 			return say("abort.tripwires: the operator's tripwire %s cannot be removed",

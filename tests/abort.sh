@@ -54,6 +54,31 @@ t_port_sweep_halts_and_kills() {
 	[ "$n" -le 8 ] || fail "$n denials after the halt"
 }
 
+# A sweep hidden among repeats of one denial (here DNS questions, each an
+# egress.denial with the network off): the repeats must not push the
+# sweep's distinct destinations out of what is counted.
+t_sweep_among_repeats_halts() {
+	policy '{"max_distinct_denied_destinations": 5, "window_seconds": 60, "on_abort": "kill"}'
+	arun --timeout 60 -- /bin/sh -c '
+		for i in 1 2 3 4 5 6 7 8; do
+			getent hosts "h$i.evil.test"
+			for j in $(seq 1 40); do getent hosts same.evil.test; done
+		done; echo swept'
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "halted: probing: 6 distinct destinations denied"
+	expect_not_contains "stopped" "$(json stdout < "$T/out")" swept
+}
+
+# A count above the 64 denials once remembered is still reached.
+t_many_distinct_destinations_halt() {
+	policy '{"max_distinct_denied_destinations": 70, "window_seconds": 60, "on_abort": "kill"}'
+	arun --timeout 60 -- /bin/sh -c '
+		for i in $(seq 1 100); do getent hosts "h$i.evil.test"; done; echo swept'
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "halted: probing: 71 distinct destinations denied"
+	expect_not_contains "stopped" "$(json stdout < "$T/out")" swept
+}
+
 t_denied_syscalls_halt() {
 	policy '{"max_denied_syscalls": 2}'
 	arun $H -- /bin/sh -c 'for a in mount ptrace unshare keyctl bpf; do /opt/helpers/attack $a; done; sleep 30'

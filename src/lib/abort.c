@@ -14,20 +14,27 @@
 #include <string.h>
 #include <time.h>
 
-#define RECENT_MAX 64		/* destinations remembered for the window */
+#define DESTS_KEPT 64		/* without a distinct criterion: evidence only */
 #define EVIDENCE_MAX 16
 
-struct recent {
+/* A destination denied, and when it was last. */
+struct dest {
 	uint64_t at_ms;
-	char dest[300];
+	char *name;		/* "host:port" */
 };
 
 struct abort_state {
 	struct corral_abort a;
 	uint64_t denied_egress;
 	uint64_t denied_syscalls;
-	struct recent recent[RECENT_MAX];	/* ring of denied destinations */
-	size_t nrecent, head;
+	/*
+	 * Each distinct destination denied once, oldest denial first: a
+	 * repeat refreshes its entry and adds none, so repeating one denial
+	 * cannot push the others of a sweep out of what is counted.  At most
+	 * max_distinct_denied + 1 entries: the one more fires.
+	 */
+	struct dest *dests;
+	size_t ndests, alloc, cap;
 	json_t *last_syscalls;			/* evidence for syscall aborts */
 	bool fired;
 };
@@ -46,6 +53,7 @@ struct abort_state *abort_new(const struct corral_abort *a)
 	if (!s)
 		return NULL;
 	s->a = *a;		/* tripwire strings stay the policy's */
+	s->cap = a->max_distinct_denied ? a->max_distinct_denied + 1 : DESTS_KEPT;
 	s->last_syscalls = json_array();
 	return s;
 }
@@ -54,6 +62,9 @@ void abort_free(struct abort_state *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; i < s->ndests; i++)
+		free(s->dests[i].name);
+	free(s->dests);
 	json_decref(s->last_syscalls);
 	free(s);
 }
@@ -71,24 +82,64 @@ static bool fire(struct abort_state *s, struct abort_verdict *v,
 	return true;
 }
 
-/* Distinct destinations denied within the window, newest first. */
-static json_t *distinct_recent(const struct abort_state *s, uint64_t now)
+/* Remove entry i, keeping the order. */
+static void dest_drop(struct abort_state *s, size_t i)
+{
+	free(s->dests[i].name);
+	memmove(&s->dests[i], &s->dests[i + 1], (s->ndests - i - 1) * sizeof(*s->dests));
+	s->ndests--;
+}
+
+/*
+ * Note a denial of name at now: its entry moves to the end.  Entries
+ * older than the window go first; without a distinct criterion, the
+ * oldest gives way when full (they are evidence, not a count).  False
+ * when out of memory: that denial is not among them.
+ */
+static bool dest_note(struct abort_state *s, const char *name, uint64_t now)
+{
+	size_t i;
+	char *copy;
+
+	while (s->a.window_ms && s->ndests && now - s->dests[0].at_ms > s->a.window_ms)
+		dest_drop(s, 0);
+	for (i = 0; i < s->ndests; i++)
+		if (!strcmp(s->dests[i].name, name))
+			break;
+	if (i < s->ndests) {
+		copy = s->dests[i].name;
+		memmove(&s->dests[i], &s->dests[i + 1], (s->ndests - i - 1) * sizeof(*s->dests));
+		s->dests[s->ndests - 1] = (struct dest){ now, copy };
+		return true;
+	}
+	if (s->ndests == s->cap)
+		dest_drop(s, 0);	/* only without a distinct criterion */
+	if (s->ndests == s->alloc) {
+		size_t n = s->alloc ? s->alloc * 2 : 16;
+		struct dest *grown;
+
+		if (n > s->cap)
+			n = s->cap;
+		grown = realloc(s->dests, n * sizeof(*grown));
+		if (!grown)
+			return false;
+		s->dests = grown;
+		s->alloc = n;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return false;
+	s->dests[s->ndests++] = (struct dest){ now, copy };
+	return true;
+}
+
+/* The distinct destinations denied (within the window), newest first. */
+static json_t *dests_json(const struct abort_state *s)
 {
 	json_t *seen = json_array();
 
-	for (size_t i = 0; seen && i < s->nrecent; i++) {
-		const struct recent *r = &s->recent[(s->head + RECENT_MAX - 1 - i) % RECENT_MAX];
-		size_t j;
-		json_t *x;
-
-		if (s->a.window_ms && now - r->at_ms > s->a.window_ms)
-			break;
-		json_array_foreach(seen, j, x)
-			if (!strcmp(json_string_value(x), r->dest))
-				break;
-		if (j == json_array_size(seen))
-			json_array_append_new(seen, json_string(r->dest));
-	}
+	for (size_t i = s->ndests; seen && i > 0 && s->ndests - i < DESTS_KEPT; i--)
+		json_array_append_new(seen, json_string(s->dests[i - 1].name));
 	return seen;
 }
 
@@ -97,34 +148,24 @@ static bool note_egress(struct abort_state *s, json_t *event, struct abort_verdi
 	const char *host = json_string_value(json_object_get(event, "host"));
 	json_int_t port = json_integer_value(json_object_get(event, "port"));
 	uint64_t now = corral_now_ms();
-	struct recent *r = &s->recent[s->head];
+	char dest[300];
 
 	s->denied_egress++;
-	r->at_ms = now;
-	snprintf(r->dest, sizeof(r->dest), "%s:%lld", host ? host : "?", (long long)port);
-	s->head = (s->head + 1) % RECENT_MAX;
-	if (s->nrecent < RECENT_MAX)
-		s->nrecent++;
-
-	if (s->a.max_distinct_denied) {
-		json_t *d = distinct_recent(s, now);
-		size_t n = json_array_size(d);
-
-		if (n > s->a.max_distinct_denied) {
-			snprintf(v->reason, sizeof(v->reason),
-				 "probing: %zu distinct destinations denied within %.3g s (limit %llu)",
-				 n, (s->a.window_ms ? s->a.window_ms : now) / 1000.0,
-				 (unsigned long long)s->a.max_distinct_denied);
-			return fire(s, v, "max_distinct_denied_destinations", d);
-		}
-		json_decref(d);
+	snprintf(dest, sizeof(dest), "%s:%lld", host ? host : "?", (long long)port);
+	dest_note(s, dest, now);
+	if (s->a.max_distinct_denied && s->ndests > s->a.max_distinct_denied) {
+		snprintf(v->reason, sizeof(v->reason),
+			 "probing: %zu distinct destinations denied within %.3g s (limit %llu)",
+			 s->ndests, (s->a.window_ms ? s->a.window_ms : now) / 1000.0,
+			 (unsigned long long)s->a.max_distinct_denied);
+		return fire(s, v, "max_distinct_denied_destinations", dests_json(s));
 	}
 	if (s->a.max_denied_egress && s->denied_egress > s->a.max_denied_egress) {
 		snprintf(v->reason, sizeof(v->reason),
 			 "%llu connections denied (limit %llu), the last to %s",
 			 (unsigned long long)s->denied_egress,
-			 (unsigned long long)s->a.max_denied_egress, r->dest);
-		return fire(s, v, "max_denied_egress", distinct_recent(s, now));
+			 (unsigned long long)s->a.max_denied_egress, dest);
+		return fire(s, v, "max_denied_egress", dests_json(s));
 	}
 	return false;
 }

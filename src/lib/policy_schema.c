@@ -29,6 +29,8 @@
 #define TIMEOUT_MAX_S		(30ULL * 24 * 3600)
 #define TIMEOUT_MAX_MS		(TIMEOUT_MAX_S * 1000)
 #define ABORT_COUNT_MAX		1000000000	/* counts in "abort" */
+/* the supervisor remembers each distinct destination: this many, plus one */
+#define ABORT_DISTINCT_MAX	4096
 
 struct field {
 	const char *key;
@@ -685,7 +687,13 @@ static int apply_max_denied_egress(struct loader *l, json_t *v)
 
 static int apply_max_distinct_denied(struct loader *l, json_t *v)
 {
-	return get_count(l, v, &l->p->abort.max_distinct_denied);
+	int r = get_count(l, v, &l->p->abort.max_distinct_denied);
+
+	if (r == 0 && l->p->abort.max_distinct_denied > ABORT_DISTINCT_MAX)
+		return loader_fail(l, false, v, "too large, the maximum is %d (each "
+				   "destination is remembered until the count is met)",
+				   ABORT_DISTINCT_MAX);
+	return r;
 }
 
 static int apply_window(struct loader *l, json_t *v)

@@ -97,6 +97,22 @@ t_newly_denied_calls() {
 	expect_contains "reason" "$(cat "$T/denials")" "mbind denied (EPERM): NUMA memory policy"
 }
 
+# ioctl by its request's low 32 bits: TIOCSTI types into a terminal,
+# TIOCSETD loads a line discipline's module (where autoload is on);
+# TIOCGETD and TCGETS on the same pipe reach the kernel (ENOTTY).
+t_tty_ioctls_denied() {
+	need_x86_64 || return
+	probe -- 16,0,0x5412 16,0,0x5423 16,0,0x100005423 16,0,0x5424 16,0,0x5401 || return 1
+	expect_eq "TIOCGETD" "$(answer 16,0,0x5424)" ENOTTY
+	expect_eq "TCGETS" "$(answer 16,0,0x5401)" ENOTTY
+	need_notify || return
+	denials > "$T/denials"
+	expect_denied 16,0,0x5412 ioctl || return 1
+	expect_eq "TIOCSETD" "$(answer 16,0,0x5423)" EPERM
+	expect_eq "TIOCSETD, high bits set" "$(answer 16,0,0x100005423)" EPERM
+	expect_contains "reason" "$(cat "$T/denials")" "ioctl denied (EPERM): line disciplines"
+}
+
 t_numbers_above_the_table_denied() {
 	need_x86_64 || return
 	# just above 469 (listns is 470 in Linux 6.19), the x32-only range,

@@ -196,9 +196,12 @@ TEST(names_for_events)
 		return;
 	CHECK(sc_deny_errno(237) == EPERM);
 	CHECK(sc_deny_errno(470) == ENOSYS);
-	CHECK_STR_CONTAINS(sc_deny_why(237), "NUMA");
-	CHECK_STR_CONTAINS(sc_deny_why(470), "newer than the kernel");
-	CHECK_STR_CONTAINS(sc_deny_why(NR_SOCKET), "SCTP");
+	CHECK_STR_CONTAINS(sc_deny_why(237, 0), "NUMA");
+	CHECK_STR_CONTAINS(sc_deny_why(470, 0), "newer than the kernel");
+	CHECK_STR_CONTAINS(sc_deny_why(NR_SOCKET, 0), "SCTP");
+	/* one call, several rules: the one the arguments matched */
+	CHECK_STR_CONTAINS(sc_deny_why(16, TIOCSTI), "type into");
+	CHECK_STR_CONTAINS(sc_deny_why(16, 0x100000000ull | TIOCSETD), "line disciplines");
 }
 
 TEST(program_fits_and_counts)
@@ -517,6 +520,10 @@ TEST(arguments_decided_ioctl)
 	CHECK(call(&p, 16, 0, TCGETS, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 16, 0, TIOCSTI, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(call(&p, 16, 0, 0x100000000ull | TIOCSTI, 0) == SECCOMP_RET_USER_NOTIF);
+	/* TIOCSETD: a line discipline's module would load */
+	CHECK(call(&p, 16, 0, TIOCSETD, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, 16, 0, 0x100000000ull | TIOCSETD, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, 16, 0, TIOCGETD, 0) == SECCOMP_RET_ALLOW);
 	free(p.insns);
 }
 

@@ -7,7 +7,7 @@
  * modules and kexec, tracing other processes, the BPF and perf subsystems,
  * the keyring, io_uring (its own syscall-free path around this filter),
  * userfaultfd (a race amplifier for kernel exploits), NUMA memory policy,
- * and terminal injection; and no more than Docker's default profile lets
+ * terminal injection and line disciplines; and no more than Docker's default profile lets
  * through.  Every rule lives in a table below so it can be audited.
  *
  * Two things keep the list from going stale silently:
@@ -163,6 +163,13 @@ static const struct deny deny_table[] = {
 	/* terminal injection: push keystrokes into whoever reads the tty */
 	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCSTI, "type into the terminal" },
 	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCLINUX, "console injection" },
+	/*
+	 * A line discipline not yet registered is loaded as a module
+	 * (tty-ldisc-N) for anyone where dev.tty.ldisc_autoload is on, as on
+	 * distribution kernels: n_hdlc, n_gsm, slip, ppp, each with a CVE
+	 * history (CVE-2017-2636).  Any process can make a pty to ask on.
+	 */
+	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCSETD, "line disciplines (their modules load)" },
 };
 
 /* ---- numbers for names libseccomp does not know ------------------------ */
@@ -923,14 +930,16 @@ int sc_deny_errno(int nr)
 	return above_ceiling(nr) ? ENOSYS : EPERM;
 }
 
-const char *sc_deny_why(int nr)
+/* arg1: the call's, to tell apart the rules of one call (ioctl's) */
+const char *sc_deny_why(int nr, uint64_t arg1)
 {
 	uint32_t arch = seccomp_arch_native();
 
 	if (above_ceiling(nr))
 		return "newer than the kernel this filter was written for";
 	for (size_t i = 0; i < ARRAY_LEN(deny_table); i++)
-		if (sc_resolve(arch, deny_table[i].name) == nr)
+		if (sc_resolve(arch, deny_table[i].name) == nr &&
+		    (deny_table[i].match != A1_LOW32_EQ || (uint32_t)arg1 == deny_table[i].val))
 			return deny_table[i].why;
 	if (nr == sc_resolve(arch, "socket") || nr == sc_resolve(arch, "socketpair"))
 		return sock_why;

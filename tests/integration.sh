@@ -346,6 +346,23 @@ t_devices() {
 	expect_contains "urandom" "$out" "4"
 }
 
+# Ptys come from one pool that every sandbox (and container) shares: a
+# sandbox holds a bounded share of it (mount.c SANDBOX_PTYS_MAX).
+t_ptys_bounded() {
+	out=$(crun -- /usr/bin/python3 -c '
+import os
+held = []
+try:
+    for _ in range(300):
+        held.append(os.openpty())
+except OSError as e:
+    print("refused:", e.strerror)
+print("held", len(held))')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "bounded" "$out" "held 128"
+	expect_contains "refused" "$out" "refused: No space left on device"
+}
+
 # ---- limits ----------------------------------------------------------------
 
 t_limit_timeout_kills_tree() {

@@ -597,6 +597,17 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 	return r;
 }
 
+/*
+ * Ptys one sandbox may hold at once.  Every devpts instance but the
+ * host's draws on one pool, kernel.pty.max (4096) less the 1024 reserved
+ * for the host's own: unbounded, one sandbox opening /dev/ptmx 3072
+ * times left none for any other sandbox's -t, nor any other container's.
+ * Shells, tmux panes and expect-style tests use a few.
+ */
+#define SANDBOX_PTYS_MAX	128
+#define STRINGIFY_(x)		#x
+#define STRINGIFY(x)		STRINGIFY_(x)
+
 static int build_dev(int oldroot, struct corral_err *err)
 {
 	static const struct { const char *path, *target; } links[] = {
@@ -623,7 +634,8 @@ static int build_dev(int oldroot, struct corral_err *err)
 		r = mkdir_p("/dev/pts", 0755, err);
 	if (r == 0)
 		r = do_mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-			     "newinstance,ptmxmode=0666,mode=0620", err);
+			     "newinstance,ptmxmode=0666,mode=0620,max="
+			     STRINGIFY(SANDBOX_PTYS_MAX), err);
 	/* a mount point: /dev/shm is a directory of the scratch tmpfs */
 	if (r == 0)
 		r = mkdir_p("/dev/shm", 01777, err);

@@ -363,6 +363,24 @@ print("held", len(held))')
 	expect_contains "refused" "$out" "refused: No space left on device"
 }
 
+# inotify instances count against the caller's uid on the host too (its
+# 128 shared with the caller's own processes): a sandbox gets a quarter.
+t_inotify_bounded() {
+	host=$(cat /proc/sys/fs/inotify/max_user_instances)
+	out=$(crun -- /usr/bin/python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while n < 1000 and libc.inotify_init1(0) >= 0:
+    n += 1
+print("held", n, os.strerror(ctypes.get_errno()))
+print("limit", open("/proc/sys/user/max_inotify_instances").read().strip())')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "limit" "$out" "limit $((host / 4))"
+	n=$(printf '%s\n' "$out" | awk '$1 == "held" { print $2 }')
+	[ -n "$n" ] && [ "$n" -le $((host / 4)) ] || fail "held more than $((host / 4)): $out"
+}
+
 # ---- limits ----------------------------------------------------------------
 
 t_limit_timeout_kills_tree() {

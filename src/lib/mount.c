@@ -991,6 +991,80 @@ int mount_plant_tripwires(const struct corral_policy *p, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * inotify instances and watches are counted per uid at each level of user
+ * namespaces, up to the host's: a sandbox's count also against its
+ * caller's uid there, whose limit (fs.inotify.max_user_instances, 128 by
+ * default) the caller's own processes share: the daemon watching the next
+ * sandbox's tripwires, systemd's watches when the caller is root.
+ * Unbounded, one sandbox took all 128 and left its caller none.  Our user
+ * namespace's own limits (user.max_inotify_*, INT_MAX when it is made)
+ * keep each uid inside to a quarter of the host's.
+ */
+static const struct { const char *host, *ours; } inotify_counts[] = {
+	{ "/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances" },
+	{ "/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches" },
+};
+#define INOTIFY_SHARE	4	/* a sandbox's uid: 1/INOTIFY_SHARE of the host's */
+
+/* A number from a sysctl file; -ENOENT where this kernel lacks it. */
+static long long read_sysctl(const char *path, struct corral_err *err)
+{
+	char buf[32], *end;
+	long long v;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : corral_set_errno(err, errno, "cannot open %s", path);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return corral_set_errno(err, errno, "cannot read %s", path);
+	buf[n] = '\0';
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || end == buf || v < 0)
+		return corral_set_err(err, -EINVAL, "%s: not a count: '%.20s'", path, buf);
+	return v;
+}
+
+static int write_sysctl(const char *path, long long v, struct corral_err *err)
+{
+	char buf[32];
+	int fd, n = snprintf(buf, sizeof(buf), "%lld\n", v);
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return corral_set_errno(err, errno, "cannot open %s to write %lld", path, v);
+	if (write(fd, buf, n) != n) {
+		int e = errno ? errno : EIO;
+
+		close(fd);
+		return corral_set_errno(err, e, "cannot write %lld to %s", v, path);
+	}
+	close(fd);
+	return 0;
+}
+
+/* Through the proc just mounted, before /proc/sys is made read-only. */
+static int limit_inotify(struct corral_err *err)
+{
+	for (size_t i = 0; i < sizeof(inotify_counts) / sizeof(inotify_counts[0]); i++) {
+		long long host = read_sysctl(inotify_counts[i].host, err);
+		int r;
+
+		if (host == -ENOENT)
+			continue;	/* no inotify in this kernel: nothing to count */
+		if (host < 0)
+			return (int)host;
+		r = write_sysctl(inotify_counts[i].ours, host / INOTIFY_SHARE, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int build_proc(struct corral_err *err)
 {
 	char target[64];
@@ -1000,6 +1074,8 @@ static int build_proc(struct corral_err *err)
 	if (r == 0)
 		r = do_mount("proc", "/proc", "proc",
 			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+	if (r == 0)
+		r = limit_inotify(err);
 	/*
 	 * What this kernel's /proc lacks is skipped: the bind's ENOENT says so
 	 * (its source is its target), one call where an access() first made

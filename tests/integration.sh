@@ -381,6 +381,27 @@ print("limit", open("/proc/sys/user/max_inotify_instances").read().strip())')
 	[ -n "$n" ] && [ "$n" -le $((host / 4)) ] || fail "held more than $((host / 4)): $out"
 }
 
+# Pending signals and mqueue bytes count against the caller's uid on the
+# host too (shared with the caller's own processes): a quarter inside.
+t_shared_rlimits_bounded() {
+	sig=$(ulimit -i) mq=$(ulimit -q)
+	[ "$sig" != unlimited ] && [ "$mq" != unlimited ] || { skip "no limits to share"; return 77; }
+	out=$(crun -- /usr/bin/python3 -c '
+import ctypes, os, resource, signal
+libc = ctypes.CDLL(None, use_errno=True)
+print("limits", resource.getrlimit(resource.RLIMIT_SIGPENDING),
+      resource.getrlimit(resource.RLIMIT_MSGQUEUE))
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+n = 0
+while n < 200000 and libc.sigqueue(os.getpid(), signal.SIGRTMIN, ctypes.c_void_p(0)) == 0:
+    n += 1
+print("queued", n)')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "limits" "$out" "limits ($((sig / 4)), $((sig / 4))) ($((mq / 4)), $((mq / 4)))"
+	n=$(printf '%s\n' "$out" | awk '$1 == "queued" { print $2 }')
+	[ -n "$n" ] && [ "$n" -le $((sig / 4)) ] || fail "queued more than $((sig / 4)): $out"
+}
+
 # ---- limits ----------------------------------------------------------------
 
 t_limit_timeout_kills_tree() {

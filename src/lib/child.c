@@ -173,13 +173,49 @@ static int set_stdio(const int stdio[3], struct corral_err *err)
 	return 0;
 }
 
+/*
+ * Pending signals and POSIX message queue bytes are counted per uid at
+ * each level of user namespaces, up to the host's: a sandbox's count also
+ * against its caller's uid there, whose processes check the same count
+ * against their own limit.  Unbounded, one sandbox queued all 96362
+ * signals of its caller's uid, and the caller's own processes got EAGAIN
+ * from sigqueue and timer_create until it ended.  Each is lowered to a
+ * quarter of the caller's limit here, hard and soft, before anything of
+ * the sandbox's runs (every uid inside has its own count: with identity
+ * root, a process that changes uid starts another quarter).
+ */
+static const struct { int res; const char *name; } shared_rlimits[] = {
+	{ RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING" },
+	{ RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE" },
+};
+#define SHARED_RLIMIT_SHARE	4
+
+static int limit_shared(struct corral_err *err)
+{
+	for (size_t i = 0; i < sizeof(shared_rlimits) / sizeof(shared_rlimits[0]); i++) {
+		struct rlimit rl;
+
+		if (getrlimit(shared_rlimits[i].res, &rl) < 0)
+			return corral_set_errno(err, errno, "getrlimit(%s)", shared_rlimits[i].name);
+		if (rl.rlim_cur == RLIM_INFINITY)
+			continue;	/* no limit on the host either: nothing to exhaust */
+		rl.rlim_cur /= SHARED_RLIMIT_SHARE;
+		rl.rlim_max = rl.rlim_cur;
+		if (setrlimit(shared_rlimits[i].res, &rl) < 0)
+			return corral_set_errno(err, errno, "setrlimit(%s, %llu)",
+						shared_rlimits[i].name,
+						(unsigned long long)rl.rlim_cur);
+	}
+	return 0;
+}
+
 static int set_rlimits(struct corral_err *err)
 {
 	struct rlimit no_core = { 0, 0 };
 
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
 		return corral_set_errno(err, errno, "RLIMIT_CORE");
-	return 0;
+	return limit_shared(err);
 }
 
 int sandbox_set_rlimits(const struct corral_rlimit *r, size_t n,
@@ -1156,7 +1192,7 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 	int abi;
 
 	*notify_fd = -1;
-	if (set_identity(true, err) < 0)
+	if (set_identity(true, err) < 0 || limit_shared(err) < 0)
 		return err->code;
 	abi = apply_landlock(p, err);
 	if (abi < 0)

@@ -113,6 +113,23 @@ t_tty_ioctls_denied() {
 	expect_contains "reason" "$(cat "$T/denials")" "ioctl denied (EPERM): line disciplines"
 }
 
+# Linux AIO's contexts are one pool for the host (fs.aio-max-nr): io_setup
+# answers ENOSYS, as without CONFIG_AIO, so one sandbox cannot take them
+# all.  A probe that got through would hold a context: the pool is
+# checked too.
+t_aio_pool_not_reachable() {
+	need_x86_64 || return
+	probe -- 206,1,0 || return 1
+	expect_eq "io_setup" "$(answer 206,1,0)" ENOSYS
+	out=$(timeout 60 "$CORRAL" run -- /usr/bin/python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+ctx = ctypes.c_ulong(0)
+r = libc.syscall(206, 65536, ctypes.byref(ctx))
+print("io_setup", r, os.strerror(ctypes.get_errno()) if r < 0 else "")' < /dev/null 2>&1)
+	expect_contains "the pool untouched" "$out" "io_setup -1 Function not implemented"
+}
+
 t_numbers_above_the_table_denied() {
 	need_x86_64 || return
 	# just above 469 (listns is 470 in Linux 6.19), the x32-only range,

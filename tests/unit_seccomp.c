@@ -443,6 +443,8 @@ TEST(numbers_decided)
 	CHECK(call(&p, 0xffffffffu, 0, 0, 0) == SECCOMP_RET_ALLOW);
 	/* clone3: ENOSYS from the filter, so libc falls back to clone */
 	CHECK(call(&p, 435, 0, 0, 0) == (SECCOMP_RET_ERRNO | ENOSYS));
+	/* io_setup: ENOSYS, as without CONFIG_AIO (a host-wide pool) */
+	CHECK(call(&p, 206, 1, 0, 0) == (SECCOMP_RET_ERRNO | ENOSYS));
 	free(p.insns);
 
 	/* without USER_NOTIF: EPERM in the kernel, ENOSYS above the ceiling */

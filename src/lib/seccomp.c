@@ -7,7 +7,7 @@
  * modules and kexec, tracing other processes, the BPF and perf subsystems,
  * the keyring, io_uring (its own syscall-free path around this filter),
  * userfaultfd (a race amplifier for kernel exploits), NUMA memory policy,
- * terminal injection and line disciplines; and no more than Docker's default profile lets
+ * terminal injection and line disciplines, and the host-wide AIO pool; and no more than Docker's default profile lets
  * through.  Every rule lives in a table below so it can be audited.
  *
  * Two things keep the list from going stale silently:
@@ -113,6 +113,15 @@ static const struct deny deny_table[] = {
 	{ "io_uring_setup", EPERM, ANY, 0, "bypasses syscall filtering" },
 	{ "io_uring_enter", EPERM, ANY, 0, "bypasses syscall filtering" },
 	{ "io_uring_register", EPERM, ANY, 0, "bypasses syscall filtering" },
+	/*
+	 * Linux AIO contexts come from one pool for the whole host
+	 * (fs.aio-max-nr, 65536), counted for no user or namespace: one
+	 * sandbox's io_setup calls took all of it, and every io_setup on the
+	 * host failed with EAGAIN while it lived.  ENOSYS, as from a kernel
+	 * built without AIO: libaio's users (InnoDB, fio) fall back to
+	 * threads, and nothing of io_submit and the rest works without it.
+	 */
+	{ "io_setup", ENOSYS, ANY, 0, "a host-wide pool (fs.aio-max-nr)" },
 	{ "keyctl", EPERM, ANY, 0, "kernel keyring (not namespaced)" },
 	{ "add_key", EPERM, ANY, 0, "kernel keyring (not namespaced)" },
 	{ "request_key", EPERM, ANY, 0, "kernel keyring (not namespaced)" },

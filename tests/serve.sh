@@ -2333,7 +2333,11 @@ t_kernel_and_daemon_paths_never_bound() {
 	ln -s /proc/self/.. "$T/to-proc"
 	ln -s /sys "$T/to-sys"
 	ln -s "$T/state" "$T/to-state"
-	for src in /proc /proc/1 "$T/to-proc" /sys "$T/to-sys" /dev /dev/shm / "$T/state" "$T/to-state" "$T/run" "$T"; do
+	# the socket itself: a sandbox that connects is a client as the daemon's user
+	ln -s "$SOCK" "$T/to-sock"
+	ln "$SOCK" "$T/sock-link" || fail "a hard link to the socket"
+	for src in /proc /proc/1 "$T/to-proc" /sys "$T/to-sys" /dev /dev/shm / "$T/state" "$T/to-state" "$T/run" "$T" \
+		   "$SOCK" "$T/to-sock" "$T/sock-link"; do
 		code=$(api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$src:/mnt/x\"]}}}")
 		expect_error "bind $src" "$code" 403 forbidden
 		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$src\"}")

@@ -11,7 +11,7 @@
  *  - host paths, resolved first (symlinks, ".."): never /proc, /sys, /dev
  *    or the state directory (nor what is under them), the socket's
  *    directory, nor a directory that holds one of these (binds are
- *    recursive); then allowed under an
+ *    recursive), nor the socket itself; then allowed under an
  *    --allow-host-path prefix; else, for a unix-socket client only, when
  *    that client (SO_PEERCRED, SO_PEERGROUPS) could read it, or write it
  *    for an rw bind.  TCP clients get no other host path.
@@ -156,6 +156,17 @@ static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
 		return api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
 				 "daemon's state and socket directories are never "
 				 "shown to a sandbox", what, *path, real);
+	/*
+	 * Nor the socket itself, by its name or a hard link's: a sandbox that
+	 * can connect to it (an unprivileged daemon's agent is the daemon's
+	 * own uid) would be a client as the daemon's user, with its host
+	 * paths and its environment, and every other sandbox.
+	 */
+	if (stat(real, &st) == 0 && S_ISSOCK(st.st_mode) && d->socket_ino &&
+	    st.st_dev == d->socket_dev && st.st_ino == d->socket_ino)
+		return api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
+				 "daemon's own socket is never shown to a sandbox",
+				 what, *path, real);
 	for (size_t i = 0; i < d->access.nallow_paths; i++)
 		if (path_under(real, d->access.allow_paths[i]))
 			goto ok;

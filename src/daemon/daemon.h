@@ -137,6 +137,8 @@ struct daemon {
 	struct daemon_limits limits;
 	struct daemon_access access;	/* allow_paths resolved, ours */
 	char *state_real, *socket_dir_real;	/* resolved: never bindable */
+	dev_t socket_dev;		/* the socket's inode, never bindable */
+	ino_t socket_ino;		/* either (0: not known) */
 	struct evhttp *http_unix, *http_tcp;
 	char *socket_path, *state_dir, *token;
 	bool socket_bound;		/* socket_path is ours to remove at the end */

@@ -232,6 +232,7 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct evhttp_bound_socket *bound;
 	char dir[PATH_MAX], *slash;
+	struct stat st;
 	int fd, r;
 
 	if (strlen(d->socket_path) >= sizeof(sa.sun_path))
@@ -268,6 +269,14 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 		return corral_set_errno(err, -r, "cannot listen on %s",
 				      d->socket_path);
 	}
+	/* the socket itself, under any name, is no client's to bind (api_access.c) */
+	if (stat(d->socket_path, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return corral_set_errno(err, -r, "stat %s", d->socket_path);
+	}
+	d->socket_dev = st.st_dev;
+	d->socket_ino = st.st_ino;
 	bound = evhttp_accept_socket_with_handle(d->http_unix, fd);
 	if (!bound) {
 		close(fd);

@@ -322,6 +322,28 @@ s_snapshot_budget() {
 	expect_eq "counted" "$(json budget_bytes < "$T/body")" 65536
 }
 
+# A daemon killed while it copied leaves a snapshot with no meta.json:
+# never listed, counted or deletable, it is removed by the next start.
+s_snapshot_unfinished_swept() {
+	mkdir -p "$T/ws"
+	echo a > "$T/ws/a"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	expect_eq "a finished one" "$(api POST "/v1/sandboxes/$SB/snapshot")" 201
+	done=$(json id < "$T/body")
+	stop_daemon
+	# what the copy had made when the daemon was killed (kill -9 in the
+	# middle of a large copy leaves the same, at a moment a test cannot pick)
+	mkdir -p "$T/state/snapshots/snap-0123456789ab/tree/dir"
+	head -c 100000 /dev/zero > "$T/state/snapshots/snap-0123456789ab/tree/dir/big"
+	start_daemon
+	[ ! -e "$T/state/snapshots/snap-0123456789ab" ] ||
+		fail "the unfinished snapshot stayed: $(ls -R "$T/state/snapshots")"
+	expect_eq "the finished one kept" "$(api GET "/v1/snapshots/$done")" 200
+	stop_daemon
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^s_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -201,6 +201,8 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 void snapshots_list(struct daemon *d, struct evhttp_request *req, const char *rest);
 void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id);
 void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *id);
+/* At start: the snapshots a killed daemon did not finish, removed. */
+void snapshots_sweep(struct daemon *d);
 /* For a create from_snapshot: p's workspace and layer set to the
  * snapshot's; *tree (malloc'd) and *fd (or -1) are the caller's until the
  * sandbox is built.  -1 with f set when there is no such snapshot. */

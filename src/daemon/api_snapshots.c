@@ -6,7 +6,8 @@
  * A snapshot is a directory of the state dir, snapshots/ID, holding tree/
  * (the upper layer's copy, corral_box_snapshot) and meta.json (written
  * last: a directory without it is a snapshot that did not finish, and is
- * neither listed nor counted but removed by the next snapshot or delete).
+ * neither listed nor counted; one a killed daemon left is removed when the
+ * next daemon starts, snapshots_sweep()).
  * The disk budget (--snapshot-budget) is the sum of the snapshots' sizes:
  * each snapshot may take what the others leave.
  */
@@ -111,6 +112,33 @@ static void snap_remove(struct daemon *d, const char *id)
 
 	if (snap_path(d, id, NULL, path, sizeof(path)) == 0)
 		corral_snapshot_remove(path);
+}
+
+/*
+ * At start, before the first request, no snapshot is under way: one with
+ * no meta.json is what a killed daemon was copying.  Nothing lists it,
+ * counts it against the budget or can DELETE it, so it would stay for
+ * good; it goes now.
+ */
+void snapshots_sweep(struct daemon *d)
+{
+	char path[4096], meta[4096];
+	struct dirent *de;
+	struct stat st;
+	DIR *dir;
+
+	if (snap_path(d, NULL, NULL, path, sizeof(path)) < 0 || !(dir = opendir(path)))
+		return;
+	while ((de = readdir(dir))) {
+		if (!snapshot_id_ok(de->d_name) ||
+		    snap_path(d, de->d_name, "meta.json", meta, sizeof(meta)) < 0 ||
+		    lstat(meta, &st) == 0 || errno != ENOENT)
+			continue;
+		snap_remove(d, de->d_name);
+		fprintf(stderr, "corral serve: removed the unfinished snapshot %s/%s\n",
+			path, de->d_name);
+	}
+	closedir(dir);
 }
 
 static int meta_write(struct daemon *d, const char *id, json_t *meta)

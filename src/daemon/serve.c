@@ -190,6 +190,7 @@ static int state_open(struct daemon *d, struct corral_err *err)
 		return r;
 	corral_log_observe(d->log, api_on_log_line, d);
 	state_recover(d);
+	snapshots_sweep(d);
 	return 0;
 }
 

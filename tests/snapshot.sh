@@ -221,6 +221,16 @@ s_tcp_client_refused_host_paths() {
 		-d '{"patch": true}' "http://127.0.0.1:$port/v1/sandboxes/$SB/export")
 	expect_eq "patch over TCP" "$code" 200
 	expect_contains "patch" "$(cat "$T/body")" "new.txt"
+	# a fork's workspace is the snapshot's host directory: the TCP client's
+	# no more than any other host path (its current files, not a copy)
+	expect_eq "snapshot" "$(api POST "/v1/sandboxes/$SB/snapshot")" 201
+	snap=$(json id < "$T/body")
+	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer sekrit-token-0123456789abcdef' \
+		-d "{\"from_snapshot\": \"$snap\"}" "http://127.0.0.1:$port/v1/sandboxes")
+	expect_eq "fork over TCP" "$code" 403
+	expect_contains "why" "$(cat "$T/body")" "host paths are off for TCP clients"
+	expect_eq "fork over the socket" "$(api POST /v1/sandboxes -d "{\"from_snapshot\": \"$snap\"}")" 201
 }
 
 s_writes_as_the_unix_client() {

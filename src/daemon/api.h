@@ -203,9 +203,13 @@ void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id);
 void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *id);
 /* At start: the snapshots a killed daemon did not finish, removed. */
 void snapshots_sweep(struct daemon *d);
-/* For a create from_snapshot: p's workspace and layer set to the
- * snapshot's; *tree (malloc'd) and *fd (or -1) are the caller's until the
- * sandbox is built.  -1 with f set when there is no such snapshot. */
+/* For a create from_snapshot: p's workspace set to the snapshot's, to be
+ * judged as a client's own (api_access_check); -1 with f set when there
+ * is no such snapshot. */
+int snapshot_workspace(struct daemon *d, const char *id, struct corral_policy *p,
+		       struct api_fault *f);
+/* Then p's layer set to the snapshot's tree; *tree (malloc'd) and *fd (or
+ * -1) are the caller's until the sandbox is built. */
 int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
 		   char **tree, int *fd, struct api_fault *f);
 

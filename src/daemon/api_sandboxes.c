@@ -242,8 +242,13 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	corral_image_free(img);	/* its layers, Env, WorkingDir are in p now */
 	if (a->user)
 		p->root_inside = !strcmp(a->user, "root");
-	/* a fork's policy is a client's too: its binds and env.pass checked */
-	if (!api_access_check(d, req, api_over_tcp(d, req), p, &f)) {
+	/*
+	 * A fork's policy is a client's too: its binds and env.pass checked,
+	 * and the snapshot's workspace, a host directory as any other (another
+	 * client's, its current files in the fork's lower layer).
+	 */
+	if ((a->from_snapshot && snapshot_workspace(d, a->from_snapshot, p, &f) < 0) ||
+	    !api_access_check(d, req, api_over_tcp(d, req), p, &f)) {
 		reply_fault(req, &f);
 		corral_policy_free(p);
 		free(p);

@@ -284,15 +284,12 @@ void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *i
 	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
 }
 
-int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
-		   char **tree, int *fd, struct api_fault *f)
+int snapshot_workspace(struct daemon *d, const char *id, struct corral_policy *p,
+		       struct api_fault *f)
 {
 	json_t *m = snap_meta(d, id);
 	struct corral_err err = { 0 };
-	char path[4096];
 
-	*fd = -1;
-	*tree = NULL;
 	if (!m) {
 		api_fault(f, 404, "not_found", "no snapshot \"%.64s\"", id);
 		return -1;
@@ -304,6 +301,21 @@ int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
 		return -1;
 	}
 	json_decref(m);
+	return 0;
+}
+
+int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
+		   char **tree, int *fd, struct api_fault *f)
+{
+	struct corral_err err = { 0 };
+	char path[4096];
+
+	*fd = -1;
+	*tree = NULL;
+	if (!snapshot_id_ok(id)) {
+		api_fault(f, 404, "not_found", "no snapshot \"%.64s\"", id);
+		return -1;
+	}
 	if (snap_path(d, id, "tree", path, sizeof(path)) < 0 || !(*tree = strdup(path))) {
 		api_fault(f, 500, "internal", "snapshot %s: out of memory", id);
 		return -1;

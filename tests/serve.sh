@@ -2133,6 +2133,10 @@ t_gate_framing() {
 		expect_contains "two lengths ($where)" "$out" " 400 "
 		out=$(raw "$where" "POST /v1/sandboxes HTTP/1.1\\r\\nHost: x\\r\\n${a}Content-Length: 2\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n{}")
 		expect_contains "length and chunked ($where)" "$out" " 400 "
+		# a head let through, its body's framing then bad: the verdict, not
+		# an answer to the placeholder (404 on the socket, 401 over TCP)
+		out=$(raw "$where" "POST /v1/sandboxes HTTP/1.1\\r\\nHost: x\\r\\n${a}Transfer-Encoding: chunked\\r\\n\\r\\nzz\\r\\n")
+		expect_contains "a bad chunk size ($where)" "$out" " 400 "
 		out=$(raw "$where" "GET /v1/health HTTP/1.1\\r\\nHost: x\\r\\n${a}\\r\\n")
 		expect_contains "plain ($where)" "$out" " 200 "
 	done

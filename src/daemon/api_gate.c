@@ -358,6 +358,7 @@ static void head_refuse(struct gate_conn *c, struct evbuffer *buf)
 {
 	uint64_t len = evbuffer_get_length(buf);
 	uint64_t first = c->total - len;	/* stream offset of buf[0] */
+	bool admitted = c->phase == PH_BODY;	/* its body is at fault */
 
 	c->phase = PH_REFUSED;
 	hold(c, false);
@@ -368,6 +369,13 @@ static void head_refuse(struct gate_conn *c, struct evbuffer *buf)
 		return;
 	}
 	cut_tail(buf, c->head_at - first);
+	/*
+	 * A head let through whose body then failed (a bad chunk) never
+	 * reaches the API: the refusal in its place is the one
+	 * api_gate_request() answers with the verdict, not a "GET /".
+	 */
+	if (admitted)
+		c->heads_ok--;
 	evbuffer_add(buf, refused_request, sizeof(refused_request) - 1);
 }
 

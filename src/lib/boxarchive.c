@@ -210,9 +210,48 @@ static int entry_name(const char *orig, char *out, size_t len,
 	return 0;
 }
 
+/* What the sandbox's disk has left; UINT64_MAX where it cannot be told. */
+struct untar_room {
+	uint64_t bytes, files;
+};
+
+static void untar_room_of(struct corral_box *b, struct untar_room *room)
+{
+	struct statvfs sv;
+
+	room->bytes = room->files = UINT64_MAX;
+	if (b->sb->scratchfd < 0 || fstatvfs(b->sb->scratchfd, &sv) < 0)
+		return;
+	room->bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	room->files = sv.f_favail;
+}
+
+/*
+ * An archive larger than the disk is refused whole, and as soon as its
+ * headers say so: the next header is read only after the data before it
+ * has been decompressed and skipped, and a 64 MiB gzip of zeros is 64 GiB
+ * of it, minutes of the daemon's loop.  Judged at each header, what is
+ * decompressed to judge is bounded by the room.
+ */
+static int untar_room_check(const struct corral_untar *st,
+			    const struct untar_room *room, struct corral_err *err)
+{
+	if (st->bytes > room->bytes)
+		return corral_set_err(err, -ENOSPC, "the archive holds at least "
+				      "%llu bytes; the sandbox's disk has %llu free",
+				      (unsigned long long)st->bytes,
+				      (unsigned long long)room->bytes);
+	if (st->entries > room->files)
+		return corral_set_err(err, -ENOSPC, "the archive holds at least "
+				      "%llu entries; the sandbox's disk has room for "
+				      "%llu more files", (unsigned long long)st->entries,
+				      (unsigned long long)room->files);
+	return 0;
+}
+
 /* The first pass: every entry judged, its bytes counted; nothing written. */
-static int untar_judge(struct archive *a, struct corral_untar *st,
-		       struct corral_err *err)
+static int untar_judge(struct archive *a, const struct untar_room *room,
+		       struct corral_untar *st, struct corral_err *err)
 {
 	struct archive_entry *ae;
 	char name[4096];
@@ -241,35 +280,15 @@ static int untar_judge(struct archive *a, struct corral_untar *st,
 			return corral_set_err(err, -EPERM, "\"%.200s\": a setuid or "
 					      "setgid bit (mode %04o)", shown,
 					      archive_entry_mode(ae) & 07777);
-		if (type == AE_IFREG && !link)
-			st->bytes += archive_entry_size(ae);
+		if (type == AE_IFREG && !link && archive_entry_size(ae) > 0)
+			st->bytes += (uint64_t)archive_entry_size(ae);
+		r = untar_room_check(st, room, err);
+		if (r < 0)
+			return r;
 	}
 	if (r != ARCHIVE_EOF)
 		return corral_set_err(err, -EINVAL, "not a tar archive: %s",
 				      archive_error_string(a));
-	return 0;
-}
-
-/* What the sandbox's disk has left: an archive larger is refused whole. */
-static int untar_room(struct corral_box *b, const struct corral_untar *st,
-		      struct corral_err *err)
-{
-	struct statvfs sv;
-	uint64_t room;
-
-	if (b->sb->scratchfd < 0 || fstatvfs(b->sb->scratchfd, &sv) < 0)
-		return 0;
-	room = (uint64_t)sv.f_bavail * sv.f_frsize;
-	if (st->bytes > room)
-		return corral_set_err(err, -ENOSPC, "the archive holds %llu bytes; "
-				      "the sandbox's disk has %llu free",
-				      (unsigned long long)st->bytes,
-				      (unsigned long long)room);
-	if (st->entries > sv.f_favail)
-		return corral_set_err(err, -ENOSPC, "the archive holds %llu "
-				      "entries; the sandbox's disk has room for "
-				      "%llu more files", (unsigned long long)st->entries,
-				      (unsigned long long)sv.f_favail);
 	return 0;
 }
 
@@ -500,6 +519,7 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
 {
 	struct untar u = { b, dir, err, NULL, 0, 0 };
 	struct archive_entry *ae;
+	struct untar_room room;
 	struct archive *a;
 	int r;
 
@@ -510,11 +530,10 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
 	a = untar_open(data, len, err);
 	if (!a)
 		return err->code;
-	r = untar_judge(a, st, err);
+	untar_room_of(b, &room);
+	r = untar_judge(a, &room, st, err);
 	archive_read_free(a);
 	a = NULL;
-	if (r == 0)
-		r = untar_room(b, st, err);
 	if (r == 0 && !exists(b, dir) && (r = corral_box_mkdir(b, dir, 0755, true, err)) == 0)
 		r = untar_made(&u, dir);
 	if (r == 0 && !(a = untar_open(data, len, err)))

@@ -1202,6 +1202,33 @@ t_files_proc_refused() {
 	stop_daemon
 }
 
+# An archive's walk stats a name, then reads it: an agent that swaps a hard
+# link of a tripwire in between must not make the daemon open the tripwire
+# (as root the open waits for the daemon's own fanotify answer, for good;
+# without the fix the daemon hung here on the first try).
+t_archive_tripwire_swapped_in() {
+	local helpers=${JGET%/*} id code pid i
+	start_daemon
+	id=$(mksb "{\"idle_freeze_ms\": 0, \"policy\": {\"abort\": {\"tripwires\": [\"/tmp/x/zz-wire\"], \"on_abort\": \"freeze\"}, \"filesystem\": {\"ro\": [\"$helpers:/opt/helpers\"]}}}") || return 1
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"argv": ["/opt/helpers/wireswap", "/tmp/x", "zz-wire", "20000"]}')
+	expect_code "the swapper" "$code" 201 || return 1
+	pid=$(jq 'v["pid"]')
+	for i in $(seq 300); do
+		code=$(api GET "/v1/sandboxes/$id/processes/$pid")
+		expect_contains "ready" "$(jq 'v["stdout"]')" ready 2>/dev/null && break
+		sleep 0.1
+	done
+	expect_contains "the swapper is ready" "$(jq 'v["stdout"]')" ready || return 1
+	code=$(API_TIMEOUT=60 api GET "/v1/sandboxes/$id/archive?path=/tmp/x")
+	case "$code" in
+	200|409) ;;	# whole, or "changed while it was archived"
+	*) fail "archive: $code $(body)" ;;
+	esac
+	code=$(API_TIMEOUT=10 api GET /v1/health)
+	expect_code "the daemon still answers" "$code" 200
+	stop_daemon
+}
+
 # ---- pause, idle freeze, TTL, halt -----------------------------------------
 
 cpu() { sbget "$1" 'v["meters"]["cpu_seconds"]'; }

@@ -65,24 +65,34 @@ static int tar_failed(struct tar_out *t, const char *what, const char *path)
 			      archive_error_string(t->a));
 }
 
-/* The file's bytes, read from the inode the walk judged, not its name. */
+/*
+ * The file's bytes, read from the inode the walk judged, not its name.
+ * The name is opened O_PATH (no open a watch hears) and only the inode
+ * the walk judged is opened for reading, through that fd: the sandbox may
+ * have swapped a hard link of a tripwire in since the walk's fstatat, and
+ * opening it would stop this process on its own fanotify permission
+ * event, for good (tripwire.h), or be taken for the agent's by inotify.
+ */
 static int tar_file(struct tar_out *t, int dfd, const char *name,
 		    const struct corral_entry *e, const struct stat *st,
 		    struct archive_entry *ae)
 {
-	cleanup_close int fd = -1;
-	char buf[TAR_BUF];
+	cleanup_close int p = -1, fd = -1;
+	char buf[TAR_BUF], self[64];
 	uint64_t left = st->st_size;
 	struct stat now;
 
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-		    O_CLOEXEC);
-	if (fd < 0)
+	p = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (p < 0)
 		return corral_set_errno(t->err, errno, "%.300s", e->path);
-	if (fstat(fd, &now) < 0 || now.st_ino != st->st_ino ||
-	    now.st_dev != st->st_dev)
+	if (fstat(p, &now) < 0 || now.st_ino != st->st_ino ||
+	    now.st_dev != st->st_dev || !S_ISREG(now.st_mode))
 		return corral_set_err(t->err, -ESTALE, "%.300s changed while it "
 				      "was archived", e->path);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", p);
+	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return corral_set_errno(t->err, errno, "%.300s", e->path);
 	if (archive_write_header(t->a, ae) != ARCHIVE_OK)
 		return tar_failed(t, "archiving", e->path);
 	while (left) {

@@ -139,6 +139,25 @@ t_put_parents() {
 	expect_eq "made as the agent" "$(sh_in "$id" 'test -O /workspace/pp/a/b && echo mine')" mine
 }
 
+# A workspace file larger than the sandbox's whole disk is replaced by a
+# PUT or an archive as by the agent's own "> file": not copied up first.
+t_replace_a_large_workspace_file() {
+	local id code
+	mkdir -p "$T/ws"
+	head -c 4000000 /dev/urandom > "$T/ws/big"
+	[ "$(id -u)" != 0 ] || chown -R 65534:65534 "$T/ws"
+	id=$(mksb "{\"workspace\": \"$T/ws\", \"policy\": {\"limits\": {\"disk\": \"2M\"}}}") || return 1
+	code=$(put "$id" /workspace/big small)
+	expect_code "PUT over it" "$code" 201
+	expect_eq "read back" "$(sh_in "$id" 'cat /workspace/big')" small
+	mktar "$T/big.tar" "big:file:again"
+	code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace" --data-binary @"$T/big.tar")
+	expect_code "an archive over it" "$code" 201
+	expect_eq "read back" "$(sh_in "$id" 'cat /workspace/big')" again
+	expect_eq "the host's copy" "$(stat -c %s "$T/ws/big")" 4000000
+	rmsb "$id"
+}
+
 t_mkdir_rename_list() {
 	local id code
 	id=$SB

@@ -163,9 +163,15 @@ static int open_file(struct corral_box *b, const char *path, bool write,
 				      "%.300s: not a regular file", path);
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", p);
 	as_agent(b, true);
-	/* no FIFO may block us: it is a regular file, O_NONBLOCK all the same */
-	f = open(self, (write ? O_WRONLY : O_RDONLY) | O_NONBLOCK | O_CLOEXEC |
-		 O_NOCTTY);
+	/*
+	 * No FIFO may block us: it is a regular file, O_NONBLOCK all the same.
+	 * A write truncates in the open, the inode being known regular: an
+	 * open for writing alone makes overlayfs copy a workspace file's
+	 * data up first, all of it, to be thrown away (and a lower file
+	 * larger than the sandbox's disk could never be replaced).
+	 */
+	f = open(self, (write ? O_WRONLY | O_TRUNC : O_RDONLY) | O_NONBLOCK |
+		 O_CLOEXEC | O_NOCTTY);
 	e = errno;
 	as_agent(b, false);
 	if (f < 0)
@@ -187,15 +193,14 @@ int corral_box_open(struct corral_box *b, const char *path, int flags,
 		r = check_parent(b, path, err);
 	if (r < 0)
 		return r;
-	/* no O_TRUNC before we know it is a regular file */
+	/* O_TRUNC only once it is known to be a regular file (open_file) */
 	f = open_file(b, path, write, err);
 	if (f < 0)
 		return f;
 	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode))
 		return corral_set_err(err, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				      "%.300s: not a regular file", path);
-	if (write && ftruncate(f, 0) < 0)
-		return corral_set_errno(err, errno, "%.300s", path);
+	/* a write's file is empty now: truncated in its open, or just made */
 	fcntl(f, F_SETFL, write ? O_WRONLY : O_RDONLY);
 	*fd = steal_fd(&f);
 	return 0;

@@ -332,6 +332,34 @@ s_snapshot_budget() {
 	expect_eq "counted" "$(json budget_bytes < "$T/body")" 65536
 }
 
+# The box keeps one fd of its workspace and one of its upper layer, and
+# every walk of them starts from the top: its baseline (taken at the start)
+# and an earlier export or snapshot do not leave the next one empty.
+s_export_and_snapshot_again() {
+	mkdir -p "$T/ws/sub"
+	echo keep > "$T/ws/keep.txt"
+	echo k2 > "$T/ws/sub/k2"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo new > new.txt')"
+	for r in r1 r2; do
+		expect_eq "to $r" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/$r\"}")" 200
+		expect_eq "$r: unchanged copied" "$(json copied_unchanged < "$T/body")" 3
+		expect_eq "$r" "$(cat "$T/$r/keep.txt" "$T/$r/sub/k2" "$T/$r/new.txt" 2>&1)" "keep
+k2
+new"
+	done
+	expect_eq "diff" "$(api GET "/v1/sandboxes/$SB/diff")" 200
+	for n in 1 2; do
+		expect_eq "snapshot $n" "$(api POST "/v1/sandboxes/$SB/snapshot")" 201
+		expect_eq "snapshot $n: its file" "$(json files < "$T/body")" 1
+		expect_eq "snapshot $n: the copy" \
+			"$(cat "$T/state/snapshots/$(json id < "$T/body")/tree/new.txt" 2>&1)" new
+	done
+	stop_daemon
+}
+
 # A daemon killed while it copied leaves a snapshot with no meta.json:
 # never listed, counted or deletable, it is removed by the next start.
 s_snapshot_unfinished_swept() {

@@ -71,6 +71,8 @@ static int base_walk(struct baseline *b, int dirfd, const char *dir,
 		return corral_set_err(err, -errno, "cannot list %s in the workspace: %s",
 				      *dir ? dir : ".", strerror(errno));
 	}
+	/* a dup shares dirfd's offset: the last walk left it at the end */
+	rewinddir(d);
 	while (r == 0 && (de = readdir(d))) {
 		struct base_ent e = { 0 };
 
@@ -554,6 +556,11 @@ static int copy_lower(struct xp *x, int dirfd, const char *dir)
 		return corral_set_err(x->err, -errno, "cannot list %s in the workspace: %s",
 				      *dir ? dir : ".", strerror(errno));
 	}
+	/*
+	 * A dup shares dirfd's offset, and a box's workspace fd has been
+	 * walked before (its baseline, an earlier export): from the start.
+	 */
+	rewinddir(d);
 	while (r == 0 && (de = readdir(d))) {
 		char *path, target[4096];
 		const char *why;

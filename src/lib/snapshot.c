@@ -248,6 +248,11 @@ static int copy_dir(struct snapcopy *s, int from, int to, int depth)
 		return corral_set_err(s->err, r, "snapshot: read %s: %s",
 				      s->path[0] ? s->path : "/", strerror(-r));
 	}
+	/*
+	 * A dup shares from's offset, and the box's upper layer fd has been
+	 * read to its end before (an earlier snapshot, a diff): from the start.
+	 */
+	rewinddir(d);
 	while (r == 0) {
 		errno = 0;
 		de = readdir(d);

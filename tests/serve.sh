@@ -394,6 +394,25 @@ t_socket_appears_listening() {
 	[ ! -e "$sock" ] || fail "the socket is left after the daemon's stop"
 }
 
+# --socket naming a file that is not a socket (a typo) is refused: only a
+# dead daemon's socket is removed to make room, never a file.
+t_socket_path_not_a_socket() {
+	local rc=0
+	echo precious > "$T/notsock"
+	timeout 20 "$CORRAL" serve --socket "$T/notsock" --state-dir "$T/ns-state" \
+		> "$T/ns.log" 2>&1 < /dev/null || rc=$?
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "serve on a regular file: exit $rc: $(cat "$T/ns.log")"
+	expect_eq "the file is kept" "$(cat "$T/notsock" 2>&1)" precious
+	expect_contains "why" "$(cat "$T/ns.log")" "is not a socket"
+	# nor the name it binds under first
+	rc=0
+	echo precious > "$T/s2.new"
+	timeout 20 "$CORRAL" serve --socket "$T/s2" --state-dir "$T/ns-state" \
+		> "$T/ns.log" 2>&1 < /dev/null || rc=$?
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "serve beside a regular file: exit $rc: $(cat "$T/ns.log")"
+	expect_eq "the .new file is kept" "$(cat "$T/s2.new" 2>&1)" precious
+}
+
 t_sandbox_lifecycle() {
 	start_daemon
 	id=$(mksb '{"labels": {"team": "infra", "run": "42"}, "ttl_seconds": 3600, "idle_freeze_ms": 5000}')

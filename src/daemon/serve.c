@@ -197,6 +197,21 @@ static int state_open(struct daemon *d, struct corral_err *err)
 /* ---- listeners ------------------------------------------------------------- */
 
 /*
+ * A dead daemon's socket is in our way and goes; anything else at that
+ * name is not ours: -EEXIST (a mistyped --socket must not delete a file).
+ */
+static int unlink_socket(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/*
  * Bound and listening under a name of its own, then renamed to path: a
  * client that finds the socket (a test's or a supervisor's readiness
  * check) never meets one still between bind and listen, where connect
@@ -207,22 +222,25 @@ static int bind_listening(int fd, struct sockaddr_un *sa, const char *path)
 {
 	char tmp[sizeof(sa->sun_path)];
 	bool aside = snprintf(tmp, sizeof(tmp), "%s.new", path) < (int)sizeof(tmp);
+	bool bound;
 	mode_t old;
 	int r;
 
 	if (aside) {
-		unlink(tmp);	/* a dead daemon's, half made */
+		unlink_socket(tmp);	/* a dead daemon's, half made */
 		strcpy(sa->sun_path, tmp);
 	}
 	old = umask(0177);
 	r = bind(fd, (struct sockaddr *)sa, sizeof(*sa));
 	umask(old);
+	bound = r == 0;
 	if (r == 0)
 		r = listen(fd, 1024);
 	if (r == 0 && aside)
 		r = rename(tmp, path);
 	r = r < 0 ? -errno : 0;
-	if (r < 0 && aside)
+	/* only the name we bound is ours to take back */
+	if (r < 0 && aside && bound)
 		unlink(tmp);
 	strcpy(sa->sun_path, path);
 	return r;
@@ -258,8 +276,15 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 		return corral_set_err(err, -EADDRINUSE, "a daemon is already listening on %s",
 				      d->socket_path);
 	}
-	unlink(d->socket_path);
 	close(fd);
+	r = unlink_socket(d->socket_path);
+	if (r == -EEXIST)
+		return corral_set_err(err, r, "%s exists and is not a socket: not "
+				      "replaced (--socket names the daemon's socket)",
+				      d->socket_path);
+	if (r < 0)
+		return corral_set_errno(err, -r, "cannot remove the old socket %s",
+				      d->socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return corral_set_errno(err, errno, "socket");

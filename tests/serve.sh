@@ -469,6 +469,31 @@ t_sandbox_lifecycle() {
 # A sandbox that cannot be built: 500 with the reason, every time (the
 # sandbox fails while the daemon may still be writing its setup to it:
 # never a bare "Broken pipe"), and nothing left behind.
+# A client that goes before its sandbox is ready (a create timed out on its
+# side) never learns its id: the sandbox goes too, not left without a TTL.
+t_create_client_gone() {
+	local i n
+	start_daemon
+	$PY - "$SOCK" <<'EOF'
+import socket, sys
+for _ in range(3):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+    s.close()
+EOF
+	# health counts the sandboxes being built too
+	for i in $(seq 100); do
+		code=$(api GET /v1/health)
+		n=$(jq 'v["sandboxes"]')
+		[ "$n" = 0 ] && [ "$(grep -c '"type":"sandbox.create"' "$STATE/audit.jsonl")" -ge 3 ] && break
+		sleep 0.1
+	done
+	expect_eq "no sandbox left for the gone clients" "$n" 0
+	expect_eq "a create still answers" "$(api POST /v1/sandboxes -d '{}')" 201
+	stop_daemon
+}
+
 t_create_failure_explained() {
 	start_daemon
 	code=$(api POST /v1/sandboxes -d '{"workspace": "/nonexistent/corral-serve-x"}')

@@ -118,6 +118,8 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id);
 struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
 			    struct corral_err *err);
 void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req);
+/* req waits for sb to be ready; sb is destroyed if req's client goes first. */
+void sandbox_await(struct sandbox *sb, struct evhttp_request *req);
 struct corral_policy *default_policy(void);
 bool fd_room(struct daemon *d);
 struct sandbox *pool_take(struct daemon *d);

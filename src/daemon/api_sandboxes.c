@@ -287,7 +287,7 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 	if (sb->ready)
 		sandbox_hand_out(sb, req);
 	else
-		sb->creating = req;
+		sandbox_await(sb, req);
 	pool_fill(d);
 out:
 	json_decref(o);

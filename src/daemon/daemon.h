@@ -116,6 +116,7 @@ struct sandbox {
 	uint64_t ttl_ms, idle_freeze_ms;
 	struct event *ev_ttl;
 	struct evhttp_request *creating;	/* POST waiting for on_ready */
+	struct event *ev_creator;	/* its client closing (EV_CLOSED) */
 	struct proc *procs;
 	size_t nprocs;
 	bool ready;

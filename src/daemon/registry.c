@@ -5,6 +5,8 @@
  */
 #include "api.h"
 
+#include <event2/bufferevent.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -23,10 +25,18 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id)
 	return NULL;
 }
 
+static void creator_unwatch(struct sandbox *sb)
+{
+	if (sb->ev_creator)
+		event_free(sb->ev_creator);
+	sb->ev_creator = NULL;
+}
+
 void sandbox_destroy(struct sandbox *sb, const char *why)
 {
 	struct daemon *d = sb->d;
 
+	creator_unwatch(sb);
 	if (sb->creating)
 		reply_error(sb->creating, 500, "internal", "%s", why);
 	while (sb->procs) {
@@ -102,6 +112,32 @@ void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req)
 	reply_json(req, 201, sandbox_json(sb));
 }
 
+/*
+ * The client that asked closed its end before the sandbox was ready: no
+ * one will ever be told its id, and nothing would end it (no TTL by
+ * default).  It goes now, as a call goes whose caller went.
+ */
+static void on_creator_gone(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	sandbox_destroy(arg, "the client went away before the sandbox was ready");
+}
+
+void sandbox_await(struct sandbox *sb, struct evhttp_request *req)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+
+	sb->creating = req;
+	if (fd < 0)
+		return;
+	sb->ev_creator = event_new(sb->d->base, fd, EV_CLOSED, on_creator_gone, sb);
+	if (sb->ev_creator && event_add(sb->ev_creator, NULL) < 0)
+		creator_unwatch(sb);
+}
+
 /* A path the request names that is not there is the request's fault. */
 static void on_ready(void *arg, struct corral_box *b, const struct corral_err *err)
 {
@@ -109,6 +145,7 @@ static void on_ready(void *arg, struct corral_box *b, const struct corral_err *e
 	struct evhttp_request *req = sb->creating;
 
 	(void)b;
+	creator_unwatch(sb);
 	sb->creating = NULL;
 	if (err) {
 		if (req)

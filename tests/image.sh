@@ -448,6 +448,32 @@ t_run_image_root_writable() {
 	expect_contains "one budget, other way" "$out" "No space left on device"
 }
 
+# host_dir: a directory of the host's that a sandbox's init could reach
+# at /oldroot (not under /tmp: the stacked root covers the host's there),
+# writable and readable by the sandbox's host user; removed by the test.
+host_dir() {
+	HOST_DIR=$(mktemp -d /var/tmp/corral-image-host.XXXXXX) || fail "mktemp"
+	chmod 777 "$HOST_DIR"
+	trap 'rm -rf "$HOST_DIR"' EXIT
+}
+
+t_run_image_tls_links_stay_in() {
+	# an image's /etc/corral and CA bundle as links to the host: corral's
+	# CA is written in the image, and no host file is read into it
+	host_dir
+	echo "host secret" > "$HOST_DIR/secret"
+	chmod 644 "$HOST_DIR/secret"
+	CORRAL_TARGET=$HOST_DIR fixture links-out img
+	img import "$T/img" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	echo '{"network": {"mode": "proxy", "allow": [{"host": "a.test", "tls": "terminate"}]}}' > "$T/p.json"
+	out=$(crun --image corral-test/links-out:1 --policy "$T/p.json" -- 'cat /etc/corral/bundle.pem')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "corral's CA" "$out" "BEGIN CERTIFICATE"
+	expect_not_contains "no host file read" "$out" "host secret"
+	expect_eq "nothing written on the host" "$(ls -A "$HOST_DIR")" secret
+}
+
 t_run_rootfs_dir() {
 	mkdir -p "$T/tree/bin" "$T/tree/data"
 	cp /bin/busybox "$T/tree/bin/"

@@ -322,6 +322,15 @@ def main():
                      compress=os.environ.get("CORRAL_LAYER_COMPRESS", "gzip"),
                      config=dict(Env=["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                                       "/usr/bin:/sbin:/bin"], Cmd=["/bin/bash"]))
+    elif kind == "links-out":
+        # links planted where corral writes or reads in the image's root,
+        # at a host directory as init sees it (the host's root at /oldroot)
+        host = "/oldroot" + os.environ["CORRAL_TARGET"]
+        lay = Layer().dir("etc").dir("etc/ssl").dir("etc/ssl/certs")
+        lay.symlink("etc/ssl/certs/ca-certificates.crt", host + "/secret")
+        lay.symlink("etc/corral", host)
+        write_layout(out, [busybox_layer(), lay.bytes()], names=["corral-test/links-out:1"],
+                     config=BUSYBOX_CONFIG)
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

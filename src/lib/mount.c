@@ -482,8 +482,21 @@ static char *read_roots(int oldroot, bool img, size_t *len)
 	int fd;
 
 	*len = 0;
-	fd = img ? open(TLS_SYSTEM_BUNDLE, O_RDONLY | O_CLOEXEC) :
-		   openat2_retry(oldroot, TLS_SYSTEM_BUNDLE, &how);
+	/*
+	 * An image's bundle resolves in the image: its links may stay in the
+	 * overlay but not cross onto /oldroot (a link to "/oldroot/home/..."
+	 * would copy a host file into the sandbox's bundle).
+	 */
+	if (img) {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		how.resolve |= RESOLVE_NO_XDEV;
+		fd = root < 0 ? -1 : openat2_retry(root, TLS_SYSTEM_BUNDLE, &how);
+		if (root >= 0)
+			close(root);
+	} else {
+		fd = openat2_retry(oldroot, TLS_SYSTEM_BUNDLE, &how);
+	}
 	if (fd < 0)
 		return NULL;
 	do {
@@ -512,6 +525,27 @@ static char *read_roots(int oldroot, bool img, size_t *len)
 }
 
 /*
+ * corral's own directory in an image's root: what the image put there
+ * goes (a link to "/oldroot/..." would have corral write on the host,
+ * through it; its files would stand in the way of ours).
+ */
+static int own_image_dir(const char *dir, struct corral_err *err)
+{
+	static const char *const ours[] = { TLS_CA_PATH, TLS_BUNDLE_PATH };
+	struct stat st;
+
+	if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(dir) < 0)
+		return corral_set_errno(err, errno, "cannot replace the image's %s", dir);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return corral_set_errno(err, errno, "cannot create %s", dir);
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (unlink(ours[i]) < 0 && errno != ENOENT)
+			return corral_set_errno(err, errno, "cannot replace the image's %s",
+						ours[i]);
+	return 0;
+}
+
+/*
  * Egress terminated by the supervisor: the sandbox trusts its CA, alone in
  * TLS_CA_PATH (for clients that add to their roots) and after the system's
  * roots in TLS_BUNDLE_PATH, which also stands in for the system bundle
@@ -525,7 +559,7 @@ static int build_tls_trust(int oldroot, const char *pem, bool img,
 	struct stat st;
 	int r;
 
-	r = mkdir_p("/etc/corral", 0755, err);
+	r = img ? own_image_dir("/etc/corral", err) : mkdir_p("/etc/corral", 0755, err);
 	if (r == 0)
 		r = write_text(TLS_CA_PATH, pem, err);
 	if (r == 0 && asprintf(&bundle, "%s%s%s", roots ? roots : "",

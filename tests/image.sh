@@ -474,6 +474,26 @@ t_run_image_tls_links_stay_in() {
 	expect_eq "nothing written on the host" "$(ls -A "$HOST_DIR")" secret
 }
 
+t_run_image_dirs_made_in_the_image() {
+	# an image's "opt" links to the host: the user's home under it, and a
+	# bind's mount point, are made in the image, not on the host
+	host_dir
+	mkdir "$T/src"
+	echo bound > "$T/src/f"
+	chmod -R a+rX "$T/src"
+	CORRAL_TARGET=$HOST_DIR fixture dirs-out img
+	img import "$T/img" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	out=$(crun --image corral-test/dirs-out:1 --ro "$T/src:/opt/b/dir" --ro "$T/src/f:/opt/c/file" \
+		-- 'echo $HOME; echo mine > ~/f && cat ~/f; cat /opt/b/dir/f /opt/c/file')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "home, binds" "$out" "/opt/app/home
+mine
+bound
+bound"
+	expect_eq "nothing made on the host" "$(ls -A "$HOST_DIR")" ""
+}
+
 t_run_rootfs_dir() {
 	mkdir -p "$T/tree/bin" "$T/tree/data"
 	cp /bin/busybox "$T/tree/bin/"

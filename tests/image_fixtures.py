@@ -331,6 +331,15 @@ def main():
         lay.symlink("etc/corral", host)
         write_layout(out, [busybox_layer(), lay.bytes()], names=["corral-test/links-out:1"],
                      config=BUSYBOX_CONFIG)
+    elif kind == "dirs-out":
+        # the user's home and a bind's parent below a link to the host
+        host = "/oldroot" + os.environ["CORRAL_TARGET"]
+        lay = Layer().dir("etc")
+        lay.add("etc/passwd", data=b"root:x:0:0:root:/root:/bin/sh\n"
+                b"app:x:1001:1001:app:/opt/app/home:/bin/sh\n")
+        lay.symlink("opt", host)
+        write_layout(out, [busybox_layer(), lay.bytes()], names=["corral-test/dirs-out:1"],
+                     config=dict(BUSYBOX_CONFIG, User="app"))
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

@@ -1184,20 +1184,25 @@ static int stage_dir(const char *rel, uid_t uid, gid_t gid, struct corral_err *e
 	return 0;
 }
 
-static int stage_dirs(const struct corral_policy *p, uid_t uid, gid_t gid,
+/*
+ * The absolute path abs (normalised: no "." or ".."), one directory at a
+ * time; its last component too unless parents_only.
+ */
+static int stage_path(const char *abs, bool parents_only, uid_t uid, gid_t gid,
 		      struct corral_err *err)
 {
-	static const char *const dirs[] = {
-		"", "oldroot", ".scratch", "tmp", "home", "home/agent", "workspace",
-		"dev", "proc", "etc",
-	};
 	char wd[4096];
 	int r = 0;
 
-	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		r = stage_dir(dirs[i], uid, gid, err);
-	/* the working directory and its parents, one at a time */
-	snprintf(wd, sizeof(wd), "%s", p->workdir ? p->workdir + 1 : "");
+	if (!abs || snprintf(wd, sizeof(wd), "%s", abs + 1) >= (int)sizeof(wd))
+		return 0;
+	if (parents_only) {
+		char *slash = strrchr(wd, '/');
+
+		if (!slash)
+			return 0;
+		*slash = '\0';
+	}
 	for (char *s = wd; r == 0 && *wd; s++) {
 		if (*s != '/' && *s)
 			continue;
@@ -1209,6 +1214,34 @@ static int stage_dirs(const struct corral_policy *p, uid_t uid, gid_t gid,
 		if (!c)
 			break;
 	}
+	return r;
+}
+
+/*
+ * Every directory init makes or mounts on in the image's root is made here
+ * first, in the upper layer: a directory there hides whatever the layers
+ * have at that name, so that no link of the image's (say "opt" ->
+ * "/oldroot/home/me") leads init's mkdir or mount onto the host's root,
+ * which is still at /oldroot while init builds the view.
+ */
+static int stage_dirs(const struct corral_policy *p, uid_t uid, gid_t gid,
+		      struct corral_err *err)
+{
+	static const char *const dirs[] = {
+		"", "oldroot", ".scratch", "tmp", "home", "home/agent", "workspace",
+		"dev", "proc", "etc",
+	};
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		r = stage_dir(dirs[i], uid, gid, err);
+	if (r == 0)
+		r = stage_path(p->workdir, false, uid, gid, err);
+	/* the image user's home (image_user.c); a bind's parents (it is a file or a dir) */
+	if (r == 0)
+		r = stage_path(p->user_home, false, uid, gid, err);
+	for (size_t i = 0; r == 0 && i < p->nbinds; i++)
+		r = stage_path(p->binds[i].dst, true, uid, gid, err);
 	return r;
 }
 

@@ -327,6 +327,13 @@ t_hostile_sparse_file() {
 	refused hostile-sparse "huge declares 1 TiB (sparse or not), over the import's budget of 16 GiB"
 }
 
+t_hostile_sparse_archive_file() {
+	# an archive's file counts at its declared size, holes and all: it is
+	# copied whole into the store
+	refused sparse-archive "holds more than 1 MiB (--max-size): big/layer.tar declares 67108864 bytes" \
+		--max-size 1M
+}
+
 t_hostile_decompression_bomb() {
 	refused bomb "decompression bomb"
 }

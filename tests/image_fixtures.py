@@ -340,6 +340,20 @@ def main():
         lay.symlink("opt", host)
         write_layout(out, [busybox_layer(), lay.bytes()], names=["corral-test/dirs-out:1"],
                      config=dict(BUSYBOX_CONFIG, User="app"))
+    elif kind == "sparse-archive":
+        # docker save whose layer file is a sparse 64 MiB in a 10 KiB tar
+        lay = busybox_layer()
+        cfg = config_for([sha(lay)], **BUSYBOX_CONFIG)
+        with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
+            ti, data = pax_sparse("big/layer.tar", 64 << 20, b"end" + b"\0" * 509)
+            t.addfile(ti, io.BytesIO(data))
+            for name, data in ((sha(cfg)[7:] + ".json", cfg),
+                               ("manifest.json", json.dumps([{
+                                   "Config": sha(cfg)[7:] + ".json", "RepoTags": ["sparse:1"],
+                                   "Layers": ["big/layer.tar"]}]).encode())):
+                ti = tarfile.TarInfo(name)
+                ti.size, ti.mtime = len(data), TIME
+                t.addfile(ti, io.BytesIO(data))
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

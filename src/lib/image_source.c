@@ -80,32 +80,48 @@ struct archive_args {
 	FILE *table;
 };
 
-static int copy_entry(struct archive_args *a, struct archive *ar, long n, uint64_t *total,
-		      struct corral_err *err)
+/*
+ * A file at its declared size: a sparse entry's holes count (they are
+ * read back as zeros when the file is copied into the store as a blob).
+ */
+static int copy_entry(struct archive_args *a, struct archive *ar, struct archive_entry *e,
+		      long n, uint64_t *total, struct corral_err *err)
 {
+	la_int64_t size = archive_entry_size(e), off;
 	char name[32], sz[32];
 	const void *buf;
 	size_t len;
-	la_int64_t off;
 	int fd, r;
 
+	if (size < 0)
+		size = 0;
+	if ((uint64_t)size > a->max_bytes - *total) {
+		corral_format_size(a->max_bytes, sz, sizeof(sz));
+		return corral_set_err(err, -EFBIG, "%s holds more than %s (--max-size): %.200s declares %lld bytes",
+				      a->path, sz, archive_entry_pathname(e), (long long)size);
+	}
+	*total += size;
 	snprintf(name, sizeof(name), "e%ld", n);
 	fd = openat(a->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return corral_set_err(err, -errno, "create %s: %s", name, strerror(errno));
 	while ((r = archive_read_data_block(ar, &buf, &len, &off)) == ARCHIVE_OK) {
-		*total += len;
-		if (*total > a->max_bytes) {
+		if (off < 0 || off + (la_int64_t)len > size) {
 			close(fd);
-			corral_format_size(a->max_bytes, sz, sizeof(sz));
-			return corral_set_err(err, -EFBIG, "%s holds more than %s (--max-size)",
-					      a->path, sz);
+			return corral_set_err(err, -EINVAL, "%s: %s has data beyond its declared size",
+					      a->path, archive_entry_pathname(e));
 		}
 		if (pwrite(fd, buf, len, off) != (ssize_t)len) {
 			r = errno;
 			close(fd);
 			return corral_set_err(err, -r, "write %s: %s", name, strerror(r));
 		}
+	}
+	/* a sparse file's hole at its end */
+	if (r == ARCHIVE_EOF && ftruncate(fd, size) < 0) {
+		r = errno;
+		close(fd);
+		return corral_set_err(err, -r, "truncate %s: %s", name, strerror(r));
 	}
 	close(fd);
 	if (r != ARCHIVE_EOF)
@@ -173,7 +189,7 @@ static int archive_fn(void *arg, void *out, struct corral_err *err)
 			normalize_key(link, dirname(dir), target, sizeof(target));
 			r = table_put(a, -1, key, target, err);
 		} else if (archive_entry_filetype(e) == AE_IFREG) {
-			r = copy_entry(a, ar, n, &total, err);
+			r = copy_entry(a, ar, e, n, &total, err);
 			if (r == 0)
 				r = table_put(a, n, key, NULL, err);
 		} else {

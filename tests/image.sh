@@ -334,6 +334,20 @@ t_hostile_sparse_archive_file() {
 		--max-size 1M
 }
 
+t_hostile_layout_fifo() {
+	# a FIFO for a blob of a layout directory: refused, not waited on
+	# (the import holds the store's lock, which every run with an image takes)
+	fixture busybox-oci img
+	blob=$(ls -S "$T/img/blobs/sha256" | head -1)
+	rm "$T/img/blobs/sha256/$blob"
+	mkfifo "$T/img/blobs/sha256/$blob"
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "why" "$out" "blobs/sha256/$blob: not a regular file"
+	img ls > /dev/null
+	expect_eq "no image" "$(wc -l < "$T/out")" 1
+}
+
 t_hostile_decompression_bomb() {
 	refused bomb "decompression bomb"
 }

@@ -261,16 +261,30 @@ int source_file(struct source *src, const char *name)
 
 	normalize_key(name, NULL, key, sizeof(key));
 	if (!src->tmp[0]) {
+		/* O_NONBLOCK: a FIFO there must not hold the import (and the store's lock) */
 		struct open_how how = {
-			.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+			.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 		};
 		int fd = openat2_retry(src->dirfd, name, &how);
+		struct stat st;
 
 		if (fd < 0)
 			return corral_set_err(src->err, -errno, "%s/%s: %s", src->path, name,
 					      errno == ELOOP ? "a symlink (not followed)" :
 					      strerror(errno));
+		if (fstat(fd, &st) < 0) {
+			int e = errno;
+
+			close(fd);
+			return corral_set_err(src->err, -e, "%s/%s: %s", src->path, name,
+					      strerror(e));
+		}
+		if (!S_ISREG(st.st_mode)) {
+			close(fd);
+			return corral_set_err(src->err, -EINVAL, "%s/%s: not a regular file (mode %06o)",
+					      src->path, name, (unsigned)st.st_mode);
+		}
 		return fd;
 	}
 	for (int hop = 0; hop <= LINK_HOPS; hop++) {
@@ -315,7 +329,7 @@ bool source_has(struct source *src, const char *name)
 	fd = source_file(src, name);
 	src->err = keep;
 	if (fd < 0)
-		return false;
+		return fd != -ENOENT;	/* there but unreadable: reading it says why */
 	close(fd);
 	return true;
 }

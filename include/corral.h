@@ -1085,7 +1085,8 @@ int corral_policy_apply_image(struct corral_policy *p, const struct corral_image
  * p->image (filesystem.image), if set, resolved in the store of state_dir
  * (corral_image_store_path) and applied as corral_policy_apply_image does;
  * *out the image (free it after the run), NULL when p names none.  Only
- * reads the store: nothing is imported.
+ * reads the store: nothing is imported.  Never waits: while an import or
+ * a removal holds the store, -EAGAIN (a daemon's event loop calls this).
  */
 CORRAL_PUBLIC
 int corral_policy_use_image(struct corral_policy *p, const char *state_dir,

@@ -695,6 +695,33 @@ t_daemon_create_image() {
 	stop_image_daemon
 }
 
+t_daemon_create_image_store_busy() {
+	# an import holds the store's lock for as long as it takes: a create
+	# on an image says the store is busy, and the daemon goes on serving
+	busybox_image
+	trap 'stop_image_daemon; [ -z "${HOLDER:-}" ] || kill "$HOLDER" 2>/dev/null' EXIT
+	image_daemon
+	( exec 9> "$(store)/lock"; flock -x 9; exec sleep 120 ) &
+	HOLDER=$!
+	i=0
+	while [ $i -lt 100 ] && flock -n -s "$(store)/lock" true; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	out=$(timeout 20 "$CORRAL" create --socket "$T/s" --image corral-test/busybox:1 2>&1) &&
+		fail "created: $out"
+	expect_contains "503" "$out" "HTTP 503"
+	expect_contains "why" "$out" "is busy (an import or a removal holds it)"
+	out=$(timeout 20 "$CORRAL" ls --socket "$T/s" 2>&1) || fail "ls while the store is held: $out"
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || true
+	HOLDER=
+	id=$(timeout 20 "$CORRAL" create --socket "$T/s" --image corral-test/busybox:1) ||
+		fail "create after: $id"
+	"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
+	stop_image_daemon
+}
+
 run_tests "$@"
 echo "image ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

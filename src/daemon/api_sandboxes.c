@@ -234,7 +234,8 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	 * never makes the daemon read an archive or a tree of the host.
 	 */
 	if (p->image && (r = corral_policy_use_image(p, d->state_dir, &img, &err)) < 0) {
-		reply_error(req, r == -ENOENT ? 404 : 422, "image", "%s", err.msg);
+		reply_error(req, r == -ENOENT ? 404 : r == -EAGAIN ? 503 : 422,
+			    r == -EAGAIN ? "busy" : "image", "%s", err.msg);
 		corral_policy_free(p);
 		free(p);
 		return NULL;

@@ -134,8 +134,8 @@ fail:
 	return r;
 }
 
-int corral_image_resolve(struct corral_image_store *s, const char *ref,
-			 struct corral_image **out, struct corral_err *err)
+static int resolve(struct corral_image_store *s, const char *ref, bool wait,
+		   struct corral_image **out, struct corral_err *err)
 {
 	char name[512];
 	const char *key = NULL;
@@ -144,7 +144,7 @@ int corral_image_resolve(struct corral_image_store *s, const char *ref,
 	int r;
 
 	*out = NULL;
-	r = store_lock(s, false, err);
+	r = wait ? store_lock(s, false, err) : store_trylock_shared(s, err);
 	if (r < 0)
 		return r;
 	idx = store_load_index(s, err);
@@ -159,6 +159,12 @@ int corral_image_resolve(struct corral_image_store *s, const char *ref,
 	json_decref(idx);
 	store_unlock(s);
 	return r;
+}
+
+int corral_image_resolve(struct corral_image_store *s, const char *ref,
+			 struct corral_image **out, struct corral_err *err)
+{
+	return resolve(s, ref, true, out, err);
 }
 
 static int by_first_name(const void *a, const void *b)
@@ -340,7 +346,8 @@ int corral_policy_use_image(struct corral_policy *p, const char *state_dir,
 	r = corral_image_store_open(&s, state_dir, err);
 	if (r < 0)
 		return corral_wrap_err(err, "image %s", p->image);
-	r = corral_image_resolve(s, p->image, out, err);
+	/* a daemon's caller: an import may hold the store for minutes */
+	r = resolve(s, p->image, false, out, err);
 	corral_image_store_close(s);
 	if (r == 0)
 		r = corral_policy_apply_image(p, *out, err);

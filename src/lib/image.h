@@ -80,6 +80,8 @@ int store_record_image(struct corral_image_store *s, const char *digest,
 		       uint64_t size, char **names, size_t nnames,
 		       struct corral_err *err);
 int store_lock(struct corral_image_store *s, bool exclusive, struct corral_err *err);
+/* The shared lock, or -EAGAIN at once while an import or removal holds it. */
+int store_trylock_shared(struct corral_image_store *s, struct corral_err *err);
 void store_unlock(struct corral_image_store *s);
 /* Under the exclusive lock: remove what earlier imports left in tmp/. */
 void store_clean_tmp(struct corral_image_store *s);

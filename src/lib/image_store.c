@@ -269,6 +269,19 @@ int store_lock(struct corral_image_store *s, bool exclusive, struct corral_err *
 	return 0;
 }
 
+int store_trylock_shared(struct corral_image_store *s, struct corral_err *err)
+{
+	while (flock(s->lockfd, LOCK_SH | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			return corral_set_err(err, -EAGAIN, "the image store %s is busy (an import or a removal holds it): try again when it is done",
+					      s->dir);
+		if (errno != EINTR)
+			return corral_set_err(err, -errno, "lock %s/lock: %s", s->dir,
+					      strerror(errno));
+	}
+	return 0;
+}
+
 void store_unlock(struct corral_image_store *s)
 {
 	flock(s->lockfd, LOCK_UN);

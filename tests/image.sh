@@ -348,6 +348,13 @@ t_hostile_layout_fifo() {
 	expect_eq "no image" "$(wc -l < "$T/out")" 1
 }
 
+t_hostile_sparse_blob() {
+	# a layout's blob is copied whole, holes and all: one larger than any
+	# layer the budget takes is not copied
+	refused sparse-blob "is 64 MiB, larger than any layer the import's budget takes" \
+		--max-size 1M --max-files 100
+}
+
 t_hostile_decompression_bomb() {
 	refused bomb "decompression bomb"
 }

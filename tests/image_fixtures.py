@@ -354,6 +354,25 @@ def main():
                 ti = tarfile.TarInfo(name)
                 ti.size, ti.mtime = len(data), TIME
                 t.addfile(ti, io.BytesIO(data))
+    elif kind == "sparse-blob":
+        # a layout whose layer blob is a sparse 64 MiB file that its
+        # manifest gives no size for
+        md = write_layout(out, [busybox_layer()], names=["corral-test/sparse-blob:1"])
+        blobs = os.path.join(out, "blobs", "sha256")
+        with open(os.path.join(blobs, md[7:])) as f:
+            manifest = json.load(f)
+        os.unlink(os.path.join(blobs, md[7:]))
+        layer = manifest["layers"][0]
+        del layer["size"]
+        os.truncate(os.path.join(blobs, layer["digest"][7:]), 64 << 20)
+        data = json.dumps(manifest).encode()
+        with open(os.path.join(blobs, sha(data)[7:]), "wb") as f:
+            f.write(data)
+        with open(os.path.join(out, "index.json")) as f:
+            index = json.load(f)
+        index["manifests"][0].update(digest=sha(data), size=len(data))
+        with open(os.path.join(out, "index.json"), "w") as f:
+            json.dump(index, f)
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

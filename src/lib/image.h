@@ -102,6 +102,17 @@ void image_report_note(struct corral_image_import_report *rep,
 int image_strv_add(char ***v, size_t *n, const char *s);
 void image_strv_free(char **v, size_t n);
 
+/*
+ * The most a layer's tar may hold under lim: its files' bytes, a header
+ * or two (1.5 KiB) for each, and the end blocks.  A blob (compressed, or
+ * not) is allowed a sixty-fourth more: gzip and zstd grow what they
+ * cannot compress by less.
+ */
+static inline uint64_t image_stream_max(const struct corral_image_limits *lim)
+{
+	return lim->max_bytes + lim->max_files * 1536 + (1 << 20);
+}
+
 /* ---- image_source.c: the files of an archive or a layout ---- */
 struct src_entry {
 	char *path;

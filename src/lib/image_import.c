@@ -41,11 +41,27 @@ struct import {
 static int put(struct import *im, const char *name, const char *expected, uint64_t size,
 	       char *digest)
 {
+	uint64_t max = image_stream_max(&im->budget);
 	bool was_new;
+	struct stat st;
 	int fd = source_file(&im->src, name), r;
 
 	if (fd < 0)
 		return fd;
+	/*
+	 * The copy into the store writes every byte, a sparse file's holes
+	 * too: a file larger than any layer the budget lets in is not copied.
+	 */
+	max += max / 64;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > max) {
+		char a1[32], a2[32];
+
+		corral_format_size(st.st_size, a1, sizeof(a1));
+		corral_format_size(max, a2, sizeof(a2));
+		close(fd);
+		return corral_set_err(im->err, -EFBIG, "%s: %s is %s, larger than any layer the import's budget takes (%s, --max-size)",
+				      im->src.path, name, a1, a2);
+	}
 	r = store_put_blob(im->s, fd, expected, size, digest, &was_new, im->err);
 	close(fd);
 	if (r < 0)

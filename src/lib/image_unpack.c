@@ -667,7 +667,7 @@ static int unpack_run(int blobfd, const char *blob_digest, const char *diff_id,
 	int r, ofd;
 
 	memset(rep, 0, sizeof(*rep));
-	u.stream_max = lim->max_bytes + lim->max_files * 1536 + (1 << 20);
+	u.stream_max = image_stream_max(lim);
 	u.cbuf = malloc(IO_BUF);
 	u.rbuf = malloc(IO_BUF);
 	u.dir_index = json_object();

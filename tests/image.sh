@@ -443,6 +443,14 @@ t_run_image_layers_stacked() {
 	expect_contains "image's user" "$out" "user:x:1000:1000:user:/home/user:/bin/sh"
 }
 
+t_run_image_relative_state_dir() {
+	# a relative --state-dir: the layers' paths are made absolute
+	busybox_image
+	out=$(cd "$T" && timeout 120 "$CORRAL" run --state-dir state --image corral-test/busybox:1 \
+		-- 'cat /etc/motd' 2>&1 < /dev/null) || fail "run: $out"
+	expect_eq "ran" "$out" "layer two"
+}
+
 t_run_image_read_only() {
 	busybox_image
 	out=$(crun --image corral-test/busybox:1 -- 'echo x > /bin/new; echo x > /srv/app/hello.txt; echo x > /tmp/ok && echo tmp-ok')

@@ -212,6 +212,18 @@ int corral_image_store_open(struct corral_image_store **out, const char *state_d
 	r = mkdir_parents(s->dir, err);
 	if (r < 0)
 		goto fail;
+	/* layer paths become a policy's root layers, which must be absolute */
+	if (s->dir[0] != '/') {
+		char *abs = realpath(s->dir, NULL);
+
+		if (!abs) {
+			r = corral_set_err(err, -errno, "the image store %s: %s", s->dir,
+					   strerror(errno));
+			goto fail;
+		}
+		free(s->dir);
+		s->dir = abs;
+	}
 	s->dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s->dirfd < 0 || fstat(s->dirfd, &st) < 0) {
 		r = corral_set_err(err, -errno, "cannot open the image store %s: %s", s->dir,

@@ -519,6 +519,18 @@ t_refuses_huge_config() {
 	[ ! -e "$T/root/bad" ] || fail "state left behind by a refused create"
 }
 
+# a FIFO for config.json is refused, not waited on
+t_refuses_fifo_config() {
+	need_root
+	bundle "$T/b" '["true"]'
+	rm "$T/b/config.json"
+	mkfifo "$T/b/config.json"
+	oci create --bundle "$T/b" bad || true
+	expect_eq "rc" "$(rc)" 1
+	expect_contains "refusal" "$(last_error)" "not a regular file"
+	[ ! -e "$T/root/bad" ] || fail "state left behind by a refused create"
+}
+
 t_operator_allows_bind() {
 	need_root
 	mkdir -p "$T/share"

@@ -388,10 +388,14 @@ static json_t *load_bounded(const char *path, struct corral_err *err)
 	json_error_t je;
 	struct stat st;
 	json_t *o;
-	FILE *f = fopen(path, "re");
+	/* O_NONBLOCK: a FIFO there is refused below, not waited on */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 
 	if (!f) {
 		corral_set_errno(err, errno, "%s", path);
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
 	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) ||

@@ -530,6 +530,19 @@ bound"
 	expect_eq "nothing made on the host" "$(ls -A "$HOST_DIR")" ""
 }
 
+t_run_image_fifo_etc() {
+	# an image's FIFOs where corral reads its files are not waited on
+	# (the supervisor's would hold a daemon's event loop; init's the run)
+	fixture fifo-etc img
+	img import "$T/img" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	echo '{"network": {"mode": "proxy", "allow": [{"host": "a.test", "tls": "terminate"}]}}' > "$T/p.json"
+	out=$(timeout 60 "$CORRAL" run --state-dir "$T/state" --image corral-test/fifo-etc:1 \
+		--policy "$T/p.json" -- 'echo ran; id -un' 2>&1 < /dev/null) || fail "run: $out"
+	expect_eq "ran, as the image's User" "$out" "ran
+app"
+}
+
 t_run_rootfs_dir() {
 	mkdir -p "$T/tree/bin" "$T/tree/data"
 	cp /bin/busybox "$T/tree/bin/"

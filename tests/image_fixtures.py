@@ -373,6 +373,14 @@ def main():
         index["manifests"][0].update(digest=sha(data), size=len(data))
         with open(os.path.join(out, "index.json"), "w") as f:
             json.dump(index, f)
+    elif kind == "fifo-etc":
+        # FIFOs where corral reads the image's files: its passwd (for the
+        # User, in the supervisor; for /etc, in init) and its CA bundle
+        lay = Layer().dir("etc").dir("etc/ssl").dir("etc/ssl/certs")
+        lay.add("etc/passwd", tarfile.FIFOTYPE, mode=0o644)
+        lay.add("etc/ssl/certs/ca-certificates.crt", tarfile.FIFOTYPE, mode=0o644)
+        write_layout(out, [busybox_layer(), lay.bytes()], names=["corral-test/fifo-etc:1"],
+                     config=dict(BUSYBOX_CONFIG, User="app"))
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

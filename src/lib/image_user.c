@@ -67,8 +67,9 @@ static bool home_ok(const char *s, size_t n)
  */
 static char *read_passwd(const struct corral_image *img)
 {
+	/* O_NONBLOCK: an image's FIFO there would hold the caller (a daemon) */
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
 	for (size_t i = img->nlayers; i-- > 0;) {

@@ -352,13 +352,13 @@ static int host_dir(int oldroot, const char *path, struct corral_err *err)
 
 /*
  * An image's own /etc file, from the stacked root: never through a
- * symlink nor onto another mount (the host's root is still at /oldroot).
- * NULL when it is not there or not a plain file.
+ * symlink nor onto another mount (the host's root is still at /oldroot),
+ * never waiting on a FIFO.  NULL when it is not there or not a plain file.
  */
 static char *read_image_etc(const char *path)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
@@ -490,6 +490,8 @@ static char *read_roots(int oldroot, bool img, size_t *len)
 	if (img) {
 		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
+		/* and a FIFO of the image's there is not waited on */
+		how.flags |= O_NONBLOCK;
 		how.resolve |= RESOLVE_NO_XDEV;
 		fd = root < 0 ? -1 : openat2_retry(root, TLS_SYSTEM_BUNDLE, &how);
 		if (root >= 0)

@@ -355,6 +355,13 @@ t_hostile_sparse_blob() {
 		--max-size 1M --max-files 100
 }
 
+t_hostile_config_escapes() {
+	# what an image says reaches the operator's terminal as text, never
+	# as escape sequences
+	refused escape-env 'Env[0] "\x1b]0;owned\x07\x1b[2Jhidden" is not NAME=VALUE'
+	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
+}
+
 t_hostile_decompression_bomb() {
 	refused bomb "decompression bomb"
 }

@@ -381,6 +381,10 @@ def main():
         lay.add("etc/ssl/certs/ca-certificates.crt", tarfile.FIFOTYPE, mode=0o644)
         write_layout(out, [busybox_layer(), lay.bytes()], names=["corral-test/fifo-etc:1"],
                      config=dict(BUSYBOX_CONFIG, User="app"))
+    elif kind == "escape-env":
+        # an Env entry that is a terminal's escape sequences, and refused
+        write_layout(out, [busybox_layer()], names=["corral-test/escape:1"],
+                     config=dict(Env=["\x1b]0;owned\x07\x1b[2Jhidden"]))
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

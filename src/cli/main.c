@@ -40,14 +40,28 @@ static const char usage[] =
 "\n"
 "`corral COMMAND --help` describes each command.\n";
 
+/*
+ * An error often quotes what an image, a sandbox or a daemon's client
+ * wrote (an image's Env, a file's name): its control bytes are shown as
+ * \xNN, never sent to the operator's terminal as escape sequences.
+ */
 void cli_error(const char *fmt, ...)
 {
+	char buf[4096];
 	va_list ap;
 
-	fputs("corral: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	fputs("corral: ", stderr);
+	for (const char *s = buf; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+			fprintf(stderr, "\\x%02x", c);
+		else
+			fputc(c, stderr);
+	}
 	fputc('\n', stderr);
 }
 

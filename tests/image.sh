@@ -158,6 +158,14 @@ t_import_not_an_archive() {
 	expect_eq "tmp empty" "$(ls -A "$(store)/tmp")" ""
 }
 
+t_import_fifo_refused() {
+	# the archive given is a FIFO: refused, not waited on with the store held
+	mkfifo "$T/img.tar"
+	out=$(img import "$T/img.tar")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "why" "$out" "is neither a directory nor a file"
+}
+
 t_import_zstd() {
 	fixture busybox-zstd z
 	img import "$T/z" > /dev/null

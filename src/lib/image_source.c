@@ -358,7 +358,8 @@ int source_open(struct source *src, struct corral_image_store *s, const char *pa
 
 	*src = (struct source){ .path = path, .dirfd = -1, .s = s, .max_bytes = max_bytes,
 				.err = err };
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given (a file an agent made) is refused below, not waited on */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		r = corral_set_err(src->err, -errno, "%s: %s", path, strerror(errno));
 		if (fd >= 0)

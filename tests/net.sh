@@ -191,6 +191,22 @@ t_socks5() {
 	expect_eq "protocol" "$(denial_field protocol)" socks
 }
 
+# A SOCKS5 tunnel is judged as CONNECT's is: the TLS hello's SNI must name
+# the host the tunnel was allowed for (no domain fronting through 1080).
+t_socks5_sni_must_match() {
+	trap stop_fixtures EXIT
+	start port tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"api.test:$port\"]" '{"api.test": "127.0.0.1"}'
+	nrun -- /bin/sh -c "
+curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 --cacert /ca.pem https://api.test:$port/ok; echo
+curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 -k --connect-to evil.test:$port:api.test:$port https://evil.test:$port/fronted; echo rc=\$?"
+	expect_contains "allowed" "$(stdout)" "hello from upstream /ok"
+	expect_not_contains "fronted" "$(stdout)" "upstream /fronted"
+	expect_eq "denials" "$(denials)" 1
+	expect_contains "reason" "$(denial_field reason)" "TLS SNI evil.test does not match the SOCKS5 name api.test"
+	expect_eq "protocol" "$(denial_field protocol)" socks
+}
+
 # A CONNECT written at once with the tunnel's first bytes (the proxy reads
 # both when it accepts, and sends the bytes on without the pipe): they
 # reach the upstream, once, counted; an upstream that refuses is a 502 for

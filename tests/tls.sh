@@ -214,6 +214,23 @@ curl -sS -m 10 -D - -o /dev/null https://api.test:$GOOD/nope | grep -i x-corral-
 	expect_contains "counted in the result" "$(json reason < "$T/out")" "6 denials"
 }
 
+# A host the policy terminates is terminated whichever way the tunnel was
+# asked for: through SOCKS5 as through CONNECT, its rules hold (a client
+# that trusts anything cannot make a blind tunnel of it).
+t_socks5_terminated_like_connect() {
+	policy ", {\"host\": \"api.test:$GOOD\", \"methods\": [\"GET\"]}"
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -k --socks5-hostname 127.0.0.1:1080 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h https://api.test:$GOOD/socks-get
+h -X POST https://api.test:$GOOD/socks-post
+curl -sSv -m 10 --socks5-hostname 127.0.0.1:1080 -o /dev/null https://api.test:$GOOD/issuer 2>&1 | grep -i 'issuer:'"
+	expect_eq "statuses" "$(stdout | head -2 | tr '\n' ' ')" "200 403 "
+	expect_contains "minted by the sandbox's CA" "$(stdout)" "corral sandbox CA"
+	expect_contains "GET went" "$(cat "$GOODLOG")" "GET /socks-get"
+	expect_not_contains "POST did not" "$(cat "$GOODLOG")" "socks-post"
+	expect_eq "denials" "$(denials)" 1
+}
+
 t_bad_upstream_certificate_refused() {
 	policy
 	nrun -- curl -sS -m 10 -D - "https://bad.test:$BAD/x"

@@ -480,7 +480,8 @@ static void http_error(struct conn *c, int code, const char *status,
 static void refuse(struct conn *c, uint8_t socks_rep, int code, const char *status,
 		   const char *reason)
 {
-	if (c->kind == L_SOCKS) {
+	/* once the tunnel is open, what refuses a request in it is HTTP */
+	if (c->kind == L_SOCKS && !c->answered) {
 		uint8_t out[SOCKS_REPLY_MAX];
 		size_t n = socks_reply(out, socks_rep, NULL);
 
@@ -1152,32 +1153,59 @@ static void handle_tls_head(struct conn *c)
 		conn_free(c);
 }
 
+/*
+ * Tell the client its tunnel is open (CONNECT's 200, SOCKS5's success with
+ * the upstream's local address if ufd >= 0), once; a transparent client
+ * thinks it is connected already.
+ */
+static void tunnel_answer(struct conn *c, int ufd)
+{
+	uint8_t out[SOCKS_REPLY_MAX];
+	struct sockaddr_storage local;
+	socklen_t len = sizeof(local);
+	bool bound;
+
+	if (c->answered || c->kind == L_TRANSPARENT)
+		return;
+	c->answered = true;
+	if (c->kind != L_SOCKS) {
+		down_answer(c, established, sizeof(established) - 1);
+		return;
+	}
+	bound = ufd >= 0 && getsockname(ufd, (struct sockaddr *)&local, &len) == 0;
+	down_answer(c, out, socks_reply(out, SOCKS_REP_SUCCEEDED,
+					bound ? (struct sockaddr *)&local : NULL));
+}
+
+/*
+ * A tunnel whose name was allowed (CONNECT, SOCKS5): what it carries is
+ * judged the same way whichever asked for it.  To 443 or a terminated
+ * host, the ClientHello is read before anything leaves; else the first
+ * bytes go to judge_first on their way (a TLS hello's SNI must name the
+ * host).
+ */
+static void tunnel_decided(struct conn *c)
+{
+	if (c->port == 443 || conn_should_terminate(c)) {
+		tunnel_answer(c, -1);
+		c->st = C_SNI;
+		bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
+		bufferevent_setcb(c->down, on_sni, NULL, relay_event, c);
+		bev_enable(c->down, EV_READ | EV_WRITE);
+		if (evbuffer_get_length(bufferevent_get_input(c->down)))
+			on_sni(c->down, c);
+		return;
+	}
+	c->peek_tls = true;
+	conn_connect(c);
+}
+
 /* ufd: the connected upstream's socket, on c->up or bare (start_relay) */
 static void upstream_ready(struct conn *c, int ufd)
 {
-	if (c->kind == L_TRANSPARENT) {
-		start_relay(c, ufd);
-		return;
-	}
-	if (c->kind == L_SOCKS) {
-		uint8_t out[SOCKS_REPLY_MAX];
-		struct sockaddr_storage local;
-		socklen_t len = sizeof(local);
-		size_t n;
-
-		getsockname(ufd, (struct sockaddr *)&local, &len);
-		n = socks_reply(out, SOCKS_REP_SUCCEEDED, (struct sockaddr *)&local);
-		down_answer(c, out, n);
-		start_relay(c, ufd);
-		return;
-	}
-	if (!strcmp(c->proto, "connect")) {
-		if (c->port != 443)	/* for 443 the 200 went before the hello */
-			down_answer(c, established, sizeof(established) - 1);
-		start_relay(c, ufd);
-		return;
-	}
-	/* plain HTTP, terminated TLS: the judged head is c->first */
+	/* a tunnel not answered yet (plain HTTP's judged head is c->first) */
+	if (strcmp(c->proto, "http"))
+		tunnel_answer(c, ufd);
 	start_relay(c, ufd);
 }
 
@@ -1221,20 +1249,8 @@ static void handle_head(struct conn *c)
 	switch (rq->form) {
 	case HTTPREQ_AUTHORITY:
 		c->proto = "connect";
-		if (!conn_decide(c))
-			return;
-		if (c->port == 443 || conn_should_terminate(c)) {
-			/* read the ClientHello before anything leaves the host */
-			down_answer(c, established, sizeof(established) - 1);
-			c->st = C_SNI;
-			bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
-			bufferevent_setcb(c->down, on_sni, NULL, relay_event, c);
-			if (evbuffer_get_length(bufferevent_get_input(c->down)))
-				on_sni(c->down, c);
-			return;
-		}
-		c->peek_tls = true;
-		conn_connect(c);
+		if (conn_decide(c))
+			tunnel_decided(c);
 		return;
 	case HTTPREQ_ABSOLUTE:
 		c->proto = "http";
@@ -1350,8 +1366,9 @@ static bool sni_check(struct conn *c, const struct sni_hello *hello)
 	snprintf(c->sni, sizeof(c->sni), "%s", hello->host);
 	if (strcasecmp(hello->host, c->host) == 0)
 		return true;
-	snprintf(why, sizeof(why), "TLS SNI %.200s does not match the CONNECT name %.200s",
-		 hello->host, c->host);
+	snprintf(why, sizeof(why), "TLS SNI %.200s does not match the %s name %.200s",
+		 hello->host, c->kind == L_SOCKS ? "SOCKS5" :
+		 c->kind == L_TRANSPARENT ? "judged" : "CONNECT", c->host);
 	events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 	conn_free(c);
 	return false;
@@ -1370,8 +1387,8 @@ void conn_on_sni(struct bufferevent *bev, void *arg)
 	if (r == -EAGAIN && len < SNI_READ_MAX)
 		return;
 	if (r < 0) {
-		snprintf(why, sizeof(why), "CONNECT %s:443 did not start with a TLS ClientHello",
-			 c->host);
+		snprintf(why, sizeof(why), "a %s tunnel to %s:%u did not start with a TLS ClientHello",
+			 c->proto, c->host, c->port);
 		events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 		conn_free(c);
 		return;
@@ -1419,7 +1436,7 @@ static void on_socks(struct bufferevent *bev, void *arg)
 			c->st = C_RESOLVE;
 			c->hold = true;
 			if (conn_decide(c))
-				conn_connect(c);
+				tunnel_decided(c);
 			return;
 		}
 	}

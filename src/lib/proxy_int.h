@@ -94,6 +94,7 @@ struct conn {
 	uint64_t cgid;			/* the cgroup2 group of its maker */
 	bool pid_asked;
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
+	bool answered;			/* CONNECT's 200 or SOCKS5's success went out */
 	bool hold;			/* not read while its upstream connects in the loop */
 	struct event *wait;		/* the request not in at accept: read_now once it is */
 	uint64_t bytes_up, bytes_down;

@@ -231,6 +231,47 @@ curl -sSv -m 10 --socks5-hostname 127.0.0.1:1080 -o /dev/null https://api.test:$
 	expect_eq "denials" "$(denials)" 1
 }
 
+# Port 80 is never terminated: a tunnel there (CONNECT, SOCKS5, transparent)
+# to a host whose requests are narrowed is read request by request, as the
+# proxy's own plain HTTP is; passed on blind it would carry any method,
+# path or Host.
+t_narrowed_plain_http_tunnels_read() {
+	[ -n "$NS" ] || { skip "needs root, for an upstream on port 80 in a namespace"; return 77; }
+	local pf=$TEST_TMP/p80.port
+	ip netns exec "$NS" /usr/bin/python3 "$HERE/fixtures.py" http "$pf" "$ADDR:80" >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	[ -s "$pf" ] || { fail "the port 80 upstream did not start"; return; }
+	printf '{"network": {"mode": "proxy", "allow": [{"host": "web.test", "methods": ["GET"]}], "hosts": {"web.test": "%s"}}}\n' \
+		"$ADDR" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	local script="
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h -X POST -d x http://web.test/plain-post
+h -p -X POST -d x http://web.test/connect-post
+h --socks5-hostname 127.0.0.1:1080 -X POST -d x http://web.test/socks-post
+h -p -H 'Host: evil.test' http://web.test/connect-fronted
+curl -sS -m 10 -p http://web.test/connect-get http://web.test/connect-get2
+curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 http://web.test/socks-get"
+	nrun -- /bin/sh -c "$script"
+	expect_eq "statuses" "$(stdout | head -4 | tr '\n' ' ')" "403 403 403 403 "
+	expect_contains "GET through CONNECT" "$(stdout)" "hello from upstream /connect-get"
+	expect_contains "twice on one tunnel" "$(stdout)" "hello from upstream /connect-get2"
+	expect_contains "GET through SOCKS5" "$(stdout)" "hello from upstream /socks-get"
+	expect_eq "denials" "$(denials)" 4
+	expect_contains "fronted" "$(cat "$T/events")" "a request for evil.test on a connect connection to web.test:80"
+	printf '{"network": {"mode": "proxy", "transparent": true, "allow": [{"host": "web.test", "methods": ["GET"]}], "hosts": {"web.test": "%s"}}}\n' \
+		"$ADDR" > "$T/p.json"
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h -X POST -d x http://web.test/transparent-post
+h -X POST -d x -H 'Host: web.test' http://198.18.5.5/bare-post
+curl -sS -m 10 http://web.test/transparent-get"
+	expect_eq "transparent statuses" "$(stdout | head -2 | tr '\n' ' ')" "403 403 "
+	expect_contains "GET transparent" "$(stdout)" "hello from upstream /transparent-get"
+	expect_eq "transparent denials" "$(denials)" 2
+}
+
 t_bad_upstream_certificate_refused() {
 	policy
 	nrun -- curl -sS -m 10 -D - "https://bad.test:$BAD/x"

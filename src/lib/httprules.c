@@ -179,6 +179,18 @@ bool httprules_terminate(const struct httprules *r, const char *host, uint16_t p
 	return decided >= 0 ? decided == 1 : r->terminate_all && port == 443;
 }
 
+bool httprules_narrowed(const struct httprules *r, const char *host, uint16_t port)
+{
+	for (size_t i = 0; r && i < r->nrules; i++) {
+		const struct rule *ru = &r->rules[i];
+
+		if ((ru->methods || ru->paths || ru->max_body) &&
+		    httprules_host_matches(&ru->host, host, port))
+			return true;
+	}
+	return false;
+}
+
 static bool method_ok(const struct rule *ru, const char *method)
 {
 	size_t i;

@@ -576,8 +576,8 @@ static void relay_read(struct bufferevent *from, void *arg)
 	struct conn *c = arg;
 	struct bufferevent *to = from == c->down ? c->up : c->down;
 
-	/* Plain HTTP, terminated TLS: every request is parsed and judged. */
-	if (from == c->down && (c->terminated ||
+	/* Plain HTTP, terminated TLS, a read tunnel: every request is judged. */
+	if (from == c->down && (c->terminated || c->parsed ||
 				(c->kind == L_HTTP && !strcmp(c->proto, "http")))) {
 		http_from_down(c);
 		return;
@@ -767,7 +767,7 @@ static void start_relay(struct conn *c, int ufd)
 	 * (not read yet: the relay shows them to judge_first): the kernel
 	 * moves it.
 	 */
-	if (strcmp(c->proto, "http") && !c->terminated &&
+	if (strcmp(c->proto, "http") && !c->terminated && !c->parsed &&
 	    (!c->peek_tls || !up_pending(c)) && splice_tunnel(c, ufd))
 		return;
 	if (!c->up && !upstream_bev(c, ufd))
@@ -1122,10 +1122,11 @@ static int first_head(struct conn *c)
 }
 
 /*
- * A request on a terminated connection: for the name the TLS was for, then
- * judged like any; the first one opens the upstream.
+ * A request on a terminated connection or a read tunnel: for the name the
+ * connection was judged for (no Host of another behind it), then judged
+ * like any; the first one opens the upstream.
  */
-static void handle_tls_head(struct conn *c)
+static void handle_tunnel_head(struct conn *c)
 {
 	const struct httpreq *rq = &c->hr.req;
 	char why[CORRAL_ERR_MAX];
@@ -1133,8 +1134,8 @@ static void handle_tls_head(struct conn *c)
 
 	if (rq->form == HTTPREQ_AUTHORITY || strcasecmp(rq->host, c->host) ||
 	    (rq->port_given && rq->port != c->port)) {
-		snprintf(why, sizeof(why), "a request for %.100s on a TLS connection to %.100s:%u",
-			 rq->host, c->host, c->port);
+		snprintf(why, sizeof(why), "a request for %.100s on a %s connection to %.100s:%u",
+			 rq->host, c->terminated ? "TLS" : c->proto, c->host, c->port);
 		deny_request(c, 403, why);
 		return;
 	}
@@ -1177,12 +1178,25 @@ static void tunnel_answer(struct conn *c, int ufd)
 					bound ? (struct sockaddr *)&local : NULL));
 }
 
+void conn_parse_tunnel(struct conn *c)
+{
+	c->parsed = true;
+	c->st = C_HEAD;
+	httpreq_free(&c->hr);
+	httpreq_init(&c->hr);
+	bufferevent_setwatermark(c->down, EV_READ, 0, HEAD_MAX);
+	bufferevent_setcb(c->down, conn_on_http_head, NULL, conn_down_event, c);
+	bev_enable(c->down, EV_READ | EV_WRITE);
+	if (evbuffer_get_length(bufferevent_get_input(c->down)))
+		http_from_down(c);
+}
+
 /*
  * A tunnel whose name was allowed (CONNECT, SOCKS5): what it carries is
  * judged the same way whichever asked for it.  To 443 or a terminated
- * host, the ClientHello is read before anything leaves; else the first
- * bytes go to judge_first on their way (a TLS hello's SNI must name the
- * host).
+ * host, the ClientHello is read before anything leaves; to a host whose
+ * requests are narrowed, each request is read; else the first bytes go to
+ * judge_first on their way (a TLS hello's SNI must name the host).
  */
 static void tunnel_decided(struct conn *c)
 {
@@ -1194,6 +1208,11 @@ static void tunnel_decided(struct conn *c)
 		bev_enable(c->down, EV_READ | EV_WRITE);
 		if (evbuffer_get_length(bufferevent_get_input(c->down)))
 			on_sni(c->down, c);
+		return;
+	}
+	if (conn_should_parse(c)) {
+		tunnel_answer(c, -1);
+		conn_parse_tunnel(c);
 		return;
 	}
 	c->peek_tls = true;
@@ -1215,8 +1234,8 @@ static void handle_head(struct conn *c)
 	bool first = c->up == NULL;
 	int r;
 
-	if (c->terminated) {
-		handle_tls_head(c);
+	if (c->terminated || c->parsed) {
+		handle_tunnel_head(c);
 		return;
 	}
 	if (!first) {

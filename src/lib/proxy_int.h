@@ -95,6 +95,7 @@ struct conn {
 	bool pid_asked;
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
 	bool answered;			/* CONNECT's 200 or SOCKS5's success went out */
+	bool parsed;			/* a tunnel whose requests are read (conn_parse_tunnel) */
 	bool hold;			/* not read while its upstream connects in the loop */
 	struct event *wait;		/* the request not in at accept: read_now once it is */
 	uint64_t bytes_up, bytes_down;
@@ -129,6 +130,11 @@ void conn_http_from_down(struct conn *c);
 void conn_on_http_head(struct bufferevent *bev, void *arg);
 /* CONNECT to 443, transparent to a name: read the ClientHello, judge its SNI */
 void conn_on_sni(struct bufferevent *bev, void *arg);
+/*
+ * A tunnel (CONNECT, SOCKS5, transparent) to a host whose requests are
+ * narrowed but not terminated: read each request as plain HTTP is.
+ */
+void conn_parse_tunnel(struct conn *c);
 /* Say why, answer it in the connection's protocol, close. */
 void conn_refuse_http(struct conn *c, int code, const char *status, const char *why);
 /* Flush what is queued for the sandbox, then close. */
@@ -136,6 +142,8 @@ void conn_close_after_flush(struct conn *c);
 
 /* terminate.c: is host:port terminated?  Then take the sandbox's TLS. */
 bool conn_should_terminate(struct conn *c);
+/* Not terminated, but narrowed by a rule: its requests are read (plain HTTP). */
+bool conn_should_parse(struct conn *c);
 void conn_terminate(struct conn *c);
 /* the upstream's side of a terminated connection (not yet connected) */
 struct bufferevent *conn_tls_upstream(struct conn *c, char *why, size_t whylen);

@@ -26,6 +26,12 @@ bool conn_should_terminate(struct conn *c)
 	return c->px->tls && httprules_terminate(c->px->tls->rules, c->host, c->port);
 }
 
+bool conn_should_parse(struct conn *c)
+{
+	return c->px->tls && !conn_should_terminate(c) &&
+	       httprules_narrowed(c->px->tls->rules, c->host, c->port);
+}
+
 static void on_down_handshake(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;

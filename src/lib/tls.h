@@ -70,6 +70,13 @@ void httprules_free(struct httprules *r);
 bool httprules_terminate(const struct httprules *r, const char *host,
 			 uint16_t port);
 /*
+ * Does a rule narrow host:port (its methods, paths or max_body)?  Then each
+ * request to it must be read, also on a tunnel that is not terminated
+ * (plain HTTP on port 80): passed on blind, a tunnel carries any request.
+ */
+bool httprules_narrowed(const struct httprules *r, const char *host,
+			uint16_t port);
+/*
  * May this request (its head parsed) go to host:port?  0, or an HTTP status
  * (403, 413, 414, 431) with why set.
  */

@@ -119,7 +119,35 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 		conn_terminate(c);
 		return;
 	}
+	/* the head just read is the first request judged (still in `in`) */
+	if (conn_should_parse(c)) {
+		conn_parse_tunnel(c);
+		return;
+	}
 	conn_connect_with(c, in);
+}
+
+/*
+ * A connection whose name is known and allowed: to a terminated host the
+ * ClientHello first, as for CONNECT; to a host whose requests are narrowed
+ * each request read; else connected, its first bytes shown to the SNI
+ * check if peek.
+ */
+static void transparent_decided(struct conn *c, bool peek)
+{
+	if (conn_should_terminate(c)) {
+		c->st = C_SNI;
+		bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
+		bufferevent_setcb(c->down, conn_on_sni, NULL, conn_down_event, c);
+		return;
+	}
+	if (conn_should_parse(c)) {
+		conn_parse_tunnel(c);
+		return;
+	}
+	c->peek_tls = peek;
+	c->hold = true;
+	conn_connect(c);
 }
 
 static int original_dst(int fd, struct sockaddr_storage *dst)
@@ -152,18 +180,8 @@ void transparent_start(struct conn *c, int fd)
 	name = synth_name(c->px, &dst);
 	if (name) {
 		snprintf(c->host, sizeof(c->host), "%s", name);
-		if (!conn_decide(c))
-			return;
-		/* terminated: the ClientHello first, as for CONNECT */
-		if (conn_should_terminate(c)) {
-			c->st = C_SNI;
-			bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
-			bufferevent_setcb(c->down, conn_on_sni, NULL, conn_down_event, c);
-			return;
-		}
-		c->peek_tls = true;
-		c->hold = true;
-		conn_connect(c);
+		if (conn_decide(c))
+			transparent_decided(c, true);
 		return;
 	}
 	/*
@@ -178,9 +196,9 @@ void transparent_start(struct conn *c, int fd)
 			 c->host, sizeof(c->host));
 	/* an address the allowlist names outright needs no further name */
 	if (egress_check_name(c->px->rules, c->host, c->port, &v) == 0 && v.allowed) {
+		snprintf(c->host, sizeof(c->host), "%s", v.host);
 		snprintf(c->why, sizeof(c->why), "%s", v.reason);
-		c->hold = true;
-		conn_connect(c);
+		transparent_decided(c, false);
 		return;
 	}
 	bufferevent_setcb(c->down, on_transparent_head, NULL, conn_down_event, c);

@@ -563,6 +563,31 @@ print('rcode', r[5] & 15)"
 	expect_contains "tcp dns nxdomain" "$(stdout)" "rcode 3"
 }
 
+# A DNS message over TCP may come in pieces (the length, part of the
+# header, the rest): the responder answers once all of it is in, and
+# until then waits for the rest instead of going round on what it has.
+t_dns_tcp_message_in_pieces() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	: > "$T/events"
+	local rc=0
+	timeout -k 5 60 "$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		-- /usr/bin/python3 -c '
+import socket, struct, time
+q = struct.pack("!HHHHHH", 9, 0x100, 1, 0, 0, 0) + b"\x03web\x04test\x00" + struct.pack("!HH", 1, 1)
+m = struct.pack("!H", len(q)) + q
+t = socket.create_connection(("127.0.0.1", 53), 5)
+t.settimeout(10)
+for cuts in ((1, 5), (3, 20)):
+    a, b = cuts
+    for piece in (m[:a], m[a:b], m[b:]):
+        t.sendall(piece)
+        time.sleep(0.2)
+    r = t.recv(512)
+    print("rcode", r[5] & 15, "answers", r[9])' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "exit" "$rc" 0
+	expect_eq "both answered" "$(json stdout < "$T/out" | grep -c 'rcode 0 answers 1')" 2
+}
+
 t_connection_hoarding_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections

@@ -286,6 +286,20 @@ void dnsd_on_udp(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * Nothing more is read or answered on t; it goes once no answer still
+ * pending holds it.  Once only: a stream that ends after a bad message
+ * must not drop the reference twice.
+ */
+static void dns_tcp_close(struct dns_tcp *t)
+{
+	if (t->closed)
+		return;
+	t->closed = true;
+	bufferevent_disable(t->bev, EV_READ | EV_WRITE);
+	dns_tcp_put(t);
+}
+
 static void on_dns_tcp_read(struct bufferevent *bev, void *arg)
 {
 	struct dns_tcp *t = arg;
@@ -296,14 +310,12 @@ static void on_dns_tcp_read(struct bufferevent *bev, void *arg)
 		const uint8_t *msg;
 		int r;
 
-		if (len < 2)
-			return;
 		r = dnsmsg_tcp_next(evbuffer_pullup(in, len), len, &msg, &msglen, &used);
-		if (r == -EAGAIN)
+		/* a message not all in yet: the next read brings the rest */
+		if (r == 0)
 			return;
 		if (r < 0) {
-			t->closed = true;
-			dns_tcp_put(t);
+			dns_tcp_close(t);
 			return;
 		}
 		dns_question(t->px, msg, msglen, -1, NULL, 0, t);
@@ -313,14 +325,9 @@ static void on_dns_tcp_read(struct bufferevent *bev, void *arg)
 
 static void on_dns_tcp_event(struct bufferevent *bev, short what, void *arg)
 {
-	struct dns_tcp *t = arg;
-
 	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		t->closed = true;
-		bufferevent_disable(t->bev, EV_READ | EV_WRITE);
-		dns_tcp_put(t);
-	}
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		dns_tcp_close(arg);
 }
 
 void dnsd_on_accept(struct evconnlistener *l, evutil_socket_t fd,

@@ -588,6 +588,42 @@ for cuts in ((1, 5), (3, 20)):
 	expect_eq "both answered" "$(json stdout < "$T/out" | grep -c 'rcode 0 answers 1')" 2
 }
 
+# A client that asks over TCP and never reads its answers is not answered
+# into the supervisor's memory: past a bound the responder stops reading
+# it (its sends stall), and goes on once the answers are read.
+t_dns_tcp_unread_answers_are_bounded() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	: > "$T/events"
+	local rc=0
+	timeout -k 5 120 "$CORRAL" run --json --policy "$T/p.json" --events /dev/null \
+		-- /usr/bin/python3 -c '
+import socket, struct
+q = struct.pack("!HHHHHH", 9, 0x100, 1, 0, 0, 0) + b"\x03web\x04test\x00" + struct.pack("!HH", 1, 1)
+chunk = (struct.pack("!H", len(q)) + q) * 4096
+t = socket.create_connection(("127.0.0.1", 53), 5)
+t.settimeout(3)
+sent = 0
+while sent < (64 << 20):
+    try:
+        sent += t.send(chunk)
+    except socket.timeout:
+        break
+print("stalled" if sent < (64 << 20) else "all %d MiB taken" % (sent >> 20))
+got = 0
+while got < (1 << 20):
+    try:
+        k = t.recv(65536)
+    except socket.timeout:
+        break
+    if not k:
+        break
+    got += len(k)
+print("answers read" if got >= (1 << 20) else "answers stopped at %d" % got)' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "exit" "$rc" 0
+	expect_contains "stalled" "$(json stdout < "$T/out")" "stalled"
+	expect_contains "answers go on as they are read" "$(json stdout < "$T/out")" "answers read"
+}
+
 t_connection_hoarding_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections

@@ -22,6 +22,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/*
+ * Answers queued on a DNS TCP connection before we stop reading it: a
+ * client that asks and never reads would otherwise grow the supervisor
+ * (an answer is longer than its question) without end.
+ */
+#define DNS_TCP_OUT_HIGH	(64 << 10)
+
 struct dns_tcp {
 	struct proxy *px;
 	struct bufferevent *bev;
@@ -300,6 +307,23 @@ static void dns_tcp_close(struct dns_tcp *t)
 	dns_tcp_put(t);
 }
 
+static void on_dns_tcp_read(struct bufferevent *bev, void *arg);
+static void on_dns_tcp_event(struct bufferevent *bev, short what, void *arg);
+
+/* The client read its answers: read its questions again. */
+static void on_dns_tcp_drained(struct bufferevent *bev, void *arg)
+{
+	struct dns_tcp *t = arg;
+
+	if (t->closed)
+		return;
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(bev, on_dns_tcp_read, NULL, on_dns_tcp_event, t);
+	bufferevent_enable(bev, EV_READ);
+	/* the questions read before we stopped are still in */
+	on_dns_tcp_read(bev, t);
+}
+
 static void on_dns_tcp_read(struct bufferevent *bev, void *arg)
 {
 	struct dns_tcp *t = arg;
@@ -310,6 +334,13 @@ static void on_dns_tcp_read(struct bufferevent *bev, void *arg)
 		const uint8_t *msg;
 		int r;
 
+		if (evbuffer_get_length(bufferevent_get_output(bev)) >= DNS_TCP_OUT_HIGH) {
+			bufferevent_disable(bev, EV_READ);
+			bufferevent_setwatermark(bev, EV_WRITE, DNS_TCP_OUT_HIGH / 2, 0);
+			bufferevent_setcb(bev, on_dns_tcp_read, on_dns_tcp_drained,
+					  on_dns_tcp_event, t);
+			return;
+		}
 		r = dnsmsg_tcp_next(evbuffer_pullup(in, len), len, &msg, &msglen, &used);
 		/* a message not all in yet: the next read brings the rest */
 		if (r == 0)

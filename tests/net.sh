@@ -643,6 +643,23 @@ time.sleep(2)	# let the supervisor accept (and refuse) them all
 print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_eq "run ended normally" "$rc" 0
 	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
+	# DNS over TCP is held to the same budget: each is an fd of ours too
+	: > "$T/events"
+	rc=0
+	timeout 60 prlimit --nofile=300:300 "$CORRAL" run --json --policy "$T/p.json" \
+		--events "$T/events" -- /usr/bin/python3 -c '
+import socket, time
+held = []
+for i in range(250):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", 53), 2))
+    except OSError:
+        break
+time.sleep(2)	# let the supervisor accept (and refuse) them all
+print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "run ended normally (dns)" "$rc" 0
+	expect_contains "dns refused beyond the budget" \
+		"$(grep '"protocol":"dns"' "$T/events")" "too many connections open at once"
 }
 
 # Both legs of a relayed connection send at once (TCP_NODELAY): read from

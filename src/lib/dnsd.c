@@ -31,6 +31,7 @@
 
 struct dns_tcp {
 	struct proxy *px;
+	struct dns_tcp *next, *prev;	/* px->dns_conns */
 	struct bufferevent *bev;
 	struct sockaddr_storage peer;	/* the client's end, to find its process */
 	int refs;			/* the connection + its pending answers */
@@ -50,11 +51,20 @@ struct dns_pending {
 
 static void dns_tcp_put(struct dns_tcp *t)
 {
-	if (--t->refs == 0) {
-		if (t->bev)
-			bufferevent_free(t->bev);
-		free(t);
-	}
+	struct proxy *px = t->px;
+
+	if (--t->refs != 0)
+		return;
+	if (t->bev)
+		bufferevent_free(t->bev);
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		px->dns_conns = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	px->nconns--;
+	free(t);
 }
 
 static void dns_send(struct proxy *px, int udp_fd, const struct sockaddr_storage *peer,
@@ -94,10 +104,15 @@ static void dns_pending_free(struct dns_pending *d)
 	free(d);
 }
 
+static void dns_tcp_close(struct dns_tcp *t);
+
 void dnsd_free(struct proxy *px)
 {
 	while (px->pending)
 		dns_pending_free(px->pending);
+	/* no answer holds one now: closing frees it */
+	while (px->dns_conns)
+		dns_tcp_close(px->dns_conns);
 }
 
 static void dns_reply(struct dns_pending *d, const struct sockaddr_storage *addrs,
@@ -364,23 +379,36 @@ static void on_dns_tcp_event(struct bufferevent *bev, short what, void *arg)
 void dnsd_on_accept(struct evconnlistener *l, evutil_socket_t fd,
 			  struct sockaddr *sa, int salen, void *arg)
 {
-	struct dns_tcp *t = calloc(1, sizeof(*t));
+	struct proxy *px = arg;
+	struct dns_tcp *t;
 
 	(void)l;
+	/* each is an fd of ours: the proxy's budget holds for them too */
+	if (px->nconns >= px->max_conns) {
+		dns_denied(px, NULL, true, "?", "too many connections open at once");
+		close(fd);
+		return;
+	}
+	t = calloc(1, sizeof(*t));
 	if (!t) {
 		close(fd);
 		return;
 	}
 	if (salen > 0 && (size_t)salen <= sizeof(t->peer))
 		memcpy(&t->peer, sa, salen);
-	t->px = arg;
-	t->refs = 1;
-	t->bev = bufferevent_socket_new(t->px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	t->px = px;
+	t->bev = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!t->bev) {
 		close(fd);
 		free(t);
 		return;
 	}
+	t->refs = 1;
+	t->next = px->dns_conns;
+	if (px->dns_conns)
+		px->dns_conns->prev = t;
+	px->dns_conns = t;
+	px->nconns++;
 	bufferevent_setwatermark(t->bev, EV_READ, 0, DNS_TCP_MAX + 2);
 	bufferevent_setcb(t->bev, on_dns_tcp_read, NULL, on_dns_tcp_event, t);
 	bufferevent_enable(t->bev, EV_READ | EV_WRITE);

@@ -54,7 +54,9 @@ struct proxy {
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
-	size_t nconns, max_conns;	/* what the fd limit lets us hold */
+	struct dns_tcp *dns_conns;	/* DNS over TCP connections (dnsd.c) */
+	/* what the fd limit lets us hold: connections, DNS over TCP ones too */
+	size_t nconns, max_conns;
 	struct tlsbox *tls;		/* CA, rules, secrets (tls.h); NULL: none */
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */

@@ -8,6 +8,8 @@ killed, and exits by itself after 120 s.
   fixtures.py tls PORTFILE CERT KEY [ADDR]    HTTPS with that certificate
   fixtures.py dns PORTFILE LOG NAME=IP...     a resolver that answers NAME with
                                               IP and logs every question to LOG
+  fixtures.py mute PORTFILE                   a resolver that never answers: its
+                                              questions stay pending
 """
 import http.server
 import signal
@@ -73,6 +75,14 @@ def serve_dns(portfile, log, answers):
         s.sendto(resp, peer)
 
 
+def serve_mute(portfile):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    open(portfile, "w").write(str(s.getsockname()[1]))
+    while True:
+        s.recvfrom(4096)
+
+
 def main():
     kind, portfile = sys.argv[1], sys.argv[2]
     if kind == "http":
@@ -85,6 +95,8 @@ def main():
     elif kind == "dns":
         answers = dict(a.split("=", 1) for a in sys.argv[4:])
         serve_dns(portfile, sys.argv[3], answers)
+    elif kind == "mute":
+        serve_mute(portfile)
 
 
 if __name__ == "__main__":

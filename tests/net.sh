@@ -624,6 +624,31 @@ print("answers read" if got >= (1 << 20) else "answers stopped at %d" % got)' > 
 	expect_contains "answers go on as they are read" "$(json stdout < "$T/out")" "answers read"
 }
 
+# A name still being resolved when whoever asked goes (a proxy client that
+# closes, a sandbox that ends with DNS questions pending) is cancelled; the
+# resolver says "cancelled" later, and that must reach nothing freed.
+t_resolution_cancelled_when_asker_goes() {
+	trap stop_fixtures EXIT
+	start rport mute
+	printf '{"network": {"mode": "proxy", "transparent": false, "allow": ["*.web.test"], "resolver": "127.0.0.1:%s"}}\n' \
+		"$rport" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	nrun -- /usr/bin/python3 -c '
+import socket, struct, time
+for i in range(200):	# proxy clients that leave while their names resolve
+    s = socket.create_connection(("127.0.0.1", 3128), 5)
+    s.sendall(b"GET http://h%d.web.test/ HTTP/1.1\r\nHost: h%d.web.test\r\n\r\n" % (i, i))
+    s.close()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(2000):	# DNS questions pending when the sandbox ends
+    q = struct.pack("!HHHHHH", i, 0x100, 1, 0, 0, 0) + b"\x05q%04d\x03web\x04test\x00" % i
+    u.sendto(q + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
+time.sleep(1)
+print("done")'
+	expect_eq "the run ends normally" "$(cat "$T/rc")" 0
+	expect_contains "its result" "$(stdout)" "done"
+}
+
 t_connection_hoarding_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections

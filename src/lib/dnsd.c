@@ -194,12 +194,16 @@ static void on_dns_resolved(int result, struct evutil_addrinfo *res, void *arg)
 	struct sockaddr_storage addrs[DNS_ANSWERS_MAX] = { 0 };
 	size_t n;
 
-	d->gai = NULL;
+	/*
+	 * Cancelled by dns_pending_free: libevent says so later, from the
+	 * loop, when d is gone already.  Nothing of it may be touched.
+	 */
 	if (result == EVUTIL_EAI_CANCEL) {
 		if (res)
 			evutil_freeaddrinfo(res);
 		return;
 	}
+	d->gai = NULL;
 	if (result != 0) {
 		dns_reply(d, NULL, 0, result == EVUTIL_EAI_NONAME ?
 			  DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
@@ -219,6 +223,7 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 	struct sockaddr_storage addr;
 	struct egress_verdict v;
 	struct evutil_addrinfo hints = { 0 };
+	struct evdns_getaddrinfo_request *gai;
 	struct dns_pending *d;
 	uint8_t out[DNS_UDP_MAX];
 	size_t outlen = sizeof(out);
@@ -283,8 +288,10 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 	}
 	hints.ai_family = d->q.qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
 	hints.ai_socktype = SOCK_STREAM;
-	d->gai = evdns_getaddrinfo(px->dns, d->q.name, NULL, &hints, on_dns_resolved, d);
-	/* (a synchronous answer has already freed d) */
+	gai = evdns_getaddrinfo(px->dns, d->q.name, NULL, &hints, on_dns_resolved, d);
+	/* NULL: on_dns_resolved ran inside the call already and freed d */
+	if (gai)
+		d->gai = gai;
 }
 
 void dnsd_on_udp(evutil_socket_t fd, short what, void *arg)

@@ -961,9 +961,16 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 	struct conn *c = arg;
 	char why[CORRAL_ERR_MAX];
 
-	c->gai = NULL;
-	if (result == EVUTIL_EAI_CANCEL)
+	/*
+	 * Cancelled by conn_free: libevent says so later, from the loop, when
+	 * c is gone already.  Nothing of it may be touched.
+	 */
+	if (result == EVUTIL_EAI_CANCEL) {
+		if (res)
+			evutil_freeaddrinfo(res);
 		return;
+	}
+	c->gai = NULL;
 	if (result != 0 || !res) {
 		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
 			 evutil_gai_strerror(result));
@@ -997,6 +1004,7 @@ void conn_connect_with(struct conn *c, struct evbuffer *in)
 void conn_connect(struct conn *c)
 {
 	struct evutil_addrinfo hints = { 0 };
+	struct evdns_getaddrinfo_request *gai;
 	struct sockaddr_storage ss;
 	char port[8];
 
@@ -1015,7 +1023,10 @@ void conn_connect(struct conn *c)
 	hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
 	snprintf(port, sizeof(port), "%u", c->port);
 	hold_down(c);
-	c->gai = evdns_getaddrinfo(c->px->dns, c->host, port, &hints, on_resolved, c);
+	gai = evdns_getaddrinfo(c->px->dns, c->host, port, &hints, on_resolved, c);
+	/* NULL: on_resolved ran inside the call already, and c may be gone */
+	if (gai)
+		c->gai = gai;
 }
 
 /* Judge a destination as the sandbox named it; false: denied and answered. */

@@ -649,6 +649,40 @@ print("done")'
 	expect_contains "its result" "$(stdout)" "done"
 }
 
+# Questions over UDP cost the sandbox nothing: those waiting for the host's
+# resolver at once are bounded, past that SERVFAIL (ask again), said once
+# in an event; the supervisor does not hold one for each.
+t_dns_questions_waiting_are_bounded() {
+	trap stop_fixtures EXIT
+	start rport mute
+	printf '{"network": {"mode": "proxy", "transparent": false, "allow": ["*.web.test"], "resolver": "127.0.0.1:%s"}}\n' \
+		"$rport" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	nrun -- /usr/bin/python3 -c '
+import socket, struct
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(10)
+def ask(i, name):
+    q = struct.pack("!HHHHHH", i, 0x100, 1, 0, 0, 0) + name
+    u.sendto(q + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
+servfail = 0
+for i in range(3000):
+    ask(i, b"\x05q%04d\x03web\x04test\x00" % i)
+    if i % 50 == 49:
+        # a name answered at once, after the others: once its answer is
+        # here, all before it were taken (none lost to a full socket)
+        ask(60000 + i, b"\x04evil\x04test\x00")
+        while True:
+            r = u.recv(512)
+            if struct.unpack("!H", r[:2])[0] == 60000 + i:
+                break
+            servfail += r[3] & 15 == 2
+print("servfail", "some" if servfail else "none")'
+	expect_eq "the run ends normally" "$(cat "$T/rc")" 0
+	expect_contains "past the bound: SERVFAIL" "$(stdout)" "servfail some"
+	expect_contains "said" "$(cat "$T/events")" "too many DNS questions waiting for the resolver at once"
+}
+
 t_connection_hoarding_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections

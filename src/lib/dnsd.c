@@ -29,6 +29,14 @@
  */
 #define DNS_TCP_OUT_HIGH	(64 << 10)
 
+/*
+ * Questions waiting for the host's resolver at once, for one sandbox: each
+ * holds memory here and in libevent until answered or timed out (seconds),
+ * and questions over UDP cost the sandbox nothing to send.  A burst past
+ * this gets SERVFAIL, which a resolver client takes as "ask again".
+ */
+#define DNS_PENDING_MAX		1024
+
 struct dns_tcp {
 	struct proxy *px;
 	struct dns_tcp *next, *prev;	/* px->dns_conns */
@@ -99,6 +107,7 @@ static void dns_pending_free(struct dns_pending *d)
 		px->pending = d->next;
 	if (d->next)
 		d->next->prev = d->prev;
+	px->npending--;
 	if (d->tcp)
 		dns_tcp_put(d->tcp);
 	free(d);
@@ -241,6 +250,7 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 	if (px->pending)
 		px->pending->prev = d;
 	px->pending = d;
+	px->npending++;
 	if (tcp) {
 		d->tcp = tcp;
 		tcp->refs++;
@@ -283,6 +293,13 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 		bool match = (addr.ss_family == AF_INET) == (d->q.qtype == DNS_TYPE_A);
 
 		dns_reply(d, &addr, match ? 1 : 0, DNS_RCODE_NOERROR);
+		dns_pending_free(d);
+		return;
+	}
+	if (px->npending > DNS_PENDING_MAX) {
+		dns_denied(px, pending_peer(d), tcp != NULL, d->q.name,
+			   "too many DNS questions waiting for the resolver at once");
+		dns_reply(d, NULL, 0, DNS_RCODE_SERVFAIL);
 		dns_pending_free(d);
 		return;
 	}

@@ -54,6 +54,7 @@ struct proxy {
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
+	size_t npending;
 	struct dns_tcp *dns_conns;	/* DNS over TCP connections (dnsd.c) */
 	/* what the fd limit lets us hold: connections, DNS over TCP ones too */
 	size_t nconns, max_conns;

@@ -201,17 +201,19 @@ h https://api.test:$GOOD/repos/acme/\$LONG
 h -d small https://other.test:$GOOD/small
 h -d \$LONG https://other.test:$GOOD/large
 h -H 'Transfer-Encoding: chunked' -d \$LONG https://other.test:$GOOD/chunked-large
+h --path-as-is https://api.test:$GOOD/repos/acme/../../dotdot
 curl -sS -m 10 -D - -o /dev/null https://api.test:$GOOD/nope | grep -i x-corral-denied"
-	expect_eq "statuses" "$(stdout | head -7 | tr '\n' ' ')" "200 403 403 414 200 413 413 "
+	expect_eq "statuses" "$(stdout | head -8 | tr '\n' ' ')" "200 403 403 414 200 413 413 403 "
+	expect_not_contains "a dot segment did not leave" "$(cat "$GOODLOG")" "dotdot"
 	expect_contains "reason header" "$(stdout)" "X-Corral-Denied: GET /nope on api.test is outside the methods and paths"
 	expect_contains "allowed went" "$(cat "$GOODLOG")" "GET /repos/acme/ok"
 	expect_contains "small body went" "$(cat "$GOODLOG")" "POST /small"
 	expect_not_contains "refused ones did not" "$(cat "$GOODLOG")" "/etc/passwd"
 	expect_not_contains "large body did not" "$(cat "$GOODLOG")" "/large"
 	expect_not_contains "nor all of the chunked one" "$(cat "$GOODLOG")" "$(printf 'a%.0s' $(seq 1 300))"
-	expect_eq "denials" "$(denials)" 6
+	expect_eq "denials" "$(denials)" 7
 	expect_contains "attributed, with the path" "$(grep '/etc/passwd' "$T/events")" '"pid":'
-	expect_contains "counted in the result" "$(json reason < "$T/out")" "6 denials"
+	expect_contains "counted in the result" "$(json reason < "$T/out")" "7 denials"
 }
 
 # A host the policy terminates is terminated whichever way the tunnel was

@@ -256,6 +256,18 @@ TEST(methods_paths_and_caps)
 			"Content-Length: 0\r\n\r\n", why) == 403);
 	CHECK_STR_CONTAINS(why, "POST /repos/acme/x on gh.test is outside");
 	CHECK(check_req(r, "gh.test", "GET /repos/other HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	/* a path the upstream may resolve to another matches no path rule */
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/../../admin HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	CHECK_STR_CONTAINS(why, "matches no path rule");
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/%2E%2e/x HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/..;/x HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/.. HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/./x HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/x%2F..%2Fy HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/x\\..\\y HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 403);
+	/* dots that are only part of a name are not segments */
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/.x/...y/z.. HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 0);
+	CHECK(check_req(r, "gh.test", "GET /repos/acme/x?q=../.. HTTP/1.1\r\nHost: gh.test\r\n\r\n", why) == 0);
 	CHECK(check_req(r, "api.test", "GET /anything HTTP/1.1\r\nHost: api.test\r\n\r\n", why) == 0);
 	CHECK(check_req(r, "api.test", "GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 			" HTTP/1.1\r\nHost: api.test\r\n\r\n", why) == 414);

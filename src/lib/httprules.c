@@ -221,6 +221,48 @@ static bool path_ok(const struct rule *ru, const char *path)
 	return false;
 }
 
+/* "%2e" and "%2E" are '.', as a server decodes them; n: bytes taken */
+static bool dot_at(const char *p, size_t *n)
+{
+	if (p[0] == '.') {
+		*n = 1;
+		return true;
+	}
+	if (p[0] == '%' && p[1] == '2' && (p[2] == 'e' || p[2] == 'E')) {
+		*n = 3;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * A path a server may read as another than the one judged: a "." or ".."
+ * segment (also percent-encoded, or with a ";param" after it), an encoded
+ * '/' or '\\', or a '\\' (some servers take it for '/').
+ * "/repos/acme/../../admin" starts with the prefix "/repos/acme/" and is
+ * /admin once the upstream resolves it.
+ */
+static bool path_ambiguous(const char *path)
+{
+	const char *seg = path;
+
+	if (strchr(path, '\\') || strcasestr(path, "%2f") || strcasestr(path, "%5c"))
+		return true;
+	while (seg) {
+		const char *p = *seg == '/' ? seg + 1 : seg;
+		size_t n, dots = 0;
+
+		while (dots < 3 && dot_at(p, &n)) {
+			p += n;
+			dots++;
+		}
+		if ((dots == 1 || dots == 2) && (*p == '/' || *p == ';' || *p == '\0'))
+			return true;
+		seg = strchr(seg + 1, '/');
+	}
+	return false;
+}
+
 /* The path without its query, NUL-terminated, into buf; false: too long. */
 static bool plain_path(const struct httpreq *rq, char *buf, size_t len)
 {
@@ -256,7 +298,7 @@ int httprules_check(const struct httprules *r, const char *host, uint16_t port,
 {
 	char path[HTTPREQ_URL_MAX + 1];
 	uint64_t max_body = httprules_max_body(r, host, port);
-	bool named = false;
+	bool named = false, ambiguous;
 
 	if (!r)
 		return 0;
@@ -280,6 +322,7 @@ int httprules_check(const struct httprules *r, const char *host, uint16_t port,
 		snprintf(why, whylen, "a path too long to judge");
 		return 414;
 	}
+	ambiguous = path_ambiguous(path);
 	for (size_t i = 0; i < r->nrules; i++) {
 		const struct rule *ru = &r->rules[i];
 
@@ -288,12 +331,16 @@ int httprules_check(const struct httprules *r, const char *host, uint16_t port,
 		if (!ru->methods && !ru->paths)
 			return 0;
 		named = true;
+		/* judged as written, it could be another path upstream */
+		if (ru->paths && ambiguous)
+			continue;
 		if (method_ok(ru, rq->method_name) && path_ok(ru, path))
 			return 0;
 	}
 	if (!named)
 		return 0;
-	snprintf(why, whylen, "%s %.200s on %.100s is outside the methods and paths the allowlist gives it",
-		 rq->method_name, path, host);
+	snprintf(why, whylen, "%s %.200s on %.100s is outside the methods and paths the allowlist gives it%s",
+		 rq->method_name, path, host, ambiguous ?
+		 " (a path with a dot segment or an encoded slash matches no path rule)" : "");
 	return 403;
 }

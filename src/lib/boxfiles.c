@@ -450,10 +450,9 @@ void box_as_agent(struct corral_box *b, bool on)
 	as_agent(b, on);
 }
 
-static int dirent_cmp(const void *x, const void *y)
+static int name_cmp(const void *x, const void *y)
 {
-	return strcmp((*(struct dirent *const *)x)->d_name,
-		      (*(struct dirent *const *)y)->d_name);
+	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
 struct walk {
@@ -520,10 +519,14 @@ static int walk_entry(struct walk *w, int dfd, const char *name, char *rel,
 	return 0;
 }
 
-/* Takes fd; the entries in name order, so the answer is the same each time. */
+/*
+ * Takes fd; the entries in name order, so the answer is the same each time.
+ * Only the names are kept: readdir's record ends with its name, so a copy
+ * of a whole struct dirent would read past the last one in the buffer.
+ */
 static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 {
-	struct dirent **names = NULL;
+	char **names = NULL;
 	DIR *d = fdopendir(fd);
 	struct dirent *de;
 	size_t n = 0, cap = 0;
@@ -537,8 +540,8 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (n == cap) {
-			struct dirent **g = realloc(names, (cap = cap ? cap * 2 : 64) *
-						    sizeof(*names));
+			char **g = realloc(names, (cap = cap ? cap * 2 : 64) *
+					   sizeof(*names));
 			if (!g) {
 				r = corral_set_err(w->err, -ENOMEM, "out of memory "
 						   "walking %.300s", rel);
@@ -546,17 +549,17 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 			}
 			names = g;
 		}
-		if (!(names[n] = malloc(sizeof(*de)))) {
+		if (!(names[n] = strdup(de->d_name))) {
 			r = corral_set_err(w->err, -ENOMEM, "out of memory walking "
 					   "%.300s", rel);
 			break;
 		}
-		memcpy(names[n++], de, sizeof(*de));
+		n++;
 	}
 	if (r == 0 && n > 1)	/* an empty directory has no array to sort */
-		qsort(names, n, sizeof(*names), dirent_cmp);
+		qsort(names, n, sizeof(*names), name_cmp);
 	for (size_t i = 0; i < n && r == 0; i++) {
-		r = walk_entry(w, dirfd(d), names[i]->d_name, rel, rlen, depth);
+		r = walk_entry(w, dirfd(d), names[i], rel, rlen, depth);
 		rel[rlen] = '\0';
 	}
 	for (size_t i = 0; i < n; i++)

@@ -277,6 +277,24 @@ t_session_round_trips() {
 	expect_eq "--apply" "$(tree_of "$T/ws")" "$want"
 }
 
+# The names the agent chose, reported on the operator's terminal: a held
+# hook and a link out of the tree named with escape sequences (a window
+# title, a screen clear) are shown as \xNN, never sent as they are.
+t_held_names_do_not_reach_the_terminal() {
+	mkrepo "$T/ws"
+	rc=0
+	timeout 120 "$CORRAL" run --workspace "$T/ws" --apply -- /bin/sh -c \
+		'mkdir -p .git/hooks && echo x > ".git/hooks/a$(printf "\033]2;pwned\007")" &&
+		 ln -s /etc/passwd "b$(printf "\033[2J")"' \
+		< /dev/null > "$T/stdout" 2> "$T/stderr" || rc=$?
+	expect_eq "exit" "$rc" 0
+	expect_contains "the hook, held and named" "$(cat "$T/stderr")" \
+		'held back .git/hooks/a\x1b]2;pwned\x07: '
+	expect_contains "the link, held and named" "$(cat "$T/stderr")" 'held back b\x1b[2J: '
+	! grep -q "$(printf '\033')" "$T/stderr" || fail "an escape reached stderr: $(od -c "$T/stderr" | head -5)"
+	! grep -q "$(printf '\007')" "$T/stderr" || fail "a BEL reached stderr"
+}
+
 t_apply_conflict() {
 	mkrepo "$T/ws"
 	mkfifo "$T/in"

@@ -35,5 +35,11 @@ int cmd_oci(int argc, char **argv);		/* also as corral-oci (oci.c) */
 
 /* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Text a sandbox may have chosen (file names, labels, reasons, details,
+ * whether the daemon relays it or a run reports it): C0 controls, DEL and
+ * the C1 controls become \xNN.  malloc'd; NULL when out of memory.
+ */
+char *printable(const char *s, size_t n);
 
 #endif

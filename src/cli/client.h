@@ -177,12 +177,6 @@ char *conn_files_path(struct conn *c, const char *id, const char *file,
 
 /* "out of memory WHAT": what was being built; returns EXIT_CORRAL. */
 int out_of_memory(const char *what);
-/*
- * Text the daemon relays (file names, labels, reasons, details) may have
- * been chosen inside a sandbox: C0 controls, DEL and the C1 controls
- * become \xNN.  malloc'd; NULL when out of memory.
- */
-char *printable(const char *s, size_t n);
 /* cli_error() for text the daemon sent, see printable(). */
 void daemon_error(const char *text, const char *suffix);
 int print_json(const json_t *o);

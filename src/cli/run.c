@@ -259,11 +259,30 @@ static bool export_flag(struct corral_export_opts *x, int opt, char *arg,
 	return false;
 }
 
+/*
+ * A held or conflicting change: its path is a name the sandbox chose, its
+ * reason may quote it; neither may drive the terminal.
+ */
+static void print_entry(const char *what, json_t *e)
+{
+	json_t *path = json_object_get(e, "path"), *reason = json_object_get(e, "reason");
+	char *p = printable(json_string_value(path) ?: "?", json_string_value(path) ?
+			    json_string_length(path) : 1);
+	char *r = printable(json_string_value(reason) ?: "", json_string_length(reason));
+
+	fprintf(stderr, "corral: export: %s %s: %s\n", what, p ? p : "(out of memory)",
+		r ? r : "(out of memory)");
+	free(p);
+	free(r);
+}
+
 /* Without --json: what was held back and what conflicted, on stderr. */
 static void print_export(const struct corral_result *res)
 {
 	json_t *rep = res->export_report ? json_loads(res->export_report, 0, NULL) : NULL;
 	static const char *const lists[] = { "held", "conflicts" };
+	json_t *error;
+	char *why;
 
 	if (!rep)
 		return;
@@ -272,18 +291,18 @@ static void print_export(const struct corral_result *res)
 		size_t i;
 
 		json_array_foreach(a, i, e)
-			fprintf(stderr, "corral: export: %s %s: %s\n",
-				l ? "conflict at" : "held back",
-				json_string_value(json_object_get(e, "path")),
-				json_string_value(json_object_get(e, "reason")));
+			print_entry(l ? "conflict at" : "held back", e);
 	}
+	/* an error names the path it failed at */
+	error = json_object_get(rep, "error");
+	why = json_is_string(error) ? printable(json_string_value(error),
+						json_string_length(error)) : NULL;
 	fprintf(stderr, "corral: export: %zu written, %zu held back, %zu conflicts%s%s\n",
 		json_array_size(json_object_get(rep, "exported")),
 		json_array_size(json_object_get(rep, "held")),
 		json_array_size(json_object_get(rep, "conflicts")),
-		json_object_get(rep, "error") ? "; failed: " : "",
-		json_object_get(rep, "error") ?
-		json_string_value(json_object_get(rep, "error")) : "");
+		error ? "; failed: " : "", error ? (why ? why : "(out of memory)") : "");
+	free(why);
 	json_decref(rep);
 }
 

@@ -60,6 +60,13 @@ t_operator_bounds() {
 	no_leftovers
 }
 
+# a process that writes without end: a follow answers at most limits.output
+t_follow_output_is_bounded() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" output "$CORRAL" --private ||
+		fail "the output checks failed"
+	no_leftovers
+}
+
 t_bad_operator_policy() {
 	echo '{"limits": {"memory": "lots"}}' > "$T/bad.json"
 	rc=0

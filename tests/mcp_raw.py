@@ -3,7 +3,7 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, signal.  Prints "ok - ..." per check and
+CHECK is one of: protocol, bounds, output, signal.  Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
 """
@@ -246,6 +246,34 @@ def bounds(s, workspace):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def output(s):
+    """A follow of a process that writes more than one answer holds."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    res = s.call("exec", {"sandbox_id": sid, "background": True, "command":
+                          "sleep 2; head -c 6000000 /dev/zero | tr '\\0' a; sleep 600"})
+    pid = res["structuredContent"]["pid"]
+    res = s.call("process_output", {"sandbox_id": sid, "pid": pid, "follow": True,
+                                    "stream": "stdout", "timeout_seconds": 30})
+    out = res["structuredContent"]
+    check(not res.get("isError") and 0 < len(out["stdout"]) <= 1 << 20,
+          "a follow keeps at most limits.output (1M) of a stream: got %d bytes" %
+          len(out.get("stdout", "")))
+    check(out.get("more") is True and out["state"] == "running" and
+          out["stdout_next_offset"] >= len(out["stdout"]),
+          "it says there is more, and where to go on: %r" %
+          {k: v for k, v in out.items() if k not in ("stdout", "stderr")})
+    # a NUL in the output is a byte like any other, not a line lost
+    pid = s.call("exec", {"sandbox_id": sid, "background": True, "command":
+                          "printf 'a\\000b'"})["structuredContent"]["pid"]
+    s.call("process_wait", {"sandbox_id": sid, "pid": pid})
+    res = s.call("process_output", {"sandbox_id": sid, "pid": pid})
+    out = res["structuredContent"]
+    check(out["stdout"] == "a\0b" and out["stdout_next_offset"] == 3,
+          "output with a NUL is kept whole: %r" % out)
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def main():
     what, argv = sys.argv[1], sys.argv[2:]
     before = private_dirs()
@@ -264,6 +292,8 @@ def main():
         try:
             if what == "protocol":
                 protocol(s)
+            elif what == "output":
+                output(s)
             else:
                 bounds(s, os.environ["MCP_WORKSPACE"])
         except BaseException:

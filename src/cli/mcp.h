@@ -91,12 +91,17 @@ struct mcp_http {
 	long status;
 	char *buf;			/* the body (2xx streamed: the partial line) */
 	size_t len, cap, max;
-	/* when set, a 2xx answer goes here a line at a time */
+	/*
+	 * When set, a 2xx answer goes here a line at a time: 0 goes on, 1
+	 * ends the transfer as an answer (the caller has what it keeps: a
+	 * follow that would never end), -1 ends it as a failure.
+	 */
 	int (*line)(void *arg, char *line, size_t len);
 	void *arg;
 	atomic_bool *cancel;		/* set: the transfer ends, the call dies */
 	uint64_t deadline_ms;		/* corral_now_ms(): the transfer ends then (0: none) */
 	bool timed_out;			/* it did: what came is the answer so far */
+	bool enough;			/* line said 1: so is what came until then */
 };
 
 /*

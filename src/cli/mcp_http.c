@@ -46,8 +46,13 @@ static int lines(struct mcp_http *h, size_t from)
 	char *nl;
 
 	while ((nl = memchr(h->buf + from, '\n', h->len - from))) {
+		int r;
+
 		*nl = '\0';
-		if (h->line(h->arg, h->buf + start, nl - (h->buf + start)) < 0)
+		r = h->line(h->arg, h->buf + start, nl - (h->buf + start));
+		if (r > 0)
+			h->enough = true;
+		if (r != 0)
 			return -1;
 		start = from = nl - h->buf + 1;
 	}
@@ -187,8 +192,9 @@ int mcp_http_do(const struct mcp_daemon *d, const char *method,
 	rc = setup(d, t.curl, url, method, body, body_len, hdr, &t, errbuf);
 	if (rc == CURLE_OK)
 		rc = curl_easy_perform(t.curl);
-	/* a deadline reached is an answer cut short, not a failure */
-	if (rc == CURLE_ABORTED_BY_CALLBACK && h->timed_out &&
+	/* a deadline reached, or all the caller keeps, is an answer cut short */
+	if (((rc == CURLE_ABORTED_BY_CALLBACK && h->timed_out) ||
+	     (rc == CURLE_WRITE_ERROR && h->enough)) &&
 	    curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &h->status) == CURLE_OK) {
 		ret = 0;
 		goto out;

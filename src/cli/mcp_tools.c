@@ -24,6 +24,7 @@
 #define EVENTS_DEFAULT		50
 #define EVENTS_MAX		1000
 #define FOLLOW_DEFAULT_S	30	/* process_output follow:true, at most */
+#define OUTPUT_ANSWER_MAX	(8u << 20)	/* of a stream in one process_output */
 
 /* ---- results ------------------------------------------------------------- */
 
@@ -596,35 +597,72 @@ static json_t *t_proc_list(struct mcp_call *c, struct args *g)
 	return g->why ? NULL : simple(c, "GET", mcp_sandbox_path(id, "/processes"), NULL);
 }
 
-/* The output lines of .../output gathered: text a stream, offsets, the end. */
+/*
+ * The output lines of .../output gathered: the bytes of each stream,
+ * offsets, the end.  A follow of a process that writes without end would
+ * grow this without end, so each stream keeps at most max bytes an answer
+ * (the operator's limits.output); the model reads on from the offsets.
+ */
 struct gather {
 	struct mcp_call *c;
-	json_t *text[2];		/* stdout, stderr: strings grown */
+	char *text[2];			/* stdout, stderr */
+	size_t len[2], cap[2], max;
 	json_int_t next[2];		/* the offset after what came */
 	json_int_t dropped;
 	json_t *result;			/* the end line's, once ended */
-	bool gone;
+	bool gone, full;
 };
+
+static int gather_add(struct gather *o, int no, const char *data, size_t n)
+{
+	size_t need = o->len[no] + n + 1, cap = o->cap[no] ? o->cap[no] : 4096;
+	char *p;
+
+	while (cap < need)
+		cap *= 2;
+	if (cap != o->cap[no]) {
+		p = realloc(o->text[no], cap);
+		if (!p)
+			return -1;
+		o->text[no] = p;
+		o->cap[no] = cap;
+	}
+	memcpy(o->text[no] + o->len[no], data, n);
+	o->len[no] += n;
+	o->text[no][o->len[no]] = '\0';
+	return 0;
+}
 
 static int on_output_line(void *arg, char *line, size_t len)
 {
 	struct gather *o = arg;
-	json_t *v = json_loadb(line, len, 0, NULL);
+	json_t *v = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(v, "type"));
-	const char *data = json_string_value(json_object_get(v, "data"));
+	json_t *d = json_object_get(v, "data");
 	int no = !type ? -1 : !strcmp(type, "stdout") ? 0 : !strcmp(type, "stderr") ? 1 : -1;
+	int r = 0;
 
-	if (no >= 0 && data) {
-		char *grown, *msg;
+	if (no >= 0 && json_is_string(d)) {
+		const char *data = json_string_value(d);
+		size_t n = json_string_length(d);
+		char *msg;
 
-		if (asprintf(&grown, "%s%s", json_string_value(o->text[no]), data) >= 0) {
-			json_string_set(o->text[no], grown);
-			free(grown);
-		}
-		o->next[no] = json_integer_value(json_object_get(v, "offset")) + strlen(data);
-		if (asprintf(&msg, "%s: %.*s", type, PROGRESS_CHUNK_MAX, data) >= 0) {
-			mcp_progress(o->c, msg);
-			free(msg);
+		/* what it kept is the answer; the rest is read from next */
+		if (o->len[no] && o->len[no] + n > o->max) {
+			o->full = true;
+			r = 1;
+		} else if (gather_add(o, no, data, n) < 0) {
+			r = -1;
+		} else {
+			o->next[no] = json_integer_value(json_object_get(v, "offset")) + n;
+			if (asprintf(&msg, "%s: %.*s", type, PROGRESS_CHUNK_MAX, data) >= 0) {
+				mcp_progress(o->c, msg);
+				free(msg);
+			}
+			if (o->len[no] >= o->max) {
+				o->full = true;
+				r = 1;
+			}
 		}
 	} else if (type && !strcmp(type, "dropped")) {
 		o->dropped += json_integer_value(json_object_get(v, "bytes"));
@@ -635,13 +673,14 @@ static int on_output_line(void *arg, char *line, size_t len)
 		o->gone = true;
 	}
 	json_decref(v);
-	return 0;
+	return r;
 }
 
 /*
  * The output from offset on; with follow, what comes until the process
- * ends or timeout_seconds pass (each piece a progress message meanwhile).
- * stdout_next_offset / stderr_next_offset are where to go on from.
+ * ends, timeout_seconds pass or a stream has limits.output bytes (each
+ * piece a progress message meanwhile).  stdout_next_offset /
+ * stderr_next_offset are where to go on from.
  */
 static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 {
@@ -649,8 +688,9 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 	json_int_t off = arg_int(g, "offset", false, 0, INT64_MAX, 0);
 	bool follow = arg_bool(g, "follow");
 	json_int_t secs = arg_int(g, "timeout_seconds", false, 1, 3600, FOLLOW_DEFAULT_S);
-	struct gather o = { .c = c, .text = { json_string(""), json_string("") },
-			    .next = { off, off } };
+	struct gather o = { .c = c, .next = { off, off },
+			    .max = c->m->b.limit.output_bytes ? c->m->b.limit.output_bytes :
+				   OUTPUT_ANSWER_MAX };
 	struct mcp_http h = { .cancel = &c->cancelled, .line = on_output_line, .arg = &o };
 	char verb[160], *path = NULL, *why = NULL;
 	json_t *r = NULL;
@@ -664,9 +704,11 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 		path = proc_path_to(g, id, verb);
 	if (g->why)
 		goto out;
+	if (o.max > OUTPUT_ANSWER_MAX)
+		o.max = OUTPUT_ANSWER_MAX;
 	if (follow)
 		h.deadline_ms = corral_now_ms() + (uint64_t)secs * 1000;
-	if (!path || !o.text[0] || !o.text[1])
+	if (!path)
 		r = tool_error("out of memory");
 	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
 		r = tool_error("%s", why);
@@ -674,8 +716,9 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 		r = daemon_refused(&h);
 	else
 	{
-		json_t *v = json_pack("{s:O, s:O, s:I, s:I, s:I, s:s}",
-				      "stdout", o.text[0], "stderr", o.text[1],
+		json_t *v = json_pack("{s:s%, s:s%, s:I, s:I, s:I, s:s}",
+				      "stdout", o.text[0] ? o.text[0] : "", o.len[0],
+				      "stderr", o.text[1] ? o.text[1] : "", o.len[1],
 				      "stdout_next_offset", o.next[0],
 				      "stderr_next_offset", o.next[1],
 				      "dropped_bytes", o.dropped, "state",
@@ -684,11 +727,13 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 		/* no result key while it runs: the schema's result is an object */
 		if (v && o.result)
 			json_object_set(v, "result", o.result);
+		if (v && o.full)
+			json_object_set_new(v, "more", json_true());
 		r = v ? tool_ok(v) : tool_error("out of memory");
 	}
 out:
-	json_decref(o.text[0]);
-	json_decref(o.text[1]);
+	free(o.text[0]);
+	free(o.text[1]);
 	json_decref(o.result);
 	mcp_http_free(&h);
 	free(path);
@@ -1165,7 +1210,8 @@ struct tool {
 	"\"state\": {\"type\": \"string\", \"enum\": [\"running\", \"exited\", \"gone\"]}, " \
 	"\"stdout\": {\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"}, " \
 	"\"stdout_next_offset\": {\"type\": \"integer\"}, \"stderr_next_offset\": {\"type\": \"integer\"}, " \
-	"\"dropped_bytes\": {\"type\": \"integer\"}, \"result\": {\"type\": \"object\"}}, " \
+	"\"dropped_bytes\": {\"type\": \"integer\"}, \"result\": {\"type\": \"object\"}, " \
+	"\"more\": {\"type\": \"boolean\"}}, " \
 	"\"required\": [\"state\", \"stdout\", \"stderr\"]}"
 
 #define PROC_OUT "{\"type\": \"object\", \"properties\": {" \
@@ -1218,7 +1264,7 @@ static const struct tool tools[] = {
 	  true, false, true, t_proc_list },
 	{ "process_output", "Read a background process's output",
 	  "A background process's output from offset on (what is kept: the last 64 KiB of each stream; dropped_bytes says how much before that is gone), "
-	  "and its result once it ended. With follow:true it waits for more and returns when the process ends or timeout_seconds pass. "
+	  "and its result once it ended. With follow:true it waits for more and returns when the process ends, timeout_seconds pass, or a stream has given as much as one answer holds (the operator's output limit; then more is true). "
 	  "Call again with offset set to stdout_next_offset (and stream stdout, or stderr with stderr_next_offset) to read only what is new.",
 	  ID_PROP ", " PID_PROP ", "
 	  "\"offset\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Bytes of each stream already read (default 0).\"}, "

@@ -158,6 +158,33 @@ t_running_daemon() {
 	no_leftovers
 }
 
+# A daemon the operator shares: a sandbox another client made (here with
+# a network the session's policy does not give) is not the model's.
+t_other_clients_sandboxes() {
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
+	dpid=$!
+	for _ in $(seq 100); do
+		[ -S "$T/s" ] && break
+		sleep 0.1
+	done
+	echo '{"network": {"mode": "proxy", "allow": ["web.test:80"]}}' > "$T/wide.json"
+	other=$(timeout 60 "$CORRAL" create --socket "$T/s" --policy "$T/wide.json" < /dev/null 2> "$T/err")
+	rc=0
+	if [ -n "$other" ]; then
+		TMPDIR=$T MCP_OTHER=$other timeout 300 $PY "$HERE/mcp_raw.py" shared "$CORRAL" \
+			--socket "$T/s" > "$T/raw.log" 2>&1 || rc=$?
+		timeout 60 "$CORRAL" exec --socket "$T/s" "$other" -- true > /dev/null 2>&1 ||
+			rc=$((rc + 100))
+		timeout 60 "$CORRAL" rm --socket "$T/s" "$other" > /dev/null 2>&1
+	fi
+	kill -TERM "$dpid"
+	wait "$dpid" 2>/dev/null
+	[ -n "$other" ] || fail "corral create: $(cat "$T/err")"
+	[ "$rc" -lt 100 ] || fail "the other client's sandbox was harmed"
+	[ "$rc" = 0 ] || { cat "$T/raw.log"; fail "the shared-daemon checks failed"; }
+	no_leftovers
+}
+
 # The SDK, from npm into $SDK once; 0 when it is there.
 have_sdk() {
 	[ -f "$SDK/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0
@@ -241,10 +268,10 @@ t_inspector_cli() {
 	out=$(inspect --method tools/list 2> "$T/err") || fail "tools/list: $(tail -3 "$T/err")"
 	expect_contains "tools listed" "$out" '"sandbox_create"'
 	expect_contains "the new tools too" "$out" '"process_signal"'
-	# a call that reaches the daemon and comes back as the tool's failure
+	# a call that comes back as the tool's failure
 	out=$(inspect --method tools/call --tool-name sandbox_info --tool-arg sandbox_id=sb-nope 2> "$T/err")
 	expect_contains "a tool called, failing as isError" "$out" '"isError": true'
-	expect_contains "with the daemon's answer" "$out" 'HTTP 404'
+	expect_contains "saying why" "$out" 'no sandbox sb-nope in this session'
 	no_leftovers
 }
 

@@ -3,7 +3,7 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, signal.  Prints "ok - ..." per check and
+CHECK is one of: protocol, bounds, output, shared, signal.  Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
 """
@@ -168,8 +168,8 @@ def protocol(s):
           tools["sandbox_destroy"]["annotations"]["destructiveHint"] is True,
           "read-only and destructive hints")
     res = s.call("sandbox_info", {"sandbox_id": "sb-nope"})
-    check(res.get("isError") is True and "404" in res["content"][0]["text"],
-          "no such sandbox: isError with the daemon's answer")
+    check(res.get("isError") is True and "no sandbox sb-nope in this session" in
+          res["content"][0]["text"], "no such sandbox: isError saying so: %r" % res)
     res = s.call("sandbox_info", {"sandbox_id": "../x"})
     check(res.get("isError") is True, "a bad id: isError")
     res = s.call("sandbox_list", {"bogus": 1})
@@ -274,6 +274,25 @@ def output(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def shared(s, other):
+    """A shared daemon: another client's sandbox is not the model's."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    mine = s.call("sandbox_create", {})["structuredContent"]["id"]
+    res = s.call("sandbox_list", {})
+    ids = [b["id"] for b in res["structuredContent"]["sandboxes"]]
+    check(ids == [mine], "sandbox_list shows only this session's sandboxes: %r" % ids)
+    for tool, args in (("exec", {"command": "echo reached"}), ("sandbox_info", {}),
+                       ("file_read", {"path": "/etc/hostname"}), ("sandbox_events", {}),
+                       ("workspace_export", {"mode": "apply"}), ("sandbox_destroy", {})):
+        args = dict(args, sandbox_id=other)
+        res = s.call(tool, args)
+        check(res.get("isError") is True and "in this session" in res["content"][0]["text"],
+              "%s on another client's sandbox is refused: %r" % (tool, res))
+    res = s.call("exec", {"sandbox_id": mine, "command": "echo mine"})
+    check(res["structuredContent"]["stdout"] == "mine\n", "its own sandbox still works")
+    s.call("sandbox_destroy", {"sandbox_id": mine})
+
+
 def main():
     what, argv = sys.argv[1], sys.argv[2:]
     before = private_dirs()
@@ -294,6 +313,8 @@ def main():
                 protocol(s)
             elif what == "output":
                 output(s)
+            elif what == "shared":
+                shared(s, os.environ["MCP_OTHER"])
             else:
                 bounds(s, os.environ["MCP_WORKSPACE"])
         except BaseException:

@@ -42,7 +42,9 @@ static const struct verb mcp_verb = {
 "tools create sandboxes, run commands in them, move files, and read their\n"
 "events.  It talks to a running `corral serve`, or, when none answers at the\n"
 "default socket, starts a private daemon for the session (in a private\n"
-"directory under $TMPDIR, removed when the session ends).\n"
+"directory under $TMPDIR, removed when the session ends).  Its tools reach\n"
+"only the sandboxes the session created: a shared daemon's others were made\n"
+"under other policies.\n"
 "\n"
 "Options:\n"
 "  --policy FILE        the operator's policy: every sandbox starts from it,\n"
@@ -535,6 +537,7 @@ int cmd_mcp(int argc, char **argv)
 
 	pthread_mutex_init(&m.out_lock, NULL);
 	pthread_mutex_init(&m.calls_lock, NULL);
+	pthread_mutex_init(&m.owned.lock, NULL);
 	pthread_cond_init(&m.calls_done, NULL);
 	code = verb_parse(&mcp_verb, opts, "h", argc, argv, &m.d.conn, on_option, &a);
 	if (code == HELP_SHOWN)
@@ -563,6 +566,7 @@ int cmd_mcp(int argc, char **argv)
 	end_calls(&m, r == 1);
 	mcp_daemon_close(&m.d);
 	mcp_bounds_free(&m.b);
+	mcp_owned_free(&m.owned);
 	curl_global_cleanup();
 	return code;
 }

@@ -56,9 +56,22 @@ struct mcp_call {
 	bool used;
 };
 
+/*
+ * The sandboxes this session created: the only ones its tools reach.  A
+ * daemon may be shared (the operator's own `corral serve`, other sessions):
+ * its other sandboxes were made under other policies than the operator's
+ * --policy, with other hosts, workspaces and binds.
+ */
+struct mcp_owned {
+	pthread_mutex_t lock;
+	char **ids;
+	size_t n, cap;
+};
+
 struct mcp {
 	struct mcp_daemon d;
 	struct mcp_bounds b;
+	struct mcp_owned owned;
 	pthread_mutex_t out_lock;	/* one message at a time on stdout */
 	pthread_mutex_t calls_lock;
 	pthread_cond_t calls_done;
@@ -118,6 +131,12 @@ char *mcp_sandbox_path(const char *id, const char *rest);
 char *mcp_escape(const char *s);
 
 /* ---- mcp_tools.c ----------------------------------------------------------- */
+
+/* Record id as this session's; -1 when out of memory. */
+int mcp_owned_add(struct mcp_owned *o, const char *id);
+/* Did this session create id? */
+bool mcp_owned_has(struct mcp_owned *o, const char *id);
+void mcp_owned_free(struct mcp_owned *o);
 
 /* The tools/list result. */
 json_t *mcp_tools_list(void);

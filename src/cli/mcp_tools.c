@@ -85,6 +85,7 @@ static json_t *daemon_refused(const struct mcp_http *h)
 
 struct args {
 	const json_t *a;
+	struct mcp *m;
 	char *why;			/* the first bad argument, said */
 };
 
@@ -112,12 +113,63 @@ static const char *arg_str(struct args *g, const char *key, bool required)
 	return json_string_value(v);
 }
 
+/* ---- the session's sandboxes --------------------------------------------- */
+
+int mcp_owned_add(struct mcp_owned *o, const char *id)
+{
+	char *dup = strdup(id), **grown;
+	int r = 0;
+
+	if (!dup)
+		return -1;
+	pthread_mutex_lock(&o->lock);
+	if (o->n == o->cap) {
+		grown = realloc(o->ids, (o->cap ? o->cap * 2 : 16) * sizeof(*grown));
+		if (grown) {
+			o->ids = grown;
+			o->cap = o->cap ? o->cap * 2 : 16;
+		}
+	}
+	if (o->n < o->cap)
+		o->ids[o->n++] = dup;
+	else
+		r = -1;
+	pthread_mutex_unlock(&o->lock);
+	if (r < 0)
+		free(dup);
+	return r;
+}
+
+bool mcp_owned_has(struct mcp_owned *o, const char *id)
+{
+	bool has = false;
+
+	pthread_mutex_lock(&o->lock);
+	for (size_t i = 0; !has && i < o->n; i++)
+		has = !strcmp(o->ids[i], id);
+	pthread_mutex_unlock(&o->lock);
+	return has;
+}
+
+void mcp_owned_free(struct mcp_owned *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free(o->ids[i]);
+	free(o->ids);
+	o->ids = NULL;
+	o->n = o->cap = 0;
+}
+
+/* A sandbox id of this session: the daemon's other sandboxes are not the model's. */
 static const char *arg_id(struct args *g)
 {
 	const char *id = arg_str(g, "sandbox_id", true);
 
 	if (id && !client_valid_id(id))
 		bad(g, "sandbox_id: \"%.64s\" is not a sandbox id (sb-..., from sandbox_create or sandbox_list)",
+		    id);
+	else if (id && !mcp_owned_has(&g->m->owned, id))
+		bad(g, "sandbox_id: no sandbox %s in this session (sandbox_create makes one, sandbox_list lists this session's)",
 		    id);
 	return id;
 }
@@ -223,11 +275,42 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 	if (!body)
 		return tool_error("out of memory");
 	{
-		json_t *r = simple(c, "POST", strdup("/v1/sandboxes"), body);
+		json_t *o, *r = call_json(c, "POST", "/v1/sandboxes", body, &o);
+		const char *id = json_string_value(json_object_get(o, "id"));
 
 		json_decref(body);
-		return r;
+		if (r)
+			return r;
+		/* made, but unreachable to the model: better said than left */
+		if (!id || mcp_owned_add(&c->m->owned, id) < 0) {
+			json_decref(o);
+			return tool_error("the sandbox %s was made but cannot be recorded as this session's (out of memory)",
+					  id ? id : "?");
+		}
+		return tool_ok(o);
 	}
+}
+
+/* The daemon's list without the sandboxes of others; takes r. */
+static json_t *own_only(struct mcp_call *c, json_t *r)
+{
+	json_t *sc = json_object_get(r, "structuredContent");
+	json_t *list = json_object_get(sc, "sandboxes"), *mine, *v;
+	size_t i;
+
+	if (!json_is_array(list))
+		return r;
+	mine = json_array();
+	json_array_foreach(list, i, v) {
+		const char *id = json_string_value(json_object_get(v, "id"));
+
+		if (mine && id && mcp_owned_has(&c->m->owned, id))
+			json_array_append(mine, v);
+	}
+	json_decref(r);
+	if (!mine)
+		return tool_error("out of memory");
+	return tool_ok(json_pack("{s:o}", "sandboxes", mine));
 }
 
 /* labels {"k": "v"} as ?label=k=v&...: the sandboxes with all of them */
@@ -259,7 +342,7 @@ static json_t *t_list(struct mcp_call *c, struct args *g)
 		free(path);
 		return NULL;
 	}
-	return simple(c, "GET", path, NULL);
+	return own_only(c, simple(c, "GET", path, NULL));
 }
 
 static json_t *t_keepalive(struct mcp_call *c, struct args *g)
@@ -1236,7 +1319,7 @@ static const struct tool tools[] = {
 	  "\"ttl_seconds\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Destroy the sandbox after this many seconds (0: never).\"}, "
 	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Your own key/value tags.\"}",
 	  "[]", SANDBOX_OUT, false, false, false, t_create },
-	{ "sandbox_list", "List sandboxes", "List the sandboxes with their state (running, idle, frozen, paused, halted, dead); labels keeps those that have all of them.",
+	{ "sandbox_list", "List sandboxes", "List the sandboxes this session created, with their state (running, idle, frozen, paused, halted, dead); labels keeps those that have all of them.",
 	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Only sandboxes with these labels.\"}", "[]", "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": " SANDBOX_OUT "}}, \"required\": [\"sandboxes\"]}",
 	  true, false, true, t_list },
 	{ "sandbox_keepalive", "Keep a sandbox alive", "Restart a sandbox's TTL from now (ttl_seconds: a new one; 0: none), so that it is not destroyed while still in use. Returns it, with expires_at.",
@@ -1440,7 +1523,7 @@ json_t *mcp_tools_call(struct mcp_call *call, int *code, char **why)
 {
 	const char *name = json_string_value(json_object_get(call->params, "name"));
 	json_t *a = json_object_get(call->params, "arguments");
-	struct args g = { .a = a };
+	struct args g = { .a = a, .m = call->m };
 	json_t *empty = NULL, *r;
 
 	for (size_t i = 0; i < NTOOLS; i++) {

@@ -67,6 +67,13 @@ t_follow_output_is_bounded() {
 	no_leftovers
 }
 
+# six reads of a 10 MB file at once: they take turns (MCP_BIG_CALLS)
+t_whole_file_answers_take_turns() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" big "$CORRAL" --private ||
+		fail "the big-answer checks failed"
+	no_leftovers
+}
+
 t_bad_operator_policy() {
 	echo '{"limits": {"memory": "lots"}}' > "$T/bad.json"
 	rc=0

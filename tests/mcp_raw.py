@@ -3,7 +3,7 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, shared, signal.  Prints "ok - ..." per check and
+CHECK is one of: protocol, bounds, output, big, shared, signal.  Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
 """
@@ -274,6 +274,39 @@ def output(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def big(s):
+    """Reads of whole files at once take turns: the server's memory stays bounded."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    s.call("exec", {"sandbox_id": sid, "command": "head -c 10000000 /dev/urandom > /tmp/big"})
+    n = 6
+    for k in range(n):
+        s.send({"jsonrpc": "2.0", "id": "big%d" % k, "method": "tools/call", "params": {
+            "name": "file_read", "arguments": {"sandbox_id": sid, "path": "/tmp/big"}}})
+    # each answer is a line of 27 MB: read them without copying the whole each time
+    buf, sizes, deadline = bytearray(s.buf), [], time.monotonic() + 240
+    fd = s.p.stdout.fileno()
+    while len(sizes) < n and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 1)
+        chunk = os.read(fd, 1 << 22) if r else b""
+        if r and not chunk:
+            break
+        seen = len(buf)
+        buf += chunk
+        i = buf.find(b"\n", seen)
+        while i >= 0:
+            sizes.append(i)
+            del buf[:i + 1]
+            i = buf.find(b"\n")
+    s.buf = bytes(buf)
+    with open("/proc/%d/status" % s.p.pid) as f:
+        hwm = [int(l.split()[1]) for l in f if l.startswith("VmHWM")][0] // 1024
+    check(len(sizes) == n and min(sizes) > 13000000, "%d reads of 10 MB answered: %r" % (n, sizes))
+    # one such answer costs the server about 100 MB; six at once were 570
+    check(hwm < 400, "the server's peak memory is bounded: %d MB" % hwm)
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def shared(s, other):
     """A shared daemon: another client's sandbox is not the model's."""
     s.request("initialize", {"protocolVersion": "2025-06-18"})
@@ -313,6 +346,8 @@ def main():
                 protocol(s)
             elif what == "output":
                 output(s)
+            elif what == "big":
+                big(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             else:

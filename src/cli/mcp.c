@@ -218,6 +218,9 @@ static void *call_thread(void *arg)
 	}
 	json_decref(result);
 	free(why);
+	/* the answer's copies are gone: the next big one may start */
+	if (call->big)
+		mcp_big_leave(m);
 	pthread_mutex_lock(&m->calls_lock);
 	json_decref(call->id);
 	json_decref(call->params);
@@ -538,6 +541,8 @@ int cmd_mcp(int argc, char **argv)
 	pthread_mutex_init(&m.out_lock, NULL);
 	pthread_mutex_init(&m.calls_lock, NULL);
 	pthread_mutex_init(&m.owned.lock, NULL);
+	pthread_mutex_init(&m.big_lock, NULL);
+	pthread_cond_init(&m.big_free, NULL);
 	pthread_cond_init(&m.calls_done, NULL);
 	code = verb_parse(&mcp_verb, opts, "h", argc, argv, &m.d.conn, on_option, &a);
 	if (code == HELP_SHOWN)

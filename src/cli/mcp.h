@@ -24,6 +24,14 @@
 #define MCP_LINE_MAX		(8u << 20)	/* one JSON-RPC message */
 #define MCP_EXEC_TIMEOUT_DEFAULT 60	/* seconds, when the model gives none */
 #define MCP_EOF_GRACE		10	/* seconds calls may finish after stdin's end */
+/*
+ * Calls whose answer may hold a whole file (file_read, archive_read, a
+ * patch) at once: such an answer costs about 8 times the file while it is
+ * encoded and sent (the bytes, base64, the text and the structured copy,
+ * the message), 470 MB for one of 60 MB; 32 at once would take the host's
+ * memory.  The others wait for a turn.
+ */
+#define MCP_BIG_CALLS		2
 
 /* The daemon we talk to, and whether we started it. */
 struct mcp_daemon {
@@ -54,6 +62,7 @@ struct mcp_call {
 	double progress;		/* last progress sent, strictly rising */
 	pthread_t thread;
 	bool used;
+	bool big;			/* holds one of MCP_BIG_CALLS until answered */
 };
 
 /*
@@ -72,6 +81,9 @@ struct mcp {
 	struct mcp_daemon d;
 	struct mcp_bounds b;
 	struct mcp_owned owned;
+	pthread_mutex_t big_lock;
+	pthread_cond_t big_free;
+	int big_used;			/* of MCP_BIG_CALLS */
 	pthread_mutex_t out_lock;	/* one message at a time on stdout */
 	pthread_mutex_t calls_lock;
 	pthread_cond_t calls_done;
@@ -141,8 +153,10 @@ void mcp_owned_free(struct mcp_owned *o);
 /* The tools/list result. */
 json_t *mcp_tools_list(void);
 /* The tools/call result, or NULL with *code and *why for a JSON-RPC error
- * (an unknown tool: -32602). */
+ * (an unknown tool: -32602).  With call->big set the caller owes
+ * mcp_big_leave() once the answer is sent. */
 json_t *mcp_tools_call(struct mcp_call *call, int *code, char **why);
+void mcp_big_leave(struct mcp *m);
 
 /* ---- mcp_bounds.c ---------------------------------------------------------- */
 

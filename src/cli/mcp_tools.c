@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PROGRESS_CHUNK_MAX	4096	/* of output a progress message carries */
@@ -1264,6 +1265,44 @@ struct tool {
 	tool_fn fn;
 };
 
+/* The tools whose answer may hold a whole file (FILE_MAX): see MCP_BIG_CALLS. */
+static bool is_big(const char *name)
+{
+	return !strcmp(name, "file_read") || !strcmp(name, "archive_read") ||
+	       !strcmp(name, "workspace_diff");
+}
+
+/* One of the MCP_BIG_CALLS turns; -1 when the call is cancelled meanwhile. */
+static int big_enter(struct mcp_call *c)
+{
+	struct mcp *m = c->m;
+	int r = 0;
+
+	pthread_mutex_lock(&m->big_lock);
+	while (m->big_used >= MCP_BIG_CALLS && !atomic_load(&c->cancelled)) {
+		struct timespec until;
+
+		/* a cancel signals no condition: look again each second */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&m->big_free, &m->big_lock, &until);
+	}
+	if (atomic_load(&c->cancelled))
+		r = -1;
+	else
+		m->big_used++;
+	pthread_mutex_unlock(&m->big_lock);
+	return r;
+}
+
+void mcp_big_leave(struct mcp *m)
+{
+	pthread_mutex_lock(&m->big_lock);
+	m->big_used--;
+	pthread_cond_signal(&m->big_free);
+	pthread_mutex_unlock(&m->big_lock);
+}
+
 /*
  * The schemas are JSON texts that jansson parses when tools/list is asked:
  * easier to read and to check against the API than json_pack formats.
@@ -1532,6 +1571,13 @@ json_t *mcp_tools_call(struct mcp_call *call, int *code, char **why)
 		if (!a)
 			g.a = empty = json_object();
 		unknown_args(&tools[i], &g);
+		if (!g.why && is_big(name)) {
+			if (big_enter(call) < 0) {
+				json_decref(empty);
+				return tool_error("cancelled while waiting for a turn");
+			}
+			call->big = true;
+		}
 		r = g.why ? NULL : tools[i].fn(call, &g);
 		if (g.why) {
 			json_decref(r);

@@ -1832,6 +1832,30 @@ EOF
 	expect_contains "destroy recorded" "$(cat "$STATE/audit.jsonl")" "\"sandbox\":\"$b\",\"type\":\"sandbox.destroy\""
 }
 
+# A socket that is no corral daemon: its "events" carry a window title and
+# a BEL; corral events shows them escaped.
+t_events_of_a_hostile_daemon() {
+	$PY - "$T/fake.sock" <<'EOF' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+s.settimeout(30)
+c, _ = s.accept()
+c.settimeout(30)
+c.recv(65536)
+body = b'{"seq":1,"type":"x\x1b]2;owned\x07"}\n'
+c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+          b"Content-Length: %d\r\n\r\n" % len(body) + body)
+c.close()
+EOF
+	fpid=$!
+	for _ in $(seq 100); do [ -S "$T/fake.sock" ] && break; sleep 0.1; done
+	timeout 30 "$CORRAL" events --socket "$T/fake.sock" > "$T/out" 2> "$T/err" < /dev/null
+	wait "$fpid"
+	expect_eq "escaped" "$(cat "$T/out")" '{"seq":1,"type":"x\x1b]2;owned\x07"}'
+}
+
 # ---- the daemon dies -------------------------------------------------------
 
 t_daemon_killed() {

@@ -54,14 +54,26 @@ static int events_option(void *arg, int opt, const char *val)
 	return 0;
 }
 
-/* Byte for byte: `corral audit verify` hashes these lines. */
+/*
+ * Byte for byte: `corral audit verify` hashes these lines.  The daemon
+ * writes them as ASCII JSON (events.c: JSON_ENSURE_ASCII), which has no
+ * control byte; a line with one did not come from a corral daemon, and its
+ * control bytes are shown as \xNN, never sent to a terminal as they are.
+ */
 static int on_event_line(void *arg, char *line, size_t len)
 {
-	if (fwrite(line, 1, len, stdout) != len || putchar('\n') == EOF ||
+	char *safe = printable(line, len);
+
+	if (!safe)
+		return out_of_memory("for an event line"), -1;
+	len = strlen(safe);
+	if (fwrite(safe, 1, len, stdout) != len || putchar('\n') == EOF ||
 	    fflush(stdout) == EOF) {
 		cli_error("writing to standard output: %s", strerror(errno));
+		free(safe);
 		return -1;
 	}
+	free(safe);
 	return 0;
 }
 

@@ -912,7 +912,9 @@ struct corral_box_export_opts {
 /*
  * *report: JSON {mode, changes, exported, held, conflicts[, error]}, set
  * also on failure when something was done.  A halted box exports nothing
- * (-EPERM).  Its events: export, export.held, export.allow_risky.
+ * (-EPERM).  An apply records what it wrote, so that the next apply takes
+ * only later host changes for conflicts.  Its events: export,
+ * export.held, export.allow_risky, export.baseline.
  */
 CORRAL_PUBLIC
 int corral_box_export(struct corral_box *b, const struct corral_box_export_opts *o,

@@ -197,6 +197,76 @@ s_apply_conflict() {
 	expect_eq "the rest applied" "$(cat "$T/ws/new.txt")" n
 }
 
+# apply, keep working, apply again: the first apply's own writes (a file
+# written, one made, a symlink, one deleted, a directory) are not the host's
+s_apply_again() {
+	mkrepo "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo one > edit.txt; echo n > new.txt; ln -s new.txt link
+rm gone.txt; mkdir -p d; echo x > d/x')"
+	cli export "$SB" --apply --json || fail "first apply: $(cat "$T/err")"
+	expect_eq "first apply's conflicts" "$(json conflicts < "$T/out")" "[]"
+	expect_eq "first apply" "$(cat "$T/ws/edit.txt")" one
+	run "$SB" "$(sh_file b.sh 'echo two > edit.txt; echo n2 > new.txt; ln -sfn d/x link
+echo back > gone.txt; echo y > d/x')"
+	cli export "$SB" --apply --json || fail "second apply: $(cat "$T/err")"
+	expect_eq "second apply's conflicts" "$(json conflicts < "$T/out")" "[]"
+	expect_eq "edit.txt" "$(cat "$T/ws/edit.txt")" two
+	expect_eq "new.txt" "$(cat "$T/ws/new.txt")" n2
+	expect_eq "link" "$(readlink "$T/ws/link")" d/x
+	expect_eq "gone.txt, back" "$(cat "$T/ws/gone.txt")" back
+	expect_eq "d/x" "$(cat "$T/ws/d/x")" y
+	run "$SB" "$(sh_file c.sh 'echo three > edit.txt')"
+	cli export "$SB" --apply --json || fail "third apply: $(cat "$T/err")"
+	expect_eq "third apply's conflicts" "$(json conflicts < "$T/out")" "[]"
+	expect_eq "edit.txt, third" "$(cat "$T/ws/edit.txt")" three
+}
+
+# a host edit after an apply is a conflict at the next, and is kept: in
+# place with the same size, or a new file renamed over it
+s_apply_again_host_edit() {
+	mkrepo "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo one > edit.txt; echo n > new.txt; echo s > script.sh')"
+	cli export "$SB" --apply --json || fail "first apply: $(cat "$T/err")"
+	expect_eq "first apply's conflicts" "$(json conflicts < "$T/out")" "[]"
+	# same size, in place; and a new file renamed over the apply's
+	printf 'hst\n' 1<> "$T/ws/edit.txt"
+	echo h > "$T/ws/new.tmp" && mv "$T/ws/new.tmp" "$T/ws/new.txt"
+	run "$SB" "$(sh_file b.sh 'echo two > edit.txt; echo n2 > new.txt; echo s2 > script.sh')"
+	cli export "$SB" --apply || fail "second apply: $(cat "$T/err")"
+	expect_contains "edit.txt a conflict" "$(cat "$T/out")" "conflict edit.txt"
+	expect_contains "new.txt a conflict" "$(cat "$T/out")" "conflict new.txt"
+	expect_eq "the host's edit kept" "$(cat "$T/ws/edit.txt")" hst
+	expect_eq "the host's file kept" "$(cat "$T/ws/new.txt")" h
+	expect_eq "the rest applied" "$(cat "$T/ws/script.sh")" s2
+}
+
+# the record of what an apply wrote keeps names that are not UTF-8
+s_apply_again_not_utf8() {
+	local name
+	name=$(printf 'f\377\376.txt')
+	mkrepo "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo one > "$(printf "f\377\376.txt")"')"
+	cli export "$SB" --apply --json || fail "first apply: $(cat "$T/err")"
+	expect_eq "first apply's conflicts" "$(json conflicts < "$T/out")" "[]"
+	expect_eq "first apply" "$(cat "$T/ws/$name")" one
+	run "$SB" "$(sh_file b.sh 'echo two > "$(printf "f\377\376.txt")"')"
+	cli export "$SB" --apply --json || fail "second apply: $(cat "$T/err")"
+	expect_eq "second apply's conflicts" "$(json conflicts < "$T/out")" "[]"
+	expect_eq "second apply" "$(cat "$T/ws/$name")" two
+	# and a host edit of it is still seen
+	echo host > "$T/ws/$name"
+	run "$SB" "$(sh_file c.sh 'echo three > "$(printf "f\377\376.txt")"')"
+	cli export "$SB" --apply --json || fail "third apply: $(cat "$T/err")"
+	expect_eq "the host's edit kept" "$(cat "$T/ws/$name")" host
+	expect_eq "a conflict" "$(pyjq 'len(v["conflicts"])' "$T/out")" 1
+}
+
 # ---- host paths are the unix client's only ----------------------------------------
 
 s_tcp_client_refused_host_paths() {

@@ -724,6 +724,96 @@ TEST(apply_with_conflicts)
 	ovl_close(&o);
 }
 
+/*
+ * Apply, the sandbox edits again, apply again: the first apply's writes
+ * are in the baseline.  With a host write of the same size just after
+ * the first apply's rename, before its record is taken (the window a
+ * stat by name would have), the second apply finds a conflict.
+ */
+struct window {
+	const char *lower;
+	int hits;
+};
+
+static void host_writes(void *arg, const char *path)
+{
+	struct window *w = arg;
+
+	if (strcmp(path, "f"))
+		return;
+	w->hits++;
+	sh("printf 'H\\n' 1<> '%s/f'", w->lower);
+}
+
+static int apply_twice(const char *name, struct window *w, json_t **second)
+{
+	struct corral_err err = { 0 };
+	struct export_limits lim = big_limits;
+	struct baseline *base = NULL;
+	struct export_req r = { 0 };
+	struct ovl o;
+	json_t *rep;
+	int ret = -1;
+
+	if (!ovl_make(&o, name, "echo a > f; echo k > keep", "echo B > f; echo l > link-target; ln -s link-target l"))
+		return -1;
+	if (baseline_take(o.l.lower, &lim, &base, &err) < 0)
+		goto out;
+	r.layers = o.l;
+	r.apply_fd = o.l.lower;
+	r.base = base;
+	r.wrote = json_array();
+	r.after_write = w ? host_writes : NULL;
+	r.fault_arg = w;
+	rep = run_export(&r, &ret);
+	json_decref(rep);
+	if (ret < 0 || baseline_update(base, r.wrote, &lim, &err) < 0)
+		goto out;
+	/* the sandbox works on: its upper layer changes again */
+	if (sh("cd '%s' && echo C > f && ln -sfn f l && echo m > keep", o.upper) != 0)
+		goto out;
+	json_decref(r.wrote);
+	r.wrote = json_array();
+	r.after_write = NULL;
+	*second = run_export(&r, &ret);
+out:
+	json_decref(r.wrote);
+	baseline_free(base);
+	ovl_close(&o);
+	return ret;
+}
+
+TEST(apply_again)
+{
+	struct window w = { 0 };
+	char path[500], *s;
+	json_t *rep = NULL;
+
+	if (!ovl_ok)
+		return;	/* no user namespaces: skipped in main */
+	CHECK(apply_twice("again", NULL, &rep) == 0);
+	CHECK(json_array_size(json_object_get(rep, "conflicts")) == 0);
+	CHECK(listed(rep, "exported", "f", NULL));
+	CHECK(listed(rep, "exported", "l", NULL));
+	snprintf(path, sizeof(path), "%s/again/lower/f", tmp);
+	s = slurp(path, NULL);
+	CHECK(s && !strcmp(s, "C\n"));
+	free(s);
+	json_decref(rep);
+	rep = NULL;
+
+	snprintf(path, sizeof(path), "%s/window/lower", tmp);
+	w.lower = path;
+	CHECK(apply_twice("window", &w, &rep) == 0 && w.hits == 1);
+	CHECK(listed(rep, "conflicts", "f", "since corral last applied it"));
+	CHECK(listed(rep, "exported", "l", NULL));
+	snprintf(path, sizeof(path), "%s/window/lower/f", tmp);
+	s = slurp(path, NULL);
+	CHECK(s && !strcmp(s, "H\n"));
+	free(s);
+	json_decref(rep);
+}
+
 /* The race: between the walk and the write, the source becomes a symlink. */
 struct swap {
 	const char *upper;

@@ -6,7 +6,10 @@
  * The box keeps three things from its start: the upper layer's fd (the
  * sandbox's, MSG_UPPER_FD), the host workspace's fd, and the stats of the
  * workspace's files then (the baseline: a host file changed since is a
- * conflict for apply, never overwritten).
+ * conflict for apply, never overwritten).  Each apply brings the baseline
+ * up to what it wrote (the helper's records: stat and SHA-256 of its own
+ * writes), so the sandbox can apply, work on and apply again, and a host
+ * edit in between is still a conflict.
  *
  * A patch is made here, in the daemon: it only reads.  A write on the host
  * (to, apply) is made by a forked helper that first takes the caller's fs
@@ -273,7 +276,8 @@ static void helper(struct corral_box *b, const struct corral_box_export_opts *o,
 		}
 		r = export_run(req, &report, &err);
 	}
-	answer = json_pack("{s:i, s:s, s:o*}", "code", r, "msg", err.msg, "report", report);
+	answer = json_pack("{s:i, s:s, s:o*, s:O*}", "code", r, "msg", err.msg,
+			   "report", report, "written", req->wrote);
 	text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	if (text)
 		(void)!write(wr, text, strlen(text));
@@ -281,7 +285,8 @@ static void helper(struct corral_box *b, const struct corral_box_export_opts *o,
 }
 
 /* Read the helper's answer to its end (it is bounded), then reap it. */
-static int helper_wait(pid_t pid, int rd, json_t **report, struct corral_err *err)
+static int helper_wait(pid_t pid, int rd, json_t **report, json_t **written,
+		       struct corral_err *err)
 {
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
@@ -322,6 +327,7 @@ static int helper_wait(pid_t pid, int rd, json_t **report, struct corral_err *er
 		json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
 
 		*report = json_incref(json_object_get(a, "report"));
+		*written = json_incref(json_object_get(a, "written"));
 		r = json_is_integer(code) ? (int)json_integer_value(code) : -EIO;
 		if (r > 0 || r < -4095)
 			r = -EIO;
@@ -335,7 +341,7 @@ static int helper_wait(pid_t pid, int rd, json_t **report, struct corral_err *er
 
 static int export_as_caller(struct corral_box *b, const struct corral_box_export_opts *o,
 			    struct export_req *req, json_t **report,
-			    struct corral_err *err)
+			    json_t **written, struct corral_err *err)
 {
 	int p[2];
 	pid_t pid;
@@ -357,11 +363,33 @@ static int export_as_caller(struct corral_box *b, const struct corral_box_export
 	}
 	close(p[1]);
 	{
-		int r = helper_wait(pid, p[0], report, err);
+		int r = helper_wait(pid, p[0], report, written, err);
 
 		close(p[0]);
 		return r;
 	}
+}
+
+/*
+ * What the apply wrote becomes the baseline's: the next apply must not
+ * take these writes for the host's.  Also after an error: what was
+ * written is on the host.  A record that outgrew the limit is dropped,
+ * and apply says so from then on.
+ */
+static void keep_written(struct corral_box *b, const json_t *written)
+{
+	struct export_limits lim;
+	struct corral_err err = { 0 };
+
+	if (!b->ws_base || !written)
+		return;
+	export_limits_of(b->p, &lim);
+	if (baseline_update(b->ws_base, written, &lim, &err) == -EFBIG) {
+		baseline_free(b->ws_base);
+		b->ws_base = NULL;
+	}
+	if (err.code)
+		events_emit(b->ev, "export.baseline", json_pack("{s:s}", "reason", err.msg));
 }
 
 /* The helper's events, from its report: the audit chain is the daemon's. */
@@ -402,7 +430,7 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 		.p = b->p, .apply_fd = -1, .allow_risky = o->allow_risky,
 		.nallow_risky = o->nallow_risky, .base = o->apply ? b->ws_base : NULL,
 	};
-	json_t *rep = NULL;
+	json_t *rep = NULL, *written = NULL;
 	int r;
 
 	*report = NULL;
@@ -430,9 +458,10 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 				      "it copies", o->to);
 	if (o->apply && !b->ws_base)
 		return corral_set_err(err, -EFBIG, "the workspace had more than "
-				      "export.max_files entries when the sandbox started: "
-				      "with no record of it, apply cannot tell conflicts "
-				      "(export to a new directory or as a patch)");
+				      "export.max_files entries when the sandbox started, "
+				      "or after an apply: with no record of it, apply "
+				      "cannot tell conflicts (export to a new directory "
+				      "or as a patch)");
 	if (o->patch) {
 		req.patch_out = &pb;
 		req.ev = b->ev;
@@ -447,8 +476,14 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 		free(pb.data);
 	} else {
 		req.to = o->to;
-		r = export_as_caller(b, o, &req, &rep, err);
+		if (o->apply && !(req.wrote = json_array()))
+			return corral_set_err(err, -ENOMEM, "out of memory starting the apply");
+		r = export_as_caller(b, o, &req, &rep, &written, err);
+		json_decref(req.wrote);
 		report_events(b, o->to ? "to" : "apply", rep, r, err);
+		if (o->apply)
+			keep_written(b, written);
+		json_decref(written);
 	}
 	if (rep)
 		*report = json_dumps(rep, JSON_COMPACT | JSON_ENSURE_ASCII);

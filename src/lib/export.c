@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,19 @@ void export_limits_of(const struct corral_policy *p, struct export_limits *lim)
 
 /* ---- the workspace at the start, for conflicts ------------------------- */
 
+/*
+ * What the host held at a path: as found when the sandbox started, or as
+ * an apply wrote it.  An apply's entry carries the SHA-256 of the bytes it
+ * wrote (a symlink's target), taken as they were written, and the stat of
+ * the fd it wrote through, taken after the rename: a host edit in between
+ * (or within the timestamps' granularity after) changes the bytes, so it
+ * is a conflict however its stat looks.
+ */
 struct base_ent {
 	char *path;
 	struct stat st;
+	bool written;
+	uint8_t sum[SHA256_DIGEST_SIZE];
 };
 
 struct baseline {
@@ -146,12 +157,11 @@ void baseline_free(struct baseline *b)
 	free(b);
 }
 
-static const struct stat *base_find(const struct baseline *b, const char *path)
+static struct base_ent *base_find(const struct baseline *b, const char *path)
 {
 	struct base_ent key = { .path = (char *)path };
-	struct base_ent *e = b->n ? bsearch(&key, b->v, b->n, sizeof(*b->v), base_cmp) : NULL;
 
-	return e ? &e->st : NULL;
+	return b->n ? bsearch(&key, b->v, b->n, sizeof(*b->v), base_cmp) : NULL;
 }
 
 static bool same_stat(const struct stat *a, const struct stat *b)
@@ -162,6 +172,231 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
 	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* ---- what an apply wrote, for the next one ------------------------------ */
+
+/*
+ * An apply runs in a helper (box_export.c) and the baseline lives in the
+ * daemon: the helper sends each entry it wrote as a record, JSON of
+ * [KIND, PATH, ...] with PATH's bytes in hex (names need not be UTF-8):
+ *   ["f"|"l", PATH, dev, ino, mode, size, mtime s, ns, ctime s, ns, SUM]
+ *   ["d", PATH, mode]   a directory it made or kept
+ *   ["-", PATH]         nothing there any more
+ */
+static const char hexdigits[] = "0123456789abcdef";
+
+static char *hex_of(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	char *h = malloc(2 * len + 1);
+
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		h[2 * i] = hexdigits[p[i] >> 4];
+		h[2 * i + 1] = hexdigits[p[i] & 15];
+	}
+	h[2 * len] = '\0';
+	return h;
+}
+
+/* len bytes from 2 * len lowercase hex digits; -1 if they are not. */
+static int from_hex(const char *h, size_t len, unsigned char *out)
+{
+	for (size_t i = 0; i < 2 * len; i++) {
+		const char *d = h[i] ? strchr(hexdigits, h[i]) : NULL;
+
+		if (!d)
+			return -1;
+		if (i % 2 == 0)
+			out[i / 2] = (unsigned char)((d - hexdigits) << 4);
+		else
+			out[i / 2] |= (unsigned char)(d - hexdigits);
+	}
+	return h[2 * len] ? -1 : 0;
+}
+
+static json_int_t rec_int(const json_t *rec, size_t i)
+{
+	return json_integer_value(json_array_get(rec, i));
+}
+
+/* One record into e (its path malloc'd); *gone for "nothing there". */
+static int record_parse(const json_t *rec, struct base_ent *e, bool *gone)
+{
+	const char *kind = json_string_value(json_array_get(rec, 0));
+	const char *hp = json_string_value(json_array_get(rec, 1));
+	size_t n = hp ? strlen(hp) / 2 : 0;
+
+	*e = (struct base_ent){ 0 };
+	*gone = false;
+	if (!kind || !hp || !n || n >= PATH_MAX || !(e->path = calloc(1, n + 1)))
+		return -EINVAL;
+	if (from_hex(hp, n, (unsigned char *)e->path) < 0 || strlen(e->path) != n)
+		goto bad;
+	if (!strcmp(kind, "-") && json_array_size(rec) == 2) {
+		*gone = true;
+		return 0;
+	}
+	if (!strcmp(kind, "d") && json_array_size(rec) == 3) {
+		e->st.st_mode = S_IFDIR | (rec_int(rec, 2) & 07777);
+		return 0;
+	}
+	if ((strcmp(kind, "f") && strcmp(kind, "l")) || json_array_size(rec) != 11 ||
+	    from_hex(json_string_value(json_array_get(rec, 10)) ?
+		     json_string_value(json_array_get(rec, 10)) : "",
+		     SHA256_DIGEST_SIZE, e->sum) < 0)
+		goto bad;
+	e->st.st_dev = (dev_t)rec_int(rec, 2);
+	e->st.st_ino = (ino_t)rec_int(rec, 3);
+	e->st.st_mode = (mode_t)rec_int(rec, 4);
+	e->st.st_size = (off_t)rec_int(rec, 5);
+	e->st.st_mtim.tv_sec = (time_t)rec_int(rec, 6);
+	e->st.st_mtim.tv_nsec = (long)rec_int(rec, 7);
+	e->st.st_ctim.tv_sec = (time_t)rec_int(rec, 8);
+	e->st.st_ctim.tv_nsec = (long)rec_int(rec, 9);
+	e->written = true;
+	return 0;
+bad:
+	free(e->path);
+	e->path = NULL;
+	return -EINVAL;
+}
+
+/* Entries marked for removal (path freed, NULL) out of the array. */
+static void base_compact(struct baseline *b)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].path)
+			b->v[j++] = b->v[i];
+	b->n = j;
+}
+
+static int base_append(struct baseline *b, struct base_ent *e)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		struct base_ent *v = realloc(b->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		b->v = v;
+		b->cap = cap;
+	}
+	b->v[b->n++] = *e;
+	return 0;
+}
+
+int baseline_update(struct baseline *b, const json_t *records,
+		    const struct export_limits *lim, struct corral_err *err)
+{
+	struct baseline add = { 0 };
+	const json_t *rec;
+	size_t i, bad = 0;
+	int r = 0;
+
+	json_array_foreach(records, i, rec) {
+		struct base_ent e, *was;
+		bool gone;
+
+		/* a record we cannot read leaves the entry as it was: a conflict */
+		if (record_parse(rec, &e, &gone) < 0) {
+			bad++;
+			continue;
+		}
+		was = base_find(b, e.path);
+		if (was && gone) {
+			/* marked: base_find must still see a sorted, whole array */
+			was->written = false;
+			was->st = (struct stat){ 0 };
+			free(e.path);
+			continue;
+		}
+		if (was) {
+			free(e.path);
+			e.path = was->path;
+			*was = e;
+		} else if (gone || base_append(&add, &e) < 0) {
+			free(e.path);
+		}
+	}
+	/* entries with no mode are the ones gone: out, then the new ones in */
+	for (i = 0; i < b->n; i++)
+		if (!b->v[i].st.st_mode) {
+			free(b->v[i].path);
+			b->v[i].path = NULL;
+		}
+	base_compact(b);
+	for (i = 0; i < add.n && r == 0; i++) {
+		r = base_append(b, &add.v[i]);
+		if (r == 0)
+			add.v[i].path = NULL;
+	}
+	for (i = 0; i < add.n; i++)
+		free(add.v[i].path);
+	free(add.v);
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), base_cmp);
+	if (r < 0)
+		return corral_set_err(err, r, "out of memory recording what the apply wrote");
+	if (bad)
+		return corral_set_err(err, -EINVAL, "%zu of the apply's records could "
+				      "not be read: those paths stay as they were", bad);
+	if (b->n > lim->max_files)
+		return corral_set_err(err, -EFBIG, "the workspace's record holds %zu "
+				      "entries after the apply, more than export.max_files "
+				      "(%llu)", b->n, (unsigned long long)lim->max_files);
+	return 0;
+}
+
+/*
+ * Whether the host's entry at name in parent is still what an apply wrote
+ * there: the same stat, and the same bytes (or symlink target) as the
+ * apply's own.  Read through the fd that is checked, never by name twice.
+ */
+static bool still_written(int parent, const char *name, const struct base_ent *was)
+{
+	uint8_t now[SHA256_DIGEST_SIZE];
+	struct sha256_ctx ctx;
+	struct stat st;
+	char buf[65536];
+	off_t total = 0;
+	int fd;
+
+	sha256_init(&ctx);
+	if (S_ISLNK(was->st.st_mode)) {
+		ssize_t n = readlinkat(parent, name, buf, sizeof(buf));
+
+		if (n < 0 || n == (ssize_t)sizeof(buf))
+			return false;
+		sha256_update(&ctx, (size_t)n, (const uint8_t *)buf);
+	} else {
+		fd = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		if (fstat(fd, &st) < 0 || !same_stat(&was->st, &st)) {
+			close(fd);
+			return false;
+		}
+		/* its recorded size and not a byte more */
+		for (;;) {
+			ssize_t n = read(fd, buf, sizeof(buf));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0 || (total += n) > was->st.st_size)
+				break;
+			sha256_update(&ctx, (size_t)n, (const uint8_t *)buf);
+		}
+		close(fd);
+		if (total != was->st.st_size)
+			return false;
+	}
+	sha256_digest(&ctx, sizeof(now), now);
+	return !memcmp(now, was->sum, sizeof(now));
 }
 
 /* ---- one export --------------------------------------------------------- */
@@ -232,6 +467,36 @@ static void note_exported(struct xp *x, const struct change *c, const char *note
 	if (note && *note)
 		json_object_set_new(o, "note", json_string(note));
 	json_array_append_new(x->exported, o);
+}
+
+/* A record of path for the next apply, if this export keeps them. */
+static void note_base(struct xp *x, const char *path, const char *kind,
+		      const struct stat *st, const uint8_t *sum)
+{
+	char *hp, *hs = NULL;
+	json_t *rec = NULL;
+
+	if (!x->r->wrote)
+		return;
+	hp = hex_of(path, strlen(path));
+	if (sum)
+		hs = hex_of(sum, SHA256_DIGEST_SIZE);
+	/* no record (out of memory): the old entry stays, a conflict next time */
+	if (hp && sum && hs)
+		rec = json_pack("[s, s, I, I, I, I, I, I, I, I, s]", kind, hp,
+				(json_int_t)st->st_dev, (json_int_t)st->st_ino,
+				(json_int_t)st->st_mode, (json_int_t)st->st_size,
+				(json_int_t)st->st_mtim.tv_sec, (json_int_t)st->st_mtim.tv_nsec,
+				(json_int_t)st->st_ctim.tv_sec, (json_int_t)st->st_ctim.tv_nsec,
+				hs);
+	else if (hp && st)
+		rec = json_pack("[s, s, I]", kind, hp, (json_int_t)st->st_mode);
+	else if (hp)
+		rec = json_pack("[s, s]", kind, hp);
+	if (rec)
+		json_array_append_new(x->r->wrote, rec);
+	free(hp);
+	free(hs);
 }
 
 static int count_file(struct xp *x, const char *path)
@@ -335,7 +600,8 @@ static int open_parent(int root, const char *path, const char **name)
 	return open_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
 }
 
-static int copy_fd(struct xp *x, int in, int out, const char *path)
+static int copy_fd(struct xp *x, int in, int out, const char *path,
+		   struct sha256_ctx *sum)
 {
 	char buf[65536];
 
@@ -352,6 +618,7 @@ static int copy_fd(struct xp *x, int in, int out, const char *path)
 			return corral_set_err(x->err, -EFBIG,
 					      "the export exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
 					      (unsigned long long)x->lim.max_bytes, path);
+		sha256_update(sum, (size_t)n, (const uint8_t *)buf);
 		for (ssize_t off = 0; off < n; off += w) {
 			w = write(out, buf + off, n - off);
 			if (w < 0 && errno == EINTR) {
@@ -405,6 +672,73 @@ static int clear_way(int parent, const char *name, mode_t mode)
 }
 
 /*
+ * An apply's record of the entry it just renamed into place, from keep,
+ * the fd it was written through (a symlink: opened with O_PATH as made),
+ * not from its name, which the host may have reused already.
+ */
+static void note_written(struct xp *x, const char *path, mode_t mode, int keep,
+			 struct sha256_ctx *sum)
+{
+	uint8_t md[SHA256_DIGEST_SIZE];
+	struct stat st;
+
+	sha256_digest(sum, sizeof(md), md);
+	/* a test's hook: the host may write the file here */
+	if (x->r->after_write)
+		x->r->after_write(x->r->fault_arg, path);
+	if (fstat(keep, &st) == 0)
+		note_base(x, path, S_ISLNK(mode) ? "l" : "f", &st, md);
+}
+
+/* The regular file's bytes into tmp (made here, O_EXCL), summed as written. */
+static int put_file(struct xp *x, int parent, const char *tmp, const char *path,
+		    mode_t mode, const struct source *src, int *keep,
+		    struct sha256_ctx *sum)
+{
+	int fd = -1, in = -1, r = 0;
+
+	if (!src->data) {
+		struct stat st;
+
+		in = open_beneath(src->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+		if (in < 0)
+			r = in;
+		else if (fstat(in, &st) < 0)
+			r = -errno;
+		else if (!S_ISREG(st.st_mode))
+			r = -EINVAL;	/* swapped since it was looked at */
+	}
+	if (r == 0) {
+		fd = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			    O_CLOEXEC, 0600);
+		if (fd < 0)
+			r = -errno;
+	}
+	if (r == 0 && src->data) {
+		if ((x->bytes += src->len) > x->lim.max_bytes)
+			r = corral_set_err(x->err, -EFBIG,
+					   "the export exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
+					   (unsigned long long)x->lim.max_bytes, path);
+		else
+			r = write_all(fd, src->data, src->len);
+		sha256_update(sum, src->len, (const uint8_t *)src->data);
+	} else if (r == 0) {
+		r = copy_fd(x, in, fd, path, sum);
+	}
+	/* the permission bits only: no setuid, setgid or sticky bit */
+	if (r == 0 && fchmod(fd, mode & 0777) < 0)
+		r = -errno;
+	/* an apply stats the file after its rename, through this fd */
+	if (r == 0 && x->r->wrote && (*keep = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		r = -errno;
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	if (in >= 0)
+		close(in);
+	return r;
+}
+
+/*
  * Write a regular file or a symlink at path beneath dest: under a fresh
  * name, then renamed over whatever was there.  -errno; x->err is set
  * only for limits (which end the export).
@@ -412,9 +746,10 @@ static int clear_way(int parent, const char *name, mode_t mode)
 static int put_entry(struct xp *x, const char *path, mode_t mode,
 		     const char *target, const struct source *src)
 {
+	struct sha256_ctx sum;
 	const char *name;
 	char tmp[64];
-	int parent, fd = -1, in = -1, r = 0;
+	int parent, keep = -1, r = 0;
 
 	r = count_file(x, path);
 	if (r < 0)
@@ -426,45 +761,17 @@ static int put_entry(struct xp *x, const char *path, mode_t mode,
 	if (parent < 0)
 		return parent;
 	snprintf(tmp, sizeof(tmp), ".corral-export.%d.%u", (int)getpid(), x->tmpseq++);
+	sha256_init(&sum);
 	if (S_ISLNK(mode)) {
 		r = link_resolves_inside(x->dest, path, target);
 		if (r == 0 && symlinkat(target, parent, tmp) < 0)
 			r = -errno;
+		sha256_update(&sum, strlen(target), (const uint8_t *)target);
+		if (r == 0 && x->r->wrote &&
+		    (keep = openat(parent, tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			r = -errno;
 	} else {
-		if (!src->data) {
-			struct stat st;
-
-			in = open_beneath(src->dirfd, path, O_RDONLY | O_NONBLOCK, 0);
-			if (in < 0)
-				r = in;
-			else if (fstat(in, &st) < 0)
-				r = -errno;
-			else if (!S_ISREG(st.st_mode))
-				r = -EINVAL;	/* swapped since it was looked at */
-		}
-		if (r == 0) {
-			fd = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-				    O_CLOEXEC, 0600);
-			if (fd < 0)
-				r = -errno;
-		}
-		if (r == 0 && src->data) {
-			if ((x->bytes += src->len) > x->lim.max_bytes)
-				r = corral_set_err(x->err, -EFBIG,
-						   "the export exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
-						   (unsigned long long)x->lim.max_bytes, path);
-			else
-				r = write_all(fd, src->data, src->len);
-		} else if (r == 0) {
-			r = copy_fd(x, in, fd, path);
-		}
-		/* the permission bits only: no setuid, setgid or sticky bit */
-		if (r == 0 && fchmod(fd, mode & 0777) < 0)
-			r = -errno;
-		if (fd >= 0 && close(fd) < 0 && r == 0)
-			r = -errno;
-		if (in >= 0)
-			close(in);
+		r = put_file(x, parent, tmp, path, mode, src, &keep, &sum);
 	}
 	if (r == 0)
 		r = clear_way(parent, name, mode);
@@ -472,6 +779,10 @@ static int put_entry(struct xp *x, const char *path, mode_t mode,
 		r = -errno;
 	if (r < 0)
 		unlinkat(parent, tmp, 0);
+	if (r == 0 && keep >= 0)
+		note_written(x, path, mode, keep, &sum);
+	if (keep >= 0)
+		close(keep);
 	close(parent);
 	return r;
 }
@@ -495,6 +806,11 @@ static int put_dir(struct xp *x, const char *path, mode_t mode)
 	close(parent);
 	if (r < 0)
 		return r;
+	{
+		struct stat st = { .st_mode = S_IFDIR | (mode & 0777) };
+
+		note_base(x, path, "d", &st, NULL);
+	}
 	v = realloc(x->dirs, (x->ndirs + 1) * sizeof(*v));
 	if (!v || !(v[x->ndirs].path = strdup(path))) {
 		if (v)
@@ -513,6 +829,8 @@ static int remove_entry(struct xp *x, const char *path)
 	int parent, r = 0;
 
 	parent = open_parent(x->dest, path, &name);
+	if (parent == -ENOENT)
+		note_base(x, path, "-", NULL, NULL);
 	if (parent < 0)
 		return parent == -ENOENT ? 0 : parent;
 	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -520,6 +838,8 @@ static int remove_entry(struct xp *x, const char *path)
 	else if (unlinkat(parent, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
 		r = -errno;
 	close(parent);
+	if (r == 0)
+		note_base(x, path, "-", NULL, NULL);
 	return r;
 }
 
@@ -663,8 +983,9 @@ static int decide(struct xp *x, struct hold_ctx *h, const struct change *c,
 /* Has the host's copy of path moved on since the sandbox started? */
 static const char *conflict_why(struct xp *x, const struct change *c)
 {
-	const struct stat *was = base_find(x->r->base, c->path);
-	const char *name;
+	const struct base_ent *e = base_find(x->r->base, c->path);
+	const struct stat *was = e ? &e->st : NULL;
+	const char *name, *why = NULL;
 	struct stat now;
 	bool there;
 	int parent = open_parent(x->dest, c->path, &name);
@@ -672,14 +993,17 @@ static const char *conflict_why(struct xp *x, const struct change *c)
 	if (parent == -ELOOP || parent == -ENOTDIR || parent == -EXDEV)
 		return "a symlink, a file or a mount is in the way on the host";
 	there = parent >= 0 && fstatat(parent, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
+	if (was && there && !(S_ISDIR(was->st_mode) && S_ISDIR(now.st_mode))) {
+		if (!same_stat(was, &now))
+			why = e->written ? "changed on the host since corral last applied it" :
+			      "changed on the host since the sandbox started";
+		else if (e->written && !still_written(parent, name, e))
+			why = "changed on the host since corral last applied it";
+	}
 	if (parent >= 0)
 		close(parent);
-	if (was && there) {
-		if (S_ISDIR(was->st_mode) && S_ISDIR(now.st_mode))
-			return NULL;
-		return same_stat(was, &now) ? NULL :
-			"changed on the host since the sandbox started";
-	}
+	if (was && there)
+		return why;
 	if (was && !there)
 		return c->kind == CH_DELETED ? NULL :
 			"deleted on the host since the sandbox started";

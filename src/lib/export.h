@@ -216,6 +216,15 @@ struct baseline;
 int baseline_take(int dirfd, const struct export_limits *lim,
 		  struct baseline **out, struct corral_err *err);
 void baseline_free(struct baseline *b);
+/*
+ * What an apply wrote (export_req.wrote's records) into the baseline, so
+ * that the next apply does not take the apply's own writes for the host's.
+ * -EFBIG when the record outgrows lim's max_files (then drop it: apply
+ * can no longer tell conflicts); a record it cannot read is -EINVAL, and
+ * that path keeps its old entry (a conflict, never an overwrite).
+ */
+int baseline_update(struct baseline *b, const json_t *records,
+		    const struct export_limits *lim, struct corral_err *err);
 
 /* A test's hook: called before each source file is opened for a write. */
 typedef void (*export_fault_fn)(void *arg, const char *path);
@@ -234,7 +243,10 @@ struct export_req {
 	char *const *allow_risky;
 	size_t nallow_risky;
 	struct events *ev;		/* export.* events, or NULL */
+	json_t *wrote;			/* apply: a record of each entry written
+					   appended here (baseline_update), or NULL */
 	export_fault_fn fault;
+	export_fault_fn after_write;	/* a test's: renamed, not yet recorded */
 	void *fault_arg;
 };
 

@@ -1856,6 +1856,129 @@ EOF
 	expect_eq "escaped" "$(cat "$T/out")" '{"seq":1,"type":"x\x1b]2;owned\x07"}'
 }
 
+# big_log FILE MB: an audit log of about MB MiB, chained as the daemon
+# chains it, of sandboxes sb-0000000000a1 (most lines), ...a2 (one line in
+# a thousand, one of them 200 KiB long) and ...a3 (the first line only)
+big_log() {
+	$PY - "$1" "$2" <<'EOF'
+import hashlib, sys
+path, mb = sys.argv[1], int(sys.argv[2])
+prev = "0" * 64
+pad = "x" * 160
+with open(path, "w") as f:
+    n = 0
+    size = 0
+    while size < mb << 20:
+        sb = "sb-0000000000a3" if n == 0 else "sb-0000000000a2" if n % 1000 == 7 else "sb-0000000000a1"
+        reason = "y" * (200 << 10) if n == 5007 else pad
+        line = '{"seq":%d,"time":"2026-01-01T00:00:00.000Z","sandbox":"%s","type":"test.filler","reason":"%s","prev":"%s"}' % (n, sb, reason, prev)
+        f.write(line + "\n")
+        prev = hashlib.sha256(line.encode()).hexdigest()
+        size += len(line) + 1
+        n += 1
+EOF
+}
+
+# vm PID FIELD: a /proc/PID/status field (VmRSS, VmHWM) in KiB
+vm() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+
+# GET /v1/events on a log far larger than a step: every line, byte for
+# byte; a filter's lines, one of them longer than a step; follow after it
+t_events_big_log() {
+	mkdir -p -m 700 "$T/state"
+	big_log "$T/state/audit.jsonl" 24
+	start_daemon
+	code=$(api GET /v1/events)
+	expect_code "events" "$code" 200
+	cmp "$T/body" <(head -c "$(stat -c %s "$T/body")" "$STATE/audit.jsonl") ||
+		fail "GET /v1/events is not the audit log"
+	[ "$(stat -c %s "$T/body")" -ge $((24 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
+	out=$("$CORRAL" audit verify "$T/body" 2>&1) || fail "audit verify of what was served: $out"
+	code=$(api GET "/v1/events?sandbox=sb-0000000000a2")
+	expect_code "events of a2" "$code" 200
+	expect_eq "a2's lines" "$(grep -c '"sandbox":"sb-0000000000a2"' "$T/body")" \
+		"$(grep -c '"sandbox":"sb-0000000000a2"' "$STATE/audit.jsonl")"
+	expect_eq "only a2's" "$(grep -vc '"sandbox":"sb-0000000000a2"' "$T/body")" 0
+	grep '"sandbox":"sb-0000000000a2"' "$STATE/audit.jsonl" | cmp - "$T/body" ||
+		fail "a2's lines are not the log's, byte for byte"
+	code=$(api GET "/v1/events?sandbox=sb-0000000000a3")
+	expect_code "events of a3" "$code" 200
+	expect_eq "a3's one line" "$(wc -l < "$T/body")" 1
+	code=$(api GET "/v1/events?sandbox=sb-0000000000a4")
+	expect_error "a sandbox in no line" "$code" 404 not_found
+	# follow a2 through the whole log, then follow everything: a sandbox
+	# made now is in the second stream once, after the log as it was
+	want=$(grep -c '"sandbox":"sb-0000000000a2"' "$STATE/audit.jsonl")
+	curl -sS -N --max-time 60 --unix-socket "$SOCK" \
+		"http://localhost/v1/events?sandbox=sb-0000000000a2&follow=1" > "$T/follow" 2>/dev/null &
+	fpid=$!
+	curl -sS -N --max-time 60 --unix-socket "$SOCK" \
+		"http://localhost/v1/events?follow=1" > "$T/follow-all" 2>/dev/null &
+	apid=$!
+	id=$(mksb '{"idle_freeze_ms": 0}')
+	i=0
+	while [ $i -lt 200 ] && { [ "$(wc -l < "$T/follow")" -lt "$want" ] ||
+		! grep -q "\"sandbox\":\"$id\",\"type\":\"sandbox.ready\"" "$T/follow-all"; }; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill "$fpid" "$apid" 2>/dev/null; wait "$fpid" "$apid" 2>/dev/null || true
+	grep '"sandbox":"sb-0000000000a2"' "$STATE/audit.jsonl" | cmp - "$T/follow" ||
+		fail "follow of a2 is not a2's lines"
+	grep -q "\"sandbox\":\"$id\"" "$T/follow-all" || fail "follow of all missed $id's create"
+	cmp "$T/follow-all" <(head -c "$(stat -c %s "$T/follow-all")" "$STATE/audit.jsonl") ||
+		fail "follow of all: not the log, byte for byte (a line twice or missed?)"
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
+# Many clients read a large log at once, half of them not reading at all:
+# the daemon's memory grows by about one step (64 KiB) and one queued
+# chunk a client, not by the log.  Checked: the daemon's peak (VmHWM)
+# grows by less than 24 MiB for 12 clients of a 32 MiB log (the whole log
+# each, as it was read before, would be 384 MiB).
+t_events_readers_bounded() {
+	mkdir -p -m 700 "$T/state"
+	big_log "$T/state/audit.jsonl" 32
+	start_daemon
+	api GET /v1/health > /dev/null
+	before=$(vm "$DPID" VmHWM)
+	$PY - "$SOCK" > "$T/readers" 2>&1 <<'EOF' &
+import socket, sys, time
+socks = []
+for i in range(12):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(sys.argv[1])
+    q = "/v1/events" if i % 2 else "/v1/events?sandbox=sb-0000000000a1"
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % q).encode())
+    socks.append(s)
+# half read all of it; the other half never read
+total = 0
+for s in socks[:6]:
+    s.settimeout(60)
+    while True:
+        b = s.recv(1 << 16)
+        if not b:
+            break
+        total += len(b)
+print("read", total, flush=True)
+time.sleep(1)
+for s in socks:
+    s.close()
+EOF
+	rpid=$!
+	i=0
+	while [ $i -lt 600 ] && ! grep -q '^read' "$T/readers"; do sleep 0.1; i=$((i + 1)); done
+	code=$(api GET /v1/health)
+	expect_code "health while readers stall" "$code" 200
+	after=$(vm "$DPID" VmHWM)
+	wait "$rpid" 2>/dev/null
+	echo "VmHWM before $before KiB, after $after KiB; $(cat "$T/readers")"
+	grep -q '^read [1-9]' "$T/readers" || fail "the readers read nothing: $(cat "$T/readers")"
+	[ $((after - before)) -lt $((24 << 10)) ] ||
+		fail "the daemon's peak grew by $(( (after - before) >> 10 )) MiB for 12 readers"
+}
+
 # ---- the daemon dies -------------------------------------------------------
 
 t_daemon_killed() {

@@ -2,6 +2,18 @@
  * api_events.c - GET /v1/events[?sandbox=ID][&follow=1]: the audit log
  * as NDJSON, all of it or one sandbox's, and with follow its new lines as
  * they are written (api_on_log_line) to each follower that keeps reading.
+ *
+ * The log is never rotated and grows for the daemon's life, so it is
+ * never read whole: a reader (struct events_reader) reads EVENTS_STEP bytes of
+ * it at a time from its own fd, sends what matches as one chunk and reads
+ * on only when the client has taken that chunk (or, when nothing matched,
+ * at the loop's next turn).  A client holds at most one step's bytes of
+ * the daemon's memory however large the log, and the loop is never held
+ * for more than one step.  A line longer than a step that matches is sent
+ * from the file again, a step at a time.  With follow, once a reader has
+ * reached the end of the file it becomes a follower in the same turn of
+ * the loop, which is also the only place lines are written: no line is
+ * missed or sent twice.
  */
 #include "api.h"
 
@@ -9,9 +21,16 @@
 #include <event2/keyvalq_struct.h>
 #include <sys/queue.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EVENTS_STEP	(64 * 1024)	/* bytes of the log read a step */
+#define EVENTS_KEY_MAX	96		/* "sandbox":"ID" */
 
 static bool line_matches(const char *line, size_t len, const char *sandbox)
 {
@@ -92,61 +111,322 @@ bool events_query(const char *q, char *sandbox, size_t len, bool *follow,
 	return true;
 }
 
-void events_get(struct daemon *d, struct evhttp_request *req, const char *rest)
-{
-	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-	char path[4096], *line = NULL, want[64];
-	struct api_fault fault;
-	struct follower *fl;
-	struct evbuffer *buf;
-	bool following, seen = false;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
+/* ---- a reader: the log so far, a step at a time ------------------------- */
 
-	if (!events_query(q, want, sizeof(want), &following, &fault)) {
-		reply_fault(req, &fault);
+struct events_reader {
+	struct events_reader *next, *prev;
+	struct daemon *d;
+	struct evhttp_request *req;
+	struct event *ev_step;		/* the next step when nothing was sent */
+	int fd;				/* the log; -1: there is none */
+	off_t pos;			/* the next byte to read */
+	off_t end;			/* where to stop; -1 (follow): its end as it grows */
+	off_t line_at;			/* the current line's first byte (a filter) */
+	off_t range_to;			/* -1, or [pos, range_to) goes out whole */
+	bool follow, started, matched;
+	char want[64];			/* "": every line */
+	char key[EVENTS_KEY_MAX];
+	size_t keylen;
+	char carry[EVENTS_KEY_MAX];	/* the current line's last keylen - 1 bytes */
+	size_t ncarry;
+};
+
+static void reader_free(struct events_reader *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		r->d->readers = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	if (r->ev_step)
+		event_free(r->ev_step);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+}
+
+static void reader_gone(struct evhttp_connection *conn, void *arg)
+{
+	struct events_reader *r = arg;
+
+	(void)conn;
+	forget_request(r->req);
+	reader_free(r);
+}
+
+static void reader_start(struct events_reader *r)
+{
+	if (r->started)
 		return;
-	}
-	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
-	buf = evbuffer_new();
-	f = fopen(path, "re");
-	while (buf && f && (n = getline(&line, &cap, f)) > 0)
-		if (line_matches(line, n, want) && (seen = true))
-			evbuffer_add(buf, line, n);
-	free(line);
-	if (f)
-		fclose(f);
-	/* a destroyed sandbox's events stay readable; a name never seen is not one */
-	if (want[0] && !seen && !sandbox_find(d, want)) {
-		if (buf)
-			evbuffer_free(buf);
-		reply_error(req, 404, "not_found", "no sandbox \"%s\", live or in "
-			    "the audit log", want);
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "application/x-ndjson");
-	if (!following) {
-		evhttp_send_reply(req, 200, "OK", buf);
-		if (buf)
-			evbuffer_free(buf);
+	evhttp_send_reply_start(r->req, 200, "OK");
+	r->started = true;
+}
+
+/* The end of what there was: a 404, the end of the reply, or a follower. */
+static void reader_end(struct events_reader *r)
+{
+	struct evhttp_request *req = r->req;
+	struct daemon *d = r->d;
+	struct follower *fl;
+
+	api_set_closecb(d, req, NULL, NULL);
+	/* a destroyed sandbox's events stay readable; a name never seen is not one */
+	if (!r->started && r->want[0] && !sandbox_find(d, r->want)) {
+		reply_error(req, 404, "not_found", "no sandbox \"%s\", live or in "
+			    "the audit log", r->want);
+		reader_free(r);
 		return;
 	}
-	fl = calloc(1, sizeof(*fl));
-	evhttp_send_reply_start(req, 200, "OK");
-	if (buf) {
-		evhttp_send_reply_chunk(req, buf);
-		evbuffer_free(buf);
+	if (!r->started && !r->follow) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+				  "application/x-ndjson");
+		evhttp_send_reply(req, 200, "OK", NULL);
+		reader_free(r);
+		return;
 	}
+	reader_start(r);
+	fl = r->follow ? calloc(1, sizeof(*fl)) : NULL;
 	if (!fl) {
 		evhttp_send_reply_end(req);
+		reader_free(r);
 		return;
 	}
 	fl->req = req;
 	fl->d = d;
-	snprintf(fl->sandbox, sizeof(fl->sandbox), "%s", want);
+	snprintf(fl->sandbox, sizeof(fl->sandbox), "%s", r->want);
 	fl->next = d->followers;
 	d->followers = fl;
 	api_set_closecb(d, req, follower_gone, fl);
+	reader_free(r);
+}
+
+/* Up to EVENTS_STEP bytes at pos, short of end or range_to; 0 at the end. */
+static ssize_t reader_read(struct events_reader *r, char *buf)
+{
+	off_t stop = r->range_to >= 0 ? r->range_to : r->end;
+	size_t want = EVENTS_STEP;
+	ssize_t n;
+
+	if (r->fd < 0)
+		return 0;
+	if (stop >= 0 && stop - r->pos < (off_t)want)
+		want = (size_t)(stop - r->pos);
+	if (!want)
+		return 0;
+	do
+		n = pread(r->fd, buf, want, r->pos);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+/* Whether the key is in the line's part seg, or across from the carry. */
+static bool key_in(struct events_reader *r, const char *seg, size_t len)
+{
+	char joint[2 * EVENTS_KEY_MAX];
+	size_t take = len < r->keylen - 1 ? len : r->keylen - 1;
+
+	if (memmem(seg, len, r->key, r->keylen))
+		return true;
+	if (!r->ncarry)
+		return false;
+	memcpy(joint, r->carry, r->ncarry);
+	memcpy(joint + r->ncarry, seg, take);
+	return memmem(joint, r->ncarry + take, r->key, r->keylen) != NULL;
+}
+
+/* Keep the last keylen - 1 bytes of the line so far, for the next read. */
+static void keep_carry(struct events_reader *r, const char *seg, size_t len)
+{
+	size_t keep = r->keylen - 1;
+	char joint[2 * EVENTS_KEY_MAX];
+	size_t n;
+
+	if (len >= keep) {
+		memcpy(r->carry, seg + len - keep, keep);
+		r->ncarry = keep;
+		return;
+	}
+	memcpy(joint, r->carry, r->ncarry);
+	memcpy(joint + r->ncarry, seg, len);
+	n = r->ncarry + len;
+	r->ncarry = n < keep ? n : keep;
+	memcpy(r->carry, joint + n - r->ncarry, r->ncarry);
+}
+
+/*
+ * The matching lines of buf (n bytes read at pos) into out.  A matching
+ * line that began before buf is sent from the file (range_to); pos is
+ * left where the next read begins.
+ */
+static void reader_lines(struct events_reader *r, const char *buf, size_t n,
+			 struct evbuffer *out)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		const char *nl = memchr(buf + i, '\n', n - i);
+		size_t seg = (nl ? (size_t)(nl - buf) + 1 : n) - i;
+
+		if (!r->matched)
+			r->matched = key_in(r, buf + i, seg);
+		if (!nl) {
+			keep_carry(r, buf + i, seg);
+			break;
+		}
+		i += seg;
+		if (r->matched && r->line_at >= r->pos) {
+			evbuffer_add(out, buf + (r->line_at - r->pos),
+				     (size_t)(r->pos + (off_t)i - r->line_at));
+		} else if (r->matched) {
+			/* begun in an earlier read: from the file again, whole */
+			r->range_to = r->pos + (off_t)i;
+			r->pos = r->line_at;
+			r->line_at = r->range_to;
+			r->matched = false;
+			r->ncarry = 0;
+			return;
+		}
+		r->line_at = r->pos + (off_t)i;
+		r->matched = false;
+		r->ncarry = 0;
+	}
+	r->pos += (off_t)n;
+}
+
+static void reader_sent(struct evhttp_connection *conn, void *arg);
+
+/* One step: read, send what matches (then wait for it to be taken), or on. */
+static void reader_run(struct events_reader *r)
+{
+	static const struct timeval now = { 0, 0 };
+	char buf[EVENTS_STEP];
+	struct evbuffer *out = evbuffer_new();
+	ssize_t n = out ? reader_read(r, buf) : -ENOMEM;
+
+	if (n > 0 && (r->range_to >= 0 || !r->want[0])) {
+		evbuffer_add(out, buf, (size_t)n);
+		r->pos += n;
+		if (r->pos == r->range_to)
+			r->range_to = -1;
+	} else if (n > 0) {
+		reader_lines(r, buf, (size_t)n, out);
+	} else if (n == 0 && r->want[0] && r->matched && r->line_at < r->pos) {
+		/* a last line with no '\n' (a write cut short): as it is */
+		r->range_to = r->pos;
+		r->pos = r->line_at;
+		r->line_at = r->range_to;
+		r->matched = false;
+	} else {
+		/* the end, or a read error: what was sent stands */
+		if (out)
+			evbuffer_free(out);
+		reader_end(r);
+		return;
+	}
+	if (evbuffer_get_length(out)) {
+		reader_start(r);
+		evhttp_send_reply_chunk_with_cb(r->req, out, reader_sent, r);
+	} else if (event_add(r->ev_step, &now) < 0) {
+		evbuffer_free(out);
+		api_set_closecb(r->d, r->req, NULL, NULL);
+		if (r->started)
+			evhttp_send_reply_end(r->req);
+		else
+			reply_error(r->req, 500, "internal", "cannot schedule the "
+				    "next read of the audit log");
+		reader_free(r);
+		return;
+	}
+	evbuffer_free(out);
+}
+
+static void reader_sent(struct evhttp_connection *conn, void *arg)
+{
+	(void)conn;
+	reader_run(arg);
+}
+
+static void reader_step(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	reader_run(arg);
+}
+
+static struct events_reader *reader_new(struct daemon *d, struct evhttp_request *req,
+				 const char *want, bool follow)
+{
+	struct events_reader *r = calloc(1, sizeof(*r));
+	char path[4096];
+	struct stat st;
+
+	if (!r)
+		return NULL;
+	r->d = d;
+	r->req = req;
+	r->follow = follow;
+	r->end = -1;
+	r->range_to = -1;
+	snprintf(r->want, sizeof(r->want), "%s", want);
+	r->keylen = (size_t)snprintf(r->key, sizeof(r->key), "\"sandbox\":\"%s\"", want);
+	r->ev_step = evtimer_new(d->base, reader_step, r);
+	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* without follow, the log as it is now: a busy daemon's log keeps growing */
+	if (r->fd >= 0 && !follow)
+		r->end = fstat(r->fd, &st) == 0 ? st.st_size : 0;
+	if (!r->ev_step || (r->fd < 0 && errno != ENOENT)) {
+		if (r->ev_step)
+			event_free(r->ev_step);
+		if (r->fd >= 0)
+			close(r->fd);
+		free(r);
+		return NULL;
+	}
+	r->next = d->readers;
+	if (r->next)
+		r->next->prev = r;
+	d->readers = r;
+	return r;
+}
+
+void events_get(struct daemon *d, struct evhttp_request *req, const char *rest)
+{
+	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	struct api_fault fault;
+	struct events_reader *r;
+	bool following;
+	char want[64];
+
+	(void)rest;
+	if (!events_query(q, want, sizeof(want), &following, &fault)) {
+		reply_fault(req, &fault);
+		return;
+	}
+	r = reader_new(d, req, want, following);
+	if (!r) {
+		reply_error(req, 500, "internal", "cannot read the audit log %s/audit.jsonl: %s",
+			    d->state_dir, strerror(errno));
+		return;
+	}
+	api_set_closecb(d, req, reader_gone, r);
+	reader_run(r);
+}
+
+/* The daemon stops: every reader's reply ends where it is. */
+void api_events_stop(struct daemon *d)
+{
+	while (d->readers) {
+		struct events_reader *r = d->readers;
+
+		api_set_closecb(d, r->req, NULL, NULL);
+		if (r->started)
+			evhttp_send_reply_end(r->req);
+		else
+			reply_error(r->req, 503, "busy", "the daemon is stopping");
+		reader_free(r);
+	}
 }

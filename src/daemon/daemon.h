@@ -131,6 +131,7 @@ struct follower {
 };
 
 struct gate;
+struct events_reader;
 
 struct daemon {
 	struct event_base *base;
@@ -152,6 +153,7 @@ struct daemon {
 	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */
 	uint64_t pool_held;		/* ms, monotonic: since when calls hold the pool */
 	struct follower *followers;
+	struct events_reader *readers;	/* GET /v1/events still reading the log */
 	uint64_t requests, execs;
 	int lock_fd;
 	int watchdog_fd;		/* its pipe: EOF when we are gone */
@@ -168,6 +170,7 @@ void api_gate_free(struct daemon *d);	/* after */
 /* api.c, api_events.c */
 void api_handle(struct evhttp_request *req, void *arg);
 void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t len);
+void api_events_stop(struct daemon *d);	/* the readers' replies end */
 /* registry.c */
 void sandbox_destroy(struct sandbox *sb, const char *why);
 void pool_fill(struct daemon *d);

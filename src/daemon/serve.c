@@ -465,6 +465,7 @@ static void shutdown_all(struct daemon *d)
 {
 	while (d->sandboxes)
 		sandbox_destroy(d->sandboxes, "the daemon stopped");
+	api_events_stop(d);
 	while (d->followers) {
 		struct follower *f = d->followers;
 

@@ -461,6 +461,39 @@ t_process_signal_wait() {
 	rmsb "$other"
 }
 
+# a number in a query is finite and in range, or a 400 that names it: NaN
+# was "no timeout" to strtod's comparisons, an overflowed offset the largest
+t_process_numbers_refused() {
+	local id code pid v
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "echo hi"}')
+	expect_code "start" "$code" 201
+	pid=$(jq 'v["pid"]')
+	for v in nan NaN inf -inf infinity -1 1e999 86401 0x10 %205 5s ''; do
+		code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=$v")
+		expect_code "timeout_seconds=$v" "$code" 400
+		expect_contains "timeout_seconds=$v named" "$(jq 'v["detail"]')" "timeout_seconds must be a number from 0 to 86400 (got"
+	done
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=nan")
+	expect_contains "the value named" "$(jq 'v["detail"]')" '(got "nan")'
+	for v in 99999999999999999999 -1 1.5 %201 0x1 nan; do
+		code=$(api GET "/v1/sandboxes/$id/processes/$pid/output?offset=$v")
+		expect_code "offset=$v" "$code" 400
+		expect_contains "offset=$v named" "$(jq 'v["detail"]')" "offset must be a whole number"
+	done
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=2.5")
+	expect_code "a good timeout" "$code" 200
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/output?offset=18446744073709551615")
+	expect_code "the largest offset" "$code" 200
+	code=$(api POST "/v1/sandboxes" -d '{"idle_freeze_ms": 1e300}')
+	expect_code "idle_freeze_ms 1e300" "$code" 400
+	expect_contains "idle_freeze_ms named" "$(jq 'v["detail"]')" "(got 1."
+	code=$(api POST "/v1/sandboxes/$id/exec" -d '{"command": "true", "tty": true, "rows": 70000}')
+	expect_code "rows 70000" "$code" 400
+	expect_contains "rows named" "$(jq 'v["detail"]')" "(got 70000)"
+	rmsb "$id"
+}
+
 # ---- sandboxes ---------------------------------------------------------------
 
 t_keepalive_labels_events() {

@@ -347,7 +347,67 @@ TEST(seconds_field_range)
 	CHECK(!seconds_field(o, "t", 10, &ms, &f) && f.status == 400);
 	json_object_set_new(o, "t", json_string("5"));
 	CHECK(!seconds_field(o, "t", 10, &ms, &f) && f.status == 400);
-	CHECK_STR_CONTAINS(f.detail, "t must be a number of seconds from 0 to 10");
+	CHECK_STR_CONTAINS(f.detail, "t must be a number of seconds from 0 to 10 (got \"5\")");
+	json_decref(o);
+}
+
+TEST(query_numbers_finite_and_in_range)
+{
+	static const char *const bad[] = { "nan", "NaN", "-nan", "inf", "-inf",
+		"infinity", "1e999", "-1", "86400.5", "0x10", " 5", "5 ", "5s", "",
+		".", "e5", "-", "1e-400", NULL };
+	static const char *const badcount[] = { "-1", "+1", " 1", "1.0", "1e3",
+		"0x1", "18446744073709551616", "99999999999999999999", "", NULL };
+	struct api_fault f = { 0 };
+	uint64_t u = 7;
+	double d = 7;
+
+	CHECK(query_number("t", NULL, 0, 86400, &d, &f) && d == 7);
+	CHECK(query_number("t", "0", 0, 86400, &d, &f) && d == 0);
+	CHECK(query_number("t", "2.5", 0, 86400, &d, &f) && d == 2.5);
+	CHECK(query_number("t", "86400", 0, 86400, &d, &f) && d == 86400);
+	CHECK(query_number("t", "1e2", 0, 86400, &d, &f) && d == 100);
+	for (size_t i = 0; bad[i]; i++) {
+		d = 7;
+		f = (struct api_fault){ 0 };
+		if (query_number("t", bad[i], 0, 86400, &d, &f) || f.status != 400 || d != 7)
+			fprintf(stderr, "  \"%s\" taken\n", bad[i]);
+		CHECK(f.status == 400 && d == 7);
+		CHECK_STR_CONTAINS(f.detail, "t must be a number from 0 to 86400 (got \"");
+	}
+	CHECK(!query_number("timeout_seconds", "nan", 0, 86400, &d, &f));
+	CHECK_STR_CONTAINS(f.detail, "(got \"nan\")");
+	CHECK(query_count("n", "18446744073709551615", UINT64_MAX, &u, &f) &&
+	      u == UINT64_MAX);
+	CHECK(query_count("n", "0", UINT64_MAX, &u, &f) && u == 0);
+	CHECK(!query_count("n", "11", 10, &u, &f) && u == 0);
+	for (size_t i = 0; badcount[i]; i++) {
+		f = (struct api_fault){ 0 };
+		if (query_count("n", badcount[i], UINT64_MAX, &u, &f))
+			fprintf(stderr, "  \"%s\" taken\n", badcount[i]);
+		CHECK(f.status == 400 && u == 0);
+		CHECK_STR_CONTAINS(f.detail, "n must be a whole number");
+	}
+}
+
+TEST(int_field_names_the_value)
+{
+	struct api_fault f = { 0 };
+	long long n = 7;
+	json_t *o = json_object();
+
+	CHECK(int_field(o, "n", 1, 10, &n, &f) && n == 7);
+	json_object_set_new(o, "n", json_integer(10));
+	CHECK(int_field(o, "n", 1, 10, &n, &f) && n == 10);
+	json_object_set_new(o, "n", json_integer(11));
+	CHECK(!int_field(o, "n", 1, 10, &n, &f) && f.status == 400);
+	CHECK_STR_CONTAINS(f.detail, "n must be an integer from 1 to 10 (got 11)");
+	json_object_set_new(o, "n", json_real(1.5));
+	CHECK(!int_field(o, "n", 1, 10, &n, &f));
+	CHECK_STR_CONTAINS(f.detail, "(got 1.5)");
+	json_object_set_new(o, "n", json_string("3"));
+	CHECK(!int_field(o, "n", 1, 10, &n, &f));
+	CHECK_STR_CONTAINS(f.detail, "(got \"3\")");
 	json_decref(o);
 }
 

@@ -12,6 +12,7 @@
 #include <event2/bufferevent.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,19 +254,96 @@ bool only_fields(json_t *o, const char *const *known, struct api_fault *f)
 	return true;
 }
 
-/* A whole number of ms from a number of seconds, in range. */
+/* What a fault says a JSON value was: the value as JSON, cut short. */
+const char *api_json_text(const json_t *v, char *buf, size_t len)
+{
+	char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
+				    JSON_ENSURE_ASCII) : NULL;
+
+	snprintf(buf, len, "%s", text ? text : "?");
+	free(text);
+	return buf;
+}
+
+/*
+ * A whole number of ms from a number of seconds, in range.  jansson's
+ * parser refuses NaN, infinities and overflows, so a JSON number is
+ * finite; the check says so anyway, as query_number does.
+ */
 bool seconds_field(json_t *o, const char *key, double max, uint64_t *ms,
 		   struct api_fault *f)
 {
 	json_t *v = json_object_get(o, key);
+	char got[48];
 	double s;
 
 	if (!v || json_is_null(v))
 		return true;
-	if (!json_is_number(v) || (s = json_number_value(v)) < 0 || s > max)
+	if (!json_is_number(v) || !isfinite(s = json_number_value(v)) ||
+	    s < 0 || s > max)
 		return api_fault(f, 400, "bad_request", "%s must be a number of "
-				 "seconds from 0 to %.0f", key, max);
+				 "seconds from 0 to %.0f (got %s)", key, max,
+				 api_json_text(v, got, sizeof(got)));
 	*ms = (uint64_t)(s * 1000 + 0.5);
+	return true;
+}
+
+bool int_field(json_t *o, const char *key, long long min, long long max,
+	       long long *out, struct api_fault *f)
+{
+	json_t *v = json_object_get(o, key);
+	char got[48];
+
+	if (!v)
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) < min ||
+	    json_integer_value(v) > max)
+		return api_fault(f, 400, "bad_request", "%s must be an integer "
+				 "from %lld to %lld (got %s)", key, min, max,
+				 api_json_text(v, got, sizeof(got)));
+	*out = json_integer_value(v);
+	return true;
+}
+
+/*
+ * A number in a query: plain decimal digits, a point and an exponent
+ * (strtod alone would take "nan", "inf", hex and leading blanks), finite
+ * and within [min, max].
+ */
+bool query_number(const char *key, const char *v, double min, double max,
+		  double *out, struct api_fault *f)
+{
+	char *end;
+	double n;
+
+	if (!v)
+		return true;
+	errno = 0;
+	n = *v && strspn(v, "0123456789.eE+-") == strlen(v) ? strtod(v, &end) : NAN;
+	if (isnan(n) || *end || errno == ERANGE || !isfinite(n) || n < min || n > max)
+		return api_fault(f, 400, "bad_request", "%s must be a number from "
+				 "%g to %g (got \"%.40s\")", key, min, max, v);
+	*out = n;
+	return true;
+}
+
+/* A count in a query: decimal digits only, at most max. */
+bool query_count(const char *key, const char *v, uint64_t max, uint64_t *out,
+		 struct api_fault *f)
+{
+	unsigned long long n = 0;
+	char *end = NULL;
+
+	if (!v)
+		return true;
+	errno = 0;
+	if (*v && strspn(v, "0123456789") == strlen(v))
+		n = strtoull(v, &end, 10);
+	if (!end || *end || errno == ERANGE || n > max)
+		return api_fault(f, 400, "bad_request", "%s must be a whole number "
+				 "from 0 to %llu (got \"%.40s\")", key,
+				 (unsigned long long)max, v);
+	*out = n;
 	return true;
 }
 

@@ -82,6 +82,20 @@ json_t *body_json(struct evhttp_request *req, bool required);	/* answers */
 bool only_fields(json_t *o, const char *const *known, struct api_fault *f);
 bool seconds_field(json_t *o, const char *key, double max, uint64_t *ms,
 		   struct api_fault *f);
+/* An integer field from min to max; absent: *out untouched. */
+bool int_field(json_t *o, const char *key, long long min, long long max,
+	       long long *out, struct api_fault *f);
+/* v as JSON, at most len - 1 bytes of it, for a fault's "(got ...)". */
+const char *api_json_text(const json_t *v, char *buf, size_t len);
+/*
+ * A query parameter's number, finite, from min to max (NaN, infinities,
+ * hex, blanks and overflows refused); a count, decimal digits only.  Absent
+ * (v NULL): true, *out untouched.  The fault names key and the value.
+ */
+bool query_number(const char *key, const char *v, double min, double max,
+		  double *out, struct api_fault *f);
+bool query_count(const char *key, const char *v, uint64_t max, uint64_t *out,
+		 struct api_fault *f);
 bool string_field(json_t *o, const char *key, size_t max, const char **out,
 		  struct api_fault *f);
 /* A query's yes/no (list=, follow=): anything but absent, "0" and "false". */

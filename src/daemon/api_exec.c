@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,16 +335,16 @@ static bool tty_fields(json_t *o, bool background, struct call_args *a,
 		return api_fault(f, 400, "bad_request", "tty is for exec, not "
 				 "processes");
 	for (int i = 0; i < 2; i++) {
-		json_t *v = json_object_get(o, dim[i]);
+		long long n = 0;
 
-		if (!v)
+		if (!json_object_get(o, dim[i]))
 			continue;
-		if (!a->co.tty || !json_is_integer(v) || json_integer_value(v) < 1 ||
-		    json_integer_value(v) > 65535)
-			return api_fault(f, 400, "bad_request", "%s must be an "
-					 "integer from 1 to 65535, with tty: true",
+		if (!a->co.tty)
+			return api_fault(f, 400, "bad_request", "%s is for tty: true",
 					 dim[i]);
-		*to[i] = (unsigned short)json_integer_value(v);
+		if (!int_field(o, dim[i], 1, 65535, &n, f))
+			return false;
+		*to[i] = (unsigned short)n;
 	}
 	return true;
 }
@@ -362,6 +363,7 @@ static bool output_fields(json_t *o, bool background, struct corral_call_opts *c
 	json_t *bytes = json_object_get(o, "output_bytes");
 	json_t *order = json_object_get(o, "output_order");
 	const char *e = json_string_value(enc);
+	long long nbytes = 0;
 
 	if (background && (enc || bytes || order))
 		return api_fault(f, 400, "bad_request", "output_encoding, "
@@ -370,14 +372,13 @@ static bool output_fields(json_t *o, bool background, struct corral_call_opts *c
 	if (enc && (!e || (strcmp(e, "text") && strcmp(e, "base64"))))
 		return api_fault(f, 400, "bad_request", "output_encoding must be "
 				 "\"text\" or \"base64\"");
-	if (bytes && (!json_is_integer(bytes) || json_integer_value(bytes) < 1))
-		return api_fault(f, 400, "bad_request", "output_bytes must be a "
-				 "whole number of bytes, at least 1");
+	if (!int_field(o, "output_bytes", 1, LLONG_MAX, &nbytes, f))
+		return false;
 	if (order && !json_is_boolean(order))
 		return api_fault(f, 400, "bad_request", "output_order must be "
 				 "true or false");
 	co->output_base64 = e && !strcmp(e, "base64");
-	co->output_bytes = bytes ? (uint64_t)json_integer_value(bytes) : 0;
+	co->output_bytes = bytes ? (uint64_t)nbytes : 0;
 	co->output_order = json_is_true(order);
 	return true;
 }

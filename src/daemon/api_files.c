@@ -49,17 +49,19 @@ bool file_query(const char *q, char *path, size_t len, bool *list,
 /* A mode as "0755" or 493; permission bits only. */
 static bool mode_field(json_t *v, unsigned *m, struct api_fault *f)
 {
-	char *end;
-	long n = -1;
+	const char *s = json_string_value(v);
+	long long n = -1;
+	char got[48];
 
 	if (json_is_integer(v))
 		n = json_integer_value(v);
-	else if (json_is_string(v) && json_string_value(v)[0])
-		n = strtol(json_string_value(v), &end, 8), n = *end ? -1 : n;
+	/* octal digits only: strtol would take blanks, a sign, and overflow */
+	else if (s && s[0] && strlen(s) <= 4 && strspn(s, "01234567") == strlen(s))
+		n = strtol(s, NULL, 8);
 	if (n < 0 || n > 0777)
 		return api_fault(f, 400, "bad_request", "mode must be permission "
 				 "bits, as \"0755\" or 493 (no setuid, setgid "
-				 "or sticky bit)");
+				 "or sticky bit; got %s)", api_json_text(v, got, sizeof(got)));
 	*m = n;
 	return true;
 }

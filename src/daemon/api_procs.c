@@ -403,21 +403,19 @@ void proc_wait(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 	const char *sub;
 	struct proc *pr = named_proc(sb, req, rest, subs, &sub);
 	struct evkeyvalq kv;
-	const char *t;
-	double secs = -1;
-	char *end = NULL;
+	struct api_fault f;
+	double secs = -1;		/* none: wait for the end */
 	struct proc_watch *w;
+	bool ok;
 
 	if (!pr)
 		return;
 	query_of(req, &kv);
-	t = evhttp_find_header(&kv, "timeout_seconds");
-	if (t && ((secs = strtod(t, &end)), end == t || *end))
-		secs = -2;
+	ok = query_number("timeout_seconds", evhttp_find_header(&kv, "timeout_seconds"),
+			  0, 86400, &secs, &f);
 	evhttp_clear_headers(&kv);
-	if (secs == -2 || (t && (secs < 0 || secs > 86400))) {
-		reply_error(req, 400, "bad_request", "timeout_seconds must be a "
-			    "number of seconds from 0 to 86400");
+	if (!ok) {
+		reply_fault(req, &f);
 		return;
 	}
 	if (corral_call_result(pr->call) || secs == 0) {
@@ -448,28 +446,27 @@ void proc_output(struct sandbox *sb, struct evhttp_request *req, const char *res
 	const char *sub;
 	struct proc *pr = named_proc(sb, req, rest, subs, &sub);
 	struct evkeyvalq kv;
-	const char *st, *off;
+	struct api_fault f;
+	const char *st;
 	uint64_t from = 0;
 	int streams = 3;
-	bool follow;
-	char *end = NULL;
+	bool follow, ok;
 
 	if (!pr)
 		return;
 	query_of(req, &kv);
 	st = evhttp_find_header(&kv, "stream");
-	off = evhttp_find_header(&kv, "offset");
 	follow = query_flag(evhttp_find_header(&kv, "follow"));
 	if (st)
 		streams = !strcmp(st, "stdout") ? 1 : !strcmp(st, "stderr") ? 2 :
 			  !strcmp(st, "both") ? 3 : 0;
-	if (off && (off[0] < '0' || off[0] > '9' ||
-		    ((from = strtoull(off, &end, 10)), *end)))
-		streams = 0;
+	ok = streams ? query_count("offset", evhttp_find_header(&kv, "offset"),
+				   UINT64_MAX, &from, &f) :
+	     api_fault(&f, 400, "bad_request", "stream is stdout, stderr or "
+		       "both (got \"%.40s\")", st);
 	evhttp_clear_headers(&kv);
-	if (!streams) {
-		reply_error(req, 400, "bad_request", "stream is stdout, stderr or "
-			    "both; offset a byte count");
+	if (!ok) {
+		reply_fault(req, &f);
 		return;
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -573,6 +570,7 @@ void proc_signal(struct sandbox *sb, struct evhttp_request *req, const char *res
 	const char *sub;
 	struct proc *pr = named_proc(sb, req, rest, subs, &sub);
 	struct api_fault f;
+	char got[48];
 	int sig, r;
 	json_t *o;
 
@@ -581,7 +579,8 @@ void proc_signal(struct sandbox *sb, struct evhttp_request *req, const char *res
 	sig = signal_of(json_object_get(o, "signal"));
 	if (!only_fields(o, known, &f) || (!sig && !api_fault(&f, 400,
 	    "bad_request", "signal must be a name (\"TERM\", \"SIGINT\", "
-	    "\"KILL\", \"USR1\" ...) or a number from 1 to %d", SIGRTMAX - 1))) {
+	    "\"KILL\", \"USR1\" ...) or a number from 1 to %d (got %s)", SIGRTMAX - 1,
+	    api_json_text(json_object_get(o, "signal"), got, sizeof(got))))) {
 		reply_fault(req, &f);
 	} else if (corral_call_result(pr->call)) {
 		reply_error(req, 409, "conflict", "process %d has ended", (int)pr->pid);

@@ -98,12 +98,13 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 				 "own workspace (the one snapshotted): no workspace "
 				 "with it");
 	idle = json_object_get(o, "idle_freeze_ms");
-	if (idle && (!json_is_integer(idle) || json_integer_value(idle) < 0 ||
-		     json_integer_value(idle) > 86400000))
-		return api_fault(f, 400, "bad_request", "idle_freeze_ms must be an "
-				 "integer from 0 to 86400000");
-	if (idle)
-		a->idle_ms = json_integer_value(idle);
+	if (idle) {
+		long long ms = 0;
+
+		if (!int_field(o, "idle_freeze_ms", 0, 86400000, &ms, f))
+			return false;
+		a->idle_ms = (uint64_t)ms;
+	}
 	a->labels = json_object_get(o, "labels");
 	if (a->labels && !labels_ok(a->labels, f))
 		return false;

@@ -1024,7 +1024,8 @@ void corral_image_import_report_free(struct corral_image_import_report *r);
 /*
  * Import FILE or DIR.  extra_name, if not NULL, also names the image (an
  * archive that holds exactly one).  As root the layers are unpacked by a
- * child that runs as uid/gid 65534 with no_new_privs and Landlock.
+ * child that runs as the agent's host uid/gid in corral's id range (65534
+ * where the range is in use) with no groups, no_new_privs and Landlock.
  */
 CORRAL_PUBLIC
 int corral_image_import(struct corral_image_store *s, const char *path,

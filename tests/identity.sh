@@ -260,6 +260,29 @@ t_range_in_use_is_not_taken() {
 	with_subid "corral-test-clash:$((RANGE + 5)):10" range_taken
 }
 
+# An image where the range is in use: a root import unpacks as 65534, as
+# before, and says why; its sandbox runs (one id, 65534) on it.  Here, not
+# in image.sh: it edits /etc/subuid, and this file runs alone.
+range_taken_image() {
+	"$STAGED" image import --state-dir "$T/state" "$T/bb" > "$T/imp" 2>&1 ||
+		fail "import: $(cat "$T/imp")"
+	expect_contains "said" "$(cat "$T/imp")" "unpacked as uid 65534: corral's id range is in use"
+	expect_eq "the layers are 65534's" "$(find "$T/state/images/layers" -mindepth 2 \
+		\( ! -uid $NOBODY -o ! -gid $NOBODY \) | head -3)" ""
+	crun me --state-dir "$T/state" --image corral-test/busybox:1 -- 'id -u; cat /srv/app/hello.txt'
+	expect_eq "runs" "$(jr 'v["stdout"]')" "$(printf '1000\nhello from the image\n')"
+	expect_ids single $NOBODY 0
+	expect_eq "not migrated" "$(find "$T/state/images/layers" -mindepth 2 \
+		\( ! -uid $NOBODY -o ! -gid $NOBODY \) | head -3)" ""
+}
+
+t_range_in_use_image_unpacks_as_nobody() {
+	[ "$ME" = 0 ] || { skip "needs root to edit /etc/subuid"; return 77; }
+	stage
+	$PY "$HERE/image_fixtures.py" busybox-oci "$T/bb" > /dev/null || fail "fixture"
+	with_subid "corral-test-clash:$((AGENT + 5)):10" range_taken_image
+}
+
 START=$(date +%s)
 run_tests "$@"
 echo "identity ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"

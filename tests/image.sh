@@ -239,14 +239,15 @@ t_overlay_form() {
 	expect_contains "layer two" "$out" "layer two"
 }
 
-# As root the unpacking runs as uid 65534: what it creates is owned so;
-# unprivileged, by the caller.  The owners the tar named are kept beside.
+# As root the unpacking runs as the agent's host uid in corral's range
+# (never a host account's: not 65534, nobody's): what it creates is owned
+# so; unprivileged, by the caller.  The owners the tar named are kept beside.
 t_unpack_least_privilege() {
 	fixture busybox-oci bb
 	img import "$T/bb" > /dev/null
 	l0=$(layer_of corral-test/busybox:1 0)
 	want=$ME
-	[ "$ME" = 0 ] && want=65534
+	[ "$ME" = 0 ] && want=1879049192
 	expect_eq "tree owner" "$(stat -c %u "$l0/bin/busybox")" "$want"
 	expect_eq "dir owner" "$(stat -c %u "$l0/etc")" "$want"
 	expect_eq "owners kept" "$(cat "$(dirname "$l0")/owners")" "1000 1000 srv/app/hello.txt"
@@ -763,6 +764,193 @@ t_daemon_create_image_store_busy() {
 		fail "create after: $id"
 	"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
 	stop_image_daemon
+}
+
+# ---- whose host ids an image's sandbox and layers use ----------------------
+
+AGENT_HOST=1879049192	# corral's range (0x70000000) + 1000: the agent's host uid
+NOBODY=65534
+
+# sandbox_procs PID: "pid uid comm" of PID's descendants not run by root
+sandbox_procs() {
+	/usr/bin/python3 - "$1" <<'PY'
+import os, sys
+todo, seen = [int(sys.argv[1])], []
+while todo and len(seen) < 200:
+    p = todo.pop()
+    seen.append(p)
+    try:
+        for t in os.listdir(f"/proc/{p}/task"):
+            todo += [int(c) for c in open(f"/proc/{p}/task/{t}/children").read().split()]
+    except OSError:
+        pass
+for p in seen[1:]:
+    try:
+        st = dict(l.split(":", 1) for l in open(f"/proc/{p}/status").read().splitlines())
+    except OSError:
+        continue
+    if st["Uid"].split()[0] != "0":
+        print(p, st["Uid"].split()[0], st["Name"].strip())
+PY
+}
+
+# The attacker: a host process running as nobody (65534), the id an older
+# corral gave an image's agent, cannot signal a process of a root-run
+# sandbox on an image.
+t_run_image_agent_not_nobody() {
+	[ "$ME" = 0 ] || { skip "unprivileged, the sandbox is the caller's own"; return 77; }
+	busybox_image
+	timeout 60 "$CORRAL" run --state-dir "$T/state" --image corral-test/busybox:1 \
+		-- 'sleep 30 & wait' > "$T/run.out" 2>&1 < /dev/null &
+	RUNNER=$!
+	trap 'kill "$RUNNER" 2>/dev/null; wait "$RUNNER" 2>/dev/null || true' EXIT
+	local i=0 procs=""
+	while [ $i -lt 200 ]; do
+		procs=$(sandbox_procs "$RUNNER")
+		echo "$procs" | grep -q " sleep$" && break
+		kill -0 "$RUNNER" 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "$procs" | grep -q " sleep$" || fail "no sleep in the sandbox: $procs $(cat "$T/run.out")"
+	while read -r pid uid comm; do
+		expect_eq "$comm's host uid" "$uid" $AGENT_HOST
+		got=$(setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups /usr/bin/python3 -c '
+import errno, os, sys
+try:
+    os.kill(int(sys.argv[1]), 0)
+    print("signalled")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$pid")
+		expect_eq "nobody signals $comm ($pid)" "$got" EPERM
+	done <<< "$procs"
+}
+
+# A root layer still 65534's (a --rootfs tree chowned so for the agent of
+# an older corral, or a layer not migrated): the agent is its owner, as it
+# was, so the tree stays its own (copy-up), and the result says why.
+t_run_rootfs_nobodys_tree() {
+	[ "$ME" = 0 ] || { skip "unprivileged, the agent is the caller"; return 77; }
+	mkdir -p "$T/tree/bin" "$T/tree/data"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	echo "from the tree" > "$T/tree/data/f"
+	chmod 600 "$T/tree/data/f"
+	chown -R -h $NOBODY:$NOBODY "$T/tree"
+	crun --json --rootfs "$T/tree" --root-writable -- /bin/sh -c 'echo x >> /data/f && cat /data/f' > /dev/null
+	expect_eq "exit" "$(json exit_code < "$T/out")" 0
+	expect_eq "copied up" "$(json stdout < "$T/out")" "from the tree
+x"
+	expect_eq "agent" "$(json layers.ids.uid < "$T/out")" $NOBODY
+	expect_contains "why" "$(json layers.ids.note < "$T/out")" "the owner of the root layer $T/tree"
+	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
+}
+
+# legacy_store: the test's store as an older corral left it as root: every
+# layer's tree and owners file uid/gid 65534's (the layer directory root's)
+legacy_store() {
+	local l
+	for l in "$(store)"/layers/*; do
+		chown -R -h $NOBODY:$NOBODY "$l/root" "$l/owners"
+	done
+}
+# not_owned ID: up to 3 entries of the store's layers not ID:ID's
+not_owned() {
+	find "$(store)/layers" -mindepth 2 \( ! -uid "$1" -o ! -gid "$1" \) | head -3
+}
+# a_layer: the tree of the layer with busybox (found on disk: inspect
+# would migrate the store)
+a_layer() {
+	for l in "$(store)"/layers/*; do
+		[ ! -e "$l/root/bin/busybox" ] || { echo "$l/root"; return; }
+	done
+}
+
+# A store made by an older corral (layers 65534's) is migrated before its
+# first use: a run on it is the range's agent, the image's files its own;
+# nothing a symlink of a layer names is touched.
+t_legacy_store_migrated() {
+	[ "$ME" = 0 ] || { skip "an unprivileged store is the caller's own: nothing to migrate"; return 77; }
+	busybox_image
+	legacy_store
+	l=$(a_layer)
+	echo v > "$T/victim"
+	mkdir "$T/victim-dir"
+	echo v > "$T/victim-dir/f"
+	chown -R $NOBODY:$NOBODY "$T/victim" "$T/victim-dir"
+	ln -s "$T/victim" "$l/trap-file"
+	ln -s "$T/victim-dir" "$l/trap-dir"
+	ln -s "$T/victim-dir/f" "$l/trap-deep"
+	chown -h $NOBODY:$NOBODY "$l/trap-file" "$l/trap-dir" "$l/trap-deep"
+	expect_eq "the fixture: 65534's" "$(not_owned $NOBODY)" ""
+	crun --json --image corral-test/busybox:1 --root-writable -- \
+		'id -u; echo changed >> /srv/app/hello.txt && cat /srv/app/hello.txt' > /dev/null
+	expect_eq "exit" "$(json exit_code < "$T/out")" 0
+	expect_eq "agent" "$(json layers.ids.uid < "$T/out")" $AGENT_HOST
+	expect_eq "output" "$(json stdout < "$T/out")" "1000
+hello from the image
+changed"
+	expect_eq "every layer entry migrated" "$(not_owned $AGENT_HOST)" ""
+	expect_eq "links not followed" \
+		"$(stat -c %u:%g "$T/victim" "$T/victim-dir" "$T/victim-dir/f" | sort -u)" \
+		"$NOBODY:$NOBODY"
+	expect_eq "link itself migrated" "$(stat -c %u "$l/trap-dir")" $AGENT_HOST
+	out=$(crun --image corral-test/busybox:1 --root-writable --user root -- 'id -u; chown 0 /srv/app/hello.txt && echo chowned')
+	expect_eq "root inside on the migrated store" "$out" "0
+chowned"
+	# a new import beside the migrated layers
+	fixture busybox-user u
+	img import "$T/u" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	expect_eq "one owner" "$(not_owned $AGENT_HOST)" ""
+}
+
+# A walk that was killed midway (part of a layer done, its root directory
+# not yet) is taken up by the next open, and then not walked again.
+t_legacy_store_resumed() {
+	[ "$ME" = 0 ] || { skip "an unprivileged store is the caller's own: nothing to migrate"; return 77; }
+	busybox_image
+	legacy_store
+	l=$(a_layer)
+	chown -R -h $AGENT_HOST:$AGENT_HOST "$l/bin" "$(dirname "$l")/owners"
+	img ls > /dev/null
+	expect_eq "ls" "$(rc)" 0
+	expect_eq "migrated" "$(not_owned $AGENT_HOST)" ""
+	before=$(stat -c %z "$l" "$l/bin/busybox")
+	img ls > /dev/null
+	expect_eq "not walked again (ctime)" "$(stat -c %z "$l" "$l/bin/busybox")" "$before"
+}
+
+# The walk waits for the store's lock: while another holds it (an import
+# of an older corral's, say), nothing is changed.
+t_legacy_store_waits_for_lock() {
+	[ "$ME" = 0 ] || { skip "an unprivileged store is the caller's own: nothing to migrate"; return 77; }
+	busybox_image
+	legacy_store
+	trap '[ -z "${HOLDER:-}" ] || kill "$HOLDER" 2>/dev/null' EXIT
+	( exec 9> "$(store)/lock"; flock -x 9; exec sleep 120 ) &
+	HOLDER=$!
+	local i=0 ino
+	ino=$(stat -c %i "$(store)/lock")
+	while [ $i -lt 100 ] && ! grep -q "FLOCK .*:$ino " /proc/locks; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	img ls > /dev/null &
+	LS=$!
+	i=0
+	while [ $i -lt 200 ] && ! grep -q -- "-> FLOCK .*:$ino " /proc/locks; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	grep -q -- "-> FLOCK .*:$ino " /proc/locks || fail "ls does not wait for the lock"
+	expect_eq "untouched while held" "$(not_owned $NOBODY)" ""
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || true
+	HOLDER=
+	wait "$LS" || true
+	expect_eq "ls" "$(rc)" 0
+	expect_eq "migrated once the lock was free" "$(not_owned $AGENT_HOST)" ""
 }
 
 run_tests "$@"

@@ -227,9 +227,26 @@ void idmap_close(struct idmap_fds *m)
 	m->nbinds = 0;
 }
 
+/*
+ * A root layer of host uid 65534's: a layer an older corral unpacked that
+ * was not migrated (image_migrate.c), or a --rootfs tree chowned to 65534
+ * for the agent of then.  Its files are the agent's only if the agent is
+ * that uid: it runs so, as it did, and the note says why.
+ */
+static const char *legacy_layer(const struct corral_policy *p)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < p->nroot_layers; i++)
+		if (stat(p->root_layers[i], &st) == 0 && st.st_uid == IMAGE_LEGACY_UID)
+			return p->root_layers[i];
+	return NULL;
+}
+
 void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		   struct idmap_fds *out)
 {
+	const char *legacy;
 	char why[160] = "";
 	const char *what = NULL;
 	bool refused = false;
@@ -240,12 +257,21 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 	if (geteuid() != 0 || strcmp(ids->mapping, "range"))
 		return;
 	/*
-	 * An image's layers are the unpacking uid's (image_unpack.c): the
-	 * agent is that uid, so that the image's files stay its own (a
-	 * writable root copies them up); else the range's 1000.
+	 * The range's 1000, on an image too: its layers are that id's
+	 * (image.h), so that the image's files are the agent's own (a
+	 * writable root copies them up).
 	 */
-	ids->uid = p->nroot_layers ? IMAGE_UNPACK_UID : CORRAL_IDS_BASE + CORRAL_AGENT_UID;
-	ids->gid = p->nroot_layers ? IMAGE_UNPACK_GID : CORRAL_IDS_BASE + CORRAL_AGENT_GID;
+	ids->uid = CORRAL_IDS_BASE + CORRAL_AGENT_UID;
+	ids->gid = CORRAL_IDS_BASE + CORRAL_AGENT_GID;
+	legacy = legacy_layer(p);
+	if (legacy) {
+		ids->uid = IMAGE_LEGACY_UID;
+		ids->gid = IMAGE_LEGACY_GID;
+		snprintf(ids->note, sizeof(ids->note), "the agent runs as host uid %u, the "
+			 "owner of the root layer %.80s (an older corral's image layer "
+			 "not migrated yet, or a tree chowned so), not as a range id",
+			 IMAGE_LEGACY_UID, legacy);
+	}
 	if (p->nbinds) {
 		out->binds = malloc(p->nbinds * sizeof(*out->binds));
 		if (!out->binds) {

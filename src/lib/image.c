@@ -144,7 +144,10 @@ static int resolve(struct corral_image_store *s, const char *ref, bool wait,
 	int r;
 
 	*out = NULL;
-	r = wait ? store_lock(s, false, err) : store_trylock_shared(s, err);
+	/* a layer still 65534's would run as host uid 65534 (idmap.c) */
+	r = store_migrate(s, wait ? MIGRATE_WAIT : MIGRATE_TRY, err);
+	if (r == 0)
+		r = wait ? store_lock(s, false, err) : store_trylock_shared(s, err);
 	if (r < 0)
 		return r;
 	idx = store_load_index(s, err);
@@ -188,7 +191,9 @@ int corral_image_list(struct corral_image_store *s, struct corral_image ***out,
 
 	*out = NULL;
 	*n = 0;
-	r = store_lock(s, false, err);
+	r = store_migrate(s, MIGRATE_WAIT, err);
+	if (r == 0)
+		r = store_lock(s, false, err);
 	if (r < 0)
 		return r;
 	idx = store_load_index(s, err);

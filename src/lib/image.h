@@ -22,14 +22,27 @@
 #define LAYER_ROOT	"root"
 #define LAYER_OWNERS	"owners"
 
-/* Unprivileged owner of what a root import unpacks (see image_unpack.c). */
-#define IMAGE_UNPACK_UID 65534
-#define IMAGE_UNPACK_GID 65534
+/*
+ * Who unpacks a root store's layers and owns them: the agent's host id in
+ * corral's range (ns.c), the id a root-run sandbox on an image runs as, so
+ * the image's files are its own.  Not a host account's: "nobody" (65534,
+ * an older corral's choice) is shared with host daemons, any of which
+ * could then signal the agent.
+ * Where the range is in use on this host: 65534, as before (ns.c says why
+ * then); layers an older corral left at 65534 are migrated (image_migrate.c).
+ */
+#define IMAGE_OWNER_UID (CORRAL_IDS_BASE + CORRAL_AGENT_UID)
+#define IMAGE_OWNER_GID (CORRAL_IDS_BASE + CORRAL_AGENT_GID)
+#define IMAGE_LEGACY_UID 65534u
+#define IMAGE_LEGACY_GID 65534u
 
 struct corral_image_store {
 	char *dir;
 	int dirfd;
 	int lockfd;
+	uid_t uid;		/* who unpacks and owns the layers (above) */
+	gid_t gid;
+	char note[200];		/* why not the range's id, for an import's report */
 };
 
 /* ---- image_ref.c ---- */
@@ -79,6 +92,7 @@ int store_record_image(struct corral_image_store *s, const char *digest,
 		       const char *config, json_t *blobs, json_t *diff_ids,
 		       uint64_t size, char **names, size_t nnames,
 		       struct corral_err *err);
+/* The exclusive lock also migrates an older corral's layers (below). */
 int store_lock(struct corral_image_store *s, bool exclusive, struct corral_err *err);
 /* The shared lock, or -EAGAIN at once while an import or removal holds it. */
 int store_trylock_shared(struct corral_image_store *s, struct corral_err *err);
@@ -95,6 +109,17 @@ int store_tmpdir(struct corral_image_store *s, char *name, size_t len,
 		 struct corral_err *err);
 /* Remove a tree beneath dirfd without following any symlink. */
 int store_remove_tree(int dirfd, const char *name);
+
+/* ---- image_migrate.c ---- */
+/*
+ * As root, layers an older corral unpacked as IMAGE_LEGACY_UID become
+ * IMAGE_OWNER_UID's, under the exclusive lock: held already (LOCKED),
+ * waited for (WAIT), or taken only if free at once (TRY: a daemon's
+ * caller; the holder, an import or a removal, migrates itself).
+ */
+enum store_migrate_lock { MIGRATE_LOCKED, MIGRATE_WAIT, MIGRATE_TRY };
+int store_migrate(struct corral_image_store *s, enum store_migrate_lock how,
+		  struct corral_err *err);
 
 /* add a note to an import's report ("layer sha256:...: ...") */
 void image_report_note(struct corral_image_import_report *rep,
@@ -154,13 +179,13 @@ int image_user_apply(struct corral_policy *p, const struct corral_image *img,
 /* ---- image_unpack.c ---- */
 
 /*
- * fn(arg, out, err) in a forked child that, as root, is uid
- * IMAGE_UNPACK_UID with no groups, no_new_privs and Landlock allowing
- * only destpath (where it may write); out (outlen bytes) and err come
- * back to the caller.  For everything that parses an archive.
+ * fn(arg, out, err) in a forked child that, as root, is uid and gid
+ * (the store's owner) with no groups, no_new_privs and Landlock
+ * allowing only destpath (where it may write); out (outlen bytes) and err
+ * come back to the caller.  For everything that parses an archive.
  */
-int image_unprivileged(const char *destpath, int (*fn)(void *arg, void *out,
-							struct corral_err *err),
+int image_unprivileged(const char *destpath, uid_t uid, gid_t gid,
+		       int (*fn)(void *arg, void *out, struct corral_err *err),
 		       void *arg, void *out, size_t outlen, struct corral_err *err);
 
 struct unpack_report {
@@ -176,11 +201,12 @@ struct unpack_report {
  * Unpack the tar (gzip, zstd or plain) read from blobfd into destfd's
  * directory (at destpath, for Landlock): LAYER_ROOT the tree in overlay
  * form, LAYER_OWNERS the owners.  As root this runs in a child that is
- * uid IMAGE_UNPACK_UID; destfd must be owned by it.  The blob's digest
- * and the tar's (the diff-id) are checked against blob_digest and diff_id.
+ * uid and gid (the store's owner); destfd must be owned by it.  The
+ * blob's digest and the tar's (the diff-id) are checked against
+ * blob_digest and diff_id.
  */
 int image_unpack(int blobfd, const char *blob_digest, const char *diff_id,
-		 int destfd, const char *destpath,
+		 int destfd, const char *destpath, uid_t uid, gid_t gid,
 		 const struct corral_image_limits *budget,
 		 struct unpack_report *rep, struct corral_err *err);
 

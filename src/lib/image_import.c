@@ -548,6 +548,8 @@ int corral_image_import(struct corral_image_store *s, const char *path,
 	r = store_lock(s, true, err);
 	if (r < 0)
 		return r;
+	if (s->note[0])
+		image_report_note(rep, "%s", s->note);
 	store_clean_tmp(s);
 	r = source_open(&im.src, s, path, im.budget.max_bytes, err);
 	if (r == 0) {

@@ -248,10 +248,12 @@ static int read_archive(struct source *src, int fd)
 	char path[4096 + 160];
 	int r;
 
-	if (geteuid() == 0 && fchown(src->dirfd, IMAGE_UNPACK_UID, IMAGE_UNPACK_GID) < 0)
-		return corral_set_err(src->err, -errno, "chown %s: %s", src->tmp, strerror(errno));
+	if (geteuid() == 0 && fchown(src->dirfd, src->s->uid, src->s->gid) < 0)
+		return corral_set_errno(src->err, errno, "chown %s to %u", src->tmp,
+					(unsigned)src->s->uid);
 	snprintf(path, sizeof(path), "%s/%s", src->s->dir, src->tmp);
-	r = image_unprivileged(path, archive_fn, &a, NULL, 0, src->err);
+	r = image_unprivileged(path, src->s->uid, src->s->gid, archive_fn, &a, NULL, 0,
+			       src->err);
 	return r < 0 ? r : read_table(src);
 }
 

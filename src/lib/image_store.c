@@ -8,6 +8,10 @@
  *   DIR/tmp/                 imports under way; emptied by the next import
  *   DIR/lock                 flock: imports and removals exclusive
  *
+ * As root, the layers are IMAGE_OWNER_UID's (image.h): the store decides it
+ * once it is open, from the same check of the host's files that a spawn
+ * makes of corral's range (ns.c).
+ *
  * Nothing is trusted because of its name: a blob is hashed while it is
  * copied in and again whenever it is read whole; a layer directory appears
  * (one rename) only once its blob and its tar matched both digests.
@@ -191,6 +195,25 @@ static int mkdir_parents(const char *path, struct corral_err *err)
 	return 0;
 }
 
+/* Who unpacks and owns the layers: image.h says why. */
+static void store_pick_owner(struct corral_image_store *s)
+{
+	char why[sizeof(s->note) - 80];
+
+	s->uid = geteuid();
+	s->gid = getegid();
+	if (s->uid != 0)
+		return;
+	s->uid = IMAGE_OWNER_UID;
+	s->gid = IMAGE_OWNER_GID;
+	if (!ns_range_clashes(why, sizeof(why)))
+		return;
+	s->uid = IMAGE_LEGACY_UID;
+	s->gid = IMAGE_LEGACY_GID;
+	snprintf(s->note, sizeof(s->note), "unpacked as uid %u: corral's id range is "
+		 "in use on this host (%s)", IMAGE_LEGACY_UID, why);
+}
+
 int corral_image_store_open(struct corral_image_store **out, const char *state_dir,
 			    struct corral_err *err)
 {
@@ -248,6 +271,7 @@ int corral_image_store_open(struct corral_image_store **out, const char *state_d
 		r = corral_set_err(err, -errno, "%s/lock: %s", s->dir, strerror(errno));
 		goto fail;
 	}
+	store_pick_owner(s);
 	*out = s;
 	return 0;
 fail:
@@ -274,11 +298,17 @@ const char *corral_image_store_dir(const struct corral_image_store *s)
 
 int store_lock(struct corral_image_store *s, bool exclusive, struct corral_err *err)
 {
+	int r;
+
 	while (flock(s->lockfd, exclusive ? LOCK_EX : LOCK_SH) < 0)
 		if (errno != EINTR)
 			return corral_set_err(err, -errno, "lock %s/lock: %s", s->dir,
 					      strerror(errno));
-	return 0;
+	/* what an import adds, or a removal leaves, is not older corral's */
+	r = exclusive ? store_migrate(s, MIGRATE_LOCKED, err) : 0;
+	if (r < 0)
+		store_unlock(s);
+	return r;
 }
 
 int store_trylock_shared(struct corral_image_store *s, struct corral_err *err)
@@ -534,10 +564,10 @@ int store_add_layer(struct corral_image_store *s, const char *blob_digest,
 		r = corral_set_err(err, -errno, "open %s/%s: %s", s->dir, tmp, strerror(errno));
 		goto out;
 	}
-	if (geteuid() == 0 && (fchown(destfd, IMAGE_UNPACK_UID, IMAGE_UNPACK_GID) < 0 ||
+	if (geteuid() == 0 && (fchown(destfd, s->uid, s->gid) < 0 ||
 			       fchmod(destfd, 0755) < 0)) {
-		r = corral_set_err(err, -errno, "chown %s/%s to %d: %s", s->dir, tmp,
-				   IMAGE_UNPACK_UID, strerror(errno));
+		r = corral_set_errno(err, errno, "chown %s/%s to %u", s->dir, tmp,
+				     (unsigned)s->uid);
 		goto out;
 	}
 	blobfd = store_open_blob(s, blob_digest, err);
@@ -546,7 +576,8 @@ int store_add_layer(struct corral_image_store *s, const char *blob_digest,
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/%s", s->dir, tmp);
-	r = image_unpack(blobfd, blob_digest, diff_id, destfd, path, budget, &u, err);
+	r = image_unpack(blobfd, blob_digest, diff_id, destfd, path, s->uid, s->gid, budget,
+			 &u, err);
 	if (r < 0) {
 		corral_wrap_err(err, "layer %s", blob_digest);
 		goto out;

@@ -17,9 +17,10 @@
  *
  * Least privilege: the work is done by a forked child.  As root, it
  * restricts itself with Landlock to the layer's directory, then becomes
- * uid/gid IMAGE_UNPACK_UID with no groups and no_new_privs, so a bug in
- * the tar or decompression code runs as nobody, not as root in the
- * host's namespace.  Ownership: the tree is owned by the unpacking uid
+ * the store's owner (image.h: corral's range id, 65534 only where the
+ * range is in use) with no groups and no_new_privs, so a bug in the tar
+ * or decompression code runs as an id that owns no file of the host's,
+ * not as root in the host's namespace.  Ownership: the tree is owned by the unpacking uid
  * (the caller when unprivileged) and the owners the tar named are kept
  * beside it in LAYER_OWNERS ("UID GID PATH" lines, only for entries not
  * owned by 0:0), not as xattrs: user.* xattrs cannot go on symlinks and
@@ -735,7 +736,8 @@ out:
 
 /* ---- the child ------------------------------------------------------------ */
 
-static int drop_privileges(const char *destpath, struct corral_err *err)
+static int drop_privileges(const char *destpath, uid_t uid, gid_t gid,
+			   struct corral_err *err)
 {
 	struct ll_rule rule = { destpath, true };
 	struct rlimit core = { 0, 0 };
@@ -755,11 +757,12 @@ static int drop_privileges(const char *destpath, struct corral_err *err)
 		return corral_set_err(err, -errno, "no_new_privs: %s", strerror(errno));
 	if (geteuid() != 0)
 		return 0;
-	if (setgroups(0, NULL) < 0 ||
-	    setresgid(IMAGE_UNPACK_GID, IMAGE_UNPACK_GID, IMAGE_UNPACK_GID) < 0 ||
-	    setresuid(IMAGE_UNPACK_UID, IMAGE_UNPACK_UID, IMAGE_UNPACK_UID) < 0)
-		return corral_set_err(err, -errno, "cannot become uid %d: %s",
-				      IMAGE_UNPACK_UID, strerror(errno));
+	if (uid == 0 || gid == 0)
+		return corral_set_err(err, -EPERM, "the unpacker may not stay root");
+	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+	    setresuid(uid, uid, uid) < 0)
+		return corral_set_errno(err, errno, "cannot become uid %u gid %u",
+					(unsigned)uid, (unsigned)gid);
 	return 0;
 }
 
@@ -780,8 +783,8 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 	return got;
 }
 
-int image_unprivileged(const char *destpath, int (*fn)(void *arg, void *out,
-							struct corral_err *err),
+int image_unprivileged(const char *destpath, uid_t uid, gid_t gid,
+		       int (*fn)(void *arg, void *out, struct corral_err *err),
 		       void *arg, void *out, size_t outlen, struct corral_err *err)
 {
 	size_t len = sizeof(int) + sizeof(struct corral_err) + outlen;
@@ -808,7 +811,7 @@ int image_unprivileged(const char *destpath, int (*fn)(void *arg, void *out,
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		rc = drop_privileges(destpath, &child_err);
+		rc = drop_privileges(destpath, uid, gid, &child_err);
 		if (rc == 0)
 			rc = fn(arg, msg + sizeof(int) + sizeof(child_err), &child_err);
 		memcpy(msg, &rc, sizeof(rc));
@@ -852,12 +855,13 @@ static int unpack_fn(void *arg, void *out, struct corral_err *err)
 }
 
 int image_unpack(int blobfd, const char *blob_digest, const char *diff_id,
-		 int destfd, const char *destpath,
+		 int destfd, const char *destpath, uid_t uid, gid_t gid,
 		 const struct corral_image_limits *budget,
 		 struct unpack_report *rep, struct corral_err *err)
 {
 	struct unpack_args a = { blobfd, destfd, blob_digest, diff_id, budget };
 
 	memset(rep, 0, sizeof(*rep));
-	return image_unprivileged(destpath, unpack_fn, &a, rep, sizeof(*rep), err);
+	return image_unprivileged(destpath, uid, gid, unpack_fn, &a, rep, sizeof(*rep),
+				  err);
 }

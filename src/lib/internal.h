@@ -16,6 +16,8 @@
 /* corral's host id range for root's sandboxes (ns.c says why there) */
 #define CORRAL_IDS_BASE 0x70000000u
 #define CORRAL_IDS_COUNT 65536u
+/* ns.c: why the range cannot be used on this host (the host's files name an id in it) */
+bool ns_range_clashes(char *why, size_t len);
 
 /* err.c, beside corral_set_err(): prefix a message, "what: <old msg>". */
 int corral_wrap_err(struct corral_err *err, const char *fmt, ...)

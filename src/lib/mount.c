@@ -1161,7 +1161,7 @@ static int build_binds(int oldroot, const struct corral_policy *p,
  * An image's layers (or one --rootfs tree) are stacked by the supervisor,
  * in the sandbox's mount namespace, before the sandbox's init does
  * anything there: the image store is its caller's own (mode 0700), and
- * the sandbox's user (uid 65534 for root) cannot walk into it.  A child
+ * the sandbox's user (for root a range id) cannot walk into it.  A child
  * of the supervisor joins that namespace (unprivileged, its user
  * namespace first, whose owner holds every capability there), makes it
  * private, mounts at STAGE the sandbox's one scratch tmpfs (disk_bytes,

@@ -16,8 +16,8 @@
  *    sandbox: sandboxes are apart by their pid, ipc, net and mount
  *    namespaces, not by their ids, and a shared range keeps a snapshot's
  *    owners (the agent's host uid) the same in the next sandbox.  The agent
- *    itself is CORRAL_IDS_BASE + 1000 (on an image: the layers' owner,
- *    65534) when the workspace and binds can be shown through idmapped
+ *    itself is CORRAL_IDS_BASE + 1000 (on an image too: the layers' owner,
+ *    image.h) when the workspace and binds can be shown through idmapped
  *    mounts (idmap.c), else, as before, the workspace's owner or nobody
  *    (ns_pick_ids).
  *  - unprivileged, with an entry in /etc/subuid and /etc/subgid and the
@@ -134,7 +134,7 @@ static bool file_clashes(const char *path, bool ranges, size_t idf, bool gidf,
 }
 
 /* Why corral's range cannot be used on this host, or false if it can. */
-static bool range_clashes(char *why, size_t len)
+bool ns_range_clashes(char *why, size_t len)
 {
 	static const struct { const char *path; bool ranges; size_t idf; bool gidf; } files[] = {
 		{ "/etc/passwd", false, 2, true }, { "/etc/group", false, 2, false },
@@ -217,7 +217,7 @@ void ns_plan_ids(const struct corral_policy *p, struct corral_ids *ids)
 		plan_subid(ids);
 		return;
 	}
-	if (range_clashes(ids->note, sizeof(ids->note))) {
+	if (ns_range_clashes(ids->note, sizeof(ids->note))) {
 		char why[sizeof(ids->note)];
 
 		memcpy(why, ids->note, sizeof(why));

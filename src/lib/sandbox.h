@@ -25,7 +25,8 @@ int root_inside_refused(const struct corral_policy *p, const struct corral_ids *
  * binds as detached idmapped mounts (their owner's files are the agent's),
  * made before init is cloned so that init inherits them.  ws is -1 when
  * not made; binds[i] likewise.  On success ids->uid/gid become the
- * range's 1000; when the kernel refuses, ids keep ns_pick_ids' agent and
+ * range's 1000 (65534 over a root layer of 65534's, and ids->note says
+ * why); when the kernel refuses, ids keep ns_pick_ids' agent and
  * ids->note says why.
  */
 struct idmap_fds {

@@ -689,9 +689,9 @@ t_run_policy_image() {
 }
 
 # A daemon of this test (its state and store in $T/state), stopped by pid.
-image_daemon() {
+image_daemon() {	# image_daemon [SERVE ARGS...]
 	local i=0
-	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" "$@" > "$T/daemon.log" 2>&1 < /dev/null &
 	echo $! > "$T/dpid"
 	while [ $i -lt 200 ] && [ ! -S "$T/s" ]; do
 		sleep 0.05
@@ -824,6 +824,61 @@ except OSError as e:
     print(errno.errorcode[e.errno])' "$pid")
 		expect_eq "nobody signals $comm ($pid)" "$got" EPERM
 	done <<< "$procs"
+}
+
+# As root inside (--user root) on an image: uid 0 of the sandbox's
+# namespace, owning the image's files as the agent does.
+t_run_image_root_inside() {
+	[ "$ME" = 0 ] || { skip "root inside needs ids 0-65535 mapped (an /etc/subuid entry)"; return 77; }
+	busybox_image
+	out=$(crun --image corral-test/busybox:1 --root-writable --user root -- \
+		'id -u; stat -c %u /srv/app/hello.txt; chown 0:0 /srv/app/hello.txt && stat -c %u:%g /srv/app/hello.txt; echo w >> /etc/motd && echo wrote')
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "root, the image's files the agent's, chown, copy-up" "$out" "0
+1000
+0:0
+wrote"
+}
+
+# The daemon on an image: a workspace's export and a snapshot, and a fork
+# from it that writes its files (they are the same agent's).
+t_daemon_image_snapshot_export() {
+	busybox_image
+	mkdir "$T/ws"
+	echo one > "$T/ws/f"
+	[ "$ME" != 0 ] || chown -R $NOBODY:$NOBODY "$T/ws"
+	trap stop_image_daemon EXIT
+	image_daemon --allow-root-inside
+	api() {	# api METHOD PATH [BODY]: the status; the body in $T/body
+		curl -sS --max-time 60 --unix-socket "$T/s" -X "$1" -o "$T/body" -w '%{http_code}' \
+			${3:+-d "$3"} "http://localhost$2" 2> "$T/curl.err" || true
+	}
+	expect_eq "create" "$(api POST /v1/sandboxes "{\"image\": \"corral-test/busybox:1\", \"workspace\": \"$T/ws\", \"policy\": {\"filesystem\": {\"root_writable\": true}}, \"idle_freeze_ms\": 0}")" 201
+	id=$(json id < "$T/body")
+	expect_eq "exec" "$(api POST "/v1/sandboxes/$id/exec" '{"argv": ["/bin/sh", "-c", "echo two >> f && echo new > new.txt && echo r > /srv/app/r && id -u"], "cwd": "/workspace"}')" 200
+	expect_eq "exec's output" "$(json stdout < "$T/body")" 1000
+	expect_eq "export" "$(api POST "/v1/sandboxes/$id/export" "{\"to\": \"$T/out-dir\"}")" 200
+	expect_eq "exported" "$(cat "$T/out-dir/f" "$T/out-dir/new.txt")" "one
+two
+new"
+	expect_eq "snapshot" "$(api POST "/v1/sandboxes/$id/snapshot")" 201
+	snap=$(json id < "$T/body")
+	expect_eq "fork" "$(api POST /v1/sandboxes "{\"from_snapshot\": \"$snap\", \"image\": \"corral-test/busybox:1\", \"idle_freeze_ms\": 0}")" 201
+	fork=$(json id < "$T/body")
+	expect_eq "exec in the fork" "$(api POST "/v1/sandboxes/$fork/exec" '{"argv": ["/bin/sh", "-c", "echo three >> new.txt && cat f new.txt && cat /etc/motd"], "cwd": "/workspace"}')" 200
+	expect_eq "the fork's files are its own" "$(json stdout < "$T/body")" "one
+two
+new
+three
+layer two"
+	# identity.user root, which this daemon allows: root of the namespace
+	[ "$ME" = 0 ] || { stop_image_daemon; return 0; }
+	expect_eq "create as root inside" "$(api POST /v1/sandboxes '{"image": "corral-test/busybox:1", "user": "root", "policy": {"filesystem": {"root_writable": true}}, "idle_freeze_ms": 0}')" 201
+	id=$(json id < "$T/body")
+	expect_eq "exec as root" "$(api POST "/v1/sandboxes/$id/exec" '{"argv": ["/bin/sh", "-c", "id -u; chown 0:0 /srv/app/hello.txt && stat -c %u:%g /srv/app/hello.txt"]}')" 200
+	expect_eq "root's output" "$(json stdout < "$T/body")" "0
+0:0"
+	stop_image_daemon
 }
 
 # A root layer still 65534's (a --rootfs tree chowned so for the agent of

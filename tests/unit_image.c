@@ -3,10 +3,16 @@
  * normalised the way docker does, and the ones that must be refused.
  */
 #include "corral.h"
+#include "image.h"
 #include "unit.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -239,6 +245,72 @@ TEST(policy_image_key)
 	CHECK(corral_policy_use_image(&q, "/nonexistent/state", &img, &err) == 0);
 	CHECK(img == NULL && q.nroot_layers == 0);
 	corral_policy_free(&q);
+}
+
+/* What the unpacking child is, as it sees itself. */
+struct unpacker_view {
+	pid_t pid;
+	uid_t uid, euid;
+	gid_t gid;
+	int ngroups, nnp, open_errno, kill_errno;
+};
+
+static int look_around(void *arg, void *out, struct corral_err *err)
+{
+	struct unpacker_view *v = out;
+	int fd;
+
+	v->pid = getpid();
+	v->uid = getuid();
+	v->euid = geteuid();
+	v->gid = getgid();
+	v->ngroups = getgroups(0, NULL);
+	v->nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
+	fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+	v->open_errno = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	v->kill_errno = kill(*(pid_t *)arg, 0) < 0 ? errno : 0;
+	return 0;
+}
+
+/*
+ * As root the unpacker is the store's owner (a range id, an agent's) with
+ * no groups, no_new_privs and Landlock, alone in a pid namespace: a
+ * process of the same uid (a sandbox's agent) is not there to signal.
+ */
+TEST(unpacker_confinement)
+{
+	struct unpacker_view v = { 0 };
+	struct corral_err err = { 0 };
+	char dir[] = "/tmp/unit-image-unpacker.XXXXXX";
+	pid_t peer;
+	int r;
+
+	if (geteuid() != 0)
+		return;	/* unprivileged, it is the caller (tests/image.sh) */
+	CHECK(mkdtemp(dir) != NULL);
+	peer = fork();
+	if (peer == 0) {
+		if (setresgid(IMAGE_OWNER_GID, IMAGE_OWNER_GID, IMAGE_OWNER_GID) == 0 &&
+		    setresuid(IMAGE_OWNER_UID, IMAGE_OWNER_UID, IMAGE_OWNER_UID) == 0)
+			pause();
+		_exit(1);
+	}
+	CHECK(peer > 0);
+	r = image_unprivileged(dir, IMAGE_OWNER_UID, IMAGE_OWNER_GID, look_around, &peer,
+			       &v, sizeof(v), &err);
+	kill(peer, SIGKILL);
+	waitpid(peer, NULL, 0);
+	rmdir(dir);
+	CHECK(r == 0);
+	CHECK(v.uid == IMAGE_OWNER_UID && v.euid == IMAGE_OWNER_UID);
+	CHECK(v.gid == IMAGE_OWNER_GID);
+	CHECK(v.ngroups == 0);
+	CHECK(v.nnp == 1);
+	CHECK(v.open_errno == EACCES);		/* Landlock: only dir */
+	CHECK(v.pid == 1);			/* its own pid namespace */
+	CHECK(v.kill_errno == ESRCH);		/* the same uid's process: not there */
 }
 
 int main(void)

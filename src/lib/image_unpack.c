@@ -18,9 +18,10 @@
  * Least privilege: the work is done by a forked child.  As root, it
  * restricts itself with Landlock to the layer's directory, then becomes
  * the store's owner (image.h: corral's range id, 65534 only where the
- * range is in use) with no groups and no_new_privs, so a bug in the tar
- * or decompression code runs as an id that owns no file of the host's,
- * not as root in the host's namespace.  Ownership: the tree is owned by the unpacking uid
+ * range is in use) with no groups and no_new_privs, as pid 1 of a pid
+ * namespace of its own, so a bug in the tar or decompression code runs
+ * as an id that owns no file of the host's and sees no process, not as
+ * root in the host's namespace.  Ownership: the tree is owned by the unpacking uid
  * (the caller when unprivileged) and the owners the tar named are kept
  * beside it in LAYER_OWNERS ("UID GID PATH" lines, only for entries not
  * owned by 0:0), not as xattrs: user.* xattrs cannot go on symlinks and
@@ -38,6 +39,7 @@
 #include <limits.h>
 #include <locale.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -766,6 +768,43 @@ static int drop_privileges(const char *destpath, uid_t uid, gid_t gid,
 	return 0;
 }
 
+/*
+ * As root, the rest of the child runs as pid 1 of a pid namespace of its
+ * own: its uid is every root sandbox's agent's (image.h), and where
+ * Landlock cannot scope signals (ABI < 6) it could signal theirs; alone,
+ * it sees no process at all.  The child itself stays between, waits, and
+ * ends as the unpacker did (a fork: about a millisecond an archive and a
+ * layer).  wr: the report's pipe, which only the unpacker writes.
+ */
+static int unpacker_alone(int wr, struct corral_err *err)
+{
+	struct rlimit core = { 0, 0 };
+	int status;
+	pid_t c;
+
+	if (geteuid() != 0)
+		return 0;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return corral_set_errno(err, errno, "PR_SET_PDEATHSIG");
+	setrlimit(RLIMIT_CORE, &core);
+	if (unshare(CLONE_NEWPID) < 0)
+		return corral_set_errno(err, errno, "unshare(CLONE_NEWPID)");
+	c = fork();
+	if (c < 0)
+		return corral_set_errno(err, errno, "fork into a pid namespace");
+	if (c == 0)
+		return 0;
+	close(wr);
+	while (waitpid(c, &status, 0) < 0)
+		if (errno != EINTR)
+			_exit(1);
+	if (WIFSIGNALED(status)) {
+		signal(WTERMSIG(status), SIG_DFL);
+		raise(WTERMSIG(status));
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
 /* Read exactly len bytes (a child's report); short: how many there were. */
 static ssize_t read_full(int fd, void *buf, size_t len)
 {
@@ -811,7 +850,9 @@ int image_unprivileged(const char *destpath, uid_t uid, gid_t gid,
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		rc = drop_privileges(destpath, uid, gid, &child_err);
+		rc = unpacker_alone(pipefd[1], &child_err);
+		if (rc == 0)
+			rc = drop_privileges(destpath, uid, gid, &child_err);
 		if (rc == 0)
 			rc = fn(arg, msg + sizeof(int) + sizeof(child_err), &child_err);
 		memcpy(msg, &rc, sizeof(rc));

@@ -960,6 +960,23 @@ chowned"
 	expect_eq "one owner" "$(not_owned $AGENT_HOST)" ""
 }
 
+# The daemon's create on an older corral's store: migrated first (the
+# lock is free), the sandbox is the range's agent.
+t_legacy_store_daemon() {
+	[ "$ME" = 0 ] || { skip "an unprivileged store is the caller's own: nothing to migrate"; return 77; }
+	busybox_image
+	legacy_store
+	trap stop_image_daemon EXIT
+	image_daemon
+	id=$("$CORRAL" create --socket "$T/s" --image corral-test/busybox:1) || fail "create: $id"
+	expect_eq "migrated" "$(not_owned $AGENT_HOST)" ""
+	out=$("$CORRAL" exec --socket "$T/s" "$id" -- /bin/sh -c 'id -u; cat /srv/app/hello.txt' 2>&1) || true
+	expect_eq "runs" "$out" "1000
+hello from the image"
+	"$CORRAL" rm --socket "$T/s" "$id" > /dev/null || fail "rm"
+	stop_image_daemon
+}
+
 # A walk that was killed midway (part of a layer done, its root directory
 # not yet) is taken up by the next open, and then not walked again.
 t_legacy_store_resumed() {

@@ -10,6 +10,12 @@ killed, and exits by itself after 120 s.
                                               IP and logs every question to LOG
   fixtures.py mute PORTFILE                   a resolver that never answers: its
                                               questions stay pending
+  fixtures.py web PORTFILE LOG [ADDR]         HTTP/1.1 that answers what it got
+                                              ("GET /p host=H body=N"), logs the
+                                              same to LOG, keeps connections
+                                              alive; a WebSocket handshake gets
+                                              101, then every byte echoed (but
+                                              on /nows: 426, and HTTP goes on)
 """
 import http.server
 import signal
@@ -83,6 +89,72 @@ def serve_mute(portfile):
         s.recvfrom(4096)
 
 
+def web_head(f):
+    """(method, path, headers) of the next request, None at EOF"""
+    line = f.readline()
+    while line in (b"\r\n", b"\n"):
+        line = f.readline()
+    if not line:
+        return None
+    method, path = line.split(b" ")[:2]
+    hdrs = {}
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b"\n", b""):
+            return method, path, hdrs
+        k, _, v = h.partition(b":")
+        hdrs[k.strip().lower()] = v.strip()
+
+
+def web_body(f, hdrs):
+    if hdrs.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = b""
+        while True:
+            n = int(f.readline().split(b";")[0], 16)
+            if n == 0:
+                while f.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return body
+            body += f.read(n)
+            f.readline()
+    return f.read(int(hdrs.get(b"content-length", b"0")))
+
+
+def web_conn(s, log):
+    f = s.makefile("rb")
+    while True:
+        got = web_head(f)
+        if got is None:
+            return
+        method, path, hdrs = got
+        body = web_body(f, hdrs)
+        said = b"%s %s host=%s body=%d" % (method, path, hdrs.get(b"host", b"-"), len(body))
+        with open(log, "ab") as lf:
+            lf.write(said + b"\n")
+        if hdrs.get(b"upgrade", b"").lower() == b"websocket" and path != b"/nows":
+            s.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                      b"Connection: Upgrade\r\n\r\n")
+            while True:
+                d = f.read1(65536)
+                if not d:
+                    return
+                s.sendall(d)
+        code = b"426 Upgrade Required" if path == b"/nows" else b"200 OK"
+        s.sendall(b"HTTP/1.1 %s\r\nContent-Length: %d\r\n\r\n%s\n" % (code, len(said) + 1, said))
+
+
+def serve_web(portfile, log, addr="127.0.0.1"):
+    host, _, port = addr.partition(":")
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, int(port or 0)))
+    srv.listen(64)
+    open(portfile, "w").write(str(srv.getsockname()[1]))
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=web_conn, args=(c, log), daemon=True).start()
+
+
 def main():
     kind, portfile = sys.argv[1], sys.argv[2]
     if kind == "http":
@@ -97,6 +169,8 @@ def main():
         serve_dns(portfile, sys.argv[3], answers)
     elif kind == "mute":
         serve_mute(portfile)
+    elif kind == "web":
+        serve_web(portfile, *sys.argv[3:5])
 
 
 if __name__ == "__main__":

@@ -537,6 +537,34 @@ print("answer", socket.inet_ntoa(r[-4:]))'
 	expect_contains "dns redirected" "$(stdout)" "answer 100.64.0."
 }
 
+# Transparent mode, a bare address: the first request's Host names the
+# host it is judged for, and every later request on the connection must
+# name it too (the rest used to go on unread).  A WebSocket handshake's
+# upgrade reaches the upstream; after its 101 the bytes are not HTTP and go
+# on unread; without a 101 the connection stays HTTP.  Also through the
+# proxy port, absolute-form.
+t_plain_http_every_request_for_its_host() {
+	trap stop_fixtures EXIT
+	start port web "$T/web.log"
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}' ', "transparent": true'
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "$(cat "$HERE/tunnel_client.py")" \
+		transparent 198.18.5.5 "$port"
+	expect_contains "keep-alive" "$(stdout)" \
+		"transparent-keepalive 200[GET /one host=web.test body=0] 200[POST /two host=web.test body=5] 200[POST /three host=web.test body=5] 403"
+	expect_contains "spellings" "$(stdout)" \
+		"transparent-spelling 200[GET /five host=WEB.Test. body=0] 200[GET /six host=web.test:$port body=0] 403"
+	expect_contains "websocket" "$(stdout)" "transparent-ws 101 echo=raw bytes after 101"
+	expect_contains "no upgrade" "$(stdout)" "transparent-nows 426 200[GET /after host=web.test body=0] 403"
+	expect_eq "denials" "$(denials)" 3
+	expect_contains "said why" "$(cat "$T/events")" \
+		"a request for evil.test on a transparent connection to web.test:$port (its Host must name"
+	nrun -- /usr/bin/python3 -c "$(cat "$HERE/tunnel_client.py")" http web.test "$port"
+	expect_contains "absolute-form websocket" "$(stdout)" "http-ws 101 echo=raw bytes after 101"
+	expect_contains "absolute-form, no upgrade" "$(stdout)" \
+		"http-nows 426 200[GET /after host=web.test:$port body=0]"
+	expect_not_contains "no other name reached the upstream" "$(cat "$T/web.log")" "evil.test"
+}
+
 t_transparent_ipv6_and_dns_tcp() {
 	trap stop_fixtures EXIT
 	start port http

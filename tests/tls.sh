@@ -241,7 +241,8 @@ t_narrowed_plain_http_tunnels_read() {
 	[ -n "$NS" ] || { skip "needs root, for an upstream on port 80 in a namespace"; return 77; }
 	local pf=$TEST_TMP/p80.port
 	ip netns exec "$NS" /usr/bin/python3 "$HERE/fixtures.py" http "$pf" "$ADDR:80" >/dev/null 2>&1 &
-	PIDS="$PIDS $!"
+	# a test runs in a subshell: its PIDS is not cleanup_all's, and port 80 is wanted again
+	trap "kill $! 2>/dev/null || true" EXIT
 	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
 	[ -s "$pf" ] || { fail "the port 80 upstream did not start"; return; }
 	printf '{"network": {"mode": "proxy", "allow": [{"host": "web.test", "methods": ["GET"]}], "hosts": {"web.test": "%s"}}}\n' \
@@ -272,6 +273,80 @@ curl -sS -m 10 http://web.test/transparent-get"
 	expect_eq "transparent statuses" "$(stdout | head -2 | tr '\n' ' ')" "403 403 "
 	expect_contains "GET transparent" "$(stdout)" "hello from upstream /transparent-get"
 	expect_eq "transparent denials" "$(denials)" 2
+}
+
+# Port 80 of a host no rule narrows: plaintext there must be HTTP, and
+# every request on a tunnel (CONNECT, SOCKS5, transparent; the first and
+# each one after it on a kept-alive connection) is for the name the tunnel
+# was judged for: on a shared address (a CDN) another Host reaches another
+# site.  Beside the attacker's requests, a user's: keep-alive, bodies,
+# chunked, spellings of the same name, a WebSocket (blind after its 101).
+t_port80_tunnels_read_every_request() {
+	[ -n "$NS" ] || { skip "needs root, for an upstream on port 80 in a namespace"; return 77; }
+	local pf=$T/web80.port log=$T/web80.log c k
+	ip netns exec "$NS" /usr/bin/python3 "$HERE/fixtures.py" web "$pf" "$log" "$ADDR:80" >/dev/null 2>&1 &
+	trap "kill $! 2>/dev/null || true" EXIT
+	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	[ -s "$pf" ] || { fail "the port 80 upstream did not start"; return; }
+	c=$(cat "$HERE/tunnel_client.py")
+	printf '{"network": {"mode": "proxy", "allow": ["web.test"], "hosts": {"web.test": "%s"}}}\n' \
+		"$ADDR" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	# the reviewer's: curl -p -H "Host: evil.test" http://web.test/
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h -p -H 'Host: evil.test' http://web.test/curl-connect-fronted
+h --socks5-hostname 127.0.0.1:1080 -H 'Host: evil.test' http://web.test/curl-socks-fronted
+curl -sS -m 10 -p http://web.test/curl-a http://web.test/curl-b"
+	expect_eq "curl fronted" "$(stdout | head -2 | tr '\n' ' ')" "403 403 "
+	expect_contains "curl keep-alive" "$(stdout)" "GET /curl-a host=web.test body=0"
+	expect_contains "curl keep-alive 2" "$(stdout)" "GET /curl-b host=web.test body=0"
+	expect_eq "curl denials" "$(denials)" 2
+	nrun -- /usr/bin/python3 -c "$c" connect,socks
+	for k in connect socks; do
+		expect_contains "$k keep-alive" "$(stdout)" \
+			"$k-keepalive 200[GET /one host=web.test body=0] 200[POST /two host=web.test body=5] 200[POST /three host=web.test body=5] 403"
+		expect_contains "$k spellings" "$(stdout)" \
+			"$k-spelling 200[GET /five host=WEB.Test. body=0] 200[GET /six host=web.test body=0] 403"
+		expect_contains "$k websocket" "$(stdout)" "$k-ws 101 echo=raw bytes after 101"
+		expect_contains "$k no upgrade" "$(stdout)" "$k-nows 426 200[GET /after host=web.test body=0] 403"
+		expect_contains "$k denied" "$(cat "$T/events")" \
+			"a request for evil.test on a $k connection to web.test:80 (its Host must name"
+	done
+	expect_eq "tunnel denials" "$(denials)" 6
+	# plaintext on port 80 that is not HTTP names no host: refused, and said why
+	nrun -- /usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 3128), 10)
+s.sendall(b"CONNECT web.test:80 HTTP/1.1\r\n\r\n")
+s.recv(4096)
+s.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+print("not-http", s.recv(4096).split(b"\r\n")[0].decode())'
+	expect_contains "not HTTP" "$(stdout)" "not-http HTTP/1.1 400"
+	expect_contains "not HTTP, said" "$(cat "$T/events")" \
+		"a connect tunnel to web.test:80 that does not carry HTTP the proxy can read"
+	# the same through transparent mode: by our DNS's name, by a bare address
+	printf '{"network": {"mode": "proxy", "transparent": true, "allow": ["web.test"], "hosts": {"web.test": "%s"}}}\n' \
+		"$ADDR" > "$T/p.json"
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "$c" transparent 198.18.5.5 80
+	cp "$T/out" "$T/out.bare"
+	expect_eq "transparent denials (a bare address)" "$(denials)" 3
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "$c" transparent
+	cp "$T/out" "$T/out.name"
+	expect_eq "transparent denials (a name)" "$(denials)" 3
+	for k in name bare; do
+		cp "$T/out.$k" "$T/out"
+		expect_contains "$k keep-alive" "$(stdout)" \
+			"transparent-keepalive 200[GET /one host=web.test body=0] 200[POST /two host=web.test body=5] 200[POST /three host=web.test body=5] 403"
+		expect_contains "$k spellings" "$(stdout)" \
+			"transparent-spelling 200[GET /five host=WEB.Test. body=0] 200[GET /six host=web.test body=0] 403"
+		expect_contains "$k websocket" "$(stdout)" "transparent-ws 101 echo=raw bytes after 101"
+		expect_contains "$k no upgrade" "$(stdout)" "transparent-nows 426 200[GET /after host=web.test body=0] 403"
+	done
+	expect_contains "transparent denied" "$(cat "$T/events")" \
+		"a request for evil.test on a transparent connection to web.test:80"
+	expect_not_contains "no other name reached the upstream" "$(cat "$log")" "evil.test"
+	expect_not_contains "nor another port" "$(cat "$log")" "web.test:81"
 }
 
 t_bad_upstream_certificate_refused() {

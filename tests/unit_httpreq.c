@@ -485,21 +485,43 @@ TEST(http_lf_only_is_normalised)
 	httpreq_free(&c);
 }
 
-TEST(http_upgrade_is_stripped)
+/* A WebSocket handshake keeps its upgrade (unless the caller clears it). */
+TEST(http_upgrade_websocket_only)
 {
-	const char *buf = "GET http://a.test/ws HTTP/1.1\r\nConnection: Upgrade\r\n"
-			  "Upgrade: websocket\r\n\r\n"
+	const char *buf = "GET http://a.test/ws HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n"
+			  "Upgrade: WebSocket\r\n\r\n"
 			  "GET http://a.test/2 HTTP/1.1\r\n\r\n";
 	struct httpreq_conn c;
 	size_t used, off;
 
 	httpreq_init(&c);
 	CHECK(feed_str(&c, buf, &used) == HTTPREQ_HEAD);
+	CHECK(c.req.websocket);
+	CHECK(rewrite_is(&c, "GET /ws HTTP/1.1\r\nHost: a.test\r\n"
+			 "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"));
+	c.req.websocket = false;
 	CHECK(rewrite_is(&c, "GET /ws HTTP/1.1\r\nHost: a.test\r\n\r\n"));
 	off = used;
 	CHECK(feed_str(&c, buf + off, &used) == HTTPREQ_HEAD);
-	CHECK(c.req.path_len == 2 && !memcmp(c.req.path, "/2", 2));
+	CHECK(c.req.path_len == 2 && !memcmp(c.req.path, "/2", 2) && !c.req.websocket);
 	httpreq_free(&c);
+	/* not a handshake: no upgrade goes on */
+	static const char *const not_ws[] = {
+		"GET http://a.test/ HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+		"GET http://a.test/ HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",
+		"GET http://a.test/ HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+		"Upgrade: websocket\r\n\r\n",
+		"GET http://a.test/ HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket, h2c\r\n\r\n",
+		"POST http://a.test/ HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+		"GET http://a.test/ HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+		"Content-Length: 1\r\n\r\nx",
+		"GET http://a.test/ HTTP/1.0\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(not_ws) / sizeof(not_ws[0]); i++) {
+		CHECK(http_one(&c, not_ws[i]) == HTTPREQ_HEAD);
+		CHECK(!c.req.websocket);
+		httpreq_free(&c);
+	}
 }
 
 TEST(http_random_input_invariants)

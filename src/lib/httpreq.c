@@ -355,6 +355,57 @@ static int connection_tokens(struct httpreq_conn *c, struct httpreq_span v)
 	return 0;
 }
 
+/* Is the token word in the comma-separated list v? */
+static bool list_has(const struct httpreq_conn *c, struct httpreq_span v, const char *word)
+{
+	uint32_t i = 0, start, end;
+
+	while (i < v.len) {
+		while (i < v.len && (c->head[v.off + i] == ',' || c->head[v.off + i] == ' ' ||
+				     c->head[v.off + i] == '\t'))
+			i++;
+		start = i;
+		while (i < v.len && c->head[v.off + i] != ',')
+			i++;
+		end = i;
+		while (end > start && (c->head[v.off + end - 1] == ' ' ||
+				       c->head[v.off + end - 1] == '\t'))
+			end--;
+		if (span_is(c, (struct httpreq_span){ v.off + start, end - start }, word))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A WebSocket handshake and nothing else (RFC 6455 4.1): an h2c or other
+ * upgrade would carry requests the proxy cannot read, so only this one is
+ * kept for the upstream.
+ */
+static bool is_websocket(const struct httpreq_conn *c)
+{
+	const struct httpreq *r = &c->req;
+	bool upgrade = false, connection = false;
+	size_t i;
+
+	if (r->method != HTTP_GET || r->http_minor != 1 || r->chunked ||
+	    (r->has_content_length && r->content_length))
+		return false;
+	for (i = 0; i < r->nfields; i++) {
+		const struct httpreq_field *f = &r->fields[i];
+
+		if (span_is(c, f->name, "upgrade")) {
+			if (upgrade || !span_is(c, f->value, "websocket"))
+				return false;
+			upgrade = true;
+		} else if (span_is(c, f->name, "connection") &&
+			   list_has(c, f->value, "upgrade")) {
+			connection = true;
+		}
+	}
+	return upgrade && connection;
+}
+
 /* Every header on its own; returns the index of Host in *host or -1. */
 static int check_fields(struct httpreq_conn *c, int *host)
 {
@@ -578,6 +629,7 @@ static int analyze(struct httpreq_conn *c)
 	r->has_content_length = p->flags & F_CONTENTLENGTH;
 	if (r->has_content_length)
 		r->content_length = p->content_length;
+	r->websocket = is_websocket(c);
 	return 0;
 }
 
@@ -853,7 +905,9 @@ int httpreq_origin_form(const struct httpreq_conn *c, char *out,
 		put_span(&w, c, r->fields[i].value);
 		put_str(&w, "\r\n");
 	}
-	if (!r->keep_alive)
+	if (r->websocket)
+		put_str(&w, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+	else if (!r->keep_alive)
 		put_str(&w, "Connection: close\r\n");
 	else if (r->http_minor == 0)
 		put_str(&w, "Connection: keep-alive\r\n");

@@ -93,6 +93,12 @@ struct httpreq {
 	bool has_content_length;
 	uint64_t content_length;
 	bool has_body;			/* body framing follows the head */
+	/*
+	 * A WebSocket handshake (GET, HTTP/1.1, no body, one "Upgrade:
+	 * websocket", "upgrade" in Connection): httpreq_origin_form() keeps
+	 * the upgrade while it is set.  Clear it to send the request plain.
+	 */
+	bool websocket;
 
 	size_t head_len;		/* bytes the head took on the wire */
 	uint64_t body_len;		/* body framing bytes taken so far */
@@ -151,7 +157,8 @@ bool httpreq_idle(const struct httpreq_conn *c);
  * every header except Host and the hop-by-hop ones (Connection,
  * Proxy-Connection, Keep-Alive, Proxy-Authorization, Proxy-Authenticate,
  * TE, Upgrade, and those Connection names), then "Connection: close" when
- * the client did not ask for keep-alive.  Returns 0 with *outlen set,
+ * the client did not ask for keep-alive, or "Connection: Upgrade" and
+ * "Upgrade: websocket" for a request whose req.websocket is set.  Returns 0 with *outlen set,
  * -ENOSPC if outsize is too small (httpreq_origin_form_max() always is
  * enough), -EINVAL if there is no head or it is a CONNECT.
  */

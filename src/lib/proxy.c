@@ -571,16 +571,54 @@ static bool sni_matches(struct conn *c)
 			   len == SNI_READ_MAX) == RELAY_JUDGE_PASS;
 }
 
+/*
+ * The upstream's answer to a WebSocket handshake, once its status line
+ * shows: 101, and nothing after it is HTTP (c->upgraded); anything else,
+ * and the sandbox's next request is read as ever.  The sandbox is read
+ * again either way.  false: not enough of the answer yet.
+ */
+static bool ws_answered(struct conn *c)
+{
+	static const char sw[] = "HTTP/1.1 101";
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	const unsigned char *p;
+
+	/* "HTTP/1.x 101" and the space or CR after it */
+	if (evbuffer_get_length(in) < sizeof(sw))
+		return false;
+	p = evbuffer_pullup(in, sizeof(sw));
+	c->ws_wait = false;
+	c->upgraded = p && !memcmp(p, sw, 7) && !memcmp(p + 8, sw + 8, 4) &&
+		      (p[12] == ' ' || p[12] == '\r');
+	bufferevent_enable(c->down, EV_READ);
+	return true;
+}
+
 static void relay_read(struct bufferevent *from, void *arg)
 {
 	struct conn *c = arg;
 	struct bufferevent *to = from == c->down ? c->up : c->down;
+	bool answered = false;
 
+	/* nothing of the sandbox's goes up before the upstream said 101 or not */
+	if (from == c->down && c->ws_wait) {
+		bufferevent_disable(c->down, EV_READ);
+		return;
+	}
 	/* Plain HTTP, terminated TLS, a read tunnel: every request is judged. */
-	if (from == c->down && (c->terminated || c->parsed ||
-				(c->kind == L_HTTP && !strcmp(c->proto, "http")))) {
+	if (from == c->down && !c->upgraded &&
+	    (c->terminated || c->parsed || (c->kind == L_HTTP && !strcmp(c->proto, "http")))) {
 		http_from_down(c);
 		return;
+	}
+	if (from == c->up && c->ws_wait) {
+		if (!ws_answered(c))
+			return;
+		/* switched: a tunnel to the host judged, the kernel's from here */
+		if (c->upgraded && !c->terminated &&
+		    splice_tunnel(c, bufferevent_getfd(c->up)))
+			return;
+		answered = true;
 	}
 	if (from == c->down && c->peek_tls) {
 		if (!sni_matches(c))
@@ -608,6 +646,9 @@ static void relay_read(struct bufferevent *from, void *arg)
 					 RELAY_HIGH_WATER);
 		bufferevent_setcb(to, relay_read, on_drained, relay_event, c);
 	}
+	/* what the sandbox sent while the handshake's answer was awaited */
+	if (answered && evbuffer_get_length(bufferevent_get_input(c->down)))
+		relay_read(c->down, c);
 }
 
 static void relay_event(struct bufferevent *bev, short what, void *arg)
@@ -619,6 +660,7 @@ static void relay_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (bev == c->up && (what & BEV_EVENT_EOF) && other) {
 		/* forward what is left, then close the sandbox's side */
+		c->ws_wait = false;
 		relay_read(bev, c);
 		bufferevent_free(c->up);
 		c->up = NULL;
@@ -1133,36 +1175,83 @@ static int first_head(struct conn *c)
 }
 
 /*
+ * Is rq for the host c was judged for?  Spelled as egress.c spells names
+ * (case, a trailing dot, an address's forms), and a port, if given, the
+ * connection's.
+ */
+static bool same_host(const struct conn *c, const struct httpreq *rq)
+{
+	struct egress_verdict v;
+
+	if (rq->form == HTTPREQ_AUTHORITY || (rq->port_given && rq->port != c->port))
+		return false;
+	/* only the name as egress.c writes it matters here, not the verdict */
+	(void)egress_check_name(c->px->rules, rq->host, c->port, &v);
+	return v.host[0] && !strcmp(v.host, c->host);
+}
+
+/*
+ * A request went up: if it is a WebSocket handshake, the upstream's answer
+ * decides whether the connection stays HTTP (ws_answered), and nothing
+ * more of the sandbox's is read until then.
+ */
+static void ws_mark(struct conn *c)
+{
+	c->ws_wait = c->hr.req.websocket;
+}
+
+/*
+ * A later request's head, to the upstream already open.  true: it went,
+ * and what follows it (its body, the next request) is read on at once;
+ * false: refused (answered), or c is gone.
+ */
+static bool forward_next(struct conn *c)
+{
+	int r = forward_head(c, bufferevent_get_output(c->up));
+
+	if (r == 0) {
+		ws_mark(c);
+		return true;
+	}
+	if (r != -EACCES)
+		conn_free(c);
+	return false;
+}
+
+/*
  * A request on a terminated connection or a read tunnel: for the name the
  * connection was judged for (no Host of another behind it), then judged
- * like any; the first one opens the upstream.
+ * like any; the first one opens the upstream.  true: read on (forward_next).
  */
-static void handle_tunnel_head(struct conn *c)
+static bool handle_tunnel_head(struct conn *c)
 {
 	const struct httpreq *rq = &c->hr.req;
 	char why[CORRAL_ERR_MAX];
 	int r;
 
-	if (rq->form == HTTPREQ_AUTHORITY || strcasecmp(rq->host, c->host) ||
-	    (rq->port_given && rq->port != c->port)) {
-		snprintf(why, sizeof(why), "a request for %.100s on a %s connection to %.100s:%u",
+	if (!same_host(c, rq)) {
+		snprintf(why, sizeof(why), "a request for %.100s on a %s connection to %.100s:%u "
+			 "(its Host must name the host the connection was judged for)",
 			 rq->host, c->terminated ? "TLS" : c->proto, c->host, c->port);
 		deny_request(c, 403, why);
-		return;
+		return false;
 	}
 	if (!request_ok(c))
-		return;
-	if (c->up) {
-		r = forward_head(c, bufferevent_get_output(c->up));
-		if (r < 0 && r != -EACCES)
-			conn_free(c);
-		return;
-	}
+		return false;
+	/* terminated: HTTP/1.1 only, its bodies scanned; the upgrade stays here */
+	if (c->terminated)
+		c->hr.req.websocket = false;
+	if (c->up)
+		return forward_next(c);
+	/* the rest is read once the upstream is there (start_relay) */
 	r = first_head(c);
-	if (r == 0)
+	if (r == 0) {
+		ws_mark(c);
 		conn_connect(c);
-	else if (r != -EACCES)
+	} else if (r != -EACCES) {
 		conn_free(c);
+	}
+	return false;
 }
 
 /*
@@ -1189,6 +1278,38 @@ static void tunnel_answer(struct conn *c, int ufd)
 					bound ? (struct sockaddr *)&local : NULL));
 }
 
+/*
+ * A port-80 tunnel's first bytes: a TLS hello goes to the SNI check (its
+ * name must be the tunnel's), anything else is read as HTTP, request by
+ * request, and refused if it is not HTTP.
+ */
+static void on_port80_first(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	uint8_t b;
+
+	if (evbuffer_copyout(bufferevent_get_input(bev), &b, 1) != 1)
+		return;
+	if (b != 0x16) {
+		conn_parse_tunnel(c);
+		return;
+	}
+	c->st = C_SNI;
+	bufferevent_setwatermark(c->down, EV_READ, 0, SNI_READ_MAX);
+	bufferevent_setcb(c->down, on_sni, NULL, relay_event, c);
+	on_sni(c->down, c);
+}
+
+void conn_read_port80(struct conn *c)
+{
+	c->st = C_HEAD;
+	bufferevent_setwatermark(c->down, EV_READ, 0, HEAD_MAX);
+	bufferevent_setcb(c->down, on_port80_first, NULL, conn_down_event, c);
+	bev_enable(c->down, EV_READ | EV_WRITE);
+	if (evbuffer_get_length(bufferevent_get_input(c->down)))
+		on_port80_first(c->down, c);
+}
+
 void conn_parse_tunnel(struct conn *c)
 {
 	c->parsed = true;
@@ -1206,7 +1327,9 @@ void conn_parse_tunnel(struct conn *c)
  * A tunnel whose name was allowed (CONNECT, SOCKS5): what it carries is
  * judged the same way whichever asked for it.  To 443 or a terminated
  * host, the ClientHello is read before anything leaves; to a host whose
- * requests are narrowed, each request is read; else the first bytes go to
+ * requests are narrowed, each request is read; to port 80, a hello or
+ * HTTP, each request read (a Host for another name on the same address
+ * would reach that name: shared hosting, CDNs); else the first bytes go to
  * judge_first on their way (a TLS hello's SNI must name the host).
  */
 static void tunnel_decided(struct conn *c)
@@ -1226,6 +1349,11 @@ static void tunnel_decided(struct conn *c)
 		conn_parse_tunnel(c);
 		return;
 	}
+	if (c->port == 80) {
+		tunnel_answer(c, -1);
+		conn_read_port80(c);
+		return;
+	}
 	c->peek_tls = true;
 	conn_connect(c);
 }
@@ -1239,16 +1367,15 @@ static void upstream_ready(struct conn *c, int ufd)
 	start_relay(c, ufd);
 }
 
-static void handle_head(struct conn *c)
+/* true: read on (forward_next) */
+static bool handle_head(struct conn *c)
 {
 	const struct httpreq *rq = &c->hr.req;
 	bool first = c->up == NULL;
 	int r;
 
-	if (c->terminated || c->parsed) {
-		handle_tunnel_head(c);
-		return;
-	}
+	if (c->terminated || c->parsed)
+		return handle_tunnel_head(c);
 	if (!first) {
 		/* a pipelined request: same destination, or the connection ends */
 		struct egress_verdict v = { 0 };
@@ -1263,14 +1390,9 @@ static void handle_head(struct conn *c)
 				 v.allowed ? "one destination per proxy connection" : v.reason);
 			events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
 			conn_free(c);
-			return;
+			return false;
 		}
-		if (!request_ok(c))
-			return;
-		r = forward_head(c, bufferevent_get_output(c->up));
-		if (r < 0 && r != -EACCES)
-			conn_free(c);
-		return;
+		return request_ok(c) && forward_next(c);
 	}
 
 	snprintf(c->host, sizeof(c->host), "%s", rq->host);
@@ -1281,22 +1403,25 @@ static void handle_head(struct conn *c)
 		c->proto = "connect";
 		if (conn_decide(c))
 			tunnel_decided(c);
-		return;
+		return false;
 	case HTTPREQ_ABSOLUTE:
 		c->proto = "http";
 		if (!conn_decide(c) || !request_ok(c))
-			return;
+			return false;
 		r = first_head(c);
-		if (r == 0)
+		if (r == 0) {
+			ws_mark(c);
 			conn_connect(c);
-		else if (r != -EACCES)
+		} else if (r != -EACCES) {
 			conn_free(c);
-		return;
+		}
+		return false;
 	case HTTPREQ_ORIGIN:
 		c->proto = "http";
 		conn_deny(c, "not a proxy request: send absolute-form (http://host/...) or CONNECT");
-		return;
+		return false;
 	}
+	return false;
 }
 
 /*
@@ -1330,7 +1455,8 @@ static void http_from_down(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->down);
 
-	while (evbuffer_get_length(in) && (c->st == C_HEAD || c->st == C_RELAY)) {
+	while (evbuffer_get_length(in) && (c->st == C_HEAD || c->st == C_RELAY) &&
+	       !c->ws_wait) {
 		struct evbuffer_iovec v;
 		size_t used = 0;
 		int r;
@@ -1346,8 +1472,9 @@ static void http_from_down(struct conn *c)
 			evbuffer_drain(in, used);
 			if (c->st == C_HEAD)
 				c->st = C_RESOLVE;	/* until upstream_ready */
-			handle_head(c);
-			return;
+			if (!handle_head(c))
+				return;
+			break;
 		case HTTPREQ_BODY:
 			if (!body_ok(c, v.iov_base, used))
 				return;
@@ -1361,10 +1488,16 @@ static void http_from_down(struct conn *c)
 		case HTTPREQ_TUNNEL:
 			return;
 		default: {
+			const char *what = c->hr.reason ? c->hr.reason : "bad request";
 			char why[CORRAL_ERR_MAX];
 
-			snprintf(why, sizeof(why), "malformed request: %s",
-				 c->hr.reason ? c->hr.reason : "bad request");
+			if (c->parsed)
+				snprintf(why, sizeof(why), "a %s tunnel to %.100s:%u that does "
+					 "not carry HTTP the proxy can read (%s): its plaintext is "
+					 "judged by each request's Host, and what is not HTTP names no host",
+					 c->proto, c->host, c->port, what);
+			else
+				snprintf(why, sizeof(why), "malformed request: %s", what);
 			if (!c->host[0])
 				snprintf(c->host, sizeof(c->host), "?");
 			events_emit(c->px->ev, "egress.denied", denied_fields(c, why));

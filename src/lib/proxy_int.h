@@ -99,6 +99,8 @@ struct conn {
 	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
 	bool answered;			/* CONNECT's 200 or SOCKS5's success went out */
 	bool parsed;			/* a tunnel whose requests are read (conn_parse_tunnel) */
+	bool ws_wait;			/* a WebSocket handshake went up: its answer decides */
+	bool upgraded;			/* the upstream said 101 to it: no more HTTP either way */
 	bool hold;			/* not read while its upstream connects in the loop */
 	struct event *wait;		/* the request not in at accept: read_now once it is */
 	uint64_t bytes_up, bytes_down;
@@ -138,6 +140,12 @@ void conn_on_sni(struct bufferevent *bev, void *arg);
  * narrowed but not terminated: read each request as plain HTTP is.
  */
 void conn_parse_tunnel(struct conn *c);
+/*
+ * A plaintext port's tunnel (80) to a host no rule narrows: its first
+ * bytes must be a TLS hello (whose SNI is judged) or HTTP (each request
+ * read, as conn_parse_tunnel); anything else cannot be judged by name.
+ */
+void conn_read_port80(struct conn *c);
 /* Say why, answer it in the connection's protocol, close. */
 void conn_refuse_http(struct conn *c, int code, const char *status, const char *why);
 /* Flush what is queued for the sandbox, then close. */

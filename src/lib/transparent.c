@@ -119,8 +119,12 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 		conn_terminate(c);
 		return;
 	}
-	/* the head just read is the first request judged (still in `in`) */
-	if (conn_should_parse(c)) {
+	/*
+	 * HTTP: the head just read (still in `in`) is the first request read
+	 * and judged, and so is every one after it on this connection: the
+	 * next one's Host could name another host on the same address.
+	 */
+	if (!c->sni[0]) {
 		conn_parse_tunnel(c);
 		return;
 	}
@@ -130,8 +134,9 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 /*
  * A connection whose name is known and allowed: to a terminated host the
  * ClientHello first, as for CONNECT; to a host whose requests are narrowed
- * each request read; else connected, its first bytes shown to the SNI
- * check if peek.
+ * each request read; to port 80 a hello or HTTP, each request read (as
+ * conn_read_port80 says); else connected, its first bytes shown to the
+ * SNI check if peek.
  */
 static void transparent_decided(struct conn *c, bool peek)
 {
@@ -143,6 +148,10 @@ static void transparent_decided(struct conn *c, bool peek)
 	}
 	if (conn_should_parse(c)) {
 		conn_parse_tunnel(c);
+		return;
+	}
+	if (c->port == 80) {
+		conn_read_port80(c);
 		return;
 	}
 	c->peek_tls = peek;

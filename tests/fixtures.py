@@ -15,7 +15,8 @@ killed, and exits by itself after 120 s.
                                               same to LOG, keeps connections
                                               alive; a WebSocket handshake gets
                                               101, then every byte echoed (but
-                                              on /nows: 426, and HTTP goes on)
+                                              on /nows: 426, and HTTP goes on;
+                                              /hold reads nothing, answers never)
 """
 import http.server
 import signal
@@ -24,6 +25,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 
 signal.alarm(120)
 
@@ -127,6 +129,9 @@ def web_conn(s, log):
         if got is None:
             return
         method, path, hdrs = got
+        if path == b"/hold":    # a stalled upstream: reads no body
+            time.sleep(30)
+            return
         body = web_body(f, hdrs)
         said = b"%s %s host=%s body=%d" % (method, path, hdrs.get(b"host", b"-"), len(body))
         with open(log, "ab") as lf:

@@ -565,6 +565,35 @@ t_plain_http_every_request_for_its_host() {
 	expect_not_contains "no other name reached the upstream" "$(cat "$T/web.log")" "evil.test"
 }
 
+# A body the upstream does not take is not taken from the sandbox either:
+# what the supervisor holds for a parsed connection (plain HTTP, a port-80
+# tunnel) is bounded, as a spliced tunnel's is.  128 MiB offered to an
+# upstream that reads none: the client's sends block after the buffers on
+# the way (some MiB each) and the relay's high water fill.
+t_body_to_a_stalled_upstream_is_bounded() {
+	trap stop_fixtures EXIT
+	start port web "$T/web.log"
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', 3128), 10)
+n = 128 << 20
+s.sendall(b'POST http://web.test:$port/hold HTTP/1.1\r\nHost: web.test:$port\r\nContent-Length: %d\r\n\r\n' % n)
+s.settimeout(3)
+chunk, sent = b'x' * 65536, 0
+try:
+    while sent < n:
+        sent += s.send(chunk)
+except socket.timeout:
+    pass
+print('sent_mib', sent >> 20)"
+	local mib
+	mib=$(stdout | sed -n 's/^sent_mib //p')
+	[ -n "$mib" ] || { fail "no count: $(stdout) $(cat "$T/err")"; return; }
+	echo "sent $mib MiB"
+	[ "$mib" -lt 48 ] || fail "the supervisor took $mib MiB for an upstream that reads nothing"
+}
+
 t_transparent_ipv6_and_dns_tcp() {
 	trap stop_fixtures EXIT
 	start port http

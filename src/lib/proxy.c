@@ -515,8 +515,26 @@ static void on_drained(struct bufferevent *to, void *arg)
 	/* the other side may read again; stop watching for low water */
 	bufferevent_setcb(to, relay_read, NULL, relay_event, c);
 	bufferevent_setwatermark(to, EV_WRITE, 0, 0);
-	if (from)
-		bufferevent_enable(from, EV_READ);
+	if (!from)
+		return;
+	bufferevent_enable(from, EV_READ);
+	/* a request read but not yet passed on (http_from_down stopped) */
+	if (evbuffer_get_length(bufferevent_get_input(from)))
+		relay_read(from, c);
+}
+
+/*
+ * Back-pressure: a slow reader must not grow the supervisor.  true: to
+ * holds its fill, from is not read until on_drained.
+ */
+static bool backed_up(struct conn *c, struct bufferevent *from, struct bufferevent *to)
+{
+	if (evbuffer_get_length(bufferevent_get_output(to)) < RELAY_HIGH_WATER)
+		return false;
+	bufferevent_disable(from, EV_READ);
+	bufferevent_setwatermark(to, EV_WRITE, RELAY_HIGH_WATER / 2, RELAY_HIGH_WATER);
+	bufferevent_setcb(to, relay_read, on_drained, relay_event, c);
+	return true;
 }
 
 static void http_from_down(struct conn *c);
@@ -594,6 +612,39 @@ static bool ws_answered(struct conn *c)
 	return true;
 }
 
+/*
+ * libevent 2.1 reads a socket 4 KiB a call (EVBUFFER_MAX_READ), whatever
+ * bufferevent_set_max_single_read says: a connection relayed on its
+ * bufferevents (plain HTTP, a tunnel whose requests are read) cost a
+ * wakeup and two syscalls each 4 KiB, and moved a fifth of what a spliced
+ * tunnel does.  After the bufferevent's read, what else the socket holds
+ * is taken into buf with one recv, up to the relay's high water.  end_frozen:
+ * buf is a bufferevent's input, which it keeps frozen at the end but while
+ * it reads (as read_now).  EOF and errors are left for the bufferevent's
+ * next read to meet.  Returns the bytes taken.
+ */
+static size_t read_more(int fd, struct evbuffer *buf, bool end_frozen)
+{
+	size_t queued = evbuffer_get_length(buf);
+	struct evbuffer_iovec v;
+	ssize_t n = -1;
+
+	if (fd < 0 || queued >= RELAY_HIGH_WATER)
+		return 0;
+	if (end_frozen)
+		evbuffer_unfreeze(buf, 0);
+	if (evbuffer_reserve_space(buf, BEV_SINGLE_MAX, &v, 1) == 1) {
+		n = recv(fd, v.iov_base, v.iov_len, MSG_DONTWAIT);
+		v.iov_len = n > 0 ? (size_t)n : 0;
+		/* reserved space not committed adds nothing */
+		if (n > 0 && evbuffer_commit_space(buf, &v, 1) < 0)
+			n = -1;
+	}
+	if (end_frozen)
+		evbuffer_freeze(buf, 0);
+	return n > 0 ? (size_t)n : 0;
+}
+
 static void relay_read(struct bufferevent *from, void *arg)
 {
 	struct conn *c = arg;
@@ -608,6 +659,9 @@ static void relay_read(struct bufferevent *from, void *arg)
 	/* Plain HTTP, terminated TLS, a read tunnel: every request is judged. */
 	if (from == c->down && !c->upgraded &&
 	    (c->terminated || c->parsed || (c->kind == L_HTTP && !strcmp(c->proto, "http")))) {
+		/* a TLS filter's socket holds ciphertext: only a plain one is read so */
+		if (!c->terminated)
+			read_more(bufferevent_getfd(from), bufferevent_get_input(from), true);
 		http_from_down(c);
 		return;
 	}
@@ -639,13 +693,9 @@ static void relay_read(struct bufferevent *from, void *arg)
 	else
 		c->bytes_down += n;
 	evbuffer_add_buffer(bufferevent_get_output(to), in);
-	/* Back-pressure: a slow reader must not grow the supervisor. */
-	if (evbuffer_get_length(bufferevent_get_output(to)) >= RELAY_HIGH_WATER) {
-		bufferevent_disable(from, EV_READ);
-		bufferevent_setwatermark(to, EV_WRITE, RELAY_HIGH_WATER / 2,
-					 RELAY_HIGH_WATER);
-		bufferevent_setcb(to, relay_read, on_drained, relay_event, c);
-	}
+	if (from == c->up && !c->terminated)
+		c->bytes_down += read_more(bufferevent_getfd(from), bufferevent_get_output(to), false);
+	backed_up(c, from, to);
 	/* what the sandbox sent while the handshake's answer was awaited */
 	if (answered && evbuffer_get_length(bufferevent_get_input(c->down)))
 		relay_read(c->down, c);
@@ -1481,6 +1531,9 @@ static void http_from_down(struct conn *c)
 			if (c->up) {
 				c->bytes_up += used;
 				evbuffer_remove_buffer(in, bufferevent_get_output(c->up), used);
+				/* the rest once the upstream took this (on_drained) */
+				if (backed_up(c, c->down, c->up))
+					return;
 			} else {
 				evbuffer_drain(in, used);
 			}

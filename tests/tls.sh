@@ -325,6 +325,30 @@ print("not-http", s.recv(4096).split(b"\r\n")[0].decode())'
 	expect_contains "not HTTP" "$(stdout)" "not-http HTTP/1.1 400"
 	expect_contains "not HTTP, said" "$(cat "$T/events")" \
 		"a connect tunnel to web.test:80 that does not carry HTTP the proxy can read"
+	# TLS on port 80 is judged by its SNI, as before
+	nrun -- /usr/bin/python3 -c '
+import socket, ssl
+for name in ("evil.test", "web.test"):
+    o = ssl.MemoryBIO()
+    t = ssl.create_default_context().wrap_bio(ssl.MemoryBIO(), o, server_hostname=name)
+    try:
+        t.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    s = socket.create_connection(("127.0.0.1", 3128), 10)
+    s.sendall(b"CONNECT web.test:80 HTTP/1.1\r\n\r\n")
+    s.recv(4096)
+    s.sendall(o.read())
+    s.settimeout(2)
+    try:
+        print("tls", name, s.recv(4096)[:12])
+    except OSError as e:
+        print("tls", name, e.__class__.__name__)'
+	expect_contains "TLS, another SNI: closed" "$(stdout)" "tls evil.test b''"
+	expect_contains "TLS, said" "$(cat "$T/events")" "TLS SNI evil.test does not match the CONNECT name web.test"
+	# its own SNI: connected, the hello passed on (to an upstream that speaks HTTP)
+	expect_eq "TLS, its SNI: connected" "$(grep -c '"type":"egress.allowed"' "$T/events")" 1
+	expect_eq "TLS, its SNI: not refused" "$(denials)" 1
 	# the same through transparent mode: by our DNS's name, by a bare address
 	printf '{"network": {"mode": "proxy", "transparent": true, "allow": ["web.test"], "hosts": {"web.test": "%s"}}}\n' \
 		"$ADDR" > "$T/p.json"

@@ -555,6 +555,7 @@ t_plain_http_every_request_for_its_host() {
 		"transparent-spelling 200[GET /five host=WEB.Test. body=0] 200[GET /six host=web.test:$port body=0] 403"
 	expect_contains "websocket" "$(stdout)" "transparent-ws 101 echo=raw bytes after 101"
 	expect_contains "no upgrade" "$(stdout)" "transparent-nows 426 200[GET /after host=web.test body=0] 403"
+	expect_contains "half-closed" "$(stdout)" "transparent-halfclose 200[GET /half host=web.test body=0]"
 	expect_eq "denials" "$(denials)" 3
 	expect_contains "said why" "$(cat "$T/events")" \
 		"a request for evil.test on a transparent connection to web.test:$port (its Host must name"
@@ -562,6 +563,8 @@ t_plain_http_every_request_for_its_host() {
 	expect_contains "absolute-form websocket" "$(stdout)" "http-ws 101 echo=raw bytes after 101"
 	expect_contains "absolute-form, no upgrade" "$(stdout)" \
 		"http-nows 426 200[GET /after host=web.test:$port body=0]"
+	expect_contains "absolute-form, half-closed" "$(stdout)" \
+		"http-halfclose 200[GET /half host=web.test:$port body=0]"
 	expect_not_contains "no other name reached the upstream" "$(cat "$T/web.log")" "evil.test"
 }
 

@@ -310,6 +310,7 @@ curl -sS -m 10 -p http://web.test/curl-a http://web.test/curl-b"
 			"$k-spelling 200[GET /five host=WEB.Test. body=0] 200[GET /six host=web.test body=0] 403"
 		expect_contains "$k websocket" "$(stdout)" "$k-ws 101 echo=raw bytes after 101"
 		expect_contains "$k no upgrade" "$(stdout)" "$k-nows 426 200[GET /after host=web.test body=0] 403"
+		expect_contains "$k half-closed" "$(stdout)" "$k-halfclose 200[GET /half host=web.test body=0]"
 		expect_contains "$k denied" "$(cat "$T/events")" \
 			"a request for evil.test on a $k connection to web.test:80 (its Host must name"
 	done
@@ -366,6 +367,7 @@ for name in ("evil.test", "web.test"):
 			"transparent-spelling 200[GET /five host=WEB.Test. body=0] 200[GET /six host=web.test body=0] 403"
 		expect_contains "$k websocket" "$(stdout)" "transparent-ws 101 echo=raw bytes after 101"
 		expect_contains "$k no upgrade" "$(stdout)" "transparent-nows 426 200[GET /after host=web.test body=0] 403"
+		expect_contains "$k half-closed" "$(stdout)" "transparent-halfclose 200[GET /half host=web.test body=0]"
 	done
 	expect_contains "transparent denied" "$(cat "$T/events")" \
 		"a request for evil.test on a transparent connection to web.test:80"

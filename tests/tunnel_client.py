@@ -105,6 +105,17 @@ def case(name, kind, reqs, host="web.test", port=80, ws=None):
     except Exception as e:
         print(name, "ERR", repr(e))
 
+def halfclose(name, kind, r, host, port):
+    """a request, then the client's end of sending (HTTP/1.0 style): the answer still comes"""
+    try:
+        s = tunnel(kind, host, port)
+        s.sendall(r)
+        s.shutdown(socket.SHUT_WR)
+        st, body = Reader(s).resp()
+        print(name, st if st != "200" else "200[%s]" % body)
+    except Exception as e:
+        print(name, "ERR", repr(e))
+
 for kind in sys.argv[1].split(","):
     host = sys.argv[2] if len(sys.argv) > 2 else "web.test"
     port = int(sys.argv[3]) if len(sys.argv) > 3 else 80
@@ -114,6 +125,8 @@ for kind in sys.argv[1].split(","):
              ws=b"raw bytes after 101")
         case("http-nows", kind, [req(url + "/nows", "web.test:%d" % port, extra=WS),
              req(url + "/after", "web.test:%d" % port)], host, port)
+        halfclose("http-halfclose", kind, req(url + "/half", "web.test:%d" % port,
+                  extra="Connection: close\r\n"), host, port)
         continue
     case(kind + "-keepalive", kind, [req("/one"), req("/two", body=b"hello"),
          req("/three", body=[b"ab", b"cde"], chunked=True), req("/four", host="evil.test")], host, port)
@@ -121,3 +134,4 @@ for kind in sys.argv[1].split(","):
          req("/seven", host="web.test:81")], host, port)
     case(kind + "-ws", kind, [req("/ws", extra=WS)], host, port, ws=b"raw bytes after 101")
     case(kind + "-nows", kind, [req("/nows", extra=WS), req("/after"), req("/evil", host="evil.test")], host, port)
+    halfclose(kind + "-halfclose", kind, req("/half", extra="Connection: close\r\n"), host, port)

@@ -701,6 +701,17 @@ static void relay_read(struct bufferevent *from, void *arg)
 		relay_read(c->down, c);
 }
 
+/* c->up's queue went out after the sandbox's end: the upstream sees it too */
+static void on_up_sent(struct bufferevent *up, void *arg)
+{
+	struct conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(up)))
+		return;
+	bufferevent_setcb(up, relay_read, NULL, relay_event, c);
+	(void)shutdown(bufferevent_getfd(up), SHUT_WR);
+}
+
 static void relay_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -708,6 +719,20 @@ static void relay_event(struct bufferevent *bev, short what, void *arg)
 
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
 		return;
+	/*
+	 * The sandbox ended its sending side (shutdown: an HTTP/1.0 client's
+	 * way) of a connection on bufferevents: what it sent goes on, then the
+	 * upstream sees the end, and its answer still comes back (its EOF
+	 * closes, below), as a spliced tunnel's does in relay.c.  Not under
+	 * TLS we terminate: its end is a close_notify, not a FIN.
+	 */
+	if (bev == c->down && !(what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) &&
+	    c->up && !c->terminated) {
+		bufferevent_setwatermark(c->up, EV_WRITE, 0, 0);
+		bufferevent_setcb(c->up, relay_read, on_up_sent, relay_event, c);
+		on_up_sent(c->up, c);
+		return;
+	}
 	if (bev == c->up && (what & BEV_EVENT_EOF) && other) {
 		/* forward what is left, then close the sandbox's side */
 		c->ws_wait = false;
@@ -1662,9 +1687,19 @@ static void on_socks(struct bufferevent *bev, void *arg)
 
 void conn_down_event(struct bufferevent *bev, short what, void *arg)
 {
+	struct conn *c = arg;
+
 	(void)bev;
+	/*
+	 * The sandbox's end, after a request (or first bytes) that waits for
+	 * its upstream: kept.  The bufferevent stopped reading; start_relay
+	 * reads again and meets the end again, in relay_event.
+	 */
+	if (!(what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) && c->first &&
+	    (c->st == C_RESOLVE || c->st == C_CONNECT))
+		return;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
-		conn_free(arg);
+		conn_free(c);
 }
 
 /*

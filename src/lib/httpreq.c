@@ -313,6 +313,35 @@ static void trim(const struct httpreq_conn *c, struct httpreq_span *v)
 }
 
 /*
+ * The next token of the comma-separated list v from *i on, without its
+ * blanks, in *tok; false at the list's end.  Empty elements are skipped.
+ */
+static bool list_next(const struct httpreq_conn *c, struct httpreq_span v,
+		      uint32_t *i, struct httpreq_span *tok)
+{
+	uint32_t start, end;
+
+	while (*i < v.len) {
+		while (*i < v.len && (c->head[v.off + *i] == ',' ||
+				      c->head[v.off + *i] == ' ' ||
+				      c->head[v.off + *i] == '\t'))
+			(*i)++;
+		start = *i;
+		while (*i < v.len && c->head[v.off + *i] != ',')
+			(*i)++;
+		end = *i;
+		while (end > start && (c->head[v.off + end - 1] == ' ' ||
+				       c->head[v.off + end - 1] == '\t'))
+			end--;
+		if (end > start) {
+			*tok = (struct httpreq_span){ v.off + start, end - start };
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * The names a Connection header lists are hop-by-hop too.  Listing a
  * framing header there would have the proxy strip it and the upstream read
  * the body as the next request: refused.
@@ -320,27 +349,11 @@ static void trim(const struct httpreq_conn *c, struct httpreq_span *v)
 static int connection_tokens(struct httpreq_conn *c, struct httpreq_span v)
 {
 	struct httpreq *r = &c->req;
-	uint32_t i = 0, start, end;
+	struct httpreq_span tok;
+	uint32_t i = 0;
 	size_t k;
 
-	while (i < v.len) {
-		struct httpreq_span tok;
-
-		while (i < v.len && (c->head[v.off + i] == ',' ||
-				     c->head[v.off + i] == ' ' ||
-				     c->head[v.off + i] == '\t'))
-			i++;
-		start = i;
-		while (i < v.len && c->head[v.off + i] != ',')
-			i++;
-		end = i;
-		while (end > start && (c->head[v.off + end - 1] == ' ' ||
-				       c->head[v.off + end - 1] == '\t'))
-			end--;
-		if (end == start)
-			continue;
-		tok.off = v.off + start;
-		tok.len = end - start;
+	while (list_next(c, v, &i, &tok)) {
 		if (span_is(c, tok, "content-length") ||
 		    span_is(c, tok, "transfer-encoding") ||
 		    span_is(c, tok, "host"))
@@ -358,22 +371,12 @@ static int connection_tokens(struct httpreq_conn *c, struct httpreq_span v)
 /* Is the token word in the comma-separated list v? */
 static bool list_has(const struct httpreq_conn *c, struct httpreq_span v, const char *word)
 {
-	uint32_t i = 0, start, end;
+	struct httpreq_span tok;
+	uint32_t i = 0;
 
-	while (i < v.len) {
-		while (i < v.len && (c->head[v.off + i] == ',' || c->head[v.off + i] == ' ' ||
-				     c->head[v.off + i] == '\t'))
-			i++;
-		start = i;
-		while (i < v.len && c->head[v.off + i] != ',')
-			i++;
-		end = i;
-		while (end > start && (c->head[v.off + end - 1] == ' ' ||
-				       c->head[v.off + end - 1] == '\t'))
-			end--;
-		if (span_is(c, (struct httpreq_span){ v.off + start, end - start }, word))
+	while (list_next(c, v, &i, &tok))
+		if (span_is(c, tok, word))
 			return true;
-	}
 	return false;
 }
 

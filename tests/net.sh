@@ -743,39 +743,33 @@ print("servfail", "some" if servfail else "none")'
 	expect_contains "said" "$(cat "$T/events")" "too many DNS questions waiting for the resolver at once"
 }
 
+# hoard PORT COUNT: a run under a supervisor of 300 fds opens up to COUNT
+# connections to 127.0.0.1:PORT inside and holds them; its events in
+# $T/events, its status in $rc.
+hoard() {
+	: > "$T/events"
+	rc=0
+	timeout 60 prlimit --nofile=300:300 "$CORRAL" run --json --policy "$T/p.json" \
+		--events "$T/events" -- /usr/bin/python3 -c '
+import socket, sys, time
+held = []
+for i in range(int(sys.argv[2])):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2))
+    except OSError:
+        break
+time.sleep(2)	# let the supervisor accept (and refuse) them all
+print("opened", len(held))' "$1" "$2" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+}
+
 t_connection_hoarding_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections
-	: > "$T/events"
-	rc=0
-	timeout 60 prlimit --nofile=300:300 "$CORRAL" run --json --policy "$T/p.json" \
-		--events "$T/events" -- /usr/bin/python3 -c '
-import socket
-held = []
-for i in range(200):
-    try:
-        held.append(socket.create_connection(("127.0.0.1", 3128), 2))
-    except OSError:
-        break
-import time
-time.sleep(2)	# let the supervisor accept (and refuse) them all
-print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	hoard 3128 200
 	expect_eq "run ended normally" "$rc" 0
 	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
 	# DNS over TCP is held to the same budget: each is an fd of ours too
-	: > "$T/events"
-	rc=0
-	timeout 60 prlimit --nofile=300:300 "$CORRAL" run --json --policy "$T/p.json" \
-		--events "$T/events" -- /usr/bin/python3 -c '
-import socket, time
-held = []
-for i in range(250):
-    try:
-        held.append(socket.create_connection(("127.0.0.1", 53), 2))
-    except OSError:
-        break
-time.sleep(2)	# let the supervisor accept (and refuse) them all
-print("opened", len(held))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	hoard 53 250
 	expect_eq "run ended normally (dns)" "$rc" 0
 	expect_contains "dns refused beyond the budget" \
 		"$(grep '"protocol":"dns"' "$T/events")" "too many connections open at once"

@@ -145,13 +145,19 @@ t_tcp_and_token() {
 	expect_contains "a wrong token: why" "$(cat "$T/err2")" "HTTP 401: the token of --token-file is not its token"
 }
 
-t_running_daemon() {
+# start_shared_daemon: a `corral serve` on $T/s that a session shares
+# with other clients, as an operator runs it; its pid in $dpid.
+start_shared_daemon() {
 	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
 	dpid=$!
 	for _ in $(seq 100); do
 		[ -S "$T/s" ] && break
 		sleep 0.1
 	done
+}
+
+t_running_daemon() {
+	start_shared_daemon
 	rc=0
 	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" protocol "$CORRAL" --socket "$T/s" \
 		> "$T/raw.log" 2>&1 || rc=$?
@@ -171,12 +177,7 @@ t_running_daemon() {
 # A daemon the operator shares: a sandbox another client made (here with
 # a network the session's policy does not give) is not the model's.
 t_other_clients_sandboxes() {
-	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
-	dpid=$!
-	for _ in $(seq 100); do
-		[ -S "$T/s" ] && break
-		sleep 0.1
-	done
+	start_shared_daemon
 	echo '{"network": {"mode": "proxy", "allow": ["web.test:80"]}}' > "$T/wide.json"
 	other=$(timeout 60 "$CORRAL" create --socket "$T/s" --policy "$T/wide.json" < /dev/null 2> "$T/err")
 	rc=0

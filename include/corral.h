@@ -1196,6 +1196,27 @@ CORRAL_PUBLIC
 int corral_container_exec(const struct corral_container_exec_opts *o, pid_t *pid,
 			  struct corral_err *err);
 
+/* ---- credentials in memory --------------------------------------------- */
+/*
+ * A copy of len bytes of s (and a NUL) in memory that no child process
+ * inherits and no core file holds (MADV_WIPEONFORK, MADV_DONTDUMP): a
+ * sandbox's init, and every helper that reads hostile input, is a fork
+ * of its supervisor.  For a daemon's token, say.  NULL with errno set.
+ * corral_secret_free() zeroes it and gives it back.
+ */
+CORRAL_PUBLIC
+char *corral_secret_dup(const char *s, size_t len);
+CORRAL_PUBLIC
+void corral_secret_free(char *s);
+/*
+ * Call first, before any libevent call: every block libevent frees (the
+ * heads of requests, with a daemon's token; the proxy's buffers, with a
+ * secret swapped in) is zeroed first, so that no fork made later finds
+ * it in the free memory it inherits.
+ */
+CORRAL_PUBLIC
+void corral_memory_init(void);
+
 /* ---- host features --------------------------------------------------- */
 
 struct corral_features {

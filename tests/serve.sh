@@ -2237,6 +2237,49 @@ t_tcp_token() {
 	expect_eq "port closed after stop" "$code" 000
 }
 
+# A box's init is a fork of the daemon that never execs.  It must hold
+# neither the daemon's token (read from its file, and shown by every TCP
+# request) nor the daemon's environment.  Scanned from the host
+# (tests/helpers/memscan), the daemon first: the scan finds them there.
+t_box_init_holds_no_token() {
+	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
+	local scan="" d token marker="corral-env-$$-$RANDOM-marker" pid inits="" id
+	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
+		[ -x "$d/memscan" ] && scan=$d/memscan
+	done
+	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
+	port=$(free_port)
+	token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	echo "$token" > "$T/token"
+	chmod 600 "$T/token"
+	CORRAL_TEST_ONLY_ENV=$marker start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $token" \
+		-X POST "http://127.0.0.1:$port/v1/sandboxes" 2> "$T/curl.err" || true)
+	expect_code "create over TCP" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $token" \
+		-X POST -d '{"argv": ["true"]}' "http://127.0.0.1:$port/v1/sandboxes/$id/exec" 2> "$T/curl.err" || true)
+	expect_code "exec over TCP" "$code" 200
+	# and one made after those requests, over the unix socket
+	code=$(api POST /v1/sandboxes)
+	expect_code "create" "$code" 201
+	for pid in $(cat /proc/"$DPID"/task/*/children); do
+		[ "$(tr -d '\0' < /proc/"$pid"/cmdline 2>/dev/null)" = corral-init ] && inits="$inits $pid"
+	done
+	expect_eq "two boxes' inits" "$(echo $inits | wc -w)" 2
+	# AddressSanitizer's runtime keeps a copy of the environment it
+	# started with, out of corral's reach: there, only the token
+	local values="$token $marker"
+	! ldd "$CORRAL" 2>/dev/null | grep -q libasan || values=$token
+	for v in $values; do
+		"$scan" "$DPID" "$v" > /dev/null || fail "the scan did not find $v in the daemon"
+		for pid in $inits; do
+			"$scan" "$pid" "$v" > "$T/scan" && fail "box init $pid holds $v: $(cat "$T/scan")"
+		done
+	done
+	stop_daemon
+}
+
 # ---- hostile clients: the daemon's own tripwires, the gate, the host ------
 
 TRIP_POLICY='{"abort": {"tripwires": ["/home/agent/.aws/credentials", "/home/agent/.ssh/id_ed25519", "/tmp/.env", "/workspace/.git-credentials"], "on_abort": "freeze"}}'

@@ -458,6 +458,58 @@ t_srt_settings_translated_key_by_key() {
 	expect_contains "denied host" "$(cat "$T/out")" "403"
 }
 
+# memscan_find: tests/helpers/memscan beside the corral under test
+memscan_find() {
+	local d=${CORRAL%/*}
+	for d in "$d/tests/helpers" "$d/helpers"; do
+		[ -x "$d/memscan" ] && { echo "$d/memscan"; return; }
+	done
+}
+
+# children PID: its children's pids
+children() { cat /proc/"$1"/task/*/children 2>/dev/null; }
+
+# A sandbox's init is a fork of its supervisor, and never execs: it must
+# hold none of the supervisor's credentials (the secrets' values from a
+# file and from the environment, and the rest of that environment), read
+# or not.  Scanned from the host, while the sandbox waits; the supervisor
+# is scanned first, to show the scan finds them where they are.
+t_init_holds_no_credentials() {
+	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
+	local scan sup init="" agent="" i v marker="corral-env-$$-$RANDOM-marker"
+	scan=$(memscan_find)
+	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
+	secrets_policy
+	# not under timeout: its child would be the supervisor; sleep ends it
+	CORRAL_TEST_SECRET=$SECRET CORRAL_TEST_ONLY_ENV=$marker "$CORRAL" run \
+		--policy "$T/p.json" -- /bin/sleep 30 > "$T/out" 2> "$T/err" < /dev/null &
+	sup=$!
+	PIDS="$PIDS $sup"
+	# init is the supervisor's child; the agent's sleep is init's
+	for i in $(seq 1 200); do
+		for init in $(children "$sup"); do
+			agent=$(children "$init")
+			[ -n "$agent" ] && break 2
+		done
+		sleep 0.05
+	done
+	if [ -z "$agent" ]; then
+		fail "the sandbox did not start: $(cat "$T/err")"
+		kill "$sup" 2>/dev/null; wait "$sup" 2>/dev/null || true
+		return 1
+	fi
+	# AddressSanitizer's runtime keeps a copy of the environment it
+	# started with, out of corral's reach: there, only the file's secret
+	local values="$SECRET $QSECRET $marker"
+	! ldd "$CORRAL" 2>/dev/null | grep -q libasan || values=$QSECRET
+	for v in $values; do
+		"$scan" "$sup" "$v" > /dev/null || fail "the scan did not find $v in the supervisor"
+		"$scan" "$init" "$v" > "$T/scan" && fail "init holds $v: $(cat "$T/scan")"
+	done
+	kill "$sup" 2>/dev/null
+	wait "$sup" 2>/dev/null || true
+}
+
 setup
 run_tests "$@"
 echo "tls ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"

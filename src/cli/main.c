@@ -135,6 +135,7 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	corral_memory_init();
 	raise_nofile();
 	/* containerd's BinaryName names one program: corral-oci is `corral oci` */
 	if (!strcmp(basename_of(argv[0]), "corral-oci"))

@@ -121,6 +121,7 @@ static void conn_free(struct gate_conn *c)
 		event_free(c->ev_timer);
 	if (c->ev_admit)
 		event_free(c->ev_admit);
+	explicit_bzero(c->auth, sizeof(c->auth));
 	free(c);
 	if (g->nconns <= g->d->limits.max_connections / 2)
 		g->said_full = false;
@@ -298,11 +299,16 @@ static bool head_judge(struct gate_conn *c)
 	http_parser *p = &c->hp;
 	const char *h = c->auth;
 	size_t n = c->auth_len;
+	bool ok;
 
 	/* value whitespace is not part of it (RFC 9110 5.5) */
 	while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
 		n--;
-	if (c->g->tcp && (c->auth_bad || !api_token_ok(c->g->d, h, n)))
+	ok = !c->g->tcp || (!c->auth_bad && api_token_ok(c->g->d, h, n));
+
+	/* judged: no copy of it stays for a fork of the daemon to find */
+	explicit_bzero(c->auth, sizeof(c->auth));
+	if (!ok)
 		return refuse(c, 401, "unauthorized", "missing or wrong bearer token");
 	/* evhttp reads no body after these, whatever the head says */
 	if ((p->method == HTTP_HEAD || p->method == HTTP_TRACE) &&

@@ -312,32 +312,41 @@ static int listen_unix(struct daemon *d, struct corral_err *err)
 	return api_gate_listen(d, d->http_unix, bound, d->socket_path, false, err);
 }
 
+/*
+ * The first line of file, into the vault (no fork of the daemon has it);
+ * read with read(2) into the stack, not stdio, whose buffer would be
+ * freed with the token still in it.
+ */
 static int read_token(struct daemon *d, const char *file,
 		      struct corral_err *err)
 {
 	char buf[512];
 	struct stat st;
-	FILE *f = fopen(file, "re");
+	ssize_t n;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY), r = 0;
 
-	if (!f)
+	if (fd < 0)
 		return corral_set_errno(err, errno, "token file %s", file);
-	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+	if (fstat(fd, &st) == 0 && (st.st_mode & 077))
 		fprintf(stderr, "corral: warning: token file %s is readable by "
 			"others (mode %o)\n", file, st.st_mode & 0777);
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return corral_set_err(err, -EINVAL, "token file %s is empty", file);
-	}
-	fclose(f);
+	while ((n = read(fd, buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
+		;
+	r = n < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return corral_set_errno(err, -r, "token file %s", file);
+	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
-	if (strlen(buf) < 16)
-		return corral_set_err(err, -EINVAL, "the token in %s is shorter than 16 characters",
-				      file);
-	d->token = strdup(buf);
-	if (!d->token)
-		return corral_set_err(err, -ENOMEM, "out of memory for the token of %s",
-				      file);
-	return 0;
+	if (!buf[0])
+		r = corral_set_err(err, -EINVAL, "token file %s is empty", file);
+	else if (strlen(buf) < 16)
+		r = corral_set_err(err, -EINVAL, "the token in %s is shorter than 16 characters",
+				   file);
+	else if (!(d->token = corral_secret_dup(buf, strlen(buf))))
+		r = corral_set_errno(err, errno, "no memory for the token of %s", file);
+	explicit_bzero(buf, sizeof(buf));
+	return r;
 }
 
 static int listen_tcp(struct daemon *d, const char *spec,
@@ -531,7 +540,7 @@ static void daemon_free(struct daemon *d)
 		event_base_free(d->base);
 	free(d->socket_path);
 	free(d->state_dir);
-	free(d->token);
+	corral_secret_free(d->token);
 	for (size_t i = 0; d->access.allow_paths && i < d->access.nallow_paths; i++)
 		free(d->access.allow_paths[i]);
 	free(d->access.allow_paths);

@@ -1227,6 +1227,8 @@ void sandbox_child(struct child_ctx *c)
 	for (size_t i = 0; i < nmapped; i++)
 		keep[7 + i] = c->idmap->binds[i];
 
+	/* nothing of the supervisor's environment in the sandbox's memory */
+	corral_forget();
 	/* a container's parent is the CLI, which exits at once (create) */
 	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);

@@ -190,4 +190,15 @@ int landlock_apply(const struct ll_rule *rules, size_t n,
 /* n bytes from the kernel's CSPRNG (getrandom), all of them: 0 or -errno. */
 int corral_random(void *buf, size_t n);
 
+/* ---- vault.c --------------------------------------------------------- */
+/*
+ * Memory no child process inherits (MADV_WIPEONFORK; and no core file):
+ * for secret values and tokens.  NULL with errno set.
+ */
+void *vault_alloc(size_t len);
+void vault_free(void *ptr);
+char *vault_memdup(const void *s, size_t len);
+/* first in a child that takes hostile input: the environment wiped */
+void corral_forget(void);
+
 #endif

@@ -60,27 +60,30 @@ static int read_value(struct secret *s, json_t *o, struct corral_err *err)
 		if (!v || !*v)
 			return corral_set_err(err, -ENOENT, "secret %s: the variable %s is not set "
 					      "in corral's environment", s->name, env);
-		s->value = strdup(v);
-		s->value_len = s->value ? strlen(v) : 0;
-		return s->value ? 0 : corral_set_err(err, -ENOMEM, "out of memory for a secret");
+		s->value_len = strlen(v);
+		s->value = vault_memdup(v, s->value_len);
+		return s->value ? 0 : corral_set_errno(err, errno, "secret %s: no memory "
+						       "for its value", s->name);
 	}
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return corral_set_errno(err, errno, "secret %s: cannot open %s", s->name, file);
-	buf = malloc(SECRET_FILE_MAX + 1);
+	/* read in the vault too: a heap buffer, freed, would still be forked */
+	buf = vault_alloc(SECRET_FILE_MAX + 1);
 	n = buf ? read(fd, buf, SECRET_FILE_MAX + 1) : -1;
 	close(fd);
 	if (n < 0 || n > SECRET_FILE_MAX) {
-		free(buf);
+		vault_free(buf);
 		return corral_set_err(err, n < 0 ? -EIO : -EFBIG, "secret %s: cannot read %s "
 				      "(at most 64 KiB)", s->name, file);
 	}
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		n--;
-	buf[n] = 0;
-	s->value = buf;
+	s->value = vault_memdup(buf, n);
 	s->value_len = n;
-	return 0;
+	vault_free(buf);
+	return s->value ? 0 : corral_set_errno(err, errno, "secret %s: no memory "
+					       "for its value", s->name);
 }
 
 /* A value goes into a header line or a URL: no byte may end either early. */
@@ -168,9 +171,7 @@ void secrets_free(struct secrets *ss)
 	if (!ss)
 		return;
 	for (size_t i = 0; i < ss->n; i++) {
-		if (ss->v[i].value)
-			explicit_bzero(ss->v[i].value, ss->v[i].value_len);
-		free(ss->v[i].value);
+		vault_free(ss->v[i].value);
 		free(ss->v[i].hosts);
 	}
 	free(ss->v);

@@ -1,0 +1,136 @@
+/*
+ * vault.c - memory for what no child process may inherit.
+ *
+ * The supervisor forks: each sandbox's init is a fork that never execs,
+ * and so are the helpers that read hostile input (an image's layers, a
+ * box's files).  A fork copies the whole address space, so everything the
+ * supervisor holds would be in each of them, behind only "not dumpable":
+ * the real values of the policy's secrets, the daemon's API token, the
+ * daemon's environment.  A vault block is its own anonymous mapping,
+ * marked MADV_WIPEONFORK (a child finds zeros there, the kernel sees to
+ * it, before the child runs a single instruction) and MADV_DONTDUMP (no
+ * core file has it).  The environment cannot move into one: a fork that
+ * becomes a daemon needs it.  corral_forget() wipes it instead, first
+ * thing in every child that takes hostile input.  What passes through
+ * (a request's head, a proxied request with its secret swapped in) lives
+ * in libevent's buffers: libevent's frees zero the block first.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* a block's length, in front of what the caller gets (which stays aligned) */
+#define VAULT_HEAD	16
+
+void *vault_alloc(size_t len)
+{
+	size_t total = len + VAULT_HEAD;
+	char *p;
+
+	if (len > SIZE_MAX - VAULT_HEAD) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* without the first, what it holds would reach every child: no block */
+	if (madvise(p, total, MADV_WIPEONFORK) < 0 ||
+	    madvise(p, total, MADV_DONTDUMP) < 0) {
+		int e = errno;
+
+		munmap(p, total);
+		errno = e;
+		return NULL;
+	}
+	memcpy(p, &total, sizeof(total));
+	return p + VAULT_HEAD;
+}
+
+void vault_free(void *ptr)
+{
+	char *p = ptr;
+	size_t total;
+
+	if (!p)
+		return;
+	p -= VAULT_HEAD;
+	memcpy(&total, p, sizeof(total));
+	explicit_bzero(p, total);
+	munmap(p, total);
+}
+
+/* len bytes of s and a NUL, in the vault */
+char *vault_memdup(const void *s, size_t len)
+{
+	char *v = len < SIZE_MAX ? vault_alloc(len + 1) : NULL;
+
+	if (!v)
+		return NULL;
+	memcpy(v, s, len);
+	v[len] = '\0';
+	return v;
+}
+
+/*
+ * In a child of the supervisor that takes hostile input, before it reads
+ * any: the environment's strings are zeroed (its own copy of them) and
+ * the environment is empty.  A sandbox's command gets the environment the
+ * policy made, never this one.
+ */
+void corral_forget(void)
+{
+	extern char **environ;
+	static char *none[1];
+
+	for (char **e = environ; e && *e; e++)
+		explicit_bzero(*e, strlen(*e));
+	environ = none;
+}
+
+char *corral_secret_dup(const char *s, size_t len)
+{
+	return vault_memdup(s, len);
+}
+
+void corral_secret_free(char *s)
+{
+	vault_free(s);
+}
+
+/* libevent's allocator: glibc's, but nothing it frees keeps its bytes */
+static void zeroing_free(void *p)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+/* realloc would free the old block unzeroed when it moves: move it here */
+static void *zeroing_realloc(void *p, size_t len)
+{
+	size_t old = p ? malloc_usable_size(p) : 0;
+	void *n;
+
+	if (p && len <= old)
+		return p;
+	n = malloc(len);
+	if (!n)
+		return NULL;
+	if (p)
+		memcpy(n, p, old);
+	zeroing_free(p);
+	return n;
+}
+
+void corral_memory_init(void)
+{
+	event_set_mem_functions(malloc, zeroing_realloc, zeroing_free);
+}

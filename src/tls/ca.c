@@ -11,21 +11,31 @@
  * Upstream, the supervisor is an ordinary verifying client: the host's
  * roots (plus network.tls_upstream_ca, for a private CA), the name checked,
  * TLS 1.2 at least and never less than the sandbox itself negotiated.
+ *
+ * Every sandbox's init is a fork of this process (of the daemon, with
+ * every other sandbox's CA): the private keys live in OpenSSL's secure
+ * heap, and that heap is marked MADV_WIPEONFORK, so that a fork finds
+ * zeros where they are (src/lib/vault.c says the rest).
  */
 #include "tls_ca.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define MINT_CACHE_MAX		512	/* names, then the oldest is minted anew */
+/* a P-256 key's scalar takes 32 bytes of it: some 30,000 sandboxes' CAs */
+#define SECURE_HEAP		(1 << 20)
 #define CA_DAYS			365
 #define LEAF_DAYS		30
 
@@ -61,6 +71,57 @@ static int ssl_fail_at(char *why, size_t whylen, const char *name, const char *w
 static int ssl_fail(char *why, size_t whylen, const char *what)
 {
 	return ssl_fail_at(why, whylen, NULL, what);
+}
+
+/* The mapping of /proc/self/maps that holds addr: 0, or -errno. */
+static int mapping_of(const void *addr, unsigned long *start, unsigned long *end)
+{
+	unsigned long a = (unsigned long)addr;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int r = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (r == -ENOENT && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", start, end) == 2 && a >= *start && a < *end)
+			r = 0;
+	fclose(f);
+	return r;
+}
+
+/*
+ * OpenSSL's secure heap, once, wiped in every fork.  OpenSSL keeps a
+ * private key's scalar there (BN_secure_new) once the heap exists; the
+ * heap is one mapping, found by where a block of it lies.
+ */
+static int secure_heap(char *why, size_t whylen)
+{
+	static bool done;
+	unsigned long start, end;
+	void *probe;
+	int r;
+
+	if (done)
+		return 0;
+	if (!CRYPTO_secure_malloc_initialized() &&
+	    CRYPTO_secure_malloc_init(SECURE_HEAP, 32) == 0)
+		return ssl_fail(why, whylen, "cannot make OpenSSL's secure heap for the CA keys");
+	probe = OPENSSL_secure_malloc(1);
+	if (!probe || !CRYPTO_secure_allocated(probe)) {
+		OPENSSL_secure_free(probe);
+		return ssl_fail(why, whylen, "OpenSSL's secure heap gives no memory for the CA keys");
+	}
+	r = mapping_of(probe, &start, &end);
+	OPENSSL_secure_free(probe);
+	if (r < 0 || madvise((void *)start, end - start, MADV_WIPEONFORK) < 0) {
+		snprintf(why, whylen, "cannot keep the CA keys out of forks "
+			 "(MADV_WIPEONFORK on OpenSSL's secure heap): %s",
+			 strerror(r < 0 ? -r : errno));
+		return -EPROTO;
+	}
+	done = true;
+	return 0;
 }
 
 static EVP_PKEY *ec_key(void)
@@ -231,6 +292,10 @@ struct tls_ca *tls_ca_new(const char *upstream_ca, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory for the sandbox's CA");
 		return NULL;
 	}
+	if (secure_heap(why, whylen) < 0) {
+		free(ca);
+		return NULL;
+	}
 	if (make_ca(ca, why, whylen) < 0 || make_contexts(ca, upstream_ca, why, whylen) < 0) {
 		tls_ca_free(ca);
 		return NULL;
@@ -256,6 +321,11 @@ void tls_ca_free(struct tls_ca *ca)
 const char *tls_ca_pem(const struct tls_ca *ca)
 {
 	return ca->pem;
+}
+
+EVP_PKEY *tls_ca_key(const struct tls_ca *ca)
+{
+	return ca->key;
 }
 
 SSL *tls_ca_server(struct tls_ca *ca, const char *host, char *why, size_t whylen)

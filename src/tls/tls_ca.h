@@ -14,6 +14,8 @@ struct tls_ca *tls_ca_new(const char *upstream_ca, char *why, size_t whylen);
 void tls_ca_free(struct tls_ca *ca);
 /* The CA's certificate, PEM (what goes inside). */
 const char *tls_ca_pem(const struct tls_ca *ca);
+/* Its private key, which only this process has (unit_tls checks a fork). */
+EVP_PKEY *tls_ca_key(const struct tls_ca *ca);
 /* A server-side SSL for host: a certificate minted for it (cached). */
 SSL *tls_ca_server(struct tls_ca *ca, const char *host, char *why, size_t whylen);
 /*

@@ -186,6 +186,10 @@ int landlock_abi(void);		/* 0 if unsupported/disabled */
 int landlock_apply(const struct ll_rule *rules, size_t n,
 		   const uint16_t *tcp_ports, size_t nports, struct corral_err *err);
 
+/* ---- ns.c ----------------------------------------------------------- */
+/* text, whole, into an existing file (a /proc or /sys knob) */
+int proc_write(const char *path, const char *text, struct corral_err *err);
+
 /* ---- random.c -------------------------------------------------------- */
 /* n bytes from the kernel's CSPRNG (getrandom), all of them: 0 or -errno. */
 int corral_random(void *buf, size_t n);

@@ -1065,36 +1065,20 @@ static long long read_sysctl(const char *path, struct corral_err *err)
 	return v;
 }
 
-static int write_sysctl(const char *path, long long v, struct corral_err *err)
-{
-	char buf[32];
-	int fd, n = snprintf(buf, sizeof(buf), "%lld\n", v);
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return corral_set_errno(err, errno, "cannot open %s to write %lld", path, v);
-	if (write(fd, buf, n) != n) {
-		int e = errno ? errno : EIO;
-
-		close(fd);
-		return corral_set_errno(err, e, "cannot write %lld to %s", v, path);
-	}
-	close(fd);
-	return 0;
-}
-
 /* Through the proc just mounted, before /proc/sys is made read-only. */
 static int limit_inotify(struct corral_err *err)
 {
 	for (size_t i = 0; i < sizeof(inotify_counts) / sizeof(inotify_counts[0]); i++) {
 		long long host = read_sysctl(inotify_counts[i].host, err);
+		char ours[32];
 		int r;
 
 		if (host == -ENOENT)
 			continue;	/* no inotify in this kernel: nothing to count */
 		if (host < 0)
 			return (int)host;
-		r = write_sysctl(inotify_counts[i].ours, host / INOTIFY_SHARE, err);
+		snprintf(ours, sizeof(ours), "%lld\n", host / INOTIFY_SHARE);
+		r = proc_write(inotify_counts[i].ours, ours, err);
 		if (r < 0)
 			return r;
 	}

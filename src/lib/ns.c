@@ -41,7 +41,8 @@
 #define NEWUIDMAP "/usr/bin/newuidmap"
 #define NEWGIDMAP "/usr/bin/newgidmap"
 
-static int write_file(const char *path, const char *text, struct corral_err *err)
+/* text, whole, into an existing file: a /proc or /sys knob (internal.h) */
+int proc_write(const char *path, const char *text, struct corral_err *err)
 {
 	size_t len = strlen(text);
 	ssize_t n;
@@ -335,7 +336,7 @@ static int write_map(pid_t pid, const char *which, unsigned long lines[3][3],
 		len += snprintf(map + len, sizeof(map) - len, "%lu %lu %lu\n",
 				lines[i][0], lines[i][1], lines[i][2]);
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, which);
-	return write_file(path, map, err);
+	return proc_write(path, map, err);
 }
 
 /*
@@ -356,7 +357,7 @@ int ns_write_id_maps(pid_t pid, const struct corral_ids *ids, struct corral_err 
 		return r < 0 ? r : run_helper(NEWUIDMAP, pid, lu, nu, err);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
-	r = write_file(path, geteuid() == 0 ? "allow" : "deny", err);
+	r = proc_write(path, geteuid() == 0 ? "allow" : "deny", err);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	r = write_map(pid, "gid_map", lg, ng, err);

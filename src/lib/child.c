@@ -1140,38 +1140,6 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
  * token file's path.  /proc/1/cmdline is readable by anyone in the
  * sandbox, so overwrite it in place (fields 48-49 of /proc/self/stat).
  */
-static void hide_cmdline(void)
-{
-	char buf[1024], *p, *e;
-	unsigned long start = 0, end = 0;
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	/* after ")": state is field 3; arg_start is 48, arg_end 49 */
-	for (int field = 2; p && field < 48; field++)
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return;
-	/* two numbers, read without sscanf: its code is pages init never faulted in */
-	start = strtoul(p, &e, 10);
-	if (e == p || *e != ' ')
-		return;
-	p = e;
-	end = strtoul(p, &e, 10);
-	if (e == p || end <= start || end - start > (1 << 20))
-		return;
-	memset((void *)start, 0, end - start);
-	snprintf((char *)start, end - start, "corral-init");
-}
-
 static char **copy_argv(char *const *argv)
 {
 	size_t n = 0;
@@ -1227,15 +1195,14 @@ void sandbox_child(struct child_ctx *c)
 	for (size_t i = 0; i < nmapped; i++)
 		keep[7 + i] = c->idmap->binds[i];
 
-	/* nothing of the supervisor's environment in the sandbox's memory */
-	corral_forget();
 	/* a container's parent is the CLI, which exits at once (create) */
 	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
-	/* the command's argv may point into the area hide_cmdline clears */
+	/* the command's argv may point into the area corral_forget clears */
 	if (c->argv && !(c->argv = copy_argv(c->argv)))
 		_exit(125);
-	hide_cmdline();
+	/* nothing of the supervisor's environment or arguments in our memory */
+	corral_forget(true);
 	/*
 	 * Our own network namespace, made here rather than in the clone: its
 	 * half millisecond is then spent on this core while the supervisor

@@ -849,7 +849,7 @@ int image_unprivileged(const char *destpath, uid_t uid, gid_t gid,
 		return corral_set_err(err, -e, "fork: %s", strerror(e));
 	}
 	if (pid == 0) {
-		corral_forget();
+		corral_forget(false);
 		close(pipefd[0]);
 		rc = unpacker_alone(pipefd[1], &child_err);
 		if (rc == 0)

@@ -202,7 +202,11 @@ int corral_random(void *buf, size_t n);
 void *vault_alloc(size_t len);
 void vault_free(void *ptr);
 char *vault_memdup(const void *s, size_t len);
-/* first in a child that takes hostile input: the environment wiped */
-void corral_forget(void);
+/*
+ * First in a child that takes hostile input: the environment it started
+ * with zeroed, and none left; with cmdline, its arguments too ("corral-init"
+ * in their place).
+ */
+void corral_forget(bool cmdline);
 
 #endif

@@ -19,7 +19,9 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -79,19 +81,59 @@ char *vault_memdup(const void *s, size_t len)
 }
 
 /*
- * In a child of the supervisor that takes hostile input, before it reads
- * any: the environment's strings are zeroed (its own copy of them) and
- * the environment is empty.  A sandbox's command gets the environment the
- * policy made, never this one.
+ * Where the process's arguments (stat fields 48 and 49) and environment
+ * (50 and 51) lie: from /proc/self/stat, read without sscanf (its code is
+ * pages a fresh init never faulted in).  0 when they were found.
  */
-void corral_forget(void)
+static int stat_areas(unsigned long v[4])
+{
+	char buf[1024], *p, *e;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* after the command's ")": the state is field 3 */
+	p = strrchr(buf, ')');
+	for (int field = 2; p && field < 48; field++)
+		p = strchr(p + 1, ' ');
+	for (int i = 0; p && i < 4; i++) {
+		v[i] = strtoul(p, &e, 10);
+		if (e == p || (*e != ' ' && *e != '\n'))
+			return -1;
+		p = e;
+	}
+	return p ? 0 : -1;
+}
+
+/*
+ * In a child of the supervisor that takes hostile input, before it reads
+ * any.  The environment the process started with is zeroed where it lies
+ * (the stack's top: always writable, unlike a string a program gave
+ * putenv), and the child has none: a sandbox's command gets the one the
+ * policy made, never this.
+ */
+void corral_forget(bool cmdline)
 {
 	extern char **environ;
 	static char *none[1];
+	unsigned long v[4];
 
-	for (char **e = environ; e && *e; e++)
-		explicit_bzero(*e, strlen(*e));
 	environ = none;
+	if (stat_areas(v) < 0)
+		return;
+	/* bounds no environment or argument list passes (ARG_MAX) */
+	if (v[3] > v[2] && v[3] - v[2] <= (64 << 20))
+		memset((void *)v[2], 0, v[3] - v[2]);
+	if (cmdline && v[1] > v[0] && v[1] - v[0] <= (1 << 20)) {
+		memset((void *)v[0], 0, v[1] - v[0]);
+		snprintf((char *)v[0], v[1] - v[0], "corral-init");
+	}
 }
 
 char *corral_secret_dup(const char *s, size_t len)

@@ -2237,13 +2237,23 @@ t_tcp_token() {
 	expect_eq "port closed after stop" "$code" 000
 }
 
+# box_inits: the pids of the daemon's boxes' inits
+box_inits() {
+	local pid
+	for pid in $(cat /proc/"$DPID"/task/*/children); do
+		[ "$(tr -d '\0' < /proc/"$pid"/cmdline 2>/dev/null)" = corral-init ] && echo "$pid"
+	done
+	return 0
+}
+
 # A box's init is a fork of the daemon that never execs.  It must hold
 # neither the daemon's token (read from its file, and shown by every TCP
 # request) nor the daemon's environment.  Scanned from the host
 # (tests/helpers/memscan), the daemon first: the scan finds them there.
 t_box_init_holds_no_token() {
 	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
-	local scan="" d token marker="corral-env-$$-$RANDOM-marker" pid inits="" id
+	local scan="" d token marker="corral-env-$$-$RANDOM-marker" pid inits="" id first second
+	local callenv="corral-call-$$-$RANDOM-env-$(head -c 600 /dev/urandom | od -An -tx1 | tr -d " \n")"
 	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
 		[ -x "$d/memscan" ] && scan=$d/memscan
 	done
@@ -2260,12 +2270,15 @@ t_box_init_holds_no_token() {
 	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $token" \
 		-X POST -d '{"argv": ["true"]}' "http://127.0.0.1:$port/v1/sandboxes/$id/exec" 2> "$T/curl.err" || true)
 	expect_code "exec over TCP" "$code" 200
+	# a call's environment is its client's, for that call only
+	code=$(api POST "/v1/sandboxes/$id/exec" -d "{\"argv\": [\"true\"], \"env\": {\"K\": \"$callenv\"}}")
+	expect_code "exec with an environment" "$code" 200
+	first=$(box_inits)
 	# and one made after those requests, over the unix socket
 	code=$(api POST /v1/sandboxes)
 	expect_code "create" "$code" 201
-	for pid in $(cat /proc/"$DPID"/task/*/children); do
-		[ "$(tr -d '\0' < /proc/"$pid"/cmdline 2>/dev/null)" = corral-init ] && inits="$inits $pid"
-	done
+	inits=$(box_inits)
+	second=$(echo " $inits " | sed "s/ $first / /; s/ //g")
 	expect_eq "two boxes' inits" "$(echo $inits | wc -w)" 2
 	# AddressSanitizer's runtime keeps a copy of the environment it
 	# started with, out of corral's reach: there, only the token
@@ -2277,6 +2290,10 @@ t_box_init_holds_no_token() {
 			"$scan" "$pid" "$v" > "$T/scan" && fail "box init $pid holds $v: $(cat "$T/scan")"
 		done
 	done
+	# the first box's call: never in the second box.  Its tail is looked
+	# for: a free overwrites a block's first bytes, not the rest
+	"$scan" "$second" "${callenv: -64}" > "$T/scan" &&
+		fail "box init $second holds another box's call's environment: $(cat "$T/scan")"
 	stop_daemon
 }
 

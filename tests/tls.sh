@@ -476,12 +476,20 @@ children() { cat /proc/"$1"/task/*/children 2>/dev/null; }
 # is scanned first, to show the scan finds them where they are.
 t_init_holds_no_credentials() {
 	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
-	local scan sup init="" agent="" i v marker="corral-env-$$-$RANDOM-marker"
+	local scan sup init="" agent="" i v s hex marker envsecret filesecret
 	scan=$(memscan_find)
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
-	secrets_policy
+	# long and random: a freed copy keeps all but its first bytes, so the
+	# scans look for each one's tail
+	hex=$(head -c 96 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	marker=corral-env-${hex:0:64}
+	envsecret=env-secret-${hex:64:64}
+	filesecret=file-secret-${hex:128:64}
+	printf '%s\n' "$filesecret" > "$T/filesecret"
+	s=${SECRETS//GOOD/$GOOD}
+	policy "" ", ${s//QFILE/$T/filesecret}"
 	# not under timeout: its child would be the supervisor; sleep ends it
-	CORRAL_TEST_SECRET=$SECRET CORRAL_TEST_ONLY_ENV=$marker "$CORRAL" run \
+	CORRAL_TEST_SECRET=$envsecret CORRAL_TEST_ONLY_ENV=$marker "$CORRAL" run \
 		--policy "$T/p.json" -- /bin/sleep 30 > "$T/out" 2> "$T/err" < /dev/null &
 	sup=$!
 	PIDS="$PIDS $sup"
@@ -500,11 +508,11 @@ t_init_holds_no_credentials() {
 	fi
 	# AddressSanitizer's runtime keeps a copy of the environment it
 	# started with, out of corral's reach: there, only the file's secret
-	local values="$SECRET $QSECRET $marker"
-	! ldd "$CORRAL" 2>/dev/null | grep -q libasan || values=$QSECRET
+	local values="$envsecret $filesecret $marker"
+	! ldd "$CORRAL" 2>/dev/null | grep -q libasan || values=$filesecret
 	for v in $values; do
 		"$scan" "$sup" "$v" > /dev/null || fail "the scan did not find $v in the supervisor"
-		"$scan" "$init" "$v" > "$T/scan" && fail "init holds $v: $(cat "$T/scan")"
+		"$scan" "$init" "${v: -40}" > "$T/scan" && fail "init holds $v: $(cat "$T/scan")"
 	done
 	kill "$sup" 2>/dev/null
 	wait "$sup" 2>/dev/null || true

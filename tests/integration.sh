@@ -552,6 +552,127 @@ t_signal_after_the_end() {
 	expect_eq "exit: the command's" "$rc" 3
 }
 
+# A signal before the sandbox exists: corral waits for the image store,
+# which an import holds (here a shell with flock(1)), to look up its
+# --image.  It ends the run with the words and status of one that comes
+# later in setup.
+t_signal_before_setup() {
+	command -v flock >/dev/null || { skip "no flock"; return 77; }
+	local sig pid rc holder i
+	"$CORRAL" image ls --state-dir "$T/state" > /dev/null
+	# the holder is one process, by pid: the lock goes with it
+	( exec 9<> "$T/state/images/lock"; flock -x 9; exec sleep 60 ) &
+	holder=$!
+	trap "kill $holder 2>/dev/null; wait $holder 2>/dev/null || true" EXIT
+	i=0
+	while flock -n -s "$T/state/images/lock" true && [ $i -lt 200 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	for sig in TERM HUP; do
+		rc=0
+		# bounded by the holder's sleep: then no such image
+		"$CORRAL" run --state-dir "$T/state" --image no-such-image \
+			-- /bin/true > "$T/out" 2> "$T/err" < /dev/null &
+		pid=$!
+		# its flock(2) (73 on x86-64, 32 on arm64) waiting for the import
+		i=0
+		while ! grep -Eq '^(73|32) ' "/proc/$pid/syscall" 2>/dev/null && [ $i -lt 400 ]; do
+			sleep 0.05; i=$((i + 1))
+		done
+		kill -"$sig" "$pid"
+		wait "$pid" || rc=$?
+		expect_eq "exit, SIG$sig" "$rc" $((128 + $(kill -l $sig)))
+		expect_eq "message, SIG$sig" "$(cat "$T/err")" \
+			"corral: SIG$sig during setup: the command was not started"
+	done
+}
+
+# corral's own setup, before the clone: strace holds the supervisor's
+# signalfd (made once the signals are blocked, before the spawn) 10 s; a
+# SIGTERM meanwhile is read before the spawn, and nothing is cloned.
+t_signal_before_spawn() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local rc=0 st sup i
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 60 strace -f -qq -o "$T/trace" -e trace=signalfd4,clone,clone3 \
+		-e inject=signalfd4:delay_enter=10000000:when=1 \
+		"$CORRAL" run --rw "$T/mark:/mark" -- /bin/touch /mark/ran \
+		> "$T/out" 2> "$T/err" < /dev/null &
+	st=$!
+	mkdir "$T/mark" && chmod 777 "$T/mark"
+	i=0 sup=
+	while [ -z "$sup" ] && [ $i -lt 200 ]; do
+		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
+		sleep 0.05; i=$((i + 1))
+	done
+	[ -n "$sup" ] || fail "no corral under strace"
+	# its signals blocked, or held at the signalfd: pending either way
+	i=0
+	while ! grep -q 'SigBlk:.*5007$' "/proc/$sup/status" 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	kill -TERM "$sup"
+	wait "$st" || rc=$?
+	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
+	expect_eq "exit" "$rc" 143
+	expect_eq "message" "$(cat "$T/err")" \
+		"corral: SIGTERM during setup: the command was not started"
+	[ ! -e "$T/mark/ran" ] || fail "the command ran"
+	expect_eq "nothing cloned" "$(grep -c CLONE_NEWUSER "$T/trace")" 0
+}
+
+# A signal while the sandbox is set up (strace holds init's sethostname,
+# after the clone, the id maps and the cgroup, before the mounts, 5 s;
+# killed, init is reaped only once strace lets it go, so each run lasts
+# that long)
+# stops the run there: the command never starts (its marker never made),
+# the status and message say so, init is gone, and neither a group of
+# the run nor a mount is left.  Forwarded, as before, the signal waited in
+# init for the command to start, then killed it: "killed by signal 15".
+t_signal_during_setup() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	list_ours() { find /sys/fs/cgroup -maxdepth 4 -type d -name "corral-$1-*" 2>/dev/null; }
+	local sig rc st sup init i json
+	mkdir "$T/mark" && chmod 777 "$T/mark"
+	for sig in TERM INT HUP/json; do
+		json=
+		[ "$sig" = HUP/json ] && { sig=HUP; json=--json; }
+		rc=0
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+		timeout 60 strace -f -qq -o "$T/trace" -e trace=sethostname,clone,clone3 \
+			-e inject=sethostname:delay_enter=5000000 \
+			"$CORRAL" run $json --rw "$T/mark:/mark" -- /bin/touch /mark/ran \
+			> "$T/out" 2> "$T/err" < /dev/null &
+		st=$!
+		i=0 init=
+		while [ -z "$init" ] && [ $i -lt 400 ]; do
+			init=$(sed -n 's/^[0-9]* *clone3\?(.*CLONE_NEWUSER.*= \([0-9]*\)$/\1/p' "$T/trace" 2>/dev/null | head -1)
+			sleep 0.05; i=$((i + 1))
+		done
+		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
+		[ -n "$init" ] && [ -n "$sup" ] || {
+			kill -KILL "$st"; wait "$st" 2>/dev/null
+			fail "no sandbox cloned: $(head -5 "$T/trace")"; return 1; }
+		kill -"$sig" "$sup"
+		wait "$st" || rc=$?
+		grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
+		[ ! -e "$T/mark/ran" ] || fail "SIG$sig: the command ran"
+		expect_eq "exit, SIG$sig" "$rc" $((128 + $(kill -l $sig)))
+		if [ -n "$json" ]; then
+			expect_eq "status" "$(json status < "$T/out")" signaled
+			expect_eq "signal" "$(json signal < "$T/out")" 1
+			expect_eq "reason" "$(json reason < "$T/out")" \
+				"SIGHUP during setup: the command was not started"
+		else
+			expect_contains "message, SIG$sig" "$(cat "$T/err")" \
+				"corral: SIG$sig during setup: the command was not started"
+		fi
+		[ -d "/proc/$init" ] && { kill -KILL "$init"; fail "its init $init still runs"; }
+		expect_eq "groups left, SIG$sig" "$(list_ours "$sup")" ""
+		expect_eq "mounts left, SIG$sig" "$(grep -c "$T" /proc/self/mountinfo)" 0
+	done
+}
+
 t_work_shell_pipeline() {
 	out=$(crun -- /bin/sh -c 'seq 1 100 | grep 7 | sort -r | head -1 | tr 7 X')
 	expect_eq "pipeline" "$out" "9X"

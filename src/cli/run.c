@@ -4,9 +4,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char run_usage[] =
 "Usage: corral run [OPTIONS] [--] COMMAND [ARG...]\n"
@@ -118,11 +121,17 @@ static const char run_usage[] =
 "halts the sandbox by itself: it freezes it, records why, then kills it or\n"
 "holds it frozen (on_abort), and the result's status is \"halted\".\n"
 "\n"
-"Exit status: the command's own; 128+N if it died of signal N (137 when the\n"
-"memory limit or an abort killed it); 124 on timeout; 125 if corral could\n"
-"not build the sandbox (bad policy, missing kernel feature); 126 the command\n"
-"cannot be executed; 127 not found.  Without --json, how the command ended\n"
-"is told on stderr whenever it did not simply exit.\n";
+"Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to the command\n"
+"once it runs.  One that comes before (policy, image, cgroup, namespaces,\n"
+"mounts) ends the run there: the command is not started, nothing of the\n"
+"sandbox is left, and the exit status is 128+N, as below.\n"
+"\n"
+"Exit status: the command's own; 128+N if it died of signal N or N came\n"
+"before it started (137 when the memory limit or an abort killed it); 124 on\n"
+"timeout; 125 if corral could not build the sandbox (bad policy, missing\n"
+"kernel feature); 126 the command cannot be executed; 127 not found.\n"
+"Without --json, how the command ended is told on stderr whenever it did\n"
+"not simply exit.\n";
 
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
@@ -313,6 +322,86 @@ static void print_end(const struct corral_result *res)
 	fprintf(stderr, "corral: %s\n", res->reason);
 }
 
+/* ---- a signal before the sandbox's setup --------------------------------- */
+
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+
+struct stops {
+	struct sigaction old[NSTOP];
+	sigset_t mask;		/* the caller's, while corral_run has the signals */
+	bool handed;
+};
+
+/*
+ * Until corral_run takes them (hand_stops_over), nothing of the sandbox
+ * exists: the policy is read, the image looked up (which waits while an
+ * import holds the store).  A signal then ends corral at once, as it
+ * would have, but says so the way corral_run does (result_not_started).
+ * Only write and _exit: it runs in a signal handler.
+ */
+static void stop_before_setup(int sig)
+{
+	const char *m = sig == SIGINT ? "corral: SIGINT during setup: the command was not started\n" :
+		sig == SIGTERM ? "corral: SIGTERM during setup: the command was not started\n" :
+		sig == SIGHUP ? "corral: SIGHUP during setup: the command was not started\n" :
+		"corral: SIGQUIT during setup: the command was not started\n";
+
+	if (write(2, m, strlen(m)) < 0)
+		_exit(128 + sig);
+	_exit(128 + sig);
+}
+
+/* One the caller ignores (nohup: SIGHUP) stays ignored. */
+static void catch_stops(struct stops *st)
+{
+	struct sigaction sa = { .sa_handler = stop_before_setup };
+
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < NSTOP; i++)
+		if (sigaction(stop_signals[i], NULL, &st->old[i]) == 0 &&
+		    st->old[i].sa_handler != SIG_IGN)
+			sigaction(stop_signals[i], &sa, NULL);
+}
+
+/*
+ * Blocked, then the caller's dispositions back: one that comes now stays
+ * pending for corral_run's signalfd, which reads it before the spawn.
+ */
+static void hand_stops_over(struct stops *st)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaddset(&set, stop_signals[i]);
+	if (sigprocmask(SIG_BLOCK, &set, &st->mask) == 0)
+		st->handed = true;
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &st->old[i], NULL);
+}
+
+/*
+ * After corral_run: one still pending came for the run after its last
+ * read (corral_run's own unblock leaves them to us, as they were blocked
+ * when it was called); the caller's mask back without it.
+ */
+static void take_stops_back(struct stops *st)
+{
+	struct timespec zero = { 0, 0 };
+	sigset_t set;
+
+	if (!st->handed)
+		return;
+	sigemptyset(&set);
+	for (size_t i = 0; i < NSTOP; i++)
+		if (!sigismember(&st->mask, stop_signals[i]))
+			sigaddset(&set, stop_signals[i]);
+	while (sigtimedwait(&set, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &st->mask, NULL);
+}
+
 /* srt's settings: what each key became goes to stderr, one line each. */
 static int load_settings(struct corral_policy *p, const char *path)
 {
@@ -329,7 +418,7 @@ static int load_settings(struct corral_policy *p, const char *path)
 	return 0;
 }
 
-int cmd_run(int argc, char **argv)
+static int run(int argc, char **argv, struct stops *st)
 {
 	struct corral_policy p;
 	struct corral_result res;
@@ -471,7 +560,9 @@ int cmd_run(int argc, char **argv)
 		return EXIT_CORRAL;
 	}
 
+	hand_stops_over(st);
 	r = corral_run(&p, &o, &res, &err);
+	take_stops_back(st);
 	if (o.capture) {
 		char *json = corral_result_json(&res);
 
@@ -497,5 +588,18 @@ int cmd_run(int argc, char **argv)
 	corral_policy_free(&p);
 	free(img_argv);
 	corral_image_free(img);
+	return code;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct stops st = { .handed = false };
+	int code;
+
+	catch_stops(&st);
+	code = run(argc, argv, &st);
+	if (!st.handed)
+		for (size_t i = 0; i < NSTOP; i++)
+			sigaction(stop_signals[i], &st.old[i], NULL);
 	return code;
 }

@@ -270,6 +270,19 @@ void result_from_wait(struct corral_result *res, int status)
 	}
 }
 
+/*
+ * Status "signaled" and 128+sig, as for a signal the command died of, so
+ * that a caller's handling of a signal does not depend on when it came;
+ * the reason says that nothing ran.
+ */
+void result_not_started(struct corral_result *res, int sig)
+{
+	res->status = CORRAL_SIGNALED;
+	res->signal = sig;
+	snprintf(res->reason, sizeof(res->reason), "SIG%s during setup: the "
+		 "command was not started", sigabbrev_np(sig) ?: "?");
+}
+
 /* As a shell says it: 127 when the command is not there, else 126. */
 void result_exec_failed(struct corral_result *res, const char *cmd, int e)
 {

@@ -57,6 +57,9 @@ struct supervise {
 	bool timed_out;
 	bool exited;
 	struct child_msg setup;	/* MSG_SETUP_FAILED / MSG_EXEC_FAILED, if any */
+	/* init said READY, and not MSG_NOT_STARTED: the command may have run */
+	bool ready;
+	int setup_signal;	/* a signal to stop that came before the command */
 	bool have_status;
 	int status;		/* the command's wait status */
 	struct events *ev;
@@ -162,6 +165,9 @@ static void on_msg(void *arg, const struct child_msg *m)
 		break;
 	case MSG_PTY_FD:
 		take_master(s);
+		break;
+	case MSG_READY:
+		s->ready = true;
 		break;
 	}
 }
@@ -290,12 +296,38 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 			ioctl(s->master, TIOCSWINSZ, &ws);
 		return;
 	}
+	/*
+	 * Init sends READY before it starts the command, and cannot start it
+	 * without (send_msg): until we have read it, nothing of the command's
+	 * has run, and killing init keeps it so.  Forwarded instead, the
+	 * signal would wait, blocked in init, for the command to start.
+	 */
+	if (!s->ready) {
+		if (!s->setup_signal)
+			s->setup_signal = si.ssi_signo;
+		kill_tree(s);
+		return;
+	}
 	if (s->halted) {	/* a person ends the hold */
 		s->halt_killed = true;
 		kill_tree(s);
 		return;
 	}
 	kill(s->sb->pid, si.ssi_signo);
+}
+
+/*
+ * A signal to stop that came while the sandbox was being set up, before
+ * any of it was spawned; read off sigfd, so it is not forwarded again.
+ */
+static int setup_signaled(int sigfd)
+{
+	struct signalfd_siginfo si;
+
+	while (sigfd >= 0 && read(sigfd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo != SIGWINCH)
+			return si.ssi_signo;
+	return 0;
 }
 
 static int add_fd_event(struct supervise *s, struct event **ev, int fd,
@@ -351,6 +383,15 @@ static void describe(struct corral_result *res, const struct supervise *s,
 {
 	int status = s->status;
 
+	if (s->setup_signal && !s->ready) {
+		result_not_started(res, s->setup_signal);
+		return;
+	}
+	/* READY was on its way: the command may have run, and was killed */
+	if (s->setup_signal) {
+		result_from_wait(res, W_EXITCODE(0, s->setup_signal));
+		return;
+	}
 	if (s->halted) {
 		res->status = CORRAL_HALTED;
 		res->signal = SIGKILL;
@@ -671,22 +712,35 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		r = corral_set_err(err, -EINVAL, "a terminal's output cannot be "
 				   "captured: tty and capture exclude each other");
 	hold_closed_stdio(s.null);
-	if (r == 0)
-		r = prepare(&s, o, res, err);
+	if (r < 0)
+		goto fail;
+	/*
+	 * From here a signal to stop is ours to handle, in setup too: read
+	 * before the spawn, it is the end of the run, with nothing started
+	 * (setup_signaled); after, on_signal tells whether it is.
+	 */
+	r = block_signals(o->forward_signals, o->tty, &oldmask, &s.sigfd, err);
+	if (r < 0)
+		goto fail;
+	masked = true;
+	r = prepare(&s, o, res, err);
 	if (r == 0)
 		r = stdio_setup(&s, o, res, so.stdio, err);
 	if (r < 0)
-		goto fail;
-	if (o->tty) {	/* the pty's first size: the caller's terminal's */
+		goto fail_signals;
+	s.setup_signal = setup_signaled(s.sigfd);
+	if (s.setup_signal) {
+		result_not_started(res, s.setup_signal);
+		res->duration_ms = corral_now_ms() - s.t0;
+		goto fail_signals;
+	}
+	/* the pty's first size: the caller's terminal's (a SIGWINCH before is read) */
+	if (o->tty) {
 		s.tty = so.tty = true;
 		s.winfd = isatty(0) ? 0 : isatty(1) ? 1 : -1;
 		if (s.winfd >= 0)
 			corral_term_winsize(s.winfd, &so.winsize);
 	}
-	r = block_signals(o->forward_signals, o->tty, &oldmask, &s.sigfd, err);
-	if (r < 0)
-		goto fail;
-	masked = true;
 
 	so.base = s.base;
 	so.ev = s.ev;
@@ -726,7 +780,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 		outkeep_end(&s.err.keep, &res->err);
 	}
 	conclude(&s, o->argv[0], &ru, res);
-	if (o->export)
+	/* nothing ran: nothing to export */
+	if (o->export && !(s.setup_signal && !s.ready))
 		run_export_finish(&xr, p, o->export, s.sb->upperfd, s.ev, res);
 
 fail_signals:

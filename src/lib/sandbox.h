@@ -347,6 +347,8 @@ void sandbox_free(struct sandbox *sb);
 void result_from_wait(struct corral_result *res, int status);
 void result_exec_failed(struct corral_result *res, const char *cmd, int e);
 void result_timeout(struct corral_result *res, uint64_t timeout_ms);
+/* Signal sig came before the command was started, and it never was. */
+void result_not_started(struct corral_result *res, int sig);
 /* The memory or pids limit hit, over how the command ended (result.c). */
 void result_limits(struct corral_result *res, const struct corral_policy *p,
 		   uint64_t oom_kills, uint64_t pids_hits);

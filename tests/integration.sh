@@ -673,6 +673,41 @@ t_signal_during_setup() {
 	done
 }
 
+# Between init's READY and the command's start: the supervisor forwards
+# the signal, and init, which had it blocked since the clone, looks once
+# more before it starts the command.  A tripwire makes READY seen (the
+# supervisor arms it then: "tripwire.armed"); strace holds init's
+# signalfd in that gap, 5 s (and the supervisor's own, before the spawn).
+# Forwarded and no more, the signal killed the command it had waited for.
+t_signal_after_ready() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local rc=0 st sup i
+	mkdir "$T/mark" && chmod 777 "$T/mark"
+	echo '{"abort": {"tripwires": ["/home/agent/.aws/credentials"]}}' > "$T/policy.json"
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 60 strace -f -qq -o "$T/trace" -e trace=signalfd4 \
+		-e inject=signalfd4:delay_enter=5000000:when=1 \
+		"$CORRAL" run --policy "$T/policy.json" --events "$T/ev" \
+		--rw "$T/mark:/mark" -- /bin/touch /mark/ran \
+		> "$T/out" 2> "$T/err" < /dev/null &
+	st=$!
+	i=0
+	while ! grep -q '"tripwire.armed"' "$T/ev" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
+	[ -n "$sup" ] || fail "no corral under strace: $(cat "$T/err")"
+	kill -TERM "$sup"
+	wait "$st" || rc=$?
+	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
+	[ ! -e "$T/mark/ran" ] || fail "the command ran"
+	expect_eq "exit" "$rc" 143
+	expect_eq "message" "$(cat "$T/err")" \
+		"corral: SIGTERM during setup: the command was not started"
+	# the supervisor's signalfd and init's, held both (a line each)
+	expect_eq "init held after READY" "$(grep -c 'DELAYED' "$T/trace")" 2
+}
+
 t_work_shell_pipeline() {
 	out=$(crun -- /bin/sh -c 'seq 1 100 | grep 7 | sort -r | head -1 | tr 7 X')
 	expect_eq "pipeline" "$out" "9X"

@@ -723,6 +723,27 @@ static const char *before_exec_failure(const struct child_ctx *c)
 		"cannot apply the rlimits or make the pty the command's terminal";
 }
 
+/*
+ * A signal to stop the run that the supervisor forwarded after our READY
+ * waits here, blocked since the clone (the supervisor's mask, inherited):
+ * then the command is not started, and the supervisor hears which signal
+ * it was.  One that comes after this look is the command's.  A
+ * container's signals are the engine's, before its start as after.
+ */
+static void stop_if_signaled(const struct child_ctx *c)
+{
+	static const int stop[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	sigset_t pending;
+
+	if (c->container || sigpending(&pending) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++)
+		if (sigismember(&pending, stop[i])) {
+			send_msg(c->msg_wr, MSG_NOT_STARTED, stop[i], 0, NULL);
+			_exit(0);
+		}
+}
+
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
@@ -753,6 +774,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			setup_failed(c, &err);
 	}
 
+	stop_if_signaled(c);
 	/* spawned, the command has run exec: the read below sees EOF */
 	cmd = spawn_command(c, slave, &setup);
 	if (cmd < 0) {

@@ -169,6 +169,10 @@ static void on_msg(void *arg, const struct child_msg *m)
 	case MSG_READY:
 		s->ready = true;
 		break;
+	case MSG_NOT_STARTED:	/* a signal forwarded after READY stopped it */
+		s->setup_signal = m->code;
+		s->ready = false;
+		break;
 	}
 }
 
@@ -299,8 +303,9 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 	/*
 	 * Init sends READY before it starts the command, and cannot start it
 	 * without (send_msg): until we have read it, nothing of the command's
-	 * has run, and killing init keeps it so.  Forwarded instead, the
-	 * signal would wait, blocked in init, for the command to start.
+	 * has run, and killing init keeps it so, however long its setup
+	 * would still take.  After READY the signal is forwarded; init looks
+	 * for one once more before it starts the command (stop_if_signaled).
 	 */
 	if (!s->ready) {
 		if (!s->setup_signal)

@@ -123,6 +123,7 @@ enum child_msg_kind {
 	MSG_PTY_FD,		/* the master of the command's pty (SCM_RIGHTS) */
 	MSG_DNS_FD,		/* network off: UDP 127.0.0.1:53 inside (dnsoff.c) */
 	MSG_DNS_DIAG_FD,	/* ... a sock_diag socket there; id = the netns's inode */
+	MSG_NOT_STARTED,	/* code = the signal to stop that came first */
 };
 
 struct child_msg {

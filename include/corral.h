@@ -92,6 +92,15 @@ struct corral_bind {
 	char *src;		/* host path, absolute */
 	char *dst;		/* path inside the sandbox, absolute */
 	bool writable;
+	/*
+	 * pinned: the source is the object fd holds (O_PATH), which the
+	 * caller judged, and src the path it had then: the sandbox gets that
+	 * object or is refused, whatever src names by the time it is built.
+	 * The fd is the caller's, open until the sandbox is built
+	 * (corral_policy_add_pinned_bind).
+	 */
+	bool pinned;
+	int fd;
 };
 
 struct corral_env {
@@ -294,6 +303,14 @@ const char *corral_policy_tls_within(const struct corral_policy *p,
 CORRAL_PUBLIC
 int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 			   bool writable, struct corral_err *err); /* HOST[:PATH] */
+/*
+ * A bind of the object fd holds (O_PATH, opened and judged by the caller):
+ * checked by what it is, not by a path that can be swapped before the
+ * sandbox is built (a bind the caller allows by where it lies).
+ */
+CORRAL_PUBLIC
+int corral_policy_add_pinned_bind(struct corral_policy *p, int fd, const char *dst,
+				  bool writable, struct corral_err *err);
 CORRAL_PUBLIC
 int corral_policy_set_env(struct corral_policy *p, const char *assignment,
 			  struct corral_err *err);	/* NAME=VALUE */

@@ -1198,8 +1198,9 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
-	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nkeep = 7 + nmapped;
-	int keep[7 + nmapped];
+	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nbinds = c->p->nbinds;
+	size_t nkeep = 7 + nmapped + nbinds;
+	int keep[7 + nmapped + nbinds];
 	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, r;
 	int cgfds[FD_SEND_MAX];
 	size_t ncg;
@@ -1216,6 +1217,9 @@ void sandbox_child(struct child_ctx *c)
 	keep[6] = c->idmap ? c->idmap->ws : -1;
 	for (size_t i = 0; i < nmapped; i++)
 		keep[7 + i] = c->idmap->binds[i];
+	/* the sources the caller judged, compared by mount_build */
+	for (size_t i = 0; i < nbinds; i++)
+		keep[7 + nmapped + i] = c->p->binds[i].pinned ? c->p->binds[i].fd : -1;
 
 	/* a container's parent is the CLI, which exits at once (create) */
 	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -1283,6 +1287,10 @@ void sandbox_child(struct child_ctx *c)
 	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL, &err) < 0 ||
 	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
+	/* host fds (the host's mounts): none stays in a process of the sandbox */
+	for (size_t i = 0; i < nbinds; i++)
+		if (c->p->binds[i].pinned)
+			close(c->p->binds[i].fd);
 	/* network off: 127.0.0.1:53 is the supervisor's before the command runs */
 	if (c->p->net == CORRAL_NET_NONE && !c->joined_net &&
 	    (r = dnsoff_bind(c->msg_wr)) < 0) {

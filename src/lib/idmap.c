@@ -191,10 +191,13 @@ static bool overlay_takes_idmapped(char *why, size_t len)
 /*
  * One path: -1 with *refused false when it is not ours to map (absent,
  * refused by mount.c's rules, an owner that grants nothing): init then
- * opens it as before and says what is wrong with it.
+ * opens it as before and says what is wrong with it.  pin >= 0: the
+ * object the caller judged (corral_policy_add_pinned_bind), taken as it
+ * is, never path again: what is mapped is what was checked.
  */
-static int map_path(const struct corral_policy *p, const char *path, bool writable,
-		    const struct corral_ids *ids, bool *refused, char *why, size_t len)
+static int map_path(const struct corral_policy *p, const char *path, int pin,
+		    bool writable, const struct corral_ids *ids, bool *refused,
+		    char *why, size_t len)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 				.resolve = RESOLVE_NO_MAGICLINKS };
@@ -204,7 +207,7 @@ static int map_path(const struct corral_policy *p, const char *path, bool writab
 	int tree;
 
 	*refused = false;
-	fd = openat2_retry(AT_FDCWD, path, &how);
+	fd = pin >= 0 ? fcntl(pin, F_DUPFD_CLOEXEC, 3) : openat2_retry(AT_FDCWD, path, &how);
 	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || root < 0 || fstat(fd, &st) < 0 ||
 	    mount_check_host_fd(root, fd, path, &err) < 0)
@@ -288,12 +291,13 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		what = p->workspace;
 		refused = !overlay_takes_idmapped(why, sizeof(why));
 		if (!refused)
-			out->ws = map_path(p, p->workspace, false, ids, &refused, why,
-					   sizeof(why));
+			out->ws = map_path(p, p->workspace, -1, false, ids, &refused,
+					   why, sizeof(why));
 	}
 	for (size_t i = 0; !refused && i < p->nbinds; i++) {
-		out->binds[i] = map_path(p, p->binds[i].src, p->binds[i].writable, ids,
-					 &refused, why, sizeof(why));
+		out->binds[i] = map_path(p, p->binds[i].src, p->binds[i].pinned ?
+					 p->binds[i].fd : -1, p->binds[i].writable,
+					 ids, &refused, why, sizeof(why));
 		what = p->binds[i].src;
 	}
 	ids->idmapped = out->ws >= 0;

@@ -197,6 +197,40 @@ static int open_host(int oldroot, const char *path, struct corral_err *err)
 }
 
 /*
+ * A source the caller opened and judged (corral_policy_add_pinned_bind):
+ * its fd names a mount of the caller's namespace, which the kernel will
+ * not clone into this one (open_tree and bind mounts take only mounts of
+ * the caller's own: EINVAL), so src is opened again, following no
+ * symlink, and taken only if it is that same object.  A path swapped
+ * since the check (a component replaced by a link, a directory renamed
+ * over) is refused: never the object the check did not see.
+ */
+static int open_pinned(int oldroot, const char *src, int pin, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat want, got;
+	int fd, e;
+
+	if (fstat(pin, &want) < 0)
+		return corral_set_errno(err, errno, "cannot stat the checked %s", src);
+	fd = openat2_retry(oldroot, src, &how);
+	e = errno;
+	if (fd < 0 && e == EACCES)
+		return open_host(oldroot, src, err);	/* says why */
+	if (fd >= 0 && fstat(fd, &got) == 0 && got.st_dev == want.st_dev &&
+	    got.st_ino == want.st_ino)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return corral_set_err(err, -EACCES, "%s is not what was checked any more "
+			      "(%s): refused", src, fd >= 0 ? "another file is there" :
+			      e == ELOOP ? "a symbolic link is on its way" : strerror(e));
+}
+
+/*
  * A host path the caller names (a bind, the workspace) may never show the
  * host's kernel: /proc (every host process and its command line), /sys,
  * /dev (and what is mounted there), nor the host's root, which holds them
@@ -286,15 +320,23 @@ static int bind_tree(int tree, const char *what, const char *dst,
 	return 0;
 }
 
-/* tree >= 0: src as the supervisor's idmapped copy, already judged. */
+/*
+ * tree >= 0: src as the supervisor's idmapped copy, already judged;
+ * pin >= 0: the object the caller judged, which src must still be.
+ */
 static int bind_host(int oldroot, const char *src, const char *dst,
-		     enum bind_kind kind, bool optional, int tree,
+		     enum bind_kind kind, bool optional, int tree, int pin,
 		     struct corral_err *err)
 {
 	struct stat st;
 	int fd, r;
 
-	fd = tree >= 0 ? fcntl(tree, F_DUPFD_CLOEXEC, 3) : open_host(oldroot, src, err);
+	if (tree >= 0)
+		fd = fcntl(tree, F_DUPFD_CLOEXEC, 3);
+	else if (pin >= 0)
+		fd = open_pinned(oldroot, src, pin, err);
+	else
+		fd = open_host(oldroot, src, err);
 	if (fd < 0 && tree >= 0)
 		return corral_set_errno(err, errno, "dup %s", src);
 	if (fd < 0)
@@ -335,7 +377,7 @@ static int host_dir(int oldroot, const char *path, struct corral_err *err)
 		return errno == ENOENT ? 0 :
 			corral_set_errno(err, errno, "cannot stat %s", path);
 	if (!S_ISLNK(st.st_mode))
-		return bind_host(oldroot, path, path, BIND_RO, false, -1, err);
+		return bind_host(oldroot, path, path, BIND_RO, false, -1, -1, err);
 	n = readlinkat(oldroot, path + 1, target, sizeof(target) - 1);
 	if (n < 0)
 		return corral_set_errno(err, errno, "cannot read link %s", path);
@@ -627,7 +669,7 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 				 img, err);
 	/* an image's root has its own loader cache, certificates, zone info */
 	for (size_t i = 0; r == 0 && !img && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
-		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, -1, err);
+		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, -1, -1, err);
 	if (r == 0 && tls_ca_pem)
 		r = build_tls_trust(oldroot, tls_ca_pem, img, err);
 	return r;
@@ -660,7 +702,7 @@ static int build_dev(int oldroot, struct corral_err *err)
 			     "mode=0755,size=1m", err);
 	for (size_t i = 0; r == 0 && i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
 		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
-		r = bind_host(oldroot, path, path, BIND_DEVICE, false, -1, err);
+		r = bind_host(oldroot, path, path, BIND_DEVICE, false, -1, -1, err);
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i].target, links[i].path) < 0)
@@ -1130,7 +1172,8 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 		const struct corral_bind *b = &p->binds[i];
 		int tree = pre && i < pre->nbinds ? pre->binds[i] : -1;
 		int r = bind_host(oldroot, b->src, b->dst, b->writable ?
-				  BIND_USER_RW : BIND_USER_RO, false, tree, err);
+				  BIND_USER_RW : BIND_USER_RO, false, tree,
+				  b->pinned ? b->fd : -1, err);
 
 		if (r < 0)
 			return corral_wrap_err(err, "--%s %s:%s",

@@ -556,7 +556,7 @@ static int policy_copy(struct corral_policy *dst,
 	if (tls_policy_copy(dst, src))
 		goto nomem;
 	for (i = 0; i < src->nbinds; i++) {
-		b.writable = src->binds[i].writable;
+		b = src->binds[i];	/* a pinned source's fd: still the caller's */
 		b.src = strdup(src->binds[i].src);
 		b.dst = strdup(src->binds[i].dst);
 		if (!b.src || !b.dst || policy_bind_append(dst, &b)) {
@@ -639,6 +639,38 @@ int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 		return corral_set_err(err, r, "out of memory adding the bind %s",
 				      spec);
 	}
+	return 0;
+}
+
+/*
+ * src is the path the kernel gives fd now, with no symlink in it: where
+ * init looks for the object again (mount.c: it cannot mount the caller's
+ * fd), to compare what it finds with fd's.
+ */
+int corral_policy_add_pinned_bind(struct corral_policy *p, int fd, const char *dst,
+				  bool writable, struct corral_err *err)
+{
+	char self[64], src[PATH_MAX], spec[2 * PATH_MAX + 2];
+	ssize_t n;
+	int r;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlink(self, src, sizeof(src) - 1);
+	if (n < 0)
+		return corral_set_err(err, -errno, "the bind's source (fd %d): %s", fd,
+				      strerror(errno));
+	src[n] = '\0';
+	if (src[0] != '/' || (n > 10 && !strcmp(src + n - 10, " (deleted)")))
+		return corral_set_err(err, -ENOENT, "the bind's source %s is no path on "
+				      "the host", src);
+	if (!dst || snprintf(spec, sizeof(spec), "%s:%s", src, dst) >= (int)sizeof(spec))
+		return corral_set_err(err, -EINVAL, "the bind of %s: no destination, or "
+				      "one too long", src);
+	r = corral_policy_add_bind(p, spec, writable, err);
+	if (r < 0)
+		return r;
+	p->binds[p->nbinds - 1].pinned = true;
+	p->binds[p->nbinds - 1].fd = fd;
 	return 0;
 }
 

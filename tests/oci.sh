@@ -546,6 +546,107 @@ t_operator_allows_bind() {
 	oci delete c1
 }
 
+# held_create ID SWAP: `create` held (stopped by strace at its first pipe2,
+# after config.json was judged, before the container's mounts), SWAP run
+# in that window, then create let go and the container started: what it
+# printed in $T/held, create's status in $T/held.rc.
+held_create() {
+	local id=$1 swap=$2 pid="" rc=0 _
+	command -v strace > /dev/null || skip "no strace to hold create with"
+	rm -f "$T/held.pid"
+	timeout 60 strace -qq -o /dev/null -e trace=pipe2 \
+		-e inject=pipe2:signal=SIGSTOP:when=1 \
+		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
+		--log "$T/log.json" --log-format json create --bundle "$T/b" "$id" \
+		> "$T/held" 2>&1 < /dev/null &
+	local strace_pid=$!
+	for _ in $(seq 1 600); do	# bounded: held, or gone
+		pid=$(cat "$T/held.pid" 2>/dev/null || true)
+		[ -n "$pid" ] && grep -q '^State:.*t (tracing stop)' "/proc/$pid/status" 2>/dev/null &&
+			break
+		kill -0 "$strace_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -q '^State:.*t (tracing stop)' "/proc/$pid/status" 2>/dev/null ||
+		{ kill "$strace_pid" 2>/dev/null; wait "$strace_pid"; fail "create was never held"; return 1; }
+	eval "$swap"
+	kill -CONT "$pid"
+	wait "$strace_pid" || rc=$?
+	echo "$rc" > "$T/held.rc"
+	[ "$rc" = 0 ] || return 0
+	oci start "$id" > /dev/null
+	wait_status "$id" stopped
+}
+
+# shared_source: the operator allows $T/share; u, beneath it, is a tenant's
+# (uid 65534), who binds u/data and swaps it, once create has judged it,
+# for a link to $T/secret (outside the allowlist) or to the host's /etc.
+shared_source() {
+	mkdir -p "$T/share/u/data" "$T/secret"
+	echo checked > "$T/share/u/data/f"
+	echo SECRET > "$T/secret/f"
+	chmod -R a+rX "$T/share" "$T/secret"
+	chown 65534:65534 "$T/share/u"
+	printf '{"allow_bind": ["%s"]}' "$T/share" > "$T/op.json"
+}
+swap_to() { echo "mv '$T/share/u/data' '$T/share/u/data.checked' && ln -s '$1' '$T/share/u/data'"; }
+
+# A bind's source swapped between the check and the mount: the container
+# gets the object that was checked (read-only: the supervisor's idmapped
+# copy of it), never the one swapped in.
+t_bind_swapped_after_check() {
+	need_root
+	shared_source
+	bundle "$T/b" '["sh", "-c", "cat /data/f; cat /data/shadow; ls /proc/self/fd"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share/u/data', 'options': ['rbind', 'ro']})"
+	mkdir -p "$T/b/rootfs/data"
+	CORRAL_OCI_CONFIG=$T/op.json held_create c1 "$(swap_to /etc)"
+	cat "$T/held"
+	expect_not_contains "not the host's /etc" "$(cat "$T/held")" "root:"
+	expect_eq "create" "$(cat "$T/held.rc")" 0
+	expect_contains "the checked source" "$(cat "$T/held")" "checked"
+	oci delete c1
+}
+
+# Writable and root's, the source is not idmapped (the agent could leave
+# a setuid file): init opens it again, sees the swap and refuses.
+t_bind_swapped_after_check_rw() {
+	need_root
+	shared_source
+	bundle "$T/b" '["cat", "/data/f"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share/u/data', 'options': ['rbind', 'rw']})"
+	CORRAL_OCI_CONFIG=$T/op.json held_create c2 "$(swap_to "$T/secret")"
+	cat "$T/held"
+	expect_not_contains "not the swapped-in source" "$(cat "$T/held")" "SECRET"
+	expect_eq "create" "$(cat "$T/held.rc")" 1
+	expect_contains "refused" "$(last_error)" "is not what was checked any more"
+	[ ! -e "$T/root/c2" ] || fail "state left behind by a refused create"
+}
+
+# The binds' sources the CLI held never reach the container: its init,
+# created and waiting for start, holds none (it is corral's code until
+# then, and outlives the mounts), and the process has 0-2 and ls's own.
+t_bind_source_fd_not_inside() {
+	need_root
+	shared_source
+	bundle "$T/b" '["ls", "/proc/self/fd"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share/u/data', 'options': ['rbind', 'ro']})"
+	mkdir -p "$T/b/rootfs/data"
+	CORRAL_OCI_CONFIG=$T/op.json timeout 60 "$OCI" --root "$T/root" create \
+		--bundle "$T/b" c1 > "$T/c1.out" 2>&1 < /dev/null || fail "create: $(cat "$T/c1.out")"
+	local init f fds=""
+	init=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$T/root/c1/state.json")
+	[ -n "$init" ] || fail "no init in the state"
+	for f in /proc/"$init"/fd/*; do
+		case $(readlink "$f") in "$T"/share*) fds="$fds $f";; esac
+	done
+	expect_eq "init's fds on the bind's source" "$fds" ""
+	oci start c1 > /dev/null
+	wait_status c1 stopped
+	expect_eq "the process's fds" "$(tr '\n' ' ' < "$T/c1.out")" "0 1 2 3 "
+	oci delete c1
+}
+
 # A pod's network namespace (here one the test makes, an address on its lo):
 # refused by default, joined where the operator lets pods run; the pause
 # container's ipc and uts are not joined, the container gets its own.

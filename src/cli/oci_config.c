@@ -318,32 +318,52 @@ static bool has_option(json_t *opts, const char *want)
 	return false;
 }
 
-/* A bind's source must lie beneath an allowed prefix (both resolved). */
-static bool bind_allowed(const struct oci_operator *op, const char *src)
+/*
+ * A bind's source, opened once (its symlinks followed, as realpath
+ * would) and judged by where the object it opened lies: beneath an
+ * allowed prefix (resolved too).  That fd is what the sandbox gets (or
+ * nothing): a path judged now and opened again when the sandbox is built
+ * could be swapped in between by whoever may write a directory on it.
+ */
+static int open_allowed(const struct oci_operator *op, const char *src)
 {
-	char real[PATH_MAX], pre[PATH_MAX];
+	char self[64], real[PATH_MAX], pre[PATH_MAX];
+	ssize_t n;
+	int fd;
 
-	if (!realpath(src, real))
-		return false;
+	fd = open(src, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlink(self, real, sizeof(real) - 1);
+	if (n < 0 || real[0] != '/') {
+		close(fd);
+		return -EPERM;
+	}
+	real[n] = '\0';
 	for (size_t i = 0; i < op->nallow_bind; i++) {
-		size_t n;
+		size_t len;
 
 		if (!realpath(op->allow_bind[i], pre))
 			continue;
-		n = strlen(pre);
-		if (!strncmp(real, pre, n) && (real[n] == '/' || real[n] == '\0' ||
-					       !strcmp(pre, "/")))
-			return true;
+		len = strlen(pre);
+		if (!strncmp(real, pre, len) && (real[len] == '/' || real[len] == '\0' ||
+						 !strcmp(pre, "/")))
+			return fd;
 	}
-	return false;
+	close(fd);
+	return -EPERM;
 }
 
 static int add_mounts(const struct oci_operator *op, json_t *mounts,
-		      struct corral_policy *p, struct corral_err *err)
+		      struct oci_spec *s, struct corral_err *err)
 {
 	size_t i;
 	json_t *m;
 
+	s->bind_fds = calloc(json_array_size(mounts) + 1, sizeof(int));
+	if (!s->bind_fds)
+		return corral_set_err(err, -ENOMEM, "out of memory for the mounts");
 	json_array_foreach(mounts, i, m) {
 		const char *dst = json_string_value(json_object_get(m, "destination"));
 		const char *type = json_string_value(json_object_get(m, "type"));
@@ -351,8 +371,7 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 		json_t *opts = json_object_get(m, "options");
 		bool bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
 			    has_option(opts, "rbind");
-		char spec[2 * PATH_MAX + 2];
-		int r;
+		int fd;
 
 		if (!dst || dst[0] != '/')
 			return corral_set_err(err, -EINVAL, "mounts[%zu]: destination "
@@ -364,14 +383,15 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 					      "refused: corral mounts only its own kernel "
 					      "filesystems and allowed binds", i,
 					      type ? type : "typeless", dst);
-		if (!src || !bind_allowed(op, src))
+		fd = src ? open_allowed(op, src) : -EPERM;
+		if (fd < 0)
 			return corral_set_err(err, -EPERM, "mounts[%zu]: the host's %s "
 					      "bound on %s refused: not beneath the "
 					      "operator's allow_bind", i, src ? src : "?", dst);
-		snprintf(spec, sizeof(spec), "%s:%s", src, dst);
-		r = corral_policy_add_bind(p, spec, !has_option(opts, "ro"), err);
-		if (r < 0)
-			return r;
+		s->bind_fds[s->nbind_fds++] = fd;
+		if (corral_policy_add_pinned_bind(&s->p, fd, dst, !has_option(opts, "ro"),
+						  err) < 0)
+			return err->code;
 	}
 	return 0;
 }
@@ -666,7 +686,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle,
 	if (r == 0)
 		r = refuse_extras(s->doc, lnx, err);
 	if (r == 0)
-		r = add_mounts(op, json_object_get(s->doc, "mounts"), &s->p, err);
+		r = add_mounts(op, json_object_get(s->doc, "mounts"), s, err);
 	if (r == 0)
 		r = load_root(bundle, json_object_get(s->doc, "root"), s, err);
 	if (r == 0)
@@ -718,6 +738,9 @@ void oci_spec_free(struct oci_spec *s)
 	json_decref(s->doc);
 	if (s->net_fd >= 0)
 		close(s->net_fd);
+	for (size_t i = 0; i < s->nbind_fds; i++)
+		close(s->bind_fds[i]);
+	free(s->bind_fds);
 	memset(s, 0, sizeof(*s));
 	s->net_fd = -1;
 }

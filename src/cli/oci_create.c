@@ -131,10 +131,15 @@ static __attribute__((noreturn)) void run_monitor(struct oci_spec *s,
 		.call = pod_of(s->annotations), .ready_fd = ready,
 	};
 	struct corral_err err = { 0 };
+	int keep[3 + s->nbind_fds];
 
 	/* out of the engine's session and process group: its signals are its */
 	setsid();
-	close_others((int[]){ console, ready, s->net_fd }, 3);
+	/* and the binds' sources as judged: the sandbox gets those or none */
+	keep[0] = console, keep[1] = ready, keep[2] = s->net_fd;
+	for (size_t i = 0; i < s->nbind_fds; i++)
+		keep[3 + i] = s->bind_fds[i];
+	close_others(keep, 3 + s->nbind_fds);
 	for (int i = 0; !s->tty && i < 3; i++)
 		o.stdio[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
 	if (chdir("/") < 0) {

@@ -96,8 +96,8 @@ struct corral_bind {
 	 * pinned: the source is the object fd holds (O_PATH), which the
 	 * caller judged, and src the path it had then: the sandbox gets that
 	 * object or is refused, whatever src names by the time it is built.
-	 * The fd is the caller's, open until the sandbox is built
-	 * (corral_policy_add_pinned_bind).
+	 * The fd is the policy's (corral_policy_free closes it, a copy has
+	 * its own): corral_policy_add_pinned_bind, corral_policy_pin_workspace.
 	 */
 	bool pinned;
 	int fd;
@@ -207,6 +207,9 @@ struct corral_policy {
 	 */
 	bool workspace_layer;
 	int workspace_layer_fd;		/* a detached copy of its mount, or -1 */
+	/* the workspace as the caller judged it: as a pinned bind's source */
+	bool workspace_pinned;
+	int workspace_fd;
 	const char *workspace_layer_path;	/* else the sandbox opens this */
 	char *workdir;			/* where the command starts; NULL: /workspace */
 
@@ -306,11 +309,19 @@ int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 /*
  * A bind of the object fd holds (O_PATH, opened and judged by the caller):
  * checked by what it is, not by a path that can be swapped before the
- * sandbox is built (a bind the caller allows by where it lies).
+ * sandbox is built (a bind the caller allows by where it lies).  fd is
+ * the policy's from the call on, whatever it returns.
  */
 CORRAL_PUBLIC
 int corral_policy_add_pinned_bind(struct corral_policy *p, int fd, const char *dst,
 				  bool writable, struct corral_err *err);
+/* Bind i, or the workspace, as the object fd holds (taken, as above). */
+CORRAL_PUBLIC
+int corral_policy_pin_bind(struct corral_policy *p, size_t i, int fd,
+			   struct corral_err *err);
+CORRAL_PUBLIC
+int corral_policy_pin_workspace(struct corral_policy *p, int fd,
+				struct corral_err *err);
 CORRAL_PUBLIC
 int corral_policy_set_env(struct corral_policy *p, const char *assignment,
 			  struct corral_err *err);	/* NAME=VALUE */

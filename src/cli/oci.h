@@ -96,9 +96,6 @@ struct oci_spec {
 	char *hostname;
 	bool tty;
 	int net_fd;			/* the pod's network namespace, or -1 */
-	/* the binds' sources, as judged (O_PATH): the policy's pinned binds */
-	int *bind_fds;
-	size_t nbind_fds;
 	struct corral_rlimit *rlimits;	/* process.rlimits */
 	size_t nrlimits;
 	char *rootfs;			/* absolute */

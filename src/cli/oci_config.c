@@ -361,9 +361,6 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 	size_t i;
 	json_t *m;
 
-	s->bind_fds = calloc(json_array_size(mounts) + 1, sizeof(int));
-	if (!s->bind_fds)
-		return corral_set_err(err, -ENOMEM, "out of memory for the mounts");
 	json_array_foreach(mounts, i, m) {
 		const char *dst = json_string_value(json_object_get(m, "destination"));
 		const char *type = json_string_value(json_object_get(m, "type"));
@@ -388,7 +385,7 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
 			return corral_set_err(err, -EPERM, "mounts[%zu]: the host's %s "
 					      "bound on %s refused: not beneath the "
 					      "operator's allow_bind", i, src ? src : "?", dst);
-		s->bind_fds[s->nbind_fds++] = fd;
+		/* the policy's fd now: the sandbox gets that object or none */
 		if (corral_policy_add_pinned_bind(&s->p, fd, dst, !has_option(opts, "ro"),
 						  err) < 0)
 			return err->code;
@@ -738,9 +735,6 @@ void oci_spec_free(struct oci_spec *s)
 	json_decref(s->doc);
 	if (s->net_fd >= 0)
 		close(s->net_fd);
-	for (size_t i = 0; i < s->nbind_fds; i++)
-		close(s->bind_fds[i]);
-	free(s->bind_fds);
 	memset(s, 0, sizeof(*s));
 	s->net_fd = -1;
 }

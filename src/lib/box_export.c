@@ -46,7 +46,10 @@ int box_ws_open(struct corral_box *b, struct corral_err *err)
 
 	if (!b->p->workspace)
 		return 0;
-	b->lowerfd = open(b->p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* pinned: the directory judged, as the sandbox's lower layer is */
+	b->lowerfd = b->p->workspace_pinned ?
+		     openat(b->p->workspace_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) :
+		     open(b->p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (b->lowerfd < 0)
 		return corral_set_err(err, -errno, "workspace %s: %s", b->p->workspace,
 				      strerror(errno));

@@ -1199,8 +1199,8 @@ void sandbox_child(struct child_ctx *c)
 {
 	struct corral_err err = { 0 };
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nbinds = c->p->nbinds;
-	size_t nkeep = 7 + nmapped + nbinds;
-	int keep[7 + nmapped + nbinds];
+	size_t nkeep = 8 + nmapped + nbinds;
+	int keep[8 + nmapped + nbinds];
 	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, r;
 	int cgfds[FD_SEND_MAX];
 	size_t ncg;
@@ -1220,6 +1220,7 @@ void sandbox_child(struct child_ctx *c)
 	/* the sources the caller judged, compared by mount_build */
 	for (size_t i = 0; i < nbinds; i++)
 		keep[7 + nmapped + i] = c->p->binds[i].pinned ? c->p->binds[i].fd : -1;
+	keep[7 + nmapped + nbinds] = c->p->workspace_pinned ? c->p->workspace_fd : -1;
 
 	/* a container's parent is the CLI, which exits at once (create) */
 	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -1291,6 +1292,8 @@ void sandbox_child(struct child_ctx *c)
 	for (size_t i = 0; i < nbinds; i++)
 		if (c->p->binds[i].pinned)
 			close(c->p->binds[i].fd);
+	if (c->p->workspace_pinned)
+		close(c->p->workspace_fd);
 	/* network off: 127.0.0.1:53 is the supervisor's before the command runs */
 	if (c->p->net == CORRAL_NET_NONE && !c->joined_net &&
 	    (r = dnsoff_bind(c->msg_wr)) < 0) {

@@ -291,7 +291,8 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		what = p->workspace;
 		refused = !overlay_takes_idmapped(why, sizeof(why));
 		if (!refused)
-			out->ws = map_path(p, p->workspace, -1, false, ids, &refused,
+			out->ws = map_path(p, p->workspace, p->workspace_pinned ?
+					   p->workspace_fd : -1, false, ids, &refused,
 					   why, sizeof(why));
 	}
 	for (size_t i = 0; !refused && i < p->nbinds; i++) {

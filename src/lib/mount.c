@@ -870,7 +870,9 @@ static int build_scratch(int oldroot, const struct corral_policy *p,
 	if (pre && pre->ws >= 0) {
 		r = bind_tree(pre->ws, p->workspace, SCRATCH "/workspace", err);
 	} else {
-		fd = open_host(oldroot, p->workspace, err);
+		fd = p->workspace_pinned ? open_pinned(oldroot, p->workspace,
+						       p->workspace_fd, err) :
+		     open_host(oldroot, p->workspace, err);
 		if (fd < 0)
 			return corral_wrap_err(err, "workspace %s", p->workspace);
 		r = mount_check_host_fd(oldroot, fd, p->workspace, err);

@@ -75,7 +75,9 @@ int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid)
 	}
 	*uid = 65534;
 	*gid = 65534;
-	if (!p->workspace || stat(p->workspace, &st) < 0 || st.st_uid == 0)
+	/* pinned: the owner of the directory judged, which is the one mounted */
+	if (!p->workspace || (p->workspace_pinned ? fstat(p->workspace_fd, &st) :
+			      stat(p->workspace, &st)) < 0 || st.st_uid == 0)
 		return 0;
 	if (!ns_owner_grants(p, st.st_uid))
 		return 0;

@@ -478,9 +478,13 @@ void corral_policy_free(struct corral_policy *p)
 	if (!p)
 		return;
 	free(p->workspace);
+	if (p->workspace_pinned)
+		close(p->workspace_fd);
 	for (i = 0; i < p->nbinds; i++) {
 		free(p->binds[i].src);
 		free(p->binds[i].dst);
+		if (p->binds[i].pinned)
+			close(p->binds[i].fd);
 	}
 	free(p->binds);
 	pairs_free(p->env, p->nenv);
@@ -502,15 +506,19 @@ void corral_policy_free(struct corral_policy *p)
 	*p = (struct corral_policy){ 0 };
 }
 
+static int pins_dup(struct corral_policy *dst, const struct corral_policy *src);
+
 /* A deep copy, so a load can fail half-way and leave the original alone. */
 static int policy_copy(struct corral_policy *dst,
 		       const struct corral_policy *src)
 {
 	struct corral_bind b;
 	size_t i;
+	int r;
 
 	*dst = *src;
 	dst->workspace = NULL;
+	dst->workspace_pinned = false;	/* until its own fd is there (pins_dup) */
 	dst->binds = NULL;
 	dst->nbinds = 0;
 	dst->env = NULL;
@@ -556,7 +564,8 @@ static int policy_copy(struct corral_policy *dst,
 	if (tls_policy_copy(dst, src))
 		goto nomem;
 	for (i = 0; i < src->nbinds; i++) {
-		b = src->binds[i];	/* a pinned source's fd: still the caller's */
+		b = src->binds[i];
+		b.pinned = false;	/* until its own fd is there (pins_dup) */
 		b.src = strdup(src->binds[i].src);
 		b.dst = strdup(src->binds[i].dst);
 		if (!b.src || !b.dst || policy_bind_append(dst, &b)) {
@@ -600,7 +609,10 @@ static int policy_copy(struct corral_policy *dst,
 		if (policy_hold_rule_put(&dst->export, src->export.hold[i].path,
 				  src->export.hold[i].check))
 			goto nomem;
-	return 0;
+	r = pins_dup(dst, src);
+	if (r < 0)
+		corral_policy_free(dst);
+	return r;
 nomem:
 	corral_policy_free(dst);
 	return -ENOMEM;
@@ -643,34 +655,105 @@ int corral_policy_add_bind(struct corral_policy *p, const char *spec,
 }
 
 /*
- * src is the path the kernel gives fd now, with no symlink in it: where
- * init looks for the object again (mount.c: it cannot mount the caller's
- * fd), to compare what it finds with fd's.
+ * The path the kernel gives fd now, with no symlink in it: where init
+ * looks for the object again (mount.c: it cannot mount the caller's fd),
+ * to compare what it finds with fd's.
  */
+static int pinned_path(int fd, char *buf, size_t len, struct corral_err *err)
+{
+	char self[64];
+	ssize_t n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlink(self, buf, len - 1);
+	if (n < 0)
+		return corral_set_err(err, -errno, "a pinned source (fd %d): %s", fd,
+				      strerror(errno));
+	buf[n] = '\0';
+	if (buf[0] != '/' || (n > 10 && !strcmp(buf + n - 10, " (deleted)")))
+		return corral_set_err(err, -ENOENT, "a pinned source, %s, is no path "
+				      "on the host", buf);
+	return 0;
+}
+
 int corral_policy_add_pinned_bind(struct corral_policy *p, int fd, const char *dst,
 				  bool writable, struct corral_err *err)
 {
-	char self[64], src[PATH_MAX], spec[2 * PATH_MAX + 2];
-	ssize_t n;
+	char src[PATH_MAX], spec[2 * PATH_MAX + 2];
 	int r;
 
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	n = readlink(self, src, sizeof(src) - 1);
-	if (n < 0)
-		return corral_set_err(err, -errno, "the bind's source (fd %d): %s", fd,
-				      strerror(errno));
-	src[n] = '\0';
-	if (src[0] != '/' || (n > 10 && !strcmp(src + n - 10, " (deleted)")))
-		return corral_set_err(err, -ENOENT, "the bind's source %s is no path on "
-				      "the host", src);
-	if (!dst || snprintf(spec, sizeof(spec), "%s:%s", src, dst) >= (int)sizeof(spec))
-		return corral_set_err(err, -EINVAL, "the bind of %s: no destination, or "
-				      "one too long", src);
-	r = corral_policy_add_bind(p, spec, writable, err);
-	if (r < 0)
+	r = pinned_path(fd, src, sizeof(src), err);
+	if (r == 0 && (!dst || snprintf(spec, sizeof(spec), "%s:%s", src, dst) >=
+		       (int)sizeof(spec)))
+		r = corral_set_err(err, -EINVAL, "the bind of %s: no destination, or "
+				   "one too long", src);
+	if (r == 0)
+		r = corral_policy_add_bind(p, spec, writable, err);
+	if (r < 0) {
+		close(fd);
 		return r;
+	}
 	p->binds[p->nbinds - 1].pinned = true;
 	p->binds[p->nbinds - 1].fd = fd;
+	return 0;
+}
+
+int corral_policy_pin_bind(struct corral_policy *p, size_t i, int fd,
+			   struct corral_err *err)
+{
+	char src[PATH_MAX], *dup = NULL;
+	int r = i < p->nbinds ? pinned_path(fd, src, sizeof(src), err) :
+		corral_set_err(err, -EINVAL, "no bind %zu to pin", i);
+
+	if (r == 0 && !(dup = strdup(src)))
+		r = corral_set_err(err, -ENOMEM, "out of memory pinning %s", src);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	if (p->binds[i].pinned)
+		close(p->binds[i].fd);
+	free(p->binds[i].src);
+	p->binds[i].src = dup;
+	p->binds[i].pinned = true;
+	p->binds[i].fd = fd;
+	return 0;
+}
+
+int corral_policy_pin_workspace(struct corral_policy *p, int fd,
+				struct corral_err *err)
+{
+	char ws[PATH_MAX];
+	int r = pinned_path(fd, ws, sizeof(ws), err);
+
+	if (r == 0)
+		r = corral_policy_set_workspace(p, ws, err);	/* unpins */
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	p->workspace_pinned = true;
+	p->workspace_fd = fd;
+	return 0;
+}
+
+/* src's pinned sources in dst, its copy: fds of dst's own. */
+static int pins_dup(struct corral_policy *dst, const struct corral_policy *src)
+{
+	for (size_t i = 0; i < src->nbinds && i < dst->nbinds; i++) {
+		if (!src->binds[i].pinned)
+			continue;
+		dst->binds[i].fd = fcntl(src->binds[i].fd, F_DUPFD_CLOEXEC, 3);
+		if (dst->binds[i].fd < 0)
+			return -errno;
+		dst->binds[i].pinned = true;
+	}
+	if (src->workspace_pinned) {
+		dst->workspace_fd = fcntl(src->workspace_fd, F_DUPFD_CLOEXEC, 3);
+		if (dst->workspace_fd < 0)
+			return -errno;
+		dst->workspace_pinned = true;
+	}
 	return 0;
 }
 
@@ -723,6 +806,9 @@ int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 		return fail_arg(err, r, why, s, strlen(s));
 	free(p->workspace);
 	p->workspace = ws;
+	if (p->workspace_pinned)
+		close(p->workspace_fd);
+	p->workspace_pinned = false;
 	return 0;
 }
 

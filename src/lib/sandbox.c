@@ -67,7 +67,7 @@ int sandbox_check_policy(const struct corral_policy *p, struct corral_err *err)
 		return corral_set_err(err, -EINVAL, "limits.disk must be > 0");
 	if (!p->workspace)
 		return 0;
-	if (stat(p->workspace, &st) < 0)
+	if ((p->workspace_pinned ? fstat(p->workspace_fd, &st) : stat(p->workspace, &st)) < 0)
 		return corral_set_err(err, -EINVAL, "workspace %s: %s",
 				      p->workspace, strerror(errno));
 	if (!S_ISDIR(st.st_mode))

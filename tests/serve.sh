@@ -2695,6 +2695,87 @@ t_workspace_owner_is_no_uid_grant() {
 	stop_daemon
 }
 
+# held_swap BODY: as uid 4321 (within --uid-range, as is 4500), create a
+# sandbox from BODY, which names its own directory $T/u/mine; while the
+# daemon is held (strace stops it at its first mkdir, the sandbox's
+# cgroup: after the request was judged, before anything is mounted) swap
+# it for a link to 4500's 0700 $T/theirs.  The answer in $T/body, its
+# status in $T/code.
+held_swap() {
+	local tracer client i
+	mkdir -p "$T/run" "$T/u/mine" "$T/theirs" "$T/c"
+	chmod 777 "$T/c"
+	echo checked > "$T/u/mine/f"
+	echo private > "$T/theirs/f"
+	chmod 700 "$T/theirs"
+	chmod 600 "$T/theirs/f"
+	chown -R 4500:4500 "$T/theirs"
+	chown -R 4321:4321 "$T/u"
+	chmod 755 "$T/run" "$T"
+	SOCK=$T/run/s
+	start_daemon --uid-range 4000-5000 || return 1
+	chmod 666 "$SOCK"
+	strace -qq -o /dev/null -p "$DPID" -e trace=mkdir \
+		-e inject=mkdir:signal=SIGSTOP:when=1 &
+	tracer=$!
+	for i in $(seq 1 200); do	# bounded: attached
+		[ "$(awk '/^TracerPid:/ {print $2}' "/proc/$DPID/status")" != 0 ] && break
+		sleep 0.05
+	done
+	setpriv --reuid=4321 --regid=4321 --clear-groups curl -sS --max-time 60 \
+		--unix-socket "$SOCK" -o "$T/c/body" -w '%{http_code}' -X POST \
+		-d "$1" http://localhost/v1/sandboxes > "$T/c/code" 2> "$T/curl.err" &
+	client=$!
+	for i in $(seq 1 600); do	# bounded: held, or the request over
+		grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" && break
+		kill -0 "$client" 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" || fail "the daemon was never held"
+	mv "$T/u/mine" "$T/u/mine.checked"
+	ln -s "$T/theirs" "$T/u/mine"
+	kill -CONT "$DPID"
+	wait "$client" || true
+	kill "$tracer" 2>/dev/null
+	wait "$tracer" 2>/dev/null || true
+	kill -CONT "$DPID"
+	cp "$T/c/body" "$T/body"
+	cp "$T/c/code" "$T/code"
+}
+
+# A client's host path swapped between the daemon's check and the mount:
+# the sandbox gets the directory that was checked, or none; never the
+# other user's files as the agent's (idmapped: their owner is the agent).
+t_workspace_swapped_after_check() {
+	[ "$ME" = 0 ] || { skip "only a root daemon maps another owner"; return 77; }
+	command -v strace > /dev/null || { skip "no strace to hold the daemon with"; return 77; }
+	local code id
+	held_swap "{\"workspace\": \"$T/u/mine\"}"
+	code=$(cat "$T/code")
+	if [ "$code" = 201 ]; then
+		id=$(jq 'v["id"]')
+		expect_eq "the checked workspace" "$(sbsh "$id" 'cat /workspace/f')" checked
+	else
+		expect_error "refused" "$code" 400 bad_request
+	fi
+	stop_daemon
+}
+
+t_ro_bind_swapped_after_check() {
+	[ "$ME" = 0 ] || { skip "only a root daemon maps another owner"; return 77; }
+	command -v strace > /dev/null || { skip "no strace to hold the daemon with"; return 77; }
+	local code id
+	held_swap "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/u/mine:/mnt/m\"]}}}"
+	code=$(cat "$T/code")
+	if [ "$code" = 201 ]; then
+		id=$(jq 'v["id"]')
+		expect_eq "the checked bind" "$(sbsh "$id" 'cat /mnt/m/f')" checked
+	else
+		expect_error "refused" "$code" 400 bad_request
+	fi
+	stop_daemon
+}
+
 # Which host ids a sandbox uses, in GET /v1/sandboxes/{id} and in each
 # result; a workspace of an allowed owner is the agent's (idmapped, as
 # root), and git inside finds no "dubious ownership".

@@ -21,11 +21,11 @@
  *    namespace): only with --allow-root-inside, for any client; a client
  *    never grants itself capabilities.
  *
- * The path given to the sandbox is the resolved one.  What is still open:
- * the owner of a directory on the way can swap it for a symlink between
- * this check and the mount; the mount then opens the path as the sandbox's
- * host user (65534 by default), and never shows /proc, /sys or /dev
- * (mount.c judges what it opened).
+ * A host path is opened once and judged by what was opened (its path now,
+ * its inode, the client's access to that inode); the fd goes into the
+ * policy (pinned), and the sandbox gets that object or is refused: the
+ * owner of a directory on the way who swaps it for a symlink after the
+ * check gains nothing (mount.c, idmap.c).
  */
 #include "api.h"
 
@@ -99,12 +99,33 @@ static bool path_meets(const char *a, const char *b)
 }
 
 /*
- * Whether the client could open path (R_OK, with W_OK for an rw bind;
- * X_OK for a directory, to enter it).  As another user a root daemon asks
- * in a child that takes the client's fs ids and groups: a fork, a few
- * syscalls and a wait, on the event loop, once a host path of a create.
+ * As the caller's fs ids: real leads to pin's object (a swap since
+ * changes it), and mode is granted on that object.  Raw calls only: it
+ * runs in a fork of the daemon too.
  */
-static bool client_can(const struct client *c, const char *path, int mode)
+static bool reaches(const char *real, int pin, int mode)
+{
+	struct stat a, b;
+	int fd = open(real, O_PATH | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &a) == 0 && fstat(pin, &b) == 0 && a.st_dev == b.st_dev &&
+	     a.st_ino == b.st_ino &&
+	     syscall(SYS_faccessat2, pin, "", mode, AT_EACCESS | AT_EMPTY_PATH) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * Whether the client could open pin's object, at real (R_OK, with W_OK
+ * for an rw bind; X_OK for a directory, to enter it).  As another user a
+ * root daemon asks in a child that takes the client's fs ids and groups:
+ * a fork, a few syscalls and a wait, on the event loop, once a host path
+ * of a create.
+ */
+static bool client_can(const struct client *c, const char *real, int pin, int mode)
 {
 	pid_t pid;
 	int status;
@@ -112,7 +133,7 @@ static bool client_can(const struct client *c, const char *path, int mode)
 	if (c->uid == 0)
 		return true;
 	if (c->uid == geteuid())
-		return faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0;
+		return reaches(real, pin, mode);
 	if (geteuid() != 0)
 		return false;	/* an unprivileged daemon cannot ask as another */
 	pid = fork();
@@ -126,7 +147,7 @@ static bool client_can(const struct client *c, const char *path, int mode)
 		setfsuid(c->uid);
 		if ((gid_t)setfsgid(-1) != c->gid || (uid_t)setfsuid(-1) != c->uid)
 			_exit(2);
-		_exit(faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0 ? 0 : 1);
+		_exit(reaches(real, pin, mode) ? 0 : 1);
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
@@ -134,60 +155,90 @@ static bool client_can(const struct client *c, const char *path, int mode)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* *path (a host path of the policy) resolved, judged, replaced. */
+/*
+ * *path (a host path of the policy) opened (symlinks and ".." resolved
+ * as the daemon sees them), judged by what was opened, replaced by that
+ * object's path; *pin holds the object for the policy.
+ */
 static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
-			 const char *what, bool write, struct api_fault *f)
+			 const char *what, bool write, int *pin, struct api_fault *f)
 {
 	static const char *const kernel[] = { "/proc", "/sys", "/dev" };
-	char real[PATH_MAX], *dup;
+	char real[PATH_MAX], self[64], *dup;
 	struct stat st;
+	ssize_t n;
 	int mode;
 
-	if (!realpath(*path, real))
+	*pin = open(*path, O_PATH | O_CLOEXEC);
+	if (*pin < 0)
 		return api_fault(f, 400, "bad_request", "%s %.300s: %s", what,
 				 *path, strerror(errno));
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", *pin);
+	n = readlink(self, real, sizeof(real) - 1);
+	if (n < 0 || fstat(*pin, &st) < 0) {
+		api_fault(f, 500, "internal", "%s %.300s: %s", what, *path,
+			  strerror(errno));
+		goto refused;
+	}
+	real[n] = '\0';
 	for (size_t i = 0; i < sizeof(kernel) / sizeof(kernel[0]); i++)
-		if (path_meets(real, kernel[i]))
-			return api_fault(f, 403, "forbidden", "%s %.300s (%.300s): "
-					 "the host's %s is never shown to a sandbox",
-					 what, *path, real, kernel[i]);
+		if (path_meets(real, kernel[i])) {
+			api_fault(f, 403, "forbidden", "%s %.300s (%.300s): "
+				  "the host's %s is never shown to a sandbox",
+				  what, *path, real, kernel[i]);
+			goto refused;
+		}
 	/* under the socket's directory is another file; at or above it, the socket */
-	if (path_meets(real, d->state_real) || path_under(d->socket_dir_real, real))
-		return api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
-				 "daemon's state and socket directories are never "
-				 "shown to a sandbox", what, *path, real);
+	if (path_meets(real, d->state_real) || path_under(d->socket_dir_real, real)) {
+		api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
+			  "daemon's state and socket directories are never "
+			  "shown to a sandbox", what, *path, real);
+		goto refused;
+	}
 	/*
 	 * Nor the socket itself, by its name or a hard link's: a sandbox that
 	 * can connect to it (an unprivileged daemon's agent is the daemon's
 	 * own uid) would be a client as the daemon's user, with its host
 	 * paths and its environment, and every other sandbox.
 	 */
-	if (stat(real, &st) == 0 && S_ISSOCK(st.st_mode) && d->socket_ino &&
-	    st.st_dev == d->socket_dev && st.st_ino == d->socket_ino)
-		return api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
-				 "daemon's own socket is never shown to a sandbox",
-				 what, *path, real);
+	if (S_ISSOCK(st.st_mode) && d->socket_ino &&
+	    st.st_dev == d->socket_dev && st.st_ino == d->socket_ino) {
+		api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
+			  "daemon's own socket is never shown to a sandbox",
+			  what, *path, real);
+		goto refused;
+	}
 	for (size_t i = 0; i < d->access.nallow_paths; i++)
 		if (path_under(real, d->access.allow_paths[i]))
 			goto ok;
-	if (c->tcp)
-		return api_fault(f, 403, "forbidden", "%s %.300s: host paths are "
-				 "off for TCP clients (corral serve --allow-host-path "
-				 "PREFIX allows some)", what, *path);
+	if (c->tcp) {
+		api_fault(f, 403, "forbidden", "%s %.300s: host paths are "
+			  "off for TCP clients (corral serve --allow-host-path "
+			  "PREFIX allows some)", what, *path);
+		goto refused;
+	}
 	mode = R_OK | (write ? W_OK : 0);
-	if (stat(real, &st) == 0 && S_ISDIR(st.st_mode))
+	if (S_ISDIR(st.st_mode))
 		mode |= X_OK;
-	if (!c->known || !client_can(c, real, mode))
-		return api_fault(f, 403, "forbidden", "%s %.300s: the client (uid "
-				 "%u) could not %s it itself", what, *path,
-				 (unsigned)c->uid, write ? "write" : "read");
+	if (!c->known || !client_can(c, real, *pin, mode)) {
+		api_fault(f, 403, "forbidden", "%s %.300s: the client (uid "
+			  "%u) could not %s it itself", what, *path,
+			  (unsigned)c->uid, write ? "write" : "read");
+		goto refused;
+	}
 ok:
 	dup = strdup(real);
-	if (!dup)
-		return api_fault(f, 500, "internal", "out of memory");
+	if (!dup) {
+		api_fault(f, 500, "internal", "out of memory");
+		goto refused;
+	}
 	free(*path);
 	*path = dup;
 	return true;
+refused:
+	close(*pin);
+	*pin = -1;
+	return false;
 }
 
 static bool env_ok(struct daemon *d, const struct client *c, const char *name,
@@ -207,8 +258,10 @@ static bool env_ok(struct daemon *d, const struct client *c, const char *name,
 bool api_access_check(struct daemon *d, struct evhttp_request *req,
 		      bool tcp, struct corral_policy *p, struct api_fault *f)
 {
+	struct corral_err err = { 0 };
 	const char *kind, *name;
 	struct client c;
+	int pin;
 
 	client_of(req, tcp, &c);
 	if (p->root_inside && !d->access.allow_root_inside)
@@ -227,13 +280,20 @@ bool api_access_check(struct daemon *d, struct evhttp_request *req,
 					 "for secrets and CAs only for its own user's clients",
 					 name);
 	}
-	if (p->workspace &&
-	    !host_path_ok(d, &c, &p->workspace, "workspace", false, f))
-		return false;
-	for (size_t i = 0; i < p->nbinds; i++)
-		if (!host_path_ok(d, &c, &p->binds[i].src, p->binds[i].writable ?
-				  "rw bind" : "ro bind", p->binds[i].writable, f))
+	/* each pinned as judged: the sandbox gets those objects or none */
+	if (p->workspace) {
+		if (!host_path_ok(d, &c, &p->workspace, "workspace", false, &pin, f))
 			return false;
+		if (corral_policy_pin_workspace(p, pin, &err) < 0)
+			return api_fault(f, 500, "internal", "%s", err.msg);
+	}
+	for (size_t i = 0; i < p->nbinds; i++) {
+		if (!host_path_ok(d, &c, &p->binds[i].src, p->binds[i].writable ?
+				  "rw bind" : "ro bind", p->binds[i].writable, &pin, f))
+			return false;
+		if (corral_policy_pin_bind(p, i, pin, &err) < 0)
+			return api_fault(f, 500, "internal", "%s", err.msg);
+	}
 	p->host_uid_min = d->access.uid_min;
 	p->host_uid_max = d->access.uid_max;
 	return true;

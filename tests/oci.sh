@@ -554,6 +554,8 @@ held_create() {
 	local id=$1 swap=$2 pid="" rc=0 _
 	command -v strace > /dev/null || skip "no strace to hold create with"
 	rm -f "$T/held.pid"
+	# LeakSanitizer cannot run under ptrace (an ASan build's create)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
 	timeout 60 strace -qq -o /dev/null -e trace=pipe2 \
 		-e inject=pipe2:signal=SIGSTOP:when=1 \
 		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \

@@ -178,6 +178,14 @@ static int write_text(const char *path, const char *text, struct corral_err *err
 	return 0;
 }
 
+static int cannot_open_host(const char *path, int e, struct corral_err *err)
+{
+	return corral_set_err(err, -e, "cannot open %s on the host: %s%s", path,
+			      strerror(e), e != EACCES ? "" :
+			      " (host paths are opened as the sandbox's unprivileged"
+			      " host user, never as root: make it readable to that user)");
+}
+
 /* Open a host path beneath /oldroot, symlinks resolved as on the host. */
 static int open_host(int oldroot, const char *path, struct corral_err *err)
 {
@@ -189,10 +197,7 @@ static int open_host(int oldroot, const char *path, struct corral_err *err)
 
 	fd = openat2_retry(oldroot, path, &how);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "cannot open %s on the host: %s%s",
-				      path, strerror(errno), errno != EACCES ? "" :
-				      " (host paths are opened as the sandbox's unprivileged"
-				      " host user, never as root: make it readable to that user)");
+		return cannot_open_host(path, errno, err);
 	return fd;
 }
 
@@ -219,7 +224,7 @@ static int open_pinned(int oldroot, const char *src, int pin, struct corral_err 
 	fd = openat2_retry(oldroot, src, &how);
 	e = errno;
 	if (fd < 0 && e == EACCES)
-		return open_host(oldroot, src, err);	/* says why */
+		return cannot_open_host(src, e, err);
 	if (fd >= 0 && fstat(fd, &got) == 0 && got.st_dev == want.st_dev &&
 	    got.st_ino == want.st_ino)
 		return fd;

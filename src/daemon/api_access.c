@@ -100,8 +100,8 @@ static bool path_meets(const char *a, const char *b)
 
 /*
  * As the caller's fs ids: real leads to pin's object (a swap since
- * changes it), and mode is granted on that object.  Raw calls only: it
- * runs in a fork of the daemon too.
+ * changes it), and mode is granted on that object.  Async-signal-safe
+ * calls only: it runs in a fork of the daemon too.
  */
 static bool reaches(const char *real, int pin, int mode)
 {

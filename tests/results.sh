@@ -324,6 +324,18 @@ EOF
 	stop_daemon
 }
 
+# abort.max_cpu_seconds halts a daemon's sandbox, with cgroups or without
+# (rlimits: summed from /proc, where the budget was never met before)
+t_cpu_budget_halts_the_box() {
+	start_daemon
+	id=$(mksb '{"policy": {"abort": {"max_cpu_seconds": 1, "on_abort": "kill"}}}') || return 1
+	code=$(ex "$id" '{"tool_call_id": "spin", "timeout_seconds": 20, "command": "while :; do :; done"}')
+	expect_code "spin" "$code" 200
+	expect_py "halted by the budget" \
+		'v["status"] == "halted" and "CPU budget spent" in v["reason"]'
+	stop_daemon
+}
+
 # ---- the next call's process, forked ahead -------------------------------------
 
 # spare_pid ID N: the pid waiting in box ID's group for call N (the next

@@ -730,6 +730,21 @@ bool cg_counts_cpu(struct cg *cg)
 	}
 }
 
+int cg_cpu_ns(struct cg *cg, pid_t init, uint64_t *ns)
+{
+	struct cg_stats st = { 0 };
+
+	*ns = 0;
+	if (cg_counts_cpu(cg)) {
+		if (cg_stats_some(cg, CG_ST_CPU, &st) < 0 || !st.valid)
+			return -EIO;
+		*ns = st.cpu_ns;
+		return 0;
+	}
+	/* a walk of /proc a reading: only where no cgroup counts CPU */
+	return init > 0 ? proc_tree_cpu_ns(init, ns) : -ESRCH;
+}
+
 uint64_t cg_id(struct cg *cg)
 {
 	return ops_of(cg)->id(cg);

@@ -135,6 +135,14 @@ int cg_stats(struct cg *cg, struct cg_stats *st);
 /* Whether cg_stats() counts the tree's CPU time (cpu_ns); else it is 0. */
 bool cg_counts_cpu(struct cg *cg);
 /*
+ * The CPU time of the sandbox whose init is host pid init: the group's
+ * counter where it has one, else the sum over init's process tree in
+ * /proc (proc_tree_cpu_ns).  0, or a negative errno when neither can say.
+ */
+int cg_cpu_ns(struct cg *cg, pid_t init, uint64_t *ns);
+/* That sum (proctree.c), for when no cgroup counts CPU. */
+int proc_tree_cpu_ns(pid_t root, uint64_t *ns);
+/*
  * The counters of want only (CG_ST_*), a file or two each: a call reads
  * what its result reports, at its start and its end, on the daemon's loop.
  * The others stay 0; valid says whether those asked for could be read.

@@ -9,7 +9,7 @@
 /* Bring the meters up to now; called at every change of state. */
 void box_meter(struct corral_box *b)
 {
-	uint64_t now = corral_now_ms(), dt = now - b->t_mark;
+	uint64_t now = corral_now_ms(), dt = now - b->t_mark, cpu;
 	struct cg_stats st;
 
 	if (b->state == CORRAL_BOX_STARTING || b->state == CORRAL_BOX_DEAD) {
@@ -33,6 +33,15 @@ void box_meter(struct corral_box *b)
 		if (st.mem_peak > b->mem_peak)
 			b->mem_peak = st.mem_peak;
 	}
+	/*
+	 * No cgroup counts CPU (none, or v1 without cpuacct): the sum over
+	 * the box's processes in /proc, a walk of its tree a reading, so that
+	 * the meter and abort.max_cpu_seconds still see what it spent.  Never
+	 * less than before: a process reaped automatically leaves the sum.
+	 */
+	if (!b->frozen && !cg_counts_cpu(b->cg) && b->sb &&
+	    cg_cpu_ns(b->cg, b->sb->pid, &cpu) == 0 && cpu > b->cpu_ns)
+		b->cpu_ns = cpu;
 }
 
 void corral_box_meters(struct corral_box *b, struct corral_meters *m)

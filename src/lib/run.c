@@ -230,15 +230,17 @@ static void on_usage(evutil_socket_t fd, short what, void *arg)
 {
 	struct supervise *s = arg;
 	struct abort_verdict v = { 0 };
-	struct cg_stats st = { 0 };
+	uint64_t cpu_ns = 0;
+	bool counted;
 
 	(void)fd;
 	(void)what;
 	if (s->halted || s->exited)
 		return;
-	cg_stats(s->cg, &st);
-	if (abort_check_usage(s->abort, corral_now_ms() - s->t0, st.cpu_ns / 1000000,
-			      st.valid, &v))
+	/* without a cgroup that counts it, from /proc (proctree.c) */
+	counted = s->p->abort.max_cpu_ms && cg_cpu_ns(s->cg, s->sb->pid, &cpu_ns) == 0;
+	if (abort_check_usage(s->abort, corral_now_ms() - s->t0, cpu_ns / 1000000,
+			      counted, &v))
 		halt(s, &v);
 }
 

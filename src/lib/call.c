@@ -71,7 +71,7 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 		res->signal = SIGKILL;
 		snprintf(res->reason, sizeof(res->reason), "halted: %.400s; the "
 			 "sandbox accepts no more calls", c->b->halt_reason);
-		return;
+		goto limits;
 	}
 	if (c->timed_out) {
 		result_timeout(res, c->o.timeout_ms);
@@ -79,7 +79,7 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 				 strlen(res->reason), " (the policy's limits.call_timeout, "
 				 "the default for a call that gives no timeout_seconds)");
-		return;
+		goto limits;
 	}
 	if (c->fail.stage == EXEC_STAGE_EXEC) {
 		result_exec_failed(res, c->o.argv[0], c->fail.err);
@@ -111,7 +111,6 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 		return;
 	}
 	result_from_wait(res, c->status);
-	result_limits(res, c->b->p, hits->oom_kills, hits->pids_max_hits);
 	/*
 	 * The halt began while this call ran and its freeze is not done yet:
 	 * the command ended first (a tripwire's opener gets EPERM and exits at
@@ -127,6 +126,9 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 			 "sandbox accepts no more calls (the command had ended: %.140s)",
 			 c->b->halt_reason, ended);
 	}
+limits:
+	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
+	result_limits(res, c->b->p, hits);
 }
 
 static void call_stop_io(struct corral_call *c)

@@ -301,32 +301,55 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
 		 "of %.3g s reached", timeout_ms / 1000.0);
 }
 
+static void __attribute__((format(printf, 2, 3)))
+reason_add(struct corral_result *res, const char *fmt, ...);
+
 /*
  * The limits a command hit, over how it ended: one verdict for `corral
  * run` and a box's calls alike, from the counters of the group it ran in
- * (oom_kills: processes the OOM killer took; pids_hits: forks refused).
- * A command that exited after one of its children was OOM-killed (a shell
- * says 137) ran out of memory all the same.
+ * (oom_kills: processes the OOM killer took; pids_max_hits: forks refused;
+ * throttled: periods the CPU quota held it back).  A command that exited
+ * after one of its children was OOM-killed (a shell says 137) ran out of
+ * memory all the same.  Every limit that bit is said: a call that timed
+ * out or was halted after an OOM kill, or ran out of memory and of pids,
+ * used to name only one, and an agent loop reads the result, not the
+ * limit.hit events.
  */
 void result_limits(struct corral_result *res, const struct corral_policy *p,
-		   uint64_t oom_kills, uint64_t pids_hits)
+		   const struct cg_stats *hits)
 {
+	bool by_itself = res->status == CORRAL_EXITED || res->status == CORRAL_SIGNALED;
+	uint64_t oom = hits->oom_kills, pids = hits->pids_max_hits;
 	char size[32], tail[CORRAL_ERR_MAX];
 
-	if (oom_kills) {
-		corral_format_size(p->memory_bytes, size, sizeof(size));
+	corral_format_size(p->memory_bytes, size, sizeof(size));
+	if (by_itself && oom) {
 		res->status = CORRAL_OOM;
 		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
 			 "%s reached (%llu process%s killed by the OOM killer)",
-			 size, (unsigned long long)oom_kills, oom_kills == 1 ? "" : "es");
-	} else if (pids_hits) {
+			 size, (unsigned long long)oom, oom == 1 ? "" : "es");
+		oom = 0;
+	} else if (by_itself && pids) {
 		memcpy(tail, res->reason, sizeof(tail));
 		res->status = CORRAL_PIDS_LIMIT;
 		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
 			 "reached: %llu fork%s refused; the command %.200s",
-			 (unsigned long long)p->pids, (unsigned long long)pids_hits,
-			 pids_hits == 1 ? " was" : "s were", tail);
+			 (unsigned long long)p->pids, (unsigned long long)pids,
+			 pids == 1 ? " was" : "s were", tail);
+		pids = 0;
 	}
+	if (oom)
+		reason_add(res, "; memory limit %s reached too (%llu process%s "
+			   "killed by the OOM killer)", size, (unsigned long long)oom,
+			   oom == 1 ? "" : "es");
+	if (pids)
+		reason_add(res, "; pids limit %llu reached too (%llu fork%s refused)",
+			   (unsigned long long)p->pids, (unsigned long long)pids,
+			   pids == 1 ? "" : "s");
+	if (hits->throttled && p->cpus > 0)
+		reason_add(res, "; CPU limit %.3g cores reached: throttled in %llu "
+			   "period%s of 100 ms", p->cpus, (unsigned long long)hits->throttled,
+			   hits->throttled == 1 ? "" : "s");
 }
 
 /* ---- limits that were rlimits ----------------------------------------- */

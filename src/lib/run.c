@@ -407,21 +407,18 @@ static void describe(struct corral_result *res, const struct supervise *s,
 			 "the sandbox was held frozen, then killed" :
 			 "the sandbox was frozen, then killed") :
 			 "the sandbox was killed (no freezer to hold it)");
-		return;
-	}
-	if (s->timed_out) {
+	} else if (s->timed_out) {
 		result_timeout(res, p->timeout_ms);
-		return;
-	}
-	if (s->setup.kind == MSG_EXEC_FAILED) {
+	} else if (s->setup.kind == MSG_EXEC_FAILED) {
 		result_exec_failed(res, cmd, s->setup.code);
 		return;
+	} else {
+		if (!s->have_status)	/* PID 1 itself died: only a kill does that */
+			status = W_EXITCODE(0, SIGKILL);
+		result_from_wait(res, status);
 	}
-	if (!s->have_status)	/* PID 1 itself died: only a kill does that */
-		status = W_EXITCODE(0, SIGKILL);
-	result_from_wait(res, status);
-
-	result_limits(res, p, st->oom_kills, st->pids_max_hits);
+	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
+	result_limits(res, p, st);
 }
 
 static const struct sandbox_hooks run_hooks = {

@@ -350,9 +350,13 @@ void result_exec_failed(struct corral_result *res, const char *cmd, int e);
 void result_timeout(struct corral_result *res, uint64_t timeout_ms);
 /* Signal sig came before the command was started, and it never was. */
 void result_not_started(struct corral_result *res, int sig);
-/* The memory or pids limit hit, over how the command ended (result.c). */
+/*
+ * The limits the command hit (hits: oom_kills, pids_max_hits, throttled),
+ * each in the reason: the memory or pids limit as its status where the
+ * command ended by itself, after the status otherwise (result.c).
+ */
 void result_limits(struct corral_result *res, const struct corral_policy *p,
-		   uint64_t oom_kills, uint64_t pids_hits);
+		   const struct cg_stats *hits);
 /* Without cgroups: an rlimit named in the reason of a failure it explains. */
 void result_explain_rlimits(struct corral_result *res, const struct corral_policy *p);
 /* Network off: a failure to resolve or connect says the policy is why. */

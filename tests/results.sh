@@ -96,6 +96,26 @@ t_corral_run_results() {
 		'v["stdout"].startswith("1\n2\n") and v["stdout"].endswith("19999\n20000\n") and v["stdout_dropped"] == 108894 - 1024 and v["stdout_dropped_at"] == 512'
 }
 
+# A command's name is bytes: one that is not UTF-8, or a reason cut inside
+# a character of a long one, must not empty the result (no --json output,
+# a 500 from the daemon) nor strip exec.start and exec.end of their call,
+# pid, status and reason.
+t_names_not_utf8_keep_the_record() {
+	"$CORRAL" run --json --events "$T/ev" --tool-call bytes -- $'/bin/\xff\xfe' \
+		> "$T/body" 2> "$T/err" || true
+	expect_py "run: the result" \
+		'v["status"] == "exited" and v["exit_code"] == 127 and v["reason"].startswith("not found: /bin/\ufffd\ufffd")'
+	expect_contains "run: exec.start" "$(grep '"type":"exec.start"' "$T/ev")" '"command":"/bin/\uFFFD\uFFFD"'
+	expect_contains "run: exec.end" "$(grep '"type":"exec.end"' "$T/ev")" '"status":"exited","exit_code":127'
+	start_daemon
+	id=$(mksb) || return 1
+	code=$(ex "$id" "$($PY -c 'import json; print(json.dumps({"tool_call_id": "long", "argv": ["/bin/x" + "\u00e9" * 300]}))')")
+	expect_code "daemon: answered" "$code" 200
+	expect_py "daemon: the result" 'v["exit_code"] in (126, 127) and v["reason"].startswith("cannot execute: /bin/x\u00e9")'
+	expect_contains "daemon: exec.end" "$(grep '"type":"exec.end"' "$STATE/audit.jsonl")" '"call":"long","status":"exited"'
+	stop_daemon
+}
+
 # ---- the network off: DNS answered at once, and the answer explained ---------
 
 # What a lookup met: -2 (EAI_NONAME) is an answer, -3 (EAI_AGAIN) none.

@@ -240,10 +240,15 @@ void call_finish(struct corral_call *c)
 		c->in_exec = false;
 		announce(c);
 	}
-	events_emit(b->ev, "exec.end", json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}",
+	/*
+	 * The reason is cut to its buffer, maybe inside a character of a
+	 * command's name: as bytes, so that the event keeps its fields.
+	 */
+	events_emit(b->ev, "exec.end", json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}",
 		    "call", c->tool_call, "status", corral_status_name(res->status),
 		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
-		    "sandbox_pid", (int)c->spid, "reason", res->reason));
+		    "sandbox_pid", (int)c->spid,
+		    "reason", corral_json_bytes(res->reason, strlen(res->reason))));
 	if (c->o.on_done)
 		c->o.on_done(c->o.arg, c, res);
 	/*
@@ -456,9 +461,10 @@ static void announce(struct corral_call *c)
 	if (c->announced || !c->sent || !c->spid || !c->host_pid || c->in_exec)
 		return;
 	c->announced = true;
-	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:s}",
+	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:o}",
 		    "call", c->tool_call, "pid", (int)c->host_pid,
-		    "sandbox_pid", (int)c->spid, "command", c->o.argv[0]));
+		    "sandbox_pid", (int)c->spid,
+		    "command", corral_json_bytes(c->o.argv[0], strlen(c->o.argv[0]))));
 	if (c->o.on_start)
 		c->o.on_start(c->o.arg, c);
 }

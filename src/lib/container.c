@@ -269,8 +269,9 @@ static int serve_request(struct monitor *m, const char *req, int *fd,
 		r = sandbox_release(m->sb, err);
 		if (r == 0) {
 			m->started = true;
-			events_emit(m->ev, "exec.start", json_pack("{s:i, s:s}", "pid",
-				    (int)m->sb->pid, "command", m->o->argv[0]));
+			events_emit(m->ev, "exec.start", json_pack("{s:i, s:o}", "pid",
+				    (int)m->sb->pid, "command", corral_json_bytes(m->o->argv[0],
+				    strlen(m->o->argv[0]))));
 		}
 		return r;
 	}

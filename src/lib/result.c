@@ -224,11 +224,11 @@ char *corral_result_json(const struct corral_result *res)
 			   "seccomp_notify", res->layers.seccomp_notify,
 			   "limits", res->layers.limits ? res->layers.limits : "none",
 			   "ids", corral_ids_json(&res->layers.ids));
-	o = json_pack("{s:s, s:i, s:i, s:s, s:o?, s:b, s:o?, s:b, s:I, s:I, s:I, s:o?}",
+	o = json_pack("{s:s, s:i, s:i, s:o, s:o?, s:b, s:o?, s:b, s:I, s:I, s:I, s:o?}",
 		      "status", corral_status_name(res->status),
 		      "exit_code", corral_result_exit_code(res),
 		      "signal", res->signal,
-		      "reason", res->reason,
+		      "reason", corral_json_bytes(res->reason, strlen(res->reason)),
 		      "stdout", output_string(res, &res->out),
 		      "stdout_truncated", res->out.truncated,
 		      "stderr", output_string(res, &res->err),

@@ -620,10 +620,10 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	res->layers.seccomp_notify = s->sb->sensor != NULL;
 	res->layers.limits = cg_mode_name(s->cg);
 	res->layers.ids = s->sb->ids;
-	events_emit(s->ev, "exec.end", json_pack("{s:s, s:i, s:i, s:s}",
+	events_emit(s->ev, "exec.end", json_pack("{s:s, s:i, s:i, s:o}",
 		    "status", corral_status_name(res->status),
-		    "exit_code", corral_result_exit_code(res),
-		    "signal", res->signal, "reason", res->reason));
+		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
+		    "reason", corral_json_bytes(res->reason, strlen(res->reason))));
 }
 
 /*
@@ -766,8 +766,9 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	 */
 	cg_cleanup_stale_groups();
 
-	events_emit(s.ev, "exec.start", json_pack("{s:i, s:s}", "pid", s.sb->pid,
-						  "command", o->argv[0]));
+	/* a name is bytes: one that is not UTF-8 must not empty the event */
+	events_emit(s.ev, "exec.start", json_pack("{s:i, s:o}", "pid", s.sb->pid,
+		    "command", corral_json_bytes(o->argv[0], strlen(o->argv[0]))));
 	/* raw from here; restored at fail_signals, every way out passes there */
 	if (s.tty && isatty(0) && corral_term_raw(0, &s.saved) == 0)
 		s.raw = true;

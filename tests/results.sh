@@ -116,6 +116,16 @@ t_names_not_utf8_keep_the_record() {
 	stop_daemon
 }
 
+# The seccomp filter's one kill (an x32 or i386 call) leaves no event: the
+# result says what a SIGSYS means here, not only its number.
+t_seccomp_kill_explained() {
+	local helpers=${JGET%/*}
+	"$CORRAL" run --json --ro "$helpers:/opt/helpers" -- /opt/helpers/attack x32 \
+		> "$T/body" 2> "$T/err" || true
+	expect_py "explained" \
+		'v["status"] == "signaled" and v["signal"] == 31 and "seccomp filter answers by killing" in v["reason"]'
+}
+
 # ---- the network off: DNS answered at once, and the answer explained ---------
 
 # What a lookup met: -2 (EAI_NONAME) is an answer, -3 (EAI_AGAIN) none.

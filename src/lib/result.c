@@ -255,6 +255,19 @@ char *corral_result_json(const struct corral_result *res)
 
 /* ---- how a command ended, for corral_run and a box's calls alike ------ */
 
+/* More of the reason, after what it says, as far as it has room. */
+static void __attribute__((format(printf, 2, 3)))
+reason_add(struct corral_result *res, const char *fmt, ...)
+{
+	size_t n = strlen(res->reason);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (n < sizeof(res->reason))
+		vsnprintf(res->reason + n, sizeof(res->reason) - n, fmt, ap);
+	va_end(ap);
+}
+
 void result_from_wait(struct corral_result *res, int status)
 {
 	if (WIFSIGNALED(status)) {
@@ -262,6 +275,14 @@ void result_from_wait(struct corral_result *res, int status)
 		res->signal = WTERMSIG(status);
 		snprintf(res->reason, sizeof(res->reason), "killed by signal %d "
 			 "(SIG%s)", res->signal, sigabbrev_np(res->signal) ?: "?");
+		/*
+		 * Our filter's one kill (seccomp.c): it leaves no event, the
+		 * kernel kills before any supervisor hears of the call.
+		 */
+		if (res->signal == SIGSYS)
+			reason_add(res, ": a system call of another ABI (i386 or x32), "
+				   "which the sandbox's seccomp filter answers by killing "
+				   "the process, unless the program raised SIGSYS itself");
 	} else {
 		res->status = CORRAL_EXITED;
 		res->exit_code = WEXITSTATUS(status);
@@ -300,9 +321,6 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
 	snprintf(res->reason, sizeof(res->reason), "killed: wall-clock timeout "
 		 "of %.3g s reached", timeout_ms / 1000.0);
 }
-
-static void __attribute__((format(printf, 2, 3)))
-reason_add(struct corral_result *res, const char *fmt, ...);
 
 /*
  * The limits a command hit, over how it ended: one verdict for `corral
@@ -365,17 +383,6 @@ static bool output_says(const struct corral_result *res, const char *const *mark
 	return false;
 }
 
-static void __attribute__((format(printf, 2, 3)))
-reason_add(struct corral_result *res, const char *fmt, ...)
-{
-	size_t n = strlen(res->reason);
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (n < sizeof(res->reason))
-		vsnprintf(res->reason + n, sizeof(res->reason) - n, fmt, ap);
-	va_end(ap);
-}
 
 /*
  * Without cgroups the memory and pids limits are rlimits of each process

@@ -432,6 +432,8 @@ struct corral_result {
 	uint64_t max_rss_kb;
 	struct corral_layers layers;
 	char *denials;			/* JSON array of the run's denied events */
+	/* all of them, of which denials keeps the first (1000 a run, 100 a call) */
+	uint64_t denials_total;
 	char sandbox_id[64];
 	char tool_call[128];		/* the call's id, given or generated */
 	/*

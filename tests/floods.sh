@@ -214,6 +214,39 @@ print(json.dumps({"tool_call_id": "flood-1",
 	verified "$log"
 }
 
+# A flood's denials in the result: every one counted in the reason, the
+# first ones listed, and how many were not (denials_dropped); from corral
+# run (1000 kept) and a daemon's call (100 kept).  The reason said "1000
+# denials" after 1500, and nothing said the list was cut.
+COUNT_PY='
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for i in range(int(sys.argv[1])):
+    libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
+'
+t_result_counts_every_denial() {
+	policy '"events": {"budget": "64K"}'
+	frun -- /usr/bin/python3 -c "$COUNT_PY" 1500
+	notify_here || { skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
+	expect_contains "run: all counted" "$(json reason < "$T/out")" "denied: syscall mount; 1500 denials"
+	expect_eq "run: the first kept" "$(/usr/bin/python3 -c 'import json, sys
+v = json.load(open(sys.argv[1])); print(len(v["denials"]), v["denials_dropped"])' "$T/out")" "1000 500"
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0}' | json id)
+	expect_eq "create" "$(cat "$T/status")" 201
+	body=$(/usr/bin/python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "count-1",
+                  "argv": ["/usr/bin/python3", "-c", sys.argv[1], "150"]}))' "$COUNT_PY")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r1"
+	expect_eq "exec" "$(cat "$T/status")" 200
+	expect_contains "daemon: all counted" "$(json reason < "$T/r1")" "denied: syscall mount; 150 denials"
+	expect_eq "daemon: the first kept" "$(/usr/bin/python3 -c 'import json, sys
+v = json.load(open(sys.argv[1])); print(len(v["denials"]), v["denials_dropped"])' "$T/r1")" "100 50"
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+	stop_daemon
+}
+
 # /dev/shm and /tmp are one tmpfs: together no more than --disk.
 t_shm_and_tmp_share_the_disk() {
 	policy '"limits": {"disk": "16M"}'

@@ -580,14 +580,18 @@ static char *exec_text(const json_t *r)
 	const char *reason = json_string_value(json_object_get(r, "reason"));
 	const char *status = json_string_value(json_object_get(r, "status"));
 	json_t *denials = json_object_get(r, "denials");
+	json_int_t dropped = json_integer_value(json_object_get(r, "denials_dropped"));
 	char *den = json_array_size(denials) ? json_dumps(denials, JSON_COMPACT) : NULL;
+	char more[64] = "";
 	char *text;
 
-	if (asprintf(&text, "status: %s, exit code %lld: %s\n%s%s%s--- stdout ---\n%s\n--- stderr ---\n%s",
+	if (den && dropped > 0)
+		snprintf(more, sizeof(more), " (and %lld more, not listed)", (long long)dropped);
+	if (asprintf(&text, "status: %s, exit code %lld: %s\n%s%s%s%s--- stdout ---\n%s\n--- stderr ---\n%s",
 		     status ? status : "?",
 		     (long long)json_integer_value(json_object_get(r, "exit_code")),
 		     reason ? reason : "", den ? "denied: " : "", den ? den : "",
-		     den ? "\n" : "", out ? out : "", err ? err : "") < 0)
+		     more, den ? "\n" : "", out ? out : "", err ? err : "") < 0)
 		text = NULL;
 	free(den);
 	return text;

@@ -67,6 +67,7 @@ struct corral_call {
 	uint64_t t0;
 	struct cg_stats st0;	/* the box's counters when the call began */
 	json_t *denials;	/* this call's denied events, for its result */
+	uint64_t ndenied;	/* all of them, kept in denials or not */
 	json_t *order;		/* [[stream, bytes], ...] when asked for */
 	bool started, exited, done, timed_out, halted, announced;
 	bool in_exec;		/* sent within corral_box_exec: announce later */

@@ -224,8 +224,10 @@ void call_finish(struct corral_call *c)
 	if (full)
 		events_explain_disk(res, b->p);
 	if (c->denials) {
-		events_explain_denials(res, c->denials, events_count_denied(b->ev), b->p);
+		events_explain_denials(res, c->denials, c->ndenied,
+				       events_count_denied(b->ev), b->p);
 		res->denials = json_dumps(c->denials, JSON_COMPACT | JSON_ENSURE_ASCII);
+		res->denials_total = c->ndenied;
 	}
 	corral_box_layers(b, &res->layers);
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
@@ -1442,6 +1444,7 @@ void call_note_denial(struct corral_box *b, const char *type, json_t *event)
 			continue;
 		if (!c->denials)
 			c->denials = json_array();
+		c->ndenied++;
 		if (json_array_size(c->denials) < CALL_DENIALS_KEPT)
 			json_array_append(c->denials, event);
 		return;

@@ -759,17 +759,18 @@ void events_explain_disk(struct corral_result *res, const struct corral_policy *
  * A call that was refused something says so in its reason, with the abort
  * limit it is nearing: an agent loop reads this sentence, and a bare
  * "exited with status 1" after a refused connection invites a retry.
- * d: the call's denials; so_far: the sandbox's, all calls together.
+ * d: the call's denials kept; n: all of the call's, kept or not (a flood
+ * keeps its first ones only); so_far: the sandbox's, all calls together.
  */
-void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
-			    const struct corral_policy *p)
+void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
+			    size_t so_far, const struct corral_policy *p)
 {
-	size_t n = json_array_size(d), len = strlen(res->reason);
+	size_t len = strlen(res->reason);
 	const char *what, *host, *why, *proto;
 	char limit[96] = "", total[64] = "";
 	json_t *first;
 
-	if (n == 0 || res->status == CORRAL_HALTED)
+	if (n == 0 || json_array_size(d) == 0 || res->status == CORRAL_HALTED)
 		return;
 	first = json_array_get(d, 0);
 	what = json_string_value(json_object_get(first, "type"));

@@ -79,9 +79,13 @@ void events_limit_hits(struct events *ev, const char *call,
 		       const struct corral_policy *p, bool disk_full);
 /* "; disk limit 1 MiB reached: ..." after res->reason. */
 void events_explain_disk(struct corral_result *res, const struct corral_policy *p);
-/* "; denied: connection to X (why); N denials ..." after res->reason. */
-void events_explain_denials(struct corral_result *res, json_t *d, size_t so_far,
-			    const struct corral_policy *p);
+/*
+ * "; denied: connection to X (why); N denials ..." after res->reason.
+ * d: the call's denials kept (the first is named); n: all of the call's;
+ * so_far: the sandbox's, all calls together.
+ */
+void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
+			    size_t so_far, const struct corral_policy *p);
 /* The next event's seq is last + 1 (a sandbox's events across daemons). */
 void events_set_seq(struct events *ev, uint64_t last);
 /* Denials so far, all of them, whether written whole or only counted. */

@@ -215,7 +215,8 @@ json_t *corral_ids_json(const struct corral_ids *ids)
 
 char *corral_result_json(const struct corral_result *res)
 {
-	json_t *o, *layers;
+	json_t *o, *layers, *denials;
+	size_t kept;
 	char *text;
 
 	layers = json_pack("{s:i, s:b, s:b, s:s, s:o?}",
@@ -244,8 +245,12 @@ char *corral_result_json(const struct corral_result *res)
 		json_object_set_new(o, "sandbox", json_string(res->sandbox_id));
 	if (res->tool_call[0])
 		json_object_set_new(o, "tool_call", json_string(res->tool_call));
-	json_object_set_new(o, "denials", res->denials ?
-			    json_loads(res->denials, 0, NULL) : json_array());
+	denials = res->denials ? json_loads(res->denials, 0, NULL) : NULL;
+	kept = json_array_size(denials);
+	json_object_set_new(o, "denials", denials ? denials : json_array());
+	/* a flood's denials are all counted, the first ones kept: the rest said */
+	json_object_set_new(o, "denials_dropped", json_integer((json_int_t)
+			    (res->denials_total > kept ? res->denials_total - kept : 0)));
 	if (res->export_report)
 		json_object_set_new(o, "export", json_loads(res->export_report, 0, NULL));
 	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);

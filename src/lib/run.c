@@ -607,7 +607,9 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	if (disk_full)
 		events_explain_disk(res, p);
 	d = events_denials(s->ev);
-	events_explain_denials(res, d, json_array_size(d), p);
+	/* the count, not the kept: a flood keeps its first EVENTS_DENIALS_KEPT */
+	events_explain_denials(res, d, events_count_denied(s->ev),
+			       events_count_denied(s->ev), p);
 	json_decref(d);
 	res->duration_ms = corral_now_ms() - s->t0;
 	/* without cpuacct, init's rusage: the processes it reaped, and itself */
@@ -815,6 +817,7 @@ fail:
 		json_t *d = events_denials(s.ev);
 
 		res->denials = json_dumps(d, JSON_COMPACT | JSON_ENSURE_ASCII);
+		res->denials_total = events_count_denied(s.ev);
 		json_decref(d);
 	}
 	events_close(s.ev);

@@ -96,6 +96,7 @@ struct events {
 	void *attr_arg;
 	uint64_t seq;
 	json_t *denials;
+	size_t keep_denials;	/* at most this many in denials */
 	uint64_t ndenied;	/* all denials, kept or not */
 	struct corral_event_limits lim;
 	uint64_t bytes;		/* written for this sandbox */
@@ -648,7 +649,7 @@ static void emit(struct events *ev, const char *type, json_t *fields,
 	/* kept for the result, but a flood of denials must not grow us */
 	if (denial) {
 		ev->ndenied++;
-		if (json_array_size(ev->denials) < EVENTS_DENIALS_KEPT)
+		if (json_array_size(ev->denials) < ev->keep_denials)
 			json_array_append(ev->denials, o);
 	}
 	if (ev->hook)
@@ -809,6 +810,11 @@ void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg)
 {
 	ev->attr = fn;
 	ev->attr_arg = arg;
+}
+
+void events_keep_denials(struct events *ev, size_t max)
+{
+	ev->keep_denials = max;
 }
 
 json_t *events_denials(struct events *ev)

@@ -56,9 +56,10 @@ int events_open(struct events **out, const char *path, const char *sandbox,
 /*
  * Record one event; fields is stolen (may be NULL).  Adds seq, time,
  * sandbox and type first, and in the file "prev" last; denials are also
- * kept for the result (without "prev").  What a sandbox can repeat at will
- * (denials, connections, tripwire hits) is written whole only the first
- * events.verbatim times of a kind and within the budget; the rest is
+ * kept for the result (without "prev") where asked (events_keep_denials).
+ * What a sandbox can repeat at will (denials, connections, tripwire hits)
+ * is written whole only the first events.verbatim times of a kind and
+ * within the budget; the rest is
  * counted into "<type>.summary" events (of, the kind's fields, count,
  * interval_ms, total), at most one per kind per interval, and carries no
  * seq.  The hook sees every event, written or only counted.
@@ -66,7 +67,14 @@ int events_open(struct events **out, const char *path, const char *sandbox,
 void events_emit(struct events *ev, const char *type, json_t *fields);
 /* The sandbox's policy for its log (NULL: the built-in default's). */
 void events_set_limits(struct events *ev, const struct corral_event_limits *lim);
-/* The denials so far, as a JSON array (new reference). */
+/*
+ * Keep the first max denials for events_denials() (corral run's result:
+ * EVENTS_DENIALS_KEPT).  None by default: a daemon's sandbox keeps its
+ * calls' own (call.c), and a copy here was megabytes of the daemon's
+ * memory a flooding sandbox, read by no one.
+ */
+void events_keep_denials(struct events *ev, size_t max);
+/* The denials kept so far, as a JSON array (new reference). */
 json_t *events_denials(struct events *ev);
 /* Every later event carries "call": call (the tool call it belongs to). */
 int events_set_call(struct events *ev, const char *call);

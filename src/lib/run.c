@@ -665,6 +665,7 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 	if (r < 0)
 		return r;
 	events_set_limits(s->ev, &s->p->events);
+	events_keep_denials(s->ev, EVENTS_DENIALS_KEPT);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s",
 		 o->tool_call ? o->tool_call : name);
 	if (events_set_call(s->ev, res->tool_call) < 0)

@@ -271,6 +271,15 @@ def output(s):
     out = res["structuredContent"]
     check(out["stdout"] == "a\0b" and out["stdout_next_offset"] == 3,
           "output with a NUL is kept whole: %r" % out)
+    # a flood of denials: the first 100 listed, the rest counted and said
+    res = s.call("exec", {"sandbox_id": sid, "argv": ["python3", "-c",
+                 "import ctypes\nl = ctypes.CDLL(None)\n"
+                 "for i in range(150): l.mount(b'none', b'/tmp', b'tmpfs', 0, None)"]})
+    out = res["structuredContent"]
+    check(len(out["denials"]) == 100 and out.get("denials_dropped") == 50 and
+          "(and 50 more, not listed)" in res["content"][0]["text"],
+          "denials past the first 100 are said: %r" %
+          {k: v for k, v in out.items() if k != "denials"})
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 

@@ -607,9 +607,11 @@ def main():
         os.chmod(tmp, 0o755)
         pol = os.path.join(tmp, "policy.json")
         with open(pol, "w") as f:
+            # part 3 holds NCONNS tunnels, past the default limit of 256
             json.dump({"network": {"mode": "proxy",
                                    "allow": ["%s:%d" % (NAME, up.port)],
-                                   "hosts": {NAME: "127.0.0.1"}}}, f)
+                                   "hosts": {NAME: "127.0.0.1"}},
+                       "limits": {"connections": max(NCONNS + 8, 256)}}, f)
         os.chmod(pol, 0o644)
         direct = ([], "127.0.0.1", "-")
         boxed = ([corral, "run", "--policy", pol, "--timeout", str(RUN_TIMEOUT), "--"],

@@ -225,6 +225,12 @@ struct corral_policy {
 	 */
 	uint64_t call_timeout_ms;
 	uint64_t output_bytes;		/* cap per captured stream (required > 0) */
+	/*
+	 * Connections the egress proxy holds for the sandbox at once
+	 * (tunnels, requests, DNS over TCP); past it one is refused with an
+	 * event that names the limit (required > 0).
+	 */
+	uint64_t connections;
 
 	/* environment: cleared, then PATH HOME LANG TERM TMPDIR USER, then these */
 	struct corral_env *env;

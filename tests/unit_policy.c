@@ -62,7 +62,8 @@ static bool policy_equal(const struct corral_policy *a,
 	    a->memory_bytes != b->memory_bytes || a->pids != b->pids ||
 	    a->cpus != b->cpus || a->disk_bytes != b->disk_bytes ||
 	    a->timeout_ms != b->timeout_ms ||
-	    a->output_bytes != b->output_bytes || a->nenv != b->nenv ||
+	    a->output_bytes != b->output_bytes || a->connections != b->connections ||
+	    a->nenv != b->nenv ||
 	    a->nenv_pass != b->nenv_pass || a->net != b->net ||
 	    a->net_transparent != b->net_transparent ||
 	    a->nnet_allow != b->nnet_allow || a->nnet_deny != b->nnet_deny ||

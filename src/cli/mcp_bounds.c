@@ -196,7 +196,8 @@ static char *check_limits(const struct corral_policy *p,
 	    (why = check_u64("limits.disk (bytes)", p->disk_bytes, l->disk_bytes)) ||
 	    (why = check_u64("limits.timeout (ms)", p->timeout_ms, l->timeout_ms)) ||
 	    (why = check_u64("limits.call_timeout (ms)", p->call_timeout_ms, l->call_timeout_ms)) ||
-	    (why = check_u64("limits.output (bytes)", p->output_bytes, l->output_bytes)))
+	    (why = check_u64("limits.output (bytes)", p->output_bytes, l->output_bytes)) ||
+	    (why = check_u64("limits.connections", p->connections, l->connections)))
 		return why;
 	if (l->cpus > 0 && (p->cpus <= 0 || p->cpus > l->cpus))
 		return say("limits.cpus: the operator's policy allows at most %g (got %s)",

@@ -22,6 +22,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+/*
+ * One process owns many boxes: each box's egress proxy may hold at most
+ * this share of the open-files limit, so that one sandbox's connections
+ * leave the others (and the daemon's API) fds to work with.
+ */
+#define BOX_FD_SHARES	8
+
 int corral_cleanup_stale(void)
 {
 	return cg_cleanup_stale();
@@ -539,6 +546,7 @@ static int box_spawn(struct corral_box *b, struct corral_err *err)
 		.stdio = { -1, -1, -1 }, .hooks = &box_hooks, .arg = b,
 		.want_upper = b->p->workspace != NULL,	/* diff, export */
 		.move_off_loop = true,
+		.fd_shares = BOX_FD_SHARES,
 	};
 
 	return sandbox_spawn(&b->sb, &so, err);

@@ -408,8 +408,7 @@ void dnsd_on_accept(struct evconnlistener *l, evutil_socket_t fd,
 
 	(void)l;
 	/* each is an fd of ours: the proxy's budget holds for them too */
-	if (px->nconns >= px->max_conns) {
-		dns_denied(px, NULL, true, "?", "too many connections open at once");
+	if (!proxy_conn_room(px, "dns")) {
 		close(fd);
 		return;
 	}

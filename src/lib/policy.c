@@ -455,6 +455,13 @@ void corral_policy_init(struct corral_policy *p)
 		/* a foreground server started by a call must not hold it forever */
 		.call_timeout_ms = CORRAL_CALL_TIMEOUT_DEFAULT_MS,
 		.output_bytes = 1 * MiB,
+		/*
+		 * A browser holds a few dozen, a package manager's parallel
+		 * downloads as many; each may pin a few MiB of the host's
+		 * kernel memory (sockets, pipes) that no cgroup of the
+		 * sandbox's is charged for.
+		 */
+		.connections = 256,
 		.net = CORRAL_NET_NONE,
 		/* in proxy mode, also programs that ignore proxy variables */
 		.net_transparent = true,

@@ -26,6 +26,7 @@
 #define DISK_MAX		(1 * TiB)
 #define OUTPUT_MIN		(1 * KiB)
 #define OUTPUT_MAX		(1 * GiB)
+#define CONNECTIONS_MAX		65536
 #define TIMEOUT_MAX_S		(30ULL * 24 * 3600)
 #define TIMEOUT_MAX_MS		(TIMEOUT_MAX_S * 1000)
 #define ABORT_COUNT_MAX		1000000000	/* counts in "abort" */
@@ -394,6 +395,25 @@ static int apply_call_timeout(struct loader *l, json_t *v)
 	return get_duration(l, v, &l->p->call_timeout_ms);
 }
 
+/* Always bounded: each one costs the host fds and kernel memory (proxy.c). */
+static int apply_connections(struct loader *l, json_t *v)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v))
+		return loader_fail(l, false, v, "expected an integer from 1 to %d",
+				   CONNECTIONS_MAX);
+	n = json_integer_value(v);
+	if (n < 1)
+		return loader_fail(l, false, v, "must be at least 1: it is how many "
+				   "connections the egress proxy holds at once");
+	if (n > CONNECTIONS_MAX)
+		return loader_fail(l, false, v, "too large, the maximum is %d",
+				   CONNECTIONS_MAX);
+	l->p->connections = n;
+	return 0;
+}
+
 static const struct field limits_fields[] = {
 	{ "memory", apply_memory },
 	{ "pids", apply_pids },
@@ -402,6 +422,7 @@ static const struct field limits_fields[] = {
 	{ "timeout", apply_timeout },
 	{ "call_timeout", apply_call_timeout },
 	{ "output", apply_output },
+	{ "connections", apply_connections },
 	{ NULL, NULL },
 };
 

@@ -69,6 +69,7 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "init sends every listener and diag at
 #define RELAY_HIGH_WATER	(1 << 20)	/* bytes queued before we stop reading */
 #define CONNECT_TIMEOUT_S	30
 #define FIRST_READ		(16 << 10)	/* read at accept: a request head, mostly */
+#define CONN_BUDGET_MIN		8	/* connections, whatever the fd limit's share */
 
 struct listen_spec {
 	int family;
@@ -1774,6 +1775,54 @@ static void read_now(struct conn *c, int fd)
 		conn_on_http_head(c->down, c);
 }
 
+/* Which of a proxy's connection limits is px->max_conns: policy or fds. */
+static const char *conn_limit_reason(const struct proxy *px, char *buf, size_t len)
+{
+	if (px->max_conns_by_fds)
+		snprintf(buf, len, "the open-files limit leaves this sandbox's proxy "
+			 "room for %zu connections: too many connections open "
+			 "at once, one more refused", px->max_conns);
+	else
+		snprintf(buf, len, "limits.connections (%zu) reached: too many "
+			 "connections open at once, one more refused", px->max_conns);
+	return buf;
+}
+
+bool proxy_conn_room(struct proxy *px, const char *protocol)
+{
+	char why[CORRAL_ERR_MAX];
+
+	if (px->nconns < px->max_conns)
+		return true;
+	/* an egress.denied, rated: a loop of refusals is summarised (events.c) */
+	events_emit(px->ev, "egress.denied",
+		    json_pack("{s:s, s:s, s:i, s:s, s:s, s:I}", "protocol", protocol,
+			      "host", "?", "port", 0, "reason",
+			      conn_limit_reason(px, why, sizeof(why)), "limit",
+			      px->max_conns_by_fds ? "open_files" : "connections",
+			      "value", (json_int_t)px->max_conns));
+	return false;
+}
+
+/*
+ * An HTTP proxy's client is told why, not only reset: one short answer,
+ * whatever its request turns out to be, and only what the socket takes
+ * now (it is closed next).
+ */
+static void refuse_at_accept(struct proxy *px, int fd)
+{
+	char why[CORRAL_ERR_MAX], msg[CORRAL_ERR_MAX + 256];
+	int n;
+
+	conn_limit_reason(px, why, sizeof(why));
+	n = snprintf(msg, sizeof(msg), "HTTP/1.1 503 Service Unavailable\r\n"
+		     "X-Corral-Denied: %s\r\nContent-Type: text/plain\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\n\r\ncorral: %s\n",
+		     why, strlen(why) + strlen("corral: \n"), why);
+	if (n > 0 && (size_t)n < sizeof(msg))
+		(void)send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static void on_accept(struct tcp_listener *tl, int fd, struct sockaddr *sa, int salen)
 {
 	struct proxy *px = tl->px;
@@ -1781,11 +1830,9 @@ static void on_accept(struct tcp_listener *tl, int fd, struct sockaddr *sa, int 
 	struct conn *c;
 
 	/* A sandbox that hoards connections must not exhaust our fds. */
-	if (px->nconns >= px->max_conns) {
-		events_emit(px->ev, "egress.denied",
-			    json_pack("{s:s, s:s, s:i, s:s}", "protocol", "tcp",
-				      "host", "?", "port", 0, "reason",
-				      "too many connections open at once"));
+	if (!proxy_conn_room(px, "tcp")) {
+		if (kind == L_HTTP)
+			refuse_at_accept(px, fd);
 		close(fd);
 		return;
 	}
@@ -1918,14 +1965,24 @@ static int make_resolver(struct proxy *px, const struct corral_policy *p,
 	return 0;
 }
 
-/* Six fds a tunnel (two sockets, two pipes), some kept for everything else. */
-static size_t conn_budget(void)
+/*
+ * Six fds a tunnel (two sockets, two pipes), some kept for everything
+ * else.  A daemon's sandboxes share its limit: each proxy gets 1/shares
+ * of it, so that one sandbox's connections cannot take every fd the
+ * others (and the daemon's API) need.
+ */
+static size_t conn_budget(unsigned shares)
 {
 	struct rlimit rl;
+	size_t n;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		return 10000;
-	return rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 6 : 16;
+		n = 10000;
+	else
+		n = rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 6 : 16;
+	if (shares > 1)
+		n /= shares;
+	return n > CONN_BUDGET_MIN ? n : CONN_BUDGET_MIN;
 }
 
 static int tcp_listen(struct proxy *px, size_t i, int fd)
@@ -1944,8 +2001,8 @@ static int tcp_listen(struct proxy *px, size_t i, int fd)
 }
 
 int proxy_start(struct event_base *base, int sync, const struct corral_policy *p,
-		struct events *ev, struct tlsbox *tls, struct proxy **out,
-		struct corral_err *err)
+		unsigned fd_shares, struct events *ev, struct tlsbox *tls,
+		struct proxy **out, struct corral_err *err)
 {
 	struct proxy *px = calloc(1, sizeof(*px));
 	int fds[NSPECS];
@@ -1959,7 +2016,11 @@ int proxy_start(struct event_base *base, int sync, const struct corral_policy *p
 	px->ev = ev;
 	px->tls = tls;
 	px->transparent = p->net_transparent;
-	px->max_conns = conn_budget();
+	px->max_conns = p->connections ? p->connections : SIZE_MAX;
+	if (conn_budget(fd_shares) < px->max_conns) {
+		px->max_conns = conn_budget(fd_shares);
+		px->max_conns_by_fds = true;
+	}
 	px->diag = -1;
 	for (size_t i = 0; i < NSPECS; i++)
 		px->udp[i].fd = px->tcp[i].fd = -1;

@@ -31,10 +31,15 @@ int proxy_listeners_send(int sock, bool transparent);
 
 /* The supervisor's side: the sockets init sent on sync, served on base. */
 struct tlsbox;
-/* tls: the sandbox's CA, rules and secrets (tls.h), or NULL: no termination */
+/*
+ * tls: the sandbox's CA, rules and secrets (tls.h), or NULL: no termination.
+ * The proxy holds at most p->connections connections at once, and no more
+ * than 1/fd_shares of the process's open-files limit allows (0 or 1: all
+ * of it).
+ */
 int proxy_start(struct event_base *base, int sync, const struct corral_policy *p,
-		struct events *ev, struct tlsbox *tls, struct proxy **out,
-		struct corral_err *err);
+		unsigned fd_shares, struct events *ev, struct tlsbox *tls,
+		struct proxy **out, struct corral_err *err);
 void proxy_free(struct proxy *px);
 
 #endif

@@ -56,8 +56,13 @@ struct proxy {
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
 	size_t npending;
 	struct dns_tcp *dns_conns;	/* DNS over TCP connections (dnsd.c) */
-	/* what the fd limit lets us hold: connections, DNS over TCP ones too */
+	/*
+	 * Connections held, DNS over TCP ones too, and how many may be: the
+	 * policy's limits.connections, or fewer where our share of the fd
+	 * limit is (max_conns_by_fds).
+	 */
 	size_t nconns, max_conns;
+	bool max_conns_by_fds;
 	struct tlsbox *tls;		/* CA, rules, secrets (tls.h); NULL: none */
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */
@@ -115,6 +120,8 @@ struct conn {
 };
 
 /* proxy.c: a connection's life */
+/* One more connection may be held; false: refused, with an event naming the limit. */
+bool proxy_conn_room(struct proxy *px, const char *protocol);
 /* larger reads and writes a wakeup for a bufferevent that relays bodies */
 void conn_bev_tune(struct bufferevent *bev);
 void conn_free(struct conn *c);

@@ -311,6 +311,7 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 	sb->arg = o->arg;
 	sb->container = o->container;
 	sb->move_off_loop = o->move_off_loop;
+	sb->fd_shares = o->fd_shares;
 	sb->pid = -1;
 	sb->pidfd = sb->ctl = sb->sync_wr = sb->rootfd = sb->scratchfd = sb->upperfd = sb->ptyfd = -1;
 	/* before the environment: it names the CA and holds the placeholders */
@@ -453,7 +454,8 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	 * mount root, and hands them over (proxy_listeners_send).
 	 */
 	if (r == 0 && sb->p->net == CORRAL_NET_PROXY)
-		r = proxy_start(sb->base, *sync_wr, sb->p, sb->ev, sb->tls, &sb->px, err);
+		r = proxy_start(sb->base, *sync_wr, sb->p, sb->fd_shares, sb->ev,
+				sb->tls, &sb->px, err);
 	if (r == 0 && send(*sync_wr, "g", 1, MSG_NOSIGNAL) != 1)
 		r = corral_set_errno(err, errno, "cannot start the sandbox");
 	/* a one-shot run's group is made now, while the mounts are built */

@@ -259,6 +259,11 @@ struct sandbox_opts {
 	 * the mover (cg_move_start), not on base's loop, and "c" waits.
 	 */
 	bool move_off_loop;
+	/*
+	 * A daemon's box: the egress proxy takes at most 1/fd_shares of the
+	 * process's open-files limit (proxy_start); 0: all of it.
+	 */
+	unsigned fd_shares;
 };
 
 struct sandbox {
@@ -279,6 +284,7 @@ struct sandbox {
 	int sync_wr;		/* "t" on MSG_READY once the tripwires are watched;
 				   "c" once the mover has moved init (mv) */
 	bool move_off_loop;	/* sandbox_opts.move_off_loop */
+	unsigned fd_shares;	/* sandbox_opts.fd_shares */
 	struct cg_move *mv;	/* init's move into its groups, under way */
 	char start_err[CORRAL_ERR_MAX];	/* why init was killed while starting */
 	int rootfd;		/* the sandbox's "/": tripwires and files */

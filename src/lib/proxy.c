@@ -70,6 +70,10 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "init sends every listener and diag at
 #define CONNECT_TIMEOUT_S	30
 #define FIRST_READ		(16 << 10)	/* read at accept: a request head, mostly */
 #define CONN_BUDGET_MIN		8	/* connections, whatever the fd limit's share */
+/* SO_RCVBUF (the kernel doubles it): the sandbox's side, over loopback; the upstream's */
+#define DOWN_RCVBUF		(512 << 10)
+#define UP_RCVBUF		(2 << 20)
+#define CONN_NOTSENT_LOWAT	(256 << 10)	/* a socket's unsent bytes, about */
 
 struct listen_spec {
 	int family;
@@ -108,6 +112,55 @@ static void conn_nodelay(int fd)
 	int one = 1;
 
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/*
+ * What a connection's two sockets may hold is the host's kernel memory,
+ * charged to no cgroup of the sandbox's.  Left to autotuning, a peer that
+ * reads fast and then stops leaves a socket holding up to tcp_rmem's and
+ * tcp_wmem's maximum behind a full pipe: 100 tunnels that never drained
+ * held 1.4 GiB, 14 MiB each.  The receive buffer is fixed (autotuning
+ * overrides TCP_WINDOW_CLAMP, so only SO_RCVBUF bounds it): 1 MiB on the
+ * sandbox's side, loopback, 4 MiB on the upstream's, which still fills a
+ * 50 ms path at 60 MB/s.  The bytes queued but not yet sent are kept near
+ * NOTSENT_LOWAT (the socket is writable, for splice too, only below it).
+ * Together with the relay's two 256 KiB pipes a tunnel that never drains
+ * holds about 6 MiB.  Best effort: a socket that refuses them still
+ * works, only unbounded.
+ */
+static void conn_sock_bound(int fd, int rcvbuf)
+{
+	int lowat = CONN_NOTSENT_LOWAT;
+
+	if (rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+}
+
+/*
+ * Without CAP_NET_ADMIN, SO_RCVBUF is cut to net.core.rmem_max (208 KiB
+ * by default): a buffer that small would halve what a tunnel moves, so
+ * then it is left to autotuning (0), unbounded as it was.
+ */
+static int rcvbuf_wanted(int want)
+{
+	unsigned long long max = 0;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
+	FILE *f;
+
+	if (fd < 0)
+		return 0;
+	r = setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want));
+	close(fd);
+	if (r == 0)
+		return want;
+	f = fopen("/proc/sys/net/core/rmem_max", "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &max) != 1)
+		max = 0;
+	fclose(f);
+	return max >= (unsigned long long)want ? want : 0;
 }
 
 /*
@@ -929,7 +982,8 @@ static void hold_down(struct conn *c)
  * connect() returns, its handshake run in that call), so nothing need wait
  * for the loop to say it is writable.  Returns the socket or -errno.
  */
-static int dial(const struct sockaddr *sa, socklen_t len, bool *done)
+static int dial(const struct proxy *px, const struct sockaddr *sa, socklen_t len,
+		bool *done)
 {
 	struct pollfd pfd;
 	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -938,6 +992,7 @@ static int dial(const struct sockaddr *sa, socklen_t len, bool *done)
 	if (fd < 0)
 		return -errno;
 	conn_nodelay(fd);
+	conn_sock_bound(fd, px->up_rcvbuf);
 	if (connect(fd, sa, len) == 0) {
 		*done = true;
 		return fd;
@@ -998,7 +1053,7 @@ static void connect_plain(struct conn *c, const struct sockaddr *sa, socklen_t l
 {
 	char why[CORRAL_ERR_MAX];
 	bool done;
-	int fd = dial(sa, len, &done);
+	int fd = dial(c->px, sa, len, &done);
 
 	if (fd < 0) {
 		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->host,
@@ -1047,8 +1102,10 @@ static void connect_upstream(struct conn *c, const struct sockaddr *sa,
 		return;
 	}
 	upstream_setup(c);
-	if (await_upstream(c, sa, len))
+	if (await_upstream(c, sa, len)) {
 		conn_nodelay(bufferevent_getfd(c->up));
+		conn_sock_bound(bufferevent_getfd(c->up), c->px->up_rcvbuf);
+	}
 }
 
 static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
@@ -1849,6 +1906,7 @@ static void on_accept(struct tcp_listener *tl, int fd, struct sockaddr *sa, int 
 	c->t0_ms = corral_now_ms();
 	if (!tl->nodelay)
 		conn_nodelay(fd);
+	conn_sock_bound(fd, px->down_rcvbuf);
 	c->down = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE |
 					 BEV_OPT_DEFER_CALLBACKS);
 	if (!c->down) {
@@ -2016,6 +2074,8 @@ int proxy_start(struct event_base *base, int sync, const struct corral_policy *p
 	px->ev = ev;
 	px->tls = tls;
 	px->transparent = p->net_transparent;
+	px->down_rcvbuf = rcvbuf_wanted(DOWN_RCVBUF);
+	px->up_rcvbuf = rcvbuf_wanted(UP_RCVBUF);
 	px->max_conns = p->connections ? p->connections : SIZE_MAX;
 	if (conn_budget(fd_shares) < px->max_conns) {
 		px->max_conns = conn_budget(fd_shares);

@@ -63,6 +63,7 @@ struct proxy {
 	 */
 	size_t nconns, max_conns;
 	bool max_conns_by_fds;
+	int down_rcvbuf, up_rcvbuf;	/* each socket's SO_RCVBUF; 0: autotuned */
 	struct tlsbox *tls;		/* CA, rules, secrets (tls.h); NULL: none */
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */

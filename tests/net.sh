@@ -775,6 +775,176 @@ t_connection_hoarding_is_bounded() {
 		"$(grep '"protocol":"dns"' "$T/events")" "too many connections open at once"
 }
 
+# The agent opens up to COUNT CONNECT tunnels to web.test:PORT and holds
+# them; then, the cap met, closes one and opens another.  Prints "held N
+# refused FIRST-LINE" and "again OK|FIRST-LINE".
+TUNNELS='
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+def tunnel():
+    s = socket.create_connection(("127.0.0.1", 3128), 10)
+    s.settimeout(10)
+    s.sendall(b"CONNECT web.test:%d HTTP/1.1\r\nHost: web.test:%d\r\n\r\n" % (port, port))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        k = s.recv(4096)
+        if not k: break
+        head += k
+    line = head.split(b"\r\n")[0].decode(errors="replace")
+    return (s, "") if line.startswith("HTTP/1.1 200") else (None, line or "closed")
+held, refused = [], ""
+for i in range(n):
+    try:
+        s, refused = tunnel()
+    except OSError as e:
+        s, refused = None, str(e)
+    if not s:
+        break
+    held.append(s)
+print("held", len(held), "refused", refused)
+held.pop().close()
+try:
+    s, again = tunnel()
+except OSError as e:
+    s, again = None, str(e)
+print("again", "OK" if s else again)
+'
+
+# limits.connections: the agent meets it, is told which limit bit (the
+# answer and the event), and once it closes one it may open another.
+t_connection_cap_names_the_limit() {
+	trap stop_fixtures EXIT
+	start port http
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}' '}, "limits": {"connections": 6'
+	nrun -- /usr/bin/python3 -c "$TUNNELS" "$port" 40
+	expect_eq "run ended normally" "$(cat "$T/rc")" 0
+	expect_contains "six held, the seventh refused" "$(stdout)" "held 6 refused HTTP/1.1 503"
+	expect_contains "one closed, one more opens" "$(stdout)" "again OK"
+	expect_contains "the event names the limit" "$(grep '"type":"egress.denied"' "$T/events")" \
+		'"reason":"limits.connections (6) reached: too many connections open at once, one more refused","limit":"connections","value":6'
+	# a user's number of connections, under the default limit, all open
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "$TUNNELS" "$port" 40
+	expect_contains "40 at once under the default" "$(stdout)" "held 40 refused"
+	expect_eq "no denial" "$(denials)" 0
+}
+
+# Tunnels that never drain, both ways (the agent and the upstream each
+# write all they can and read nothing): what the supervisor then holds for
+# them in the kernel, read from its own fds (pidfd_getfd): bytes in the
+# relay's pipes and in its sockets' queues, in and out.  Unbounded, each
+# held 27 MiB here (sockets grown by autotuning, 1 MiB pipes).
+t_undrained_tunnels_hold_bounded_memory() {
+	local rc=0
+	/usr/bin/python3 - "$CORRAL" "$T" > "$T/probe" 2>&1 <<'PY' || rc=$?
+import ctypes, fcntl, json, os, socket, subprocess, sys, termios, time
+corral, t = sys.argv[1], sys.argv[2]
+N = 8
+up = socket.socket()
+up.bind(("127.0.0.1", 0)); up.listen(N); up.settimeout(30)
+port = up.getsockname()[1]
+json.dump({"network": {"mode": "proxy", "allow": ["web.test:%d" % port],
+                       "hosts": {"web.test": "127.0.0.1"}}}, open(t + "/p.json", "w"))
+os.chmod(t + "/p.json", 0o644)
+inside = r"""
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", 3128), 10)
+    s.sendall(b"CONNECT web.test:%d HTTP/1.1\r\nHost: web.test\r\n\r\n" % port)
+    s.settimeout(10)
+    assert s.recv(4096).split()[1] == b"200"
+    s.setblocking(False)
+    held.append(s)
+blob = b"y" * (1 << 20)
+gone = set()
+for _ in range(300):    # write all it can, read nothing, until the tunnels end (30 s)
+    for s in held:
+        try: s.send(blob)
+        except BlockingIOError: pass
+        except OSError: gone.add(s)
+    if len(gone) == n:
+        break
+    time.sleep(0.1)
+"""
+p = subprocess.Popen([corral, "run", "--policy", t + "/p.json", "--timeout", "60", "--",
+                      "/usr/bin/python3", "-c", inside, str(port), str(N)], stdin=subprocess.DEVNULL)
+held = []
+libc = ctypes.CDLL(None, use_errno=True)
+def queued(fd, req):
+    n = ctypes.c_int(0)
+    fcntl.ioctl(fd, req, n)
+    return n.value
+def held_by_supervisor(pidfd):
+    """bytes in its relay pipes and TCP sockets' queues; the pipes' sizes"""
+    total, sizes, seen = 0, [], set()
+    for name in os.listdir("/proc/%d/fd" % p.pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (p.pid, name))
+        except OSError:
+            continue
+        if link in seen or not link.startswith(("pipe:", "socket:")):
+            continue
+        seen.add(link)
+        fd = libc.syscall(438, pidfd, int(name), 0)     # pidfd_getfd
+        if fd < 0:
+            if ctypes.get_errno() == 1:
+                print("skip: pidfd_getfd of the supervisor: EPERM"); sys.exit(77)
+            continue
+        try:
+            if link.startswith("pipe:"):
+                total += queued(fd, termios.FIONREAD)
+                sizes.append(fcntl.fcntl(fd, 1032))     # F_GETPIPE_SZ
+                continue
+            s = socket.socket(fileno=os.dup(fd))
+            try:
+                if s.type == socket.SOCK_STREAM and s.family == socket.AF_INET and \
+                        not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    total += queued(fd, termios.FIONREAD) + queued(fd, termios.TIOCOUTQ)
+            finally:
+                s.close()
+        finally:
+            os.close(fd)
+    return total, sizes
+try:
+    for _ in range(N):
+        c, _ = up.accept()
+        c.setblocking(False)
+        held.append(c)
+    pidfd = os.pidfd_open(p.pid)
+    blob = b"x" * (1 << 20)
+    last, most, sizes = -1, 0, []
+    for _ in range(100):        # until what it holds stops growing, 20 s at most
+        for c in held:
+            try: c.send(blob)
+            except OSError: pass
+        time.sleep(0.2)
+        total, sizes = held_by_supervisor(pidfd)
+        most = max(most, total)
+        if total == last:
+            break
+        last = total
+    print("per tunnel MiB %.1f" % (most / N / 2**20))
+    # the relay's two a tunnel, beside the supervisor's own (stdio)
+    print("pipes of at most 256 KiB", sum(1 for z in sizes if z <= 256 << 10) >= 2 * N)
+finally:
+    for c in held:      # the tunnels end, and so does the run
+        c.close()
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.terminate(); p.wait()
+PY
+	[ "$rc" != 77 ] || skip "$(grep '^skip:' "$T/probe")"
+	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
+	cat "$T/probe"
+	expect_contains "the relay's pipes" "$(cat "$T/probe")" "pipes of at most 256 KiB True"
+	mib=$(grep '^per tunnel MiB' "$T/probe" | awk '{print $4}')
+	[ -n "$mib" ] && awk "BEGIN { exit !($mib > 0.5 && $mib <= 8) }" ||
+		fail "a tunnel that never drains holds $mib MiB, want 0.5 to 8"
+}
+
 # Both legs of a relayed connection send at once (TCP_NODELAY): read from
 # the supervisor's own sockets (pidfd_getfd), for a spliced CONNECT tunnel
 # and a plain HTTP request on bufferevents, while both are held open.

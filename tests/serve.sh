@@ -2546,6 +2546,100 @@ t_box_proxy_listeners_are_the_daemons() {
 	stop_daemon
 }
 
+# An agent's CONNECT tunnels to web.test:PORT, up to COUNT, held: prints
+# "held N refused FIRST-LINE", then holds them until /tmp/release is there
+# (60 s at most).
+TUNNELS='
+import os, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+held, refused = [], ""
+for i in range(n):
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128), 10)
+        s.settimeout(10)
+        s.sendall(b"CONNECT web.test:%d HTTP/1.1\r\nHost: web.test:%d\r\n\r\n" % (port, port))
+        line = s.recv(4096).split(b"\r\n")[0].decode(errors="replace")
+    except OSError as e:
+        line = str(e)
+    if not line.startswith("HTTP/1.1 200"):
+        refused = line or "closed"
+        break
+    held.append(s)
+print("held", len(held), "refused", refused, flush=True)
+for _ in range(600):
+    if os.path.exists("/tmp/release"):
+        break
+    time.sleep(0.1)
+'
+
+# upstream_listener: a loopback server that takes connections and holds
+# them (90 s at most, and killed with the test's watchdogs); port in UPORT.
+upstream_listener() {
+	$PY -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1024); s.settimeout(1)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+held, end = [], time.time() + 90
+while time.time() < end:
+    try: held.append(s.accept()[0])
+    except OSError: pass' "$T/uport" > /dev/null 2>&1 &
+	echo $! >> "$T/watchdogs"
+	for _ in $(seq 1 100); do [ -s "$T/uport" ] && break; sleep 0.05; done
+	UPORT=$(cat "$T/uport")
+	[ -n "$UPORT" ] || fail "the upstream listener did not start"
+}
+
+# hog ID COUNT: sandbox ID's agent opens COUNT tunnels in a background
+# process and holds them; its "held ..." line in HELD, its pid in HOG.
+hog() {
+	local code i
+	code=$(api POST "/v1/sandboxes/$1/processes" \
+		-d "$(jbody argv "json:[\"/usr/bin/python3\", \"-c\", $($PY -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$TUNNELS"), \"$UPORT\", \"$2\"]")")
+	expect_code "hog" "$code" 201 || return 1
+	HOG=$(jq 'v["pid"]')
+	HELD=""
+	for i in $(seq 1 300); do
+		api GET "/v1/sandboxes/$1/processes/$HOG" > /dev/null
+		HELD=$(jq 'v["stdout"]')
+		[ -n "$HELD" ] && return 0
+		sleep 0.1
+	done
+	fail "the hog said nothing in 30 s: $(body)"
+}
+
+# One sandbox's connections, at its policy's limit or at its share of the
+# daemon's fds, leave the others theirs; each refusal names the limit.
+t_box_connections_bounded() {
+	local a b c n
+	# room for (1100 - 128) / 6 / 8 = 20 connections a sandbox; the
+	# whole limit would let one take 162, every fd the daemon has
+	DAEMON_WRAP="prlimit --nofile=1100:1100" start_daemon
+	upstream_listener
+	pol='{"network": {"mode": "proxy", "allow": ["web.test:'$UPORT'"], "hosts": {"web.test": "127.0.0.1"}}'
+	a=$(mksb "{\"policy\": $pol, \"limits\": {\"connections\": 5}}}")
+	b=$(mksb "{\"policy\": $pol, \"limits\": {\"connections\": 1000}}}")
+	c=$(mksb "{\"policy\": $pol}}")
+	hog "$a" 50
+	expect_contains "a: its policy's limit" "$HELD" "held 5 refused HTTP/1.1 503"
+	hog "$b" 400
+	n=$(echo "$HELD" | awk '{print $2}')
+	[ "$n" -ge 8 ] && [ "$n" -le 20 ] || fail "b held $n tunnels, want its share, 8 to 20: $HELD"
+	expect_contains "b: refused" "$HELD" "refused HTTP/1.1 503"
+	# both hold theirs while c connects as usual
+	hog "$c" 10
+	expect_contains "c connects" "$HELD" "held 10 refused"
+	grep '"type":"egress.denied"' "$STATE/audit.jsonl" > "$T/denied"
+	expect_contains "a's refusal names limits.connections" "$(grep "\"sandbox\":\"$a\"" "$T/denied")" \
+		'"reason":"limits.connections (5) reached: too many connections open at once, one more refused","limit":"connections","value":5'
+	expect_contains "b's names its share of the fds" "$(grep "\"sandbox\":\"$b\"" "$T/denied")" \
+		"\"limit\":\"open_files\",\"value\":$n"
+	expect_eq "c was refused nothing" "$(grep -c "\"sandbox\":\"$c\"" "$T/denied")" 0
+	for id in "$a" "$b" "$c"; do
+		code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/release" --data-binary x)
+		expect_code "release $id" "$code" 201
+	done
+	stop_daemon
+}
+
 t_env_pass_over_tcp() {
 	port=$(tcp_port)
 	mktoken

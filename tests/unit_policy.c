@@ -483,6 +483,7 @@ TEST(init_and_free)
 	CHECK(p.disk_bytes == GiB);
 	CHECK(p.timeout_ms == 0);
 	CHECK(p.output_bytes == MiB);
+	CHECK(p.connections == 256);
 	CHECK(p.nenv == 0 && p.nenv_pass == 0);
 	CHECK(p.net == CORRAL_NET_NONE);
 	/* no abort criteria; a halt, if a policy asks for one, kills */
@@ -552,7 +553,8 @@ static const char full_policy[] =
 	"    \"cpus\": 1.5,\n"
 	"    \"disk\": 268435456,\n"
 	"    \"timeout\": \"2m\",\n"
-	"    \"output\": \"64KiB\"\n"
+	"    \"output\": \"64KiB\",\n"
+	"    \"connections\": 32\n"
 	"  },\n"
 	"  \"env\": {\n"
 	"    \"set\": {\"LANG\": \"C.UTF-8\", \"OPTS\": \"a=b c\", \"_x1\": \"\"},\n"
@@ -585,6 +587,7 @@ TEST(full_policy)
 	CHECK(p.disk_bytes == 256 * MiB);
 	CHECK(p.timeout_ms == 120000);
 	CHECK(p.output_bytes == 64 * KiB);
+	CHECK(p.connections == 32);
 	CHECK(p.nenv == 3);
 	if (p.nenv == 3) {
 		CHECK(!strcmp(p.env[0].name, "LANG") &&
@@ -995,6 +998,15 @@ static const struct {
 	{ "output too large",
 	  "{\"limits\": {\"output\": \"2G\"}}", "\"2G\"", "limits.output",
 	  "too large, the maximum is 1 GiB" },
+	{ "connections zero",
+	  "{\"limits\": {\"connections\": 0}}", "0", "limits.connections",
+	  "must be at least 1" },
+	{ "connections too many",
+	  "{\"limits\": {\"connections\": 65537}}", "65537", "limits.connections",
+	  "too large, the maximum is 65536" },
+	{ "connections unlimited",
+	  "{\"limits\": {\"connections\": \"unlimited\"}}", "\"unl", "limits.connections",
+	  "expected an integer from 1 to 65536" },
 	{ "NUL in the description",
 	  "{\n  \"description\": \"a\\u0000b\"\n}", "\"a\\", "description",
 	  "contains a NUL byte (got \"a\\u0000b\")" },

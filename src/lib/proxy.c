@@ -71,9 +71,8 @@ _Static_assert(NSPECS + 1 <= FD_SEND_MAX, "init sends every listener and diag at
 #define FIRST_READ		(16 << 10)	/* read at accept: a request head, mostly */
 #define CONN_BUDGET_MIN		8	/* connections, whatever the fd limit's share */
 /* SO_RCVBUF (the kernel doubles it): the sandbox's side, over loopback; the upstream's */
-#define DOWN_RCVBUF		(512 << 10)
-#define UP_RCVBUF		(2 << 20)
-#define CONN_NOTSENT_LOWAT	(256 << 10)	/* a socket's unsent bytes, about */
+#define DOWN_RCVBUF		(2 << 20)
+#define UP_RCVBUF		(4 << 20)
 
 struct listen_spec {
 	int family;
@@ -120,21 +119,20 @@ static void conn_nodelay(int fd)
  * reads fast and then stops leaves a socket holding up to tcp_rmem's and
  * tcp_wmem's maximum behind a full pipe: 100 tunnels that never drained
  * held 1.4 GiB, 14 MiB each.  The receive buffer is fixed (autotuning
- * overrides TCP_WINDOW_CLAMP, so only SO_RCVBUF bounds it): 1 MiB on the
- * sandbox's side, loopback, 4 MiB on the upstream's, which still fills a
- * 50 ms path at 60 MB/s.  The bytes queued but not yet sent are kept near
- * NOTSENT_LOWAT (the socket is writable, for splice too, only below it).
- * Together with the relay's two 256 KiB pipes a tunnel that never drains
- * holds about 6 MiB.  Best effort: a socket that refuses them still
- * works, only unbounded.
+ * overrides TCP_WINDOW_CLAMP, so only SO_RCVBUF bounds it): 4 MiB on the
+ * sandbox's side, loopback, 8 MiB on the upstream's (the kernel doubles
+ * what is asked).  What waits to be sent is left to tcp_wmem's maximum:
+ * TCP_NOTSENT_LOWAT, and smaller receive buffers, cost downloads a
+ * quarter to a third of bench/proxy.py's throughput here.  With the
+ * relay's two 256 KiB pipes a tunnel that never drains holds about
+ * 20 MiB (27 unbounded); limits.connections is what bounds a sandbox's
+ * whole.  Best effort: a socket that refuses them still works, only
+ * unbounded.
  */
 static void conn_sock_bound(int fd, int rcvbuf)
 {
-	int lowat = CONN_NOTSENT_LOWAT;
-
 	if (rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 }
 
 /*

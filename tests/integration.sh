@@ -612,20 +612,19 @@ ended() {
 # come: strace stops it with SIGSTOP at one system call (not a delay:
 # a process killed while held then goes at once), and SIGCONT lets it on.
 
-# corral's own setup, before the clone: strace holds the supervisor at
-# its signalfd (made once the signals are blocked, before the spawn); a
-# SIGTERM meanwhile is read before the spawn, and nothing is cloned.
-t_signal_before_spawn() {
-	command -v strace >/dev/null || { skip "no strace"; return 77; }
-	local rc=0 st sup i
-	mkdir "$T/mark" && chmod 777 "$T/mark"
+# run_held_at_signalfd TRACED CORRAL-RUN-ARGS...: corral run under strace
+# (tracing TRACED, in $T/trace), its supervisor stopped at its first
+# signalfd (made once the signals are blocked, before the spawn); sets st
+# (strace's pid) and sup, or kills it and fails.
+run_held_at_signalfd() {
+	local traced=$1 i=0
+	shift
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-	timeout 60 strace -f -qq -o "$T/trace" -e trace=signalfd4,clone,clone3 \
+	timeout 60 strace -f -qq -o "$T/trace" -e trace="$traced" \
 		-e inject=signalfd4:signal=SIGSTOP:when=1 \
-		"$CORRAL" run --rw "$T/mark:/mark" -- /bin/touch /mark/ran \
-		> "$T/out" 2> "$T/err" < /dev/null &
+		"$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null &
 	st=$!
-	i=0 sup=
+	sup=
 	while [ -z "$sup" ] && [ $i -lt 200 ]; do
 		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
 		sleep 0.05; i=$((i + 1))
@@ -633,6 +632,17 @@ t_signal_before_spawn() {
 	[ -n "$sup" ] && held "$sup" || {
 		kill -KILL "$st"; wait "$st" 2>/dev/null
 		fail "no corral held at its signalfd: $(head -3 "$T/trace")"; return 1; }
+}
+
+# corral's own setup, before the clone: strace holds the supervisor at
+# its signalfd (made once the signals are blocked, before the spawn); a
+# SIGTERM meanwhile is read before the spawn, and nothing is cloned.
+t_signal_before_spawn() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local rc=0 st sup
+	mkdir "$T/mark" && chmod 777 "$T/mark"
+	run_held_at_signalfd signalfd4,clone,clone3 --rw "$T/mark:/mark" -- \
+		/bin/touch /mark/ran || return 1
 	kill -TERM "$sup"
 	kill -CONT "$sup"
 	wait "$st" || rc=$?
@@ -709,21 +719,8 @@ t_signal_after_ready() {
 	local rc=0 st sup init="" i
 	mkdir "$T/mark" && chmod 777 "$T/mark"
 	echo '{"abort": {"tripwires": ["/home/agent/.aws/credentials"]}}' > "$T/policy.json"
-	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-	timeout 60 strace -f -qq -o "$T/trace" -e trace=signalfd4 \
-		-e inject=signalfd4:signal=SIGSTOP:when=1 \
-		"$CORRAL" run --policy "$T/policy.json" --events "$T/ev" \
-		--rw "$T/mark:/mark" -- /bin/touch /mark/ran \
-		> "$T/out" 2> "$T/err" < /dev/null &
-	st=$!
-	i=0 sup=
-	while [ -z "$sup" ] && [ $i -lt 200 ]; do
-		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
-		sleep 0.05; i=$((i + 1))
-	done
-	[ -n "$sup" ] && held "$sup" || {
-		kill -KILL "$st"; wait "$st" 2>/dev/null
-		fail "no corral held at its signalfd: $(head -3 "$T/trace")"; return 1; }
+	run_held_at_signalfd signalfd4 --policy "$T/policy.json" --events "$T/ev" \
+		--rw "$T/mark:/mark" -- /bin/touch /mark/ran || return 1
 	kill -CONT "$sup"
 	i=0
 	while ! grep -q '"tripwire.armed"' "$T/ev" 2>/dev/null && [ $i -lt 600 ]; do

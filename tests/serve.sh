@@ -2796,7 +2796,7 @@ t_workspace_owner_is_no_uid_grant() {
 # it for a link to 4500's 0700 $T/theirs.  The answer in $T/body, its
 # status in $T/code.
 held_swap() {
-	local tracer client i
+	local tracer i
 	mkdir -p "$T/run" "$T/u/mine" "$T/theirs" "$T/c"
 	chmod 777 "$T/c"
 	echo checked > "$T/u/mine/f"
@@ -2819,7 +2819,16 @@ held_swap() {
 	setpriv --reuid=4321 --regid=4321 --clear-groups curl -sS --max-time 60 \
 		--unix-socket "$SOCK" -o "$T/c/body" -w '%{http_code}' -X POST \
 		-d "$1" http://localhost/v1/sandboxes > "$T/c/code" 2> "$T/curl.err" &
-	client=$!
+	swap_while_held $! "$tracer" "$T/theirs"
+	cp "$T/c/body" "$T/body"
+	cp "$T/c/code" "$T/code"
+}
+
+# swap_while_held CLIENT TRACER TARGET: once the daemon is held (or the
+# client's request is over: 30 s at most), $T/u/mine becomes a link to
+# TARGET; then the daemon goes on, the client ends, the tracer goes.
+swap_while_held() {
+	local client=$1 tracer=$2 i
 	for i in $(seq 1 600); do	# bounded: held, or the request over
 		grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" && break
 		kill -0 "$client" 2>/dev/null || break
@@ -2827,14 +2836,24 @@ held_swap() {
 	done
 	grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" || fail "the daemon was never held"
 	mv "$T/u/mine" "$T/u/mine.checked"
-	ln -s "$T/theirs" "$T/u/mine"
+	ln -s "$3" "$T/u/mine"
 	kill -CONT "$DPID"
 	wait "$client" || true
 	kill "$tracer" 2>/dev/null
 	wait "$tracer" 2>/dev/null || true
 	kill -CONT "$DPID"
-	cp "$T/c/body" "$T/body"
-	cp "$T/c/code" "$T/code"
+}
+
+# expect_checked WHAT CMD WANT: the sandbox made ($T/code 201) shows WANT
+# for CMD, what was checked; or init saw the swap and refused it.
+expect_checked() {
+	local id
+	if [ "$(cat "$T/code")" = 201 ]; then
+		id=$(jq 'v["id"]')
+		expect_eq "$1" "$(sbsh "$id" "$2")" "$3"
+	else	# init saw the swap
+		expect_contains "refused" "$(body)" "is not what was checked any more"
+	fi
 }
 
 # A client's host path swapped between the daemon's check and the mount:
@@ -2843,30 +2862,16 @@ held_swap() {
 t_workspace_swapped_after_check() {
 	[ "$ME" = 0 ] || { skip "only a root daemon maps another owner"; return 77; }
 	command -v strace > /dev/null || { skip "no strace to hold the daemon with"; return 77; }
-	local code id
 	held_swap "{\"workspace\": \"$T/u/mine\"}"
-	code=$(cat "$T/code")
-	if [ "$code" = 201 ]; then
-		id=$(jq 'v["id"]')
-		expect_eq "the checked workspace" "$(sbsh "$id" 'cat /workspace/f')" checked
-	else	# init saw the swap
-		expect_contains "refused" "$(body)" "is not what was checked any more"
-	fi
+	expect_checked "the checked workspace" 'cat /workspace/f' checked
 	stop_daemon
 }
 
 t_ro_bind_swapped_after_check() {
 	[ "$ME" = 0 ] || { skip "only a root daemon maps another owner"; return 77; }
 	command -v strace > /dev/null || { skip "no strace to hold the daemon with"; return 77; }
-	local code id
 	held_swap "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/u/mine:/mnt/m\"]}}}"
-	code=$(cat "$T/code")
-	if [ "$code" = 201 ]; then
-		id=$(jq 'v["id"]')
-		expect_eq "the checked bind" "$(sbsh "$id" 'cat /mnt/m/f')" checked
-	else	# init saw the swap
-		expect_contains "refused" "$(body)" "is not what was checked any more"
-	fi
+	expect_checked "the checked bind" 'cat /mnt/m/f' checked
 	stop_daemon
 }
 
@@ -2878,7 +2883,7 @@ t_ro_bind_swapped_after_check() {
 # the sandbox's host user could not open the state directory anyway.)
 t_state_dir_swapped_after_check() {
 	command -v strace > /dev/null || { skip "no strace to hold the daemon with"; return 77; }
-	local tracer client code id i
+	local tracer i
 	mkdir -p "$T/u/mine"
 	echo checked > "$T/u/mine/f"
 	chmod -R a+rX "$T/u"
@@ -2898,27 +2903,8 @@ t_state_dir_swapped_after_check() {
 	fi
 	api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/u/mine:/mnt/m\"]}}}" \
 		> "$T/code" &
-	client=$!
-	for i in $(seq 1 600); do	# bounded: held, or the request over
-		grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" && break
-		kill -0 "$client" 2>/dev/null || break
-		sleep 0.05
-	done
-	grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" || fail "the daemon was never held"
-	mv "$T/u/mine" "$T/u/mine.checked"
-	ln -s "$STATE" "$T/u/mine"
-	kill -CONT "$DPID"
-	wait "$client" || true
-	kill "$tracer" 2>/dev/null
-	wait "$tracer" 2>/dev/null || true
-	kill -CONT "$DPID"
-	code=$(cat "$T/code")
-	if [ "$code" = 201 ]; then
-		id=$(jq 'v["id"]')
-		expect_eq "the checked bind" "$(sbsh "$id" 'ls /mnt/m')" f
-	else	# init saw the swap
-		expect_contains "refused" "$(body)" "is not what was checked any more"
-	fi
+	swap_while_held $! "$tracer" "$STATE"
+	expect_checked "the checked bind" 'ls /mnt/m' f
 	stop_daemon
 }
 

@@ -33,23 +33,11 @@ static uint32_t call_id_of_pid(pid_t pid)
 /* The session of host pid: a call's first process leads one (setsid). */
 static pid_t session_of(pid_t pid)
 {
-	char path[64], buf[512], *end;
+	char buf[512], *f = proc_stat_fields(pid, buf, sizeof(buf));
 	pid_t sid = 0;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* after "(comm)": state ppid pgrp session */
-	end = strrchr(buf, ')');
-	if (end && sscanf(end + 1, " %*c %*d %*d %d", &sid) != 1)
+	/* state ppid pgrp session */
+	if (f && sscanf(f, " %*c %*d %*d %d", &sid) != 1)
 		sid = 0;
 	return sid;
 }

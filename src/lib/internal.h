@@ -194,6 +194,13 @@ int proc_write(const char *path, const char *text, struct corral_err *err);
 /* n bytes from the kernel's CSPRNG (getrandom), all of them: 0 or -errno. */
 int corral_random(void *buf, size_t n);
 
+/* ---- proctree.c ------------------------------------------------------ */
+/*
+ * /proc/PID/stat (pid 0: this process's own) into buf: its fields after
+ * "(comm)", from the space before the state (field 3), or NULL.
+ */
+char *proc_stat_fields(pid_t pid, char *buf, size_t len);
+
 /* ---- vault.c --------------------------------------------------------- */
 /*
  * Memory no child process inherits (MADV_WIPEONFORK; and no core file):

@@ -26,28 +26,39 @@
 /* At most this many processes a reading: pids.max, where set, is lower. */
 #define TREE_MAX 65536
 
+char *proc_stat_fields(pid_t pid, char *buf, size_t len)
+{
+	char path[64], *end;
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	/* "(comm)" may hold anything, ")" too: the last one ends it */
+	end = strrchr(buf, ')');
+	return end ? end + 1 : NULL;
+}
+
 /* The CPU ticks of pid and its reaped children; false if it is gone. */
 static bool stat_ticks(pid_t pid, uint64_t *ticks)
 {
 	unsigned long long ut, st;
 	long long cut, cst;
-	char path[64], buf[1024], *end;
-	ssize_t n;
-	int fd;
+	char buf[1024], *f = proc_stat_fields(pid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* after "(comm)", which may hold anything: state, then fields 4-17 */
-	end = strrchr(buf, ')');
-	if (!end || sscanf(end + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			   "%llu %llu %lld %lld", &ut, &st, &cut, &cst) != 4)
+	/* state, then fields 4-17 */
+	if (!f || sscanf(f, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%llu %llu %lld %lld", &ut, &st, &cut, &cst) != 4)
 		return false;
 	*ticks = ut + st + (uint64_t)(cut > 0 ? cut : 0) + (uint64_t)(cst > 0 ? cst : 0);
 	return true;

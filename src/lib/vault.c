@@ -87,19 +87,11 @@ char *vault_memdup(const void *s, size_t len)
  */
 static int stat_areas(unsigned long v[4])
 {
-	char buf[1024], *p, *e;
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char buf[1024], *e, *p = proc_stat_fields(0, buf, sizeof(buf));
 
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* after the command's ")": the state is field 3 */
-	p = strrchr(buf, ')');
+	/* p is at the space before the state, field 3 */
+	if (p)
+		p--;
 	for (int field = 2; p && field < 48; field++)
 		p = strchr(p + 1, ' ');
 	for (int i = 0; p && i < 4; i++) {

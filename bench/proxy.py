@@ -14,6 +14,9 @@ points at 127.0.0.1.  It measures, timing inside the client:
   2. latency of BENCH_LAT (default 200) sequential new connections, each
      with a 1-byte echo round trip, also through a bare C relay on the
      host (bench/floor_relay.c, built with cc: the floor any relay meets);
+     both 1 and 2 also through a relay whose bytes stay in the kernel
+     (bench/floor_sockmap.c: a sockmap and a BPF verdict; root only), to
+     show what leaving user space would buy on this kernel;
   3. BENCH_CONNS (default 1000) tunnels opened at once, all held open,
      then one small echo on each.
 
@@ -565,29 +568,34 @@ def bare_tput(port, upstream):
     return r, err
 
 
-FLOOR_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_relay.c")
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def floor_lat(port, upstream, tmp):
-    """lat through floor_relay.c (built here with cc): (result, None) or (None, why)."""
+def floor_run(name, port, upstream, tmp, runs):
+    """The client's modes through bench/NAME.c (built here with cc), a C
+    relay on the host: [(result, None) or (None, why)], one per (mode, arg)."""
     cc = shutil.which("cc") or shutil.which("gcc")
-    exe = os.path.join(tmp, "floor_relay")
-    if not cc or not os.path.exists(FLOOR_SRC):
-        return None, "no C compiler or no %s" % FLOOR_SRC
-    b = subprocess.run([cc, "-O2", "-o", exe, FLOOR_SRC], capture_output=True, text=True)
+    src, exe = os.path.join(BENCH_DIR, name + ".c"), os.path.join(tmp, name)
+    if not cc or not os.path.exists(src):
+        return [(None, "no C compiler or no %s" % src)] * len(runs)
+    b = subprocess.run([cc, "-O2", "-o", exe, src], capture_output=True, text=True)
     if b.returncode != 0:
-        return None, "cannot build floor_relay.c: " + b.stderr.strip()[-200:]
+        return [(None, "cannot build %s.c: %s" % (name, b.stderr.strip()[-200:]))] * len(runs)
     p = subprocess.Popen([exe, str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         text=True)
+                         stderr=subprocess.PIPE, text=True)
     try:
         relay_port = int(p.stdout.readline())
-        r, err = client([], "lat", "127.0.0.1", port, "127.0.0.1:%d" % relay_port, NLAT, upstream)
+        out = [client([], mode, "127.0.0.1", port, "127.0.0.1:%d" % relay_port, arg, upstream)
+               for mode, arg in runs]
     except ValueError:
-        r, err = None, "the floor relay did not start"
+        p.kill()
+        why = (p.stderr.read().strip().splitlines() or ["it did not start"])[0]
+        out = [(None, why[:120])] * len(runs)
     p.kill()
     p.wait()
     p.stdout.close()
-    return r, err
+    p.stderr.close()
+    return out
 
 
 def median_p95(xs):
@@ -623,7 +631,8 @@ def main():
         tput = both("tput", NBYTES)
         floor = bare_tput(up.port, up)
         lat = both("lat", NLAT)
-        lat_floor = floor_lat(up.port, up, tmp)
+        lat_floor = floor_run("floor_relay", up.port, up, tmp, [("lat", NLAT)])[0]
+        kernel = floor_run("floor_sockmap", up.port, up, tmp, [("tput", NBYTES), ("lat", NLAT)])
         conc = both("conc", NCONNS)
     finally:
         up.stop()
@@ -657,6 +666,19 @@ def main():
                   f"{'aim >= %.0f%%%s' % (AIM_RATIO * 100, mark):20} {bare}")
         else:
             print(f"{line} " + " | ".join(c if isinstance(c, str) else f"{c:.0f}" for c in cells))
+    # the relay out of user space: what the kernel's own moving of bytes
+    # between two sockets (floor_sockmap.c) reaches, in the proxy's column
+    r, err = kernel[0]
+    d = tput[0][0]
+    for key, label in (("up", "  upload, kernel relay (sockmap)"),
+                       ("down", "  download, kernel relay (sockmap)")):
+        if r and d:
+            mbs = NBYTES / statistics.median(r[key]) / 1e6
+            ratio = mbs / (NBYTES / statistics.median(d[key]) / 1e6)
+            print(f"{label:34} {'':12} {mbs:12.0f} {ratio:12.0%}   no user-space relay at all")
+        else:
+            print(f"{label:34} {err or 'no direct figure'}")
+            break
     # CPU seconds per GiB moved (both ways, every repeat): what load does not
     # bend.  "proxy" is corral's supervisor and the sandbox's init (corral's
     # whole tree less the client inside).  On 2 cores, three busy processes
@@ -701,6 +723,13 @@ def main():
               f"   what the kernel charges any relay here")
     elif err:
         print(f"{'through a bare C relay (floor)':34} {err}")
+    r, err = kernel[1]
+    if r and stats:
+        m, p = median_p95(r["ms"])
+        print(f"{'through the kernel relay (sockmap)':34} {m:12.3f} {p:12.3f}")
+        print(f"{'added by the kernel relay':34} {m - stats[0][0]:12.3f} {p - stats[0][1]:12.3f}")
+    elif err:
+        print(f"{'through the kernel relay (sockmap)':34} {err}")
     print()
     print(f"{NCONNS} connections opened at once, held open, one echo on each")
     print(f"{'':34} {'ok':>6} {'failed':>7} {'open s':>8} {'echo s':>8} {'total s':>8} "

@@ -1253,6 +1253,29 @@ void corral_secret_free(char *s);
 CORRAL_PUBLIC
 void corral_memory_init(void);
 
+/* ---- TLS for a server of the caller's ---------------------------------- */
+/*
+ * `corral serve --listen` over TLS (1.2 or later): the certificate chain
+ * and private key of two PEM files, through the TLS plugin (corral-tls.so,
+ * next to the binary).  The key's secret is kept where no fork finds it,
+ * and a key file anyone may read is refused.  No session is resumed.
+ * NULL with err set, naming the file and why.
+ */
+struct corral_tls_server;
+struct bufferevent;
+CORRAL_PUBLIC
+struct corral_tls_server *corral_tls_server_new(const char *cert_file, const char *key_file,
+						struct corral_err *err);
+/*
+ * A connection's bufferevent, for evhttp_set_bevcb(): no socket yet; it
+ * answers the handshake once given one, and its input is what the client
+ * sent, decrypted.  NULL: out of memory.
+ */
+CORRAL_PUBLIC
+struct bufferevent *corral_tls_server_bev(struct corral_tls_server *s, struct event_base *base);
+CORRAL_PUBLIC
+void corral_tls_server_free(struct corral_tls_server *s);
+
 /* ---- host features --------------------------------------------------- */
 
 struct corral_features {

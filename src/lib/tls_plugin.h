@@ -29,12 +29,13 @@
 /* the one symbol the plugin exports: a const struct tls_ops */
 #define TLS_PLUGIN_SYMBOL	"corral_tls_ops"
 /* bumped when struct tls_ops changes: a plugin of another build is refused */
-#define TLS_PLUGIN_ABI		1
+#define TLS_PLUGIN_ABI		2
 
 struct bufferevent;
 struct event_base;
 struct tls_ca;		/* one sandbox's CA, its minted certificates, contexts */
 struct tls_session;	/* the TLS state of one terminated connection's sandbox side */
+struct tls_listener;	/* the daemon's TCP listener: its certificate and key */
 
 struct tls_ops {
 	unsigned int abi;		/* TLS_PLUGIN_ABI */
@@ -77,6 +78,20 @@ struct tls_ops {
 	 * verify), false for a plain socket error.
 	 */
 	bool (*client_error)(struct bufferevent *bev, char *why, size_t whylen);
+	/*
+	 * `corral serve --listen`'s TLS: the operator's certificate chain and
+	 * private key (PEM files; the key's secret in OpenSSL's secure heap,
+	 * which no fork gets), checked to match.
+	 */
+	struct tls_listener *(*listener_new)(const char *cert_file, const char *key_file,
+					     char *why, size_t whylen);
+	/*
+	 * A connection's bufferevent, for evhttp_set_bevcb(): no socket yet,
+	 * it answers the handshake once evhttp gives it one, and its input
+	 * is what the client sent, decrypted.
+	 */
+	struct bufferevent *(*listener_bev)(struct tls_listener *l, struct event_base *base);
+	void (*listener_free)(struct tls_listener *l);
 };
 
 struct corral_err;

@@ -95,7 +95,7 @@ static int mapping_of(const void *addr, unsigned long *start, unsigned long *end
  * private key's scalar there (BN_secure_new) once the heap exists; the
  * heap is one mapping, found by where a block of it lies.
  */
-static int secure_heap(char *why, size_t whylen)
+int tls_secure_heap(char *why, size_t whylen)
 {
 	static bool done;
 	unsigned long start, end;
@@ -106,16 +106,16 @@ static int secure_heap(char *why, size_t whylen)
 		return 0;
 	if (!CRYPTO_secure_malloc_initialized() &&
 	    CRYPTO_secure_malloc_init(SECURE_HEAP, 32) == 0)
-		return ssl_fail(why, whylen, "cannot make OpenSSL's secure heap for the CA keys");
+		return ssl_fail(why, whylen, "cannot make OpenSSL's secure heap for private keys");
 	probe = OPENSSL_secure_malloc(1);
 	if (!probe || !CRYPTO_secure_allocated(probe)) {
 		OPENSSL_secure_free(probe);
-		return ssl_fail(why, whylen, "OpenSSL's secure heap gives no memory for the CA keys");
+		return ssl_fail(why, whylen, "OpenSSL's secure heap gives no memory for private keys");
 	}
 	r = mapping_of(probe, &start, &end);
 	OPENSSL_secure_free(probe);
 	if (r < 0 || madvise((void *)start, end - start, MADV_WIPEONFORK) < 0) {
-		snprintf(why, whylen, "cannot keep the CA keys out of forks "
+		snprintf(why, whylen, "cannot keep private keys out of forks "
 			 "(MADV_WIPEONFORK on OpenSSL's secure heap): %s",
 			 strerror(r < 0 ? -r : errno));
 		return -EPROTO;
@@ -292,7 +292,7 @@ struct tls_ca *tls_ca_new(const char *upstream_ca, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory for the sandbox's CA");
 		return NULL;
 	}
-	if (secure_heap(why, whylen) < 0) {
+	if (tls_secure_heap(why, whylen) < 0) {
 		free(ca);
 		return NULL;
 	}

@@ -93,4 +93,7 @@ const struct tls_ops corral_tls_ops = {
 	.server_close = server_close,
 	.client = client,
 	.client_error = client_error,
+	.listener_new = tls_listener_new,
+	.listener_bev = tls_listener_bev,
+	.listener_free = tls_listener_free,
 };

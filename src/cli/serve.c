@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 static const char help[] =
-"Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE]\n"
+"Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE\n"
+"                    [--tls-cert FILE --tls-key FILE]]\n"
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
@@ -31,9 +32,17 @@ static const char help[] =
 "                      /run/corral/corral.sock as root, else\n"
 "                      $XDG_RUNTIME_DIR/corral.sock\n"
 "  --listen HOST:PORT  also listen on TCP; every request must then carry\n"
-"                      \"Authorization: Bearer TOKEN\"\n"
+"                      \"Authorization: Bearer TOKEN\".  An address other\n"
+"                      than loopback (127.0.0.0/8, ::1) needs --tls-cert:\n"
+"                      the token must not cross a network in clear\n"
 "  --token-file FILE   the token for --listen (its first line); required\n"
 "                      with --listen\n"
+"  --tls-cert FILE     serve --listen over TLS (1.2 or later) with this PEM\n"
+"                      certificate, its chain after it; clients give\n"
+"                      https:// URLs (`corral ls --url https://HOST:PORT\n"
+"                      --ca-file CA.pem`)\n"
+"  --tls-key FILE      the certificate's PEM private key; refused if anyone\n"
+"                      may read it\n"
 "  --state-dir DIR     audit.jsonl (every event of every sandbox, one hash\n"
 "                      chain), the lock and one file per live sandbox.\n"
 "                      Default: /var/lib/corral as root, else\n"
@@ -197,6 +206,8 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "token-file", required_argument, NULL, 't' },
+		{ "tls-cert", required_argument, NULL, 'c' },
+		{ "tls-key", required_argument, NULL, 'k' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
 		{ "pool", required_argument, NULL, 'p' },
@@ -225,6 +236,12 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			break;
 		case 't':
 			a->o.token_file = optarg;
+			break;
+		case 'c':
+			a->o.tls_cert = optarg;
+			break;
+		case 'k':
+			a->o.tls_key = optarg;
 			break;
 		case 'd':
 			free(a->state_dir);
@@ -303,6 +320,16 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 	if (a->o.listen && !a->o.token_file) {
 		cli_error("--listen needs --token-file: the API is never open on TCP "
 			  "without a token");
+		return 2;
+	}
+	if (!a->o.tls_cert != !a->o.tls_key) {
+		cli_error("--%s needs --%s: the certificate and its key go together",
+			  a->o.tls_cert ? "tls-cert" : "tls-key",
+			  a->o.tls_cert ? "tls-key" : "tls-cert");
+		return 2;
+	}
+	if (a->o.tls_cert && !a->o.listen) {
+		cli_error("--tls-cert is for --listen: the unix socket needs no TLS");
 		return 2;
 	}
 	return 0;

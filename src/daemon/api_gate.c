@@ -561,7 +561,11 @@ static struct bufferevent *new_conn(struct event_base *base, void *arg)
 		fprintf(stderr, "corral serve: accepting on %s again\n", g->name);
 		g->emfile = false;
 	}
-	bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	/* over TLS, the input the gate watches is what the client sent, decrypted */
+	if (g->tcp && g->d->tls)
+		bev = corral_tls_server_bev(g->d->tls, base);
+	else
+		bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (!c || !bev) {
 		/* evhttp makes its own; this connection is not gated: drop it */
 		free(c);

@@ -44,6 +44,7 @@ struct daemon_opts {
 	const char *state_dir;		/* audit.jsonl, the lock, a file a sandbox */
 	const char *listen;		/* "HOST:PORT" to listen on TCP too, or NULL */
 	const char *token_file;		/* its bearer token; required with listen */
+	const char *tls_cert, *tls_key;	/* PEM: TLS on listen; needed off loopback */
 	size_t max_sandboxes;		/* creates beyond this many are refused */
 	size_t pool_size;		/* sandboxes of the default policy built ahead */
 	struct daemon_limits limits;	/* zeros: the defaults below */
@@ -143,6 +144,7 @@ struct daemon {
 	ino_t socket_ino;		/* either (0: not known) */
 	struct evhttp *http_unix, *http_tcp;
 	char *socket_path, *state_dir, *token;
+	struct corral_tls_server *tls;	/* --tls-cert: what the TCP gate's connections speak */
 	bool socket_bound;		/* socket_path is ours to remove at the end */
 	struct corral_log *log;
 	struct sandbox *sandboxes;

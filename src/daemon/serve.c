@@ -13,6 +13,7 @@
  */
 #include "api.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -349,6 +350,19 @@ static int read_token(struct daemon *d, const char *file,
 	return r;
 }
 
+/* 127.0.0.0/8, ::1 or "localhost": no one else sees what passes. */
+static bool is_loopback(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (!strcmp(host, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
 static int listen_tcp(struct daemon *d, const char *spec,
 		      struct corral_err *err)
 {
@@ -370,6 +384,11 @@ static int listen_tcp(struct daemon *d, const char *spec,
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
+	if (!d->tls && !is_loopback(host))
+		return corral_set_err(err, -EPERM, "--listen %s: not a loopback address, and "
+				      "without --tls-cert and --tls-key the token and every "
+				      "request would cross the network in clear; give them, or "
+				      "listen on 127.0.0.1 behind a TLS proxy", spec);
 	d->http_tcp = evhttp_new(d->base);
 	bound = d->http_tcp ? evhttp_bind_socket_with_handle(d->http_tcp, host, port) : NULL;
 	if (!bound)
@@ -530,6 +549,8 @@ static void daemon_free(struct daemon *d)
 		evhttp_free(d->http_tcp);
 	d->http_unix = d->http_tcp = NULL;
 	api_gate_free(d);
+	corral_tls_server_free(d->tls);
+	d->tls = NULL;
 	/* a start that failed before its bind leaves a live daemon's alone */
 	if (d->socket_bound)
 		unlink(d->socket_path);
@@ -568,6 +589,9 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 	if (o->listen && !o->token_file)
 		return corral_set_err(err, -EINVAL, "listening on %s needs a token: the API is never open on TCP without one",
 				      o->listen);
+	if (!o->tls_cert != !o->tls_key || (o->tls_cert && !o->listen))
+		return corral_set_err(err, -EINVAL, "--tls-cert and --tls-key go together, "
+				      "with --listen");
 	d->socket_path = strdup(o->socket_path);
 	d->state_dir = strdup(o->state_dir);
 	if (!d->socket_path || !d->state_dir) {
@@ -646,6 +670,8 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 		r = access_init(d, o, err);
 	if (r < 0 || !o->listen)
 		return r;
+	if (o->tls_cert && !(d->tls = corral_tls_server_new(o->tls_cert, o->tls_key, err)))
+		return err->code;
 	r = listen_tcp(d, o->listen, err);
 	if (r == 0)
 		setup_http(d, d->http_tcp);
@@ -694,9 +720,9 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 		return r;
 	}
 	pool_fill(&d);
-	fprintf(stderr, "corral serve: listening on %s%s%s, state in %s\n",
+	fprintf(stderr, "corral serve: listening on %s%s%s%s, state in %s\n",
 		d.socket_path, o->listen ? " and " : "", o->listen ? o->listen : "",
-		d.state_dir);
+		d.tls ? " (TLS)" : "", d.state_dir);
 	event_base_dispatch(d.base);
 	stop_watchdog(&d);
 	d.pool_size = 0;

@@ -17,9 +17,11 @@ static const char conn_help[] =
 "                       $XDG_RUNTIME_DIR/corral.sock, where `corral serve`\n"
 "                       makes it\n"
 "  --url URL            talk to the daemon over TCP instead: http://HOST:PORT,\n"
-"                       as `corral serve --listen` opened it; needs\n"
-"                       --token-file\n"
+"                       or https:// when `corral serve --listen` has\n"
+"                       --tls-cert; needs --token-file\n"
 "  --token-file FILE    the bearer token for --url: the first line of FILE\n"
+"  --ca-file FILE       with an https:// --url: the PEM certificate(s) to\n"
+"                       verify the daemon's by, instead of the system's\n"
 "  -h, --help           this text\n"
 "The daemon's refusals are printed as \"corral: DETAIL (HTTP STATUS)\".\n"
 "\n";
@@ -73,6 +75,9 @@ static bool conn_option(struct conn *c, int opt, const char *arg)
 		return true;
 	case OPT_TOKEN_FILE:
 		c->token_file = arg;
+		return true;
+	case OPT_CA_FILE:
+		c->ca_file = arg;
 		return true;
 	}
 	return false;

@@ -107,7 +107,10 @@ int conn_target(struct conn *c, const struct verb *v)
 		return verb_usage_error(v, "--token-file goes with --url; the unix socket needs no token");
 	if (c->url) {
 		if (strncmp(c->url, "http://", 7) && strncmp(c->url, "https://", 8))
-			return verb_usage_error(v, "--url: expected http://HOST:PORT (got \"%s\")",
+			return verb_usage_error(v, "--url: expected http://HOST:PORT or https://HOST:PORT (got \"%s\")",
+						c->url);
+		if (c->ca_file && strncmp(c->url, "https://", 8))
+			return verb_usage_error(v, "--ca-file goes with an https:// --url (got \"%s\")",
 						c->url);
 		if (!c->token_file)
 			return verb_usage_error(v, "--url needs --token-file: over TCP the daemon answers only requests that carry its token");
@@ -333,6 +336,11 @@ static CURLcode set_method(CURL *curl, const struct request *q)
 	return rc;
 }
 
+CURLcode conn_curl_ca(const struct conn *c, CURL *curl)
+{
+	return c->ca_file ? curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file) : CURLE_OK;
+}
+
 static CURLcode set_options(const struct conn *c, const struct request *q,
 			    struct reply *r, const char *url,
 			    struct curl_slist *h, char *errbuf)
@@ -343,6 +351,8 @@ static CURLcode set_options(const struct conn *c, const struct request *q,
 	rc = curl_easy_setopt(curl, CURLOPT_URL, url);
 	if (rc == CURLE_OK && c->socket)
 		rc = curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	if (rc == CURLE_OK)
+		rc = conn_curl_ca(c, curl);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
 	if (rc == CURLE_OK)
@@ -419,6 +429,8 @@ int conn_connect_raw(struct conn *c, const char *path, curl_socket_t *fd)
 	rc = curl_easy_setopt(c->curl, CURLOPT_URL, url);
 	if (rc == CURLE_OK && c->socket)
 		rc = curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	if (rc == CURLE_OK)
+		rc = conn_curl_ca(c, c->curl);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, errbuf);
 	if (rc == CURLE_OK)

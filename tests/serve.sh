@@ -2237,6 +2237,285 @@ t_tcp_token() {
 	expect_eq "port closed after stop" "$code" 000
 }
 
+# ---- TCP over TLS ------------------------------------------------------------
+
+# tls_files DIR [NAME]: a self-signed certificate for 127.0.0.1 and
+# localhost, DIR/NAME.pem, and its key, DIR/NAME.key (mode 600)
+tls_files() {
+	local n=${2:-cert}
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+		-keyout "$1/$n.key" -out "$1/$n.pem" 2> "$1/openssl.err" ||
+		{ fail "openssl: $(cat "$1/openssl.err")"; return 1; }
+	chmod 600 "$1/$n.key"
+}
+
+# new_token: a token in $T/token (mode 600), printed
+new_token() {
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
+	chmod 600 "$T/token"
+	cat "$T/token"
+}
+
+tls_curl() {	# tls_curl ARG...: the status; the body in $T/body
+	curl -sS --max-time 30 --cacert "$T/cert.pem" -o "$T/body" -D "$T/headers" \
+		-w '%{http_code}' "$@" 2> "$T/curl.err" || true
+}
+
+t_tcp_tls() {
+	local port token code id out rc
+	port=$(free_port)
+	tls_files "$T" || return 0
+	token=$(new_token)
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
+	expect_contains "the log says TLS" "$(cat "$DLOG")" "127.0.0.1:$port (TLS)"
+	U=https://127.0.0.1:$port
+	code=$(tls_curl "$U/v1/health")
+	expect_error "no token" "$code" 401 unauthorized
+	code=$(tls_curl -H "Authorization: Bearer $token" "$U/v1/health")
+	expect_code "health over TLS" "$code" 200
+	code=$(tls_curl -H "Authorization: Bearer $token" -X POST "$U/v1/sandboxes")
+	expect_code "create over TLS" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(tls_curl -H "Authorization: Bearer $token" -X POST \
+		-d '{"argv": ["echo", "over tls"]}' "$U/v1/sandboxes/$id/exec")
+	expect_eq "exec over TLS" "$(jq 'v["stdout"]')" "over tls"
+	# the client verbs: --ca-file says who signed; the system's roots did not
+	out=$("$CORRAL" exec --url "$U" --token-file "$T/token" --ca-file "$T/cert.pem" \
+		"$id" -- echo cli 2>&1) || true
+	expect_eq "corral exec over TLS" "$out" cli
+	rc=0; out=$("$CORRAL" ls --url "$U" --token-file "$T/token" 2>&1) || rc=$?
+	expect_eq "without --ca-file" "$rc" 125
+	expect_contains "why" "$out" "certificate"
+	rc=0; out=$("$CORRAL" ls --url "http://127.0.0.1:$port" --token-file "$T/token" \
+		--ca-file "$T/cert.pem" 2>&1) || rc=$?
+	expect_eq "--ca-file with http://" "$rc" 2
+	# plain HTTP to the TLS port is no request, and the daemon goes on
+	code=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' \
+		-H "Authorization: Bearer $token" "http://127.0.0.1:$port/v1/health" 2>/dev/null || true)
+	expect_eq "plain HTTP on the TLS port" "$code" 000
+	code=$(tls_curl -H "Authorization: Bearer $token" "$U/v1/health")
+	expect_code "health after it" "$code" 200
+	stop_daemon
+}
+
+# A TCP relay on 127.0.0.1 to argv[1] that appends every byte, both ways,
+# to argv[2]; prints its port; gives up after 60 s.  What a network sees.
+RECORDER='
+import socket, sys, threading, time
+target, path = int(sys.argv[1]), sys.argv[2]
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(8)
+l.settimeout(60)
+print(l.getsockname()[1], flush=True)
+out, lock = open(path, "ab"), threading.Lock()
+def pump(a, b):
+    while True:
+        try:
+            d = a.recv(65536)
+        except OSError:
+            d = b""
+        if not d:
+            break
+        with lock:
+            out.write(d)
+            out.flush()
+        try:
+            b.sendall(d)
+        except OSError:
+            break
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+end = time.time() + 60
+while time.time() < end:
+    try:
+        c, _ = l.accept()
+    except socket.timeout:
+        break
+    u = socket.create_connection(("127.0.0.1", target))
+    for a, b in ((c, u), (u, c)):
+        threading.Thread(target=pump, args=(a, b), daemon=True).start()
+'
+
+# Over TLS, what crosses the network holds neither the token nor what a
+# call prints; in clear (loopback only, the control) it holds both.
+t_tcp_tls_hides_the_token() {
+	local port token code id rpid rport marker="corral-tls-$$-$RANDOM-out" mode url
+	tls_files "$T" || return 0
+	for mode in clear tls; do
+		port=$(free_port)
+		token=$(new_token)
+		: > "$T/wire.$mode"
+		if [ "$mode" = tls ]; then
+			start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+				--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
+		else
+			start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+		fi
+		$PY -c "$RECORDER" "$port" "$T/wire.$mode" > "$T/rport" &
+		rpid=$!
+		for _ in $(seq 1 100); do [ -s "$T/rport" ] && break; sleep 0.05; done
+		rport=$(cat "$T/rport")
+		[ "$mode" = tls ] && url=https://127.0.0.1:$rport || url=http://127.0.0.1:$rport
+		code=$(tls_curl -H "Authorization: Bearer $token" -X POST "$url/v1/sandboxes")
+		expect_code "$mode: create through the recorder" "$code" 201
+		id=$(jq 'v["id"]')
+		code=$(tls_curl -H "Authorization: Bearer $token" -X POST \
+			-d "{\"argv\": [\"echo\", \"$marker\"]}" "$url/v1/sandboxes/$id/exec")
+		expect_eq "$mode: exec through the recorder" "$(jq 'v["stdout"]')" "$marker"
+		kill "$rpid" 2>/dev/null
+		wait "$rpid" 2>/dev/null || true
+		stop_daemon
+		[ -s "$T/wire.$mode" ] || fail "$mode: the recorder saw nothing"
+		if [ "$mode" = tls ]; then
+			grep -qaF "$token" "$T/wire.$mode" && fail "the token crossed in clear over TLS"
+			grep -qaF "$marker" "$T/wire.$mode" && fail "a call's output crossed in clear over TLS"
+		else
+			grep -qaF "$token" "$T/wire.$mode" || fail "control: the recorder did not see the token in clear"
+			grep -qaF "$marker" "$T/wire.$mode" || fail "control: the recorder did not see the output"
+		fi
+	done
+	return 0
+}
+
+# Off loopback, TCP needs TLS; the certificate and key are checked before
+# anything listens.
+t_tcp_tls_refusals() {
+	local port rc
+	port=$(free_port)
+	new_token > /dev/null
+	tls_files "$T" || return 0
+	tls_files "$T" other || return 0
+	serve_fails() {	# serve_fails WHAT STATUS TEXT ARG...
+		local what=$1 want=$2 text=$3
+		shift 3
+		# bounded: a daemon that does not refuse would serve on
+		rc=0; timeout 20 "$CORRAL" serve --socket "$T/t.sock" --state-dir "$T/t.state" "$@" \
+			> "$T/out" 2>&1 < /dev/null || rc=$?
+		expect_eq "$what" "$rc" "$want"
+		expect_contains "$what: why" "$(cat "$T/out")" "$text"
+		[ ! -e "$T/t.sock" ] || fail "$what: it left its socket"
+	}
+	serve_fails "0.0.0.0 in clear" 125 "not a loopback address" \
+		--listen "0.0.0.0:$port" --token-file "$T/token"
+	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/v1/health" 2>/dev/null || true)
+	expect_eq "nothing on the port" "$code" 000
+	serve_fails "a certificate without its key" 2 "--tls-key" \
+		--listen "127.0.0.1:$port" --token-file "$T/token" --tls-cert "$T/cert.pem"
+	serve_fails "TLS without --listen" 2 "--listen" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
+	serve_fails "another certificate's key" 125 "not the key of the certificate" \
+		--listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/other.key"
+	serve_fails "a key for a certificate" 125 "not a PEM certificate" \
+		--listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.key" --tls-key "$T/cert.key"
+	# a daemon has no one to give a passphrase: it must not wait for one
+	openssl pkey -in "$T/cert.key" -aes128 -passout pass:secret -out "$T/locked.key"
+	chmod 600 "$T/locked.key"
+	serve_fails "a key with a passphrase" 125 "without a passphrase" \
+		--listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/locked.key"
+	chmod 644 "$T/cert.key"
+	serve_fails "a key anyone may read" 125 "anyone may read it" \
+		--listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
+	return 0
+}
+
+# A client that connects and never finishes its handshake, or speaks
+# something else, is closed by the gate's timers; others are served.
+t_tcp_tls_stalled_handshakes() {
+	local port token code
+	port=$(free_port)
+	tls_files "$T" || return 0
+	token=$(new_token)
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key" --idle-timeout 1 --header-timeout 1
+	out=$($PY - "$port" <<'PYEOF'
+import socket, sys, time
+port = int(sys.argv[1])
+for what, first in (("silent", b""), ("half a hello", b"\x16\x03\x01\x02\x00\x01"),
+                    ("not TLS", b"GET / HTTP/1.1\r\n")):
+    s = socket.create_connection(("127.0.0.1", port))
+    if first:
+        s.sendall(first)
+    s.settimeout(15)
+    t = time.time()
+    try:
+        while s.recv(4096):
+            pass
+        got = "closed"
+    except socket.timeout:
+        got = "open"
+    except OSError:
+        got = "closed"
+    print("%s: %s" % (what, got))
+    s.close()
+PYEOF
+)
+	expect_contains "a silent client" "$out" "silent: closed"
+	expect_contains "half a hello" "$out" "half a hello: closed"
+	expect_contains "not TLS" "$out" "not TLS: closed"
+	code=$(tls_curl -H "Authorization: Bearer $token" "https://127.0.0.1:$port/v1/health")
+	expect_code "health after them" "$code" 200
+	stop_daemon
+}
+
+# The listener's private key is in the daemon (the scan finds its scalar
+# there) and in no box's init, a fork of the daemon.
+t_tls_key_not_in_a_box() {
+	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
+	local scan="" d port token code id pid inits
+	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
+		[ -x "$d/memscan" ] && scan=$d/memscan
+	done
+	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
+	port=$(free_port)
+	tls_files "$T" || return 0
+	token=$(new_token)
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
+	code=$(tls_curl -H "Authorization: Bearer $token" -X POST "https://127.0.0.1:$port/v1/sandboxes")
+	expect_code "create over TLS" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(tls_curl -H "Authorization: Bearer $token" -X POST -d '{"argv": ["true"]}' \
+		"https://127.0.0.1:$port/v1/sandboxes/$id/exec")
+	expect_code "exec over TLS" "$code" 200
+	inits=$(box_inits)
+	[ -n "$inits" ] || fail "no box init to scan"
+	# the P-256 scalar, as OpenSSL holds it (little-endian words) and as
+	# the file has it: a 12-byte window of each without a NUL
+	$PY - "$T/cert.key" "$scan" "$DPID" $inits > "$T/scan" 2>&1 <<'PYEOF' ||
+import re, subprocess, sys
+key, scan, daemon, inits = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+text = subprocess.run(["openssl", "pkey", "-in", key, "-text", "-noout"],
+                      capture_output=True, text=True, check=True).stdout
+m = re.search(r"priv:\s*\n((?:\s+[0-9a-f:]+\n)+)", text)
+b = bytes.fromhex(re.sub(r"[\s:]", "", m.group(1)))[-32:]
+def window(x):
+    return next(x[i:i + 12] for i in range(len(x) - 11) if 0 not in x[i:i + 12])
+def holds(pid, w):
+    return subprocess.run([scan, pid, w], capture_output=True).returncode == 0
+bad = 0
+if not holds(daemon, window(b[::-1])):
+    print("the scan did not find the key's scalar in the daemon")
+    bad = 1
+for pid in inits:
+    for form, w in (("as held", window(b[::-1])), ("as filed", window(b))):
+        if holds(pid, w):
+            print("box init %s holds the listener's key (%s)" % (pid, form))
+            bad = 1
+sys.exit(bad)
+PYEOF
+		fail "$(cat "$T/scan")"
+	stop_daemon
+}
+
 # box_inits: the pids of the daemon's boxes' inits
 box_inits() {
 	local pid

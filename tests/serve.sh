@@ -2237,6 +2237,38 @@ t_tcp_token() {
 	expect_eq "port closed after stop" "$code" 000
 }
 
+# Guessing the token: ten wrong ones from an address within a minute, and
+# that address is refused for a minute, right token or not; another
+# address, and the unix socket, are served.
+t_tcp_token_guessing_locked_out() {
+	local port token code i
+	port=$(free_port)
+	token=$(new_token)
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' "$@" 2>"$T/curl.err" || true; }
+	for i in 1 2 3 4 5 6 7 8 9; do
+		code=$(tcp -H "Authorization: Bearer guess$i$token" "$U/v1/health")
+		expect_error "guess $i" "$code" 401 unauthorized
+	done
+	code=$(tcp -H "Authorization: Bearer $token" "$U/v1/health")
+	expect_code "the right token after nine guesses" "$code" 200
+	code=$(tcp -H "Authorization: Bearer guess10$token" "$U/v1/health")
+	expect_error "guess 10" "$code" 401 unauthorized
+	code=$(tcp -H "Authorization: Bearer $token" "$U/v1/health")
+	expect_error "the right token, locked out" "$code" 429 too_many_requests
+	expect_contains "why" "$(body)" "too many wrong tokens from 127.0.0.1"
+	code=$(tcp -H "Authorization: Bearer guess11$token" "$U/v1/health")
+	expect_error "a guess, locked out" "$code" 429 too_many_requests
+	expect_eq "said once" "$(grep -c 'wrong tokens within 60 s' "$DLOG")" 1
+	expect_contains "the log names the address" "$(cat "$DLOG")" "corral serve: 127.0.0.1: 10 wrong tokens"
+	code=$(tcp --interface 127.0.0.2 -H "Authorization: Bearer $token" "$U/v1/health")
+	expect_code "another address" "$code" 200
+	code=$(api GET /v1/health)
+	expect_code "the unix socket" "$code" 200
+	stop_daemon
+}
+
 # ---- TCP over TLS ------------------------------------------------------------
 
 # tls_files DIR [NAME]: a self-signed certificate for 127.0.0.1 and

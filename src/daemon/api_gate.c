@@ -40,6 +40,11 @@
 #define GATE_HEAD_MAX	(64 * 1024)	/* request line and headers, as evhttp */
 #define GATE_AUTH_MAX	512
 #define GATE_RETRY_S	1		/* after EMFILE: try to accept again */
+/* wrong tokens from one TCP address, this close together, lock it out */
+#define GATE_GUESSES		10
+#define GATE_GUESS_WINDOW_MS	60000
+#define GATE_LOCKOUT_MS		60000
+#define GATE_GUESSERS		256	/* addresses remembered, the oldest forgotten */
 
 /* What the gate put in place of a refused head: api_handle answers it. */
 static const char refused_request[] =
@@ -88,6 +93,13 @@ struct gate_conn {
 	void *closecb_arg;
 };
 
+/* An address that sent wrong tokens: how many since when, locked till when. */
+struct guesser {
+	char peer[INET6_ADDRSTRLEN];
+	unsigned wrong;
+	uint64_t first_ms, until_ms;
+};
+
 struct gate {
 	struct daemon *d;
 	struct evhttp *http;
@@ -102,6 +114,7 @@ struct gate {
 	bool said_full;
 	bool emfile;			/* ... or out of fds; said once */
 	struct event *ev_retry;
+	struct guesser guessers[GATE_GUESSERS];	/* TCP */
 };
 
 /* ---- the connections ----------------------------------------------------- */
@@ -293,6 +306,61 @@ static bool refuse(struct gate_conn *c, int status, const char *error,
 	return false;
 }
 
+/* ---- guessing the token ---------------------------------------------------- */
+
+static void peer_name(struct gate_conn *c);
+
+static struct guesser *guesser_of(struct gate *g, const char *peer, bool make)
+{
+	struct guesser *oldest = &g->guessers[0];
+
+	for (size_t i = 0; i < GATE_GUESSERS; i++) {
+		struct guesser *x = &g->guessers[i];
+
+		if (!strcmp(x->peer, peer))
+			return x;
+		if (!x->peer[0] || (oldest->peer[0] && x->first_ms < oldest->first_ms))
+			oldest = x;
+	}
+	if (!make)
+		return NULL;
+	*oldest = (struct guesser){ 0 };
+	snprintf(oldest->peer, sizeof(oldest->peer), "%s", peer);
+	return oldest;
+}
+
+/* ms left of the address's lockout; 0: not locked out */
+static uint64_t locked_out(struct gate *g, const char *peer, uint64_t now)
+{
+	struct guesser *x = guesser_of(g, peer, false);
+
+	return x && x->until_ms > now ? x->until_ms - now : 0;
+}
+
+/*
+ * A token at least 16 characters long cannot be guessed if it was drawn
+ * at random, but an operator may have chosen a word: an address that
+ * sends GATE_GUESSES wrong ones within the window is refused for the
+ * lockout, right token or not, and the log says so once.
+ */
+static void wrong_token(struct gate *g, const char *peer, uint64_t now)
+{
+	struct guesser *x = guesser_of(g, peer, true);
+
+	if (now - x->first_ms > GATE_GUESS_WINDOW_MS) {
+		x->first_ms = now;
+		x->wrong = 0;
+	}
+	if (++x->wrong < GATE_GUESSES)
+		return;
+	x->until_ms = now + GATE_LOCKOUT_MS;
+	x->first_ms = x->until_ms;	/* counting starts again after it */
+	x->wrong = 0;
+	fprintf(stderr, "corral serve: %s: %d wrong tokens within %d s on %s; its requests "
+		"are refused for %d s\n", peer, GATE_GUESSES, GATE_GUESS_WINDOW_MS / 1000,
+		g->name, GATE_LOCKOUT_MS / 1000);
+}
+
 /* The whole head is in: may evhttp have it (and its body)? */
 static bool head_judge(struct gate_conn *c)
 {
@@ -308,6 +376,23 @@ static bool head_judge(struct gate_conn *c)
 
 	/* judged: no copy of it stays for a fork of the daemon to find */
 	explicit_bzero(c->auth, sizeof(c->auth));
+	if (c->g->tcp) {
+		uint64_t now = corral_now_ms(), left;
+
+		if (!c->peer[0])
+			peer_name(c);
+		left = locked_out(c->g, c->peer, now);
+		if (left) {
+			snprintf(c->detail, sizeof(c->detail), "too many wrong tokens from %s: "
+				 "refused for %llu s more", c->peer,
+				 (unsigned long long)(left + 999) / 1000);
+			c->status = 429;
+			c->error = "too_many_requests";
+			return false;
+		}
+		if (!ok)
+			wrong_token(c->g, c->peer, now);
+	}
 	if (!ok)
 		return refuse(c, 401, "unauthorized", "missing or wrong bearer token");
 	/* evhttp reads no body after these, whatever the head says */

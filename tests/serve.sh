@@ -2269,6 +2269,52 @@ t_tcp_token_guessing_locked_out() {
 	stop_daemon
 }
 
+# Over IPv6 a host is given a /64: its addresses guess as one.  In a
+# network namespace of the test's own, with four addresses on its lo.
+t_tcp_token_guessing_by_ipv6_64() {
+	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
+	command -v ip > /dev/null || { skip "no ip(8)"; return; }
+	local ns=corral-guess-$$-$RANDOM
+	ip netns add "$ns" || { fail "ip netns add $ns"; return; }
+	# the namespace goes whatever the checks say; they stop at the first
+	# failure (set -e does not hold in a function called with ||)
+	local rc=0
+	guessing_by_64 "$ns" || rc=$?
+	ip netns del "$ns" || fail "ip netns del $ns"
+	return $rc
+}
+
+guessing_by_64() {
+	local ns=$1 port token code i a U6
+	inns() { ip netns exec "$ns" "$@"; }
+	inns ip link set lo up
+	for a in fd00:0:0:1::1 fd00:0:0:1::2 fd00:0:0:1::3 fd00:0:0:2::1; do
+		inns ip -6 addr add "$a/64" dev lo nodad || return 1
+	done
+	port=$(free_port)
+	tls_files "$T" || return 1
+	token=$(new_token)
+	DAEMON_WRAP="ip netns exec $ns" start_daemon --listen "[fd00:0:0:1::1]:$port" \
+		--token-file "$T/token" --tls-cert "$T/cert.pem" --tls-key "$T/cert.key" || return 1
+	U6="https://[fd00:0:0:1::1]:$port"
+	from() {	# from ADDRESS CURL-ARG...: the status (the certificate names 127.0.0.1: -k)
+		local at=$1
+		shift
+		inns curl -sS -k --max-time 30 --interface "$at" -o "$T/body" -D "$T/headers" \
+			-w '%{http_code}' "$@" 2> "$T/curl.err" || true
+	}
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		code=$(from fd00:0:0:1::2 -H "Authorization: Bearer guess$i$token" "$U6/v1/health")
+		expect_error "guess $i" "$code" 401 unauthorized || return 1
+	done
+	code=$(from fd00:0:0:1::3 -H "Authorization: Bearer $token" "$U6/v1/health")
+	expect_error "another address of that /64" "$code" 429 too_many_requests || return 1
+	expect_contains "why" "$(body)" "fd00:0:0:1::/64" || return 1
+	code=$(from fd00:0:0:2::1 -H "Authorization: Bearer $token" "$U6/v1/health")
+	expect_code "another /64" "$code" 200 || return 1
+	stop_daemon
+}
+
 # ---- TCP over TLS ------------------------------------------------------------
 
 # tls_files DIR [NAME]: a self-signed certificate for 127.0.0.1 and
@@ -2297,7 +2343,7 @@ tls_curl() {	# tls_curl ARG...: the status; the body in $T/body
 t_tcp_tls() {
 	local port token code id out rc
 	port=$(free_port)
-	tls_files "$T" || return 0
+	tls_files "$T" || return 1
 	token=$(new_token)
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
 		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
@@ -2377,7 +2423,7 @@ while time.time() < end:
 # call prints; in clear (loopback only, the control) it holds both.
 t_tcp_tls_hides_the_token() {
 	local port token code id rpid rport marker="corral-tls-$$-$RANDOM-out" mode url
-	tls_files "$T" || return 0
+	tls_files "$T" || return 1
 	for mode in clear tls; do
 		port=$(free_port)
 		token=$(new_token)
@@ -2420,8 +2466,8 @@ t_tcp_tls_refusals() {
 	local port rc
 	port=$(free_port)
 	new_token > /dev/null
-	tls_files "$T" || return 0
-	tls_files "$T" other || return 0
+	tls_files "$T" || return 1
+	tls_files "$T" other || return 1
 	serve_fails() {	# serve_fails WHAT STATUS TEXT ARG...
 		local what=$1 want=$2 text=$3
 		shift 3
@@ -2464,7 +2510,7 @@ t_tcp_tls_refusals() {
 t_tcp_tls_stalled_handshakes() {
 	local port token code
 	port=$(free_port)
-	tls_files "$T" || return 0
+	tls_files "$T" || return 1
 	token=$(new_token)
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
 		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key" --idle-timeout 1 --header-timeout 1
@@ -2508,7 +2554,7 @@ t_tls_key_not_in_a_box() {
 	done
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
 	port=$(free_port)
-	tls_files "$T" || return 0
+	tls_files "$T" || return 1
 	token=$(new_token)
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
 		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"

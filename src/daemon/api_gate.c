@@ -45,6 +45,7 @@
 #define GATE_GUESS_WINDOW_MS	60000
 #define GATE_LOCKOUT_MS		60000
 #define GATE_GUESSERS		256	/* addresses remembered, the oldest forgotten */
+#define GUESSER_KEY_MAX		(INET6_ADDRSTRLEN + 3)	/* an address, or a /64 */
 
 /* What the gate put in place of a refused head: api_handle answers it. */
 static const char refused_request[] =
@@ -95,7 +96,7 @@ struct gate_conn {
 
 /* An address that sent wrong tokens: how many since when, locked till when. */
 struct guesser {
-	char peer[INET6_ADDRSTRLEN];
+	char peer[GUESSER_KEY_MAX];	/* guesser_key() */
 	unsigned wrong;
 	uint64_t first_ms, until_ms;
 };
@@ -329,6 +330,22 @@ static struct guesser *guesser_of(struct gate *g, const char *peer, bool make)
 	return oldest;
 }
 
+/*
+ * Who guesses: an IPv4 address, or an IPv6 address's /64, which one host
+ * is commonly given whole (a /128 a guess would cost nothing).
+ */
+static void guesser_key(const char *peer, char *key, size_t len)
+{
+	struct in6_addr a;
+
+	snprintf(key, len, "%s", peer);
+	if (inet_pton(AF_INET6, peer, &a) != 1 || IN6_IS_ADDR_V4MAPPED(&a))
+		return;
+	memset(a.s6_addr + 8, 0, 8);
+	if (inet_ntop(AF_INET6, &a, key, len))
+		snprintf(key + strlen(key), len - strlen(key), "/64");
+}
+
 /* ms left of the address's lockout; 0: not locked out */
 static uint64_t locked_out(struct gate *g, const char *peer, uint64_t now)
 {
@@ -378,20 +395,22 @@ static bool head_judge(struct gate_conn *c)
 	explicit_bzero(c->auth, sizeof(c->auth));
 	if (c->g->tcp) {
 		uint64_t now = corral_now_ms(), left;
+		char key[GUESSER_KEY_MAX];
 
 		if (!c->peer[0])
 			peer_name(c);
-		left = locked_out(c->g, c->peer, now);
+		guesser_key(c->peer, key, sizeof(key));
+		left = locked_out(c->g, key, now);
 		if (left) {
 			snprintf(c->detail, sizeof(c->detail), "too many wrong tokens from %s: "
-				 "refused for %llu s more", c->peer,
+				 "refused for %llu s more", key,
 				 (unsigned long long)(left + 999) / 1000);
 			c->status = 429;
 			c->error = "too_many_requests";
 			return false;
 		}
 		if (!ok)
-			wrong_token(c->g, c->peer, now);
+			wrong_token(c->g, key, now);
 	}
 	if (!ok)
 		return refuse(c, 401, "unauthorized", "missing or wrong bearer token");

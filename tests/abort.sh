@@ -57,6 +57,32 @@ t_port_sweep_halts_and_kills() {
 	[ "$n" -le 8 ] || fail "$n denials after the halt"
 }
 
+# UDP to many addresses is dropped in the sandbox's netns, logged, and
+# each counted as a denied destination: a spray halts the run as a TCP
+# sweep does.
+t_udp_spray_halts() {
+	policy '{"max_distinct_denied_destinations": 5, "window_seconds": 30, "on_abort": "kill"}' \
+		'{"mode": "proxy", "allow": ["web.test:80"], "hosts": {"web.test": "127.0.0.1"}}'
+	arun --timeout 60 -- /usr/bin/python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(1, 41):
+    try:
+        s.sendto(b"x", ("198.18.0.%d" % i, 4433))
+    except OSError:
+        pass
+    time.sleep(0.05)
+time.sleep(50)'
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_eq "exit" "$(cat "$T/rc")" 137
+	expect_contains "reason" "$(json reason < "$T/out")" "halted: probing: 6 distinct destinations denied"
+	a=$(event abort)
+	expect_contains "criterion" "$a" '"criterion":"max_distinct_denied_destinations"'
+	expect_contains "evidence" "$a" '"evidence":["198.18.0.6:4433","198.18.0.5:4433"'
+	ms=$(json duration_ms < "$T/out")
+	[ "$ms" -lt 40000 ] || fail "the halt waited for the command ($ms ms)"
+}
+
 # A sweep hidden among repeats of one denial (here DNS questions, each an
 # egress.denial with the network off): the repeats must not push the
 # sweep's distinct destinations out of what is counted.

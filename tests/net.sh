@@ -369,6 +369,103 @@ print("reply", s.recv(100))'
 	expect_contains "reason" "$(denial_field reason)" "names no host"
 }
 
+# UDP to an outside address (QUIC's 443 too) is dropped inside the
+# sandbox's netns, whose only interface is lo: no packet leaves it.  Each
+# is an egress.denied event with its protocol and destination, and the
+# result's reason names the first.
+t_udp_off_loopback_is_an_event() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, errno
+print("ifaces", sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:]))
+def send(fam, addr):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        s.sendto(b"x", addr); print(addr[0], "SENT")
+    except OSError as e:
+        print(addr[0], "blocked", errno.errorcode.get(e.errno, e.errno))
+send(socket.AF_INET, ("198.18.0.9", 9))
+send(socket.AF_INET, ("203.0.113.1", 443))
+send(socket.AF_INET6, ("2001:db8::9", 4433))'
+	out=$(stdout)
+	expect_contains "only lo" "$out" "ifaces ['lo']"
+	expect_not_contains "nothing sent" "$out" "SENT"
+	expect_contains "dropped" "$out" "198.18.0.9 blocked EPERM"
+	ev=$(cat "$T/events")
+	expect_contains "udp event" "$ev" '"type":"egress.denied","protocol":"udp","host":"198.18.0.9","port":9,'
+	expect_contains "quic event" "$ev" '"type":"egress.denied","protocol":"udp","host":"203.0.113.1","port":443,'
+	expect_contains "udp6 event" "$ev" '"type":"egress.denied","protocol":"udp","host":"2001:db8::9","port":4433,'
+	expect_eq "denials" "$(denials)" 3
+	expect_contains "result names it" "$(json reason < "$T/out")" "denied: udp to 198.18.0.9:9 ("
+	expect_contains "result's denials" "$(json denials < "$T/out")" '"host": "203.0.113.1", "port": 443'
+}
+
+# DNS to any server on udp/53 is still answered by the supervisor's
+# resolver (an allowed name, and a refusal as a dns denial), not dropped
+# and logged as UDP.
+t_udp_dns_still_goes_to_the_resolver() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, struct
+def ask(server, name, fam=socket.AF_INET):
+    q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    q += struct.pack(">HH", 1, 1)
+    s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(5)
+    s.sendto(q, (server, 53))
+    r = s.recv(512)
+    print(name, "via", server, "rcode", r[3] & 15, "answers", struct.unpack(">H", r[6:8])[0])
+ask("198.18.0.9", "web.test")
+ask("198.18.0.9", "unlisted.test")
+ask("2001:db8::9", "web.test", socket.AF_INET6)'
+	out=$(stdout)
+	expect_contains "allowed name answered" "$out" "web.test via 198.18.0.9 rcode 0 answers 1"
+	expect_contains "over IPv6 too" "$out" "web.test via 2001:db8::9 rcode 0 answers 1"
+	expect_contains "refused name answered" "$out" "unlisted.test via 198.18.0.9 rcode"
+	expect_contains "dns denial" "$(cat "$T/events")" '"protocol":"dns","host":"unlisted.test"'
+	expect_not_contains "not logged as udp" "$(cat "$T/events")" '"protocol":"udp"'
+}
+
+# A flood of UDP to an outside address: nftables logs at most 200 packets
+# a second (a burst of 200) and drops the rest unseen, events.c writes the
+# first few of the destination whole and counts the rest, and what the
+# run does next is still recorded.
+t_udp_flood_is_bounded() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t = time.monotonic(); n = 0
+while n < 200000 and time.monotonic() - t < 10:
+    try:
+        s.sendto(b"x", ("198.18.0.9", 9))
+    except OSError:
+        pass
+    n += 1
+print("sent", n, "seconds", int(time.monotonic() - t) + 1)
+c = socket.create_connection(("198.18.0.9", 80), 5)
+c.sendall(b"\x00\x01 not a protocol\r\n\r\n")
+c.settimeout(5)
+print("reply", c.recv(100))'
+	read -r _ sent _ secs <<< "$(stdout | grep '^sent ')"
+	[ -n "${sent:-}" ] || { fail "the flood did not run: $(stdout) $(cat "$T/err")"; return; }
+	# every udp event counted: the last summary's total, or the lines written
+	logged=$(/usr/bin/python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+udp = [e for e in lines if e.get("protocol") == "udp"]
+whole = sum(1 for e in udp if e["type"] == "egress.denied")
+totals = [e["total"] for e in udp if e["type"] == "egress.denied.summary"]
+print(totals[-1] if totals else whole, whole, len(lines))' "$T/events")
+	read -r total whole lines <<< "$logged"
+	[ "$total" -ge 1 ] || fail "no udp event among $sent packets"
+	[ "$total" -le $((200 + 200 * secs)) ] ||
+		fail "$total udp events for $sent packets in $secs s: past the rule's limit"
+	[ "$whole" -le 10 ] || fail "$whole udp events written whole"
+	[ "$lines" -le 40 ] || fail "$lines events for one flood"
+	expect_contains "the next denial" "$(cat "$T/events")" '"protocol":"transparent","host":"198.18.0.9","port":80'
+}
+
 t_landlock_tcp_only_proxy_ports() {
 	# explicit proxy mode: Landlock lets TCP reach only our listeners
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}' ', "transparent": false'
@@ -1182,6 +1279,12 @@ $1 corral out
 $1 corral filter_out
   [ payload load $2 => reg 1 ]
   [ cmp neq reg 1 $3 ]
+  [ limit rate 200/second burst 200 type packets flags 0x0 ]
+  [ log group 7 snaplen 0 qthreshold 0 ]
+
+$1 corral filter_out
+  [ payload load $2 => reg 1 ]
+  [ cmp neq reg 1 $3 ]
   [ immediate reg 0 drop ]
 
 EOF
@@ -1198,6 +1301,7 @@ table $1 corral {
 
   chain filter_out {
     type filter hook output priority filter; policy accept;
+    $1 daddr != $2 limit rate 200/second burst 200 packets log group 7
     $1 daddr != $2 drop
   }
 }

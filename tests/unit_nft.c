@@ -4,9 +4,22 @@
  * the rules load; a refusal names the command the kernel refused, and
  * the batch commits nothing; without CAP_NET_ADMIN nothing loads.
  * tests/net.sh compares the loaded rules with nft's own listing.
+ * The log rule (nft_log_rules) and what nfnetlink_log then reports of
+ * a UDP packet and an ICMP echo sent off loopback (nflog.c), read as
+ * the supervisor reads it; and messages made here that the kernel
+ * would not make (extension headers, fragments, a short copy).
  */
+#include "net.h"
+#include "nflog.h"
 #include "nft.h"
 #include "unit.h"
+
+#include <arpa/inet.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +183,198 @@ TEST(without_cap_net_admin_nothing_loads)
 	}
 	CHECK(o.r == -EPERM);
 	CHECK_STR_CONTAINS(o.why, "nftables refused the batch: Operation not permitted");
+}
+
+/* ---- the log rule and nfnetlink_log ----------------------------------------- */
+
+struct logged {
+	int r;			/* -ENOSYS: no namespaces; else the first failure or 0 */
+	char why[512];
+	int n;			/* packets read back */
+	struct nflog_packet p[4];
+	int sent_errno[2];	/* what the UDP send and the ICMP echo got */
+};
+
+static int lo_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		r = -errno;
+	ifr.ifr_flags |= IFF_UP;
+	if (r == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/*
+ * A UDP datagram and an ICMP echo (a raw socket: ours in this netns) to
+ * 198.18.0.9, which this netns routes over lo only: the rules drop both
+ * in here, after logging them.
+ */
+static void send_two(struct logged *o)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(4433) };
+	const uint8_t echo[8] = { 8, 0, 0xf7, 0xff, 0, 0, 0, 0 };	/* type 8, checksum */
+	int u = socket(AF_INET, SOCK_DGRAM, 0), raw = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+
+	inet_pton(AF_INET, "198.18.0.9", &to.sin_addr);
+	o->sent_errno[0] = sendto(u, "x", 1, 0, (struct sockaddr *)&to, sizeof(to)) < 0 ? errno : 0;
+	to.sin_port = 0;
+	o->sent_errno[1] = sendto(raw, echo, sizeof(echo), 0, (struct sockaddr *)&to,
+				  sizeof(to)) < 0 ? errno : 0;
+	close(u);
+	close(raw);
+}
+
+static void read_logged(int fd, struct logged *o)
+{
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+
+	for (int i = 0; i < 8 && o->n < 4; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+
+		if (n <= 0)
+			break;
+		for (int left = (int)n; NLMSG_OK(nh, left) && o->n < 4; nh = NLMSG_NEXT(nh, left))
+			if (nflog_parse(nh, (size_t)left, &o->p[o->n]) == 1)
+				o->n++;
+	}
+}
+
+static struct logged log_attempt(void)
+{
+	struct logged o = { .r = -ENOSYS };
+	int p[2], status, fd;
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return o;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		if (!own_netns())
+			_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
+		o.r = lo_up();
+		if (o.r == 0)
+			o.r = net_transparent_setup(3129, 53, o.why, sizeof(o.why));
+		fd = o.r == 0 ? nflog_open(NFLOG_GROUP, o.why, sizeof(o.why)) : -1;
+		if (o.r == 0 && fd < 0)
+			o.r = fd;
+		if (o.r == 0)
+			o.r = nft_log_rules(NFLOG_GROUP, o.why, sizeof(o.why));
+		if (o.r == 0) {
+			send_two(&o);
+			read_logged(fd, &o);
+		}
+		_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], &o, sizeof(o)) != sizeof(o))
+		o.r = -EIO;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return o;
+}
+
+static const char *dst_text(const struct nflog_packet *p, char *buf, size_t len)
+{
+	const void *a = p->family == AF_INET ?
+		(const void *)&((const struct sockaddr_in *)&p->dst)->sin_addr :
+		(const void *)&((const struct sockaddr_in6 *)&p->dst)->sin6_addr;
+
+	return inet_ntop(p->family, a, buf, (socklen_t)len);
+}
+
+TEST(udp_and_icmp_off_loopback_are_logged_then_dropped)
+{
+	struct logged o = log_attempt();
+	char a[INET6_ADDRSTRLEN];
+
+	if (o.r == -ENOSYS) {
+		printf("# skip: no user namespace here\n");
+		return;
+	}
+	CHECK(o.r == 0);
+	if (o.r)
+		fprintf(stderr, "  why: %s\n", o.why);
+	/* dropped: the sender hears EPERM, nothing went anywhere */
+	CHECK(o.sent_errno[0] == EPERM);
+	CHECK(o.sent_errno[1] == EPERM);
+	CHECK(o.n == 2);
+	if (o.n < 2)
+		return;
+	CHECK(o.p[0].family == AF_INET && o.p[0].proto == IPPROTO_UDP);
+	CHECK(strcmp(dst_text(&o.p[0], a, sizeof(a)), "198.18.0.9") == 0);
+	CHECK(o.p[0].port == 4433 && o.p[0].icmp_type == -1);
+	CHECK(o.p[0].has_uid && o.p[0].uid == 0);	/* as this user namespace sees it */
+	CHECK(o.p[1].proto == IPPROTO_ICMP && o.p[1].icmp_type == 8 && o.p[1].port == -1);
+	CHECK(strcmp(dst_text(&o.p[1], a, sizeof(a)), "198.18.0.9") == 0);
+}
+
+/* A packet message as nfnetlink_log makes one, around a copy of len bytes. */
+static size_t packet_msg(char *buf, size_t size, int family, const uint8_t *pkt, size_t len)
+{
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	struct nfgenmsg *g = NLMSG_DATA(nh);
+	struct nlattr *na = (struct nlattr *)((char *)g + NLMSG_ALIGN(sizeof(*g)));
+
+	memset(buf, 0, size);
+	nh->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET;
+	g->nfgen_family = (uint8_t)family;
+	na->nla_type = NFULA_PAYLOAD;
+	na->nla_len = (uint16_t)(NLA_HDRLEN + len);
+	memcpy((char *)na + NLA_HDRLEN, pkt, len);
+	nh->nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(*g)) + NLA_ALIGN(na->nla_len));
+	return nh->nlmsg_len;
+}
+
+TEST(nflog_parse_walks_ipv6_extension_headers)
+{
+	uint8_t pkt[40 + 8 + 8] = { 0x60 };
+	char buf[256] __attribute__((aligned(NLMSG_ALIGNTO))), a[INET6_ADDRSTRLEN];
+	struct nflog_packet p;
+	size_t n;
+
+	pkt[6] = 0;			/* hop-by-hop options, 8 bytes, then UDP */
+	inet_pton(AF_INET6, "2001:db8::9", pkt + 24);
+	pkt[40] = IPPROTO_UDP;
+	pkt[48 + 2] = 0x01;		/* destination port 443 */
+	pkt[48 + 3] = 0xbb;
+	n = packet_msg(buf, sizeof(buf), AF_INET6, pkt, sizeof(pkt));
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 1);
+	CHECK(p.proto == IPPROTO_UDP && p.port == 443);
+	CHECK(strcmp(dst_text(&p, a, sizeof(a)), "2001:db8::9") == 0);
+}
+
+TEST(nflog_parse_refuses_what_it_cannot_read)
+{
+	uint8_t v4[28] = { 0x45, [9] = IPPROTO_UDP, [16] = 198, 18, 0, 9, [22] = 0, 9 };
+	char buf[256] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct nflog_packet p;
+	size_t n;
+
+	/* a copy shorter than an IPv4 header */
+	n = packet_msg(buf, sizeof(buf), AF_INET, v4, 12);
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == -EINVAL);
+	/* a message that says it is longer than what was read */
+	n = packet_msg(buf, sizeof(buf), AF_INET, v4, sizeof(v4));
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n - 4, &p) == 0);
+	/* a later fragment: no transport header, so no port */
+	v4[7] = 0x10;
+	n = packet_msg(buf, sizeof(buf), AF_INET, v4, sizeof(v4));
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 1);
+	CHECK(p.proto == IPPROTO_UDP && p.port == -1);
+	/* not a packet: a config answer */
+	((struct nlmsghdr *)buf)->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 0);
 }
 
 int main(void)

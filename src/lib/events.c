@@ -756,6 +756,13 @@ void events_explain_disk(struct corral_result *res, const struct corral_policy *
 		 "workspace's changes)", size);
 }
 
+/* A protocol of nflog.c's events: a packet dropped, not a connection refused. */
+static bool packet_proto(const char *proto)
+{
+	return !strcmp(proto, "udp") || !strcmp(proto, "icmp") ||
+	       !strcmp(proto, "icmpv6") || !strcmp(proto, "tcp") || !strncmp(proto, "ip/", 3);
+}
+
 /*
  * A call that was refused something says so in its reason, with the abort
  * limit it is nearing: an agent loop reads this sentence, and a bare
@@ -793,6 +800,12 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
 			 "; denied: lookup of %.100s (%.120s); %zu denial%s%s%s",
 			 host ? host : "?", why ? why : "not allowed", n,
 			 n == 1 ? "" : "s", total, limit);
+	else if (proto && packet_proto(proto))
+		snprintf(res->reason + len, sizeof(res->reason) - len,
+			 "; denied: %.16s to %.100s:%d (%.120s); %zu denial%s%s%s", proto,
+			 host ? host : "?",
+			 (int)json_integer_value(json_object_get(first, "port")),
+			 why ? why : "not allowed", n, n == 1 ? "" : "s", total, limit);
 	else
 		snprintf(res->reason + len, sizeof(res->reason) - len,
 			 "; denied: connection to %.100s:%d (%.120s); %zu denial%s%s%s",

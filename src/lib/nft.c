@@ -19,6 +19,7 @@
  *     }
  *     chain filter_out {
  *       type filter hook output priority 0; policy accept;
+ *       ip daddr != 127.0.0.0/8 limit rate 200/second burst 200 packets log group 7
  *       ip daddr != 127.0.0.0/8 drop
  *     }
  *   }
@@ -28,6 +29,13 @@
  * address (other UDP, ICMP) is dropped, so the sender gets EPERM instead
  * of a packet looping on lo.
  *
+ * The log rule is a transaction of its own (nft_log_rules), inserted in
+ * front of the drop once init holds the nfnetlink_log socket it reports
+ * to (nflog.c): a kernel without nfnetlink_log refuses it (the logger
+ * is not found), and the rules above must load all the same.  Its limit
+ * is what a flood costs the supervisor: at most that many packets a
+ * second are logged, the rest only dropped.
+ *
  * The batch is one transaction: the kernel commits all of it or nothing.
  * It is processed in our sendmsg, so every answer is queued when that
  * returns, and reading them never waits.
@@ -36,6 +44,7 @@
 #include "nft.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_nat.h>
@@ -51,6 +60,8 @@
 
 #define NFT_BATCH_SIZE	8192
 #define NFT_MAX_MSGS	24
+/* packets logged a second at most, and as many at once (the burst) */
+#define NFT_LOG_RATE	200
 
 /* A batch under construction; a message that does not fit sets full. */
 struct nft_batch {
@@ -237,6 +248,36 @@ static void e_redirect(struct nft_batch *b, uint16_t port)
 	expr_end(b, e, d);
 }
 
+static void attr_u64(struct nft_batch *b, uint16_t type, uint64_t v)
+{
+	uint64_t be = htobe64(v);
+
+	attr(b, type, &be, sizeof(be));
+}
+
+/* limit rate N/second burst N packets: past it, the rule stops there */
+static void e_limit(struct nft_batch *b, uint64_t per_second, uint32_t burst)
+{
+	size_t d, e = expr(b, "limit", &d);
+
+	attr_u64(b, NFTA_LIMIT_RATE, per_second);
+	attr_u64(b, NFTA_LIMIT_UNIT, 1);
+	attr_u32(b, NFTA_LIMIT_BURST, burst);
+	attr_u32(b, NFTA_LIMIT_TYPE, NFT_LIMIT_PKTS);
+	attr_u32(b, NFTA_LIMIT_FLAGS, 0);
+	expr_end(b, e, d);
+}
+
+/* log group N: the packet to nfnetlink_log's instance of that group */
+static void e_log_group(struct nft_batch *b, uint16_t group)
+{
+	uint16_t be = htons(group);
+	size_t d, e = expr(b, "log", &d);
+
+	attr(b, NFTA_LOG_GROUP, &be, sizeof(be));
+	expr_end(b, e, d);
+}
+
 /* What differs between the two families: where loopback is, and what. */
 struct nft_family {
 	uint8_t nfproto;
@@ -322,20 +363,37 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	rule_end(b, m, l);
 }
 
-static void build(struct nft_batch *b, uint16_t tcp_port, uint16_t dns_port)
+/*
+ * Without NLM_F_APPEND the rule goes first in filter_out: in front of the
+ * drop, which it does not replace (a packet past the limit goes on to it).
+ */
+static void add_log(struct nft_batch *b, const struct nft_family *f, uint16_t group)
 {
-	static const uint8_t lo4 = 127;	/* 127.0.0.0/8: its first byte */
-	const struct nft_family v4 = { NFPROTO_IPV4, "ip", 16, 1, &lo4 };
-	const struct nft_family v6 = { NFPROTO_IPV6, "ip6", 24, 16, &in6addr_loopback };
-	size_t m;
+	size_t m, l;
 
-	m = msg(b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
-		"the batch");
-	msg_end(b, m);
-	add_family(b, &v4, tcp_port, dns_port);
-	add_family(b, &v6, tcp_port, dns_port);
-	m = msg(b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
-		"the batch");
+	b->family = f->name;
+	m = cmd(b, NFT_MSG_NEWRULE, 0, f->nfproto, "the log of what leaves loopback");
+	attr_str(b, NFTA_RULE_TABLE, "corral");
+	attr_str(b, NFTA_RULE_CHAIN, "filter_out");
+	l = nest(b, NFTA_RULE_EXPRESSIONS);
+	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
+	e_cmp(b, NFT_CMP_NEQ, f->lo, f->lo_len);
+	e_limit(b, NFT_LOG_RATE, NFT_LOG_RATE);
+	e_log_group(b, group);
+	rule_end(b, m, l);
+}
+
+/* 127.0.0.0/8: its first byte */
+static const uint8_t lo4 = 127;
+static const struct nft_family families[] = {
+	{ NFPROTO_IPV4, "ip", 16, 1, &lo4 },
+	{ NFPROTO_IPV6, "ip6", 24, 16, &in6addr_loopback },
+};
+
+static void batch_edge(struct nft_batch *b, uint16_t type)
+{
+	size_t m = msg(b, type, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, "the batch");
+
 	msg_end(b, m);
 }
 
@@ -343,7 +401,8 @@ static void build(struct nft_batch *b, uint16_t tcp_port, uint16_t dns_port)
  * The kernel's answers: one per command (each asked for one), an error
  * for any that failed.  The first error is the one reported.
  */
-static int read_answers(int fd, const struct nft_batch *b, char *why, size_t len)
+static int read_answers(int fd, const struct nft_batch *b, const char *what,
+			char *why, size_t len)
 {
 	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
 	uint32_t last = b->seq - 2;	/* the last command, before BATCH_END */
@@ -378,22 +437,20 @@ static int read_answers(int fd, const struct nft_batch *b, char *why, size_t len
 		}
 	}
 	if (r == 0 && !done) {
-		snprintf(why, len, "nftables gave no answer to the redirect rules");
+		snprintf(why, len, "nftables gave no answer to %s", what);
 		r = -EIO;
 	}
 	return r;
 }
 
-int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len)
+/* Send b (its edges added here), read the answers: 0 or -errno with why. */
+static int send_batch(struct nft_batch *b, const char *what, char *why, size_t len)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct nft_batch b = { .len = 0 };
 	int fd, r;
 
-	build(&b, tcp_port, dns_port);
-	if (b.full) {
-		snprintf(why, len, "the redirect rules do not fit in %d bytes",
-			 NFT_BATCH_SIZE);
+	if (b->full) {
+		snprintf(why, len, "%s do not fit in %d bytes", what, NFT_BATCH_SIZE);
 		return -E2BIG;
 	}
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
@@ -402,13 +459,35 @@ int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t l
 		snprintf(why, len, "netlink (nftables): %s", strerror(-r));
 		return r;
 	}
-	if (sendto(fd, b.buf, b.len, 0, (struct sockaddr *)&sa, sizeof(sa)) !=
-	    (ssize_t)b.len) {
+	if (sendto(fd, b->buf, b->len, 0, (struct sockaddr *)&sa, sizeof(sa)) !=
+	    (ssize_t)b->len) {
 		r = -errno;
-		snprintf(why, len, "cannot send the redirect rules: %s", strerror(-r));
+		snprintf(why, len, "cannot send %s: %s", what, strerror(-r));
 	} else {
-		r = read_answers(fd, &b, why, len);
+		r = read_answers(fd, b, what, why, len);
 	}
 	close(fd);
 	return r;
+}
+
+int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len)
+{
+	struct nft_batch b = { .len = 0 };
+
+	batch_edge(&b, NFNL_MSG_BATCH_BEGIN);
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		add_family(&b, &families[i], tcp_port, dns_port);
+	batch_edge(&b, NFNL_MSG_BATCH_END);
+	return send_batch(&b, "the redirect rules", why, len);
+}
+
+int nft_log_rules(uint16_t group, char *why, size_t len)
+{
+	struct nft_batch b = { .len = 0 };
+
+	batch_edge(&b, NFNL_MSG_BATCH_BEGIN);
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		add_log(&b, &families[i], group);
+	batch_edge(&b, NFNL_MSG_BATCH_END);
+	return send_batch(&b, "the log rules", why, len);
 }

@@ -36,8 +36,10 @@
 #include "peer.h"
 #include "tls.h"
 #include "fdpass.h"
+#include "nflog.h"
+#include "nft.h"
 
-_Static_assert(NSPECS + 1 <= FD_SEND_MAX, "init sends every listener and diag at once");
+_Static_assert(NSPECS + 2 <= FD_SEND_MAX, "init sends every listener, diag and nflog at once");
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -276,15 +278,43 @@ static void lo_big_packets(void)
 struct listeners_msg {
 	int codes[NSPECS];	/* 0: a socket follows; < 0: -errno */
 	int diag;		/* 1: a sock_diag socket follows the listeners */
+	int nflog;		/* 1: an nfnetlink_log socket follows it; else 0 or -errno */
 	int setup;		/* lo, its address, transparent mode: 0 or -errno */
 	char why[256];		/* if setup failed */
+	char nflog_why[128];	/* if nflog < 0 */
 	uint64_t netns;		/* the inode of init's netns (peer.c's filter) */
 };
+
+/*
+ * Transparent mode: UDP and ICMP off loopback logged before they are
+ * dropped (nflog.c).  The socket first, so that the rule has a reader
+ * when it loads.  A kernel without nfnetlink_log refuses one or the
+ * other: the run goes on as before, without those events (m->nflog says
+ * why; corral doctor tries the same).
+ */
+static int open_nflog(struct listeners_msg *m)
+{
+	int fd = nflog_open(NFLOG_GROUP, m->nflog_why, sizeof(m->nflog_why));
+	int r;
+
+	if (fd < 0) {
+		m->nflog = fd;
+		return -1;
+	}
+	r = nft_log_rules(NFLOG_GROUP, m->nflog_why, sizeof(m->nflog_why));
+	if (r < 0) {
+		close(fd);
+		m->nflog = r;
+		return -1;
+	}
+	m->nflog = 1;
+	return fd;
+}
 
 int proxy_listeners_send(int sock, bool transparent)
 {
 	struct listeners_msg m = { 0 };
-	int fds[NSPECS + 1], nfd = 0, fd;
+	int fds[NSPECS + 2], nfd = 0, fd;
 	struct stat st;
 	ssize_t sent;
 
@@ -317,6 +347,9 @@ int proxy_listeners_send(int sock, bool transparent)
 	if (transparent && m.setup == 0)
 		m.setup = net_transparent_setup(PROXY_TRANSPARENT_PORT, PROXY_DNS_PORT,
 						m.why, sizeof(m.why));
+	/* the last socket: the supervisor takes it from the end */
+	if (transparent && m.setup == 0 && (fd = open_nflog(&m)) >= 0)
+		fds[nfd++] = fd;
 send:
 	sent = fd_send(sock, &m, sizeof(m), fds, (size_t)nfd, MSG_NOSIGNAL);
 	/* the supervisor's now: nothing that runs here later may hold one */
@@ -326,20 +359,20 @@ send:
 }
 
 /*
- * init's message: its sockets into fds (-1: none) and px->diag.  EOF:
+ * init's message: its sockets into fds (-1: none), px->diag, px->nflog.fd.  EOF:
  * init failed before it could send (its why comes on the control socket).
  */
 static int listeners_recv(struct proxy *px, int sync, int fds[NSPECS],
 			  struct corral_err *err)
 {
 	struct listeners_msg m;
-	int got[NSPECS + 1], r = 0;
+	int got[NSPECS + 2], r = 0;
 	size_t n = 0, j = 0;
 	ssize_t len;
 
 	for (size_t i = 0; i < NSPECS; i++)
 		fds[i] = -1;
-	len = fd_recv(sync, &m, sizeof(m), got, NSPECS + 1, &n, MSG_WAITALL);
+	len = fd_recv(sync, &m, sizeof(m), got, NSPECS + 2, &n, MSG_WAITALL);
 	if (len != sizeof(m)) {
 		while (n)
 			close(got[--n]);
@@ -353,6 +386,8 @@ static int listeners_recv(struct proxy *px, int sync, int fds[NSPECS],
 	px->netns_ino = (ino_t)m.netns;
 	if (m.setup < 0)
 		r = corral_set_err(err, m.setup, "network setup: %s", m.why);
+	if (m.nflog == 1 && n > 0)
+		px->nflog.fd = got[--n];
 	if (m.diag == 1 && n > 0)
 		px->diag = got[--n];
 	for (size_t i = 0; i < NSPECS; i++) {
@@ -2079,7 +2114,7 @@ int proxy_start(struct event_base *base, int sync, const struct corral_policy *p
 		px->max_conns = conn_budget(fd_shares);
 		px->max_conns_by_fds = true;
 	}
-	px->diag = -1;
+	px->diag = px->nflog.fd = -1;
 	for (size_t i = 0; i < NSPECS; i++)
 		px->udp[i].fd = px->tcp[i].fd = -1;
 	px->resume = evtimer_new(base, on_resume, px);
@@ -2123,6 +2158,8 @@ int proxy_start(struct event_base *base, int sync, const struct corral_policy *p
 			evconnlistener_set_error_cb(px->listeners[i], on_accept_error);
 		}
 	}
+	if (r == 0 && px->nflog.fd >= 0)
+		r = nflog_serve(px, px->nflog.fd);
 	if (r < 0) {
 		corral_set_err(err, r, "cannot serve the sandbox's listeners");
 		goto fail;
@@ -2134,6 +2171,11 @@ fail:
 	return r;
 }
 
+void proxy_drain(struct proxy *px)
+{
+	nflog_drain(px);
+}
+
 void proxy_free(struct proxy *px)
 {
 	if (!px)
@@ -2141,6 +2183,7 @@ void proxy_free(struct proxy *px)
 	while (px->conns)
 		conn_free(px->conns);
 	dnsd_free(px);
+	nflog_free(px);
 	for (size_t i = 0; i < NSPECS; i++) {
 		if (px->listeners[i])
 			evconnlistener_free(px->listeners[i]);

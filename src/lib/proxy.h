@@ -40,6 +40,11 @@ struct tlsbox;
 int proxy_start(struct event_base *base, int sync, const struct corral_policy *p,
 		unsigned fd_shares, struct events *ev, struct tlsbox *tls,
 		struct proxy **out, struct corral_err *err);
+/*
+ * The sandbox ended: what it sent before (UDP, ICMP nftables logged,
+ * already queued for us) is read and recorded now, not lost with the loop.
+ */
+void proxy_drain(struct proxy *px);
 void proxy_free(struct proxy *px);
 
 #endif

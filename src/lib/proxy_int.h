@@ -1,8 +1,9 @@
 /*
- * proxy_int.h - what the three parts of a sandbox's egress proxy share:
+ * proxy_int.h - what the four parts of a sandbox's egress proxy share:
  * proxy.c (listeners, connections, HTTP/CONNECT, SOCKS5), transparent.c
- * (connections nftables redirected, and the names behind 100.64.0.0/16)
- * and dnsd.c (the DNS responder).  Nothing outside them includes it.
+ * (connections nftables redirected, and the names behind 100.64.0.0/16),
+ * dnsd.c (the DNS responder) and nflog.c (UDP and ICMP nftables dropped).
+ * Nothing outside them includes it.
  */
 #ifndef CORRAL_PROXY_INT_H
 #define CORRAL_PROXY_INT_H
@@ -41,6 +42,17 @@ struct tcp_listener {
 	struct event *ev;
 };
 
+/* nflog.c: the packets nftables logged before dropping them */
+struct nflog_state {
+	int fd;				/* NETLINK_NETFILTER in the sandbox's netns, or -1 */
+	struct event *ev;
+	struct sockaddr_storage last_src;	/* the last sender asked for, and its answer */
+	pid_t last_pid;
+	uint64_t last_cgid;
+	uint64_t asks_since;		/* this second's pid searches began at (ms) */
+	unsigned asks;
+};
+
 struct proxy {
 	struct event_base *base;
 	struct events *ev;
@@ -68,6 +80,7 @@ struct proxy {
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */
 	ino_t netns_ino;
+	struct nflog_state nflog;
 };
 
 /* ---- connections ---------------------------------------------------------- */
@@ -184,5 +197,11 @@ void dnsd_on_udp(evutil_socket_t fd, short what, void *arg);
 void dnsd_on_accept(struct evconnlistener *l, evutil_socket_t fd,
 		    struct sockaddr *sa, int salen, void *arg);
 void dnsd_free(struct proxy *px);
+
+/* nflog.c: each packet logged on fd (taken) an egress.denied event */
+int nflog_serve(struct proxy *px, int fd);
+/* what is waiting on it, read now (bounded) */
+void nflog_drain(struct proxy *px);
+void nflog_free(struct proxy *px);
 
 #endif

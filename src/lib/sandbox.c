@@ -243,6 +243,8 @@ static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	drop_event(&sb->ev_exit);
+	/* recorded before the end is: the run may be over after exited() */
+	proxy_drain(sb->px);
 	sb->hooks->exited(sb->arg);
 }
 

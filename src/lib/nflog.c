@@ -1,0 +1,389 @@
+/*
+ * nflog.c - UDP and ICMP that try to leave the sandbox, made events.
+ *
+ * In transparent mode every TCP connection and every DNS question reach
+ * the supervisor, which judges and records them.  Anything else headed
+ * for an address off loopback (UDP to any other port, QUIC, ICMP) is
+ * dropped by nftables inside the sandbox's netns (nft.c) and used to leave
+ * no trace: no event, nothing the abort criteria could count.  So the drop
+ * is preceded by `log group NFLOG_GROUP`, rate-limited, and the packets it
+ * logs come here, to a NETLINK_NETFILTER socket that init opened and bound
+ * in its netns while it still had CAP_NET_ADMIN there, and handed over
+ * with the listeners (proxy_listeners_send).  Each is an egress.denied
+ * event with its protocol, destination address and port (ICMP: its
+ * type), counted by the abort criteria as a denied connection is.
+ *
+ * What bounds a flood: the rule's limit (nft.c: at most 200 packets a
+ * second reach this socket, the rest are only dropped), this socket's
+ * receive buffer (the kernel drops what it cannot hold), a bounded number
+ * of reads a wakeup, and events.c's summaries (the first few events of a
+ * destination are written whole, the rest counted).
+ *
+ * The socket belongs to the sandbox's netns, so only the sandbox's
+ * packets come to it; the sandbox cannot reach it (seccomp allows no
+ * NETLINK_NETFILTER socket, and rebinding the group needs CAP_NET_ADMIN
+ * and this socket's port id).
+ */
+#include "proxy_int.h"
+#include "nflog.h"
+#include "peer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NFLOG_READS	64	/* messages a wakeup: the loop's other work goes on */
+#define NFLOG_DRAIN	4096	/* at the sandbox's end: what it sent before, bounded */
+#define NFLOG_PID_ASKS	16	/* /proc searches a second for the sender's pid */
+
+/* ---- init's side: the socket, bound to the group -------------------------- */
+
+static void put_attr(char *buf, size_t *len, uint16_t type, const void *v, size_t n)
+{
+	struct nlattr *na = (struct nlattr *)(buf + *len);
+
+	na->nla_type = type;
+	na->nla_len = (uint16_t)(NLA_HDRLEN + n);
+	memcpy((char *)na + NLA_HDRLEN, v, n);
+	*len += NLA_ALIGN(na->nla_len);
+}
+
+/*
+ * One message binds the group and sets the copy: the first NFLOG_COPY
+ * bytes of each packet (headers, no payload), sent as soon as it is
+ * logged (a queue threshold of 1), so that what a sandbox sent just before
+ * it ended is already ours when we see it end (nflog_drain).
+ */
+static int nflog_config(int fd, uint16_t group)
+{
+	char buf[256] __attribute__((aligned(NLMSG_ALIGNTO))) = { 0 };
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	struct nfgenmsg *g = NLMSG_DATA(nh);
+	struct nfulnl_msg_config_cmd cmd = { NFULNL_CFG_CMD_BIND };
+	struct nfulnl_msg_config_mode mode = {
+		.copy_range = htonl(NFLOG_COPY),
+		.copy_mode = NFULNL_COPY_PACKET,
+	};
+	uint32_t qthresh = htonl(1);
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	size_t len = NLMSG_LENGTH(sizeof(*g));
+	ssize_t n;
+
+	nh->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
+	nh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nh->nlmsg_seq = 1;
+	g->nfgen_family = AF_UNSPEC;
+	g->version = NFNETLINK_V0;
+	g->res_id = htons(group);
+	put_attr(buf, &len, NFULA_CFG_CMD, &cmd, sizeof(cmd));
+	put_attr(buf, &len, NFULA_CFG_MODE, &mode, sizeof(mode));
+	put_attr(buf, &len, NFULA_CFG_QTHRESH, &qthresh, sizeof(qthresh));
+	nh->nlmsg_len = (uint32_t)len;
+	if (sendto(fd, buf, len, 0, (struct sockaddr *)&sa, sizeof(sa)) != (ssize_t)len)
+		return -errno;
+	/* processed in our sendmsg: the answer is queued by now */
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || nh->nlmsg_type != NLMSG_ERROR)
+		return -EIO;
+	return ((struct nlmsgerr *)NLMSG_DATA(nh))->error;
+}
+
+int nflog_open(uint16_t group, char *why, size_t len)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	int fd, r;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(why, len, "netlink (nfnetlink_log): %s", strerror(-r));
+		return r;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot bind a netlink socket (nfnetlink_log): %s",
+			 strerror(-r));
+		close(fd);
+		return r;
+	}
+	r = nflog_config(fd, group);
+	if (r < 0) {
+		snprintf(why, len, "nfnetlink_log refused group %u: %s", group, strerror(-r));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* ---- reading a logged packet ----------------------------------------------- */
+
+static void set_port(struct sockaddr_storage *ss, const uint8_t *p)
+{
+	uint16_t port;
+
+	memcpy(&port, p, sizeof(port));
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = port;
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = port;
+}
+
+/* The network header: addresses, protocol, where the transport's starts. */
+static int ip_header(const uint8_t *d, size_t n, struct nflog_packet *p, size_t *l4)
+{
+	if (p->family == AF_INET) {
+		struct sockaddr_in *src = (struct sockaddr_in *)&p->src;
+		struct sockaddr_in *dst = (struct sockaddr_in *)&p->dst;
+		size_t ihl;
+
+		if (n < 20 || d[0] >> 4 != 4 || (ihl = (size_t)(d[0] & 0xf) * 4) < 20)
+			return -EINVAL;
+		src->sin_family = dst->sin_family = AF_INET;
+		memcpy(&src->sin_addr, d + 12, 4);
+		memcpy(&dst->sin_addr, d + 16, 4);
+		p->proto = d[9];
+		/* a fragment after the first carries no transport header */
+		*l4 = (d[6] & 0x1f) || d[7] ? n : ihl;
+		return 0;
+	}
+	struct sockaddr_in6 *src = (struct sockaddr_in6 *)&p->src;
+	struct sockaddr_in6 *dst = (struct sockaddr_in6 *)&p->dst;
+	size_t off = 40;
+	uint8_t next;
+
+	if (n < 40 || d[0] >> 4 != 6)
+		return -EINVAL;
+	src->sin6_family = dst->sin6_family = AF_INET6;
+	memcpy(&src->sin6_addr, d + 8, 16);
+	memcpy(&dst->sin6_addr, d + 24, 16);
+	next = d[6];
+	/* extension headers, as far as the copy goes: the protocol is past them */
+	while ((next == 0 || next == 43 || next == 60 || next == 44) && off + 8 <= n) {
+		uint8_t this = next;
+
+		next = d[off];
+		if (this == 44) {	/* fragment: past the first, no transport header */
+			if ((d[off + 2] << 8 | d[off + 3]) & 0xfff8)
+				off = n;
+			off += 8;
+		} else {
+			off += ((size_t)d[off + 1] + 1) * 8;
+		}
+	}
+	p->proto = next;
+	*l4 = off;
+	return 0;
+}
+
+int nflog_parse(const struct nlmsghdr *nh, size_t len, struct nflog_packet *p)
+{
+	const struct nfgenmsg *g = NLMSG_DATA(nh);
+	const struct nlattr *na;
+	const uint8_t *d = NULL;
+	size_t n = 0, l4, left;
+
+	if (len < sizeof(*nh) || nh->nlmsg_len > len ||
+	    nh->nlmsg_type != ((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET))
+		return 0;
+	if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*g)))
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	p->port = p->icmp_type = -1;
+	p->family = g->nfgen_family;
+	if (p->family != AF_INET && p->family != AF_INET6)
+		return 0;
+	left = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*g));
+	na = (const struct nlattr *)((const char *)g + NLMSG_ALIGN(sizeof(*g)));
+	while (left >= NLA_HDRLEN && na->nla_len >= NLA_HDRLEN && na->nla_len <= left) {
+		const uint8_t *v = (const uint8_t *)na + NLA_HDRLEN;
+		size_t vlen = na->nla_len - NLA_HDRLEN;
+
+		switch (na->nla_type & NLA_TYPE_MASK) {
+		case NFULA_PAYLOAD:
+			d = v;
+			n = vlen;
+			break;
+		case NFULA_UID:
+			if (vlen >= 4) {
+				p->uid = (uint32_t)v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3];
+				p->has_uid = true;
+			}
+			break;
+		}
+		if ((size_t)NLA_ALIGN(na->nla_len) >= left)
+			break;
+		left -= NLA_ALIGN(na->nla_len);
+		na = (const struct nlattr *)((const char *)na + NLA_ALIGN(na->nla_len));
+	}
+	if (!d || ip_header(d, n, p, &l4) < 0)
+		return -EINVAL;
+	switch (p->proto) {
+	case IPPROTO_UDP:
+	case IPPROTO_UDPLITE:
+	case IPPROTO_TCP:
+	case IPPROTO_SCTP:
+	case IPPROTO_DCCP:
+		if (l4 + 4 <= n) {
+			set_port(&p->src, d + l4);
+			set_port(&p->dst, d + l4 + 2);
+			p->port = d[l4 + 2] << 8 | d[l4 + 3];
+		}
+		break;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if (l4 < n)
+			p->icmp_type = d[l4];
+		break;
+	}
+	return 1;
+}
+
+const char *nflog_proto_name(uint8_t proto, char *buf, size_t len)
+{
+	switch (proto) {
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmpv6";
+	case IPPROTO_TCP:
+		return "tcp";
+	}
+	snprintf(buf, len, "ip/%u", proto);
+	return buf;
+}
+
+/* ---- the supervisor's side: each packet an event ---------------------------- */
+
+static bool same_src(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return !memcmp(a, b, sizeof(struct sockaddr_in));
+	return !memcmp(a, b, sizeof(struct sockaddr_in6));
+}
+
+/*
+ * The process that sent it, by its UDP socket (peer.c): a denial names
+ * its pid and through it its tool call.  A flood from one socket asks
+ * once; a flood from many asks at most NFLOG_PID_ASKS times a second, a
+ * walk of the sandbox's /proc each.  0 when not found (the sender closed
+ * its socket already) or not asked.
+ */
+static pid_t sender(struct proxy *px, const struct nflog_packet *p, uint64_t *cgid)
+{
+	struct nflog_state *s = &px->nflog;
+	uint64_t now = corral_now_ms();
+
+	*cgid = 0;
+	if (p->proto != IPPROTO_UDP || px->diag < 0 || p->port < 0)
+		return 0;
+	if (same_src(&s->last_src, &p->src)) {
+		*cgid = s->last_cgid;
+		return s->last_pid;
+	}
+	if (now - s->asks_since >= 1000) {
+		s->asks_since = now;
+		s->asks = 0;
+	}
+	if (s->asks >= NFLOG_PID_ASKS)
+		return 0;
+	s->asks++;
+	s->last_src = p->src;
+	s->last_pid = peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)&p->src,
+				   &s->last_cgid);
+	*cgid = s->last_cgid;
+	return s->last_pid;
+}
+
+static void emit(struct proxy *px, const struct nflog_packet *p)
+{
+	char host[INET6_ADDRSTRLEN] = "?", name[16];
+	const char *proto = nflog_proto_name(p->proto, name, sizeof(name));
+	const void *a = p->family == AF_INET ?
+		(const void *)&((const struct sockaddr_in *)&p->dst)->sin_addr :
+		(const void *)&((const struct sockaddr_in6 *)&p->dst)->sin6_addr;
+	uint64_t cgid;
+	pid_t pid;
+	json_t *o;
+
+	inet_ntop(p->family, a, host, sizeof(host));
+	/* port: the destination's, or 0 (ICMP): the abort criteria count host:port */
+	o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", proto, "host", host,
+		      "port", p->port >= 0 ? p->port : 0, "reason",
+		      "dropped: only TCP, through the proxy, and DNS leave the sandbox");
+	if (!o)
+		return;
+	if (p->icmp_type >= 0)
+		json_object_set_new(o, "icmp_type", json_integer(p->icmp_type));
+	if (p->has_uid)
+		json_object_set_new(o, "uid", json_integer(p->uid));
+	pid = sender(px, p, &cgid);
+	if (pid > 0)
+		json_object_set_new(o, "pid", json_integer(pid));
+	/* for attribution only: events.c turns it into "call" */
+	if (cgid)
+		json_object_set_new(o, EVENTS_KEY_CGROUP, json_integer((json_int_t)cgid));
+	events_emit(px->ev, "egress.denied", o);
+}
+
+/* At most max reads; a full receive buffer (ENOBUFS) lost some, not all. */
+static void nflog_read(struct proxy *px, size_t max)
+{
+	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct nflog_packet p;
+
+	for (size_t i = 0; i < max; i++) {
+		ssize_t n = recv(px->nflog.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		const struct nlmsghdr *nh = (const struct nlmsghdr *)buf;
+
+		if (n < 0 && (errno == ENOBUFS || errno == EINTR))
+			continue;
+		if (n <= 0)
+			return;
+		for (int left = (int)n; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left))
+			if (nflog_parse(nh, (size_t)left, &p) == 1)
+				emit(px, &p);
+	}
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	nflog_read(arg, NFLOG_READS);
+}
+
+int nflog_serve(struct proxy *px, int fd)
+{
+	px->nflog.fd = fd;
+	px->nflog.ev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_readable, px);
+	if (!px->nflog.ev || event_add(px->nflog.ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+void nflog_drain(struct proxy *px)
+{
+	if (px && px->nflog.fd >= 0)
+		nflog_read(px, NFLOG_DRAIN);
+}
+
+void nflog_free(struct proxy *px)
+{
+	if (px->nflog.ev)
+		event_free(px->nflog.ev);
+	if (px->nflog.fd >= 0)
+		close(px->nflog.fd);
+	px->nflog.ev = NULL;
+	px->nflog.fd = -1;
+}

@@ -1306,6 +1306,12 @@ struct corral_features {
 	 */
 	bool transparent;
 	char transparent_detail[CORRAL_ERR_MAX];
+	/*
+	 * and the log of what its rules drop (nfnetlink_log): UDP and ICMP
+	 * to outside addresses are events; if not, why
+	 */
+	bool nflog;
+	char nflog_detail[CORRAL_ERR_MAX];
 };
 
 CORRAL_PUBLIC

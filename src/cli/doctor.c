@@ -113,9 +113,10 @@ int cmd_doctor(int argc, char **argv)
 
 	/* not a layer of the default policy (no network): no verdict of its own */
 	printf("with --net proxy:\n");
-	if (f.transparent)
+	if (f.transparent) {
 		line("transparent", true, f.transparent_detail);
-	else
+		line("udp events", f.nflog, f.nflog_detail);
+	} else
 		printf("  %-12s %-5s %s: --net proxy fails here unless the policy sets "
 		       "\"transparent\": false\n", "transparent", "WEAK",
 		       f.userns ? f.transparent_detail : "no user namespace");

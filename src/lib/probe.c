@@ -4,6 +4,7 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "nflog.h"
 #include "nft.h"
 #include "proxy.h"
 
@@ -92,17 +93,36 @@ static bool probe_openat2(void)
 
 /*
  * Transparent mode's rules, loaded as init loads them, in a user and
- * network namespace of a child's own (nothing of the host's is touched).
+ * network namespace of a child's own (nothing of the host's is touched),
+ * and the log of what they drop (nflog.c), which a kernel without
+ * nfnetlink_log refuses.
  */
-static bool probe_transparent(char *why, size_t len)
+struct transparent_probe {
+	int r, log;
+	char why[CORRAL_ERR_MAX], log_why[CORRAL_ERR_MAX];
+};
+
+static void probe_log(struct transparent_probe *got)
 {
-	struct { int r; char why[CORRAL_ERR_MAX]; } got = { -EIO, "" };
+	int fd = nflog_open(NFLOG_GROUP, got->log_why, sizeof(got->log_why));
+
+	got->log = fd < 0 ? fd : nft_log_rules(NFLOG_GROUP, got->log_why,
+					       sizeof(got->log_why));
+	if (fd >= 0)
+		close(fd);
+}
+
+static void probe_transparent(struct corral_features *f)
+{
+	struct transparent_probe got = { -EIO, -EIO, "", "" };
 	int p[2], status;
 	pid_t pid;
 
-	snprintf(why, len, "cannot try: no child process");
+	snprintf(f->transparent_detail, sizeof(f->transparent_detail),
+		 "cannot try: no child process");
+	snprintf(f->nflog_detail, sizeof(f->nflog_detail), "not tried: no transparent mode");
 	if (pipe2(p, O_CLOEXEC) < 0)
-		return false;
+		return;
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
@@ -113,20 +133,31 @@ static bool probe_transparent(char *why, size_t len)
 		} else {
 			got.r = nft_redirect_rules(PROXY_TRANSPARENT_PORT, PROXY_DNS_PORT,
 						   got.why, sizeof(got.why));
+			if (got.r == 0)
+				probe_log(&got);
 		}
 		_exit(write(p[1], &got, sizeof(got)) == sizeof(got) ? 0 : 1);
 	}
 	close(p[1]);
 	if (pid > 0 && read(p[0], &got, sizeof(got)) == sizeof(got)) {
 		got.why[sizeof(got.why) - 1] = '\0';
-		snprintf(why, len, "%s", got.r == 0 ? "nftables rules load in a "
-			 "sandbox's netns: programs that ignore proxy variables "
-			 "still reach the proxy" : got.why);
+		got.log_why[sizeof(got.log_why) - 1] = '\0';
+		snprintf(f->transparent_detail, sizeof(f->transparent_detail), "%s",
+			 got.r == 0 ? "nftables rules load in a sandbox's netns: programs "
+			 "that ignore proxy variables still reach the proxy" : got.why);
+		f->transparent = got.r == 0;
+		f->nflog = f->transparent && got.log == 0;
+		if (f->nflog)
+			snprintf(f->nflog_detail, sizeof(f->nflog_detail), "UDP and ICMP to "
+				 "outside addresses are egress.denied events (nfnetlink_log)");
+		else if (f->transparent)
+			snprintf(f->nflog_detail, sizeof(f->nflog_detail), "UDP and ICMP to "
+				 "outside addresses are dropped, but are no events: %.200s",
+				 got.log_why);
 	}
 	close(p[0]);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
-	return got.r == 0;
 }
 
 int corral_probe(struct corral_features *f)
@@ -150,8 +181,7 @@ int corral_probe(struct corral_features *f)
 		f->idmap_mounts = idmap_probe("/tmp", f->idmap_detail,
 					      sizeof(f->idmap_detail));
 	}
-	f->transparent = f->userns &&
-			 probe_transparent(f->transparent_detail,
-					   sizeof(f->transparent_detail));
+	if (f->userns)
+		probe_transparent(f);
 	return 0;
 }

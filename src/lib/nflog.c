@@ -9,9 +9,10 @@
  * is preceded by `log group NFLOG_GROUP`, rate-limited, and the packets it
  * logs come here, to a NETLINK_NETFILTER socket that init opened and bound
  * in its netns while it still had CAP_NET_ADMIN there, and handed over
- * with the listeners (proxy_listeners_send).  Each is an egress.denied
- * event with its protocol, destination address and port (ICMP: its
- * type), counted by the abort criteria as a denied connection is.
+ * with the listeners (proxy_listeners_send).  Each (read by nflogmsg.c)
+ * is an egress.denied event with its protocol, destination address and
+ * port (ICMP: its type), counted by the abort criteria as a denied
+ * connection is.
  *
  * What bounds a flood: the rule's limit (nft.c: at most 200 packets a
  * second reach this socket, the rest are only dropped), this socket's

@@ -466,6 +466,38 @@ print(totals[-1] if totals else whole, whole, len(lines))' "$T/events")
 	expect_contains "the next denial" "$(cat "$T/events")" '"protocol":"transparent","host":"198.18.0.9","port":80'
 }
 
+# A kernel without nfnetlink_log refuses init's bind of the log group:
+# here strace makes that sendto fail as such a kernel's answer would.  The
+# run goes on as before (UDP dropped, no event; TCP still judged).
+t_udp_events_off_without_nfnetlink_log() {
+	local n
+	command -v strace > /dev/null || { skip "no strace"; return 77; }
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	# which of its process's sendto calls binds the group (NFULNL_MSG_CONFIG)
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" timeout 60 strace -f -o "$T/st" \
+		-e trace=sendto "$CORRAL" run --policy "$T/p.json" -- /bin/true
+	n=$(awk '{c[$1]++} /nlmsg_type=0x401/ {print c[$1]; exit}' "$T/st")
+	[ -n "$n" ] || { fail "init never bound an nfnetlink_log group"; return; }
+	: > "$T/events"
+	rc=0
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" timeout 120 strace -f -o /dev/null \
+		-e trace=sendto -e inject=sendto:error=ENOENT:when="$n" \
+		"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" -- /usr/bin/python3 -c '
+import socket, errno
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.0.9", 9)); print("udp SENT")
+except OSError as e:
+    print("udp blocked", errno.errorcode.get(e.errno, e.errno))
+c = socket.create_connection(("198.18.0.9", 80), 5)
+c.sendall(b"\x00\x01 not a protocol\r\n\r\n")
+c.settimeout(5)
+print("reply", c.recv(100))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "the run works" "$rc" 0
+	expect_contains "udp dropped" "$(stdout)" "udp blocked EPERM"
+	expect_not_contains "no udp event" "$(cat "$T/events")" '"protocol":"udp"'
+	expect_contains "tcp still judged" "$(cat "$T/events")" '"protocol":"transparent","host":"198.18.0.9","port":80'
+}
+
 t_landlock_tcp_only_proxy_ports() {
 	# explicit proxy mode: Landlock lets TCP reach only our listeners
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}' ', "transparent": false'

@@ -742,7 +742,8 @@ struct corral_call_opts {
 	bool sh_fast;
 	char *const *env;		/* NAME=VALUE over the policy's, or NULL */
 	const char *cwd;		/* inside; NULL: /workspace */
-	const char *tool_call;		/* NULL: generated */
+	/* NULL: generated; a running call's of the box: -EEXIST */
+	const char *tool_call;
 	const char *stdin_data;		/* given whole, then EOF; NULL: EOF */
 	size_t stdin_len;
 	uint64_t timeout_ms;		/* 0: the policy's */
@@ -774,7 +775,9 @@ struct corral_call_opts {
 
 /*
  * Start a call.  A frozen box is thawed first; a paused, halted or dead
- * one refuses (-EBUSY, -EPERM, -ESRCH; err says why, with the halt reason).
+ * one refuses (-EBUSY, -EPERM, -ESRCH; err says why, with the halt reason),
+ * and so does a tool_call a call still running in the box has (-EEXIST):
+ * the record names calls by it.
  */
 CORRAL_PUBLIC
 int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,

@@ -993,6 +993,80 @@ tick3"
 	stop_daemon
 }
 
+# wait_for_file FILE: a shell loop inside a sandbox until FILE is there (30 s
+# at most: a test that fails must not hang on it).
+wait_for_file() {
+	echo "i=0; while [ ! -e $1 ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done"
+}
+
+# A client that gives a tool_call_id a running call has: refused (409,
+# the id named), never two calls under one name in the record, each
+# denial in the result of the call that made it.  A client's id that is
+# the name the daemon would generate next is not taken twice either.
+t_tool_call_id_in_use() {
+	local pid code gen
+	start_daemon
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d "$(jbody tool_call_id dup command \
+		"$(wait_for_file /tmp/go); unshare -U true; touch /tmp/a-denied; echo A")")
+	expect_code "the first call" "$code" 201
+	pid=$(jq 'v["pid"]')
+	# were it taken, this one would run while the first is denied
+	code=$(ex "$id" "$(jbody tool_call_id dup command \
+		"touch /tmp/go; $(wait_for_file /tmp/a-denied); echo B")")
+	expect_error "the same id, as an exec" "$code" 409 conflict
+	expect_contains "names the id" "$(jq 'v["detail"]')" '"dup" is in use'
+	expect_eq "no denial of the first in a result of the second" \
+		"$(jq 'v.get("denials")' 2>/dev/null)" null
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"tool_call_id": "dup", "command": "true"}')
+	expect_error "the same id, as a process" "$code" 409 conflict
+	sbsh "$id" "touch /tmp/go" > /dev/null
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=60")
+	expect_code "wait" "$code" 200
+	expect_eq "the first ended" "$(jq 'v["state"]') $(jq 'v["result"]["stdout"]')" "exited A"
+	expect_eq "its denial is its own" \
+		"$(jq '[d["syscall"] for d in v["result"]["denials"]]')" '["unshare"]'
+	expect_eq "one call named dup in the record" \
+		"$(grep -c '"type":"exec.start".*"call":"dup"' "$STATE/audit.jsonl")" 1
+	# the daemon's names for calls without one: SANDBOX-N, N counting calls
+	code=$(ex "$id" '{"argv": ["true"]}')
+	gen=$(jq 'v["tool_call_id"]')
+	gen="$id-$(( ${gen##*-} + 2 ))"
+	code=$(api POST "/v1/sandboxes/$id/processes" -d "$(jbody tool_call_id "$gen" command \
+		"$(wait_for_file /tmp/squat-end)")")
+	expect_code "a process named as the next generated id" "$code" 201
+	pid=$(jq 'v["pid"]')
+	code=$(ex "$id" '{"command": "touch /tmp/squat-end"}')
+	expect_code "a call without an id" "$code" 200
+	[ "$(jq 'v["tool_call_id"]')" != "$gen" ] ||
+		fail "the daemon named a call $gen, as a running call is named"
+	expect_eq "its name is the generated one, made unique" "$(jq 'v["tool_call_id"]')" "$gen-2"
+	api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=60" > /dev/null
+	stop_daemon
+}
+
+# An id may be given again once its call has ended (an agent's retry): a
+# denial of the ended call's background process is the ended call's, in
+# the record ("background": true), not in the new call's result.
+t_tool_call_id_reused_after_end() {
+	local code
+	start_daemon
+	id=$(mksb)
+	code=$(ex "$id" "$(jbody tool_call_id retry command \
+		"($(wait_for_file /tmp/go); unshare -U true; touch /tmp/bg-denied) > /dev/null 2>&1 & echo first")")
+	expect_code "the first call" "$code" 200
+	expect_eq "it ended" "$(jq 'v["stdout"]')" first
+	code=$(ex "$id" "$(jbody tool_call_id retry command \
+		"touch /tmp/go; $(wait_for_file /tmp/bg-denied); echo second")")
+	expect_code "the id again, once its call ended" "$code" 200
+	expect_eq "the second ran" "$(jq 'v["stdout"]')" second
+	expect_eq "its result has no denial of the first's background" \
+		"$(jq 'len(v["denials"])'):$(jq 'v["reason"]')" "0:exited with status 0"
+	expect_contains "the record: the first call's, in the background" \
+		"$(grep '"type":"syscall.denied"' "$STATE/audit.jsonl")" '"call":"retry","background":true'
+	stop_daemon
+}
+
 # ---- files -----------------------------------------------------------------
 
 t_files_roundtrip() {

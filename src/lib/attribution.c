@@ -93,8 +93,10 @@ static bool name_by(struct corral_box *b, json_t *event, enum call_key k,
 	if (!key)
 		return false;
 	for (struct corral_call *c = b->calls; c; c = c->next)
-		if (call_key_of(c, k) == key)
+		if (call_key_of(c, k) == key) {
+			b->named = c->id;
 			return name_call(event, c->tool_call, c->done);
+		}
 	for (struct lingerer *l = b->lingering; l; l = l->next)
 		if (lingerer_key_of(l, k) == key)
 			return name_call(event, l->tool_call, true);
@@ -114,6 +116,7 @@ bool box_attribute(void *arg, json_t *event)
 	const char *group = json_string_value(json_object_get(event, EVENTS_KEY_GROUP));
 	unsigned id = 0;
 
+	b->named = 0;
 	if (pid > 0 && !json_object_get(event, "sandbox_pid")) {
 		pid_t inner = inner_pid(pid);
 

@@ -128,6 +128,7 @@ struct corral_box {
 	struct events *ev;
 	struct abort_state *abort;
 	uint32_t next_id;
+	uint32_t named;		/* the call box_attribute named last (its id), or 0 */
 	struct corral_call *calls;
 	struct lingerer *lingering;
 	struct cg *spare;	/* the next call's group, made ahead */

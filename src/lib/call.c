@@ -952,6 +952,27 @@ static int call_process(struct corral_box *b, struct corral_call *c,
 	return ask_fork(b, &c->fid, &c->gate, err);
 }
 
+/* A call not ended yet that goes by name. */
+static bool call_running_named(const struct corral_box *b, const char *name)
+{
+	for (const struct corral_call *c = b->calls; c; c = c->next)
+		if (!c->done && !strcmp(c->tool_call, name))
+			return true;
+	return false;
+}
+
+/*
+ * A call the caller did not name is SANDBOX-N; a client may have given
+ * that very name to a call still running: then SANDBOX-N-2, -3 ...
+ */
+static void call_name_generated(struct corral_box *b, struct corral_call *c)
+{
+	snprintf(c->tool_call, sizeof(c->tool_call), "%s-%u", b->id, c->id);
+	for (unsigned k = 2; call_running_named(b, c->tool_call); k++)
+		snprintf(c->tool_call, sizeof(c->tool_call), "%s-%u-%u", b->id,
+			 c->id, k);
+}
+
 static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 		      struct corral_err *err)
 {
@@ -966,6 +987,14 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 				      "(got \"%.200s\")", o->cwd);
 	if (o->tool_call && corral_check_tool_call_id(o->tool_call, err) < 0)
 		return err->code;
+	/*
+	 * The record names a call by its id: two running at once under one
+	 * name would be one call in the audit log, their denials anyone's.
+	 */
+	if (o->tool_call && call_running_named(b, o->tool_call))
+		return corral_set_err(err, -EEXIST, "tool_call_id \"%s\" is in use "
+				      "by a call still running in this sandbox; "
+				      "give each call an id of its own", o->tool_call);
 	switch (b->state) {
 	case CORRAL_BOX_HALTED:
 		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);
@@ -1108,7 +1137,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (o->tool_call)
 		snprintf(c->tool_call, sizeof(c->tool_call), "%s", o->tool_call);
 	else
-		snprintf(c->tool_call, sizeof(c->tool_call), "%s-%u", b->id, c->id);
+		call_name_generated(b, c);
 	c->o.tool_call = c->tool_call;
 	if (o->stdin_len) {
 		c->in_data = malloc(o->stdin_len);
@@ -1432,15 +1461,20 @@ static struct corral_call *call_by_fid(struct corral_box *b, uint32_t fid)
 
 #define CALL_DENIALS_KEPT 100
 
-/* A denial goes in the result of the call it is attributed to. */
+/*
+ * A denial goes in the result of the call it is attributed to: the one
+ * box_attribute found (b->named), not whichever call has its name, which
+ * an ended call whose background process made the denial may share.
+ */
 void call_note_denial(struct corral_box *b, const char *type, json_t *event)
 {
-	const char *call = json_string_value(json_object_get(event, "call"));
+	uint32_t named = b->named;
 
-	if (!call || (strcmp(type, "egress.denied") && strcmp(type, "syscall.denied")))
+	b->named = 0;
+	if (!named || (strcmp(type, "egress.denied") && strcmp(type, "syscall.denied")))
 		return;
 	for (struct corral_call *c = b->calls; c; c = c->next) {
-		if (c->done || strcmp(c->tool_call, call))
+		if (c->done || c->id != named)
 			continue;
 		if (!c->denials)
 			c->denials = json_array();

@@ -60,6 +60,25 @@ t_operator_bounds() {
 	no_leftovers
 }
 
+# The model's workspace, within the operator's, swapped for a link to a
+# directory outside it after the server's check (the server held by
+# strace before it sends the create): the sandbox gets what was checked,
+# or nothing; never the directory outside.
+t_workspace_swapped_after_check() {
+	command -v strace > /dev/null || { skip "no strace to hold the server with"; return 77; }
+	local rc=0
+	mkdir -p "$T/ws/mine" "$T/outside"
+	echo checked > "$T/ws/mine/f"
+	echo outside > "$T/outside/f"
+	chmod -R a+rX "$T/ws" "$T/outside"
+	echo "{\"filesystem\": {\"workspace\": \"$T/ws\"}}" > "$T/operator.json"
+	TMPDIR=$T MCP_WORKSPACE=$T/ws OUTSIDE=$T/outside timeout 300 $PY "$HERE/mcp_raw.py" swap \
+		"$CORRAL" --private --policy "$T/operator.json" > "$T/out" 2>&1 || rc=$?
+	[ "$rc" = 77 ] && { skip "$(grep '^skip:' "$T/out")"; return 77; }
+	[ "$rc" = 0 ] || fail "the swapped workspace: $(grep -v '^ok - ' "$T/out" | tail -5)"
+	no_leftovers
+}
+
 # a process that writes without end: a follow answers at most limits.output
 t_follow_output_is_bounded() {
 	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" output "$CORRAL" --private ||

@@ -3,7 +3,7 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, big, shared, signal.  Prints "ok - ..." per check and
+CHECK is one of: protocol, bounds, output, big, shared, signal, swap.  Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
 """
@@ -335,6 +335,65 @@ def shared(s, other):
     s.call("sandbox_destroy", {"sandbox_id": mine})
 
 
+def held_swap(s, workspace):
+    """The model's workspace swapped for a link out of the operator's
+    between the server's check and the daemon's open: the server is held
+    by strace at its connect() for the create (after its check), the
+    directory renamed away and a link to $OUTSIDE put in its place.  The
+    sandbox gets the directory that was checked, or the create is refused;
+    never what is outside the operator's workspace."""
+    mine, outside = workspace + "/mine", os.environ["OUTSIDE"]
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    log = os.environ["TMPDIR"] + "/strace.log"
+    tracer = subprocess.Popen(["strace", "-qq", "-f", "-o", log, "-p", str(s.p.pid),
+                               "-e", "trace=connect", "-e", "signal=SIGSTOP",
+                               "-e", "inject=connect:signal=SIGSTOP:when=1"],
+                              stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):    # bounded: attached, or refused
+            with open("/proc/%d/status" % s.p.pid) as f:
+                if [l for l in f if l.startswith("TracerPid:")][0].split()[1] != "0":
+                    break
+            if tracer.poll() is not None:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("strace never attached")
+        if tracer.poll() is not None:
+            print("skip: strace cannot attach: " + tracer.stderr.read().decode().strip())
+            return 77
+        s.send({"jsonrpc": "2.0", "id": "held", "method": "tools/call", "params": {
+            "name": "sandbox_create", "arguments": {"workspace": mine}}})
+        for _ in range(600):    # bounded: held, or answered
+            if os.path.exists(log) and "stopped by SIGSTOP" in open(log).read():
+                break
+            if select.select([s.p.stdout], [], [], 0.05)[0]:
+                break
+        check("stopped by SIGSTOP" in open(log).read(),
+              "the server was held at its connect() for the create")
+        os.rename(mine, mine + ".checked")
+        os.symlink(outside, mine)
+    finally:
+        tracer.terminate()
+        tracer.wait()
+        os.kill(s.p.pid, signal.SIGCONT)
+    r = s.recv()
+    check(r.get("id") == "held" and "result" in r, "the create answered: %r" % r)
+    res = r["result"]
+    if res.get("isError"):
+        check("not the directory the client checked" in res["content"][0]["text"] or
+              "is not what was checked any more" in res["content"][0]["text"],
+              "the swapped workspace is refused, saying why: %r" % res)
+        return 0
+    sid = res["structuredContent"]["id"]
+    res = s.call("exec", {"sandbox_id": sid, "command": "cat /workspace/f"})
+    check(res["structuredContent"]["stdout"] == "checked\n",
+          "the sandbox has the workspace that was checked, not what is outside: %r" %
+          res["structuredContent"]["stdout"])
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+    return 0
+
+
 def main():
     what, argv = sys.argv[1], sys.argv[2:]
     before = private_dirs()
@@ -359,6 +418,10 @@ def main():
                 big(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
+            elif what == "swap":
+                if held_swap(s, os.environ["MCP_WORKSPACE"]) == 77:
+                    s.close()
+                    sys.exit(77)
             else:
                 bounds(s, os.environ["MCP_WORKSPACE"])
         except BaseException:

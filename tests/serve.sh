@@ -3220,6 +3220,29 @@ t_workspace_owner_is_no_uid_grant() {
 	stop_daemon
 }
 
+# workspace_inode: the directory the client judged is the one the sandbox
+# gets, or the create is refused; a malformed one is a 400.
+t_workspace_inode() {
+	local ino code
+	mkdir -p "$T/w" "$T/other"
+	echo judged > "$T/w/f"
+	chmod -R a+rX "$T/w" "$T/other"
+	ino=$(stat -c '%d:%i' "$T/w")
+	start_daemon
+	id=$(mksb "{\"workspace\": \"$T/w\", \"workspace_inode\": \"$ino\"}")
+	expect_eq "the directory judged" "$(sbsh "$id" 'cat /workspace/f')" judged
+	code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$T/other\", \"workspace_inode\": \"$ino\"}")
+	expect_error "another directory at the path" "$code" 409 conflict
+	expect_contains "says so" "$(jq 'v["detail"]')" "is not the directory the client checked"
+	for bad in "" ":1" "1:" "1:2:3" "-1:2" " 1:2" "1:2x" "99999999999999999999:1"; do
+		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$T/w\", \"workspace_inode\": \"$bad\"}")
+		expect_error "workspace_inode \"$bad\"" "$code" 400 bad_request
+	done
+	code=$(api POST /v1/sandboxes -d "{\"workspace_inode\": \"$ino\"}")
+	expect_error "without a workspace" "$code" 400 bad_request
+	stop_daemon
+}
+
 # held_swap BODY: as uid 4321 (within --uid-range, as is 4500), create a
 # sandbox from BODY, which names its own directory $T/u/mine; while the
 # daemon is held (strace stops it at its first mkdir, the sandbox's

@@ -16,6 +16,7 @@
 
 #include "client.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
@@ -48,6 +49,18 @@ struct mcp_bounds {
 	struct corral_policy limit;	/* ... loaded over the built-in default */
 	char **policy_dirs;		/* --policy-dir: NAME.json for "policy": NAME */
 	size_t npolicy_dirs;
+};
+
+/*
+ * The host directory a model asked for as its workspace, opened once and
+ * judged by what was opened: the daemon is asked for that object (its
+ * path then, and its inode, which it must find there) while fd holds it.
+ */
+struct mcp_pin {
+	int fd;				/* O_PATH, or -1: none asked for */
+	char path[PATH_MAX];		/* where it was when judged */
+	dev_t dev;
+	ino_t ino;
 };
 
 struct mcp;
@@ -166,10 +179,13 @@ void mcp_bounds_free(struct mcp_bounds *b);
  * The policy object to send for a create: the operator's policy, a named
  * or inline policy of the model's merged over it, then allow_hosts and
  * limits; NULL with *why when it would go beyond the operator's policy
- * or is not a valid policy.  workspace (may be NULL) is checked too.
+ * or is not a valid policy.  workspace (may be NULL) is checked too, and
+ * the workspace the daemon would use (workspace, else the policy's) is
+ * left in *pin (fd -1: none), for the caller to close (mcp_pin_close).
  */
 json_t *mcp_bounds_policy(const struct mcp_bounds *b, const json_t *args,
-			  const char *workspace, char **why);
+			  const char *workspace, struct mcp_pin *pin, char **why);
+void mcp_pin_close(struct mcp_pin *pin);
 /* An exec's timeout_seconds within the operator's limits.timeout. */
 int mcp_bounds_timeout(const struct mcp_bounds *b, double asked, double *out,
 		       char **why);

@@ -15,11 +15,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char *say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -244,22 +246,63 @@ static bool bind_allowed(const struct corral_bind *b, const struct corral_policy
 	return false;
 }
 
-/* dir is lim or inside it, both resolved on the host. */
-static bool path_within(const char *dir, const char *lim)
+void mcp_pin_close(struct mcp_pin *pin)
 {
-	char a[PATH_MAX], b[PATH_MAX];
+	if (pin->fd >= 0)
+		close(pin->fd);
+	pin->fd = -1;
+}
+
+/* path is lim or inside it (lim is the operator's: resolved by name). */
+static bool path_within(const char *path, const char *lim)
+{
+	char b[PATH_MAX];
 	size_t n;
 
-	if (!realpath(dir, a) || !realpath(lim, b))
+	if (!realpath(lim, b))
 		return false;
 	n = strlen(b);
 	if (n == 1)
 		return true;
-	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
+	return !strncmp(path, b, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * The directory dir names, opened once (symlinks followed, as the model
+ * named it) and judged by where what was opened is: a name checked and
+ * handed on could be swapped between the check and the daemon's open.
+ */
+static char *pin_workspace(const char *dir, const char *lim, struct mcp_pin *pin)
+{
+	char self[64];
+	struct stat st;
+	ssize_t n;
+
+	pin->fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pin->fd < 0)
+		return say("workspace: %s: %s", dir, strerror(errno));
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pin->fd);
+	n = readlink(self, pin->path, sizeof(pin->path) - 1);
+	if (n < 0 || fstat(pin->fd, &st) < 0) {
+		int e = errno;
+
+		mcp_pin_close(pin);
+		return say("workspace: %s: %s", dir, strerror(e));
+	}
+	pin->path[n] = '\0';
+	pin->dev = st.st_dev;
+	pin->ino = st.st_ino;
+	if (pin->path[0] != '/' || !path_within(pin->path, lim)) {
+		mcp_pin_close(pin);
+		return say("workspace: %s (%s) is not the operator's workspace %s or inside it",
+			   dir, pin->path, lim);
+	}
+	return NULL;
 }
 
 static char *check_files(const struct corral_policy *p,
-			 const struct corral_policy *l, const char *workspace)
+			 const struct corral_policy *l, const char *workspace,
+			 struct mcp_pin *pin)
 {
 	size_t i;
 
@@ -272,17 +315,20 @@ static char *check_files(const struct corral_policy *p,
 		if (!in_list(l->env_pass, l->nenv_pass, p->env_pass[i]))
 			return say("env.pass: %s is not passed by the operator's policy",
 				   p->env_pass[i]);
+	/* the daemon takes the create's workspace over the policy's: that one last */
 	for (i = 0; i < 2; i++) {
 		const char *w = i ? workspace : p->workspace;
+		char *why;
 
 		if (!w)
 			continue;
 		if (!l->workspace)
 			return say("workspace: the operator's policy shows no host directory as a workspace (got %s)",
 				   w);
-		if (!path_within(w, l->workspace))
-			return say("workspace: %s is not the operator's workspace %s or inside it",
-				   w, l->workspace);
+		mcp_pin_close(pin);
+		why = pin_workspace(w, l->workspace, pin);
+		if (why)
+			return why;
 	}
 	return NULL;
 }
@@ -356,13 +402,14 @@ static char *check_abort(const struct corral_policy *p,
 }
 
 json_t *mcp_bounds_policy(const struct mcp_bounds *b, const json_t *args,
-			  const char *workspace, char **why)
+			  const char *workspace, struct mcp_pin *pin, char **why)
 {
 	struct corral_err err = { 0 };
 	struct corral_policy p;
 	json_t *asked, *eff;
 	char *text;
 
+	pin->fd = -1;
 	asked = asked_policy(b, args, why);
 	if (!asked)
 		return NULL;
@@ -382,13 +429,14 @@ json_t *mcp_bounds_policy(const struct mcp_bounds *b, const json_t *args,
 		*why = say("%s", err.msg);
 	} else if (!(*why = check_limits(&p, &b->limit)) &&
 		   !(*why = check_network(&p, &b->limit)) &&
-		   !(*why = check_files(&p, &b->limit, workspace)) &&
+		   !(*why = check_files(&p, &b->limit, workspace, pin)) &&
 		   !(*why = check_export(&p, &b->limit))) {
 		*why = check_abort(&p, &b->limit);
 	}
 	corral_policy_free(&p);
 	free(text);
 	if (*why) {
+		mcp_pin_close(pin);
 		json_decref(eff);
 		return NULL;
 	}

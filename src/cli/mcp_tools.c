@@ -253,13 +253,14 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 	const char *workspace = arg_str(g, "workspace", false);
 	json_int_t ttl = arg_int(g, "ttl_seconds", false, 0, 30LL * 24 * 3600, 0);
 	json_t *labels = json_object_get(g->a, "labels"), *policy, *body;
-	char *why = NULL;
+	struct mcp_pin pin;
+	char *why = NULL, inode[64];
 
 	if (labels && !json_is_object(labels))
 		bad(g, "labels must be an object of strings");
 	if (g->why)
 		return NULL;
-	policy = mcp_bounds_policy(&c->m->b, g->a, workspace, &why);
+	policy = mcp_bounds_policy(&c->m->b, g->a, workspace, &pin, &why);
 	if (!policy) {
 		json_t *r = tool_error("refused: %s", why ? why : "out of memory");
 
@@ -267,18 +268,31 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 		return r;
 	}
 	body = json_pack("{s:o}", "policy", policy);
-	if (body && workspace)
-		json_object_set_new(body, "workspace", json_string(workspace));
+	/*
+	 * The directory judged, held (pin.fd) until the daemon has answered:
+	 * the daemon must find that very inode at that path, or refuse.
+	 */
+	snprintf(inode, sizeof(inode), "%llu:%llu", (unsigned long long)pin.dev,
+		 (unsigned long long)pin.ino);
+	if (body && pin.fd >= 0 &&
+	    (json_object_set_new(body, "workspace", json_string(pin.path)) < 0 ||
+	     json_object_set_new(body, "workspace_inode", json_string(inode)) < 0)) {
+		json_decref(body);
+		body = NULL;
+	}
 	if (body && ttl)
 		json_object_set_new(body, "ttl_seconds", json_integer(ttl));
 	if (body && labels)
 		json_object_set(body, "labels", labels);
-	if (!body)
+	if (!body) {
+		mcp_pin_close(&pin);
 		return tool_error("out of memory");
+	}
 	{
 		json_t *o, *r = call_json(c, "POST", "/v1/sandboxes", body, &o);
 		const char *id = json_string_value(json_object_get(o, "id"));
 
+		mcp_pin_close(&pin);
 		json_decref(body);
 		if (r)
 			return r;

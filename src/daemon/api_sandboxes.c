@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static json_t *meters_json(struct corral_box *b)
@@ -75,12 +76,54 @@ struct create_args {
 	const char *from_snapshot;
 	const char *user;		/* "agent" or "root": over identity.user */
 	uint64_t ttl_ms, idle_ms;
+	bool ws_inode;			/* the workspace must be this object: */
+	unsigned long long ws_dev, ws_ino;
 };
+
+/* A decimal number of at most 64 bits at *s, up to end (or the string's). */
+static bool decimal(const char **s, char end, unsigned long long *out)
+{
+	char *after;
+
+	if (**s < '0' || **s > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(*s, &after, 10);
+	if (errno || *after != end)
+		return false;
+	*s = after + (end ? 1 : 0);
+	return true;
+}
+
+/*
+ * "workspace_inode": "DEV:INO", decimal, as stat gives them: the directory
+ * a client judged itself and holds open.  Whatever else is found at the
+ * path when the daemon opens it, the create is refused.
+ */
+static bool inode_field(json_t *o, struct create_args *a, struct api_fault *f)
+{
+	const char *v = NULL, *c;
+
+	if (!string_field(o, "workspace_inode", 41, &v, f))
+		return false;
+	if (!v)
+		return true;
+	c = v;
+	if (!decimal(&c, ':', &a->ws_dev) || !decimal(&c, '\0', &a->ws_ino))
+		return api_fault(f, 400, "bad_request", "workspace_inode must be "
+				 "\"DEV:INO\", two decimal numbers (got \"%.41s\")", v);
+	if (!a->workspace)
+		return api_fault(f, 400, "bad_request", "workspace_inode is the "
+				 "workspace's: it needs a workspace");
+	a->ws_inode = true;
+	return true;
+}
 
 static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 {
 	static const char *const known[] = { "policy", "workspace", "ttl_seconds",
-		"idle_freeze_ms", "labels", "image", "from_snapshot", "user", NULL };
+		"idle_freeze_ms", "labels", "image", "from_snapshot", "user",
+		"workspace_inode", NULL };
 	json_t *idle;
 
 	if (!only_fields(o, known, f) ||
@@ -88,7 +131,7 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 	    !string_field(o, "workspace", 4095, &a->workspace, f) ||
 	    !string_field(o, "image", 511, &a->image, f) ||
 	    !string_field(o, "from_snapshot", 63, &a->from_snapshot, f) ||
-	    !string_field(o, "user", 15, &a->user, f))
+	    !string_field(o, "user", 15, &a->user, f) || !inode_field(o, a, f))
 		return false;
 	if (a->user && strcmp(a->user, "agent") && strcmp(a->user, "root"))
 		return api_fault(f, 400, "bad_request", "user must be \"agent\" or "
@@ -185,6 +228,26 @@ static struct sandbox *create_from_snapshot(struct daemon *d, struct evhttp_requ
 	return sb;
 }
 
+/* The workspace opened and pinned (api_access_check) is the client's. */
+static bool workspace_is(const struct corral_policy *p, const struct create_args *a,
+			 struct api_fault *f)
+{
+	struct stat st;
+
+	if (!p->workspace_pinned || fstat(p->workspace_fd, &st) < 0)
+		return api_fault(f, 500, "internal", "workspace %.300s: not "
+				 "opened to compare with workspace_inode", p->workspace);
+	if ((unsigned long long)st.st_dev != a->ws_dev ||
+	    (unsigned long long)st.st_ino != a->ws_ino)
+		return api_fault(f, 409, "conflict", "workspace %.300s is not the "
+				 "directory the client checked (inode %llu:%llu, "
+				 "found %llu:%llu): it was replaced since",
+				 a->workspace, a->ws_dev, a->ws_ino,
+				 (unsigned long long)st.st_dev,
+				 (unsigned long long)st.st_ino);
+	return true;
+}
+
 /* A sandbox for a, from the pool when a asks for nothing but defaults. */
 static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *req,
 				      const struct create_args *a)
@@ -250,7 +313,8 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	 * client's, its current files in the fork's lower layer).
 	 */
 	if ((a->from_snapshot && snapshot_workspace(d, a->from_snapshot, p, &f) < 0) ||
-	    !api_access_check(d, req, api_over_tcp(d, req), p, &f)) {
+	    !api_access_check(d, req, api_over_tcp(d, req), p, &f) ||
+	    (a->ws_inode && !workspace_is(p, a, &f))) {
 		reply_fault(req, &f);
 		corral_policy_free(p);
 		free(p);

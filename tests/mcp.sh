@@ -86,6 +86,14 @@ t_follow_output_is_bounded() {
 	no_leftovers
 }
 
+# a hostile program's NUL or a character cut at the progress bound hides
+# nothing of its output from the model
+t_exec_output_whole() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" whole "$CORRAL" --private ||
+		fail "the whole-output checks failed"
+	no_leftovers
+}
+
 # six reads of a 10 MB file at once: they take turns (MCP_BIG_CALLS)
 t_whole_file_answers_take_turns() {
 	# under ASan what is freed waits in a quarantine (256 MiB) before it

@@ -3,7 +3,7 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, big, shared, signal, swap.  Prints "ok - ..." per check and
+CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap.  Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
 """
@@ -283,6 +283,37 @@ def output(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def whole(s):
+    """What a program wrote reaches the model whole: a NUL in its output
+    does not end the exec's text, and a progress message cut at its
+    bound is cut between characters, not dropped."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    res = s.call("exec", {"sandbox_id": sid, "command":
+                          "printf 'tests passed\\000HIDDEN'; echo oops >&2"})
+    text = res["content"][0]["text"]
+    check("tests passed\0HIDDEN\n--- stderr ---\noops" in text,
+          "a NUL in stdout does not hide what follows it from the text: %r" % text[-80:])
+    # one write of 9000 bytes, read by the daemon at once: one piece of
+    # three-byte characters, whose first 4096 bytes end inside one
+    s.send({"jsonrpc": "2.0", "id": "p", "method": "tools/call", "params": {
+        "name": "exec", "_meta": {"progressToken": "t"}, "arguments": {
+            "sandbox_id": sid, "argv": ["python3", "-c",
+                                        "import os; os.write(1, '\u20ac'.encode() * 3000)"]}}})
+    progress = []
+    while True:
+        m = s.recv()
+        if m.get("id") == "p":
+            break
+        progress.append(m["params"]["message"])
+    check(m["result"]["structuredContent"]["stdout"] == "\u20ac" * 3000, "the output is whole")
+    check(progress and progress[0].startswith("stdout: \u20ac") and
+          len(progress[0].encode()) <= 4096 + 8 and set(progress[0][8:]) == {"\u20ac"},
+          "a piece cut to the progress bound is cut between characters: %r" %
+          [p[:20] for p in progress])
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def big(s):
     """Reads of whole files at once take turns: the server's memory stays bounded."""
     s.request("initialize", {"protocolVersion": "2025-06-18"})
@@ -416,6 +447,8 @@ def main():
                 output(s)
             elif what == "big":
                 big(s)
+            elif what == "whole":
+                whole(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             elif what == "swap":

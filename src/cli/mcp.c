@@ -142,16 +142,16 @@ static void send_result(struct mcp *m, json_t *id, json_t *result)
 	mcp_send(m, json_pack("{s:O,s:o}", "id", id, "result", result));
 }
 
-void mcp_progress(struct mcp_call *call, const char *message)
+void mcp_progress(struct mcp_call *call, const char *message, size_t len)
 {
 	json_t *msg;
 
 	if (!call->progress_token || atomic_load(&call->cancelled))
 		return;
 	call->progress += 1;
-	msg = json_pack("{s:s,s:{s:O,s:f,s:s}}", "method", "notifications/progress",
+	msg = json_pack("{s:s,s:{s:O,s:f,s:s#}}", "method", "notifications/progress",
 			"params", "progressToken", call->progress_token, "progress",
-			call->progress, "message", message);
+			call->progress, "message", message, len);
 	mcp_send(call->m, msg);
 }
 

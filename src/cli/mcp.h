@@ -109,8 +109,11 @@ struct mcp {
 
 /* Write one message (a line) to stdout; takes msg's reference. */
 void mcp_send(struct mcp *m, json_t *msg);
-/* notifications/progress for call, when its client asked for progress. */
-void mcp_progress(struct mcp_call *call, const char *message);
+/*
+ * notifications/progress for call, when its client asked for progress:
+ * message is len bytes of UTF-8 (a NUL is a character like any other).
+ */
+void mcp_progress(struct mcp_call *call, const char *message, size_t len);
 
 /* ---- mcp_daemon.c ---------------------------------------------------------- */
 

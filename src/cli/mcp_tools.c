@@ -29,9 +29,40 @@
 
 /* ---- results ------------------------------------------------------------- */
 
+static json_t *text_content_n(const char *text, size_t len)
+{
+	return json_pack("[{s:s,s:s#}]", "type", "text", "text", text, len);
+}
+
 static json_t *text_content(const char *text)
 {
-	return json_pack("[{s:s,s:s}]", "type", "text", "text", text);
+	return text_content_n(text, strlen(text));
+}
+
+/*
+ * "stdout: DATA" as progress: the first PROGRESS_CHUNK_MAX bytes of a
+ * stream's piece (len bytes of UTF-8, NUL included), cut before a
+ * character, never inside one (a message that is not UTF-8 is not sent).
+ */
+static void progress_output(struct mcp_call *c, const char *type,
+			    const char *data, size_t len)
+{
+	size_t n = len, tl = strlen(type);
+	char *msg;
+
+	if (n > PROGRESS_CHUNK_MAX) {
+		n = PROGRESS_CHUNK_MAX;
+		while (n && ((unsigned char)data[n] & 0xC0) == 0x80)
+			n--;
+	}
+	msg = malloc(tl + 2 + n);
+	if (!msg)
+		return;
+	memcpy(msg, type, tl);
+	memcpy(msg + tl, ": ", 2);
+	memcpy(msg + tl + 2, data, n);
+	mcp_progress(c, msg, tl + 2 + n);
+	free(msg);
 }
 
 static json_t *tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -575,40 +606,49 @@ static int on_line(void *arg, char *line, size_t len)
 		json_decref(s->result);
 		s->result = json_incref(json_object_get(o, "result"));
 	} else if (data && (!strcmp(type, "stdout") || !strcmp(type, "stderr"))) {
-		char *msg;
-
-		if (asprintf(&msg, "%s: %.*s", type, PROGRESS_CHUNK_MAX, data) >= 0) {
-			mcp_progress(s->c, msg);
-			free(msg);
-		}
+		progress_output(s->c, type, data,
+				json_string_length(json_object_get(o, "data")));
 	}
 	json_decref(o);
 	return 0;
 }
 
-/* What a person reads: how it ended, then the output. */
-static char *exec_text(const json_t *r)
+/*
+ * What a person reads: how it ended, then the output, whole: a NUL the
+ * program wrote is one more character, not where its output stops.
+ */
+static json_t *exec_text(const json_t *r)
 {
-	const char *out = json_string_value(json_object_get(r, "stdout"));
-	const char *err = json_string_value(json_object_get(r, "stderr"));
+	json_t *out = json_object_get(r, "stdout"), *err = json_object_get(r, "stderr");
 	const char *reason = json_string_value(json_object_get(r, "reason"));
 	const char *status = json_string_value(json_object_get(r, "status"));
 	json_t *denials = json_object_get(r, "denials");
 	json_int_t dropped = json_integer_value(json_object_get(r, "denials_dropped"));
 	char *den = json_array_size(denials) ? json_dumps(denials, JSON_COMPACT) : NULL;
-	char more[64] = "";
-	char *text;
+	char more[64] = "", *text = NULL;
+	size_t len = 0;
+	json_t *content = NULL;
+	FILE *f = open_memstream(&text, &len);
 
 	if (den && dropped > 0)
 		snprintf(more, sizeof(more), " (and %lld more, not listed)", (long long)dropped);
-	if (asprintf(&text, "status: %s, exit code %lld: %s\n%s%s%s%s--- stdout ---\n%s\n--- stderr ---\n%s",
-		     status ? status : "?",
-		     (long long)json_integer_value(json_object_get(r, "exit_code")),
-		     reason ? reason : "", den ? "denied: " : "", den ? den : "",
-		     more, den ? "\n" : "", out ? out : "", err ? err : "") < 0)
-		text = NULL;
+	if (f) {
+		fprintf(f, "status: %s, exit code %lld: %s\n%s%s%s%s--- stdout ---\n",
+			status ? status : "?",
+			(long long)json_integer_value(json_object_get(r, "exit_code")),
+			reason ? reason : "", den ? "denied: " : "", den ? den : "",
+			more, den ? "\n" : "");
+		fwrite(json_string_value(out), 1, json_string_length(out), f);
+		fputs("\n--- stderr ---\n", f);
+		fwrite(json_string_value(err), 1, json_string_length(err), f);
+		bool ok = !ferror(f);
+
+		if (fclose(f) == 0 && ok)
+			content = text_content_n(text, len);
+	}
+	free(text);
 	free(den);
-	return text;
+	return content;
 }
 
 static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
@@ -629,13 +669,9 @@ static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
 		r = daemon_refused(&h);
 	else if (!json_is_object(s.result))
 		r = tool_error("the daemon's stream ended without the call's result");
-	if (!r) {
-		char *t = exec_text(s.result);
-
-		r = json_pack("{s:o,s:O}", "content", text_content(t ? t : ""),
+	if (!r)
+		r = json_pack("{s:o,s:O}", "content", exec_text(s.result),
 			      "structuredContent", s.result);
-		free(t);
-	}
 	json_decref(s.result);
 	mcp_http_free(&h);
 	free(path);
@@ -747,7 +783,6 @@ static int on_output_line(void *arg, char *line, size_t len)
 	if (no >= 0 && json_is_string(d)) {
 		const char *data = json_string_value(d);
 		size_t n = json_string_length(d);
-		char *msg;
 
 		/* what it kept is the answer; the rest is read from next */
 		if (o->len[no] && o->len[no] + n > o->max) {
@@ -757,10 +792,7 @@ static int on_output_line(void *arg, char *line, size_t len)
 			r = -1;
 		} else {
 			o->next[no] = json_integer_value(json_object_get(v, "offset")) + n;
-			if (asprintf(&msg, "%s: %.*s", type, PROGRESS_CHUNK_MAX, data) >= 0) {
-				mcp_progress(o->c, msg);
-				free(msg);
-			}
+			progress_output(o->c, type, data, n);
 			if (o->len[no] >= o->max) {
 				o->full = true;
 				r = 1;

@@ -180,6 +180,12 @@ struct corral_policy {
 	 */
 	char **root_layers;
 	size_t nroot_layers;
+	/*
+	 * The root as the caller judged it (one layer, corral_policy_pin_root):
+	 * as a pinned bind's source, the sandbox gets that directory or none.
+	 */
+	bool root_pinned;
+	int root_fd;
 	bool root_writable;		/* filesystem.root_writable: copy-on-write */
 	/*
 	 * identity.user "root": the commands run as uid 0 of the sandbox's
@@ -341,6 +347,14 @@ int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 CORRAL_PUBLIC
 int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t n,
 			   struct corral_err *err);
+/*
+ * The root as the one directory fd holds (O_PATH, opened and judged by the
+ * caller: a bundle's rootfs), never its path again: taken as a pinned
+ * bind's fd is, whatever it returns.  Refused: the host's root, /proc,
+ * /sys, /dev, anything but a directory.
+ */
+CORRAL_PUBLIC
+int corral_policy_pin_root(struct corral_policy *p, int fd, struct corral_err *err);
 /* The command's working directory inside (absolute); NULL: /workspace. */
 CORRAL_PUBLIC
 int corral_policy_set_workdir(struct corral_policy *p, const char *dir,

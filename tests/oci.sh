@@ -630,7 +630,7 @@ t_bind_swapped_after_check_rw() {
 	expect_eq "state left behind by a refused create" "$left" no
 }
 
-# The binds' sources the CLI held never reach the container: its init,
+# The root's and binds' sources the CLI held never reach the container: its init,
 # created and waiting for start, holds none (it is corral's code until
 # then, and outlives the mounts), and the process has 0-2 and ls's own.
 t_bind_source_fd_not_inside() {
@@ -645,13 +645,55 @@ t_bind_source_fd_not_inside() {
 	init=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$T/root/c1/state.json")
 	[ -n "$init" ] || fail "no init in the state"
 	for f in /proc/"$init"/fd/*; do
-		case $(readlink "$f") in "$T"/share*) fds="$fds $f";; esac
+		case $(readlink "$f") in "$T"/share*|"$T"/b/rootfs*) fds="$fds $f";; esac
 	done
 	oci start c1 > /dev/null
 	wait_status c1 stopped || true
 	oci delete --force c1 > /dev/null
-	expect_eq "init's fds on the bind's source" "$fds" ""
+	expect_eq "init's fds on the root or the bind's source" "$fds" ""
 	expect_eq "the process's fds" "$(tr '\n' ' ' < "$T/c1.out")" "0 1 2 3 "
+}
+
+# The bundle a tenant may write (uid 65534's): its rootfs, once create has
+# judged it, swapped for a link to a tree the tenant may not read (root's,
+# 0700) or renamed over by another tree.
+tenant_bundle() {
+	bundle "$T/b" '["sh", "-c", "cat /marker; echo end"]'
+	echo checked > "$T/b/rootfs/marker"
+	chmod a+r "$T/b/rootfs/marker"
+	chown 65534:65534 "$T/b"
+	mkdir -m 0700 "$T/hidden"
+	cp -a "$T/b/rootfs" "$T/hidden/tree"
+	echo HIDDEN > "$T/hidden/tree/marker"
+}
+
+# A link swapped in between the check and the mount: the container runs on
+# the tree that was checked, or not at all; never where the link leads.
+t_rootfs_swapped_after_check() {
+	need_root
+	tenant_bundle
+	held_create c1 "mv '$T/b/rootfs' '$T/b/rootfs.checked' && ln -s '$T/hidden/tree' '$T/b/rootfs'"
+	cp "$T/log.json" "$T/log.held" 2>/dev/null || : > "$T/log.held"
+	oci delete --force c1 > /dev/null
+	expect_not_contains "not the tree linked in" "$(cat "$T/held")" "HIDDEN"
+	expect_eq "create" "$(cat "$T/held.rc")" 1
+	expect_contains "refused" "$(tail -1 "$T/log.held" | json msg)" \
+		"is not what was checked any more"
+}
+
+# ... or another tree renamed over it: the same, told by its inode.
+t_rootfs_renamed_after_check() {
+	need_root
+	tenant_bundle
+	cp -a "$T/b/rootfs" "$T/b/other"
+	echo OTHER > "$T/b/other/marker"
+	held_create c1 "mv '$T/b/rootfs' '$T/b/rootfs.checked' && mv '$T/b/other' '$T/b/rootfs'"
+	cp "$T/log.json" "$T/log.held" 2>/dev/null || : > "$T/log.held"
+	oci delete --force c1 > /dev/null
+	expect_not_contains "not the tree swapped in" "$(cat "$T/held")" "OTHER"
+	expect_eq "create" "$(cat "$T/held.rc")" 1
+	expect_contains "refused" "$(tail -1 "$T/log.held" | json msg)" \
+		"is not what was checked any more"
 }
 
 # A pod's network namespace (here one the test makes, an address on its lo):

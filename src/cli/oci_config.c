@@ -589,12 +589,20 @@ static int load_resources(json_t *res, struct corral_policy *p,
 	return 0;
 }
 
+/*
+ * The rootfs, opened once (the name itself, not a link there) and judged
+ * by what was opened: that directory is the container's root, or none
+ * (corral_policy_pin_root).  Judged by its path and mounted by it again
+ * later, a bundle's owner could swap it in between, for a link to a tree
+ * only root may read or another tree renamed over it.
+ */
 static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
 		     struct corral_err *err)
 {
 	const char *path = json_string_value(json_object_get(root, "path"));
+	struct stat st, host;
 	char joined[PATH_MAX];
-	struct stat st;
+	int fd;
 
 	if (!path)
 		return corral_set_err(err, -EINVAL, "root.path: missing");
@@ -602,29 +610,43 @@ static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
 		snprintf(joined, sizeof(joined), "%s", path);
 	else
 		snprintf(joined, sizeof(joined), "%s/%s", bundle, path);
-	/* "rootfs/" would have lstat follow the link: the name itself is looked at */
+	/* "rootfs/" would have the open follow the link: the name itself is opened */
 	for (size_t n = strlen(joined); n > 1 && joined[n - 1] == '/'; n--)
 		joined[n - 1] = '\0';
-	if (lstat(joined, &st) < 0)
+	fd = open(joined, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return corral_set_errno(err, errno, "root.path %s", joined);
-	if (S_ISLNK(st.st_mode))
-		return corral_set_err(err, -EPERM, "root.path %s is a symbolic link: "
-				      "refused, a rootfs is the directory the engine "
-				      "made of the image", joined);
-	s->rootfs = realpath(joined, NULL);
-	if (!s->rootfs)
-		return corral_set_errno(err, errno, "root.path %s", joined);
-	if (!strcmp(s->rootfs, "/"))
-		return corral_set_err(err, -EPERM, "root.path %s: the host's root "
-				      "refused: a container sees its image, not the "
-				      "host", path);
-	if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
-		return corral_set_err(err, -ENOTDIR, "root.path %s: not a directory",
-				      s->rootfs);
-	if (corral_policy_set_root(&s->p, &s->rootfs, 1, err) < 0)
+	if (fstat(fd, &st) < 0 || stat("/", &host) < 0) {
+		corral_set_errno(err, errno, "root.path %s", joined);
+		goto refused;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		corral_set_err(err, -EPERM, "root.path %s is a symbolic link: "
+			       "refused, a rootfs is the directory the engine "
+			       "made of the image", joined);
+		goto refused;
+	}
+	if (st.st_dev == host.st_dev && st.st_ino == host.st_ino) {
+		corral_set_err(err, -EPERM, "root.path %s: the host's root "
+			       "refused: a container sees its image, not the "
+			       "host", path);
+		goto refused;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		corral_set_err(err, -ENOTDIR, "root.path %s: not a directory", joined);
+		goto refused;
+	}
+	/* the fd is the policy's now, whatever this returns */
+	if (corral_policy_pin_root(&s->p, fd, err) < 0)
 		return err->code;
+	s->rootfs = strdup(s->p.root_layers[0]);
+	if (!s->rootfs)
+		return corral_set_err(err, -ENOMEM, "out of memory for root.path");
 	s->p.root_writable = !json_is_true(json_object_get(root, "readonly"));
 	return 0;
+refused:
+	close(fd);
+	return err->code;
 }
 
 static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)

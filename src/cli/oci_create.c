@@ -131,15 +131,16 @@ static __attribute__((noreturn)) void run_monitor(struct oci_spec *s,
 		.call = pod_of(s->annotations), .ready_fd = ready,
 	};
 	struct corral_err err = { 0 };
-	int keep[3 + s->p.nbinds];
+	int keep[4 + s->p.nbinds];
 
 	/* out of the engine's session and process group: its signals are its */
 	setsid();
-	/* and the binds' sources as judged: the sandbox gets those or none */
+	/* and the root and binds' sources as judged: the sandbox gets those or none */
 	keep[0] = console, keep[1] = ready, keep[2] = s->net_fd;
+	keep[3] = s->p.root_pinned ? s->p.root_fd : -1;
 	for (size_t i = 0; i < s->p.nbinds; i++)
-		keep[3 + i] = s->p.binds[i].pinned ? s->p.binds[i].fd : -1;
-	close_others(keep, 3 + s->p.nbinds);
+		keep[4 + i] = s->p.binds[i].pinned ? s->p.binds[i].fd : -1;
+	close_others(keep, 4 + s->p.nbinds);
 	for (int i = 0; !s->tty && i < 3; i++)
 		o.stdio[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
 	if (chdir("/") < 0) {

@@ -240,8 +240,10 @@ static const char *legacy_layer(const struct corral_policy *p)
 {
 	struct stat st;
 
+	/* a pinned root by what was judged: its path may lead elsewhere by now */
 	for (size_t i = 0; i < p->nroot_layers; i++)
-		if (stat(p->root_layers[i], &st) == 0 && st.st_uid == IMAGE_LEGACY_UID)
+		if ((p->root_pinned ? fstat(p->root_fd, &st) : stat(p->root_layers[i], &st)) == 0 &&
+		    st.st_uid == IMAGE_LEGACY_UID)
 			return p->root_layers[i];
 	return NULL;
 }

@@ -1281,6 +1281,23 @@ static int stage_dirs(const struct corral_policy *p, uid_t uid, gid_t gid,
 	return r;
 }
 
+/*
+ * The root the caller judged (corral_policy_pin_root), as a pinned bind's
+ * source: overlayfs takes no lower layer from another mount namespace's
+ * mount (EINVAL), so the path is opened again here, with no symlink
+ * followed, and taken only if it is that same directory.
+ */
+static int open_pinned_root(const char *path, int pin, struct corral_err *err)
+{
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (root < 0)
+		return corral_set_errno(err, errno, "open /");
+	fd = open_pinned(root, path, pin, err);
+	close(root);
+	return fd;
+}
+
 static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 			struct corral_err *err)
 {
@@ -1299,10 +1316,13 @@ static int stack_layers(const struct corral_policy *p, uid_t uid, gid_t gid,
 	len = snprintf(opts, sizeof(opts), "userxattr,upperdir=" STAGE_UPPER
 		       ",workdir=" STAGE_WORK ",lowerdir=");
 	for (size_t i = p->nroot_layers; r == 0 && i-- > 0 && len < sizeof(opts);) {
-		fd = open(p->root_layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
+		if (p->root_pinned)
+			fd = open_pinned_root(p->root_layers[i], p->root_fd, err);
+		else if ((fd = open(p->root_layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			return corral_set_err(err, -errno, "root layer %s: %s", p->root_layers[i],
 					      strerror(errno));
+		if (fd < 0)
+			return fd;
 		/* lowerdir lists the top layer first */
 		len += snprintf(opts + len, sizeof(opts) - len, "%s/proc/self/fd/%d",
 				i + 1 < p->nroot_layers ? ":" : "", fd);

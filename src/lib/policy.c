@@ -17,6 +17,7 @@
 #include "egress.h"
 #include "export.h"
 #include "tls.h"
+#include "sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -504,6 +505,8 @@ void corral_policy_free(struct corral_policy *p)
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
 	strv_free(p->abort.ignore_syscalls, p->abort.nignore_syscalls);
 	strv_free(p->root_layers, p->nroot_layers);
+	if (p->root_pinned)
+		close(p->root_fd);
 	free(p->workdir);
 	hold_rules_free(p->export.hold, p->export.nhold);
 	free(p->image);
@@ -546,6 +549,7 @@ static int policy_copy(struct corral_policy *dst,
 	dst->abort.nignore_syscalls = 0;
 	dst->root_layers = NULL;
 	dst->nroot_layers = 0;
+	dst->root_pinned = false;	/* until its own fd is there (pins_dup) */
 	dst->workdir = NULL;
 	dst->export.hold = NULL;
 	dst->export.nhold = 0;
@@ -761,6 +765,12 @@ static int pins_dup(struct corral_policy *dst, const struct corral_policy *src)
 			return -errno;
 		dst->workspace_pinned = true;
 	}
+	if (src->root_pinned) {
+		dst->root_fd = fcntl(src->root_fd, F_DUPFD_CLOEXEC, 3);
+		if (dst->root_fd < 0)
+			return -errno;
+		dst->root_pinned = true;
+	}
 	return 0;
 }
 
@@ -840,6 +850,39 @@ int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t 
 	strv_free(p->root_layers, p->nroot_layers);
 	p->root_layers = v;
 	p->nroot_layers = nv;
+	if (p->root_pinned)
+		close(p->root_fd);
+	p->root_pinned = false;
+	return 0;
+}
+
+int corral_policy_pin_root(struct corral_policy *p, int fd, struct corral_err *err)
+{
+	char path[PATH_MAX], *layer = path;
+	struct stat st;
+	int root, r;
+
+	r = pinned_path(fd, path, sizeof(path), err);
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = corral_set_errno(err, errno, "cannot stat the root %s", path);
+	if (r == 0 && !S_ISDIR(st.st_mode))
+		r = corral_set_err(err, -ENOTDIR, "the root %s: not a directory", path);
+	/* the host's root, /proc, /sys, /dev: as a bind's source, never */
+	if (r == 0) {
+		root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r = root < 0 ? corral_set_errno(err, errno, "open /") :
+		    mount_check_host_fd(root, fd, path, err);
+		if (root >= 0)
+			close(root);
+	}
+	if (r == 0)
+		r = corral_policy_set_root(p, &layer, 1, err);	/* unpins */
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	p->root_pinned = true;
+	p->root_fd = fd;
 	return 0;
 }
 

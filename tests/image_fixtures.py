@@ -373,6 +373,12 @@ def main():
         index["manifests"][0].update(digest=sha(data), size=len(data))
         with open(os.path.join(out, "index.json"), "w") as f:
             json.dump(index, f)
+    elif kind == "held":
+        # one plain tar: a file whose content the unpacker must hold (the
+        # scan's positive control), then "hold-here", where a test stops it
+        lay = Layer().add("positive.txt", data=os.environ["CORRAL_POSITIVE"].encode())
+        lay.add("hold-here", data=b"held\n")
+        write_layout(out, [lay.bytes()], names=["corral-test/held:1"], compress="none")
     elif kind == "fifo-etc":
         # FIFOs where corral reads the image's files: its passwd (for the
         # User, in the supervisor; for /etc, in init) and its CA bundle

@@ -630,6 +630,30 @@ t_bind_swapped_after_check_rw() {
 	expect_eq "state left behind by a refused create" "$left" no
 }
 
+# A bind takes what is mounted beneath its source: a kernel filesystem
+# there (here a proc, as a chroot below allow_bind has) would show the
+# host's processes.  Refused, read-only (the supervisor's idmapped copy) and
+# writable (init's) alike.
+t_bind_with_kernel_fs_beneath() {
+	need_root
+	shared_source
+	mkdir -p "$T/share/u/data/p"
+	mount -t proc proc "$T/share/u/data/p" || skip "cannot mount a proc to test with"
+	# the test's subshell: gone before its directory is removed, failed or
+	# not (a container made without the check would outlive its state)
+	trap 'oci delete --force c-ro > /dev/null; oci delete --force c-rw > /dev/null; umount "$T/share/u/data/p"' EXIT
+	local mode
+	for mode in ro rw; do
+		bundle "$T/b" '["ls", "/data/p/1"]' \
+			"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share/u/data', 'options': ['rbind', '$mode']})"
+		mkdir -p "$T/b/rootfs/data"
+		CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" "c-$mode" > /dev/null || true
+		expect_eq "$mode: create" "$(rc)" 1
+		expect_contains "$mode: why" "$(last_error)" \
+			"holds a proc mount (at $T/share/u/data/p)"
+	done
+}
+
 # The root's and binds' sources the CLI held never reach the container: its init,
 # created and waiting for start, holds none (it is corral's code until
 # then, and outlives the mounts), and the process has 0-2 and ls's own.

@@ -193,10 +193,12 @@ static bool overlay_takes_idmapped(char *why, size_t len)
  * refused by mount.c's rules, an owner that grants nothing): init then
  * opens it as before and says what is wrong with it.  pin >= 0: the
  * object the caller judged (corral_policy_add_pinned_bind), taken as it
- * is, never path again: what is mapped is what was checked.
+ * is, never path again: what is mapped is what was checked.  bind: its
+ * copy is recursive, so what is mounted beneath it is judged too (the
+ * workspace is overlayfs's lower layer, which takes no submount).
  */
 static int map_path(const struct corral_policy *p, const char *path, int pin,
-		    bool writable, const struct corral_ids *ids, bool *refused,
+		    bool writable, bool bind, const struct corral_ids *ids, bool *refused,
 		    char *why, size_t len)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
@@ -210,7 +212,8 @@ static int map_path(const struct corral_policy *p, const char *path, int pin,
 	fd = pin >= 0 ? fcntl(pin, F_DUPFD_CLOEXEC, 3) : openat2_retry(AT_FDCWD, path, &how);
 	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || root < 0 || fstat(fd, &st) < 0 ||
-	    mount_check_host_fd(root, fd, path, &err) < 0)
+	    mount_check_host_fd(root, fd, path, &err) < 0 ||
+	    (bind && mount_check_submounts(root, fd, path, &err) < 0))
 		return -1;
 	if (!ns_owner_grants(p, st.st_uid) || (writable && st.st_uid == 0))
 		return -1;
@@ -294,13 +297,13 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		refused = !overlay_takes_idmapped(why, sizeof(why));
 		if (!refused)
 			out->ws = map_path(p, p->workspace, p->workspace_pinned ?
-					   p->workspace_fd : -1, false, ids, &refused,
+					   p->workspace_fd : -1, false, false, ids, &refused,
 					   why, sizeof(why));
 	}
 	for (size_t i = 0; !refused && i < p->nbinds; i++) {
 		out->binds[i] = map_path(p, p->binds[i].src, p->binds[i].pinned ?
 					 p->binds[i].fd : -1, p->binds[i].writable,
-					 ids, &refused, why, sizeof(why));
+					 true, ids, &refused, why, sizeof(why));
 		what = p->binds[i].src;
 	}
 	ids->idmapped = out->ws >= 0;

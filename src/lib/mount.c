@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
@@ -285,6 +286,100 @@ refuse:
 			      "to a sandbox", path);
 }
 
+/* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
+static void unescape_mountinfo(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+static bool kernel_fs_name(const char *type)
+{
+	static const char *const names[] = {
+		"proc", "sysfs", "devpts", "devtmpfs", "cgroup", "cgroup2",
+		"debugfs", "tracefs", "securityfs", "bpf", "mqueue", "hugetlbfs",
+		"pstore", "efivarfs", "binfmt_misc", "configfs", "fusectl",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(type, names[i]))
+			return true;
+	return false;
+}
+
+/*
+ * A bind takes what is mounted beneath its source too (bind_fd and the
+ * idmapped copy are recursive): a kernel filesystem there (a chroot's
+ * /proc, a sysfs) would show the host's kernel as surely as the source
+ * itself being one.  Judged in the mount table of the view the bind is
+ * taken from (only root mounts there, so nothing swaps it meanwhile).
+ */
+int mount_check_submounts(int rootfd, int fd, const char *path,
+			  struct corral_err *err)
+{
+	char self[64], dir[PATH_MAX], *line = NULL;
+	size_t cap = 0, n;
+	ssize_t len;
+	FILE *f;
+	int r = 0, mi;
+
+	/* rootfd's proc: init, not yet given its own, has the host's */
+	snprintf(self, sizeof(self), "proc/self/fd/%d", fd);
+	len = readlinkat(rootfd, self, dir, sizeof(dir) - 1);
+	if (len <= 0 || dir[0] != '/')
+		return corral_set_err(err, -EACCES, "%s: where it lies is unknown "
+				      "(%s): refused", path, len < 0 ? strerror(errno) :
+				      "not a path");
+	dir[len] = '\0';
+	n = strcmp(dir, "/") ? (size_t)len : 0;
+	mi = openat(rootfd, "proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	f = mi < 0 ? NULL : fdopen(mi, "re");
+	if (!f) {
+		r = corral_set_errno(err, errno, "cannot read the mount table");
+		if (mi >= 0)
+			close(mi);
+		return r;
+	}
+	while (r == 0 && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *at, *type, *dash = strstr(line, " - ");
+
+		if (!dash)
+			continue;
+		*dash = '\0';
+		type = strtok_r(dash + 3, " ", &save);
+		save = NULL;
+		at = strtok_r(line, " ", &save);
+		/* id, parent, dev, root, then the mount point */
+		for (int k = 0; at && k < 4; k++)
+			at = strtok_r(NULL, " ", &save);
+		if (!at || !type)
+			continue;
+		unescape_mountinfo(at);
+		if (strncmp(at, dir, n) || at[n] != '/' || !at[n + 1] || !kernel_fs_name(type))
+			continue;
+		/* init's view has the host at OLDROOT: named as the host names it */
+		if (!strncmp(at, OLDROOT "/", strlen(OLDROOT "/")))
+			at += strlen(OLDROOT);
+		r = corral_set_err(err, -EACCES, "%s holds a %s mount (at %s): a bind "
+				   "brings what is mounted beneath it, and the host's "
+				   "kernel filesystems are never shown to a sandbox",
+				   path, type, at);
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
 /*
  * Bind the host's src (an O_PATH fd) onto dst in the new root, with a copy
  * of the whole subtree, so that submounts come along.
@@ -348,6 +443,8 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 		return optional && fd == -ENOENT ? 0 : fd;
 	if (tree < 0 && (kind == BIND_USER_RO || kind == BIND_USER_RW)) {
 		r = mount_check_host_fd(oldroot, fd, src, err);
+		if (r == 0)
+			r = mount_check_submounts(oldroot, fd, src, err);
 		if (r < 0)
 			goto out;
 	}

@@ -54,6 +54,12 @@ int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
 /* A host path's fd may be shown to a sandbox (not /proc, /sys, /dev, /). */
 int mount_check_host_fd(int rootfd, int fd, const char *path,
 			struct corral_err *err);
+/*
+ * Nor is one mounted beneath it, in this view (a bind takes its
+ * submounts); rootfd: where the proc to read it in is mounted, at "proc".
+ */
+int mount_check_submounts(int rootfd, int fd, const char *path,
+			  struct corral_err *err);
 /* The paths Landlock lets the sandbox write (NULL-terminated). */
 extern const char *const mount_writable_paths[];
 /* The writable tmpfs (one budget), opened beneath the sandbox's "/". */

@@ -328,6 +328,40 @@ TEST(format_size)
 
 /* ---- binds, env, workspace from the command line ---------------------- */
 
+/* the root as the directory opened: judged on the fd, taken with it */
+TEST(pin_root)
+{
+	static const char *const refused[] = { "/", "/proc", "/sys", "policies/default.json" };
+	char dir[] = "/tmp/corral-unit-root.XXXXXX", *real;
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	int fd;
+
+	corral_policy_init(&p);
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		fd = open(refused[i], O_PATH | O_CLOEXEC);
+		CHECK(fd >= 0);
+		CHECK(corral_policy_pin_root(&p, fd, &err) < 0);
+		CHECK(!p.root_pinned && p.nroot_layers == 0);
+		/* the fd is the policy's, refused or not */
+		CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	real = realpath(dir, NULL);
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(corral_policy_pin_root(&p, fd, &err) == 0);
+	CHECK(p.root_pinned && p.root_fd == fd && p.nroot_layers == 1);
+	CHECK(real && p.nroot_layers == 1 && !strcmp(p.root_layers[0], real));
+	/* another root, by path, is not the pinned one: unpinned, fd closed */
+	CHECK(corral_policy_set_root(&p, &real, 1, &err) == 0);
+	CHECK(!p.root_pinned);
+	CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+	corral_policy_free(&p);
+	free(real);
+	rmdir(dir);
+}
+
+
 TEST(add_bind_normalises)
 {
 	static const struct {

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -167,4 +168,10 @@ static void *zeroing_realloc(void *p, size_t len)
 void corral_memory_init(void)
 {
 	event_set_mem_functions(malloc, zeroing_realloc, zeroing_free);
+	/*
+	 * jansson: every request body and policy is parsed into its strings
+	 * (a policy's env.set, a call's argv, env and stdin).  It grows
+	 * nothing with realloc: malloc, copy, free.
+	 */
+	json_set_alloc_funcs(malloc, zeroing_free);
 }

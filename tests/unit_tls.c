@@ -434,6 +434,97 @@ TEST(ca_key_not_in_a_fork)
 	tls_ca_free(ca);
 }
 
+/* the client's traffic secret, as the keylog line gives it, masked */
+static unsigned char traffic_masked[32];
+static bool traffic_seen;
+
+static void keylog(const SSL *ssl, const char *line)
+{
+	static const char want[] = "CLIENT_TRAFFIC_SECRET_0 ";
+	const char *hex = strncmp(line, want, strlen(want)) ? NULL : strrchr(line, ' ');
+	unsigned int b;
+
+	(void)ssl;
+	if (!hex || strlen(hex + 1) != 64)
+		return;
+	for (int i = 0; i < 32; i++) {
+		if (sscanf(hex + 1 + 2 * i, "%2x", &b) != 1)
+			return;
+		traffic_masked[i] = (unsigned char)b ^ 0x5a;
+	}
+	traffic_seen = true;
+}
+
+/* a client and ca's server for host, handshaken over a BIO pair */
+static bool session_pair(struct tls_ca *ca, SSL_CTX *cctx, SSL **client, SSL **server)
+{
+	char why[CORRAL_ERR_MAX] = "";
+	BIO *a = NULL, *b = NULL;
+	int done = 0;
+
+	*server = tls_ca_server(ca, "session.test", why, sizeof(why));
+	*client = SSL_new(cctx);
+	if (!*server || !*client || !BIO_new_bio_pair(&a, 0, &b, 0))
+		return false;
+	SSL_set_bio(*server, a, a);
+	SSL_set_bio(*client, b, b);
+	SSL_set_accept_state(*server);
+	SSL_set_connect_state(*client);
+	/* bounded: each round moves what the other side wrote */
+	for (int i = 0; i < 20 && done != 3; i++) {
+		if (SSL_do_handshake(*client) == 1)
+			done |= 1;
+		if (SSL_do_handshake(*server) == 1)
+			done |= 2;
+	}
+	return done == 3;
+}
+
+/*
+ * A fork that forgets (corral_forget, in a sandbox's init) holds no live
+ * connection's TLS secrets: OpenSSL's blocks are zeroed there.  The
+ * session's traffic secret (from the keylog, 32 bytes with a SHA-256
+ * suite) is found in the process first, and is still there after.
+ */
+TEST(tls_sessions_not_in_a_forgetting_fork)
+{
+	char why[CORRAL_ERR_MAX] = "", buf[64];
+	struct tls_ca *ca = tls_ca_new(NULL, why, sizeof(why));
+	SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+	unsigned char key[32], rev[32];
+	SSL *client = NULL, *server = NULL;
+	pid_t pid;
+	int status = -1;
+
+	CHECK(ca != NULL && cctx != NULL);
+	if (!ca || !cctx)
+		return;
+	CHECK(SSL_CTX_set_ciphersuites(cctx, "TLS_AES_128_GCM_SHA256") == 1);
+	SSL_CTX_set_min_proto_version(cctx, TLS1_3_VERSION);
+	SSL_CTX_set_keylog_callback(cctx, keylog);
+	CHECK(session_pair(ca, cctx, &client, &server));
+	CHECK(traffic_seen);
+	CHECK(SSL_write(client, "a request", 9) == 9);
+	CHECK(SSL_read(server, buf, sizeof(buf)) == 9);
+	CHECK(key_copies(traffic_masked, 0x5a, key, rev) >= 1);
+	explicit_bzero(key, sizeof(key));
+	explicit_bzero(rev, sizeof(rev));
+	pid = fork();
+	if (pid == 0) {
+		corral_tls_ops.forget();
+		_exit(key_copies(traffic_masked, 0x5a, key, rev) == 0 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* the process's own connection goes on */
+	CHECK(SSL_write(client, "another", 7) == 7);
+	CHECK(SSL_read(server, buf, sizeof(buf)) == 7);
+	SSL_free(client);
+	SSL_free(server);
+	SSL_CTX_free(cctx);
+	tls_ca_free(ca);
+}
+
 /* what the plugin's table gives corral is what ca.c does */
 TEST(plugin_table_is_complete)
 {
@@ -441,7 +532,7 @@ TEST(plugin_table_is_complete)
 	CHECK(corral_tls_ops.ca_new == tls_ca_new && corral_tls_ops.ca_pem == tls_ca_pem &&
 	      corral_tls_ops.ca_free == tls_ca_free);
 	CHECK(corral_tls_ops.server && corral_tls_ops.server_close && corral_tls_ops.client &&
-	      corral_tls_ops.client_error);
+	      corral_tls_ops.client_error && corral_tls_ops.forget == tls_memory_forget);
 }
 
 /* An upstream_ca that does not load is named, with OpenSSL's reason. */

@@ -141,3 +141,9 @@ const struct tls_ops *tls_plugin_load(struct corral_err *err)
 		*err = load_err;
 	return loaded;
 }
+
+void tls_plugin_forget(void)
+{
+	if (loaded)
+		loaded->forget();
+}

@@ -29,7 +29,7 @@
 /* the one symbol the plugin exports: a const struct tls_ops */
 #define TLS_PLUGIN_SYMBOL	"corral_tls_ops"
 /* bumped when struct tls_ops changes: a plugin of another build is refused */
-#define TLS_PLUGIN_ABI		2
+#define TLS_PLUGIN_ABI		3
 
 struct bufferevent;
 struct event_base;
@@ -92,6 +92,12 @@ struct tls_ops {
 	 */
 	struct bufferevent *(*listener_bev)(struct tls_listener *l, struct event_base *base);
 	void (*listener_free)(struct tls_listener *l);
+	/*
+	 * In a fork that will never use TLS (corral_forget): zero all that
+	 * OpenSSL holds, the live connections' secrets and buffers of every
+	 * sandbox of this process and of the daemon's TLS clients.
+	 */
+	void (*forget)(void);
 };
 
 struct corral_err;
@@ -101,5 +107,7 @@ struct corral_err;
  * the path and why.
  */
 const struct tls_ops *tls_plugin_load(struct corral_err *err);
+/* In a fork, for corral_forget(): the plugin's forget(), if it is loaded. */
+void tls_plugin_forget(void);
 
 #endif

@@ -16,6 +16,7 @@
  * in libevent's buffers: libevent's frees zero the block first.
  */
 #include "internal.h"
+#include "tls_plugin.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -118,6 +119,8 @@ void corral_forget(bool cmdline)
 	unsigned long v[4];
 
 	environ = none;
+	/* the live TLS connections of every sandbox of this process */
+	tls_plugin_forget();
 	if (stat_areas(v) < 0)
 		return;
 	/* bounds no environment or argument list passes (ARG_MAX) */

@@ -292,6 +292,14 @@ struct tls_ca *tls_ca_new(const char *upstream_ca, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory for the sandbox's CA");
 		return NULL;
 	}
+	/* else a fork of this process would hold every connection's secrets */
+	if (!tls_memory_wrapped()) {
+		snprintf(why, whylen, "OpenSSL allocated memory before corral-tls.so could "
+			 "take its allocator (CRYPTO_set_mem_functions): its connections' "
+			 "secrets could not be kept out of forks");
+		free(ca);
+		return NULL;
+	}
 	if (tls_secure_heap(why, whylen) < 0) {
 		free(ca);
 		return NULL;

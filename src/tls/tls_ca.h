@@ -33,6 +33,12 @@ struct bufferevent *tls_listener_bev(struct tls_listener *l, struct event_base *
 void tls_listener_free(struct tls_listener *l);
 /* plugin.c: the table corral looks up (TLS_PLUGIN_SYMBOL) */
 extern const struct tls_ops corral_tls_ops;
+/*
+ * memory.c: whether OpenSSL's allocations are ours (set when the object
+ * is loaded); tls_memory_forget() zeroes every live one, in a fork.
+ */
+bool tls_memory_wrapped(void);
+void tls_memory_forget(void);
 /* Why an upstream handshake failed, one line. */
 void tls_error_text(SSL *ssl, unsigned long e, char *buf, size_t len);
 

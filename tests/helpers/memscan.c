@@ -5,6 +5,7 @@
  *
  *   memscan PID STRING    exit 0 and print where if any readable mapping
  *                         of PID holds STRING, 1 if none does, 2 on error
+ *   memscan PID -x HEX    the same for the bytes HEX spells (a key)
  *
  * Reads /proc/PID/mem, which needs ptrace access: as root.  The process
  * is not stopped: the tests scan a supervisor or a sandbox that waits.
@@ -45,6 +46,23 @@ static int scan(int mem, unsigned long start, unsigned long end,
 	return 0;
 }
 
+/* the bytes of an even-length hex string, in place; their count, or 0 */
+static size_t unhex(char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (!n || n % 2)
+		return 0;
+	for (i = 0; i < n / 2; i++) {
+		unsigned int b;
+
+		if (sscanf(s + 2 * i, "%2x", &b) != 1)
+			return 0;
+		s[i] = (char)b;
+	}
+	return n / 2;
+}
+
 int main(int argc, char **argv)
 {
 	char path[64], line[512], *buf;
@@ -53,12 +71,17 @@ int main(int argc, char **argv)
 	FILE *maps;
 	int mem, found = 0;
 
-	if (argc != 3 || !*argv[2]) {
-		fprintf(stderr, "usage: memscan PID STRING\n");
+	if (argc == 4 && !strcmp(argv[2], "-x")) {
+		needle = argv[3];
+		len = unhex(argv[3]);
+	} else {
+		needle = argc == 3 ? argv[2] : "";
+		len = strlen(needle);
+	}
+	if (!len) {
+		fprintf(stderr, "usage: memscan PID STRING | memscan PID -x HEX\n");
 		return 2;
 	}
-	needle = argv[2];
-	len = strlen(needle);
 	snprintf(path, sizeof(path), "/proc/%s/maps", argv[1]);
 	maps = fopen(path, "re");
 	snprintf(path, sizeof(path), "/proc/%s/mem", argv[1]);

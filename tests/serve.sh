@@ -2728,6 +2728,40 @@ t_box_init_holds_no_token() {
 	stop_daemon
 }
 
+random_hex() { head -c 300 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+# Nothing one client's requests left in the daemon's heap is in a box made
+# after them: a policy's env.set value, a call's argv, environment and
+# stdin, each freed with its box (corral's free zeroes a block,
+# src/cli/zerofree.c).  Long and random, looked for by their tails: a free
+# overwrites a block's first bytes, not the rest.
+t_box_init_holds_no_earlier_request() {
+	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
+	local scan="" d id first second v n
+	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
+		[ -x "$d/memscan" ] && scan=$d/memscan
+	done
+	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
+	local envset="envset-$(random_hex)" argv="argv-$(random_hex)"
+	local callenv="callenv-$(random_hex)" stdin="stdin-$(random_hex)"
+	start_daemon
+	id=$(mksb "{\"policy\": {\"env\": {\"set\": {\"TOKEN\": \"$envset\"}}}}")
+	code=$(api POST "/v1/sandboxes/$id/exec" -d "{\"argv\": [\"true\", \"$argv\"], \"env\": {\"K\": \"$callenv\"}, \"stdin\": \"$stdin\"}")
+	expect_code "exec with argv, env and stdin" "$code" 200
+	first=$(box_inits)
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	mksb > /dev/null
+	second=$(box_inits)
+	[ -n "$second" ] && [ "$second" != "$first" ] || { fail "no second box init: $second"; stop_daemon; return; }
+	for v in "$envset" "$argv" "$callenv" "$stdin"; do
+		n=${v%%-*}
+		"$scan" "$second" "${v: -64}" > "$T/scan" &&
+			fail "the next box's init holds the first's $n: $(cat "$T/scan")"
+	done
+	stop_daemon
+}
+
 # ---- hostile clients: the daemon's own tripwires, the gate, the host ------
 
 TRIP_POLICY='{"abort": {"tripwires": ["/home/agent/.aws/credentials", "/home/agent/.ssh/id_ed25519", "/tmp/.env", "/workspace/.git-credentials"], "on_abort": "freeze"}}'

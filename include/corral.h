@@ -1262,10 +1262,12 @@ char *corral_secret_dup(const char *s, size_t len);
 CORRAL_PUBLIC
 void corral_secret_free(char *s);
 /*
- * Call first, before any libevent call: every block libevent frees (the
- * heads of requests, with a daemon's token; the proxy's buffers, with a
- * secret swapped in) is zeroed first, so that no fork made later finds
- * it in the free memory it inherits.
+ * Call first, before any libevent or jansson call: every block libevent
+ * frees (the heads of requests, with a daemon's token; the proxy's
+ * buffers, with a secret swapped in) and every block jansson frees (the
+ * request bodies and policies parsed) is zeroed first, so that no fork
+ * made later finds it in the free memory it inherits.  (corral's own
+ * binary zeroes every freed block, whichever library frees it.)
  */
 CORRAL_PUBLIC
 void corral_memory_init(void);

@@ -82,7 +82,8 @@ HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
-TLS_OBJ := $(TLS_SRC:%.c=$(BUILD)/%.o)
+# with its own copy of src/lib/livemem.c: the list of OpenSSL's blocks
+TLS_OBJ := $(TLS_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/tls/livemem.o
 TLS_PLUGIN := $(BUILD)/corral-tls.so
 # the CLI but its main(): what tests/unit_client.c tests
 CLI_LIB := $(BUILD)/libcli.a
@@ -102,6 +103,10 @@ $(DAEMON_OBJ): PART_FLAGS := $(DAEMON_FLAGS)
 $(TLS_OBJ): PART_FLAGS := -Isrc/lib -Isrc/tls -fPIC -fvisibility=hidden
 
 $(BUILD)/%.o: %.c include/corral.h src/lib/internal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(PART_FLAGS) $(ALL_CFLAGS) -MMD -c -o $@ $<
+
+$(BUILD)/src/tls/livemem.o: src/lib/livemem.c src/lib/livemem.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PART_FLAGS) $(ALL_CFLAGS) -MMD -c -o $@ $<
 

@@ -1,0 +1,17 @@
+/*
+ * livemem.h - blocks zeroed when freed, and all live ones zeroed in a
+ * fork that forgets (livemem.c says for whom).  One list per object
+ * linked: libcorral's (libevent) and corral-tls.so's (OpenSSL).
+ */
+#ifndef CORRAL_LIVEMEM_H
+#define CORRAL_LIVEMEM_H
+
+#include <stddef.h>
+
+void *livemem_malloc(size_t len);
+void *livemem_realloc(void *p, size_t len);
+void livemem_free(void *p);
+/* in a fork that will never use the list's library again */
+void livemem_forget(void);
+
+#endif

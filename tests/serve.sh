@@ -2762,6 +2762,44 @@ t_box_init_holds_no_earlier_request() {
 	stop_daemon
 }
 
+# Nor the body of a request still arriving (libevent's buffers, live:
+# src/lib/livemem.c): a client sends a file's first bytes and holds.
+t_box_init_holds_no_request_arriving() {
+	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
+	local scan="" d id first init="" i held marker="arriving-$(random_hex)"
+	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
+		[ -x "$d/memscan" ] && scan=$d/memscan
+	done
+	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
+	start_daemon
+	id=$(mksb)
+	$PY - "$SOCK" "$id" "$marker" <<'EOF2' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"PUT /v1/sandboxes/%s/files?path=/tmp/up HTTP/1.1\r\nHost: x\r\n"
+          b"Content-Length: 100000\r\n\r\n%s" % (sys.argv[2].encode(), sys.argv[3].encode()))
+time.sleep(10)
+EOF2
+	held=$!
+	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; sleep 0.05; done
+	"$scan" "$DPID" "${marker: -64}" > /dev/null || fail "the scan did not find the arriving body in the daemon"
+	first=$(echo $(box_inits))
+	mksb > /dev/null
+	for i in $(box_inits); do
+		echo " $first " | grep -q " $i " || init=$i
+	done
+	if [ -z "$init" ]; then
+		fail "no second box"
+	else
+		"$scan" "$init" "${marker: -64}" > "$T/scan" &&
+			fail "the next box's init holds a request still arriving: $(cat "$T/scan")"
+	fi
+	kill "$held" 2>/dev/null
+	wait "$held" 2>/dev/null || true
+	stop_daemon
+}
+
 # ---- hostile clients: the daemon's own tripwires, the gate, the host ------
 
 TRIP_POLICY='{"abort": {"tripwires": ["/home/agent/.aws/credentials", "/home/agent/.ssh/id_ed25519", "/tmp/.env", "/workspace/.git-credentials"], "on_abort": "freeze"}}'

@@ -13,9 +13,11 @@
  * becomes a daemon needs it.  corral_forget() wipes it instead, first
  * thing in every child that takes hostile input.  What passes through
  * (a request's head, a proxied request with its secret swapped in) lives
- * in libevent's buffers: libevent's frees zero the block first.
+ * in libevent's buffers: libevent's blocks are zeroed when freed, and the
+ * live ones by corral_forget (livemem.c).
  */
 #include "internal.h"
+#include "livemem.h"
 #include "tls_plugin.h"
 
 #include <errno.h>
@@ -119,7 +121,8 @@ void corral_forget(bool cmdline)
 	unsigned long v[4];
 
 	environ = none;
-	/* the live TLS connections of every sandbox of this process */
+	/* what libevent and OpenSSL hold: every sandbox's live connections */
+	livemem_forget();
 	tls_plugin_forget();
 	if (stat_areas(v) < 0)
 		return;
@@ -142,7 +145,7 @@ void corral_secret_free(char *s)
 	vault_free(s);
 }
 
-/* libevent's allocator: glibc's, but nothing it frees keeps its bytes */
+/* jansson's allocator: glibc's, but nothing it frees keeps its bytes */
 static void zeroing_free(void *p)
 {
 	if (!p)
@@ -151,26 +154,10 @@ static void zeroing_free(void *p)
 	free(p);
 }
 
-/* realloc would free the old block unzeroed when it moves: move it here */
-static void *zeroing_realloc(void *p, size_t len)
-{
-	size_t old = p ? malloc_usable_size(p) : 0;
-	void *n;
-
-	if (p && len <= old)
-		return p;
-	n = malloc(len);
-	if (!n)
-		return NULL;
-	if (p)
-		memcpy(n, p, old);
-	zeroing_free(p);
-	return n;
-}
-
 void corral_memory_init(void)
 {
-	event_set_mem_functions(malloc, zeroing_realloc, zeroing_free);
+	/* what is under way in the proxy and the API: wiped in a fork too */
+	event_set_mem_functions(livemem_malloc, livemem_realloc, livemem_free);
 	/*
 	 * jansson: every request body and policy is parsed into its strings
 	 * (a policy's env.set, a call's argv, env and stdin).  It grows

@@ -2800,6 +2800,98 @@ EOF2
 	stop_daemon
 }
 
+# A box's init holds nothing of another box's live terminated connection:
+# neither its TLS secrets (OpenSSL's blocks, src/tls/memory.c) nor the
+# plaintext of the request under way (the proxy's parser and libevent's
+# buffers, src/lib/livemem.c), zeroed first thing in the fork.  Box A's
+# client writes its keylog and holds the connection open, a request's head
+# and a body's first bytes (random, made inside) sent, while box B is made.
+TLS_HOLDER='import os, socket, ssl, sys, time, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+s = socket.create_connection((proxy.hostname, proxy.port))
+s.sendall(b"CONNECT api.test:%s HTTP/1.1\r\nHost: api.test\r\n\r\n" % sys.argv[1].encode())
+r = b""
+while b"\r\n\r\n" not in r:
+    r += s.recv(1)
+ctx = ssl.create_default_context()
+ctx.keylog_filename = "/tmp/keylog.tmp"
+t = ctx.wrap_socket(s, server_hostname="api.test")
+body = b"held-body-" + os.urandom(300).hex().encode()
+t.sendall(b"POST /held HTTP/1.1\r\nHost: api.test\r\nContent-Length: 100000\r\n\r\n" + body)
+open("/tmp/marker", "wb").write(body)
+os.rename("/tmp/keylog.tmp", "/tmp/keylog")
+time.sleep(float(sys.argv[2]))'
+
+t_box_init_holds_no_live_tls() {
+	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
+	local scan="" d id port up i init="" kind secret n=0 marker
+	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
+		[ -x "$d/memscan" ] && scan=$d/memscan
+	done
+	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=corral-test-ca -keyout "$T/ca.key" -out "$T/ca.pem" 2>/dev/null &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=api.test \
+		-keyout "$T/srv.key" -out "$T/srv.csr" 2>/dev/null &&
+	printf 'subjectAltName=DNS:api.test\n' > "$T/ext" &&
+	openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
+		-CAcreateserial -days 2 -extfile "$T/ext" -out "$T/srv.pem" 2>/dev/null &&
+	chmod 644 "$T"/ca.pem "$T"/srv.* || { fail "openssl could not make the certificates"; return; }
+	$PY "$HERE/tls_upstream.py" "$T/up.port" "$T/up.log" "$T/srv.pem" "$T/srv.key" \
+		> /dev/null 2>&1 &
+	up=$!
+	for i in $(seq 1 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
+	port=$(cat "$T/up.port" 2>/dev/null)
+	start_daemon
+	id=$(mksb "{\"policy\": {\"network\": {\"mode\": \"proxy\", \"allow\": [{\"host\": \"api.test:$port\", \"tls\": \"terminate\"}], \"hosts\": {\"api.test\": \"127.0.0.1\"}, \"tls_upstream_ca\": \"$T/ca.pem\"}}}")
+	printf '%s' "$TLS_HOLDER" > "$T/holder.py"
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/holder.py" --data-binary "@$T/holder.py")
+	expect_code "the client's script" "$code" 201
+	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -o "$T/held.out" \
+		-d "{\"argv\": [\"/usr/bin/python3\", \"/tmp/holder.py\", \"$port\", \"10\"]}" \
+		"http://localhost/v1/sandboxes/$id/exec" 2> "$T/held.err" &
+	local held=$!
+	for i in $(seq 1 100); do
+		code=$(API_TIMEOUT=5 api GET "/v1/sandboxes/$id/files?path=/tmp/keylog")
+		[ "$code" = 200 ] && break
+		sleep 0.1
+	done
+	cp "$T/body" "$T/keylog"
+	# made inside: no request to the daemon carried it
+	API_TIMEOUT=5 api GET "/v1/sandboxes/$id/files?path=/tmp/marker" > /dev/null
+	marker=$(cat "$T/body")
+	# until the proxy has read the body's first bytes
+	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; sleep 0.05; done
+	local first
+	first=$(echo $(box_inits))
+	mksb > /dev/null
+	for i in $(box_inits); do
+		echo " $first " | grep -q " $i " || init=$i
+	done
+	if [ "$code" != 200 ] || [ -z "$init" ]; then
+		fail "no keylog ($code) or no second box: $(cat "$T/held.out" "$T/held.err" 2>/dev/null | head -c 300)"
+	else
+		while read -r kind _ secret; do
+			case $kind in CLIENT_TRAFFIC_SECRET_0|SERVER_TRAFFIC_SECRET_0|EXPORTER_SECRET) ;; *) continue ;; esac
+			n=$((n + 1))
+			"$scan" "$DPID" -x "$secret" > /dev/null ||
+				fail "the scan did not find A's $kind in the daemon"
+			"$scan" "$init" -x "$secret" > "$T/scan" &&
+				fail "box B's init holds box A's $kind: $(cat "$T/scan")"
+		done < "$T/keylog"
+		expect_eq "secrets in the keylog" "$n" 3
+		"$scan" "$DPID" "${marker: -64}" > /dev/null ||
+			fail "the scan did not find the held body in the daemon"
+		"$scan" "$init" "${marker: -64}" > "$T/scan" &&
+			fail "box B's init holds box A's request under way: $(cat "$T/scan")"
+	fi
+	kill "$held" 2>/dev/null
+	wait "$held" 2>/dev/null || true
+	stop_daemon
+	kill "$up" 2>/dev/null
+	wait "$up" 2>/dev/null || true
+}
+
 # ---- hostile clients: the daemon's own tripwires, the gate, the host ------
 
 TRIP_POLICY='{"abort": {"tripwires": ["/home/agent/.aws/credentials", "/home/agent/.ssh/id_ed25519", "/tmp/.env", "/workspace/.git-credentials"], "on_abort": "freeze"}}'

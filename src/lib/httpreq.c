@@ -16,6 +16,7 @@
  */
 #include "httpreq.h"
 #include "hostname.h"
+#include "livemem.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -687,7 +688,8 @@ static int head_reserve(struct httpreq_conn *c, size_t need)
 		cap *= 2;
 	if (cap > HTTPREQ_HEAD_MAX)
 		cap = HTTPREQ_HEAD_MAX;
-	p = realloc(c->head, cap);
+	/* a request under way (a body's first bytes too): not in a fork */
+	p = livemem_realloc(c->head, cap);
 	if (!p)
 		return -ENOMEM;
 	c->head = p;
@@ -791,7 +793,7 @@ void httpreq_init(struct httpreq_conn *c)
 
 void httpreq_free(struct httpreq_conn *c)
 {
-	free(c->head);
+	livemem_free(c->head);
 	c->head = NULL;
 	c->head_cap = 0;
 	c->head_used = 0;

@@ -1266,8 +1266,10 @@ void corral_secret_free(char *s);
  * frees (the heads of requests, with a daemon's token; the proxy's
  * buffers, with a secret swapped in) and every block jansson frees (the
  * request bodies and policies parsed) is zeroed first, so that no fork
- * made later finds it in the free memory it inherits.  (corral's own
- * binary zeroes every freed block, whichever library frees it.)
+ * made later finds it in the free memory it inherits; libevent's live
+ * blocks are zeroed in the library's own forks that take hostile input
+ * (a sandbox's init, the image unpacker).  (corral's own binary zeroes
+ * every freed block, whichever library frees it.)
  */
 CORRAL_PUBLIC
 void corral_memory_init(void);

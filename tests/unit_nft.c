@@ -17,8 +17,6 @@
 #include <arpa/inet.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_log.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -195,23 +193,6 @@ struct logged {
 	int sent_errno[2];	/* what the UDP send and the ICMP echo got */
 };
 
-static int lo_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
-		r = -errno;
-	ifr.ifr_flags |= IFF_UP;
-	if (r == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 /*
  * A UDP datagram and an ICMP echo (a raw socket: ours in this netns) to
  * 198.18.0.9, which this netns routes over lo only: the rules drop both
@@ -261,7 +242,7 @@ static struct logged log_attempt(void)
 		close(p[0]);
 		if (!own_netns())
 			_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
-		o.r = lo_up();
+		o.r = net_lo_up();
 		if (o.r == 0)
 			o.r = net_transparent_setup(3129, 53, o.why, sizeof(o.why));
 		fd = o.r == 0 ? nflog_open(NFLOG_GROUP, o.why, sizeof(o.why)) : -1;

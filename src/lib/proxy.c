@@ -59,7 +59,6 @@ _Static_assert(NSPECS + 2 <= FD_SEND_MAX, "init sends every listener, diag and n
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -214,23 +213,6 @@ static int bind_spec(const struct listen_spec *sp)
 	return fd;
 }
 
-static int lo_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
-		r = -errno;
-	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	if (r == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 /*
  * Bigger packets on the sandbox's loopback (IPv4 BIG TCP, Linux 6.3): the
  * sandbox's side of every tunnel is TCP over this lo, and its cost for the
@@ -324,7 +306,7 @@ int proxy_listeners_send(int sock, bool transparent)
 	 */
 	if (stat("/proc/self/ns/net", &st) == 0)
 		m.netns = st.st_ino;
-	m.setup = lo_up();
+	m.setup = net_lo_up();
 	if (m.setup < 0) {
 		snprintf(m.why, sizeof(m.why), "cannot bring lo up: %s", strerror(-m.setup));
 		goto send;

@@ -15,7 +15,7 @@ points at 127.0.0.1.  It measures, timing inside the client:
      with a 1-byte echo round trip, also through a bare C relay on the
      host (bench/floor_relay.c, built with cc: the floor any relay meets);
      both 1 and 2 also through a relay whose bytes stay in the kernel
-     (bench/floor_sockmap.c: a sockmap and a BPF verdict; root only), to
+     (floor_relay.c --sockmap: a sockmap and a BPF verdict; root only), to
      show what leaving user space would buy on this kernel;
   3. BENCH_CONNS (default 1000) tunnels opened at once, all held open,
      then one small echo on each.
@@ -571,18 +571,20 @@ def bare_tput(port, upstream):
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def floor_run(name, port, upstream, tmp, runs):
-    """The client's modes through bench/NAME.c (built here with cc), a C
-    relay on the host: [(result, None) or (None, why)], one per (mode, arg)."""
+def floor_run(flags, port, upstream, tmp, runs):
+    """The client's modes through bench/floor_relay.c (built here with cc)
+    with flags, a C relay on the host: [(result, None) or (None, why)], one
+    per (mode, arg)."""
     cc = shutil.which("cc") or shutil.which("gcc")
-    src, exe = os.path.join(BENCH_DIR, name + ".c"), os.path.join(tmp, name)
+    src, exe = os.path.join(BENCH_DIR, "floor_relay.c"), os.path.join(tmp, "floor_relay")
     if not cc or not os.path.exists(src):
         return [(None, "no C compiler or no %s" % src)] * len(runs)
-    b = subprocess.run([cc, "-O2", "-o", exe, src], capture_output=True, text=True)
-    if b.returncode != 0:
-        return [(None, "cannot build %s.c: %s" % (name, b.stderr.strip()[-200:]))] * len(runs)
-    p = subprocess.Popen([exe, str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    if not os.path.exists(exe):
+        b = subprocess.run([cc, "-O2", "-o", exe, src], capture_output=True, text=True)
+        if b.returncode != 0:
+            return [(None, "cannot build floor_relay.c: " + b.stderr.strip()[-200:])] * len(runs)
+    p = subprocess.Popen([exe] + flags + [str(port)], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         relay_port = int(p.stdout.readline())
         out = [client([], mode, "127.0.0.1", port, "127.0.0.1:%d" % relay_port, arg, upstream)
@@ -631,8 +633,8 @@ def main():
         tput = both("tput", NBYTES)
         floor = bare_tput(up.port, up)
         lat = both("lat", NLAT)
-        lat_floor = floor_run("floor_relay", up.port, up, tmp, [("lat", NLAT)])[0]
-        kernel = floor_run("floor_sockmap", up.port, up, tmp, [("tput", NBYTES), ("lat", NLAT)])
+        lat_floor = floor_run([], up.port, up, tmp, [("lat", NLAT)])[0]
+        kernel = floor_run(["--sockmap"], up.port, up, tmp, [("tput", NBYTES), ("lat", NLAT)])
         conc = both("conc", NCONNS)
     finally:
         up.stop()
@@ -667,7 +669,7 @@ def main():
         else:
             print(f"{line} " + " | ".join(c if isinstance(c, str) else f"{c:.0f}" for c in cells))
     # the relay out of user space: what the kernel's own moving of bytes
-    # between two sockets (floor_sockmap.c) reaches, in the proxy's column
+    # between two sockets (floor_relay.c --sockmap) reaches, in the proxy's column
     r, err = kernel[0]
     d = tput[0][0]
     for key, label in (("up", "  upload, kernel relay (sockmap)"),

@@ -2414,6 +2414,19 @@ tls_curl() {	# tls_curl ARG...: the status; the body in $T/body
 		-w '%{http_code}' "$@" 2> "$T/curl.err" || true
 }
 
+# create_echo WHAT URL TOKEN WORD: a sandbox made over TCP, `echo WORD`
+# run in it; its id
+create_echo() {
+	local code id
+	code=$(tls_curl -H "Authorization: Bearer $3" -X POST "$2/v1/sandboxes")
+	expect_code "$1: create" "$code" 201 || return 1
+	id=$(jq 'v["id"]')
+	code=$(tls_curl -H "Authorization: Bearer $3" -X POST \
+		-d "{\"argv\": [\"echo\", \"$4\"]}" "$2/v1/sandboxes/$id/exec")
+	expect_eq "$1: exec" "$(jq 'v["stdout"]')" "$4" || return 1
+	echo "$id"
+}
+
 t_tcp_tls() {
 	local port token code id out rc
 	port=$(free_port)
@@ -2427,12 +2440,7 @@ t_tcp_tls() {
 	expect_error "no token" "$code" 401 unauthorized
 	code=$(tls_curl -H "Authorization: Bearer $token" "$U/v1/health")
 	expect_code "health over TLS" "$code" 200
-	code=$(tls_curl -H "Authorization: Bearer $token" -X POST "$U/v1/sandboxes")
-	expect_code "create over TLS" "$code" 201
-	id=$(jq 'v["id"]')
-	code=$(tls_curl -H "Authorization: Bearer $token" -X POST \
-		-d '{"argv": ["echo", "over tls"]}' "$U/v1/sandboxes/$id/exec")
-	expect_eq "exec over TLS" "$(jq 'v["stdout"]')" "over tls"
+	id=$(create_echo "over TLS" "$U" "$token" "over tls")
 	# the client verbs: --ca-file says who signed; the system's roots did not
 	out=$("$CORRAL" exec --url "$U" --token-file "$T/token" --ca-file "$T/cert.pem" \
 		"$id" -- echo cli 2>&1) || true
@@ -2510,15 +2518,12 @@ t_tcp_tls_hides_the_token() {
 		fi
 		$PY -c "$RECORDER" "$port" "$T/wire.$mode" > "$T/rport" &
 		rpid=$!
+		# killed by on_test_exit if a check below ends the test
+		echo "$rpid" >> "$T/watchdogs"
 		for _ in $(seq 1 100); do [ -s "$T/rport" ] && break; sleep 0.05; done
 		rport=$(cat "$T/rport")
 		[ "$mode" = tls ] && url=https://127.0.0.1:$rport || url=http://127.0.0.1:$rport
-		code=$(tls_curl -H "Authorization: Bearer $token" -X POST "$url/v1/sandboxes")
-		expect_code "$mode: create through the recorder" "$code" 201
-		id=$(jq 'v["id"]')
-		code=$(tls_curl -H "Authorization: Bearer $token" -X POST \
-			-d "{\"argv\": [\"echo\", \"$marker\"]}" "$url/v1/sandboxes/$id/exec")
-		expect_eq "$mode: exec through the recorder" "$(jq 'v["stdout"]')" "$marker"
+		create_echo "$mode, through the recorder" "$url" "$token" "$marker" > /dev/null
 		kill "$rpid" 2>/dev/null
 		wait "$rpid" 2>/dev/null || true
 		stop_daemon

@@ -127,3 +127,24 @@ run_tests() {
 		[ $(( (i - 1) % n + 1 )) -eq "$k" ] && run_test "$t"
 	done
 }
+
+# memscan_find: tests/helpers/memscan beside the corral under test ($CORRAL)
+memscan_find() {
+	local d=${CORRAL%/*}
+	for d in "$d/tests/helpers" "$d/helpers"; do
+		[ -x "$d/memscan" ] && { echo "$d/memscan"; return 0; }
+	done
+	return 0
+}
+
+# test_ca DIR SAN: a CA (DIR/ca.key, DIR/ca.pem) and a server certificate it
+# signed for api.test with subjectAltName SAN (DIR/srv.key, DIR/srv.pem)
+test_ca() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=corral-test-ca -keyout "$1/ca.key" -out "$1/ca.pem" 2>/dev/null &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=api.test \
+		-keyout "$1/srv.key" -out "$1/srv.csr" 2>/dev/null &&
+	printf 'subjectAltName=%s\n' "$2" > "$1/ext" &&
+	openssl x509 -req -in "$1/srv.csr" -CA "$1/ca.pem" -CAkey "$1/ca.key" \
+		-CAcreateserial -days 2 -extfile "$1/ext" -out "$1/srv.pem" 2>/dev/null
+}

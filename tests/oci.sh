@@ -696,13 +696,7 @@ tenant_bundle() {
 t_rootfs_swapped_after_check() {
 	need_root
 	tenant_bundle
-	held_create c1 "mv '$T/b/rootfs' '$T/b/rootfs.checked' && ln -s '$T/hidden/tree' '$T/b/rootfs'"
-	cp "$T/log.json" "$T/log.held" 2>/dev/null || : > "$T/log.held"
-	oci delete --force c1 > /dev/null
-	expect_not_contains "not the tree linked in" "$(cat "$T/held")" "HIDDEN"
-	expect_eq "create" "$(cat "$T/held.rc")" 1
-	expect_contains "refused" "$(tail -1 "$T/log.held" | json msg)" \
-		"is not what was checked any more"
+	rootfs_replaced "ln -s '$T/hidden/tree' '$T/b/rootfs'" HIDDEN
 }
 
 # ... or another tree renamed over it: the same, told by its inode.
@@ -711,10 +705,16 @@ t_rootfs_renamed_after_check() {
 	tenant_bundle
 	cp -a "$T/b/rootfs" "$T/b/other"
 	echo OTHER > "$T/b/other/marker"
-	held_create c1 "mv '$T/b/rootfs' '$T/b/rootfs.checked' && mv '$T/b/other' '$T/b/rootfs'"
+	rootfs_replaced "mv '$T/b/other' '$T/b/rootfs'" OTHER
+}
+
+# rootfs_replaced SHELL MARKER: create held after its check while SHELL puts
+# something else at rootfs; the container must not start there
+rootfs_replaced() {
+	held_create c1 "mv '$T/b/rootfs' '$T/b/rootfs.checked' && $1"
 	cp "$T/log.json" "$T/log.held" 2>/dev/null || : > "$T/log.held"
 	oci delete --force c1 > /dev/null
-	expect_not_contains "not the tree swapped in" "$(cat "$T/held")" "OTHER"
+	expect_not_contains "not the tree put there" "$(cat "$T/held")" "$2"
 	expect_eq "create" "$(cat "$T/held.rc")" 1
 	expect_contains "refused" "$(tail -1 "$T/log.held" | json msg)" \
 		"is not what was checked any more"

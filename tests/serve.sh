@@ -2628,9 +2628,7 @@ PYEOF
 t_tls_key_not_in_a_box() {
 	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
 	local scan="" d port token code id pid inits
-	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
-		[ -x "$d/memscan" ] && scan=$d/memscan
-	done
+	scan=$(memscan_find)
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
 	port=$(free_port)
 	tls_files "$T" || return 1
@@ -2690,9 +2688,7 @@ t_box_init_holds_no_token() {
 	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
 	local scan="" d token marker="corral-env-$$-$RANDOM-marker" pid inits="" id first second
 	local callenv="corral-call-$$-$RANDOM-env-$(head -c 600 /dev/urandom | od -An -tx1 | tr -d " \n")"
-	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
-		[ -x "$d/memscan" ] && scan=$d/memscan
-	done
+	scan=$(memscan_find)
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
 	port=$(free_port)
 	token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -2743,9 +2739,7 @@ random_hex() { head -c 300 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 t_box_init_holds_no_earlier_request() {
 	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
 	local scan="" d id first second v n
-	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
-		[ -x "$d/memscan" ] && scan=$d/memscan
-	done
+	scan=$(memscan_find)
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
 	local envset="envset-$(random_hex)" argv="argv-$(random_hex)"
 	local callenv="callenv-$(random_hex)" stdin="stdin-$(random_hex)"
@@ -2772,9 +2766,7 @@ t_box_init_holds_no_earlier_request() {
 t_box_init_holds_no_request_arriving() {
 	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
 	local scan="" d id first init="" i held marker="arriving-$(random_hex)"
-	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
-		[ -x "$d/memscan" ] && scan=$d/memscan
-	done
+	scan=$(memscan_find)
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
 	start_daemon
 	id=$(mksb)
@@ -2830,17 +2822,9 @@ time.sleep(float(sys.argv[2]))'
 t_box_init_holds_no_live_tls() {
 	[ "$ME" = 0 ] || { skip "reading another process's memory needs root"; return; }
 	local scan="" d id port up i init="" kind secret n=0 marker
-	for d in "${CORRAL%/*}/tests/helpers" "${CORRAL%/*}/helpers"; do
-		[ -x "$d/memscan" ] && scan=$d/memscan
-	done
+	scan=$(memscan_find)
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj /CN=corral-test-ca -keyout "$T/ca.key" -out "$T/ca.pem" 2>/dev/null &&
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=api.test \
-		-keyout "$T/srv.key" -out "$T/srv.csr" 2>/dev/null &&
-	printf 'subjectAltName=DNS:api.test\n' > "$T/ext" &&
-	openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" \
-		-CAcreateserial -days 2 -extfile "$T/ext" -out "$T/srv.pem" 2>/dev/null &&
+	test_ca "$T" DNS:api.test &&
 	chmod 644 "$T"/ca.pem "$T"/srv.* || { fail "openssl could not make the certificates"; return; }
 	$PY "$HERE/tls_upstream.py" "$T/up.port" "$T/up.log" "$T/srv.pem" "$T/srv.key" \
 		> /dev/null 2>&1 &

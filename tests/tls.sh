@@ -37,13 +37,7 @@ trap cleanup_all EXIT
 
 mkcerts() {
 	local d=$TEST_TMP
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj /CN=corral-test-ca -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null &&
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=api.test \
-		-keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null &&
-	printf 'subjectAltName=DNS:api.test,DNS:other.test\n' > "$d/ext" &&
-	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
-		-CAcreateserial -days 2 -extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null &&
+	test_ca "$d" DNS:api.test,DNS:other.test &&
 	# bad.test: a certificate no trusted CA signed
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 		-subj /CN=bad.test -addext subjectAltName=DNS:bad.test \
@@ -456,14 +450,6 @@ t_srt_settings_translated_key_by_key() {
 	expect_contains "the rest" "$e" 'ignoreViolations: not mapped'
 	expect_contains "proxy mode" "$(cat "$T/out")" "proxy=http://127.0.0.1:3128"
 	expect_contains "denied host" "$(cat "$T/out")" "403"
-}
-
-# memscan_find: tests/helpers/memscan beside the corral under test
-memscan_find() {
-	local d=${CORRAL%/*}
-	for d in "$d/tests/helpers" "$d/helpers"; do
-		[ -x "$d/memscan" ] && { echo "$d/memscan"; return; }
-	done
 }
 
 # children PID: its children's pids

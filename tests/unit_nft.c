@@ -101,39 +101,56 @@ static bool drop_net_admin(void)
 enum setup { PLAIN, CHAIN_IN_THE_WAY, NO_NET_ADMIN };
 
 /*
- * In a child: the namespaces, the setup asked for, the rules; what came
- * of it back over a pipe.  r = -ENOSYS: the namespaces could not be made.
+ * fn(out, arg) in a child, in a user and network namespace of its own;
+ * out (len bytes, whose first member is an int r) comes back over a pipe.
+ * r = -ENOSYS: the namespaces could not be made; -EIO: nothing came back.
  */
-static struct outcome attempt(enum setup setup)
+static void in_own_netns(void (*fn)(void *out, const void *arg), const void *arg,
+			 void *out, size_t len)
 {
-	struct outcome o = { .r = -ENOSYS, .listed = -1 };
 	int p[2], status;
 	pid_t pid;
 
+	*(int *)out = -ENOSYS;
 	if (pipe(p) < 0)
-		return o;
+		return;
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		if (!own_netns())
-			_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
-		if (setup == CHAIN_IN_THE_WAY &&
-		    system("/usr/sbin/nft 'add table ip corral; add chain ip corral out "
-			   "{ type filter hook input priority 0; }'") != 0)
-			_exit(2);
-		if (setup == NO_NET_ADMIN && !drop_net_admin())
-			_exit(3);
-		o.r = nft_redirect_rules(3129, 53, o.why, sizeof(o.why));
-		if (nft_present() && setup != NO_NET_ADMIN)
-			o.listed = listed_tables();
-		_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
+		if (own_netns())
+			fn(out, arg);
+		_exit(write(p[1], out, len) == (ssize_t)len ? 0 : 1);
 	}
 	close(p[1]);
-	if (pid < 0 || read(p[0], &o, sizeof(o)) != sizeof(o))
-		o.r = -EIO;
+	if (pid < 0 || read(p[0], out, len) != (ssize_t)len)
+		*(int *)out = -EIO;
 	close(p[0]);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
+}
+
+/* In the child: the setup asked for, then the rules. */
+static void load_rules(void *out, const void *arg)
+{
+	enum setup setup = *(const enum setup *)arg;
+	struct outcome *o = out;
+
+	if (setup == CHAIN_IN_THE_WAY &&
+	    system("/usr/sbin/nft 'add table ip corral; add chain ip corral out "
+		   "{ type filter hook input priority 0; }'") != 0)
+		_exit(2);
+	if (setup == NO_NET_ADMIN && !drop_net_admin())
+		_exit(3);
+	o->r = nft_redirect_rules(3129, 53, o->why, sizeof(o->why));
+	if (nft_present() && setup != NO_NET_ADMIN)
+		o->listed = listed_tables();
+}
+
+static struct outcome attempt(enum setup setup)
+{
+	struct outcome o = { .listed = -1 };
+
+	in_own_netns(load_rules, &setup, &o, sizeof(o));
 	return o;
 }
 
@@ -229,39 +246,32 @@ static void read_logged(int fd, struct logged *o)
 	}
 }
 
+/* In the child: the sandbox's rules and the log's, a UDP packet and an echo. */
+static void log_two(void *out, const void *arg)
+{
+	struct logged *o = out;
+	int fd;
+
+	(void)arg;
+	o->r = net_lo_up();
+	if (o->r == 0)
+		o->r = net_transparent_setup(3129, 53, o->why, sizeof(o->why));
+	fd = o->r == 0 ? nflog_open(NFLOG_GROUP, o->why, sizeof(o->why)) : -1;
+	if (o->r == 0 && fd < 0)
+		o->r = fd;
+	if (o->r == 0)
+		o->r = nft_log_rules(NFLOG_GROUP, o->why, sizeof(o->why));
+	if (o->r == 0) {
+		send_two(o);
+		read_logged(fd, o);
+	}
+}
+
 static struct logged log_attempt(void)
 {
-	struct logged o = { .r = -ENOSYS };
-	int p[2], status, fd;
-	pid_t pid;
+	struct logged o = { 0 };
 
-	if (pipe(p) < 0)
-		return o;
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		if (!own_netns())
-			_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
-		o.r = net_lo_up();
-		if (o.r == 0)
-			o.r = net_transparent_setup(3129, 53, o.why, sizeof(o.why));
-		fd = o.r == 0 ? nflog_open(NFLOG_GROUP, o.why, sizeof(o.why)) : -1;
-		if (o.r == 0 && fd < 0)
-			o.r = fd;
-		if (o.r == 0)
-			o.r = nft_log_rules(NFLOG_GROUP, o.why, sizeof(o.why));
-		if (o.r == 0) {
-			send_two(&o);
-			read_logged(fd, &o);
-		}
-		_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
-	}
-	close(p[1]);
-	if (pid < 0 || read(p[0], &o, sizeof(o)) != sizeof(o))
-		o.r = -EIO;
-	close(p[0]);
-	if (pid > 0)
-		waitpid(pid, &status, 0);
+	in_own_netns(log_two, NULL, &o, sizeof(o));
 	return o;
 }
 

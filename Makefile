@@ -160,6 +160,11 @@ $(BUILD)/tests/unit_client: tests/unit_client.c $(CLI_LIB) $(BUILD)/libcorral.a 
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(TEST_FLAGS) -Isrc/cli $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(CLI_LIB) $(BUILD)/libcorral.a $(LDLIBS)
 
+# the binary's free(), linked in as corral has it
+$(BUILD)/tests/unit_zerofree: tests/unit_zerofree.c $(BUILD)/src/cli/zerofree.o tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/src/cli/zerofree.o
+
 # The daemon's API without serve.c (the test stands in for its state files):
 # its routes, checks and errno mapping, through the daemon's own objects.
 API_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/daemon/api*.c src/daemon/registry.c))

@@ -18,13 +18,19 @@
  * A block malloc got from mmap is not zeroed: free unmaps it, and no
  * later fork can see it (a read buffer sized to a limit, mostly never
  * touched, would otherwise be faulted in page by page only to be zeroed).
+ * A large block from the heap may have pages that were never touched
+ * too: those are dropped, not written (zero_pages below).
  *
  * Under AddressSanitizer, its runtime owns free(): its quarantine is told
  * to zero what it holds instead (__asan_default_options).
  */
+#include <errno.h>
 #include <malloc.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #ifdef __SANITIZE_ADDRESS__
 
@@ -39,6 +45,10 @@ const char *__asan_default_options(void)
 
 void __libc_free(void *p);
 
+/* livemem.c need not zero a block before it frees it */
+extern const int corral_free_zeroes;
+const int corral_free_zeroes = 1;
+
 /*
  * glibc's chunk header: the size word in front of the block, whose bit 1
  * says the chunk is a mapping of its own (IS_MMAPPED in malloc.c; the same
@@ -52,12 +62,69 @@ static int chunk_is_mmapped(const void *p)
 	return (size & 2) != 0;
 }
 
+/* below this, a block is simply written over */
+#define ZERO_SCAN_MIN	(16 * 1024)
+/* pages asked of mincore at a time: the vector is on the stack */
+#define ZERO_SCAN_PAGES	256
+
+/*
+ * Zero the pages [a, a + n * pg): those in memory are written over; the
+ * others were never touched (so they read as zero already) or are in swap,
+ * and MADV_DONTNEED drops both, without a fault.  Writing an untouched
+ * page costs a fault and a cleared page first: about 20 us each on a
+ * paravirtualized host, where an opendir's 32 KiB buffer, of which
+ * getdents had filled one page, took 0.15 ms of a 12 ms cold start.
+ */
+static int zero_pages(uintptr_t a, size_t n, size_t pg)
+{
+	unsigned char vec[ZERO_SCAN_PAGES];
+
+	for (size_t done = 0; done < n;) {
+		size_t w = n - done < ZERO_SCAN_PAGES ? n - done : ZERO_SCAN_PAGES;
+		uintptr_t base = a + done * pg;
+
+		if (mincore((void *)base, w * pg, vec) < 0)
+			return -1;
+		for (size_t i = 0, j; i < w; i = j) {
+			for (j = i + 1; j < w && (vec[j] & 1) == (vec[i] & 1); j++)
+				;
+			if (vec[i] & 1)
+				explicit_bzero((void *)(base + i * pg), (j - i) * pg);
+			else if (madvise((void *)(base + i * pg), (j - i) * pg,
+					 MADV_DONTNEED) < 0)
+				return -1;
+		}
+		done += w;
+	}
+	return 0;
+}
+
+static void zero_block(void *p, size_t len)
+{
+	size_t pg = (size_t)getpagesize();
+	uintptr_t start = (uintptr_t)p, end = start + len;
+	uintptr_t a = (start + pg - 1) & ~(uintptr_t)(pg - 1);
+	uintptr_t b = end & ~(uintptr_t)(pg - 1);
+	int saved = errno;
+
+	if (len < ZERO_SCAN_MIN || b <= a) {
+		explicit_bzero(p, len);
+		return;
+	}
+	explicit_bzero(p, a - start);
+	explicit_bzero((void *)b, end - b);
+	/* a page zero_pages could not tell about is written over after all */
+	if (zero_pages(a, (b - a) / pg, pg) < 0)
+		explicit_bzero((void *)a, b - a);
+	errno = saved;	/* free never sets it */
+}
+
 void free(void *p)
 {
 	if (!p)
 		return;
 	if (!chunk_is_mmapped(p))
-		explicit_bzero(p, malloc_usable_size(p));
+		zero_block(p, malloc_usable_size(p));
 	__libc_free(p);
 }
 

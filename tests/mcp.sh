@@ -223,6 +223,53 @@ t_other_clients_sandboxes() {
 	no_leftovers
 }
 
+# stop_shared_daemon: SIGTERM to $dpid, waited for (bounded), SIGKILL after
+stop_shared_daemon() {
+	kill -TERM "$dpid"
+	for _ in $(seq 100); do
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$dpid" 2>/dev/null || true
+	wait "$dpid" 2>/dev/null
+}
+
+# reap HOW: a session on a shared daemon beside another client's sandbox,
+# ended by HOW (mcp_raw.py reap-HOW): what it made is removed, nothing else
+reap() {
+	local rc=0 other
+	start_shared_daemon
+	other=$(timeout 60 "$CORRAL" create --socket "$T/s" < /dev/null 2> "$T/err")
+	if [ -n "$other" ]; then
+		TMPDIR=$T MCP_OTHER=$other MCP_DAEMON_PID=$dpid timeout 300 $PY "$HERE/mcp_raw.py" \
+			"reap-$1" "$CORRAL" --socket "$T/s" > "$T/raw.log" 2>&1 || rc=$?
+		timeout 60 "$CORRAL" rm --socket "$T/s" "$other" > /dev/null 2>&1
+	fi
+	stop_shared_daemon
+	[ -n "$other" ] || { fail "corral create: $(cat "$T/err")"; return 1; }
+	[ "$rc" = 0 ] || { cat "$T/raw.log"; fail "the session's end on a shared daemon ($1)"; return 1; }
+	no_leftovers
+}
+
+# stdin's end (the client went away): the session's sandboxes go with it,
+# not another client's nor a session's still open
+t_shared_daemon_eof_removes_the_session_sandboxes() { reap eof; }
+
+t_shared_daemon_signals_remove_the_session_sandboxes() {
+	local how
+	for how in TERM INT HUP; do
+		reap "$how" || return 1
+	done
+}
+
+# SIGKILL to the session's whole process group: its reaper, in a group of
+# its own, removes them
+t_shared_daemon_sigkill_removes_the_session_sandboxes() { reap KILL; }
+
+# a daemon that stops answering (SIGSTOP) cannot hold the session's end:
+# it ends, bounded, naming each sandbox it could not remove
+t_shared_daemon_hung_at_the_end() { reap hung; }
+
 # The SDK, from npm into $SDK once; 0 when it is there.
 have_sdk() {
 	[ -f "$SDK/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0

@@ -3,7 +3,9 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap.  Prints "ok - ..." per check and
+CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap,
+reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-hung.
+Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
 """
@@ -11,6 +13,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,9 +22,9 @@ TIMEOUT = 60
 
 
 class Server:
-    def __init__(self, argv):
+    def __init__(self, argv, **kw):
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+                                  stderr=subprocess.PIPE, **kw)
         self.buf = b""
         self.next_id = 100
 
@@ -366,6 +369,109 @@ def shared(s, other):
     s.call("sandbox_destroy", {"sandbox_id": mine})
 
 
+def daemon_sandboxes(sock):
+    """The ids of the sandboxes the daemon at sock has, asked over HTTP."""
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(TIMEOUT)
+    try:
+        c.connect(sock)
+        c.sendall(b"GET /v1/sandboxes HTTP/1.0\r\nHost: corral\r\n\r\n")
+        data = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        c.close()
+    head, body = data.split(b"\r\n\r\n", 1)
+    check(head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200"),
+          "the daemon lists its sandboxes: %r" % head[:80])
+    return {b["id"] for b in json.loads(body)["sandboxes"]}
+
+
+def reap(argv, how):
+    """A session on a shared daemon ends (stdin's end, a signal, SIGKILL of
+    its process group, a daemon that no longer answers): the sandboxes it
+    made and did not destroy are removed, and only those: another
+    client's, and another session's, are not."""
+    sock = argv[argv.index("--socket") + 1]
+    other = os.environ["MCP_OTHER"]
+    # its own process group, as a harness may start it: killed as a group
+    s = Server(argv[:1] + ["mcp"] + argv[1:], start_new_session=(how == "KILL"))
+    peer = Server(argv[:1] + ["mcp"] + argv[1:]) if how == "eof" else None
+    try:
+        s.request("initialize", {"protocolVersion": "2025-06-18"})
+        mine = [s.call("sandbox_create", {})["structuredContent"]["id"] for _ in range(3)]
+        res = s.call("sandbox_destroy", {"sandbox_id": mine[2]})
+        check(not res.get("isError"), "the model destroys one itself: %r" % res)
+        destroyed, mine = mine[2], mine[:2]
+        theirs = None
+        if peer:
+            peer.request("initialize", {"protocolVersion": "2025-06-18"})
+            theirs = peer.call("sandbox_create", {})["structuredContent"]["id"]
+        listed = daemon_sandboxes(sock)
+        check(set(mine) <= listed and other in listed and destroyed not in listed,
+              "the daemon has the session's two and the other client's: %r" % listed)
+        if how == "eof":
+            s.p.stdin.close()
+        elif how == "hung":
+            os.kill(int(os.environ["MCP_DAEMON_PID"]), signal.SIGSTOP)
+            s.p.stdin.close()
+        elif how == "KILL":
+            os.killpg(s.p.pid, signal.SIGKILL)
+        else:
+            s.p.send_signal(getattr(signal, "SIG" + how))
+        try:
+            rc = s.p.wait(120 if how == "hung" else TIMEOUT)
+        finally:
+            if how == "hung":
+                os.kill(int(os.environ["MCP_DAEMON_PID"]), signal.SIGCONT)
+        err = s.p.stderr.read().decode() if how != "KILL" else ""
+        sys.stderr.write(err)
+        if how == "hung":
+            check(rc == 125, "a daemon that does not answer: the session still ends, "
+                  "exit 125 (got %d)" % rc)
+            for sid in mine:
+                check("could not remove sandbox %s, made by this session" % sid in err,
+                      "it names the sandbox it could not remove: %s" % sid)
+            # the daemon, answering again, may have done the DELETEs it had
+            for sid in daemon_sandboxes(sock) & set(mine):
+                subprocess.run([argv[0], "rm", "--socket", sock, sid], timeout=TIMEOUT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            check(other in daemon_sandboxes(sock), "the other client's sandbox is there")
+            return
+        if how != "KILL":
+            check(rc == 0, "the session ends cleanly on %s (exit %d)" % (how, rc))
+            listed = daemon_sandboxes(sock)
+        else:
+            # nobody waits for the reaper: it ends within MCP_REAP_SECONDS
+            deadline = time.monotonic() + 90
+            while True:
+                listed = daemon_sandboxes(sock)
+                if not set(mine) & listed or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+        check(not set(mine) & listed,
+              "after %s the session's sandboxes are gone: %r" % (how, listed))
+        check(other in listed, "another client's sandbox is not touched: %r" % listed)
+        if how != "KILL":
+            for sid in mine:
+                check("removed sandbox %s" % sid in err, "it says it removed %s" % sid)
+            check(destroyed not in err, "it says nothing of the one already destroyed")
+        if peer:
+            check(theirs in listed, "another session's sandbox is not touched: %r" % listed)
+            rc, err = peer.close()
+            check(rc == 0 and theirs not in daemon_sandboxes(sock),
+                  "that session's end removes its own (exit %d)" % rc)
+    except BaseException:
+        for srv in (s, peer):
+            if srv and srv.p.poll() is None:
+                srv.p.kill()
+                srv.p.wait()
+        raise
+
+
 def held_swap(s, workspace):
     """The model's workspace swapped for a link out of the operator's
     between the server's check and the daemon's open: the server is held
@@ -428,6 +534,10 @@ def held_swap(s, workspace):
 def main():
     what, argv = sys.argv[1], sys.argv[2:]
     before = private_dirs()
+    if what.startswith("reap-"):
+        reap(argv, what[5:])
+        print("mcp_raw %s: done" % what)
+        return
     if what == "signal":
         s = Server(argv[:1] + ["mcp"] + argv[1:])
         s.request("initialize", {"protocolVersion": "2025-06-18"})

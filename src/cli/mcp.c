@@ -8,7 +8,8 @@
  * each tools/call runs on a thread of its own (mcp_tools.c), so that a
  * notifications/cancelled read meanwhile can end it.  The session ends at
  * stdin's end or on SIGTERM/SIGINT/SIGHUP: calls in flight are cancelled,
- * a private daemon is stopped and its directory removed.
+ * the sandboxes it made on a shared daemon are removed (mcp_reaper.c), a
+ * private daemon is stopped and its directory removed.
  */
 #include "mcp.h"
 
@@ -46,6 +47,16 @@ static const struct verb mcp_verb = {
 "only the sandboxes the session created: a shared daemon's others were made\n"
 "under other policies.\n"
 "\n"
+"When the session ends (stdin's end, SIGTERM, SIGINT, SIGHUP), the sandboxes\n"
+"it made and did not destroy are removed: a private daemon's with it, a\n"
+"shared daemon's by the session's reaper, a child in a process group of its\n"
+"own that also removes them when the session, or its process group, is\n"
+"SIGKILLed.  The removal takes at most 60 s; a sandbox it could not remove\n"
+"is named on stderr.  A shared daemon keeps what the session made when the\n"
+"reaper is killed too (SIGKILL to its pid or to the whole cgroup, the OOM\n"
+"killer), and a sandbox whose create was answered as the session was\n"
+"SIGKILLed: remove those with `corral ls` and `corral rm`.\n"
+"\n"
 "Options:\n"
 "  --policy FILE        the operator's policy: every sandbox starts from it,\n"
 "                       and what a model asks for (hosts, limits, host\n"
@@ -62,8 +73,9 @@ static const struct verb mcp_verb = {
 "or in an mcpServers entry:\n"
 "  {\"command\": \"corral\", \"args\": [\"mcp\"]}\n"
 "\n"
-"Exit status: 0 when stdin ends, 2 on a usage error, 125 when no daemon can\n"
-"be reached or started.\n",
+"Exit status: 0 when stdin ends or on SIGTERM/SIGINT/SIGHUP, 2 on a usage\n"
+"error, 125 when no daemon can be reached or started, or a sandbox of the\n"
+"session could not be removed at its end.\n",
 };
 
 enum { OPT_POLICY = OPT_OWN, OPT_POLICY_DIR, OPT_PRIVATE };
@@ -538,6 +550,7 @@ int cmd_mcp(int argc, char **argv)
 	sigset_t unblocked;
 	int code, r = 0;
 
+	m.owned.reaper_fd = -1;
 	pthread_mutex_init(&m.out_lock, NULL);
 	pthread_mutex_init(&m.calls_lock, NULL);
 	pthread_mutex_init(&m.owned.lock, NULL);
@@ -562,6 +575,9 @@ int cmd_mcp(int argc, char **argv)
 	}
 	/* before any thread and with signals as they were: it may fork */
 	code = mcp_daemon_open(&m.d, &mcp_verb, a.private);
+	/* a private daemon takes the sandboxes with it; a shared one needs us */
+	if (!code && !m.d.pid)
+		code = mcp_reaper_start(&m.owned, &m.d);
 	if (!code && watch_signals(&unblocked) < 0) {
 		cli_error("mcp: cannot watch signals: %s", strerror(errno));
 		code = EXIT_CORRAL;
@@ -569,6 +585,8 @@ int cmd_mcp(int argc, char **argv)
 	if (!code && (r = session(&m, &unblocked)) < 0)
 		code = EXIT_CORRAL;
 	end_calls(&m, r == 1);
+	if (mcp_reaper_finish(&m.owned) < 0 && !code)
+		code = EXIT_CORRAL;
 	mcp_daemon_close(&m.d);
 	mcp_bounds_free(&m.b);
 	mcp_owned_free(&m.owned);

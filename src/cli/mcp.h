@@ -8,6 +8,8 @@
  *                 cancellable, with the answer's lines streamed
  *   mcp_tools.c   the tools: their schemas and what each one asks the daemon
  *   mcp_bounds.c  the operator's policy as the bound of what a model asks for
+ *   mcp_reaper.c  a shared daemon: the session's sandboxes removed at its
+ *                 end, by a child that outlives a killed session
  * Every tools/call runs on a thread of its own, so that the session goes on
  * reading stdin (pings, other calls, notifications/cancelled) meanwhile.
  */
@@ -25,6 +27,7 @@
 #define MCP_LINE_MAX		(8u << 20)	/* one JSON-RPC message */
 #define MCP_EXEC_TIMEOUT_DEFAULT 60	/* seconds, when the model gives none */
 #define MCP_EOF_GRACE		10	/* seconds calls may finish after stdin's end */
+#define MCP_REAP_SECONDS	60	/* to remove the session's sandboxes at its end */
 /*
  * Calls whose answer may hold a whole file (file_read, archive_read, a
  * patch) at once: such an answer costs about 8 times the file while it is
@@ -88,6 +91,8 @@ struct mcp_owned {
 	pthread_mutex_t lock;
 	char **ids;
 	size_t n, cap;
+	int reaper_fd;			/* to the reaper (mcp_reaper.c), or -1 */
+	pid_t reaper;			/* its pid, or 0: a private daemon */
 };
 
 struct mcp {
@@ -160,8 +165,10 @@ char *mcp_escape(const char *s);
 
 /* ---- mcp_tools.c ----------------------------------------------------------- */
 
-/* Record id as this session's; -1 when out of memory. */
+/* Record id as this session's (the reaper told first); -1 when out of memory. */
 int mcp_owned_add(struct mcp_owned *o, const char *id);
+/* id is destroyed: the reaper forgets it. */
+void mcp_owned_gone(struct mcp_owned *o, const char *id);
 /* Did this session create id? */
 bool mcp_owned_has(struct mcp_owned *o, const char *id);
 void mcp_owned_free(struct mcp_owned *o);
@@ -192,5 +199,21 @@ void mcp_pin_close(struct mcp_pin *pin);
 /* An exec's timeout_seconds within the operator's limits.timeout. */
 int mcp_bounds_timeout(const struct mcp_bounds *b, double asked, double *out,
 		       char **why);
+
+/* ---- mcp_reaper.c ---------------------------------------------------------- */
+
+/*
+ * Fork the reaper for a shared daemon d, before any thread: it removes,
+ * once the session has ended (however), the sandboxes it was told of.
+ */
+int mcp_reaper_start(struct mcp_owned *o, const struct mcp_daemon *d);
+/* "+ID" (made) or "-ID" (destroyed); o->lock held. */
+void mcp_reaper_tell(struct mcp_owned *o, char op, const char *id);
+/*
+ * The session has ended: the reaper removes what is left, and is waited
+ * for (bounded).  0 when nothing is left, -1 when some sandbox is (said
+ * on stderr, by name).
+ */
+int mcp_reaper_finish(struct mcp_owned *o);
 
 #endif

@@ -152,17 +152,17 @@ int mcp_owned_add(struct mcp_owned *o, const char *id)
 	char *dup = strdup(id), **grown;
 	int r = 0;
 
-	if (!dup)
-		return -1;
 	pthread_mutex_lock(&o->lock);
-	if (o->n == o->cap) {
+	/* first: even a sandbox the model cannot reach is removed at the end */
+	mcp_reaper_tell(o, '+', id);
+	if (dup && o->n == o->cap) {
 		grown = realloc(o->ids, (o->cap ? o->cap * 2 : 16) * sizeof(*grown));
 		if (grown) {
 			o->ids = grown;
 			o->cap = o->cap ? o->cap * 2 : 16;
 		}
 	}
-	if (o->n < o->cap)
+	if (dup && o->n < o->cap)
 		o->ids[o->n++] = dup;
 	else
 		r = -1;
@@ -170,6 +170,13 @@ int mcp_owned_add(struct mcp_owned *o, const char *id)
 	if (r < 0)
 		free(dup);
 	return r;
+}
+
+void mcp_owned_gone(struct mcp_owned *o, const char *id)
+{
+	pthread_mutex_lock(&o->lock);
+	mcp_reaper_tell(o, '-', id);
+	pthread_mutex_unlock(&o->lock);
 }
 
 bool mcp_owned_has(struct mcp_owned *o, const char *id)
@@ -446,8 +453,18 @@ static json_t *t_halt(struct mcp_call *c, struct args *g)
 static json_t *t_destroy(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g);
+	char *path;
+	json_t *o, *err;
 
-	return g->why ? NULL : simple(c, "DELETE", mcp_sandbox_path(id, ""), NULL);
+	if (g->why)
+		return NULL;
+	path = mcp_sandbox_path(id, "");
+	err = call_json(c, "DELETE", path, NULL, &o);
+	free(path);
+	if (err)
+		return err;
+	mcp_owned_gone(&c->m->owned, id);
+	return tool_ok(o);
 }
 
 /* ---- bytes as base64 -------------------------------------------------------- */

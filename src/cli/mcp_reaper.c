@@ -1,0 +1,296 @@
+/*
+ * mcp_reaper.c - the sandboxes a session made on a shared daemon, removed
+ * when the session ends.
+ *
+ * A private daemon takes the session's sandboxes with it: it destroys them
+ * on the SIGTERM it gets when the session ends or dies.  A shared daemon
+ * (--socket, --url, $CORRAL_SOCKET, the default socket) outlives the
+ * session, and would keep what the session made for ever.  The daemon
+ * ties no sandbox to a connection, and a TTL the session kept renewing
+ * would take the model's own ttl_seconds and sandbox_keepalive from it,
+ * so the removal is ours: a child forked at the start, the reaper.  The
+ * session tells it each sandbox made ("+ID\n") and destroyed ("-ID\n")
+ * over a pipe; the pipe's end is its cue to DELETE those still there.
+ * The pipe ends when the session does, whatever way: stdin's end, a
+ * signal, SIGKILL.  So that a signal sent to the session's process group
+ * (a terminal's ^C, `timeout -s KILL`) does not take the reaper too, it
+ * has a process group of its own and ignores SIGTERM, SIGINT and SIGHUP;
+ * it ends by itself within MCP_REAP_SECONDS.
+ *
+ * What still leaves sandboxes behind: the reaper itself killed (a SIGKILL
+ * to its pid, to the whole cgroup as systemd or a container runtime
+ * stops it, the OOM killer), and a sandbox whose create the daemon had
+ * answered when the session was SIGKILLed before it told the reaper.
+ */
+#include "mcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REAP_REQUEST_MS		10000	/* one DELETE, at most */
+#define REAP_LINE_MAX		(CORRAL_SANDBOX_ID_MAX + 2)	/* "+ID" */
+
+/* The session's live sandboxes, as the reaper knows them. */
+struct live {
+	char **ids;
+	size_t n, cap;
+};
+
+static void live_add(struct live *l, const char *id)
+{
+	char *dup = strdup(id), **grown;
+
+	if (dup && l->n == l->cap) {
+		grown = realloc(l->ids, (l->cap ? l->cap * 2 : 16) * sizeof(*grown));
+		if (grown) {
+			l->ids = grown;
+			l->cap = l->cap ? l->cap * 2 : 16;
+		}
+	}
+	if (!dup || l->n == l->cap) {
+		fprintf(stderr, "corral mcp: out of memory recording sandbox %s: it will not be removed at the session's end\n",
+			id);
+		free(dup);
+		return;
+	}
+	l->ids[l->n++] = dup;
+}
+
+static void live_drop(struct live *l, const char *id)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (strcmp(l->ids[i], id))
+			continue;
+		free(l->ids[i]);
+		l->ids[i] = l->ids[--l->n];
+		return;
+	}
+}
+
+static void on_line(struct live *l, char *line)
+{
+	if ((line[0] != '+' && line[0] != '-') || !client_valid_id(line + 1)) {
+		fprintf(stderr, "corral mcp: the reaper got a line it does not know: \"%.80s\"\n",
+			line);
+		return;
+	}
+	if (line[0] == '+')
+		live_add(l, line + 1);
+	else
+		live_drop(l, line + 1);
+}
+
+/* The session's lines until the pipe ends (the session did). */
+static void listen_to(int fd, struct live *l)
+{
+	char buf[4096], line[REAP_LINE_MAX + 1];
+	size_t len = 0;
+	bool skipping = false;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fprintf(stderr, "corral mcp: the reaper's pipe: %s\n", strerror(errno));
+		if (n <= 0)
+			return;
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				line[len] = '\0';
+				if (!skipping)
+					on_line(l, line);
+				len = 0;
+				skipping = false;
+			} else if (len < REAP_LINE_MAX) {
+				line[len++] = buf[i];
+			} else {
+				skipping = true;
+			}
+		}
+	}
+}
+
+/*
+ * DELETE one sandbox before end_ms: 0 when it is gone, 1 when it was
+ * gone already (404: its TTL, the daemon's operator), else -1 with why.
+ */
+static int delete_before(const struct mcp_daemon *d, const char *id,
+			 uint64_t end_ms, char *why, size_t whylen)
+{
+	uint64_t now = corral_now_ms();
+	struct mcp_http h = {
+		.max = 65536,
+		.deadline_ms = now + REAP_REQUEST_MS < end_ms ? now + REAP_REQUEST_MS : end_ms,
+	};
+	char *path, *err = NULL;
+	int ret = -1;
+
+	if (now >= end_ms) {
+		snprintf(why, whylen, "not tried: the removal's %d s were spent",
+			 MCP_REAP_SECONDS);
+		return -1;
+	}
+	path = mcp_sandbox_path(id, "");
+	if (!path)
+		snprintf(why, whylen, "out of memory");
+	else if (mcp_http_do(d, "DELETE", path, NULL, 0, NULL, &h, &err) < 0)
+		snprintf(why, whylen, "%s", err ? err : "out of memory");
+	else if (h.status >= 200 && h.status < 300)
+		ret = 0;
+	else if (h.status == 404)
+		ret = 1;
+	else if (!h.status)
+		snprintf(why, whylen, "no answer within %d s", REAP_REQUEST_MS / 1000);
+	else
+		snprintf(why, whylen, "the daemon answered HTTP %ld: %.*s", h.status,
+			 (int)(h.len < 300 ? h.len : 300), h.buf ? h.buf : "");
+	free(err);
+	free(path);
+	mcp_http_free(&h);
+	return ret;
+}
+
+static int reap_one(const struct mcp_daemon *d, const char *id, uint64_t end_ms)
+{
+	char why[512];
+	int r = delete_before(d, id, end_ms, why, sizeof(why));
+
+	if (r == 0)
+		fprintf(stderr, "corral mcp: removed sandbox %s, left by the session\n", id);
+	if (r >= 0)
+		return 0;
+	fprintf(stderr, "corral mcp: could not remove sandbox %s, made by this session, from the daemon at %s: %s\n",
+		id, d->conn.socket ? d->conn.socket : d->conn.url, why);
+	return -1;
+}
+
+static int ignore_signals(void)
+{
+	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE };
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (signal(sigs[i], SIG_IGN) == SIG_ERR)
+			return -1;
+	return 0;
+}
+
+/* The child: listens, then removes; exits 0 when all are gone. */
+static void reaper_run(const struct mcp_daemon *d, int fd)
+{
+	struct live l = { 0 };
+	uint64_t end_ms;
+	int failed = 0;
+
+	/* stdout is the protocol's: the client must see it end with the session */
+	if (ignore_signals() < 0 || setpgid(0, 0) < 0 ||
+	    dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		fprintf(stderr, "corral mcp: the reaper cannot set itself up: %s\n",
+			strerror(errno));
+		_exit(EXIT_CORRAL);
+	}
+	close(STDIN_FILENO);
+	listen_to(fd, &l);
+	close(fd);
+	end_ms = corral_now_ms() + MCP_REAP_SECONDS * 1000ull;
+	for (size_t i = 0; i < l.n; i++)
+		failed |= reap_one(d, l.ids[i], end_ms) < 0;
+	fflush(NULL);
+	_exit(failed ? EXIT_CORRAL : 0);
+}
+
+int mcp_reaper_start(struct mcp_owned *o, const struct mcp_daemon *d)
+{
+	int p[2];
+	pid_t pid;
+
+	o->reaper_fd = -1;
+	o->reaper = 0;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		cli_error("mcp: a pipe for the reaper: %s", strerror(errno));
+		return EXIT_CORRAL;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		cli_error("mcp: fork the reaper: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return EXIT_CORRAL;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		reaper_run(d, p[0]);
+	}
+	close(p[0]);
+	o->reaper_fd = p[1];
+	o->reaper = pid;
+	return 0;
+}
+
+/* Called with o->lock held. */
+void mcp_reaper_tell(struct mcp_owned *o, char op, const char *id)
+{
+	char line[REAP_LINE_MAX + 1];
+	int n;
+
+	if (o->reaper_fd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%c%s\n", op, id);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return;		/* not an id: the daemon's ids are short */
+	/* n <= PIPE_BUF: one write, whole, whatever the other threads write */
+	while (write(o->reaper_fd, line, n) < 0) {
+		if (errno == EINTR)
+			continue;
+		cli_error("mcp: cannot tell the reaper about sandbox %s (%s): it will not be removed at the session's end",
+			  id, strerror(errno));
+		break;
+	}
+}
+
+int mcp_reaper_finish(struct mcp_owned *o)
+{
+	struct timespec tick = { 0, 50 * 1000000L };
+	int status = 0;
+	pid_t pid;
+
+	pthread_mutex_lock(&o->lock);
+	if (o->reaper_fd >= 0)
+		close(o->reaper_fd);	/* the reaper's cue */
+	o->reaper_fd = -1;
+	pid = o->reaper;
+	o->reaper = 0;
+	pthread_mutex_unlock(&o->lock);
+	if (pid <= 0)
+		return 0;
+	/* it bounds itself; this bound is for a reaper stuck anyway */
+	for (int i = 0; i < (MCP_REAP_SECONDS + 10) * 20; i++) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid && WIFSIGNALED(status))
+			cli_error("mcp: the reaper (pid %d) was killed by signal %d: the sandboxes it had not removed are left",
+				  (int)pid, WTERMSIG(status));
+		if (r == pid)
+			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+		if (r < 0 && errno != EINTR) {
+			cli_error("mcp: waitpid for the reaper (pid %d): %s", (int)pid,
+				  strerror(errno));
+			return -1;
+		}
+		nanosleep(&tick, NULL);
+	}
+	cli_error("mcp: the reaper (pid %d) did not end within %d s; killing it: the sandboxes it had not removed are left",
+		  (int)pid, MCP_REAP_SECONDS + 10);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}

@@ -270,6 +270,13 @@ t_shared_daemon_sigkill_removes_the_session_sandboxes() { reap KILL; }
 # it ends, bounded, naming each sandbox it could not remove
 t_shared_daemon_hung_at_the_end() { reap hung; }
 
+# a progressToken that is no string or integer, or a long one, is refused
+t_progress_token_types() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" progress "$CORRAL" --private ||
+		fail "the progressToken checks failed"
+	no_leftovers
+}
+
 # The SDK, from npm into $SDK once; 0 when it is there.
 have_sdk() {
 	[ -f "$SDK/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0

@@ -4,7 +4,7 @@
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
 CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap,
-reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-hung.
+progress, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-hung.
 Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
@@ -369,6 +369,51 @@ def shared(s, other):
     s.call("sandbox_destroy", {"sandbox_id": mine})
 
 
+def answer(s, params):
+    """A tools/call's answer, and the progressTokens of the notifications
+    that came before it."""
+    s.next_id += 1
+    s.send({"jsonrpc": "2.0", "id": s.next_id, "method": "tools/call", "params": params})
+    tokens = []
+    for _ in range(100):    # bounded: the answer comes after its progress
+        m = s.recv()
+        if m.get("id") == s.next_id:
+            return m, tokens
+        tokens.append(m["params"]["progressToken"])
+    raise AssertionError("no answer after 100 notifications")
+
+
+def progress(s):
+    """params._meta.progressToken is a string (at most 256 bytes) or an
+    integer, as the spec and the TypeScript SDK type it: anything else is
+    refused -32602 naming it, not echoed in every progress notification."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    args = {"sandbox_id": sid, "command": "echo out"}
+    for what, token in (("an object", {"a": [1] * 1000}), ("an array", [1, 2]),
+                        ("a float", 1.5), ("a boolean", True), ("null", None),
+                        ("a 257-byte string", "x" * 257),
+                        ("a 1 MB string", "y" * (1 << 20))):
+        r, echoed = answer(s, {"name": "exec", "arguments": args,
+                               "_meta": {"progressToken": token}})
+        err = r.get("error", {})
+        check(err.get("code") == -32602 and "progressToken" in err.get("message", "") and
+              len(err.get("message", "")) < 200 and not echoed,
+              "a progressToken that is %s is refused -32602 naming it: %.200r, %d echoed" %
+              (what, r, len(echoed)))
+    r = s.request("tools/call", {"name": "exec", "arguments": args, "_meta": "t"})
+    check(r.get("error", {}).get("code") == -32602 and "_meta" in r["error"]["message"],
+          "a _meta that is no object is refused -32602: %r" % r)
+    for what, token in (("a string", "tok-1"), ("an integer", 42),
+                        ("a negative integer", -7), ("a 256-byte string", "z" * 256)):
+        m, tokens = answer(s, {"name": "exec", "arguments": args,
+                               "_meta": {"progressToken": token}})
+        check("result" in m and m["result"]["structuredContent"]["stdout"] == "out\n" and
+              tokens and all(t == token and type(t) is type(token) for t in tokens),
+              "a progressToken that is %s is echoed as it came: %r" % (what, tokens[:3]))
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def daemon_sandboxes(sock):
     """The ids of the sandboxes the daemon at sock has, asked over HTTP."""
     c = socket.socket(socket.AF_UNIX)
@@ -559,6 +604,8 @@ def main():
                 big(s)
             elif what == "whole":
                 whole(s)
+            elif what == "progress":
+                progress(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             elif what == "swap":

@@ -253,17 +253,62 @@ static struct mcp_call *find_call(struct mcp *m, const json_t *id)
 	return NULL;
 }
 
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number with a fraction or exponent";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "unknown";
+}
+
+/*
+ * params._meta.progressToken, as the spec types it (the TypeScript SDK's
+ * ProgressTokenSchema: string | integer): it is echoed in every progress
+ * notification, so nothing else, and nothing long, is taken.  false with
+ * the -32602 message in why when it is not so.
+ */
+static bool meta_ok(const json_t *params, char *why, size_t len)
+{
+	const json_t *meta = json_object_get(params, "_meta");
+	const json_t *token = json_object_get(meta, "progressToken");
+
+	if (meta && !json_is_object(meta))
+		snprintf(why, len, "params._meta must be an object, not %s",
+			 type_name(meta));
+	else if (token && !json_is_string(token) && !json_is_integer(token))
+		snprintf(why, len, "params._meta.progressToken must be a string or an integer, not %s",
+			 type_name(token));
+	else if (json_string_length(token) > MCP_PROGRESS_TOKEN_MAX)
+		snprintf(why, len, "params._meta.progressToken is a string of %zu bytes: at most %d",
+			 json_string_length(token), MCP_PROGRESS_TOKEN_MAX);
+	else
+		return true;
+	return false;
+}
+
 static void start_call(struct mcp *m, json_t *id, json_t *params)
 {
 	struct mcp_call *call = NULL;
 	pthread_attr_t attr;
 	const char *err = NULL;
+	char why[160];
 	int code = 0;
 
 	if (!json_is_object(params) || !json_is_string(json_object_get(params, "name")) ||
 	    (json_object_get(params, "arguments") &&
 	     !json_is_object(json_object_get(params, "arguments")))) {
 		send_error(m, id, -32602, "tools/call needs params {\"name\": TOOL, \"arguments\": {...}}");
+		return;
+	}
+	if (!meta_ok(params, why, sizeof(why))) {
+		send_error(m, id, -32602, why);
 		return;
 	}
 	pthread_mutex_lock(&m->calls_lock);

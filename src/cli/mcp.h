@@ -29,6 +29,11 @@
 #define MCP_EOF_GRACE		10	/* seconds calls may finish after stdin's end */
 #define MCP_REAP_SECONDS	60	/* to remove the session's sandboxes at its end */
 /*
+ * A progressToken is echoed in every progress notification of its call:
+ * a string of at most this many bytes (a UUID is 36), or an integer.
+ */
+#define MCP_PROGRESS_TOKEN_MAX	256
+/*
  * Calls whose answer may hold a whole file (file_read, archive_read, a
  * patch) at once: such an answer costs about 8 times the file while it is
  * encoded and sent (the bytes, base64, the text and the structured copy,

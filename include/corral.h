@@ -1280,13 +1280,24 @@ void corral_memory_init(void);
  * and private key of two PEM files, through the TLS plugin (corral-tls.so,
  * next to the binary).  The key's secret is kept where no fork finds it,
  * and a key file anyone may read is refused.  No session is resumed.
- * NULL with err set, naming the file and why.
+ * With client_ca_file (PEM, or NULL), a client must also present a
+ * certificate that CA signed, or its handshake fails.  NULL with err set,
+ * naming the file and why.
  */
 struct corral_tls_server;
 struct bufferevent;
 CORRAL_PUBLIC
 struct corral_tls_server *corral_tls_server_new(const char *cert_file, const char *key_file,
+						const char *client_ca_file,
 						struct corral_err *err);
+/*
+ * The same files read again, with the same checks (a renewed
+ * certificate): connections made from now on use them, those open keep
+ * what they began with.  On an error (err names the file), s goes on
+ * with what it had.
+ */
+CORRAL_PUBLIC
+int corral_tls_server_reload(struct corral_tls_server *s, struct corral_err *err);
 /*
  * A connection's bufferevent, for evhttp_set_bevcb(): no socket yet; it
  * answers the handshake once given one, and its input is what the client

@@ -13,7 +13,7 @@
 
 static const char help[] =
 "Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE\n"
-"                    [--tls-cert FILE --tls-key FILE]]\n"
+"                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]]\n"
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
@@ -43,6 +43,11 @@ static const char help[] =
 "                      --ca-file CA.pem`)\n"
 "  --tls-key FILE      the certificate's PEM private key; refused if anyone\n"
 "                      may read it\n"
+"  --tls-client-ca FILE\n"
+"                      also require a client certificate signed by this PEM\n"
+"                      CA (mutual TLS): a handshake without one fails; the\n"
+"                      token is still required.  Clients give --cert-file\n"
+"                      and --key-file\n"
 "  --state-dir DIR     audit.jsonl (every event of every sandbox, one hash\n"
 "                      chain), the lock and one file per live sandbox.\n"
 "                      Default: /var/lib/corral as root, else\n"
@@ -83,6 +88,10 @@ static const char help[] =
 "  -h, --help          this text\n"
 "\n"
 "SIGTERM or SIGINT: every sandbox is destroyed, the socket removed, exit 0.\n"
+"SIGHUP, with --tls-cert: the certificate, key and client CA are read again\n"
+"from the same paths, with the same checks; new connections use them, open\n"
+"ones keep the old.  If any fails, the old ones go on serving and the log\n"
+"says why.  Without --tls-cert, SIGHUP is not caught (it ends the daemon).\n"
 "If the daemon is killed, its sandboxes die with it; the next start with\n"
 "the same state directory records them as lost and removes what is left.\n"
 "\n"
@@ -208,6 +217,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "token-file", required_argument, NULL, 't' },
 		{ "tls-cert", required_argument, NULL, 'c' },
 		{ "tls-key", required_argument, NULL, 'k' },
+		{ "tls-client-ca", required_argument, NULL, 'a' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
 		{ "pool", required_argument, NULL, 'p' },
@@ -242,6 +252,9 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			break;
 		case 'k':
 			a->o.tls_key = optarg;
+			break;
+		case 'a':
+			a->o.tls_client_ca = optarg;
 			break;
 		case 'd':
 			free(a->state_dir);
@@ -330,6 +343,11 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 	}
 	if (a->o.tls_cert && !a->o.listen) {
 		cli_error("--tls-cert is for --listen: the unix socket needs no TLS");
+		return 2;
+	}
+	if (a->o.tls_client_ca && !a->o.tls_cert) {
+		cli_error("--tls-client-ca needs --tls-cert and --tls-key: client "
+			  "certificates are asked for in a TLS handshake");
 		return 2;
 	}
 	return 0;

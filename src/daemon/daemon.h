@@ -45,6 +45,7 @@ struct daemon_opts {
 	const char *listen;		/* "HOST:PORT" to listen on TCP too, or NULL */
 	const char *token_file;		/* its bearer token; required with listen */
 	const char *tls_cert, *tls_key;	/* PEM: TLS on listen; needed off loopback */
+	const char *tls_client_ca;	/* PEM: TLS clients need a certificate it signed */
 	size_t max_sandboxes;		/* creates beyond this many are refused */
 	size_t pool_size;		/* sandboxes of the default policy built ahead */
 	struct daemon_limits limits;	/* zeros: the defaults below */
@@ -53,7 +54,8 @@ struct daemon_opts {
 };
 
 /*
- * Serve until SIGTERM or SIGINT, then destroy every sandbox.  Returns 0
+ * Serve until SIGTERM or SIGINT, then destroy every sandbox; with TLS,
+ * SIGHUP reads its files again.  Returns 0
  * after that clean stop, or a negative errno when the daemon could not
  * start (err names the path or value at fault).
  */

@@ -489,6 +489,25 @@ static void on_stop(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(d->base);
 }
 
+/*
+ * SIGHUP, with TLS: the certificate, key and client CA read again from the
+ * same names (a renewal).  Connections open keep what they began with; a
+ * reload that fails leaves the old ones serving, said in one line.
+ */
+static void on_reload(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct corral_err err = { 0 };
+
+	(void)sig;
+	(void)what;
+	if (corral_tls_server_reload(d->tls, &err) < 0)
+		fprintf(stderr, "corral serve: SIGHUP: TLS not reloaded, the old "
+			"certificate and key still serve: %s\n", err.msg);
+	else
+		fprintf(stderr, "corral serve: SIGHUP: TLS reloaded\n");
+}
+
 static void shutdown_all(struct daemon *d)
 {
 	while (d->sandboxes)
@@ -592,6 +611,8 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 	if (!o->tls_cert != !o->tls_key || (o->tls_cert && !o->listen))
 		return corral_set_err(err, -EINVAL, "--tls-cert and --tls-key go together, "
 				      "with --listen");
+	if (o->tls_client_ca && !o->tls_cert)
+		return corral_set_err(err, -EINVAL, "--tls-client-ca needs --tls-cert and --tls-key");
 	d->socket_path = strdup(o->socket_path);
 	d->state_dir = strdup(o->state_dir);
 	if (!d->socket_path || !d->state_dir) {
@@ -670,7 +691,8 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 		r = access_init(d, o, err);
 	if (r < 0 || !o->listen)
 		return r;
-	if (o->tls_cert && !(d->tls = corral_tls_server_new(o->tls_cert, o->tls_key, err)))
+	if (o->tls_cert && !(d->tls = corral_tls_server_new(o->tls_cert, o->tls_key,
+							    o->tls_client_ca, err)))
 		return err->code;
 	r = listen_tcp(d, o->listen, err);
 	if (r == 0)
@@ -680,7 +702,7 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 
 int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 {
-	struct event *ev_term = NULL, *ev_int = NULL;
+	struct event *ev_term = NULL, *ev_int = NULL, *ev_hup = NULL;
 	struct daemon d;
 	int r;
 
@@ -709,13 +731,18 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	warn_fd_limit(&d);
 	ev_term = evsignal_new(d.base, SIGTERM, on_stop, &d);
 	ev_int = evsignal_new(d.base, SIGINT, on_stop, &d);
-	if (!ev_term || !ev_int || event_add(ev_term, NULL) < 0 ||
-	    event_add(ev_int, NULL) < 0) {
-		r = corral_set_err(err, -ENOMEM, "cannot watch SIGTERM and SIGINT (libevent)");
+	/* without TLS there is nothing to reload: SIGHUP keeps its default */
+	if (d.tls)
+		ev_hup = evsignal_new(d.base, SIGHUP, on_reload, &d);
+	if (!ev_term || !ev_int || (d.tls && !ev_hup) || event_add(ev_term, NULL) < 0 ||
+	    event_add(ev_int, NULL) < 0 || (ev_hup && event_add(ev_hup, NULL) < 0)) {
+		r = corral_set_err(err, -ENOMEM, "cannot watch SIGTERM, SIGINT and SIGHUP (libevent)");
 		if (ev_term)
 			event_free(ev_term);
 		if (ev_int)
 			event_free(ev_int);
+		if (ev_hup)
+			event_free(ev_hup);
 		daemon_free(&d);
 		return r;
 	}
@@ -732,6 +759,8 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	shutdown_all(&d);
 	event_free(ev_term);
 	event_free(ev_int);
+	if (ev_hup)
+		event_free(ev_hup);
 	api_gate_stop(&d);
 	evhttp_free(d.http_unix);
 	d.http_unix = NULL;

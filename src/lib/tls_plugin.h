@@ -29,13 +29,25 @@
 /* the one symbol the plugin exports: a const struct tls_ops */
 #define TLS_PLUGIN_SYMBOL	"corral_tls_ops"
 /* bumped when struct tls_ops changes: a plugin of another build is refused */
-#define TLS_PLUGIN_ABI		3
+#define TLS_PLUGIN_ABI		4
 
 struct bufferevent;
 struct event_base;
 struct tls_ca;		/* one sandbox's CA, its minted certificates, contexts */
 struct tls_session;	/* the TLS state of one terminated connection's sandbox side */
 struct tls_listener;	/* the daemon's TCP listener: its certificate and key */
+
+/*
+ * The listener's PEM files, opened and checked by the caller (regular
+ * files; the key readable by no one else), read from these fds: what was
+ * checked is what is read, however the names change meanwhile.  The names
+ * are for messages.
+ */
+struct tls_listener_files {
+	const char *cert_file, *key_file;
+	const char *client_ca_file;	/* NULL: no client certificate asked for */
+	int cert_fd, key_fd, client_ca_fd;
+};
 
 struct tls_ops {
 	unsigned int abi;		/* TLS_PLUGIN_ABI */
@@ -80,10 +92,13 @@ struct tls_ops {
 	bool (*client_error)(struct bufferevent *bev, char *why, size_t whylen);
 	/*
 	 * `corral serve --listen`'s TLS: the operator's certificate chain and
-	 * private key (PEM files; the key's secret in OpenSSL's secure heap,
-	 * which no fork gets), checked to match.
+	 * private key (the key's secret in OpenSSL's secure heap, which no
+	 * fork gets), checked to match; with a client CA, a handshake without
+	 * a client certificate it verifies fails.  A listener is never
+	 * changed: a reload makes a new one, and connections keep the one
+	 * they began with.
 	 */
-	struct tls_listener *(*listener_new)(const char *cert_file, const char *key_file,
+	struct tls_listener *(*listener_new)(const struct tls_listener_files *f,
 					     char *why, size_t whylen);
 	/*
 	 * A connection's bufferevent, for evhttp_set_bevcb(): no socket yet,

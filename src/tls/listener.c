@@ -10,6 +10,11 @@
  * wiped in every fork (a sandbox's init is one).  No session is resumed:
  * a ticket key or a session cache would be secrets in the ordinary heap
  * that forks keep, and a client of this API makes few connections.
+ *
+ * A listener is made whole and never changed: SIGHUP makes a new one from
+ * the same files (tls_server.c), each connection's SSL holds a reference
+ * to the context it began with, and the old key leaves the secure heap,
+ * zeroed, with the last of them.
  */
 #include "tls_ca.h"
 
@@ -48,12 +53,83 @@ static int no_passphrase(char *buf, int size, int rwflag, void *arg)
 	return 0;
 }
 
-struct tls_listener *tls_listener_new(const char *cert_file, const char *key_file,
+/* A BIO on a caller's fd: unbuffered, so no stdio buffer keeps the key's text */
+static BIO *fd_bio(int fd)
+{
+	return BIO_new_fd(fd, BIO_NOCLOSE);
+}
+
+/* SSL_CTX_use_certificate_chain_file's work, from the fd: the leaf, then its chain */
+static bool use_chain(SSL_CTX *ctx, int fd)
+{
+	BIO *bio = fd_bio(fd);
+	X509 *x = bio ? PEM_read_bio_X509_AUX(bio, NULL, no_passphrase, NULL) : NULL;
+	bool ok = x && SSL_CTX_use_certificate(ctx, x) == 1;
+	unsigned long e;
+
+	X509_free(x);
+	while (ok && (x = PEM_read_bio_X509(bio, NULL, no_passphrase, NULL))) {
+		ok = SSL_CTX_add0_chain_cert(ctx, x) == 1;
+		if (!ok)
+			X509_free(x);
+	}
+	BIO_free(bio);
+	/* the loop ends at the file's end: anything else is a broken chain */
+	e = ERR_peek_last_error();
+	if (ok && ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+		ERR_clear_error();
+	else if (ok && e)
+		ok = false;
+	return ok;
+}
+
+static EVP_PKEY *read_key(int fd)
+{
+	BIO *bio = fd_bio(fd);
+	EVP_PKEY *key;
+
+	/* no passphrase: a daemon has no one to ask (OpenSSL's default asks the tty) */
+	key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
+	BIO_free(bio);
+	return key;
+}
+
+/*
+ * Only what the client CA signed is trusted (a server context starts with
+ * an empty store: not the system's roots), and its names are sent in the
+ * certificate request.  OpenSSL checks the chain's dates and, for a leaf
+ * with an extended key usage, that it allows clientAuth.
+ */
+static bool use_client_ca(SSL_CTX *ctx, int fd)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	STACK_OF(X509_INFO) *info;
+	BIO *bio = fd_bio(fd);
+	int n = 0;
+	bool ok = true;
+
+	info = bio ? PEM_X509_INFO_read_bio(bio, NULL, no_passphrase, NULL) : NULL;
+	BIO_free(bio);
+	for (int i = 0; info && ok && i < sk_X509_INFO_num(info); i++) {
+		X509 *x = sk_X509_INFO_value(info, i)->x509;
+
+		if (!x)
+			continue;
+		ok = X509_STORE_add_cert(store, x) == 1 && SSL_CTX_add_client_CA(ctx, x) == 1;
+		n++;
+	}
+	sk_X509_INFO_pop_free(info, X509_INFO_free);
+	if (!ok || !n)
+		return false;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	return true;
+}
+
+struct tls_listener *tls_listener_new(const struct tls_listener_files *f,
 				      char *why, size_t whylen)
 {
 	struct tls_listener *l = calloc(1, sizeof(*l));
 	EVP_PKEY *key;
-	BIO *bio;
 	bool r;
 
 	if (!l) {
@@ -67,24 +143,23 @@ struct tls_listener *tls_listener_new(const char *cert_file, const char *key_fil
 	}
 	l->ctx = SSL_CTX_new(TLS_server_method());
 	if (!l->ctx || !SSL_CTX_set_min_proto_version(l->ctx, TLS1_2_VERSION))
-		return fail(l, why, whylen, cert_file, "cannot make a TLS server context");
+		return fail(l, why, whylen, f->cert_file, "cannot make a TLS server context");
 	SSL_CTX_set_options(l->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET |
 			    SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_session_cache_mode(l->ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_num_tickets(l->ctx, 0);
-	if (SSL_CTX_use_certificate_chain_file(l->ctx, cert_file) != 1)
-		return fail(l, why, whylen, cert_file, "not a PEM certificate (chain)");
-	bio = BIO_new_file(key_file, "r");
-	/* no passphrase: a daemon has no one to ask (OpenSSL's default asks the tty) */
-	key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
-	BIO_free(bio);
+	if (!use_chain(l->ctx, f->cert_fd))
+		return fail(l, why, whylen, f->cert_file, "not a PEM certificate (chain)");
+	key = read_key(f->key_fd);
 	if (!key)
-		return fail(l, why, whylen, key_file,
+		return fail(l, why, whylen, f->key_file,
 			    "not a PEM private key (one without a passphrase)");
 	r = SSL_CTX_use_PrivateKey(l->ctx, key) == 1 && SSL_CTX_check_private_key(l->ctx) == 1;
 	EVP_PKEY_free(key);
 	if (!r)
-		return fail(l, why, whylen, key_file, "not the key of the certificate");
+		return fail(l, why, whylen, f->key_file, "not the key of the certificate");
+	if (f->client_ca_file && !use_client_ca(l->ctx, f->client_ca_fd))
+		return fail(l, why, whylen, f->client_ca_file, "no PEM CA certificate in it");
 	return l;
 }
 

@@ -27,7 +27,7 @@ SSL *tls_ca_client(struct tls_ca *ca, const char *host, int min_version,
 /* OpenSSL's secure heap, made once and wiped in every fork: before a key is made or read. */
 int tls_secure_heap(char *why, size_t whylen);
 /* listener.c: the daemon's TCP listener */
-struct tls_listener *tls_listener_new(const char *cert_file, const char *key_file,
+struct tls_listener *tls_listener_new(const struct tls_listener_files *f,
 				      char *why, size_t whylen);
 struct bufferevent *tls_listener_bev(struct tls_listener *l, struct event_base *base);
 void tls_listener_free(struct tls_listener *l);

@@ -22,6 +22,10 @@ static const char conn_help[] =
 "  --token-file FILE    the bearer token for --url: the first line of FILE\n"
 "  --ca-file FILE       with an https:// --url: the PEM certificate(s) to\n"
 "                       verify the daemon's by, instead of the system's\n"
+"  --cert-file FILE     with an https:// --url: a PEM client certificate, for\n"
+"                       a daemon with --tls-client-ca (the token is still\n"
+"                       needed)\n"
+"  --key-file FILE      its PEM private key (without a passphrase)\n"
 "  -h, --help           this text\n"
 "The daemon's refusals are printed as \"corral: DETAIL (HTTP STATUS)\".\n"
 "\n";
@@ -78,6 +82,12 @@ static bool conn_option(struct conn *c, int opt, const char *arg)
 		return true;
 	case OPT_CA_FILE:
 		c->ca_file = arg;
+		return true;
+	case OPT_CERT_FILE:
+		c->cert_file = arg;
+		return true;
+	case OPT_KEY_FILE:
+		c->key_file = arg;
 		return true;
 	}
 	return false;

@@ -7,6 +7,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,37 @@ out:
 	return code;
 }
 
+/* libcurl would say only that the handshake failed: name the file now */
+static int check_readable(const char *flag, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0) {
+		cli_error("%s %s: %s", flag, path, strerror(errno));
+		return EXIT_CORRAL;
+	}
+	close(fd);
+	return 0;
+}
+
+/* --cert-file and --key-file: both or neither, for an https:// daemon */
+static int check_client_cert(const struct conn *c, const struct verb *v)
+{
+	int code;
+
+	if (!c->cert_file && !c->key_file)
+		return 0;
+	if (!c->cert_file != !c->key_file)
+		return verb_usage_error(v, "--%s needs --%s: a client certificate goes with its key",
+					c->cert_file ? "cert-file" : "key-file",
+					c->cert_file ? "key-file" : "cert-file");
+	if (strncmp(c->url, "https://", 8))
+		return verb_usage_error(v, "--cert-file goes with an https:// --url (got \"%s\")",
+					c->url);
+	code = check_readable("--cert-file", c->cert_file);
+	return code ? code : check_readable("--key-file", c->key_file);
+}
+
 int conn_target(struct conn *c, const struct verb *v)
 {
 	struct sockaddr_un sa;
@@ -105,6 +137,9 @@ int conn_target(struct conn *c, const struct verb *v)
 		return verb_usage_error(v, "--socket and --url exclude each other");
 	if (c->token_file && !c->url)
 		return verb_usage_error(v, "--token-file goes with --url; the unix socket needs no token");
+	if ((c->cert_file || c->key_file) && !c->url)
+		return verb_usage_error(v, "--cert-file and --key-file go with an https:// --url; "
+					"the unix socket needs no certificate");
 	if (c->url) {
 		if (strncmp(c->url, "http://", 7) && strncmp(c->url, "https://", 8))
 			return verb_usage_error(v, "--url: expected http://HOST:PORT or https://HOST:PORT (got \"%s\")",
@@ -112,6 +147,9 @@ int conn_target(struct conn *c, const struct verb *v)
 		if (c->ca_file && strncmp(c->url, "https://", 8))
 			return verb_usage_error(v, "--ca-file goes with an https:// --url (got \"%s\")",
 						c->url);
+		code = check_client_cert(c, v);
+		if (code)
+			return code;
 		if (!c->token_file)
 			return verb_usage_error(v, "--url needs --token-file: over TCP the daemon answers only requests that carry its token");
 		code = read_token(c);
@@ -336,9 +374,17 @@ static CURLcode set_method(CURL *curl, const struct request *q)
 	return rc;
 }
 
-CURLcode conn_curl_ca(const struct conn *c, CURL *curl)
+CURLcode conn_curl_tls(const struct conn *c, CURL *curl)
 {
-	return c->ca_file ? curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file) : CURLE_OK;
+	CURLcode rc = CURLE_OK;
+
+	if (c->ca_file)
+		rc = curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file);
+	if (rc == CURLE_OK && c->cert_file)
+		rc = curl_easy_setopt(curl, CURLOPT_SSLCERT, c->cert_file);
+	if (rc == CURLE_OK && c->key_file)
+		rc = curl_easy_setopt(curl, CURLOPT_SSLKEY, c->key_file);
+	return rc;
 }
 
 static CURLcode set_options(const struct conn *c, const struct request *q,
@@ -352,7 +398,7 @@ static CURLcode set_options(const struct conn *c, const struct request *q,
 	if (rc == CURLE_OK && c->socket)
 		rc = curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	if (rc == CURLE_OK)
-		rc = conn_curl_ca(c, curl);
+		rc = conn_curl_tls(c, curl);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
 	if (rc == CURLE_OK)
@@ -430,7 +476,7 @@ int conn_connect_raw(struct conn *c, const char *path, curl_socket_t *fd)
 	if (rc == CURLE_OK && c->socket)
 		rc = curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	if (rc == CURLE_OK)
-		rc = conn_curl_ca(c, c->curl);
+		rc = conn_curl_tls(c, c->curl);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, errbuf);
 	if (rc == CURLE_OK)

@@ -47,7 +47,8 @@ struct verb {
 
 /* Options every client verb takes; a verb numbers its own from OPT_OWN. */
 enum {
-	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN_FILE, OPT_CA_FILE, OPT_JSON,
+	OPT_SOCKET = 256, OPT_URL, OPT_TOKEN_FILE, OPT_CA_FILE, OPT_CERT_FILE,
+	OPT_KEY_FILE, OPT_JSON,
 	OPT_OWN,
 };
 
@@ -55,7 +56,9 @@ enum {
 	{ "socket", required_argument, NULL, OPT_SOCKET },		\
 	{ "url", required_argument, NULL, OPT_URL },			\
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },	\
-	{ "ca-file", required_argument, NULL, OPT_CA_FILE }
+	{ "ca-file", required_argument, NULL, OPT_CA_FILE },		\
+	{ "cert-file", required_argument, NULL, OPT_CERT_FILE },	\
+	{ "key-file", required_argument, NULL, OPT_KEY_FILE }
 
 /* The verbs whose only option of their own is --json (rm, logs, pause ...). */
 extern const struct option verb_json_options[];
@@ -110,6 +113,8 @@ struct conn {
 	const char *url;		/* --url */
 	const char *token_file;		/* --token-file */
 	const char *ca_file;		/* --ca-file: who signed an https daemon's certificate */
+	const char *cert_file;		/* --cert-file: ours, for a daemon that asks (mTLS) */
+	const char *key_file;		/* --key-file: its key */
 	char *base;			/* URL prefix, no trailing slash */
 	char *auth;			/* "Authorization: Bearer ..." */
 	CURL *curl;			/* one handle: rm of many reuses it */
@@ -123,8 +128,8 @@ int conn_target(struct conn *c, const struct verb *v);
 /* conn_target(), then libcurl. */
 int conn_open(struct conn *c, const struct verb *v);
 void conn_close(struct conn *c);
-/* --ca-file on a libcurl handle, if given */
-CURLcode conn_curl_ca(const struct conn *c, CURL *curl);
+/* --ca-file, --cert-file and --key-file on a libcurl handle, if given */
+CURLcode conn_curl_tls(const struct conn *c, CURL *curl);
 
 struct request {
 	const char *method;

@@ -37,7 +37,8 @@ static const struct verb mcp_verb = {
 	.name = "mcp",
 	.head =
 "Usage: corral mcp [--policy FILE] [--policy-dir DIR]... [--private]\n"
-"                  [--socket PATH | --url URL --token-file FILE [--ca-file FILE]]\n"
+"                  [--socket PATH | --url URL --token-file FILE [--ca-file FILE]\n"
+"                   [--cert-file FILE --key-file FILE]]\n"
 "\n"
 "A Model Context Protocol server on stdin/stdout for agent harnesses: its\n"
 "tools create sandboxes, run commands in them, move files, and read their\n"

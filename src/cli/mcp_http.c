@@ -117,7 +117,7 @@ static CURLcode setup(const struct mcp_daemon *d, CURL *curl, const char *url,
 	if (rc == CURLE_OK && d->conn.socket)
 		rc = curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, d->conn.socket);
 	if (rc == CURLE_OK)
-		rc = conn_curl_ca(&d->conn, curl);
+		rc = conn_curl_tls(&d->conn, curl);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
 	if (rc == CURLE_OK)

@@ -2973,6 +2973,37 @@ box_inits() {
 	return 0
 }
 
+# A box's init catches no signal: the daemon's handlers (libevent's, for
+# SIGTERM, SIGINT and, with TLS, SIGHUP) came with the fork, and a caught
+# signal from inside the namespace would reach PID 1 and run them there.
+t_box_init_catches_no_signal() {
+	local port code id pid inits cgt
+	port=$(free_port)
+	tls_files "$T" || return 1
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
+	[ $(( 0x$(awk '/^SigCgt:/ {print $2}' /proc/"$DPID"/status) & 1 )) = 1 ] ||
+		fail "the daemon does not catch SIGHUP: the check below would show nothing"
+	code=$(api POST /v1/sandboxes)
+	expect_code "create" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(api POST "/v1/sandboxes/$id/exec" -d '{"argv": ["sh", "-c", "kill -HUP 1; kill -TERM 1; echo alive"]}')
+	expect_code "exec" "$code" 200
+	expect_eq "signals to init from inside" "$(jq 'v["stdout"]')" "alive"
+	inits=$(box_inits)
+	[ -n "$inits" ] || fail "no box init"
+	for pid in $inits; do
+		cgt=$(awk '/^SigCgt:/ {print $2}' /proc/"$pid"/status)
+		expect_eq "init $pid's caught signals" "$cgt" 0000000000000000
+	done
+	code=$(api POST "/v1/sandboxes/$id/exec" -d '{"argv": ["echo", "after"]}')
+	expect_code "exec after" "$code" 200
+	expect_contains "the daemon did not reload" "$(cat "$DLOG")" "listening on"
+	expect_not_contains "the daemon did not reload" "$(cat "$DLOG")" "SIGHUP"
+	stop_daemon
+}
+
 # A box's init is a fork of the daemon that never execs.  It must hold
 # neither the daemon's token (read from its file, and shown by every TCP
 # request) nor the daemon's environment.  Scanned from the host

@@ -599,15 +599,17 @@ static bool status_mask(const char *status, const char *key, uint64_t *mask)
  * The signals whose disposition in init is not SIG_DFL, ignored or caught,
  * from one read of /proc/self/status: the only ones spawn_child must set
  * (one rt_sigaction each, where all 62 cost a call each).  Every signal
- * where the file cannot be read or parsed.
+ * where the file cannot be read or parsed; *caught, those caught alone
+ * (none known then).
  */
-static uint64_t signals_to_reset(void)
+static uint64_t signal_dispositions(uint64_t *caught)
 {
 	char buf[4096];
 	uint64_t ign, cgt;
 	ssize_t n;
 	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
+	*caught = 0;
 	if (fd < 0)
 		return ~0ULL;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -617,7 +619,15 @@ static uint64_t signals_to_reset(void)
 	buf[n] = '\0';
 	if (!status_mask(buf, "\nSigIgn:\t", &ign) || !status_mask(buf, "\nSigCgt:\t", &cgt))
 		return ~0ULL;
+	*caught = cgt;
 	return ign | cgt;
+}
+
+static uint64_t signals_to_reset(void)
+{
+	uint64_t caught;
+
+	return signal_dispositions(&caught);
 }
 
 /*
@@ -1125,9 +1135,17 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 	size_t ncalls = 0;
 	sigset_t set;
 	int sfd;
-	/* nothing below changes a disposition: read once, for every call */
-	uint64_t reset = signals_to_reset();
+	uint64_t reset, caught;
 
+	/*
+	 * The daemon's handlers came with the fork (libevent's for SIGTERM,
+	 * SIGINT and SIGHUP): a caught signal from inside the namespace
+	 * reaches PID 1 and runs them here.  At SIG_DFL the kernel drops it.
+	 */
+	signal_dispositions(&caught);
+	signals_default(caught);
+	/* nothing below changes a disposition: read once, for every call */
+	reset = signals_to_reset();
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	if (!m || !calls || sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||

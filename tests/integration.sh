@@ -530,6 +530,17 @@ t_signal_forwarded() {
 	expect_contains "trap" "$(cat "$T/o")" "got-term"
 }
 
+# PID 1 passes on the supervisor's signals only: one a process in the
+# sandbox sends it is dropped, as the kernel drops those an init does not
+# catch.  Passed on, each reached the command's whole process group (the
+# shell died of the first).
+t_signal_from_inside_to_init() {
+	crun -- /bin/sh -c 'for s in HUP TERM INT QUIT USR1 USR2; do kill -s $s 1 || echo "kill $s failed"; done; sleep 1; echo alive' > /dev/null
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "output" "$(cat "$T/out")" alive
+	expect_eq "stderr" "$(cat "$T/err")" ""
+}
+
 # A signal that comes after corral's last read of it was still the run's:
 # timeout(1) signals its child, then its whole process group, and corral
 # read the first, forwarded it, and died of the second as it restored the

@@ -830,9 +830,18 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 				continue;
 			_exit(125);
 		}
+		/*
+		 * Passed on only when it came from outside, where the supervisor
+		 * is: from an ancestor pid namespace the sender's pid reads 0.
+		 * A process inside that signals PID 1 gets nothing from it, as
+		 * the kernel would drop the signal at an init that does not
+		 * catch it; forwarded, it reached the command's whole group.
+		 */
 		if (si.ssi_signo != SIGCHLD) {
-			kill(-cmd, si.ssi_signo);
-			kill(cmd, si.ssi_signo);
+			if (si.ssi_pid == 0) {
+				kill(-cmd, si.ssi_signo);
+				kill(cmd, si.ssi_signo);
+			}
 			continue;
 		}
 		for (;;) {

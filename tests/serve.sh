@@ -2826,6 +2826,7 @@ t_tcp_tls_client_cert() {
 		fail "corral ls with a client certificate: $out"
 	rc=0; out=$("$CORRAL" ls --url "$U" --token-file "$T/token" --ca-file "$T/ca.pem" 2>&1) || rc=$?
 	expect_eq "corral ls without one" "$rc" 125
+	expect_contains "corral ls without one: the hint" "$out" "give --cert-file and --key-file"
 	req='{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_list", "arguments": {}}}'
 	out=$(printf '%s\n' "$req" | timeout 60 "$CORRAL" mcp --url "$U" --token-file "$T/token" \
 		--ca-file "$T/ca.pem" --cert-file "$T/c/srv.pem" --key-file "$T/c/srv.key" 2> "$T/err") || true
@@ -2834,6 +2835,7 @@ t_tcp_tls_client_cert() {
 	printf '%s\n' "$req" | timeout 60 "$CORRAL" mcp --url "$U" --token-file "$T/token" \
 		--ca-file "$T/ca.pem" > "$T/out" 2> "$T/err" || rc=$?
 	expect_eq "corral mcp without one" "$rc" 125
+	expect_contains "corral mcp without one: the hint" "$(cat "$T/err")" "give --cert-file and --key-file"
 	stop_daemon
 }
 

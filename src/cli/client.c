@@ -290,6 +290,26 @@ void reply_free(struct reply *r)
 	r->len = r->cap = 0;
 }
 
+/*
+ * A daemon that asks for a client certificate ends the connection of one
+ * that has none, and libcurl reports only the broken connection
+ * ("getpeername() failed with errno 107").
+ */
+const char *conn_tls_hint(const struct conn *c, CURLcode rc)
+{
+	if (!c->url || c->cert_file)
+		return "";
+	switch (rc) {
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SSL_CONNECT_ERROR:
+		return " (if the daemon asks for a client certificate, give --cert-file and --key-file)";
+	default:
+		return "";
+	}
+}
+
 /* Say why nothing came back; most often: no daemon at that socket. */
 static void transport_error(const struct conn *c, CURLcode rc,
 			    const char *errbuf)
@@ -299,7 +319,8 @@ static void transport_error(const struct conn *c, CURLcode rc,
 	struct stat st = { 0 };
 
 	if (c->url) {
-		cli_error("cannot talk to the daemon at %s: %s", c->url, what);
+		cli_error("cannot talk to the daemon at %s: %s%s", c->url, what,
+			  conn_tls_hint(c, rc));
 		return;
 	}
 	if (rc != CURLE_COULDNT_CONNECT) {

@@ -130,6 +130,8 @@ int conn_open(struct conn *c, const struct verb *v);
 void conn_close(struct conn *c);
 /* --ca-file, --cert-file and --key-file on a libcurl handle, if given */
 CURLcode conn_curl_tls(const struct conn *c, CURL *curl);
+/* what to add to a transport error rc over https: a hint, or "" */
+const char *conn_tls_hint(const struct conn *c, CURLcode rc);
 
 struct request {
 	const char *method;

@@ -35,7 +35,8 @@ static void sleep_ms(long ms)
 }
 
 /* The HTTP status of GET /v1/health at d's target; 0 when none came. */
-static long health(const struct mcp_daemon *d)
+/* The daemon's HTTP status for /v1/health; 0 with *why (if asked) if none. */
+static long health(const struct mcp_daemon *d, char **why_out)
 {
 	struct mcp_http h = { .max = 65536 };
 	char *why = NULL;
@@ -43,6 +44,10 @@ static long health(const struct mcp_daemon *d)
 
 	if (mcp_http_do(d, "GET", "/v1/health", NULL, 0, NULL, &h, &why) == 0)
 		status = h.status;
+	if (why_out && !status) {
+		*why_out = why;
+		why = NULL;
+	}
 	free(why);
 	mcp_http_free(&h);
 	return status;
@@ -50,7 +55,7 @@ static long health(const struct mcp_daemon *d)
 
 static bool answers(const struct mcp_daemon *d)
 {
-	return health(d) == 200;
+	return health(d, NULL) == 200;
 }
 
 /* The child: the daemon, with stdout (the protocol's) sent to stderr. */
@@ -150,6 +155,7 @@ int mcp_daemon_open(struct mcp_daemon *d, const struct verb *v, bool private)
 {
 	bool named = d->conn.socket || d->conn.url || getenv("CORRAL_SOCKET");
 	long status = 0;
+	char *why = NULL;
 	int code;
 
 	if (private && named)
@@ -159,7 +165,7 @@ int mcp_daemon_open(struct mcp_daemon *d, const struct verb *v, bool private)
 	code = conn_target(&d->conn, v);
 	if (code && named)
 		return code;
-	if (!code && (status = health(d)) == 200) {
+	if (!code && (status = health(d, &why)) == 200) {
 		fprintf(stderr, "corral mcp: using the daemon at %s\n",
 			d->conn.socket ? d->conn.socket : d->conn.url);
 		return 0;
@@ -171,10 +177,20 @@ int mcp_daemon_open(struct mcp_daemon *d, const struct verb *v, bool private)
 		return EXIT_CORRAL;
 	}
 	if (named) {
-		cli_error("mcp: no daemon answers at %s; start one with `corral serve`, or leave out --socket/--url to have corral mcp start its own",
-			  d->conn.socket ? d->conn.socket : d->conn.url);
+		/*
+		 * Over TCP, why names the daemon and what TLS or the network
+		 * said; over a socket, libcurl's words would name port 80.
+		 */
+		if (why && d->conn.url)
+			cli_error("mcp: %s; start one with `corral serve`, or leave out --socket/--url to have corral mcp start its own",
+				  why);
+		else
+			cli_error("mcp: no daemon answers at %s; start one with `corral serve`, or leave out --socket/--url to have corral mcp start its own",
+				  d->conn.socket ? d->conn.socket : d->conn.url);
+		free(why);
 		return EXIT_CORRAL;
 	}
+	free(why);
 	return start_private(d);
 }
 

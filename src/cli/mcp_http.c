@@ -99,11 +99,12 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 }
 
 /* "cannot talk to the corral daemon at WHERE: WHY" */
-static char *unreachable(const char *where, const char *why)
+static char *unreachable(const char *where, const char *why, const char *hint)
 {
 	char *s;
 
-	if (asprintf(&s, "cannot talk to the corral daemon at %s: %s", where, why) < 0)
+	if (asprintf(&s, "cannot talk to the corral daemon at %s: %s%s", where, why,
+		     hint) < 0)
 		return NULL;
 	return s;
 }
@@ -211,7 +212,8 @@ int mcp_http_do(const struct mcp_daemon *d, const char *method,
 	}
 	if (rc != CURLE_OK) {
 		*why = unreachable(d->conn.socket ? d->conn.socket : d->conn.url,
-				   errbuf[0] ? errbuf : curl_easy_strerror(rc));
+				   errbuf[0] ? errbuf : curl_easy_strerror(rc),
+				   conn_tls_hint(&d->conn, rc));
 		goto out;
 	}
 	if (curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &h->status) != CURLE_OK) {

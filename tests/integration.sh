@@ -605,16 +605,11 @@ t_signal_before_setup() {
 	done
 }
 
-# held PID: wait (10 s at most) until strace's injected SIGSTOP holds it
+# held PID: wait, while strace (pid $st, log in $T/trace) runs, until its
+# injected SIGSTOP holds PID: its log says so.  /proc's state is no sign:
+# a traced process is "t" for a moment at each of its system calls.
 held() {
-	local i=0
-	while [ $i -lt 200 ]; do
-		case $(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) in
-		t|T) return 0 ;;
-		esac
-		sleep 0.05; i=$((i + 1))
-	done
-	return 1
+	strace_held "$T/trace" "$st" "$1"
 }
 
 # ended PID: wait (10 s at most) until it has exited; 1 if it still runs

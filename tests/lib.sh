@@ -148,3 +148,37 @@ test_ca() {
 	openssl x509 -req -in "$1/srv.csr" -CA "$1/ca.pem" -CAkey "$1/ca.key" \
 		-CAcreateserial -days 2 -extfile "$1/ext" -out "$1/srv.pem" 2>/dev/null
 }
+
+# strace_attached ERR TRACER: wait until strace -p (pid TRACER, its stderr
+# in ERR, no -q) says "Process N attached".  It says so once it has asked
+# the tracee to stop (PTRACE_INTERRUPT): every system call made after it is
+# seen.  TracerPid in /proc turns non-zero a step before, at PTRACE_SEIZE,
+# while the tracee still runs untraced: a call it makes then is missed.
+# 1 if strace ended first (it could not attach), or after 1200 looks.
+strace_attached() {
+	local i
+	for i in $(seq 1 1200); do
+		grep -q '^strace: Process [0-9]* attached' "$1" 2>/dev/null && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# strace_held LOG WHILE [PID]: wait until strace's log (-o LOG) shows the
+# SIGSTOP it injected has stopped the tracee (any, or PID's line under -f):
+# "--- stopped by SIGSTOP ---".  /proc's "t (tracing stop)" is no such sign: a
+# traced process shows it for a moment at every system call it makes, and
+# at the attach.  Waits while WHILE (what is to make the held call, or
+# strace) runs: a slow machine is waited for, an ended one not; 1 if it
+# ended unheld, or after 2400 looks.
+strace_held() {
+	local i re="^([0-9]+ +)?--- stopped by SIGSTOP ---"
+	[ -z "${3:-}" ] || re="^($3 +)?--- stopped by SIGSTOP ---"
+	for i in $(seq 1 2400); do
+		grep -Eq "$re" "$1" 2>/dev/null && return 0
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -Eq "$re" "$1" 2>/dev/null
+}

@@ -527,26 +527,30 @@ def held_swap(s, workspace):
     mine, outside = workspace + "/mine", os.environ["OUTSIDE"]
     s.request("initialize", {"protocolVersion": "2025-06-18"})
     log = os.environ["TMPDIR"] + "/strace.log"
-    tracer = subprocess.Popen(["strace", "-qq", "-f", "-o", log, "-p", str(s.p.pid),
+    err = open(os.environ["TMPDIR"] + "/strace.err", "w+")
+    # no -q: strace says "Process N attached" once it has stopped the
+    # server to trace it; TracerPid is set a step before, while the server
+    # still runs untraced and a connect() would go unseen
+    tracer = subprocess.Popen(["strace", "-f", "-o", log, "-p", str(s.p.pid),
                                "-e", "trace=connect", "-e", "signal=SIGSTOP",
                                "-e", "inject=connect:signal=SIGSTOP:when=1"],
-                              stderr=subprocess.PIPE)
+                              stderr=err)
     try:
-        for _ in range(200):    # bounded: attached, or refused
-            with open("/proc/%d/status" % s.p.pid) as f:
-                if [l for l in f if l.startswith("TracerPid:")][0].split()[1] != "0":
-                    break
-            if tracer.poll() is not None:
+        for _ in range(1200):    # bounded: attached, or refused
+            err.seek(0)
+            if "attached" in err.read() or tracer.poll() is not None:
                 break
             time.sleep(0.05)
         else:
             raise AssertionError("strace never attached")
-        if tracer.poll() is not None:
-            print("skip: strace cannot attach: " + tracer.stderr.read().decode().strip())
+        err.seek(0)
+        if "attached" not in err.read():
+            err.seek(0)
+            print("skip: strace cannot attach: " + err.read().strip())
             return 77
         s.send({"jsonrpc": "2.0", "id": "held", "method": "tools/call", "params": {
             "name": "sandbox_create", "arguments": {"workspace": mine}}})
-        for _ in range(600):    # bounded: held, or answered
+        for _ in range(2400):    # bounded: held, or answered
             if os.path.exists(log) and "stopped by SIGSTOP" in open(log).read():
                 break
             if select.select([s.p.stdout], [], [], 0.05)[0]:
@@ -558,6 +562,7 @@ def held_swap(s, workspace):
     finally:
         tracer.terminate()
         tracer.wait()
+        err.close()
         os.kill(s.p.pid, signal.SIGCONT)
     r = s.recv()
     check(r.get("id") == "held" and "result" in r, "the create answered: %r" % r)

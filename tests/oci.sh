@@ -551,27 +551,23 @@ t_operator_allows_bind() {
 # in that window, then create let go and the container started: what it
 # printed in $T/held, create's status in $T/held.rc.
 held_create() {
-	local id=$1 swap=$2 pid="" rc=0 _
+	local id=$1 swap=$2 pid="" rc=0
 	command -v strace > /dev/null || skip "no strace to hold create with"
-	rm -f "$T/held.pid"
+	rm -f "$T/held.pid" "$T/held.strace"
 	# LeakSanitizer cannot run under ptrace (an ASan build's create)
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	timeout 60 strace -qq -o /dev/null -e trace=pipe2 \
+	timeout 60 strace -qq -o "$T/held.strace" -e trace=pipe2 \
 		-e inject=pipe2:signal=SIGSTOP:when=1 \
 		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
 		--log "$T/log.json" --log-format json create --bundle "$T/b" "$id" \
 		> "$T/held" 2>&1 < /dev/null &
 	local strace_pid=$!
-	for _ in $(seq 1 600); do	# bounded: held, or gone
-		pid=$(cat "$T/held.pid" 2>/dev/null || true)
-		[ -n "$pid" ] && grep -q '^State:.*t (tracing stop)' "/proc/$pid/status" 2>/dev/null &&
-			break
-		kill -0 "$strace_pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	grep -q '^State:.*t (tracing stop)' "/proc/$pid/status" 2>/dev/null ||
+	# held: strace says its SIGSTOP stopped create (not /proc's "t", which
+	# create shows for a moment at each of its system calls)
+	strace_held "$T/held.strace" "$strace_pid" &&
+		pid=$(cat "$T/held.pid" 2>/dev/null) && [ -n "$pid" ] ||
 		{ kill "$strace_pid" 2>/dev/null; wait "$strace_pid"; oci delete --force "$id" > /dev/null
-		  fail "create was never held"; return 1; }
+		  fail "create was never held: $(tail -c 300 "$T/held.strace")"; return 1; }
 	eval "$swap"
 	kill -CONT "$pid"
 	wait "$strace_pid" || rc=$?

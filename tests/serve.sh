@@ -229,6 +229,12 @@ on_test_exit() {
 		echo "    FAIL: $(cat "$T/watchdog")" >&2
 		rc=1
 	fi
+	# a tracer a failed test left (hold_daemon_at) may hold its daemon
+	# stopped, deaf to SIGTERM: the tracer goes first, then SIGCONT
+	while read -r pid; do
+		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+	done < <(cat "$T/tracers" 2>/dev/null)
+	[ -z "${DPID:-}" ] || kill -CONT "$DPID" 2>/dev/null
 	if [ -n "${DPID:-}" ]; then
 		stop_daemon || rc=1
 	fi
@@ -1207,13 +1213,12 @@ t_files_retry_a_raced_walk() {
 	command -v strace >/dev/null || { skip "no strace"; return 77; }
 	start_daemon
 	id=$(mksb)
-	strace -qq -o /dev/null -e trace=openat2 -e inject=openat2:error=EAGAIN:when=1..3 \
-		-p "$DPID" &
+	strace -o /dev/null -e trace=openat2 -e inject=openat2:error=EAGAIN:when=1..3 \
+		-p "$DPID" 2> "$T/strace.err" &
 	st=$!
-	i=0
-	while [ $i -lt 100 ] && [ "$(awk '/^TracerPid:/ {print $2}' /proc/"$DPID"/status)" = 0 ]; do
-		sleep 0.05; i=$((i + 1))
-	done
+	echo "$st" >> "$T/tracers"
+	strace_attached "$T/strace.err" "$st" ||
+		fail "strace did not attach: $(head -c 300 "$T/strace.err")"
 	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/..&list=1")
 	kill "$st" 2>/dev/null
 	wait "$st" 2>/dev/null || true
@@ -1627,13 +1632,12 @@ t_move_of_a_dead_process() {
 	kill -KILL "$sp"
 	wait_gone "the killed process" 10 eval "box_procs $a | grep -x $sp"
 	hp=$(helper_on "$T/move")
-	strace -f -qq -e trace=pidfd_send_signal,write -p "$hp" \
-		-o "$T/mover.strace" 2>/dev/null 7>&- &
+	strace -f -e trace=pidfd_send_signal,write -p "$hp" \
+		-o "$T/mover.strace" 2> "$T/strace.err" 7>&- &
 	st=$!
-	i=0
-	while [ $i -lt 100 ] && [ "$(awk '/^TracerPid:/ {print $2}' /proc/"$hp"/status)" = 0 ]; do
-		sleep 0.05; i=$((i + 1))
-	done
+	echo "$st" >> "$T/tracers"
+	strace_attached "$T/strace.err" "$st" ||
+		fail "strace did not attach: $(head -c 300 "$T/strace.err")"
 	rm -f "$T/move"
 	exec 7>&-
 	expect_eq "a runs, in a process of its own" "$(sbsh "$a" 'echo a')" a
@@ -3729,7 +3733,6 @@ t_workspace_inode() {
 # it for a link to 4500's 0700 $T/theirs.  The answer in $T/body, its
 # status in $T/code.
 held_swap() {
-	local tracer i
 	mkdir -p "$T/run" "$T/u/mine" "$T/theirs" "$T/c"
 	chmod 777 "$T/c"
 	echo checked > "$T/u/mine/f"
@@ -3742,39 +3745,51 @@ held_swap() {
 	SOCK=$T/run/s
 	start_daemon --uid-range 4000-5000 || return 1
 	chmod 666 "$SOCK"
-	strace -qq -o /dev/null -p "$DPID" -e trace=mkdir \
-		-e inject=mkdir:signal=SIGSTOP:when=1 &
-	tracer=$!
-	for i in $(seq 1 200); do	# bounded: attached
-		[ "$(awk '/^TracerPid:/ {print $2}' "/proc/$DPID/status")" != 0 ] && break
-		sleep 0.05
-	done
+	hold_daemon_at mkdir || return $?
 	setpriv --reuid=4321 --regid=4321 --clear-groups curl -sS --max-time 60 \
 		--unix-socket "$SOCK" -o "$T/c/body" -w '%{http_code}' -X POST \
 		-d "$1" http://localhost/v1/sandboxes > "$T/c/code" 2> "$T/curl.err" &
-	swap_while_held $! "$tracer" "$T/theirs"
+	swap_while_held $! "$T/theirs" || return 1
 	cp "$T/c/body" "$T/body"
 	cp "$T/c/code" "$T/code"
 }
 
-# swap_while_held CLIENT TRACER TARGET: once the daemon is held (or the
-# client's request is over: 30 s at most), $T/u/mine becomes a link to
-# TARGET; then the daemon goes on, the client ends, the tracer goes.
+# hold_daemon_at SYSCALL: strace (pid in TRACER, listed in $T/tracers for
+# on_test_exit) stops the daemon with SIGSTOP at its next SYSCALL (a list:
+# "clone,clone3"); returns once strace has attached (its "Process N
+# attached": from then on no call of the daemon goes unseen).  77 (a skip)
+# if strace cannot attach.
+hold_daemon_at() {
+	strace -o "$T/strace.out" -p "$DPID" -e trace="$1" \
+		-e inject="$1":signal=SIGSTOP:when=1 2> "$T/strace.err" &
+	TRACER=$!
+	echo "$TRACER" >> "$T/tracers"
+	strace_attached "$T/strace.err" "$TRACER" && return 0
+	kill "$TRACER" 2>/dev/null
+	wait "$TRACER" 2>/dev/null
+	kill -CONT "$DPID"
+	stop_daemon
+	skip "strace cannot attach to the daemon: $(head -c 300 "$T/strace.err")"
+}
+
+# swap_while_held CLIENT TARGET: once the daemon is held (strace says the
+# SIGSTOP stopped it; waited for while the client's request runs),
+# $T/u/mine becomes a link to TARGET; then the daemon goes on, the client
+# ends, the tracer goes, and the daemon is let on once more (stopped after
+# the wait, it is held no more).  Fails if it was never held.
 swap_while_held() {
-	local client=$1 tracer=$2 i
-	for i in $(seq 1 600); do	# bounded: held, or the request over
-		grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" && break
-		kill -0 "$client" 2>/dev/null || break
-		sleep 0.05
-	done
-	grep -q '^State:.*t (tracing stop)' "/proc/$DPID/status" || fail "the daemon was never held"
-	mv "$T/u/mine" "$T/u/mine.checked"
-	ln -s "$3" "$T/u/mine"
+	local client=$1 held=0
+	strace_held "$T/strace.out" "$client" && held=1
+	if [ "$held" = 1 ]; then
+		mv "$T/u/mine" "$T/u/mine.checked"
+		ln -s "$2" "$T/u/mine"
+	fi
 	kill -CONT "$DPID"
 	wait "$client" || true
-	kill "$tracer" 2>/dev/null
-	wait "$tracer" 2>/dev/null || true
+	kill "$TRACER" 2>/dev/null
+	wait "$TRACER" 2>/dev/null || true
 	kill -CONT "$DPID"
+	[ "$held" = 1 ] || { fail "the daemon was never held: $(tail -c 300 "$T/strace.out")"; return 1; }
 }
 
 # expect_checked WHAT CMD WANT: the sandbox made ($T/code 201) shows WANT
@@ -3816,27 +3831,14 @@ t_ro_bind_swapped_after_check() {
 # the sandbox's host user could not open the state directory anyway.)
 t_state_dir_swapped_after_check() {
 	command -v strace > /dev/null || { skip "no strace to hold the daemon with"; return 77; }
-	local tracer i
 	mkdir -p "$T/u/mine"
 	echo checked > "$T/u/mine/f"
 	chmod -R a+rX "$T/u"
 	start_daemon
-	strace -qq -o /dev/null -p "$DPID" -e trace=clone,clone3 \
-		-e inject=clone,clone3:signal=SIGSTOP:when=1 2> "$T/strace.err" &
-	tracer=$!
-	for i in $(seq 1 200); do	# bounded: attached, or refused
-		[ "$(awk '/^TracerPid:/ {print $2}' "/proc/$DPID/status")" != 0 ] && break
-		kill -0 "$tracer" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ "$(awk '/^TracerPid:/ {print $2}' "/proc/$DPID/status")" = 0 ]; then
-		stop_daemon
-		skip "strace cannot attach to the daemon: $(cat "$T/strace.err")"
-		return 77
-	fi
+	hold_daemon_at clone,clone3 || return $?
 	api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/u/mine:/mnt/m\"]}}}" \
 		> "$T/code" &
-	swap_while_held $! "$tracer" "$STATE"
+	swap_while_held $! "$STATE" || return 1
 	expect_checked "the checked bind" 'ls /mnt/m' f
 	stop_daemon
 }

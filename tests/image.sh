@@ -390,43 +390,59 @@ t_hostile_control_bytes() {
 # The unpacker is a fork of `corral image import` (no daemon and no run
 # imports: only it unpacks) that runs libarchive on a hostile layer: of
 # what import holds, it must have nothing but the layer.  What import may
-# hold is its environment: a daemon's token a client keeps there, the value
-# a policy's from_env secret would read, any variable.  The unpacker is
-# held by strace mid-archive (stopped once it created "hold-here", the
-# layer's second file) and scanned from the host, with its parent (a fork
-# too, between it and import); import is scanned first, and the unpacker
-# for the layer's first file, to show the scan finds what is there.
+# hold is its environment (a daemon's token a client keeps there, the
+# value a policy's from_env secret would read, any variable) and its
+# command line (where its archive is, the name it was run by).  The
+# unpacker is held by strace mid-archive and scanned from the host, with
+# its parent (a fork too, between it and import); import is scanned first,
+# and the unpacker for the layer's first file, to show the scan finds
+# what is there.
 t_unpacker_holds_no_credentials() {
+	held_scan held "img" openat2 hold-here "corral-test/held:1"
+}
+
+# The same of the fork that reads a `docker save` tar (also hostile: the
+# layers' tars, manifest.json) into tmp/, held as it makes its last file,
+# e6 ("repositories", the one import never opens: a hold on a name import
+# reads back would hold import too), the positive control in its first.
+t_archive_reader_holds_no_credentials() {
+	held_scan held-docker "img.tar" openat e6 "corral-test/held-docker:1"
+}
+
+# held_scan FIXTURE NAME SYSCALL HOLD REF: FIXTURE imported from $T/NAME
+# (its path and corral's name carry a marker: the command line's), under
+# strace that stops the child at its SYSCALL on HOLD (-P); the scans; then
+# the child let go, and REF imported.
+held_scan() {
+	local fixture=$1 name=$2 syscall=$3 hold=$4 ref=$5
 	[ "$ME" = 0 ] || skip "reading another process's memory needs root"
 	command -v strace > /dev/null || skip "no strace to hold the unpacker with"
 	# AddressSanitizer's runtime keeps a copy of the environment it
 	# started with, out of corral's reach: nothing left to check there
 	! ldd "$CORRAL" 2>/dev/null | grep -q libasan ||
 		skip "ASan's runtime holds a copy of the environment"
-	local scan=$HELPERS/memscan hex token secret marker positive st pid=""
-	local unpacker="" between="" _ v
+	local scan=$HELPERS/memscan hex token secret marker arg positive st pid=""
+	local unpacker="" between="" v
 	[ -x "$scan" ] || fail "no memscan helper in $HELPERS"
 	# long and random: a freed copy keeps all but its first bytes, so the
 	# forks are scanned for each one's tail
-	hex=$(head -c 128 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	hex=$(head -c 160 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	token=corral-token-${hex:0:64}
 	secret=env-secret-${hex:64:64}
 	marker=corral-env-${hex:128:64}
 	positive=layer-content-${hex:192:64}
-	CORRAL_POSITIVE=$positive fixture held img
+	arg=corral-arg-${hex:256:64}
+	CORRAL_POSITIVE=$positive fixture "$fixture" "$arg-$name"
+	ln -s "$CORRAL" "$T/$arg"
 	st=$T/strace
-	CORRAL_TEST_TOKEN=$token CORRAL_TEST_SECRET=$secret CORRAL_TEST_ONLY_ENV=$marker \
-		timeout 120 strace -f -qq -o "$st" -P hold-here -e trace=openat2 \
-		-e inject=openat2:signal=SIGSTOP:when=1 \
-		"$CORRAL" image import --state-dir "$T/state" "$T/img" > "$T/out" 2>&1 < /dev/null &
+	CORRAL_TEST_TOKEN=$token CORRAL_TEST_SECRET=$secret \
+		CORRAL_TEST_ONLY_ENV=$marker timeout 120 strace -f -qq -o "$st" -P "$hold" \
+		-e trace="$syscall" -e inject="$syscall":signal=SIGSTOP:when=1 \
+		"$T/$arg" image import --state-dir "$T/state" "$T/$arg-$name" \
+		> "$T/out" 2>&1 < /dev/null &
 	pid=$!
-	for _ in $(seq 1 600); do	# bounded: held, or gone
-		# (strace may not have made its file yet)
-		unpacker=$(sed -n 's/^\([0-9]*\) *--- stopped by SIGSTOP.*/\1/p' "$st" 2>/dev/null || true)
-		[ -n "$unpacker" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	! strace_held "$st" "$pid" ||
+		unpacker=$(sed -n 's/^\([0-9]*\) *--- stopped by SIGSTOP.*/\1/p' "$st")
 	if [ -z "$unpacker" ]; then
 		kill "$pid" 2>/dev/null
 		wait "$pid" || true
@@ -437,7 +453,7 @@ t_unpacker_holds_no_credentials() {
 	local import bad=""
 	between=$(awk '{ print $4 }' "/proc/$unpacker/stat" || true)
 	import=$(awk '{ print $4 }' "/proc/$between/stat" || true)
-	for v in "$token" "$secret" "$marker"; do
+	for v in "$token" "$secret" "$marker" "$arg"; do
 		"$scan" "$import" "$v" > /dev/null ||
 			bad="$bad; the scan did not find $v in import"
 		! "$scan" "$unpacker" "${v: -40}" > "$T/scan" ||
@@ -445,12 +461,16 @@ t_unpacker_holds_no_credentials() {
 		! "$scan" "$between" "${v: -40}" > "$T/scan" ||
 			bad="$bad; its parent holds $v: $(cat "$T/scan")"
 	done
+	for v in cmdline environ; do
+		! tr '\0' '\n' < "/proc/$unpacker/$v" | grep -q "${arg: -40}\|${marker: -40}" ||
+			bad="$bad; the unpacker's $v shows import's: $(tr '\0' ' ' < "/proc/$unpacker/$v" | head -c 300)"
+	done
 	"$scan" "$unpacker" "$positive" > /dev/null ||
 		bad="$bad; the scan did not find the layer's file in the unpacker"
 	kill -CONT "$unpacker"
 	wait "$pid" || bad="$bad; import: $(cat "$T/out")"
 	[ -z "$bad" ] || fail "${bad#; }"
-	expect_contains "imported" "$(cat "$T/out")" "corral-test/held:1"
+	expect_contains "imported" "$(cat "$T/out")" "$ref"
 }
 
 t_layer_modes_links_fifos() {

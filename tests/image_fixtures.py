@@ -379,6 +379,14 @@ def main():
         lay = Layer().add("positive.txt", data=os.environ["CORRAL_POSITIVE"].encode())
         lay.add("hold-here", data=b"held\n")
         write_layout(out, [lay.bytes()], names=["corral-test/held:1"], compress="none")
+    elif kind == "held-docker":
+        # docker save's tar: its first file a layer that holds what the
+        # archive's reader must hold (the scan's positive control); its
+        # last, "repositories" (e6 in the reader's tmp/), is where a test
+        # stops the reader
+        first = Layer().add("positive.txt", data=os.environ["CORRAL_POSITIVE"].encode())
+        second = Layer().add("second", data=b"2\n")
+        docker_save(out, [first.bytes(), second.bytes()], ["corral-test/held-docker:1"], {})
     elif kind == "fifo-etc":
         # FIFOs where corral reads the image's files: its passwd (for the
         # User, in the supervisor; for /etc, in init) and its CA bundle

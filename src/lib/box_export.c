@@ -266,7 +266,7 @@ static void helper(struct corral_box *b, const struct corral_box_export_opts *o,
 	char *text;
 	int r, dest = -1;
 
-	corral_forget(false);
+	corral_forget(NULL);
 	signal(SIGPIPE, SIG_IGN);
 	r = become(o->uid, o->gid, err.msg, sizeof(err.msg));
 	if (r == 0)

@@ -1256,7 +1256,7 @@ void sandbox_child(struct child_ctx *c)
 	if (c->argv && !(c->argv = copy_argv(c->argv)))
 		_exit(125);
 	/* nothing of the supervisor's environment or arguments in our memory */
-	corral_forget(true);
+	corral_forget("corral-init");
 	/*
 	 * Our own network namespace, made here rather than in the clone: its
 	 * half millisecond is then spent on this core while the supervisor

@@ -73,9 +73,12 @@ static int add_ent(struct source *src, const char *key, const char *alias, long 
  */
 #define TABLE "table"
 
+/*
+ * No path of the archive: the child's arguments are wiped (corral_forget),
+ * and its messages get the path in the caller (read_archive).
+ */
 struct archive_args {
 	int fd, dirfd;
-	const char *path;
 	uint64_t max_bytes;
 	FILE *table;
 };
@@ -97,8 +100,8 @@ static int copy_entry(struct archive_args *a, struct archive *ar, struct archive
 		size = 0;
 	if ((uint64_t)size > a->max_bytes - *total) {
 		corral_format_size(a->max_bytes, sz, sizeof(sz));
-		return corral_set_err(err, -EFBIG, "%s holds more than %s (--max-size): %.200s declares %lld bytes",
-				      a->path, sz, archive_entry_pathname(e), (long long)size);
+		return corral_set_err(err, -EFBIG, "it holds more than %s (--max-size): %.200s declares %lld bytes",
+				      sz, archive_entry_pathname(e), (long long)size);
 	}
 	*total += size;
 	snprintf(name, sizeof(name), "e%ld", n);
@@ -108,8 +111,8 @@ static int copy_entry(struct archive_args *a, struct archive *ar, struct archive
 	while ((r = archive_read_data_block(ar, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off < 0 || off + (la_int64_t)len > size) {
 			close(fd);
-			return corral_set_err(err, -EINVAL, "%s: %s has data beyond its declared size",
-					      a->path, archive_entry_pathname(e));
+			return corral_set_err(err, -EINVAL, "%s has data beyond its declared size",
+					      archive_entry_pathname(e));
 		}
 		if (pwrite(fd, buf, len, off) != (ssize_t)len) {
 			r = errno;
@@ -125,7 +128,7 @@ static int copy_entry(struct archive_args *a, struct archive *ar, struct archive
 	}
 	close(fd);
 	if (r != ARCHIVE_EOF)
-		return corral_set_err(err, -EIO, "%s: %s", a->path, archive_error_string(ar));
+		return corral_set_err(err, -EIO, "%s", archive_error_string(ar));
 	return 0;
 }
 
@@ -158,15 +161,14 @@ static int archive_fn(void *arg, void *out, struct corral_err *err)
 	if (!ar || tfd < 0 || !(a->table = fdopen(tfd, "w"))) {
 		if (ar)
 			archive_read_free(ar);
-		return corral_set_err(err, -ENOMEM, "cannot start reading %s", a->path);
+		return corral_set_err(err, -ENOMEM, "cannot start reading it");
 	}
 	archive_read_support_format_tar(ar);
 	/* a compressed tarball too, with the built-in decompressors only */
 	archive_read_support_filter_gzip(ar);
 	archive_read_support_filter_zstd(ar);
 	if (archive_read_open_fd(ar, a->fd, 64 * 1024) != ARCHIVE_OK) {
-		r = corral_set_err(err, -EINVAL, "%s: not a tar archive: %s", a->path,
-				   archive_error_string(ar));
+		r = corral_set_err(err, -EINVAL, "not a tar archive: %s", archive_error_string(ar));
 		goto out;
 	}
 	while ((r = archive_read_next_header(ar, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
@@ -175,8 +177,7 @@ static int archive_fn(void *arg, void *out, struct corral_err *err)
 		if (!p)
 			continue;
 		if (++n > ARCHIVE_ENTRIES_MAX) {
-			r = corral_set_err(err, -EFBIG, "%s: more than %d entries",
-					   a->path, ARCHIVE_ENTRIES_MAX);
+			r = corral_set_err(err, -EFBIG, "more than %d entries", ARCHIVE_ENTRIES_MAX);
 			goto out;
 		}
 		normalize_key(p, NULL, key, sizeof(key));
@@ -199,8 +200,7 @@ static int archive_fn(void *arg, void *out, struct corral_err *err)
 			goto out;
 	}
 	if (r != ARCHIVE_EOF) {
-		r = corral_set_err(err, -EINVAL, "%s: a damaged tar: %s", a->path,
-				   archive_error_string(ar));
+		r = corral_set_err(err, -EINVAL, "a damaged tar: %s", archive_error_string(ar));
 		goto out;
 	}
 	r = fflush(a->table) == 0 ? 0 : corral_set_err(err, -EIO, "cannot write the archive's table");
@@ -243,8 +243,7 @@ static int read_table(struct source *src)
 /* The tar is read by an unprivileged child: libarchive parses hostile bytes. */
 static int read_archive(struct source *src, int fd)
 {
-	struct archive_args a = { .fd = fd, .dirfd = src->dirfd, .path = src->path,
-				  .max_bytes = src->max_bytes };
+	struct archive_args a = { .fd = fd, .dirfd = src->dirfd, .max_bytes = src->max_bytes };
 	char path[4096 + 160];
 	int r;
 
@@ -254,7 +253,9 @@ static int read_archive(struct source *src, int fd)
 	snprintf(path, sizeof(path), "%s/%s", src->s->dir, src->tmp);
 	r = image_unprivileged(path, src->s->uid, src->s->gid, archive_fn, &a, NULL, 0,
 			       src->err);
-	return r < 0 ? r : read_table(src);
+	if (r < 0)
+		return corral_wrap_err(src->err, "%s", src->path);
+	return read_table(src);
 }
 
 int source_file(struct source *src, const char *name)

@@ -849,7 +849,12 @@ int image_unprivileged(const char *destpath, uid_t uid, gid_t gid,
 		return corral_set_err(err, -e, "fork: %s", strerror(e));
 	}
 	if (pid == 0) {
-		corral_forget(false);
+		/*
+		 * import's arguments too: where its archive is and the name it
+		 * was run by are nothing the hostile side needs (destpath is a
+		 * copy, the caller's; no pointer into them is used from here)
+		 */
+		corral_forget("corral-unpack");
 		close(pipefd[0]);
 		rc = unpacker_alone(pipefd[1], &child_err);
 		if (rc == 0)

@@ -211,9 +211,9 @@ void vault_free(void *ptr);
 char *vault_memdup(const void *s, size_t len);
 /*
  * First in a child that takes hostile input: the environment it started
- * with zeroed, and none left; with cmdline, its arguments too ("corral-init"
- * in their place).
+ * with zeroed, and none left; with a title, its arguments too (the title in
+ * their place: what /proc/PID/cmdline and ps show of it).
  */
-void corral_forget(bool cmdline);
+void corral_forget(const char *title);
 
 #endif

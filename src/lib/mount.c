@@ -1494,7 +1494,7 @@ int mount_stack_root(pid_t pid, const struct corral_policy *p, uid_t host_uid,
 		return corral_set_err(err, -errno, "fork: %s", strerror(errno));
 	}
 	if (helper == 0) {
-		corral_forget(false);
+		corral_forget(NULL);
 		close(pipefd[0]);
 		stack_helper(pid, p, host_uid, host_gid, pipefd[1]);
 	}

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -112,13 +113,15 @@ static int stat_areas(unsigned long v[4])
  * any.  The environment the process started with is zeroed where it lies
  * (the stack's top: always writable, unlike a string a program gave
  * putenv), and the child has none: a sandbox's command gets the one the
- * policy made, never this.
+ * policy made, never this.  With a title, the arguments too, title in
+ * their place: a caller keeps no pointer into them.
  */
-void corral_forget(bool cmdline)
+void corral_forget(const char *title)
 {
 	extern char **environ;
 	static char *none[1];
 	unsigned long v[4];
+	char *execfn;
 
 	environ = none;
 	/* what libevent and OpenSSL hold: every sandbox's live connections */
@@ -129,10 +132,13 @@ void corral_forget(bool cmdline)
 	/* bounds no environment or argument list passes (ARG_MAX) */
 	if (v[3] > v[2] && v[3] - v[2] <= (64 << 20))
 		memset((void *)v[2], 0, v[3] - v[2]);
-	if (cmdline && v[1] > v[0] && v[1] - v[0] <= (1 << 20)) {
+	if (title && v[1] > v[0] && v[1] - v[0] <= (1 << 20)) {
 		memset((void *)v[0], 0, v[1] - v[0]);
-		snprintf((char *)v[0], v[1] - v[0], "corral-init");
+		snprintf((char *)v[0], v[1] - v[0], "%s", title);
 	}
+	/* the path execve was given (argv[0]'s, often), above the environment */
+	if (title && (execfn = (char *)getauxval(AT_EXECFN)))
+		memset(execfn, 0, strlen(execfn));
 }
 
 char *corral_secret_dup(const char *s, size_t len)

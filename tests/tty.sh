@@ -11,9 +11,10 @@
 #   tests/tty.sh CORRAL [TEST...]
 #
 # Runs as whoever calls it (root or not).  One daemon (unix socket and
-# loopback TCP with a token) serves every test; each test makes its own
-# sandbox.  Terminals come from tests/ptyrun.py and tests/ttyapi.py, which
-# bound every wait.
+# loopback TCP with a token) serves every test, a second one (loopback TLS,
+# a test CA's certificate) the t_exec_tty_tls* tests; each daemon has one
+# sandbox the tests share.  Terminals come from tests/ptyrun.py and
+# tests/ttyapi.py, which bound every wait.
 set -u
 CORRAL=$(readlink -f "$1")
 shift 1
@@ -26,17 +27,22 @@ PY=/usr/bin/python3
 D="$TEST_TMP/daemon"
 SOCK="$D/sock"
 DPID=
+TPID=
+
+stop_daemon() {	# stop_daemon PID: SIGTERM, 10 s, then SIGKILL
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 1 200); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
 
 stop() {
-	if [ -n "$DPID" ]; then
-		kill -TERM "$DPID" 2>/dev/null
-		for _ in $(seq 1 200); do
-			kill -0 "$DPID" 2>/dev/null || break
-			sleep 0.05
-		done
-		kill -KILL "$DPID" 2>/dev/null
-		wait "$DPID" 2>/dev/null
-	fi
+	stop_daemon "$DPID"
+	stop_daemon "$TPID"
 	rm -rf "$TEST_TMP"
 }
 trap stop EXIT
@@ -59,7 +65,42 @@ api() {	# api METHOD PATH [BODY]
 # One sandbox for every test (each names its own files and processes).
 BOX=$(api POST /v1/sandboxes '{}' | json id)
 
-inside() {	# inside BOX SHELL-TEXT: its stdout
+# The second daemon: the API over TLS on loopback, its certificate from a
+# CA of the test's own (lib.sh's test_ca); the clients reach it as
+# `corral ... --url https://127.0.0.1:TPORT --ca-file ca.pem`.
+TD="$TEST_TMP/tls"
+mkdir -p "$TD"
+TPORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+TURL=https://127.0.0.1:$TPORT
+TLS_CA=$TD/ca.pem
+TBOX=
+if test_ca "$TD" "IP:127.0.0.1"; then
+	chmod 600 "$TD/srv.key"
+	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TD/token"
+	chmod 600 "$TD/token"
+	"$CORRAL" serve --socket "$TD/sock" --state-dir "$TD/state" \
+		--listen "127.0.0.1:$TPORT" --token-file "$TD/token" \
+		--tls-cert "$TD/srv.pem" --tls-key "$TD/srv.key" > "$TD/log" 2>&1 < /dev/null &
+	TPID=$!
+	for _ in $(seq 1 100); do
+		curl -s -m 1 --unix-socket "$TD/sock" http://corral/v1/health > /dev/null && break
+		sleep 0.05
+	done
+	# made over TLS too: the tests' first call through it
+	TBOX=$("$CORRAL" create --url "$TURL" --token-file "$TD/token" --ca-file "$TLS_CA" 2>> "$TD/log")
+fi
+
+# tls_needs: the TLS daemon and its sandbox are there (else why not)
+tls_needs() {
+	[ -n "$TBOX" ] && return 0
+	fail "no sandbox on the TLS daemon: $(tail -3 "$TD/log" 2>/dev/null)"
+}
+
+inside() {	# inside BOX SHELL-TEXT: its stdout (TBOX's through its daemon, over TLS)
+	if [ -n "$TBOX" ] && [ "$1" = "$TBOX" ]; then
+		"$CORRAL" exec --url "$TURL" --token-file "$TD/token" --ca-file "$TLS_CA" "$1" -c "$2"
+		return
+	fi
 	"$CORRAL" exec --socket "$SOCK" "$1" -c "$2"
 }
 
@@ -226,6 +267,125 @@ t_exec_tty_sighup() {
 	expect_eq "corral's status" "${f[0]}" 129
 	expect_eq "the terminal restored" "${f[1]}" true
 	wait_inside "$box" 'cat /tmp/hup2 2>/dev/null' hup
+}
+
+# corral exec -t over https: what t_exec_tty_shell checks on the unix
+# socket, through the TLS daemon: typed input reaches the shell (it
+# computes the markers), its pty and window sizes, its exit status, and
+# the caller's terminal raw while it runs and restored after.
+t_exec_tty_tls() {
+	tls_needs
+	out=$($PY "$HERE/ptyrun.py" 'expect:$ ' 'snap' \
+		'send:tty; stty size; echo M$((1+1))\r' 'expect:M2' \
+		'resize:30,91' 'send:stty size; echo M$((2+1))\r' 'expect:M3' \
+		'send:read x; echo "got:$x:$((3+1))"\r' 'send:typed\r' 'expect:got:typed:4' \
+		'send:exit 7\r' \
+		-- "$CORRAL" exec -t --url "$TURL" --token-file "$TD/token" --ca-file "$TLS_CA" \
+		"$TBOX" -- /bin/sh -i)
+	o=$out
+	expect_contains "tty names a pty of the sandbox's devpts" "$o" "/dev/pts/"
+	expect_contains "the first size" "$o" "24 80"
+	expect_contains "the size after SIGWINCH" "$o" "30 91"
+	expect_contains "a typed line read by the shell" "$o" "got:typed:4"
+	mapfile -t f < <(printf '%s' "$out" | fields exit raw_during termios_same size_after)
+	expect_eq "corral exec -t exits as the shell did" "${f[0]}" 7
+	expect_eq "raw while it ran" "${f[1]}" true
+	expect_eq "the terminal restored" "${f[2]}" true
+	expect_eq "the window size left alone" "${f[3]}" "[30, 91]"
+}
+
+# CUTTER: python3 -c "$CUTTER" PORT MODE -- ARGV...: a TCP relay on
+# 127.0.0.1 to PORT that runs ARGV ("{port}" in it becomes the relay's
+# port) on its own terminal, and on SIGUSR1 cuts every connection it
+# relays, both sides, and takes no more: MODE fin closes them (a TCP end
+# with no TLS close_notify), rst resets them.  Exits as ARGV did, or 99 if
+# it had not ended 15 s after the cut (then it is killed); 60 s in all.
+CUTTER='
+import os, select, signal, socket, struct, sys, time
+target, mode, argv = int(sys.argv[1]), sys.argv[2], sys.argv[4:]
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(8)
+argv = [a.replace("{port}", str(l.getsockname()[1])) for a in argv]
+cut = []
+signal.signal(signal.SIGUSR1, lambda *_: cut.append(time.monotonic()))
+pid = os.fork()
+if pid == 0:
+    l.close()
+    os.execv(argv[0], argv)
+peer, status, end = {}, None, time.monotonic() + 60
+while status is None and time.monotonic() < end:
+    if cut and l is not None:
+        l.close()
+        l = None
+        for s in peer:
+            if mode == "rst":
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+        peer = {}
+        end = min(end, cut[0] + 15)
+    try:
+        r, _, _ = select.select(list(peer) + ([l] if l else []), [], [], 0.05)
+    except InterruptedError:
+        r = []
+    for s in r:
+        if s is l:
+            c, _ = l.accept()
+            u = socket.create_connection(("127.0.0.1", target))
+            peer[c], peer[u] = u, c
+            continue
+        if s not in peer:
+            continue
+        try:
+            d = s.recv(65536)
+        except OSError:
+            d = b""
+        if d:
+            try:
+                peer[s].sendall(d)
+                continue
+            except OSError:
+                pass
+        o = peer.pop(s)
+        peer.pop(o, None)
+        s.close()
+        o.close()
+    p, st = os.waitpid(pid, os.WNOHANG)
+    if p == pid:
+        status = os.waitstatus_to_exitcode(st)
+if status is None:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    sys.exit(99)
+sys.exit(status if status >= 0 else 128 - status)
+'
+
+# The TLS connection cut mid-session, by a TCP end with no close_notify and
+# by a reset: corral exec -t ends with an error (125, said), does not hang,
+# and gives the terminal back; the shell inside hears SIGHUP; the daemon
+# goes on.
+t_exec_tty_tls_cut() {
+	local mode
+	tls_needs
+	for mode in fin rst; do
+		out=$($PY "$HERE/ptyrun.py" 'expect:ready' 'snap' 'send:abc\r' 'expect:got abc' \
+			'signal:USR1' \
+			-- $PY -c "$CUTTER" "$TPORT" "$mode" -- "$CORRAL" exec -t \
+			--url "https://127.0.0.1:{port}" --token-file "$TD/token" --ca-file "$TLS_CA" \
+			"$TBOX" -- /bin/sh -c "trap 'echo hup > /tmp/cut-$mode; exit 0' HUP; echo ready; read x; echo got \$x; while :; do sleep 0.1; done")
+		o=$out
+		expect_contains "$mode: typed input reached it before the cut" "$o" "got abc"
+		mapfile -t f < <(printf '%s' "$out" | fields exit raw_during termios_same)
+		[ "${f[0]}" != 99 ] || fail "$mode: corral exec -t still ran 15 s after the cut"
+		expect_eq "$mode: corral's status" "${f[0]}" 125
+		expect_contains "$mode: it says why" "$o" "corral: "
+		expect_eq "$mode: raw while it ran" "${f[1]}" true
+		expect_eq "$mode: the terminal restored" "${f[2]}" true
+		wait_inside "$TBOX" "cat /tmp/cut-$mode 2>/dev/null" hup
+	done
+	expect_eq "the TLS daemon answers" "$(inside "$TBOX" 'echo M$((4+1))')" M5
 }
 
 run_tests "$@"

@@ -16,7 +16,7 @@ stops them by pid at the end, also on error.  It measures:
      alone on the host, started and waited for from the same client, and
      by posix_spawn from C (bench/floor_spawn.c), back to back and paced;
   (a count of 0 skips its section: BENCH_BURST, BENCH_EXECS or BENCH_ONESHOT,
-  BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE)
+  BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE, BENCH_HTTPS)
   3. resume: the exec into an idle-frozen sandbox minus a warm exec (= the
      thaw), also minus an exec after as long idle but not frozen (the
      control), and POST /pause + POST /resume, BENCH_ROUNDS (default 30) each;
@@ -25,7 +25,13 @@ stops them by pid at the end, also on error.  It measures:
      BENCH_MEM (default 200) idle sandboxes;
   5. BENCH_IDLE (default 1000) idle-frozen sandboxes at once: create them,
      wait until all are frozen, exec into a random one, delete them all,
-     and check that nothing is left (count, cgroups).
+     and check that nothing is left (count, cgroups);
+  6. the API over TLS (--listen on 127.0.0.1 with --tls-cert, a CA this
+     script makes with openssl) beside the unix socket, BENCH_HTTPS
+     (default 50) rounds, one call of each row a round: `corral exec ID --
+     true`, a process and so a connection (and over https a handshake) a
+     call; and POST /exec from here on a new connection each and on a kept
+     one (Python's ssl, verifying by the CA).
 
   serve.py [CORRAL]     (default build/corral)
 """
@@ -40,6 +46,7 @@ import resource
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -54,6 +61,7 @@ EXECS = int(os.environ.get("BENCH_EXECS", "500"))
 ONESHOT = int(os.environ.get("BENCH_ONESHOT", "100"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30"))
 MEM = int(os.environ.get("BENCH_MEM", "200"))
+HTTPS = int(os.environ.get("BENCH_HTTPS", "50"))
 PACE = 0.1              # seconds between paced execs
 WORKERS = 16            # connections for bulk create and delete
 REQ_TIMEOUT = 60        # seconds, any one request
@@ -100,10 +108,12 @@ class ApiError(Exception):
 
 
 class Api:
-    """One keep-alive connection to a daemon."""
+    """One keep-alive connection to a daemon: its unix socket at path, or
+    conn (an http.client connection) with headers on every request."""
 
-    def __init__(self, path):
-        self.conn = UnixHTTPConnection(path)
+    def __init__(self, path, conn=None, headers=None):
+        self.conn = conn or UnixHTTPConnection(path)
+        self.headers = headers or {}
 
     def connect(self):
         self.conn.connect()
@@ -114,7 +124,9 @@ class Api:
     def req(self, method, path, body=None, expect=200):
         """-> (status, JSON or bytes, ms).  expect: the status wanted, or None."""
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = dict(self.headers)
+        if data is not None:
+            headers["Content-Type"] = "application/json"
         t = time.perf_counter()
         try:
             self.conn.request(method, path, body=data, headers=headers)
@@ -224,7 +236,7 @@ def remove_cgroup_tree(top):
 
 
 class Daemon:
-    def __init__(self, tmp, name, pool=0, max_sandboxes=None):
+    def __init__(self, tmp, name, pool=0, max_sandboxes=None, extra=()):
         self.name = name
         self.dir = os.path.join(tmp, name)
         os.mkdir(self.dir)
@@ -235,6 +247,7 @@ class Daemon:
                 "--pool", str(pool)]
         if max_sandboxes:
             argv += ["--max-sandboxes", str(max_sandboxes)]
+        argv += list(extra)
         self.log = open(self.logpath, "w")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
@@ -794,6 +807,102 @@ def section_idle(tmp):
         d.stop()
 
 
+# ---- 6. the API over TLS --------------------------------------------------------------------
+def openssl(*args):
+    p = subprocess.run(["openssl", *args], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=REQ_TIMEOUT)
+    if p.returncode != 0:
+        raise RuntimeError(f"openssl {args[0]}: {p.stderr.strip()[-200:]}")
+
+
+def test_ca(d):
+    """A CA (d/ca.pem) and a certificate for 127.0.0.1 it signed (d/srv.pem,
+    d/srv.key mode 600), as tests/lib.sh's test_ca makes them."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=corral-bench-ca",
+            "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem")
+    openssl("req", *ec, "-subj", "/CN=127.0.0.1", "-keyout", f"{d}/srv.key",
+            "-out", f"{d}/srv.csr")
+    with open(f"{d}/ext", "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", f"{d}/srv.csr", "-CA", f"{d}/ca.pem", "-CAkey",
+            f"{d}/ca.key", "-CAcreateserial", "-days", "2", "-extfile", f"{d}/ext",
+            "-out", f"{d}/srv.pem")
+    os.chmod(f"{d}/srv.key", 0o600)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def section_https(tmp):
+    """BENCH_HTTPS rounds; each round one call of every row, in turn, so
+    that whatever else the host does falls on every row alike."""
+    d = os.path.join(tmp, "tls")
+    os.mkdir(d)
+    test_ca(d)
+    token = os.urandom(24).hex()
+    tokfile = os.path.join(d, "token")
+    fd = os.open(tokfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, token.encode() + b"\n")
+    os.close(fd)
+    port = free_port()
+    daemon = Daemon(tmp, "https", pool=0,
+                    extra=["--listen", f"127.0.0.1:{port}", "--token-file", tokfile,
+                           "--tls-cert", f"{d}/srv.pem", "--tls-key", f"{d}/srv.key"])
+    ctx = ssl.create_default_context(cafile=f"{d}/ca.pem")
+    auth = {"Authorization": f"Bearer {token}"}
+
+    def tls_api():
+        return Api(None, http.client.HTTPSConnection("127.0.0.1", port, timeout=REQ_TIMEOUT,
+                                                     context=ctx), auth)
+    unix_kept, tls_kept = daemon.api(), tls_api()
+    try:
+        sid, _ = unix_kept.create(idle_freeze_ms=0)
+        cli_unix = [CORRAL, "exec", "--socket", daemon.sock, sid, "--", "true"]
+        cli_https = [CORRAL, "exec", "--url", f"https://127.0.0.1:{port}", "--token-file",
+                     tokfile, "--ca-file", f"{d}/ca.pem", sid, "--", "true"]
+
+        def cli(argv):
+            t = time.perf_counter()
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, timeout=REQ_TIMEOUT)
+            ms = (time.perf_counter() - t) * 1000
+            if p.returncode != 0:
+                raise ApiError(f"{' '.join(argv[:3])} ... exit {p.returncode}: "
+                               f"{p.stderr.decode(errors='replace').strip()[:200]}")
+            return ms
+
+        def fresh(make):
+            api = make()
+            try:
+                return api.exec_true(sid)      # connect (+ handshake) inside the timing
+            finally:
+                api.close()
+        rows = [
+            ("corral exec ID -- true, unix socket", lambda: cli(cli_unix)),
+            ("corral exec ID -- true, https (a handshake each)", lambda: cli(cli_https)),
+            ("POST /exec, a new connection each, unix socket", lambda: fresh(daemon.api)),
+            ("POST /exec, a new connection each, https", lambda: fresh(tls_api)),
+            ("POST /exec, a kept connection, unix socket", lambda: unix_kept.exec_true(sid)),
+            ("POST /exec, a kept connection, https", lambda: tls_kept.exec_true(sid)),
+        ]
+        times = [[] for _ in rows]
+        for i in range(HTTPS + 3):          # the first 3 rounds warm up
+            for k, (_, fn) in enumerate(rows):
+                ms = fn()
+                if i >= 3:
+                    times[k].append(ms)
+        unix_kept.req("DELETE", f"/v1/sandboxes/{sid}")
+    finally:
+        unix_kept.close()
+        tls_kept.close()
+        daemon.stop()
+    return [(name, t) for (name, _), t in zip(rows, times)]
+
+
 # ---- the table -----------------------------------------------------------------------------
 def cgroup_mode():
     if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
@@ -843,6 +952,7 @@ def main():
         resume = run(with_daemon, "resume", section_resume) if ROUNDS > 0 else skipped
         memory = run(with_daemon, "memory", section_memory, MEM) if MEM > 0 else skipped
         idle = run(section_idle, tmp) if IDLE > 0 else skipped
+        https = run(section_https, tmp) if HTTPS > 0 else skipped
     finally:
         for d in daemons:
             d.stop()
@@ -852,7 +962,7 @@ def main():
     W = 52
     print(f"corral serve under load (uid {os.geteuid()}, {os.cpu_count()} cpus, {cgroup_mode()}; "
           f"BENCH_BURST={BURST} BENCH_EXECS={EXECS} BENCH_IDLE={IDLE} BENCH_MEM={MEM} "
-          f"BENCH_ROUNDS={ROUNDS} BENCH_ONESHOT={ONESHOT})")
+          f"BENCH_ROUNDS={ROUNDS} BENCH_ONESHOT={ONESHOT} BENCH_HTTPS={HTTPS})")
     print()
     print(f"1. time to interactive: {BURST} at once, a thread and a connection each "
           f"(create = POST /v1/sandboxes; +exec = through the first exec of `true`)")
@@ -964,6 +1074,21 @@ def main():
         print(f"{'cgroups corral-' + str(r['pid']) + '-*':{W}} {cgs}")
         if r["count"] or r["listed"] or r["cg_left"] or r["n"] < r["asked"]:
             failed = True
+    print()
+    print(f"6. exec of `true` over the unix socket and over https on 127.0.0.1, {HTTPS} rounds "
+          f"(a call of each row a round, in turn)")
+    print(f"{'':{W}} {'runs':>9} {'p50 ms':>9} {'p99 ms':>9}")
+    if isinstance(https, str):
+        print(f"{'':{W}} {https}")
+    else:
+        # rows in pairs, unix then https: the second says what TLS adds
+        for i, (name, r) in enumerate(https):
+            m = statistics.median(r)
+            more = ""
+            if i % 2:
+                base = statistics.median(https[i - 1][1])
+                more = f"   {m - base:+.2f} ms p50 over the unix socket"
+            print(f"{name:{W}} {len(r):9d} {m:9.2f} {pct(r, 0.99):9.2f}{more}")
     if notes:
         print()
         for n in notes:

@@ -2406,6 +2406,45 @@ tls_files() {
 	chmod 600 "$1/$n.key"
 }
 
+# Every TCP connection the daemon takes sends at once (TCP_NODELAY): over
+# TLS an answer's head and body are two writes, and under Nagle the second
+# waited for the client's delayed ACK, 40 ms of each new connection (make
+# bench, section 6).  The option is read on the daemon's own socket.
+t_tcp_nodelay() {
+	[ "$ME" = 0 ] || { skip "taking a daemon's socket needs root"; return; }
+	local port out
+	port=$(free_port)
+	tls_files "$T" || return 1
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
+	out=$($PY - "$DPID" "$port" "$T/cert.pem" "$T/token" <<'EOF2'
+import ctypes, os, socket, ssl, sys
+pid, port, ca, token = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], open(sys.argv[4]).read()
+s = ssl.create_default_context(cafile=ca).wrap_socket(
+    socket.create_connection(("127.0.0.1", port), timeout=20), server_hostname="localhost")
+s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % token.encode())
+if not s.recv(100).startswith(b"HTTP/1.1 200"):
+    sys.exit("no 200 from the daemon")
+# the daemon's end: local port `port`, remote the client's
+me = "%04X" % s.getsockname()[1]
+ino = [l.split()[9] for l in open("/proc/net/tcp").readlines()[1:]
+       if l.split()[1].endswith(":%04X" % port) and l.split()[2].endswith(":" + me)]
+fds = [f for f in os.listdir("/proc/%d/fd" % pid)
+       if ino and os.readlink("/proc/%d/fd/%s" % (pid, f)) == "socket:[%s]" % ino[0]]
+if not fds:
+    sys.exit("the daemon's socket was not found (inode %s)" % ino)
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(438, os.pidfd_open(pid), int(fds[0]), 0)   # pidfd_getfd
+if fd < 0:
+    sys.exit("pidfd_getfd: %s" % os.strerror(ctypes.get_errno()))
+print(socket.socket(fileno=fd).getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+EOF2
+) || { fail "reading the daemon's socket: $out"; stop_daemon; return 1; }
+	expect_eq "TCP_NODELAY on the daemon's end" "$out" 1
+	stop_daemon
+}
+
 # new_token: a token in $T/token (mode 600), printed
 new_token() {
 	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"

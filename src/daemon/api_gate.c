@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <http_parser.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -645,6 +646,15 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 	bufferevent_decref(c->bev);
 	if (c->g->tcp) {
 		peer_name(c);
+		/*
+		 * Over TLS evhttp's head and body leave as two records, two
+		 * writes: under Nagle the second waited for the client's
+		 * delayed ACK, 40 ms of every new connection's first answer.
+		 */
+		if (setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY,
+			       &(int){ 1 }, sizeof(int)) < 0)
+			fprintf(stderr, "corral serve: TCP_NODELAY on %s's connection from %s: %s\n",
+				c->g->name, c->peer, strerror(errno));
 		if (peer_count(c->g, c->peer) > c->g->d->limits.max_per_peer) {
 			conn_drop(c);
 			return;

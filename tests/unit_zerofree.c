@@ -50,6 +50,17 @@ static bool all_zero(const unsigned char *b, size_t len)
 	return true;
 }
 
+/* p's usable size in *len, if p is there and that fits in cap bytes */
+static bool usable(void *p, size_t cap, size_t *len)
+{
+	CHECK(p != NULL);
+	if (!p)
+		return false;
+	*len = malloc_usable_size(p);
+	CHECK(*len <= cap);
+	return *len <= cap;
+}
+
 static bool resident(uintptr_t page)
 {
 	unsigned char v = 0;
@@ -88,12 +99,7 @@ TEST(large_block_reads_as_zero)
 	unsigned char *p = heap_block(&guard);
 	volatile uintptr_t a = (uintptr_t)p;
 
-	CHECK(p != NULL);
-	if (!p)
-		return;
-	len = malloc_usable_size(p);
-	CHECK(len <= sizeof(buf));
-	if (len > sizeof(buf))
+	if (!usable(p, sizeof(buf), &len))
 		return;
 	marks[3] = len - 64;
 	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
@@ -140,12 +146,7 @@ TEST(small_block_reads_as_zero)
 	volatile uintptr_t a = (uintptr_t)p;	/* an address, no longer a pointer */
 	size_t len;
 
-	CHECK(p != NULL);
-	if (!p)
-		return;
-	len = malloc_usable_size(p);
-	CHECK(len <= sizeof(buf));
-	if (len > sizeof(buf))
+	if (!usable(p, sizeof(buf), &len))
 		return;
 	memset(p, 0x77, len);
 	free(p);

@@ -182,6 +182,47 @@ size_t api_queued(struct evhttp_request *req)
 }
 
 /*
+ * evhttp ends a request when the connection's write callback runs, which
+ * it takes to mean that all it queued is sent.  A TLS connection's
+ * (bufferevent_openssl) runs deferred: one scheduled as an earlier part of
+ * a streamed reply drained could run after the reply's end was queued.
+ * evhttp then finished the request with the end unsent and stopped
+ * writing, and the client waited for ever: a streamed exec over https in
+ * about 200, its call long over.  So the end's write callback is wrapped,
+ * to pass on only when nothing is left to send; evhttp sets its own again
+ * for the connection's next request.
+ */
+static bufferevent_data_cb evhttp_write;	/* evhttp's, one for every connection */
+
+static void write_when_drained(struct bufferevent *bev, void *arg)
+{
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		evhttp_write(bev, arg);
+}
+
+void api_reply_end(struct evhttp_request *req)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	bufferevent_data_cb rcb, wcb;
+	bufferevent_event_cb ecb;
+	void *arg;
+
+	/* the end may free the connection: its bufferevent is kept till here */
+	if (bev)
+		bufferevent_incref(bev);
+	evhttp_send_reply_end(req);
+	if (!bev)
+		return;
+	bufferevent_getcb(bev, &rcb, &wcb, &ecb, &arg);
+	if (wcb && wcb != write_when_drained) {
+		evhttp_write = wcb;
+		bufferevent_setcb(bev, rcb, write_when_drained, ecb, arg);
+	}
+	bufferevent_decref(bev);
+}
+
+/*
  * The client went away while we held its request.  libevent has handed
  * the request to us (it is no longer on the connection): ending it frees
  * it.  A request still on its connection is libevent's to free.

@@ -59,7 +59,7 @@ void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t le
 		if (api_queued(f->req) > FOLLOW_QUEUE_MAX) {
 			*pp = f->next;
 			api_set_closecb(f->d, f->req, NULL, NULL);
-			evhttp_send_reply_end(f->req);
+			api_reply_end(f->req);
 			free(f);
 			continue;
 		}
@@ -190,7 +190,7 @@ static void reader_end(struct events_reader *r)
 	reader_start(r);
 	fl = r->follow ? calloc(1, sizeof(*fl)) : NULL;
 	if (!fl) {
-		evhttp_send_reply_end(req);
+		api_reply_end(req);
 		reader_free(r);
 		return;
 	}
@@ -333,7 +333,7 @@ static void reader_run(struct events_reader *r)
 		evbuffer_free(out);
 		api_set_closecb(r->d, r->req, NULL, NULL);
 		if (r->started)
-			evhttp_send_reply_end(r->req);
+			api_reply_end(r->req);
 		else
 			reply_error(r->req, 500, "internal", "cannot schedule the "
 				    "next read of the audit log");
@@ -424,7 +424,7 @@ void api_events_stop(struct daemon *d)
 
 		api_set_closecb(d, r->req, NULL, NULL);
 		if (r->started)
-			evhttp_send_reply_end(r->req);
+			api_reply_end(r->req);
 		else
 			reply_error(r->req, 503, "busy", "the daemon is stopping");
 		reader_free(r);

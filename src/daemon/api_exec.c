@@ -218,7 +218,7 @@ static void exec_done(void *arg, struct corral_call *c,
 	if (pd->req && pd->stream) {
 		stream_line(pd, json_pack("{s:s, s:o}", "type", "end", "result",
 					  result_json(res)));
-		evhttp_send_reply_end(pd->req);
+		api_reply_end(pd->req);
 	} else if (pd->req) {
 		reply_json(pd->req, 200, result_json(res));
 	}

@@ -107,7 +107,7 @@ static void watch_end(struct proc_watch *w, bool gone)
 				      "the sandbox was destroyed") :
 			    json_pack("{s:s, s:o}", "type", "end", "result",
 				      result_json(res)));
-		evhttp_send_reply_end(w->req);
+		api_reply_end(w->req);
 	} else if (gone) {
 		reply_error(w->req, 410, "gone", "the sandbox was destroyed");
 	} else {
@@ -143,7 +143,7 @@ static void proc_wrote(void *arg, struct corral_call *c, int no,
 		/* a follower that does not read is cut off, not buffered for */
 		if (api_queued(w->req) > FOLLOW_QUEUE_MAX) {
 			api_set_closecb(pr->sb->d, w->req, NULL, NULL);
-			evhttp_send_reply_end(w->req);
+			api_reply_end(w->req);
 			watch_unlink(w);
 			continue;
 		}
@@ -492,7 +492,7 @@ void proc_output(struct sandbox *sb, struct evhttp_request *req, const char *res
 		if (corral_call_result(pr->call))
 			follow_line(req, json_pack("{s:s, s:o}", "type", "end",
 				    "result", result_json(corral_call_result(pr->call))));
-		evhttp_send_reply_end(req);
+		api_reply_end(req);
 		return;
 	}
 	struct proc_watch *w = watch_new(sb, req, pr, true);
@@ -500,7 +500,7 @@ void proc_output(struct sandbox *sb, struct evhttp_request *req, const char *res
 	if (w)
 		w->streams = streams;
 	else
-		evhttp_send_reply_end(req);
+		api_reply_end(req);
 }
 
 /* POST .../stdin[?eof=1]: the body, raw, to the process's stdin. */

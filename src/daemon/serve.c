@@ -518,7 +518,7 @@ static void shutdown_all(struct daemon *d)
 
 		d->followers = f->next;
 		api_set_closecb(d, f->req, NULL, NULL);
-		evhttp_send_reply_end(f->req);
+		api_reply_end(f->req);
 		free(f);
 	}
 }

@@ -2766,13 +2766,9 @@ print(hashlib.sha256(s.getpeercert(binary_form=True)).hexdigest())
 # before goes on with the old.
 t_tcp_tls_reload() {
 	local port token code pypid fp
-	port=$(free_port)
-	tls_files "$T" || return 1
 	tls_files "$T" new || return 1
+	start_tls_daemon || return 1
 	cp "$T/cert.pem" "$T/old.pem"
-	token=$(new_token)
-	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
-		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
 	expect_eq "served before" "$(served_fingerprint "$port")" "$(fingerprint "$T/old.pem")"
 	$PY -c "$KEEPALIVE" "$port" "$T/old.pem" "$token" "$T/go" > "$T/keepalive" 2>&1 &
 	pypid=$!
@@ -3005,13 +3001,9 @@ t_tls_key_not_in_a_box() {
 	local scan="" port token code id pid inits specs i gone
 	scan=$(memscan_find)
 	[ -n "$scan" ] || { fail "no memscan helper beside $CORRAL"; return; }
-	port=$(free_port)
-	tls_files "$T" || return 1
 	tls_files "$T" new || return 1
+	start_tls_daemon || return 1
 	cp "$T/cert.key" "$T/old.key"
-	token=$(new_token)
-	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
-		--tls-cert "$T/cert.pem" --tls-key "$T/cert.key"
 	box_over_tls() {
 		code=$(tls_curl -H "Authorization: Bearer $token" -X POST "https://127.0.0.1:$port/v1/sandboxes")
 		expect_code "create over TLS" "$code" 201

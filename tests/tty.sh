@@ -385,6 +385,11 @@ t_exec_tty_tls_cut() {
 		[ "${f[0]}" != 99 ] || fail "$mode: corral exec -t still ran 15 s after the cut"
 		expect_eq "$mode: corral's status" "${f[0]}" 125
 		expect_contains "$mode: it says why" "$o" "corral: "
+		# said once the terminal is cooked again: each line ends \r\n
+		expect_eq "$mode: why, on the restored terminal" "$(printf '%s' "$out" | $PY -c '
+import json, re, sys
+said = re.findall(r"corral: [^\n]*\n", json.load(sys.stdin)["output"])
+print("cooked" if said and all(l.endswith("\r\n") for l in said) else "raw: %r" % said)')" cooked
 		expect_eq "$mode: raw while it ran" "${f[1]}" true
 		expect_eq "$mode: the terminal restored" "${f[2]}" true
 		wait_inside "$TBOX" "cat /tmp/cut-$mode 2>/dev/null" hup

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,34 @@ struct session {
 	bool stdin_open, winch, eof;
 	json_t *result;			/* the 'x' frame */
 	json_t *error;			/* an 'e' frame */
+	char why[512];			/* the first failure, said when cooked */
 };
+
+/*
+ * A failure while our terminal is raw would print as a staircase (no \r
+ * after \n) and under what the command left on the screen: it is kept
+ * and said once the terminal has its settings back.
+ */
+static void session_error(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void session_error(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->why[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+}
+
+static void session_say_why(struct session *s)
+{
+	if (s->why[0])
+		cli_error("%s", s->why);
+	s->why[0] = '\0';
+}
 
 /* ---- the connection -------------------------------------------------------- */
 
@@ -56,7 +84,7 @@ static int send_all(struct session *s, const void *data, size_t len)
 			continue;
 		}
 		if (rc != CURLE_OK) {
-			cli_error("sending to the daemon: %s", curl_easy_strerror(rc));
+			session_error(s, "sending to the daemon: %s", curl_easy_strerror(rc));
 			return -1;
 		}
 		p += n;
@@ -76,7 +104,7 @@ static int recv_some(struct session *s, size_t max)
 		char *p;
 
 		if (cap > max + 65536) {
-			cli_error("the daemon sent more than %zu bytes in one piece", max);
+			session_error(s, "the daemon sent more than %zu bytes in one piece", max);
 			return -1;
 		}
 		p = realloc(s->in, cap);
@@ -90,7 +118,7 @@ static int recv_some(struct session *s, size_t max)
 	if (rc == CURLE_AGAIN)
 		return 0;
 	if (rc != CURLE_OK) {
-		cli_error("reading from the daemon: %s", curl_easy_strerror(rc));
+		session_error(s, "reading from the daemon: %s", curl_easy_strerror(rc));
 		return -1;
 	}
 	if (n == 0)
@@ -249,7 +277,7 @@ static int take_frames(struct session *s)
 		const char *data = s->in + FRAME_HEAD;
 
 		if (len > ANSWER_MAX) {
-			cli_error("the daemon sent a frame of %zu bytes", len);
+			session_error(s, "the daemon sent a frame of %zu bytes", len);
 			return -1;
 		}
 		if (s->in_len < FRAME_HEAD + len)
@@ -474,6 +502,7 @@ int exec_tty(struct conn *c, const char *id, json_t *body)
 	if (raw)
 		corral_term_restore(0, &saved);
 	signals_give_back(&sv, sfd);
+	session_say_why(&s);
 	if (sig < 0) {
 		cli_error("the terminal session with the daemon broke off");
 		code = EXIT_CORRAL;
@@ -481,6 +510,7 @@ int exec_tty(struct conn *c, const char *id, json_t *body)
 		code = session_end(&s, sig);
 	}
 out:
+	session_say_why(&s);
 	json_decref(s.result);
 	json_decref(s.error);
 	free(s.in);

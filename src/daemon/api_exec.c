@@ -77,11 +77,20 @@ static void pending_detach(struct pending *pd)
 		api_set_closecb(pd->sb->d, pd->req, NULL, NULL);
 }
 
+/*
+ * Called from the connection's write callback, which over TLS runs
+ * deferred (see api_reply_end): one scheduled as an earlier chunk drained
+ * can come while the chunk that set the hold is still queued.  evhttp keeps
+ * us as the callback until the next chunk, so a call with output still
+ * queued is passed over and the drain that empties it calls again.
+ */
 static void stream_drained(struct evhttp_connection *conn, void *arg)
 {
 	struct pending *pd = arg;
 
 	(void)conn;
+	if (pd->req && api_queued(pd->req))
+		return;
 	if (pd->held && pd->call) {
 		pd->held = false;
 		corral_call_hold_output(pd->call, false);

@@ -2987,6 +2987,45 @@ t_tcp_tls_client_cert() {
 	stop_daemon
 }
 
+# SIGHUP reads --tls-client-ca again: a CA taken out is no longer trusted
+# (the reload makes a new store, it does not add to the old), the one put
+# in is; a client CA swapped for a symlink to /dev/zero is refused with a
+# line, and the CA before it goes on.
+t_tcp_tls_client_ca_reload() {
+	local port token code
+	port=$(free_port)
+	test_ca "$T" "DNS:localhost,IP:127.0.0.1" || { fail "openssl: the server's CA"; return; }
+	chmod 600 "$T/srv.key"
+	mkdir "$T/c" "$T/o"
+	test_ca "$T/c" "DNS:agent.test" || { fail "openssl: the clients' CA"; return; }
+	test_ca "$T/o" "DNS:agent.test" || { fail "openssl: another CA"; return; }
+	cp "$T/c/ca.pem" "$T/clients.pem"
+	token=$(new_token)
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/srv.pem" --tls-key "$T/srv.key" --tls-client-ca "$T/clients.pem"
+	as() {	# as DIR: the status of a health call with DIR's client certificate
+		curl -sS --max-time 30 --cacert "$T/ca.pem" --cert "$1/srv.pem" --key "$1/srv.key" \
+			-o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+			"https://127.0.0.1:$port/v1/health" 2> /dev/null || true
+	}
+	expect_eq "the first CA's client" "$(as "$T/c")" 200
+	expect_eq "the other CA's client" "$(as "$T/o")" 000
+	cp "$T/o/ca.pem" "$T/clients.pem"
+	kill -HUP "$DPID"
+	await_log "SIGHUP: TLS reloaded" 1
+	expect_eq "after the swap: the first CA's client" "$(as "$T/c")" 000
+	expect_eq "after the swap: the other CA's client" "$(as "$T/o")" 200
+	rm "$T/clients.pem"
+	ln -s /dev/zero "$T/clients.pem"
+	kill -HUP "$DPID"
+	await_log "SIGHUP: TLS not reloaded" 1
+	expect_contains "/dev/zero: why" "$(grep -F "not reloaded" "$DLOG")" \
+		"TLS client CA $T/clients.pem: not a regular file"
+	expect_eq "after /dev/zero: the other CA's client" "$(as "$T/o")" 200
+	expect_eq "after /dev/zero: the first CA's client" "$(as "$T/c")" 000
+	stop_daemon
+}
+
 # The options' errors: each names its file, before anything listens or is sent.
 t_tcp_tls_client_cert_options() {
 	local port rc out

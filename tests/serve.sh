@@ -2757,6 +2757,27 @@ PYEOF
 	stop_daemon
 }
 
+# A client that offers TLS 1.0 or 1.1 only is told "protocol version" by
+# the daemon's floor (SSL_CTX_set_min_proto_version): OpenSSL 3 alone
+# would refuse too, with "internal error" (no signature its security level
+# allows), and that would hold only as long as the library's defaults do.
+# TLS 1.2 and 1.3 are served.
+t_tcp_tls_no_old_versions() {
+	local port token v out
+	start_tls_daemon || return 1
+	for v in tls1 tls1_1; do
+		out=$(timeout 20 openssl s_client -connect "127.0.0.1:$port" "-$v" \
+			-cipher 'DEFAULT@SECLEVEL=0' < /dev/null 2>&1 || true)
+		expect_contains "-$v: refused" "$out" "alert protocol version"
+	done
+	for v in tls1_2 tls1_3; do
+		out=$(timeout 20 openssl s_client -connect "127.0.0.1:$port" "-$v" \
+			-CAfile "$T/cert.pem" -verify_return_error < /dev/null 2>&1 || true)
+		expect_contains "-$v: served" "$out" "Verify return code: 0 (ok)"
+	done
+	stop_daemon
+}
+
 # ---- TLS: SIGHUP reloads the certificate and key -----------------------------
 
 # await_log TEXT N: until the daemon's log has N lines with TEXT (10 s)

@@ -2393,6 +2393,77 @@ guessing_by_64() {
 	stop_daemon
 }
 
+# PEERCAP: argv host port cap ca token-file A B C.  cap connections from
+# address A, each served a health check and kept; then one from B, which
+# must be closed at once (the cap), and one from C, which must be served.
+PEERCAP='
+import socket, ssl, sys
+host, port, cap, ca, token = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
+    sys.argv[4], open(sys.argv[5]).read().encode()
+a, b, c = sys.argv[6:9]
+ctx = ssl.create_default_context(cafile=ca)
+ctx.check_hostname = False
+def conn(src):
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    s.settimeout(10)
+    s.bind((src, 0))
+    s.connect((host, port))
+    return s
+def health(src):
+    s = ctx.wrap_socket(conn(src))
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % token)
+    return s, s.recv(100)[:12].decode()
+held = [health(a) for _ in range(cap)]
+print("held:", " ".join(h[1] for h in held))
+s = conn(b)
+try:
+    print("same peer:", "open" if s.recv(100) else "closed")
+except socket.timeout:
+    print("same peer: open")
+except OSError:
+    print("same peer: closed")
+print("another peer:", health(c)[1])
+'
+
+# --max-connections-per-peer: a peer at its cap has its next connection
+# closed at once, another peer is served; an IPv6 peer is its /64 (a host
+# is commonly given one whole, and an address a connection would make the
+# cap nothing), as for token guessing.
+t_tcp_per_peer_cap() {
+	local port token out ns rc=0
+	start_tls_daemon --max-connections-per-peer 2 || return 1
+	out=$($PY -c "$PEERCAP" 127.0.0.1 "$port" 2 "$T/cert.pem" "$T/token" \
+		127.0.0.1 127.0.0.1 127.0.0.2 2>&1)
+	expect_eq "IPv4" "$out" "$(printf 'held: HTTP/1.1 200 HTTP/1.1 200\nsame peer: closed\nanother peer: HTTP/1.1 200')"
+	stop_daemon
+	[ "$ME" = 0 ] || { skip "IPv6 addresses of a /64: a network namespace, as root"; return; }
+	command -v ip > /dev/null || { skip "no ip(8)"; return; }
+	ns=corral-peer-$$-$RANDOM
+	ip netns add "$ns" || { fail "ip netns add $ns"; return; }
+	peer_cap_by_64 "$ns" || rc=$?
+	ip netns del "$ns" || fail "ip netns del $ns"
+	return $rc
+}
+
+# peer_cap_by_64 NS: t_tcp_per_peer_cap's IPv6 half, in NS (the caller
+# deletes it); stops at the first failure
+peer_cap_by_64() {
+	local ns=$1 a
+	ip -n "$ns" link set lo up || return 1
+	for a in fd00:0:0:1::1 fd00:0:0:1::2 fd00:0:0:1::3 fd00:0:0:2::1; do
+		ip -n "$ns" -6 addr add "$a/64" dev lo nodad || return 1
+	done
+	port=$(free_port)
+	DAEMON_WRAP="ip netns exec $ns" start_daemon --listen "[fd00:0:0:1::1]:$port" \
+		--token-file "$T/token" --tls-cert "$T/cert.pem" --tls-key "$T/cert.key" \
+		--max-connections-per-peer 2 || return 1
+	out=$(ip netns exec "$ns" $PY -c "$PEERCAP" fd00:0:0:1::1 "$port" 2 "$T/cert.pem" \
+		"$T/token" fd00:0:0:1::2 fd00:0:0:1::3 fd00:0:0:2::1 2>&1)
+	expect_eq "IPv6, another address of the /64" "$out" \
+		"$(printf 'held: HTTP/1.1 200 HTTP/1.1 200\nsame peer: closed\nanother peer: HTTP/1.1 200')" || return 1
+	stop_daemon
+}
+
 # ---- TCP over TLS ------------------------------------------------------------
 
 # tls_files DIR [NAME]: a self-signed certificate for 127.0.0.1 and

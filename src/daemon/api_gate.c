@@ -95,6 +95,7 @@ struct gate_conn {
 	const char *error;
 	char detail[160];
 	char peer[INET6_ADDRSTRLEN];
+	char key[GUESSER_KEY_MAX];	/* who it counts as: guesser_key(peer) */
 	void (*closecb)(struct evhttp_connection *, void *);
 	void *closecb_arg;
 };
@@ -436,11 +437,10 @@ static bool head_judge(struct gate_conn *c)
 	explicit_bzero(c->auth, sizeof(c->auth));
 	if (c->g->tcp) {
 		uint64_t now = corral_now_ms(), left;
-		char key[GUESSER_KEY_MAX];
+		const char *key = c->key;
 
 		if (!c->peer[0])
 			peer_name(c);
-		guesser_key(c->peer, key, sizeof(key));
 		left = locked_out(c->g, key, now);
 		if (left) {
 			snprintf(c->detail, sizeof(c->detail), "too many wrong tokens from %s: "
@@ -645,12 +645,13 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 
 /* ---- accepting ----------------------------------------------------------- */
 
-static size_t peer_count(struct gate *g, const char *peer)
+/* Admitted connections from key: one address, or one IPv6 /64 (guesser_key()). */
+static size_t peer_count(struct gate *g, const char *key)
 {
 	size_t n = 0;
 
 	for (struct gate_conn *c = g->conns; c; c = c->next)
-		n += c->admitted && !strcmp(c->peer, peer);
+		n += c->admitted && !strcmp(c->key, key);
 	return n;
 }
 
@@ -661,14 +662,19 @@ static void peer_name(struct gate_conn *c)
 	evutil_socket_t fd = bufferevent_getfd(c->bev);
 
 	snprintf(c->peer, sizeof(c->peer), "?");
-	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
-		return;
-	if (ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
-			  c->peer, sizeof(c->peer));
-	else if (ss.ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
-			  c->peer, sizeof(c->peer));
+	if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+				  c->peer, sizeof(c->peer));
+		else if (ss.ss_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+				  c->peer, sizeof(c->peer));
+	}
+	/*
+	 * An IPv6 host is commonly given a /64 whole: capped by address, it
+	 * would open as many connections as it liked, one an address.
+	 */
+	guesser_key(c->peer, c->key, sizeof(c->key));
 }
 
 /*
@@ -704,7 +710,7 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 			       &(int){ 1 }, sizeof(int)) < 0)
 			fprintf(stderr, "corral serve: TCP_NODELAY on %s's connection from %s: %s\n",
 				c->g->name, c->peer, strerror(errno));
-		if (peer_count(c->g, c->peer) > c->g->d->limits.max_per_peer) {
+		if (peer_count(c->g, c->key) > c->g->d->limits.max_per_peer) {
 			conn_drop(c);
 			return;
 		}

@@ -3018,19 +3018,23 @@ t_tcp_tls_client_cert() {
 		-CAcreateserial -days 2 -extfile "$T/c/ext.srv" -out "$T/c/server-only.pem" 2> /dev/null ||
 		{ fail "openssl: a server certificate"; return; }
 	# a CA's certificate as a client's: one CA:TRUE the clients' CA signed,
-	# the clients' CA's own, and one that the CA:TRUE one signed (sent with
-	# it, a chain to the clients' CA): verify_client() refuses them, OpenSSL
-	# takes all three
+	# and one that the CA:TRUE one signed (sent with it, a chain to the
+	# clients' CA): verify_client() refuses both, OpenSSL takes them.  A
+	# self-signed one (CA:TRUE, as openssl req -x509 makes it) that the
+	# file lists is taken: the operator pinned it.
 	printf 'basicConstraints=critical,CA:TRUE\n' > "$T/c/ext.ca"
 	openssl x509 -req -in "$T/c/srv.csr" -CA "$T/c/ca.pem" -CAkey "$T/c/ca.key" \
 		-CAcreateserial -days 2 -extfile "$T/c/ext.ca" -out "$T/c/ca-true.pem" 2> /dev/null &&
 	openssl x509 -req -in "$T/o/srv.csr" -CA "$T/c/ca-true.pem" -CAkey "$T/c/srv.key" \
 		-CAcreateserial -days 2 -out "$T/c/sub.pem" 2> /dev/null &&
-	cat "$T/c/ca-true.pem" >> "$T/c/sub.pem" ||
+	cat "$T/c/ca-true.pem" >> "$T/c/sub.pem" &&
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=pinned -keyout "$T/c/pinned.key" -out "$T/c/pinned.pem" 2> /dev/null &&
+	cat "$T/c/ca.pem" "$T/c/pinned.pem" > "$T/c/clients.pem" ||
 		{ fail "openssl: CA certificates for clients"; return; }
 	token=$(new_token)
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
-		--tls-cert "$T/srv.pem" --tls-key "$T/srv.key" --tls-client-ca "$T/c/ca.pem"
+		--tls-cert "$T/srv.pem" --tls-key "$T/srv.key" --tls-client-ca "$T/c/clients.pem"
 	U=https://127.0.0.1:$port
 	mtls() {	# mtls ARG...: the status; the body in $T/body
 		rm -f "$T/body"
@@ -3043,14 +3047,13 @@ t_tcp_tls_client_cert() {
 	code=$(mtls --cert "$T/c/srv.pem" --key "$T/c/srv.key" "$U/v1/health")
 	expect_error "a good certificate, no token" "$code" 401 unauthorized
 	for what in "no certificate" "another CA's" "an expired one" "one for servers only" \
-		"a CA:TRUE one" "the CA's own" "one a CA:TRUE one signed"; do
+		"a CA:TRUE one" "one a CA:TRUE one signed"; do
 		case $what in
 		"no certificate") set -- ;;
 		"another CA's") set -- --cert "$T/o/srv.pem" --key "$T/o/srv.key" ;;
 		"an expired one") set -- --cert "$T/c/expired.pem" --key "$T/c/srv.key" ;;
 		"one for servers only") set -- --cert "$T/c/server-only.pem" --key "$T/c/srv.key" ;;
 		"a CA:TRUE one") set -- --cert "$T/c/ca-true.pem" --key "$T/c/srv.key" ;;
-		"the CA's own") set -- --cert "$T/c/ca.pem" --key "$T/c/ca.key" ;;
 		*) set -- --cert "$T/c/sub.pem" --key "$T/o/srv.key" ;;
 		esac
 		code=$(mtls "$@" -H "Authorization: Bearer $token" "$U/v1/health")
@@ -3060,6 +3063,9 @@ t_tcp_tls_client_cert() {
 	code=$(mtls --cert "$T/c/srv.pem" --key "$T/c/srv.key" \
 		-H "Authorization: Bearer $token" "$U/v1/health")
 	expect_code "a good certificate after them" "$code" 200
+	code=$(mtls --cert "$T/c/pinned.pem" --key "$T/c/pinned.key" \
+		-H "Authorization: Bearer $token" "$U/v1/health")
+	expect_code "a pinned self-signed certificate" "$code" 200
 	# the client verbs and corral mcp
 	out=$("$CORRAL" ls --url "$U" --token-file "$T/token" --ca-file "$T/ca.pem" \
 		--cert-file "$T/c/srv.pem" --key-file "$T/c/srv.key" 2>&1) ||

@@ -115,20 +115,22 @@ static bool in_store(X509_STORE *store, X509 *x)
  * a CA's key mints certificates, it is no one client's), and one of the
  * --tls-client-ca certificates signed it, not a CA that one of them
  * certified.  OpenSSL takes both: whoever held a CA:TRUE certificate the
- * client CA issued by mistake could mint clients without end.
+ * client CA issued by mistake could mint clients without end.  A chain of
+ * one is a self-signed certificate the file itself lists: the operator
+ * pinned that very client (`openssl req -x509` makes it CA:TRUE).
  */
 static int verify_client(int ok, X509_STORE_CTX *x)
 {
 	STACK_OF(X509) *chain = X509_STORE_CTX_get0_chain(x);
 
-	if (!ok || X509_STORE_CTX_get_error_depth(x) != 0 || !chain)
+	if (!ok || X509_STORE_CTX_get_error_depth(x) != 0 || !chain ||
+	    sk_X509_num(chain) == 1)
 		return ok;
 	if (X509_check_ca(sk_X509_value(chain, 0)) != 0) {
 		X509_STORE_CTX_set_error(x, X509_V_ERR_INVALID_PURPOSE);
 		return 0;
 	}
-	if (sk_X509_num(chain) < 2 ||
-	    !in_store(X509_STORE_CTX_get0_store(x), sk_X509_value(chain, 1))) {
+	if (!in_store(X509_STORE_CTX_get0_store(x), sk_X509_value(chain, 1))) {
 		X509_STORE_CTX_set_error(x, X509_V_ERR_CERT_UNTRUSTED);
 		return 0;
 	}

@@ -3617,6 +3617,12 @@ t_gate_framing() {
 		expect_contains "gzip, then chunked ($where)" "$out" " 400 "
 		out=$(raw "$where" "CONNECT 127.0.0.1:1 HTTP/1.1\\r\\nHost: x\\r\\n${a}Content-Length: 5\\r\\n\\r\\nGET /")
 		expect_contains "CONNECT with a body ($where)" "$out" " 400 "
+		# a chunk larger than the API takes: 413 at its size line, before
+		# its bytes (evhttp_set_max_body_size; the gate checks only a
+		# declared Content-Length)
+		out=$(raw "$where" "PUT /v1/sandboxes/x/files?path=/a HTTP/1.1\\r\\nHost: x\\r\\n${a}Transfer-Encoding: chunked\\r\\n\\r\\n4000002\\r\\n" \
+			detail)
+		expect_contains "a chunk over 64 MiB ($where)" "$out" "larger than the API takes"
 		# a flood of headers: cut at the gate's 64 KiB (http-parser's own
 		# bound, 80 KiB, says "request head too large")
 		out=$(raw "$where" "GET /v1/health HTTP/1.1\\r\\n$(printf 'X-a: b\\r\\n%.0s' $(seq 8300))\\r\\n" \

@@ -37,7 +37,7 @@ void reply_json(struct evhttp_request *req, int code, json_t *o)
 	free(text);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/json");
-	evhttp_send_reply(req, code, code < 300 ? "OK" : "Error", buf);
+	api_send_reply(req, code, code < 300 ? "OK" : "Error", buf);
 	evbuffer_free(buf);
 }
 
@@ -184,13 +184,15 @@ size_t api_queued(struct evhttp_request *req)
 /*
  * evhttp ends a request when the connection's write callback runs, which
  * it takes to mean that all it queued is sent.  A TLS connection's
- * (bufferevent_openssl) runs deferred: one scheduled as an earlier part of
- * a streamed reply drained could run after the reply's end was queued.
- * evhttp then finished the request with the end unsent and stopped
- * writing, and the client waited for ever: a streamed exec over https in
- * about 200, its call long over.  So the end's write callback is wrapped,
- * to pass on only when nothing is left to send; evhttp sets its own again
- * for the connection's next request.
+ * (bufferevent_openssl) runs deferred: one scheduled as an earlier write
+ * drained could run after the reply was queued.  evhttp then finished the
+ * request with the reply unsent and stopped writing, and the client waited
+ * for ever: a streamed exec's end over https in about 200; and every
+ * answer to a request with "Expect: 100-continue" whose body came right
+ * after its head (the "100 Continue" drained, the body read and answered,
+ * then the callback).  So after evhttp queues an answer or an end, its
+ * write callback is wrapped, to pass on only when nothing is left to send;
+ * evhttp sets its own again whenever it writes anew.
  */
 static bufferevent_data_cb evhttp_write;	/* evhttp's, one for every connection */
 
@@ -200,18 +202,23 @@ static void write_when_drained(struct bufferevent *bev, void *arg)
 		evhttp_write(bev, arg);
 }
 
-void api_reply_end(struct evhttp_request *req)
+static struct bufferevent *bev_hold(struct evhttp_request *req)
 {
 	struct evhttp_connection *conn = evhttp_request_get_connection(req);
 	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+
+	/* the end may free the connection: its bufferevent is kept till we are done */
+	if (bev)
+		bufferevent_incref(bev);
+	return bev;
+}
+
+static void bev_wrap_write(struct bufferevent *bev)
+{
 	bufferevent_data_cb rcb, wcb;
 	bufferevent_event_cb ecb;
 	void *arg;
 
-	/* the end may free the connection: its bufferevent is kept till here */
-	if (bev)
-		bufferevent_incref(bev);
-	evhttp_send_reply_end(req);
 	if (!bev)
 		return;
 	bufferevent_getcb(bev, &rcb, &wcb, &ecb, &arg);
@@ -220,6 +227,23 @@ void api_reply_end(struct evhttp_request *req)
 		bufferevent_setcb(bev, rcb, write_when_drained, ecb, arg);
 	}
 	bufferevent_decref(bev);
+}
+
+void api_reply_end(struct evhttp_request *req)
+{
+	struct bufferevent *bev = bev_hold(req);
+
+	evhttp_send_reply_end(req);
+	bev_wrap_write(bev);
+}
+
+void api_send_reply(struct evhttp_request *req, int code, const char *reason,
+		    struct evbuffer *body)
+{
+	struct bufferevent *bev = bev_hold(req);
+
+	evhttp_send_reply(req, code, reason, body);
+	bev_wrap_write(bev);
 }
 
 /*

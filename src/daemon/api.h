@@ -47,6 +47,9 @@ json_t *api_bytes(const char *data, size_t len);
 size_t api_queued(struct evhttp_request *req);
 /* evhttp_send_reply_end(), its end let go only once all of it is sent */
 void api_reply_end(struct evhttp_request *req);
+/* evhttp_send_reply(), the answer let go only once all of it is sent */
+void api_send_reply(struct evhttp_request *req, int code, const char *reason,
+		    struct evbuffer *body);
 /* Whether the request came over TCP (else the unix socket). */
 bool api_over_tcp(struct daemon *d, struct evhttp_request *req);
 /* A held request whose client went away: ending it frees it. */

@@ -80,7 +80,7 @@ void evhttp_send_error(struct evhttp_request *req, int error, const char *reason
 	/* what came before the error cannot be trusted to frame the next */
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
 			  "close");
-	evhttp_send_reply(req, error, NULL, buf);
+	api_send_reply(req, error, NULL, buf);
 	if (buf)
 		evbuffer_free(buf);
 }

@@ -183,7 +183,7 @@ static void reader_end(struct events_reader *r)
 	if (!r->started && !r->follow) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 				  "application/x-ndjson");
-		evhttp_send_reply(req, 200, "OK", NULL);
+		api_send_reply(req, 200, "OK", NULL);
 		reader_free(r);
 		return;
 	}

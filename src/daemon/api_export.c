@@ -68,7 +68,7 @@ static void reply_text(struct evhttp_request *req, const char *type,
 		return;
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
-	evhttp_send_reply(req, 200, "OK", buf);
+	api_send_reply(req, 200, "OK", buf);
 	evbuffer_free(buf);
 }
 

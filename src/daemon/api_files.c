@@ -116,7 +116,7 @@ static void file_get(struct sandbox *sb, struct evhttp_request *req,
 		close(fd);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/octet-stream");
-	evhttp_send_reply(req, 200, "OK", buf);
+	api_send_reply(req, 200, "OK", buf);
 	evbuffer_free(buf);
 }
 
@@ -362,7 +362,7 @@ void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *res
 	} else {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 				  "Content-Type", "application/x-tar");
-		evhttp_send_reply(req, 200, "OK", buf);
+		api_send_reply(req, 200, "OK", buf);
 	}
 	evbuffer_free(buf);
 }

@@ -3,7 +3,7 @@
  * connections (per listener, per peer address), the idle and header
  * timeouts, and a look at every request head before evhttp reads a byte of
  * its body: the token (over TCP) and the framing (one Content-Length, not
- * with Transfer-Encoding).
+ * with Transfer-Encoding; a Transfer-Encoding of "chunked" alone).
  *
  * evhttp (libevent 2.1) gives no hook between a head and its body on the
  * server side, and none at accept.  So the gate makes each connection's
@@ -83,14 +83,19 @@ struct gate_conn {
 	/* the current head's Authorization, and which header the parser is in */
 	char auth[GATE_AUTH_MAX + 1];
 	size_t auth_len, name_len;
-	char name[16];
+	char name[24];		/* Authorization, Transfer-Encoding */
 	int last_cb;
 	bool in_auth, auth_seen, auth_bad;
+	/* a Transfer-Encoding value as it arrives: te_bad once one is not "chunked" */
+	char te[16];
+	size_t te_len;
+	bool in_te, te_bad;
 	/* the verdict on a refused head */
 	int status;
 	const char *error;
 	char detail[160];
 	char peer[INET6_ADDRSTRLEN];
+	char key[GUESSER_KEY_MAX];	/* who it counts as: guesser_key(peer) */
 	void (*closecb)(struct evhttp_connection *, void *);
 	void *closecb_arg;
 };
@@ -212,9 +217,28 @@ static int on_message_begin(http_parser *p)
 
 	c->auth_len = 0;
 	c->auth_seen = c->auth_bad = c->in_auth = false;
+	c->in_te = c->te_bad = false;
 	c->last_cb = CB_NONE;
 	c->headers_done = c->message_done = false;
 	return 0;
+}
+
+/*
+ * A Transfer-Encoding value is whole: evhttp reads a body as chunked only
+ * when the (first) value is "chunked" and nothing else, where http-parser
+ * takes any list that ends in chunked ("gzip, chunked", or "gzip" and
+ * "chunked" as two headers).  For such a head the gate would have judged
+ * a chunked body that evhttp took for the next request's head.
+ */
+static void te_end(struct gate_conn *c)
+{
+	size_t n = c->te_len;
+
+	while (n && (c->te[n - 1] == ' ' || c->te[n - 1] == '\t'))
+		n--;
+	if (n != 7 || strncasecmp(c->te, "chunked", 7))
+		c->te_bad = true;
+	c->in_te = false;
 }
 
 static int on_header_field(http_parser *p, const char *at, size_t n)
@@ -223,6 +247,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 
 	if (c->phase != PH_HEAD)
 		return 0;	/* a chunked body's trailers */
+	if (c->in_te)
+		te_end(c);
 	if (c->last_cb != CB_FIELD)
 		c->name_len = 0;
 	if (c->name_len + n < sizeof(c->name)) {
@@ -248,8 +274,21 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
 			c->auth_bad = true;	/* two: neither counts */
 		if (c->in_auth)
 			c->auth_seen = true;
+		c->in_te = c->name_len == 17 &&
+			   !strncasecmp(c->name, "Transfer-Encoding", 17);
+		c->te_len = 0;
 	}
 	c->last_cb = CB_VALUE;
+	if (c->in_te) {
+		/* "chunked" and its trailing blanks: more is not chunked anyway */
+		if (c->te_len + n < sizeof(c->te)) {
+			memcpy(c->te + c->te_len, at, n);
+			c->te_len += n;
+		} else {
+			c->te_bad = true;
+		}
+		return 0;
+	}
 	if (!c->in_auth)
 		return 0;
 	if (c->auth_len + n > GATE_AUTH_MAX) {
@@ -265,6 +304,8 @@ static int on_headers_complete(http_parser *p)
 {
 	struct gate_conn *c = p->data;
 
+	if (c->in_te)
+		te_end(c);
 	c->headers_done = true;
 	http_parser_pause(p, 1);
 	return 0;
@@ -396,11 +437,10 @@ static bool head_judge(struct gate_conn *c)
 	explicit_bzero(c->auth, sizeof(c->auth));
 	if (c->g->tcp) {
 		uint64_t now = corral_now_ms(), left;
-		char key[GUESSER_KEY_MAX];
+		const char *key = c->key;
 
 		if (!c->peer[0])
 			peer_name(c);
-		guesser_key(c->peer, key, sizeof(key));
 		left = locked_out(c->g, key, now);
 		if (left) {
 			snprintf(c->detail, sizeof(c->detail), "too many wrong tokens from %s: "
@@ -415,6 +455,15 @@ static bool head_judge(struct gate_conn *c)
 	}
 	if (!ok)
 		return refuse(c, 401, "unauthorized", "missing or wrong bearer token");
+	if (c->te_bad)
+		return refuse(c, 400, "bad_request", "Transfer-Encoding other than chunked");
+	/*
+	 * http-parser takes what follows a CONNECT head for another protocol,
+	 * evhttp for its body: the gate would judge that body as heads.  No
+	 * route of the API takes it.
+	 */
+	if (p->method == HTTP_CONNECT)
+		return refuse(c, 400, "bad_request", "CONNECT is no method of the API");
 	/* evhttp reads no body after these, whatever the head says */
 	if ((p->method == HTTP_HEAD || p->method == HTTP_TRACE) &&
 	    ((p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) &&
@@ -596,12 +645,13 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 
 /* ---- accepting ----------------------------------------------------------- */
 
-static size_t peer_count(struct gate *g, const char *peer)
+/* Admitted connections from key: one address, or one IPv6 /64 (guesser_key()). */
+static size_t peer_count(struct gate *g, const char *key)
 {
 	size_t n = 0;
 
 	for (struct gate_conn *c = g->conns; c; c = c->next)
-		n += c->admitted && !strcmp(c->peer, peer);
+		n += c->admitted && !strcmp(c->key, key);
 	return n;
 }
 
@@ -612,14 +662,19 @@ static void peer_name(struct gate_conn *c)
 	evutil_socket_t fd = bufferevent_getfd(c->bev);
 
 	snprintf(c->peer, sizeof(c->peer), "?");
-	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
-		return;
-	if (ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
-			  c->peer, sizeof(c->peer));
-	else if (ss.ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
-			  c->peer, sizeof(c->peer));
+	if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+				  c->peer, sizeof(c->peer));
+		else if (ss.ss_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+				  c->peer, sizeof(c->peer));
+	}
+	/*
+	 * An IPv6 host is commonly given a /64 whole: capped by address, it
+	 * would open as many connections as it liked, one an address.
+	 */
+	guesser_key(c->peer, c->key, sizeof(c->key));
 }
 
 /*
@@ -655,7 +710,7 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 			       &(int){ 1 }, sizeof(int)) < 0)
 			fprintf(stderr, "corral serve: TCP_NODELAY on %s's connection from %s: %s\n",
 				c->g->name, c->peer, strerror(errno));
-		if (peer_count(c->g, c->peer) > c->g->d->limits.max_per_peer) {
+		if (peer_count(c->g, c->key) > c->g->d->limits.max_per_peer) {
 			conn_drop(c);
 			return;
 		}

@@ -58,7 +58,7 @@ void metrics_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "text/plain; version=0.0.4");
-	evhttp_send_reply(req, 200, "OK", buf);
+	api_send_reply(req, 200, "OK", buf);
 	evbuffer_free(buf);
 }
 

@@ -22,6 +22,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/x509v3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,11 +95,54 @@ static EVP_PKEY *read_key(int fd)
 	return key;
 }
 
+/* Whether x is one of the store's own: the --tls-client-ca file's. */
+static bool in_store(X509_STORE *store, X509 *x)
+{
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(store);
+
+	for (int i = 0; i < sk_X509_OBJECT_num(objs); i++) {
+		X509 *c = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
+
+		if (c && !X509_cmp(c, x))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * OpenSSL's checks, and two more on the client's own certificate, once
+ * its chain verified: it is no CA's (CA:TRUE, keyCertSign, or a v1 root:
+ * a CA's key mints certificates, it is no one client's), and one of the
+ * --tls-client-ca certificates signed it, not a CA that one of them
+ * certified.  OpenSSL takes both: whoever held a CA:TRUE certificate the
+ * client CA issued by mistake could mint clients without end.  A chain of
+ * one is a self-signed certificate the file itself lists: the operator
+ * pinned that very client (`openssl req -x509` makes it CA:TRUE).
+ */
+static int verify_client(int ok, X509_STORE_CTX *x)
+{
+	STACK_OF(X509) *chain = X509_STORE_CTX_get0_chain(x);
+
+	if (!ok || X509_STORE_CTX_get_error_depth(x) != 0 || !chain ||
+	    sk_X509_num(chain) == 1)
+		return ok;
+	if (X509_check_ca(sk_X509_value(chain, 0)) != 0) {
+		X509_STORE_CTX_set_error(x, X509_V_ERR_INVALID_PURPOSE);
+		return 0;
+	}
+	if (!in_store(X509_STORE_CTX_get0_store(x), sk_X509_value(chain, 1))) {
+		X509_STORE_CTX_set_error(x, X509_V_ERR_CERT_UNTRUSTED);
+		return 0;
+	}
+	return ok;
+}
+
 /*
  * Only what the client CA signed is trusted (a server context starts with
  * an empty store: not the system's roots), and its names are sent in the
  * certificate request.  OpenSSL checks the chain's dates and, for a leaf
- * with an extended key usage, that it allows clientAuth.
+ * with an extended key usage, that it allows clientAuth; verify_client()
+ * the rest.
  */
 static bool use_client_ca(SSL_CTX *ctx, int fd)
 {
@@ -121,7 +165,7 @@ static bool use_client_ca(SSL_CTX *ctx, int fd)
 	sk_X509_INFO_pop_free(info, X509_INFO_free);
 	if (!ok || !n)
 		return false;
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_client);
 	return true;
 }
 

@@ -45,13 +45,15 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 # checks it stays out).
 LINK ?= static
 # DNS queries are read by glibc's resolver (src/lib/dnsmsg.c): ns_initparse
-# and ns_parserr are in libresolv, linked shared either way.  Its .a is
-# made for wholly static programs: linked into this one it binds libc's
-# internals (errno and __libc_dn_expand, GLIBC_PRIVATE), which no glibc
-# update promises to keep, and a corral that then fails to start is worse
-# than what the shared object costs each start (measured, `corral
-# --version` under callgrind: 750k -> 795k instructions, 10 more syscalls,
-# no relative relocations).
+# and ns_parserr are in libresolv.  Its .a is made for wholly static
+# programs: linked into this one it binds libc's internals (errno and
+# __libc_dn_expand, GLIBC_PRIVATE), which no glibc update promises to
+# keep.  Its shared object cost every start about 0.25 ms here (mapped,
+# relocated, five page faults), so dnsmsg.c dlopen()s it at the first
+# DNS message instead.  -lresolv stays, --as-needed: with glibc >= 2.34
+# nothing else of it is used and the binary does not need it; an older
+# glibc keeps dn_skipname and ns_name_unpack there.
+RESOLV := -Wl,--push-state,--as-needed -lresolv -Wl,--pop-state
 STATIC_A := seccomp jansson archive nettle acl \
 	    zstd lz4 lzma bz2 z http_parser
 ifeq ($(LINK),static)
@@ -63,9 +65,9 @@ endif
 endif
 ifeq ($(LINK),static)
 LDLIBS  += -Wl,--gc-sections -Wl,-Bstatic $(STATIC_A:%=-l%) -Wl,-Bdynamic \
-	   -levent -lresolv -ldl -lm -lpthread
+	   -levent $(RESOLV) -ldl -lm -lpthread
 else
-LDLIBS  += $(PKG_LIBS) -lhttp_parser -lresolv -ldl -lm
+LDLIBS  += $(PKG_LIBS) -lhttp_parser $(RESOLV) -ldl -lm
 endif
 # resolved once before the first fork, not again in each process of a run;
 # and the GOT read-only (full RELRO).  `override`: a LDFLAGS given on the

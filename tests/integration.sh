@@ -1112,6 +1112,31 @@ t_groups_removed_first_last() {
 	expect_eq "removed in the reverse order" "$(tac "$T/removed")" "$(cat "$T/made")"
 }
 
+# The counters a result reports are opened while the sandbox starts and
+# read again at its end (pread): the end of a run, which every caller
+# waits for, opens no cgroup file (issue 17).  What they say at the end is
+# fresh: t_limit_cpu_quota, t_limit_memory and t_limit_pids read them.
+t_counters_opened_before_the_end() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	[ "$(cgroups_here)" = yes ] || { skip "no cgroups for this user"; return 77; }
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 60 strace -qq -o "$T/trace" -e trace=openat,pread64,wait4 \
+		"$CORRAL" run --json -- /bin/sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done' \
+		> "$T/out" 2> "$T/err" || fail "run: $(cat "$T/err")"
+	grep -q 'openat(AT_FDCWD, "/sys/fs/cgroup/[^"]*/corral-[^"]*/[a-z]' "$T/trace" ||
+		{ skip "no counter of a group read here"; return 77; }
+	# from the supervisor's reaping of init to its exit
+	sed -n '/^wait4([0-9]/,$p' "$T/trace" > "$T/end"
+	[ -s "$T/end" ] || fail "no wait4 for init in the supervisor's trace"
+	! grep 'openat(AT_FDCWD, "/sys/fs/cgroup/' "$T/end" ||
+		fail "the end of the run opens cgroup files"
+	grep -q '^pread64(' "$T/end" || fail "the end of the run reads no counter"
+	# what they said there is the loop's CPU (tens of ms), not the start's
+	python3 -c 'import json, sys; v = json.load(sys.stdin)
+sys.exit(v["status"] != "exited" or v["cpu_ms"] < 20)' < "$T/out" ||
+		fail "the result's CPU is not the command's: $(cat "$T/out")"
+}
+
 t_dies_with_supervisor() {
 	mark="2$$.5"
 	"$CORRAL" run -- /bin/sh -c "sleep $mark & sleep $mark" > /dev/null 2>&1 &

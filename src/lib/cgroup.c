@@ -718,6 +718,29 @@ int cg_stats(struct cg *cg, struct cg_stats *st)
 	return cg_stats_some(cg, CG_ST_ALL, st);
 }
 
+void cg_keep_counters(struct cg *cg)
+{
+	struct cg_stats st;
+
+	if (cg_mode(cg) == CG_NONE || cg->counters_kept)
+		return;
+	for (size_t i = 0; i < CG_COUNTERS_MAX; i++)
+		cg->counter_fd[i] = -1;
+	cg->counters_kept = true;
+	/* a read opens each file; what it says now is nobody's */
+	cg_stats(cg, &st);
+}
+
+static void drop_counters(struct cg *cg)
+{
+	if (!cg->counters_kept)
+		return;
+	for (size_t i = 0; i < CG_COUNTERS_MAX; i++)
+		if (cg->counter_fd[i] >= 0)
+			close(cg->counter_fd[i]);
+	cg->counters_kept = false;
+}
+
 bool cg_counts_cpu(struct cg *cg)
 {
 	switch (cg_mode(cg)) {
@@ -1057,6 +1080,7 @@ void cg_destroy(struct cg *cg)
 		return;
 	free(cg->later.name);
 	cg_op_cancel(cg);
+	drop_counters(cg);
 	if (cg->ops->mode != CG_NONE) {
 		/*
 		 * Empty, the common case (a sandbox's PID 1 takes every

@@ -171,13 +171,9 @@ int cg_kv_get(const char *buf, const char *key, uint64_t *val)
 	return -ENOENT;
 }
 
-int cg_read_kv(const char *dir, const char *file, const char *key,
-	       uint64_t *val)
+/* A counter's text: a number, or key's value in "key value" lines. */
+static int kv_take(const char *buf, ssize_t n, const char *key, uint64_t *val)
 {
-	char buf[4096];
-	ssize_t n;
-
-	n = cg_read_file(dir, file, buf, sizeof(buf));
 	if (n == -ENOENT)
 		return 0;
 	if (n < 0)
@@ -188,6 +184,56 @@ int cg_read_kv(const char *dir, const char *file, const char *key,
 	}
 	cg_kv_get(buf, key, val);
 	return 0;
+}
+
+int cg_read_kv(const char *dir, const char *file, const char *key,
+	       uint64_t *val)
+{
+	char buf[4096];
+
+	return kv_take(buf, cg_read_file(dir, file, buf, sizeof(buf)), key, val);
+}
+
+ssize_t cg_counter_file(struct cg *cg, size_t slot, const char *dir,
+			const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	int *fd, r;
+	ssize_t n;
+
+	if (!cg->counters_kept || slot >= CG_COUNTERS_MAX)
+		return cg_read_file(dir, file, buf, len);
+	fd = &cg->counter_fd[slot];
+	if (*fd == CG_COUNTER_ABSENT)
+		return -ENOENT;
+	if (*fd < 0) {
+		r = cg_file_path(path, sizeof(path), dir, file);
+		if (r < 0)
+			return r;
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0) {
+			r = -errno;
+			*fd = r == -ENOENT ? CG_COUNTER_ABSENT : -1;
+			return r;
+		}
+	}
+	/* a cgroup file's text is made afresh by each read from offset 0 */
+	do
+		n = pread(*fd, buf, len - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+int cg_counter_kv(struct cg *cg, size_t slot, const char *dir,
+		  const char *file, const char *key, uint64_t *val)
+{
+	char buf[4096];
+
+	return kv_take(buf, cg_counter_file(cg, slot, dir, file, buf, sizeof(buf)),
+		       key, val);
 }
 
 unsigned cg_read_ctrl_list(const char *dir, const char *file)

@@ -49,6 +49,10 @@ struct cg_hier {
 
 struct cg_op;	/* a freeze or kill under way on an event loop */
 
+/* the files a manager's stats() reads, at most (cg_counter_file's slots) */
+#define CG_COUNTERS_MAX		8
+#define CG_COUNTER_ABSENT	(-2)
+
 struct cg {
 	const struct cg_manager *ops;
 	bool hybrid;		/* a cgroup2 tree and v1 hierarchies side by side */
@@ -64,6 +68,12 @@ struct cg {
 		const struct corral_policy *p;
 		bool v2_id;
 	} later;
+	/*
+	 * cg_keep_counters(): the stats' files, opened once and read again
+	 * with pread (-1: not open yet, CG_COUNTER_ABSENT: not there).
+	 */
+	bool counters_kept;
+	int counter_fd[CG_COUNTERS_MAX];
 };
 
 /* What /proc/self/mountinfo says about cgroup filesystems. */
@@ -199,6 +209,15 @@ int cg_write_u64(const char *dir, const char *file, uint64_t v,
 		 struct corral_err *err);
 /* "key value" lines (cpu.stat, ...): value of key, or -ENOENT. */
 int cg_kv_get(const char *buf, const char *key, uint64_t *val);
+/*
+ * cg_read_file and cg_read_kv for a stats() counter: through the fd kept
+ * in slot when the group keeps its counters (cg_keep_counters), else as
+ * they are.  A file that is not there reads as cg_read_file's -ENOENT.
+ */
+ssize_t cg_counter_file(struct cg *cg, size_t slot, const char *dir,
+			const char *file, char *buf, size_t len);
+int cg_counter_kv(struct cg *cg, size_t slot, const char *dir,
+		  const char *file, const char *key, uint64_t *val);
 /*
  * One counter into *val (key NULL: the file is the number); a missing
  * file or key leaves it alone.

@@ -160,6 +160,9 @@ static const struct v1_counter {
 	  offsetof(struct cg_stats, throttled), true },
 };
 
+_Static_assert(sizeof(v1_counters) / sizeof(v1_counters[0]) <= CG_COUNTERS_MAX,
+	       "a slot for each counter file");
+
 static int v1_stats(struct cg *cg, unsigned want, struct cg_stats *st)
 {
 	for (size_t i = 0; i < sizeof(v1_counters) / sizeof(v1_counters[0]); i++) {
@@ -169,7 +172,7 @@ static int v1_stats(struct cg *cg, unsigned want, struct cg_stats *st)
 
 		if (!(want & k->bit) || !h)
 			continue;	/* a call's group has no cpu hierarchy */
-		r = cg_read_kv(h->dir, k->file, k->key,
+		r = cg_counter_kv(cg, i, h->dir, k->file, k->key,
 			       (uint64_t *)((char *)st + k->off));
 		if (r < 0 && !k->optional)
 			return r;

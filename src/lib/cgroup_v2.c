@@ -209,7 +209,7 @@ static int v2_stats(struct cg *cg, unsigned want, struct cg_stats *st)
 
 	/* cpu.stat holds both: read once */
 	if (want & (CG_ST_CPU | CG_ST_THROTTLED)) {
-		n = cg_read_file(dir, "cpu.stat", buf, sizeof(buf));
+		n = cg_counter_file(cg, 0, dir, "cpu.stat", buf, sizeof(buf));
 		if (n >= 0) {
 			cg_kv_get(buf, "usage_usec", &usec);
 			cg_kv_get(buf, "nr_throttled", &st->throttled);
@@ -219,13 +219,13 @@ static int v2_stats(struct cg *cg, unsigned want, struct cg_stats *st)
 		st->cpu_ns = usec * 1000;
 	}
 	if (r == 0 && (want & CG_ST_MEM_PEAK))
-		r = cg_read_kv(dir, "memory.peak", NULL, &st->mem_peak);
+		r = cg_counter_kv(cg, 1, dir, "memory.peak", NULL, &st->mem_peak);
 	if (r == 0 && (want & CG_ST_MEM_NOW))
-		r = cg_read_kv(dir, "memory.current", NULL, &st->mem_current);
+		r = cg_counter_kv(cg, 2, dir, "memory.current", NULL, &st->mem_current);
 	if (r == 0 && (want & CG_ST_OOM))
-		r = cg_read_kv(dir, "memory.events", "oom_kill", &st->oom_kills);
+		r = cg_counter_kv(cg, 3, dir, "memory.events", "oom_kill", &st->oom_kills);
 	if (r == 0 && (want & CG_ST_PIDS))
-		r = cg_read_kv(dir, "pids.events", "max", &st->pids_max_hits);
+		r = cg_counter_kv(cg, 4, dir, "pids.events", "max", &st->pids_max_hits);
 	return r;
 }
 

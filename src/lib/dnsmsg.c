@@ -31,8 +31,11 @@
 #include "dnsmsg.h"
 
 #include <arpa/nameser.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <gnu/lib-names.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <resolv.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +103,43 @@ static int text_to_name(const char *text, char *out, size_t outsize)
 }
 
 /*
+ * ns_initparse and ns_parserr are libresolv's (dn_skipname and
+ * ns_name_unpack are libc's since glibc 2.34), and nothing else of it is
+ * used.  Linked, it was loaded and relocated at every start of every
+ * corral process: about 0.25 ms of a cold `corral run` on the 2-core
+ * host (issue 17), where most runs never parse a DNS message.  So it is
+ * opened at the first message instead, once per process, and kept.  The
+ * dynamic linker finds it exactly as it found the libraries linked in,
+ * with the search path it read at the process's start: nothing a later
+ * caller sets chooses it.
+ */
+static int (*resolv_initparse)(const unsigned char *, int, ns_msg *);
+static int (*resolv_parserr)(ns_msg *, ns_sect, int, ns_rr *);
+static pthread_once_t resolv_once = PTHREAD_ONCE_INIT;
+
+static void resolv_open(void)
+{
+	void *h = dlopen(LIBRESOLV_SO, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return;
+	*(void **)&resolv_initparse = dlsym(h, "ns_initparse");
+	*(void **)&resolv_parserr = dlsym(h, "ns_parserr");
+	if (!resolv_initparse || !resolv_parserr) {
+		resolv_initparse = NULL;
+		resolv_parserr = NULL;
+		dlclose(h);
+	}
+}
+
+/* -ENOSYS: no parser (libresolv not there): the message goes unanswered */
+static int resolv_ready(void)
+{
+	pthread_once(&resolv_once, resolv_open);
+	return resolv_initparse ? 0 : -ENOSYS;
+}
+
+/*
  * A whole message with exactly one question, read by glibc's resolver
  * (ns_initparse, ns_parserr): the question into q (its name uncompressed
  * as asked, type, class) and its name's text into text; every other
@@ -118,12 +158,15 @@ static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q,
 	ns_rr rr;
 	int n;
 
+	n = resolv_ready();
+	if (n < 0)
+		return n;
 	/* ns_initparse() takes an int; no DNS message is longer */
-	if (len > DNS_TCP_MAX || ns_initparse(pkt, (int)len, &msg) < 0 ||
+	if (len > DNS_TCP_MAX || resolv_initparse(pkt, (int)len, &msg) < 0 ||
 	    ns_msg_count(msg, ns_s_qd) != 1 ||
 	    ns_msg_count(msg, ns_s_an) + ns_msg_count(msg, ns_s_ns) +
 	    ns_msg_count(msg, ns_s_ar) > DNS_RECORDS_MAX ||
-	    ns_parserr(&msg, ns_s_qd, 0, &rr) < 0)
+	    resolv_parserr(&msg, ns_s_qd, 0, &rr) < 0)
 		return -EINVAL;
 	q->qtype = ns_rr_type(rr);
 	q->qclass = ns_rr_class(rr);
@@ -139,7 +182,7 @@ static int read_message(const uint8_t *pkt, size_t len, struct dns_query *q,
 	q->qname_wire_len = (size_t)n;
 	for (size_t s = 0; s < sizeof(records) / sizeof(records[0]); s++) {
 		for (int i = 0; i < ns_msg_count(msg, records[s]); i++) {
-			if (ns_parserr(&msg, records[s], i, &rr) < 0)
+			if (resolv_parserr(&msg, records[s], i, &rr) < 0)
 				return -EINVAL;
 			/* OPT's class is the sender's UDP payload size */
 			if (records[s] == ns_s_ar && ns_rr_type(rr) == ns_t_opt) {

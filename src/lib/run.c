@@ -768,6 +768,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	 * its filters and execs the command on the other core, not before.
 	 */
 	cg_cleanup_stale_groups();
+	/* the counters conclude() reads, opened now rather than in line then */
+	cg_keep_counters(s.cg);
 
 	/* a name is bytes: one that is not UTF-8 must not empty the event */
 	events_emit(s.ev, "exec.start", json_pack("{s:i, s:o}", "pid", s.sb->pid,

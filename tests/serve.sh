@@ -4133,6 +4133,37 @@ t_lease_holder_floods_and_never_reads() {
 	stop_daemon
 }
 
+# A lease over TLS: corral mcp on an https daemon holds one; SIGKILLed
+# after a create, its sandbox is destroyed all the same.
+t_lease_over_tls() {
+	start_tls_daemon || return 1
+	U=https://localhost:$port
+	$PY - "$CORRAL" "$U" "$T/token" "$T/cert.pem" > "$T/mcp.out" 2> "$T/mcp.err" <<'EOF'
+import json, os, signal, subprocess, sys
+corral, url, token, ca = sys.argv[1:5]
+p = subprocess.Popen([corral, "mcp", "--url", url, "--token-file", token, "--ca-file", ca],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+try:
+    for i, (m, a) in enumerate([("initialize", {"protocolVersion": "2025-06-18"}),
+                                ("tools/call", {"name": "sandbox_create", "arguments": {}})]):
+        p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": a}) + "\n").encode())
+        p.stdin.flush()
+        r = json.loads(p.stdout.readline())
+    print(r["result"]["structuredContent"]["id"])
+finally:
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    sys.stderr.write(p.stderr.read().decode())
+EOF
+	id=$(head -1 "$T/mcp.out")
+	[ -n "$id" ] || fail "no sandbox from corral mcp over https: $(cat "$T/mcp.err")"
+	expect_contains "it holds a lease over TLS" "$(cat "$T/mcp.err")" "bound to its lease"
+	wait_gone "the SIGKILLed session's sandbox" 10 present "$id"
+	code=$(api GET "/v1/events?sandbox=$id")
+	expect_contains "why" "$(cat "$T/body")" '"type":"lease.closed"'
+	stop_daemon
+}
+
 t_c_client() {
 	[ -n "$CLIENT" ] || { skip "no serve_client given"; return 77; }
 	start_daemon

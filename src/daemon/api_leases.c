@@ -197,14 +197,17 @@ void leases_create(struct daemon *d, struct evhttp_request *req, const char *res
 		return;
 	}
 	l = calloc(1, sizeof(*l));
-	out = evbuffer_new();
-	if (!l || !out || !lease_new_id(l->id, sizeof(l->id))) {
-		reply_error(req, l && out ? 503 : 500, l && out ? "busy" : "internal",
-			    l && out ? "no random bytes for a lease id (getrandom: %s)" :
-			    "out of memory for a lease%s", l && out ? strerror(errno) : "");
+	out = l ? evbuffer_new() : NULL;
+	if (!out) {
+		reply_error(req, 500, "internal", "out of memory for a lease");
 		free(l);
-		if (out)
-			evbuffer_free(out);
+		return;
+	}
+	if (!lease_new_id(l->id, sizeof(l->id))) {
+		reply_error(req, 503, "busy", "no random bytes for a lease id "
+			    "(getrandom: %s)", strerror(errno));
+		evbuffer_free(out);
+		free(l);
 		return;
 	}
 	l->d = d;

@@ -4045,6 +4045,19 @@ t_lease_closed_destroys_bound() {
 	stop_daemon
 }
 
+# A lease closed with many sandboxes bound, the daemon stopped while it
+# destroys them (a few a turn of its loop): a clean stop, nothing left.
+t_lease_closed_as_the_daemon_stops() {
+	start_daemon
+	open_lease
+	[ -n "$LEASE" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
+	for i in $(seq 12); do
+		mksb "{\"lease\": \"$LEASE\"}" > /dev/null || return 1
+	done
+	close_lease
+	stop_daemon
+}
+
 # The attacker's: a lease id guessed, a lease of another principal
 # (another uid on the unix socket, the TCP clients'), the cap.
 t_lease_refused() {

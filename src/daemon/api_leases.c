@@ -8,7 +8,8 @@
  * reply is never ended by the daemon while it lives.  The kernel closes a
  * dead process's sockets whatever killed it, so the daemon hears the end
  * (EOF, a reset, a TCP keepalive that went unanswered) and destroys every
- * sandbox still bound, each with a "lease.closed" event.  A sandbox removed
+ * sandbox still bound, each with a "lease.closed" event, a few a turn of
+ * its loop.  A sandbox removed
  * before (DELETE, its TTL, a halt's kill) is simply no longer bound: a lease
  * keeps no list, a sandbox points to its lease.
  *
@@ -39,6 +40,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,7 @@
 #define LEASE_KEEPIDLE_S	60
 #define LEASE_KEEPINTVL_S	10
 #define LEASE_KEEPCNT		6
+#define LEASE_REAP_STEP		4	/* sandboxes destroyed a turn of the loop */
 
 struct lease {
 	struct lease *next, *prev;
@@ -61,6 +64,8 @@ struct lease {
 	bool tcp;			/* every token holder's; else uid's */
 	uid_t uid;
 	size_t nbound;
+	bool closed;			/* its connection ended: its sandboxes going */
+	struct event *ev_reap;		/* lease_reap_step, while they are */
 };
 
 static bool lease_new_id(char *buf, size_t len)
@@ -93,10 +98,24 @@ static void principal_of(struct daemon *d, struct evhttp_request *req, bool *tcp
 		*uid = cr.uid;
 }
 
-static void lease_unlink(struct lease *l)
+/* The connection is going: nothing of it is ours any more. */
+static void lease_let_go(struct lease *l)
+{
+	if (!l->bev)
+		return;
+	if (l->drop)
+		evbuffer_remove_cb_entry(bufferevent_get_input(l->bev), l->drop);
+	bufferevent_decref(l->bev);
+	l->bev = NULL;
+	l->drop = NULL;
+	l->req = NULL;
+}
+
+static void lease_free(struct lease *l)
 {
 	struct daemon *d = l->d;
 
+	lease_let_go(l);
 	if (l->prev)
 		l->prev->next = l->next;
 	else
@@ -104,27 +123,45 @@ static void lease_unlink(struct lease *l)
 	if (l->next)
 		l->next->prev = l->prev;
 	d->nleases--;
-	if (l->drop)
-		evbuffer_remove_cb_entry(bufferevent_get_input(l->bev), l->drop);
-	bufferevent_decref(l->bev);
+	if (l->ev_reap)
+		event_free(l->ev_reap);
 	free(l);
 }
 
-/* Every sandbox still bound goes, saying why. */
-static void lease_destroy_bound(struct lease *l)
+/*
+ * The bound sandboxes go, each saying why, LEASE_REAP_STEP a turn of the
+ * loop: a destroy holds the loop about 3 ms (measured here), and a lease
+ * may bind --max-sandboxes of them; other clients are served between.
+ */
+static void lease_reap_step(evutil_socket_t fd, short what, void *arg)
 {
+	struct lease *l = arg;
 	struct sandbox *sb = l->d->sandboxes, *next;
+	size_t n = 0, max = l->ev_reap ? LEASE_REAP_STEP : SIZE_MAX;
 	char why[160];
 
+	(void)fd;
+	(void)what;
 	snprintf(why, sizeof(why), "the lease %s it was created under closed (its "
 		 "client's connection ended): destroyed with it", l->id);
-	for (; sb && l->nbound; sb = next) {
+	for (; sb && l->nbound && n < max; sb = next) {
 		next = sb->next;
 		if (sb->lease != l)
 			continue;
 		corral_box_note(sb->box, "lease.closed", why);
 		sandbox_destroy(sb, why);	/* unbinds it */
+		n++;
 	}
+	if (l->nbound && l->ev_reap) {
+		if (event_add(l->ev_reap, &(struct timeval){ 0 }) == 0)
+			return;
+		/* no next turn to be had: the rest now, at once */
+		event_free(l->ev_reap);
+		l->ev_reap = NULL;
+		lease_reap_step(fd, what, l);
+		return;
+	}
+	lease_free(l);	/* every sandbox bound is gone: none points here */
 }
 
 static void lease_gone(struct evhttp_connection *conn, void *arg)
@@ -133,8 +170,10 @@ static void lease_gone(struct evhttp_connection *conn, void *arg)
 
 	(void)conn;
 	forget_request(l->req);
-	lease_destroy_bound(l);
-	lease_unlink(l);
+	lease_let_go(l);
+	l->closed = true;	/* binds nothing more; freed once its sandboxes are gone */
+	l->ev_reap = evtimer_new(l->d->base, lease_reap_step, l);
+	lease_reap_step(-1, 0, l);
 }
 
 /*
@@ -213,7 +252,7 @@ void leases_create(struct daemon *d, struct evhttp_request *req, const char *res
 	l->d = d;
 	l->req = req;
 	l->bev = bev;
-	bufferevent_incref(bev);	/* till lease_unlink: its input has our cb */
+	bufferevent_incref(bev);	/* till lease_let_go: its input has our cb */
 	principal_of(d, req, &l->tcp, &l->uid);
 	l->next = d->leases;
 	if (d->leases)
@@ -254,7 +293,7 @@ struct lease *lease_for_create(struct daemon *d, struct evhttp_request *req,
 	uid_t uid;
 
 	for (l = d->leases; l; l = l->next)
-		if (same_id(l->id, id))
+		if (!l->closed && same_id(l->id, id))
 			break;
 	if (!l) {
 		api_fault(f, 404, "not_found", "no open lease \"%.40s\": it was "
@@ -287,14 +326,18 @@ void lease_unbind(struct sandbox *sb)
 	sb->lease = NULL;
 }
 
-/* The daemon stops: its sandboxes went first; each lease's reply ends. */
+/* The daemon stops: its sandboxes went first; each open lease's reply ends. */
 void leases_stop(struct daemon *d)
 {
 	while (d->leases) {
 		struct lease *l = d->leases;
+		struct evhttp_request *req = l->req;
 
-		api_set_closecb(d, l->req, NULL, NULL);
-		api_reply_end(l->req);
-		lease_unlink(l);
+		if (req) {
+			api_set_closecb(d, req, NULL, NULL);
+			lease_let_go(l);
+			api_reply_end(req);
+		}
+		lease_free(l);
 	}
 }

@@ -175,7 +175,7 @@ t_tcp_and_token() {
 # start_shared_daemon: a `corral serve` on $T/s that a session shares
 # with other clients, as an operator runs it; its pid in $dpid.
 start_shared_daemon() {
-	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" "$@" > "$T/daemon.log" 2>&1 < /dev/null &
 	dpid=$!
 	for _ in $(seq 100); do
 		[ -S "$T/s" ] && break
@@ -237,13 +237,34 @@ stop_shared_daemon() {
 # reap HOW: a session on a shared daemon beside another client's sandbox,
 # ended by HOW (mcp_raw.py reap-HOW): what it made is removed, nothing else
 reap() {
-	local rc=0 other
-	start_shared_daemon
+	local rc=0 other how=$1 holder=""
+	shift
+	start_shared_daemon "$@"
+	if [ -n "${REAP_HOLD:-}" ]; then
+		# another client holds the daemon's only lease until killed
+		$PY -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+s.recv(4096)
+open(sys.argv[2], "w").write("held\n")
+time.sleep(300)' "$T/s" "$T/held" &
+		holder=$!
+		for _ in $(seq 100); do
+			[ -s "$T/held" ] && break
+			sleep 0.1
+		done
+	fi
+	set -- "$how"
 	other=$(timeout 60 "$CORRAL" create --socket "$T/s" < /dev/null 2> "$T/err")
 	if [ -n "$other" ]; then
 		TMPDIR=$T MCP_OTHER=$other MCP_DAEMON_PID=$dpid timeout 300 $PY "$HERE/mcp_raw.py" \
 			"reap-$1" "$CORRAL" --socket "$T/s" > "$T/raw.log" 2>&1 || rc=$?
 		timeout 60 "$CORRAL" rm --socket "$T/s" "$other" > /dev/null 2>&1
+	fi
+	if [ -n "$holder" ]; then
+		kill "$holder"
+		wait "$holder" 2>/dev/null
 	fi
 	stop_shared_daemon
 	[ -n "$other" ] || { fail "corral create: $(cat "$T/err")"; return 1; }
@@ -265,6 +286,18 @@ t_shared_daemon_signals_remove_the_session_sandboxes() {
 # SIGKILL to the session's whole process group: its reaper, in a group of
 # its own, removes them
 t_shared_daemon_sigkill_removes_the_session_sandboxes() { reap KILL; }
+
+# SIGKILL to every process of the session, by pid (a cgroup's kill, the
+# OOM killer): nothing of it is left to remove anything, yet the daemon
+# removes them, its lease's connection closed by the kernel
+t_shared_daemon_sigkill_of_the_whole_session() { reap KILLTREE; }
+
+# a daemon that gives the session no lease (here its --max-leases is
+# taken; a daemon older than leases answers 404): the reaper does the work
+t_shared_daemon_without_a_lease_uses_the_reaper() {
+	REAP_HOLD=1 reap eof --max-leases 1 || return 1
+	expect_contains "it says so" "$(cat "$T/raw.log")" "a reaper process removes the session's sandboxes"
+}
 
 # a daemon that stops answering (SIGSTOP) cannot hold the session's end:
 # it ends, bounded, naming each sandbox it could not remove

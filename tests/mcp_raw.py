@@ -4,7 +4,8 @@
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
 CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap,
-progress, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-hung.
+progress, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
+reap-hung.
 Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
 timeout); the server is killed by pid when a check fails.
@@ -454,6 +455,44 @@ def daemon_sandboxes(sock):
     return {b["id"] for b in json.loads(body)["sandboxes"]}
 
 
+def daemon_events(sock, sid):
+    """The audit lines of sandbox sid, from the daemon at sock."""
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(TIMEOUT)
+    try:
+        c.connect(sock)
+        c.sendall(("GET /v1/events?sandbox=%s HTTP/1.0\r\nHost: corral\r\n\r\n"
+                   % sid).encode())
+        data = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        c.close()
+    return data.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
+
+
+def process_tree(pid):
+    """pid and every descendant of it, as /proc says now."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            ppid = int(open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(kids.get(p, []))
+    return tree
+
+
 def reap(argv, how):
     """A session on a shared daemon ends (stdin's end, a signal, SIGKILL of
     its process group, a daemon that no longer answers): the sandboxes it
@@ -462,7 +501,7 @@ def reap(argv, how):
     sock = argv[argv.index("--socket") + 1]
     other = os.environ["MCP_OTHER"]
     # its own process group, as a harness may start it: killed as a group
-    s = Server(argv[:1] + ["mcp"] + argv[1:], start_new_session=(how == "KILL"))
+    s = Server(argv[:1] + ["mcp"] + argv[1:], start_new_session=(how in ("KILL", "KILLTREE")))
     peer = Server(argv[:1] + ["mcp"] + argv[1:]) if how == "eof" else None
     try:
         s.request("initialize", {"protocolVersion": "2025-06-18"})
@@ -484,6 +523,14 @@ def reap(argv, how):
             s.p.stdin.close()
         elif how == "KILL":
             os.killpg(s.p.pid, signal.SIGKILL)
+        elif how == "KILLTREE":
+            # as a cgroup's kill or the OOM killer: the session and every
+            # process it started (a reaper too), whatever their groups
+            tree = process_tree(s.p.pid)
+            for pid in tree:
+                os.kill(pid, signal.SIGSTOP)
+            for pid in tree:
+                os.kill(pid, signal.SIGKILL)
         else:
             s.p.send_signal(getattr(signal, "SIG" + how))
         try:
@@ -491,7 +538,8 @@ def reap(argv, how):
         finally:
             if how == "hung":
                 os.kill(int(os.environ["MCP_DAEMON_PID"]), signal.SIGCONT)
-        err = s.p.stderr.read().decode() if how != "KILL" else ""
+        killed = how in ("KILL", "KILLTREE")
+        err = s.p.stderr.read().decode() if not killed else ""
         sys.stderr.write(err)
         if how == "hung":
             check(rc == 125, "a daemon that does not answer: the session still ends, "
@@ -505,12 +553,13 @@ def reap(argv, how):
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             check(other in daemon_sandboxes(sock), "the other client's sandbox is there")
             return
-        if how != "KILL":
+        if not killed:
             check(rc == 0, "the session ends cleanly on %s (exit %d)" % (how, rc))
             listed = daemon_sandboxes(sock)
         else:
-            # nobody waits for the reaper: it ends within MCP_REAP_SECONDS
-            deadline = time.monotonic() + 90
+            # nobody waits for the reaper: it ends within MCP_REAP_SECONDS;
+            # the daemon, told by the lease's end, at once
+            deadline = time.monotonic() + (90 if how == "KILL" else 30)
             while True:
                 listed = daemon_sandboxes(sock)
                 if not set(mine) & listed or time.monotonic() > deadline:
@@ -519,7 +568,11 @@ def reap(argv, how):
         check(not set(mine) & listed,
               "after %s the session's sandboxes are gone: %r" % (how, listed))
         check(other in listed, "another client's sandbox is not touched: %r" % listed)
-        if how != "KILL":
+        if how == "KILLTREE":
+            for sid in mine:
+                check('"type":"lease.closed"' in daemon_events(sock, sid),
+                      "the daemon says why %s went: its lease closed" % sid)
+        if not killed:
             for sid in mine:
                 check("removed sandbox %s" % sid in err, "it says it removed %s" % sid)
             check(destroyed not in err, "it says nothing of the one already destroyed")

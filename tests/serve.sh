@@ -4211,6 +4211,246 @@ t_ids_reported() {
 
 # ---- a client in C ---------------------------------------------------------
 
+# ---- leases: sandboxes bound to a client's connection ---------------------
+
+# open_lease [flood] [PORT TOKEN]: a client in the background holds a lease
+# on $SOCK (or 127.0.0.1:PORT with TOKEN) until it is killed (by its pid,
+# in LPID, at most 120 s); the lease's id in LEASE.  With flood, it then
+# sends a request head and 64 MiB of its body on the lease's connection,
+# and never reads.
+open_lease() {
+	local i=0 mode=${1:-hold}
+	rm -f "$T/lease" "$T/lease.sent"
+	$PY - "$mode" "$T/lease" "$SOCK" "${2:-}" "${3:-}" <<'EOF' &
+import json, os, socket, sys, time
+mode, out, sock, port, token = sys.argv[1:6]
+if port:
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+    auth = "Authorization: Bearer %s\r\n" % open(token).read().strip()
+else:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sock)
+    auth = ""
+s.sendall(("POST /v1/leases HTTP/1.1\r\nHost: x\r\n%sContent-Length: 0\r\n\r\n"
+           % auth).encode())
+data = b""
+while b"}\n" not in data and len(data) < 65536:
+    c = s.recv(4096)
+    if not c:
+        break
+    data += c
+head, _, body = data.partition(b"\r\n\r\n")
+status = head.split(b"\r\n")[0].decode()
+try:
+    lease = json.loads(body.split(b"\r\n")[1])["lease"] if " 200 " in status else ""
+except (ValueError, IndexError, KeyError):
+    lease = ""
+with open(out + ".tmp", "w") as f:
+    f.write("%s\n%s\n%s\n" % (lease, status, body[:300].decode(errors="replace")))
+os.rename(out + ".tmp", out)
+if mode == "flood":
+    s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n%s"
+              b"Content-Length: 1000000000\r\n\r\n" % auth.encode())
+    n = 0
+    try:
+        while n < 64 << 20:
+            n += s.send(b"x" * 65536)
+    except OSError:
+        pass
+    open(out + ".sent", "w").write("%d\n" % n)
+time.sleep(120)
+EOF
+	LPID=$!
+	echo "$LPID" >> "$T/watchdogs"
+	while [ ! -s "$T/lease" ] && [ $i -lt 200 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	LEASE=$(head -1 "$T/lease" 2>/dev/null)
+}
+
+# close_lease: the holder SIGKILLed, as any client may die; waited for
+close_lease() {
+	kill -KILL "$LPID" 2>/dev/null
+	wait "$LPID" 2>/dev/null || true
+}
+
+# present ID: ID, unless the daemon says 404
+present() { [ "$(api GET "/v1/sandboxes/$1")" = 404 ] || echo "$1"; }
+
+nsandboxes() { api GET /v1/sandboxes > /dev/null; jq 'len(v["sandboxes"])'; }
+
+# The user's lease: two sandboxes bound to it go when its connection does,
+# each saying why; one DELETEd before, one of no lease, and one whose TTL
+# ends while the lease is open are no concern of it.
+t_lease_closed_destroys_bound() {
+	start_daemon
+	open_lease
+	[ -n "$LEASE" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
+	[[ $LEASE =~ ^ls-[0-9a-f]{32}$ ]] || fail "lease id $LEASE: not ls- and 32 hex digits"
+	a=$(mksb "{\"lease\": \"$LEASE\"}")
+	b=$(mksb "{\"lease\": \"$LEASE\", \"policy\": {\"limits\": {\"pids\": 64}}}")
+	early=$(mksb "{\"lease\": \"$LEASE\"}")
+	short=$(mksb "{\"lease\": \"$LEASE\", \"ttl_seconds\": 1}")
+	free=$(mksb)
+	code=$(api DELETE "/v1/sandboxes/$early")
+	expect_code "a bound sandbox deleted first" "$code" 200
+	# the lease gives no sandbox more life than its TTL
+	wait_gone "the 1 s TTL sandbox under an open lease" 20 present "$short"
+	initb=$(grep "\"sandbox\":\"$b\"" "$STATE/audit.jsonl" | grep '"type":"sandbox.ready"' | jq 'v["pid"]' /dev/stdin)
+	expect_eq "both still there" "$(present "$a")$(present "$b")" "$a$b"
+	close_lease
+	wait_gone "the lease's sandboxes" 10 eval 'present "$a"; present "$b"'
+	wait_gone "the init of one" 5 alive_pid "$initb"
+	code=$(api GET "/v1/events?sandbox=$a")
+	expect_contains "why, in its events" "$(cat "$T/body")" '"type":"lease.closed"'
+	expect_contains "naming the lease" "$(cat "$T/body")" "$LEASE"
+	code=$(api GET "/v1/events?sandbox=$early")
+	expect_not_contains "the one deleted first" "$(cat "$T/body")" 'lease.closed'
+	code=$(api GET "/v1/sandboxes/$free")
+	expect_code "a sandbox of no lease stays" "$code" 200
+	# a closed lease binds nothing more
+	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
+	expect_error "the closed lease" "$code" 404 not_found
+	expect_contains "saying so" "$(cat "$T/body")" "no open lease"
+	stop_daemon
+}
+
+# A lease closed with many sandboxes bound, the daemon stopped while it
+# destroys them (a few a turn of its loop): a clean stop, nothing left.
+t_lease_closed_as_the_daemon_stops() {
+	start_daemon
+	open_lease
+	[ -n "$LEASE" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
+	for i in $(seq 12); do
+		mksb "{\"lease\": \"$LEASE\"}" > /dev/null || return 1
+	done
+	close_lease
+	stop_daemon
+}
+
+# The attacker's: a lease id guessed, a lease of another principal
+# (another uid on the unix socket, the TCP clients'), the cap.
+t_lease_refused() {
+	port=$(tcp_port)
+	mktoken
+	mkdir -p "$T/run"
+	SOCK=$T/run/s
+	start_daemon --max-leases 2 --listen "127.0.0.1:$port" --token-file "$T/token"
+	code=$(api POST /v1/sandboxes -d '{"lease": "ls-00000000000000000000000000000000"}')
+	expect_error "a guessed lease" "$code" 404 not_found
+	code=$(api POST /v1/sandboxes -d '{"lease": 7}')
+	expect_error "a lease that is no string" "$code" 400 bad_request
+	code=$(api POST /v1/leases -d '{"ttl": 5}')
+	expect_error "a lease asked with a field it does not know" "$code" 400 bad_request
+	expect_eq "nothing made by the refusals" "$(nsandboxes)" 0
+	open_lease
+	mine=$LEASE lp1=$LPID
+	[ -n "$mine" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
+	tcpc() {
+		curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+			-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true
+	}
+	# a TCP client (the token's) is not the unix socket's user
+	code=$(tcpc -X POST -d "{\"lease\": \"$mine\"}" "http://127.0.0.1:$port/v1/sandboxes")
+	expect_error "a unix client's lease over TCP" "$code" 403 forbidden
+	expect_contains "saying whose" "$(cat "$T/body")" "another client"
+	if [ "$ME" = 0 ]; then
+		chmod 755 "$T/run"
+		chmod 666 "$SOCK"
+		mkdir -p "$T/c" && chmod 777 "$T/c"
+		code=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS --max-time 30 \
+			--unix-socket "$SOCK" -o "$T/c/body" -D "$T/c/headers" -w '%{http_code}' \
+			-X POST -d "{\"lease\": \"$mine\"}" http://localhost/v1/sandboxes 2>"$T/curl.err" || true)
+		cp "$T/c/body" "$T/body"; cp "$T/c/headers" "$T/headers"
+		expect_error "root's lease, by uid 65534" "$code" 403 forbidden
+	fi
+	expect_eq "nothing made by the refusals" "$(nsandboxes)" 0
+	# over TCP a lease is the token's
+	open_lease hold "$port" "$T/token"
+	theirs=$LEASE lp2=$LPID
+	[ -n "$theirs" ] || fail "no lease over TCP: $(cat "$T/lease" 2>/dev/null)"
+	code=$(tcpc -X POST -d "{\"lease\": \"$theirs\"}" "http://127.0.0.1:$port/v1/sandboxes")
+	expect_code "the token's lease over TCP" "$code" 201
+	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$theirs\"}")
+	expect_error "a TCP client's lease on the unix socket" "$code" 403 forbidden
+	# the cap: a third lease is refused while two are open
+	code=$(api POST /v1/leases)
+	expect_error "a lease over --max-leases" "$code" 503 busy
+	expect_contains "naming the option" "$(cat "$T/body")" "--max-leases"
+	mksb "{\"lease\": \"$mine\"}" > /dev/null
+	LPID=$lp1 close_lease
+	LPID=$lp2 close_lease
+	# both closes seen: each lease's sandbox gone
+	wait_gone "the leases' sandboxes" 10 eval 'nsandboxes | grep -v "^0$"'
+	# and one opens once they are closed
+	open_lease
+	[ -n "$LEASE" ] || fail "no lease once the others closed: $(cat "$T/lease")"
+	close_lease
+	stop_daemon
+}
+
+# A lease holder that sends a request's worth of bytes on its lease and
+# never reads: the daemon neither grows nor waits for it, and still sees
+# the connection end.
+t_lease_holder_floods_and_never_reads() {
+	# under ASan what is freed waits in a quarantine (256 MiB) before it
+	# is reused: the bound is about what is live, so a small one here
+	DAEMON_WRAP="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1" \
+		start_daemon
+	before=$(vmrss_kb "$DPID")
+	open_lease flood
+	[ -n "$LEASE" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
+	id=$(mksb "{\"lease\": \"$LEASE\"}")
+	i=0
+	while [ ! -s "$T/lease.sent" ] && [ $i -lt 600 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	sent=$(cat "$T/lease.sent" 2>/dev/null || echo 0)
+	[ "$sent" -ge $((60 << 20)) ] || fail "the daemon took only $sent bytes of the flood"
+	code=$(api GET /v1/health)
+	expect_code "the daemon answers others meanwhile" "$code" 200
+	after=$(vmrss_kb "$DPID")
+	[ $((after - before)) -lt 16384 ] ||
+		fail "the daemon grew from $before to $after kB on a lease's flood"
+	code=$(api GET "/v1/sandboxes/$id")
+	expect_code "its sandbox lives while the lease does" "$code" 200
+	close_lease
+	wait_gone "the flooding lease's sandbox" 10 present "$id"
+	stop_daemon
+}
+
+# A lease over TLS: corral mcp on an https daemon holds one; SIGKILLed
+# after a create, its sandbox is destroyed all the same.
+t_lease_over_tls() {
+	start_tls_daemon || return 1
+	U=https://localhost:$port
+	$PY - "$CORRAL" "$U" "$T/token" "$T/cert.pem" > "$T/mcp.out" 2> "$T/mcp.err" <<'EOF'
+import json, os, signal, subprocess, sys
+corral, url, token, ca = sys.argv[1:5]
+p = subprocess.Popen([corral, "mcp", "--url", url, "--token-file", token, "--ca-file", ca],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+try:
+    for i, (m, a) in enumerate([("initialize", {"protocolVersion": "2025-06-18"}),
+                                ("tools/call", {"name": "sandbox_create", "arguments": {}})]):
+        p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": a}) + "\n").encode())
+        p.stdin.flush()
+        r = json.loads(p.stdout.readline())
+    print(r["result"]["structuredContent"]["id"])
+finally:
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    sys.stderr.write(p.stderr.read().decode())
+EOF
+	id=$(head -1 "$T/mcp.out")
+	[ -n "$id" ] || fail "no sandbox from corral mcp over https: $(cat "$T/mcp.err")"
+	expect_contains "it holds a lease over TLS" "$(cat "$T/mcp.err")" "bound to its lease"
+	wait_gone "the SIGKILLed session's sandbox" 10 present "$id"
+	code=$(api GET "/v1/events?sandbox=$id")
+	expect_contains "why" "$(cat "$T/body")" '"type":"lease.closed"'
+	stop_daemon
+}
+
 t_c_client() {
 	[ -n "$CLIENT" ] || { skip "no serve_client given"; return 77; }
 	start_daemon

@@ -8,8 +8,9 @@
  * each tools/call runs on a thread of its own (mcp_tools.c), so that a
  * notifications/cancelled read meanwhile can end it.  The session ends at
  * stdin's end or on SIGTERM/SIGINT/SIGHUP: calls in flight are cancelled,
- * the sandboxes it made on a shared daemon are removed (mcp_reaper.c), a
- * private daemon is stopped and its directory removed.
+ * the sandboxes it made on a shared daemon are removed (mcp_reaper.c; the
+ * daemon removes them itself when the session dies otherwise: its lease,
+ * mcp_lease.c), a private daemon is stopped and its directory removed.
  */
 #include "mcp.h"
 
@@ -50,13 +51,14 @@ static const struct verb mcp_verb = {
 "\n"
 "When the session ends (stdin's end, SIGTERM, SIGINT, SIGHUP), the sandboxes\n"
 "it made and did not destroy are removed: a private daemon's with it, a\n"
-"shared daemon's by the session's reaper, a child in a process group of its\n"
-"own that also removes them when the session, or its process group, is\n"
-"SIGKILLed.  The removal takes at most 60 s; a sandbox it could not remove\n"
-"is named on stderr.  A shared daemon keeps what the session made when the\n"
-"reaper is killed too (SIGKILL to its pid or to the whole cgroup, the OOM\n"
-"killer), and a sandbox whose create was answered as the session was\n"
-"SIGKILLed: remove those with `corral ls` and `corral rm`.\n"
+"shared daemon's by the session before it exits (at most 60 s; a sandbox it\n"
+"could not remove is named on stderr).  However the session dies (SIGKILL to\n"
+"it and every process it started, its cgroup's kill, the OOM killer), a\n"
+"shared daemon destroys them itself: they are bound to the session's lease,\n"
+"a connection the kernel closes with the session.  A daemon older than\n"
+"leases, or with none left, gets a reaper instead (said on stderr): a child\n"
+"in a process group of its own, which removes them unless it is killed too;\n"
+"remove what that leaves with `corral ls` and `corral rm`.\n"
 "\n"
 "Options:\n"
 "  --policy FILE        the operator's policy: every sandbox starts from it,\n"
@@ -621,7 +623,8 @@ int cmd_mcp(int argc, char **argv)
 	}
 	/* before any thread and with signals as they were: it may fork */
 	code = mcp_daemon_open(&m.d, &mcp_verb, a.private);
-	/* a private daemon takes the sandboxes with it; a shared one needs us */
+	/* a private daemon takes the sandboxes with it; a shared one needs a
+	 * lease, or the reaper (forked: still before any thread) */
 	if (!code && !m.d.pid)
 		code = mcp_reaper_start(&m.owned, &m.d);
 	if (!code && watch_signals(&unblocked) < 0) {

@@ -8,8 +8,11 @@
  *                 cancellable, with the answer's lines streamed
  *   mcp_tools.c   the tools: their schemas and what each one asks the daemon
  *   mcp_bounds.c  the operator's policy as the bound of what a model asks for
+ *   mcp_lease.c   a shared daemon: the session's lease, a connection held
+ *                 open whose end makes the daemon destroy its sandboxes
  *   mcp_reaper.c  a shared daemon: the session's sandboxes removed at its
- *                 end, by a child that outlives a killed session
+ *                 end; for a daemon without leases, by a child that
+ *                 outlives a killed session
  * Every tools/call runs on a thread of its own, so that the session goes on
  * reading stdin (pings, other calls, notifications/cancelled) meanwhile.
  */
@@ -92,12 +95,20 @@ struct mcp_call {
  * its other sandboxes were made under other policies than the operator's
  * --policy, with other hosts, workspaces and binds.
  */
+struct mcp_live;
+
 struct mcp_owned {
 	pthread_mutex_t lock;
 	char **ids;
 	size_t n, cap;
+	/* a shared daemon with leases: the lease, and the live ids kept here */
+	char lease[64];			/* its id (mcp_lease.c), or "" */
+	CURL *lease_conn;		/* its connection, held till the end */
+	struct mcp_live *live;
+	const struct mcp_daemon *d;
+	/* a shared daemon without: the reaper */
 	int reaper_fd;			/* to the reaper (mcp_reaper.c), or -1 */
-	pid_t reaper;			/* its pid, or 0: a private daemon */
+	pid_t reaper;			/* its pid, or 0: a private daemon, a lease */
 };
 
 struct mcp {
@@ -205,19 +216,29 @@ void mcp_pin_close(struct mcp_pin *pin);
 int mcp_bounds_timeout(const struct mcp_bounds *b, double asked, double *out,
 		       char **why);
 
+/* ---- mcp_lease.c ----------------------------------------------------------- */
+
+/*
+ * Open a lease on d, held in o until mcp_lease_close: 0; 1 when the daemon
+ * has no leases (404, 405: older than this corral); -1 with *why (malloc'd).
+ */
+int mcp_lease_open(struct mcp_owned *o, const struct mcp_daemon *d, char **why);
+void mcp_lease_close(struct mcp_owned *o);
+
 /* ---- mcp_reaper.c ---------------------------------------------------------- */
 
 /*
- * Fork the reaper for a shared daemon d, before any thread: it removes,
- * once the session has ended (however), the sandboxes it was told of.
+ * For a shared daemon d, before any thread: a lease, else the reaper
+ * forked.  Either way the session's sandboxes go once it has ended,
+ * however it ended.
  */
 int mcp_reaper_start(struct mcp_owned *o, const struct mcp_daemon *d);
 /* "+ID" (made) or "-ID" (destroyed); o->lock held. */
 void mcp_reaper_tell(struct mcp_owned *o, char op, const char *id);
 /*
- * The session has ended: the reaper removes what is left, and is waited
- * for (bounded).  0 when nothing is left, -1 when some sandbox is (said
- * on stderr, by name).
+ * The session has ended: what is left is removed (here with a lease, by
+ * the reaper, waited for, without), bounded; the lease closes.  0 when
+ * nothing is left, -1 when some sandbox is (said on stderr, by name).
  */
 int mcp_reaper_finish(struct mcp_owned *o);
 

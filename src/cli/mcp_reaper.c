@@ -5,22 +5,33 @@
  * A private daemon takes the session's sandboxes with it: it destroys them
  * on the SIGTERM it gets when the session ends or dies.  A shared daemon
  * (--socket, --url, $CORRAL_SOCKET, the default socket) outlives the
- * session, and would keep what the session made for ever.  The daemon
- * ties no sandbox to a connection, and a TTL the session kept renewing
- * would take the model's own ttl_seconds and sandbox_keepalive from it,
- * so the removal is ours: a child forked at the start, the reaper.  The
- * session tells it each sandbox made ("+ID\n") and destroyed ("-ID\n")
- * over a pipe; the pipe's end is its cue to DELETE those still there.
- * The pipe ends when the session does, whatever way: stdin's end, a
- * signal, SIGKILL.  So that a signal sent to the session's process group
- * (a terminal's ^C, `timeout -s KILL`) does not take the reaper too, it
- * has a process group of its own and ignores SIGTERM, SIGINT and SIGHUP;
- * it ends by itself within MCP_REAP_SECONDS.
+ * session, and would keep what the session made for ever.
  *
- * What still leaves sandboxes behind: the reaper itself killed (a SIGKILL
- * to its pid, to the whole cgroup as systemd or a container runtime
- * stops it, the OOM killer), and a sandbox whose create the daemon had
- * answered when the session was SIGKILLed before it told the reaper.
+ * A daemon with leases (POST /v1/leases) removes them itself when the
+ * session's lease connection ends (mcp_lease.c): the kernel closes it
+ * whatever killed the session, its whole cgroup or the OOM killer too,
+ * and every create carries the lease, so the daemon has bound a sandbox
+ * before its id reaches us.  Still, at a session's own end (stdin's end,
+ * SIGTERM, SIGINT, SIGHUP) the sandboxes are DELETEd here, by this
+ * process, before the lease is closed: the session then exits only once
+ * its sandboxes are gone, says which it removed, and exits 125 naming any
+ * it could not (a daemon that stopped answering), rather than leave the
+ * removal to happen some time after its exit.
+ *
+ * A daemon without leases (404 to POST /v1/leases: older than this corral)
+ * or that refused one (503: its --max-leases reached) gets what was done
+ * before leases, and is the only reason the forked reaper remains: a
+ * child forked at the start.  The session tells it each sandbox made
+ * ("+ID\n") and destroyed ("-ID\n") over a pipe; the pipe's end is its cue
+ * to DELETE those still there.  The pipe ends when the session does,
+ * whatever way: stdin's end, a signal, SIGKILL.  So that a signal sent to
+ * the session's process group (a terminal's ^C, `timeout -s KILL`) does
+ * not take the reaper too, it has a process group of its own and ignores
+ * SIGTERM, SIGINT and SIGHUP; it ends by itself within MCP_REAP_SECONDS.
+ * What that still leaves behind: the reaper itself killed (a SIGKILL to
+ * its pid, to the whole cgroup, the OOM killer), and a sandbox whose
+ * create the daemon had answered when the session was SIGKILLed before
+ * it told the reaper.
  */
 #include "mcp.h"
 
@@ -38,12 +49,12 @@
 #define REAP_LINE_MAX		(CORRAL_SANDBOX_ID_MAX + 2)	/* "+ID" */
 
 /* The session's live sandboxes, as the reaper knows them. */
-struct live {
+struct mcp_live {
 	char **ids;
 	size_t n, cap;
 };
 
-static void live_add(struct live *l, const char *id)
+static void live_add(struct mcp_live *l, const char *id)
 {
 	char *dup = strdup(id), **grown;
 
@@ -63,7 +74,7 @@ static void live_add(struct live *l, const char *id)
 	l->ids[l->n++] = dup;
 }
 
-static void live_drop(struct live *l, const char *id)
+static void live_drop(struct mcp_live *l, const char *id)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		if (strcmp(l->ids[i], id))
@@ -74,7 +85,7 @@ static void live_drop(struct live *l, const char *id)
 	}
 }
 
-static void on_line(struct live *l, char *line)
+static void on_line(struct mcp_live *l, char *line)
 {
 	if ((line[0] != '+' && line[0] != '-') || !client_valid_id(line + 1)) {
 		fprintf(stderr, "corral mcp: the reaper got a line it does not know: \"%.80s\"\n",
@@ -88,7 +99,7 @@ static void on_line(struct live *l, char *line)
 }
 
 /* The session's lines until the pipe ends (the session did). */
-static void listen_to(int fd, struct live *l)
+static void listen_to(int fd, struct mcp_live *l)
 {
 	char buf[4096], line[REAP_LINE_MAX + 1];
 	size_t len = 0;
@@ -186,7 +197,7 @@ static int ignore_signals(void)
 /* The child: listens, then removes; exits 0 when all are gone. */
 static void reaper_run(const struct mcp_daemon *d, int fd)
 {
-	struct live l = { 0 };
+	struct mcp_live l = { 0 };
 	uint64_t end_ms;
 	int failed = 0;
 
@@ -207,13 +218,35 @@ static void reaper_run(const struct mcp_daemon *d, int fd)
 	_exit(failed ? EXIT_CORRAL : 0);
 }
 
+/* The lease taken: the live ids are kept here, for the end. */
+static int lease_taken(struct mcp_owned *o, const struct mcp_daemon *d)
+{
+	o->live = calloc(1, sizeof(*o->live));
+	if (!o->live) {
+		mcp_lease_close(o);
+		return out_of_memory("the session's list of sandboxes");
+	}
+	o->d = d;
+	fprintf(stderr, "corral mcp: the session's sandboxes are bound to its lease on %s: the daemon destroys them when the session ends, however it ends\n",
+		d->conn.socket ? d->conn.socket : d->conn.url);
+	return 0;
+}
+
 int mcp_reaper_start(struct mcp_owned *o, const struct mcp_daemon *d)
 {
-	int p[2];
+	char *why = NULL;
+	int p[2], r;
 	pid_t pid;
 
 	o->reaper_fd = -1;
 	o->reaper = 0;
+	r = mcp_lease_open(o, d, &why);
+	if (r == 0)
+		return lease_taken(o, d);
+	fprintf(stderr, "corral mcp: %s; a reaper process removes the session's sandboxes at its end instead, which a kill of the reaper too (its cgroup, the OOM killer) defeats\n",
+		r == 1 ? "the daemon has no leases (it is older than this corral)" :
+		why ? why : "no lease");
+	free(why);
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		cli_error("mcp: a pipe for the reaper: %s", strerror(errno));
 		return EXIT_CORRAL;
@@ -242,6 +275,13 @@ void mcp_reaper_tell(struct mcp_owned *o, char op, const char *id)
 	char line[REAP_LINE_MAX + 1];
 	int n;
 
+	if (o->live) {
+		if (op == '+')
+			live_add(o->live, id);
+		else
+			live_drop(o->live, id);
+		return;
+	}
 	if (o->reaper_fd < 0)
 		return;
 	n = snprintf(line, sizeof(line), "%c%s\n", op, id);
@@ -257,12 +297,38 @@ void mcp_reaper_tell(struct mcp_owned *o, char op, const char *id)
 	}
 }
 
+/* With a lease: DELETE here, then close it; it takes what is left. */
+static int lease_finish(struct mcp_owned *o)
+{
+	uint64_t end_ms = corral_now_ms() + MCP_REAP_SECONDS * 1000ull;
+	struct mcp_live *l;
+	int failed = 0;
+
+	pthread_mutex_lock(&o->lock);
+	l = o->live;
+	o->live = NULL;
+	pthread_mutex_unlock(&o->lock);
+	for (size_t i = 0; i < l->n; i++) {
+		failed |= reap_one(o->d, l->ids[i], end_ms) < 0;
+		free(l->ids[i]);
+	}
+	if (failed)
+		fprintf(stderr, "corral mcp: the daemon destroys what is left when it sees the session's lease %s closed\n",
+			o->lease);
+	mcp_lease_close(o);
+	free(l->ids);
+	free(l);
+	return failed ? -1 : 0;
+}
+
 int mcp_reaper_finish(struct mcp_owned *o)
 {
 	struct timespec tick = { 0, 50 * 1000000L };
 	int status = 0;
 	pid_t pid;
 
+	if (o->live)
+		return lease_finish(o);
 	pthread_mutex_lock(&o->lock);
 	if (o->reaper_fd >= 0)
 		close(o->reaper_fd);	/* the reaper's cue */

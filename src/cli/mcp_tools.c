@@ -320,6 +320,12 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 	}
 	if (body && ttl)
 		json_object_set_new(body, "ttl_seconds", json_integer(ttl));
+	/* bound by the daemon before it answers: no instant when a kill leaks it */
+	if (body && c->m->owned.lease[0] &&
+	    json_object_set_new(body, "lease", json_string(c->m->owned.lease)) < 0) {
+		json_decref(body);
+		body = NULL;
+	}
 	if (body && labels)
 		json_object_set(body, "labels", labels);
 	if (!body) {

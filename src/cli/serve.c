@@ -16,6 +16,7 @@ static const char help[] =
 "                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]]\n"
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
+"                    [--max-leases N]\n"
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 "                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
 "                    [--uid-range FROM-TO] [--allow-root-inside]\n"
@@ -61,6 +62,8 @@ static const char help[] =
 "  --max-connections-per-peer N\n"
 "                      a TCP peer's (an IPv4 address's, an IPv6 /64's)\n"
 "                      further connections are closed at once (default 32)\n"
+"  --max-leases N      open leases (POST /v1/leases: sandboxes destroyed when\n"
+"                      their client's connection ends) at most (default 64)\n"
 "  --header-timeout SECONDS\n"
 "                      a request head not complete this long after its first\n"
 "                      byte closes the connection (default 10)\n"
@@ -223,6 +226,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "pool", required_argument, NULL, 'p' },
 		{ "max-connections", required_argument, NULL, 'C' },
 		{ "max-connections-per-peer", required_argument, NULL, 'P' },
+		{ "max-leases", required_argument, NULL, 'L' },
 		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "allow-host-path", required_argument, NULL, 'A' },
@@ -276,6 +280,12 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		case 'P':
 			code = parse_limit("max-connections-per-peer", optarg, 100000,
 					   &a->o.limits.max_per_peer);
+			if (code)
+				return code;
+			break;
+		case 'L':
+			code = parse_limit("max-leases", optarg, 100000,
+					   &a->o.limits.max_leases);
 			if (code)
 				return code;
 			break;

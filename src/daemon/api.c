@@ -449,6 +449,7 @@ const struct api_route api_routes[] = {
 	{ "/v1/health", GET | HEAD, "/v1/health: GET", health_get, NULL },
 	{ "/v1/metrics", GET | HEAD, "/v1/metrics: GET", metrics_get, NULL },
 	{ "/v1/events", GET, "events: GET", events_get, NULL },
+	{ "/v1/leases", POST, "leases: POST", leases_create, NULL },
 	{ "/v1/sandboxes", POST, "sandboxes: GET or POST", sandboxes_create, NULL },
 	{ "/v1/sandboxes", GET, "sandboxes: GET or POST", sandboxes_list, NULL },
 	{ "/v1/snapshots", GET, "snapshots: GET", snapshots_list, NULL },

@@ -61,7 +61,7 @@ void forget_request(struct evhttp_request *req);
 bool api_token_ok(const struct daemon *d, const char *h, size_t len);
 /* The gate's word on a request: false when it answered it (refused). */
 bool api_gate_request(struct daemon *d, struct evhttp_request *req);
-/* The connection left HTTP (101): the gate stops reading and timing it. */
+/* The connection left HTTP (101, a lease): the gate stops reading and timing it. */
 void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon);
 /* evhttp_connection_set_closecb, through the gate that also needs it. */
 void api_set_closecb(struct daemon *d, struct evhttp_request *req,
@@ -239,6 +239,16 @@ int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,
 bool events_query(const char *q, char *sandbox, size_t len, bool *follow,
 		  struct api_fault *f);
 void events_get(struct daemon *d, struct evhttp_request *req, const char *rest);
+
+/* ---- api_leases.c: sandboxes bound to a connection ---------------------- */
+
+void leases_create(struct daemon *d, struct evhttp_request *req, const char *rest);
+/* The open lease id names, if req's client may bind to it; else NULL, f set. */
+struct lease *lease_for_create(struct daemon *d, struct evhttp_request *req,
+			       const char *id, struct api_fault *f);
+void lease_bind(struct lease *l, struct sandbox *sb);
+void lease_unbind(struct sandbox *sb);	/* at its destroy: forgotten */
+void leases_stop(struct daemon *d);	/* the daemon's end */
 
 /* ---- api_health.c -------------------------------------------------------- */
 

@@ -923,9 +923,10 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 }
 
 /*
- * After a 101 the bytes are another protocol's (api_tty.c): the parser
- * would take them for heads.  The connection stays counted against the
- * caps; it is closed by its owner, not timed out.
+ * After a 101 the bytes are another protocol's (api_tty.c), and after a
+ * lease's first line none is a request (api_leases.c): the parser would
+ * take them for heads.  The connection stays counted against the caps; it
+ * is closed by its owner, not timed out.
  */
 void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon)
 {

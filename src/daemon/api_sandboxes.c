@@ -75,6 +75,7 @@ struct create_args {
 	const char *image;		/* a reference into the daemon's store */
 	const char *from_snapshot;
 	const char *user;		/* "agent" or "root": over identity.user */
+	const char *lease;		/* an open lease of this client's */
 	uint64_t ttl_ms, idle_ms;
 	bool ws_inode;			/* the workspace must be this object: */
 	unsigned long long ws_dev, ws_ino;
@@ -123,7 +124,7 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 {
 	static const char *const known[] = { "policy", "workspace", "ttl_seconds",
 		"idle_freeze_ms", "labels", "image", "from_snapshot", "user",
-		"workspace_inode", NULL };
+		"workspace_inode", "lease", NULL };
 	json_t *idle;
 
 	if (!only_fields(o, known, f) ||
@@ -131,7 +132,9 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 	    !string_field(o, "workspace", 4095, &a->workspace, f) ||
 	    !string_field(o, "image", 511, &a->image, f) ||
 	    !string_field(o, "from_snapshot", 63, &a->from_snapshot, f) ||
-	    !string_field(o, "user", 15, &a->user, f) || !inode_field(o, a, f))
+	    !string_field(o, "user", 15, &a->user, f) ||
+	    !string_field(o, "lease", LEASE_ID_MAX - 1, &a->lease, f) ||
+	    !inode_field(o, a, f))
 		return false;
 	if (a->user && strcmp(a->user, "agent") && strcmp(a->user, "root"))
 		return api_fault(f, 400, "bad_request", "user must be \"agent\" or "
@@ -331,6 +334,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *rest)
 {
 	struct create_args a = { .idle_ms = IDLE_FREEZE_DEFAULT_MS };
+	struct lease *lease = NULL;
 	struct api_fault f;
 	struct sandbox *sb;
 	json_t *o;
@@ -339,13 +343,18 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 	o = body_json(req, false);
 	if (!o)
 		return;
-	if (!create_check(o, &a, &f) || !create_room(d, &f)) {
+	if (!create_check(o, &a, &f) ||
+	    (a.lease && !(lease = lease_for_create(d, req, a.lease, &f))) ||
+	    !create_room(d, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}
 	sb = create_sandbox(d, req, &a);
 	if (!sb)
 		goto out;
+	/* bound before anything can end it: the lease may close at the next turn */
+	if (lease)
+		lease_bind(lease, sb);
 	sb->ttl_ms = a.ttl_ms;
 	sb->idle_freeze_ms = a.idle_ms;
 	if (a.labels)

@@ -19,12 +19,14 @@ struct daemon_limits {
 	size_t max_per_peer;		/* one TCP peer address's */
 	unsigned header_timeout_s;	/* from a head's first byte to its end */
 	unsigned idle_timeout_s;	/* with no request, before it is closed */
+	size_t max_leases;		/* open at once (api_leases.c) */
 };
 
 #define DAEMON_MAX_CONNECTIONS	256
 #define DAEMON_MAX_PER_PEER	32
 #define DAEMON_HEADER_TIMEOUT_S	10
 #define DAEMON_IDLE_TIMEOUT_S	60
+#define DAEMON_MAX_LEASES	64
 
 /* What API clients may take from the host (api_access.c). */
 struct daemon_access {
@@ -66,10 +68,12 @@ int daemon_run(const struct daemon_opts *opts, struct corral_err *err);
 #define API_LIST_MAX		100000			/* entries a listing returns */
 #define API_PROCS_KEPT		256			/* process records per sandbox */
 #define API_LABELS_MAX		64
+#define LEASE_ID_MAX		40	/* "ls-" and 32 hex digits, NUL */
 #define STREAM_QUEUE_MAX	(1024 * 1024)	/* unsent bytes before a stream waits */
 #define FOLLOW_QUEUE_MAX	(4 * 1024 * 1024)	/* ... before a follower is cut off */
 
 struct daemon;
+struct lease;
 
 /* A request held on a background process: its end, or its output. */
 struct proc_watch {
@@ -124,6 +128,7 @@ struct sandbox {
 	size_t nprocs;
 	bool ready;
 	bool pooled;			/* built ahead, not handed out yet */
+	struct lease *lease;		/* bound to (api_leases.c), or NULL */
 };
 
 struct follower {
@@ -158,6 +163,8 @@ struct daemon {
 	uint64_t pool_held;		/* ms, monotonic: since when calls hold the pool */
 	struct follower *followers;
 	struct events_reader *readers;	/* GET /v1/events still reading the log */
+	struct lease *leases;		/* open (api_leases.c) */
+	size_t nleases;
 	uint64_t requests, execs;
 	int lock_fd;
 	int watchdog_fd;		/* its pipe: EOF when we are gone */

@@ -37,6 +37,7 @@ void sandbox_destroy(struct sandbox *sb, const char *why)
 	struct daemon *d = sb->d;
 
 	creator_unwatch(sb);
+	lease_unbind(sb);
 	if (sb->creating)
 		reply_error(sb->creating, 500, "internal", "%s", why);
 	while (sb->procs) {

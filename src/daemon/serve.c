@@ -512,6 +512,7 @@ static void shutdown_all(struct daemon *d)
 {
 	while (d->sandboxes)
 		sandbox_destroy(d->sandboxes, "the daemon stopped");
+	leases_stop(d);
 	api_events_stop(d);
 	while (d->followers) {
 		struct follower *f = d->followers;
@@ -605,6 +606,8 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		d->limits.header_timeout_s = DAEMON_HEADER_TIMEOUT_S;
 	if (!d->limits.idle_timeout_s)
 		d->limits.idle_timeout_s = DAEMON_IDLE_TIMEOUT_S;
+	if (!d->limits.max_leases)
+		d->limits.max_leases = DAEMON_MAX_LEASES;
 	if (o->listen && !o->token_file)
 		return corral_set_err(err, -EINVAL, "listening on %s needs a token: the API is never open on TCP without one",
 				      o->listen);

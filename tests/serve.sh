@@ -2050,6 +2050,57 @@ t_events_big_log() {
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 }
 
+# A client pipelines requests behind an answer that streams (an events
+# follow, an exec's output): evhttp reads nothing until the stream ends,
+# and the socket is read only so far (what the largest request needs, 64
+# MiB and a head), so the client's sends block instead of the daemon
+# growing (it grew 300 MiB for 300 MiB).
+t_pipelined_behind_a_stream() {
+	DAEMON_WRAP="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1" \
+		start_daemon
+	id=$(mksb)
+	$PY - "$SOCK" "$DPID" "$id" > "$T/pipe" 2>&1 <<'EOF' ||
+import json, socket, sys, time
+sock, dpid, sid = sys.argv[1:4]
+def rss():
+    return int(open("/proc/%s/status" % dpid).read().split("VmRSS:")[1].split()[0])
+body = b"x" * (1 << 20)
+req = b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+heads = [b"GET /v1/events?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n"]
+cmd = json.dumps({"command": "sleep 30", "stream": True}).encode()
+heads.append(b"POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+             % (sid.encode(), len(cmd), cmd))
+conns, before = [], rss()
+for head in heads:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(head)
+    time.sleep(0.3)
+    s.settimeout(1)
+    sent = 0
+    try:
+        while sent < (160 << 20):	# unbounded, the daemon takes all of it
+            s.sendall(req)
+            sent += len(req)
+    except socket.timeout:
+        pass
+    conns.append(s)
+    what = head.split(b" ")[1].decode()
+    print("%s: %d MiB taken" % (what, sent >> 20), flush=True)
+    assert sent < (80 << 20), "%s: the daemon took %d MiB behind it" % (what, sent >> 20)
+grown = rss() - before
+print("grown %d kB" % grown)
+assert grown < 2 * 80 * 1024, "the daemon grew by %d kB for requests behind a stream" % grown
+EOF
+		fail "$(cat "$T/pipe")"
+	cat "$T/pipe"
+	code=$(api GET /v1/health)
+	expect_code "health after the pipelined floods" "$code" 200
+	expect_eq "the sandbox still answers" "$(sbsh "$id" 'echo up')" up
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+	stop_daemon
+}
+
 # Many clients read a large log at once, half of them not reading at all:
 # the daemon's memory grows by about one step (64 KiB) and one queued
 # chunk a client, not by the log.  Checked: the daemon's peak (VmHWM)

@@ -40,6 +40,16 @@
 
 #define GATE_HEAD_MAX	(64 * 1024)	/* request line and headers, as evhttp */
 #define GATE_AUTH_MAX	512
+/*
+ * What a connection's input may hold that evhttp has not taken: past it the
+ * socket is not read.  While an answer streams (events, an exec, a
+ * process's output) evhttp reads nothing, and pipelined requests behind it
+ * grew the daemon by all a client sent (300 MiB for 300 MiB).  evhttp takes
+ * a body only once all of it is in (one chunk of a chunked one), so the
+ * largest body the API takes, and its head, must fit: a connection holds
+ * what one request may make it hold, no more.
+ */
+#define GATE_INPUT_MAX	(API_FILE_MAX + 2 * GATE_HEAD_MAX)
 #define GATE_RETRY_S	1		/* after EMFILE: try to accept again */
 /* wrong tokens from one TCP address, this close together, lock it out */
 #define GATE_GUESSES		10
@@ -206,7 +216,8 @@ static void timer_stop(struct gate_conn *c)
 static void hold(struct gate_conn *c, bool on)
 {
 	/* evhttp's read callback runs only with this many bytes in */
-	bufferevent_setwatermark(c->bev, EV_READ, on ? (size_t)1 << 30 : 0, 0);
+	bufferevent_setwatermark(c->bev, EV_READ, on ? (size_t)1 << 30 : 0,
+				 GATE_INPUT_MAX);
 }
 
 /* ---- heads --------------------------------------------------------------- */
@@ -749,6 +760,7 @@ static struct bufferevent *new_conn(struct event_base *base, void *arg)
 	http_parser_init(&c->hp, HTTP_REQUEST);
 	c->hp.data = c;
 	c->watch = evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
+	bufferevent_setwatermark(bev, EV_READ, 0, GATE_INPUT_MAX);
 	/* until admit() runs, the bufferevent is ours too */
 	bufferevent_incref(bev);
 	c->next = g->conns;

@@ -2090,7 +2090,9 @@ for head in heads:
     assert sent < (80 << 20), "%s: the daemon took %d MiB behind it" % (what, sent >> 20)
 grown = rss() - before
 print("grown %d kB" % grown)
-assert grown < 2 * 80 * 1024, "the daemon grew by %d kB for requests behind a stream" % grown
+# two connections' 64 MiB, with ASan's shadow and chains (187 MB there);
+# unbounded it is all 320 MiB sent and more
+assert grown < 256 * 1024, "the daemon grew by %d kB for requests behind a stream" % grown
 EOF
 		fail "$(cat "$T/pipe")"
 	cat "$T/pipe"

@@ -238,8 +238,11 @@ t_every_error_is_json() {
 	expect_error "wrong method" "$code" 405 method_not_allowed
 	raw 'BREW /v1/health HTTP/1.1\r\nHost: x\r\n\r\n'
 	expect_json_error "a method evhttp does not know" 400 bad_request
+	# the gate refuses it before evhttp (which said 501): http-parser would
+	# take what follows for another protocol
 	raw 'CONNECT /v1/health HTTP/1.1\r\nHost: x\r\n\r\n'
-	expect_json_error "CONNECT, a method the API does not take" 501 method_not_allowed
+	expect_json_error "CONNECT, a method the API does not take" 400 bad_request
+	expect_py "CONNECT: the detail names it" "'CONNECT' in v['detail']"
 	raw 'POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nExpect: tea\r\nContent-Length: 2\r\n\r\n{}'
 	expect_json_error "an Expect evhttp does not know" 417 bad_request
 	# a chunked body over 64 MiB (413) is answered by the same function as

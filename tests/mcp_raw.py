@@ -434,13 +434,13 @@ def progress(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
-def daemon_sandboxes(sock):
-    """The ids of the sandboxes the daemon at sock has, asked over HTTP."""
+def daemon_get(sock, path):
+    """GET path from the daemon at sock, over HTTP/1.0: its head, its body."""
     c = socket.socket(socket.AF_UNIX)
     c.settimeout(TIMEOUT)
     try:
         c.connect(sock)
-        c.sendall(b"GET /v1/sandboxes HTTP/1.0\r\nHost: corral\r\n\r\n")
+        c.sendall(("GET %s HTTP/1.0\r\nHost: corral\r\n\r\n" % path).encode())
         data = b""
         while True:
             chunk = c.recv(65536)
@@ -449,7 +449,13 @@ def daemon_sandboxes(sock):
             data += chunk
     finally:
         c.close()
-    head, body = data.split(b"\r\n\r\n", 1)
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
+def daemon_sandboxes(sock):
+    """The ids of the sandboxes the daemon at sock has, asked over HTTP."""
+    head, body = daemon_get(sock, "/v1/sandboxes")
     check(head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200"),
           "the daemon lists its sandboxes: %r" % head[:80])
     return {b["id"] for b in json.loads(body)["sandboxes"]}
@@ -457,21 +463,7 @@ def daemon_sandboxes(sock):
 
 def daemon_events(sock, sid):
     """The audit lines of sandbox sid, from the daemon at sock."""
-    c = socket.socket(socket.AF_UNIX)
-    c.settimeout(TIMEOUT)
-    try:
-        c.connect(sock)
-        c.sendall(("GET /v1/events?sandbox=%s HTTP/1.0\r\nHost: corral\r\n\r\n"
-                   % sid).encode())
-        data = b""
-        while True:
-            chunk = c.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        c.close()
-    return data.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
+    return daemon_get(sock, "/v1/events?sandbox=%s" % sid)[1].decode(errors="replace")
 
 
 def process_tree(pid):

@@ -3091,17 +3091,23 @@ t_tcp_tls_reload_refused() {
 
 # ---- TLS: client certificates ------------------------------------------------
 
+# client_cas: the server's CA and key in $T, the clients' CA in $T/c and
+# another in $T/o, each with a leaf for agent.test
+client_cas() {
+	test_ca "$T" "DNS:localhost,IP:127.0.0.1" || { fail "openssl: the server's CA"; return 1; }
+	chmod 600 "$T/srv.key"
+	mkdir "$T/c" "$T/o"
+	test_ca "$T/c" "DNS:agent.test" || { fail "openssl: the clients' CA"; return 1; }
+	test_ca "$T/o" "DNS:agent.test" || { fail "openssl: another CA"; return 1; }
+}
+
 # With --tls-client-ca, a TLS client needs a certificate that CA signed
 # (current, for client use, itself no CA) and the token: the handshake
 # fails without one, and nothing of the API is answered.
 t_tcp_tls_client_cert() {
 	local port token code out rc U
 	port=$(free_port)
-	test_ca "$T" "DNS:localhost,IP:127.0.0.1" || { fail "openssl: the server's CA"; return; }
-	chmod 600 "$T/srv.key"
-	mkdir "$T/c" "$T/o"
-	test_ca "$T/c" "DNS:agent.test" || { fail "openssl: the clients' CA"; return; }
-	test_ca "$T/o" "DNS:agent.test" || { fail "openssl: another CA"; return; }
+	client_cas || return
 	# an expired one, from the clients' CA
 	openssl x509 -req -in "$T/c/srv.csr" -CA "$T/c/ca.pem" -CAkey "$T/c/ca.key" \
 		-CAcreateserial -days -1 -out "$T/c/expired.pem" 2> /dev/null ||
@@ -3186,11 +3192,7 @@ t_tcp_tls_client_cert() {
 t_tcp_tls_client_ca_reload() {
 	local port token code
 	port=$(free_port)
-	test_ca "$T" "DNS:localhost,IP:127.0.0.1" || { fail "openssl: the server's CA"; return; }
-	chmod 600 "$T/srv.key"
-	mkdir "$T/c" "$T/o"
-	test_ca "$T/c" "DNS:agent.test" || { fail "openssl: the clients' CA"; return; }
-	test_ca "$T/o" "DNS:agent.test" || { fail "openssl: another CA"; return; }
+	client_cas || return
 	cp "$T/c/ca.pem" "$T/clients.pem"
 	token=$(new_token)
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \

@@ -174,6 +174,13 @@ int mcp_http_do(const struct mcp_daemon *d, const char *method,
 		const char *path, const char *body, size_t body_len,
 		const char *type, struct mcp_http *h, char **why);
 void mcp_http_free(struct mcp_http *h);
+/*
+ * What every handle to the daemon is set to: url over its socket or TLS,
+ * errors to errbuf, no signals (threads run requests at once), 10 s to
+ * connect.
+ */
+CURLcode mcp_curl_to(const struct mcp_daemon *d, CURL *curl, const char *url,
+		     char *errbuf);
 /* "/v1/sandboxes/ID" + rest (escaped); NULL when out of memory */
 char *mcp_sandbox_path(const char *id, const char *rest);
 /* s, %-escaped for a query string; NULL when out of memory */

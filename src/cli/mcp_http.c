@@ -109,9 +109,8 @@ static char *unreachable(const char *where, const char *why, const char *hint)
 	return s;
 }
 
-static CURLcode setup(const struct mcp_daemon *d, CURL *curl, const char *url,
-		      const char *method, const char *body, size_t body_len,
-		      struct curl_slist *hdr, struct transfer *t, char *errbuf)
+CURLcode mcp_curl_to(const struct mcp_daemon *d, CURL *curl, const char *url,
+		     char *errbuf)
 {
 	CURLcode rc = curl_easy_setopt(curl, CURLOPT_URL, url);
 
@@ -120,9 +119,24 @@ static CURLcode setup(const struct mcp_daemon *d, CURL *curl, const char *url,
 	if (rc == CURLE_OK)
 		rc = conn_curl_tls(&d->conn, curl);
 	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
-	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+	/* libcurl must not raise SIGPIPE or use signals for its timeouts:
+	 * threads run requests at once */
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	return rc;
+}
+
+static CURLcode setup(const struct mcp_daemon *d, CURL *curl, const char *url,
+		      const char *method, const char *body, size_t body_len,
+		      struct curl_slist *hdr, struct transfer *t, char *errbuf)
+{
+	CURLcode rc = mcp_curl_to(d, curl, url, errbuf);
+
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
 	if (rc == CURLE_OK)
@@ -133,12 +147,6 @@ static CURLcode setup(const struct mcp_daemon *d, CURL *curl, const char *url,
 		rc = curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-	/* libcurl must not raise SIGPIPE or use signals for its timeouts:
-	 * threads run requests at once */
-	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
 	if (rc == CURLE_OK && (body || !strcmp(method, "POST") || !strcmp(method, "PUT"))) {
 		rc = curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
 				      (curl_off_t)body_len);

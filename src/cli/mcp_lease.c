@@ -119,20 +119,10 @@ static const char *lease_id(const char *body, char *id, size_t len)
 static CURLcode connect_only(const struct mcp_daemon *d, CURL *curl, const char *url,
 			     char *errbuf)
 {
-	CURLcode rc = curl_easy_setopt(curl, CURLOPT_URL, url);
+	CURLcode rc = mcp_curl_to(d, curl, url, errbuf);
 
-	if (rc == CURLE_OK && d->conn.socket)
-		rc = curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, d->conn.socket);
-	if (rc == CURLE_OK)
-		rc = conn_curl_tls(&d->conn, curl);
-	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_CONNECT_ONLY, 1L);
-	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
 	if (rc == CURLE_OK)
 		rc = curl_easy_perform(curl);
 	return rc;

@@ -4506,6 +4506,101 @@ EOF
 	stop_daemon
 }
 
+# A TCP lease holder gone without a word: no FIN, no RST (powered off, or
+# a firewall between that drops its packets).  In a network namespace of
+# the test's own, nft drops everything the holder sends once its sandbox is
+# bound; the holder itself stays, its socket open.  The daemon finds it by
+# keepalive within --lease-timeout (the default's 120 s, before, 2 min).
+t_lease_holder_vanishes() {
+	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
+	command -v ip > /dev/null || { skip "no ip(8)"; return; }
+	command -v nft > /dev/null || { skip "no nft(8)"; return; }
+	local ns=corral-vanish-$$-$RANDOM rc=0
+	ip netns add "$ns" || { fail "ip netns add $ns"; return; }
+	HOLDER=
+	holder_vanishes "$ns" || rc=$?
+	if [ -n "$HOLDER" ]; then
+		kill "$HOLDER" 2>/dev/null || true
+		wait "$HOLDER" 2>/dev/null || true
+	fi
+	ip netns del "$ns" || fail "ip netns del $ns"
+	return $rc
+}
+
+holder_vanishes() {
+	local ns=$1 port id hport i
+	inns() { ip netns exec "$ns" "$@"; }
+	inns ip link set lo up || return 1
+	port=$(free_port)
+	new_token > /dev/null
+	DAEMON_WRAP="ip netns exec $ns" start_daemon --listen "127.0.0.1:$port" \
+		--token-file "$T/token" --lease-timeout 4 || return 1
+	# the holder: a lease, a sandbox bound to it, then 60 s of silence
+	inns $PY - "$port" "$T/token" "$T/holder" <<'EOF' &
+import json, os, socket, sys, time
+port, token, out = int(sys.argv[1]), open(sys.argv[2]).read().strip(), sys.argv[3]
+def ask(s, method, path, body):
+    s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Length: %d\r\n\r\n%s" % (method, path, token, len(body), body)).encode())
+    data = b""
+    while b"}" not in data.partition(b"\r\n\r\n")[2] and len(data) < 65536:
+        c = s.recv(4096)
+        if not c:
+            break
+        data += c
+    body = data.partition(b"\r\n\r\n")[2]
+    return json.loads(body[body.index(b"{"):body.rindex(b"}") + 1])
+lease = socket.create_connection(("127.0.0.1", port), timeout=10)
+lid = ask(lease, "POST", "/v1/leases", "")["lease"]
+c = socket.create_connection(("127.0.0.1", port), timeout=10)
+sid = ask(c, "POST", "/v1/sandboxes", json.dumps({"lease": lid}))["id"]
+c.close()
+with open(out + ".tmp", "w") as f:
+    f.write("%s %d\n" % (sid, lease.getsockname()[1]))
+os.rename(out + ".tmp", out)
+time.sleep(60)
+EOF
+	HOLDER=$!
+	i=0
+	while [ ! -s "$T/holder" ] && [ $i -lt 100 ] && kill -0 "$HOLDER" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	read -r id hport < "$T/holder" || { fail "the holder made no bound sandbox"; return 1; }
+	expect_eq "its sandbox is there" "$(present "$id")" "$id" || return 1
+	inns nft -f - <<EOF || { fail "nft: no drop rule in $ns"; return 1; }
+table inet corral_vanish {
+	chain in {
+		type filter hook input priority 0;
+		tcp sport $hport drop
+	}
+}
+EOF
+	wait_gone "a vanished holder's sandbox" 30 present "$id" || return 1
+	kill -0 "$HOLDER" 2>/dev/null || { fail "the holder ended (it should have stayed, silent)"; return 1; }
+	code=$(api GET "/v1/events?sandbox=$id")
+	expect_contains "why, in its events" "$(cat "$T/body")" '"type":"lease.closed"' || return 1
+	stop_daemon
+}
+
+# The gate's and the leases' numbers: each out of range is a usage error
+# (2) naming the option and the value, before anything is made.
+t_serve_limit_options_refused() {
+	local o v rc
+	for o in max-connections max-connections-per-peer max-leases \
+		 header-timeout idle-timeout lease-timeout; do
+		for v in 0 -1 x 1x 999999999999; do
+			rc=0
+			"$CORRAL" serve --socket "$T/s" --state-dir "$T/st" "--$o" "$v" \
+				> "$T/out" 2>&1 || rc=$?
+			expect_eq "--$o $v: exit status" "$rc" 2
+			expect_contains "--$o $v: why" "$(cat "$T/out")" "--$o: expected a number"
+			expect_contains "--$o $v: the value" "$(cat "$T/out")" "\"$v\""
+		done
+	done
+	[ ! -e "$T/s" ] && [ ! -e "$T/st" ] || fail "a refused daemon made $(ls "$T")"
+}
+
 t_c_client() {
 	[ -n "$CLIENT" ] || { skip "no serve_client given"; return 77; }
 	start_daemon

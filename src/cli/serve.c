@@ -16,7 +16,7 @@ static const char help[] =
 "                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]]\n"
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
-"                    [--max-leases N]\n"
+"                    [--max-leases N] [--lease-timeout SECONDS]\n"
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 "                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
 "                    [--uid-range FROM-TO] [--allow-root-inside]\n"
@@ -64,6 +64,10 @@ static const char help[] =
 "                      further connections are closed at once (default 32)\n"
 "  --max-leases N      open leases (POST /v1/leases: sandboxes destroyed when\n"
 "                      their client's connection ends) at most (default 64)\n"
+"  --lease-timeout SECONDS\n"
+"                      a TCP lease holder not heard from this long (gone\n"
+"                      without closing: powered off, cut off) has its lease\n"
+"                      closed, and its sandboxes destroyed (default 120)\n"
 "  --header-timeout SECONDS\n"
 "                      a request head not complete this long after its first\n"
 "                      byte closes the connection (default 10)\n"
@@ -229,6 +233,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "max-leases", required_argument, NULL, 'L' },
 		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "lease-timeout", required_argument, NULL, 'T' },
 		{ "allow-host-path", required_argument, NULL, 'A' },
 		{ "allow-env", required_argument, NULL, 'E' },
 		{ "uid-range", required_argument, NULL, 'U' },
@@ -294,6 +299,12 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			code = parse_seconds(c == 'H' ? "header-timeout" : "idle-timeout",
 					     optarg, c == 'H' ? &a->o.limits.header_timeout_s :
 					     &a->o.limits.idle_timeout_s);
+			if (code)
+				return code;
+			break;
+		case 'T':
+			code = parse_seconds("lease-timeout", optarg,
+					     &a->o.limits.lease_timeout_s);
 			if (code)
 				return code;
 			break;

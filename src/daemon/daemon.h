@@ -20,6 +20,7 @@ struct daemon_limits {
 	unsigned header_timeout_s;	/* from a head's first byte to its end */
 	unsigned idle_timeout_s;	/* with no request, before it is closed */
 	size_t max_leases;		/* open at once (api_leases.c) */
+	unsigned lease_timeout_s;	/* a silent TCP lease holder's, till closed */
 };
 
 #define DAEMON_MAX_CONNECTIONS	256
@@ -27,6 +28,7 @@ struct daemon_limits {
 #define DAEMON_HEADER_TIMEOUT_S	10
 #define DAEMON_IDLE_TIMEOUT_S	60
 #define DAEMON_MAX_LEASES	64
+#define DAEMON_LEASE_TIMEOUT_S	120
 
 /* What API clients may take from the host (api_access.c). */
 struct daemon_access {

@@ -171,6 +171,61 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(corral.NotFound):
             self.client.sandbox(sid).info()
 
+    def alive(self, sid):
+        return sid in [s.id for s in self.client.list()]
+
+    def test_lease_ends_its_sandboxes(self):
+        free = self.client.create()
+        try:
+            with self.client.lease() as lease:
+                self.assertRegex(lease.id, r"^ls-[0-9a-f]{32}$")
+                self.assertGreater(lease.max_sandboxes, 0)
+                a = lease.create(labels={"who": "lease"})
+                b = self.client.create(lease=lease)
+                self.assertTrue(self.alive(a.id) and self.alive(b.id))
+            self.assertTrue(lease.closed)
+            self.assertTrue(wait_until(lambda: not self.alive(a.id) and not self.alive(b.id), 20),
+                            "the lease's sandboxes outlived it")
+            self.assertIn("lease.closed", [e["type"] for e in self.client.events(a.id)])
+            self.assertTrue(self.alive(free.id), "a sandbox of no lease went with it")
+        finally:
+            free.destroy()
+
+    def test_lease_of_a_killed_process(self):
+        """The promise leases exist for: a process SIGKILLed holding one
+        leaves nothing behind (no finally, no atexit runs in it)."""
+        import signal
+        import subprocess
+        code = ("import corral, sys, time\n"
+                "l = corral.Client(socket=sys.argv[1]).lease()\n"
+                "print(l.create().id, flush=True)\n"
+                "time.sleep(60)\n")
+        p = subprocess.Popen([sys.executable, "-c", code, SOCK], stdout=subprocess.PIPE,
+                             env=dict(os.environ))
+        try:
+            sid = p.stdout.readline().decode().strip()
+            self.assertTrue(sid.startswith("sb-"), "no sandbox from the child: %r" % sid)
+            self.assertTrue(self.alive(sid))
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            p.stdout.close()
+        self.assertTrue(wait_until(lambda: not self.alive(sid), 20),
+                        "a SIGKILLed lease holder's sandbox was left")
+
+    def test_lease_refused(self):
+        with self.assertRaises(corral.NotFound):
+            self.client.create(lease="ls-" + "0" * 32)
+        with self.assertRaises(corral.BadRequest):
+            self.client.create(lease=7)
+        url, tok = os.environ.get("CORRAL_TEST_URL"), os.environ.get("CORRAL_TEST_TOKEN_FILE")
+        if not url:
+            return
+        # the TCP clients' lease is not the unix socket's user's to bind to
+        with corral.Client(url=url, token_file=tok).lease() as theirs:
+            with self.assertRaises(corral.Forbidden):
+                self.client.create(lease=theirs)
+
     def test_policy_error(self):
         with self.assertRaises(corral.PolicyRejected) as cm:
             self.client.create(policy={"limits": {"memory": "lots"}})

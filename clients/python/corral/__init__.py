@@ -5,14 +5,14 @@ sandboxes (docs/API.md).  Standard library only.
     with corral.Client().create() as sb:
         print(sb.run("echo hi").stdout)
 """
-from .client import Client, UnixHTTPConnection, default_socket
+from .client import Client, Lease, UnixHTTPConnection, default_socket
 from .errors import (APIError, BadRequest, Busy, ConnectionFailed, Conflict,
                      CorralError, Forbidden, Gone, InternalError, MethodNotAllowed,
                      NoSpace, NotFound, PolicyRejected, TooLarge, Unauthorized)
 from .sandbox import Files, Process, Result, Sandbox
 
 __all__ = [
-    "Client", "UnixHTTPConnection", "default_socket", "Sandbox", "Process", "Files",
+    "Client", "Lease", "UnixHTTPConnection", "default_socket", "Sandbox", "Process", "Files",
     "Result", "CorralError", "ConnectionFailed", "APIError", "BadRequest",
     "Unauthorized", "Forbidden", "NotFound", "MethodNotAllowed", "Conflict",
     "TooLarge", "PolicyRejected", "InternalError", "Busy", "NoSpace", "Gone",

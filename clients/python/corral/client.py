@@ -125,18 +125,29 @@ class Client:
     # ---- sandboxes -------------------------------------------------------
 
     def create(self, policy=None, workspace=None, ttl_seconds=None,
-               idle_freeze_ms=None, labels=None):
+               idle_freeze_ms=None, labels=None, lease=None):
         """A new sandbox (POST /v1/sandboxes); a context manager that
-        destroys it on leaving."""
+        destroys it on leaving.  lease= (a Lease, or its id) binds it to
+        that lease: it goes when the lease does."""
         from .sandbox import Sandbox
         body = {}
+        if isinstance(lease, Lease):
+            lease = lease.id
         for k, v in (("policy", policy), ("workspace", workspace),
                      ("ttl_seconds", ttl_seconds), ("idle_freeze_ms", idle_freeze_ms),
-                     ("labels", labels)):
+                     ("labels", labels), ("lease", lease)):
             if v is not None:
                 body[k] = v
         info = self.call("POST", "/v1/sandboxes", body)
         return Sandbox(self, info["id"], info)
+
+    def lease(self):
+        """A lease (POST /v1/leases): the sandboxes created with it are
+        destroyed by the daemon when it ends, at close(), on leaving a
+        with-block, or when this process dies however it dies (the kernel
+        closes its connection).  Over TCP, a peer gone without a word is
+        found after the daemon's --lease-timeout."""
+        return Lease(self)
 
     def sandbox(self, sandbox_id):
         """An existing sandbox by id (nothing is asked yet)."""
@@ -165,6 +176,51 @@ class Client:
             path += "?sandbox=" + urllib.parse.quote(sandbox_id, safe="")
         data = self.request("GET", path)
         return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+class Lease:
+    """An open lease: its connection is held, and read no more, until
+    close().  create() makes a sandbox bound to it."""
+
+    LINE_MAX = 4096     # the first line: {"lease": ..., "max_sandboxes": N}
+
+    def __init__(self, client):
+        self.client = client
+        self._conn, resp = client.open("POST", "/v1/leases", b"", "application/json")
+        try:
+            line = resp.readline(self.LINE_MAX)
+            info = json.loads(line)
+            self.id = info["lease"]
+        except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as e:
+            self._conn.close()
+            raise errors.ConnectionFailed("the daemon's lease answer broke off or is "
+                                          "not a lease: %s" % e) from e
+        self.max_sandboxes = info.get("max_sandboxes")
+        self._resp = resp
+
+    def create(self, **kw):
+        """A new sandbox bound to this lease (Client.create's arguments)."""
+        return self.client.create(lease=self.id, **kw)
+
+    @property
+    def closed(self):
+        return self._conn is None
+
+    def close(self):
+        """End the lease: the daemon destroys every sandbox still bound."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = self._resp = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "<corral.Lease %s%s>" % (self.id, " closed" if self.closed else "")
 
 
 def wait_until(fn, timeout, interval=0.1):

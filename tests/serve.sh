@@ -3621,19 +3621,11 @@ t_tripwires_read_through_api() {
 	stop_daemon
 }
 
-# tcp_port: a free loopback port
-tcp_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-mktoken() {
-	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
-	chmod 600 "$T/token"
-}
-
 vmrss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 t_gate_no_body_before_token() {
-	port=$(tcp_port)
-	mktoken
+	port=$(free_port)
+	new_token > /dev/null
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	before=$(vmrss_kb "$DPID")
 	# three clients without a token each send most of a 64 MiB body
@@ -3689,8 +3681,8 @@ EOF
 }
 
 t_gate_framing() {
-	port=$(tcp_port)
-	mktoken
+	port=$(free_port)
+	new_token > /dev/null
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	auth="Authorization: Bearer $(cat "$T/token")\\r\\n"
 	for where in "$SOCK" "$port"; do
@@ -3794,8 +3786,8 @@ hold_conns() { $PY -c "$HOLD_PY" "$1" "$2"; }
 
 t_gate_connection_flood() {
 	command -v prlimit > /dev/null || { skip "no prlimit"; return 77; }
-	port=$(tcp_port)
-	mktoken
+	port=$(free_port)
+	new_token > /dev/null
 	for extra in "" "--max-connections 5000 --max-connections-per-peer 5000"; do
 		# shellcheck disable=SC2086
 		start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" $extra
@@ -3947,8 +3939,8 @@ t_box_connections_bounded() {
 }
 
 t_env_pass_over_tcp() {
-	port=$(tcp_port)
-	mktoken
+	port=$(free_port)
+	new_token > /dev/null
 	U=http://127.0.0.1:$port
 	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
 		-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true; }
@@ -3982,8 +3974,8 @@ t_env_pass_over_tcp() {
 }
 
 t_host_paths_over_tcp() {
-	port=$(tcp_port)
-	mktoken
+	port=$(free_port)
+	new_token > /dev/null
 	U=http://127.0.0.1:$port
 	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
 		-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true; }
@@ -4387,8 +4379,8 @@ t_lease_closed_as_the_daemon_stops() {
 # The attacker's: a lease id guessed, a lease of another principal
 # (another uid on the unix socket, the TCP clients'), the cap.
 t_lease_refused() {
-	port=$(tcp_port)
-	mktoken
+	port=$(free_port)
+	new_token > /dev/null
 	mkdir -p "$T/run"
 	SOCK=$T/run/s
 	start_daemon --max-leases 2 --listen "127.0.0.1:$port" --token-file "$T/token"

@@ -1299,6 +1299,16 @@ struct corral_tls_server *corral_tls_server_new(const char *cert_file, const cha
 CORRAL_PUBLIC
 int corral_tls_server_reload(struct corral_tls_server *s, struct corral_err *err);
 /*
+ * fn(fd, arg) is asked at every client's ClientHello, with the
+ * connection's socket, before any of the handshake's cryptography is done:
+ * false ends the handshake (an alert), at the cost of reading one message.
+ * For a server that limits how fast a peer may make it work.  fn and arg
+ * must stay valid until corral_tls_server_free().
+ */
+CORRAL_PUBLIC
+void corral_tls_server_check_hello(struct corral_tls_server *s,
+				   bool (*fn)(int fd, void *arg), void *arg);
+/*
  * A connection's bufferevent, for evhttp_set_bevcb(): no socket yet; it
  * answers the handshake once given one, and its input is what the client
  * sent, decrypted.  NULL: out of memory.

@@ -2519,6 +2519,66 @@ except OSError:
 print("another peer:", health(c)[1])
 '
 
+# HELLOS: argv port ca token n addr...: n TLS handshakes from the first
+# address as fast as they go, then one from each further address; prints
+# "ok" or "refused" for each, a line an address.  A refused one must have
+# been refused at its first message: the client saw no certificate.
+HELLOS='
+import socket, ssl, sys
+port, ca, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[4])
+token = open(sys.argv[3]).read().strip().encode()
+ctx = ssl.create_default_context(cafile=ca)
+ctx.check_hostname = False
+def hello(src):
+    s = socket.socket()
+    s.settimeout(10)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    try:
+        t = ctx.wrap_socket(s)
+    except ssl.SSLError as e:
+        s.close()
+        return "refused" if "HANDSHAKE_FAILURE" in str(e).upper() else "error: %s" % e
+    except OSError as e:
+        s.close()
+        return "error: %s" % e
+    t.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % token)
+    r = t.recv(100)[:12].decode()
+    t.close()
+    return "ok" if r.endswith("200") else "answer: %r" % r
+srcs = sys.argv[5:]
+print(" ".join(hello(srcs[0]) for _ in range(n)))
+for a in srcs[1:]:
+    print(hello(a))
+'
+
+# --tls-handshake-rate: a peer's handshakes over its rate are refused at
+# their ClientHello, before the server signs anything; another peer is
+# served meanwhile, and the first again once it has slowed down.  Said in
+# the log once.
+t_tcp_tls_handshake_rate() {
+	local out first
+	start_tls_daemon --tls-handshake-rate 2 || return 1
+	out=$($PY -c "$HELLOS" "$port" "$T/cert.pem" "$T/token" 20 127.0.0.1 127.0.0.2 2>&1)
+	first=$(echo "$out" | head -1)
+	expect_contains "the first two of a burst" "$first" "ok ok " || return 1
+	expect_contains "the burst past the rate" "$first" "refused" || return 1
+	expect_not_contains "nothing else" "$first" "error" || return 1
+	expect_eq "another peer meanwhile" "$(echo "$out" | sed -n 2p)" ok || return 1
+	sleep 1.2
+	out=$($PY -c "$HELLOS" "$port" "$T/cert.pem" "$T/token" 1 127.0.0.1 2>&1)
+	expect_eq "the first peer, slowed down" "$out" ok || return 1
+	expect_eq "said once" "$(grep -c 'TLS handshakes a second' "$DLOG")" 1
+	# a reload's new listener keeps the rate
+	kill -HUP "$DPID"
+	await_log "SIGHUP: TLS reloaded" 1 || return 1
+	out=$($PY -c "$HELLOS" "$port" "$T/cert.pem" "$T/token" 20 127.0.0.1 2>&1)
+	expect_contains "a burst after a reload" "$out" "refused" || return 1
+	expect_contains "naming the peer and the option" "$(cat "$DLOG")" \
+		"127.0.0.1: more than 2 TLS handshakes a second on 127.0.0.1:$port (--tls-handshake-rate)"
+	stop_daemon
+}
+
 # --max-connections-per-peer: a peer at its cap has its next connection
 # closed at once, another peer is served; an IPv6 peer is its /64 (a host
 # is commonly given one whole, and an address a connection would make the
@@ -4579,7 +4639,7 @@ EOF
 # (2) naming the option and the value, before anything is made.
 t_serve_limit_options_refused() {
 	local o v rc
-	for o in max-connections max-connections-per-peer max-leases \
+	for o in max-connections max-connections-per-peer max-leases tls-handshake-rate \
 		 header-timeout idle-timeout lease-timeout; do
 		for v in 0 -1 x 1x 999999999999; do
 			rc=0

@@ -17,6 +17,7 @@ static const char help[] =
 "                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
 "                    [--max-leases N] [--lease-timeout SECONDS]\n"
+"                    [--tls-handshake-rate N]\n"
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 "                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
 "                    [--uid-range FROM-TO] [--allow-root-inside]\n"
@@ -68,6 +69,11 @@ static const char help[] =
 "                      a TCP lease holder not heard from this long (gone\n"
 "                      without closing: powered off, cut off) has its lease\n"
 "                      closed, and its sandboxes destroyed (default 120)\n"
+"  --tls-handshake-rate N\n"
+"                      TLS handshakes a second a peer (an IPv4 address, an\n"
+"                      IPv6 /64) may begin, a second's worth at once; more\n"
+"                      are refused at their first message, before the\n"
+"                      server's cryptography (default 200)\n"
 "  --header-timeout SECONDS\n"
 "                      a request head not complete this long after its first\n"
 "                      byte closes the connection (default 10)\n"
@@ -234,6 +240,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "lease-timeout", required_argument, NULL, 'T' },
+		{ "tls-handshake-rate", required_argument, NULL, 'K' },
 		{ "allow-host-path", required_argument, NULL, 'A' },
 		{ "allow-env", required_argument, NULL, 'E' },
 		{ "uid-range", required_argument, NULL, 'U' },
@@ -299,6 +306,12 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			code = parse_seconds(c == 'H' ? "header-timeout" : "idle-timeout",
 					     optarg, c == 'H' ? &a->o.limits.header_timeout_s :
 					     &a->o.limits.idle_timeout_s);
+			if (code)
+				return code;
+			break;
+		case 'K':
+			code = parse_limit("tls-handshake-rate", optarg, 100000,
+					   &a->o.limits.tls_handshake_rate);
 			if (code)
 				return code;
 			break;

@@ -57,6 +57,7 @@
 #define GATE_LOCKOUT_MS		60000
 #define GATE_GUESSERS		256	/* addresses remembered, the oldest forgotten */
 #define GUESSER_KEY_MAX		(INET6_ADDRSTRLEN + 3)	/* an address, or a /64 */
+#define GATE_HELLOERS		256	/* TLS peers whose handshake rate is kept */
 
 /* What the gate put in place of a refused head: api_handle answers it. */
 static const char refused_request[] =
@@ -117,6 +118,14 @@ struct guesser {
 	uint64_t first_ms, until_ms;
 };
 
+/* A peer's TLS handshakes: a bucket of one second's worth, refilled as time goes. */
+struct helloer {
+	char peer[GUESSER_KEY_MAX];	/* guesser_key() */
+	uint64_t at_ms;			/* when milli was last brought up to date */
+	uint64_t milli;			/* handshakes it may begin, in thousandths */
+	bool said;			/* refused, and logged, since it was last full */
+};
+
 struct gate {
 	struct daemon *d;
 	struct evhttp *http;
@@ -132,6 +141,7 @@ struct gate {
 	bool emfile;			/* ... or out of fds; said once */
 	struct event *ev_retry;
 	struct guesser guessers[GATE_GUESSERS];	/* TCP */
+	struct helloer helloers[GATE_HELLOERS];	/* TLS */
 };
 
 /* ---- the connections ----------------------------------------------------- */
@@ -666,26 +676,86 @@ static size_t peer_count(struct gate *g, const char *key)
 	return n;
 }
 
-static void peer_name(struct gate_conn *c)
+/* The peer of socket fd, as text ("?" if it cannot be told) */
+static void peer_of_fd(int fd, char *peer, size_t len)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	evutil_socket_t fd = bufferevent_getfd(c->bev);
 
-	snprintf(c->peer, sizeof(c->peer), "?");
+	snprintf(peer, len, "?");
 	if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
 		if (ss.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
-				  c->peer, sizeof(c->peer));
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, peer, len);
 		else if (ss.ss_family == AF_INET6)
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
-				  c->peer, sizeof(c->peer));
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, peer, len);
 	}
+}
+
+static void peer_name(struct gate_conn *c)
+{
+	peer_of_fd(bufferevent_getfd(c->bev), c->peer, sizeof(c->peer));
 	/*
 	 * An IPv6 host is commonly given a /64 whole: capped by address, it
 	 * would open as many connections as it liked, one an address.
 	 */
 	guesser_key(c->peer, c->key, sizeof(c->key));
+}
+
+/* ---- the rate of TLS handshakes ---------------------------------------------- */
+
+static struct helloer *helloer_of(struct gate *g, const char *key, uint64_t now,
+				  uint64_t full)
+{
+	struct helloer *oldest = &g->helloers[0];
+
+	for (size_t i = 0; i < GATE_HELLOERS; i++) {
+		struct helloer *h = &g->helloers[i];
+
+		if (!strcmp(h->peer, key))
+			return h;
+		if (!h->peer[0] || (oldest->peer[0] && h->at_ms < oldest->at_ms))
+			oldest = h;
+	}
+	*oldest = (struct helloer){ .at_ms = now, .milli = full };
+	snprintf(oldest->peer, sizeof(oldest->peer), "%s", key);
+	return oldest;
+}
+
+/*
+ * A TLS handshake costs the server a key exchange and a signature before
+ * any token is seen, and the caps bound how many connections a peer holds,
+ * not how fast it makes new ones.  So a peer (an address, an IPv6 /64) may
+ * begin --tls-handshake-rate a second, a second's worth at once; asked at
+ * its ClientHello (corral_tls_server_check_hello), before that work.  The
+ * refusal is logged once until the peer's bucket has filled again.
+ */
+static bool hello_check(int fd, void *arg)
+{
+	struct gate *g = arg;
+	uint64_t rate = g->d->limits.tls_handshake_rate, full = rate * 1000;
+	uint64_t now = corral_now_ms();
+	char peer[INET6_ADDRSTRLEN], key[GUESSER_KEY_MAX];
+	struct helloer *h;
+
+	peer_of_fd(fd, peer, sizeof(peer));
+	guesser_key(peer, key, sizeof(key));
+	h = helloer_of(g, key, now, full);
+	h->milli += (now - h->at_ms) * rate;
+	h->at_ms = now;
+	if (h->milli >= full) {
+		h->milli = full;
+		h->said = false;
+	}
+	if (h->milli >= 1000) {
+		h->milli -= 1000;
+		return true;
+	}
+	if (!h->said)
+		fprintf(stderr, "corral serve: %s: more than %llu TLS handshakes a second on "
+			"%s (--tls-handshake-rate); the next are refused at their first "
+			"message until it slows down\n", key, (unsigned long long)rate, g->name);
+	h->said = true;
+	return false;
 }
 
 /*
@@ -858,6 +928,8 @@ int api_gate_listen(struct daemon *d, struct evhttp *http,
 	gates_by_listener = g;
 	evconnlistener_set_error_cb(g->lev, on_accept_error);
 	evhttp_set_bevcb(http, new_conn, g);
+	if (tcp && d->tls)
+		corral_tls_server_check_hello(d->tls, hello_check, g);
 	return 0;
 }
 

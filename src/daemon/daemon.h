@@ -21,6 +21,7 @@ struct daemon_limits {
 	unsigned idle_timeout_s;	/* with no request, before it is closed */
 	size_t max_leases;		/* open at once (api_leases.c) */
 	unsigned lease_timeout_s;	/* a silent TCP lease holder's, till closed */
+	size_t tls_handshake_rate;	/* a TLS peer's handshakes a second */
 };
 
 #define DAEMON_MAX_CONNECTIONS	256
@@ -29,6 +30,7 @@ struct daemon_limits {
 #define DAEMON_IDLE_TIMEOUT_S	60
 #define DAEMON_MAX_LEASES	64
 #define DAEMON_LEASE_TIMEOUT_S	120
+#define DAEMON_TLS_HANDSHAKE_RATE 200
 
 /* What API clients may take from the host (api_access.c). */
 struct daemon_access {

@@ -608,6 +608,8 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		d->limits.idle_timeout_s = DAEMON_IDLE_TIMEOUT_S;
 	if (!d->limits.max_leases)
 		d->limits.max_leases = DAEMON_MAX_LEASES;
+	if (!d->limits.tls_handshake_rate)
+		d->limits.tls_handshake_rate = DAEMON_TLS_HANDSHAKE_RATE;
 	if (!d->limits.lease_timeout_s)
 		d->limits.lease_timeout_s = DAEMON_LEASE_TIMEOUT_S;
 	if (o->listen && !o->token_file)

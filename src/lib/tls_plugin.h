@@ -29,7 +29,7 @@
 /* the one symbol the plugin exports: a const struct tls_ops */
 #define TLS_PLUGIN_SYMBOL	"corral_tls_ops"
 /* bumped when struct tls_ops changes: a plugin of another build is refused */
-#define TLS_PLUGIN_ABI		4
+#define TLS_PLUGIN_ABI		5
 
 struct bufferevent;
 struct event_base;
@@ -47,6 +47,18 @@ struct tls_listener_files {
 	const char *cert_file, *key_file;
 	const char *client_ca_file;	/* NULL: no client certificate asked for */
 	int cert_fd, key_fd, client_ca_fd;
+	const struct tls_hello_check *hello;	/* NULL: every client goes on */
+};
+
+/*
+ * Asked at each client's ClientHello, with the connection's socket, before
+ * the server does any of the handshake's cryptography: false ends the
+ * handshake with an alert.  It outlives every listener that points at it
+ * (a connection begun before a reload says hello after it).
+ */
+struct tls_hello_check {
+	bool (*fn)(int fd, void *arg);
+	void *arg;
 };
 
 struct tls_ops {

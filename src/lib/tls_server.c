@@ -24,6 +24,7 @@ struct corral_tls_server {
 	const struct tls_ops *ops;
 	struct tls_listener *l;
 	char *cert_file, *key_file, *client_ca_file;
+	struct tls_hello_check hello;	/* every listener's, old ones' too */
 };
 
 /* path, opened for reading: a regular file, and for a key, no one else's to read */
@@ -73,6 +74,7 @@ static struct tls_listener *listener_load(const struct corral_tls_server *s,
 		.cert_file = s->cert_file, .key_file = s->key_file,
 		.client_ca_file = s->client_ca_file,
 		.cert_fd = -1, .key_fd = -1, .client_ca_fd = -1,
+		.hello = &s->hello,
 	};
 	struct tls_listener *l = NULL;
 	char why[512] = "";
@@ -135,6 +137,13 @@ int corral_tls_server_reload(struct corral_tls_server *s, struct corral_err *err
 	s->ops->listener_free(s->l);
 	s->l = l;
 	return 0;
+}
+
+void corral_tls_server_check_hello(struct corral_tls_server *s,
+				   bool (*fn)(int fd, void *arg), void *arg)
+{
+	s->hello.fn = fn;
+	s->hello.arg = arg;
 }
 
 struct bufferevent *corral_tls_server_bev(struct corral_tls_server *s, struct event_base *base)

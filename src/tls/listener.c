@@ -169,6 +169,16 @@ static bool use_client_ca(SSL_CTX *ctx, int fd)
 	return true;
 }
 
+static int client_hello(SSL *ssl, int *alert, void *arg)
+{
+	const struct tls_hello_check *h = arg;
+
+	if (!h->fn || h->fn(SSL_get_fd(ssl), h->arg))
+		return SSL_CLIENT_HELLO_SUCCESS;
+	*alert = SSL_AD_HANDSHAKE_FAILURE;
+	return SSL_CLIENT_HELLO_ERROR;
+}
+
 struct tls_listener *tls_listener_new(const struct tls_listener_files *f,
 				      char *why, size_t whylen)
 {
@@ -204,6 +214,8 @@ struct tls_listener *tls_listener_new(const struct tls_listener_files *f,
 		return fail(l, why, whylen, f->key_file, "not the key of the certificate");
 	if (f->client_ca_file && !use_client_ca(l->ctx, f->client_ca_fd))
 		return fail(l, why, whylen, f->client_ca_file, "no PEM CA certificate in it");
+	if (f->hello)
+		SSL_CTX_set_client_hello_cb(l->ctx, client_hello, (void *)f->hello);
 	return l;
 }
 

@@ -4,7 +4,9 @@ daemon: tests/python_client.sh starts it and passes its socket (and a TCP
 address and token file) in CORRAL_TEST_SOCKET, CORRAL_TEST_URL and
 CORRAL_TEST_TOKEN_FILE.  unittest; the last line is "N passed, N failed"."""
 import os
+import select
 import sys
+import time
 import unittest
 
 import corral
@@ -16,6 +18,9 @@ SOCK = os.environ["CORRAL_TEST_SOCKET"]
 class ClientTest(unittest.TestCase):
     def setUp(self):
         self.client = corral.Client(socket=SOCK)
+
+    def tearDown(self):
+        self.client.close()
 
     def test_health(self):
         self.assertEqual(self.client.health()["status"], "ok")
@@ -225,6 +230,110 @@ class ClientTest(unittest.TestCase):
         with corral.Client(url=url, token_file=tok).lease() as theirs:
             with self.assertRaises(corral.Forbidden):
                 self.client.create(lease=theirs)
+
+    def kept(self, c):
+        self.assertEqual(len(c._idle), 1, "no connection kept")
+        return c._idle[0][0]
+
+    def test_connection_kept(self):
+        url, tok = os.environ.get("CORRAL_TEST_URL"), os.environ.get("CORRAL_TEST_TOKEN_FILE")
+        for c in [self.client] + ([corral.Client(url=url, token_file=tok)] if url else []):
+            c.health()
+            first = self.kept(c)
+            c.health()
+            self.assertIs(self.kept(c), first, "a second connection for the next request")
+            c.close()
+            self.assertEqual(c._idle, [])
+
+    def test_kept_connection_not_in_a_fork(self):
+        self.client.health()
+        pid = os.fork()
+        if pid == 0:
+            ok = self.client._kept() is None and self.client.health()["status"] == "ok"
+            os._exit(0 if ok else 1)
+        _, st = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(st), 0, "the fork took its parent's connection")
+        self.assertEqual(self.client.health()["status"], "ok")
+
+    def test_call_that_times_out_not_sent_again(self):
+        """A timeout may be a call still running: never sent again."""
+        with self.client.create() as sb:
+            sb.run("true")
+            slow = corral.Client(socket=SOCK, timeout=1)
+            slow._idle = list(self.client._idle)
+            self.client._idle = []
+            with self.assertRaises(corral.ConnectionFailed):
+                slow.call("POST", sb._path("/exec"), {"command": "echo x >> /tmp/n; sleep 3"})
+            time.sleep(3.5)
+            self.assertEqual(sb.files.read_text("/tmp/n"), "x\n")
+
+    def test_daemon_closed_kept_connection(self):
+        """The daemon's --idle-timeout closes a kept connection: the next
+        request goes on a new one, whether the close is seen before
+        (readable while idle) or only when the request is sent."""
+        import shutil
+        import subprocess
+        import tempfile
+        d = tempfile.mkdtemp()
+        sock = os.path.join(d, "s")
+        p = subprocess.Popen([os.environ["CORRAL_TEST_BIN"], "serve", "--socket", sock,
+                              "--state-dir", os.path.join(d, "state"), "--idle-timeout", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            self.assertTrue(wait_until(lambda: os.path.exists(sock), 20), "no daemon")
+            c = corral.Client(socket=sock)
+            for blind in (False, True):
+                c.health()
+                conn = self.kept(c)
+                self.assertTrue(wait_until(lambda: select.select([conn.sock], [], [], 0)[0], 10),
+                                "the daemon did not close the idle connection")
+                if blind:
+                    # as if it closed between the look and the request
+                    c._kept = lambda: c._idle.pop()[0] if c._idle else None
+                self.assertEqual(c.health()["status"], "ok")
+                self.assertIsNot(self.kept(c), conn)
+        finally:
+            p.terminate()
+            p.wait()
+            shutil.rmtree(d, ignore_errors=True)
+
+    def https(self, **kw):
+        tls = os.environ["CORRAL_TEST_TLS"]
+        args = dict(url=os.environ["CORRAL_TEST_HTTPS"],
+                    token_file=os.environ["CORRAL_TEST_TOKEN_FILE"],
+                    ca_file=tls + "/ca.pem", cert_file=tls + "/client.pem",
+                    key_file=tls + "/client.key")
+        args.update(kw)
+        return corral.Client(**args)
+
+    def test_https_with_a_client_certificate(self):
+        c = self.https()
+        try:
+            self.assertEqual(c.health()["status"], "ok")
+            first = self.kept(c)
+            with c.create() as sb:
+                self.assertEqual(sb.run("echo tls").stdout, "tls\n")
+            self.assertIs(self.kept(c), first, "a new handshake for each request")
+            with c.lease() as lease:
+                self.assertTrue(lease.id.startswith("ls-"))
+        finally:
+            c.close()
+
+    def test_https_refusals(self):
+        tls = os.environ["CORRAL_TEST_TLS"]
+        url = os.environ["CORRAL_TEST_HTTPS"]
+        for what, kw in [("the system's roots only", dict(ca_file=None)),
+                         ("another CA", dict(ca_file=tls + "/other.pem")),
+                         ("a name the certificate does not give",
+                          dict(url=url.replace("127.0.0.1", "localhost"))),
+                         ("no client certificate", dict(cert_file=None, key_file=None))]:
+            with self.subTest(what):
+                with self.assertRaises(corral.ConnectionFailed):
+                    self.https(**kw).health()
+        with self.assertRaises(ValueError):
+            self.https(cert_file=None)
+        with self.assertRaises(ValueError):
+            corral.Client(url="http://127.0.0.1:1", token="t" * 20, ca_file=tls + "/ca.pem")
 
     def test_policy_error(self):
         with self.assertRaises(corral.PolicyRejected) as cm:

@@ -15,16 +15,20 @@ SRC=${2:-$HERE/../clients/python}
 PY=/usr/bin/python3
 T=$(mktemp -d "${TMPDIR:-/tmp}/corral-py.XXXXXX")
 DPID=""
+DPID2=""
+stop() {
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 100); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
 cleanup() {
-	if [ -n "$DPID" ]; then
-		kill -TERM "$DPID" 2>/dev/null
-		for _ in $(seq 100); do
-			kill -0 "$DPID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$DPID" 2>/dev/null
-		wait "$DPID" 2>/dev/null
-	fi
+	stop "$DPID"
+	stop "$DPID2"
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -49,15 +53,49 @@ for _ in $(seq 100); do
 done
 [ -S "$T/s" ] || { cat "$T/daemon.log"; echo "python client: 0 passed, 1 failed (no daemon)"; exit 1; }
 
+# a second daemon over https, asking for a client certificate: a CA that
+# signed the server's (for 127.0.0.1) and the client's, and another CA
+mkdir "$T/tls"
+(
+	cd "$T/tls" || exit 1
+	for ca in ca other; do
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+			-subj "/CN=corral-test-$ca" -keyout $ca.key -out $ca.pem 2>/dev/null || exit 1
+	done
+	for who in srv client; do
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$who" \
+			-keyout $who.key -out $who.csr 2>/dev/null || exit 1
+	done
+	echo "subjectAltName=IP:127.0.0.1" > srv.ext
+	echo "extendedKeyUsage=clientAuth" > client.ext
+	for who in srv client; do
+		openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+			-extfile $who.ext -out $who.pem 2>/dev/null || exit 1
+	done
+	chmod 600 ./*.key
+) || { echo "python client: 0 passed, 1 failed (no test certificates)"; exit 1; }
+PORT2=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$CORRAL" serve --socket "$T/s2" --state-dir "$T/state2" --listen "127.0.0.1:$PORT2" \
+	--token-file "$T/token" --tls-cert "$T/tls/srv.pem" --tls-key "$T/tls/srv.key" \
+	--tls-client-ca "$T/tls/ca.pem" > "$T/daemon2.log" 2>&1 < /dev/null &
+DPID2=$!
+for _ in $(seq 100); do
+	[ -S "$T/s2" ] && break
+	sleep 0.1
+done
+[ -S "$T/s2" ] || { cat "$T/daemon2.log"; echo "python client: 0 passed, 1 failed (no https daemon)"; exit 1; }
+
 cd "$T"
 rc=0
-CORRAL_TEST_SOCKET=$T/s CORRAL_TEST_URL=http://127.0.0.1:$PORT CORRAL_TEST_TOKEN_FILE=$T/token \
+CORRAL_TEST_BIN=$CORRAL CORRAL_TEST_SOCKET=$T/s CORRAL_TEST_URL=http://127.0.0.1:$PORT CORRAL_TEST_TOKEN_FILE=$T/token \
+	CORRAL_TEST_HTTPS=https://127.0.0.1:$PORT2 CORRAL_TEST_TLS=$T/tls \
 	PYTHONPATH=$T/site timeout 600 $PY "$HERE/python_client.py" 2>&1 || rc=$?
 # a daemon that died midway: say how (a sanitizer's report, else its end)
-if ! kill -0 "$DPID" 2>/dev/null; then
-	echo "the daemon died during the tests:"
-	grep -m1 -A20 -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$T/daemon.log" ||
-		tail -20 "$T/daemon.log"
+for d in "$DPID:daemon" "$DPID2:daemon2"; do
+	kill -0 "${d%%:*}" 2>/dev/null && continue
+	echo "the ${d#*:} died during the tests:"
+	grep -m1 -A20 -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$T/${d#*:}.log" ||
+		tail -20 "$T/${d#*:}.log"
 	rc=1
-fi
+done
 exit $rc

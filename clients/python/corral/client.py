@@ -1,18 +1,25 @@
 """corral.client - the daemon's API (docs/API.md) over http.client.
 
-One connection a request: a Client may be shared by threads, and a streamed
-exec holds its own connection for as long as the command runs.
+A Client may be shared by threads.  A request whose answer is read whole
+leaves its connection to a few kept for the next (over TLS a new one is a
+handshake, ~2-3 ms); a streamed exec holds its own connection for as long
+as the command runs.
 """
 import http.client
 import json
 import os
+import select
 import socket
+import ssl
+import threading
 import time
 import urllib.parse
 
 from . import errors
 
 DEFAULT_TIMEOUT = 600.0     # seconds a request may wait for its answer
+KEEP_MAX = 4                # idle connections kept: a TCP peer has 32 at most
+KEEP_IDLE = 30.0            # seconds one is kept (the daemon closes at 60)
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -51,10 +58,12 @@ def default_socket():
 
 class Client:
     """The daemon: socket= (default as the CLI finds it), or url= with
-    token= / token_file= for TCP."""
+    token= / token_file= for TCP.  Over https, ca_file= names the PEM
+    certificates to trust (else the system's), and cert_file= / key_file=
+    the client's own, for a daemon run with --tls-client-ca."""
 
     def __init__(self, socket=None, url=None, token=None, token_file=None,
-                 timeout=DEFAULT_TIMEOUT):
+                 timeout=DEFAULT_TIMEOUT, ca_file=None, cert_file=None, key_file=None):
         if url and socket:
             raise ValueError("socket and url exclude each other")
         if token_file:
@@ -62,14 +71,27 @@ class Client:
                 token = f.readline().strip()
         if url and not token:
             raise ValueError("over TCP the daemon needs its token: token= or token_file=")
+        self.tls = None
         self.timeout = timeout
         self.token = token
+        self._lock = threading.Lock()
+        self._idle = []         # (connection, when it was left)
+        self._pid = os.getpid()
         if url:
             u = urllib.parse.urlsplit(url)
             if u.scheme not in ("http", "https") or not u.hostname:
                 raise ValueError("url: expected http://HOST:PORT (got %r)" % url)
             self.url = u
             self.socket = None
+            if u.scheme != "https" and (ca_file or cert_file or key_file):
+                raise ValueError("ca_file, cert_file and key_file are for https:// (got %r)" % url)
+            if bool(cert_file) != bool(key_file):
+                raise ValueError("cert_file and key_file go together")
+            if u.scheme == "https":
+                # the system's defaults: a verified chain naming the host, TLS 1.2+
+                self.tls = ssl.create_default_context(cafile=ca_file)
+                if cert_file:
+                    self.tls.load_cert_chain(cert_file, key_file)
         else:
             self.url = None
             self.socket = socket or default_socket()
@@ -79,27 +101,80 @@ class Client:
     def _connection(self, timeout):
         if self.socket:
             return UnixHTTPConnection(self.socket, timeout=timeout)
-        cls = http.client.HTTPSConnection if self.url.scheme == "https" else \
-            http.client.HTTPConnection
-        return cls(self.url.hostname, self.url.port, timeout=timeout)
+        if self.url.scheme == "https":
+            return http.client.HTTPSConnection(self.url.hostname, self.url.port,
+                                               timeout=timeout, context=self.tls)
+        return http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=timeout)
 
-    def open(self, method, path, body=None, content_type=None, timeout=None):
+    def _kept(self):
+        """An idle connection left by an earlier request, still good, or None.
+        Not one the daemon has closed (--idle-timeout; readable while idle
+        means its end or garbage), nor one of the process this was forked
+        from (two processes on one connection would mix their answers)."""
+        with self._lock:
+            if self._pid != os.getpid():
+                # the parent's: closing this process's fds leaves its
+                # connections open (and TLS sends no close_notify here)
+                for conn, _ in self._idle:
+                    conn.close()
+                self._idle, self._pid = [], os.getpid()
+            while self._idle:
+                conn, at = self._idle.pop()
+                try:
+                    fresh = (time.monotonic() - at < KEEP_IDLE and conn.sock is not None
+                             and not select.select([conn.sock], [], [], 0)[0])
+                except (OSError, ValueError):
+                    fresh = False
+                if fresh:
+                    return conn
+                conn.close()
+        return None
+
+    def _leave(self, conn):
+        with self._lock:
+            if self._pid == os.getpid() and len(self._idle) < KEEP_MAX:
+                self._idle.append((conn, time.monotonic()))
+                return
+        conn.close()
+
+    def open(self, method, path, body=None, content_type=None, timeout=None,
+             kept=False):
         """Send a request; the open connection and its response (the caller
-        closes the connection).  Error answers raise their exception."""
+        closes the connection).  Error answers raise their exception.
+        kept: an idle kept connection may carry it."""
         headers = {}
         if self.token and not self.socket:
             headers["Authorization"] = "Bearer " + self.token
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-        conn = self._connection(self.timeout if timeout is None else timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            resp = conn.getresponse()
-        except (OSError, http.client.HTTPException) as e:
-            conn.close()
-            where = self.socket or self.url.geturl()
-            raise errors.ConnectionFailed("cannot talk to the corral daemon at %s: %s"
-                                          % (where, e)) from e
+        t = self.timeout if timeout is None else timeout
+        conn = self._kept() if kept else None
+        if conn is not None:
+            conn.sock.settimeout(t)
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+            except (ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
+                # the daemon closed it as it was taken (its idle timeout),
+                # with the request unread: sent again on a new one.  Not
+                # after a timeout, which may be a call still running.
+                conn.close()
+                conn = None
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                where = self.socket or self.url.geturl()
+                raise errors.ConnectionFailed("cannot talk to the corral daemon at %s: %s"
+                                              % (where, e)) from e
+        if conn is None:
+            conn = self._connection(t)
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                where = self.socket or self.url.geturl()
+                raise errors.ConnectionFailed("cannot talk to the corral daemon at %s: %s"
+                                              % (where, e)) from e
         if resp.status >= 300:
             data = resp.read()
             conn.close()
@@ -108,12 +183,23 @@ class Client:
 
     def request(self, method, path, body=None, content_type=None, timeout=None):
         """The whole answer's bytes."""
-        conn, resp = self.open(method, path, body, content_type, timeout)
+        conn, resp = self.open(method, path, body, content_type, timeout, kept=True)
         try:
-            return resp.read()
+            data = resp.read()
         except (OSError, http.client.HTTPException) as e:
+            conn.close()
             raise errors.ConnectionFailed("the daemon's answer broke off: %s" % e) from e
-        finally:
+        if resp.will_close:
+            conn.close()
+        else:
+            self._leave(conn)
+        return data
+
+    def close(self):
+        """Close the kept connections (they close when the Client is collected too)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn, _ in idle:
             conn.close()
 
     def call(self, method, path, obj=None, timeout=None):

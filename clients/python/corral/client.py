@@ -56,6 +56,14 @@ def default_socket():
     return os.path.join(run, "corral.sock")
 
 
+def _readable(sock):
+    """Something to read, an end or an error on an idle socket (poll(2):
+    select(2) fails on an fd past 1023)."""
+    p = select.poll()
+    p.register(sock, select.POLLIN)
+    return bool(p.poll(0))
+
+
 class Client:
     """The daemon: socket= (default as the CLI finds it), or url= with
     token= / token_file= for TCP.  Over https, ca_file= names the PEM
@@ -122,7 +130,7 @@ class Client:
                 conn, at = self._idle.pop()
                 try:
                     fresh = (time.monotonic() - at < KEEP_IDLE and conn.sock is not None
-                             and not select.select([conn.sock], [], [], 0)[0])
+                             and not _readable(conn.sock))
                 except (OSError, ValueError):
                     fresh = False
                 if fresh:

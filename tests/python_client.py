@@ -245,6 +245,28 @@ class ClientTest(unittest.TestCase):
             c.close()
             self.assertEqual(c._idle, [])
 
+    def test_kept_connection_past_fd_1023(self):
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1100:
+            self.skipTest("the open-files hard limit is %d" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+        fds = []
+        try:
+            while not fds or fds[-1] < 1030:
+                fds.append(os.open("/dev/null", os.O_RDONLY))
+            c = corral.Client(socket=SOCK)
+            c.health()
+            first = self.kept(c)
+            self.assertGreater(first.sock.fileno(), 1023)
+            c.health()
+            self.assertIs(self.kept(c), first, "a connection past fd 1023 was not kept")
+            c.close()
+        finally:
+            for fd in fds:
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
     def test_kept_connection_not_in_a_fork(self):
         self.client.health()
         pid = os.fork()

@@ -44,14 +44,25 @@ fi
 
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
 PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" --listen "127.0.0.1:$PORT" \
-	--token-file "$T/token" > "$T/daemon.log" 2>&1 < /dev/null &
-DPID=$!
-for _ in $(seq 100); do
-	[ -S "$T/s" ] && break
-	sleep 0.1
-done
-[ -S "$T/s" ] || { cat "$T/daemon.log"; echo "python client: 0 passed, 1 failed (no daemon)"; exit 1; }
+# serve NAME ARG...: `corral serve` on $T/NAME.sock, its log in $T/NAME.log,
+# its pid in SERVED; exits the script if it does not come up
+serve() {
+	local name=$1
+	shift
+	"$CORRAL" serve --socket "$T/$name.sock" --state-dir "$T/$name.state" "$@" \
+		> "$T/$name.log" 2>&1 < /dev/null &
+	SERVED=$!
+	for _ in $(seq 100); do
+		[ -S "$T/$name.sock" ] && return 0
+		sleep 0.1
+	done
+	stop "$SERVED"
+	cat "$T/$name.log"
+	echo "python client: 0 passed, 1 failed (no $name)"
+	exit 1
+}
+serve daemon --listen "127.0.0.1:$PORT" --token-file "$T/token"
+DPID=$SERVED
 
 # a second daemon over https, asking for a client certificate: a CA that
 # signed the server's (for 127.0.0.1) and the client's, and another CA
@@ -75,19 +86,13 @@ mkdir "$T/tls"
 	chmod 600 ./*.key
 ) || { echo "python client: 0 passed, 1 failed (no test certificates)"; exit 1; }
 PORT2=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$CORRAL" serve --socket "$T/s2" --state-dir "$T/state2" --listen "127.0.0.1:$PORT2" \
-	--token-file "$T/token" --tls-cert "$T/tls/srv.pem" --tls-key "$T/tls/srv.key" \
-	--tls-client-ca "$T/tls/ca.pem" > "$T/daemon2.log" 2>&1 < /dev/null &
-DPID2=$!
-for _ in $(seq 100); do
-	[ -S "$T/s2" ] && break
-	sleep 0.1
-done
-[ -S "$T/s2" ] || { cat "$T/daemon2.log"; echo "python client: 0 passed, 1 failed (no https daemon)"; exit 1; }
+serve daemon2 --listen "127.0.0.1:$PORT2" --token-file "$T/token" \
+	--tls-cert "$T/tls/srv.pem" --tls-key "$T/tls/srv.key" --tls-client-ca "$T/tls/ca.pem"
+DPID2=$SERVED
 
 cd "$T"
 rc=0
-CORRAL_TEST_BIN=$CORRAL CORRAL_TEST_SOCKET=$T/s CORRAL_TEST_URL=http://127.0.0.1:$PORT CORRAL_TEST_TOKEN_FILE=$T/token \
+CORRAL_TEST_BIN=$CORRAL CORRAL_TEST_SOCKET=$T/daemon.sock CORRAL_TEST_URL=http://127.0.0.1:$PORT CORRAL_TEST_TOKEN_FILE=$T/token \
 	CORRAL_TEST_HTTPS=https://127.0.0.1:$PORT2 CORRAL_TEST_TLS=$T/tls \
 	PYTHONPATH=$T/site timeout 600 $PY "$HERE/python_client.py" 2>&1 || rc=$?
 # a daemon that died midway: say how (a sanitizer's report, else its end)

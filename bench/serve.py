@@ -881,6 +881,27 @@ def section_https(tmp):
                 return api.exec_true(sid)      # connect (+ handshake) inside the timing
             finally:
                 api.close()
+
+        # the Python client a harness would use (clients/python), which keeps
+        # a few connections for the next request; KEEP_MAX 0 keeps none
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                        "..", "clients", "python"))
+        import corral as pyclient
+        import corral.client as pyclient_conn
+        py = pyclient.Client(url=f"https://127.0.0.1:{port}", token_file=tokfile,
+                             ca_file=f"{d}/ca.pem")
+        pysb = py.sandbox(sid)
+
+        def py_run(keep):
+            pyclient_conn.KEEP_MAX = keep
+            if not keep:
+                py.close()
+            t = time.perf_counter()
+            r = pysb.run(["true"])
+            ms = (time.perf_counter() - t) * 1000
+            if not r.ok:
+                raise ApiError(f"clients/python run(['true']): {r.status} {r.exit_code}")
+            return ms
         rows = [
             ("corral exec ID -- true, unix socket", lambda: cli(cli_unix)),
             ("corral exec ID -- true, https (a handshake each)", lambda: cli(cli_https)),
@@ -888,6 +909,8 @@ def section_https(tmp):
             ("POST /exec, a new connection each, https", lambda: fresh(tls_api)),
             ("POST /exec, a kept connection, unix socket", lambda: unix_kept.exec_true(sid)),
             ("POST /exec, a kept connection, https", lambda: tls_kept.exec_true(sid)),
+            ("clients/python run(), https, a new connection each", lambda: py_run(0)),
+            ("clients/python run(), https, connections kept", lambda: py_run(4)),
         ]
         times = [[] for _ in rows]
         for i in range(HTTPS + 3):          # the first 3 rounds warm up
@@ -896,6 +919,7 @@ def section_https(tmp):
                 if i >= 3:
                     times[k].append(ms)
         unix_kept.req("DELETE", f"/v1/sandboxes/{sid}")
+        py.close()
     finally:
         unix_kept.close()
         tls_kept.close()
@@ -1081,13 +1105,16 @@ def main():
     if isinstance(https, str):
         print(f"{'':{W}} {https}")
     else:
-        # rows in pairs, unix then https: the second says what TLS adds
+        # rows in pairs, unix then https: the second says what TLS adds;
+        # the Python client's last pair, new connections then kept ones
         for i, (name, r) in enumerate(https):
             m = statistics.median(r)
             more = ""
             if i % 2:
                 base = statistics.median(https[i - 1][1])
-                more = f"   {m - base:+.2f} ms p50 over the unix socket"
+                what = "a new connection each" if name.startswith("clients/python") \
+                    else "the unix socket"
+                more = f"   {m - base:+.2f} ms p50 against {what}"
             print(f"{name:{W}} {len(r):9d} {m:9.2f} {pct(r, 0.99):9.2f}{more}")
     if notes:
         print()

@@ -2558,24 +2558,26 @@ for a in srcs[1:]:
 # the log once.
 t_tcp_tls_handshake_rate() {
 	local out first
-	start_tls_daemon --tls-handshake-rate 2 || return 1
+	# 1 a second: the burst's handshakes would each have to take a second
+	# (a slow host, a sanitizer) for none to be refused
+	start_tls_daemon --tls-handshake-rate 1 || return 1
 	out=$($PY -c "$HELLOS" "$port" "$T/cert.pem" "$T/token" 20 127.0.0.1 127.0.0.2 2>&1)
 	first=$(echo "$out" | head -1)
-	expect_contains "the first two of a burst" "$first" "ok ok " || return 1
+	expect_eq "the first of a burst" "${first%% *}" ok || return 1
 	expect_contains "the burst past the rate" "$first" "refused" || return 1
 	expect_not_contains "nothing else" "$first" "error" || return 1
 	expect_eq "another peer meanwhile" "$(echo "$out" | sed -n 2p)" ok || return 1
 	sleep 1.2
 	out=$($PY -c "$HELLOS" "$port" "$T/cert.pem" "$T/token" 1 127.0.0.1 2>&1)
 	expect_eq "the first peer, slowed down" "$out" ok || return 1
-	expect_eq "said once" "$(grep -c 'TLS handshakes a second' "$DLOG")" 1
+	expect_eq "said once" "$(grep -c 'TLS handshakes faster than' "$DLOG")" 1
 	# a reload's new listener keeps the rate
 	kill -HUP "$DPID"
 	await_log "SIGHUP: TLS reloaded" 1 || return 1
 	out=$($PY -c "$HELLOS" "$port" "$T/cert.pem" "$T/token" 20 127.0.0.1 2>&1)
 	expect_contains "a burst after a reload" "$out" "refused" || return 1
 	expect_contains "naming the peer and the option" "$(cat "$DLOG")" \
-		"127.0.0.1: more than 2 TLS handshakes a second on 127.0.0.1:$port (--tls-handshake-rate)"
+		"127.0.0.1: TLS handshakes faster than 1 a second on 127.0.0.1:$port (--tls-handshake-rate)"
 	stop_daemon
 }
 

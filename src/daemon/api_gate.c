@@ -751,7 +751,7 @@ static bool hello_check(int fd, void *arg)
 		return true;
 	}
 	if (!h->said)
-		fprintf(stderr, "corral serve: %s: more than %llu TLS handshakes a second on "
+		fprintf(stderr, "corral serve: %s: TLS handshakes faster than %llu a second on "
 			"%s (--tls-handshake-rate); the next are refused at their first "
 			"message until it slows down\n", key, (unsigned long long)rate, g->name);
 	h->said = true;

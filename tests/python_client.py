@@ -281,12 +281,15 @@ class ClientTest(unittest.TestCase):
         """A timeout may be a call still running: never sent again."""
         with self.client.create() as sb:
             sb.run("true")
-            slow = corral.Client(socket=SOCK, timeout=1)
+            slow = corral.Client(socket=SOCK, timeout=2)
             slow._idle = list(self.client._idle)
             self.client._idle = []
             with self.assertRaises(corral.ConnectionFailed):
-                slow.call("POST", sb._path("/exec"), {"command": "echo x >> /tmp/n; sleep 3"})
-            time.sleep(3.5)
+                slow.call("POST", sb._path("/exec"), {"command": "echo x >> /tmp/n; sleep 5"})
+            # a call sent again would have been sent before the raise
+            self.assertTrue(wait_until(lambda: "/tmp/n" in [
+                "/tmp/" + e["name"] for e in sb.files.list("/tmp")], 10), "the call never ran")
+            time.sleep(0.5)
             self.assertEqual(sb.files.read_text("/tmp/n"), "x\n")
 
     def test_daemon_closed_kept_connection(self):

@@ -4643,7 +4643,7 @@ t_serve_limit_options_refused() {
 	local o v rc
 	for o in max-connections max-connections-per-peer max-leases tls-handshake-rate \
 		 header-timeout idle-timeout lease-timeout; do
-		for v in 0 -1 x 1x 999999999999; do
+		for v in 0 1x 999999999999; do
 			rc=0
 			"$CORRAL" serve --socket "$T/s" --state-dir "$T/st" "--$o" "$v" \
 				> "$T/out" 2>&1 || rc=$?

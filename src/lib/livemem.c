@@ -201,6 +201,8 @@ void livemem_free(void *p)
 		r->prev->next = r->next;
 		r->next->prev = r->prev;
 		pthread_mutex_unlock(&lock);
+		/* the sanitizer's marks outlive the mapping: the next one there is clean */
+		UNPOISON(r->base, r->len);
 		munmap(r->base, r->len);
 		free(r);
 		return;

@@ -2,7 +2,9 @@
 # bench.sh - `make bench`: corral against its peers, side by side, one run.
 # BENCH_RUNS (default 200) and BENCH_BURST (default 100) size it; serve.py
 # also reads BENCH_EXECS (500), BENCH_IDLE (1000) and BENCH_HTTPS (50, exec over
-# the unix socket vs https); image.py BENCH_IMAGE_RUNS (50);
+# the unix socket vs https), BENCH_ONLY (its sections by name) and BENCH_AB
+# (another corral binary, its burst alternated with this one's: a
+# before/after pair in one run); image.py BENCH_IMAGE_RUNS (50);
 # tls.py BENCH_TLS_BYTES (256 MiB), BENCH_LAT and BENCH_REQS (2000).
 # oci.py BENCH_OCI_RUNS (30).
 set -eu

@@ -16,7 +16,11 @@ stops them by pid at the end, also on error.  It measures:
      alone on the host, started and waited for from the same client, and
      by posix_spawn from C (bench/floor_spawn.c), back to back and paced;
   (a count of 0 skips its section: BENCH_BURST, BENCH_EXECS or BENCH_ONESHOT,
-  BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE, BENCH_HTTPS)
+  BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE, BENCH_HTTPS; BENCH_ONLY, a comma
+  list of burst, exec, resume, memory, idle, https, runs those alone)
+  BENCH_AB=OTHER_CORRAL: section 1's --pool 0 burst is run BENCH_AB_PAIRS
+  (default 3) times for each binary, alternating, this one first: a
+  before/after pair in one run, as the host drifts by a third in minutes.
   3. resume: the exec into an idle-frozen sandbox minus a warm exec (= the
      thaw), also minus an exec after as long idle but not frozen (the
      control), and POST /pause + POST /resume, BENCH_ROUNDS (default 30) each;
@@ -62,6 +66,10 @@ ONESHOT = int(os.environ.get("BENCH_ONESHOT", "100"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30"))
 MEM = int(os.environ.get("BENCH_MEM", "200"))
 HTTPS = int(os.environ.get("BENCH_HTTPS", "50"))
+ONLY = [x for x in os.environ.get("BENCH_ONLY", "").split(",") if x]
+AB = os.environ.get("BENCH_AB", "")
+AB_PAIRS = int(os.environ.get("BENCH_AB_PAIRS", "3"))
+SECTIONS = ("burst", "exec", "resume", "memory", "idle", "https")
 PACE = 0.1              # seconds between paced execs
 WORKERS = 16            # connections for bulk create and delete
 REQ_TIMEOUT = 60        # seconds, any one request
@@ -236,14 +244,14 @@ def remove_cgroup_tree(top):
 
 
 class Daemon:
-    def __init__(self, tmp, name, pool=0, max_sandboxes=None, extra=()):
+    def __init__(self, tmp, name, pool=0, max_sandboxes=None, extra=(), corral=None):
         self.name = name
         self.dir = os.path.join(tmp, name)
         os.mkdir(self.dir)
         self.sock = os.path.join(self.dir, "corral.sock")
         self.state = os.path.join(self.dir, "state")
         self.logpath = os.path.join(self.dir, "daemon.log")
-        argv = [CORRAL, "serve", "--socket", self.sock, "--state-dir", self.state,
+        argv = [corral or CORRAL, "serve", "--socket", self.sock, "--state-dir", self.state,
                 "--pool", str(pool)]
         if max_sandboxes:
             argv += ["--max-sandboxes", str(max_sandboxes)]
@@ -500,17 +508,27 @@ def warm_up(d, k=3):
         api.close()
 
 
-def section_burst(tmp):
-    rows = []
-    d = Daemon(tmp, "burst-pool0", pool=0, max_sandboxes=BURST + 100)
+def burst_pool0(tmp, name, corral=None):
+    d = Daemon(tmp, name, pool=0, max_sandboxes=BURST + 100, corral=corral)
     try:
         warm_up(d)
         r = burst_corral(d, BURST)
         delete_all(d, r["ids"])
         r["aim"] = True
-        rows.append(("corral serve --pool 0", r))
+        return r
     finally:
         d.stop()
+
+
+def section_burst(tmp):
+    rows = []
+    if AB:
+        for i in range(1, AB_PAIRS + 1):
+            rows.append((f"corral serve --pool 0, A run {i}", burst_pool0(tmp, f"burst-a{i}")))
+            rows.append((f"corral serve --pool 0, B run {i}",
+                         burst_pool0(tmp, f"burst-b{i}", AB)))
+    else:
+        rows.append(("corral serve --pool 0", burst_pool0(tmp, "burst-pool0")))
     d = Daemon(tmp, "burst-pool", pool=BURST, max_sandboxes=2 * BURST + 100)
     try:
         api = d.api()
@@ -962,7 +980,18 @@ def main():
     daemons = []
     try:
         skipped = "skipped (its count is 0)"
-        burst = run(section_burst, tmp) if BURST > 0 else skipped
+        for x in ONLY:
+            if x not in SECTIONS:
+                sys.exit(f"serve.py: BENCH_ONLY: no section {x!r} (sections: {', '.join(SECTIONS)})")
+        if ONLY:
+            not_asked = "skipped (not in BENCH_ONLY)"
+            BURST_, EXECS_, ROUNDS_, MEM_, IDLE_, HTTPS_ = (
+                n if sec in ONLY else 0 for sec, n in
+                zip(SECTIONS, (BURST, EXECS, ROUNDS, MEM, IDLE, HTTPS)))
+        else:
+            not_asked = skipped
+            BURST_, EXECS_, ROUNDS_, MEM_, IDLE_, HTTPS_ = BURST, EXECS, ROUNDS, MEM, IDLE, HTTPS
+        burst = run(section_burst, tmp) if BURST_ > 0 else not_asked
 
         def with_daemon(name, fn, *args):
             d = Daemon(tmp, name, pool=0)
@@ -971,12 +1000,12 @@ def main():
                 return fn(d, *args)
             finally:
                 d.stop()
-        execs = run(with_daemon, "exec", section_exec) if EXECS > 0 and ONESHOT > 0 \
-            else skipped
-        resume = run(with_daemon, "resume", section_resume) if ROUNDS > 0 else skipped
-        memory = run(with_daemon, "memory", section_memory, MEM) if MEM > 0 else skipped
-        idle = run(section_idle, tmp) if IDLE > 0 else skipped
-        https = run(section_https, tmp) if HTTPS > 0 else skipped
+        execs = run(with_daemon, "exec", section_exec) if EXECS_ > 0 and ONESHOT > 0 \
+            else not_asked
+        resume = run(with_daemon, "resume", section_resume) if ROUNDS_ > 0 else not_asked
+        memory = run(with_daemon, "memory", section_memory, MEM_) if MEM_ > 0 else not_asked
+        idle = run(section_idle, tmp) if IDLE_ > 0 else not_asked
+        https = run(section_https, tmp) if HTTPS_ > 0 else not_asked
     finally:
         for d in daemons:
             d.stop()
@@ -986,7 +1015,9 @@ def main():
     W = 52
     print(f"corral serve under load (uid {os.geteuid()}, {os.cpu_count()} cpus, {cgroup_mode()}; "
           f"BENCH_BURST={BURST} BENCH_EXECS={EXECS} BENCH_IDLE={IDLE} BENCH_MEM={MEM} "
-          f"BENCH_ROUNDS={ROUNDS} BENCH_ONESHOT={ONESHOT} BENCH_HTTPS={HTTPS})")
+          f"BENCH_ROUNDS={ROUNDS} BENCH_ONESHOT={ONESHOT} BENCH_HTTPS={HTTPS}"
+          + (f" BENCH_ONLY={','.join(ONLY)}" if ONLY else "")
+          + (f"; A = {CORRAL}, B = BENCH_AB = {AB}" if AB else "") + ")")
     print()
     print(f"1. time to interactive: {BURST} at once, a thread and a connection each "
           f"(create = POST /v1/sandboxes; +exec = through the first exec of `true`)")

@@ -45,10 +45,6 @@ const char *__asan_default_options(void)
 
 void __libc_free(void *p);
 
-/* livemem.c need not zero a block before it frees it */
-extern const int corral_free_zeroes;
-const int corral_free_zeroes = 1;
-
 /*
  * glibc's chunk header: the size word in front of the block, whose bit 1
  * says the chunk is a mapping of its own (IS_MMAPPED in malloc.c; the same

@@ -5,18 +5,33 @@
  * and OpenSSL's (the live connections' traffic secrets, record buffers,
  * minted keys).
  *
- * Freed blocks are zeroed, here or by the program's free (glibc's
- * realloc would free a moved block unzeroed: a block grows by a copy
- * here).  Live ones cannot be freed in
- * a fork, whose libraries' invariants and locks are the parent's, so
- * every block is on a list and livemem_forget() zeroes each, in a fork
- * that will never use the library again: the children corral_forget()
- * is called in (init, the unpacker, the export and mount helpers).  It
- * walks the list without the lock: a fork has one thread, and these
- * libraries are used only by the supervisor's loop, the thread that forks.
+ * Freed blocks are zeroed here.  Live ones cannot be freed in a fork,
+ * whose libraries' invariants and locks are the parent's; so every block
+ * lives in mappings of this file's own, never in malloc's heap, and
+ * livemem_forget() drops those mappings' pages (MADV_DONTNEED: they read
+ * as zero after) in a fork that will never use the library again: the
+ * children corral_forget() is called in (init, the unpacker, the export
+ * and mount helpers).  It walks the list of mappings without the lock: a
+ * fork has one thread, and these libraries are used only by the
+ * supervisor's loop, the thread that forks.
+ *
+ * Why mappings of its own: blocks on malloc's heap had to be written over
+ * one by one, and each page a live block touched was a copy-on-write
+ * fault in the fork (a page copied, then zeroed).  In a burst of 100
+ * creates each box's init found about 3000 live blocks (300 KiB of
+ * requests and buffers, spread over the daemon's heap) and spent 28 ms on
+ * them on average; dropping the pages copies none.  MADV_WIPEONFORK would
+ * do it at the fork itself, but for every fork, and some forks (the MCP
+ * front's private daemon, an OCI container's monitor) go on using the
+ * libraries they inherit.
+ *
+ * Small blocks come from slabs by power-of-two class, each class with a
+ * free list; a block beyond the largest class has a mapping of its own,
+ * unmapped when it is freed.  Nothing is returned from the slabs: their
+ * pages hold the daemon's peak of requests under way.
  *
  * Built twice: into libcorral (libevent's, vault.c) and into corral-tls.so
- * (OpenSSL's, src/tls/memory.c), each with a list of its own.
+ * (OpenSSL's, src/tls/memory.c), each with mappings of its own.
  */
 #include "livemem.h"
 
@@ -26,24 +41,46 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n)	ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n)	ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n)	((void)(p), (void)(n))
+#define UNPOISON(p, n)	((void)(p), (void)(n))
+#endif
+
+/* a mapping of ours: a slab, or one large block */
+struct region {
+	struct region *next, *prev;
+	void *base;
+	size_t len;
+};
 
 /* in front of each block; its size keeps the block as aligned as malloc's */
 struct block {
-	struct block *next, *prev;
-	size_t len;
+	struct block *next_free;	/* on its class's free list */
+	struct region *own;		/* a large block's mapping; NULL in a slab */
+	size_t cap;			/* usable bytes: the class's, or the mapping's */
+	size_t used;			/* the most the caller asked for: zeroed at free */
 	alignas(max_align_t) unsigned char data[];
 };
 
-static struct block live = { &live, &live, 0 };
-
 /*
- * Defined by a program whose free() zeroes what it frees (corral's own,
- * src/cli/zerofree.c): a block is then not written over twice, which cost
- * the proxy's TLS downloads 3.6%, every relayed chunk being one of
- * libevent's blocks.  Elsewhere (a program linking libcorral, the TLS
- * plugin, which the binary does not export it to) it is not there.
+ * A class's usable size is a power of two (libevent asks for those: a
+ * buffer's chain, its header included), the header in front of it.
  */
-extern const int corral_free_zeroes __attribute__((weak));
+#define CLASS_MIN_SHIFT	5		/* 32 bytes */
+#define CLASS_MAX_SHIFT	15		/* 32 KiB: an OpenSSL record buffer fits */
+#define NCLASSES	(CLASS_MAX_SHIFT - CLASS_MIN_SHIFT + 1)
+#define SLAB_LEN	((size_t)1 << 20)	/* its untouched pages cost nothing */
+
+static struct region regions = { &regions, &regions, NULL, 0 };
+static struct block *free_list[NCLASSES];
+static unsigned char *bump, *bump_end;	/* the newest slab's uncarved rest */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct block *block_of(void *p)
@@ -51,44 +88,139 @@ static struct block *block_of(void *p)
 	return (struct block *)((unsigned char *)p - offsetof(struct block, data));
 }
 
+/* the class of a block of len usable bytes; NCLASSES: too large for one */
+static unsigned class_of(size_t len)
+{
+	unsigned c = 0;
+
+	while (c < NCLASSES && ((size_t)1 << (CLASS_MIN_SHIFT + c)) < len)
+		c++;
+	return c;
+}
+
+/* a fresh mapping of len bytes, on the list; with the lock held */
+static struct region *region_map(size_t len)
+{
+	struct region *r = malloc(sizeof(*r));
+	void *base;
+
+	if (!r)
+		return NULL;
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (base == MAP_FAILED) {
+		free(r);
+		return NULL;
+	}
+	r->base = base;
+	r->len = len;
+	r->prev = &regions;
+	r->next = regions.next;
+	regions.next->prev = r;
+	regions.next = r;
+	return r;
+}
+
+/* with the lock held */
+static struct block *small_alloc(unsigned c)
+{
+	size_t cap = (size_t)1 << (CLASS_MIN_SHIFT + c);
+	size_t size = sizeof(struct block) + cap;
+	struct block *b = free_list[c];
+	struct region *r;
+
+	if (b) {
+		UNPOISON(b, sizeof(*b));
+		free_list[c] = b->next_free;
+		b->next_free = NULL;
+		return b;
+	}
+	if ((size_t)(bump_end - bump) < size) {
+		r = region_map(SLAB_LEN);
+		if (!r)
+			return NULL;
+		/* the old slab's rest (less than a block) stays unused */
+		bump = r->base;
+		bump_end = bump + SLAB_LEN;
+	}
+	b = (struct block *)bump;
+	bump += size;
+	b->own = NULL;
+	b->cap = cap;
+	return b;
+}
+
+static struct block *large_alloc(size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t total = (sizeof(struct block) + len + pg - 1) & ~(pg - 1);
+	struct region *r = region_map(total);
+	struct block *b;
+
+	if (!r)
+		return NULL;
+	b = r->base;
+	b->own = r;
+	b->cap = total - sizeof(*b);
+	return b;
+}
+
 void *livemem_malloc(size_t len)
 {
 	struct block *b;
+	unsigned c;
 
-	if (len > SIZE_MAX - sizeof(*b))
+	if (len > SIZE_MAX / 2)
 		return NULL;
-	b = malloc(sizeof(*b) + len);
+	c = class_of(len);
+	pthread_mutex_lock(&lock);
+	b = c < NCLASSES ? small_alloc(c) : large_alloc(len);
+	pthread_mutex_unlock(&lock);
 	if (!b)
 		return NULL;
-	b->len = len;
-	b->prev = &live;
-	pthread_mutex_lock(&lock);
-	b->next = live.next;
-	live.next->prev = b;
-	live.next = b;
-	pthread_mutex_unlock(&lock);
+	b->used = len;
+	/* what lies past len is not the caller's to touch */
+	UNPOISON(b->data, len);
+	POISON(b->data + len, b->cap - len);
 	return b->data;
 }
 
 void livemem_free(void *p)
 {
 	struct block *b;
+	struct region *r;
+	unsigned c;
 
 	if (!p)
 		return;
 	b = block_of(p);
+	r = b->own;
+	if (r) {
+		/* unmapped: no later fork can see it */
+		pthread_mutex_lock(&lock);
+		r->prev->next = r->next;
+		r->next->prev = r->prev;
+		pthread_mutex_unlock(&lock);
+		/* the sanitizer's marks outlive the mapping: the next one there is clean */
+		UNPOISON(r->base, r->len);
+		munmap(r->base, r->len);
+		free(r);
+		return;
+	}
+	/* past used, the block is as zero as it was handed out */
+	UNPOISON(b->data, b->cap);
+	explicit_bzero(b->data, b->used);
+	c = class_of(b->cap);
 	pthread_mutex_lock(&lock);
-	b->prev->next = b->next;
-	b->next->prev = b->prev;
+	b->next_free = free_list[c];
+	free_list[c] = b;
 	pthread_mutex_unlock(&lock);
-	if (!&corral_free_zeroes)
-		explicit_bzero(b, sizeof(*b) + b->len);
-	free(b);
+	POISON(b->data, b->cap);
 }
 
 void *livemem_realloc(void *p, size_t len)
 {
-	size_t old;
+	struct block *b;
 	void *n;
 
 	if (!p)
@@ -97,19 +229,27 @@ void *livemem_realloc(void *p, size_t len)
 		livemem_free(p);
 		return NULL;
 	}
-	old = block_of(p)->len;
-	if (len <= old)
+	b = block_of(p);
+	if (len <= b->cap) {
+		UNPOISON(b->data, len);
+		if (len > b->used)
+			b->used = len;
 		return p;
+	}
 	n = livemem_malloc(len);
 	if (!n)
 		return NULL;
-	memcpy(n, p, old);
+	memcpy(n, p, b->used);
 	livemem_free(p);
 	return n;
 }
 
 void livemem_forget(void)
 {
-	for (struct block *b = live.next; b != &live; b = b->next)
-		explicit_bzero(b->data, b->len);
+	for (struct region *r = regions.next; r != &regions; r = r->next)
+		if (madvise(r->base, r->len, MADV_DONTNEED) < 0)
+			explicit_bzero(r->base, r->len);	/* slower, as sure */
+	/* nothing here is handed out again, should the library be called */
+	memset(free_list, 0, sizeof(free_list));
+	bump = bump_end = NULL;
 }

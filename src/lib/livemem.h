@@ -1,7 +1,8 @@
 /*
- * livemem.h - blocks zeroed when freed, and all live ones zeroed in a
- * fork that forgets (livemem.c says for whom).  One list per object
- * linked: libcorral's (libevent) and corral-tls.so's (OpenSSL).
+ * livemem.h - blocks zeroed when freed, and all live ones dropped (read
+ * as zero) in a fork that forgets (livemem.c says for whom).  One set of
+ * mappings per object linked: libcorral's (libevent) and corral-tls.so's
+ * (OpenSSL).
  */
 #ifndef CORRAL_LIVEMEM_H
 #define CORRAL_LIVEMEM_H

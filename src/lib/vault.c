@@ -14,7 +14,7 @@
  * thing in every child that takes hostile input.  What passes through
  * (a request's head, a proxied request with its secret swapped in) lives
  * in libevent's buffers: libevent's blocks are zeroed when freed, and the
- * live ones by corral_forget (livemem.c).
+ * live ones dropped by corral_forget (livemem.c).
  */
 #include "internal.h"
 #include "livemem.h"

@@ -5,8 +5,8 @@
  * TLS state of every other box's terminated connections: traffic and
  * exporter secrets (enough to decrypt a capture of that box's traffic),
  * record buffers with their plaintext, the minted certificates' key.
- * Every block OpenSSL allocates comes from this object's own livemem list
- * (src/lib/livemem.c), which tls_memory_forget() zeroes.
+ * Every block OpenSSL allocates comes from this object's own livemem
+ * mappings (src/lib/livemem.c), whose pages tls_memory_forget() drops.
  *
  * CRYPTO_set_mem_functions works only before OpenSSL's first allocation:
  * this object's constructor, which runs when it is loaded, after

@@ -1108,6 +1108,12 @@ static bool take_fork(const struct child_ctx *c, struct exec_msg *m,
 	}
 	calls[(*ncalls)++] = (struct call_pid){ f.id, pid };
 	send_call_msg(c->msg_wr, MSG_STARTED, f.id, pid);
+	/*
+	 * The fork left our pages copy-on-write, so our first write to each
+	 * is a fault.  errno's (thread-local) is written next by the read
+	 * that reaps a call, which a caller waits for: write it now.
+	 */
+	errno = 0;
 	return true;
 }
 

@@ -1191,8 +1191,16 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (r == 0)
 		r = build_exec(b, c, err);
 	c->o.env = NULL;	/* packed; the caller's may go */
-	if (r == 0)
+	/*
+	 * The box's counts before the call (what bit during it is the
+	 * difference), read before the call's process is woken: it is woken
+	 * on our CPU as a rule and waits while we work.
+	 */
+	if (r == 0) {
+		cg_stats_some(b->cg, CG_ST_HITS, &bst);
+		c->st0 = bst;
 		r = call_watch(c, err);
+	}
 	/* a spare already in the call's group: no cgroup write on this path */
 	if (r == 0 && c->host_pid && !c->mv && (r = send_call(c)) < 0)
 		r = corral_set_errno(err, -r, "cannot reach the call's process");
@@ -1213,8 +1221,6 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 			box_arm_idle(b);
 		return r;
 	}
-	cg_stats_some(b->cg, CG_ST_HITS, &bst);
-	c->st0 = bst;
 	b->calls_total++;
 	*out = c;
 	return 0;

@@ -310,6 +310,14 @@ t_progress_token_types() {
 	no_leftovers
 }
 
+# a program that floods its output (without end, a byte a write, bytes
+# JSON escapes) sends the client at most limits.output of it as progress
+t_progress_output_is_bounded() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" flood "$CORRAL" --private ||
+		fail "the progress flood checks failed"
+	no_leftovers
+}
+
 # The SDK, from npm into $SDK once; 0 when it is there.
 have_sdk() {
 	[ -f "$SDK/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0

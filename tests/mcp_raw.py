@@ -4,7 +4,7 @@
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
 CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap,
-progress, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
+progress, flood, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
 reap-hung.
 Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
@@ -49,6 +49,7 @@ class Server:
                     raise AssertionError("stdout closed")
                 self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
+        self.last_len = len(line) + 1
         return json.loads(line)
 
     def request(self, method, params=None):
@@ -434,6 +435,48 @@ def progress(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def flood(s):
+    """A program that writes much, or a byte at a time, or bytes
+    that JSON escapes six times over, does not decide how much the client
+    reads: a call's progress carries at most the operator's limits.output
+    (1 MiB by default; one notification more), then one notification says
+    it stopped, and the result is whole as always."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    bound = (1 << 20) + 64 * 1024
+    for what, size, cmd in (
+            ("40 MB at once", 40000000, "head -c 40000000 /dev/zero | tr '\\0' x"),
+            ("1200000 writes of a byte", 1200000,
+             "python3 -c 'import os\nfor i in range(1200000): os.write(1, b\"x\")'"),
+            ("12 MB of \\x01", 12000000, "head -c 12000000 /dev/zero | tr '\\0' '\\1'")):
+        s.next_id += 1
+        s.send({"jsonrpc": "2.0", "id": s.next_id, "method": "tools/call",
+                "params": {"name": "exec", "_meta": {"progressToken": "f"},
+                           "arguments": {"sandbox_id": sid, "command": cmd}}})
+        sent, count, last = 0, 0, ""
+        for _ in range(2000000):    # bounded: without the bound, a million come
+            m = s.recv()
+            if m.get("id") == s.next_id:
+                break
+            sent += s.last_len
+            count += 1
+            last = m["params"]["message"]
+        else:
+            raise AssertionError("no answer after 2000000 notifications")
+        res = m["result"]["structuredContent"]
+        # the bytes a write come a few a read (how many is the scheduler's):
+        # it may stay within the bound, and then it need not say so
+        check(sent <= bound and ("no more output as progress" in last or
+                                 (size == 1200000 and sent < 1200000)),
+              "%s: at most %d bytes of progress, then said (%d bytes in %d, last %.80r)" %
+              (what, bound, sent, count, last))
+        check(res["status"] == "exited" and res["exit_code"] == 0 and
+              len(res["stdout"]) == min(size, 1 << 20) and
+              res["stdout_truncated"] is (size > 1 << 20),
+              "%s: the result holds it, up to limits.output: %.200r" % (what, m))
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def daemon_get(sock, path):
     """GET path from the daemon at sock, over HTTP/1.0: its head, its body."""
     c = socket.socket(socket.AF_UNIX)
@@ -675,6 +718,8 @@ def main():
                 whole(s)
             elif what == "progress":
                 progress(s)
+            elif what == "flood":
+                flood(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             elif what == "swap":

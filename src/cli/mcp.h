@@ -84,6 +84,8 @@ struct mcp_call {
 	json_t *params;
 	atomic_bool cancelled;		/* notifications/cancelled came */
 	double progress;		/* last progress sent, strictly rising */
+	uint64_t progress_bytes;	/* of output sent as progress: whole lines */
+	bool progress_ended;		/* its budget spent: no more output as progress */
 	pthread_t thread;
 	bool used;
 	bool big;			/* holds one of MCP_BIG_CALLS until answered */
@@ -128,13 +130,17 @@ struct mcp {
 
 /* ---- mcp.c --------------------------------------------------------------- */
 
-/* Write one message (a line) to stdout; takes msg's reference. */
-void mcp_send(struct mcp *m, json_t *msg);
+/*
+ * Write one message (a line) to stdout; takes msg's reference.  The
+ * bytes written, newline included (0: none).
+ */
+size_t mcp_send(struct mcp *m, json_t *msg);
 /*
  * notifications/progress for call, when its client asked for progress:
  * message is len bytes of UTF-8 (a NUL is a character like any other).
+ * The bytes written, as mcp_send.
  */
-void mcp_progress(struct mcp_call *call, const char *message, size_t len);
+size_t mcp_progress(struct mcp_call *call, const char *message, size_t len);
 
 /* ---- mcp_daemon.c ---------------------------------------------------------- */
 

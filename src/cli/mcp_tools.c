@@ -43,6 +43,15 @@ static json_t *text_content(const char *text)
  * "stdout: DATA" as progress: the first PROGRESS_CHUNK_MAX bytes of a
  * stream's piece (len bytes of UTF-8, NUL included), cut before a
  * character, never inside one (a message that is not UTF-8 is not sent).
+ *
+ * A call's progress carries at most the operator's limits.output, counted
+ * as the lines written (escapes and envelopes too; one notification more
+ * at most): the daemon's stream goes on past the result's cap, and a
+ * program that writes a byte at a time makes a notification of each, so
+ * the sandbox would otherwise decide how much the client reads (`yes` sent
+ * it 4 MB a second, a byte a write 40000 notifications a second).  One
+ * last notification says where it stopped; the result holds the output
+ * as always.
  */
 static void progress_output(struct mcp_call *c, const char *type,
 			    const char *data, size_t len)
@@ -50,6 +59,18 @@ static void progress_output(struct mcp_call *c, const char *type,
 	size_t n = len, tl = strlen(type);
 	char *msg;
 
+	if (!c->progress_token || c->progress_ended)
+		return;
+	if (c->progress_bytes >= c->m->b.limit.output_bytes) {
+		char note[160];
+
+		c->progress_ended = true;
+		snprintf(note, sizeof(note), "%s: no more output as progress (%llu bytes "
+			 "sent, the operator's limits.output); the result holds it",
+			 type, (unsigned long long)c->progress_bytes);
+		mcp_progress(c, note, strlen(note));
+		return;
+	}
 	if (n > PROGRESS_CHUNK_MAX) {
 		n = PROGRESS_CHUNK_MAX;
 		while (n && ((unsigned char)data[n] & 0xC0) == 0x80)
@@ -61,7 +82,7 @@ static void progress_output(struct mcp_call *c, const char *type,
 	memcpy(msg, type, tl);
 	memcpy(msg + tl, ": ", 2);
 	memcpy(msg + tl + 2, data, n);
-	mcp_progress(c, msg, tl + 2 + n);
+	c->progress_bytes += mcp_progress(c, msg, tl + 2 + n);
 	free(msg);
 }
 

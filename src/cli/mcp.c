@@ -466,7 +466,14 @@ static void feed(struct mcp *m, struct line_buf *b)
 	}
 	memmove(b->buf, b->buf + start, b->len - start);
 	b->len -= start;
-	if (b->len >= MCP_LINE_MAX) {
+	/*
+	 * One answer a message, however long: the rest of one refused is
+	 * dropped as it comes, not kept up to MCP_LINE_MAX and refused again
+	 * (a line of 40 MiB had five answers, each with a null id).
+	 */
+	if (b->skipping) {
+		b->len = 0;
+	} else if (b->len >= MCP_LINE_MAX) {
 		send_error(m, NULL, -32700, "parse error: a message longer than 8 MiB");
 		b->len = 0;
 		b->skipping = true;

@@ -230,6 +230,38 @@ t_bad_frames() {
 	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 999$" || true' 0
 }
 
+# A client that sends 100000 window sizes at once, 0x0 and 65535x65535
+# among them: each is a size, the session goes on with the last one, and
+# the daemon answers.
+t_resize_flood() {
+	box=$BOX
+	out=$(tty_api "$box" 'expect:ready' 'resizes:100000' 'sleep:0.5' 'send:stty size\r' \
+		'expect:40 100' 'send:exit\r' -- /bin/sh -i -c 'echo ready; exec /bin/sh -i')
+	expect_contains "the last size holds" "$out" "40 100"
+	expect_contains "it ends as asked" "$out" '"exit_code": 0'
+	healthy
+}
+
+# A program that writes without end to a client that reads nothing: the
+# call's output waits for the client (the daemon holds at most its queue,
+# not what the program wrote), and when the client goes away the program
+# is gone too.
+t_client_never_reads() {
+	box=$BOX
+	local before after
+	before=$(awk '/^VmRSS/ {print $2}' "/proc/$DPID/status")
+	tty_api "$box" 'expect:ready' 'stall:4' 'close' -- /bin/sh -c \
+		'echo ready; exec yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789' > "$T/out" &
+	local pid=$!
+	sleep 3
+	after=$(awk '/^VmRSS/ {print $2}' "/proc/$DPID/status")
+	wait "$pid"
+	[ $((after - before)) -lt 32768 ] ||
+		fail "the daemon grew from $before kB to $after kB while the client read nothing"
+	healthy
+	wait_inside "$box" 'ps -e -o args= | grep -c "^yes 0123" || true' 0
+}
+
 # Input larger than the pty takes at once waits for it; nothing is lost.
 t_input_backpressure() {
 	box=$BOX

@@ -3,7 +3,7 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap,
+CHECK is one of: protocol, bounds, output, whole, big, many, shared, signal, swap,
 progress, flood, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
 reap-hung.
 Prints "ok - ..." per check and
@@ -372,6 +372,43 @@ def big(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def many(s):
+    """Answers that hold much of a program's output take turns too: 32
+    execs at once, each writing 256 KiB of \\x01 (six bytes each in JSON)
+    to stdout and to stderr, are answered whole (6 MB each) without the
+    server building all 32 at once."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    n = 32
+    cmd = ("sleep 1; head -c 262144 /dev/zero | tr '\\0' '\\1'; "
+           "head -c 262144 /dev/zero | tr '\\0' '\\1' >&2")
+    for k in range(n):
+        s.send({"jsonrpc": "2.0", "id": "many%d" % k, "method": "tools/call", "params": {
+            "name": "exec", "arguments": {"sandbox_id": sid, "command": cmd}}})
+    buf, sizes, deadline = bytearray(s.buf), [], time.monotonic() + 240
+    fd = s.p.stdout.fileno()
+    while len(sizes) < n and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 1)
+        chunk = os.read(fd, 1 << 22) if r else b""
+        if r and not chunk:
+            break
+        seen = len(buf)
+        buf += chunk
+        i = buf.find(b"\n", seen)
+        while i >= 0:
+            sizes.append(i)
+            del buf[:i + 1]
+            i = buf.find(b"\n")
+    s.buf = bytes(buf)
+    with open("/proc/%d/status" % s.p.pid) as f:
+        hwm = [int(l.split()[1]) for l in f if l.startswith("VmHWM")][0] // 1024
+    check(len(sizes) == n and min(sizes) > 6000000, "%d execs answered whole: %r" % (n, sizes))
+    # 600-650 MB when all 32 were built at once; 220-280 MB taking turns
+    # (what is left: each call's end line from the daemon while it comes)
+    check(hwm < 450, "the server's peak memory is bounded: %d MB" % hwm)
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def shared(s, other):
     """A shared daemon: another client's sandbox is not the model's."""
     s.request("initialize", {"protocolVersion": "2025-06-18"})
@@ -715,6 +752,8 @@ def main():
                 output(s)
             elif what == "big":
                 big(s)
+            elif what == "many":
+                many(s)
             elif what == "whole":
                 whole(s)
             elif what == "progress":

@@ -41,9 +41,15 @@
  * patch) at once: such an answer costs about 8 times the file while it is
  * encoded and sent (the bytes, base64, the text and the structured copy,
  * the message), 470 MB for one of 60 MB; 32 at once would take the host's
- * memory.  The others wait for a turn.
+ * memory.  The others wait for a turn.  So does an answer that holds a
+ * program's output (exec, process_output) once it is more than
+ * MCP_BIG_OUTPUT: the program chooses it, and bytes JSON escapes six
+ * times over cost 12 times their size (text and structured copy), so 32
+ * execs of 1 MiB of \x01 on stdout and stderr took 1.9 GB at once.  What
+ * waits for a turn holds the output, not its escaped copies.
  */
 #define MCP_BIG_CALLS		2
+#define MCP_BIG_OUTPUT		(64u << 10)
 
 /* The daemon we talk to, and whether we started it. */
 struct mcp_daemon {

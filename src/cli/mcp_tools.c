@@ -695,6 +695,29 @@ static json_t *exec_text(const json_t *r)
 	return content;
 }
 
+static int big_enter(struct mcp_call *c);
+
+/*
+ * An answer that holds len bytes of a program's output waits for one of
+ * the MCP_BIG_CALLS turns when that is more than MCP_BIG_OUTPUT; -1 when
+ * the call is cancelled meanwhile.
+ */
+static int output_turn(struct mcp_call *c, size_t len)
+{
+	if (len <= MCP_BIG_OUTPUT || c->big)
+		return 0;
+	if (big_enter(c) < 0)
+		return -1;
+	c->big = true;
+	return 0;
+}
+
+static size_t result_output_len(const json_t *r)
+{
+	return json_string_length(json_object_get(r, "stdout")) +
+	       json_string_length(json_object_get(r, "stderr"));
+}
+
 static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
 {
 	struct stream s = { .c = c };
@@ -713,6 +736,10 @@ static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
 		r = daemon_refused(&h);
 	else if (!json_is_object(s.result))
 		r = tool_error("the daemon's stream ended without the call's result");
+	/* its buffer (the end line: the output, escaped) goes before a turn */
+	mcp_http_free(&h);
+	if (!r && output_turn(c, result_output_len(s.result)) < 0)
+		r = tool_error("cancelled while waiting for a turn");
 	if (!r)
 		r = json_pack("{s:o,s:O}", "content", exec_text(s.result),
 			      "structuredContent", s.result);
@@ -892,6 +919,12 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 		r = tool_error("%s", why);
 	else if (h.status < 200 || h.status >= 300)
 		r = daemon_refused(&h);
+	/* its buffer goes before a turn is waited for */
+	mcp_http_free(&h);
+	if (r)
+		;
+	else if (output_turn(c, o.len[0] + o.len[1]) < 0)
+		r = tool_error("cancelled while waiting for a turn");
 	else
 	{
 		json_t *v = json_pack("{s:s%, s:s%, s:I, s:I, s:I, s:s}",

@@ -278,10 +278,9 @@ static ssize_t stream_read(struct stream *s);
  * command ended, not yet read by a loop that had other work (32 streamed
  * calls at once on a loaded host lost up to 64 KiB of stderr each, said
  * nowhere; of 1 MB in a pipe the command made 1 MiB long, a loop slowed
- * by strace kept 128-192 KiB).  Read to
- * its end for now, but at most BOX_DRAIN_MAX: a background child that
- * goes on writing cannot hold the call.  Stops when a slow reader holds
- * the output.
+ * by strace kept 128-192 KiB).  Read to its end for now, but at most
+ * BOX_DRAIN_MAX: a background child that goes on writing cannot hold the
+ * call.  Stops when a slow reader holds the output.
  */
 static void drain_stream(struct stream *s)
 {

@@ -99,6 +99,42 @@ t_kill_during_upload() {
 	after_crash "$old" 1
 }
 
+# The daemon's loop slowed (strace delays each of its reads by 100 ms)
+# while a command writes 1 MB into a pipe it made 1 MiB long and ends:
+# all it wrote before it ended is in the result.  The drain time after a
+# call's end (BOX_DRAIN_MS) is for background children that keep the
+# pipes open; what was already in them was cut there, said nowhere
+# (131072 of 1000000 bytes here, truncated false).
+t_slow_loop_keeps_the_last_output() {
+	command -v strace > /dev/null || { skip "no strace to slow the daemon with"; return 77; }
+	trap 'stop_tracer; stop_daemon' EXIT
+	start_daemon
+	local id
+	id=$(api POST /v1/sandboxes '{}' | json id)
+	strace -qq -p "$DPID" -e trace=read -e inject=read:delay_exit=100000 \
+		-o /dev/null 2> "$T/strace.err" &
+	SPID=$!
+	traced() { [ "$(awk '/^TracerPid/ {print $2}' "/proc/$DPID/status")" != 0 ]; }
+	wait_for "strace to attach" traced ||
+		{ stop_tracer; skip "strace cannot attach: $(cat "$T/strace.err")"; return 77; }
+	/usr/bin/python3 -c 'import json; print(json.dumps({"argv": ["/usr/bin/python3", "-c",
+"import fcntl, os\nfcntl.fcntl(1, 1031, 1 << 20)\nos.write(1, b\"x\" * 1000000)"]}))' > "$T/body"
+	curl -s -m 120 --unix-socket "$T/sock" -X POST -d "@$T/body" \
+		"http://corral/v1/sandboxes/$id/exec" > "$T/out"
+	stop_tracer
+	expect_eq "status" "$(json status < "$T/out")" exited
+	expect_eq "the output written before the end" \
+		"$(/usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["stdout"]))' < "$T/out")" 1000000
+	stop_daemon
+}
+
+stop_tracer() {
+	[ -n "${SPID:-}" ] || return 0
+	kill "$SPID" 2>/dev/null || true
+	wait "$SPID" 2>/dev/null || true
+	SPID=
+}
+
 # The audit log torn in the middle of a line (a crash while writing):
 # the next daemon goes on from it and the whole file still verifies.
 t_torn_audit_log() {

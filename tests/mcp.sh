@@ -104,6 +104,15 @@ t_whole_file_answers_take_turns() {
 	no_leftovers
 }
 
+# 32 execs at once whose output is large (and six times that in JSON):
+# their answers take turns as whole files do
+t_output_answers_take_turns() {
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 \
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" many "$CORRAL" --private ||
+		fail "the output-answer checks failed"
+	no_leftovers
+}
+
 t_bad_operator_policy() {
 	echo '{"limits": {"memory": "lots"}}' > "$T/bad.json"
 	rc=0
@@ -307,6 +316,14 @@ t_shared_daemon_hung_at_the_end() { reap hung; }
 t_progress_token_types() {
 	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" progress "$CORRAL" --private ||
 		fail "the progressToken checks failed"
+	no_leftovers
+}
+
+# a program that floods its output (without end, a byte a write, bytes
+# JSON escapes) sends the client at most limits.output of it as progress
+t_progress_output_is_bounded() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" flood "$CORRAL" --private ||
+		fail "the progress flood checks failed"
 	no_leftovers
 }
 

@@ -3,8 +3,8 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, whole, big, shared, signal, swap,
-progress, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
+CHECK is one of: protocol, bounds, output, whole, big, many, shared, signal, swap,
+progress, flood, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
 reap-hung.
 Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
@@ -49,6 +49,8 @@ class Server:
                     raise AssertionError("stdout closed")
                 self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
+        self.last_len = len(line) + 1
+        self.last_raw = line
         return json.loads(line)
 
     def request(self, method, params=None):
@@ -128,21 +130,22 @@ def protocol(s):
     r = s.recv()
     check(r["id"] is None and r["error"]["code"] == -32600, "a batch is refused -32600")
     # one line of 40 MiB, a valid ping: longer than MCP_LINE_MAX (8 MiB), it
-    # is refused, not kept (the buffer stays within 16 MiB: 19 MB at its peak here,
-    # 155 MB without the bound), its rest skipped, and the next answered
+    # is refused once, not kept (the buffer stays within 16 MiB: 19 MB at its
+    # peak here, 155 MB without the bound), its rest skipped, and the next
+    # answered; one answer for the one message, not one for each 8 MiB of it
     s.p.stdin.write(b'{"jsonrpc": "2.0", "id": "long", "method": "ping", "x": "' +
                     b"x" * (40 << 20) + b'"}\n')
     s.send({"jsonrpc": "2.0", "id": "after-long", "method": "ping"})
     got = []
-    for _ in range(12):     # bounded: an error for each 8 MiB of it
+    for _ in range(12):     # bounded: without the fix an error for each 8 MiB
         r = s.recv()
         if r.get("id") == "after-long":
             break
         got.append(r)
-    check(r["id"] == "after-long" and got and
+    check(r["id"] == "after-long" and len(got) == 1 and
           all(g["id"] is None and g["error"]["code"] == -32700 and
               "longer than 8 MiB" in g["error"]["message"] for g in got),
-          "a 40 MiB line is refused -32700, the next answered: %.300r" % (got + [r]))
+          "a 40 MiB line is refused -32700 once, the next answered: %.300r" % (got + [r]))
     with open("/proc/%d/status" % s.p.pid) as f:
         hwm = [int(l.split()[1]) for l in f if l.startswith("VmHWM")][0] // 1024
     check(hwm < 48, "a 40 MiB line is not kept whole: peak %d MB" % hwm)
@@ -334,6 +337,30 @@ def whole(s):
           len(progress[0].encode()) <= 4096 + 8 and set(progress[0][8:]) == {"\u20ac"},
           "a piece cut to the progress bound is cut between characters: %r" %
           [p[:20] for p in progress])
+    # output made to look like a JSON-RPC answer of ours, with terminal
+    # escapes (OSC 52 would set the clipboard), bytes that are no UTF-8 and
+    # U+2028: it stays inside the strings of the exec's answer and of its
+    # progress, each one line with no raw control byte
+    forged = ('\\n{"jsonrpc":"2.0","id":"forged","result":{"forged":1}}\\n'
+              '\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\xff\\xfe\\xe2\\x80\\xa8end\\r\\n')
+    s.send({"jsonrpc": "2.0", "id": "f", "method": "tools/call", "params": {
+        "name": "exec", "_meta": {"progressToken": "t"}, "arguments": {
+            "sandbox_id": sid, "argv": ["python3", "-c",
+                                        "import os; os.write(1, b'%s')" % forged]}}})
+    msgs, raws = [], []
+    for _ in range(100):    # bounded: the answer comes after its progress
+        m = s.recv()
+        msgs.append(m)
+        raws.append(s.last_raw)
+        if m.get("id") == "f":
+            break
+    out = m.get("result", {}).get("structuredContent", {}).get("stdout")
+    check(out == ('\n{"jsonrpc":"2.0","id":"forged","result":{"forged":1}}\n'
+                  '\x1b]52;c;ZXZpbA==\x07\x1b[2J\ufffd\ufffd\u2028end\r\n') and
+          not any(x.get("id") == "forged" for x in msgs) and
+          not any(c < 0x20 for r in raws for c in r),
+          "output that looks like JSON-RPC, escapes, no UTF-8 stay inside the answer: %r" %
+          (msgs[-1],))
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
@@ -367,6 +394,43 @@ def big(s):
     check(len(sizes) == n and min(sizes) > 13000000, "%d reads of 10 MB answered: %r" % (n, sizes))
     # one such answer costs the server about 100 MB; six at once were 570
     check(hwm < 400, "the server's peak memory is bounded: %d MB" % hwm)
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
+def many(s):
+    """Answers that hold much of a program's output take turns too: 32
+    execs at once, each writing 256 KiB of \\x01 (six bytes each in JSON)
+    to stdout and to stderr, are answered whole (6 MB each) without the
+    server building all 32 at once."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    n = 32
+    cmd = ("sleep 1; head -c 262144 /dev/zero | tr '\\0' '\\1'; "
+           "head -c 262144 /dev/zero | tr '\\0' '\\1' >&2")
+    for k in range(n):
+        s.send({"jsonrpc": "2.0", "id": "many%d" % k, "method": "tools/call", "params": {
+            "name": "exec", "arguments": {"sandbox_id": sid, "command": cmd}}})
+    buf, sizes, deadline = bytearray(s.buf), [], time.monotonic() + 240
+    fd = s.p.stdout.fileno()
+    while len(sizes) < n and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 1)
+        chunk = os.read(fd, 1 << 22) if r else b""
+        if r and not chunk:
+            break
+        seen = len(buf)
+        buf += chunk
+        i = buf.find(b"\n", seen)
+        while i >= 0:
+            sizes.append(i)
+            del buf[:i + 1]
+            i = buf.find(b"\n")
+    s.buf = bytes(buf)
+    with open("/proc/%d/status" % s.p.pid) as f:
+        hwm = [int(l.split()[1]) for l in f if l.startswith("VmHWM")][0] // 1024
+    check(len(sizes) == n and min(sizes) > 6000000, "%d execs answered whole: %r" % (n, sizes))
+    # 600-650 MB when all 32 were built at once; 220-280 MB taking turns
+    # (what is left: each call's end line from the daemon while it comes)
+    check(hwm < 450, "the server's peak memory is bounded: %d MB" % hwm)
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
@@ -431,6 +495,48 @@ def progress(s):
         check("result" in m and m["result"]["structuredContent"]["stdout"] == "out\n" and
               tokens and all(t == token and type(t) is type(token) for t in tokens),
               "a progressToken that is %s is echoed as it came: %r" % (what, tokens[:3]))
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
+def flood(s):
+    """A program that writes much, or a byte at a time, or bytes
+    that JSON escapes six times over, does not decide how much the client
+    reads: a call's progress carries at most the operator's limits.output
+    (1 MiB by default; one notification more), then one notification says
+    it stopped, and the result is whole as always."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    bound = (1 << 20) + 64 * 1024
+    for what, size, cmd in (
+            ("40 MB at once", 40000000, "head -c 40000000 /dev/zero | tr '\\0' x"),
+            ("1200000 writes of a byte", 1200000,
+             "python3 -c 'import os\nfor i in range(1200000): os.write(1, b\"x\")'"),
+            ("12 MB of \\x01", 12000000, "head -c 12000000 /dev/zero | tr '\\0' '\\1'")):
+        s.next_id += 1
+        s.send({"jsonrpc": "2.0", "id": s.next_id, "method": "tools/call",
+                "params": {"name": "exec", "_meta": {"progressToken": "f"},
+                           "arguments": {"sandbox_id": sid, "command": cmd}}})
+        sent, count, last = 0, 0, ""
+        for _ in range(2000000):    # bounded: without the bound, a million come
+            m = s.recv()
+            if m.get("id") == s.next_id:
+                break
+            sent += s.last_len
+            count += 1
+            last = m["params"]["message"]
+        else:
+            raise AssertionError("no answer after 2000000 notifications")
+        res = m["result"]["structuredContent"]
+        # the bytes a write come a few a read (how many is the scheduler's):
+        # it may stay within the bound, and then it need not say so
+        check(sent <= bound and ("no more output as progress" in last or
+                                 (size == 1200000 and sent < 1200000)),
+              "%s: at most %d bytes of progress, then said (%d bytes in %d, last %.80r)" %
+              (what, bound, sent, count, last))
+        check(res["status"] == "exited" and res["exit_code"] == 0 and
+              len(res["stdout"]) == min(size, 1 << 20) and
+              res["stdout_truncated"] is (size > 1 << 20),
+              "%s: the result holds it, up to limits.output: %.200r" % (what, m))
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
@@ -671,10 +777,14 @@ def main():
                 output(s)
             elif what == "big":
                 big(s)
+            elif what == "many":
+                many(s)
             elif what == "whole":
                 whole(s)
             elif what == "progress":
                 progress(s)
+            elif what == "flood":
+                flood(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             elif what == "swap":

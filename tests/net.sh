@@ -426,10 +426,55 @@ ask("2001:db8::9", "web.test", socket.AF_INET6)'
 	expect_not_contains "not logged as udp" "$(cat "$T/events")" '"protocol":"udp"'
 }
 
-# A flood of UDP to an outside address: nftables logs at most 200 packets
-# a second (a burst of 200) and drops the rest unseen, events.c writes the
-# first few of the destination whole and counts the rest, and what the
-# run does next is still recorded.
+# A spray of UDP at 60000 random destinations, IPv4 and IPv6, from one
+# socket each and from a fresh socket now and then: the rule's limit
+# bounds what is logged, the first KINDS_MAX destinations are named one by
+# one and the rest folded into one summary, and the counting stays exact
+# (what the log says adds up to the result's denials).  The IPv4 and IPv6
+# rules have a limit each: together at most 200 a second, not 400.
+t_udp_spray_to_many_destinations_is_bounded() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, random, time
+s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+t = time.monotonic(); n = 0
+while n < 60000:
+    try:
+        if n % 1000 == 0:
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"z", ("198.18.0.%d" % (n // 1000 + 1), 53 + n))
+        elif n % 2:
+            s4.sendto(b"x" * 1400, ("%d.%d.%d.%d" % (random.randint(1, 223), random.randint(0, 255),
+                       random.randint(0, 255), random.randint(1, 254)), random.randint(1, 65535)))
+        else:
+            s6.sendto(b"y", ("2001:db8::%x" % random.randint(1, 65535), random.randint(1, 65535)))
+    except OSError:
+        pass
+    n += 1
+print("sent", n, "seconds", int(time.monotonic() - t) + 1)'
+	read -r _ sent _ secs <<< "$(stdout | grep '^sent ')"
+	[ "${sent:-}" = 60000 ] || { fail "the spray did not run: $(head -c 600 "$T/out") $(cat "$T/err")"; return; }
+	read -r whole named total lines other <<< "$(/usr/bin/python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+whole = [e for e in lines if e["type"] == "egress.denied"]
+other = [e for e in lines if e["type"] == "egress.denied.summary" and e.get("other")]
+named = len(whole) - sum(e["total"] - e["count"] for e in other[-1:])
+print(len(whole), named, named + sum(e["total"] for e in other[-1:]), len(lines), len(other))' "$T/events")"
+	denied=$(json reason < "$T/out" | sed -n 's/.*; \([0-9]*\) denials$/\1/p')
+	[ -n "$denied" ] || fail "the result counts no denials: $(json reason < "$T/out")"
+	expect_eq "the log adds up to the result's count" "$total" "$denied"
+	[ "$denied" -le $((200 + 200 * secs)) ] ||
+		fail "$denied udp events for $sent packets in $secs s: past the rule's limit"
+	[ "$named" -le 130 ] || fail "$named destinations named one by one"
+	[ "$other" -ge 1 ] || fail "no summary of the destinations beyond those named"
+	[ "$lines" -le 160 ] || fail "$lines events for one spray ($whole written whole)"
+}
+
+# A flood of UDP to an outside address: nftables logs at most 100 packets
+# a second (a burst of 100; as many more for IPv6) and drops the rest
+# unseen, events.c writes the first few of the destination whole and
+# counts the rest, and what the run does next is still recorded.
 t_udp_flood_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	nrun -- /usr/bin/python3 -c '
@@ -1311,7 +1356,7 @@ $1 corral out
 $1 corral filter_out
   [ payload load $2 => reg 1 ]
   [ cmp neq reg 1 $3 ]
-  [ limit rate 200/second burst 200 type packets flags 0x0 ]
+  [ limit rate 100/second burst 100 type packets flags 0x0 ]
   [ log group 7 snaplen 0 qthreshold 0 ]
 
 $1 corral filter_out
@@ -1333,7 +1378,7 @@ table $1 corral {
 
   chain filter_out {
     type filter hook output priority filter; policy accept;
-    $1 daddr != $2 limit rate 200/second burst 200 packets log group 7
+    $1 daddr != $2 limit rate 100/second burst 100 packets log group 7
     $1 daddr != $2 drop
   }
 }

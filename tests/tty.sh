@@ -230,6 +230,44 @@ t_bad_frames() {
 	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 999$" || true' 0
 }
 
+# A client that sends 100000 window sizes at once, 0x0 and 65535x65535
+# among them: each is a size, the session goes on with the last one, and
+# the daemon answers.
+t_resize_flood() {
+	box=$BOX
+	out=$(tty_api "$box" 'expect:ready' 'resizes:100000' 'sleep:0.5' 'send:stty size\r' \
+		'expect:40 100' 'send:exit\r' -- /bin/sh -i -c 'echo ready; exec /bin/sh -i')
+	expect_contains "the last size holds" "$out" "40 100"
+	expect_contains "it ends as asked" "$out" '"exit_code": 0'
+	healthy
+}
+
+# A program that writes without end to a client that reads nothing: the
+# call's output waits for the client (the daemon holds at most its queue,
+# not what the program wrote: the program's writes block), and when the
+# client goes away the program is gone too.  Without the hold the daemon
+# read on: it grew by 78 MB in 3 s.
+t_client_never_reads() {
+	box=$BOX
+	local written
+	tty_api "$box" 'expect:ready' 'stall:4' 'close' -- /usr/bin/python3 -c '
+import os
+print("ready", flush=True)
+n, b = 0, b"0123456789abcdef" * 4096
+while True:
+    os.write(1, b)
+    n += len(b)
+    with open("/tmp/stalled-written", "w") as f:
+        f.write(str(n))' > "$T/out"
+	healthy
+	wait_inside "$box" 'ps -e -o args= | grep -c "^/usr/bin/python3 -c" || true' 0
+	written=$(inside "$box" 'cat /tmp/stalled-written')
+	[ "${written:-0}" -gt 0 ] || fail "the program wrote nothing: $(cat "$T/out")"
+	[ "$written" -lt $((16 << 20)) ] ||
+		fail "the program wrote $written bytes to a client that read nothing"
+}
+
+
 # Input larger than the pty takes at once waits for it; nothing is lost.
 t_input_backpressure() {
 	box=$BOX

@@ -10,6 +10,10 @@ headers, then runs the steps, each bounded in time:
     resize:R,C      a window size frame
     fill:N          N bytes of "x" as input, in frames of 4 KiB
     raw:HEX         these bytes as they are (a frame of one's own making)
+    resizes:N       N window size frames at once, of sizes from 0x0 to
+                    65535x65535, the last one 40x100
+    stall:SECONDS   read nothing for that long (the socket's receive
+                    buffer is small: the daemon's writes back up)
     close           close the connection now (the steps end)
     sleep:SECONDS
 Then waits (20 s) for the exit frame, unless closed.  Prints one JSON
@@ -96,6 +100,8 @@ def main():
     if token:
         head += "Authorization: Bearer %s\r\n" % token
     s = connect(where)
+    if any(st.startswith("stall:") for st in steps):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.sendall(head.encode() + b"\r\n" + data)
     c = Conn(s)
     deadline = time.time() + 10
@@ -127,6 +133,13 @@ def main():
                 n = min(left, 4096)
                 s.sendall(b"i" + struct.pack(">I", n) + b"x" * n)
                 left -= n
+        elif kind == "resizes":
+            sizes = [(0, 0), (65535, 65535), (1, 65535), (65535, 1)]
+            frames = b"".join(b"w" + struct.pack(">IHH", 4, *sizes[k % 4])
+                              for k in range(int(arg) - 1))
+            s.sendall(frames + b"w" + struct.pack(">IHH", 4, 40, 100))
+        elif kind == "stall":
+            time.sleep(float(arg))
         elif kind == "raw":
             try:
                 s.sendall(bytes.fromhex(arg))

@@ -117,19 +117,20 @@ static int on_option(void *arg, int opt, const char *val)
 
 /* ---- output -------------------------------------------------------------- */
 
-void mcp_send(struct mcp *m, json_t *msg)
+size_t mcp_send(struct mcp *m, json_t *msg)
 {
+	size_t sent = 0;
 	char *text;
 
 	if (!msg)
-		return;
+		return 0;
 	if (!json_object_get(msg, "jsonrpc"))
 		json_object_set_new(msg, "jsonrpc", json_string("2.0"));
 	text = json_dumps(msg, JSON_COMPACT);
 	json_decref(msg);
 	if (!text) {
 		cli_error("mcp: out of memory for an answer");
-		return;
+		return 0;
 	}
 	pthread_mutex_lock(&m->out_lock);
 	if (!m->stdout_broken &&
@@ -137,9 +138,12 @@ void mcp_send(struct mcp *m, json_t *msg)
 	     fflush(stdout) == EOF)) {
 		cli_error("mcp: stdout: %s", strerror(errno));
 		m->stdout_broken = true;
+	} else if (!m->stdout_broken) {
+		sent = strlen(text) + 1;
 	}
 	pthread_mutex_unlock(&m->out_lock);
 	free(text);
+	return sent;
 }
 
 static void send_error(struct mcp *m, json_t *id, int code, const char *msg)
@@ -157,17 +161,17 @@ static void send_result(struct mcp *m, json_t *id, json_t *result)
 	mcp_send(m, json_pack("{s:O,s:o}", "id", id, "result", result));
 }
 
-void mcp_progress(struct mcp_call *call, const char *message, size_t len)
+size_t mcp_progress(struct mcp_call *call, const char *message, size_t len)
 {
 	json_t *msg;
 
 	if (!call->progress_token || atomic_load(&call->cancelled))
-		return;
+		return 0;
 	call->progress += 1;
 	msg = json_pack("{s:s,s:{s:O,s:f,s:s#}}", "method", "notifications/progress",
 			"params", "progressToken", call->progress_token, "progress",
 			call->progress, "message", message, len);
-	mcp_send(call->m, msg);
+	return mcp_send(call->m, msg);
 }
 
 /* ---- the methods ------------------------------------------------------------ */
@@ -462,7 +466,14 @@ static void feed(struct mcp *m, struct line_buf *b)
 	}
 	memmove(b->buf, b->buf + start, b->len - start);
 	b->len -= start;
-	if (b->len >= MCP_LINE_MAX) {
+	/*
+	 * One answer a message, however long: the rest of one refused is
+	 * dropped as it comes, not kept up to MCP_LINE_MAX and refused again
+	 * (a line of 40 MiB had five answers, each with a null id).
+	 */
+	if (b->skipping) {
+		b->len = 0;
+	} else if (b->len >= MCP_LINE_MAX) {
 		send_error(m, NULL, -32700, "parse error: a message longer than 8 MiB");
 		b->len = 0;
 		b->skipping = true;

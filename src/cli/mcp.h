@@ -41,9 +41,15 @@
  * patch) at once: such an answer costs about 8 times the file while it is
  * encoded and sent (the bytes, base64, the text and the structured copy,
  * the message), 470 MB for one of 60 MB; 32 at once would take the host's
- * memory.  The others wait for a turn.
+ * memory.  The others wait for a turn.  So does an answer that holds a
+ * program's output (exec, process_output) once it is more than
+ * MCP_BIG_OUTPUT: the program chooses it, and bytes JSON escapes six
+ * times over cost 12 times their size (text and structured copy), so 32
+ * execs of 1 MiB of \x01 on stdout and stderr took 1.9 GB at once.  What
+ * waits for a turn holds the output, not its escaped copies.
  */
 #define MCP_BIG_CALLS		2
+#define MCP_BIG_OUTPUT		(64u << 10)
 
 /* The daemon we talk to, and whether we started it. */
 struct mcp_daemon {
@@ -84,6 +90,8 @@ struct mcp_call {
 	json_t *params;
 	atomic_bool cancelled;		/* notifications/cancelled came */
 	double progress;		/* last progress sent, strictly rising */
+	uint64_t progress_bytes;	/* of output sent as progress: whole lines */
+	bool progress_ended;		/* its budget spent: no more output as progress */
 	pthread_t thread;
 	bool used;
 	bool big;			/* holds one of MCP_BIG_CALLS until answered */
@@ -128,13 +136,17 @@ struct mcp {
 
 /* ---- mcp.c --------------------------------------------------------------- */
 
-/* Write one message (a line) to stdout; takes msg's reference. */
-void mcp_send(struct mcp *m, json_t *msg);
+/*
+ * Write one message (a line) to stdout; takes msg's reference.  The
+ * bytes written, newline included (0: none).
+ */
+size_t mcp_send(struct mcp *m, json_t *msg);
 /*
  * notifications/progress for call, when its client asked for progress:
  * message is len bytes of UTF-8 (a NUL is a character like any other).
+ * The bytes written, as mcp_send.
  */
-void mcp_progress(struct mcp_call *call, const char *message, size_t len);
+size_t mcp_progress(struct mcp_call *call, const char *message, size_t len);
 
 /* ---- mcp_daemon.c ---------------------------------------------------------- */
 

@@ -43,6 +43,15 @@ static json_t *text_content(const char *text)
  * "stdout: DATA" as progress: the first PROGRESS_CHUNK_MAX bytes of a
  * stream's piece (len bytes of UTF-8, NUL included), cut before a
  * character, never inside one (a message that is not UTF-8 is not sent).
+ *
+ * A call's progress carries at most the operator's limits.output, counted
+ * as the lines written (escapes and envelopes too; one notification more
+ * at most): the daemon's stream goes on past the result's cap, and a
+ * program that writes a byte at a time makes a notification of each, so
+ * the sandbox would otherwise decide how much the client reads (`yes` sent
+ * it 4 MB a second, a byte a write 40000 notifications a second).  One
+ * last notification says where it stopped; the result holds the output
+ * as always.
  */
 static void progress_output(struct mcp_call *c, const char *type,
 			    const char *data, size_t len)
@@ -50,6 +59,18 @@ static void progress_output(struct mcp_call *c, const char *type,
 	size_t n = len, tl = strlen(type);
 	char *msg;
 
+	if (!c->progress_token || c->progress_ended)
+		return;
+	if (c->progress_bytes >= c->m->b.limit.output_bytes) {
+		char note[160];
+
+		c->progress_ended = true;
+		snprintf(note, sizeof(note), "%s: no more output as progress (%llu bytes "
+			 "sent, the operator's limits.output); the result holds it",
+			 type, (unsigned long long)c->progress_bytes);
+		mcp_progress(c, note, strlen(note));
+		return;
+	}
 	if (n > PROGRESS_CHUNK_MAX) {
 		n = PROGRESS_CHUNK_MAX;
 		while (n && ((unsigned char)data[n] & 0xC0) == 0x80)
@@ -61,7 +82,7 @@ static void progress_output(struct mcp_call *c, const char *type,
 	memcpy(msg, type, tl);
 	memcpy(msg + tl, ": ", 2);
 	memcpy(msg + tl + 2, data, n);
-	mcp_progress(c, msg, tl + 2 + n);
+	c->progress_bytes += mcp_progress(c, msg, tl + 2 + n);
 	free(msg);
 }
 
@@ -674,6 +695,29 @@ static json_t *exec_text(const json_t *r)
 	return content;
 }
 
+static int big_enter(struct mcp_call *c);
+
+/*
+ * An answer that holds len bytes of a program's output waits for one of
+ * the MCP_BIG_CALLS turns when that is more than MCP_BIG_OUTPUT; -1 when
+ * the call is cancelled meanwhile.
+ */
+static int output_turn(struct mcp_call *c, size_t len)
+{
+	if (len <= MCP_BIG_OUTPUT || c->big)
+		return 0;
+	if (big_enter(c) < 0)
+		return -1;
+	c->big = true;
+	return 0;
+}
+
+static size_t result_output_len(const json_t *r)
+{
+	return json_string_length(json_object_get(r, "stdout")) +
+	       json_string_length(json_object_get(r, "stderr"));
+}
+
 static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
 {
 	struct stream s = { .c = c };
@@ -692,6 +736,10 @@ static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
 		r = daemon_refused(&h);
 	else if (!json_is_object(s.result))
 		r = tool_error("the daemon's stream ended without the call's result");
+	/* its buffer (the end line: the output, escaped) goes before a turn */
+	mcp_http_free(&h);
+	if (!r && output_turn(c, result_output_len(s.result)) < 0)
+		r = tool_error("cancelled while waiting for a turn");
 	if (!r)
 		r = json_pack("{s:o,s:O}", "content", exec_text(s.result),
 			      "structuredContent", s.result);
@@ -871,6 +919,12 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 		r = tool_error("%s", why);
 	else if (h.status < 200 || h.status >= 300)
 		r = daemon_refused(&h);
+	/* its buffer goes before a turn is waited for */
+	mcp_http_free(&h);
+	if (r)
+		;
+	else if (output_turn(c, o.len[0] + o.len[1]) < 0)
+		r = tool_error("cancelled while waiting for a turn");
 	else
 	{
 		json_t *v = json_pack("{s:s%, s:s%, s:I, s:I, s:I, s:s}",

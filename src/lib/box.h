@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #define BOX_DRAIN_MS	250	/* output after the call's end, at most */
+/* what the pipes still hold then, read at most (a pipe's longest: 1 MiB) */
+#define BOX_DRAIN_MAX	(1024 * 1024)
 #define BOX_TICK_MS	1000	/* meters, budgets */
 #define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
 #define LINGER_MAX	64	/* calls remembered for attribution without cgroups */

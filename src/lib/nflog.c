@@ -14,11 +14,12 @@
  * port (ICMP: its type), counted by the abort criteria as a denied
  * connection is.
  *
- * What bounds a flood: the rule's limit (nft.c: at most 200 packets a
- * second reach this socket, the rest are only dropped), this socket's
- * receive buffer (the kernel drops what it cannot hold), a bounded number
- * of reads a wakeup, and events.c's summaries (the first few events of a
- * destination are written whole, the rest counted).
+ * What bounds a flood: the rules' limits (nft.c: at most 200 packets a
+ * second, IPv4 and IPv6 together, reach this socket, the rest are only
+ * dropped), this socket's receive buffer (the kernel drops what it cannot
+ * hold), a bounded number of reads a wakeup, and events.c's summaries
+ * (the first few events of a destination are written whole, the rest
+ * counted).
  *
  * The socket belongs to the sandbox's netns, so only the sandbox's
  * packets come to it; the sandbox cannot reach it (seccomp allows no

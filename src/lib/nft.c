@@ -19,7 +19,7 @@
  *     }
  *     chain filter_out {
  *       type filter hook output priority 0; policy accept;
- *       ip daddr != 127.0.0.0/8 limit rate 200/second burst 200 packets log group 7
+ *       ip daddr != 127.0.0.0/8 limit rate 100/second burst 100 packets log group 7
  *       ip daddr != 127.0.0.0/8 drop
  *     }
  *   }
@@ -34,7 +34,9 @@
  * to (nflog.c): a kernel without nfnetlink_log refuses it (the logger
  * is not found), and the rules above must load all the same.  Its limit
  * is what a flood costs the supervisor: at most that many packets a
- * second are logged, the rest only dropped.
+ * second are logged, the rest only dropped.  Each family's table has a
+ * rule and a limit of its own, so each gets half of NFT_LOG_RATE: a
+ * spray at IPv4 and IPv6 addresses at once was logged 400 a second.
  *
  * The batch is one transaction: the kernel commits all of it or nothing.
  * It is processed in our sendmsg, so every answer is queued when that
@@ -60,7 +62,10 @@
 
 #define NFT_BATCH_SIZE	8192
 #define NFT_MAX_MSGS	24
-/* packets logged a second at most, and as many at once (the burst) */
+/*
+ * Packets logged a second at most, and as many at once (the burst), by
+ * the IPv4 and IPv6 rules together: each has half.
+ */
 #define NFT_LOG_RATE	200
 
 /* A batch under construction; a message that does not fit sets full. */
@@ -378,7 +383,7 @@ static void add_log(struct nft_batch *b, const struct nft_family *f, uint16_t gr
 	l = nest(b, NFTA_RULE_EXPRESSIONS);
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
 	e_cmp(b, NFT_CMP_NEQ, f->lo, f->lo_len);
-	e_limit(b, NFT_LOG_RATE, NFT_LOG_RATE);
+	e_limit(b, NFT_LOG_RATE / 2, NFT_LOG_RATE / 2);
 	e_log_group(b, group);
 	rule_end(b, m, l);
 }

@@ -14,8 +14,8 @@ int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t l
 
 /*
  * After nft_redirect_rules, in the same netns: what leaves loopback is
- * logged to nfnetlink_log's group (at most 200 packets a second) before
- * it is dropped.  0, or -errno with why said (-ENOENT: the kernel has no
+ * logged to nfnetlink_log's group (at most 200 packets a second, IPv4
+ * and IPv6 together) before it is dropped.  0, or -errno with why said (-ENOENT: the kernel has no
  * nfnetlink_log); the redirect rules stay as they were either way.
  */
 int nft_log_rules(uint16_t group, char *why, size_t len);

@@ -373,7 +373,17 @@ def big(s):
     for k in range(n):
         s.send({"jsonrpc": "2.0", "id": "big%d" % k, "method": "tools/call", "params": {
             "name": "file_read", "arguments": {"sandbox_id": sid, "path": "/tmp/big"}}})
-    # each answer is a line of 27 MB: read them without copying the whole each time
+    sizes, hwm = big_lines(s, n)
+    check(len(sizes) == n and min(sizes) > 13000000, "%d reads of 10 MB answered: %r" % (n, sizes))
+    # one such answer costs the server about 100 MB; six at once were 570
+    check(hwm < 400, "the server's peak memory is bounded: %d MB" % hwm)
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
+def big_lines(s, n):
+    """The lengths of the server's next n lines, read without copying each
+    whole (an answer can be a line of 27 MB), within 240 s; and the
+    server's peak memory (VmHWM) in MB after them."""
     buf, sizes, deadline = bytearray(s.buf), [], time.monotonic() + 240
     fd = s.p.stdout.fileno()
     while len(sizes) < n and time.monotonic() < deadline:
@@ -391,10 +401,7 @@ def big(s):
     s.buf = bytes(buf)
     with open("/proc/%d/status" % s.p.pid) as f:
         hwm = [int(l.split()[1]) for l in f if l.startswith("VmHWM")][0] // 1024
-    check(len(sizes) == n and min(sizes) > 13000000, "%d reads of 10 MB answered: %r" % (n, sizes))
-    # one such answer costs the server about 100 MB; six at once were 570
-    check(hwm < 400, "the server's peak memory is bounded: %d MB" % hwm)
-    s.call("sandbox_destroy", {"sandbox_id": sid})
+    return sizes, hwm
 
 
 def many(s):
@@ -410,23 +417,7 @@ def many(s):
     for k in range(n):
         s.send({"jsonrpc": "2.0", "id": "many%d" % k, "method": "tools/call", "params": {
             "name": "exec", "arguments": {"sandbox_id": sid, "command": cmd}}})
-    buf, sizes, deadline = bytearray(s.buf), [], time.monotonic() + 240
-    fd = s.p.stdout.fileno()
-    while len(sizes) < n and time.monotonic() < deadline:
-        r, _, _ = select.select([fd], [], [], 1)
-        chunk = os.read(fd, 1 << 22) if r else b""
-        if r and not chunk:
-            break
-        seen = len(buf)
-        buf += chunk
-        i = buf.find(b"\n", seen)
-        while i >= 0:
-            sizes.append(i)
-            del buf[:i + 1]
-            i = buf.find(b"\n")
-    s.buf = bytes(buf)
-    with open("/proc/%d/status" % s.p.pid) as f:
-        hwm = [int(l.split()[1]) for l in f if l.startswith("VmHWM")][0] // 1024
+    sizes, hwm = big_lines(s, n)
     check(len(sizes) == n and min(sizes) > 6000000, "%d execs answered whole: %r" % (n, sizes))
     # 600-650 MB when all 32 were built at once; 220-280 MB taking turns
     # (what is left: each call's end line from the daemon while it comes)

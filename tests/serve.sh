@@ -241,10 +241,15 @@ on_test_exit() {
 	while read -r pid state log; do
 		grep -qx "$pid" "$T/stopped" 2>/dev/null && continue
 		kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-	done < "$T/daemons"
+	done < <(cat "$T/daemons" 2>/dev/null)
 	while read -r pid state log; do
 		left="$left$(cgroups_of "$pid")"
-	done < "$T/daemons"
+	done < <(cat "$T/daemons" 2>/dev/null)
+	# the test's network namespaces, with what ran in them gone
+	while read -r ns; do
+		ip netns del "$ns" 2>/dev/null || [ ! -e "/run/netns/$ns" ] ||
+			{ echo "    FAIL: network namespace $ns left" >&2; rc=1; }
+	done < <(cat "$T/netns" 2>/dev/null)
 	left="$left$(procs_alive)"
 	if [ -n "$left" ]; then
 		[ "$rc" = 0 ] && rc=1
@@ -2441,19 +2446,22 @@ t_tcp_token_guessing_locked_out() {
 	stop_daemon
 }
 
+# test_netns NAME: a network namespace of the test's own, removed when the
+# test ends however it ends (on_test_exit), after its daemons
+test_netns() {
+	ip netns add "$1" || { fail "ip netns add $1"; return 1; }
+	echo "$1" >> "$T/netns"
+	[ -n "${IN_EXIT:-}" ] || trap on_test_exit EXIT
+}
+
 # Over IPv6 a host is given a /64: its addresses guess as one.  In a
 # network namespace of the test's own, with four addresses on its lo.
 t_tcp_token_guessing_by_ipv6_64() {
 	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
 	command -v ip > /dev/null || { skip "no ip(8)"; return; }
 	local ns=corral-guess-$$-$RANDOM
-	ip netns add "$ns" || { fail "ip netns add $ns"; return; }
-	# the namespace goes whatever the checks say; they stop at the first
-	# failure (set -e does not hold in a function called with ||)
-	local rc=0
-	guessing_by_64 "$ns" || rc=$?
-	ip netns del "$ns" || fail "ip netns del $ns"
-	return $rc
+	test_netns "$ns" || return 1
+	guessing_by_64 "$ns"
 }
 
 guessing_by_64() {
@@ -2586,7 +2594,7 @@ t_tcp_tls_handshake_rate() {
 # is commonly given one whole, and an address a connection would make the
 # cap nothing), as for token guessing.
 t_tcp_per_peer_cap() {
-	local port token out ns rc=0
+	local port token out ns
 	start_tls_daemon --max-connections-per-peer 2 || return 1
 	out=$($PY -c "$PEERCAP" 127.0.0.1 "$port" 2 "$T/cert.pem" "$T/token" \
 		127.0.0.1 127.0.0.1 127.0.0.2 2>&1)
@@ -2595,14 +2603,12 @@ t_tcp_per_peer_cap() {
 	[ "$ME" = 0 ] || { skip "IPv6 addresses of a /64: a network namespace, as root"; return; }
 	command -v ip > /dev/null || { skip "no ip(8)"; return; }
 	ns=corral-peer-$$-$RANDOM
-	ip netns add "$ns" || { fail "ip netns add $ns"; return; }
-	peer_cap_by_64 "$ns" || rc=$?
-	ip netns del "$ns" || fail "ip netns del $ns"
-	return $rc
+	test_netns "$ns" || return 1
+	peer_cap_by_64 "$ns"
 }
 
-# peer_cap_by_64 NS: t_tcp_per_peer_cap's IPv6 half, in NS (the caller
-# deletes it); stops at the first failure
+# peer_cap_by_64 NS: t_tcp_per_peer_cap's IPv6 half, in NS (removed when
+# the test ends); stops at the first failure
 peer_cap_by_64() {
 	local ns=$1 a
 	ip -n "$ns" link set lo up || return 1
@@ -4570,14 +4576,13 @@ t_lease_holder_vanishes() {
 	command -v ip > /dev/null || { skip "no ip(8)"; return; }
 	command -v nft > /dev/null || { skip "no nft(8)"; return; }
 	local ns=corral-vanish-$$-$RANDOM rc=0
-	ip netns add "$ns" || { fail "ip netns add $ns"; return; }
+	test_netns "$ns" || return 1
 	HOLDER=
 	holder_vanishes "$ns" || rc=$?
 	if [ -n "$HOLDER" ]; then
 		kill "$HOLDER" 2>/dev/null || true
 		wait "$HOLDER" 2>/dev/null || true
 	fi
-	ip netns del "$ns" || fail "ip netns del $ns"
 	return $rc
 }
 

@@ -24,27 +24,6 @@
 #define LARGE		(100 * 1024)
 #define SECRET		"Bearer sk-live-0123456789abcdef"
 
-/* the bytes at p, read as the kernel has them; false if it cannot */
-static bool peek(const void *p, void *buf, size_t len)
-{
-	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = pread(fd, buf, len, (off_t)(uintptr_t)p);
-	close(fd);
-	return n == (ssize_t)len;
-}
-
-static bool all_zero(const unsigned char *b, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 static void fill(unsigned char *p, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
@@ -127,10 +106,10 @@ static int run_child(struct live *l, bool forget)
 		if (f0 < 0 || f1 < 0 || f1 - f0 > 32)
 			bad |= BAD_FAULTS;
 		for (size_t i = 0; i < NBLOCKS; i++)
-			if (forget ? !all_zero(l->small[i], SMALL) :
+			if (forget ? !unit_all_zero(l->small[i], SMALL) :
 			    !filled(l->small[i], SMALL))
 				bad |= BAD_CONTENT;
-		if (forget ? !all_zero(l->large, LARGE) : !filled(l->large, LARGE))
+		if (forget ? !unit_all_zero(l->large, LARGE) : !filled(l->large, LARGE))
 			bad |= BAD_CONTENT;
 		_exit(bad);
 	}
@@ -177,8 +156,8 @@ TEST(a_freed_block_reads_as_zero)
 			continue;
 		fill(p, sizes[i]);
 		livemem_free(p);
-		CHECK(peek(p, buf, sizes[i]));
-		CHECK(all_zero(buf, sizes[i]));
+		CHECK(unit_peek((uintptr_t)p, buf, sizes[i]));
+		CHECK(unit_all_zero(buf, sizes[i]));
 	}
 }
 
@@ -201,8 +180,8 @@ TEST(realloc_keeps_the_bytes_and_zeroes_the_old_block)
 		fill(p, steps[i]);
 		/* a small block moved: the one left behind holds nothing */
 		if (p != old && steps[i - 1] <= SMALL) {
-			CHECK(peek(old, buf, steps[i - 1]));
-			CHECK(all_zero(buf, steps[i - 1]));
+			CHECK(unit_peek((uintptr_t)old, buf, steps[i - 1]));
+			CHECK(unit_all_zero(buf, steps[i - 1]));
 		}
 	}
 	CHECK(livemem_realloc(p, 0) == NULL);

@@ -29,27 +29,6 @@
 
 static size_t pg;
 
-/* the bytes at a, read as the kernel has them; false if it cannot */
-static bool peek(uintptr_t a, void *buf, size_t len)
-{
-	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = pread(fd, buf, len, (off_t)a);
-	close(fd);
-	return n == (ssize_t)len;
-}
-
-static bool all_zero(const unsigned char *b, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 /* p's usable size in *len, if p is there and that fits in cap bytes */
 static bool usable(void *p, size_t cap, size_t *len)
 {
@@ -105,8 +84,8 @@ TEST(large_block_reads_as_zero)
 	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
 		memset(p + marks[i], 0xa5, 64);
 	free(p);
-	CHECK(peek(a, buf, len));
-	CHECK(all_zero(buf + CHUNK_LINKS, len - CHUNK_LINKS - CHUNK_FOOT));
+	CHECK(unit_peek(a, buf, len));
+	CHECK(unit_all_zero(buf + CHUNK_LINKS, len - CHUNK_LINKS - CHUNK_FOOT));
 	free(guard);
 }
 
@@ -150,8 +129,8 @@ TEST(small_block_reads_as_zero)
 		return;
 	memset(p, 0x77, len);
 	free(p);
-	CHECK(peek(a, buf, len));
-	CHECK(all_zero(buf + CHUNK_LINKS, len - CHUNK_LINKS - CHUNK_FOOT));
+	CHECK(unit_peek(a, buf, len));
+	CHECK(unit_all_zero(buf + CHUNK_LINKS, len - CHUNK_LINKS - CHUNK_FOOT));
 }
 
 TEST(free_keeps_errno)

@@ -26,7 +26,8 @@ stops them by pid at the end, also on error.  It measures:
      control), and POST /pause + POST /resume, BENCH_ROUNDS (default 30) each;
   4. memory per idle sandbox: daemon RSS, the sandboxes' processes' PSS,
      their cgroups' memory usage and MemAvailable, before and after
-     BENCH_MEM (default 200) idle sandboxes;
+     BENCH_MEM (default 200) idle sandboxes; the daemon's RSS once they
+     are deleted, and once a 60 MB file went into a sandbox and back;
   5. BENCH_IDLE (default 1000) idle-frozen sandboxes at once: create them,
      wait until all are frozen, exec into a random one, delete them all,
      and check that nothing is left (count, cgroups);
@@ -71,6 +72,7 @@ AB = os.environ.get("BENCH_AB", "")
 AB_PAIRS = int(os.environ.get("BENCH_AB_PAIRS", "3"))
 SECTIONS = ("burst", "exec", "resume", "memory", "idle", "https")
 PACE = 0.1              # seconds between paced execs
+UPLOAD = 60 * 1000 * 1000  # bytes of the file section 4 sends in and reads back
 WORKERS = 16            # connections for bulk create and delete
 REQ_TIMEOUT = 60        # seconds, any one request
 START_TIMEOUT = 10      # seconds, a daemon to answer /v1/health
@@ -765,12 +767,40 @@ def section_memory(d, n):
     api.close()
     if left:
         note(f"memory: after deleting {n} sandboxes GET /v1/health says {left} remain")
+    time.sleep(0.2)
+    rss2 = d.rss_kb()
+    rss3 = upload_round_trip(d)
     return {"n": n, "create_s": wall, "rss0": rss0, "rss": (rss1 - rss0) / n,
+            "rss_after": rss2, "rss_upload": rss3,
             "fds": (fd1 - fd0) / n, "procs": len(procs) / n,
             "pss": sum(m[0] for m in mem) / n, "prss": sum(m[1] for m in mem) / n,
             "cg": cg / 1024 / n if ncg else None, "ncg": ncg,
             "kmem": kmem / 1024 / n if nkmem else None,
             "avail": (avail0 - avail1) / n, "delete_s": del_s}
+
+
+def upload_round_trip(d):
+    """The daemon's VmRSS (KiB) once a file of UPLOAD bytes went into a
+    sandbox and back out, and the sandbox is gone: what it kept of them."""
+    api = d.api()
+    try:
+        sid, _ = api.create(idle_freeze_ms=0)
+        data = os.urandom(UPLOAD)
+        path = f"/v1/sandboxes/{sid}/files?path=/tmp/upload"
+        api.conn.request("PUT", path, body=data,
+                         headers={"Content-Type": "application/octet-stream"})
+        r = api.conn.getresponse()
+        r.read()
+        if r.status != 201:
+            raise ApiError(f"PUT {path}: expected 201, got {r.status}")
+        _, back, _ = api.req("GET", path)
+        if back != data:
+            raise ApiError(f"GET {path}: {len(back)} bytes, not the {UPLOAD} put")
+        api.req("DELETE", f"/v1/sandboxes/{sid}")
+    finally:
+        api.close()
+    time.sleep(0.2)
+    return d.rss_kb()
 
 
 # ---- 5. many idle frozen sandboxes ---------------------------------------------------------
@@ -1091,6 +1121,10 @@ def main():
         m = memory
         print(f"{'daemon VmRSS delta / n':{W}} {m['rss']:9.0f}   "
               f"(daemon at {m['rss0'] / 1024:.1f} MiB before)")
+        print(f"{'daemon VmRSS once all are deleted':{W}} {m['rss_after']:9.0f}   "
+              f"(total, not each)")
+        print(f"{'  then a 60 MB file in and out of a sandbox':{W}} {m['rss_upload']:9.0f}   "
+              f"(total: what the daemon keeps of it)")
         print(f"{'sandbox processes: PSS':{W}} {m['pss']:9.0f}   "
               f"({m['procs']:.2f} processes each, found as the daemon's descendants)")
         print(f"{'sandbox processes: RSS':{W}} {m['prss']:9.0f}")

@@ -2,14 +2,15 @@
  * call.c - one tool call in a box, from its start to its explained end.
  *
  * The supervisor makes a child cgroup for the call (made ahead: the
- * spare), sends init the argv with four fds (stdin, stdout, stderr, a
- * gate).  init forks; the new process says "r" on the gate, and the
- * kernel attaches its credentials, so the supervisor learns its host pid
- * and has it moved into the call's cgroup (by the mover, cgroup_move.c:
- * not on the loop) before answering "g".  Only then
- * does it exec.  Everything the call starts is born in that cgroup, which
- * is how a background process found probing ports an hour later is still
- * charged to the call: its group lingers after the call (attribution.c).
+ * spare), and init a process for it (the spare's, forked ahead too).  The
+ * process says "r" on its gate, and the kernel attaches its credentials,
+ * so the supervisor learns its host pid and has it moved into the call's
+ * cgroup (by the mover, cgroup_move.c: not on the loop) before sending it
+ * the call itself on the gate: its argv, and its three stdio fds unless
+ * it has a terminal.  Only then does it exec.  Everything the call
+ * starts is born in that cgroup, which is how a background process found
+ * probing ports an hour later is still charged to the call: its group
+ * lingers after the call (attribution.c).
  */
 #include "internal.h"
 #include "tripwire.h"

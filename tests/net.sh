@@ -207,6 +207,71 @@ curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 -k --connect-to evil.test:$port:
 	expect_eq "protocol" "$(denial_field protocol)" socks
 }
 
+# A TLS hello with Encrypted Client Hello names in clear only the public
+# name of the server that decrypts it; the server acts on the encrypted
+# inner name (a CDN serves any of its sites so).  Refused on every path
+# that judges a hello without terminating it: CONNECT, SOCKS5, and a
+# transparent connection to a bare address; the same hello without ECH
+# goes on.  ~0.6 s.
+ech_hello_py='
+import socket, struct
+def hello(ech):
+    name = b"api.test"
+    sni = struct.pack("!HBH", len(name) + 3, 0, len(name)) + name
+    ext = struct.pack("!HH", 0, len(sni)) + sni
+    if ech:
+        # outer ECHClientHello: type, kdf, aead, config id, enc, payload
+        body = struct.pack("!BHHB", 0, 1, 1, 7) + struct.pack("!H", 32) + bytes(32) + struct.pack("!H", 64) + bytes(64)
+        ext += struct.pack("!HH", 0xfe0d, len(body)) + body
+    b = struct.pack("!H", 0x0303) + bytes(32) + b"\x00" + struct.pack("!HH", 2, 0x1301) + b"\x01\x00" + struct.pack("!H", len(ext)) + ext
+    hs = b"\x01" + struct.pack("!I", len(b))[1:] + b
+    return b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
+def rest(s):
+    got = b""
+    while len(got) < 65536:
+        try:
+            k = s.recv(4096)
+        except OSError:
+            break
+        if not k: break
+        got += k
+    return got
+'
+
+t_ech_hello_refused() {
+	trap stop_fixtures EXIT
+	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"api.test:$tport\"]" '{"api.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "$ech_hello_py
+for ech in (False, True):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'CONNECT api.test:$tport HTTP/1.1\r\n\r\n')
+    s.recv(39)
+    s.sendall(hello(ech))
+    print('connect', ech, len(rest(s)) > 0)
+    s = socket.create_connection(('127.0.0.1', 1080), 10)
+    s.sendall(b'\x05\x01\x00')
+    s.recv(2)
+    s.sendall(b'\x05\x01\x00\x03\x08api.test' + struct.pack('!H', $tport))
+    s.recv(10)
+    s.sendall(hello(ech))
+    print('socks', ech, len(rest(s)) > 0)"
+	expect_contains "connect: no ECH, the server answers" "$(stdout)" "connect False True"
+	expect_contains "socks: no ECH, the server answers" "$(stdout)" "socks False True"
+	expect_contains "connect: ECH refused" "$(stdout)" "connect True False"
+	expect_contains "socks: ECH refused" "$(stdout)" "socks True False"
+	expect_eq "denials" "$(denials)" 2
+	expect_contains "reason" "$(denial_field reason)" "TLS Encrypted Client Hello to api.test:$tport"
+	policy "[\"api.test:$tport\"]" '{"api.test": "127.0.0.1"}' ', "transparent": true'
+	nrun -- /usr/bin/python3 -c "$ech_hello_py
+s = socket.create_connection(('198.18.5.5', $tport), 10)
+s.sendall(hello(True))
+print('transparent', len(rest(s)) > 0)"
+	expect_contains "transparent: ECH refused" "$(stdout)" "transparent False"
+	expect_eq "transparent denials" "$(denials)" 1
+	expect_contains "transparent reason" "$(denial_field reason)" "Encrypted Client Hello"
+}
+
 # A CONNECT written at once with the tunnel's first bytes (the proxy reads
 # both when it accepts, and sends the bytes on without the pipe): they
 # reach the upstream, once, counted; an upstream that refuses is a 502 for

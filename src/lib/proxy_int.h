@@ -156,6 +156,9 @@ void conn_http_from_down(struct conn *c);
 void conn_on_http_head(struct bufferevent *bev, void *arg);
 /* CONNECT to 443, transparent to a name: read the ClientHello, judge its SNI */
 void conn_on_sni(struct bufferevent *bev, void *arg);
+/* A hello with Encrypted Client Hello, refused unless terminated; false: c is gone. */
+struct sni_hello;
+bool conn_ech_ok(struct conn *c, const struct sni_hello *hello);
 /*
  * A tunnel (CONNECT, SOCKS5, transparent) to a host whose requests are
  * narrowed but not terminated: read each request as plain HTTP is.

@@ -77,13 +77,12 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t len = evbuffer_get_length(in);
 	const uint8_t *data = evbuffer_pullup(in, len);
+	struct sni_hello hello = { 0 };
 	char addr[sizeof(c->host)];
 	int r;
 
 	snprintf(addr, sizeof(addr), "%s", c->host);
 	if (len && data[0] == 0x16) {
-		struct sni_hello hello;
-
 		r = sni_parse_hello(data, len, &hello);
 		if (r == -EAGAIN && len < SNI_READ_MAX)
 			return;
@@ -113,7 +112,7 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 		httpreq_free(&hr);
 	}
 	/* Judged by the name it gave; connected to that name, never to addr. */
-	if (!conn_decide(c))
+	if (!conn_decide(c) || !conn_ech_ok(c, &hello))
 		return;
 	if (c->sni[0] && conn_should_terminate(c)) {
 		conn_terminate(c);

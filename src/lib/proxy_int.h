@@ -65,6 +65,9 @@ struct proxy {
 	bool transparent;
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
+	uint32_t *synth_slots;		/* a hash of synth: index + 1, 0 empty */
+	size_t synth_cap;		/* slots, a power of two, at most half full */
+	uint32_t synth_seed;		/* names cannot be chosen to collide */
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
 	size_t npending;
 	struct dns_tcp *dns_conns;	/* DNS over TCP connections (dnsd.c) */

@@ -399,6 +399,45 @@ t_dns_never_leaves_and_guard() {
 	expect_contains "dns denial" "$(cat "$T/events")" '"protocol":"dns","host":"unlisted.test"'
 }
 
+# An allowed name is resolved as written, never with the host's search
+# domains behind it: "gone.test" that does not exist must not become
+# "gone.test.corp.test", a name the policy does not name.  The host's
+# resolv.conf is a test's own, bound over /etc/resolv.conf in a mount
+# namespace, its resolver on 127.0.0.1:53 in a network namespace the
+# test made; corral runs in both.  Root only; ~1 s.
+t_search_domains_never_appended() {
+	[ "$ME" = 0 ] || { skip "needs root to make a network and a mount namespace"; return 77; }
+	command -v ip >/dev/null && command -v nsenter >/dev/null ||
+		{ skip "no iproute2 or nsenter"; return 77; }
+	ns=corral-s$$
+	cleanup() {
+		stop_fixtures
+		ip netns del "$ns" 2>/dev/null || true
+	}
+	trap cleanup EXIT
+	ip netns add "$ns"
+	ip -n "$ns" link set lo up
+	log=$T/dns.log
+	: > "$log"
+	printf 'nameserver 127.0.0.1\nsearch corp.test\noptions ndots:1 attempts:1 timeout:2\n' > "$T/resolv.conf"
+	pf=$T/dns.port
+	nsenter --net="/run/netns/$ns" /usr/bin/python3 "$FIX" dns53 "$pf" "$log" \
+		gone.test.corp.test=127.0.0.1 here.test=127.0.0.1 >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	policy '["gone.test", "here.test", "127.0.0.1"]' '{}' ', "transparent": false'
+	: > "$T/events"
+	nsenter --net="/run/netns/$ns" unshare -m --propagation private /bin/sh -c '
+		mount --bind "$1" /etc/resolv.conf && shift && exec "$@"' sh "$T/resolv.conf" \
+		timeout 60 "$CORRAL" run --json --policy "$T/p.json" --events "$T/events" -- \
+		/bin/sh -c 'getent hosts here.test; getent hosts gone.test; echo rc=$?' \
+		> "$T/out" 2> "$T/err" < /dev/null
+	expect_contains "an existing name resolves" "$(stdout)" "127.0.0.1       here.test"
+	expect_contains "a name that does not exist does not" "$(stdout)" "rc=2"
+	grep -q '^gone.test$' "$log" || fail "gone.test was never asked: $(cat "$log")"
+	if grep -q 'corp.test' "$log"; then fail "a search domain was appended: $(cat "$log")"; fi
+}
+
 t_udp_icmp_raw_go_nowhere() {
 	for tr in false true; do
 		policy '["web.test:80"]' '{"web.test": "127.0.0.1"}' ", \"transparent\": $tr"

@@ -2057,8 +2057,14 @@ static int make_resolver(struct proxy *px, const struct corral_policy *p,
 					      p->net_resolver);
 		return 0;
 	}
-	/* no resolv.conf: only the hosts map and literals resolve */
-	evdns_base_resolv_conf_parse(px->dns, DNS_OPTIONS_ALL, "/etc/resolv.conf");
+	/*
+	 * No resolv.conf: only the hosts map and literals resolve.  Its
+	 * search domains (or the host name's domain) are not taken: a name
+	 * judged is resolved as written, and "gone.test" that does not exist
+	 * must not become "gone.test.corp.example", a name no one allowed.
+	 */
+	evdns_base_resolv_conf_parse(px->dns, DNS_OPTIONS_ALL & ~DNS_OPTION_SEARCH,
+				     "/etc/resolv.conf");
 	return 0;
 }
 

@@ -817,6 +817,40 @@ print("answer", socket.inet_ntoa(r[-4:]))'
 	expect_contains "dns redirected" "$(stdout)" "answer 100.64.0."
 }
 
+# A chunk's data must end in CRLF.  http-parser as Debian builds it skips
+# any two bytes there, and an upstream that reads the rest of that line
+# instead (as fixtures.py's does) takes the next chunk for a different
+# length: a request hidden in the proxy's idea of a body is one the
+# upstream serves, its Host never judged (another site on the address).
+# ~0.3 s.
+t_chunk_without_crlf_refused() {
+	trap stop_fixtures EXIT
+	start port web "$T/web.log"
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "
+import socket
+hidden = b'0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: evil.test\r\n\r\n'
+body = b'5\r\nhello' + b'ab' + b'%x\r\n' % len(hidden) + hidden + b'\r\n0\r\n\r\n'
+s = socket.create_connection(('127.0.0.1', 3128), 10)
+s.sendall(b'POST http://web.test:$port/a HTTP/1.1\r\nHost: web.test:$port\r\n'
+          b'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n' + body)
+s.settimeout(5)
+got = b''
+while True:
+    try:
+        k = s.recv(4096)
+    except OSError:
+        break
+    if not k: break
+    got += k
+print(got.split(b'\r\n')[0].decode())"
+	# the upstream closes only after the requests it read: they are in its log
+	if grep -q smuggled "$T/web.log"; then fail "the hidden request reached the upstream: $(cat "$T/web.log")"; fi
+	expect_contains "refused" "$(stdout)" "HTTP/1.1 400"
+	expect_eq "denials" "$(denials)" 1
+	expect_contains "reason" "$(denial_field reason)" "chunk data not followed by CRLF"
+}
+
 # Transparent mode, a bare address: the first request's Host names the
 # host it is judged for, and every later request on the connection must
 # name it too (the rest used to go on unread).  A WebSocket handshake's

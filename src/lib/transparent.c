@@ -25,14 +25,19 @@
 #define SYNTH_MAX	65534
 #define SYNTH_SLOTS_MIN	64
 
-/* FNV-1a from a random start: a sandbox cannot pick names that collide. */
+/*
+ * FNV-1a from a random start, so a sandbox cannot pick names that share a
+ * slot.  Its low bits, the slot, depend on the low bits alone of what
+ * went in (the parity of the bytes decides bit 0, whatever the seed): the
+ * high half is folded in.
+ */
 static uint32_t synth_hash(const struct proxy *px, const char *name)
 {
 	uint32_t h = 2166136261u ^ px->synth_seed;
 
 	for (; *name; name++)
 		h = (h ^ (uint8_t)*name) * 16777619u;
-	return h;
+	return h ^ (h >> 16);
 }
 
 /* The slot that holds name, or the empty one where it would go. */

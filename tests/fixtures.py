@@ -8,6 +8,8 @@ killed, and exits by itself after 120 s.
   fixtures.py tls PORTFILE CERT KEY [ADDR]    HTTPS with that certificate
   fixtures.py dns PORTFILE LOG NAME=IP...     a resolver that answers NAME with
                                               IP and logs every question to LOG
+  fixtures.py dns53 PORTFILE LOG NAME=IP...   the same on 127.0.0.1:53 (in a
+                                              namespace the test made)
   fixtures.py mute PORTFILE                   a resolver that never answers: its
                                               questions stay pending
   fixtures.py web PORTFILE LOG [ADDR]         HTTP/1.1 that answers what it got
@@ -64,9 +66,9 @@ def qname(pkt):
     return ".".join(labels).lower(), i + 5
 
 
-def serve_dns(portfile, log, answers):
+def serve_dns(portfile, log, answers, port=0):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
+    s.bind(("127.0.0.1", port))
     open(portfile, "w").write(str(s.getsockname()[1]))
     while True:
         pkt, peer = s.recvfrom(4096)
@@ -172,6 +174,9 @@ def main():
     elif kind == "dns":
         answers = dict(a.split("=", 1) for a in sys.argv[4:])
         serve_dns(portfile, sys.argv[3], answers)
+    elif kind == "dns53":
+        answers = dict(a.split("=", 1) for a in sys.argv[4:])
+        serve_dns(portfile, sys.argv[3], answers, 53)
     elif kind == "mute":
         serve_mute(portfile)
     elif kind == "web":

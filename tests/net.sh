@@ -207,6 +207,71 @@ curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 -k --connect-to evil.test:$port:
 	expect_eq "protocol" "$(denial_field protocol)" socks
 }
 
+# A TLS hello with Encrypted Client Hello names in clear only the public
+# name of the server that decrypts it; the server acts on the encrypted
+# inner name (a CDN serves any of its sites so).  Refused on every path
+# that judges a hello without terminating it: CONNECT, SOCKS5, and a
+# transparent connection to a bare address; the same hello without ECH
+# goes on.  ~0.6 s.
+ech_hello_py='
+import socket, struct
+def hello(ech):
+    name = b"api.test"
+    sni = struct.pack("!HBH", len(name) + 3, 0, len(name)) + name
+    ext = struct.pack("!HH", 0, len(sni)) + sni
+    if ech:
+        # outer ECHClientHello: type, kdf, aead, config id, enc, payload
+        body = struct.pack("!BHHB", 0, 1, 1, 7) + struct.pack("!H", 32) + bytes(32) + struct.pack("!H", 64) + bytes(64)
+        ext += struct.pack("!HH", 0xfe0d, len(body)) + body
+    b = struct.pack("!H", 0x0303) + bytes(32) + b"\x00" + struct.pack("!HH", 2, 0x1301) + b"\x01\x00" + struct.pack("!H", len(ext)) + ext
+    hs = b"\x01" + struct.pack("!I", len(b))[1:] + b
+    return b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
+def rest(s):
+    got = b""
+    while len(got) < 65536:
+        try:
+            k = s.recv(4096)
+        except OSError:
+            break
+        if not k: break
+        got += k
+    return got
+'
+
+t_ech_hello_refused() {
+	trap stop_fixtures EXIT
+	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"api.test:$tport\"]" '{"api.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "$ech_hello_py
+for ech in (False, True):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'CONNECT api.test:$tport HTTP/1.1\r\n\r\n')
+    s.recv(39)
+    s.sendall(hello(ech))
+    print('connect', ech, len(rest(s)) > 0)
+    s = socket.create_connection(('127.0.0.1', 1080), 10)
+    s.sendall(b'\x05\x01\x00')
+    s.recv(2)
+    s.sendall(b'\x05\x01\x00\x03\x08api.test' + struct.pack('!H', $tport))
+    s.recv(10)
+    s.sendall(hello(ech))
+    print('socks', ech, len(rest(s)) > 0)"
+	expect_contains "connect: no ECH, the server answers" "$(stdout)" "connect False True"
+	expect_contains "socks: no ECH, the server answers" "$(stdout)" "socks False True"
+	expect_contains "connect: ECH refused" "$(stdout)" "connect True False"
+	expect_contains "socks: ECH refused" "$(stdout)" "socks True False"
+	expect_eq "denials" "$(denials)" 2
+	expect_contains "reason" "$(denial_field reason)" "TLS Encrypted Client Hello to api.test:$tport"
+	policy "[\"api.test:$tport\"]" '{"api.test": "127.0.0.1"}' ', "transparent": true'
+	nrun -- /usr/bin/python3 -c "$ech_hello_py
+s = socket.create_connection(('198.18.5.5', $tport), 10)
+s.sendall(hello(True))
+print('transparent', len(rest(s)) > 0)"
+	expect_contains "transparent: ECH refused" "$(stdout)" "transparent False"
+	expect_eq "transparent denials" "$(denials)" 1
+	expect_contains "transparent reason" "$(denial_field reason)" "Encrypted Client Hello"
+}
+
 # A CONNECT written at once with the tunnel's first bytes (the proxy reads
 # both when it accepts, and sends the bytes on without the pipe): they
 # reach the upstream, once, counted; an upstream that refuses is a 502 for
@@ -332,6 +397,81 @@ t_dns_never_leaves_and_guard() {
 	if grep -q unlisted "$log"; then fail "the unlisted name reached the upstream resolver"; fi
 	grep -q '^ok.test$' "$log" || fail "the allowed name was never resolved upstream"
 	expect_contains "dns denial" "$(cat "$T/events")" '"protocol":"dns","host":"unlisted.test"'
+}
+
+# An allowed name is resolved as written, never with the host's search
+# domains behind it: "gone.test" that does not exist must not become
+# "gone.test.corp.test", a name the policy does not name.  The host's
+# resolv.conf is a test's own, bound over /etc/resolv.conf in a mount
+# namespace, its resolver on 127.0.0.1:53 in a network namespace the
+# test made; corral runs in both.  Root only; ~1 s.
+t_search_domains_never_appended() {
+	[ "$ME" = 0 ] || { skip "needs root to make a network and a mount namespace"; return 77; }
+	command -v ip >/dev/null && command -v nsenter >/dev/null ||
+		{ skip "no iproute2 or nsenter"; return 77; }
+	ns=corral-s$$
+	cleanup() {
+		stop_fixtures
+		ip netns del "$ns" 2>/dev/null || true
+	}
+	trap cleanup EXIT
+	ip netns add "$ns"
+	ip -n "$ns" link set lo up
+	log=$T/dns.log
+	: > "$log"
+	printf 'nameserver 127.0.0.1\nsearch corp.test\noptions ndots:1 attempts:1 timeout:2\n' > "$T/resolv.conf"
+	pf=$T/dns.port
+	nsenter --net="/run/netns/$ns" /usr/bin/python3 "$FIX" dns53 "$pf" "$log" \
+		gone.test.corp.test=127.0.0.1 here.test=127.0.0.1 >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
+	policy '["gone.test", "here.test", "127.0.0.1"]' '{}' ', "transparent": false'
+	: > "$T/events"
+	nsenter --net="/run/netns/$ns" unshare -m --propagation private /bin/sh -c '
+		mount --bind "$1" /etc/resolv.conf && shift && exec "$@"' sh "$T/resolv.conf" \
+		timeout 60 "$CORRAL" run --json --policy "$T/p.json" --events "$T/events" -- \
+		/bin/sh -c 'getent hosts here.test; getent hosts gone.test; echo rc=$?' \
+		> "$T/out" 2> "$T/err" < /dev/null
+	expect_contains "an existing name resolves" "$(stdout)" "127.0.0.1       here.test"
+	expect_contains "a name that does not exist does not" "$(stdout)" "rc=2"
+	grep -q '^gone.test$' "$log" || fail "gone.test was never asked: $(cat "$log")"
+	if grep -q 'corp.test' "$log"; then fail "a search domain was appended: $(cat "$log")"; fi
+}
+
+# Only A and AAAA questions for an allowed name are asked of the host's
+# resolver: TXT (the classic tunnel), ANY, MX, and AXFR over TCP are
+# answered here, empty, whatever EDNS size they offer, and never leave.
+# A guard (this held already); ~0.4 s.
+t_dns_other_types_never_leave() {
+	trap stop_fixtures EXIT
+	log=$T/dns.log
+	: > "$log"
+	start dport dns "$log" ok.test=198.18.9.9
+	policy '["ok.test"]' '{}' ", \"resolver\": \"127.0.0.1:$dport\", \"transparent\": false"
+	nrun -- /usr/bin/python3 -c '
+import socket, struct
+def q(qtype, edns=False):
+    m = struct.pack("!HHHHHH", 9, 0x100, 1, 0, 0, 1 if edns else 0)
+    m += b"\x02ok\x04test\x00" + struct.pack("!HH", qtype, 1)
+    if edns:
+        m += b"\x00" + struct.pack("!HHIH", 41, 65535, 0, 0)
+    return m
+out = []
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)
+for t, e in ((16, False), (16, True), (255, True), (15, False)):
+    u.sendto(q(t, e), ("127.0.0.1", 53))
+    r = u.recv(65535)
+    out.append("%d:rcode=%d,answers=%d" % (t, r[3] & 15, struct.unpack("!H", r[6:8])[0]))
+s = socket.create_connection(("127.0.0.1", 53), 5)
+m = q(252)
+s.sendall(struct.pack("!H", len(m)) + m)
+n = struct.unpack("!H", s.recv(2))[0]
+r = s.recv(n)
+out.append("252:rcode=%d,answers=%d" % (r[3] & 15, struct.unpack("!H", r[6:8])[0]))
+print(" ".join(out))'
+	expect_eq "answered here, empty" "$(stdout)" \
+		"16:rcode=0,answers=0 16:rcode=0,answers=0 255:rcode=0,answers=0 15:rcode=0,answers=0 252:rcode=0,answers=0"
+	[ ! -s "$log" ] || fail "questions reached the resolver: $(cat "$log")"
 }
 
 t_udp_icmp_raw_go_nowhere() {
@@ -711,6 +851,40 @@ s.sendto(q, ("198.18.9.9", 53))
 r = s.recv(512)
 print("answer", socket.inet_ntoa(r[-4:]))'
 	expect_contains "dns redirected" "$(stdout)" "answer 100.64.0."
+}
+
+# A chunk's data must end in CRLF.  http-parser as Debian builds it skips
+# any two bytes there, and an upstream that reads the rest of that line
+# instead (as fixtures.py's does) takes the next chunk for a different
+# length: a request hidden in the proxy's idea of a body is one the
+# upstream serves, its Host never judged (another site on the address).
+# ~0.3 s.
+t_chunk_without_crlf_refused() {
+	trap stop_fixtures EXIT
+	start port web "$T/web.log"
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c "
+import socket
+hidden = b'0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: evil.test\r\n\r\n'
+body = b'5\r\nhello' + b'ab' + b'%x\r\n' % len(hidden) + hidden + b'\r\n0\r\n\r\n'
+s = socket.create_connection(('127.0.0.1', 3128), 10)
+s.sendall(b'POST http://web.test:$port/a HTTP/1.1\r\nHost: web.test:$port\r\n'
+          b'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n' + body)
+s.settimeout(5)
+got = b''
+while True:
+    try:
+        k = s.recv(4096)
+    except OSError:
+        break
+    if not k: break
+    got += k
+print(got.split(b'\r\n')[0].decode())"
+	# the upstream closes only after the requests it read: they are in its log
+	if grep -q smuggled "$T/web.log"; then fail "the hidden request reached the upstream: $(cat "$T/web.log")"; fi
+	expect_contains "refused" "$(stdout)" "HTTP/1.1 400"
+	expect_eq "denials" "$(denials)" 1
+	expect_contains "reason" "$(denial_field reason)" "chunk data not followed by CRLF"
 }
 
 # Transparent mode, a bare address: the first request's Host names the

@@ -9,6 +9,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/ipv6.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/un.h>
 
@@ -652,6 +658,119 @@ TEST(guard_own_public_address)
 		printf("# no public IPv4 address on this host: skipped\n");
 	freeifaddrs(ifa);
 	egress_free(e);
+}
+
+/*
+ * Addresses on a network of this host's interfaces are neighbours (the
+ * LAN's router, a NAS; a global IPv6 /64 is not private): refused as the
+ * host's own are, unless an entry inside that network allows them.
+ * Judged in a user and network namespace of the test's own, where lo has
+ * 198.18.7.1/24 and 2001:db8:7::1/64 and nothing else is.
+ */
+static int lo_addrs(void)
+{
+	struct ifreq ifr = { 0 };
+	struct in6_ifreq r6 = { 0 };
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ifr.ifr_addr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), fd6, ok;
+
+	if (fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo:7");
+	s4->sin_family = AF_INET;
+	inet_pton(AF_INET, "198.18.7.1", &s4->sin_addr);
+	ok = ioctl(fd, SIOCSIFADDR, &ifr) == 0;
+	inet_pton(AF_INET, "255.255.255.0", &s4->sin_addr);
+	ok = ok && ioctl(fd, SIOCSIFNETMASK, &ifr) == 0;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	ok = ok && ioctl(fd, SIOCGIFINDEX, &ifr) == 0;
+	close(fd);
+	fd6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!ok || fd6 < 0)
+		return -1;
+	inet_pton(AF_INET6, "2001:db8:7::1", &r6.ifr6_addr);
+	r6.ifr6_prefixlen = 64;
+	r6.ifr6_ifindex = ifr.ifr_ifindex;
+	ok = ioctl(fd6, SIOCSIFADDR, &r6) == 0;
+	close(fd6);
+	return ok ? 0 : -1;
+}
+
+static int check_addr_text(const struct egress *e, const char *addr,
+			   struct egress_verdict *v)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(443);
+	} else {
+		CHECK(inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1);
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(443);
+	}
+	return egress_check_addr(e, "a.example.com", (struct sockaddr *)&ss, v);
+}
+
+static void on_link_checks(void)
+{
+	static const char *const allow[] = { "*.example.com", NULL };
+	static const char *const allow_one[] = {
+		"*.example.com", "198.18.7.9", "[2001:db8:7::9]", NULL,
+	};
+	static const char *const allow_wide[] = { "*.example.com", "198.18.0.0/15", NULL };
+	struct egress *e = build(allow, NULL, NULL);
+	struct egress_verdict v;
+
+	CHECK(e != NULL);
+	if (!e)
+		return;
+	CHECK(check_addr_text(e, "198.18.7.9", &v) == -EACCES);
+	CHECK_STR_CONTAINS(v.reason, "a.example.com resolved to 198.18.7.9, an address on "
+			   "this host's network 198.18.7.0/24; allow 198.18.7.9 explicitly");
+	CHECK(check_addr_text(e, "2001:db8:7::9", &v) == -EACCES);
+	CHECK_STR_CONTAINS(v.reason, "an address on this host's network [2001:db8:7::]/64; "
+			   "allow [2001:db8:7::9] explicitly");
+	CHECK(check_addr_text(e, "198.18.7.1", &v) == -EACCES);
+	CHECK_STR_CONTAINS(v.reason, "an address of this host");
+	/* the next network is not the host's */
+	CHECK(check_addr_text(e, "198.18.8.9", &v) == 0);
+	CHECK(check_addr_text(e, "2001:db8:8::9", &v) == 0);
+	CHECK_STR_CONTAINS(v.reason, "a public address");
+	egress_free(e);
+	e = build(allow_one, NULL, NULL);
+	CHECK(e && check_addr_text(e, "198.18.7.9", &v) == 0);
+	CHECK(e && check_addr_text(e, "2001:db8:7::9", &v) == 0);
+	CHECK(e && check_addr_text(e, "198.18.7.10", &v) == -EACCES);
+	egress_free(e);
+	/* a network around the host's is not an entry for it */
+	e = build(allow_wide, NULL, NULL);
+	CHECK(e && check_addr_text(e, "198.18.7.9", &v) == -EACCES);
+	egress_free(e);
+}
+
+TEST(guard_on_link_networks)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) || lo_addrs())
+			_exit(77);
+		on_link_checks();
+		_exit(unit_failed_checks ? 1 : 0);
+	}
+	if (pid < 0)
+		return;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("# no user and network namespace with addresses: skipped\n");
+		return;
+	}
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST(guard_bad_input)

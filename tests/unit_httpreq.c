@@ -314,6 +314,38 @@ TEST(http_smuggling_bad_chunk)
 	httpreq_free(&c);
 }
 
+/*
+ * A chunk's data not followed by CRLF: the lenient http-parser skips any
+ * two bytes there, an upstream reading the line's rest would take the next
+ * chunk for another length (and a body for a request).  Whole, and a byte
+ * a feed, either byte wrong.
+ */
+TEST(http_smuggling_chunk_data_without_crlf)
+{
+	static const char *const after[] = { "ab", "\rX", "X\n", "\n\n" };
+	const char *req = "POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+	char body[64];
+	struct httpreq_conn c;
+	size_t i, j, used, n;
+	int r;
+
+	for (i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		n = (size_t)snprintf(body, sizeof(body), "5\r\nhello%s1f\r\n", after[i]);
+		httpreq_init(&c);
+		CHECK(feed_str(&c, req, &used) == HTTPREQ_HEAD);
+		CHECK(httpreq_feed(&c, (const uint8_t *)body, n, &used) == HTTPREQ_ERROR);
+		CHECK(c.status == 400);
+		CHECK_STR_CONTAINS(c.reason, "chunk data not followed by CRLF");
+		httpreq_free(&c);
+		httpreq_init(&c);
+		CHECK(feed_str(&c, req, &used) == HTTPREQ_HEAD);
+		for (j = 0, r = HTTPREQ_BODY; j < n && r != HTTPREQ_ERROR; j++)
+			r = httpreq_feed(&c, (const uint8_t *)body + j, 1, &used);
+		CHECK(r == HTTPREQ_ERROR && c.status == 400);
+		httpreq_free(&c);
+	}
+}
+
 TEST(http_folding_and_control_chars)
 {
 	CHECK(http_status("GET http://a.test/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n") == 400);

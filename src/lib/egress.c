@@ -34,6 +34,12 @@ struct egress_host {
 	struct egress_ip ip;
 };
 
+/* A network one of this host's interfaces is on (its address, masked). */
+struct egress_net {
+	struct egress_ip net;
+	unsigned prefix;
+};
+
 struct egress {
 	struct egress_pattern *allow;
 	size_t nallow;
@@ -43,6 +49,8 @@ struct egress {
 	size_t nhosts;
 	struct egress_ip *local;	/* this host's interface addresses */
 	size_t nlocal;
+	struct egress_net *onlink;	/* the networks they are on */
+	size_t nonlink;
 };
 
 /* A host as a client wrote it, made canonical. */
@@ -927,6 +935,23 @@ static bool is_local(const struct egress *e, const struct egress_ip *ip)
 }
 
 /*
+ * Is ip on a network of this host's interfaces (a neighbour: the LAN's
+ * router, printer, NAS, another VM of the subnet)?  The nets were taken
+ * without host routes and loopback, so this is never the host itself.
+ */
+static const struct egress_net *on_link(const struct egress *e,
+					const struct egress_ip *ip)
+{
+	size_t i;
+
+	for (i = 0; i < e->nonlink; i++)
+		if (ip_in(ip, e->onlink[i].net.family, e->onlink[i].net.a,
+			  e->onlink[i].prefix))
+			return &e->onlink[i];
+	return NULL;
+}
+
+/*
  * An allow entry that names ip explicitly: its network covers ip and lies
  * inside [net/prefix], the span that made ip special (so "0.0.0.0/1" does
  * not open 10.0.0.0/8, but "10.0.0.0/8" and "10.0.0.5" do).
@@ -991,20 +1016,24 @@ static int guard(const struct egress *e, const struct egress_ip *ip,
 		 uint16_t port, const char *lead, struct egress_verdict *v)
 {
 	char v4[INET_ADDRSTRLEN], allow[INET6_ADDRSTRLEN + 2];
+	char lan[INET6_ADDRSTRLEN + 2];
 	const struct egress_pattern *p;
+	const struct egress_net *link = NULL;
 	struct egress_ip net;
 	struct special s;
 	bool special = classify(ip, &s), local = is_local(e, ip);
 	unsigned prefix;
 
-	if (!special && !local) {
+	if (!special && !local)
+		link = on_link(e, ip);
+	if (!special && !local && !link) {
 		v->allowed = true;
 		say(v, "%s a public address", lead);
 		return 0;
 	}
 	/* this host's own address: only an entry for exactly it will do */
-	net = local ? *ip : s.net;
-	prefix = local ? ip_bits(ip->family) : s.prefix;
+	net = local ? *ip : link ? link->net : s.net;
+	prefix = local ? ip_bits(ip->family) : link ? link->prefix : s.prefix;
 	p = explicit_allow(e, ip, port, &net, prefix);
 	if (p) {
 		v->rule = p;
@@ -1020,6 +1049,10 @@ static int guard(const struct egress *e, const struct egress_ip *ip,
 	} else if (special) {
 		say(v, "%s %s%s; allow %s explicitly to reach it", lead, s.what,
 		    local && !s.self ? " of this host" : "", allow);
+	} else if (link) {
+		ip_pattern_text(&link->net, lan, sizeof(lan));
+		say(v, "%s an address on this host's network %s/%u; allow %s explicitly to reach it",
+		    lead, lan, link->prefix, allow);
 	} else {
 		say(v, "%s an address of this host; allow %s explicitly to reach it",
 		    lead, allow);
@@ -1187,7 +1220,49 @@ static int compile_hosts(struct egress *e, const struct corral_policy *p,
 	return 0;
 }
 
-/* This host's addresses, as the guard compares them. */
+/* A netmask's length: its leading one bits. */
+static unsigned mask_prefix(const struct egress_ip *mask)
+{
+	unsigned bits = ip_bits(mask->family), n = 0;
+
+	while (n < bits && (mask->a[n / 8] & (0x80 >> (n % 8))))
+		n++;
+	return n;
+}
+
+/*
+ * The network i's address is on, if it has neighbours there: not a host
+ * route (/32, /128: a point-to-point link, a cloud VM's one address), not
+ * a /0, not loopback.  false: nothing to take.
+ */
+static bool take_onlink(const struct ifaddrs *i, const struct egress_ip *ip,
+			struct egress_net *out)
+{
+	struct egress_ip mask;
+	struct special s;
+	uint16_t port;
+	unsigned b;
+
+	if (!i->ifa_netmask || i->ifa_netmask->sa_family != i->ifa_addr->sa_family ||
+	    sockaddr_ip(i->ifa_netmask, &mask, &port) ||
+	    (classify(ip, &s) && s.self))
+		return false;
+	out->prefix = mask_prefix(&mask);
+	if (out->prefix == 0 || out->prefix >= ip_bits(ip->family))
+		return false;
+	out->net = *ip;
+	for (b = out->prefix; b < ip_bits(ip->family); b++)
+		out->net.a[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
+	return true;
+}
+
+/*
+ * This host's addresses, and the networks they are on, as the guard
+ * compares them: a name that resolves to a neighbour on the host's LAN
+ * (a global IPv6 /64 holds the home router's and printer's addresses
+ * too, none of them private) is as much a way in as one that resolves
+ * to the host.
+ */
 static int take_local_addrs(struct egress *e, struct corral_err *err)
 {
 	struct ifaddrs *ifa, *i;
@@ -1206,7 +1281,8 @@ static int take_local_addrs(struct egress *e, struct corral_err *err)
 				    i->ifa_addr->sa_family == AF_INET6))
 			n++;
 	e->local = n ? calloc(n, sizeof(*e->local)) : NULL;
-	if (n && !e->local) {
+	e->onlink = n ? calloc(n, sizeof(*e->onlink)) : NULL;
+	if (n && (!e->local || !e->onlink)) {
 		freeifaddrs(ifa);
 		return corral_set_err(err, -ENOMEM, "out of memory for the %zu host addresses",
 				      n);
@@ -1216,6 +1292,8 @@ static int take_local_addrs(struct egress *e, struct corral_err *err)
 			continue;
 		ip_normalise(&ip);
 		e->local[e->nlocal++] = ip;
+		if (take_onlink(i, &ip, &e->onlink[e->nonlink]))
+			e->nonlink++;
 	}
 	freeifaddrs(ifa);
 	return 0;
@@ -1256,5 +1334,6 @@ void egress_free(struct egress *e)
 	free(e->deny);
 	free(e->hosts);
 	free(e->local);
+	free(e->onlink);
 	free(e);
 }

@@ -12,9 +12,10 @@
  *   2. egress_check_addr(): an allowed name resolved to this address; may
  *      we connect?  Loopback, link-local (the cloud metadata address),
  *      private, unspecified, CGNAT, multicast, broadcast and reserved
- *      addresses, in IPv4, IPv6 and IPv4-mapped form, and the addresses of
- *      this host's own interfaces are refused unless an allow entry names
- *      that address or network explicitly, or the policy's "hosts" map put
+ *      addresses, in IPv4, IPv6 and IPv4-mapped form, the addresses of
+ *      this host's own interfaces and of the networks they are on (its LAN
+ *      neighbours) are refused unless an allow entry names that address or
+ *      network explicitly, or the policy's "hosts" map put
  *      the name there (DNS rebinding / SSRF guard).
  *
  * Both fill a struct egress_verdict whose reason is one sentence an agent

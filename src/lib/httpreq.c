@@ -258,6 +258,41 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
 	return 0;
 }
 
+/*
+ * A chunk's data ends in CRLF (RFC 9112 7.1).  The lenient http-parser
+ * skips any two bytes there; an upstream that reads the rest of the line
+ * instead takes what follows for another chunk size, and a request the
+ * proxy passed as body is one it serves, never judged.  Checked as far as
+ * the bytes fed go; the rest in the next feed (crlf_left).
+ */
+static int crlf_check(struct httpreq_conn *c, const uint8_t *at, size_t avail)
+{
+	static const char crlf[] = "\r\n";
+	size_t i, from = 2 - c->crlf_left;
+
+	for (i = 0; i < c->crlf_left && i < avail; i++) {
+		if (at[i] != (uint8_t)crlf[from + i]) {
+			c->status = 400;
+			c->reason = "chunk data not followed by CRLF";
+			return -1;
+		}
+	}
+	c->crlf_left -= (uint8_t)i;
+	return 0;
+}
+
+/* The last bytes of a chunk's data (nothing of it left): its CRLF next. */
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+	struct httpreq_conn *c = p->data;
+	const uint8_t *end = (const uint8_t *)at + n;
+
+	if (!(p->flags & F_CHUNKED) || p->content_length != 0)
+		return 0;
+	c->crlf_left = 2;
+	return crlf_check(c, end, (size_t)(c->feed_end - end));
+}
+
 static int on_headers_complete(http_parser *p)
 {
 	struct httpreq_conn *c = p->data;
@@ -281,6 +316,7 @@ static const http_parser_settings parser_settings = {
 	.on_header_field = on_header_field,
 	.on_header_value = on_header_value,
 	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
 	.on_message_complete = on_message_complete,
 };
 
@@ -662,6 +698,7 @@ static void start_request(struct httpreq_conn *c)
 	c->headers_done = false;
 	c->last_cb = CB_NONE;
 	c->reset_pending = false;
+	c->crlf_left = 0;
 	memset(&c->req, 0, sizeof(c->req));
 }
 
@@ -732,6 +769,8 @@ static int feed_head(struct httpreq_conn *c, const uint8_t *in, size_t len,
 		return fail(c, 503, "out of memory for the request head");
 	data = (char *)c->head + c->head_used;
 	memcpy(data, in, n);
+	/* no body is parsed here (paused at the head's end), but bound it */
+	c->feed_end = (const uint8_t *)data + n;
 	k = http_parser_execute(&c->parser, &parser_settings, data, n);
 	c->head_used += k;
 	*consumed = k;
@@ -768,6 +807,9 @@ static int feed_body(struct httpreq_conn *c, const uint8_t *in, size_t len,
 	enum http_errno e;
 	size_t k;
 
+	if (crlf_check(c, in, len))
+		return fail(c, c->status, c->reason);
+	c->feed_end = in + len;
 	k = http_parser_execute(&c->parser, &parser_settings,
 				(const char *)in, len);
 	*consumed = k;

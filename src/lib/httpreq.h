@@ -132,6 +132,10 @@ struct httpreq_conn {
 
 	struct httpreq req;
 
+	/* the CRLF after a chunk's data: checked here, http-parser does not */
+	const uint8_t *feed_end;	/* the end of the bytes being fed */
+	uint8_t crlf_left;	/* its bytes still to come in a later feed */
+
 	/* after HTTPREQ_ERROR */
 	int status;		/* HTTP status to answer with */
 	const char *reason;	/* static text for the response and the event */

@@ -1670,11 +1670,35 @@ void conn_http_from_down(struct conn *c)
 	http_from_down(c);
 }
 
+/*
+ * Encrypted Client Hello: the SNI in clear is only the client-facing
+ * server's public name, and a server that can decrypt the inner hello
+ * (a CDN's) serves the name inside it, which no one here can read.
+ * Allowed only where the proxy terminates the TLS itself: it has no ECH
+ * key, so the handshake it answers is the outer one, for the judged name.
+ * false: refused, recorded, c freed.
+ */
+bool conn_ech_ok(struct conn *c, const struct sni_hello *hello)
+{
+	char why[CORRAL_ERR_MAX];
+
+	if (!hello->has_ech || conn_should_terminate(c))
+		return true;
+	snprintf(why, sizeof(why), "a TLS Encrypted Client Hello to %.200s:%u: the name the "
+		 "server would act on is encrypted, and only a name in clear can be judged",
+		 c->host, c->port);
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+	conn_free(c);
+	return false;
+}
+
 /* No domain fronting: the name inside TLS must be the name judged. */
 static bool sni_check(struct conn *c, const struct sni_hello *hello)
 {
 	char why[CORRAL_ERR_MAX];
 
+	if (!conn_ech_ok(c, hello))
+		return false;
 	if (!hello->has_sni)
 		return true;
 	snprintf(c->sni, sizeof(c->sni), "%s", hello->host);
@@ -2033,8 +2057,14 @@ static int make_resolver(struct proxy *px, const struct corral_policy *p,
 					      p->net_resolver);
 		return 0;
 	}
-	/* no resolv.conf: only the hosts map and literals resolve */
-	evdns_base_resolv_conf_parse(px->dns, DNS_OPTIONS_ALL, "/etc/resolv.conf");
+	/*
+	 * No resolv.conf: only the hosts map and literals resolve.  Its
+	 * search domains (or the host name's domain) are not taken: a name
+	 * judged is resolved as written, and "gone.test" that does not exist
+	 * must not become "gone.test.corp.example", a name no one allowed.
+	 */
+	evdns_base_resolv_conf_parse(px->dns, DNS_OPTIONS_ALL & ~DNS_OPTION_SEARCH,
+				     "/etc/resolv.conf");
 	return 0;
 }
 

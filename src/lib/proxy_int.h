@@ -65,6 +65,9 @@ struct proxy {
 	bool transparent;
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
+	uint32_t *synth_slots;		/* a hash of synth: index + 1, 0 empty */
+	size_t synth_cap;		/* slots, a power of two, at most half full */
+	uint32_t synth_seed;		/* names cannot be chosen to collide */
 	struct dns_pending *pending;	/* DNS answers waiting on resolution */
 	size_t npending;
 	struct dns_tcp *dns_conns;	/* DNS over TCP connections (dnsd.c) */
@@ -156,6 +159,9 @@ void conn_http_from_down(struct conn *c);
 void conn_on_http_head(struct bufferevent *bev, void *arg);
 /* CONNECT to 443, transparent to a name: read the ClientHello, judge its SNI */
 void conn_on_sni(struct bufferevent *bev, void *arg);
+/* A hello with Encrypted Client Hello, refused unless terminated; false: c is gone. */
+struct sni_hello;
+bool conn_ech_ok(struct conn *c, const struct sni_hello *hello);
 /*
  * A tunnel (CONNECT, SOCKS5, transparent) to a host whose requests are
  * narrowed but not terminated: read each request as plain HTTP is.

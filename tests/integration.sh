@@ -409,6 +409,59 @@ print("queued", n)')
 	[ -n "$n" ] && [ "$n" -le $((sig / 4)) ] || fail "queued more than $((sig / 4)): $out"
 }
 
+# File descriptors in flight over unix sockets count per host uid, and a
+# send is refused above the sender's RLIMIT_NOFILE: a command gets half of
+# init's hard limit, so a sandbox that puts all it can in flight still
+# leaves its caller's own sends (the next sandbox's start) room.
+INFLIGHT_PY='
+import os, resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held, pairs, why = 0, [], "none"
+while held < 400000 and why == "none":
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    pairs.append((a, b))
+    for _ in range(400):
+        try:
+            socket.send_fds(a, [b"x"], [0] * 253)
+        except BlockingIOError:
+            break
+        except OSError as e:
+            why = os.strerror(e.errno)
+            break
+        held += 253
+init = [l.split()[4] for l in open("/proc/1/limits") if l.startswith("Max open files")][0]
+print("held", held, "hard", hard, "init", init, "why", why, flush=True)
+time.sleep(60)
+'
+t_fds_in_flight_bounded() {
+	local apid n hard init
+	timeout 90 "$CORRAL" run -- /usr/bin/python3 -c "$INFLIGHT_PY" > "$T/a" 2>&1 < /dev/null &
+	apid=$!
+	for _ in $(seq 300); do
+		grep -q '^held' "$T/a" && break
+		kill -0 "$apid" 2>/dev/null || break
+		sleep 0.1
+	done
+	# while they are in flight: a sandbox starts, and the caller sends one
+	crun -- /bin/true > /dev/null
+	local b_rc; b_rc=$(rc)
+	local host; host=$(/usr/bin/python3 -c '
+import socket
+a, b = socket.socketpair()
+socket.send_fds(a, [b"x"], [0])
+print("sent")' 2>&1 || true)
+	kill "$apid" 2>/dev/null || true
+	wait "$apid" 2>/dev/null || true
+	read -r _ n _ hard _ init _ < <(grep '^held' "$T/a") || { cat "$T/a"; fail "no count"; return 1; }
+	expect_eq "a sandbox started meanwhile" "$b_rc" 0
+	expect_eq "the caller's own send" "$host" sent
+	expect_eq "a command's hard RLIMIT_NOFILE" "$hard" "$((init / 2))"
+	[ "$n" -le $((hard + 253)) ] || fail "$n fds in flight, above $hard + one message"
+	expect_contains "stopped by" "$(cat "$T/a")" "Too many references"
+}
+
 # ---- limits ----------------------------------------------------------------
 
 t_limit_timeout_kills_tree() {

@@ -219,6 +219,74 @@ t_init_is_opaque() {
 	expect_contains "cmdline" "$out" "corral-init"
 }
 
+# What holds from inside, each also a way out on some kernel: the parents
+# of its user and pid namespaces (nsfs ioctls), the mount namespaces past
+# its own (NS_MNT_GET_NEXT, listmount of the host's by id), a read-only
+# file reopened for writing through /proc/self/fd, init's root through
+# openat2, and a host file linked or renamed into a writable bind from the
+# read-only view of the same filesystem.
+HOLDS_PY='
+import ctypes, errno, fcntl, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+def ioc(path, req, size=0):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return fcntl.ioctl(fd, req, bytearray(size)) if size else fcntl.ioctl(fd, req)
+    finally:
+        os.close(fd)
+attempt("parent-userns", lambda: ioc("/proc/self/ns/user", 0xb702))
+attempt("parent-pidns", lambda: ioc("/proc/self/ns/pid", 0xb702))
+attempt("next-mntns", lambda: ioc("/proc/self/ns/mnt", 0x8010b70b, 16))
+attempt("prev-mntns", lambda: ioc("/proc/self/ns/mnt", 0x8010b70c, 16))
+def listmount(nsid):
+    req = struct.pack("IIQQQ", 32, 0, 0xffffffffffffffff, 0, nsid)
+    out = (ctypes.c_uint64 * 16)()
+    if libc.syscall(458, req, out, 16, 0) < 0:
+        raise OSError(ctypes.get_errno(), "listmount")
+attempt("listmount-own", lambda: listmount(0))
+attempt("listmount-host", lambda: listmount(int(sys.argv[1])))
+def reopen():
+    fd = os.open("/usr/bin/true", os.O_PATH)
+    os.open("/proc/self/fd/%d" % fd, os.O_WRONLY)
+attempt("reopen-ro-for-write", reopen)
+class How(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+def init_root():
+    how = How(os.O_RDONLY | os.O_DIRECTORY, 0, 0)
+    if libc.syscall(437, -100, b"/proc/1/root/etc", ctypes.byref(how), ctypes.sizeof(how)) < 0:
+        raise OSError(ctypes.get_errno(), "openat2")
+attempt("init-root", init_root)
+attempt("link-into-bind", lambda: os.link("/usr/bin/true", "/out/true"))
+attempt("rename-into-bind", lambda: os.rename("/etc/mime.types", "/out/mime.types"))
+'
+t_namespace_and_view_holds() {
+	local host_ns out
+	host_ns=$(/usr/bin/python3 -c '
+import fcntl, os, struct
+b = bytearray(8)
+fcntl.ioctl(os.open("/proc/self/ns/mnt", os.O_RDONLY), 0x8008b705, b)
+print(struct.unpack("Q", b)[0])' 2>/dev/null) ||
+		{ skip "no NS_GET_MNTNS_ID here (Linux < 6.8)"; return; }
+	mkdir "$T/out-dir"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/out-dir"
+	out=$(crun --rw "$T/out-dir:/out" -- /usr/bin/python3 -c "$HOLDS_PY" "$host_ns")
+	expect_eq "exit" "$(rc)" 0
+	# listmount itself works, on the sandbox's own mounts
+	for want in "listmount-own ok" "parent-userns EPERM" "parent-pidns EPERM" \
+		    "next-mntns EPERM" "prev-mntns EPERM" "listmount-host ENOENT" \
+		    "reopen-ro-for-write EACCES" "init-root EACCES" \
+		    "link-into-bind EXDEV" "rename-into-bind EXDEV"; do
+		expect_contains "$want" "$out" "$want"
+	done
+	[ -z "$(ls -A "$T/out-dir")" ] || fail "the bind got: $(ls -A "$T/out-dir")"
+}
+
 t_secret_env_not_inherited() {
 	out=$(CORRAL_TEST_SECRET=hunter2 AWS_SECRET_ACCESS_KEY=abc timeout 60 "$CORRAL" run -- /usr/bin/env)
 	expect_not_contains "secret" "$out" "hunter2"

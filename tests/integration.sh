@@ -484,9 +484,12 @@ print("queued", n)')
 INFLIGHT_PY='
 import os, resource, socket, sys, time
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if hard > 1 << 20:
+    print("skip: a hard limit of", hard, "fds", flush=True)
+    sys.exit(0)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 held, pairs, why = 0, [], "none"
-while held < 400000 and why == "none":
+while held <= hard + 4 * 253 and len(pairs) < 20000 and why == "none":
     a, b = socket.socketpair()
     a.setblocking(False)
     pairs.append((a, b))
@@ -522,6 +525,7 @@ socket.send_fds(a, [b"x"], [0])
 print("sent")' 2>&1 || true)
 	kill "$apid" 2>/dev/null || true
 	wait "$apid" 2>/dev/null || true
+	if grep -q '^skip:' "$T/a"; then skip "$(cat "$T/a")"; return; fi
 	read -r _ n _ hard _ init _ < <(grep '^held' "$T/a") || { cat "$T/a"; fail "no count"; return 1; }
 	expect_eq "a sandbox started meanwhile" "$b_rc" 0
 	expect_eq "the caller's own send" "$host" sent

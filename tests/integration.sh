@@ -219,6 +219,74 @@ t_init_is_opaque() {
 	expect_contains "cmdline" "$out" "corral-init"
 }
 
+# What holds from inside, each also a way out on some kernel: the parents
+# of its user and pid namespaces (nsfs ioctls), the mount namespaces past
+# its own (NS_MNT_GET_NEXT, listmount of the host's by id), a read-only
+# file reopened for writing through /proc/self/fd, init's root through
+# openat2, and a host file linked or renamed into a writable bind from the
+# read-only view of the same filesystem.
+HOLDS_PY='
+import ctypes, errno, fcntl, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+def ioc(path, req, size=0):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return fcntl.ioctl(fd, req, bytearray(size)) if size else fcntl.ioctl(fd, req)
+    finally:
+        os.close(fd)
+attempt("parent-userns", lambda: ioc("/proc/self/ns/user", 0xb702))
+attempt("parent-pidns", lambda: ioc("/proc/self/ns/pid", 0xb702))
+attempt("next-mntns", lambda: ioc("/proc/self/ns/mnt", 0x8010b70b, 16))
+attempt("prev-mntns", lambda: ioc("/proc/self/ns/mnt", 0x8010b70c, 16))
+def listmount(nsid):
+    req = struct.pack("IIQQQ", 32, 0, 0xffffffffffffffff, 0, nsid)
+    out = (ctypes.c_uint64 * 16)()
+    if libc.syscall(458, req, out, 16, 0) < 0:
+        raise OSError(ctypes.get_errno(), "listmount")
+attempt("listmount-own", lambda: listmount(0))
+attempt("listmount-host", lambda: listmount(int(sys.argv[1])))
+def reopen():
+    fd = os.open("/usr/bin/true", os.O_PATH)
+    os.open("/proc/self/fd/%d" % fd, os.O_WRONLY)
+attempt("reopen-ro-for-write", reopen)
+class How(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+def init_root():
+    how = How(os.O_RDONLY | os.O_DIRECTORY, 0, 0)
+    if libc.syscall(437, -100, b"/proc/1/root/etc", ctypes.byref(how), ctypes.sizeof(how)) < 0:
+        raise OSError(ctypes.get_errno(), "openat2")
+attempt("init-root", init_root)
+attempt("link-into-bind", lambda: os.link("/usr/bin/true", "/out/true"))
+attempt("rename-into-bind", lambda: os.rename("/etc/mime.types", "/out/mime.types"))
+'
+t_namespace_and_view_holds() {
+	local host_ns out
+	host_ns=$(/usr/bin/python3 -c '
+import fcntl, os, struct
+b = bytearray(8)
+fcntl.ioctl(os.open("/proc/self/ns/mnt", os.O_RDONLY), 0x8008b705, b)
+print(struct.unpack("Q", b)[0])' 2>/dev/null) ||
+		{ skip "no NS_GET_MNTNS_ID here (Linux < 6.8)"; return; }
+	mkdir "$T/out-dir"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/out-dir"
+	out=$(crun --rw "$T/out-dir:/out" -- /usr/bin/python3 -c "$HOLDS_PY" "$host_ns")
+	expect_eq "exit" "$(rc)" 0
+	# listmount itself works, on the sandbox's own mounts
+	for want in "listmount-own ok" "parent-userns EPERM" "parent-pidns EPERM" \
+		    "next-mntns EPERM" "prev-mntns EPERM" "listmount-host ENOENT" \
+		    "reopen-ro-for-write EACCES" "init-root EACCES" \
+		    "link-into-bind EXDEV" "rename-into-bind EXDEV"; do
+		expect_contains "$want" "$out" "$want"
+	done
+	[ -z "$(ls -A "$T/out-dir")" ] || fail "the bind got: $(ls -A "$T/out-dir")"
+}
+
 t_secret_env_not_inherited() {
 	out=$(CORRAL_TEST_SECRET=hunter2 AWS_SECRET_ACCESS_KEY=abc timeout 60 "$CORRAL" run -- /usr/bin/env)
 	expect_not_contains "secret" "$out" "hunter2"
@@ -409,6 +477,63 @@ print("queued", n)')
 	[ -n "$n" ] && [ "$n" -le $((sig / 4)) ] || fail "queued more than $((sig / 4)): $out"
 }
 
+# File descriptors in flight over unix sockets count per host uid, and a
+# send is refused above the sender's RLIMIT_NOFILE: a command gets half of
+# init's hard limit, so a sandbox that puts all it can in flight still
+# leaves its caller's own sends (the next sandbox's start) room.
+INFLIGHT_PY='
+import os, resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if hard > 1 << 20:
+    print("skip: a hard limit of", hard, "fds", flush=True)
+    sys.exit(0)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held, pairs, why = 0, [], "none"
+while held <= hard + 4 * 253 and len(pairs) < 20000 and why == "none":
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    pairs.append((a, b))
+    for _ in range(400):
+        try:
+            socket.send_fds(a, [b"x"], [0] * 253)
+        except BlockingIOError:
+            break
+        except OSError as e:
+            why = os.strerror(e.errno)
+            break
+        held += 253
+init = [l.split()[4] for l in open("/proc/1/limits") if l.startswith("Max open files")][0]
+print("held", held, "hard", hard, "init", init, "why", why, flush=True)
+time.sleep(60)
+'
+t_fds_in_flight_bounded() {
+	local apid n hard init
+	timeout 90 "$CORRAL" run -- /usr/bin/python3 -c "$INFLIGHT_PY" > "$T/a" 2>&1 < /dev/null &
+	apid=$!
+	for _ in $(seq 300); do
+		grep -q '^held' "$T/a" && break
+		kill -0 "$apid" 2>/dev/null || break
+		sleep 0.1
+	done
+	# while they are in flight: a sandbox starts, and the caller sends one
+	crun -- /bin/true > /dev/null
+	local b_rc; b_rc=$(rc)
+	local host; host=$(/usr/bin/python3 -c '
+import socket
+a, b = socket.socketpair()
+socket.send_fds(a, [b"x"], [0])
+print("sent")' 2>&1 || true)
+	kill "$apid" 2>/dev/null || true
+	wait "$apid" 2>/dev/null || true
+	if grep -q '^skip:' "$T/a"; then skip "$(cat "$T/a")"; return; fi
+	read -r _ n _ hard _ init _ < <(grep '^held' "$T/a") || { cat "$T/a"; fail "no count"; return 1; }
+	expect_eq "a sandbox started meanwhile" "$b_rc" 0
+	expect_eq "the caller's own send" "$host" sent
+	expect_eq "a command's hard RLIMIT_NOFILE" "$hard" "$((init / 2))"
+	[ "$n" -le $((hard + 253)) ] || fail "$n fds in flight, above $hard + one message"
+	expect_contains "stopped by" "$(cat "$T/a")" "Too many references"
+}
+
 # ---- limits ----------------------------------------------------------------
 
 t_limit_timeout_kills_tree() {
@@ -435,6 +560,39 @@ t_limit_memory() {
 		expect_eq "exit" "$(rc)" 137
 		expect_contains "reason" "$(json reason < "$T/out")" "memory limit 64 MiB"
 	fi
+}
+
+# The buffers of the sandbox's own loopback connections, left unread, are
+# memory of the sandbox's too: cgroup v1 charges them only once told to
+# (memory.kmem.tcp), v2 always.  30 connections' buffers hold about 110 MiB.
+TCPBUF_PY='
+import socket, time
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(64)
+held, total = [], 0
+for i in range(30):
+    c = socket.create_connection(l.getsockname())
+    s, _ = l.accept()
+    c.setblocking(False)
+    held.append((c, s))
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        try:
+            total += c.send(b"x" * 65536)
+        except BlockingIOError:
+            break
+print("queued", total >> 20)
+'
+t_limit_memory_counts_socket_buffers() {
+	crun --json --memory 64M -- /usr/bin/python3 -c "$TCPBUF_PY" > /dev/null
+	[ "$(json layers.limits < "$T/out")" != rlimit ] ||
+		{ skip "rlimits bound no kernel memory"; return; }
+	# v2 may end it as oom instead; either way not past the limit
+	[ "$(json status < "$T/out")" = oom ] && return 0
+	expect_eq "status" "$(json status < "$T/out")" exited
+	n=$(json stdout < "$T/out" | awk '$1 == "queued" { print $2 }')
+	[ -n "$n" ] && [ "$n" -le 72 ] || fail "queued $n MiB in a sandbox of 64 MiB"
 }
 
 t_limit_pids() {

@@ -113,6 +113,24 @@ t_tty_ioctls_denied() {
 	expect_contains "reason" "$(cat "$T/denials")" "ioctl denied (EPERM): line disciplines"
 }
 
+# setsockopt(SOL_TCP, TCP_ULP) on fd 0 (/dev/null): the filter's EPERM, or
+# the kernel's ENOTSOCK had it got through; with high bits set in the
+# level or the name too (the kernel reads both as int).  Other TCP options
+# and other levels with the same number still reach the kernel.
+t_tcp_ulp_denied() {
+	need_x86_64 || return
+	probe -- 54,0,6,31 54,0,0x100000006,31 54,0,6,0x10000001f 54,0,6,1 54,0,1,31 || return 1
+	expect_eq "TCP_NODELAY" "$(answer 54,0,6,1)" ENOTSOCK
+	expect_eq "SO_PEERGROUPS (31 at SOL_SOCKET)" "$(answer 54,0,1,31)" ENOTSOCK
+	need_notify || return
+	denials > "$T/denials"
+	expect_denied 54,0,6,31 setsockopt || return 1
+	expect_eq "TCP_ULP, high bits in the level" "$(answer 54,0,0x100000006,31)" EPERM
+	expect_eq "TCP_ULP, high bits in the name" "$(answer 54,0,6,0x10000001f)" EPERM
+	expect_contains "reason" "$(cat "$T/denials")" \
+		"setsockopt denied (EPERM): kernel TLS and other TCP upper-layer protocols"
+}
+
 # Linux AIO's contexts are one pool for the host (fs.aio-max-nr): io_setup
 # answers ENOSYS, as without CONFIG_AIO, so one sandbox cannot take them
 # all.  A probe that got through would hold a context: the pool is

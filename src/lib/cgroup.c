@@ -616,6 +616,13 @@ int cg_create_child(struct cg *parent, const char *name, struct cg **out,
 			return r;
 		}
 	}
+	if (cg->ops->child) {
+		r = cg->ops->child(cg, err);
+		if (r < 0) {
+			cg_destroy(cg);
+			return r;
+		}
+	}
 	*out = cg;
 	return 0;
 }

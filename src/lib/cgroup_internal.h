@@ -106,6 +106,8 @@ struct cg_manager {
 	int (*prepare)(struct cg *cg, struct corral_err *err);
 	int (*set_limits)(struct cg *cg, const struct corral_policy *p,
 			  struct corral_err *err);
+	/* Optional: what a new child of a limited group needs (v1's TCP). */
+	int (*child)(struct cg *cg, struct corral_err *err);
 	int (*attach)(struct cg *cg, pid_t pid, struct corral_err *err);
 	/* Optional: fds for a process to move itself in (cg_entry_fds). */
 	int (*entry_fds)(struct cg *cg, int *fds, size_t max,

@@ -87,6 +87,27 @@ static int v1_prepare(struct cg *cg, struct corral_err *err)
 	return 0;	/* a v1 controller serves every directory of its mount */
 }
 
+/*
+ * v1 charges TCP buffers to no group unless the group's TCP counter is
+ * switched on, by a write to its limit, and a socket to the group of the
+ * process that made it: unlimited, a sandbox of 100M held 372 MiB of its
+ * own loopback connections' buffers, and the host's tcp_mem (2.2 GiB on
+ * 24) is one pool for every socket of the host.  The sandbox's group
+ * gets its memory limit again for them; each call's group, below it, an
+ * unlimited counter that switches its charging on (the parent's bounds
+ * it).  cgroup v2 charges them to memory.current already.  The kernel
+ * logs once a boot that kmem.tcp is deprecated; where it is gone, nothing
+ * is written.
+ */
+#define V1_TCP_LIMIT	"memory.kmem.tcp.limit_in_bytes"
+
+static int set_tcp(const char *dir, uint64_t bytes, struct corral_err *err)
+{
+	if (!cg_file_exists(dir, V1_TCP_LIMIT))
+		return 0;
+	return cg_write_u64(dir, V1_TCP_LIMIT, bytes, err);
+}
+
 static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
 {
 	const char *dir = cg_hier_of(cg, C_MEMORY)->dir;
@@ -95,7 +116,17 @@ static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
 	r = cg_write_u64(dir, "memory.limit_in_bytes", bytes, err);
 	if (r == 0 && cg_file_exists(dir, "memory.memsw.limit_in_bytes"))
 		r = cg_write_u64(dir, "memory.memsw.limit_in_bytes", bytes, err);
+	if (r == 0)
+		r = set_tcp(dir, bytes, err);
 	return r;
+}
+
+/* A call's group: its sockets charged, under the sandbox's TCP limit. */
+static int v1_child(struct cg *cg, struct corral_err *err)
+{
+	struct cg_hier *h = cg_hier_of(cg, C_MEMORY);
+
+	return h ? set_tcp(h->dir, UINT64_MAX, err) : 0;
 }
 
 static int set_cpu(struct cg *cg, double cpus, struct corral_err *err)
@@ -270,6 +301,7 @@ const struct cg_manager cg_v1_manager = {
 	.plan = v1_plan,
 	.prepare = v1_prepare,
 	.set_limits = v1_set_limits,
+	.child = v1_child,
 	.attach = cg_attach_procs,
 	.entry_fds = v1_entry_fds,
 	.stats = v1_stats,

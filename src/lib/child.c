@@ -209,6 +209,41 @@ static int limit_shared(struct corral_err *err)
 	return 0;
 }
 
+/*
+ * File descriptors in flight over unix sockets (SCM_RIGHTS) are counted
+ * per host uid, in no namespace or cgroup, and the kernel refuses a send
+ * (ETOOMANYREFS) while the count is above the sender's RLIMIT_NOFILE.
+ * Unprivileged, the agent is its caller's uid, as init and the supervisor
+ * are, and they pass fds at every sandbox's start and call: one sandbox
+ * that kept 20240 fds in flight made every new sandbox of its caller fail
+ * ("cannot bind 127.0.0.1:53 for the sandbox's DNS: Too many references").
+ * A command gets half of init's hard limit, so its sends stop at half and
+ * init's and the supervisor's, under the whole limit, still go.  Not in
+ * an OCI container, whose process.rlimits are the engine's to set.
+ */
+#define INFLIGHT_SHARE	2
+
+static bool inflight_nofile(const struct rlimit *init, struct rlimit *want)
+{
+	if (init->rlim_max == RLIM_INFINITY)
+		return false;	/* no limit to keep a part of (nr_open bounds it) */
+	want->rlim_max = init->rlim_max / INFLIGHT_SHARE;
+	want->rlim_cur = init->rlim_cur < want->rlim_max ? init->rlim_cur : want->rlim_max;
+	return true;
+}
+
+static int limit_inflight(struct corral_err *err)
+{
+	struct rlimit init, want;
+
+	if (getrlimit(RLIMIT_NOFILE, &init) < 0)
+		return corral_set_errno(err, errno, "getrlimit(RLIMIT_NOFILE)");
+	if (inflight_nofile(&init, &want) && setrlimit(RLIMIT_NOFILE, &want) < 0)
+		return corral_set_errno(err, errno, "setrlimit(RLIMIT_NOFILE, %llu)",
+					(unsigned long long)want.rlim_max);
+	return 0;
+}
+
 static int set_rlimits(struct corral_err *err)
 {
 	struct rlimit no_core = { 0, 0 };
@@ -509,11 +544,12 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 	if (slave < 0)
 		setsid();
 	/* Without a cgroup, rlimits; here, so that PID 1 is not limited. */
-	if (c->cg_none || c->nrlimits) {
+	if (c->cg_none || c->nrlimits || !c->container) {
 		struct corral_err err;
 
 		if ((c->cg_none && cg_apply_rlimits(c->p, &err) < 0) ||
-		    sandbox_set_rlimits(c->rlimits, c->nrlimits, &err) < 0) {
+		    sandbox_set_rlimits(c->rlimits, c->nrlimits, &err) < 0 ||
+		    (!c->container && limit_inflight(&err) < 0)) {
 			e = err.code;	/* negative: not an exec failure */
 			if (write(exec_err_wr, &e, sizeof(e)) < 0)
 				_exit(125);
@@ -655,6 +691,19 @@ static bool plan_rlimit(struct spawn *sp, int res, bool lower, uint64_t v,
 	return true;
 }
 
+/* limit_inflight's RLIMIT_NOFILE, from init's (no NOFILE planned before) */
+static bool plan_inflight(struct spawn *sp)
+{
+	struct rlimit init;
+
+	if (sp->nrl == SPAWN_RLIMITS || getrlimit(RLIMIT_NOFILE, &init) < 0)
+		return false;
+	if (!inflight_nofile(&init, &sp->rl[sp->nrl].want))
+		return true;
+	sp->rl[sp->nrl++].resource = RLIMIT_NOFILE;
+	return true;
+}
+
 /* The command's rlimits, in exec_command's order; false: let it do them. */
 static bool plan_rlimits(struct spawn *sp, const struct child_ctx *c)
 {
@@ -667,7 +716,7 @@ static bool plan_rlimits(struct spawn *sp, const struct child_ctx *c)
 	for (size_t i = 0; i < c->nrlimits; i++)
 		if (!plan_rlimit(sp, c->rlimits[i].resource, false, 0, &c->rlimits[i]))
 			return false;
-	return true;
+	return c->container || plan_inflight(sp);
 }
 
 /*
@@ -1047,7 +1096,8 @@ static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 	if (!envp || used >= m->len || !memchr(m->data + used, '\0', m->len - used))
 		call_fail(gate, EXEC_STAGE_EXEC, EINVAL);
 	cwd = m->data + used;
-	if (c->cg_none && cg_apply_rlimits(c->p, &err) < 0)
+	if ((c->cg_none && cg_apply_rlimits(c->p, &err) < 0) ||
+	    (!c->container && limit_inflight(&err) < 0))
 		call_fail(gate, EXEC_STAGE_RLIMIT, -err.code);
 	if (chdir(cwd) < 0)
 		call_fail(gate, EXEC_STAGE_CWD, errno);

@@ -7,8 +7,10 @@
  * modules and kexec, tracing other processes, the BPF and perf subsystems,
  * the keyring, io_uring (its own syscall-free path around this filter),
  * userfaultfd (a race amplifier for kernel exploits), NUMA memory policy,
- * terminal injection and line disciplines, and the host-wide AIO pool; and no more than Docker's default profile lets
- * through.  Every rule lives in a table below so it can be audited.
+ * terminal injection and line disciplines, TCP upper-layer protocols
+ * (kernel TLS), and the host-wide AIO pool; and no more than Docker's
+ * default profile lets through.  Every rule lives in a table below so it
+ * can be audited.
  *
  * Two things keep the list from going stale silently:
  * - a syscall newer than the table (a number above the highest one it was
@@ -33,6 +35,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -67,7 +70,12 @@ enum arg_match {
 	A0_MASK,	/* deny when (arg0 & val) != 0 */
 	A1_LOW32_EQ,	/* deny when (uint32_t)arg1 == val */
 	A0_NOT_IN,	/* personality: deny unless arg0 is val or 0xffffffff */
+	A12_LOW32_EQ,	/* deny when (uint32_t)arg1 == val >> 32 and
+			 * (uint32_t)arg2 == (uint32_t)val */
 };
+
+/* setsockopt's level and option name, as one A12_LOW32_EQ value */
+#define SOCKOPT(level, name) (((uint64_t)(uint32_t)(level) << 32) | (uint32_t)(name))
 
 struct deny {
 	const char *name;
@@ -179,6 +187,16 @@ static const struct deny deny_table[] = {
 	 * history (CVE-2017-2636).  Any process can make a pty to ask on.
 	 */
 	{ "ioctl", EPERM, A1_LOW32_EQ, TIOCSETD, "line disciplines (their modules load)" },
+	/*
+	 * TCP upper-layer protocols: kernel TLS and ESP-in-TCP take over a
+	 * connected socket for anyone where they are loaded or built in,
+	 * and have a use-after-free history (CVE-2023-0461, its exploit a
+	 * kCTF container escape; the tls_sw races of CVE-2024-26583/26585).
+	 * OpenSSL and GnuTLS use it only when asked, and fall back to TLS
+	 * in user space when it fails.  The level and name are int.
+	 */
+	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(IPPROTO_TCP, TCP_ULP),
+	  "kernel TLS and other TCP upper-layer protocols (CVE-2023-0461)" },
 };
 
 /* ---- numbers for names libseccomp does not know ------------------------ */
@@ -361,6 +379,10 @@ static int add_deny(struct filter *f, const struct deny *d)
 	case A1_LOW32_EQ:
 		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);
 		return rule(f, action, nr, d->name, 1, c);
+	case A12_LOW32_EQ:
+		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val >> 32);
+		c[1] = SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, (uint32_t)d->val);
+		return rule(f, action, nr, d->name, 2, c);
 	case A0_NOT_IN:
 		if (f->in_prefix) {
 			f->sum.rules++;		/* in front of libseccomp's program */
@@ -948,7 +970,9 @@ const char *sc_deny_why(int nr, uint64_t arg1)
 		return "newer than the kernel this filter was written for";
 	for (size_t i = 0; i < ARRAY_LEN(deny_table); i++)
 		if (sc_resolve(arch, deny_table[i].name) == nr &&
-		    (deny_table[i].match != A1_LOW32_EQ || (uint32_t)arg1 == deny_table[i].val))
+		    (deny_table[i].match != A1_LOW32_EQ || (uint32_t)arg1 == deny_table[i].val) &&
+		    (deny_table[i].match != A12_LOW32_EQ ||
+		     (uint32_t)arg1 == deny_table[i].val >> 32))
 			return deny_table[i].why;
 	if (nr == sc_resolve(arch, "socket") || nr == sc_resolve(arch, "socketpair"))
 		return sock_why;

@@ -23,7 +23,7 @@
 static char copy[] = "/tmp/unit_ns.XXXXXX";
 static char *host_passwd;	/* its text, as read at the start */
 static size_t host_len;
-static bool ready;
+static bool ready, made;	/* the copy exists: main() removes it */
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -93,6 +93,7 @@ static bool setup(void)
 	fd = mkstemp(copy);
 	if (fd < 0)
 		return false;
+	made = true;
 	if (write(fd, host_passwd, host_len) != (ssize_t)host_len) {
 		close(fd);
 		return false;
@@ -187,7 +188,7 @@ TEST(unchanged_files_are_not_read_again)
 int main(void)
 {
 	unit_run_all();
-	if (copy[sizeof(copy) - 7] != 'X')
+	if (made)
 		unlink(copy);
 	free(host_passwd);
 	UNIT_DONE();

@@ -8,7 +8,8 @@ stops them by pid at the end, also on error.  It measures:
   1. time to interactive under burst: BENCH_BURST (default 100) threads,
      one connection each, all released at once, each POST /v1/sandboxes
      then its first exec of `true`; with --pool 0 and with a full
-     --pool BENCH_BURST.  Peer: as many `bwrap ... true` started at once;
+     --pool BENCH_BURST; the daemon's CPU and minor page faults beside
+     (a count the host's load does not change).  Peer: as many `bwrap ... true` started at once;
   2. exec round trip of `true`: BENCH_EXECS (default 500) sequential POST
      /exec into a warm sandbox on one keep-alive connection, and
      BENCH_ONESHOT (default 100) of them 100 ms apart, against as many
@@ -312,6 +313,10 @@ class Daemon:
         f = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
+    def minflt(self):
+        """The daemon process's minor page faults: a count load does not change."""
+        return int(open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()[7])
+
     def nfds(self):
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
@@ -455,18 +460,18 @@ def burst_corral(d, n):
     ths = [threading.Thread(target=one, args=(i,)) for i in range(n)]
     for t in ths:
         t.start()
-    cpu0 = d.cpu_ms()
+    cpu0, flt0 = d.cpu_ms(), d.minflt()
     barrier.wait(30)
     t0 = time.perf_counter()
     for t in ths:
         t.join(REQ_TIMEOUT * 2 + 10)
-    cpu = d.cpu_ms() - cpu0
+    cpu, flt = d.cpu_ms() - cpu0, d.minflt() - flt0
     ok = [r for r in out if isinstance(r, tuple)]
     errs = [r if r else "no answer" for r in out if not isinstance(r, tuple)]
     wall = (max(r[3] for r in ok) - t0) * 1000 if ok else None
     return {"create": summary([r[1] for r in ok]), "first": summary([r[2] for r in ok]),
             "wall": wall, "failed": len(errs), "errors": errs, "ids": [r[0] for r in ok],
-            "cpu": cpu}
+            "cpu": cpu, "minflt": flt}
 
 
 def burst_bwrap(n):
@@ -1070,7 +1075,7 @@ def main():
                 print(f"{'':{W}} e.g. {r['errors'][0][:200]}")
             if "cpu" in r and r["wall"]:
                 print(f"{'':{W}} (the daemon process itself used {r['cpu']:.0f} ms of CPU "
-                      f"in those {r['wall']:.0f} ms)")
+                      f"in those {r['wall']:.0f} ms, and took {r['minflt']} minor page faults)")
             if "pool_fill" in r:
                 print(f"{'':{W}} (pool of {BURST} full {r['pool_fill']:.2f} s after the daemon was "
                       f"started; full again {r['pool_refill']:.2f} s after the burst)")

@@ -2,8 +2,9 @@
  * unit_livemem.c - the allocator of libevent's and OpenSSL's blocks
  * (src/lib/livemem.c): a fork that forgets finds every live block zeroed
  * and copies no page to get there; a fork that does not forget keeps
- * them; a freed block reads as zero; realloc keeps what it moves; freed
- * blocks past a class's megabyte go back to the system.
+ * them, unless the process asked that none do (a daemon's); a freed
+ * block reads as zero; realloc keeps what it moves; freed blocks past a
+ * class's megabyte go back to the system.
  *
  * Freed blocks are read through /proc/self/mem: a read of the kernel's,
  * which neither the compiler nor AddressSanitizer sees as a use after free.
@@ -301,6 +302,63 @@ TEST(freed_blocks_past_a_megabyte_go_back_to_the_system)
 {
 	burst(4096);
 	burst(30000);
+}
+
+/*
+ * A daemon's (livemem_unshared, `corral serve`): a fork that never
+ * forgets still finds no live block, made before the call or after, and
+ * the parent rewrites its blocks while the fork lives without a fault a
+ * page (without it: a copy each, 100 pages and more).  Last: the mode is
+ * for the rest of the process.
+ */
+TEST(unshared_blocks_reach_no_fork_and_cost_its_parent_no_copy)
+{
+	unsigned char *later;
+	struct live l;
+	int go[2], status, bad = -1;
+	long f0, f1;
+	pid_t pid;
+
+	CHECK(live_make(&l));
+	CHECK(livemem_unshared() == 0);
+	later = livemem_malloc(LARGE);	/* a mapping made after the call */
+	CHECK(later != NULL);
+	if (!later || pipe(go) < 0)
+		return;
+	fill(later, LARGE);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		char c;
+
+		bad = 0;
+		for (size_t i = 0; i < NBLOCKS; i++)
+			if (!unit_all_zero(l.small[i], SMALL))
+				bad |= BAD_CONTENT;
+		if (!unit_all_zero(l.large, LARGE) || !unit_all_zero(later, LARGE))
+			bad |= BAD_CONTENT;
+		/* alive while the parent writes: a page still shared would be copied */
+		close(go[1]);
+		while (read(go[0], &c, 1) < 0)
+			;
+		_exit(bad);
+	}
+	close(go[0]);
+	f0 = minor_faults();
+	for (size_t i = 0; i < NBLOCKS; i++)
+		fill(l.small[i], SMALL);
+	fill(l.large, LARGE);
+	fill(later, LARGE);
+	f1 = minor_faults();
+	close(go[1]);
+	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status))
+		bad = WEXITSTATUS(status);
+	CHECK(bad == 0);
+	/* a sanitizer's runtime may fault a few pages of its own */
+	CHECK(f0 >= 0 && f1 - f0 <= 32);
+	CHECK(filled(l.small[0], SMALL) && filled(later, LARGE));
+	live_free(&l);
+	livemem_free(later);
 }
 
 int main(void)

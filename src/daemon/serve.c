@@ -671,6 +671,15 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 {
 	int r;
 
+	/*
+	 * Every fork of ours forgets libevent's blocks (a sandbox's init) or
+	 * never touches them (the helpers, the watchdog): none inherits them,
+	 * and a burst of creates copies none of their pages (livemem.c).
+	 */
+	r = corral_memory_unshared();
+	if (r < 0)
+		return corral_set_errno(err, -r, "cannot keep libevent's memory "
+					"from the daemon's forks (MADV_WIPEONFORK)");
 	d->base = event_base_new();
 	/*
 	 * Three priorities, every event in the middle one unless it says

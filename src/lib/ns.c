@@ -11,8 +11,9 @@
  *    /etc/subuid ranges from 100000 by default) and outside systemd's
  *    container range (524288 .. 0x6fffffff) and foreign range (0x7ffe0000
  *    ..), and it is checked at every spawn against the host's /etc/passwd,
- *    /etc/group, /etc/subuid and /etc/subgid: on a clash the sandbox falls
- *    back to one mapped id and says why.  The range is shared by every
+ *    /etc/group, /etc/subuid and /etc/subgid (read again when a stat of
+ *    one differs): on a clash the sandbox falls back to one mapped id and
+ *    says why.  The range is shared by every
  *    sandbox: sandboxes are apart by their pid, ipc, net and mount
  *    namespaces, not by their ids, and a shared range keeps a snapshot's
  *    owners (the agent's host uid) the same in the next sandbox.  The agent
@@ -31,6 +32,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,20 +138,104 @@ static bool file_clashes(const char *path, bool ranges, size_t idf, bool gidf,
 	return hit;
 }
 
+static const struct {
+	const char *path;
+	bool ranges;
+	size_t idf;
+	bool gidf;
+} range_files[] = {
+	{ "/etc/passwd", false, 2, true }, { "/etc/group", false, 2, false },
+	{ "/etc/subuid", true, 0, false }, { "/etc/subgid", true, 0, false },
+};
+#define NRANGE_FILES (sizeof(range_files) / sizeof(range_files[0]))
+
+/* what stat says of a file: any edit, rename over or new link changes it */
+struct file_id {
+	int err;		/* stat's errno; 0: the rest is its answer */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+static void file_id_of(const char *path, struct file_id *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(path, &st) < 0) {
+		id->err = errno;
+		return;
+	}
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	id->size = st.st_size;
+	id->mtime = st.st_mtim;
+	id->ctime = st.st_ctim;
+}
+
+static bool file_id_same(const struct file_id *a, const struct file_id *b)
+{
+	return a->err == b->err && a->dev == b->dev && a->ino == b->ino &&
+	       a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec &&
+	       a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/*
+ * The last answer, and the files as they were when it was read.  Every
+ * root create asks (a daemon's burst: 100 times in a second), and the
+ * answer changes only when one of the files does: a stat each tells,
+ * where reading all four cost an open, reads and a close each, and a
+ * parse of every line of /etc/passwd (issue 17).  State of the process,
+ * not of a sandbox: the host's files are the process's too.  An edit
+ * that keeps the inode, the size and both times to the nanosecond (two
+ * writes within one tick of a filesystem's coarse clock) is read at the
+ * next change.
+ */
+static struct {
+	pthread_mutex_t lock;
+	bool valid, clash;
+	struct file_id id[NRANGE_FILES];
+	char why[256];
+} range_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 /* Why corral's range cannot be used on this host, or false if it can. */
 bool ns_range_clashes(char *why, size_t len)
 {
-	static const struct { const char *path; bool ranges; size_t idf; bool gidf; } files[] = {
-		{ "/etc/passwd", false, 2, true }, { "/etc/group", false, 2, false },
-		{ "/etc/subuid", true, 0, false }, { "/etc/subgid", true, 0, false },
-	};
+	struct file_id now[NRANGE_FILES];
+	bool same, clash = false;
+	char text[sizeof(range_cache.why)] = "";
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (file_clashes(files[i].path, files[i].ranges, files[i].idf,
-				 files[i].gidf, CORRAL_IDS_BASE, CORRAL_IDS_COUNT,
-				 why, len))
-			return true;
-	return false;
+	/* taken before the files are read: an edit while they are is seen next time */
+	for (size_t i = 0; i < NRANGE_FILES; i++)
+		file_id_of(range_files[i].path, &now[i]);
+	pthread_mutex_lock(&range_cache.lock);
+	same = range_cache.valid;
+	for (size_t i = 0; i < NRANGE_FILES && same; i++)
+		same = file_id_same(&now[i], &range_cache.id[i]);
+	if (same) {
+		clash = range_cache.clash;
+		snprintf(text, sizeof(text), "%s", range_cache.why);
+	}
+	pthread_mutex_unlock(&range_cache.lock);
+	for (size_t i = 0; i < NRANGE_FILES && !same && !clash; i++)
+		clash = file_clashes(range_files[i].path, range_files[i].ranges,
+				     range_files[i].idf, range_files[i].gidf,
+				     CORRAL_IDS_BASE, CORRAL_IDS_COUNT, text,
+				     sizeof(text));
+	if (!same) {
+		pthread_mutex_lock(&range_cache.lock);
+		memcpy(range_cache.id, now, sizeof(now));
+		range_cache.clash = clash;
+		memcpy(range_cache.why, text, sizeof(text));
+		range_cache.valid = true;
+		pthread_mutex_unlock(&range_cache.lock);
+	}
+	if (clash)
+		snprintf(why, len, "%s", text);
+	return clash;
 }
 
 /* The caller's first entry in /etc/subuid or /etc/subgid, by name or id. */

@@ -171,3 +171,8 @@ void corral_memory_init(void)
 	 */
 	json_set_alloc_funcs(malloc, zeroing_free);
 }
+
+int corral_memory_unshared(void)
+{
+	return livemem_unshared();
+}

@@ -24,8 +24,12 @@ NOBODY=65534
 STAGE=""
 DELEGATED=""
 TALLY=$(mktemp /tmp/corral-check-tally.XXXXXX)
+# every step's and test's wall and CPU ms: "WALL CPU NAME (STEP)"
+TIMES=$(mktemp /tmp/corral-check-times.XXXXXX)
 LANES=""
 
+# children_cpu: a step's CPU time
+. tests/lib.sh
 # the parent groups the check made go at its end (scripts/cgroup-parents.sh)
 . scripts/cgroup-parents.sh
 cg_parents_note
@@ -36,7 +40,7 @@ cleanup() {
 	undelegate_cgroups
 	cg_parents_remove check
 	[ -n "$STAGE" ] && rm -rf "$STAGE"
-	rm -f "$TALLY"
+	rm -f "$TALLY" "$TIMES"
 }
 trap cleanup EXIT
 # a signal ends the check through its EXIT trap: the lanes go with it
@@ -52,13 +56,22 @@ tally() {
 # step NAME CMD...: run, show, count; a step that dies without a tally line
 # counts as one failure.
 step() {
-	local name=$1 log rc=0 t0
+	local name=$1 log rc=0 t0 cpu0 secs
 	shift
 	log=$(mktemp)
 	echo "== $name"
 	t0=$(date +%s)
+	children_cpu "$log.times"
+	cpu0=$CHILDREN_CPU_MS
 	"$@" > "$log" 2>&1 || rc=$?
-	echo "   ($(( $(date +%s) - t0 )) s)"
+	children_cpu "$log.times"
+	secs=$(( $(date +%s) - t0 ))
+	echo "   ($secs s, cpu $(( (CHILDREN_CPU_MS - cpu0) / 1000 )) s)"
+	# each test's wall and CPU time (tests/lib.sh), for the list of the
+	# costliest at the end
+	printf '%d %d %s\n' "$(( secs * 1000 ))" "$(( CHILDREN_CPU_MS - cpu0 ))" "[step] $name" >> "$TIMES"
+	sed -n 's/^ok - \([^ ]*\) # \([0-9]*\) ms, cpu \([0-9]*\) ms$/\2 \3 \1/p' "$log" |
+		sed "s|\$| ($name)|" >> "$TIMES"
 	grep -v '^ok - ' "$log" | tail -200
 	if grep -q ' passed, [0-9]* failed' "$log"; then
 		tally "$log"
@@ -364,6 +377,18 @@ step "soak, 200 sandboxes (make soak for 10,000)" tests/soak.sh build/corral 200
 step "soak through the daemon, 150 cycles" /usr/bin/python3 tests/soak_serve.py build/corral 150
 step "load: 200 calls at once, 1,000 proxied connections" /usr/bin/python3 tests/load.py build/corral
 
+
+# where the time went: what to look at first when the check grows slow
+costliest() {	# costliest KEY TITLE: the 20 largest by sort key KEY (1 wall, 2 CPU)
+	echo "== the 20 costliest $2"
+	grep -v '^[0-9]* [0-9]* \[step\]' "$TIMES" | sort -rn -k"$1","$1" | head -20 |
+		awk '{printf "   %6.1f s wall %6.1f s cpu  ", $1 / 1000, $2 / 1000; $1 = $2 = ""; print substr($0, 3)}'
+}
+costliest 1 "tests by wall time"
+costliest 2 "tests by CPU time"
+echo "== the steps by CPU time"
+grep '^[0-9]* [0-9]* \[step\]' "$TIMES" | sort -rn -k2,2 |
+	awk '{printf "   %5d s wall %5d s cpu  ", $1 / 1000, $2 / 1000; $1 = $2 = $3 = ""; print substr($0, 4)}'
 
 read -r PASS FAIL < <(awk '{p += $1; f += $2} END {print p + 0, f + 0}' "$TALLY")
 echo "check: $PASS passed, $FAIL failed"

@@ -2,15 +2,19 @@
 # check.sh - the whole suite, as `make check` runs it:
 #   1. a build with -Wall -Wextra -Werror, and one with AddressSanitizer +
 #      UBSan; the unit tests of both, six at once
-#   2. three lanes at once (a sandbox test waits on the kernel and on its
+#   2. four lanes at once (a sandbox test waits on the kernel and on its
 #      clients; the lanes print how busy the CPUs were):
 #      - every suite as root, built with the sanitizers (serve.sh, the
-#        longest, in two parts: the second in the third lane);
+#        longest, in two parts: the second in the third lane; the daemon's
+#        clients in the fourth);
 #      - every suite as an unprivileged user (uid 65534), first with cgroups
-#        delegated to it, then without (the rlimit fallback), built -O2;
+#        delegated to it, then without (the rlimit fallback), built -O2
+#        (serve.sh's second part in the fourth lane);
 #      - the fuzzers, briefly, at nice 19; then serve.sh's second part,
 #        images under the sanitizers, CPython's tests and apt-get inside,
 #        as root
+#      - serve.sh's second part as uid 65534, then mcp.sh, the Python
+#        client and the OpenAPI check as root under the sanitizers
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged

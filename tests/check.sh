@@ -2,19 +2,20 @@
 # check.sh - the whole suite, as `make check` runs it:
 #   1. a build with -Wall -Wextra -Werror, and one with AddressSanitizer +
 #      UBSan; the unit tests of both, six at once
-#   2. four lanes at once (a sandbox test waits on the kernel and on its
-#      clients; the lanes print how busy the CPUs were):
+#   2. four lanes at once, and the fuzzers beside them (a sandbox test
+#      waits on the kernel and on its clients; the lanes print how busy
+#      the CPUs were):
 #      - every suite as root, built with the sanitizers (serve.sh, the
 #        longest, in two parts: the second in the third lane; the daemon's
 #        clients in the fourth);
 #      - every suite as an unprivileged user (uid 65534), first with cgroups
 #        delegated to it, then without (the rlimit fallback), built -O2
 #        (serve.sh's second part in the fourth lane);
-#      - the fuzzers, briefly, at nice 19; then serve.sh's second part,
-#        images under the sanitizers, CPython's tests and apt-get inside,
-#        as root
+#      - serve.sh's second part, images under the sanitizers, CPython's
+#        tests and apt-get inside, as root;
 #      - serve.sh's second part as uid 65534, then mcp.sh, the Python
-#        client and the OpenAPI check as root under the sanitizers
+#        client and the OpenAPI check as root under the sanitizers;
+#      and the fuzzers, briefly, at nice 19, beside them
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged
@@ -313,23 +314,26 @@ nobody_lane() {
 	rm -rf "$STAGE"; STAGE=""
 }
 
-# rest_lane ASAN_BUILD BUILD: the fuzzers, briefly (`make fuzz` for longer
-# runs); then, as root, serve.sh's second part under the sanitizers, and
-# root's own tests that would make the first lane the longer one: what
-# those check is the sandbox's behaviour, not corral's memory safety,
-# which the first lane's suites cover under the sanitizers.
+# fuzz_lane: the fuzzers, briefly (`make fuzz` for longer runs), in a lane
+# of their own that no step waits behind.  At nice 19 they take the CPU
+# the other lanes leave, and their own work comes first.  On a 2-core host
+# the lanes keep both cores 97% busy: the step then lasts 325 s, the build
+# starved and each target's time counted on the wall clock.  It led the
+# third lane, whose steps waited behind it: with four lanes its build took
+# more than 7 minutes, serve.sh's second part as root still waiting.  6 s
+# a target, not 10, takes 20 s off the wall.
+fuzz_lane() {
+	command -v clang >/dev/null || return 0
+	step "fuzz, 6 s a target, two at a time, beside the lanes" \
+		nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=6 FUZZ_JOBS=2
+}
+
+# rest_lane ASAN_BUILD BUILD: as root, serve.sh's second part under the
+# sanitizers, and root's own tests that would make the first lane the
+# longer one: what those check is the sandbox's behaviour, not corral's
+# memory safety, which the first lane's suites cover under the sanitizers.
 rest_lane() {
 	local asan=$1 b=$2 i
-	# At nice 19 the fuzzers take the CPU the other lanes leave, and
-	# their own work comes first.  On a 2-core host the lanes keep both
-	# cores 97% busy: the step then lasts 325 s, the build starved and
-	# each target's time counted on the wall clock, and this lane's steps
-	# wait behind it (the suite took 14.7 minutes).  6 s a target, not
-	# 10, takes 20 s off the wall; `make fuzz` runs them for longer.
-	if command -v clang >/dev/null; then
-		step "fuzz, 6 s a target, two at a time, beside the lanes" \
-			nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=6 FUZZ_JOBS=2
-	fi
 	[ "$(id -u)" = 0 ] || return 0
 	for i in $(seq 1 600); do
 		[ -e "$LANE_DIR/.integration-done" ] && break
@@ -427,6 +431,7 @@ else
 	lane 2-user as_root_lane build "gcc -O2"
 fi
 lane 3-rest rest_lane build-asan build
+lane 5-fuzz fuzz_lane
 for pid in $LANES; do wait "$pid"; done
 LANES=""
 for f in "$LANE_DIR"/*; do

@@ -45,6 +45,7 @@ cleanup() {
 	undelegate_cgroups
 	cg_parents_remove check
 	[ -n "$STAGE" ] && rm -rf "$STAGE"
+	[ -n "${LANE_DIR:-}" ] && rm -rf "$LANE_DIR"
 	rm -f "$TALLY" "$TIMES"
 }
 trap cleanup EXIT
@@ -315,7 +316,7 @@ nobody_lane() {
 }
 
 # fuzz_lane: the fuzzers, briefly (`make fuzz` for longer runs), in a lane
-# of their own that no step waits behind.  At nice 19 they take the CPU
+# of their own that no step waits behind, from the check's start.  At nice 19 they take the CPU
 # the other lanes leave, and their own work comes first.  On a 2-core host
 # the lanes keep both cores 97% busy: the step then lasts 325 s, the build
 # starved and each target's time counted on the wall clock.  It led the
@@ -408,6 +409,13 @@ SAN="-fsanitize=address,undefined -fsanitize-undefined-trap-on-error -fno-saniti
 # allocation stacks of 10 frames, not 30: every malloc records one
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99:malloc_context_size=10:handle_sigill=1
 
+# The fuzzers' lane starts first, at nice 19: their build (build-fuzz/,
+# nothing of build/ or build-asan/) takes the CPU that the unit tests and
+# the npm step leave, waiting on the disk, their shells and the registry,
+# rather than finish after the other lanes, alone.
+LANE_DIR=$(mktemp -d /tmp/corral-check-lanes.XXXXXX)
+lane 5-fuzz fuzz_lane
+
 step "build with -Wall -Wextra -Werror" build build -Werror ""
 step "the library exports only corral.h" tests/exports.sh build
 step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
@@ -419,7 +427,6 @@ step "unit tests (ASan+UBSan, and gcc -O2)" unit_tests build-asan build
 # must be there before, and no test of a lane then needs the registry
 step "npm packages for the MCP tests" tests/mcp.sh build/corral "$ROOT/build/mcp-sdk" --install
 
-LANE_DIR=$(mktemp -d /tmp/corral-check-lanes.XXXXXX)
 t0=$(date +%s)
 cpu0=$(head -1 /proc/stat)
 if [ "$(id -u)" = 0 ]; then
@@ -431,7 +438,6 @@ else
 	lane 2-user as_root_lane build "gcc -O2"
 fi
 lane 3-rest rest_lane build-asan build
-lane 5-fuzz fuzz_lane
 for pid in $LANES; do wait "$pid"; done
 LANES=""
 for f in "$LANE_DIR"/*; do

@@ -1,16 +1,21 @@
 #!/bin/bash
 # check.sh - the whole suite, as `make check` runs it:
 #   1. a build with -Wall -Wextra -Werror, and one with AddressSanitizer +
-#      UBSan; the unit tests of both
-#   2. three lanes at once (a sandbox test waits on the kernel and on its
-#      clients; the lanes print how busy the CPUs were):
+#      UBSan; the unit tests of both, six at once
+#   2. four lanes at once, and the fuzzers beside them (a sandbox test
+#      waits on the kernel and on its clients; the lanes print how busy
+#      the CPUs were):
 #      - every suite as root, built with the sanitizers (serve.sh, the
-#        longest, in two parts: the second in the third lane);
+#        longest, in two parts: the second in the third lane; the daemon's
+#        clients in the fourth);
 #      - every suite as an unprivileged user (uid 65534), first with cgroups
-#        delegated to it, then without (the rlimit fallback), built -O2;
-#      - the fuzzers, briefly, at nice 19; then serve.sh's second part,
-#        images under the sanitizers, CPython's tests and apt-get inside,
-#        as root
+#        delegated to it, then without (the rlimit fallback), built -O2
+#        (serve.sh's second part in the fourth lane);
+#      - serve.sh's second part, images under the sanitizers, CPython's
+#        tests and apt-get inside, as root;
+#      - serve.sh's second part as uid 65534, then mcp.sh, the Python
+#        client and the OpenAPI check as root under the sanitizers;
+#      and the fuzzers, briefly, at nice 19, beside them
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged
@@ -24,8 +29,12 @@ NOBODY=65534
 STAGE=""
 DELEGATED=""
 TALLY=$(mktemp /tmp/corral-check-tally.XXXXXX)
+# every step's and test's wall and CPU ms: "WALL CPU NAME (STEP)"
+TIMES=$(mktemp /tmp/corral-check-times.XXXXXX)
 LANES=""
 
+# children_cpu: a step's CPU time
+. tests/lib.sh
 # the parent groups the check made go at its end (scripts/cgroup-parents.sh)
 . scripts/cgroup-parents.sh
 cg_parents_note
@@ -36,7 +45,8 @@ cleanup() {
 	undelegate_cgroups
 	cg_parents_remove check
 	[ -n "$STAGE" ] && rm -rf "$STAGE"
-	rm -f "$TALLY"
+	[ -n "${LANE_DIR:-}" ] && rm -rf "$LANE_DIR"
+	rm -f "$TALLY" "$TIMES"
 }
 trap cleanup EXIT
 # a signal ends the check through its EXIT trap: the lanes go with it
@@ -52,13 +62,22 @@ tally() {
 # step NAME CMD...: run, show, count; a step that dies without a tally line
 # counts as one failure.
 step() {
-	local name=$1 log rc=0 t0
+	local name=$1 log rc=0 t0 cpu0 secs
 	shift
 	log=$(mktemp)
 	echo "== $name"
 	t0=$(date +%s)
+	children_cpu "$log.times"
+	cpu0=$CHILDREN_CPU_MS
 	"$@" > "$log" 2>&1 || rc=$?
-	echo "   ($(( $(date +%s) - t0 )) s)"
+	children_cpu "$log.times"
+	secs=$(( $(date +%s) - t0 ))
+	echo "   ($secs s, cpu $(( (CHILDREN_CPU_MS - cpu0) / 1000 )) s)"
+	# each test's wall and CPU time (tests/lib.sh), for the list of the
+	# costliest at the end
+	printf '%d %d %s\n' "$(( secs * 1000 ))" "$(( CHILDREN_CPU_MS - cpu0 ))" "[step] $name" >> "$TIMES"
+	sed -n 's/^ok - \([^ ]*\) # \([0-9]*\) ms, cpu \([0-9]*\) ms$/\2 \3 \1/p' "$log" |
+		sed "s|\$| ($name)|" >> "$TIMES"
 	grep -v '^ok - ' "$log" | tail -200
 	if grep -q ' passed, [0-9]* failed' "$log"; then
 		tally "$log"
@@ -86,12 +105,26 @@ build() {	# build DIR EXTRA_CFLAGS LDFLAGS
 		printf '%s\n' "$flags" > "$1/.check-flags"
 }
 
-unit_tests() {	# unit_tests BUILD
-	local rc=0
-	for t in "$1"/tests/unit_*; do
-		[ -x "$t" ] || continue
-		"$t" || rc=1
+# unit_tests BUILD...: the unit tests of every BUILD, six at once.  One
+# after another they took 87 s (31 of them -O2, 56 under the sanitizers)
+# for 21 s of CPU: unit_audit and unit_shell wait on the disk and their
+# shells most of that time, and nothing else runs before the lanes.  Each
+# names its cgroups and files by its pid: none sees another's.  Their
+# reports are shown whole, one after another, in the order of their names.
+unit_tests() {
+	local out b t rc=0
+	out=$(mktemp -d)
+	for b in "$@"; do
+		for t in "$b"/tests/unit_*; do
+			[ -x "$t" ] && echo "$t"
+		done
+	done | xargs -P 6 -I{} sh -c 'log=$2/$(echo "$1" | tr / _).log
+		"$1" > "$log" 2>&1 || echo "$1: exit $?" >> "$log.failed"' _ {} "$out"
+	for t in "$out"/*.log; do
+		cat "$t"
+		[ -e "$t.failed" ] && { cat "$t.failed"; rc=1; }
 	done
+	rm -rf "$out"
 	return $rc
 }
 
@@ -146,7 +179,8 @@ as_nobody() {
 
 # as_root_lane BUILD LABEL [K/N]: every suite as the calling user; with
 # K/N, only that part of serve.sh, the longest suite (the rest in
-# rest_lane).
+# rest_lane), and without the daemon's clients (mcp.sh, the Python
+# client, the OpenAPI check: in split_lane).
 as_root_lane() {
 	local b=$1 label=$2 shard=${3:-} me
 	me=$(id -un)
@@ -169,9 +203,7 @@ as_root_lane() {
 		env ${shard:+TEST_SHARD=$shard} tests/serve.sh "$b/corral" "$b/tests/serve_client"
 	step "files and processes as $me ($label)" tests/files.sh "$b/corral"
 	step "results as $me ($label)" tests/results.sh "$b/corral"
-	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
-	step "python client as $me ($label)" tests/python_client.sh "$b/corral"
-	step "docs/openapi.json against the daemon ($label)" /usr/bin/python3 tests/openapi.py "$b/corral"
+	[ -z "$shard" ] && daemon_clients "$b" "$label"
 	step "a misbehaving agent as $me ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $me ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	# with K/N, images as root run in rest_lane (the root lane is the longest)
@@ -179,14 +211,42 @@ as_root_lane() {
 	step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
 }
 
+# daemon_clients BUILD LABEL: the suites of the daemon's clients, as the
+# calling user
+daemon_clients() {
+	local b=$1 label=$2 me
+	me=$(id -un)
+	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
+	step "python client as $me ($label)" tests/python_client.sh "$b/corral"
+	step "docs/openapi.json against the daemon ($label)" /usr/bin/python3 tests/openapi.py "$b/corral"
+}
+
+# lane_wait FLAG SECONDS: until $LANE_DIR/FLAG exists, at most SECONDS;
+# 1 if it never came (the lane that makes it failed early or hangs)
+lane_wait() {
+	local i
+	for i in $(seq 1 "$2"); do
+		[ -e "$LANE_DIR/$1" ] && return 0
+		sleep 1
+	done
+	echo "   no $1 after $2 s"
+	return 1
+}
+
 # nobody_lane BUILD LABEL: every suite again as uid 65534 (root only), with
 # cgroups delegated to it, then the ones whose behaviour changes without.
+# serve.sh's second part as uid 65534 runs in split_lane meanwhile: the
+# cgroups stay delegated until it is done.
 nobody_lane() {
 	local b=$1 label=$2
 	stage "$b"
 	delegate_cgroups
 	step "integration as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers"
+	# its t_nothing_left_behind counts uid $NOBODY's cgroups: split_lane's
+	# sandboxes of that uid wait for it (and take the staged copy)
+	echo "$STAGE" > "$LANE_DIR/.nobody-stage"
+	touch "$LANE_DIR/.nobody-integration-done"
 	step "egress as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "tls termination as uid $NOBODY ($label)" \
@@ -207,11 +267,12 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/tty.sh" "$STAGE/corral"
 	step "daemon export and snapshots as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
-	# the longest step of the longest lane: the https streamed-end loop
-	# (probabilistic) runs its 1200 in the root lane, 300 here
-	step "serve as uid $NOBODY, cgroups delegated ($label)" \
-		as_nobody CORRAL_EXPECT_LIMITS=cgroup TLS_EXECS=300 "$STAGE/tests/serve.sh" \
-		"$STAGE/corral" "$STAGE/serve_client"
+	# the longest step of the longest lane, its first part (the second in
+	# split_lane): the https streamed-end loop (probabilistic) runs its
+	# 1200 in the root lane, 300 here
+	step "serve as uid $NOBODY, cgroups delegated ($label), part 1/2" \
+		as_nobody TEST_SHARD=1/2 CORRAL_EXPECT_LIMITS=cgroup TLS_EXECS=300 \
+		"$STAGE/tests/serve.sh" "$STAGE/corral" "$STAGE/serve_client"
 	step "files and processes as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/files.sh" "$STAGE/corral"
 	step "results as uid $NOBODY, cgroups delegated ($label)" \
@@ -228,6 +289,8 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/image.sh" "$STAGE/corral"
 	step "oci runtime refuses uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/oci.sh" "$STAGE/corral"
+	# split_lane's part of serve.sh as uid $NOBODY ran with the cgroups
+	lane_wait .nobody-serve-done 900
 	undelegate_cgroups
 	# no freezer: pause must answer why, idle sandboxes stay idle; no
 	# cgroup to kill a call's tree by: timeouts, deletes, halts, a TTL and
@@ -252,23 +315,26 @@ nobody_lane() {
 	rm -rf "$STAGE"; STAGE=""
 }
 
-# rest_lane ASAN_BUILD BUILD: the fuzzers, briefly (`make fuzz` for longer
-# runs); then, as root, serve.sh's second part under the sanitizers, and
-# root's own tests that would make the first lane the longer one: what
-# those check is the sandbox's behaviour, not corral's memory safety,
-# which the first lane's suites cover under the sanitizers.
+# fuzz_lane: the fuzzers, briefly (`make fuzz` for longer runs), in a lane
+# of their own that no step waits behind, from the check's start.  At nice 19 they take the CPU
+# the other lanes leave, and their own work comes first.  On a 2-core host
+# the lanes keep both cores 97% busy: the step then lasts 325 s, the build
+# starved and each target's time counted on the wall clock.  It led the
+# third lane, whose steps waited behind it: with four lanes its build took
+# more than 7 minutes, serve.sh's second part as root still waiting.  6 s
+# a target, not 10, takes 20 s off the wall.
+fuzz_lane() {
+	command -v clang >/dev/null || return 0
+	step "fuzz, 6 s a target, two at a time, beside the lanes" \
+		nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=6 FUZZ_JOBS=2
+}
+
+# rest_lane ASAN_BUILD BUILD: as root, serve.sh's second part under the
+# sanitizers, and root's own tests that would make the first lane the
+# longer one: what those check is the sandbox's behaviour, not corral's
+# memory safety, which the first lane's suites cover under the sanitizers.
 rest_lane() {
 	local asan=$1 b=$2 i
-	# At nice 19 the fuzzers take the CPU the other lanes leave, and
-	# their own work comes first.  On a 2-core host the lanes keep both
-	# cores 97% busy: the step then lasts 325 s, the build starved and
-	# each target's time counted on the wall clock, and this lane's steps
-	# wait behind it (the suite took 14.7 minutes).  6 s a target, not
-	# 10, takes 20 s off the wall; `make fuzz` runs them for longer.
-	if command -v clang >/dev/null; then
-		step "fuzz, 6 s a target, two at a time, beside the lanes" \
-			nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=6 FUZZ_JOBS=2
-	fi
 	[ "$(id -u)" = 0 ] || return 0
 	for i in $(seq 1 600); do
 		[ -e "$LANE_DIR/.integration-done" ] && break
@@ -280,6 +346,29 @@ rest_lane() {
 	step "CPython's tests outside and inside as root (gcc -O2)" tests/cpython.sh "$b/corral"
 	step "apt-get install as root inside an image as root (gcc -O2)" \
 		tests/apt.sh "$b/corral" "$b/tests/helpers"
+}
+
+# split_lane ASAN_BUILD: as root only, beside the others, what made the
+# root and unprivileged lanes the longest (700 s of lanes of 709 at stop
+# 28, the CPUs 87% busy, much of the lanes' time spent waiting on
+# sandboxes, clients and timeouts): serve.sh's second part as uid 65534
+# (-O2, the staged copy), then the daemon's clients as root under the
+# sanitizers.
+split_lane() {
+	local asan=$1
+	if lane_wait .nobody-integration-done 900; then
+		STAGE=$(cat "$LANE_DIR/.nobody-stage")
+		step "serve as uid $NOBODY, cgroups delegated (gcc -O2), part 2/2" \
+			as_nobody TEST_SHARD=2/2 CORRAL_EXPECT_LIMITS=cgroup TLS_EXECS=300 \
+			"$STAGE/tests/serve.sh" "$STAGE/corral" "$STAGE/serve_client"
+		STAGE=""
+	else
+		echo "0 1" >> "$TALLY"
+	fi
+	touch "$LANE_DIR/.nobody-serve-done"
+	# the root lane's t_nothing_left_behind counts root's cgroups
+	lane_wait .integration-done 900 || echo "0 1" >> "$TALLY"
+	daemon_clients "$asan" "ASan+UBSan"
 }
 
 # cpu_busy LINE: the share of CPU time not idle since /proc/stat's LINE
@@ -320,23 +409,30 @@ SAN="-fsanitize=address,undefined -fsanitize-undefined-trap-on-error -fno-saniti
 # allocation stacks of 10 frames, not 30: every malloc records one
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99:malloc_context_size=10:handle_sigill=1
 
+# The fuzzers' lane starts first, at nice 19: their build (build-fuzz/,
+# nothing of build/ or build-asan/) takes the CPU that the unit tests and
+# the npm step leave, waiting on the disk, their shells and the registry,
+# rather than finish after the other lanes, alone.
+LANE_DIR=$(mktemp -d /tmp/corral-check-lanes.XXXXXX)
+lane 5-fuzz fuzz_lane
+
 step "build with -Wall -Wextra -Werror" build build -Werror ""
 step "the library exports only corral.h" tests/exports.sh build
 step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
 step "the sanitizers' flags catch an overflow, a leak and UB" env SAN="$SAN" tests/sanitizers.sh
-step "unit tests (gcc -O2)" unit_tests build
-step "unit tests (ASan+UBSan)" unit_tests build-asan
+# the slower, sanitized ones started first
+step "unit tests (ASan+UBSan, and gcc -O2)" unit_tests build-asan build
 
 # the lanes stage their copies at once: what the MCP tests take from npm
 # must be there before, and no test of a lane then needs the registry
 step "npm packages for the MCP tests" tests/mcp.sh build/corral "$ROOT/build/mcp-sdk" --install
 
-LANE_DIR=$(mktemp -d /tmp/corral-check-lanes.XXXXXX)
 t0=$(date +%s)
 cpu0=$(head -1 /proc/stat)
 if [ "$(id -u)" = 0 ]; then
 	lane 1-root as_root_lane build-asan "ASan+UBSan" 1/2
 	lane 2-nobody nobody_lane build "gcc -O2"
+	lane 4-split split_lane build-asan
 else
 	lane 1-user as_root_lane build-asan "ASan+UBSan"
 	lane 2-user as_root_lane build "gcc -O2"
@@ -364,6 +460,18 @@ step "soak, 200 sandboxes (make soak for 10,000)" tests/soak.sh build/corral 200
 step "soak through the daemon, 150 cycles" /usr/bin/python3 tests/soak_serve.py build/corral 150
 step "load: 200 calls at once, 1,000 proxied connections" /usr/bin/python3 tests/load.py build/corral
 
+
+# where the time went: what to look at first when the check grows slow
+costliest() {	# costliest KEY TITLE: the 20 largest by sort key KEY (1 wall, 2 CPU)
+	echo "== the 20 costliest $2"
+	grep -v '^[0-9]* [0-9]* \[step\]' "$TIMES" | sort -rn -k"$1","$1" | head -20 |
+		awk '{printf "   %6.1f s wall %6.1f s cpu  ", $1 / 1000, $2 / 1000; $1 = $2 = ""; print substr($0, 3)}'
+}
+costliest 1 "tests by wall time"
+costliest 2 "tests by CPU time"
+echo "== the steps by CPU time"
+grep '^[0-9]* [0-9]* \[step\]' "$TIMES" | sort -rn -k2,2 |
+	awk '{printf "   %5d s wall %5d s cpu  ", $1 / 1000, $2 / 1000; $1 = $2 = $3 = ""; print substr($0, 4)}'
 
 read -r PASS FAIL < <(awk '{p += $1; f += $2} END {print p + 0, f + 0}' "$TALLY")
 echo "check: $PASS passed, $FAIL failed"

@@ -88,19 +88,44 @@ expect_not_contains() {
 	return 0
 }
 
+# children_cpu FILE: CHILDREN_CPU_MS, the CPU time (user + system, in ms)
+# of this shell's waited-for children so far, as the builtin `times`
+# counts it: a test's subshell, and the sandboxes and daemons reaped by
+# those it waited for.  A variable, not $( ): `times` must run in this
+# shell, not in a copy of it.
+children_cpu() {
+	local u s
+	times > "$1"
+	{ read -r _ _; read -r u s; } < "$1"
+	rm -f "$1"
+	CHILDREN_CPU_MS=$(( $(tms_ms "$u") + $(tms_ms "$s") ))
+}
+
+tms_ms() {	# tms_ms 1m2.345s: 62345
+	local m=${1%%m*} sec=${1#*m}
+	sec=${sec%s}
+	echo $(( 10#$m * 60000 + 10#${sec%.*} * 1000 + 10#${sec#*.} ))
+}
+
 run_test() {
 	name=$1
 	T=$(mktemp -d "$TEST_TMP/t.XXXXXX")
 	chmod 755 "$T"
 	export T
-	local t0=$EPOCHREALTIME
+	local t0=$EPOCHREALTIME cpu0
+	children_cpu "$T.times"
+	cpu0=$CHILDREN_CPU_MS
 	( set -e; cd "$T"; [ -z "${TEST_TRACE:-}" ] || set -x; "$name" ) > "$T.log" 2>&1
 	rc=$?
-	# the time each test took, so that a slow one is seen (check.sh's tally
-	# ignores it)
-	local ms=$(( (${EPOCHREALTIME/./} - ${t0/./}) / 1000 ))
+	# the time each test took, wall and CPU, so that a slow one is seen
+	# (check.sh's tally ignores it; it lists the costliest at its end).  A
+	# test's wall time is the machine's load as much as its own; its CPU
+	# time is what it takes from the other lanes of make check.
+	local ms=$(( (${EPOCHREALTIME/./} - ${t0/./}) / 1000 )) cpu
+	children_cpu "$T.times"
+	cpu=$(( CHILDREN_CPU_MS - cpu0 ))
 	case $rc in
-	0)  PASS=$((PASS + 1)); echo "ok - $name # ${ms} ms" ;;
+	0)  PASS=$((PASS + 1)); echo "ok - $name # ${ms} ms, cpu ${cpu} ms" ;;
 	77) SKIP=$((SKIP + 1)); echo "ok - $name # SKIP $(grep 'skip:' "$T.log" | head -1)" ;;
 	*)  FAIL=$((FAIL + 1)); FAILED_NAMES="$FAILED_NAMES $name"
 	    echo "not ok - $name"; sed 's/^/    /' "$T.log" | tail -30 ;;

@@ -564,28 +564,9 @@ t_limit_memory() {
 
 # The buffers of the sandbox's own loopback connections, left unread, are
 # memory of the sandbox's too: cgroup v1 charges them only once told to
-# (memory.kmem.tcp), v2 always.  30 connections' buffers hold about 110 MiB.
-TCPBUF_PY='
-import socket, time
-l = socket.socket()
-l.bind(("127.0.0.1", 0))
-l.listen(64)
-held, total = [], 0
-for i in range(30):
-    c = socket.create_connection(l.getsockname())
-    s, _ = l.accept()
-    c.setblocking(False)
-    held.append((c, s))
-    end = time.monotonic() + 2
-    while time.monotonic() < end:
-        try:
-            total += c.send(b"x" * 65536)
-        except BlockingIOError:
-            break
-print("queued", total >> 20)
-'
+# (memory.kmem.tcp), v2 always (SOCKBUF_PY, lib.sh).
 t_limit_memory_counts_socket_buffers() {
-	crun --json --memory 64M -- /usr/bin/python3 -c "$TCPBUF_PY" > /dev/null
+	crun --json --memory 64M -- /usr/bin/python3 -c "$SOCKBUF_PY" > /dev/null
 	[ "$(json layers.limits < "$T/out")" != rlimit ] ||
 		{ skip "rlimits bound no kernel memory"; return; }
 	# v2 may end it as oom instead; either way not past the limit

@@ -207,3 +207,26 @@ strace_held() {
 	done
 	grep -Eq "$re" "$1" 2>/dev/null
 }
+
+# SOCKBUF_PY: a Python program (for -c, so that a sandbox can run it) that
+# queues what it can on 30 of its own loopback connections, never read,
+# and prints "queued MIB": about 110 MiB where nothing bounds the buffers.
+SOCKBUF_PY='
+import socket, time
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(64)
+held, total = [], 0
+for i in range(30):
+    c = socket.create_connection(l.getsockname())
+    s, _ = l.accept()
+    c.setblocking(False)
+    held.append((c, s))
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        try:
+            total += c.send(b"x" * 65536)
+        except BlockingIOError:
+            break
+print("queued", total >> 20)
+'

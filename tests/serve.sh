@@ -4674,27 +4674,8 @@ t_c_client() {
 
 # A call's loopback connections, their buffers left unread, stay within
 # the box's memory limit: a call has a cgroup of its own below the box's,
-# and on cgroup v1 its sockets are charged only once it is told to.
-# 30 connections' buffers hold about 110 MiB.
-SOCKBUF_PY='
-import socket, time
-l = socket.socket()
-l.bind(("127.0.0.1", 0))
-l.listen(64)
-held, total = [], 0
-for i in range(30):
-    c = socket.create_connection(l.getsockname())
-    s, _ = l.accept()
-    c.setblocking(False)
-    held.append((c, s))
-    end = time.monotonic() + 2
-    while time.monotonic() < end:
-        try:
-            total += c.send(b"x" * 65536)
-        except BlockingIOError:
-            break
-print("queued", total >> 20)
-'
+# and on cgroup v1 its sockets are charged only once it is told to
+# (SOCKBUF_PY, lib.sh).
 t_call_socket_buffers_in_memory_limit() {
 	local id code n
 	start_daemon

@@ -1275,11 +1275,13 @@ CORRAL_PUBLIC
 void corral_memory_init(void);
 /*
  * After corral_memory_init, in a daemon none of whose forks use libevent
- * again (each forgets, as a sandbox's init does, or never calls it, as
- * its helpers): from now on a fork inherits none of libevent's live
- * blocks, not even until it forgets (MADV_WIPEONFORK), and the daemon's
+ * or TLS again (each forgets, as a sandbox's init does, or never calls
+ * them, as its helpers): from now on a fork inherits none of libevent's
+ * live blocks, nor OpenSSL's (the TLS plugin's, now or once it is
+ * loaded), not even until it forgets (MADV_WIPEONFORK), and the daemon's
  * writes to them after a fork copy no page.  0, or -errno of the mark
- * that failed (the mappings still to come are marked all the same).
+ * that failed (the mappings still to come are marked all the same; a
+ * plugin loaded later whose mark fails is not loaded).
  */
 CORRAL_PUBLIC
 int corral_memory_unshared(void);

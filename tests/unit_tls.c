@@ -532,7 +532,8 @@ TEST(plugin_table_is_complete)
 	CHECK(corral_tls_ops.ca_new == tls_ca_new && corral_tls_ops.ca_pem == tls_ca_pem &&
 	      corral_tls_ops.ca_free == tls_ca_free);
 	CHECK(corral_tls_ops.server && corral_tls_ops.server_close && corral_tls_ops.client &&
-	      corral_tls_ops.client_error && corral_tls_ops.forget == tls_memory_forget);
+	      corral_tls_ops.client_error && corral_tls_ops.forget == tls_memory_forget &&
+	      corral_tls_ops.unshared == tls_memory_unshared);
 }
 
 /* An upstream_ca that does not load is named, with OpenSSL's reason. */
@@ -602,6 +603,46 @@ TEST(base64_padding_and_refusals)
 	CHECK(b64_refused("Zm9v\n"));
 	CHECK(b64_refused("Zm\0v"));
 	CHECK(b64_refused("Zh=="));		/* stray bits before the padding */
+}
+
+/*
+ * A daemon's (`corral serve`): once unshared, a fork finds none of
+ * OpenSSL's blocks, made before the call or after, though it never
+ * forgets.  Last: the mode is for the rest of the process.
+ */
+TEST(unshared_openssl_blocks_reach_no_fork)
+{
+	static const char secret[] = "traffic-secret-0123456789abcdef";
+	char *before = OPENSSL_malloc(sizeof(secret)), *after;
+	int status, bad = -1;
+	pid_t pid;
+
+	CHECK(tls_memory_wrapped());
+	CHECK(before != NULL);
+	if (!before)
+		return;
+	memcpy(before, secret, sizeof(secret));
+	CHECK(corral_tls_ops.unshared() == 0);
+	after = OPENSSL_malloc(40000);	/* a mapping of its own, made after */
+	CHECK(after != NULL);
+	if (!after)
+		return;
+	memcpy(after, secret, sizeof(secret));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		bool zero = true;
+
+		for (size_t i = 0; i < sizeof(secret); i++)
+			zero = zero && before[i] == 0 && after[i] == 0;
+		_exit(zero ? 0 : 1);
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status))
+		bad = WEXITSTATUS(status);
+	CHECK(bad == 0);
+	CHECK(!memcmp(before, secret, sizeof(secret)) && !memcmp(after, secret, sizeof(secret)));
+	OPENSSL_free(before);
+	OPENSSL_free(after);
 }
 
 int main(void)

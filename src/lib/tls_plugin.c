@@ -19,6 +19,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -129,9 +131,19 @@ static const struct tls_ops *plugin_open(struct corral_err *err)
 	return ops;
 }
 
+/* the process asked that no fork inherit OpenSSL's blocks (tls_plugin_unshared) */
+static atomic_bool want_unshared;
+
 static void load_once(void)
 {
+	int r;
+
 	loaded = plugin_open(&load_err);
+	if (loaded && atomic_load(&want_unshared) && (r = loaded->unshared()) < 0) {
+		corral_set_errno(&load_err, -r, "cannot keep OpenSSL's memory from "
+				 "this process's forks (MADV_WIPEONFORK)");
+		loaded = NULL;	/* its code stays mapped, never called */
+	}
 }
 
 const struct tls_ops *tls_plugin_load(struct corral_err *err)
@@ -146,4 +158,11 @@ void tls_plugin_forget(void)
 {
 	if (loaded)
 		loaded->forget();
+}
+
+int tls_plugin_unshared(void)
+{
+	atomic_store(&want_unshared, true);
+	/* loaded after this, load_once() asks (a daemon asks before its loop runs) */
+	return loaded ? loaded->unshared() : 0;
 }

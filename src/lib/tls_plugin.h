@@ -29,7 +29,7 @@
 /* the one symbol the plugin exports: a const struct tls_ops */
 #define TLS_PLUGIN_SYMBOL	"corral_tls_ops"
 /* bumped when struct tls_ops changes: a plugin of another build is refused */
-#define TLS_PLUGIN_ABI		5
+#define TLS_PLUGIN_ABI		6
 
 struct bufferevent;
 struct event_base;
@@ -125,6 +125,12 @@ struct tls_ops {
 	 * sandbox of this process and of the daemon's TLS clients.
 	 */
 	void (*forget)(void);
+	/*
+	 * In a process none of whose forks will use TLS (`corral serve`):
+	 * from now on no fork inherits a block of OpenSSL's, not even until
+	 * it forgets (MADV_WIPEONFORK).  0, or -errno.
+	 */
+	int (*unshared)(void);
 };
 
 struct corral_err;
@@ -136,5 +142,10 @@ struct corral_err;
 const struct tls_ops *tls_plugin_load(struct corral_err *err);
 /* In a fork, for corral_forget(): the plugin's forget(), if it is loaded. */
 void tls_plugin_forget(void);
+/*
+ * For corral_memory_unshared(): the plugin's unshared(), now if it is
+ * loaded, else when it is.  0, or -errno.
+ */
+int tls_plugin_unshared(void);
 
 #endif

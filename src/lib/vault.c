@@ -174,5 +174,7 @@ void corral_memory_init(void)
 
 int corral_memory_unshared(void)
 {
-	return livemem_unshared();
+	int r = livemem_unshared(), t = tls_plugin_unshared();
+
+	return r < 0 ? r : t;
 }

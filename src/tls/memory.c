@@ -52,3 +52,8 @@ void tls_memory_forget(void)
 {
 	livemem_forget();
 }
+
+int tls_memory_unshared(void)
+{
+	return livemem_unshared();
+}

@@ -97,4 +97,5 @@ const struct tls_ops corral_tls_ops = {
 	.listener_bev = tls_listener_bev,
 	.listener_free = tls_listener_free,
 	.forget = tls_memory_forget,
+	.unshared = tls_memory_unshared,
 };

@@ -39,6 +39,7 @@ extern const struct tls_ops corral_tls_ops;
  */
 bool tls_memory_wrapped(void);
 void tls_memory_forget(void);
+int tls_memory_unshared(void);
 /* Why an upstream handshake failed, one line. */
 void tls_error_text(SSL *ssl, unsigned long e, char *buf, size_t len);
 

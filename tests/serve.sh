@@ -383,8 +383,19 @@ t_socket_appears_listening() {
 	strace -qq -o /dev/null -e trace=listen -e inject=listen:delay_enter=1000000 \
 		"$CORRAL" serve --socket "$sock" --state-dir "$T/ls-state" > "$T/ls.log" 2>&1 < /dev/null &
 	st=$!
-	for i in $(seq 1 100); do dpid=$(pgrep -P "$st" || true); [ -n "$dpid" ] && break; sleep 0.02; done
-	trap "kill -TERM $dpid 2>/dev/null; wait $st 2>/dev/null || true" EXIT
+	# strace's child once it is corral: strace forks short-lived children
+	# of its own first (its checks of ptrace), and the test once took one
+	# for the daemon, killed nothing, and left strace and the daemon
+	for i in $(seq 1 250); do
+		dpid=$(pgrep -P "$st" | head -1 || true)
+		[ -n "$dpid" ] && [ "$(cat "/proc/$dpid/comm" 2>/dev/null)" = corral ] && break
+		dpid=""
+		sleep 0.02
+	done
+	# whatever strace's children are by then, they are ours: none is left
+	trap "for p in \$(pgrep -P $st); do kill -TERM \$p 2>/dev/null; done
+	      wait $st 2>/dev/null || true" EXIT
+	[ -n "$dpid" ] || { fail "no daemon under strace: $(cat "$T/ls.log")"; return 1; }
 	sleep 0.5	# inside the delayed listen now
 	grep -q 'inject=' "$T/ls.log" && { skip "strace cannot inject"; return 77; }
 	[ -e "$sock" ] && fail "the socket is there before it listens"

@@ -9,7 +9,11 @@ stops them by pid at the end, also on error.  It measures:
      one connection each, all released at once, each POST /v1/sandboxes
      then its first exec of `true`; with --pool 0 and with a full
      --pool BENCH_BURST; the daemon's CPU and minor page faults beside
-     (a count the host's load does not change).  Peer: as many `bwrap ... true` started at once;
+     (a count the host's load does not change).  Peer: as many `bwrap ... true`
+     started at once; floors (bench/floor_ns.c): as many children cloned
+     into a sandbox's namespaces at once, from a thread a CPU; then each
+     with the least root and /bin/true run there; then /bin/true again in
+     each, at once (what a full pool's burst needs at the least);
   2. exec round trip of `true`: BENCH_EXECS (default 500) sequential POST
      /exec into a warm sandbox on one keep-alive connection, and
      BENCH_ONESHOT (default 100) of them 100 ms apart, against as many
@@ -566,7 +570,54 @@ def section_burst(tmp):
         rows.append(("bwrap one-shot, started at once", burst_bwrap(BURST)))
     else:
         rows.append(("bwrap one-shot, started at once", "not installed"))
+    rows.extend(floor_ns(BURST))
     return rows
+
+
+FLOOR_NS_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_ns.c")
+FLOOR_NS_ROUNDS = 5
+
+
+def floor_ns(n):
+    """The kernel's part of a burst (bench/floor_ns.c), FLOOR_NS_ROUNDS
+    rounds of each: n children cloned into new user, mount, pid, ipc, uts
+    and net namespaces from a thread a CPU, their id maps written; then the
+    same with the least root each (tmpfs, /usr read-only, /proc,
+    pivot_root) and /bin/true run in it, and once they all have, /bin/true
+    again in each, all at once (a pool's burst at the least).  Rows of
+    medians, with the teardown of the last kind."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or not os.path.exists(FLOOR_NS_SRC):
+        return [("floor", f"no C compiler or no {FLOOR_NS_SRC}")]
+    runs = {"": [], "root": []}
+    with tempfile.TemporaryDirectory(prefix="corral-bench-floor-") as tmp:
+        exe = os.path.join(tmp, "floor_ns")
+        b = subprocess.run([cc, "-O2", "-pthread", "-o", exe, FLOOR_NS_SRC],
+                           capture_output=True, text=True)
+        if b.returncode != 0:
+            return [("floor", "cannot build floor_ns.c: " + b.stderr.strip()[-200:])]
+        for _ in range(FLOOR_NS_ROUNDS):
+            for mode in runs:
+                p = subprocess.run([exe, str(n), str(min(n, os.cpu_count() or 1))] +
+                                   ([mode] if mode else []),
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   timeout=REQ_TIMEOUT + 120)
+                if p.returncode != 0:
+                    return [("floor", f"floor_ns {mode}: exit {p.returncode}: "
+                             f"{p.stderr.strip()[:200]}")]
+                runs[mode].append([float(x) for x in p.stdout.split()])
+
+    def row(xs, note):
+        return {"floor": note, "wall": statistics.median(xs), "walls": xs}
+    ns = [r[0] for r in runs[""]]
+    first = [r[0] for r in runs["root"]]
+    again = [r[1] for r in runs["root"]]
+    gone = statistics.median(r[2] for r in runs["root"])
+    return [("floor: namespaces alone", row(ns, "id maps written, nothing mounted")),
+            ("floor: least root + first `true`",
+             row(first, "tmpfs, /usr read-only, /proc, pivot_root; fork+exec+wait")),
+            ("floor: then `true` in each, at once",
+             row(again, f"as into a full pool; killing them all then took {gone:.0f} ms"))]
 
 
 # ---- 2. exec round trip --------------------------------------------------------------
@@ -1063,6 +1114,11 @@ def main():
         for name, r in burst:
             if isinstance(r, str):
                 print(f"{name:{W}} {r}")
+                continue
+            if r.get("floor"):
+                print(f"{name:{W}} {'':>9} {'':>9} {'':>9} {r['wall']:9.0f} {0:7d}")
+                print(f"{'':{W}} ({r['floor']}; median of {len(r['walls'])} rounds, "
+                      f"{min(r['walls']):.0f}-{max(r['walls']):.0f} ms)")
                 continue
             if r["create"]:
                 print(f"{name + ': create':{W}} {fmt3(r['create'])}")

@@ -138,8 +138,10 @@ static void child(int go_rd)
 	if (read(go_rd, &c, 1) != 1)
 		_exit(1);
 	if (with_root && root_and_true() < 0) {
-		fprintf(stderr, "floor_ns: the child's root or /bin/true: %s\n",
-			strerror(errno));
+		static const char msg[] = "floor_ns: a child's root or /bin/true failed\n";
+
+		/* no stdio: its lock may be another thread's, copied held */
+		(void)!write(2, msg, sizeof(msg) - 1);
 		_exit(1);
 	}
 	if (write(ready_wr, "r", 1) != 1)

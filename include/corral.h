@@ -430,6 +430,12 @@ struct corral_ids {
 	uint32_t count;
 	/* the workspace and binds through idmapped mounts: owner -> agent */
 	bool idmapped;
+	/*
+	 * the host uid that owns the sandbox's user namespace, and so whose
+	 * per-user kernel counts (inotify, pending signals, message queues)
+	 * its processes also count against; 0: the caller's euid
+	 */
+	uint32_t owner;
 	char note[256];			/* what is weaker and why; "" if nothing */
 };
 

@@ -456,6 +456,64 @@ print("limit", open("/proc/sys/user/max_inotify_instances").read().strip())')
 	[ -n "$n" ] && [ "$n" -le $((host / 4)) ] || fail "held more than $((host / 4)): $out"
 }
 
+# Root's sandboxes' user namespaces are owned by uids of their own (ns.c,
+# ns_clone_owned): owned by root, five sandboxes holding their quarter of
+# inotify instances left root's host processes none, and the next sandbox.
+INOTIFY_HOLD_PY='
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while n < 1000 and libc.inotify_init1(0) >= 0:
+    n += 1
+print("held", n, flush=True)
+time.sleep(60)'
+NS_OWNER_PY='
+import fcntl, os, struct, sys
+# the owner of the user namespace of each pid'"'"'s child in another one
+mine = os.stat("/proc/self/ns/user").st_ino
+kids = {}
+for d in os.listdir("/proc"):
+    try:
+        ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+        if os.stat(f"/proc/{d}/ns/user").st_ino != mine:
+            kids.setdefault(ppid, d)
+    except (ValueError, OSError):
+        pass
+for pid in sys.argv[1:]:
+    fd = os.open(f"/proc/{kids[int(pid)]}/ns/user", os.O_RDONLY)
+    print(struct.unpack("I", fcntl.ioctl(fd, 0xb704, bytes(4)))[0])  # NS_GET_OWNER_UID
+    os.close(fd)'
+t_inotify_of_sandboxes_leaves_the_host_its_own() {
+	[ "$(id -u)" = 0 ] || { skip "an unprivileged caller owns its sandboxes: they share its counts (SECURITY.md)"; return 77; }
+	local host i n pids="" ok=0 mine own out
+	host=$(cat /proc/sys/fs/inotify/max_user_instances)
+	for i in 1 2 3 4 5; do
+		timeout 90 "$CORRAL" run -- /usr/bin/python3 -c "$INOTIFY_HOLD_PY" > "$T/ino$i" 2>&1 < /dev/null &
+		pids="$pids $!"
+	done
+	for _ in $(seq 300); do
+		ok=0
+		for i in 1 2 3 4 5; do grep -q '^held' "$T/ino$i" && ok=$((ok + 1)); done
+		[ "$ok" = 5 ] && break
+		sleep 0.1
+	done
+	mine=$(/usr/bin/python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("host", "ok" if libc.inotify_init1(0) >= 0 else "refused")')
+	out=$(crun -- /usr/bin/python3 -c "${INOTIFY_HOLD_PY%time.sleep*}")
+	# timeout's child is corral, whose child in a user namespace is init
+	own=$(/usr/bin/python3 -c "$NS_OWNER_PY" $(for i in $pids; do pgrep -P "$i" | head -1; done) 2>&1)
+	for i in $pids; do kill "$i" 2>/dev/null || true; done
+	for i in $pids; do wait "$i" 2>/dev/null || true; done
+	expect_eq "sandboxes holding theirs" "$ok" 5
+	expect_eq "root's own inotify_init1 on the host" "$mine" "host ok"
+	expect_contains "the sixth sandbox's quarter" "$out" "held $((host / 4))"
+	# each owner from corral's owners' range, 0x70010000.., none the same
+	n=$(printf '%s\n' "$own" | awk '$1 >= 1879113728 && $1 < 1879179264' | sort -u | wc -l)
+	expect_eq "distinct owners in the range ($own)" "$n" 5
+}
+
 # Pending signals and mqueue bytes count against the caller's uid on the
 # host too (shared with the caller's own processes): a quarter inside.
 t_shared_rlimits_bounded() {

@@ -9,6 +9,7 @@
  * host's file is never written.
  */
 #include "internal.h"
+#include "sandbox.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -183,6 +184,22 @@ TEST(unchanged_files_are_not_read_again)
 	ns_range_clashes(why, sizeof(why));
 	r1 = reads_made();
 	CHECK(r1 - r0 > 1);
+}
+
+/* one process's sandboxes differ in owner until the range wraps */
+TEST(owners_differ_and_stay_in_their_range)
+{
+	uid_t first = ns_owner_next(), prev = first, o;
+
+	CHECK(first >= CORRAL_OWNERS_BASE && first < CORRAL_OWNERS_BASE + CORRAL_OWNERS_COUNT);
+	for (int i = 0; i < 1000; i++) {
+		o = ns_owner_next();
+		CHECK(o >= CORRAL_OWNERS_BASE && o < CORRAL_OWNERS_BASE + CORRAL_OWNERS_COUNT);
+		CHECK(o != prev && o != first);
+		prev = o;
+	}
+	/* above the ids sandboxes map: no sandbox can make a file its owner's */
+	CHECK(CORRAL_OWNERS_BASE >= CORRAL_IDS_BASE + CORRAL_IDS_COUNT);
 }
 
 int main(void)

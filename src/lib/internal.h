@@ -16,7 +16,16 @@
 /* corral's host id range for root's sandboxes (ns.c says why there) */
 #define CORRAL_IDS_BASE 0x70000000u
 #define CORRAL_IDS_COUNT 65536u
-/* ns.c: why the range cannot be used on this host (the host's files name an id in it) */
+/*
+ * right above it, never mapped into a sandbox: the host uids that own
+ * root's sandboxes' user namespaces (ns.c: ns_clone_owned)
+ */
+#define CORRAL_OWNERS_BASE (CORRAL_IDS_BASE + CORRAL_IDS_COUNT)
+#define CORRAL_OWNERS_COUNT 65536u
+/*
+ * ns.c: why the range, or the owners' above it, cannot be used on this
+ * host (the host's files name an id in them)
+ */
 bool ns_range_clashes(char *why, size_t len);
 
 /* err.c, beside corral_set_err(): prefix a message, "what: <old msg>". */

@@ -25,7 +25,9 @@
  *    setuid newuidmap/newgidmap (Debian's uidmap): to that entry, written
  *    by those helpers; the agent stays the caller.
  *  - else only the agent, as the caller.
- * Host root is never mapped, whatever the caller.
+ * Host root is never mapped, whatever the caller.  As root, the user
+ * namespace itself is owned by a uid of its own (ns_owner_next), not by
+ * root: the kernel counts per-user resources against the owner.
  */
 #include "internal.h"
 #include "sandbox.h"
@@ -33,10 +35,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <linux/securebits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -223,7 +228,7 @@ bool ns_range_clashes(char *why, size_t len)
 	for (size_t i = 0; i < NRANGE_FILES && !same && !clash; i++)
 		clash = file_clashes(range_files[i].path, range_files[i].ranges,
 				     range_files[i].idf, range_files[i].gidf,
-				     CORRAL_IDS_BASE, CORRAL_IDS_COUNT, text,
+				     CORRAL_IDS_BASE, CORRAL_IDS_COUNT + CORRAL_OWNERS_COUNT, text,
 				     sizeof(text));
 	if (!same) {
 		pthread_mutex_lock(&range_cache.lock);
@@ -312,12 +317,95 @@ void ns_plan_ids(const struct corral_policy *p, struct corral_ids *ids)
 		memcpy(why, ids->note, sizeof(why));
 		snprintf(ids->note, sizeof(ids->note), "only uid 1000 is mapped: "
 			 "corral's id range %u-%u is in use (%.150s)", CORRAL_IDS_BASE,
-			 CORRAL_IDS_BASE + CORRAL_IDS_COUNT - 1, why);
+			 CORRAL_OWNERS_BASE + CORRAL_OWNERS_COUNT - 1, why);
 		return;
 	}
 	snprintf(ids->mapping, sizeof(ids->mapping), "range");
 	ids->range_uid = ids->range_gid = CORRAL_IDS_BASE;
 	ids->count = CORRAL_IDS_COUNT;
+	ids->owner = ns_owner_next();
+}
+
+/*
+ * A sandbox's user namespace is owned by the euid that made it, and the
+ * kernel counts what its processes hold of a per-user resource against
+ * each level of user namespaces up to the host's, there against that
+ * owner: inotify instances (fs.inotify.max_user_instances, 128) and
+ * watches, pending signals, message queue bytes.  Made by root, every
+ * sandbox counted against root: four sandboxes of 32 inotify instances
+ * each (mount.c's quarter) left the host's root processes none, and the
+ * next sandbox too.  Root's sandboxes are owned by a uid of their own
+ * instead, from a range no host file names and no sandbox maps, so that
+ * no process on the host runs as an owner (an owner has every
+ * capability in the namespaces it owns).  In turn: one process's
+ * sandboxes differ until 65536 are made; two processes' (corral run's)
+ * share one by chance, and then only those counts.
+ */
+static uint32_t next_owner;
+
+static void owner_seed(void)
+{
+	if (corral_random(&next_owner, sizeof(next_owner)) < 0)
+		next_owner = (uint32_t)getpid() * 2654435761u;
+}
+
+uid_t ns_owner_next(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	uint32_t k;
+
+	pthread_once(&once, owner_seed);
+	k = __atomic_fetch_add(&next_owner, 1, __ATOMIC_RELAXED);
+	return CORRAL_OWNERS_BASE + k % CORRAL_OWNERS_COUNT;
+}
+
+/*
+ * clone() with this thread's euid the owner's for the call, and back.
+ * The raw syscalls change this thread alone (glibc's setresuid() would
+ * change every thread); SECBIT_NO_SETUID_FIXUP keeps its capabilities
+ * meanwhile, so the namespaces are made by a privileged caller still
+ * (AppArmor restricts an unprivileged caller's user namespaces).  The
+ * child gets the securebits and dumpable flag back at once; the euid is
+ * its ids inside once the maps are written.  Where the switch cannot be
+ * made (no CAP_SETPCAP, the owner not mapped where we are), the caller
+ * owns the namespace, as before: ids->owner is then 0.
+ */
+pid_t ns_clone_owned(unsigned long flags, int *pidfd, struct corral_ids *ids)
+{
+	int bits = -1, dumpable = -1, e;
+	pid_t pid;
+
+	if (ids->owner) {
+		bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+		dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	}
+	if (bits < 0 || dumpable < 0 ||
+	    prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0) {
+		ids->owner = 0;
+		return (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+	}
+	if (syscall(SYS_setresuid, -1, ids->owner, -1) < 0) {
+		ids->owner = 0;
+		if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+			abort();
+		return (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+	}
+	pid = (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+	e = errno;
+	if (pid == 0) {
+		/* all capabilities in the new user namespace: CAP_SETPCAP too */
+		if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0 ||
+		    prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) < 0)
+			_exit(127);
+		return 0;
+	}
+	/* a thread left as the owner would make files as the owner: never */
+	if (syscall(SYS_setresuid, -1, 0, -1) < 0 ||
+	    prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) < 0)
+		abort();
+	errno = e;
+	return pid;
 }
 
 /*

@@ -540,9 +540,8 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
 		.joined_net = !new_net,
 	};
-	sb->pid = syscall(SYS_clone, SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
-			  (o->container ? CLONE_PARENT : 0), NULL,
-			  &sb->pidfd, NULL, 0);
+	sb->pid = ns_clone_owned(SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
+				 (o->container ? CLONE_PARENT : 0), &sb->pidfd, &sb->ids);
 	if (sb->pid < 0) {
 		r = corral_set_err(err, -errno, "cannot create the namespaces: %s%s",
 				   strerror(errno), errno == EPERM || errno == ENOSPC ?

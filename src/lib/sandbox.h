@@ -14,6 +14,10 @@ int ns_pick_ids(const struct corral_policy *p, uid_t *uid, gid_t *gid);
 bool ns_owner_grants(const struct corral_policy *p, uid_t owner);
 /* The ids a sandbox of p gets, before idmap.c decides on the agent's. */
 void ns_plan_ids(const struct corral_policy *p, struct corral_ids *ids);
+/* the next owner for a root's sandbox's user namespace, from corral's range */
+uid_t ns_owner_next(void);
+/* clone(flags) with the new user namespace owned by ids->owner (0: ours) */
+pid_t ns_clone_owned(unsigned long flags, int *pidfd, struct corral_ids *ids);
 int ns_write_id_maps(pid_t pid, const struct corral_ids *ids,
 		     struct corral_err *err);
 /* identity.user root: -1 and why unless on a root of its own with ids 0-65535 */

@@ -430,6 +430,50 @@ case('openssl-other', 'connect', $tport, first_flight('api.test'), CCS + first_f
 	expect_contains "reason" "$(denial_field reason)" "names evil.test, the first named api.test"
 }
 
+# A hello without SNI to a host reached by name leaves the server to pick
+# the site (its default, or the Host inside, which is never seen): refused,
+# also as an SSLv2-format hello (no extensions, no name; OpenSSL 3.0 still
+# answers one).  Clients name the host they reach by name (curl, Python
+# and Node all do); to an address the policy allows there is no name to
+# send, and none is asked for.  ~1 s.
+t_hello_without_sni_refused_by_name() {
+	trap stop_fixtures EXIT
+	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
+	policy "[\"api.test:$tport\", \"127.0.0.1:$tport\"]" '{"api.test": "127.0.0.1"}' \
+		', "transparent": true'
+	nrun -- /usr/bin/python3 -c "$hrr_client_py
+V2 = bytes([0x80, 56, 1, 3, 3, 0, 15, 0, 0, 0, 32]) + bytes([0, 0xc0, 0x2f, 0, 0xc0, 0x30, 0, 0, 0x9c, 0, 0, 0x2f, 0, 0, 0x35]) + bytes(range(32))
+def answered(s, first):
+    s.sendall(first)
+    try:
+        k = s.recv(1)
+    except OSError:
+        k = b''
+    return 'answered' if k in (b'\x15', b'\x16') else 'closed'
+for how in ('connect', 'socks', 'api.test'):
+    print(how, 'sni', answered(tunnel(how, $tport), hello(b'api.test')))
+    print(how, 'nosni', answered(tunnel(how, $tport), hello(None)))
+    print(how, 'v2', answered(tunnel(how, $tport), V2))
+s = socket.create_connection(('127.0.0.1', 3128), 10)
+s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % $tport)
+head = b''
+while b'\r\n\r\n' not in head:
+    head += s.recv(1)
+print('address nosni', answered(s, hello(None)))"
+	for how in connect socks api.test; do
+		expect_contains "$how: with sni" "$(stdout)" "$how sni answered"
+		expect_contains "$how: without sni" "$(stdout)" "$how nosni closed"
+		expect_contains "$how: sslv2" "$(stdout)" "$how v2 closed"
+	done
+	expect_contains "an address: no name to send" "$(stdout)" "address nosni answered"
+	expect_eq "denials" "$(denials)" 6
+	expect_contains "reason" "$(denial_field reason)" "a TLS hello without SNI to api.test:$tport"
+	# what real clients send to an address: no SNI, and they get through
+	nrun -- env -u no_proxy -u NO_PROXY curl -sS -m 10 -k https://127.0.0.1:$tport/curl
+	expect_contains "curl to an address" "$(stdout)" "hello from upstream /curl"
+	expect_eq "no denials" "$(denials)" 0
+}
+
 # A CONNECT written at once with the tunnel's first bytes (the proxy reads
 # both when it accepts, and sends the bytes on without the pipe): they
 # reach the upstream, once, counted; an upstream that refuses is a 502 for

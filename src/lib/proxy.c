@@ -683,6 +683,13 @@ static enum relay_verdict judge_first(void *arg, const uint8_t *p, size_t n, boo
 		break;
 	}
 	if (p[0] != 0x16) {
+		/* an SSLv2-format hello is TLS too, and names nothing */
+		r = sni_v2_hello(p, n);
+		if (r < 0 && !full)
+			return RELAY_JUDGE_MORE;
+		memset(&hello, 0, sizeof(hello));
+		if (r == 1 && !sni_check(c, &hello))
+			return RELAY_JUDGE_GONE;
 		c->peek_tls = false;	/* not TLS: nothing to compare */
 		return RELAY_JUDGE_PASS;
 	}
@@ -1295,6 +1302,7 @@ bool conn_decide(struct conn *c)
 	}
 	snprintf(c->host, sizeof(c->host), "%s", v.host);
 	snprintf(c->why, sizeof(c->why), "%s", v.reason);
+	c->is_ip = v.is_ip;
 	return true;
 }
 
@@ -1757,15 +1765,30 @@ bool conn_ech_ok(struct conn *c, const struct sni_hello *hello)
 	return false;
 }
 
-/* No domain fronting: the name inside TLS must be the name judged. */
+/*
+ * No domain fronting: the name inside TLS must be the name judged.  A
+ * hello without one, to a host reached by name, leaves the server to pick
+ * the site (its default, or by the Host inside, unseen here): clients send
+ * the name they connect to (curl, Python, Node, Go, browsers), and none
+ * for an address (RFC 6066 3), which the policy allowed as an address.
+ * Terminated, the proxy answers the handshake itself and reads each Host.
+ */
 static bool sni_check(struct conn *c, const struct sni_hello *hello)
 {
 	char why[CORRAL_ERR_MAX];
 
 	if (!conn_ech_ok(c, hello))
 		return false;
-	if (!hello->has_sni)
+	if (!hello->has_sni && (c->is_ip || conn_should_terminate(c)))
 		return true;
+	if (!hello->has_sni) {
+		snprintf(why, sizeof(why), "a TLS hello without SNI to %.200s:%u: the server "
+			 "would choose the site itself, unseen here (a client names the host "
+			 "it reaches by name)", c->host, c->port);
+		events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+		conn_free(c);
+		return false;
+	}
 	snprintf(c->sni, sizeof(c->sni), "%s", hello->host);
 	if (strcasecmp(hello->host, c->host) == 0)
 		return true;

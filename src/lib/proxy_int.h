@@ -119,6 +119,7 @@ struct conn {
 	uint64_t cgid;			/* the cgroup2 group of its maker */
 	bool pid_asked;
 	bool peek_tls;			/* the relay judges a TLS hello's SNI (judge_first) */
+	bool is_ip;			/* host is an address (conn_decide): a hello needs no SNI */
 	/*
 	 * Where a judged TLS tunnel's handshake is: after its hello passed,
 	 * the server's answer is read; a HelloRetryRequest has the client send

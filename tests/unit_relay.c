@@ -481,6 +481,92 @@ TEST(relay_judge_sees_the_upstreams_answer_before_its_second_part)
 	asked_once(RELAY_JUDGE_GONE, "");
 }
 
+/*
+ * A silent upstream holds the sandbox's bytes behind the first part at the
+ * judge's bound: the sandbox is not read past it (the judge never sees
+ * more, and says "more" while full), and once the upstream answers, all
+ * of it goes on, in order, after the first part.
+ */
+struct silent {
+	struct outcome o;
+	int u_out;
+	int calls;
+	bool answered, peer_passed, over;
+};
+
+static void silent_done(void *arg, uint64_t up, uint64_t down)
+{
+	on_done(&((struct silent *)arg)->o, up, down);
+}
+
+static enum relay_verdict silent_first(void *arg, const uint8_t *p, size_t n, bool full,
+				       size_t *pass)
+{
+	struct silent *w = arg;
+
+	w->over |= n > 64;
+	if (w->calls++ == 0) {
+		CHECK(n > 6 && !memcmp(p, "HELLO1", 6));
+		*pass = 6;
+		return RELAY_JUDGE_PEER;
+	}
+	if (w->peer_passed)
+		return RELAY_JUDGE_PASS;
+	/* held to the bound: only now does the upstream answer */
+	if (full && !w->answered) {
+		w->answered = true;
+		CHECK(write(w->u_out, "OK", 2) == 2);
+	}
+	return RELAY_JUDGE_MORE;
+}
+
+static enum relay_verdict silent_peer(void *arg, const uint8_t *p, size_t n, bool full,
+				      size_t *pass)
+{
+	struct silent *w = arg;
+
+	(void)p;
+	(void)full;
+	(void)pass;
+	CHECK(w->answered && n == 2);
+	w->peer_passed = true;
+	shutdown(w->u_out, SHUT_WR);
+	return RELAY_JUDGE_PASS;
+}
+
+TEST(relay_held_for_a_silent_upstream_at_the_judges_bound)
+{
+	struct relay_judges judges = { .first = silent_first, .peer = silent_peer, .max = 64 };
+	struct silent w = { 0 };
+	struct timeval tv = { TIMEOUT_S, 0 };
+	char want[6 + 4096], buf[sizeof(want) + 1];
+	int s_out, s_in, u_in;
+	struct relay *r;
+	size_t got;
+
+	memcpy(want, "HELLO1", 6);
+	for (size_t i = 6; i < sizeof(want); i++)
+		want[i] = (char)('a' + i % 26);
+	w.o.base = event_base_new();
+	CHECK(tcp_pair(&s_out, &s_in) == 0);
+	CHECK(tcp_pair(&u_in, &w.u_out) == 0);
+	CHECK(write(s_out, want, sizeof(want)) == (ssize_t)sizeof(want));
+	shutdown(s_out, SHUT_WR);
+	r = relay_start(w.o.base, s_in, u_in, NULL, NULL, &judges, silent_done, &w);
+	CHECK(r != NULL);
+	event_base_loopexit(w.o.base, &tv);
+	event_base_dispatch(w.o.base);
+	relay_free(r);
+	CHECK(w.answered && w.peer_passed && !w.over);
+	got = read_all(w.u_out, buf, sizeof(buf));
+	CHECK(got == sizeof(want) && !memcmp(buf, want, got));
+	got = read_all(s_out, buf, sizeof(buf));
+	CHECK(got == 2 && !memcmp(buf, "OK", 2));
+	close(s_out);
+	close(w.u_out);
+	event_base_free(w.o.base);
+}
+
 int main(void)
 {
 	/* as in the supervisor (run.c blocks it, serve.c ignores it) */

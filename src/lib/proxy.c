@@ -23,8 +23,8 @@
  * connect() (loopback, a near host) is relayed at once instead of after
  * EPOLLOUT, with no bufferevent for it, and a judged tunnel goes to the
  * kernel (relay.c), also one whose first bytes are still to be judged (a
- * TLS hello's SNI on a port other than 443: the relay shows them to
- * judge_first before any goes on).  Nothing is judged or recorded later
+ * TLS hello's SNI, and the second hello a HelloRetryRequest asks for: the
+ * relay shows them to judge_first before any goes on).  Nothing is judged or recorded later
  * for it: the name is judged, the address judged again and egress.allowed
  * written before the upstream connect starts, as on the slow path.
  */
@@ -1769,8 +1769,8 @@ bool conn_ech_ok(struct conn *c, const struct sni_hello *hello)
  * No domain fronting: the name inside TLS must be the name judged.  A
  * hello without one, to a host reached by name, leaves the server to pick
  * the site (its default, or by the Host inside, unseen here): clients send
- * the name they connect to (curl, Python, Node, Go, browsers), and none
- * for an address (RFC 6066 3), which the policy allowed as an address.
+ * the name they connect to (curl, Python and Node do), and none for an
+ * address (RFC 6066 3), which the policy allowed as an address.
  * Terminated, the proxy answers the handshake itself and reads each Host.
  */
 static bool sni_check(struct conn *c, const struct sni_hello *hello)

@@ -276,7 +276,7 @@ print('transparent', len(rest(s)) > 0)"
 # with a HelloRetryRequest, and the client sends a second hello, in clear,
 # which is the one the server goes on with: judged as the first was (its
 # SNI the first's, no ECH), whether it follows the server's answer, comes
-# behind a ChangeCipherSpec, or was sent at once with the first; the
+# behind a ChangeCipherSpec, in pieces, or was sent at once with the first; the
 # server's answer split over records and writes is read whole.  After a
 # ServerHello (or an alert) the tunnel is blind: what follows passes, and
 # so do bytes sent at once behind the hello (0-RTT early data), held until
@@ -284,7 +284,7 @@ print('transparent', len(rest(s)) > 0)"
 # The server is fixtures.py's hrr, which logs the name of the second hello
 # it got; CONNECT, SOCKS5, transparent to an address and to a name.  ~2 s.
 hrr_client_py='
-import socket, struct, sys
+import socket, struct, sys, time
 def hello(name, ech=False):
     ext = b""
     if name:
@@ -336,14 +336,17 @@ def rest(s):
             break
         got += k
     return got
-def case(label, how, port, first, second, end=CCS, together=False):
+def case(label, how, port, first, second, end=CCS, together=False, pieces=False):
     s = tunnel(how, port)
     if together:
         s.sendall(first + second)
     else:
         s.sendall(first)
         if upto(s, end):
-            s.sendall(second)
+            for i in range(0, len(second), 7 if pieces else len(second) or 1):
+                s.sendall(second[i:i + 7] if pieces else second)
+                if pieces:
+                    time.sleep(0.01)
     print(label, "done" if rest(s).endswith(b"done") else "closed", flush=True)
 '
 
@@ -362,6 +365,8 @@ case('same', 'connect', $rport, hello(A), CCS + hello(A))
 case('same-no-ccs', 'connect', $rport, hello(A), hello(A))
 case('other', 'connect', $rport, hello(A), CCS + hello(E))
 case('together', 'connect', $rport, hello(A), hello(E), together=True)
+case('pieces-same', 'connect', $rport, hello(A), CCS + hello(A), pieces=True)
+case('pieces-other', 'connect', $rport, hello(A), CCS + hello(E), pieces=True)
 case('nosni', 'connect', $rport, hello(A), CCS + hello(None))
 case('ech', 'connect', $rport, hello(A), CCS + hello(A, ech=True))
 case('two-ccs', 'connect', $rport, hello(A), CCS + CCS + hello(E))
@@ -373,20 +378,20 @@ case('name-other', 'api.test', $rport, hello(A), CCS + hello(E))
 case('after-hello', 'connect', $hport, hello(A), hello(E))
 case('early-data', 'connect', $hport, hello(A) + b'\x17\x03\x03\x00\x05early', b'', together=True)
 case('after-alert', 'connect', $aport, hello(A), hello(E), end=ALERT)"
-	for c in same same-no-ccs address-same after-hello early-data after-alert; do
+	for c in same same-no-ccs pieces-same address-same after-hello early-data after-alert; do
 		expect_contains "$c: passed" "$(stdout)" "$c done"
 	done
-	for c in other together nosni ech two-ccs split socks address-other name-other; do
+	for c in other together pieces-other nosni ech two-ccs split socks address-other name-other; do
 		expect_contains "$c: refused" "$(stdout)" "$c closed"
 	done
 	# the upstream got the good second hellos, none naming another host
-	expect_eq "second hellos upstream" "$(grep -c '^second api.test$' "$T/hrr.log")" 3
+	expect_eq "second hellos upstream" "$(grep -c '^second api.test$' "$T/hrr.log")" 4
 	expect_not_contains "no other name upstream" "$(grep '^second' "$T/hrr.log")" evil
 	expect_not_contains "no nameless hello upstream" "$(cat "$T/hrr.log")" none
 	# after a ServerHello or an alert, and early data held until the server answered
 	expect_eq "blind after the answer" "$(grep -c '^next' "$T/hrr.log")" 3
 	expect_contains "early data went on" "$(cat "$T/hrr.log")" "next 10"
-	expect_eq "denials" "$(denials)" 9
+	expect_eq "denials" "$(denials)" 10
 	expect_contains "reason" "$(cat "$T/events")" \
 		"a second TLS hello (after a HelloRetryRequest) names evil.test, the first named api.test"
 	expect_contains "reason without sni" "$(cat "$T/events")" \

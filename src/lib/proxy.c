@@ -24,9 +24,10 @@
  * EPOLLOUT, with no bufferevent for it, and a judged tunnel goes to the
  * kernel (relay.c), also one whose first bytes are still to be judged (a
  * TLS hello's SNI, and the second hello a HelloRetryRequest asks for: the
- * relay shows them to judge_first before any goes on).  Nothing is judged or recorded later
- * for it: the name is judged, the address judged again and egress.allowed
- * written before the upstream connect starts, as on the slow path.
+ * relay shows them to judge_first before any goes on).  The fast path
+ * skips no judgement: the name is judged, the address judged again and
+ * egress.allowed written before the upstream connect starts, as on the
+ * slow path.
  */
 #include "proxy_int.h"
 #include "egress.h"

@@ -237,9 +237,16 @@ static bool send_judged(struct relay_dir *d, const uint8_t *p, size_t n)
 	return true;
 }
 
-/* Keep what the judge has not let go on the heap (buf may be the stack). */
+/*
+ * Keep what the judge has not let go on the heap (buf may be the stack);
+ * nothing left (a hello alone, its answer awaited) costs no allocation.
+ */
 static bool hold_rest(struct relay_dir *d, const uint8_t *buf, size_t from)
 {
+	if (d->nheld == from) {
+		d->nheld = 0;
+		return true;
+	}
 	if (!d->held) {
 		d->held = malloc(d->judge_max);
 		if (!d->held)

@@ -7,7 +7,9 @@
  *
  * Beyond memory safety it checks what callers rely on: only the documented
  * results, a reported name is a hostname, a hello is decided by its own
- * bytes (the same answer from exactly those bytes, -EAGAIN from fewer).
+ * bytes (the same answer from exactly those bytes, -EAGAIN from fewer);
+ * a server's answer and an SSLv2 hello are told by their first bytes (an
+ * answer, once given, stays with more bytes behind it).
  */
 #include "sni.h"
 
@@ -30,12 +32,40 @@ static void check_host(const char *h)
 	}
 }
 
+/* the readers of what comes after the first hello */
+static void check_after(const uint8_t *data, size_t size)
+{
+	struct sni_hello h;
+	int r, fewer;
+
+	r = sni_parse_retry(data, size, &h);
+	if (r != 1 && r != 0 && r != -EAGAIN && r != -EINVAL && r != -ENOMEM)
+		abort();
+	if (r == 1)
+		check_host(h.host);
+	if (r >= 0 && (h.bytes == 0 || h.bytes > size))
+		abort();
+	r = sni_server_retries(data, size);
+	if (r != 1 && r != 0 && r != -EAGAIN)
+		abort();
+	fewer = size ? sni_server_retries(data, size - 1) : -EAGAIN;
+	if (fewer != -EAGAIN && fewer != r)
+		abort();
+	r = sni_v2_hello(data, size);
+	if (r != 1 && r != 0 && r != -EAGAIN)
+		abort();
+	fewer = size ? sni_v2_hello(data, size - 1) : -EAGAIN;
+	if (fewer != -EAGAIN && fewer != r)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sni_hello h, again;
 	char host[SNI_HOST_MAX];
 	int r, r2;
 
+	check_after(data, size);
 	r = sni_parse_hello(data, size, &h);
 	if (r != 1 && r != 0 && r != -EAGAIN && r != -EINVAL && r != -ENOMEM)
 		abort();

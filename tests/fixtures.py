@@ -6,6 +6,22 @@ killed, and exits by itself after 120 s.
 
   fixtures.py http PORTFILE [ADDR]            plain HTTP: "hello from upstream"
   fixtures.py tls PORTFILE CERT KEY [ADDR]    HTTPS with that certificate
+  fixtures.py tls-p384 PORTFILE CERT KEY      the same, taking only the group
+                                              P-384: a client offering an
+                                              X25519 key share (curl's, Python's
+                                              default) gets a HelloRetryRequest
+  fixtures.py hrr PORTFILE LOG MODE           a TLS server's first answer only:
+                                              reads a ClientHello, answers it
+                                              (MODE retry: a HelloRetryRequest
+                                              and a ChangeCipherSpec; split: the
+                                              same, 3 bytes a record and a
+                                              write; hello: a ServerHello and
+                                              a ChangeCipherSpec;
+                                              alert: an alert), then logs the
+                                              SNI of the next hello ("second
+                                              NAME", or "second none"), or
+                                              "next N" bytes that are none, or
+                                              "closed", to LOG; answers "done"
   fixtures.py dns PORTFILE LOG NAME=IP...     a resolver that answers NAME with
                                               IP and logs every question to LOG
   fixtures.py dns53 PORTFILE LOG NAME=IP...   the same on 127.0.0.1:53 (in a
@@ -83,6 +99,115 @@ def serve_dns(portfile, log, answers, port=0):
         if ip and qtype == 1:
             resp += b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(ip)
         s.sendto(resp, peer)
+
+
+HRR_RANDOM = bytes.fromhex(
+    "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+
+
+def read_record(c):
+    """One TLS record, b"" at the end."""
+    head = b""
+    while len(head) < 5:
+        k = c.recv(5 - len(head))
+        if not k:
+            return b""
+        head += k
+    body = b""
+    n = struct.unpack("!H", head[3:5])[0]
+    while len(body) < n:
+        k = c.recv(n - len(body))
+        if not k:
+            return b""
+        body += k
+    return head + body
+
+
+def hello_sni(c):
+    """Read a ClientHello (its records, after a ChangeCipherSpec): its SNI,
+    "none", or None when what came is no ClientHello."""
+    rec = read_record(c)
+    if rec[:1] == b"\x14":
+        rec = read_record(c)
+    if rec[:1] != b"\x16" or rec[5:6] != b"\x01":
+        return None, rec
+    msg = rec[5:]
+    need = 4 + int.from_bytes(msg[1:4], "big")
+    while len(msg) < need:
+        more = read_record(c)
+        if not more:
+            return None, rec
+        msg += more[5:]
+    p = 4 + 2 + 32
+    p += 1 + msg[p]
+    p += 2 + struct.unpack("!H", msg[p:p + 2])[0]
+    p += 1 + msg[p]
+    if p >= need:
+        return "none", rec
+    end = p + 2 + struct.unpack("!H", msg[p:p + 2])[0]
+    p += 2
+    while p < end:
+        t, n = struct.unpack("!HH", msg[p:p + 4])
+        if t == 0:
+            return msg[p + 9:p + 4 + n].decode(), rec
+        p += 4 + n
+    return "none", rec
+
+
+def server_hello(random):
+    # legacy_version, random, empty session id, TLS_AES_128_GCM_SHA256, null
+    # compression, supported_versions: TLS 1.3
+    body = (b"\x03\x03" + random + b"\x00\x13\x01\x00" +
+            struct.pack("!HHHH", 6, 0x002b, 2, 0x0304))
+    msg = b"\x02" + struct.pack("!I", len(body))[1:] + body
+    return msg
+
+
+def hrr_conn(c, log, mode):
+    c.settimeout(10)
+    try:
+        first, _ = hello_sni(c)
+        if first is None:
+            return
+        if mode in ("retry", "split"):
+            msg = server_hello(HRR_RANDOM)
+            chunk = 3 if mode == "split" else len(msg)
+            for i in range(0, len(msg), chunk):
+                part = msg[i:i + chunk]
+                c.sendall(b"\x16\x03\x03" + struct.pack("!H", len(part)) + part)
+                if mode == "split":
+                    time.sleep(0.01)
+            c.sendall(b"\x14\x03\x03\x00\x01\x01")
+            second, rec = hello_sni(c)
+            line = "second %s" % second if second else "next %d" % len(rec)
+            line = line if rec else "closed"
+        else:
+            if mode == "hello":
+                msg = server_hello(bytes(range(32)))
+                c.sendall(b"\x16\x03\x03" + struct.pack("!H", len(msg)) + msg +
+                          b"\x14\x03\x03\x00\x01\x01")
+            else:
+                c.sendall(b"\x15\x03\x03\x00\x02\x02\x28")
+            rec = read_record(c)
+            line = "next %d" % len(rec) if rec else "closed"
+        with open(log, "a") as f:
+            f.write(line + "\n")
+        c.sendall(b"done")
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+
+def serve_hrr(portfile, log, mode):
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    open(portfile, "w").write(str(srv.getsockname()[1]))
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=hrr_conn, args=(c, log, mode), daemon=True).start()
 
 
 def serve_mute(portfile):
@@ -171,6 +296,13 @@ def main():
         ctx.load_cert_chain(sys.argv[3], sys.argv[4])
         addr = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
         serve_http(portfile, addr, lambda s: ctx.wrap_socket(s, server_side=True))
+    elif kind == "tls-p384":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+        ctx.set_ecdh_curve("secp384r1")
+        serve_http(portfile, "127.0.0.1", lambda s: ctx.wrap_socket(s, server_side=True))
+    elif kind == "hrr":
+        serve_hrr(portfile, sys.argv[3], sys.argv[4])
     elif kind == "dns":
         answers = dict(a.split("=", 1) for a in sys.argv[4:])
         serve_dns(portfile, sys.argv[3], answers)

@@ -554,6 +554,171 @@ TEST(sni_ech_and_data_after_hello)
 	CHECK(h.bytes == n);
 }
 
+/* a hello's handshake message twice in one record: the second is not ours to skip */
+TEST(sni_two_hellos_in_one_record)
+{
+	static struct bb exts, hs, two, rec;
+	char host[SNI_HOST_MAX];
+
+	exts.n = 0;
+	ext_sni(&exts, "a.test", 6);
+	hello_msg(&hs, &exts);
+	two.n = 0;
+	bmem(&two, hs.b, hs.n);
+	exts.n = 0;
+	ext_sni(&exts, "b.test", 6);
+	hello_msg(&hs, &exts);
+	bmem(&two, hs.b, hs.n);
+	records(&rec, two.b, two.n, 16384);
+	CHECK(sni_of(&rec, host) == -EINVAL);
+}
+
+/* a host_name entry and then one of another type: refused, not the first taken */
+TEST(sni_host_name_then_other_types)
+{
+	static struct bb exts, hs, rec;
+	static const uint8_t then_other[] = {
+		0x00, 0x0e,
+		0x00, 0x00, 0x04, 'a', '.', 't', 't',
+		0x01, 0x00, 0x04, 'b', '.', 't', 't',
+	};
+	static const uint8_t type_255[] = {
+		0x00, 0x07, 0xff, 0x00, 0x04, 'a', '.', 't', 't',
+	};
+	char host[SNI_HOST_MAX];
+
+	exts.n = 0;
+	ext_raw(&exts, 0, then_other, sizeof(then_other));
+	hello_msg(&hs, &exts);
+	records(&rec, hs.b, hs.n, 16384);
+	CHECK(sni_of(&rec, host) == -EINVAL);
+	exts.n = 0;
+	ext_raw(&exts, 0, type_255, sizeof(type_255));
+	hello_msg(&hs, &exts);
+	records(&rec, hs.b, hs.n, 16384);
+	CHECK(sni_of(&rec, host) == -EINVAL);
+}
+
+/* ---- the server's first answer, the client's second hello ---------------- */
+
+static const uint8_t hrr_random[32] = {
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02,
+	0x1e, 0x65, 0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
+	0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+};
+
+/* A ServerHello (TLS 1.3's: supported_versions) with this random, in records of chunk. */
+static void server_hello(struct bb *out, const uint8_t random[32], size_t chunk)
+{
+	static struct bb hs;
+
+	hs.n = 0;
+	b8(&hs, 0x02);
+	b24(&hs, 2 + 32 + 1 + 2 + 1 + 2 + 6);
+	b16(&hs, 0x0303);
+	bmem(&hs, random, 32);
+	b8(&hs, 0);
+	b16(&hs, 0x1301);
+	b8(&hs, 0);
+	b16(&hs, 6);
+	b16(&hs, 0x002b);
+	b16(&hs, 2);
+	b16(&hs, 0x0304);
+	records(out, hs.b, hs.n, chunk);
+}
+
+TEST(sni_server_retry_recognised)
+{
+	static struct bb rec;
+	uint8_t other[32];
+	size_t len;
+
+	/* whole, one record: every prefix too short to tell, then a retry */
+	server_hello(&rec, hrr_random, 16384);
+	CHECK(sni_server_retries(rec.b, rec.n) == 1);
+	for (len = 0; len < 5 + 4 + 2 + 32; len++)
+		CHECK(sni_server_retries(rec.b, len) == -EAGAIN);
+	CHECK(sni_server_retries(rec.b, len) == 1);
+	/* one byte a record: put together */
+	server_hello(&rec, hrr_random, 1);
+	CHECK(sni_server_retries(rec.b, rec.n) == 1);
+	/* the 38th byte of the message is the last of the random's */
+	for (len = 0; len < 37 * 6 + 6; len++)
+		CHECK(sni_server_retries(rec.b, len) == -EAGAIN);
+	CHECK(sni_server_retries(rec.b, len) == 1);
+	/* a ServerHello, even one a byte off the retry's random */
+	memcpy(other, hrr_random, sizeof(other));
+	other[31] ^= 1;
+	server_hello(&rec, other, 16384);
+	CHECK(sni_server_retries(rec.b, rec.n) == 0);
+	other[0] ^= 1;
+	server_hello(&rec, other, 7);
+	CHECK(sni_server_retries(rec.b, rec.n) == 0);
+	/* an alert, a ChangeCipherSpec, application data, not TLS: no retry */
+	CHECK(sni_server_retries((const uint8_t *)"\x15\x03\x03\x00\x02\x02\x28", 7) == 0);
+	CHECK(sni_server_retries((const uint8_t *)"\x14\x03\x03\x00\x01\x01", 6) == 0);
+	CHECK(sni_server_retries((const uint8_t *)"\x17\x03\x03", 3) == 0);
+	CHECK(sni_server_retries((const uint8_t *)"HTTP/1.1 400", 12) == 0);
+	/* a handshake record whose message is not a ServerHello */
+	CHECK(sni_server_retries((const uint8_t *)"\x16\x03\x03\x00\x04\x0b\x00\x00\x00", 9) == 0);
+	/* empty records say nothing */
+	CHECK(sni_server_retries((const uint8_t *)"\x16\x03\x03\x00\x00", 5) == -EAGAIN);
+	CHECK(sni_server_retries(NULL, 0) == -EAGAIN);
+}
+
+TEST(sni_second_hello_after_a_retry)
+{
+	static const uint8_t ccs[] = { 0x14, 0x03, 0x03, 0x00, 0x01, 0x01 };
+	static struct bb rec, in;
+	struct sni_hello h;
+	size_t len;
+
+	hello_with_name(&rec, "a.test", 6);
+	/* without a ChangeCipherSpec, and behind one */
+	CHECK(sni_parse_retry(rec.b, rec.n, &h) == 1 && h.bytes == rec.n);
+	CHECK(!strcmp(h.host, "a.test"));
+	in.n = 0;
+	bmem(&in, ccs, sizeof(ccs));
+	bmem(&in, rec.b, rec.n);
+	CHECK(sni_parse_retry(in.b, in.n, &h) == 1 && h.bytes == in.n);
+	CHECK(!strcmp(h.host, "a.test"));
+	for (len = 0; len < in.n; len++)
+		CHECK(sni_parse_retry(in.b, len, &h) == -EAGAIN);
+	/* two of them, one of another value or length, of no 3.x version */
+	in.n = 0;
+	bmem(&in, ccs, sizeof(ccs));
+	bmem(&in, ccs, sizeof(ccs));
+	bmem(&in, rec.b, rec.n);
+	CHECK(sni_parse_retry(in.b, in.n, &h) == -EINVAL);
+	CHECK(sni_parse_retry((const uint8_t *)"\x14\x03\x03\x00\x01\x02", 6, &h) == -EINVAL);
+	CHECK(sni_parse_retry((const uint8_t *)"\x14\x03\x03\x00\x02", 5, &h) == -EINVAL);
+	CHECK(sni_parse_retry((const uint8_t *)"\x14\x03\x05", 3, &h) == -EINVAL);
+	CHECK(sni_parse_retry((const uint8_t *)"\x14\x02", 2, &h) == -EINVAL);
+	/* behind it, anything but a hello */
+	CHECK(sni_parse_retry((const uint8_t *)"\x14\x03\x03\x00\x01\x01\x17", 7, &h) == -EINVAL);
+}
+
+TEST(sni_sslv2_hello_detected)
+{
+	static const uint8_t v2[] = {
+		0x80, 0x2e, 0x01, 0x03, 0x03, 0x00, 0x03, 0x00, 0x00, 0x00, 0x20,
+		0x00, 0xc0, 0x2f,
+	};
+	char host[SNI_HOST_MAX];
+
+	CHECK(sni_v2_hello(v2, sizeof(v2)) == 1);
+	CHECK(sni_v2_hello(v2, 3) == 1);
+	CHECK(sni_v2_hello(v2, 2) == -EAGAIN);
+	CHECK(sni_v2_hello(v2, 1) == -EAGAIN);
+	CHECK(sni_v2_hello(NULL, 0) == -EAGAIN);
+	/* an SSL 2 message of another type, plaintext, a TLS record: not one */
+	CHECK(sni_v2_hello((const uint8_t *)"\x80\x2e\x04", 3) == 0);
+	CHECK(sni_v2_hello((const uint8_t *)"GET / HTTP/1.1", 14) == 0);
+	CHECK(sni_v2_hello(hello_tls13, sizeof(hello_tls13)) == 0);
+	/* and the hello parser never reads a name out of one */
+	CHECK(sni_parse(v2, sizeof(v2), host, sizeof(host)) == -EINVAL);
+}
+
 int main(void)
 {
 	unit_run_all();

@@ -23,10 +23,11 @@
  * connect() (loopback, a near host) is relayed at once instead of after
  * EPOLLOUT, with no bufferevent for it, and a judged tunnel goes to the
  * kernel (relay.c), also one whose first bytes are still to be judged (a
- * TLS hello's SNI on a port other than 443: the relay shows them to
- * judge_first before any goes on).  Nothing is judged or recorded later
- * for it: the name is judged, the address judged again and egress.allowed
- * written before the upstream connect starts, as on the slow path.
+ * TLS hello's SNI, and the second hello a HelloRetryRequest asks for: the
+ * relay shows them to judge_first before any goes on).  The fast path
+ * skips no judgement: the name is judged, the address judged again and
+ * egress.allowed written before the upstream connect starts, as on the
+ * slow path.
  */
 #include "proxy_int.h"
 #include "egress.h"
@@ -610,52 +611,117 @@ static void http_from_down(struct conn *c);
 static bool splice_tunnel(struct conn *c, int ufd);
 static bool sni_check(struct conn *c, const struct sni_hello *hello);
 
+/* A hello that cannot be read could hide any name: refused, recorded. */
+static enum relay_verdict hello_unreadable(struct conn *c, const char *which)
+{
+	char why[CORRAL_ERR_MAX];
+
+	snprintf(why, sizeof(why), "a TLS handshake to %.200s:%u whose %s is not a readable "
+		 "ClientHello", c->host, c->port, which);
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+	conn_free(c);
+	return RELAY_JUDGE_GONE;
+}
+
 /*
- * The sandbox's first bytes on a tunnel that may carry TLS (CONNECT not to
- * 443, transparent): a handshake's SNI must name the host judged.  Shown
- * by the relay before any byte goes upstream, or by sni_matches() for a
- * connection still on its bufferevents.  full: no more will come for it.
- * RELAY_JUDGE_GONE: refused, recorded, c freed.
+ * The client's hello after the server's HelloRetryRequest: in clear too,
+ * and the one the server goes on with, so judged as the first was, and it
+ * must name what the first named (RFC 8446 4.1.2: the same hello but for
+ * its key shares, cookie, early data and padding).
  */
-static enum relay_verdict judge_first(void *arg, const uint8_t *p, size_t n, bool full)
+static enum relay_verdict judge_retry(struct conn *c, const uint8_t *p, size_t n,
+				      bool full)
+{
+	struct sni_hello hello;
+	char why[CORRAL_ERR_MAX];
+	int r;
+
+	r = sni_parse_retry(p, n, &hello);
+	if (r == -EAGAIN && !full)
+		return RELAY_JUDGE_MORE;
+	if (r < 0)
+		return hello_unreadable(c, "second hello (after a HelloRetryRequest)");
+	if (hello.has_sni != (c->sni[0] != '\0') ||
+	    (hello.has_sni && strcasecmp(hello.host, c->sni))) {
+		snprintf(why, sizeof(why), "a second TLS hello (after a HelloRetryRequest) "
+			 "names %.200s, the first named %.200s", hello.has_sni ? hello.host :
+			 "no host", c->sni[0] ? c->sni : "no host");
+		events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+		conn_free(c);
+		return RELAY_JUDGE_GONE;
+	}
+	if (!sni_check(c, &hello))
+		return RELAY_JUDGE_GONE;
+	c->tls_phase = TLS_BLIND;
+	return RELAY_JUDGE_PASS;
+}
+
+/*
+ * The sandbox's first bytes on a tunnel that may carry TLS (CONNECT,
+ * SOCKS5, transparent by a name): a handshake's SNI must name the host
+ * judged.  Shown by the relay before any byte goes upstream.  A hello
+ * that passes goes on alone, and the rest waits for the server's answer
+ * (judge_server): a HelloRetryRequest has the client send a second hello
+ * in clear, which is judged too; anything else, and the tunnel is blind
+ * from there.  full: no more will come for it.  RELAY_JUDGE_GONE:
+ * refused, recorded, c freed.
+ */
+static enum relay_verdict judge_first(void *arg, const uint8_t *p, size_t n, bool full,
+				      size_t *pass)
 {
 	struct conn *c = arg;
 	struct sni_hello hello;
 	int r;
 
+	switch (c->tls_phase) {
+	case TLS_SERVER:
+		return RELAY_JUDGE_MORE;	/* held until the server answered */
+	case TLS_RETRY:
+		return judge_retry(c, p, n, full);
+	case TLS_BLIND:
+		return RELAY_JUDGE_PASS;
+	case TLS_HELLO:
+		break;
+	}
 	if (p[0] != 0x16) {
+		/* an SSLv2-format hello is TLS too, and names nothing */
+		r = sni_v2_hello(p, n);
+		if (r < 0 && !full)
+			return RELAY_JUDGE_MORE;
+		memset(&hello, 0, sizeof(hello));
+		if (r == 1 && !sni_check(c, &hello))
+			return RELAY_JUDGE_GONE;
 		c->peek_tls = false;	/* not TLS: nothing to compare */
 		return RELAY_JUDGE_PASS;
 	}
 	r = sni_parse_hello(p, n, &hello);
 	if (r == -EAGAIN && !full)
 		return RELAY_JUDGE_MORE;
-	c->peek_tls = false;
-	if (r < 0) {
-		/* a handshake record we cannot read could hide any name */
-		events_emit(c->px->ev, "egress.denied",
-			    denied_fields(c, "a TLS handshake that is not a readable ClientHello"));
-		conn_free(c);
+	if (r < 0)
+		return hello_unreadable(c, "first message");
+	if (!sni_check(c, &hello))
 		return RELAY_JUDGE_GONE;
-	}
-	return sni_check(c, &hello) ? RELAY_JUDGE_PASS : RELAY_JUDGE_GONE;
+	c->tls_phase = TLS_SERVER;
+	*pass = hello.bytes;
+	return RELAY_JUDGE_PEER;
 }
 
 /*
- * judge_first for a tunnel still on its bufferevents: false while the
- * hello is incomplete (or was refused, and c is gone).
+ * The server's first bytes, after the client's hello went up: they go on
+ * once they tell whether the server asks for a second hello.
  */
-static bool sni_matches(struct conn *c)
+static enum relay_verdict judge_server(void *arg, const uint8_t *p, size_t n, bool full,
+				       size_t *pass)
 {
-	struct evbuffer *in = bufferevent_get_input(c->down);
-	size_t len = evbuffer_get_length(in);
+	struct conn *c = arg;
+	int r = sni_server_retries(p, n);
 
-	if (len == 0)
-		return false;
-	if (len > SNI_READ_MAX)
-		len = SNI_READ_MAX;
-	return judge_first(c, evbuffer_pullup(in, len), len,
-			   len == SNI_READ_MAX) == RELAY_JUDGE_PASS;
+	(void)pass;
+	if (r == -EAGAIN && !full)
+		return RELAY_JUDGE_MORE;
+	/* no retry (or no telling in SNI_READ_MAX bytes): nothing more in clear */
+	c->tls_phase = r == 1 ? TLS_RETRY : TLS_BLIND;
+	return RELAY_JUDGE_PASS;
 }
 
 /*
@@ -743,13 +809,6 @@ static void relay_read(struct bufferevent *from, void *arg)
 			return;
 		answered = true;
 	}
-	if (from == c->down && c->peek_tls) {
-		if (!sni_matches(c))
-			return;
-		/* the first bytes passed: nothing more to learn from this tunnel */
-		if (c->up && splice_tunnel(c, bufferevent_getfd(c->up)))
-			return;
-	}
 	struct evbuffer *in = bufferevent_get_input(from);
 	size_t n = evbuffer_get_length(in);
 
@@ -833,8 +892,8 @@ static bool up_pending(struct conn *c)
 
 /*
  * Hand a judged tunnel to the kernel: what the bufferevents hold goes
- * first, then splice(2) moves the rest; with c->peek_tls (nothing read
- * from the sandbox yet) its first bytes go to judge_first on the way.  The
+ * first, then splice(2) moves the rest; with c->peek_tls the sandbox's
+ * first bytes (those held too) go to judge_first on the way.  The
  * relay takes the sockets themselves (ufd: the upstream's, on c->up or
  * none yet): its events are added before the bufferevents let go of them
  * (bufferevent_setfd -1, so that freeing them closes nothing), which
@@ -843,6 +902,9 @@ static bool up_pending(struct conn *c)
  */
 static bool splice_tunnel(struct conn *c, int ufd)
 {
+	static const struct relay_judges tls_judges = {
+		.first = judge_first, .peer = judge_server, .max = SNI_READ_MAX,
+	};
 	struct evbuffer *to_up = NULL, *to_down = NULL;
 	struct evbuffer *up_out = c->up ? bufferevent_get_output(c->up) : NULL;
 	struct evbuffer *up_in = c->up ? bufferevent_get_input(c->up) : NULL;
@@ -877,8 +939,7 @@ static bool splice_tunnel(struct conn *c, int ufd)
 		goto out;
 	}
 	c->relay = relay_start(c->px->base, dfd, ufd, to_up, to_down,
-			       c->peek_tls ? judge_first : NULL, SNI_READ_MAX,
-			       on_relay_done, c);
+			       c->peek_tls ? &tls_judges : NULL, on_relay_done, c);
 	/* the relay owns the sockets now, even when it failed (it closed them) */
 	bufferevent_setfd(c->down, -1);
 	bufferevent_free(c->down);
@@ -949,13 +1010,20 @@ static void start_relay(struct conn *c, int ufd)
 {
 	c->st = C_RELAY;
 	/*
-	 * A tunnel with nothing left to inspect but, maybe, its first bytes
-	 * (not read yet: the relay shows them to judge_first): the kernel
-	 * moves it.
+	 * A tunnel with nothing left to inspect but, maybe, its TLS handshake
+	 * (the relay shows it to judge_first): the kernel moves it.  Only the
+	 * relay judges a handshake past its first hello: without one (no
+	 * memory) the tunnel ends.
 	 */
 	if (strcmp(c->proto, "http") && !c->terminated && !c->parsed &&
-	    (!c->peek_tls || !up_pending(c)) && splice_tunnel(c, ufd))
+	    splice_tunnel(c, ufd))
 		return;
+	if (c->peek_tls) {
+		if (!c->up)
+			close(ufd);
+		conn_free(c);
+		return;
+	}
 	if (!c->up && !upstream_bev(c, ufd))
 		return;
 	/* the judged first bytes: counted here, the relay counts its own */
@@ -1175,12 +1243,17 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 
 /* The name was allowed: find its address (hosts map, or the host's DNS). */
 /*
- * A judged connection whose first bytes were read to judge it: they go
- * upstream first, once connected; the client is not read while the connect
- * goes on in the loop (hold_down).
+ * A judged connection whose first bytes (a ClientHello) were read to judge
+ * it: they go upstream first, once connected, through the relay's judge;
+ * the client is not read while the connect goes on in the loop (hold_down).
  */
 void conn_connect_with(struct conn *c, struct evbuffer *in)
 {
+	/*
+	 * A ClientHello judged: the relay shows it to judge_first again, with
+	 * what follows it (a second hello after a HelloRetryRequest).
+	 */
+	c->peek_tls = true;
 	c->first = evbuffer_new();
 	if (!c->first) {
 		conn_free(c);
@@ -1230,6 +1303,7 @@ bool conn_decide(struct conn *c)
 	}
 	snprintf(c->host, sizeof(c->host), "%s", v.host);
 	snprintf(c->why, sizeof(c->why), "%s", v.reason);
+	c->is_ip = v.is_ip;
 	return true;
 }
 
@@ -1692,15 +1766,30 @@ bool conn_ech_ok(struct conn *c, const struct sni_hello *hello)
 	return false;
 }
 
-/* No domain fronting: the name inside TLS must be the name judged. */
+/*
+ * No domain fronting: the name inside TLS must be the name judged.  A
+ * hello without one, to a host reached by name, leaves the server to pick
+ * the site (its default, or by the Host inside, unseen here): clients send
+ * the name they connect to (curl, Python and Node do), and none for an
+ * address (RFC 6066 3), which the policy allowed as an address.
+ * Terminated, the proxy answers the handshake itself and reads each Host.
+ */
 static bool sni_check(struct conn *c, const struct sni_hello *hello)
 {
 	char why[CORRAL_ERR_MAX];
 
 	if (!conn_ech_ok(c, hello))
 		return false;
-	if (!hello->has_sni)
+	if (!hello->has_sni && (c->is_ip || conn_should_terminate(c)))
 		return true;
+	if (!hello->has_sni) {
+		snprintf(why, sizeof(why), "a TLS hello without SNI to %.200s:%u: the server "
+			 "would choose the site itself, unseen here (a client names the host "
+			 "it reaches by name)", c->host, c->port);
+		events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+		conn_free(c);
+		return false;
+	}
 	snprintf(c->sni, sizeof(c->sni), "%s", hello->host);
 	if (strcasecmp(hello->host, c->host) == 0)
 		return true;

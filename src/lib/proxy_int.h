@@ -118,7 +118,14 @@ struct conn {
 	pid_t pid;			/* who holds it (host view), once asked */
 	uint64_t cgid;			/* the cgroup2 group of its maker */
 	bool pid_asked;
-	bool peek_tls;			/* CONNECT not to 443: check a TLS hello's SNI */
+	bool peek_tls;			/* the relay judges a TLS hello's SNI (judge_first) */
+	bool is_ip;			/* host is an address (conn_decide): a hello needs no SNI */
+	/*
+	 * Where a judged TLS tunnel's handshake is: after its hello passed,
+	 * the server's answer is read; a HelloRetryRequest has the client send
+	 * a second hello in clear, judged as the first.
+	 */
+	enum { TLS_HELLO, TLS_SERVER, TLS_RETRY, TLS_BLIND } tls_phase;
 	bool answered;			/* CONNECT's 200 or SOCKS5's success went out */
 	bool parsed;			/* a tunnel whose requests are read (conn_parse_tunnel) */
 	bool ws_wait;			/* a WebSocket handshake went up: its answer decides */

@@ -17,10 +17,14 @@
  * and the pipes of a relay that ended empty are kept for the next one
  * instead of made and sized anew each connection.
  *
- * A tunnel whose first bytes must still be judged (a TLS hello's SNI on a
- * CONNECT not to 443) is relayed from the start all the same: those bytes
- * are read into user space and shown to the owner's judge, and go on only
- * when it passes them; the upstream's side flows meanwhile.
+ * A tunnel whose first bytes must still be judged (a TLS hello's SNI) is
+ * relayed from the start all the same: those bytes are read into user
+ * space and shown to the owner's judge, and go on only when it passes
+ * them; the upstream's side flows meanwhile.  The judge may let a first
+ * part go and ask to see the upstream's answer to it before the rest (a
+ * TLS HelloRetryRequest asks the client for a second hello in clear):
+ * then the upstream's first bytes are read into user space too, and the
+ * sandbox's wait, held, until the peer judge passed them.
  */
 #include "relay.h"
 
@@ -50,10 +54,13 @@ struct relay_dir {
 	bool done;
 	bool rd_on, wr_on;	/* which of rd, wr is added */
 	struct event *rd, *wr;
-	relay_judge_fn judge;	/* up only, until its verdict: sees the first bytes */
+	relay_judge_fn judge;	/* until its verdict: sees the first bytes */
+	relay_judge_fn peer;	/* up only: the down side's judge, when judge asks */
 	size_t judge_max;
 	uint8_t *held;		/* first bytes the judge wants more after, or NULL */
 	size_t nheld;
+	bool peer_wait;		/* up: held until the peer judge passed the upstream's */
+	bool rejudge;		/* held bytes to show the judge without a new read */
 };
 
 struct relay {
@@ -120,7 +127,9 @@ static void dir_arm(struct relay_dir *d)
 {
 	if (d->done)
 		return;
-	ev_want(d->rd, &d->rd_on, !d->eof && d->queued < RELAY_PIPE_SIZE);
+	/* a judge's full hold reads no more (it waits for the peer's verdict) */
+	ev_want(d->rd, &d->rd_on, !d->eof && d->queued < RELAY_PIPE_SIZE &&
+		!(d->judge && d->nheld >= d->judge_max));
 	ev_want(d->wr, &d->wr_on, d->queued != 0);
 }
 
@@ -195,12 +204,13 @@ static bool dir_flush(struct relay_dir *d)
 
 /*
  * Bytes judged good go to the sink now, the rest through the pipe (a
- * judge's bytes fit in it: judge_max is a ClientHello's bound).  false:
- * the direction failed and ended.
+ * judge's bytes fit in it: judge_max is a ClientHello's bound).  Behind
+ * bytes the pipe still holds (a first part let go before) they queue, in
+ * order.  false: the direction failed and ended.
  */
 static bool send_judged(struct relay_dir *d, const uint8_t *p, size_t n)
 {
-	while (n) {
+	while (n && !d->queued) {
 		ssize_t k = send(d->to, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (k < 0 && errno == EINTR)
@@ -228,45 +238,103 @@ static bool send_judged(struct relay_dir *d, const uint8_t *p, size_t n)
 }
 
 /*
- * The sandbox's first bytes, read into user space for the judge: a first
+ * Keep what the judge has not let go on the heap (buf may be the stack);
+ * nothing left (a hello alone, its answer awaited) costs no allocation.
+ */
+static bool hold_rest(struct relay_dir *d, const uint8_t *buf, size_t from)
+{
+	if (d->nheld == from) {
+		d->nheld = 0;
+		return true;
+	}
+	if (!d->held) {
+		d->held = malloc(d->judge_max);
+		if (!d->held)
+			return false;
+	}
+	memmove(d->held, buf + from, d->nheld - from);
+	d->nheld -= from;
+	return true;
+}
+
+/*
+ * The upstream's first bytes passed the peer judge: the sandbox's side,
+ * held meanwhile, is read again, and what it holds is shown to its judge
+ * now (nothing new may come: the client may be waiting for the answer).
+ */
+static void peer_passed(struct relay *r)
+{
+	struct relay_dir *up = &r->up;
+
+	up->peer_wait = false;
+	if (up->done)
+		return;
+	if (up->nheld) {
+		up->rejudge = true;
+		event_active(up->rd, EV_READ, 1);
+	}
+	dir_arm(up);
+}
+
+/*
+ * A direction's first bytes, read into user space for its judge: a first
  * read on the stack (most hellos, most first requests come whole), held
- * on the heap only while the judge asks for more.
+ * on the heap only while the judge asks for more or waits for the peer.
  */
 static void judge_readable(struct relay_dir *d)
 {
 	uint8_t first[RELAY_JUDGE_STACK];
 	uint8_t *buf = d->held ? d->held : first;
 	size_t cap = d->held ? d->judge_max : sizeof(first);
+	struct relay_dir *down = &d->r->down;
 	enum relay_verdict v;
-	ssize_t n;
+	size_t pass = 0;
+	ssize_t n = 0;
 
 	if (cap > d->judge_max)
 		cap = d->judge_max;
-	n = recv(d->from, buf + d->nheld, cap - d->nheld, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		/* ended or failed before a verdict: nothing of it goes on */
-		dir_end(d, true);
-		return;
+	if (d->nheld < cap) {
+		n = recv(d->from, buf + d->nheld, cap - d->nheld, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			n = 0;
+		else if (n <= 0) {
+			/* ended or failed before a verdict: nothing of it goes on */
+			dir_end(d, true);
+			return;
+		}
 	}
+	if (n == 0 && !d->rejudge)
+		return;
+	d->rejudge = false;
 	d->nheld += n;
-	v = d->judge(d->r->arg, buf, d->nheld, d->nheld >= d->judge_max);
+	v = d->judge(d->r->arg, buf, d->nheld, d->nheld >= d->judge_max, &pass);
 	if (v == RELAY_JUDGE_GONE)
 		return;
-	if (v == RELAY_JUDGE_MORE && d->nheld < d->judge_max) {
-		if (!d->held) {
-			d->held = malloc(d->judge_max);
-			if (!d->held) {
-				dir_end(d, true);
-				return;
-			}
-			memcpy(d->held, first, d->nheld);
+	if (v == RELAY_JUDGE_PEER && (d != &d->r->up || !d->peer))
+		v = RELAY_JUDGE_PASS;	/* no one to ask: what it saw goes on */
+	if (v == RELAY_JUDGE_MORE) {
+		/* asked more than it may have: only a wait for the peer may be full */
+		if ((d->nheld >= d->judge_max && !d->peer_wait) || !hold_rest(d, buf, 0)) {
+			dir_end(d, true);
+			return;
 		}
+		dir_arm(d);
 		return;
 	}
-	if (v == RELAY_JUDGE_MORE) {	/* asked more than it may have */
-		dir_end(d, true);
+	if (v == RELAY_JUDGE_PEER) {
+		if (pass > d->nheld)
+			pass = d->nheld;
+		if (!send_judged(d, buf, pass))
+			return;
+		if (!hold_rest(d, buf, pass)) {
+			dir_end(d, true);
+			return;
+		}
+		/* the upstream's answer is read for the peer judge before it goes on */
+		d->peer_wait = true;
+		down->judge = d->peer;
+		down->judge_max = d->judge_max;
+		dir_flush(d);
 		return;
 	}
 	d->judge = NULL;
@@ -275,6 +343,9 @@ static void judge_readable(struct relay_dir *d)
 	free(d->held);
 	d->held = NULL;
 	d->nheld = 0;
+	/* before the flush, which may end the relay: this only arms events */
+	if (d == down)
+		peer_passed(d->r);
 	dir_flush(d);
 }
 
@@ -355,6 +426,26 @@ static size_t pending_send(struct evbuffer *pending, int to)
 	return sent;
 }
 
+/*
+ * Bytes read before the relay began, for a judge: held as if read by it,
+ * and shown to it from the loop (never from relay_start: a verdict may free
+ * the relay).  false: more than it may hold, or no memory.
+ */
+static bool judge_early(struct relay_dir *d, struct evbuffer *early)
+{
+	size_t n = evbuffer_get_length(early);
+
+	if (!n)
+		return true;
+	if (n > d->judge_max || !(d->held = malloc(d->judge_max)))
+		return false;
+	if (evbuffer_remove(early, d->held, n) != (int)n)
+		return false;
+	d->nheld = n;
+	d->rejudge = true;
+	return true;
+}
+
 static int dir_init(struct relay *r, struct relay_dir *d, struct event_base *base,
 		    int from, int to, struct evbuffer *pending)
 {
@@ -385,7 +476,7 @@ static int dir_init(struct relay *r, struct relay_dir *d, struct event_base *bas
 
 struct relay *relay_start(struct event_base *base, int down_fd, int up_fd,
 			  struct evbuffer *to_up, struct evbuffer *to_down,
-			  relay_judge_fn judge, size_t judge_max,
+			  const struct relay_judges *judges,
 			  relay_done_fn done, void *arg)
 {
 	struct relay *r = calloc(1, sizeof(*r));
@@ -400,11 +491,17 @@ struct relay *relay_start(struct event_base *base, int down_fd, int up_fd,
 	r->up.pipe[0] = r->up.pipe[1] = r->down.pipe[0] = r->down.pipe[1] = -1;
 	r->up.from = down_fd;
 	r->down.from = up_fd;
-	r->up.judge = judge;
-	r->up.judge_max = judge_max;
-	/* bytes already read would pass a judge unseen: refused, not relayed */
-	if ((judge && (!judge_max || (to_up && evbuffer_get_length(to_up)))) ||
-	    dir_init(r, &r->up, base, down_fd, up_fd, to_up) < 0 ||
+	if (judges && judges->first) {
+		r->up.judge = judges->first;
+		r->up.peer = judges->peer;
+		r->up.judge_max = judges->max;
+		/* bytes already read are the judge's too, shown from the loop */
+		if (!judges->max || (to_up && !judge_early(&r->up, to_up))) {
+			relay_free(r);
+			return NULL;
+		}
+	}
+	if (dir_init(r, &r->up, base, down_fd, up_fd, to_up) < 0 ||
 	    dir_init(r, &r->down, base, up_fd, down_fd, to_down) < 0) {
 		relay_free(r);
 		return NULL;
@@ -418,6 +515,8 @@ struct relay *relay_start(struct event_base *base, int down_fd, int up_fd,
 	(void)dir_push(&r->down);
 	dir_arm(&r->up);
 	dir_arm(&r->down);
+	if (r->up.rejudge)
+		event_active(r->up.rd, EV_READ, 1);
 	return r;
 }
 

@@ -19,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TLS_CT_CCS		0x14	/* change_cipher_spec */
 #define TLS_CT_HANDSHAKE	0x16
 #define TLS_HS_CLIENT_HELLO	0x01
+#define TLS_HS_SERVER_HELLO	0x02
 #define TLS_RECORD_HDR		5
 #define TLS_HS_HDR		4
 #define TLS_RECORD_MAX		16384	/* plaintext fragment limit, RFC 8446 5.1 */
@@ -300,6 +302,101 @@ int sni_parse_hello(const uint8_t *buf, size_t len, struct sni_hello *out)
 	out->hello_len = need;
 	out->bytes = used;
 	return out->has_sni ? 1 : 0;
+}
+
+/*
+ * A middlebox-compatible client's ChangeCipherSpec is one record holding
+ * one byte, 1 (RFC 8446 5; its version byte is any 3.x record's).  What is
+ * in of it must match; the rest may still come.
+ */
+static int ccs_record(const uint8_t *p, size_t len)
+{
+	static const uint8_t ccs[] = { TLS_CT_CCS, 3, 0, 0, 1, 1 };
+
+	for (size_t i = 0; i < len && i < sizeof(ccs); i++)
+		if (i != 2 && p[i] != ccs[i])
+			return -EINVAL;
+	if (len >= 3 && (p[2] < 1 || p[2] > 4))
+		return -EINVAL;
+	return len < sizeof(ccs) ? -EAGAIN : (int)sizeof(ccs);
+}
+
+int sni_parse_retry(const uint8_t *buf, size_t len, struct sni_hello *out)
+{
+	size_t skip = 0;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (!buf && len)
+		return -EINVAL;
+	if (len && buf[0] == TLS_CT_CCS) {
+		r = ccs_record(buf, len);
+		if (r < 0)
+			return r;
+		skip = (size_t)r;
+	}
+	r = sni_parse_hello(buf + skip, len - skip, out);
+	if (r >= 0)
+		out->bytes += skip;
+	return r;
+}
+
+/* the random of a HelloRetryRequest: SHA-256("HelloRetryRequest") */
+static const uint8_t hrr_random[TLS_RANDOM_LEN] = {
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02,
+	0x1e, 0x65, 0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
+	0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+};
+
+/* a ServerHello's first bytes: header, legacy_version, random */
+#define SERVER_HELLO_HEAD	(TLS_HS_HDR + 2 + TLS_RANDOM_LEN)
+
+int sni_server_retries(const uint8_t *buf, size_t len)
+{
+	uint8_t head[SERVER_HELLO_HEAD];
+	size_t off = 0, got = 0;
+
+	if (!buf && len)
+		return -EINVAL;
+	/* gather the message's head out of as many records as carry it */
+	while (got < sizeof(head)) {
+		size_t rlen, take;
+
+		if (len - off < 1)
+			return -EAGAIN;
+		/* an alert, an answer that is not TLS: no second hello follows */
+		if (buf[off] != TLS_CT_HANDSHAKE)
+			return 0;
+		if (len - off < TLS_RECORD_HDR)
+			return -EAGAIN;
+		rlen = (size_t)buf[off + 3] << 8 | buf[off + 4];
+		take = len - off - TLS_RECORD_HDR;
+		if (take > rlen)
+			take = rlen;
+		if (take > sizeof(head) - got)
+			take = sizeof(head) - got;
+		memcpy(head + got, buf + off + TLS_RECORD_HDR, take);
+		got += take;
+		if (got >= 1 && head[0] != TLS_HS_SERVER_HELLO)
+			return 0;
+		if (got == sizeof(head))
+			break;
+		if (len - off - TLS_RECORD_HDR < rlen)
+			return -EAGAIN;
+		off += TLS_RECORD_HDR + rlen;
+	}
+	return memcmp(head + TLS_HS_HDR + 2, hrr_random, sizeof(hrr_random)) == 0;
+}
+
+int sni_v2_hello(const uint8_t *buf, size_t len)
+{
+	if (!buf || len < 1)
+		return -EAGAIN;
+	if (!(buf[0] & 0x80))
+		return 0;
+	if (len < 3)
+		return -EAGAIN;
+	return buf[2] == TLS_HS_CLIENT_HELLO;
 }
 
 int sni_parse(const uint8_t *buf, size_t len, char *host, size_t hostlen)

@@ -62,4 +62,30 @@ int sni_parse_hello(const uint8_t *buf, size_t len, struct sni_hello *out);
  */
 int sni_parse(const uint8_t *buf, size_t len, char *host, size_t hostlen);
 
+/*
+ * The client's bytes after the server's HelloRetryRequest (RFC 8446
+ * 4.1.4): at most one ChangeCipherSpec record (middlebox compatibility,
+ * D.4), then the second ClientHello, parsed as sni_parse_hello does;
+ * out->bytes counts the ChangeCipherSpec too.  Same returns.
+ */
+int sni_parse_retry(const uint8_t *buf, size_t len, struct sni_hello *out);
+
+/*
+ * The bytes a server sent first, as far as they are in: 1 when they begin
+ * with a HelloRetryRequest (a ServerHello whose random is the fixed value
+ * of RFC 8446 4.1.3; its records may be split anywhere), 0 when they begin
+ * with anything else (a ServerHello, an alert, not TLS), -EAGAIN when too
+ * few bytes are in to tell.
+ */
+int sni_server_retries(const uint8_t *buf, size_t len);
+
+/*
+ * An SSLv2-format ClientHello at the start of buf (the record of a client
+ * that could still speak SSL 2: a two-byte length with the high bit set,
+ * then message type 1): 1, 0 when it is not one, -EAGAIN when too few
+ * bytes are in to tell.  It has no extensions, so never a name; OpenSSL
+ * 3.0 still answers one with a TLS 1.2 ServerHello.
+ */
+int sni_v2_hello(const uint8_t *buf, size_t len);
+
 #endif

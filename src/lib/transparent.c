@@ -263,6 +263,7 @@ void transparent_start(struct conn *c, int fd)
 	if (egress_check_name(c->px->rules, c->host, c->port, &v) == 0 && v.allowed) {
 		snprintf(c->host, sizeof(c->host), "%s", v.host);
 		snprintf(c->why, sizeof(c->why), "%s", v.reason);
+		c->is_ip = true;
 		transparent_decided(c, false);
 		return;
 	}

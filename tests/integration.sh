@@ -514,6 +514,54 @@ print("host", "ok" if libc.inotify_init1(0) >= 0 else "refused")')
 	expect_eq "distinct owners in the range ($own)" "$n" 5
 }
 
+# A tripwire that cannot be watched refuses the start (sandbox.c,
+# arm_tripwires): unprivileged, a caller's sandboxes share its inotify
+# instances, and four holding their quarter left the next sandbox's
+# supervisor none; its run went on without the tripwire, which was read
+# unnoticed.  Run as a uid of this test's own, so that exhausting it
+# touches no other test's or process's instances: root's part.
+t_tripwire_unwatchable_refuses_the_start() {
+	[ "$(id -u)" = 0 ] || { skip "needs a uid of its own to use up (setpriv as root)"; return 77; }
+	local u=$((3000000 + $$ % 100000)) i pids="" ok=0 rc=0 as
+	as="setpriv --reuid=$u --regid=$u --clear-groups env HOME=$T TMPDIR=$T"
+	chmod 777 "$T"
+	$as test -x "$CORRAL" || { skip "$CORRAL is not executable by uid $u"; return 77; }
+	echo '{"abort": {"tripwires": ["/home/agent/.aws/credentials"]}}' > "$T/tw.json"
+	chmod 644 "$T/tw.json"
+	for i in 1 2 3 4 5; do
+		$as timeout 90 "$CORRAL" run -- /usr/bin/python3 -c "$INOTIFY_HOLD_PY" > "$T/ino$i" 2>&1 < /dev/null &
+		pids="$pids $!"
+	done
+	for _ in $(seq 300); do
+		ok=0
+		for i in 1 2 3 4 5; do grep -q '^held' "$T/ino$i" && ok=$((ok + 1)); done
+		[ "$ok" = 5 ] && break
+		sleep 0.1
+	done
+	$as timeout 60 "$CORRAL" run --policy "$T/tw.json" -- /bin/sh -c \
+		'cat /home/agent/.aws/credentials >/dev/null && echo read' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	# and a daemon of that uid's: the create is refused, busy
+	local dpid created
+	$as "$CORRAL" serve --socket "$T/s" --state-dir "$T/state" > "$T/daemon.log" 2>&1 < /dev/null &
+	dpid=$!
+	for _ in $(seq 100); do [ -S "$T/s" ] && break; sleep 0.05; done
+	created=$($as curl -s --max-time 30 --unix-socket "$T/s" -X POST -H 'Content-Type: application/json' \
+		-d '{"policy": {"abort": {"tripwires": ["/home/agent/.aws/credentials"]}}}' \
+		-w ' %{http_code}' http://corral/v1/sandboxes 2>&1)
+	kill "$dpid" 2>/dev/null || true
+	wait "$dpid" 2>/dev/null || true
+	for i in $pids; do kill "$i" 2>/dev/null || true; done
+	for i in $pids; do wait "$i" 2>/dev/null || true; done
+	expect_eq "sandboxes holding theirs" "$ok" 5
+	expect_eq "exit" "$rc" 125
+	expect_eq "stdout" "$(cat "$T/out")" ""
+	expect_contains "why" "$(cat "$T/err")" "the tripwires cannot be watched, so the sandbox was not started: inotify_init1: Too many open files"
+	expect_contains "the daemon's answer" "$created" "the tripwires cannot be watched"
+	expect_contains "the daemon's status" "$created" '"error":"busy"'
+	case "$created" in *" 503") ;; *) fail "not 503: $created" ;; esac
+	case "$created" in *ulimit*) fail "a hint about the daemon's open files: $created" ;; esac
+}
+
 # Pending signals and mqueue bytes count against the caller's uid on the
 # host too (shared with the caller's own processes): a quarter inside.
 t_shared_rlimits_bounded() {

@@ -89,6 +89,7 @@ int api_status(int code, const char **error)
 		return 409;
 	case -EMFILE:
 	case -ENFILE:
+	case -EUSERS:	/* a per-user kernel count the caller's sandboxes share */
 		*error = "busy";
 		return 503;
 	case -ENOSPC:
@@ -118,6 +119,7 @@ int api_build_status(int code, const char **error)
 	case -EMFILE:
 	case -ENFILE:
 	case -EAGAIN:
+	case -EUSERS:
 		return api_status(code, error);
 	default:
 		*error = "internal";
@@ -131,7 +133,7 @@ void reply_err(struct evhttp_request *req, const struct corral_err *err)
 	const char *error;
 	int code = api_status(err->code, &error);
 
-	if (code == 503)
+	if (err->code == -EMFILE || err->code == -ENFILE)
 		reply_error(req, code, error, "%s (the daemon's open-files limit; "
 			    "raise it with ulimit -n)", err->msg);
 	else

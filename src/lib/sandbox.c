@@ -135,7 +135,14 @@ static void on_tripwire(void *arg, const char *path, pid_t pid, const char *how,
  * decoys through the root init sent, then let the command start.  Armed
  * or not (an event says which), the sandbox goes on.
  */
-static void arm_tripwires(struct sandbox *sb)
+/*
+ * On READY: the policy's tripwires watched before the command may run.
+ * One that cannot be (inotify used up by the caller's other sandboxes, a
+ * tripwire under a bind) fails the start: a run must not go on without
+ * the abort criteria written for it.  init, waiting for "t", is killed;
+ * *m becomes the setup failure the front end reports.
+ */
+static int arm_tripwires(struct sandbox *sb, struct child_msg *m)
 {
 	const struct corral_policy *p = sb->p;
 	struct corral_err err = { 0 };
@@ -155,11 +162,22 @@ static void arm_tripwires(struct sandbox *sb)
 		    "mode", sb->tripwire ? tripwire_mode(sb->tripwire) : "none",
 		    "files", (int)p->abort.ntripwires,
 		    "detail", sb->tripwire ? "" : err.msg));
+	if (!sb->tripwire) {
+		sandbox_kill(sb);
+		cleanup_closep(&sb->sync_wr);
+		memset(m, 0, sizeof(*m));
+		m->kind = MSG_SETUP_FAILED;
+		m->code = err.code < 0 ? err.code : -EIO;
+		snprintf(m->text, sizeof(m->text), "the tripwires cannot be watched, so the "
+			 "sandbox was not started: %.400s", err.msg);
+		return -1;
+	}
 	if (send(sb->sync_wr, "t", 1, MSG_NOSIGNAL) != 1) {
 		/* init is gone: its exit is reported by the pidfd */
 	}
 	if (!sb->container)	/* a container's still waits for its start */
 		cleanup_closep(&sb->sync_wr);
+	return 0;
 }
 
 int sandbox_release(struct sandbox *sb, struct corral_err *err)
@@ -230,7 +248,7 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 	case MSG_READY:
 		sb->landlock_abi = m.landlock_abi;
 		if (sb->sync_wr >= 0 && sb->p->abort.ntripwires)
-			arm_tripwires(sb);
+			arm_tripwires(sb, &m);
 		break;
 	}
 	sb->hooks->msg(sb->arg, &m);	/* may free sb: the last thing done */

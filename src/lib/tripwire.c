@@ -353,7 +353,11 @@ static int open_notifiers(struct tripwire *t, unsigned int flags,
 	t->in_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (t->in_fd < 0) {
 		e = errno;
-		return corral_set_errno(err, e, "inotify_init1");
+		/* EMFILE is a per-user count used up here, not our open files */
+		return corral_set_err(err, e == EMFILE ? -EUSERS : -e, "inotify_init1: %s%s",
+				      strerror(e), e == EMFILE ? " (the caller's inotify "
+				      "instances, fs.inotify.max_user_instances, are all in "
+				      "use: its other sandboxes count against them too)" : "");
 	}
 	return 0;
 }

@@ -483,12 +483,15 @@ for pid in sys.argv[1:]:
     fd = os.open(f"/proc/{kids[int(pid)]}/ns/user", os.O_RDONLY)
     print(struct.unpack("I", fcntl.ioctl(fd, 0xb704, bytes(4)))[0])  # NS_GET_OWNER_UID
     os.close(fd)'
-t_inotify_of_sandboxes_leaves_the_host_its_own() {
-	[ "$(id -u)" = 0 ] || { skip "an unprivileged caller owns its sandboxes: they share its counts (SECURITY.md)"; return 77; }
-	local host i n pids="" ok=0 mine own out
-	host=$(cat /proc/sys/fs/inotify/max_user_instances)
+# inotify_holders [COMMAND PREFIX...]: five sandboxes holding all the
+# inotify instances they may, in the background (their pids in $pids); $ok:
+# how many said so within 30 s.
+inotify_holders() {
+	local i
+	pids="" ok=0
 	for i in 1 2 3 4 5; do
-		timeout 90 "$CORRAL" run -- /usr/bin/python3 -c "$INOTIFY_HOLD_PY" > "$T/ino$i" 2>&1 < /dev/null &
+		"$@" timeout 90 "$CORRAL" run -- /usr/bin/python3 -c "$INOTIFY_HOLD_PY" \
+			> "$T/ino$i" 2>&1 < /dev/null &
 		pids="$pids $!"
 	done
 	for _ in $(seq 300); do
@@ -497,6 +500,12 @@ t_inotify_of_sandboxes_leaves_the_host_its_own() {
 		[ "$ok" = 5 ] && break
 		sleep 0.1
 	done
+}
+t_inotify_of_sandboxes_leaves_the_host_its_own() {
+	[ "$(id -u)" = 0 ] || { skip "an unprivileged caller owns its sandboxes: they share its counts (SECURITY.md)"; return 77; }
+	local host i n pids ok mine own out
+	host=$(cat /proc/sys/fs/inotify/max_user_instances)
+	inotify_holders
 	mine=$(/usr/bin/python3 -c '
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -522,22 +531,14 @@ print("host", "ok" if libc.inotify_init1(0) >= 0 else "refused")')
 # touches no other test's or process's instances: root's part.
 t_tripwire_unwatchable_refuses_the_start() {
 	[ "$(id -u)" = 0 ] || { skip "needs a uid of its own to use up (setpriv as root)"; return 77; }
-	local u=$((3000000 + $$ % 100000)) i pids="" ok=0 rc=0 as
+	local u=$((3000000 + $$ % 100000)) i pids ok rc=0 as
 	as="setpriv --reuid=$u --regid=$u --clear-groups env HOME=$T TMPDIR=$T"
 	chmod 777 "$T"
 	$as test -x "$CORRAL" || { skip "$CORRAL is not executable by uid $u"; return 77; }
 	echo '{"abort": {"tripwires": ["/home/agent/.aws/credentials"]}}' > "$T/tw.json"
 	chmod 644 "$T/tw.json"
-	for i in 1 2 3 4 5; do
-		$as timeout 90 "$CORRAL" run -- /usr/bin/python3 -c "$INOTIFY_HOLD_PY" > "$T/ino$i" 2>&1 < /dev/null &
-		pids="$pids $!"
-	done
-	for _ in $(seq 300); do
-		ok=0
-		for i in 1 2 3 4 5; do grep -q '^held' "$T/ino$i" && ok=$((ok + 1)); done
-		[ "$ok" = 5 ] && break
-		sleep 0.1
-	done
+	# shellcheck disable=SC2086 # $as: the words of a command
+	inotify_holders $as
 	$as timeout 60 "$CORRAL" run --policy "$T/tw.json" -- /bin/sh -c \
 		'cat /home/agent/.aws/credentials >/dev/null && echo read' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	# and a daemon of that uid's: the create is refused, busy

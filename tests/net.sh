@@ -207,18 +207,15 @@ curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 -k --connect-to evil.test:$port:
 	expect_eq "protocol" "$(denial_field protocol)" socks
 }
 
-# A TLS hello with Encrypted Client Hello names in clear only the public
-# name of the server that decrypts it; the server acts on the encrypted
-# inner name (a CDN serves any of its sites so).  Refused on every path
-# that judges a hello without terminating it: CONNECT, SOCKS5, and a
-# transparent connection to a bare address; the same hello without ECH
-# goes on.  ~0.6 s.
-ech_hello_py='
-import socket, struct
-def hello(ech):
-    name = b"api.test"
-    sni = struct.pack("!HBH", len(name) + 3, 0, len(name)) + name
-    ext = struct.pack("!HH", 0, len(sni)) + sni
+# A ClientHello naming name (none: no SNI), with an ECH extension if asked;
+# and what a socket gives until it closes (64 KiB at most).
+tls_hello_py='
+import socket, struct, sys, time
+def hello(name, ech=False):
+    ext = b""
+    if name:
+        sni = struct.pack("!HBH", len(name) + 3, 0, len(name)) + name
+        ext = struct.pack("!HH", 0, len(sni)) + sni
     if ech:
         # outer ECHClientHello: type, kdf, aead, config id, enc, payload
         body = struct.pack("!BHHB", 0, 1, 1, 7) + struct.pack("!H", 32) + bytes(32) + struct.pack("!H", 64) + bytes(64)
@@ -233,28 +230,35 @@ def rest(s):
             k = s.recv(4096)
         except OSError:
             break
-        if not k: break
+        if not k:
+            break
         got += k
     return got
 '
 
+# A TLS hello with Encrypted Client Hello names in clear only the public
+# name of the server that decrypts it; the server acts on the encrypted
+# inner name (a CDN serves any of its sites so).  Refused on every path
+# that judges a hello without terminating it: CONNECT, SOCKS5, and a
+# transparent connection to a bare address; the same hello without ECH
+# goes on.  ~0.6 s.
 t_ech_hello_refused() {
 	trap stop_fixtures EXIT
 	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
 	policy "[\"api.test:$tport\"]" '{"api.test": "127.0.0.1"}'
-	nrun -- /usr/bin/python3 -c "$ech_hello_py
+	nrun -- /usr/bin/python3 -c "$tls_hello_py
 for ech in (False, True):
     s = socket.create_connection(('127.0.0.1', 3128), 10)
     s.sendall(b'CONNECT api.test:$tport HTTP/1.1\r\n\r\n')
     s.recv(39)
-    s.sendall(hello(ech))
+    s.sendall(hello(b'api.test', ech))
     print('connect', ech, len(rest(s)) > 0)
     s = socket.create_connection(('127.0.0.1', 1080), 10)
     s.sendall(b'\x05\x01\x00')
     s.recv(2)
     s.sendall(b'\x05\x01\x00\x03\x08api.test' + struct.pack('!H', $tport))
     s.recv(10)
-    s.sendall(hello(ech))
+    s.sendall(hello(b'api.test', ech))
     print('socks', ech, len(rest(s)) > 0)"
 	expect_contains "connect: no ECH, the server answers" "$(stdout)" "connect False True"
 	expect_contains "socks: no ECH, the server answers" "$(stdout)" "socks False True"
@@ -263,9 +267,9 @@ for ech in (False, True):
 	expect_eq "denials" "$(denials)" 2
 	expect_contains "reason" "$(denial_field reason)" "TLS Encrypted Client Hello to api.test:$tport"
 	policy "[\"api.test:$tport\"]" '{"api.test": "127.0.0.1"}' ', "transparent": true'
-	nrun -- /usr/bin/python3 -c "$ech_hello_py
+	nrun -- /usr/bin/python3 -c "$tls_hello_py
 s = socket.create_connection(('198.18.5.5', $tport), 10)
-s.sendall(hello(True))
+s.sendall(hello(b'api.test', True))
 print('transparent', len(rest(s)) > 0)"
 	expect_contains "transparent: ECH refused" "$(stdout)" "transparent False"
 	expect_eq "transparent denials" "$(denials)" 1
@@ -284,18 +288,6 @@ print('transparent', len(rest(s)) > 0)"
 # The server is fixtures.py's hrr, which logs the name of the second hello
 # it got; CONNECT, SOCKS5, transparent to an address and to a name.  ~2 s.
 hrr_client_py='
-import socket, struct, sys, time
-def hello(name, ech=False):
-    ext = b""
-    if name:
-        sni = struct.pack("!HBH", len(name) + 3, 0, len(name)) + name
-        ext = struct.pack("!HH", 0, len(sni)) + sni
-    if ech:
-        body = struct.pack("!BHHB", 0, 1, 1, 7) + struct.pack("!H", 32) + bytes(32) + struct.pack("!H", 64) + bytes(64)
-        ext += struct.pack("!HH", 0xfe0d, len(body)) + body
-    b = struct.pack("!H", 0x0303) + bytes(32) + b"\x00" + struct.pack("!HH", 2, 0x1301) + b"\x01\x00" + struct.pack("!H", len(ext)) + ext
-    hs = b"\x01" + struct.pack("!I", len(b))[1:] + b
-    return b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
 CCS = b"\x14\x03\x03\x00\x01\x01"
 ALERT = b"\x15\x03\x03\x00\x02\x02\x28"
 def tunnel(how, port):
@@ -325,17 +317,6 @@ def upto(s, end):
             return False
         got += k
     return True
-def rest(s):
-    got = b""
-    while len(got) < 65536:
-        try:
-            k = s.recv(4096)
-        except OSError:
-            break
-        if not k:
-            break
-        got += k
-    return got
 def case(label, how, port, first, second, end=CCS, together=False, pieces=False):
     s = tunnel(how, port)
     if together:
@@ -359,7 +340,7 @@ t_hello_retry_second_hello_judged() {
 	start aport hrr "$T/hrr.log" alert
 	policy "[\"api.test:$rport\", \"api.test:$sport\", \"api.test:$hport\", \"api.test:$aport\"]" \
 		'{"api.test": "127.0.0.1"}' ', "transparent": true'
-	nrun -- /usr/bin/python3 -c "$hrr_client_py
+	nrun -- /usr/bin/python3 -c "$tls_hello_py$hrr_client_py
 A, E = b'api.test', b'evil.test'
 case('same', 'connect', $rport, hello(A), CCS + hello(A))
 case('same-no-ccs', 'connect', $rport, hello(A), hello(A))
@@ -419,7 +400,7 @@ env -u https_proxy -u HTTPS_PROXY -u all_proxy -u ALL_PROXY curl -sS -m 10 --cac
 	expect_contains "socks" "$(stdout)" "hello from upstream /socks"
 	expect_contains "transparent" "$(stdout)" "hello from upstream /transparent"
 	expect_eq "no denials" "$(denials)" 0
-	nrun -- /usr/bin/python3 -c "$hrr_client_py
+	nrun -- /usr/bin/python3 -c "$tls_hello_py$hrr_client_py
 import ssl
 def first_flight(name, curve=None):
     ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
@@ -446,7 +427,7 @@ t_hello_without_sni_refused_by_name() {
 	start tport tls "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem"
 	policy "[\"api.test:$tport\", \"127.0.0.1:$tport\"]" '{"api.test": "127.0.0.1"}' \
 		', "transparent": true'
-	nrun -- /usr/bin/python3 -c "$hrr_client_py
+	nrun -- /usr/bin/python3 -c "$tls_hello_py$hrr_client_py
 V2 = bytes([0x80, 56, 1, 3, 3, 0, 15, 0, 0, 0, 32]) + bytes([0, 0xc0, 0x2f, 0, 0xc0, 0x30, 0, 0, 0x9c, 0, 0, 0x2f, 0, 0, 0x35]) + bytes(range(32))
 def answered(s, first):
     s.sendall(first)

@@ -84,13 +84,38 @@ static bool file_target(struct sandbox *sb, struct evhttp_request *req,
 	return true;
 }
 
+/*
+ * The file's bytes, copied by read(2) now, never mapped: the sandbox may
+ * truncate the file while we serve it, and a mapped page past its new end
+ * is a SIGBUS for the whole daemon the moment anything in user space (TLS
+ * encrypting the body) touches it.  A file that shrinks is served as it
+ * was read; one that grows past max is too large however it started.
+ */
+static int read_file(int fd, struct evbuffer *buf, size_t max)
+{
+	for (;;) {
+		/* one byte past max tells a file that grew from one that did not */
+		size_t want = max + 1 - evbuffer_get_length(buf);
+		int n = evbuffer_read(buf, fd, want > 1 << 20 ? 1 << 20 : (int)want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		if (evbuffer_get_length(buf) > max)
+			return -EFBIG;
+	}
+}
+
 static void file_get(struct sandbox *sb, struct evhttp_request *req,
 		     const char *path)
 {
 	struct corral_err err = { 0 };
 	struct evbuffer *buf;
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	if (corral_box_open(sb->box, path, O_RDONLY, &fd, &err) < 0) {
 		reply_err(req, &err);
@@ -102,18 +127,22 @@ static void file_get(struct sandbox *sb, struct evhttp_request *req,
 			    "%d", path, (long long)st.st_size, API_FILE_MAX);
 		return;
 	}
-	buf = evbuffer_new();
-	/* evbuffer_add_file takes fd (and closes it) */
-	if (!buf || (st.st_size && evbuffer_add_file(buf, fd, 0, st.st_size) < 0)) {
-		if (buf)
-			evbuffer_free(buf);
-		if (!st.st_size || !buf)
-			close(fd);
-		reply_error(req, 500, "internal", "cannot read %s", path);
+	if (!(buf = evbuffer_new())) {
+		close(fd);
+		reply_error(req, 500, "internal", "out of memory reading %s", path);
 		return;
 	}
-	if (!st.st_size)
-		close(fd);
+	r = read_file(fd, buf, API_FILE_MAX);
+	close(fd);
+	if (r == -EFBIG)
+		reply_error(req, 413, "too_large", "%s grew past the limit of %d "
+			    "bytes while it was read", path, API_FILE_MAX);
+	else if (r < 0)
+		reply_error(req, 500, "internal", "read %s: %s", path, strerror(-r));
+	if (r < 0) {
+		evbuffer_free(buf);
+		return;
+	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/octet-stream");
 	api_send_reply(req, 200, "OK", buf);

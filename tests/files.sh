@@ -208,6 +208,27 @@ EOF2
 	kill -0 "$DPID" || fail "the daemon died: $(tail -3 "$TEST_TMP/daemon.log")"
 }
 
+# A recursive listing is bounded in bytes, not only in entries: 9000 empty
+# files (no disk) 15 directories of 250 bytes deep are 36 MB of names; the
+# answer stops at 32 MiB of them, truncated.  100000 such were 400 MB of
+# JSON and 1.5 GB of the daemon's memory for one request.
+t_list_bounded_in_bytes() {
+	local id=$SB code
+	sh_in "$id" "python3 -c \"import os
+d = '/tmp/deep/' + '/'.join(['d' * 250] * 15)
+os.makedirs(d)
+for i in range(9000):
+    open(d + '/%06d' % i + 'f' * 240, 'w').close()\"" > /dev/null || return 1
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/deep&list=1&recursive=1")
+	expect_code "the deep listing" "$code" 200 || return 1
+	expect_eq "cut short" "$(jq '[v["truncated"], len(v["entries"]) < 9000, sum(len(e["name"]) for e in v["entries"]) <= 32 << 20]')" \
+		'[true, true, true]'
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/deep&list=1")
+	expect_code "one level of it" "$code" 200
+	expect_eq "whole" "$(jq '[v["truncated"], len(v["entries"])]')" '[false, 1]'
+	sh_in "$id" "rm -rf /tmp/deep" > /dev/null
+}
+
 t_mkdir_rename_list() {
 	local id code
 	id=$SB

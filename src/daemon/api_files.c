@@ -96,14 +96,23 @@ static int read_file(int fd, struct evbuffer *buf, size_t max)
 	for (;;) {
 		/* one byte past max tells a file that grew from one that did not */
 		size_t want = max + 1 - evbuffer_get_length(buf);
-		int n = evbuffer_read(buf, fd, want > 1 << 20 ? 1 << 20 : (int)want);
+		struct evbuffer_iovec v;
+		ssize_t n;
 
+		if (want > 1 << 20)
+			want = 1 << 20;
+		if (evbuffer_reserve_space(buf, want, &v, 1) < 1)
+			return -ENOMEM;
+		n = read(fd, v.iov_base, v.iov_len < want ? v.iov_len : want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
 			return 0;
+		v.iov_len = n;
+		if (evbuffer_commit_space(buf, &v, 1) < 0)
+			return -ENOMEM;
 		if (evbuffer_get_length(buf) > max)
 			return -EFBIG;
 	}

@@ -229,6 +229,33 @@ for i in range(9000):
 	sh_in "$id" "rm -rf /tmp/deep" > /dev/null
 }
 
+# `corral cp` out: nothing the sandbox chose decides where on the host the
+# file lands, nor its mode or xattrs.  A setuid file with a user xattr
+# lands under the name the operator typed, 0666 less the umask; a symlink
+# is refused with nothing written; a name with a terminal escape is listed
+# as \x1b.
+t_cp_out_decides_nothing() {
+	local id=$SB rc
+	sh_in "$id" "mkdir /tmp/cpo && printf data > /tmp/cpo/s && chmod 6755 /tmp/cpo/s &&
+		python3 -c 'import os; os.setxattr(\"/tmp/cpo/s\", \"user.evil\", b\"1\")' &&
+		ln -s /etc/passwd /tmp/cpo/l && touch \"/tmp/cpo/\$(printf 'e\\033]0;x\\007')\"" > /dev/null || return 1
+	mkdir "$T/cpo"
+	(umask 022; "$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpo/s" "$T/cpo/") 2> "$T/cp.err" ||
+		fail "cp out: $(cat "$T/cp.err")"
+	expect_eq "where, and its mode" "$(ls "$T/cpo"; stat -c %a "$T/cpo/s")" "s
+644"
+	expect_eq "its xattrs" "$($PY -c 'import os, sys; print(os.listxattr(sys.argv[1]))' "$T/cpo/s")" "[]"
+	rc=0
+	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpo/l" "$T/cpo/l" 2> "$T/cp.err" || rc=$?
+	expect_eq "a symlink: refused" "$rc" 125
+	[ ! -e "$T/cpo/l" ] || fail "a symlink's cp wrote $T/cpo/l"
+	"$CORRAL" cp --socket "$SOCK" --list "$id:/tmp/cpo" > "$T/cp.out" 2>&1 ||
+		fail "cp --list: $(cat "$T/cp.out")"
+	! grep -q "$(printf '\033')" "$T/cp.out" || fail "a raw escape reached the terminal"
+	expect_contains "an escape shown" "$(cat "$T/cp.out")" 'e\x1b]0;x\x07'
+	sh_in "$id" "rm -rf /tmp/cpo" > /dev/null
+}
+
 t_mkdir_rename_list() {
 	local id code
 	id=$SB

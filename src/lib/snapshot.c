@@ -18,8 +18,9 @@
  * made again as a whiteout, every other device node, fifo and socket is
  * left out, setuid/setgid/sticky bits are dropped, hardlinks become
  * separate files, and the bytes (in whole blocks of the copy's
- * filesystem) and entries are counted against the caller's budget.  Owners are kept (as root), so that the next box's
- * user, the same as this one's, reads the layer.  Of the xattrs only
+ * filesystem) and entries are counted against the caller's budget.
+ * Owners are kept (as root), so that the next box's user, the same as
+ * this one's, reads the layer.  Of the xattrs only
  * overlay's opaque mark (user.overlay.opaque, userxattr mounts) is kept:
  * a directory the agent replaced whole stays replaced.
  */
@@ -87,7 +88,8 @@ static uint64_t on_disk(const struct snapcopy *s, uint64_t bytes)
 {
 	uint64_t b = s->block ? s->block : SNAP_BLOCK;
 
-	return bytes > UINT64_MAX - b ? UINT64_MAX : (bytes + b - 1) / b * b;
+	/* a length near 2^64 is over any budget as it is: not rounded past it */
+	return bytes > UINT64_MAX / 2 ? bytes : (bytes + b - 1) / b * b;
 }
 
 static int count(struct snapcopy *s, uint64_t bytes)

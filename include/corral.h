@@ -904,7 +904,8 @@ struct corral_entry {
 /*
  * The entries under path in name order, a directory before its contents
  * (recursive: all the way down, never through a symlink, /proc or /sys),
- * at most max; *truncated when there were more.  fn returns 0 to go on.
+ * at most max; *truncated when there were more.  fn returns 0 to go on,
+ * 1 to stop there as at max (*truncated), or -errno to fail the walk.
  */
 CORRAL_PUBLIC
 int corral_box_walk(struct corral_box *b, const char *path, bool recursive,

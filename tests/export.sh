@@ -339,6 +339,26 @@ t_export_limits() {
 	expect_contains "exists msg" "$(cat "$T/err")" "exists already"
 }
 
+# The changes' paths are bounded in bytes, whatever max_files says: 9000
+# empty files (no disk) 15 directories of 250 bytes deep name 36 MB; the
+# diff stops at 32 MiB with a sentence.  99000 such were a 400 MB diff, an
+# 800 MB patch and 2 GB of the daemon's memory.  A tree as deep with a few
+# files in it still comes out.
+t_export_name_bytes() {
+	local mk='import os, sys
+d = "/workspace/deep/" + "/".join(["d" * 250] * 15)
+os.makedirs(d)
+for i in range(int(sys.argv[1])):
+    open(d + "/%06d" % i + "f" * 240, "w").close()'
+	mkrepo "$T/ws"
+	crun --workspace "$T/ws" --patch "$T/p" -- python3 -c "$mk" 9000
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "error" "$(cat "$T/err")" "more than 32 MiB of paths"
+	crun --workspace "$T/ws" --export-to "$T/result" -- python3 -c "$mk" 3
+	expect_eq "a few: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_eq "a few: exported" "$(find "$T/result/deep" -type f | wc -l)" 3
+}
+
 t_halted_exports_nothing() {
 	mkrepo "$T/ws"
 	echo '{"abort": {"max_wall_seconds": 1}}' > "$T/policy.json"

@@ -158,6 +158,104 @@ t_replace_a_large_workspace_file() {
 	rmsb "$id"
 }
 
+# A file the sandbox truncates while the daemon sends it: the GET answers
+# the bytes it read, whole.  The body was a mapping of the file: a page past
+# the new end was EFAULT to the socket's write (the body cut short), and a
+# SIGBUS to TLS's copy (the daemon dead; serve.sh's TLS twin).  The client
+# stops reading after the headers, the file is truncated by an exec on a
+# second connection, then the rest is read: no race, no timing.
+t_get_truncated_while_sent() {
+	local id=$SB sum
+	sum=$(sh_in "$id" 'head -c 8000000 /dev/urandom > /tmp/shrinks && sha256sum < /tmp/shrinks') || return 1
+	$PY - "$SOCK" "$id" "${sum%% *}" > "$T/out" 2>&1 <<'EOF2' || fail "$(cat "$T/out")"
+import hashlib, json, socket, sys
+sock, sid, want = sys.argv[1:]
+def call(method, path, body=b""):
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(60)
+    c.connect(sock)
+    c.sendall(b"%s %s HTTP/1.1\r\nHost: l\r\nContent-Length: %d\r\n"
+              b"Connection: close\r\n\r\n%s" % (method.encode(), path.encode(),
+                                                len(body), body))
+    return c
+s = call("GET", "/v1/sandboxes/%s/files?path=/tmp/shrinks" % sid)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+got = b""
+while b"\r\n\r\n" not in got:
+    b = s.recv(4096)
+    assert b, "closed before the headers: %r" % got
+    got += b
+head, first = got.split(b"\r\n\r\n", 1)
+body = bytearray(first)	# bytes += bytes is quadratic
+assert head.startswith(b"HTTP/1.1 200"), head
+x = call("POST", "/v1/sandboxes/%s/exec" % sid,
+         json.dumps({"command": "truncate -s 0 /tmp/shrinks"}).encode())
+r = b""
+while True:
+    b = x.recv(65536)
+    if not b:
+        break
+    r += b
+assert b'"exit_code":0' in r, r
+while True:
+    b = s.recv(1 << 20)
+    if not b:
+        break
+    body += b
+assert len(body) == 8000000, "a body of %d bytes, not 8000000" % len(body)
+assert hashlib.sha256(body).hexdigest() == want, "not the bytes read"
+EOF2
+	kill -0 "$DPID" || fail "the daemon died: $(tail -3 "$TEST_TMP/daemon.log")"
+}
+
+# A recursive listing is bounded in bytes, not only in entries: 9000 empty
+# files (no disk) 15 directories of 250 bytes deep are 36 MB of names; the
+# answer stops at 32 MiB of them, truncated.  100000 such were 400 MB of
+# JSON and 1.5 GB of the daemon's memory for one request.
+t_list_bounded_in_bytes() {
+	local id=$SB code
+	sh_in "$id" "python3 -c \"import os
+d = '/tmp/deep/' + '/'.join(['d' * 250] * 15)
+os.makedirs(d)
+for i in range(9000):
+    open(d + '/%06d' % i + 'f' * 240, 'w').close()\"" > /dev/null || return 1
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/deep&list=1&recursive=1")
+	expect_code "the deep listing" "$code" 200 || return 1
+	expect_eq "cut short" "$(jq '[v["truncated"], len(v["entries"]) < 9000, sum(len(e["name"]) for e in v["entries"]) <= 32 << 20]')" \
+		'[true, true, true]'
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/deep&list=1")
+	expect_code "one level of it" "$code" 200
+	expect_eq "whole" "$(jq '[v["truncated"], len(v["entries"])]')" '[false, 1]'
+	sh_in "$id" "rm -rf /tmp/deep" > /dev/null
+}
+
+# `corral cp` out: nothing the sandbox chose decides where on the host the
+# file lands, nor its mode or xattrs.  A setuid file with a user xattr
+# lands under the name the operator typed, 0666 less the umask; a symlink
+# is refused with nothing written; a name with a terminal escape is listed
+# as \x1b.
+t_cp_out_decides_nothing() {
+	local id=$SB rc
+	sh_in "$id" "mkdir /tmp/cpo && printf data > /tmp/cpo/s && chmod 6755 /tmp/cpo/s &&
+		python3 -c 'import os; os.setxattr(\"/tmp/cpo/s\", \"user.evil\", b\"1\")' &&
+		ln -s /etc/passwd /tmp/cpo/l && touch \"/tmp/cpo/\$(printf 'e\\033]0;x\\007')\"" > /dev/null || return 1
+	mkdir "$T/cpo"
+	(umask 022; "$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpo/s" "$T/cpo/") 2> "$T/cp.err" ||
+		fail "cp out: $(cat "$T/cp.err")"
+	expect_eq "where, and its mode" "$(ls "$T/cpo"; stat -c %a "$T/cpo/s")" "s
+644"
+	expect_eq "its xattrs" "$($PY -c 'import os, sys; print(os.listxattr(sys.argv[1]))' "$T/cpo/s")" "[]"
+	rc=0
+	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpo/l" "$T/cpo/l" 2> "$T/cp.err" || rc=$?
+	expect_eq "a symlink: refused" "$rc" 125
+	[ ! -e "$T/cpo/l" ] || fail "a symlink's cp wrote $T/cpo/l"
+	"$CORRAL" cp --socket "$SOCK" --list "$id:/tmp/cpo" > "$T/cp.out" 2>&1 ||
+		fail "cp --list: $(cat "$T/cp.out")"
+	! grep -q "$(printf '\033')" "$T/cp.out" || fail "a raw escape reached the terminal"
+	expect_contains "an escape shown" "$(cat "$T/cp.out")" 'e\x1b]0;x\x07'
+	sh_in "$id" "rm -rf /tmp/cpo" > /dev/null
+}
+
 t_mkdir_rename_list() {
 	local id code
 	id=$SB

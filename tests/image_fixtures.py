@@ -256,6 +256,12 @@ def hostile(kind):
         lay.tar.addfile(ti, io.BytesIO(data))
     elif kind == "control":
         lay.add("bad\nname", data=b"x")
+    elif kind == "pax-header":
+        # one pax record of 60 MB before an empty file: 60 KB gzip'd
+        ti = tarfile.TarInfo("x")
+        ti.mtime = TIME
+        ti.pax_headers = {"comment": "a" * (60 << 20)}
+        lay.tar.addfile(ti, io.BytesIO(b""))
     elif kind == "many":
         for i in range(100):
             lay.add("f%03d" % i)

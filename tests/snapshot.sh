@@ -402,6 +402,30 @@ s_snapshot_budget() {
 	expect_eq "counted" "$(json budget_bytes < "$T/body")" 65536
 }
 
+# The budget counts what a snapshot takes on the disk: 2000 empty
+# directories and 2000 one-byte files are 4000 blocks (16 MB here), not
+# 4000 entries of 512 bytes and 2000 bytes (2 MB), so a 12M budget refuses
+# them.  Counted by length, 200200 empty directories were 102 MB of the
+# budget and 804 MB of the host's disk.  Fewer of them still fit.
+s_snapshot_budget_counts_blocks() {
+	local mk='i=0; while [ $i -lt "$1" ]; do mkdir d$i; printf x > f$i; i=$((i + 1)); done'
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon --snapshot-budget 12M
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file few.sh "$mk")" 200
+	expect_eq "a few" "$(api POST "/v1/sandboxes/$SB/snapshot")" 201 || cat "$T/body"
+	expect_eq "counted in blocks" "$($PY -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+print(v["bytes"] >= 400 * 4096)' "$T/body")" True
+	api DELETE "/v1/snapshots/$(json id < "$T/body")" > /dev/null
+	run "$SB" "$(sh_file many.sh "rm -rf d* f*; $mk")" 2000
+	expect_eq "over the budget" "$(api POST "/v1/sandboxes/$SB/snapshot")" 507
+	expect_contains "why" "$(cat "$T/body")" "snapshot budget"
+	[ -z "$(ls -A "$T/state/snapshots")" ] || fail "a refused snapshot left files"
+	stop_daemon
+}
+
 # The box keeps one fd of its workspace and one of its upper layer, and
 # every walk of them starts from the top: its baseline (taken at the start)
 # and an earlier export or snapshot do not leave the next one empty.

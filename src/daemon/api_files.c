@@ -84,13 +84,47 @@ static bool file_target(struct sandbox *sb, struct evhttp_request *req,
 	return true;
 }
 
+/*
+ * The file's bytes, copied by read(2) now, never mapped: the sandbox may
+ * truncate the file while we serve it, and a mapped page past its new end
+ * is a SIGBUS for the whole daemon the moment anything in user space (TLS
+ * encrypting the body) touches it.  A file that shrinks is served as it
+ * was read; one that grows past max is too large however it started.
+ */
+static int read_file(int fd, struct evbuffer *buf, size_t max)
+{
+	for (;;) {
+		/* one byte past max tells a file that grew from one that did not */
+		size_t want = max + 1 - evbuffer_get_length(buf);
+		struct evbuffer_iovec v;
+		ssize_t n;
+
+		if (want > 1 << 20)
+			want = 1 << 20;
+		if (evbuffer_reserve_space(buf, want, &v, 1) < 1)
+			return -ENOMEM;
+		n = read(fd, v.iov_base, v.iov_len < want ? v.iov_len : want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		v.iov_len = n;
+		if (evbuffer_commit_space(buf, &v, 1) < 0)
+			return -ENOMEM;
+		if (evbuffer_get_length(buf) > max)
+			return -EFBIG;
+	}
+}
+
 static void file_get(struct sandbox *sb, struct evhttp_request *req,
 		     const char *path)
 {
 	struct corral_err err = { 0 };
 	struct evbuffer *buf;
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	if (corral_box_open(sb->box, path, O_RDONLY, &fd, &err) < 0) {
 		reply_err(req, &err);
@@ -102,18 +136,22 @@ static void file_get(struct sandbox *sb, struct evhttp_request *req,
 			    "%d", path, (long long)st.st_size, API_FILE_MAX);
 		return;
 	}
-	buf = evbuffer_new();
-	/* evbuffer_add_file takes fd (and closes it) */
-	if (!buf || (st.st_size && evbuffer_add_file(buf, fd, 0, st.st_size) < 0)) {
-		if (buf)
-			evbuffer_free(buf);
-		if (!st.st_size || !buf)
-			close(fd);
-		reply_error(req, 500, "internal", "cannot read %s", path);
+	if (!(buf = evbuffer_new())) {
+		close(fd);
+		reply_error(req, 500, "internal", "out of memory reading %s", path);
 		return;
 	}
-	if (!st.st_size)
-		close(fd);
+	r = read_file(fd, buf, API_FILE_MAX);
+	close(fd);
+	if (r == -EFBIG)
+		reply_error(req, 413, "too_large", "%s grew past the limit of %d "
+			    "bytes while it was read", path, API_FILE_MAX);
+	else if (r < 0)
+		reply_error(req, 500, "internal", "read %s: %s", path, strerror(-r));
+	if (r < 0) {
+		evbuffer_free(buf);
+		return;
+	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/octet-stream");
 	api_send_reply(req, 200, "OK", buf);
@@ -206,20 +244,37 @@ static const char *type_name(char type)
 	       "symlink" : "other";
 }
 
+/*
+ * A listing's entries, and the bytes of their names and targets so far:
+ * the entry count alone does not bound it.  A path is up to 4 KiB, and
+ * empty files cost the sandbox's disk nothing: 100000 of them deep in
+ * long-named directories were a 400 MB answer, 1.5 GB of the daemon's
+ * memory and 11 s of its loop, for one request.
+ */
+struct listing {
+	json_t *entries;
+	size_t bytes;
+};
+
 static int list_entry(void *arg, const struct corral_entry *e)
 {
-	json_t *o = json_pack("{s:o, s:s, s:I, s:o, s:I}", "name",
-			      api_bytes(e->path, strlen(e->path)), "type",
-			      type_name(e->type), "size", (json_int_t)e->size,
-			      "mode", mode_json(e->mode), "mtime",
-			      (json_int_t)e->mtime);
+	struct listing *l = arg;
+	size_t len = strlen(e->path) + (e->target ? strlen(e->target) : 0);
+	json_t *o;
 
+	if (l->bytes + len > API_LIST_BYTES)
+		return 1;	/* truncated, as at API_LIST_MAX entries */
+	l->bytes += len;
+	o = json_pack("{s:o, s:s, s:I, s:o, s:I}", "name",
+		      api_bytes(e->path, strlen(e->path)), "type",
+		      type_name(e->type), "size", (json_int_t)e->size,
+		      "mode", mode_json(e->mode), "mtime", (json_int_t)e->mtime);
 	if (!o)
 		return -ENOMEM;
 	if (e->target)
 		json_object_set_new(o, "target", api_bytes(e->target,
 							   strlen(e->target)));
-	return json_array_append_new(arg, o) < 0 ? -ENOMEM : 0;
+	return json_array_append_new(l->entries, o) < 0 ? -ENOMEM : 0;
 }
 
 /* A directory's entries; recursive: the tree, names relative to path. */
@@ -228,16 +283,16 @@ static void file_list(struct sandbox *sb, struct evhttp_request *req,
 {
 	struct corral_err err = { 0 };
 	bool recursive = query_has(req, "recursive"), truncated;
-	json_t *a = json_array();
+	struct listing l = { json_array(), 0 };
 
 	if (corral_box_walk(sb->box, path, recursive, API_LIST_MAX, list_entry,
-			    a, &truncated, &err) < 0) {
-		json_decref(a);
+			    &l, &truncated, &err) < 0) {
+		json_decref(l.entries);
 		reply_err(req, &err);
 		return;
 	}
 	reply_json(req, 200, json_pack("{s:s, s:o, s:b}", "path", path, "entries",
-				       a, "truncated", truncated));
+				       l.entries, "truncated", truncated));
 }
 
 void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest)

@@ -70,6 +70,7 @@ int daemon_run(const struct daemon_opts *opts, struct corral_err *err);
 #define API_JSON_MAX		(1024 * 1024)		/* a JSON request body */
 #define API_FILE_MAX		(64 * 1024 * 1024)	/* a file in or out */
 #define API_LIST_MAX		100000			/* entries a listing returns */
+#define API_LIST_BYTES		(32 * 1024 * 1024)	/* their names and targets */
 #define API_PROCS_KEPT		256			/* process records per sandbox */
 #define API_LABELS_MAX		64
 #define LEASE_ID_MAX		40	/* "ls-" and 32 hex digits, NUL */

@@ -160,7 +160,7 @@ void changes_keep_under(struct changes *c, const char *top)
 struct walk {
 	const struct export_limits *lim;
 	struct changes *out;
-	uint64_t entries, bytes;
+	uint64_t entries, bytes, names;
 	struct corral_err *err;
 };
 
@@ -187,6 +187,17 @@ static int nomem(struct walk *w, const char *what)
 
 static int emit(struct walk *w, struct change *c)
 {
+	w->names += strlen(c->path) + (c->target ? strlen(c->target) : 0) +
+		    (c->old_target ? strlen(c->old_target) : 0);
+	if (w->names > EXPORT_MAX_NAME_BYTES) {
+		corral_set_err(w->err, -EFBIG, "the workspace's changes name more than "
+			       "%llu MiB of paths and symlink targets, at %.300s",
+			       EXPORT_MAX_NAME_BYTES >> 20, c->path);
+		free(c->path);
+		free(c->target);
+		free(c->old_target);
+		return -EFBIG;
+	}
 	if (w->out->n == w->out->cap) {
 		size_t cap = w->out->cap ? w->out->cap * 2 : 64;
 		struct change *v = realloc(w->out->v, cap * sizeof(*v));

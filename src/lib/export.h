@@ -48,6 +48,14 @@ struct export_limits {
 	uint64_t max_bytes;	/* bytes of regular files read or written */
 };
 
+/*
+ * The bytes of the changes' paths and symlink targets, whatever the
+ * limits: a path is up to 4 KiB, and empty files cost the sandbox's disk
+ * nothing, so max_files of them deep in long-named directories were a
+ * 400 MB diff (800 MB as a patch) and 2 GB of the daemon's memory.
+ */
+#define EXPORT_MAX_NAME_BYTES	(32ULL << 20)
+
 /* The upper and lower layers of one workspace (fds borrowed, not closed). */
 struct layers {
 	int upper;		/* the overlay's upperdir */

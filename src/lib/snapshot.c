@@ -17,9 +17,10 @@
  * character device 0/0 (an overlay whiteout: a deleted lower file) is
  * made again as a whiteout, every other device node, fifo and socket is
  * left out, setuid/setgid/sticky bits are dropped, hardlinks become
- * separate files, and the bytes and entries are counted against the
- * caller's budget.  Owners are kept (as root), so that the next box's
- * user, the same as this one's, reads the layer.  Of the xattrs only
+ * separate files, and the bytes (in whole blocks of the copy's
+ * filesystem) and entries are counted against the caller's budget.
+ * Owners are kept (as root), so that the next box's user, the same as
+ * this one's, reads the layer.  Of the xattrs only
  * overlay's opaque mark (user.overlay.opaque, userxattr mounts) is kept:
  * a directory the agent replaced whole stays replaced.
  */
@@ -38,6 +39,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -45,6 +47,7 @@
 
 #define SNAP_DEPTH_MAX	128		/* directories deep: two fds a level */
 #define SNAP_ENTRY_BYTES 512		/* what an entry costs the budget */
+#define SNAP_BLOCK	4096		/* a block, where statfs does not say */
 #define OPAQUE_XATTR	"user.overlay.opaque"
 
 struct box_snap {
@@ -57,6 +60,7 @@ struct box_snap {
 struct snapcopy {
 	struct corral_snapshot_info *info;
 	uint64_t max_bytes, max_files;
+	uint64_t block;			/* the copy's filesystem's block size */
 	bool chown;
 	struct corral_err *err;
 	char path[PATH_MAX];		/* of the entry at hand, for messages */
@@ -70,6 +74,22 @@ static int keep_owner(struct snapcopy *s, int dirfd, const char *name,
 		return 0;
 	return corral_set_err(s->err, -errno, "snapshot: chown %s: %s", s->path,
 			      strerror(errno));
+}
+
+/*
+ * What an entry takes on the disk, not only its length: data in whole
+ * blocks, a directory one.  200200 empty directories counted 512 bytes
+ * each, 102 MB of the budget, and took 804 MB of the host's disk (a
+ * one-byte file takes a block too): a budget of 1 GiB let about 8 GiB be
+ * written.  A symlink's target is counted as it is (a short one takes
+ * no block).
+ */
+static uint64_t on_disk(const struct snapcopy *s, uint64_t bytes)
+{
+	uint64_t b = s->block ? s->block : SNAP_BLOCK;
+
+	/* a length near 2^64 is over any budget as it is: not rounded past it */
+	return bytes > UINT64_MAX / 2 ? bytes : (bytes + b - 1) / b * b;
 }
 
 static int count(struct snapcopy *s, uint64_t bytes)
@@ -93,7 +113,7 @@ static int copy_file(struct snapcopy *s, int from, int to, const char *name,
 	cleanup_close int in = -1, out = -1;
 	struct stat now;
 	off_t left;
-	int r = count(s, (uint64_t)st->st_size);
+	int r = count(s, on_disk(s, (uint64_t)st->st_size));
 
 	if (r < 0)
 		return r;
@@ -179,7 +199,7 @@ static int copy_subdir(struct snapcopy *s, int from, int to, const char *name,
 	struct stat now;
 	char v[8];
 	ssize_t n;
-	int r = count(s, 0);
+	int r = count(s, on_disk(s, 1));	/* a directory's first block */
 
 	if (r < 0)
 		return r;
@@ -292,6 +312,7 @@ static int snap_copy(struct corral_box *b, struct box_snap *sn,
 		.chown = geteuid() == 0, .err = err,
 	};
 	cleanup_close int to = -1;
+	struct statfs sf;
 	struct stat st;
 	int r;
 
@@ -300,6 +321,8 @@ static int snap_copy(struct corral_box *b, struct box_snap *sn,
 	to = open(sn->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (to < 0)
 		return corral_set_err(err, -errno, "snapshot %s: %s", sn->dir, strerror(errno));
+	if (fstatfs(to, &sf) == 0 && sf.f_bsize > 0)
+		s.block = (uint64_t)sf.f_bsize;
 	if (fstat(b->sb->upperfd, &st) < 0)
 		return corral_set_err(err, -errno, "the upper layer: %s", strerror(errno));
 	r = copy_dir(&s, b->sb->upperfd, to, 0);

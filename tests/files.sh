@@ -229,6 +229,26 @@ for i in range(9000):
 	sh_in "$id" "rm -rf /tmp/deep" > /dev/null
 }
 
+# A walk reads a directory's names whole, to sort them, before its entry
+# limit applies: at most 131072 held at once (box.h, BOX_WALK_NAMES).  A
+# listing of a directory of 140,000 empty files reads what it can take,
+# truncated as before; an archive of it is refused, saying why.
+t_walk_names_bounded() {
+	local id=$SB code
+	sh_in "$id" "python3 -c \"import os
+os.mkdir('/tmp/many')
+for i in range(140000):
+    open('/tmp/many/%06d' % i, 'w').close()\"" > /dev/null || return 1
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/many&list=1")
+	expect_code "the listing" "$code" 200
+	expect_eq "truncated at the entry limit" "$(jq '[v["truncated"], len(v["entries"]), v["entries"][0]["name"]]')" \
+		'[true, 100000, "000000"]'
+	code=$(api GET "/v1/sandboxes/$id/archive?path=/tmp/many")
+	expect_code "the archive" "$code" 413
+	expect_contains "why" "$(cat "$T/body")" "more than 131072 entries to walk at once"
+	sh_in "$id" "rm -rf /tmp/many" > /dev/null
+}
+
 # `corral cp` out: nothing the sandbox chose decides where on the host the
 # file lands, nor its mode or xattrs.  A setuid file with a user xattr
 # lands under the name the operator typed, 0666 less the umask; a symlink

@@ -177,6 +177,11 @@ void box_ws_close(struct corral_box *b);
 /* ---- boxfiles.c: a tree beneath the sandbox's root ---- */
 
 #define BOX_WALK_DEPTH	256	/* directories deep, before a walk gives up */
+/*
+ * names a walk holds at once, across the directories it is in: they are
+ * read whole to be sorted, before the entry limit applies
+ */
+#define BOX_WALK_NAMES	131072
 
 /*
  * Called for each entry of a walk (a directory before what it holds),

@@ -461,6 +461,7 @@ struct walk {
 	void *arg;
 	bool recursive;
 	size_t max, seen;
+	size_t held;		/* names read and not yet freed (BOX_WALK_NAMES) */
 	struct corral_err *err;
 };
 
@@ -520,7 +521,58 @@ static int walk_entry(struct walk *w, int dfd, const char *name, char *rel,
 }
 
 /*
+ * How many names of the next directory a walk may read: one more than it
+ * can still take (it stops there, truncated), within BOX_WALK_NAMES held.
+ * A directory of 262,144 empty files, which cost the sandbox almost
+ * nothing, held about 70 MB of the daemon's for its names, for a listing
+ * of 100,000 entries.
+ */
+static size_t names_room(const struct walk *w, bool *by_max)
+{
+	size_t left = w->max - w->seen, room = BOX_WALK_NAMES - w->held;
+
+	*by_max = left < room;
+	return *by_max ? left + 1 : room;
+}
+
+/* names[0..n) a max-heap by name: the last of those kept on top */
+static void heap_up(char **h, size_t i)
+{
+	while (i) {
+		size_t p = (i - 1) / 2;
+		char *t = h[p];
+
+		if (strcmp(t, h[i]) >= 0)
+			break;
+		h[p] = h[i];
+		h[i] = t;
+		i = p;
+	}
+}
+
+static void heap_down(char **h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		char *t;
+
+		if (l < n && strcmp(h[l], h[m]) > 0)
+			m = l;
+		if (l + 1 < n && strcmp(h[l + 1], h[m]) > 0)
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[m];
+		h[m] = h[i];
+		h[i] = t;
+		i = m;
+	}
+}
+
+/*
  * Takes fd; the entries in name order, so the answer is the same each time.
+ * Past what the walk can still take, only the first names by order are
+ * kept (a heap), so a truncated answer is the same as if all were read.
  * Only the names are kept: readdir's record ends with its name, so a copy
  * of a whole struct dirent would read past the last one in the buffer.
  */
@@ -529,16 +581,39 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 	char **names = NULL;
 	DIR *d = fdopendir(fd);
 	struct dirent *de;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, room;
+	bool by_max;
 	int r = 0;
 
 	if (!d) {
 		close(fd);
 		return corral_set_errno(w->err, errno, "%.300s", rlen ? rel : ".");
 	}
+	room = names_room(w, &by_max);
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (n == room && !by_max) {
+			r = corral_set_err(w->err, -EFBIG, "%s%.300s: more than %d entries "
+					   "to walk at once", rlen ? "" : "the directory",
+					   rel, BOX_WALK_NAMES);
+			break;
+		}
+		if (n == room) {
+			char *keep;
+
+			if (strcmp(de->d_name, names[0]) >= 0)
+				continue;	/* after all those kept: never reached */
+			if (!(keep = strdup(de->d_name))) {
+				r = corral_set_err(w->err, -ENOMEM, "out of memory "
+						   "walking %.300s", rel);
+				break;
+			}
+			free(names[0]);
+			names[0] = keep;
+			heap_down(names, n, 0);
+			continue;
+		}
 		if (n == cap) {
 			char **g = realloc(names, (cap = cap ? cap * 2 : 64) *
 					   sizeof(*names));
@@ -554,14 +629,18 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 					   "%.300s", rel);
 			break;
 		}
+		if (by_max)
+			heap_up(names, n);
 		n++;
 	}
 	if (r == 0 && n > 1)	/* an empty directory has no array to sort */
 		qsort(names, n, sizeof(*names), name_cmp);
+	w->held += n;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		r = walk_entry(w, dirfd(d), names[i], rel, rlen, depth);
 		rel[rlen] = '\0';
 	}
+	w->held -= n;
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -572,7 +651,7 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
 	     box_walk_fn fn, void *arg, struct corral_err *err)
 {
-	struct walk w = { b, fn, arg, recursive, max, 0, err };
+	struct walk w = { b, fn, arg, recursive, max, 0, 0, err };
 	char rel[4096] = "";
 	int fd, r;
 

@@ -167,44 +167,8 @@ t_replace_a_large_workspace_file() {
 t_get_truncated_while_sent() {
 	local id=$SB sum
 	sum=$(sh_in "$id" 'head -c 8000000 /dev/urandom > /tmp/shrinks && sha256sum < /tmp/shrinks') || return 1
-	$PY - "$SOCK" "$id" "${sum%% *}" > "$T/out" 2>&1 <<'EOF2' || fail "$(cat "$T/out")"
-import hashlib, json, socket, sys
-sock, sid, want = sys.argv[1:]
-def call(method, path, body=b""):
-    c = socket.socket(socket.AF_UNIX)
-    c.settimeout(60)
-    c.connect(sock)
-    c.sendall(b"%s %s HTTP/1.1\r\nHost: l\r\nContent-Length: %d\r\n"
-              b"Connection: close\r\n\r\n%s" % (method.encode(), path.encode(),
-                                                len(body), body))
-    return c
-s = call("GET", "/v1/sandboxes/%s/files?path=/tmp/shrinks" % sid)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-got = b""
-while b"\r\n\r\n" not in got:
-    b = s.recv(4096)
-    assert b, "closed before the headers: %r" % got
-    got += b
-head, first = got.split(b"\r\n\r\n", 1)
-body = bytearray(first)	# bytes += bytes is quadratic
-assert head.startswith(b"HTTP/1.1 200"), head
-x = call("POST", "/v1/sandboxes/%s/exec" % sid,
-         json.dumps({"command": "truncate -s 0 /tmp/shrinks"}).encode())
-r = b""
-while True:
-    b = x.recv(65536)
-    if not b:
-        break
-    r += b
-assert b'"exit_code":0' in r, r
-while True:
-    b = s.recv(1 << 20)
-    if not b:
-        break
-    body += b
-assert len(body) == 8000000, "a body of %d bytes, not 8000000" % len(body)
-assert hashlib.sha256(body).hexdigest() == want, "not the bytes read"
-EOF2
+	$PY "$HERE/shrink_get.py" "$SOCK" "$id" "${sum%% *}" 8000000 > "$T/out" 2>&1 ||
+		fail "$(cat "$T/out")"
 	kill -0 "$DPID" || fail "the daemon died: $(tail -3 "$TEST_TMP/daemon.log")"
 }
 

@@ -2699,54 +2699,8 @@ t_tcp_tls_get_truncated_while_sent() {
 	code=$(api POST "/v1/sandboxes/$id/exec" -d '{"command": "head -c 32000000 /dev/urandom > /tmp/shrinks && sha256sum < /tmp/shrinks"}')
 	expect_code "a file made" "$code" 200 || return 1
 	sum=$(jq 'v["stdout"]')
-	$PY - "$port" "$T/cert.pem" "$T/token" "$id" "${sum%% *}" "$SOCK" \
-		> "$T/out" 2>&1 <<'EOF2' || fail "$(tail -5 "$T/out")"
-import hashlib, json, socket, ssl, sys
-port, ca, sid, want, sock = int(sys.argv[1]), sys.argv[2], sys.argv[4], sys.argv[5], sys.argv[6]
-token = open(sys.argv[3]).read()
-ctx = ssl.create_default_context(cafile=ca)
-# a window set before connecting (a tiny one is 40 ms a segment): most of
-# the 32 MB stays in the daemon, past what the kernel's buffers hold
-raw = socket.socket()
-raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 128 << 10)
-raw.settimeout(60)
-raw.connect(("127.0.0.1", port))
-s = ctx.wrap_socket(raw, server_hostname="localhost")
-s.sendall(b"GET /v1/sandboxes/%s/files?path=/tmp/shrinks HTTP/1.1\r\nHost: l\r\n"
-          b"Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
-          % (sid.encode(), token.encode()))
-got = b""
-while b"\r\n\r\n" not in got:
-    b = s.recv(4096)
-    assert b, "closed before the headers: %r" % got
-    got += b
-head, first = got.split(b"\r\n\r\n", 1)
-body = bytearray(first)	# bytes += bytes is quadratic
-assert head.startswith(b"HTTP/1.1 200"), head
-x = socket.socket(socket.AF_UNIX)
-x.settimeout(60)
-x.connect(sock)
-cmd = json.dumps({"command": "truncate -s 0 /tmp/shrinks"}).encode()
-x.sendall(b"POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: l\r\nContent-Length: %d\r\n"
-          b"Connection: close\r\n\r\n%s" % (sid.encode(), len(cmd), cmd))
-r = b""
-while True:
-    b = x.recv(65536)
-    if not b:
-        break
-    r += b
-assert b'"exit_code":0' in r, r
-while True:
-    try:
-        b = s.recv(1 << 20)
-    except (ssl.SSLEOFError, ConnectionResetError) as e:
-        sys.exit("the connection broke after %d bytes: %r" % (len(body), e))
-    if not b:
-        break
-    body += b
-assert len(body) == 32000000, "a body of %d bytes, not 32000000" % len(body)
-assert hashlib.sha256(body).hexdigest() == want, "not the bytes read"
-EOF2
+	$PY "$HERE/shrink_get.py" "$SOCK" "$id" "${sum%% *}" 32000000 \
+		"$port" "$T/cert.pem" "$T/token" > "$T/out" 2>&1 || fail "$(tail -5 "$T/out")"
 	stop_daemon
 }
 

@@ -156,6 +156,14 @@ TEST(an_edited_passwd_is_honoured_at_the_next_check)
 	/* and removed again: the range is free once more */
 	CHECK(rewrite(""));
 	CHECK(!ns_range_clashes(why, sizeof(why)));
+	/* the owners' range above it is checked too: no host user may own a sandbox */
+	snprintf(line, sizeof(line), "corral-owner:x:%u:%u::/:/bin/false\n",
+		 CORRAL_OWNERS_BASE + 7, CORRAL_OWNERS_BASE + 7);
+	CHECK(rewrite(line));
+	CHECK(ns_range_clashes(why, sizeof(why)));
+	CHECK_STR_CONTAINS(why, "corral-owner");
+	CHECK(rewrite(""));
+	CHECK(!ns_range_clashes(why, sizeof(why)));
 	/* the same length as the clashing text, a line outside the range */
 	snprintf(line, sizeof(line), "corral-unit:x:%u:%u::/:/bin/false\n",
 		 CORRAL_IDS_BASE - 7, CORRAL_IDS_BASE - 7);

@@ -34,8 +34,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <linux/securebits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -370,6 +370,23 @@ uid_t ns_owner_next(void)
  * made (no CAP_SETPCAP, the owner not mapped where we are), the caller
  * owns the namespace, as before: ids->owner is then 0.
  */
+static pid_t clone_raw(unsigned long flags, int *pidfd)
+{
+	return (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+}
+
+/* This thread as owner, capabilities kept; false (nothing changed) if not. */
+static bool become_owner(uid_t owner, int bits)
+{
+	if (prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+		return false;
+	if (syscall(SYS_setresuid, -1, owner, -1) == 0)
+		return true;
+	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+		abort();
+	return false;
+}
+
 pid_t ns_clone_owned(unsigned long flags, int *pidfd, struct corral_ids *ids)
 {
 	int bits = -1, dumpable = -1, e;
@@ -379,18 +396,11 @@ pid_t ns_clone_owned(unsigned long flags, int *pidfd, struct corral_ids *ids)
 		bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
 		dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	}
-	if (bits < 0 || dumpable < 0 ||
-	    prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0) {
+	if (bits < 0 || dumpable < 0 || !become_owner(ids->owner, bits)) {
 		ids->owner = 0;
-		return (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+		return clone_raw(flags, pidfd);
 	}
-	if (syscall(SYS_setresuid, -1, ids->owner, -1) < 0) {
-		ids->owner = 0;
-		if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
-			abort();
-		return (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
-	}
-	pid = (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+	pid = clone_raw(flags, pidfd);
 	e = errno;
 	if (pid == 0) {
 		/* all capabilities in the new user namespace: CAP_SETPCAP too */

@@ -1646,6 +1646,61 @@ t_moves_off_loop() {
 	stop_daemon
 }
 
+# Attacker (a client, found by tests/chaos_serve.py): a caller that goes
+# away while its call's process still waits for its move.  The call is
+# killed before it was sent (its message dropped); the move that ends
+# after must not send it: the daemon died of SIGSEGV there, every box
+# with it.
+t_caller_gone_while_its_move_waits() {
+	local cr cp sp fds i
+	mkfifo "$T/move"
+	exec 7<>"$T/move"
+	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
+	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -d '{"idle_freeze_ms": 0}' \
+		-o "$T/a.json" -w '%{http_code}' http://localhost/v1/sandboxes > "$T/a.code" 2>&1 &
+	cr=$!
+	if [ -z "$(await_hold "$cr")" ]; then
+		wait "$cr" || true
+		rm -f "$T/move"; exec 7>&-
+		stop_daemon
+		skip "no cgroups: no process is moved"
+		return 77
+	fi
+	printf x >&7	# a's init
+	wait "$cr" || true
+	a=$(pyjq 'v["id"]' "$T/a.json")
+	[ -n "$(await_hold)" ] || fail "a's next process is not held"
+	sp=$(held_spare "$a")
+	[ -n "$sp" ] || { fail "no process of a waits for its move"; stop_daemon; return 1; }
+	# stopped, it reads its gate's EOF only once the move has ended
+	kill -STOP "$sp"
+	"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST \
+		-d "$(jbody command 'echo ran')" -o /dev/null \
+		"http://localhost/v1/sandboxes/$a/exec" 2>/dev/null &
+	cp=$!
+	i=0
+	until [ "$(sbget "$a" 'v["running"]')" = 1 ] || [ $i -ge 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	fds=$(ls /proc/"$DPID"/fd | wc -l)
+	kill "$cp" 2>/dev/null
+	wait "$cp" 2>/dev/null || true
+	# the daemon hears its caller leave: the connection and the gate close
+	i=0
+	while [ "$(ls /proc/"$DPID"/fd | wc -l)" -gt $((fds - 2)) ] && [ $i -lt 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	printf x >&7	# the move of a call that was killed
+	rm -f "$T/move"
+	exec 7>&-
+	code=$(api GET /v1/health)
+	expect_code "health once the killed call's move ended" "$code" 200
+	kill -CONT "$sp" 2>/dev/null
+	alive "$DPID" || fail "the daemon died: $(log_digest "$DLOG")"
+	expect_eq "a still runs calls" "$(sbsh "$a" 'echo after')" after
+	stop_daemon
+}
+
 cg_mover_of() {	# cg_mover_of PID: the daemon's cgroup mover
 	local p
 	for p in $(cat /proc/"$1"/task/*/children 2>/dev/null); do

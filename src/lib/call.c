@@ -1297,7 +1297,11 @@ int corral_call_kill(struct corral_call *c, int sig)
 		/*
 		 * Its process has not had the call (nor maybe its cgroup):
 		 * EOF on the gate, and it dies of SIGKILL having run nothing.
+		 * Its move, if one is under way, would send the call dropped
+		 * here when it ends: the call has no more use for it.
 		 */
+		cg_move_cancel(c->mv);
+		c->mv = NULL;
 		drop_event(&c->ev_gate);
 		close_fd(&c->gate);
 		drop_pend(c);

@@ -1174,6 +1174,10 @@ agent"
 	code=$(api DELETE "$F?path=/workspace/data.bin")
 	expect_error "delete again" "$code" 404 not_found
 	expect_eq "gone inside" "$(sbsh "$id" 'test -e /workspace/data.bin && echo there || echo gone')" gone
+	# a directory: only an empty one (chaos_serve.py's walk had a 500)
+	code=$(api DELETE "$F?path=/workspace/sub")
+	expect_error "delete a directory that is not empty" "$code" 409 conflict
+	expect_contains "why" "$(jq 'v["detail"]')" "not empty"
 	# what is not a regular file, or not there
 	code=$(api GET "$F?path=/workspace/sub")
 	expect_error "get a dir" "$code" 400 bad_request

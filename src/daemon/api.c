@@ -78,6 +78,7 @@ int api_status(int code, const char **error)
 		return 403;
 	case -EBUSY:
 	case -EEXIST:
+	case -ENOTEMPTY:	/* DELETE of a directory that holds something */
 	case -ESTALE:
 	case -EALREADY:
 	case -EAGAIN:

@@ -94,7 +94,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 CLIENT_BIN := $(BUILD)/tests/serve_client
 
 .PHONY: oci-validation
-.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak image-debian-test
+.PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak chaos image-debian-test
 
 all: $(BUILD)/corral $(TLS_PLUGIN) $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
 
@@ -221,6 +221,12 @@ soak: all
 	tests/soak.sh $(BUILD)/corral $(SOAK_CYCLES)
 	/usr/bin/python3 tests/soak_serve.py $(BUILD)/corral $(SOAK_CYCLES)
 
+# The daemon's API at random for CHAOS_SECONDS, CHAOS_SEED to replay a run
+# (the check runs 30 s; use the ASan build: make BUILD=build-asan ...).
+CHAOS_SECONDS ?= 600
+chaos: all
+	/usr/bin/python3 tests/chaos_serve.py $(BUILD)/corral $(CHAOS_SECONDS) $(CHAOS_SEED)
+
 # libFuzzer targets, one a parser, each run for FUZZ_SECONDS over its seed
 # corpus (fuzz/corpus/NAME); new inputs go to build-fuzz/, crashes too.
 # The library and the daemon's API are compiled once for all targets, and
@@ -277,4 +283,5 @@ help:
 	@echo "make bench      corral vs bubblewrap vs unshare, the proxy vs direct, the daemon"
 	@echo "make fuzz       the libFuzzer targets, FUZZ_SECONDS each (default 60), FUZZ_JOBS at once"
 	@echo "make soak       SOAK_CYCLES runs and daemon cycles (default 10000), then count leftovers"
+	@echo "make chaos      the daemon's API at random for CHAOS_SECONDS (default 600; CHAOS_SEED replays)"
 	@echo "make deps       install the Debian packages the build and tests need"

@@ -15,7 +15,8 @@
 #        tests and apt-get inside, as root;
 #      - serve.sh's second part as uid 65534, then mcp.sh, the Python
 #        client and the OpenAPI check as root under the sanitizers;
-#      and the fuzzers, briefly, at nice 19, beside them
+#      and the fuzzers, briefly, at nice 19, beside them, then the
+#      daemon's API driven at random (chaos_serve.py)
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged
@@ -323,10 +324,27 @@ nobody_lane() {
 # third lane, whose steps waited behind it: with four lanes its build took
 # more than 7 minutes, serve.sh's second part as root still waiting.  6 s
 # a target, not 10, takes 20 s off the wall.
+#
+# Then the daemon's API at random (tests/chaos_serve.py: 4 clients, a seed
+# printed for a replay), at the normal priority: its requests wait on
+# their sandboxes, and at nice 19 beside two busy cores they would wait
+# for minutes.  Under the sanitizers as root, then -O2 as uid 65534.
 fuzz_lane() {
-	command -v clang >/dev/null || return 0
-	step "fuzz, 6 s a target, two at a time, beside the lanes" \
-		nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=6 FUZZ_JOBS=2
+	if command -v clang >/dev/null; then
+		step "fuzz, 6 s a target, two at a time, beside the lanes" \
+			nice -n 19 make -s -j2 fuzz FUZZ_SECONDS=6 FUZZ_JOBS=2
+	fi
+	if ! lane_wait .built 900; then
+		echo "0 1" >> "$TALLY"
+		return 0
+	fi
+	step "the daemon's API at random, 30 s, as $(id -un) (ASan+UBSan)" \
+		/usr/bin/python3 tests/chaos_serve.py build-asan/corral 30
+	[ "$(id -u)" = 0 ] || return 0
+	stage build
+	step "the daemon's API at random, 30 s, as uid $NOBODY (gcc -O2)" \
+		as_nobody /usr/bin/python3 "$STAGE/tests/chaos_serve.py" "$STAGE/corral" 30
+	rm -rf "$STAGE"; STAGE=""
 }
 
 # rest_lane ASAN_BUILD BUILD: as root, serve.sh's second part under the
@@ -420,6 +438,7 @@ step "build with -Wall -Wextra -Werror" build build -Werror ""
 step "the library exports only corral.h" tests/exports.sh build
 step "build with ASan+UBSan" build build-asan "-Werror $SAN" "$SAN"
 step "the sanitizers' flags catch an overflow, a leak and UB" env SAN="$SAN" tests/sanitizers.sh
+touch "$LANE_DIR/.built"	# the fuzzers' lane goes on with both builds
 # the slower, sanitized ones started first
 step "unit tests (ASan+UBSan, and gcc -O2)" unit_tests build-asan build
 

@@ -1,0 +1,528 @@
+#!/usr/bin/python3
+"""chaos_serve.py - the daemon's API driven at random by several clients at
+once, the way no test orders it: sandboxes deleted under a streaming exec,
+paused during a file upload, snapshotted while a background process writes,
+requests cut off mid-body, bodies that are not JSON.  Every choice comes
+from one seed, printed, so a failure can be replayed.
+
+    tests/chaos_serve.py CORRAL [SECONDS [SEED]]   (check: 40 s; make chaos: 600)
+
+Fails on: a 500 (the daemon's own fault, never the client's), a request
+with no answer within REQ_TIMEOUT, the daemon dying or not stopping on
+SIGTERM with status 0, a sanitizer's report in its stderr (run it on the
+ASan build), and anything left behind once every sandbox is deleted
+(its cgroups and the processes in them, its sandboxes' state files).
+Ends with a line "chaos: N passed, N failed".
+"""
+import glob
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CORRAL = os.path.abspath(sys.argv[1])
+SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 40
+SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.SystemRandom().randrange(1 << 30)
+CLIENTS = 4
+MAX_OPS = 20000             # per client: the loop ends at SECONDS or here
+MAX_BOXES = 6               # live sandboxes the clients share
+REQ_TIMEOUT = float(os.environ.get("CHAOS_REQ_TIMEOUT", "60"))
+ALLOWED_5XX = {503, 507}    # documented: busy, and over a budget
+
+
+class UnixConn(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("corral", timeout=REQ_TIMEOUT)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+class Shared:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.boxes = []
+        self.snaps = []
+        self.pids = {}          # box id -> [background pid]
+        self.sock = None
+        self.dpid = 0
+        self.ws = None
+        self.bad = []           # what failed, one line each
+        self.ops = {}           # op name -> count
+        self.status = {}        # status -> count
+        self.by_op = {}         # op name -> {status: count}
+
+    def note(self, op, status):
+        with self.lock:
+            self.by_op.setdefault(op, {})
+            self.by_op[op][status] = self.by_op[op].get(status, 0) + 1
+            self.ops[op] = self.ops.get(op, 0) + 1
+            self.status[status] = self.status.get(status, 0) + 1
+
+    def fail(self, what):
+        with self.lock:
+            if len(self.bad) < 50:
+                self.bad.append(what)
+
+    def diagnose(self, url):
+        """What the daemon says of the sandbox, and its process tree."""
+        parts = url.split("/")
+        out = []
+        if len(parts) > 3 and parts[2] == "sandboxes":
+            c = UnixConn(self.sock)
+            c.timeout = 5
+            try:
+                c.request("GET", "/v1/sandboxes/" + parts[3])
+                out.append(c.getresponse().read().decode(errors="replace")[:1500])
+            except (http.client.HTTPException, OSError) as e:
+                out.append(f"GET of the sandbox: {e}")
+            c.close()
+        try:
+            out.append(subprocess.run(["pstree", "-p", "-a", str(self.dpid)], capture_output=True,
+                                      text=True, timeout=10).stdout[-3000:])
+        except (OSError, subprocess.SubprocessError) as e:
+            out.append(f"pstree: {e}")
+        return "\n".join(out)
+
+    def pick(self, rng, lst):
+        with self.lock:
+            return rng.choice(lst) if lst else None
+
+
+class Client:
+    def __init__(self, sock, sh, rng, n):
+        self.sock, self.sh, self.rng, self.n = sock, sh, rng, n
+        self.c = UnixConn(sock)
+
+    def reconnect(self):
+        self.c.close()
+        self.c = UnixConn(self.sock)
+
+    def req(self, op, method, url, body=None, raw=None, headers=None):
+        """-> (status, decoded JSON or bytes); None status: no answer."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        try:
+            self.c.request(method, url, body=data, headers=headers or {})
+            r = self.c.getresponse()
+            out = r.read()
+        except socket.timeout:
+            self.sh.fail(f"client {self.n}: {method} {url} {(data or b'')[:200]!r}: "
+                         f"no answer in {REQ_TIMEOUT} s; then:\n" + self.sh.diagnose(url))
+            self.reconnect()
+            return None, None
+        except (http.client.HTTPException, OSError) as e:
+            self.reconnect()
+            self.sh.note(op, "conn:" + type(e).__name__)
+            return None, None
+        self.sh.note(op, r.status)
+        # docs/API.md: pause without a freezer is a 500 that says why
+        documented = r.status == 500 and url.endswith("/pause") and b"no freezer" in out
+        if r.status >= 500 and r.status not in ALLOWED_5XX and not documented:
+            self.sh.fail(f"client {self.n}: {method} {url} -> {r.status}: {out[:300]!r}")
+        if r.getheader("Content-Type", "").startswith("application/json"):
+            try:
+                return r.status, json.loads(out)
+            except ValueError:
+                self.sh.fail(f"client {self.n}: {method} {url}: a body that is not JSON: {out[:200]!r}")
+        return r.status, out
+
+    def cut(self, op, head, send_bytes, read_some=False):
+        """A request on a connection of its own, cut off: after part of
+        its body, or after part of the answer."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        try:
+            s.connect(self.sock)
+            s.sendall(head + send_bytes)
+            if read_some:
+                s.recv(self.rng.choice([1, 100, 4096]))
+        except OSError:
+            pass
+        finally:
+            s.close()
+        self.sh.note(op, "cut")
+
+    # ---- the operations ----------------------------------------------------
+    def box(self):
+        return self.sh.pick(self.rng, self.sh.boxes)
+
+    def op_create(self):
+        with self.sh.lock:
+            if len(self.sh.boxes) >= MAX_BOXES:
+                return
+        body = {"labels": {"chaos": str(self.n)}}
+        if self.rng.random() < 0.5:
+            body["idle_freeze_ms"] = self.rng.choice([0, 5, 50, 1000])
+        if self.rng.random() < 0.2:
+            body["ttl_seconds"] = self.rng.choice([1, 3, 30])
+        if self.rng.random() < 0.3:
+            # small limits, for the calls to meet them: OOM, pids, a full disk
+            body["policy"] = {"limits": self.rng.choice([
+                {"memory": "32M"}, {"pids": 8}, {"disk": "8M"},
+                {"memory": "48M", "pids": 16, "disk": "16M"}])}
+        if self.rng.random() < 0.5:
+            body["workspace"] = self.sh.ws     # diff, export and snapshot need one
+        lease = None
+        if self.rng.random() < 0.1:
+            lease = self.open_lease()
+            body["lease"] = lease[1] if lease else "ls-nope"
+        snap = self.sh.pick(self.rng, self.sh.snaps)
+        if snap and self.rng.random() < 0.3:
+            body["from_snapshot"] = snap
+        st, out = self.req("create", "POST", "/v1/sandboxes", body)
+        if st == 201 or (st == 200 and isinstance(out, dict) and "id" in out):
+            with self.sh.lock:
+                self.sh.boxes.append(out["id"])
+        if lease:
+            # the lease's end takes its sandbox, whoever is using it
+            time.sleep(self.rng.choice([0, 0.05, 0.5]))
+            lease[0].close()
+            self.sh.note("lease-closed", "cut")
+
+    def open_lease(self):
+        """-> (its socket, held open; its id), or None."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        try:
+            s.connect(self.sock)
+            s.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            got = b""
+            while b'"lease"' not in got or not got.rstrip(b"\r\n").endswith(b"}"):
+                more = s.recv(4096)
+                if not more:
+                    break
+                got += more
+            i = got.find(b'"ls-')
+            if i < 0:
+                self.sh.note("lease", "no lease")
+                s.close()
+                return None
+            self.sh.note("lease", 200)
+            return s, got[i + 1:got.index(b'"', i + 1)].decode()
+        except OSError:
+            s.close()
+            self.sh.note("lease", "conn")
+            return None
+
+    def op_delete(self):
+        b = self.box()
+        if not b:
+            return
+        with self.sh.lock:
+            if b in self.sh.boxes:
+                self.sh.boxes.remove(b)
+        self.req("delete", "DELETE", f"/v1/sandboxes/{b}")
+
+    COMMANDS = [
+        "true", "echo hi", "exit 3", "head -c 300000 /dev/zero",
+        "for i in 1 2 3; do echo $i > /workspace/f$i; done",
+        "mkdir -p /workspace/d/e && echo x > /workspace/d/e/g",
+        "rm -rf /workspace/d", "sleep 0.2", "kill -9 $$",
+        "sh -c 'sleep 5 &' ; echo bg", "cat /workspace/f1",
+        "yes | head -c 100000 >&2", "ln -sf /etc/passwd /workspace/link",
+        "dd if=/dev/zero of=/workspace/big bs=1M count=4 2>/dev/null",
+        "python3 -c 'x = bytearray(64 << 20)'",
+        "for i in $(seq 20); do sleep 1 & done; wait",
+        "dd if=/dev/zero of=/tmp/fill bs=1M count=40 2>/dev/null; rm -f /tmp/fill",
+        "cat > /workspace/in.txt",
+    ]
+
+    def op_exec(self):
+        b = self.box()
+        if not b:
+            return
+        body = {"command": self.rng.choice(self.COMMANDS)}
+        if self.rng.random() < 0.3:
+            body["timeout_seconds"] = self.rng.choice([0.05, 0.5, 5])
+        if self.rng.random() < 0.3:
+            body["tool_call_id"] = f"c{self.n}-{self.rng.randrange(1000)}"
+        if self.rng.random() < 0.25:
+            body["stream"] = True
+        if self.rng.random() < 0.2:
+            body["stdin"] = "x" * self.rng.choice([1, 5000, 300000])
+        if self.rng.random() < 0.15:
+            raw = json.dumps(body).encode()
+            head = (f"POST /v1/sandboxes/{b}/exec HTTP/1.1\r\nHost: x\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n").encode()
+            if self.rng.random() < 0.5:
+                self.cut("exec-cut-body", head, raw[:self.rng.randrange(len(raw))])
+            else:
+                self.cut("exec-cut-answer", head, raw, read_some=True)
+            return
+        self.req("exec", "POST", f"/v1/sandboxes/{b}/exec", body)
+
+    def op_process(self):
+        b = self.box()
+        if not b:
+            return
+        r = self.rng.random()
+        pids = self.sh.pids.get(b) or []
+        if r < 0.35 or not pids:
+            st, out = self.req("proc-start", "POST", f"/v1/sandboxes/{b}/processes",
+                               {"command": self.rng.choice(["sleep 3", "cat", "yes | head -c 2000000",
+                                                            "while :; do echo t; sleep 0.1; done"]),
+                                "stdin_open": self.rng.random() < 0.5})
+            if st in (200, 201) and isinstance(out, dict) and "pid" in out:
+                with self.sh.lock:
+                    self.sh.pids.setdefault(b, []).append(out["pid"])
+            return
+        pid = self.rng.choice(pids)
+        what = self.rng.choice(["get", "list", "output", "wait", "stdin", "signal", "delete"])
+        base = f"/v1/sandboxes/{b}/processes"
+        if what == "get":
+            self.req("proc-get", "GET", f"{base}/{pid}")
+        elif what == "list":
+            self.req("proc-list", "GET", base)
+        elif what == "output":
+            self.req("proc-output", "GET", f"{base}/{pid}/output")
+        elif what == "wait":
+            self.req("proc-wait", "GET", f"{base}/{pid}/wait?timeout_seconds=0.2")
+        elif what == "stdin":
+            self.req("proc-stdin", "POST", f"{base}/{pid}/stdin" + self.rng.choice(["", "?eof=1"]),
+                     raw=b"x" * self.rng.choice([1, 1000, 100000]))
+        elif what == "signal":
+            self.req("proc-signal", "POST", f"{base}/{pid}/signal",
+                     {"signal": self.rng.choice(["TERM", "KILL", "STOP", "CONT", "HUP"])})
+        else:
+            self.req("proc-delete", "DELETE", f"{base}/{pid}")
+
+    PATHS = ["/workspace/a.txt", "/workspace/d/e/g", "/workspace", "/workspace/link",
+             "/workspace/big", "/tmp/x", "/workspace/../etc/passwd", "/workspace/f1",
+             "/proc/self/environ", "/workspace/new/deep/file"]
+
+    def op_files(self):
+        b = self.box()
+        if not b:
+            return
+        path = self.rng.choice(self.PATHS)
+        what = self.rng.choice(["put", "get", "list", "rlist", "mkdir", "rename", "delete",
+                                "archive", "put-cut"])
+        base = f"/v1/sandboxes/{b}"
+        if what == "put":
+            self.req("file-put", "PUT", f"{base}/files?path={path}&parents=1",
+                     raw=os.urandom(self.rng.choice([0, 10, 70000, 2000000])))
+        elif what == "put-cut":
+            head = (f"PUT {base}/files?path={path} HTTP/1.1\r\nHost: x\r\n"
+                    f"Content-Length: 1000000\r\n\r\n").encode()
+            self.cut("file-put-cut", head, b"y" * self.rng.randrange(100000))
+        elif what == "get":
+            self.req("file-get", "GET", f"{base}/files?path={path}")
+        elif what == "list":
+            self.req("file-list", "GET", f"{base}/files?path={path}&list=1")
+        elif what == "rlist":
+            self.req("file-list", "GET", f"{base}/files?path=/workspace&list=1&recursive=1")
+        elif what == "mkdir":
+            self.req("file-mkdir", "POST", f"{base}/files/mkdir", {"path": path})
+        elif what == "rename":
+            self.req("file-rename", "POST", f"{base}/files/rename",
+                     {"from": path, "to": self.rng.choice(self.PATHS)})
+        elif what == "delete":
+            self.req("file-delete", "DELETE", f"{base}/files?path={path}")
+        else:
+            self.req("archive", "GET", f"{base}/archive?path=/workspace")
+
+    def op_state(self):
+        b = self.box()
+        if not b:
+            return
+        what = self.rng.choice(["pause", "resume", "keepalive", "get", "halt", "diff",
+                                "patch", "export", "snapshot"])
+        base = f"/v1/sandboxes/{b}"
+        if what == "pause":
+            # a person's pause holds a running call until resume: held
+            # briefly here, as no client of this walk would wait longer
+            st, _ = self.req("pause", "POST", f"{base}/pause")
+            time.sleep(self.rng.choice([0, 0.01, 0.2]))
+            self.req("resume", "POST", f"{base}/resume")
+        elif what in ("resume", "keepalive"):
+            self.req(what, "POST", f"{base}/{what}")
+        elif what == "get":
+            self.req("get", "GET", base)
+        elif what == "halt":
+            if self.rng.random() < 0.2:
+                self.req("halt", "POST", f"{base}/halt", {"reason": "chaos"})
+        elif what == "diff":
+            self.req("diff", "GET", f"{base}/diff")
+        elif what == "patch":
+            self.req("diff", "GET", f"{base}/diff?format=patch")
+        elif what == "export":
+            self.req("export", "POST", f"{base}/export", {"patch": True})
+        else:
+            st, out = self.req("snapshot", "POST", f"{base}/snapshot")
+            if st in (200, 201) and isinstance(out, dict) and "id" in out:
+                with self.sh.lock:
+                    self.sh.snaps.append(out["id"])
+
+    def op_misc(self):
+        what = self.rng.choice(["health", "metrics", "list", "events", "events-cut",
+                                "snaps", "snap-delete", "garbage", "bad-json", "lease"])
+        if what == "health":
+            self.req("health", "GET", "/v1/health")
+        elif what == "metrics":
+            self.req("metrics", "GET", "/v1/metrics")
+        elif what == "list":
+            self.req("list", "GET", "/v1/sandboxes?label=chaos")
+        elif what == "events":
+            self.req("events", "GET", "/v1/events")
+        elif what == "events-cut":
+            self.cut("events-follow-cut", b"GET /v1/events?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+                     b"", read_some=True)
+        elif what == "snaps":
+            self.req("snapshots", "GET", "/v1/snapshots")
+        elif what == "snap-delete":
+            s = self.sh.pick(self.rng, self.sh.snaps)
+            if s and self.rng.random() < 0.5:
+                with self.sh.lock:
+                    if s in self.sh.snaps:
+                        self.sh.snaps.remove(s)
+                self.req("snapshot-delete", "DELETE", f"/v1/snapshots/{s}")
+        elif what == "garbage":
+            b = self.box() or "nope"
+            self.req("garbage", self.rng.choice(["POST", "PUT", "PATCH", "GET"]),
+                     self.rng.choice([f"/v1/sandboxes/{b}/exec/x", "/v1/%00", "/v1/sandboxes/..%2f",
+                                      f"/v1/sandboxes/{b}/files?path=", "/" + "a" * 5000]),
+                     raw=os.urandom(self.rng.randrange(64)))
+        elif what == "bad-json":
+            b = self.box() or "nope"
+            self.req("bad-json", "POST", f"/v1/sandboxes/{b}/exec",
+                     raw=self.rng.choice([b"{", b"[]", b'{"command": 7}', b'{"argv": []}',
+                                          b'{"command": "true", "env": {"A": 1}}',
+                                          b"[" * 5000, b'{"argv": ["' + b"a" * 300000 + b'"]}']))
+        else:
+            lease = self.open_lease()
+            if lease:
+                time.sleep(self.rng.choice([0, 0.1]))
+                lease[0].close()
+
+    def run(self, deadline):
+        ops = [(self.op_exec, 30), (self.op_files, 20), (self.op_process, 12),
+               (self.op_state, 12), (self.op_misc, 10), (self.op_create, 8), (self.op_delete, 4)]
+        fns, weights = zip(*ops)
+        for _ in range(MAX_OPS):
+            if time.monotonic() > deadline:
+                break
+            self.rng.choices(fns, weights)[0]()
+        self.c.close()
+
+
+def left_of(dpid):
+    """The daemon's cgroups still there, and the processes in them."""
+    groups = [d for d in glob.glob(f"/sys/fs/cgroup/*/corral*/corral-{dpid}-*")
+              + glob.glob(f"/sys/fs/cgroup/corral*/corral-{dpid}-*") if os.path.isdir(d)]
+    procs = []
+    for d in glob.glob("/proc/[0-9]*/cgroup"):
+        try:
+            with open(d) as f:
+                if f"/corral-{dpid}-" in f.read():
+                    procs.append(int(d.split("/")[2]))
+        except OSError:
+            pass
+    return groups, procs
+
+
+def main():
+    passed = failed = 0
+    tmp = tempfile.mkdtemp(prefix="corral-chaos.")
+    os.chmod(tmp, 0o755)
+    sock, state, log = (os.path.join(tmp, n) for n in ("sock", "state", "log"))
+    print(f"chaos: seed {SEED}, {CLIENTS} clients, {SECONDS:.0f} s "
+          f"(replay: tests/chaos_serve.py CORRAL {SECONDS:.0f} {SEED})", flush=True)
+    wrap = os.environ.get("CHAOS_WRAP", "").split()    # e.g. "gdb -batch -ex run -ex bt --args"
+    d = subprocess.Popen(wrap + [CORRAL, "serve", "--socket", sock, "--state-dir", state],
+                         stdout=open(log + ".out", "w") if wrap else subprocess.DEVNULL,
+                         stderr=open(log, "w"))
+    sh = Shared()
+    sh.sock, sh.dpid = sock, d.pid
+    sh.ws = os.path.join(tmp, "ws")
+    os.makedirs(os.path.join(sh.ws, "src"))
+    for i in range(20):
+        with open(os.path.join(sh.ws, "src", f"m{i}.py"), "w") as f:
+            f.write(f"x = {i}\n" * 50)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock) or d.poll() is not None:
+                break
+            time.sleep(0.05)
+        deadline = time.monotonic() + SECONDS
+        ths = [threading.Thread(target=Client(sock, sh, random.Random(SEED + i), i).run,
+                                args=(deadline,)) for i in range(CLIENTS)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join(SECONDS + 4 * REQ_TIMEOUT)
+        alive = d.poll() is None
+        if os.environ.get("CHAOS_VERBOSE"):
+            for op, st in sorted(sh.by_op.items()):
+                print(f"  {op:18s} " + ", ".join(f"{k} x{v}" for k, v in sorted(st.items(), key=str)))
+        print(f"  {sum(sh.ops.values())} requests; statuses: "
+              + ", ".join(f"{k} x{v}" for k, v in sorted(sh.status.items(), key=str)))
+        def check(ok, what):
+            nonlocal passed, failed
+            print(("ok   " if ok else "FAIL ") + what, flush=True)
+            passed, failed = passed + ok, failed + (not ok)
+        check(not any(t.is_alive() for t in ths), "every client finished")
+        check(alive, "the daemon outlived the chaos" + ("" if alive else f" (status {d.returncode})"))
+        if not alive:
+            with open(log + (".out" if wrap else ""), errors="replace") as f:
+                for line in f.read().splitlines()[-40:]:
+                    print("     " + line)
+        for b in sh.bad:
+            print("     " + b)
+        check(not sh.bad, f"no 500 and no request left unanswered ({len(sh.bad)} bad)")
+        if alive:
+            api = Client(sock, Shared(), random.Random(0), -1)
+            st, out = api.req("list", "GET", "/v1/sandboxes")
+            for b in (out.get("sandboxes", out) if isinstance(out, dict) else out or []):
+                bid = b.get("id") if isinstance(b, dict) else b
+                api.req("delete", "DELETE", f"/v1/sandboxes/{bid}")
+            st, out = api.req("list", "GET", "/v1/sandboxes")
+            left = out.get("sandboxes", out) if isinstance(out, dict) else out
+            check(st == 200 and not left, f"every sandbox deleted (left: {left!r:.200})")
+            api.c.close()
+            dpid = d.pid
+            d.send_signal(signal.SIGTERM)
+            try:
+                rc = d.wait(60)
+            except subprocess.TimeoutExpired:
+                d.kill()
+                rc = d.wait()
+            check(rc == 0, f"the daemon stopped on SIGTERM with status 0 (got {rc})")
+            for _ in range(100):      # a pid namespace's last processes go after its init
+                groups, procs = left_of(dpid)
+                if not groups and not procs:
+                    break
+                time.sleep(0.1)
+            check(not groups and not procs,
+                  f"nothing of the daemon's left: groups {groups[:3]}, processes {procs[:5]}")
+            files = [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(state, "sandboxes"))
+                     for f in fs]
+            check(not files, f"no sandbox state left: {files[:5]}")
+        with open(log, errors="replace") as f:
+            text = f.read()
+        report = [l for l in text.splitlines()
+                  if "Sanitizer" in l or "runtime error" in l or "LeakSanitizer" in l]
+        for l in report[:20]:
+            print("     " + l)
+        check(not report, "no sanitizer report in the daemon's stderr")
+    finally:
+        if d.poll() is None:
+            d.kill()
+            d.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"chaos: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,8 +2,10 @@
 """chaos_serve.py - the daemon's API driven at random by several clients at
 once, the way no test orders it: sandboxes deleted under a streaming exec,
 paused during a file upload, snapshotted while a background process writes,
-requests cut off mid-body, bodies that are not JSON.  Every choice comes
-from one seed, printed, so a failure can be replayed.
+requests cut off mid-body, bodies that are not JSON.  Two of the four
+clients are on the unix socket, two over TCP with the daemon's token (a
+remote party: now and then a wrong token).  Every choice comes from one
+seed, printed, so a failure can be replayed (as far as timing allows).
 
     tests/chaos_serve.py CORRAL [SECONDS [SEED]]   (check: 40 s; make chaos: 600)
 
@@ -58,6 +60,7 @@ class Shared:
         self.sock = None
         self.dpid = 0
         self.ws = None
+        self.bad_tokens = 0
         self.bad = []           # what failed, one line each
         self.ops = {}           # op name -> count
         self.status = {}        # status -> count
@@ -95,25 +98,56 @@ class Shared:
             out.append(f"pstree: {e}")
         return "\n".join(out)
 
+    def take_bad_token(self):
+        with self.lock:
+            self.bad_tokens += 1
+            return self.bad_tokens <= 5
+
     def pick(self, rng, lst):
         with self.lock:
             return rng.choice(lst) if lst else None
 
 
 class Client:
-    def __init__(self, sock, sh, rng, n):
-        self.sock, self.sh, self.rng, self.n = sock, sh, rng, n
-        self.c = UnixConn(sock)
+    """tcp: (port, token) for a client over TCP with the daemon's token,
+    None for one on the unix socket (the operator's side)."""
+
+    def __init__(self, sock, sh, rng, n, tcp=None):
+        self.sock, self.sh, self.rng, self.n, self.tcp = sock, sh, rng, n, tcp
+        self.c = self.conn()
+
+    def conn(self):
+        if self.tcp:
+            return http.client.HTTPConnection("127.0.0.1", self.tcp[0], timeout=REQ_TIMEOUT)
+        return UnixConn(self.sock)
+
+    def raw(self):
+        """A socket of its own to the daemon, and the header lines it needs."""
+        if self.tcp:
+            s = socket.create_connection(("127.0.0.1", self.tcp[0]), timeout=10)
+            return s, f"Authorization: Bearer {self.tcp[1]}\r\n".encode()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(self.sock)
+        return s, b""
+
+    def auth(self, headers):
+        if self.tcp:
+            # now and then a wrong token: a 401, and nothing done; a few
+            # only, as 10 a minute lock the address out (api_gate.c)
+            bad = self.rng.random() < 0.02 and self.sh.take_bad_token()
+            headers["Authorization"] = "Bearer " + self.tcp[1] + ("x" if bad else "")
+        return headers
 
     def reconnect(self):
         self.c.close()
-        self.c = UnixConn(self.sock)
+        self.c = self.conn()
 
     def req(self, op, method, url, body=None, raw=None, headers=None):
         """-> (status, decoded JSON or bytes); None status: no answer."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         try:
-            self.c.request(method, url, body=data, headers=headers or {})
+            self.c.request(method, url, body=data, headers=self.auth(headers or {}))
             r = self.c.getresponse()
             out = r.read()
         except socket.timeout:
@@ -140,17 +174,18 @@ class Client:
     def cut(self, op, head, send_bytes, read_some=False):
         """A request on a connection of its own, cut off: after part of
         its body, or after part of the answer."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
+        s = None
         try:
-            s.connect(self.sock)
-            s.sendall(head + send_bytes)
+            s, auth = self.raw()
+            line = head.index(b"\r\n") + 2
+            s.sendall(head[:line] + auth + head[line:] + send_bytes)
             if read_some:
                 s.recv(self.rng.choice([1, 100, 4096]))
         except OSError:
             pass
         finally:
-            s.close()
+            if s:
+                s.close()
         self.sh.note(op, "cut")
 
     # ---- the operations ----------------------------------------------------
@@ -192,11 +227,10 @@ class Client:
 
     def open_lease(self):
         """-> (its socket, held open; its id), or None."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
+        s = None
         try:
-            s.connect(self.sock)
-            s.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            s, auth = self.raw()
+            s.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: 0\r\n\r\n")
             got = b""
             while b'"lease"' not in got or not got.rstrip(b"\r\n").endswith(b"}"):
                 more = s.recv(4096)
@@ -211,7 +245,8 @@ class Client:
             self.sh.note("lease", 200)
             return s, got[i + 1:got.index(b'"', i + 1)].decode()
         except OSError:
-            s.close()
+            if s:
+                s.close()
             self.sh.note("lease", "conn")
             return None
 
@@ -431,15 +466,29 @@ def left_of(dpid):
     return groups, procs
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def main():
     passed = failed = 0
     tmp = tempfile.mkdtemp(prefix="corral-chaos.")
     os.chmod(tmp, 0o755)
     sock, state, log = (os.path.join(tmp, n) for n in ("sock", "state", "log"))
-    print(f"chaos: seed {SEED}, {CLIENTS} clients, {SECONDS:.0f} s "
+    print(f"chaos: seed {SEED}, {CLIENTS} clients (2 over TCP), {SECONDS:.0f} s "
           f"(replay: tests/chaos_serve.py CORRAL {SECONDS:.0f} {SEED})", flush=True)
     wrap = os.environ.get("CHAOS_WRAP", "").split()    # e.g. "gdb -batch -ex run -ex bt --args"
-    d = subprocess.Popen(wrap + [CORRAL, "serve", "--socket", sock, "--state-dir", state],
+    port = free_port()
+    token = os.urandom(32).hex()
+    tokfile = os.path.join(tmp, "token")
+    with open(os.open(tokfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(token)
+    d = subprocess.Popen(wrap + [CORRAL, "serve", "--socket", sock, "--state-dir", state,
+                                 "--listen", f"127.0.0.1:{port}", "--token-file", tokfile],
                          stdout=open(log + ".out", "w") if wrap else subprocess.DEVNULL,
                          stderr=open(log, "w"))
     sh = Shared()
@@ -455,7 +504,9 @@ def main():
                 break
             time.sleep(0.05)
         deadline = time.monotonic() + SECONDS
-        ths = [threading.Thread(target=Client(sock, sh, random.Random(SEED + i), i).run,
+        # clients 1 and 3 over TCP, as a remote party would be
+        ths = [threading.Thread(target=Client(sock, sh, random.Random(SEED + i), i,
+                                              (port, token) if i % 2 else None).run,
                                 args=(deadline,)) for i in range(CLIENTS)]
         for t in ths:
             t.start()

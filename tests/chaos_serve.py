@@ -440,8 +440,57 @@ class Client:
                 time.sleep(self.rng.choice([0, 0.1]))
                 lease[0].close()
 
+    def op_tty(self):
+        """A terminal: exec with "tty", plain or upgraded to frames, the
+        session fed, resized, sent a bad frame or cut off."""
+        b = self.box()
+        if not b:
+            return
+        body = {"command": self.rng.choice(["cat", "sh", "sleep 1", "stty size; read x"]),
+                "tty": True, "rows": 24, "cols": 80, "timeout_seconds": 5}
+        if self.rng.random() < 0.3:
+            body["stdin"] = "echo hi\nexit\n"
+            self.req("tty-plain", "POST", f"/v1/sandboxes/{b}/exec", body)
+            return
+        raw = json.dumps(body).encode()
+        head = (f"POST /v1/sandboxes/{b}/exec HTTP/1.1\r\nHost: x\r\n"
+                "Connection: Upgrade\r\nUpgrade: corral-tty\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n").encode()
+        s = None
+        try:
+            s, auth = self.raw()
+            line = head.index(b"\r\n") + 2
+            s.sendall(head[:line] + auth + head[line:] + raw)
+            got = s.recv(4096)
+            if not got.startswith(b"HTTP/1.1 101"):
+                self.sh.note("tty", got[9:12].decode(errors="replace") or "closed")
+                return
+            for _ in range(self.rng.randrange(6)):
+                k = self.rng.choice(["i", "i", "w", "bad", "long"])
+                if k == "i":
+                    p = self.rng.choice([b"ls\n", b"\x03", b"\x1a", b"exit\n", os.urandom(100)])
+                    s.sendall(b"i" + len(p).to_bytes(4, "big") + p)
+                elif k == "w":
+                    s.sendall(b"w" + (4).to_bytes(4, "big") + self.rng.choice(
+                        [b"\x00\x10\x00\x20", b"\x00\x00\x00\x00", b"\xff\xff\xff\xff"]))
+                elif k == "bad":
+                    s.sendall(b"q" + (1).to_bytes(4, "big") + b"q")
+                else:
+                    s.sendall(b"i" + (70000).to_bytes(4, "big") + b"z" * 100)
+                s.settimeout(0.2)
+                try:
+                    s.recv(65536)
+                except socket.timeout:
+                    pass
+            self.sh.note("tty", "session")
+        except OSError:
+            self.sh.note("tty", "conn")
+        finally:
+            if s:
+                s.close()
+
     def run(self, deadline):
-        ops = [(self.op_exec, 30), (self.op_files, 20), (self.op_process, 12),
+        ops = [(self.op_exec, 30), (self.op_files, 20), (self.op_process, 12), (self.op_tty, 5),
                (self.op_state, 12), (self.op_misc, 10), (self.op_create, 8), (self.op_delete, 4)]
         fns, weights = zip(*ops)
         for _ in range(MAX_OPS):

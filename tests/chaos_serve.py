@@ -536,8 +536,16 @@ def main():
     tokfile = os.path.join(tmp, "token")
     with open(os.open(tokfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
         f.write(token)
+    # the daemon's own bounds, from the seed too: a pool to take from,
+    # creates refused at a few sandboxes, snapshots over their budget
+    drng = random.Random(SEED)
+    opts = ["--pool", str(drng.choice([0, 0, 2])),
+            "--max-sandboxes", str(drng.choice([1000, 1000, 4])),
+            "--snapshot-budget", drng.choice(["1G", "1G", "64K"])]
+    print(f"  corral serve {' '.join(opts)}", flush=True)
     d = subprocess.Popen(wrap + [CORRAL, "serve", "--socket", sock, "--state-dir", state,
-                                 "--listen", f"127.0.0.1:{port}", "--token-file", tokfile],
+                                 "--listen", f"127.0.0.1:{port}", "--token-file", tokfile]
+                         + opts,
                          stdout=open(log + ".out", "w") if wrap else subprocess.DEVNULL,
                          stderr=open(log, "w"))
     sh = Shared()

@@ -129,6 +129,14 @@ def protocol(s):
     s.send_raw('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]')
     r = s.recv()
     check(r["id"] is None and r["error"]["code"] == -32600, "a batch is refused -32600")
+    # "\u0000" is JSON (chaos_mcp.py's): the request is answered by its id,
+    # refused, not a parse error with id null that leaves the client waiting
+    s.send({"jsonrpc": "2.0", "id": "nul", "method": "tools/call",
+            "params": {"name": "file_write", "arguments": {"sandbox": "sb-x",
+                       "path": "/workspace/a\u0000/../../x", "content": "a"}}})
+    r = s.recv()
+    check(r["id"] == "nul" and r["error"]["code"] == -32602 and "NUL" in r["error"]["message"],
+          "a string holding NUL is refused -32602 with the request's id: %.200r" % r)
     # one line of 40 MiB, a valid ping: longer than MCP_LINE_MAX (8 MiB), it
     # is refused once, not kept (the buffer stays within 16 MiB: 19 MB at its
     # peak here, 155 MB without the bound), its rest skipped, and the next

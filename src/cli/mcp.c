@@ -400,11 +400,33 @@ static void on_request(struct mcp *m, json_t *id, const char *method,
 		send_error(m, id, -32601, "method not found");
 }
 
+/* A string value holding NUL, which C strings would cut short. */
+static bool holds_nul(json_t *v)
+{
+	const char *key;
+	json_t *sub;
+	size_t i;
+
+	if (json_is_string(v))
+		return strlen(json_string_value(v)) != json_string_length(v);
+	json_object_foreach(v, key, sub)
+		if (holds_nul(sub))
+			return true;
+	json_array_foreach(v, i, sub)
+		if (holds_nul(sub))
+			return true;
+	return false;
+}
+
 static void on_message(struct mcp *m, const char *line, size_t len)
 {
 	json_error_t jerr;
-	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-				 &jerr);
+	/*
+	 * "\u0000" is JSON: read, so that the request it is in is answered
+	 * by its id (a client waits for that id), then refused whole.
+	 */
+	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
+				 JSON_ALLOW_NUL, &jerr);
 	json_t *id, *method;
 
 	if (!msg) {
@@ -431,6 +453,13 @@ static void on_message(struct mcp *m, const char *line, size_t len)
 	    (id && !json_is_string(id) && !json_is_integer(id))) {
 		send_error(m, json_is_string(id) || json_is_integer(id) ? id : NULL,
 			   -32600, "invalid request: {\"jsonrpc\": \"2.0\", \"id\": string or integer, \"method\": string}");
+		json_decref(msg);
+		return;
+	}
+	if (holds_nul(msg)) {
+		if (id)
+			send_error(m, id, -32602, "invalid params: a string holds NUL "
+				   "(\\u0000); send such bytes as base64");
 		json_decref(msg);
 		return;
 	}

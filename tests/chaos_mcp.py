@@ -30,6 +30,11 @@ CALLS = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.SystemRandom().randrange(1 << 30)
 TIMEOUT = 90
 MAX_BOXES = 4
+PIDS = []           # background processes' pids, from exec's answers
+# a model mostly runs commands and moves files; it halts and destroys rarely
+WEIGHTS = {"exec": 8, "file_read": 2, "file_write": 2, "file_list": 2, "process_output": 2,
+           "process_stdin": 2, "sandbox_halt": 0.3, "sandbox_destroy": 0.5,
+           "sandbox_pause": 0.5}
 
 
 class Server:
@@ -42,6 +47,7 @@ class Server:
         self.next_id = 0
 
     def send_raw(self, data):
+        self.last = data
         self.p.stdin.write(data + b"\n")
         self.p.stdin.flush()
 
@@ -50,7 +56,7 @@ class Server:
         while b"\n" not in self.buf:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"no answer within {TIMEOUT} s")
+                raise AssertionError(f"no answer within {TIMEOUT} s to {self.last[:300]!r}")
             r, _, _ = select.select([self.p.stdout], [], [], left)
             if r:
                 chunk = os.read(self.p.stdout.fileno(), 1 << 20)
@@ -85,9 +91,20 @@ def wrong(rng):
                        [], [1, "a"], {}, {"k": "v"}, "../../etc/passwd", "\u0000"])
 
 
-def value(rng, schema, boxes, depth=0):
-    """A value for schema: of its type most of the time."""
-    if rng.random() < 0.08 or depth > 3:
+PATHS = ["/workspace/a.txt", "/workspace", "/workspace/d/e", "/tmp/x", "/workspace/../etc",
+         "/proc/self/environ", "/workspace/new/f", "relative", "/"]
+COMMANDS = ["echo hi", "sleep 0.3", "true", "cat /etc/passwd; exit 3", "yes | head -c 100000",
+            "mkdir -p /workspace/d/e && echo x > /workspace/d/e/f", "cat", "sleep 5",
+            "for i in 1 2 3; do echo $i; sleep 0.1; done", "kill -9 $$"]
+STRINGS = {"path": PATHS, "from": PATHS, "to": PATHS, "cwd": PATHS, "command": COMMANDS,
+           "signal": ["TERM", "KILL", "INT", "HUP", "STOP", "CONT", "SIGKILL", "9", "BOGUS"],
+           "content": ["hello\n", "", "x" * 70000, "aGVsbG8=", "not base64!"],
+           "stdin": ["a\n", "", "y" * 10000]}
+
+
+def value(rng, schema, boxes, depth=0, name=""):
+    """A value for schema (property name): of its type most of the time."""
+    if rng.random() < 0.04 or depth > 3:
         return wrong(rng)
     t = schema.get("type")
     if isinstance(t, list):
@@ -95,10 +112,10 @@ def value(rng, schema, boxes, depth=0):
     if "enum" in schema:
         return rng.choice(schema["enum"])
     if t == "string":
-        return rng.choice(["/workspace/a.txt", "/workspace", "echo hi", "sleep 0.3", "true",
-                           "/workspace/d/e", "base64", "text", "KILL", "TERM",
-                           "cat /etc/passwd; exit 3", "yes | head -c 100000",
-                           rng.choice(boxes) if boxes else "sb-nope", "x" * 300])
+        if name in STRINGS:
+            return rng.choice(STRINGS[name])
+        return rng.choice(["echo hi", "base64", "text", "x" * 300,
+                           rng.choice(boxes) if boxes else "sb-nope"])
     if t == "integer":
         return rng.choice([0, 1, 3, 100, 2 ** 31, -5])
     if t == "number":
@@ -106,6 +123,8 @@ def value(rng, schema, boxes, depth=0):
     if t == "boolean":
         return rng.random() < 0.5
     if t == "array":
+        if name == "argv":
+            return rng.choice([["/bin/echo", "x"], ["true"], ["/nonexistent"], ["sh", "-c", "exit 7"]])
         item = schema.get("items", {"type": "string"})
         return [value(rng, item, boxes, depth + 1) for _ in range(rng.randrange(4))]
     if t == "object" or "properties" in schema:
@@ -117,13 +136,19 @@ def args_for(rng, schema, boxes, depth=0):
     props = schema.get("properties", {})
     out = {}
     for name in schema.get("required", []):
-        if rng.random() < 0.95:
-            out[name] = value(rng, props.get(name, {}), boxes, depth)
+        if rng.random() < 0.98:
+            out[name] = value(rng, props.get(name, {}), boxes, depth, name)
     for name, sub in props.items():
-        if name not in out and rng.random() < 0.4:
-            out[name] = value(rng, sub, boxes, depth)
-    if "sandbox" in props and boxes and rng.random() < 0.85:
-        out["sandbox"] = rng.choice(boxes)
+        if name not in out and rng.random() < 0.3:
+            out[name] = value(rng, sub, boxes, depth, name)
+    if "command" in out and "argv" in out and rng.random() < 0.9:
+        del out[rng.choice(["command", "argv"])]
+    if "command" in props and "command" not in out and "argv" not in out and rng.random() < 0.9:
+        out["command"] = rng.choice(COMMANDS)
+    if "sandbox_id" in props and boxes and rng.random() < 0.85:
+        out["sandbox_id"] = rng.choice(boxes)
+    if "pid" in props and PIDS and rng.random() < 0.8:
+        out["pid"] = rng.choice(PIDS)
     if rng.random() < 0.05:
         out["no_such_argument"] = 1
     return out
@@ -169,21 +194,32 @@ def main():
                     raise AssertionError(f"garbage {g[:40]!r} got {json.dumps(r)[:200]}")
                 counts["garbage"] = counts.get("garbage", 0) + 1
                 continue
-            t = rng.choice(tools)
+            t = rng.choices(tools, [WEIGHTS.get(x["name"], 1.0) for x in tools])[0]
+            if not boxes and rng.random() < 0.7:
+                t = next(x for x in tools if x["name"] == "sandbox_create")
             if t["name"] == "sandbox_create" and len(boxes) >= MAX_BOXES:
                 t = next(x for x in tools if x["name"] == "sandbox_destroy")
             args = args_for(rng, t.get("inputSchema", {}), boxes)
-            if rng.random() < 0.03:
+            if t["name"] == "sandbox_create" and (not boxes or rng.random() < 0.5):
+                args = {}       # most of the walk needs a sandbox to work in
+            if rng.random() < 0.02:
                 args = wrong(rng)
             r = s.request("tools/call", {"name": t["name"], "arguments": args})
             res = r.get("result", {})
             key = f"{t['name']}:{'error' if 'error' in r or res.get('isError') else 'ok'}"
             counts[key] = counts.get(key, 0) + 1
+            if os.environ.get("CHAOS_VERBOSE") and key.endswith("error"):
+                text = (r.get("error") or {}).get("message") or \
+                    (res.get("content") or [{}])[0].get("text", "")
+                print(f"  {t['name']} {json.dumps(args)[:150]}: {text[:150]}")
             sc = res.get("structuredContent") or {}
-            if t["name"] == "sandbox_create" and not res.get("isError") and sc.get("id"):
+            ok = "result" in r and not res.get("isError")
+            if t["name"] == "sandbox_create" and ok and sc.get("id"):
                 boxes.append(sc["id"])
-            if t["name"] == "sandbox_destroy" and not res.get("isError"):
-                boxes = [b for b in boxes if b != args.get("sandbox")]
+            if t["name"] == "sandbox_destroy" and ok:
+                boxes = [b for b in boxes if b != args.get("sandbox_id")]
+            if t["name"] == "exec" and isinstance(sc.get("pid"), int) and len(PIDS) < 50:
+                PIDS.append(sc["pid"])
     except (AssertionError, OSError, ValueError) as e:
         why = str(e)
     print("  " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))

@@ -1447,6 +1447,13 @@ t_pause_resume() {
 	expect_contains "says paused" "$(jq 'v["detail"]')" paused
 	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "true"}')
 	expect_error "process while paused" "$code" 409 conflict
+	# a frozen process cannot end: its DELETE waited for the resume, and
+	# an MCP client's process_kill with it (chaos_mcp.py)
+	api GET "/v1/sandboxes/$id/processes" >/dev/null
+	pid=$(jq 'v["processes"][0]["pid"]')
+	code=$(API_TIMEOUT=20 api DELETE "/v1/sandboxes/$id/processes/$pid")
+	expect_error "delete a process while paused" "$code" 409 conflict
+	expect_contains "says paused" "$(jq 'v["detail"]')" paused
 	code=$(api POST "/v1/sandboxes/$id/resume")
 	expect_code "resume" "$code" 200
 	expect_eq "resumed" "$(jq 'v["state"]')" running

@@ -352,6 +352,12 @@ void proc_delete(struct sandbox *sb, struct evhttp_request *req, const char *pid
 		reply_json(req, 200, proc_json(pr, true));
 		return;
 	}
+	/* a frozen process ends only once thawed: the answer would wait for it */
+	if (corral_box_state(sb->box) == CORRAL_BOX_PAUSED) {
+		reply_error(req, 409, "conflict", "the sandbox is paused; resume it "
+			    "first (a frozen process cannot end)");
+		return;
+	}
 	pr->deleting = req;
 	corral_call_kill(pr->call, SIGKILL);
 }

@@ -221,11 +221,14 @@ soak: all
 	tests/soak.sh $(BUILD)/corral $(SOAK_CYCLES)
 	/usr/bin/python3 tests/soak_serve.py $(BUILD)/corral $(SOAK_CYCLES)
 
-# The daemon's API at random for CHAOS_SECONDS, CHAOS_SEED to replay a run
-# (the check runs 30 s; use the ASan build: make BUILD=build-asan ...).
+# The daemon's API at random for CHAOS_SECONDS, then CHAOS_CALLS of corral
+# mcp's tools; CHAOS_SEED replays a run (the check runs 30 s and 300 calls;
+# use the ASan build: make BUILD=build-asan ...).
 CHAOS_SECONDS ?= 600
+CHAOS_CALLS ?= 5000
 chaos: all
 	/usr/bin/python3 tests/chaos_serve.py $(BUILD)/corral $(CHAOS_SECONDS) $(CHAOS_SEED)
+	/usr/bin/python3 tests/chaos_mcp.py $(BUILD)/corral $(CHAOS_CALLS) $(CHAOS_SEED)
 
 # libFuzzer targets, one a parser, each run for FUZZ_SECONDS over its seed
 # corpus (fuzz/corpus/NAME); new inputs go to build-fuzz/, crashes too.
@@ -283,5 +286,5 @@ help:
 	@echo "make bench      corral vs bubblewrap vs unshare, the proxy vs direct, the daemon"
 	@echo "make fuzz       the libFuzzer targets, FUZZ_SECONDS each (default 60), FUZZ_JOBS at once"
 	@echo "make soak       SOAK_CYCLES runs and daemon cycles (default 10000), then count leftovers"
-	@echo "make chaos      the daemon's API at random for CHAOS_SECONDS (default 600; CHAOS_SEED replays)"
+	@echo "make chaos      the daemon's API at random for CHAOS_SECONDS (600), mcp's tools CHAOS_CALLS (5000)"
 	@echo "make deps       install the Debian packages the build and tests need"

@@ -116,6 +116,9 @@ def value(rng, schema, boxes, depth=0, name=""):
             return rng.choice(STRINGS[name])
         return rng.choice(["echo hi", "base64", "text", "x" * 300,
                            rng.choice(boxes) if boxes else "sb-nope"])
+    if name in ("timeout_seconds", "ttl_seconds", "wait_seconds"):
+        # a wait the server may honour is kept well under TIMEOUT
+        return rng.choice([0, 0.5, 1, 3, -1, 2 ** 31])
     if t == "integer":
         return rng.choice([0, 1, 3, 100, 2 ** 31, -5])
     if t == "number":

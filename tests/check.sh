@@ -16,7 +16,7 @@
 #      - serve.sh's second part as uid 65534, then mcp.sh, the Python
 #        client and the OpenAPI check as root under the sanitizers;
 #      and the fuzzers, briefly, at nice 19, beside them, then the
-#      daemon's API driven at random (chaos_serve.py)
+#      daemon's API and corral mcp's tools driven at random (chaos_*.py)
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged
@@ -340,10 +340,14 @@ fuzz_lane() {
 	fi
 	step "the daemon's API at random, 30 s, as $(id -un) (ASan+UBSan)" \
 		/usr/bin/python3 tests/chaos_serve.py build-asan/corral 30
+	step "corral mcp's tools at random, 300 calls, as $(id -un) (ASan+UBSan)" \
+		/usr/bin/python3 tests/chaos_mcp.py build-asan/corral 300
 	[ "$(id -u)" = 0 ] || return 0
 	stage build
 	step "the daemon's API at random, 30 s, as uid $NOBODY (gcc -O2)" \
 		as_nobody /usr/bin/python3 "$STAGE/tests/chaos_serve.py" "$STAGE/corral" 30
+	step "corral mcp's tools at random, 300 calls, as uid $NOBODY (gcc -O2)" \
+		as_nobody /usr/bin/python3 "$STAGE/tests/chaos_mcp.py" "$STAGE/corral" 300
 	rm -rf "$STAGE"; STAGE=""
 }
 

@@ -202,6 +202,17 @@ TEST(answers_without_a_value_unchanged_and_not_held)
 	CHECK(secrets_mask_partial(m, resp, 46) == 3);
 	CHECK(httpresp_releasable(&r, 46, 3) == 43);
 	httpresp_free(&r);
+	/* a chunk of a stream goes on with its CRLF, the next not yet come */
+	{
+		static const char part[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+					   "6\r\nevent\n\r\n";
+
+		httpresp_init(&r);
+		httpresp_sent(&r, false);
+		CHECK(httpresp_feed(&r, part, sizeof(part) - 1) == 0);
+		CHECK(httpresp_releasable(&r, sizeof(part) - 1, 0) == sizeof(part) - 1);
+		httpresp_free(&r);
+	}
 	/* a HEAD's answer has no body: the next answer follows its head */
 	httpresp_init(&r);
 	httpresp_sent(&r, true);

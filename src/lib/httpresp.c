@@ -220,7 +220,12 @@ size_t httpresp_releasable(const struct httpresp *r, size_t len, size_t hold)
 
 	for (size_t i = 0; i < r->ncuts; i++)
 		content -= r->cuts[i].len;
-	w = wire_of(r, content - (hold < content ? hold : content));
+	/*
+	 * Nothing held: all goes, a chunk's CRLF too, which a client reads
+	 * before it hands the chunk on (a stream's event would wait for the
+	 * next one); a size line cut short is the next feed's first cut.
+	 */
+	w = hold ? wire_of(r, content - (hold < content ? hold : content)) : len;
 	if (w > len)
 		w = len;
 	/* all of a message that ended goes; nothing of a head not yet whole */

@@ -242,7 +242,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/daemon/api*.c) src/daemon/registry.c \
 		tools/sc_prebuilt_none.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=build-fuzz/obj/%.o)
-FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets ociconfig nflog
+FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets respmask ociconfig nflog
 
 build-fuzz/obj/%.o: %.c $(wildcard src/lib/*.h) $(wildcard src/daemon/*.h) include/corral.h
 	@mkdir -p $(dir $@)

@@ -3,14 +3,18 @@
 
 An HTTPS upstream runs in this process on 127.0.0.1 (threads, HTTP/1.1
 keep-alive, a certificate from a CA this script makes with openssl).  The
-same client runs twice inside `corral run`, through the proxy's CONNECT to
-bench.test (the policy's "hosts" map points it at 127.0.0.1):
+same client runs three times inside `corral run`, through the proxy's
+CONNECT to bench.test (the policy's "hosts" map points it at 127.0.0.1):
 
   tunnelled   "tls": "tunnel": the client's TLS goes to the upstream, the
               proxy checks the SNI and splices bytes;
   terminated  {"host": ..., "tls": "terminate"}: the proxy answers the
               handshake with a certificate it minted, parses each request,
-              and opens its own verified TLS upstream.
+              and opens its own verified TLS upstream;
+  secret      the same, with a secret for bench.test: each request carries
+              its placeholder in Authorization (swapped in), and each
+              answer is framed and scanned for the value's forms on its
+              way back (secrets.c, httpresp.c).
 
 It measures, timing inside the client:
 
@@ -47,6 +51,7 @@ CLIENT = r'''
 import http.client, json, os, ssl, statistics, sys, time
 host, port, nbytes, reps, nlat, nreqs = sys.argv[1], int(sys.argv[2]), *map(int, sys.argv[3:])
 now = time.perf_counter
+hdrs = {"Authorization": "Bearer " + os.environ["BENCH_KEY"]} if "BENCH_KEY" in os.environ else {}
 ctx = ssl.create_default_context(cafile="/bench-ca.pem")
 if os.path.exists("/etc/corral/ca.pem"):
     ctx.load_verify_locations("/etc/corral/ca.pem")
@@ -60,7 +65,7 @@ def conn():
 def down():
     c = conn()
     t0 = now()
-    c.request("GET", "/bytes/%d" % nbytes)
+    c.request("GET", "/bytes/%d" % nbytes, headers=hdrs)
     r = c.getresponse()
     got = 0
     while True:
@@ -83,7 +88,7 @@ def up():
             yield block[:k]
             left -= k
     t0 = now()
-    c.request("POST", "/sink", body=body(), headers={"Content-Length": str(nbytes)})
+    c.request("POST", "/sink", body=body(), headers=dict(hdrs, **{"Content-Length": str(nbytes)}))
     r = c.getresponse()
     got = int(r.read())
     t = now() - t0
@@ -96,7 +101,7 @@ def latency():
     for i in range(nlat + 5):
         t0 = now()
         c = conn()
-        c.request("GET", "/ping")
+        c.request("GET", "/ping", headers=hdrs)
         c.getresponse().read()
         c.close()
         if i >= 5:
@@ -105,11 +110,11 @@ def latency():
 
 def requests():
     c = conn()
-    c.request("GET", "/ping")
+    c.request("GET", "/ping", headers=hdrs)
     c.getresponse().read()
     t0 = now()
     for _ in range(nreqs):
-        c.request("GET", "/ping")
+        c.request("GET", "/ping", headers=hdrs)
         c.getresponse().read()
     t = now() - t0
     c.close()
@@ -178,18 +183,27 @@ def make_certs(d):
     os.chmod(d + "/ca.pem", 0o644)
 
 
-def run(corral, tmp, port, terminate):
-    allow = {"host": "%s:%d" % (NAME, port), "tls": "terminate" if terminate else "tunnel"}
-    pol = os.path.join(tmp, "policy-%d.json" % terminate)
+SECRET_VALUE = "bench-secret-value-0123456789abcdef"
+
+
+def run(corral, tmp, port, mode):
+    """mode 0: tunnel, 1: terminated, 2: terminated with a secret"""
+    allow = {"host": "%s:%d" % (NAME, port), "tls": "terminate" if mode else "tunnel"}
+    pol = os.path.join(tmp, "policy-%d.json" % mode)
+    doc = {"network": {"mode": "proxy", "allow": [allow], "hosts": {NAME: "127.0.0.1"},
+                       "tls_upstream_ca": tmp + "/ca.pem"}}
+    if mode == 2:
+        doc["secrets"] = [{"name": "BENCH_KEY", "from_env": "BENCH_TLS_SECRET_VALUE",
+                           "hosts": ["%s:%d" % (NAME, port)], "header": "Authorization"}]
     with open(pol, "w") as f:
-        json.dump({"network": {"mode": "proxy", "allow": [allow], "hosts": {NAME: "127.0.0.1"},
-                               "tls_upstream_ca": tmp + "/ca.pem"}}, f)
+        json.dump(doc, f)
     os.chmod(pol, 0o644)
     cmd = [corral, "run", "--policy", pol, "--timeout", str(RUN_TIMEOUT),
            "--ro", tmp + "/ca.pem:/bench-ca.pem", "--",
            "/usr/bin/python3", "-c", CLIENT, NAME, str(port), str(NBYTES), str(REPEAT),
            str(NLAT), str(NREQS)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT + 30)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT + 30,
+                       env=dict(os.environ, BENCH_TLS_SECRET_VALUE=SECRET_VALUE))
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
     return json.loads(p.stdout), None
@@ -214,7 +228,7 @@ def main():
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
         port = srv.server_address[1]
         threading.Thread(target=srv.serve_forever, daemon=True).start()
-        res = [run(corral, tmp, port, t) for t in (False, True)]
+        res = [run(corral, tmp, port, m) for m in (0, 1, 2)]
         srv.shutdown()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -222,18 +236,20 @@ def main():
     print(f"terminated TLS vs the tunnel (uid {os.geteuid()}, {os.cpu_count()} cpus)")
     print()
     print(f"throughput, {NBYTES / 2**20:.0f} MiB in one request, median of {REPEAT}")
-    print(f"{'':34} {'tunnel MB/s':>12} {'terminated':>12} {'term/tunnel':>12}")
+    print(f"{'':34} {'tunnel MB/s':>12} {'terminated':>12} {'term/tunnel':>12} "
+          f"{'secret':>12} {'secret/term':>12}")
     for key, label in (("up", "upload (client -> upstream)"),
                        ("down", "download (upstream -> client)")):
         cells = [NBYTES / sorted(r[key])[len(r[key]) // 2] / 1e6 if r else err for r, err in res]
         if all(isinstance(c, float) for c in cells):
-            print(f"{label:34} {cells[0]:12.0f} {cells[1]:12.0f} {cells[1] / cells[0]:12.0%}")
+            print(f"{label:34} {cells[0]:12.0f} {cells[1]:12.0f} {cells[1] / cells[0]:12.0%} "
+                  f"{cells[2]:12.0f} {cells[2] / cells[1]:12.0%}")
         else:
             print(f"{label:34} " + " | ".join(str(c) for c in cells))
     print()
     print(f"new connection, {NLAT} sequential: CONNECT, TLS handshake, one GET")
     print(f"{'':34} {'median ms':>12} {'p95 ms':>12}")
-    for (r, err), label in zip(res, ("tunnelled", "terminated")):
+    for (r, err), label in zip(res, ("tunnelled", "terminated", "terminated, secret")):
         if r:
             m, p = median_p95(r["ms"])
             print(f"{label:34} {m:12.3f} {p:12.3f}")
@@ -242,7 +258,7 @@ def main():
     print()
     print(f"{NREQS} small GETs on one connection")
     print(f"{'':34} {'requests/s':>12}")
-    for (r, err), label in zip(res, ("tunnelled", "terminated")):
+    for (r, err), label in zip(res, ("tunnelled", "terminated", "terminated, secret")):
         print(f"{label:34} {r['rps']:12.0f}" if r else f"{label:34} {err}")
     return 0 if all(r for r, _ in res) else 1
 

@@ -9,7 +9,8 @@
  * Beyond memory safety it checks what the proxy relies on: 0 or -EACCES
  * only; a head that was let through holds no placeholder; with no swap
  * allowed, what goes through is the input itself; a body scan, however the
- * bytes are split, refuses exactly when the whole holds a placeholder.
+ * bytes are split, refuses exactly when the whole holds a placeholder or a
+ * form of the value ("the-real-value", its base64 ...).
  */
 #include "tls.h"
 
@@ -76,6 +77,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	has = memmem(head, n, "corral-ph-", 10) &&
 	      (memmem(head, n, secrets_placeholder(sec, 0), strlen(secrets_placeholder(sec, 0))) ||
 	       memmem(head, n, secrets_placeholder(sec, 1), strlen(secrets_placeholder(sec, 1))));
+	/* a form of the value: secrets_redact finds the same ones the scan does */
+	if (!has) {
+		char *copy = malloc(n + 1);
+
+		memcpy(copy, head, n);
+		has = secrets_redact(sec, copy, n) > 0;
+		free(copy);
+	}
 	r = secrets_rewrite_head(sec, head, n, data[0] & 2 ? "api.test" : "other.test", 443,
 				 swap, &out, &outlen, why, sizeof(why));
 	if (r != 0 && r != -EACCES && r != -ENOMEM)
@@ -96,6 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r2 = secrets_scan(sec, &split, head + cut, n - cut, why, sizeof(why));
 	if (r1 != r2 || (r1 == -EACCES) != has)
 		abort();
+	secrets_scan_free(&whole);
+	secrets_scan_free(&split);
 	free(head);
 	return 0;
 }

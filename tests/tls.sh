@@ -89,7 +89,7 @@ policy() {
 SECRETS='"secrets": [{"name": "API_KEY", "from_env": "CORRAL_TEST_SECRET", "hosts": ["api.test:GOOD"], "header": "Authorization"}, {"name": "Q_KEY", "from_file": "QFILE", "hosts": ["api.test:GOOD"], "query": "key"}]'
 secrets_policy() {
 	local s=${SECRETS//GOOD/$GOOD}
-	policy "${1:-}" ", ${s//QFILE/$TEST_TMP/qkey}"
+	policy "${1:-}" ", ${s//QFILE/$TEST_TMP/qkey}${2:-}"
 }
 
 # nrun ARGS...: corral run with events; out/err/rc/events in $T
@@ -179,6 +179,130 @@ except Exception as e:
 	expect_eq "each an event" "$(denials)" 7
 	expect_eq "naming the secret" "$(grep '"type":"egress.denied"' "$T/events" | grep -c 'secret API_KEY\|secret Q_KEY')" 6
 	expect_contains "attributed" "$(grep 'secret API_KEY' "$T/events" | head -1)" '"pid":'
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
+# leaked FILE: does FILE show a secret's value, raw or in base64 at any
+# alignment (Basic credentials echoed), or in a gzip body?  Prints what.
+leaked() {
+	/usr/bin/python3 - "$1" "$SECRET" "$QSECRET" <<-'PY'
+	import base64, re, sys, zlib
+	data = open(sys.argv[1], "rb").read()
+	for s in sys.argv[2:]:
+	    s = s.encode()
+	    if s in data:
+	        print("raw", s.decode())
+	    # the middle of a value: what a base64 form of it cannot hide
+	    mid = s[2:-2]
+	    for run in re.findall(rb"[A-Za-z0-9+/]{8,}={0,2}", data):
+	        for cut in range(4):
+	            t = run[cut:]
+	            t = t[:len(t) - len(t) % 4] if not t.endswith(b"=") else t
+	            try:
+	                if mid in base64.b64decode(t):
+	                    print("base64", run.decode())
+	            except ValueError:
+	                pass
+	PY
+}
+
+# A host that reflects a request shows the agent what the proxy swapped
+# in: TRACE echoes it, an /anything endpoint, an error page, a redirect's
+# Location; in Basic credentials, in chunks, compressed.  Each answer comes
+# back with every form of the value masked, or not at all.
+t_reflections_never_show_the_secret() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+c() { curl -sS -m 10 \"\$@\"; echo; }
+a=\"Authorization: Bearer \$API_KEY\"
+echo == trace; c -X TRACE -H \"\$a\" https://api.test:$GOOD/trace
+echo == echo; c -H \"\$a\" https://api.test:$GOOD/echo
+echo == chunked; c -H \"\$a\" https://api.test:$GOOD/echo-chunked
+echo == basic; c -u \"agent:\$API_KEY\" https://api.test:$GOOD/echo
+echo == basic-chunked; c -u \"a:\$API_KEY\" https://api.test:$GOOD/echo-chunked
+echo == error; c -H \"\$a\" https://api.test:$GOOD/error
+echo == query; c \"https://api.test:$GOOD/echo?key=\$Q_KEY&x=1\"
+echo == redirect; c -D - -o /dev/null \"https://api.test:$GOOD/redirect?key=\$Q_KEY&x=1\"
+echo == gzip; curl -sS -m 10 -H \"\$a\" https://api.test:$GOOD/echo-gzip | gunzip -c; echo
+echo == gzip-code; c -o /dev/null -w '%{http_code}' -H \"\$a\" https://api.test:$GOOD/echo-gzip
+echo == br; c -o /dev/null -w '%{http_code}' -H \"\$a\" https://api.test:$GOOD/echo-br
+echo == end"
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	expect_contains "all ran" "$(cat "$T/seen")" "== end"
+	# each request went, each with the value swapped in (the server had it)
+	expect_eq "bearer swapped" "$(count "Bearer $SECRET" "$GOODLOG")" 6
+	expect_contains "query swapped" "$(cat "$GOODLOG")" "GET /redirect?key=$QSECRET&x=1 "
+	# no TRACE ever carries a secret
+	expect_not_contains "no TRACE went" "$(cat "$GOODLOG")" "TRACE /trace"
+	expect_contains "TRACE refused" "$(cat "$T/events")" "TRACE"
+	# what the reflections show instead: a mask, as long as the value
+	local mask
+	mask=$(printf '%*s' ${#SECRET} '' | tr ' ' '*')
+	expect_contains "echo masked" "$(sed -n '/== echo/,/== chunked/p' "$T/seen")" "Bearer $mask"
+	expect_contains "error masked" "$(cat "$T/seen")" "invalid key: Bearer $mask"
+	expect_contains "Location masked" "$(cat "$T/seen")" "landing?key=$(printf '%*s' ${#QSECRET} '' | tr ' ' '*')&x=1"
+	expect_contains "identity asked for" "$(cat "$GOODLOG")" "Accept-Encoding: identity"
+	expect_eq "gzip and br answers cut off" "$(grep -A1 '== gzip-code\|== br' "$T/seen" | grep -c 502)" 2
+	expect_contains "said so" "$(cat "$T/events")" "a response from api.test"
+	expect_contains "masking said" "$(cat "$T/events")" '"type":"egress.masked"'
+	expect_contains "masking named" "$(grep egress.masked "$T/events" | head -1)" "API_KEY"
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+	expect_not_contains "nor the query's" "$(cat "$T/events" "$T/out")" "$QSECRET"
+}
+
+# The user's side of the same: a call with the secret whose answer does not
+# reflect it comes back byte for byte, large or small, kept alive or not;
+# an answer that ends with a value's first bytes is not held back waiting
+# for the rest.
+t_secret_calls_answered_unchanged() {
+	secrets_policy
+	local n=3000000
+	nrun -- /bin/sh -c "
+a=\"Authorization: Bearer \$API_KEY\"
+curl -sS -m 30 -H \"\$a\" \"https://api.test:$GOOD/big?n=$n\" | sha256sum
+curl -sS -m 10 -H \"\$a\" https://api.test:$GOOD/hello
+/usr/bin/python3 -c '
+import http.client, os
+c = http.client.HTTPSConnection(\"127.0.0.1\", 3128, timeout=10)
+c.set_tunnel(\"api.test\", $GOOD)
+for i in range(2):
+    c.request(\"GET\", \"/prefix\", headers={\"Authorization\": \"Bearer \" + os.environ[\"API_KEY\"]})
+    b = c.getresponse().read()
+    print(\"prefix\", i, len(b))
+'"
+	local want
+	want=$(/usr/bin/python3 -c "
+import hashlib, sys
+n = $n
+block = bytes(range(256)) * 4096
+h = hashlib.sha256()
+while n > 0:
+    h.update(block[:n]); n -= len(block[:n])
+print(h.hexdigest())")
+	expect_contains "a large answer unchanged" "$(stdout)" "$want"
+	expect_contains "a small one" "$(stdout)" "hello from upstream /hello"
+	expect_contains "kept alive, a value's start at the end: not held" "$(stdout)" "prefix 1 $((5 + 7 + ${#SECRET} - 1))"
+	expect_eq "no denials" "$(denials)" 0
+}
+
+# The agent that learned a value some other way (a reflection, a file the
+# operator left in the workspace) cannot send it on: the real value, in any
+# form, anywhere in a request the proxy reads, is refused as a placeholder
+# out of place is.
+t_real_value_in_a_request_is_refused() {
+	secrets_policy "" ', "env": {"set": {"REAL": "'"$SECRET"'", "REALB": "'"$(printf 'u:%s' "$SECRET" | base64 -w0)"'"}}'
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h -H \"X-Leak: \$REAL\" https://other.test:$GOOD/header
+h \"https://other.test:$GOOD/url?v=\$REAL\"
+h -d \"x=\$REAL\" https://other.test:$GOOD/body
+h -H \"Authorization: Basic \$REALB\" https://other.test:$GOOD/basic
+h -H \"Authorization: Bearer \$REAL\" https://api.test:$GOOD/own-host
+h -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/placeholder"
+	expect_eq "statuses" "$(stdout | head -6 | tr "\n" " ")" "403 403 403 403 403 200 "
+	expect_eq "the value left once, swapped in" "$(count "$SECRET" "$GOODLOG")" 1
+	expect_contains "named" "$(cat "$T/events")" "the value of secret API_KEY"
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
 }
 

@@ -6,39 +6,123 @@
 # Listens on ADDR (127.0.0.1) at a free port (written to PORTFILE), speaks
 # TLS with CERT/KEY, reads each request (head, then Content-Length bytes)
 # and appends exactly what it received, decrypted, to LOG before answering
-# "hello from upstream PATH" and closing.  The test reads LOG to see what
-# left the sandbox, and what never did.
+# and closing.  The test reads LOG to see what left the sandbox, and what
+# never did.  Most paths get "hello from upstream PATH"; some answer as the
+# servers that reflect a request do, for the tests of what comes back:
+#
+#   TRACE ...          200 message/http, the request head echoed (RFC 9110)
+#   /echo...           the request head and body, as httpbin's /anything
+#   /echo-chunked...   the same, chunked 7 bytes a chunk (a value spans chunks)
+#   /echo-gzip...      the same, gzip-encoded whatever Accept-Encoding said
+#   /echo-br...        the same, labelled "br" (a coding nobody here decodes)
+#   /error...          401 "invalid key: " and the Authorization header's value
+#   /redirect?Q        302 to https://other.test:PORT/landing?Q
+#   /prefix            keep-alive: 200, a body ending with the Authorization
+#                      value but its last byte; the next request is read
+#   /big?n=N           N bytes of a fixed pattern, Content-Length framed
+import gzip
+import os
 import socket
 import ssl
 import sys
 import threading
 
 
+def read_request(conn, data):
+    while b"\r\n\r\n" not in data and len(data) < 1 << 20:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None, None, data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+        data += chunk
+    return head, body[:length], body[length:]
+
+
+def header(head, want):
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == want:
+            return value.strip()
+    return b""
+
+
+def answer(head, body):
+    """(status line, extra headers, body, keep the connection)"""
+    method = head.split(b" ")[0]
+    path = head.split(b" ")[1] if b" " in head else b"?"
+    echo = head + b"\r\n\r\n" + body
+    if method == b"TRACE":
+        return b"200 OK", b"Content-Type: message/http\r\n", head + b"\r\n\r\n", False
+    if path.startswith(b"/echo-chunked"):
+        return b"200 OK", None, echo, False
+    if path.startswith(b"/echo-gzip"):
+        return b"200 OK", b"Content-Encoding: gzip\r\n", gzip.compress(echo), False
+    if path.startswith(b"/echo-br"):
+        return b"200 OK", b"Content-Encoding: br\r\n", echo, False
+    if path.startswith(b"/echo"):
+        return b"200 OK", b"Content-Type: text/plain\r\n", echo, False
+    if path.startswith(b"/error"):
+        return (b"401 Unauthorized", b"",
+                b"invalid key: " + header(head, b"authorization") + b"\n", False)
+    if path.startswith(b"/redirect"):
+        q = path.partition(b"?")[2]
+        return (b"302 Found", b"Location: https://other.test:%s/landing?%s\r\n" %
+                (header(head, b"host").rpartition(b":")[2], q), b"", False)
+    if path.startswith(b"/prefix"):
+        return b"200 OK", b"", b"tail " + header(head, b"authorization")[:-1], True
+    if path.startswith(b"/big"):
+        return b"200 OK", b"", int(path.partition(b"n=")[2]), False
+    return b"200 OK", b"", b"hello from upstream " + path + b"\n", False
+
+
+def send(conn, status, extra, body, keep):
+    close = b"" if keep else b"Connection: close\r\n"
+    if extra is None:
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +
+                     close + b"\r\n")
+        for i in range(0, len(body), 7):
+            piece = body[i:i + 7]
+            conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        conn.sendall(b"0\r\n\r\n")
+        return
+    n = body if isinstance(body, int) else len(body)
+    conn.sendall(b"HTTP/1.1 " + status + b"\r\n" + extra +
+                 b"Content-Length: %d\r\n" % n + close + b"\r\n")
+    if not isinstance(body, int):
+        conn.sendall(body)
+        return
+    block = bytes(range(256)) * 4096
+    while n > 0:
+        conn.sendall(block[:n])
+        n -= len(block[:n])
+
+
 def handle(conn, log, lock):
     data = b""
+    rest = b""
     try:
         conn.settimeout(10)
-        while b"\r\n\r\n" not in data and len(data) < 1 << 20:
-            chunk = conn.recv(65536)
-            if not chunk:
+        while True:
+            head, body, rest = read_request(conn, rest)
+            if head is None:
+                data += rest
                 break
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip())
-        while len(body) < length:
-            chunk = conn.recv(65536)
-            if not chunk:
+            data += head + b"\r\n\r\n" + body
+            status, extra, reply, keep = answer(head, body)
+            send(conn, status, extra, reply, keep)
+            if not keep:
                 break
-            body += chunk
-            data += chunk
-        path = head.split(b" ")[1] if b" " in head else b"?"
-        reply = b"hello from upstream " + path + b"\n"
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n" % len(reply) + reply)
     except (OSError, ValueError):
         pass
     finally:
@@ -59,7 +143,6 @@ def main():
     srv.listen(64)
     with open(portfile + ".tmp", "w") as f:
         f.write(str(srv.getsockname()[1]))
-    import os
     os.rename(portfile + ".tmp", portfile)
     lock = threading.Lock()
     while True:

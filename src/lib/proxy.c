@@ -419,7 +419,8 @@ static json_t *closed_fields(const struct conn *c)
 
 	if (o && put(o, "bytes_up", json_integer((json_int_t)c->bytes_up)) &&
 	    put(o, "bytes_down", json_integer((json_int_t)c->bytes_down)) &&
-	    put(o, "duration_ms", json_integer((json_int_t)(corral_now_ms() - c->t0_ms))))
+	    put(o, "duration_ms", json_integer((json_int_t)(corral_now_ms() - c->t0_ms))) &&
+	    (!c->masked || put(o, "masked", json_integer((json_int_t)c->masked))))
 		return o;
 	json_decref(o);
 	return NULL;
@@ -448,6 +449,11 @@ void conn_free(struct conn *c)
 	if (c->first)
 		evbuffer_free(c->first);
 	httpreq_free(&c->hr);
+	secrets_scan_free(&c->scan);
+	if (c->mask) {
+		secrets_mask_free(c->mask);
+		httpresp_free(&c->resp);
+	}
 	px->nconns--;
 	if (c->prev)
 		c->prev->next = c->next;
@@ -780,6 +786,81 @@ static size_t read_more(int fd, struct evbuffer *buf, bool end_frozen)
 	return n > 0 ? (size_t)n : 0;
 }
 
+/*
+ * An answer that cannot be read for the values it may show (a coding, not
+ * HTTP): the messages before it go on, it does not.  Its head not yet
+ * passed on, the sandbox gets a 502 that says why in its place.
+ */
+static void mask_cut(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	char why[CORRAL_ERR_MAX];
+
+	snprintf(why, sizeof(why), "a response from %.100s:%u that the proxy cannot read "
+		 "for the secrets' values it may show (%s): cut off; requests with a "
+		 "value ask for Accept-Encoding: identity", c->host, c->port, c->resp.why);
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+	c->bytes_down += c->resp.start;
+	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), c->resp.start);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	if (c->resp.head_refused)
+		http_error(c, 502, "Bad Gateway", why);
+	else
+		close_after_flush(c);
+}
+
+/*
+ * What a host that secrets go to answers, on its way to the sandbox: each
+ * message framed (httpresp.c), each value's forms in its content masked
+ * (secrets.c), and a tail that may be the start of one held back until
+ * what follows shows it is not, or its message ends (eof: all goes).
+ * false: c is gone or closing.
+ */
+static bool mask_relay(struct conn *c, bool eof)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	size_t len = evbuffer_get_length(in), n, rel, masked;
+	char *buf, *content;
+
+	if (!len)
+		return true;
+	buf = (char *)evbuffer_pullup(in, len);
+	if (!buf || httpresp_feed(&c->resp, buf, len) < 0) {
+		if (!buf)
+			snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
+		mask_cut(c);
+		return false;
+	}
+	content = httpresp_content(&c->resp, buf, len, &n);
+	if (!content) {
+		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
+		mask_cut(c);
+		return false;
+	}
+	masked = secrets_mask_apply(c->mask, content, n);
+	httpresp_content_back(&c->resp, buf, len, content);
+	rel = eof ? len : httpresp_releasable(&c->resp, len,
+					      secrets_mask_partial(c->mask, content, n));
+	if (masked) {
+		c->masked += masked;
+		if (!c->mask_said) {
+			json_t *o = conn_fields(c, "a response showed a secret's value (raw or "
+						"encoded): masked, byte for byte, before the "
+						"sandbox read it");
+
+			c->mask_said = true;
+			if (o)
+				json_object_set_new(o, "secrets", secrets_mask_names(c->mask));
+			events_emit(c->px->ev, "egress.masked", o);
+		}
+	}
+	c->bytes_down += rel;
+	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), rel);
+	httpresp_release(&c->resp, rel);
+	backed_up(c, c->up, c->down);
+	return true;
+}
+
 static void relay_read(struct bufferevent *from, void *arg)
 {
 	struct conn *c = arg;
@@ -808,6 +889,10 @@ static void relay_read(struct bufferevent *from, void *arg)
 		    splice_tunnel(c, bufferevent_getfd(c->up)))
 			return;
 		answered = true;
+	}
+	if (from == c->up && c->mask) {
+		mask_relay(c, false);
+		return;
 	}
 	struct evbuffer *in = bufferevent_get_input(from);
 	size_t n = evbuffer_get_length(in);
@@ -864,7 +949,12 @@ static void relay_event(struct bufferevent *bev, short what, void *arg)
 	if (bev == c->up && (what & BEV_EVENT_EOF) && other) {
 		/* forward what is left, then close the sandbox's side */
 		c->ws_wait = false;
-		relay_read(bev, c);
+		if (c->mask) {
+			if (!mask_relay(c, true))
+				return;
+		} else {
+			relay_read(bev, c);
+		}
 		bufferevent_free(c->up);
 		c->up = NULL;
 		close_after_flush(c);
@@ -1319,6 +1409,7 @@ static const char *status_text(int code)
 	case 413: return "Content Too Large";
 	case 414: return "URI Too Long";
 	case 431: return "Request Header Fields Too Large";
+	case 429: return "Too Many Requests";
 	default: return "Forbidden";
 	}
 }
@@ -1329,9 +1420,16 @@ static void deny_request(struct conn *c, int code, const char *why)
 	const struct httpreq *rq = &c->hr.req;
 	json_t *o = denied_fields(c, why);
 
-	if (o && rq->path_len)
-		json_object_set_new(o, "path", json_stringn(rq->path, rq->path_len < 200 ?
-							    rq->path_len : 200));
+	if (o && rq->path_len) {
+		char path[200];
+		size_t n = rq->path_len < sizeof(path) ? rq->path_len : sizeof(path);
+
+		/* a value refused in the URL is not written down either */
+		memcpy(path, rq->path, n);
+		if (c->px->tls)
+			secrets_redact(c->px->tls->secrets, path, n);
+		json_object_set_new(o, "path", json_stringn(path, n));
+	}
 	events_emit(c->px->ev, "egress.denied", o);
 	http_error(c, code, status_text(code), why);
 }
@@ -1373,6 +1471,12 @@ static int forward_head(struct conn *c, struct evbuffer *to)
 					 &out, &outlen, why, sizeof(why));
 		if (r == -EACCES)
 			deny_request(c, 403, why);
+	}
+	/* its answer is framed: a HEAD's has no body */
+	if (r == 0 && c->mask && httpresp_sent(&c->resp, c->hr.req.method == HTTP_HEAD) < 0) {
+		deny_request(c, 429, "more requests to a host secrets go to than the proxy "
+			     "holds unanswered (64)");
+		r = -EACCES;
 	}
 	if (r == 0) {
 		if (c->up && to == bufferevent_get_output(c->up))

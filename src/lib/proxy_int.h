@@ -11,6 +11,7 @@
 #include "proxy.h"
 #include "socks.h"
 #include "httpreq.h"
+#include "httpresp.h"
 #include "tls.h"
 
 #include <event2/bufferevent.h>
@@ -139,7 +140,16 @@ struct conn {
 	bool terminated;
 	struct bufferevent *raw;	/* the sandbox's socket under the filter */
 	struct tls_session *down_tls;	/* the filter's, freed with it (terminate.c) */
-	struct secrets_scan scan;	/* placeholders split across body reads */
+	struct secrets_scan scan;	/* placeholders, values split across body reads */
+	/*
+	 * Terminated, to a host secrets go to: every answer is framed (resp)
+	 * and the values' forms in it masked (secrets.c) before the sandbox
+	 * reads it.  masked: how many; mask_said: the event went.
+	 */
+	struct secrets_mask *mask;
+	struct httpresp resp;
+	uint64_t masked;
+	bool mask_said;
 	struct relay *relay;		/* a judged tunnel, spliced by the kernel */
 };
 
@@ -190,6 +200,7 @@ bool conn_should_terminate(struct conn *c);
 /* Not terminated, but narrowed by a rule: its requests are read (plain HTTP). */
 bool conn_should_parse(struct conn *c);
 void conn_terminate(struct conn *c);
+
 /* the upstream's side of a terminated connection (not yet connected) */
 struct bufferevent *conn_tls_upstream(struct conn *c, char *why, size_t whylen);
 /* Why an upstream TLS connection failed (after BEV_EVENT_ERROR). */

@@ -9,7 +9,20 @@
  * it, the named query parameter) becomes the real value.  A placeholder
  * anywhere else (another host, plain HTTP, another header, the URL, a body)
  * stops the request: the caller refuses it and says so, naming the secret,
- * never its value.  Responses are not rewritten.
+ * never its value.
+ *
+ * What the upstream sends back may show the value again: a server that
+ * echoes a request (TRACE, an /anything endpoint, an error page, a
+ * redirect carrying the query on).  So a request that has a value swapped
+ * in is never a TRACE, and asks for an identity-encoded answer; every
+ * answer from a host a secret goes to is read on the way back (terminate.c,
+ * httpresp.c) and each form of each such value in it (raw, percent-encoded,
+ * in base64 at each of its three alignments: Basic credentials echoed) is
+ * overwritten by a mask of its length, so that framing stays right.  The
+ * real value, in any of those forms, in a request the proxy reads is
+ * refused as a placeholder out of place is: the agent that learned it some
+ * other way cannot send it on.  A server that transforms what it reflects
+ * (reverses, hashes, truncates, encodes it otherwise) is not seen here.
  */
 #include "tls.h"
 #include "egress.h"
@@ -26,8 +39,11 @@
 #define PLACEHOLDER_PREFIX	"corral-ph-"
 #define PLACEHOLDER_LEN		(sizeof(PLACEHOLDER_PREFIX) - 1 + 32)
 #define SECRET_FILE_MAX		(64 << 10)
+/* a derived form (percent, base64) shorter than this would mask noise */
+#define FORM_MIN		8
+#define FORMS_MAX		9
+#define MASK_BYTE		'*'
 
-_Static_assert(PLACEHOLDER_LEN < SECRETS_CARRY, "the carry holds a placeholder");
 
 struct secret {
 	const char *name;		/* the variable inside (policy's string) */
@@ -38,12 +54,19 @@ struct secret {
 	size_t nhosts;
 	const char *header;		/* NULL: not in a header */
 	const char *query;		/* NULL: not in the URL */
+	/* the value as it may be written: raw first (in the vault, as it is) */
+	struct form {
+		char *s;
+		size_t len;
+	} forms[FORMS_MAX];
+	size_t nforms;
 };
 
 struct secrets {
 	json_t *doc;			/* the policy's array, for the strings */
 	struct secret *v;
 	size_t n;
+	size_t form_max;		/* the longest form of any value */
 };
 
 static int read_value(struct secret *s, json_t *o, struct corral_err *err)
@@ -115,6 +138,93 @@ static int make_placeholder(struct secret *s, struct corral_err *err)
 	return 0;
 }
 
+/* ---- the forms a value may be written in --------------------------------- */
+
+static int add_form(struct secret *s, const char *v, size_t n)
+{
+	if (n == 0 || s->nforms == FORMS_MAX)
+		return 0;
+	if (s->nforms && n < FORM_MIN)
+		return 0;
+	for (size_t i = 0; i < s->nforms; i++)
+		if (s->forms[i].len == n && !memcmp(s->forms[i].s, v, n))
+			return 0;
+	s->forms[s->nforms].s = vault_memdup(v, n);
+	if (!s->forms[s->nforms].s)
+		return -ENOMEM;
+	s->forms[s->nforms++].len = n;
+	return 0;
+}
+
+/* Every byte but RFC 3986's unreserved ones as %XX, in hex of the case asked. */
+static size_t percent_encode(const char *v, size_t n, char *out, bool upper)
+{
+	const char *hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = v[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~') {
+			out[k++] = c;
+		} else {
+			out[k++] = '%';
+			out[k++] = hex[c >> 4];
+			out[k++] = hex[c & 15];
+		}
+	}
+	return k;
+}
+
+/*
+ * The base64 of a value behind `align` other bytes (a user name and its
+ * colon, in Basic credentials): of its characters, those that depend on
+ * the value's bits alone, which are the same whatever came before or after.
+ */
+static size_t base64_aligned(const char *v, size_t n, unsigned align, char *out, char *tmp)
+{
+	size_t total = align + n, first, last;
+
+	memset(tmp, 0, align);
+	memcpy(tmp + align, v, n);
+	base64_encode_raw(out, total, (const uint8_t *)tmp);
+	/* character i holds bits [6i, 6i + 6): wholly the value's in [8 align, 8 total) */
+	first = (8 * align + 5) / 6;
+	last = (8 * total) / 6;		/* one past the last whole one */
+	if (last <= first)
+		return 0;
+	memmove(out, out + first, last - first);
+	return last - first;
+}
+
+static int make_forms(struct secret *s)
+{
+	size_t n = s->value_len;
+	char *buf = vault_alloc(3 * n + BASE64_ENCODE_RAW_LENGTH(n + 2) + n + 8);
+	char *tmp = buf ? buf + 3 * n + BASE64_ENCODE_RAW_LENGTH(n + 2) + 4 : NULL;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = add_form(s, s->value, n);
+	for (int upper = 1; r == 0 && upper >= 0; upper--)
+		r = add_form(s, buf, percent_encode(s->value, n, buf, upper));
+	for (unsigned a = 0; r == 0 && a < 3; a++) {
+		size_t k = base64_aligned(s->value, n, a, buf, tmp);
+
+		r = add_form(s, buf, k);
+		/* the URL-safe alphabet (JWTs, many tokens' own encoding) */
+		for (size_t i = 0; i < k; i++)
+			buf[i] = buf[i] == '+' ? '-' : buf[i] == '/' ? '_' : buf[i];
+		if (r == 0)
+			r = add_form(s, buf, k);
+	}
+	explicit_bzero(buf, 3 * n + BASE64_ENCODE_RAW_LENGTH(n + 2) + n + 8);
+	vault_free(buf);
+	return r;
+}
+
 static int compile(struct secret *s, json_t *o, struct corral_err *err)
 {
 	json_t *hosts = json_object_get(o, "hosts"), *h;
@@ -136,6 +246,9 @@ static int compile(struct secret *s, json_t *o, struct corral_err *err)
 	}
 	if (read_value(s, o, err) < 0 || check_value(s, err) < 0)
 		return err->code;
+	if (make_forms(s) < 0)
+		return corral_set_err(err, -ENOMEM, "secret %s: no memory for the forms "
+				      "of its value", s->name);
 	return make_placeholder(s, err);
 }
 
@@ -159,6 +272,9 @@ struct secrets *secrets_new(const struct corral_policy *p, struct corral_err *er
 		ss->n++;
 		if (compile(&ss->v[i], o, err) < 0)
 			goto fail;
+		for (size_t k = 0; k < ss->v[i].nforms; k++)
+			if (ss->v[i].forms[k].len > ss->form_max)
+				ss->form_max = ss->v[i].forms[k].len;
 	}
 	return ss;
 fail:
@@ -172,6 +288,8 @@ void secrets_free(struct secrets *ss)
 		return;
 	for (size_t i = 0; i < ss->n; i++) {
 		vault_free(ss->v[i].value);
+		for (size_t k = 0; k < ss->v[i].nforms; k++)
+			vault_free(ss->v[i].forms[k].s);
 		free(ss->v[i].hosts);
 	}
 	free(ss->v);
@@ -207,6 +325,8 @@ static bool host_ok(const struct secret *s, const char *host, uint16_t port)
 struct out {
 	char *buf;
 	size_t len, cap;
+	size_t swaps;		/* placeholders that became values */
+	const char *who;	/* the last one's secret */
 };
 
 static int put(struct out *o, const void *p, size_t n)
@@ -271,6 +391,8 @@ static int swap_in(const struct secrets *ss, struct out *o, const char *p, size_
 			return refuse(s, where, host, why, whylen);
 		if (put(o, cur, f - cur) || put(o, s->value, s->value_len))
 			return -ENOMEM;
+		o->swaps++;
+		o->who = s->name;
 		cur = f + PLACEHOLDER_LEN;
 	}
 	return put(o, cur, end - cur) ? -ENOMEM : 0;
@@ -344,6 +466,8 @@ static int basic_auth(const struct secrets *ss, struct out *o, const char *v, si
 	base64_encode_raw(enc, plain.len, (const uint8_t *)plain.buf);
 	if (put(o, "Basic ", 6) || put(o, enc, BASE64_ENCODE_RAW_LENGTH(plain.len)))
 		r = -ENOMEM;
+	o->swaps += plain.swaps;
+	o->who = plain.who;
 	*done = true;
 out:
 	if (plain.buf)
@@ -356,6 +480,26 @@ out:
 	return r;
 }
 
+/* ---- the real values, found again ---------------------------------------- */
+
+/* The first form of any value in p[0..n), and whose it is; NULL: none. */
+static const struct secret *find_value(const struct secrets *ss, const char *p, size_t n)
+{
+	for (size_t i = 0; i < ss->n; i++)
+		for (size_t k = 0; k < ss->v[i].nforms; k++)
+			if (memmem(p, n, ss->v[i].forms[k].s, ss->v[i].forms[k].len))
+				return &ss->v[i];
+	return NULL;
+}
+
+static int refuse_value(const struct secret *s, const char *where, const char *host,
+			char *why, size_t whylen)
+{
+	snprintf(why, whylen, "the value of secret %s in %s of a request to %.100s: "
+		 "a value the sandbox should not know is never sent on", s->name, where, host);
+	return -EACCES;
+}
+
 int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 			 const char *host, uint16_t port, bool swap, char **out,
 			 size_t *outlen, char *why, size_t whylen)
@@ -363,10 +507,14 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 	struct ctx c = { .host = host, .port = port, .swap = swap };
 	const struct secret *s = NULL;
 	const char *p = head, *end = head + len;
+	/* what comes back from this host is scanned: it comes back as sent */
+	bool identity = swap && secrets_bound(ss, host, port);
 	struct out o = { 0 };
 	int r = 0;
 
 	*out = NULL;
+	if ((s = find_value(ss, head, len)))
+		return refuse_value(s, "the head", host, why, whylen);
 	for (bool first = true; r == 0 && p < end; first = false) {
 		const char *eol = memmem(p, end - p, "\r\n", 2);
 		const char *colon;
@@ -375,6 +523,9 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 
 		if (first) {
 			r = swap_in(ss, &o, p, n, in_query, &c, "the URL", host, why, whylen);
+		} else if (identity && n >= 16 && !strncasecmp(p, "Accept-Encoding:", 16)) {
+			p = eol ? eol + 2 : end;
+			continue;
 		} else if (n && (colon = memchr(p, ':', n))) {
 			const char *v = colon + 1;
 
@@ -392,11 +543,20 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 			if (r == 0 && find_any(ss, p, colon - p, &s))
 				r = refuse(s, "a header name", host, why, whylen);
 		} else {
-			r = swap_in(ss, &o, p, n, in_query, &c, "the head", host, why, whylen);
+			if (identity && n == 0 && eol)
+				r = put(&o, "Accept-Encoding: identity\r\n", 27) ? -ENOMEM : 0;
+			if (r == 0)
+				r = swap_in(ss, &o, p, n, in_query, &c, "the head", host, why, whylen);
 		}
 		if (r == 0 && eol)
 			r = put(&o, "\r\n", 2) ? -ENOMEM : 0;
 		p = eol ? eol + 2 : end;
+	}
+	/* TRACE answers with the request it got: the value, back inside */
+	if (r == 0 && o.swaps && len > 6 && !memcmp(head, "TRACE ", 6)) {
+		snprintf(why, whylen, "a TRACE request to %.100s with the value of secret %s "
+			 "swapped in: the server would send it back", host, o.who);
+		r = -EACCES;
 	}
 	if (r < 0) {
 		if (o.buf)
@@ -411,15 +571,29 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 	return 0;
 }
 
+/* a needle of up to this many bytes is found across two calls */
+static size_t carry_len(const struct secrets *ss)
+{
+	return ss->form_max > PLACEHOLDER_LEN ? ss->form_max : PLACEHOLDER_LEN;
+}
+
 int secrets_scan(const struct secrets *ss, struct secrets_scan *st,
 		 const void *buf, size_t len, char *why, size_t whylen)
 {
-	char edge[2 * SECRETS_CARRY];
 	const struct secret *s = NULL;
-	size_t take = len < SECRETS_CARRY ? len : SECRETS_CARRY;
+	size_t carry, take;
+	char *edge;
 
 	if (!ss || ss->n == 0)
 		return 0;
+	carry = carry_len(ss);
+	take = len < carry ? len : carry;
+	/* the carry and an edge as long again, made at a body's first bytes */
+	if (!st->tail && !(st->tail = malloc(3 * carry))) {
+		snprintf(why, whylen, "out of memory scanning a request body");
+		return -ENOMEM;
+	}
+	edge = st->tail + carry;
 	/* across the previous call's end, then within this one */
 	memcpy(edge, st->tail, st->ntail);
 	memcpy(edge + st->ntail, buf, take);
@@ -428,15 +602,179 @@ int secrets_scan(const struct secrets *ss, struct secrets_scan *st,
 			 "where it may not go", s->name);
 		return -EACCES;
 	}
-	if (len >= SECRETS_CARRY) {
-		memcpy(st->tail, (const char *)buf + len - SECRETS_CARRY, SECRETS_CARRY);
-		st->ntail = SECRETS_CARRY;
+	if ((s = find_value(ss, edge, st->ntail + take)) || (s = find_value(ss, buf, len))) {
+		snprintf(why, whylen, "the value of secret %s in a request body: a value the "
+			 "sandbox should not know is never sent on", s->name);
+		return -EACCES;
+	}
+	if (len >= carry) {
+		memcpy(st->tail, (const char *)buf + len - carry, carry);
+		st->ntail = carry;
 	} else {
-		size_t keep = st->ntail + len > SECRETS_CARRY ? SECRETS_CARRY - len : st->ntail;
+		size_t keep = st->ntail + len > carry ? carry - len : st->ntail;
 
 		memmove(st->tail, st->tail + st->ntail - keep, keep);
 		memcpy(st->tail + keep, buf, len);
 		st->ntail = keep + len;
 	}
 	return 0;
+}
+
+void secrets_scan_free(struct secrets_scan *st)
+{
+	free(st->tail);
+	st->tail = NULL;
+	st->ntail = 0;
+}
+
+/* ---- masking what comes back ---------------------------------------------- */
+
+struct secrets_mask {
+	const struct secrets *ss;
+	const struct secret **bound;	/* the secrets that go to this host */
+	size_t nbound;
+	size_t form_max;
+	bool *seen;			/* per bound secret: masked at least once */
+};
+
+struct secrets_mask *secrets_mask_new(const struct secrets *ss, const char *host,
+				      uint16_t port)
+{
+	struct secrets_mask *m;
+
+	errno = 0;
+	if (!ss || !ss->n)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->bound = calloc(ss->n, sizeof(*m->bound))) ||
+	    !(m->seen = calloc(ss->n, sizeof(*m->seen))))
+		goto fail;
+	m->ss = ss;
+	for (size_t i = 0; i < ss->n; i++) {
+		if (!host_ok(&ss->v[i], host, port))
+			continue;
+		m->bound[m->nbound++] = &ss->v[i];
+		for (size_t k = 0; k < ss->v[i].nforms; k++)
+			if (ss->v[i].forms[k].len > m->form_max)
+				m->form_max = ss->v[i].forms[k].len;
+	}
+	if (m->nbound)
+		return m;
+	errno = 0;
+fail:
+	if (m) {
+		int e = errno;
+
+		free(m->bound);
+		free(m->seen);
+		free(m);
+		errno = e;
+	}
+	return NULL;
+}
+
+void secrets_mask_free(struct secrets_mask *m)
+{
+	if (!m)
+		return;
+	free(m->bound);
+	free(m->seen);
+	free(m);
+}
+
+size_t secrets_redact(const struct secrets *ss, char *p, size_t n)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; ss && i < ss->n; i++)
+		for (size_t k = 0; k < ss->v[i].nforms; k++) {
+			const struct form *f = &ss->v[i].forms[k];
+			char *cur = p, *hit;
+
+			while ((hit = memmem(cur, p + n - cur, f->s, f->len))) {
+				memset(hit, MASK_BYTE, f->len);
+				cur = hit + f->len;
+				count++;
+			}
+		}
+	return count;
+}
+
+bool secrets_bound(const struct secrets *ss, const char *host, uint16_t port)
+{
+	for (size_t i = 0; ss && i < ss->n; i++)
+		if (host_ok(&ss->v[i], host, port))
+			return true;
+	return false;
+}
+
+/*
+ * One pass of memmem a form over the buffer: linear, and a body that holds
+ * none of them (nearly all) is read once per form and left as it was.
+ */
+size_t secrets_mask_apply(struct secrets_mask *m, char *p, size_t n)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < m->nbound; i++) {
+		const struct secret *s = m->bound[i];
+
+		for (size_t k = 0; k < s->nforms; k++) {
+			const struct form *f = &s->forms[k];
+			char *cur = p, *end = p + n, *hit;
+
+			while ((hit = memmem(cur, end - cur, f->s, f->len))) {
+				memset(hit, MASK_BYTE, f->len);
+				cur = hit + f->len;
+				count++;
+				m->seen[i] = true;
+			}
+		}
+	}
+	return count;
+}
+
+/* The longest tail of p[0..n) that a form begins with, shorter than the form. */
+size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t n)
+{
+	size_t best = 0;
+
+	for (size_t i = 0; i < m->nbound; i++) {
+		const struct secret *s = m->bound[i];
+
+		for (size_t k = 0; k < s->nforms; k++) {
+			const struct form *f = &s->forms[k];
+			size_t span = f->len - 1 < n ? f->len - 1 : n;
+			const char *cur = p + n - span, *end = p + n, *at;
+
+			/* the leftmost start that fits is the longest tail */
+			while (cur < end && (at = memchr(cur, f->s[0], end - cur))) {
+				size_t tail = end - at;
+
+				if (tail <= best)
+					break;
+				if (!memcmp(at, f->s, tail)) {
+					best = tail;
+					break;
+				}
+				cur = at + 1;
+			}
+		}
+	}
+	return best;
+}
+
+size_t secrets_mask_hold(const struct secrets_mask *m)
+{
+	return m->form_max;
+}
+
+json_t *secrets_mask_names(const struct secrets_mask *m)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < m->nbound; i++)
+		if (m->seen[i])
+			json_array_append_new(a, json_string(m->bound[i]->name));
+	return a;
 }

@@ -6,7 +6,10 @@
  * itself with a certificate minted for the name by the sandbox's own CA
  * (src/tls/ca.c), and reads what comes next as HTTP/1.1 requests: each
  * judged by method, path and size, its placeholders swapped or refused
- * (proxy.c).
+ * (proxy.c).  To a host secrets go to, what comes back is read too
+ * (proxy.c's mask_relay): each answer framed (httpresp.c), the values'
+ * forms in it masked (secrets.c), since a server that echoes a request
+ * would show the value swapped into it.
  * Upstream it is a client of its own, verifying the host's certificate and
  * name, never below the protocol version the sandbox negotiated.
  *
@@ -17,6 +20,7 @@
  */
 #include "proxy_int.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +68,14 @@ void conn_terminate(struct conn *c)
 	struct bufferevent *filter;
 	struct tls_session *sess;
 
+	/* what this host answers may show a value swapped in: read on the way back */
+	c->mask = secrets_mask_new(t->secrets, c->host, c->port);
+	if (!c->mask && errno) {
+		conn_deny(c, "out of memory for the masks of a secret's host");
+		return;
+	}
+	if (c->mask)
+		httpresp_init(&c->resp);
 	filter = t->ops->server(t->ca, c->px->base, c->down, c->host, &sess, why,
 				sizeof(why));
 	if (!filter) {

@@ -11,7 +11,9 @@
  *                 tls_plugin.h), rules, secrets
  *   httprules.c   which hosts are terminated; methods, paths and caps
  *   secrets.c     placeholders and the real values, swapped in a request
- *                 head only where the policy says
+ *                 head only where the policy says; the values' forms,
+ *                 refused in requests and masked in what comes back
+ *   httpresp.c    the answers of a secret's host, framed for that mask
  *
  * One struct tlsbox per sandbox, made before the sandbox (its environment
  * carries the placeholders and the CA's path) and owned by the supervisor:
@@ -104,25 +106,56 @@ const char *secrets_placeholder(const struct secrets *s, size_t i);
 /*
  * A request head as httpreq_origin_form() wrote it: swap each placeholder
  * for its value where allowed (swap true: a terminated, verified connection
- * to host), into a new buffer *out (malloc'd) of *outlen bytes.  Returns 0,
- * or -EACCES with why (naming the secret, never its value) when a
- * placeholder sits anywhere it may not go.
+ * to host), into a new buffer *out (malloc'd) of *outlen bytes; to a host
+ * a secret goes to, with "Accept-Encoding: identity" in place of the
+ * client's (what comes back is scanned as it comes).  Returns 0, or
+ * -EACCES with why (naming the secret, never its value) when a placeholder
+ * sits anywhere it may not go, a value is in the head as it came (the
+ * sandbox should not know one), or a TRACE would carry a value.
  */
 int secrets_rewrite_head(const struct secrets *s, const char *head, size_t len,
 			 const char *host, uint16_t port, bool swap, char **out,
 			 size_t *outlen,
 			 char *why, size_t whylen);
 /*
- * Body bytes, in order: does any placeholder appear (also across calls;
- * carry keeps the tail, SECRETS_CARRY bytes)?  -EACCES with why if so.
+ * Body bytes, in order: does any placeholder or value appear (also across
+ * calls: tail keeps the last bytes, as many as the longest needle, in
+ * memory made at the first call)?  -EACCES with why if so.  A body's state
+ * starts zeroed (ntail 0 again for the next body); secrets_scan_free at
+ * the connection's end.
  */
-#define SECRETS_CARRY		64
 struct secrets_scan {
-	char tail[SECRETS_CARRY];
+	char *tail;
 	size_t ntail;
 };
 int secrets_scan(const struct secrets *s, struct secrets_scan *st,
 		 const void *buf, size_t len, char *why, size_t whylen);
+void secrets_scan_free(struct secrets_scan *st);
+
+/* Every form of every value in p[0..n) masked (a path for an event); how many. */
+size_t secrets_redact(const struct secrets *s, char *p, size_t n);
+/* Does a secret go to host:port (so that what it answers is scanned)? */
+bool secrets_bound(const struct secrets *s, const char *host, uint16_t port);
+
+/*
+ * What comes back from a host that secrets go to: each form of each of
+ * their values (raw, percent-encoded, base64 at each alignment, both
+ * alphabets) overwritten with a mask as long.  Pure: the caller frames the
+ * bytes (httpresp.c) and holds back a tail that may be a value's start.
+ * NULL with errno 0: no secret goes to host:port; ENOMEM.
+ */
+struct secrets_mask;
+struct secrets_mask *secrets_mask_new(const struct secrets *s, const char *host,
+				      uint16_t port);
+void secrets_mask_free(struct secrets_mask *m);
+/* Mask every form in p[0..n) in place; how many were masked. */
+size_t secrets_mask_apply(struct secrets_mask *m, char *p, size_t n);
+/* The longest tail of p[0..n) a form begins with (shorter than the form). */
+size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t n);
+/* The longest form: a tail held back is shorter. */
+size_t secrets_mask_hold(const struct secrets_mask *m);
+/* The names of the secrets masked so far, a JSON array (never a value). */
+json_t *secrets_mask_names(const struct secrets_mask *m);
 
 /* ---- the whole, per sandbox ---------------------------------------------- */
 

@@ -1,0 +1,317 @@
+/*
+ * unit_reflect.c - what comes back from a host secrets go to: the forms
+ * of a value (secrets.c), found and masked in an answer's content
+ * wherever its reads and its chunks split it (httpresp.c), and where
+ * the answer may go on.  The proxy's loop (proxy.c's mask_relay) is
+ * played here on byte strings, split at every point.
+ */
+#include "tls.h"
+#include "httpresp.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <nettle/base64.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SECRET "real/secret+value"
+
+static const char policy_text[] =
+	"{\"network\": {\"mode\": \"proxy\", \"allow\": [\"api.test\", \"other.test\"]}, "
+	"\"secrets\": [{\"name\": \"API_KEY\", \"from_env\": \"UNIT_REFLECT_SECRET\", "
+	"\"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}";
+
+static struct secrets *secrets_for_test(struct corral_policy *p)
+{
+	struct corral_err err = { 0 };
+
+	setenv("UNIT_REFLECT_SECRET", SECRET, 1);
+	corral_policy_init(p);
+	CHECK(corral_policy_load_string(p, policy_text, strlen(policy_text), "unit", &err) == 0);
+	return secrets_new(p, &err);
+}
+
+struct sim {
+	char out[8192];
+	size_t nout;
+	char why[160];
+	bool cut;
+	size_t masked;
+};
+
+/*
+ * The proxy's loop: the stream arrives in pieces (cut at each offset of
+ * `at`, then the rest), each appended to what was held, fed, masked, and
+ * what may go on moved to out; the end flushes.
+ */
+static void play(struct secrets_mask *m, int heads, const char *stream, size_t len,
+		 const size_t *at, size_t nat, struct sim *s)
+{
+	struct httpresp r;
+	char buf[8192];
+	size_t held = 0, from = 0;
+
+	memset(s, 0, sizeof(*s));
+	httpresp_init(&r);
+	for (int i = 0; i < heads; i++)
+		httpresp_sent(&r, false);
+	for (size_t i = 0; i <= nat; i++) {
+		size_t to = i < nat ? at[i] : len, n, rel;
+		char *content;
+
+		memcpy(buf + held, stream + from, to - from);
+		held += to - from;
+		from = to;
+		if (httpresp_feed(&r, buf, held) < 0) {
+			s->cut = true;
+			snprintf(s->why, sizeof(s->why), "%s", r.why);
+			break;
+		}
+		content = httpresp_content(&r, buf, held, &n);
+		s->masked += secrets_mask_apply(m, content, n);
+		httpresp_content_back(&r, buf, held, content);
+		rel = i == nat ? held : httpresp_releasable(&r, held,
+							   secrets_mask_partial(m, content, n));
+		memcpy(s->out + s->nout, buf, rel);
+		s->nout += rel;
+		memmove(buf, buf + rel, held - rel);
+		held -= rel;
+		httpresp_release(&r, rel);
+	}
+	s->out[s->nout] = '\0';
+	httpresp_free(&r);
+}
+
+static char *chunked(const char *body, size_t size)
+{
+	static char out[4096];
+	size_t n = 0, len = strlen(body);
+
+	n += sprintf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+	for (size_t i = 0; i < len; i += size) {
+		size_t k = len - i < size ? len - i : size;
+
+		n += sprintf(out + n, "%zx\r\n%.*s\r\n", k, (int)k, body + i);
+	}
+	sprintf(out + n, "0\r\n\r\n");
+	return out;
+}
+
+TEST(every_form_masked_at_every_split)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	char basic[128], b64[128], body[512], resp[1024];
+	const char *forms[4];
+	struct sim s;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	base64_encode_raw(basic, strlen("agent:" SECRET), (const uint8_t *)"agent:" SECRET);
+	basic[BASE64_ENCODE_RAW_LENGTH(strlen("agent:" SECRET))] = 0;
+	base64_encode_raw(b64, strlen("xy:" SECRET), (const uint8_t *)"xy:" SECRET);
+	b64[BASE64_ENCODE_RAW_LENGTH(strlen("xy:" SECRET))] = 0;
+	forms[0] = SECRET;
+	forms[1] = "real%2Fsecret%2Bvalue";
+	forms[2] = basic;
+	forms[3] = b64;
+	for (size_t f = 0; f < 4; f++) {
+		size_t blen = snprintf(body, sizeof(body), "key: %s; again %s.", forms[f], forms[f]);
+		size_t rlen = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: "
+				       "%zu\r\nX-Echo: %s\r\n\r\n%s", blen, forms[f], body);
+
+		for (size_t cut = 1; cut < rlen; cut++) {
+			play(m, 1, resp, rlen, &cut, 1, &s);
+			CHECK(!s.cut && s.nout == rlen);
+			if (strstr(s.out, SECRET) || strstr(s.out, "secret%2B") ||
+			    strstr(s.out, basic + 8) || strstr(s.out, b64 + 4)) {
+				fprintf(stderr, "  form %zu cut at %zu: %s\n", f, cut, s.out);
+				CHECK(!"a form came through");
+				break;
+			}
+			CHECK(s.masked == 3);
+		}
+	}
+	/* chunked, 1 to 9 bytes a chunk, read in pieces of 1 to 13 */
+	snprintf(body, sizeof(body), "invalid key: Bearer %s (try again)", SECRET);
+	for (size_t size = 1; size < 10; size++) {
+		const char *c = chunked(body, size);
+		size_t len = strlen(c);
+
+		for (size_t step = 1; step < 14; step++) {
+			size_t at[1024], nat = 0;
+
+			for (size_t k = step; k < len && nat < 1024; k += step)
+				at[nat++] = k;
+			play(m, 1, c, len, at, nat, &s);
+			CHECK(!s.cut && s.nout == len);
+			CHECK(s.masked == 1);
+			/* the client's view: the chunks' data joined */
+			char joined[512] = "";
+			for (const char *q = strstr(s.out, "\r\n\r\n") + 4; *q;) {
+				size_t k = strtoul(q, NULL, 16);
+
+				q = strstr(q, "\r\n") + 2;
+				strncat(joined, q, k);
+				q += k + 2;
+				if (!k)
+					break;
+			}
+			if (strstr(joined, "real/") || !strstr(joined, "Bearer *****************")) {
+				fprintf(stderr, "  chunk %zu step %zu: %s [%s]\n", size, step, joined, s.out);
+				CHECK(!"chunked");
+			}
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/* An answer without a value is passed on byte for byte, and none held. */
+TEST(answers_without_a_value_unchanged_and_not_held)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	/* two answers kept alive, the first ending with a value's start */
+	const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\ntail real"
+			    "HTTP/1.1 204 No Content\r\n\r\n";
+	const char head_resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n";
+	struct httpresp r;
+	struct sim s;
+	size_t at = sizeof(resp) - 1;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	play(m, 2, resp, sizeof(resp) - 1, &at, 1, &s);
+	CHECK(s.nout == sizeof(resp) - 1 && !memcmp(s.out, resp, s.nout) && !s.masked);
+	/* the first alone: its end goes, though it is a value's start */
+	httpresp_init(&r);
+	httpresp_sent(&r, false);
+	CHECK(httpresp_feed(&r, resp, 47) == 0);
+	CHECK(httpresp_releasable(&r, 47, secrets_mask_partial(m, resp, 47)) == 47);
+	httpresp_free(&r);
+	/* the same bytes in a body still coming: the start is held */
+	httpresp_init(&r);
+	httpresp_sent(&r, false);
+	CHECK(httpresp_feed(&r, resp, 46) == 0);
+	CHECK(secrets_mask_partial(m, resp, 46) == 3);
+	CHECK(httpresp_releasable(&r, 46, 3) == 43);
+	httpresp_free(&r);
+	/* a chunk of a stream goes on with its CRLF, the next not yet come */
+	{
+		static const char part[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+					   "6\r\nevent\n\r\n";
+
+		httpresp_init(&r);
+		httpresp_sent(&r, false);
+		CHECK(httpresp_feed(&r, part, sizeof(part) - 1) == 0);
+		CHECK(httpresp_releasable(&r, sizeof(part) - 1, 0) == sizeof(part) - 1);
+		httpresp_free(&r);
+	}
+	/* a HEAD's answer has no body: the next answer follows its head */
+	httpresp_init(&r);
+	httpresp_sent(&r, true);
+	CHECK(httpresp_feed(&r, head_resp, sizeof(head_resp) - 1) == 0);
+	CHECK(r.start == sizeof(head_resp) - 1 && !r.in_head);
+	httpresp_free(&r);
+	/* a host no secret goes to: nothing to mask */
+	errno = 0;
+	CHECK(secrets_mask_new(ss, "other.test", 443) == NULL && errno == 0);
+	CHECK(!secrets_bound(ss, "other.test", 443) && secrets_bound(ss, "api.test", 443));
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/* A body the proxy cannot read is refused at its head, before any of it goes. */
+TEST(codings_refused_at_the_head)
+{
+	static const char *const bad[] = {
+		"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\ncontent-encoding: BR\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n",
+		"NOT HTTP AT ALL\r\n\r\n",
+	};
+	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\n"
+				 "Content-Length: 3\r\n\r\nabc";
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct httpresp r;
+		size_t half = strlen(bad[i]) / 2;
+
+		httpresp_init(&r);
+		httpresp_sent(&r, false);
+		/* the first half: nothing of the head may go */
+		if (httpresp_feed(&r, bad[i], half) == 0)
+			CHECK(httpresp_releasable(&r, half, 0) == 0);
+		CHECK(httpresp_feed(&r, bad[i], strlen(bad[i])) < 0);
+		CHECK(r.why[0] != '\0');
+		CHECK(i == 4 || r.head_refused);
+		httpresp_free(&r);
+	}
+	{
+		struct httpresp r;
+
+		httpresp_init(&r);
+		httpresp_sent(&r, false);
+		CHECK(httpresp_feed(&r, ok, sizeof(ok) - 1) == 0 && !r.why[0]);
+		httpresp_free(&r);
+	}
+}
+
+/* The real value, in any form, in a request body: refused, also across reads. */
+TEST(value_in_a_request_refused)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_scan st = { 0 };
+	char why[256], *out = NULL, basic[128];
+	size_t outlen;
+	char head[256];
+
+	CHECK(ss != NULL);
+	if (!ss)
+		return;
+	CHECK(secrets_scan(ss, &st, "x=real/sec", 10, why, sizeof(why)) == 0);
+	CHECK(secrets_scan(ss, &st, "ret+value&y", 11, why, sizeof(why)) == -EACCES);
+	CHECK_STR_CONTAINS(why, "the value of secret API_KEY in a request body");
+	CHECK(!strstr(why, SECRET));
+	secrets_scan_free(&st);
+	base64_encode_raw(basic, strlen("u:" SECRET), (const uint8_t *)"u:" SECRET);
+	basic[BASE64_ENCODE_RAW_LENGTH(strlen("u:" SECRET))] = 0;
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: other.test\r\nX-A: Basic %s\r\n\r\n",
+		 basic);
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == -EACCES);
+	CHECK_STR_CONTAINS(why, "the value of secret API_KEY in the head");
+	snprintf(head, sizeof(head), "GET /?v=real%%2fsecret%%2bvalue HTTP/1.1\r\nHost: o\r\n\r\n");
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == -EACCES);
+	/* a TRACE never carries one; a GET asks for an answer as it is */
+	snprintf(head, sizeof(head), "TRACE / HTTP/1.1\r\nHost: api.test\r\nAuthorization: %s\r\n\r\n",
+		 secrets_placeholder(ss, 0));
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "api.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == -EACCES);
+	CHECK_STR_CONTAINS(why, "TRACE");
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: api.test\r\nAccept-Encoding: gzip, br\r\n"
+		 "Authorization: %s\r\n\r\n", secrets_placeholder(ss, 0));
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "api.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == 0);
+	CHECK(out && memmem(out, outlen, "Accept-Encoding: identity\r\n\r\n", 29) &&
+	      !memmem(out, outlen, "gzip", 4));
+	free(out);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+int main(void)
+{
+	unit_run_all();
+	UNIT_DONE();
+}

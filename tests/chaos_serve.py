@@ -18,6 +18,7 @@ Ends with a line "chaos: N passed, N failed".
 """
 import glob
 import http.client
+import http.server
 import json
 import os
 import random
@@ -60,6 +61,7 @@ class Shared:
         self.sock = None
         self.dpid = 0
         self.ws = None
+        self.up_port = 0
         self.bad_tokens = 0
         self.bad = []           # what failed, one line each
         self.ops = {}           # op name -> count
@@ -208,6 +210,10 @@ class Client:
                 {"memory": "48M", "pids": 16, "disk": "16M"}])}
         if self.rng.random() < 0.5:
             body["workspace"] = self.sh.ws     # diff, export and snapshot need one
+        if self.rng.random() < 0.4:
+            body.setdefault("policy", {})["network"] = {
+                "mode": "proxy", "allow": [f"up.test:{self.sh.up_port}"],
+                "hosts": {"up.test": "127.0.0.1"}}
         lease = None
         if self.rng.random() < 0.1:
             lease = self.open_lease()
@@ -271,13 +277,16 @@ class Client:
         "for i in $(seq 20); do sleep 1 & done; wait",
         "dd if=/dev/zero of=/tmp/fill bs=1M count=40 2>/dev/null; rm -f /tmp/fill",
         "cat > /workspace/in.txt",
+        "curl -s -m 5 http://up.test:UP/x", "curl -s -m 20 -o /dev/null http://up.test:UP/big",
+        "curl -s -m 20 http://up.test:UP/slow", "curl -s -m 3 http://evil.test/",
+        "for i in 1 2 3 4 5 6; do curl -s -m 10 -o /dev/null http://up.test:UP/big & done; wait",
     ]
 
     def op_exec(self):
         b = self.box()
         if not b:
             return
-        body = {"command": self.rng.choice(self.COMMANDS)}
+        body = {"command": self.rng.choice(self.COMMANDS).replace("UP", str(self.sh.up_port))}
         if self.rng.random() < 0.3:
             body["timeout_seconds"] = self.rng.choice([0.05, 0.5, 5])
         if self.rng.random() < 0.3:
@@ -500,6 +509,35 @@ class Client:
         self.c.close()
 
 
+class Upstream(http.server.ThreadingHTTPServer):
+    """The "external" host the sandboxes reach through the proxy: a thread
+    of this script on loopback, named up.test in their policy."""
+    daemon_threads = True
+
+
+class UpstreamHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        n = {"/big": 4 << 20, "/slow": 100}.get(self.path, 10)
+        self.send_response(200)
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        try:
+            if self.path == "/slow":
+                for _ in range(n):
+                    self.wfile.write(b"s")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            else:
+                self.wfile.write(b"u" * n)
+        except OSError:
+            pass
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
 def left_of(dpid):
     """The daemon's cgroups still there, and the processes in them."""
     groups = [d for d in glob.glob(f"/sys/fs/cgroup/*/corral*/corral-{dpid}-*")
@@ -550,6 +588,9 @@ def main():
                          stderr=open(log, "w"))
     sh = Shared()
     sh.sock, sh.dpid = sock, d.pid
+    up = Upstream(("127.0.0.1", 0), UpstreamHandler)
+    threading.Thread(target=up.serve_forever, daemon=True).start()
+    sh.up_port = up.server_address[1]
     sh.ws = os.path.join(tmp, "ws")
     os.makedirs(os.path.join(sh.ws, "src"))
     for i in range(20):
@@ -627,6 +668,7 @@ def main():
         if d.poll() is None:
             d.kill()
             d.wait()
+        up.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"chaos: {passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -192,6 +192,48 @@ t_tripwire_halts() {
 	fi
 }
 
+# Every way to the decoy's inode, or to its contents, is a touch: a hard
+# link made to read it by another name (the link itself changes the
+# inode's link count), the directory renamed away before the read, and truncate(2), which empties the decoy by its path
+# without opening it (no open to see, no IN_ATTRIB: only IN_MODIFY).
+t_tripwire_every_route_halts() {
+	local route how
+	policy '{"tripwires": ["/home/agent/.aws/credentials"]}'
+	for route in link dir truncate; do
+		case $route in
+		link) how="tampered: attributes or links changed"; arun -- /usr/bin/python3 -c '
+import os, time
+os.link("/home/agent/.aws/credentials", "/home/agent/innocent")
+print("linked", flush=True)
+try:
+    print(open("/home/agent/innocent").read())
+except OSError as e:
+    print("denied", e)
+time.sleep(20)' ;;
+		dir) how=open; arun -- /usr/bin/python3 -c '
+import os, time
+os.rename("/home/agent/.aws", "/home/agent/elsewhere")
+print("renamed", flush=True)
+try:
+    print(open("/home/agent/elsewhere/credentials").read())
+except OSError as e:
+    print("denied", e)
+time.sleep(20)' ;;
+		truncate) how="tampered: contents changed"; arun -- /usr/bin/python3 -c '
+import os, time
+os.truncate("/home/agent/.aws/credentials", 0)
+print("emptied", os.stat("/home/agent/.aws/credentials").st_size, flush=True)
+time.sleep(20)' ;;
+		esac
+		expect_eq "$route: status" "$(json status < "$T/out")" halted
+		expect_contains "$route: reason" "$(json reason < "$T/out")" \
+			"tripwire /home/agent/.aws/credentials was touched"
+		expect_contains "$route: how" "$(event tripwire)" "$how"
+		ms=$(json duration_ms < "$T/out")
+		[ "$ms" -lt 15000 ] || fail "$route: the halt waited for the command ($ms ms)"
+	done
+}
+
 t_no_criteria_no_halt() {
 	policy '{}'
 	arun $H -- /bin/sh -c '/opt/helpers/attack mount; exit 3'

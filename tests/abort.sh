@@ -12,6 +12,7 @@ TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-abort.XXXXXX")
 chmod 755 "$TEST_TMP"
 trap 'rm -rf "$TEST_TMP"' EXIT
 . "$HERE/lib.sh"
+. "$HERE/daemon.sh"
 HELPERS=$TEST_TMP/helpers
 mkdir "$HELPERS"
 cp "$HELPERS_SRC"/attack "$HELPERS/"
@@ -232,6 +233,55 @@ time.sleep(20)' ;;
 		ms=$(json duration_ms < "$T/out")
 		[ "$ms" -lt 15000 ] || fail "$route: the halt waited for the command ($ms ms)"
 	done
+}
+
+# The daemon: a wall-time budget is spent while the sandbox sleeps
+# idle-frozen, where the meters' tick does not look.  A call after that
+# is refused as halted, and nothing of it runs; it used to run until the
+# next tick (its first output was in the halted result).
+t_daemon_wall_budget_spent_while_frozen() {
+	local id
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 100, "policy":
+		{"abort": {"max_wall_seconds": 2}}}' | json id)
+	expect_eq "create" "$(cat "$T/status")" 201
+	for _ in $(seq 1 100); do
+		[ "$(api GET "/v1/sandboxes/$id" | json state)" = frozen ] && break
+		sleep 0.05
+	done
+	[ "$(api GET "/v1/sandboxes/$id" | json state)" = frozen ] ||
+		{ stop_daemon; skip "no freezer for this user: no idle freeze"; return 77; }
+	sleep 2.5	# the budget, spent asleep
+	api POST "/v1/sandboxes/$id/exec" '{"argv": ["/bin/sh", "-c",
+		"echo ran; sleep 5; echo still"]}' > "$T/out"
+	expect_eq "refused" "$(cat "$T/status")" 409
+	expect_contains "why" "$(cat "$T/out")" "halted: wall-time budget spent"
+	expect_not_contains "nothing ran" "$(cat "$T/out")" ran
+	expect_eq "state" "$(api GET "/v1/sandboxes/$id" | json state)" halted
+	api GET "/v1/events?sandbox=$id" > "$T/events"
+	expect_contains "criterion" "$(event abort)" '"criterion":"max_wall_seconds"'
+	[ -z "$(event exec.start)" ] || fail "a call started after the budget: $(event exec.start)"
+	stop_daemon
+}
+
+# ... and a resume of a paused sandbox is refused so too
+t_daemon_wall_budget_spent_while_paused() {
+	local id
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0, "policy":
+		{"abort": {"max_wall_seconds": 2}}}' | json id)
+	expect_eq "create" "$(cat "$T/status")" 201
+	api POST "/v1/sandboxes/$id/pause" > "$T/out"
+	[ "$(cat "$T/status")" = 200 ] ||
+		{ stop_daemon; skip "no freezer for this user: $(cat "$T/out")"; return 77; }
+	sleep 2.5
+	api POST "/v1/sandboxes/$id/resume" > "$T/out"
+	expect_eq "refused" "$(cat "$T/status")" 409
+	expect_contains "why" "$(cat "$T/out")" "halted: wall-time budget spent"
+	expect_eq "state" "$(api GET "/v1/sandboxes/$id" | json state)" halted
+	stop_daemon
 }
 
 t_no_criteria_no_halt() {

@@ -167,6 +167,8 @@ int box_set_thawed(struct corral_box *b, struct corral_err *err);
 int box_freeze(struct corral_box *b, enum box_freeze why, struct corral_err *err);
 /* With no call running: freeze after the idle window, if the box idles. */
 void box_arm_idle(struct corral_box *b);
+/* The budgets weighed now (a call or a resume is about to run): true halted. */
+bool box_budgets_spent(struct corral_box *b);
 
 /* ---- box_export.c: the workspace's layers for diff and export ---- */
 

@@ -284,6 +284,130 @@ t_daemon_wall_budget_spent_while_paused() {
 	stop_daemon
 }
 
+# upstream FILE: a server on 127.0.0.1 that reads a request's head, then
+# nothing until FILE holds a halt event, then all it can until the
+# connection ends (bounded: 20 s); its port in $T/port, the bytes of the
+# body it got in $T/got.  Its receive buffer is small: what it holds
+# before the halt is little.  Its pid in UPSTREAM.
+upstream() {
+	rm -f "$T/port" "$T/got"
+	/usr/bin/python3 -c '
+import socket, sys, time
+halt_file, port_file, got_file = sys.argv[1:4]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.bind(("127.0.0.1", 0))
+s.listen(4)
+open(port_file, "w").write(str(s.getsockname()[1]))
+s.settimeout(60)
+c, _ = s.accept()
+c.settimeout(20)
+head = b""
+while b"\r\n\r\n" not in head and len(head) < 4096:
+    head += c.recv(1)
+end = time.time() + 60
+while time.time() < end:
+    try:
+        if b"\"type\":\"halt\"" in open(halt_file, "rb").read():
+            break
+    except OSError:
+        pass
+    time.sleep(0.05)
+got, end = 0, time.time() + 20
+while time.time() < end:
+    try:
+        d = c.recv(65536)
+    except OSError:
+        break
+    if not d:
+        break
+    got += len(d)
+open(got_file, "w").write(str(got))' "$1" "$T/port" "$T/got" &
+	UPSTREAM=$!
+	for _ in $(seq 1 100); do [ -s "$T/port" ] && break; sleep 0.05; done
+	[ -s "$T/port" ] || fail "the upstream did not start"
+}
+
+# the sandbox's side: POST with a body as large as the buffers on the way
+# take (until 0.2 s without progress), then the tripwire; "sent N" out
+FILL='
+import socket, sys, time
+port = int(sys.argv[1])
+s = socket.create_connection(("web.test", port))
+s.sendall(b"POST / HTTP/1.1\r\nHost: web.test:%d\r\nContent-Length: 1000000000\r\n\r\n" % port)
+s.setblocking(False)
+sent, stall, chunk = 0, 0, b"x" * 65536
+while stall < 20 and sent < 256 << 20:
+    try:
+        sent += s.send(chunk)
+        stall = 0
+    except BlockingIOError:
+        stall += 1
+        time.sleep(0.01)
+print("sent", sent, flush=True)
+try:
+    open("/home/agent/.aws/credentials").read()
+except OSError:
+    pass
+time.sleep(30)'
+
+# What the sandbox wrote before the halt, and the buffers on the way
+# (its socket's, the proxy's) still held, is not passed on after the
+# halt: the proxy's connections are reset.  Closed the ordinary way, the
+# kernel went on sending megabytes to the upstream after the run ended.
+t_halt_stops_what_the_sandbox_sent() {
+	trap '[ -z "${UPSTREAM:-}" ] || kill "$UPSTREAM" 2>/dev/null || true' EXIT
+	upstream "$T/events"
+	port=$(cat "$T/port")
+	policy '{"tripwires": ["/home/agent/.aws/credentials"], "on_abort": "kill"}' \
+		"{\"mode\": \"proxy\", \"allow\": [\"web.test:$port\"], \"hosts\": {\"web.test\": \"127.0.0.1\"}}"
+	arun --timeout 60 -- /usr/bin/python3 -c "$FILL" "$port"
+	wait "$UPSTREAM" || true
+	UPSTREAM=
+	expect_eq "status" "$(json status < "$T/out")" halted
+	sent=$(json stdout < "$T/out" | sed -n 's/^sent //p')
+	got=$(cat "$T/got")
+	[ "${sent:-0}" -ge 1048576 ] || fail "the buffers took only ${sent:-0} bytes"
+	[ "$got" -le $(( sent / 4 )) ] ||
+		fail "the upstream got $got of the $sent bytes sent before the halt"
+	expect_contains "reset" "$(event egress.closed)" "reset by the halt"
+}
+
+# ... also in the daemon, whose sandbox is halted mid-call
+t_daemon_halt_stops_what_the_sandbox_sent() {
+	local id
+	trap '[ -z "${UPSTREAM:-}" ] || kill "$UPSTREAM" 2>/dev/null || true; stop_daemon' EXIT
+	start_daemon
+	: > "$T/events"
+	upstream "$T/events"
+	port=$(cat "$T/port")
+	id=$(api POST /v1/sandboxes "{\"policy\": {\"abort\": {\"tripwires\":
+		[\"/home/agent/.aws/credentials\"], \"on_abort\": \"kill\"}, \"network\":
+		{\"mode\": \"proxy\", \"allow\": [\"web.test:$port\"], \"hosts\":
+		{\"web.test\": \"127.0.0.1\"}}}}" | json id)
+	expect_eq "create" "$(cat "$T/status")" 201
+	# the events where the upstream looks for the halt, as they come
+	curl -s -N -m 60 --unix-socket "$T/sock" "http://corral/v1/events?sandbox=$id&follow=1" \
+		>> "$T/events" 2>/dev/null &
+	FOLLOW=$!
+	trap '[ -z "${UPSTREAM:-}" ] || kill "$UPSTREAM" 2>/dev/null || true; kill "$FOLLOW" 2>/dev/null || true; stop_daemon' EXIT
+	body=$(/usr/bin/python3 -c 'import json, sys
+print(json.dumps({"argv": ["/usr/bin/python3", "-c", sys.argv[1], sys.argv[2]]}))' "$FILL" "$port")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/out"
+	wait "$UPSTREAM" || true
+	UPSTREAM=
+	kill "$FOLLOW" 2>/dev/null || true
+	wait "$FOLLOW" 2>/dev/null || true
+	expect_eq "status" "$(json status < "$T/out")" halted
+	sent=$(json stdout < "$T/out" | sed -n 's/^sent //p')
+	got=$(cat "$T/got")
+	[ "${sent:-0}" -ge 1048576 ] || fail "the buffers took only ${sent:-0} bytes"
+	[ "$got" -le $(( sent / 4 )) ] ||
+		fail "the upstream got $got of the $sent bytes sent before the halt"
+	expect_contains "reset" "$(event egress.closed)" "reset by the halt"
+	stop_daemon
+}
+
 t_no_criteria_no_halt() {
 	policy '{}'
 	arun $H -- /bin/sh -c '/opt/helpers/attack mount; exit 3'

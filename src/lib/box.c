@@ -214,6 +214,8 @@ static void box_halt(struct corral_box *b, const char *criterion,
 	b->halt_evidence = evidence;
 	b->state = CORRAL_BOX_HALTED;
 	drop_event(&b->ev_idle);
+	/* its writes from before the freeze go no further, nor new ones */
+	sandbox_halt_egress(b->sb);
 	r = set_frozen(b, BF_HALT, &err);
 	if (r != 0)
 		halt_record(b, r > 0);

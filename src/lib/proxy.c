@@ -417,6 +417,11 @@ static json_t *closed_fields(const struct conn *c)
 {
 	json_t *o = conn_base(c);
 
+	if (o && c->halted && !put(o, "reason", json_string("reset by the halt: "
+		"what the sandbox had sent and was not yet passed on was dropped"))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && put(o, "bytes_up", json_integer((json_int_t)c->bytes_up)) &&
 	    put(o, "bytes_down", json_integer((json_int_t)c->bytes_down)) &&
 	    put(o, "duration_ms", json_integer((json_int_t)(corral_now_ms() - c->t0_ms))))
@@ -2014,6 +2019,12 @@ static void on_accept(struct tcp_listener *tl, int fd, struct sockaddr *sa, int 
 	enum listen_kind kind = tl->kind;
 	struct conn *c;
 
+	/* made before the halt's freeze, accepted after: nothing to relay */
+	if (px->halted) {
+		relay_sock_reset(fd);
+		close(fd);
+		return;
+	}
 	/* A sandbox that hoards connections must not exhaust our fds. */
 	if (!proxy_conn_room(px, "tcp")) {
 		if (kind == L_HTTP)
@@ -2275,6 +2286,36 @@ fail:
 void proxy_drain(struct proxy *px)
 {
 	nflog_drain(px);
+}
+
+static void bev_reset(struct bufferevent *bev)
+{
+	if (bev)
+		relay_sock_reset(bufferevent_getfd(bev));
+}
+
+/*
+ * A halt stops what the sandbox started, its connections too.  Closed
+ * the ordinary way, a connection's sockets would go on sending after the
+ * close what their queues hold, the sandbox's writes from before the
+ * freeze: megabytes on loopback, to the upstream, for as long as it
+ * reads.  Reset, they are dropped.
+ */
+void proxy_halt(struct proxy *px)
+{
+	struct conn *c;
+
+	if (!px)
+		return;
+	px->halted = true;
+	while ((c = px->conns)) {
+		relay_reset(c->relay);
+		bev_reset(c->up);
+		bev_reset(c->down);
+		bev_reset(c->raw);
+		c->halted = true;
+		conn_free(c);
+	}
 }
 
 void proxy_free(struct proxy *px)

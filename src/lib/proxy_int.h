@@ -63,6 +63,7 @@ struct proxy {
 	struct udp_listener udp[NSPECS];
 	struct conn *conns;		/* every live connection, for proxy_free */
 	bool transparent;
+	bool halted;			/* proxy_halt: nothing more is relayed */
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
 	uint32_t *synth_slots;		/* a hash of synth: index + 1, 0 empty */
@@ -114,6 +115,7 @@ struct conn {
 	char why[CORRAL_ERR_MAX];	/* the rule that allowed it */
 	uint16_t port;
 	bool allowed_logged;
+	bool halted;			/* reset by proxy_halt */
 	struct sockaddr_storage peer;	/* the sandbox's end, as accepted */
 	pid_t pid;			/* who holds it (host view), once asked */
 	uint64_t cgid;			/* the cgroup2 group of its maker */

@@ -2301,13 +2301,13 @@ static void bev_reset(struct bufferevent *bev)
  * freeze: megabytes on loopback, to the upstream, for as long as it
  * reads.  Reset, they are dropped.
  */
-void proxy_halt(struct proxy *px)
+static void on_halt(evutil_socket_t fd, short what, void *arg)
 {
+	struct proxy *px = arg;
 	struct conn *c;
 
-	if (!px)
-		return;
-	px->halted = true;
+	(void)fd;
+	(void)what;
 	while ((c = px->conns)) {
 		relay_reset(c->relay);
 		bev_reset(c->up);
@@ -2316,6 +2316,24 @@ void proxy_halt(struct proxy *px)
 		c->halted = true;
 		conn_free(c);
 	}
+}
+
+/*
+ * The verdict may come from one of our own events (a denial here counted
+ * the last one), inside a connection's callback: the connections go on
+ * the loop's next turn, not under it, with whatever that callback still
+ * started; no connection is accepted from now on.
+ */
+void proxy_halt(struct proxy *px)
+{
+	if (!px || px->halted)
+		return;
+	px->halted = true;
+	px->halt_ev = event_new(px->base, -1, 0, on_halt, px);
+	if (px->halt_ev)
+		event_active(px->halt_ev, 0, 0);
+	else
+		on_halt(-1, 0, px);	/* out of memory: risk it now */
 }
 
 void proxy_free(struct proxy *px)
@@ -2340,6 +2358,8 @@ void proxy_free(struct proxy *px)
 	}
 	if (px->resume)
 		event_free(px->resume);
+	if (px->halt_ev)
+		event_free(px->halt_ev);
 	if (px->diag >= 0)
 		close(px->diag);
 	if (px->dns)

@@ -64,6 +64,7 @@ struct proxy {
 	struct conn *conns;		/* every live connection, for proxy_free */
 	bool transparent;
 	bool halted;			/* proxy_halt: nothing more is relayed */
+	struct event *halt_ev;		/* its resets, on the loop's next turn */
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
 	uint32_t *synth_slots;		/* a hash of synth: index + 1, 0 empty */

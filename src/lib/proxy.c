@@ -433,7 +433,16 @@ static json_t *closed_fields(const struct conn *c)
 void conn_free(struct conn *c)
 {
 	struct proxy *px = c->px;
+	uint64_t up, down;
 
+	/*
+	 * A spliced tunnel's bytes, counted here and not only when both its
+	 * directions ended: one cut short (a halt, the sandbox's end) moved
+	 * bytes too, and its egress.closed said 0.
+	 */
+	relay_counts(c->relay, &up, &down);
+	c->bytes_up += up;
+	c->bytes_down += down;
 	if (c->allowed_logged)
 		events_emit(px->ev, "egress.closed", closed_fields(c));
 	if (c->gai)
@@ -878,13 +887,12 @@ static void relay_event(struct bufferevent *bev, short what, void *arg)
 	conn_free(c);
 }
 
+/* up, down: conn_free counts them, as it does for a tunnel cut short */
 static void on_relay_done(void *arg, uint64_t up, uint64_t down)
 {
-	struct conn *c = arg;
-
-	c->bytes_up += up;
-	c->bytes_down += down;
-	conn_free(c);
+	(void)up;
+	(void)down;
+	conn_free(arg);
 }
 
 /* Bytes that would go upstream before anything the relay reads itself. */

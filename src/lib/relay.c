@@ -552,6 +552,12 @@ void relay_reset(struct relay *r)
 	relay_sock_reset(r->down.from);
 }
 
+void relay_counts(const struct relay *r, uint64_t *up, uint64_t *down)
+{
+	*up = r ? r->up.moved : 0;
+	*down = r ? r->down.moved : 0;
+}
+
 void relay_free(struct relay *r)
 {
 	if (!r)

@@ -417,6 +417,75 @@ print(json.dumps({"argv": ["/usr/bin/python3", "-c", sys.argv[1], sys.argv[2]]})
 	stop_daemon
 }
 
+# marked MARK: the host's pids whose command line holds MARK (the grep's
+# pattern in a file: given as an argument, the grep would find itself)
+marked() {
+	printf '%s\n' "$1" > "$T/mark"
+	grep -l -a -F -f "$T/mark" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 || true
+}
+
+# what forks as fast as it can, and a daemonised grandchild in a session
+# of its own; the tripwire after a moment
+FORKER='
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(60)
+    os._exit(0)
+if os.fork() == 0:
+    end = time.time() + 60
+    while time.time() < end:
+        try:
+            if os.fork() == 0:
+                time.sleep(0.05)
+                os._exit(0)
+        except OSError:
+            time.sleep(0.01)
+    os._exit(0)
+time.sleep(0.5)
+try:
+    open("/home/agent/.aws/credentials").read()
+except OSError:
+    pass
+time.sleep(60)'
+
+# Nothing the sandbox started outlives on_abort "kill": not a forker
+# racing the kill, not a grandchild in a session of its own.
+t_nothing_outlives_the_halt() {
+	local mark=corral-outlive-$$-$RANDOM left
+	trap 'for p in $(marked "$mark"); do kill -KILL "$p" 2>/dev/null || true; done' EXIT
+	policy '{"tripwires": ["/home/agent/.aws/credentials"], "on_abort": "kill"}'
+	arun --timeout 60 -- /usr/bin/python3 -c "$FORKER" "$mark"
+	expect_eq "status" "$(json status < "$T/out")" halted
+	left=$(marked "$mark")
+	[ -z "$left" ] || fail "left running after the halt: $left"
+}
+
+# ... nor in the daemon: a call's forker, and a background process's
+t_daemon_nothing_outlives_the_halt() {
+	local mark=corral-outlive-$$-$RANDOM left id body
+	trap 'for p in $(marked "$mark"); do kill -KILL "$p" 2>/dev/null || true; done; stop_daemon' EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"policy": {"abort": {"tripwires":
+		["/home/agent/.aws/credentials"], "on_abort": "kill"}}}' | json id)
+	expect_eq "create" "$(cat "$T/status")" 201
+	api POST "/v1/sandboxes/$id/processes" "{\"argv\": [\"/bin/sleep\", \"60\", \"$mark\"]}" > /dev/null
+	expect_eq "background" "$(cat "$T/status")" 201
+	body=$(/usr/bin/python3 -c 'import json, sys
+print(json.dumps({"argv": ["/usr/bin/python3", "-c", sys.argv[1], sys.argv[2]]}))' "$FORKER" "$mark")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/out"
+	expect_eq "status" "$(json status < "$T/out")" halted
+	# the kill's rounds run on the daemon's loop (v1: freeze, kill, thaw)
+	for _ in $(seq 1 100); do
+		[ -z "$(marked "$mark")" ] && break
+		sleep 0.05
+	done
+	left=$(marked "$mark")
+	[ -z "$left" ] || fail "left running after the halt: $left"
+	stop_daemon
+}
+
 t_no_criteria_no_halt() {
 	policy '{}'
 	arun $H -- /bin/sh -c '/opt/helpers/attack mount; exit 3'

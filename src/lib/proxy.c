@@ -497,8 +497,9 @@ void conn_ask_pid(struct conn *c)
 {
 	if (!c->pid_asked) {
 		c->pid_asked = true;
-		c->pid = peer_pid(c->px->diag, c->px->netns_ino,
-				  (struct sockaddr *)&c->peer, &c->cgid);
+		if (peer_rate_take(&c->px->searches, corral_now_ms()))
+			c->pid = peer_pid(c->px->diag, c->px->netns_ino,
+					  (struct sockaddr *)&c->peer, &c->cgid);
 	}
 }
 

@@ -11,6 +11,7 @@
 #include "proxy.h"
 #include "socks.h"
 #include "httpreq.h"
+#include "peer.h"
 #include "tls.h"
 
 #include <event2/bufferevent.h>
@@ -84,6 +85,7 @@ struct proxy {
 	struct tlsbox *tls;		/* CA, rules, secrets (tls.h); NULL: none */
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */
+	struct peer_rate searches;	/* for denials' pids (peer.h) */
 	ino_t netns_ino;
 	struct nflog_state nflog;
 };

@@ -126,6 +126,8 @@ t_cpu_budget_halts() {
 	arun --timeout 30 -- /bin/sh -c 'while :; do :; done'
 	expect_eq "status" "$(json status < "$T/out")" halted
 	expect_contains "reason" "$(json reason < "$T/out")" "CPU budget spent"
+	[[ $(json reason < "$T/out") =~ spent:\ 1\.[0-9]{3}\ s\ used\ \(limit\ 1\ s\) ]] ||
+		fail "the reason does not say what was spent: $(json reason < "$T/out")"
 }
 
 # ... also when the CPU is spent by processes that have exited (reaped by
@@ -147,6 +149,9 @@ t_wall_budget_halts() {
 	arun --timeout 30 -- /bin/sleep 20
 	expect_eq "status" "$(json status < "$T/out")" halted
 	expect_contains "reason" "$(json reason < "$T/out")" "wall-time budget spent"
+	# what was spent, to the millisecond: never "1 s (limit 1 s)"
+	[[ $(json reason < "$T/out") =~ spent:\ 1\.[0-9]{3}\ s\ \(limit\ 1\ s\) ]] ||
+		fail "the reason does not say what was spent: $(json reason < "$T/out")"
 	ms=$(json duration_ms < "$T/out")
 	[ "$ms" -lt 10000 ] || fail "took $ms ms"
 }

@@ -533,6 +533,31 @@ sys.exit(0 if len(den) > 100 and named <= bound else 1)' "$T/events" > "$T/count
 		fail "pid searches not bounded: $(cat "$T/count")"
 }
 
+# A tripwire touched by what a finished call left behind, while another
+# call runs alone: unprivileged (inotify) the hit names no pid, and it
+# was put on the call running then.  It names no call now (as root,
+# fanotify's pid names the leftover's own call).
+t_daemon_tripwire_not_blamed_on_the_running_call() {
+	local id t
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0, "policy": {"abort":
+		{"tripwires": ["/home/agent/.aws/credentials"], "on_abort": "kill"}}}' | json id)
+	expect_eq "create" "$(cat "$T/status")" 201
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "leaves", "argv": ["/bin/sh", "-c",
+		"(sleep 1; cat /home/agent/.aws/credentials > /dev/null; sleep 30) > /dev/null 2>&1 & exit 0"]}' > "$T/out"
+	expect_eq "first call" "$(json status < "$T/out")" exited
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "innocent", "argv": ["/bin/sleep", "20"]}' > "$T/out"
+	expect_eq "halted" "$(json status < "$T/out")" halted
+	api GET "/v1/events?sandbox=$id" > "$T/events"
+	t=$(event tripwire)
+	expect_not_contains "not blamed" "$t" '"call":"innocent"'
+	if [ "$(id -u)" = 0 ]; then
+		expect_contains "the leftover's call" "$t" '"call":"leaves"'
+	fi
+	stop_daemon
+}
+
 t_no_criteria_no_halt() {
 	policy '{}'
 	arun $H -- /bin/sh -c '/opt/helpers/attack mount; exit 3'

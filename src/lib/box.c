@@ -459,7 +459,12 @@ static void box_died(struct corral_box *b)
 	}
 }
 
-/* inotify names no pid: the call is known only if one call runs */
+/*
+ * inotify names no pid: the call is known only if one call runs, and
+ * nothing else does: a finished call's leftover (or a process that left
+ * its call's session) may have touched the file as well, and naming the
+ * running call then blamed it for another's act.
+ */
 static void on_tripwire(void *arg, json_t *event, pid_t pid)
 {
 	struct corral_box *b = arg;
@@ -469,6 +474,8 @@ static void on_tripwire(void *arg, json_t *event, pid_t pid)
 		return;
 	for (only = b->calls; only && only->done; only = only->next)
 		;
+	if (!only || !b->sb || box_others_alive(b->sb->pid, only->host_pid))
+		return;
 	json_object_set_new(event, "call", json_string(only->tool_call));
 	json_object_set_new(event, "attributed", json_string("the only call "
 			    "running when the file was touched"));

@@ -235,6 +235,8 @@ void call_note_denial(struct corral_box *b, const char *type, json_t *event);
 
 /* events_attr_fn: name the call an event belongs to (arg: the box). */
 bool box_attribute(void *arg, json_t *event);
+/* A process in the sandbox (init's pid namespace) not init's, not of session sid. */
+bool box_others_alive(pid_t init, pid_t sid);
 
 static inline void close_fd(int *fd)
 {

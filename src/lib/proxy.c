@@ -2310,6 +2310,15 @@ static void bev_reset(struct bufferevent *bev)
  * freeze: megabytes on loopback, to the upstream, for as long as it
  * reads.  Reset, they are dropped.
  */
+static void conn_mark_reset(struct conn *c)
+{
+	relay_reset(c->relay);
+	bev_reset(c->up);
+	bev_reset(c->down);
+	bev_reset(c->raw);
+	c->halted = true;
+}
+
 static void on_halt(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy *px = arg;
@@ -2318,11 +2327,7 @@ static void on_halt(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	while ((c = px->conns)) {
-		relay_reset(c->relay);
-		bev_reset(c->up);
-		bev_reset(c->down);
-		bev_reset(c->raw);
-		c->halted = true;
+		conn_mark_reset(c);
 		conn_free(c);
 	}
 }
@@ -2339,10 +2344,13 @@ void proxy_halt(struct proxy *px)
 		return;
 	px->halted = true;
 	px->halt_ev = event_new(px->base, -1, 0, on_halt, px);
-	if (px->halt_ev)
+	if (px->halt_ev) {
 		event_active(px->halt_ev, 0, 0);
-	else
-		on_halt(-1, 0, px);	/* out of memory: risk it now */
+		return;
+	}
+	/* out of memory: each resets when it ends (freed here, one could be in use) */
+	for (struct conn *c = px->conns; c; c = c->next)
+		conn_mark_reset(c);
 }
 
 void proxy_free(struct proxy *px)

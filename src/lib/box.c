@@ -474,8 +474,15 @@ static void on_tripwire(void *arg, json_t *event, pid_t pid)
 		return;
 	for (only = b->calls; only && only->done; only = only->next)
 		;
-	if (!only || !b->sb || box_others_alive(b->sb->pid, only->host_pid))
+	if (!only)
 		return;
+	if (!b->sb || box_others_alive(b->sb->pid, only->host_pid)) {
+		json_object_set_new(event, "attributed", json_sprintf("to no call: "
+				    "inotify names no pid, and besides the one call "
+				    "running (%s) other processes of the sandbox lived "
+				    "(a finished call's leftovers)", only->tool_call));
+		return;
+	}
 	json_object_set_new(event, "call", json_string(only->tool_call));
 	json_object_set_new(event, "attributed", json_string("the only call "
 			    "running when the file was touched"));

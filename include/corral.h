@@ -739,7 +739,11 @@ void corral_box_layers(const struct corral_box *b, struct corral_layers *l);
 CORRAL_PUBLIC
 size_t corral_box_running(const struct corral_box *b);
 
-/* pause: freeze by a person's order; calls answer "paused" until resume. */
+/*
+ * pause: freeze by a person's order; calls answer "paused" until resume.
+ * A resume after the policy's CPU or wall-time budget was spent halts the
+ * box instead (CORRAL_E_HALTED, with the reason): it does not run again.
+ */
 CORRAL_PUBLIC
 int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err);
 /* The same authority as an abort criterion: freeze, record, kill. */
@@ -794,8 +798,10 @@ struct corral_call_opts {
 };
 
 /*
- * Start a call.  A frozen box is thawed first; a paused, halted or dead
- * one refuses (-EBUSY, -EPERM, -ESRCH; err says why, with the halt reason),
+ * Start a call.  A frozen box is thawed first, unless the policy's CPU or
+ * wall-time budget was spent meanwhile: then it is halted and refuses, as
+ * a paused, halted or dead one does (CORRAL_E_PAUSED, CORRAL_E_HALTED,
+ * CORRAL_E_GONE; err says why, with the halt reason),
  * and so does a tool_call a call still running in the box has (-EEXIST):
  * the record names calls by it.
  */

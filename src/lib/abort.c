@@ -219,13 +219,14 @@ bool abort_check_usage(struct abort_state *s, uint64_t wall_ms, uint64_t cpu_ms,
 	if (!s || s->fired)
 		return false;
 	if (s->a.max_cpu_ms && cpu_ms_valid && cpu_ms > s->a.max_cpu_ms) {
-		snprintf(v->reason, sizeof(v->reason), "CPU budget spent: %.3g s used (limit %.3g s)",
+		/* to the millisecond: "1 s used (limit 1 s)" explains nothing */
+		snprintf(v->reason, sizeof(v->reason), "CPU budget spent: %.3f s used (limit %.3g s)",
 			 cpu_ms / 1000.0, s->a.max_cpu_ms / 1000.0);
 		return fire(s, v, "max_cpu_seconds",
 			    json_pack("{s:I}", "cpu_ms", (json_int_t)cpu_ms));
 	}
 	if (s->a.max_wall_ms && wall_ms > s->a.max_wall_ms) {
-		snprintf(v->reason, sizeof(v->reason), "wall-time budget spent: %.3g s (limit %.3g s)",
+		snprintf(v->reason, sizeof(v->reason), "wall-time budget spent: %.3f s (limit %.3g s)",
 			 wall_ms / 1000.0, s->a.max_wall_ms / 1000.0);
 		return fire(s, v, "max_wall_seconds",
 			    json_pack("{s:I}", "wall_ms", (json_int_t)wall_ms));

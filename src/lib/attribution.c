@@ -8,10 +8,12 @@
 #include "box.h"
 #include "events.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The id of the call whose cgroup holds host pid ("corral-cN"), or 0. */
 static uint32_t call_id_of_pid(pid_t pid)
@@ -63,6 +65,43 @@ static pid_t inner_pid(pid_t pid)
 	}
 	fclose(f);
 	return inner;
+}
+
+/*
+ * Whether the sandbox (init host pid init) holds a process that is
+ * neither init nor of session sid: a finished call's leftover, or one
+ * that left its call's session.  A walk of /proc, for the rare event
+ * that names no pid (an inotify tripwire hit, which halts the box).
+ */
+bool box_others_alive(pid_t init, pid_t sid)
+{
+	char path[64];
+	struct dirent *de;
+	struct stat ns, st;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+	if (stat(path, &ns) < 0)
+		return true;	/* cannot tell: someone else may have */
+	d = opendir("/proc");
+	if (!d)
+		return true;
+	while (!found && (de = readdir(d))) {
+		pid_t pid;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = atoi(de->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+		if (pid == init || stat(path, &st) < 0 || st.st_ino != ns.st_ino ||
+		    st.st_dev != ns.st_dev)
+			continue;
+		/* gone meanwhile (session 0): it touched nothing more */
+		found = session_of(pid) && session_of(pid) != sid;
+	}
+	closedir(d);
+	return found;
 }
 
 static bool name_call(json_t *event, const char *tool_call, bool background)

@@ -214,6 +214,8 @@ static void box_halt(struct corral_box *b, const char *criterion,
 	b->halt_evidence = evidence;
 	b->state = CORRAL_BOX_HALTED;
 	drop_event(&b->ev_idle);
+	/* its writes from before the freeze go no further, nor new ones */
+	sandbox_halt_egress(b->sb);
 	r = set_frozen(b, BF_HALT, &err);
 	if (r != 0)
 		halt_record(b, r > 0);
@@ -260,6 +262,8 @@ int corral_box_pause(struct corral_box *b, bool paused, struct corral_err *err)
 				      corral_box_state_name(b->state));
 	if (paused == (b->state == CORRAL_BOX_PAUSED))
 		return 0;
+	if (!paused && box_budgets_spent(b))
+		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);
 	/* a pause still freezing has no "pause" event yet: say so */
 	resume = !paused && b->freezing ? "resumed by request before the "
 		 "freeze of the pause completed" : NULL;
@@ -375,17 +379,11 @@ void corral_box_set_idle_freeze(struct corral_box *b, uint64_t ms)
 		box_arm_idle(b);
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+/* The CPU and wall-time budgets against the meters as they stand. */
+static void check_budgets(struct corral_box *b)
 {
-	struct corral_box *b = arg;
 	struct abort_verdict v = { 0 };
 
-	(void)fd;
-	(void)what;
-	if (b->frozen || b->state == CORRAL_BOX_HALTED)
-		return;
-	box_meter(b);
-	call_sweep_lingering(b, false);
 	if (b->abort && abort_check_usage(b->abort, corral_now_ms() - b->t_created,
 					  b->cpu_ns / 1000000, true, &v)) {
 		json_t *evidence = v.evidence;
@@ -393,6 +391,35 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		v.evidence = NULL;
 		box_halt(b, v.criterion, v.reason, evidence);
 	}
+}
+
+/*
+ * Before a frozen (or idle) box runs anything again: the tick skips a
+ * frozen box, yet its wall time goes on, and CPU spent since the last
+ * tick is not yet weighed.  Without this a call that came after a budget
+ * was spent ran until the next tick, up to a second of it.
+ */
+bool box_budgets_spent(struct corral_box *b)
+{
+	if (!b->abort || b->state == CORRAL_BOX_HALTED ||
+	    b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_STARTING)
+		return b->state == CORRAL_BOX_HALTED;
+	box_meter(b);
+	check_budgets(b);
+	return b->state == CORRAL_BOX_HALTED;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct corral_box *b = arg;
+
+	(void)fd;
+	(void)what;
+	if (b->frozen || b->state == CORRAL_BOX_HALTED)
+		return;
+	box_meter(b);
+	call_sweep_lingering(b, false);
+	check_budgets(b);
 }
 
 /* ---- init's messages --------------------------------------------- */
@@ -432,7 +459,12 @@ static void box_died(struct corral_box *b)
 	}
 }
 
-/* inotify names no pid: the call is known only if one call runs */
+/*
+ * inotify names no pid: the call is known only if one call runs, and
+ * nothing else does: a finished call's leftover (or a process that left
+ * its call's session) may have touched the file as well, and naming the
+ * running call then blamed it for another's act.
+ */
 static void on_tripwire(void *arg, json_t *event, pid_t pid)
 {
 	struct corral_box *b = arg;
@@ -442,6 +474,15 @@ static void on_tripwire(void *arg, json_t *event, pid_t pid)
 		return;
 	for (only = b->calls; only && only->done; only = only->next)
 		;
+	if (!only)
+		return;
+	if (!b->sb || box_others_alive(b->sb->pid, only->host_pid)) {
+		json_object_set_new(event, "attributed", json_sprintf("to no call: "
+				    "inotify names no pid, and besides the one call "
+				    "running (%s) other processes of the sandbox lived "
+				    "(a finished call's leftovers)", only->tool_call));
+		return;
+	}
 	json_object_set_new(event, "call", json_string(only->tool_call));
 	json_object_set_new(event, "attributed", json_string("the only call "
 			    "running when the file was touched"));

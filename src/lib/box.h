@@ -167,6 +167,8 @@ int box_set_thawed(struct corral_box *b, struct corral_err *err);
 int box_freeze(struct corral_box *b, enum box_freeze why, struct corral_err *err);
 /* With no call running: freeze after the idle window, if the box idles. */
 void box_arm_idle(struct corral_box *b);
+/* The budgets weighed now (a call or a resume is about to run): true halted. */
+bool box_budgets_spent(struct corral_box *b);
 
 /* ---- box_export.c: the workspace's layers for diff and export ---- */
 
@@ -233,6 +235,8 @@ void call_note_denial(struct corral_box *b, const char *type, json_t *event);
 
 /* events_attr_fn: name the call an event belongs to (arg: the box). */
 bool box_attribute(void *arg, json_t *event);
+/* A process in the sandbox (init's pid namespace) not init's, not of session sid. */
+bool box_others_alive(pid_t init, pid_t sid);
 
 static inline void close_fd(int *fd)
 {

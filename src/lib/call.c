@@ -1131,6 +1131,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	int r;
 
 	*out = NULL;
+	box_budgets_spent(b);	/* spent: halted, and check_exec says so */
 	r = check_exec(b, o, err);
 	if (r < 0)
 		return r;

@@ -160,7 +160,8 @@ static void dns_denied(struct proxy *px, const struct sockaddr_storage *peer,
 	uint64_t cgid = 0;
 	pid_t pid = 0;
 
-	if (o && peer && peer->ss_family) {
+	if (o && peer && peer->ss_family &&
+	    peer_rate_take(&px->searches, corral_now_ms())) {
 		pid = tcp ? peer_pid(px->diag, px->netns_ino, (const struct sockaddr *)peer, &cgid) :
 			peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)peer, &cgid);
 		if (pid > 0)

@@ -187,6 +187,18 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	return pid;
 }
 
+bool peer_rate_take(struct peer_rate *r, uint64_t now_ms)
+{
+	if (now_ms - r->since_ms >= 1000) {
+		r->since_ms = now_ms;
+		r->n = 0;
+	}
+	if (r->n >= PEER_SEARCHES_PER_S)
+		return false;
+	r->n++;
+	return true;
+}
+
 pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 	       uint64_t *cgid)
 {

@@ -6,6 +6,7 @@
 #ifndef CORRAL_PEER_H
 #define CORRAL_PEER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -22,5 +23,23 @@ pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 /* The same for the UDP socket a datagram came from (a DNS query). */
 pid_t peer_pid_udp(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 		   uint64_t *cgid);
+
+/*
+ * A search walks every process of the host (and dumps every socket of
+ * the sandbox's netns): half a millisecond here with 100 processes, more
+ * on a busy host, on the supervisor's loop and outside the sandbox's CPU
+ * budget, for a denial that costs the sandbox a twentieth of that.  So a
+ * sandbox's denials search at most this many times a second; past it a
+ * denial names no pid (it is still recorded and counted).
+ */
+#define PEER_SEARCHES_PER_S	16
+
+struct peer_rate {
+	uint64_t since_ms;	/* this second's searches began at */
+	unsigned n;
+};
+
+/* true: a search may be made at now_ms, and is counted. */
+bool peer_rate_take(struct peer_rate *r, uint64_t now_ms);
 
 #endif

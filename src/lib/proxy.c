@@ -417,6 +417,11 @@ static json_t *closed_fields(const struct conn *c)
 {
 	json_t *o = conn_base(c);
 
+	if (o && c->halted && !put(o, "reason", json_string("reset by the halt: "
+		"what the sandbox had sent and was not yet passed on was dropped"))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && put(o, "bytes_up", json_integer((json_int_t)c->bytes_up)) &&
 	    put(o, "bytes_down", json_integer((json_int_t)c->bytes_down)) &&
 	    put(o, "duration_ms", json_integer((json_int_t)(corral_now_ms() - c->t0_ms))) &&
@@ -429,7 +434,16 @@ static json_t *closed_fields(const struct conn *c)
 void conn_free(struct conn *c)
 {
 	struct proxy *px = c->px;
+	uint64_t up, down;
 
+	/*
+	 * A spliced tunnel's bytes, counted here and not only when both its
+	 * directions ended: one cut short (a halt, the sandbox's end) moved
+	 * bytes too, and its egress.closed said 0.
+	 */
+	relay_counts(c->relay, &up, &down);
+	c->bytes_up += up;
+	c->bytes_down += down;
 	if (c->allowed_logged)
 		events_emit(px->ev, "egress.closed", closed_fields(c));
 	if (c->gai)
@@ -489,8 +503,9 @@ void conn_ask_pid(struct conn *c)
 {
 	if (!c->pid_asked) {
 		c->pid_asked = true;
-		c->pid = peer_pid(c->px->diag, c->px->netns_ino,
-				  (struct sockaddr *)&c->peer, &c->cgid);
+		if (peer_rate_take(&c->px->searches, corral_now_ms()))
+			c->pid = peer_pid(c->px->diag, c->px->netns_ino,
+					  (struct sockaddr *)&c->peer, &c->cgid);
 	}
 }
 
@@ -963,13 +978,12 @@ static void relay_event(struct bufferevent *bev, short what, void *arg)
 	conn_free(c);
 }
 
+/* up, down: conn_free counts them, as it does for a tunnel cut short */
 static void on_relay_done(void *arg, uint64_t up, uint64_t down)
 {
-	struct conn *c = arg;
-
-	c->bytes_up += up;
-	c->bytes_down += down;
-	conn_free(c);
+	(void)up;
+	(void)down;
+	conn_free(arg);
 }
 
 /* Bytes that would go upstream before anything the relay reads itself. */
@@ -2118,6 +2132,12 @@ static void on_accept(struct tcp_listener *tl, int fd, struct sockaddr *sa, int 
 	enum listen_kind kind = tl->kind;
 	struct conn *c;
 
+	/* made before the halt's freeze, accepted after: nothing to relay */
+	if (px->halted) {
+		relay_sock_reset(fd);
+		close(fd);
+		return;
+	}
 	/* A sandbox that hoards connections must not exhaust our fds. */
 	if (!proxy_conn_room(px, "tcp")) {
 		if (kind == L_HTTP)
@@ -2381,6 +2401,62 @@ void proxy_drain(struct proxy *px)
 	nflog_drain(px);
 }
 
+static void bev_reset(struct bufferevent *bev)
+{
+	if (bev)
+		relay_sock_reset(bufferevent_getfd(bev));
+}
+
+/*
+ * A halt stops what the sandbox started, its connections too.  Closed
+ * the ordinary way, a connection's sockets would go on sending after the
+ * close what their queues hold, the sandbox's writes from before the
+ * freeze: megabytes on loopback, to the upstream, for as long as it
+ * reads.  Reset, they are dropped.
+ */
+static void conn_mark_reset(struct conn *c)
+{
+	relay_reset(c->relay);
+	bev_reset(c->up);
+	bev_reset(c->down);
+	bev_reset(c->raw);
+	c->halted = true;
+}
+
+static void on_halt(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+	struct conn *c;
+
+	(void)fd;
+	(void)what;
+	while ((c = px->conns)) {
+		conn_mark_reset(c);
+		conn_free(c);
+	}
+}
+
+/*
+ * The verdict may come from one of our own events (a denial here counted
+ * the last one), inside a connection's callback: the connections go on
+ * the loop's next turn, not under it, with whatever that callback still
+ * started; no connection is accepted from now on.
+ */
+void proxy_halt(struct proxy *px)
+{
+	if (!px || px->halted)
+		return;
+	px->halted = true;
+	px->halt_ev = event_new(px->base, -1, 0, on_halt, px);
+	if (px->halt_ev) {
+		event_active(px->halt_ev, 0, 0);
+		return;
+	}
+	/* out of memory: each resets when it ends (freed here, one could be in use) */
+	for (struct conn *c = px->conns; c; c = c->next)
+		conn_mark_reset(c);
+}
+
 void proxy_free(struct proxy *px)
 {
 	if (!px)
@@ -2403,6 +2479,8 @@ void proxy_free(struct proxy *px)
 	}
 	if (px->resume)
 		event_free(px->resume);
+	if (px->halt_ev)
+		event_free(px->halt_ev);
 	if (px->diag >= 0)
 		close(px->diag);
 	if (px->dns)

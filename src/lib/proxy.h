@@ -45,6 +45,12 @@ int proxy_start(struct event_base *base, int sync, const struct corral_policy *p
  * already queued for us) is read and recorded now, not lost with the loop.
  */
 void proxy_drain(struct proxy *px);
+/*
+ * The sandbox is halted: every connection is reset, and what the sandbox
+ * sent that is not yet upstream is dropped; connections still to come
+ * (made before the freeze, waiting in a backlog) are reset at accept.
+ */
+void proxy_halt(struct proxy *px);
 void proxy_free(struct proxy *px);
 
 #endif

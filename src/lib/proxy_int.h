@@ -12,6 +12,7 @@
 #include "socks.h"
 #include "httpreq.h"
 #include "httpresp.h"
+#include "peer.h"
 #include "tls.h"
 
 #include <event2/bufferevent.h>
@@ -64,6 +65,8 @@ struct proxy {
 	struct udp_listener udp[NSPECS];
 	struct conn *conns;		/* every live connection, for proxy_free */
 	bool transparent;
+	bool halted;			/* proxy_halt: nothing more is relayed */
+	struct event *halt_ev;		/* its resets, on the loop's next turn */
 	char **synth;			/* transparent: names behind 100.64.0.0/16 */
 	size_t nsynth;
 	uint32_t *synth_slots;		/* a hash of synth: index + 1, 0 empty */
@@ -83,6 +86,7 @@ struct proxy {
 	struct tlsbox *tls;		/* CA, rules, secrets (tls.h); NULL: none */
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */
+	struct peer_rate searches;	/* for denials' pids (peer.h) */
 	ino_t netns_ino;
 	struct nflog_state nflog;
 };
@@ -115,6 +119,7 @@ struct conn {
 	char why[CORRAL_ERR_MAX];	/* the rule that allowed it */
 	uint16_t port;
 	bool allowed_logged;
+	bool halted;			/* reset by proxy_halt */
 	struct sockaddr_storage peer;	/* the sandbox's end, as accepted */
 	pid_t pid;			/* who holds it (host view), once asked */
 	uint64_t cgid;			/* the cgroup2 group of its maker */

@@ -530,6 +530,34 @@ static void dir_free(struct relay_dir *d)
 	free(d->held);
 }
 
+/*
+ * A close that resets: SO_LINGER with no time drops what the socket still
+ * queues instead of sending it after the close, and the peer gets RST.
+ * Failing (not a TCP socket, say), the close is an ordinary one: nothing
+ * more can be done for it.
+ */
+void relay_sock_reset(int fd)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) < 0)
+		return;
+}
+
+void relay_reset(struct relay *r)
+{
+	if (!r)
+		return;
+	relay_sock_reset(r->up.from);
+	relay_sock_reset(r->down.from);
+}
+
+void relay_counts(const struct relay *r, uint64_t *up, uint64_t *down)
+{
+	*up = r ? r->up.moved : 0;
+	*down = r ? r->down.moved : 0;
+}
+
 void relay_free(struct relay *r)
 {
 	if (!r)

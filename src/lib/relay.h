@@ -56,5 +56,14 @@ struct relay *relay_start(struct event_base *base, int down_fd, int up_fd,
 			  const struct relay_judges *judges,
 			  relay_done_fn done, void *arg);
 void relay_free(struct relay *r);
+/* The bytes given to each sink so far: up (to the upstream) and down. */
+void relay_counts(const struct relay *r, uint64_t *up, uint64_t *down);
+/*
+ * End both sockets with a reset when relay_free closes them: what their
+ * send queues and our pipes hold is dropped, not sent (a halt).
+ */
+void relay_reset(struct relay *r);
+/* fd's close (later, by whoever owns it) resets the connection. */
+void relay_sock_reset(int fd);
 
 #endif

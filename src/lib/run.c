@@ -199,6 +199,8 @@ static void halt(struct supervise *s, struct abort_verdict *v)
 	s->halted = true;
 	snprintf(s->halt_reason, sizeof(s->halt_reason), "%s", v->reason);
 	s->halt_frozen = cg_freeze(s->cg, true, &err) == 0;
+	/* its writes from before the freeze go no further */
+	sandbox_halt_egress(s->sb);
 	events_emit(s->ev, "abort", json_pack("{s:s, s:s, s:o, s:s, s:b}",
 		    "criterion", v->criterion, "reason", v->reason,
 		    "evidence", v->evidence ? v->evidence : json_null(),

@@ -290,6 +290,12 @@ void sandbox_kill(struct sandbox *sb)
 		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 }
 
+void sandbox_halt_egress(struct sandbox *sb)
+{
+	if (sb)
+		proxy_halt(sb->px);
+}
+
 void sandbox_free(struct sandbox *sb)
 {
 	if (!sb)

@@ -12,8 +12,9 @@
  * answer; we answer FAN_DENY, always, for every permission event read
  * (an unanswered one would leave the opener hanging), then report.
  * inotify (anyone): IN_OPEN and IN_ACCESS, after the fact and without a
- * pid.  In both modes inotify also reports IN_DELETE_SELF, IN_MOVE_SELF
- * and IN_ATTRIB: removing or replacing a tripwire is touching it.
+ * pid.  In both modes inotify also reports IN_DELETE_SELF, IN_MOVE_SELF,
+ * IN_ATTRIB and IN_MODIFY: removing, replacing or truncating a tripwire
+ * is touching it.
  *
  * Our own opens happen before any mark exists, and the fds are closed
  * right after marking (a held fd would also delay IN_DELETE_SELF until
@@ -44,9 +45,14 @@
 #define HOW_DELETED	"removed: deleted"
 #define HOW_RENAMED	"removed: renamed"
 #define HOW_ATTRIB	"tampered: attributes or links changed"
+#define HOW_MODIFIED	"tampered: contents changed (truncated or written)"
 
-/* What inotify watches besides opens: tampering. */
-#define IN_TAMPER	(IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
+/*
+ * What inotify watches besides opens: tampering.  IN_MODIFY for
+ * truncate(2), which changes a file by its path without opening it (and
+ * gives no IN_ATTRIB): a decoy emptied so is as gone as one deleted.
+ */
+#define IN_TAMPER	(IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB | IN_MODIFY)
 
 /* One read's worth of events: bounded work per callback. */
 #define EVENT_BUF	4096
@@ -260,6 +266,8 @@ static void on_inotify(evutil_socket_t fd, short what, void *arg)
 			hits[nh++] = (struct hit){ w, -1, HOW_RENAMED, "" };
 		else if (seen[i] & IN_ATTRIB)
 			hits[nh++] = (struct hit){ w, -1, HOW_ATTRIB, "" };
+		else if (seen[i] & IN_MODIFY)
+			hits[nh++] = (struct hit){ w, -1, HOW_MODIFIED, "" };
 	}
 	deliver(t, hits, nh);
 }

@@ -1032,6 +1032,9 @@ CORRAL_PUBLIC
 int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_bytes,
 			uint64_t max_files, corral_snapshot_fn done, void *arg,
 			struct corral_err *err);
+/* The snapshot under way cut short: done(-ECANCELED) now, its worker killed. */
+CORRAL_PUBLIC
+void corral_box_snapshot_cancel(struct corral_box *b);
 /*
  * Start the workspace of sandboxes made with p as the snapshot at dir
  * left it.  As root the tree is taken here as a detached mount (the

@@ -505,6 +505,22 @@ int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_byte
 	return 0;
 }
 
+void corral_box_snapshot_cancel(struct corral_box *b)
+{
+	struct corral_err err = { 0 };
+	bool ours;
+
+	if (!b->snap)
+		return;
+	/* frozen (or freezing) for the snapshot only: running again after it */
+	ours = b->snap->job ? b->snap->ours : b->freezing == BF_SNAPSHOT;
+	box_snap_cancel(b, -ECANCELED, "the snapshot was cancelled");
+	if (ours && (b->state == CORRAL_BOX_IDLE || b->state == CORRAL_BOX_RUNNING)) {
+		box_set_thawed(b, &err);
+		box_arm_idle(b);
+	}
+}
+
 int corral_policy_set_workspace_layer(struct corral_policy *p, const char *dir,
 				      int *fd, struct corral_err *err)
 {

@@ -223,6 +223,9 @@ bool builds_room(struct daemon *d, struct sandbox *sb, struct api_fault *f);
 void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
 		 const char *path, const struct corral_box_export_opts *x);
 void api_builds_stop(struct daemon *d);	/* the daemon stops: spools closed */
+/* cb when req's client closes its end while req waits (EV_CLOSED), or NULL */
+struct event *watch_closed(struct daemon *d, struct evhttp_request *req,
+			   event_callback_fn cb, void *arg);
 
 /* ---- api_export.c -------------------------------------------------------- */
 

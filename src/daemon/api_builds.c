@@ -25,6 +25,7 @@
 #include "api.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,7 @@ struct build {
 	struct sandbox *sb;		/* whose worker is running, or NULL */
 	struct evhttp_request *req;	/* NULL once the client has gone */
 	struct corral_box_job *job;	/* the worker, until it ends */
+	struct event *ev_closed;	/* meanwhile: its client's end closing */
 	enum build_kind kind;
 	int spool;
 	off_t off, size;
@@ -61,6 +63,8 @@ static void build_free(struct build *b)
 		corral_box_job_cancel(b->job);
 		b->d->nworkers--;
 	}
+	if (b->ev_closed)
+		event_free(b->ev_closed);
 	if (b->spool >= 0)
 		close(b->spool);
 	free(b->head);
@@ -73,6 +77,39 @@ static void build_gone(struct evhttp_connection *conn, void *arg)
 
 	(void)conn;
 	forget_request(b->req);
+	b->req = NULL;
+	build_free(b);	/* its worker killed, its spool closed */
+}
+
+/*
+ * evhttp reads nothing of a connection whose request waits for its
+ * answer: a client that closes meanwhile is seen by EV_CLOSED on its
+ * socket (as api_exec.c's).  NULL if it cannot be watched.
+ */
+struct event *watch_closed(struct daemon *d, struct evhttp_request *req,
+			   event_callback_fn cb, void *arg)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	struct event *ev = fd >= 0 ? event_new(d->base, fd, EV_CLOSED, cb, arg) : NULL;
+
+	if (ev && event_add(ev, NULL) < 0) {
+		event_free(ev);
+		ev = NULL;
+	}
+	return ev;
+}
+
+/* The client closed while the worker ran: killed, the answer to nobody. */
+static void build_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct build *b = arg;
+
+	(void)fd;
+	(void)what;
+	api_set_closecb(b->d, b->req, NULL, NULL);
+	reply_error(b->req, 499, "gone", "the client closed before the answer");
 	b->req = NULL;
 	build_free(b);	/* its worker killed, its spool closed */
 }
@@ -227,6 +264,9 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 	b->job = NULL;
 	b->sb = NULL;
 	b->d->nworkers--;
+	if (b->ev_closed)
+		event_free(b->ev_closed);
+	b->ev_closed = NULL;
 	if (!b->req) {
 		build_free(b);
 		return;
@@ -357,6 +397,7 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 		b->next->prev = b;
 	d->builds = b;
 	api_set_closecb(d, req, build_gone, b);
+	b->ev_closed = watch_closed(d, req, build_closed, b);
 }
 
 /* The daemon stops (its sandboxes are gone, their workers with them). */

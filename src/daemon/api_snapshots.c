@@ -41,6 +41,7 @@ struct snap_req {
 	struct corral_box *box;
 	char id[64], sandbox[64], created[32];
 	char *workspace;
+	struct event *ev_closed;	/* its client closing, while it is made */
 };
 
 static bool snapshot_id_ok(const char *id)
@@ -278,10 +279,9 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 	json_t *meta = NULL;
 
 	s->d->nworkers--;
-	if (s->req)
-		api_set_closecb(s->d, s->req, NULL, NULL);
-	if (r == 0 && !s->req)
-		r = -ECANCELED;	/* nobody to tell: not kept */
+	if (s->ev_closed)
+		event_free(s->ev_closed);
+	s->ev_closed = NULL;
 	if (r == 0) {
 		meta = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "id", s->id,
 				 "sandbox", s->sandbox, "workspace", s->workspace,
@@ -292,7 +292,7 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 		if (r < 0)
 			reply_error(s->req, 500, "internal", "cannot write the snapshot's "
 				    "record: %s", strerror(-r));
-	} else if (s->req) {
+	} else {
 		reply_err(s->req, err);
 	}
 	if (r < 0) {
@@ -312,15 +312,14 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 	free(s);
 }
 
-/* The client went before the answer: the copy is cut short, not kept. */
-static void snap_gone(struct evhttp_connection *conn, void *arg)
+/* The client closed before the answer: the copy is cut short, not kept. */
+static void snap_closed(evutil_socket_t fd, short what, void *arg)
 {
 	struct snap_req *s = arg;
 
-	(void)conn;
-	forget_request(s->req);
-	s->req = NULL;
-	corral_box_snapshot_cancel(s->box);	/* snap_done, now */
+	(void)fd;
+	(void)what;
+	corral_box_snapshot_cancel(s->box);	/* snap_done, now: the answer to nobody */
 }
 
 void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
@@ -383,11 +382,12 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 	}
 	/* a worker copies (snapshot.c): its client's end cuts it short */
 	sb->d->nworkers++;
-	api_set_closecb(sb->d, req, snap_gone, s);
+	s->ev_closed = watch_closed(sb->d, req, snap_closed, s);
 	if (corral_box_snapshot(sb->box, tree, snap_budget(sb->d) - used,
 				SNAPSHOT_FILES_MAX, snap_done, s, &err) < 0) {
 		sb->d->nworkers--;
-		api_set_closecb(sb->d, req, NULL, NULL);
+		if (s->ev_closed)
+			event_free(s->ev_closed);
 		reply_err(req, &err);
 		snap_remove(sb->d, s->id);
 		free(s->workspace);

@@ -594,7 +594,18 @@ s_builds_leave_the_loop_free() {
 	expect_eq "export" "$(cat "$T/exp.code")" 200
 	expect_contains "its patch" "$(head -c 400000 "$T/exp.body")" "big.txt"
 	expect_eq "snapshot" "$(cat "$T/snap.code")" 201
-	expect_eq "frozen while copied" "$(json frozen < "$T/snap.body")" "$([ "$ME" = 0 ] && echo true || json frozen < "$T/snap.body")"
+	# an export to a new directory writes the whole workspace: a worker too
+	bg_api to POST "/v1/sandboxes/$A/export" -d "{\"to\": \"$T/out\"}"
+	wait_workers 1
+	expect_eq "health while it writes" "$(api GET /v1/health)" 200
+	run "$B" "$(sh_file c.sh 'echo other')"
+	kill -0 "$to_PID" 2>/dev/null || fail "the export to a directory was answered before its worker ran"
+	release
+	bg_wait to
+	expect_eq "export to" "$(cat "$T/to.code")" 200
+	cmp "$T/out/big.txt" "$T/out/big.txt" && [ -s "$T/out/big.txt" ] || fail "big.txt was not written"
+	[ ! -e "$T/out/.git/hooks/pre-commit" ] || fail "a hook came out"
+	grep -q '"type":"export","mode":"to"' "$T/state/audit.jsonl" || fail "no export event for to"
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 

@@ -6,7 +6,9 @@
  * sandbox's requests for 14.6 s and took 759 MB of the daemon.
  *
  * So a worker process makes the answer (corral_box_diff_start,
- * corral_box_export_start) into a spool file of the state dir, opened
+ * corral_box_export_start; for an export to a directory or onto the
+ * workspace, the worker writes on the host as the client, and answers
+ * its report) into a spool file of the state dir, opened
  * O_TMPFILE: it has no name, and is gone with its last fd, also when the
  * daemon is killed.  Once the worker has ended, the daemon sends the
  * spool a slice at a time, the next slice when the client has taken the
@@ -271,7 +273,7 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 		build_free(b);
 		return;
 	}
-	if (r < 0 && b->kind == BUILD_EXPORT_PATCH) {
+	if (r < 0 && b->kind >= BUILD_EXPORT_PATCH) {
 		const char *error;
 		int code = api_status(err->code, &error);
 
@@ -283,9 +285,14 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 		build_free(b);
 		return;
 	}
-	if (r < 0) {
+	if (r < 0 || b->kind == BUILD_EXPORT_WRITE) {
+		json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
+
 		api_set_closecb(b->d, b->req, NULL, NULL);
-		reply_err(b->req, err);
+		if (r < 0)
+			reply_err(b->req, err);
+		else
+			reply_json(b->req, 200, rep ? rep : json_object());
 		b->req = NULL;
 		build_free(b);
 		return;
@@ -367,14 +374,15 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 		return;
 	}
 	*b = (struct build){ .d = d, .sb = sb, .req = req, .kind = kind };
-	b->spool = spool_open(d);
-	if (b->spool < 0) {
+	/* to and apply answer their report only: no spool */
+	b->spool = kind == BUILD_EXPORT_WRITE ? -2 : spool_open(d);
+	if (b->spool == -1) {
 		reply_error(req, 500, "internal", "cannot open a spool file in %s: %s",
 			    d->state_dir, strerror(errno));
 		free(b);
 		return;
 	}
-	r = kind == BUILD_EXPORT_PATCH ?
+	r = kind >= BUILD_EXPORT_PATCH ?
 	    corral_box_export_start(sb->box, x, b->spool, build_done, b, &b->job, &err) :
 	    corral_box_diff_start(sb->box, path, kind == BUILD_DIFF_PATCH, b->spool,
 				  build_done, b, &b->job, &err);
@@ -382,9 +390,10 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 		const char *error;
 		int code = api_status(err.code, &error);
 
-		close(b->spool);
+		if (b->spool >= 0)
+			close(b->spool);
 		free(b);
-		if (kind == BUILD_EXPORT_PATCH)
+		if (kind >= BUILD_EXPORT_PATCH)
 			reply_json(req, code, json_pack("{s:s, s:s}", "error", error,
 							"detail", err.msg));
 		else

@@ -130,11 +130,9 @@ static bool export_body(json_t *o, struct corral_box_export_opts *x,
 void export_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	struct corral_box_export_opts x = { 0 };
-	struct corral_err err = { 0 };
-	char *globs[ALLOW_RISKY_MAX] = { 0 }, *report = NULL;
+	char *globs[ALLOW_RISKY_MAX] = { 0 };
 	struct api_fault f;
-	json_t *o = body_json(req, true), *rep, *ans;
-	int r;
+	json_t *o = body_json(req, true);
 
 	(void)rest;
 	if (!o)
@@ -150,24 +148,7 @@ void export_post(struct sandbox *sb, struct evhttp_request *req, const char *res
 		json_decref(o);
 		return;
 	}
-	if (x.patch) {
-		/* a worker makes it (api_builds.c); the globs go with its fork */
-		build_start(sb, req, BUILD_EXPORT_PATCH, NULL, &x);
-		json_decref(o);
-		return;
-	}
-	r = corral_box_export(sb->box, &x, &report, NULL, NULL, &err);
+	/* a worker makes it (api_builds.c); the globs and paths go with its fork */
+	build_start(sb, req, x.patch ? BUILD_EXPORT_PATCH : BUILD_EXPORT_WRITE, NULL, &x);
 	json_decref(o);
-	rep = report ? json_loads(report, 0, NULL) : NULL;
-	free(report);
-	if (r < 0) {
-		const char *error;
-		int code = api_status(err.code, &error);
-
-		reply_json(req, code, json_pack("{s:s, s:s, s:o*}", "error", error,
-						"detail", err.msg, "report", rep));
-		return;
-	}
-	ans = rep ? rep : json_object();
-	reply_json(req, 200, ans);
 }

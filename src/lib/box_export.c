@@ -504,6 +504,8 @@ struct corral_box_job {
 	void *arg;
 	int out;			/* the caller's file */
 	bool patch, export;
+	bool write;			/* to or apply, as the caller (become()) */
+	struct corral_box_export_opts o;	/* write: its strings the caller's */
 	struct export_req req;		/* patch and export: the worker's */
 	char only[4096];
 };
@@ -516,7 +518,23 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 	json_t *report = NULL, *events = json_array(), *a;
 	int r;
 
-	if (j->patch) {
+	if (j->write) {
+		int dest = -1;
+
+		/* as helper() did: the caller's ids first, then its destination */
+		signal(SIGPIPE, SIG_IGN);
+		r = become(j->o.uid, j->o.gid, err.msg, sizeof(err.msg));
+		if (r == 0)
+			r = open_dest(b, &j->o, &dest, err.msg, sizeof(err.msg));
+		if (r == 0 && j->o.to) {
+			j->req.to_opened = true;
+			j->req.to_fd = dest;
+		} else if (r == 0) {
+			j->req.apply_fd = dest;
+		}
+		if (r == 0)
+			r = export_run(&j->req, &report, &err);
+	} else if (j->patch) {
 		j->req.events_out = j->export ? events : NULL;
 		r = export_run(&j->req, &report, &err);
 		if (!j->export) {
@@ -540,8 +558,8 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 			r = corral_set_err(&err, -EIO, "cannot write the diff out");
 		json_decref(d);
 	}
-	a = json_pack("{s:i, s:s, s:o*, s:o*}", "code", r, "msg", err.msg,
-		      "report", report, "events", events);
+	a = json_pack("{s:i, s:s, s:o*, s:o*, s:O*}", "code", r, "msg", err.msg,
+		      "report", report, "events", events, "written", j->req.wrote);
 	if (!a || json_dumpfd(a, answer, JSON_COMPACT | JSON_ENSURE_ASCII) < 0)
 		r = -EIO;
 	json_decref(a);
@@ -576,6 +594,14 @@ static void diff_end(void *arg, const char *answer, size_t len, int status)
 	json_array_foreach(json_object_get(a, "events"), i, e)
 		events_emit(j->b->ev, json_string_value(json_object_get(e, "type")),
 			    json_incref(json_object_get(e, "data")));
+	if (j->write) {
+		/* the writer's events from its report; what an apply wrote is recorded */
+		report_events(j->b, j->o.to ? "to" : "apply", json_object_get(a, "report"),
+			      r, &err);
+		if (j->o.apply && status != -1)
+			keep_written(j->b, json_object_get(a, "written"));
+		json_decref(j->req.wrote);
+	}
 	if (json_object_get(a, "report"))
 		report = json_dumps(json_object_get(a, "report"),
 				    JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -593,6 +619,7 @@ static int job_go(struct corral_box_job *j, struct corral_box_job **out,
 	int r = box_job_start(j->b, diff_work, diff_end, j, fds, 1, &j->job, err);
 
 	if (r < 0) {
+		json_decref(j->req.wrote);
 		free(j);
 		return r;
 	}
@@ -640,9 +667,11 @@ int corral_box_export_start(struct corral_box *b, const struct corral_box_export
 	*out = NULL;
 	err->code = 0;
 	err->msg[0] = '\0';
-	if (!o->patch || o->to || o->apply)
-		return corral_set_err(err, -EINVAL, "only a patch is made by a worker: "
-				      "to and apply are corral_box_export's");
+	if (!!o->to + o->apply + o->patch != 1)
+		return corral_set_err(err, -EINVAL, "an export goes to one place: "
+				      "to, apply or patch, not several");
+	if (o->to && o->to[0] != '/')
+		return corral_set_err(err, -EINVAL, "to %.200s: an absolute path", o->to);
 	if (b->state == CORRAL_BOX_HALTED)
 		return corral_set_err(err, -EPERM, "the sandbox was halted (%s): "
 				      "nothing is exported", b->halt_reason);
@@ -650,16 +679,30 @@ int corral_box_export_start(struct corral_box *b, const struct corral_box_export
 	if (!j)
 		return corral_set_err(err, -ENOMEM, "out of memory for an export");
 	*j = (struct corral_box_job){ .b = b, .done = done, .arg = arg, .out = fd,
-				      .patch = true, .export = true };
+				      .patch = o->patch, .export = true,
+				      .write = !o->patch, .o = *o };
 	r = box_layers(b, &j->req.layers, err);
+	if (r == 0 && o->to && to_inside(o->to, b->p->workspace))
+		r = corral_set_err(err, -EINVAL, "to %.200s: lies inside the workspace "
+				   "it copies", o->to);
+	if (r == 0 && o->apply && !b->ws_base)
+		r = corral_set_err(err, -EFBIG, "the workspace had more than "
+				   "export.max_files entries when the sandbox started, "
+				   "or after an apply: with no record of it, apply "
+				   "cannot tell conflicts (export to a new directory "
+				   "or as a patch)");
+	if (r == 0 && o->apply && !(j->req.wrote = json_array()))
+		r = corral_set_err(err, -ENOMEM, "out of memory starting the apply");
 	if (r < 0) {
 		free(j);
 		return r;
 	}
 	j->req.p = b->p;
 	j->req.apply_fd = -1;
-	j->req.patch_sink = true;
+	j->req.patch_sink = o->patch;
 	j->req.patch_fd = fd;
+	j->req.to = o->to;
+	j->req.base = o->apply ? b->ws_base : NULL;
 	/* the globs are read in the worker: its copy of the caller's memory */
 	j->req.allow_risky = o->allow_risky;
 	j->req.nallow_risky = o->nallow_risky;
@@ -671,5 +714,6 @@ void corral_box_job_cancel(struct corral_box_job *j)
 	if (!j)
 		return;
 	box_job_kill(j->job);
+	json_decref(j->req.wrote);
 	free(j);
 }

@@ -1,7 +1,7 @@
 /*
  * api_export.c - /v1/sandboxes/ID/diff and /export: what the sandbox
- * changed in its workspace, and the way out (corral_box_diff and
- * corral_box_export do the work).
+ * changed in its workspace, and the way out (corral_box_diff_start and
+ * corral_box_export_start do the work in a worker, api_builds.c answers).
  *
  * A patch only reads, and goes back in the reply.  "to" and "apply" write
  * on the daemon's host, so they are for unix-socket clients only, and are

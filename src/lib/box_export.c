@@ -11,8 +11,12 @@
  * writes), so the sandbox can apply, work on and apply again, and a host
  * edit in between is still a conflict.
  *
- * A patch is made here, in the daemon: it only reads.  A write on the host
- * (to, apply) is made by a forked helper that first takes the caller's fs
+ * corral_box_diff and corral_box_export work in the caller's process (a
+ * patch only reads; a write waits for its helper); their _start forms
+ * (the daemon's) do the same in a worker forked for it, off the caller's
+ * loop (box_job.c), a patch written to the caller's file as it is made.
+ * A write on the host (to, apply) is made by a forked process that first
+ * takes the caller's fs
  * uid, fs gid and groups, so the daemon (root, say) writes nothing its
  * caller could not write itself.  The helper reads the sandbox's files
  * as that user too: a file the agent made unreadable is reported, not

@@ -6,8 +6,10 @@
  * workspace and the new box's empty upper, mount.c).
  *
  * The freeze is asynchronous (cgroup_freeze.c): the copy starts from
- * freeze_done() once every task is stopped, then the box is thawed unless
- * something else (idle, pause, halt) wanted it frozen too.  A box already
+ * freeze_done() once every task is stopped, in a worker process (box_job.c:
+ * a large tree never holds the caller's loop), and when the worker ends
+ * the box is thawed unless something else (idle, pause, halt) wanted it
+ * frozen too.  A box already
  * frozen is copied at once; one with no freezer (unprivileged, no
  * delegated cgroups) is copied running, and the answer says so.
  *

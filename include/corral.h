@@ -988,6 +988,32 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 		      struct corral_err *err);
 
 /*
+ * The same diff (corral_box_diff) or export patch (corral_box_export with
+ * patch), made off the caller's event loop: by a worker process forked
+ * for it, which writes the diff's JSON or the patch into fd (the caller's
+ * file, from its offset) as it goes, never whole in memory.  Returns 0
+ * and *job, then done(arg, r, report, err) follows from the loop: report
+ * is the export's (JSON, as corral_box_export's; NULL for a diff), also
+ * on failure when something was done.  The export's events are emitted
+ * then, by the caller's process.  A box destroyed meanwhile ends the job
+ * with -ESRCH.  corral_box_job_cancel() kills the worker (done is not
+ * called); what it wrote to fd is the caller's to throw away.
+ */
+struct corral_box_job;
+typedef void (*corral_box_job_fn)(void *arg, int r, const char *report,
+				  const struct corral_err *err);
+CORRAL_PUBLIC
+int corral_box_diff_start(struct corral_box *b, const char *path, bool patch, int fd,
+			  corral_box_job_fn done, void *arg,
+			  struct corral_box_job **job, struct corral_err *err);
+CORRAL_PUBLIC
+int corral_box_export_start(struct corral_box *b, const struct corral_box_export_opts *o,
+			    int fd, corral_box_job_fn done, void *arg,
+			    struct corral_box_job **job, struct corral_err *err);
+CORRAL_PUBLIC
+void corral_box_job_cancel(struct corral_box_job *job);
+
+/*
  * A snapshot: the box's workspace upper layer copied into dir (a new
  * directory), while the box is frozen (then thawed, unless it was frozen
  * already); with no freezer (unprivileged without delegated cgroups) it is
@@ -995,8 +1021,11 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
  * overlay whiteouts, fifos and sockets are left out (skipped), setuid bits
  * dropped, symlinks copied as links; more than max_bytes or max_files is
  * -EDQUOT.  Returns 0 and done(arg, r, info, err) follows (from the loop,
- * or before the return), or a negative errno and done is not called.  A
- * failed snapshot leaves what it copied in dir: corral_snapshot_remove().
+ * or before the return), or a negative errno and done is not called.  The
+ * copy is made by a worker process forked for it, off the caller's loop
+ * (the box stays frozen until it ends); one that fails removes what it
+ * copied, one cut short (the box thawed by a call or a resume, or
+ * destroyed) leaves it in dir: corral_snapshot_remove().
  */
 struct corral_snapshot_info {
 	uint64_t bytes, files, skipped;
@@ -1009,6 +1038,9 @@ CORRAL_PUBLIC
 int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_bytes,
 			uint64_t max_files, corral_snapshot_fn done, void *arg,
 			struct corral_err *err);
+/* The snapshot under way cut short: done(-ECANCELED) now, its worker killed. */
+CORRAL_PUBLIC
+void corral_box_snapshot_cancel(struct corral_box *b);
 /*
  * Start the workspace of sandboxes made with p as the snapshot at dir
  * left it.  As root the tree is taken here as a detached mount (the

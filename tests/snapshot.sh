@@ -476,6 +476,271 @@ s_snapshot_unfinished_swept() {
 	stop_daemon
 }
 
+# ---- builds off the loop (api_builds.c, box_job.c) ---------------------------
+
+# the daemon's workers: its children named corral-build (by /proc, never a kill)
+workers() {
+	local p
+	for p in $(cat /proc/"$DPID"/task/*/children 2>/dev/null); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = corral-build ] && echo "$p"
+	done
+}
+
+# wait_workers N: until N workers are held (bounded), else fail
+wait_workers() {
+	local i=0
+	while [ "$(workers | wc -l)" -lt "$1" ] && [ $i -lt 600 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ "$(workers | wc -l)" -ge "$1" ] || fail "$1 workers were wanted, $(workers | wc -l) run"
+}
+
+# release: the held workers go on (each waits in its open of the FIFO
+# CORRAL_TEST_BUILD_FIFO names: one writer lets every one of them through)
+release() {
+	timeout 10 sh -c "echo > '$T/hold'" || fail "no worker took the release"
+}
+
+# bg_api NAME METHOD PATH [CURL ARGS...]: in the background, status in $T/NAME.code
+bg_api() {
+	local n=$1 m=$2 p=$3
+	shift 3
+	curl -sS --max-time 120 --unix-socket "$SOCK" -X "$m" -o "$T/$n.body" \
+		-w '%{http_code}' "$@" "http://localhost$p" > "$T/$n.code" 2> "$T/$n.err" &
+	eval "${n}_PID=$!"
+}
+
+bg_wait() {	# bg_wait NAME: its curl's end (bounded by its --max-time)
+	local v="${1}_PID"
+	wait "${!v}" 2>/dev/null || true
+}
+
+# a workspace whose patch crosses many 1 MiB slices, with UTF-8 sequences cut
+# at their ends (3- and 4-byte ones), a binary file, a deletion, a held trap
+write_big_ws() {
+	mkdir -p "$T/ws"
+	echo base > "$T/ws/base.txt"
+	echo gone > "$T/ws/gone.txt"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	cat > "$T/gen.sh" <<'GEN'
+cd "$1"
+i=0
+while [ $i -lt 40000 ]; do printf 'x\342\202\254\342\202\254\303\274\360\237\230\200 line "%d" \\ tab\t.\n' $i; i=$((i + 1)); done > euro.txt
+for n in 1 2 3; do cat euro.txt euro.txt; done > big.txt
+seq 1 60000 | gzip -n -1 > bin.dat
+echo changed > base.txt
+rm gone.txt
+mkdir -p .git/hooks; echo '#!/bin/sh' > .git/hooks/pre-commit
+GEN
+}
+
+# The user's: the answers made off the loop are the ones made in line by
+# `corral run --patch` on the same workspace: the diff's patch, the
+# export's patch (inside its JSON), a path's diff.
+s_builds_answer_as_made_in_line() {
+	write_big_ws
+	cp -a "$T/ws" "$T/ref"
+	"$CORRAL" run --workspace "$T/ref" --patch "$T/ref.diff" -- /bin/sh -c "$(cat "$T/gen.sh")" sh /workspace \
+		> "$T/run.out" 2>&1 || fail "corral run --patch: $(tail -3 "$T/run.out")"
+	[ "$(stat -c %s "$T/ref.diff")" -gt 3000000 ] || fail "the reference patch is small"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$T/gen.sh" /workspace
+	expect_eq "diff patch" "$(api GET "/v1/sandboxes/$SB/diff?format=patch")" 200
+	cmp "$T/body" "$T/ref.diff" || fail "the diff's patch is not corral run's"
+	expect_eq "export patch" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 200
+	$PY -c 'import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["patch"].encode() == open(sys.argv[2], "rb").read(), "the patch differs"
+assert [h["path"] for h in a["held"]] == [".git/hooks/pre-commit"] or \
+	".git/hooks/pre-commit" in [h["path"] for h in a["held"]], a["held"]
+assert a["mode"] == "patch"' "$T/body" "$T/ref.diff" || fail "the export's patch is not corral run's"
+	expect_eq "diff json" "$(api GET "/v1/sandboxes/$SB/diff")" 200
+	expect_contains "diff lists" "$(cat "$T/body")" '"path":"big.txt"'
+	expect_eq "a path's patch" "$(api GET "/v1/sandboxes/$SB/diff?format=patch&path=base.txt")" 200
+	expect_contains "base.txt" "$(cat "$T/body")" "+changed"
+	expect_not_contains "only base.txt" "$(cat "$T/body")" "euro.txt"
+	grep -q '"type":"export","mode":"patch"' "$T/state/audit.jsonl" || fail "no export event"
+	grep -q '"type":"export.held"' "$T/state/audit.jsonl" || fail "no export.held event"
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
+# The attacker's: while one sandbox's patch, diff and snapshot are being
+# made (their workers held on a FIFO: they cannot have finished), another
+# sandbox's exec and /v1/health are answered.  Made on the loop, none of
+# them would answer before the builds had.
+s_builds_leave_the_loop_free() {
+	write_big_ws
+	mkfifo "$T/hold"
+	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	A=$SB
+	run "$A" "$T/gen.sh" /workspace
+	create '{"idle_freeze_ms": 0}'
+	B=$SB
+	bg_api exp POST "/v1/sandboxes/$A/export" -d '{"patch": true}'
+	wait_workers 1
+	bg_api snap POST "/v1/sandboxes/$A/snapshot"
+	wait_workers 2
+	expect_eq "health meanwhile" "$(api GET /v1/health)" 200
+	run "$B" "$(sh_file b.sh 'echo other')"
+	kill -0 "$exp_PID" 2>/dev/null || fail "the export was answered before its worker ran"
+	kill -0 "$snap_PID" 2>/dev/null || fail "the snapshot was answered before its worker ran"
+	expect_eq "workers held" "$(workers | wc -l)" 2
+	release
+	bg_wait exp
+	bg_wait snap
+	expect_eq "export" "$(cat "$T/exp.code")" 200
+	expect_contains "its patch" "$(head -c 400000 "$T/exp.body")" "big.txt"
+	expect_eq "snapshot" "$(cat "$T/snap.code")" 201
+	# an export to a new directory writes the whole workspace: a worker too
+	bg_api to POST "/v1/sandboxes/$A/export" -d "{\"to\": \"$T/out\"}"
+	wait_workers 1
+	expect_eq "health while it writes" "$(api GET /v1/health)" 200
+	run "$B" "$(sh_file c.sh 'echo other')"
+	kill -0 "$to_PID" 2>/dev/null || fail "the export to a directory was answered before its worker ran"
+	release
+	bg_wait to
+	expect_eq "export to" "$(cat "$T/to.code")" 200
+	cmp "$T/out/big.txt" "$T/out/big.txt" && [ -s "$T/out/big.txt" ] || fail "big.txt was not written"
+	[ ! -e "$T/out/.git/hooks/pre-commit" ] || fail "a hook came out"
+	grep -q '"type":"export","mode":"to"' "$T/state/audit.jsonl" || fail "no export event for to"
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
+# Limits: one build of a sandbox at a time, BUILDS_MAX (4) workers at once;
+# two sandboxes' builds run side by side.
+s_builds_limited() {
+	mkdir -p "$T/ws"
+	echo a > "$T/ws/a"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	mkfifo "$T/hold"
+	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	A=$SB
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	B=$SB
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	C=$SB
+	run "$A" "$(sh_file a.sh 'echo A > a')"
+	run "$B" "$(sh_file b.sh 'echo B > a')"
+	bg_api ea POST "/v1/sandboxes/$A/export" -d '{"patch": true}'
+	bg_api eb GET "/v1/sandboxes/$B/diff?format=patch"
+	wait_workers 2
+	expect_eq "a second build of A" "$(api GET "/v1/sandboxes/$A/diff")" 503
+	expect_contains "why" "$(cat "$T/body")" "one at a time"
+	bg_api sa POST "/v1/sandboxes/$A/snapshot"
+	bg_api sb POST "/v1/sandboxes/$B/snapshot"
+	wait_workers 4
+	expect_eq "a fifth worker" "$(api GET "/v1/sandboxes/$C/diff")" 503
+	expect_contains "why" "$(cat "$T/body")" "the daemon's limit"
+	expect_eq "a snapshot over the limit" "$(api POST "/v1/sandboxes/$C/snapshot")" 503
+	release
+	for n in ea eb sa sb; do bg_wait $n; done
+	expect_eq "A's export" "$(cat "$T/ea.code")" 200
+	expect_contains "A's patch" "$(cat "$T/ea.body")" '+A'
+	expect_eq "B's diff" "$(cat "$T/eb.code")" 200
+	expect_contains "B's patch" "$(cat "$T/eb.body")" '+B'
+	expect_eq "A's snapshot" "$(cat "$T/sa.code")" 201
+	expect_eq "B's snapshot" "$(cat "$T/sb.code")" 201
+	bg_api c GET "/v1/sandboxes/$C/diff"
+	wait_workers 1
+	release
+	bg_wait c
+	expect_eq "C, once one was done" "$(cat "$T/c.code")" 200
+}
+
+# The spool's fds of the daemon (O_TMPFILE in the state dir: "#N (deleted)")
+spools() {
+	ls -l /proc/"$DPID"/fd 2>/dev/null | grep -c "$T/state/#" || true
+}
+
+# wait_gone PID...: each gone (bounded), else fail
+wait_gone() {
+	local p i
+	for p in "$@"; do
+		i=0
+		while kill -0 "$p" 2>/dev/null && [ $i -lt 200 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		kill -0 "$p" 2>/dev/null && fail "worker $p is still running"
+	done
+	return 0
+}
+
+# A client that goes, a sandbox destroyed, a daemon stopped, each while
+# a build runs: its worker is gone, no spool stays, no snapshot is kept.
+s_builds_cut_short() {
+	mkdir -p "$T/ws"
+	echo a > "$T/ws/a"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	mkfifo "$T/hold"
+	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	A=$SB
+	run "$A" "$(sh_file a.sh 'echo A > a; mkdir -p d/e; echo x > d/e/x')"
+	# the client goes: export, then snapshot
+	bg_api e1 POST "/v1/sandboxes/$A/export" -d '{"patch": true}'
+	wait_workers 1
+	w=$(workers)
+	expect_eq "a spool" "$(spools)" 1
+	kill "$e1_PID"; bg_wait e1
+	wait_gone $w
+	expect_eq "no spool" "$(spools)" 0
+	bg_api s1 POST "/v1/sandboxes/$A/snapshot"
+	wait_workers 1
+	w=$(workers)
+	kill "$s1_PID"; bg_wait s1
+	wait_gone $w
+	expect_eq "no snapshot kept" "$(api GET /v1/snapshots)" 200
+	expect_contains "none" "$(cat "$T/body")" '"snapshots":[]'
+	run "$A" "$(sh_file b.sh 'echo thawed')"
+	# the sandbox destroyed: the build is answered 404
+	bg_api e2 GET "/v1/sandboxes/$A/diff?format=patch"
+	bg_api s2 POST "/v1/sandboxes/$A/snapshot"
+	wait_workers 2
+	w=$(workers)
+	expect_eq "destroy" "$(api DELETE "/v1/sandboxes/$A")" 200
+	bg_wait e2; bg_wait s2
+	expect_eq "the diff of a destroyed sandbox" "$(cat "$T/e2.code")" 404
+	expect_eq "the snapshot of a destroyed sandbox" "$(cat "$T/s2.code")" 404
+	wait_gone $w
+	expect_eq "no spool" "$(spools)" 0
+	# the daemon stopped
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	bg_api e3 GET "/v1/sandboxes/$SB/diff"
+	bg_api s3 POST "/v1/sandboxes/$SB/snapshot"
+	wait_workers 2
+	w=$(workers)
+	stop_daemon
+	bg_wait e3; bg_wait s3
+	wait_gone $w
+	ls "$T/state/snapshots" | grep -q . && fail "a snapshot stayed: $(ls "$T/state/snapshots")"
+	[ -z "$(ls -A "$T/state/trash" 2>/dev/null)" ] || ls -R "$T/state/trash" | head -5
+	ls -A "$T/state" | grep -q '^#\|spool' && fail "a spool stayed: $(ls -A "$T/state")"
+	return 0
+}
+
+# The daemon's memory for a patch is a slice of it, not the patch: its
+# peak (VmHWM) stays under half of a 96 MB export (it was over twice it).
+s_builds_memory_bounded() {
+	# ASan keeps what is freed in its quarantine (256 MB): every slice sent
+	grep -q __asan_init "$CORRAL" && skip "ASan's quarantine holds the freed slices"
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'i=0; while [ $i -lt 96 ]; do yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | head -c 1000000 > f$i; i=$((i + 1)); done')"
+	expect_eq "export" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 200
+	size=$(stat -c %s "$T/body")
+	[ "$size" -gt 96000000 ] || fail "the answer is $size bytes"
+	hwm=$(awk '/^VmHWM/ {print $2 * 1024}' /proc/"$DPID"/status)
+	echo "daemon VmHWM $hwm bytes after a $size-byte export"
+	[ "$hwm" -lt $((size / 2)) ] || fail "the daemon peaked at $hwm bytes for a $size-byte answer"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^s_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

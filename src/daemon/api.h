@@ -211,6 +211,26 @@ void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *re
 void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 
+/* ---- api_builds.c: answers made by a worker, sent from a spool ----------- */
+
+#define BUILDS_MAX	4	/* workers at once: diffs, patches, snapshots */
+
+enum build_kind {
+	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
+	BUILD_EXPORT_PATCH,		/* the report and the patch */
+	BUILD_EXPORT_WRITE,		/* to or apply: the report */
+};
+
+/* Whether one more worker may start (for sb: one at a time); f says why not. */
+bool builds_room(struct daemon *d, struct sandbox *sb, struct api_fault *f);
+/* The diff (path, or NULL) or the export (x) of sb, answered to req. */
+void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
+		 const char *path, const struct corral_box_export_opts *x);
+void api_builds_stop(struct daemon *d);	/* the daemon stops: spools closed */
+/* cb when req's client closes its end while req waits (EV_CLOSED), or NULL */
+struct event *watch_closed(struct daemon *d, struct evhttp_request *req,
+			   event_callback_fn cb, void *arg);
+
 /* ---- api_export.c -------------------------------------------------------- */
 
 void diff_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);

@@ -1,7 +1,7 @@
 /*
  * api_export.c - /v1/sandboxes/ID/diff and /export: what the sandbox
- * changed in its workspace, and the way out (corral_box_diff and
- * corral_box_export do the work).
+ * changed in its workspace, and the way out (corral_box_diff_start and
+ * corral_box_export_start do the work in a worker, api_builds.c answers).
  *
  * A patch only reads, and goes back in the reply.  "to" and "apply" write
  * on the daemon's host, so they are for unix-socket clients only, and are
@@ -56,29 +56,12 @@ static bool diff_query(const char *q, char *path, size_t len, bool *patch,
 	return ok;
 }
 
-static void reply_text(struct evhttp_request *req, const char *type,
-		       const char *data, size_t len)
-{
-	struct evbuffer *buf = evbuffer_new();
-
-	if (!buf || evbuffer_add(buf, data, len) < 0) {
-		if (buf)
-			evbuffer_free(buf);
-		reply_error(req, 500, "internal", "out of memory for the reply");
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
-	api_send_reply(req, 200, "OK", buf);
-	evbuffer_free(buf);
-}
-
+/* Made by a worker, sent from its spool (api_builds.c): never on the loop. */
 void diff_get(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-	struct corral_err err = { 0 };
 	struct api_fault f;
-	char path[4096], *out = NULL;
-	size_t len = 0;
+	char path[4096];
 	bool patch;
 
 	(void)rest;
@@ -86,12 +69,8 @@ void diff_get(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 		reply_fault(req, &f);
 		return;
 	}
-	if (corral_box_diff(sb->box, path[0] ? path : NULL, patch, &out, &len, &err) < 0) {
-		reply_err(req, &err);
-		return;
-	}
-	reply_text(req, patch ? "text/x-diff" : "application/json", out, len);
-	free(out);
+	build_start(sb, req, patch ? BUILD_DIFF_PATCH : BUILD_DIFF_JSON,
+		    path[0] ? path : NULL, NULL);
 }
 
 /* The unix client's uid and gid; false for a TCP client or none known. */
@@ -151,12 +130,9 @@ static bool export_body(json_t *o, struct corral_box_export_opts *x,
 void export_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	struct corral_box_export_opts x = { 0 };
-	struct corral_err err = { 0 };
-	char *globs[ALLOW_RISKY_MAX] = { 0 }, *report = NULL, *patch = NULL;
-	size_t patch_len = 0;
+	char *globs[ALLOW_RISKY_MAX] = { 0 };
 	struct api_fault f;
-	json_t *o = body_json(req, true), *rep, *ans;
-	int r;
+	json_t *o = body_json(req, true);
 
 	(void)rest;
 	if (!o)
@@ -172,22 +148,7 @@ void export_post(struct sandbox *sb, struct evhttp_request *req, const char *res
 		json_decref(o);
 		return;
 	}
-	r = corral_box_export(sb->box, &x, &report, &patch, &patch_len, &err);
+	/* a worker makes it (api_builds.c); the globs and paths go with its fork */
+	build_start(sb, req, x.patch ? BUILD_EXPORT_PATCH : BUILD_EXPORT_WRITE, NULL, &x);
 	json_decref(o);
-	rep = report ? json_loads(report, 0, NULL) : NULL;
-	free(report);
-	if (r < 0) {
-		const char *error;
-		int code = api_status(err.code, &error);
-
-		reply_json(req, code, json_pack("{s:s, s:s, s:o*}", "error", error,
-						"detail", err.msg, "report", rep));
-		free(patch);
-		return;
-	}
-	ans = rep ? rep : json_object();
-	if (patch)
-		json_object_set_new(ans, "patch", api_bytes(patch, patch_len));
-	free(patch);
-	reply_json(req, 200, ans);
 }

@@ -13,8 +13,14 @@
  */
 #include "api.h"
 
+#include <event2/event.h>
+
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,7 @@ struct snap_req {
 	struct corral_box *box;
 	char id[64], sandbox[64], created[32];
 	char *workspace;
+	struct event *ev_closed;	/* its client closing, while it is made */
 };
 
 static bool snapshot_id_ok(const char *id)
@@ -114,6 +121,110 @@ static void snap_remove(struct daemon *d, const char *id)
 		corral_snapshot_remove(path);
 }
 
+/* ---- removal off the loop ------------------------------------------------ */
+
+/*
+ * A snapshot's tree is as large as the budget lets it be: 100k
+ * directories took 30 s to remove, on the loop.  A snapshot deleted (or
+ * cut short) is renamed into STATE/trash at once, out of every listing
+ * and count, and a process forked for the purpose removes it there; the
+ * loop hears of its end by its pidfd.  One the daemon's end cut short is
+ * removed when the next daemon starts (snapshots_sweep).
+ */
+struct remover {
+	pid_t pid;
+	int pidfd;
+	struct event *ev;
+};
+
+static void remover_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct remover *rm = arg;
+
+	(void)fd;
+	(void)what;
+	while (waitpid(rm->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	event_free(rm->ev);
+	close(rm->pidfd);
+	free(rm);
+}
+
+static __attribute__((noreturn)) void remover_main(const char *path)
+{
+	sigset_t none;
+
+	prctl(PR_SET_NAME, "corral-remove", 0, 0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* libevent's handlers would write into the daemon's signal pipe */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* nor a client's connection or a sandbox's socket kept open */
+	syscall(SYS_close_range, 3, ~0U, 0);
+	_exit(corral_snapshot_remove(path) < 0 ? 1 : 0);
+}
+
+/* path removed by a process of its own; in line if none can be forked. */
+static void remove_off_loop(struct daemon *d, const char *path)
+{
+	struct remover *rm = calloc(1, sizeof(*rm));
+
+	if (rm)
+		rm->pid = fork();
+	if (rm && rm->pid == 0)
+		remover_main(path);
+	if (!rm || rm->pid < 0) {
+		free(rm);
+		corral_snapshot_remove(path);
+		return;
+	}
+	rm->pidfd = (int)syscall(SYS_pidfd_open, rm->pid, 0);
+	rm->ev = rm->pidfd >= 0 ? event_new(d->base, rm->pidfd, EV_READ, remover_done, rm) :
+		 NULL;
+	if (rm->ev && event_add(rm->ev, NULL) == 0)
+		return;
+	/* forked, but the loop cannot watch it: wait here */
+	while (waitpid(rm->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (rm->ev)
+		event_free(rm->ev);
+	if (rm->pidfd >= 0)
+		close(rm->pidfd);
+	free(rm);
+}
+
+/* STATE/trash[/NAME] into buf; the directory made when absent. */
+static int trash_path(struct daemon *d, const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/trash", d->state_dir);
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	n = snprintf(buf, len, "%s/trash%s%s", d->state_dir, name ? "/" : "",
+		     name ? name : "");
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Gone from the snapshots now; its files removed off the loop. */
+static void snap_remove_later(struct daemon *d, const char *id)
+{
+	char from[4096], to[4096];
+
+	if (snap_path(d, id, NULL, from, sizeof(from)) < 0)
+		return;
+	if (trash_path(d, id, to, sizeof(to)) < 0 || rename(from, to) < 0) {
+		corral_snapshot_remove(from);	/* in line, as it was */
+		return;
+	}
+	remove_off_loop(d, to);
+}
+
 /*
  * At start, before the first request, no snapshot is under way: one with
  * no meta.json is what a killed daemon was copying.  Nothing lists it,
@@ -127,6 +238,14 @@ void snapshots_sweep(struct daemon *d)
 	struct stat st;
 	DIR *dir;
 
+	/* what a stopped daemon had left to remove */
+	if (trash_path(d, NULL, path, sizeof(path)) == 0 && (dir = opendir(path))) {
+		while ((de = readdir(dir)))
+			if (snapshot_id_ok(de->d_name) &&
+			    trash_path(d, de->d_name, meta, sizeof(meta)) == 0)
+				remove_off_loop(d, meta);
+		closedir(dir);
+	}
 	if (snap_path(d, NULL, NULL, path, sizeof(path)) < 0 || !(dir = opendir(path)))
 		return;
 	while ((de = readdir(dir))) {
@@ -134,7 +253,7 @@ void snapshots_sweep(struct daemon *d)
 		    snap_path(d, de->d_name, "meta.json", meta, sizeof(meta)) < 0 ||
 		    lstat(meta, &st) == 0 || errno != ENOENT)
 			continue;
-		snap_remove(d, de->d_name);
+		snap_remove_later(d, de->d_name);
 		fprintf(stderr, "corral serve: removed the unfinished snapshot %s/%s\n",
 			path, de->d_name);
 	}
@@ -159,6 +278,10 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 	struct snap_req *s = arg;
 	json_t *meta = NULL;
 
+	s->d->nworkers--;
+	if (s->ev_closed)
+		event_free(s->ev_closed);
+	s->ev_closed = NULL;
 	if (r == 0) {
 		meta = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "id", s->id,
 				 "sandbox", s->sandbox, "workspace", s->workspace,
@@ -173,7 +296,8 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 		reply_err(s->req, err);
 	}
 	if (r < 0) {
-		snap_remove(s->d, s->id);
+		/* a failed copy removed its own; one cut short left its part */
+		snap_remove_later(s->d, s->id);
 	} else {
 		char why[160];
 
@@ -188,10 +312,21 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 	free(s);
 }
 
+/* The client closed before the answer: the copy is cut short, not kept. */
+static void snap_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_req *s = arg;
+
+	(void)fd;
+	(void)what;
+	corral_box_snapshot_cancel(s->box);	/* snap_done, now: the answer to nobody */
+}
+
 void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	struct corral_err err = { 0 };
 	struct snap_req *s = calloc(1, sizeof(*s));
+	struct api_fault f;
 	unsigned char rnd[6];
 	char dir[4096], tree[4096];
 	uint64_t used;
@@ -212,6 +347,11 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 		free(s);
 		reply_error(req, 400, "bad_request", "the sandbox has no workspace: "
 			    "nothing to snapshot");
+		return;
+	}
+	if (!builds_room(sb->d, NULL, &f)) {
+		free(s);
+		reply_fault(req, &f);
 		return;
 	}
 	if (used >= snap_budget(sb->d)) {
@@ -240,8 +380,14 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 		free(s);
 		return;
 	}
+	/* a worker copies (snapshot.c): its client's end cuts it short */
+	sb->d->nworkers++;
+	s->ev_closed = watch_closed(sb->d, req, snap_closed, s);
 	if (corral_box_snapshot(sb->box, tree, snap_budget(sb->d) - used,
 				SNAPSHOT_FILES_MAX, snap_done, s, &err) < 0) {
+		sb->d->nworkers--;
+		if (s->ev_closed)
+			event_free(s->ev_closed);
 		reply_err(req, &err);
 		snap_remove(sb->d, s->id);
 		free(s->workspace);
@@ -280,7 +426,7 @@ void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *i
 	}
 	json_decref(m);
 	/* forks hold copies of it: none uses it once built */
-	snap_remove(d, id);
+	snap_remove_later(d, id);
 	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
 }
 

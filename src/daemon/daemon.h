@@ -145,6 +145,7 @@ struct follower {
 
 struct gate;
 struct events_reader;
+struct build;
 
 struct daemon {
 	struct event_base *base;
@@ -169,6 +170,8 @@ struct daemon {
 	struct follower *followers;
 	struct events_reader *readers;	/* GET /v1/events still reading the log */
 	struct lease *leases;		/* open (api_leases.c) */
+	struct build *builds;		/* answers made off the loop (api_builds.c) */
+	size_t nworkers;		/* their workers and snapshots' copies running */
 	size_t nleases;
 	uint64_t requests, execs;
 	int lock_fd;

@@ -514,6 +514,7 @@ static void shutdown_all(struct daemon *d)
 		sandbox_destroy(d->sandboxes, "the daemon stopped");
 	leases_stop(d);
 	api_events_stop(d);
+	api_builds_stop(d);
 	while (d->followers) {
 		struct follower *f = d->followers;
 

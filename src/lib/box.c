@@ -126,7 +126,7 @@ int box_set_thawed(struct corral_box *b, struct corral_err *err)
 
 	if (b->snap)
 		box_snap_cancel(b, -EAGAIN, "the sandbox was thawed (a call) before "
-				"the snapshot's freeze completed: try again");
+				"the snapshot was made: try again");
 
 	if (!b->frozen && !b->freezing)
 		return 0;
@@ -713,7 +713,8 @@ void corral_box_destroy(struct corral_box *b)
 		return;
 	if (b->snap)
 		box_snap_cancel(b, -ESRCH, "the sandbox was destroyed before the "
-				"snapshot's freeze completed");
+				"snapshot was made");
+	box_jobs_end(b);	/* its diffs and patches: killed, answered */
 	started = b->state != CORRAL_BOX_STARTING;
 	/* a halt whose freeze had not completed is still recorded */
 	if (b->freezing == BF_HALT) {

@@ -157,6 +157,7 @@ struct corral_box {
 	int lowerfd;			/* the host workspace; -1: none */
 	struct baseline *ws_base;	/* its files' stats then, for conflicts */
 	struct box_snap *snap;		/* snapshot.c: waiting for the freeze */
+	struct box_job *jobs;		/* box_job.c: workers under way */
 };
 
 /* ---- box.c: the box's life: create, freeze, halt, idle, destroy ---- */
@@ -169,6 +170,20 @@ int box_freeze(struct corral_box *b, enum box_freeze why, struct corral_err *err
 void box_arm_idle(struct corral_box *b);
 /* The budgets weighed now (a call or a resume is about to run): true halted. */
 bool box_budgets_spent(struct corral_box *b);
+
+/* ---- box_job.c: slow work in a forked worker, off the loop ---- */
+
+/* In the worker: the work; its answer (any bytes) written to answer. */
+typedef int (*box_job_work_fn)(struct corral_box *b, void *arg, int answer);
+/* From the loop: the worker's answer (NULL: none) and wait status; -1: killed
+ * with the box. */
+typedef void (*box_job_end_fn)(void *arg, const char *answer, size_t len, int status);
+/* The worker keeps the box's layers, its answer and fds[] (nfds <= 8). */
+int box_job_start(struct corral_box *b, box_job_work_fn work, box_job_end_fn end,
+		  void *arg, const int *fds, size_t nfds, struct box_job **out,
+		  struct corral_err *err);
+void box_job_kill(struct box_job *j);	/* SIGKILL, reaped; end not called */
+void box_jobs_end(struct corral_box *b);	/* at destroy: killed, ends told */
 
 /* ---- box_export.c: the workspace's layers for diff and export ---- */
 

@@ -11,8 +11,12 @@
  * writes), so the sandbox can apply, work on and apply again, and a host
  * edit in between is still a conflict.
  *
- * A patch is made here, in the daemon: it only reads.  A write on the host
- * (to, apply) is made by a forked helper that first takes the caller's fs
+ * corral_box_diff and corral_box_export work in the caller's process (a
+ * patch only reads; a write waits for its helper); their _start forms
+ * (the daemon's) do the same in a worker forked for it, off the caller's
+ * loop (box_job.c), a patch written to the caller's file as it is made.
+ * A write on the host (to, apply) is made by a forked process that first
+ * takes the caller's fs
  * uid, fs gid and groups, so the daemon (root, say) writes nothing its
  * caller could not write itself.  The helper reads the sandbox's files
  * as that user too: a file the agent made unreadable is reported, not
@@ -493,4 +497,227 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 		*report = json_dumps(rep, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(rep);
 	return r;
+}
+
+/* ---- diff and patch, made by a worker (box_job.c) ----------------------- */
+
+struct corral_box_job {
+	struct box_job *job;
+	struct corral_box *b;
+	corral_box_job_fn done;
+	void *arg;
+	int out;			/* the caller's file */
+	bool patch, export;
+	bool write;			/* to or apply, as the caller (become()) */
+	struct corral_box_export_opts o;	/* write: its strings the caller's */
+	struct export_req req;		/* patch and export: the worker's */
+	char only[4096];
+};
+
+/* In the worker: the diff, the patch or the export's patch into j->out. */
+static int diff_work(struct corral_box *b, void *arg, int answer)
+{
+	struct corral_box_job *j = arg;
+	struct corral_err err = { 0 };
+	json_t *report = NULL, *events = json_array(), *a;
+	int r;
+
+	if (j->write) {
+		int dest = -1;
+
+		/* as helper() did: the caller's ids first, then its destination */
+		signal(SIGPIPE, SIG_IGN);
+		r = become(j->o.uid, j->o.gid, err.msg, sizeof(err.msg));
+		if (r == 0)
+			r = open_dest(b, &j->o, &dest, err.msg, sizeof(err.msg));
+		if (r == 0 && j->o.to) {
+			j->req.to_opened = true;
+			j->req.to_fd = dest;
+		} else if (r == 0) {
+			j->req.apply_fd = dest;
+		}
+		if (r == 0)
+			r = export_run(&j->req, &report, &err);
+	} else if (j->patch) {
+		j->req.events_out = j->export ? events : NULL;
+		r = export_run(&j->req, &report, &err);
+		if (!j->export) {
+			json_decref(report);
+			report = NULL;
+		}
+	} else {
+		struct export_limits lim;
+		struct changes ch = { 0 };
+		json_t *d = NULL;
+
+		export_limits_of(b->p, &lim);
+		r = diff_changes(&j->req.layers, &lim, &ch, &err);
+		if (r == 0) {
+			changes_keep_under(&ch, j->only);
+			d = changes_json(&ch);
+			changes_free(&ch);
+			r = d ? 0 : corral_set_err(&err, -ENOMEM, "out of memory for the diff");
+		}
+		if (r == 0 && json_dumpfd(d, j->out, JSON_COMPACT | JSON_ENSURE_ASCII) < 0)
+			r = corral_set_err(&err, -EIO, "cannot write the diff out");
+		json_decref(d);
+	}
+	a = json_pack("{s:i, s:s, s:o*, s:o*, s:O*}", "code", r, "msg", err.msg,
+		      "report", report, "events", events, "written", j->req.wrote);
+	if (!a || json_dumpfd(a, answer, JSON_COMPACT | JSON_ENSURE_ASCII) < 0)
+		r = -EIO;
+	json_decref(a);
+	return r;
+}
+
+/* From the loop: the worker's answer to the caller; its events emitted here. */
+static void diff_end(void *arg, const char *answer, size_t len, int status)
+{
+	struct corral_box_job *j = arg;
+	struct corral_err err = { 0 };
+	json_t *a = answer ? json_loadb(answer, len, 0, NULL) : NULL, *e;
+	json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
+	char *report = NULL;
+	size_t i;
+	int r;
+
+	if (status == -1) {
+		r = corral_set_err(&err, -ESRCH, "the sandbox was destroyed while its "
+				   "diff was made");
+	} else if (!json_is_integer(code)) {
+		r = corral_set_err(&err, -EIO, "the diff's worker ended without an "
+				   "answer (wait status %d)", status);
+	} else {
+		r = (int)json_integer_value(code);
+		if (r > 0 || r < -4095)
+			r = -EIO;
+		if (r < 0)
+			corral_set_err(&err, r, "%s", json_is_string(msg) ?
+				       json_string_value(msg) : "the diff failed");
+	}
+	json_array_foreach(json_object_get(a, "events"), i, e)
+		events_emit(j->b->ev, json_string_value(json_object_get(e, "type")),
+			    json_incref(json_object_get(e, "data")));
+	if (j->write) {
+		/* the writer's events from its report; what an apply wrote is recorded */
+		report_events(j->b, j->o.to ? "to" : "apply", json_object_get(a, "report"),
+			      r, &err);
+		if (j->o.apply && status != -1)
+			keep_written(j->b, json_object_get(a, "written"));
+		json_decref(j->req.wrote);
+	}
+	if (json_object_get(a, "report"))
+		report = json_dumps(json_object_get(a, "report"),
+				    JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(a);
+	j->job = NULL;
+	j->done(j->arg, r, report, &err);
+	free(report);
+	free(j);
+}
+
+static int job_go(struct corral_box_job *j, struct corral_box_job **out,
+		  struct corral_err *err)
+{
+	int fds[1] = { j->out };
+	int r = box_job_start(j->b, diff_work, diff_end, j, fds, 1, &j->job, err);
+
+	if (r < 0) {
+		json_decref(j->req.wrote);
+		free(j);
+		return r;
+	}
+	*out = j;
+	return 0;
+}
+
+int corral_box_diff_start(struct corral_box *b, const char *path, bool patch, int fd,
+			  corral_box_job_fn done, void *arg,
+			  struct corral_box_job **out, struct corral_err *err)
+{
+	struct corral_box_job *j;
+	int r;
+
+	*out = NULL;
+	err->code = 0;
+	err->msg[0] = '\0';
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return corral_set_err(err, -ENOMEM, "out of memory for a diff");
+	*j = (struct corral_box_job){ .b = b, .done = done, .arg = arg, .out = fd,
+				      .patch = patch };
+	r = box_layers(b, &j->req.layers, err);
+	if (r == 0)
+		r = only_path(path, j->only, sizeof(j->only), err);
+	if (r < 0) {
+		free(j);
+		return r;
+	}
+	j->req.p = b->p;
+	j->req.apply_fd = -1;
+	j->req.patch_sink = true;
+	j->req.patch_fd = fd;
+	j->req.only = j->only;
+	return job_go(j, out, err);
+}
+
+int corral_box_export_start(struct corral_box *b, const struct corral_box_export_opts *o,
+			    int fd, corral_box_job_fn done, void *arg,
+			    struct corral_box_job **out, struct corral_err *err)
+{
+	struct corral_box_job *j;
+	int r;
+
+	*out = NULL;
+	err->code = 0;
+	err->msg[0] = '\0';
+	if (!!o->to + o->apply + o->patch != 1)
+		return corral_set_err(err, -EINVAL, "an export goes to one place: "
+				      "to, apply or patch, not several");
+	if (o->to && o->to[0] != '/')
+		return corral_set_err(err, -EINVAL, "to %.200s: an absolute path", o->to);
+	if (b->state == CORRAL_BOX_HALTED)
+		return corral_set_err(err, -EPERM, "the sandbox was halted (%s): "
+				      "nothing is exported", b->halt_reason);
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return corral_set_err(err, -ENOMEM, "out of memory for an export");
+	*j = (struct corral_box_job){ .b = b, .done = done, .arg = arg, .out = fd,
+				      .patch = o->patch, .export = true,
+				      .write = !o->patch, .o = *o };
+	r = box_layers(b, &j->req.layers, err);
+	if (r == 0 && o->to && to_inside(o->to, b->p->workspace))
+		r = corral_set_err(err, -EINVAL, "to %.200s: lies inside the workspace "
+				   "it copies", o->to);
+	if (r == 0 && o->apply && !b->ws_base)
+		r = corral_set_err(err, -EFBIG, "the workspace had more than "
+				   "export.max_files entries when the sandbox started, "
+				   "or after an apply: with no record of it, apply "
+				   "cannot tell conflicts (export to a new directory "
+				   "or as a patch)");
+	if (r == 0 && o->apply && !(j->req.wrote = json_array()))
+		r = corral_set_err(err, -ENOMEM, "out of memory starting the apply");
+	if (r < 0) {
+		free(j);
+		return r;
+	}
+	j->req.p = b->p;
+	j->req.apply_fd = -1;
+	j->req.patch_sink = o->patch;
+	j->req.patch_fd = fd;
+	j->req.to = o->to;
+	j->req.base = o->apply ? b->ws_base : NULL;
+	/* the globs are read in the worker: its copy of the caller's memory */
+	j->req.allow_risky = o->allow_risky;
+	j->req.nallow_risky = o->nallow_risky;
+	return job_go(j, out, err);
+}
+
+void corral_box_job_cancel(struct corral_box_job *j)
+{
+	if (!j)
+		return;
+	box_job_kill(j->job);
+	json_decref(j->req.wrote);
+	free(j);
 }

@@ -429,6 +429,18 @@ static json_t *entry(const char *path, const char *change, mode_t mode)
 	return o;
 }
 
+/* An export.* event: now, or kept for the process that owns the log. */
+static void x_emit(const struct export_req *r, const char *type, json_t *data)
+{
+	if (r->ev)
+		events_emit(r->ev, type, data);
+	else if (r->events_out && data)
+		json_array_append_new(r->events_out, json_pack("{s:s, s:o}", "type", type,
+							       "data", data));
+	else
+		json_decref(data);
+}
+
 static void note_held(struct xp *x, const char *path, const char *change,
 		      mode_t mode, const char *why)
 {
@@ -439,8 +451,8 @@ static void note_held(struct xp *x, const char *path, const char *change,
 	json_object_set_new(o, "reason", json_string(why));
 	json_array_append_new(x->held, o);
 	/* an event's "type" is its own: the entry's type goes as file_type */
-	if (x->r->ev)
-		events_emit(x->r->ev, "export.held",
+	if (x->r->ev || x->r->events_out)
+		x_emit(x->r, "export.held",
 			    json_pack("{s:o, s:s, s:s, s:s}", "path",
 				      corral_json_bytes(path, strlen(path)), "change", change,
 				      "file_type", mode_type_name(mode), "reason", why));
@@ -965,8 +977,8 @@ static int decide(struct xp *x, struct hold_ctx *h, const struct change *c,
 		return r;
 	if (buf[0] && allowed_risky(x->r, c->path, &pattern)) {
 		snprintf(d->note, sizeof(d->note), "let out by --allow-risky %s", pattern);
-		if (x->r->ev)
-			events_emit(x->r->ev, "export.allow_risky",
+		if (x->r->ev || x->r->events_out)
+			x_emit(x->r, "export.allow_risky",
 				    json_pack("{s:o, s:s, s:s}", "path",
 					      corral_json_bytes(c->path, strlen(c->path)),
 					      "pattern", pattern, "reason", buf));
@@ -1189,9 +1201,9 @@ int export_run(const struct export_req *r, json_t **report,
 	struct xp x = { .r = r, .dest = -1, .err = err };
 	struct changes ch = { 0 };
 	struct hold_ctx *h = NULL;
-	struct patch_buf pb = { 0 };
+	struct patch_buf pb = { .sink = r->patch_sink, .fd = r->patch_fd };
 	const char *mode = r->to ? "to" : r->apply_fd >= 0 ? "apply" : "patch";
-	bool patching = r->patch || r->patch_out;
+	bool patching = r->patch || r->patch_out || r->patch_sink;
 	int ret;
 
 	err->code = 0;
@@ -1206,7 +1218,8 @@ int export_run(const struct export_req *r, json_t **report,
 		ret = corral_set_err(err, -ENOMEM, "out of memory starting the export");
 		goto out;
 	}
-	if (!!r->to + (r->apply_fd >= 0) + patching != 1 || (r->patch && r->patch_out)) {
+	if (!!r->to + (r->apply_fd >= 0) + patching != 1 ||
+	    !!r->patch + !!r->patch_out + r->patch_sink > 1) {
 		ret = corral_set_err(err, -EINVAL,
 				     "an export goes to one place: a new directory, the workspace or a patch");
 		goto out;
@@ -1242,7 +1255,12 @@ int export_run(const struct export_req *r, json_t **report,
 	}
 	if (ret == 0)
 		ret = run_changes(&x, h, &ch, patching ? &pb : NULL);
-	if (ret == 0 && patching && pb.failed)
+	if (ret == 0 && pb.sink)
+		pb_flush(&pb);
+	if (ret == 0 && pb.failed && pb.werr)
+		ret = corral_set_err(err, -pb.werr, "cannot write the patch out: %s",
+				     strerror(pb.werr));
+	else if (ret == 0 && patching && pb.failed)
 		ret = corral_set_err(err, -ENOMEM, "out of memory writing the patch");
 	else if (ret == 0 && r->patch)
 		ret = write_patch_file(&x, &pb);
@@ -1269,8 +1287,8 @@ out:
 		if (ret < 0)
 			json_object_set_new(*report, "error", json_string(err->msg));
 	}
-	if (r->ev)
-		events_emit(r->ev, "export", json_pack("{s:s, s:i, s:i, s:i, s:s}",
+	if (r->ev || r->events_out)
+		x_emit(r, "export", json_pack("{s:s, s:i, s:i, s:i, s:s}",
 			    "mode", mode,
 			    "exported", (int)json_array_size(x.exported),
 			    "held", (int)json_array_size(x.held),

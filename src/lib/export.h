@@ -193,11 +193,25 @@ int hold_decide(struct hold_ctx *h, const struct layers *l,
 int linediff(const uint32_t *a, size_t na, const uint32_t *b, size_t nb,
 	     bool *del, bool *ins);
 
+/*
+ * A patch as it is written: whole in memory, or (sink) written out to fd
+ * each PB_FLUSH bytes, so that a patch as large as the sandbox's disk is
+ * never held whole (a 387 MB patch took 759 MB of the daemon).
+ */
+#define PB_FLUSH	(1u << 20)
+
 struct patch_buf {
 	char *data;
 	size_t len, cap;
 	bool failed;		/* out of memory: the buffer is incomplete */
+	bool sink;		/* written to fd as it grows */
+	int fd;
+	int werr;		/* sink: the write's errno that failed it */
+	uint64_t flushed;	/* sink: bytes written to fd so far */
 };
+
+/* sink: what is still buffered, written out; false (and failed) if not */
+bool pb_flush(struct patch_buf *pb);
 
 void pb_add(struct patch_buf *pb, const char *s, size_t n);
 void pb_printf(struct patch_buf *pb, const char *fmt, ...)
@@ -245,12 +259,16 @@ struct export_req {
 	const struct baseline *base;	/* with apply_fd */
 	const char *patch;		/* a file for the git patch */
 	struct patch_buf *patch_out;	/* or the patch into this buffer */
+	bool patch_sink;		/* or written to patch_fd as it is made */
+	int patch_fd;
 	bool to_opened;			/* to: made and opened by the caller */
 	int to_fd;			/* to_opened: that directory */
 	const char *only;		/* changes at or below this path, or NULL */
 	char *const *allow_risky;
 	size_t nallow_risky;
 	struct events *ev;		/* export.* events, or NULL */
+	json_t *events_out;		/* without ev: {type, data} each, for the
+					   caller to emit (a forked worker's) */
 	json_t *wrote;			/* apply: a record of each entry written
 					   appended here (baseline_update), or NULL */
 	export_fault_fn fault;

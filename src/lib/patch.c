@@ -15,15 +15,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define CONTEXT 3
 #define NULL_ID "0000000000000000000000000000000000000000"
 
+static bool pb_write(struct patch_buf *pb, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(pb->fd, s, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			pb->werr = w < 0 ? errno : EIO;
+			pb->failed = true;
+			return false;
+		}
+		s += w;
+		n -= (size_t)w;
+		pb->flushed += (uint64_t)w;
+	}
+	return true;
+}
+
+bool pb_flush(struct patch_buf *pb)
+{
+	if (pb->failed)
+		return false;
+	if (!pb->sink || !pb->len)
+		return true;
+	if (!pb_write(pb, pb->data, pb->len))
+		return false;
+	pb->len = 0;
+	return true;
+}
+
 void pb_add(struct patch_buf *pb, const char *s, size_t n)
 {
 	if (pb->failed)
 		return;
+	/* a sink holds at most PB_FLUSH: a longer piece goes out as it is */
+	if (pb->sink && pb->len + n > PB_FLUSH) {
+		if (!pb_flush(pb))
+			return;
+		if (n >= PB_FLUSH) {
+			pb_write(pb, s, n);
+			return;
+		}
+	}
 	if (pb->len + n + 1 > pb->cap) {
 		size_t cap = pb->cap ? pb->cap : 4096;
 		char *d;

@@ -6,8 +6,10 @@
  * workspace and the new box's empty upper, mount.c).
  *
  * The freeze is asynchronous (cgroup_freeze.c): the copy starts from
- * freeze_done() once every task is stopped, then the box is thawed unless
- * something else (idle, pause, halt) wanted it frozen too.  A box already
+ * freeze_done() once every task is stopped, in a worker process (box_job.c:
+ * a large tree never holds the caller's loop), and when the worker ends
+ * the box is thawed unless something else (idle, pause, halt) wanted it
+ * frozen too.  A box already
  * frozen is copied at once; one with no freezer (unprivileged, no
  * delegated cgroups) is copied running, and the answer says so.
  *
@@ -55,6 +57,10 @@ struct box_snap {
 	uint64_t max_bytes, max_files;
 	corral_snapshot_fn done;
 	void *arg;
+	struct corral_box *box;
+	struct box_job *job;	/* the copy under way (box_job.c), or NULL */
+	bool frozen;		/* copied frozen */
+	bool ours;		/* frozen for the copy only: thawed after it */
 };
 
 struct snapcopy {
@@ -342,20 +348,85 @@ static void snap_end(struct corral_box *b, struct box_snap *sn, int r,
 	free(sn);
 }
 
+/* What the copy's worker answers, as bytes: both ends are this program. */
+struct snap_answer {
+	int r;
+	struct corral_snapshot_info info;
+	struct corral_err err;
+};
+
+/* In the worker: the copy; what a failed one copied is removed here too. */
+static int snap_work(struct corral_box *b, void *arg, int answer)
+{
+	struct box_snap *sn = arg;
+	struct snap_answer a = { .info.frozen = sn->frozen };
+
+	a.r = snap_copy(b, sn, &a.info, &a.err);
+	/* a refused snapshot leaves nothing for the loop to remove */
+	if (a.r < 0)
+		corral_snapshot_remove(sn->dir);
+	return write(answer, &a, sizeof(a)) == (ssize_t)sizeof(a) ? 0 : -EIO;
+}
+
+/* From the loop: the copy is over; thaw if the freeze was only for it. */
+static void snap_copied(void *arg, const char *answer, size_t len, int status)
+{
+	struct box_snap *sn = arg;
+	struct corral_box *b = sn->box;
+	struct snap_answer a = { 0 };
+
+	b->snap = NULL;
+	sn->job = NULL;
+	if (answer && len == sizeof(a))
+		memcpy(&a, answer, sizeof(a));
+	else
+		a.r = corral_set_err(&a.err, -EIO, "the snapshot's worker ended without "
+				     "an answer (wait status %d)", status);
+	/* a pause, a halt or the idle freeze that came meanwhile keeps it frozen */
+	if (sn->ours && (b->state == CORRAL_BOX_IDLE || b->state == CORRAL_BOX_RUNNING)) {
+		struct corral_err terr = { 0 };
+
+		box_set_thawed(b, &terr);
+		box_arm_idle(b);
+	}
+	snap_end(b, sn, a.r, &a.info, &a.err);
+}
+
+/* The copy, by a worker (box_job.c): a large tree never holds the loop. */
+static int snap_start_copy(struct corral_box *b, struct box_snap *sn, bool frozen,
+			   bool ours, struct corral_err *err)
+{
+	sn->frozen = frozen;
+	sn->ours = ours;
+	sn->box = b;
+	b->snap = sn;
+	if (!b->sb || b->sb->upperfd < 0 || b->killed) {
+		b->snap = NULL;
+		return corral_set_err(err, -ESRCH, "the sandbox's upper layer is gone");
+	}
+	if (box_job_start(b, snap_work, snap_copied, sn, NULL, 0, &sn->job, err) < 0) {
+		b->snap = NULL;
+		return err->code;
+	}
+	return 0;
+}
+
 /* freeze_done(), with a snapshot waiting: copy if frozen, thaw if only for us. */
 void box_snap_frozen(struct corral_box *b, int r, const struct corral_err *ferr,
 		     bool ours)
 {
 	struct box_snap *sn = b->snap;
-	struct corral_snapshot_info info = { .frozen = r == 0 };
+	struct corral_snapshot_info info = { 0 };
 	struct corral_err err = { 0 };
 
 	b->snap = NULL;
-	if (r == 0)
-		r = snap_copy(b, sn, &info, &err);
-	else
+	if (r == 0 && snap_start_copy(b, sn, true, ours, &err) == 0)
+		return;
+	if (r != 0)
 		corral_set_err(&err, r, "the freeze did not complete: %s",
 			       ferr ? ferr->msg : "");
+	else
+		r = err.code;
 	if (ours) {
 		struct corral_err terr = { 0 };
 
@@ -365,7 +436,7 @@ void box_snap_frozen(struct corral_box *b, int r, const struct corral_err *ferr,
 	snap_end(b, sn, r, &info, &err);
 }
 
-/* A thaw or a destroy before the freeze completed. */
+/* A thaw or a destroy before the copy was made: its worker, if any, killed. */
 void box_snap_cancel(struct corral_box *b, int code, const char *why)
 {
 	struct box_snap *sn = b->snap;
@@ -373,6 +444,8 @@ void box_snap_cancel(struct corral_box *b, int code, const char *why)
 	struct corral_err err = { 0 };
 
 	b->snap = NULL;
+	box_job_kill(sn->job);
+	sn->job = NULL;
 	corral_set_err(&err, code, "%s", why);
 	snap_end(b, sn, code, &info, &err);
 }
@@ -428,9 +501,26 @@ int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_byte
 	b->snap = NULL;
 	err->code = 0;
 	err->msg[0] = '\0';
-	r = snap_copy(b, sn, &info, err);
-	snap_end(b, sn, r, &info, err);
+	r = snap_start_copy(b, sn, false, false, err);
+	if (r < 0)
+		snap_end(b, sn, r, &info, err);
 	return 0;
+}
+
+void corral_box_snapshot_cancel(struct corral_box *b)
+{
+	struct corral_err err = { 0 };
+	bool ours;
+
+	if (!b->snap)
+		return;
+	/* frozen (or freezing) for the snapshot only: running again after it */
+	ours = b->snap->job ? b->snap->ours : b->freezing == BF_SNAPSHOT;
+	box_snap_cancel(b, -ECANCELED, "the snapshot was cancelled");
+	if (ours && (b->state == CORRAL_BOX_IDLE || b->state == CORRAL_BOX_RUNNING)) {
+		box_set_thawed(b, &err);
+		box_arm_idle(b);
+	}
 }
 
 int corral_policy_set_workspace_layer(struct corral_policy *p, const char *dir,

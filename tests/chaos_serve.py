@@ -399,10 +399,25 @@ class Client:
         elif what == "diff":
             self.req("diff", "GET", f"{base}/diff")
         elif what == "patch":
+            if self.rng.random() < 0.3:
+                self.cut("diff-cut", f"GET {base}/diff?format=patch HTTP/1.1\r\nHost: x\r\n\r\n"
+                         .encode(), b"", read_some=self.rng.random() < 0.5)
+                return
             self.req("diff", "GET", f"{base}/diff?format=patch")
         elif what == "export":
+            if self.rng.random() < 0.3:
+                # a build's client gone: its worker is killed, nothing kept
+                raw = json.dumps({"patch": True}).encode()
+                head = (f"POST {base}/export HTTP/1.1\r\nHost: x\r\n"
+                        f"Content-Length: {len(raw)}\r\n\r\n").encode()
+                self.cut("export-cut", head, raw, read_some=self.rng.random() < 0.5)
+                return
             self.req("export", "POST", f"{base}/export", {"patch": True})
         else:
+            if self.rng.random() < 0.3:
+                self.cut("snapshot-cut", f"POST {base}/snapshot HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Length: 0\r\n\r\n".encode(), b"")
+                return
             st, out = self.req("snapshot", "POST", f"{base}/snapshot")
             if st in (200, 201) and isinstance(out, dict) and "id" in out:
                 with self.sh.lock:

@@ -1657,15 +1657,14 @@ t_moves_off_loop() {
 	stop_daemon
 }
 
-# Attacker (a client, found by tests/chaos_serve.py): a caller that goes
-# away while its call's process still waits for its move.  The call is
-# killed before it was sent (its message dropped); the move that ends
-# after must not send it: the daemon died of SIGSEGV there, every box
-# with it.
-t_caller_gone_while_its_move_waits() {
-	local cr cp sp fds i
+# hold_a_spare: a daemon whose cgroup moves wait on $T/move (fd 7, a byte
+# lets one go), a box $a whose init was let go, and $sp, the process its
+# next call will take, held in its move.  77: no cgroups, nothing moved.
+hold_a_spare() {
+	local cr
 	mkfifo "$T/move"
 	exec 7<>"$T/move"
+	# not the daemon's: our close is the helper's EOF
 	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
 	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -d '{"idle_freeze_ms": 0}' \
 		-o "$T/a.json" -w '%{http_code}' http://localhost/v1/sandboxes > "$T/a.code" 2>&1 &
@@ -1683,6 +1682,16 @@ t_caller_gone_while_its_move_waits() {
 	[ -n "$(await_hold)" ] || fail "a's next process is not held"
 	sp=$(held_spare "$a")
 	[ -n "$sp" ] || { fail "no process of a waits for its move"; stop_daemon; return 1; }
+}
+
+# Attacker (a client, found by tests/chaos_serve.py): a caller that goes
+# away while its call's process still waits for its move.  The call is
+# killed before it was sent (its message dropped); the move that ends
+# after must not send it: the daemon died of SIGSEGV there, every box
+# with it.
+t_caller_gone_while_its_move_waits() {
+	local cp fds i
+	hold_a_spare || return $?
 	# stopped, it reads its gate's EOF only once the move has ended
 	kill -STOP "$sp"
 	"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST \
@@ -1725,28 +1734,9 @@ cg_mover_of() {	# cg_mover_of PID: the daemon's cgroup mover
 # helper asks the process's pidfd first and writes nothing; the box forks
 # a new one for its next call.  And a helper that was killed is replaced.
 t_move_of_a_dead_process() {
-	local sp hp cr st i
+	local hp st i
 	command -v strace >/dev/null || { skip "no strace"; return 77; }
-	mkfifo "$T/move"
-	exec 7<>"$T/move"
-	# not the daemon's: our close is the helper's EOF
-	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
-	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -d '{"idle_freeze_ms": 0}' \
-		-o "$T/a.json" -w '%{http_code}' http://localhost/v1/sandboxes > "$T/a.code" 2>&1 &
-	cr=$!
-	if [ -z "$(await_hold "$cr")" ]; then
-		wait "$cr" || true
-		rm -f "$T/move"; exec 7>&-
-		stop_daemon
-		skip "no cgroups: no process is moved"
-		return 77
-	fi
-	printf x >&7	# a's init
-	wait "$cr" || true
-	a=$(pyjq 'v["id"]' "$T/a.json")
-	[ -n "$(await_hold)" ] || fail "a's next process is not held"
-	sp=$(held_spare "$a")
-	[ -n "$sp" ] || { fail "no process of a waits for its move"; stop_daemon; return 1; }
+	hold_a_spare || return $?
 	kill -KILL "$sp"
 	wait_gone "the killed process" 10 eval "box_procs $a | grep -x $sp"
 	hp=$(helper_on "$T/move")

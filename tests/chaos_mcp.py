@@ -6,7 +6,7 @@ the wrong ones, too large, with names it does not know, for sandboxes that
 are gone; between them JSON-RPC the server must refuse.  Every choice comes
 from one printed seed.
 
-    tests/chaos_mcp.py CORRAL [CALLS [SEED]]     (check: 300 calls)
+    tests/chaos_mcp.py CORRAL [CALLS [SEED]]     (check: 300 calls, 120 s at most)
 
 Fails on: a request left without exactly one answer (result or error)
 within TIMEOUT, an answer that is not JSON-RPC, the server dying, or not
@@ -29,6 +29,7 @@ CORRAL = os.path.abspath(sys.argv[1])
 CALLS = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.SystemRandom().randrange(1 << 30)
 TIMEOUT = 90
+MAX_SECONDS = 120   # the walk stops here whatever CALLS says (a starved check)
 MAX_BOXES = 4
 PIDS = []           # background processes' pids, from exec's answers
 # a model mostly runs commands and moves files; it halts and destroys rarely
@@ -187,7 +188,11 @@ def main():
                                  "clientInfo": {"name": "chaos", "version": "1"}})
         s.send_raw(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
         tools = s.request("tools/list")["result"]["tools"]
+        deadline = time.monotonic() + MAX_SECONDS
         for _ in range(CALLS):
+            if time.monotonic() > deadline:
+                counts["stopped at the time bound"] = 1
+                break
             if rng.random() < 0.05:
                 g = rng.choice(GARBAGE)
                 s.send_raw(g)

@@ -764,7 +764,11 @@ t_json_result_fields() {
 }
 
 t_signal_forwarded() {
-	timeout 60 "$CORRAL" run -- /bin/sh -c 'trap "echo got-term; exit 7" TERM; echo armed; sleep 30 & wait' > "$T/o" 2>&1 &
+	# --foreground: timeout passes our TERM to corral alone.  Without it, it
+	# sends it to its process group too, and a loaded machine (ci88) let
+	# that second one come after corral gave the caller its mask back:
+	# 143, the caller's way of ending corral, not the command's 7
+	timeout --foreground 60 "$CORRAL" run -- /bin/sh -c 'trap "echo got-term; exit 7" TERM; echo armed; sleep 30 & wait' > "$T/o" 2>&1 &
 	pid=$!
 	# the signal only once the trap is set: before, it would kill the shell
 	i=0

@@ -2971,8 +2971,10 @@ t_tcp_tls_hides_the_token() {
 		rpid=$!
 		# killed by on_test_exit if a check below ends the test
 		echo "$rpid" >> "$T/watchdogs"
-		for _ in $(seq 1 100); do [ -s "$T/rport" ] && break; sleep 0.05; done
+		# 5 s was not enough for Python to start under a loaded check (ci88)
+		for _ in $(seq 1 600); do [ -s "$T/rport" ] && break; sleep 0.05; done
 		rport=$(cat "$T/rport")
+		[ -n "$rport" ] || fail "$mode: the recorder never said its port"
 		[ "$mode" = tls ] && url=https://127.0.0.1:$rport || url=http://127.0.0.1:$rport
 		create_echo "$mode, through the recorder" "$url" "$token" "$marker" > /dev/null
 		kill "$rpid" 2>/dev/null

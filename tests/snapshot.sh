@@ -732,10 +732,10 @@ s_builds_memory_bounded() {
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	start_daemon
 	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
-	run "$SB" "$(sh_file a.sh 'i=0; while [ $i -lt 96 ]; do yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | head -c 1000000 > f$i; i=$((i + 1)); done')"
+	run "$SB" "$(sh_file a.sh 'i=0; while [ $i -lt 48 ]; do yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | head -c 1000000 > f$i; i=$((i + 1)); done')"
 	expect_eq "export" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 200
 	size=$(stat -c %s "$T/body")
-	[ "$size" -gt 96000000 ] || fail "the answer is $size bytes"
+	[ "$size" -gt 48000000 ] || fail "the answer is $size bytes"
 	hwm=$(awk '/^VmHWM/ {print $2 * 1024}' /proc/"$DPID"/status)
 	echo "daemon VmHWM $hwm bytes after a $size-byte export"
 	[ "$hwm" -lt $((size / 2)) ] || fail "the daemon peaked at $hwm bytes for a $size-byte answer"

@@ -169,10 +169,28 @@ GARBAGE = [b"{not json", b"[]", b"[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\":
 
 
 def main():
-    passed = failed = 0
-    rng = random.Random(SEED)
     tmp = tempfile.mkdtemp(prefix="corral-chaos-mcp.")
     os.chmod(tmp, 0o755)
+    server = []
+    try:
+        return walk(tmp, server)
+    finally:
+        # also when the walk itself fails: the server killed, its
+        # directory gone (the private daemon may still be writing there)
+        for s in server:
+            if s.p.poll() is None:
+                s.p.kill()
+                s.p.wait()
+        for _ in range(50):
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not os.path.exists(tmp):
+                break
+            time.sleep(0.1)
+
+
+def walk(tmp, server):
+    passed = failed = 0
+    rng = random.Random(SEED)
     print(f"chaos-mcp: seed {SEED}, {CALLS} calls "
           f"(replay: tests/chaos_mcp.py CORRAL {CALLS} {SEED})", flush=True)
 
@@ -182,6 +200,7 @@ def main():
         passed, failed = passed + ok, failed + (not ok)
 
     s = Server(tmp)
+    server.append(s)
     boxes, counts, why = [], {}, ""
     try:
         s.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -264,9 +283,6 @@ def main():
     for l in report[:20]:
         print("     " + l)
     check(not report, "no sanitizer report on its stderr")
-    if s.p.poll() is None:
-        s.p.kill()
-    shutil.rmtree(tmp, ignore_errors=True)
     print(f"chaos-mcp: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -727,42 +727,58 @@ agent
 }
 
 # verdict_of FILE: the verdict in a JSON result.
-verdict_of() {
-	/usr/bin/python3 -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-print(r["status"], r.get("exit_code"), r.get("signal"), "|", r.get("stdout", "").strip())' "$1"
+# corpus_run FILE [ARGS...]: the whole attack corpus in one sandbox made by
+# `corral run ARGS`, each attack a child of the shell, its output and its
+# exit status ("rc NAME N": 128 + N for a signal, as a seccomp kill).  On
+# an image the command is the argument of its Entrypoint, /bin/sh -c.
+CORPUS='for a in $(/opt/helpers/attack list); do /opt/helpers/attack $a; echo "rc $a $?"; done'
+corpus_run() {
+	local out=$1
+	shift
+	if [ $# = 0 ]; then
+		set -- -- /bin/sh -c "$CORPUS"
+	else
+		set -- "$@" -- "$CORPUS"
+	fi
+	timeout 120 "$CORRAL" run --state-dir "$T/state" --ro "$HELPERS:/opt/helpers" "$@" \
+		> "$out" 2> "$out.err" < /dev/null ||
+		fail "corral run (exit $?): $(tail -3 "$out.err")"
 }
 
-# The three runs of an attack go at once (sandboxes on one image share its
-# layers by design); the attacks one after another.
+# The corpus on an image, and on a writable image, gives what it gives on
+# the host's /usr, attack by attack, and no attack escapes.  One sandbox a
+# mode, the three at once (sandboxes on one image share its layers by
+# design): a sandbox an attack cost 100 runs, 28 s of the ASan lane's CPU.
 t_attack_corpus_same_on_image() {
-	local a
+	local a names
 	[ -x "$HELPERS/attack" ] || fail "no attack helper in $HELPERS"
 	busybox_image
 	names=$("$HELPERS/attack" list)
 	[ "$(echo "$names" | wc -l)" -ge 30 ] || fail "attack list: $names"
+	corpus_run "$T/v.host" &
+	corpus_run "$T/v.img" --image corral-test/busybox:1 &
+	corpus_run "$T/v.rw" --image corral-test/busybox:1 --root-writable &
+	wait
 	for a in $names; do
-		timeout 120 "$CORRAL" run --state-dir "$T/state" --json --ro "$HELPERS:/opt/helpers" \
-			-- /bin/sh -c "exec /opt/helpers/attack $a" > "$T/v.host.json" 2> "$T/v.host.err" < /dev/null &
-		timeout 120 "$CORRAL" run --state-dir "$T/state" --json --image corral-test/busybox:1 \
-			--ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a" \
-			> "$T/v.img.json" 2> "$T/v.img.err" < /dev/null &
-		timeout 120 "$CORRAL" run --state-dir "$T/state" --json --image corral-test/busybox:1 \
-			--root-writable --ro "$HELPERS:/opt/helpers" -- "exec /opt/helpers/attack $a" \
-			> "$T/v.rw.json" 2> "$T/v.rw.err" < /dev/null &
-		wait
-		host=$(verdict_of "$T/v.host.json")
-		on_img=$(verdict_of "$T/v.img.json")
-		on_rw=$(verdict_of "$T/v.rw.json")
-		echo "$a: $host"
-		expect_eq "$a on an image" "$on_img" "$host"
-		expect_eq "$a on a writable image" "$on_rw" "$host"
-		# every attack the host run calls blocked or killed is so here too
-		case "$host" in
-		*"| blocked:"* | "signaled "*) ;;
-		*) fail "$a: not blocked on the host's /usr: $host" ;;
-		esac
+		grep -q "^rc $a " "$T/v.host" || fail "$a did not run on the host's /usr"
 	done
+	expect_eq "the corpus on an image" "$(cat "$T/v.img")" "$(cat "$T/v.host")"
+	expect_eq "the corpus on a writable image" "$(cat "$T/v.rw")" "$(cat "$T/v.host")"
+	expect_not_contains "nothing escaped" "$(cat "$T/v.host" "$T/v.img" "$T/v.rw")" ESCAPED
+	# each attack blocked, or killed (a signal: 128 + N); none merely ended
+	/usr/bin/python3 - "$T/v.host" > "$T/v.why" <<'EOF2' || fail "$(cat "$T/v.why")"
+import re, sys
+said = []
+for line in open(sys.argv[1]).read().split("\n"):
+    m = re.match(r"rc (\S+) (\d+)$", line)
+    if not m:
+        said.append(line)
+        continue
+    if int(m.group(2)) <= 128 and not any(l.startswith("blocked:") for l in said):
+        print("%s: not blocked on the host's /usr: %r, exit %s" % (m.group(1), said, m.group(2)))
+    said = []
+EOF2
+	[ ! -s "$T/v.why" ] || fail "$(cat "$T/v.why")"
 }
 
 t_run_policy_image() {

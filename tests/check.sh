@@ -268,17 +268,17 @@ nobody_lane() {
 	step "terminals through the daemon as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/tty.sh" "$STAGE/corral"
 	# the longest step of the longest lane, its first part (the second in
-	# split_lane): the https streamed-end loop (probabilistic) runs its
-	# 1200 in the root lane, 300 here
+	# split_lane); the tests of the daemon's front (front_test in lib.sh:
+	# framing, TLS, tokens) ran in the root lane under ASan, not again here
 	step "serve as uid $NOBODY, cgroups delegated ($label), part 1/2" \
-		as_nobody TEST_SHARD=1/2 CORRAL_EXPECT_LIMITS=cgroup TLS_EXECS=300 \
+		as_nobody TEST_SHARD=1/2 CORRAL_EXPECT_LIMITS=cgroup TEST_FRONT=elsewhere \
 		"$STAGE/tests/serve.sh" "$STAGE/corral" "$STAGE/serve_client"
 	step "files and processes as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/files.sh" "$STAGE/corral"
 	step "results as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/results.sh" "$STAGE/corral"
 	step "mcp as uid $NOBODY, cgroups delegated ($label)" \
-		as_nobody "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
+		as_nobody TEST_FRONT=elsewhere "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
 	step "python client as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/python_client.sh" "$STAGE/corral" "$STAGE/clients/python"
 	step "a misbehaving agent as uid $NOBODY, cgroups delegated ($label)" \
@@ -383,7 +383,7 @@ split_lane() {
 	if lane_wait .nobody-integration-done 900; then
 		STAGE=$(cat "$LANE_DIR/.nobody-stage")
 		step "serve as uid $NOBODY, cgroups delegated (gcc -O2), part 2/2" \
-			as_nobody TEST_SHARD=2/2 CORRAL_EXPECT_LIMITS=cgroup TLS_EXECS=300 \
+			as_nobody TEST_SHARD=2/2 CORRAL_EXPECT_LIMITS=cgroup TEST_FRONT=elsewhere \
 			"$STAGE/tests/serve.sh" "$STAGE/corral" "$STAGE/serve_client"
 		# two of nobody_lane's, still with its cgroups (ci88: that lane
 		# was the longest, 833 s of 842, this one 463)

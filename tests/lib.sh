@@ -19,6 +19,18 @@ skip() {
 	return 77
 }
 
+# front_test: the first line of a test of the daemon's or the MCP server's
+# front (HTTP and JSON-RPC framing, TLS, tokens, the bounds on what a
+# client may make it hold), whose code is the same whatever uid runs it
+# and which starts no sandbox of its own or only to have something to
+# call.  It skips where TEST_FRONT=elsewhere: make check runs these in the
+# root lane, under the sanitizers, and not again as uid 65534 (they were
+# a third of that lane's serve.sh and mcp.sh CPU).
+front_test() {
+	[ "${TEST_FRONT:-}" != elsewhere ] ||
+		skip "a test of the front: make check runs it once, as root, under ASan"
+}
+
 # JGET and HTTPC: tests/helpers/jget, the JSON reader, and httpc, the HTTP
 # client of serve.sh's and files.sh's API calls, beside the corral under
 # test (build/tests/helpers, or a staged copy's helpers/).

@@ -910,6 +910,7 @@ t_exec_stream_slow_client() {
 # The same over https: there the connection's write callback runs deferred,
 # and a stale one must not let the call's output past the hold.
 t_tcp_tls_stream_slow_client() {
+	front_test
 	local port token id
 	start_tls_daemon || return 1
 	id=$(mksb)
@@ -2123,6 +2124,7 @@ t_events_big_log() {
 # MiB and a head), so the client's sends block instead of the daemon
 # growing (it grew 300 MiB for 300 MiB).
 t_pipelined_behind_a_stream() {
+	front_test
 	DAEMON_WRAP="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1" \
 		start_daemon
 	id=$(mksb)
@@ -2396,6 +2398,7 @@ GET|/v1/events?sandbox=a%22b|-|400|bad_request
 '
 
 t_bad_requests() {
+	front_test
 	start_daemon
 	id=$(mksb)
 	$PY -c 'import json; print(json.dumps({"labels": {"x": "a" * (1100 * 1024)}}))' > "$T/big.json"
@@ -2480,6 +2483,7 @@ t_tcp_token() {
 # that address is refused for a minute, right token or not; another
 # address, and the unix socket, are served.
 t_tcp_token_guessing_locked_out() {
+	front_test
 	local port token code i
 	port=$(free_port)
 	token=$(new_token)
@@ -2519,6 +2523,7 @@ test_netns() {
 # Over IPv6 a host is given a /64: its addresses guess as one.  In a
 # network namespace of the test's own, with four addresses on its lo.
 t_tcp_token_guessing_by_ipv6_64() {
+	front_test
 	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
 	command -v ip > /dev/null || { skip "no ip(8)"; return; }
 	local ns=corral-guess-$$-$RANDOM
@@ -2627,6 +2632,7 @@ for a in srcs[1:]:
 # served meanwhile, and the first again once it has slowed down.  Said in
 # the log once.
 t_tcp_tls_handshake_rate() {
+	front_test
 	local out first
 	# 1 a second: the burst's handshakes would each have to take a second
 	# (a slow host, a sanitizer) for none to be refused
@@ -2656,6 +2662,7 @@ t_tcp_tls_handshake_rate() {
 # is commonly given one whole, and an address a connection would make the
 # cap nothing), as for token guessing.
 t_tcp_per_peer_cap() {
+	front_test
 	local port token out ns
 	start_tls_daemon --max-connections-per-peer 2 || return 1
 	out=$($PY -c "$PEERCAP" 127.0.0.1 "$port" 2 "$T/cert.pem" "$T/token" \
@@ -2709,6 +2716,7 @@ tls_files() {
 # here, so 1200 find it about 9 runs in 10 (the CLI's loop found it in
 # every run of 700).  Each on a new connection, given 20 s; all, 240 s.
 t_tcp_tls_streamed_ends() {
+	front_test
 	local port token id
 	start_tls_daemon || return 1
 	id=$(mksb)
@@ -2749,6 +2757,7 @@ EOF2
 # file is truncated by an exec (over the unix socket), then the rest is
 # read: no race (files.sh has the same over the unix socket).
 t_tcp_tls_get_truncated_while_sent() {
+	front_test
 	local port token id sum code
 	start_tls_daemon || return 1
 	id=$(mksb) || return 1
@@ -2768,6 +2777,7 @@ t_tcp_tls_get_truncated_while_sent() {
 # on one to close the answer was dropped.  Every one of 50 gave no answer
 # before api_send_reply() (api.c).  20 on one connection, 5 that close.
 t_tcp_tls_expect_continue() {
+	front_test
 	local port token out
 	start_tls_daemon || return 1
 	out=$($PY - "$port" "$T/cert.pem" "$T/token" <<'EOF2'
@@ -2817,6 +2827,7 @@ EOF2
 # waited for the client's delayed ACK, 40 ms of each new connection (make
 # bench, section 6).  The option is read on the daemon's own socket.
 t_tcp_nodelay() {
+	front_test
 	[ "$ME" = 0 ] || { skip "taking a daemon's socket needs root"; return; }
 	local port token out
 	start_tls_daemon || return 1
@@ -2995,6 +3006,7 @@ t_tcp_tls_hides_the_token() {
 # Off loopback, TCP needs TLS; the certificate and key are checked before
 # anything listens.
 t_tcp_tls_refusals() {
+	front_test
 	local port rc
 	port=$(free_port)
 	new_token > /dev/null
@@ -3040,6 +3052,7 @@ t_tcp_tls_refusals() {
 # A client that connects and never finishes its handshake, or speaks
 # something else, is closed by the gate's timers; others are served.
 t_tcp_tls_stalled_handshakes() {
+	front_test
 	local port token code
 	start_tls_daemon --idle-timeout 1 --header-timeout 1 || return 1
 	out=$($PY - "$port" <<'PYEOF'
@@ -3078,6 +3091,7 @@ PYEOF
 # allows), and that would hold only as long as the library's defaults do.
 # TLS 1.2 and 1.3 are served.
 t_tcp_tls_no_old_versions() {
+	front_test
 	local port token v out
 	start_tls_daemon || return 1
 	for v in tls1 tls1_1; do
@@ -3153,6 +3167,7 @@ print(hashlib.sha256(s.getpeercert(binary_form=True)).hexdigest())
 # SIGHUP: new connections are served the new one, a connection open since
 # before goes on with the old.
 t_tcp_tls_reload() {
+	front_test
 	local port token code pypid fp
 	tls_files "$T" new || return 1
 	start_tls_daemon || return 1
@@ -3187,6 +3202,7 @@ t_tcp_tls_reload() {
 # read (also behind a symlink), a FIFO (which must not stop the loop).  A
 # symlink to a good key of the operator's is followed, as at the start.
 t_tcp_tls_reload_refused() {
+	front_test
 	local port token code n=0 fp
 	port=$(free_port)
 	tls_files "$T" || return 1
@@ -3255,6 +3271,7 @@ client_cas() {
 # (current, for client use, itself no CA) and the token: the handshake
 # fails without one, and nothing of the API is answered.
 t_tcp_tls_client_cert() {
+	front_test
 	local port token code out rc U
 	port=$(free_port)
 	client_cas || return
@@ -3340,6 +3357,7 @@ t_tcp_tls_client_cert() {
 # in is; a client CA swapped for a symlink to /dev/zero is refused with a
 # line, and the CA before it goes on.
 t_tcp_tls_client_ca_reload() {
+	front_test
 	local port token code
 	port=$(free_port)
 	client_cas || return
@@ -3372,6 +3390,7 @@ t_tcp_tls_client_ca_reload() {
 
 # The options' errors: each names its file, before anything listens or is sent.
 t_tcp_tls_client_cert_options() {
+	front_test
 	local port rc out
 	port=$(free_port)
 	new_token > /dev/null
@@ -3774,6 +3793,7 @@ t_tripwires_read_through_api() {
 vmrss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 t_gate_no_body_before_token() {
+	front_test
 	port=$(free_port)
 	new_token > /dev/null
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
@@ -3831,6 +3851,7 @@ EOF
 }
 
 t_gate_framing() {
+	front_test
 	port=$(free_port)
 	new_token > /dev/null
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
@@ -3898,6 +3919,7 @@ EOF
 }
 
 t_gate_timeouts() {
+	front_test
 	start_daemon --header-timeout 1 --idle-timeout 2
 	# a head that never ends, and a client that never asks: both closed
 	$PY - "$SOCK" <<'EOF' || fail "a connection was not closed"
@@ -3941,6 +3963,7 @@ sys.stdin.read()
 hold_conns() { $PY -c "$HOLD_PY" "$1" "$2"; }
 
 t_gate_connection_flood() {
+	front_test
 	command -v prlimit > /dev/null || { skip "no prlimit"; return 77; }
 	port=$(free_port)
 	new_token > /dev/null
@@ -4733,6 +4756,7 @@ EOF
 # The gate's and the leases' numbers: each out of range is a usage error
 # (2) naming the option and the value, before anything is made.
 t_serve_limit_options_refused() {
+	front_test
 	local o v rc
 	for o in max-connections max-connections-per-peer max-leases tls-handshake-rate \
 		 header-timeout idle-timeout lease-timeout; do

@@ -4281,6 +4281,34 @@ t_workspace_owner_is_no_uid_grant() {
 	stop_daemon
 }
 
+# A file of another host user in a workspace idmapped for its owner (an
+# apply written by root, say): the agent cannot name its owner, and
+# neither can the file API working as the agent.  The kernel's EOVERFLOW
+# was a 500 (found by tests/chaos_serve.py, seed 27: a DELETE after an
+# export's apply); it is a 403, as for the agent inside.
+t_uid_range_unmapped_owner() {
+	local code
+	[ "$ME" = 0 ] || { skip "only root idmaps"; return 77; }
+	mkdir "$T/w"
+	echo theirs > "$T/w/root-file"
+	echo mine > "$T/w/mine"
+	chown 4321:4321 "$T/w" "$T/w/mine"
+	chmod 755 "$T/w"
+	start_daemon --uid-range 4000-5000
+	id=$(mksb "{\"workspace\": \"$T/w\"}")
+	code=$(api DELETE "/v1/sandboxes/$id/files?path=/workspace/root-file")
+	expect_error "DELETE of root's file" "$code" 403 forbidden
+	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/root-file", "to": "/workspace/x"}')
+	expect_code "rename of root's file" "$code" 403
+	expect_eq "the agent inside is refused too" \
+		"$(sbsh "$id" 'rm -f /workspace/root-file 2>&1 >/dev/null | grep -c .; cat /workspace/root-file')" \
+		"$(printf '1\ntheirs')"
+	code=$(api DELETE "/v1/sandboxes/$id/files?path=/workspace/mine")
+	expect_code "DELETE of the owner's file" "$code" 200
+	[ -e "$T/w/root-file" ] || fail "root's file is gone from the host"
+	stop_daemon
+}
+
 # workspace_inode: the directory the client judged is the one the sandbox
 # gets, or the create is refused; a malformed one is a 400.
 t_workspace_inode() {

@@ -44,6 +44,7 @@ SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.SystemRandom().randrang
 TIMEOUT = 90
 MAX_SECONDS = 120   # the walk stops here whatever CALLS says (a starved check)
 MAX_BOXES = 4
+NUDGE = 20          # shared walk: a call owed this long, the session's sandboxes resumed
 PIDS = []           # background processes' pids, from exec's answers
 # a model mostly runs commands and moves files; it halts and destroys rarely
 WEIGHTS = {"exec": 8, "file_read": 2, "file_write": 2, "file_list": 2, "process_output": 2,
@@ -257,12 +258,22 @@ class Session:
         return [i for i, v in self.inflight.items() if not v[2]]
 
     def settle(self, counts, most):
-        """Until at most `most` calls are owed; one owed past TIMEOUT fails."""
+        """Until at most `most` calls are owed; one owed past TIMEOUT fails.
+        A call that waits long may be one a pause holds (a running exec
+        is held until sandbox_resume, by design, and a walk's resume can
+        come before its pause): the session resumes its sandboxes, as a
+        person would, every NUDGE seconds of waiting."""
+        nudged = time.monotonic()
         for _ in range(100000):
             owed = self.owed()
             if len(owed) <= most:
                 return
             oldest = min(self.inflight[i][1] for i in owed)
+            if time.monotonic() - max(oldest, nudged) > NUDGE:
+                nudged = time.monotonic()
+                for b in self.boxes:
+                    self.call("sandbox_resume", {"sandbox_id": b})
+                counts["resumed after a wait"] = counts.get("resumed after a wait", 0) + 1
             if time.monotonic() - oldest > TIMEOUT:
                 i = min(owed, key=lambda k: self.inflight[k][1])
                 raise AssertionError(f"session {self.n}: no answer within {TIMEOUT} s to "
@@ -341,6 +352,7 @@ def walk_shared(tmp, server):
         passed, failed = passed + ok, failed + (not ok)
 
     d, sock, args = shared_daemon(tmp, rng)
+    server.append(type("Daemon", (), {"p": d, "daemon": True})())
     sessions, counts, why, nsess, bad_ends = [], {}, "", 0, []
     tools = None
 
@@ -488,7 +500,14 @@ def main():
     finally:
         # also when the walk itself fails: the server killed, its
         # directory gone (the private daemon may still be writing there)
-        for s in server:
+        for s in reversed(server):      # the sessions before the daemon
+            if s.p.poll() is None and getattr(s, "daemon", False):
+                # the shared daemon: SIGTERM, for it to remove its sandboxes
+                s.p.terminate()
+                try:
+                    s.p.wait(60)
+                except subprocess.TimeoutExpired:
+                    pass
             if s.p.poll() is None:
                 s.p.kill()
                 s.p.wait()

@@ -9,6 +9,15 @@ seed, printed, so a failure can be replayed (as far as timing allows).
 
     tests/chaos_serve.py CORRAL [SECONDS [SEED]]   (check: 40 s; make chaos: 600)
 
+The daemon's own flags come from the seed too: a pool, a low sandbox cap,
+a small snapshot budget; TLS on its TCP listener (then a TCP client also
+stalls handshakes, cuts records short, sends close_notify mid-request,
+asks to renegotiate, and the certificate is reloaded under it by
+SIGHUP); an image in its store (some sandboxes are made of it, and
+snapshotted and forked like the rest); as root, --uid-range for the
+workspace's owner.  Exports write onto the host too, over the unix
+socket: `to` a new directory and `apply` onto the shared workspace.
+
 Fails on: a 500 (the daemon's own fault, never the client's), a request
 with no answer within REQ_TIMEOUT, the daemon dying or not stopping on
 SIGTERM with status 0, a sanitizer's report in its stderr (run it on the
@@ -25,6 +34,7 @@ import random
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -63,6 +73,12 @@ class Shared:
         self.ws = None
         self.up_port = 0
         self.bad_tokens = 0
+        self.tls = None         # the TCP clients' context, when the daemon has TLS
+        self.certs = None       # (cert, key, the other cert, the other key) to swap in
+        self.port = 0
+        self.image = None       # an image of the daemon's store
+        self.exports = None     # where `to` exports go, each to a new name
+        self.nexport = 0
         self.bad = []           # what failed, one line each
         self.ops = {}           # op name -> count
         self.status = {}        # status -> count
@@ -119,6 +135,9 @@ class Client:
         self.c = self.conn()
 
     def conn(self):
+        if self.tcp and self.sh.tls:
+            return http.client.HTTPSConnection("127.0.0.1", self.tcp[0], timeout=REQ_TIMEOUT,
+                                               context=self.sh.tls)
         if self.tcp:
             return http.client.HTTPConnection("127.0.0.1", self.tcp[0], timeout=REQ_TIMEOUT)
         return UnixConn(self.sock)
@@ -127,6 +146,12 @@ class Client:
         """A socket of its own to the daemon, and the header lines it needs."""
         if self.tcp:
             s = socket.create_connection(("127.0.0.1", self.tcp[0]), timeout=10)
+            if self.sh.tls:
+                try:
+                    s = self.sh.tls.wrap_socket(s, server_hostname="127.0.0.1")
+                except OSError:
+                    s.close()
+                    raise
             return s, f"Authorization: Bearer {self.tcp[1]}\r\n".encode()
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(10)
@@ -160,6 +185,8 @@ class Client:
         except (http.client.HTTPException, OSError) as e:
             self.reconnect()
             self.sh.note(op, "conn:" + type(e).__name__)
+            if os.environ.get("CHAOS_VERBOSE"):
+                print(f"  {time.monotonic():.2f} client {self.n}: {method} {url}: {e!r}", flush=True)
             return None, None
         self.sh.note(op, r.status)
         # docs/API.md: pause without a freezer is a 500 that says why
@@ -214,6 +241,8 @@ class Client:
             body.setdefault("policy", {})["network"] = {
                 "mode": "proxy", "allow": [f"up.test:{self.sh.up_port}"],
                 "hosts": {"up.test": "127.0.0.1"}}
+        if self.sh.image and self.rng.random() < 0.3:
+            body["image"] = self.sh.image
         lease = None
         if self.rng.random() < 0.1:
             lease = self.open_lease()
@@ -221,7 +250,8 @@ class Client:
         snap = self.sh.pick(self.rng, self.sh.snaps)
         if snap and self.rng.random() < 0.3:
             body["from_snapshot"] = snap
-        st, out = self.req("create", "POST", "/v1/sandboxes", body)
+        st, out = self.req("create" + ("-image" if "image" in body else ""), "POST",
+                           "/v1/sandboxes", body)
         if st == 201 or (st == 200 and isinstance(out, dict) and "id" in out):
             with self.sh.lock:
                 self.sh.boxes.append(out["id"])
@@ -405,14 +435,16 @@ class Client:
                 return
             self.req("diff", "GET", f"{base}/diff?format=patch")
         elif what == "export":
+            body = self.export_body()
             if self.rng.random() < 0.3:
                 # a build's client gone: its worker is killed, nothing kept
-                raw = json.dumps({"patch": True}).encode()
+                # (an apply cut short keeps what it wrote: host edits next time)
+                raw = json.dumps(body).encode()
                 head = (f"POST {base}/export HTTP/1.1\r\nHost: x\r\n"
                         f"Content-Length: {len(raw)}\r\n\r\n").encode()
                 self.cut("export-cut", head, raw, read_some=self.rng.random() < 0.5)
                 return
-            self.req("export", "POST", f"{base}/export", {"patch": True})
+            self.req("export-" + next(iter(body)), "POST", f"{base}/export", body)
         else:
             if self.rng.random() < 0.3:
                 self.cut("snapshot-cut", f"POST {base}/snapshot HTTP/1.1\r\nHost: x\r\n"
@@ -422,6 +454,27 @@ class Client:
             if st in (200, 201) and isinstance(out, dict) and "id" in out:
                 with self.sh.lock:
                     self.sh.snaps.append(out["id"])
+
+    def export_body(self):
+        """patch, or onto the host: `to` a new directory (now and then
+        one that exists, or a relative path), `apply` onto the workspace
+        the sandbox was made on.  Over TCP those two are a 403."""
+        r = self.rng.random()
+        if r < 0.4:
+            body = {"patch": True}
+        elif r < 0.7:
+            with self.sh.lock:
+                self.sh.nexport += 1
+                n = self.sh.nexport
+            to = os.path.join(self.sh.exports, f"e{self.n}-{n}")
+            body = {"to": self.rng.choice([to] * 8 + [self.sh.exports, "rel/x", to + "/../.."])}
+        else:
+            body = {"apply": True}
+        if self.rng.random() < 0.2:
+            body["allow_risky"] = self.rng.choice([["*"], [".git/hooks/*"], [], ["**"]])
+        if self.rng.random() < 0.1:
+            body["path"] = self.rng.choice(["src", "/workspace/d", "../x", "f1"])
+        return body
 
     def op_misc(self):
         what = self.rng.choice(["health", "metrics", "list", "events", "events-cut",
@@ -513,9 +566,155 @@ class Client:
             if s:
                 s.close()
 
+    def hello(self):
+        """A real ClientHello's bytes, and the half-done TLS object that made it."""
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = self.sh.tls.wrap_bio(inc, out, server_hostname="127.0.0.1")
+        try:
+            obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        return obj, inc, out
+
+    def handshake(self, s):
+        """The handshake over s, by hand (memory BIOs): the session's
+        object, whose records the caller then sends as it likes."""
+        obj, inc, out = self.hello()
+        s.sendall(out.read())
+        for _ in range(50):
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pending = out.read()
+                if pending:
+                    s.sendall(pending)
+                got = s.recv(65536)
+                if not got:
+                    raise ConnectionError("closed in the handshake")
+                inc.write(got)
+        pending = out.read()
+        if pending:
+            s.sendall(pending)
+        return obj, inc, out
+
+    def op_tls(self):
+        """The TLS listener's edges, each on a connection of its own:
+        handshakes stalled or cut, records cut short or forged,
+        close_notify mid-request, renegotiation asked for, the
+        certificate reloaded (SIGHUP) under all of it."""
+        if not (self.tcp and self.sh.tls):
+            return
+        what = self.rng.choice(["stall", "stall", "hello-cut", "record-cut", "record-cut",
+                                "forged", "notify-mid", "notify-after", "plain", "reneg",
+                                "sighup"])
+        if what == "reneg":
+            return self.renegotiate()
+        if what == "sighup":
+            return self.reload()
+        b = self.box() or "nope"
+        req = (f"POST /v1/sandboxes/{b}/exec HTTP/1.1\r\nHost: x\r\n"
+               f"Authorization: Bearer {self.tcp[1]}\r\nContent-Type: application/json\r\n")
+        body = json.dumps({"command": self.rng.choice(["echo hi", "head -c 300000 /dev/zero",
+                                                       "sleep 0.5"]),
+                           "stream": self.rng.random() < 0.5}).encode()
+        req = req.encode() + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+        s = None
+        try:
+            s = socket.create_connection(("127.0.0.1", self.tcp[0]), timeout=10)
+            if what == "stall":
+                # a ClientHello's first bytes, then nothing for a while
+                _, _, out = self.hello()
+                h = out.read()
+                s.sendall(h[:self.rng.choice([1, 5, 6, len(h) // 2, len(h) - 1])])
+                time.sleep(self.rng.choice([0, 0.1, 1]))
+            elif what == "hello-cut":
+                # the whole hello, the server's first flight half read
+                _, _, out = self.hello()
+                s.sendall(out.read())
+                s.recv(self.rng.choice([1, 100]))
+            elif what == "plain":
+                # HTTP in clear on the TLS port
+                s.sendall(req)
+                s.settimeout(2)
+                s.recv(4096)
+            else:
+                obj, inc, out = self.handshake(s)
+                if what == "record-cut":
+                    # a request's records, cut short mid-record
+                    obj.write(req)
+                    rec = out.read()
+                    s.sendall(rec[:self.rng.randrange(1, len(rec))])
+                elif what == "forged":
+                    # an application-data record the key did not seal
+                    n = self.rng.choice([1, 40, 16401, 18000])
+                    s.sendall(b"\x17\x03\x03" + min(n, 65535).to_bytes(2, "big")
+                              + os.urandom(min(n, 20000)))
+                    s.settimeout(2)
+                    s.recv(4096)
+                elif what == "notify-mid":
+                    # half a request, then close_notify
+                    obj.write(req[:self.rng.randrange(1, len(req))])
+                    s.sendall(out.read())
+                    try:
+                        obj.unwrap()
+                    except ssl.SSLError:
+                        pass
+                    s.sendall(out.read())
+                    s.settimeout(2)
+                    s.recv(4096)
+                else:
+                    # a whole request, close_notify at once, the answer read a bit
+                    obj.write(req)
+                    try:
+                        obj.unwrap()
+                    except ssl.SSLError:
+                        pass
+                    s.sendall(out.read())
+                    s.settimeout(2)
+                    s.recv(self.rng.choice([1, 4096]))
+            self.sh.note("tls-" + what, "cut")
+        except (OSError, ssl.SSLError, ValueError):
+            self.sh.note("tls-" + what, "conn")
+        finally:
+            if s:
+                s.close()
+
+    def renegotiate(self):
+        """TLS 1.2, a request, then "R": openssl s_client asks for a
+        renegotiation (the daemon allows none) mid-connection."""
+        if not self.rng.random() < 0.2:
+            return
+        req = (f"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\nR\nGET /v1/health HTTP/1.1\r\n"
+               f"Host: x\r\n\r\n")
+        try:
+            subprocess.run(["openssl", "s_client", "-quiet", "-tls1_2", "-connect",
+                            f"127.0.0.1:{self.tcp[0]}", "-CAfile", self.sh.certs[4]],
+                           input=req.encode(), capture_output=True, timeout=10)
+            self.sh.note("tls-reneg", "ran")
+        except (OSError, subprocess.SubprocessError):
+            self.sh.note("tls-reneg", "conn")
+
+    def reload(self):
+        """The certificate swapped for the other one (both trusted), and
+        SIGHUP: new connections take it, open ones keep the old."""
+        if not self.rng.random() < 0.3:
+            return
+        cert, key, ocert, okey, _ = self.sh.certs
+        with self.sh.lock:
+            if self.rng.random() < 0.5:
+                for a, b in ((cert, ocert), (key, okey)):
+                    tmp = a + ".swap"
+                    shutil.copy(b, tmp)
+                    shutil.copy(a, b)
+                    os.rename(tmp, a)
+            os.kill(self.sh.dpid, signal.SIGHUP)
+        self.sh.note("tls-sighup", "sent")
+
     def run(self, deadline):
         ops = [(self.op_exec, 30), (self.op_files, 20), (self.op_process, 12), (self.op_tty, 5),
-               (self.op_state, 12), (self.op_misc, 10), (self.op_create, 8), (self.op_delete, 4)]
+               (self.op_state, 12), (self.op_misc, 10), (self.op_create, 8), (self.op_delete, 4),
+               (self.op_tls, 6 if self.tcp and self.sh.tls else 0)]
         fns, weights = zip(*ops)
         for _ in range(MAX_OPS):
             if time.monotonic() > deadline:
@@ -576,8 +775,55 @@ def free_port():
     return port
 
 
+def make_cert(tmp, name):
+    """A self-signed certificate for 127.0.0.1 (tests/serve.sh's tls_files)."""
+    cert, key = os.path.join(tmp, name + ".pem"), os.path.join(tmp, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=60)
+    os.chmod(key, 0o600)
+    return cert, key
+
+
+def prepare(tmp, state, drng, sh):
+    """The daemon's flags the seed draws that need files made first:
+    -> the arguments to add."""
+    opts = []
+    if drng.random() < 0.5:
+        cert, key = make_cert(tmp, "cert")
+        ocert, okey = make_cert(tmp, "other")
+        both = os.path.join(tmp, "both.pem")
+        with open(both, "w") as f:
+            for c in (cert, ocert):
+                with open(c) as g:
+                    f.write(g.read())
+        sh.certs = (cert, key, ocert, okey, both)
+        sh.tls = ssl.create_default_context(cafile=both)
+        # every cut request is a handshake: the default 200 a second a
+        # peer refuses some (a refusal is fine, a drawn low rate tests it)
+        opts += ["--tls-cert", cert, "--tls-key", key,
+                 "--tls-handshake-rate", str(drng.choice([1000, 1000, 5]))]
+    if drng.random() < 0.4:
+        img = os.path.join(tmp, "img")
+        subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "image_fixtures.py"),
+                        "busybox-oci", img], check=True, capture_output=True, timeout=60)
+        subprocess.run([CORRAL, "image", "import", "--state-dir", state, img], check=True,
+                       capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        shutil.rmtree(img)
+        sh.image = "corral-test/busybox:1"
+    if os.geteuid() == 0 and drng.random() < 0.5:
+        # the workspace's owner in the range: its sandboxes run as 1000
+        for r, ds, fs in os.walk(sh.ws):
+            for n in [r] + [os.path.join(r, x) for x in ds + fs]:
+                os.lchown(n, 1000, 1000)
+        opts += ["--uid-range", "1000-1000"]
+    return opts
+
+
 def main():
     passed = failed = 0
+    started = time.monotonic()      # whatever the seed makes first counts in SECONDS
     tmp = tempfile.mkdtemp(prefix="corral-chaos.")
     os.chmod(tmp, 0o755)
     sock, state, log = (os.path.join(tmp, n) for n in ("sock", "state", "log"))
@@ -595,28 +841,40 @@ def main():
     opts = ["--pool", str(drng.choice([0, 0, 2])),
             "--max-sandboxes", str(drng.choice([1000, 1000, 4])),
             "--snapshot-budget", drng.choice(["1G", "1G", "64K"])]
-    print(f"  corral serve {' '.join(opts)}", flush=True)
-    d = subprocess.Popen(wrap + [CORRAL, "serve", "--socket", sock, "--state-dir", state,
-                                 "--listen", f"127.0.0.1:{port}", "--token-file", tokfile]
-                         + opts,
-                         stdout=open(log + ".out", "w") if wrap else subprocess.DEVNULL,
-                         stderr=open(log, "w"))
     sh = Shared()
-    sh.sock, sh.dpid = sock, d.pid
-    up = Upstream(("127.0.0.1", 0), UpstreamHandler)
-    threading.Thread(target=up.serve_forever, daemon=True).start()
-    sh.up_port = up.server_address[1]
     sh.ws = os.path.join(tmp, "ws")
     os.makedirs(os.path.join(sh.ws, "src"))
     for i in range(20):
         with open(os.path.join(sh.ws, "src", f"m{i}.py"), "w") as f:
             f.write(f"x = {i}\n" * 50)
+    sh.exports = os.path.join(tmp, "exports")
+    os.mkdir(sh.exports)
+    try:
+        opts += prepare(tmp, state, drng, sh)
+    except (OSError, subprocess.SubprocessError) as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        print(f"chaos: cannot prepare the daemon's files: {e} {getattr(e, 'stderr', '')}")
+        print("chaos: 0 passed, 1 failed")
+        return 1
+    print(f"  corral serve {' '.join(o.replace(tmp, 'TMP') for o in opts)}", flush=True)
+    d = subprocess.Popen(wrap + [CORRAL, "serve", "--socket", sock, "--state-dir", state,
+                                 "--listen", f"127.0.0.1:{port}", "--token-file", tokfile]
+                         + opts,
+                         stdout=open(log + ".out", "w") if wrap else subprocess.DEVNULL,
+                         stderr=open(log, "w"))
+    sh.sock, sh.dpid, sh.port = sock, d.pid, port
+    up = Upstream(("127.0.0.1", 0), UpstreamHandler)
+    threading.Thread(target=up.serve_forever, daemon=True).start()
+    sh.up_port = up.server_address[1]
     try:
         for _ in range(200):
             if os.path.exists(sock) or d.poll() is not None:
                 break
             time.sleep(0.05)
-        deadline = time.monotonic() + SECONDS
+        # a request over TLS costs the daemon more (ASan, seed 2, 30 s:
+        # 12.0 s of CPU, 9.2 s in clear): a TLS walk is shorter, for the
+        # check's CPU to stay what it was
+        deadline = started + SECONDS * (0.75 if sh.tls else 1)
         # clients 1 and 3 over TCP, as a remote party would be
         ths = [threading.Thread(target=Client(sock, sh, random.Random(SEED + i), i,
                                               (port, token) if i % 2 else None).run,

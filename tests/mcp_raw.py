@@ -624,6 +624,22 @@ def reap(argv, how):
               "the daemon has the session's two and the other client's: %r" % listed)
         if how == "eof":
             s.p.stdin.close()
+        elif how == "cancel-create":
+            # a create cancelled while the daemon holds it (stopped): the
+            # daemon makes the sandbox once it runs again, and the session
+            # must know it to remove it
+            dpid = int(os.environ["MCP_DAEMON_PID"])
+            os.kill(dpid, signal.SIGSTOP)
+            try:
+                s.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                        "params": {"name": "sandbox_create", "arguments": {}}})
+                time.sleep(0.5)
+                s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 7, "reason": "test"}})
+                time.sleep(0.5)
+            finally:
+                os.kill(dpid, signal.SIGCONT)
+            s.p.stdin.close()
         elif how == "hung":
             os.kill(int(os.environ["MCP_DAEMON_PID"]), signal.SIGSTOP)
             s.p.stdin.close()
@@ -673,6 +689,8 @@ def reap(argv, how):
                 time.sleep(0.2)
         check(not set(mine) & listed,
               "after %s the session's sandboxes are gone: %r" % (how, listed))
+        made = listed - set(mine) - {other, theirs}
+        check(not made, "no sandbox the session made is left: %r" % made)
         check(other in listed, "another client's sandbox is not touched: %r" % listed)
         if how == "KILLTREE":
             for sid in mine:

@@ -266,12 +266,13 @@ static bool arg_bool(struct args *g, const char *key)
 
 /*
  * A request whose answer is a JSON object: the object (*out), or a tool
- * error to return.  body may be NULL.
+ * error to return.  body may be NULL.  cancel: the flag that cuts it
+ * short, or NULL for a request that must be seen to its answer.
  */
-static json_t *call_json(struct mcp_call *c, const char *method, const char *path,
-			 const json_t *body, json_t **out)
+static json_t *call_json_cancel(struct mcp_call *c, atomic_bool *cancel, const char *method,
+				const char *path, const json_t *body, json_t **out)
 {
-	struct mcp_http h = { .cancel = &c->cancelled };
+	struct mcp_http h = { .cancel = cancel };
 	char *text = NULL, *why = NULL;
 	json_t *err = NULL;
 
@@ -293,6 +294,12 @@ static json_t *call_json(struct mcp_call *c, const char *method, const char *pat
 	free(text);
 	free(why);
 	return err;
+}
+
+static json_t *call_json(struct mcp_call *c, const char *method, const char *path,
+			 const json_t *body, json_t **out)
+{
+	return call_json_cancel(c, &c->cancelled, method, path, body, out);
 }
 
 /* A whole answer that is an object, as the tool's result. */
@@ -354,7 +361,14 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 		return tool_error("out of memory");
 	}
 	{
-		json_t *o, *r = call_json(c, "POST", "/v1/sandboxes", body, &o);
+		/*
+		 * Not cut short by a cancel: the daemon makes the sandbox
+		 * whether or not we wait, and one whose id we never read is
+		 * no one's to remove (without a lease, the session's end and
+		 * its reaper know only what they were told).  Waited for and
+		 * recorded; a cancelled call's answer is not sent (mcp.c).
+		 */
+		json_t *o, *r = call_json_cancel(c, NULL, "POST", "/v1/sandboxes", body, &o);
 		const char *id = json_string_value(json_object_get(o, "id"));
 
 		mcp_pin_close(&pin);

@@ -74,6 +74,12 @@ int api_status(int code, const char **error)
 	case -EACCES:
 	case -EPERM:	/* the kernel's: a halted sandbox is CORRAL_E_HALTED */
 	case -EROFS:
+	/*
+	 * the kernel's, for an inode whose owner the sandbox's id mapping
+	 * cannot name (a file of another host user in an idmapped workspace,
+	 * --uid-range): the agent may not change it, nor may we as the agent
+	 */
+	case -EOVERFLOW:
 		*error = "forbidden";
 		return 403;
 	case -EBUSY:

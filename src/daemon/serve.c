@@ -703,11 +703,8 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 	if (r < 0)
 		return r;
 	setup_http(d, d->http_unix);
-	r = listen_unix(d, err);
-	if (r == 0)
-		r = access_init(d, o, err);
-	if (r < 0 || !o->listen)
-		return r;
+	if (!o->listen)
+		return 0;
 	if (o->tls_cert && !(d->tls = corral_tls_server_new(o->tls_cert, o->tls_key,
 							    o->tls_client_ca, err)))
 		return err->code;
@@ -715,6 +712,21 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 	if (r == 0)
 		setup_http(d, d->http_tcp);
 	return r;
+}
+
+/*
+ * The socket, last: a client (a script, a unit's ExecStartPost) that sees
+ * it takes the daemon for ready, and may at once reach --listen or send
+ * SIGHUP or SIGTERM.  Made before the TLS files were read (a long chain,
+ * a slow disk), it let the port refuse and the signals take their
+ * default action: the daemon killed by a reload.
+ */
+static int daemon_publish(struct daemon *d, const struct daemon_opts *o,
+			  struct corral_err *err)
+{
+	int r = listen_unix(d, err);
+
+	return r < 0 ? r : access_init(d, o, err);
 }
 
 int daemon_run(const struct daemon_opts *o, struct corral_err *err)
@@ -758,6 +770,15 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 			event_free(ev_term);
 		if (ev_int)
 			event_free(ev_int);
+		if (ev_hup)
+			event_free(ev_hup);
+		daemon_free(&d);
+		return r;
+	}
+	r = daemon_publish(&d, o, err);
+	if (r < 0) {
+		event_free(ev_term);
+		event_free(ev_int);
 		if (ev_hup)
 			event_free(ev_hup);
 		daemon_free(&d);

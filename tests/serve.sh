@@ -3098,6 +3098,7 @@ PYEOF
 # certificates (read in quadratic time) holds that window open for a
 # quarter of a second here, 25 times the poll's.
 t_tcp_tls_ready_when_socket_seen() {
+	front_test
 	local port token i=0 code
 	port=$(free_port)
 	tls_files "$T" || return 1

@@ -741,6 +741,78 @@ s_builds_memory_bounded() {
 	[ "$hwm" -lt $((size / 2)) ] || fail "the daemon peaked at $hwm bytes for a $size-byte answer"
 }
 
+# build_memory KIND: the memory_bytes of the last "build" event of KIND
+build_memory() {
+	grep "\"type\":\"build\",\"kind\":\"$1\"" "$T/state/audit.jsonl" | tail -1 |
+		sed -n 's/.*"memory_bytes":\([0-9]*\).*/\1/p'
+}
+
+# The attacker's: what the sandbox writes decides what a file's patch
+# costs.  (a) 64 MiB of 2-byte lines changed against 64 MiB of others
+# took the worker 3.08 GB (a line diff's arrays), (b) a 64 MiB binary
+# file 160-200 MB (held whole, and compressBound of it), (c) 16 files of
+# 4 MiB one at a time (zeros: the memory is the point, not the answer's
+# size).  Each patch answers, and its worker's peak stays
+# under a quarter of what it exported (read from the daemon's own
+# accounting: the build event, VmHWM at its end less VmRSS at its fork).
+s_builds_worker_memory_bounded() {
+	mkdir -p "$T/ws/a" "$T/ws/b" "$T/ws/c"
+	yes a | head -c 67108864 > "$T/ws/a/big.txt"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file w.sh 'yes b | head -c 67108864 > a/big.txt
+head -c 67108864 /dev/zero > b/big.bin
+i=0; while [ $i -lt 16 ]; do { echo $i; head -c 4194304 /dev/zero; } > c/m$i; i=$((i + 1)); done')"
+	size=67108864
+	for k in a b c; do
+		expect_eq "patch of $k" "$(api GET "/v1/sandboxes/$SB/diff?format=patch&path=$k")" 200 ||
+			{ head -c 600 "$T/body"; return 1; }
+		mem=$(build_memory diff.patch)
+		echo "($k) the worker took $mem bytes for $size bytes"
+		[ -n "$mem" ] && [ "$mem" -lt $((size / 4)) ] ||
+			fail "($k) the worker took '$mem' bytes for $size bytes"
+		cp "$T/body" "$T/$k.diff"
+	done
+	# (a) a whole-file binary patch, as git writes one past core.bigFileThreshold
+	grep -q "^GIT binary patch" "$T/a.diff" || fail "(a) is no binary patch"
+	grep -q "^@@" "$T/a.diff" && fail "(a) has hunks"
+	cp -a "$T/ws/a" "$T/patched"
+	(cd "$T/patched" && git apply -p2 "$T/a.diff") || fail "git apply refused (a)"
+	[ "$(head -c 4 "$T/patched/big.txt")" = "$(printf 'b\nb\n')" ] &&
+		[ "$(stat -c %s "$T/patched/big.txt")" = 67108864 ] || fail "(a) applied wrong"
+	grep -q "^literal 67108864$" "$T/b.diff" || fail "(b) is not the whole file"
+	[ "$(grep -c '^GIT binary patch' "$T/c.diff")" = 16 ] || fail "(c) has not 16 files"
+	# and the export's patch, the same worker: (b) again, whole
+	expect_eq "export" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 200
+	mem=$(build_memory export.patch)
+	echo "the export's worker took $mem bytes for $((3 * size)) bytes"
+	[ -n "$mem" ] && [ "$mem" -lt $((size / 4)) ] || fail "the export's worker took '$mem' bytes"
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
+# The attacker's, for a case the patch's bounds did not foresee: the
+# worker's own cap (RLIMIT_DATA, 512 MiB past its fork; 4 MiB here by the
+# test's hook) turns it into a 507 that says so, not the host's OOM; the
+# daemon and a smaller build go on.
+s_builds_worker_memory_capped() {
+	# ASan ends a process whose mmap fails rather than return NULL
+	grep -q __asan_init "$CORRAL" && skip "ASan dies on a failed allocation"
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	CORRAL_TEST_BUILD_MEMORY=4194304 start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file w.sh 'head -c 6291456 /dev/zero > big.bin; echo small > small.txt')"
+	expect_eq "a patch past the cap" "$(api GET "/v1/sandboxes/$SB/diff?format=patch")" 507
+	expect_contains "why" "$(cat "$T/body")" "may take 4 MiB"
+	expect_eq "export past the cap" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 507
+	expect_contains "why" "$(cat "$T/body")" '"error":"no_space"'
+	expect_eq "a smaller one" "$(api GET "/v1/sandboxes/$SB/diff?format=patch&path=small.txt")" 200
+	expect_contains "its patch" "$(cat "$T/body")" "+small"
+	expect_eq "health" "$(api GET /v1/health)" 200
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^s_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

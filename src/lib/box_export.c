@@ -562,8 +562,21 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 			r = corral_set_err(&err, -EIO, "cannot write the diff out");
 		json_decref(d);
 	}
-	a = json_pack("{s:i, s:s, s:o*, s:o*, s:O*}", "code", r, "msg", err.msg,
-		      "report", report, "events", events, "written", j->req.wrote);
+	/* the cap (box_job.c) is what failed, not the host: a 507 that says so */
+	if (r == -ENOMEM && b->job_mem_max) {
+		char why[sizeof(err.msg)];
+
+		snprintf(why, sizeof(why), "%s", err.msg);
+		corral_set_err(&err, -EFBIG, "%.600s: the worker that makes it may take %llu "
+			       "MiB and this workspace's changes need more (export them "
+			       "a part at a time: a diff's path)", why,
+			       (unsigned long long)(b->job_mem_max >> 20));
+		r = err.code;
+	}
+	a = json_pack("{s:i, s:s, s:o*, s:o*, s:O*, s:I, s:I}", "code", r, "msg", err.msg,
+		      "report", report, "events", events, "written", j->req.wrote,
+		      "memory", (json_int_t)box_job_memory(b),
+		      "memory_max", (json_int_t)b->job_mem_max);
 	if (!a || json_dumpfd(a, answer, JSON_COMPACT | JSON_ENSURE_ASCII) < 0)
 		r = -EIO;
 	json_decref(a);
@@ -598,6 +611,13 @@ static void diff_end(void *arg, const char *answer, size_t len, int status)
 	json_array_foreach(json_object_get(a, "events"), i, e)
 		events_emit(j->b->ev, json_string_value(json_object_get(e, "type")),
 			    json_incref(json_object_get(e, "data")));
+	/* what the worker took: the operator's measure of what a sandbox costs us */
+	if (json_is_integer(json_object_get(a, "memory")))
+		events_emit(j->b->ev, "build", json_pack("{s:s, s:O, s:O}", "kind",
+			    j->write ? (j->o.to ? "export.to" : "export.apply") :
+			    j->export ? "export.patch" : j->patch ? "diff.patch" : "diff",
+			    "memory_bytes", json_object_get(a, "memory"),
+			    "memory_max_bytes", json_object_get(a, "memory_max")));
 	if (j->write) {
 		/* the writer's events from its report; what an apply wrote is recorded */
 		report_events(j->b, j->o.to ? "to" : "apply", json_object_get(a, "report"),

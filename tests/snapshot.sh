@@ -741,6 +741,49 @@ s_builds_memory_bounded() {
 	[ "$hwm" -lt $((size / 2)) ] || fail "the daemon peaked at $hwm bytes for a $size-byte answer"
 }
 
+# An apply cut short (its client gone, its worker killed at its third
+# file): the two files it wrote stay on the host, the rest as they were,
+# and the next apply takes those two for its own (its journal, in the
+# daemon's memfd, outlived the worker), not for host edits: f1, changed
+# again by the sandbox, is applied, no conflict.
+s_apply_cut_short() {
+	mkdir -p "$T/ws"
+	for i in 1 2 3 4 5; do echo old$i > "$T/ws/f$i"; done
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	mkfifo "$T/hold"
+	CORRAL_TEST_APPLY_FIFO=$T/hold start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'for i in 1 2 3 4 5; do echo new$i > f$i; done')"
+	bg_api a1 POST "/v1/sandboxes/$SB/export" -d '{"apply": true}'
+	i=0
+	while [ "$(cat "$T/ws/f2")" != new2 ] && [ $i -lt 600 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	expect_eq "f2, written before the cut" "$(cat "$T/ws/f2")" new2
+	w=$(workers)
+	[ -n "$w" ] || fail "no worker holds the apply"
+	kill "$a1_PID"; bg_wait a1
+	wait_gone $w
+	expect_eq "f1" "$(cat "$T/ws/f1")" new1
+	expect_eq "f3, never reached" "$(cat "$T/ws/f3")" old3
+	ls -A "$T/ws" | grep -q corral-export && fail "a temporary file stayed: $(ls -A "$T/ws")"
+	grep -q '"type":"export","mode":"apply","written":2,"error":"cut short' \
+		"$T/state/audit.jsonl" || fail "no event for the cut: $(grep '"export"' "$T/state/audit.jsonl")"
+	# the sandbox changes f1 again: the host's f1 is the cut apply's, no edit
+	run "$SB" "$(sh_file b.sh 'echo again1 > f1')"
+	bg_api a2 POST "/v1/sandboxes/$SB/export" -d '{"apply": true}'
+	wait_workers 1
+	release
+	bg_wait a2
+	expect_eq "the next apply" "$(cat "$T/a2.code")" 200
+	expect_eq "its conflicts" "$(json conflicts < "$T/a2.body")" "[]"
+	expect_eq "f1" "$(cat "$T/ws/f1")" again1
+	for i in 2 3 4 5; do
+		expect_eq "f$i" "$(cat "$T/ws/f$i")" new$i
+	done
+}
+
 # build_memory KIND: the memory_bytes of the last "build" event of KIND
 build_memory() {
 	grep "\"type\":\"build\",\"kind\":\"$1\"" "$T/state/audit.jsonl" | tail -1 |

@@ -505,6 +505,21 @@ static void note_base(struct xp *x, const char *path, const char *kind,
 		rec = json_pack("[s, s, I]", kind, hp, (json_int_t)st->st_mode);
 	else if (hp)
 		rec = json_pack("[s, s]", kind, hp);
+	if (rec && x->r->journal) {
+		char *text = json_dumps(rec, JSON_COMPACT), *line = NULL;
+		int n = text ? asprintf(&line, "%s\n", text) : -1;
+
+		/*
+		 * One write, a line whole or not at all (a kill waits for a
+		 * memfd's write to end); none: a conflict next time, as an
+		 * apply without its record always was.
+		 */
+		if (n > 0 && write(x->r->journal_fd, line, (size_t)n) != n) {
+			/* nothing else to do: see above */
+		}
+		free(text);
+		free(line);
+	}
 	if (rec)
 		json_array_append_new(x->r->wrote, rec);
 	free(hp);

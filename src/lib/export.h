@@ -301,6 +301,10 @@ struct export_req {
 					   caller to emit (a forked worker's) */
 	json_t *wrote;			/* apply: a record of each entry written
 					   appended here (baseline_update), or NULL */
+	bool journal;			/* with wrote: each record also written, as a
+					   line of JSON, to journal_fd at once (a
+					   worker killed midway leaves them there) */
+	int journal_fd;
 	export_fault_fn fault;
 	export_fault_fn after_write;	/* a test's: renamed, not yet recorded */
 	void *fault_arg;

@@ -793,9 +793,9 @@ build_memory() {
 # The attacker's: what the sandbox writes decides what a file's patch
 # costs.  (a) 64 MiB of 2-byte lines changed against 64 MiB of others
 # took the worker 3.08 GB (a line diff's arrays), (b) a 64 MiB binary
-# file 160-200 MB (held whole, and compressBound of it), (c) 16 files of
-# 4 MiB one at a time (zeros: the memory is the point, not the answer's
-# size).  Each patch answers, and its worker's peak stays
+# file 160-200 MB (held whole, and compressBound of it), (c) 16 binary
+# files of 4 MiB 26 MB, one at a time (zeros: the memory is the point,
+# not the answer's size; under ASan its quarantine kept each one's).  Each patch answers, and its worker's peak stays
 # under a quarter of what it exported (read from the daemon's own
 # accounting: the build event, VmHWM at its end less VmRSS at its fork).
 s_builds_worker_memory_bounded() {
@@ -845,7 +845,7 @@ s_builds_worker_memory_capped() {
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	CORRAL_TEST_BUILD_MEMORY=4194304 start_daemon
 	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
-	run "$SB" "$(sh_file w.sh 'head -c 6291456 /dev/zero > big.bin; echo small > small.txt')"
+	run "$SB" "$(sh_file w.sh 'yes | head -c 6291456 > big.txt; echo small > small.txt')"
 	expect_eq "a patch past the cap" "$(api GET "/v1/sandboxes/$SB/diff?format=patch")" 507
 	expect_contains "why" "$(cat "$T/body")" "may take 4 MiB"
 	expect_eq "export past the cap" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 507

@@ -1136,10 +1136,24 @@ static int side_read(struct side *s)
 	return 0;
 }
 
+/* git's test (patch.c's is_binary), on the first 8000 bytes only: a NUL. */
+static bool side_binary(const struct side *s)
+{
+	char buf[8000];
+	ssize_t n;
+
+	if (s->fd < 0)
+		return s->data && memchr(s->data, '\0', s->len < 8000 ? s->len : 8000);
+	while ((n = pread(s->fd, buf, sizeof(buf), 0)) < 0 && errno == EINTR)
+		;
+	return n > 0 && memchr(buf, '\0', (size_t)n);
+}
+
 /*
- * One patch_file: in memory when both sides are at most PATCH_TEXT_MAX
- * bytes (the answer as it always was), else a whole-file binary patch
- * read a slice at a time.
+ * One patch_file: in memory when both sides are text of at most
+ * PATCH_TEXT_MAX bytes (the answer as it always was), else a whole-file
+ * binary patch read a slice at a time (the bytes patch_file made of a
+ * binary file in memory, without holding it).
  */
 static int patch_sides(struct patch_buf *pb, const char *path, struct side *o,
 		       unsigned int omode, struct side *n, unsigned int nmode)
@@ -1147,7 +1161,8 @@ static int patch_sides(struct patch_buf *pb, const char *path, struct side *o,
 	struct patch_src os, ns;
 	int r;
 
-	if (o->size <= PATCH_TEXT_MAX && n->size <= PATCH_TEXT_MAX) {
+	if (o->size <= PATCH_TEXT_MAX && n->size <= PATCH_TEXT_MAX &&
+	    !side_binary(o) && !side_binary(n)) {
 		r = side_read(o);
 		if (r == 0)
 			r = side_read(n);

@@ -279,6 +279,7 @@ TEST(patch_of_big_sides_streamed)
 			 0100644) == 0);
 	CHECK(whole.data && strstr(whole.data, "GIT binary patch") && !strstr(whole.data, "@@"));
 	free(whole.data);
+	pb_done(&sliced);
 	free(sliced.data);
 	free(old);
 	free(new);

@@ -1383,6 +1383,7 @@ int export_run(const struct export_req *r, json_t **report,
 		ret = corral_set_err(err, -ENOMEM, "out of memory writing the patch");
 	else if (ret == 0 && r->patch)
 		ret = write_patch_file(&x, &pb);
+	pb_done(&pb);
 	if (ret == 0 && r->patch_out) {
 		*r->patch_out = pb;	/* the caller's now */
 		pb = (struct patch_buf){ 0 };

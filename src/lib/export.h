@@ -208,7 +208,12 @@ struct patch_buf {
 	int fd;
 	int werr;		/* sink: the write's errno that failed it */
 	uint64_t flushed;	/* sink: bytes written to fd so far */
+	struct patch_stream *zs;	/* patch_file_src's slice and zlib state,
+					   made once for every file: pb_done */
 };
+
+/* What pb holds besides its data, freed (the data stays the caller's). */
+void pb_done(struct patch_buf *pb);
 
 /* sink: what is still buffered, written out; false (and failed) if not */
 bool pb_flush(struct patch_buf *pb);

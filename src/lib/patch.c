@@ -284,41 +284,71 @@ static int src_blob_id(const struct patch_src *s, unsigned char *buf, char hex[4
  * bytes are compress2's), base85 lines cut at every 52 bytes of the
  * stream, as put_base85 cuts the whole.
  */
+struct patch_stream {
+	z_stream z;		/* deflateReset between literals: as made anew */
+	unsigned char in[PATCH_SLICE];
+};
+
+void pb_done(struct patch_buf *pb)
+{
+	if (!pb->zs)
+		return;
+	deflateEnd(&pb->zs->z);
+	free(pb->zs);
+	pb->zs = NULL;
+}
+
+/*
+ * The slice and zlib's state, made once for a whole patch: a file at a
+ * time they would be 700 KB each, which ASan's quarantine keeps.
+ */
+static struct patch_stream *pb_stream(struct patch_buf *pb)
+{
+	if (pb->zs)
+		return pb->zs;
+	pb->zs = calloc(1, sizeof(*pb->zs));
+	if (pb->zs && deflateInit(&pb->zs->z, Z_BEST_COMPRESSION) != Z_OK) {
+		free(pb->zs);
+		pb->zs = NULL;
+	}
+	return pb->zs;
+}
+
 static int put_literal_src(struct patch_buf *pb, const struct patch_src *s, unsigned char *in)
 {
 	unsigned char out[52 * 1024];
 	size_t held = 0;
 	uint64_t off = 0;
-	z_stream z = { 0 };
+	z_stream *zp = &pb->zs->z;
 	int zr = Z_OK, r = 0;
 
-	if (deflateInit(&z, Z_BEST_COMPRESSION) != Z_OK)
-		return -ENOMEM;
+	if (deflateReset(zp) != Z_OK)
+		return -EIO;
 	pb_printf(pb, "literal %llu\n", (unsigned long long)s->len);
 	while (zr != Z_STREAM_END && r == 0) {
 		int flush = Z_NO_FLUSH;
 
-		if (z.avail_in == 0 && off < s->len) {
+		if (zp->avail_in == 0 && off < s->len) {
 			size_t len = s->len - off < PATCH_SLICE ? (size_t)(s->len - off) :
 				     PATCH_SLICE;
 
 			r = src_read(s, off, in, len);
 			if (r < 0)
 				break;
-			z.next_in = in;
-			z.avail_in = (uInt)len;
+			zp->next_in = in;
+			zp->avail_in = (uInt)len;
 			off += len;
 		}
 		if (off >= s->len)
 			flush = Z_FINISH;
-		z.next_out = out + held;
-		z.avail_out = (uInt)(sizeof(out) - held);
-		zr = deflate(&z, flush);
+		zp->next_out = out + held;
+		zp->avail_out = (uInt)(sizeof(out) - held);
+		zr = deflate(zp, flush);
 		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
 			r = -EIO;
 			break;
 		}
-		held = sizeof(out) - z.avail_out;
+		held = sizeof(out) - zp->avail_out;
 		/* whole lines out; a short one only at the stream's end */
 		if (zr == Z_STREAM_END || held == sizeof(out)) {
 			size_t whole = zr == Z_STREAM_END ? held : held / 52 * 52;
@@ -328,7 +358,6 @@ static int put_literal_src(struct patch_buf *pb, const struct patch_src *s, unsi
 			held -= whole;
 		}
 	}
-	deflateEnd(&z);
 	if (r == 0)
 		pb_add(pb, "\n", 1);
 	return r;
@@ -629,8 +658,9 @@ int patch_file_src(struct patch_buf *pb, const char *path,
 		   const struct patch_src *new, unsigned int newmode)
 {
 	char oid[41] = NULL_ID, nid[41] = NULL_ID;
-	unsigned char *buf = malloc(PATCH_SLICE);
-	int r = buf ? 0 : -ENOMEM;
+	struct patch_stream *zs = pb_stream(pb);
+	unsigned char *buf = zs ? zs->in : NULL;
+	int r = zs ? 0 : -ENOMEM;
 
 	if (r == 0 && old)
 		r = src_blob_id(old, buf, oid);
@@ -644,7 +674,6 @@ int patch_file_src(struct patch_buf *pb, const char *path,
 		if (r == 0)
 			r = put_literal_src(pb, old ? old : &none, buf);
 	}
-	free(buf);
 	if (r == 0 && pb->failed)
 		r = -ENOMEM;
 	return r;

@@ -224,12 +224,14 @@ void pb_printf(struct patch_buf *pb, const char *fmt, ...)
 
 /*
  * What a file's patch may cost.  The sandbox decides how large and how
- * many-lined its files are; a line diff holds both sides whole and about
- * 60 bytes a line (a 64 MiB file of 2-byte lines took 3 GB).  Past
+ * many-lined its files are; a line diff holds both sides whole and tens
+ * of bytes a line (a 64 MiB file of 2-byte lines took 3 GB).  Past
  * PATCH_TEXT_MAX bytes on either side a file's patch is a whole-file
  * "GIT binary patch" (git does so past core.bigFileThreshold) made a
- * PATCH_SLICE at a time, never held whole; past PATCH_TEXT_LINES lines
- * of both sides together a text is written as binary too.
+ * PATCH_SLICE at a time, never held whole, as is a binary file (git's
+ * test: a NUL in its first 8000 bytes) of any size; past
+ * PATCH_TEXT_LINES lines of both sides together a text is written as
+ * binary too (from memory: it is under PATCH_TEXT_MAX).
  */
 #define PATCH_TEXT_MAX		(8u << 20)
 #define PATCH_TEXT_LINES	(1u << 20)

@@ -278,12 +278,6 @@ static int src_blob_id(const struct patch_src *s, unsigned char *buf, char hex[4
 	return 0;
 }
 
-/*
- * put_literal of a side without holding it: deflated a slice at a time
- * (zlib's output does not depend on how its input is sliced, so the
- * bytes are compress2's), base85 lines cut at every 52 bytes of the
- * stream, as put_base85 cuts the whole.
- */
 struct patch_stream {
 	z_stream z;		/* deflateReset between literals: as made anew */
 	unsigned char in[PATCH_SLICE];
@@ -314,6 +308,12 @@ static struct patch_stream *pb_stream(struct patch_buf *pb)
 	return pb->zs;
 }
 
+/*
+ * put_literal of a side without holding it: deflated a slice at a time
+ * (zlib's output does not depend on how its input is sliced, so the
+ * bytes are compress2's), base85 lines cut at every 52 bytes of the
+ * stream, as put_base85 cuts the whole.
+ */
 static int put_literal_src(struct patch_buf *pb, const struct patch_src *s, unsigned char *in)
 {
 	unsigned char out[52 * 1024];

@@ -997,7 +997,10 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
  * on failure when something was done.  The export's events are emitted
  * then, by the caller's process.  A box destroyed meanwhile ends the job
  * with -ESRCH.  corral_box_job_cancel() kills the worker (done is not
- * called); what it wrote to fd is the caller's to throw away.
+ * called); what it wrote to fd is the caller's to throw away.  The worker
+ * may take 512 MiB beyond what it had at its fork (RLIMIT_DATA): a job
+ * that needs more ends with -EFBIG and a sentence saying so; what it
+ * took is a "build" event.
  */
 struct corral_box_job;
 typedef void (*corral_box_job_fn)(void *arg, int r, const char *report,

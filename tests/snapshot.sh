@@ -743,6 +743,121 @@ s_builds_memory_bounded() {
 	[ "$hwm" -lt $((size / 2)) ] || fail "the daemon peaked at $hwm bytes for a $size-byte answer"
 }
 
+# An apply cut short (its client gone, its worker killed at its third
+# file): the two files it wrote stay on the host, the rest as they were,
+# and the next apply takes those two for its own (its journal, in the
+# daemon's memfd, outlived the worker), not for host edits: f1, changed
+# again by the sandbox, is applied, no conflict.
+s_apply_cut_short() {
+	mkdir -p "$T/ws"
+	for i in 1 2 3 4 5; do echo old$i > "$T/ws/f$i"; done
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	mkfifo "$T/hold"
+	CORRAL_TEST_APPLY_FIFO=$T/hold start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'for i in 1 2 3 4 5; do echo new$i > f$i; done')"
+	bg_api a1 POST "/v1/sandboxes/$SB/export" -d '{"apply": true}'
+	i=0
+	while [ "$(cat "$T/ws/f2")" != new2 ] && [ $i -lt 600 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	expect_eq "f2, written before the cut" "$(cat "$T/ws/f2")" new2
+	w=$(workers)
+	[ -n "$w" ] || fail "no worker holds the apply"
+	kill "$a1_PID"; bg_wait a1
+	wait_gone $w
+	expect_eq "f1" "$(cat "$T/ws/f1")" new1
+	expect_eq "f3, never reached" "$(cat "$T/ws/f3")" old3
+	ls -A "$T/ws" | grep -q corral-export && fail "a temporary file stayed: $(ls -A "$T/ws")"
+	grep -q '"type":"export","mode":"apply","written":2,"error":"cut short' \
+		"$T/state/audit.jsonl" || fail "no event for the cut: $(grep '"export"' "$T/state/audit.jsonl")"
+	# the sandbox changes f1 again: the host's f1 is the cut apply's, no edit
+	run "$SB" "$(sh_file b.sh 'echo again1 > f1')"
+	bg_api a2 POST "/v1/sandboxes/$SB/export" -d '{"apply": true}'
+	wait_workers 1
+	release
+	bg_wait a2
+	expect_eq "the next apply" "$(cat "$T/a2.code")" 200
+	expect_eq "its conflicts" "$(json conflicts < "$T/a2.body")" "[]"
+	expect_eq "f1" "$(cat "$T/ws/f1")" again1
+	for i in 2 3 4 5; do
+		expect_eq "f$i" "$(cat "$T/ws/f$i")" new$i
+	done
+}
+
+# build_memory KIND: the memory_bytes of the last "build" event of KIND
+build_memory() {
+	grep "\"type\":\"build\",\"kind\":\"$1\"" "$T/state/audit.jsonl" | tail -1 |
+		sed -n 's/.*"memory_bytes":\([0-9]*\).*/\1/p'
+}
+
+# The attacker's: what the sandbox writes decides what a file's patch
+# costs.  (a) 64 MiB of 2-byte lines changed against 64 MiB of others
+# took the worker 3.08 GB (a line diff's arrays), (b) a 64 MiB binary
+# file 160-200 MB (held whole, and compressBound of it), (c) 16 binary
+# files of 4 MiB 26 MB, one at a time (zeros: the memory is the point,
+# not the answer's size; under ASan its quarantine kept each one's).  Each patch answers, and its worker's peak stays
+# under a quarter of what it exported (read from the daemon's own
+# accounting: the build event, VmHWM at its end less VmRSS at its fork).
+s_builds_worker_memory_bounded() {
+	mkdir -p "$T/ws/a" "$T/ws/b" "$T/ws/c"
+	yes a | head -c 67108864 > "$T/ws/a/big.txt"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file w.sh 'yes b | head -c 67108864 > a/big.txt
+head -c 67108864 /dev/zero > b/big.bin
+i=0; while [ $i -lt 16 ]; do { echo $i; head -c 4194304 /dev/zero; } > c/m$i; i=$((i + 1)); done')"
+	size=67108864
+	for k in a b c; do
+		expect_eq "patch of $k" "$(api GET "/v1/sandboxes/$SB/diff?format=patch&path=$k")" 200 ||
+			{ head -c 600 "$T/body"; return 1; }
+		mem=$(build_memory diff.patch)
+		echo "($k) the worker took $mem bytes for $size bytes"
+		[ -n "$mem" ] && [ "$mem" -lt $((size / 4)) ] ||
+			fail "($k) the worker took '$mem' bytes for $size bytes"
+		cp "$T/body" "$T/$k.diff"
+	done
+	# (a) a whole-file binary patch, as git writes one past core.bigFileThreshold
+	grep -q "^GIT binary patch" "$T/a.diff" || fail "(a) is no binary patch"
+	grep -q "^@@" "$T/a.diff" && fail "(a) has hunks"
+	cp -a "$T/ws/a" "$T/patched"
+	(cd "$T/patched" && git apply -p2 "$T/a.diff") || fail "git apply refused (a)"
+	[ "$(head -c 4 "$T/patched/big.txt")" = "$(printf 'b\nb\n')" ] &&
+		[ "$(stat -c %s "$T/patched/big.txt")" = 67108864 ] || fail "(a) applied wrong"
+	grep -q "^literal 67108864$" "$T/b.diff" || fail "(b) is not the whole file"
+	[ "$(grep -c '^GIT binary patch' "$T/c.diff")" = 16 ] || fail "(c) has not 16 files"
+	# and the export's patch, the same worker: (b) again, whole
+	expect_eq "export" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 200
+	mem=$(build_memory export.patch)
+	echo "the export's worker took $mem bytes for $((3 * size)) bytes"
+	[ -n "$mem" ] && [ "$mem" -lt $((size / 4)) ] || fail "the export's worker took '$mem' bytes"
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
+# The attacker's, for a case the patch's bounds did not foresee: the
+# worker's own cap (RLIMIT_DATA, 512 MiB past its fork; 4 MiB here by the
+# test's hook) turns it into a 507 that says so, not the host's OOM; the
+# daemon and a smaller build go on.
+s_builds_worker_memory_capped() {
+	# ASan ends a process whose mmap fails rather than return NULL
+	grep -q __asan_init "$CORRAL" && skip "ASan dies on a failed allocation"
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	CORRAL_TEST_BUILD_MEMORY=4194304 start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file w.sh 'yes | head -c 6291456 > big.txt; echo small > small.txt')"
+	expect_eq "a patch past the cap" "$(api GET "/v1/sandboxes/$SB/diff?format=patch")" 507
+	expect_contains "why" "$(cat "$T/body")" "may take 4 MiB"
+	expect_eq "export past the cap" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 507
+	expect_contains "why" "$(cat "$T/body")" '"error":"no_space"'
+	expect_eq "a smaller one" "$(api GET "/v1/sandboxes/$SB/diff?format=patch&path=small.txt")" 200
+	expect_contains "its patch" "$(cat "$T/body")" "+small"
+	expect_eq "health" "$(api GET /v1/health)" 200
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^s_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

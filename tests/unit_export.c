@@ -231,6 +231,61 @@ TEST(patch_round_trips_through_git_apply)
 	}
 }
 
+/*
+ * A side read a slice at a time makes the bytes the whole in memory makes
+ * (zlib's output does not depend on how its input is sliced), and a text
+ * past PATCH_TEXT_LINES comes out binary, and applies.
+ */
+TEST(patch_of_big_sides_streamed)
+{
+	size_t n = 3 * PATCH_SLICE + 12345, lines = PATCH_TEXT_LINES / 2 + 1;
+	char *old = malloc(n), *new = malloc(n), *text = malloc(2 * lines);
+	struct patch_buf whole = { 0 }, sliced = { 0 };
+	char path[600];
+	int fd;
+
+	CHECK(old && new && text);
+	srand(7);
+	for (size_t i = 0; i < n; i++) {
+		old[i] = (char)(i % 251 ? rand() % 7 : 0);	/* compressible, binary */
+		new[i] = (char)(i % 3 ? old[i] : rand());
+	}
+	CHECK(patch_file(&whole, "f", old, n, 0100644, new, n, 0100644) == 0);
+	/* the new side from a file, the old from memory */
+	snprintf(path, sizeof(path), "%s/big-new", tmp);
+	spit(path, new, n);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	{
+		struct patch_src os = { .data = old, .fd = -1, .len = n };
+		struct patch_src ns = { .fd = fd, .len = n };
+
+		CHECK(patch_file_src(&sliced, "f", &os, 0100644, &ns, 0100644) == 0);
+		/* a file shorter than said: its blob id and literal would disagree */
+		ns.len = n + 1;
+		CHECK(patch_file_src(&sliced, "g", &os, 0100644, &ns, 0100644) == -ESTALE);
+	}
+	close(fd);
+	CHECK(whole.len > 0 && strstr(whole.data, "GIT binary patch"));
+	CHECK(sliced.len >= whole.len && !memcmp(whole.data, sliced.data, whole.len));
+	round_trip("streamed", old, n, 0100644, new, n, 0100644);
+	/* a text of more lines than a line diff may take: binary, and it applies */
+	for (size_t i = 0; i < lines; i++)
+		memcpy(text + 2 * i, i % 1000 ? "a\n" : "b\n", 2);
+	round_trip("many-lines", text, 2 * lines - 2, 0100644, text, 2 * lines, 0100644);
+	free(whole.data);
+	whole = (struct patch_buf){ 0 };
+	CHECK(patch_file(&whole, "f", text, 2 * lines - 2, 0100644, text, 2 * lines,
+			 0100644) == 0);
+	CHECK(whole.data && strstr(whole.data, "GIT binary patch") && !strstr(whole.data, "@@"));
+	free(whole.data);
+	pb_done(&sliced);
+	free(sliced.data);
+	free(old);
+	free(new);
+	free(text);
+}
+
 TEST(patch_paths)
 {
 	CHECK(!patch_path_ok(".git/config"));

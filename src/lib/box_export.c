@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -512,7 +513,66 @@ struct corral_box_job {
 	struct corral_box_export_opts o;	/* write: its strings the caller's */
 	struct export_req req;		/* patch and export: the worker's */
 	char only[4096];
+	int journal;			/* apply: its records as written, or -1 */
+	char hold[256];			/* a test's FIFO: apply held at its 3rd file */
+	unsigned int held;		/* in the worker: files come to the hook */
 };
+
+/*
+ * What an apply wrote, from its journal: the records of a worker that
+ * never answered (killed midway, by its client's end or its cap), each
+ * line as written; a line cut short is no record (a conflict next time).
+ */
+static json_t *journal_read(int fd)
+{
+	json_t *recs = json_array();
+	struct stat st;
+	char *buf, *line, *save = NULL;
+
+	if (!recs || fstat(fd, &st) < 0 || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > HELPER_REPORT_MAX || !(buf = malloc((size_t)st.st_size + 1)))
+		return recs;
+	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
+		free(buf);
+		return recs;
+	}
+	buf[st.st_size] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *rec = json_loads(line, 0, NULL);
+
+		if (json_is_array(rec))
+			json_array_append(recs, rec);
+		json_decref(rec);
+	}
+	free(buf);
+	return recs;
+}
+
+static void job_free(struct corral_box_job *j)
+{
+	if (j->journal >= 0)
+		close(j->journal);
+	json_decref(j->req.wrote);
+	free(j);
+}
+
+/* A test's hook: the apply's 3rd file waits for a writer of j->hold. */
+static void apply_hold(void *arg, const char *path)
+{
+	struct corral_box_job *j = arg;
+	char c;
+	int fd;
+
+	(void)path;
+	if (++j->held != 3)
+		return;
+	fd = open(j->hold, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
 
 /* In the worker: the diff, the patch or the export's patch into j->out. */
 static int diff_work(struct corral_box *b, void *arg, int answer)
@@ -535,6 +595,12 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 			j->req.to_fd = dest;
 		} else if (r == 0) {
 			j->req.apply_fd = dest;
+			j->req.journal = j->journal >= 0;
+			j->req.journal_fd = j->journal;
+			if (j->hold[0]) {
+				j->req.fault = apply_hold;
+				j->req.fault_arg = j;
+			}
 		}
 		if (r == 0)
 			r = export_run(&j->req, &report, &err);
@@ -562,8 +628,21 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 			r = corral_set_err(&err, -EIO, "cannot write the diff out");
 		json_decref(d);
 	}
-	a = json_pack("{s:i, s:s, s:o*, s:o*, s:O*}", "code", r, "msg", err.msg,
-		      "report", report, "events", events, "written", j->req.wrote);
+	/* the cap (box_job.c) is what failed, not the host: a 507 that says so */
+	if (r == -ENOMEM && b->job_mem_max) {
+		char why[sizeof(err.msg)];
+
+		snprintf(why, sizeof(why), "%s", err.msg);
+		corral_set_err(&err, -EFBIG, "%.600s: the worker that makes it may take %llu "
+			       "MiB and this workspace's changes need more (export them "
+			       "a part at a time: a diff's path)", why,
+			       (unsigned long long)(b->job_mem_max >> 20));
+		r = err.code;
+	}
+	a = json_pack("{s:i, s:s, s:o*, s:o*, s:O*, s:I, s:I}", "code", r, "msg", err.msg,
+		      "report", report, "events", events, "written", j->req.wrote,
+		      "memory", (json_int_t)box_job_memory(b),
+		      "memory_max", (json_int_t)b->job_mem_max);
 	if (!a || json_dumpfd(a, answer, JSON_COMPACT | JSON_ENSURE_ASCII) < 0)
 		r = -EIO;
 	json_decref(a);
@@ -598,13 +677,26 @@ static void diff_end(void *arg, const char *answer, size_t len, int status)
 	json_array_foreach(json_object_get(a, "events"), i, e)
 		events_emit(j->b->ev, json_string_value(json_object_get(e, "type")),
 			    json_incref(json_object_get(e, "data")));
+	/* what the worker took: the operator's measure of what a sandbox costs us */
+	if (json_is_integer(json_object_get(a, "memory")))
+		events_emit(j->b->ev, "build", json_pack("{s:s, s:O, s:O}", "kind",
+			    j->write ? (j->o.to ? "export.to" : "export.apply") :
+			    j->export ? "export.patch" : j->patch ? "diff.patch" : "diff",
+			    "memory_bytes", json_object_get(a, "memory"),
+			    "memory_max_bytes", json_object_get(a, "memory_max")));
 	if (j->write) {
 		/* the writer's events from its report; what an apply wrote is recorded */
 		report_events(j->b, j->o.to ? "to" : "apply", json_object_get(a, "report"),
 			      r, &err);
-		if (j->o.apply && status != -1)
+		if (j->o.apply && status != -1 && json_object_get(a, "written")) {
 			keep_written(j->b, json_object_get(a, "written"));
-		json_decref(j->req.wrote);
+		} else if (j->o.apply && status != -1) {
+			/* no answer (its cap, a crash): what it wrote is in its journal */
+			json_t *recs = journal_read(j->journal);
+
+			keep_written(j->b, recs);
+			json_decref(recs);
+		}
 	}
 	if (json_object_get(a, "report"))
 		report = json_dumps(json_object_get(a, "report"),
@@ -613,18 +705,17 @@ static void diff_end(void *arg, const char *answer, size_t len, int status)
 	j->job = NULL;
 	j->done(j->arg, r, report, &err);
 	free(report);
-	free(j);
+	job_free(j);
 }
 
 static int job_go(struct corral_box_job *j, struct corral_box_job **out,
 		  struct corral_err *err)
 {
-	int fds[1] = { j->out };
-	int r = box_job_start(j->b, diff_work, diff_end, j, fds, 1, &j->job, err);
+	int fds[2] = { j->out, j->journal };
+	int r = box_job_start(j->b, diff_work, diff_end, j, fds, 2, &j->job, err);
 
 	if (r < 0) {
-		json_decref(j->req.wrote);
-		free(j);
+		job_free(j);
 		return r;
 	}
 	*out = j;
@@ -645,7 +736,7 @@ int corral_box_diff_start(struct corral_box *b, const char *path, bool patch, in
 	if (!j)
 		return corral_set_err(err, -ENOMEM, "out of memory for a diff");
 	*j = (struct corral_box_job){ .b = b, .done = done, .arg = arg, .out = fd,
-				      .patch = patch };
+				      .patch = patch, .journal = -1 };
 	r = box_layers(b, &j->req.layers, err);
 	if (r == 0)
 		r = only_path(path, j->only, sizeof(j->only), err);
@@ -684,7 +775,7 @@ int corral_box_export_start(struct corral_box *b, const struct corral_box_export
 		return corral_set_err(err, -ENOMEM, "out of memory for an export");
 	*j = (struct corral_box_job){ .b = b, .done = done, .arg = arg, .out = fd,
 				      .patch = o->patch, .export = true,
-				      .write = !o->patch, .o = *o };
+				      .write = !o->patch, .o = *o, .journal = -1 };
 	r = box_layers(b, &j->req.layers, err);
 	if (r == 0 && o->to && to_inside(o->to, b->p->workspace))
 		r = corral_set_err(err, -EINVAL, "to %.200s: lies inside the workspace "
@@ -697,8 +788,17 @@ int corral_box_export_start(struct corral_box *b, const struct corral_box_export
 				   "or as a patch)");
 	if (r == 0 && o->apply && !(j->req.wrote = json_array()))
 		r = corral_set_err(err, -ENOMEM, "out of memory starting the apply");
+	/* the daemon's, not the worker's: it outlives a worker killed midway */
+	if (r == 0 && o->apply && (j->journal = memfd_create("corral-apply", MFD_CLOEXEC)) < 0)
+		r = corral_set_err(err, -errno, "memfd_create for the apply's journal: %s",
+				   strerror(errno));
+	if (r == 0 && o->apply) {
+		const char *hold = getenv("CORRAL_TEST_APPLY_FIFO");
+
+		snprintf(j->hold, sizeof(j->hold), "%s", hold ? hold : "");
+	}
 	if (r < 0) {
-		free(j);
+		job_free(j);
 		return r;
 	}
 	j->req.p = b->p;
@@ -713,11 +813,25 @@ int corral_box_export_start(struct corral_box *b, const struct corral_box_export
 	return job_go(j, out, err);
 }
 
+/*
+ * An apply cut short (its client gone) leaves on the host what it wrote
+ * so far: its journal's records go into the baseline, so the next apply
+ * knows those files for its own, not for host edits.
+ */
 void corral_box_job_cancel(struct corral_box_job *j)
 {
 	if (!j)
 		return;
 	box_job_kill(j->job);
-	json_decref(j->req.wrote);
-	free(j);
+	if (j->write && j->o.apply) {
+		json_t *recs = journal_read(j->journal);
+
+		keep_written(j->b, recs);
+		events_emit(j->b->ev, "export", json_pack("{s:s, s:i, s:s}", "mode", "apply",
+			    "written", (int)json_array_size(recs), "error",
+			    "cut short: its client went before the apply ended; what it "
+			    "wrote stays on the host, recorded for the next apply"));
+		json_decref(recs);
+	}
+	job_free(j);
 }

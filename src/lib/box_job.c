@@ -19,6 +19,17 @@
  * it is gone; what it makes goes where the caller said (a file).  A kill
  * (the caller's cancel, the box's destroy) is SIGKILL: what it wrote is
  * the caller's to throw away.
+ *
+ * A worker's memory is in no cgroup of ours, and what it reads is the
+ * sandbox's to choose: the patch bounds each file's cost (patch.c), and
+ * RLIMIT_DATA caps whatever case those bounds missed at JOB_MEMORY_MAX
+ * beyond what the worker had at its fork (the daemon's heap, which it
+ * shares until written): an allocation past it fails, and the work
+ * fails with a sentence, where the host's OOM killer would have chosen
+ * among every process.  RLIMIT_DATA, not RLIMIT_AS: it counts what can
+ * hold memory (private writable mappings, the heap), not the ASan
+ * shadow's reservations (already there at the fork, so counted in the
+ * base), nor libraries and files mapped read-only.
  */
 #include "internal.h"
 #include "box.h"
@@ -29,10 +40,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,6 +53,17 @@
 
 #define JOB_ANSWER_MAX	(64u << 20)	/* what a worker answers: a report */
 #define JOB_KEEP_MAX	8
+/*
+ * What a worker may take beyond its fork's memory: a file's patch costs at
+ * most about 70 MB (patch.c's bounds), a diff of 100000 changes about 100
+ * MB of JSON.  Under ASan its quarantine keeps 256 MB of what is freed, and
+ * each block its redzones.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define JOB_MEMORY_MAX	(1536ull << 20)
+#else
+#define JOB_MEMORY_MAX	(512ull << 20)
+#endif
 
 struct box_job {
 	struct box_job *next, *prev;
@@ -116,6 +140,63 @@ static void on_job_exit(evutil_socket_t fd, short what, void *arg)
 	job_free(j);
 }
 
+/* VmData and VmRSS of /proc/self/status, in bytes; false if unread. */
+static bool job_vm(uint64_t *data, uint64_t *rss)
+{
+	char buf[4096];
+	const char *d, *r;
+	unsigned long long dk, rk;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	d = strstr(buf, "\nVmData:");
+	r = strstr(buf, "\nVmRSS:");
+	if (!d || !r || sscanf(d + 8, "%llu", &dk) != 1 || sscanf(r + 7, "%llu", &rk) != 1)
+		return false;
+	*data = (uint64_t)dk << 10;
+	*rss = (uint64_t)rk << 10;
+	return true;
+}
+
+/*
+ * The worker's cap: its data now plus JOB_MEMORY_MAX (the test's
+ * CORRAL_TEST_BUILD_MEMORY instead, to reach it with a small workspace).
+ * Without /proc the worker runs uncapped, as before: the patch's own
+ * bounds still hold.
+ */
+static void job_cap_memory(struct corral_box *b)
+{
+	const char *test = getenv("CORRAL_TEST_BUILD_MEMORY");
+	uint64_t data, max = JOB_MEMORY_MAX;
+	struct rlimit rl;
+
+	if (test && *test)
+		max = strtoull(test, NULL, 10);
+	if (!job_vm(&data, &b->job_rss0))
+		return;
+	rl.rlim_cur = rl.rlim_max = data + max;
+	if (setrlimit(RLIMIT_DATA, &rl) == 0)
+		b->job_mem_max = max;
+}
+
+uint64_t box_job_memory(const struct corral_box *b)
+{
+	struct rusage ru;
+	uint64_t peak;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	peak = (uint64_t)ru.ru_maxrss << 10;
+	return peak > b->job_rss0 ? peak - b->job_rss0 : 0;
+}
+
 /* Close every fd but 0-2 and keep[] (sorted here). */
 static void close_all_but(int *keep, size_t n)
 {
@@ -160,6 +241,7 @@ static __attribute__((noreturn)) void job_child(struct corral_box *b, box_job_wo
 		if (fds[i] >= 0)
 			keep[n++] = fds[i];
 	close_all_but(keep, n);
+	job_cap_memory(b);
 	/* tests/snapshot.sh holds the worker here: the loop must answer meanwhile */
 	cg_hold_for_test("CORRAL_TEST_BUILD_FIFO");
 	/* nothing of the daemon's environment or its TLS state in the worker */

@@ -505,6 +505,21 @@ static void note_base(struct xp *x, const char *path, const char *kind,
 		rec = json_pack("[s, s, I]", kind, hp, (json_int_t)st->st_mode);
 	else if (hp)
 		rec = json_pack("[s, s]", kind, hp);
+	if (rec && x->r->journal) {
+		char *text = json_dumps(rec, JSON_COMPACT), *line = NULL;
+		int n = text ? asprintf(&line, "%s\n", text) : -1;
+
+		/*
+		 * One write, a line whole or not at all (a kill waits for a
+		 * memfd's write to end); none: a conflict next time, as an
+		 * apply without its record always was.
+		 */
+		if (n > 0 && write(x->r->journal_fd, line, (size_t)n) != n) {
+			/* nothing else to do: see above */
+		}
+		free(text);
+		free(line);
+	}
 	if (rec)
 		json_array_append_new(x->r->wrote, rec);
 	free(hp);
@@ -1045,63 +1060,167 @@ static unsigned int git_mode(mode_t m)
 	return S_ISLNK(m) ? 0120000 : (m & S_IXUSR) ? 0100755 : 0100644;
 }
 
-/* old or new side of a change: file bytes or link text; NULL if absent */
-static int side(struct xp *x, int dirfd, const char *path, mode_t m,
-		const char *target, char **data, size_t *len)
+/*
+ * A side of a change: a symlink's text or a copy of what the hold read
+ * (data), or a regular file opened (fd, size), read whole only when both
+ * sides are small (see PATCH_TEXT_MAX).
+ */
+struct side {
+	bool present;
+	char *data;
+	size_t len;
+	int fd;
+	uint64_t size;
+};
+
+#define SIDE_NONE ((struct side){ .fd = -1 })
+
+static void side_free(struct side *s)
 {
-	*data = NULL;
-	*len = 0;
+	free(s->data);
+	if (s->fd >= 0)
+		close(s->fd);
+	*s = SIDE_NONE;
+}
+
+static int side_open(struct xp *x, int dirfd, const char *path, mode_t m,
+		     const char *target, struct side *s)
+{
+	struct stat st;
+
+	*s = SIDE_NONE;
+	s->present = true;
 	if (S_ISLNK(m)) {
-		*data = strdup(target);
-		*len = strlen(target);
-		return *data ? 0 : -ENOMEM;
+		s->data = strdup(target);
+		s->len = s->size = s->data ? strlen(target) : 0;
+		return s->data ? 0 : -ENOMEM;
 	}
 	if (!S_ISREG(m))
 		return 0;
-	return read_beneath(dirfd, path, x->lim.max_bytes - x->bytes, data, len);
+	/* O_NONBLOCK: a fifo swapped in must not hang us; fstat refuses it */
+	s->fd = open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+	if (s->fd < 0)
+		return s->fd;
+	if (fstat(s->fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > x->lim.max_bytes - x->bytes)
+		return -EFBIG;
+	s->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* A small file's bytes, as fstat sized it: a file growing under us is cut there. */
+static int side_read(struct side *s)
+{
+	size_t got = 0;
+
+	if (s->fd < 0 || s->data)
+		return 0;
+	if (!(s->data = malloc(s->size + 1)))
+		return -ENOMEM;
+	while (got < s->size) {
+		ssize_t n = read(s->fd, s->data + got, s->size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	s->data[got] = '\0';
+	s->len = got;
+	return 0;
+}
+
+/* git's test (patch.c's is_binary), on the first 8000 bytes only: a NUL. */
+static bool side_binary(const struct side *s)
+{
+	char buf[8000];
+	ssize_t n;
+
+	if (s->fd < 0)
+		return s->data && memchr(s->data, '\0', s->len < 8000 ? s->len : 8000);
+	while ((n = pread(s->fd, buf, sizeof(buf), 0)) < 0 && errno == EINTR)
+		;
+	return n > 0 && memchr(buf, '\0', (size_t)n);
+}
+
+/*
+ * One patch_file: in memory when both sides are text of at most
+ * PATCH_TEXT_MAX bytes (the answer as it always was), else a whole-file
+ * binary patch read a slice at a time (the bytes patch_file made of a
+ * binary file in memory, without holding it).
+ */
+static int patch_sides(struct patch_buf *pb, const char *path, struct side *o,
+		       unsigned int omode, struct side *n, unsigned int nmode)
+{
+	struct patch_src os, ns;
+	int r;
+
+	if (o->size <= PATCH_TEXT_MAX && n->size <= PATCH_TEXT_MAX &&
+	    !side_binary(o) && !side_binary(n)) {
+		r = side_read(o);
+		if (r == 0)
+			r = side_read(n);
+		if (r < 0)
+			return r;
+		return patch_file(pb, path, o->present ? (o->data ? o->data : "") : NULL,
+				  o->len, omode, n->present ? (n->data ? n->data : "") : NULL,
+				  n->len, nmode);
+	}
+	os = (struct patch_src){ .data = o->fd < 0 ? (o->data ? o->data : "") : NULL,
+				 .fd = o->fd, .len = o->fd < 0 ? o->len : o->size };
+	ns = (struct patch_src){ .data = n->fd < 0 ? (n->data ? n->data : "") : NULL,
+				 .fd = n->fd, .len = n->fd < 0 ? n->len : n->size };
+	return patch_file_src(pb, path, o->present ? &os : NULL, omode,
+			      n->present ? &ns : NULL, nmode);
 }
 
 static int patch_change(struct xp *x, struct patch_buf *pb,
 			const struct change *c, const struct decision *d)
 {
-	char *old = NULL, *new = NULL;
-	size_t oldlen = 0, newlen = 0;
+	struct side o = SIDE_NONE, n = SIDE_NONE, none = SIDE_NONE;
 	bool had = c->kind != CH_ADDED && !S_ISDIR(c->old_mode) && c->old_mode;
 	bool has = c->kind != CH_DELETED && !S_ISDIR(c->mode);
 	int r = 0;
 
 	if (had)
-		r = side(x, x->r->layers.lower, c->path, c->old_mode, c->old_target,
-			 &old, &oldlen);
+		r = side_open(x, x->r->layers.lower, c->path, c->old_mode, c->old_target, &o);
 	if (r == 0 && has && d->data) {
-		new = malloc(d->len + 1);
-		if (new) {
-			memcpy(new, d->data, d->len);
-			newlen = d->len;
+		n.present = true;
+		n.data = malloc(d->len + 1);
+		if (n.data) {
+			memcpy(n.data, d->data, d->len);
+			n.len = n.size = d->len;
 		} else {
 			r = -ENOMEM;
 		}
 	} else if (r == 0 && has) {
 		if (x->r->fault)
 			x->r->fault(x->r->fault_arg, c->path);
-		r = side(x, x->r->layers.upper, c->path, c->mode, c->target, &new, &newlen);
+		r = side_open(x, x->r->layers.upper, c->path, c->mode, c->target, &n);
 	}
-	if (r == 0 && (x->bytes += oldlen + newlen) > x->lim.max_bytes)
+	if (r == 0 && (x->bytes += o.size + n.size) > x->lim.max_bytes)
 		r = corral_set_err(x->err, -EFBIG,
 				   "the patch exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
 				   (unsigned long long)x->lim.max_bytes, c->path);
 	if (r == 0 && had && has && c->kind == CH_TYPE) {
 		/* git writes a type change as a deletion, then an addition */
-		r = patch_file(pb, c->path, old, oldlen, git_mode(c->old_mode), NULL, 0, 0);
+		r = patch_sides(pb, c->path, &o, git_mode(c->old_mode), &none, 0);
 		if (r == 0)
-			r = patch_file(pb, c->path, NULL, 0, 0, new, newlen, git_mode(c->mode));
+			r = patch_sides(pb, c->path, &none, 0, &n, git_mode(c->mode));
 	} else if (r == 0 && (had || has)) {
-		r = patch_file(pb, c->path, had ? (old ? old : "") : NULL, oldlen,
-			       git_mode(c->old_mode), has ? (new ? new : "") : NULL,
-			       newlen, git_mode(c->mode));
+		r = patch_sides(pb, c->path, &o, git_mode(c->old_mode), &n, git_mode(c->mode));
 	}
-	free(old);
-	free(new);
+	if (r == -ESTALE && x->err->code == 0)
+		corral_set_err(x->err, r, "%s shrank while its patch was made (the sandbox "
+			       "is still writing it): export again once it is done", c->path);
+	side_free(&o);
+	side_free(&n);
 	return r;
 }
 
@@ -1264,6 +1383,7 @@ int export_run(const struct export_req *r, json_t **report,
 		ret = corral_set_err(err, -ENOMEM, "out of memory writing the patch");
 	else if (ret == 0 && r->patch)
 		ret = write_patch_file(&x, &pb);
+	pb_done(&pb);
 	if (ret == 0 && r->patch_out) {
 		*r->patch_out = pb;	/* the caller's now */
 		pb = (struct patch_buf){ 0 };

@@ -208,7 +208,12 @@ struct patch_buf {
 	int fd;
 	int werr;		/* sink: the write's errno that failed it */
 	uint64_t flushed;	/* sink: bytes written to fd so far */
+	struct patch_stream *zs;	/* patch_file_src's slice and zlib state,
+					   made once for every file: pb_done */
 };
+
+/* What pb holds besides its data, freed (the data stays the caller's). */
+void pb_done(struct patch_buf *pb);
 
 /* sink: what is still buffered, written out; false (and failed) if not */
 bool pb_flush(struct patch_buf *pb);
@@ -218,13 +223,45 @@ void pb_printf(struct patch_buf *pb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
+ * What a file's patch may cost.  The sandbox decides how large and how
+ * many-lined its files are; a line diff holds both sides whole and tens
+ * of bytes a line (a 64 MiB file of 2-byte lines took 3 GB).  Past
+ * PATCH_TEXT_MAX bytes on either side a file's patch is a whole-file
+ * "GIT binary patch" (git does so past core.bigFileThreshold) made a
+ * PATCH_SLICE at a time, never held whole, as is a binary file (git's
+ * test: a NUL in its first 8000 bytes) of any size; past
+ * PATCH_TEXT_LINES lines of both sides together a text is written as
+ * binary too (from memory: it is under PATCH_TEXT_MAX).
+ */
+#define PATCH_TEXT_MAX		(8u << 20)
+#define PATCH_TEXT_LINES	(1u << 20)
+#define PATCH_SLICE		(256u << 10)
+
+/*
  * One file's git patch: old (NULL: absent) to new (NULL: absent), with
  * the git modes (0100644, 0100755, 0120000).  Binary content becomes a
  * "GIT binary patch"; text a unified diff with 3 lines of context.
+ * The sides are in memory: at most PATCH_TEXT_MAX bytes each.
  */
 int patch_file(struct patch_buf *pb, const char *path,
 	       const char *old, size_t oldlen, unsigned int oldmode,
 	       const char *new, size_t newlen, unsigned int newmode);
+
+/* A side of any size: bytes in memory (data), or len bytes of a file (fd). */
+struct patch_src {
+	const char *data;
+	int fd;
+	uint64_t len;
+};
+
+/*
+ * The same, as a whole-file binary patch, each side read a PATCH_SLICE at
+ * a time (twice: its blob id, then its literal); -ESTALE if a file shrank
+ * meanwhile.  Memory: a slice and zlib's state, whatever the sizes.
+ */
+int patch_file_src(struct patch_buf *pb, const char *path,
+		   const struct patch_src *old, unsigned int oldmode,
+		   const struct patch_src *new, unsigned int newmode);
 /* The git blob id of data, as 40 hex digits. */
 void git_blob_id(const char *data, size_t len, char hex[41]);
 /* Whether a patch can carry path: git apply refuses anything in .git. */
@@ -271,6 +308,10 @@ struct export_req {
 					   caller to emit (a forked worker's) */
 	json_t *wrote;			/* apply: a record of each entry written
 					   appended here (baseline_update), or NULL */
+	bool journal;			/* with wrote: each record also written, as a
+					   line of JSON, to journal_fd at once (a
+					   worker killed midway leaves them there) */
+	int journal_fd;
 	export_fault_fn fault;
 	export_fault_fn after_write;	/* a test's: renamed, not yet recorded */
 	void *fault_arg;

@@ -223,6 +223,146 @@ static int put_literal(struct patch_buf *pb, const char *data, size_t len)
 	return 0;
 }
 
+/* ---- a side read a slice at a time ------------------------------------ */
+
+/*
+ * len bytes of s from off into buf: from memory, or pread from its fd.
+ * A file that shrank under us (the sandbox may still write) is -ESTALE:
+ * its blob id and literal would not agree.
+ */
+static int src_read(const struct patch_src *s, uint64_t off, unsigned char *buf, size_t len)
+{
+	size_t got = 0;
+
+	if (s->data) {
+		memcpy(buf, s->data + off, len);
+		return 0;
+	}
+	while (got < len) {
+		ssize_t n = pread(s->fd, buf + got, len - got, (off_t)(off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ESTALE;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* git_blob_id of a side, a slice at a time. */
+static int src_blob_id(const struct patch_src *s, unsigned char *buf, char hex[41])
+{
+	unsigned char md[SHA1_DIGEST_SIZE];
+	char hdr[32];
+	int n = snprintf(hdr, sizeof(hdr), "blob %llu", (unsigned long long)s->len) + 1;
+	struct sha1_ctx ctx;
+
+	sha1_init(&ctx);
+	sha1_update(&ctx, n, (const uint8_t *)hdr);
+	for (uint64_t off = 0; off < s->len;) {
+		size_t len = s->len - off < PATCH_SLICE ? (size_t)(s->len - off) : PATCH_SLICE;
+		int r = src_read(s, off, buf, len);
+
+		if (r < 0)
+			return r;
+		sha1_update(&ctx, len, buf);
+		off += len;
+	}
+	sha1_digest(&ctx, sizeof(md), md);
+	for (unsigned int i = 0; i < sizeof(md); i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	hex[40] = '\0';
+	return 0;
+}
+
+struct patch_stream {
+	z_stream z;		/* deflateReset between literals: as made anew */
+	unsigned char in[PATCH_SLICE];
+};
+
+void pb_done(struct patch_buf *pb)
+{
+	if (!pb->zs)
+		return;
+	deflateEnd(&pb->zs->z);
+	free(pb->zs);
+	pb->zs = NULL;
+}
+
+/*
+ * The slice and zlib's state, made once for a whole patch: a file at a
+ * time they would be 700 KB each, which ASan's quarantine keeps.
+ */
+static struct patch_stream *pb_stream(struct patch_buf *pb)
+{
+	if (pb->zs)
+		return pb->zs;
+	pb->zs = calloc(1, sizeof(*pb->zs));
+	if (pb->zs && deflateInit(&pb->zs->z, Z_BEST_COMPRESSION) != Z_OK) {
+		free(pb->zs);
+		pb->zs = NULL;
+	}
+	return pb->zs;
+}
+
+/*
+ * put_literal of a side without holding it: deflated a slice at a time
+ * (zlib's output does not depend on how its input is sliced, so the
+ * bytes are compress2's), base85 lines cut at every 52 bytes of the
+ * stream, as put_base85 cuts the whole.
+ */
+static int put_literal_src(struct patch_buf *pb, const struct patch_src *s, unsigned char *in)
+{
+	unsigned char out[52 * 1024];
+	size_t held = 0;
+	uint64_t off = 0;
+	z_stream *zp = &pb->zs->z;
+	int zr = Z_OK, r = 0;
+
+	if (deflateReset(zp) != Z_OK)
+		return -EIO;
+	pb_printf(pb, "literal %llu\n", (unsigned long long)s->len);
+	while (zr != Z_STREAM_END && r == 0) {
+		int flush = Z_NO_FLUSH;
+
+		if (zp->avail_in == 0 && off < s->len) {
+			size_t len = s->len - off < PATCH_SLICE ? (size_t)(s->len - off) :
+				     PATCH_SLICE;
+
+			r = src_read(s, off, in, len);
+			if (r < 0)
+				break;
+			zp->next_in = in;
+			zp->avail_in = (uInt)len;
+			off += len;
+		}
+		if (off >= s->len)
+			flush = Z_FINISH;
+		zp->next_out = out + held;
+		zp->avail_out = (uInt)(sizeof(out) - held);
+		zr = deflate(zp, flush);
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+			r = -EIO;
+			break;
+		}
+		held = sizeof(out) - zp->avail_out;
+		/* whole lines out; a short one only at the stream's end */
+		if (zr == Z_STREAM_END || held == sizeof(out)) {
+			size_t whole = zr == Z_STREAM_END ? held : held / 52 * 52;
+
+			put_base85(pb, out, whole);
+			memmove(out, out + whole, held - whole);
+			held -= whole;
+		}
+	}
+	if (r == 0)
+		pb_add(pb, "\n", 1);
+	return r;
+}
+
 /* ---- text ------------------------------------------------------------- */
 
 struct lines {
@@ -232,34 +372,29 @@ struct lines {
 	size_t n;
 };
 
+static size_t lines_of(const char *data, size_t len);
+
+/* Each line's start and length, sized once: at most PATCH_TEXT_LINES. */
 static int split_lines(const char *data, size_t len, struct lines *l)
 {
-	size_t n = 0, cap = 0;
+	size_t n = lines_of(data, len), k = 0;
 
 	*l = (struct lines){ 0 };
-	for (size_t i = 0; i < len;) {
+	l->start = malloc((n + 1) * sizeof(*l->start));
+	l->len = malloc((n + 1) * sizeof(*l->len));
+	l->id = calloc(n + 1, sizeof(uint32_t));
+	if (!l->start || !l->len || !l->id)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; k++) {
 		const char *nl = memchr(data + i, '\n', len - i);
 		size_t ll = nl ? (size_t)(nl - (data + i)) + 1 : len - i;
 
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			const char **s = realloc(l->start, cap * sizeof(*s));
-			size_t *z = s ? realloc(l->len, cap * sizeof(*z)) : NULL;
-
-			if (s)
-				l->start = s;
-			if (!s || !z)
-				return -ENOMEM;
-			l->len = z;
-		}
-		l->start[n] = data + i;
-		l->len[n] = ll;
-		n++;
+		l->start[k] = data + i;
+		l->len[k] = ll;
 		i += ll;
 	}
-	l->n = n;
-	l->id = calloc(n + 1, sizeof(uint32_t));
-	return l->id ? 0 : -ENOMEM;
+	l->n = k;
+	return 0;
 }
 
 static void lines_free(struct lines *l)
@@ -278,11 +413,14 @@ static uint64_t hash_line(const char *s, size_t n)
 	return h;
 }
 
-/* The same id for equal lines of both files: an open-addressing table. */
+/*
+ * The same id for equal lines of both files: an open-addressing table of
+ * 8 bytes a slot (a line's side and index, its id), at most half full.
+ */
 static int number_lines(struct lines *a, struct lines *b)
 {
 	size_t cap = 16, total = a->n + b->n;
-	struct slot { const char *s; size_t len; uint32_t id; } *t;
+	struct slot { uint32_t ref, id; } *t;	/* ref: side << 31 | index */
 	uint32_t next = 1;
 
 	while (cap < total * 2)
@@ -290,17 +428,23 @@ static int number_lines(struct lines *a, struct lines *b)
 	t = calloc(cap, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	for (int side = 0; side < 2; side++) {
+	for (uint32_t side = 0; side < 2; side++) {
 		struct lines *l = side ? b : a;
 
 		for (size_t i = 0; i < l->n; i++) {
 			size_t h = hash_line(l->start[i], l->len[i]) & (cap - 1);
 
-			while (t[h].s && (t[h].len != l->len[i] ||
-					  memcmp(t[h].s, l->start[i], l->len[i])))
+			while (t[h].id) {
+				const struct lines *o = t[h].ref >> 31 ? b : a;
+				size_t k = t[h].ref & 0x7fffffffu;
+
+				if (o->len[k] == l->len[i] &&
+				    !memcmp(o->start[k], l->start[i], l->len[i]))
+					break;
 				h = (h + 1) & (cap - 1);
-			if (!t[h].s)
-				t[h] = (struct slot){ l->start[i], l->len[i], next++ };
+			}
+			if (!t[h].id)
+				t[h] = (struct slot){ side << 31 | (uint32_t)i, next++ };
 			l->id[i] = t[h].id;
 		}
 	}
@@ -326,7 +470,7 @@ static void put_range(struct patch_buf *pb, char sign, size_t start, size_t coun
 
 struct op {
 	char t;			/* '=' both, '-' a's line goes, '+' b's comes */
-	size_t i, j;		/* a's and b's line before the op */
+	uint32_t i, j;		/* a's and b's line before the op (< PATCH_TEXT_LINES) */
 };
 
 /*
@@ -345,7 +489,7 @@ static int put_hunks(struct patch_buf *pb, const struct lines *a,
 	while (i < a->n || j < b->n) {
 		char t = i < a->n && del[i] ? '-' : j < b->n && ins[j] ? '+' : '=';
 
-		ops[n++] = (struct op){ t, i, j };
+		ops[n++] = (struct op){ t, (uint32_t)i, (uint32_t)j };
 		i += t != '+';
 		j += t != '-';
 	}
@@ -393,6 +537,18 @@ static int put_hunks(struct patch_buf *pb, const struct lines *a,
 	return 0;
 }
 
+/* The lines split_lines would find (a last one without its newline too). */
+static size_t lines_of(const char *data, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = data, *end = data + len; p && p < end; n++) {
+		p = memchr(p, '\n', (size_t)(end - p));
+		p = p ? p + 1 : end;
+	}
+	return n;
+}
+
 static int put_text(struct patch_buf *pb, const char *old, size_t oldlen,
 		    const char *new, size_t newlen)
 {
@@ -421,6 +577,36 @@ static int put_text(struct patch_buf *pb, const char *old, size_t oldlen,
 	return r;
 }
 
+/*
+ * The header up to the body: 1 if nothing follows (the same bytes, a mode
+ * change only), 0 if the body does.
+ */
+static int put_header(struct patch_buf *pb, const char *path, bool had,
+		      unsigned int oldmode, const char *oid, bool has,
+		      unsigned int newmode, const char *nid)
+{
+	if (had && has && oldmode == newmode && !strcmp(oid, nid))
+		return 1;
+	pb_add(pb, "diff --git ", 11);
+	put_name(pb, "a/", path);
+	pb_add(pb, " ", 1);
+	put_name(pb, "b/", path);
+	pb_add(pb, "\n", 1);
+	if (!had)
+		pb_printf(pb, "new file mode %06o\n", newmode);
+	else if (!has)
+		pb_printf(pb, "deleted file mode %06o\n", oldmode);
+	else if (oldmode != newmode)
+		pb_printf(pb, "old mode %06o\nnew mode %06o\n", oldmode, newmode);
+	if (had && has && !strcmp(oid, nid))
+		return 1;	/* a mode change only */
+	pb_printf(pb, "index %s..%s", oid, nid);
+	if (had && has && oldmode == newmode)
+		pb_printf(pb, " %06o", oldmode);
+	pb_add(pb, "\n", 1);
+	return 0;
+}
+
 int patch_file(struct patch_buf *pb, const char *path,
 	       const char *old, size_t oldlen, unsigned int oldmode,
 	       const char *new, size_t newlen, unsigned int newmode)
@@ -437,26 +623,11 @@ int patch_file(struct patch_buf *pb, const char *path,
 		git_blob_id(new, newlen, nid);
 	else
 		memcpy(nid, NULL_ID, 41);
-	if (old && new && oldmode == newmode && !strcmp(oid, nid))
-		return 0;
-
-	pb_add(pb, "diff --git ", 11);
-	put_name(pb, "a/", path);
-	pb_add(pb, " ", 1);
-	put_name(pb, "b/", path);
-	pb_add(pb, "\n", 1);
-	if (!old)
-		pb_printf(pb, "new file mode %06o\n", newmode);
-	else if (!new)
-		pb_printf(pb, "deleted file mode %06o\n", oldmode);
-	else if (oldmode != newmode)
-		pb_printf(pb, "old mode %06o\nnew mode %06o\n", oldmode, newmode);
-	if (old && new && !strcmp(oid, nid))
-		return pb->failed ? -ENOMEM : 0;	/* a mode change only */
-	pb_printf(pb, "index %s..%s", oid, nid);
-	if (old && new && oldmode == newmode)
-		pb_printf(pb, " %06o", oldmode);
-	pb_add(pb, "\n", 1);
+	if (put_header(pb, path, old, oldmode, oid, new, newmode, nid))
+		return pb->failed ? -ENOMEM : 0;
+	/* past PATCH_TEXT_LINES a text's line diff costs too much: binary */
+	if (!binary && lines_of(old, oldlen) + lines_of(new, newlen) > PATCH_TEXT_LINES)
+		binary = true;
 
 	if (binary) {
 		pb_add(pb, "GIT binary patch\n", 17);
@@ -476,6 +647,32 @@ int patch_file(struct patch_buf *pb, const char *path,
 			pb_add(pb, "/dev/null", 9);
 		pb_add(pb, "\n", 1);
 		r = put_text(pb, old, oldlen, new, newlen);
+	}
+	if (r == 0 && pb->failed)
+		r = -ENOMEM;
+	return r;
+}
+
+int patch_file_src(struct patch_buf *pb, const char *path,
+		   const struct patch_src *old, unsigned int oldmode,
+		   const struct patch_src *new, unsigned int newmode)
+{
+	char oid[41] = NULL_ID, nid[41] = NULL_ID;
+	struct patch_stream *zs = pb_stream(pb);
+	unsigned char *buf = zs ? zs->in : NULL;
+	int r = zs ? 0 : -ENOMEM;
+
+	if (r == 0 && old)
+		r = src_blob_id(old, buf, oid);
+	if (r == 0 && new)
+		r = src_blob_id(new, buf, nid);
+	if (r == 0 && !put_header(pb, path, old, oldmode, oid, new, newmode, nid)) {
+		static const struct patch_src none = { .data = "", .fd = -1 };
+
+		pb_add(pb, "GIT binary patch\n", 17);
+		r = put_literal_src(pb, new ? new : &none, buf);
+		if (r == 0)
+			r = put_literal_src(pb, old ? old : &none, buf);
 	}
 	if (r == 0 && pb->failed)
 		r = -ENOMEM;

@@ -84,7 +84,7 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 
 static char *chunked(const char *body, size_t size)
 {
-	static char out[4096];
+	static char out[8192];
 	size_t n = 0, len = strlen(body);
 
 	n += sprintf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
@@ -222,6 +222,38 @@ static const char *const spellings[] = {
 	"a\\/b%2Bc&#61;d\\u0026e&lt;f%3eg\\\"h+i&#x27;%C3%A9\\ud83d\\ude00",
 };
 
+#define NSPELLINGS	(sizeof(spellings) / sizeof(spellings[0]))
+
+/*
+ * ESC in its longest spelling, a character at a time: what the mask holds
+ * back at a write's end must be as long (spell_max()).
+ */
+static const char *longest(void)
+{
+	static const uint32_t cps[] = { 'a', '/', 'b', '+', 'c', '=', 'd', '&', 'e', '<',
+					'f', '>', 'g', '"', 'h', ' ', 'i', '\'', 0xe9, 0x1f600 };
+	static char out[1024];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(cps) / sizeof(cps[0]); i++) {
+		uint32_t c = cps[i];
+
+		if (c > 0xffff)
+			n += sprintf(out + n, "&#x0000005C;u%04X&#x0000005C;u%04X",
+				     0xd800 + ((c - 0x10000) >> 10), 0xdc00 + ((c - 0x10000) & 0x3ff));
+		else if (c == '/' || c == '"')
+			n += sprintf(out + n, "&#x0000005C;&#x%08X;", c);
+		else
+			n += sprintf(out + n, "&#x00000026;#x%08X;", c);
+	}
+	return out;
+}
+
+static const char *spelling(size_t f)
+{
+	return f < NSPELLINGS ? spellings[f] : longest();
+}
+
 static void stars(char *out, const char *pre, size_t n, const char *post)
 {
 	size_t k = strlen(pre);
@@ -243,10 +275,10 @@ TEST(every_escaped_spelling_masked_at_every_split)
 	CHECK(m != NULL);
 	if (!m)
 		return;
-	for (size_t f = 0; f < sizeof(spellings) / sizeof(spellings[0]); f++) {
-		size_t len = strlen(spellings[f]), head;
+	for (size_t f = 0; f <= NSPELLINGS; f++) {
+		size_t len = strlen(spelling(f)), head;
 		size_t rlen = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: "
-				       "%zu\r\n\r\n\"key\": \"%s\"", len + 9, spellings[f]);
+				       "%zu\r\n\r\n\"key\": \"%s\"", len + 9, spelling(f));
 
 		head = rlen - len - 9;
 		memcpy(want, resp, head);
@@ -272,20 +304,20 @@ TEST(escaped_spellings_masked_across_chunks)
 	struct corral_policy p;
 	struct secrets *ss = esc_secrets(&p);
 	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
-	char body[512];
+	char body[1024];
 
 	CHECK(m != NULL);
 	if (!m)
 		return;
-	for (size_t f = 0; f < sizeof(spellings) / sizeof(spellings[0]); f++) {
-		snprintf(body, sizeof(body), "<p>invalid key %s</p>", spellings[f]);
+	for (size_t f = 0; f <= NSPELLINGS; f++) {
+		snprintf(body, sizeof(body), "<p>invalid key %s</p>", spelling(f));
 		for (size_t size = 1; size < 8; size += 3) {
 			const char *c = chunked(body, size);
 			size_t len = strlen(c);
 
 			for (size_t step = 1; step < 12; step += 5) {
 				size_t at[2048], nat = 0;
-				char joined[512] = "";
+				char joined[1024] = "";
 				struct sim s;
 
 				for (size_t k = step; k < len && nat < 2048; k += step)
@@ -360,23 +392,23 @@ TEST(escaped_value_in_a_request_refused)
 {
 	struct corral_policy p;
 	struct secrets *ss = esc_secrets(&p);
-	char why[256], *out = NULL, head[512];
+	char why[256], *out = NULL, head[1024];
 	size_t outlen;
 
 	CHECK(ss != NULL);
 	if (!ss)
 		return;
-	for (size_t f = 0; f < sizeof(spellings) / sizeof(spellings[0]); f++) {
+	for (size_t f = 0; f <= NSPELLINGS; f++) {
 		struct secrets_scan st = { 0 };
-		size_t len = strlen(spellings[f]);
+		size_t len = strlen(spelling(f));
 
 		CHECK(secrets_scan(ss, &st, "{\"v\": \"", 7, why, sizeof(why)) == 0);
-		CHECK(secrets_scan(ss, &st, spellings[f], len / 2, why, sizeof(why)) == 0);
-		CHECK(secrets_scan(ss, &st, spellings[f] + len / 2, len - len / 2, why,
+		CHECK(secrets_scan(ss, &st, spelling(f), len / 2, why, sizeof(why)) == 0);
+		CHECK(secrets_scan(ss, &st, spelling(f) + len / 2, len - len / 2, why,
 				   sizeof(why)) == -EACCES);
 		secrets_scan_free(&st);
 		snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: o\r\nX-A: %s\r\n\r\n",
-			 spellings[f]);
+			 spelling(f));
 		CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
 					   &outlen, why, sizeof(why)) == -EACCES);
 		CHECK_STR_CONTAINS(why, "the value of secret ESC");

@@ -383,13 +383,19 @@ size_t spell_units(const char *s, size_t n, struct spell_unit *out)
 /* the longest spelling of one unit */
 static size_t unit_max(const struct spell_unit *u)
 {
-	/* "&percnt;HH" a byte; "&#x0000005C;" "uHHHH"; "&#x00000026;" "#x" 8 digits ";" */
-	size_t m = 10 * u->nraw, json = INTRO_MAX + 5, ref = INTRO_MAX + 11;
+	/*
+	 * An escape's first byte escaped ("&#x00000025;", INTRO_MAX), then:
+	 * "HH" a byte; "uHHHH", or the escaped byte escaped again
+	 * ("&#x0000002F;"); "#x", 8 digits, ";".
+	 */
+	size_t m = (INTRO_MAX + 2) * u->nraw, json = INTRO_MAX + 5, ref = INTRO_MAX + 11;
 
 	if (u->cp & SPELL_BYTE)
 		return m;
 	if (u->cp > 0xffff)
 		json *= 2;
+	if (u->cp == '/' || u->cp == '"' || u->cp == '\\')
+		json = json > 2 * INTRO_MAX ? json : 2 * INTRO_MAX;
 	m = m > json ? m : json;
 	m = m > ref ? m : ref;
 	for (size_t k = 0; k < sizeof(named) / sizeof(named[0]); k++)

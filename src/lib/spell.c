@@ -446,13 +446,15 @@ size_t spell_next(const struct spell_starts *s, const char *t, size_t n, size_t 
 {
 	if (s->n <= SPELL_SET_MAX) {
 		for (; p + 16 <= n; p += 16) {
-			bytes16 x;
+			bytes16 x, c;
 			mask16 hit = { 0 };
 			uint64_t half[2];
 
 			memcpy(&x, t + p, 16);
-			for (size_t k = 0; k < s->n; k++)
-				hit |= (mask16)(x == *(const bytes16 *)s->list[k]);
+			for (size_t k = 0; k < s->n; k++) {
+				memcpy(&c, s->list[k], 16);
+				hit |= (mask16)(x == c);
+			}
 			memcpy(half, &hit, 16);
 			if (half[0] | half[1])
 				break;

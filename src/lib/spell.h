@@ -54,7 +54,7 @@ size_t spell_max(const struct spell_unit *u, size_t n);
 #define SPELL_SET_MAX	24
 struct spell_starts {
 	bool table[256];
-	unsigned char list[SPELL_SET_MAX][16] __attribute__((aligned(16)));	/* each 16 times */
+	unsigned char list[SPELL_SET_MAX][16];	/* each byte 16 times */
 	size_t n;			/* SPELL_SET_MAX + 1: too many for the list */
 };
 /* Add the bytes a spelling of u[0] may begin with. */

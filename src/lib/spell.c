@@ -322,11 +322,20 @@ static size_t rest(const struct spell_unit *u, size_t nu, const char *t, size_t 
 	size_t best = 0;
 
 	for (size_t i = 1; i < nu; i++) {
+		size_t q = cur.at[0];
+
+		/* one reading so far, and a byte no escape begins with: no sets */
+		if (cur.n == 1 && q < n && u[i].nraw == 1 && !introducer((unsigned char)t[q]) &&
+		    t[q] != '+') {
+			if ((unsigned char)t[q] != u[i].raw[0])
+				return 0;
+			cur.at[0] = q + 1;
+			continue;
+		}
 		next.n = 0;
 		next.more = false;
 		for (size_t k = 0; k < cur.n; k++) {
-			size_t q = cur.at[k];
-
+			q = cur.at[k];
 			/* a byte no escape begins with reads as itself only */
 			if (q < n && u[i].nraw == 1 && !introducer((unsigned char)t[q]) &&
 			    t[q] != '+') {

@@ -24,6 +24,12 @@ It measures, timing inside the client:
      full handshake and one small GET;
   3. requests: BENCH_REQS (default 2000) small GETs on one connection.
 
+The download's bytes are BENCH_TLS_BODY: "d" (default) repeated, a byte no
+spelling of the value begins with; "pattern", bytes 0 to 255 over and over
+(tests/tls.sh's /big); "text", JSON and HTML dense in escapes ("\/",
+"&amp;", "%2F") and in starts of the value that go no further (the mask's
+costliest answer short of the value itself).
+
   tls.py [CORRAL]     (default build/corral)
 """
 import http.server
@@ -44,6 +50,7 @@ NLAT = int(os.environ.get("BENCH_LAT", "200"))
 NREQS = int(os.environ.get("BENCH_REQS", "2000"))
 NAME = "bench.test"
 CHUNK = 1 << 20
+BODY = os.environ.get("BENCH_TLS_BODY", "d")
 RUN_TIMEOUT = 600
 
 # ---- the client, inside the sandbox: prints JSON ---------------------------
@@ -125,6 +132,17 @@ print(json.dumps({"down": [down() for _ in range(reps)], "up": [up() for _ in ra
 '''
 
 
+def body_block():
+    """CHUNK bytes of the BENCH_TLS_BODY kind"""
+    unit = {"pattern": bytes(range(256)),
+            "text": b'{"key": "bench-secret-valu\\/e", "html": "&amp;&lt;%2F\\u0062ench-'
+                    b'secret", "b": "YmVuY2gtc2Vj", "n": 12345},\n'}.get(BODY, b"d")
+    return (unit * (CHUNK // len(unit) + 1))[:CHUNK]
+
+
+BLOCK = body_block()
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -135,10 +153,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Length", str(n))
             self.end_headers()
-            block = b"d" * CHUNK
             while n:
                 k = min(n, CHUNK)
-                self.wfile.write(block[:k])
+                self.wfile.write(BLOCK[:k])
                 n -= k
             return
         self.send_response(200)
@@ -235,7 +252,8 @@ def main():
 
     print(f"terminated TLS vs the tunnel (uid {os.geteuid()}, {os.cpu_count()} cpus)")
     print()
-    print(f"throughput, {NBYTES / 2**20:.0f} MiB in one request, median of {REPEAT}")
+    print(f"throughput, {NBYTES / 2**20:.0f} MiB in one request, median of {REPEAT}, "
+          f"body {BODY!r}")
     print(f"{'':34} {'tunnel MB/s':>12} {'terminated':>12} {'term/tunnel':>12} "
           f"{'secret':>12} {'secret/term':>12}")
     for key, label in (("up", "upload (client -> upstream)"),

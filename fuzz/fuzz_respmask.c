@@ -5,7 +5,8 @@
  *   make fuzz FUZZ_TARGETS=respmask
  *
  * The first byte picks the size of the reads (1 to 64) and whether the
- * first request was a HEAD; "@" in the rest stands for the value.  The
+ * first request was a HEAD; "@" in the rest stands for the value, "#" for
+ * it as PHP's JSON writes it (spell.c's readings, not a fixed form).  The
  * stream is played as proxy.c's mask_relay plays it.  Beyond memory
  * safety: what is not cut off goes on whole, no byte more or fewer, and
  * nothing is held back forever (the end flushes); read at once or in
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #define VALUE "the-real/value"
+#define VALUE_JSON "the-real\\/value"
 
 static struct corral_policy policy;
 static struct secrets *sec;
@@ -87,7 +89,7 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct secrets_mask *m;
-	size_t n = 0, vlen = strlen(VALUE);
+	size_t n = 0, vlen = strlen(VALUE_JSON);
 	char *in, *a, *b;
 	long ra, rb;
 
@@ -101,7 +103,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in = malloc(size * vlen);
 	for (size_t i = 1; i < size; i++) {
 		if (data[i] == '@') {
-			memcpy(in + n, VALUE, vlen);
+			memcpy(in + n, VALUE, strlen(VALUE));
+			n += strlen(VALUE);
+		} else if (data[i] == '#') {
+			memcpy(in + n, VALUE_JSON, vlen);
 			n += vlen;
 		} else {
 			in[n++] = data[i];

@@ -251,6 +251,110 @@ echo == end"
 	expect_not_contains "nor the query's" "$(cat "$T/events" "$T/out")" "$QSECRET"
 }
 
+# Values that hold what encoders escape ("/ + = & < > \" '", a space, é, a
+# character past U+FFFF), for the escaped reflections.
+ESECRET="e/sc+ap=e&<é>\"$$ x/y'q😀z"
+EQSECRET="q/s+e=c-$$"
+ESC_SECRETS='"secrets": [{"name": "E_KEY", "from_file": "EFILE", "hosts": ["api.test:GOOD"], "header": "Authorization"}, {"name": "EQ_KEY", "from_file": "EQFILE", "hosts": ["api.test:GOOD"], "query": "key"}]'
+
+# esc_policy [TOP_LEVEL_EXTRA]: the two escaped secrets, in files
+esc_policy() {
+	local s=${ESC_SECRETS//GOOD/$GOOD}
+	printf '%s\n' "$ESECRET" > "$TEST_TMP/ekey"
+	printf '%s\n' "$EQSECRET" > "$TEST_TMP/eqkey"
+	chmod 644 "$TEST_TMP/ekey" "$TEST_TMP/eqkey"
+	s=${s//EQFILE/$TEST_TMP/eqkey}
+	policy "" ", ${s//EFILE/$TEST_TMP/ekey}${1:-}"
+}
+
+# leaked_escaped FILE VALUE...: does FILE show a value once its escapes
+# are undone (JSON, HTML, percent, up to three deep), raw or in base64?
+leaked_escaped() {
+	/usr/bin/python3 - "$@" <<-'PY'
+	import base64, html, re, sys, urllib.parse
+	data = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+	def json_unescape(s):
+	    pair = r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+	    s = re.sub(pair, lambda m: chr(0x10000 + ((int(m.group(1), 16) - 0xd800) << 10)
+	                                   + int(m.group(2), 16) - 0xdc00), s)
+	    s = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), s)
+	    return re.sub(r'\\(["\\/])', r"\1", s)
+	undo = [html.unescape, urllib.parse.unquote, urllib.parse.unquote_plus, json_unescape]
+	views = {data}
+	for _ in range(3):
+	    views |= {u(v) for v in views for u in undo}
+	for s in sys.argv[2:]:
+	    mid = s[2:-2]
+	    for v in views:
+	        if mid in v:
+	            print("escaped", repr(v[max(0, v.index(mid) - 40):v.index(mid) + 40]))
+	            break
+	        for run in re.findall(r"[A-Za-z0-9+/_-]{8,}={0,2}", v):
+	            run = run.replace("-", "+").replace("_", "/")
+	            for cut in range(4):
+	                t = run[cut:]
+	                t = t[:len(t) - len(t) % 4] if not t.endswith("=") else t
+	                try:
+	                    if mid.encode() in base64.b64decode(t):
+	                        print("base64", run)
+	                except ValueError:
+	                    pass
+	PY
+}
+
+# A server that reflects a request escapes it as its encoder does: JSON
+# ("\/", "\u002B", "\u003c", surrogate pairs), HTML and XML references,
+# percent-encoding in either case, twice, mixed.  Each comes back masked.
+t_escaped_reflections_never_show_the_secret() {
+	esc_policy
+	nrun -- /bin/sh -c "
+c() { curl -sS -m 10 \"\$@\"; echo; }
+a=\"Authorization: Bearer \$E_KEY\"
+echo == escaped; c -H \"\$a\" \"https://api.test:$GOOD/escaped?key=\$EQ_KEY&x=1\"
+echo == chunked; c -H \"\$a\" \"https://api.test:$GOOD/escaped-chunked?key=\$EQ_KEY&x=1\"
+echo == basic; c -u \"agent:\$E_KEY\" https://api.test:$GOOD/escaped
+echo == redirect; c -D - -o /dev/null -H \"\$a\" \"https://api.test:$GOOD/redirect-escaped?key=\$EQ_KEY&x=1\"
+echo == end"
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked_escaped "$T/seen" "$ESECRET" "$EQSECRET")" ""
+	expect_contains "all ran" "$(cat "$T/seen")" "== end"
+	# the server had the values: each request went with them swapped in
+	expect_eq "bearer swapped" "$(count "Bearer $ESECRET" "$GOODLOG")" 3
+	expect_contains "query swapped" "$(cat "$GOODLOG")" "GET /escaped?key=$EQSECRET&x=1 "
+	# every escaped line holds a mask where the value was
+	expect_eq "19 escapes, 5 echoes of them" "$(grep -c '^[a-z-]*: ' "$T/seen")" 95
+	expect_eq "each masked" "$(grep -c '^[a-z-]*: .*\*\*\*\*\*\*\*\*' "$T/seen")" 95
+	expect_contains "Location masked" "$(grep -i '^location:' "$T/seen")" "key%253D********"
+	expect_contains "masking named" "$(grep egress.masked "$T/events" | head -1)" "E_KEY"
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$ESECRET"
+	expect_not_contains "nor the query's" "$(cat "$T/events" "$T/out")" "$EQSECRET"
+}
+
+# The user's side: an answer full of the same escapes, of values that share
+# all but their last character with the secrets, comes back byte for byte.
+t_escaped_near_values_answered_unchanged() {
+	local near nearq env
+	near="${ESECRET%?}X"
+	nearq="${EQSECRET%?}X"
+	env=$(/usr/bin/python3 -c 'import json, sys; print(json.dumps({"NEAR": sys.argv[1], "NEARQ": sys.argv[2]}))' "$near" "$nearq")
+	esc_policy ", \"env\": {\"set\": $env}"
+	nrun -- /bin/sh -c "
+curl -sS -m 10 -H \"Authorization: Bearer \$NEAR\" \"https://api.test:$GOOD/escaped?key=\$NEARQ&x=1\"
+echo == end"
+	stdout > "$T/seen"
+	/usr/bin/python3 -B -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import tls_upstream
+sys.stdout.write(tls_upstream.escaped(b"GET / HTTP/1.1\r\nAuthorization: Bearer " + sys.argv[2].encode(),
+                                      b"/escaped?key=" + sys.argv[3].encode() + b"&x=1").decode() + "== end\n")
+' "$HERE" "$near" "$nearq" > "$T/want"
+	# (stdout's last newline is the JSON reader's)
+	expect_eq "byte for byte" "$(diff <(cat "$T/want"; echo) "$T/seen" 2>&1)" ""
+	expect_eq "nothing masked" "$(grep -c egress.masked "$T/events")" 0
+	expect_eq "no denials" "$(denials)" 0
+}
+
 # The user's side of the same: a call with the secret whose answer does not
 # reflect it comes back byte for byte, large or small, kept alive or not;
 # an answer that ends with a value's first bytes is not held back waiting

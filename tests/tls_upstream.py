@@ -20,12 +20,24 @@
 #   /prefix            keep-alive: 200, a body ending with the Authorization
 #                      value but its last byte; the next request is read
 #   /big?n=N           N bytes of a fixed pattern, Content-Length framed
+#   /escaped?key=Q     the Authorization value (past its scheme) and Q, each
+#                      as encoders escape it: JSON (Python's, PHP's "\/",
+#                      .NET's and Go's "\u003C", every character "\uXXXX"),
+#                      HTML and XML references, percent-encoding (either
+#                      case, "+" for a space, twice), mixes of them
+#   /escaped-chunked   the same, chunked 7 bytes a chunk
+#   /redirect-escaped?key=Q  302 to a Location that carries Q percent-encoded
+#                      twice and the Authorization value once, lower case
 import gzip
+import html
+import json
 import os
+import re
 import socket
 import ssl
 import sys
 import threading
+import urllib.parse
 
 
 def read_request(conn, data):
@@ -57,6 +69,61 @@ def header(head, want):
     return b""
 
 
+def pct_lower(s):
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), s)
+
+
+def escapes(v):
+    """v as the encoders a reflecting server uses write it, one a line"""
+    plain = json.dumps(v)[1:-1]
+    dotnet = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(),
+                    plain.replace('\\"', "\\u0022"))
+    for c in "+<>&'":
+        dotnet = dotnet.replace(c, "\\u%04X" % ord(c))
+    go = plain.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    units = v.encode("utf-16-be")
+    every = "".join("\\u%02x%02x" % (units[i], units[i + 1]) for i in range(0, len(units), 2))
+    quoted = urllib.parse.quote(v, safe="")
+    lines = [
+        ("json", json.dumps(v)),
+        ("json-php", json.dumps(v).replace("/", "\\/")),
+        ("json-php-first-slash", json.dumps(v).replace("/", "\\/", 1)),
+        ("json-dotnet", dotnet),
+        ("json-go", go),
+        ("json-every", every),
+        ("json-in-json", json.dumps(json.dumps(v).replace("/", "\\/"))),
+        ("html", html.escape(v)),
+        ("html-xml", html.escape(v).encode("ascii", "xmlcharrefreplace").decode()),
+        ("html-dec", "".join(c if c.isalnum() else "&#%d;" % ord(c) for c in v)),
+        ("html-hex", "".join(c if c.isalnum() else "&#x%X;" % ord(c) for c in v)),
+        ("html-hex-lower", "".join(c if c.isalnum() else "&#x%x;" % ord(c) for c in v)),
+        ("html-twice", html.escape(html.escape(v))),
+        ("html-in-dotnet-json", html.escape(v).replace("&", "\\u0026")),
+        ("pct", quoted),
+        ("pct-lower", pct_lower(quoted)),
+        ("pct-plus", urllib.parse.quote_plus(v, safe="")),
+        ("pct-twice", urllib.parse.quote(quoted, safe="")),
+        ("pct-mixed", quoted.replace("%2F", "/", 1)),
+    ]
+    return "".join("%s: %s\n" % (k, e) for k, e in lines).encode()
+
+
+def raw_key(path):
+    """the query's key as it came, not decoded: a "+" in it stays one"""
+    q = path.partition(b"?")[2]
+    return q.partition(b"key=")[2].partition(b"&")[0].decode("utf-8", "replace")
+
+
+def escaped(head, path):
+    """/escaped's body: the Authorization value, then the query's key"""
+    auth = header(head, b"authorization").decode("utf-8", "replace").partition(" ")[2]
+    key = raw_key(path)
+    out = b"== auth\n" + escapes(auth)
+    if key:
+        out += b"== key\n" + escapes(key)
+    return out
+
+
 def answer(head, body):
     """(status line, extra headers, body, keep the connection)"""
     method = head.split(b" ")[0]
@@ -64,6 +131,17 @@ def answer(head, body):
     echo = head + b"\r\n\r\n" + body
     if method == b"TRACE":
         return b"200 OK", b"Content-Type: message/http\r\n", head + b"\r\n\r\n", False
+    if path.startswith(b"/escaped-chunked"):
+        return b"200 OK", None, escaped(head, path), False
+    if path.startswith(b"/escaped"):
+        return b"200 OK", b"Content-Type: text/plain\r\n", escaped(head, path), False
+    if path.startswith(b"/redirect-escaped"):
+        q = raw_key(path)
+        auth = header(head, b"authorization").decode("utf-8", "replace").partition(" ")[2]
+        inner = urllib.parse.quote("/cb?key=" + q, safe="")
+        loc = "https://other.test/landing?next=%s&auth=%s" % (
+            urllib.parse.quote(inner, safe=""), pct_lower(urllib.parse.quote(auth, safe="")))
+        return b"302 Found", b"Location: " + loc.encode() + b"\r\n", b"", False
     if path.startswith(b"/echo-chunked"):
         return b"200 OK", None, echo, False
     if path.startswith(b"/echo-gzip"):

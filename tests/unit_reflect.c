@@ -84,7 +84,7 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 
 static char *chunked(const char *body, size_t size)
 {
-	static char out[4096];
+	static char out[8192];
 	size_t n = 0, len = strlen(body);
 
 	n += sprintf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
@@ -166,6 +166,253 @@ TEST(every_form_masked_at_every_split)
 		}
 	}
 	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/* A value that holds what encoders escape, a space, é and U+1F600. */
+#define ESC "a/b+c=d&e<f>g\"h i'\xc3\xa9\xf0\x9f\x98\x80"
+
+static const char esc_policy_text[] =
+	"{\"network\": {\"mode\": \"proxy\", \"allow\": [\"api.test\"]}, "
+	"\"secrets\": [{\"name\": \"ESC\", \"from_env\": \"UNIT_REFLECT_ESC\", "
+	"\"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}";
+
+static struct secrets *esc_secrets(struct corral_policy *p)
+{
+	struct corral_err err = { 0 };
+
+	setenv("UNIT_REFLECT_ESC", ESC, 1);
+	corral_policy_init(p);
+	CHECK(corral_policy_load_string(p, esc_policy_text, strlen(esc_policy_text), "unit",
+					&err) == 0);
+	return secrets_new(p, &err);
+}
+
+/* ESC as the encoders of servers that reflect a request write it */
+static const char *const spellings[] = {
+	/* PHP's json_encode */
+	"a\\/b+c=d&e<f>g\\\"h i'\\u00e9\\ud83d\\ude00",
+	/* .NET's System.Text.Json */
+	"a/b\\u002Bc=d\\u0026e\\u003Cf\\u003Eg\\u0022h i\\u0027\\u00E9\\uD83D\\uDE00",
+	/* Go's encoding/json */
+	"a/b+c=d\\u0026e\\u003cf\\u003eg\\\"h i'\xc3\xa9\xf0\x9f\x98\x80",
+	/* every character \u, as any encoder may */
+	"\\u0061\\u002f\\u0062\\u002b\\u0063\\u003d\\u0064\\u0026\\u0065\\u003c\\u0066"
+	"\\u003e\\u0067\\u0022\\u0068\\u0020\\u0069\\u0027\\u00e9\\ud83d\\ude00",
+	/* JSON inside JSON */
+	"a\\\\/b+c=d&e<f>g\\\\\\\"h i'\\\\u00e9\\\\ud83d\\\\ude00",
+	/* Python's html.escape */
+	"a/b+c=d&amp;e&lt;f&gt;g&quot;h i&#x27;\xc3\xa9\xf0\x9f\x98\x80",
+	/* XML's decimal references */
+	"a&#47;b&#43;c&#61;d&#38;e&#60;f&#62;g&#34;h&#32;i&#39;&#233;&#128512;",
+	/* named, upper case, leading zeros */
+	"a&sol;b&plus;c&equals;d&AMP;e&LT;f&GT;g&QUOT;h i&apos;&#x000E9;&#X1f600;",
+	/* HTML escaped twice */
+	"a/b+c=d&amp;amp;e&amp;lt;f&amp;gt;g&amp;quot;h i&amp;#x27;\xc3\xa9\xf0\x9f\x98\x80",
+	/* HTML inside .NET's JSON */
+	"a/b+c=d\\u0026amp;e\\u0026lt;f\\u0026gt;g\\u0026quot;h i\\u0026#x27;\xc3\xa9\xf0\x9f\x98\x80",
+	/* percent, lower case */
+	"a%2fb%2bc%3dd%26e%3cf%3eg%22h%20i%27%c3%a9%f0%9f%98%80",
+	/* a query's form encoding */
+	"a%2Fb%2Bc%3Dd%26e%3Cf%3Eg%22h+i%27%C3%A9%F0%9F%98%80",
+	/* percent twice (a URL inside a redirect's Location) */
+	"a%252Fb%252Bc%253Dd%2526e%253Cf%253Eg%2522h%2520i%2527%25C3%25A9%25F0%259F%2598%2580",
+	/* mixed: each character in its own escape */
+	"a\\/b%2Bc&#61;d\\u0026e&lt;f%3eg\\\"h+i&#x27;%C3%A9\\ud83d\\ude00",
+};
+
+#define NSPELLINGS	(sizeof(spellings) / sizeof(spellings[0]))
+
+/*
+ * ESC in its longest spelling, a character at a time: what the mask holds
+ * back at a write's end must be as long (spell_max()).
+ */
+static const char *longest(void)
+{
+	static const uint32_t cps[] = { 'a', '/', 'b', '+', 'c', '=', 'd', '&', 'e', '<',
+					'f', '>', 'g', '"', 'h', ' ', 'i', '\'', 0xe9, 0x1f600 };
+	static char out[1024];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(cps) / sizeof(cps[0]); i++) {
+		uint32_t c = cps[i];
+
+		if (c > 0xffff)
+			n += sprintf(out + n, "&#x0000005C;u%04X&#x0000005C;u%04X",
+				     0xd800 + ((c - 0x10000) >> 10), 0xdc00 + ((c - 0x10000) & 0x3ff));
+		else if (c == '/' || c == '"')
+			n += sprintf(out + n, "&#x0000005C;&#x%08X;", c);
+		else
+			n += sprintf(out + n, "&#x00000026;#x%08X;", c);
+	}
+	return out;
+}
+
+static const char *spelling(size_t f)
+{
+	return f < NSPELLINGS ? spellings[f] : longest();
+}
+
+static void stars(char *out, const char *pre, size_t n, const char *post)
+{
+	size_t k = strlen(pre);
+
+	memcpy(out, pre, k);
+	memset(out + k, '*', n);
+	strcpy(out + k + n, post);
+}
+
+/* Each spelling, raw in a body or across reads, is masked whole, in place. */
+TEST(every_escaped_spelling_masked_at_every_split)
+{
+	struct corral_policy p;
+	struct secrets *ss = esc_secrets(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	char resp[1024], want[1024];
+	struct sim s;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t f = 0; f <= NSPELLINGS; f++) {
+		size_t len = strlen(spelling(f)), head;
+		size_t rlen = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: "
+				       "%zu\r\n\r\n\"key\": \"%s\"", len + 9, spelling(f));
+
+		head = rlen - len - 9;
+		memcpy(want, resp, head);
+		stars(want + head, "\"key\": \"", len, "\"");
+		for (size_t cut = 1; cut < rlen; cut++) {
+			play(m, 1, resp, rlen, &cut, 1, &s);
+			if (s.cut || s.nout != rlen || strcmp(s.out, want) || s.masked != 1) {
+				fprintf(stderr, "  spelling %zu cut at %zu: %s (%zu masked)\n", f, cut,
+					s.out, s.masked);
+				CHECK(!"a spelling came through");
+				break;
+			}
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/* In a chunked body, each spelling split across chunks and reads alike. */
+TEST(escaped_spellings_masked_across_chunks)
+{
+	struct corral_policy p;
+	struct secrets *ss = esc_secrets(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	char body[1024];
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t f = 0; f <= NSPELLINGS; f++) {
+		snprintf(body, sizeof(body), "<p>invalid key %s</p>", spelling(f));
+		for (size_t size = 1; size < 8; size += 3) {
+			const char *c = chunked(body, size);
+			size_t len = strlen(c);
+
+			for (size_t step = 1; step < 12; step += 5) {
+				size_t at[2048], nat = 0;
+				char joined[1024] = "";
+				struct sim s;
+
+				for (size_t k = step; k < len && nat < 2048; k += step)
+					at[nat++] = k;
+				play(m, 1, c, len, at, nat, &s);
+				for (const char *q = strstr(s.out, "\r\n\r\n") + 4; *q;) {
+					size_t k = strtoul(q, NULL, 16);
+
+					q = strstr(q, "\r\n") + 2;
+					strncat(joined, q, k);
+					q += k + 2;
+					if (!k)
+						break;
+				}
+				if (s.cut || s.nout != len || s.masked != 1 ||
+				    strlen(joined) != strlen(body) || strstr(joined, "/b") ||
+				    strstr(joined, "i'") || strstr(joined, "2Fb")) {
+					fprintf(stderr, "  spelling %zu chunk %zu step %zu: %s\n", f,
+						size, step, joined);
+					CHECK(!"chunked");
+					break;
+				}
+			}
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/*
+ * The user's side: the same escapes of a value that is not the secret
+ * (its last character other, or cut short) pass byte for byte, nothing
+ * held at their end; a spelling's start at the end is held.
+ */
+TEST(escaped_near_values_pass_unchanged)
+{
+	static const char *const near[] = {
+		"a\\/b+c=d&e<f>g\\\"h i'\\u00e9\\ud83d\\ude01",
+		"a&#47;b&#43;c&#61;d&#38;e&#60;f&#62;g&#34;h&#32;i&#39;&#233;",
+		"a%2fb%2bc%3dd%26e%3cf%3eg%22h%20i%27%c3%a9%f0%9f%98%81",
+		"a%252Fb%252Bc%253Dd%2526e%253Cf%253Eg%2522h%2520i%2527%25C3%25A9X",
+		"\\u0061\\u002f\\u0062\\u002b\\u0063 &amp;&lt;&#47;%2F\\/\\u002B",
+	};
+	struct corral_policy p;
+	struct secrets *ss = esc_secrets(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	char body[512];
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t i = 0; i < sizeof(near) / sizeof(near[0]); i++) {
+		size_t n = snprintf(body, sizeof(body), "x %s y", near[i]);
+
+		CHECK(secrets_mask_apply(m, body, n) == 0);
+		CHECK(!strncmp(body + 2, near[i], strlen(near[i])));
+		CHECK(secrets_mask_partial(m, body, n) == 0);
+	}
+	/* a spelling's start, at the end of what came: held until the rest */
+	snprintf(body, sizeof(body), "ok a\\/b%%2Bc&#6");
+	CHECK(secrets_mask_partial(m, body, strlen(body)) == strlen(body) - 3);
+	snprintf(body, sizeof(body), "ok a%%252Fb&amp;");
+	CHECK(secrets_mask_partial(m, body, strlen(body)) == strlen(body) - 3);
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/* The request side sees the same spellings of the real value, across reads. */
+TEST(escaped_value_in_a_request_refused)
+{
+	struct corral_policy p;
+	struct secrets *ss = esc_secrets(&p);
+	char why[256], *out = NULL, head[1024];
+	size_t outlen;
+
+	CHECK(ss != NULL);
+	if (!ss)
+		return;
+	for (size_t f = 0; f <= NSPELLINGS; f++) {
+		struct secrets_scan st = { 0 };
+		size_t len = strlen(spelling(f));
+
+		CHECK(secrets_scan(ss, &st, "{\"v\": \"", 7, why, sizeof(why)) == 0);
+		CHECK(secrets_scan(ss, &st, spelling(f), len / 2, why, sizeof(why)) == 0);
+		CHECK(secrets_scan(ss, &st, spelling(f) + len / 2, len - len / 2, why,
+				   sizeof(why)) == -EACCES);
+		secrets_scan_free(&st);
+		snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: o\r\nX-A: %s\r\n\r\n",
+			 spelling(f));
+		CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
+					   &outlen, why, sizeof(why)) == -EACCES);
+		CHECK_STR_CONTAINS(why, "the value of secret ESC");
+	}
 	secrets_free(ss);
 	corral_policy_free(&p);
 }

@@ -16,16 +16,19 @@
  * redirect carrying the query on).  So a request that has a value swapped
  * in is never a TRACE, and asks for an identity-encoded answer; every
  * answer from a host a secret goes to is read on the way back (terminate.c,
- * httpresp.c) and each form of each such value in it (raw, percent-encoded,
- * in base64 at each of its three alignments: Basic credentials echoed) is
- * overwritten by a mask of its length, so that framing stays right.  The
- * real value, in any of those forms, in a request the proxy reads is
- * refused as a placeholder out of place is: the agent that learned it some
- * other way cannot send it on.  A server that transforms what it reflects
- * (reverses, hashes, truncates, encodes it otherwise) is not seen here.
+ * httpresp.c) and each form of each such value in it (raw, in base64 at
+ * each of its three alignments: Basic credentials echoed), in any spelling
+ * an encoder gives it (spell.c: percent-encoded, JSON- or HTML-escaped,
+ * character by character), is overwritten by a mask of the spelling's
+ * length, so that framing stays right.  The real value, so spelled, in a
+ * request the proxy reads is refused as a placeholder out of place is: the
+ * agent that learned it some other way cannot send it on.  A server that
+ * transforms what it reflects (reverses, hashes, truncates, encodes it
+ * otherwise) is not seen here.
  */
 #include "tls.h"
 #include "egress.h"
+#include "spell.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,9 +42,10 @@
 #define PLACEHOLDER_PREFIX	"corral-ph-"
 #define PLACEHOLDER_LEN		(sizeof(PLACEHOLDER_PREFIX) - 1 + 32)
 #define SECRET_FILE_MAX		(64 << 10)
-/* a derived form (percent, base64) shorter than this would mask noise */
+/* a derived form (base64) shorter than this would mask noise */
 #define FORM_MIN		8
-#define FORMS_MAX		9
+/* raw, base64 at three alignments in two alphabets */
+#define FORMS_MAX		7
 #define MASK_BYTE		'*'
 
 
@@ -54,19 +58,36 @@ struct secret {
 	size_t nhosts;
 	const char *header;		/* NULL: not in a header */
 	const char *query;		/* NULL: not in the URL */
-	/* the value as it may be written: raw first (in the vault, as it is) */
+	/*
+	 * The value as it may be written: raw first (in the vault, as it is),
+	 * then its base64; each as units any escape may spell (spell.h).
+	 */
 	struct form {
 		char *s;
 		size_t len;
+		struct spell_unit *u;	/* in the vault too: the value's bytes */
+		size_t nu;
+		size_t max;		/* its longest spelling */
 	} forms[FORMS_MAX];
 	size_t nforms;
+};
+
+/* The secrets a scan looks for, and the bytes their spellings begin with. */
+struct spelled {
+	const struct secret **v;
+	size_t n;
+	struct spell_word *w;		/* every form of each, in turn */
+	size_t *who;			/* w[i]'s secret, an index in v */
+	size_t nw;
+	struct spell_starts starts;
+	size_t max;			/* the longest spelling of any form */
 };
 
 struct secrets {
 	json_t *doc;			/* the policy's array, for the strings */
 	struct secret *v;
 	size_t n;
-	size_t form_max;		/* the longest form of any value */
+	struct spelled all;		/* every secret: what a request may not hold */
 };
 
 static int read_value(struct secret *s, json_t *o, struct corral_err *err)
@@ -142,6 +163,8 @@ static int make_placeholder(struct secret *s, struct corral_err *err)
 
 static int add_form(struct secret *s, const char *v, size_t n)
 {
+	struct form *f = &s->forms[s->nforms];
+
 	if (n == 0 || s->nforms == FORMS_MAX)
 		return 0;
 	if (s->nforms && n < FORM_MIN)
@@ -149,32 +172,20 @@ static int add_form(struct secret *s, const char *v, size_t n)
 	for (size_t i = 0; i < s->nforms; i++)
 		if (s->forms[i].len == n && !memcmp(s->forms[i].s, v, n))
 			return 0;
-	s->forms[s->nforms].s = vault_memdup(v, n);
-	if (!s->forms[s->nforms].s)
+	f->s = vault_memdup(v, n);
+	f->u = vault_alloc(n * sizeof(*f->u));
+	if (!f->s || !f->u) {
+		vault_free(f->s);
+		vault_free(f->u);
+		f->s = NULL;
+		f->u = NULL;
 		return -ENOMEM;
-	s->forms[s->nforms++].len = n;
-	return 0;
-}
-
-/* Every byte but RFC 3986's unreserved ones as %XX, in hex of the case asked. */
-static size_t percent_encode(const char *v, size_t n, char *out, bool upper)
-{
-	const char *hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-	size_t k = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = v[i];
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '.' || c == '_' || c == '~') {
-			out[k++] = c;
-		} else {
-			out[k++] = '%';
-			out[k++] = hex[c >> 4];
-			out[k++] = hex[c & 15];
-		}
 	}
-	return k;
+	f->len = n;
+	f->nu = spell_units(v, n, f->u);
+	f->max = spell_max(f->u, f->nu);
+	s->nforms++;
+	return 0;
 }
 
 /*
@@ -201,15 +212,14 @@ static size_t base64_aligned(const char *v, size_t n, unsigned align, char *out,
 static int make_forms(struct secret *s)
 {
 	size_t n = s->value_len;
-	char *buf = vault_alloc(3 * n + BASE64_ENCODE_RAW_LENGTH(n + 2) + n + 8);
-	char *tmp = buf ? buf + 3 * n + BASE64_ENCODE_RAW_LENGTH(n + 2) + 4 : NULL;
+	char *buf = vault_alloc(BASE64_ENCODE_RAW_LENGTH(n + 2) + n + 8);
+	char *tmp = buf ? buf + BASE64_ENCODE_RAW_LENGTH(n + 2) + 4 : NULL;
 	int r;
 
 	if (!buf)
 		return -ENOMEM;
+	/* percent-encoded, escaped: spellings of these (spell.h), not forms */
 	r = add_form(s, s->value, n);
-	for (int upper = 1; r == 0 && upper >= 0; upper--)
-		r = add_form(s, buf, percent_encode(s->value, n, buf, upper));
 	for (unsigned a = 0; r == 0 && a < 3; a++) {
 		size_t k = base64_aligned(s->value, n, a, buf, tmp);
 
@@ -220,7 +230,7 @@ static int make_forms(struct secret *s)
 		if (r == 0)
 			r = add_form(s, buf, k);
 	}
-	explicit_bzero(buf, 3 * n + BASE64_ENCODE_RAW_LENGTH(n + 2) + n + 8);
+	explicit_bzero(buf, BASE64_ENCODE_RAW_LENGTH(n + 2) + n + 8);
 	vault_free(buf);
 	return r;
 }
@@ -252,6 +262,35 @@ static int compile(struct secret *s, json_t *o, struct corral_err *err)
 	return make_placeholder(s, err);
 }
 
+/* s among what a scan looks for: its forms' first bytes, their longest */
+static void spelled_add(struct spelled *sp, const struct secret *s)
+{
+	for (size_t k = 0; k < s->nforms; k++) {
+		sp->w[sp->nw] = (struct spell_word){ s->forms[k].u, s->forms[k].nu };
+		sp->who[sp->nw++] = sp->n;
+		spell_starts(s->forms[k].u, &sp->starts);
+		if (s->forms[k].max > sp->max)
+			sp->max = s->forms[k].max;
+	}
+	sp->v[sp->n++] = s;
+}
+
+/* room in sp for n secrets; false: no memory */
+static bool spelled_alloc(struct spelled *sp, size_t n)
+{
+	sp->v = calloc(n + 1, sizeof(*sp->v));
+	sp->w = calloc((n + 1) * FORMS_MAX, sizeof(*sp->w));
+	sp->who = calloc((n + 1) * FORMS_MAX, sizeof(*sp->who));
+	return sp->v && sp->w && sp->who;
+}
+
+static void spelled_free(struct spelled *sp)
+{
+	free(sp->v);
+	free(sp->w);
+	free(sp->who);
+}
+
 struct secrets *secrets_new(const struct corral_policy *p, struct corral_err *err)
 {
 	struct secrets *ss = calloc(1, sizeof(*ss));
@@ -264,7 +303,7 @@ struct secrets *secrets_new(const struct corral_policy *p, struct corral_err *er
 	}
 	ss->doc = json_incref(arr);
 	ss->v = calloc(json_array_size(arr) + 1, sizeof(*ss->v));
-	if (!ss->v) {
+	if (!ss->v || !spelled_alloc(&ss->all, json_array_size(arr))) {
 		corral_set_err(err, -ENOMEM, "out of memory for the secrets");
 		goto fail;
 	}
@@ -272,9 +311,7 @@ struct secrets *secrets_new(const struct corral_policy *p, struct corral_err *er
 		ss->n++;
 		if (compile(&ss->v[i], o, err) < 0)
 			goto fail;
-		for (size_t k = 0; k < ss->v[i].nforms; k++)
-			if (ss->v[i].forms[k].len > ss->form_max)
-				ss->form_max = ss->v[i].forms[k].len;
+		spelled_add(&ss->all, &ss->v[i]);
 	}
 	return ss;
 fail:
@@ -288,11 +325,14 @@ void secrets_free(struct secrets *ss)
 		return;
 	for (size_t i = 0; i < ss->n; i++) {
 		vault_free(ss->v[i].value);
-		for (size_t k = 0; k < ss->v[i].nforms; k++)
+		for (size_t k = 0; k < ss->v[i].nforms; k++) {
 			vault_free(ss->v[i].forms[k].s);
+			vault_free(ss->v[i].forms[k].u);
+		}
 		free(ss->v[i].hosts);
 	}
 	free(ss->v);
+	spelled_free(&ss->all);
 	json_decref(ss->doc);
 	free(ss);
 }
@@ -482,14 +522,54 @@ out:
 
 /* ---- the real values, found again ---------------------------------------- */
 
-/* The first form of any value in p[0..n), and whose it is; NULL: none. */
+/*
+ * The first spelling of a form of one of sp's values in t[from..n): its
+ * start and end, and whose (an index in sp->v); false: none.  A byte no
+ * spelling begins with costs one look in a table.
+ */
+static bool find_spelled(const struct spelled *sp, const char *t, size_t n, size_t from,
+			 size_t *at, size_t *end, size_t *who)
+{
+	bool more = false;
+
+	for (size_t p = spell_next(&sp->starts, t, n, from); p < n;
+	     p = spell_next(&sp->starts, t, n, p + 1)) {
+		size_t i = 0, which;
+
+		/* a cheap look at two bytes first; then all words on one reading */
+		while (i < sp->nw && !spell_maybe(&sp->w[i], t, n, p))
+			i++;
+		if (i == sp->nw || !(*end = spell_match(sp->w + i, sp->nw - i, t, n, p, &which,
+							  &more)))
+			continue;
+		*at = p;
+		*who = sp->who[i + which];
+		return true;
+	}
+	return false;
+}
+
+/* Mask every spelling in t[0..n) (counted per value in seen, if given); how many. */
+static size_t mask_spelled(const struct spelled *sp, char *t, size_t n, bool *seen)
+{
+	size_t from = 0, at, end, who, count = 0;
+
+	while (find_spelled(sp, t, n, from, &at, &end, &who)) {
+		memset(t + at, MASK_BYTE, end - at);
+		if (seen)
+			seen[who] = true;
+		count++;
+		from = end;
+	}
+	return count;
+}
+
+/* The first value spelled in p[0..n), and whose it is; NULL: none. */
 static const struct secret *find_value(const struct secrets *ss, const char *p, size_t n)
 {
-	for (size_t i = 0; i < ss->n; i++)
-		for (size_t k = 0; k < ss->v[i].nforms; k++)
-			if (memmem(p, n, ss->v[i].forms[k].s, ss->v[i].forms[k].len))
-				return &ss->v[i];
-	return NULL;
+	size_t at, end, who;
+
+	return find_spelled(&ss->all, p, n, 0, &at, &end, &who) ? ss->all.v[who] : NULL;
 }
 
 static int refuse_value(const struct secret *s, const char *where, const char *host,
@@ -574,7 +654,7 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 /* a needle of up to this many bytes is found across two calls */
 static size_t carry_len(const struct secrets *ss)
 {
-	return ss->form_max > PLACEHOLDER_LEN ? ss->form_max : PLACEHOLDER_LEN;
+	return ss->all.max > PLACEHOLDER_LEN ? ss->all.max : PLACEHOLDER_LEN;
 }
 
 int secrets_scan(const struct secrets *ss, struct secrets_scan *st,
@@ -630,10 +710,7 @@ void secrets_scan_free(struct secrets_scan *st)
 /* ---- masking what comes back ---------------------------------------------- */
 
 struct secrets_mask {
-	const struct secrets *ss;
-	const struct secret **bound;	/* the secrets that go to this host */
-	size_t nbound;
-	size_t form_max;
+	struct spelled bound;		/* the secrets that go to this host */
 	bool *seen;			/* per bound secret: masked at least once */
 };
 
@@ -646,26 +723,20 @@ struct secrets_mask *secrets_mask_new(const struct secrets *ss, const char *host
 	if (!ss || !ss->n)
 		return NULL;
 	m = calloc(1, sizeof(*m));
-	if (!m || !(m->bound = calloc(ss->n, sizeof(*m->bound))) ||
+	if (!m || !spelled_alloc(&m->bound, ss->n) ||
 	    !(m->seen = calloc(ss->n, sizeof(*m->seen))))
 		goto fail;
-	m->ss = ss;
-	for (size_t i = 0; i < ss->n; i++) {
-		if (!host_ok(&ss->v[i], host, port))
-			continue;
-		m->bound[m->nbound++] = &ss->v[i];
-		for (size_t k = 0; k < ss->v[i].nforms; k++)
-			if (ss->v[i].forms[k].len > m->form_max)
-				m->form_max = ss->v[i].forms[k].len;
-	}
-	if (m->nbound)
+	for (size_t i = 0; i < ss->n; i++)
+		if (host_ok(&ss->v[i], host, port))
+			spelled_add(&m->bound, &ss->v[i]);
+	if (m->bound.n)
 		return m;
 	errno = 0;
 fail:
 	if (m) {
 		int e = errno;
 
-		free(m->bound);
+		spelled_free(&m->bound);
 		free(m->seen);
 		free(m);
 		errno = e;
@@ -677,27 +748,14 @@ void secrets_mask_free(struct secrets_mask *m)
 {
 	if (!m)
 		return;
-	free(m->bound);
+	spelled_free(&m->bound);
 	free(m->seen);
 	free(m);
 }
 
 size_t secrets_redact(const struct secrets *ss, char *p, size_t n)
 {
-	size_t count = 0;
-
-	for (size_t i = 0; ss && i < ss->n; i++)
-		for (size_t k = 0; k < ss->v[i].nforms; k++) {
-			const struct form *f = &ss->v[i].forms[k];
-			char *cur = p, *hit;
-
-			while ((hit = memmem(cur, p + n - cur, f->s, f->len))) {
-				memset(hit, MASK_BYTE, f->len);
-				cur = hit + f->len;
-				count++;
-			}
-		}
-	return count;
+	return ss ? mask_spelled(&ss->all, p, n, NULL) : 0;
 }
 
 bool secrets_bound(const struct secrets *ss, const char *host, uint16_t port)
@@ -709,72 +767,49 @@ bool secrets_bound(const struct secrets *ss, const char *host, uint16_t port)
 }
 
 /*
- * One pass of memmem a form over the buffer: linear, and a body that holds
- * none of them (nearly all) is read once per form and left as it was.
+ * One pass over the buffer: a byte no spelling of a bound value begins
+ * with costs a table look, one that may begins a try that most often ends
+ * at the next byte.  A body that holds no value is left as it was.
  */
 size_t secrets_mask_apply(struct secrets_mask *m, char *p, size_t n)
 {
-	size_t count = 0;
-
-	for (size_t i = 0; i < m->nbound; i++) {
-		const struct secret *s = m->bound[i];
-
-		for (size_t k = 0; k < s->nforms; k++) {
-			const struct form *f = &s->forms[k];
-			char *cur = p, *end = p + n, *hit;
-
-			while ((hit = memmem(cur, end - cur, f->s, f->len))) {
-				memset(hit, MASK_BYTE, f->len);
-				cur = hit + f->len;
-				count++;
-				m->seen[i] = true;
-			}
-		}
-	}
-	return count;
+	return mask_spelled(&m->bound, p, n, m->seen);
 }
 
-/* The longest tail of p[0..n) that a form begins with, shorter than the form. */
+/*
+ * The longest tail of p[0..n) that a spelling of a form begins, and runs
+ * on past: the leftmost start, in the last spelling's length, whose try
+ * ran out of bytes rather than out of spellings.
+ */
 size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t n)
 {
-	size_t best = 0;
+	const struct spelled *sp = &m->bound;
 
-	for (size_t i = 0; i < m->nbound; i++) {
-		const struct secret *s = m->bound[i];
+	size_t which;
 
-		for (size_t k = 0; k < s->nforms; k++) {
-			const struct form *f = &s->forms[k];
-			size_t span = f->len - 1 < n ? f->len - 1 : n;
-			const char *cur = p + n - span, *end = p + n, *at;
+	for (size_t at = spell_next(&sp->starts, p, n, n > sp->max ? n - sp->max : 0); at < n;
+	     at = spell_next(&sp->starts, p, n, at + 1)) {
+		bool more = false;
 
-			/* the leftmost start that fits is the longest tail */
-			while (cur < end && (at = memchr(cur, f->s[0], end - cur))) {
-				size_t tail = end - at;
-
-				if (tail <= best)
-					break;
-				if (!memcmp(at, f->s, tail)) {
-					best = tail;
-					break;
-				}
-				cur = at + 1;
-			}
-		}
+		/* a whole spelling was masked already: only one that runs on counts */
+		spell_match(sp->w, sp->nw, p, n, at, &which, &more);
+		if (more)
+			return n - at;
 	}
-	return best;
+	return 0;
 }
 
 size_t secrets_mask_hold(const struct secrets_mask *m)
 {
-	return m->form_max;
+	return m->bound.max;
 }
 
 json_t *secrets_mask_names(const struct secrets_mask *m)
 {
 	json_t *a = json_array();
 
-	for (size_t i = 0; a && i < m->nbound; i++)
+	for (size_t i = 0; a && i < m->bound.n; i++)
 		if (m->seen[i])
-			json_array_append_new(a, json_string(m->bound[i]->name));
+			json_array_append_new(a, json_string(m->bound.v[i]->name));
 	return a;
 }

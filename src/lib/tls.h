@@ -14,6 +14,7 @@
  *                 head only where the policy says; the values' forms,
  *                 refused in requests and masked in what comes back
  *   httpresp.c    the answers of a secret's host, framed for that mask
+ *   spell.c       a value as encoders spell it (percent, JSON, HTML), found
  *
  * One struct tlsbox per sandbox, made before the sandbox (its environment
  * carries the placeholders and the CA's path) and owned by the supervisor:
@@ -139,8 +140,9 @@ bool secrets_bound(const struct secrets *s, const char *host, uint16_t port);
 
 /*
  * What comes back from a host that secrets go to: each form of each of
- * their values (raw, percent-encoded, base64 at each alignment, both
- * alphabets) overwritten with a mask as long.  Pure: the caller frames the
+ * their values (raw, base64 at each alignment, both alphabets), in any
+ * spelling (spell.h: percent, JSON and HTML escapes, mixed), overwritten
+ * with a mask as long.  Pure: the caller frames the
  * bytes (httpresp.c) and holds back a tail that may be a value's start.
  * NULL with errno 0: no secret goes to host:port; ENOMEM.
  */
@@ -150,9 +152,9 @@ struct secrets_mask *secrets_mask_new(const struct secrets *s, const char *host,
 void secrets_mask_free(struct secrets_mask *m);
 /* Mask every form in p[0..n) in place; how many were masked. */
 size_t secrets_mask_apply(struct secrets_mask *m, char *p, size_t n);
-/* The longest tail of p[0..n) a form begins with (shorter than the form). */
+/* The longest tail of p[0..n) a spelling of a form begins (and runs on past). */
 size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t n);
-/* The longest form: a tail held back is shorter. */
+/* The longest spelling of a form: a tail held back is shorter. */
 size_t secrets_mask_hold(const struct secrets_mask *m);
 /* The names of the secrets masked so far, a JSON array (never a value). */
 json_t *secrets_mask_names(const struct secrets_mask *m);

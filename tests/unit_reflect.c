@@ -21,14 +21,21 @@ static const char policy_text[] =
 	"\"secrets\": [{\"name\": \"API_KEY\", \"from_env\": \"UNIT_REFLECT_SECRET\", "
 	"\"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}";
 
-static struct secrets *secrets_for_test(struct corral_policy *p)
+/* The secrets of policy text, the one it names from env set to value. */
+static struct secrets *secrets_of(struct corral_policy *p, const char *text,
+				  const char *env, const char *value)
 {
 	struct corral_err err = { 0 };
 
-	setenv("UNIT_REFLECT_SECRET", SECRET, 1);
+	setenv(env, value, 1);
 	corral_policy_init(p);
-	CHECK(corral_policy_load_string(p, policy_text, strlen(policy_text), "unit", &err) == 0);
+	CHECK(corral_policy_load_string(p, text, strlen(text), "unit", &err) == 0);
 	return secrets_new(p, &err);
+}
+
+static struct secrets *secrets_for_test(struct corral_policy *p)
+{
+	return secrets_of(p, policy_text, "UNIT_REFLECT_SECRET", SECRET);
 }
 
 struct sim {
@@ -180,13 +187,7 @@ static const char esc_policy_text[] =
 
 static struct secrets *esc_secrets(struct corral_policy *p)
 {
-	struct corral_err err = { 0 };
-
-	setenv("UNIT_REFLECT_ESC", ESC, 1);
-	corral_policy_init(p);
-	CHECK(corral_policy_load_string(p, esc_policy_text, strlen(esc_policy_text), "unit",
-					&err) == 0);
-	return secrets_new(p, &err);
+	return secrets_of(p, esc_policy_text, "UNIT_REFLECT_ESC", ESC);
 }
 
 /* ESC as the encoders of servers that reflect a request write it */

@@ -14,14 +14,16 @@
 #      - serve.sh's second part, images, abort.sh and snapshot.sh under the
 #        sanitizers, CPython's tests and apt-get inside, as root;
 #      - serve.sh's second part, net.sh and snapshot.sh as uid 65534, then
-#        mcp.sh, the Python client and the OpenAPI check as root under the
-#        sanitizers;
+#        mcp.sh, the Python client, the OpenAPI check, files.sh and
+#        results.sh as root under the sanitizers;
 #      and the fuzzers, briefly, at nice 19, beside them, then the
 #      daemon's API and corral mcp's tools driven at random (chaos_*.py)
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged
-# as users run it; the lanes share nothing a test counts (their cgroups have
+# as users run it, but for the tests of the daemon's and the MCP server's
+# front (front_test in lib.sh), the same code whatever uid runs it, which
+# run as root only; the lanes share nothing a test counts (their cgroups have
 # different owners, their daemons different sockets and state directories).
 # Ends with one line "N passed, N failed".
 set -u
@@ -204,14 +206,24 @@ as_root_lane() {
 	[ -z "$shard" ] && step "daemon export and snapshots as $me ($label)" tests/snapshot.sh "$b/corral"
 	step "serve as $me ($label)${shard:+, part $shard}" \
 		env ${shard:+TEST_SHARD=$shard} tests/serve.sh "$b/corral" "$b/tests/serve_client"
-	step "files and processes as $me ($label)" tests/files.sh "$b/corral"
-	step "results as $me ($label)" tests/results.sh "$b/corral"
+	# with K/N, files and results as root run in split_lane (ci90: this
+	# lane had 389 s of CPU, that one 221)
+	[ -z "$shard" ] && root_files_results "$b" "$label"
 	[ -z "$shard" ] && daemon_clients "$b" "$label"
 	step "a misbehaving agent as $me ($label)" tests/agent.sh "$b/corral" "$b/tests/helpers"
 	step "daemon faults as $me ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	# with K/N, images as root run in rest_lane (the root lane is the longest)
 	[ -z "$shard" ] && step "images as $me ($label)" tests/image.sh "$b/corral"
 	step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
+}
+
+# root_files_results BUILD LABEL: the daemon's files API and its results,
+# as the calling user
+root_files_results() {
+	local b=$1 label=$2 me
+	me=$(id -un)
+	step "files and processes as $me ($label)" tests/files.sh "$b/corral"
+	step "results as $me ($label)" tests/results.sh "$b/corral"
 }
 
 # daemon_clients BUILD LABEL: the suites of the daemon's clients, as the
@@ -399,6 +411,7 @@ split_lane() {
 	# the root lane's t_nothing_left_behind counts root's cgroups
 	lane_wait .integration-done 900 || echo "0 1" >> "$TALLY"
 	daemon_clients "$asan" "ASan+UBSan"
+	root_files_results "$asan" "ASan+UBSan"
 }
 
 # cpu_busy LINE: the share of CPU time not idle since /proc/stat's LINE

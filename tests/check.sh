@@ -10,10 +10,13 @@
 #        abort.sh and snapshot.sh; the daemon's clients in the fourth);
 #      - every suite as an unprivileged user (uid 65534), first with cgroups
 #        delegated to it, then without (the rlimit fallback), built -O2
-#        (serve.sh's second part, net.sh and snapshot.sh in the fourth lane);
-#      - serve.sh's second part, images, abort.sh and snapshot.sh under the
-#        sanitizers, CPython's tests and apt-get inside, as root;
-#      - serve.sh's second part, net.sh and snapshot.sh as uid 65534, then
+#        (serve.sh's second part, net.sh, snapshot.sh, abort.sh and export.sh
+#        in the fourth lane);
+#      - serve.sh's second part, images, abort.sh, snapshot.sh and the OCI
+#        runtime under the sanitizers, CPython's tests and apt-get inside,
+#        as root;
+#      - serve.sh's second part, net.sh, snapshot.sh, abort.sh and export.sh
+#        as uid 65534, then
 #        mcp.sh, the Python client, the OpenAPI check, files.sh and
 #        results.sh as root under the sanitizers;
 #      and the fuzzers, briefly, at nice 19, beside them, then the
@@ -214,7 +217,9 @@ as_root_lane() {
 	step "daemon faults as $me ($label)" tests/faults.sh "$b/corral" "$b/tests/helpers"
 	# with K/N, images as root run in rest_lane (the root lane is the longest)
 	[ -z "$shard" ] && step "images as $me ($label)" tests/image.sh "$b/corral"
-	step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
+	# with K/N, the OCI runtime as root runs in rest_lane
+	[ -z "$shard" ] && step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
+	return 0
 }
 
 # root_files_results BUILD LABEL: the daemon's files API and its results,
@@ -271,10 +276,7 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/seccomp.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "audit as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/audit.sh" "$STAGE/corral" "$STAGE/helpers"
-	step "abort as uid $NOBODY ($label)" \
-		as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
-	step "export as uid $NOBODY ($label)" \
-		as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
+	# abort and export as uid $NOBODY: in split_lane too
 	step "stdio as uid $NOBODY ($label)" \
 		as_nobody "$STAGE/tests/stdio.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "terminals through the daemon as uid $NOBODY ($label)" \
@@ -382,6 +384,7 @@ rest_lane() {
 	step "CPython's tests outside and inside as root (gcc -O2)" tests/cpython.sh "$b/corral"
 	step "apt-get install as root inside an image as root (gcc -O2)" \
 		tests/apt.sh "$b/corral" "$b/tests/helpers"
+	step "oci runtime, containerd, podman as root (ASan+UBSan)" tests/oci.sh "$asan/corral"
 }
 
 # split_lane ASAN_BUILD: as root only, beside the others, what made the
@@ -403,6 +406,11 @@ split_lane() {
 			as_nobody "$STAGE/tests/net.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "daemon export and snapshots as uid $NOBODY (gcc -O2)" \
 			as_nobody "$STAGE/tests/snapshot.sh" "$STAGE/corral"
+		# ci91: the lanes ended at 741 (root), 757 (nobody), 650 and 651 s
+		step "abort as uid $NOBODY (gcc -O2)" \
+			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
+		step "export as uid $NOBODY (gcc -O2)" \
+			as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
 		STAGE=""
 	else
 		echo "0 1" >> "$TALLY"

@@ -611,14 +611,20 @@ s_builds_leave_the_loop_free() {
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
-# Limits: one build of a sandbox at a time, BUILDS_MAX (4) workers at once;
-# two sandboxes' builds run side by side.
-s_builds_limited() {
+# held_builds_daemon: a workspace holding "a", and a daemon whose build
+# workers wait on the fifo $T/hold (CORRAL_TEST_BUILD_FIFO) before they start
+held_builds_daemon() {
 	mkdir -p "$T/ws"
 	echo a > "$T/ws/a"
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	mkfifo "$T/hold"
 	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon
+}
+
+# Limits: one build of a sandbox at a time, BUILDS_MAX (4) workers at once;
+# two sandboxes' builds run side by side.
+s_builds_limited() {
+	held_builds_daemon
 	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
 	A=$SB
 	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
@@ -675,11 +681,7 @@ wait_gone() {
 # A client that goes, a sandbox destroyed, a daemon stopped, each while
 # a build runs: its worker is gone, no spool stays, no snapshot is kept.
 s_builds_cut_short() {
-	mkdir -p "$T/ws"
-	echo a > "$T/ws/a"
-	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
-	mkfifo "$T/hold"
-	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon
+	held_builds_daemon
 	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
 	A=$SB
 	run "$A" "$(sh_file a.sh 'echo A > a; mkdir -p d/e; echo x > d/e/x')"

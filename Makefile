@@ -92,11 +92,15 @@ CLI_LIB := $(BUILD)/libcli.a
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 CLIENT_BIN := $(BUILD)/tests/serve_client
+# the fuzz targets with fuzz/replay.c's main(): their corpora, each input
+# once, with this build's compiler and sanitizers (make check's ASan build)
+FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets respmask ociconfig nflog
+REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 
 .PHONY: oci-validation
 .PHONY: all clean check check-werror check-asan test unit integration demo bench deps help fuzz soak chaos image-debian-test
 
-all: $(BUILD)/corral $(TLS_PLUGIN) $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN)
+all: $(BUILD)/corral $(TLS_PLUGIN) $(UNIT_BIN) $(HELPER_BIN) $(CLIENT_BIN) $(REPLAY_BIN)
 
 $(LIB_OBJ): PART_FLAGS := $(LIB_FLAGS)
 $(CLI_OBJ): PART_FLAGS := $(CLI_FLAGS)
@@ -175,6 +179,23 @@ $(BUILD)/tests/unit_api: tests/unit_api.c $(API_OBJ) $(BUILD)/libcorral.a tests/
 	$(CC) -Iinclude -Isrc/daemon -D_GNU_SOURCE $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< \
 		$(API_OBJ) $(BUILD)/libcorral.a $(LDLIBS)
 
+# A fuzz target as a program that replays its corpus (fuzz/replay.c): the
+# library's and the daemon API's objects of this build, from archives, so
+# that a target that needs no API (or no serve.c) takes none of it.
+REPLAY_FLAGS := -Iinclude -Isrc/lib -Isrc/daemon -Isrc/cli
+$(BUILD)/fuzz/libapi.a: $(API_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(BUILD)/fuzz/libapi.a $(BUILD)/libcorral.a
+	$(CC) $(CPPFLAGS) $(REPLAY_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c \
+		$(REPLAY_OBJ) $(BUILD)/fuzz/libapi.a $(BUILD)/libcorral.a $(LDLIBS) $(REPLAY_LIBS)
+
+# ldns reads back what dnsmsg.c wrote; config.json's reader is the CLI's
+$(BUILD)/fuzz/replay_dns: REPLAY_LIBS := $(TEST_LIBS)
+$(BUILD)/fuzz/replay_ociconfig: $(BUILD)/src/cli/oci_config.o
+$(BUILD)/fuzz/replay_ociconfig: REPLAY_OBJ := $(BUILD)/src/cli/oci_config.o
+
 # tests/serve.sh's client of the daemon: plain sockets, jansson only.
 $(CLIENT_BIN): tests/serve_client.c
 	@mkdir -p $(dir $@)
@@ -242,7 +263,6 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_LIB_SRC := $(LIB_SRC) $(wildcard src/daemon/api*.c) src/daemon/registry.c \
 		tools/sc_prebuilt_none.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=build-fuzz/obj/%.o)
-FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets respmask ociconfig nflog
 
 build-fuzz/obj/%.o: %.c $(wildcard src/lib/*.h) $(wildcard src/daemon/*.h) include/corral.h
 	@mkdir -p $(dir $@)

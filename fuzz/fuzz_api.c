@@ -65,8 +65,17 @@ static void setup(void)
 	dm.max_sandboxes = 0;
 	dm.lock_fd = -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	dm.limits = (struct daemon_limits){ DAEMON_MAX_CONNECTIONS,
-		DAEMON_MAX_PER_PEER, DAEMON_HEADER_TIMEOUT_S, DAEMON_IDLE_TIMEOUT_S };
+	/* serve.c's defaults, every one: a limit left 0 here refused every
+	 * lease, and the fuzzer never reached what follows one */
+	dm.limits = (struct daemon_limits){
+		.max_connections = DAEMON_MAX_CONNECTIONS,
+		.max_per_peer = DAEMON_MAX_PER_PEER,
+		.header_timeout_s = DAEMON_HEADER_TIMEOUT_S,
+		.idle_timeout_s = DAEMON_IDLE_TIMEOUT_S,
+		.max_leases = DAEMON_MAX_LEASES,
+		.lease_timeout_s = DAEMON_LEASE_TIMEOUT_S,
+		.tls_handshake_rate = DAEMON_TLS_HANDSHAKE_RATE,
+	};
 	if (!dm.base || !dm.http_unix || fd < 0 ||
 	    bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
 	    listen(fd, 16) < 0 ||

@@ -140,7 +140,7 @@ run_test() {
 	0)  PASS=$((PASS + 1)); echo "ok - $name # ${ms} ms, cpu ${cpu} ms" ;;
 	77) SKIP=$((SKIP + 1)); echo "ok - $name # SKIP $(grep 'skip:' "$T.log" | head -1)" ;;
 	*)  FAIL=$((FAIL + 1)); FAILED_NAMES="$FAILED_NAMES $name"
-	    echo "not ok - $name"; sed 's/^/    /' "$T.log" | tail -30 ;;
+	    echo "not ok - $name"; sed "s/^/    /" "$T.log" | tail -${TEST_LOG_LINES:-30} ;;
 	esac
 	chmod -R u+rwX "$T" 2>/dev/null
 	rm -rf "$T" "$T.log"

@@ -1,6 +1,7 @@
 /* jget - print one field of the JSON document on stdin, for the tests.
  *
  *   jget [-n | -l | -t] PATH < doc.json
+ *   jget -o [KEY VALUE]...
  *
  * PATH is dotted: "limits_hit.0", "result.exit_code".  An element of an
  * array is taken by its index (negative from the end).  Strings print
@@ -13,6 +14,11 @@
  * array, string, integer, real, true, false or null.  A missing field,
  * a bad index or a document that does not parse exits 1 with the reason
  * on stderr.
+ *
+ * -o writes a JSON object of the KEY VALUE pairs instead, a VALUE that
+ * starts with "json:" as the JSON after it, any other as a string: what
+ * serve.sh's jbody() had a Python make for each request body, byte for
+ * byte (a byte that is not UTF-8 as "\udcXX", as Python's argv has it).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -89,9 +95,33 @@ static void put_real(double d)
 		putchar('0');
 }
 
-/* a UTF-8 string as Python's json.dumps writes it: ASCII only, a
- * character beyond the BMP as a surrogate pair (jansson has read it, so
- * it is valid UTF-8) */
+/* the length of the UTF-8 sequence at p (at most left bytes), its
+ * code point in *c; 0 if it is not one that Python's strict decoder
+ * takes (overlong, a surrogate, past U+10FFFF, cut short) */
+static int utf8_seq(const unsigned char *p, size_t left, unsigned int *c)
+{
+	int n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 :
+		p[0] >= 0xe0 && p[0] < 0xf0 ? 3 : p[0] >= 0xf0 && p[0] < 0xf5 ? 4 : 0;
+	unsigned int v;
+
+	if (!n || (size_t)n > left)
+		return 0;
+	v = n == 1 ? p[0] : p[0] & (0x3f >> (n - 1));
+	for (int i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v < 0xe000))) ||
+	    (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+		return 0;
+	*c = v;
+	return n;
+}
+
+/* a string as Python's json.dumps writes it: ASCII only, a character
+ * beyond the BMP as a surrogate pair, a byte that is not UTF-8 as the
+ * lone surrogate Python's surrogateescape decodes it to */
 static void put_string(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + len;
@@ -100,12 +130,11 @@ static void put_string(const char *s, size_t len)
 
 	putchar('"');
 	while (p < end) {
-		c = *p;
-		n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-		if (n > 1)
-			c &= 0x3f >> (n - 1);
-		for (int i = 1; i < n; i++)
-			c = c << 6 | (p[i] & 0x3f);
+		n = utf8_seq(p, (size_t)(end - p), &c);
+		if (!n) {
+			c = 0xdc00 + *p;
+			n = 1;
+		}
 		p += n;
 		switch (c) {
 		case '"':  fputs("\\\"", stdout); continue;
@@ -209,6 +238,43 @@ static int print_length(json_t *v)
 	return 0;
 }
 
+/* -o: the object of the KEY VALUE pairs in argv, a later KEY replacing
+ * an earlier one's value in its place, as a Python dict does */
+static int put_object(int argc, char **argv)
+{
+	json_error_t jerr;
+	json_t *o, *v;
+
+	if (argc % 2) {
+		fprintf(stderr, "jget -o: %s has no value\n", argv[argc - 1]);
+		return 2;
+	}
+	o = json_object();
+	for (int i = 0; o && i < argc; i += 2) {
+		if (!strncmp(argv[i + 1], "json:", 5)) {
+			v = json_loads(argv[i + 1] + 5, JSON_DECODE_ANY, &jerr);
+			if (!v) {
+				fprintf(stderr, "jget -o: %s: %s\n", argv[i], jerr.text);
+				return 1;
+			}
+		} else {
+			v = json_stringn_nocheck(argv[i + 1], strlen(argv[i + 1]));
+		}
+		if (!v || json_object_set_new_nocheck(o, argv[i], v) < 0)
+			return 1;
+	}
+	if (!o)
+		return 1;
+	put_json(o);
+	putchar('\n');
+	json_decref(o);
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		perror("jget: stdout");
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	json_error_t jerr;
@@ -224,6 +290,8 @@ int main(int argc, char **argv)
 	bool length = false, type = false;
 	int opt;
 
+	if (argc > 1 && !strcmp(argv[1], "-o"))
+		return put_object(argc - 2, argv + 2);
 	while ((opt = getopt(argc, argv, "+nlt")) != -1) {
 		switch (opt) {
 		case 'n':

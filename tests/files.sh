@@ -68,7 +68,7 @@ mksb() {
 rmsb() { api DELETE "/v1/sandboxes/$1" > /dev/null; }
 sh_in() {	# sh_in ID COMMAND: its stdout; fails unless it exits 0
 	local code
-	code=$(api POST "/v1/sandboxes/$1/exec" -d "$($PY -c 'import json,sys; print(json.dumps({"command": sys.argv[1]}))' "$2")")
+	code=$(api POST "/v1/sandboxes/$1/exec" -d "$("$JGET" -o command "$2")")
 	expect_code "exec $2" "$code" 200 || return 1
 	[ "$(jq 'v["exit_code"]')" = 0 ] || { fail "exec $2: $(body)"; return 1; }
 	jq 'v["stdout"]'

@@ -1,6 +1,6 @@
 /* httpc - one HTTP/1.1 request over corral serve's unix socket, for the
- * tests: the part of curl's command line that tests/serve.sh and files.sh
- * send their API calls with, in a program that starts in a millisecond.
+ * tests: the part of curl's command line that tests/serve.sh, files.sh
+ * and snapshot.sh send their API calls with, in a program that starts in a millisecond.
  * curl loads 33 shared libraries, 40-55 ms of CPU a start on this host,
  * and those suites make some 1,300 calls a lane; the rest of the suites
  * keep curl, the client users have.  The answer is read by http_parser.

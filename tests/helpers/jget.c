@@ -2,6 +2,7 @@
  *
  *   jget [-n | -l | -t] PATH < doc.json
  *   jget -o [KEY VALUE]...
+ *   jget -a [STRING]...
  *
  * PATH is dotted: "limits_hit.0", "result.exit_code".  An element of an
  * array is taken by its index (negative from the end).  Strings print
@@ -19,6 +20,7 @@
  * starts with "json:" as the JSON after it, any other as a string: what
  * serve.sh's jbody() had a Python make for each request body, byte for
  * byte (a byte that is not UTF-8 as "\udcXX", as Python's argv has it).
+ * -a writes the JSON array of its arguments, as strings.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -275,6 +277,23 @@ static int put_object(int argc, char **argv)
 	return 0;
 }
 
+/* -a: the array of the strings in argv */
+static int put_array(int argc, char **argv)
+{
+	putchar('[');
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			fputs(", ", stdout);
+		put_string(argv[i], strlen(argv[i]));
+	}
+	puts("]");
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		perror("jget: stdout");
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	json_error_t jerr;
@@ -292,6 +311,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "-o"))
 		return put_object(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "-a"))
+		return put_array(argc - 2, argv + 2);
 	while ((opt = getopt(argc, argv, "+nlt")) != -1) {
 		switch (opt) {
 		case 'n':

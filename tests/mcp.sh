@@ -98,7 +98,7 @@ t_exec_output_whole() {
 
 # six reads of a 10 MB file at once: they take turns (MCP_BIG_CALLS)
 t_whole_file_answers_take_turns() {
-	front_test
+	bound_test
 	# under ASan what is freed waits in a quarantine (256 MiB) before it
 	# is reused: the bound is about what is live, so a small one here
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 \
@@ -110,7 +110,7 @@ t_whole_file_answers_take_turns() {
 # 32 execs at once whose output is large (and six times that in JSON):
 # their answers take turns as whole files do
 t_output_answers_take_turns() {
-	front_test
+	bound_test
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 \
 	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" many "$CORRAL" --private ||
 		fail "the output-answer checks failed"
@@ -336,7 +336,7 @@ t_progress_token_types() {
 # a program that floods its output (without end, a byte a write, bytes
 # JSON escapes) sends the client at most limits.output of it as progress
 t_progress_output_is_bounded() {
-	front_test
+	bound_test
 	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" flood "$CORRAL" --private ||
 		fail "the progress flood checks failed"
 	no_leftovers

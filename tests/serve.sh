@@ -223,7 +223,7 @@ stop_daemon() {
 # leaves stale cgroups (and frozen sandboxes) to the next start on its
 # state directory: one is started to sweep them, then its leftovers checked.
 on_test_exit() {
-	local rc=$? pid state log left=""
+	local rc=$? pid state log left="" stopped=""
 	set +e
 	trap - EXIT
 	IN_EXIT=1
@@ -231,30 +231,35 @@ on_test_exit() {
 		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	done < "$T/watchdogs"
 	if [ -s "$T/watchdog" ]; then
-		echo "    FAIL: $(cat "$T/watchdog")" >&2
+		echo "    FAIL: $(< "$T/watchdog")" >&2
 		rc=1
 	fi
 	# a tracer a failed test left (hold_daemon_at) may hold its daemon
 	# stopped, deaf to SIGTERM: the tracer goes first, then SIGCONT
-	while read -r pid; do
+	[ ! -s "$T/tracers" ] || while read -r pid; do
 		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-	done < <(cat "$T/tracers" 2>/dev/null)
+	done < "$T/tracers"
 	[ -z "${DPID:-}" ] || kill -CONT "$DPID" 2>/dev/null
 	if [ -n "${DPID:-}" ]; then
 		stop_daemon || rc=1
 	fi
-	while read -r pid state log; do
-		grep -qx "$pid" "$T/stopped" 2>/dev/null && continue
+	# (files read by redirection, not cat: every test runs this)
+	[ ! -s "$T/stopped" ] || stopped=$(< "$T/stopped")
+	stopped=" ${stopped//$'\n'/ } "
+	[ ! -s "$T/daemons" ] || while read -r pid state log; do
+		case $stopped in
+		*" $pid "*) continue ;;
+		esac
 		kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-	done < <(cat "$T/daemons" 2>/dev/null)
-	while read -r pid state log; do
+	done < "$T/daemons"
+	[ ! -s "$T/daemons" ] || while read -r pid state log; do
 		left="$left$(cgroups_of "$pid")"
-	done < <(cat "$T/daemons" 2>/dev/null)
+	done < "$T/daemons"
 	# the test's network namespaces, with what ran in them gone
-	while read -r ns; do
+	[ ! -s "$T/netns" ] || while read -r ns; do
 		ip netns del "$ns" 2>/dev/null || [ ! -e "/run/netns/$ns" ] ||
 			{ echo "    FAIL: network namespace $ns left" >&2; rc=1; }
-	done < <(cat "$T/netns" 2>/dev/null)
+	done < "$T/netns"
 	left="$left$(procs_alive)"
 	if [ -n "$left" ]; then
 		[ "$rc" = 0 ] && rc=1
@@ -292,7 +297,7 @@ jq() { pyjq "$1" "${2:-$T/body}"; }
 jbody() { "$JGET" -o "$@"; }
 
 expect_code() {	# expect_code WHAT GOT WANT: on failure, show the body
-	[ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(cat "$T/curl.err")"
+	[ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(< "$T/curl.err")"
 }
 
 # expect_error WHAT CODE STATUS ERROR: an error answer as docs/API.md has it.
@@ -399,14 +404,14 @@ t_socket_appears_listening() {
 	# whatever strace's children are by then, they are ours: none is left
 	trap "for p in \$(pgrep -P $st); do kill -TERM \$p 2>/dev/null; done
 	      wait $st 2>/dev/null || true" EXIT
-	[ -n "$dpid" ] || { fail "no daemon under strace: $(cat "$T/ls.log")"; return 1; }
+	[ -n "$dpid" ] || { fail "no daemon under strace: $(< "$T/ls.log")"; return 1; }
 	sleep 0.5	# inside the delayed listen now
 	grep -q 'inject=' "$T/ls.log" && { skip "strace cannot inject"; return 77; }
 	[ -e "$sock" ] && fail "the socket is there before it listens"
 	for i in $(seq 1 200); do [ -S "$sock" ] && { seen=1; break; }; sleep 0.01; done
 	expect_eq "the socket appeared" "$seen" 1
 	curl -s -m 5 -o /dev/null -w '%{http_code}' --unix-socket "$sock" http://corral/v1/health > "$T/ls.code" || true
-	expect_eq "its first connect answered" "$(cat "$T/ls.code")" 200
+	expect_eq "its first connect answered" "$(< "$T/ls.code")" 200
 	expect_eq "socket mode" "$(stat -c %a "$sock")" 600
 	[ ! -e "$sock.new" ] || fail "the name it was bound under is left"
 	kill -TERM "$dpid"
@@ -422,15 +427,15 @@ t_socket_path_not_a_socket() {
 	echo precious > "$T/notsock"
 	timeout 20 "$CORRAL" serve --socket "$T/notsock" --state-dir "$T/ns-state" \
 		> "$T/ns.log" 2>&1 < /dev/null || rc=$?
-	[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "serve on a regular file: exit $rc: $(cat "$T/ns.log")"
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "serve on a regular file: exit $rc: $(< "$T/ns.log")"
 	expect_eq "the file is kept" "$(cat "$T/notsock" 2>&1)" precious
-	expect_contains "why" "$(cat "$T/ns.log")" "is not a socket"
+	expect_contains "why" "$(< "$T/ns.log")" "is not a socket"
 	# nor the name it binds under first
 	rc=0
 	echo precious > "$T/s2.new"
 	timeout 20 "$CORRAL" serve --socket "$T/s2" --state-dir "$T/ns-state" \
 		> "$T/ns.log" 2>&1 < /dev/null || rc=$?
-	[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "serve beside a regular file: exit $rc: $(cat "$T/ns.log")"
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "serve beside a regular file: exit $rc: $(< "$T/ns.log")"
 	expect_eq "the .new file is kept" "$(cat "$T/s2.new" 2>&1)" precious
 }
 
@@ -879,7 +884,7 @@ t_exec_stream() {
 		"http://localhost/v1/sandboxes/$id/exec" |
 		while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$T/stream"
 	expect_contains "content type" "$(grep -i '^content-type:' "$T/headers")" application/x-ndjson
-	$PY - "$T/stream" <<'EOF' || fail "stream: $(cat "$T/stream")"
+	$PY - "$T/stream" <<'EOF' || fail "stream: $(< "$T/stream")"
 import json, sys
 lines = [l.split(" ", 1) for l in open(sys.argv[1]).read().splitlines()]
 ev = [(float(t), json.loads(j)) for t, j in lines]
@@ -1226,7 +1231,7 @@ t_files_symlink_not_followed() {
 	expect_error "delete through a link" "$code" 400 bad_request
 	code=$(api GET "$F?path=/workspace/dirlink&list=1")
 	expect_error "list through a link" "$code" 400 bad_request
-	expect_eq "host file intact" "$(cat "$T/hostdir/secret")" "$secret"
+	expect_eq "host file intact" "$(< "$T/hostdir/secret")" "$secret"
 	[ ! -e "$T/hostdir/new" ] || fail "a file was created on the host"
 	code=$(api GET "$F?path=/workspace&list=1")
 	expect_eq "listed as links" "$(jq 'sorted(e["name"] for e in v["entries"] if e["type"] == "symlink")')" \
@@ -1234,7 +1239,7 @@ t_files_symlink_not_followed() {
 	# deleting a link removes the link, never what it points at
 	code=$(api DELETE "$F?path=/workspace/abs")
 	expect_code "delete the link" "$code" 200
-	expect_eq "host file still there" "$(cat "$T/hostdir/secret")" "$secret"
+	expect_eq "host file still there" "$(< "$T/hostdir/secret")" "$secret"
 	# a link swapped in for a file between calls is refused too
 	sbsh "$id" "rm /workspace/real && ln -s $T/hostdir/secret /workspace/real" >/dev/null
 	code=$(api GET "$F?path=/workspace/real")
@@ -1619,22 +1624,22 @@ t_moves_off_loop() {
 		wait "$cr" || true
 		rm -f "$T/move"; exec 7>&-
 		a=$(pyjq 'v["id"]' "$T/a.json")
-		if [ "$(cat "$T/a.code")" = 201 ] && ! cgroup_mode "$a"; then
+		if [ "$(< "$T/a.code")" = 201 ] && ! cgroup_mode "$a"; then
 			stop_daemon
 			skip "no cgroups: no process is moved"
 			return 77
 		fi
-		fail "no helper of the daemon moves a's init: $(cat "$T/a.code")"
+		fail "no helper of the daemon moves a's init: $(< "$T/a.code")"
 		stop_daemon
 		return 1
 	fi
 	expect_eq "the helper's name" "$(cat /proc/"$hp"/comm)" corral-move
 	code=$(api GET /v1/health)
 	expect_code "health while a's init waits for its move" "$code" 200
-	kill -0 "$cr" 2>/dev/null || fail "a was created before its init was moved: $(cat "$T/a.code")"
+	kill -0 "$cr" 2>/dev/null || fail "a was created before its init was moved: $(< "$T/a.code")"
 	printf x >&7
 	wait "$cr" || true
-	expect_eq "a, once its init is moved" "$(cat "$T/a.code")" 201
+	expect_eq "a, once its init is moved" "$(< "$T/a.code")" 201
 	a=$(pyjq 'v["id"]' "$T/a.json")
 	# now its next call's process, forked ahead, waits for its move
 	[ -n "$(await_hold)" ] || fail "a's next process is not held"
@@ -1645,13 +1650,13 @@ t_moves_off_loop() {
 	cp=$!
 	sleep 0.5
 	kill -0 "$cp" 2>/dev/null ||
-		fail "a's call answered while its process's move was held: $(cat "$T/held.code")"
+		fail "a's call answered while its process's move was held: $(< "$T/held.code")"
 	[ -n "$(held_spare "$a")" ] || fail "the held process left a's own group before its move"
 	code=$(api GET "/v1/sandboxes/$a")
 	expect_code "get a while its call's move is held" "$code" 200
 	printf x >&7
 	wait "$cp" || true
-	expect_eq "a's call, once moved" "$(cat "$T/held.code")" 200
+	expect_eq "a's call, once moved" "$(< "$T/held.code")" 200
 	expect_eq "its stdout" "$(pyjq 'v["stdout"]' "$T/held.out")" ran
 	# no more holds: the helper reads EOF, and finds no FIFO after
 	rm -f "$T/move"
@@ -1796,9 +1801,9 @@ t_create_when_the_mover_dies() {
 	rm -f "$T/move"
 	exec 7>&-
 	wait "$cr" || true
-	code=$(cat "$T/a.code")
+	code=$(< "$T/a.code")
 	expect_eq "no box whose init was never moved" "$code" 500
-	expect_contains "the create says why" "$(cat "$T/a.json")" "the cgroup mover ended before"
+	expect_contains "the create says why" "$(< "$T/a.json")" "the cgroup mover ended before"
 	code=$(api GET /v1/sandboxes)
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
 	wait_gone "the failed box's groups" 10 eval "cgroups_of $DPID | grep -v freezer-hold"
@@ -1821,8 +1826,8 @@ t_freezer_hold() {
 		return 77
 	fi
 	[ -n "$hold" ] || { fail "no freezer hold while a box lives"; stop_daemon; return 1; }
-	expect_eq "held frozen" "$(cat "$hold/freezer.state")" FROZEN
-	expect_eq "empty" "$(cat "$hold/cgroup.procs")" ""
+	expect_eq "held frozen" "$(< "$hold/freezer.state")" FROZEN
+	expect_eq "empty" "$(< "$hold/cgroup.procs")" ""
 	code=$(api POST "/v1/sandboxes/$id/pause")
 	expect_code "pause" "$code" 200
 	code=$(api POST "/v1/sandboxes/$id/resume")
@@ -1877,8 +1882,8 @@ t_ttl() {
 	[ "$ms" -ge 900 ] || fail "a 1 s TTL ended after $ms ms"
 	code=$(api GET "/v1/events?sandbox=$id")
 	expect_code "events" "$code" 200
-	expect_contains "ttl event" "$(cat "$T/body")" '"type":"ttl.expired"'
-	expect_contains "destroy event" "$(cat "$T/body")" '"type":"sandbox.destroy"'
+	expect_contains "ttl event" "$(< "$T/body")" '"type":"ttl.expired"'
+	expect_contains "destroy event" "$(< "$T/body")" '"type":"sandbox.destroy"'
 	wait_gone "the expired sandbox's init" 5 alive_pid "$init"
 	# a call running when the TTL ends gets an answer, not a hang
 	id=$(mksb '{"ttl_seconds": 1}')
@@ -2020,7 +2025,7 @@ EOF
 	stop_daemon
 	out=$("$CORRAL" audit verify "$STATE/audit.jsonl" 2>&1) || fail "audit verify: $out"
 	expect_contains "verify" "$out" "ok"
-	expect_contains "destroy recorded" "$(cat "$STATE/audit.jsonl")" "\"sandbox\":\"$b\",\"type\":\"sandbox.destroy\""
+	expect_contains "destroy recorded" "$(< "$STATE/audit.jsonl")" "\"sandbox\":\"$b\",\"type\":\"sandbox.destroy\""
 }
 
 # A socket that is no corral daemon: its "events" carry a window title and
@@ -2044,7 +2049,7 @@ EOF
 	for _ in $(seq 100); do [ -S "$T/fake.sock" ] && break; sleep 0.1; done
 	timeout 30 "$CORRAL" events --socket "$T/fake.sock" > "$T/out" 2> "$T/err" < /dev/null
 	wait "$fpid"
-	expect_eq "escaped" "$(cat "$T/out")" '{"seq":1,"type":"x\x1b]2;owned\x07"}'
+	expect_eq "escaped" "$(< "$T/out")" '{"seq":1,"type":"x\x1b]2;owned\x07"}'
 }
 
 # big_log FILE MB: an audit log of about MB MiB, chained as the daemon
@@ -2167,7 +2172,7 @@ print("grown %d kB" % grown)
 # unbounded it is all 320 MiB sent and more
 assert grown < 256 * 1024, "the daemon grew by %d kB for requests behind a stream" % grown
 EOF
-		fail "$(cat "$T/pipe")"
+		fail "$(< "$T/pipe")"
 	cat "$T/pipe"
 	code=$(api GET /v1/health)
 	expect_code "health after the pipelined floods" "$code" 200
@@ -2221,8 +2226,8 @@ EOF
 	expect_code "health while readers stall" "$code" 200
 	after=$(vm "$DPID" VmHWM)
 	wait "$rpid" 2>/dev/null
-	echo "VmHWM before $before KiB, after $after KiB; $(cat "$T/readers")"
-	grep -q '^read [1-9]' "$T/readers" || fail "the readers read nothing: $(cat "$T/readers")"
+	echo "VmHWM before $before KiB, after $after KiB; $(< "$T/readers")"
+	grep -q '^read [1-9]' "$T/readers" || fail "the readers read nothing: $(< "$T/readers")"
 	[ $((after - before)) -lt $((24 << 10)) ] ||
 		fail "the daemon's peak grew by $(( (after - before) >> 10 )) MiB for 12 readers"
 }
@@ -2243,7 +2248,7 @@ t_daemon_killed() {
 	start_daemon
 	wait_gone "stale cgroups of the killed daemon $old" 5 cgroups_of "$old"
 	code=$(api GET "/v1/events?sandbox=$id")
-	expect_contains "lost" "$(cat "$T/body")" '"type":"sandbox.lost"'
+	expect_contains "lost" "$(< "$T/body")" '"type":"sandbox.lost"'
 	[ ! -e "$STATE/sandboxes/$id.json" ] || fail "the lost sandbox's state file is still there"
 	code=$(api GET /v1/sandboxes)
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
@@ -2252,10 +2257,10 @@ t_daemon_killed() {
 	# a second daemon on the same state directory or socket is refused
 	rc=0; "$CORRAL" serve --socket "$T/other.sock" --state-dir "$STATE" > "$T/second" 2>&1 || rc=$?
 	expect_eq "second on the state dir" "$rc" 125
-	expect_contains "why" "$(cat "$T/second")" "another corral serve"
+	expect_contains "why" "$(< "$T/second")" "another corral serve"
 	rc=0; "$CORRAL" serve --socket "$SOCK" --state-dir "$T/other-state" > "$T/second" 2>&1 || rc=$?
 	expect_eq "second on the socket" "$rc" 125
-	expect_contains "why" "$(cat "$T/second")" "already listening"
+	expect_contains "why" "$(< "$T/second")" "already listening"
 	code=$(api GET /v1/health)
 	expect_code "the first still answers" "$code" 200
 	stop_daemon
@@ -2441,7 +2446,7 @@ t_tcp_token() {
 	port=$(free_port)
 	rc=0; "$CORRAL" serve --socket "$T/t.sock" --state-dir "$T/t.state" --listen "127.0.0.1:$port" > "$T/out" 2>&1 || rc=$?
 	expect_eq "--listen without --token-file" "$rc" 2
-	expect_contains "why" "$(cat "$T/out")" "--token-file"
+	expect_contains "why" "$(< "$T/out")" "--token-file"
 	[ ! -e "$T/t.sock" ] || fail "it created its socket"
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/v1/health" 2>/dev/null || true)
 	expect_eq "nothing on the port" "$code" 000
@@ -2508,7 +2513,7 @@ t_tcp_token_guessing_locked_out() {
 	code=$(tcp -H "Authorization: Bearer guess11$token" "$U/v1/health")
 	expect_error "a guess, locked out" "$code" 429 too_many_requests
 	expect_eq "said once" "$(grep -c 'wrong tokens within 60 s' "$DLOG")" 1
-	expect_contains "the log names the address" "$(cat "$DLOG")" "corral serve: 127.0.0.1: 10 wrong tokens"
+	expect_contains "the log names the address" "$(< "$DLOG")" "corral serve: 127.0.0.1: 10 wrong tokens"
 	code=$(tcp --interface 127.0.0.2 -H "Authorization: Bearer $token" "$U/v1/health")
 	expect_code "another address" "$code" 200
 	code=$(api GET /v1/health)
@@ -2656,7 +2661,7 @@ t_tcp_tls_handshake_rate() {
 	await_log "SIGHUP: TLS reloaded" 1 || return 1
 	out=$($PY -c "$HELLOS" "$port" "$T/cert.pem" "$T/token" 20 127.0.0.1 2>&1)
 	expect_contains "a burst after a reload" "$out" "refused" || return 1
-	expect_contains "naming the peer and the option" "$(cat "$DLOG")" \
+	expect_contains "naming the peer and the option" "$(< "$DLOG")" \
 		"127.0.0.1: TLS handshakes faster than 1 a second on 127.0.0.1:$port (--tls-handshake-rate)"
 	stop_daemon
 }
@@ -2708,7 +2713,7 @@ tls_files() {
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 		-subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
 		-keyout "$1/$n.key" -out "$1/$n.pem" 2> "$1/openssl.err" ||
-		{ fail "openssl: $(cat "$1/openssl.err")"; return 1; }
+		{ fail "openssl: $(< "$1/openssl.err")"; return 1; }
 	chmod 600 "$1/$n.key"
 }
 
@@ -2720,7 +2725,7 @@ tls_files() {
 # here, so 1200 find it about 9 runs in 10 (the CLI's loop found it in
 # every run of 700).  Each on a new connection, given 20 s; all, 240 s.
 t_tcp_tls_streamed_ends() {
-	front_test
+	bound_test
 	local port token id
 	start_tls_daemon || return 1
 	id=$(mksb)
@@ -2900,7 +2905,7 @@ create_echo() {
 t_tcp_tls() {
 	local port token code id out rc
 	start_tls_daemon || return 1
-	expect_contains "the log says TLS" "$(cat "$DLOG")" "127.0.0.1:$port (TLS)"
+	expect_contains "the log says TLS" "$(< "$DLOG")" "127.0.0.1:$port (TLS)"
 	U=https://127.0.0.1:$port
 	code=$(tls_curl "$U/v1/health")
 	expect_error "no token" "$code" 401 unauthorized
@@ -2988,7 +2993,7 @@ t_tcp_tls_hides_the_token() {
 		echo "$rpid" >> "$T/watchdogs"
 		# 5 s was not enough for Python to start under a loaded check (ci88)
 		for _ in $(seq 1 600); do [ -s "$T/rport" ] && break; sleep 0.05; done
-		rport=$(cat "$T/rport")
+		rport=$(< "$T/rport")
 		[ -n "$rport" ] || fail "$mode: the recorder never said its port"
 		[ "$mode" = tls ] && url=https://127.0.0.1:$rport || url=http://127.0.0.1:$rport
 		create_echo "$mode, through the recorder" "$url" "$token" "$marker" > /dev/null
@@ -3023,7 +3028,7 @@ t_tcp_tls_refusals() {
 		rc=0; timeout 20 "$CORRAL" serve --socket "$T/t.sock" --state-dir "$T/t.state" "$@" \
 			> "$T/out" 2>&1 < /dev/null || rc=$?
 		expect_eq "$what" "$rc" "$want"
-		expect_contains "$what: why" "$(cat "$T/out")" "$text"
+		expect_contains "$what: why" "$(< "$T/out")" "$text"
 		[ ! -e "$T/t.sock" ] || fail "$what: it left its socket"
 	}
 	serve_fails "0.0.0.0 in clear" 125 "not a loopback address" \
@@ -3227,7 +3232,7 @@ t_tcp_tls_reload() {
 		-H "Authorization: Bearer $token" "https://127.0.0.1:$port/v1/health" 2>/dev/null || true)
 	expect_eq "a new client that trusts only the old one" "$code" 000
 	touch "$T/go"
-	wait "$pypid" || fail "the open connection's client: $(cat "$T/keepalive")"
+	wait "$pypid" || fail "the open connection's client: $(< "$T/keepalive")"
 	expect_eq "the open connection, asked again" "$(sed -n 2p "$T/keepalive")" 200
 	# its certificate is the one its handshake had
 	expect_eq "the open connection's certificate" "$(sed -n 3p "$T/keepalive")" \
@@ -3386,7 +3391,7 @@ t_tcp_tls_client_cert() {
 	printf '%s\n' "$req" | timeout 60 "$CORRAL" mcp --url "$U" --token-file "$T/token" \
 		--ca-file "$T/ca.pem" > "$T/out" 2> "$T/err" || rc=$?
 	expect_eq "corral mcp without one" "$rc" 125
-	expect_contains "corral mcp without one: the hint" "$(cat "$T/err")" "give --cert-file and --key-file"
+	expect_contains "corral mcp without one: the hint" "$(< "$T/err")" "give --cert-file and --key-file"
 	stop_daemon
 }
 
@@ -3527,7 +3532,7 @@ t_tls_key_not_in_a_box() {
 	[ -n "$inits" ] || fail "no box init to scan"
 	specs="$T/old.key $DPID yes"
 	for pid in $inits; do specs="$specs $T/old.key $pid no"; done
-	$PY -c "$KEYSCAN" "$scan" $specs > "$T/scan" 2>&1 || fail "$(cat "$T/scan")"
+	$PY -c "$KEYSCAN" "$scan" $specs > "$T/scan" 2>&1 || fail "$(< "$T/scan")"
 	# the renewed pair, read after the secure heap exists as the first was
 	cp "$T/new.pem" "$T/cert.pem"
 	cp "$T/new.key" "$T/cert.key"
@@ -3538,7 +3543,7 @@ t_tls_key_not_in_a_box() {
 	expect_eq "two boxes' inits" "$(echo $inits | wc -w)" 2
 	specs="$T/new.key $DPID yes"
 	for pid in $inits; do specs="$specs $T/old.key $pid no $T/new.key $pid no"; done
-	$PY -c "$KEYSCAN" "$scan" $specs > "$T/scan" 2>&1 || fail "$(cat "$T/scan")"
+	$PY -c "$KEYSCAN" "$scan" $specs > "$T/scan" 2>&1 || fail "$(< "$T/scan")"
 	# every connection of the old pair is closed: when the daemon has seen it, the key is gone
 	gone=no
 	for i in $(seq 1 50); do
@@ -3546,7 +3551,7 @@ t_tls_key_not_in_a_box() {
 			{ gone=yes; break; }
 		sleep 0.2
 	done
-	[ "$gone" = yes ] || fail "after the reload: $(cat "$T/scan")"
+	[ "$gone" = yes ] || fail "after the reload: $(< "$T/scan")"
 	stop_daemon
 }
 
@@ -3581,8 +3586,8 @@ t_box_init_catches_no_signal() {
 	done
 	code=$(api POST "/v1/sandboxes/$id/exec" -d '{"argv": ["echo", "after"]}')
 	expect_code "exec after" "$code" 200
-	expect_contains "the daemon did not reload" "$(cat "$DLOG")" "listening on"
-	expect_not_contains "the daemon did not reload" "$(cat "$DLOG")" "SIGHUP"
+	expect_contains "the daemon did not reload" "$(< "$DLOG")" "listening on"
+	expect_not_contains "the daemon did not reload" "$(< "$DLOG")" "SIGHUP"
 	stop_daemon
 }
 
@@ -3625,13 +3630,13 @@ t_box_init_holds_no_token() {
 	for v in $values; do
 		"$scan" "$DPID" "$v" > /dev/null || fail "the scan did not find $v in the daemon"
 		for pid in $inits; do
-			"$scan" "$pid" "$v" > "$T/scan" && fail "box init $pid holds $v: $(cat "$T/scan")"
+			"$scan" "$pid" "$v" > "$T/scan" && fail "box init $pid holds $v: $(< "$T/scan")"
 		done
 	done
 	# the first box's call: never in the second box.  Its tail is looked
 	# for: a free overwrites a block's first bytes, not the rest
 	"$scan" "$second" "${callenv: -64}" > "$T/scan" &&
-		fail "box init $second holds another box's call's environment: $(cat "$T/scan")"
+		fail "box init $second holds another box's call's environment: $(< "$T/scan")"
 	stop_daemon
 }
 
@@ -3662,7 +3667,7 @@ t_box_init_holds_no_earlier_request() {
 	for v in "$envset" "$argv" "$callenv" "$stdin"; do
 		n=${v%%-*}
 		"$scan" "$second" "${v: -64}" > "$T/scan" &&
-			fail "the next box's init holds the first's $n: $(cat "$T/scan")"
+			fail "the next box's init holds the first's $n: $(< "$T/scan")"
 	done
 	stop_daemon
 }
@@ -3696,7 +3701,7 @@ EOF2
 		fail "no second box"
 	else
 		"$scan" "$init" "${marker: -64}" > "$T/scan" &&
-			fail "the next box's init holds a request still arriving: $(cat "$T/scan")"
+			fail "the next box's init holds a request still arriving: $(< "$T/scan")"
 	fi
 	kill "$held" 2>/dev/null
 	wait "$held" 2>/dev/null || true
@@ -3754,7 +3759,7 @@ t_box_init_holds_no_live_tls() {
 	cp "$T/body" "$T/keylog"
 	# made inside: no request to the daemon carried it
 	API_TIMEOUT=5 api GET "/v1/sandboxes/$id/files?path=/tmp/marker" > /dev/null
-	marker=$(cat "$T/body")
+	marker=$(< "$T/body")
 	# until the proxy has read the body's first bytes
 	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; sleep 0.05; done
 	local first
@@ -3772,13 +3777,13 @@ t_box_init_holds_no_live_tls() {
 			"$scan" "$DPID" -x "$secret" > /dev/null ||
 				fail "the scan did not find A's $kind in the daemon"
 			"$scan" "$init" -x "$secret" > "$T/scan" &&
-				fail "box B's init holds box A's $kind: $(cat "$T/scan")"
+				fail "box B's init holds box A's $kind: $(< "$T/scan")"
 		done < "$T/keylog"
 		expect_eq "secrets in the keylog" "$n" 3
 		"$scan" "$DPID" "${marker: -64}" > /dev/null ||
 			fail "the scan did not find the held body in the daemon"
 		"$scan" "$init" "${marker: -64}" > "$T/scan" &&
-			fail "box B's init holds box A's request under way: $(cat "$T/scan")"
+			fail "box B's init holds box A's request under way: $(< "$T/scan")"
 	fi
 	kill "$held" 2>/dev/null
 	wait "$held" 2>/dev/null || true
@@ -3893,7 +3898,7 @@ t_gate_framing() {
 	port=$(free_port)
 	new_token > /dev/null
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
-	auth="Authorization: Bearer $(cat "$T/token")\\r\\n"
+	auth="Authorization: Bearer $(< "$T/token")\\r\\n"
 	for where in "$SOCK" "$port"; do
 		a=""; [ "$where" = "$port" ] && a=$auth
 		out=$(raw "$where" "POST /v1/sandboxes HTTP/1.1\\r\\nHost: x\\r\\n${a}Content-Length: 2\\r\\nContent-Length: 40\\r\\n\\r\\n{}")
@@ -3952,7 +3957,7 @@ while True:
     d += x
 print(" ".join(l.split(" ")[1] for l in d.decode().splitlines() if l.startswith("HTTP/1.1")))
 EOF
-	expect_eq "pipelined answers" "$(cat "$T/piped")" "200 400"
+	expect_eq "pipelined answers" "$(< "$T/piped")" "200 400"
 	stop_daemon
 }
 
@@ -4019,13 +4024,13 @@ t_gate_connection_flood() {
 		done
 		if grep -q skip "$T/held"; then
 			exec 7>&-; wait "$holder"; stop_daemon
-			skip "$(cat "$T/held")"; return 77
+			skip "$(< "$T/held")"; return 77
 		fi
 		sleep 2
 		if [ -z "$extra" ]; then
 			# capped: the unix socket is still served
 			code=$(API_TIMEOUT=10 api GET /v1/health)
-			expect_code "unix while TCP is full ($(cat "$T/held"))" "$code" 200
+			expect_code "unix while TCP is full ($(< "$T/held"))" "$code" 200
 			n=$(grep -c "its cap" "$DLOG" || true)
 			expect_eq "the cap said once" "$n" 1
 		fi
@@ -4099,7 +4104,7 @@ while time.time() < end:
     except OSError: pass' "$T/uport" > /dev/null 2>&1 &
 	echo $! >> "$T/watchdogs"
 	for _ in $(seq 1 100); do [ -s "$T/uport" ] && break; sleep 0.05; done
-	UPORT=$(cat "$T/uport")
+	UPORT=$(< "$T/uport")
 	[ -n "$UPORT" ] || fail "the upstream listener did not start"
 }
 
@@ -4160,7 +4165,7 @@ t_env_pass_over_tcp() {
 	new_token > /dev/null
 	U=http://127.0.0.1:$port
 	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
-		-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true; }
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true; }
 	DAEMON_WRAP="env CORRAL_TEST_SECRET=s3cr3t" start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}' "$U/v1/sandboxes")
 	expect_error "env.pass over TCP" "$code" 403 forbidden
@@ -4195,7 +4200,7 @@ t_host_paths_over_tcp() {
 	new_token > /dev/null
 	U=http://127.0.0.1:$port
 	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
-		-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true; }
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true; }
 	mkdir -p "$T/allowed/ws" "$T/other"
 	echo hi > "$T/allowed/ws/f"
 	chmod -R a+rX "$T/allowed" "$T/other"
@@ -4425,7 +4430,7 @@ swap_while_held() {
 # for CMD, what was checked; or init saw the swap and refused it.
 expect_checked() {
 	local id
-	if [ "$(cat "$T/code")" = 201 ]; then
+	if [ "$(< "$T/code")" = 201 ]; then
 		id=$(jq 'v["id"]')
 		expect_eq "$1" "$(sbsh "$id" "$2")" "$3"
 	else	# init saw the swap
@@ -4595,16 +4600,16 @@ t_lease_closed_destroys_bound() {
 	wait_gone "the lease's sandboxes" 10 eval 'present "$a"; present "$b"'
 	wait_gone "the init of one" 5 alive_pid "$initb"
 	code=$(api GET "/v1/events?sandbox=$a")
-	expect_contains "why, in its events" "$(cat "$T/body")" '"type":"lease.closed"'
-	expect_contains "naming the lease" "$(cat "$T/body")" "$LEASE"
+	expect_contains "why, in its events" "$(< "$T/body")" '"type":"lease.closed"'
+	expect_contains "naming the lease" "$(< "$T/body")" "$LEASE"
 	code=$(api GET "/v1/events?sandbox=$early")
-	expect_not_contains "the one deleted first" "$(cat "$T/body")" 'lease.closed'
+	expect_not_contains "the one deleted first" "$(< "$T/body")" 'lease.closed'
 	code=$(api GET "/v1/sandboxes/$free")
 	expect_code "a sandbox of no lease stays" "$code" 200
 	# a closed lease binds nothing more
 	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
 	expect_error "the closed lease" "$code" 404 not_found
-	expect_contains "saying so" "$(cat "$T/body")" "no open lease"
+	expect_contains "saying so" "$(< "$T/body")" "no open lease"
 	stop_daemon
 }
 
@@ -4641,12 +4646,12 @@ t_lease_refused() {
 	[ -n "$mine" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
 	tcpc() {
 		curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
-			-H "Authorization: Bearer $(cat "$T/token")" "$@" 2>"$T/curl.err" || true
+			-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true
 	}
 	# a TCP client (the token's) is not the unix socket's user
 	code=$(tcpc -X POST -d "{\"lease\": \"$mine\"}" "http://127.0.0.1:$port/v1/sandboxes")
 	expect_error "a unix client's lease over TCP" "$code" 403 forbidden
-	expect_contains "saying whose" "$(cat "$T/body")" "another client"
+	expect_contains "saying whose" "$(< "$T/body")" "another client"
 	if [ "$ME" = 0 ]; then
 		chmod 755 "$T/run"
 		chmod 666 "$SOCK"
@@ -4669,7 +4674,7 @@ t_lease_refused() {
 	# the cap: a third lease is refused while two are open
 	code=$(api POST /v1/leases)
 	expect_error "a lease over --max-leases" "$code" 503 busy
-	expect_contains "naming the option" "$(cat "$T/body")" "--max-leases"
+	expect_contains "naming the option" "$(< "$T/body")" "--max-leases"
 	mksb "{\"lease\": \"$mine\"}" > /dev/null
 	LPID=$lp1 close_lease
 	LPID=$lp2 close_lease
@@ -4677,7 +4682,7 @@ t_lease_refused() {
 	wait_gone "the leases' sandboxes" 10 eval 'nsandboxes | grep -v "^0$"'
 	# and one opens once they are closed
 	open_lease
-	[ -n "$LEASE" ] || fail "no lease once the others closed: $(cat "$T/lease")"
+	[ -n "$LEASE" ] || fail "no lease once the others closed: $(< "$T/lease")"
 	close_lease
 	stop_daemon
 }
@@ -4735,11 +4740,11 @@ finally:
     sys.stderr.write(p.stderr.read().decode())
 EOF
 	id=$(head -1 "$T/mcp.out")
-	[ -n "$id" ] || fail "no sandbox from corral mcp over https: $(cat "$T/mcp.err")"
-	expect_contains "it holds a lease over TLS" "$(cat "$T/mcp.err")" "bound to its lease"
+	[ -n "$id" ] || fail "no sandbox from corral mcp over https: $(< "$T/mcp.err")"
+	expect_contains "it holds a lease over TLS" "$(< "$T/mcp.err")" "bound to its lease"
 	wait_gone "the SIGKILLed session's sandbox" 10 present "$id"
 	code=$(api GET "/v1/events?sandbox=$id")
-	expect_contains "why" "$(cat "$T/body")" '"type":"lease.closed"'
+	expect_contains "why" "$(< "$T/body")" '"type":"lease.closed"'
 	stop_daemon
 }
 
@@ -4815,7 +4820,7 @@ EOF
 	wait_gone "a vanished holder's sandbox" 30 present "$id" || return 1
 	kill -0 "$HOLDER" 2>/dev/null || { fail "the holder ended (it should have stayed, silent)"; return 1; }
 	code=$(api GET "/v1/events?sandbox=$id")
-	expect_contains "why, in its events" "$(cat "$T/body")" '"type":"lease.closed"' || return 1
+	expect_contains "why, in its events" "$(< "$T/body")" '"type":"lease.closed"' || return 1
 	stop_daemon
 }
 
@@ -4831,8 +4836,8 @@ t_serve_limit_options_refused() {
 			"$CORRAL" serve --socket "$T/s" --state-dir "$T/st" "--$o" "$v" \
 				> "$T/out" 2>&1 || rc=$?
 			expect_eq "--$o $v: exit status" "$rc" 2
-			expect_contains "--$o $v: why" "$(cat "$T/out")" "--$o: expected a number"
-			expect_contains "--$o $v: the value" "$(cat "$T/out")" "\"$v\""
+			expect_contains "--$o $v: why" "$(< "$T/out")" "--$o: expected a number"
+			expect_contains "--$o $v: the value" "$(< "$T/out")" "\"$v\""
 		done
 	done
 	[ ! -e "$T/s" ] && [ ! -e "$T/st" ] || fail "a refused daemon made $(ls "$T")"
@@ -4845,7 +4850,7 @@ t_c_client() {
 	expect_eq "client" "$out" "serve_client: ok"
 	code=$(api GET /v1/sandboxes)
 	expect_eq "it deleted its sandbox" "$(jq 'len(v["sandboxes"])')" 0
-	expect_contains "its call is in the log" "$(cat "$STATE/audit.jsonl")" '"call":"client-1"'
+	expect_contains "its call is in the log" "$(< "$STATE/audit.jsonl")" '"call":"client-1"'
 	stop_daemon
 }
 

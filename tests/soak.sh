@@ -3,7 +3,7 @@
 # may be left: mounts, cgroups (v1 and v2), network namespaces, processes,
 # files in /tmp, and memory must read the same before and after.
 #
-#   tests/soak.sh CORRAL [CYCLES]      (make soak: 10,000; make check: 300)
+#   tests/soak.sh CORRAL [CYCLES]      (make soak: 10,000; make check: 100)
 set -u
 CORRAL=$(readlink -f "$1")
 CYCLES=${2:-10000}

@@ -10,13 +10,13 @@
 #        abort.sh and snapshot.sh; the daemon's clients in the fourth);
 #      - every suite as an unprivileged user (uid 65534), first with cgroups
 #        delegated to it, then without (the rlimit fallback), built -O2
-#        (serve.sh's second part, net.sh, snapshot.sh, abort.sh and export.sh
-#        in the fourth lane);
+#        (serve.sh's second part, net.sh, snapshot.sh, abort.sh, export.sh,
+#        results.sh and the Python client in the fourth lane);
 #      - serve.sh's second part, images, abort.sh, snapshot.sh and the OCI
 #        runtime under the sanitizers, CPython's tests and apt-get inside,
 #        as root;
-#      - serve.sh's second part, net.sh, snapshot.sh, abort.sh and export.sh
-#        as uid 65534, then
+#      - serve.sh's second part, net.sh, snapshot.sh, abort.sh, export.sh,
+#        results.sh and the Python client as uid 65534, then
 #        mcp.sh, the Python client, the OpenAPI check, files.sh and
 #        results.sh as root under the sanitizers;
 #      and beside them the fuzz targets' corpora replayed, then, at nice
@@ -27,7 +27,8 @@
 # Each suite runs once as root, under the sanitizers, and once unprivileged
 # as users run it, but for the tests of the daemon's and the MCP server's
 # front (front_test in lib.sh), the same code whatever uid runs it, which
-# run as root only; the lanes share nothing a test counts (their cgroups have
+# run as root only, and the floods' bounds (bound_test), which run in the
+# -O2 build as uid 65534 only; the lanes share nothing a test counts (their cgroups have
 # different owners, their daemons different sockets and state directories).
 # Ends with one line "N passed, N failed".
 set -u
@@ -292,12 +293,9 @@ nobody_lane() {
 		"$STAGE/tests/serve.sh" "$STAGE/corral" "$STAGE/serve_client"
 	step "files and processes as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/files.sh" "$STAGE/corral"
-	step "results as uid $NOBODY, cgroups delegated ($label)" \
-		as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/results.sh" "$STAGE/corral"
+	# results and the Python client as uid $NOBODY: in split_lane
 	step "mcp as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody TEST_FRONT=elsewhere "$STAGE/tests/mcp.sh" "$STAGE/corral" "$STAGE/mcp-sdk"
-	step "python client as uid $NOBODY, cgroups delegated ($label)" \
-		as_nobody "$STAGE/tests/python_client.sh" "$STAGE/corral" "$STAGE/clients/python"
 	step "a misbehaving agent as uid $NOBODY, cgroups delegated ($label)" \
 		as_nobody "$STAGE/tests/agent.sh" "$STAGE/corral" "$STAGE/helpers"
 	step "daemon faults as uid $NOBODY, cgroups delegated ($label)" \
@@ -434,6 +432,12 @@ split_lane() {
 			as_nobody "$STAGE/tests/abort.sh" "$STAGE/corral" "$STAGE/helpers"
 		step "export as uid $NOBODY (gcc -O2)" \
 			as_nobody "$STAGE/tests/export.sh" "$STAGE/corral"
+		# ci97: this lane ended at 509 s, that one at 596, its mcp.sh
+		# now with the floods' bounds (bound_test)
+		step "results as uid $NOBODY, cgroups delegated (gcc -O2)" \
+			as_nobody CORRAL_EXPECT_LIMITS=cgroup "$STAGE/tests/results.sh" "$STAGE/corral"
+		step "python client as uid $NOBODY, cgroups delegated (gcc -O2)" \
+			as_nobody "$STAGE/tests/python_client.sh" "$STAGE/corral" "$STAGE/clients/python"
 		STAGE=""
 	else
 		echo "0 1" >> "$TALLY"

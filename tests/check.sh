@@ -105,10 +105,16 @@ build() {	# build DIR EXTRA_CFLAGS LDFLAGS
 	# make rebuilds what changed, not what was built with other flags: a
 	# tree built before a flag changed is compiled again whole (objects
 	# made with libubsan's calls, then linked without it, did not link).
-	# Only the objects go: build/ also holds the npm packages.
-	local flags="$2 | $3"
+	# Only the objects go, and only the build's: build/ also holds the npm
+	# packages, which the check fetches into it meanwhile (npm_wait).
+	local flags="$2 | $3" d
 	if [ -d "$1" ] && [ "$(cat "$1/.check-flags" 2>/dev/null)" != "$flags" ]; then
-		find "$1" -name '*.o' -delete
+		for d in "$1"/*/; do
+			case ${d%/} in
+			*/mcp-sdk | */inspector | */node22) continue ;;
+			esac
+			find "$d" -name '*.o' -delete
+		done
 	fi
 	make -s -j2 BUILD="$1" EXTRA_CFLAGS="$2" LDFLAGS="$3" all &&
 		printf '%s\n' "$flags" > "$1/.check-flags"

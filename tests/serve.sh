@@ -1311,6 +1311,30 @@ x"
 	stop_daemon
 }
 
+# Attacker (found by tests/chaos_serve.py, seed 186631937, as uid 65534):
+# names that are not UTF-8.  A sandbox names its files in any bytes: the
+# archive of its workspace failed whole, a 500, at libarchive's warning
+# that such a name has no UTF-8 form.  A client names a path in any bytes:
+# an error quoting it could not be made JSON, a 500 again.  The archive
+# carries the bytes as they are (hdrcharset=BINARY); an error shows each
+# stray byte as U+FFFD.
+t_names_not_utf8() {
+	local id code
+	start_daemon || return 1
+	id=$(mksb) || return 1
+	sbsh "$id" 'mkdir "/workspace/$(printf "d\377")" &&
+		echo hi > "/workspace/$(printf "d\377/n\376")"' > /dev/null || return 1
+	code=$(api GET "/v1/sandboxes/$id/archive?path=/workspace")
+	expect_code "an archive of names that are not UTF-8" "$code" 200 || return 1
+	LC_ALL=C tar --quoting-style=literal -tf "$T/body" > "$T/names" 2> /dev/null
+	LC_ALL=C grep -qxF "$(printf 'd\377/n\376')" "$T/names" ||
+		fail "the name's bytes are not in the archive: $(od -c "$T/names" | head -3)"
+	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/%FFnope")
+	expect_error "a path that is not UTF-8, not there" "$code" 404 not_found || return 1
+	expect_contains "its stray byte" "$(body)" '\uFFFDnope'
+	stop_daemon
+}
+
 t_files_size_limits() {
 	start_daemon
 	id=$(mksb '{"policy": {"limits": {"disk": "256M"}}}')

@@ -50,8 +50,13 @@ void reply_error(struct evhttp_request *req, int code, const char *error,
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	reply_json(req, code, json_pack("{s:s, s:s}", "error", error,
-					"detail", detail));
+	/*
+	 * A detail quotes what the sandbox named, in whatever bytes it chose
+	 * (a file's name), and vsnprintf may cut a sequence at the end: as
+	 * "s", such a string made json_pack fail, and the client a 500.
+	 */
+	reply_json(req, code, json_pack("{s:s, s:o}", "error", error,
+					"detail", api_bytes(detail, strlen(detail))));
 }
 
 int api_status(int code, const char **error)

@@ -57,6 +57,12 @@ static la_ssize_t tar_sink(struct archive *a, void *arg, const void *buf,
 	return len;
 }
 
+/*
+ * archive_write_header's ARCHIVE_WARN is a header written all the same: a
+ * name that is not UTF-8 (the sandbox names its files in any bytes) goes
+ * out as it is, marked hdrcharset=BINARY.  Taken for a failure, such a
+ * name made the whole archive a 500.
+ */
 static int tar_failed(struct tar_out *t, const char *what, const char *path)
 {
 	if (t->failed)
@@ -93,7 +99,7 @@ static int tar_file(struct tar_out *t, int dfd, const char *name,
 	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return corral_set_errno(t->err, errno, "%.300s", e->path);
-	if (archive_write_header(t->a, ae) != ARCHIVE_OK)
+	if (archive_write_header(t->a, ae) < ARCHIVE_WARN)
 		return tar_failed(t, "archiving", e->path);
 	while (left) {
 		ssize_t n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
@@ -139,7 +145,7 @@ static int tar_entry(void *arg, int dfd, const char *name,
 		archive_entry_set_size(ae, 0);
 		if (e->type == 'l')
 			archive_entry_set_symlink(ae, e->target);
-		if (archive_write_header(t->a, ae) != ARCHIVE_OK)
+		if (archive_write_header(t->a, ae) < ARCHIVE_WARN)
 			r = tar_failed(t, "archiving", e->path);
 	}
 	archive_entry_free(ae);

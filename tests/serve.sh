@@ -98,11 +98,19 @@ launch_daemon() {
 # for a process gone.  In bash, as procs_alive: every test runs them, and
 # a Python's start cost 30 ms of CPU each time, in every lane.
 starttime() {
-	local s f
-	read -r s 2>/dev/null < "/proc/$1/stat" || { echo 0; return; }
-	# after the name, which may hold spaces and parentheses
-	read -r -a f <<< "${s##*) }"
-	echo "${f[19]}"
+	proc_stat "$1" || { echo 0; return; }
+	echo "${PSTAT[19]}"
+}
+
+# proc_stat PID: PSTAT, the fields of /proc/PID/stat after the name (which
+# may hold spaces and parentheses): [0] the state, [19] the start time in
+# clock ticks after boot.  1 for a process gone.  No fork: every test
+# reads it for each process its daemons ran.
+proc_stat() {
+	local s
+	PSTAT=()
+	read -r s 2>/dev/null < "/proc/$1/stat" || return 1
+	read -r -a PSTAT <<< "${s##*) }"
 }
 
 # snapshot PID: add "pid starttime" of every live process that is the
@@ -134,22 +142,19 @@ snapshot() {
 		[ -n "${want[$p]:-}" ] || want[$p]=event
 	done < <(grep -o '"pid":[0-9][0-9]*' "$STATE/audit.jsonl" 2>/dev/null | sort -u | cut -d: -f2)
 	for p in "${!want[@]}"; do
-		read -r s 2>/dev/null < "/proc/$p/stat" || continue
-		read -r -a f <<< "${s##*) }"
-		[ "${f[0]}" != Z ] || continue
-		[ "${want[$p]}" = child ] || [ "${f[19]}" -ge "$t0" ] || continue
-		echo "$p ${f[19]}"
+		proc_stat "$p" && [ "${PSTAT[0]}" != Z ] || continue
+		[ "${want[$p]}" = child ] || [ "${PSTAT[19]}" -ge "$t0" ] || continue
+		echo "$p ${PSTAT[19]}"
 	done >> "$T/pids"
 }
 
 # procs_alive: the processes of $T/pids still alive (zombies are dead).
 procs_alive() {
-	local pid t s f
+	local pid t
 	[ -s "$T/pids" ] || return 0
 	while read -r pid t; do
-		read -r s 2>/dev/null < "/proc/$pid/stat" || continue
-		read -r -a f <<< "${s##*) }"
-		[ "${f[19]}" = "$t" ] && [ "${f[0]}" != Z ] && printf '%s ' "$pid"
+		proc_stat "$pid" || continue
+		[ "${PSTAT[19]}" = "$t" ] && [ "${PSTAT[0]}" != Z ] && printf '%s ' "$pid"
 	done < "$T/pids"
 	return 0
 }
@@ -351,10 +356,7 @@ host_pid() {
 
 # alive PID: not gone and not a zombie.
 alive() {
-	local s
-	read -r s 2>/dev/null < "/proc/$1/stat" || return 1
-	s=${s##*) }
-	[ "${s:0:1}" != Z ]
+	proc_stat "$1" && [ "${PSTAT[0]}" != Z ]
 }
 
 now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }

@@ -561,6 +561,83 @@ t_daemon_tripwire_not_blamed_on_the_running_call() {
 	stop_daemon
 }
 
+# A criterion met by what the command did just before it ended, read by
+# the supervisor after the end (as on a loaded host: here the supervisor
+# is stopped, by its pid, while the command asks and ends, so that all of
+# it waits in the queues at once).  The run is halted, and says so; but
+# nothing was frozen or killed, the command's own exit status is kept, and
+# every denial is counted, none lost behind the end.  late_halt CODE: that
+# run, its command ending with exit CODE.
+late_halt() {
+	local pid init="" st="" i rc=0
+	policy '{"max_denied_egress": 40, "on_abort": "kill"}'
+	mkdir -m 755 "$T/gate"
+	: > "$T/events"
+	"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		--ro "$T/gate:/gate" --timeout 100 -- /usr/bin/python3 -c '
+import os, socket, struct, time
+def q(i):
+    name = b"".join(bytes([len(l)]) + l for l in [b"h%d" % i, b"evil", b"test"])
+    return struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + name + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("127.0.0.1", 53))
+s.send(q(0))
+s.recv(512)
+for _ in range(6000):
+    if os.path.exists("/gate/go"):
+        break
+    time.sleep(0.01)
+for i in range(1, 101):
+    s.send(q(i))
+os._exit('$1')' > "$T/out" 2> "$T/err" < /dev/null &
+	pid=$!
+	# never left stopped, nor running, whatever ends this test
+	trap 'kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null' EXIT
+	for i in $(seq 1 600); do
+		grep -q '"type":"egress.denied"' "$T/events" && break
+		sleep 0.05
+	done
+	grep -q '"type":"egress.denied"' "$T/events" || fail "the first question was not seen"
+	kill -STOP "$pid"
+	touch "$T/gate/go"
+	# the sandbox's init is the supervisor's child: once it is a zombie,
+	# the command and everything it sent are done
+	read -r init _ < "/proc/$pid/task/$pid/children" || :
+	[ -n "$init" ] || fail "no init under corral $pid"
+	for i in $(seq 1 600); do
+		proc_state "$init"
+		[ "$st" = Z ] && break
+		sleep 0.05
+	done
+	[ "$st" = Z ] || fail "the sandbox did not end while its supervisor was stopped (state $st)"
+	kill -CONT "$pid"
+	wait "$pid" || rc=$?
+	trap - EXIT
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_eq "signal" "$(json signal < "$T/out")" 0
+	expect_contains "reason" "$(json reason < "$T/out")" "41 connections denied (limit 40)"
+	expect_contains "ended first" "$(json reason < "$T/out")" "the command had ended: exited with status $1"
+	expect_not_contains "not frozen" "$(json reason < "$T/out")" "frozen"
+	expect_contains "halt event" "$(event halt)" '"state":"the command had already ended"'
+	expect_eq "denials counted" "$(grep -c '"type":"egress.denied"' "$T/events")" 101
+	LATE_RC=$rc
+}
+
+t_criterion_met_after_the_end() {
+	late_halt 7
+	expect_eq "exit code kept" "$(json exit_code < "$T/out")" 7
+	expect_eq "corral's status" "$LATE_RC" 7
+}
+
+# proc_state PID: st, the state letter in /proc/PID/stat ("" once reaped)
+proc_state() {
+	local line
+	st=""
+	line=$(< "/proc/$1/stat") 2>/dev/null || return 0
+	line=${line##*) }
+	st=${line%% *}
+}
+
 t_no_criteria_no_halt() {
 	policy '{}'
 	arun $H -- /bin/sh -c '/opt/helpers/attack mount; exit 3'

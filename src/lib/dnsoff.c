@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #define DNSOFF_BATCH		32	/* packets read per turn of the loop */
+#define DNSOFF_DRAIN_MAX	8192	/* read at the end, at most */
 #define DNSOFF_LOOKUPS		32	/* searches for the asker per second */
 #define DNSOFF_PORT		53
 
@@ -185,34 +186,49 @@ static void denied(struct dnsoff *d, const struct sockaddr_in *peer, const char 
 	events_emit(d->ev, "egress.denied", o);
 }
 
-static void on_question(evutil_socket_t fd, short what, void *arg)
+/* Answers up to max questions; false once the socket has no more. */
+static bool answer(struct dnsoff *d, int max)
 {
-	struct dnsoff *d = arg;
 	uint8_t pkt[DNS_UDP_MAX + 1], out[DNS_UDP_MAX];
 	char name[DNS_NAME_MAX + 2];
 
-	(void)what;
-	/* a bounded batch: the rest waits for the next turn, behind the others */
-	for (int i = 0; i < DNSOFF_BATCH; i++) {
+	for (int i = 0; i < max; i++) {
 		struct sockaddr_in peer = { 0 };
 		socklen_t peerlen = sizeof(peer);
 		size_t outlen = sizeof(out);
 		ssize_t n;
 
 		/* a larger datagram is cut: no query is, and dnsmsg rejects the rest */
-		n = recvfrom(fd, pkt, sizeof(pkt), MSG_DONTWAIT,
+		n = recvfrom(d->fd, pkt, sizeof(pkt), MSG_DONTWAIT,
 			     (struct sockaddr *)&peer, &peerlen);
 		if (n < 0)
-			return;
+			return false;
 		if (peer.sin_family != AF_INET ||
 		    dnsoff_reply(pkt, n, out, &outlen, name, sizeof(name)) < 0)
 			continue;
 		denied(d, &peer, name);	/* before the answer: the asker waits */
-		if (sendto(fd, out, outlen, MSG_DONTWAIT, (struct sockaddr *)&peer,
+		if (sendto(d->fd, out, outlen, MSG_DONTWAIT, (struct sockaddr *)&peer,
 			   peerlen) < 0) {
 			/* a full buffer drops it; the client asks again */
 		}
 	}
+	return true;
+}
+
+static void on_question(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	/* a bounded batch: the rest waits for the next turn, behind the others */
+	answer(arg, DNSOFF_BATCH);
+}
+
+void dnsoff_drain(struct dnsoff *d)
+{
+	/* the queue holds what the socket's buffer does: a few hundred at most */
+	for (int i = 0; d && d->fd >= 0 && i < DNSOFF_DRAIN_MAX / DNSOFF_BATCH; i++)
+		if (!answer(d, DNSOFF_BATCH))
+			return;
 }
 
 struct dnsoff *dnsoff_new(struct event_base *base, struct events *ev)

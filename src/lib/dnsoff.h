@@ -45,6 +45,12 @@ struct dnsoff *dnsoff_new(struct event_base *base, struct events *ev);
  * diag, m->id the netns's inode); always taken.
  */
 void dnsoff_take(struct dnsoff *d, const struct child_msg *m, int fd);
+/*
+ * The questions still queued, answered and recorded now: at the sandbox's
+ * end, so that its last denials are counted before its result is made,
+ * not lost when the loop stops.  NULL is fine.
+ */
+void dnsoff_drain(struct dnsoff *d);
 void dnsoff_free(struct dnsoff *d);
 
 #endif

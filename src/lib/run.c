@@ -71,6 +71,7 @@ struct supervise {
 	bool halt_killed;
 	bool halt_held;		/* on_abort "freeze": held until timeout/signal */
 	bool halt_frozen;
+	bool halt_late;		/* met once the command had ended: nothing to stop */
 	char halt_reason[CORRAL_ERR_MAX];
 	struct stdrelay *relay;	/* the caller's 0-2 <-> the command's pipes or pty */
 	bool tty;
@@ -198,7 +199,15 @@ static void halt(struct supervise *s, struct abort_verdict *v)
 
 	s->halted = true;
 	snprintf(s->halt_reason, sizeof(s->halt_reason), "%s", v->reason);
-	s->halt_frozen = cg_freeze(s->cg, true, &err) == 0;
+	/*
+	 * What the command did last can be read after it ended (a loaded
+	 * host, the queues drained at the end): the criterion still halts
+	 * the run, but there is nothing left to freeze or kill, and saying
+	 * so would hide how the command itself ended.
+	 */
+	s->halt_late = s->have_status || s->exited || sandbox_gone(s->sb);
+	if (!s->halt_late)
+		s->halt_frozen = cg_freeze(s->cg, true, &err) == 0;
 	/* its writes from before the freeze go no further */
 	sandbox_halt_egress(s->sb);
 	events_emit(s->ev, "abort", json_pack("{s:s, s:s, s:o, s:s, s:b}",
@@ -208,14 +217,18 @@ static void halt(struct supervise *s, struct abort_verdict *v)
 		    "frozen", s->halt_frozen));
 	v->evidence = NULL;
 	/* Without a freezer there is nothing to hold: it is killed. */
-	if (kill_now || !s->halt_frozen) {
+	if (s->halt_late) {
+		/* init may linger a moment: the kill makes sure, it costs nothing */
+		kill_tree(s);
+	} else if (kill_now || !s->halt_frozen) {
 		s->halt_killed = true;
 		kill_tree(s);
 	} else {
 		s->halt_held = true;
 	}
 	events_emit(s->ev, "halt", json_pack("{s:s, s:s}", "reason", v->reason,
-		    "state", s->halt_killed ? "killed" : "frozen, held until the "
+		    "state", s->halt_late ? "the command had already ended" :
+		    s->halt_killed ? "killed" : "frozen, held until the "
 		    "timeout or a signal to corral"));
 }
 
@@ -401,10 +414,21 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		result_from_wait(res, W_EXITCODE(0, s->setup_signal));
 		return;
 	}
-	if (s->halted) {
+	if (s->halted && s->halt_late && s->have_status) {
+		char ended[sizeof(res->reason)];
+
+		/* how the command ended stays in exit_code and signal */
+		result_from_wait(res, status);
+		snprintf(ended, sizeof(ended), "%s", res->reason);
+		res->status = CORRAL_HALTED;
+		snprintf(res->reason, sizeof(res->reason), "halted: %.300s; the "
+			 "criterion was met once the command had ended: %.140s",
+			 s->halt_reason, ended);
+	} else if (s->halted) {
 		res->status = CORRAL_HALTED;
 		res->signal = SIGKILL;
 		snprintf(res->reason, sizeof(res->reason), "halted: %.300s; %s", s->halt_reason,
+			 s->halt_late ? "the sandbox had already ended" :
 			 s->halt_frozen ? (s->halt_held ?
 			 "the sandbox was held frozen, then killed" :
 			 "the sandbox was frozen, then killed") :

@@ -33,6 +33,7 @@
 #include <event2/event.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -261,8 +262,13 @@ static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	drop_event(&sb->ev_exit);
-	/* recorded before the end is: the run may be over after exited() */
+	/*
+	 * Recorded before the end is: the run may be over after exited(),
+	 * and a criterion these meet is judged with the command's end known.
+	 */
 	proxy_drain(sb->px);
+	dnsoff_drain(sb->dnsoff);
+	tripwire_drain(sb->tripwire);
 	sb->hooks->exited(sb->arg);
 }
 
@@ -288,6 +294,13 @@ void sandbox_kill(struct sandbox *sb)
 	/* PID 1 dying takes every process of the namespace with it. */
 	if (sb && sb->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+}
+
+bool sandbox_gone(const struct sandbox *sb)
+{
+	struct pollfd p = { .fd = sb ? sb->pidfd : -1, .events = POLLIN };
+
+	return p.fd >= 0 && poll(&p, 1, 0) == 1;
 }
 
 void sandbox_halt_egress(struct sandbox *sb)

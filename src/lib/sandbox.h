@@ -350,6 +350,8 @@ void sandbox_unwatch(struct sandbox *sb);
  * that as its loop allows (cg_kill, cg_kill_start).  NULL is fine.
  */
 void sandbox_kill(struct sandbox *sb);
+/* Init has exited, whether or not the loop has heard of it yet. */
+bool sandbox_gone(const struct sandbox *sb);
 /* Halted: its connections are reset, nothing more is relayed (proxy_halt). */
 void sandbox_halt_egress(struct sandbox *sb);
 /*

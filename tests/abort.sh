@@ -629,6 +629,13 @@ t_criterion_met_after_the_end() {
 	expect_eq "corral's status" "$LATE_RC" 7
 }
 
+# ... and a command that ended well does not make the halted run a success
+t_criterion_met_after_a_clean_end() {
+	late_halt 0
+	expect_eq "exit code" "$(json exit_code < "$T/out")" 1
+	expect_eq "corral's status" "$LATE_RC" 1
+}
+
 # proc_state PID: st, the state letter in /proc/PID/stat ("" once reaped)
 proc_state() {
 	local line

@@ -84,6 +84,8 @@ t_misbehaving_agent() {
 	# (denied, or reading a decoy unprivileged) ended before the freeze
 	expect_eq "call 2 halted" "$(json status < "$T/r2")" halted
 	expect_contains "call 2 says why" "$(json reason < "$T/r2")" "halted: "
+	# cat may read the decoy and exit 0 (inotify): never a success
+	[ "$(json exit_code < "$T/r2")" != 0 ] || fail "a halted call's exit_code is 0"
 
 	# frozen: the freezer says so and the CPU burner gets no CPU
 	freezer=$(cg_dir freezer "$id")

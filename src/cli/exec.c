@@ -60,6 +60,7 @@ static const struct verb exec_verb = {
 "126 the command cannot be executed; 127 not found; 125 if corral could not\n"
 "run it (the sandbox is paused, halted or unknown, the daemon refused or\n"
 "could not be reached); 2 bad usage.  With --background, 0 once started.\n"
+"A halted call never exits 0 (its command had ended first: 1 for its 0).\n"
 "Without --json, how the command ended is told on stderr whenever it did not\n"
 "simply exit (\"corral: timed out after 30 s\", \"corral: halted: ...\").\n"
 "\n"

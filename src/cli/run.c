@@ -131,7 +131,9 @@ static const char run_usage[] =
 "Exit status: the command's own; 128+N if it died of signal N or N came\n"
 "before it started (137 when the memory limit or an abort killed it); 124 on\n"
 "timeout; 125 if corral could not build the sandbox (bad policy, missing\n"
-"kernel feature); 126 the command cannot be executed; 127 not found.\n"
+"kernel feature); 126 the command cannot be executed; 127 not found.  A\n"
+"halted run never exits 0: if its command had ended by itself before the\n"
+"criterion was read, the command's own status, or 1 where that was 0.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit.\n";
 

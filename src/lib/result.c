@@ -49,6 +49,14 @@ int corral_result_exit_code(const struct corral_result *res)
 		return 124;
 	case CORRAL_ERROR:
 		return 125;
+	case CORRAL_HALTED:
+		/*
+		 * A command that ended by itself before the halt keeps its
+		 * status; a halted run never reads as a success, though.
+		 */
+		if (!res->signal && !res->exit_code)
+			return 1;
+		return res->signal ? 128 + res->signal : res->exit_code;
 	default:
 		return res->signal ? 128 + res->signal : res->exit_code;
 	}

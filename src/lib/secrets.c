@@ -799,11 +799,6 @@ size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t 
 	return 0;
 }
 
-size_t secrets_mask_hold(const struct secrets_mask *m)
-{
-	return m->bound.max;
-}
-
 json_t *secrets_mask_names(const struct secrets_mask *m)
 {
 	json_t *a = json_array();

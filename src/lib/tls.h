@@ -154,8 +154,6 @@ void secrets_mask_free(struct secrets_mask *m);
 size_t secrets_mask_apply(struct secrets_mask *m, char *p, size_t n);
 /* The longest tail of p[0..n) a spelling of a form begins (and runs on past). */
 size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t n);
-/* The longest spelling of a form: a tail held back is shorter. */
-size_t secrets_mask_hold(const struct secrets_mask *m);
 /* The names of the secrets masked so far, a JSON array (never a value). */
 json_t *secrets_mask_names(const struct secrets_mask *m);
 

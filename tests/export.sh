@@ -359,6 +359,49 @@ for i in range(int(sys.argv[1])):
 	expect_eq "a few: exported" "$(find "$T/result/deep" -type f | wc -l)" 3
 }
 
+# --patch FILE is written as it is made: the CLI's memory does not grow
+# with what the sandbox wrote (24 MiB of random bytes, a 30 MB patch, was
+# all in memory at once), the patch still applies, and a failed export
+# leaves FILE as it was, with nothing of its own beside it.
+t_patch_streamed_to_its_file() {
+	local mk='import os, sys
+with open("/workspace/blob.bin", "wb") as f:
+    for _ in range(int(sys.argv[1])):
+        f.write(os.urandom(1 << 20))'
+	maxrss() {	# maxrss ARGS...: corral run ARGS, its peak RSS (KiB) on stdout
+		/usr/bin/python3 -c '
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"))
+_, st, ru = os.wait4(p.pid, 0)
+print(ru.ru_maxrss, os.waitstatus_to_exitcode(st))' timeout 120 "$CORRAL" run "$@"
+	}
+	mkrepo "$T/ws"
+	read -r small rc < <(maxrss --workspace "$T/ws" --patch "$T/small.diff" -- \
+		python3 -c "$mk" 1)
+	expect_eq "1 MiB: exit" "$rc" 0
+	read -r big rc < <(maxrss --workspace "$T/ws" --patch "$T/p.diff" -- \
+		python3 -c "$mk" 24)
+	expect_eq "24 MiB: exit" "$rc" 0 || { cat "$T/err"; return 1; }
+	[ "$(stat -c %s "$T/p.diff")" -gt 25000000 ] || fail "the patch is $(stat -c %s "$T/p.diff") bytes"
+	[ "$big" -lt $(( small + 16384 )) ] ||
+		fail "corral's peak RSS grew with the patch: $big KiB, $small KiB for 1 MiB"
+	cp -a "$T/ws" "$T/patched"
+	(cd "$T/patched" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 timeout 60 git apply "$T/p.diff") ||
+		fail "the patch does not apply"
+	expect_eq "the applied blob's size" "$(stat -c %s "$T/patched/blob.bin")" $(( 24 << 20 ))
+
+	# over export.max_bytes: FILE keeps what it had
+	echo '{"export": {"max_bytes": 1048576}}' > "$T/policy.json"
+	echo before > "$T/p.diff"
+	crun --policy "$T/policy.json" --workspace "$T/ws" --patch "$T/p.diff" -- \
+		python3 -c "$mk" 2
+	expect_eq "too big: exit" "$(rc)" 125
+	expect_contains "too big: said" "$(cat "$T/err")" "export.max_bytes"
+	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
+	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
+}
+
 t_halted_exports_nothing() {
 	mkrepo "$T/ws"
 	echo '{"abort": {"max_wall_seconds": 1}}' > "$T/policy.json"

@@ -1224,17 +1224,45 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
 	return r;
 }
 
-static int write_patch_file(struct xp *x, const struct patch_buf *pb)
+/*
+ * --patch FILE is written as it is made, never held whole (it may be as
+ * large as export.max_bytes and more), into a new file beside FILE that
+ * takes FILE's name only once it is complete: a failed export leaves FILE
+ * as it was, and a reader never sees half a patch.
+ */
+static int patch_tmp_open(struct xp *x, char **tmp)
 {
-	int fd = open(x->r->patch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		      0644);
-	int r;
+	uint32_t rnd;
+	int fd, r;
 
-	if (fd < 0)
-		return corral_set_err(x->err, -errno, "cannot create the patch %s: %s",
-				      x->r->patch, strerror(errno));
-	r = write_all(fd, pb->data ? pb->data : "", pb->len);
-	if (close(fd) < 0 && r == 0)
+	*tmp = NULL;
+	r = corral_random(&rnd, sizeof(rnd));
+	if (r < 0)
+		return corral_set_err(x->err, r, "cannot name the patch's new file: %s",
+				      strerror(-r));
+	if (asprintf(tmp, "%s.corral-%08x", x->r->patch, rnd) < 0) {
+		*tmp = NULL;
+		return corral_set_err(x->err, -ENOMEM, "out of memory");
+	}
+	fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = corral_set_err(x->err, -errno, "cannot create the patch %s: %s",
+				   x->r->patch, strerror(errno));
+		free(*tmp);
+		*tmp = NULL;
+		return r;
+	}
+	return fd;
+}
+
+/* Whole: the new file takes the patch's name.  Either way fd is closed. */
+static int patch_tmp_keep(struct xp *x, int fd, const char *tmp)
+{
+	int r = 0;
+
+	if (close(fd) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, x->r->patch) < 0)
 		r = -errno;
 	if (r < 0)
 		return corral_set_err(x->err, r, "cannot write the patch %s: %s",
@@ -1323,7 +1351,8 @@ int export_run(const struct export_req *r, json_t **report,
 	struct patch_buf pb = { .sink = r->patch_sink, .fd = r->patch_fd };
 	const char *mode = r->to ? "to" : r->apply_fd >= 0 ? "apply" : "patch";
 	bool patching = r->patch || r->patch_out || r->patch_sink;
-	int ret;
+	char *ptmp = NULL;	/* --patch FILE's new file, until it is whole */
+	int ret, pfd = -1;
 
 	err->code = 0;
 	err->msg[0] = '\0';
@@ -1372,6 +1401,12 @@ int export_run(const struct export_req *r, json_t **report,
 			ret = corral_set_err(err, -errno, "cannot use the workspace: %s",
 					     strerror(errno));
 	}
+	if (ret == 0 && r->patch) {
+		pfd = patch_tmp_open(&x, &ptmp);
+		ret = pfd < 0 ? pfd : 0;
+		pb.sink = pfd >= 0;
+		pb.fd = pfd;
+	}
 	if (ret == 0)
 		ret = run_changes(&x, h, &ch, patching ? &pb : NULL);
 	if (ret == 0 && pb.sink)
@@ -1381,8 +1416,15 @@ int export_run(const struct export_req *r, json_t **report,
 				     strerror(pb.werr));
 	else if (ret == 0 && patching && pb.failed)
 		ret = corral_set_err(err, -ENOMEM, "out of memory writing the patch");
-	else if (ret == 0 && r->patch)
-		ret = write_patch_file(&x, &pb);
+	if (ptmp) {
+		if (ret == 0)
+			ret = patch_tmp_keep(&x, pfd, ptmp);
+		else
+			close(pfd);
+		if (ret < 0)
+			unlink(ptmp);
+		free(ptmp);
+	}
 	pb_done(&pb);
 	if (ret == 0 && r->patch_out) {
 		*r->patch_out = pb;	/* the caller's now */

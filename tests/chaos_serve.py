@@ -189,8 +189,8 @@ class Client:
                 print(f"  {time.monotonic():.2f} client {self.n}: {method} {url}: {e!r}", flush=True)
             return None, None
         self.sh.note(op, r.status)
-        # docs/API.md: pause without a freezer is a 500 that says why
-        documented = r.status == 500 and url.endswith("/pause") and b"no freezer" in out
+        # docs/API.md: pause without a freezer is a 501 that says why
+        documented = r.status == 501 and url.endswith("/pause") and b"no freezer" in out
         if r.status >= 500 and r.status not in ALLOWED_5XX and not documented:
             self.sh.fail(f"client {self.n}: {method} {url} -> {r.status}: {out[:300]!r}")
         if r.getheader("Content-Type", "").startswith("application/json"):

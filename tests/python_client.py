@@ -152,8 +152,9 @@ class ClientTest(unittest.TestCase):
         try:
             try:
                 self.assertEqual(sb.pause()["state"], "paused")
-            except corral.InternalError as e:
+            except corral.NotSupported as e:
                 # no freezer (unprivileged, no delegated cgroups): said so
+                self.assertEqual(e.status, 501)
                 self.assertIn("freez", e.detail)
             else:
                 with self.assertRaises(corral.Conflict):

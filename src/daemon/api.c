@@ -109,6 +109,14 @@ int api_status(int code, const char **error)
 	case -EFBIG:
 		*error = "no_space";
 		return 507;
+	/*
+	 * What this host or this daemon's user cannot do at all (a pause
+	 * with no freezer to be had): no fault of the daemon's, nor of the
+	 * request's, and asking again will not help.
+	 */
+	case -ENOTSUP:
+		*error = "not_supported";
+		return 501;
 	default:
 		*error = "internal";
 		return 500;

@@ -62,6 +62,10 @@ class InternalError(APIError):
     """500 internal: the sandbox could not be built; detail says why."""
 
 
+class NotSupported(APIError):
+    """501 not_supported: this host cannot do it (pause without a freezer)."""
+
+
 class Busy(APIError):
     """503 busy: --max-sandboxes reached."""
 
@@ -73,7 +77,7 @@ class NoSpace(APIError):
 BY_STATUS = {
     400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
     405: MethodNotAllowed, 409: Conflict, 410: Gone, 413: TooLarge, 422: PolicyRejected,
-    500: InternalError, 503: Busy, 507: NoSpace,
+    500: InternalError, 501: NotSupported, 503: Busy, 507: NoSpace,
 }
 
 

@@ -605,7 +605,7 @@ os._exit('$1')' > "$T/out" 2> "$T/err" < /dev/null &
 	read -r init _ < "/proc/$pid/task/$pid/children" || :
 	[ -n "$init" ] || fail "no init under corral $pid"
 	for i in $(seq 1 600); do
-		proc_state "$init"
+		proc_stat "$init" && st=${PSTAT[0]} || st=""
 		[ "$st" = Z ] && break
 		sleep 0.05
 	done
@@ -634,15 +634,6 @@ t_criterion_met_after_a_clean_end() {
 	late_halt 0
 	expect_eq "exit code" "$(json exit_code < "$T/out")" 1
 	expect_eq "corral's status" "$LATE_RC" 1
-}
-
-# proc_state PID: st, the state letter in /proc/PID/stat ("" once reaped)
-proc_state() {
-	local line
-	st=""
-	line=$(< "/proc/$1/stat") 2>/dev/null || return 0
-	line=${line##*) }
-	st=${line%% *}
 }
 
 t_no_criteria_no_halt() {

@@ -135,6 +135,17 @@ tms_ms() {	# tms_ms 1m2.345s: 62345
 	echo $(( 10#$m * 60000 + 10#${sec%.*} * 1000 + 10#${sec#*.} ))
 }
 
+# proc_stat PID: PSTAT, the fields of /proc/PID/stat after the name (which
+# may hold spaces and parentheses): [0] the state, [19] the start time in
+# clock ticks after boot.  1 for a process gone.  No fork: every test
+# reads it for each process its daemons ran.
+proc_stat() {
+	local s
+	PSTAT=()
+	read -r s 2>/dev/null < "/proc/$1/stat" || return 1
+	read -r -a PSTAT <<< "${s##*) }"
+}
+
 run_test() {
 	name=$1
 	# $TEST_TMP is the suite's own: a count names each test's directory.

@@ -102,17 +102,6 @@ starttime() {
 	echo "${PSTAT[19]}"
 }
 
-# proc_stat PID: PSTAT, the fields of /proc/PID/stat after the name (which
-# may hold spaces and parentheses): [0] the state, [19] the start time in
-# clock ticks after boot.  1 for a process gone.  No fork: every test
-# reads it for each process its daemons ran.
-proc_stat() {
-	local s
-	PSTAT=()
-	read -r s 2>/dev/null < "/proc/$1/stat" || return 1
-	read -r -a PSTAT <<< "${s##*) }"
-}
-
 # snapshot PID: add "pid starttime" of every live process that is the
 # daemon's descendant, or that its audit log reported (started since this
 # test's first daemon), to $T/pids.  In bash, by /proc/PID/task/*/children

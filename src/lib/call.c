@@ -111,22 +111,16 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 			 c->b->gone : "the sandbox died while the call ran");
 		return;
 	}
-	result_from_wait(res, c->status);
 	/*
 	 * The halt began while this call ran and its freeze is not done yet:
 	 * the command ended first (a tripwire's opener gets EPERM and exits at
-	 * once), but what the caller must learn is the halt.  How the command
-	 * itself ended stays in exit_code and signal.
+	 * once), but what the caller must learn is the halt.
 	 */
-	if (c->b->state == CORRAL_BOX_HALTED) {
-		char ended[sizeof(res->reason)];
-
-		snprintf(ended, sizeof(ended), "%s", res->reason);
-		res->status = CORRAL_HALTED;
-		snprintf(res->reason, sizeof(res->reason), "halted: %.280s; the "
-			 "sandbox accepts no more calls (the command had ended: %.140s)",
-			 c->b->halt_reason, ended);
-	}
+	if (c->b->state == CORRAL_BOX_HALTED)
+		result_halted_after_end(res, c->status, c->b->halt_reason,
+					"the sandbox accepts no more calls; ");
+	else
+		result_from_wait(res, c->status);
 limits:
 	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
 	result_limits(res, c->b->p, hits);

@@ -1232,15 +1232,10 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
  */
 static int patch_tmp_open(struct xp *x, char **tmp)
 {
-	uint32_t rnd;
 	int fd, r;
 
-	*tmp = NULL;
-	r = corral_random(&rnd, sizeof(rnd));
-	if (r < 0)
-		return corral_set_err(x->err, r, "cannot name the patch's new file: %s",
-				      strerror(-r));
-	if (asprintf(tmp, "%s.corral-%08x", x->r->patch, rnd) < 0) {
+	/* named as put_entry names its new files */
+	if (asprintf(tmp, "%s.corral-export.%d", x->r->patch, (int)getpid()) < 0) {
 		*tmp = NULL;
 		return corral_set_err(x->err, -ENOMEM, "out of memory");
 	}

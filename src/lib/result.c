@@ -304,6 +304,18 @@ void result_from_wait(struct corral_result *res, int status)
 	}
 }
 
+void result_halted_after_end(struct corral_result *res, int status,
+			     const char *halt, const char *then)
+{
+	char ended[sizeof(res->reason)];
+
+	result_from_wait(res, status);
+	snprintf(ended, sizeof(ended), "%s", res->reason);
+	res->status = CORRAL_HALTED;
+	snprintf(res->reason, sizeof(res->reason), "halted: %.280s; %sthe command "
+		 "had ended: %.140s", halt, then, ended);
+}
+
 /*
  * Status "signaled" and 128+sig, as for a signal the command died of, so
  * that a caller's handling of a signal does not depend on when it came;

@@ -415,15 +415,8 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		return;
 	}
 	if (s->halted && s->halt_late && s->have_status) {
-		char ended[sizeof(res->reason)];
-
-		/* how the command ended stays in exit_code and signal */
-		result_from_wait(res, status);
-		snprintf(ended, sizeof(ended), "%s", res->reason);
-		res->status = CORRAL_HALTED;
-		snprintf(res->reason, sizeof(res->reason), "halted: %.300s; the "
-			 "criterion was met once the command had ended: %.140s",
-			 s->halt_reason, ended);
+		result_halted_after_end(res, status, s->halt_reason,
+					"the criterion was met once ");
 	} else if (s->halted) {
 		res->status = CORRAL_HALTED;
 		res->signal = SIGKILL;

@@ -371,6 +371,13 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms);
 /* Signal sig came before the command was started, and it never was. */
 void result_not_started(struct corral_result *res, int sig);
 /*
+ * Halted, but the command (wait status) had ended by itself first: how it
+ * ended stays in exit_code, signal and the reason's tail ("halted: HALT;
+ * THEN the command had ended: exited with status 0").
+ */
+void result_halted_after_end(struct corral_result *res, int status,
+			     const char *halt, const char *then);
+/*
  * The limits the command hit (hits: oom_kills, pids_max_hits, throttled),
  * each in the reason: the memory or pids limit as its status where the
  * command ended by itself, after the status otherwise (result.c).

@@ -254,6 +254,23 @@ strace_held() {
 	grep -Eq "$re" "$1" 2>/dev/null
 }
 
+# strace_cloned LOG: the pid of the first child cloned with CLONE_NEWUSER in
+# strace -f's log (-o LOG), or nothing.  The call is on one line, or split
+# when another process's line came while it ran (the child's first call
+# can come before its parent's clone returns): "clone(... <unfinished ...>"
+# then, on the same pid's line, "<... clone resumed>, ...) = PID".
+strace_cloned() {
+	awk '
+	$2 ~ /^clone3?\(/ && /CLONE_NEWUSER/ {
+		if (match($0, /= [0-9]+$/)) { print substr($0, RSTART + 2); exit }
+		if (/<unfinished \.\.\.>$/) split_[$1] = 1
+		next
+	}
+	($1 in split_) && $2 == "<..." && $3 ~ /^clone3?$/ && match($0, /= [0-9]+$/) {
+		print substr($0, RSTART + 2); exit
+	}' "$1" 2>/dev/null || true	# no log yet: nothing
+}
+
 # SOCKBUF_PY: a Python program (for -c, so that a sandbox can run it) that
 # queues what it can on 30 of its own loopback connections, never read,
 # and prints "queued MIB": about 110 MiB where nothing bounds the buffers.

@@ -887,14 +887,18 @@ run_held_at_signalfd() {
 		-e inject=signalfd4:signal=SIGSTOP:when=1 \
 		"$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null &
 	st=$!
+	# a failed check ends the test (set -e): what is held goes with it
+	# (expanded now: the test's locals are gone when the trap runs)
+	trap "end_traced $st" EXIT
 	sup=
 	while [ -z "$sup" ] && [ $i -lt 200 ]; do
 		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
 		sleep 0.05; i=$((i + 1))
 	done
 	[ -n "$sup" ] && held "$sup" || {
-		kill -KILL "$st"; wait "$st" 2>/dev/null
+		end_traced "$st" $sup; trap - EXIT
 		fail "no corral held at its signalfd: $(head -3 "$T/trace")"; return 1; }
+	trap "end_traced $st $sup" EXIT
 }
 
 # corral's own setup, before the clone: strace holds the supervisor at
@@ -909,6 +913,7 @@ t_signal_before_spawn() {
 	kill -TERM "$sup"
 	kill -CONT "$sup"
 	wait "$st" || rc=$?
+	trap - EXIT
 	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
 	expect_eq "exit" "$rc" 143
 	expect_eq "message" "$(cat "$T/err")" \
@@ -940,6 +945,7 @@ t_signal_during_setup() {
 			"$CORRAL" run $json --rw "$T/mark:/mark" -- /bin/touch /mark/ran \
 			> "$T/out" 2> "$T/err" < /dev/null &
 		st=$!
+		trap "end_traced $st" EXIT
 		i=0 init=
 		while [ -z "$init" ] && [ $i -lt 400 ]; do
 			init=$(strace_cloned "$T/trace")
@@ -947,11 +953,13 @@ t_signal_during_setup() {
 		done
 		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
 		[ -n "$init" ] && [ -n "$sup" ] && held "$init" || {
-			kill -KILL "$st"; wait "$st" 2>/dev/null
+			end_traced "$st" $sup $init; trap - EXIT
 			fail "no sandbox held in its setup: $(head -5 "$T/trace")"; return 1; }
+		trap "end_traced $st $sup $init" EXIT
 		kill -"$sig" "$sup"
 		ended "$st" || kill -CONT "$init" 2>/dev/null
 		wait "$st" || rc=$?
+		trap - EXIT
 		grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
 		[ ! -e "$T/mark/ran" ] || fail "SIG$sig: the command ran"
 		expect_eq "exit, SIG$sig" "$rc" $((128 + $(kill -l $sig)))
@@ -1002,8 +1010,9 @@ t_signal_after_ready() {
 	done
 	init=$(pgrep -P "$sup" | head -1)
 	[ -n "$init" ] && held "$init" || {
-		kill -KILL "$st"; wait "$st" 2>/dev/null
+		end_traced "$st" "$sup" $init; trap - EXIT
 		fail "init not held after READY: $(cat "$T/err")"; return 1; }
+	trap "end_traced $st $sup $init" EXIT
 	kill -TERM "$sup"
 	# the supervisor forwards it; then init goes on, with it pending.  Only
 	# SIGTERM's bit tells (any signal pending on the thread was taken for
@@ -1016,6 +1025,7 @@ t_signal_after_ready() {
 	done
 	kill -CONT "$init"
 	wait "$st" || rc=$?
+	trap - EXIT
 	grep -q 'inject=' "$T/trace" && { skip "strace cannot inject"; return 77; }
 	[ ! -e "$T/mark/ran" ] || fail "the command ran"
 	expect_eq "exit" "$rc" 143

@@ -254,6 +254,20 @@ strace_held() {
 	grep -Eq "$re" "$1" 2>/dev/null
 }
 
+# end_traced ST [PID...]: what a test held under strace goes, on its
+# failure too (from an EXIT trap): the PIDs it started (a held supervisor,
+# its init) killed, then ST, the "timeout ... strace" it ran, told to end:
+# timeout passes SIGTERM to strace, which ends its own command and lets
+# the rest go.  KILL to timeout alone would leave strace and a stopped
+# tracee behind with nothing to end them.
+end_traced() {
+	local st=$1 p
+	shift
+	for p in "$@"; do kill -KILL "$p" 2>/dev/null || true; done
+	kill -TERM "$st" 2>/dev/null || true
+	wait "$st" 2>/dev/null || true
+}
+
 # strace_cloned LOG: the pid of the first child cloned with CLONE_NEWUSER in
 # strace -f's log (-o LOG), or nothing.  The call is on one line, or split
 # when another process's line came while it ran (the child's first call

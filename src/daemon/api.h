@@ -217,9 +217,17 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
-	BUILD_EXPORT_PATCH,		/* the report and the patch */
+	BUILD_EXPORT_PATCH,		/* the report and the patch, in JSON */
+	BUILD_EXPORT_STREAM,		/* the report's line, then the patch */
 	BUILD_EXPORT_WRITE,		/* to or apply: the report */
 };
+
+/*
+ * An export's patch as it is, not a JSON string: for a client that writes
+ * it to a file as it comes (corral export --patch; the CLI's client.h has
+ * the same name).  The body: the report, one line of JSON; then the patch.
+ */
+#define EXPORT_STREAM_TYPE	"application/vnd.corral.export-patch"
 
 /* Whether one more worker may start (for sb: one at a time); f says why not. */
 bool builds_room(struct daemon *d, struct sandbox *sb, struct api_fault *f);

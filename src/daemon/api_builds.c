@@ -17,7 +17,9 @@
  * so every status and body stays what it was.  An export's patch goes
  * out inside its JSON answer: the report, then the patch as a JSON
  * string, escaped a slice at a time (never cut inside a UTF-8 sequence:
- * the same bytes as escaping it whole), in chunked encoding.
+ * the same bytes as escaping it whole), in chunked encoding.  A client
+ * that asks for EXPORT_STREAM_TYPE gets the report as a line of JSON,
+ * then the patch's bytes: it need not hold the patch to parse the answer.
  *
  * At most BUILDS_MAX workers (these and snapshots' copies) run at once,
  * one of them a sandbox's: more is a 503.  A client that goes before the
@@ -49,7 +51,7 @@ struct build {
 	enum build_kind kind;
 	int spool;
 	off_t off, size;
-	char *head;			/* export: the report, to ,"patch":" */
+	char *head;			/* export: the report, to ,"patch":" or \n */
 	int stage;			/* 0 head, 1 the spool, 2 the tail, 3 done */
 };
 
@@ -236,6 +238,22 @@ static void build_sent(struct evhttp_connection *conn, void *arg)
 	build_pump(arg);
 }
 
+/* A streamed export's report: one line, as no JSON it makes has a newline. */
+static char *export_line(const char *report)
+{
+	json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
+	char *text, *line = NULL;
+
+	if (!rep)
+		rep = json_object();
+	text = rep ? json_dumps(rep, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (text && asprintf(&line, "%s\n", text) < 0)
+		line = NULL;
+	free(text);
+	json_decref(rep);
+	return line;
+}
+
 /* The export's report, up to where its patch goes. */
 static char *export_head(const char *report)
 {
@@ -297,8 +315,11 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 		build_free(b);
 		return;
 	}
-	if (fstat(b->spool, &st) < 0 ||
-	    (b->kind == BUILD_EXPORT_PATCH && !(b->head = export_head(report)))) {
+	if (b->kind == BUILD_EXPORT_PATCH)
+		b->head = export_head(report);
+	else if (b->kind == BUILD_EXPORT_STREAM)
+		b->head = export_line(report);
+	if (fstat(b->spool, &st) < 0 || (b->kind >= BUILD_EXPORT_PATCH && !b->head)) {
 		api_set_closecb(b->d, b->req, NULL, NULL);
 		reply_error(b->req, 500, "internal", "cannot read the answer's spool "
 			    "in %s: %s", b->d->state_dir, strerror(errno));
@@ -310,10 +331,12 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 	b->stage = b->head ? 0 : 1;
 	h = evhttp_request_get_output_headers(b->req);
 	evhttp_add_header(h, "Content-Type", b->kind == BUILD_DIFF_PATCH ? "text/x-diff" :
+			  b->kind == BUILD_EXPORT_STREAM ? EXPORT_STREAM_TYPE :
 			  "application/json");
-	/* an export's length is known once escaped: that one is chunked */
+	/* an export's JSON length is known once escaped: that one is chunked */
 	if (b->kind != BUILD_EXPORT_PATCH) {
-		snprintf(len, sizeof(len), "%lld", (long long)st.st_size);
+		snprintf(len, sizeof(len), "%lld", (long long)st.st_size +
+			 (long long)(b->head ? strlen(b->head) : 0));
 		evhttp_add_header(h, "Content-Length", len);
 	}
 	evhttp_send_reply_start(b->req, 200, "OK");

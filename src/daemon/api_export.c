@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #define ALLOW_RISKY_MAX	64
@@ -127,6 +128,23 @@ static bool export_body(json_t *o, struct corral_box_export_opts *x,
 	return true;
 }
 
+/* Whether the request's Accept names type (parameters aside). */
+static bool accepts(struct evhttp_request *req, const char *type)
+{
+	const char *a = evhttp_find_header(evhttp_request_get_input_headers(req),
+					   "Accept");
+	size_t n = strlen(type);
+
+	while (a && *a) {
+		a += strspn(a, " \t,");
+		if (!strncasecmp(a, type, n) &&
+		    (a[n] == '\0' || strchr(" \t;,", a[n])))
+			return true;
+		a = strchr(a, ',');
+	}
+	return false;
+}
+
 void export_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	struct corral_box_export_opts x = { 0 };
@@ -149,6 +167,8 @@ void export_post(struct sandbox *sb, struct evhttp_request *req, const char *res
 		return;
 	}
 	/* a worker makes it (api_builds.c); the globs and paths go with its fork */
-	build_start(sb, req, x.patch ? BUILD_EXPORT_PATCH : BUILD_EXPORT_WRITE, NULL, &x);
+	build_start(sb, req, !x.patch ? BUILD_EXPORT_WRITE :
+		    accepts(req, EXPORT_STREAM_TYPE) ? BUILD_EXPORT_STREAM :
+		    BUILD_EXPORT_PATCH, NULL, &x);
 	json_decref(o);
 }

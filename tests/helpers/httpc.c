@@ -318,7 +318,7 @@ int main(int argc, char **argv)
 	struct buf body = { 0 }, req = { 0 };
 	struct answer a = { 0 };
 	double max_time = 0;
-	bool has_type = false;
+	bool has_type = false, has_accept = false;
 	int opt, nheaders = 0, fd;
 
 	while ((opt = getopt_long(argc, argv, "sSX:H:d:o:D:w:", opts, NULL)) != -1) {
@@ -342,6 +342,7 @@ int main(int argc, char **argv)
 			}
 			headers[nheaders++] = optarg;
 			has_type |= !strncasecmp(optarg, "content-type:", 13);
+			has_accept |= !strncasecmp(optarg, "accept:", 7);
 			break;
 		case 'd':
 			add_data(&body, optarg, false);
@@ -383,8 +384,9 @@ int main(int argc, char **argv)
 	if (!method)
 		method = body.p ? "POST" : "GET";
 
-	putf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: httpc\r\nAccept: */*\r\n",
-	     method, path, host);
+	/* as curl: a -H of the same name takes the default's place */
+	putf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: httpc\r\n%s",
+	     method, path, host, has_accept ? "" : "Accept: */*\r\n");
 	for (int i = 0; i < nheaders; i++)
 		putf(&req, "%s\r\n", headers[i]);
 	if (body.p) {

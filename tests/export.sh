@@ -368,14 +368,7 @@ t_patch_streamed_to_its_file() {
 with open("/workspace/blob.bin", "wb") as f:
     for _ in range(int(sys.argv[1])):
         f.write(os.urandom(1 << 20))'
-	maxrss() {	# maxrss ARGS...: corral run ARGS, its peak RSS (KiB) on stdout
-		/usr/bin/python3 -c '
-import os, subprocess, sys
-p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"))
-_, st, ru = os.wait4(p.pid, 0)
-print(ru.ru_maxrss, os.waitstatus_to_exitcode(st))' timeout 120 "$CORRAL" run "$@"
-	}
+	maxrss() { peak_rss /dev/null timeout 120 "$CORRAL" run "$@"; }
 	mkrepo "$T/ws"
 	read -r small rc < <(maxrss --workspace "$T/ws" --patch "$T/small.diff" -- \
 		python3 -c "$mk" 1)

@@ -268,6 +268,19 @@ end_traced() {
 	wait "$st" 2>/dev/null || true
 }
 
+# peak_rss OUT CMD...: CMD run with stdout to OUT, stderr to $T/err; its
+# peak RSS (KiB: wait4's, its own and its waited-for children's) and its
+# exit code, on stdout.  For a test that memory does not grow with a size.
+peak_rss() {
+	/usr/bin/python3 -c '
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL,
+                     stdout=open(sys.argv[1], "wb"),
+                     stderr=open(os.environ["T"] + "/err", "w"))
+_, st, ru = os.wait4(p.pid, 0)
+print(ru.ru_maxrss, os.waitstatus_to_exitcode(st))' "$@"
+}
+
 # strace_cloned LOG: the pid of the first child cloned with CLONE_NEWUSER in
 # strace -f's log (-o LOG), or nothing.  The call is on one line, or split
 # when another process's line came while it ran (the child's first call

@@ -861,6 +861,112 @@ s_builds_worker_memory_capped() {
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
+# corral export --patch FILE and corral diff --patch take the patch as it
+# comes: the export asks for the report's line, then the patch (Accept:
+# application/vnd.corral.export-patch), never a JSON string to hold whole.
+# The client's memory does not grow with the patch (it held the answer
+# and the decoded patch, and refused an answer past 256 MiB); FILE is the
+# diff's patch byte for byte and applies; a failed export leaves FILE as
+# it was and nothing beside it.  The attacker's: names with a newline, a
+# quote and a backslash cannot end the report's line early (what follows
+# would be taken for the patch, and the report for broken).
+s_export_patch_streamed() {
+	local small big rc
+	mkrepo "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file s.sh 'head -c 1048576 /dev/urandom > blob.bin')"
+	read -r small rc < <(peak_rss "$T/out" "$CORRAL" export --socket "$SOCK" \
+		--patch "$T/small.diff" "$SB")
+	expect_eq "1 MiB: exit" "$rc" 0 || { cat "$T/err"; return 1; }
+	# the names: a newline, a quote and backslashes, a line that is JSON
+	cat > "$T/names.py" <<'PY'
+for name, text in (("evil\nname", "one"), ('q"uo\\te\\', "two"),
+                   ('"}\n{"patch":"x"', "three")):
+    open(name, "w").write(text + "\n")
+PY
+	run "$SB" "$(sh_file b.sh 'head -c 25165824 /dev/urandom > blob.bin && python3 -c "$1"')" \
+		"$(cat "$T/names.py")"
+	read -r big rc < <(peak_rss "$T/out" "$CORRAL" export --socket "$SOCK" \
+		--patch "$T/p.diff" "$SB")
+	expect_eq "24 MiB: exit" "$rc" 0 || { cat "$T/err"; return 1; }
+	[ "$(stat -c %s "$T/p.diff")" -gt 32000000 ] || fail "the patch is $(stat -c %s "$T/p.diff") bytes"
+	[ "$big" -lt $(( small + 16384 )) ] ||
+		fail "the client's peak RSS grew with the patch: $big KiB, $small KiB for 1 MiB"
+	expect_eq "the summary" "$(cat "$T/out")" "exported 4, held 0, conflicts 0"
+	read -r big rc < <(peak_rss "$T/diff.patch" "$CORRAL" diff --socket "$SOCK" --patch "$SB")
+	expect_eq "diff: exit" "$rc" 0
+	[ "$big" -lt $(( small + 16384 )) ] ||
+		fail "diff --patch's peak RSS grew with the patch: $big KiB, $small KiB for export's 1 MiB"
+	cmp -s "$T/diff.patch" "$T/p.diff" || fail "the export's patch is not the diff's"
+	cp -a "$T/ws" "$T/patched"
+	(cd "$T/patched" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 timeout 60 git apply "$T/p.diff") ||
+		fail "the patch does not apply"
+	expect_eq "the blob" "$(stat -c %s "$T/patched/blob.bin")" 25165824
+	expect_eq "the newline's file" "$(cat "$T/patched/evil"$'\n'"name")" one
+	expect_eq "the quote's file" "$(cat "$T/patched/q\"uo\\te\\")" two
+	expect_eq "the JSON's file" "$(cat "$T/patched/\"}"$'\n''{"patch":"x"')" three
+	cli export "$SB" --json --patch "$T/p2.diff" || fail "--json: $(cat "$T/err")"
+	$PY -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+assert "patch" not in r, "the patch is in the report"
+got = sorted(e["path"] for e in r["exported"])
+assert got == sorted(["blob.bin", "evil\nname", "q\"uo\\te\\", "\"}\n{\"patch\":\"x\""]), got
+assert r["mode"] == "patch", r' "$T/out" || fail "the report: $(head -c 400 "$T/out")"
+	cmp -s "$T/p2.diff" "$T/p.diff" || fail "--json's patch differs"
+	# to standard output: the patch alone there, the summary on stderr
+	"$CORRAL" export --socket "$SOCK" --patch - "$SB" > "$T/p3.diff" 2> "$T/err" ||
+		fail "--patch -: $(cat "$T/err")"
+	cmp -s "$T/p3.diff" "$T/p.diff" || fail "--patch -'s patch differs"
+	expect_eq "--patch -: the summary" "$(cat "$T/err")" "exported 4, held 0, conflicts 0"
+
+	# past the policy's export.max_bytes: a 507, FILE as it was
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0, \"policy\": {\"export\": {\"max_bytes\": 1048576}}}"
+	run "$SB" "$T/s.sh"
+	run "$SB" "$(sh_file s2.sh 'head -c 2097152 /dev/urandom > blob2.bin')"
+	echo before > "$T/p.diff"
+	cli export "$SB" --patch "$T/p.diff" && fail "an export past max_bytes succeeded"
+	expect_contains "why" "$(cat "$T/err")" "export.max_bytes"
+	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
+	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
+}
+
+# The answer itself: with the stream's Accept, the report's line (no
+# "patch" in it), then the patch, its whole length in Content-Length;
+# without it, the JSON answer as before.
+s_export_stream_answer() {
+	mkrepo "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'printf "new\n" > "$(printf "a\nb")"; echo x > .git/hooks/pre-commit')"
+	expect_eq "diff" "$(api GET "/v1/sandboxes/$SB/diff?format=patch")" 200
+	cp "$T/body" "$T/diff.patch"
+	expect_eq "stream" "$(api POST "/v1/sandboxes/$SB/export" -D "$T/head" \
+		-H "Accept: text/plain, application/vnd.corral.export-patch;q=0.9" \
+		-d '{"patch": true}')" 200
+	expect_contains "its type" "$(tr -d '\r' < "$T/head")" \
+		"Content-Type: application/vnd.corral.export-patch"
+	expect_contains "its length" "$(tr -d '\r' < "$T/head")" \
+		"Content-Length: $(stat -c %s "$T/body")"
+	head -1 "$T/body" > "$T/report"
+	tail -n +2 "$T/body" > "$T/patch"
+	cmp -s "$T/patch" "$T/diff.patch" || fail "the stream's patch is not the diff's"
+	$PY -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+assert "patch" not in r, r
+assert [e["path"] for e in r["exported"]] == ["a\nb"], r["exported"]
+assert [e["path"] for e in r["held"]] == [".git/hooks/pre-commit"], r["held"]' "$T/report" ||
+		fail "the report's line: $(head -c 400 "$T/report")"
+	expect_eq "json" "$(api POST "/v1/sandboxes/$SB/export" -D "$T/head" -d '{"patch": true}')" 200
+	expect_contains "its type" "$(tr -d '\r' < "$T/head")" "Content-Type: application/json"
+	$PY -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["patch"].encode() == open(sys.argv[2], "rb").read(), "the JSON patch differs"' \
+		"$T/body" "$T/diff.patch" || fail "the JSON answer's patch"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^s_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -273,6 +273,11 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 	if (!r->status &&
 	    curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->status) != CURLE_OK)
 		r->status = 0;
+	if (r->sink && is_success(r->status)) {
+		if (r->sink(r->arg, data, n) < 0)
+			goto stop;
+		return n;
+	}
 	if (reply_append(r, data, n) < 0)
 		goto stop;
 	if (r->line && is_success(r->status) && reply_lines(r, old) < 0)
@@ -372,6 +377,8 @@ static int build_headers(const struct conn *c, const struct request *q,
 		return -1;
 	/* "Content-Type:" alone drops libcurl's form-urlencoded default. */
 	if (append_header(h, q->type ? q->type : "Content-Type:") < 0)
+		return -1;
+	if (q->accept && append_header(h, q->accept) < 0)
 		return -1;
 	return 0;
 }

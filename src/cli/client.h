@@ -11,7 +11,8 @@
  *                requests and replies over libcurl, the API's paths
  *   print.c      what the verbs print: the daemon's text made safe for a
  *                terminal, JSON, the last flush of stdout
- *   localfile.c  local files read and written whole (cp, exec's stdin)
+ *   localfile.c  local files read and written whole (cp, exec's stdin), or
+ *                as they come (an export's patch)
  *   curl.c       libcurl, loaded on first use
  * Every function here that fails says why on stderr and returns the exit
  * status to end with (2 bad usage, EXIT_CORRAL), or -1 / NULL where noted.
@@ -139,9 +140,11 @@ struct request {
 	const char *body;		/* NULL: none */
 	size_t body_len;
 	const char *type;		/* "Content-Type: ..." of the body */
+	const char *accept;		/* "Accept: ...", or NULL */
 };
 
 typedef int (*line_fn)(void *arg, char *line, size_t len);
+typedef int (*sink_fn)(void *arg, const char *data, size_t len);
 
 struct reply {
 	CURL *curl;
@@ -151,6 +154,8 @@ struct reply {
 	size_t max;			/* refuse answers (or lines) larger */
 	/* When set, a 2xx answer goes here a line at a time, not into buf. */
 	line_fn line;
+	/* Or here as it comes, however large: max bounds only other answers. */
+	sink_fn sink;
 	void *arg;
 	bool stopped;			/* we ended the transfer, and said why */
 };
@@ -202,6 +207,25 @@ int verb_finish(int code);
 int read_local(const char *path, size_t max, char **out, size_t *len);
 /* The file at path (created or truncated), or "-" for stdout. */
 int write_local(const char *path, const char *buf, size_t len);
+
+/*
+ * A local file written as it comes, never held whole: into a new file
+ * beside path (PATH.corral-export.PID, O_EXCL) that takes path's name only
+ * once it is complete, so a failure leaves path as it was; "-" is stdout.
+ */
+struct local_out {
+	const char *path;
+	char *tmp;
+	int fd;
+};
+int local_out_open(struct local_out *o, const char *path);
+int local_out_write(struct local_out *o, const char *buf, size_t len);
+/* keep: the new file takes path's name; else it goes.  Either way closed. */
+int local_out_close(struct local_out *o, bool keep);
+
+/* The media type of an export's patch as it is (the report's line, then
+ * the patch), which the daemon's api.h names EXPORT_STREAM_TYPE. */
+#define EXPORT_STREAM_TYPE	"application/vnd.corral.export-patch"
 
 /* ---- the verbs' command lines, parsed apart from what is sent ---------- */
 

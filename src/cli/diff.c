@@ -115,11 +115,18 @@ static int print_changes(const struct reply *r)
 	return code;
 }
 
+/* A patch goes out as it comes: it is as large as the sandbox made it. */
+static int patch_out(void *arg, const char *data, size_t n)
+{
+	return local_out_write(arg, data, n) ? -1 : 0;
+}
+
 static int diff_get(struct conn *c, const char *id, const char *sub,
 		    const struct diff_args *a)
 {
 	struct request q = { .method = "GET" };
 	struct reply r = { .max = REPLY_MAX };
+	struct local_out out;
 	char *esc = sub ? curl_easy_escape(c->curl, sub, 0) : NULL, *rest = NULL;
 	char *path = NULL;
 	int code = EXIT_CORRAL;
@@ -135,10 +142,17 @@ static int diff_get(struct conn *c, const char *id, const char *sub,
 	if (!path)
 		goto out;
 	q.path = path;
+	if (a->patch && (code = local_out_open(&out, "-")))
+		goto out;
+	if (a->patch) {
+		r.sink = patch_out;
+		r.arg = &out;
+	}
+	code = EXIT_CORRAL;
 	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
 		goto out;
 	if (a->patch)
-		code = write_local("-", r.buf ? r.buf : "", r.len);
+		code = 0;
 	else if (a->json)
 		code = fwrite(r.buf ? r.buf : "", 1, r.len, stdout) == r.len &&
 		       putchar('\n') != EOF ? 0 : EXIT_CORRAL;

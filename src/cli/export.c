@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static const struct verb export_verb = {
@@ -27,7 +28,11 @@ static const struct verb export_verb = {
 "                       started (or since an earlier --apply wrote it) is\n"
 "                       not overwritten but listed as a conflict\n"
 "  --patch FILE         a git patch of the changes to FILE (\"-\": standard\n"
-"                       output), for `git apply`; nothing else is written\n"
+"                       output), for `git apply`; nothing else is written.\n"
+"                       It is written as it comes, never held whole, into\n"
+"                       a new file beside FILE (FILE.corral-export.PID)\n"
+"                       that is renamed onto FILE once complete: a failed\n"
+"                       export leaves FILE as it was\n"
 "\n"
 "Every host write is resolved beneath the destination with no symlink\n"
 "followed.  No device node, fifo, socket, setuid/setgid bit, hardlink to\n"
@@ -178,40 +183,149 @@ static int print_list(FILE *f, json_t *report, const char *key, const char *word
 	return 0;
 }
 
+/* The report: as JSON, or the summary (on f). */
+static int print_report(const struct export_args *a, json_t *rep, FILE *f)
+{
+	int code;
+
+	if (a->json)
+		return print_json(rep);
+	code = print_list(f, rep, "held", "held");
+	if (!code)
+		code = print_list(f, rep, "conflicts", "conflict");
+	if (!code && fprintf(f, "exported %zu, held %zu, conflicts %zu\n",
+			    json_array_size(json_object_get(rep, "exported")),
+			    json_array_size(json_object_get(rep, "held")),
+			    json_array_size(json_object_get(rep, "conflicts"))) < 0)
+		code = EXIT_CORRAL;
+	return code;
+}
+
+/*
+ * A patch export's answer as it comes (EXPORT_STREAM_TYPE): the report's
+ * line, then the patch, written to the file as it arrives.  The patch may
+ * be as large as the policy's export.max_bytes and more: never held.
+ */
+struct patch_in {
+	struct reply *r;
+	struct local_out out;
+	char *line;			/* the report, until its newline */
+	size_t len, cap;
+	json_t *report;
+};
+
+static bool stream_answer(struct reply *r)
+{
+	const char *type = NULL;
+
+	return curl_easy_getinfo(r->curl, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK &&
+	       type && !strncasecmp(type, EXPORT_STREAM_TYPE, strlen(EXPORT_STREAM_TYPE));
+}
+
+static int report_line(struct patch_in *p, const char *data, size_t n)
+{
+	char size[32], *line;
+	json_error_t jerr;
+
+	if (p->len + n > REPLY_MAX) {
+		corral_format_size(REPLY_MAX, size, sizeof(size));
+		cli_error("the export's report is larger than %s; stopped reading it", size);
+		return -1;
+	}
+	if (p->len + n > p->cap) {
+		size_t cap = p->cap ? p->cap : 4096;
+
+		while (cap < p->len + n)
+			cap *= 2;
+		line = realloc(p->line, cap);
+		if (!line) {
+			out_of_memory("for the export's report");
+			return -1;
+		}
+		p->line = line;
+		p->cap = cap;
+	}
+	memcpy(p->line + p->len, data, n);
+	p->len += n;
+	if (p->line[p->len - 1] != '\n')
+		return 0;
+	p->report = json_loadb(p->line, p->len - 1, 0, &jerr);
+	if (!json_is_object(p->report)) {
+		cli_error("the daemon's export report is not a JSON object: %s", jerr.text);
+		return -1;
+	}
+	return 0;
+}
+
+static int patch_take(void *arg, const char *data, size_t n)
+{
+	struct patch_in *p = arg;
+	const char *nl;
+	size_t take;
+
+	if (!p->report && !p->len && !stream_answer(p->r)) {
+		cli_error("the daemon answered the patch export with no patch stream "
+			  "(is it older than this client?)");
+		return -1;
+	}
+	if (!p->report) {
+		nl = memchr(data, '\n', n);
+		take = nl ? (size_t)(nl - data) + 1 : n;
+		if (report_line(p, data, take) < 0)
+			return -1;
+		data += take;
+		n -= take;
+	}
+	return n && local_out_write(&p->out, data, n) ? -1 : 0;
+}
+
+static int export_patch(struct conn *c, const char *path, const char *text,
+			struct export_args *a)
+{
+	struct request q = { .method = "POST", .path = path, .body = text,
+			     .body_len = strlen(text),
+			     .type = "Content-Type: application/json",
+			     .accept = "Accept: " EXPORT_STREAM_TYPE };
+	struct reply r = { .max = REPLY_MAX, .sink = patch_take };
+	struct patch_in p = { .r = &r };
+	int code = local_out_open(&p.out, a->patch);
+
+	r.arg = &p;
+	if (!code && (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0))
+		code = EXIT_CORRAL;
+	if (!code && !p.report) {
+		cli_error("the daemon's answer ended before its report did");
+		code = EXIT_CORRAL;
+	}
+	/* the file takes FILE's name only when the whole answer came */
+	if (local_out_close(&p.out, !code) && !code)
+		code = EXIT_CORRAL;
+	/* a patch on standard output keeps it to itself: the summary goes to stderr */
+	if (!code)
+		code = print_report(a, p.report, strcmp(a->patch, "-") ? stdout : stderr);
+	json_decref(p.report);
+	free(p.line);
+	reply_free(&r);
+	return code;
+}
+
 static int export_post(struct conn *c, const char *id, struct export_args *a,
 		       json_t *body)
 {
-	char *path = conn_sandbox_path(c, id, "/export");
-	json_t *rep = path ? conn_call_json(c, "POST", path, body) : NULL;
-	json_t *patch = json_object_get(rep, "patch");
-	int code = rep ? 0 : EXIT_CORRAL;
-	/* a patch on standard output keeps it to itself: the summary goes to stderr */
-	FILE *f = a->patch && !strcmp(a->patch, "-") ? stderr : stdout;
+	char *path = conn_sandbox_path(c, id, "/export"), *text = NULL;
+	json_t *rep = NULL;
+	int code = EXIT_CORRAL;
 
-	free(path);
-	if (!code && a->patch) {
-		if (!json_is_string(patch)) {
-			cli_error("the daemon's answer carries no patch");
-			code = EXIT_CORRAL;
-		} else {
-			code = write_local(a->patch, json_string_value(patch),
-					   json_string_length(patch));
-		}
-		json_object_del(rep, "patch");
-	}
-	if (!code && a->json)
-		code = print_json(rep);
-	else if (!code) {
-		code = print_list(f, rep, "held", "held");
-		if (!code)
-			code = print_list(f, rep, "conflicts", "conflict");
-		if (!code && fprintf(f, "exported %zu, held %zu, conflicts %zu\n",
-				    json_array_size(json_object_get(rep, "exported")),
-				    json_array_size(json_object_get(rep, "held")),
-				    json_array_size(json_object_get(rep, "conflicts"))) < 0)
-			code = EXIT_CORRAL;
+	if (path && a->patch) {
+		text = json_dumps(body, JSON_COMPACT);
+		code = text ? export_patch(c, path, text, a) :
+		       out_of_memory("building the request body");
+	} else if (path && (rep = conn_call_json(c, "POST", path, body))) {
+		code = print_report(a, rep, stdout);
 	}
 	json_decref(rep);
+	free(text);
+	free(path);
 	return code;
 }
 

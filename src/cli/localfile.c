@@ -1,7 +1,9 @@
 /*
  * localfile.c - the client's local files, read and written whole: what
  * `corral cp` copies and what `corral exec -i` sends as stdin.  The API
- * carries a file in one body, so a file is in memory once, bounded.
+ * carries a file in one body, so a file is in memory once, bounded.  And
+ * one written as it comes (an export's patch, as large as the sandbox
+ * made it), which takes its name once whole.
  */
 #include "client.h"
 
@@ -120,5 +122,61 @@ int write_local(const char *path, const char *buf, size_t len)
 		cli_error("writing %s: %s", path, strerror(errno));
 		code = EXIT_CORRAL;
 	}
+	return code;
+}
+
+/* ---- a local file written as it comes ---------------------------------- */
+
+int local_out_open(struct local_out *o, const char *path)
+{
+	*o = (struct local_out){ .path = path, .fd = -1 };
+	if (!strcmp(path, "-")) {
+		/* what stdio holds goes first; a failed flush is the answer */
+		if (fflush(stdout) == EOF)
+			return verb_finish(0);
+		o->fd = STDOUT_FILENO;
+		return 0;
+	}
+	/* named as the library names its new files beside an export's */
+	if (asprintf(&o->tmp, "%s.corral-export.%d", path, (int)getpid()) < 0) {
+		o->tmp = NULL;
+		return out_of_memory("naming a new file");
+	}
+	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (o->fd < 0) {
+		cli_error("%s: cannot create %s beside it: %s", path, o->tmp,
+			  strerror(errno));
+		free(o->tmp);
+		o->tmp = NULL;
+		return EXIT_CORRAL;
+	}
+	return 0;
+}
+
+int local_out_write(struct local_out *o, const char *buf, size_t len)
+{
+	return write_all(o->fd, o->tmp ? o->path : "standard output", buf, len);
+}
+
+int local_out_close(struct local_out *o, bool keep)
+{
+	int code = 0;
+
+	if (!o->tmp)
+		return 0;	/* stdout, or nothing opened */
+	if (close(o->fd) < 0 && keep) {
+		cli_error("writing %s: %s", o->path, strerror(errno));
+		code = EXIT_CORRAL;
+	}
+	if (keep && !code && rename(o->tmp, o->path) < 0) {
+		cli_error("%s: cannot rename %s onto it: %s", o->path, o->tmp,
+			  strerror(errno));
+		code = EXIT_CORRAL;
+	}
+	if (!keep || code)
+		unlink(o->tmp);
+	free(o->tmp);
+	o->tmp = NULL;
+	o->fd = -1;
 	return code;
 }

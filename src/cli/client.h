@@ -201,7 +201,7 @@ int print_id_or_json(const char *id, const json_t *o, bool as_json);
 /* A verb's last word: output that could not be written is a failure. */
 int verb_finish(int code);
 
-/* ---- localfile.c: local files, whole ---------------------------------- */
+/* ---- localfile.c: local files, whole or as they come ------------------ */
 
 /* A local file, or "-" for stdin, up to max bytes; only regular files. */
 int read_local(const char *path, size_t max, char **out, size_t *len);

@@ -457,7 +457,7 @@ int corral_box_export(struct corral_box *b, const struct corral_box_export_opts 
 	if (o->to && o->to[0] != '/')
 		return corral_set_err(err, -EINVAL, "to %.200s: an absolute path", o->to);
 	if (b->state == CORRAL_BOX_HALTED)
-		return corral_set_err(err, -EPERM, "the sandbox was halted (%s): "
+		return corral_set_err(err, CORRAL_E_HALTED, "the sandbox was halted (%s): "
 				      "nothing is exported", b->halt_reason);
 	r = box_layers(b, &req.layers, err);
 	if (r < 0)
@@ -768,7 +768,7 @@ int corral_box_export_start(struct corral_box *b, const struct corral_box_export
 	if (o->to && o->to[0] != '/')
 		return corral_set_err(err, -EINVAL, "to %.200s: an absolute path", o->to);
 	if (b->state == CORRAL_BOX_HALTED)
-		return corral_set_err(err, -EPERM, "the sandbox was halted (%s): "
+		return corral_set_err(err, CORRAL_E_HALTED, "the sandbox was halted (%s): "
 				      "nothing is exported", b->halt_reason);
 	j = calloc(1, sizeof(*j));
 	if (!j)

@@ -3,6 +3,7 @@
 daemon: tests/python_client.sh starts it and passes its socket (and a TCP
 address and token file) in CORRAL_TEST_SOCKET, CORRAL_TEST_URL and
 CORRAL_TEST_TOKEN_FILE.  unittest; the last line is "N passed, N failed"."""
+import io
 import os
 import select
 import sys
@@ -125,6 +126,7 @@ class ClientTest(unittest.TestCase):
 
     def test_keepalive_labels_diff_export(self):
         ws = os.path.join(os.environ.get("TMPDIR", "/tmp"), "py-ws-%d" % os.getpid())
+        out = ws + ".patch"
         os.mkdir(ws)
         try:
             with open(os.path.join(ws, "a.txt"), "w") as f:
@@ -143,9 +145,32 @@ class ClientTest(unittest.TestCase):
                 self.assertIn("n.txt", rep["patch"])
                 with self.assertRaises(ValueError):
                     sb.export()
+                # the patch as it comes, to a path (renamed on once whole) or a file
+                with open(out, "w") as f:
+                    f.write("before\n")
+                got = sb.export(patch_to=out)
+                self.assertNotIn("patch", got)
+                self.assertEqual([e["path"] for e in got["exported"]], ["n.txt"])
+                with open(out) as f:
+                    self.assertEqual(f.read(), rep["patch"])
+                buf = io.BytesIO()
+                sb.export(patch_to=buf)
+                self.assertEqual(buf.getvalue().decode(), rep["patch"])
+                # refused (a halted sandbox exports nothing): the path as it was
+                with open(out, "w") as f:
+                    f.write("before\n")
+                sb.halt("the test")
+                with self.assertRaises(corral.Conflict):
+                    sb.export(patch_to=out)
+                with open(out) as f:
+                    self.assertEqual(f.read(), "before\n")
+                self.assertEqual([n for n in os.listdir(os.path.dirname(out))
+                                  if n.startswith(os.path.basename(out) + ".")], [])
         finally:
             import shutil
             shutil.rmtree(ws)
+            if os.path.exists(out):
+                os.unlink(out)
 
     def test_pause_resume_halt(self):
         sb = self.client.create()

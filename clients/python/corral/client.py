@@ -146,11 +146,14 @@ class Client:
         conn.close()
 
     def open(self, method, path, body=None, content_type=None, timeout=None,
-             kept=False):
+             kept=False, accept=None):
         """Send a request; the open connection and its response (the caller
         closes the connection).  Error answers raise their exception.
-        kept: an idle kept connection may carry it."""
+        kept: an idle kept connection may carry it.  accept: the media type
+        asked for, where the daemon has more than one."""
         headers = {}
+        if accept:
+            headers["Accept"] = accept
         if self.token and not self.socket:
             headers["Authorization"] = "Bearer " + self.token
         if body is not None:

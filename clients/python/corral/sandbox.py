@@ -1,5 +1,7 @@
 """corral.sandbox - one sandbox of the daemon: run, files, processes, state."""
+import http.client
 import json
+import os
 import urllib.parse
 
 from . import errors
@@ -290,15 +292,78 @@ class Sandbox:
         data = self.client.request("GET", self._path("/diff") + ("?" + "&".join(q) if q else ""))
         return data.decode() if patch else json.loads(data)
 
-    def export(self, to=None, apply=False, patch=False, allow_risky=None):
+    EXPORT_STREAM = "application/vnd.corral.export-patch"
+    REPORT_MAX = 256 << 20      # the report's line, before the patch
+
+    def export(self, to=None, apply=False, patch=False, allow_risky=None,
+               patch_to=None):
         """Let its workspace changes out: to= a new host directory, apply=True
-        onto the host workspace, or patch=True (the patch in the report)."""
-        if sum((to is not None, bool(apply), bool(patch))) != 1:
-            raise ValueError("give exactly one of to=, apply=True, patch=True")
+        onto the host workspace, patch=True (the patch in the report), or
+        patch_to= a path or a binary file: the patch written there as it
+        comes, never held whole (it may be as large as the policy's
+        export.max_bytes), and the report without it.  A path is written
+        beside itself (PATH.corral-export.PID) and takes the patch's name
+        once complete: a failed export leaves it as it was."""
+        if sum((to is not None, bool(apply), bool(patch), patch_to is not None)) != 1:
+            raise ValueError("give exactly one of to=, apply=True, patch=True, patch_to=")
         body = {"to": to} if to is not None else {"apply": True} if apply else {"patch": True}
         if allow_risky:
             body["allow_risky"] = list(allow_risky)
+        if patch_to is not None:
+            return self._export_patch_to(body, patch_to)
         return self.client.call("POST", self._path("/export"), body)
+
+    def _export_patch_to(self, body, dest):
+        conn, resp = self.client.open("POST", self._path("/export"),
+                                      json.dumps(body).encode(), "application/json",
+                                      accept=self.EXPORT_STREAM)
+        try:
+            kind = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+            if kind != self.EXPORT_STREAM:
+                raise errors.ConnectionFailed("the daemon answered the patch export "
+                                              "with %r, not the patch (is it older "
+                                              "than this client?)" % kind)
+            line = self._read(resp.readline, self.REPORT_MAX)
+            if not line.endswith(b"\n"):
+                raise errors.ConnectionFailed("the daemon's answer ended before its "
+                                              "report did")
+            report = json.loads(line)
+            if isinstance(dest, (str, bytes, os.PathLike)):
+                self._patch_to_path(resp, os.fsdecode(dest))
+            else:
+                self._copy(resp, dest)
+            return report
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _read(fn, n):
+        try:
+            return fn(n)
+        except (OSError, http.client.HTTPException) as e:
+            raise errors.ConnectionFailed("the daemon's answer broke off: %s" % e) from e
+
+    def _copy(self, resp, f):
+        while True:
+            chunk = self._read(resp.read, 1 << 20)
+            if not chunk:
+                return
+            f.write(chunk)
+
+    def _patch_to_path(self, resp, path):
+        tmp = "%s.corral-export.%d" % (path, os.getpid())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                     os.O_CLOEXEC, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                self._copy(resp, f)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
     def destroy(self):
         """Destroy it; the final {"id", "state": "destroyed", "meters"}."""

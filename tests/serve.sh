@@ -3002,13 +3002,15 @@ t_tcp_tls_hides_the_token() {
 		else
 			start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 		fi
-		$PY -c "$RECORDER" "$port" "$T/wire.$mode" > "$T/rport" &
+		# a file of its own: the background job truncates the file itself,
+		# maybe after the loop below has read the last recorder's port
+		$PY -c "$RECORDER" "$port" "$T/wire.$mode" > "$T/rport.$mode" &
 		rpid=$!
 		# killed by on_test_exit if a check below ends the test
 		echo "$rpid" >> "$T/watchdogs"
 		# 5 s was not enough for Python to start under a loaded check (ci88)
-		for _ in $(seq 1 600); do [ -s "$T/rport" ] && break; sleep 0.05; done
-		rport=$(< "$T/rport")
+		for _ in $(seq 1 600); do [ -s "$T/rport.$mode" ] && break; sleep 0.05; done
+		rport=$(< "$T/rport.$mode")
 		[ -n "$rport" ] || fail "$mode: the recorder never said its port"
 		[ "$mode" = tls ] && url=https://127.0.0.1:$rport || url=http://127.0.0.1:$rport
 		create_echo "$mode, through the recorder" "$url" "$token" "$marker" > /dev/null
@@ -4030,6 +4032,8 @@ t_gate_connection_flood() {
 		start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" $extra
 		prlimit --pid "$DPID" --nofile=1024:1024
 		mkfifo "$T/hold"
+		# the last round's: the job below truncates it, maybe after a look
+		rm -f "$T/held"
 		hold_conns "$port" 1100 < "$T/hold" > "$T/held" &
 		holder=$!
 		exec 7> "$T/hold"

@@ -444,6 +444,9 @@ class Client:
                         f"Content-Length: {len(raw)}\r\n\r\n").encode()
                 self.cut("export-cut", head, raw, read_some=self.rng.random() < 0.5)
                 return
+            if "patch" in body and self.rng.random() < 0.5:
+                self.export_stream(base, body)
+                return
             self.req("export-" + next(iter(body)), "POST", f"{base}/export", body)
         else:
             if self.rng.random() < 0.3:
@@ -454,6 +457,24 @@ class Client:
             if st in (200, 201) and isinstance(out, dict) and "id" in out:
                 with self.sh.lock:
                     self.sh.snaps.append(out["id"])
+
+    STREAM = "application/vnd.corral.export-patch"
+
+    def export_stream(self, base, body):
+        """The patch as it is (docs/API.md): a 200 is the report's line,
+        JSON with no "patch" in it, then the patch; an error is JSON."""
+        st, out = self.req("export-stream", "POST", f"{base}/export", body,
+                           headers={"Accept": self.STREAM})
+        if st != 200:
+            return
+        line, nl, patch = out.partition(b"\n") if isinstance(out, bytes) else (b"", b"", b"")
+        try:
+            rep = json.loads(line) if nl else None
+        except ValueError:
+            rep = None
+        if not isinstance(rep, dict) or "patch" in rep or rep.get("mode") != "patch":
+            self.sh.fail(f"client {self.n}: POST {base}/export as a stream: not a "
+                         f"report's line, then the patch: {out[:300]!r}")
 
     def export_body(self):
         """patch, or onto the host: `to` a new directory (now and then

@@ -263,6 +263,8 @@ static int patch_take(void *arg, const char *data, size_t n)
 	const char *nl;
 	size_t take;
 
+	if (!n)
+		return 0;
 	if (!p->report && !p->len && !stream_answer(p->r)) {
 		cli_error("the daemon answered the patch export with no patch stream "
 			  "(is it older than this client?)");

@@ -932,6 +932,45 @@ assert r["mode"] == "patch", r' "$T/out" || fail "the report: $(head -c 400 "$T/
 	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
 }
 
+# A client ended by a signal while its patch comes (here before: the daemon
+# is stopped, the request waits) takes its new file with it: FILE as it
+# was, nothing beside it, and the daemon serves on.  (SIGINT too, but a
+# background job of a script has SIGINT ignored, and corral keeps that.)
+s_export_patch_interrupted() {
+	local cpid rc=0 i
+	mkrepo "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file a.sh 'echo new > n.txt')"
+	echo before > "$T/p.diff"
+	for sig in TERM HUP; do
+		kill -STOP "$DPID"
+		# the daemon goes on however the test ends (stop_daemon: TERM, KILL)
+		trap 'kill -CONT "$DPID" 2>/dev/null; stop_daemon' EXIT
+		"$CORRAL" export --socket "$SOCK" --patch "$T/p.diff" "$SB" > "$T/out" 2> "$T/err" &
+		cpid=$!
+		i=0
+		until compgen -G "$T/p.diff.corral-export.*" > /dev/null || [ $i -ge 200 ]; do
+			sleep 0.05; i=$((i + 1))
+		done
+		compgen -G "$T/p.diff.corral-export.*" > /dev/null || fail "SIG$sig: no new file beside FILE"
+		kill -"$sig" "$cpid"
+		i=0
+		while kill -0 "$cpid" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+		kill -0 "$cpid" 2>/dev/null && { kill -KILL "$cpid"; fail "SIG$sig did not end it"; }
+		rc=0; wait "$cpid" || rc=$?
+		kill -CONT "$DPID"
+		trap stop_daemon EXIT
+		expect_eq "SIG$sig: ended by it" "$rc" $((128 + $(kill -l $sig)))
+		expect_eq "SIG$sig: FILE as it was" "$(cat "$T/p.diff")" before
+		expect_eq "SIG$sig: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
+	done
+	expect_eq "the daemon serves on" "$(api GET /v1/health)" 200
+	cli export "$SB" --patch "$T/p.diff" || fail "export after: $(cat "$T/err")"
+	expect_contains "the patch" "$(cat "$T/p.diff")" "+new"
+}
+
 # The answer itself: with the stream's Accept, the report's line (no
 # "patch" in it), then the patch, its whole length in Content-Length;
 # without it, the JSON answer as before.

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,8 +128,51 @@ int write_local(const char *path, const char *buf, size_t len)
 
 /* ---- a local file written as it comes ---------------------------------- */
 
+/*
+ * A signal that ends us while the new file is written takes the file with
+ * it: nothing of ours stays beside FILE.  One the caller ignores (nohup:
+ * SIGHUP) stays ignored.
+ */
+static const int out_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NOUT_SIGNALS (sizeof(out_signals) / sizeof(out_signals[0]))
+static struct sigaction out_old[NOUT_SIGNALS];
+static const char *volatile out_tmp;
+
+/* Only unlink and raise: a signal handler.  SA_RESETHAND: raise kills. */
+static void out_ended(int sig)
+{
+	const char *tmp = out_tmp;
+
+	if (tmp)
+		unlink(tmp);
+	raise(sig);
+}
+
+static void out_catch(const char *tmp)
+{
+	struct sigaction sa = { .sa_handler = out_ended, .sa_flags = SA_RESETHAND };
+
+	sigfillset(&sa.sa_mask);
+	out_tmp = tmp;
+	for (size_t i = 0; i < NOUT_SIGNALS; i++)
+		if (sigaction(out_signals[i], NULL, &out_old[i]) == 0 &&
+		    out_old[i].sa_handler != SIG_IGN)
+			sigaction(out_signals[i], &sa, NULL);
+}
+
+static void out_release(void)
+{
+	for (size_t i = 0; i < NOUT_SIGNALS; i++)
+		if (out_old[i].sa_handler != SIG_IGN)
+			sigaction(out_signals[i], &out_old[i], NULL);
+	out_tmp = NULL;
+}
+
 int local_out_open(struct local_out *o, const char *path)
 {
+	sigset_t set, old;
+	int e;
+
 	*o = (struct local_out){ .path = path, .fd = -1 };
 	if (!strcmp(path, "-")) {
 		/* what stdio holds goes first; a failed flush is the answer */
@@ -142,7 +186,21 @@ int local_out_open(struct local_out *o, const char *path)
 		o->tmp = NULL;
 		return out_of_memory("naming a new file");
 	}
+	/*
+	 * The signals held while it is made and caught: one that comes in
+	 * between finds it to remove, and none removes a file not ours (a
+	 * failed O_EXCL).
+	 */
+	sigemptyset(&set);
+	for (size_t i = 0; i < NOUT_SIGNALS; i++)
+		sigaddset(&set, out_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, &old);
 	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (o->fd >= 0)
+		out_catch(o->tmp);
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = e;
 	if (o->fd < 0) {
 		cli_error("%s: cannot create %s beside it: %s", path, o->tmp,
 			  strerror(errno));
@@ -175,6 +233,7 @@ int local_out_close(struct local_out *o, bool keep)
 	}
 	if (!keep || code)
 		unlink(o->tmp);
+	out_release();
 	free(o->tmp);
 	o->tmp = NULL;
 	o->fd = -1;

@@ -216,7 +216,7 @@ static bool is_success(long status)
 	return status >= 200 && status < 300;
 }
 
-static int reply_append(struct reply *r, const char *data, size_t n)
+int reply_append(struct reply *r, const char *data, size_t n)
 {
 	size_t need = r->len + n + 1, cap;
 	char *p;

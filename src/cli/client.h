@@ -171,6 +171,8 @@ int conn_perform(struct conn *c, const struct request *q, struct reply *r);
  * curl_easy_send() and curl_easy_recv() on c->curl; *fd is for poll().
  */
 int conn_connect_raw(struct conn *c, const char *path, curl_socket_t *fd);
+/* data to r->buf, up to r->max (else said, and -1), NUL-terminated. */
+int reply_append(struct reply *r, const char *data, size_t n);
 /* 0 on a 2xx answer; else says what the daemon said and returns -1. */
 int reply_check(const struct reply *r);
 /* The answer as a JSON object, or NULL (said on stderr). */

@@ -209,8 +209,7 @@ static int print_report(const struct export_args *a, json_t *rep, FILE *f)
 struct patch_in {
 	struct reply *r;
 	struct local_out out;
-	char *line;			/* the report, until its newline */
-	size_t len, cap;
+	struct reply line;		/* the report, until its newline */
 	json_t *report;
 };
 
@@ -224,32 +223,13 @@ static bool stream_answer(struct reply *r)
 
 static int report_line(struct patch_in *p, const char *data, size_t n)
 {
-	char size[32], *line;
 	json_error_t jerr;
 
-	if (p->len + n > REPLY_MAX) {
-		corral_format_size(REPLY_MAX, size, sizeof(size));
-		cli_error("the export's report is larger than %s; stopped reading it", size);
+	if (reply_append(&p->line, data, n) < 0)
 		return -1;
-	}
-	if (p->len + n > p->cap) {
-		size_t cap = p->cap ? p->cap : 4096;
-
-		while (cap < p->len + n)
-			cap *= 2;
-		line = realloc(p->line, cap);
-		if (!line) {
-			out_of_memory("for the export's report");
-			return -1;
-		}
-		p->line = line;
-		p->cap = cap;
-	}
-	memcpy(p->line + p->len, data, n);
-	p->len += n;
-	if (p->line[p->len - 1] != '\n')
+	if (p->line.buf[p->line.len - 1] != '\n')
 		return 0;
-	p->report = json_loadb(p->line, p->len - 1, 0, &jerr);
+	p->report = json_loadb(p->line.buf, p->line.len - 1, 0, &jerr);
 	if (!json_is_object(p->report)) {
 		cli_error("the daemon's export report is not a JSON object: %s", jerr.text);
 		return -1;
@@ -265,7 +245,7 @@ static int patch_take(void *arg, const char *data, size_t n)
 
 	if (!n)
 		return 0;
-	if (!p->report && !p->len && !stream_answer(p->r)) {
+	if (!p->report && !p->line.len && !stream_answer(p->r)) {
 		cli_error("the daemon answered the patch export with no patch stream "
 			  "(is it older than this client?)");
 		return -1;
@@ -289,7 +269,7 @@ static int export_patch(struct conn *c, const char *path, const char *text,
 			     .type = "Content-Type: application/json",
 			     .accept = "Accept: " EXPORT_STREAM_TYPE };
 	struct reply r = { .max = REPLY_MAX, .sink = patch_take };
-	struct patch_in p = { .r = &r };
+	struct patch_in p = { .r = &r, .line = { .max = REPLY_MAX } };
 	int code = local_out_open(&p.out, a->patch);
 
 	r.arg = &p;
@@ -306,7 +286,7 @@ static int export_patch(struct conn *c, const char *path, const char *text,
 	if (!code)
 		code = print_report(a, p.report, strcmp(a->patch, "-") ? stdout : stderr);
 	json_decref(p.report);
-	free(p.line);
+	reply_free(&p.line);
 	reply_free(&r);
 	return code;
 }

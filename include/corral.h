@@ -464,10 +464,14 @@ struct corral_result {
 	char tool_call[128];		/* the call's id, given or generated */
 	/*
 	 * With opts.export: JSON {changes, exported, held, conflicts[,
-	 * error]}; export_failed when it could not be done (a limit).
+	 * error]}; export_failed when it could not be done (a limit), or
+	 * was cut short by export_signal (forward_signals: one of those
+	 * came after the command had ended; what was written stays, each
+	 * file whole, and --patch's FILE is left as it was).
 	 */
 	char *export_report;
 	bool export_failed;
+	int export_signal;
 	/* stdout and stderr as base64 in the JSON, not as text */
 	bool output_base64;
 	/*

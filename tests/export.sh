@@ -395,6 +395,47 @@ with open("/workspace/blob.bin", "wb") as f:
 	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
 }
 
+# A signal to corral once the command has ended, while its patch is
+# being made (strace slows each write, so that it comes midway): the
+# export is cut short at once, not finished first nor left half-written.
+# FILE keeps what it had, nothing is left beside it, and corral exits
+# 128+N saying why.  Before, the export went on to its end (a 258 MB
+# patch: 6.3 s after the SIGTERM), then exited as if nothing had come.
+t_export_cut_short_by_a_signal() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local mk='import os
+with open("/workspace/blob.bin", "wb") as f:
+    for _ in range(16):
+        f.write(os.urandom(1 << 20))'
+	local st sup="" i rc=0
+	mkrepo "$T/ws"
+	echo before > "$T/p.diff"
+	# LeakSanitizer cannot run under ptrace
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 120 strace -qq -o /dev/null -e trace=write \
+		-e inject=write:delay_enter=100000 \
+		"$CORRAL" run --workspace "$T/ws" --patch "$T/p.diff" -- \
+		python3 -c "$mk" > "$T/out" 2> "$T/err" < /dev/null &
+	st=$!
+	trap "end_traced $st" EXIT
+	i=0
+	until compgen -G "$T/p.diff.corral-export.*" > /dev/null || [ $i -ge 1200 ]; do
+		kill -0 "$st" 2>/dev/null || break
+		sleep 0.05; i=$((i + 1))
+	done
+	sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
+	[ -n "$sup" ] && compgen -G "$T/p.diff.corral-export.*" > /dev/null || {
+		end_traced "$st" $sup; trap - EXIT
+		fail "no patch being made: $(tail -3 "$T/err")"; return 1; }
+	kill -TERM "$sup"
+	wait "$st" || rc=$?
+	trap - EXIT
+	expect_eq "exit" "$rc" 143
+	expect_contains "said" "$(cat "$T/err")" "the export was cut short by SIGTERM"
+	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
+	expect_eq "nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
+}
+
 t_halted_exports_nothing() {
 	mkrepo "$T/ws"
 	echo '{"abort": {"max_wall_seconds": 1}}' > "$T/policy.json"

@@ -128,7 +128,10 @@ static const char run_usage[] =
 "Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to the command\n"
 "once it runs.  One that comes before (policy, image, cgroup, namespaces,\n"
 "mounts) ends the run there: the command is not started, nothing of the\n"
-"sandbox is left, and the exit status is 128+N, as below.\n"
+"sandbox is left, and the exit status is 128+N, as below.  One that comes\n"
+"once the command has ended, while --export-to, --apply or --patch is\n"
+"being done, cuts the export short: what it wrote stays, each file whole;\n"
+"--patch's FILE is left as it was; the exit status is 128+N.\n"
 "\n"
 "Exit status: the command's own; 128+N if it died of signal N or N came\n"
 "before it started (137 when the memory limit or an abort killed it); 124 on\n"
@@ -589,6 +592,9 @@ static int run(int argc, char **argv, struct stops *st)
 		/* the command ran, but what it made did not come out as asked */
 		if (res.export_failed && code == 0)
 			code = EXIT_CORRAL;
+		/* a person's signal ended the export: it ends corral as said */
+		if (res.export_signal)
+			code = 128 + res.export_signal;
 	}
 	corral_result_free(&res);
 	corral_policy_free(&p);

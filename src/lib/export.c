@@ -416,8 +416,17 @@ struct xp {
 	size_t ndirs;
 	json_t *exported, *held, *conflicts;
 	size_t copied;			/* unchanged entries of the lower (--to) */
+	int stopped;			/* the signal export_req's stop said */
 	struct corral_err *err;
 };
+
+/* The caller's stop said sig: what was written so far stays, each whole. */
+static int cut_short(struct xp *x, int sig, const char *before)
+{
+	return corral_set_err(x->err, -EINTR, "the export was cut short by SIG%s%s%s",
+			      sigabbrev_np(sig) ?: "?", before ? " before " : "",
+			      before ? before : "");
+}
 
 static json_t *entry(const char *path, const char *change, mode_t mode)
 {
@@ -1292,6 +1301,8 @@ static int run_changes(struct xp *x, struct hold_ctx *h, struct changes *ch,
 		struct decision d;
 		const char *cw;
 
+		if (x->r->stop && (x->stopped = x->r->stop(x->r->stop_arg)))
+			return cut_short(x, x->stopped, c->path);
 		r = decide(x, h, c, &d);
 		if (r < 0) {
 			r = corral_set_err(x->err, r, "cannot check %s: %s", c->path,
@@ -1343,7 +1354,8 @@ int export_run(const struct export_req *r, json_t **report,
 	struct xp x = { .r = r, .dest = -1, .err = err };
 	struct changes ch = { 0 };
 	struct hold_ctx *h = NULL;
-	struct patch_buf pb = { .sink = r->patch_sink, .fd = r->patch_fd };
+	struct patch_buf pb = { .sink = r->patch_sink, .fd = r->patch_fd,
+				.stop = r->stop, .stop_arg = r->stop_arg };
 	const char *mode = r->to ? "to" : r->apply_fd >= 0 ? "apply" : "patch";
 	bool patching = r->patch || r->patch_out || r->patch_sink;
 	char *ptmp = NULL;	/* --patch FILE's new file, until it is whole */
@@ -1406,7 +1418,9 @@ int export_run(const struct export_req *r, json_t **report,
 		ret = run_changes(&x, h, &ch, patching ? &pb : NULL);
 	if (ret == 0 && pb.sink)
 		pb_flush(&pb);
-	if (ret == 0 && pb.failed && pb.werr)
+	if (pb.stopped && (ret == 0 || !x.stopped))
+		ret = cut_short(&x, pb.stopped, NULL);
+	else if (ret == 0 && pb.failed && pb.werr)
 		ret = corral_set_err(err, -pb.werr, "cannot write the patch out: %s",
 				     strerror(pb.werr));
 	else if (ret == 0 && patching && pb.failed)
@@ -1521,13 +1535,15 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 
 void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		       const struct corral_export_opts *o, int upperfd,
-		       struct events *ev, struct corral_result *res)
+		       struct events *ev, int (*stop)(void *arg), void *stop_arg,
+		       struct corral_result *res)
 {
 	struct export_req r = {
 		.p = p, .layers = { upperfd, x->lower }, .to = o->to,
 		.apply_fd = o->apply ? x->lower : -1, .base = x->base,
 		.patch = o->patch, .allow_risky = o->allow_risky,
 		.nallow_risky = o->nallow_risky, .ev = ev,
+		.stop = stop, .stop_arg = stop_arg,
 	};
 	struct corral_err err = { 0 };
 	json_t *report = NULL;
@@ -1545,6 +1561,7 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		ret = export_run(&r, &report, &err);
 	}
 	res->export_failed = ret < 0;
+	res->export_signal = ret == -EINTR && stop ? stop(stop_arg) : 0;
 	if (report)
 		res->export_report = json_dumps(report, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(report);

@@ -210,6 +210,9 @@ struct patch_buf {
 	uint64_t flushed;	/* sink: bytes written to fd so far */
 	struct patch_stream *zs;	/* patch_file_src's slice and zlib state,
 					   made once for every file: pb_done */
+	int (*stop)(void *arg);		/* sink: asked before each write */
+	void *stop_arg;
+	int stopped;			/* what stop said: the sink failed */
 };
 
 /* What pb holds besides its data, freed (the data stays the caller's). */
@@ -315,6 +318,13 @@ struct export_req {
 	export_fault_fn fault;
 	export_fault_fn after_write;	/* a test's: renamed, not yet recorded */
 	void *fault_arg;
+	/*
+	 * The caller's: a signal's number ends the export, 0 lets it on (NULL:
+	 * never).  Asked between changes and between a patch's slices; it
+	 * must keep saying so once it has.
+	 */
+	int (*stop)(void *arg);
+	void *stop_arg;
 };
 
 /*
@@ -341,9 +351,11 @@ struct run_export {
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 		       const struct corral_export_opts *o, struct corral_err *err);
+/* stop, stop_arg: as export_req's (a signal to corral run ends it) */
 void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		       const struct corral_export_opts *o, int upperfd,
-		       struct events *ev, struct corral_result *res);
+		       struct events *ev, int (*stop)(void *arg), void *stop_arg,
+		       struct corral_result *res);
 void run_export_free(struct run_export *x);
 
 #endif

@@ -21,8 +21,18 @@
 #define CONTEXT 3
 #define NULL_ID "0000000000000000000000000000000000000000"
 
+/* The caller's stop said so: the sink takes no more. */
+static bool pb_stopped(struct patch_buf *pb)
+{
+	if (pb->stop && !pb->stopped && (pb->stopped = pb->stop(pb->stop_arg)))
+		pb->failed = true;
+	return pb->stopped;
+}
+
 static bool pb_write(struct patch_buf *pb, const char *s, size_t n)
 {
+	if (pb_stopped(pb))
+		return false;
 	while (n) {
 		ssize_t w = write(pb->fd, s, n);
 
@@ -252,8 +262,9 @@ static int src_read(const struct patch_src *s, uint64_t off, unsigned char *buf,
 	return 0;
 }
 
-/* git_blob_id of a side, a slice at a time. */
-static int src_blob_id(const struct patch_src *s, unsigned char *buf, char hex[41])
+/* git_blob_id of a side, a slice at a time (a 1 GiB one takes seconds). */
+static int src_blob_id(struct patch_buf *pb, const struct patch_src *s,
+		       unsigned char *buf, char hex[41])
 {
 	unsigned char md[SHA1_DIGEST_SIZE];
 	char hdr[32];
@@ -264,7 +275,7 @@ static int src_blob_id(const struct patch_src *s, unsigned char *buf, char hex[4
 	sha1_update(&ctx, n, (const uint8_t *)hdr);
 	for (uint64_t off = 0; off < s->len;) {
 		size_t len = s->len - off < PATCH_SLICE ? (size_t)(s->len - off) : PATCH_SLICE;
-		int r = src_read(s, off, buf, len);
+		int r = pb_stopped(pb) ? -EINTR : src_read(s, off, buf, len);
 
 		if (r < 0)
 			return r;
@@ -325,7 +336,8 @@ static int put_literal_src(struct patch_buf *pb, const struct patch_src *s, unsi
 	if (deflateReset(zp) != Z_OK)
 		return -EIO;
 	pb_printf(pb, "literal %llu\n", (unsigned long long)s->len);
-	while (zr != Z_STREAM_END && r == 0) {
+	/* a sink that failed (a write, or the caller's stop) takes no more */
+	while (zr != Z_STREAM_END && r == 0 && !pb->failed) {
 		int flush = Z_NO_FLUSH;
 
 		if (zp->avail_in == 0 && off < s->len) {
@@ -663,9 +675,9 @@ int patch_file_src(struct patch_buf *pb, const char *path,
 	int r = zs ? 0 : -ENOMEM;
 
 	if (r == 0 && old)
-		r = src_blob_id(old, buf, oid);
+		r = src_blob_id(pb, old, buf, oid);
 	if (r == 0 && new)
-		r = src_blob_id(new, buf, nid);
+		r = src_blob_id(pb, new, buf, nid);
 	if (r == 0 && !put_header(pb, path, old, oldmode, oid, new, newmode, nid)) {
 		static const struct patch_src none = { .data = "", .fd = -1 };
 

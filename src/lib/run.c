@@ -51,6 +51,7 @@ struct supervise {
 	struct sandbox *sb;
 	struct cg *cg;
 	int sigfd;
+	int export_stop;	/* the signal that ended the export */
 	struct capture out, err;
 	struct event *ev_sig, *ev_deadline, *ev_drain;
 	uint64_t timeout_ms;
@@ -336,6 +337,24 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	kill(s->sb->pid, si.ssi_signo);
+}
+
+/*
+ * A signal to corral once the command has ended, while what it made goes
+ * out (a 1 GiB patch takes a while): it ends the export, which leaves
+ * what it wrote whole, rather than wait for it or kill corral midway.
+ * SIGWINCH is only the terminal's size.
+ */
+static int export_stop(void *arg)
+{
+	struct supervise *s = arg;
+	struct signalfd_siginfo si;
+
+	while (!s->export_stop && s->sigfd >= 0 &&
+	       read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo != SIGWINCH)
+			s->export_stop = (int)si.ssi_signo;
+	return s->export_stop;
 }
 
 /*
@@ -811,7 +830,8 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	conclude(&s, o->argv[0], &ru, res);
 	/* nothing ran: nothing to export */
 	if (o->export && !(s.setup_signal && !s.ready))
-		run_export_finish(&xr, p, o->export, s.sb->upperfd, s.ev, res);
+		run_export_finish(&xr, p, o->export, s.sb->upperfd, s.ev,
+				  export_stop, &s, res);
 
 fail_signals:
 	if (s.raw)

@@ -982,8 +982,8 @@ struct corral_box_export_opts {
 /*
  * *report: JSON {mode, changes, exported, held, conflicts[, error]}, set
  * also on failure when something was done.  A halted box exports nothing
- * (CORRAL_E_HALTED).  An apply records what it wrote, so that the next apply takes
- * only later host changes for conflicts.  Its events: export,
+ * (CORRAL_E_HALTED).  An apply records what it wrote, so that the next
+ * apply takes only later host changes for conflicts.  Its events: export,
  * export.held, export.allow_risky, export.baseline.
  */
 CORRAL_PUBLIC

@@ -142,16 +142,16 @@ static int diff_get(struct conn *c, const char *id, const char *sub,
 	if (!path)
 		goto out;
 	q.path = path;
-	if (a->patch && (code = local_out_open(&out, "-")))
-		goto out;
 	if (a->patch) {
+		code = local_out_open(&out, "-");
+		if (code)
+			goto out;
 		r.sink = patch_out;
 		r.arg = &out;
 	}
-	code = EXIT_CORRAL;
 	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
-		goto out;
-	if (a->patch)
+		code = EXIT_CORRAL;
+	else if (a->patch)
 		code = 0;
 	else if (a->json)
 		code = fwrite(r.buf ? r.buf : "", 1, r.len, stdout) == r.len &&

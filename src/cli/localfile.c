@@ -105,13 +105,12 @@ static int write_all(int fd, const char *name, const char *buf, size_t len)
 
 int write_local(const char *path, const char *buf, size_t len)
 {
+	struct local_out out;
 	int fd, code;
 
 	if (!strcmp(path, "-")) {
-		/* what stdio holds goes first; a failed flush is the answer */
-		if (fflush(stdout) == EOF)
-			return verb_finish(0);
-		return write_all(STDOUT_FILENO, "standard output", buf, len);
+		code = local_out_open(&out, "-");
+		return code ? code : local_out_write(&out, buf, len);
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0) {

@@ -238,24 +238,12 @@ static void build_sent(struct evhttp_connection *conn, void *arg)
 	build_pump(arg);
 }
 
-/* A streamed export's report: one line, as no JSON it makes has a newline. */
-static char *export_line(const char *report)
-{
-	json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
-	char *text, *line = NULL;
-
-	if (!rep)
-		rep = json_object();
-	text = rep ? json_dumps(rep, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-	if (text && asprintf(&line, "%s\n", text) < 0)
-		line = NULL;
-	free(text);
-	json_decref(rep);
-	return line;
-}
-
-/* The export's report, up to where its patch goes. */
-static char *export_head(const char *report)
+/*
+ * The export's report, up to where its patch goes: inside the JSON answer
+ * ({...,"patch":"), or for a stream its line ({...} and a newline, which
+ * no JSON jansson writes compact holds).
+ */
+static char *export_head(const char *report, bool stream)
 {
 	json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
 	char *text, *head = NULL;
@@ -265,9 +253,12 @@ static char *export_head(const char *report)
 		rep = json_object();
 	text = rep ? json_dumps(rep, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	n = text ? strlen(text) : 0;
+	if (stream && n && asprintf(&head, "%s\n", text) < 0)
+		head = NULL;
 	/* "{...}" -> "{...,"patch":"" (as the reply set "patch" last) */
-	if (n >= 2 && asprintf(&head, "%.*s%s\"patch\":\"", (int)(n - 1), text,
-			       json_object_size(rep) ? "," : "") < 0)
+	else if (!stream && n >= 2 &&
+		 asprintf(&head, "%.*s%s\"patch\":\"", (int)(n - 1), text,
+			  json_object_size(rep) ? "," : "") < 0)
 		head = NULL;
 	free(text);
 	json_decref(rep);
@@ -315,10 +306,8 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 		build_free(b);
 		return;
 	}
-	if (b->kind == BUILD_EXPORT_PATCH)
-		b->head = export_head(report);
-	else if (b->kind == BUILD_EXPORT_STREAM)
-		b->head = export_line(report);
+	if (b->kind == BUILD_EXPORT_PATCH || b->kind == BUILD_EXPORT_STREAM)
+		b->head = export_head(report, b->kind == BUILD_EXPORT_STREAM);
 	if (fstat(b->spool, &st) < 0 || (b->kind >= BUILD_EXPORT_PATCH && !b->head)) {
 		api_set_closecb(b->d, b->req, NULL, NULL);
 		reply_error(b->req, 500, "internal", "cannot read the answer's spool "

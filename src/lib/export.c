@@ -1418,7 +1418,8 @@ int export_run(const struct export_req *r, json_t **report,
 		ret = run_changes(&x, h, &ch, patching ? &pb : NULL);
 	if (ret == 0 && pb.sink)
 		pb_flush(&pb);
-	if (pb.stopped && (ret == 0 || !x.stopped))
+	/* heard while the patch was made: said so, not as the write's error */
+	if (pb.stopped && !x.stopped)
 		ret = cut_short(&x, pb.stopped, NULL);
 	else if (ret == 0 && pb.failed && pb.werr)
 		ret = corral_set_err(err, -pb.werr, "cannot write the patch out: %s",

@@ -56,10 +56,11 @@ int corral_result_exit_code(const struct corral_result *res)
 		 */
 		if (!res->signal && !res->exit_code)
 			return 1;
-		return res->signal ? 128 + res->signal : res->exit_code;
+		break;
 	default:
-		return res->signal ? 128 + res->signal : res->exit_code;
+		break;
 	}
+	return res->signal ? 128 + res->signal : res->exit_code;
 }
 
 /* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */

@@ -436,6 +436,38 @@ with open("/workspace/blob.bin", "wb") as f:
 	expect_eq "nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 }
 
+# One large file must not hold a signal until it is whole: --export-to
+# stops within it, and leaves no part of it under either name.
+t_export_cut_short_within_a_file() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local st sup="" i rc=0
+	mkdir -p "$T/ws"
+	head -c 16777216 /dev/urandom > "$T/ws/blob.bin"
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 120 strace -qq -o /dev/null -e trace=write \
+		-e inject=write:delay_enter=100000 \
+		"$CORRAL" run --workspace "$T/ws" --export-to "$T/result" -- \
+		true > "$T/out" 2> "$T/err" < /dev/null &
+	st=$!
+	trap "end_traced $st" EXIT
+	i=0
+	until compgen -G "$T/result/.corral-export.*" > /dev/null || [ $i -ge 1200 ]; do
+		kill -0 "$st" 2>/dev/null || break
+		sleep 0.05; i=$((i + 1))
+	done
+	sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
+	[ -n "$sup" ] && compgen -G "$T/result/.corral-export.*" > /dev/null || {
+		end_traced "$st" $sup; trap - EXIT
+		fail "no file being written: $(tail -3 "$T/err")"; return 1; }
+	kill -TERM "$sup"
+	wait "$st" || rc=$?
+	trap - EXIT
+	expect_eq "exit" "$rc" 143
+	expect_contains "said" "$(cat "$T/err")" \
+		"the export was cut short by SIGTERM while writing blob.bin"
+	expect_eq "no part of the file" "$(ls -A "$T/result")" ""
+}
+
 t_halted_exports_nothing() {
 	mkrepo "$T/ws"
 	echo '{"abort": {"max_wall_seconds": 1}}' > "$T/policy.json"

@@ -421,11 +421,16 @@ struct xp {
 };
 
 /* The caller's stop said sig: what was written so far stays, each whole. */
-static int cut_short(struct xp *x, int sig, const char *before)
+static int cut_short(struct xp *x, int sig, const char *at, const char *path)
 {
 	return corral_set_err(x->err, -EINTR, "the export was cut short by SIG%s%s%s",
-			      sigabbrev_np(sig) ?: "?", before ? " before " : "",
-			      before ? before : "");
+			      sigabbrev_np(sig) ?: "?", path ? at : "",
+			      path ? path : "");
+}
+
+static bool x_stopped(struct xp *x)
+{
+	return x->r->stop && (x->stopped = x->r->stop(x->r->stop_arg));
 }
 
 static json_t *entry(const char *path, const char *change, mode_t mode)
@@ -650,6 +655,9 @@ static int copy_fd(struct xp *x, int in, int out, const char *path,
 			return -errno;
 		if (n == 0)
 			return 0;
+		/* a large file must not hold a signal until it is whole */
+		if (x_stopped(x))
+			return cut_short(x, x->stopped, " while writing ", path);
 		if ((x->bytes += n) > x->lim.max_bytes)
 			return corral_set_err(x->err, -EFBIG,
 					      "the export exceeds export.max_bytes (%llu bytes) at %s: raise the limit in the policy's export section",
@@ -928,8 +936,15 @@ static int copy_lower(struct xp *x, int dirfd, const char *dir)
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if ((*dir ? asprintf(&path, "%s/%s", dir, de->d_name) :
-		     asprintf(&path, "%s", de->d_name)) < 0)
-			return corral_set_err(x->err, -ENOMEM, "out of memory exporting");
+		     asprintf(&path, "%s", de->d_name)) < 0) {
+			r = corral_set_err(x->err, -ENOMEM, "out of memory exporting");
+			break;
+		}
+		if (x_stopped(x)) {
+			r = cut_short(x, x->stopped, " before ", path);
+			free(path);
+			break;
+		}
 		if (S_ISLNK(st.st_mode)) {
 			n = readlinkat(dirfd, de->d_name, target, sizeof(target) - 1);
 			target[n < 0 ? 0 : n] = '\0';
@@ -1301,8 +1316,8 @@ static int run_changes(struct xp *x, struct hold_ctx *h, struct changes *ch,
 		struct decision d;
 		const char *cw;
 
-		if (x->r->stop && (x->stopped = x->r->stop(x->r->stop_arg)))
-			return cut_short(x, x->stopped, c->path);
+		if (x_stopped(x))
+			return cut_short(x, x->stopped, " before ", c->path);
 		r = decide(x, h, c, &d);
 		if (r < 0) {
 			r = corral_set_err(x->err, r, "cannot check %s: %s", c->path,
@@ -1420,7 +1435,7 @@ int export_run(const struct export_req *r, json_t **report,
 		pb_flush(&pb);
 	/* heard while the patch was made: said so, not as the write's error */
 	if (pb.stopped && !x.stopped)
-		ret = cut_short(&x, pb.stopped, NULL);
+		ret = cut_short(&x, pb.stopped, NULL, NULL);
 	else if (ret == 0 && pb.failed && pb.werr)
 		ret = corral_set_err(err, -pb.werr, "cannot write the patch out: %s",
 				     strerror(pb.werr));

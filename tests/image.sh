@@ -371,6 +371,18 @@ t_hostile_config_escapes() {
 	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
 }
 
+# A name the image gives is quoted in a note when it is not used: as text.
+# The notes went to stderr as they were, the title and the screen the
+# image's (OSC 0, ED 2) on an operator's terminal.
+t_hostile_name_escapes() {
+	fixture escape-name img
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "why" "$out" 'not used: image name "localhost/img:\x1b]0;owned\x07'
+	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
+	! grep -q $'\x07' "$T/err" || fail "a BEL byte on stderr"
+}
+
 t_hostile_decompression_bomb() {
 	refused bomb "decompression bomb"
 }

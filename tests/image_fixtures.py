@@ -405,6 +405,11 @@ def main():
         # an Env entry that is a terminal's escape sequences, and refused
         write_layout(out, [busybox_layer()], names=["corral-test/escape:1"],
                      config=dict(Env=["\x1b]0;owned\x07\x1b[2Jhidden"]))
+    elif kind == "escape-name":
+        # a name (index.json's ref.name) that is a terminal's escape
+        # sequences: not used, and quoted in a note
+        write_layout(out, [busybox_layer()], names=["\x1b]0;owned\x07\x1b[2Jhidden"],
+                     config=BUSYBOX_CONFIG)
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

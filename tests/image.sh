@@ -383,6 +383,12 @@ t_hostile_name_escapes() {
 	! grep -q $'\x07' "$T/err" || fail "a BEL byte on stderr"
 }
 
+# and a C1 control (CSI as U+009B, which xterm takes as ESC [) as text too
+t_hostile_config_c1_escapes() {
+	refused escape-c1-env 'Env[0] "\u009b2Jhidden" is not NAME=VALUE'
+	! grep -q $'\xc2\x9b' "$T/err" || fail "a C1 control on stderr"
+}
+
 t_hostile_decompression_bomb() {
 	refused bomb "decompression bomb"
 }

@@ -405,6 +405,10 @@ def main():
         # an Env entry that is a terminal's escape sequences, and refused
         write_layout(out, [busybox_layer()], names=["corral-test/escape:1"],
                      config=dict(Env=["\x1b]0;owned\x07\x1b[2Jhidden"]))
+    elif kind == "escape-c1-env":
+        # the same with a C1 control, CSI as U+009B (UTF-8: c2 9b)
+        write_layout(out, [busybox_layer()], names=["corral-test/escape-c1:1"],
+                     config=dict(Env=["\u009b2Jhidden"]))
     elif kind == "escape-name":
         # a name (index.json's ref.name) that is a terminal's escape
         # sequences: not used, and quoted in a note

@@ -360,6 +360,31 @@ def main():
                 ti = tarfile.TarInfo(name)
                 ti.size, ti.mtime = len(data), TIME
                 t.addfile(ti, io.BytesIO(data))
+    elif kind == "link-body-archive":
+        # docker save's tar, gzip'd, with a hard link whose body (pax lets
+        # one carry data) declares 1 GiB: inflated to be skipped, never stored
+        lay = second_layer()
+        cfg = config_for([sha(lay)], **BUSYBOX_CONFIG)
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as t:
+            for name, data in (("layer.tar", lay), (sha(cfg)[7:] + ".json", cfg),
+                               ("manifest.json", json.dumps([{
+                                   "Config": sha(cfg)[7:] + ".json", "RepoTags": ["linkbody:1"],
+                                   "Layers": ["layer.tar"]}]).encode())):
+                ti = tarfile.TarInfo(name)
+                ti.size, ti.mtime = len(data), TIME
+                t.addfile(ti, io.BytesIO(data))
+            ti = tarfile.TarInfo("link")
+            ti.type, ti.linkname, ti.mtime = tarfile.LNKTYPE, "layer.tar", TIME
+            ti.pax_headers = {"comment": "a pax header: the link's body is there"}
+            hdr = bytearray(ti.tobuf(format=tarfile.PAX_FORMAT))
+            h = len(hdr) - 512
+            hdr[h + 124:h + 136] = b"%011o\0" % (1 << 30)
+            hdr[h + 148:h + 156] = b" " * 8
+            hdr[h + 148:h + 156] = b"%06o\0 " % sum(hdr[h:h + 512])
+            t.fileobj.write(bytes(hdr))
+        with gzip.open(out, "wb") as f:
+            f.write(raw.getvalue()[:raw.tell()] + bytes(1024))
     elif kind == "sparse-blob":
         # a layout whose layer blob is a sparse 64 MiB file that its
         # manifest gives no size for

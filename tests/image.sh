@@ -350,6 +350,27 @@ t_hostile_link_body_archive() {
 		--max-size 1M
 }
 
+# More layers than a sandbox can stack (overlay's options, one page) are
+# refused at the config, before any is copied: 50,000 fitted in an 8 MiB
+# manifest, each copied into the store in turn.
+t_hostile_too_many_layers() {
+	refused too-many-layers "201 layers, more than the 200 a sandbox can stack"
+}
+
+# A blob the manifest lists again is copied once: each copy was written
+# and fsync'd whole, under the store's lock, as often as it was listed.
+t_hostile_repeated_layer() {
+	command -v strace > /dev/null || skip "no strace to count the copies with"
+	fixture repeated-layer img
+	strace -f -qq -e trace=fsync -o "$T/strace" timeout 120 "$CORRAL" image import \
+		--state-dir "$T/state" "$T/img" > "$T/out" 2> "$T/err" < /dev/null ||
+		fail "import: $(cat "$T/err")"
+	expect_contains "counted" "$(cat "$T/out")" \
+		"layers: 1 unpacked, 149 already in the store; blobs: 3 new, 149 already"
+	n=$(grep -c 'fsync(' "$T/strace")
+	[ "$n" -lt 20 ] || fail "$n fsyncs: the layer's blob was copied as often as it was listed"
+}
+
 t_hostile_layout_fifo() {
 	# a FIFO for a blob of a layout directory: refused, not waited on
 	# (the import holds the store's lock, which every run with an image takes)

@@ -430,6 +430,32 @@ def main():
         # an Env entry that is a terminal's escape sequences, and refused
         write_layout(out, [busybox_layer()], names=["corral-test/escape:1"],
                      config=dict(Env=["\x1b]0;owned\x07\x1b[2Jhidden"]))
+    elif kind in ("repeated-layer", "too-many-layers"):
+        # one layer blob listed 150 times (each a copy of it, fsync'd, under
+        # the store's lock), or 201 layers, more than a sandbox can stack
+        n = 150 if kind == "repeated-layer" else 201
+        md = write_layout(out, [second_layer()], names=["corral-test/%s:1" % kind])
+        blobs = os.path.join(out, "blobs", "sha256")
+        with open(os.path.join(blobs, md[7:])) as f:
+            manifest = json.load(f)
+        os.unlink(os.path.join(blobs, md[7:]))
+        with open(os.path.join(blobs, manifest["config"]["digest"][7:]), "rb") as f:
+            config = json.load(f)
+        os.unlink(os.path.join(blobs, manifest["config"]["digest"][7:]))
+        config["rootfs"]["diff_ids"] *= n
+        data = json.dumps(config).encode()
+        with open(os.path.join(blobs, sha(data)[7:]), "wb") as f:
+            f.write(data)
+        manifest["config"].update(digest=sha(data), size=len(data))
+        manifest["layers"] *= n
+        data = json.dumps(manifest).encode()
+        with open(os.path.join(blobs, sha(data)[7:]), "wb") as f:
+            f.write(data)
+        with open(os.path.join(out, "index.json")) as f:
+            index = json.load(f)
+        index["manifests"][0].update(digest=sha(data), size=len(data))
+        with open(os.path.join(out, "index.json"), "w") as f:
+            json.dump(index, f)
     elif kind == "escape-c1-env":
         # the same with a C1 control, CSI as U+009B (UTF-8: c2 9b)
         write_layout(out, [busybox_layer()], names=["corral-test/escape-c1:1"],

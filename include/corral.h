@@ -1045,6 +1045,31 @@ CORRAL_PUBLIC
 int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_bytes,
 			uint64_t max_files, corral_snapshot_fn done, void *arg,
 			struct corral_err *err);
+/*
+ * A budget that several snapshots draw on at once (a daemon's, for all
+ * its sandboxes): each copy is a worker process of its own, and a limit
+ * handed to each as it starts (what the finished snapshots leave) let
+ * copies made side by side take that much each.  The tally is memory the
+ * caller's processes share: every copy under way writes its bytes there,
+ * and stops with -EDQUOT once the snapshots kept (the caller's count,
+ * corral_snapshot_tally_keep) and all those being made pass budget.  Made
+ * before the copies' workers are forked; used from the caller's loop.
+ */
+struct corral_snapshot_tally;
+CORRAL_PUBLIC
+struct corral_snapshot_tally *corral_snapshot_tally_new(uint64_t budget,
+							struct corral_err *err);
+CORRAL_PUBLIC
+void corral_snapshot_tally_keep(struct corral_snapshot_tally *t, uint64_t kept);
+CORRAL_PUBLIC
+void corral_snapshot_tally_free(struct corral_snapshot_tally *t);
+/* corral_box_snapshot, counted in tally as well as against max_bytes */
+CORRAL_PUBLIC
+int corral_box_snapshot_tallied(struct corral_box *b, const char *dir,
+				uint64_t max_bytes, uint64_t max_files,
+				struct corral_snapshot_tally *tally,
+				corral_snapshot_fn done, void *arg,
+				struct corral_err *err);
 /* The snapshot under way cut short: done(-ECANCELED) now, its worker killed. */
 CORRAL_PUBLIC
 void corral_box_snapshot_cancel(struct corral_box *b);

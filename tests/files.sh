@@ -404,6 +404,33 @@ with gzip.open(sys.argv[1], "wb") as f:
 EOF
 	code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace/b" --data-binary @"$T/cut.tar.gz")
 	expect_code "judged at the header" "$code" 507
+	# so is the body of an entry that is not a file, inflated all the same
+	# to reach the next header: a hard link's (pax lets it carry data) and
+	# a GNU dumpdir's were not counted, and 64 MiB of gzip'd zeros behind
+	# one held the daemon's loop for minutes a pass
+	$PY - "$T/link.tar.gz" "$T/dumpdir.tar.gz" <<'EOF'
+import gzip, sys, tarfile
+f = tarfile.TarInfo("f")
+f.size = 1
+for out, kind in zip(sys.argv[1:], ("link", "dumpdir")):
+    e = tarfile.TarInfo("e")
+    e.type, e.linkname = (tarfile.LNKTYPE, "f") if kind == "link" else (b"D", "")
+    # a pax header before it: what tells libarchive a link's body is there
+    e.pax_headers = {"comment": "x"}
+    hdr = bytearray(e.tobuf(format=tarfile.PAX_FORMAT))
+    # tarfile writes no size for these: the last block's, and its checksum, by hand
+    h = len(hdr) - 512
+    hdr[h + 124:h + 136] = b"%011o\0" % (1 << 30)
+    hdr[h + 148:h + 156] = b" " * 8
+    hdr[h + 148:h + 156] = b"%06o\0 " % sum(hdr[h:h + 512])
+    with gzip.open(out, "wb") as g:
+        g.write(f.tobuf(format=tarfile.PAX_FORMAT) + b"x" + bytes(511) + bytes(hdr) + bytes(1024))
+EOF
+	for k in link dumpdir; do
+		code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace/b" --data-binary @"$T/$k.tar.gz")
+		expect_code "a $k's body judged at its header" "$code" 507
+		expect_contains "why ($k)" "$(body)" "free"
+	done
 	# many files that pass one by one fill the disk midway: undone
 	mktar "$T/many.tar.gz" "a:zeros:3000000" "b:zeros:3000000" "c:zeros:3000000"
 	code=$(api PUT "/v1/sandboxes/$id/archive?path=/workspace/b" --data-binary @"$T/many.tar.gz")

@@ -343,6 +343,34 @@ t_hostile_sparse_archive_file() {
 		--max-size 1M
 }
 
+t_hostile_link_body_archive() {
+	# a hard link's body in the archive counts too: it is inflated to be
+	# skipped (64 MiB of gzip'd zeros held the import for minutes)
+	refused link-body-archive "holds more than 1 MiB (--max-size): the body of link declares 1073741824 bytes" \
+		--max-size 1M
+}
+
+# More layers than a sandbox can stack (overlay's options, one page) are
+# refused at the config, before any is copied: 50,000 fitted in an 8 MiB
+# manifest, each copied into the store in turn.
+t_hostile_too_many_layers() {
+	refused too-many-layers "201 layers, more than the 200 a sandbox can stack"
+}
+
+# A blob the manifest lists again is copied once: each copy was written
+# and fsync'd whole, under the store's lock, as often as it was listed.
+t_hostile_repeated_layer() {
+	command -v strace > /dev/null || skip "no strace to count the copies with"
+	fixture repeated-layer img
+	strace -f -qq -e trace=fsync -o "$T/strace" timeout 120 "$CORRAL" image import \
+		--state-dir "$T/state" "$T/img" > "$T/out" 2> "$T/err" < /dev/null ||
+		fail "import: $(cat "$T/err")"
+	expect_contains "counted" "$(cat "$T/out")" \
+		"layers: 1 unpacked, 149 already in the store; blobs: 3 new, 149 already"
+	n=$(grep -c 'fsync(' "$T/strace")
+	[ "$n" -lt 20 ] || fail "$n fsyncs: the layer's blob was copied as often as it was listed"
+}
+
 t_hostile_layout_fifo() {
 	# a FIFO for a blob of a layout directory: refused, not waited on
 	# (the import holds the store's lock, which every run with an image takes)
@@ -369,6 +397,24 @@ t_hostile_config_escapes() {
 	# as escape sequences
 	refused escape-env 'Env[0] "\x1b]0;owned\x07\x1b[2Jhidden" is not NAME=VALUE'
 	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
+}
+
+# A name the image gives is quoted in a note when it is not used: as text.
+# The notes went to stderr as they were, the title and the screen the
+# image's (OSC 0, ED 2) on an operator's terminal.
+t_hostile_name_escapes() {
+	fixture escape-name img
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "why" "$out" 'not used: image name "localhost/img:\x1b]0;owned\x07'
+	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
+	! grep -q $'\x07' "$T/err" || fail "a BEL byte on stderr"
+}
+
+# and a C1 control (CSI as U+009B, which xterm takes as ESC [) as text too
+t_hostile_config_c1_escapes() {
+	refused escape-c1-env 'Env[0] "\u009b2Jhidden" is not NAME=VALUE'
+	! grep -q $'\xc2\x9b' "$T/err" || fail "a C1 control on stderr"
 }
 
 t_hostile_decompression_bomb() {

@@ -360,6 +360,31 @@ def main():
                 ti = tarfile.TarInfo(name)
                 ti.size, ti.mtime = len(data), TIME
                 t.addfile(ti, io.BytesIO(data))
+    elif kind == "link-body-archive":
+        # docker save's tar, gzip'd, with a hard link whose body (pax lets
+        # one carry data) declares 1 GiB: inflated to be skipped, never stored
+        lay = second_layer()
+        cfg = config_for([sha(lay)], **BUSYBOX_CONFIG)
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as t:
+            for name, data in (("layer.tar", lay), (sha(cfg)[7:] + ".json", cfg),
+                               ("manifest.json", json.dumps([{
+                                   "Config": sha(cfg)[7:] + ".json", "RepoTags": ["linkbody:1"],
+                                   "Layers": ["layer.tar"]}]).encode())):
+                ti = tarfile.TarInfo(name)
+                ti.size, ti.mtime = len(data), TIME
+                t.addfile(ti, io.BytesIO(data))
+            ti = tarfile.TarInfo("link")
+            ti.type, ti.linkname, ti.mtime = tarfile.LNKTYPE, "layer.tar", TIME
+            ti.pax_headers = {"comment": "a pax header: the link's body is there"}
+            hdr = bytearray(ti.tobuf(format=tarfile.PAX_FORMAT))
+            h = len(hdr) - 512
+            hdr[h + 124:h + 136] = b"%011o\0" % (1 << 30)
+            hdr[h + 148:h + 156] = b" " * 8
+            hdr[h + 148:h + 156] = b"%06o\0 " % sum(hdr[h:h + 512])
+            t.fileobj.write(bytes(hdr))
+        with gzip.open(out, "wb") as f:
+            f.write(raw.getvalue()[:raw.tell()] + bytes(1024))
     elif kind == "sparse-blob":
         # a layout whose layer blob is a sparse 64 MiB file that its
         # manifest gives no size for
@@ -405,6 +430,41 @@ def main():
         # an Env entry that is a terminal's escape sequences, and refused
         write_layout(out, [busybox_layer()], names=["corral-test/escape:1"],
                      config=dict(Env=["\x1b]0;owned\x07\x1b[2Jhidden"]))
+    elif kind in ("repeated-layer", "too-many-layers"):
+        # one layer blob listed 150 times (each a copy of it, fsync'd, under
+        # the store's lock), or 201 layers, more than a sandbox can stack
+        n = 150 if kind == "repeated-layer" else 201
+        md = write_layout(out, [second_layer()], names=["corral-test/%s:1" % kind])
+        blobs = os.path.join(out, "blobs", "sha256")
+        with open(os.path.join(blobs, md[7:])) as f:
+            manifest = json.load(f)
+        os.unlink(os.path.join(blobs, md[7:]))
+        with open(os.path.join(blobs, manifest["config"]["digest"][7:]), "rb") as f:
+            config = json.load(f)
+        os.unlink(os.path.join(blobs, manifest["config"]["digest"][7:]))
+        config["rootfs"]["diff_ids"] *= n
+        data = json.dumps(config).encode()
+        with open(os.path.join(blobs, sha(data)[7:]), "wb") as f:
+            f.write(data)
+        manifest["config"].update(digest=sha(data), size=len(data))
+        manifest["layers"] *= n
+        data = json.dumps(manifest).encode()
+        with open(os.path.join(blobs, sha(data)[7:]), "wb") as f:
+            f.write(data)
+        with open(os.path.join(out, "index.json")) as f:
+            index = json.load(f)
+        index["manifests"][0].update(digest=sha(data), size=len(data))
+        with open(os.path.join(out, "index.json"), "w") as f:
+            json.dump(index, f)
+    elif kind == "escape-c1-env":
+        # the same with a C1 control, CSI as U+009B (UTF-8: c2 9b)
+        write_layout(out, [busybox_layer()], names=["corral-test/escape-c1:1"],
+                     config=dict(Env=["\u009b2Jhidden"]))
+    elif kind == "escape-name":
+        # a name (index.json's ref.name) that is a terminal's escape
+        # sequences: not used, and quoted in a note
+        write_layout(out, [busybox_layer()], names=["\x1b]0;owned\x07\x1b[2Jhidden"],
+                     config=BUSYBOX_CONFIG)
     elif kind == "tampered":
         write_layout(out, [busybox_layer()], names=["corral-test/tampered:1"], tamper=0)
     elif kind == "bad-diff-id":

@@ -429,6 +429,40 @@ print(v["bytes"] >= 400 * 4096)' "$T/body")" True
 	stop_daemon
 }
 
+# The budget holds for snapshots made at once: each copy is given what the
+# finished snapshots leave, and a copy under way (no meta.json yet) was
+# counted by none, so two sandboxes' snapshots taken side by side each got
+# the whole budget: 1.4 MB kept of a 1 MB budget (BUILDS_MAX times it).
+s_snapshot_budget_side_by_side() {
+	mkdir -p "$T/ws"
+	echo a > "$T/ws/a"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	mkfifo "$T/hold"
+	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon --snapshot-budget 1M
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	A=$SB
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	B=$SB
+	run "$A" "$(sh_file a.sh 'head -c 700000 /dev/urandom > big')"
+	run "$B" "$(sh_file b.sh 'head -c 700000 /dev/urandom > big')"
+	bg_api sa POST "/v1/sandboxes/$A/snapshot"
+	bg_api sb POST "/v1/sandboxes/$B/snapshot"
+	wait_workers 2
+	release
+	bg_wait sa
+	bg_wait sb
+	expect_eq "one within the budget" \
+		"$(cat "$T/sa.code" "$T/sb.code" | grep -o 201 | wc -l)" 1
+	expect_eq "the other over it" \
+		"$(cat "$T/sa.code" "$T/sb.code" | grep -o 507 | wc -l)" 1
+	expect_contains "why" "$(cat "$T/sa.body" "$T/sb.body")" "snapshot budget"
+	expect_eq "list" "$(api GET /v1/snapshots)" 200
+	expect_eq "kept within the budget" "$($PY -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+print(v["bytes"] <= v["budget_bytes"])' "$T/body")" True
+	stop_daemon
+}
+
 # The box keeps one fd of its workspace and one of its upper layer, and
 # every walk of them starts from the top: its baseline (taken at the start)
 # and an earlier export or snapshot do not leave the next one empty.

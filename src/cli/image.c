@@ -172,8 +172,13 @@ static int image_import(int argc, char **argv, struct image_args *a,
 	if (argc - a->first != 1)
 		return usage_error("import takes one FILE or DIR");
 	r = corral_image_import(s, argv[a->first], a->name, &a->lim, &rep, &err);
+	/*
+	 * Escaped as errors are: a note may quote the image (a name its
+	 * index or RepoTags gave, refused for its control bytes), and what
+	 * an image says reaches the terminal as text, never as a sequence.
+	 */
 	for (size_t i = 0; i < rep.nnotes; i++)
-		fprintf(stderr, "corral: note: %s\n", rep.notes[i]);
+		cli_error("note: %s", rep.notes[i]);
 	if (r < 0) {
 		cli_error("import %s: %s", argv[a->first], err.msg);
 		corral_image_import_report_free(&rep);

@@ -59,6 +59,14 @@ void cli_error(const char *fmt, ...)
 
 		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
 			fprintf(stderr, "\\x%02x", c);
+		/*
+		 * A C1 control in UTF-8 (U+0080..U+009F): xterm (UTF-8) takes
+		 * U+009B for CSI as it takes ESC [, so an image's "\u009b2J"
+		 * quoted in a message is "\x1b[2J" there.
+		 */
+		else if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
+			 (unsigned char)s[1] <= 0x9f)
+			fprintf(stderr, "\\u%04x", (unsigned char)*++s);
 		else
 			fputc(c, stderr);
 	}

@@ -113,6 +113,21 @@ static uint64_t snap_budget(struct daemon *d)
 	return d->snapshot_budget ? d->snapshot_budget : SNAPSHOT_BUDGET_DEFAULT;
 }
 
+/*
+ * The finished snapshots' bytes, for the copies under way: each of them
+ * checks the budget against these and the others' (snapshot.c), since a
+ * limit fixed as it starts knows nothing of the copies beside it.
+ */
+static void snap_recount(struct daemon *d)
+{
+	uint64_t used;
+
+	if (d->snap_tally) {
+		json_decref(snap_all(d, &used));
+		corral_snapshot_tally_keep(d->snap_tally, used);
+	}
+}
+
 static void snap_remove(struct daemon *d, const char *id)
 {
 	char path[4096];
@@ -289,6 +304,8 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 				 "files", (json_int_t)info->files,
 				 "skipped", (json_int_t)info->skipped, "frozen", info->frozen);
 		r = meta ? meta_write(s->d, s->id, meta) : -ENOMEM;
+		/* kept now: counted there before its copy's slot is let go */
+		snap_recount(s->d);
 		if (r < 0)
 			reply_error(s->req, 500, "internal", "cannot write the snapshot's "
 				    "record: %s", strerror(-r));
@@ -354,6 +371,14 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 		reply_fault(req, &f);
 		return;
 	}
+	/* before the first copy's worker is forked: they all share it */
+	if (!sb->d->snap_tally &&
+	    !(sb->d->snap_tally = corral_snapshot_tally_new(snap_budget(sb->d), &err))) {
+		free(s);
+		reply_err(req, &err);
+		return;
+	}
+	corral_snapshot_tally_keep(sb->d->snap_tally, used);
 	if (used >= snap_budget(sb->d)) {
 		free(s);
 		reply_error(req, 507, "no_space", "the snapshots take %llu bytes of "
@@ -383,8 +408,9 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 	/* a worker copies (snapshot.c): its client's end cuts it short */
 	sb->d->nworkers++;
 	s->ev_closed = watch_closed(sb->d, req, snap_closed, s);
-	if (corral_box_snapshot(sb->box, tree, snap_budget(sb->d) - used,
-				SNAPSHOT_FILES_MAX, snap_done, s, &err) < 0) {
+	if (corral_box_snapshot_tallied(sb->box, tree, snap_budget(sb->d) - used,
+					SNAPSHOT_FILES_MAX, sb->d->snap_tally, snap_done,
+					s, &err) < 0) {
 		sb->d->nworkers--;
 		if (s->ev_closed)
 			event_free(s->ev_closed);
@@ -427,6 +453,7 @@ void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *i
 	json_decref(m);
 	/* forks hold copies of it: none uses it once built */
 	snap_remove_later(d, id);
+	snap_recount(d);
 	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
 }
 

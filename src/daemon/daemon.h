@@ -163,6 +163,7 @@ struct daemon {
 	struct sandbox *sandboxes;
 	size_t nsandboxes, max_sandboxes;
 	uint64_t snapshot_budget;	/* bytes (api_snapshots.c) */
+	struct corral_snapshot_tally *snap_tally;	/* its copies under way: shared */
 	size_t pool_size;
 	struct event *ev_pool;		/* the next pool_step */
 	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */

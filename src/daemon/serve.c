@@ -576,6 +576,8 @@ static void daemon_free(struct daemon *d)
 	if (d->socket_bound)
 		unlink(d->socket_path);
 	corral_log_close(d->log);
+	corral_snapshot_tally_free(d->snap_tally);
+	d->snap_tally = NULL;
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
 	if (d->base)

@@ -296,7 +296,14 @@ static int untar_judge(struct archive *a, const struct untar_room *room,
 			return corral_set_err(err, -EPERM, "\"%.200s\": a setuid or "
 					      "setgid bit (mode %04o)", shown,
 					      archive_entry_mode(ae) & 07777);
-		if (type == AE_IFREG && !link && archive_entry_size(ae) > 0)
+		/*
+		 * Every body the next header lies behind, whatever its entry:
+		 * it is inflated to be skipped.  A hard link may carry one
+		 * (pax), a GNU dumpdir ('D') does: counted for files only,
+		 * 64 MiB of gzip'd zeros behind a link held the daemon's loop
+		 * for minutes a pass, as the room check above was to prevent.
+		 */
+		if (archive_entry_size(ae) > 0)
 			st->bytes += (uint64_t)archive_entry_size(ae);
 		r = untar_room_check(st, room, err);
 		if (r < 0)

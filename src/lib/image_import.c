@@ -27,6 +27,14 @@
 #include <unistd.h>
 
 #define META_MAX (8u << 20)		/* index.json, manifest.json, manifests */
+/*
+ * Layers an image may have: no more than a sandbox can stack.  mount.c
+ * names each as /proc/self/fd/N in overlay's options, which mount(2)
+ * takes one page of: 200 layers ran here, 230 did not (docker's own
+ * limit is 127).
+ */
+#define IMAGE_LAYERS_MAX 200
+#define IMAGE_MANIFESTS_MAX 1000	/* images an index.json or manifest.json lists */
 
 struct import {
 	struct corral_image_store *s;
@@ -34,6 +42,7 @@ struct import {
 	struct corral_image_limits budget;
 	struct corral_image_import_report *rep;
 	struct corral_err *err;
+	json_t *copied;		/* archive name -> [digest, size]: each copied once */
 };
 
 /* ---- blobs and layers ------------------------------------------------------- */
@@ -42,10 +51,34 @@ static int put(struct import *im, const char *name, const char *expected, uint64
 	       char *digest)
 {
 	uint64_t max = image_stream_max(&im->budget);
+	json_t *done = json_object_get(im->copied, name);
+	char got[CORRAL_DIGEST_MAX];
 	bool was_new;
 	struct stat st;
-	int fd = source_file(&im->src, name), r;
+	int fd, r;
 
+	/*
+	 * A name copied already in this import is not copied again: a
+	 * manifest listing one blob 50,000 times (8 MiB of JSON) had it
+	 * copied and fsync'd 50,000 times, for hours, under the store's lock.
+	 */
+	if (done) {
+		const char *had = json_string_value(json_array_get(done, 0));
+		uint64_t had_size = json_integer_value(json_array_get(done, 1));
+
+		if (expected && strcmp(had, expected) != 0)
+			return corral_set_err(im->err, -EBADMSG, "%s: %s: digest mismatch: the blob named %s hashes to %s",
+					       im->src.path, name, expected, had);
+		if (size && had_size != size)
+			return corral_set_err(im->err, -EBADMSG, "%s: %s: blob %s: %llu bytes, the manifest says %llu",
+					       im->src.path, name, had, (unsigned long long)had_size,
+					       (unsigned long long)size);
+		if (digest)
+			strcpy(digest, had);
+		im->rep->blobs_present++;
+		return 0;
+	}
+	fd = source_file(&im->src, name);
 	if (fd < 0)
 		return fd;
 	/*
@@ -62,10 +95,17 @@ static int put(struct import *im, const char *name, const char *expected, uint64
 		return corral_set_err(im->err, -EFBIG, "%s: %s is %s, larger than any layer the import's budget takes (%s, --max-size)",
 				      im->src.path, name, a1, a2);
 	}
-	r = store_put_blob(im->s, fd, expected, size, digest, &was_new, im->err);
+	r = store_put_blob(im->s, fd, expected, size, got, &was_new, im->err);
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = corral_set_errno(im->err, errno, "stat %s", name);
 	close(fd);
 	if (r < 0)
 		return corral_wrap_err(im->err, "%s: %s", im->src.path, name);
+	if (json_object_set_new(im->copied, name, json_pack("[s, I]", got,
+							    (json_int_t)st.st_size)) < 0)
+		return corral_set_err(im->err, -ENOMEM, "out of memory for the import's blobs");
+	if (digest)
+		strcpy(digest, got);
 	if (was_new)
 		im->rep->blobs_new++;
 	else
@@ -139,6 +179,11 @@ static int config_diff_ids(struct import *im, const char *config, size_t n, json
 	if (r < 0)
 		return corral_wrap_err(im->err, "%s: config %s", im->src.path, config);
 	image_config_free(&c);
+	if (n > IMAGE_LAYERS_MAX) {
+		json_decref(*ids);
+		return corral_set_err(im->err, -E2BIG, "%s: config %s: %zu layers, more than the %d a sandbox can stack",
+				      im->src.path, config, n, IMAGE_LAYERS_MAX);
+	}
 	if (json_array_size(*ids) != n) {
 		json_decref(*ids);
 		return corral_set_err(im->err, -EINVAL, "%s: config %s lists %zu layers' diff-ids for %zu layers",
@@ -359,10 +404,11 @@ static int import_oci(struct import *im)
 	if (!index)
 		return im->err->code;
 	manifests = json_object_get(index, "manifests");
-	if (!json_is_array(manifests) || json_array_size(manifests) == 0) {
+	if (!json_is_array(manifests) || json_array_size(manifests) == 0 ||
+	    json_array_size(manifests) > IMAGE_MANIFESTS_MAX) {
 		json_decref(index);
-		return corral_set_err(im->err, -EINVAL, "%s: index.json lists no manifests",
-				      im->src.path);
+		return corral_set_err(im->err, -EINVAL, "%s: index.json lists %zu manifests (1 to %d)",
+				      im->src.path, json_array_size(manifests), IMAGE_MANIFESTS_MAX);
 	}
 	json_array_foreach(manifests, i, d) {
 		json_t *ann = json_object_get(d, "annotations");
@@ -494,10 +540,11 @@ static int import_docker(struct import *im)
 
 	if (!m)
 		return im->err->code;
-	if (!json_is_array(m) || json_array_size(m) == 0) {
+	if (!json_is_array(m) || json_array_size(m) == 0 ||
+	    json_array_size(m) > IMAGE_MANIFESTS_MAX) {
 		json_decref(m);
-		return corral_set_err(im->err, -EINVAL, "%s: manifest.json is not a list of images",
-				      im->src.path);
+		return corral_set_err(im->err, -EINVAL, "%s: manifest.json is not a list of 1 to %d images",
+				      im->src.path, IMAGE_MANIFESTS_MAX);
 	}
 	json_array_foreach(m, i, entry)
 		if ((r = docker_image(im, entry, i)) < 0)
@@ -537,17 +584,21 @@ int corral_image_import(struct corral_image_store *s, const char *path,
 			const char *extra_name, const struct corral_image_limits *lim,
 			struct corral_image_import_report *rep, struct corral_err *err)
 {
-	struct import im = { .s = s, .rep = rep, .err = err };
+	struct import im = { .s = s, .rep = rep, .err = err, .copied = json_object() };
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
+	if (!im.copied)
+		return corral_set_err(err, -ENOMEM, "out of memory for the import's blobs");
 	if (lim)
 		im.budget = *lim;
 	else
 		corral_image_limits_init(&im.budget);
 	r = store_lock(s, true, err);
-	if (r < 0)
+	if (r < 0) {
+		json_decref(im.copied);
 		return r;
+	}
 	if (s->note[0])
 		image_report_note(rep, "%s", s->note);
 	store_clean_tmp(s);
@@ -575,5 +626,6 @@ int corral_image_import(struct corral_image_store *s, const char *path,
 	source_close(&im.src);
 	store_clean_tmp(s);
 	store_unlock(s);
+	json_decref(im.copied);
 	return r;
 }

@@ -181,6 +181,26 @@ static int archive_fn(void *arg, void *out, struct corral_err *err)
 			goto out;
 		}
 		normalize_key(p, NULL, key, sizeof(key));
+		/*
+		 * A body that is not a file's is inflated all the same, to
+		 * reach the next header: a hard link may carry one (pax), a
+		 * GNU dumpdir does.  Counted as a file's is, or 64 MiB of
+		 * gzip'd zeros behind one held the import (and the store's
+		 * lock, which every run on an image takes) for minutes.
+		 */
+		if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) {
+			la_int64_t size = archive_entry_size(e);
+
+			if (size > 0 && (uint64_t)size > a->max_bytes - total) {
+				char sz[32];
+
+				corral_format_size(a->max_bytes, sz, sizeof(sz));
+				r = corral_set_err(err, -EFBIG, "it holds more than %s (--max-size): the body of %.200s declares %lld bytes",
+						   sz, p, (long long)size);
+				goto out;
+			}
+			total += size > 0 ? (uint64_t)size : 0;
+		}
 		if ((link = archive_entry_hardlink(e))) {
 			normalize_key(link, NULL, target, sizeof(target));
 			r = table_put(a, -1, key, target, err);

@@ -365,7 +365,7 @@ static int copy_hashing(int in, int out, uint64_t max, char *digest, uint64_t *s
 	struct image_hash h;
 	char buf[64 * 1024];
 	ssize_t n;
-	int r;
+	int r = 0;	/* read after a copy without error too */
 
 	*size = 0;
 	image_hash_init(&h);

@@ -36,9 +36,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -51,10 +53,26 @@
 #define SNAP_ENTRY_BYTES 512		/* what an entry costs the budget */
 #define SNAP_BLOCK	4096		/* a block, where statfs does not say */
 #define OPAQUE_XATTR	"user.overlay.opaque"
+#define TALLY_SLOTS	16		/* copies under way at once, in one tally */
+
+/*
+ * Shared (MAP_SHARED) between the caller and its copies' workers: slot i
+ * is written by the one copy that holds it, kept and claimed by the
+ * caller's loop alone.  A copy stores its bytes, then reads them all:
+ * of two that pass the budget together, at least one sees the other.
+ */
+struct corral_snapshot_tally {
+	uint64_t budget;
+	_Atomic uint64_t kept;
+	_Atomic uint64_t copying[TALLY_SLOTS];
+	bool claimed[TALLY_SLOTS];
+};
 
 struct box_snap {
 	char *dir;
 	uint64_t max_bytes, max_files;
+	struct corral_snapshot_tally *tally;
+	int slot;		/* in tally, or -1 */
 	corral_snapshot_fn done;
 	void *arg;
 	struct corral_box *box;
@@ -66,6 +84,8 @@ struct box_snap {
 struct snapcopy {
 	struct corral_snapshot_info *info;
 	uint64_t max_bytes, max_files;
+	struct corral_snapshot_tally *tally;	/* or NULL */
+	int slot;
 	uint64_t block;			/* the copy's filesystem's block size */
 	bool chown;
 	struct corral_err *err;
@@ -98,6 +118,28 @@ static uint64_t on_disk(const struct snapcopy *s, uint64_t bytes)
 	return bytes > UINT64_MAX / 2 ? bytes : (bytes + b - 1) / b * b;
 }
 
+/*
+ * The budget with the snapshots being made beside this one: max_bytes is
+ * what the finished ones left when this copy started, and the others
+ * under way were counted by none.
+ */
+static int count_shared(struct snapcopy *s)
+{
+	struct corral_snapshot_tally *t = s->tally;
+	uint64_t all;
+
+	atomic_store(&t->copying[s->slot], s->info->bytes);
+	all = atomic_load(&t->kept);
+	for (int i = 0; i < TALLY_SLOTS; i++)
+		all += atomic_load(&t->copying[i]);
+	if (all > t->budget)
+		return corral_set_err(s->err, -EDQUOT, "snapshot: more than %llu "
+				      "bytes with the snapshots kept and those being "
+				      "made beside it (the snapshot budget)",
+				      (unsigned long long)t->budget);
+	return 0;
+}
+
 static int count(struct snapcopy *s, uint64_t bytes)
 {
 	s->info->files++;
@@ -110,7 +152,7 @@ static int count(struct snapcopy *s, uint64_t bytes)
 		return corral_set_err(s->err, -EDQUOT, "snapshot: more than %llu "
 				      "bytes (what is left of the snapshot budget)",
 				      (unsigned long long)s->max_bytes);
-	return 0;
+	return s->tally ? count_shared(s) : 0;
 }
 
 static int copy_file(struct snapcopy *s, int from, int to, const char *name,
@@ -315,7 +357,8 @@ static int snap_copy(struct corral_box *b, struct box_snap *sn,
 {
 	struct snapcopy s = {
 		.info = info, .max_bytes = sn->max_bytes, .max_files = sn->max_files,
-		.chown = geteuid() == 0, .err = err,
+		.tally = sn->tally, .slot = sn->slot, .chown = geteuid() == 0,
+		.err = err,
 	};
 	cleanup_close int to = -1;
 	struct statfs sf;
@@ -339,11 +382,36 @@ static int snap_copy(struct corral_box *b, struct box_snap *sn,
 	return r;
 }
 
+/* A slot of tally for a new copy, its count 0; -1 if every one is taken. */
+static int tally_claim(struct corral_snapshot_tally *t)
+{
+	for (int i = 0; t && i < TALLY_SLOTS; i++)
+		if (!t->claimed[i]) {
+			t->claimed[i] = true;
+			atomic_store(&t->copying[i], 0);
+			return i;
+		}
+	return -1;
+}
+
+/*
+ * Once done() has counted a kept snapshot (corral_snapshot_tally_keep):
+ * until then its bytes stay in its slot, counted twice rather than never.
+ */
+static void tally_release(struct corral_snapshot_tally *t, int slot)
+{
+	if (!t || slot < 0)
+		return;
+	atomic_store(&t->copying[slot], 0);
+	t->claimed[slot] = false;
+}
+
 static void snap_end(struct corral_box *b, struct box_snap *sn, int r,
 		     struct corral_snapshot_info *info, const struct corral_err *err)
 {
 	(void)b;
 	sn->done(sn->arg, r, info, err);
+	tally_release(sn->tally, sn->slot);
 	free(sn->dir);
 	free(sn);
 }
@@ -450,9 +518,47 @@ void box_snap_cancel(struct corral_box *b, int code, const char *why)
 	snap_end(b, sn, code, &info, &err);
 }
 
+struct corral_snapshot_tally *corral_snapshot_tally_new(uint64_t budget,
+							struct corral_err *err)
+{
+	struct corral_snapshot_tally *t;
+
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		 -1, 0);
+	if (t == MAP_FAILED) {
+		corral_set_errno(err, errno, "the snapshots' tally (%zu bytes of "
+				 "shared memory)", sizeof(*t));
+		return NULL;
+	}
+	t->budget = budget;
+	return t;
+}
+
+void corral_snapshot_tally_keep(struct corral_snapshot_tally *t, uint64_t kept)
+{
+	if (t)
+		atomic_store(&t->kept, kept);
+}
+
+void corral_snapshot_tally_free(struct corral_snapshot_tally *t)
+{
+	if (t)
+		munmap(t, sizeof(*t));
+}
+
 int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_bytes,
 			uint64_t max_files, corral_snapshot_fn done, void *arg,
 			struct corral_err *err)
+{
+	return corral_box_snapshot_tallied(b, dir, max_bytes, max_files, NULL, done,
+					   arg, err);
+}
+
+int corral_box_snapshot_tallied(struct corral_box *b, const char *dir,
+				uint64_t max_bytes, uint64_t max_files,
+				struct corral_snapshot_tally *tally,
+				corral_snapshot_fn done, void *arg,
+				struct corral_err *err)
 {
 	struct corral_snapshot_info info = { 0 };
 	struct box_snap *sn;
@@ -478,9 +584,17 @@ int corral_box_snapshot(struct corral_box *b, const char *dir, uint64_t max_byte
 		return corral_set_err(err, -ENOMEM, "out of memory for a snapshot");
 	}
 	*sn = (struct box_snap){ .dir = sn->dir, .max_bytes = max_bytes,
-				 .max_files = max_files, .done = done, .arg = arg };
+				 .max_files = max_files, .tally = tally, .slot = -1,
+				 .done = done, .arg = arg };
+	if (tally && (sn->slot = tally_claim(tally)) < 0) {
+		free(sn->dir);
+		free(sn);
+		return corral_set_err(err, -EBUSY, "%d snapshots are being made: "
+				      "try again when one is done", TALLY_SLOTS);
+	}
 	if (mkdir(dir, 0700) < 0) {
 		r = corral_set_err(err, -errno, "snapshot %s: %s", dir, strerror(errno));
+		tally_release(tally, sn->slot);
 		free(sn->dir);
 		free(sn);
 		return r;

@@ -212,6 +212,34 @@ t_hostile_patch() {
 	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
 }
 
+# The modes the sandbox chose come out less the caller's umask and never
+# writable by others: a 0777 directory or a 0666 file (made by root, with
+# --export-to or onto the workspace) let any local user change what the
+# host runs next.  Each one masked says so in its note.
+t_modes_keep_the_umask() {
+	local mk='mkdir open; chmod 1777 open; echo w > open/w; chmod 0666 open/w
+echo x > run.sh; chmod 0777 run.sh; echo p > private; chmod 0600 private
+chmod 0666 edit.txt; chmod 0777 olddir'
+	mkrepo "$T/ws"
+	(umask 022; crun --json --workspace "$T/ws" --export-to "$T/result" -- /bin/sh -c "$mk")
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_eq "dir" "$(stat -c %a "$T/result/open")" 755
+	expect_eq "file" "$(stat -c %a "$T/result/open/w")" 644
+	expect_eq "script" "$(stat -c %a "$T/result/run.sh")" 755
+	expect_eq "private" "$(stat -c %a "$T/result/private")" 600
+	expect_eq "modified" "$(stat -c %a "$T/result/edit.txt")" 644
+	expect_eq "a directory of the host's" "$(stat -c %a "$T/result/olddir")" 755
+	expect_contains "note" "$(json export.exported < "$T/out")" "mode 1777 written as 0755"
+	[ -z "$(find "$T/result" -perm /o+w | head -1)" ] || fail "writable by others: $(find "$T/result" -perm /o+w)"
+	(umask 077; crun --workspace "$T/ws" --apply -- /bin/sh -c "$mk")
+	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_eq "apply: dir" "$(stat -c %a "$T/ws/open")" 700
+	expect_eq "apply: file" "$(stat -c %a "$T/ws/open/w")" 600
+	expect_eq "apply: script" "$(stat -c %a "$T/ws/run.sh")" 700
+	expect_eq "apply: modified" "$(stat -c %a "$T/ws/edit.txt")" 600
+	expect_eq "apply: a directory of the host's" "$(stat -c %a "$T/ws/olddir")" 700
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

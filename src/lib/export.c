@@ -10,7 +10,8 @@
  * - a file is written to a new temporary name and renamed into place, so
  *   nothing is written through an existing file (a hardlink to a file
  *   outside stays untouched), and it is the caller's, with the mode's
- *   permission bits only (no setuid, setgid or sticky bit);
+ *   permission bits only (no setuid, setgid or sticky bit), less the
+ *   caller's umask and never writable by others;
  * - device nodes, fifos and sockets never come out, nor a symlink whose
  *   target leaves the tree (absolute, or more ".." than it is deep, or a
  *   ".." after a name, which a symlink there could turn around), nor one
@@ -416,6 +417,7 @@ struct xp {
 	size_t ndirs;
 	json_t *exported, *held, *conflicts;
 	size_t copied;			/* unchanged entries of the lower (--to) */
+	mode_t perm;			/* the bits a sandbox's mode may bring out */
 	int stopped;			/* the signal export_req's stop said */
 	struct corral_err *err;
 };
@@ -533,6 +535,39 @@ static void note_base(struct xp *x, const char *path, const char *kind,
 		json_array_append_new(x->r->wrote, rec);
 	free(hp);
 	free(hs);
+}
+
+/*
+ * The permission bits a mode the sandbox chose may carry onto the host:
+ * the caller's umask applies, as it does to what git, tar or cp make
+ * for it, and others' write bit never (a 0777 directory or 0666 file
+ * made by root would let any local user change what the host runs
+ * next).  The umask is read from /proc, not by umask(2), which sets it
+ * too: a second thread could create a file in between.
+ */
+static mode_t export_perm_mask(void)
+{
+	mode_t um = 022;
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned int v;
+
+		if (sscanf(line, "Umask: %o", &v) == 1) {
+			um = (mode_t)v & 0777;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return 0777 & ~um & ~(mode_t)S_IWOTH;
+}
+
+/* c's mode as it is written: its type, and the bits export_perm_mask lets out. */
+static mode_t change_mode(const struct xp *x, mode_t mode)
+{
+	return (mode & S_IFMT) | (mode & x->perm);
 }
 
 static int count_file(struct xp *x, const char *path)
@@ -1013,6 +1048,10 @@ static int decide(struct xp *x, struct hold_ctx *h, const struct change *c,
 		return (d->why = strdup(buf)) ? 0 : -ENOMEM;
 	if (S_ISREG(c->mode) && (c->mode & (S_ISUID | S_ISGID)))
 		snprintf(d->note, sizeof(d->note), "setuid/setgid bits dropped");
+	else if (!S_ISLNK(c->mode) && (c->mode & 0777 & ~x->perm))
+		snprintf(d->note, sizeof(d->note), "mode %04o written as %04o (the "
+			 "umask; never writable by others)", (unsigned)(c->mode & 07777),
+			 (unsigned)(c->mode & x->perm));
 	return 0;
 }
 
@@ -1058,8 +1097,8 @@ static int write_change(struct xp *x, const struct change *c,
 	if (c->kind == CH_DELETED)
 		return remove_entry(x, c->path);
 	if (S_ISDIR(c->mode))
-		return put_dir(x, c->path, c->mode);
-	return put_entry(x, c->path, c->mode, c->target, &src);
+		return put_dir(x, c->path, change_mode(x, c->mode));
+	return put_entry(x, c->path, change_mode(x, c->mode), c->target, &src);
 }
 
 /* ---- --patch ------------------------------------------------------------ */
@@ -1364,6 +1403,7 @@ int export_run(const struct export_req *r, json_t **report,
 	err->code = 0;
 	err->msg[0] = '\0';
 	export_limits_of(r->p, &x.lim);
+	x.perm = export_perm_mask();
 	x.exported = json_array();
 	x.held = json_array();
 	x.conflicts = json_array();

@@ -240,6 +240,35 @@ chmod 0666 edit.txt; chmod 0777 olddir'
 	expect_eq "apply: a directory of the host's" "$(stat -c %a "$T/ws/olddir")" 700
 }
 
+# On a case-insensitive host (a casefold directory, vfat, an SMB share,
+# WSL's drvfs) ".GIT/hooks/post-checkout" is git's hook and ".ENVRC" is
+# direnv's file: the hold table reads every name in any case, and ".git."
+# and "git~1" as ".git", as git's own verify_path does.
+t_hold_ignores_case() {
+	local mk='mkdir -p .GIT/hooks .Git git~1/hooks .VSCODE
+printf "#!/bin/sh\ntouch /tmp/m\n" > .GIT/hooks/post-checkout
+printf "[core]\n\tfsmonitor = touch /tmp/m\n" > .Git/config
+echo x > git~1/hooks/pre-commit
+echo "touch /tmp/m" > .ENVRC
+echo "* filter=f" > .GITATTRIBUTES
+echo "gitdir: /tmp/evil" > .GiT
+printf "{\"tasks\": [{\"command\": \"touch /tmp/m\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}\n" > .VSCODE/tasks.json
+echo plain > .GIT/description'
+	mkrepo "$T/ws"
+	crun --json --workspace "$T/ws" --export-to "$T/result" -- /bin/sh -c "$mk"
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	for p in .GIT/hooks/post-checkout .Git/config git~1/hooks/pre-commit .ENVRC \
+		.GITATTRIBUTES .GiT .VSCODE/tasks.json; do
+		[ ! -e "$T/result/$p" ] || fail "$p came out"
+		expect_contains "held $p" "$(json export.held < "$T/out")" "\"$p\""
+	done
+	expect_eq "a plain file beside them" "$(cat "$T/result/.GIT/description")" plain
+	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "$mk"
+	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ ! -e "$T/ws/.GIT/hooks/post-checkout" ] || fail "apply: the hook came out"
+	[ ! -e "$T/ws/.ENVRC" ] || fail "apply: .ENVRC came out"
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

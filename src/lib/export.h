@@ -269,6 +269,8 @@ int patch_file_src(struct patch_buf *pb, const char *path,
 void git_blob_id(const char *data, size_t len, char hex[41]);
 /* Whether a patch can carry path: git apply refuses anything in .git. */
 bool patch_path_ok(const char *path);
+/* Whether a path component of n bytes is a name some filesystem takes for ".git". */
+bool git_dir_alias(const char *name, size_t n);
 
 /* ---- export.c ------------------------------------------------------- */
 

@@ -68,7 +68,7 @@ const struct hold_rule hold_defaults[] = {
 /* ---- globs ------------------------------------------------------------ */
 
 /* One glob component at a time; "**" takes zero or more components. */
-static bool match_parts(const char *g, const char *p)
+static bool match_parts(const char *g, const char *p, int flags)
 {
 	size_t gl, pl;
 	const char *gnext, *pnext;
@@ -81,25 +81,62 @@ static bool match_parts(const char *g, const char *p)
 	pl = strcspn(p, "/");
 	pnext = p[pl] ? p + pl + 1 : p + pl;
 	if (gl == 2 && g[0] == '*' && g[1] == '*')
-		return match_parts(gnext, p) || (*p && match_parts(g, pnext));
+		return match_parts(gnext, p, flags) || (*p && match_parts(g, pnext, flags));
 	if (!*p || gl >= sizeof(gc) || pl >= sizeof(pc))
 		return false;
 	memcpy(gc, g, gl);
 	gc[gl] = '\0';
 	memcpy(pc, p, pl);
 	pc[pl] = '\0';
-	return !fnmatch(gc, pc, 0) && match_parts(gnext, pnext);
+	return !fnmatch(gc, pc, flags) && match_parts(gnext, pnext, flags);
 }
 
-bool hold_glob_match(const char *glob, const char *path)
+static bool glob_match(const char *glob, const char *path, int flags)
 {
 	const char *base;
 
 	if (!strchr(glob, '/')) {
 		base = strrchr(path, '/');
-		return !fnmatch(glob, base ? base + 1 : path, 0);
+		return !fnmatch(glob, base ? base + 1 : path, flags);
 	}
-	return match_parts(glob, path);
+	return match_parts(glob, path, flags);
+}
+
+bool hold_glob_match(const char *glob, const char *path)
+{
+	return glob_match(glob, path, 0);
+}
+
+/*
+ * path as the hold table reads it: each component some filesystem takes
+ * for ".git" (".GIT", ".git.", "git~1") spelled ".git"; the rules then
+ * match it in any case.  The host's workspace may be case-insensitive
+ * (a casefold directory, vfat or exfat, an SMB share, WSL's drvfs):
+ * there ".GIT/hooks/post-checkout" or ".ENVRC" is the file git or direnv
+ * runs, and a table read case by case let it out.  NULL: out of memory.
+ */
+static char *hold_key(const char *path)
+{
+	char *key = malloc(strlen(path) + 1), *k = key;
+
+	/* an alias is never shorter than ".git": the key fits */
+	for (const char *p = path; key && *p;) {
+		size_t n = strcspn(p, "/");
+
+		if (git_dir_alias(p, n)) {
+			memcpy(k, ".git", 4);
+			k += 4;
+		} else {
+			memcpy(k, p, n);
+			k += n;
+		}
+		p += n;
+		if (*p == '/')
+			*k++ = *p++;
+	}
+	if (key)
+		*k = '\0';
+	return key;
 }
 
 /* ---- one export's table ----------------------------------------------------- */
@@ -281,7 +318,7 @@ int hold_decide(struct hold_ctx *h, const struct layers *l,
 		const struct change *c, char *why, size_t whylen,
 		char **data, size_t *len)
 {
-	char *nv = NULL, *ov = NULL, *old = NULL;
+	char *nv = NULL, *ov = NULL, *old = NULL, *key;
 	size_t nn = 0, on = 0, oldlen = 0;
 	int r = 0;
 
@@ -291,11 +328,14 @@ int hold_decide(struct hold_ctx *h, const struct layers *l,
 	/* directories run nothing; deletions bring nothing */
 	if (c->kind == CH_DELETED || S_ISDIR(c->mode))
 		return 0;
+	key = hold_key(c->path);
+	if (!key)
+		return -ENOMEM;
 	for (size_t i = 0; i < h->n && !why[0]; i++) {
 		const struct hold_rule *rule = &h->rules[i];
 		const char *item;
 
-		if (!hold_glob_match(rule->glob, c->path))
+		if (!glob_match(rule->glob, key, FNM_CASEFOLD))
 			continue;
 		if (rule->check == HOLD_GIT_BARE_CONFIG && !in_git_dir(l, c->path))
 			continue;
@@ -336,6 +376,7 @@ int hold_decide(struct hold_ctx *h, const struct layers *l,
 	free(nv);
 	free(ov);
 	free(old);
+	free(key);
 	if (r < 0 || why[0]) {
 		free(*data);
 		*data = NULL;

@@ -269,6 +269,33 @@ echo plain > .GIT/description'
 	[ ! -e "$T/ws/.ENVRC" ] || fail "apply: .ENVRC came out"
 }
 
+# --export-to's and --patch's directory is opened before the sandbox runs:
+# a directory on the way that the sandbox may write (a --rw bind), swapped
+# for a symlink to one only the caller may write, no longer leads the
+# export, made as the caller, there.  It lands where the caller said.
+t_export_dest_opened_before_the_run() {
+	local swap='echo evil > /workspace/x; mv /share/sub /share/sub2 && ln -s "$1" /share/sub'
+	mkrepo "$T/ws"
+	mkdir -p "$T/share/sub" "$T/victim"
+	chmod 700 "$T/victim"
+	if [ "$ME" = 0 ]; then chown -R 65534:65534 "$T/share"; fi
+	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/share/sub/p.diff" \
+		-- /bin/sh -c "$swap" sh "$T/victim"
+	expect_eq "patch: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ -L "$T/share/sub" ] || fail "the sandbox did not swap the directory"
+	[ -z "$(ls -A "$T/victim")" ] || fail "the patch followed the swapped link: $(ls "$T/victim")"
+	expect_contains "patch: where asked" "$(cat "$T/share/sub2/p.diff")" "+evil"
+	rm -f "$T/share/sub" && mv "$T/share/sub2" "$T/share/sub"
+	crun --rw "$T/share:/share" --workspace "$T/ws" --export-to "$T/share/sub/out" \
+		-- /bin/sh -c "$swap" sh "$T/victim"
+	expect_eq "to: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ -z "$(ls -A "$T/victim")" ] || fail "the export followed the swapped link: $(ls "$T/victim")"
+	expect_eq "to: where asked" "$(cat "$T/share/sub2/out/x")" evil
+	crun --workspace "$T/ws" --patch "$T/nodir/p.diff" -- /bin/true
+	expect_eq "no directory: exit" "$(rc)" 125
+	expect_contains "no directory: said before the run" "$(cat "$T/err")" "$T/nodir: No such file"
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

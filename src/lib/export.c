@@ -1278,16 +1278,24 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
  * takes FILE's name only once it is complete: a failed export leaves FILE
  * as it was, and a reader never sees half a patch.
  */
+/* Where the caller's new entry is made: beneath dest_dir by its last name, or by its path. */
+static int dest_at(const struct export_req *r, const char *path, const char **name)
+{
+	*name = r->dest_name ? r->dest_name : path;
+	return r->dest_name ? r->dest_dir : AT_FDCWD;
+}
+
 static int patch_tmp_open(struct xp *x, char **tmp)
 {
-	int fd, r;
+	const char *name;
+	int dir = dest_at(x->r, x->r->patch, &name), fd, r;
 
 	/* named as put_entry names its new files */
-	if (asprintf(tmp, "%s.corral-export.%d", x->r->patch, (int)getpid()) < 0) {
+	if (asprintf(tmp, "%s.corral-export.%d", name, (int)getpid()) < 0) {
 		*tmp = NULL;
 		return corral_set_err(x->err, -ENOMEM, "out of memory");
 	}
-	fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = openat(dir, *tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		r = corral_set_err(x->err, -errno, "cannot create the patch %s: %s",
 				   x->r->patch, strerror(errno));
@@ -1301,11 +1309,12 @@ static int patch_tmp_open(struct xp *x, char **tmp)
 /* Whole: the new file takes the patch's name.  Either way fd is closed. */
 static int patch_tmp_keep(struct xp *x, int fd, const char *tmp)
 {
-	int r = 0;
+	const char *name;
+	int dir = dest_at(x->r, x->r->patch, &name), r = 0;
 
 	if (close(fd) < 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, x->r->patch) < 0)
+	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
 		r = -errno;
 	if (r < 0)
 		return corral_set_err(x->err, r, "cannot write the patch %s: %s",
@@ -1315,15 +1324,16 @@ static int patch_tmp_keep(struct xp *x, int fd, const char *tmp)
 
 /* ---- the whole ------------------------------------------------------------ */
 
-static int open_new_dir(const char *path, struct corral_err *err)
+static int open_new_dir(const struct export_req *r, struct corral_err *err)
 {
-	int fd;
+	const char *path = r->to, *name;
+	int dir = dest_at(r, path, &name), fd;
 
-	if (mkdir(path, 0700) < 0)
+	if (mkdirat(dir, name, 0700) < 0)
 		return corral_set_err(err, -errno, "--export-to %s: %s%s", path,
 				      strerror(errno), errno == EEXIST ?
 				      " (the export goes to a new directory)" : "");
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return corral_set_err(err, -errno, "--export-to %s: %s", path,
 				      strerror(errno));
@@ -1438,7 +1448,7 @@ int export_run(const struct export_req *r, json_t **report,
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
 	} else if (r->to) {
-		x.dest = open_new_dir(r->to, err);
+		x.dest = open_new_dir(r, err);
 		ret = x.dest < 0 ? x.dest : 0;
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
@@ -1472,7 +1482,7 @@ int export_run(const struct export_req *r, json_t **report,
 		else
 			close(pfd);
 		if (ret < 0)
-			unlink(ptmp);
+			unlinkat(r->dest_name ? r->dest_dir : AT_FDCWD, ptmp, 0);
 		free(ptmp);
 	}
 	pb_done(&pb);
@@ -1527,12 +1537,56 @@ static bool path_within(const char *path, const char *top)
 					   (n == 1 && top[0] == '/'));
 }
 
+/*
+ * The directory --export-to's new directory or --patch's file goes in,
+ * opened now, before the sandbox runs; after it, the export makes its
+ * entry beneath this fd by its last name.  Its path resolved again then
+ * could lead elsewhere: a --rw bind on the way puts a directory in the
+ * sandbox's hands, which it can swap for a symlink to a directory only
+ * the caller may write, and the export, made as the caller, followed it.
+ */
+static int open_dest_dir(struct run_export *x, const char *flag, const char *path,
+			 struct corral_err *err)
+{
+	char *copy = strdup(path), *slash, *base;
+	const char *dir;
+	size_t n;
+
+	if (!copy)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	n = strlen(copy);
+	/* a new directory may be named "out/"; the patch is a file */
+	while (!strcmp(flag, "export-to") && n > 1 && copy[n - 1] == '/')
+		copy[--n] = '\0';
+	slash = strrchr(copy, '/');
+	dir = !slash ? "." : slash == copy ? "/" : copy;
+	base = slash ? slash + 1 : copy;
+	if (slash && slash != copy)
+		*slash = '\0';
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+		free(copy);
+		return corral_set_err(err, -EINVAL, "--%s %s: names no new entry in a directory",
+				      flag, path);
+	}
+	x->dest_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (x->dest_dir < 0) {
+		int r = corral_set_err(err, -errno, "--%s %s: %s: %s", flag, path, dir,
+				       strerror(errno));
+
+		free(copy);
+		return r;
+	}
+	x->dest_name = strdup(base);
+	free(copy);
+	return x->dest_name ? 0 : corral_set_err(err, -ENOMEM, "out of memory");
+}
+
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 		       const struct corral_export_opts *o, struct corral_err *err)
 {
 	struct export_limits lim;
 
-	*x = (struct run_export){ .lower = -1 };
+	*x = (struct run_export){ .lower = -1, .dest_dir = -1 };
 	if (!p->workspace)
 		return corral_set_err(err, -EINVAL,
 				      "an export (--export-to, --apply, --patch) needs a workspace (--workspace DIR)");
@@ -1562,10 +1616,17 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 					      "--export-to %s: exists already (the export goes to a new directory)",
 					      o->to);
 	}
+	if ((o->to || o->patch) &&
+	    open_dest_dir(x, o->to ? "export-to" : "patch", o->to ? o->to : o->patch, err) < 0) {
+		run_export_free(x);
+		return err->code;
+	}
 	x->lower = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (x->lower < 0)
-		return corral_set_err(err, -errno, "workspace %s: %s", p->workspace,
-				      strerror(errno));
+	if (x->lower < 0) {
+		corral_set_err(err, -errno, "workspace %s: %s", p->workspace, strerror(errno));
+		run_export_free(x);
+		return err->code;
+	}
 	export_limits_of(p, &lim);
 	if (o->apply && baseline_take(x->lower, &lim, &x->base, err) < 0) {
 		run_export_free(x);
@@ -1585,6 +1646,7 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		.patch = o->patch, .allow_risky = o->allow_risky,
 		.nallow_risky = o->nallow_risky, .ev = ev,
 		.stop = stop, .stop_arg = stop_arg,
+		.dest_dir = x->dest_dir, .dest_name = x->dest_name,
 	};
 	struct corral_err err = { 0 };
 	json_t *report = NULL;
@@ -1612,6 +1674,9 @@ void run_export_free(struct run_export *x)
 {
 	if (x->lower >= 0)
 		close(x->lower);
+	if (x->dest_dir >= 0)
+		close(x->dest_dir);
+	free(x->dest_name);
 	baseline_free(x->base);
-	*x = (struct run_export){ .lower = -1 };
+	*x = (struct run_export){ .lower = -1, .dest_dir = -1 };
 }

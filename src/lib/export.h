@@ -305,6 +305,12 @@ struct export_req {
 	int patch_fd;
 	bool to_opened;			/* to: made and opened by the caller */
 	int to_fd;			/* to_opened: that directory */
+	/*
+	 * to or patch: the directory it goes in, opened before the sandbox
+	 * ran, and its last name (made beneath that fd); NULL: by its path.
+	 */
+	int dest_dir;
+	const char *dest_name;
 	const char *only;		/* changes at or below this path, or NULL */
 	char *const *allow_risky;
 	size_t nallow_risky;
@@ -349,6 +355,8 @@ void export_limits_of(const struct corral_policy *p, struct export_limits *lim);
 struct run_export {
 	int lower;
 	struct baseline *base;
+	int dest_dir;			/* --export-to's or --patch's directory */
+	char *dest_name;		/* and its last name there */
 };
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,

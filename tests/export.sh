@@ -291,9 +291,22 @@ t_export_dest_opened_before_the_run() {
 	expect_eq "to: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ -z "$(ls -A "$T/victim")" ] || fail "the export followed the swapped link: $(ls "$T/victim")"
 	expect_eq "to: where asked" "$(cat "$T/share/sub2/out/x")" evil
+	# a link an earlier run left in the bind is not followed either
+	rm -rf "$T/share/sub2"
+	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/share/sub/p.diff" \
+		-- /bin/sh -c 'echo evil > /workspace/x'
+	expect_eq "a link already there: exit" "$(rc)" 125
+	expect_contains "a link already there: said" "$(cat "$T/err")" "the symlink sub on the way lies in a --rw bind"
+	[ -z "$(ls -A "$T/victim")" ] || fail "the patch followed the link: $(ls "$T/victim")"
+	# one outside the binds is the caller's own, followed as ever
+	ln -s "$T/victim" "$T/mine"
+	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/mine/p.diff" \
+		-- /bin/sh -c 'echo evil > /workspace/x'
+	expect_eq "the caller's link: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ -f "$T/victim/p.diff" ] || fail "the caller's own link was not followed"
 	crun --workspace "$T/ws" --patch "$T/nodir/p.diff" -- /bin/true
 	expect_eq "no directory: exit" "$(rc)" 125
-	expect_contains "no directory: said before the run" "$(cat "$T/err")" "$T/nodir: No such file"
+	expect_contains "no directory: said before the run" "$(cat "$T/err")" "nodir: No such file"
 }
 
 t_allow_risky_is_logged() {

@@ -1537,6 +1537,147 @@ static bool path_within(const char *path, const char *top)
 					   (n == 1 && top[0] == '/'));
 }
 
+/* ---- the caller's destination --------------------------------------------- */
+
+#define DEST_LINKS_MAX	40	/* the kernel's own bound on a path's symlinks */
+#define DEST_DEPTH_MAX	4096
+
+/* Whether dir is, or lies below, a directory one of p's --rw binds shares. */
+static bool in_rw_bind(const struct corral_policy *p, int dir)
+{
+	struct stat st, up, src;
+	bool found = false;
+	int cur;
+
+	if (!p)
+		return false;
+	cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	/* a directory that cannot be walked up is taken for the sandbox's */
+	if (cur < 0)
+		return true;
+	for (int depth = 0; !found && depth < DEST_DEPTH_MAX; depth++) {
+		int parent;
+
+		if (fstat(cur, &st) < 0) {
+			found = true;
+			break;
+		}
+		/*
+		 * By the source's path, which names the directory the bind was
+		 * made of (a pinned one was checked to be it): a pinned fd is
+		 * gone in a daemon's worker, its number maybe another file's.
+		 */
+		for (size_t i = 0; !found && i < p->nbinds; i++) {
+			const struct corral_bind *b = &p->binds[i];
+
+			found = b->writable && stat(b->src, &src) == 0 &&
+				src.st_dev == st.st_dev && src.st_ino == st.st_ino;
+		}
+		/* ".." climbs out of a mount too: up to the root's own */
+		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (!found && (parent < 0 || fstat(parent, &up) < 0))
+			found = true;
+		close(cur);
+		cur = parent;
+		if (found || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+			break;
+	}
+	if (cur >= 0)
+		close(cur);
+	return found;
+}
+
+/*
+ * The directory path names, opened (O_PATH) one component at a time, its
+ * symlinks followed as the kernel would, but not one that lies where the
+ * sandbox writes (a --rw bind's directory): the sandbox put it there, or
+ * may have, to lead a write the caller makes (an export, as root, say)
+ * into a directory of its choosing.  -errno, with err set.
+ */
+int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
+		     struct corral_err *err)
+{
+	char *rest = strdup(path), *comp, *next;
+	int cur, links = 0, r = 0;
+
+	if (!rest)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	cur = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0) {
+		r = corral_set_err(err, -errno, "%s's directory %s: %s", flag, path,
+				   strerror(errno));
+		goto out;
+	}
+	for (comp = rest; r == 0 && comp && *comp; comp = next) {
+		char target[PATH_MAX], *joined;
+		struct stat st;
+		ssize_t n;
+		int fd;
+
+		next = strchr(comp, '/');
+		if (next)
+			*next++ = '\0';
+		if (!*comp || !strcmp(comp, "."))
+			continue;
+		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			r = corral_set_err(err, -errno, "%s's directory %s: %s: %s", flag, path,
+					   comp, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(cur);
+			cur = fd;
+			continue;
+		}
+		n = readlinkat(fd, "", target, sizeof(target) - 1);
+		close(fd);
+		if (n < 0 || ++links > DEST_LINKS_MAX) {
+			r = corral_set_err(err, n < 0 ? -errno : -ELOOP, "%s's directory %s: the "
+					   "symlink %s: %s", flag, path, comp,
+					   strerror(n < 0 ? errno : ELOOP));
+			break;
+		}
+		if (in_rw_bind(p, cur)) {
+			r = corral_set_err(err, -EPERM, "%s's directory %s: the symlink %s on the "
+					   "way lies in a --rw bind, where the sandbox writes: "
+					   "refused, as it could lead the export anywhere the "
+					   "caller may write (name the directory it points to)",
+					   flag, path, comp);
+			break;
+		}
+		target[n] = '\0';
+		/* the target's components first, then what was left of path */
+		if (asprintf(&joined, "%s%s%s", target, next ? "/" : "", next ? next : "") < 0) {
+			r = corral_set_err(err, -ENOMEM, "out of memory");
+			break;
+		}
+		if (target[0] == '/') {
+			close(cur);
+			cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (cur < 0)
+				r = corral_set_err(err, -errno, "%s's directory %s: /: %s", flag,
+						   path, strerror(errno));
+		}
+		free(rest);
+		rest = next = joined;
+	}
+	if (r == 0) {
+		struct stat st;
+
+		if (fstat(cur, &st) < 0 || !S_ISDIR(st.st_mode))
+			r = corral_set_err(err, -ENOTDIR, "%s's directory %s: not a directory",
+					   flag, path);
+	}
+	if (r < 0 && cur >= 0)
+		close(cur);
+out:
+	free(rest);
+	return r < 0 ? r : cur;
+}
+
 /*
  * The directory --export-to's new directory or --patch's file goes in,
  * opened now, before the sandbox runs; after it, the export makes its
@@ -1545,8 +1686,8 @@ static bool path_within(const char *path, const char *top)
  * sandbox's hands, which it can swap for a symlink to a directory only
  * the caller may write, and the export, made as the caller, followed it.
  */
-static int open_dest_dir(struct run_export *x, const char *flag, const char *path,
-			 struct corral_err *err)
+static int open_dest_dir(struct run_export *x, const struct corral_policy *p,
+			 const char *flag, const char *path, struct corral_err *err)
 {
 	char *copy = strdup(path), *slash, *base;
 	const char *dir;
@@ -1556,7 +1697,7 @@ static int open_dest_dir(struct run_export *x, const char *flag, const char *pat
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	n = strlen(copy);
 	/* a new directory may be named "out/"; the patch is a file */
-	while (!strcmp(flag, "export-to") && n > 1 && copy[n - 1] == '/')
+	while (!strcmp(flag, "--export-to") && n > 1 && copy[n - 1] == '/')
 		copy[--n] = '\0';
 	slash = strrchr(copy, '/');
 	dir = !slash ? "." : slash == copy ? "/" : copy;
@@ -1565,16 +1706,13 @@ static int open_dest_dir(struct run_export *x, const char *flag, const char *pat
 		*slash = '\0';
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
 		free(copy);
-		return corral_set_err(err, -EINVAL, "--%s %s: names no new entry in a directory",
+		return corral_set_err(err, -EINVAL, "%s %s: names no new entry in a directory",
 				      flag, path);
 	}
-	x->dest_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	x->dest_dir = export_dest_open(p, flag, dir, err);
 	if (x->dest_dir < 0) {
-		int r = corral_set_err(err, -errno, "--%s %s: %s: %s", flag, path, dir,
-				       strerror(errno));
-
 		free(copy);
-		return r;
+		return x->dest_dir;
 	}
 	x->dest_name = strdup(base);
 	free(copy);
@@ -1617,7 +1755,7 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 					      o->to);
 	}
 	if ((o->to || o->patch) &&
-	    open_dest_dir(x, o->to ? "export-to" : "patch", o->to ? o->to : o->patch, err) < 0) {
+	    open_dest_dir(x, p, o->to ? "--export-to" : "--patch", o->to ? o->to : o->patch, err) < 0) {
 		run_export_free(x);
 		return err->code;
 	}

@@ -352,6 +352,14 @@ void export_limits_of(const struct corral_policy *p, struct export_limits *lim);
  * (and, for --apply, recorded); after the command ends, the export runs
  * on the upper layer init sent, and the result carries its report.
  */
+/*
+ * The directory path names (flag names it in messages), opened O_PATH
+ * with its symlinks followed but for one in a --rw bind of p's, where the
+ * sandbox writes: -EPERM.  The fd, or -errno with err set.
+ */
+int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
+		     struct corral_err *err);
+
 struct run_export {
 	int lower;
 	struct baseline *base;

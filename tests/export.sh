@@ -304,6 +304,12 @@ t_export_dest_opened_before_the_run() {
 		-- /bin/sh -c 'echo evil > /workspace/x'
 	expect_eq "the caller's link: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ -f "$T/victim/p.diff" ] || fail "the caller's own link was not followed"
+	# nor one that --apply's workspace is reached through
+	ln -s "$T/victim" "$T/share/ws"
+	crun --rw "$T/share:/share" --workspace "$T/share/ws" --apply -- /bin/sh -c 'echo evil > x'
+	expect_eq "apply through the bind's link: exit" "$(rc)" 125
+	expect_contains "apply: said" "$(cat "$T/err")" "the symlink ws on the way lies in a --rw bind"
+	[ ! -e "$T/victim/x" ] || fail "the apply followed the link"
 	crun --workspace "$T/ws" --patch "$T/nodir/p.diff" -- /bin/true
 	expect_eq "no directory: exit" "$(rc)" 125
 	expect_contains "no directory: said before the run" "$(cat "$T/err")" "nodir: No such file"

@@ -1759,7 +1759,24 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 		run_export_free(x);
 		return err->code;
 	}
-	x->lower = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/*
+	 * --apply writes where this leads: not through a link a sandbox left
+	 * in a --rw bind (a workspace under the bind's directory, made a
+	 * link to /etc/cron.d by an earlier run, had the apply write there).
+	 */
+	if (o->apply) {
+		int dir = export_dest_open(p, "--workspace", p->workspace, err);
+
+		x->lower = dir < 0 ? -1 : openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dir >= 0)
+			close(dir);
+		if (dir < 0) {
+			run_export_free(x);
+			return err->code;
+		}
+	} else {
+		x->lower = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (x->lower < 0) {
 		corral_set_err(err, -errno, "workspace %s: %s", p->workspace, strerror(errno));
 		run_export_free(x);

@@ -315,6 +315,29 @@ t_export_dest_opened_before_the_run() {
 	expect_contains "no directory: said before the run" "$(cat "$T/err")" "nodir: No such file"
 }
 
+# The table reads .vscode/tasks.json and .git/modules/*/config by those
+# names: a symlink .vscode -> d (d/tasks.json, runOn folderOpen) or
+# .git/modules -> ../m (m/sub/config, core.fsmonitor) let a host's VS
+# Code or git read, through the link, what the table checked under other
+# names, or not at all.  Such a link is held; an ordinary one is not.
+t_hold_links_it_would_read_through() {
+	local mk='mkdir -p d m/sub s
+printf "{\"tasks\": [{\"command\": \"touch /tmp/m\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}\n" > d/tasks.json
+printf "[core]\n\tfsmonitor = touch /tmp/m\n" > m/sub/config
+ln -s d .vscode; ln -s ../d s/.VSCode; ln -s ../m .git/modules; ln -s d plain'
+	mkrepo "$T/ws"
+	crun --json --workspace "$T/ws" --export-to "$T/result" -- /bin/sh -c "$mk"
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	for p in .vscode s/.VSCode .git/modules; do
+		[ ! -L "$T/result/$p" ] || fail "the link $p came out"
+		expect_contains "held $p" "$(json export.held < "$T/out")" "\"$p\""
+	done
+	[ -L "$T/result/plain" ] || fail "an ordinary link inside the tree was held"
+	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "$mk"
+	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ ! -L "$T/ws/.vscode" ] && [ ! -L "$T/ws/.git/modules" ] || fail "apply: a link came out"
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

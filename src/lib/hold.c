@@ -108,6 +108,38 @@ bool hold_glob_match(const char *glob, const char *path)
 }
 
 /*
+ * Whether a path beneath p could match g through p's own last component,
+ * named by a component of g that is not "**": p a symlink (to a directory
+ * the table does not look at by this name), g ".vscode/tasks.json" and p
+ * ".vscode", say.  named: the last component taken was so named.
+ */
+static bool beneath_match(const char *g, const char *p, int flags, bool named)
+{
+	size_t gl, pl;
+	const char *gnext, *pnext;
+	char gc[256], pc[256];
+
+	if (!*p)
+		return named && *g;
+	if (!*g)
+		return false;
+	gl = strcspn(g, "/");
+	gnext = g[gl] ? g + gl + 1 : g + gl;
+	pl = strcspn(p, "/");
+	pnext = p[pl] ? p + pl + 1 : p + pl;
+	if (gl == 2 && g[0] == '*' && g[1] == '*')
+		return beneath_match(gnext, p, flags, named) ||
+		       beneath_match(g, pnext, flags, false);
+	if (gl >= sizeof(gc) || pl >= sizeof(pc))
+		return false;
+	memcpy(gc, g, gl);
+	gc[gl] = '\0';
+	memcpy(pc, p, pl);
+	pc[pl] = '\0';
+	return !fnmatch(gc, pc, flags) && beneath_match(gnext, pnext, flags, true);
+}
+
+/*
  * path as the hold table reads it: each component some filesystem takes
  * for ".git" (".GIT", ".git.", "git~1") spelled ".git"; the rules then
  * match it in any case.  The host's workspace may be case-insensitive
@@ -314,6 +346,31 @@ static const char *first_new_item(const char *nv, size_t nn, const char *ov,
 	return NULL;
 }
 
+/*
+ * A symlink the table must hold for what it leads to: inside a .git
+ * directory (git reads .git/modules, worktrees, info, objects through
+ * one), or where a rule names a directory (".vscode" -> a directory whose
+ * tasks.json runs on folder open): the rules read the target's entries
+ * by other names, never through the link.  The rule's why, or NULL.
+ */
+static const char *link_hold(const struct hold_ctx *h, const char *key)
+{
+	static const char in_git[] = "git reads what a link inside .git leads to as its own";
+
+	for (const char *p = key; *p;) {
+		size_t n = strcspn(p, "/");
+
+		if (p[n] == '/' && n == 4 && !memcmp(p, ".git", 4))
+			return in_git;
+		p += n + (p[n] == '/');
+	}
+	for (size_t i = 0; i < h->n; i++)
+		if (strchr(h->rules[i].glob, '/') &&
+		    beneath_match(h->rules[i].glob, key, FNM_CASEFOLD, false))
+			return h->rules[i].why;
+	return NULL;
+}
+
 int hold_decide(struct hold_ctx *h, const struct layers *l,
 		const struct change *c, char *why, size_t whylen,
 		char **data, size_t *len)
@@ -331,6 +388,13 @@ int hold_decide(struct hold_ctx *h, const struct layers *l,
 	key = hold_key(c->path);
 	if (!key)
 		return -ENOMEM;
+	if (S_ISLNK(c->mode)) {
+		const char *lw = link_hold(h, key);
+
+		if (lw)
+			snprintf(why, whylen, "a symlink where the hold table looks beneath "
+				 "it, whose target it does not check: %s", lw);
+	}
 	for (size_t i = 0; i < h->n && !why[0]; i++) {
 		const struct hold_rule *rule = &h->rules[i];
 		const char *item;

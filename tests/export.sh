@@ -338,6 +338,24 @@ ln -s d .vscode; ln -s ../d s/.VSCode; ln -s ../m .git/modules; ln -s d plain'
 	[ ! -L "$T/ws/.vscode" ] && [ ! -L "$T/ws/.git/modules" ] || fail "apply: a link came out"
 }
 
+# A repository whose .git/config names a hooks directory in the working
+# tree (core.hooksPath = .githooks, committed with the project; husky's
+# .husky): git runs what the sandbox wrote there on the next commit.
+t_hold_hooks_path() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/marks" "$T/home"
+	hostgit "$T/ws" config core.hooksPath ./.githooks
+	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "mkdir -p .githooks .husky
+printf '#!/bin/sh\ntouch $T/marks/hook\n' > .githooks/pre-commit; chmod 755 .githooks/pre-commit
+echo 'touch $T/marks/husky' > .husky/pre-commit; echo ok > other.txt"
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_contains "held" "$(json export.held < "$T/out")" "core.hooksPath"
+	expect_contains "held husky" "$(json export.held < "$T/out")" ".husky/pre-commit"
+	expect_eq "the rest applied" "$(cat "$T/ws/other.txt")" ok
+	use_repo "$T/ws"
+	[ -z "$(ls -A "$T/marks")" ] || fail "a hook ran on the host: $(ls "$T/marks")"
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

@@ -62,6 +62,8 @@ const struct hold_rule hold_defaults[] = {
 	  "dev container tools run its initializeCommand on the host", "containers.dev/implementors/json_reference" },
 	{ "**/.devcontainer/**", HOLD_ALWAYS,
 	  "dev container tools run its initializeCommand on the host", "containers.dev/implementors/json_reference" },
+	{ ".husky/**", HOLD_ALWAYS,
+	  "husky's hooks (core.hooksPath .husky/_) run .husky/<hook> on commit, checkout, push and more", "typicode.github.io/husky" },
 	{ NULL, HOLD_ALWAYS, NULL, NULL },
 };
 
@@ -236,6 +238,31 @@ int path_normalize(char *path)
 }
 
 /*
+ * core.hooksPath in the lower's .git/config: git runs the files of that
+ * directory as hooks, and one in the workspace (".githooks", committed
+ * with the project) is the sandbox's to change.  Relative to the top of
+ * the working tree; an absolute one is out of the tree.
+ */
+static int hookspath_one(struct hold_ctx *h, const struct gitcfg_item *it)
+{
+	char glob[4096];
+
+	if (!it->value || !it->value[0] || it->value[0] == '/' || it->value[0] == '~')
+		return 0;
+	if (snprintf(glob, sizeof(glob), "%s", it->value) >= (int)sizeof(glob) - 3 ||
+	    path_normalize(glob) < 0)
+		return 0;	/* out of the tree: not the sandbox's to change */
+	/* the directory's every entry, the working tree's whole for "." */
+	if (!strcmp(glob, "."))
+		strcpy(glob, "**");
+	else
+		strcat(glob, "/**");
+	return ctx_add(h, glob, HOLD_ALWAYS,
+		       "the workspace's .git/config names this directory core.hooksPath: git runs its files as hooks",
+		       "git-config(1), core.hooksPath", true);
+}
+
+/*
  * The lower's .git/config is the user's own, but a file it includes can
  * sit in the workspace, where the sandbox may change it: each such file
  * is checked as git config.  Relative paths are relative to .git/.
@@ -245,6 +272,8 @@ static int include_one(void *arg, const struct gitcfg_item *it)
 	struct hold_ctx *h = arg;
 	char glob[4096];
 
+	if (!strcmp(it->sec, "core") && !it->sub && !strcmp(it->name, "hookspath"))
+		return hookspath_one(h, it);
 	if (!it->value || strcmp(it->name, "path") ||
 	    (strcmp(it->sec, "include") && strcmp(it->sec, "includeif")) ||
 	    it->value[0] == '/' || it->value[0] == '~')

@@ -212,6 +212,150 @@ t_hostile_patch() {
 	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
 }
 
+# The modes the sandbox chose come out less the caller's umask and never
+# writable by others: a 0777 directory or a 0666 file (made by root, with
+# --export-to or onto the workspace) let any local user change what the
+# host runs next.  Each one masked says so in its note.
+t_modes_keep_the_umask() {
+	local mk='mkdir open; chmod 1777 open; echo w > open/w; chmod 0666 open/w
+echo x > run.sh; chmod 0777 run.sh; echo p > private; chmod 0600 private
+chmod 0666 edit.txt; chmod 0777 olddir'
+	mkrepo "$T/ws"
+	(umask 022; crun --json --workspace "$T/ws" --export-to "$T/result" -- /bin/sh -c "$mk")
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_eq "dir" "$(stat -c %a "$T/result/open")" 755
+	expect_eq "file" "$(stat -c %a "$T/result/open/w")" 644
+	expect_eq "script" "$(stat -c %a "$T/result/run.sh")" 755
+	expect_eq "private" "$(stat -c %a "$T/result/private")" 600
+	expect_eq "modified" "$(stat -c %a "$T/result/edit.txt")" 644
+	expect_eq "a directory of the host's" "$(stat -c %a "$T/result/olddir")" 755
+	expect_contains "note" "$(json export.exported < "$T/out")" "mode 1777 written as 0755"
+	[ -z "$(find "$T/result" -perm /o+w | head -1)" ] || fail "writable by others: $(find "$T/result" -perm /o+w)"
+	(umask 077; crun --workspace "$T/ws" --apply -- /bin/sh -c "$mk")
+	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_eq "apply: dir" "$(stat -c %a "$T/ws/open")" 700
+	expect_eq "apply: file" "$(stat -c %a "$T/ws/open/w")" 600
+	expect_eq "apply: script" "$(stat -c %a "$T/ws/run.sh")" 700
+	expect_eq "apply: modified" "$(stat -c %a "$T/ws/edit.txt")" 600
+	expect_eq "apply: a directory of the host's" "$(stat -c %a "$T/ws/olddir")" 700
+}
+
+# On a case-insensitive host (a casefold directory, vfat, an SMB share,
+# WSL's drvfs) ".GIT/hooks/post-checkout" is git's hook and ".ENVRC" is
+# direnv's file: the hold table reads every name in any case, and ".git."
+# and "git~1" as ".git", as git's own verify_path does.
+t_hold_ignores_case() {
+	local mk='mkdir -p .GIT/hooks .Git git~1/hooks .VSCODE
+printf "#!/bin/sh\ntouch /tmp/m\n" > .GIT/hooks/post-checkout
+printf "[core]\n\tfsmonitor = touch /tmp/m\n" > .Git/config
+echo x > git~1/hooks/pre-commit
+echo "touch /tmp/m" > .ENVRC
+echo "* filter=f" > .GITATTRIBUTES
+echo "gitdir: /tmp/evil" > .GiT
+printf "{\"tasks\": [{\"command\": \"touch /tmp/m\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}\n" > .VSCODE/tasks.json
+echo plain > .GIT/description'
+	mkrepo "$T/ws"
+	crun --json --workspace "$T/ws" --export-to "$T/result" -- /bin/sh -c "$mk"
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	for p in .GIT/hooks/post-checkout .Git/config git~1/hooks/pre-commit .ENVRC \
+		.GITATTRIBUTES .GiT .VSCODE/tasks.json; do
+		[ ! -e "$T/result/$p" ] || fail "$p came out"
+		expect_contains "held $p" "$(json export.held < "$T/out")" "\"$p\""
+	done
+	expect_eq "a plain file beside them" "$(cat "$T/result/.GIT/description")" plain
+	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "$mk"
+	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ ! -e "$T/ws/.GIT/hooks/post-checkout" ] || fail "apply: the hook came out"
+	[ ! -e "$T/ws/.ENVRC" ] || fail "apply: .ENVRC came out"
+}
+
+# --export-to's and --patch's directory is opened before the sandbox runs:
+# a directory on the way that the sandbox may write (a --rw bind), swapped
+# for a symlink to one only the caller may write, no longer leads the
+# export, made as the caller, there.  It lands where the caller said.
+t_export_dest_opened_before_the_run() {
+	local swap='echo evil > /workspace/x; mv /share/sub /share/sub2 && ln -s "$1" /share/sub'
+	mkrepo "$T/ws"
+	mkdir -p "$T/share/sub" "$T/victim"
+	chmod 700 "$T/victim"
+	if [ "$ME" = 0 ]; then chown -R 65534:65534 "$T/share"; fi
+	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/share/sub/p.diff" \
+		-- /bin/sh -c "$swap" sh "$T/victim"
+	expect_eq "patch: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ -L "$T/share/sub" ] || fail "the sandbox did not swap the directory"
+	[ -z "$(ls -A "$T/victim")" ] || fail "the patch followed the swapped link: $(ls "$T/victim")"
+	expect_contains "patch: where asked" "$(cat "$T/share/sub2/p.diff")" "+evil"
+	rm -f "$T/share/sub" && mv "$T/share/sub2" "$T/share/sub"
+	crun --rw "$T/share:/share" --workspace "$T/ws" --export-to "$T/share/sub/out" \
+		-- /bin/sh -c "$swap" sh "$T/victim"
+	expect_eq "to: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ -z "$(ls -A "$T/victim")" ] || fail "the export followed the swapped link: $(ls "$T/victim")"
+	expect_eq "to: where asked" "$(cat "$T/share/sub2/out/x")" evil
+	# a link an earlier run left in the bind is not followed either
+	rm -rf "$T/share/sub2"
+	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/share/sub/p.diff" \
+		-- /bin/sh -c 'echo evil > /workspace/x'
+	expect_eq "a link already there: exit" "$(rc)" 125
+	expect_contains "a link already there: said" "$(cat "$T/err")" "the symlink sub on the way lies in a --rw bind"
+	[ -z "$(ls -A "$T/victim")" ] || fail "the patch followed the link: $(ls "$T/victim")"
+	# one outside the binds is the caller's own, followed as ever
+	ln -s "$T/victim" "$T/mine"
+	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/mine/p.diff" \
+		-- /bin/sh -c 'echo evil > /workspace/x'
+	expect_eq "the caller's link: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ -f "$T/victim/p.diff" ] || fail "the caller's own link was not followed"
+	# nor one that --apply's workspace is reached through
+	ln -s "$T/victim" "$T/share/ws"
+	crun --rw "$T/share:/share" --workspace "$T/share/ws" --apply -- /bin/sh -c 'echo evil > x'
+	expect_eq "apply through the bind's link: exit" "$(rc)" 125
+	expect_contains "apply: said" "$(cat "$T/err")" "the symlink ws on the way lies in a --rw bind"
+	[ ! -e "$T/victim/x" ] || fail "the apply followed the link"
+	crun --workspace "$T/ws" --patch "$T/nodir/p.diff" -- /bin/true
+	expect_eq "no directory: exit" "$(rc)" 125
+	expect_contains "no directory: said before the run" "$(cat "$T/err")" "nodir: No such file"
+}
+
+# The table reads .vscode/tasks.json and .git/modules/*/config by those
+# names: a symlink .vscode -> d (d/tasks.json, runOn folderOpen) or
+# .git/modules -> ../m (m/sub/config, core.fsmonitor) let a host's VS
+# Code or git read, through the link, what the table checked under other
+# names, or not at all.  Such a link is held; an ordinary one is not.
+t_hold_links_it_would_read_through() {
+	local mk='mkdir -p d m/sub s
+printf "{\"tasks\": [{\"command\": \"touch /tmp/m\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}\n" > d/tasks.json
+printf "[core]\n\tfsmonitor = touch /tmp/m\n" > m/sub/config
+ln -s d .vscode; ln -s ../d s/.VSCode; ln -s ../m .git/modules; ln -s d plain'
+	mkrepo "$T/ws"
+	crun --json --workspace "$T/ws" --export-to "$T/result" -- /bin/sh -c "$mk"
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	for p in .vscode s/.VSCode .git/modules; do
+		[ ! -L "$T/result/$p" ] || fail "the link $p came out"
+		expect_contains "held $p" "$(json export.held < "$T/out")" "\"$p\""
+	done
+	[ -L "$T/result/plain" ] || fail "an ordinary link inside the tree was held"
+	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "$mk"
+	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ ! -L "$T/ws/.vscode" ] && [ ! -L "$T/ws/.git/modules" ] || fail "apply: a link came out"
+}
+
+# A repository whose .git/config names a hooks directory in the working
+# tree (core.hooksPath = .githooks, committed with the project; husky's
+# .husky): git runs what the sandbox wrote there on the next commit.
+t_hold_hooks_path() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/marks" "$T/home"
+	hostgit "$T/ws" config core.hooksPath ./.githooks
+	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "mkdir -p .githooks .husky
+printf '#!/bin/sh\ntouch $T/marks/hook\n' > .githooks/pre-commit; chmod 755 .githooks/pre-commit
+echo 'touch $T/marks/husky' > .husky/pre-commit; echo ok > other.txt"
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_contains "held" "$(json export.held < "$T/out")" "core.hooksPath"
+	expect_contains "held husky" "$(json export.held < "$T/out")" ".husky/pre-commit"
+	expect_eq "the rest applied" "$(cat "$T/ws/other.txt")" ok
+	use_repo "$T/ws"
+	[ -z "$(ls -A "$T/marks")" ] || fail "a hook ran on the host: $(ls "$T/marks")"
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

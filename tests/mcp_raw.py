@@ -286,6 +286,16 @@ def bounds(s, workspace):
           "a timeout beyond the operator's is refused")
     res = s.call("exec", {"sandbox_id": sid, "command": "cat /workspace/f"})
     check(res["structuredContent"]["stdout"] == "inside\n", "the narrowed workspace is there")
+    # the hold table stands whatever the model asks: it lets no held change out
+    s.call("exec", {"sandbox_id": sid, "command": "echo 'touch /tmp/m' > /workspace/.envrc"})
+    res = s.call("workspace_export", {"sandbox_id": sid, "mode": "apply", "allow_risky": ["**"]})
+    check(res.get("isError") and "allow_risky" in res["content"][0]["text"],
+          "a model's allow_risky is refused: %r" % res)
+    res = s.call("workspace_export", {"sandbox_id": sid, "mode": "apply"})
+    check(not res.get("isError") and
+          [h["path"] for h in res["structuredContent"]["held"]] == [".envrc"],
+          "the apply holds .envrc back: %r" % res)
+    check(not os.path.exists(workspace + "/sub/.envrc"), "no .envrc on the host")
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 

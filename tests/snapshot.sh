@@ -330,6 +330,25 @@ s_writes_as_the_unix_client() {
 	[ ! -e "$T/ws/new2.txt" ] || fail "applied into a directory the client cannot write"
 }
 
+# An export's "to" is made beneath its directory, reached without a
+# symlink that lies in one of the box's --rw binds: the sandbox writes
+# there, and a link it left ("sub" -> a directory only the client may
+# write) led the export, made as the client, into that directory.
+s_export_to_not_through_a_bind_link() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/share" "$T/victim" "$T/share/real"
+	chmod 700 "$T/victim"
+	ln -s "$T/victim" "$T/share/sub"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0, \"policy\": {\"filesystem\": {\"rw\": [\"$T/share:/share\"]}}}"
+	run "$SB" "$(sh_file a.sh 'echo x > new.txt')"
+	expect_eq "through the bind's link" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/share/sub/out\"}")" 403
+	expect_contains "said" "$(cat "$T/body")" "the symlink sub on the way lies in a --rw bind"
+	[ -z "$(ls -A "$T/victim")" ] || fail "the export followed the link: $(ls "$T/victim")"
+	expect_eq "into the bind itself" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/share/real/out/\"}")" 200
+	expect_eq "exported" "$(cat "$T/share/real/out/new.txt")" x
+}
+
 # ---- snapshots and forks --------------------------------------------------
 
 s_snapshot_two_forks_diverge() {

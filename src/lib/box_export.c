@@ -236,17 +236,36 @@ static int open_dest(struct corral_box *b, const struct corral_box_export_opts *
 	struct stat a, c;
 
 	if (o->to) {
-		if (mkdir(o->to, 0700) < 0) {
-			snprintf(msg, len, "%s: %s%s", o->to, strerror(errno), errno == EEXIST ?
+		/* its directory judged: no symlink of the box's --rw binds followed */
+		char *dir = strdup(o->to), *base;
+		struct corral_err e = { 0 };
+		int parent, r = 0;
+
+		if (!dir) {
+			snprintf(msg, len, "out of memory");
+			return -ENOMEM;
+		}
+		for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+			dir[n - 1] = '\0';
+		base = strrchr(dir, '/');
+		*base++ = '\0';
+		parent = export_dest_open(b->p, "to", *dir ? dir : "/", &e);
+		if (parent < 0) {
+			snprintf(msg, len, "%s", e.msg);
+			r = parent;
+		} else if (!*base || mkdirat(parent, base, 0700) < 0) {
+			r = *base ? -errno : -EINVAL;
+			snprintf(msg, len, "%s: %s%s", o->to, strerror(-r), r == -EEXIST ?
 				 " (the export goes to a new directory)" : "");
-			return -errno;
-		}
-		*fd = open(o->to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (*fd < 0) {
+		} else if ((*fd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					 O_CLOEXEC)) < 0) {
+			r = -errno;
 			snprintf(msg, len, "%s: %s", o->to, strerror(errno));
-			return -errno;
 		}
-		return 0;
+		if (parent >= 0)
+			close(parent);
+		free(dir);
+		return r;
 	}
 	/* apply: the workspace again by its path, as the caller, and the same one */
 	*fd = open(b->p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -10,7 +10,8 @@
  * - a file is written to a new temporary name and renamed into place, so
  *   nothing is written through an existing file (a hardlink to a file
  *   outside stays untouched), and it is the caller's, with the mode's
- *   permission bits only (no setuid, setgid or sticky bit);
+ *   permission bits only (no setuid, setgid or sticky bit), less the
+ *   caller's umask and never writable by others;
  * - device nodes, fifos and sockets never come out, nor a symlink whose
  *   target leaves the tree (absolute, or more ".." than it is deep, or a
  *   ".." after a name, which a symlink there could turn around), nor one
@@ -416,6 +417,7 @@ struct xp {
 	size_t ndirs;
 	json_t *exported, *held, *conflicts;
 	size_t copied;			/* unchanged entries of the lower (--to) */
+	mode_t perm;			/* the bits a sandbox's mode may bring out */
 	int stopped;			/* the signal export_req's stop said */
 	struct corral_err *err;
 };
@@ -538,6 +540,39 @@ static void note_base(struct xp *x, const char *path, const char *kind,
 		json_array_append_new(x->r->wrote, rec);
 	free(hp);
 	free(hs);
+}
+
+/*
+ * The permission bits a mode the sandbox chose may carry onto the host:
+ * the caller's umask applies, as it does to what git, tar or cp make
+ * for it, and others' write bit never (a 0777 directory or 0666 file
+ * made by root would let any local user change what the host runs
+ * next).  The umask is read from /proc, not by umask(2), which sets it
+ * too: a second thread could create a file in between.
+ */
+static mode_t export_perm_mask(void)
+{
+	mode_t um = 022;
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned int v;
+
+		if (sscanf(line, "Umask: %o", &v) == 1) {
+			um = (mode_t)v & 0777;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return 0777 & ~um & ~(mode_t)S_IWOTH;
+}
+
+/* c's mode as it is written: its type, and the bits export_perm_mask lets out. */
+static mode_t change_mode(const struct xp *x, mode_t mode)
+{
+	return (mode & S_IFMT) | (mode & x->perm);
 }
 
 static int count_file(struct xp *x, const char *path)
@@ -1028,6 +1063,10 @@ static int decide(struct xp *x, struct hold_ctx *h, const struct change *c,
 		return (d->why = strdup(buf)) ? 0 : -ENOMEM;
 	if (S_ISREG(c->mode) && (c->mode & (S_ISUID | S_ISGID)))
 		snprintf(d->note, sizeof(d->note), "setuid/setgid bits dropped");
+	else if (!S_ISLNK(c->mode) && (c->mode & 0777 & ~x->perm))
+		snprintf(d->note, sizeof(d->note), "mode %04o written as %04o (the "
+			 "umask; never writable by others)", (unsigned)(c->mode & 07777),
+			 (unsigned)(c->mode & x->perm));
 	return 0;
 }
 
@@ -1073,8 +1112,8 @@ static int write_change(struct xp *x, const struct change *c,
 	if (c->kind == CH_DELETED)
 		return remove_entry(x, c->path);
 	if (S_ISDIR(c->mode))
-		return put_dir(x, c->path, c->mode);
-	return put_entry(x, c->path, c->mode, c->target, &src);
+		return put_dir(x, c->path, change_mode(x, c->mode));
+	return put_entry(x, c->path, change_mode(x, c->mode), c->target, &src);
 }
 
 /* ---- --patch ------------------------------------------------------------ */
@@ -1254,16 +1293,24 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
  * takes FILE's name only once it is complete: a failed export leaves FILE
  * as it was, and a reader never sees half a patch.
  */
+/* Where the caller's new entry is made: beneath dest_dir by its last name, or by its path. */
+static int dest_at(const struct export_req *r, const char *path, const char **name)
+{
+	*name = r->dest_name ? r->dest_name : path;
+	return r->dest_name ? r->dest_dir : AT_FDCWD;
+}
+
 static int patch_tmp_open(struct xp *x, char **tmp)
 {
-	int fd, r;
+	const char *name;
+	int dir = dest_at(x->r, x->r->patch, &name), fd, r;
 
 	/* named as put_entry names its new files */
-	if (asprintf(tmp, "%s.corral-export.%d", x->r->patch, (int)getpid()) < 0) {
+	if (asprintf(tmp, "%s.corral-export.%d", name, (int)getpid()) < 0) {
 		*tmp = NULL;
 		return corral_set_err(x->err, -ENOMEM, "out of memory");
 	}
-	fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = openat(dir, *tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		r = corral_set_err(x->err, -errno, "cannot create the patch %s: %s",
 				   x->r->patch, strerror(errno));
@@ -1277,11 +1324,12 @@ static int patch_tmp_open(struct xp *x, char **tmp)
 /* Whole: the new file takes the patch's name.  Either way fd is closed. */
 static int patch_tmp_keep(struct xp *x, int fd, const char *tmp)
 {
-	int r = 0;
+	const char *name;
+	int dir = dest_at(x->r, x->r->patch, &name), r = 0;
 
 	if (close(fd) < 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, x->r->patch) < 0)
+	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
 		r = -errno;
 	if (r < 0)
 		return corral_set_err(x->err, r, "cannot write the patch %s: %s",
@@ -1291,15 +1339,16 @@ static int patch_tmp_keep(struct xp *x, int fd, const char *tmp)
 
 /* ---- the whole ------------------------------------------------------------ */
 
-static int open_new_dir(const char *path, struct corral_err *err)
+static int open_new_dir(const struct export_req *r, struct corral_err *err)
 {
-	int fd;
+	const char *path = r->to, *name;
+	int dir = dest_at(r, path, &name), fd;
 
-	if (mkdir(path, 0700) < 0)
+	if (mkdirat(dir, name, 0700) < 0)
 		return corral_set_err(err, -errno, "--export-to %s: %s%s", path,
 				      strerror(errno), errno == EEXIST ?
 				      " (the export goes to a new directory)" : "");
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return corral_set_err(err, -errno, "--export-to %s: %s", path,
 				      strerror(errno));
@@ -1379,6 +1428,7 @@ int export_run(const struct export_req *r, json_t **report,
 	err->code = 0;
 	err->msg[0] = '\0';
 	export_limits_of(r->p, &x.lim);
+	x.perm = export_perm_mask();
 	x.exported = json_array();
 	x.held = json_array();
 	x.conflicts = json_array();
@@ -1413,7 +1463,7 @@ int export_run(const struct export_req *r, json_t **report,
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
 	} else if (r->to) {
-		x.dest = open_new_dir(r->to, err);
+		x.dest = open_new_dir(r, err);
 		ret = x.dest < 0 ? x.dest : 0;
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
@@ -1447,7 +1497,7 @@ int export_run(const struct export_req *r, json_t **report,
 		else
 			close(pfd);
 		if (ret < 0)
-			unlink(ptmp);
+			unlinkat(r->dest_name ? r->dest_dir : AT_FDCWD, ptmp, 0);
 		free(ptmp);
 	}
 	pb_done(&pb);
@@ -1502,12 +1552,194 @@ static bool path_within(const char *path, const char *top)
 					   (n == 1 && top[0] == '/'));
 }
 
+/* ---- the caller's destination --------------------------------------------- */
+
+#define DEST_LINKS_MAX	40	/* the kernel's own bound on a path's symlinks */
+#define DEST_DEPTH_MAX	4096
+
+/* Whether dir is, or lies below, a directory one of p's --rw binds shares. */
+static bool in_rw_bind(const struct corral_policy *p, int dir)
+{
+	struct stat st, up, src;
+	bool found = false;
+	int cur;
+
+	if (!p)
+		return false;
+	cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	/* a directory that cannot be walked up is taken for the sandbox's */
+	if (cur < 0)
+		return true;
+	for (int depth = 0; !found && depth < DEST_DEPTH_MAX; depth++) {
+		int parent;
+
+		if (fstat(cur, &st) < 0) {
+			found = true;
+			break;
+		}
+		/*
+		 * By the source's path, which names the directory the bind was
+		 * made of (a pinned one was checked to be it): a pinned fd is
+		 * gone in a daemon's worker, its number maybe another file's.
+		 */
+		for (size_t i = 0; !found && i < p->nbinds; i++) {
+			const struct corral_bind *b = &p->binds[i];
+
+			found = b->writable && stat(b->src, &src) == 0 &&
+				src.st_dev == st.st_dev && src.st_ino == st.st_ino;
+		}
+		/* ".." climbs out of a mount too: up to the root's own */
+		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (!found && (parent < 0 || fstat(parent, &up) < 0))
+			found = true;
+		close(cur);
+		cur = parent;
+		if (found || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+			break;
+	}
+	if (cur >= 0)
+		close(cur);
+	return found;
+}
+
+/*
+ * The directory path names, opened (O_PATH) one component at a time, its
+ * symlinks followed as the kernel would, but not one that lies where the
+ * sandbox writes (a --rw bind's directory): the sandbox put it there, or
+ * may have, to lead a write the caller makes (an export, as root, say)
+ * into a directory of its choosing.  -errno, with err set.
+ */
+int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
+		     struct corral_err *err)
+{
+	char *rest = strdup(path), *comp, *next;
+	int cur, links = 0, r = 0;
+
+	if (!rest)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	cur = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0) {
+		r = corral_set_err(err, -errno, "%s's directory %s: %s", flag, path,
+				   strerror(errno));
+		goto out;
+	}
+	for (comp = rest; r == 0 && comp && *comp; comp = next) {
+		char target[PATH_MAX], *joined;
+		struct stat st;
+		ssize_t n;
+		int fd;
+
+		next = strchr(comp, '/');
+		if (next)
+			*next++ = '\0';
+		if (!*comp || !strcmp(comp, "."))
+			continue;
+		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			r = corral_set_err(err, -errno, "%s's directory %s: %s: %s", flag, path,
+					   comp, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(cur);
+			cur = fd;
+			continue;
+		}
+		n = readlinkat(fd, "", target, sizeof(target) - 1);
+		close(fd);
+		if (n < 0 || ++links > DEST_LINKS_MAX) {
+			r = corral_set_err(err, n < 0 ? -errno : -ELOOP, "%s's directory %s: the "
+					   "symlink %s: %s", flag, path, comp,
+					   strerror(n < 0 ? errno : ELOOP));
+			break;
+		}
+		if (in_rw_bind(p, cur)) {
+			r = corral_set_err(err, -EPERM, "%s's directory %s: the symlink %s on the "
+					   "way lies in a --rw bind, where the sandbox writes: "
+					   "refused, as it could lead the export anywhere the "
+					   "caller may write (name the directory it points to)",
+					   flag, path, comp);
+			break;
+		}
+		target[n] = '\0';
+		/* the target's components first, then what was left of path */
+		if (asprintf(&joined, "%s%s%s", target, next ? "/" : "", next ? next : "") < 0) {
+			r = corral_set_err(err, -ENOMEM, "out of memory");
+			break;
+		}
+		if (target[0] == '/') {
+			close(cur);
+			cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (cur < 0)
+				r = corral_set_err(err, -errno, "%s's directory %s: /: %s", flag,
+						   path, strerror(errno));
+		}
+		free(rest);
+		rest = next = joined;
+	}
+	if (r == 0) {
+		struct stat st;
+
+		if (fstat(cur, &st) < 0 || !S_ISDIR(st.st_mode))
+			r = corral_set_err(err, -ENOTDIR, "%s's directory %s: not a directory",
+					   flag, path);
+	}
+	if (r < 0 && cur >= 0)
+		close(cur);
+out:
+	free(rest);
+	return r < 0 ? r : cur;
+}
+
+/*
+ * The directory --export-to's new directory or --patch's file goes in,
+ * opened now, before the sandbox runs; after it, the export makes its
+ * entry beneath this fd by its last name.  Its path resolved again then
+ * could lead elsewhere: a --rw bind on the way puts a directory in the
+ * sandbox's hands, which it can swap for a symlink to a directory only
+ * the caller may write, and the export, made as the caller, followed it.
+ */
+static int open_dest_dir(struct run_export *x, const struct corral_policy *p,
+			 const char *flag, const char *path, struct corral_err *err)
+{
+	char *copy = strdup(path), *slash, *base;
+	const char *dir;
+	size_t n;
+
+	if (!copy)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	n = strlen(copy);
+	/* a new directory may be named "out/"; the patch is a file */
+	while (!strcmp(flag, "--export-to") && n > 1 && copy[n - 1] == '/')
+		copy[--n] = '\0';
+	slash = strrchr(copy, '/');
+	dir = !slash ? "." : slash == copy ? "/" : copy;
+	base = slash ? slash + 1 : copy;
+	if (slash && slash != copy)
+		*slash = '\0';
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+		free(copy);
+		return corral_set_err(err, -EINVAL, "%s %s: names no new entry in a directory",
+				      flag, path);
+	}
+	x->dest_dir = export_dest_open(p, flag, dir, err);
+	if (x->dest_dir < 0) {
+		free(copy);
+		return x->dest_dir;
+	}
+	x->dest_name = strdup(base);
+	free(copy);
+	return x->dest_name ? 0 : corral_set_err(err, -ENOMEM, "out of memory");
+}
+
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 		       const struct corral_export_opts *o, struct corral_err *err)
 {
 	struct export_limits lim;
 
-	*x = (struct run_export){ .lower = -1 };
+	*x = (struct run_export){ .lower = -1, .dest_dir = -1 };
 	if (!p->workspace)
 		return corral_set_err(err, -EINVAL,
 				      "an export (--export-to, --apply, --patch) needs a workspace (--workspace DIR)");
@@ -1537,10 +1769,34 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 					      "--export-to %s: exists already (the export goes to a new directory)",
 					      o->to);
 	}
-	x->lower = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (x->lower < 0)
-		return corral_set_err(err, -errno, "workspace %s: %s", p->workspace,
-				      strerror(errno));
+	if ((o->to || o->patch) &&
+	    open_dest_dir(x, p, o->to ? "--export-to" : "--patch", o->to ? o->to : o->patch, err) < 0) {
+		run_export_free(x);
+		return err->code;
+	}
+	/*
+	 * --apply writes where this leads: not through a link a sandbox left
+	 * in a --rw bind (a workspace under the bind's directory, made a
+	 * link to /etc/cron.d by an earlier run, had the apply write there).
+	 */
+	if (o->apply) {
+		int dir = export_dest_open(p, "--workspace", p->workspace, err);
+
+		x->lower = dir < 0 ? -1 : openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dir >= 0)
+			close(dir);
+		if (dir < 0) {
+			run_export_free(x);
+			return err->code;
+		}
+	} else {
+		x->lower = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (x->lower < 0) {
+		corral_set_err(err, -errno, "workspace %s: %s", p->workspace, strerror(errno));
+		run_export_free(x);
+		return err->code;
+	}
 	export_limits_of(p, &lim);
 	if (o->apply && baseline_take(x->lower, &lim, &x->base, err) < 0) {
 		run_export_free(x);
@@ -1560,6 +1816,7 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		.patch = o->patch, .allow_risky = o->allow_risky,
 		.nallow_risky = o->nallow_risky, .ev = ev,
 		.stop = stop, .stop_arg = stop_arg,
+		.dest_dir = x->dest_dir, .dest_name = x->dest_name,
 	};
 	struct corral_err err = { 0 };
 	json_t *report = NULL;
@@ -1587,6 +1844,9 @@ void run_export_free(struct run_export *x)
 {
 	if (x->lower >= 0)
 		close(x->lower);
+	if (x->dest_dir >= 0)
+		close(x->dest_dir);
+	free(x->dest_name);
 	baseline_free(x->base);
-	*x = (struct run_export){ .lower = -1 };
+	*x = (struct run_export){ .lower = -1, .dest_dir = -1 };
 }

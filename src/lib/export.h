@@ -269,6 +269,8 @@ int patch_file_src(struct patch_buf *pb, const char *path,
 void git_blob_id(const char *data, size_t len, char hex[41]);
 /* Whether a patch can carry path: git apply refuses anything in .git. */
 bool patch_path_ok(const char *path);
+/* Whether a path component of n bytes is a name some filesystem takes for ".git". */
+bool git_dir_alias(const char *name, size_t n);
 
 /* ---- export.c ------------------------------------------------------- */
 
@@ -303,6 +305,12 @@ struct export_req {
 	int patch_fd;
 	bool to_opened;			/* to: made and opened by the caller */
 	int to_fd;			/* to_opened: that directory */
+	/*
+	 * to or patch: the directory it goes in, opened before the sandbox
+	 * ran, and its last name (made beneath that fd); NULL: by its path.
+	 */
+	int dest_dir;
+	const char *dest_name;
 	const char *only;		/* changes at or below this path, or NULL */
 	char *const *allow_risky;
 	size_t nallow_risky;
@@ -344,9 +352,19 @@ void export_limits_of(const struct corral_policy *p, struct export_limits *lim);
  * (and, for --apply, recorded); after the command ends, the export runs
  * on the upper layer init sent, and the result carries its report.
  */
+/*
+ * The directory path names (flag names it in messages), opened O_PATH
+ * with its symlinks followed but for one in a --rw bind of p's, where the
+ * sandbox writes: -EPERM.  The fd, or -errno with err set.
+ */
+int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
+		     struct corral_err *err);
+
 struct run_export {
 	int lower;
 	struct baseline *base;
+	int dest_dir;			/* --export-to's or --patch's directory */
+	char *dest_name;		/* and its last name there */
 };
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,

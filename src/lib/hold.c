@@ -62,13 +62,15 @@ const struct hold_rule hold_defaults[] = {
 	  "dev container tools run its initializeCommand on the host", "containers.dev/implementors/json_reference" },
 	{ "**/.devcontainer/**", HOLD_ALWAYS,
 	  "dev container tools run its initializeCommand on the host", "containers.dev/implementors/json_reference" },
+	{ ".husky/**", HOLD_ALWAYS,
+	  "husky's hooks (core.hooksPath .husky/_) run .husky/<hook> on commit, checkout, push and more", "typicode.github.io/husky" },
 	{ NULL, HOLD_ALWAYS, NULL, NULL },
 };
 
 /* ---- globs ------------------------------------------------------------ */
 
 /* One glob component at a time; "**" takes zero or more components. */
-static bool match_parts(const char *g, const char *p)
+static bool match_parts(const char *g, const char *p, int flags)
 {
 	size_t gl, pl;
 	const char *gnext, *pnext;
@@ -81,25 +83,94 @@ static bool match_parts(const char *g, const char *p)
 	pl = strcspn(p, "/");
 	pnext = p[pl] ? p + pl + 1 : p + pl;
 	if (gl == 2 && g[0] == '*' && g[1] == '*')
-		return match_parts(gnext, p) || (*p && match_parts(g, pnext));
+		return match_parts(gnext, p, flags) || (*p && match_parts(g, pnext, flags));
 	if (!*p || gl >= sizeof(gc) || pl >= sizeof(pc))
 		return false;
 	memcpy(gc, g, gl);
 	gc[gl] = '\0';
 	memcpy(pc, p, pl);
 	pc[pl] = '\0';
-	return !fnmatch(gc, pc, 0) && match_parts(gnext, pnext);
+	return !fnmatch(gc, pc, flags) && match_parts(gnext, pnext, flags);
 }
 
-bool hold_glob_match(const char *glob, const char *path)
+static bool glob_match(const char *glob, const char *path, int flags)
 {
 	const char *base;
 
 	if (!strchr(glob, '/')) {
 		base = strrchr(path, '/');
-		return !fnmatch(glob, base ? base + 1 : path, 0);
+		return !fnmatch(glob, base ? base + 1 : path, flags);
 	}
-	return match_parts(glob, path);
+	return match_parts(glob, path, flags);
+}
+
+bool hold_glob_match(const char *glob, const char *path)
+{
+	return glob_match(glob, path, 0);
+}
+
+/*
+ * Whether a path beneath p could match g through p's own last component,
+ * named by a component of g that is not "**": p a symlink (to a directory
+ * the table does not look at by this name), g ".vscode/tasks.json" and p
+ * ".vscode", say.  named: the last component taken was so named.
+ */
+static bool beneath_match(const char *g, const char *p, int flags, bool named)
+{
+	size_t gl, pl;
+	const char *gnext, *pnext;
+	char gc[256], pc[256];
+
+	if (!*p)
+		return named && *g;
+	if (!*g)
+		return false;
+	gl = strcspn(g, "/");
+	gnext = g[gl] ? g + gl + 1 : g + gl;
+	pl = strcspn(p, "/");
+	pnext = p[pl] ? p + pl + 1 : p + pl;
+	if (gl == 2 && g[0] == '*' && g[1] == '*')
+		return beneath_match(gnext, p, flags, named) ||
+		       beneath_match(g, pnext, flags, false);
+	if (gl >= sizeof(gc) || pl >= sizeof(pc))
+		return false;
+	memcpy(gc, g, gl);
+	gc[gl] = '\0';
+	memcpy(pc, p, pl);
+	pc[pl] = '\0';
+	return !fnmatch(gc, pc, flags) && beneath_match(gnext, pnext, flags, true);
+}
+
+/*
+ * path as the hold table reads it: each component some filesystem takes
+ * for ".git" (".GIT", ".git.", "git~1") spelled ".git"; the rules then
+ * match it in any case.  The host's workspace may be case-insensitive
+ * (a casefold directory, vfat or exfat, an SMB share, WSL's drvfs):
+ * there ".GIT/hooks/post-checkout" or ".ENVRC" is the file git or direnv
+ * runs, and a table read case by case let it out.  NULL: out of memory.
+ */
+static char *hold_key(const char *path)
+{
+	char *key = malloc(strlen(path) + 1), *k = key;
+
+	/* an alias is never shorter than ".git": the key fits */
+	for (const char *p = path; key && *p;) {
+		size_t n = strcspn(p, "/");
+
+		if (git_dir_alias(p, n)) {
+			memcpy(k, ".git", 4);
+			k += 4;
+		} else {
+			memcpy(k, p, n);
+			k += n;
+		}
+		p += n;
+		if (*p == '/')
+			*k++ = *p++;
+	}
+	if (key)
+		*k = '\0';
+	return key;
 }
 
 /* ---- one export's table ----------------------------------------------------- */
@@ -167,6 +238,31 @@ int path_normalize(char *path)
 }
 
 /*
+ * core.hooksPath in the lower's .git/config: git runs the files of that
+ * directory as hooks, and one in the workspace (".githooks", committed
+ * with the project) is the sandbox's to change.  Relative to the top of
+ * the working tree; an absolute one is out of the tree.
+ */
+static int hookspath_one(struct hold_ctx *h, const struct gitcfg_item *it)
+{
+	char glob[4096];
+
+	if (!it->value || !it->value[0] || it->value[0] == '/' || it->value[0] == '~')
+		return 0;
+	if (snprintf(glob, sizeof(glob), "%s", it->value) >= (int)sizeof(glob) - 3 ||
+	    path_normalize(glob) < 0)
+		return 0;	/* out of the tree: not the sandbox's to change */
+	/* the directory's every entry, the working tree's whole for "." */
+	if (!strcmp(glob, "."))
+		strcpy(glob, "**");
+	else
+		strcat(glob, "/**");
+	return ctx_add(h, glob, HOLD_ALWAYS,
+		       "the workspace's .git/config names this directory core.hooksPath: git runs its files as hooks",
+		       "git-config(1), core.hooksPath", true);
+}
+
+/*
  * The lower's .git/config is the user's own, but a file it includes can
  * sit in the workspace, where the sandbox may change it: each such file
  * is checked as git config.  Relative paths are relative to .git/.
@@ -176,6 +272,8 @@ static int include_one(void *arg, const struct gitcfg_item *it)
 	struct hold_ctx *h = arg;
 	char glob[4096];
 
+	if (!strcmp(it->sec, "core") && !it->sub && !strcmp(it->name, "hookspath"))
+		return hookspath_one(h, it);
 	if (!it->value || strcmp(it->name, "path") ||
 	    (strcmp(it->sec, "include") && strcmp(it->sec, "includeif")) ||
 	    it->value[0] == '/' || it->value[0] == '~')
@@ -277,11 +375,36 @@ static const char *first_new_item(const char *nv, size_t nn, const char *ov,
 	return NULL;
 }
 
+/*
+ * A symlink the table must hold for what it leads to: inside a .git
+ * directory (git reads .git/modules, worktrees, info, objects through
+ * one), or where a rule names a directory (".vscode" -> a directory whose
+ * tasks.json runs on folder open): the rules read the target's entries
+ * by other names, never through the link.  The rule's why, or NULL.
+ */
+static const char *link_hold(const struct hold_ctx *h, const char *key)
+{
+	static const char in_git[] = "git reads what a link inside .git leads to as its own";
+
+	for (const char *p = key; *p;) {
+		size_t n = strcspn(p, "/");
+
+		if (p[n] == '/' && n == 4 && !memcmp(p, ".git", 4))
+			return in_git;
+		p += n + (p[n] == '/');
+	}
+	for (size_t i = 0; i < h->n; i++)
+		if (strchr(h->rules[i].glob, '/') &&
+		    beneath_match(h->rules[i].glob, key, FNM_CASEFOLD, false))
+			return h->rules[i].why;
+	return NULL;
+}
+
 int hold_decide(struct hold_ctx *h, const struct layers *l,
 		const struct change *c, char *why, size_t whylen,
 		char **data, size_t *len)
 {
-	char *nv = NULL, *ov = NULL, *old = NULL;
+	char *nv = NULL, *ov = NULL, *old = NULL, *key;
 	size_t nn = 0, on = 0, oldlen = 0;
 	int r = 0;
 
@@ -291,11 +414,21 @@ int hold_decide(struct hold_ctx *h, const struct layers *l,
 	/* directories run nothing; deletions bring nothing */
 	if (c->kind == CH_DELETED || S_ISDIR(c->mode))
 		return 0;
+	key = hold_key(c->path);
+	if (!key)
+		return -ENOMEM;
+	if (S_ISLNK(c->mode)) {
+		const char *lw = link_hold(h, key);
+
+		if (lw)
+			snprintf(why, whylen, "a symlink where the hold table looks beneath "
+				 "it, whose target it does not check: %s", lw);
+	}
 	for (size_t i = 0; i < h->n && !why[0]; i++) {
 		const struct hold_rule *rule = &h->rules[i];
 		const char *item;
 
-		if (!hold_glob_match(rule->glob, c->path))
+		if (!glob_match(rule->glob, key, FNM_CASEFOLD))
 			continue;
 		if (rule->check == HOLD_GIT_BARE_CONFIG && !in_git_dir(l, c->path))
 			continue;
@@ -336,6 +469,7 @@ int hold_decide(struct hold_ctx *h, const struct layers *l,
 	free(nv);
 	free(ov);
 	free(old);
+	free(key);
 	if (r < 0 || why[0]) {
 		free(*data);
 		*data = NULL;

@@ -127,18 +127,22 @@ void git_blob_id(const char *data, size_t len, char hex[41])
 	hex[40] = '\0';
 }
 
+bool git_dir_alias(const char *name, size_t n)
+{
+	/* git's verify_path: ".git" in any case (NTFS, HFS), trailing dots and spaces (NTFS), its 8.3 name */
+	return (n >= 4 && !strncasecmp(name, ".git", 4) && strspn(name + 4, ". ") >= n - 4) ||
+	       (n == 5 && !strncasecmp(name, "git~1", 5));
+}
+
 bool patch_path_ok(const char *path)
 {
 	const char *p = path;
 
-	/* git's verify_path: no ".git" component, in any case (NTFS, HFS) */
+	/* no ".git" component, in any spelling a filesystem takes for it */
 	while (*p) {
 		size_t n = strcspn(p, "/");
 
-		if (n >= 4 && !strncasecmp(p, ".git", 4) &&
-		    strspn(p + 4, ". ") >= n - 4)
-			return false;
-		if (n == 5 && !strncasecmp(p, "git~1", 5))
+		if (git_dir_alias(p, n))
 			return false;
 		p += n;
 		p += *p == '/';

@@ -736,7 +736,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	struct sandbox_opts so = { .p = p, .argv = o->argv, .stdio = { -1, -1, -1 },
 				   .hooks = &run_hooks, .arg = &s };
 	struct rusage ru = { 0 };
-	struct run_export xr = { .lower = -1 };
+	struct run_export xr = { .lower = -1, .dest_dir = -1 };
 	sigset_t oldmask;
 	bool masked = false;
 	int r, ws = 0;

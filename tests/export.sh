@@ -356,6 +356,44 @@ echo 'touch $T/marks/husky' > .husky/pre-commit; echo ok > other.txt"
 	[ -z "$(ls -A "$T/marks")" ] || fail "a hook ran on the host: $(ls "$T/marks")"
 }
 
+# What the tools beside the sandbox read and run on the host without being
+# asked (the agents' hooks and MCP servers, pre-commit, lefthook,
+# Mercurial, mise): held, each with its reason; the rest comes out.
+t_hold_agents_and_hook_tools() {
+	local want=".claude/settings.json:Claude Code
+sub/.claude/settings.local.json:Claude Code
+.mcp.json:MCP servers
+.vscode/mcp.json:VS Code
+.cursor/mcp.json:Cursor
+.cursor/hooks.json:Cursor
+.gemini/settings.json:Gemini CLI
+.pre-commit-config.yaml:pre-commit
+lefthook.yml:lefthook
+.lefthook-local.yaml:lefthook
+.hg/hgrc:Mercurial
+mise.toml:mise
+.mise.local.toml:mise
+.config/mise/config.toml:mise" line path why held
+	mkrepo "$T/ws"
+	crun --json --workspace "$T/ws" --export-to "$T/result" -- /bin/sh -c '
+for p in .claude/settings.json sub/.claude/settings.local.json .mcp.json \
+	.vscode/mcp.json .cursor/mcp.json .cursor/hooks.json .gemini/settings.json \
+	.pre-commit-config.yaml lefthook.yml .lefthook-local.yaml .hg/hgrc mise.toml \
+	.mise.local.toml .config/mise/config.toml; do
+	mkdir -p "$(dirname "$p")"; echo "{\"run\": \"touch /tmp/x\"}" > "$p"
+done
+echo ok > settings.json; mkdir -p claude; echo ok > claude/settings.json'
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	held=$(pyjq '"\n".join(e["path"] + ":" + e["reason"] for e in v["export"]["held"])' "$T/out")
+	while IFS= read -r line; do
+		path=${line%%:*} why=${line#*:}
+		expect_contains "held $path" "$(grep -F "$path:" <<< "$held" || true)" "$why"
+		[ ! -e "$T/result/$path" ] || fail "$path came out"
+	done <<< "$want"
+	expect_eq "a settings.json elsewhere" "$(cat "$T/result/settings.json")" ok
+	expect_eq "claude/ without the dot" "$(cat "$T/result/claude/settings.json")" ok
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

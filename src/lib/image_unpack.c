@@ -878,9 +878,16 @@ int image_unprivileged(const char *destpath, uid_t uid, gid_t gid,
 		return corral_set_err(err, -EIO, "the unprivileged process ended without a word (status %d)",
 				      status);
 	}
+	/*
+	 * What the child says is read as a hostile archive's libarchive may
+	 * have left it: its message is ended here, not where it says.
+	 */
 	memcpy(&rc, msg, sizeof(rc));
-	if (rc < 0)
+	if (rc < 0) {
 		memcpy(err, msg + sizeof(rc), sizeof(*err));
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		err->code = rc;
+	}
 	if (outlen)
 		memcpy(out, msg + sizeof(rc) + sizeof(*err), outlen);
 	free(msg);
@@ -908,7 +915,20 @@ int image_unpack(int blobfd, const char *blob_digest, const char *diff_id,
 {
 	struct unpack_args a = { blobfd, destfd, blob_digest, diff_id, budget };
 
+	int r;
+
 	memset(rep, 0, sizeof(*rep));
-	return image_unprivileged(destpath, uid, gid, unpack_fn, &a, rep, sizeof(*rep),
-				  err);
+	r = image_unprivileged(destpath, uid, gid, unpack_fn, &a, rep, sizeof(*rep), err);
+	if (r < 0)
+		return r;
+	/* the child's report, its strings ended and its counts within the budget */
+	rep->diff_id[sizeof(rep->diff_id) - 1] = '\0';
+	for (size_t i = 0; i < sizeof(rep->examples) / sizeof(rep->examples[0]); i++)
+		rep->examples[i][sizeof(rep->examples[i]) - 1] = '\0';
+	if (rep->bytes > budget->max_bytes || rep->files > budget->max_files)
+		return corral_set_err(err, -EIO, "the unpacker reported %llu files and %llu bytes, past its budget of %llu and %llu",
+				      (unsigned long long)rep->files, (unsigned long long)rep->bytes,
+				      (unsigned long long)budget->max_files,
+				      (unsigned long long)budget->max_bytes);
+	return 0;
 }

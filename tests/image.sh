@@ -385,6 +385,19 @@ t_hostile_layout_fifo() {
 	expect_eq "no image" "$(wc -l < "$T/out")" 1
 }
 
+t_hostile_huge_index() {
+	# index.json is read whole (and jansson holds it several times over):
+	# one past 8 MiB is refused before it is parsed
+	fixture busybox-oci img
+	python3 -c 'import json, sys
+p = sys.argv[1] + "/index.json"
+d = json.load(open(p))
+open(p, "w").write(json.dumps(d) + " " * (9 << 20))' "$T/img"
+	out=$(img import "$T/img")
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "why" "$out" "index.json: not a file of at most 8388608 bytes"
+}
+
 t_hostile_sparse_blob() {
 	# a layout's blob is copied whole, holes and all: one larger than any
 	# layer the budget takes is not copied

@@ -162,7 +162,7 @@ int source_open(struct source *src, struct corral_image_store *s, const char *pa
 /* The file NAME ("index.json", "blobs/sha256/HEX"), opened for reading. */
 int source_file(struct source *src, const char *name);
 bool source_has(struct source *src, const char *name);
-json_t *source_json(struct source *src, const char *name);
+json_t *source_json(struct source *src, const char *name, size_t max);
 void source_close(struct source *src);
 
 /* ---- image_config.c ---- */

@@ -392,7 +392,7 @@ static int import_oci(struct import *im)
 	size_t i;
 	int r = 0;
 
-	layout = source_has(&im->src, "oci-layout") ? source_json(&im->src, "oci-layout") : NULL;
+	layout = source_has(&im->src, "oci-layout") ? source_json(&im->src, "oci-layout", META_MAX) : NULL;
 	if (layout && strcmp(json_string_value(json_object_get(layout, "imageLayoutVersion")) ?: "",
 			     "1.0.0") != 0) {
 		json_decref(layout);
@@ -400,7 +400,7 @@ static int import_oci(struct import *im)
 				      im->src.path);
 	}
 	json_decref(layout);
-	index = source_json(&im->src, "index.json");
+	index = source_json(&im->src, "index.json", META_MAX);
 	if (!index)
 		return im->err->code;
 	manifests = json_object_get(index, "manifests");
@@ -534,7 +534,7 @@ out:
 
 static int import_docker(struct import *im)
 {
-	json_t *m = source_json(&im->src, "manifest.json"), *entry;
+	json_t *m = source_json(&im->src, "manifest.json", META_MAX), *entry;
 	size_t i;
 	int r = 0;
 

@@ -357,14 +357,22 @@ bool source_has(struct source *src, const char *name)
 	return true;
 }
 
-json_t *source_json(struct source *src, const char *name)
+json_t *source_json(struct source *src, const char *name, size_t max)
 {
 	json_error_t je;
+	struct stat st;
 	json_t *j;
 	int fd = source_file(src, name);
 
 	if (fd < 0)
 		return NULL;
+	/* read whole, and jansson holds a document several times its size */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		corral_set_err(src->err, -EFBIG, "%s: %s: not a file of at most %zu bytes",
+			       src->path, name, max);
+		close(fd);
+		return NULL;
+	}
 	j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
 	close(fd);
 	if (!j)

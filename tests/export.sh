@@ -394,6 +394,35 @@ echo ok > settings.json; mkdir -p claude; echo ok > claude/settings.json'
 	expect_eq "claude/ without the dot" "$(cat "$T/result/claude/settings.json")" ok
 }
 
+# The user's own .git/config runs programs from the working tree (an
+# fsmonitor hook, an alias, a textconv through an interpreter): the
+# sandbox's new versions of them are held, and git status, diff and the
+# alias run nothing of the sandbox's afterwards.
+t_hold_programs_the_config_runs() {
+	mkrepo "$T/ws"
+	mkdir -p "$T/marks" "$T/home" "$T/ws/tools"
+	printf '#!/bin/sh\nexit 0\n' > "$T/ws/tools/fsmon"
+	chmod 755 "$T/ws/tools/fsmon"
+	if [ "$ME" = 0 ]; then chown -R 65534:65534 "$T/ws/tools"; fi
+	hostgit "$T/ws" config core.fsmonitor ./tools/fsmon
+	hostgit "$T/ws" config alias.t '!tools/al.sh x'
+	hostgit "$T/ws" config diff.z.textconv 'sh "tools/conv [1].sh"'
+	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "
+printf '#!/bin/sh\ntouch $T/marks/fsmon\n' > tools/fsmon
+printf '#!/bin/sh\ntouch $T/marks/alias\n' > tools/al.sh; chmod 755 tools/al.sh
+printf 'touch $T/marks/conv\n' > 'tools/conv [1].sh'
+echo '*.gz diff=z' > .gitattributes.not; echo ok > other.txt"
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	held=$(json export.held < "$T/out")
+	expect_contains "fsmonitor held" "$held" '"tools/fsmon"'
+	expect_contains "alias held" "$held" '"tools/al.sh"'
+	expect_contains "textconv held" "$held" '"tools/conv [1].sh"'
+	expect_eq "the rest applied" "$(cat "$T/ws/other.txt")" ok
+	use_repo "$T/ws"
+	hostgit "$T/ws" t
+	[ -z "$(ls -A "$T/marks")" ] || fail "the host ran the sandbox's: $(ls "$T/marks")"
+}
+
 t_allow_risky_is_logged() {
 	mkrepo "$T/ws"
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \

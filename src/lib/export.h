@@ -156,6 +156,9 @@ int gitcfg_parse(const char *data, size_t len,
 		 int (*fn)(void *arg, const struct gitcfg_item *it), void *arg,
 		 int *errline);
 
+/* Whether git runs what the item's value names (core.fsmonitor, alias.*, ...). */
+bool gitcfg_key_runs(const struct gitcfg_item *it);
+
 /*
  * The risky items content holds under check: "core.fsmonitor = x" and
  * the like, one string each, NUL-separated in *found (malloc'd; *nfound

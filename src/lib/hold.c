@@ -279,6 +279,61 @@ int path_normalize(char *path)
 	return o ? 0 : -1;
 }
 
+/* path as a glob that matches it alone: the table's globs are fnmatch(3)'s */
+static int glob_escape(const char *path, char *glob, size_t size)
+{
+	size_t o = 0;
+
+	for (; *path; path++) {
+		if (o + 3 > size)
+			return -1;
+		if (strchr("*?[\\", *path))
+			glob[o++] = '\\';
+		glob[o++] = *path;
+	}
+	glob[o] = '\0';
+	return 0;
+}
+
+/*
+ * A key of the lower's .git/config that runs a program (core.fsmonitor,
+ * an alias "!tools/x", a filter "sh tools/clean" ...) naming a path into
+ * the working tree, where git starts it: that file is the sandbox's to
+ * change, and the user's next git status or diff runs it.  Each word
+ * with a '/' is taken for one (a bare name is looked up in PATH, an
+ * absolute one is the host's); a word that is not a program is held for
+ * nothing worse than a flag to let it out.
+ */
+static int program_one(struct hold_ctx *h, const struct gitcfg_item *it)
+{
+	char path[4096], glob[8192];
+	const char *v = it->value;
+	int r = 0;
+
+	while (v && *v && r == 0) {
+		size_t n;
+		bool quoted;
+
+		v += strspn(v, " \t;|&<>()!");
+		quoted = *v == '"' || *v == '\'';
+		n = quoted ? strcspn(v + 1, *v == '"' ? "\"" : "'") :
+			     strcspn(v, " \t;|&<>()");
+		if (quoted)
+			v++;
+		if (n && n < sizeof(path) && memchr(v, '/', n) && !strchr("/~$-", *v)) {
+			memcpy(path, v, n);
+			path[n] = '\0';
+			/* out of the tree: not the sandbox's to change */
+			if (path_normalize(path) == 0 && glob_escape(path, glob, sizeof(glob)) == 0)
+				r = ctx_add(h, glob, HOLD_ALWAYS,
+					    "the workspace's .git/config runs this file (a program a key names: core.fsmonitor, an alias, a filter ...)",
+					    "git-config(1)", true);
+		}
+		v += n + (quoted && v[n]);
+	}
+	return r;
+}
+
 /*
  * core.hooksPath in the lower's .git/config: git runs the files of that
  * directory as hooks, and one in the workspace (".githooks", committed
@@ -287,16 +342,17 @@ int path_normalize(char *path)
  */
 static int hookspath_one(struct hold_ctx *h, const struct gitcfg_item *it)
 {
-	char glob[4096];
+	char path[4096], glob[8192];
 
 	if (!it->value || !it->value[0] || it->value[0] == '/' || it->value[0] == '~')
 		return 0;
-	if (snprintf(glob, sizeof(glob), "%s", it->value) >= (int)sizeof(glob) - 3 ||
-	    path_normalize(glob) < 0)
-		return 0;	/* out of the tree: not the sandbox's to change */
+	if (snprintf(path, sizeof(path), "%s", it->value) >= (int)sizeof(path))
+		return 0;
 	/* the directory's every entry, the working tree's whole for "." */
-	if (!strcmp(glob, "."))
+	if (strspn(path, "./") == strlen(path) && !strstr(path, ".."))
 		strcpy(glob, "**");
+	else if (path_normalize(path) < 0 || glob_escape(path, glob, sizeof(glob) - 3) < 0)
+		return 0;	/* out of the tree: not the sandbox's to change */
 	else
 		strcat(glob, "/**");
 	return ctx_add(h, glob, HOLD_ALWAYS,
@@ -316,6 +372,12 @@ static int include_one(void *arg, const struct gitcfg_item *it)
 
 	if (!strcmp(it->sec, "core") && !it->sub && !strcmp(it->name, "hookspath"))
 		return hookspath_one(h, it);
+	if (gitcfg_key_runs(it) && strcmp(it->sec, "include") && strcmp(it->sec, "includeif")) {
+		int r = program_one(h, it);
+
+		if (r < 0)
+			return r;
+	}
 	if (!it->value || strcmp(it->name, "path") ||
 	    (strcmp(it->sec, "include") && strcmp(it->sec, "includeif")) ||
 	    it->value[0] == '/' || it->value[0] == '~')

@@ -130,6 +130,17 @@ static bool submodule_update_ok(const char *v)
 	return false;
 }
 
+bool gitcfg_key_runs(const struct gitcfg_item *it)
+{
+	for (size_t i = 0; config_keys[i]; i++)
+		if (key_matches(config_keys[i], it->sec, it->sub, it->name))
+			return true;
+	for (size_t i = 0; config_tails[i]; i++)
+		if (ends_with(it->name, config_tails[i]))
+			return true;
+	return false;
+}
+
 static void judge_config(struct found *f, const struct gitcfg_item *it,
 			 bool modules)
 {
@@ -162,14 +173,8 @@ static void judge_config(struct found *f, const struct gitcfg_item *it,
 			add_found(f, "submodule.%s.update = %s", it->sub ? it->sub : "", v);
 		return;
 	}
-	for (size_t i = 0; config_keys[i]; i++)
-		if (key_matches(config_keys[i], it->sec, it->sub, it->name))
-			goto risky;
-	for (size_t i = 0; config_tails[i]; i++)
-		if (ends_with(it->name, config_tails[i]))
-			goto risky;
-	return;
-risky:
+	if (!gitcfg_key_runs(it))
+		return;
 	if (it->sub)
 		add_found(f, "%s.%s.%s = %s", it->sec, it->sub, it->name, v);
 	else

@@ -127,9 +127,10 @@ BUSYBOX_CONFIG = dict(Env=["PATH=/bin", "GREETING=hello"], WorkingDir="/srv/app"
 
 
 def write_layout(out, layers, names=("corral-test/busybox:1",), compress="gzip",
-                 config=None, tamper=None, bad_diff=False):
+                 config=None, tamper=None, bad_diff=False, short_diff=False):
     """An OCI image layout at out.  tamper: index of a layer blob changed
-    after its digest was taken.  bad_diff: the config names wrong diff-ids."""
+    after its digest was taken.  bad_diff: the config names wrong diff-ids.
+    short_diff: the config names one diff-id fewer than there are layers."""
     os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
 
     def blob(data):
@@ -158,7 +159,7 @@ def write_layout(out, layers, names=("corral-test/busybox:1",), compress="gzip",
                 f.seek(n // 2)
                 f.write(bytes([b[0] ^ 1]))
         descs.append({"mediaType": mt, "digest": d, "size": n})
-    cd, cn = blob(config_for(diff_ids, **(config or {})))
+    cd, cn = blob(config_for(diff_ids[:-1] if short_diff else diff_ids, **(config or {})))
     manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                            "digest": cd, "size": cn},
@@ -300,6 +301,9 @@ def main():
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "busybox-oci":
         write_layout(out, [busybox_layer(), second_layer()], config=BUSYBOX_CONFIG)
+    elif kind == "short-diff-ids":
+        write_layout(out, [busybox_layer(), second_layer()], config=BUSYBOX_CONFIG,
+                     short_diff=True)
     elif kind == "busybox-zstd":
         write_layout(out, [busybox_layer()], names=["corral-test/zstd:1"], compress="zstd",
                      config=BUSYBOX_CONFIG)

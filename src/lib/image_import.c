@@ -181,13 +181,17 @@ static int config_diff_ids(struct import *im, const char *config, size_t n, json
 	image_config_free(&c);
 	if (n > IMAGE_LAYERS_MAX) {
 		json_decref(*ids);
+		*ids = NULL;	/* the callers' out: frees it too */
 		return corral_set_err(im->err, -E2BIG, "%s: config %s: %zu layers, more than the %d a sandbox can stack",
 				      im->src.path, config, n, IMAGE_LAYERS_MAX);
 	}
 	if (json_array_size(*ids) != n) {
+		size_t listed = json_array_size(*ids);
+
 		json_decref(*ids);
+		*ids = NULL;
 		return corral_set_err(im->err, -EINVAL, "%s: config %s lists %zu layers' diff-ids for %zu layers",
-				      im->src.path, config, json_array_size(*ids), n);
+				      im->src.path, config, listed, n);
 	}
 	return 0;
 }

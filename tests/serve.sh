@@ -3978,6 +3978,40 @@ EOF
 	stop_daemon
 }
 
+# An answer to HEAD is its head alone (RFC 9112 6.3), with the length a
+# GET would have: evhttp wrote the body too, without a Content-Length, and
+# a client reading the next answer on the connection read that body first.
+t_head_answers_no_body() {
+	front_test
+	start_daemon
+	$PY - "$SOCK" > "$T/heads" <<'PYEOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(10)
+s.sendall(b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"HEAD /v1/sandboxes/nope HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+d = b""
+while True:
+    x = s.recv(65536)
+    if not x:
+        break
+    d += x
+parts = d.split(b"\r\n\r\n")
+# two heads with nothing after them, then the GET's head and body
+print(len(parts), " ".join(p.split(b"\r\n")[0].decode().split(" ")[1] for p in parts[:3]))
+heads = [dict(l.split(": ", 1) for l in p.decode().split("\r\n")[1:]) for p in parts[:3]]
+print(heads[0].get("Content-Length"), heads[2].get("Content-Length"), len(parts[3]))
+PYEOF
+	expect_eq "three answers, two heads alone" "$(sed -n 1p "$T/heads")" \
+		"4 200 404 200"
+	read -r head_len get_len got < <(sed -n 2p "$T/heads")
+	expect_eq "HEAD's length is GET's" "$head_len" "$get_len"
+	expect_eq "GET's body" "$got" "$get_len"
+	stop_daemon
+}
+
 t_gate_timeouts() {
 	front_test
 	start_daemon --header-timeout 1 --idle-timeout 2

@@ -4278,6 +4278,41 @@ t_host_paths_over_tcp() {
 	stop_daemon
 }
 
+# A TCP client's host path outside every --allow-host-path is refused
+# unopened, in the same words whatever the host holds there: its answer
+# once said which paths exist ("No such file or directory", "Not a
+# directory") and where a /proc link led.  A path named under a prefix
+# as the operator wrote it (a symlink) is still judged by what it opens.
+t_host_paths_over_tcp_tell_nothing() {
+	front_test
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true; }
+	mkdir -p "$T/allowed/ws"
+	touch "$T/file"
+	chmod -R a+rX "$T/allowed"
+	ln -s "$T/allowed" "$T/link"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/link"
+	local p first="" b
+	for p in "$T/file" "$T/nothing-here" "$T/file/x" /proc/1/cwd; do
+		code=$(tcp -X POST -d "{\"workspace\": \"$p\"}" "$U/v1/sandboxes")
+		expect_error "workspace $p" "$code" 403 forbidden
+		b=$(body | sed "s|$p|PATH|")
+		[ -n "$first" ] || first=$b
+		expect_eq "workspace $p: the same answer" "$b" "$first"
+		code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$p:/mnt/o\"]}}}" "$U/v1/sandboxes")
+		expect_error "ro bind $p" "$code" 403 forbidden
+		expect_contains "ro bind $p: why" "$(body)" "host paths are off for TCP clients"
+	done
+	code=$(tcp -X POST -d "{\"workspace\": \"$T/link/ws\"}" "$U/v1/sandboxes")
+	expect_code "named under the prefix as given" "$code" 201
+	code=$(tcp -X POST -d "{\"workspace\": \"$T/allowed/nothing\"}" "$U/v1/sandboxes")
+	expect_error "under the resolved prefix, missing" "$code" 400 bad_request
+	stop_daemon
+}
+
 t_kernel_and_daemon_paths_never_bound() {
 	mkdir -p "$T/run"
 	SOCK=$T/run/s

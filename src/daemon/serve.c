@@ -586,6 +586,9 @@ static void daemon_free(struct daemon *d)
 	for (size_t i = 0; d->access.allow_paths && i < d->access.nallow_paths; i++)
 		free(d->access.allow_paths[i]);
 	free(d->access.allow_paths);
+	for (size_t i = 0; d->allow_named && i < d->access.nallow_paths; i++)
+		free(d->allow_named[i]);
+	free(d->allow_named);
 	free(d->state_real);
 	free(d->socket_dir_real);
 }
@@ -633,6 +636,43 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 }
 
 /*
+ * An --allow-host-path prefix as named, in the form the policy loader
+ * gives a client's host path (absolute, no "." or "..", no empty or
+ * trailing component), so that a name under it compares by its bytes;
+ * NULL for one that is not in that form (relative, or with "..": only its
+ * resolved form is compared).
+ */
+static char *named_prefix(const char *arg)
+{
+	char *out, *o;
+
+	if (arg[0] != '/' || strlen(arg) >= PATH_MAX || !(out = malloc(strlen(arg) + 2)))
+		return NULL;
+	o = out;
+	for (const char *s = arg; *s; ) {
+		size_t n;
+
+		while (*s == '/')
+			s++;
+		n = strcspn(s, "/");
+		if (!n)
+			break;
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) {
+			free(out);
+			return NULL;
+		}
+		*o++ = '/';
+		memcpy(o, s, n);
+		o += n;
+		s += n;
+	}
+	if (o == out)
+		*o++ = '/';
+	*o = '\0';
+	return out;
+}
+
+/*
  * What clients may use, resolved as their paths will be: the operator's
  * prefixes, and the directories no client may ever reach.
  */
@@ -645,11 +685,15 @@ static int access_init(struct daemon *d, const struct daemon_opts *o,
 	d->access.allow_paths = calloc(o->access.nallow_paths + 1, sizeof(char *));
 	if (!d->access.allow_paths)
 		return corral_set_err(err, -ENOMEM, "out of memory for --allow-host-path");
+	d->allow_named = calloc(o->access.nallow_paths + 1, sizeof(char *));
+	if (!d->allow_named)
+		return corral_set_err(err, -ENOMEM, "out of memory for --allow-host-path");
 	for (size_t i = 0; i < o->access.nallow_paths; i++) {
 		d->access.allow_paths[i] = realpath(o->access.allow_paths[i], NULL);
 		if (!d->access.allow_paths[i])
 			return corral_set_err(err, -errno, "--allow-host-path %s: %s",
 					      o->access.allow_paths[i], strerror(errno));
+		d->allow_named[i] = named_prefix(o->access.allow_paths[i]);
 	}
 	/* as root, no range given: a sandbox runs as 65534, whoever owns what */
 	if (!o->access.uid_range)

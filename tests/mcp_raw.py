@@ -286,6 +286,16 @@ def bounds(s, workspace):
           "a timeout beyond the operator's is refused")
     res = s.call("exec", {"sandbox_id": sid, "command": "cat /workspace/f"})
     check(res["structuredContent"]["stdout"] == "inside\n", "the narrowed workspace is there")
+    # the held changes (a hook, an .envrc) are held from the model: it may
+    # not lift the operator's holds at the export either
+    res = s.call("workspace_export", {"sandbox_id": sid, "mode": "apply",
+                                      "allow_risky": ["**"]})
+    check(res.get("isError") and "allow_risky" in res["content"][0]["text"],
+          "allow_risky from the model is refused: %r" % res)
+    res = s.call("workspace_export", {"sandbox_id": sid, "mode": "patch",
+                                      "allow_risky": [".envrc"]})
+    check(res.get("isError") and "allow_risky" in res["content"][0]["text"],
+          "allow_risky from the model is refused for a patch too: %r" % res)
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 

@@ -1309,26 +1309,23 @@ static json_t *t_diff(struct mcp_call *c, struct args *g)
  * changes onto the host workspace the sandbox was made on (the operator
  * offered it), a host file changed since then a conflict, never
  * overwritten.  An export "to" a new host directory is not offered: a
- * model names no host path.
+ * model names no host path.  Nor is allow_risky: the held changes are
+ * the ones that would run code on the host later (a hook, an .envrc, a
+ * build file), and the model is the party they are held from.  It may
+ * not drop the operator's export.hold rules (mcp_bounds.c); lifting them
+ * at the export would be the same, so a held change goes out only when a
+ * person lets it (corral export --allow-risky).
  */
 static json_t *t_export(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g), *mode = arg_str(g, "mode", false);
-	json_t *risky = json_object_get(g->a, "allow_risky"), *body, *r, *v;
-	size_t i;
+	json_t *body, *r;
 
 	if (mode && strcmp(mode, "patch") && strcmp(mode, "apply"))
 		bad(g, "mode must be \"patch\" (the default) or \"apply\"");
-	if (risky && !json_is_array(risky))
-		bad(g, "allow_risky must be a list of globs");
-	json_array_foreach(risky, i, v)
-		if (!json_is_string(v))
-			bad(g, "allow_risky[%zu] must be a string", i);
 	if (g->why)
 		return NULL;
 	body = json_pack("{s:b}", mode && !strcmp(mode, "apply") ? "apply" : "patch", 1);
-	if (body && risky)
-		json_object_set(body, "allow_risky", risky);
 	r = simple(c, "POST", mcp_sandbox_path(id, "/export"), body);
 	json_decref(body);
 	return r;
@@ -1614,9 +1611,8 @@ static const struct tool tools[] = {
 	  "{\"type\": \"object\", \"properties\": {\"format\": {\"type\": \"string\", \"enum\": [\"changes\", \"patch\"]}, \"changes\": {\"type\": \"array\"}, \"patch\": {\"type\": \"string\"}}, \"required\": [\"format\"]}",
 	  true, false, true, t_diff },
 	{ "workspace_export", "Export the sandbox's changes", "Let the sandbox's workspace changes out: mode patch (the default) answers the git patch; mode apply writes them onto the host workspace the sandbox was made on "
-	  "(a host file changed meanwhile is a conflict, never overwritten). Changes that would make host tools run code (hooks, build files) are held with the reason unless allow_risky names them.",
-	  ID_PROP ", \"mode\": {\"type\": \"string\", \"enum\": [\"patch\", \"apply\"]}, "
-	  "\"allow_risky\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Globs of held changes to let through anyway.\"}",
+	  "(a host file changed meanwhile is a conflict, never overwritten). Changes that would make host tools run code (hooks, build files) are held with the reason: only a person lets them out (corral export --allow-risky), not this tool.",
+	  ID_PROP ", \"mode\": {\"type\": \"string\", \"enum\": [\"patch\", \"apply\"]}",
 	  "[\"sandbox_id\"]",
 	  "{\"type\": \"object\", \"properties\": {\"mode\": {\"type\": \"string\"}, \"changes\": {\"type\": \"integer\"}, \"exported\": {\"type\": \"array\"}, \"held\": {\"type\": \"array\"}, \"conflicts\": {\"type\": \"array\"}, \"patch\": {\"type\": \"string\"}}, \"required\": [\"mode\"]}",
 	  false, true, false, t_export },

@@ -4701,6 +4701,43 @@ t_lease_closed_destroys_bound() {
 	stop_daemon
 }
 
+# A lease outlives evhttp's read and write timeout (900 s; 2 s here,
+# CORRAL_TEST_HTTP_TIMEOUT): its request has no body, so evhttp went on
+# reading the connection, and its client sends nothing after it: every
+# lease was closed that long after it opened, its sandboxes destroyed.
+# The shortened timeout is shown to bite (a body that stalls is cut).
+t_lease_outlives_the_http_timeout() {
+	front_test
+	local sb out
+	DAEMON_WRAP="env CORRAL_TEST_HTTP_TIMEOUT=2" start_daemon
+	out=$($PY - "$SOCK" <<'PYEOF'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(20)
+s.sendall(b"PUT /v1/sandboxes/x/files?path=/a HTTP/1.1\r\nHost: x\r\n"
+          b"Content-Length: 10\r\n\r\nab")
+t = time.time()
+try:
+    s.recv(4096)
+except OSError:
+    pass
+print("cut" if time.time() - t < 10 else "not cut")
+PYEOF
+)
+	expect_eq "a stalled body, under the short timeout" "$out" cut
+	open_lease
+	[ -n "$LEASE" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
+	sb=$(mksb "{\"lease\": \"$LEASE\"}")
+	sleep 5
+	expect_eq "the lease's sandbox, past the timeout" "$(present "$sb")" "$sb"
+	kill -0 "$LPID" 2>/dev/null || fail "the lease's holder is gone"
+	expect_not_contains "no lease.closed" "$(< "$STATE/audit.jsonl")" lease.closed
+	close_lease
+	wait_gone "the lease's sandbox, once it closed" 10 present "$sb"
+	stop_daemon
+}
+
 # A lease closed with many sandboxes bound, the daemon stopped while it
 # destroys them (a few a turn of its loop): a clean stop, nothing left.
 t_lease_closed_as_the_daemon_stops() {

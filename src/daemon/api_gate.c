@@ -1061,7 +1061,15 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon)
 {
 	struct gate_conn *c = conn_of(d, evcon);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 
+	/*
+	 * Nor by evhttp's read timeout (serve.c), which a lease's request, of
+	 * no body, left running: its client sends nothing after it, so every
+	 * lease ended that long after it opened, and its sandboxes with it.
+	 */
+	if (bev)
+		bufferevent_set_timeouts(bev, NULL, NULL);
 	if (!c)
 		return;
 	conn_bind(c, evcon);

@@ -396,6 +396,20 @@ static int listen_tcp(struct daemon *d, const char *spec,
 	return api_gate_listen(d, d->http_tcp, bound, spec, true, err);
 }
 
+#define HTTP_STALL_TIMEOUT_S	900
+
+/*
+ * evhttp's read and write timeout, seconds; CORRAL_TEST_HTTP_TIMEOUT
+ * makes it shorter, for the tests of what must outlive it.
+ */
+static int stall_timeout(void)
+{
+	const char *t = getenv("CORRAL_TEST_HTTP_TIMEOUT");
+	long s = t && *t ? strtol(t, NULL, 10) : 0;
+
+	return s > 0 && s < HTTP_STALL_TIMEOUT_S ? (int)s : HTTP_STALL_TIMEOUT_S;
+}
+
 static void setup_http(struct daemon *d, struct evhttp *http)
 {
 	evhttp_set_max_body_size(http, API_FILE_MAX + 1);
@@ -403,10 +417,13 @@ static void setup_http(struct daemon *d, struct evhttp *http)
 	/*
 	 * A body that stalls, a client that stops reading an answer; idle
 	 * connections and slow heads are the gate's (api_gate.c), in seconds.
-	 * A call runs as long as its own timeout: evhttp does not read while
-	 * a request is being answered.
+	 * A call with a body runs as long as its own timeout: evhttp stops
+	 * reading once the body is in.  A request without one (a GET, a POST
+	 * of none) leaves the connection read, and its read timeout running
+	 * while it is answered: a connection held open by design (a lease, a
+	 * terminal) has its timeouts taken off (api_gate_upgrade).
 	 */
-	evhttp_set_timeout(http, 900);
+	evhttp_set_timeout(http, stall_timeout());
 	/* every method reaches the router, which answers a JSON 405 */
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |

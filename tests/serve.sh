@@ -4738,6 +4738,66 @@ PYEOF
 	stop_daemon
 }
 
+# A client that waits in silence on a GET (an events follow, a process's
+# wait) outlives evhttp's read timeout (900 s; 2 s here): with no body,
+# evhttp kept reading its connection while it was answered, and cut it
+# off that long after it asked, whatever had been sent.  The next
+# request's body is still bounded by it.
+t_follow_outlives_the_http_timeout() {
+	front_test
+	local id pid out
+	DAEMON_WRAP="env CORRAL_TEST_HTTP_TIMEOUT=2" start_daemon
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "sleep 5; echo done"}')
+	expect_code "a process" "$code" 201
+	pid=$(jq 'v["pid"]')
+	out=$($PY - "$SOCK" "$id" "$pid" <<'PYEOF'
+import socket, sys, time
+sock, sb, pid = sys.argv[1:4]
+def ask(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.settimeout(20)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+    return s
+follow = ask("/v1/events?follow=1")
+wait = ask("/v1/sandboxes/%s/processes/%s/wait" % (sb, pid))
+got = b""
+try:
+    while b"done" not in got:
+        x = wait.recv(65536)
+        if not x:
+            break
+        got += x
+except OSError:
+    pass
+print("wait:", "answered" if b'"state":"exited"' in got else "cut: %r" % got[-200:])
+follow.setblocking(False)
+try:
+    while follow.recv(65536):
+        pass
+    print("follow: closed")
+except BlockingIOError:
+    print("follow: open")
+# on the same connection as the wait, a body that stalls is still cut
+wait.settimeout(20)
+wait.sendall(b"PUT /v1/sandboxes/x/files?path=/a HTTP/1.1\r\nHost: x\r\n"
+             b"Content-Length: 10\r\n\r\nab")
+t = time.time()
+try:
+    while wait.recv(4096):
+        pass
+except OSError:
+    pass
+print("stalled body:", "cut" if time.time() - t < 10 else "not cut")
+PYEOF
+)
+	expect_contains "a wait past the timeout" "$out" "wait: answered"
+	expect_contains "an events follow past the timeout" "$out" "follow: open"
+	expect_contains "a stalled body after them" "$out" "stalled body: cut"
+	stop_daemon
+}
+
 # A lease closed with many sandboxes bound, the daemon stopped while it
 # destroys them (a few a turn of its loop): a clean stop, nothing left.
 t_lease_closed_as_the_daemon_stops() {

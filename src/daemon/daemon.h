@@ -180,6 +180,7 @@ struct daemon {
 	size_t nworkers;		/* their workers and snapshots' copies running */
 	size_t nleases;
 	uint64_t requests, execs;
+	unsigned http_timeout_s;	/* evhttp's read and write timeout (serve.c) */
 	int lock_fd;
 	int watchdog_fd;		/* its pipe: EOF when we are gone */
 	pid_t watchdog_pid;

@@ -420,10 +420,12 @@ static void setup_http(struct daemon *d, struct evhttp *http)
 	 * A call with a body runs as long as its own timeout: evhttp stops
 	 * reading once the body is in.  A request without one (a GET, a POST
 	 * of none) leaves the connection read, and its read timeout running
-	 * while it is answered: a connection held open by design (a lease, a
-	 * terminal) has its timeouts taken off (api_gate_upgrade).
+	 * while it is answered: the gate takes it off while the API holds a
+	 * request (api_gate_request), and a connection held open by design
+	 * (a lease, a terminal) has its timeouts taken off (api_gate_upgrade).
 	 */
-	evhttp_set_timeout(http, stall_timeout());
+	d->http_timeout_s = stall_timeout();
+	evhttp_set_timeout(http, d->http_timeout_s);
 	/* every method reaches the router, which answers a JSON 405 */
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |

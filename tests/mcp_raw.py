@@ -299,6 +299,18 @@ def bounds(s, workspace):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def transparent(s):
+    """The operator's transparent mode stays: without it, a connection to an
+    address is refused in silence, no denial recorded or counted."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    res = s.call("sandbox_create", {"policy": {"network": {"transparent": False}}})
+    check(res.get("isError") and "network.transparent" in res["content"][0]["text"],
+          "turning the operator's transparent mode off is refused: %r" % res)
+    res = s.call("sandbox_create", {"allow_hosts": ["web.test:80"]})
+    check(not res.get("isError"), "narrowing the hosts keeps it, and is allowed: %r" % res)
+    s.call("sandbox_destroy", {"sandbox_id": res["structuredContent"]["id"]})
+
+
 def output(s):
     """A follow of a process that writes more than one answer holds."""
     s.request("initialize", {"protocolVersion": "2025-06-18"})
@@ -821,6 +833,8 @@ def main():
                 progress(s)
             elif what == "flood":
                 flood(s)
+            elif what == "transparent":
+                transparent(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             elif what == "swap":

@@ -4798,6 +4798,52 @@ PYEOF
 	stop_daemon
 }
 
+# A create still building when its lease closes is answered 410 gone, as
+# a request whose sandbox was destroyed under it: it was a 500, the
+# daemon's own fault by the API's table, for the client's own close.
+t_create_pending_when_its_lease_closes() {
+	front_test
+	local out
+	start_daemon
+	out=$($PY - "$SOCK" <<'PYEOF'
+import json, socket, sys, time
+sock = sys.argv[1]
+lease = socket.socket(socket.AF_UNIX)
+lease.connect(sock)
+lease.settimeout(10)
+lease.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+got = b""
+while b"}\n" not in got:
+    got += lease.recv(4096)
+lid = got.split(b'"lease":"')[1].split(b'"')[0].decode()
+creates = []
+for i in range(3):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sock)
+    c.settimeout(30)
+    b = json.dumps({"lease": lid, "policy": {"limits": {"pids": 64 + i}}}).encode()
+    c.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(b) + b)
+    creates.append(c)
+lease.close()
+for c in creates:
+    r = b""
+    while True:
+        x = c.recv(65536)
+        if not x:
+            break
+        r += x
+    print(r.split(b"\r\n")[0].decode().split(" ")[1])
+PYEOF
+)
+	# each was answered: 410 if it was still building, 201 if it was not
+	expect_eq "three answers" "$(echo "$out" | grep -c .)" 3
+	expect_not_contains "no 500" "$out" 500
+	echo "$out" | grep -qx 410 || skip "every create was ready before the lease closed"
+	wait_gone "the lease's sandboxes" 10 eval '[ "$(nsandboxes)" = 0 ] || echo left'
+	stop_daemon
+}
+
 # A lease closed with many sandboxes bound, the daemon stopped while it
 # destroys them (a few a turn of its loop): a clean stop, nothing left.
 t_lease_closed_as_the_daemon_stops() {

@@ -61,6 +61,19 @@ t_operator_bounds() {
 	no_leftovers
 }
 
+# The operator's transparent mode is not the model's to turn off: without
+# it a connection to an address is refused by Landlock in silence, and
+# an agent probing the network leaves no denial for the abort criteria.
+t_operator_transparent_kept() {
+	cat > "$T/operator.json" <<-EOF
+	{"network": {"mode": "proxy", "transparent": true, "allow": ["web.test:80"]},
+	 "abort": {"max_distinct_denied_destinations": 3}}
+	EOF
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" transparent "$CORRAL" \
+		--private --policy "$T/operator.json" || fail "the transparent checks failed"
+	no_leftovers
+}
+
 # The model's workspace, within the operator's, swapped for a link to a
 # directory outside it after the server's check (the server held by
 # strace before it sends the create): the sandbox gets what was checked,

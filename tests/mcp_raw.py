@@ -296,7 +296,23 @@ def bounds(s, workspace):
           [h["path"] for h in res["structuredContent"]["held"]] == [".envrc"],
           "the apply holds .envrc back: %r" % res)
     check(not os.path.exists(workspace + "/sub/.envrc"), "no .envrc on the host")
+    res = s.call("workspace_export", {"sandbox_id": sid, "mode": "patch",
+                                      "allow_risky": [".envrc"]})
+    check(res.get("isError") and "allow_risky" in res["content"][0]["text"],
+          "allow_risky from the model is refused for a patch too: %r" % res)
     s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
+def transparent(s):
+    """The operator's transparent mode stays: without it, a connection to an
+    address is refused in silence, no denial recorded or counted."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    res = s.call("sandbox_create", {"policy": {"network": {"transparent": False}}})
+    check(res.get("isError") and "network.transparent" in res["content"][0]["text"],
+          "turning the operator's transparent mode off is refused: %r" % res)
+    res = s.call("sandbox_create", {"allow_hosts": ["web.test:80"]})
+    check(not res.get("isError"), "narrowing the hosts keeps it, and is allowed: %r" % res)
+    s.call("sandbox_destroy", {"sandbox_id": res["structuredContent"]["id"]})
 
 
 def output(s):
@@ -821,6 +837,8 @@ def main():
                 progress(s)
             elif what == "flood":
                 flood(s)
+            elif what == "transparent":
+                transparent(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             elif what == "swap":

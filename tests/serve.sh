@@ -3978,6 +3978,40 @@ EOF
 	stop_daemon
 }
 
+# An answer to HEAD is its head alone (RFC 9112 6.3), with the length a
+# GET would have: evhttp wrote the body too, without a Content-Length, and
+# a client reading the next answer on the connection read that body first.
+t_head_answers_no_body() {
+	front_test
+	start_daemon
+	$PY - "$SOCK" > "$T/heads" <<'PYEOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(10)
+s.sendall(b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"HEAD /v1/sandboxes/nope HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+d = b""
+while True:
+    x = s.recv(65536)
+    if not x:
+        break
+    d += x
+parts = d.split(b"\r\n\r\n")
+# two heads with nothing after them, then the GET's head and body
+print(len(parts), " ".join(p.split(b"\r\n")[0].decode().split(" ")[1] for p in parts[:3]))
+heads = [dict(l.split(": ", 1) for l in p.decode().split("\r\n")[1:]) for p in parts[:3]]
+print(heads[0].get("Content-Length"), heads[2].get("Content-Length"), len(parts[3]))
+PYEOF
+	expect_eq "three answers, two heads alone" "$(sed -n 1p "$T/heads")" \
+		"4 200 404 200"
+	read -r head_len get_len got < <(sed -n 2p "$T/heads")
+	expect_eq "HEAD's length is GET's" "$head_len" "$get_len"
+	expect_eq "GET's body" "$got" "$get_len"
+	stop_daemon
+}
+
 t_gate_timeouts() {
 	front_test
 	start_daemon --header-timeout 1 --idle-timeout 2
@@ -4241,6 +4275,41 @@ t_host_paths_over_tcp() {
 	ln -s "$T/other" "$T/allowed/out"
 	code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/allowed/out:/mnt/o\"]}}}" "$U/v1/sandboxes")
 	expect_error "a link out of the prefix" "$code" 403 forbidden
+	stop_daemon
+}
+
+# A TCP client's host path outside every --allow-host-path is refused
+# unopened, in the same words whatever the host holds there: its answer
+# once said which paths exist ("No such file or directory", "Not a
+# directory") and where a /proc link led.  A path named under a prefix
+# as the operator wrote it (a symlink) is still judged by what it opens.
+t_host_paths_over_tcp_tell_nothing() {
+	front_test
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true; }
+	mkdir -p "$T/allowed/ws"
+	touch "$T/file"
+	chmod -R a+rX "$T/allowed"
+	ln -s "$T/allowed" "$T/link"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/link"
+	local p first="" b
+	for p in "$T/file" "$T/nothing-here" "$T/file/x" /proc/1/cwd; do
+		code=$(tcp -X POST -d "{\"workspace\": \"$p\"}" "$U/v1/sandboxes")
+		expect_error "workspace $p" "$code" 403 forbidden
+		b=$(body | sed "s|$p|PATH|")
+		[ -n "$first" ] || first=$b
+		expect_eq "workspace $p: the same answer" "$b" "$first"
+		code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$p:/mnt/o\"]}}}" "$U/v1/sandboxes")
+		expect_error "ro bind $p" "$code" 403 forbidden
+		expect_contains "ro bind $p: why" "$(body)" "host paths are off for TCP clients"
+	done
+	code=$(tcp -X POST -d "{\"workspace\": \"$T/link/ws\"}" "$U/v1/sandboxes")
+	expect_code "named under the prefix as given" "$code" 201
+	code=$(tcp -X POST -d "{\"workspace\": \"$T/allowed/nothing\"}" "$U/v1/sandboxes")
+	expect_error "under the resolved prefix, missing" "$code" 400 bad_request
 	stop_daemon
 }
 
@@ -4629,6 +4698,149 @@ t_lease_closed_destroys_bound() {
 	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
 	expect_error "the closed lease" "$code" 404 not_found
 	expect_contains "saying so" "$(< "$T/body")" "no open lease"
+	stop_daemon
+}
+
+# A lease outlives evhttp's read and write timeout (900 s; 2 s here,
+# CORRAL_TEST_HTTP_TIMEOUT): its request has no body, so evhttp went on
+# reading the connection, and its client sends nothing after it: every
+# lease was closed that long after it opened, its sandboxes destroyed.
+# The shortened timeout is shown to bite (a body that stalls is cut).
+t_lease_outlives_the_http_timeout() {
+	front_test
+	local sb out
+	DAEMON_WRAP="env CORRAL_TEST_HTTP_TIMEOUT=2" start_daemon
+	out=$($PY - "$SOCK" <<'PYEOF'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(20)
+s.sendall(b"PUT /v1/sandboxes/x/files?path=/a HTTP/1.1\r\nHost: x\r\n"
+          b"Content-Length: 10\r\n\r\nab")
+t = time.time()
+try:
+    s.recv(4096)
+except OSError:
+    pass
+print("cut" if time.time() - t < 10 else "not cut")
+PYEOF
+)
+	expect_eq "a stalled body, under the short timeout" "$out" cut
+	open_lease
+	[ -n "$LEASE" ] || fail "no lease: $(cat "$T/lease" 2>/dev/null)"
+	sb=$(mksb "{\"lease\": \"$LEASE\"}")
+	sleep 5
+	expect_eq "the lease's sandbox, past the timeout" "$(present "$sb")" "$sb"
+	kill -0 "$LPID" 2>/dev/null || fail "the lease's holder is gone"
+	expect_not_contains "no lease.closed" "$(< "$STATE/audit.jsonl")" lease.closed
+	close_lease
+	wait_gone "the lease's sandbox, once it closed" 10 present "$sb"
+	stop_daemon
+}
+
+# A client that waits in silence on a GET (an events follow, a process's
+# wait) outlives evhttp's read timeout (900 s; 2 s here): with no body,
+# evhttp kept reading its connection while it was answered, and cut it
+# off that long after it asked, whatever had been sent.  The next
+# request's body is still bounded by it.
+t_follow_outlives_the_http_timeout() {
+	front_test
+	local id pid out
+	DAEMON_WRAP="env CORRAL_TEST_HTTP_TIMEOUT=2" start_daemon
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "sleep 5; echo done"}')
+	expect_code "a process" "$code" 201
+	pid=$(jq 'v["pid"]')
+	out=$($PY - "$SOCK" "$id" "$pid" <<'PYEOF'
+import socket, sys, time
+sock, sb, pid = sys.argv[1:4]
+def ask(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.settimeout(20)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+    return s
+follow = ask("/v1/events?follow=1")
+wait = ask("/v1/sandboxes/%s/processes/%s/wait" % (sb, pid))
+got = b""
+try:
+    while b"done" not in got:
+        x = wait.recv(65536)
+        if not x:
+            break
+        got += x
+except OSError:
+    pass
+print("wait:", "answered" if b'"state":"exited"' in got else "cut: %r" % got[-200:])
+follow.setblocking(False)
+try:
+    while follow.recv(65536):
+        pass
+    print("follow: closed")
+except BlockingIOError:
+    print("follow: open")
+# on the same connection as the wait, a body that stalls is still cut
+wait.settimeout(20)
+wait.sendall(b"PUT /v1/sandboxes/x/files?path=/a HTTP/1.1\r\nHost: x\r\n"
+             b"Content-Length: 10\r\n\r\nab")
+t = time.time()
+try:
+    while wait.recv(4096):
+        pass
+except OSError:
+    pass
+print("stalled body:", "cut" if time.time() - t < 10 else "not cut")
+PYEOF
+)
+	expect_contains "a wait past the timeout" "$out" "wait: answered"
+	expect_contains "an events follow past the timeout" "$out" "follow: open"
+	expect_contains "a stalled body after them" "$out" "stalled body: cut"
+	stop_daemon
+}
+
+# A create still building when its lease closes is answered 410 gone, as
+# a request whose sandbox was destroyed under it: it was a 500, the
+# daemon's own fault by the API's table, for the client's own close.
+t_create_pending_when_its_lease_closes() {
+	front_test
+	local out
+	start_daemon
+	out=$($PY - "$SOCK" <<'PYEOF'
+import json, socket, sys, time
+sock = sys.argv[1]
+lease = socket.socket(socket.AF_UNIX)
+lease.connect(sock)
+lease.settimeout(10)
+lease.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+got = b""
+while b"}\n" not in got:
+    got += lease.recv(4096)
+lid = got.split(b'"lease":"')[1].split(b'"')[0].decode()
+creates = []
+for i in range(3):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sock)
+    c.settimeout(30)
+    b = json.dumps({"lease": lid, "policy": {"limits": {"pids": 64 + i}}}).encode()
+    c.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(b) + b)
+    creates.append(c)
+lease.close()
+for c in creates:
+    r = b""
+    while True:
+        x = c.recv(65536)
+        if not x:
+            break
+        r += x
+    print(r.split(b"\r\n")[0].decode().split(" ")[1])
+PYEOF
+)
+	# each was answered: 410 if it was still building, 201 if it was not
+	expect_eq "three answers" "$(echo "$out" | grep -c .)" 3
+	expect_not_contains "no 500" "$out" 500
+	echo "$out" | grep -qx 410 || skip "every create was ready before the lease closed"
+	wait_gone "the lease's sandboxes" 10 eval '[ "$(nsandboxes)" = 0 ] || echo left'
 	stop_daemon
 }
 

@@ -214,6 +214,15 @@ static char *check_network(const struct corral_policy *p,
 
 	if (p->net != CORRAL_NET_NONE && l->net == CORRAL_NET_NONE)
 		return say("network.mode: the operator's policy allows no network (mode \"none\"); allow_hosts cannot be used");
+	/*
+	 * Transparent mode takes every TCP connection to the proxy, which
+	 * judges it and records a denial (counted by the abort criteria);
+	 * without it a connection to an address is refused by Landlock in
+	 * silence: an agent probing the network would leave no event and
+	 * never reach the operator's abort.max_distinct_denied_destinations.
+	 */
+	if (l->net == CORRAL_NET_PROXY && l->net_transparent && !p->net_transparent)
+		return say("network.transparent: the operator's policy takes every TCP connection to the proxy, where each denial is recorded and counted; it cannot be turned off");
 	for (i = 0; i < p->nnet_allow; i++)
 		if (!in_list(l->net_allow, l->nnet_allow, p->net_allow[i]))
 			return say("network.allow: \"%s\" is not in the operator's allowlist (%zu pattern(s)); ask only for hosts it has",

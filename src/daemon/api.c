@@ -264,6 +264,21 @@ void api_send_reply(struct evhttp_request *req, int code, const char *reason,
 {
 	struct bufferevent *bev = bev_hold(req);
 
+	/*
+	 * An answer to HEAD ends with its head (RFC 9112 6.3): evhttp (2.1)
+	 * leaves out the Content-Length but writes the body all the same,
+	 * and a client or proxy on the connection took those bytes for the
+	 * start of the next answer.  The head says what a GET would get.
+	 */
+	if (body && evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+		char len[32];
+
+		snprintf(len, sizeof(len), "%zu", evbuffer_get_length(body));
+		if (!evhttp_find_header(h, "Content-Length"))
+			evhttp_add_header(h, "Content-Length", len);
+		evbuffer_drain(body, evbuffer_get_length(body));
+	}
 	evhttp_send_reply(req, code, reason, body);
 	bev_wrap_write(bev);
 }

@@ -156,6 +156,21 @@ static bool client_can(const struct client *c, const char *real, int pin, int mo
 }
 
 /*
+ * Whether a TCP client's host path (as the policy loader gave it:
+ * absolute, no "." or "..") lies by name under an --allow-host-path
+ * prefix, resolved or as the operator named it.
+ */
+static bool named_allowed(const struct daemon *d, const char *path)
+{
+	for (size_t i = 0; i < d->access.nallow_paths; i++)
+		if (path_under(path, d->access.allow_paths[i]) ||
+		    (d->allow_named && d->allow_named[i] &&
+		     path_under(path, d->allow_named[i])))
+			return true;
+	return false;
+}
+
+/*
  * *path (a host path of the policy) opened (symlinks and ".." resolved
  * as the daemon sees them), judged by what was opened, replaced by that
  * object's path; *pin holds the object for the policy.
@@ -169,6 +184,17 @@ static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
 	ssize_t n;
 	int mode;
 
+	/*
+	 * A TCP client's path outside every prefix is refused unopened: the
+	 * answer to an open (ENOENT, ENOTDIR, a path resolved into /proc)
+	 * would tell a remote client what the host holds, and the open itself
+	 * is the host's (an automount triggered, a hung mount waited on).
+	 */
+	*pin = -1;
+	if (c->tcp && !named_allowed(d, *path))
+		return api_fault(f, 403, "forbidden", "%s %.300s: host paths are "
+				 "off for TCP clients (corral serve --allow-host-path "
+				 "PREFIX allows some)", what, *path);
 	*pin = open(*path, O_PATH | O_CLOEXEC);
 	if (*pin < 0)
 		return api_fault(f, 400, "bad_request", "%s %.300s: %s", what,

@@ -1023,12 +1023,30 @@ static struct gate_conn *conn_of(struct daemon *d, struct evhttp_connection *evc
 	return NULL;
 }
 
+/*
+ * evhttp's read timeout (serve.c) bounds a body that stalls.  Once a
+ * request is in the API's hands its body is in, but one without a body (a
+ * GET) leaves the connection read, the timeout running while it is
+ * answered: a client that waits in silence, as it should (an events
+ * follow, a process's output follow or wait), was cut off that long after
+ * it asked, whatever was sent to it.  Off while the API holds a request,
+ * on again for the next one's body.
+ */
+static void read_timeout(struct gate_conn *c, bool on)
+{
+	struct timeval tv = { .tv_sec = c->g->d->http_timeout_s };
+
+	if (tv.tv_sec)
+		bufferevent_set_timeouts(c->bev, on ? &tv : NULL, &tv);
+}
+
 static void on_request_done(struct evhttp_request *req, void *arg)
 {
 	struct gate_conn *c = arg;
 
 	(void)req;
 	c->busy = false;
+	read_timeout(c, true);
 	if (c->phase == PH_IDLE)
 		timer_arm(c, c->g->d->limits.idle_timeout_s);
 }
@@ -1048,6 +1066,7 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 	c->served++;
 	c->busy = true;
 	timer_stop(c);
+	read_timeout(c, false);
 	evhttp_request_set_on_complete_cb(req, on_request_done, c);
 	return true;
 }
@@ -1061,7 +1080,15 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon)
 {
 	struct gate_conn *c = conn_of(d, evcon);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 
+	/*
+	 * Nor by evhttp's read timeout (serve.c), which a lease's request, of
+	 * no body, left running: its client sends nothing after it, so every
+	 * lease ended that long after it opened, and its sandboxes with it.
+	 */
+	if (bev)
+		bufferevent_set_timeouts(bev, NULL, NULL);
 	if (!c)
 		return;
 	conn_bind(c, evcon);

@@ -152,6 +152,12 @@ struct daemon {
 	struct gate *gates;		/* one a listener (api_gate.c) */
 	struct daemon_limits limits;
 	struct daemon_access access;	/* allow_paths resolved, ours */
+	/*
+	 * The same prefixes as the operator named them (absolute, without
+	 * "." or ".." and trailing '/'; NULL where not): what a TCP client's
+	 * host path must lie under by name before the daemon opens it.
+	 */
+	char **allow_named;
 	char *state_real, *socket_dir_real;	/* resolved: never bindable */
 	dev_t socket_dev;		/* the socket's inode, never bindable */
 	ino_t socket_ino;		/* either (0: not known) */
@@ -175,6 +181,7 @@ struct daemon {
 	size_t nworkers;		/* their workers and snapshots' copies running */
 	size_t nleases;
 	uint64_t requests, execs;
+	unsigned http_timeout_s;	/* evhttp's read and write timeout (serve.c) */
 	int lock_fd;
 	int watchdog_fd;		/* its pipe: EOF when we are gone */
 	pid_t watchdog_pid;

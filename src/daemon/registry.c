@@ -38,8 +38,14 @@ void sandbox_destroy(struct sandbox *sb, const char *why)
 
 	creator_unwatch(sb);
 	lease_unbind(sb);
+	/*
+	 * Its create still waits: it was destroyed meanwhile (a DELETE, its
+	 * lease closed, the daemon's stop), the daemon's fault no more than
+	 * a process's or a wait's destroyed under them, which are 410 too.
+	 */
 	if (sb->creating)
-		reply_error(sb->creating, 500, "internal", "%s", why);
+		reply_error(sb->creating, 410, "gone", "the sandbox was destroyed "
+			    "before it was ready: %s", why);
 	while (sb->procs) {
 		struct proc *pr = sb->procs;
 

@@ -396,6 +396,20 @@ static int listen_tcp(struct daemon *d, const char *spec,
 	return api_gate_listen(d, d->http_tcp, bound, spec, true, err);
 }
 
+#define HTTP_STALL_TIMEOUT_S	900
+
+/*
+ * evhttp's read and write timeout, seconds; CORRAL_TEST_HTTP_TIMEOUT
+ * makes it shorter, for the tests of what must outlive it.
+ */
+static int stall_timeout(void)
+{
+	const char *t = getenv("CORRAL_TEST_HTTP_TIMEOUT");
+	long s = t && *t ? strtol(t, NULL, 10) : 0;
+
+	return s > 0 && s < HTTP_STALL_TIMEOUT_S ? (int)s : HTTP_STALL_TIMEOUT_S;
+}
+
 static void setup_http(struct daemon *d, struct evhttp *http)
 {
 	evhttp_set_max_body_size(http, API_FILE_MAX + 1);
@@ -403,10 +417,15 @@ static void setup_http(struct daemon *d, struct evhttp *http)
 	/*
 	 * A body that stalls, a client that stops reading an answer; idle
 	 * connections and slow heads are the gate's (api_gate.c), in seconds.
-	 * A call runs as long as its own timeout: evhttp does not read while
-	 * a request is being answered.
+	 * A call with a body runs as long as its own timeout: evhttp stops
+	 * reading once the body is in.  A request without one (a GET, a POST
+	 * of none) leaves the connection read, and its read timeout running
+	 * while it is answered: the gate takes it off while the API holds a
+	 * request (api_gate_request), and a connection held open by design
+	 * (a lease, a terminal) has its timeouts taken off (api_gate_upgrade).
 	 */
-	evhttp_set_timeout(http, 900);
+	d->http_timeout_s = stall_timeout();
+	evhttp_set_timeout(http, d->http_timeout_s);
 	/* every method reaches the router, which answers a JSON 405 */
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
@@ -588,6 +607,9 @@ static void daemon_free(struct daemon *d)
 	for (size_t i = 0; d->access.allow_paths && i < d->access.nallow_paths; i++)
 		free(d->access.allow_paths[i]);
 	free(d->access.allow_paths);
+	for (size_t i = 0; d->allow_named && i < d->access.nallow_paths; i++)
+		free(d->allow_named[i]);
+	free(d->allow_named);
 	free(d->state_real);
 	free(d->socket_dir_real);
 }
@@ -635,6 +657,43 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 }
 
 /*
+ * An --allow-host-path prefix as named, in the form the policy loader
+ * gives a client's host path (absolute, no "." or "..", no empty or
+ * trailing component), so that a name under it compares by its bytes;
+ * NULL for one that is not in that form (relative, or with "..": only its
+ * resolved form is compared).
+ */
+static char *named_prefix(const char *arg)
+{
+	char *out, *o;
+
+	if (arg[0] != '/' || strlen(arg) >= PATH_MAX || !(out = malloc(strlen(arg) + 2)))
+		return NULL;
+	o = out;
+	for (const char *s = arg; *s; ) {
+		size_t n;
+
+		while (*s == '/')
+			s++;
+		n = strcspn(s, "/");
+		if (!n)
+			break;
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) {
+			free(out);
+			return NULL;
+		}
+		*o++ = '/';
+		memcpy(o, s, n);
+		o += n;
+		s += n;
+	}
+	if (o == out)
+		*o++ = '/';
+	*o = '\0';
+	return out;
+}
+
+/*
  * What clients may use, resolved as their paths will be: the operator's
  * prefixes, and the directories no client may ever reach.
  */
@@ -647,11 +706,15 @@ static int access_init(struct daemon *d, const struct daemon_opts *o,
 	d->access.allow_paths = calloc(o->access.nallow_paths + 1, sizeof(char *));
 	if (!d->access.allow_paths)
 		return corral_set_err(err, -ENOMEM, "out of memory for --allow-host-path");
+	d->allow_named = calloc(o->access.nallow_paths + 1, sizeof(char *));
+	if (!d->allow_named)
+		return corral_set_err(err, -ENOMEM, "out of memory for --allow-host-path");
 	for (size_t i = 0; i < o->access.nallow_paths; i++) {
 		d->access.allow_paths[i] = realpath(o->access.allow_paths[i], NULL);
 		if (!d->access.allow_paths[i])
 			return corral_set_err(err, -errno, "--allow-host-path %s: %s",
 					      o->access.allow_paths[i], strerror(errno));
+		d->allow_named[i] = named_prefix(o->access.allow_paths[i]);
 	}
 	/* as root, no range given: a sandbox runs as 65534, whoever owns what */
 	if (!o->access.uid_range)

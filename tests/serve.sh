@@ -4999,6 +4999,79 @@ t_lease_holder_vanishes() {
 	return $rc
 }
 
+# An events follow over TCP has no read timeout (it waits in silence by
+# design): a follower that vanishes without a word (its packets dropped)
+# is found by keepalive within --lease-timeout, and its connection closed,
+# rather than held for ever against the listener's and the peer's caps.
+t_follower_vanishes() {
+	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
+	command -v ip > /dev/null || { skip "no ip(8)"; return; }
+	command -v nft > /dev/null || { skip "no nft(8)"; return; }
+	command -v ss > /dev/null || { skip "no ss(8)"; return; }
+	local ns=corral-fvanish-$$-$RANDOM rc=0
+	test_netns "$ns" || return 1
+	HOLDER=
+	follower_vanishes "$ns" || rc=$?
+	if [ -n "$HOLDER" ]; then
+		kill "$HOLDER" 2>/dev/null || true
+		wait "$HOLDER" 2>/dev/null || true
+	fi
+	return $rc
+}
+
+follower_vanishes() {
+	local ns=$1 port hport i
+	inns() { ip netns exec "$ns" "$@"; }
+	conn() { inns ss -Htn state established "( dport = :$hport )" | grep -c . || true; }
+	inns ip link set lo up || return 1
+	port=$(free_port)
+	new_token > /dev/null
+	DAEMON_WRAP="ip netns exec $ns" start_daemon --listen "127.0.0.1:$port" \
+		--token-file "$T/token" --lease-timeout 4 || return 1
+	inns $PY - "$port" "$T/token" "$T/follower" <<'EOF' &
+import os, socket, sys, time
+port, token, out = int(sys.argv[1]), open(sys.argv[2]).read().strip(), sys.argv[3]
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+s.sendall(("GET /v1/events?follow=1 HTTP/1.1\r\nHost: x\r\n"
+           "Authorization: Bearer %s\r\n\r\n" % token).encode())
+head = b""
+while b"\r\n\r\n" not in head and len(head) < 65536:
+    c = s.recv(4096)
+    if not c:
+        break
+    head += c
+with open(out + ".tmp", "w") as f:
+    f.write("%d %s\n" % (s.getsockname()[1], head.split(b" ")[1].decode()))
+os.rename(out + ".tmp", out)
+time.sleep(60)
+EOF
+	HOLDER=$!
+	i=0
+	while [ ! -s "$T/follower" ] && [ $i -lt 100 ] && kill -0 "$HOLDER" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	read -r hport code < "$T/follower" || { fail "no follow answered"; return 1; }
+	expect_code "the follow" "$code" 200 || return 1
+	expect_eq "the daemon's end is open" "$(conn)" 1 || return 1
+	inns nft -f - <<EOF || { fail "nft: no drop rule in $ns"; return 1; }
+table inet corral_fvanish {
+	chain in {
+		type filter hook input priority 0;
+		tcp sport $hport drop
+	}
+}
+EOF
+	i=0
+	while [ "$(conn)" != 0 ] && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	expect_eq "the daemon closed its end within 30 s" "$(conn)" 0 || return 1
+	kill -0 "$HOLDER" 2>/dev/null || { fail "the follower ended (it should have stayed, silent)"; return 1; }
+	stop_daemon
+}
+
 holder_vanishes() {
 	local ns=$1 port id hport i
 	inns() { ip netns exec "$ns" "$@"; }

@@ -63,6 +63,13 @@ bool api_token_ok(const struct daemon *d, const char *h, size_t len);
 bool api_gate_request(struct daemon *d, struct evhttp_request *req);
 /* The connection left HTTP (101, a lease): the gate stops reading and timing it. */
 void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon);
+/*
+ * TCP keepalive on fd: a peer gone without a word (no FIN, no RST) is
+ * found timeout_s after it was last heard from; with unacked, also while
+ * bytes of ours wait unacknowledged (TCP_USER_TIMEOUT).  Says on stderr
+ * when it cannot, naming what.
+ */
+void api_tcp_keepalive(int fd, unsigned timeout_s, bool unacked, const char *what);
 /* evhttp_connection_set_closecb, through the gate that also needs it. */
 void api_set_closecb(struct daemon *d, struct evhttp_request *req,
 		     void (*cb)(struct evhttp_connection *, void *), void *arg);

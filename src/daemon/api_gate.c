@@ -813,6 +813,7 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 	struct gate_conn *c = arg;
 	bufferevent_event_cb eventcb = NULL;
 	void *cbarg = NULL;
+	char conn[192];
 
 	(void)fd;
 	(void)what;
@@ -837,6 +838,16 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 			       &(int){ 1 }, sizeof(int)) < 0)
 			fprintf(stderr, "corral serve: TCP_NODELAY on %s's connection from %s: %s\n",
 				c->g->name, c->peer, strerror(errno));
+		/*
+		 * A request answered at length (an events follow, a wait) has
+		 * no read timeout (read_timeout()), and may send nothing for
+		 * long: a peer that vanished meanwhile is found by keepalive,
+		 * as a lease's is.  Probes only while nothing of ours is
+		 * unacknowledged: a client slow to read is the write timeout's.
+		 */
+		snprintf(conn, sizeof(conn), "%s's connection from %s", c->g->name, c->peer);
+		api_tcp_keepalive(bufferevent_getfd(c->bev), c->g->d->limits.lease_timeout_s,
+				  false, conn);
 		if (peer_count(c->g, c->key) > c->g->d->limits.max_per_peer) {
 			conn_drop(c);
 			return;
@@ -845,6 +856,25 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 	/* a request already in hand runs as long as it takes */
 	if (c->phase == PH_IDLE && !c->busy)
 		timer_arm(c, c->g->d->limits.idle_timeout_s);
+}
+
+#define KEEPALIVE_PROBES	3	/* unanswered, after the idle half */
+
+void api_tcp_keepalive(int fd, unsigned timeout_s, bool unacked, const char *what)
+{
+	unsigned t = timeout_s ? timeout_s : 1;
+	int on = 1, idle = t / 2 ? t / 2 : 1, cnt = KEEPALIVE_PROBES;
+	int intvl = (t - t / 2) / cnt ? (t - t / 2) / cnt : 1;
+	unsigned user_ms = t * 1000;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0 ||
+	    (unacked && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
+				   sizeof(user_ms)) < 0))
+		fprintf(stderr, "corral serve: TCP keepalive on %s: %s (a peer that "
+			"vanishes without a word keeps it open)\n", what, strerror(errno));
 }
 
 static struct bufferevent *new_conn(struct event_base *base, void *arg)

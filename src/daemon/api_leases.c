@@ -48,7 +48,6 @@
 #include <sys/socket.h>
 
 #define LEASE_ID_BYTES		16	/* 128 bits */
-#define LEASE_KEEPCNT		3	/* probes unanswered, after the idle half */
 #define LEASE_REAP_STEP		4	/* sandboxes destroyed a turn of the loop */
 
 struct lease {
@@ -188,29 +187,19 @@ static void drop_input(struct evbuffer *buf, const struct evbuffer_cb_info *info
 
 /*
  * A TCP peer gone without a word (powered off, cut off by a firewall) sends
- * no FIN: keepalive probes from half of --lease-timeout on find it, and
- * TCP_USER_TIMEOUT ends the connection --lease-timeout after the peer was
- * last heard from, also when bytes of ours wait unacknowledged (where
- * keepalive does not probe, and retransmissions alone take ~15 minutes).
+ * no FIN: found --lease-timeout after it was last heard from, also when
+ * bytes of ours wait unacknowledged (where keepalive does not probe, and
+ * retransmissions alone take ~15 minutes).
  */
 static void keepalive(struct lease *l)
 {
-	unsigned t = l->d->limits.lease_timeout_s;
+	char what[64];
 	int fd = bufferevent_getfd(l->bev);
-	int on = 1, idle = t / 2 ? t / 2 : 1, cnt = LEASE_KEEPCNT;
-	int intvl = (t - t / 2) / cnt ? (t - t / 2) / cnt : 1;
-	unsigned user_ms = t * 1000;
 
 	if (!l->tcp || fd < 0)
 		return;
-	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)) < 0)
-		fprintf(stderr, "corral serve: TCP keepalive on lease %s: %s (a peer "
-			"that vanishes without a word keeps it open)\n", l->id,
-			strerror(errno));
+	snprintf(what, sizeof(what), "lease %s", l->id);
+	api_tcp_keepalive(fd, l->d->limits.lease_timeout_s, true, what);
 }
 
 void leases_create(struct daemon *d, struct evhttp_request *req, const char *rest)

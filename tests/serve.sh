@@ -4999,6 +4999,56 @@ t_lease_holder_vanishes() {
 	return $rc
 }
 
+# Answers read whole (a file, an archive) that their clients do not read
+# share one budget (--answer-memory): a client that asks and never reads,
+# over as many connections as it may open, cannot hold 64 MiB a
+# connection of the daemon's memory; once it has read, the next is served.
+t_answers_held_bounded() {
+	local id out
+	start_daemon --answer-memory 8M
+	id=$(mksb) || return 1
+	head -c $((6 << 20)) /dev/urandom > "$T/big"
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/big" --data-binary @"$T/big")
+	expect_code "put" "$code" 201 || return 1
+	out=$($PY - "$SOCK" "$id" <<'EOF'
+import socket, sys, time
+sock, sb = sys.argv[1:3]
+def ask(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.settimeout(20)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+    return s
+def read_answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n")
+             if l.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        c = s.recv(1 << 20)
+        if not c:
+            break
+        body += c
+    return head.split(b" ")[1].decode(), head, body
+path = "/v1/sandboxes/%s/files?path=/tmp/big" % sb
+held = ask(path)
+time.sleep(1)
+code, head, body = read_answer(ask(path))
+print("second:", code, b"retry-after: 1" in head.lower(), b"--answer-memory" in body)
+code, _, body = read_answer(held)
+print("first:", code, len(body))
+code, _, body = read_answer(ask(path))
+print("third:", code, len(body))
+EOF
+)
+	expect_contains "a second answer while the first is unread" "$out" "second: 503 True True"
+	expect_contains "the first, read" "$out" "first: 200 6291456"
+	expect_contains "the next, once read" "$out" "third: 200 6291456"
+	stop_daemon
+}
+
 # An events follow over TCP has no read timeout (it waits in silence by
 # design): a follower that vanishes without a word (its packets dropped)
 # is found by keepalive within --lease-timeout, and its connection closed,

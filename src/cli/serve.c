@@ -21,7 +21,7 @@ static const char help[] =
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 "                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
 "                    [--uid-range FROM-TO] [--allow-root-inside]\n"
-"                    [--snapshot-budget SIZE]\n"
+"                    [--snapshot-budget SIZE] [--answer-memory SIZE]\n"
 "\n"
 "Run the corral daemon: it creates sandboxes that live across many tool\n"
 "calls, runs calls in them, freezes them when idle, and supervises every\n"
@@ -100,6 +100,12 @@ static const char help[] =
 "  --snapshot-budget SIZE  what all snapshots (POST .../snapshot) may take\n"
 "                      in the state directory, e.g. 512M, 4G (default 1G);\n"
 "                      a snapshot past it is refused (507)\n"
+"  --answer-memory SIZE  answers the daemon may hold for clients that have\n"
+"                      not read them yet, all connections together (a file\n"
+"                      or an archive is read whole before it is sent; the\n"
+"                      default 256M): one that would pass it is refused\n"
+"                      (503, Retry-After), so clients that never read\n"
+"                      cannot fill the host's memory\n"
 "  -h, --help          this text\n"
 "\n"
 "SIGTERM or SIGINT: every sandbox is destroyed, the socket removed, exit 0.\n"
@@ -248,6 +254,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "uid-range", required_argument, NULL, 'U' },
 		{ "allow-root-inside", no_argument, NULL, 'R' },
 		{ "snapshot-budget", required_argument, NULL, 'B' },
+		{ "answer-memory", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -349,6 +356,17 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			if (corral_parse_size(optarg, &a->o.snapshot_bytes, &err) < 0 ||
 			    !a->o.snapshot_bytes) {
 				cli_error("--snapshot-budget: %s", err.msg[0] ? err.msg :
+					  "must be more than 0");
+				return 2;
+			}
+			break;
+		}
+		case 'M': {
+			struct corral_err err = { 0 };
+
+			if (corral_parse_size(optarg, &a->o.limits.answer_memory, &err) < 0 ||
+			    !a->o.limits.answer_memory) {
+				cli_error("--answer-memory: %s", err.msg[0] ? err.msg :
 					  "must be more than 0");
 				return 2;
 			}

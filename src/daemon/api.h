@@ -61,6 +61,14 @@ void forget_request(struct evhttp_request *req);
 bool api_token_ok(const struct daemon *d, const char *h, size_t len);
 /* The gate's word on a request: false when it answered it (refused). */
 bool api_gate_request(struct daemon *d, struct evhttp_request *req);
+/*
+ * Whether an answer of len bytes, read whole into the daemon's memory
+ * (a file, an archive), may be queued now: false, with a 503 sent, when
+ * it and what every connection still holds for its client would pass
+ * --answer-memory.
+ */
+bool api_answer_room(struct daemon *d, struct evhttp_request *req, uint64_t len,
+		     const char *what);
 /* The connection left HTTP (101, a lease): the gate stops reading and timing it. */
 void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon);
 /*

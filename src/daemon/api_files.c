@@ -136,6 +136,10 @@ static void file_get(struct sandbox *sb, struct evhttp_request *req,
 			    "%d", path, (long long)st.st_size, API_FILE_MAX);
 		return;
 	}
+	if (!api_answer_room(sb->d, req, (uint64_t)st.st_size, path)) {
+		close(fd);
+		return;
+	}
 	if (!(buf = evbuffer_new())) {
 		close(fd);
 		reply_error(req, 500, "internal", "out of memory reading %s", path);
@@ -454,7 +458,7 @@ void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *res
 				    "archive out)", err.msg);
 		else
 			reply_err(req, &err);
-	} else {
+	} else if (api_answer_room(sb->d, req, evbuffer_get_length(buf), path)) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 				  "Content-Type", "application/x-tar");
 		api_send_reply(req, 200, "OK", buf);

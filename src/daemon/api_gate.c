@@ -858,6 +858,31 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 		timer_arm(c, c->g->d->limits.idle_timeout_s);
 }
 
+/*
+ * A client that asks for a file and never reads it leaves it in the
+ * daemon's memory until the write timeout: 64 MiB a connection, and a
+ * token holder may open 256 (16 GiB).  Each connection's follows and
+ * streams are bounded on their own (daemon.h); the answers read whole
+ * share one budget, against what all connections hold now.
+ */
+bool api_answer_room(struct daemon *d, struct evhttp_request *req, uint64_t len,
+		     const char *what)
+{
+	uint64_t held = 0;
+
+	for (struct gate *g = d->gates; g; g = g->next_gate)
+		for (struct gate_conn *c = g->conns; c; c = c->next)
+			held += evbuffer_get_length(bufferevent_get_output(c->bev));
+	if (held + len <= d->limits.answer_memory)
+		return true;
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+	reply_error(req, 503, "busy", "%s: %llu bytes, and the daemon holds %llu bytes of "
+		    "answers that their clients have not read yet (--answer-memory %llu): "
+		    "try again when they have", what, (unsigned long long)len,
+		    (unsigned long long)held, (unsigned long long)d->limits.answer_memory);
+	return false;
+}
+
 #define KEEPALIVE_PROBES	3	/* unanswered, after the idle half */
 
 void api_tcp_keepalive(int fd, unsigned timeout_s, bool unacked, const char *what)

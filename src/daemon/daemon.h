@@ -22,6 +22,7 @@ struct daemon_limits {
 	size_t max_leases;		/* open at once (api_leases.c) */
 	unsigned lease_timeout_s;	/* a silent TCP lease holder's, till closed */
 	size_t tls_handshake_rate;	/* a TLS peer's handshakes a second */
+	uint64_t answer_memory;		/* answers held for all slow readers */
 };
 
 #define DAEMON_MAX_CONNECTIONS	256
@@ -31,6 +32,7 @@ struct daemon_limits {
 #define DAEMON_MAX_LEASES	64
 #define DAEMON_LEASE_TIMEOUT_S	120
 #define DAEMON_TLS_HANDSHAKE_RATE 200
+#define DAEMON_ANSWER_MEMORY	(256ull << 20)
 
 /* What API clients may take from the host (api_access.c). */
 struct daemon_access {

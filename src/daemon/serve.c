@@ -637,6 +637,8 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		d->limits.tls_handshake_rate = DAEMON_TLS_HANDSHAKE_RATE;
 	if (!d->limits.lease_timeout_s)
 		d->limits.lease_timeout_s = DAEMON_LEASE_TIMEOUT_S;
+	if (!d->limits.answer_memory)
+		d->limits.answer_memory = DAEMON_ANSWER_MEMORY;
 	if (o->listen && !o->token_file)
 		return corral_set_err(err, -EINVAL, "listening on %s needs a token: the API is never open on TCP without one",
 				      o->listen);

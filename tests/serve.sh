@@ -3953,6 +3953,14 @@ t_gate_framing() {
 		out=$(raw "$where" "GET /v1/health HTTP/1.1\\r\\n$(printf 'X-a: b\\r\\n%.0s' $(seq 8300))\\r\\n" \
 			detail)
 		expect_contains "8300 headers ($where)" "$out" "request head larger than 64 KiB"
+		# a folded header (obs-fold): http-parser and evhttp join the
+		# lines each their own way (a folded Transfer-Encoding was read
+		# by the two differently)
+		out=$(raw "$where" "POST /v1/sandboxes HTTP/1.1\\r\\nHost: x\\r\\n${a}Transfer-Encoding:\\r\\n chunked\\r\\n\\r\\n2\\r\\n{}\\r\\n0\\r\\n\\r\\n" \
+			detail)
+		expect_contains "a folded Transfer-Encoding ($where)" "$out" "obs-fold"
+		out=$(raw "$where" "GET /v1/health HTTP/1.1\\r\\nHost: x\\r\\nX-a: b\\r\\n\\tc\\r\\n${a}\\r\\n" detail)
+		expect_contains "a folded header with a tab ($where)" "$out" "obs-fold"
 		out=$(raw "$where" "GET /v1/health HTTP/1.1\\r\\nHost: x\\r\\n${a}\\r\\n")
 		expect_contains "plain ($where)" "$out" " 200 "
 	done

@@ -3,7 +3,8 @@
  * connections (per listener, per peer address), the idle and header
  * timeouts, and a look at every request head before evhttp reads a byte of
  * its body: the token (over TCP) and the framing (one Content-Length, not
- * with Transfer-Encoding; a Transfer-Encoding of "chunked" alone).
+ * with Transfer-Encoding; a Transfer-Encoding of "chunked" alone; no header
+ * folded onto a second line).
  *
  * evhttp (libevent 2.1) gives no hook between a head and its body on the
  * server side, and none at accept.  So the gate makes each connection's
@@ -103,6 +104,7 @@ struct gate_conn {
 	bool in_te, te_bad;
 	/* of the CRLF that ends a chunk's data, bytes not yet seen */
 	unsigned crlf_left;
+	bool head_nl;			/* the head's last byte seen was '\n' */
 	const char *feed_end;		/* the end of what feed() parses */
 	/* the verdict on a refused head */
 	int status;
@@ -602,6 +604,22 @@ static void head_refuse(struct gate_conn *c, struct evbuffer *buf)
 }
 
 /*
+ * A header line that begins with a blank continues the one before (obs-fold,
+ * RFC 9112 5.2: a server must refuse or unfold it).  http-parser and evhttp
+ * each join the lines their own way, and a folded Transfer-Encoding was
+ * read by the two differently: no client of the API folds, so none may.
+ */
+static bool folded(struct gate_conn *c, const char *data, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (c->head_nl && (data[i] == ' ' || data[i] == '\t'))
+			return true;
+		c->head_nl = data[i] == '\n';
+	}
+	return false;
+}
+
+/*
  * Take up to n bytes at data (stream offset c->fed): returns how many were
  * parsed, 0 with c->phase PH_REFUSED when the head is refused.
  */
@@ -615,6 +633,7 @@ static size_t feed(struct gate_conn *c, struct evbuffer *buf, const char *data,
 		c->phase = PH_HEAD;
 		c->head_at = c->fed;
 		c->head_len = 0;
+		c->head_nl = false;
 		/*
 		 * evhttp waits for the head, unless bytes of the request before
 		 * it are still to be read: those must not wait on this one (a
@@ -634,6 +653,12 @@ static size_t feed(struct gate_conn *c, struct evbuffer *buf, const char *data,
 	e = HTTP_PARSER_ERRNO(&c->hp);
 	if (e != HPE_OK && e != HPE_PAUSED) {
 		parser_fault(c);
+		head_refuse(c, buf);
+		return 0;
+	}
+	if (c->phase == PH_HEAD && folded(c, data, k)) {
+		refuse(c, 400, "bad_request", "a header folded onto a second line "
+		       "(obs-fold): send each header on one line");
 		head_refuse(c, buf);
 		return 0;
 	}

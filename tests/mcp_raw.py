@@ -262,6 +262,9 @@ def bounds(s, workspace):
                                                           "max_files": 501}}})
     check(res.get("isError") and "export.max_files" in res["content"][0]["text"],
           "an export bound beyond the operator's is refused: %r" % res)
+    res = s.call("sandbox_create", {"policy": {"filesystem": {"image": "debian:12"}}})
+    check(res.get("isError") and "filesystem.image" in res["content"][0]["text"],
+          "an image in place of the operator's root is refused: %r" % res)
     res = s.call("sandbox_create", {"policy": {"identity": {"user": "root"}}})
     check(res.get("isError") and "runs commands as" in res["content"][0]["text"],
           "root inside, which the operator's policy does not give, is refused: %r" % res)

@@ -320,6 +320,15 @@ static char *check_files(const struct corral_policy *p,
 			return say("filesystem: the host path %s (%s at %s) is not one the operator's policy shows",
 				   p->binds[i].src, p->binds[i].writable ? "writable" :
 				   "read-only", p->binds[i].dst);
+	/*
+	 * The root the operator chose: an image of the store holds what the
+	 * operator imported for other uses (its tools, its files), and the
+	 * host's /usr is not the model's to swap for one either.
+	 */
+	if (p->image && (!l->image || strcmp(p->image, l->image)))
+		return say("filesystem.image: the operator's policy runs on %s%s; the model cannot pick another root (got %s)",
+			   l->image ? "the image " : "the host's /usr",
+			   l->image ? l->image : "", p->image);
 	for (i = 0; i < p->nenv_pass; i++)
 		if (!in_list(l->env_pass, l->nenv_pass, p->env_pass[i]))
 			return say("env.pass: %s is not passed by the operator's policy",

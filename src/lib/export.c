@@ -413,6 +413,7 @@ struct xp {
 	int dest;			/* -1 for a patch */
 	uint64_t files, bytes;		/* written so far */
 	unsigned int tmpseq;
+	uint64_t tmptag;		/* random: the sandbox cannot name our new files */
 	struct dirmode *dirs;		/* modes set last, deepest first */
 	size_t ndirs;
 	json_t *exported, *held, *conflicts;
@@ -769,10 +770,13 @@ static void note_written(struct xp *x, const char *path, mode_t mode, int keep,
 		note_base(x, path, S_ISLNK(mode) ? "l" : "f", &st, md);
 }
 
-/* The regular file's bytes into tmp (made here, O_EXCL), summed as written. */
+/*
+ * The regular file's bytes into tmp (made here, O_EXCL: *made once it is),
+ * summed as written.
+ */
 static int put_file(struct xp *x, int parent, const char *tmp, const char *path,
 		    mode_t mode, const struct source *src, int *keep,
-		    struct sha256_ctx *sum)
+		    struct sha256_ctx *sum, bool *made)
 {
 	int fd = -1, in = -1, r = 0;
 
@@ -792,6 +796,7 @@ static int put_file(struct xp *x, int parent, const char *tmp, const char *path,
 			    O_CLOEXEC, 0600);
 		if (fd < 0)
 			r = -errno;
+		*made = fd >= 0;
 	}
 	if (r == 0 && src->data) {
 		if ((x->bytes += src->len) > x->lim.max_bytes)
@@ -829,6 +834,7 @@ static int put_entry(struct xp *x, const char *path, mode_t mode,
 	const char *name;
 	char tmp[64];
 	int parent, keep = -1, r = 0;
+	bool made = false;
 
 	r = count_file(x, path);
 	if (r < 0)
@@ -839,24 +845,27 @@ static int put_entry(struct xp *x, const char *path, mode_t mode,
 	parent = open_parent(x->dest, path, &name);
 	if (parent < 0)
 		return parent;
-	snprintf(tmp, sizeof(tmp), ".corral-export.%d.%u", (int)getpid(), x->tmpseq++);
+	snprintf(tmp, sizeof(tmp), ".corral-export.%d.%u.%016llx", (int)getpid(), x->tmpseq++,
+		 (unsigned long long)x->tmptag);
 	sha256_init(&sum);
 	if (S_ISLNK(mode)) {
 		r = link_resolves_inside(x->dest, path, target);
 		if (r == 0 && symlinkat(target, parent, tmp) < 0)
 			r = -errno;
+		made = r == 0;
 		sha256_update(&sum, strlen(target), (const uint8_t *)target);
 		if (r == 0 && x->r->wrote &&
 		    (keep = openat(parent, tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			r = -errno;
 	} else {
-		r = put_file(x, parent, tmp, path, mode, src, &keep, &sum);
+		r = put_file(x, parent, tmp, path, mode, src, &keep, &sum, &made);
 	}
 	if (r == 0)
 		r = clear_way(parent, name, mode);
 	if (r == 0 && renameat(parent, tmp, parent, name) < 0)
 		r = -errno;
-	if (r < 0)
+	/* ours only: a name already there (the sandbox may have made one) is not */
+	if (r < 0 && made)
 		unlinkat(parent, tmp, 0);
 	if (r == 0 && keep >= 0)
 		note_written(x, path, mode, keep, &sum);
@@ -1428,6 +1437,9 @@ int export_run(const struct export_req *r, json_t **report,
 	err->code = 0;
 	err->msg[0] = '\0';
 	export_limits_of(r->p, &x.lim);
+	/* a name taken already fails the entry (O_EXCL): a guessable one was the sandbox's to take */
+	if (corral_random(&x.tmptag, sizeof(x.tmptag)) < 0)
+		x.tmptag = corral_now_ms();
 	x.perm = export_perm_mask();
 	x.exported = json_array();
 	x.held = json_array();

@@ -368,7 +368,7 @@ static int hookspath_one(struct hold_ctx *h, const struct gitcfg_item *it)
 static int include_one(void *arg, const struct gitcfg_item *it)
 {
 	struct hold_ctx *h = arg;
-	char glob[4096];
+	char path[4096], glob[8192];
 
 	if (!strcmp(it->sec, "core") && !it->sub && !strcmp(it->name, "hookspath"))
 		return hookspath_one(h, it);
@@ -382,8 +382,8 @@ static int include_one(void *arg, const struct gitcfg_item *it)
 	    (strcmp(it->sec, "include") && strcmp(it->sec, "includeif")) ||
 	    it->value[0] == '/' || it->value[0] == '~')
 		return 0;
-	if (snprintf(glob, sizeof(glob), ".git/%s", it->value) >= (int)sizeof(glob) ||
-	    path_normalize(glob) < 0)
+	if (snprintf(path, sizeof(path), ".git/%s", it->value) >= (int)sizeof(path) ||
+	    path_normalize(path) < 0 || glob_escape(path, glob, sizeof(glob)) < 0)
 		return 0;	/* out of the tree: not the sandbox's to change */
 	return ctx_add(h, glob, HOLD_GIT_CONFIG,
 		       "the workspace's .git/config includes this file: git runs the programs it names",

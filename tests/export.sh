@@ -618,29 +618,11 @@ t_export_cut_short_by_a_signal() {
 with open("/workspace/blob.bin", "wb") as f:
     for _ in range(16):
         f.write(os.urandom(1 << 20))'
-	local st sup="" i rc=0
+	local rc=0
 	mkrepo "$T/ws"
 	echo before > "$T/p.diff"
-	# LeakSanitizer cannot run under ptrace
-	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-	timeout 120 strace -qq -o /dev/null -e trace=write \
-		-e inject=write:delay_enter=100000 \
-		"$CORRAL" run --workspace "$T/ws" --patch "$T/p.diff" -- \
-		python3 -c "$mk" > "$T/out" 2> "$T/err" < /dev/null &
-	st=$!
-	trap "end_traced $st" EXIT
-	i=0
-	until compgen -G "$T/p.diff.corral-export.*" > /dev/null || [ $i -ge 1200 ]; do
-		kill -0 "$st" 2>/dev/null || break
-		sleep 0.05; i=$((i + 1))
-	done
-	sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
-	[ -n "$sup" ] && compgen -G "$T/p.diff.corral-export.*" > /dev/null || {
-		end_traced "$st" $sup; trap - EXIT
-		fail "no patch being made: $(tail -3 "$T/err")"; return 1; }
-	kill -TERM "$sup"
-	wait "$st" || rc=$?
-	trap - EXIT
+	term_midway "$T/p.diff.corral-export.*" --workspace "$T/ws" --patch "$T/p.diff" -- \
+		python3 -c "$mk" || rc=$?
 	expect_eq "exit" "$rc" 143
 	expect_contains "said" "$(cat "$T/err")" "the export was cut short by SIGTERM"
 	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
@@ -651,32 +633,43 @@ with open("/workspace/blob.bin", "wb") as f:
 # stops within it, and leaves no part of it under either name.
 t_export_cut_short_within_a_file() {
 	command -v strace >/dev/null || { skip "no strace"; return 77; }
-	local st sup="" i rc=0
+	local rc=0
 	mkdir -p "$T/ws"
 	head -c 16777216 /dev/urandom > "$T/ws/blob.bin"
-	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-	timeout 120 strace -qq -o /dev/null -e trace=write \
-		-e inject=write:delay_enter=100000 \
-		"$CORRAL" run --workspace "$T/ws" --export-to "$T/result" -- \
-		true > "$T/out" 2> "$T/err" < /dev/null &
-	st=$!
-	trap "end_traced $st" EXIT
-	i=0
-	until compgen -G "$T/result/.corral-export.*" > /dev/null || [ $i -ge 1200 ]; do
-		kill -0 "$st" 2>/dev/null || break
-		sleep 0.05; i=$((i + 1))
-	done
-	sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
-	[ -n "$sup" ] && compgen -G "$T/result/.corral-export.*" > /dev/null || {
-		end_traced "$st" $sup; trap - EXIT
-		fail "no file being written: $(tail -3 "$T/err")"; return 1; }
-	kill -TERM "$sup"
-	wait "$st" || rc=$?
-	trap - EXIT
+	term_midway "$T/result/.corral-export.*" --workspace "$T/ws" --export-to "$T/result" -- \
+		true || rc=$?
 	expect_eq "exit" "$rc" 143
 	expect_contains "said" "$(cat "$T/err")" \
 		"the export was cut short by SIGTERM while writing blob.bin"
 	expect_eq "no part of the file" "$(ls -A "$T/result")" ""
+}
+
+# term_midway GLOB RUN_ARGS...: corral run with each of its writes slowed
+# by strace, SIGTERMed once a file matching GLOB (the export's new file)
+# appears; returns corral's exit status, 1 (and fails) if none appeared.
+term_midway() {
+	local glob=$1 st sup="" i rc=0
+	shift
+	# LeakSanitizer cannot run under ptrace
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	timeout 120 strace -qq -o /dev/null -e trace=write \
+		-e inject=write:delay_enter=100000 \
+		"$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null &
+	st=$!
+	trap "end_traced $st" EXIT
+	i=0
+	until compgen -G "$glob" > /dev/null || [ $i -ge 1200 ]; do
+		kill -0 "$st" 2>/dev/null || break
+		sleep 0.05; i=$((i + 1))
+	done
+	sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
+	[ -n "$sup" ] && compgen -G "$glob" > /dev/null || {
+		end_traced "$st" $sup; trap - EXIT
+		fail "no export being written: $(tail -3 "$T/err")"; return 1; }
+	kill -TERM "$sup"
+	wait "$st" || rc=$?
+	trap - EXIT
+	return $rc
 }
 
 t_halted_exports_nothing() {

@@ -4993,13 +4993,20 @@ EOF
 # bound; the holder itself stays, its socket open.  The daemon finds it by
 # keepalive within --lease-timeout (the default's 120 s, before, 2 min).
 t_lease_holder_vanishes() {
+	in_vanish_netns holder_vanishes
+}
+
+# in_vanish_netns FN: FN NETNS, in a network namespace of the test's own,
+# where FN's client ($HOLDER) is cut off by a drop rule; $HOLDER is killed
+# after, whatever FN said.
+in_vanish_netns() {
 	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
 	command -v ip > /dev/null || { skip "no ip(8)"; return; }
 	command -v nft > /dev/null || { skip "no nft(8)"; return; }
 	local ns=corral-vanish-$$-$RANDOM rc=0
 	test_netns "$ns" || return 1
 	HOLDER=
-	holder_vanishes "$ns" || rc=$?
+	"$1" "$ns" || rc=$?
 	if [ -n "$HOLDER" ]; then
 		kill "$HOLDER" 2>/dev/null || true
 		wait "$HOLDER" 2>/dev/null || true
@@ -5062,19 +5069,8 @@ EOF
 # is found by keepalive within --lease-timeout, and its connection closed,
 # rather than held for ever against the listener's and the peer's caps.
 t_follower_vanishes() {
-	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
-	command -v ip > /dev/null || { skip "no ip(8)"; return; }
-	command -v nft > /dev/null || { skip "no nft(8)"; return; }
 	command -v ss > /dev/null || { skip "no ss(8)"; return; }
-	local ns=corral-fvanish-$$-$RANDOM rc=0
-	test_netns "$ns" || return 1
-	HOLDER=
-	follower_vanishes "$ns" || rc=$?
-	if [ -n "$HOLDER" ]; then
-		kill "$HOLDER" 2>/dev/null || true
-		wait "$HOLDER" 2>/dev/null || true
-	fi
-	return $rc
+	in_vanish_netns follower_vanishes
 }
 
 follower_vanishes() {

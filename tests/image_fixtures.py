@@ -297,6 +297,18 @@ def bomb():
     return lay.bytes()
 
 
+def put_manifest(out, manifest):
+    """manifest as a blob of the layout at out, its index's first image."""
+    data = json.dumps(manifest).encode()
+    with open(os.path.join(out, "blobs", "sha256", sha(data)[7:]), "wb") as f:
+        f.write(data)
+    with open(os.path.join(out, "index.json")) as f:
+        index = json.load(f)
+    index["manifests"][0].update(digest=sha(data), size=len(data))
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump(index, f)
+
+
 def main():
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "busybox-oci":
@@ -400,14 +412,7 @@ def main():
         layer = manifest["layers"][0]
         del layer["size"]
         os.truncate(os.path.join(blobs, layer["digest"][7:]), 64 << 20)
-        data = json.dumps(manifest).encode()
-        with open(os.path.join(blobs, sha(data)[7:]), "wb") as f:
-            f.write(data)
-        with open(os.path.join(out, "index.json")) as f:
-            index = json.load(f)
-        index["manifests"][0].update(digest=sha(data), size=len(data))
-        with open(os.path.join(out, "index.json"), "w") as f:
-            json.dump(index, f)
+        put_manifest(out, manifest)
     elif kind == "held":
         # one plain tar: a file whose content the unpacker must hold (the
         # scan's positive control), then "hold-here", where a test stops it
@@ -452,14 +457,7 @@ def main():
             f.write(data)
         manifest["config"].update(digest=sha(data), size=len(data))
         manifest["layers"] *= n
-        data = json.dumps(manifest).encode()
-        with open(os.path.join(blobs, sha(data)[7:]), "wb") as f:
-            f.write(data)
-        with open(os.path.join(out, "index.json")) as f:
-            index = json.load(f)
-        index["manifests"][0].update(digest=sha(data), size=len(data))
-        with open(os.path.join(out, "index.json"), "w") as f:
-            json.dump(index, f)
+        put_manifest(out, manifest)
     elif kind == "escape-c1-env":
         # the same with a C1 control, CSI as U+009B (UTF-8: c2 9b)
         write_layout(out, [busybox_layer()], names=["corral-test/escape-c1:1"],

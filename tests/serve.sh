@@ -4996,17 +4996,47 @@ t_lease_holder_vanishes() {
 	in_vanish_netns holder_vanishes
 }
 
-# in_vanish_netns FN: FN NETNS, in a network namespace of the test's own,
-# where FN's client ($HOLDER) is cut off by a drop rule; $HOLDER is killed
-# after, whatever FN said.
+# holder_said FILE: until $HOLDER has written FILE (10 s at most)
+holder_said() {
+	local i=0
+	while [ ! -s "$1" ] && [ $i -lt 100 ] && kill -0 "$HOLDER" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# drop_from NETNS PORT: the client at PORT vanishes, its packets dropped
+drop_from() {
+	ip netns exec "$1" nft -f - <<EOF || { fail "nft: no drop rule in $1"; return 1; }
+table inet corral_vanish {
+	chain in {
+		type filter hook input priority 0;
+		tcp sport $2 drop
+	}
+}
+EOF
+}
+
+# in_vanish_netns FN: FN NETNS PORT, in a network namespace of the test's
+# own where a daemon listens on PORT with a --lease-timeout of 4 s, and
+# FN's client ($HOLDER) is cut off by a drop rule; $HOLDER is killed after,
+# whatever FN said.
 in_vanish_netns() {
 	[ "$ME" = 0 ] || { skip "a network namespace of its own: as root"; return; }
 	command -v ip > /dev/null || { skip "no ip(8)"; return; }
 	command -v nft > /dev/null || { skip "no nft(8)"; return; }
-	local ns=corral-vanish-$$-$RANDOM rc=0
+	local ns=corral-vanish-$$-$RANDOM port rc=0
 	test_netns "$ns" || return 1
 	HOLDER=
-	"$1" "$ns" || rc=$?
+	port=$(free_port)
+	new_token > /dev/null
+	if ip netns exec "$ns" ip link set lo up &&
+	   DAEMON_WRAP="ip netns exec $ns" start_daemon --listen "127.0.0.1:$port" \
+		--token-file "$T/token" --lease-timeout 4; then
+		"$1" "$ns" "$port" || rc=$?
+	else
+		rc=1
+	fi
 	if [ -n "$HOLDER" ]; then
 		kill "$HOLDER" 2>/dev/null || true
 		wait "$HOLDER" 2>/dev/null || true
@@ -5074,14 +5104,9 @@ t_follower_vanishes() {
 }
 
 follower_vanishes() {
-	local ns=$1 port hport i
+	local ns=$1 port=$2 hport i
 	inns() { ip netns exec "$ns" "$@"; }
 	conn() { inns ss -Htn state established "( dport = :$hport )" | grep -c . || true; }
-	inns ip link set lo up || return 1
-	port=$(free_port)
-	new_token > /dev/null
-	DAEMON_WRAP="ip netns exec $ns" start_daemon --listen "127.0.0.1:$port" \
-		--token-file "$T/token" --lease-timeout 4 || return 1
 	inns $PY - "$port" "$T/token" "$T/follower" <<'EOF' &
 import os, socket, sys, time
 port, token, out = int(sys.argv[1]), open(sys.argv[2]).read().strip(), sys.argv[3]
@@ -5100,22 +5125,11 @@ os.rename(out + ".tmp", out)
 time.sleep(60)
 EOF
 	HOLDER=$!
-	i=0
-	while [ ! -s "$T/follower" ] && [ $i -lt 100 ] && kill -0 "$HOLDER" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	holder_said "$T/follower"
 	read -r hport code < "$T/follower" || { fail "no follow answered"; return 1; }
 	expect_code "the follow" "$code" 200 || return 1
 	expect_eq "the daemon's end is open" "$(conn)" 1 || return 1
-	inns nft -f - <<EOF || { fail "nft: no drop rule in $ns"; return 1; }
-table inet corral_fvanish {
-	chain in {
-		type filter hook input priority 0;
-		tcp sport $hport drop
-	}
-}
-EOF
+	drop_from "$ns" "$hport" || return 1
 	i=0
 	while [ "$(conn)" != 0 ] && [ $i -lt 300 ]; do
 		sleep 0.1
@@ -5127,13 +5141,8 @@ EOF
 }
 
 holder_vanishes() {
-	local ns=$1 port id hport i
+	local ns=$1 port=$2 id hport
 	inns() { ip netns exec "$ns" "$@"; }
-	inns ip link set lo up || return 1
-	port=$(free_port)
-	new_token > /dev/null
-	DAEMON_WRAP="ip netns exec $ns" start_daemon --listen "127.0.0.1:$port" \
-		--token-file "$T/token" --lease-timeout 4 || return 1
 	# the holder: a lease, a sandbox bound to it, then 60 s of silence
 	inns $PY - "$port" "$T/token" "$T/holder" <<'EOF' &
 import json, os, socket, sys, time
@@ -5160,21 +5169,10 @@ os.rename(out + ".tmp", out)
 time.sleep(60)
 EOF
 	HOLDER=$!
-	i=0
-	while [ ! -s "$T/holder" ] && [ $i -lt 100 ] && kill -0 "$HOLDER" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	holder_said "$T/holder"
 	read -r id hport < "$T/holder" || { fail "the holder made no bound sandbox"; return 1; }
 	expect_eq "its sandbox is there" "$(present "$id")" "$id" || return 1
-	inns nft -f - <<EOF || { fail "nft: no drop rule in $ns"; return 1; }
-table inet corral_vanish {
-	chain in {
-		type filter hook input priority 0;
-		tcp sport $hport drop
-	}
-}
-EOF
+	drop_from "$ns" "$hport" || return 1
 	wait_gone "a vanished holder's sandbox" 30 present "$id" || return 1
 	kill -0 "$HOLDER" 2>/dev/null || { fail "the holder ended (it should have stayed, silent)"; return 1; }
 	code=$(api GET "/v1/events?sandbox=$id")

@@ -378,6 +378,14 @@ CORRAL_PUBLIC
 int corral_policy_add_deny(struct corral_policy *p, const char *pattern,
 			   struct corral_err *err);
 
+/*
+ * A host path as a policy holds it: absolute, "//" and "." collapsed, no
+ * trailing "/"; ".." refused, not resolved.  malloc'd into *out; -errno
+ * (and err) for a path a policy would refuse.
+ */
+CORRAL_PUBLIC
+int corral_path_normalise(const char *path, char **out, struct corral_err *err);
+
 /* "256M", "1GiB", "4096", "1.5G" -> bytes.  Suffixes are binary (K = 1024). */
 CORRAL_PUBLIC
 int corral_parse_size(const char *s, uint64_t *bytes, struct corral_err *err);

@@ -1630,6 +1630,24 @@ TEST(identity_section)
 	corral_policy_free(&p);
 }
 
+/* The daemon compares a TCP client's host path with a prefix so spelled. */
+TEST(path_normalise)
+{
+	struct corral_err err = { 0 };
+	char *out = NULL;
+
+	CHECK(corral_path_normalise("/a//b/./c/", &out, &err) == 0);
+	CHECK(out && !strcmp(out, "/a/b/c"));
+	free(out);
+	CHECK(corral_path_normalise("//", &out, &err) == 0);
+	CHECK(out && !strcmp(out, "/"));
+	free(out);
+	CHECK(corral_path_normalise("a/b", &out, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "must be absolute");
+	CHECK(corral_path_normalise("/a/../b", &out, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "\"..\"");
+}
+
 int main(void)
 {
 	unit_run_all();

@@ -659,43 +659,6 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 }
 
 /*
- * An --allow-host-path prefix as named, in the form the policy loader
- * gives a client's host path (absolute, no "." or "..", no empty or
- * trailing component), so that a name under it compares by its bytes;
- * NULL for one that is not in that form (relative, or with "..": only its
- * resolved form is compared).
- */
-static char *named_prefix(const char *arg)
-{
-	char *out, *o;
-
-	if (arg[0] != '/' || strlen(arg) >= PATH_MAX || !(out = malloc(strlen(arg) + 2)))
-		return NULL;
-	o = out;
-	for (const char *s = arg; *s; ) {
-		size_t n;
-
-		while (*s == '/')
-			s++;
-		n = strcspn(s, "/");
-		if (!n)
-			break;
-		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) {
-			free(out);
-			return NULL;
-		}
-		*o++ = '/';
-		memcpy(o, s, n);
-		o += n;
-		s += n;
-	}
-	if (o == out)
-		*o++ = '/';
-	*o = '\0';
-	return out;
-}
-
-/*
  * What clients may use, resolved as their paths will be: the operator's
  * prefixes, and the directories no client may ever reach.
  */
@@ -716,7 +679,14 @@ static int access_init(struct daemon *d, const struct daemon_opts *o,
 		if (!d->access.allow_paths[i])
 			return corral_set_err(err, -errno, "--allow-host-path %s: %s",
 					      o->access.allow_paths[i], strerror(errno));
-		d->allow_named[i] = named_prefix(o->access.allow_paths[i]);
+		/*
+		 * As named too, in the form a client's host path takes (a
+		 * policy's): NULL for a relative one, or one with "..", which
+		 * only its resolved form names.
+		 */
+		if (corral_path_normalise(o->access.allow_paths[i], &d->allow_named[i],
+					  &(struct corral_err){ 0 }) < 0)
+			d->allow_named[i] = NULL;
 	}
 	/* as root, no range given: a sandbox runs as 65534, whoever owns what */
 	if (!o->access.uid_range)

@@ -237,35 +237,20 @@ static int open_dest(struct corral_box *b, const struct corral_box_export_opts *
 
 	if (o->to) {
 		/* its directory judged: no symlink of the box's --rw binds followed */
-		char *dir = strdup(o->to), *base;
 		struct corral_err e = { 0 };
-		int parent, r = 0;
+		char *base;
+		int parent = export_dest_parent(b->p, "to", o->to, true, &base, &e);
 
-		if (!dir) {
-			snprintf(msg, len, "out of memory");
-			return -ENOMEM;
-		}
-		for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
-			dir[n - 1] = '\0';
-		base = strrchr(dir, '/');
-		*base++ = '\0';
-		parent = export_dest_open(b->p, "to", *dir ? dir : "/", &e);
-		if (parent < 0) {
-			snprintf(msg, len, "%s", e.msg);
-			r = parent;
-		} else if (!*base || mkdirat(parent, base, 0700) < 0) {
-			r = *base ? -errno : -EINVAL;
-			snprintf(msg, len, "%s: %s%s", o->to, strerror(-r), r == -EEXIST ?
-				 " (the export goes to a new directory)" : "");
-		} else if ((*fd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					 O_CLOEXEC)) < 0) {
-			r = -errno;
-			snprintf(msg, len, "%s: %s", o->to, strerror(errno));
-		}
-		if (parent >= 0)
+		if (parent >= 0) {
+			*fd = export_new_dir(parent, base, "to", o->to, &e);
 			close(parent);
-		free(dir);
-		return r;
+			free(base);
+		}
+		if (parent < 0 || *fd < 0) {
+			snprintf(msg, len, "%s", e.msg);
+			return e.code;
+		}
+		return 0;
 	}
 	/* apply: the workspace again by its path, as the caller, and the same one */
 	*fd = open(b->p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -146,19 +146,12 @@ static bool job_vm(uint64_t *data, uint64_t *rss)
 	char buf[4096];
 	const char *d, *r;
 	unsigned long long dk, rk;
-	ssize_t n;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (proc_self_status(buf, sizeof(buf)) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	d = strstr(buf, "\nVmData:");
-	r = strstr(buf, "\nVmRSS:");
-	if (!d || !r || sscanf(d + 8, "%llu", &dk) != 1 || sscanf(r + 7, "%llu", &rk) != 1)
+	d = proc_status_value(buf, "VmData");
+	r = proc_status_value(buf, "VmRSS");
+	if (!d || !r || sscanf(d, "%llu", &dk) != 1 || sscanf(r, "%llu", &rk) != 1)
 		return false;
 	*data = (uint64_t)dk << 10;
 	*rss = (uint64_t)rk << 10;

@@ -621,12 +621,11 @@ static int spawn_child(void *arg)
 /* One "SigIgn:\t<hex>" line of /proc/self/status; false if not there. */
 static bool status_mask(const char *status, const char *key, uint64_t *mask)
 {
-	const char *p = strstr(status, key);
+	const char *p = proc_status_value(status, key);
 	char *end;
 
 	if (!p)
 		return false;
-	p += strlen(key);
 	*mask = strtoull(p, &end, 16);
 	return end != p && *end == '\n';
 }
@@ -642,18 +641,11 @@ static uint64_t signal_dispositions(uint64_t *caught)
 {
 	char buf[4096];
 	uint64_t ign, cgt;
-	ssize_t n;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
 	*caught = 0;
-	if (fd < 0)
+	if (proc_self_status(buf, sizeof(buf)) < 0)
 		return ~0ULL;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return ~0ULL;
-	buf[n] = '\0';
-	if (!status_mask(buf, "\nSigIgn:\t", &ign) || !status_mask(buf, "\nSigCgt:\t", &cgt))
+	if (!status_mask(buf, "SigIgn", &ign) || !status_mask(buf, "SigCgt", &cgt))
 		return ~0ULL;
 	*caught = cgt;
 	return ign | cgt;

@@ -553,20 +553,11 @@ static void note_base(struct xp *x, const char *path, const char *kind,
  */
 static mode_t export_perm_mask(void)
 {
-	mode_t um = 022;
-	char line[128];
-	FILE *f = fopen("/proc/self/status", "re");
+	char buf[4096];
+	const char *v = proc_self_status(buf, sizeof(buf)) == 0 ?
+			proc_status_value(buf, "Umask") : NULL;
+	mode_t um = v ? (mode_t)strtoul(v, NULL, 8) & 0777 : 022;
 
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned int v;
-
-		if (sscanf(line, "Umask: %o", &v) == 1) {
-			um = (mode_t)v & 0777;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
 	return 0777 & ~um & ~(mode_t)S_IWOTH;
 }
 
@@ -1127,6 +1118,13 @@ static int write_change(struct xp *x, const struct change *c,
 
 /* ---- --patch ------------------------------------------------------------ */
 
+/* Where the caller's new entry is made: beneath dest_dir by its last name, or by its path. */
+static int dest_at(const struct export_req *r, const char *path, const char **name)
+{
+	*name = r->dest_name ? r->dest_name : path;
+	return r->dest_name ? r->dest_dir : AT_FDCWD;
+}
+
 static unsigned int git_mode(mode_t m)
 {
 	return S_ISLNK(m) ? 0120000 : (m & S_IXUSR) ? 0100755 : 0100644;
@@ -1302,19 +1300,11 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
  * takes FILE's name only once it is complete: a failed export leaves FILE
  * as it was, and a reader never sees half a patch.
  */
-/* Where the caller's new entry is made: beneath dest_dir by its last name, or by its path. */
-static int dest_at(const struct export_req *r, const char *path, const char **name)
-{
-	*name = r->dest_name ? r->dest_name : path;
-	return r->dest_name ? r->dest_dir : AT_FDCWD;
-}
-
 static int patch_tmp_open(struct xp *x, char **tmp)
 {
 	const char *name;
 	int dir = dest_at(x->r, x->r->patch, &name), fd, r;
 
-	/* named as put_entry names its new files */
 	if (asprintf(tmp, "%s.corral-export.%d", name, (int)getpid()) < 0) {
 		*tmp = NULL;
 		return corral_set_err(x->err, -ENOMEM, "out of memory");
@@ -1346,20 +1336,28 @@ static int patch_tmp_keep(struct xp *x, int fd, const char *tmp)
 	return 0;
 }
 
+/* Not whole: the new file goes, FILE stays as it was. */
+static void patch_tmp_drop(struct xp *x, const char *tmp)
+{
+	const char *name;
+
+	unlinkat(dest_at(x->r, x->r->patch, &name), tmp, 0);
+}
+
 /* ---- the whole ------------------------------------------------------------ */
 
-static int open_new_dir(const struct export_req *r, struct corral_err *err)
+int export_new_dir(int dir, const char *name, const char *flag, const char *path,
+		   struct corral_err *err)
 {
-	const char *path = r->to, *name;
-	int dir = dest_at(r, path, &name), fd;
+	int fd;
 
 	if (mkdirat(dir, name, 0700) < 0)
-		return corral_set_err(err, -errno, "--export-to %s: %s%s", path,
+		return corral_set_err(err, -errno, "%s %s: %s%s", flag, path,
 				      strerror(errno), errno == EEXIST ?
 				      " (the export goes to a new directory)" : "");
 	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return corral_set_err(err, -errno, "--export-to %s: %s", path,
+		return corral_set_err(err, -errno, "%s %s: %s", flag, path,
 				      strerror(errno));
 	return fd;
 }
@@ -1475,7 +1473,10 @@ int export_run(const struct export_req *r, json_t **report,
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
 	} else if (r->to) {
-		x.dest = open_new_dir(r, err);
+		const char *name;
+		int dir = dest_at(r, r->to, &name);
+
+		x.dest = export_new_dir(dir, name, "--export-to", r->to, err);
 		ret = x.dest < 0 ? x.dest : 0;
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
@@ -1509,7 +1510,7 @@ int export_run(const struct export_req *r, json_t **report,
 		else
 			close(pfd);
 		if (ret < 0)
-			unlinkat(r->dest_name ? r->dest_dir : AT_FDCWD, ptmp, 0);
+			patch_tmp_drop(&x, ptmp);
 		free(ptmp);
 	}
 	pb_done(&pb);
@@ -1706,44 +1707,48 @@ out:
 }
 
 /*
- * The directory --export-to's new directory or --patch's file goes in,
- * opened now, before the sandbox runs; after it, the export makes its
- * entry beneath this fd by its last name.  Its path resolved again then
- * could lead elsewhere: a --rw bind on the way puts a directory in the
- * sandbox's hands, which it can swap for a symlink to a directory only
- * the caller may write, and the export, made as the caller, followed it.
+ * The directory a new entry at path goes in (--export-to's directory,
+ * --patch's file, a daemon's "to"), opened before the sandbox runs, with
+ * that entry's last name in *name (malloc'd): the export makes it beneath
+ * this fd.  Its path resolved again then could lead elsewhere: a --rw
+ * bind on the way puts a directory in the sandbox's hands, which it can
+ * swap for a symlink to a directory only the caller may write, and the
+ * export, made as the caller, followed it.
  */
-static int open_dest_dir(struct run_export *x, const struct corral_policy *p,
-			 const char *flag, const char *path, struct corral_err *err)
+int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
+		       bool dir, char **name, struct corral_err *err)
 {
 	char *copy = strdup(path), *slash, *base;
-	const char *dir;
 	size_t n;
+	int fd;
 
+	*name = NULL;
 	if (!copy)
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	n = strlen(copy);
-	/* a new directory may be named "out/"; the patch is a file */
-	while (!strcmp(flag, "--export-to") && n > 1 && copy[n - 1] == '/')
+	/* a new directory may be named "out/"; a file may not */
+	while (dir && n > 1 && copy[n - 1] == '/')
 		copy[--n] = '\0';
 	slash = strrchr(copy, '/');
-	dir = !slash ? "." : slash == copy ? "/" : copy;
 	base = slash ? slash + 1 : copy;
-	if (slash && slash != copy)
-		*slash = '\0';
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
 		free(copy);
 		return corral_set_err(err, -EINVAL, "%s %s: names no new entry in a directory",
 				      flag, path);
 	}
-	x->dest_dir = export_dest_open(p, flag, dir, err);
-	if (x->dest_dir < 0) {
+	if (!(*name = strdup(base))) {
 		free(copy);
-		return x->dest_dir;
+		return corral_set_err(err, -ENOMEM, "out of memory");
 	}
-	x->dest_name = strdup(base);
+	if (slash && slash != copy)
+		*slash = '\0';
+	fd = export_dest_open(p, flag, !slash ? "." : slash == copy ? "/" : copy, err);
 	free(copy);
-	return x->dest_name ? 0 : corral_set_err(err, -ENOMEM, "out of memory");
+	if (fd < 0) {
+		free(*name);
+		*name = NULL;
+	}
+	return fd;
 }
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,
@@ -1781,10 +1786,13 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 					      "--export-to %s: exists already (the export goes to a new directory)",
 					      o->to);
 	}
-	if ((o->to || o->patch) &&
-	    open_dest_dir(x, p, o->to ? "--export-to" : "--patch", o->to ? o->to : o->patch, err) < 0) {
-		run_export_free(x);
-		return err->code;
+	if (o->to || o->patch) {
+		x->dest_dir = export_dest_parent(p, o->to ? "--export-to" : "--patch",
+						 o->to ? o->to : o->patch, o->to, &x->dest_name, err);
+		if (x->dest_dir < 0) {
+			run_export_free(x);
+			return err->code;
+		}
 	}
 	/*
 	 * --apply writes where this leads: not through a link a sandbox left

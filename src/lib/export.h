@@ -351,18 +351,28 @@ int export_run(const struct export_req *r, json_t **report,
 void export_limits_of(const struct corral_policy *p, struct export_limits *lim);
 
 /*
- * corral_run's export: before the sandbox starts, the workspace is opened
- * (and, for --apply, recorded); after the command ends, the export runs
- * on the upper layer init sent, and the result carries its report.
- */
-/*
  * The directory path names (flag names it in messages), opened O_PATH
  * with its symlinks followed but for one in a --rw bind of p's, where the
  * sandbox writes: -EPERM.  The fd, or -errno with err set.
  */
 int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
 		     struct corral_err *err);
+/*
+ * export_dest_open of the directory a new entry at path goes in, and
+ * that entry's last name in *name (malloc'd; dir: path names a directory,
+ * and may end in '/').
+ */
+int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
+		       bool dir, char **name, struct corral_err *err);
+/* The new directory name beneath dir (0700), opened; path, as flag, in messages. */
+int export_new_dir(int dir, const char *name, const char *flag, const char *path,
+		   struct corral_err *err);
 
+/*
+ * corral_run's export: before the sandbox starts, the workspace is opened
+ * (and, for --apply, recorded); after the command ends, the export runs
+ * on the upper layer init sent, and the result carries its report.
+ */
 struct run_export {
 	int lower;
 	struct baseline *base;

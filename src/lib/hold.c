@@ -23,6 +23,17 @@
 /* Larger than this, a file a rule must read is held unread. */
 #define HOLD_READ_MAX	(4u << 20)
 
+/* The reasons several rules share, each said once. */
+static const char why_mise[] =
+	"mise runs its [hooks] and env._.source scripts in the shell that enters the directory";
+static const char src_mise[] = "mise.jdx.dev/configuration.html";
+static const char why_lefthook[] =
+	"lefthook's git hooks run the commands its config lists on commit, push and more";
+static const char src_lefthook[] = "lefthook.dev/configuration";
+static const char why_claude[] =
+	"Claude Code runs the hooks and MCP servers a project's settings name, on the host";
+static const char src_claude[] = "docs.anthropic.com/en/docs/claude-code/settings";
+
 const struct hold_rule hold_defaults[] = {
 	{ ".git", HOLD_ALWAYS,
 	  "a .git file (\"gitdir: PATH\") points git at another repository, whose config and hooks then run",
@@ -66,36 +77,25 @@ const struct hold_rule hold_defaults[] = {
 	  "husky's hooks (core.hooksPath .husky/_) run .husky/<hook> on commit, checkout, push and more", "typicode.github.io/husky" },
 	{ ".pre-commit-config.yaml", HOLD_ALWAYS,
 	  "pre-commit, installed as a git hook, runs the hooks it lists (a local one is any command) on commit", "pre-commit.com" },
-	{ "lefthook*.*", HOLD_ALWAYS,
-	  "lefthook's git hooks run the commands its config lists on commit, push and more", "lefthook.dev/configuration" },
-	{ ".lefthook*.*", HOLD_ALWAYS,
-	  "lefthook's git hooks run the commands its config lists on commit, push and more", "lefthook.dev/configuration" },
+	{ "lefthook*.*", HOLD_ALWAYS, why_lefthook, src_lefthook },
+	{ ".lefthook*.*", HOLD_ALWAYS, why_lefthook, src_lefthook },
 	{ "**/.hg/hgrc", HOLD_ALWAYS,
 	  "Mercurial runs the hooks its [hooks] section names on commit, update, pull and more", "hgrc(5)" },
 	/* mise, activated in a shell, reads these on cd, as direnv reads .envrc */
-	{ "mise.toml", HOLD_ALWAYS,
-	  "mise runs its [hooks] and env._.source scripts in the shell that enters the directory", "mise.jdx.dev/configuration.html" },
-	{ ".mise.toml", HOLD_ALWAYS,
-	  "mise runs its [hooks] and env._.source scripts in the shell that enters the directory", "mise.jdx.dev/configuration.html" },
-	{ "mise.*.toml", HOLD_ALWAYS,
-	  "mise runs its [hooks] and env._.source scripts in the shell that enters the directory", "mise.jdx.dev/configuration.html" },
-	{ ".mise.*.toml", HOLD_ALWAYS,
-	  "mise runs its [hooks] and env._.source scripts in the shell that enters the directory", "mise.jdx.dev/configuration.html" },
-	{ "**/.mise/**", HOLD_ALWAYS,
-	  "mise runs its [hooks] and env._.source scripts in the shell that enters the directory", "mise.jdx.dev/configuration.html" },
-	{ "**/.config/mise.toml", HOLD_ALWAYS,
-	  "mise runs its [hooks] and env._.source scripts in the shell that enters the directory", "mise.jdx.dev/configuration.html" },
-	{ "**/.config/mise/**", HOLD_ALWAYS,
-	  "mise runs its [hooks] and env._.source scripts in the shell that enters the directory", "mise.jdx.dev/configuration.html" },
+	{ "mise.toml", HOLD_ALWAYS, why_mise, src_mise },
+	{ ".mise.toml", HOLD_ALWAYS, why_mise, src_mise },
+	{ "mise.*.toml", HOLD_ALWAYS, why_mise, src_mise },
+	{ ".mise.*.toml", HOLD_ALWAYS, why_mise, src_mise },
+	{ "**/.mise/**", HOLD_ALWAYS, why_mise, src_mise },
+	{ "**/.config/mise.toml", HOLD_ALWAYS, why_mise, src_mise },
+	{ "**/.config/mise/**", HOLD_ALWAYS, why_mise, src_mise },
 	/*
 	 * The agents people run beside corral read a project's settings and
 	 * run the hooks and MCP servers (commands) they name, on the host,
 	 * outside any sandbox: an agent inside must not write them out.
 	 */
-	{ "**/.claude/settings.json", HOLD_ALWAYS,
-	  "Claude Code runs the hooks and MCP servers a project's settings name, on the host", "docs.anthropic.com/en/docs/claude-code/settings" },
-	{ "**/.claude/settings.local.json", HOLD_ALWAYS,
-	  "Claude Code runs the hooks and MCP servers a project's settings name, on the host", "docs.anthropic.com/en/docs/claude-code/settings" },
+	{ "**/.claude/settings.json", HOLD_ALWAYS, why_claude, src_claude },
+	{ "**/.claude/settings.local.json", HOLD_ALWAYS, why_claude, src_claude },
 	{ ".mcp.json", HOLD_ALWAYS,
 	  "Claude Code starts the MCP servers (commands) a project's .mcp.json names, on the host", "docs.anthropic.com/en/docs/claude-code/mcp" },
 	{ "**/.vscode/mcp.json", HOLD_ALWAYS,
@@ -365,22 +365,12 @@ static int hookspath_one(struct hold_ctx *h, const struct gitcfg_item *it)
  * sit in the workspace, where the sandbox may change it: each such file
  * is checked as git config.  Relative paths are relative to .git/.
  */
-static int include_one(void *arg, const struct gitcfg_item *it)
+static int include_one(struct hold_ctx *h, const struct gitcfg_item *it)
 {
-	struct hold_ctx *h = arg;
 	char path[4096], glob[8192];
 
-	if (!strcmp(it->sec, "core") && !it->sub && !strcmp(it->name, "hookspath"))
-		return hookspath_one(h, it);
-	if (gitcfg_key_runs(it) && strcmp(it->sec, "include") && strcmp(it->sec, "includeif")) {
-		int r = program_one(h, it);
-
-		if (r < 0)
-			return r;
-	}
-	if (!it->value || strcmp(it->name, "path") ||
-	    (strcmp(it->sec, "include") && strcmp(it->sec, "includeif")) ||
-	    it->value[0] == '/' || it->value[0] == '~')
+	if (!it->value || strcmp(it->name, "path") || it->value[0] == '/' ||
+	    it->value[0] == '~')
 		return 0;
 	if (snprintf(path, sizeof(path), ".git/%s", it->value) >= (int)sizeof(path) ||
 	    path_normalize(path) < 0 || glob_escape(path, glob, sizeof(glob)) < 0)
@@ -390,7 +380,20 @@ static int include_one(void *arg, const struct gitcfg_item *it)
 		       "git-config(1), Includes", true);
 }
 
-static int add_includes(struct hold_ctx *h, const struct layers *l)
+/* What of the working tree one key of the lower's .git/config makes git run. */
+static int config_one(void *arg, const struct gitcfg_item *it)
+{
+	struct hold_ctx *h = arg;
+
+	if (!strcmp(it->sec, "include") || !strcmp(it->sec, "includeif"))
+		return include_one(h, it);
+	if (!strcmp(it->sec, "core") && !it->sub && !strcmp(it->name, "hookspath"))
+		return hookspath_one(h, it);
+	return gitcfg_key_runs(it) ? program_one(h, it) : 0;
+}
+
+/* Rules for what the lower's .git/config runs from the working tree. */
+static int add_config_rules(struct hold_ctx *h, const struct layers *l)
 {
 	char *data = NULL;
 	size_t len;
@@ -399,8 +402,8 @@ static int add_includes(struct hold_ctx *h, const struct layers *l)
 	if (l->lower < 0 || read_beneath(l->lower, ".git/config", HOLD_READ_MAX,
 					 &data, &len) < 0)
 		return 0;
-	/* a config git cannot read includes nothing (git stops on it) */
-	r = gitcfg_parse(data, len, include_one, h, NULL);
+	/* a config git cannot read runs nothing (git stops on it) */
+	r = gitcfg_parse(data, len, config_one, h, NULL);
 	free(data);
 	return r == -ENOMEM ? r : 0;
 }
@@ -429,7 +432,7 @@ int hold_ctx_new(struct hold_ctx **out, const struct corral_policy *p,
 			    "the policy's export.hold names it", "the policy", true);
 	}
 	if (r == 0)
-		r = add_includes(h, l);
+		r = add_config_rules(h, l);
 	if (r < 0) {
 		hold_ctx_free(h);
 		return corral_set_err(err, r, "out of memory building the export's hold table");

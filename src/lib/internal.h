@@ -209,6 +209,13 @@ int corral_random(void *buf, size_t n);
  * "(comm)", from the space before the state (field 3), or NULL.
  */
 char *proc_stat_fields(pid_t pid, char *buf, size_t len);
+/*
+ * /proc/self/status into buf, NUL-ended, with read(2) alone (safe in the
+ * child of a raw clone): 0, or -errno.
+ */
+int proc_self_status(char *buf, size_t len);
+/* In status's text, the value of its line "KEY:" (blanks skipped), or NULL. */
+const char *proc_status_value(const char *status, const char *key);
 
 /* ---- vault.c --------------------------------------------------------- */
 /*

@@ -221,6 +221,16 @@ int policy_normalise_path(const char *in, size_t n, const char *what,
 	return 0;
 }
 
+int corral_path_normalise(const char *path, char **out, struct corral_err *err)
+{
+	char why[CORRAL_ERR_MAX];
+	int r = policy_normalise_path(path, strlen(path), path, out, why, sizeof(why));
+
+	if (r == -ENOMEM)
+		return corral_set_err(err, r, "out of memory");
+	return r < 0 ? corral_set_err(err, r, "%s", why) : 0;
+}
+
 /* Where the sandbox keeps its own machinery: a bind may not cover it. */
 static const char *const reserved_dst[] = {
 	"/proc", "/sys", "/dev", "/oldroot", "/.corral",

@@ -49,6 +49,38 @@ char *proc_stat_fields(pid_t pid, char *buf, size_t len)
 	return end ? end + 1 : NULL;
 }
 
+int proc_self_status(char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? (int)n : -EIO;
+	buf[n] = '\0';
+	return 0;
+}
+
+const char *proc_status_value(const char *status, const char *key)
+{
+	size_t k = strlen(key);
+	const char *p = status;
+
+	while (p) {
+		if (!strncmp(p, key, k) && p[k] == ':')
+			return p + k + 1 + strspn(p + k + 1, " \t");
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return NULL;
+}
+
 /* The CPU ticks of pid and its reaped children; false if it is gone. */
 static bool stat_ticks(pid_t pid, uint64_t *ticks)
 {

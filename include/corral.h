@@ -973,6 +973,42 @@ int corral_box_diff(struct corral_box *b, const char *path, bool patch,
 CORRAL_PUBLIC
 const char *corral_box_workspace(const struct corral_box *b);
 
+/*
+ * Where the sandbox writes on the host: the directories its --rw binds
+ * share, by identity.  A symlink found in one of them (or below) is the
+ * sandbox's to have made, and a caller writing or reading a host path on
+ * its behalf must not follow it: corral_dest_parent.
+ */
+struct corral_dir_id {
+	uint64_t dev, ino;
+};
+
+/* The box's, in *ids (malloc'd, NULL if none); 0 or -ENOMEM. */
+CORRAL_PUBLIC
+int corral_box_rw_dirs(const struct corral_box *b, struct corral_dir_id **ids,
+		       size_t *n);
+
+/*
+ * The directory a new entry at path goes in, opened (O_PATH) one
+ * component at a time with its symlinks followed as the kernel would,
+ * but none that lies in or below one of rw's nrw directories (-EPERM:
+ * the sandbox may have put it there to lead the caller's write into a
+ * directory of its choosing).  The entry's last name in *name (malloc'd);
+ * dir: path names a directory, and may end in '/'.  flag names path in
+ * messages ("--patch").  The fd, or -errno with err set.
+ */
+CORRAL_PUBLIC
+int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		       const char *path, bool dir, char **name, struct corral_err *err);
+/*
+ * What path names, opened (O_PATH) by the same rule: a file the caller
+ * reads for the sandbox (a copy in) is not one a symlink of the
+ * sandbox's led it to.
+ */
+CORRAL_PUBLIC
+int corral_path_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		     const char *path, struct corral_err *err);
+
 struct corral_box_export_opts {
 	const char *to;			/* a new host directory */
 	bool apply;			/* onto the workspace the box was made on */

@@ -349,6 +349,47 @@ s_export_to_not_through_a_bind_link() {
 	expect_eq "exported" "$(cat "$T/share/real/out/new.txt")" x
 }
 
+# The client's own files for a sandbox: `corral export --patch FILE`,
+# `corral cp` out and in.  A symlink the sandbox left in its --rw bind
+# ("sub" -> a directory of the user's it cannot see, "f" -> a file) led
+# the user's client, as the user, to write there or to copy that file in.
+# The daemon names the bind's directories by identity (rw_dirs); the
+# client follows no symlink that lies in them, and its user's own links
+# still work.
+s_client_files_not_through_a_bind_link() {
+	local id
+	mkrepo "$T/ws"
+	mkdir -p "$T/share/real" "$T/victim"
+	chmod 700 "$T/victim"
+	echo secret > "$T/secret.txt"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/share"
+	ln -s "$T/victim" "$T/mylink"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0, \"policy\": {\"filesystem\": {\"rw\": [\"$T/share:/share\"]}}}"
+	run "$SB" "$(sh_file a.sh 'echo x > new.txt; ln -s "$1" /share/sub; ln -s "$2" /share/f')" \
+		"$T/victim" "$T/secret.txt"
+	id=$(stat -c %d:%i "$T/share")
+	expect_eq "get" "$(api GET "/v1/sandboxes/$SB")" 200
+	expect_contains "rw_dirs" "$(cat "$T/body")" "\"rw_dirs\":[\"$id\"]"
+
+	cli export --patch "$T/share/sub/p.diff" "$SB" && fail "export --patch followed the bind's link"
+	expect_contains "said" "$(cat "$T/err")" "the symlink sub on the way lies in a --rw bind"
+	cli cp "$SB:/workspace/new.txt" "$T/share/sub/x" && fail "cp out followed the bind's link"
+	cli cp "$SB:/workspace/new.txt" "$T/share/f" && fail "cp out wrote through the bind's link"
+	expect_contains "said" "$(cat "$T/err")" "the symlink f on the way lies in a --rw bind"
+	[ -z "$(ls -A "$T/victim")" ] || fail "the client wrote through the link: $(ls "$T/victim")"
+	expect_eq "the file the link names" "$(cat "$T/secret.txt")" secret
+	cli cp "$T/share/f" "$SB:/tmp/got" && fail "cp in read through the bind's link"
+	expect_eq "nothing copied in" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/got")" 404
+
+	cli export --patch "$T/share/real/p.diff" "$SB" || fail "export into the bind: $(cat "$T/err")"
+	expect_contains "the patch" "$(cat "$T/share/real/p.diff")" "+x"
+	cli cp "$SB:/workspace/new.txt" "$T/share/real/h" || fail "cp out: $(cat "$T/err")"
+	cli cp "$T/share/real/h" "$SB:/tmp/h" || fail "cp in: $(cat "$T/err")"
+	cli cp "$SB:/workspace/new.txt" "$T/mylink/mine" || fail "cp through the user's link: $(cat "$T/err")"
+	expect_eq "through the user's own link" "$(cat "$T/victim/mine")" x
+}
+
 # ---- snapshots and forks --------------------------------------------------
 
 s_snapshot_two_forks_diverge() {
@@ -985,23 +1026,51 @@ assert r["mode"] == "patch", r' "$T/out" || fail "the report: $(head -c 400 "$T/
 	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
 }
 
-# A client ended by a signal while its patch comes (here before: the daemon
-# is stopped, the request waits) takes its new file with it: FILE as it
-# was, nothing beside it, and the daemon serves on.  (SIGINT too, but a
-# background job of a script has SIGINT ignored, and corral keeps that.)
+# A client ended by a signal while its patch comes (here before: a relay
+# between it and the daemon passes its GET of the sandbox, which comes
+# first, and holds its POST, so the request waits) takes its new file with
+# it: FILE as it was, nothing beside it, and the daemon serves on.
+# (SIGINT too, but a background job of a script has SIGINT ignored, and
+# corral keeps that.)
+HOLD_POST_PY='
+import select, socket, sys, threading
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1])
+srv.listen(8)
+srv.settimeout(60)
+def relay(c):
+    d = socket.socket(socket.AF_UNIX)
+    d.connect(sys.argv[2])
+    held = False
+    for _ in range(10000):
+        r = select.select([c, d], [], [], 60)[0]
+        if not r:
+            return
+        for s in r:
+            data = s.recv(65536)
+            if not data:
+                return
+            held = held or (s is c and data.startswith(b"POST "))
+            if not held:
+                (d if s is c else c).sendall(data)
+for _ in range(16):
+    threading.Thread(target=relay, args=(srv.accept()[0],), daemon=True).start()
+'
 s_export_patch_interrupted() {
-	local cpid rc=0 i
+	local cpid rc=0 i rpid
 	mkrepo "$T/ws"
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	start_daemon
 	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
 	run "$SB" "$(sh_file a.sh 'echo new > n.txt')"
 	echo before > "$T/p.diff"
+	"$PY" -c "$HOLD_POST_PY" "$T/relay" "$SOCK" &
+	rpid=$!
+	trap 'kill "$rpid" 2>/dev/null; stop_daemon' EXIT
+	i=0
+	until [ -S "$T/relay" ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i + 1)); done
 	for sig in TERM HUP; do
-		kill -STOP "$DPID"
-		# the daemon goes on however the test ends (stop_daemon: TERM, KILL)
-		trap 'kill -CONT "$DPID" 2>/dev/null; stop_daemon' EXIT
-		"$CORRAL" export --socket "$SOCK" --patch "$T/p.diff" "$SB" > "$T/out" 2> "$T/err" &
+		"$CORRAL" export --socket "$T/relay" --patch "$T/p.diff" "$SB" > "$T/out" 2> "$T/err" &
 		cpid=$!
 		i=0
 		until compgen -G "$T/p.diff.corral-export.*" > /dev/null || [ $i -ge 200 ]; do
@@ -1013,12 +1082,13 @@ s_export_patch_interrupted() {
 		while kill -0 "$cpid" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 		kill -0 "$cpid" 2>/dev/null && { kill -KILL "$cpid"; fail "SIG$sig did not end it"; }
 		rc=0; wait "$cpid" || rc=$?
-		kill -CONT "$DPID"
-		trap stop_daemon EXIT
 		expect_eq "SIG$sig: ended by it" "$rc" $((128 + $(kill -l $sig)))
 		expect_eq "SIG$sig: FILE as it was" "$(cat "$T/p.diff")" before
 		expect_eq "SIG$sig: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 	done
+	kill "$rpid" 2>/dev/null
+	wait "$rpid" 2>/dev/null || true
+	trap stop_daemon EXIT
 	expect_eq "the daemon serves on" "$(api GET /v1/health)" 200
 	cli export "$SB" --patch "$T/p.diff" || fail "export after: $(cat "$T/err")"
 	expect_contains "the patch" "$(cat "$T/p.diff")" "+new"

@@ -607,6 +607,51 @@ json_t *conn_call_json(struct conn *c, const char *method, const char *path,
 }
 
 /* "/v1/sandboxes/ID" + rest; the id was checked, escaping is belt and braces. */
+/* "DEV:INO", as the daemon writes a rw directory's identity */
+static bool dir_id_parse(const char *s, struct corral_dir_id *id)
+{
+	unsigned long long dev, ino;
+	int end = 0;
+
+	if (sscanf(s, "%llu:%llu%n", &dev, &ino, &end) != 2 || s[end])
+		return false;
+	*id = (struct corral_dir_id){ .dev = dev, .ino = ino };
+	return true;
+}
+
+int sandbox_rw_dirs(struct conn *c, const char *id, struct corral_dir_id **ids,
+		    size_t *n)
+{
+	char *path = conn_sandbox_path(c, id, "");
+	json_t *o = path ? conn_call_json(c, "GET", path, NULL) : NULL, *a, *v;
+	size_t i;
+	int code = 0;
+
+	*ids = NULL;
+	*n = 0;
+	free(path);
+	if (!o)
+		return EXIT_CORRAL;
+	a = json_object_get(o, "rw_dirs");
+	if (json_array_size(a) && !(*ids = calloc(json_array_size(a), sizeof(**ids))))
+		code = out_of_memory("reading the sandbox's rw directories");
+	json_array_foreach(a, i, v) {
+		if (code)
+			break;
+		if (!json_is_string(v) || !dir_id_parse(json_string_value(v), &(*ids)[(*n)++])) {
+			cli_error("the daemon's rw_dirs holds a bad entry");
+			code = EXIT_CORRAL;
+		}
+	}
+	if (code) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+	}
+	json_decref(o);
+	return code;
+}
+
 char *conn_sandbox_path(struct conn *c, const char *id, const char *rest)
 {
 	char *esc = curl_easy_escape(c->curl, id, 0), *path;

@@ -185,6 +185,12 @@ void reply_free(struct reply *r);
 json_t *conn_call_json(struct conn *c, const char *method, const char *path,
 		       const json_t *body);
 
+/*
+ * The sandbox's rw directories, from its "rw_dirs" (none from a daemon
+ * that does not say): *ids malloc'd.  0, or EXIT_CORRAL (said).
+ */
+int sandbox_rw_dirs(struct conn *c, const char *id, struct corral_dir_id **ids,
+		    size_t *n);
 /* "/v1/sandboxes/ID" + rest, malloc'd; NULL when out of memory (said). */
 char *conn_sandbox_path(struct conn *c, const char *id, const char *rest);
 /* ".../ID/files?path=FILE" (escaped), "&list=1" with list. */
@@ -205,10 +211,18 @@ int verb_finish(int code);
 
 /* ---- localfile.c: local files, whole or as they come ------------------ */
 
+/*
+ * The local files a sandbox's bytes go to or come from, reached without
+ * a symlink that lies in one of the sandbox's rw directories (rw, nrw:
+ * sandbox_rw_dirs; none: NULL, 0), which the sandbox may have left there
+ * to lead us to a file of its choosing (corral_path_open).
+ */
 /* A local file, or "-" for stdin, up to max bytes; only regular files. */
-int read_local(const char *path, size_t max, char **out, size_t *len);
+int read_local(const char *path, size_t max, char **out, size_t *len,
+	       const struct corral_dir_id *rw, size_t nrw);
 /* The file at path (created or truncated), or "-" for stdout. */
-int write_local(const char *path, const char *buf, size_t len);
+int write_local(const char *path, const char *buf, size_t len,
+		const struct corral_dir_id *rw, size_t nrw);
 
 /*
  * A local file written as it comes, never held whole: into a new file
@@ -217,10 +231,13 @@ int write_local(const char *path, const char *buf, size_t len);
  */
 struct local_out {
 	const char *path;
-	char *tmp;
+	int dir;			/* path's directory, judged */
+	char *name;			/* path's last name, beneath dir */
+	char *tmp;			/* the new file's, beneath dir */
 	int fd;
 };
-int local_out_open(struct local_out *o, const char *path);
+int local_out_open(struct local_out *o, const char *path,
+		   const struct corral_dir_id *rw, size_t nrw);
 int local_out_write(struct local_out *o, const char *buf, size_t len);
 /* keep: the new file takes path's name; else it goes.  Either way closed. */
 int local_out_close(struct local_out *o, bool keep);

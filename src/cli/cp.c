@@ -23,7 +23,9 @@ static const struct verb cp_verb = {
 "beneath the sandbox's root, with the rights of the sandbox's user: a\n"
 "symlink anywhere in it is refused, never followed, and /proc and /sys are\n"
 "refused.  Files go either way up to 64 MiB.  A local name with a colon in\n"
-"it is written ./NAME.\n"
+"it is written ./NAME.  No symlink that lies in one of the sandbox's --rw\n"
+"binds on the host is followed on the way to the local file: the sandbox\n"
+"may have left it there to lead the copy to a file of its choosing.\n"
 "\n"
 "Options:\n"
 "  --list               list the directory ID:/DIR instead: for each entry\n"
@@ -105,9 +107,10 @@ static int cp_in(struct conn *c, const char *src, const char *id,
 			     .type = "Content-Type: application/octet-stream" };
 	struct reply r = { .max = REPLY_MAX };
 	char *full = NULL, *buf = NULL, *path = NULL;
+	struct corral_dir_id *rw = NULL;
 	json_t *o = NULL;
-	size_t len;
-	int code;
+	size_t len, nrw = 0;
+	int code = 0;
 
 	if (dst[strlen(dst) - 1] == '/') {
 		if (!strcmp(src, "-"))
@@ -117,7 +120,10 @@ static int cp_in(struct conn *c, const char *src, const char *id,
 			return out_of_memory("naming the destination");
 		dst = full;
 	}
-	code = read_local(src, FILE_MAX, &buf, &len);
+	if (strcmp(src, "-"))
+		code = sandbox_rw_dirs(c, id, &rw, &nrw);
+	if (!code)
+		code = read_local(src, FILE_MAX, &buf, &len, rw, nrw);
 	if (code)
 		goto out;
 	code = EXIT_CORRAL;
@@ -140,6 +146,7 @@ out:
 	free(path);
 	free(buf);
 	free(full);
+	free(rw);
 	return code;
 }
 
@@ -149,7 +156,9 @@ static int cp_out(struct conn *c, const char *id, const char *src,
 	struct request q = { .method = "GET" };
 	struct reply r = { .max = FILE_MAX };
 	char *path, *full = NULL;
+	struct corral_dir_id *rw = NULL;
 	struct stat st;
+	size_t nrw = 0;
 	int code = EXIT_CORRAL;
 
 	path = conn_files_path(c, id, src, false);
@@ -167,11 +176,14 @@ static int cp_out(struct conn *c, const char *id, const char *src,
 		}
 		dst = full;
 	}
-	code = write_local(dst, r.buf ? r.buf : "", r.len);
+	if (strcmp(dst, "-") && sandbox_rw_dirs(c, id, &rw, &nrw))
+		goto out;
+	code = write_local(dst, r.buf ? r.buf : "", r.len, rw, nrw);
 out:
 	reply_free(&r);
 	free(full);
 	free(path);
+	free(rw);
 	return code;
 }
 

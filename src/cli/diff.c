@@ -143,7 +143,7 @@ static int diff_get(struct conn *c, const char *id, const char *sub,
 		goto out;
 	q.path = path;
 	if (a->patch) {
-		code = local_out_open(&out, "-");
+		code = local_out_open(&out, "-", NULL, 0);
 		if (code)
 			goto out;
 		r.sink = patch_out;

@@ -165,7 +165,7 @@ static int put_stdin(json_t *body, const char *file)
 	json_t *s;
 	int code;
 
-	code = read_local(file, JSON_BODY_MAX, &buf, &len);
+	code = read_local(file, JSON_BODY_MAX, &buf, &len, NULL, 0);
 	if (code)
 		return code;
 	s = json_stringn(buf, len);

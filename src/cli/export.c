@@ -32,7 +32,9 @@ static const struct verb export_verb = {
 "                       It is written as it comes, never held whole, into\n"
 "                       a new file beside FILE (FILE.corral-export.PID)\n"
 "                       that is renamed onto FILE once complete: a failed\n"
-"                       export leaves FILE as it was\n"
+"                       export leaves FILE as it was.  No symlink that\n"
+"                       lies in one of the sandbox's --rw binds is\n"
+"                       followed on the way to FILE's directory\n"
 "\n"
 "Every host write is resolved beneath the destination with no symlink\n"
 "followed.  No device node, fifo, socket, setuid/setgid bit, hardlink to\n"
@@ -261,8 +263,8 @@ static int patch_take(void *arg, const char *data, size_t n)
 	return n && local_out_write(&p->out, data, n) ? -1 : 0;
 }
 
-static int export_patch(struct conn *c, const char *path, const char *text,
-			struct export_args *a)
+static int export_patch(struct conn *c, const char *id, const char *path,
+			const char *text, struct export_args *a)
 {
 	struct request q = { .method = "POST", .path = path, .body = text,
 			     .body_len = strlen(text),
@@ -270,10 +272,21 @@ static int export_patch(struct conn *c, const char *path, const char *text,
 			     .accept = "Accept: " EXPORT_STREAM_TYPE };
 	struct reply r = { .max = REPLY_MAX, .sink = patch_take };
 	struct patch_in p = { .r = &r, .line = { .max = REPLY_MAX } };
-	int code = local_out_open(&p.out, a->patch);
+	struct corral_dir_id *rw = NULL;
+	size_t nrw = 0;
+	int code = 0;
+
+	/* FILE's directory judged by what the sandbox writes, before it answers */
+	if (strcmp(a->patch, "-"))
+		code = sandbox_rw_dirs(c, id, &rw, &nrw);
+	if (!code)
+		code = local_out_open(&p.out, a->patch, rw, nrw);
+	free(rw);
+	if (code)
+		return code;
 
 	r.arg = &p;
-	if (!code && (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0))
+	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
 		code = EXIT_CORRAL;
 	if (!code && !p.report) {
 		cli_error("the daemon's answer ended before its report did");
@@ -300,7 +313,7 @@ static int export_post(struct conn *c, const char *id, struct export_args *a,
 
 	if (path && a->patch) {
 		text = json_dumps(body, JSON_COMPACT);
-		code = text ? export_patch(c, path, text, a) :
+		code = text ? export_patch(c, id, path, text, a) :
 		       out_of_memory("building the request body");
 	} else if (path && (rep = conn_call_json(c, "POST", path, body))) {
 		code = print_report(a, rep, stdout);

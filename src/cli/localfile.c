@@ -62,24 +62,53 @@ static int read_all(int fd, const char *name, size_t max, char **out,
 	return 0;
 }
 
-int read_local(const char *path, size_t max, char **out, size_t *len)
+/*
+ * path opened to read or write by corral_path_open's rule: no symlink in
+ * the sandbox's rw directories followed.  mode: O_RDONLY or O_WRONLY (an
+ * existing file, then truncated).  -1 with errno ENOENT (nothing said) if
+ * nothing is there and quiet_enoent, else said.
+ */
+static int open_judged(const char *path, int mode, const struct corral_dir_id *rw,
+		       size_t nrw, bool quiet_enoent)
 {
+	struct corral_err err = { 0 };
+	char proc[64];
 	struct stat st;
+	int obj, fd;
+
+	obj = corral_path_open(rw, nrw, "the local file", path, &err);
+	if (obj < 0) {
+		if (!(quiet_enoent && obj == -ENOENT))
+			cli_error("%s", err.msg);
+		errno = -obj;
+		return -1;
+	}
+	if (fstat(obj, &st) < 0 || !(S_ISREG(st.st_mode) ||
+				     (mode != O_RDONLY && S_ISCHR(st.st_mode)))) {
+		cli_error("%s: not a regular file; one file is copied at a time", path);
+		close(obj);
+		errno = EINVAL;
+		return -1;
+	}
+	/* the object judged, opened again for what we do with it */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", obj);
+	fd = open(proc, mode | O_CLOEXEC | (mode == O_WRONLY ? O_TRUNC : 0));
+	if (fd < 0)
+		cli_error("%s: %s", path, strerror(errno));
+	close(obj);
+	return fd;
+}
+
+int read_local(const char *path, size_t max, char **out, size_t *len,
+	       const struct corral_dir_id *rw, size_t nrw)
+{
 	int fd, code;
 
 	if (!strcmp(path, "-"))
 		return read_all(STDIN_FILENO, "standard input", max, out, len);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		cli_error("%s: %s", path, strerror(errno));
+	fd = open_judged(path, O_RDONLY, rw, nrw, false);
+	if (fd < 0)
 		return EXIT_CORRAL;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		cli_error("%s: not a regular file; one file is copied at a time",
-			  path);
-		close(fd);
-		return EXIT_CORRAL;
-	}
 	code = read_all(fd, path, max, out, len);
 	close(fd);
 	return code;
@@ -103,19 +132,36 @@ static int write_all(int fd, const char *name, const char *buf, size_t len)
 	return 0;
 }
 
-int write_local(const char *path, const char *buf, size_t len)
+int write_local(const char *path, const char *buf, size_t len,
+		const struct corral_dir_id *rw, size_t nrw)
 {
+	struct corral_err err = { 0 };
 	struct local_out out;
-	int fd, code;
+	char *name;
+	int fd, dir, code;
 
 	if (!strcmp(path, "-")) {
-		code = local_out_open(&out, "-");
+		code = local_out_open(&out, "-", NULL, 0);
 		return code ? code : local_out_write(&out, buf, len);
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0) {
-		cli_error("%s: %s", path, strerror(errno));
+	/* a file there is written through, as cp(1) does; else a new one */
+	fd = open_judged(path, O_WRONLY, rw, nrw, true);
+	if (fd < 0 && errno != ENOENT)
 		return EXIT_CORRAL;
+	if (fd < 0) {
+		dir = corral_dest_parent(rw, nrw, "the local file", path, false, &name, &err);
+		if (dir < 0) {
+			cli_error("%s", err.msg);
+			return EXIT_CORRAL;
+		}
+		fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0666);
+		if (fd < 0)
+			cli_error("%s: %s", path, strerror(errno));
+		close(dir);
+		free(name);
+		if (fd < 0)
+			return EXIT_CORRAL;
 	}
 	code = write_all(fd, path, buf, len);
 	if (close(fd) < 0 && !code) {
@@ -136,6 +182,7 @@ static const int out_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define NOUT_SIGNALS (sizeof(out_signals) / sizeof(out_signals[0]))
 static struct sigaction out_old[NOUT_SIGNALS];
 static const char *volatile out_tmp;
+static volatile int out_dir = -1;
 
 /* Only unlink and raise: a signal handler.  SA_RESETHAND: raise kills. */
 static void out_ended(int sig)
@@ -143,15 +190,16 @@ static void out_ended(int sig)
 	const char *tmp = out_tmp;
 
 	if (tmp)
-		unlink(tmp);
+		unlinkat(out_dir, tmp, 0);
 	raise(sig);
 }
 
-static void out_catch(const char *tmp)
+static void out_catch(int dir, const char *tmp)
 {
 	struct sigaction sa = { .sa_handler = out_ended, .sa_flags = SA_RESETHAND };
 
 	sigfillset(&sa.sa_mask);
+	out_dir = dir;
 	out_tmp = tmp;
 	for (size_t i = 0; i < NOUT_SIGNALS; i++)
 		if (sigaction(out_signals[i], NULL, &out_old[i]) == 0 &&
@@ -167,12 +215,14 @@ static void out_release(void)
 	out_tmp = NULL;
 }
 
-int local_out_open(struct local_out *o, const char *path)
+int local_out_open(struct local_out *o, const char *path,
+		   const struct corral_dir_id *rw, size_t nrw)
 {
+	struct corral_err err = { 0 };
 	sigset_t set, old;
 	int e;
 
-	*o = (struct local_out){ .path = path, .fd = -1 };
+	*o = (struct local_out){ .path = path, .fd = -1, .dir = -1 };
 	if (!strcmp(path, "-")) {
 		/* what stdio holds goes first; a failed flush is the answer */
 		if (fflush(stdout) == EOF)
@@ -180,9 +230,16 @@ int local_out_open(struct local_out *o, const char *path)
 		o->fd = STDOUT_FILENO;
 		return 0;
 	}
+	/* its directory now: what the sandbox does meanwhile cannot move it */
+	o->dir = corral_dest_parent(rw, nrw, "the local file", path, false, &o->name, &err);
+	if (o->dir < 0) {
+		cli_error("%s", err.msg);
+		return EXIT_CORRAL;
+	}
 	/* named as the library names its new files beside an export's */
-	if (asprintf(&o->tmp, "%s.corral-export.%d", path, (int)getpid()) < 0) {
+	if (asprintf(&o->tmp, "%s.corral-export.%d", o->name, (int)getpid()) < 0) {
 		o->tmp = NULL;
+		local_out_close(o, false);
 		return out_of_memory("naming a new file");
 	}
 	/*
@@ -194,9 +251,10 @@ int local_out_open(struct local_out *o, const char *path)
 	for (size_t i = 0; i < NOUT_SIGNALS; i++)
 		sigaddset(&set, out_signals[i]);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	o->fd = openat(o->dir, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		       0666);
 	if (o->fd >= 0)
-		out_catch(o->tmp);
+		out_catch(o->dir, o->tmp);
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	errno = e;
@@ -205,6 +263,7 @@ int local_out_open(struct local_out *o, const char *path)
 			  strerror(errno));
 		free(o->tmp);
 		o->tmp = NULL;
+		local_out_close(o, false);
 		return EXIT_CORRAL;
 	}
 	return 0;
@@ -220,21 +279,28 @@ int local_out_close(struct local_out *o, bool keep)
 	int code = 0;
 
 	if (!o->tmp)
-		return 0;	/* stdout, or nothing opened */
+		goto out;	/* stdout, or nothing opened */
 	if (close(o->fd) < 0 && keep) {
 		cli_error("writing %s: %s", o->path, strerror(errno));
 		code = EXIT_CORRAL;
 	}
-	if (keep && !code && rename(o->tmp, o->path) < 0) {
+	/* the name itself replaced, never a symlink there followed */
+	if (keep && !code && renameat(o->dir, o->tmp, o->dir, o->name) < 0) {
 		cli_error("%s: cannot rename %s onto it: %s", o->path, o->tmp,
 			  strerror(errno));
 		code = EXIT_CORRAL;
 	}
 	if (!keep || code)
-		unlink(o->tmp);
+		unlinkat(o->dir, o->tmp, 0);
 	out_release();
 	free(o->tmp);
 	o->tmp = NULL;
 	o->fd = -1;
+out:
+	if (o->dir >= 0)
+		close(o->dir);
+	o->dir = -1;
+	free(o->name);
+	o->name = NULL;
 	return code;
 }

@@ -29,13 +29,38 @@ static json_t *meters_json(struct corral_box *b)
 			 "calls", (json_int_t)m.calls);
 }
 
+/*
+ * The directories the sandbox's --rw binds share, as "DEV:INO": what a
+ * client writing a host file for it (an export's patch, a copy out) must
+ * not follow a symlink in (corral_dest_parent).  Identities, not paths,
+ * so a TCP client learns nothing of the host from them.
+ */
+static json_t *rw_dirs_json(struct sandbox *sb)
+{
+	struct corral_dir_id *ids;
+	json_t *a = json_array();
+	size_t n;
+
+	if (!a || corral_box_rw_dirs(sb->box, &ids, &n) < 0)
+		return a;
+	for (size_t i = 0; i < n; i++) {
+		char s[48];
+
+		snprintf(s, sizeof(s), "%llu:%llu", (unsigned long long)ids[i].dev,
+			 (unsigned long long)ids[i].ino);
+		json_array_append_new(a, json_string(s));
+	}
+	free(ids);
+	return a;
+}
+
 json_t *sandbox_json(struct sandbox *sb)
 {
 	struct corral_layers l = { 0 };
 	const char *halt = corral_box_halt_reason(sb->box);
 
 	corral_box_layers(sb->box, &l);
-	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:s?, s:I, s:I, s:I, s:s?, s:s, s:i, s:o, s:o?}",
+	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:s?, s:I, s:I, s:I, s:s?, s:s, s:i, s:o, s:o?, s:o?}",
 			 "id", sb->id,
 			 "state", corral_box_state_name(corral_box_state(sb->box)),
 			 "created", sb->created, "labels", sb->labels,
@@ -48,7 +73,8 @@ json_t *sandbox_json(struct sandbox *sb)
 			 "limits", l.limits ? l.limits : "none",
 			 "landlock_abi", l.landlock_abi,
 			 "meters", meters_json(sb->box),
-			 "ids", corral_ids_json(&l.ids));
+			 "ids", corral_ids_json(&l.ids),
+			 "rw_dirs", rw_dirs_json(sb));
 }
 
 static bool labels_ok(json_t *labels, struct api_fault *f)

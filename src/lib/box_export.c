@@ -229,6 +229,14 @@ static int become(uid_t uid, gid_t gid, char *msg, size_t len)
 	return 0;
 }
 
+int corral_box_rw_dirs(const struct corral_box *b, struct corral_dir_id **ids,
+		       size_t *n)
+{
+	struct corral_err err = { 0 };
+
+	return export_rw_dirs(b->p, ids, n, &err);
+}
+
 /* In the helper, as the caller: the destination, made or opened by its path. */
 static int open_dest(struct corral_box *b, const struct corral_box_export_opts *o,
 		     int *fd, char *msg, size_t len)

@@ -1570,14 +1570,42 @@ static bool path_within(const char *path, const char *top)
 #define DEST_LINKS_MAX	40	/* the kernel's own bound on a path's symlinks */
 #define DEST_DEPTH_MAX	4096
 
-/* Whether dir is, or lies below, a directory one of p's --rw binds shares. */
-static bool in_rw_bind(const struct corral_policy *p, int dir)
+/*
+ * The directories p's --rw binds share with the host, by identity, in
+ * *ids (malloc'd; NULL if none).  By the source's path, which names the
+ * directory the bind was made of (a pinned one was checked to be it): a
+ * pinned fd is gone in a daemon's worker, its number maybe another file's.
+ * One that cannot be looked at now is left out: it cannot be walked
+ * through either.
+ */
+int export_rw_dirs(const struct corral_policy *p, struct corral_dir_id **ids,
+		   size_t *n, struct corral_err *err)
 {
-	struct stat st, up, src;
+	*ids = NULL;
+	*n = 0;
+	if (!p || !p->nbinds)
+		return 0;
+	*ids = calloc(p->nbinds, sizeof(**ids));
+	if (!*ids)
+		return corral_set_err(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < p->nbinds; i++) {
+		struct stat st;
+
+		if (!p->binds[i].writable || stat(p->binds[i].src, &st) < 0)
+			continue;
+		(*ids)[(*n)++] = (struct corral_dir_id){ .dev = st.st_dev, .ino = st.st_ino };
+	}
+	return 0;
+}
+
+/* Whether dir is, or lies below, one of the n directories rw names. */
+static bool in_rw_dirs(const struct corral_dir_id *rw, size_t n, int dir)
+{
+	struct stat st, up;
 	bool found = false;
 	int cur;
 
-	if (!p)
+	if (!n)
 		return false;
 	cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
 	/* a directory that cannot be walked up is taken for the sandbox's */
@@ -1590,17 +1618,9 @@ static bool in_rw_bind(const struct corral_policy *p, int dir)
 			found = true;
 			break;
 		}
-		/*
-		 * By the source's path, which names the directory the bind was
-		 * made of (a pinned one was checked to be it): a pinned fd is
-		 * gone in a daemon's worker, its number maybe another file's.
-		 */
-		for (size_t i = 0; !found && i < p->nbinds; i++) {
-			const struct corral_bind *b = &p->binds[i];
-
-			found = b->writable && stat(b->src, &src) == 0 &&
-				src.st_dev == st.st_dev && src.st_ino == st.st_ino;
-		}
+		for (size_t i = 0; !found && i < n; i++)
+			found = rw[i].dev == (uint64_t)st.st_dev &&
+				rw[i].ino == (uint64_t)st.st_ino;
 		/* ".." climbs out of a mount too: up to the root's own */
 		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (!found && (parent < 0 || fstat(parent, &up) < 0))
@@ -1622,9 +1642,10 @@ static bool in_rw_bind(const struct corral_policy *p, int dir)
  * may have, to lead a write the caller makes (an export, as root, say)
  * into a directory of its choosing.  -errno, with err set.
  */
-int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
-		     struct corral_err *err)
+static int dest_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		     const char *path, bool dir, struct corral_err *err)
 {
+	const char *of = dir ? "'s directory" : "";
 	char *rest = strdup(path), *comp, *next;
 	int cur, links = 0, r = 0;
 
@@ -1632,7 +1653,7 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
 		return corral_set_err(err, -ENOMEM, "out of memory");
 	cur = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cur < 0) {
-		r = corral_set_err(err, -errno, "%s's directory %s: %s", flag, path,
+		r = corral_set_err(err, -errno, "%s%s %s: %s", flag, of, path,
 				   strerror(errno));
 		goto out;
 	}
@@ -1649,7 +1670,7 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
 			continue;
 		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0) {
-			r = corral_set_err(err, -errno, "%s's directory %s: %s: %s", flag, path,
+			r = corral_set_err(err, -errno, "%s%s %s: %s: %s", flag, of, path,
 					   comp, strerror(errno));
 			if (fd >= 0)
 				close(fd);
@@ -1663,17 +1684,17 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
 		n = readlinkat(fd, "", target, sizeof(target) - 1);
 		close(fd);
 		if (n < 0 || ++links > DEST_LINKS_MAX) {
-			r = corral_set_err(err, n < 0 ? -errno : -ELOOP, "%s's directory %s: the "
-					   "symlink %s: %s", flag, path, comp,
+			r = corral_set_err(err, n < 0 ? -errno : -ELOOP, "%s%s %s: the "
+					   "symlink %s: %s", flag, of, path, comp,
 					   strerror(n < 0 ? errno : ELOOP));
 			break;
 		}
-		if (in_rw_bind(p, cur)) {
-			r = corral_set_err(err, -EPERM, "%s's directory %s: the symlink %s on the "
+		if (in_rw_dirs(rw, nrw, cur)) {
+			r = corral_set_err(err, -EPERM, "%s%s %s: the symlink %s on the "
 					   "way lies in a --rw bind, where the sandbox writes: "
-					   "refused, as it could lead the export anywhere the "
-					   "caller may write (name the directory it points to)",
-					   flag, path, comp);
+					   "refused, as it could lead the caller anywhere it "
+					   "may write or read (name what it points to)",
+					   flag, of, path, comp);
 			break;
 		}
 		target[n] = '\0';
@@ -1686,18 +1707,18 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
 			close(cur);
 			cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (cur < 0)
-				r = corral_set_err(err, -errno, "%s's directory %s: /: %s", flag,
+				r = corral_set_err(err, -errno, "%s%s %s: /: %s", flag, of,
 						   path, strerror(errno));
 		}
 		free(rest);
 		rest = next = joined;
 	}
-	if (r == 0) {
+	if (r == 0 && dir) {
 		struct stat st;
 
 		if (fstat(cur, &st) < 0 || !S_ISDIR(st.st_mode))
-			r = corral_set_err(err, -ENOTDIR, "%s's directory %s: not a directory",
-					   flag, path);
+			r = corral_set_err(err, -ENOTDIR, "%s%s %s: not a directory",
+					   flag, of, path);
 	}
 	if (r < 0 && cur >= 0)
 		close(cur);
@@ -1706,17 +1727,31 @@ out:
 	return r < 0 ? r : cur;
 }
 
+int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
+		     struct corral_err *err)
+{
+	struct corral_dir_id *rw;
+	size_t n;
+	int r = export_rw_dirs(p, &rw, &n, err);
+
+	if (r == 0)
+		r = dest_open(rw, n, flag, path, true, err);
+	free(rw);
+	return r;
+}
+
 /*
  * The directory a new entry at path goes in (--export-to's directory,
- * --patch's file, a daemon's "to"), opened before the sandbox runs, with
- * that entry's last name in *name (malloc'd): the export makes it beneath
- * this fd.  Its path resolved again then could lead elsewhere: a --rw
- * bind on the way puts a directory in the sandbox's hands, which it can
- * swap for a symlink to a directory only the caller may write, and the
- * export, made as the caller, followed it.
+ * --patch's file, a daemon's "to", the client's file), opened before the
+ * sandbox runs or before its answer is written, with that entry's last
+ * name in *name (malloc'd): the caller makes it beneath this fd.  Its
+ * path resolved again then could lead elsewhere: a --rw bind on the way
+ * puts a directory in the sandbox's hands, which it can swap for a
+ * symlink to a directory only the caller may write, and the export, made
+ * as the caller, followed it.
  */
-int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
-		       bool dir, char **name, struct corral_err *err)
+int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		       const char *path, bool dir, char **name, struct corral_err *err)
 {
 	char *copy = strdup(path), *slash, *base;
 	size_t n;
@@ -1742,13 +1777,33 @@ int export_dest_parent(const struct corral_policy *p, const char *flag, const ch
 	}
 	if (slash && slash != copy)
 		*slash = '\0';
-	fd = export_dest_open(p, flag, !slash ? "." : slash == copy ? "/" : copy, err);
+	fd = dest_open(rw, nrw, flag, !slash ? "." : slash == copy ? "/" : copy, true, err);
 	free(copy);
 	if (fd < 0) {
 		free(*name);
 		*name = NULL;
 	}
 	return fd;
+}
+
+int corral_path_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		     const char *path, struct corral_err *err)
+{
+	return dest_open(rw, nrw, flag, path, false, err);
+}
+
+int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
+		       bool dir, char **name, struct corral_err *err)
+{
+	struct corral_dir_id *rw;
+	size_t n;
+	int r = export_rw_dirs(p, &rw, &n, err);
+
+	*name = NULL;
+	if (r == 0)
+		r = corral_dest_parent(rw, n, flag, path, dir, name, err);
+	free(rw);
+	return r;
 }
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,

@@ -355,6 +355,9 @@ void export_limits_of(const struct corral_policy *p, struct export_limits *lim);
  * with its symlinks followed but for one in a --rw bind of p's, where the
  * sandbox writes: -EPERM.  The fd, or -errno with err set.
  */
+/* The directories p's --rw binds share, in *ids (malloc'd): corral_box_rw_dirs. */
+int export_rw_dirs(const struct corral_policy *p, struct corral_dir_id **ids,
+		   size_t *n, struct corral_err *err);
 int export_dest_open(const struct corral_policy *p, const char *flag, const char *path,
 		     struct corral_err *err);
 /*

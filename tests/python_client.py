@@ -7,6 +7,7 @@ import io
 import os
 import select
 import sys
+import tempfile
 import time
 import unittest
 
@@ -171,6 +172,33 @@ class ClientTest(unittest.TestCase):
             shutil.rmtree(ws)
             if os.path.exists(out):
                 os.unlink(out)
+
+    def test_patch_to_not_through_a_bind_link(self):
+        # the sandbox leaves share/sub -> a directory of the user's in its
+        # --rw bind; patch_to= through it is refused, the directory empty
+        top = tempfile.mkdtemp(dir=os.environ.get("TMPDIR", "/tmp"))
+        os.chmod(top, 0o755)
+        ws, share, victim = (os.path.join(top, n) for n in ("ws", "share", "victim"))
+        try:
+            for d in (ws, share, os.path.join(share, "real"), victim):
+                os.mkdir(d)
+            os.chmod(victim, 0o700)
+            if os.getuid() == 0:
+                os.chown(share, 65534, 65534)
+            policy = {"filesystem": {"rw": ["%s:/share" % share]}}
+            with self.client.create(workspace=ws, policy=policy) as sb:
+                self.assertTrue(sb.run("echo new > /workspace/n.txt && "
+                                       "ln -s %s /share/sub" % victim).ok)
+                with self.assertRaises(PermissionError) as e:
+                    sb.export(patch_to=os.path.join(share, "sub", "p.diff"))
+                self.assertIn("lies in a --rw bind", str(e.exception))
+                self.assertEqual(os.listdir(victim), [])
+                sb.export(patch_to=os.path.join(share, "real", "p.diff"))
+                with open(os.path.join(share, "real", "p.diff")) as f:
+                    self.assertIn("+new", f.read())
+        finally:
+            import shutil
+            shutil.rmtree(top)
 
     def test_pause_resume_halt(self):
         sb = self.client.create()

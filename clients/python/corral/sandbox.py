@@ -2,6 +2,7 @@
 import http.client
 import json
 import os
+import stat
 import urllib.parse
 
 from . import errors
@@ -34,6 +35,75 @@ def _exec_body(cmd, cwd, env, stdin, timeout, tool_call_id):
         if v is not None:
             body[k] = v
     return body
+
+
+_LINKS_MAX = 40      # the kernel's own bound on a path's symlinks
+_DEPTH_MAX = 4096
+
+
+def _in_rw(rw, fd):
+    """Whether the directory fd is, or lies below, one of rw's (dev, ino)."""
+    cur = os.dup(fd)
+    try:
+        for _ in range(_DEPTH_MAX):
+            st = os.fstat(cur)
+            if (st.st_dev, st.st_ino) in rw:
+                return True
+            try:
+                up = os.open("..", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=cur)
+            except OSError:
+                return True     # one that cannot be walked up is taken for the sandbox's
+            os.close(cur)
+            cur = up
+            ust = os.fstat(cur)
+            if (ust.st_dev, ust.st_ino) == (st.st_dev, st.st_ino):
+                return False
+        return True
+    finally:
+        os.close(cur)
+
+
+def _judged_dir(rw, path):
+    """The directory path names, opened (O_PATH) one component at a time,
+    its symlinks followed as the kernel would, but none that lies in one of
+    the sandbox's rw directories (rw_dirs): the sandbox may have left it
+    there to lead our write into a directory of its choosing."""
+    rest = [c for c in path.split("/")]
+    cur = os.open("/" if path.startswith("/") else ".",
+                  os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    links = 0
+    try:
+        while rest:
+            comp = rest.pop(0)
+            if comp in ("", "."):
+                continue
+            fd = os.open(comp, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=cur)
+            if not stat.S_ISLNK(os.fstat(fd).st_mode):
+                os.close(cur)
+                cur = fd
+                continue
+            try:
+                target = os.readlink("", dir_fd=fd)
+            finally:
+                os.close(fd)
+            links += 1
+            if links > _LINKS_MAX:
+                raise OSError(40, "too many levels of symbolic links", path)
+            if _in_rw(rw, cur):
+                raise PermissionError(1, "the symlink %s on the way lies in a --rw "
+                                      "bind, where the sandbox writes: refused, as it "
+                                      "could lead the caller anywhere it may write or "
+                                      "read (name what it points to)" % comp, path)
+            rest = target.split("/") + rest
+            if target.startswith("/"):
+                os.close(cur)
+                cur = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        if not stat.S_ISDIR(os.fstat(cur).st_mode):
+            raise NotADirectoryError(20, "not a directory", path)
+        return cur
+    except BaseException:
+        os.close(cur)
+        raise
 
 
 class Process:
@@ -350,20 +420,40 @@ class Sandbox:
                 return
             f.write(chunk)
 
+    def rw_dirs(self):
+        """The directories its --rw binds share on the host, as (st_dev,
+        st_ino) pairs: a symlink in them may be the sandbox's."""
+        out = set()
+        for s in self.info().get("rw_dirs") or []:
+            dev, ino = s.split(":")
+            out.add((int(dev), int(ino)))
+        return out
+
+    def _judged_parent(self, path):
+        """path's directory, judged (_judged_dir), and its last name."""
+        head, name = os.path.split(path)
+        if name in ("", ".", ".."):
+            raise ValueError("%r names no new file in a directory" % path)
+        return _judged_dir(self.rw_dirs(), head or "."), name
+
     def _patch_to_path(self, resp, path):
-        tmp = "%s.corral-export.%d" % (path, os.getpid())
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
-                     os.O_CLOEXEC, 0o666)
+        dirfd, name = self._judged_parent(path)
+        tmp = "%s.corral-export.%d" % (name, os.getpid())
         try:
-            with os.fdopen(fd, "wb") as f:
-                self._copy(resp, f)
-            os.replace(tmp, path)
-        except BaseException:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                         os.O_CLOEXEC, 0o666, dir_fd=dirfd)
             try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+                with os.fdopen(fd, "wb") as f:
+                    self._copy(resp, f)
+                os.replace(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dirfd)
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(dirfd)
 
     def destroy(self):
         """Destroy it; the final {"id", "state": "destroyed", "meters"}."""

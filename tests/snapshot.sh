@@ -350,7 +350,7 @@ s_export_to_not_through_a_bind_link() {
 }
 
 # The client's own files for a sandbox: `corral export --patch FILE`,
-# `corral cp` out and in.  A symlink the sandbox left in its --rw bind
+# `corral cp` out and in, `corral exec --stdin-file FILE`.  A symlink the sandbox left in its --rw bind
 # ("sub" -> a directory of the user's it cannot see, "f" -> a file) led
 # the user's client, as the user, to write there or to copy that file in.
 # The daemon names the bind's directories by identity (rw_dirs); the
@@ -381,11 +381,16 @@ s_client_files_not_through_a_bind_link() {
 	expect_eq "the file the link names" "$(cat "$T/secret.txt")" secret
 	cli cp "$T/share/f" "$SB:/tmp/got" && fail "cp in read through the bind's link"
 	expect_eq "nothing copied in" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/got")" 404
+	cli exec --stdin-file "$T/share/f" "$SB" -- cat && fail "exec's stdin read through the bind's link"
+	expect_contains "said" "$(cat "$T/err")" "the symlink f on the way lies in a --rw bind"
+	expect_eq "exec: nothing read" "$(cat "$T/out")" ""
 
 	cli export --patch "$T/share/real/p.diff" "$SB" || fail "export into the bind: $(cat "$T/err")"
 	expect_contains "the patch" "$(cat "$T/share/real/p.diff")" "+x"
 	cli cp "$SB:/workspace/new.txt" "$T/share/real/h" || fail "cp out: $(cat "$T/err")"
 	cli cp "$T/share/real/h" "$SB:/tmp/h" || fail "cp in: $(cat "$T/err")"
+	cli exec --stdin-file "$T/share/real/h" "$SB" -- cat || fail "exec --stdin-file: $(cat "$T/err")"
+	expect_eq "exec's stdin" "$(cat "$T/out")" x
 	cli cp "$SB:/workspace/new.txt" "$T/mylink/mine" || fail "cp through the user's link: $(cat "$T/err")"
 	expect_eq "through the user's own link" "$(cat "$T/victim/mine")" x
 }

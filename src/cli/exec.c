@@ -157,15 +157,21 @@ static int exec_option(void *arg, int opt, const char *val)
 	return verb_usage_error(&exec_verb, "option %d is not handled", opt);
 }
 
-static int put_stdin(json_t *body, const char *file)
+/* file's bytes as the call's stdin; no symlink the sandbox left followed to it */
+static int put_stdin(struct conn *c, const char *id, json_t *body, const char *file)
 {
 	const char *name = strcmp(file, "-") ? file : "standard input";
+	struct corral_dir_id *rw = NULL;
+	size_t len, nrw = 0;
 	char *buf;
-	size_t len;
 	json_t *s;
-	int code;
+	int code = 0;
 
-	code = read_local(file, JSON_BODY_MAX, &buf, &len, NULL, 0);
+	if (strcmp(file, "-"))
+		code = sandbox_rw_dirs(c, id, &rw, &nrw);
+	if (!code)
+		code = read_local(file, JSON_BODY_MAX, &buf, &len, rw, nrw);
+	free(rw);
 	if (code)
 		return code;
 	s = json_stringn(buf, len);
@@ -481,12 +487,9 @@ int cmd_exec(int argc, char **argv)
 	code = conn_target(&c, &exec_verb);
 	if (code)
 		goto out;
-	if (a.stdin_file) {
-		code = put_stdin(a.body, a.stdin_file);
-		if (code)
-			goto out;
-	}
 	code = conn_open(&c, &exec_verb);
+	if (!code && a.stdin_file)
+		code = put_stdin(&c, a.id, a.body, a.stdin_file);
 	if (!code)
 		code = exec_send(&c, &a);
 out:

@@ -1506,6 +1506,50 @@ t_denied_syscalls_reported() {
 	json denials.0.pid < "$T/out" >/dev/null || fail "no pid"
 }
 
+# Huge pages come from one pool for the host (vm.nr_hugepages), charged to
+# no memory cgroup: a sandbox under --memory 16M took all 64 MiB of it and
+# the host's own MAP_HUGETLB failed.  Every way in (mmap, memfd_create,
+# shmget) answers ENOMEM, as an empty pool does.  As root the test makes a
+# small pool if there is none (so that the refusal is seccomp's, not the
+# pool's), and puts the host's setting back.
+HUGE_PY='
+import ctypes, errno, mmap, os
+def tell(what, f):
+    try:
+        f()
+        print(what, "got huge pages")
+    except OSError as e:
+        print(what, errno.errorcode.get(e.errno, e.errno))
+tell("mmap", lambda: mmap.mmap(-1, 2 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40000).write(b"x"))
+def memfd():
+    fd = os.memfd_create("h", os.MFD_HUGETLB)
+    os.ftruncate(fd, 2 << 20)
+    mmap.mmap(fd, 2 << 20).write(b"x")
+tell("memfd", memfd)
+libc = ctypes.CDLL(None, use_errno=True)
+def shm():
+    if libc.shmget(0, 2 << 20, 0o1000 | 0o4000 | 0o600) < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+tell("shmget", shm)
+'
+t_huge_pages_refused() {
+	local pool=/proc/sys/vm/nr_hugepages before="" out free0 free1
+	if [ "$(id -u)" = 0 ] && [ "$(cat $pool)" = 0 ]; then
+		before=0
+		echo 4 > $pool 2>/dev/null || before=""
+	fi
+	free0=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)
+	out=$(crun --memory 64M -- /usr/bin/python3 -c "$HUGE_PY")
+	free1=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)
+	[ -n "$before" ] && echo "$before" > $pool
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_contains "mmap" "$out" "mmap ENOMEM"
+	expect_contains "memfd_create" "$out" "memfd ENOMEM"
+	expect_contains "shmget" "$out" "shmget ENOMEM"
+	expect_eq "the host's free huge pages" "$free1" "$free0"
+	[ "${free0:-0}" -gt 0 ] || skip "no huge page pool here (not root): only the answers checked"
+}
+
 t_setup_failure_explained() {
 	# fails inside the sandbox while the supervisor may still be writing to
 	# it: always 125 with the sandbox's reason, never a silent SIGPIPE

@@ -565,11 +565,17 @@ int corral_status_from_name(const char *name, enum corral_status *s);
 /* One JSON object, malloc'd, no trailing newline. */
 CORRAL_PUBLIC
 char *corral_result_json(const struct corral_result *res);
+struct json_t;
+/*
+ * The same object as jansson's, a new reference (NULL when out of memory),
+ * for a front end that adds to it before it writes it out.
+ */
+CORRAL_PUBLIC
+struct json_t *corral_result_object(const struct corral_result *res);
 /*
  * Program output (bytes) as a jansson string, the way results carry it:
  * invalid UTF-8 becomes U+FFFD.  A new reference, NULL when out of memory.
  */
-struct json_t;
 CORRAL_PUBLIC
 struct json_t *corral_json_bytes(const char *data, size_t len);
 /*

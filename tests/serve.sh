@@ -1586,6 +1586,53 @@ t_teardown_off_loop() {
 	stop_daemon
 }
 
+# What a box's calls left running (each in its call's group) is removed
+# off the loop with the box, however many: past a fixed 129 the groups
+# were destroyed on the loop, each a freeze, a kill and a wait (900 held
+# every other request 246 s).  While the helper is held, every call group
+# of a's is still there: none was removed on the loop.
+t_teardown_of_lingering_calls_off_loop() {
+	local n=160 i d left before
+	mkfifo "$T/reap"
+	exec 7<>"$T/reap"
+	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$a"; then
+		exec 7>&-
+		rm -f "$T/reap"
+		stop_daemon
+		skip "no cgroups: nothing of a box's is removed off the loop"
+		return 77
+	fi
+	i=0
+	while [ $i -lt $n ]; do
+		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		expect_code "call $i leaves a sleeper" "$code" 200 || break
+		i=$((i + 1))
+	done
+	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
+	[ -n "$d" ] || fail "no group of a's"
+	# the calls' groups, and the one made ahead for the next call
+	before=$(find "$d" -mindepth 1 -maxdepth 1 -type d -name 'c*' | wc -l)
+	[ "$before" -ge $n ] || fail "a's calls' groups: $before, want $n or more"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	i=0
+	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/reap")" ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	[ -n "$(helper_on "$T/reap")" ] || fail "no helper of the daemon removes a's groups"
+	expect_eq "b answers while a's teardown is held" "$(sbsh "$b" 'echo b')" b
+	left=$(find "$d" -mindepth 1 -maxdepth 1 -type d -name 'c*' 2>/dev/null | wc -l)
+	expect_eq "a's calls' groups left to the held helper, none removed on the loop" "$left" "$before"
+	echo x >&7
+	exec 7>&-
+	rm -f "$T/reap"
+	wait_gone "a's groups" 30 eval "cgroups_of $DPID | grep -- '-$a\$'"
+	stop_daemon
+}
+
 # box_procs ID: the host pids in the box's own group (not its calls').
 box_procs() {
 	local f

@@ -668,8 +668,15 @@ struct reaper {
 	int pidfd;
 	struct event *ev;
 	struct event_base *base;
-	struct cg *cgs[2 * LINGER_MAX + 1];	/* calls' groups first, the box's last */
-	size_t ncgs;
+	/*
+	 * The calls' groups first, the box's last.  Grown as needed: the
+	 * calls a sandbox left running (one group each, bounded only by its
+	 * pids limit) were destroyed here and now past a fixed 129, each a
+	 * freeze, kill and wait on the loop; 900 such held every other
+	 * request of the daemon for 246 s.
+	 */
+	struct cg **cgs;
+	size_t ncgs, cap;
 };
 
 static void reap(struct reaper *r)
@@ -677,6 +684,7 @@ static void reap(struct reaper *r)
 	if (r->pid > 0)
 		waitpid(r->pid, NULL, 0);
 	cg_destroy_async(r->base, r->cgs, r->ncgs);
+	free(r->cgs);
 	if (r->ev)
 		event_free(r->ev);
 	if (r->pidfd >= 0)
@@ -693,12 +701,22 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
 
 static void reaper_add(struct reaper *r, struct cg **cg)
 {
+	struct cg **more;
+
 	if (!*cg)
 		return;
-	if (r->ncgs < sizeof(r->cgs) / sizeof(r->cgs[0]) - 1)
+	if (r->ncgs == r->cap) {
+		more = reallocarray(r->cgs, r->cap ? 2 * r->cap : 16,
+				    sizeof(*more));
+		if (more) {
+			r->cgs = more;
+			r->cap = r->cap ? 2 * r->cap : 16;
+		}
+	}
+	if (r->ncgs < r->cap)
 		r->cgs[r->ncgs++] = *cg;
 	else
-		cg_destroy(*cg);	/* more than we keep: now */
+		cg_destroy(*cg);	/* no memory to keep it: now */
 	*cg = NULL;
 }
 

@@ -223,22 +223,61 @@ static int limit_shared(struct corral_err *err)
  */
 #define INFLIGHT_SHARE	2
 
-static bool inflight_nofile(const struct rlimit *init, struct rlimit *want)
+/*
+ * Every open file is a struct file in one table for the whole host,
+ * fs.file-max, that no namespace, cgroup or rlimit divides, and past it
+ * the kernel refuses every open of every process but root's (ENFILE).
+ * One sandbox of the default policy, 1024 processes of 10000 fds each,
+ * opened 2,465,693 of this host's 2,466,248: `cat` as nobody on the host
+ * could not load libc, and the next sandbox could not start.  A command's
+ * hard RLIMIT_NOFILE is so at most a quarter of the table over the pids
+ * limit, but not below 1024, the soft limit programs take for granted (a
+ * host whose table is small against pids x 1024 lowers pids).  Without a
+ * pids limit nothing bounds the processes, and so nothing is taken here.
+ */
+#define FILE_TABLE_SHARE	4
+#define NOFILE_FLOOR		1024
+
+rlim_t sandbox_nofile_cap(uint64_t pids)
 {
-	if (init->rlim_max == RLIM_INFINITY)
+	unsigned long long max;
+	rlim_t cap;
+	FILE *f;
+	int n;
+
+	if (!pids)
+		return 0;
+	f = fopen("/proc/sys/fs/file-max", "re");
+	if (!f)
+		return 0;	/* no /proc: the rlimits alone, as before */
+	n = fscanf(f, "%llu", &max);
+	fclose(f);
+	if (n != 1)
+		return 0;
+	cap = (rlim_t)(max / FILE_TABLE_SHARE / pids);
+	return cap > NOFILE_FLOOR ? cap : NOFILE_FLOOR;
+}
+
+static bool inflight_nofile(const struct rlimit *init, rlim_t cap,
+			    struct rlimit *want)
+{
+	if (init->rlim_max == RLIM_INFINITY && !cap)
 		return false;	/* no limit to keep a part of (nr_open bounds it) */
-	want->rlim_max = init->rlim_max / INFLIGHT_SHARE;
+	want->rlim_max = init->rlim_max == RLIM_INFINITY ? cap :
+			 init->rlim_max / INFLIGHT_SHARE;
+	if (cap && want->rlim_max > cap)
+		want->rlim_max = cap;
 	want->rlim_cur = init->rlim_cur < want->rlim_max ? init->rlim_cur : want->rlim_max;
 	return true;
 }
 
-static int limit_inflight(struct corral_err *err)
+static int limit_inflight(rlim_t cap, struct corral_err *err)
 {
 	struct rlimit init, want;
 
 	if (getrlimit(RLIMIT_NOFILE, &init) < 0)
 		return corral_set_errno(err, errno, "getrlimit(RLIMIT_NOFILE)");
-	if (inflight_nofile(&init, &want) && setrlimit(RLIMIT_NOFILE, &want) < 0)
+	if (inflight_nofile(&init, cap, &want) && setrlimit(RLIMIT_NOFILE, &want) < 0)
 		return corral_set_errno(err, errno, "setrlimit(RLIMIT_NOFILE, %llu)",
 					(unsigned long long)want.rlim_max);
 	return 0;
@@ -549,7 +588,7 @@ static __attribute__((noreturn)) void exec_command(const struct child_ctx *c,
 
 		if ((c->cg_none && cg_apply_rlimits(c->p, &err) < 0) ||
 		    sandbox_set_rlimits(c->rlimits, c->nrlimits, &err) < 0 ||
-		    (!c->container && limit_inflight(&err) < 0)) {
+		    (!c->container && limit_inflight(c->nofile_cap, &err) < 0)) {
 			e = err.code;	/* negative: not an exec failure */
 			if (write(exec_err_wr, &e, sizeof(e)) < 0)
 				_exit(125);
@@ -684,13 +723,13 @@ static bool plan_rlimit(struct spawn *sp, int res, bool lower, uint64_t v,
 }
 
 /* limit_inflight's RLIMIT_NOFILE, from init's (no NOFILE planned before) */
-static bool plan_inflight(struct spawn *sp)
+static bool plan_inflight(struct spawn *sp, rlim_t cap)
 {
 	struct rlimit init;
 
 	if (sp->nrl == SPAWN_RLIMITS || getrlimit(RLIMIT_NOFILE, &init) < 0)
 		return false;
-	if (!inflight_nofile(&init, &sp->rl[sp->nrl].want))
+	if (!inflight_nofile(&init, cap, &sp->rl[sp->nrl].want))
 		return true;
 	sp->rl[sp->nrl++].resource = RLIMIT_NOFILE;
 	return true;
@@ -708,7 +747,7 @@ static bool plan_rlimits(struct spawn *sp, const struct child_ctx *c)
 	for (size_t i = 0; i < c->nrlimits; i++)
 		if (!plan_rlimit(sp, c->rlimits[i].resource, false, 0, &c->rlimits[i]))
 			return false;
-	return c->container || plan_inflight(sp);
+	return c->container || plan_inflight(sp, c->nofile_cap);
 }
 
 /*
@@ -1089,7 +1128,7 @@ static __attribute__((noreturn)) void call_child(const struct child_ctx *c,
 		call_fail(gate, EXEC_STAGE_EXEC, EINVAL);
 	cwd = m->data + used;
 	if ((c->cg_none && cg_apply_rlimits(c->p, &err) < 0) ||
-	    (!c->container && limit_inflight(&err) < 0))
+	    (!c->container && limit_inflight(c->nofile_cap, &err) < 0))
 		call_fail(gate, EXEC_STAGE_RLIMIT, -err.code);
 	if (chdir(cwd) < 0)
 		call_fail(gate, EXEC_STAGE_CWD, errno);

@@ -222,11 +222,10 @@ json_t *corral_ids_json(const struct corral_ids *ids)
 			 "idmapped", ids->idmapped, "note", ids->note);
 }
 
-char *corral_result_json(const struct corral_result *res)
+json_t *corral_result_object(const struct corral_result *res)
 {
 	json_t *o, *layers, *denials;
 	size_t kept;
-	char *text;
 
 	layers = json_pack("{s:i, s:b, s:b, s:s, s:o?}",
 			   "landlock_abi", res->layers.landlock_abi,
@@ -262,7 +261,14 @@ char *corral_result_json(const struct corral_result *res)
 			    (res->denials_total > kept ? res->denials_total - kept : 0)));
 	if (res->export_report)
 		json_object_set_new(o, "export", json_loads(res->export_report, 0, NULL));
-	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	return o;
+}
+
+char *corral_result_json(const struct corral_result *res)
+{
+	json_t *o = corral_result_object(res);
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+
 	json_decref(o);
 	return text;
 }

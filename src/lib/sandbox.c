@@ -576,6 +576,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.container = o->container, .hostname = o->hostname,
 		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
 		.joined_net = !new_net,
+		.nofile_cap = sandbox_nofile_cap(o->p->pids),
 	};
 	sb->pid = ns_clone_owned(SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
 				 (o->container ? CLONE_PARENT : 0), &sb->pidfd, &sb->ids);

@@ -4,6 +4,7 @@
 #ifndef CORRAL_SANDBOX_H
 #define CORRAL_SANDBOX_H
 
+#include <sys/resource.h>
 #include "internal.h"
 
 #include <jansson.h>
@@ -97,6 +98,7 @@ struct child_ctx {
 	/* sandbox_opts.net_fd: lo is the namespace owner's; else init
 	 * unshares its own netns first (and, for the proxy, says "n") */
 	bool joined_net;
+	rlim_t nofile_cap;	/* a command's hard RLIMIT_NOFILE at most; 0: none */
 };
 
 /*
@@ -108,6 +110,8 @@ int mount_stack_root(pid_t pid, const struct corral_policy *p, uid_t host_uid,
 
 /* child.c: runs in the new namespaces, never returns. */
 __attribute__((noreturn)) void sandbox_child(struct child_ctx *c);
+/* child_ctx.nofile_cap for a sandbox of pids processes (0: unlimited). */
+rlim_t sandbox_nofile_cap(uint64_t pids);
 
 /* env.c: the environment commands start with (NULL: out of memory). */
 char **sandbox_env(const struct corral_policy *p);

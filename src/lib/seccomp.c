@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/prctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
@@ -68,6 +69,9 @@
 enum arg_match {
 	ANY,		/* deny every call */
 	A0_MASK,	/* deny when (arg0 & val) != 0 */
+	A1_MASK,	/* deny when (arg1 & val) != 0 */
+	A2_MASK,	/* deny when (arg2 & val) != 0 */
+	A3_MASK,	/* deny when (arg3 & val) != 0 */
 	A1_LOW32_EQ,	/* deny when (uint32_t)arg1 == val */
 	A0_NOT_IN,	/* personality: deny unless arg0 is val or 0xffffffff */
 	A12_LOW32_EQ,	/* deny when (uint32_t)arg1 == val >> 32 and
@@ -197,6 +201,17 @@ static const struct deny deny_table[] = {
 	 */
 	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(IPPROTO_TCP, TCP_ULP),
 	  "kernel TLS and other TCP upper-layer protocols (CVE-2023-0461)" },
+	/*
+	 * Huge pages come from one pool for the host (vm.nr_hugepages, kept
+	 * for its databases and VMs), charged to no memory cgroup of the
+	 * sandbox's: under --memory 16M a sandbox took all 64 MiB of it and
+	 * the host's own MAP_HUGETLB failed.  ENOMEM, as an empty pool
+	 * answers: programs that ask fall back to ordinary pages.  No
+	 * hugetlbfs is mounted inside; these are the other ways in.
+	 */
+	{ "mmap", ENOMEM, A3_MASK, MAP_HUGETLB, "the host's huge page pool" },
+	{ "memfd_create", ENOMEM, A1_MASK, MFD_HUGETLB, "the host's huge page pool" },
+	{ "shmget", ENOMEM, A2_MASK, SHM_HUGETLB, "the host's huge page pool" },
 };
 
 /* ---- numbers for names libseccomp does not know ------------------------ */
@@ -367,11 +382,15 @@ static int add_deny(struct filter *f, const struct deny *d)
 	case ANY:
 		return rule(f, action, nr, d->name, 0, NULL);
 	case A0_MASK:
+	case A1_MASK:
+	case A2_MASK:
+	case A3_MASK:
 		/* one rule a bit: seccomp compares for equality, not "!= 0" */
 		for (int bit = 0; bit < 64 && r == 0; bit++) {
 			uint64_t b = 1ull << bit;
 
-			c[0] = SCMP_A0(SCMP_CMP_MASKED_EQ, b, b);
+			c[0] = SCMP_CMP((unsigned)(d->match - A0_MASK),
+					SCMP_CMP_MASKED_EQ, b, b);
 			if (d->val & b)
 				r = rule(f, action, nr, d->name, 1, c);
 		}

@@ -1550,6 +1550,25 @@ t_huge_pages_refused() {
 	[ "${free0:-0}" -gt 0 ] || skip "no huge page pool here (not root): only the answers checked"
 }
 
+# Real-time scheduling needs only RLIMIT_RTPRIO, a nice value below 0 only
+# RLIMIT_NICE, no capability: a caller's (an audio group's rtprio) must not
+# reach the sandbox, which would then run SCHED_FIFO beside the host's
+# work.  The test gives itself both first where it may (CAP_SYS_RESOURCE),
+# and says it showed nothing where it may not.
+t_no_realtime_priority() {
+	local shown=yes
+	prlimit --pid "$BASHPID" --rtprio=50:50 --nice=30:30 2>/dev/null || shown=""
+	out=$(crun -- /bin/sh -c 'grep -E "^Max (nice|realtime) priority" /proc/self/limits
+chrt -f 10 /bin/true && echo "got SCHED_FIFO"
+/usr/bin/python3 -c "import os; os.nice(-5); print(\"got nice -5\")" 2>/dev/null; true')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_not_contains "realtime" "$out" "got SCHED_FIFO"
+	expect_not_contains "nice" "$out" "got nice -5"
+	expect_contains "limits" "$out" "$(printf 'Max nice priority         0                    0')"
+	expect_contains "limits" "$out" "$(printf 'Max realtime priority     0                    0')"
+	[ -n "$shown" ] || skip "no CAP_SYS_RESOURCE here: the caller has no rtprio or nice limit to pass on"
+}
+
 t_setup_failure_explained() {
 	# fails inside the sandbox while the supervisor may still be writing to
 	# it: always 125 with the sandbox's reason, never a silent SIGPIPE

@@ -283,12 +283,32 @@ static int limit_inflight(rlim_t cap, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * Real-time scheduling and a nice value below 0 need only these rlimits,
+ * not a capability, and the caller's pass on to the sandbox: an audio
+ * group's rtprio limit would let a sandbox run SCHED_FIFO beside the
+ * host's work, outside its CPU quota where the host has no real-time
+ * group scheduling.  None for the sandbox, whatever its caller has.
+ */
+static int limit_priority(struct corral_err *err)
+{
+	struct rlimit none = { 0, 0 };
+
+	if (setrlimit(RLIMIT_RTPRIO, &none) < 0)
+		return corral_set_errno(err, errno, "setrlimit(RLIMIT_RTPRIO, 0)");
+	if (setrlimit(RLIMIT_NICE, &none) < 0)
+		return corral_set_errno(err, errno, "setrlimit(RLIMIT_NICE, 0)");
+	return 0;
+}
+
 static int set_rlimits(struct corral_err *err)
 {
 	struct rlimit no_core = { 0, 0 };
 
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
 		return corral_set_errno(err, errno, "RLIMIT_CORE");
+	if (limit_priority(err) < 0)
+		return err->code;
 	return limit_shared(err);
 }
 
@@ -1296,7 +1316,8 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 	int abi;
 
 	*notify_fd = -1;
-	if (set_identity(true, err) < 0 || limit_shared(err) < 0)
+	if (set_identity(true, err) < 0 || limit_priority(err) < 0 ||
+	    limit_shared(err) < 0)
 		return err->code;
 	abi = apply_landlock(p, err);
 	if (abi < 0)

@@ -506,6 +506,26 @@ t_held_names_do_not_reach_the_terminal() {
 	! grep -q "$(printf '\007')" "$T/stderr" || fail "a BEL reached stderr"
 }
 
+# A finding the hold table quotes from what the sandbox wrote (a filter's
+# name in .gitattributes) need not be UTF-8: the held file's event and
+# entry still name it and say why, the bytes as U+FFFD.  json_string() of
+# them was NULL, and the event said only "recorded by the supervisor".
+t_held_reason_not_utf8_keeps_the_record() {
+	mkrepo "$T/ws"
+	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" -- \
+		/bin/sh -c 'printf "* filter=\377\033[2Jx\n" > .gitattributes'
+	expect_eq "exit" "$(rc)" 0
+	local ev reason
+	ev=$(grep '"type":"export.held"' "$T/ev")
+	expect_contains "the event names the file" "$ev" '"path":".gitattributes"'
+	expect_contains "the event says why" "$ev" 'filter=\uFFFD\u001B[2Jx: attributes name'
+	reason=$(json export.held < "$T/out" | /usr/bin/python3 -c '
+import json, sys
+print(json.load(sys.stdin)[0].get("reason"))')
+	expect_contains "the entry says why" "$reason" "attributes name the filter"
+	"$CORRAL" audit verify "$T/ev" > /dev/null || fail "the log does not verify"
+}
+
 t_apply_conflict() {
 	mkrepo "$T/ws"
 	mkfifo "$T/in"

@@ -50,7 +50,8 @@ struct events_log {
  * fields: the syscall, the destination, the file.  Each kind's first
  * `verbatim` are written whole (capped), the rest counted into summaries.
  * Allowed connections each take a round trip to a host the policy allows:
- * they are written whole until the budget, and only then counted.
+ * they (and the masking of their answers) are written whole until the
+ * budget, and only then counted.
  */
 struct rated {
 	const char *type, *summary;
@@ -65,6 +66,8 @@ static const struct rated rated_types[] = {
 	{ "egress.allowed", "egress.allowed.summary", "host", "port", false },
 	{ "egress.closed", "egress.closed.summary", "host", "port", false },
 	{ "egress.tls_refused", "egress.tls_refused.summary", "host", "port", true },
+	/* one a connection whose answer showed a secret: as many as it opens */
+	{ "egress.masked", "egress.masked.summary", "host", "port", false },
 };
 #define NRATED (sizeof(rated_types) / sizeof(rated_types[0]))
 

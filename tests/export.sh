@@ -506,6 +506,27 @@ t_held_names_do_not_reach_the_terminal() {
 	! grep -q "$(printf '\007')" "$T/stderr" || fail "a BEL reached stderr"
 }
 
+# An export.held event a file held back, and the sandbox writes as many
+# hooks as it likes: past the events budget they are counted, not written
+# one by one (500 hooks were 500 lines, 176 KB, past a budget of 16K).
+# The report and stderr still name every one.
+t_held_files_keep_the_events_budget() {
+	mkrepo "$T/ws"
+	printf '{"events": {"budget": "16K", "verbatim": 2, "summary_interval": "60s"}}\n' > "$T/p.json"
+	crun --json --policy "$T/p.json" --events "$T/ev" --workspace "$T/ws" \
+		--export-to "$T/result" -- /bin/sh -c \
+		'mkdir -p .git/hooks; for i in $(seq 1 500); do echo x > .git/hooks/h$i; done'
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "all held" "$(json export.held < "$T/out" | grep -o '"path"' | wc -l)" 500
+	local whole counted
+	whole=$(grep -c '"type":"export.held"' "$T/ev")
+	counted=$(grep '"type":"export.held.summary"' "$T/ev" | grep -o '"count":[0-9]*' |
+		  awk -F: '{ n += $2 } END { print n + 0 }')
+	[ "$whole" -lt 100 ] || fail "$whole export.held lines past a budget of 16K"
+	expect_eq "each one counted" "$((whole + counted))" 500
+	"$CORRAL" audit verify "$T/ev" > /dev/null || fail "the log does not verify"
+}
+
 # A finding the hold table quotes from what the sandbox wrote (a filter's
 # name in .gitattributes) need not be UTF-8: the held file's event and
 # entry still name it and say why, the bytes as U+FFFD.  json_string() of

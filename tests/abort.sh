@@ -664,6 +664,35 @@ os._exit(7)' > "$T/out" 2> "$T/err" < /dev/null &
 	"$CORRAL" audit verify "$T/events" > /dev/null || fail "the log does not verify"
 }
 
+# ... and DNS questions to the proxy's responder, past the 64 it reads a
+# wakeup: 129 of 200 were read, and the run was not halted.
+t_questions_left_at_the_end_are_judged() {
+	policy '{"max_denied_egress": 150, "on_abort": "kill"}' '{"mode": "proxy", "transparent": false, "allow": ["example.com"]}'
+	mkdir -m 755 "$T/gate"
+	: > "$T/events"
+	"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		--ro "$T/gate:/gate" --timeout 100 -- /usr/bin/python3 -c '
+import os, socket, struct, time
+def q(i):
+    name = b"".join(bytes([len(l)]) + l for l in [b"h%d" % i, b"evil", b"test"])
+    return struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + name + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("127.0.0.1", 53))
+s.send(q(0))
+s.recv(512)
+for _ in range(6000):
+    if os.path.exists("/gate/go"):
+        break
+    time.sleep(0.01)
+for i in range(1, 201):
+    s.send(q(i))
+os._exit(7)' > "$T/out" 2> "$T/err" < /dev/null &
+	ended_while_stopped $!
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "151 connections denied (limit 150)"
+	expect_eq "corral's status" "$LATE_RC" 7
+}
+
 t_criterion_met_after_the_end() {
 	late_halt 7
 	expect_eq "exit code kept" "$(json exit_code < "$T/out")" 7

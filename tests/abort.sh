@@ -109,6 +109,25 @@ t_many_distinct_destinations_halt() {
 	expect_not_contains "stopped" "$(json stdout < "$T/out")" swept
 }
 
+# Without a window the halt says over what span the destinations were
+# denied: it said "within 3.89e+04 s", the host's uptime.
+t_distinct_without_a_window_says_its_span() {
+	policy '{"max_distinct_denied_destinations": 3, "on_abort": "kill"}'
+	arun --timeout 60 -- /bin/sh -c '
+		for i in $(seq 1 10); do getent hosts "h$i.evil.test"; done; echo swept'
+	expect_eq "status" "$(json status < "$T/out")" halted
+	local reason
+	reason=$(json reason < "$T/out")
+	expect_contains "reason" "$reason" "halted: probing: 4 distinct destinations denied in "
+	case "$reason" in
+	*"denied in "[0-9]*.[0-9][0-9][0-9]" s (limit 3)"*) ;;
+	*) fail "no span in seconds: $reason" ;;
+	esac
+	local span=${reason#*denied in }
+	span=${span%% s*}
+	[ "${span%%.*}" -lt 60 ] || fail "a span of $span s for a run of less than 60 s"
+}
+
 t_denied_syscalls_halt() {
 	policy '{"max_denied_syscalls": 2}'
 	arun $H -- /bin/sh -c 'for a in mount ptrace unshare keyctl bpf; do /opt/helpers/attack $a; done; sleep 30'

@@ -594,6 +594,12 @@ void conn_deny(struct conn *c, const char *reason)
 	refuse(c, SOCKS_REP_NOT_ALLOWED, 403, "Forbidden", reason);
 }
 
+void conn_deny_gone(struct conn *c, const char *reason)
+{
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, reason));
+	conn_free(c);
+}
+
 /* ---- relaying ------------------------------------------------------------- */
 
 static void relay_read(struct bufferevent *from, void *arg);

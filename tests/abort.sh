@@ -109,6 +109,25 @@ t_many_distinct_destinations_halt() {
 	expect_not_contains "stopped" "$(json stdout < "$T/out")" swept
 }
 
+# Without a window the halt says over what span the destinations were
+# denied: it said "within 3.89e+04 s", the host's uptime.
+t_distinct_without_a_window_says_its_span() {
+	policy '{"max_distinct_denied_destinations": 3, "on_abort": "kill"}'
+	arun --timeout 60 -- /bin/sh -c '
+		for i in $(seq 1 10); do getent hosts "h$i.evil.test"; done; echo swept'
+	expect_eq "status" "$(json status < "$T/out")" halted
+	local reason
+	reason=$(json reason < "$T/out")
+	expect_contains "reason" "$reason" "halted: probing: 4 distinct destinations denied in "
+	case "$reason" in
+	*"denied in "[0-9]*.[0-9][0-9][0-9]" s (limit 3)"*) ;;
+	*) fail "no span in seconds: $reason" ;;
+	esac
+	local span=${reason#*denied in }
+	span=${span%% s*}
+	[ "${span%%.*}" -lt 60 ] || fail "a span of $span s for a run of less than 60 s"
+}
+
 t_denied_syscalls_halt() {
 	policy '{"max_denied_syscalls": 2}'
 	arun $H -- /bin/sh -c 'for a in mount ptrace unshare keyctl bpf; do /opt/helpers/attack $a; done; sleep 30'
@@ -569,7 +588,6 @@ t_daemon_tripwire_not_blamed_on_the_running_call() {
 # every denial is counted, none lost behind the end.  late_halt CODE: that
 # run, its command ending with exit CODE.
 late_halt() {
-	local pid init="" st="" i rc=0
 	policy '{"max_denied_egress": 40, "on_abort": "kill"}'
 	mkdir -m 755 "$T/gate"
 	: > "$T/events"
@@ -590,14 +608,28 @@ for _ in range(6000):
 for i in range(1, 101):
     s.send(q(i))
 os._exit('$1')' > "$T/out" 2> "$T/err" < /dev/null &
-	pid=$!
+	ended_while_stopped $!
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_eq "signal" "$(json signal < "$T/out")" 0
+	expect_contains "reason" "$(json reason < "$T/out")" "41 connections denied (limit 40)"
+	expect_contains "ended first" "$(json reason < "$T/out")" "the command had ended: exited with status $1"
+	expect_not_contains "not frozen" "$(json reason < "$T/out")" "frozen"
+	expect_contains "halt event" "$(event halt)" '"state":"the command had already ended"'
+	expect_eq "denials counted" "$(grep -c '"type":"egress.denied"' "$T/events")" 101
+}
+
+# ended_while_stopped PID: corral run PID, whose command made one denial
+# and then waits for $T/gate/go, is stopped; the gate opens; once the
+# sandbox has ended, corral goes on and is waited for.  LATE_RC: its status.
+ended_while_stopped() {
+	local pid=$1 init="" st="" i rc=0
 	# never left stopped, nor running, whatever ends this test
 	trap 'kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null' EXIT
 	for i in $(seq 1 600); do
 		grep -q '"type":"egress.denied"' "$T/events" && break
 		sleep 0.05
 	done
-	grep -q '"type":"egress.denied"' "$T/events" || fail "the first question was not seen"
+	grep -q '"type":"egress.denied"' "$T/events" || fail "the first denial was not seen"
 	kill -STOP "$pid"
 	touch "$T/gate/go"
 	# the sandbox's init is the supervisor's child: once it is a zombie,
@@ -613,14 +645,71 @@ os._exit('$1')' > "$T/out" 2> "$T/err" < /dev/null &
 	kill -CONT "$pid"
 	wait "$pid" || rc=$?
 	trap - EXIT
-	expect_eq "status" "$(json status < "$T/out")" halted
-	expect_eq "signal" "$(json signal < "$T/out")" 0
-	expect_contains "reason" "$(json reason < "$T/out")" "41 connections denied (limit 40)"
-	expect_contains "ended first" "$(json reason < "$T/out")" "the command had ended: exited with status $1"
-	expect_not_contains "not frozen" "$(json reason < "$T/out")" "frozen"
-	expect_contains "halt event" "$(event halt)" '"state":"the command had already ended"'
-	expect_eq "denials counted" "$(grep -c '"type":"egress.denied"' "$T/events")" 101
 	LATE_RC=$rc
+}
+
+# The same for connections: a hundred CONNECTs to denied names, left in
+# the proxy's backlog as the command ends, are each judged, recorded and
+# counted after the end.  The loop used to end with the run, and they were
+# none of them an event: no halt, and only the first denial in the log.
+t_connections_left_at_the_end_are_judged() {
+	policy '{"max_denied_egress": 40, "on_abort": "kill"}' '{"mode": "proxy", "transparent": false, "allow": ["example.com"]}'
+	mkdir -m 755 "$T/gate"
+	: > "$T/events"
+	"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		--ro "$T/gate:/gate" --timeout 100 -- /usr/bin/python3 -c '
+import os, socket, time
+def connect(i):
+    c = socket.create_connection(("127.0.0.1", 3128))
+    c.sendall(b"CONNECT h%d.evil.test:443 HTTP/1.1\r\n\r\n" % i)
+    return c
+c = connect(0)
+c.recv(512)
+for _ in range(6000):
+    if os.path.exists("/gate/go"):
+        break
+    time.sleep(0.01)
+kept = [connect(i) for i in range(1, 101)]
+os._exit(7)' > "$T/out" 2> "$T/err" < /dev/null &
+	ended_while_stopped $!
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "41 connections denied (limit 40)"
+	expect_contains "ended first" "$(json reason < "$T/out")" "the command had ended: exited with status 7"
+	expect_eq "corral's status" "$LATE_RC" 7
+	# the halt resets what is left: at least the 41 that met it are there
+	local n
+	n=$(grep -c '"type":"egress.denied"' "$T/events")
+	[ "$n" -ge 41 ] || fail "$n denials recorded, 41 at least were judged"
+	"$CORRAL" audit verify "$T/events" > /dev/null || fail "the log does not verify"
+}
+
+# ... and DNS questions to the proxy's responder, past the 64 it reads a
+# wakeup: 129 of 200 were read, and the run was not halted.
+t_questions_left_at_the_end_are_judged() {
+	policy '{"max_denied_egress": 150, "on_abort": "kill"}' '{"mode": "proxy", "transparent": false, "allow": ["example.com"]}'
+	mkdir -m 755 "$T/gate"
+	: > "$T/events"
+	"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
+		--ro "$T/gate:/gate" --timeout 100 -- /usr/bin/python3 -c '
+import os, socket, struct, time
+def q(i):
+    name = b"".join(bytes([len(l)]) + l for l in [b"h%d" % i, b"evil", b"test"])
+    return struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + name + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("127.0.0.1", 53))
+s.send(q(0))
+s.recv(512)
+for _ in range(6000):
+    if os.path.exists("/gate/go"):
+        break
+    time.sleep(0.01)
+for i in range(1, 201):
+    s.send(q(i))
+os._exit(7)' > "$T/out" 2> "$T/err" < /dev/null &
+	ended_while_stopped $!
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_contains "reason" "$(json reason < "$T/out")" "151 connections denied (limit 150)"
+	expect_eq "corral's status" "$LATE_RC" 7
 }
 
 t_criterion_met_after_the_end() {

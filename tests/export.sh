@@ -506,6 +506,47 @@ t_held_names_do_not_reach_the_terminal() {
 	! grep -q "$(printf '\007')" "$T/stderr" || fail "a BEL reached stderr"
 }
 
+# An export.held event a file held back, and the sandbox writes as many
+# hooks as it likes: past the events budget they are counted, not written
+# one by one (500 hooks were 500 lines, 176 KB, past a budget of 16K).
+# The report and stderr still name every one.
+t_held_files_keep_the_events_budget() {
+	mkrepo "$T/ws"
+	printf '{"events": {"budget": "16K", "verbatim": 2, "summary_interval": "60s"}}\n' > "$T/p.json"
+	crun --json --policy "$T/p.json" --events "$T/ev" --workspace "$T/ws" \
+		--export-to "$T/result" -- /bin/sh -c \
+		'mkdir -p .git/hooks; for i in $(seq 1 500); do echo x > .git/hooks/h$i; done'
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "all held" "$(json export.held < "$T/out" | grep -o '"path"' | wc -l)" 500
+	local whole counted
+	whole=$(grep -c '"type":"export.held"' "$T/ev")
+	counted=$(grep '"type":"export.held.summary"' "$T/ev" | grep -o '"count":[0-9]*' |
+		  awk -F: '{ n += $2 } END { print n + 0 }')
+	[ "$whole" -lt 100 ] || fail "$whole export.held lines past a budget of 16K"
+	expect_eq "each one counted" "$((whole + counted))" 500
+	"$CORRAL" audit verify "$T/ev" > /dev/null || fail "the log does not verify"
+}
+
+# A finding the hold table quotes from what the sandbox wrote (a filter's
+# name in .gitattributes) need not be UTF-8: the held file's event and
+# entry still name it and say why, the bytes as U+FFFD.  json_string() of
+# them was NULL, and the event said only "recorded by the supervisor".
+t_held_reason_not_utf8_keeps_the_record() {
+	mkrepo "$T/ws"
+	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" -- \
+		/bin/sh -c 'printf "* filter=\377\033[2Jx\n" > .gitattributes'
+	expect_eq "exit" "$(rc)" 0
+	local ev reason
+	ev=$(grep '"type":"export.held"' "$T/ev")
+	expect_contains "the event names the file" "$ev" '"path":".gitattributes"'
+	expect_contains "the event says why" "$ev" 'filter=\uFFFD\u001B[2Jx: attributes name'
+	reason=$(json export.held < "$T/out" | /usr/bin/python3 -c '
+import json, sys
+print(json.load(sys.stdin)[0].get("reason"))')
+	expect_contains "the entry says why" "$reason" "attributes name the filter"
+	"$CORRAL" audit verify "$T/ev" > /dev/null || fail "the log does not verify"
+}
+
 t_apply_conflict() {
 	mkrepo "$T/ws"
 	mkfifo "$T/in"

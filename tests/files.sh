@@ -571,6 +571,34 @@ t_process_signal_wait() {
 	rmsb "$other"
 }
 
+# A process killed by a signal the daemon sent at its client's word says
+# so; one that sent itself the same signal does not.  Both read "killed by
+# signal 9 (SIGKILL)", in the result and the record, and a kill from inside
+# could pass for the daemon's.
+t_process_signal_said_whose() {
+	local id code pid
+	id=$(mksb)
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "echo ready; exec sleep 30"}')
+	expect_code "start" "$code" 201
+	pid=$(jq 'v["pid"]')
+	for _ in $(seq 200); do
+		api GET "/v1/sandboxes/$id/processes/$pid" > /dev/null
+		[ "$(jq 'v["stdout"]')" = ready ] && break
+		sleep 0.05
+	done
+	code=$(api POST "/v1/sandboxes/$id/processes/$pid/signal" -d '{"signal": "KILL"}')
+	expect_code "KILL" "$code" 200
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait")
+	expect_code "wait" "$code" 200
+	expect_eq "killed" "$(jq 'v["result"]["signal"]')" 9
+	expect_contains "ours, said" "$(jq 'v["result"]["reason"]')" "corral sent it, at its client's request"
+	code=$(api POST "/v1/sandboxes/$id/exec" -d '{"command": "kill -9 $$"}')
+	expect_code "exec" "$code" 200
+	expect_eq "killed itself" "$(jq 'v["signal"]')" 9
+	expect_not_contains "its own, not ours" "$(jq 'v["reason"]')" "corral sent it"
+	rmsb "$id"
+}
+
 # a number in a query is finite and in range, or a 400 that names it: NaN
 # was "no timeout" to strtod's comparisons, an overflowed offset the largest
 t_process_numbers_refused() {

@@ -588,6 +588,20 @@ busybox_image() {
 	expect_eq "import" "$(rc)" 0
 }
 
+# An Entrypoint that is not there ends the run with "not found: NAME" on
+# stderr: NAME is the image's, and reaches the operator's terminal as text.
+# It went as it was, the title and the screen the image's (OSC 0, ED 2).
+t_run_entrypoint_not_found_escaped() {
+	fixture escape-entrypoint img
+	img import "$T/img" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	crun --image corral-test/escape-entry:1 > /dev/null
+	expect_eq "exit" "$(rc)" 127
+	expect_contains "named as text" "$(cat "$T/err")" 'not found: /no\x1b]0;owned\x07\x1b[2Jhidden'
+	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
+	! grep -q $'\x07' "$T/err" || fail "a BEL byte on stderr"
+}
+
 t_run_image_config() {
 	busybox_image
 	# no command: Entrypoint + Cmd, in WorkingDir, with Env

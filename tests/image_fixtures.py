@@ -439,6 +439,11 @@ def main():
         # an Env entry that is a terminal's escape sequences, and refused
         write_layout(out, [busybox_layer()], names=["corral-test/escape:1"],
                      config=dict(Env=["\x1b]0;owned\x07\x1b[2Jhidden"]))
+    elif kind == "escape-entrypoint":
+        # an Entrypoint that is not there, named by a terminal's escape sequences
+        write_layout(out, [busybox_layer()], names=["corral-test/escape-entry:1"],
+                     config=dict(BUSYBOX_CONFIG, Entrypoint=["/no\x1b]0;owned\x07\x1b[2Jhidden"],
+                                 Cmd=[]))
     elif kind in ("repeated-layer", "too-many-layers"):
         # one layer blob listed 150 times (each a copy of it, fsync'd, under
         # the store's lock), or 201 layers, more than a sandbox can stack

@@ -905,6 +905,36 @@ for port in (4444, 4445):
 	expect_contains "pid" "$(grep '"type":"egress.denied"' "$T/events" | head -1)" '"pid":'
 }
 
+# ... and so is a connect() scan, which sends nothing: each port read as
+# open, and each connection ended unjudged, with no event and no count.
+# One that names no host before it ends is a denial of its address.
+t_transparent_connect_scan_is_seen() {
+	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	nrun -- /usr/bin/python3 -c '
+import socket, time
+for port in (4444, 4445, 4446):
+    s = socket.create_connection(("198.51.100.7", port), 2)
+    s.close()
+    time.sleep(0.05)
+# the last one half-sent: a head cut short by its end
+s = socket.create_connection(("198.51.100.7", 4447), 2)
+s.send(b"GE")
+s.close()
+time.sleep(0.5)'
+	expect_eq "exit" "$(cat "$T/rc")" 0
+	expect_eq "denials" "$(denials)" 4
+	ports=$(grep '"type":"egress.denied"' "$T/events" | while read -r l; do echo "$l" | json port; done | tr '\n' ' ')
+	expect_eq "ports" "$ports" "4444 4445 4446 4447 "
+	expect_contains "why" "$(grep '"type":"egress.denied"' "$T/events" | head -1)" \
+		"ended before it named a host"
+	# a named connection that ends is no denial
+	nrun -- /usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("web.test", 80), 2)
+s.close()'
+	expect_eq "a named one ended: no denial" "$(denials)" 0
+}
+
 t_proxy_env_inside() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	nrun -- /usr/bin/env

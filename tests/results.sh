@@ -191,6 +191,25 @@ for i in range(3):
 	expect_py "counted" 'v["status"] == "halted" and "max_denied_syscalls" in json.dumps(v) or "syscalls denied" in v["reason"]'
 }
 
+# A denial's reason names the abort limit it counts toward: a syscall's is
+# max_denied_syscalls, none for an ignored one.  It read "the abort limit
+# is 40 denied connections" for a syscall, two denials away from a halt at 5.
+t_denials_name_their_own_limit() {
+	PROBE='import ctypes
+libc = ctypes.CDLL(None)
+for i in range(3):
+    libc.umount2(b"/tmp", 0)'
+	echo '{"abort": {"max_denied_egress": 40, "max_denied_syscalls": 5}}' > "$T/both.json"
+	echo '{"abort": {"max_denied_egress": 40, "max_denied_syscalls": 5, "ignore_syscalls": ["umount2"]}}' > "$T/ignored.json"
+	"$CORRAL" run --json --policy "$T/both.json" -- python3 -c "$PROBE" > "$T/body" 2> "$T/err"
+	expect_py "exited" 'v["status"] == "exited"'
+	expect_contains "the syscalls' limit" "$(json reason < "$T/body")" \
+		"denied: syscall umount2; 3 denials; the abort limit is 5 denied syscalls"
+	expect_not_contains "not the connections'" "$(json reason < "$T/body")" "denied connections"
+	"$CORRAL" run --json --policy "$T/ignored.json" -- python3 -c "$PROBE" > "$T/body" 2> "$T/err"
+	expect_not_contains "an ignored call counts toward none" "$(json reason < "$T/body")" "abort limit"
+}
+
 # ---- every error is JSON ------------------------------------------------------
 
 # raw REQUEST_HEAD [CHUNKED_MIB]: send it over the socket as is; the answer

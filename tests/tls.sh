@@ -206,6 +206,34 @@ leaked() {
 	PY
 }
 
+# Each connection whose answer showed a secret's value is an egress.masked
+# event, and an agent can open as many as it likes to an echoing host: past
+# the sandbox's events.budget they are counted, as the connections
+# themselves are, not written one by one (every one of them was a line).
+t_masked_answers_keep_the_budget() {
+	secrets_policy "" ', "events": {"budget": "16K", "verbatim": 2, "summary_interval": "60s"}'
+	nrun -- /usr/bin/python3 -c "
+import http.client, os, ssl
+ctx = ssl.create_default_context()
+n = 0
+for i in range(150):
+    c = http.client.HTTPSConnection('api.test', $GOOD, timeout=10, context=ctx)
+    c.request('GET', '/echo', headers={'Authorization': 'Bearer ' + os.environ['API_KEY']})
+    n += b'Bearer ****' in c.getresponse().read()
+    c.close()
+print(n)"
+	expect_eq "exit" "$(cat "$T/rc")" 0
+	expect_eq "every answer masked" "$(stdout)" 150
+	local whole counted
+	whole=$(grep -c '"type":"egress.masked"' "$T/events")
+	counted=$(grep '"type":"egress.masked.summary"' "$T/events" | grep -o '"count":[0-9]*' |
+		  awk -F: '{ n += $2 } END { print n + 0 }')
+	[ "$whole" -lt 75 ] || fail "$whole egress.masked lines past a budget of 16K"
+	expect_eq "each one counted" "$((whole + counted))" 150
+	grep -q '"type":"log.budget"' "$T/events" || fail "no log.budget event"
+	expect_not_contains "never in events" "$(cat "$T/events")" "$SECRET"
+}
+
 # A host that reflects a request shows the agent what the proxy swapped
 # in: TRACE echoes it, an /anything endpoint, an error page, a redirect's
 # Location; in Basic credentials, in chunks, compressed.  Each answer comes

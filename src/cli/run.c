@@ -325,11 +325,20 @@ static void print_export(const struct corral_result *res)
 	json_decref(rep);
 }
 
+/*
+ * The reason may quote what the caller did not write: an image's
+ * Entrypoint that is not there ("not found: ..."), a name the sandbox
+ * made up.  Its control bytes are shown, never sent to the terminal.
+ */
 static void print_end(const struct corral_result *res)
 {
+	char *safe;
+
 	if (res->status == CORRAL_EXITED && res->exit_code < 126)
 		return;
-	fprintf(stderr, "corral: %s\n", res->reason);
+	safe = printable(res->reason, strlen(res->reason));
+	fprintf(stderr, "corral: %s\n", safe ? safe : "(out of memory)");
+	free(safe);
 }
 
 /* ---- a signal before the sandbox's setup --------------------------------- */

@@ -154,10 +154,20 @@ static bool note_egress(struct abort_state *s, json_t *event, struct abort_verdi
 	snprintf(dest, sizeof(dest), "%s:%lld", host ? host : "?", (long long)port);
 	dest_note(s, dest, now);
 	if (s->a.max_distinct_denied && s->ndests > s->a.max_distinct_denied) {
-		snprintf(v->reason, sizeof(v->reason),
-			 "probing: %zu distinct destinations denied within %.3g s (limit %llu)",
-			 s->ndests, (s->a.window_ms ? s->a.window_ms : now) / 1000.0,
-			 (unsigned long long)s->a.max_distinct_denied);
+		/*
+		 * Without a window, the span from the first of them: "now" is
+		 * the host's uptime, and "within 3.89e+04 s" explained nothing.
+		 */
+		if (s->a.window_ms)
+			snprintf(v->reason, sizeof(v->reason), "probing: %zu distinct "
+				 "destinations denied within the window of %.3g s (limit %llu)",
+				 s->ndests, s->a.window_ms / 1000.0,
+				 (unsigned long long)s->a.max_distinct_denied);
+		else
+			snprintf(v->reason, sizeof(v->reason), "probing: %zu distinct "
+				 "destinations denied in %.3f s (limit %llu)", s->ndests,
+				 (now - s->dests[0].at_ms) / 1000.0,
+				 (unsigned long long)s->a.max_distinct_denied);
 		return fire(s, v, "max_distinct_denied_destinations", dests_json(s));
 	}
 	if (s->a.max_denied_egress && s->denied_egress > s->a.max_denied_egress) {

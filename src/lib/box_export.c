@@ -410,7 +410,8 @@ static void keep_written(struct corral_box *b, const json_t *written)
 		b->ws_base = NULL;
 	}
 	if (err.code)
-		events_emit(b->ev, "export.baseline", json_pack("{s:s}", "reason", err.msg));
+		events_emit(b->ev, "export.baseline", json_pack("{s:o}", "reason",
+			    corral_json_bytes(err.msg, strlen(err.msg))));
 }
 
 /* The helper's events, from its report: the audit chain is the daemon's. */
@@ -436,10 +437,11 @@ static void report_events(struct corral_box *b, const char *mode, json_t *report
 				    "path", json_object_get(e, "path"), "pattern",
 				    note + sizeof(let) - 1));
 	}
-	events_emit(b->ev, "export", json_pack("{s:s, s:i, s:i, s:i, s:s}", "mode", mode,
+	/* an error may name a path of the sandbox's, not UTF-8 */
+	events_emit(b->ev, "export", json_pack("{s:s, s:i, s:i, s:i, s:o}", "mode", mode,
 		    "exported", (int)json_array_size(out), "held", (int)json_array_size(held),
 		    "conflicts", (int)json_array_size(json_object_get(report, "conflicts")),
-		    "error", r < 0 ? err->msg : ""));
+		    "error", corral_json_bytes(r < 0 ? err->msg : "", r < 0 ? strlen(err->msg) : 0)));
 }
 
 int corral_box_export(struct corral_box *b, const struct corral_box_export_opts *o,

@@ -116,11 +116,21 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 	 * the command ended first (a tripwire's opener gets EPERM and exits at
 	 * once), but what the caller must learn is the halt.
 	 */
-	if (c->b->state == CORRAL_BOX_HALTED)
+	if (c->b->state == CORRAL_BOX_HALTED) {
 		result_halted_after_end(res, c->status, c->b->halt_reason,
 					"the sandbox accepts no more calls; ");
-	else
+	} else {
 		result_from_wait(res, c->status);
+		/*
+		 * "killed by signal 9" read the same whether the sandbox sent
+		 * it to itself or the daemon did, at a client's word: the
+		 * record must say which, and only ours can be said.
+		 */
+		if (res->status == CORRAL_SIGNALED && res->signal == c->sent_sig)
+			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
+				 strlen(res->reason), "; corral sent it, at its client's "
+				 "request (the process's DELETE or signal, or the client gone)");
+	}
 limits:
 	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
 	result_limits(res, c->b->p, hits);
@@ -1287,6 +1297,8 @@ const struct corral_output *corral_call_output(const struct corral_call *c,
 int corral_call_kill(struct corral_call *c, int sig)
 {
 	int r;
+
+	c->sent_sig = sig;	/* said in the result, if it is what ended it */
 
 	if (!c->sent && !c->done && sig == SIGKILL && c->gate >= 0) {
 		/*

@@ -50,7 +50,8 @@ struct events_log {
  * fields: the syscall, the destination, the file.  Each kind's first
  * `verbatim` are written whole (capped), the rest counted into summaries.
  * Allowed connections each take a round trip to a host the policy allows:
- * they are written whole until the budget, and only then counted.
+ * they (and the masking of their answers) are written whole until the
+ * budget, and only then counted.
  */
 struct rated {
 	const char *type, *summary;
@@ -65,6 +66,10 @@ static const struct rated rated_types[] = {
 	{ "egress.allowed", "egress.allowed.summary", "host", "port", false },
 	{ "egress.closed", "egress.closed.summary", "host", "port", false },
 	{ "egress.tls_refused", "egress.tls_refused.summary", "host", "port", true },
+	/* one a connection whose answer showed a secret: as many as it opens */
+	{ "egress.masked", "egress.masked.summary", "host", "port", false },
+	/* one a file an export held back: the sandbox writes as many as it likes */
+	{ "export.held", "export.held.summary", "path", NULL, false },
 };
 #define NRATED (sizeof(rated_types) / sizeof(rated_types[0]))
 
@@ -764,6 +769,34 @@ static bool packet_proto(const char *proto)
 }
 
 /*
+ * The abort limit a denial like first counts toward: a syscall's is
+ * max_denied_syscalls (none for one abort.ignore_syscalls names), a
+ * connection's max_denied_egress.  A syscall's denial once read "the
+ * abort limit is 40 denied connections", and not the 5 syscalls that
+ * would halt the sandbox.
+ */
+static void abort_limit(const struct corral_policy *p, json_t *first, char *buf,
+			size_t len)
+{
+	const char *what = json_string_value(json_object_get(first, "type"));
+	const char *sc = json_string_value(json_object_get(first, "syscall"));
+	const struct corral_abort *a = &p->abort;
+
+	buf[0] = '\0';
+	if (what && !strcmp(what, "syscall.denied")) {
+		for (size_t i = 0; sc && i < a->nignore_syscalls; i++)
+			if (!strcmp(a->ignore_syscalls[i], sc))
+				return;
+		if (a->max_denied_syscalls)
+			snprintf(buf, len, "; the abort limit is %llu denied syscalls",
+				 (unsigned long long)a->max_denied_syscalls);
+	} else if (a->max_denied_egress) {
+		snprintf(buf, len, "; the abort limit is %llu denied connections",
+			 (unsigned long long)a->max_denied_egress);
+	}
+}
+
+/*
  * A call that was refused something says so in its reason, with the abort
  * limit it is nearing: an agent loop reads this sentence, and a bare
  * "exited with status 1" after a refused connection invites a retry.
@@ -787,9 +820,7 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
 	proto = json_string_value(json_object_get(first, "protocol"));
 	if (so_far > n)
 		snprintf(total, sizeof(total), ", %zu in this sandbox so far", so_far);
-	if (p->abort.max_denied_egress)
-		snprintf(limit, sizeof(limit), "; the abort limit is %llu denied connections",
-			 (unsigned long long)p->abort.max_denied_egress);
+	abort_limit(p, first, limit, sizeof(limit));
 	if (what && !strcmp(what, "syscall.denied"))
 		snprintf(res->reason + len, sizeof(res->reason) - len,
 			 "; denied: syscall %s; %zu denial%s%s%s",

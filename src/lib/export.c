@@ -446,6 +446,17 @@ static json_t *entry(const char *path, const char *change, mode_t mode)
 	return o;
 }
 
+/*
+ * A reason or an error as JSON text.  It may quote what the sandbox wrote
+ * (a finding of the hold table, a path), which need not be UTF-8, and
+ * json_string() of such bytes is NULL: the entry lost its reason and the
+ * event all its fields, the path of the file held among them.
+ */
+static json_t *text(const char *s)
+{
+	return corral_json_bytes(s, strlen(s));
+}
+
 /* An export.* event: now, or kept for the process that owns the log. */
 static void x_emit(const struct export_req *r, const char *type, json_t *data)
 {
@@ -465,14 +476,14 @@ static void note_held(struct xp *x, const char *path, const char *change,
 
 	if (!o)
 		return;
-	json_object_set_new(o, "reason", json_string(why));
+	json_object_set_new(o, "reason", text(why));
 	json_array_append_new(x->held, o);
 	/* an event's "type" is its own: the entry's type goes as file_type */
 	if (x->r->ev || x->r->events_out)
 		x_emit(x->r, "export.held",
-			    json_pack("{s:o, s:s, s:s, s:s}", "path",
+			    json_pack("{s:o, s:s, s:s, s:o}", "path",
 				      corral_json_bytes(path, strlen(path)), "change", change,
-				      "file_type", mode_type_name(mode), "reason", why));
+				      "file_type", mode_type_name(mode), "reason", text(why)));
 }
 
 static void note_conflict(struct xp *x, const struct change *c, const char *why)
@@ -482,7 +493,7 @@ static void note_conflict(struct xp *x, const struct change *c, const char *why)
 
 	if (!o)
 		return;
-	json_object_set_new(o, "reason", json_string(why));
+	json_object_set_new(o, "reason", text(why));
 	json_array_append_new(x->conflicts, o);
 }
 
@@ -494,7 +505,7 @@ static void note_exported(struct xp *x, const struct change *c, const char *note
 	if (!o)
 		return;
 	if (note && *note)
-		json_object_set_new(o, "note", json_string(note));
+		json_object_set_new(o, "note", text(note));
 	json_array_append_new(x->exported, o);
 }
 
@@ -1535,15 +1546,15 @@ out:
 			json_object_set_new(*report, "copied_unchanged",
 					    json_integer((json_int_t)x.copied));
 		if (ret < 0)
-			json_object_set_new(*report, "error", json_string(err->msg));
+			json_object_set_new(*report, "error", text(err->msg));
 	}
 	if (r->ev || r->events_out)
-		x_emit(r, "export", json_pack("{s:s, s:i, s:i, s:i, s:s}",
+		x_emit(r, "export", json_pack("{s:s, s:i, s:i, s:i, s:o}",
 			    "mode", mode,
 			    "exported", (int)json_array_size(x.exported),
 			    "held", (int)json_array_size(x.held),
 			    "conflicts", (int)json_array_size(x.conflicts),
-			    "error", ret < 0 ? err->msg : ""));
+			    "error", text(ret < 0 ? err->msg : "")));
 	if (x.dest >= 0)
 		close(x.dest);
 	free(pb.data);

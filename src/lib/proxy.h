@@ -41,10 +41,13 @@ int proxy_start(struct event_base *base, int sync, const struct corral_policy *p
 		unsigned fd_shares, struct events *ev, struct tlsbox *tls,
 		struct proxy **out, struct corral_err *err);
 /*
- * The sandbox ended: what it sent before (UDP, ICMP nftables logged,
- * already queued for us) is read and recorded now, not lost with the loop.
+ * The sandbox ended: what it sent before (UDP, ICMP nftables logged, DNS
+ * questions, connections in the listeners' backlogs, already queued for
+ * us) is read and recorded now, not lost with the loop.
  */
 void proxy_drain(struct proxy *px);
+/* Some connection still waits for its verdict (its request, its hello). */
+bool proxy_judging(const struct proxy *px);
 /*
  * The sandbox is halted: every connection is reset, and what the sandbox
  * sent that is not yet upstream is dropped; connections still to come

@@ -168,6 +168,8 @@ void conn_free(struct conn *c);
 void conn_ask_pid(struct conn *c);
 /* Log the denial and answer it in the connection's protocol. */
 void conn_deny(struct conn *c, const char *reason);
+/* Log the denial of a connection whose sandbox end is gone, and free it. */
+void conn_deny_gone(struct conn *c, const char *reason);
 /* Judge c->host:c->port as the sandbox named it; false: denied and answered. */
 bool conn_decide(struct conn *c);
 /* The name was allowed: resolve it (hosts map or the host's DNS), connect. */

@@ -54,6 +54,7 @@ struct supervise {
 	int export_stop;	/* the signal that ended the export */
 	struct capture out, err;
 	struct event *ev_sig, *ev_deadline, *ev_drain;
+	struct event *ev_judged;	/* after the end: until the last verdict */
 	uint64_t timeout_ms;
 	bool timed_out;
 	bool exited;
@@ -91,11 +92,31 @@ static void drop_event(struct event **ev)
 }
 
 /* Done when the command is gone and every pipe from the sandbox is closed. */
+/*
+ * Done when the output is all relayed and the connections the sandbox
+ * made before it ended (taken from the backlogs by proxy_drain) each have
+ * their verdict, recorded and counted: within DRAIN_MS in any case.
+ */
 static void maybe_done(struct supervise *s)
 {
 	if (s->exited && s->sb->ctl < 0 && s->out.fd < 0 && s->err.fd < 0 &&
-	    stdrelay_done(s->relay))
+	    stdrelay_done(s->relay) && !sandbox_egress_judging(s->sb))
 		event_base_loopbreak(s->base);
+}
+
+/*
+ * A connection's verdict comes from its bufferevent's callbacks, which
+ * tell no one: after the end, look again every JUDGED_POLL_MS.  The
+ * sandbox is gone, so nothing new comes: each waits only for bytes
+ * already in its socket, or for its end.
+ */
+#define JUDGED_POLL_MS	10
+
+static void on_judged_poll(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	maybe_done(arg);
 }
 
 /* Output still moving after the end: the drain's deadline moves with it. */
@@ -281,6 +302,13 @@ static void on_exited(void *arg)
 	s->ev_drain = evtimer_new(s->base, on_drain_timeout, s);
 	if (!s->ev_drain || evtimer_add(s->ev_drain, &drain) < 0)
 		event_base_loopbreak(s->base);
+	if (sandbox_egress_judging(s->sb)) {
+		struct timeval poll = { 0, JUDGED_POLL_MS * 1000 };
+
+		s->ev_judged = event_new(s->base, -1, EV_PERSIST, on_judged_poll, s);
+		if (s->ev_judged)
+			evtimer_add(s->ev_judged, &poll);
+	}
 	maybe_done(s);
 }
 
@@ -413,6 +441,7 @@ static void supervise_stop(struct supervise *s)
 	drop_event(&s->ev_sig);
 	drop_event(&s->ev_deadline);
 	drop_event(&s->ev_drain);
+	drop_event(&s->ev_judged);
 	drop_event(&s->ev_usage);
 	drop_event(&s->out.ev);
 	drop_event(&s->err.ev);

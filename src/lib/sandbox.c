@@ -309,6 +309,11 @@ void sandbox_halt_egress(struct sandbox *sb)
 		proxy_halt(sb->px);
 }
 
+bool sandbox_egress_judging(const struct sandbox *sb)
+{
+	return sb && proxy_judging(sb->px);
+}
+
 void sandbox_free(struct sandbox *sb)
 {
 	if (!sb)

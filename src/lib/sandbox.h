@@ -358,6 +358,8 @@ void sandbox_kill(struct sandbox *sb);
 bool sandbox_gone(const struct sandbox *sb);
 /* Halted: its connections are reset, nothing more is relayed (proxy_halt). */
 void sandbox_halt_egress(struct sandbox *sb);
+/* A connection it made still waits for its verdict (proxy_judging). */
+bool sandbox_egress_judging(const struct sandbox *sb);
 /*
  * Free what the supervisor holds for the sandbox (proxy, sensor,
  * tripwires, fds).  It neither kills nor reaps init: the front end does,

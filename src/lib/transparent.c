@@ -127,6 +127,26 @@ static const char *synth_name(const struct proxy *px, const struct sockaddr_stor
 	return px->synth[(a & 0xffff) - 1];
 }
 
+/*
+ * A connection to a bare address that ended before its first bytes named
+ * a host.  A connect() scan sends nothing: every port answered "open" (the
+ * proxy accepts them all), and each ended unjudged, with no event and not
+ * counted by the abort criteria.  Nothing was forwarded; it is a denial.
+ */
+static void on_transparent_end(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	char why[CORRAL_ERR_MAX];
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+		return;
+	snprintf(why, sizeof(why), "a connection to the address %s:%u ended before "
+		 "it named a host (neither TLS SNI nor HTTP Host): nothing was "
+		 "forwarded", c->host, c->port);
+	conn_deny_gone(c, why);
+}
+
 /* A connection to a bare address: the first bytes must name the host. */
 static void on_transparent_head(struct bufferevent *bev, void *arg)
 {
@@ -168,6 +188,8 @@ static void on_transparent_head(struct bufferevent *bev, void *arg)
 		snprintf(c->method, sizeof(c->method), "%s", hr.req.method_name);
 		httpreq_free(&hr);
 	}
+	/* named: its end from now on is an ordinary connection's */
+	bufferevent_setcb(bev, on_transparent_head, NULL, conn_down_event, c);
 	/* Judged by the name it gave; connected to that name, never to addr. */
 	if (!conn_decide(c) || !conn_ech_ok(c, &hello))
 		return;
@@ -267,7 +289,7 @@ void transparent_start(struct conn *c, int fd)
 		transparent_decided(c, false);
 		return;
 	}
-	bufferevent_setcb(c->down, on_transparent_head, NULL, conn_down_event, c);
+	bufferevent_setcb(c->down, on_transparent_head, NULL, on_transparent_end, c);
 }
 
 void transparent_free(struct proxy *px)

@@ -91,11 +91,11 @@ static void drop_event(struct event **ev)
 	*ev = NULL;
 }
 
-/* Done when the command is gone and every pipe from the sandbox is closed. */
 /*
- * Done when the output is all relayed and the connections the sandbox
- * made before it ended (taken from the backlogs by proxy_drain) each have
- * their verdict, recorded and counted: within DRAIN_MS in any case.
+ * Done when the command is gone, every pipe from the sandbox is closed,
+ * the output is all relayed and the connections the sandbox made before
+ * it ended (taken from the backlogs by proxy_drain) each have their
+ * verdict, recorded and counted: within DRAIN_MS in any case.
  */
 static void maybe_done(struct supervise *s)
 {

@@ -701,37 +701,6 @@ print("reply", s.recv(100))'
 # sandbox's netns, whose only interface is lo: no packet leaves it.  Each
 # is an egress.denied event with its protocol and destination, and the
 # result's reason names the first.
-# The nat rules turn conntrack on in the sandbox's netns: each entry is
-# host kernel memory no cgroup of the sandbox's is charged for, up to the
-# host's nf_conntrack_max in every netns (67 MB for a loopback UDP spray
-# under --memory 32M).  What stays on loopback is left untracked; what is
-# redirected still works (the allowed fetch).
-t_loopback_traffic_untracked() {
-	trap stop_fixtures EXIT
-	start port http
-	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}'
-	nrun -- /usr/bin/python3 -c '
-import socket, sys, urllib.request
-for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-    srv = socket.socket(fam, socket.SOCK_DGRAM)
-    srv.bind((host, 0))
-    for _ in range(1500):
-        s = socket.socket(fam, socket.SOCK_DGRAM)
-        s.sendto(b"x", srv.getsockname()[:2])
-        s.close()
-    lst = socket.socket(fam, socket.SOCK_STREAM)
-    lst.bind((host, 0)); lst.listen(64)
-    for _ in range(50):
-        c = socket.create_connection(lst.getsockname()[:2]); lst.accept()[0].close(); c.close()
-print("tracked", open("/proc/sys/net/netfilter/nf_conntrack_count").read().strip())
-print(urllib.request.urlopen("http://web.test:%s/a" % sys.argv[1], timeout=10).read().decode().strip())' "$port"
-	expect_eq "exit" "$(cat "$T/rc")" 0 || { cat "$T/err"; return 1; }
-	out=$(stdout)
-	expect_contains "fetched" "$out" "hello from upstream /a"
-	n=$(sed -n 's/^tracked //p' <<< "$out")
-	[ -n "$n" ] && [ "$n" -lt 100 ] || fail "loopback traffic tracked: $n entries for 3,100 flows"
-}
-
 t_udp_off_loopback_is_an_event() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	nrun -- /usr/bin/python3 -c '
@@ -1759,11 +1728,6 @@ PY
 # compared), then its table (FAMILY, loopback as nft writes it).
 nft_expressions() {
 	cat <<EOF
-$1 corral raw_out
-  [ payload load $2 => reg 1 ]
-  [ cmp eq reg 1 $3 ]
-  [ notrack ]
-
 $1 corral out
   [ payload load $2 => reg 1 ]
   [ cmp eq reg 1 $3 ]
@@ -1799,11 +1763,6 @@ EOF
 nft_table() {
 	cat <<EOF
 table $1 corral {
-  chain raw_out {
-    type filter hook output priority raw; policy accept;
-    $1 daddr $2 notrack
-  }
-
   chain out {
     type nat hook output priority -100; policy accept;
     $1 daddr $2 return

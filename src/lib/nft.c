@@ -253,14 +253,6 @@ static void e_redirect(struct nft_batch *b, uint16_t port)
 	expr_end(b, e, d);
 }
 
-/* notrack: no conntrack entry for the packet */
-static void e_notrack(struct nft_batch *b)
-{
-	size_t d, e = expr(b, "notrack", &d);
-
-	expr_end(b, e, d);
-}
-
 static void attr_u64(struct nft_batch *b, uint16_t type, uint64_t v)
 {
 	uint64_t be = htobe64(v);
@@ -349,19 +341,6 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 
 	b->family = f->name;
 	add_table(b, f);
-	/*
-	 * The nat rules turn conntrack on in the sandbox's netns, and its
-	 * entries are kernel memory no cgroup of the sandbox's is charged
-	 * for, up to the host's nf_conntrack_max (262,144 here) for each
-	 * netns: a UDP spray on loopback held 67 MB of it under --memory 32M.
-	 * What stays on loopback needs no translation: it is not tracked.
-	 */
-	add_chain(b, f, "raw_out", "filter", -300, "the raw chain");
-	rule(b, f, "raw_out", "the rule that leaves loopback untracked", &m, &l);
-	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
-	e_cmp(b, NFT_CMP_EQ, f->lo, f->lo_len);
-	e_notrack(b);
-	rule_end(b, m, l);
 	add_chain(b, f, "out", "nat", -100, "the nat chain");
 	rule(b, f, "out", "the rule that lets loopback be", &m, &l);
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);

@@ -267,6 +267,47 @@ t_exec_ps_pause() {
 	nothing_left c1 "$pid $epid" "$mon"
 }
 
+# exec: of the engine's fds only 0-2 go in.  One it left without O_CLOEXEC
+# (a host directory, a host file) went in open; and corral's own until the
+# exec (the pinned rootfs), which a cwd of /proc/self/fd/N (the image's
+# WorkingDir) made the process's cwd: the host's rootfs directory, its
+# `..` the host's (CVE-2024-21626)
+t_exec_no_host_fds() {
+	need_root
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon out n epid cwd epids=""
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	echo host > "$T/hostlog"
+	out=$(exec 7< "$T" 8>> "$T/hostlog"
+	      oci exec c1 sh -c 'for f in /proc/self/fd/*; do echo "fd ${f##*/}"; done
+	                          echo written >&8')
+	expect_eq "exec rc" "$(rc)" 0 || echo "$out"
+	expect_contains "stdio" "$out" "fd 2"
+	expect_not_contains "the engine's directory fd" "$out" "fd 7"
+	expect_not_contains "the engine's file fd" "$out" "fd 8"
+	expect_not_contains "written through it" "$(cat "$T/hostlog")" "written"
+	for n in 3 4 5 6 7 8 9 10; do
+		rm -f "$T/epid"
+		oci exec --detach --cwd "/proc/self/fd/$n" --pid-file "$T/epid" c1 sleep 30 > /dev/null
+		[ "$(rc)" = 0 ] || continue
+		epid=$(cat "$T/epid")
+		epids="$epids $epid"
+		cwd=$(readlink "/proc/$epid/cwd")
+		kill -9 "$epid"
+		case $cwd in
+		"$T"*) fail "--cwd /proc/self/fd/$n: the exec's cwd is the host's $cwd" ;;
+		esac
+	done
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid$epids" "$mon"
+}
+
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root

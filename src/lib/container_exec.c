@@ -119,6 +119,28 @@ static void send_listener(int rep, int fd)
 	(void)fd_send(rep, &r, sizeof(r), &fd, 1, MSG_NOSIGNAL);
 }
 
+/*
+ * Of what the caller holds, only the engine's 0-2 (or the pty) go in, and
+ * rep until exec (close-on-exec).  The rest are host files: those the
+ * engine left open without O_CLOEXEC, held from exec on; and, until exec,
+ * our own (the pinned rootfs and binds' sources), which a cwd of
+ * /proc/self/fd/N would make the process's cwd, outside its root
+ * (CVE-2024-21626).  So they go before the chdir, not at exec.
+ */
+static int close_host_fds(int rep, struct corral_err *err)
+{
+	unsigned int from = 3;
+
+	if (rep >= 3) {
+		if (rep > 3 && syscall(SYS_close_range, 3, rep - 1, 0) < 0)
+			return corral_set_errno(err, errno, "close_range 3-%d", rep - 1);
+		from = rep + 1;
+	}
+	if (syscall(SYS_close_range, from, ~0U, 0) < 0)
+		return corral_set_errno(err, errno, "close_range %u-", from);
+	return 0;
+}
+
 /* The process, in the container's namespaces: wait for the gate, then exec. */
 static __attribute__((noreturn)) void exec_process(const struct corral_container_exec_opts *o,
 						   int gate, int rep)
@@ -144,6 +166,8 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	} else {
 		setsid();
 	}
+	if (close_host_fds(rep, &err) < 0)
+		report(rep, &err);
 	if (sandbox_join_layers(o->p, &notify_fd, &err) < 0)
 		report(rep, &err);
 	/*

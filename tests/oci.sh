@@ -308,6 +308,32 @@ t_exec_no_host_fds() {
 	nothing_left c1 "$pid$epids" "$mon"
 }
 
+# The monitor watches the listeners of 64 exec'd processes at once; one
+# whose processes have exited gives its place up.  Kept, the 65th exec of
+# a container's life (an engine's probes) and every one after it had its
+# denied calls fail unrecorded.
+t_exec_denials_after_many_execs() {
+	need_root
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon i
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	for i in $(seq 1 70); do
+		oci exec c1 true > /dev/null
+		[ "$(rc)" = 0 ] || { fail "exec $i: $(cat "$T/err")"; break; }
+	done
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_contains "the 71st exec's denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
+		'"type":"syscall.denied","syscall":"unshare"'
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid" "$mon"
+}
+
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root

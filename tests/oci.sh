@@ -526,6 +526,23 @@ t_refuses_other_mounts() {
 }
 
 # rlimits below 0 (-1 would read as unlimited) or soft above hard
+# maskedPaths and readonlyPaths beyond corral's own /proc and /sys: a file
+# of the image the operator would hide, or a tree kept read-only, which
+# corral does not do.  Ignored before, the container read and wrote them.
+t_refuses_masks_outside_kernel_trees() {
+	need_root
+	refused 'c["linux"]["maskedPaths"].append("/etc/secret")' \
+		"linux.maskedPaths[1] /etc/secret refused"
+	refused 'c["linux"]["readonlyPaths"].append("/proc/../etc")' \
+		"linux.readonlyPaths[1] /proc/../etc refused"
+	# the engines' own lists are taken (corral's /proc, no /sys)
+	bundle "$T/b" '["true"]' 'c["linux"]["maskedPaths"] += ["/proc/acpi", "/sys/firmware", "/proc"]
+c["linux"]["readonlyPaths"] += ["/proc/sysrq-trigger", "/sys/fs/cgroup"]'
+	oci create --bundle "$T/b" ok
+	expect_eq "create" "$(rc)" 0
+	oci delete --force ok
+}
+
 t_refuses_bad_rlimits() {
 	need_root
 	refused 'c["process"]["rlimits"] = [{"type": "RLIMIT_NPROC", "soft": -1, "hard": -1}]' \

@@ -758,6 +758,40 @@ t_bind_source_fd_not_inside() {
 	expect_eq "the process's fds" "$(tr '\n' ' ' < "$T/c1.out")" "0 1 2 3 "
 }
 
+# Two containers share a volume: the first leaves in it a link to the
+# host's tree as init sees it while it builds the view (/oldroot/...);
+# the second binds the volume and another bind beneath it, through that
+# link.  Refused: before, the second's init made the mount point on the
+# host and mounted there (CVE-2024-45310 in runc).
+t_bind_beneath_a_shared_volume_link() {
+	need_root
+	mkdir -p "$T/vol" "$T/in" "$T/host"
+	echo data > "$T/in/f"
+	chmod -R a+rX "$T/in"
+	chmod 1777 "$T/host" "$T/vol"
+	printf '{"allow_bind": ["%s", "%s"]}' "$T/vol" "$T/in" > "$T/op.json"
+	bundle "$T/a" "[\"busybox\", \"ln\", \"-s\", \"/oldroot$T/host\", \"/data/x\"]" \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/vol', 'options': ['rbind', 'rw']})"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/a" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
+	oci delete c1
+	[ -L "$T/vol/x" ] || fail "the first container left no link: $(cat "$T/shim")"
+	bundle "$T/b" '["cat", "/data/x/made/f"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/vol', 'options': ['rbind', 'rw']})
+c['mounts'].append({'destination': '/data/x/made', 'type': 'bind', 'source': '$T/in', 'options': ['rbind', 'ro']})"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c2 > /dev/null || true
+	local left=no made=no rc why=""
+	rc=$(rc)
+	[ ! -e "$T/host/made" ] || made=yes
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	[ ! -e "$T/root/c2" ] || left=yes
+	oci delete --force c2 > /dev/null || true
+	expect_eq "the mount point made on the host ($T/host/made)" "$made" no
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$why" "a symlink: not followed"
+	expect_eq "state left behind by a refused create" "$left" no
+}
+
 # The bundle a tenant may write (uid 65534's): its rootfs, once create has
 # judged it, swapped for a link to a tree the tenant may not read (root's,
 # 0700) or renamed over by another tree.

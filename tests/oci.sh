@@ -140,6 +140,9 @@ nothing_left() {
 	! grep -q "$T" /proc/self/mountinfo || fail "a mount of $T remains"
 }
 
+# cpu_ticks PID: its user and system time so far, in clock ticks
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 monitor_of() { sed -n 's/.*"monitor": *\([0-9]*\).*/\1/p' "$T/root/$1/state.json"; }
 
 # ---- as anyone ----------------------------------------------------------
@@ -242,11 +245,22 @@ t_exec_ps_pause() {
 	oci ps --format json c1
 	expect_contains "ps: init" "$(cat "$T/out")" "$pid"
 	expect_contains "ps: exec'd" "$(cat "$T/out")" "$epid"
+	# a busy exec'd process: paused, its CPU time stands still (a frozen
+	# task's State is "D" under v1 and "S" under v2, and "State" has an S)
+	printf '{"args":["sh","-c","while :; do :; done"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p3.json"
+	oci exec --process "$T/p3.json" --detach --pid-file "$T/bpid" c1
+	local bpid t1 t2
+	bpid=$(cat "$T/bpid")
 	oci pause c1
 	expect_eq "paused" "$(status_of c1)" paused
-	expect_contains "frozen" "$(grep State /proc/"$epid"/status)" "S"
+	t1=$(cpu_ticks "$bpid")
+	sleep 0.5
+	t2=$(cpu_ticks "$bpid")
+	expect_eq "the exec'd process's CPU time while paused" "$t2" "$t1"
 	oci resume c1
 	expect_eq "resumed" "$(status_of c1)" running
+	for _ in $(seq 1 40); do [ "$(cpu_ticks "$bpid")" -gt "$t2" ] && break; sleep 0.05; done
+	[ "$(cpu_ticks "$bpid")" -gt "$t2" ] || fail "the exec'd process never ran again after resume"
 	# update: lower is applied to the cgroup, higher than created is refused
 	local memfile
 	memfile=$(find /sys/fs/cgroup -maxdepth 4 -path "*/corral-$mon-oci/memory.*" \
@@ -264,7 +278,7 @@ t_exec_ps_pause() {
 	wait_status c1 stopped
 	oci delete c1
 	expect_eq "delete" "$(rc)" 0
-	nothing_left c1 "$pid $epid" "$mon"
+	nothing_left c1 "$pid $epid $bpid" "$mon"
 }
 
 # exec: of the engine's fds only 0-2 go in.  One it left without O_CLOEXEC

@@ -348,6 +348,46 @@ t_exec_denials_after_many_execs() {
 	nothing_left c1 "$pid" "$mon"
 }
 
+# Past the 64 exec'd processes the monitor watches at once, an exec is
+# refused: before, it ran with its denied calls failing unrecorded, so a
+# container that kept 64 exec'd processes alive (a child left by each)
+# made every later exec's probing invisible in its audit log.
+t_exec_refused_when_unwatched() {
+	need_root
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon i epids=""
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	printf '{"args":["sleep","60"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p.json"
+	for i in $(seq 1 64); do
+		oci exec --process "$T/p.json" --detach --pid-file "$T/epid" c1 > /dev/null
+		[ "$(rc)" = 0 ] || { fail "exec $i: $(cat "$T/err")"; break; }
+		epids="$epids $(cat "$T/epid")"
+	done
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_eq "the 65th exec" "$(rc)" 255
+	expect_contains "why" "$(last_error)" "would go unrecorded"
+	# one of them gone, its place is taken again
+	local first
+	first=$(echo $epids | cut -d' ' -f1)
+	kill -9 "$first"
+	for _ in $(seq 1 100); do
+		kill -0 "$first" 2>/dev/null || break
+		sleep 0.05
+	done
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_eq "an exec in a freed place" "$(rc)" 1
+	expect_contains "its denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
+		'"type":"syscall.denied","syscall":"unshare"'
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid$epids" "$mon"
+}
+
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root

@@ -388,6 +388,47 @@ t_exec_refused_when_unwatched() {
 	nothing_left c1 "$pid$epids" "$mon"
 }
 
+# An exec'd process is in the container's pid namespace from its clone on,
+# corral's code until it execs: held there (strace stops the CLI at its
+# "join" to the monitor, the process waiting at its gate), its command
+# line is not the CLI's, whose host paths (--root, --log, --pid-file)
+# /proc/PID/cmdline showed to the container.
+t_exec_cmdline_not_shown() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to hold exec with"
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon ns p st cli="" seen=""
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	ns=$(readlink "/proc/$pid/ns/pid")
+	timeout 60 strace -qq -o "$T/held.strace" -e trace=connect \
+		-e inject=connect:signal=SIGSTOP:when=2 \
+		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
+		--log "$T/log.json" --log-format json exec --pid-file "$T/epid" c1 true \
+		> "$T/held" 2>&1 < /dev/null &
+	st=$!
+	if strace_held "$T/held.strace" "$st"; then
+		cli=$(cat "$T/held.pid")
+		for p in /proc/[0-9]*; do
+			[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+			[ "${p#/proc/}" != "$pid" ] || continue
+			seen="$seen$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null);"
+		done
+		kill -CONT "$cli"
+	fi
+	wait "$st" || true
+	[ -n "$cli" ] || fail "exec was never held: $(tail -c 300 "$T/held.strace")"
+	expect_contains "the held process" "$seen" "corral-exec"
+	expect_not_contains "the CLI's host paths" "$seen" "$T"
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid" "$mon"
+}
+
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root

@@ -156,6 +156,13 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	int notify_fd;
 	char go;
 
+	/*
+	 * We are in the container's pid namespace from now on, and our
+	 * command line is the CLI's (--root, --log, --pid-file: the host's
+	 * paths), which /proc/PID/cmdline shows to anyone there, as init's
+	 * would.  What we run (argv, envp, cwd) the CLI copied already.
+	 */
+	corral_forget("corral-exec");
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);

@@ -33,14 +33,21 @@ ctrd_stop() {
 }
 # every container our CLI tests made and did not delete (a test that
 # failed midway, a create that should have been refused and was not): its
-# monitor and init would outlive the suite
+# monitor and init would outlive the suite.  After each test (run_test
+# calls test_cleanup), while its state is there: $T goes next.
+oci_stop_in() {
+	local id
+	[ -d "$1" ] || return 0
+	for id in $(ls "$1"); do
+		[ "$id" != audit ] || continue
+		timeout 30 "$OCI" --root "$1" delete --force "$id" > /dev/null 2>&1
+	done
+}
+test_cleanup() { oci_stop_in "$T/root"; }
 oci_stop_all() {
-	local r id
+	local r
 	for r in "$TEST_TMP"/t.*/root; do
-		[ -d "$r" ] || continue
-		for id in $(ls "$r"); do
-			timeout 30 "$OCI" --root "$r" delete --force "$id" > /dev/null 2>&1
-		done
+		oci_stop_in "$r"
 	done
 }
 trap 'oci_stop_all; ctrd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT

@@ -334,6 +334,7 @@ t_exec_no_host_fds() {
 # a container's life (an engine's probes) and every one after it had its
 # denied calls fail unrecorded.
 t_exec_denials_after_many_execs() {
+	bound_test
 	need_root
 	bundle "$T/b" '["sleep", "60"]'
 	oci create --bundle "$T/b" --pid-file "$T/pid" c1
@@ -360,6 +361,7 @@ t_exec_denials_after_many_execs() {
 # container that kept 64 exec'd processes alive (a child left by each)
 # made every later exec's probing invisible in its audit log.
 t_exec_refused_when_unwatched() {
+	bound_test
 	need_root
 	bundle "$T/b" '["sleep", "60"]'
 	oci create --bundle "$T/b" --pid-file "$T/pid" c1

@@ -196,6 +196,31 @@ t_ro_bind_is_readonly() {
 	expect_eq "host" "$(cat "$T/in/f")" data
 }
 
+# A bind beneath another bind of a host directory that sandboxes write: a
+# link one left there, to /oldroot/... (the host's tree while the view is
+# built), is not followed to the mount point.  Followed, init made the
+# directory on the host, where the sandbox's host user may write, and
+# mounted there (CVE-2024-45310 in runc).
+t_bind_beneath_a_shared_link() {
+	mkdir -p "$T/shared" "$T/in" "$T/host"
+	echo data > "$T/in/f"
+	chmod -R a+rX "$T/in"
+	chmod 1777 "$T/host"
+	# as a sandbox given --rw $T/shared:/data leaves it
+	ln -s "/oldroot$T/host" "$T/shared/x"
+	[ "$ME" = 0 ] && chown -h 65534:65534 "$T/shared" "$T/shared/x"
+	out=$(crun --rw "$T/shared:/data" --ro "$T/in:/data/x/made" -- /bin/sh -c 'echo ran')
+	[ ! -e "$T/host/made" ] || fail "the mount point was made on the host: $T/host/made"
+	expect_contains "refused" "$out" "a symlink: not followed"
+	expect_not_contains "not run" "$out" "ran"
+	# a directory there is walked into as before
+	rm "$T/shared/x"
+	mkdir "$T/shared/x"
+	out=$(crun --rw "$T/shared:/data" --ro "$T/in:/data/x/made" -- /bin/sh -c 'cat /data/x/made/f')
+	expect_eq "exit" "$(rc)" 0 || echo "$out"
+	expect_contains "the nested bind" "$out" "data"
+}
+
 t_no_host_processes() {
 	sleep 300 &
 	pid=$!

@@ -173,6 +173,11 @@ run_test() {
 	*)  FAIL=$((FAIL + 1)); FAILED_NAMES="$FAILED_NAMES $name"
 	    echo "not ok - $name"; sed "s/^/    /" "$T.log" | tail -${TEST_LOG_LINES:-30} ;;
 	esac
+	# what the suite's test_cleanup, if it has one, ends while $T, which
+	# may name it (oci.sh: containers by their state), is still there
+	if declare -F test_cleanup > /dev/null; then
+		test_cleanup
+	fi
 	# what a test left without write permission, made writable first
 	rm -rf "$T" "$T.log" "$T.times" 2>/dev/null || {
 		chmod -R u+rwX "$T" 2>/dev/null

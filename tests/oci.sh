@@ -33,14 +33,21 @@ ctrd_stop() {
 }
 # every container our CLI tests made and did not delete (a test that
 # failed midway, a create that should have been refused and was not): its
-# monitor and init would outlive the suite
+# monitor and init would outlive the suite.  After each test (run_test
+# calls test_cleanup), while its state is there: $T goes next.
+oci_stop_in() {
+	local id
+	[ -d "$1" ] || return 0
+	for id in $(ls "$1"); do
+		[ "$id" != audit ] || continue
+		timeout 30 "$OCI" --root "$1" delete --force "$id" > /dev/null 2>&1
+	done
+}
+test_cleanup() { oci_stop_in "$T/root"; }
 oci_stop_all() {
-	local r id
+	local r
 	for r in "$TEST_TMP"/t.*/root; do
-		[ -d "$r" ] || continue
-		for id in $(ls "$r"); do
-			timeout 30 "$OCI" --root "$r" delete --force "$id" > /dev/null 2>&1
-		done
+		oci_stop_in "$r"
 	done
 }
 trap 'oci_stop_all; ctrd_stop; chmod -R u+rwX "$TEST_TMP" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
@@ -139,6 +146,9 @@ nothing_left() {
 	[ -z "$cg" ] || fail "cgroup remains: $cg"
 	! grep -q "$T" /proc/self/mountinfo || fail "a mount of $T remains"
 }
+
+# cpu_ticks PID: its user and system time so far, in clock ticks
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 monitor_of() { sed -n 's/.*"monitor": *\([0-9]*\).*/\1/p' "$T/root/$1/state.json"; }
 
@@ -242,11 +252,22 @@ t_exec_ps_pause() {
 	oci ps --format json c1
 	expect_contains "ps: init" "$(cat "$T/out")" "$pid"
 	expect_contains "ps: exec'd" "$(cat "$T/out")" "$epid"
+	# a busy exec'd process: paused, its CPU time stands still (a frozen
+	# task's State is "D" under v1 and "S" under v2, and "State" has an S)
+	printf '{"args":["sh","-c","while :; do :; done"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p3.json"
+	oci exec --process "$T/p3.json" --detach --pid-file "$T/bpid" c1
+	local bpid t1 t2
+	bpid=$(cat "$T/bpid")
 	oci pause c1
 	expect_eq "paused" "$(status_of c1)" paused
-	expect_contains "frozen" "$(grep State /proc/"$epid"/status)" "S"
+	t1=$(cpu_ticks "$bpid")
+	sleep 0.5
+	t2=$(cpu_ticks "$bpid")
+	expect_eq "the exec'd process's CPU time while paused" "$t2" "$t1"
 	oci resume c1
 	expect_eq "resumed" "$(status_of c1)" running
+	for _ in $(seq 1 40); do [ "$(cpu_ticks "$bpid")" -gt "$t2" ] && break; sleep 0.05; done
+	[ "$(cpu_ticks "$bpid")" -gt "$t2" ] || fail "the exec'd process never ran again after resume"
 	# update: lower is applied to the cgroup, higher than created is refused
 	local memfile
 	memfile=$(find /sys/fs/cgroup -maxdepth 4 -path "*/corral-$mon-oci/memory.*" \
@@ -264,7 +285,159 @@ t_exec_ps_pause() {
 	wait_status c1 stopped
 	oci delete c1
 	expect_eq "delete" "$(rc)" 0
-	nothing_left c1 "$pid $epid" "$mon"
+	nothing_left c1 "$pid $epid $bpid" "$mon"
+}
+
+# exec: of the engine's fds only 0-2 go in.  One it left without O_CLOEXEC
+# (a host directory, a host file) went in open; and corral's own until the
+# exec (the pinned rootfs), which a cwd of /proc/self/fd/N (the image's
+# WorkingDir) made the process's cwd: the host's rootfs directory, its
+# `..` the host's (CVE-2024-21626)
+t_exec_no_host_fds() {
+	need_root
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon out n epid cwd epids=""
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	echo host > "$T/hostlog"
+	out=$(exec 7< "$T" 8>> "$T/hostlog"
+	      oci exec c1 sh -c 'for f in /proc/self/fd/*; do echo "fd ${f##*/}"; done
+	                          echo written >&8')
+	expect_eq "exec rc" "$(rc)" 0 || echo "$out"
+	expect_contains "stdio" "$out" "fd 2"
+	expect_not_contains "the engine's directory fd" "$out" "fd 7"
+	expect_not_contains "the engine's file fd" "$out" "fd 8"
+	expect_not_contains "written through it" "$(cat "$T/hostlog")" "written"
+	for n in 3 4 5 6 7 8 9 10; do
+		rm -f "$T/epid"
+		oci exec --detach --cwd "/proc/self/fd/$n" --pid-file "$T/epid" c1 sleep 30 > /dev/null
+		[ "$(rc)" = 0 ] || continue
+		epid=$(cat "$T/epid")
+		epids="$epids $epid"
+		cwd=$(readlink "/proc/$epid/cwd")
+		kill -9 "$epid"
+		case $cwd in
+		"$T"*) fail "--cwd /proc/self/fd/$n: the exec's cwd is the host's $cwd" ;;
+		esac
+	done
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid$epids" "$mon"
+}
+
+# The monitor watches the listeners of 64 exec'd processes at once; one
+# whose processes have exited gives its place up.  Kept, the 65th exec of
+# a container's life (an engine's probes) and every one after it had its
+# denied calls fail unrecorded.
+t_exec_denials_after_many_execs() {
+	bound_test
+	need_root
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon i
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	for i in $(seq 1 70); do
+		oci exec c1 true > /dev/null
+		[ "$(rc)" = 0 ] || { fail "exec $i: $(cat "$T/err")"; break; }
+	done
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_contains "the 71st exec's denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
+		'"type":"syscall.denied","syscall":"unshare"'
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid" "$mon"
+}
+
+# Past the 64 exec'd processes the monitor watches at once, an exec is
+# refused: before, it ran with its denied calls failing unrecorded, so a
+# container that kept 64 exec'd processes alive (a child left by each)
+# made every later exec's probing invisible in its audit log.
+t_exec_refused_when_unwatched() {
+	bound_test
+	need_root
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon i epids=""
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	printf '{"args":["sleep","60"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p.json"
+	for i in $(seq 1 64); do
+		oci exec --process "$T/p.json" --detach --pid-file "$T/epid" c1 > /dev/null
+		[ "$(rc)" = 0 ] || { fail "exec $i: $(cat "$T/err")"; break; }
+		epids="$epids $(cat "$T/epid")"
+	done
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_eq "the 65th exec" "$(rc)" 255
+	expect_contains "why" "$(last_error)" "would go unrecorded"
+	# one of them gone, its place is taken again
+	local first
+	first=$(echo $epids | cut -d' ' -f1)
+	kill -9 "$first"
+	for _ in $(seq 1 100); do
+		kill -0 "$first" 2>/dev/null || break
+		sleep 0.05
+	done
+	oci exec c1 busybox unshare -m true > /dev/null || true
+	expect_eq "an exec in a freed place" "$(rc)" 1
+	expect_contains "its denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
+		'"type":"syscall.denied","syscall":"unshare"'
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid$epids" "$mon"
+}
+
+# An exec'd process is in the container's pid namespace from its clone on,
+# corral's code until it execs: held there (strace stops the CLI at its
+# "join" to the monitor, the process waiting at its gate), its command
+# line is not the CLI's, whose host paths (--root, --log, --pid-file)
+# /proc/PID/cmdline showed to the container.
+t_exec_cmdline_not_shown() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to hold exec with"
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	local pid mon ns p st cli="" seen=""
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	ns=$(readlink "/proc/$pid/ns/pid")
+	# LeakSanitizer cannot run under ptrace (an ASan build's exec)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	timeout 60 strace -qq -o "$T/held.strace" -e trace=connect \
+		-e inject=connect:signal=SIGSTOP:when=2 \
+		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
+		--log "$T/log.json" --log-format json exec --pid-file "$T/epid" c1 true \
+		> "$T/held" 2>&1 < /dev/null &
+	st=$!
+	if strace_held "$T/held.strace" "$st"; then
+		cli=$(cat "$T/held.pid")
+		for p in /proc/[0-9]*; do
+			[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+			[ "${p#/proc/}" != "$pid" ] || continue
+			seen="$seen$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null);"
+		done
+		kill -CONT "$cli"
+	fi
+	wait "$st" || true
+	[ -n "$cli" ] || fail "exec was never held: $(tail -c 300 "$T/held.strace")"
+	expect_contains "the held process" "$seen" "corral-exec"
+	expect_not_contains "the CLI's host paths" "$seen" "$T"
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$pid" "$mon"
 }
 
 # events: runc's JSON lines, from the container's cgroup
@@ -459,6 +632,23 @@ t_refuses_other_mounts() {
 }
 
 # rlimits below 0 (-1 would read as unlimited) or soft above hard
+# maskedPaths and readonlyPaths beyond corral's own /proc and /sys: a file
+# of the image the operator would hide, or a tree kept read-only, which
+# corral does not do.  Ignored before, the container read and wrote them.
+t_refuses_masks_outside_kernel_trees() {
+	need_root
+	refused 'c["linux"]["maskedPaths"].append("/etc/secret")' \
+		"linux.maskedPaths[1] /etc/secret refused"
+	refused 'c["linux"]["readonlyPaths"].append("/proc/../etc")' \
+		"linux.readonlyPaths[1] /proc/../etc refused"
+	# the engines' own lists are taken (corral's /proc, no /sys)
+	bundle "$T/b" '["true"]' 'c["linux"]["maskedPaths"] += ["/proc/acpi", "/sys/firmware", "/proc"]
+c["linux"]["readonlyPaths"] += ["/proc/sysrq-trigger", "/sys/fs/cgroup"]'
+	oci create --bundle "$T/b" ok
+	expect_eq "create" "$(rc)" 0
+	oci delete --force ok
+}
+
 t_refuses_bad_rlimits() {
 	need_root
 	refused 'c["process"]["rlimits"] = [{"type": "RLIMIT_NPROC", "soft": -1, "hard": -1}]' \
@@ -672,6 +862,40 @@ t_bind_source_fd_not_inside() {
 	oci delete --force c1 > /dev/null
 	expect_eq "init's fds on the root or the bind's source" "$fds" ""
 	expect_eq "the process's fds" "$(tr '\n' ' ' < "$T/c1.out")" "0 1 2 3 "
+}
+
+# Two containers share a volume: the first leaves in it a link to the
+# host's tree as init sees it while it builds the view (/oldroot/...);
+# the second binds the volume and another bind beneath it, through that
+# link.  Refused: before, the second's init made the mount point on the
+# host and mounted there (CVE-2024-45310 in runc).
+t_bind_beneath_a_shared_volume_link() {
+	need_root
+	mkdir -p "$T/vol" "$T/in" "$T/host"
+	echo data > "$T/in/f"
+	chmod -R a+rX "$T/in"
+	chmod 1777 "$T/host" "$T/vol"
+	printf '{"allow_bind": ["%s", "%s"]}' "$T/vol" "$T/in" > "$T/op.json"
+	bundle "$T/a" "[\"busybox\", \"ln\", \"-s\", \"/oldroot$T/host\", \"/data/x\"]" \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/vol', 'options': ['rbind', 'rw']})"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/a" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
+	oci delete c1
+	[ -L "$T/vol/x" ] || fail "the first container left no link: $(cat "$T/shim")"
+	bundle "$T/b" '["cat", "/data/x/made/f"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/vol', 'options': ['rbind', 'rw']})
+c['mounts'].append({'destination': '/data/x/made', 'type': 'bind', 'source': '$T/in', 'options': ['rbind', 'ro']})"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c2 > /dev/null || true
+	local left=no made=no rc why=""
+	rc=$(rc)
+	[ ! -e "$T/host/made" ] || made=yes
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	[ ! -e "$T/root/c2" ] || left=yes
+	oci delete --force c2 > /dev/null || true
+	expect_eq "the mount point made on the host ($T/host/made)" "$made" no
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$why" "a symlink: not followed"
+	expect_eq "state left behind by a refused create" "$left" no
 }
 
 # The bundle a tenant may write (uid 65534's): its rootfs, once create has

@@ -649,11 +649,57 @@ refused:
 	return err->code;
 }
 
+/*
+ * linux.maskedPaths and readonlyPaths: the engines' lists name /proc and
+ * /sys, which corral builds its own way (its /proc is its pid namespace's,
+ * with its own masks; no /sys).  Anywhere else the operator would hide a
+ * file of the image or keep a tree read-only, which corral does not do:
+ * refused, where the container ran with that file readable and writable.
+ */
+static bool in_kernel_tree(const char *path)
+{
+	const char *rest = !strncmp(path, "/proc", 5) ? path + 5 :
+			   !strncmp(path, "/sys", 4) ? path + 4 : NULL;
+
+	if (!rest || (*rest != '/' && *rest != '\0'))
+		return false;
+	for (const char *d = rest; (d = strstr(d, "/..")); d += 3)
+		if (d[3] == '/' || d[3] == '\0')
+			return false;
+	return true;
+}
+
+static int check_masks(json_t *lnx, struct corral_err *err)
+{
+	static const char *const keys[] = { "maskedPaths", "readonlyPaths" };
+
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		size_t i;
+		json_t *v;
+
+		json_array_foreach(json_object_get(lnx, keys[k]), i, v) {
+			const char *path = json_string_value(v);
+
+			if (!path || !in_kernel_tree(path))
+				return corral_set_err(err, -EPERM, "linux.%s[%zu] %s "
+						      "refused: corral masks and makes "
+						      "read-only only beneath its own /proc "
+						      "and /sys", keys[k], i,
+						      path ? path : "(not a string)");
+		}
+	}
+	return 0;
+}
+
 static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
 {
 	json_t *hooks = json_object_get(doc, "hooks");
 	const char *key;
 	json_t *v;
+	int r = check_masks(lnx, err);
+
+	if (r < 0)
+		return r;
 
 	json_object_foreach(hooks, key, v)
 		if (json_array_size(v))

@@ -36,7 +36,7 @@
 #define CTL_REPLY_MAX	16384	/* "stats": runc's document, ~3 KB */
 #define CTL_TIMEOUT_S	10	/* a freeze may take the kernel 2 s */
 #define PS_MAX		1000
-#define EXEC_SENSORS_MAX 64	/* exec'd processes whose denials are reported */
+#define EXEC_SENSORS_MAX 64	/* exec'd processes at once whose denials are reported */
 
 struct monitor {
 	const struct corral_container_opts *o;
@@ -251,6 +251,25 @@ static const char *status_name(const struct monitor *m)
 	       m->started ? "running" : "created";
 }
 
+/*
+ * The listeners of exec'd processes that have all exited: their slots go
+ * to the next.  Kept, an engine's 64th exec (a probe every ten seconds
+ * fills them in eleven minutes) left every later one's denied calls
+ * unrecorded, though none of those 64 still ran.
+ */
+static void reap_sensors(struct monitor *m)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->nsensors; i++) {
+		if (sensor_idle(m->sensors[i]))
+			sensor_free(m->sensors[i]);
+		else
+			m->sensors[n++] = m->sensors[i];
+	}
+	m->nsensors = n;
+}
+
 /* One request; the reply in reply ("ok ..."); err says why not. */
 static int serve_request(struct monitor *m, const char *req, int *fd,
 			 char *reply, size_t len, struct corral_err *err)
@@ -304,9 +323,11 @@ static int serve_request(struct monitor *m, const char *req, int *fd,
 	if (!strcmp(req, "notify")) {	/* an exec'd process's listener */
 		if (*fd < 0)
 			return corral_set_err(err, -EINVAL, "notify: no fd came with it");
+		reap_sensors(m);
 		if (m->nsensors == EXEC_SENSORS_MAX)
 			return corral_set_err(err, -EMFILE, "notify: %d exec'd processes "
-					      "are watched already", EXEC_SENSORS_MAX);
+					      "are running and watched already",
+					      EXEC_SENSORS_MAX);
 		m->sensors[m->nsensors] = sensor_start(m->base, steal_fd(fd), m->ev);
 		if (!m->sensors[m->nsensors])
 			return corral_set_err(err, -ENOMEM, "notify: cannot watch it");

@@ -119,6 +119,33 @@ static void send_listener(int rep, int fd)
 	(void)fd_send(rep, &r, sizeof(r), &fd, 1, MSG_NOSIGNAL);
 }
 
+/*
+ * Of what the caller holds, only the engine's 0-2 (or the pty) go in, and
+ * rep and gate until exec (close-on-exec).  The rest are host files: those the
+ * engine left open without O_CLOEXEC, held from exec on; and, until exec,
+ * our own (the pinned rootfs and binds' sources), which a cwd of
+ * /proc/self/fd/N would make the process's cwd, outside its root
+ * (CVE-2024-21626).  So they go before the chdir, not at exec.
+ */
+static int close_host_fds(int rep, int gate, struct corral_err *err)
+{
+	int keep[2] = { rep < gate ? rep : gate, rep < gate ? gate : rep };
+	unsigned int from = 3;
+
+	for (int i = 0; i < 2; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if (keep[i] > (int)from &&
+		    syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+			return corral_set_errno(err, errno, "close_range %u-%d",
+						from, keep[i] - 1);
+		from = keep[i] + 1;
+	}
+	if (syscall(SYS_close_range, from, ~0U, 0) < 0)
+		return corral_set_errno(err, errno, "close_range %u-", from);
+	return 0;
+}
+
 /* The process, in the container's namespaces: wait for the gate, then exec. */
 static __attribute__((noreturn)) void exec_process(const struct corral_container_exec_opts *o,
 						   int gate, int rep)
@@ -129,6 +156,13 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	int notify_fd;
 	char go;
 
+	/*
+	 * We are in the container's pid namespace from now on, and our
+	 * command line is the CLI's (--root, --log, --pid-file: the host's
+	 * paths), which /proc/PID/cmdline shows to anyone there, as init's
+	 * would.  What we run (argv, envp, cwd) the CLI copied already.
+	 */
+	corral_forget("corral-exec");
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
@@ -136,7 +170,6 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	/* EOF: the caller failed to put us in the cgroup, or died */
 	if (read(gate, &go, 1) != 1)
 		_exit(126);
-	close(gate);
 	if (o->tty) {
 		if (make_terminal(o->console_fd, &err) < 0)
 			report(rep, &err);
@@ -144,6 +177,8 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	} else {
 		setsid();
 	}
+	if (close_host_fds(rep, gate, &err) < 0)
+		report(rep, &err);
 	if (sandbox_join_layers(o->p, &notify_fd, &err) < 0)
 		report(rep, &err);
 	/*
@@ -153,7 +188,15 @@ static __attribute__((noreturn)) void exec_process(const struct corral_container
 	if (notify_fd >= 0) {
 		send_listener(rep, notify_fd);
 		close(notify_fd);
+		/*
+		 * EOF: the monitor would not take the listener (as many exec'd
+		 * processes as it watches run already), or the caller died.
+		 * Not an exec whose denied calls no one records.
+		 */
+		if (read(gate, &go, 1) != 1)
+			_exit(126);
 	}
+	close(gate);
 	if (sandbox_set_rlimits(o->rlimits, o->nrlimits, &err) < 0)
 		report(rep, &err);
 	if (chdir(o->cwd ? o->cwd : "/") < 0) {
@@ -196,9 +239,11 @@ static __attribute__((noreturn)) void join_helper(const struct corral_container_
 
 /*
  * After the gate: EOF when it exec'd (the socket is close-on-exec), its
- * listener before that (on to the monitor), or its failure.
+ * listener before that (on to the monitor, then the gate opened again),
+ * or its failure.
  */
-static int take_reports(int rep_rd, const char *ctl_path, struct corral_err *err)
+static int take_reports(int rep_rd, int gate_wr, const char *ctl_path,
+			struct corral_err *err)
 {
 	for (int i = 0; i < 2; i++) {
 		char cbuf[CMSG_SPACE(sizeof(int))];
@@ -222,9 +267,16 @@ static int take_reports(int rep_rd, const char *ctl_path, struct corral_err *err
 			return corral_set_err(err, -EIO, "a short report from the exec");
 		if (rep.err < 0)
 			return corral_set_err(err, rep.err, "%s", rep.msg);
-		/* the monitor may refuse (too many): the calls then fail unseen */
-		if (fd >= 0)
-			container_ctl_fd(ctl_path, "notify", fd, reply, sizeof(reply), &e2);
+		if (fd < 0)
+			return corral_set_err(err, -EIO, "the exec's seccomp listener "
+					      "did not come with its report");
+		/* refused (too many at once): no exec that no one watches */
+		if (container_ctl_fd(ctl_path, "notify", fd, reply, sizeof(reply),
+				     &e2) < 0)
+			return corral_set_err(err, e2.code, "%s: its denied calls "
+					      "would go unrecorded", e2.msg);
+		if (write(gate_wr, "g", 1) != 1)
+			return corral_set_errno(err, errno, "cannot start the process");
 	}
 	return 0;
 }
@@ -292,9 +344,11 @@ int corral_container_exec(const struct corral_container_exec_opts *o, pid_t *pid
 		waitpid(child, NULL, 0);
 		return r;
 	}
-	cleanup_closep(&gate_wr);
-	r = take_reports(rep_rd, o->ctl_path, err);
+	r = take_reports(rep_rd, gate_wr, o->ctl_path, err);
 	if (r < 0) {
+		/* at its gate, or gone after its report */
+		cleanup_closep(&gate_wr);
+		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 		return r;
 	}

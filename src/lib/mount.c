@@ -421,6 +421,121 @@ static int bind_tree(int tree, const char *what, const char *dst,
 }
 
 /*
+ * dst's directory in the new root, walked one component at a time from
+ * "/" and made where missing, following no symlink; *leaf is dst's last
+ * component.  A bind's mount point may lie beneath an earlier bind of a
+ * host directory that another sandbox writes: a link it left there (to
+ * /oldroot/tmp, the host's tree while the view is built) made init
+ * create the directory or file on the host and mount there
+ * (CVE-2024-45310 in runc).  The image's own links are no concern: the
+ * parents of every bind are directories of the upper layer (stage_dirs).
+ */
+static int open_dst_parent(const char *dst, const char **leaf,
+			   struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	char buf[4096];
+	int dfd, nfd;
+
+	*leaf = strrchr(dst, '/');
+	if (dst[0] != '/' || !*leaf || !(*leaf)[1] ||
+	    snprintf(buf, sizeof(buf), "%s", dst) >= (int)sizeof(buf))
+		return corral_set_err(err, -EINVAL, "mount point \"%s\": not an "
+				      "absolute path to a name", dst);
+	(*leaf)++;
+	buf[*leaf - dst] = '\0';	/* the parent, with its last slash */
+	dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return corral_set_errno(err, errno, "open /");
+	for (char *s = buf + 1, *slash; (slash = strchr(s, '/')); s = slash + 1) {
+		if (slash == s)
+			continue;
+		*slash = '\0';
+		if (mkdirat(dfd, s, 0755) < 0 && errno != EEXIST)
+			nfd = -1;
+		else
+			nfd = openat2_retry(dfd, s, &how);
+		if (nfd < 0) {
+			int e = errno;
+
+			close(dfd);
+			return corral_set_err(err, -e, "cannot open %s beneath the "
+					      "sandbox's root: %s%s", buf, strerror(e),
+					      e == ELOOP ? " (a symlink: not followed "
+					      "to a mount point)" : "");
+		}
+		*slash = '/';
+		close(dfd);
+		dfd = nfd;
+	}
+	return dfd;
+}
+
+/* An O_PATH fd of leaf in dir, no symlink followed: a mount on it, if any. */
+static int open_leaf(int dir, const char *leaf)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+
+	return openat2_retry(dir, leaf, &how);
+}
+
+/*
+ * A bind of the policy's, made onto dst by fds (open_dst_parent): made,
+ * its attributes set on what was mounted, not on whatever a path names
+ * by then.  tree >= 0: the supervisor's detached copy; else fd's clone.
+ */
+static int bind_user(int fd, int tree, const char *what, const char *dst,
+		     bool dir, enum bind_kind kind, struct corral_err *err)
+{
+	uint64_t set = MOUNT_ATTR_NOSUID | (kind == BIND_RO ? MOUNT_ATTR_RDONLY |
+		       MOUNT_ATTR_NODEV : kind == BIND_RW ? MOUNT_ATTR_NODEV :
+		       MOUNT_ATTR_NOEXEC);
+	struct mount_attr attr = { .attr_set = set };
+	cleanup_close int parent = -1, at = -1, clone = -1, mnt = -1;
+	struct stat want, got;
+	const char *leaf;
+
+	parent = open_dst_parent(dst, &leaf, err);
+	if (parent < 0)
+		return parent;
+	if ((dir ? mkdirat(parent, leaf, 0755) :
+	     mknodat(parent, leaf, S_IFREG | 0644, 0)) < 0 && errno != EEXIST)
+		return corral_set_errno(err, errno, "cannot create %s", dst);
+	at = open_leaf(parent, leaf);
+	if (at < 0)
+		return corral_set_errno(err, errno, "cannot open %s", dst);
+	if (tree < 0) {
+		clone = syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE |
+				OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		if (clone < 0)
+			return corral_set_errno(err, errno, "cannot clone the mount "
+						"of %s", what);
+		tree = clone;
+	}
+	if (syscall(SYS_move_mount, tree, "", at, "", MOVE_MOUNT_F_EMPTY_PATH |
+		    MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return corral_set_errno(err, errno, "cannot bind %s on %s", what, dst);
+	/* what lies at dst now: our mount's root, or the bind is refused */
+	mnt = open_leaf(parent, leaf);
+	if (mnt < 0 || fstat(mnt, &got) < 0 || fstat(fd, &want) < 0)
+		return corral_set_errno(err, errno, "cannot open %s", dst);
+	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+		return corral_set_err(err, -EXDEV, "%s is no longer the bind of %s "
+				      "(renamed beneath us)", dst, what);
+	if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH | AT_RECURSIVE,
+		    &attr, sizeof(attr)) < 0)
+		return corral_set_errno(err, errno, "cannot make %s %s", dst,
+					kind == BIND_RO ? "read-only" : "nosuid");
+	return 0;
+}
+
+/*
  * tree >= 0: src as the supervisor's idmapped copy, already judged;
  * pin >= 0: the object the caller judged, which src must still be.
  */
@@ -448,10 +563,13 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 		if (r < 0)
 			goto out;
 	}
-	if (kind == BIND_USER_RO || kind == BIND_USER_RW)
-		kind = kind == BIND_USER_RO ? BIND_RO : BIND_RW;
 	if (fstat(fd, &st) < 0) {
 		r = corral_set_errno(err, errno, "cannot stat %s", src);
+		goto out;
+	}
+	if (kind == BIND_USER_RO || kind == BIND_USER_RW) {
+		r = bind_user(fd, tree, src, dst, S_ISDIR(st.st_mode), kind ==
+			      BIND_USER_RO ? BIND_RO : BIND_RW, err);
 		goto out;
 	}
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);

@@ -253,6 +253,11 @@ size_t sensor_denied(const struct sensor *s)
 	return s ? s->denied : 0;
 }
 
+bool sensor_idle(const struct sensor *s)
+{
+	return hung_up(s->fd);
+}
+
 void sensor_free(struct sensor *s)
 {
 	if (!s)

@@ -10,12 +10,16 @@
 
 #include <event2/event.h>
 
+#include <stdbool.h>
+
 struct sensor;
 
 /* Take over the notification fd of a sandbox's filter. */
 struct sensor *sensor_start(struct event_base *base, int notify_fd,
 			    struct events *ev);
 size_t sensor_denied(const struct sensor *s);
+/* No task is left on its filter, nor will be: its last caller exited. */
+bool sensor_idle(const struct sensor *s);
 void sensor_free(struct sensor *s);
 
 #endif

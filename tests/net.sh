@@ -701,6 +701,54 @@ print("reply", s.recv(100))'
 # sandbox's netns, whose only interface is lo: no packet leaves it.  Each
 # is an egress.denied event with its protocol and destination, and the
 # result's reason names the first.
+# The nat rules turn conntrack on in the sandbox's netns: each entry is
+# host kernel memory no cgroup of the sandbox's is charged for, up to the
+# host's nf_conntrack_max in every netns (67 MB for a loopback UDP spray
+# under --memory 32M).  Loopback's own traffic is left untracked; the
+# answers of the transparent listener and of DNS, loopback to loopback
+# too, are still translated back (a bare address's request, a question to
+# an outside server).
+t_loopback_traffic_untracked() {
+	trap stop_fixtures EXIT
+	start port web "$T/web.log"
+	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}' ', "transparent": true'
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/python3 -c '
+import socket, struct, sys
+for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    srv = socket.socket(fam, socket.SOCK_DGRAM)
+    srv.bind((host, 0))
+    for _ in range(1500):
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.sendto(b"x", srv.getsockname()[:2])
+        s.close()
+    lst = socket.socket(fam, socket.SOCK_STREAM)
+    lst.bind((host, 0)); lst.listen(64)
+    for _ in range(50):
+        c = socket.create_connection(lst.getsockname()[:2]); lst.accept()[0].close(); c.close()
+c = socket.create_connection(("198.18.5.5", int(sys.argv[1])), timeout=10)
+c.sendall(b"GET /a HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n")
+got = b""
+for _ in range(1000):
+    d = c.recv(65536)
+    got += d
+    if not d or b"\r\n" in got:
+        break
+print("transparent", got.split(b"\r\n")[0].decode())
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"\x03web\x04test\x00" + struct.pack(">HH", 1, 1)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(5)
+u.connect(("198.18.0.53", 53))
+u.send(q)
+print("dns", "answered" if u.recv(512)[:2] == b"\x12\x34" else "misanswered")
+print("tracked", open("/proc/sys/net/netfilter/nf_conntrack_count").read().strip())' "$port"
+	expect_eq "exit" "$(cat "$T/rc")" 0 || { cat "$T/err"; cat "$T/out"; return 1; }
+	out=$(stdout)
+	expect_contains "a bare address's request" "$out" "transparent HTTP/1.1 200"
+	expect_contains "a question to an outside server" "$out" "dns answered"
+	n=$(sed -n 's/^tracked //p' <<< "$out")
+	[ -n "$n" ] && [ "$n" -lt 100 ] || fail "loopback traffic tracked: $n entries for 3,100 flows"
+}
+
 t_udp_off_loopback_is_an_event() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	nrun -- /usr/bin/python3 -c '
@@ -1728,6 +1776,29 @@ PY
 # compared), then its table (FAMILY, loopback as nft writes it).
 nft_expressions() {
 	cat <<EOF
+$1 corral raw_out
+  [ payload load $4 => reg 1 ]
+  [ cmp eq reg 1 $5 ]
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000006 ]
+  [ payload load 2b @ transport header + 0 => reg 1 ]
+  [ cmp eq reg 1 0x0000390c ]
+  [ immediate reg 0 return ]
+
+$1 corral raw_out
+  [ payload load $4 => reg 1 ]
+  [ cmp eq reg 1 $5 ]
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000011 ]
+  [ payload load 2b @ transport header + 0 => reg 1 ]
+  [ cmp eq reg 1 0x00003500 ]
+  [ immediate reg 0 return ]
+
+$1 corral raw_out
+  [ payload load $2 => reg 1 ]
+  [ cmp eq reg 1 $3 ]
+  [ notrack ]
+
 $1 corral out
   [ payload load $2 => reg 1 ]
   [ cmp eq reg 1 $3 ]
@@ -1763,6 +1834,13 @@ EOF
 nft_table() {
 	cat <<EOF
 table $1 corral {
+  chain raw_out {
+    type filter hook output priority raw; policy accept;
+    $1 saddr $3 tcp sport 3129 return
+    $1 saddr $3 udp sport 53 return
+    $1 daddr $2 notrack
+  }
+
   chain out {
     type nat hook output priority -100; policy accept;
     $1 daddr $2 return
@@ -1825,11 +1903,13 @@ PY
 	[ "$rc" = 0 ] || { cat "$T/probe"; fail "nft in the sandbox's netns failed ($rc)"; return; }
 	sed -E 's/^(ip6? corral [a-z_]+) [0-9 ]+$/\1/; s/\t/  /g' "$T/probe" > "$T/rules"
 	{
-		nft_expressions ip "1b @ network header + 16" 0x0000007f
+		nft_expressions ip "1b @ network header + 16" 0x0000007f \
+			"4b @ network header + 12" 0x0100007f
 		nft_expressions ip6 "16b @ network header + 24" \
-			"0x00000000 0x00000000 0x00000000 0x01000000"
-		nft_table ip 127.0.0.0/8
-		nft_table ip6 ::1
+			"0x00000000 0x00000000 0x00000000 0x01000000" \
+			"16b @ network header + 8" "0x00000000 0x00000000 0x00000000 0x01000000"
+		nft_table ip 127.0.0.0/8 127.0.0.1
+		nft_table ip6 ::1 ::1
 	} > "$T/want"
 	diff -u "$T/want" "$T/rules" > "$T/rules.diff" ||
 		{ cat "$T/rules.diff"; fail "the sandbox's nftables rules are not nft's"; }

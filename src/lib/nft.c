@@ -253,6 +253,14 @@ static void e_redirect(struct nft_batch *b, uint16_t port)
 	expr_end(b, e, d);
 }
 
+/* notrack: no conntrack entry for the packet */
+static void e_notrack(struct nft_batch *b)
+{
+	size_t d, e = expr(b, "notrack", &d);
+
+	expr_end(b, e, d);
+}
+
 static void attr_u64(struct nft_batch *b, uint16_t type, uint64_t v)
 {
 	uint64_t be = htobe64(v);
@@ -289,6 +297,8 @@ struct nft_family {
 	const char *name;
 	uint32_t daddr_off, lo_len;	/* in the network header */
 	const void *lo;			/* compared with lo_len bytes there */
+	uint32_t saddr_off, addr_len;	/* the source address, and its length */
+	const void *listen;		/* the address the proxy listens on */
 };
 
 static void add_table(struct nft_batch *b, const struct nft_family *f)
@@ -332,6 +342,50 @@ static void rule_end(struct nft_batch *b, size_t m, size_t list)
 	msg_end(b, m);
 }
 
+/* ip saddr LISTEN PROTO sport PORT return: an answer of one of ours */
+static void keep_tracked(struct nft_batch *b, const struct nft_family *f,
+			 uint8_t proto, uint16_t port, const char *what)
+{
+	const uint16_t be = htons(port);
+	size_t m, l;
+
+	rule(b, f, "raw_out", what, &m, &l);
+	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->saddr_off, f->addr_len);
+	e_cmp(b, NFT_CMP_EQ, f->listen, f->addr_len);
+	e_l4proto(b);
+	e_cmp(b, NFT_CMP_EQ, &proto, sizeof(proto));
+	e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 0, sizeof(be));
+	e_cmp(b, NFT_CMP_EQ, &be, sizeof(be));
+	e_verdict(b, NFT_RETURN);
+	rule_end(b, m, l);
+}
+
+/*
+ * The nat rules turn conntrack on in the sandbox's netns, and its entries
+ * are kernel memory no cgroup of the sandbox's is charged for, up to the
+ * host's nf_conntrack_max in each netns: a UDP spray on loopback held
+ * 67 MB under --memory 32M.  Loopback's own traffic needs no translation
+ * and is left untracked, but for the answers of the transparent listener
+ * and of DNS, which go loopback to loopback too (a redirected
+ * connection's source is 127.0.0.1) and must be translated back.  Only
+ * the proxy holds those ports there: 53 is privileged, and a listening
+ * TCP port is no one else's.
+ */
+static void add_untracked(struct nft_batch *b, const struct nft_family *f,
+			  uint16_t tcp_port, uint16_t dns_port)
+{
+	size_t m, l;
+
+	add_chain(b, f, "raw_out", "filter", -300, "the raw chain");
+	keep_tracked(b, f, IPPROTO_TCP, tcp_port, "the transparent listener's answers");
+	keep_tracked(b, f, IPPROTO_UDP, dns_port, "the DNS answers");
+	rule(b, f, "raw_out", "the rule that leaves loopback untracked", &m, &l);
+	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
+	e_cmp(b, NFT_CMP_EQ, f->lo, f->lo_len);
+	e_notrack(b);
+	rule_end(b, m, l);
+}
+
 static void add_family(struct nft_batch *b, const struct nft_family *f,
 		       uint16_t tcp_port, uint16_t dns_port)
 {
@@ -341,6 +395,7 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 
 	b->family = f->name;
 	add_table(b, f);
+	add_untracked(b, f, tcp_port, dns_port);
 	add_chain(b, f, "out", "nat", -100, "the nat chain");
 	rule(b, f, "out", "the rule that lets loopback be", &m, &l);
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
@@ -388,11 +443,12 @@ static void add_log(struct nft_batch *b, const struct nft_family *f, uint16_t gr
 	rule_end(b, m, l);
 }
 
-/* 127.0.0.0/8: its first byte */
+/* 127.0.0.0/8: its first byte; 127.0.0.1, where the proxy listens */
 static const uint8_t lo4 = 127;
+static const uint8_t listen4[4] = { 127, 0, 0, 1 };
 static const struct nft_family families[] = {
-	{ NFPROTO_IPV4, "ip", 16, 1, &lo4 },
-	{ NFPROTO_IPV6, "ip6", 24, 16, &in6addr_loopback },
+	{ NFPROTO_IPV4, "ip", 16, 1, &lo4, 12, 4, listen4 },
+	{ NFPROTO_IPV6, "ip6", 24, 16, &in6addr_loopback, 8, 16, &in6addr_loopback },
 };
 
 static void batch_edge(struct nft_batch *b, uint16_t type)

@@ -589,11 +589,25 @@ t_daemon_tripwire_not_blamed_on_the_running_call() {
 # run, its command ending with exit CODE.
 late_halt() {
 	policy '{"max_denied_egress": 40, "on_abort": "kill"}'
+	questions_at_the_end 100 "$1"
+	expect_eq "status" "$(json status < "$T/out")" halted
+	expect_eq "signal" "$(json signal < "$T/out")" 0
+	expect_contains "reason" "$(json reason < "$T/out")" "41 connections denied (limit 40)"
+	expect_contains "ended first" "$(json reason < "$T/out")" "the command had ended: exited with status $1"
+	expect_not_contains "not frozen" "$(json reason < "$T/out")" "frozen"
+	expect_contains "halt event" "$(event halt)" '"state":"the command had already ended"'
+	expect_eq "denials counted" "$(grep -c '"type":"egress.denied"' "$T/events")" 101
+}
+
+# questions_at_the_end N CODE: corral run under $T/p.json, whose command
+# asks the responder for one denied name, waits for $T/gate/go, then asks
+# for N more at once and ends with exit CODE (ended_while_stopped).
+questions_at_the_end() {
 	mkdir -m 755 "$T/gate"
 	: > "$T/events"
 	"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
 		--ro "$T/gate:/gate" --timeout 100 -- /usr/bin/python3 -c '
-import os, socket, struct, time
+import os, socket, struct, sys, time
 def q(i):
     name = b"".join(bytes([len(l)]) + l for l in [b"h%d" % i, b"evil", b"test"])
     return struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + name + b"\0" + struct.pack(">HH", 1, 1)
@@ -605,17 +619,10 @@ for _ in range(6000):
     if os.path.exists("/gate/go"):
         break
     time.sleep(0.01)
-for i in range(1, 101):
+for i in range(1, int(sys.argv[1]) + 1):
     s.send(q(i))
-os._exit('$1')' > "$T/out" 2> "$T/err" < /dev/null &
+os._exit(int(sys.argv[2]))' "$1" "$2" > "$T/out" 2> "$T/err" < /dev/null &
 	ended_while_stopped $!
-	expect_eq "status" "$(json status < "$T/out")" halted
-	expect_eq "signal" "$(json signal < "$T/out")" 0
-	expect_contains "reason" "$(json reason < "$T/out")" "41 connections denied (limit 40)"
-	expect_contains "ended first" "$(json reason < "$T/out")" "the command had ended: exited with status $1"
-	expect_not_contains "not frozen" "$(json reason < "$T/out")" "frozen"
-	expect_contains "halt event" "$(event halt)" '"state":"the command had already ended"'
-	expect_eq "denials counted" "$(grep -c '"type":"egress.denied"' "$T/events")" 101
 }
 
 # ended_while_stopped PID: corral run PID, whose command made one denial
@@ -687,26 +694,7 @@ os._exit(7)' > "$T/out" 2> "$T/err" < /dev/null &
 # wakeup: 129 of 200 were read, and the run was not halted.
 t_questions_left_at_the_end_are_judged() {
 	policy '{"max_denied_egress": 150, "on_abort": "kill"}' '{"mode": "proxy", "transparent": false, "allow": ["example.com"]}'
-	mkdir -m 755 "$T/gate"
-	: > "$T/events"
-	"$CORRAL" run --json --policy "$T/p.json" --events "$T/events" \
-		--ro "$T/gate:/gate" --timeout 100 -- /usr/bin/python3 -c '
-import os, socket, struct, time
-def q(i):
-    name = b"".join(bytes([len(l)]) + l for l in [b"h%d" % i, b"evil", b"test"])
-    return struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0) + name + b"\0" + struct.pack(">HH", 1, 1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.connect(("127.0.0.1", 53))
-s.send(q(0))
-s.recv(512)
-for _ in range(6000):
-    if os.path.exists("/gate/go"):
-        break
-    time.sleep(0.01)
-for i in range(1, 201):
-    s.send(q(i))
-os._exit(7)' > "$T/out" 2> "$T/err" < /dev/null &
-	ended_while_stopped $!
+	questions_at_the_end 200 7
 	expect_eq "status" "$(json status < "$T/out")" halted
 	expect_contains "reason" "$(json reason < "$T/out")" "151 connections denied (limit 150)"
 	expect_eq "corral's status" "$LATE_RC" 7

@@ -1488,6 +1488,21 @@ t_dies_with_supervisor() {
 	expect_eq "stale cgroups of pid $pid" "$left" 0
 }
 
+# The host's hardware under /proc, as Docker masks it: an empty read-only
+# tmpfs over each directory this kernel has (and a file's /dev/null).
+t_proc_hardware_masked() {
+	local d shown=""
+	out=$(crun -- /bin/sh -c 'cat /proc/self/mountinfo; for d in /proc/acpi /proc/asound /proc/scsi; do [ -d $d ] && echo "entries $d $(ls -A $d | wc -l)"; done; true')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	for d in /proc/acpi /proc/asound /proc/scsi; do
+		[ -d "$d" ] || continue
+		shown=yes
+		expect_contains "$d masked" "$out" " $d ro,nosuid,nodev,noexec"
+		expect_contains "$d empty" "$out" "entries $d 0"
+	done
+	[ -n "$shown" ] || skip "this kernel has none of /proc/acpi, asound, scsi"
+}
+
 t_mounts_nosuid_nodev() {
 	out=$(crun -- /bin/cat /proc/self/mountinfo)
 	while read -r line; do

@@ -64,7 +64,11 @@ static const char *const proc_ro[] = {
 };
 static const char *const proc_masked[] = {
 	"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
-	"/proc/kallsyms", "/proc/kmsg",
+	"/proc/kallsyms", "/proc/kmsg", "/proc/latency_stats", "/proc/timer_stats",
+};
+/* The host's hardware, as Docker masks it: an empty read-only tmpfs over each. */
+static const char *const proc_masked_dirs[] = {
+	"/proc/acpi", "/proc/asound", "/proc/scsi",
 };
 
 static int sys_mount_setattr(const char *path, unsigned int flags,
@@ -1383,6 +1387,13 @@ static int build_proc(struct corral_err *err)
 		e = errno;
 		if (e != ENOENT || access(target, F_OK) == 0)
 			r = corral_set_errno(err, e, "cannot mount /dev/null on %s", target);
+	}
+	for (size_t i = 0; r == 0 && i < sizeof(proc_masked_dirs) /
+	     sizeof(proc_masked_dirs[0]); i++) {
+		if (mount("tmpfs", proc_masked_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID |
+			  MS_NODEV | MS_NOEXEC, "mode=0555") < 0 && errno != ENOENT)
+			r = corral_set_errno(err, errno, "cannot mount tmpfs on %s",
+					     proc_masked_dirs[i]);
 	}
 	return r;
 }

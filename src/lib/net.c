@@ -15,12 +15,14 @@
 #include "nft.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -131,6 +133,41 @@ int net_add_lo_address(char *why, size_t len)
 	return r;
 }
 
+/*
+ * The entries conntrack keeps for what the proxy redirects are host
+ * kernel memory no cgroup of the sandbox's is charged for, up to the
+ * host's nf_conntrack_max in this netns, which only the host may lower.
+ * The timeouts are this netns's own: a flow the sandbox ended or never
+ * had answered goes in seconds, not minutes, so a flood of them holds a
+ * tenth of what it did.  An established flow keeps the kernel's.  Best
+ * effort: a kernel without these files tracks as before.
+ */
+static const struct { const char *name, *value; } conntrack_timeouts[] = {
+	{ "nf_conntrack_tcp_timeout_time_wait", "10" },		/* 120 */
+	{ "nf_conntrack_tcp_timeout_syn_sent", "20" },		/* 120 */
+	{ "nf_conntrack_udp_timeout", "10" },			/* 30 */
+};
+
+static void conntrack_shorten(void)
+{
+	char path[128];
+
+	for (size_t i = 0; i < sizeof(conntrack_timeouts) / sizeof(conntrack_timeouts[0]); i++) {
+		const char *v = conntrack_timeouts[i].value;
+		ssize_t w;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%s",
+			 conntrack_timeouts[i].name);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		w = write(fd, v, strlen(v));
+		(void)w;	/* refused: the kernel's timeout, as before */
+		close(fd);
+	}
+}
+
 int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
 			  size_t len)
 {
@@ -151,7 +188,10 @@ int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
 		snprintf(why, len, "cannot route IPv6 over lo: %s", strerror(-r));
 		return r;
 	}
-	return nft_redirect_rules(tcp_port, dns_port, why, len);
+	r = nft_redirect_rules(tcp_port, dns_port, why, len);
+	if (r == 0)
+		conntrack_shorten();	/* the rules made conntrack's files appear */
+	return r;
 }
 
 int net_lo_up(void)

@@ -519,9 +519,7 @@ t_held_files_keep_the_events_budget() {
 	expect_eq "exit" "$(rc)" 0
 	expect_eq "all held" "$(json export.held < "$T/out" | grep -o '"path"' | wc -l)" 500
 	local whole counted
-	whole=$(grep -c '"type":"export.held"' "$T/ev")
-	counted=$(grep '"type":"export.held.summary"' "$T/ev" | grep -o '"count":[0-9]*' |
-		  awk -F: '{ n += $2 } END { print n + 0 }')
+	read -r whole counted < <(kind_counts "$T/ev" export.held)
 	[ "$whole" -lt 100 ] || fail "$whole export.held lines past a budget of 16K"
 	expect_eq "each one counted" "$((whole + counted))" 500
 	"$CORRAL" audit verify "$T/ev" > /dev/null || fail "the log does not verify"

@@ -117,6 +117,16 @@ expect_not_contains() {
 	return 0
 }
 
+# kind_counts FILE KIND: how many KIND events FILE holds whole, and how
+# many more its KIND.summary events counted, on one line
+kind_counts() {
+	local whole counted
+	whole=$(grep -c "\"type\":\"$2\"" "$1" || true)
+	counted=$(grep "\"type\":\"$2.summary\"" "$1" | grep -o '"count":[0-9]*' |
+		  awk -F: '{ n += $2 } END { print n + 0 }')
+	echo "$whole $counted"
+}
+
 # children_cpu FILE: CHILDREN_CPU_MS, the CPU time (user + system, in ms)
 # of this shell's waited-for children so far, as the builtin `times`
 # counts it: a test's subshell, and the sandboxes and daemons reaped by

@@ -1791,26 +1791,26 @@ PY
 # What nft lists of transparent mode's rules for one family (handles left
 # out): its expressions (FAMILY, the load of the destination, loopback as
 # compared), then its table (FAMILY, loopback as nft writes it).
-nft_expressions() {
+# nft_keep FAMILY SADDR_LOAD SADDR PROTO PORT: raw_out's rule that keeps
+# the answers of one of our listeners tracked (nft's --debug=netlink form)
+nft_keep() {
 	cat <<EOF
 $1 corral raw_out
-  [ payload load $4 => reg 1 ]
-  [ cmp eq reg 1 $5 ]
+  [ payload load $2 => reg 1 ]
+  [ cmp eq reg 1 $3 ]
   [ meta load l4proto => reg 1 ]
-  [ cmp eq reg 1 0x00000006 ]
+  [ cmp eq reg 1 $4 ]
   [ payload load 2b @ transport header + 0 => reg 1 ]
-  [ cmp eq reg 1 0x0000390c ]
+  [ cmp eq reg 1 $5 ]
   [ immediate reg 0 return ]
 
-$1 corral raw_out
-  [ payload load $4 => reg 1 ]
-  [ cmp eq reg 1 $5 ]
-  [ meta load l4proto => reg 1 ]
-  [ cmp eq reg 1 0x00000011 ]
-  [ payload load 2b @ transport header + 0 => reg 1 ]
-  [ cmp eq reg 1 0x00003500 ]
-  [ immediate reg 0 return ]
+EOF
+}
 
+nft_expressions() {
+	nft_keep "$1" "$4" "$5" 0x00000006 0x0000390c
+	nft_keep "$1" "$4" "$5" 0x00000011 0x00003500
+	cat <<EOF
 $1 corral raw_out
   [ payload load $2 => reg 1 ]
   [ cmp eq reg 1 $3 ]

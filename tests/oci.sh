@@ -288,6 +288,25 @@ t_exec_ps_pause() {
 	nothing_left c1 "$pid $epid $bpid" "$mon"
 }
 
+# c1_running: c1, a bundle of `sleep 60`, created and started; its init's
+# pid in C1_PID, its monitor's in C1_MON
+c1_running() {
+	bundle "$T/b" '["sleep", "60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	C1_PID=$(cat "$T/pid")
+	C1_MON=$(monitor_of c1)
+}
+
+# c1_gone PIDS MONITOR: c1 killed, deleted, and nothing of it left
+c1_gone() {
+	oci kill --all c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+	nothing_left c1 "$1" "$2"
+}
+
 # exec: of the engine's fds only 0-2 go in.  One it left without O_CLOEXEC
 # (a host directory, a host file) went in open; and corral's own until the
 # exec (the pinned rootfs), which a cwd of /proc/self/fd/N (the image's
@@ -295,13 +314,9 @@ t_exec_ps_pause() {
 # `..` the host's (CVE-2024-21626)
 t_exec_no_host_fds() {
 	need_root
-	bundle "$T/b" '["sleep", "60"]'
-	oci create --bundle "$T/b" --pid-file "$T/pid" c1
-	expect_eq "create" "$(rc)" 0
-	oci start c1
 	local pid mon out n epid cwd epids=""
-	pid=$(cat "$T/pid")
-	mon=$(monitor_of c1)
+	c1_running
+	pid=$C1_PID mon=$C1_MON
 	echo host > "$T/hostlog"
 	out=$(exec 7< "$T" 8>> "$T/hostlog"
 	      oci exec c1 sh -c 'for f in /proc/self/fd/*; do echo "fd ${f##*/}"; done
@@ -323,10 +338,7 @@ t_exec_no_host_fds() {
 		"$T"*) fail "--cwd /proc/self/fd/$n: the exec's cwd is the host's $cwd" ;;
 		esac
 	done
-	oci kill --all c1 KILL
-	wait_status c1 stopped
-	oci delete c1
-	nothing_left c1 "$pid$epids" "$mon"
+	c1_gone "$pid$epids" "$mon"
 }
 
 # The monitor watches the listeners of 64 exec'd processes at once; one
@@ -336,13 +348,9 @@ t_exec_no_host_fds() {
 t_exec_denials_after_many_execs() {
 	bound_test
 	need_root
-	bundle "$T/b" '["sleep", "60"]'
-	oci create --bundle "$T/b" --pid-file "$T/pid" c1
-	expect_eq "create" "$(rc)" 0
-	oci start c1
 	local pid mon i
-	pid=$(cat "$T/pid")
-	mon=$(monitor_of c1)
+	c1_running
+	pid=$C1_PID mon=$C1_MON
 	for i in $(seq 1 70); do
 		oci exec c1 true > /dev/null
 		[ "$(rc)" = 0 ] || { fail "exec $i: $(cat "$T/err")"; break; }
@@ -350,10 +358,7 @@ t_exec_denials_after_many_execs() {
 	oci exec c1 busybox unshare -m true > /dev/null || true
 	expect_contains "the 71st exec's denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
 		'"type":"syscall.denied","syscall":"unshare"'
-	oci kill --all c1 KILL
-	wait_status c1 stopped
-	oci delete c1
-	nothing_left c1 "$pid" "$mon"
+	c1_gone "$pid" "$mon"
 }
 
 # Past the 64 exec'd processes the monitor watches at once, an exec is
@@ -363,13 +368,9 @@ t_exec_denials_after_many_execs() {
 t_exec_refused_when_unwatched() {
 	bound_test
 	need_root
-	bundle "$T/b" '["sleep", "60"]'
-	oci create --bundle "$T/b" --pid-file "$T/pid" c1
-	expect_eq "create" "$(rc)" 0
-	oci start c1
 	local pid mon i epids=""
-	pid=$(cat "$T/pid")
-	mon=$(monitor_of c1)
+	c1_running
+	pid=$C1_PID mon=$C1_MON
 	printf '{"args":["sleep","60"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p.json"
 	for i in $(seq 1 64); do
 		oci exec --process "$T/p.json" --detach --pid-file "$T/epid" c1 > /dev/null
@@ -391,10 +392,7 @@ t_exec_refused_when_unwatched() {
 	expect_eq "an exec in a freed place" "$(rc)" 1
 	expect_contains "its denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \
 		'"type":"syscall.denied","syscall":"unshare"'
-	oci kill --all c1 KILL
-	wait_status c1 stopped
-	oci delete c1
-	nothing_left c1 "$pid$epids" "$mon"
+	c1_gone "$pid$epids" "$mon"
 }
 
 # An exec'd process is in the container's pid namespace from its clone on,
@@ -405,13 +403,9 @@ t_exec_refused_when_unwatched() {
 t_exec_cmdline_not_shown() {
 	need_root
 	command -v strace > /dev/null || skip "no strace to hold exec with"
-	bundle "$T/b" '["sleep", "60"]'
-	oci create --bundle "$T/b" --pid-file "$T/pid" c1
-	expect_eq "create" "$(rc)" 0
-	oci start c1
 	local pid mon ns p st cli="" seen=""
-	pid=$(cat "$T/pid")
-	mon=$(monitor_of c1)
+	c1_running
+	pid=$C1_PID mon=$C1_MON
 	ns=$(readlink "/proc/$pid/ns/pid")
 	# LeakSanitizer cannot run under ptrace (an ASan build's exec)
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
@@ -434,10 +428,7 @@ t_exec_cmdline_not_shown() {
 	[ -n "$cli" ] || fail "exec was never held: $(tail -c 300 "$T/held.strace")"
 	expect_contains "the held process" "$seen" "corral-exec"
 	expect_not_contains "the CLI's host paths" "$seen" "$T"
-	oci kill --all c1 KILL
-	wait_status c1 stopped
-	oci delete c1
-	nothing_left c1 "$pid" "$mon"
+	c1_gone "$pid" "$mon"
 }
 
 # events: runc's JSON lines, from the container's cgroup

@@ -1547,40 +1547,56 @@ helper_on() {
 	return 0
 }
 
-# A box's groups are removed off the loop: while that removal is held
-# (CORRAL_TEST_REAP_FIFO, the daemon's environment: no client reaches it),
-# another box's requests are answered, and once let go nothing is left.
-t_teardown_off_loop() {
+# reap_held_daemon: a daemon whose helper that removes a box's groups
+# waits, once started, for a line on $T/reap (CORRAL_TEST_REAP_FIFO, the
+# daemon's environment: no client reaches it), which reap_release sends
+reap_held_daemon() {
 	mkfifo "$T/reap"
 	exec 7<>"$T/reap"	# read-write: the helper's open does not wait for us
 	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon
-	a=$(mksb '{"idle_freeze_ms": 0}')
-	b=$(mksb '{"idle_freeze_ms": 0}')
-	expect_eq "a runs" "$(sbsh "$a" 'echo a')" a
-	if ! cgroup_mode "$a"; then
-		exec 7>&-
-		rm -f "$T/reap"
-		stop_daemon
-		skip "no cgroups: nothing of a box's is removed off the loop"
-		return 77
-	fi
-	code=$(api DELETE "/v1/sandboxes/$a")
-	expect_code "delete a" "$code" 200
-	i=0
+}
+
+reap_release() {
+	echo x >&7
+	exec 7>&-
+	rm -f "$T/reap"
+}
+
+# reap_needs_cgroups ID: skips, the daemon stopped, where the box has none
+reap_needs_cgroups() {
+	cgroup_mode "$1" && return 0
+	reap_release
+	stop_daemon
+	skip "no cgroups: nothing of a box's is removed off the loop"
+}
+
+# reap_helper_seen: the helper waiting on $T/reap, within 10 s
+reap_helper_seen() {
+	local i=0
 	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/reap")" ]; do
 		sleep 0.1; i=$((i + 1))
 	done
-	hp=$(helper_on "$T/reap")
-	[ -n "$hp" ] || fail "no helper of the daemon removes a's groups"
+	[ -n "$(helper_on "$T/reap")" ] || fail "no helper of the daemon removes a's groups"
+}
+
+# A box's groups are removed off the loop: while that removal is held,
+# another box's requests are answered, and once let go nothing is left.
+t_teardown_off_loop() {
+	reap_held_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	expect_eq "a runs" "$(sbsh "$a" 'echo a')" a
+	reap_needs_cgroups "$a" || return $?
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	reap_helper_seen
 	# a's removal is held right now: b is served all the same
 	expect_eq "b answers while a's teardown is held" "$(sbsh "$b" 'echo b')" b
 	code=$(api GET "/v1/sandboxes/$b")
 	expect_code "get b" "$code" 200
 	[ -n "$(cgroups_of "$DPID" | grep -- "-$a\$")" ] ||
 		fail "a's groups went before the helper was let go: the hold did not hold"
-	echo x >&7
-	exec 7>&-
-	rm -f "$T/reap"
+	reap_release
 	wait_gone "a's groups" 10 eval "cgroups_of $DPID | grep -- '-$a\$'"
 	expect_eq "b still runs" "$(sbsh "$b" 'echo b2')" b2
 	stop_daemon
@@ -1593,18 +1609,10 @@ t_teardown_off_loop() {
 # of a's is still there: none was removed on the loop.
 t_teardown_of_lingering_calls_off_loop() {
 	local n=160 i d left before
-	mkfifo "$T/reap"
-	exec 7<>"$T/reap"
-	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon
+	reap_held_daemon
 	a=$(mksb '{"idle_freeze_ms": 0}')
 	b=$(mksb '{"idle_freeze_ms": 0}')
-	if ! cgroup_mode "$a"; then
-		exec 7>&-
-		rm -f "$T/reap"
-		stop_daemon
-		skip "no cgroups: nothing of a box's is removed off the loop"
-		return 77
-	fi
+	reap_needs_cgroups "$a" || return $?
 	i=0
 	while [ $i -lt $n ]; do
 		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
@@ -1618,17 +1626,11 @@ t_teardown_of_lingering_calls_off_loop() {
 	[ "$before" -ge $n ] || fail "a's calls' groups: $before, want $n or more"
 	code=$(api DELETE "/v1/sandboxes/$a")
 	expect_code "delete a" "$code" 200
-	i=0
-	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/reap")" ]; do
-		sleep 0.1; i=$((i + 1))
-	done
-	[ -n "$(helper_on "$T/reap")" ] || fail "no helper of the daemon removes a's groups"
+	reap_helper_seen
 	expect_eq "b answers while a's teardown is held" "$(sbsh "$b" 'echo b')" b
 	left=$(find "$d" -mindepth 1 -maxdepth 1 -type d -name 'c*' 2>/dev/null | wc -l)
 	expect_eq "a's calls' groups left to the held helper, none removed on the loop" "$left" "$before"
-	echo x >&7
-	exec 7>&-
-	rm -f "$T/reap"
+	reap_release
 	wait_gone "a's groups" 30 eval "cgroups_of $DPID | grep -- '-$a\$'"
 	stop_daemon
 }

@@ -225,9 +225,7 @@ print(n)"
 	expect_eq "exit" "$(cat "$T/rc")" 0
 	expect_eq "every answer masked" "$(stdout)" 150
 	local whole counted
-	whole=$(grep -c '"type":"egress.masked"' "$T/events")
-	counted=$(grep '"type":"egress.masked.summary"' "$T/events" | grep -o '"count":[0-9]*' |
-		  awk -F: '{ n += $2 } END { print n + 0 }')
+	read -r whole counted < <(kind_counts "$T/events" egress.masked)
 	[ "$whole" -lt 75 ] || fail "$whole egress.masked lines past a budget of 16K"
 	expect_eq "each one counted" "$((whole + counted))" 150
 	grep -q '"type":"log.budget"' "$T/events" || fail "no log.budget event"

@@ -238,6 +238,20 @@ t_exec_ps_pause() {
 	printf '{"args":["sh","-c","exit 7"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p.json"
 	oci exec --process "$T/p.json" c1 > /dev/null || true
 	expect_eq "exec status" "$(rc)" 7
+	# -e: a name the process has takes the new value in its place, others
+	# are added; beside --process too; a word without '=' is refused
+	out=$(oci exec -e FOO=bar -e PATH=/bin:/usr/bin c1 \
+		sh -c 'echo "foo=$FOO"; env | grep -c "^PATH="; echo "path=$PATH"')
+	expect_eq "exec -e rc" "$(rc)" 0
+	expect_contains "-e added" "$out" "foo=bar"
+	expect_contains "-e replaced, not doubled" "$out" "$(printf '1\npath=/bin:/usr/bin')"
+	printf '{"args":["sh","-c","echo \\"foo=$FOO\\""],"env":["PATH=/bin","FOO=old"],"cwd":"/"}' \
+		> "$T/pe.json"
+	out=$(oci exec -e FOO=new --process "$T/pe.json" c1)
+	expect_eq "-e over --process" "$out" "foo=new"
+	oci exec -e FOO c1 true > /dev/null || true
+	expect_eq "-e without =" "$(rc)" 2
+	expect_contains "-e without = named" "$(cat "$T/err")" "--env FOO: expected NAME=VALUE"
 	# an exec'd process's denied calls reach the monitor's audit log too
 	oci exec c1 busybox unshare -m true > /dev/null || true
 	expect_contains "exec'd denial recorded" "$(cat "$T/root/audit/c1.jsonl")" \

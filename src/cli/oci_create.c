@@ -327,6 +327,8 @@ struct exec_args {
 	const char *process, *pid_file, *console, *cwd, *id;
 	bool detach, tty;
 	char **argv;		/* after the id, without --process */
+	char **env;		/* each -e NAME=VALUE, in argv's strings */
+	size_t nenv;
 };
 
 static int exec_parse(const struct oci_global *g, int argc, char **argv,
@@ -334,6 +336,11 @@ static int exec_parse(const struct oci_global *g, int argc, char **argv,
 {
 	int opt;
 
+	a->env = calloc(argc, sizeof(char *));
+	if (!a->env) {
+		oci_error(g, "exec: out of memory");
+		return -1;
+	}
 	optind = 0;
 	while ((opt = getopt_long_only(argc, argv, "+p:dte:", exec_options, NULL)) != -1) {
 		switch (opt) {
@@ -362,7 +369,12 @@ static int exec_parse(const struct oci_global *g, int argc, char **argv,
 				return -1;
 			}
 			break;
-		case 'e':	/* with --process, its env is the one */
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=') {
+				oci_error(g, "exec: --env %s: expected NAME=VALUE", optarg);
+				return -1;
+			}
+			a->env[a->nenv++] = optarg;
 			break;
 		default:
 			oci_error(g, "exec: unknown flag %s", argv[optind - 1]);
@@ -382,14 +394,55 @@ static int exec_parse(const struct oci_global *g, int argc, char **argv,
 	return 0;
 }
 
-/* The process to run: --process FILE, else the command line's. */
+/*
+ * Each -e over the process's env: a NAME it has takes the new value in
+ * its place (a program's getenv finds the first), others are appended.
+ * runc ignores -e beside --process; here it applies to either, as a
+ * user who gave both means.
+ */
+static int exec_env_apply(const struct exec_args *a, struct oci_spec *s,
+			  struct corral_err *err)
+{
+	size_t n = 0, i, j, len;
+	char **env;
+
+	while (s->env && s->env[n])
+		n++;
+	env = realloc(s->env, (n + a->nenv + 1) * sizeof(char *));
+	if (!env)
+		return corral_set_err(err, -ENOMEM, "out of memory for --env");
+	s->env = env;
+	env[n] = NULL;
+	for (i = 0; i < a->nenv; i++) {
+		char *v = strdup(a->env[i]);
+
+		if (!v)
+			return corral_set_err(err, -ENOMEM, "out of memory for --env");
+		len = strchr(v, '=') - v + 1;
+		for (j = 0; j < n && strncmp(env[j], v, len); j++)
+			;
+		if (j < n) {
+			free(env[j]);
+		} else {
+			env[n++] = NULL;
+			env[n] = NULL;
+		}
+		env[j] = v;
+	}
+	return 0;
+}
+
+/* The process to run: --process FILE, else the command line's; then -e. */
 static int exec_process_of(const struct oci_operator *op, const struct exec_args *a,
 			   struct oci_spec *s, struct corral_err *err)
 {
 	size_t n = 0;
+	int r;
 
-	if (a->process)
-		return oci_process_load(op, a->process, s, err);
+	if (a->process) {
+		r = oci_process_load(op, a->process, s, err);
+		return r < 0 ? r : exec_env_apply(a, s, err);
+	}
 	while (a->argv[n])
 		n++;
 	for (char **v = s->argv; v && *v; v++)
@@ -404,7 +457,9 @@ static int exec_process_of(const struct oci_operator *op, const struct exec_args
 	s->tty = a->tty;
 	free(s->cwd);
 	s->cwd = strdup(a->cwd ? a->cwd : "/");
-	return s->cwd ? 0 : corral_set_err(err, -ENOMEM, "out of memory for --cwd");
+	if (!s->cwd)
+		return corral_set_err(err, -ENOMEM, "out of memory for --cwd");
+	return exec_env_apply(a, s, err);
 }
 
 int oci_exec(const struct oci_global *g, int argc, char **argv)
@@ -419,8 +474,10 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 	pid_t pid = -1;
 	int r, ws;
 
-	if (exec_parse(g, argc, argv, &a) < 0)
+	if (exec_parse(g, argc, argv, &a) < 0) {
+		free(a.env);
 		return 2;
+	}
 	r = oci_operator_load(&op, g->config, &err);
 	if (r == 0)
 		r = oci_state_load(g, a.id, &st, &err);
@@ -459,6 +516,7 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 	oci_state_free(&st);
 	oci_spec_free(&s);
 	oci_operator_free(&op);
+	free(a.env);
 	if (r < 0) {
 		oci_error(g, "%s", err.msg);
 		if (pid > 0) {

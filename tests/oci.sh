@@ -445,6 +445,55 @@ t_exec_cmdline_not_shown() {
 	c1_gone "$pid" "$mon"
 }
 
+# An exec'd process that dies at its gate, after the monitor took it in
+# and before the CLI opens the gate (the container stopped, the OOM
+# killer): the CLI says so and exits, where its write to the gate raised
+# SIGPIPE and it died without a word.  strace stops the CLI at the
+# join's answer; the process is killed once it is in the container's
+# group.
+t_exec_dies_at_its_gate() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to hold exec with"
+	local pid mon ns p st cli="" child="" rc=0
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	ns=$(readlink "/proc/$pid/ns/pid")
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	timeout 60 strace -qq -o "$T/held.strace" -e trace=recvfrom \
+		-e inject=recvfrom:signal=SIGSTOP:when=3 \
+		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
+		--log "$T/log.json" --log-format json exec c1 true \
+		> "$T/held" 2>&1 < /dev/null &
+	st=$!
+	trap 'end_traced "$st" $child' EXIT
+	strace_held "$T/held.strace" "$st" || fail "exec was never held: $(tail -c 300 "$T/held.strace")"
+	cli=$(cat "$T/held.pid")
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+		[ "${p#/proc/}" != "$pid" ] || continue
+		child=${p#/proc/}
+	done
+	[ -n "$child" ] || fail "no exec'd process at its gate"
+	for _ in $(seq 1 100); do
+		grep -q "corral-$mon-oci" "/proc/$child/cgroup" 2>/dev/null && break
+		sleep 0.05
+	done
+	grep -q "corral-$mon-oci" "/proc/$child/cgroup" || fail "the monitor never took it in"
+	kill -KILL "$child"
+	for _ in $(seq 1 100); do
+		[ "$(awk '{print $3}' "/proc/$child/stat" 2>/dev/null)" = R ] || break
+		sleep 0.05
+	done
+	kill -CONT "$cli"
+	wait "$st" || rc=$?
+	trap - EXIT
+	cat "$T/held"
+	[ "$rc" != 141 ] || fail "the CLI died of SIGPIPE"
+	expect_eq "exec's status" "$rc" 255
+	expect_contains "why" "$(cat "$T/held")" "exited before it could start"
+	c1_gone "$pid" "$mon"
+}
+
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root

@@ -530,7 +530,13 @@ int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
 	n = fd_send(sock, req, strlen(req), &fd, fd >= 0, MSG_NOSIGNAL);
 	if (n < 0)
 		return corral_set_errno(err, (int)-n, "cannot ask the monitor");
-	n = recv(sock, reply, len - 1, 0);
+	/*
+	 * With SO_RCVTIMEO a stop and continue (^Z, a debugger) ends the
+	 * wait with EINTR, not a restart: the monitor may still answer.
+	 */
+	do
+		n = recv(sock, reply, len - 1, 0);
+	while (n < 0 && errno == EINTR);
 	if (n <= 0)	/* it exited while asked: the container is stopped */
 		return corral_set_err(err, -ECONNREFUSED, "the container's monitor "
 				      "did not answer \"%s\"", req);

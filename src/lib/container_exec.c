@@ -238,6 +238,22 @@ static __attribute__((noreturn)) void join_helper(const struct corral_container_
 }
 
 /*
+ * The gate is a socket, not a pipe: a process that died at it (the
+ * container stopped, the OOM killer) makes the write fail, where a pipe
+ * would raise SIGPIPE in the caller, an engine's CLI that then died
+ * without a word.
+ */
+static int open_gate(int gate_wr, struct corral_err *err)
+{
+	if (send(gate_wr, "g", 1, MSG_NOSIGNAL) == 1)
+		return 0;
+	if (errno == EPIPE || errno == ECONNRESET)
+		return corral_set_err(err, -EPIPE, "the process exited before it "
+				      "could start (killed at its gate)");
+	return corral_set_errno(err, errno, "cannot start the process");
+}
+
+/*
  * After the gate: EOF when it exec'd (the socket is close-on-exec), its
  * listener before that (on to the monitor, then the gate opened again),
  * or its failure.
@@ -275,8 +291,8 @@ static int take_reports(int rep_rd, int gate_wr, const char *ctl_path,
 				     &e2) < 0)
 			return corral_set_err(err, e2.code, "%s: its denied calls "
 					      "would go unrecorded", e2.msg);
-		if (write(gate_wr, "g", 1) != 1)
-			return corral_set_errno(err, errno, "cannot start the process");
+		if (open_gate(gate_wr, err) < 0)
+			return err->code;
 	}
 	return 0;
 }
@@ -297,11 +313,11 @@ int corral_container_exec(const struct corral_container_exec_opts *o, pid_t *pid
 		return corral_set_err(err, -EINVAL, "process.args: no command to run");
 	if (o->tty && o->console_fd < 0)
 		return corral_set_err(err, -EINVAL, "a terminal needs --console-socket");
-	/* a packet each: the helper's pid, or the first failure's report */
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return corral_set_errno(err, errno, "pipe");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return corral_set_errno(err, errno, "socketpair");
 	gate_rd = p[0];
 	gate_wr = p[1];
+	/* a packet each: the helper's pid, or the first failure's report */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
 		return corral_set_errno(err, errno, "socketpair");
 	rep_rd = p[0];
@@ -338,8 +354,8 @@ int corral_container_exec(const struct corral_container_exec_opts *o, pid_t *pid
 		waitpid(child, NULL, 0);
 		return r;
 	}
-	if (write(gate_wr, "g", 1) != 1) {
-		r = corral_set_errno(err, errno, "cannot start the process");
+	r = open_gate(gate_wr, err);
+	if (r < 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 		return r;

@@ -494,6 +494,65 @@ t_exec_dies_at_its_gate() {
 	c1_gone "$pid" "$mon"
 }
 
+# c1_sleeping: c1 running `sh` with two sleeps, strace watching its
+# monitor's writes and kills (to $T/mon.strace, strace's pid in WATCH)
+c1_sleeping() {
+	bundle "$T/b" '["sh", "-c", "sleep 60 & sleep 60 & wait"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	oci start c1
+	C1_PID=$(cat "$T/pid") C1_MON=$(monitor_of c1)
+	for _ in $(seq 1 100); do
+		[ "$(pgrep -c --ns "$C1_PID" --nslist pid -x sleep)" = 2 ] && break
+		sleep 0.05
+	done
+	timeout 60 strace -qq -p "$C1_MON" -e trace=write,kill -o "$T/mon.strace" &
+	WATCH=$!
+	trap 'kill -TERM $WATCH 2>/dev/null || true' EXIT
+	for _ in $(seq 1 100); do
+		[ "$(awk '/^TracerPid/ {print $2}' "/proc/$C1_MON/status")" != 0 ] && break
+		sleep 0.05
+	done
+}
+
+# monitor_order: once c1 stopped, the freezer's writes and the SIGTERMs
+# its monitor made, in order, each run of kills as one "kill"
+monitor_order() {
+	wait_status c1 stopped
+	kill -TERM "$WATCH" 2>/dev/null || true	# it ends with the monitor
+	wait "$WATCH" || true
+	trap - EXIT
+	sed -n 's/.*write([0-9]*, "\(FROZEN\|THAWED\)".*/\1/p
+		s/.*kill([0-9]*, SIGTERM).*/kill/p' "$T/mon.strace" | uniq | tr '\n' ' '
+}
+
+# kill --all with a signal other than KILL: each process gets it, and the
+# group is frozen from the list's reading to the last kill(2), so none
+# forks past the list and no listed pid is reused by a host process before
+# its signal (strace on the monitor shows the order); a paused container
+# stays paused, its signals pending
+t_kill_all_freezes_first() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to watch the monitor"
+	local pids=""
+	c1_sleeping
+	pids="$C1_PID"
+	oci kill --all c1 TERM
+	expect_eq "kill --all TERM" "$(rc)" 0
+	expect_eq "frozen around the kills" "$(monitor_order)" "FROZEN kill THAWED "
+	expect_eq "init, sh and its two sleeps signalled" "$(grep -cE 'SIGTERM\) += 0' "$T/mon.strace")" 4
+	oci delete c1
+	c1_sleeping
+	pids="$pids $C1_PID"
+	oci pause c1
+	oci kill --all c1 TERM
+	expect_eq "kill --all TERM while paused" "$(rc)" 0
+	expect_eq "still paused" "$(status_of c1)" paused
+	oci resume c1
+	expect_eq "paused: not thawed by the kill" "$(monitor_order)" "FROZEN kill THAWED "
+	oci delete c1
+	nothing_left c1 "$pids" "$C1_MON"
+}
+
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root

@@ -166,23 +166,54 @@ static int signal_init(struct monitor *m, int sig, struct corral_err *err)
 				sig, (int)m->sb->pid);
 }
 
+/* Each pid the group lists, signalled; the group is frozen meanwhile. */
+static int signal_listed(struct monitor *m, int sig, struct corral_err *err)
+{
+	ssize_t n = cg_pids(m->cg, NULL, 0);
+	pid_t *pids;
+	int r = 0;
+
+	if (n < 0)
+		return corral_set_err(err, (int)n, "cannot list the container's "
+				      "processes: %s", strerror((int)-n));
+	pids = calloc(n + 1, sizeof(pid_t));
+	if (!pids)
+		return corral_set_err(err, -ENOMEM, "out of memory for %zd pids", n);
+	n = cg_pids(m->cg, pids, n + 1);
+	for (ssize_t i = 0; r == 0 && i < n; i++)
+		if (kill(pids[i], sig) < 0 && errno != ESRCH)
+			r = corral_set_errno(err, errno, "cannot send signal %d to "
+					     "pid %d", sig, (int)pids[i]);
+	free(pids);
+	return r;
+}
+
+/*
+ * Every process of the container, as runc does it: the group frozen while
+ * its list is read and each pid signalled, so that none forks past the
+ * list and no pid of it exits and is reused by a host process before its
+ * kill(2) comes (a frozen task does not exit).  A container paused before
+ * stays so, its signals pending.
+ */
 static int signal_all(struct monitor *m, int sig, struct corral_err *err)
 {
-	pid_t pids[PS_MAX];
-	ssize_t n;
+	struct corral_err e2;
+	int r;
 
-	if (sig == SIGKILL && cg_mode(m->cg) != CG_NONE) {
+	if (cg_mode(m->cg) == CG_NONE)	/* init's namespace is the container */
+		return signal_init(m, sig, err);
+	if (sig == SIGKILL) {
 		cg_kill(m->cg);
 		return 0;
 	}
-	n = cg_pids(m->cg, pids, PS_MAX);
-	if (n < 0)	/* no cgroup to list: init's namespace is the container */
-		return signal_init(m, sig, err);
-	for (ssize_t i = 0; i < n && i < PS_MAX; i++)
-		if (kill(pids[i], sig) < 0 && errno != ESRCH)
-			return corral_set_errno(err, errno, "cannot send signal "
-						"%d to pid %d", sig, (int)pids[i]);
-	return 0;
+	if (!m->paused && cg_freeze(m->cg, true, &e2) < 0)
+		return corral_set_err(err, e2.code, "cannot freeze the container "
+				      "to signal all its processes: %s", e2.msg);
+	r = signal_listed(m, sig, err);
+	if (!m->paused && cg_freeze(m->cg, false, &e2) < 0 && r == 0)
+		r = corral_set_err(err, e2.code, "signalled, but cannot thaw the "
+				   "container: %s", e2.msg);
+	return r;
 }
 
 static int list_pids(struct monitor *m, char *reply, size_t len,

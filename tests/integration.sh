@@ -836,6 +836,24 @@ t_signal_forwarded() {
 	rc=0; wait "$pid" || rc=$?
 	expect_eq "exit" "$rc" 7
 	expect_contains "trap" "$(cat "$T/o")" "got-term"
+	# a command the caller's signal ended: the result and the record say
+	# whose it was; one that signalled itself is not said to be the caller's
+	timeout --foreground 60 "$CORRAL" run --events "$T/ev" -- \
+		/bin/sh -c 'echo armed >&2; sleep 30' > "$T/o" 2> "$T/e" &
+	pid=$!
+	i=0
+	while ! grep -q armed "$T/e" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	grep -q armed "$T/e" || fail "the command never started: $(cat "$T/e")"
+	kill -TERM "$pid"
+	rc=0; wait "$pid" || rc=$?
+	expect_eq "exit" "$rc" 143
+	expect_contains "reason" "$(cat "$T/e")" \
+		"killed by signal 15 (SIGTERM); corral's caller sent it, and corral passed it on"
+	expect_contains "recorded" "$(grep signal.forwarded "$T/ev")" '"signal":15,"name":"TERM"'
+	expect_contains "in the end's record" "$(grep exec.end "$T/ev")" "corral's caller sent it"
+	crun --json -- /bin/sh -c 'kill -TERM $$' > /dev/null
+	expect_eq "its own signal" "$(json signal < "$T/out")" 15
+	expect_not_contains "its own signal's reason" "$(json reason < "$T/out")" "caller"
 }
 
 # PID 1 passes on the supervisor's signals only: one a process in the

@@ -321,6 +321,7 @@ static const struct {
 	{ "egress.allowed", "a connection was allowed" },
 	{ "egress.denied", "a connection was denied" },
 	{ "syscall.denied", "a system call was denied" },
+	{ "signal.forwarded", "corral's caller sent this signal; corral passed it on to the command" },
 };
 
 static void default_reason(json_t *o, const char *type)

@@ -62,6 +62,7 @@ struct supervise {
 	/* init said READY, and not MSG_NOT_STARTED: the command may have run */
 	bool ready;
 	int setup_signal;	/* a signal to stop that came before the command */
+	int forwarded;		/* the last of the caller's signals passed on */
 	bool have_status;
 	int status;		/* the command's wait status */
 	struct events *ev;
@@ -364,7 +365,14 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 		kill_tree(s);
 		return;
 	}
-	kill(s->sb->pid, si.ssi_signo);
+	/* the command's end may be the caller's doing: the record says so */
+	if (kill(s->sb->pid, si.ssi_signo) == 0) {
+		s->forwarded = (int)si.ssi_signo;
+		events_emit(s->ev, "signal.forwarded", json_pack("{s:i, s:s, s:i}",
+			    "signal", (int)si.ssi_signo, "name",
+			    sigabbrev_np(si.ssi_signo) ?: "?", "from_pid",
+			    (int)si.ssi_pid));
+	}
 }
 
 /*
@@ -483,6 +491,10 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		if (!s->have_status)	/* PID 1 itself died: only a kill does that */
 			status = W_EXITCODE(0, SIGKILL);
 		result_from_wait(res, status);
+		if (res->status == CORRAL_SIGNALED && res->signal == s->forwarded)
+			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
+				 strlen(res->reason), "; corral's caller sent it, and "
+				 "corral passed it on to the command");
 	}
 	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
 	result_limits(res, p, st);

@@ -1015,6 +1015,32 @@ CORRAL_PUBLIC
 int corral_path_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
 		     const char *path, struct corral_err *err);
 
+/*
+ * A file made beside dir's entry name that takes the name only once it is
+ * whole (corral_newfile_keep renames it onto name, replacing what was
+ * there); dropped, nothing of it stays.  Unnamed while written (O_TMPFILE)
+ * where the filesystem allows, so that a writer killed by SIGKILL leaves
+ * nothing; else named tmp, which a caller's signal handler may remove
+ * while named is set.  dir and name are the caller's, and must outlive it.
+ */
+struct corral_newfile {
+	int dir, fd;
+	const char *name;
+	bool named;		/* tmp exists in dir */
+	char tmp[256];
+};
+
+/* The new file's fd (f->fd), or -errno with err set. */
+CORRAL_PUBLIC
+int corral_newfile_open(struct corral_newfile *f, int dir, const char *name,
+			mode_t mode, struct corral_err *err);
+/* Whole: closed, and renamed onto name; else dropped, -errno, err set. */
+CORRAL_PUBLIC
+int corral_newfile_keep(struct corral_newfile *f, struct corral_err *err);
+/* Not whole: closed, and nothing of it left. */
+CORRAL_PUBLIC
+void corral_newfile_drop(struct corral_newfile *f);
+
 struct corral_box_export_opts {
 	const char *to;			/* a new host directory */
 	bool apply;			/* onto the workspace the box was made on */

@@ -660,12 +660,20 @@ with open("/workspace/blob.bin", "wb") as f:
 	local rc=0
 	mkrepo "$T/ws"
 	echo before > "$T/p.diff"
-	term_midway "$T/p.diff.corral-export.*" --workspace "$T/ws" --patch "$T/p.diff" -- \
+	signal_midway TERM "$T" --workspace "$T/ws" --patch "$T/p.diff" -- \
 		python3 -c "$mk" || rc=$?
 	expect_eq "exit" "$rc" 143
 	expect_contains "said" "$(cat "$T/err")" "the export was cut short by SIGTERM"
 	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
 	expect_eq "nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
+	# SIGKILL, which no handler sees: the new file, unnamed until whole
+	# (O_TMPFILE), goes with corral; named, it stayed beside FILE
+	rc=0
+	signal_midway KILL "$T" --workspace "$T/ws" --patch "$T/p.diff" -- \
+		python3 -c "$mk" || rc=$?
+	expect_eq "KILL: exit" "$rc" 137
+	expect_eq "KILL: FILE as it was" "$(cat "$T/p.diff")" before
+	expect_eq "KILL: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 }
 
 # One large file must not hold a signal until it is whole: --export-to
@@ -675,20 +683,28 @@ t_export_cut_short_within_a_file() {
 	local rc=0
 	mkdir -p "$T/ws"
 	head -c 16777216 /dev/urandom > "$T/ws/blob.bin"
-	term_midway "$T/result/.corral-export.*" --workspace "$T/ws" --export-to "$T/result" -- \
+	signal_midway TERM "$T/result" --workspace "$T/ws" --export-to "$T/result" -- \
 		true || rc=$?
 	expect_eq "exit" "$rc" 143
 	expect_contains "said" "$(cat "$T/err")" \
 		"the export was cut short by SIGTERM while writing blob.bin"
 	expect_eq "no part of the file" "$(ls -A "$T/result")" ""
+	# SIGKILL: no handler; the file is unnamed until whole (O_TMPFILE)
+	rm -rf "$T/result"
+	rc=0
+	signal_midway KILL "$T/result" --workspace "$T/ws" --export-to "$T/result" -- \
+		true || rc=$?
+	expect_eq "KILL: exit" "$rc" 137
+	expect_eq "KILL: no part of the file" "$(ls -A "$T/result")" ""
 }
 
-# term_midway GLOB RUN_ARGS...: corral run with each of its writes slowed
-# by strace, SIGTERMed once a file matching GLOB (the export's new file)
-# appears; returns corral's exit status, 1 (and fails) if none appeared.
-term_midway() {
-	local glob=$1 st sup="" i rc=0
-	shift
+# signal_midway SIG DIR RUN_ARGS...: corral run with each of its writes
+# slowed by strace, sent SIG once it holds a new file of the export's in
+# DIR (an unnamed one, or named .corral-export.*); returns corral's exit
+# status, 1 (and fails) if it never did.
+signal_midway() {
+	local sig=$1 dir=$2 st sup="" i rc=0
+	shift 2
 	# LeakSanitizer cannot run under ptrace
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 	timeout 120 strace -qq -o /dev/null -e trace=write \
@@ -697,15 +713,15 @@ term_midway() {
 	st=$!
 	trap "end_traced $st" EXIT
 	i=0
-	until compgen -G "$glob" > /dev/null || [ $i -ge 1200 ]; do
+	until [ -n "$sup" ] && new_file_open "$sup" "$dir" || [ $i -ge 1200 ]; do
 		kill -0 "$st" 2>/dev/null || break
+		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
 		sleep 0.05; i=$((i + 1))
 	done
-	sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
-	[ -n "$sup" ] && compgen -G "$glob" > /dev/null || {
+	[ -n "$sup" ] && new_file_open "$sup" "$dir" || {
 		end_traced "$st" $sup; trap - EXIT
 		fail "no export being written: $(tail -3 "$T/err")"; return 1; }
-	kill -TERM "$sup"
+	kill -"$sig" "$sup"
 	wait "$st" || rc=$?
 	trap - EXIT
 	return $rc

@@ -269,6 +269,18 @@ strace_held() {
 	grep -Eq "$re" "$1" 2>/dev/null
 }
 
+# new_file_open PID DIR: PID holds a new file in DIR open, unnamed
+# (O_TMPFILE: "DIR/#INO (deleted)") or named beside its place
+new_file_open() {
+	local f
+	for f in /proc/"$1"/fd/*; do
+		case $(readlink "$f" 2>/dev/null) in
+		"$2/#"*" (deleted)"|"$2/"*.corral-export.*) return 0 ;;
+		esac
+	done
+	return 1
+}
+
 # end_traced ST [PID...]: what a test held under strace goes, on its
 # failure too (from an EXIT trap): the PIDs it started (a held supervisor,
 # its init) killed, then ST, the "timeout ... strace" it ran, told to end:

@@ -1062,7 +1062,7 @@ for _ in range(16):
     threading.Thread(target=relay, args=(srv.accept()[0],), daemon=True).start()
 '
 s_export_patch_interrupted() {
-	local cpid rc=0 i rpid
+	local cpid rc=0 i rpid want
 	mkrepo "$T/ws"
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	start_daemon
@@ -1074,20 +1074,23 @@ s_export_patch_interrupted() {
 	trap 'kill "$rpid" 2>/dev/null; stop_daemon' EXIT
 	i=0
 	until [ -S "$T/relay" ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i + 1)); done
-	for sig in TERM HUP; do
+	# KILL too: no handler sees it, and the new file, unnamed until whole
+	# (O_TMPFILE), goes with the process's last fd
+	for sig in TERM HUP KILL; do
 		"$CORRAL" export --socket "$T/relay" --patch "$T/p.diff" "$SB" > "$T/out" 2> "$T/err" &
 		cpid=$!
 		i=0
-		until compgen -G "$T/p.diff.corral-export.*" > /dev/null || [ $i -ge 200 ]; do
+		until new_file_open "$cpid" "$T" || [ $i -ge 200 ]; do
 			sleep 0.05; i=$((i + 1))
 		done
-		compgen -G "$T/p.diff.corral-export.*" > /dev/null || fail "SIG$sig: no new file beside FILE"
+		new_file_open "$cpid" "$T" || fail "SIG$sig: no new file beside FILE"
 		kill -"$sig" "$cpid"
 		i=0
 		while kill -0 "$cpid" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 		kill -0 "$cpid" 2>/dev/null && { kill -KILL "$cpid"; fail "SIG$sig did not end it"; }
 		rc=0; wait "$cpid" || rc=$?
-		expect_eq "SIG$sig: ended by it" "$rc" $((128 + $(kill -l $sig)))
+		want=$((128 + $(kill -l $sig)))
+		expect_eq "SIG$sig: ended by it" "$rc" "$want"
 		expect_eq "SIG$sig: FILE as it was" "$(cat "$T/p.diff")" before
 		expect_eq "SIG$sig: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 	done

@@ -226,14 +226,16 @@ int write_local(const char *path, const char *buf, size_t len,
 
 /*
  * A local file written as it comes, never held whole: into a new file
- * beside path (PATH.corral-export.PID, O_EXCL) that takes path's name only
- * once it is complete, so a failure leaves path as it was; "-" is stdout.
+ * beside path (corral_newfile: unnamed, or PATH.corral-export.PID) that
+ * takes path's name only once it is complete, so a failure leaves path as
+ * it was; "-" is stdout.
  */
 struct local_out {
 	const char *path;
 	int dir;			/* path's directory, judged */
 	char *name;			/* path's last name, beneath dir */
-	char *tmp;			/* the new file's, beneath dir */
+	struct corral_newfile nf;	/* the new file, beneath dir */
+	bool file;			/* nf is open (not stdout) */
 	int fd;
 };
 int local_out_open(struct local_out *o, const char *path,

@@ -174,33 +174,32 @@ int write_local(const char *path, const char *buf, size_t len,
 /* ---- a local file written as it comes ---------------------------------- */
 
 /*
- * A signal that ends us while the new file is written takes the file with
- * it: nothing of ours stays beside FILE.  One the caller ignores (nohup:
- * SIGHUP) stays ignored.
+ * A signal that ends us while a named new file is written (a filesystem
+ * without O_TMPFILE, or in the instant before its rename) takes the file
+ * with it: nothing of ours stays beside FILE.  One the caller ignores
+ * (nohup: SIGHUP) stays ignored.
  */
 static const int out_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define NOUT_SIGNALS (sizeof(out_signals) / sizeof(out_signals[0]))
 static struct sigaction out_old[NOUT_SIGNALS];
-static const char *volatile out_tmp;
-static volatile int out_dir = -1;
+static struct corral_newfile *volatile out_nf;
 
 /* Only unlink and raise: a signal handler.  SA_RESETHAND: raise kills. */
 static void out_ended(int sig)
 {
-	const char *tmp = out_tmp;
+	struct corral_newfile *nf = out_nf;
 
-	if (tmp)
-		unlinkat(out_dir, tmp, 0);
+	if (nf && nf->named)
+		unlinkat(nf->dir, nf->tmp, 0);
 	raise(sig);
 }
 
-static void out_catch(int dir, const char *tmp)
+static void out_catch(struct corral_newfile *nf)
 {
 	struct sigaction sa = { .sa_handler = out_ended, .sa_flags = SA_RESETHAND };
 
 	sigfillset(&sa.sa_mask);
-	out_dir = dir;
-	out_tmp = tmp;
+	out_nf = nf;
 	for (size_t i = 0; i < NOUT_SIGNALS; i++)
 		if (sigaction(out_signals[i], NULL, &out_old[i]) == 0 &&
 		    out_old[i].sa_handler != SIG_IGN)
@@ -212,15 +211,25 @@ static void out_release(void)
 	for (size_t i = 0; i < NOUT_SIGNALS; i++)
 		if (out_old[i].sa_handler != SIG_IGN)
 			sigaction(out_signals[i], &out_old[i], NULL);
-	out_tmp = NULL;
+	out_nf = NULL;
+}
+
+/* The out signals held while f->named may change under the handler. */
+static void out_block(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < NOUT_SIGNALS; i++)
+		sigaddset(&set, out_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
 }
 
 int local_out_open(struct local_out *o, const char *path,
 		   const struct corral_dir_id *rw, size_t nrw)
 {
 	struct corral_err err = { 0 };
-	sigset_t set, old;
-	int e;
+	sigset_t old;
 
 	*o = (struct local_out){ .path = path, .fd = -1, .dir = -1 };
 	if (!strcmp(path, "-")) {
@@ -236,33 +245,15 @@ int local_out_open(struct local_out *o, const char *path,
 		cli_error("%s", err.msg);
 		return EXIT_CORRAL;
 	}
-	/* named as the library names its new files beside an export's */
-	if (asprintf(&o->tmp, "%s.corral-export.%d", o->name, (int)getpid()) < 0) {
-		o->tmp = NULL;
-		local_out_close(o, false);
-		return out_of_memory("naming a new file");
+	out_block(&old);
+	o->fd = corral_newfile_open(&o->nf, o->dir, o->name, 0666, &err);
+	if (o->fd >= 0) {
+		o->file = true;
+		out_catch(&o->nf);
 	}
-	/*
-	 * The signals held while it is made and caught: one that comes in
-	 * between finds it to remove, and none removes a file not ours (a
-	 * failed O_EXCL).
-	 */
-	sigemptyset(&set);
-	for (size_t i = 0; i < NOUT_SIGNALS; i++)
-		sigaddset(&set, out_signals[i]);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	o->fd = openat(o->dir, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		       0666);
-	if (o->fd >= 0)
-		out_catch(o->dir, o->tmp);
-	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	errno = e;
 	if (o->fd < 0) {
-		cli_error("%s: cannot create %s beside it: %s", path, o->tmp,
-			  strerror(errno));
-		free(o->tmp);
-		o->tmp = NULL;
+		cli_error("%s: %s", path, err.msg);
 		local_out_close(o, false);
 		return EXIT_CORRAL;
 	}
@@ -271,30 +262,27 @@ int local_out_open(struct local_out *o, const char *path,
 
 int local_out_write(struct local_out *o, const char *buf, size_t len)
 {
-	return write_all(o->fd, o->tmp ? o->path : "standard output", buf, len);
+	return write_all(o->fd, o->file ? o->path : "standard output", buf, len);
 }
 
 int local_out_close(struct local_out *o, bool keep)
 {
+	struct corral_err err;
+	sigset_t old;
 	int code = 0;
 
-	if (!o->tmp)
+	if (!o->file)
 		goto out;	/* stdout, or nothing opened */
-	if (close(o->fd) < 0 && keep) {
-		cli_error("writing %s: %s", o->path, strerror(errno));
+	out_block(&old);
+	if (keep && corral_newfile_keep(&o->nf, &err) < 0) {
+		cli_error("%s: %s", o->path, err.msg);
 		code = EXIT_CORRAL;
+	} else if (!keep) {
+		corral_newfile_drop(&o->nf);
 	}
-	/* the name itself replaced, never a symlink there followed */
-	if (keep && !code && renameat(o->dir, o->tmp, o->dir, o->name) < 0) {
-		cli_error("%s: cannot rename %s onto it: %s", o->path, o->tmp,
-			  strerror(errno));
-		code = EXIT_CORRAL;
-	}
-	if (!keep || code)
-		unlinkat(o->dir, o->tmp, 0);
 	out_release();
-	free(o->tmp);
-	o->tmp = NULL;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	o->file = false;
 	o->fd = -1;
 out:
 	if (o->dir >= 0)

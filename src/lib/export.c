@@ -773,8 +773,9 @@ static void note_written(struct xp *x, const char *path, mode_t mode, int keep,
 }
 
 /*
- * The regular file's bytes into tmp (made here, O_EXCL: *made once it is),
- * summed as written.
+ * The regular file's bytes into tmp, summed as written: made unnamed and
+ * named tmp once whole (or, without O_TMPFILE, tmp made here, O_EXCL);
+ * *made once tmp exists.
  */
 static int put_file(struct xp *x, int parent, const char *tmp, const char *path,
 		    mode_t mode, const struct source *src, int *keep,
@@ -793,13 +794,16 @@ static int put_file(struct xp *x, int parent, const char *tmp, const char *path,
 		else if (!S_ISREG(st.st_mode))
 			r = -EINVAL;	/* swapped since it was looked at */
 	}
-	if (r == 0) {
+	/* unnamed while written: a SIGKILL midway leaves nothing in dest */
+	if (r == 0 && (fd = newfile_unnamed(parent, 0600)) == -EOPNOTSUPP) {
 		fd = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 			    O_CLOEXEC, 0600);
 		if (fd < 0)
-			r = -errno;
+			fd = -errno;
 		*made = fd >= 0;
 	}
+	if (r == 0 && fd < 0)
+		r = fd;
 	if (r == 0 && src->data) {
 		if ((x->bytes += src->len) > x->lim.max_bytes)
 			r = corral_set_err(x->err, -EFBIG,
@@ -814,6 +818,11 @@ static int put_file(struct xp *x, int parent, const char *tmp, const char *path,
 	/* the permission bits only: no setuid, setgid or sticky bit */
 	if (r == 0 && fchmod(fd, mode & 0777) < 0)
 		r = -errno;
+	/* whole: named for put_entry's rename */
+	if (r == 0 && !*made) {
+		r = newfile_link(fd, parent, tmp);
+		*made = r == 0;
+	}
 	/* an apply stats the file after its rename, through this fd */
 	if (r == 0 && x->r->wrote && (*keep = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		r = -errno;
@@ -1308,51 +1317,20 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
 /*
  * --patch FILE is written as it is made, never held whole (it may be as
  * large as export.max_bytes and more), into a new file beside FILE that
- * takes FILE's name only once it is complete: a failed export leaves FILE
- * as it was, and a reader never sees half a patch.
+ * takes FILE's name only once it is complete (corral_newfile): a failed
+ * export leaves FILE as it was, and a reader never sees half a patch.
  */
-static int patch_tmp_open(struct xp *x, char **tmp)
+static int patch_open(struct xp *x, struct corral_newfile *f)
 {
 	const char *name;
-	int dir = dest_at(x->r, x->r->patch, &name), fd, r;
+	int dir = dest_at(x->r, x->r->patch, &name);
+	struct corral_err e;
+	int fd = corral_newfile_open(f, dir, name, 0644, &e);
 
-	if (asprintf(tmp, "%s.corral-export.%d", name, (int)getpid()) < 0) {
-		*tmp = NULL;
-		return corral_set_err(x->err, -ENOMEM, "out of memory");
-	}
-	fd = openat(dir, *tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = corral_set_err(x->err, -errno, "cannot create the patch %s: %s",
-				   x->r->patch, strerror(errno));
-		free(*tmp);
-		*tmp = NULL;
-		return r;
-	}
+	if (fd < 0)
+		return corral_set_err(x->err, fd, "cannot create the patch %s: %s",
+				      x->r->patch, strerror(-fd));
 	return fd;
-}
-
-/* Whole: the new file takes the patch's name.  Either way fd is closed. */
-static int patch_tmp_keep(struct xp *x, int fd, const char *tmp)
-{
-	const char *name;
-	int dir = dest_at(x->r, x->r->patch, &name), r = 0;
-
-	if (close(fd) < 0)
-		r = -errno;
-	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
-		r = -errno;
-	if (r < 0)
-		return corral_set_err(x->err, r, "cannot write the patch %s: %s",
-				      x->r->patch, strerror(-r));
-	return 0;
-}
-
-/* Not whole: the new file goes, FILE stays as it was. */
-static void patch_tmp_drop(struct xp *x, const char *tmp)
-{
-	const char *name;
-
-	unlinkat(dest_at(x->r, x->r->patch, &name), tmp, 0);
 }
 
 /* ---- the whole ------------------------------------------------------------ */
@@ -1440,7 +1418,7 @@ int export_run(const struct export_req *r, json_t **report,
 				.stop = r->stop, .stop_arg = r->stop_arg };
 	const char *mode = r->to ? "to" : r->apply_fd >= 0 ? "apply" : "patch";
 	bool patching = r->patch || r->patch_out || r->patch_sink;
-	char *ptmp = NULL;	/* --patch FILE's new file, until it is whole */
+	struct corral_newfile pnew;	/* --patch FILE, until it is whole */
 	int ret, pfd = -1;
 
 	err->code = 0;
@@ -1498,7 +1476,7 @@ int export_run(const struct export_req *r, json_t **report,
 					     strerror(errno));
 	}
 	if (ret == 0 && r->patch) {
-		pfd = patch_tmp_open(&x, &ptmp);
+		pfd = patch_open(&x, &pnew);
 		ret = pfd < 0 ? pfd : 0;
 		pb.sink = pfd >= 0;
 		pb.fd = pfd;
@@ -1515,14 +1493,15 @@ int export_run(const struct export_req *r, json_t **report,
 				     strerror(pb.werr));
 	else if (ret == 0 && patching && pb.failed)
 		ret = corral_set_err(err, -ENOMEM, "out of memory writing the patch");
-	if (ptmp) {
-		if (ret == 0)
-			ret = patch_tmp_keep(&x, pfd, ptmp);
-		else
-			close(pfd);
+	if (pfd >= 0 && ret == 0) {
+		struct corral_err e;
+
+		ret = corral_newfile_keep(&pnew, &e);
 		if (ret < 0)
-			patch_tmp_drop(&x, ptmp);
-		free(ptmp);
+			corral_set_err(err, ret, "cannot write the patch %s: %s",
+				       r->patch, strerror(-ret));
+	} else if (pfd >= 0) {
+		corral_newfile_drop(&pnew);
 	}
 	pb_done(&pb);
 	if (ret == 0 && r->patch_out) {

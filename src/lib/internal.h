@@ -232,4 +232,13 @@ char *vault_memdup(const void *s, size_t len);
  */
 void corral_forget(const char *title);
 
+/* ---- newfile.c ------------------------------------------------------- */
+/*
+ * A new file in dir with no name (O_TMPFILE): its fd, -EOPNOTSUPP where
+ * the filesystem has none, or -errno.  It goes with its last fd, a
+ * SIGKILL's too, until newfile_link gives it name in dir (0 or -errno).
+ */
+int newfile_unnamed(int dir, mode_t mode);
+int newfile_link(int fd, int dir, const char *name);
+
 #endif

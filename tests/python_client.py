@@ -173,6 +173,68 @@ class ClientTest(unittest.TestCase):
             if os.path.exists(out):
                 os.unlink(out)
 
+    def test_patch_to_killed_leaves_nothing(self):
+        # a client SIGKILLed while it writes the patch (its copy slowed, so
+        # that it is midway): no handler runs, and the new file, unnamed
+        # until whole (O_TMPFILE), goes with it; the path keeps what it had
+        import signal
+        import subprocess
+        top = tempfile.mkdtemp(dir=os.environ.get("TMPDIR", "/tmp"))
+        ws, out = os.path.join(top, "ws"), os.path.join(top, "p.diff")
+        os.mkdir(ws)
+        if os.getuid() == 0:
+            os.chown(ws, 65534, 65534)
+        with open(out, "w") as f:
+            f.write("before\n")
+        kid = None
+        try:
+            with self.client.create(workspace=ws) as sb:
+                self.assertTrue(sb.run("head -c 4194304 /dev/urandom > /workspace/b.bin").ok)
+                prog = """
+import sys, time, corral
+from corral.sandbox import Sandbox
+copy = Sandbox._copy
+def slow(self, resp, f):
+    def read(n, r=resp.read):
+        time.sleep(0.2)
+        return r(n)
+    class R: pass
+    r = R(); r.read = read
+    print("writing", flush=True)
+    copy(self, r, f)
+Sandbox._copy = slow
+sb = corral.Client(socket=sys.argv[1]).sandbox(sys.argv[2])
+sb.export(patch_to=sys.argv[3])
+"""
+                kid = subprocess.Popen([sys.executable, "-c", prog, SOCK, sb.id, out],
+                                       stdout=subprocess.PIPE)
+                ready, _, _ = select.select([kid.stdout], [], [], 60)
+                self.assertTrue(ready, "the client never started its copy")
+                self.assertEqual(kid.stdout.readline(), b"writing\n")
+                deadline = time.monotonic() + 30
+                held = ""
+                while time.monotonic() < deadline and not held:
+                    for fd in os.listdir("/proc/%d/fd" % kid.pid):
+                        try:
+                            t = os.readlink("/proc/%d/fd/%s" % (kid.pid, fd))
+                        except OSError:
+                            continue
+                        if t.startswith(top + "/"):
+                            held = t
+                    time.sleep(0.02)
+                self.assertTrue(held, "the client held no new file")
+                kid.send_signal(signal.SIGKILL)
+                self.assertEqual(kid.wait(60), -signal.SIGKILL)
+                with open(out) as f:
+                    self.assertEqual(f.read(), "before\n")
+                self.assertEqual(sorted(os.listdir(top)), ["p.diff", "ws"])
+        finally:
+            if kid and kid.poll() is None:
+                kid.kill()
+                kid.wait()
+            import shutil
+            shutil.rmtree(top)
+
     def test_patch_to_not_through_a_bind_link(self):
         # the sandbox leaves share/sub -> a directory of the user's in its
         # --rw bind; patch_to= through it is refused, the directory empty

@@ -1,4 +1,5 @@
 """corral.sandbox - one sandbox of the daemon: run, files, processes, state."""
+import errno
 import http.client
 import json
 import os
@@ -372,8 +373,9 @@ class Sandbox:
         patch_to= a path or a binary file: the patch written there as it
         comes, never held whole (it may be as large as the policy's
         export.max_bytes), and the report without it.  A path is written
-        beside itself (PATH.corral-export.PID) and takes the patch's name
-        once complete: a failed export leaves it as it was."""
+        beside itself, without a name until complete (O_TMPFILE; else
+        PATH.corral-export.PID), and then takes the patch's name: a failed
+        or killed export leaves it as it was."""
         if sum((to is not None, bool(apply), bool(patch), patch_to is not None)) != 1:
             raise ValueError("give exactly one of to=, apply=True, patch=True, patch_to=")
         body = {"to": to} if to is not None else {"apply": True} if apply else {"patch": True}
@@ -439,18 +441,33 @@ class Sandbox:
     def _patch_to_path(self, resp, path):
         dirfd, name = self._judged_parent(path)
         tmp = "%s.corral-export.%d" % (name, os.getpid())
+        named = False
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
-                         os.O_CLOEXEC, 0o666, dir_fd=dirfd)
+            # unnamed while written: a SIGKILL midway leaves nothing
+            try:
+                fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666,
+                             dir_fd=dirfd)
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                    raise
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                             os.O_CLOEXEC, 0o666, dir_fd=dirfd)
+                named = True
             try:
                 with os.fdopen(fd, "wb") as f:
                     self._copy(resp, f)
+                    f.flush()
+                    if not named:
+                        os.link("/proc/self/fd/%d" % f.fileno(), tmp,
+                                dst_dir_fd=dirfd, follow_symlinks=True)
+                        named = True
                 os.replace(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
             except BaseException:
-                try:
-                    os.unlink(tmp, dir_fd=dirfd)
-                except OSError:
-                    pass
+                if named:
+                    try:
+                        os.unlink(tmp, dir_fd=dirfd)
+                    except OSError:
+                        pass
                 raise
         finally:
             os.close(dirfd)

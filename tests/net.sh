@@ -1842,6 +1842,24 @@ $1 corral filter_out
   [ log group 7 snaplen 0 qthreshold 0 ]
 
 $1 corral filter_out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000006 ]
+  [ ct load state => reg 1 ]
+  [ bitwise reg 1 = ( reg 1 & 0x00000008 ) ^ 0x00000000 ]
+  [ cmp neq reg 1 0x00000000 ]
+  [ limit rate $6/second burst $6 type packets flags 0x1 ]
+  [ reject type 1 code 0 ]
+
+$1 corral filter_out
+  [ meta load l4proto => reg 1 ]
+  [ cmp neq reg 1 0x00000006 ]
+  [ ct load state => reg 1 ]
+  [ bitwise reg 1 = ( reg 1 & 0x00000008 ) ^ 0x00000000 ]
+  [ cmp neq reg 1 0x00000000 ]
+  [ limit rate $6/second burst $6 type packets flags 0x1 ]
+  [ immediate reg 0 drop ]
+
+$1 corral filter_out
   [ payload load $2 => reg 1 ]
   [ cmp neq reg 1 $3 ]
   [ immediate reg 0 drop ]
@@ -1868,6 +1886,8 @@ table $1 corral {
   chain filter_out {
     type filter hook output priority filter; policy accept;
     $1 daddr != $2 limit rate 100/second burst 100 packets log group 7
+    meta l4proto tcp ct state new limit rate over $4/second burst $4 packets reject with tcp reset
+    meta l4proto != tcp ct state new limit rate over $4/second burst $4 packets drop
     $1 daddr != $2 drop
   }
 }
@@ -1882,7 +1902,9 @@ EOF
 t_transparent_rules_as_nft_lists_them() {
 	local rc=0
 	[ -x /usr/sbin/nft ] || { skip "no /usr/sbin/nft"; return 77; }
-	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
+	printf '{"network": {"mode": "proxy", "allow": ["web.test:80"], "hosts": %s},
+	  "limits": {"connections": 300}}\n' '{"web.test": "127.0.0.1"}' > "$T/p.json"
+	chmod 644 "$T/p.json"
 	/usr/bin/python3 - "$CORRAL" "$T" "$HERE" > "$T/probe" 2>&1 <<'PY' || rc=$?
 import ctypes, fcntl, os, socket, struct, sys
 corral, t = sys.argv[1], sys.argv[2]
@@ -1919,14 +1941,15 @@ with running_sandbox(corral, t + "/p.json") as p:
 PY
 	[ "$rc" = 0 ] || { cat "$T/probe"; fail "nft in the sandbox's netns failed ($rc)"; return; }
 	sed -E 's/^(ip6? corral [a-z_]+) [0-9 ]+$/\1/; s/\t/  /g' "$T/probe" > "$T/rules"
+	# new flows a second: 4 for each of limits.connections (proxy.c)
 	{
 		nft_expressions ip "1b @ network header + 16" 0x0000007f \
-			"4b @ network header + 12" 0x0100007f
+			"4b @ network header + 12" 0x0100007f 1200
 		nft_expressions ip6 "16b @ network header + 24" \
 			"0x00000000 0x00000000 0x00000000 0x01000000" \
-			"16b @ network header + 8" "0x00000000 0x00000000 0x00000000 0x01000000"
-		nft_table ip 127.0.0.0/8 127.0.0.1
-		nft_table ip6 ::1 ::1
+			"16b @ network header + 8" "0x00000000 0x00000000 0x00000000 0x01000000" 1200
+		nft_table ip 127.0.0.0/8 127.0.0.1 1200
+		nft_table ip6 ::1 ::1 1200
 	} > "$T/want"
 	diff -u "$T/want" "$T/rules" > "$T/rules.diff" ||
 		{ cat "$T/rules.diff"; fail "the sandbox's nftables rules are not nft's"; }

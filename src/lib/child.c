@@ -1383,7 +1383,8 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &err);
 	}
 	if (!c->joined_net && c->p->net == CORRAL_NET_PROXY &&
-	    proxy_listeners_send(c->sync_rd, c->p->net_transparent) < 0)
+	    proxy_listeners_send(c->sync_rd, c->p->net_transparent,
+				 c->p->connections) < 0)
 		_exit(125);
 	/*
 	 * The seccomp filter is compiled now, while the supervisor writes our

@@ -168,8 +168,8 @@ static void conntrack_shorten(void)
 	}
 }
 
-int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
-			  size_t len)
+int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, uint32_t flows,
+			  char *why, size_t len)
 {
 	int lo = if_nametoindex("lo"), r;
 
@@ -188,7 +188,7 @@ int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
 		snprintf(why, len, "cannot route IPv6 over lo: %s", strerror(-r));
 		return r;
 	}
-	r = nft_redirect_rules(tcp_port, dns_port, why, len);
+	r = nft_redirect_rules(tcp_port, dns_port, flows, why, len);
 	if (r == 0)
 		conntrack_shorten();	/* the rules made conntrack's files appear */
 	return r;

@@ -17,8 +17,11 @@ int net_add_lo_address(char *why, size_t len);
 /* The netns's lo up (a new netns has it down): 0 or -errno. */
 int net_lo_up(void);
 
-/* In the sandbox's netns: route all to lo, redirect TCP and DNS to us. */
-int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, char *why,
-			  size_t len);
+/*
+ * In the sandbox's netns: route all to lo, redirect TCP and DNS to us,
+ * flows new tracked flows a second at most (nft_redirect_rules).
+ */
+int net_transparent_setup(uint16_t tcp_port, uint16_t dns_port, uint32_t flows,
+			  char *why, size_t len);
 
 #endif

@@ -20,6 +20,8 @@
  *     chain filter_out {
  *       type filter hook output priority 0; policy accept;
  *       ip daddr != 127.0.0.0/8 limit rate 100/second burst 100 packets log group 7
+ *       meta l4proto tcp ct state new limit rate over FLOWS/second burst FLOWS packets reject with tcp reset
+ *       meta l4proto != tcp ct state new limit rate over FLOWS/second burst FLOWS packets drop
  *       ip daddr != 127.0.0.0/8 drop
  *     }
  *   }
@@ -49,6 +51,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -60,8 +63,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define NFT_BATCH_SIZE	8192
-#define NFT_MAX_MSGS	24
+#define NFT_BATCH_SIZE	12288
+#define NFT_MAX_MSGS	32
 /*
  * Packets logged a second at most, and as many at once (the burst), by
  * the IPv4 and IPv6 rules together: each has half.
@@ -268,8 +271,12 @@ static void attr_u64(struct nft_batch *b, uint16_t type, uint64_t v)
 	attr(b, type, &be, sizeof(be));
 }
 
-/* limit rate N/second burst N packets: past it, the rule stops there */
-static void e_limit(struct nft_batch *b, uint64_t per_second, uint32_t burst)
+/*
+ * limit rate [over] N/second burst N packets: without over, past the rate
+ * the rule stops there; with it, only past the rate does it go on.
+ */
+static void e_limit(struct nft_batch *b, uint64_t per_second, uint32_t burst,
+		    bool over)
 {
 	size_t d, e = expr(b, "limit", &d);
 
@@ -277,7 +284,47 @@ static void e_limit(struct nft_batch *b, uint64_t per_second, uint32_t burst)
 	attr_u64(b, NFTA_LIMIT_UNIT, 1);
 	attr_u32(b, NFTA_LIMIT_BURST, burst);
 	attr_u32(b, NFTA_LIMIT_TYPE, NFT_LIMIT_PKTS);
-	attr_u32(b, NFTA_LIMIT_FLAGS, 0);
+	attr_u32(b, NFTA_LIMIT_FLAGS, over ? NFT_LIMIT_F_INV : 0);
+	expr_end(b, e, d);
+}
+
+/* ct state new: the first packet of a flow conntrack now tracks */
+static void e_ct_new(struct nft_batch *b)
+{
+	const uint32_t mask = NF_CT_STATE_BIT(IP_CT_NEW), zero = 0;
+	size_t data, d, e = expr(b, "ct", &d);
+
+	attr_u32(b, NFTA_CT_KEY, NFT_CT_STATE);
+	attr_u32(b, NFTA_CT_DREG, NFT_REG_1);
+	expr_end(b, e, d);
+
+	e = expr(b, "bitwise", &d);
+	attr_u32(b, NFTA_BITWISE_SREG, NFT_REG_1);
+	attr_u32(b, NFTA_BITWISE_DREG, NFT_REG_1);
+	attr_u32(b, NFTA_BITWISE_LEN, sizeof(mask));
+	data = nest(b, NFTA_BITWISE_MASK);
+	attr(b, NFTA_DATA_VALUE, &mask, sizeof(mask));
+	nest_end(b, data);
+	data = nest(b, NFTA_BITWISE_XOR);
+	attr(b, NFTA_DATA_VALUE, &zero, sizeof(zero));
+	nest_end(b, data);
+	expr_end(b, e, d);
+	e_cmp(b, NFT_CMP_NEQ, &zero, sizeof(zero));
+}
+
+/*
+ * reject with tcp reset: the connecting socket reads ECONNREFUSED at once.
+ * An ICMP port unreachable would not do: it comes while connect() holds
+ * the socket, is taken for a soft error, and the SYN goes again a second
+ * later.
+ */
+static void e_reset(struct nft_batch *b)
+{
+	const uint8_t code = 0;
+	size_t d, e = expr(b, "reject", &d);
+
+	attr_u32(b, NFTA_REJECT_TYPE, NFT_REJECT_TCP_RST);
+	attr(b, NFTA_REJECT_ICMP_CODE, &code, sizeof(code));
 	expr_end(b, e, d);
 }
 
@@ -387,7 +434,7 @@ static void add_untracked(struct nft_batch *b, const struct nft_family *f,
 }
 
 static void add_family(struct nft_batch *b, const struct nft_family *f,
-		       uint16_t tcp_port, uint16_t dns_port)
+		       uint16_t tcp_port, uint16_t dns_port, uint32_t flows)
 {
 	const uint8_t tcp = IPPROTO_TCP, udp = IPPROTO_UDP;
 	const uint16_t dns = htons(53);
@@ -416,6 +463,27 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	rule_end(b, m, l);
 
 	add_chain(b, f, "filter_out", "filter", 0, "the filter chain");
+	/*
+	 * What stays tracked (the redirected flows) is bounded by the rate
+	 * at which flows begin: each lives at most its TIME_WAIT (10 s,
+	 * net.c) once closed.  Not a `ct count`: connlimit drops a closed
+	 * flow from its count while conntrack still holds it.  TCP and the
+	 * rest (DNS) each have a rule, and a rate, of their own.
+	 */
+	rule(b, f, "filter_out", "the bound on new TCP flows", &m, &l);
+	e_l4proto(b);
+	e_cmp(b, NFT_CMP_EQ, &tcp, sizeof(tcp));
+	e_ct_new(b);
+	e_limit(b, flows, flows, true);
+	e_reset(b);
+	rule_end(b, m, l);
+	rule(b, f, "filter_out", "the bound on other new flows", &m, &l);
+	e_l4proto(b);
+	e_cmp(b, NFT_CMP_NEQ, &tcp, sizeof(tcp));
+	e_ct_new(b);
+	e_limit(b, flows, flows, true);
+	e_verdict(b, NF_DROP);
+	rule_end(b, m, l);
 	rule(b, f, "filter_out", "the drop of what leaves loopback", &m, &l);
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
 	e_cmp(b, NFT_CMP_NEQ, f->lo, f->lo_len);
@@ -438,7 +506,7 @@ static void add_log(struct nft_batch *b, const struct nft_family *f, uint16_t gr
 	l = nest(b, NFTA_RULE_EXPRESSIONS);
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
 	e_cmp(b, NFT_CMP_NEQ, f->lo, f->lo_len);
-	e_limit(b, NFT_LOG_RATE / 2, NFT_LOG_RATE / 2);
+	e_limit(b, NFT_LOG_RATE / 2, NFT_LOG_RATE / 2, false);
 	e_log_group(b, group);
 	rule_end(b, m, l);
 }
@@ -531,13 +599,14 @@ static int send_batch(struct nft_batch *b, const char *what, char *why, size_t l
 	return r;
 }
 
-int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len)
+int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, uint32_t flows,
+		       char *why, size_t len)
 {
 	struct nft_batch b = { .len = 0 };
 
 	batch_edge(&b, NFNL_MSG_BATCH_BEGIN);
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		add_family(&b, &families[i], tcp_port, dns_port);
+		add_family(&b, &families[i], tcp_port, dns_port, flows);
 	batch_edge(&b, NFNL_MSG_BATCH_END);
 	return send_batch(&b, "the redirect rules", why, len);
 }

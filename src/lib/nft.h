@@ -8,9 +8,11 @@
 /*
  * In the sandbox's netns, with CAP_NET_ADMIN there: TCP to anywhere
  * redirected to tcp_port, UDP DNS to dns_port, loopback left alone, and
- * what else leaves loopback dropped.  0, or -errno with why said.
+ * what else leaves loopback dropped; at most flows new tracked flows a
+ * second of each family, one past them refused.  0, or -errno with why said.
  */
-int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, char *why, size_t len);
+int nft_redirect_rules(uint16_t tcp_port, uint16_t dns_port, uint32_t flows,
+		       char *why, size_t len);
 
 /*
  * After nft_redirect_rules, in the same netns: what leaves loopback is

@@ -132,7 +132,8 @@ static void probe_transparent(struct corral_features *f)
 				 strerror(errno));
 		} else {
 			got.r = nft_redirect_rules(PROXY_TRANSPARENT_PORT, PROXY_DNS_PORT,
-						   got.why, sizeof(got.why));
+						   PROXY_NEW_FLOWS_MIN, got.why,
+						   sizeof(got.why));
 			if (got.r == 0)
 				probe_log(&got);
 		}

@@ -295,7 +295,23 @@ static int open_nflog(struct listeners_msg *m)
 	return fd;
 }
 
-int proxy_listeners_send(int sock, bool transparent)
+/*
+ * Conntrack keeps a closed flow through its TIME_WAIT (10 s here, net.c),
+ * about 400 bytes each: 4 new flows a second for each connection the
+ * proxy may hold, 1024 a second by default, bounds a flood to about
+ * 10,000 entries a family, 4 MB (it held 67 MB under --memory 32M before
+ * anything bounded it), and leaves an agent far more than it opens.
+ */
+static uint32_t new_flows(uint64_t connections)
+{
+	uint64_t n = connections * PROXY_NEW_FLOWS_PER_CONN;
+
+	if (n < PROXY_NEW_FLOWS_MIN)
+		return PROXY_NEW_FLOWS_MIN;
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+int proxy_listeners_send(int sock, bool transparent, uint64_t connections)
 {
 	struct listeners_msg m = { 0 };
 	int fds[NSPECS + 2], nfd = 0, fd;
@@ -330,6 +346,7 @@ int proxy_listeners_send(int sock, bool transparent)
 	m.setup = net_add_lo_address(m.why, sizeof(m.why));
 	if (transparent && m.setup == 0)
 		m.setup = net_transparent_setup(PROXY_TRANSPARENT_PORT, PROXY_DNS_PORT,
+						new_flows(connections),
 						m.why, sizeof(m.why));
 	/* the last socket: the supervisor takes it from the end */
 	if (transparent && m.setup == 0 && (fd = open_nflog(&m)) >= 0)

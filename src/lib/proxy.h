@@ -27,7 +27,14 @@ struct proxy;
  * close them.  A failure is sent as well: the supervisor says it.  0, or
  * -EPIPE if the supervisor did not get the message.
  */
-int proxy_listeners_send(int sock, bool transparent);
+/*
+ * New flows a second a sandbox may begin in transparent mode, for each
+ * connection it may hold: what the nat rules make conntrack keep is
+ * kernel memory no cgroup of the sandbox's is charged for (net.c, nft.c).
+ */
+#define PROXY_NEW_FLOWS_PER_CONN	4
+#define PROXY_NEW_FLOWS_MIN		256
+int proxy_listeners_send(int sock, bool transparent, uint64_t connections);
 
 /* The supervisor's side: the sockets init sent on sync, served on base. */
 struct tlsbox;

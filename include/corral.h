@@ -237,6 +237,16 @@ struct corral_policy {
 	 * event that names the limit (required > 0).
 	 */
 	uint64_t connections;
+	/*
+	 * limits.open_files: each of the command's processes' hard
+	 * RLIMIT_NOFILE (and its soft one, where the caller's is higher).
+	 * Checked when the sandbox starts, on the host it runs on:
+	 * open_files x pids at most a quarter of fs.file-max (or no more than
+	 * the default below), and at most half of the caller's own hard
+	 * limit.  0: the default, a quarter of fs.file-max over pids, but
+	 * not below 1024.  Not in an OCI container (process.rlimits).
+	 */
+	uint64_t open_files;
 
 	/* environment: cleared, then PATH HOME LANG TERM TMPDIR USER, then these */
 	struct corral_env *env;

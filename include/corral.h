@@ -353,6 +353,14 @@ int corral_policy_pass_env(struct corral_policy *p, const char *name,
 CORRAL_PUBLIC
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
+/*
+ * Whether p's values fit this host, as a sandbox's start will judge them
+ * (limits.open_files against fs.file-max and our own hard open-files
+ * limit); err says which does not.  A policy file is read anywhere: this
+ * is the part only the host it runs on can answer.
+ */
+CORRAL_PUBLIC
+int corral_policy_check_host(const struct corral_policy *p, struct corral_err *err);
 /* The root's layers (absolute host directories, lowest first); n 0: the host's. */
 CORRAL_PUBLIC
 int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t n,

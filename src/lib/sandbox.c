@@ -77,6 +77,13 @@ int sandbox_check_policy(const struct corral_policy *p, struct corral_err *err)
 	return 0;
 }
 
+int corral_policy_check_host(const struct corral_policy *p, struct corral_err *err)
+{
+	rlim_t cap, hard;
+
+	return sandbox_nofile_cap(p, &cap, &hard, err);
+}
+
 /* ---- init's messages ----------------------------------------------------- */
 
 int child_msg_recv(int sock, struct child_msg *m, int *fd)

@@ -458,7 +458,12 @@ t_sandbox_lifecycle() {
 	rlimit) expect_eq "limits" "$limits" rlimit ;;
 	esac
 	[ -f "$STATE/sandboxes/$id.json" ] || fail "no state file for $id"
-	id2=$(mksb)
+	# a client's limits.open_files (below the default 1024, so that it
+	# fits any host): its commands' limit, and the audit's create event
+	id2=$(mksb '{"policy": {"limits": {"open_files": 512, "pids": 64}}}')
+	expect_eq "open_files" "$(sbsh "$id2" 'echo $(ulimit -Hn) $(ulimit -Sn)')" "512 512"
+	expect_contains "open_files in the create event" \
+		"$(grep "\"sandbox\":\"$id2\"" "$STATE/audit.jsonl" | grep '"type":"sandbox.create"')" '"open_files":512'
 	code=$(api GET /v1/sandboxes)
 	expect_code "list" "$code" 200
 	expect_eq "list" "$(jq 'sorted(s["id"] for s in v["sandboxes"])')" \

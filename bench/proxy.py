@@ -21,6 +21,11 @@ points at 127.0.0.1.  It measures, timing inside the client:
      then one small echo on each.
 
   proxy.py [CORRAL]     (default build/corral)
+
+BENCH_OPEN_FILES and BENCH_PIDS, if set, are the policy's limits.open_files
+and limits.pids: under the default policy a command has 1024 fds on most
+hosts (a quarter of fs.file-max over 1024 pids, not below 1024), fewer
+than part 3's tunnels need.
 """
 import json
 import os
@@ -41,6 +46,8 @@ NBYTES = int(os.environ.get("BENCH_BYTES", str(1 << 30)))
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 NLAT = int(os.environ.get("BENCH_LAT", "200"))
 NCONNS = int(os.environ.get("BENCH_CONNS", "1000"))
+LIMITS = {k: int(os.environ[e]) for k, e in (("open_files", "BENCH_OPEN_FILES"),
+                                                ("pids", "BENCH_PIDS")) if os.environ.get(e)}
 NAME = "bench.test"
 CHUNK = 1 << 20
 AIM_RATIO = 0.90        # issue 17: proxy throughput at least 90% of direct
@@ -621,7 +628,7 @@ def main():
             json.dump({"network": {"mode": "proxy",
                                    "allow": ["%s:%d" % (NAME, up.port)],
                                    "hosts": {NAME: "127.0.0.1"}},
-                       "limits": {"connections": max(NCONNS + 8, 256)}}, f)
+                       "limits": dict(connections=max(NCONNS + 8, 256), **LIMITS)}, f)
         os.chmod(pol, 0o644)
         direct = ([], "127.0.0.1", "-")
         boxed = ([corral, "run", "--policy", pol, "--timeout", str(RUN_TIMEOUT), "--"],
@@ -643,7 +650,8 @@ def main():
     soft, hard = NOFILE
     inf = resource.RLIM_INFINITY
     print(f"egress proxy vs direct on loopback (uid {os.geteuid()}, {os.cpu_count()} cpus, "
-          f"RLIMIT_NOFILE of corral and clients {soft}/{hard}, of the upstream {own})")
+          f"RLIMIT_NOFILE of corral and clients {soft}/{hard}, of the upstream {own}"
+          f"{''.join(f', limits.{k} {v}' for k, v in LIMITS.items())})")
     if soft != inf and soft < 2 * NCONNS + 64:
         print(f"note: corral's soft fd limit {soft} is below 2 per tunnel for {NCONNS} tunnels")
     if own != inf and own < NCONNS + 64:

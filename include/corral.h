@@ -237,6 +237,16 @@ struct corral_policy {
 	 * event that names the limit (required > 0).
 	 */
 	uint64_t connections;
+	/*
+	 * limits.open_files: each of the command's processes' hard
+	 * RLIMIT_NOFILE (and its soft one, where the caller's is higher).
+	 * Checked when the sandbox starts, on the host it runs on:
+	 * open_files x pids at most a quarter of fs.file-max (or no more than
+	 * the default below), and at most half of the caller's own hard
+	 * limit.  0: the default, a quarter of fs.file-max over pids, but
+	 * not below 1024.  Not in an OCI container (process.rlimits).
+	 */
+	uint64_t open_files;
 
 	/* environment: cleared, then PATH HOME LANG TERM TMPDIR USER, then these */
 	struct corral_env *env;
@@ -343,6 +353,14 @@ int corral_policy_pass_env(struct corral_policy *p, const char *name,
 CORRAL_PUBLIC
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
+/*
+ * Whether p's values fit this host, as a sandbox's start will judge them
+ * (limits.open_files against fs.file-max and our own hard open-files
+ * limit); err says which does not.  A policy file is read anywhere: this
+ * is the part only the host it runs on can answer.
+ */
+CORRAL_PUBLIC
+int corral_policy_check_host(const struct corral_policy *p, struct corral_err *err);
 /* The root's layers (absolute host directories, lowest first); n 0: the host's. */
 CORRAL_PUBLIC
 int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t n,

@@ -691,12 +691,95 @@ t_file_table_share() {
 		if [ $((pids * hard)) -gt $((fmax / 4)) ] && [ "$hard" -gt 1024 ]; then
 			fail "pids $pids x $hard fds: $((pids * hard)) files, above a quarter of fs.file-max $fmax"
 		fi
+		# the default policy without limits.open_files: as it was
+		if [ $pids = 1024 ]; then
+			want=$((fmax / 4 / 1024)); [ $want -lt 1024 ] && want=1024
+			[ $want -gt $((init / 2)) ] && want=$((init / 2))
+			expect_eq "pids 1024: hard RLIMIT_NOFILE" "$hard" "$want"
+		fi
 	done
 	# few processes keep what they had: the cap is not a flat 1024
 	want=$((fmax / 4 / 10)); [ $want -gt $((init / 2)) ] && want=$((init / 2))
 	[ $want -lt 1024 ] && want=1024
 	[ $want -gt $((init / 2)) ] && want=$((init / 2))
 	expect_eq "pids 10: hard RLIMIT_NOFILE" "$hard" "$want"
+}
+
+# limits.open_files: the operator's split of the same quarter of the
+# table, each process's hard (and soft) RLIMIT_NOFILE.  One sandbox: the
+# limits it got, what raising them from inside gets (setrlimit, prlimit
+# of itself and of init: the kernel wants CAP_SYS_RESOURCE of the host's
+# namespace), how many files it could open, and its result naming the
+# limit that bit.  Then what cannot start: open_files x pids past the
+# quarter, and open_files past half of corral's own hard limit (init's).
+OPEN_FILES_PY='
+import os, resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+print("limits", hard, soft, flush=True)
+def attempt(what, f):
+    try:
+        f()
+        print(what, "raised", flush=True)
+    except OSError as e:
+        print(what, os.strerror(e.errno), flush=True)
+    except ValueError as e:	# Python says EPERM so
+        print(what, e, flush=True)
+attempt("setrlimit", lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (hard + 1, hard + 1)))
+attempt("prlimit", lambda: resource.prlimit(0, resource.RLIMIT_NOFILE, (soft, hard + 1)))
+attempt("prlimit-init", lambda: resource.prlimit(1, resource.RLIMIT_NOFILE, (soft, 1 << 20)))
+print("sh", "refused" if os.system("ulimit -Hn 8192 2>/dev/null") else "raised", flush=True)
+print("after", *resource.getrlimit(resource.RLIMIT_NOFILE), flush=True)
+fds = []
+try:
+    while True:
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+except OSError as e:
+    print("opened", len(fds), "highest", max(fds), os.strerror(e.errno), flush=True)
+    raise
+'
+t_open_files() {
+	local fmax quarter init of out
+	fmax=$(cat /proc/sys/fs/file-max); quarter=$((fmax / 4))
+	init=$(ulimit -Hn)
+	[ "$init" != unlimited ] && [ "$init" -ge 8192 ] && [ "$quarter" -ge $((4096 * 64)) ] ||
+		{ skip "a hard limit of $init fds, a file table of $fmax: too small for 4096 x 64"; return 77; }
+	echo '{"limits": {"open_files": 4096, "pids": 64}}' > "$T/p.json"
+	crun --json --policy "$T/p.json" -- /usr/bin/python3 -c "$OPEN_FILES_PY" > /dev/null
+	out=$(json stdout < "$T/out")
+	expect_contains "hard and soft" "$out" "limits 4096 4096"
+	expect_contains "setrlimit from inside" "$out" "setrlimit not allowed to raise maximum limit"
+	expect_contains "prlimit of itself" "$out" "prlimit Operation not permitted"
+	expect_contains "prlimit of init" "$out" "prlimit-init Operation not permitted"
+	expect_contains "a shell's ulimit" "$out" "sh refused"
+	expect_contains "unchanged" "$out" "after 4096 4096"
+	expect_contains "opened until" "$out" "highest 4095 Too many open files"
+	expect_eq "status" "$(json status < "$T/out")" exited
+	expect_contains "the reason names the limit" "$(json reason < "$T/out")" \
+		"open files: at most 4096 a process (limits.open_files, RLIMIT_NOFILE): an open past it fails with EMFILE"
+	# past the quarter: refused before anything starts, with the numbers
+	of=$((quarter / 1024 + 1)); [ $of -lt 1025 ] && of=1025
+	if [ $of -le $((init / 2)) ]; then
+		crun --pids 1024 --open-files $of -- /bin/true > /dev/null
+		expect_eq "past the share: exit" "$(rc)" 125
+		expect_contains "past the share" "$(cat "$T/err")" \
+			"limits.open_files $of x limits.pids 1024 is $((of * 1024)) files, more than a quarter of this host's file table ($quarter of fs.file-max $fmax): lower one of them"
+	fi
+	# a policy file is portable: valid wherever it is read, and where it
+	# would not start, corral policy check says so beside its "ok"
+	echo "{\"limits\": {\"open_files\": $of, \"pids\": 1024}}" > "$T/q.json"
+	out=$("$CORRAL" policy check "$T/q.json" 2>&1)
+	expect_eq "policy check: exit" "$?" 0
+	expect_contains "policy check" "$out" "q.json: ok"
+	[ $of -gt $((init / 2)) ] ||
+		expect_contains "policy check: this host" "$out" "q.json: not on this host: limits.open_files $of x limits.pids 1024"
+	# past what init keeps (half of corral's own hard limit)
+	of=$((init / 2 + 1))
+	if [ $((of * 2)) -le "$quarter" ]; then
+		crun --pids 2 --open-files $of -- /bin/true > /dev/null
+		expect_eq "past init's half: exit" "$(rc)" 125
+		expect_contains "past init's half" "$(cat "$T/err")" \
+			"limits.open_files $of is more than half of corral's own hard open-files limit ($init)"
+	fi
 }
 
 # ---- limits ----------------------------------------------------------------

@@ -50,7 +50,7 @@ t_operator_bounds() {
 	cat > "$T/operator.json" <<-EOF
 	{"filesystem": {"workspace": "$T/ws"},
 	 "limits": {"memory": "1G", "pids": 256, "timeout": "30s",
-	            "call_timeout": "20s"},
+	            "call_timeout": "20s", "open_files": 512},
 	 "network": {"mode": "proxy", "transparent": false, "allow": ["web.test:80"]},
 	 "export": {"hold": ["deploy/**"], "max_files": 500},
 	 "abort": {"max_denied_syscalls": 50, "ignore_syscalls": ["mount"],
@@ -71,6 +71,14 @@ t_operator_transparent_kept() {
 	EOF
 	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" transparent "$CORRAL" \
 		--private --policy "$T/operator.json" || fail "the transparent checks failed"
+	no_leftovers
+}
+
+# Without the operator's open_files, the share of the host's file table
+# over pids is the bound on a model's, held by the daemon at the start.
+t_open_files_share_bound() {
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" open_files "$CORRAL" --private ||
+		fail "the open_files checks failed"
 	no_leftovers
 }
 

@@ -3,7 +3,7 @@
 
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
-CHECK is one of: protocol, bounds, output, whole, big, many, shared, signal, swap,
+CHECK is one of: protocol, bounds, open_files, output, whole, big, many, shared, signal, swap,
 progress, flood, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
 reap-hung.
 Prints "ok - ..." per check and
@@ -244,6 +244,10 @@ def bounds(s, workspace):
           "more memory than the operator's is refused")
     res = s.call("sandbox_create", {"limits": {"pids": 0}})
     check(res.get("isError"), "removing the operator's pids limit is refused")
+    res = s.call("sandbox_create", {"limits": {"open_files": 1024, "pids": 16}})
+    check(res.get("isError") and "limits.open_files: the operator's policy allows "
+          "at most 512 (got 1024)" in res["content"][0]["text"],
+          "more open files than the operator's is refused, fewer pids or not: %r" % res)
     res = s.call("sandbox_create", {"workspace": "/etc"})
     check(res.get("isError") and "workspace" in res["content"][0]["text"],
           "a workspace outside the operator's is refused")
@@ -287,8 +291,9 @@ def bounds(s, workspace):
     res = s.call("exec", {"sandbox_id": sid, "argv": ["true"], "timeout_seconds": 99})
     check(res.get("isError") and "timeout_seconds" in res["content"][0]["text"],
           "a timeout beyond the operator's is refused")
-    res = s.call("exec", {"sandbox_id": sid, "command": "cat /workspace/f"})
-    check(res["structuredContent"]["stdout"] == "inside\n", "the narrowed workspace is there")
+    res = s.call("exec", {"sandbox_id": sid, "command": "cat /workspace/f; ulimit -Hn"})
+    check(res["structuredContent"]["stdout"] == "inside\n512\n",
+          "the narrowed workspace is there, and the operator's open_files: %r" % res)
     # the hold table stands whatever the model asks: it lets no held change out
     s.call("exec", {"sandbox_id": sid, "command": "echo 'touch /tmp/m' > /workspace/.envrc"})
     res = s.call("workspace_export", {"sandbox_id": sid, "mode": "apply", "allow_risky": ["**"]})
@@ -316,6 +321,21 @@ def transparent(s):
     res = s.call("sandbox_create", {"allow_hosts": ["web.test:80"]})
     check(not res.get("isError"), "narrowing the hosts keeps it, and is allowed: %r" % res)
     s.call("sandbox_destroy", {"sandbox_id": res["structuredContent"]["id"]})
+
+
+def open_files(s):
+    """Without the operator's open_files, the share of the host's file table
+    over pids bounds a model's: the daemon refuses a sandbox past it."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    res = s.call("sandbox_create", {"limits": {"open_files": 1000000}})
+    check(res.get("isError") and "limits.open_files 1000000" in res["content"][0]["text"],
+          "open files past the share (or past what init keeps) are refused: %r" % res)
+    res = s.call("sandbox_create", {"limits": {"open_files": 2 ** 63 - 1}})
+    check(res.get("isError") and "(got 9223372036854775807)" in res["content"][0]["text"],
+          "2^63-1 open files are refused, the value named: %r" % res)
+    res = s.call("sandbox_create", {"limits": {"open_files": -1}})
+    check(res.get("isError") and "limits.open_files" in res["content"][0]["text"] and
+          "(got -1)" in res["content"][0]["text"], "negative open files are refused: %r" % res)
 
 
 def output(s):
@@ -842,6 +862,8 @@ def main():
                 flood(s)
             elif what == "transparent":
                 transparent(s)
+            elif what == "open_files":
+                open_files(s)
             elif what == "shared":
                 shared(s, os.environ["MCP_OTHER"])
             elif what == "swap":

@@ -265,6 +265,8 @@ def session(sock):
     ex("GET", "/v1/metrics", expect=200)
     ex("POST", "/v1/sandboxes", {"policy": {"limits": {"memory": "lots"}}}, expect=422)
     ex("POST", "/v1/sandboxes", {"bogus": 1}, expect=400)
+    ex("POST", "/v1/sandboxes", {"policy": {"limits": {"open_files": 1000000, "pids": 1024}}},
+       expect=400)
     sb = ex("POST", "/v1/sandboxes", {"labels": {"k": "v"}, "ttl_seconds": 600}, expect=201)
     if not sb:
         return

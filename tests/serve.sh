@@ -458,7 +458,12 @@ t_sandbox_lifecycle() {
 	rlimit) expect_eq "limits" "$limits" rlimit ;;
 	esac
 	[ -f "$STATE/sandboxes/$id.json" ] || fail "no state file for $id"
-	id2=$(mksb)
+	# a client's limits.open_files (below the default 1024, so that it
+	# fits any host): its commands' limit, and the audit's create event
+	id2=$(mksb '{"policy": {"limits": {"open_files": 512, "pids": 64}}}')
+	expect_eq "open_files" "$(sbsh "$id2" 'echo $(ulimit -Hn) $(ulimit -Sn)')" "512 512"
+	expect_contains "open_files in the create event" \
+		"$(grep "\"sandbox\":\"$id2\"" "$STATE/audit.jsonl" | grep '"type":"sandbox.create"')" '"open_files":512'
 	code=$(api GET /v1/sandboxes)
 	expect_code "list" "$code" 200
 	expect_eq "list" "$(jq 'sorted(s["id"] for s in v["sandboxes"])')" \
@@ -2419,6 +2424,10 @@ POST|/v1/sandboxes|{"workspace": 5}|400|bad_request
 POST|/v1/sandboxes|{"workspace": "relative/dir"}|400|bad_request
 POST|/v1/sandboxes|{"policy": {"bogus": 1}}|422|policy
 POST|/v1/sandboxes|{"policy": {"limits": {"memory": "12XB"}}}|422|policy
+POST|/v1/sandboxes|{"policy": {"limits": {"open_files": 4096.5}}}|422|policy
+POST|/v1/sandboxes|{"policy": {"limits": {"open_files": -1}}}|422|policy
+POST|/v1/sandboxes|{"policy": {"limits": {"open_files": 1000000, "pids": 1024}}}|400|bad_request
+POST|/v1/sandboxes|{"policy": {"limits": {"open_files": 9223372036854775808}}}|400|bad_request
 POST|/v1/sandboxes|<big.json|413|too_large
 PUT|/v1/sandboxes|{}|405|method_not_allowed
 DELETE|/v1/sandboxes|-|405|method_not_allowed
@@ -2490,6 +2499,10 @@ t_bad_requests() {
 	done <<< "$BAD_REQUESTS"
 	echo "$rows rows, $bad wrong"
 	[ "$rows" -ge 30 ] || fail "only $rows rows"
+	# a client's open files past the host's share (or init's half): the
+	# numbers in the refusal, and nothing left of the sandbox begun
+	code=$(api POST /v1/sandboxes --data-binary '{"policy": {"limits": {"open_files": 1000000, "pids": 1024}}}')
+	expect_contains "open_files refused" "$(jq 'v["detail"]')" "limits.open_files 1000000"
 	# none of them changed anything
 	code=$(api GET /v1/sandboxes)
 	expect_eq "one sandbox" "$(jq '[s["id"] for s in v["sandboxes"]]')" "[\"$id\"]"

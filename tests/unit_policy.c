@@ -7,6 +7,7 @@
 #include "egress.h"
 #include "internal.h"
 #include "jsonpos.h"
+#include "sandbox.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -63,6 +64,7 @@ static bool policy_equal(const struct corral_policy *a,
 	    a->cpus != b->cpus || a->disk_bytes != b->disk_bytes ||
 	    a->timeout_ms != b->timeout_ms ||
 	    a->output_bytes != b->output_bytes || a->connections != b->connections ||
+	    a->open_files != b->open_files ||
 	    a->nenv != b->nenv ||
 	    a->nenv_pass != b->nenv_pass || a->net != b->net ||
 	    a->net_transparent != b->net_transparent ||
@@ -135,6 +137,7 @@ static void busy_policy(struct corral_policy *p)
 	p->memory_bytes = 64 * MiB;
 	p->pids = 7;
 	p->cpus = 0.5;
+	p->open_files = 300;
 }
 
 static int load(struct corral_policy *p, const char *text,
@@ -518,6 +521,7 @@ TEST(init_and_free)
 	CHECK(p.timeout_ms == 0);
 	CHECK(p.output_bytes == MiB);
 	CHECK(p.connections == 256);
+	CHECK(p.open_files == 0);	/* the share of the file table */
 	CHECK(p.nenv == 0 && p.nenv_pass == 0);
 	CHECK(p.net == CORRAL_NET_NONE);
 	/* no abort criteria; a halt, if a policy asks for one, kills */
@@ -588,7 +592,8 @@ static const char full_policy[] =
 	"    \"disk\": 268435456,\n"
 	"    \"timeout\": \"2m\",\n"
 	"    \"output\": \"64KiB\",\n"
-	"    \"connections\": 32\n"
+	"    \"connections\": 32,\n"
+	"    \"open_files\": 4096\n"
 	"  },\n"
 	"  \"env\": {\n"
 	"    \"set\": {\"LANG\": \"C.UTF-8\", \"OPTS\": \"a=b c\", \"_x1\": \"\"},\n"
@@ -622,6 +627,7 @@ TEST(full_policy)
 	CHECK(p.timeout_ms == 120000);
 	CHECK(p.output_bytes == 64 * KiB);
 	CHECK(p.connections == 32);
+	CHECK(p.open_files == 4096);
 	CHECK(p.nenv == 3);
 	if (p.nenv == 3) {
 		CHECK(!strcmp(p.env[0].name, "LANG") &&
@@ -1038,6 +1044,27 @@ static const struct {
 	{ "connections too many",
 	  "{\"limits\": {\"connections\": 65537}}", "65537", "limits.connections",
 	  "too large, the maximum is 65536" },
+	{ "open_files too few",
+	  "{\"limits\": {\"open_files\": 63}}", "63", "limits.open_files",
+	  "too small, the minimum is 64: a command's processes each need a few dozen fds (got 63)" },
+	{ "open_files negative",
+	  "{\"limits\": {\"open_files\": -4096}}", "-4096", "limits.open_files",
+	  "too small, the minimum is 64: a command's processes each need a few dozen fds (got -4096)" },
+	{ "open_files past nr_open's most",
+	  "{\"limits\": {\"open_files\": 2147483585}}", "2147483585", "limits.open_files",
+	  "too large, the maximum is 2147483584 (the most fs.nr_open can be) (got 2147483585)" },
+	{ "open_files 2^63-1",
+	  "{\"limits\": {\"open_files\": 9223372036854775807}}", "9223", "limits.open_files",
+	  "too large, the maximum is 2147483584 (the most fs.nr_open can be) (got 9223372036854775807)" },
+	{ "open_files a float",
+	  "{\"limits\": {\"open_files\": 4096.5}}", "4096.5", "limits.open_files",
+	  "expected an integer from 64 to 2147483584 (got 4096.5)" },
+	{ "open_files a string",
+	  "{\"limits\": {\"open_files\": \"4096\"}}", "\"4096\"", "limits.open_files",
+	  "expected an integer from 64 to 2147483584 (got \"4096\")" },
+	{ "open_files unlimited",
+	  "{\"limits\": {\"open_files\": \"unlimited\"}}", "\"unl", "limits.open_files",
+	  "expected an integer from 64 to 2147483584 (got \"unlimited\")" },
 	{ "connections unlimited",
 	  "{\"limits\": {\"connections\": \"unlimited\"}}", "\"unl", "limits.connections",
 	  "expected an integer from 1 to 65536" },
@@ -1606,6 +1633,69 @@ TEST(set_limit_from_flags)
 	CHECK_STR_CONTAINS(err.msg, "unknown key");
 	CHECK(p.pids == 64 && p.disk_bytes == 8u << 20);
 	corral_policy_free(&p);
+}
+
+TEST(open_files_from_flags)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_set_limit(&p, "open_files", "4096", &err) == 0 &&
+	      p.open_files == 4096);
+	CHECK(corral_policy_set_limit(&p, "open_files", "-5", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "limits.open_files: expected an integer from 64 to 2147483584 (got \"-5\")");
+	CHECK(corral_policy_set_limit(&p, "open_files", "9223372036854775808", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "limits.open_files: expected an integer");
+	CHECK_STR_CONTAINS(err.msg, "9223372036854775808");
+	CHECK(p.open_files == 4096);
+	/* 2^63 in a file: past what jansson reads as an integer, still named */
+	CHECK(load(&p, "{\"limits\": {\"open_files\": 9223372036854775808}}", &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "9223372036854775808");
+	CHECK(p.open_files == 4096);
+	corral_policy_free(&p);
+}
+
+/*
+ * limits.open_files against the host, when a sandbox starts: the share
+ * of a quarter of fs.file-max over pids (this host's 2466248 as the
+ * example), and half of the caller's hard limit (init keeps the rest).
+ */
+TEST(open_files_share)
+{
+	struct corral_err err = { 0 };
+	rlim_t cap;
+
+	/* without open_files: as before, the share, not below 1024 */
+	CHECK(nofile_cap_of(0, 1024, 2466248, 20000, &cap, &err) == 0 && cap == 1024);
+	CHECK(nofile_cap_of(0, 10, 2466248, 20000, &cap, &err) == 0 && cap == 61656);
+	CHECK(nofile_cap_of(0, 0, 2466248, 20000, &cap, &err) == 0 && cap == 0);
+	CHECK(nofile_cap_of(0, 10, 0, 20000, &cap, &err) == 0 && cap == 0);
+	/* within the share: exactly what was asked */
+	CHECK(nofile_cap_of(4096, 100, 2466248, 20000, &cap, &err) == 0 && cap == 4096);
+	CHECK(nofile_cap_of(4096, 150, 2466248, 20000, &cap, &err) == 0 && cap == 4096);
+	/* less than the default gives is never refused, nor is the default */
+	CHECK(nofile_cap_of(64, 1024, 2466248, 20000, &cap, &err) == 0 && cap == 64);
+	CHECK(nofile_cap_of(1024, 1024, 2466248, 20000, &cap, &err) == 0 && cap == 1024);
+	/* past it: refused with both values and the host's bound */
+	CHECK(nofile_cap_of(10000, 1024, 2466248, 20000, &cap, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "limits.open_files 10000 x limits.pids 1024 is "
+			   "10240000 files, more than a quarter of this host's file "
+			   "table (616562 of fs.file-max 2466248): lower one of them");
+	CHECK(nofile_cap_of(1025, 1024, 2466248, 20000, &cap, &err) == -EINVAL);
+	CHECK(nofile_cap_of(4096, 151, 2466248, 20000, &cap, &err) == -EINVAL);
+	/* the largest of both: no overflow of the product */
+	CHECK(nofile_cap_of(2147483584ULL, 4194304, 2466248, RLIM_INFINITY, &cap, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "is 9007198986305536 files");
+	/* more than half of the caller's hard limit: refused, what to do said */
+	CHECK(nofile_cap_of(10001, 2, 2466248, 20000, &cap, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "limits.open_files 10001 is more than half of "
+			   "corral's own hard open-files limit (20000)");
+	CHECK_STR_CONTAINS(err.msg, "ulimit -Hn 20002");
+	CHECK(nofile_cap_of(10000, 2, 2466248, 20000, &cap, &err) == 0 && cap == 10000);
+	/* no pids limit: no share to keep (as without open_files), the rest holds */
+	CHECK(nofile_cap_of(9000, 0, 2466248, 20000, &cap, &err) == 0 && cap == 9000);
+	CHECK(nofile_cap_of(10001, 0, 2466248, 20000, &cap, &err) == -EINVAL);
 }
 
 /* identity.user: agent (the default) or root; nothing else */

@@ -199,7 +199,14 @@ static char *check_limits(const struct corral_policy *p,
 	    (why = check_u64("limits.timeout (ms)", p->timeout_ms, l->timeout_ms)) ||
 	    (why = check_u64("limits.call_timeout (ms)", p->call_timeout_ms, l->call_timeout_ms)) ||
 	    (why = check_u64("limits.output (bytes)", p->output_bytes, l->output_bytes)) ||
-	    (why = check_u64("limits.connections", p->connections, l->connections)))
+	    (why = check_u64("limits.connections", p->connections, l->connections)) ||
+	    /*
+	     * Without the operator's open_files, the share of the host's
+	     * file table over pids is the bound, and the sandbox's start
+	     * refuses a model's open_files x pids past it (as a lower pids
+	     * alone raises each process's share, within the same total).
+	     */
+	    (why = check_u64("limits.open_files", p->open_files, l->open_files)))
 		return why;
 	if (l->cpus > 0 && (p->cpus <= 0 || p->cpus > l->cpus))
 		return say("limits.cpus: the operator's policy allows at most %g (got %s)",

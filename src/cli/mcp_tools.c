@@ -1489,9 +1489,9 @@ static const struct tool tools[] = {
 	  "\"policy\": {\"type\": [\"string\", \"object\"], \"description\": \"A policy name the operator offers (\\\"default\\\") or a policy object in corral's policy-file format, merged over the operator's policy.\"}, "
 	  "\"workspace\": {\"type\": \"string\", \"description\": \"A host directory shown at /workspace (changes stay in the sandbox); must be within the operator's workspace.\"}, "
 	  "\"allow_hosts\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Hosts the sandbox may reach, like \\\"pypi.org\\\" or \\\"*.github.com:443\\\"; only hosts the operator's policy allows.\"}, "
-	  "\"limits\": {\"type\": \"object\", \"description\": \"Lower limits: memory (\\\"512M\\\"), pids (64), cpus (1), disk (\\\"256M\\\"), timeout (\\\"30s\\\"), output (\\\"1M\\\").\", "
+	  "\"limits\": {\"type\": \"object\", \"description\": \"Lower limits: memory (\\\"512M\\\"), pids (64), cpus (1), disk (\\\"256M\\\"), timeout (\\\"30s\\\"), output (\\\"1M\\\"), open_files (4096 a process; open_files x pids within a quarter of the host's file table).\", "
 	  "\"properties\": {\"memory\": {\"type\": [\"string\", \"integer\"]}, \"pids\": {\"type\": \"integer\"}, \"cpus\": {\"type\": [\"number\", \"string\"]}, "
-	  "\"disk\": {\"type\": [\"string\", \"integer\"]}, \"timeout\": {\"type\": [\"string\", \"number\"]}, \"output\": {\"type\": [\"string\", \"integer\"]}}}, "
+	  "\"disk\": {\"type\": [\"string\", \"integer\"]}, \"timeout\": {\"type\": [\"string\", \"number\"]}, \"output\": {\"type\": [\"string\", \"integer\"]}, \"open_files\": {\"type\": \"integer\"}}}, "
 	  "\"ttl_seconds\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Destroy the sandbox after this many seconds (0: never).\"}, "
 	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Your own key/value tags.\"}",
 	  "[]", SANDBOX_OUT, false, false, false, t_create },

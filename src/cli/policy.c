@@ -10,7 +10,10 @@ static const char policy_usage[] =
 "Validate policy files as `corral run --policy` would load them: unknown\n"
 "keys, wrong types, bad sizes or durations and impossible values are errors\n"
 "that name the key, the value and FILE:LINE:COLUMN.  Exit 0 if every file\n"
-"is valid, 1 otherwise.\n";
+"is valid, 1 otherwise.  A valid file whose values do not fit this host\n"
+"(limits.open_files x limits.pids against its file table) is still valid,\n"
+"as it may be run elsewhere: what a sandbox's start here would refuse is\n"
+"said on stderr.\n";
 
 int cmd_policy(int argc, char **argv)
 {
@@ -34,6 +37,9 @@ int cmd_policy(int argc, char **argv)
 			bad = 1;
 		} else {
 			printf("%s: ok\n", argv[i]);
+			if (corral_policy_check_host(&p, &err) < 0)
+				fprintf(stderr, "%s: not on this host: %s\n", argv[i],
+					err.msg);
 		}
 		corral_policy_free(&p);
 	}

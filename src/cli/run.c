@@ -38,6 +38,9 @@ static const char run_usage[] =
 "                       (\"30\", \"30s\", \"500ms\", \"2m\")\n"
 "  --memory SIZE        memory limit (\"256M\", \"2G\"; 0 = none)\n"
 "  --pids N             limit on processes and threads (0 = none)\n"
+"  --open-files N       each process's open files (RLIMIT_NOFILE); N x\n"
+"                       pids must fit in a quarter of the host's file\n"
+"                       table (default: that quarter over pids, >= 1024)\n"
 "  --cpus N.N           CPU bandwidth in cores (0 = none)\n"
 "  --disk SIZE          size of the writable tmpfs (/tmp, home, workspace\n"
 "                       changes, all together)\n"
@@ -145,7 +148,7 @@ static const char run_usage[] =
 
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
-	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
+	OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_OPEN_FILES, OPT_CPUS, OPT_DISK, OPT_OUTPUT, OPT_JSON,
 	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
 	OPT_ROOTFS, OPT_IMAGE, OPT_ROOT_WRITABLE, OPT_USER, OPT_STATE_DIR,
 	OPT_EXPORT_TO, OPT_APPLY, OPT_PATCH, OPT_ALLOW_RISKY, OPT_SETTINGS,
@@ -161,6 +164,7 @@ static const struct option run_options[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
 	{ "pids", required_argument, NULL, OPT_PIDS },
+	{ "open-files", required_argument, NULL, OPT_OPEN_FILES },
 	{ "cpus", required_argument, NULL, OPT_CPUS },
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "output-limit", required_argument, NULL, OPT_OUTPUT },
@@ -205,6 +209,8 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 		return corral_policy_set_limit(p, "memory", arg, err);
 	case OPT_PIDS:
 		return corral_policy_set_limit(p, "pids", arg, err);
+	case OPT_OPEN_FILES:
+		return corral_policy_set_limit(p, "open_files", arg, err);
 	case OPT_CPUS:
 		return corral_policy_set_limit(p, "cpus", arg, err);
 	case OPT_DISK:

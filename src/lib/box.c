@@ -647,9 +647,10 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 		r = box_spawn(b, err);
 	if (r < 0)
 		goto fail;
-	events_emit(b->ev, "sandbox.create", json_pack("{s:s, s:s}", "limits",
+	/* open_files: each process's hard RLIMIT_NOFILE here (0: none) */
+	events_emit(b->ev, "sandbox.create", json_pack("{s:s, s:s, s:I}", "limits",
 		    cg_mode_name(b->cg), "net", p->net == CORRAL_NET_PROXY ?
-		    "proxy" : "none"));
+		    "proxy" : "none", "open_files", (json_int_t)b->sb->nofile));
 	*out = b;
 	return 0;
 fail:

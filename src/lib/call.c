@@ -221,6 +221,7 @@ void call_finish(struct corral_call *c)
 	call_describe(c, &hits);
 	if (cg_mode(c->cg) == CG_NONE)
 		result_explain_rlimits(res, b->p);
+	result_explain_open_files(res, b->p, b->sb ? b->sb->nofile : 0);
 	result_explain_network(res, b->p);
 	res->duration_ms = corral_now_ms() - c->t0;
 	full = disk_full(b);

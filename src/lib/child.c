@@ -234,28 +234,77 @@ static int limit_shared(struct corral_err *err)
  * limit, but not below 1024, the soft limit programs take for granted (a
  * host whose table is small against pids x 1024 lowers pids).  Without a
  * pids limit nothing bounds the processes, and so nothing is taken here.
+ *
+ * The policy's limits.open_files chooses the split instead: that many
+ * for each process, if open_files x pids fits in the same quarter (or is
+ * no more than the default would give: 1024 is always there), and if it
+ * is at most half of our own hard limit, which init keeps (INFLIGHT_SHARE
+ * above).  Else the sandbox is refused, with the numbers: the file table
+ * is this host's, so the check is here, when a sandbox starts, not when a
+ * policy file is read.  Pure, for the unit tests: file_max 0 is a host
+ * without /proc (no share then), init_hard our RLIMIT_NOFILE's rlim_max.
  */
 #define FILE_TABLE_SHARE	4
 #define NOFILE_FLOOR		1024
 
-rlim_t sandbox_nofile_cap(uint64_t pids)
+int nofile_cap_of(uint64_t open_files, uint64_t pids, unsigned long long file_max,
+		  rlim_t init_hard, rlim_t *cap, struct corral_err *err)
 {
-	unsigned long long max;
-	rlim_t cap;
-	FILE *f;
-	int n;
+	rlim_t share = 0;
 
-	if (!pids)
+	if (pids && file_max) {
+		share = (rlim_t)(file_max / FILE_TABLE_SHARE / pids);
+		if (share < NOFILE_FLOOR)
+			share = NOFILE_FLOOR;
+	}
+	*cap = share;
+	if (!open_files)
 		return 0;
+	/* open_files <= 2^31 and pids <= 2^22: the product fits */
+	if (share && open_files > share)
+		return corral_set_err(err, -EINVAL, "limits.open_files %llu x "
+				      "limits.pids %llu is %llu files, more than a "
+				      "quarter of this host's file table (%llu of "
+				      "fs.file-max %llu): lower one of them",
+				      (unsigned long long)open_files,
+				      (unsigned long long)pids,
+				      (unsigned long long)(open_files * pids),
+				      file_max / FILE_TABLE_SHARE, file_max);
+	if (init_hard != RLIM_INFINITY && open_files > init_hard / INFLIGHT_SHARE)
+		return corral_set_err(err, -EINVAL, "limits.open_files %llu is more "
+				      "than half of corral's own hard open-files "
+				      "limit (%llu), which the sandbox's init keeps: "
+				      "raise it (ulimit -Hn %llu) or lower "
+				      "limits.open_files",
+				      (unsigned long long)open_files,
+				      (unsigned long long)init_hard,
+				      (unsigned long long)open_files * INFLIGHT_SHARE);
+	*cap = (rlim_t)open_files;
+	return 0;
+}
+
+int sandbox_nofile_cap(const struct corral_policy *p, rlim_t *cap, rlim_t *hard,
+		       struct corral_err *err)
+{
+	unsigned long long max = 0;
+	struct rlimit init;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &init) < 0)
+		return corral_set_errno(err, errno, "getrlimit(RLIMIT_NOFILE)");
 	f = fopen("/proc/sys/fs/file-max", "re");
-	if (!f)
-		return 0;	/* no /proc: the rlimits alone, as before */
-	n = fscanf(f, "%llu", &max);
-	fclose(f);
-	if (n != 1)
-		return 0;
-	cap = (rlim_t)(max / FILE_TABLE_SHARE / pids);
-	return cap > NOFILE_FLOOR ? cap : NOFILE_FLOOR;
+	if (f) {	/* no /proc: the rlimits alone, as before */
+		if (fscanf(f, "%llu", &max) != 1)
+			max = 0;
+		fclose(f);
+	}
+	if (nofile_cap_of(p->open_files, p->pids, max, init.rlim_max, cap, err) < 0)
+		return err->code;
+	/* what inflight_nofile will give each command */
+	*hard = init.rlim_max == RLIM_INFINITY ? *cap : init.rlim_max / INFLIGHT_SHARE;
+	if (*cap && *hard > *cap)
+		*hard = *cap;
+	return 0;
 }
 
 static bool inflight_nofile(const struct rlimit *init, rlim_t cap,

@@ -27,6 +27,16 @@
 #define OUTPUT_MIN		(1 * KiB)
 #define OUTPUT_MAX		(1 * GiB)
 #define CONNECTIONS_MAX		65536
+/*
+ * A shell, the dynamic loader and a pipe or two take a few dozen fds;
+ * under 64 programs fail in ways that look like their own bugs.  The
+ * most is the most fs.nr_open can be on a 64-bit kernel
+ * (sysctl_nr_open_max); the host's own nr_open and file table are
+ * checked when a sandbox starts (sandbox_nofile_cap), not here: a policy
+ * file is read on one host and run on another.
+ */
+#define OPEN_FILES_MIN		64
+#define OPEN_FILES_MAX		2147483584LL
 #define TIMEOUT_MAX_S		(30ULL * 24 * 3600)
 #define TIMEOUT_MAX_MS		(TIMEOUT_MAX_S * 1000)
 #define ABORT_COUNT_MAX		1000000000	/* counts in "abort" */
@@ -414,6 +424,25 @@ static int apply_connections(struct loader *l, json_t *v)
 	return 0;
 }
 
+static int apply_open_files(struct loader *l, json_t *v)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v))
+		return loader_fail(l, false, v, "expected an integer from %d to %lld",
+				   OPEN_FILES_MIN, OPEN_FILES_MAX);
+	n = json_integer_value(v);
+	if (n < OPEN_FILES_MIN)
+		return loader_fail(l, false, v, "too small, the minimum is %d: a "
+				   "command's processes each need a few dozen fds",
+				   OPEN_FILES_MIN);
+	if (n > OPEN_FILES_MAX)
+		return loader_fail(l, false, v, "too large, the maximum is %lld "
+				   "(the most fs.nr_open can be)", OPEN_FILES_MAX);
+	l->p->open_files = n;
+	return 0;
+}
+
 static const struct field limits_fields[] = {
 	{ "memory", apply_memory },
 	{ "pids", apply_pids },
@@ -423,6 +452,7 @@ static const struct field limits_fields[] = {
 	{ "call_timeout", apply_call_timeout },
 	{ "output", apply_output },
 	{ "connections", apply_connections },
+	{ "open_files", apply_open_files },
 	{ NULL, NULL },
 };
 

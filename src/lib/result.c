@@ -450,6 +450,32 @@ void result_explain_rlimits(struct corral_result *res, const struct corral_polic
 }
 
 /*
+ * A command's open files are an rlimit of each process, with or without
+ * cgroups, and nothing counts an open it refused.  One that failed with
+ * EMFILE (in its captured output) gets the limit and where it came from
+ * named in its reason: limits.open_files, or the share of the host's file
+ * table the default gives (sandbox_nofile_cap).  nofile 0: no limit of ours.
+ */
+void result_explain_open_files(struct corral_result *res, const struct corral_policy *p,
+			       rlim_t nofile)
+{
+	static const char *const marks[] = { "Too many open files", "EMFILE", NULL };
+
+	if (!nofile || ((res->status != CORRAL_EXITED || !res->exit_code) &&
+			res->status != CORRAL_SIGNALED) || !output_says(res, marks))
+		return;
+	if (p->open_files)
+		reason_add(res, "; open files: at most %llu a process (limits.open_files, "
+			   "RLIMIT_NOFILE): an open past it fails with EMFILE",
+			   (unsigned long long)nofile);
+	else
+		reason_add(res, "; open files: at most %llu a process (RLIMIT_NOFILE, "
+			   "this host's file table shared over limits.pids; "
+			   "limits.open_files chooses another split): an open "
+			   "past it fails with EMFILE", (unsigned long long)nofile);
+}
+
+/*
  * With the network off a tool says only what its resolver or its connect
  * said: "Name or service not known" (the supervisor answers every name
  * NXDOMAIN inside, dnsoff.c), ENETUNREACH for an address.  A command that

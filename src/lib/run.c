@@ -682,6 +682,7 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	describe(res, s, p, &st, cmd);
 	if (cg_mode(s->cg) == CG_NONE)
 		result_explain_rlimits(res, p);
+	result_explain_open_files(res, p, s->sb ? s->sb->nofile : 0);
 	result_explain_network(res, p);
 	if (disk_full)
 		events_explain_disk(res, p);

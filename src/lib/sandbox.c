@@ -77,6 +77,13 @@ int sandbox_check_policy(const struct corral_policy *p, struct corral_err *err)
 	return 0;
 }
 
+int corral_policy_check_host(const struct corral_policy *p, struct corral_err *err)
+{
+	rlim_t cap, hard;
+
+	return sandbox_nofile_cap(p, &cap, &hard, err);
+}
+
 /* ---- init's messages ----------------------------------------------------- */
 
 int child_msg_recv(int sock, struct child_msg *m, int *fd)
@@ -546,11 +553,15 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	cleanup_close int in = o->stdio[0], outw = o->stdio[1], errw = o->stdio[2];
 	cleanup_close int sync_rd = -1, sync_wr = -1, ctl_child = -1;
 	struct sandbox *sb;
+	rlim_t nofile_cap = 0, nofile = 0;
 	struct child_ctx c;
 	bool new_net = true;
 	int r;
 
 	*out = NULL;
+	/* an OCI container's rlimits are its engine's (process.rlimits) */
+	if (!o->container && (r = sandbox_nofile_cap(o->p, &nofile_cap, &nofile, err)) < 0)
+		return r;
 	if (o->container && o->net_fd >= 0) {
 		if (o->p->net == CORRAL_NET_PROXY)
 			return corral_set_err(err, -EINVAL, "the egress proxy needs the "
@@ -564,6 +575,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	sb = sandbox_new(o, err);
 	if (!sb)
 		return err->code;
+	sb->nofile = nofile;
 	r = open_sockets(sb, &sync_rd, &sync_wr, &ctl_child, err);
 	if (r < 0)
 		goto fail;
@@ -581,7 +593,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.container = o->container, .hostname = o->hostname,
 		.rlimits = o->rlimits, .nrlimits = o->nrlimits,
 		.joined_net = !new_net,
-		.nofile_cap = sandbox_nofile_cap(o->p->pids),
+		.nofile_cap = nofile_cap,
 	};
 	sb->pid = ns_clone_owned(SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
 				 (o->container ? CLONE_PARENT : 0), &sb->pidfd, &sb->ids);

@@ -110,8 +110,16 @@ int mount_stack_root(pid_t pid, const struct corral_policy *p, uid_t host_uid,
 
 /* child.c: runs in the new namespaces, never returns. */
 __attribute__((noreturn)) void sandbox_child(struct child_ctx *c);
-/* child_ctx.nofile_cap for a sandbox of pids processes (0: unlimited). */
-rlim_t sandbox_nofile_cap(uint64_t pids);
+/*
+ * child_ctx.nofile_cap for a sandbox of policy p on this host (0:
+ * unlimited), and *hard, what each command's hard RLIMIT_NOFILE will be
+ * (0: unlimited); an error if p's limits.open_files does not fit here.
+ */
+int sandbox_nofile_cap(const struct corral_policy *p, rlim_t *cap, rlim_t *hard,
+		       struct corral_err *err);
+/* The same, of the numbers alone (file_max 0: unknown; unit tests). */
+int nofile_cap_of(uint64_t open_files, uint64_t pids, unsigned long long file_max,
+		  rlim_t init_hard, rlim_t *cap, struct corral_err *err);
 
 /* env.c: the environment commands start with (NULL: out of memory). */
 char **sandbox_env(const struct corral_policy *p);
@@ -306,6 +314,7 @@ struct sandbox {
 	int upperfd;		/* want_upper: the workspace's upper layer */
 	int ptyfd;		/* MSG_PTY_FD's master, until the front end takes it */
 	bool container;		/* sandbox_opts.container */
+	rlim_t nofile;		/* each command's hard RLIMIT_NOFILE (0: none) */
 	int landlock_abi;
 	struct proxy *px;
 	struct dnsoff *dnsoff;	/* network off: the DNS that says so (dnsoff.c) */
@@ -392,6 +401,8 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 		   const struct cg_stats *hits);
 /* Without cgroups: an rlimit named in the reason of a failure it explains. */
 void result_explain_rlimits(struct corral_result *res, const struct corral_policy *p);
+void result_explain_open_files(struct corral_result *res, const struct corral_policy *p,
+			       rlim_t nofile);
 /* Network off: a failure to resolve or connect says the policy is why. */
 void result_explain_network(struct corral_result *res, const struct corral_policy *p);
 

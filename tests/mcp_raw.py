@@ -146,6 +146,19 @@ def protocol(s):
     r = s.recv()
     check(r["id"] == "nul" and r["error"]["code"] == -32602 and "NUL" in r["error"]["message"],
           "a string holding NUL is refused -32602 with the request's id: %.200r" % r)
+    # a number past 2^63 - 1 is JSON too: answered by the id, not id null
+    for rid in ("big", 7):
+        s.send_raw('{"jsonrpc": "2.0", "id": %s, "method": "tools/call", "params": '
+                   '{"name": "sandbox_create", "arguments": {"limits": {"pids": '
+                   '9223372036854775808}}}}' % json.dumps(rid))
+        r = s.recv()
+        check(r["id"] == rid and r["error"]["code"] == -32602 and
+              "past 2^63 - 1" in r["error"]["message"],
+              "a number past 2^63 - 1 is refused -32602 with the request's id: %.200r" % r)
+    s.send_raw('{"jsonrpc": "2.0", "id": 1e400, "method": "ping", "x": 9223372036854775808}')
+    r = s.recv()
+    check(r["id"] is None and r["error"]["code"] == -32700,
+          "without an id to answer by, a parse error: %.200r" % r)
     # one line of 40 MiB, a valid ping: longer than MCP_LINE_MAX (8 MiB), it
     # is refused once, not kept (the buffer stays within 16 MiB: 19 MB at its
     # peak here, 155 MB without the bound), its rest skipped, and the next

@@ -418,6 +418,44 @@ static bool holds_nul(json_t *v)
 	return false;
 }
 
+/*
+ * A number past int64 fails the whole line in jansson, and a parse error
+ * has no id to be answered by: the client waited for its request's
+ * answer.  Read again with every integer as a real, which takes any
+ * number, for the id alone; the request is refused by it.  1 if answered.
+ */
+static int answer_overflow(struct mcp *m, const char *line, size_t len,
+			   const json_error_t *jerr)
+{
+	json_t *msg, *id, *answer_id = NULL;
+	double v;
+
+	if (json_error_code(jerr) != json_error_numeric_overflow)
+		return 0;
+	msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL |
+			 JSON_ALLOW_NUL, NULL);
+	id = json_object_get(msg, "id");
+	if (json_is_string(id)) {
+		answer_id = json_incref(id);
+	} else if (json_is_real(id)) {
+		v = json_real_value(id);
+		/* an id that was an integer in int64's range (2^53 is exact) */
+		if (v == (double)(json_int_t)v && v >= -9007199254740992.0 &&
+		    v <= 9007199254740992.0)
+			answer_id = json_integer((json_int_t)v);
+	}
+	if (answer_id) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "invalid params: a number past 2^63 - 1 "
+			 "at column %d: no value here takes one", jerr->column);
+		send_error(m, answer_id, -32602, why);
+	}
+	json_decref(answer_id);
+	json_decref(msg);
+	return answer_id != NULL;
+}
+
 static void on_message(struct mcp *m, const char *line, size_t len)
 {
 	json_error_t jerr;
@@ -430,7 +468,9 @@ static void on_message(struct mcp *m, const char *line, size_t len)
 	json_t *id, *method;
 
 	if (!msg) {
-		send_error(m, NULL, -32700, "parse error: not one JSON value on the line");
+		if (!answer_overflow(m, line, len, &jerr))
+			send_error(m, NULL, -32700, "parse error: not one JSON value "
+				   "on the line");
 		return;
 	}
 	if (json_is_array(msg)) {

@@ -904,32 +904,31 @@ t_json_result_fields() {
 	expect_contains "utf8" "$(json stdout < "$T/out")" "bad utf8"
 }
 
+# term_armed PID FILE: once FILE says "armed" (the command's trap is set:
+# before, the signal would kill the shell), SIGTERM to PID; its status in RC
+term_armed() {
+	local i=0
+	while ! grep -q armed "$2" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	grep -q armed "$2" || fail "the command never started: $(cat "$2")"
+	kill -TERM "$1"
+	RC=0; wait "$1" || RC=$?
+}
+
 t_signal_forwarded() {
 	# --foreground: timeout passes our TERM to corral alone.  Without it, it
 	# sends it to its process group too, and a loaded machine (ci88) let
 	# that second one come after corral gave the caller its mask back:
 	# 143, the caller's way of ending corral, not the command's 7
 	timeout --foreground 60 "$CORRAL" run -- /bin/sh -c 'trap "echo got-term; exit 7" TERM; echo armed; sleep 30 & wait' > "$T/o" 2>&1 &
-	pid=$!
-	# the signal only once the trap is set: before, it would kill the shell
-	i=0
-	while ! grep -q armed "$T/o" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	grep -q armed "$T/o" || fail "the command never started: $(cat "$T/o")"
-	kill -TERM "$pid"
-	rc=0; wait "$pid" || rc=$?
-	expect_eq "exit" "$rc" 7
+	term_armed $! "$T/o"
+	expect_eq "exit" "$RC" 7
 	expect_contains "trap" "$(cat "$T/o")" "got-term"
 	# a command the caller's signal ended: the result and the record say
 	# whose it was; one that signalled itself is not said to be the caller's
 	timeout --foreground 60 "$CORRAL" run --events "$T/ev" -- \
 		/bin/sh -c 'echo armed >&2; sleep 30' > "$T/o" 2> "$T/e" &
-	pid=$!
-	i=0
-	while ! grep -q armed "$T/e" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	grep -q armed "$T/e" || fail "the command never started: $(cat "$T/e")"
-	kill -TERM "$pid"
-	rc=0; wait "$pid" || rc=$?
-	expect_eq "exit" "$rc" 143
+	term_armed $! "$T/e"
+	expect_eq "exit" "$RC" 143
 	expect_contains "reason" "$(cat "$T/e")" \
 		"killed by signal 15 (SIGTERM); corral's caller sent it, and corral passed it on"
 	expect_contains "recorded" "$(grep signal.forwarded "$T/ev")" '"signal":15,"name":"TERM"'

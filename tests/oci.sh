@@ -414,6 +414,20 @@ t_exec_refused_when_unwatched() {
 # "join" to the monitor, the process waiting at its gate), its command
 # line is not the CLI's, whose host paths (--root, --log, --pid-file)
 # /proc/PID/cmdline showed to the container.
+# exec_held SYSCALL N EXEC_ARGS...: `oci exec EXEC_ARGS` run under strace,
+# stopped (SIGSTOP) at its Nth SYSCALL; strace's pid in ST, the CLI's
+# written to $T/held.pid, its output to $T/held
+exec_held() {
+	# LeakSanitizer cannot run under ptrace (an ASan build's exec)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	timeout 60 strace -qq -o "$T/held.strace" -e trace="$1" \
+		-e inject="$1":signal=SIGSTOP:when="$2" \
+		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
+		--log "$T/log.json" --log-format json exec "${@:3}" \
+		> "$T/held" 2>&1 < /dev/null &
+	ST=$!
+}
+
 t_exec_cmdline_not_shown() {
 	need_root
 	command -v strace > /dev/null || skip "no strace to hold exec with"
@@ -421,14 +435,8 @@ t_exec_cmdline_not_shown() {
 	c1_running
 	pid=$C1_PID mon=$C1_MON
 	ns=$(readlink "/proc/$pid/ns/pid")
-	# LeakSanitizer cannot run under ptrace (an ASan build's exec)
-	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	timeout 60 strace -qq -o "$T/held.strace" -e trace=connect \
-		-e inject=connect:signal=SIGSTOP:when=2 \
-		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
-		--log "$T/log.json" --log-format json exec --pid-file "$T/epid" c1 true \
-		> "$T/held" 2>&1 < /dev/null &
-	st=$!
+	exec_held connect 2 --pid-file "$T/epid" c1 true
+	st=$ST
 	if strace_held "$T/held.strace" "$st"; then
 		cli=$(cat "$T/held.pid")
 		for p in /proc/[0-9]*; do
@@ -458,13 +466,8 @@ t_exec_dies_at_its_gate() {
 	c1_running
 	pid=$C1_PID mon=$C1_MON
 	ns=$(readlink "/proc/$pid/ns/pid")
-	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	timeout 60 strace -qq -o "$T/held.strace" -e trace=recvfrom \
-		-e inject=recvfrom:signal=SIGSTOP:when=3 \
-		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
-		--log "$T/log.json" --log-format json exec c1 true \
-		> "$T/held" 2>&1 < /dev/null &
-	st=$!
+	exec_held recvfrom 3 c1 true
+	st=$ST
 	trap 'end_traced "$st" $child' EXIT
 	strace_held "$T/held.strace" "$st" || fail "exec was never held: $(tail -c 300 "$T/held.strace")"
 	cli=$(cat "$T/held.pid")

@@ -193,11 +193,13 @@ static int signal_listed(struct monitor *m, int sig, struct corral_err *err)
  * its list is read and each pid signalled, so that none forks past the
  * list and no pid of it exits and is reused by a host process before its
  * kill(2) comes (a frozen task does not exit).  A container paused before
- * stays so, its signals pending.
+ * stays so, its signals pending.  A host with no freezer (-ENOTSUP) gets
+ * the signals all the same, unfrozen, as runc's does.
  */
 static int signal_all(struct monitor *m, int sig, struct corral_err *err)
 {
 	struct corral_err e2;
+	bool frozen = false;
 	int r;
 
 	if (cg_mode(m->cg) == CG_NONE)	/* init's namespace is the container */
@@ -206,11 +208,16 @@ static int signal_all(struct monitor *m, int sig, struct corral_err *err)
 		cg_kill(m->cg);
 		return 0;
 	}
-	if (!m->paused && cg_freeze(m->cg, true, &e2) < 0)
-		return corral_set_err(err, e2.code, "cannot freeze the container "
-				      "to signal all its processes: %s", e2.msg);
+	if (!m->paused) {
+		r = cg_freeze(m->cg, true, &e2);
+		if (r < 0 && r != -ENOTSUP)
+			return corral_set_err(err, e2.code, "cannot freeze the "
+					      "container to signal all its "
+					      "processes: %s", e2.msg);
+		frozen = r == 0;
+	}
 	r = signal_listed(m, sig, err);
-	if (!m->paused && cg_freeze(m->cg, false, &e2) < 0 && r == 0)
+	if (frozen && cg_freeze(m->cg, false, &e2) < 0 && r == 0)
 		r = corral_set_err(err, e2.code, "signalled, but cannot thaw the "
 				   "container: %s", e2.msg);
 	return r;

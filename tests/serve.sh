@@ -245,6 +245,10 @@ on_test_exit() {
 	[ ! -s "$T/tracers" ] || while read -r pid; do
 		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	done < "$T/tracers"
+	# a fixture a failed test left (an upstream of its own), by pid
+	[ ! -s "$T/fixtures" ] || while read -r pid; do
+		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+	done < "$T/fixtures"
 	[ -z "${DPID:-}" ] || kill -CONT "$DPID" 2>/dev/null
 	if [ -n "${DPID:-}" ]; then
 		stop_daemon || rc=1
@@ -3818,6 +3822,8 @@ t_box_init_holds_no_live_tls() {
 	$PY "$HERE/tls_upstream.py" "$T/up.port" "$T/up.log" "$T/srv.pem" "$T/srv.key" \
 		> /dev/null 2>&1 &
 	up=$!
+	# a failure ends the test at once: on_test_exit ends it then
+	echo "$up" > "$T/fixtures"
 	for i in $(seq 1 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
 	port=$(cat "$T/up.port" 2>/dev/null)
 	start_daemon
@@ -3868,6 +3874,7 @@ t_box_init_holds_no_live_tls() {
 	stop_daemon
 	kill "$up" 2>/dev/null
 	wait "$up" 2>/dev/null || true
+	: > "$T/fixtures"
 }
 
 # ---- hostile clients: the daemon's own tripwires, the gate, the host ------

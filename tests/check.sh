@@ -7,18 +7,19 @@
 #      the CPUs were):
 #      - every suite as root, built with the sanitizers (serve.sh, the
 #        longest, in two parts: the second in the third lane, with images,
-#        abort.sh and snapshot.sh; the daemon's clients in the fourth);
+#        snapshot.sh and the OCI runtime; abort.sh in the second; mcp.sh,
+#        the OpenAPI check, files.sh and results.sh in the fourth);
 #      - every suite as an unprivileged user (uid 65534), first with cgroups
 #        delegated to it, then without (the rlimit fallback), built -O2
 #        (serve.sh's second part, net.sh, snapshot.sh, abort.sh, export.sh,
-#        results.sh and the Python client in the fourth lane);
-#      - serve.sh's second part, images, abort.sh, snapshot.sh and the OCI
-#        runtime under the sanitizers, CPython's tests and apt-get inside,
-#        as root;
+#        results.sh and the Python client in the fourth lane), then
+#        abort.sh as root under the sanitizers and apt-get inside;
+#      - serve.sh's second part, images, snapshot.sh and the OCI runtime
+#        under the sanitizers, CPython's tests inside, as root;
 #      - serve.sh's second part, net.sh, snapshot.sh, abort.sh, export.sh,
 #        results.sh and the Python client as uid 65534, then
-#        mcp.sh, the Python client, the OpenAPI check, files.sh and
-#        results.sh as root under the sanitizers;
+#        mcp.sh, the OpenAPI check, files.sh and results.sh as root under
+#        the sanitizers;
 #      and beside them the fuzz targets' corpora replayed, then, at nice
 #      19, the daemon's API and corral mcp's tools driven at random
 #      (chaos_*.py)
@@ -194,8 +195,8 @@ as_nobody() {
 
 # as_root_lane BUILD LABEL [K/N]: every suite as the calling user; with
 # K/N, only that part of serve.sh, the longest suite (the rest in
-# rest_lane), and without the daemon's clients (mcp.sh, the Python
-# client, the OpenAPI check: in split_lane).
+# rest_lane), and of the daemon's clients only the Python client (mcp.sh
+# and the OpenAPI check: in split_lane).
 as_root_lane() {
 	local b=$1 label=$2 shard=${3:-} me
 	me=$(id -un)
@@ -210,7 +211,8 @@ as_root_lane() {
 	step "no OpenSSL in corral, its TLS plugin as $me ($label)" tests/plugin.sh "$b/corral"
 	step "seccomp as $me ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $me ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
-	# with K/N, abort and the daemon's snapshots as root run in rest_lane
+	# with K/N, abort as root runs at nobody_lane's end, the daemon's
+	# snapshots as root in rest_lane
 	[ -z "$shard" ] && step "abort as $me ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
 	step "floods as $me ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $me ($label)" tests/export.sh "$b/corral"
@@ -229,6 +231,9 @@ as_root_lane() {
 	[ -z "$shard" ] && step "images as $me ($label)" tests/image.sh "$b/corral"
 	# with K/N, the OCI runtime as root runs in rest_lane
 	[ -z "$shard" ] && step "oci runtime, containerd, podman as $me ($label)" tests/oci.sh "$b/corral"
+	# with K/N, the Python client here, not with the other clients in
+	# split_lane (the baseline's lanes: this one 562 s, that one 586)
+	[ -z "$shard" ] || step "python client as $me ($label)" tests/python_client.sh "$b/corral"
 	return 0
 }
 
@@ -241,13 +246,14 @@ root_files_results() {
 	step "results as $me ($label)" tests/results.sh "$b/corral"
 }
 
-# daemon_clients BUILD LABEL: the suites of the daemon's clients, as the
-# calling user
+# daemon_clients BUILD LABEL [ELSEWHERE]: the suites of the daemon's
+# clients, as the calling user; with ELSEWHERE, the Python client's not
+# (as_root_lane runs it)
 daemon_clients() {
 	local b=$1 label=$2 me
 	me=$(id -un)
 	step "mcp as $me ($label)" tests/mcp.sh "$b/corral" "$ROOT/build/mcp-sdk"
-	step "python client as $me ($label)" tests/python_client.sh "$b/corral"
+	[ -n "${3:-}" ] || step "python client as $me ($label)" tests/python_client.sh "$b/corral"
 	step "docs/openapi.json against the daemon ($label)" /usr/bin/python3 tests/openapi.py "$b/corral"
 }
 
@@ -263,12 +269,13 @@ lane_wait() {
 	return 1
 }
 
-# nobody_lane BUILD LABEL: every suite again as uid 65534 (root only), with
-# cgroups delegated to it, then the ones whose behaviour changes without.
-# serve.sh's second part as uid 65534 runs in split_lane meanwhile: the
-# cgroups stay delegated until it is done.
+# nobody_lane BUILD LABEL ASAN_BUILD: every suite again as uid 65534 (root
+# only), with cgroups delegated to it, then the ones whose behaviour
+# changes without; then two of rest_lane's as root.  serve.sh's second part
+# as uid 65534 runs in split_lane meanwhile: the cgroups stay delegated
+# until it is done.
 nobody_lane() {
-	local b=$1 label=$2
+	local b=$1 label=$2 asan=$3
 	stage "$b"
 	delegate_cgroups
 	step "integration as uid $NOBODY, cgroups delegated ($label)" \
@@ -334,6 +341,12 @@ nobody_lane() {
 		as_nobody "$STAGE/tests/integration.sh" "$STAGE/corral" "$STAGE/helpers" \
 		t_limit_memory t_limit_pids t_limit_timeout_kills_tree t_doctor t_workspace_copy_on_write
 	rm -rf "$STAGE"; STAGE=""
+	# rest_lane's, as root, long after the root lane's leftover count:
+	# that lane was the longest (the baseline's: 602 s of 604, with its
+	# wait for integration.sh; this one 534)
+	step "abort as root (ASan+UBSan)" tests/abort.sh "$asan/corral" "$asan/tests/helpers"
+	step "apt-get install as root inside an image as root (gcc -O2)" \
+		tests/apt.sh "$b/corral" "$b/tests/helpers"
 }
 
 # fuzz_lane: in a lane of its own that no step waits behind, the fuzz
@@ -405,11 +418,9 @@ rest_lane() {
 	step "serve as root (ASan+UBSan), part 2/2" \
 		env TEST_SHARD=2/2 tests/serve.sh "$asan/corral" "$asan/tests/serve_client"
 	step "images as root (ASan+UBSan)" tests/image.sh "$asan/corral"
-	step "abort as root (ASan+UBSan)" tests/abort.sh "$asan/corral" "$asan/tests/helpers"
+	# abort.sh and apt-get as root: at nobody_lane's end
 	step "daemon export and snapshots as root (ASan+UBSan)" tests/snapshot.sh "$asan/corral"
 	step "CPython's tests outside and inside as root (gcc -O2)" tests/cpython.sh "$b/corral"
-	step "apt-get install as root inside an image as root (gcc -O2)" \
-		tests/apt.sh "$b/corral" "$b/tests/helpers"
 	step "oci runtime, containerd, podman as root (ASan+UBSan)" tests/oci.sh "$asan/corral"
 }
 
@@ -451,7 +462,7 @@ split_lane() {
 	touch "$LANE_DIR/.nobody-serve-done"
 	# the root lane's t_nothing_left_behind counts root's cgroups
 	lane_wait .integration-done 900 || echo "0 1" >> "$TALLY"
-	daemon_clients "$asan" "ASan+UBSan"
+	daemon_clients "$asan" "ASan+UBSan" elsewhere
 	root_files_results "$asan" "ASan+UBSan"
 }
 
@@ -532,7 +543,7 @@ t0=$(date +%s)
 cpu0=$(head -1 /proc/stat)
 if [ "$(id -u)" = 0 ]; then
 	lane 1-root as_root_lane build-asan "ASan+UBSan" 1/2
-	lane 2-nobody nobody_lane build "gcc -O2"
+	lane 2-nobody nobody_lane build "gcc -O2" build-asan
 	lane 4-split split_lane build-asan
 else
 	lane 1-user as_root_lane build-asan "ASan+UBSan"

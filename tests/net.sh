@@ -1383,26 +1383,35 @@ hoard() {
 	: > "$T/events"
 	rc=0
 	timeout 60 prlimit --nofile=300:300 "$CORRAL" run --json --policy "$T/p.json" \
-		--events "$T/events" -- /usr/bin/python3 -c '
+		--events "$T/events" --ro "$T/events:/events" -- /usr/bin/python3 -c '
 import socket, sys, time
+# open before the connections take every fd the sandbox may have
+events = open("/events")
 held = []
 for i in range(int(sys.argv[2])):
     try:
         held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2))
     except OSError:
         break
-time.sleep(2)	# let the supervisor accept (and refuse) them all
-print("opened", len(held))' "$1" "$2" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+# held until the supervisor, accepting them, has refused one (its event,
+# read through /events), at most 2 s: a fixed 2 s was 4 s of the test
+for _ in range(40):
+    events.seek(0)
+    if any(sys.argv[3] in l and "too many connections open at once" in l
+           for l in events.read().splitlines()):
+        break
+    time.sleep(0.05)
+print("opened", len(held))' "$1" "$2" "$3" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 }
 
 t_connection_hoarding_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections
-	hoard 3128 200
+	hoard 3128 200 '"protocol":"'
 	expect_eq "run ended normally" "$rc" 0
 	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
 	# DNS over TCP is held to the same budget: each is an fd of ours too
-	hoard 53 250
+	hoard 53 250 '"protocol":"dns"'
 	expect_eq "run ended normally (dns)" "$rc" 0
 	expect_contains "dns refused beyond the budget" \
 		"$(grep '"protocol":"dns"' "$T/events")" "too many connections open at once"

@@ -394,8 +394,11 @@ t_cpu_budget_halts_the_box() {
 # Each of these named one limit at most before.
 BIT_OOM='python3 -c "b = bytearray(160 << 20)"; sleep 60'
 BIT_BOTH='python3 -c "b = bytearray(160 << 20)"; for i in $(seq 1 30); do sleep 30 & done; exit 0'
+# The timeouts are what bit last, not what is looked at: 2 s for a Python
+# to start and meet its memory limit first (some 0.1 s, 0.3 s in the lanes
+# of make check), 1 s for ten CPU periods of 100 ms to be throttled.
 t_every_limit_that_bit() {
-	"$CORRAL" run --json --memory 48M --timeout 3 -- sh -c "$BIT_OOM" > "$T/body" 2> "$T/err" || true
+	"$CORRAL" run --json --memory 48M --timeout 2 -- sh -c "$BIT_OOM" > "$T/body" 2> "$T/err" || true
 	[ "$(jq 'v["layers"]["limits"]')" != rlimit ] ||
 		{ skip "no cgroup counts OOM kills or refused forks"; return 77; }
 	expect_py "run: timeout, OOM too" \
@@ -403,12 +406,12 @@ t_every_limit_that_bit() {
 	"$CORRAL" run --json --memory 48M --pids 16 -- sh -c "$BIT_BOTH" > "$T/body" 2> "$T/err" || true
 	expect_py "run: OOM, pids too" \
 		'v["status"] == "oom" and "; pids limit 16 reached too (" in v["reason"]'
-	"$CORRAL" run --json --cpus 0.1 --timeout 2 -- sh -c 'while :; do :; done' > "$T/body" 2> "$T/err" || true
+	"$CORRAL" run --json --cpus 0.1 --timeout 1 -- sh -c 'while :; do :; done' > "$T/body" 2> "$T/err" || true
 	expect_py "run: timeout, CPU quota too" \
 		'v["status"] == "timeout" and "; CPU limit 0.1 cores reached: throttled in " in v["reason"]'
 	start_daemon
 	id=$(mksb '{"policy": {"limits": {"memory": "48M", "pids": 16}}}') || return 1
-	code=$(ex "$id" "$(jbody timeout_seconds json:3 command "$BIT_OOM")")
+	code=$(ex "$id" "$(jbody timeout_seconds json:2 command "$BIT_OOM")")
 	expect_py "daemon: timeout, OOM too" \
 		'v["status"] == "timeout" and "memory limit 48 MiB reached too (1 process killed" in v["reason"]'
 	code=$(ex "$id" "$(jbody timeout_seconds json:60 command "$BIT_BOTH")")

@@ -825,9 +825,9 @@ def section_memory(d, n):
         note(f"memory: after deleting {n} sandboxes GET /v1/health says {left} remain")
     time.sleep(0.2)
     rss2 = d.rss_kb()
-    rss3 = upload_round_trip(d)
+    rss3, put_cpu = upload_round_trip(d)
     return {"n": n, "create_s": wall, "rss0": rss0, "rss": (rss1 - rss0) / n,
-            "rss_after": rss2, "rss_upload": rss3,
+            "rss_after": rss2, "rss_upload": rss3, "put_cpu": put_cpu,
             "fds": (fd1 - fd0) / n, "procs": len(procs) / n,
             "pss": sum(m[0] for m in mem) / n, "prss": sum(m[1] for m in mem) / n,
             "cg": cg / 1024 / n if ncg else None, "ncg": ncg,
@@ -837,16 +837,19 @@ def section_memory(d, n):
 
 def upload_round_trip(d):
     """The daemon's VmRSS (KiB) once a file of UPLOAD bytes went into a
-    sandbox and back out, and the sandbox is gone: what it kept of them."""
+    sandbox and back out, and the sandbox is gone: what it kept of them;
+    and the daemon's CPU ms for the PUT (its one loop, every client's)."""
     api = d.api()
     try:
         sid, _ = api.create(idle_freeze_ms=0)
         data = os.urandom(UPLOAD)
         path = f"/v1/sandboxes/{sid}/files?path=/tmp/upload"
+        cpu0 = d.cpu_ms()
         api.conn.request("PUT", path, body=data,
                          headers={"Content-Type": "application/octet-stream"})
         r = api.conn.getresponse()
         r.read()
+        put_cpu = d.cpu_ms() - cpu0
         if r.status != 201:
             raise ApiError(f"PUT {path}: expected 201, got {r.status}")
         _, back, _ = api.req("GET", path)
@@ -856,7 +859,7 @@ def upload_round_trip(d):
     finally:
         api.close()
     time.sleep(0.2)
-    return d.rss_kb()
+    return d.rss_kb(), put_cpu
 
 
 # ---- 5. many idle frozen sandboxes ---------------------------------------------------------
@@ -1186,6 +1189,8 @@ def main():
               f"(total, not each)")
         print(f"{'  then a 60 MB file in and out of a sandbox':{W}} {m['rss_upload']:9.0f}   "
               f"(total: what the daemon keeps of it)")
+        print(f"{'  the daemon CPU ms for that PUT':{W}} {m['put_cpu']:9.0f}   "
+              f"(on its one loop: every other client waits)")
         print(f"{'sandbox processes: PSS':{W}} {m['pss']:9.0f}   "
               f"({m['procs']:.2f} processes each, found as the daemon's descendants)")
         print(f"{'sandbox processes: RSS':{W}} {m['prss']:9.0f}")

@@ -3844,8 +3844,10 @@ t_box_init_holds_no_live_tls() {
 	printf '%s' "$TLS_HOLDER" > "$T/holder.py"
 	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/holder.py" --data-binary "@$T/holder.py")
 	expect_code "the client's script" "$code" 201
-	"$HTTPC" -sS --max-time 60 --unix-socket "$SOCK" -X POST -o "$T/held.out" \
-		-d "{\"argv\": [\"/usr/bin/python3\", \"/tmp/holder.py\", \"$port\", \"10\"]}" \
+	# held 60 s: a loaded host took more than 10 to reach the scans (ci80);
+	# the test ends it when done (the client gone, the daemon stopped)
+	"$HTTPC" -sS --max-time 90 --unix-socket "$SOCK" -X POST -o "$T/held.out" \
+		-d "{\"argv\": [\"/usr/bin/python3\", \"/tmp/holder.py\", \"$port\", \"60\"]}" \
 		"http://localhost/v1/sandboxes/$id/exec" 2> "$T/held.err" &
 	local held=$!
 	for i in $(seq 1 100); do

@@ -154,7 +154,16 @@ struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
 void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req);
 /* req waits for sb to be ready; sb is destroyed if req's client goes first. */
 void sandbox_await(struct sandbox *sb, struct evhttp_request *req);
-struct corral_policy *default_policy(void);
+/*
+ * The policy a sandbox is built with: asked (a client's policy object, or
+ * NULL) laid over the operator's --policy, else over the built-in
+ * default.  NULL with err set: -ENOMEM, or the loader's error.
+ */
+struct corral_policy *daemon_policy(struct daemon *d, const json_t *asked,
+				    struct corral_err *err);
+/* A call's own timeout within the operator's limits.timeout (--policy). */
+bool call_timeout_within(const struct daemon *d, const struct corral_call_opts *co,
+			 struct api_fault *f);
 bool fd_room(struct daemon *d);
 struct sandbox *pool_take(struct daemon *d);
 void sandbox_arm_ttl(struct sandbox *sb);	/* from now; again: restarted */

@@ -290,25 +290,14 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 
 	if (!a->policy && !a->workspace && !a->image && !a->from_snapshot && !a->user &&
 	    (sb = pool_take(d)))
-		return sb;	/* built ahead with exactly this (default) policy */
-	p = default_policy();
+		return sb;	/* built ahead with exactly this (the operator's) policy */
+	p = daemon_policy(d, a->policy, &err);
 	if (!p) {
-		reply_error(req, 500, "internal", "out of memory for the default policy");
+		if (err.code == -ENOMEM)
+			reply_error(req, 500, "internal", "%s", err.msg);
+		else
+			reply_error(req, 422, "policy", "%s", err.msg);
 		return NULL;
-	}
-	if (a->policy) {
-		char *text = json_dumps(a->policy, JSON_COMPACT);
-
-		if (!text || corral_policy_load_string(p, text, strlen(text),
-						       "policy", &err) < 0) {
-			free(text);
-			reply_error(req, 422, "policy", "%s", err.msg[0] ?
-				    err.msg : "out of memory reading the policy");
-			corral_policy_free(p);
-			free(p);
-			return NULL;
-		}
-		free(text);
 	}
 	if (a->workspace && corral_policy_set_workspace(p, a->workspace, &err) < 0) {
 		reply_error(req, 400, "bad_request", "%s", err.msg);
@@ -336,6 +325,17 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	corral_image_free(img);	/* its layers, Env, WorkingDir are in p now */
 	if (a->user)
 		p->root_inside = !strcmp(a->user, "root");
+	/*
+	 * The operator's bound, judged on the policy as it will be built:
+	 * the client's over the operator's, its image and user applied.
+	 * Host paths, env.pass and identity.user are api_access_check's.
+	 */
+	if (d->bound && corral_policy_within(p, d->bound, &err) < 0) {
+		reply_error(req, 403, "forbidden", "%s", err.msg);
+		corral_policy_free(p);
+		free(p);
+		return NULL;
+	}
 	/*
 	 * A fork's policy is a client's too: its binds and env.pass checked,
 	 * and the snapshot's workspace, a host directory as any other (another

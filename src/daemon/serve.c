@@ -612,6 +612,11 @@ static void daemon_free(struct daemon *d)
 	free(d->allow_named);
 	free(d->state_real);
 	free(d->socket_dir_real);
+	corral_policy_free(d->bound);
+	free(d->bound);
+	json_decref(d->bound_json);
+	d->bound = NULL;
+	d->bound_json = NULL;
 }
 
 /* The paths are the daemon's own copies: daemon_free() frees them. */
@@ -656,6 +661,32 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 				      o->socket_path, o->state_dir);
 	}
 	return 0;
+}
+
+/*
+ * --policy FILE: checked by the loader first (its errors name the line),
+ * then kept as JSON, what a client's policy is laid over; the bound is
+ * that JSON loaded as a create's base is, so the two cannot differ.
+ */
+static int policy_init(struct daemon *d, const char *file, struct corral_err *err)
+{
+	struct corral_policy check;
+	json_error_t jerr;
+	int r;
+
+	if (!file)
+		return 0;
+	corral_policy_init(&check);
+	r = corral_policy_load_file(&check, file, err);
+	corral_policy_free(&check);
+	if (r < 0)
+		return r;
+	d->bound_json = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(d->bound_json))
+		return corral_set_err(err, -EINVAL, "--policy %s: not a JSON object",
+				      file);
+	d->bound = daemon_policy(d, NULL, err);
+	return d->bound ? 0 : err->code;
 }
 
 /*
@@ -775,6 +806,11 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	r = daemon_init(&d, o, err);
 	if (r < 0)
 		return r;
+	r = policy_init(&d, o->policy_file, err);
+	if (r < 0) {
+		daemon_free(&d);
+		return r;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
 	/*
@@ -825,6 +861,9 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	fprintf(stderr, "corral serve: listening on %s%s%s%s, state in %s\n",
 		d.socket_path, o->listen ? " and " : "", o->listen ? o->listen : "",
 		d.tls ? " (TLS)" : "", d.state_dir);
+	if (o->listen && !o->policy_file)
+		fprintf(stderr, "corral serve: no --policy: a TCP client with the token may "
+			"ask for any limits and network (SECURITY.md)\n");
 	event_base_dispatch(d.base);
 	stop_watchdog(&d);
 	d.pool_size = 0;

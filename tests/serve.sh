@@ -4664,6 +4664,102 @@ t_ids_reported() {
 	stop_daemon
 }
 
+# ---- the operator's policy (--policy): every create's base and bound -------
+
+# OP_POLICY: what the operator gives clients at most (a.test only, small
+# limits, abort criteria, a tripwire and an export hold).
+OP_POLICY='{"limits": {"memory": "256M", "pids": 64, "cpus": 1, "timeout": "60s",
+            "open_files": 512, "output": "4K"},
+ "network": {"mode": "proxy", "allow": ["a.test"]},
+ "abort": {"max_denied_egress": 5, "max_distinct_denied_destinations": 5,
+           "window_seconds": 60,
+           "tripwires": ["/home/agent/.ssh/id_ed25519"], "on_abort": "freeze"},
+ "export": {"hold": ["deploy/**"]}}'
+
+# A create that names no policy gets the operator's, the pool's sandboxes
+# too; one that narrows it gets what it asked.
+t_operator_policy_is_the_base() {
+	local id n listed i
+	echo "$OP_POLICY" > "$T/op.json"
+	start_daemon --policy "$T/op.json" --pool 1
+	pooled() {
+		api GET /v1/health >/dev/null
+		n=$(jq 'v["sandboxes"]')
+		api GET /v1/sandboxes >/dev/null
+		listed=$(jq 'len(v["sandboxes"])')
+		echo $((n - listed))
+	}
+	i=0
+	while [ $i -lt 100 ] && [ "$(pooled)" != 1 ]; do sleep 0.1; i=$((i + 1)); done
+	expect_eq "the pool is full" "$(pooled)" 1
+	id=$(mksb) || return 1
+	expect_eq "taken from the pool" "$(pooled)" 0
+	expect_eq "the operator's open_files" "$(sbsh "$id" 'ulimit -Hn')" 512
+	expect_eq "the operator's network" "$(sbsh "$id" 'echo "$HTTP_PROXY"')" "http://127.0.0.1:3128"
+	code=$(ex "$id" '{"command": "head -c 10000 /dev/zero | tr \"\\0\" x"}')
+	expect_code "a long output" "$code" 200
+	expect_eq "cut at the operator's limits.output" "$(jq 'str(len(v["stdout"]) <= 4096) + " " + str(v["stdout_truncated"])')" "True True"
+	id=$(mksb '{"policy": {"limits": {"pids": 32, "open_files": 256}, "network": {"mode": "none"}}}') || return 1
+	expect_eq "narrowed: open_files" "$(sbsh "$id" 'ulimit -Hn')" 256
+	expect_eq "narrowed: no network" "$(sbsh "$id" 'echo "${HTTP_PROXY:-none}"')" none
+	stop_daemon
+}
+
+# A remote client with the token asks for more than the operator gives,
+# in every way it can: each is refused, naming the field.
+t_operator_policy_bounds_tcp_client() {
+	front_test || return
+	local port id code body want
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true; }
+	echo "$OP_POLICY" > "$T/op.json"
+	start_daemon --policy "$T/op.json" --listen "127.0.0.1:$port" --token-file "$T/token"
+	while IFS='|' read -r body want; do
+		code=$(tcp -X POST -d "$body" "$U/v1/sandboxes")
+		expect_error "$body" "$code" 403 forbidden
+		expect_contains "$body: why" "$(jq 'v["detail"]')" "$want"
+	done <<-'EOF'
+	{"policy": {"limits": {"pids": "unlimited"}}}|limits.pids: the operator's policy sets at most 64; it cannot be removed
+	{"policy": {"limits": {"pids": 65}}}|limits.pids: the operator's policy allows at most 64 (got 65)
+	{"policy": {"limits": {"memory": "unlimited"}}}|limits.memory (bytes): the operator's policy sets at most 268435456
+	{"policy": {"limits": {"memory": "1G"}}}|limits.memory (bytes): the operator's policy allows at most 268435456 (got 1073741824)
+	{"policy": {"limits": {"cpus": "unlimited"}}}|limits.cpus: the operator's policy allows at most 1 (got unlimited)
+	{"policy": {"limits": {"cpus": 2}}}|limits.cpus: the operator's policy allows at most 1 (got 2)
+	{"policy": {"limits": {"timeout": "none"}}}|limits.timeout (ms): the operator's policy sets at most 60000
+	{"policy": {"limits": {"timeout": "1h"}}}|limits.timeout (ms): the operator's policy allows at most 60000
+	{"policy": {"limits": {"open_files": 1024}}}|limits.open_files: the operator's policy allows at most 512 (got 1024)
+	{"policy": {"network": {"allow": ["evil.test"]}}}|network.allow: "evil.test" is not in the operator's allowlist
+	{"policy": {"network": {"allow": ["a.test", "*.evil.test"]}}}|network.allow: "*.evil.test" is not in the operator's allowlist
+	{"policy": {"network": {"transparent": false}}}|network.transparent: the operator's policy takes every TCP connection to the proxy
+	{"policy": {"abort": {"max_denied_egress": 0}}}|abort.max_denied_egress: the operator's policy sets at most 5; it cannot be removed
+	{"policy": {"abort": {"max_denied_egress": 500}}}|abort.max_denied_egress: the operator's policy allows at most 5 (got 500)
+	{"policy": {"abort": {"window_seconds": 1}}}|abort.window_seconds: the operator's policy counts denials over at least 60 s (got 1)
+	{"policy": {"abort": {"tripwires": []}}}|abort.tripwires: the operator's tripwire /home/agent/.ssh/id_ed25519 cannot be removed
+	{"policy": {"export": {"hold": []}}}|export.hold: the operator's rule deploy/**
+	{"image": "no-such-image", "policy": {"limits": {"pids": 100}}}|limits.pids: the operator's policy allows at most 64 (got 100)
+	{"from_snapshot": "snap-nope", "policy": {"limits": {"pids": 100}}}|limits.pids: the operator's policy allows at most 64 (got 100)
+	EOF
+	expect_eq "no sandbox was built" "$(grep -c '"type":"sandbox.create"' "$STATE/audit.jsonl")" 0
+	# within the bound: made, and a call's own timeout no longer than its
+	code=$(tcp -X POST -d '{"policy": {"limits": {"pids": 32}}}' "$U/v1/sandboxes")
+	expect_code "a narrowing create" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(tcp -X POST -d '{"argv": ["true"], "timeout_seconds": 61}' "$U/v1/sandboxes/$id/exec")
+	expect_error "exec past the operator's timeout" "$code" 403 forbidden
+	expect_contains "why" "$(jq 'v["detail"]')" "timeout_seconds: the operator's policy allows at most 60 seconds (got 61)"
+	code=$(tcp -X POST -d '{"argv": ["sleep", "1"], "timeout_seconds": 3600}' "$U/v1/sandboxes/$id/processes")
+	expect_error "a background process past it" "$code" 403 forbidden
+	code=$(tcp -X POST -d '{"argv": ["true"], "timeout_seconds": 60}' "$U/v1/sandboxes/$id/exec")
+	expect_code "exec within it" "$code" 200
+	# the unix socket's client is bounded the same: the bound is the daemon's
+	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 65}}}')
+	expect_error "over the unix socket" "$code" 403 forbidden
+	stop_daemon
+}
+
 # ---- a client in C ---------------------------------------------------------
 
 # ---- leases: sandboxes bound to a client's connection ---------------------

@@ -277,6 +277,25 @@ static bool workspace_is(const struct corral_policy *p, const struct create_args
 	return true;
 }
 
+/*
+ * The operator's bound (--policy): the client's policy, laid over the
+ * operator's, may narrow it, never widen it; a widening is refused (403)
+ * naming the field, the bound and what was asked.  Host paths, env.pass
+ * and identity.user are api_access_check's.  Frees p when it is refused.
+ */
+static bool within_bound(struct daemon *d, struct evhttp_request *req,
+			 struct corral_policy *p)
+{
+	struct corral_err err = { 0 };
+
+	if (!d->bound || corral_policy_within(p, d->bound, &err) == 0)
+		return true;
+	reply_error(req, 403, "forbidden", "%s", err.msg);
+	corral_policy_free(p);
+	free(p);
+	return false;
+}
+
 /* A sandbox for a, from the pool when a asks for nothing but defaults. */
 static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *req,
 				      const struct create_args *a)
@@ -299,6 +318,8 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 			reply_error(req, 422, "policy", "%s", err.msg);
 		return NULL;
 	}
+	if (!within_bound(d, req, p))
+		return NULL;	/* before anything of the host is opened for it */
 	if (a->workspace && corral_policy_set_workspace(p, a->workspace, &err) < 0) {
 		reply_error(req, 400, "bad_request", "%s", err.msg);
 		corral_policy_free(p);
@@ -325,17 +346,9 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	corral_image_free(img);	/* its layers, Env, WorkingDir are in p now */
 	if (a->user)
 		p->root_inside = !strcmp(a->user, "root");
-	/*
-	 * The operator's bound, judged on the policy as it will be built:
-	 * the client's over the operator's, its image and user applied.
-	 * Host paths, env.pass and identity.user are api_access_check's.
-	 */
-	if (d->bound && corral_policy_within(p, d->bound, &err) < 0) {
-		reply_error(req, 403, "forbidden", "%s", err.msg);
-		corral_policy_free(p);
-		free(p);
+	/* again on what will be built: an image's config, the user, applied */
+	if (!within_bound(d, req, p))
 		return NULL;
-	}
 	/*
 	 * A fork's policy is a client's too: its binds and env.pass checked,
 	 * and the snapshot's workspace, a host directory as any other (another

@@ -2560,6 +2560,16 @@ t_tcp_token() {
 	# the unix socket needs no token
 	code=$(api GET "/v1/sandboxes/$id")
 	expect_code "unix" "$code" 200
+	# without --policy a TCP client may narrow the built-in default, never
+	# widen it; the unix socket's client (the operator's user) may
+	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"limits": {"pids": 2000}}}' "$U/v1/sandboxes")
+	expect_error "more pids over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(jq 'v["detail"]')" "limits.pids: the operator's policy allows at most 1024 (got 2000)"
+	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"network": {"mode": "proxy", "allow": ["a.test"]}}}' "$U/v1/sandboxes")
+	expect_error "a network over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(jq 'v["detail"]')" "network.mode: the operator's policy allows no network"
+	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 2000}}}')
+	expect_code "more pids over the unix socket" "$code" 201
 	stop_daemon
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "$U/v1/health" 2>/dev/null || true)
 	expect_eq "port closed after stop" "$code" 000
@@ -4293,15 +4303,18 @@ t_env_pass_over_tcp() {
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}' "$U/v1/sandboxes")
 	expect_error "env.pass over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(body)" "--allow-env"
-	# a secret is the daemon's environment or files sent out: the same gate
+	# a secret is the daemon's environment or files sent out: a TCP
+	# client of a daemon without --policy is bounded by the built-in
+	# default, which has no network and so no secret (with --policy only
+	# the operator's secrets, which api_access.c still gates)
 	sec='"network": {"mode": "proxy", "allow": ["api.test:443"]}, "secrets": [{"name": "K",'
 	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_env\": \"CORRAL_TEST_SECRET\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
 	expect_error "secrets.from_env over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(body)" "--allow-env"
+	expect_contains "why" "$(body)" "network.mode"
 	echo s3cr3t > "$T/secret.txt"
 	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_file\": \"$T/secret.txt\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
 	expect_error "secrets.from_file over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(body)" "only for its own user's clients"
+	expect_contains "why" "$(body)" "network.mode"
 	# the daemon's own user on the unix socket may
 	id=$(mksb '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}')
 	expect_eq "unix, same user" "$(sbsh "$id" 'echo $CORRAL_TEST_SECRET')" s3cr3t

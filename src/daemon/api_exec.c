@@ -469,13 +469,13 @@ bool call_args_read(struct evhttp_request *req, bool background,
 
 /*
  * A call's timeout_seconds replaces the policy's limits.timeout for that
- * call (lib/call.c): under --policy, no longer than the operator's.  Its
- * call_timeout is a default for calls that give none, not a bound.
+ * call (lib/call.c): no longer than the client's bound's (client_bound).
+ * Its call_timeout is a default for calls that give none, not a bound.
  */
-bool call_timeout_within(const struct daemon *d, const struct corral_call_opts *co,
-			 struct api_fault *f)
+bool call_timeout_within(const struct corral_policy *bound,
+			 const struct corral_call_opts *co, struct api_fault *f)
 {
-	uint64_t lim = d->bound ? d->bound->timeout_ms : 0;
+	uint64_t lim = bound ? bound->timeout_ms : 0;
 
 	if (!lim || co->timeout_ms <= lim)
 		return true;
@@ -494,7 +494,7 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 
 	if (!call_args_read(req, false, &a))
 		return;
-	if (!call_timeout_within(sb->d, &a.co, &f)) {
+	if (!call_timeout_within(client_bound(sb->d, req), &a.co, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}

@@ -277,18 +277,26 @@ static bool workspace_is(const struct corral_policy *p, const struct create_args
 	return true;
 }
 
+const struct corral_policy *client_bound(struct daemon *d, struct evhttp_request *req)
+{
+	if (d->bound)
+		return d->bound;
+	return api_over_tcp(d, req) ? &d->builtin : NULL;
+}
+
 /*
- * The operator's bound (--policy): the client's policy, laid over the
- * operator's, may narrow it, never widen it; a widening is refused (403)
- * naming the field, the bound and what was asked.  Host paths, env.pass
- * and identity.user are api_access_check's.  Frees p when it is refused.
+ * The client's bound (client_bound): its policy, laid over the operator's,
+ * may narrow it, never widen it; a widening is refused (403) naming the
+ * field, the bound and what was asked.  Host paths, env.pass and
+ * identity.user are api_access_check's.  Frees p when it is refused.
  */
 static bool within_bound(struct daemon *d, struct evhttp_request *req,
 			 struct corral_policy *p)
 {
+	const struct corral_policy *bound = client_bound(d, req);
 	struct corral_err err = { 0 };
 
-	if (!d->bound || corral_policy_within(p, d->bound, &err) == 0)
+	if (!bound || corral_policy_within(p, bound, &err) == 0)
 		return true;
 	reply_error(req, 403, "forbidden", "%s", err.msg);
 	corral_policy_free(p);

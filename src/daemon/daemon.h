@@ -185,6 +185,7 @@ struct daemon {
 	 */
 	struct corral_policy *bound;
 	json_t *bound_json;
+	struct corral_policy builtin;	/* without --policy: a TCP client's bound */
 	struct event *ev_pool;		/* the next pool_step */
 	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */
 	uint64_t pool_held;		/* ms, monotonic: since when calls hold the pool */

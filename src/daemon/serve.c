@@ -614,6 +614,7 @@ static void daemon_free(struct daemon *d)
 	free(d->socket_dir_real);
 	corral_policy_free(d->bound);
 	free(d->bound);
+	corral_policy_free(&d->builtin);
 	json_decref(d->bound_json);
 	d->bound = NULL;
 	d->bound_json = NULL;
@@ -628,6 +629,7 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		.snapshot_budget = o->snapshot_bytes,
 		.lock_fd = -1, .watchdog_fd = -1, .limits = o->limits,
 	};
+	corral_policy_init(&d->builtin);
 	if (!d->limits.max_connections)
 		d->limits.max_connections = DAEMON_MAX_CONNECTIONS;
 	if (!d->limits.max_per_peer)
@@ -861,9 +863,6 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	fprintf(stderr, "corral serve: listening on %s%s%s%s, state in %s\n",
 		d.socket_path, o->listen ? " and " : "", o->listen ? o->listen : "",
 		d.tls ? " (TLS)" : "", d.state_dir);
-	if (o->listen && !o->policy_file)
-		fprintf(stderr, "corral serve: no --policy: a TCP client with the token may "
-			"ask for any limits and network (SECURITY.md)\n");
 	event_base_dispatch(d.base);
 	stop_watchdog(&d);
 	d.pool_size = 0;

@@ -60,8 +60,9 @@ struct daemon_opts {
 	struct daemon_access access;	/* nothing: the safe defaults */
 	uint64_t snapshot_bytes;	/* what snapshots may take on disk; 0: default */
 	/*
-	 * --policy: every sandbox's base and bound (api_sandboxes.c); NULL:
-	 * the built-in default as base, no bound.
+	 * --policy: every sandbox's base and every client's bound
+	 * (api_sandboxes.c); NULL: the built-in default is the base, and a
+	 * TCP client's bound (client_bound).
 	 */
 	const char *policy_file;
 };

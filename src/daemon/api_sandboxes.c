@@ -298,7 +298,8 @@ static bool within_bound(struct daemon *d, struct evhttp_request *req,
 
 	if (!bound || corral_policy_within(p, bound, &err) == 0)
 		return true;
-	reply_error(req, 403, "forbidden", "%s", err.msg);
+	reply_error(req, 403, "forbidden", "%s%s", err.msg, bound != &d->builtin ? "" :
+		    " (this daemon has no --policy: a TCP client's is the built-in default)");
 	corral_policy_free(p);
 	free(p);
 	return false;

@@ -4329,6 +4329,16 @@ t_env_pass_over_tcp() {
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["HOME"]}}}' "$U/v1/sandboxes")
 	expect_error "another name" "$code" 403 forbidden
 	stop_daemon
+	# the operator's own secret (--policy) is still the daemon's
+	# environment sent out: a TCP client gets it only by --allow-env
+	printf '{%s "from_env": "CORRAL_TEST_SECRET", "hosts": ["api.test"], "header": "Authorization"}]}\n' \
+		"$sec" > "$T/op.json"
+	DAEMON_WRAP="env CORRAL_TEST_SECRET=s3cr3t" start_daemon \
+		--listen "127.0.0.1:$port" --token-file "$T/token" --policy "$T/op.json"
+	code=$(tcp -X POST "$U/v1/sandboxes")
+	expect_error "the operator's secret over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(body)" "--allow-env"
+	stop_daemon
 }
 
 t_host_paths_over_tcp() {

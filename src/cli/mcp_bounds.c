@@ -10,6 +10,10 @@
  * the operator's: the model may narrow (lower limits, fewer hosts, more
  * denials), never widen; a request that widens is refused with the field,
  * the bound and what was asked, so the model can ask again within it.
+ * Limits, network, abort criteria, the log and export holds are judged
+ * by the library (corral_policy_within, which corral serve uses too);
+ * host paths, the workspace, env.pass, the image and identity.user here,
+ * where the operator's policy is their bound as well.
  */
 #include "mcp.h"
 

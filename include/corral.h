@@ -323,6 +323,25 @@ int corral_policy_host_read(const struct corral_policy *p, size_t i,
 CORRAL_PUBLIC
 const char *corral_policy_tls_within(const struct corral_policy *p,
 				     const struct corral_policy *bound);
+/*
+ * Is p within bound, the operator's policy (src/lib/policy_bounds.c)?  p
+ * may narrow (lower limits, fewer hosts, more denials and abort criteria,
+ * the operator's export holds kept), never widen.  0, or -EPERM with
+ * err->msg naming the field, the bound and what p asks.  Host paths,
+ * env.pass, the image and identity.user are not judged: each front end
+ * gates those its own way.
+ */
+CORRAL_PUBLIC
+int corral_policy_within(const struct corral_policy *p,
+			 const struct corral_policy *bound, struct corral_err *err);
+/*
+ * src over dst, both JSON objects (jansson's): objects merged key by key,
+ * anything else replaced, as a policy asked for is laid over the
+ * operator's.  0, -EINVAL (not objects) or -ENOMEM.
+ */
+struct json_t;
+CORRAL_PUBLIC
+int corral_json_merge(struct json_t *dst, const struct json_t *src);
 
 /* Overrides, as the CLI flags give them. */
 CORRAL_PUBLIC

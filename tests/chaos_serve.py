@@ -255,6 +255,11 @@ class Client:
         if st == 201 or (st == 200 and isinstance(out, dict) and "id" in out):
             with self.sh.lock:
                 self.sh.boxes.append(out["id"])
+        # without --policy a TCP client is held to the built-in default,
+        # which has no network: its networked creates are never made (403,
+        # or refused before the policy is judged: a lease, --max-sandboxes)
+        if self.tcp and "network" in body.get("policy", {}) and st in (200, 201):
+            self.sh.fail(f"client {self.n}: a TCP create with a network -> {st}: {str(out)[:300]}")
         if lease:
             # the lease's end takes its sandbox, whoever is using it
             time.sleep(self.rng.choice([0, 0.05, 0.5]))

@@ -257,6 +257,23 @@ t_other_clients_sandboxes() {
 	no_leftovers
 }
 
+# A shared daemon's --policy bounds a session too: what the session's own
+# bound (here the built-in default's) lets through, the daemon refuses,
+# and the model is told the field, the bound and what it asked.
+t_shared_daemon_policy_bounds() {
+	local wide narrow out
+	echo '{"limits": {"pids": 64}}' > "$T/op.json"
+	start_shared_daemon --policy "$T/op.json"
+	wide='{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"limits": {"pids": 65}}}}'
+	narrow='{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"limits": {"pids": 32}}}}'
+	out=$(printf '%s\n%s\n' "$wide" "$narrow" | timeout 60 "$CORRAL" mcp --socket "$T/s" 2> "$T/err")
+	stop_shared_daemon
+	expect_contains "wider than the daemon's: refused" "$(grep '"id":1' <<< "$out")" '"isError":true'
+	expect_contains "why" "$(grep '"id":1' <<< "$out")" "limits.pids: the operator's policy allows at most 64 (got 65)"
+	expect_contains "within it: made" "$(grep '"id":2' <<< "$out")" '"structuredContent":{"id":"sb-'
+	no_leftovers
+}
+
 # stop_shared_daemon: SIGTERM to $dpid, waited for (bounded), SIGKILL after
 stop_shared_daemon() {
 	kill -TERM "$dpid"

@@ -2576,6 +2576,16 @@ t_tcp_token() {
 	# the unix socket needs no token
 	code=$(api GET "/v1/sandboxes/$id")
 	expect_code "unix" "$code" 200
+	# without --policy a TCP client may narrow the built-in default, never
+	# widen it; the unix socket's client (the operator's user) may
+	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"limits": {"pids": 2000}}}' "$U/v1/sandboxes")
+	expect_error "more pids over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(jq 'v["detail"]')" "limits.pids: the operator's policy allows at most 1024 (got 2000)"
+	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"network": {"mode": "proxy", "allow": ["a.test"]}}}' "$U/v1/sandboxes")
+	expect_error "a network over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(jq 'v["detail"]')" "network.mode: the operator's policy allows no network (mode \"none\") (this daemon has no --policy: a TCP client's is the built-in default)"
+	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 2000}}}')
+	expect_code "more pids over the unix socket" "$code" 201
 	stop_daemon
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "$U/v1/health" 2>/dev/null || true)
 	expect_eq "port closed after stop" "$code" 000
@@ -4314,15 +4324,18 @@ t_env_pass_over_tcp() {
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}' "$U/v1/sandboxes")
 	expect_error "env.pass over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(body)" "--allow-env"
-	# a secret is the daemon's environment or files sent out: the same gate
+	# a secret is the daemon's environment or files sent out: a TCP
+	# client of a daemon without --policy is bounded by the built-in
+	# default, which has no network and so no secret (with --policy only
+	# the operator's secrets, which api_access.c still gates)
 	sec='"network": {"mode": "proxy", "allow": ["api.test:443"]}, "secrets": [{"name": "K",'
 	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_env\": \"CORRAL_TEST_SECRET\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
 	expect_error "secrets.from_env over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(body)" "--allow-env"
+	expect_contains "why" "$(body)" "network.mode"
 	echo s3cr3t > "$T/secret.txt"
 	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_file\": \"$T/secret.txt\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
 	expect_error "secrets.from_file over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(body)" "only for its own user's clients"
+	expect_contains "why" "$(body)" "network.mode"
 	# the daemon's own user on the unix socket may
 	id=$(mksb '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}')
 	expect_eq "unix, same user" "$(sbsh "$id" 'echo $CORRAL_TEST_SECRET')" s3cr3t
@@ -4336,6 +4349,16 @@ t_env_pass_over_tcp() {
 	expect_eq "passed" "$(jq 'v["stdout"]')" s3cr3t
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["HOME"]}}}' "$U/v1/sandboxes")
 	expect_error "another name" "$code" 403 forbidden
+	stop_daemon
+	# the operator's own secret (--policy) is still the daemon's
+	# environment sent out: a TCP client gets it only by --allow-env
+	printf '{%s "from_env": "CORRAL_TEST_SECRET", "hosts": ["api.test"], "header": "Authorization"}]}\n' \
+		"$sec" > "$T/op.json"
+	DAEMON_WRAP="env CORRAL_TEST_SECRET=s3cr3t" start_daemon \
+		--listen "127.0.0.1:$port" --token-file "$T/token" --policy "$T/op.json"
+	code=$(tcp -X POST "$U/v1/sandboxes")
+	expect_error "the operator's secret over TCP" "$code" 403 forbidden
+	expect_contains "why" "$(body)" "--allow-env"
 	stop_daemon
 }
 
@@ -4682,6 +4705,102 @@ t_ids_reported() {
 	expect_eq "owner inside, git" "$(sbsh "$id" 'stat -c %u /workspace/key; git -C /workspace status --porcelain 2>&1')" \
 		"$(printf '1000\n?? key')"
 	expect_eq "in the result" "$(jq 'v["layers"]["ids"]["uid"]')" "$want_uid"
+	stop_daemon
+}
+
+# ---- the operator's policy (--policy): every create's base and bound -------
+
+# OP_POLICY: what the operator gives clients at most (a.test only, small
+# limits, abort criteria, a tripwire and an export hold).
+OP_POLICY='{"limits": {"memory": "256M", "pids": 64, "cpus": 1, "timeout": "60s",
+            "open_files": 512, "output": "4K"},
+ "network": {"mode": "proxy", "allow": ["a.test"]},
+ "abort": {"max_denied_egress": 5, "max_distinct_denied_destinations": 5,
+           "window_seconds": 60,
+           "tripwires": ["/home/agent/.ssh/id_ed25519"], "on_abort": "freeze"},
+ "export": {"hold": ["deploy/**"]}}'
+
+# A create that names no policy gets the operator's, the pool's sandboxes
+# too; one that narrows it gets what it asked.
+t_operator_policy_is_the_base() {
+	local id n listed i
+	echo "$OP_POLICY" > "$T/op.json"
+	start_daemon --policy "$T/op.json" --pool 1
+	pooled() {
+		api GET /v1/health >/dev/null
+		n=$(jq 'v["sandboxes"]')
+		api GET /v1/sandboxes >/dev/null
+		listed=$(jq 'len(v["sandboxes"])')
+		echo $((n - listed))
+	}
+	i=0
+	while [ $i -lt 100 ] && [ "$(pooled)" != 1 ]; do sleep 0.1; i=$((i + 1)); done
+	expect_eq "the pool is full" "$(pooled)" 1
+	id=$(mksb) || return 1
+	expect_eq "taken from the pool" "$(pooled)" 0
+	expect_eq "the operator's open_files" "$(sbsh "$id" 'ulimit -Hn')" 512
+	expect_eq "the operator's network" "$(sbsh "$id" 'echo "$HTTP_PROXY"')" "http://127.0.0.1:3128"
+	code=$(ex "$id" '{"command": "head -c 10000 /dev/zero | tr \"\\0\" x"}')
+	expect_code "a long output" "$code" 200
+	expect_eq "cut at the operator's limits.output" "$(jq 'str(len(v["stdout"]) <= 4096) + " " + str(v["stdout_truncated"])')" "True True"
+	id=$(mksb '{"policy": {"limits": {"pids": 32, "open_files": 256}, "network": {"mode": "none"}}}') || return 1
+	expect_eq "narrowed: open_files" "$(sbsh "$id" 'ulimit -Hn')" 256
+	expect_eq "narrowed: no network" "$(sbsh "$id" 'echo "${HTTP_PROXY:-none}"')" none
+	stop_daemon
+}
+
+# A remote client with the token asks for more than the operator gives,
+# in every way it can: each is refused, naming the field.
+t_operator_policy_bounds_tcp_client() {
+	front_test || return
+	local port id code body want
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true; }
+	echo "$OP_POLICY" > "$T/op.json"
+	start_daemon --policy "$T/op.json" --listen "127.0.0.1:$port" --token-file "$T/token"
+	while IFS='|' read -r body want; do
+		code=$(tcp -X POST -d "$body" "$U/v1/sandboxes")
+		expect_error "$body" "$code" 403 forbidden
+		expect_contains "$body: why" "$(jq 'v["detail"]')" "$want"
+	done <<-'EOF'
+	{"policy": {"limits": {"pids": "unlimited"}}}|limits.pids: the operator's policy sets at most 64; it cannot be removed
+	{"policy": {"limits": {"pids": 65}}}|limits.pids: the operator's policy allows at most 64 (got 65)
+	{"policy": {"limits": {"memory": "unlimited"}}}|limits.memory (bytes): the operator's policy sets at most 268435456
+	{"policy": {"limits": {"memory": "1G"}}}|limits.memory (bytes): the operator's policy allows at most 268435456 (got 1073741824)
+	{"policy": {"limits": {"cpus": "unlimited"}}}|limits.cpus: the operator's policy allows at most 1 (got unlimited)
+	{"policy": {"limits": {"cpus": 2}}}|limits.cpus: the operator's policy allows at most 1 (got 2)
+	{"policy": {"limits": {"timeout": "none"}}}|limits.timeout (ms): the operator's policy sets at most 60000
+	{"policy": {"limits": {"timeout": "1h"}}}|limits.timeout (ms): the operator's policy allows at most 60000
+	{"policy": {"limits": {"open_files": 1024}}}|limits.open_files: the operator's policy allows at most 512 (got 1024)
+	{"policy": {"network": {"allow": ["evil.test"]}}}|network.allow: "evil.test" is not in the operator's allowlist
+	{"policy": {"network": {"allow": ["a.test", "*.evil.test"]}}}|network.allow: "*.evil.test" is not in the operator's allowlist
+	{"policy": {"network": {"transparent": false}}}|network.transparent: the operator's policy takes every TCP connection to the proxy
+	{"policy": {"abort": {"max_denied_egress": 0}}}|abort.max_denied_egress: the operator's policy sets at most 5; it cannot be removed
+	{"policy": {"abort": {"max_denied_egress": 500}}}|abort.max_denied_egress: the operator's policy allows at most 5 (got 500)
+	{"policy": {"abort": {"window_seconds": 1}}}|abort.window_seconds: the operator's policy counts denials over at least 60 s (got 1)
+	{"policy": {"abort": {"tripwires": []}}}|abort.tripwires: the operator's tripwire /home/agent/.ssh/id_ed25519 cannot be removed
+	{"policy": {"export": {"hold": []}}}|export.hold: the operator's rule deploy/**
+	{"image": "no-such-image", "policy": {"limits": {"pids": 100}}}|limits.pids: the operator's policy allows at most 64 (got 100)
+	{"from_snapshot": "snap-nope", "policy": {"limits": {"pids": 100}}}|limits.pids: the operator's policy allows at most 64 (got 100)
+	EOF
+	expect_eq "no sandbox was built" "$(grep -c '"type":"sandbox.create"' "$STATE/audit.jsonl")" 0
+	# within the bound: made, and a call's own timeout no longer than its
+	code=$(tcp -X POST -d '{"policy": {"limits": {"pids": 32}}}' "$U/v1/sandboxes")
+	expect_code "a narrowing create" "$code" 201
+	id=$(jq 'v["id"]')
+	code=$(tcp -X POST -d '{"argv": ["true"], "timeout_seconds": 61}' "$U/v1/sandboxes/$id/exec")
+	expect_error "exec past the operator's timeout" "$code" 403 forbidden
+	expect_contains "why" "$(jq 'v["detail"]')" "timeout_seconds: the operator's policy allows at most 60 seconds (got 61)"
+	code=$(tcp -X POST -d '{"argv": ["sleep", "1"], "timeout_seconds": 3600}' "$U/v1/sandboxes/$id/processes")
+	expect_error "a background process past it" "$code" 403 forbidden
+	code=$(tcp -X POST -d '{"argv": ["true"], "timeout_seconds": 60}' "$U/v1/sandboxes/$id/exec")
+	expect_code "exec within it" "$code" 200
+	# the unix socket's client is bounded the same: the bound is the daemon's
+	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 65}}}')
+	expect_error "over the unix socket" "$code" 403 forbidden
 	stop_daemon
 }
 

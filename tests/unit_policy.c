@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -1736,6 +1737,97 @@ TEST(path_normalise)
 	CHECK_STR_CONTAINS(err.msg, "must be absolute");
 	CHECK(corral_path_normalise("/a/../b", &out, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "\"..\"");
+}
+
+/*
+ * The bound of what another party may ask (policy_bounds.c, shared by
+ * corral mcp and corral serve): narrowing passes, each widening is
+ * refused naming the field, the bound and what was asked.
+ */
+static void within_case(const char *bound_text, const char *asked_text,
+			const char *want)
+{
+	struct corral_policy bound, asked;
+	struct corral_err err = { 0 };
+	json_t *eff = json_loads(bound_text, 0, NULL);
+	json_t *over = json_loads(asked_text, 0, NULL);
+	char *text;
+	int r;
+
+	corral_policy_init(&bound);
+	corral_policy_init(&asked);
+	CHECK(load(&bound, bound_text, &err) == 0);
+	/* the asked object laid over the bound's, then loaded: as both front ends do */
+	CHECK(eff && over && corral_json_merge(eff, over) == 0);
+	text = json_dumps(eff, JSON_COMPACT);
+	CHECK(text && load(&asked, text, &err) == 0);
+	free(text);
+	json_decref(eff);
+	json_decref(over);
+	r = corral_policy_within(&asked, &bound, &err);
+	if (!want) {
+		CHECK(r == 0);
+	} else {
+		CHECK(r == -EPERM && err.code == -EPERM);
+		CHECK_STR_CONTAINS(err.msg, want);
+	}
+	corral_policy_free(&bound);
+	corral_policy_free(&asked);
+}
+
+TEST(policy_within)
+{
+	static const char op[] = "{\"limits\": {\"memory\": \"256M\", \"pids\": 64, "
+		"\"cpus\": 1, \"timeout\": \"60s\"}, \"network\": {\"mode\": \"proxy\", "
+		"\"allow\": [\"a.test\", \"b.test\"], \"deny\": [\"x.a.test\"]}, "
+		"\"abort\": {\"max_denied_egress\": 5, \"tripwires\": [\"/tmp/.env\"], "
+		"\"on_abort\": \"freeze\"}}";
+
+	within_case(op, "{}", NULL);
+	within_case(op, "{\"limits\": {\"pids\": 32, \"memory\": \"64M\", \"cpus\": 0.5}, "
+		    "\"network\": {\"allow\": [\"b.test\"]}, "
+		    "\"abort\": {\"max_denied_egress\": 1}}", NULL);
+	within_case(op, "{\"network\": {\"mode\": \"none\"}}", NULL);
+	within_case(op, "{\"limits\": {\"pids\": 65}}",
+		    "limits.pids: the operator's policy allows at most 64 (got 65)");
+	within_case(op, "{\"limits\": {\"pids\": \"unlimited\"}}",
+		    "limits.pids: the operator's policy sets at most 64; it cannot be removed");
+	within_case(op, "{\"limits\": {\"memory\": \"unlimited\"}}", "limits.memory (bytes)");
+	within_case(op, "{\"limits\": {\"cpus\": \"unlimited\"}}",
+		    "limits.cpus: the operator's policy allows at most 1 (got unlimited)");
+	within_case(op, "{\"limits\": {\"cpus\": 1.5}}",
+		    "limits.cpus: the operator's policy allows at most 1 (got 1.5)");
+	within_case(op, "{\"limits\": {\"timeout\": \"none\"}}", "limits.timeout (ms)");
+	within_case(op, "{\"network\": {\"allow\": [\"c.test\"]}}",
+		    "network.allow: \"c.test\" is not in the operator's allowlist (2 pattern(s))");
+	within_case(op, "{\"network\": {\"deny\": []}}",
+		    "network.deny: the operator's denial \"x.a.test\" cannot be removed");
+	within_case(op, "{\"network\": {\"transparent\": false}}", "network.transparent");
+	within_case(op, "{\"abort\": {\"max_denied_egress\": 6}}",
+		    "abort.max_denied_egress: the operator's policy allows at most 5 (got 6)");
+	within_case(op, "{\"abort\": {\"tripwires\": []}}",
+		    "abort.tripwires: the operator's tripwire /tmp/.env cannot be removed");
+	within_case(op, "{\"abort\": {\"on_abort\": \"kill\"}}", "abort.on_abort");
+	within_case("{}", "{\"network\": {\"mode\": \"proxy\", \"allow\": [\"a.test\"]}}",
+		    "network.mode: the operator's policy allows no network");
+	within_case("{}", "{\"limits\": {\"pids\": 1025}}", "limits.pids");
+}
+
+TEST(json_merge)
+{
+	json_t *dst = json_pack("{s:{s:i, s:i}, s:[s], s:i}", "limits", "pids", 64,
+				"memory", 1, "list", "a", "n", 1);
+	json_t *src = json_pack("{s:{s:i}, s:[], s:{}}", "limits", "pids", 32,
+				"list", "n");
+	json_t *want = json_pack("{s:{s:i, s:i}, s:[], s:{}}", "limits", "pids", 32,
+				 "memory", 1, "list", "n");
+
+	CHECK(corral_json_merge(dst, src) == 0);
+	CHECK(json_equal(dst, want));
+	CHECK(corral_json_merge(dst, json_object_get(src, "list")) == -EINVAL);
+	json_decref(dst);
+	json_decref(src);
+	json_decref(want);
 }
 
 int main(void)

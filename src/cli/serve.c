@@ -14,7 +14,8 @@
 static const char help[] =
 "Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE\n"
 "                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]]\n"
-"                    [--state-dir DIR] [--max-sandboxes N] [--pool N]\n"
+"                    [--state-dir DIR] [--policy FILE]\n"
+"                    [--max-sandboxes N] [--pool N]\n"
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
 "                    [--max-leases N] [--lease-timeout SECONDS]\n"
 "                    [--tls-handshake-rate N]\n"
@@ -54,10 +55,30 @@ static const char help[] =
 "                      chain), the lock and one file per live sandbox.\n"
 "                      Default: /var/lib/corral as root, else\n"
 "                      $XDG_STATE_HOME/corral (~/.local/state/corral)\n"
+"  --policy FILE       the operator's policy (the format of `corral run\n"
+"                      --policy`): the base of every sandbox and the bound\n"
+"                      of what any client may ask.  A create without a\n"
+"                      policy gets it; a create's policy is laid over it\n"
+"                      (objects key by key, anything else replaced) and may\n"
+"                      narrow it, never widen it: more memory, pids, CPUs,\n"
+"                      disk, output, connections, open files or time than\n"
+"                      it gives (or none), a host not in its\n"
+"                      network.allow, transparent off, one of its denials,\n"
+"                      abort criteria, tripwires or export holds removed:\n"
+"                      refused (403, naming the field, the bound and what\n"
+"                      was asked), as is a call's timeout_seconds beyond\n"
+"                      its limits.timeout.  Host paths, env.pass and\n"
+"                      identity.user stay gated by --allow-host-path,\n"
+"                      --allow-env and --allow-root-inside.  Without it\n"
+"                      the built-in default (policies/default.json) is the\n"
+"                      base, and the bound of a TCP client (anyone with\n"
+"                      the token): no network, 2G, 1024 pids; a\n"
+"                      unix-socket client (the daemon's user, or one it\n"
+"                      let connect) is not bounded\n"
 "  --max-sandboxes N   refuse creates beyond N live sandboxes (default 1000)\n"
-"  --pool N            keep N sandboxes of the default policy built ahead,\n"
-"                      handed out by creates that ask for nothing else\n"
-"                      (default 0)\n"
+"  --pool N            keep N sandboxes of the --policy (else the default\n"
+"                      one) built ahead, handed out by creates that ask for\n"
+"                      nothing else (default 0)\n"
 "  --max-connections N each listener stops accepting at N open connections\n"
 "                      until one closes (default 256)\n"
 "  --max-connections-per-peer N\n"
@@ -255,6 +276,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "allow-root-inside", no_argument, NULL, 'R' },
 		{ "snapshot-budget", required_argument, NULL, 'B' },
 		{ "answer-memory", required_argument, NULL, 'M' },
+		{ "policy", required_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -268,6 +290,9 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			break;
 		case 'l':
 			a->o.listen = optarg;
+			break;
+		case 'Y':
+			a->o.policy_file = optarg;
 			break;
 		case 't':
 			a->o.token_file = optarg;

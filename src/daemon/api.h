@@ -154,7 +154,24 @@ struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
 void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req);
 /* req waits for sb to be ready; sb is destroyed if req's client goes first. */
 void sandbox_await(struct sandbox *sb, struct evhttp_request *req);
-struct corral_policy *default_policy(void);
+/*
+ * The policy a sandbox is built with: asked (a client's policy object, or
+ * NULL) laid over the operator's --policy, else over the built-in
+ * default.  NULL with err set: -ENOMEM, or the loader's error.
+ */
+struct corral_policy *daemon_policy(struct daemon *d, const json_t *asked,
+				    struct corral_err *err);
+/*
+ * The bound req's client is held to: the operator's --policy; without
+ * it, for a TCP client (a remote party with the token) the built-in
+ * default; NULL for a unix-socket client of a daemon without --policy
+ * (the daemon's own user, or one it let connect, who could run corral
+ * itself).
+ */
+const struct corral_policy *client_bound(struct daemon *d, struct evhttp_request *req);
+/* A call's own timeout within the bound's limits.timeout. */
+bool call_timeout_within(const struct corral_policy *bound,
+			 const struct corral_call_opts *co, struct api_fault *f);
 bool fd_room(struct daemon *d);
 struct sandbox *pool_take(struct daemon *d);
 void sandbox_arm_ttl(struct sandbox *sb);	/* from now; again: restarted */

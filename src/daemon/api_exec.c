@@ -467,15 +467,37 @@ bool call_args_read(struct evhttp_request *req, bool background,
 	return false;
 }
 
+/*
+ * A call's timeout_seconds replaces the policy's limits.timeout for that
+ * call (lib/call.c): no longer than the client's bound's (client_bound).
+ * Its call_timeout is a default for calls that give none, not a bound.
+ */
+bool call_timeout_within(const struct corral_policy *bound,
+			 const struct corral_call_opts *co, struct api_fault *f)
+{
+	uint64_t lim = bound ? bound->timeout_ms : 0;
+
+	if (!lim || co->timeout_ms <= lim)
+		return true;
+	return api_fault(f, 403, "forbidden", "timeout_seconds: the operator's "
+			 "policy allows at most %g seconds (got %g)",
+			 lim / 1000.0, co->timeout_ms / 1000.0);
+}
+
 void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	struct corral_err err = { 0 };
+	struct api_fault f;
 	struct call_args a;
 	struct pending *pd;
 	struct corral_call *c;
 
 	if (!call_args_read(req, false, &a))
 		return;
+	if (!call_timeout_within(client_bound(sb->d, req), &a.co, &f)) {
+		reply_fault(req, &f);
+		goto out;
+	}
 	if (tty_upgrade_asked(req)) {
 		if (a.co.tty)
 			tty_session_start(sb, req, &a);

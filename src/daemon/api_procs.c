@@ -253,6 +253,7 @@ static bool procs_args(struct evhttp_request *req, struct call_args *a)
 void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	struct corral_err err = { 0 };
+	struct api_fault f;
 	struct call_args a;
 	struct corral_call *c;
 	struct proc *pr;
@@ -260,6 +261,10 @@ void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest
 	procs_trim(sb);
 	if (!procs_args(req, &a))
 		return;
+	if (!call_timeout_within(client_bound(sb->d, req), &a.co, &f)) {
+		reply_fault(req, &f);
+		goto out;
+	}
 	pr = calloc(1, sizeof(*pr));
 	if (!pr) {
 		reply_error(req, 500, "internal", "out of memory for the process request");

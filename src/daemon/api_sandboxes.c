@@ -277,6 +277,34 @@ static bool workspace_is(const struct corral_policy *p, const struct create_args
 	return true;
 }
 
+const struct corral_policy *client_bound(struct daemon *d, struct evhttp_request *req)
+{
+	if (d->bound)
+		return d->bound;
+	return api_over_tcp(d, req) ? &d->builtin : NULL;
+}
+
+/*
+ * The client's bound (client_bound): its policy, laid over the operator's,
+ * may narrow it, never widen it; a widening is refused (403) naming the
+ * field, the bound and what was asked.  Host paths, env.pass and
+ * identity.user are api_access_check's.  Frees p when it is refused.
+ */
+static bool within_bound(struct daemon *d, struct evhttp_request *req,
+			 struct corral_policy *p)
+{
+	const struct corral_policy *bound = client_bound(d, req);
+	struct corral_err err = { 0 };
+
+	if (!bound || corral_policy_within(p, bound, &err) == 0)
+		return true;
+	reply_error(req, 403, "forbidden", "%s%s", err.msg, bound != &d->builtin ? "" :
+		    " (this daemon has no --policy: a TCP client's is the built-in default)");
+	corral_policy_free(p);
+	free(p);
+	return false;
+}
+
 /* A sandbox for a, from the pool when a asks for nothing but defaults. */
 static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *req,
 				      const struct create_args *a)
@@ -290,26 +318,17 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 
 	if (!a->policy && !a->workspace && !a->image && !a->from_snapshot && !a->user &&
 	    (sb = pool_take(d)))
-		return sb;	/* built ahead with exactly this (default) policy */
-	p = default_policy();
+		return sb;	/* built ahead with exactly this (the operator's) policy */
+	p = daemon_policy(d, a->policy, &err);
 	if (!p) {
-		reply_error(req, 500, "internal", "out of memory for the default policy");
+		if (err.code == -ENOMEM)
+			reply_error(req, 500, "internal", "%s", err.msg);
+		else
+			reply_error(req, 422, "policy", "%s", err.msg);
 		return NULL;
 	}
-	if (a->policy) {
-		char *text = json_dumps(a->policy, JSON_COMPACT);
-
-		if (!text || corral_policy_load_string(p, text, strlen(text),
-						       "policy", &err) < 0) {
-			free(text);
-			reply_error(req, 422, "policy", "%s", err.msg[0] ?
-				    err.msg : "out of memory reading the policy");
-			corral_policy_free(p);
-			free(p);
-			return NULL;
-		}
-		free(text);
-	}
+	if (!within_bound(d, req, p))
+		return NULL;	/* before anything of the host is opened for it */
 	if (a->workspace && corral_policy_set_workspace(p, a->workspace, &err) < 0) {
 		reply_error(req, 400, "bad_request", "%s", err.msg);
 		corral_policy_free(p);
@@ -336,6 +355,9 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	corral_image_free(img);	/* its layers, Env, WorkingDir are in p now */
 	if (a->user)
 		p->root_inside = !strcmp(a->user, "root");
+	/* again on what will be built: an image's config, the user, applied */
+	if (!within_bound(d, req, p))
+		return NULL;
 	/*
 	 * A fork's policy is a client's too: its binds and env.pass checked,
 	 * and the snapshot's workspace, a host directory as any other (another

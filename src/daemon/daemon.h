@@ -59,6 +59,12 @@ struct daemon_opts {
 	struct daemon_limits limits;	/* zeros: the defaults below */
 	struct daemon_access access;	/* nothing: the safe defaults */
 	uint64_t snapshot_bytes;	/* what snapshots may take on disk; 0: default */
+	/*
+	 * --policy: every sandbox's base and every client's bound
+	 * (api_sandboxes.c); NULL: the built-in default is the base, and a
+	 * TCP client's bound (client_bound).
+	 */
+	const char *policy_file;
 };
 
 /*
@@ -173,6 +179,14 @@ struct daemon {
 	uint64_t snapshot_budget;	/* bytes (api_snapshots.c) */
 	struct corral_snapshot_tally *snap_tally;	/* its copies under way: shared */
 	size_t pool_size;
+	/*
+	 * --policy FILE, as loaded (the bound a client's policy is judged
+	 * against) and as written (what a client's policy is laid over);
+	 * both NULL without it.
+	 */
+	struct corral_policy *bound;
+	json_t *bound_json;
+	struct corral_policy builtin;	/* without --policy: a TCP client's bound */
 	struct event *ev_pool;		/* the next pool_step */
 	uint64_t last_create;		/* ms, monotonic: the last POST /v1/sandboxes */
 	uint64_t pool_held;		/* ms, monotonic: since when calls hold the pool */

@@ -258,12 +258,39 @@ bool fd_room(struct daemon *d)
 	return n < 0 || (rlim_t)n + FD_MARGIN < rl.rlim_cur;
 }
 
-struct corral_policy *default_policy(void)
+struct corral_policy *daemon_policy(struct daemon *d, const json_t *asked,
+				    struct corral_err *err)
 {
 	struct corral_policy *p = malloc(sizeof(*p));
+	json_t *eff = NULL;
+	char *text = NULL;
+	int r = 0;
 
-	if (p)
-		corral_policy_init(p);
+	if (!p) {
+		corral_set_err(err, -ENOMEM, "out of memory for a policy");
+		return NULL;
+	}
+	corral_policy_init(p);
+	if (d->bound_json) {
+		/* objects key by key, anything else replaced: as corral mcp */
+		eff = json_deep_copy(d->bound_json);
+		if (!eff || (asked && corral_json_merge(eff, asked) < 0))
+			r = corral_set_err(err, -ENOMEM, "out of memory for a policy");
+	} else if (asked) {
+		eff = json_incref((json_t *)asked);
+	}
+	if (!r && eff) {
+		text = json_dumps(eff, JSON_COMPACT);
+		r = text ? corral_policy_load_string(p, text, strlen(text), "policy", err) :
+			   corral_set_err(err, -ENOMEM, "out of memory for a policy");
+	}
+	free(text);
+	json_decref(eff);
+	if (r < 0) {
+		corral_policy_free(p);
+		free(p);
+		return NULL;
+	}
 	return p;
 }
 
@@ -351,7 +378,7 @@ static void pool_step(evutil_socket_t fd, short what, void *arg)
 		pool_arm(d, POOL_RECHECK_MS);
 		return;
 	}
-	p = default_policy();
+	p = daemon_policy(d, NULL, &err);
 	sb = p ? sandbox_new(d, p, &err) : NULL;
 	if (!sb)
 		return;		/* tried again by the next create */

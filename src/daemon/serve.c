@@ -612,6 +612,12 @@ static void daemon_free(struct daemon *d)
 	free(d->allow_named);
 	free(d->state_real);
 	free(d->socket_dir_real);
+	corral_policy_free(d->bound);
+	free(d->bound);
+	corral_policy_free(&d->builtin);
+	json_decref(d->bound_json);
+	d->bound = NULL;
+	d->bound_json = NULL;
 }
 
 /* The paths are the daemon's own copies: daemon_free() frees them. */
@@ -623,6 +629,7 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		.snapshot_budget = o->snapshot_bytes,
 		.lock_fd = -1, .watchdog_fd = -1, .limits = o->limits,
 	};
+	corral_policy_init(&d->builtin);
 	if (!d->limits.max_connections)
 		d->limits.max_connections = DAEMON_MAX_CONNECTIONS;
 	if (!d->limits.max_per_peer)
@@ -656,6 +663,32 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 				      o->socket_path, o->state_dir);
 	}
 	return 0;
+}
+
+/*
+ * --policy FILE: checked by the loader first (its errors name the line),
+ * then kept as JSON, what a client's policy is laid over; the bound is
+ * that JSON loaded as a create's base is, so the two cannot differ.
+ */
+static int policy_init(struct daemon *d, const char *file, struct corral_err *err)
+{
+	struct corral_policy check;
+	json_error_t jerr;
+	int r;
+
+	if (!file)
+		return 0;
+	corral_policy_init(&check);
+	r = corral_policy_load_file(&check, file, err);
+	corral_policy_free(&check);
+	if (r < 0)
+		return r;
+	d->bound_json = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(d->bound_json))
+		return corral_set_err(err, -EINVAL, "--policy %s: not a JSON object",
+				      file);
+	d->bound = daemon_policy(d, NULL, err);
+	return d->bound ? 0 : err->code;
 }
 
 /*
@@ -775,6 +808,11 @@ int daemon_run(const struct daemon_opts *o, struct corral_err *err)
 	r = daemon_init(&d, o, err);
 	if (r < 0)
 		return r;
+	r = policy_init(&d, o->policy_file, err);
+	if (r < 0) {
+		daemon_free(&d);
+		return r;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
 	/*

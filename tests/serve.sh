@@ -558,16 +558,19 @@ t_create_failure_explained() {
 # --pool N: creates take a sandbox built ahead, and the pool fills again.
 # Calls running hold the refill back (registry.c), but only for a while: a
 # background process that runs on must not keep the pool empty.
+# pool_count: the pooled sandboxes (health counts them, the list does not)
+pool_count() {
+	local n listed
+	api GET /v1/health >/dev/null
+	n=$(jq 'v["sandboxes"]')
+	api GET /v1/sandboxes >/dev/null
+	listed=$(jq 'len(v["sandboxes"])')
+	echo $((n - listed))
+}
+
 t_pool() {
-	local i n listed
+	local i
 	start_daemon --pool 2
-	pool_count() {	# pooled sandboxes: health counts them, the list does not
-		api GET /v1/health >/dev/null
-		n=$(jq 'v["sandboxes"]')
-		api GET /v1/sandboxes >/dev/null
-		listed=$(jq 'len(v["sandboxes"])')
-		echo $((n - listed))
-	}
 	i=0
 	while [ $i -lt 100 ] && [ "$(pool_count)" != 2 ]; do sleep 0.1; i=$((i + 1)); done
 	expect_eq "pool full" "$(pool_count)" 2
@@ -4723,21 +4726,14 @@ OP_POLICY='{"limits": {"memory": "256M", "pids": 64, "cpus": 1, "timeout": "60s"
 # A create that names no policy gets the operator's, the pool's sandboxes
 # too; one that narrows it gets what it asked.
 t_operator_policy_is_the_base() {
-	local id n listed i
+	local id i
 	echo "$OP_POLICY" > "$T/op.json"
 	start_daemon --policy "$T/op.json" --pool 1
-	pooled() {
-		api GET /v1/health >/dev/null
-		n=$(jq 'v["sandboxes"]')
-		api GET /v1/sandboxes >/dev/null
-		listed=$(jq 'len(v["sandboxes"])')
-		echo $((n - listed))
-	}
 	i=0
-	while [ $i -lt 100 ] && [ "$(pooled)" != 1 ]; do sleep 0.1; i=$((i + 1)); done
-	expect_eq "the pool is full" "$(pooled)" 1
+	while [ $i -lt 100 ] && [ "$(pool_count)" != 1 ]; do sleep 0.1; i=$((i + 1)); done
+	expect_eq "the pool is full" "$(pool_count)" 1
 	id=$(mksb) || return 1
-	expect_eq "taken from the pool" "$(pooled)" 0
+	expect_eq "taken from the pool" "$(pool_count)" 0
 	expect_eq "the operator's open_files" "$(sbsh "$id" 'ulimit -Hn')" 512
 	expect_eq "the operator's network" "$(sbsh "$id" 'echo "$HTTP_PROXY"')" "http://127.0.0.1:3128"
 	code=$(ex "$id" '{"command": "head -c 10000 /dev/zero | tr \"\\0\" x"}')

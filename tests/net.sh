@@ -1833,6 +1833,26 @@ $1 corral out
 $1 corral out
   [ meta load l4proto => reg 1 ]
   [ cmp eq reg 1 0x00000006 ]
+  [ ct load state => reg 1 ]
+  [ bitwise reg 1 = ( reg 1 & 0x00000008 ) ^ 0x00000000 ]
+  [ cmp neq reg 1 0x00000000 ]
+  [ limit rate $6/second burst $6 type packets flags 0x1 ]
+  [ reject type 1 code 0 ]
+
+$1 corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000011 ]
+  [ payload load 2b @ transport header + 2 => reg 1 ]
+  [ cmp eq reg 1 0x00003500 ]
+  [ ct load state => reg 1 ]
+  [ bitwise reg 1 = ( reg 1 & 0x00000008 ) ^ 0x00000000 ]
+  [ cmp neq reg 1 0x00000000 ]
+  [ limit rate $6/second burst $6 type packets flags 0x1 ]
+  [ immediate reg 0 drop ]
+
+$1 corral out
+  [ meta load l4proto => reg 1 ]
+  [ cmp eq reg 1 0x00000006 ]
   [ immediate reg 1 0x0000390c ]
   [ redir proto_min reg 1 proto_max reg 1 flags 0x2 ]
 
@@ -1849,24 +1869,6 @@ $1 corral filter_out
   [ cmp neq reg 1 $3 ]
   [ limit rate 100/second burst 100 type packets flags 0x0 ]
   [ log group 7 snaplen 0 qthreshold 0 ]
-
-$1 corral filter_out
-  [ meta load l4proto => reg 1 ]
-  [ cmp eq reg 1 0x00000006 ]
-  [ ct load state => reg 1 ]
-  [ bitwise reg 1 = ( reg 1 & 0x00000008 ) ^ 0x00000000 ]
-  [ cmp neq reg 1 0x00000000 ]
-  [ limit rate $6/second burst $6 type packets flags 0x1 ]
-  [ reject type 1 code 0 ]
-
-$1 corral filter_out
-  [ meta load l4proto => reg 1 ]
-  [ cmp neq reg 1 0x00000006 ]
-  [ ct load state => reg 1 ]
-  [ bitwise reg 1 = ( reg 1 & 0x00000008 ) ^ 0x00000000 ]
-  [ cmp neq reg 1 0x00000000 ]
-  [ limit rate $6/second burst $6 type packets flags 0x1 ]
-  [ immediate reg 0 drop ]
 
 $1 corral filter_out
   [ payload load $2 => reg 1 ]
@@ -1888,6 +1890,8 @@ table $1 corral {
   chain out {
     type nat hook output priority -100; policy accept;
     $1 daddr $2 return
+    meta l4proto tcp ct state new limit rate over $4/second burst $4 packets reject with tcp reset
+    udp dport 53 ct state new limit rate over $4/second burst $4 packets drop
     meta l4proto tcp redirect to :3129
     udp dport 53 redirect to :53
   }
@@ -1895,8 +1899,6 @@ table $1 corral {
   chain filter_out {
     type filter hook output priority filter; policy accept;
     $1 daddr != $2 limit rate 100/second burst 100 packets log group 7
-    meta l4proto tcp ct state new limit rate over $4/second burst $4 packets reject with tcp reset
-    meta l4proto != tcp ct state new limit rate over $4/second burst $4 packets drop
     $1 daddr != $2 drop
   }
 }

@@ -14,14 +14,14 @@
  *     chain out {
  *       type nat hook output priority -100; policy accept;
  *       ip daddr 127.0.0.0/8 return
+ *       meta l4proto tcp ct state new limit rate over FLOWS/second burst FLOWS packets reject with tcp reset
+ *       udp dport 53 ct state new limit rate over FLOWS/second burst FLOWS packets drop
  *       meta l4proto tcp redirect to :TCP_PORT
  *       udp dport 53 redirect to :DNS_PORT
  *     }
  *     chain filter_out {
  *       type filter hook output priority 0; policy accept;
  *       ip daddr != 127.0.0.0/8 limit rate 100/second burst 100 packets log group 7
- *       meta l4proto tcp ct state new limit rate over FLOWS/second burst FLOWS packets reject with tcp reset
- *       meta l4proto != tcp ct state new limit rate over FLOWS/second burst FLOWS packets drop
  *       ip daddr != 127.0.0.0/8 drop
  *     }
  *   }
@@ -449,6 +449,32 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	e_cmp(b, NFT_CMP_EQ, f->lo, f->lo_len);
 	e_verdict(b, NFT_RETURN);
 	rule_end(b, m, l);
+	/*
+	 * What stays tracked, the redirected flows, is bounded by the rate at
+	 * which they begin: each lives at most its TIME_WAIT (10 s, net.c)
+	 * once closed.  Here, where only a flow's first packet comes, and
+	 * only one bound for the sandbox (loopback's answers of our DNS are
+	 * tracked too, each "new" while no reply is seen, and must not be
+	 * counted).  Not a `ct count`: connlimit drops a closed flow from
+	 * its count while conntrack still holds it.  TCP and DNS each have a
+	 * rule, and a rate, of their own.
+	 */
+	rule(b, f, "out", "the bound on new TCP flows", &m, &l);
+	e_l4proto(b);
+	e_cmp(b, NFT_CMP_EQ, &tcp, sizeof(tcp));
+	e_ct_new(b);
+	e_limit(b, flows, flows, true);
+	e_reset(b);
+	rule_end(b, m, l);
+	rule(b, f, "out", "the bound on new DNS flows", &m, &l);
+	e_l4proto(b);
+	e_cmp(b, NFT_CMP_EQ, &udp, sizeof(udp));
+	e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, sizeof(dns));
+	e_cmp(b, NFT_CMP_EQ, &dns, sizeof(dns));
+	e_ct_new(b);
+	e_limit(b, flows, flows, true);
+	e_verdict(b, NF_DROP);
+	rule_end(b, m, l);
 	rule(b, f, "out", "the TCP redirect", &m, &l);
 	e_l4proto(b);
 	e_cmp(b, NFT_CMP_EQ, &tcp, sizeof(tcp));
@@ -463,27 +489,6 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	rule_end(b, m, l);
 
 	add_chain(b, f, "filter_out", "filter", 0, "the filter chain");
-	/*
-	 * What stays tracked (the redirected flows) is bounded by the rate
-	 * at which flows begin: each lives at most its TIME_WAIT (10 s,
-	 * net.c) once closed.  Not a `ct count`: connlimit drops a closed
-	 * flow from its count while conntrack still holds it.  TCP and the
-	 * rest (DNS) each have a rule, and a rate, of their own.
-	 */
-	rule(b, f, "filter_out", "the bound on new TCP flows", &m, &l);
-	e_l4proto(b);
-	e_cmp(b, NFT_CMP_EQ, &tcp, sizeof(tcp));
-	e_ct_new(b);
-	e_limit(b, flows, flows, true);
-	e_reset(b);
-	rule_end(b, m, l);
-	rule(b, f, "filter_out", "the bound on other new flows", &m, &l);
-	e_l4proto(b);
-	e_cmp(b, NFT_CMP_NEQ, &tcp, sizeof(tcp));
-	e_ct_new(b);
-	e_limit(b, flows, flows, true);
-	e_verdict(b, NF_DROP);
-	rule_end(b, m, l);
 	rule(b, f, "filter_out", "the drop of what leaves loopback", &m, &l);
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
 	e_cmp(b, NFT_CMP_NEQ, f->lo, f->lo_len);

@@ -433,11 +433,30 @@ static void add_untracked(struct nft_batch *b, const struct nft_family *f,
 	rule_end(b, m, l);
 }
 
+/* meta l4proto tcp */
+static void e_is_tcp(struct nft_batch *b)
+{
+	const uint8_t tcp = IPPROTO_TCP;
+
+	e_l4proto(b);
+	e_cmp(b, NFT_CMP_EQ, &tcp, sizeof(tcp));
+}
+
+/* udp dport 53 */
+static void e_is_dns(struct nft_batch *b)
+{
+	const uint8_t udp = IPPROTO_UDP;
+	const uint16_t dns = htons(53);
+
+	e_l4proto(b);
+	e_cmp(b, NFT_CMP_EQ, &udp, sizeof(udp));
+	e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, sizeof(dns));
+	e_cmp(b, NFT_CMP_EQ, &dns, sizeof(dns));
+}
+
 static void add_family(struct nft_batch *b, const struct nft_family *f,
 		       uint16_t tcp_port, uint16_t dns_port, uint32_t flows)
 {
-	const uint8_t tcp = IPPROTO_TCP, udp = IPPROTO_UDP;
-	const uint16_t dns = htons(53);
 	size_t m, l;
 
 	b->family = f->name;
@@ -460,31 +479,23 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	 * rule, and a rate, of their own.
 	 */
 	rule(b, f, "out", "the bound on new TCP flows", &m, &l);
-	e_l4proto(b);
-	e_cmp(b, NFT_CMP_EQ, &tcp, sizeof(tcp));
+	e_is_tcp(b);
 	e_ct_new(b);
 	e_limit(b, flows, flows, true);
 	e_reset(b);
 	rule_end(b, m, l);
 	rule(b, f, "out", "the bound on new DNS flows", &m, &l);
-	e_l4proto(b);
-	e_cmp(b, NFT_CMP_EQ, &udp, sizeof(udp));
-	e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, sizeof(dns));
-	e_cmp(b, NFT_CMP_EQ, &dns, sizeof(dns));
+	e_is_dns(b);
 	e_ct_new(b);
 	e_limit(b, flows, flows, true);
 	e_verdict(b, NF_DROP);
 	rule_end(b, m, l);
 	rule(b, f, "out", "the TCP redirect", &m, &l);
-	e_l4proto(b);
-	e_cmp(b, NFT_CMP_EQ, &tcp, sizeof(tcp));
+	e_is_tcp(b);
 	e_redirect(b, tcp_port);
 	rule_end(b, m, l);
 	rule(b, f, "out", "the DNS redirect", &m, &l);
-	e_l4proto(b);
-	e_cmp(b, NFT_CMP_EQ, &udp, sizeof(udp));
-	e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, sizeof(dns));
-	e_cmp(b, NFT_CMP_EQ, &dns, sizeof(dns));
+	e_is_dns(b);
 	e_redirect(b, dns_port);
 	rule_end(b, m, l);
 

@@ -298,8 +298,9 @@ static int open_nflog(struct listeners_msg *m)
 /*
  * Conntrack keeps a closed flow through its TIME_WAIT (10 s here, net.c),
  * about 400 bytes each: 4 new flows a second for each connection the
- * proxy may hold, 1024 a second by default, bounds a flood to about
- * 10,000 entries a family, 4 MB (it held 67 MB under --memory 32M before
+ * proxy may hold, 1024 a second by default (TCP and DNS, IPv4 and IPv6,
+ * each a rate of its own), bounds a flood to about 10,000 entries each,
+ * 4 MB, 16 MB for all four (it held 67 MB under --memory 32M before
  * anything bounded it), and leaves an agent far more than it opens.
  */
 static uint32_t new_flows(uint64_t connections)

@@ -320,7 +320,50 @@ struct flows {
 	char why[512];
 	int errs[FLOW_TRIES];	/* each connection's errno, 0 if it was made */
 	long tracked;		/* nf_conntrack_count after them */
+	/* with the log rules: what nfnetlink_log reported as over the rate */
+	int over_tcp, over_dns, other;
+	struct nflog_packet first;	/* the first of them */
 };
+
+/* DNS questions from new sockets, each a new flow: past FLOWS, dropped. */
+static void send_questions(void)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(53) };
+
+	inet_pton(AF_INET, "198.18.0.9", &to.sin_addr);
+	for (int i = 0; i < FLOW_TRIES; i++) {
+		int u = socket(AF_INET, SOCK_DGRAM, 0);
+
+		sendto(u, "q", 1, 0, (struct sockaddr *)&to, sizeof(to));
+		close(u);
+	}
+}
+
+static void read_over_rate(int fd, struct flows *o)
+{
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct nflog_packet p;
+
+	for (int i = 0; i < 4 * FLOW_TRIES; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+
+		if (n <= 0)
+			break;
+		for (int left = (int)n; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
+			if (nflog_parse(nh, (size_t)left, &p) != 1)
+				continue;
+			if (!p.over_rate) {
+				o->other++;
+				continue;
+			}
+			if (o->over_tcp + o->over_dns == 0)
+				o->first = p;
+			o->over_tcp += p.proto == IPPROTO_TCP;
+			o->over_dns += p.proto == IPPROTO_UDP && p.port == 53;
+		}
+	}
+}
 
 /*
  * Connections to a bare address, redirected to a listener of ours on the
@@ -333,13 +376,16 @@ static void flood_flows(void *out, const void *arg)
 	struct sockaddr_in lst = { .sin_family = AF_INET, .sin_port = htons(3129) };
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(80) };
 	struct flows *o = out;
+	int l, logfd = -1;
 	FILE *f;
-	int l;
 
-	(void)arg;
 	o->r = net_lo_up();
 	if (o->r == 0)
 		o->r = net_transparent_setup(3129, 53, FLOWS, o->why, sizeof(o->why));
+	if (o->r == 0 && arg && (logfd = nflog_open(NFLOG_GROUP, o->why, sizeof(o->why))) < 0)
+		o->r = logfd;
+	if (o->r == 0 && arg)
+		o->r = nft_log_rules(NFLOG_GROUP, o->why, sizeof(o->why));
 	if (o->r < 0)
 		return;
 	inet_pton(AF_INET, "127.0.0.1", &lst.sin_addr);
@@ -363,6 +409,11 @@ static void flood_flows(void *out, const void *arg)
 		o->tracked = -1;
 	if (f)
 		fclose(f);
+	if (logfd >= 0) {
+		send_questions();
+		read_over_rate(logfd, o);
+		close(logfd);
+	}
 }
 
 TEST(tracked_flows_past_the_bound_are_refused)
@@ -392,6 +443,41 @@ TEST(tracked_flows_past_the_bound_are_refused)
 	if (made < FLOWS || made > FLOWS + 2 || refused != FLOW_TRIES - made ||
 	    o.tracked != made)
 		fprintf(stderr, "  made %d, refused %d, tracked %ld\n", made, refused, o.tracked);
+}
+
+/*
+ * The flows the bound turned away reach nfnetlink_log, each marked as
+ * such, with the address the sandbox asked for: the supervisor makes them
+ * egress.denied events (nflog.c) the abort criteria count.  Before, a
+ * sandbox past the rate left no trace of it.
+ */
+TEST(flows_over_the_rate_are_logged)
+{
+	struct flows o = { 0 };
+	const int with_log = 1;
+	char a[INET6_ADDRSTRLEN];
+	int made = 0;
+
+	in_own_netns(flood_flows, &with_log, &o, sizeof(o));
+	if (o.r == -ENOSYS) {
+		printf("# skip: no user namespace here\n");
+		return;
+	}
+	CHECK(o.r == 0);
+	if (o.r)
+		fprintf(stderr, "  why: %s (%d)\n", o.why, o.r);
+	for (int i = 0; i < FLOW_TRIES; i++)
+		made += o.errs[i] == 0;
+	/* each refused connection is logged (fewer than the log's own limit) */
+	CHECK(o.over_tcp == FLOW_TRIES - made);
+	/* questions: the first FLOWS of them (in the same moment) went through */
+	CHECK(o.over_dns >= FLOW_TRIES - FLOWS - 2 && o.over_dns <= FLOW_TRIES - FLOWS);
+	CHECK(o.other == 0);
+	CHECK(o.first.proto == IPPROTO_TCP && o.first.port == 80);
+	CHECK(strcmp(dst_text(&o.first, a, sizeof(a)), "198.18.0.9") == 0);
+	if (o.over_tcp != FLOW_TRIES - made || o.other)
+		fprintf(stderr, "  made %d, logged tcp %d dns %d other %d\n", made,
+			o.over_tcp, o.over_dns, o.other);
 }
 
 /* A packet message as nfnetlink_log makes one, around a copy of len bytes. */
@@ -450,6 +536,46 @@ TEST(nflog_parse_refuses_what_it_cannot_read)
 	/* not a packet: a config answer */
 	((struct nlmsghdr *)buf)->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
 	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 0);
+}
+
+/* An attribute after the payload of a message packet_msg made. */
+static size_t add_prefix(char *buf, size_t size, const char *prefix, size_t len)
+{
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	struct nlattr *na = (struct nlattr *)(buf + nh->nlmsg_len);
+
+	if (nh->nlmsg_len + NLA_HDRLEN + NLA_ALIGN(len) > size)
+		return nh->nlmsg_len;
+	na->nla_type = NFULA_PREFIX;
+	na->nla_len = (uint16_t)(NLA_HDRLEN + len);
+	memcpy((char *)na + NLA_HDRLEN, prefix, len);
+	nh->nlmsg_len += NLA_ALIGN(na->nla_len);
+	return nh->nlmsg_len;
+}
+
+/* Only the over-rate rules' own prefix, whole, marks a packet theirs. */
+TEST(nflog_parse_knows_the_over_rate_prefix)
+{
+	uint8_t v4[28] = { 0x45, [9] = IPPROTO_TCP, [16] = 198, 18, 0, 9, [22] = 0, 80 };
+	char buf[256] __attribute__((aligned(NLMSG_ALIGNTO)));
+	const char *ours = NFLOG_PREFIX_OVER_RATE;
+	struct nflog_packet p;
+	size_t n;
+
+	packet_msg(buf, sizeof(buf), AF_INET, v4, sizeof(v4));
+	n = add_prefix(buf, sizeof(buf), ours, strlen(ours) + 1);
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 1);
+	CHECK(p.over_rate && p.proto == IPPROTO_TCP && p.port == 80);
+	/* no prefix: the drop of what leaves loopback */
+	n = packet_msg(buf, sizeof(buf), AF_INET, v4, sizeof(v4));
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 1 && !p.over_rate);
+	/* its beginning only, and without its NUL */
+	packet_msg(buf, sizeof(buf), AF_INET, v4, sizeof(v4));
+	n = add_prefix(buf, sizeof(buf), ours, 6);
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 1 && !p.over_rate);
+	packet_msg(buf, sizeof(buf), AF_INET, v4, sizeof(v4));
+	n = add_prefix(buf, sizeof(buf), ours, strlen(ours));
+	CHECK(nflog_parse((struct nlmsghdr *)buf, n, &p) == 1 && !p.over_rate);
 }
 
 int main(void)

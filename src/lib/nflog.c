@@ -168,6 +168,21 @@ static pid_t sender(struct proxy *px, const struct nflog_packet *p, uint64_t *cg
 	return s->last_pid;
 }
 
+/*
+ * A flow the rate bound turned away (nft.c): a TCP connection reset before
+ * it reached the proxy, a DNS question dropped before the resolver.
+ */
+static json_t *over_rate_reason(const struct proxy *px, const struct nflog_packet *p)
+{
+	return json_sprintf("%s: more than %u new %s a second (%d for each of "
+			    "limits.connections, at least %d)",
+			    p->proto == IPPROTO_TCP ? "refused" : "dropped",
+			    px->nflog.over_rate,
+			    p->proto == IPPROTO_TCP ? "connections" : "DNS questions",
+			    PROXY_NEW_FLOWS_PER_CONN,
+			    PROXY_NEW_FLOWS_MIN);
+}
+
 static void emit(struct proxy *px, const struct nflog_packet *p)
 {
 	char host[INET6_ADDRSTRLEN] = "?", name[16];
@@ -181,11 +196,12 @@ static void emit(struct proxy *px, const struct nflog_packet *p)
 
 	inet_ntop(p->family, a, host, sizeof(host));
 	/* port: the destination's, or 0 (ICMP): the abort criteria count host:port */
-	o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", proto, "host", host,
-		      "port", p->port >= 0 ? p->port : 0, "reason",
-		      "dropped: only TCP, through the proxy, and DNS leave the sandbox");
+	o = json_pack("{s:s, s:s, s:i}", "protocol", proto, "host", host,
+		      "port", p->port >= 0 ? p->port : 0);
 	if (!o)
 		return;
+	json_object_set_new(o, "reason", p->over_rate ? over_rate_reason(px, p) :
+			    json_string("dropped: only TCP, through the proxy, and DNS leave the sandbox"));
 	if (p->icmp_type >= 0)
 		json_object_set_new(o, "icmp_type", json_integer(p->icmp_type));
 	if (p->has_uid)

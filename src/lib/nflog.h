@@ -14,6 +14,12 @@
 
 /* The group nft.c's log rule reports to: any will do in a netns of our own. */
 #define NFLOG_GROUP	7
+/*
+ * The prefix of the log rules of new flows past the sandbox's rate bound
+ * (nft.c: a TCP connection refused, a DNS question dropped); the other log
+ * rule, of what leaves loopback, has none.
+ */
+#define NFLOG_PREFIX_OVER_RATE	"corral over rate"
 /* bytes of a packet copied to us: an IPv6 header, extension headers, 8 of transport */
 #define NFLOG_COPY	128
 
@@ -24,6 +30,7 @@ struct nflog_packet {
 	struct sockaddr_storage src, dst;
 	int port;			/* the destination's port (UDP, TCP, ...); -1: none */
 	int icmp_type;			/* ICMP and ICMPv6; -1: none */
+	bool over_rate;			/* logged with NFLOG_PREFIX_OVER_RATE */
 	bool has_uid;
 	uint32_t uid;			/* the sender's, as its user namespace sees it */
 };

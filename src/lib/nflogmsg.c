@@ -102,6 +102,11 @@ int nflog_parse(const struct nlmsghdr *nh, size_t len, struct nflog_packet *p)
 			d = v;
 			n = vlen;
 			break;
+		case NFULA_PREFIX:
+			/* the kernel's copy ends in its NUL */
+			p->over_rate = vlen == sizeof(NFLOG_PREFIX_OVER_RATE) &&
+				       !memcmp(v, NFLOG_PREFIX_OVER_RATE, vlen);
+			break;
 		case NFULA_UID:
 			if (vlen >= 4) {
 				p->uid = (uint32_t)v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3];

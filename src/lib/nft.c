@@ -11,11 +11,20 @@
  * the listing):
  *
  *   table ip corral {
+ *     chain raw_out { ... }		(add_untracked)
+ *     chain tcp_over_rate {
+ *       limit rate 25/second burst 25 packets log prefix "corral over rate" group 7
+ *       reject with tcp reset
+ *     }
+ *     chain dns_over_rate {
+ *       limit rate 25/second burst 25 packets log prefix "corral over rate" group 7
+ *       drop
+ *     }
  *     chain out {
  *       type nat hook output priority -100; policy accept;
  *       ip daddr 127.0.0.0/8 return
- *       meta l4proto tcp ct state new limit rate over FLOWS/second burst FLOWS packets reject with tcp reset
- *       udp dport 53 ct state new limit rate over FLOWS/second burst FLOWS packets drop
+ *       meta l4proto tcp ct state new limit rate over FLOWS/second burst FLOWS packets jump tcp_over_rate
+ *       udp dport 53 ct state new limit rate over FLOWS/second burst FLOWS packets jump dns_over_rate
  *       meta l4proto tcp redirect to :TCP_PORT
  *       udp dport 53 redirect to :DNS_PORT
  *     }
@@ -31,14 +40,16 @@
  * address (other UDP, ICMP) is dropped, so the sender gets EPERM instead
  * of a packet looping on lo.
  *
- * The log rule is a transaction of its own (nft_log_rules), inserted in
- * front of the drop once init holds the nfnetlink_log socket it reports
- * to (nflog.c): a kernel without nfnetlink_log refuses it (the logger
- * is not found), and the rules above must load all the same.  Its limit
- * is what a flood costs the supervisor: at most that many packets a
- * second are logged, the rest only dropped.  Each family's table has a
- * rule and a limit of its own, so each gets half of NFT_LOG_RATE: a
- * spray at IPv4 and IPv6 addresses at once was logged 400 a second.
+ * The log rules are a transaction of their own (nft_log_rules), each
+ * put in front of a drop or a reject once init holds the nfnetlink_log
+ * socket they report to (nflog.c): a kernel without nfnetlink_log
+ * refuses them (the logger is not found), and the rules above must load
+ * all the same.  Their limits are what a flood costs the supervisor: at
+ * most that many packets a second are logged, the rest only dropped.
+ * Each family's table has rules and limits of its own, so each gets half
+ * of NFT_LOG_RATE: a spray at IPv4 and IPv6 addresses at once was logged
+ * 400 a second.  The flows over the rate are logged by rules of their
+ * own, marked by their prefix, NFT_RATE_LOG a second each.
  *
  * The batch is one transaction: the kernel commits all of it or nothing.
  * It is processed in our sendmsg, so every answer is queued when that
@@ -46,6 +57,7 @@
  */
 #include "internal.h"
 #include "nft.h"
+#include "nflog.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -63,13 +75,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define NFT_BATCH_SIZE	12288
-#define NFT_MAX_MSGS	32
+#define NFT_BATCH_SIZE	16384
+#define NFT_MAX_MSGS	48
 /*
  * Packets logged a second at most, and as many at once (the burst), by
  * the IPv4 and IPv6 rules together: each has half.
  */
 #define NFT_LOG_RATE	200
+/*
+ * And of the new flows the rate bound refuses, by each of the four rules
+ * (TCP and DNS, IPv4 and IPv6): 100 a second in all.
+ */
+#define NFT_RATE_LOG	25
 
 /* A batch under construction; a message that does not fit sets full. */
 struct nft_batch {
@@ -237,6 +254,21 @@ static void e_verdict(struct nft_batch *b, int code)
 	expr_end(b, e, d);
 }
 
+/* jump CHAIN: to a chain of the same table, and back unless it decides */
+static void e_jump(struct nft_batch *b, const char *chain)
+{
+	size_t data, verdict, d, e = expr(b, "immediate", &d);
+
+	attr_u32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
+	data = nest(b, NFTA_IMMEDIATE_DATA);
+	verdict = nest(b, NFTA_DATA_VERDICT);
+	attr_u32(b, NFTA_VERDICT_CODE, (uint32_t)NFT_JUMP);
+	attr_str(b, NFTA_VERDICT_CHAIN, chain);
+	nest_end(b, verdict);
+	nest_end(b, data);
+	expr_end(b, e, d);
+}
+
 /* redirect to :port, as nft makes it: the port in a register first */
 static void e_redirect(struct nft_batch *b, uint16_t port)
 {
@@ -328,13 +360,18 @@ static void e_reset(struct nft_batch *b)
 	expr_end(b, e, d);
 }
 
-/* log group N: the packet to nfnetlink_log's instance of that group */
-static void e_log_group(struct nft_batch *b, uint16_t group)
+/*
+ * log [prefix P] group N: the packet to nfnetlink_log's instance of that
+ * group, with P (NULL: none) to tell which rule logged it.
+ */
+static void e_log_group(struct nft_batch *b, uint16_t group, const char *prefix)
 {
 	uint16_t be = htons(group);
 	size_t d, e = expr(b, "log", &d);
 
 	attr(b, NFTA_LOG_GROUP, &be, sizeof(be));
+	if (prefix)
+		attr_str(b, NFTA_LOG_PREFIX, prefix);
 	expr_end(b, e, d);
 }
 
@@ -370,6 +407,17 @@ static void add_chain(struct nft_batch *b, const struct nft_family *f,
 	nest_end(b, hook);
 	attr_u32(b, NFTA_CHAIN_POLICY, NF_ACCEPT);
 	attr_str(b, NFTA_CHAIN_TYPE, type);
+	msg_end(b, m);
+}
+
+/* A chain without a hook: reached only by a jump to it. */
+static void add_regular_chain(struct nft_batch *b, const struct nft_family *f,
+			      const char *name, const char *what)
+{
+	size_t m = cmd(b, NFT_MSG_NEWCHAIN, 0, f->nfproto, what);
+
+	attr_str(b, NFTA_CHAIN_TABLE, "corral");
+	attr_str(b, NFTA_CHAIN_NAME, name);
 	msg_end(b, m);
 }
 
@@ -454,6 +502,26 @@ static void e_is_dns(struct nft_batch *b)
 	e_cmp(b, NFT_CMP_EQ, &dns, sizeof(dns));
 }
 
+/*
+ * Where the flows past the rate bound go: each chain holds the verdict, so
+ * that the log rule (add_log) can be put in front of it in a transaction
+ * of its own, with a limit of its own -- one in the bound's rule would
+ * either log every refused packet or refuse only what it logged.
+ */
+static void add_over_rate(struct nft_batch *b, const struct nft_family *f)
+{
+	size_t m, l;
+
+	add_regular_chain(b, f, "tcp_over_rate", "the chain of TCP flows over the rate");
+	rule(b, f, "tcp_over_rate", "the refusal of TCP flows over the rate", &m, &l);
+	e_reset(b);
+	rule_end(b, m, l);
+	add_regular_chain(b, f, "dns_over_rate", "the chain of DNS flows over the rate");
+	rule(b, f, "dns_over_rate", "the drop of DNS flows over the rate", &m, &l);
+	e_verdict(b, NF_DROP);
+	rule_end(b, m, l);
+}
+
 static void add_family(struct nft_batch *b, const struct nft_family *f,
 		       uint16_t tcp_port, uint16_t dns_port, uint32_t flows)
 {
@@ -462,6 +530,7 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	b->family = f->name;
 	add_table(b, f);
 	add_untracked(b, f, tcp_port, dns_port);
+	add_over_rate(b, f);
 	add_chain(b, f, "out", "nat", -100, "the nat chain");
 	rule(b, f, "out", "the rule that lets loopback be", &m, &l);
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
@@ -482,13 +551,13 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	e_is_tcp(b);
 	e_ct_new(b);
 	e_limit(b, flows, flows, true);
-	e_reset(b);
+	e_jump(b, "tcp_over_rate");
 	rule_end(b, m, l);
 	rule(b, f, "out", "the bound on new DNS flows", &m, &l);
 	e_is_dns(b);
 	e_ct_new(b);
 	e_limit(b, flows, flows, true);
-	e_verdict(b, NF_DROP);
+	e_jump(b, "dns_over_rate");
 	rule_end(b, m, l);
 	rule(b, f, "out", "the TCP redirect", &m, &l);
 	e_is_tcp(b);
@@ -504,6 +573,21 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
 	e_cmp(b, NFT_CMP_NEQ, f->lo, f->lo_len);
 	e_verdict(b, NF_DROP);
+	rule_end(b, m, l);
+}
+
+/* First in chain, in front of its verdict: a refused flow, logged. */
+static void add_rate_log(struct nft_batch *b, const struct nft_family *f,
+			 const char *chain, uint16_t group)
+{
+	size_t m, l;
+
+	m = cmd(b, NFT_MSG_NEWRULE, 0, f->nfproto, "the log of flows over the rate");
+	attr_str(b, NFTA_RULE_TABLE, "corral");
+	attr_str(b, NFTA_RULE_CHAIN, chain);
+	l = nest(b, NFTA_RULE_EXPRESSIONS);
+	e_limit(b, NFT_RATE_LOG, NFT_RATE_LOG, false);
+	e_log_group(b, group, NFLOG_PREFIX_OVER_RATE);
 	rule_end(b, m, l);
 }
 
@@ -523,8 +607,10 @@ static void add_log(struct nft_batch *b, const struct nft_family *f, uint16_t gr
 	e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, f->daddr_off, f->lo_len);
 	e_cmp(b, NFT_CMP_NEQ, f->lo, f->lo_len);
 	e_limit(b, NFT_LOG_RATE / 2, NFT_LOG_RATE / 2, false);
-	e_log_group(b, group);
+	e_log_group(b, group, NULL);
 	rule_end(b, m, l);
+	add_rate_log(b, f, "tcp_over_rate", group);
+	add_rate_log(b, f, "dns_over_rate", group);
 }
 
 /* 127.0.0.0/8: its first byte; 127.0.0.1, where the proxy listens */

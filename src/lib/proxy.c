@@ -2365,6 +2365,7 @@ int proxy_start(struct event_base *base, int sync, const struct corral_policy *p
 		px->max_conns_by_fds = true;
 	}
 	px->diag = px->nflog.fd = -1;
+	px->nflog.over_rate = new_flows(p->connections);
 	for (size_t i = 0; i < NSPECS; i++)
 		px->udp[i].fd = px->tcp[i].fd = -1;
 	px->resume = evtimer_new(base, on_resume, px);

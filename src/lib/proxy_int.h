@@ -53,6 +53,7 @@ struct nflog_state {
 	uint64_t last_cgid;
 	uint64_t asks_since;		/* this second's pid searches began at (ms) */
 	unsigned asks;
+	uint32_t over_rate;		/* new flows a second the rules let be */
 };
 
 struct proxy {

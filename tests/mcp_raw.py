@@ -731,6 +731,9 @@ def reap(argv, how):
             for sid in mine:
                 check("could not remove sandbox %s, made by this session" % sid in err,
                       "it names the sandbox it could not remove: %s" % sid)
+            # one wait of 10 s for a silent daemon, not one for each sandbox
+            check(err.count("had not answered the DELETE before") == len(mine) - 1,
+                  "after one DELETE unanswered, the others are given 1 s each")
             # the daemon, answering again, may have done the DELETEs it had
             for sid in daemon_sandboxes(sock) & set(mine):
                 subprocess.run([argv[0], "rm", "--socket", sock, sid], timeout=TIMEOUT,

@@ -46,6 +46,12 @@
 #include <unistd.h>
 
 #define REAP_REQUEST_MS		10000	/* one DELETE, at most */
+/*
+ * One DELETE once another got no answer at all: a daemon stopped or hung
+ * would cost REAP_REQUEST_MS a sandbox, 10 s for each the session made,
+ * to no end; it is still asked, in case it only lost one request.
+ */
+#define REAP_SILENT_MS		1000
 #define REAP_LINE_MAX		(CORRAL_SANDBOX_ID_MAX + 2)	/* "+ID" */
 
 /* The session's live sandboxes, as the reaper knows them. */
@@ -130,17 +136,26 @@ static void listen_to(int fd, struct mcp_live *l)
 	}
 }
 
+/* How the removals go: when they must end, and whether the daemon went silent. */
+struct reap_run {
+	uint64_t end_ms;
+	bool silent;		/* a DELETE got no answer in its time */
+};
+
 /*
- * DELETE one sandbox before end_ms: 0 when it is gone, 1 when it was
- * gone already (404: its TTL, the daemon's operator), else -1 with why.
+ * DELETE one sandbox: 0 when it is gone, 1 when it was gone already (404:
+ * its TTL, the daemon's operator), else -1 with why.
  */
 static int delete_before(const struct mcp_daemon *d, const char *id,
-			 uint64_t end_ms, char *why, size_t whylen)
+			 struct reap_run *run, char *why, size_t whylen)
 {
-	uint64_t now = corral_now_ms();
+	uint64_t now = corral_now_ms(), end_ms = run->end_ms;
+	uint64_t wait = run->silent ? REAP_SILENT_MS : REAP_REQUEST_MS;
+	const char *after = run->silent ?
+		" (given 1 s: the daemon had not answered the DELETE before)" : "";
 	struct mcp_http h = {
 		.max = 65536,
-		.deadline_ms = now + REAP_REQUEST_MS < end_ms ? now + REAP_REQUEST_MS : end_ms,
+		.deadline_ms = now + wait < end_ms ? now + wait : end_ms,
 	};
 	char *path, *err = NULL;
 	int ret = -1;
@@ -154,26 +169,29 @@ static int delete_before(const struct mcp_daemon *d, const char *id,
 	if (!path)
 		snprintf(why, whylen, "out of memory");
 	else if (mcp_http_do(d, "DELETE", path, NULL, 0, NULL, &h, &err) < 0)
-		snprintf(why, whylen, "%s", err ? err : "out of memory");
+		snprintf(why, whylen, "%s%s", err ? err : "out of memory", after);
 	else if (h.status >= 200 && h.status < 300)
 		ret = 0;
 	else if (h.status == 404)
 		ret = 1;
 	else if (!h.status)
-		snprintf(why, whylen, "no answer within %d s", REAP_REQUEST_MS / 1000);
+		snprintf(why, whylen, "no answer within %llu s%s",
+			 (unsigned long long)wait / 1000, after);
 	else
 		snprintf(why, whylen, "the daemon answered HTTP %ld: %.*s", h.status,
 			 (int)(h.len < 300 ? h.len : 300), h.buf ? h.buf : "");
+	if (ret < 0 && !h.status && corral_now_ms() >= h.deadline_ms)
+		run->silent = true;
 	free(err);
 	free(path);
 	mcp_http_free(&h);
 	return ret;
 }
 
-static int reap_one(const struct mcp_daemon *d, const char *id, uint64_t end_ms)
+static int reap_one(const struct mcp_daemon *d, const char *id, struct reap_run *run)
 {
 	char why[512];
-	int r = delete_before(d, id, end_ms, why, sizeof(why));
+	int r = delete_before(d, id, run, why, sizeof(why));
 
 	if (r == 0)
 		fprintf(stderr, "corral mcp: removed sandbox %s, left by the session\n", id);
@@ -198,7 +216,7 @@ static int ignore_signals(void)
 static void reaper_run(const struct mcp_daemon *d, int fd)
 {
 	struct mcp_live l = { 0 };
-	uint64_t end_ms;
+	struct reap_run run = { 0 };
 	int failed = 0;
 
 	/* stdout is the protocol's: the client must see it end with the session */
@@ -211,9 +229,9 @@ static void reaper_run(const struct mcp_daemon *d, int fd)
 	close(STDIN_FILENO);
 	listen_to(fd, &l);
 	close(fd);
-	end_ms = corral_now_ms() + MCP_REAP_SECONDS * 1000ull;
+	run.end_ms = corral_now_ms() + MCP_REAP_SECONDS * 1000ull;
 	for (size_t i = 0; i < l.n; i++)
-		failed |= reap_one(d, l.ids[i], end_ms) < 0;
+		failed |= reap_one(d, l.ids[i], &run) < 0;
 	fflush(NULL);
 	_exit(failed ? EXIT_CORRAL : 0);
 }
@@ -300,7 +318,7 @@ void mcp_reaper_tell(struct mcp_owned *o, char op, const char *id)
 /* With a lease: DELETE here, then close it; it takes what is left. */
 static int lease_finish(struct mcp_owned *o)
 {
-	uint64_t end_ms = corral_now_ms() + MCP_REAP_SECONDS * 1000ull;
+	struct reap_run run = { corral_now_ms() + MCP_REAP_SECONDS * 1000ull, false };
 	struct mcp_live *l;
 	int failed = 0;
 
@@ -309,7 +327,7 @@ static int lease_finish(struct mcp_owned *o)
 	o->live = NULL;
 	pthread_mutex_unlock(&o->lock);
 	for (size_t i = 0; i < l->n; i++) {
-		failed |= reap_one(o->d, l->ids[i], end_ms) < 0;
+		failed |= reap_one(o->d, l->ids[i], &run) < 0;
 		free(l->ids[i]);
 	}
 	if (failed)

@@ -470,8 +470,10 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	rule_end(b, m, l);
 	/*
 	 * What stays tracked, the redirected flows, is bounded by the rate at
-	 * which they begin: each lives at most its TIME_WAIT (10 s, net.c)
-	 * once closed.  Here, where only a flow's first packet comes, and
+	 * which they begin: each lives its TIME_WAIT (10 s, net.c) once
+	 * closed, or its CLOSE_WAIT (the kernel's 60 s) when the proxy closed
+	 * it and the sandbox keeps its end (SECURITY.md).  Here, where only a
+	 * flow's first packet comes, and
 	 * only one bound for the sandbox (loopback's answers of our DNS are
 	 * tracked too, each "new" while no reply is seen, and must not be
 	 * counted).  Not a `ct count`: connlimit drops a closed flow from

@@ -159,6 +159,14 @@ def protocol(s):
     r = s.recv()
     check(r["id"] is None and r["error"]["code"] == -32700,
           "without an id to answer by, a parse error: %.200r" % r)
+    # an id past int64 (itself the overflow, or a real beside one): no id
+    # to answer by either, and never cast to an integer it does not fit
+    # (undefined: a build with -fsanitize=float-cast-overflow trapped here)
+    for rid in ("9223372036854775808", "1e30", "-1e30"):
+        s.send_raw('{"jsonrpc": "2.0", "id": %s, "method": "ping", "x": 9223372036854775808}' % rid)
+        r = s.recv()
+        check(r is not None and r["id"] is None and r["error"]["code"] == -32700,
+              "an id of %s past int64: a parse error: %.200r" % (rid, r))
     # one line of 40 MiB, a valid ping: longer than MCP_LINE_MAX (8 MiB), it
     # is refused once, not kept (the buffer stays within 16 MiB: 19 MB at its
     # peak here, 155 MB without the bound), its rest skipped, and the next

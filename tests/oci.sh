@@ -556,6 +556,73 @@ t_kill_all_freezes_first() {
 	nothing_left c1 "$pids" "$C1_MON"
 }
 
+# kill --all where no freezer is usable: the monitor counts the group,
+# then lists it into that many slots, and the group may grow in between.
+# Only what fits is signalled.  Before, each pid the second listing
+# counted was sent a kill(2) from past the end of the list: whatever lay
+# there in memory, 0 (the monitor's own process group) and negative
+# numbers (other process groups of the host).  The monitor is made in a
+# mount namespace without the freezer's hierarchy; strace holds its
+# second listing for 2 s while 20 host sleeps of ours join the group, and
+# turns each of its kill(2)s into ESRCH, recorded and never sent.
+t_kill_all_without_freezer_signals_only_listed() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to hold the monitor"
+	command -v unshare > /dev/null || skip "no unshare for a mount namespace"
+	local fz mon procs="" listed hs="" pid bad=0 n
+	fz=$(findmnt -rn -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)freezer(,|$)/ {print $1; exit}')
+	[ -n "$fz" ] || skip "no cgroup v1 freezer mount to hide from the monitor"
+	bundle "$T/b" '["sh", "-c", "sleep 60 & sleep 60 & wait"]'
+	timeout 60 unshare -m --propagation private sh -c 'umount "$1" && shift && exec "$@"' \
+		sh "$fz" "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
+		create --bundle "$T/b" --pid-file "$T/pid" c1 > "$T/out" 2>&1 ||
+		{ cat "$T/out"; fail "create without the freezer"; return 1; }
+	oci start c1
+	mon=$(monitor_of c1)
+	for _ in $(seq 1 100); do
+		[ "$(pgrep -c --ns "$(cat "$T/pid")" --nslist pid -x sleep)" = 2 ] && break
+		sleep 0.05
+	done
+	timeout 60 strace -qq -p "$mon" -e trace=openat,kill -e inject=openat:delay_enter=2000000:when=3 \
+		-e inject=kill:error=ESRCH -o "$T/mon.strace" &
+	WATCH=$!
+	trap 'kill -TERM $WATCH 2>/dev/null || true; kill $hs 2>/dev/null || true' EXIT
+	for _ in $(seq 1 100); do
+		[ "$(awk '/^TracerPid/ {print $2}' "/proc/$mon/status")" != 0 ] && break
+		sleep 0.05
+	done
+	timeout 60 "$OCI" --root "$T/root" kill --all c1 WINCH > "$T/kill.out" 2>&1 &
+	pid=$!
+	# the count's listing done (the first opens), the second one held
+	for _ in $(seq 1 200); do
+		[ "$(grep -c '^openat' "$T/mon.strace")" -ge 2 ] && break
+		sleep 0.01
+	done
+	procs=$(sed -n '1s/^openat(AT_FDCWD, "\([^"]*\/cgroup.procs\)".*/\1/p' "$T/mon.strace")
+	[ -n "$procs" ] || { cat "$T/mon.strace"; fail "the monitor listed no cgroup.procs"; }
+	listed=$(cat "$procs")
+	for _ in $(seq 1 20); do
+		sleep 60 &
+		hs="$hs $!"
+		echo $! > "$procs"
+	done
+	wait "$pid" || fail "kill --all: $(cat "$T/kill.out")"
+	kill -TERM "$WATCH" 2>/dev/null || true
+	wait "$WATCH" || true
+	n=$(grep -c '^kill(' "$T/mon.strace")
+	for pid in $(sed -n 's/^kill(\(-\{0,1\}[0-9]*\),.*/\1/p' "$T/mon.strace"); do
+		grep -qxF -- "$pid" <<< "$(printf '%s\n' $listed $hs)" || bad=$((bad + 1))
+	done
+	expect_eq "kill(2)s of pids neither listed nor joined" "$bad" 0 ||
+		sed -n '/^kill(/p' "$T/mon.strace" | head -40
+	[ "$n" -le $(( $(wc -w <<< "$listed") + 1 )) ] ||
+		fail "$n kill(2)s for a list of $(wc -w <<< "$listed") + 1 slots"
+	kill $hs 2>/dev/null || true
+	trap - EXIT
+	oci delete --force c1
+	expect_eq "delete" "$(rc)" 0
+}
+
 # events: runc's JSON lines, from the container's cgroup
 t_events() {
 	need_root

@@ -439,9 +439,13 @@ static int answer_overflow(struct mcp *m, const char *line, size_t len,
 		answer_id = json_incref(id);
 	} else if (json_is_real(id)) {
 		v = json_real_value(id);
-		/* an id that was an integer in int64's range (2^53 is exact) */
-		if (v == (double)(json_int_t)v && v >= -9007199254740992.0 &&
-		    v <= 9007199254740992.0)
+		/*
+		 * An id that was an integer in int64's range (2^53 is exact);
+		 * the range first: a double past int64 cast to one is
+		 * undefined (an id of 2^63 or 1e30 in a line of an overflow).
+		 */
+		if (v >= -9007199254740992.0 && v <= 9007199254740992.0 &&
+		    v == (double)(json_int_t)v)
 			answer_id = json_integer((json_int_t)v);
 	}
 	if (answer_id) {

@@ -166,20 +166,33 @@ static int signal_init(struct monitor *m, int sig, struct corral_err *err)
 				sig, (int)m->sb->pid);
 }
 
-/* Each pid the group lists, signalled; the group is frozen meanwhile. */
+/*
+ * Each pid the group lists, signalled; the group is frozen meanwhile,
+ * where a freezer is usable.  Where none is, the group may grow between
+ * the count and the list: cg_pids counts every pid but stores only as
+ * many as fit, and those alone are signalled (what forks later is missed
+ * either way, as with runc there).
+ */
 static int signal_listed(struct monitor *m, int sig, struct corral_err *err)
 {
 	ssize_t n = cg_pids(m->cg, NULL, 0);
+	size_t room;
 	pid_t *pids;
 	int r = 0;
 
 	if (n < 0)
 		return corral_set_err(err, (int)n, "cannot list the container's "
 				      "processes: %s", strerror((int)-n));
-	pids = calloc(n + 1, sizeof(pid_t));
+	room = (size_t)n + 1;
+	pids = calloc(room, sizeof(pid_t));
 	if (!pids)
 		return corral_set_err(err, -ENOMEM, "out of memory for %zd pids", n);
-	n = cg_pids(m->cg, pids, n + 1);
+	n = cg_pids(m->cg, pids, room);
+	if (n < 0)
+		r = corral_set_err(err, (int)n, "cannot list the container's "
+				   "processes: %s", strerror((int)-n));
+	else if ((size_t)n > room)
+		n = (ssize_t)room;	/* the rest were counted, not stored */
 	for (ssize_t i = 0; r == 0 && i < n; i++)
 		if (kill(pids[i], sig) < 0 && errno != ESRCH)
 			r = corral_set_errno(err, errno, "cannot send signal %d to "

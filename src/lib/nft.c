@@ -539,13 +539,14 @@ static void add_family(struct nft_batch *b, const struct nft_family *f,
 	rule_end(b, m, l);
 	/*
 	 * What stays tracked, the redirected flows, is bounded by the rate at
-	 * which they begin: each lives at most its TIME_WAIT (10 s, net.c)
-	 * once closed.  Here, where only a flow's first packet comes, and
-	 * only one bound for the sandbox (loopback's answers of our DNS are
-	 * tracked too, each "new" while no reply is seen, and must not be
-	 * counted).  Not a `ct count`: connlimit drops a closed flow from
-	 * its count while conntrack still holds it.  TCP and DNS each have a
-	 * rule, and a rate, of their own.
+	 * which they begin: each lives its TIME_WAIT (10 s, net.c) once
+	 * closed, or its CLOSE_WAIT (the kernel's 60 s) when the proxy closed
+	 * it and the sandbox keeps its end (SECURITY.md).  Here, where only a
+	 * flow's first packet comes, and only one bound for the sandbox
+	 * (loopback's answers of our DNS are tracked too, each "new" while no
+	 * reply is seen, and must not be counted).  Not a `ct count`:
+	 * connlimit drops a closed flow from its count while conntrack still
+	 * holds it.  TCP and DNS each have a rule, and a rate, of their own.
 	 */
 	rule(b, f, "out", "the bound on new TCP flows", &m, &l);
 	e_is_tcp(b);

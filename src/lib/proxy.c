@@ -301,7 +301,10 @@ static int open_nflog(struct listeners_msg *m)
  * proxy may hold, 1024 a second by default (TCP and DNS, IPv4 and IPv6,
  * each a rate of its own), bounds a flood to about 10,000 entries each,
  * 4 MB, 16 MB for all four (it held 67 MB under --memory 32M before
- * anything bounded it), and leaves an agent far more than it opens.
+ * anything bounded it), and leaves an agent far more than it opens.  A
+ * flow the proxy closed and the sandbox keeps open stays in CLOSE_WAIT,
+ * 60 s (the kernel's): six times that, for a sandbox that holds the fds
+ * (SECURITY.md).
  */
 static uint32_t new_flows(uint64_t connections)
 {

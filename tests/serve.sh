@@ -4749,6 +4749,20 @@ t_operator_policy_is_the_base() {
 	stop_daemon
 }
 
+# A --policy no sandbox of this host could start with (a file-table share
+# past a quarter of fs.file-max) stops the daemon at its start, saying
+# why; it used to start, and fail every create and every pool step.
+t_operator_policy_checked_at_start() {
+	local rc=0
+	echo '{"limits": {"open_files": 2147483584, "pids": 1024}}' > "$T/op.json"
+	timeout 30 "$CORRAL" serve --socket "$T/s" --state-dir "$T/st" --pool 1 \
+		--policy "$T/op.json" > /dev/null 2> "$T/serve.err" < /dev/null || rc=$?
+	expect_eq "exit" "$rc" 125
+	expect_contains "why" "$(cat "$T/serve.err")" \
+		"--policy $T/op.json: no sandbox of it can start on this host: limits.open_files 2147483584 x limits.pids 1024"
+	[ ! -e "$T/s" ] || fail "a socket was made"
+}
+
 # A remote client with the token asks for more than the operator gives,
 # in every way it can: each is refused, naming the field.
 t_operator_policy_bounds_tcp_client() {

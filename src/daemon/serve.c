@@ -683,12 +683,29 @@ static int policy_init(struct daemon *d, const char *file, struct corral_err *er
 	corral_policy_free(&check);
 	if (r < 0)
 		return r;
+	/* read again: the file may have changed since (an editor's save) */
 	d->bound_json = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	if (!d->bound_json)
+		return corral_set_err(err, -EINVAL, "--policy %s: line %d: %s", file,
+				      jerr.line, jerr.text);
 	if (!json_is_object(d->bound_json))
 		return corral_set_err(err, -EINVAL, "--policy %s: not a JSON object",
 				      file);
 	d->bound = daemon_policy(d, NULL, err);
-	return d->bound ? 0 : err->code;
+	if (!d->bound)
+		return err->code;
+	/*
+	 * Valid anywhere, but not here (a file-table share this host has not):
+	 * said now, not by every create and every pool step after.
+	 */
+	if (corral_policy_check_host(d->bound, err) < 0) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return corral_set_err(err, err->code, "--policy %s: no sandbox of it "
+				      "can start on this host: %s", file, why);
+	}
+	return 0;
 }
 
 /*

@@ -2583,10 +2583,12 @@ t_tcp_token() {
 	# widen it; the unix socket's client (the operator's user) may
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"limits": {"pids": 2000}}}' "$U/v1/sandboxes")
 	expect_error "more pids over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(jq 'v["detail"]')" "limits.pids: the operator's policy allows at most 1024 (got 2000)"
+	# the refusal names the bound it is: no operator's policy was given
+	expect_contains "why" "$(jq 'v["detail"]')" "limits.pids: the daemon's default bound for TCP clients (no --policy) allows at most 1024 (got 2000)"
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"network": {"mode": "proxy", "allow": ["a.test"]}}}' "$U/v1/sandboxes")
 	expect_error "a network over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(jq 'v["detail"]')" "network.mode: the operator's policy allows no network (mode \"none\") (this daemon has no --policy: a TCP client's is the built-in default)"
+	expect_contains "why" "$(jq 'v["detail"]')" "network.mode: the daemon's default bound for TCP clients (no --policy) allows no network (mode \"none\")"
+	expect_not_contains "no operator's policy named" "$(jq 'v["detail"]')" "operator's"
 	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 2000}}}')
 	expect_code "more pids over the unix socket" "$code" 201
 	stop_daemon

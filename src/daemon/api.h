@@ -169,8 +169,10 @@ struct corral_policy *daemon_policy(struct daemon *d, const json_t *asked,
  * itself).
  */
 const struct corral_policy *client_bound(struct daemon *d, struct evhttp_request *req);
+/* What a refusal calls that bound: the operator's policy, or the built-in default. */
+const struct corral_bound_name *bound_name(struct daemon *d, const struct corral_policy *bound);
 /* A call's own timeout within the bound's limits.timeout. */
-bool call_timeout_within(const struct corral_policy *bound,
+bool call_timeout_within(struct daemon *d, const struct corral_policy *bound,
 			 const struct corral_call_opts *co, struct api_fault *f);
 bool fd_room(struct daemon *d);
 struct sandbox *pool_take(struct daemon *d);

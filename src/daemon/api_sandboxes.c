@@ -284,6 +284,18 @@ const struct corral_policy *client_bound(struct daemon *d, struct evhttp_request
 	return api_over_tcp(d, req) ? &d->builtin : NULL;
 }
 
+const struct corral_bound_name *bound_name(struct daemon *d, const struct corral_policy *bound)
+{
+	static const struct corral_bound_name operators = {
+		.policy = "the operator's policy", .owner = "the operator's",
+	}, builtin = {
+		.policy = "the daemon's default bound for TCP clients (no --policy)",
+		.owner = "the daemon's default bound's (no --policy)",
+	};
+
+	return bound == &d->builtin ? &builtin : &operators;
+}
+
 /*
  * The client's bound (client_bound): its policy, laid over the operator's,
  * may narrow it, never widen it; a widening is refused (403) naming the
@@ -296,10 +308,9 @@ static bool within_bound(struct daemon *d, struct evhttp_request *req,
 	const struct corral_policy *bound = client_bound(d, req);
 	struct corral_err err = { 0 };
 
-	if (!bound || corral_policy_within(p, bound, &err) == 0)
+	if (!bound || corral_policy_within_named(p, bound, bound_name(d, bound), &err) == 0)
 		return true;
-	reply_error(req, 403, "forbidden", "%s%s", err.msg, bound != &d->builtin ? "" :
-		    " (this daemon has no --policy: a TCP client's is the built-in default)");
+	reply_error(req, 403, "forbidden", "%s", err.msg);
 	corral_policy_free(p);
 	free(p);
 	return false;

@@ -2574,6 +2574,8 @@ t_tcp_token() {
 	code=$(tcp -H "Authorization: Bearer $token" -X POST "$U/v1/sandboxes")
 	expect_code "create over TCP" "$code" 201
 	id=$(jq 'v["id"]')
+	# a TCP client's sandbox that names no TTL gets --max-ttl's default, a day
+	expect_eq "the default TTL over TCP" "$(jq 'v["ttl_seconds"]')" 86400.0
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"argv": ["echo", "tcp"]}' "$U/v1/sandboxes/$id/exec")
 	expect_eq "exec over TCP" "$(jq 'v["stdout"]')" tcp
 	# the unix socket needs no token
@@ -5411,6 +5413,77 @@ t_c_client() {
 	code=$(api GET /v1/sandboxes)
 	expect_eq "it deleted its sandbox" "$(jq 'len(v["sandboxes"])')" 0
 	expect_contains "its call is in the log" "$(< "$STATE/audit.jsonl")" '"call":"client-1"'
+	stop_daemon
+}
+
+# ---- what a TCP client may hold: a sandbox's life, its idle freeze
+
+# tcpc ARG...: curl over TCP with the token ($T/token); the status, the
+# body in $T/body
+tcpc() {
+	curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true
+}
+
+# The user's TCP client gets a sandbox that lives and sleeps within
+# --max-ttl and --max-idle-freeze, and keeps it alive; the attacker's asks
+# for no TTL, a longer one, no idle freeze or a longer one, at create and
+# at keepalive: each refused (403) naming the field, the bound and what
+# was asked, before anything is built (an image, a fork, a lease's create
+# too); the unix socket's client is not bounded.
+t_tcp_client_life_bounded() {
+	local port id code why n body
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--max-ttl 60 --max-idle-freeze 5
+	U=http://127.0.0.1:$port
+	# the user's: no TTL named gets the bound; one within it is kept
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "a TCP create naming no TTL" "$code" 201
+	id=$(jq 'v["id"]')
+	expect_eq "its TTL: --max-ttl" "$(jq 'v["ttl_seconds"]')" 60.0
+	expect_eq "an expiry" "$(jq 'str(bool(v["expires_at"]))')" True
+	code=$(tcpc -X POST -d '{"ttl_seconds": 30, "idle_freeze_ms": 5000}' "$U/v1/sandboxes")
+	expect_code "a TCP create within the bounds" "$code" 201
+	expect_eq "its TTL" "$(jq 'v["ttl_seconds"]')" 30.0
+	expect_eq "its idle freeze" "$(jq 'v["idle_freeze_ms"]')" 5000
+	code=$(tcpc -X POST -d '{"ttl_seconds": 60}' "$U/v1/sandboxes/$id/keepalive")
+	expect_code "a keepalive within --max-ttl" "$code" 200
+	code=$(tcpc -X POST "$U/v1/sandboxes/$id/keepalive")
+	expect_code "a keepalive of its own TTL" "$code" 200
+	# the attacker's
+	while IFS='|' read -r body why; do
+		code=$(tcpc -X POST -d "$body" "$U/v1/sandboxes")
+		expect_error "TCP create $body" "$code" 403 forbidden
+		expect_contains "why ($body)" "$(jq 'v["detail"]')" "$why"
+	done <<'EOF'
+{"ttl_seconds": 0}|ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl); it cannot be removed (got 0: none)
+{"ttl_seconds": 61}|ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl) (got 61)
+{"ttl_seconds": 2592000}|(--max-ttl) (got 2592000)
+{"idle_freeze_ms": 0}|idle_freeze_ms: the daemon freezes a TCP client's idle sandbox within 5000 ms (--max-idle-freeze 5 s); it cannot be turned off (got 0: never)
+{"idle_freeze_ms": 5001}|idle_freeze_ms: the daemon freezes a TCP client's idle sandbox within 5000 ms (--max-idle-freeze 5 s) (got 5001)
+{"idle_freeze_ms": 86400000, "ttl_seconds": 10}|(--max-idle-freeze 5 s) (got 86400000)
+{"ttl_seconds": 0, "image": "no-such-image"}|(--max-ttl); it cannot be removed (got 0: none)
+{"ttl_seconds": 0, "from_snapshot": "snap-nope"}|(--max-ttl); it cannot be removed (got 0: none)
+{"idle_freeze_ms": 0, "lease": "ls-00000000000000000000000000000000"}|(got 0: never)
+EOF
+	for body in '{"ttl_seconds": 0}' '{"ttl_seconds": 61}' '{"ttl_seconds": 2592000}'; do
+		code=$(tcpc -X POST -d "$body" "$U/v1/sandboxes/$id/keepalive")
+		expect_error "TCP keepalive $body" "$code" 403 forbidden
+		expect_contains "why ($body)" "$(jq 'v["detail"]')" "ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl)"
+	done
+	expect_eq "the TTL unchanged by the refusals" "$(sbget "$id" 'v["ttl_seconds"]')" 60.0
+	expect_eq "nothing built by the refusals" "$(nsandboxes)" 2
+	# the unix socket's client: no TTL and no idle freeze, as before
+	n=$(mksb '{"ttl_seconds": 0, "idle_freeze_ms": 0}')
+	expect_eq "a unix client's sandbox without a TTL" "$(sbget "$n" 'v["ttl_seconds"]')" 0.0
+	code=$(api POST "/v1/sandboxes/$id/keepalive" -d '{"ttl_seconds": 0}')
+	expect_code "a unix client's keepalive to no TTL" "$code" 200
+	# a TCP keepalive of a sandbox that has no TTL gives it no life
+	code=$(tcpc -X POST "$U/v1/sandboxes/$n/keepalive")
+	expect_code "a TCP keepalive of a sandbox without a TTL" "$code" 200
+	expect_eq "still none" "$(jq 'v["ttl_seconds"]')" 0.0
 	stop_daemon
 }
 

@@ -262,6 +262,8 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "tls-client-ca", required_argument, NULL, 'a' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
+		{ "max-ttl", required_argument, NULL, 'X' },
+		{ "max-idle-freeze", required_argument, NULL, 'F' },
 		{ "pool", required_argument, NULL, 'p' },
 		{ "max-connections", required_argument, NULL, 'C' },
 		{ "max-connections-per-peer", required_argument, NULL, 'P' },
@@ -335,6 +337,18 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			if (code)
 				return code;
 			break;
+		case 'X':
+		case 'F': {
+			/* a create's own bounds: ttl_seconds 30 days, idle_freeze_ms a day */
+			size_t v;
+
+			code = parse_limit(c == 'X' ? "max-ttl" : "max-idle-freeze", optarg,
+					   c == 'X' ? 30 * 86400 : 86400, &v);
+			if (code)
+				return code;
+			*(c == 'X' ? &a->o.limits.max_ttl_s : &a->o.limits.max_idle_freeze_s) = v;
+			break;
+		}
 		case 'H':
 		case 'I':
 			code = parse_seconds(c == 'H' ? "header-timeout" : "idle-timeout",

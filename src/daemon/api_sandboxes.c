@@ -103,6 +103,7 @@ struct create_args {
 	const char *user;		/* "agent" or "root": over identity.user */
 	const char *lease;		/* an open lease of this client's */
 	uint64_t ttl_ms, idle_ms;
+	bool ttl_given, idle_given;
 	bool ws_inode;			/* the workspace must be this object: */
 	unsigned long long ws_dev, ws_ino;
 };
@@ -162,6 +163,8 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 	    !string_field(o, "lease", LEASE_ID_MAX - 1, &a->lease, f) ||
 	    !inode_field(o, a, f))
 		return false;
+	a->ttl_given = json_object_get(o, "ttl_seconds") &&
+		       !json_is_null(json_object_get(o, "ttl_seconds"));
 	if (a->user && strcmp(a->user, "agent") && strcmp(a->user, "root"))
 		return api_fault(f, 400, "bad_request", "user must be \"agent\" or "
 				 "\"root\" (got \"%.15s\")", a->user);
@@ -176,6 +179,7 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 		if (!int_field(o, "idle_freeze_ms", 0, 86400000, &ms, f))
 			return false;
 		a->idle_ms = (uint64_t)ms;
+		a->idle_given = true;
 	}
 	a->labels = json_object_get(o, "labels");
 	if (a->labels && !labels_ok(a->labels, f))
@@ -207,6 +211,64 @@ static bool create_room(struct daemon *d, struct api_fault *f)
 		return api_fault(f, 503, "busy", "%zu sandboxes are alive, the limit "
 				 "(--max-sandboxes)", d->max_sandboxes);
 	return true;
+}
+
+/*
+ * A TCP client's sandbox lives at most --max-ttl past its create or its
+ * last keepalive: one that asks for no TTL ("0": none) or a longer one is
+ * refused, and one that names none gets --max-ttl.  A client that went
+ * away (crashed, cut off, or never meant to come back) leaves nothing
+ * holding the host's memory and pids for longer than that.
+ */
+static bool ttl_within(struct daemon *d, struct evhttp_request *req, uint64_t ms,
+		       struct api_fault *f)
+{
+	uint64_t max = (uint64_t)d->limits.max_ttl_s * 1000;
+
+	if (!api_over_tcp(d, req) || (ms && ms <= max))
+		return true;
+	if (!ms)
+		return api_fault(f, 403, "forbidden", "ttl_seconds: the daemon gives "
+				 "a TCP client's sandbox a TTL of at most %u s "
+				 "(--max-ttl); it cannot be removed (got 0: none)",
+				 d->limits.max_ttl_s);
+	return api_fault(f, 403, "forbidden", "ttl_seconds: the daemon gives a TCP "
+			 "client's sandbox a TTL of at most %u s (--max-ttl) "
+			 "(got %.15g)", d->limits.max_ttl_s, ms / 1000.0);
+}
+
+/*
+ * A TCP client's sandbox, idle, is frozen within --max-idle-freeze: its
+ * idle_freeze_ms may be shorter, not longer, nor 0 (never).
+ */
+static bool idle_within(struct daemon *d, struct evhttp_request *req, uint64_t ms,
+			struct api_fault *f)
+{
+	uint64_t max = (uint64_t)d->limits.max_idle_freeze_s * 1000;
+
+	if (!api_over_tcp(d, req) || (ms && ms <= max))
+		return true;
+	if (!ms)
+		return api_fault(f, 403, "forbidden", "idle_freeze_ms: the daemon "
+				 "freezes a TCP client's idle sandbox within %llu ms "
+				 "(--max-idle-freeze %u s); it cannot be turned off "
+				 "(got 0: never)", (unsigned long long)max,
+				 d->limits.max_idle_freeze_s);
+	return api_fault(f, 403, "forbidden", "idle_freeze_ms: the daemon freezes "
+			 "a TCP client's idle sandbox within %llu ms "
+			 "(--max-idle-freeze %u s) (got %llu)",
+			 (unsigned long long)max, d->limits.max_idle_freeze_s,
+			 (unsigned long long)ms);
+}
+
+/* A create's life: a TCP client's within the daemon's bounds, or refused. */
+static bool life_within(struct daemon *d, struct evhttp_request *req,
+			struct create_args *a, struct api_fault *f)
+{
+	if (api_over_tcp(d, req) && !a->ttl_given)
+		a->ttl_ms = (uint64_t)d->limits.max_ttl_s * 1000;
+	return ttl_within(d, req, a->ttl_ms, f) &&
+	       (!a->idle_given || idle_within(d, req, a->idle_ms, f));
 }
 
 /* "image" of the request: over any filesystem.image of its policy. */
@@ -402,7 +464,7 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 	o = body_json(req, false);
 	if (!o)
 		return;
-	if (!create_check(o, &a, &f) ||
+	if (!create_check(o, &a, &f) || !life_within(d, req, &a, &f) ||
 	    (a.lease && !(lease = lease_for_create(d, req, a.lease, &f))) ||
 	    !create_room(d, &f)) {
 		reply_fault(req, &f);
@@ -559,7 +621,9 @@ void sandbox_keepalive(struct sandbox *sb, struct evhttp_request *req, const cha
 	if (!o)
 		return;
 	if (!only_fields(o, known, &f) ||
-	    !seconds_field(o, "ttl_seconds", 30 * 86400, &ms, &f)) {
+	    !seconds_field(o, "ttl_seconds", 30 * 86400, &ms, &f) ||
+	    /* no TTL kept as none (a unix client's sandbox): no life given */
+	    ((json_object_get(o, "ttl_seconds") || ms) && !ttl_within(sb->d, req, ms, &f))) {
 		reply_fault(req, &f);
 		json_decref(o);
 		return;

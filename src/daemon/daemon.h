@@ -23,6 +23,13 @@ struct daemon_limits {
 	unsigned lease_timeout_s;	/* a silent TCP lease holder's, till closed */
 	size_t tls_handshake_rate;	/* a TLS peer's handshakes a second */
 	uint64_t answer_memory;		/* answers held for all slow readers */
+	/*
+	 * What a TCP client (anyone with the token) may hold of the host
+	 * (api_sandboxes.c): a sandbox's life past its last create or
+	 * keepalive, and its idle freeze.
+	 */
+	unsigned max_ttl_s;
+	unsigned max_idle_freeze_s;
 };
 
 #define DAEMON_MAX_CONNECTIONS	256
@@ -33,6 +40,8 @@ struct daemon_limits {
 #define DAEMON_LEASE_TIMEOUT_S	120
 #define DAEMON_TLS_HANDSHAKE_RATE 200
 #define DAEMON_ANSWER_MEMORY	(256ull << 20)
+#define DAEMON_MAX_TTL_S	86400		/* a day */
+#define DAEMON_MAX_IDLE_FREEZE_S 600
 
 /* What API clients may take from the host (api_access.c). */
 struct daemon_access {

@@ -5416,7 +5416,7 @@ t_c_client() {
 	stop_daemon
 }
 
-# ---- what a TCP client may hold: a sandbox's life, its idle freeze
+# ---- what a TCP client may hold: a sandbox's life, its idle freeze, how many
 
 # tcpc ARG...: curl over TCP with the token ($T/token); the status, the
 # body in $T/body
@@ -5484,6 +5484,71 @@ EOF
 	code=$(tcpc -X POST "$U/v1/sandboxes/$n/keepalive")
 	expect_code "a TCP keepalive of a sandbox without a TTL" "$code" 200
 	expect_eq "still none" "$(jq 'v["ttl_seconds"]')" 0.0
+	stop_daemon
+}
+
+# count_peer_refused WHAT ARG...: a TCP create (curl ARG...) refused for
+# this peer's count, naming the option
+count_peer_refused() {
+	local what=$1 code
+	shift
+	code=$(tcpc -X POST "$@" "$U/v1/sandboxes")
+	expect_error "$what" "$code" 429 too_many_requests
+	expect_contains "$what: why" "$(jq 'v["detail"]')" "2 sandboxes of this peer's (127.0.0.1) are alive, the limit (--max-sandboxes-per-peer)"
+}
+
+# One TCP peer holds at most --max-sandboxes-per-peer sandboxes: the
+# attacker's next create is refused (429) and builds nothing, while another
+# peer (127.0.0.2) and the unix socket's client still create; every way a
+# sandbox goes (DELETE, its TTL, its lease's end) gives its place back.
+t_tcp_sandboxes_per_peer() {
+	local port code a b c d e other n lp
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--max-sandboxes-per-peer 2
+	U=http://127.0.0.1:$port
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "the peer's first" "$code" 201
+	a=$(jq 'v["id"]')
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "the peer's second" "$code" 201
+	b=$(jq 'v["id"]')
+	count_peer_refused "the peer's third"
+	count_peer_refused "the peer's third, a narrower one" -d '{"policy": {"limits": {"pids": 8}}}'
+	expect_eq "nothing built by the refusals" "$(nsandboxes)" 2
+	# another peer, and the unix socket's client, are not this one's count
+	code=$(tcpc --interface 127.0.0.2 -X POST "$U/v1/sandboxes")
+	expect_code "another peer's" "$code" 201
+	other=$(jq 'v["id"]')
+	for n in 1 2 3; do
+		mksb > /dev/null || break
+	done
+	expect_eq "all made" "$(nsandboxes)" 6
+	count_peer_refused "the peer's third, others' made"
+	# a DELETE gives its place back
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete one" "$code" 200
+	code=$(tcpc -X POST -d '{"ttl_seconds": 1}' "$U/v1/sandboxes")
+	expect_code "one more after a delete" "$code" 201
+	c=$(jq 'v["id"]')
+	count_peer_refused "full again"
+	# so does a TTL's end
+	wait_gone "the 1 s TTL sandbox" 20 present "$c"
+	open_lease hold "$port" "$T/token"
+	lp=$LPID
+	[ -n "$LEASE" ] || fail "no lease over TCP: $(cat "$T/lease" 2>/dev/null)"
+	code=$(tcpc -X POST -d "{\"lease\": \"$LEASE\"}" "$U/v1/sandboxes")
+	expect_code "one more after a TTL, under a lease" "$code" 201
+	d=$(jq 'v["id"]')
+	count_peer_refused "full again, a lease open"
+	# and a lease's end
+	LPID=$lp close_lease
+	wait_gone "the lease's sandbox" 10 present "$d"
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "one more after the lease closed" "$code" 201
+	e=$(jq 'v["id"]')
+	expect_eq "the peer's two and the other's" "$(present "$b")$(present "$e")$(present "$other")" "$b$e$other"
 	stop_daemon
 }
 

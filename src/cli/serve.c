@@ -262,6 +262,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "tls-client-ca", required_argument, NULL, 'a' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
+		{ "max-sandboxes-per-peer", required_argument, NULL, 'S' },
 		{ "max-ttl", required_argument, NULL, 'X' },
 		{ "max-idle-freeze", required_argument, NULL, 'F' },
 		{ "pool", required_argument, NULL, 'p' },
@@ -334,6 +335,12 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		case 'L':
 			code = parse_limit("max-leases", optarg, 100000,
 					   &a->o.limits.max_leases);
+			if (code)
+				return code;
+			break;
+		case 'S':
+			code = parse_limit("max-sandboxes-per-peer", optarg, 100000,
+					   &a->o.limits.max_sandboxes_per_peer);
 			if (code)
 				return code;
 			break;

@@ -78,6 +78,12 @@ void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon);
  * when it cannot, naming what.
  */
 void api_tcp_keepalive(int fd, unsigned timeout_s, bool unacked, const char *what);
+/*
+ * Who a TCP request's connection counts as, as --max-connections-per-peer
+ * counts it (an IPv4 address, an IPv6 /64), into key; false for a unix
+ * socket's.
+ */
+bool api_peer_key(struct daemon *d, struct evhttp_request *req, char *key, size_t len);
 /* evhttp_connection_set_closecb, through the gate that also needs it. */
 void api_set_closecb(struct daemon *d, struct evhttp_request *req,
 		     void (*cb)(struct evhttp_connection *, void *), void *arg);

@@ -271,6 +271,31 @@ static bool life_within(struct daemon *d, struct evhttp_request *req,
 	       (!a->idle_given || idle_within(d, req, a->idle_ms, f));
 }
 
+/*
+ * One TCP peer (an IPv4 address, an IPv6 /64: as --max-connections-per-
+ * peer counts) holds at most --max-sandboxes-per-peer sandboxes alive,
+ * being built, or dead and not yet deleted (each under --max-sandboxes as
+ * well), so that no one peer takes every one --max-sandboxes allows.
+ * 429, not 403: nothing in the request is beyond a bound, the same create
+ * is made once the peer destroys one of its own; not 503: the daemon has
+ * room, this peer has none.  Counted from the list, so every way a
+ * sandbox goes (DELETE, TTL, lease, the daemon's end) gives its place back.
+ */
+static bool peer_room(struct daemon *d, const char *peer, struct api_fault *f)
+{
+	size_t n = 0;
+
+	if (!peer[0])
+		return true;
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		n += !sb->pooled && !strcmp(sb->peer, peer);
+	if (n < d->limits.max_sandboxes_per_peer)
+		return true;
+	return api_fault(f, 429, "too_many_requests", "%zu sandboxes of this peer's "
+			 "(%.60s) are alive, the limit (--max-sandboxes-per-peer): "
+			 "destroy one first", n, peer);
+}
+
 /* "image" of the request: over any filesystem.image of its policy. */
 static int set_image(struct corral_policy *p, const char *ref, struct corral_err *err)
 {
@@ -456,6 +481,7 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 {
 	struct create_args a = { .idle_ms = IDLE_FREEZE_DEFAULT_MS };
 	struct lease *lease = NULL;
+	char peer[DAEMON_PEER_KEY_MAX] = "";
 	struct api_fault f;
 	struct sandbox *sb;
 	json_t *o;
@@ -464,15 +490,20 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 	o = body_json(req, false);
 	if (!o)
 		return;
+	/* a TCP connection the gate does not know still counts, as one peer */
+	if (!api_peer_key(d, req, peer, sizeof(peer)) && api_over_tcp(d, req))
+		snprintf(peer, sizeof(peer), "?");
 	if (!create_check(o, &a, &f) || !life_within(d, req, &a, &f) ||
 	    (a.lease && !(lease = lease_for_create(d, req, a.lease, &f))) ||
-	    !create_room(d, &f)) {
+	    !create_room(d, &f) || !peer_room(d, peer, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}
 	sb = create_sandbox(d, req, &a);
 	if (!sb)
 		goto out;
+	/* counted from now, while it is built too (peer_room) */
+	snprintf(sb->peer, sizeof(sb->peer), "%s", peer);
 	/* bound before anything can end it: the lease may close at the next turn */
 	if (lease)
 		lease_bind(lease, sb);

@@ -653,7 +653,10 @@ void sandbox_keepalive(struct sandbox *sb, struct evhttp_request *req, const cha
 		return;
 	if (!only_fields(o, known, &f) ||
 	    !seconds_field(o, "ttl_seconds", 30 * 86400, &ms, &f) ||
-	    /* no TTL kept as none (a unix client's sandbox): no life given */
+	    /*
+	     * A bodyless keepalive of a sandbox without a TTL (a unix
+	     * client's) keeps it without one: no life is given, none bounded.
+	     */
 	    ((json_object_get(o, "ttl_seconds") || ms) && !ttl_within(sb->d, req, ms, &f))) {
 		reply_fault(req, &f);
 		json_decref(o);

@@ -335,6 +335,27 @@ CORRAL_PUBLIC
 int corral_policy_within(const struct corral_policy *p,
 			 const struct corral_policy *bound, struct corral_err *err);
 /*
+ * What a refusal calls the bound: .policy the whole ("the operator's
+ * policy"), .owner whose its parts are ("the operator's" allowlist,
+ * tripwire, export rule).
+ */
+struct corral_bound_name {
+	const char *policy;
+	const char *owner;
+};
+/*
+ * corral_policy_within, the refusal naming the bound as name says (NULL:
+ * the operator's policy).  corral serve's bound of a TCP client without
+ * --policy is its built-in default, no operator's policy.  The TLS part's
+ * refusals (corral_policy_tls_within, static text) still say "the
+ * operator's policy".
+ */
+CORRAL_PUBLIC
+int corral_policy_within_named(const struct corral_policy *p,
+			       const struct corral_policy *bound,
+			       const struct corral_bound_name *name,
+			       struct corral_err *err);
+/*
  * src over dst, both JSON objects (jansson's): objects merged key by key,
  * anything else replaced, as a policy asked for is laid over the
  * operator's.  0, -EINVAL (not objects) or -ENOMEM.

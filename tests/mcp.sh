@@ -206,6 +206,27 @@ t_tcp_and_token() {
 	expect_contains "a wrong token: why" "$(cat "$T/err2")" "HTTP 401: the token of --token-file is not its token"
 }
 
+# A session over TCP is a TCP client of the daemon: its sandbox gets the
+# daemon's --max-ttl when it names none (the session's "0: never" is no
+# TTL asked), and a longer one is refused, the model told the field, the
+# bound and what it asked.
+t_tcp_session_life_bounded() {
+	local port req1 req2 out
+	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
+	port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	start_shared_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --max-ttl 60
+	req1='{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"ttl_seconds": 120}}}'
+	req2='{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {}}}'
+	out=$(printf '%s\n%s\n' "$req1" "$req2" | timeout 60 "$CORRAL" mcp --url "http://127.0.0.1:$port" \
+		--token-file "$T/token" 2> "$T/err")
+	stop_shared_daemon
+	expect_contains "a longer TTL: refused" "$(grep '"id":1' <<< "$out")" '"isError":true'
+	expect_contains "why" "$(grep '"id":1' <<< "$out")" "ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl) (got 120)"
+	expect_contains "none asked: made" "$(grep '"id":2' <<< "$out")" '"structuredContent":{"id":"sb-'
+	expect_contains "with the daemon's TTL" "$(grep '"id":2' <<< "$out")" '"ttl_seconds":60'
+	no_leftovers
+}
+
 # start_shared_daemon: a `corral serve` on $T/s that a session shares
 # with other clients, as an operator runs it; its pid in $dpid.
 start_shared_daemon() {

@@ -2574,6 +2574,8 @@ t_tcp_token() {
 	code=$(tcp -H "Authorization: Bearer $token" -X POST "$U/v1/sandboxes")
 	expect_code "create over TCP" "$code" 201
 	id=$(jq 'v["id"]')
+	# a TCP client's sandbox that names no TTL gets --max-ttl's default, a day
+	expect_eq "the default TTL over TCP" "$(jq 'v["ttl_seconds"]')" 86400.0
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"argv": ["echo", "tcp"]}' "$U/v1/sandboxes/$id/exec")
 	expect_eq "exec over TCP" "$(jq 'v["stdout"]')" tcp
 	# the unix socket needs no token
@@ -2583,10 +2585,12 @@ t_tcp_token() {
 	# widen it; the unix socket's client (the operator's user) may
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"limits": {"pids": 2000}}}' "$U/v1/sandboxes")
 	expect_error "more pids over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(jq 'v["detail"]')" "limits.pids: the operator's policy allows at most 1024 (got 2000)"
+	# the refusal names the bound it is: no operator's policy was given
+	expect_contains "why" "$(jq 'v["detail"]')" "limits.pids: the daemon's default bound for TCP clients (no --policy) allows at most 1024 (got 2000)"
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"network": {"mode": "proxy", "allow": ["a.test"]}}}' "$U/v1/sandboxes")
 	expect_error "a network over TCP" "$code" 403 forbidden
-	expect_contains "why" "$(jq 'v["detail"]')" "network.mode: the operator's policy allows no network (mode \"none\") (this daemon has no --policy: a TCP client's is the built-in default)"
+	expect_contains "why" "$(jq 'v["detail"]')" "network.mode: the daemon's default bound for TCP clients (no --policy) allows no network (mode \"none\")"
+	expect_not_contains "no operator's policy named" "$(jq 'v["detail"]')" "operator's"
 	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 2000}}}')
 	expect_code "more pids over the unix socket" "$code" 201
 	stop_daemon
@@ -5423,6 +5427,142 @@ t_c_client() {
 	code=$(api GET /v1/sandboxes)
 	expect_eq "it deleted its sandbox" "$(jq 'len(v["sandboxes"])')" 0
 	expect_contains "its call is in the log" "$(< "$STATE/audit.jsonl")" '"call":"client-1"'
+	stop_daemon
+}
+
+# ---- what a TCP client may hold: a sandbox's life, its idle freeze, how many
+
+# tcpc ARG...: curl over TCP with the token ($T/token); the status, the
+# body in $T/body
+tcpc() {
+	curl -sS --max-time 30 -o "$T/body" -D "$T/headers" -w '%{http_code}' \
+		-H "Authorization: Bearer $(< "$T/token")" "$@" 2>"$T/curl.err" || true
+}
+
+# The user's TCP client gets a sandbox that lives and sleeps within
+# --max-ttl and --max-idle-freeze, and keeps it alive; the attacker's asks
+# for no TTL, a longer one, no idle freeze or a longer one, at create and
+# at keepalive: each refused (403) naming the field, the bound and what
+# was asked, before anything is built (an image, a fork, a lease's create
+# too); the unix socket's client is not bounded.
+t_tcp_client_life_bounded() {
+	local port id code why n body
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--max-ttl 60 --max-idle-freeze 5
+	U=http://127.0.0.1:$port
+	# the user's: no TTL named gets the bound; one within it is kept
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "a TCP create naming no TTL" "$code" 201
+	id=$(jq 'v["id"]')
+	expect_eq "its TTL: --max-ttl" "$(jq 'v["ttl_seconds"]')" 60.0
+	expect_eq "an expiry" "$(jq 'str(bool(v["expires_at"]))')" True
+	code=$(tcpc -X POST -d '{"ttl_seconds": 30, "idle_freeze_ms": 5000}' "$U/v1/sandboxes")
+	expect_code "a TCP create within the bounds" "$code" 201
+	expect_eq "its TTL" "$(jq 'v["ttl_seconds"]')" 30.0
+	expect_eq "its idle freeze" "$(jq 'v["idle_freeze_ms"]')" 5000
+	code=$(tcpc -X POST -d '{"ttl_seconds": 60}' "$U/v1/sandboxes/$id/keepalive")
+	expect_code "a keepalive within --max-ttl" "$code" 200
+	code=$(tcpc -X POST "$U/v1/sandboxes/$id/keepalive")
+	expect_code "a keepalive of its own TTL" "$code" 200
+	# the attacker's
+	while IFS='|' read -r body why; do
+		code=$(tcpc -X POST -d "$body" "$U/v1/sandboxes")
+		expect_error "TCP create $body" "$code" 403 forbidden
+		expect_contains "why ($body)" "$(jq 'v["detail"]')" "$why"
+	done <<'EOF'
+{"ttl_seconds": 0}|ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl); it cannot be removed (got 0: none)
+{"ttl_seconds": 61}|ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl) (got 61)
+{"ttl_seconds": 2592000}|(--max-ttl) (got 2592000)
+{"idle_freeze_ms": 0}|idle_freeze_ms: the daemon freezes a TCP client's idle sandbox within 5000 ms (--max-idle-freeze 5 s); it cannot be turned off (got 0: never)
+{"idle_freeze_ms": 5001}|idle_freeze_ms: the daemon freezes a TCP client's idle sandbox within 5000 ms (--max-idle-freeze 5 s) (got 5001)
+{"idle_freeze_ms": 86400000, "ttl_seconds": 10}|(--max-idle-freeze 5 s) (got 86400000)
+{"ttl_seconds": 0, "image": "no-such-image"}|(--max-ttl); it cannot be removed (got 0: none)
+{"ttl_seconds": 0, "from_snapshot": "snap-nope"}|(--max-ttl); it cannot be removed (got 0: none)
+{"idle_freeze_ms": 0, "lease": "ls-00000000000000000000000000000000"}|(got 0: never)
+EOF
+	for body in '{"ttl_seconds": 0}' '{"ttl_seconds": 61}' '{"ttl_seconds": 2592000}'; do
+		code=$(tcpc -X POST -d "$body" "$U/v1/sandboxes/$id/keepalive")
+		expect_error "TCP keepalive $body" "$code" 403 forbidden
+		expect_contains "why ($body)" "$(jq 'v["detail"]')" "ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl)"
+	done
+	expect_eq "the TTL unchanged by the refusals" "$(sbget "$id" 'v["ttl_seconds"]')" 60.0
+	expect_eq "nothing built by the refusals" "$(nsandboxes)" 2
+	# the unix socket's client: no TTL and no idle freeze, as before
+	n=$(mksb '{"ttl_seconds": 0, "idle_freeze_ms": 0}')
+	expect_eq "a unix client's sandbox without a TTL" "$(sbget "$n" 'v["ttl_seconds"]')" 0.0
+	code=$(api POST "/v1/sandboxes/$id/keepalive" -d '{"ttl_seconds": 0}')
+	expect_code "a unix client's keepalive to no TTL" "$code" 200
+	# a TCP keepalive of a sandbox that has no TTL gives it no life
+	code=$(tcpc -X POST "$U/v1/sandboxes/$n/keepalive")
+	expect_code "a TCP keepalive of a sandbox without a TTL" "$code" 200
+	expect_eq "still none" "$(jq 'v["ttl_seconds"]')" 0.0
+	stop_daemon
+}
+
+# count_peer_refused WHAT ARG...: a TCP create (curl ARG...) refused for
+# this peer's count, naming the option
+count_peer_refused() {
+	local what=$1 code
+	shift
+	code=$(tcpc -X POST "$@" "$U/v1/sandboxes")
+	expect_error "$what" "$code" 429 too_many_requests
+	expect_contains "$what: why" "$(jq 'v["detail"]')" "2 sandboxes of this peer's (127.0.0.1) are alive, the limit (--max-sandboxes-per-peer)"
+}
+
+# One TCP peer holds at most --max-sandboxes-per-peer sandboxes: the
+# attacker's next create is refused (429) and builds nothing, while another
+# peer (127.0.0.2) and the unix socket's client still create; every way a
+# sandbox goes (DELETE, its TTL, its lease's end) gives its place back.
+t_tcp_sandboxes_per_peer() {
+	local port code a b c d e other n lp
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
+		--max-sandboxes-per-peer 2
+	U=http://127.0.0.1:$port
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "the peer's first" "$code" 201
+	a=$(jq 'v["id"]')
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "the peer's second" "$code" 201
+	b=$(jq 'v["id"]')
+	count_peer_refused "the peer's third"
+	count_peer_refused "the peer's third, a narrower one" -d '{"policy": {"limits": {"pids": 8}}}'
+	expect_eq "nothing built by the refusals" "$(nsandboxes)" 2
+	# another peer, and the unix socket's client, are not this one's count
+	code=$(tcpc --interface 127.0.0.2 -X POST "$U/v1/sandboxes")
+	expect_code "another peer's" "$code" 201
+	other=$(jq 'v["id"]')
+	for n in 1 2 3; do
+		mksb > /dev/null || break
+	done
+	expect_eq "all made" "$(nsandboxes)" 6
+	count_peer_refused "the peer's third, others' made"
+	# a DELETE gives its place back
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete one" "$code" 200
+	code=$(tcpc -X POST -d '{"ttl_seconds": 1}' "$U/v1/sandboxes")
+	expect_code "one more after a delete" "$code" 201
+	c=$(jq 'v["id"]')
+	count_peer_refused "full again"
+	# so does a TTL's end
+	wait_gone "the 1 s TTL sandbox" 20 present "$c"
+	open_lease hold "$port" "$T/token"
+	lp=$LPID
+	[ -n "$LEASE" ] || fail "no lease over TCP: $(cat "$T/lease" 2>/dev/null)"
+	code=$(tcpc -X POST -d "{\"lease\": \"$LEASE\"}" "$U/v1/sandboxes")
+	expect_code "one more after a TTL, under a lease" "$code" 201
+	d=$(jq 'v["id"]')
+	count_peer_refused "full again, a lease open"
+	# and a lease's end
+	LPID=$lp close_lease
+	wait_gone "the lease's sandbox" 10 present "$d"
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "one more after the lease closed" "$code" 201
+	e=$(jq 'v["id"]')
+	expect_eq "the peer's two and the other's" "$(present "$b")$(present "$e")$(present "$other")" "$b$e$other"
 	stop_daemon
 }
 

@@ -1813,6 +1813,41 @@ TEST(policy_within)
 	within_case("{}", "{\"limits\": {\"pids\": 1025}}", "limits.pids");
 }
 
+/*
+ * A front end names its bound (corral serve's built-in default for a TCP
+ * client without --policy): the refusal says that bound, never "the
+ * operator's policy" where there is none.
+ */
+TEST(policy_within_named)
+{
+	static const struct corral_bound_name name = {
+		.policy = "the daemon's default bound", .owner = "the default bound's",
+	};
+	struct corral_policy bound, asked;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&bound);
+	corral_policy_init(&asked);
+	CHECK(load(&bound, "{\"limits\": {\"pids\": 64}, \"abort\": "
+		   "{\"tripwires\": [\"/tmp/.env\"]}}", &err) == 0);
+	CHECK(load(&asked, "{\"limits\": {\"pids\": 65}, \"abort\": "
+		   "{\"tripwires\": [\"/tmp/.env\"]}}", &err) == 0);
+	CHECK(corral_policy_within_named(&asked, &bound, &name, &err) == -EPERM);
+	CHECK_STR_CONTAINS(err.msg, "limits.pids: the daemon's default bound allows at most 64 (got 65)");
+	CHECK(!strstr(err.msg, "operator"));
+	corral_policy_free(&asked);
+	corral_policy_init(&asked);
+	CHECK(load(&asked, "{\"limits\": {\"pids\": 64}, \"abort\": {\"tripwires\": []}}",
+		   &err) == 0);
+	CHECK(corral_policy_within_named(&asked, &bound, &name, &err) == -EPERM);
+	CHECK_STR_CONTAINS(err.msg, "abort.tripwires: the default bound's tripwire /tmp/.env cannot be removed");
+	/* NULL: the operator's, as corral_policy_within says it */
+	CHECK(corral_policy_within_named(&asked, &bound, NULL, &err) == -EPERM);
+	CHECK_STR_CONTAINS(err.msg, "abort.tripwires: the operator's tripwire /tmp/.env");
+	corral_policy_free(&bound);
+	corral_policy_free(&asked);
+}
+
 TEST(json_merge)
 {
 	json_t *dst = json_pack("{s:{s:i, s:i}, s:[s], s:i}", "limits", "pids", 64,

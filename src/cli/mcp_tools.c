@@ -1492,14 +1492,14 @@ static const struct tool tools[] = {
 	  "\"limits\": {\"type\": \"object\", \"description\": \"Lower limits: memory (\\\"512M\\\"), pids (64), cpus (1), disk (\\\"256M\\\"), timeout (\\\"30s\\\"), output (\\\"1M\\\"), open_files (4096 a process; open_files x pids within a quarter of the host's file table).\", "
 	  "\"properties\": {\"memory\": {\"type\": [\"string\", \"integer\"]}, \"pids\": {\"type\": \"integer\"}, \"cpus\": {\"type\": [\"number\", \"string\"]}, "
 	  "\"disk\": {\"type\": [\"string\", \"integer\"]}, \"timeout\": {\"type\": [\"string\", \"number\"]}, \"output\": {\"type\": [\"string\", \"integer\"]}, \"open_files\": {\"type\": \"integer\"}}}, "
-	  "\"ttl_seconds\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Destroy the sandbox after this many seconds (0: never).\"}, "
+	  "\"ttl_seconds\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Destroy the sandbox after this many seconds (0: never; a daemon reached over TCP bounds it: then 0 gets its longest, and a longer one is refused).\"}, "
 	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Your own key/value tags.\"}",
 	  "[]", SANDBOX_OUT, false, false, false, t_create },
 	{ "sandbox_list", "List sandboxes", "List the sandboxes this session created, with their state (running, idle, frozen, paused, halted, dead); labels keeps those that have all of them.",
 	  "\"labels\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Only sandboxes with these labels.\"}", "[]", "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": " SANDBOX_OUT "}}, \"required\": [\"sandboxes\"]}",
 	  true, false, true, t_list },
 	{ "sandbox_keepalive", "Keep a sandbox alive", "Restart a sandbox's TTL from now (ttl_seconds: a new one; 0: none), so that it is not destroyed while still in use. Returns it, with expires_at.",
-	  ID_PROP ", \"ttl_seconds\": {\"type\": \"number\", \"minimum\": 0, \"description\": \"The new TTL in seconds (default: the sandbox's own).\"}",
+	  ID_PROP ", \"ttl_seconds\": {\"type\": \"number\", \"minimum\": 0, \"description\": \"The new TTL in seconds (default: the sandbox's own; a daemon reached over TCP refuses 0 and one past its longest).\"}",
 	  "[\"sandbox_id\"]", SANDBOX_OUT, false, false, true, t_keepalive },
 	{ "sandbox_info", "Describe a sandbox", "A sandbox's state, limits, halt reason and meters (CPU, memory, calls).",
 	  ID_PROP, "[\"sandbox_id\"]", SANDBOX_OUT, true, false, true, t_info },

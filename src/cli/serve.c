@@ -15,7 +15,8 @@ static const char help[] =
 "Usage: corral serve [--socket PATH] [--listen HOST:PORT --token-file FILE\n"
 "                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]]\n"
 "                    [--state-dir DIR] [--policy FILE]\n"
-"                    [--max-sandboxes N] [--pool N]\n"
+"                    [--max-sandboxes N] [--max-sandboxes-per-peer N] [--pool N]\n"
+"                    [--max-ttl SECONDS] [--max-idle-freeze SECONDS]\n"
 "                    [--max-connections N] [--max-connections-per-peer N]\n"
 "                    [--max-leases N] [--lease-timeout SECONDS]\n"
 "                    [--tls-handshake-rate N]\n"
@@ -76,6 +77,20 @@ static const char help[] =
 "                      unix-socket client (the daemon's user, or one it\n"
 "                      let connect) is not bounded\n"
 "  --max-sandboxes N   refuse creates beyond N live sandboxes (default 1000)\n"
+"  --max-sandboxes-per-peer N\n"
+"                      a TCP peer (an IPv4 address, an IPv6 /64) holds at\n"
+"                      most N of them, dead ones until deleted; its next\n"
+"                      create is refused (429) until it destroys one\n"
+"                      (default 100; the unix socket's clients: only\n"
+"                      --max-sandboxes)\n"
+"  --max-ttl SECONDS   a TCP client's sandbox lives at most this long past\n"
+"                      its create or its last keepalive: it gets this TTL\n"
+"                      when it names none, and a longer one or 0 (none) is\n"
+"                      refused (403) (default 86400, at most 2592000)\n"
+"  --max-idle-freeze SECONDS\n"
+"                      a TCP client's idle sandbox is frozen within this:\n"
+"                      an idle_freeze_ms longer, or 0 (never), is refused\n"
+"                      (403) (default 600)\n"
 "  --pool N            keep N sandboxes of the --policy (else the default\n"
 "                      one) built ahead, handed out by creates that ask for\n"
 "                      nothing else (default 0)\n"
@@ -262,6 +277,9 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "tls-client-ca", required_argument, NULL, 'a' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
+		{ "max-sandboxes-per-peer", required_argument, NULL, 'S' },
+		{ "max-ttl", required_argument, NULL, 'X' },
+		{ "max-idle-freeze", required_argument, NULL, 'F' },
 		{ "pool", required_argument, NULL, 'p' },
 		{ "max-connections", required_argument, NULL, 'C' },
 		{ "max-connections-per-peer", required_argument, NULL, 'P' },
@@ -335,6 +353,24 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			if (code)
 				return code;
 			break;
+		case 'S':
+			code = parse_limit("max-sandboxes-per-peer", optarg, 100000,
+					   &a->o.limits.max_sandboxes_per_peer);
+			if (code)
+				return code;
+			break;
+		case 'X':
+		case 'F': {
+			/* a create's own bounds: ttl_seconds 30 days, idle_freeze_ms a day */
+			size_t v;
+
+			code = parse_limit(c == 'X' ? "max-ttl" : "max-idle-freeze", optarg,
+					   c == 'X' ? 30 * 86400 : 86400, &v);
+			if (code)
+				return code;
+			*(c == 'X' ? &a->o.limits.max_ttl_s : &a->o.limits.max_idle_freeze_s) = v;
+			break;
+		}
 		case 'H':
 		case 'I':
 			code = parse_seconds(c == 'H' ? "header-timeout" : "idle-timeout",

@@ -78,6 +78,12 @@ void api_gate_upgrade(struct daemon *d, struct evhttp_connection *evcon);
  * when it cannot, naming what.
  */
 void api_tcp_keepalive(int fd, unsigned timeout_s, bool unacked, const char *what);
+/*
+ * Who a TCP request's connection counts as, as --max-connections-per-peer
+ * counts it (an IPv4 address, an IPv6 /64), into key; false for a unix
+ * socket's.
+ */
+bool api_peer_key(struct daemon *d, struct evhttp_request *req, char *key, size_t len);
 /* evhttp_connection_set_closecb, through the gate that also needs it. */
 void api_set_closecb(struct daemon *d, struct evhttp_request *req,
 		     void (*cb)(struct evhttp_connection *, void *), void *arg);
@@ -169,8 +175,10 @@ struct corral_policy *daemon_policy(struct daemon *d, const json_t *asked,
  * itself).
  */
 const struct corral_policy *client_bound(struct daemon *d, struct evhttp_request *req);
+/* What a refusal calls that bound: the operator's policy, or the built-in default. */
+const struct corral_bound_name *bound_name(struct daemon *d, const struct corral_policy *bound);
 /* A call's own timeout within the bound's limits.timeout. */
-bool call_timeout_within(const struct corral_policy *bound,
+bool call_timeout_within(struct daemon *d, const struct corral_policy *bound,
 			 const struct corral_call_opts *co, struct api_fault *f);
 bool fd_room(struct daemon *d);
 struct sandbox *pool_take(struct daemon *d);

@@ -472,15 +472,15 @@ bool call_args_read(struct evhttp_request *req, bool background,
  * call (lib/call.c): no longer than the client's bound's (client_bound).
  * Its call_timeout is a default for calls that give none, not a bound.
  */
-bool call_timeout_within(const struct corral_policy *bound,
+bool call_timeout_within(struct daemon *d, const struct corral_policy *bound,
 			 const struct corral_call_opts *co, struct api_fault *f)
 {
 	uint64_t lim = bound ? bound->timeout_ms : 0;
 
 	if (!lim || co->timeout_ms <= lim)
 		return true;
-	return api_fault(f, 403, "forbidden", "timeout_seconds: the operator's "
-			 "policy allows at most %g seconds (got %g)",
+	return api_fault(f, 403, "forbidden", "timeout_seconds: %s allows at "
+			 "most %g seconds (got %g)", bound_name(d, bound)->policy,
 			 lim / 1000.0, co->timeout_ms / 1000.0);
 }
 
@@ -494,7 +494,7 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 
 	if (!call_args_read(req, false, &a))
 		return;
-	if (!call_timeout_within(client_bound(sb->d, req), &a.co, &f)) {
+	if (!call_timeout_within(sb->d, client_bound(sb->d, req), &a.co, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}

@@ -1127,6 +1127,18 @@ static struct gate_conn *conn_of(struct daemon *d, struct evhttp_connection *evc
 	return NULL;
 }
 
+bool api_peer_key(struct daemon *d, struct evhttp_request *req, char *key, size_t len)
+{
+	struct gate_conn *c = conn_of(d, evhttp_request_get_connection(req));
+
+	if (!c || !c->g->tcp)
+		return false;
+	if (!c->peer[0])
+		peer_name(c);
+	snprintf(key, len, "%s", c->key);
+	return true;
+}
+
 /*
  * evhttp's read timeout (serve.c) bounds a body that stalls.  Once a
  * request is in the API's hands its body is in, but one without a body (a

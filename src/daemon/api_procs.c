@@ -261,7 +261,7 @@ void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest
 	procs_trim(sb);
 	if (!procs_args(req, &a))
 		return;
-	if (!call_timeout_within(client_bound(sb->d, req), &a.co, &f)) {
+	if (!call_timeout_within(sb->d, client_bound(sb->d, req), &a.co, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}

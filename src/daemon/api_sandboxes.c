@@ -103,6 +103,7 @@ struct create_args {
 	const char *user;		/* "agent" or "root": over identity.user */
 	const char *lease;		/* an open lease of this client's */
 	uint64_t ttl_ms, idle_ms;
+	bool ttl_given, idle_given;
 	bool ws_inode;			/* the workspace must be this object: */
 	unsigned long long ws_dev, ws_ino;
 };
@@ -162,6 +163,8 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 	    !string_field(o, "lease", LEASE_ID_MAX - 1, &a->lease, f) ||
 	    !inode_field(o, a, f))
 		return false;
+	a->ttl_given = json_object_get(o, "ttl_seconds") &&
+		       !json_is_null(json_object_get(o, "ttl_seconds"));
 	if (a->user && strcmp(a->user, "agent") && strcmp(a->user, "root"))
 		return api_fault(f, 400, "bad_request", "user must be \"agent\" or "
 				 "\"root\" (got \"%.15s\")", a->user);
@@ -176,6 +179,7 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 		if (!int_field(o, "idle_freeze_ms", 0, 86400000, &ms, f))
 			return false;
 		a->idle_ms = (uint64_t)ms;
+		a->idle_given = true;
 	}
 	a->labels = json_object_get(o, "labels");
 	if (a->labels && !labels_ok(a->labels, f))
@@ -207,6 +211,89 @@ static bool create_room(struct daemon *d, struct api_fault *f)
 		return api_fault(f, 503, "busy", "%zu sandboxes are alive, the limit "
 				 "(--max-sandboxes)", d->max_sandboxes);
 	return true;
+}
+
+/*
+ * A TCP client's sandbox lives at most --max-ttl past its create or its
+ * last keepalive: one that asks for no TTL ("0": none) or a longer one is
+ * refused, and one that names none gets --max-ttl.  A client that went
+ * away (crashed, cut off, or never meant to come back) leaves nothing
+ * holding the host's memory and pids for longer than that.
+ */
+static bool ttl_within(struct daemon *d, struct evhttp_request *req, uint64_t ms,
+		       struct api_fault *f)
+{
+	uint64_t max = (uint64_t)d->limits.max_ttl_s * 1000;
+
+	if (!api_over_tcp(d, req) || (ms && ms <= max))
+		return true;
+	if (!ms)
+		return api_fault(f, 403, "forbidden", "ttl_seconds: the daemon gives "
+				 "a TCP client's sandbox a TTL of at most %u s "
+				 "(--max-ttl); it cannot be removed (got 0: none)",
+				 d->limits.max_ttl_s);
+	return api_fault(f, 403, "forbidden", "ttl_seconds: the daemon gives a TCP "
+			 "client's sandbox a TTL of at most %u s (--max-ttl) "
+			 "(got %.15g)", d->limits.max_ttl_s, ms / 1000.0);
+}
+
+/*
+ * A TCP client's sandbox, idle, is frozen within --max-idle-freeze: its
+ * idle_freeze_ms may be shorter, not longer, nor 0 (never).
+ */
+static bool idle_within(struct daemon *d, struct evhttp_request *req, uint64_t ms,
+			struct api_fault *f)
+{
+	uint64_t max = (uint64_t)d->limits.max_idle_freeze_s * 1000;
+
+	if (!api_over_tcp(d, req) || (ms && ms <= max))
+		return true;
+	if (!ms)
+		return api_fault(f, 403, "forbidden", "idle_freeze_ms: the daemon "
+				 "freezes a TCP client's idle sandbox within %llu ms "
+				 "(--max-idle-freeze %u s); it cannot be turned off "
+				 "(got 0: never)", (unsigned long long)max,
+				 d->limits.max_idle_freeze_s);
+	return api_fault(f, 403, "forbidden", "idle_freeze_ms: the daemon freezes "
+			 "a TCP client's idle sandbox within %llu ms "
+			 "(--max-idle-freeze %u s) (got %llu)",
+			 (unsigned long long)max, d->limits.max_idle_freeze_s,
+			 (unsigned long long)ms);
+}
+
+/* A create's life: a TCP client's within the daemon's bounds, or refused. */
+static bool life_within(struct daemon *d, struct evhttp_request *req,
+			struct create_args *a, struct api_fault *f)
+{
+	if (api_over_tcp(d, req) && !a->ttl_given)
+		a->ttl_ms = (uint64_t)d->limits.max_ttl_s * 1000;
+	return ttl_within(d, req, a->ttl_ms, f) &&
+	       (!a->idle_given || idle_within(d, req, a->idle_ms, f));
+}
+
+/*
+ * One TCP peer (an IPv4 address, an IPv6 /64: as --max-connections-per-
+ * peer counts) holds at most --max-sandboxes-per-peer sandboxes alive,
+ * being built, or dead and not yet deleted (each under --max-sandboxes as
+ * well), so that no one peer takes every one --max-sandboxes allows.
+ * 429, not 403: nothing in the request is beyond a bound, the same create
+ * is made once the peer destroys one of its own; not 503: the daemon has
+ * room, this peer has none.  Counted from the list, so every way a
+ * sandbox goes (DELETE, TTL, lease, the daemon's end) gives its place back.
+ */
+static bool peer_room(struct daemon *d, const char *peer, struct api_fault *f)
+{
+	size_t n = 0;
+
+	if (!peer[0])
+		return true;
+	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
+		n += !sb->pooled && !strcmp(sb->peer, peer);
+	if (n < d->limits.max_sandboxes_per_peer)
+		return true;
+	return api_fault(f, 429, "too_many_requests", "%zu sandboxes of this peer's "
+			 "(%.60s) are alive, the limit (--max-sandboxes-per-peer): "
+			 "destroy one first", n, peer);
 }
 
 /* "image" of the request: over any filesystem.image of its policy. */
@@ -284,6 +371,18 @@ const struct corral_policy *client_bound(struct daemon *d, struct evhttp_request
 	return api_over_tcp(d, req) ? &d->builtin : NULL;
 }
 
+const struct corral_bound_name *bound_name(struct daemon *d, const struct corral_policy *bound)
+{
+	static const struct corral_bound_name operators = {
+		.policy = "the operator's policy", .owner = "the operator's",
+	}, builtin = {
+		.policy = "the daemon's default bound for TCP clients (no --policy)",
+		.owner = "the daemon's default bound's (no --policy)",
+	};
+
+	return bound == &d->builtin ? &builtin : &operators;
+}
+
 /*
  * The client's bound (client_bound): its policy, laid over the operator's,
  * may narrow it, never widen it; a widening is refused (403) naming the
@@ -296,10 +395,9 @@ static bool within_bound(struct daemon *d, struct evhttp_request *req,
 	const struct corral_policy *bound = client_bound(d, req);
 	struct corral_err err = { 0 };
 
-	if (!bound || corral_policy_within(p, bound, &err) == 0)
+	if (!bound || corral_policy_within_named(p, bound, bound_name(d, bound), &err) == 0)
 		return true;
-	reply_error(req, 403, "forbidden", "%s%s", err.msg, bound != &d->builtin ? "" :
-		    " (this daemon has no --policy: a TCP client's is the built-in default)");
+	reply_error(req, 403, "forbidden", "%s", err.msg);
 	corral_policy_free(p);
 	free(p);
 	return false;
@@ -383,6 +481,7 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 {
 	struct create_args a = { .idle_ms = IDLE_FREEZE_DEFAULT_MS };
 	struct lease *lease = NULL;
+	char peer[DAEMON_PEER_KEY_MAX] = "";
 	struct api_fault f;
 	struct sandbox *sb;
 	json_t *o;
@@ -391,15 +490,20 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 	o = body_json(req, false);
 	if (!o)
 		return;
-	if (!create_check(o, &a, &f) ||
+	/* a TCP connection the gate does not know still counts, as one peer */
+	if (!api_peer_key(d, req, peer, sizeof(peer)) && api_over_tcp(d, req))
+		snprintf(peer, sizeof(peer), "?");
+	if (!create_check(o, &a, &f) || !life_within(d, req, &a, &f) ||
 	    (a.lease && !(lease = lease_for_create(d, req, a.lease, &f))) ||
-	    !create_room(d, &f)) {
+	    !create_room(d, &f) || !peer_room(d, peer, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}
 	sb = create_sandbox(d, req, &a);
 	if (!sb)
 		goto out;
+	/* counted from now, while it is built too (peer_room) */
+	snprintf(sb->peer, sizeof(sb->peer), "%s", peer);
 	/* bound before anything can end it: the lease may close at the next turn */
 	if (lease)
 		lease_bind(lease, sb);
@@ -548,7 +652,12 @@ void sandbox_keepalive(struct sandbox *sb, struct evhttp_request *req, const cha
 	if (!o)
 		return;
 	if (!only_fields(o, known, &f) ||
-	    !seconds_field(o, "ttl_seconds", 30 * 86400, &ms, &f)) {
+	    !seconds_field(o, "ttl_seconds", 30 * 86400, &ms, &f) ||
+	    /*
+	     * A bodyless keepalive of a sandbox without a TTL (a unix
+	     * client's) keeps it without one: no life is given, none bounded.
+	     */
+	    ((json_object_get(o, "ttl_seconds") || ms) && !ttl_within(sb->d, req, ms, &f))) {
 		reply_fault(req, &f);
 		json_decref(o);
 		return;

@@ -23,6 +23,15 @@ struct daemon_limits {
 	unsigned lease_timeout_s;	/* a silent TCP lease holder's, till closed */
 	size_t tls_handshake_rate;	/* a TLS peer's handshakes a second */
 	uint64_t answer_memory;		/* answers held for all slow readers */
+	/*
+	 * What a TCP client (anyone with the token) may hold of the host
+	 * (api_sandboxes.c): a sandbox's life past its last create or
+	 * keepalive, its idle freeze, and how many one peer (an IPv4
+	 * address, an IPv6 /64, as max_per_peer) has alive at once.
+	 */
+	unsigned max_ttl_s;
+	unsigned max_idle_freeze_s;
+	size_t max_sandboxes_per_peer;
 };
 
 #define DAEMON_MAX_CONNECTIONS	256
@@ -33,6 +42,10 @@ struct daemon_limits {
 #define DAEMON_LEASE_TIMEOUT_S	120
 #define DAEMON_TLS_HANDSHAKE_RATE 200
 #define DAEMON_ANSWER_MEMORY	(256ull << 20)
+#define DAEMON_MAX_TTL_S	86400		/* a day */
+#define DAEMON_MAX_IDLE_FREEZE_S 600
+#define DAEMON_MAX_SANDBOXES_PER_PEER 100
+#define DAEMON_PEER_KEY_MAX	64	/* an address, or an IPv6 /64, as text */
 
 /* What API clients may take from the host (api_access.c). */
 struct daemon_access {
@@ -142,6 +155,8 @@ struct sandbox {
 	bool ready;
 	bool pooled;			/* built ahead, not handed out yet */
 	struct lease *lease;		/* bound to (api_leases.c), or NULL */
+	/* the TCP peer that created it (api_peer_key); "": the unix socket's */
+	char peer[DAEMON_PEER_KEY_MAX];
 };
 
 struct follower {

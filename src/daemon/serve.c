@@ -646,6 +646,12 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		d->limits.lease_timeout_s = DAEMON_LEASE_TIMEOUT_S;
 	if (!d->limits.answer_memory)
 		d->limits.answer_memory = DAEMON_ANSWER_MEMORY;
+	if (!d->limits.max_ttl_s)
+		d->limits.max_ttl_s = DAEMON_MAX_TTL_S;
+	if (!d->limits.max_idle_freeze_s)
+		d->limits.max_idle_freeze_s = DAEMON_MAX_IDLE_FREEZE_S;
+	if (!d->limits.max_sandboxes_per_peer)
+		d->limits.max_sandboxes_per_peer = DAEMON_MAX_SANDBOXES_PER_PEER;
 	if (o->listen && !o->token_file)
 		return corral_set_err(err, -EINVAL, "listening on %s needs a token: the API is never open on TCP without one",
 				      o->listen);

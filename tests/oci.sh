@@ -497,6 +497,28 @@ t_exec_dies_at_its_gate() {
 	c1_gone "$pid" "$mon"
 }
 
+# two_sleeps PID: until the container whose process is PID runs its two
+# sleeps (5 s at most)
+two_sleeps() {
+	for _ in $(seq 1 100); do
+		[ "$(pgrep -c --ns "$1" --nslist pid -x sleep)" = 2 ] && break
+		sleep 0.05
+	done
+}
+
+# trace_monitor MON STRACE-ARGS...: strace on the monitor MON (to
+# $T/mon.strace, strace's pid in WATCH), returned once it is attached
+trace_monitor() {
+	local mon=$1
+	shift
+	timeout 60 strace -qq -p "$mon" "$@" -o "$T/mon.strace" &
+	WATCH=$!
+	for _ in $(seq 1 100); do
+		[ "$(awk '/^TracerPid/ {print $2}' "/proc/$mon/status")" != 0 ] && break
+		sleep 0.05
+	done
+}
+
 # c1_sleeping: c1 running `sh` with two sleeps, strace watching its
 # monitor's writes and kills (to $T/mon.strace, strace's pid in WATCH)
 c1_sleeping() {
@@ -504,17 +526,9 @@ c1_sleeping() {
 	oci create --bundle "$T/b" --pid-file "$T/pid" c1
 	oci start c1
 	C1_PID=$(cat "$T/pid") C1_MON=$(monitor_of c1)
-	for _ in $(seq 1 100); do
-		[ "$(pgrep -c --ns "$C1_PID" --nslist pid -x sleep)" = 2 ] && break
-		sleep 0.05
-	done
-	timeout 60 strace -qq -p "$C1_MON" -e trace=write,kill -o "$T/mon.strace" &
-	WATCH=$!
+	two_sleeps "$C1_PID"
+	trace_monitor "$C1_MON" -e trace=write,kill
 	trap 'kill -TERM $WATCH 2>/dev/null || true' EXIT
-	for _ in $(seq 1 100); do
-		[ "$(awk '/^TracerPid/ {print $2}' "/proc/$C1_MON/status")" != 0 ] && break
-		sleep 0.05
-	done
 }
 
 # monitor_order: once c1 stopped, the freezer's writes and the SIGTERMs
@@ -579,18 +593,10 @@ t_kill_all_without_freezer_signals_only_listed() {
 		{ cat "$T/out"; fail "create without the freezer"; return 1; }
 	oci start c1
 	mon=$(monitor_of c1)
-	for _ in $(seq 1 100); do
-		[ "$(pgrep -c --ns "$(cat "$T/pid")" --nslist pid -x sleep)" = 2 ] && break
-		sleep 0.05
-	done
-	timeout 60 strace -qq -p "$mon" -e trace=openat,kill -e inject=openat:delay_enter=2000000:when=3 \
-		-e inject=kill:error=ESRCH -o "$T/mon.strace" &
-	WATCH=$!
+	two_sleeps "$(cat "$T/pid")"
+	trace_monitor "$mon" -e trace=openat,kill -e inject=openat:delay_enter=2000000:when=3 \
+		-e inject=kill:error=ESRCH
 	trap 'kill -TERM $WATCH 2>/dev/null || true; kill $hs 2>/dev/null || true' EXIT
-	for _ in $(seq 1 100); do
-		[ "$(awk '/^TracerPid/ {print $2}' "/proc/$mon/status")" != 0 ] && break
-		sleep 0.05
-	done
 	timeout 60 "$OCI" --root "$T/root" kill --all c1 WINCH > "$T/kill.out" 2>&1 &
 	pid=$!
 	# the count's listing done (the first opens), the second one held

@@ -108,10 +108,6 @@ static int check_network(const struct corral_policy *p,
 		if (!in_list(l->net_allow, l->nnet_allow, p->net_allow[i]))
 			return corral_set_err(err, -EPERM, "network.allow: \"%.200s\" is not in the operator's allowlist (%zu pattern(s)); ask only for hosts it has",
 					      p->net_allow[i], l->nnet_allow);
-	for (i = 0; i < l->nnet_deny; i++)
-		if (!in_list(p->net_deny, p->nnet_deny, l->net_deny[i]))
-			return corral_set_err(err, -EPERM, "network.deny: the operator's denial \"%.200s\" cannot be removed",
-					      l->net_deny[i]);
 	if (p->nnet_hosts != l->nnet_hosts)
 		return corral_set_err(err, -EPERM, "network.hosts: fixed by the operator's policy");
 	for (i = 0; i < p->nnet_hosts; i++)
@@ -137,20 +133,13 @@ static bool hold_kept(const struct corral_hold_rule *r,
 	return false;
 }
 
-/*
- * What leaves through an export: a policy's "export": {"hold": []}
- * replaces the operator's list, so each of its rules must still be there.
- */
+/* What leaves through an export (its hold rules: corral_policy_keeps_denials). */
 static int check_export(const struct corral_policy *p,
 			const struct corral_policy *l, struct corral_err *err)
 {
 	const struct corral_export_policy *e = &p->export, *f = &l->export;
 	int r;
 
-	for (size_t i = 0; i < f->nhold; i++)
-		if (!hold_kept(&f->hold[i], e))
-			return corral_set_err(err, -EPERM, "export.hold: the operator's rule %.200s (%.100s) cannot be removed",
-					      f->hold[i].path, f->hold[i].check);
 	if ((r = check_u64("export.max_files", e->max_files, f->max_files, err)) ||
 	    (r = check_u64("export.max_bytes", e->max_bytes, f->max_bytes, err)))
 		return r;
@@ -180,10 +169,6 @@ static int check_abort(const struct corral_policy *p,
 		if (!in_list(b->ignore_syscalls, b->nignore_syscalls, a->ignore_syscalls[i]))
 			return corral_set_err(err, -EPERM, "abort.ignore_syscalls: %.100s is not ignored by the operator's policy; its denials count",
 					      a->ignore_syscalls[i]);
-	for (size_t i = 0; i < b->ntripwires; i++)
-		if (!in_list(a->tripwires, a->ntripwires, b->tripwires[i]))
-			return corral_set_err(err, -EPERM, "abort.tripwires: the operator's tripwire %.200s cannot be removed",
-					      b->tripwires[i]);
 	if (a->kill && !b->kill)
 		return corral_set_err(err, -EPERM, "abort.on_abort: the operator's policy holds a halted sandbox frozen (got \"kill\")");
 	if (p->events.budget_bytes > l->events.budget_bytes ||
@@ -196,6 +181,34 @@ static int check_abort(const struct corral_policy *p,
 	return 0;
 }
 
+/*
+ * The lists of what the base denies, each entry of which must still be in
+ * p: a later list replaces an earlier one (corral_json_merge,
+ * corral_policy_load_*), so a layer that left one out would drop it.
+ */
+int corral_policy_keeps_denials(const struct corral_policy *p,
+				const struct corral_policy *base,
+				struct corral_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < base->nnet_deny; i++)
+		if (!in_list(p->net_deny, p->nnet_deny, base->net_deny[i]))
+			return corral_set_err(err, -EPERM, "network.deny: the operator's denial \"%.200s\" cannot be removed",
+					      base->net_deny[i]);
+	for (i = 0; i < base->abort.ntripwires; i++)
+		if (!in_list(p->abort.tripwires, p->abort.ntripwires,
+			     base->abort.tripwires[i]))
+			return corral_set_err(err, -EPERM, "abort.tripwires: the operator's tripwire %.200s cannot be removed",
+					      base->abort.tripwires[i]);
+	for (i = 0; i < base->export.nhold; i++)
+		if (!hold_kept(&base->export.hold[i], &p->export))
+			return corral_set_err(err, -EPERM, "export.hold: the operator's rule %.200s (%.100s) cannot be removed",
+					      base->export.hold[i].path,
+					      base->export.hold[i].check);
+	return 0;
+}
+
 int corral_policy_within(const struct corral_policy *p,
 			 const struct corral_policy *bound, struct corral_err *err)
 {
@@ -204,7 +217,8 @@ int corral_policy_within(const struct corral_policy *p,
 	if ((r = check_limits(p, bound, err)) ||
 	    (r = check_network(p, bound, err)) ||
 	    (r = check_export(p, bound, err)) ||
-	    (r = check_abort(p, bound, err)))
+	    (r = check_abort(p, bound, err)) ||
+	    (r = corral_policy_keeps_denials(p, bound, err)))
 		return r;
 	return 0;
 }

@@ -279,6 +279,15 @@ t_cp_out_over_a_file_replaces_it() {
 	expect_eq "replaced" "$(head -c 3 "$T/cpk/f"; stat -c ' %s %a' "$T/cpk/f")" "nnn 4194304 640"
 	[ -L "$T/cpk/link" ] || fail "the user's symlink was replaced by a file"
 	expect_eq "nothing beside it" "$(ls -A "$T/cpk" | tr '\n' ' ')" "f link "
+	# a file we may write in a directory we may not: written in place, as
+	# cp(1) would (no new file can be made beside it); root may write any
+	if [ "$(id -u)" != 0 ]; then
+		mkdir "$T/cpk/ro" && printf 'old\n' > "$T/cpk/ro/f" && chmod 555 "$T/cpk/ro"
+		"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/ro/f" 2> "$T/cp.err" ||
+			fail "cp out in a read-only directory: $(cat "$T/cp.err")"
+		expect_eq "in a read-only directory" "$(stat -c %s "$T/cpk/ro/f")" 4194304
+		chmod 755 "$T/cpk/ro"
+	fi
 	# a device is written through, as before
 	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" /dev/null 2> "$T/cp.err" ||
 		fail "cp out to /dev/null: $(cat "$T/cp.err")"

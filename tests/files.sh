@@ -291,6 +291,12 @@ t_cp_out_over_a_file_replaces_it() {
 	# a device is written through, as before
 	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" /dev/null 2> "$T/cp.err" ||
 		fail "cp out to /dev/null: $(cat "$T/cp.err")"
+	# a symlink to nothing: refused, as cp(1) does, the link left alone
+	ln -s nowhere "$T/cpk/dangling"
+	rc=0
+	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/dangling" 2> "$T/cp.err" || rc=$?
+	expect_eq "a symlink to nothing: refused" "$rc" 125
+	expect_eq "the link left" "$(readlink "$T/cpk/dangling")" nowhere
 	# a directory there is refused, as cp(1) would not write over one
 	mkdir "$T/cpk/d" "$T/cpk/d/cpk"
 	rc=0

@@ -207,6 +207,13 @@ static int replace_file(const char *path, const char *where, const struct stat *
 		code = EXIT_CORRAL;
 		goto out;
 	}
+	/* nothing was found there: a symlink to nothing, which cp(1) too refuses */
+	if (!old && fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
+		cli_error("%s: %s, not written through", path, S_ISLNK(now.st_mode) ?
+			  "a symlink to nothing" : "made while it was being copied");
+		code = EXIT_CORRAL;
+		goto out;
+	}
 	out_block(&mask);
 	fd = corral_newfile_open(&nf, dir, name, old ? 0600 : 0666, &err);
 	if (fd >= 0)

@@ -286,8 +286,14 @@ CORRAL_PUBLIC
 void corral_policy_free(struct corral_policy *p);
 
 /*
- * Merge a JSON policy over *p.  Strict: unknown keys, wrong types, bad sizes
- * and impossible values are errors; err->msg then reads
+ * Lay a JSON policy over *p, as corral_json_merge lays one document over
+ * another: a scalar replaces p's, an object (env.set, network.hosts) is
+ * merged key by key, and a list replaces p's whole: a later layer's
+ * "tripwires": [] leaves none, its "network.allow" is the allowlist.
+ * So a layer written by someone else may drop a denial of p's: check the
+ * result with corral_policy_keeps_denials (or corral_policy_within).
+ * Strict: unknown keys, wrong types, bad sizes and impossible values are
+ * errors, and *p is left as it was; err->msg then reads
  * "FILE:LINE:COL: KEY: reason (got VALUE)".
  */
 CORRAL_PUBLIC
@@ -355,6 +361,20 @@ int corral_policy_within_named(const struct corral_policy *p,
 			       const struct corral_policy *bound,
 			       const struct corral_bound_name *name,
 			       struct corral_err *err);
+/*
+ * Does p still deny what base does: each of its network.deny patterns,
+ * abort.tripwires and export.hold rules?  0, or -EPERM with err->msg
+ * naming the first one dropped.  (Part of corral_policy_within; alone for
+ * a layer that may widen, but not take the base's denials away.)
+ */
+CORRAL_PUBLIC
+int corral_policy_keeps_denials(const struct corral_policy *p,
+				const struct corral_policy *base,
+				struct corral_err *err);
+/* A deep copy of src into dst (pinned fds duplicated); 0 or -errno. */
+CORRAL_PUBLIC
+int corral_policy_copy(struct corral_policy *dst, const struct corral_policy *src,
+		       struct corral_err *err);
 /*
  * src over dst, both JSON objects (jansson's): objects merged key by key,
  * anything else replaced, as a policy asked for is laid over the

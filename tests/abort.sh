@@ -217,6 +217,28 @@ t_tripwire_halts() {
 	fi
 }
 
+# --policy twice: each file over the one before, in order (the first was
+# once dropped whole); a later "tripwires" list replaces the earlier one,
+# as corral_json_merge lays a front end's policy over the operator's.
+t_policy_files_layer_in_order() {
+	local creds='cat /home/agent/.aws/credentials >/dev/null; echo read; exit 4'
+	policy '{"tripwires": ["/home/agent/.aws/credentials"]}'
+	printf '{"limits": {"pids": 512}}\n' > "$T/b.json"
+	printf '{"abort": {"tripwires": []}}\n' > "$T/none.json"
+	chmod 644 "$T/b.json" "$T/none.json"
+	arun --policy "$T/b.json" -- /bin/sh -c "$creds"
+	expect_eq "A then B: halted" "$(json status < "$T/out")" halted
+	expect_contains "A then B: reason" "$(json reason < "$T/out")" \
+		"tripwire /home/agent/.aws/credentials was touched"
+	arun --policy "$T/none.json" -- /bin/sh -c "$creds"
+	expect_eq "A then []: none left" "$(json status < "$T/out")" exited
+	expect_eq "A then []: exit" "$(cat "$T/rc")" 4
+	: > "$T/events"
+	timeout 120 "$CORRAL" run --json --policy "$T/none.json" --policy "$T/p.json" \
+		--events "$T/events" -- /bin/sh -c "$creds" > "$T/out" 2> "$T/err" < /dev/null || true
+	expect_eq "[] then A: halted" "$(json status < "$T/out")" halted
+}
+
 # Every way to the decoy's inode, or to its contents, is a touch: a hard
 # link made to read it by another name (the link itself changes the
 # inode's link count), the directory renamed away before the read, and truncate(2), which empties the decoy by its path

@@ -241,6 +241,70 @@ t_cp_out_decides_nothing() {
 	sh_in "$id" "rm -rf /tmp/cpo" > /dev/null
 }
 
+# `corral cp` out over an existing file: a new file renamed onto it, never
+# the old one truncated and written.  Killed midway (SIGKILL, no handler;
+# strace holds each write 2 s so that the kill comes while the copy's file
+# is open), the old file is whole and nothing stays beside it; it was
+# left empty.  Done, the file has the new content, its old mode, and a
+# symlink to it (the user's own) stays a link, its target replaced.
+t_cp_out_over_a_file_replaces_it() {
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local id=$SB st pid i rc=0 f
+	sh_in "$id" "head -c 4194304 /dev/zero | tr '\\0' n > /tmp/cpk" > /dev/null || return 1
+	mkdir "$T/cpk"
+	printf 'before\n' > "$T/cpk/f"
+	chmod 640 "$T/cpk/f"
+	ln -s f "$T/cpk/link"
+	timeout 60 strace -qq -o /dev/null -e trace=write -e inject=write:delay_enter=2000000 \
+		"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/f" > /dev/null 2> "$T/cp.err" &
+	st=$!
+	trap "end_traced $st" EXIT
+	pid="" i=0
+	# any file of the copy's open in the directory: the new one, or f itself
+	while [ $i -lt 400 ]; do
+		[ -n "$pid" ] || pid=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
+		[ -n "$pid" ] && ls -l /proc/"$pid"/fd 2>/dev/null | grep -q -- "-> $T/cpk/" && break
+		kill -0 "$st" 2>/dev/null || break
+		sleep 0.05; i=$((i + 1))
+	done
+	[ -n "$pid" ] && ls -l /proc/"$pid"/fd 2>/dev/null | grep -q -- "-> $T/cpk/" ||
+		{ end_traced "$st" $pid; trap - EXIT; fail "no copy being written: $(cat "$T/cp.err")"; return 1; }
+	kill -KILL "$pid"
+	wait "$st" 2> /dev/null || rc=$?
+	trap - EXIT
+	expect_eq "KILL: the old file whole" "$(cat "$T/cpk/f")" before
+	expect_eq "KILL: nothing beside it" "$(ls -A "$T/cpk" | tr '\n' ' ')" "f link "
+	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/link" 2> "$T/cp.err" ||
+		fail "cp out: $(cat "$T/cp.err")"
+	expect_eq "replaced" "$(head -c 3 "$T/cpk/f"; stat -c ' %s %a' "$T/cpk/f")" "nnn 4194304 640"
+	[ -L "$T/cpk/link" ] || fail "the user's symlink was replaced by a file"
+	expect_eq "nothing beside it" "$(ls -A "$T/cpk" | tr '\n' ' ')" "f link "
+	# a file we may write in a directory we may not: written in place, as
+	# cp(1) would (no new file can be made beside it); root may write any
+	if [ "$(id -u)" != 0 ]; then
+		mkdir "$T/cpk/ro" && printf 'old\n' > "$T/cpk/ro/f" && chmod 555 "$T/cpk/ro"
+		"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/ro/f" 2> "$T/cp.err" ||
+			fail "cp out in a read-only directory: $(cat "$T/cp.err")"
+		expect_eq "in a read-only directory" "$(stat -c %s "$T/cpk/ro/f")" 4194304
+		chmod 755 "$T/cpk/ro"
+	fi
+	# a device is written through, as before
+	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" /dev/null 2> "$T/cp.err" ||
+		fail "cp out to /dev/null: $(cat "$T/cp.err")"
+	# a symlink to nothing: refused, as cp(1) does, the link left alone
+	ln -s nowhere "$T/cpk/dangling"
+	rc=0
+	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/dangling" 2> "$T/cp.err" || rc=$?
+	expect_eq "a symlink to nothing: refused" "$rc" 125
+	expect_eq "the link left" "$(readlink "$T/cpk/dangling")" nowhere
+	# a directory there is refused, as cp(1) would not write over one
+	mkdir "$T/cpk/d" "$T/cpk/d/cpk"
+	rc=0
+	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/d" 2> "$T/cp.err" || rc=$?
+	expect_eq "over a directory: refused" "$rc" 125
+	sh_in "$id" "rm -f /tmp/cpk" > /dev/null
+}
+
 t_mkdir_rename_list() {
 	local id code
 	id=$SB

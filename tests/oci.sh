@@ -759,6 +759,33 @@ t_refuses_host_namespaces() {
 		"/dev/null is not a network namespace"
 }
 
+# io.corral.policy: the bundle picks one of the operator's named policies,
+# laid over the operator's base (its lists replacing the base's).  It may
+# widen the base; it may not take away the base's denials (a tripwire,
+# network.deny, an export hold rule), set for every container.
+t_annotation_policy_keeps_base_denials() {
+	need_root
+	mkdir -p "$T/pol"
+	echo '{"abort": {"tripwires": ["/home/agent/.aws/credentials"]},
+	       "network": {"deny": ["evil.test"]}}' > "$T/pol/base.json"
+	echo '{"abort": {"tripwires": []}}' > "$T/pol/notrip.json"
+	echo '{"network": {"deny": ["other.test"]}}' > "$T/pol/nodeny.json"
+	echo '{"abort": {"tripwires": ["/home/agent/.aws/credentials", "/tmp/.env"]},
+	       "limits": {"pids": 2048}}' > "$T/pol/wider.json"
+	printf '{"policy": "%s", "policies_dir": "%s"}\n' "$T/pol/base.json" "$T/pol" > "$T/op.json"
+	chmod -R a+rX "$T/pol" "$T/op.json"
+	CORRAL_OCI_CONFIG=$T/op.json refused 'c["annotations"] = {"io.corral.policy": "notrip"}' \
+		"annotation io.corral.policy=notrip: $T/pol/notrip.json, over the base $T/pol/base.json: abort.tripwires: the operator's tripwire /home/agent/.aws/credentials cannot be removed"
+	CORRAL_OCI_CONFIG=$T/op.json refused 'c["annotations"] = {"io.corral.policy": "nodeny"}' \
+		"network.deny: the operator's denial \"evil.test\" cannot be removed"
+	# the user's case: a named policy that keeps them and widens is taken
+	bundle "$T/b" '["true"]' 'c["annotations"] = {"io.corral.policy": "wider"}'
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c1 || true
+	expect_eq "wider: created" "$(rc)" 0
+	oci delete -f c1 || true
+	[ ! -e "$T/root/c1" ] || fail "c1 left behind"
+}
+
 t_refuses_host_binds() {
 	need_root
 	refused 'c["mounts"].append({"destination": "/host", "type": "bind", "source": "/etc", "options": ["rbind", "ro"]})' \

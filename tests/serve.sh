@@ -3157,6 +3157,12 @@ t_tcp_tls_refusals() {
 	serve_fails "a key for a certificate" 125 "not a PEM certificate" \
 		--listen "127.0.0.1:$port" --token-file "$T/token" \
 		--tls-cert "$T/cert.key" --tls-key "$T/cert.key"
+	# a chain whose tail is cut (read through a buffer now, whole lines
+	# at a time): refused, not served with the certificates before it
+	{ cat "$T/cert.pem"; head -n 4 "$T/cert.pem"; } > "$T/cut.pem"
+	serve_fails "a chain cut short" 125 "$T/cut.pem: not a PEM certificate (chain)" \
+		--listen "127.0.0.1:$port" --token-file "$T/token" \
+		--tls-cert "$T/cut.pem" --tls-key "$T/cert.key"
 	# a daemon has no one to give a passphrase: it must not wait for one
 	openssl pkey -in "$T/cert.key" -aes128 -passout pass:secret -out "$T/locked.key"
 	chmod 600 "$T/locked.key"
@@ -3210,9 +3216,10 @@ PYEOF
 # it may at once reach --listen, or send SIGHUP (a reload) or SIGTERM.
 # It was made before the TLS files were read, and a SIGHUP then took its
 # default action: the daemon died, status 129, without a word (found by
-# tests/chaos_serve.py, seed 2, its TCP clients refused).  A chain of 512
-# certificates (read in quadratic time) holds that window open for a
-# quarter of a second here, 25 times the poll's.
+# tests/chaos_serve.py, seed 2, its TCP clients refused).  A chain of 1024
+# certificates (600 KB, each decoded by OpenSSL in about 0.15 ms) holds
+# that window open for about 0.2 s here, 20 times the poll's.  (It was
+# 512, read a byte per read(2): 0.45 s, 1.5 s with the reload.)
 t_tcp_tls_ready_when_socket_seen() {
 	front_test
 	local port token i=0 code
@@ -3220,7 +3227,7 @@ t_tcp_tls_ready_when_socket_seen() {
 	tls_files "$T" || return 1
 	token=$(new_token)
 	cp "$T/cert.pem" "$T/chain.pem"
-	for _ in 1 2 3 4 5 6 7 8 9; do
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		cat "$T/chain.pem" "$T/chain.pem" > "$T/chain2.pem"
 		mv "$T/chain2.pem" "$T/chain.pem"
 	done

@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "jsonpos.h"
 #include "sandbox.h"
+#include "tls.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -688,17 +689,23 @@ TEST(network_section)
 		      !strcmp(p.net_hosts[2].value, "10.0.0.1"));
 	}
 
-	/* a second file merges: lists append (once), hosts replace by name */
+	/*
+	 * a second file merges as corral_json_merge: a list replaces (the
+	 * deny list it does not name stays), hosts replace by name
+	 */
 	CHECK(load(&p, "{\"network\": {\"mode\": \"none\", \"transparent\": false,"
 		       " \"allow\": [\"pypi.org\", \"crates.io\"],"
 		       " \"hosts\": {\"INTERNAL.test\": \"192.0.2.11\"}}}", &err) == 0);
 	CHECK(p.net == CORRAL_NET_NONE && !p.net_transparent);
-	CHECK(p.nnet_allow == 7 && !strcmp(p.net_allow[6], "crates.io"));
+	CHECK(p.nnet_allow == 2 && !strcmp(p.net_allow[0], "pypi.org") &&
+	      !strcmp(p.net_allow[1], "crates.io"));
+	CHECK(p.nnet_deny == 3);
 	CHECK(p.nnet_hosts == 3 && !strcmp(p.net_hosts[0].value, "192.0.2.11"));
-	/* an empty section changes nothing */
-	CHECK(load(&p, "{\"network\": {\"allow\": [], \"deny\": [], \"hosts\": {}}}",
-		   &err) == 0);
-	CHECK(p.nnet_allow == 7 && p.nnet_deny == 3 && p.nnet_hosts == 3);
+	/* an empty object changes nothing, an empty list empties */
+	CHECK(load(&p, "{\"network\": {\"hosts\": {}}}", &err) == 0);
+	CHECK(p.nnet_allow == 2 && p.nnet_deny == 3 && p.nnet_hosts == 3);
+	CHECK(load(&p, "{\"network\": {\"allow\": [], \"deny\": []}}", &err) == 0);
+	CHECK(p.nnet_allow == 0 && p.nnet_deny == 0 && p.nnet_hosts == 3);
 	corral_policy_free(&p);
 	CHECK(p.net_allow == NULL && p.net_hosts == NULL && p.nnet_deny == 0);
 }
@@ -732,10 +739,11 @@ TEST(merge_over_current_values)
 		       " \"env\": {\"set\": {\"KEEP\": \"2\", \"NEW\": \"3\"},"
 		       " \"pass\": [\"HOME2\", \"X\"]},"
 		       " \"limits\": {\"pids\": 9}}", &err) == 0);
-	CHECK(p.nbinds == 2 && !strcmp(p.binds[1].src, "/a"));
-	CHECK(!strcmp(p.binds[0].dst, "/tools"));
+	/* lists replace: "ro" is /a alone, "pass" its two names */
+	CHECK(p.nbinds == 1 && !strcmp(p.binds[0].src, "/a"));
 	CHECK(p.nenv == 2 && !strcmp(p.env[0].value, "2"));
-	CHECK(p.nenv_pass == 2);
+	CHECK(p.nenv_pass == 2 && !strcmp(p.env_pass[0], "HOME2") &&
+	      !strcmp(p.env_pass[1], "X"));
 	CHECK(p.pids == 9);
 	CHECK(p.memory_bytes == 64 * MiB && p.cpus == 0.5);	/* untouched */
 	CHECK(!strcmp(p.workspace, "/srv/ws"));
@@ -829,7 +837,7 @@ TEST(abort_section)
 		CHECK(!strcmp(p.abort.tripwires[3], "/workspace/.git-credentials"));
 	}
 
-	/* a second file merges: tripwires append, values replace */
+	/* a second file merges: tripwires and values replace */
 	CHECK(load(&p, "{\"abort\": {\"on_abort\": \"kill\", \"window_seconds\": \"1.5s\","
 		       " \"max_cpu_seconds\": 0.0005, \"max_wall_seconds\": \"none\","
 		       " \"tripwires\": [\"/home/agent/.netrc\", \"/tmp/.env\"]}}",
@@ -839,8 +847,9 @@ TEST(abort_section)
 	CHECK(p.abort.max_cpu_ms == 1);		/* rounded up, never to 0 */
 	CHECK(p.abort.max_wall_ms == 0);
 	CHECK(p.abort.max_denied_egress == 20);	/* untouched */
-	CHECK(p.abort.ntripwires == 5 &&
-	      !strcmp(p.abort.tripwires[4], "/home/agent/.netrc"));
+	CHECK(p.abort.ntripwires == 2 &&
+	      !strcmp(p.abort.tripwires[0], "/home/agent/.netrc") &&
+	      !strcmp(p.abort.tripwires[1], "/tmp/.env"));
 
 	/* a window may go with its count, and both to 0 together */
 	CHECK(load(&p, "{\"abort\": {\"max_distinct_denied_destinations\": 0,"
@@ -922,24 +931,24 @@ TEST(abort_tripwire_limit)
 
 	corral_policy_init(&p);
 	off = snprintf(text, sizeof(text), "{\"abort\": {\"tripwires\": [");
-	for (i = 0; i < 31; i++)
+	for (i = 0; i < 32; i++)
 		off += snprintf(text + off, sizeof(text) - off, "%s\"/tmp/t%zu\"",
 				i ? ", " : "", i);
 	snprintf(text + off, sizeof(text) - off, "]}}");
 	CHECK(load(&p, text, &err) == 0);
-	CHECK(p.abort.ntripwires == 31);
+	CHECK(p.abort.ntripwires == 32);
 	/* the 32nd fits, a repeat costs nothing, the 33rd does not */
-	CHECK(load(&p, "{\"abort\": {\"tripwires\": [\"/tmp/t0\", \"/tmp/u\", \"/tmp/t5\","
-		       " \"/tmp/v\"]}}", &err) == -EINVAL);
-	pos_of("{\"abort\": {\"tripwires\": [\"/tmp/t0\", \"/tmp/u\", \"/tmp/t5\","
-	       " \"/tmp/v\"]}}", "\"/tmp/v\"", pos, sizeof(pos));
-	snprintf(want, sizeof(want), "t.json:%s: abort.tripwires[3]: ", pos);
+	snprintf(text + off, sizeof(text) - off, ", \"/tmp/t5\", \"/tmp/v\"]}}");
+	CHECK(load(&p, text, &err) == -EINVAL);
+	pos_of(text, "\"/tmp/v\"", pos, sizeof(pos));
+	snprintf(want, sizeof(want), "t.json:%s: abort.tripwires[33]: ", pos);
 	CHECK(!strncmp(err.msg, want, strlen(want)));
 	CHECK_STR_CONTAINS(err.msg, "too many tripwires, at most 32 (got \"/tmp/v\")");
-	CHECK(p.abort.ntripwires == 31);
+	CHECK(p.abort.ntripwires == 32);
+	/* a later list replaces: the count is its own, not the sum */
 	CHECK(load(&p, "{\"abort\": {\"tripwires\": [\"/tmp/t0\", \"/tmp/u\"]}}",
 		   &err) == 0);
-	CHECK(p.abort.ntripwires == 32);
+	CHECK(p.abort.ntripwires == 2);
 	corral_policy_free(&p);
 }
 
@@ -1846,6 +1855,172 @@ TEST(policy_within_named)
 	CHECK_STR_CONTAINS(err.msg, "abort.tripwires: the operator's tripwire /tmp/.env");
 	corral_policy_free(&bound);
 	corral_policy_free(&asked);
+}
+
+/* ---- layers: one policy loaded over another --------------------------- */
+
+static const char layer_base[] =
+	"{\"filesystem\": {\"ro\": [\"/opt/a\"], \"rw\": [\"/srv/b\"]},"
+	" \"env\": {\"set\": {\"A\": \"1\"}, \"pass\": [\"TERM\"]},"
+	" \"network\": {\"mode\": \"proxy\", \"hosts\": {\"h.test\": \"192.0.2.1\"},"
+	"  \"allow\": [\"a.test\", {\"host\": \"api.test\", \"tls\": \"terminate\","
+	"   \"methods\": [\"GET\"]}], \"deny\": [\"x.a.test\"]},"
+	" \"abort\": {\"tripwires\": [\"/tmp/.env\"], \"ignore_syscalls\": [\"ptrace\"]},"
+	" \"export\": {\"hold\": [\"**/.envrc2\"]},"
+	" \"secrets\": [{\"name\": \"K\", \"from_env\": \"K\", \"hosts\": [\"api.test\"],"
+	"  \"header\": \"Authorization\"}]}";
+
+static size_t tls_rules(const struct corral_policy *p)
+{
+	return p->net_tls ? json_array_size(json_object_get(p->net_tls->net, "rules")) : 0;
+}
+
+static size_t tls_secrets(const struct corral_policy *p)
+{
+	return p->net_tls ? json_array_size(p->net_tls->secrets) : 0;
+}
+
+/*
+ * layer over layer_base, loaded as two documents, is what the front ends
+ * get from corral_json_merge of the two, loaded as one.
+ */
+static void layer_case(const char *layer)
+{
+	struct corral_policy two, one;
+	struct corral_err err = { 0 };
+	json_t *eff = json_loads(layer_base, 0, NULL);
+	json_t *over = json_loads(layer, 0, NULL);
+	char *text;
+	size_t i;
+
+	corral_policy_init(&two);
+	corral_policy_init(&one);
+	CHECK(load(&two, layer_base, &err) == 0);
+	CHECK(load(&two, layer, &err) == 0);
+	CHECK(eff && over && corral_json_merge(eff, over) == 0);
+	text = json_dumps(eff, JSON_COMPACT);
+	CHECK(text && load(&one, text, &err) == 0);
+	free(text);
+	json_decref(eff);
+	json_decref(over);
+	CHECK(policy_equal(&two, &one));
+	CHECK(two.abort.nignore_syscalls == one.abort.nignore_syscalls);
+	for (i = 0; i < two.abort.nignore_syscalls && i < one.abort.nignore_syscalls; i++)
+		CHECK(!strcmp(two.abort.ignore_syscalls[i], one.abort.ignore_syscalls[i]));
+	CHECK(two.export.nhold == one.export.nhold);
+	for (i = 0; i < two.export.nhold && i < one.export.nhold; i++)
+		CHECK(!strcmp(two.export.hold[i].path, one.export.hold[i].path));
+	CHECK(tls_rules(&two) == tls_rules(&one));
+	CHECK(tls_secrets(&two) == tls_secrets(&one));
+	corral_policy_free(&two);
+	corral_policy_free(&one);
+}
+
+TEST(layer_lists_replace_as_json_merge)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+
+	layer_case("{}");
+	layer_case("{\"abort\": {\"tripwires\": []}}");
+	layer_case("{\"abort\": {\"tripwires\": [\"/tmp/.netrc\"], \"ignore_syscalls\": []}}");
+	layer_case("{\"network\": {\"allow\": []}}");
+	layer_case("{\"network\": {\"allow\": [\"b.test\"], \"deny\": [\"y.b.test\"]}}");
+	layer_case("{\"network\": {\"hosts\": {\"g.test\": \"192.0.2.2\"}}}");
+	layer_case("{\"filesystem\": {\"ro\": []}}");
+	layer_case("{\"filesystem\": {\"rw\": [\"/srv/c\"]}}");
+	layer_case("{\"env\": {\"pass\": [], \"set\": {\"B\": \"2\"}}}");
+	layer_case("{\"export\": {\"hold\": []}}");
+	layer_case("{\"secrets\": []}");
+
+	/* each list by itself: what the layer says, the rest as it was */
+	corral_policy_init(&p);
+	CHECK(load(&p, layer_base, &err) == 0);
+	CHECK(p.abort.ntripwires == 1 && tls_rules(&p) == 1 && tls_secrets(&p) == 1);
+	CHECK(load(&p, "{\"abort\": {\"tripwires\": []}}", &err) == 0);
+	CHECK(p.abort.ntripwires == 0 && p.abort.nignore_syscalls == 1);
+	CHECK(load(&p, "{\"filesystem\": {\"ro\": [\"/opt/c\"]}}", &err) == 0);
+	CHECK(p.nbinds == 2);
+	for (size_t i = 0; i < p.nbinds; i++)
+		CHECK(!strcmp(p.binds[i].src, p.binds[i].writable ? "/srv/b" : "/opt/c"));
+	/* the allowlist's objects go with it: api.test is no longer terminated */
+	CHECK(load(&p, "{\"network\": {\"allow\": [\"a.test\"]}}", &err) == 0);
+	CHECK(p.nnet_allow == 1 && tls_rules(&p) == 0 && p.nnet_deny == 1);
+	CHECK(load(&p, "{\"secrets\": []}", &err) == 0);
+	CHECK(tls_secrets(&p) == 0 && !tls_policy_active(&p));
+	CHECK(load(&p, "{\"export\": {\"hold\": []}, \"env\": {\"pass\": []}}", &err) == 0);
+	CHECK(p.export.nhold == 0 && p.nenv_pass == 0 && p.nenv == 1);
+	corral_policy_free(&p);
+}
+
+/*
+ * A layer someone else chose (corral oci's io.corral.policy) may widen
+ * the base but not take its denials away: corral_policy_keeps_denials.
+ */
+static void keeps_case(const char *layer, const char *want)
+{
+	struct corral_policy base, p;
+	struct corral_err err = { 0 };
+	int r;
+
+	corral_policy_init(&base);
+	CHECK(load(&base, layer_base, &err) == 0);
+	CHECK(corral_policy_copy(&p, &base, &err) == 0);
+	CHECK(policy_equal(&p, &base));
+	CHECK(load(&p, layer, &err) == 0);
+	r = corral_policy_keeps_denials(&p, &base, &err);
+	if (!want) {
+		CHECK(r == 0);
+	} else {
+		CHECK(r == -EPERM);
+		CHECK_STR_CONTAINS(err.msg, want);
+	}
+	corral_policy_free(&base);
+	corral_policy_free(&p);
+}
+
+TEST(layer_keeps_denials)
+{
+	keeps_case("{}", NULL);
+	/* widening is not this check's business */
+	keeps_case("{\"network\": {\"allow\": [\"a.test\", \"b.test\"]},"
+		   " \"limits\": {\"pids\": 4096}, \"abort\": {\"ignore_syscalls\": [\"bpf\"]}}", NULL);
+	keeps_case("{\"network\": {\"deny\": [\"x.a.test\", \"z.test\"]},"
+		   " \"abort\": {\"tripwires\": [\"/tmp/.env\", \"/tmp/.netrc\"]}}", NULL);
+	keeps_case("{\"network\": {\"deny\": []}}",
+		   "network.deny: the operator's denial \"x.a.test\" cannot be removed");
+	keeps_case("{\"network\": {\"deny\": [\"z.test\"]}}",
+		   "network.deny: the operator's denial \"x.a.test\" cannot be removed");
+	keeps_case("{\"abort\": {\"tripwires\": []}}",
+		   "abort.tripwires: the operator's tripwire /tmp/.env cannot be removed");
+	keeps_case("{\"abort\": {\"tripwires\": [\"/tmp/.netrc\"]}}",
+		   "abort.tripwires: the operator's tripwire /tmp/.env cannot be removed");
+	keeps_case("{\"export\": {\"hold\": [\"x\"]}}",
+		   "export.hold: the operator's rule **/.envrc2 (always) cannot be removed");
+}
+
+/* An srt settings file adds to the policy, on purpose (srt.c). */
+TEST(layer_srt_adds)
+{
+	char path[] = "/tmp/corral-unit-srt.XXXXXX", *report = NULL;
+	static const char srt[] = "{\"network\": {\"allowedDomains\": [\"b.test\"],"
+				  " \"deniedDomains\": [\"y.b.test\"]}}";
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(write(fd, srt, strlen(srt)) == (ssize_t)strlen(srt));
+	close(fd);
+	corral_policy_init(&p);
+	CHECK(load(&p, layer_base, &err) == 0);
+	CHECK(corral_policy_load_srt_file(&p, path, &report, &err) == 0);
+	free(report);
+	unlink(path);
+	CHECK(p.nnet_allow == 3 && p.nnet_deny == 2 && tls_rules(&p) == 1);
+	corral_policy_free(&p);
 }
 
 TEST(json_merge)

@@ -1,14 +1,16 @@
 /*
  * localfile.c - the client's local files, read and written whole: what
  * `corral cp` copies and what `corral exec -i` sends as stdin.  The API
- * carries a file in one body, so a file is in memory once, bounded.  And
- * one written as it comes (an export's patch, as large as the sandbox
- * made it), which takes its name once whole.
+ * carries a file in one body, so a file is in memory once, bounded; it
+ * is written to a new file that takes its name once whole, over an old
+ * one too.  And one written as it comes (an export's patch, as large as
+ * the sandbox made it), which takes its name the same way.
  */
 #include "client.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,13 +65,10 @@ static int read_all(int fd, const char *name, size_t max, char **out,
 }
 
 /*
- * path opened to read or write by corral_path_open's rule: no symlink in
- * the sandbox's rw directories followed.  mode: O_RDONLY or O_WRONLY (an
- * existing file, then truncated).  -1 with errno ENOENT (nothing said) if
- * nothing is there and quiet_enoent, else said.
+ * path opened to read by corral_path_open's rule: no symlink in the
+ * sandbox's rw directories followed.  -1 (said) if it cannot be.
  */
-static int open_judged(const char *path, int mode, const struct corral_dir_id *rw,
-		       size_t nrw, bool quiet_enoent)
+static int open_judged(const char *path, const struct corral_dir_id *rw, size_t nrw)
 {
 	struct corral_err err = { 0 };
 	char proc[64];
@@ -78,21 +77,17 @@ static int open_judged(const char *path, int mode, const struct corral_dir_id *r
 
 	obj = corral_path_open(rw, nrw, "the local file", path, &err);
 	if (obj < 0) {
-		if (!(quiet_enoent && obj == -ENOENT))
-			cli_error("%s", err.msg);
-		errno = -obj;
+		cli_error("%s", err.msg);
 		return -1;
 	}
-	if (fstat(obj, &st) < 0 || !(S_ISREG(st.st_mode) ||
-				     (mode != O_RDONLY && S_ISCHR(st.st_mode)))) {
+	if (fstat(obj, &st) < 0 || !S_ISREG(st.st_mode)) {
 		cli_error("%s: not a regular file; one file is copied at a time", path);
 		close(obj);
-		errno = EINVAL;
 		return -1;
 	}
 	/* the object judged, opened again for what we do with it */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", obj);
-	fd = open(proc, mode | O_CLOEXEC | (mode == O_WRONLY ? O_TRUNC : 0));
+	fd = open(proc, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		cli_error("%s: %s", path, strerror(errno));
 	close(obj);
@@ -106,7 +101,7 @@ int read_local(const char *path, size_t max, char **out, size_t *len,
 
 	if (!strcmp(path, "-"))
 		return read_all(STDIN_FILENO, "standard input", max, out, len);
-	fd = open_judged(path, O_RDONLY, rw, nrw, false);
+	fd = open_judged(path, rw, nrw);
 	if (fd < 0)
 		return EXIT_CORRAL;
 	code = read_all(fd, path, max, out, len);
@@ -132,42 +127,190 @@ static int write_all(int fd, const char *name, const char *buf, size_t len)
 	return 0;
 }
 
-int write_local(const char *path, const char *buf, size_t len,
-		const struct corral_dir_id *rw, size_t nrw)
+/* The path the kernel has for what fd holds; NULL (said) if it has none. */
+static char *fd_path(int fd, const char *path)
 {
-	struct corral_err err = { 0 };
-	struct local_out out;
-	char *name;
-	int fd, dir, code;
+	char proc[64], *buf = malloc(PATH_MAX);
+	ssize_t n;
 
-	if (!strcmp(path, "-")) {
-		code = local_out_open(&out, "-", NULL, 0);
-		return code ? code : local_out_write(&out, buf, len);
+	if (!buf) {
+		out_of_memory("naming the local file");
+		return NULL;
 	}
-	/* a file there is written through, as cp(1) does; else a new one */
-	fd = open_judged(path, O_WRONLY, rw, nrw, true);
-	if (fd < 0 && errno != ENOENT)
-		return EXIT_CORRAL;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, buf, PATH_MAX - 1);
+	if (n < 0 || n == 0 || buf[0] != '/') {
+		cli_error("%s: where it lies cannot be read (%s)", path,
+			  n < 0 ? strerror(errno) : "not a path");
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The old way: the file itself truncated and written (a device, or no other). */
+static int write_through(int obj, const char *path, const char *buf, size_t len)
+{
+	char proc[64];
+	int fd, code;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", obj);
+	fd = open(proc, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0) {
-		dir = corral_dest_parent(rw, nrw, "the local file", path, false, &name, &err);
-		if (dir < 0) {
-			cli_error("%s", err.msg);
-			return EXIT_CORRAL;
-		}
-		fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0666);
-		if (fd < 0)
-			cli_error("%s: %s", path, strerror(errno));
-		close(dir);
-		free(name);
-		if (fd < 0)
-			return EXIT_CORRAL;
+		cli_error("%s: %s", path, strerror(errno));
+		return EXIT_CORRAL;
 	}
 	code = write_all(fd, path, buf, len);
 	if (close(fd) < 0 && !code) {
 		cli_error("writing %s: %s", path, strerror(errno));
 		code = EXIT_CORRAL;
 	}
+	return code;
+}
+
+static void out_catch(struct corral_newfile *nf);
+static void out_release(void);
+static void out_block(sigset_t *old);
+
+/*
+ * A new file beside where path lies (its directory judged as `where`),
+ * written whole, then renamed onto it: a copy that fails or is killed
+ * midway leaves the old file whole, or no file.  old: the file replaced
+ * (NULL: none), whose mode (less setuid and setgid: the content is the
+ * sandbox's) and owner the new one takes, as cp(1)'s write through kept
+ * them.  1 when it cannot be done so and nothing was written (the
+ * directory is not ours to write, the owner cannot be kept, the file is
+ * a mount point), 0 done, else the exit code (said).
+ */
+static int replace_file(const char *path, const char *where, const struct stat *old,
+			const char *buf, size_t len, const struct corral_dir_id *rw,
+			size_t nrw)
+{
+	struct corral_err err = { 0 };
+	struct corral_newfile nf;
+	struct stat now;
+	sigset_t mask;
+	char *name;
+	int dir, fd, code = 0;
+
+	dir = corral_dest_parent(rw, nrw, "the local file", where, false, &name, &err);
+	if (dir < 0) {
+		cli_error("%s", err.msg);
+		return EXIT_CORRAL;
+	}
+	/* what lies at where now is what was judged, not something put there since */
+	if (old && (fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now.st_dev != old->st_dev || now.st_ino != old->st_ino)) {
+		cli_error("%s: %s was moved or replaced while it was being copied",
+			  path, where);
+		code = EXIT_CORRAL;
+		goto out;
+	}
+	/* nothing was found there: a symlink to nothing, which cp(1) too refuses */
+	if (!old && fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
+		cli_error("%s: %s, not written through", path, S_ISLNK(now.st_mode) ?
+			  "a symlink to nothing" : "made while it was being copied");
+		code = EXIT_CORRAL;
+		goto out;
+	}
+	out_block(&mask);
+	fd = corral_newfile_open(&nf, dir, name, old ? 0600 : 0666, &err);
+	if (fd >= 0)
+		out_catch(&nf);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	if (fd < 0) {
+		/* a file we may write in a directory we may not: written through */
+		if (old && (err.code == -EACCES || err.code == -EPERM ||
+			    err.code == -EROFS)) {
+			code = 1;
+			goto out;
+		}
+		cli_error("%s: %s", path, err.msg);
+		code = EXIT_CORRAL;
+		goto out;
+	}
+	if (old && ((old->st_uid != geteuid() || old->st_gid != getegid()) &&
+		    fchown(fd, old->st_uid, old->st_gid) < 0)) {
+		code = errno == EPERM ? 1 : EXIT_CORRAL;
+		if (code != 1)
+			cli_error("%s: keeping its owner: %s", path, strerror(errno));
+	}
+	if (!code && old && fchmod(fd, old->st_mode & 0777) < 0) {
+		cli_error("%s: keeping its mode: %s", path, strerror(errno));
+		code = EXIT_CORRAL;
+	}
+	if (!code)
+		code = write_all(fd, path, buf, len);
+	out_block(&mask);
+	if (!code && corral_newfile_keep(&nf, &err) < 0) {
+		/* EBUSY: a file mounted over (a bind); its mount point stays */
+		code = old && err.code == -EBUSY ? 1 : EXIT_CORRAL;
+		if (code != 1)
+			cli_error("%s: %s", path, err.msg);
+	} else if (code) {
+		corral_newfile_drop(&nf);
+	}
+	out_release();
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+out:
+	close(dir);
+	free(name);
+	return code;
+}
+
+/*
+ * What cp(1) writes, but never in place: an existing regular file is
+ * replaced by a new one renamed onto where it lies (through a symlink:
+ * the link stays, its target is replaced), so a copy that fails or is
+ * killed midway leaves it whole.  Its hard links keep the old content.
+ * A character device (/dev/null) is written through; anything else is
+ * refused, as a directory is.
+ */
+int write_local(const char *path, const char *buf, size_t len,
+		const struct corral_dir_id *rw, size_t nrw)
+{
+	struct corral_err err = { 0 };
+	struct local_out out;
+	struct stat st;
+	char *where = NULL;
+	int obj, code;
+
+	if (!strcmp(path, "-")) {
+		code = local_out_open(&out, "-", NULL, 0);
+		return code ? code : local_out_write(&out, buf, len);
+	}
+	obj = corral_path_open(rw, nrw, "the local file", path, &err);
+	if (obj == -ENOENT)
+		return replace_file(path, path, NULL, buf, len, rw, nrw);
+	if (obj < 0) {
+		cli_error("%s", err.msg);
+		return EXIT_CORRAL;
+	}
+	if (fstat(obj, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+		cli_error("%s: not a regular file; one file is copied at a time", path);
+		close(obj);
+		return EXIT_CORRAL;
+	}
+	code = S_ISCHR(st.st_mode) ? write_through(obj, path, buf, len) : 0;
+	if (S_ISREG(st.st_mode)) {
+		char proc[64];
+
+		/* as cp(1): a file we may not write is refused, not replaced */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", obj);
+		if (faccessat(AT_FDCWD, proc, W_OK, AT_EACCESS) < 0 && errno == EACCES) {
+			cli_error("%s: %s", path, strerror(EACCES));
+			code = EXIT_CORRAL;
+		} else if (!(where = fd_path(obj, path))) {
+			code = EXIT_CORRAL;
+		} else {
+			code = replace_file(path, where, &st, buf, len, rw, nrw);
+			if (code == 1)
+				code = write_through(obj, path, buf, len);
+		}
+	}
+	free(where);
+	close(obj);
 	return code;
 }
 

@@ -517,12 +517,19 @@ static int load_process(const struct oci_operator *op, json_t *proc,
 	return 0;
 }
 
-/* The operator's base policy, then the annotation's named one. */
+/*
+ * The operator's base policy, then the annotation's named one over it: its
+ * lists replace the base's (corral_policy_load_file).  The named policy is
+ * the operator's, but the bundle chooses it: it may widen the base (that
+ * is what a "python-agent" policy is for), never drop one of the base's
+ * denials, which the operator set for every container.
+ */
 static int load_policies(const struct oci_operator *op, struct oci_spec *s,
 			 struct corral_err *err)
 {
 	const char *name = json_string_value(json_object_get(s->annotations,
 							     "io.corral.policy"));
+	struct corral_policy base;
 	char path[PATH_MAX];
 	int r;
 
@@ -538,7 +545,20 @@ static int load_policies(const struct oci_operator *op, struct oci_spec *s,
 		return corral_set_err(err, -EINVAL, "annotation io.corral.policy=%s: "
 				      "a policy's name, not a path", name);
 	snprintf(path, sizeof(path), "%s/%s.json", op->policies_dir, name);
-	return corral_policy_load_file(&s->p, path, err);
+	r = corral_policy_copy(&base, &s->p, err);
+	if (r < 0)
+		return r;
+	r = corral_policy_load_file(&s->p, path, err);
+	if (r == 0 && corral_policy_keeps_denials(&s->p, &base, err) < 0) {
+		char why[sizeof(err->msg)];
+
+		memcpy(why, err->msg, sizeof(why));
+		r = corral_set_err(err, -EPERM, "annotation io.corral.policy=%s: %s, "
+				   "over the base %s: %s", name, path,
+				   op->policy ? op->policy : "(the default)", why);
+	}
+	corral_policy_free(&base);
+	return r;
 }
 
 /* io.corral.allow: "pypi.org,*.github.com:443": egress through the proxy. */

@@ -22,10 +22,14 @@ static const char run_usage[] =
 "(rlimits where no cgroup can be had) apply on top.\n"
 "\n"
 "Options (flags override the policy file, whatever their order):\n"
-"  --policy FILE        JSON policy; default: the built-in default policy\n"
+"  --policy FILE        JSON policy; default: the built-in default policy.\n"
+"                       Repeatable: each file over the one before, a key's\n"
+"                       value replacing theirs (objects merged key by key,\n"
+"                       a list replaced whole: \"tripwires\": [] leaves none)\n"
 "  --settings FILE      an srt (Anthropic sandbox-runtime) settings file,\n"
-"                       translated to a policy (after --policy); what did\n"
-"                       not map is said on stderr, key by key\n"
+"                       translated to a policy (after --policy) whose lists\n"
+"                       are added to the policy's, not replacing them; what\n"
+"                       did not map is said on stderr, key by key\n"
 "  --workspace DIR      show DIR at /workspace, copy-on-write: the sandbox\n"
 "                       may change its view, the host copy is never written\n"
 "                       (without it /workspace is an empty tmpfs)\n"
@@ -449,7 +453,7 @@ static int run(int argc, char **argv, struct stops *st)
 	struct corral_result res;
 	struct corral_err err = { 0 };
 	struct corral_run_opts o = { .forward_signals = true };
-	const char *policy_file = NULL, *settings_file = NULL, *rootfs = NULL, *image = NULL, *state_dir = NULL;
+	const char *settings_file = NULL, *rootfs = NULL, *image = NULL, *state_dir = NULL;
 	struct corral_image *img = NULL;
 	char **img_argv = NULL;
 	struct corral_export_opts x = { 0 };
@@ -457,19 +461,22 @@ static int run(int argc, char **argv, struct stops *st)
 	bool allow_flag = false;
 	int opt, r, code;
 
-	/* First pass: only find --policy, so flags override the file. */
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1)
-		if (opt == OPT_POLICY)
-			policy_file = optarg;
-		else if (opt == OPT_SETTINGS)
-			settings_file = optarg;
-
+	/*
+	 * First pass: only the --policy files, so flags override them.  Each
+	 * over the one before, in order, its lists replacing theirs (as
+	 * corral_json_merge): all of them are the invoker's, none a bound.
+	 */
 	corral_policy_init(&p);
-	if (policy_file && corral_policy_load_file(&p, policy_file, &err) < 0) {
-		cli_error("%s", err.msg);
-		corral_policy_free(&p);
-		return EXIT_CORRAL;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1) {
+		if (opt == OPT_POLICY &&
+		    corral_policy_load_file(&p, optarg, &err) < 0) {
+			cli_error("%s", err.msg);
+			corral_policy_free(&p);
+			return EXIT_CORRAL;
+		}
+		if (opt == OPT_SETTINGS)
+			settings_file = optarg;
 	}
 	if (settings_file && load_settings(&p, settings_file) < 0) {
 		corral_policy_free(&p);

@@ -406,6 +406,41 @@ int policy_pass_put(struct corral_policy *p, const char *name)
 	return 0;
 }
 
+/*
+ * A later layer's list replaces the one before (as corral_json_merge lays
+ * one JSON document over another): these empty a list for it.
+ */
+void policy_strv_clear(char ***v, size_t *count)
+{
+	strv_free(*v, *count);
+	*v = NULL;
+	*count = 0;
+}
+
+/* The binds of one kind (ro or rw), with the fds of those that were pinned. */
+void policy_binds_clear(struct corral_policy *p, bool writable)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < p->nbinds; i++) {
+		struct corral_bind *b = &p->binds[i];
+
+		if (b->writable != writable) {
+			p->binds[n++] = *b;
+			continue;
+		}
+		free(b->src);
+		free(b->dst);
+		if (b->pinned)
+			close(b->fd);
+	}
+	p->nbinds = n;
+	if (!n) {
+		free(p->binds);
+		p->binds = NULL;
+	}
+}
+
 const char *policy_env_name_problem(const char *s, size_t n)
 {
 	size_t i;
@@ -434,6 +469,13 @@ static void hold_rules_free(struct corral_hold_rule *v, size_t n)
 		free(v[i].check);
 	}
 	free(v);
+}
+
+void policy_hold_clear(struct corral_export_policy *e)
+{
+	hold_rules_free(e->hold, e->nhold);
+	e->hold = NULL;
+	e->nhold = 0;
 }
 
 int policy_hold_rule_put(struct corral_export_policy *e, const char *path,
@@ -637,6 +679,16 @@ static int policy_copy(struct corral_policy *dst,
 nomem:
 	corral_policy_free(dst);
 	return -ENOMEM;
+}
+
+int corral_policy_copy(struct corral_policy *dst, const struct corral_policy *src,
+		       struct corral_err *err)
+{
+	int r = policy_copy(dst, src);
+
+	if (r < 0)
+		return corral_set_errno(err, -r, "copying a policy");
+	return 0;
 }
 
 /* ---- overrides from the command line --------------------------------- */
@@ -1044,9 +1096,12 @@ int corral_policy_set_limit(struct corral_policy *p, const char *key,
 	return r;
 }
 
-int corral_policy_load_string(struct corral_policy *p, const char *text,
-			      size_t len, const char *name,
-			      struct corral_err *err)
+/*
+ * One document over *p: its scalars replace p's, its objects are merged
+ * key by key, and its lists replace p's (append: are added to them).
+ */
+int policy_load_layer(struct corral_policy *p, const char *text, size_t len,
+		      const char *name, bool append, struct corral_err *err)
 {
 	struct corral_policy tmp;
 	struct loader l = {
@@ -1055,6 +1110,7 @@ int corral_policy_load_string(struct corral_policy *p, const char *text,
 		.name = name ? name : "policy",
 		.p = &tmp,
 		.err = err,
+		.append = append,
 	};
 	json_error_t je;
 	json_t *root;
@@ -1082,6 +1138,13 @@ int corral_policy_load_string(struct corral_policy *p, const char *text,
 	corral_policy_free(p);
 	*p = tmp;
 	return 0;
+}
+
+int corral_policy_load_string(struct corral_policy *p, const char *text,
+			      size_t len, const char *name,
+			      struct corral_err *err)
+{
+	return policy_load_layer(p, text, len, name, false, err);
 }
 
 /* The whole file, refusing more than POLICY_FILE_MAX even if it grows. */

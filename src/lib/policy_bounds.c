@@ -120,10 +120,6 @@ static int check_network(const struct corral_policy *p, const struct corral_poli
 		if (!in_list(l->net_allow, l->nnet_allow, p->net_allow[i]))
 			return corral_set_err(err, -EPERM, "network.allow: \"%.200s\" is not in %s allowlist (%zu pattern(s)); ask only for hosts it has",
 					      p->net_allow[i], n->owner, l->nnet_allow);
-	for (i = 0; i < l->nnet_deny; i++)
-		if (!in_list(p->net_deny, p->nnet_deny, l->net_deny[i]))
-			return corral_set_err(err, -EPERM, "network.deny: %s denial \"%.200s\" cannot be removed",
-					      n->owner, l->net_deny[i]);
 	if (p->nnet_hosts != l->nnet_hosts)
 		return corral_set_err(err, -EPERM, "network.hosts: fixed by %s", n->policy);
 	for (i = 0; i < p->nnet_hosts; i++)
@@ -149,20 +145,13 @@ static bool hold_kept(const struct corral_hold_rule *r,
 	return false;
 }
 
-/*
- * What leaves through an export: a policy's "export": {"hold": []}
- * replaces the operator's list, so each of its rules must still be there.
- */
+/* What leaves through an export (its hold rules: keeps_denials). */
 static int check_export(const struct corral_policy *p, const struct corral_policy *l,
 			const struct corral_bound_name *n, struct corral_err *err)
 {
 	const struct corral_export_policy *e = &p->export, *f = &l->export;
 	int r;
 
-	for (size_t i = 0; i < f->nhold; i++)
-		if (!hold_kept(&f->hold[i], e))
-			return corral_set_err(err, -EPERM, "export.hold: %s rule %.200s (%.100s) cannot be removed",
-					      n->owner, f->hold[i].path, f->hold[i].check);
 	if ((r = check_u64("export.max_files", e->max_files, f->max_files, n, err)) ||
 	    (r = check_u64("export.max_bytes", e->max_bytes, f->max_bytes, n, err)))
 		return r;
@@ -192,10 +181,6 @@ static int check_abort(const struct corral_policy *p, const struct corral_policy
 		if (!in_list(b->ignore_syscalls, b->nignore_syscalls, a->ignore_syscalls[i]))
 			return corral_set_err(err, -EPERM, "abort.ignore_syscalls: %.100s is not ignored by %s; its denials count",
 					      a->ignore_syscalls[i], n->policy);
-	for (size_t i = 0; i < b->ntripwires; i++)
-		if (!in_list(a->tripwires, a->ntripwires, b->tripwires[i]))
-			return corral_set_err(err, -EPERM, "abort.tripwires: %s tripwire %.200s cannot be removed",
-					      n->owner, b->tripwires[i]);
 	if (a->kill && !b->kill)
 		return corral_set_err(err, -EPERM, "abort.on_abort: %s holds a halted sandbox frozen (got \"kill\")",
 				      n->policy);
@@ -209,6 +194,40 @@ static int check_abort(const struct corral_policy *p, const struct corral_policy
 	return 0;
 }
 
+/*
+ * The lists of what the base denies, each entry of which must still be in
+ * p: a later list replaces an earlier one (corral_json_merge,
+ * corral_policy_load_*), so a layer that left one out would drop it.
+ */
+static int keeps_denials(const struct corral_policy *p, const struct corral_policy *base,
+			 const struct corral_bound_name *n, struct corral_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < base->nnet_deny; i++)
+		if (!in_list(p->net_deny, p->nnet_deny, base->net_deny[i]))
+			return corral_set_err(err, -EPERM, "network.deny: %s denial \"%.200s\" cannot be removed",
+					      n->owner, base->net_deny[i]);
+	for (i = 0; i < base->abort.ntripwires; i++)
+		if (!in_list(p->abort.tripwires, p->abort.ntripwires,
+			     base->abort.tripwires[i]))
+			return corral_set_err(err, -EPERM, "abort.tripwires: %s tripwire %.200s cannot be removed",
+					      n->owner, base->abort.tripwires[i]);
+	for (i = 0; i < base->export.nhold; i++)
+		if (!hold_kept(&base->export.hold[i], &p->export))
+			return corral_set_err(err, -EPERM, "export.hold: %s rule %.200s (%.100s) cannot be removed",
+					      n->owner, base->export.hold[i].path,
+					      base->export.hold[i].check);
+	return 0;
+}
+
+int corral_policy_keeps_denials(const struct corral_policy *p,
+				const struct corral_policy *base,
+				struct corral_err *err)
+{
+	return keeps_denials(p, base, &operators, err);
+}
+
 int corral_policy_within_named(const struct corral_policy *p,
 			       const struct corral_policy *bound,
 			       const struct corral_bound_name *name,
@@ -220,7 +239,8 @@ int corral_policy_within_named(const struct corral_policy *p,
 	if ((r = check_limits(p, bound, n, err)) ||
 	    (r = check_network(p, bound, n, err)) ||
 	    (r = check_export(p, bound, n, err)) ||
-	    (r = check_abort(p, bound, n, err)))
+	    (r = check_abort(p, bound, n, err)) ||
+	    (r = keeps_denials(p, bound, n, err)))
 		return r;
 	return 0;
 }

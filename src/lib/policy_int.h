@@ -35,7 +35,17 @@ struct loader {
 	struct corral_err *err;
 	struct jsonpos_step path[LOADER_DEPTH];
 	size_t depth;
+	/*
+	 * false (corral_policy_load_*): a list in the document replaces the
+	 * policy's, as corral_json_merge does; true: it is added to it (an
+	 * srt settings file's grants and denials, over the policy: srt.c).
+	 */
+	bool append;
 };
+
+/* corral_policy_load_string, with the choice of lists added, not replaced */
+int policy_load_layer(struct corral_policy *p, const char *text, size_t len,
+		      const char *name, bool append, struct corral_err *err);
 
 /* s[0..n) as a JSON string literal of at most GOT_MAX bytes; len >= GOT_MAX + 8. */
 void policy_quote(const char *s, size_t n, char *buf, size_t len);
@@ -67,6 +77,10 @@ int policy_pass_put(struct corral_policy *p, const char *name);
 /* one more rule of the export section's hold table (copies both strings) */
 int policy_hold_rule_put(struct corral_export_policy *e, const char *path,
 			 const char *check);
+/* a layer's list replaces the earlier one's: these empty it first */
+void policy_strv_clear(char ***v, size_t *count);
+void policy_binds_clear(struct corral_policy *p, bool writable);
+void policy_hold_clear(struct corral_export_policy *e);
 const char *policy_env_name_problem(const char *s, size_t n);
 int policy_net_mode(const char *s, enum corral_net_mode *mode);
 

@@ -131,6 +131,8 @@ static int apply_binds(struct loader *l, json_t *arr, bool writable)
 	if (!json_is_array(arr))
 		return loader_fail(l, false, arr,
 				   "expected an array of \"HOST[:PATH]\" strings");
+	if (!l->append)
+		policy_binds_clear(l->p, writable);
 	json_array_foreach(arr, i, v) {
 		r = loader_push_index(l, i);
 		if (r)
@@ -515,6 +517,8 @@ static int apply_env_pass(struct loader *l, json_t *arr)
 	if (!json_is_array(arr))
 		return loader_fail(l, false, arr,
 				   "expected an array of environment variable names");
+	if (!l->append)
+		policy_strv_clear(&l->p->env_pass, &l->p->nenv_pass);
 	json_array_foreach(arr, i, v) {
 		r = loader_push_index(l, i);
 		if (r)
@@ -570,6 +574,12 @@ static int apply_patterns(struct loader *l, json_t *arr, bool allow,
 	if (!json_is_array(arr))
 		return loader_fail(l, false, arr,
 				   "expected an array of patterns such as \"example.com\", \"*.example.com:443\" or \"10.0.0.0/8\"");
+	if (!l->append) {
+		policy_strv_clear(list, count);
+		/* the allowlist's objects go with it (tls_policy.c) */
+		if (allow)
+			tls_policy_clear_rules(l->p);
+	}
 	json_array_foreach(arr, i, v) {
 		r = loader_push_index(l, i);
 		if (r)
@@ -866,6 +876,8 @@ static int apply_tripwires(struct loader *l, json_t *arr)
 	if (!json_is_array(arr))
 		return loader_fail(l, false, arr,
 				   "expected an array of absolute paths such as \"/home/agent/.aws/credentials\"");
+	if (!l->append)
+		policy_strv_clear(&l->p->abort.tripwires, &l->p->abort.ntripwires);
 	json_array_foreach(arr, i, v) {
 		r = loader_push_index(l, i);
 		if (r)
@@ -906,6 +918,9 @@ static int apply_ignore_syscalls(struct loader *l, json_t *arr)
 	if (!json_is_array(arr))
 		return loader_fail(l, false, arr,
 				   "expected an array of syscall names such as \"fanotify_init\"");
+	if (!l->append)
+		policy_strv_clear(&l->p->abort.ignore_syscalls,
+				  &l->p->abort.nignore_syscalls);
 	json_array_foreach(arr, i, v) {
 		r = loader_push_index(l, i);
 		if (r)
@@ -1069,6 +1084,8 @@ static int apply_export_hold(struct loader *l, json_t *arr)
 
 	if (!json_is_array(arr))
 		return loader_fail(l, false, arr, "expected an array of globs or {\"path\", \"check\"} rules");
+	if (!l->append)
+		policy_hold_clear(&l->p->export);
 	json_array_foreach(arr, i, v) {
 		r = loader_push_index(l, i);
 		if (r)

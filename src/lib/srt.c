@@ -356,7 +356,13 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	if (r == 0) {
 		text = json_dumps(srt.policy, JSON_SORT_KEYS);
 		snprintf(name, sizeof(name), "%s (srt)", path);
-		r = text ? corral_policy_load_string(p, text, strlen(text), name, err) :
+		/*
+		 * Added to the policy, not replacing its lists: srt's keys
+		 * grant (allowedDomains, allowWrite) and take away
+		 * (deniedDomains) over a base, and a --policy's denials must
+		 * outlive a settings file that has some of its own.
+		 */
+		r = text ? policy_load_layer(p, text, strlen(text), name, true, err) :
 			   corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 	}
 out:

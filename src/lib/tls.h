@@ -57,6 +57,8 @@ int tls_policy_apply_cap(struct loader *l, const char *key, json_t *v);
 int tls_policy_apply_rule(struct loader *l, json_t *obj, const char **host,
 			  size_t *hostlen);
 int tls_policy_apply_secrets(struct loader *l, json_t *v);
+/* network.allow replaced by a later layer: its objects go with it */
+void tls_policy_clear_rules(struct corral_policy *p);
 int tls_policy_copy(struct corral_policy *dst, const struct corral_policy *src);
 void tls_policy_free(struct corral_policy *p);
 /* Does this policy terminate anything (or hold secrets, which need it)? */

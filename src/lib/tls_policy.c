@@ -350,11 +350,23 @@ int tls_policy_apply_secrets(struct loader *l, json_t *v)
 	}
 	if (!p->net_tls && !(p->net_tls = calloc(1, sizeof(*p->net_tls))))
 		return loader_nomem(l);
+	/* a later layer's list replaces the earlier one's (policy_int.h) */
+	if (!l->append) {
+		json_decref(p->net_tls->secrets);
+		p->net_tls->secrets = NULL;
+	}
 	if (!p->net_tls->secrets)
 		p->net_tls->secrets = json_array();
 	if (!p->net_tls->secrets || json_array_extend(p->net_tls->secrets, v))
 		return loader_nomem(l);
 	return 0;
+}
+
+/* The allowlist's objects, when a later layer's network.allow replaces it. */
+void tls_policy_clear_rules(struct corral_policy *p)
+{
+	if (p->net_tls && p->net_tls->net)
+		json_object_del(p->net_tls->net, "rules");
 }
 
 int tls_policy_copy(struct corral_policy *dst, const struct corral_policy *src)

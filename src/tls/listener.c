@@ -60,10 +60,29 @@ static BIO *fd_bio(int fd)
 	return BIO_new_fd(fd, BIO_NOCLOSE);
 }
 
+/*
+ * The same, read through a buffer, for certificates (public): PEM is read
+ * a line at a time, and a bare fd BIO reads a line a byte at a time, one
+ * read(2) each.  A chain of 512 certificates (296 KB) was 296,000 reads,
+ * 0.45 s; it scaled with the file (linear, 0.87 ms a certificate), but
+ * was the daemon's whole start.  BIO_free_all() it.
+ */
+static BIO *fd_bio_buffered(int fd)
+{
+	BIO *raw = fd_bio(fd), *buf = raw ? BIO_new(BIO_f_buffer()) : NULL;
+
+	if (!buf || BIO_set_read_buffer_size(buf, 65536) != 1) {
+		BIO_free(buf);
+		BIO_free(raw);
+		return NULL;
+	}
+	return BIO_push(buf, raw);
+}
+
 /* SSL_CTX_use_certificate_chain_file's work, from the fd: the leaf, then its chain */
 static bool use_chain(SSL_CTX *ctx, int fd)
 {
-	BIO *bio = fd_bio(fd);
+	BIO *bio = fd_bio_buffered(fd);
 	X509 *x = bio ? PEM_read_bio_X509_AUX(bio, NULL, no_passphrase, NULL) : NULL;
 	bool ok = x && SSL_CTX_use_certificate(ctx, x) == 1;
 	unsigned long e;
@@ -74,7 +93,7 @@ static bool use_chain(SSL_CTX *ctx, int fd)
 		if (!ok)
 			X509_free(x);
 	}
-	BIO_free(bio);
+	BIO_free_all(bio);
 	/* the loop ends at the file's end: anything else is a broken chain */
 	e = ERR_peek_last_error();
 	if (ok && ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
@@ -148,12 +167,12 @@ static bool use_client_ca(SSL_CTX *ctx, int fd)
 {
 	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
 	STACK_OF(X509_INFO) *info;
-	BIO *bio = fd_bio(fd);
+	BIO *bio = fd_bio_buffered(fd);
 	int n = 0;
 	bool ok = true;
 
 	info = bio ? PEM_X509_INFO_read_bio(bio, NULL, no_passphrase, NULL) : NULL;
-	BIO_free(bio);
+	BIO_free_all(bio);
 	for (int i = 0; info && ok && i < sk_X509_INFO_num(info); i++) {
 		X509 *x = sk_X509_INFO_value(info, i)->x509;
 

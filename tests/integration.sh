@@ -221,6 +221,26 @@ t_bind_beneath_a_shared_link() {
 	expect_contains "the nested bind" "$out" "data"
 }
 
+# A bind under another is mounted on it, whatever the order of the lists
+# or flags: {"ro": [".../data/secret"], "rw": [".../data"]} left
+# data/secret writable, hidden by the rw bind of data mounted after it.
+t_nested_binds_shallowest_first() {
+	local how
+	mkdir -p "$T/data/secret"
+	chmod -R a+rwX "$T/data"
+	printf '{"filesystem": {"ro": ["%s"], "rw": ["%s"]}}\n' "$T/data/secret" "$T/data" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	for how in "--policy $T/p.json" "--ro $T/data/secret --rw $T/data"; do
+		# shellcheck disable=SC2086 # the flags, split
+		out=$(crun $how -- /bin/sh -c "touch $T/data/secret/x 2>/dev/null && echo secret-written
+			touch $T/data/y && echo data-written")
+		expect_contains "$how: the rw bind" "$out" "data-written"
+		expect_not_contains "$how: the ro bind under it" "$out" "secret-written"
+		[ ! -e "$T/data/secret/x" ] || fail "$how: written on the host: $T/data/secret/x"
+		rm -f "$T/data/y" "$T/data/secret/x"
+	done
+}
+
 t_no_host_processes() {
 	sleep 300 &
 	pid=$!

@@ -1398,21 +1398,63 @@ static int build_proc(struct corral_err *err)
 	return r;
 }
 
+/* Components of an absolute, normalised path: "/" 0, "/a" 1, "/a/b" 2. */
+static size_t path_depth(const char *path)
+{
+	size_t n = 0;
+
+	for (; *path; path++)
+		n += *path == '/' && path[1];
+	return n;
+}
+
+static int build_bind(int oldroot, const struct corral_policy *p,
+		      const struct idmap_fds *pre, size_t i, struct corral_err *err)
+{
+	const struct corral_bind *b = &p->binds[i];
+	int tree = pre && i < pre->nbinds ? pre->binds[i] : -1;
+	int r = bind_host(oldroot, b->src, b->dst, b->writable ? BIND_USER_RW :
+			  BIND_USER_RO, false, tree, b->pinned ? b->fd : -1, err);
+
+	return r < 0 ? corral_wrap_err(err, "--%s %s:%s", b->writable ? "rw" : "ro",
+				       b->src, b->dst) : 0;
+}
+
+/*
+ * Shallowest first, in their order among equals: a bind under another is
+ * mounted on it, never hidden by it.  In list order, {"ro":
+ * ["/data/secret"], "rw": ["/data"]} left /data/secret writable, under
+ * the rw bind of /data mounted after it; and which list came first was
+ * only the order of the policy file's keys.
+ */
 static int build_binds(int oldroot, const struct corral_policy *p,
 		       const struct idmap_fds *pre, struct corral_err *err)
 {
-	for (size_t i = 0; i < p->nbinds; i++) {
-		const struct corral_bind *b = &p->binds[i];
-		int tree = pre && i < pre->nbinds ? pre->binds[i] : -1;
-		int r = bind_host(oldroot, b->src, b->dst, b->writable ?
-				  BIND_USER_RW : BIND_USER_RO, false, tree,
-				  b->pinned ? b->fd : -1, err);
+	size_t *depth, d = 0, next;
+	int r = 0;
 
-		if (r < 0)
-			return corral_wrap_err(err, "--%s %s:%s",
-					       b->writable ? "rw" : "ro", b->src, b->dst);
+	if (!p->nbinds)
+		return 0;
+	depth = calloc(p->nbinds, sizeof(*depth));
+	if (!depth)
+		return corral_set_err(err, -ENOMEM, "out of memory for %zu binds", p->nbinds);
+	for (size_t i = 0; i < p->nbinds; i++)
+		depth[i] = path_depth(p->binds[i].dst);
+	/* each depth there is, from the least: as many rounds as depths */
+	for (bool more = true; r == 0 && more; d = next) {
+		more = false;
+		next = SIZE_MAX;
+		for (size_t i = 0; r == 0 && i < p->nbinds; i++) {
+			if (depth[i] == d) {
+				r = build_bind(oldroot, p, pre, i, err);
+			} else if (depth[i] > d && depth[i] < next) {
+				next = depth[i];
+				more = true;
+			}
+		}
 	}
-	return 0;
+	free(depth);
+	return r;
 }
 
 /* ---- an image's root ---------------------------------------------------- */

@@ -102,7 +102,9 @@ t_denied_mount_flood_is_summarised() {
 	notify_here || { skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
 	expect_eq "status" "$(json status < "$T/out")" exited
 	made=$(json stdout < "$T/out")
-	[ "$made" -gt 1000 ] || fail "only $made mount() calls in 3 s"
+	# far past the ten written whole; a loaded host makes fewer in its 3 s
+	# (982 in a CI run beside other work), so not a figure of speed
+	[ "$made" -gt 200 ] || fail "only $made mount() calls in 3 s"
 	# a few lines: ten whole, about one summary a second, start and end
 	size=$(size_of "$T/events")
 	[ "$size" -lt $((64 * 1024)) ] || fail "$size bytes of events for $made denials"

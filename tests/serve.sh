@@ -233,6 +233,11 @@ on_test_exit() {
 	set +e
 	trap - EXIT
 	IN_EXIT=1
+	# a failed test's hold on the reap helpers (reap_held_daemon) let go,
+	# and none for those its daemon's stop forks: else the stop waits on
+	# a held helper until its SIGKILL
+	exec 7>&-
+	rm -f "$T/reap"
 	while read -r pid; do
 		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	done < "$T/watchdogs"
@@ -1577,7 +1582,9 @@ helper_on() {
 reap_held_daemon() {
 	mkfifo "$T/reap"
 	exec 7<>"$T/reap"	# read-write: the helper's open does not wait for us
-	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon
+	# not the daemon's: a writer there would hold every helper for ever
+	# once a failed test's shell, the other writer, has gone
+	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon 7>&-
 }
 
 reap_release() {

@@ -752,21 +752,30 @@ void corral_box_destroy(struct corral_box *b)
 		b->freezing = BF_NONE;
 		halt_record(b, false);
 	}
-	if (b->sb)
+	r = reaper_new(b);
+	if (b->sb) {
+		/*
+		 * With a helper to finish the kill, only frozen here, init
+		 * too: its SIGKILL is the helper's, with everyone's.  Before
+		 * init hears of it: at EOF on its socket (sandbox_unwatch)
+		 * init exits, as it would at a SIGKILL sent now, both faster
+		 * than the freeze, and its namespace's teardown SIGKILLs
+		 * whoever is not stopped yet.  Nothing would run either way,
+		 * but what is left for the helper would be the kernel's draw.
+		 */
+		left_frozen = r && cg_kill_begin(b->cg, b->base) == 1;
+		/* starting, init may not be in its groups yet: no freeze holds it */
+		if (!left_frozen || !started)
+			sandbox_kill(b->sb);
+		if (!r)
+			cg_kill_start(b->cg, b->base);	/* no memory: the walk here */
 		sandbox_unwatch(b->sb);
+	}
 	drop_event(&b->ev_tick);
 	drop_event(&b->ev_idle);
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_sweep);
 	call_drop_spare(b);	/* its process dies with the pid namespace */
-	r = reaper_new(b);
-	if (b->sb) {
-		sandbox_kill(b->sb);
-		/* with a helper to finish the kill, only stopped here */
-		left_frozen = r && cg_kill_begin(b->cg, b->base) == 1;
-		if (!r)
-			cg_kill_start(b->cg, b->base);	/* no memory: the walk here */
-	}
 	if (left_frozen) {	/* thawed by the helper, once it has killed */
 		box_meter(b);
 		b->freezing = BF_NONE;

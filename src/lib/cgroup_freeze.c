@@ -274,8 +274,9 @@ int cg_kill_begin(struct cg *cg, struct event_base *base)
 	 * v1 freezes a group's descendants in the write itself (each task
 	 * stops at its next return to user space): one write stops the box
 	 * and every call's group below it, however many, with no walk here.
-	 * Frozen, a task keeps its SIGKILL pending until the thaw: the
-	 * helper's kill thaws, and nothing can fork before it.
+	 * Frozen, a task keeps a SIGKILL pending until the thaw (one sent
+	 * before it stopped is not held: it dies then): the helper's kill
+	 * sends them and thaws, and nothing can fork before it.
 	 */
 	if (cg_hier_of(cg, C_FREEZER) &&
 	    cg->ops->freeze_request(cg, true, &err) == 0)

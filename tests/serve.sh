@@ -1743,6 +1743,33 @@ t_teardown_kill_off_loop() {
 	stop_daemon
 }
 
+# The helper killed before its kill (the OOM killer, a person): the
+# DELETE had left a's tree frozen, init too, and nothing else would end
+# it; the loop, told by the helper's pidfd, kills and removes it itself.
+# Else a's processes stayed frozen for the daemon's life, and its stop
+# waited on a's init for ever.
+t_teardown_when_the_reaper_dies() {
+	local d procs h code
+	reap_held_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	reap_needs_cgroups "$a" || return $?
+	code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+	expect_code "a call leaves a sleeper" "$code" 200
+	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
+	procs=$(tree_procs "$d")
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	reap_helper_seen
+	h=$(helper_on "$T/reap")
+	kill -KILL "$h"		# the daemon's child, of this test's daemon
+	wait_gone "a's processes" 10 cpu_of "$procs"
+	wait_gone "a's groups" 10 eval "cgroups_of $DPID | grep -- '-$a\$'"
+	expect_eq "b still runs" "$(sbsh "$b" 'echo b')" b
+	reap_release
+	stop_daemon
+}
+
 # box_procs ID: the host pids in the box's own group (not its calls').
 box_procs() {
 	local f

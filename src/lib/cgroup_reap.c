@@ -59,14 +59,26 @@ static void job_free(struct reap_job *j)
 	free(j);
 }
 
+static void destroy_all(struct cg **cgs, size_t n);
+
 static void on_helper_exit(evutil_socket_t fd, short what, void *arg)
 {
 	struct reap_job *j = arg;
+	int st = 0;
 
 	(void)fd;
 	(void)what;
-	while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
 		;
+	/*
+	 * Killed (the OOM killer, a person): a box's tree may still be
+	 * FROZEN, its init too, which the loop waits on, and nothing else
+	 * would ever kill them.  Here and now, then: slow, but rare.
+	 */
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		destroy_all(j->cgs, j->n);
+		j->n = 0;
+	}
 	job_free(j);
 }
 

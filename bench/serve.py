@@ -21,8 +21,9 @@ stops them by pid at the end, also on error.  It measures:
      alone on the host, started and waited for from the same client, and
      by posix_spawn from C (bench/floor_spawn.c), back to back and paced;
   (a count of 0 skips its section: BENCH_BURST, BENCH_EXECS or BENCH_ONESHOT,
-  BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE, BENCH_HTTPS; BENCH_ONLY, a comma
-  list of burst, exec, resume, memory, idle, https, runs those alone)
+  BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE, BENCH_HTTPS, BENCH_LINGER; BENCH_ONLY,
+  a comma list of burst, exec, resume, memory, idle, https, teardown, runs
+  those alone)
   BENCH_AB=OTHER_CORRAL: section 1's --pool 0 burst is run BENCH_AB_PAIRS
   (default 3) times for each binary, alternating, this one first: a
   before/after pair in one run, as the host drifts by a third in minutes.
@@ -41,7 +42,11 @@ stops them by pid at the end, also on error.  It measures:
      (default 50) rounds, one call of each row a round: `corral exec ID --
      true`, a process and so a connection (and over https a handshake) a
      call; and POST /exec from here on a new connection each and on a kept
-     one (Python's ssl, verifying by the CA).
+     one (Python's ssl, verifying by the CA);
+  7. teardown: DELETE of a sandbox whose BENCH_LINGER (default 900) calls
+     each left `sleep 600 &` running (a call group each), while another
+     connection sends GET /v1/health every 2 ms: its longest wait is what
+     the teardown holds the daemon's one loop, the DELETE's answer or not.
 
   serve.py [CORRAL]     (default build/corral)
 """
@@ -72,10 +77,11 @@ ONESHOT = int(os.environ.get("BENCH_ONESHOT", "100"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30"))
 MEM = int(os.environ.get("BENCH_MEM", "200"))
 HTTPS = int(os.environ.get("BENCH_HTTPS", "50"))
+LINGER = int(os.environ.get("BENCH_LINGER", "900"))
 ONLY = [x for x in os.environ.get("BENCH_ONLY", "").split(",") if x]
 AB = os.environ.get("BENCH_AB", "")
 AB_PAIRS = int(os.environ.get("BENCH_AB_PAIRS", "3"))
-SECTIONS = ("burst", "exec", "resume", "memory", "idle", "https")
+SECTIONS = ("burst", "exec", "resume", "memory", "idle", "https", "teardown")
 PACE = 0.1              # seconds between paced execs
 UPLOAD = 60 * 1000 * 1000  # bytes of the file section 4 sends in and reads back
 WORKERS = 16            # connections for bulk create and delete
@@ -1034,6 +1040,65 @@ def section_https(tmp):
     return [(name, t) for (name, _), t in zip(rows, times)]
 
 
+# ---- 7. a teardown beside another client ------------------------------------------------
+TEARDOWN_PING_GAP = 0.002   # seconds between the other client's GET /v1/health
+TEARDOWN_TIMEOUT = 60       # seconds, a torn-down sandbox's groups to go
+
+
+def section_teardown(d, n):
+    """A sandbox whose n calls each left `sleep 600 &` running (a call group
+    each) is deleted, while another connection sends GET /v1/health every
+    TEARDOWN_PING_GAP: whatever of the teardown runs on the daemon's loop,
+    answer or no answer yet, is that client's wait."""
+    api = d.api()
+    other = d.api()
+    try:
+        sid, _ = api.create(idle_freeze_ms=0)
+        body = {"command": "sleep 600 </dev/null >/dev/null 2>&1 &"}
+        for _ in range(n):
+            api.req("POST", f"/v1/sandboxes/{sid}/exec", body)
+        base = statistics.median([other.req("GET", "/v1/health")[2] for _ in range(50)])
+        mine = lambda: [c for c in cgroups_of(d.pid) if c.endswith("-" + sid)]
+        if not mine():
+            raise ApiError("the sandbox has no cgroups: nothing to measure")
+        pings, stop, errors = [], threading.Event(), []
+
+        def ping():
+            try:
+                while not stop.is_set():
+                    pings.append(other.req("GET", "/v1/health")[2])
+                    time.sleep(TEARDOWN_PING_GAP)
+            except ApiError as e:
+                errors.append(str(e))
+
+        th = threading.Thread(target=ping)
+        cpu0 = d.cpu_ms()
+        th.start()
+        time.sleep(0.1)
+        before = len(pings)
+        t = time.perf_counter()
+        delete_ms = api.req("DELETE", f"/v1/sandboxes/{sid}")[2]
+        try:
+            gone_s = wait_until("the deleted sandbox's cgroups to go", lambda: not mine(),
+                                TEARDOWN_TIMEOUT, 0.05)
+        finally:
+            time.sleep(0.1)
+            stop.set()
+            th.join()
+        window_s = time.perf_counter() - t
+        cpu = d.cpu_ms() - cpu0
+        if errors:
+            raise ApiError("the other client: " + errors[0])
+        during = pings[before:]
+    finally:
+        api.close()
+        other.close()
+    return {"n": n, "base": base, "delete_ms": delete_ms, "gone_s": gone_s,
+            "pings": len(during), "max": max(during), "p50": statistics.median(during),
+            "slow": sum(1 for x in during if x > 10 * base + 1),
+            "cpu": cpu, "window_s": window_s}
+
+
 # ---- the table -----------------------------------------------------------------------------
 def cgroup_mode():
     if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
@@ -1074,12 +1139,13 @@ def main():
                 sys.exit(f"serve.py: BENCH_ONLY: no section {x!r} (sections: {', '.join(SECTIONS)})")
         if ONLY:
             not_asked = "skipped (not in BENCH_ONLY)"
-            BURST_, EXECS_, ROUNDS_, MEM_, IDLE_, HTTPS_ = (
+            BURST_, EXECS_, ROUNDS_, MEM_, IDLE_, HTTPS_, LINGER_ = (
                 n if sec in ONLY else 0 for sec, n in
-                zip(SECTIONS, (BURST, EXECS, ROUNDS, MEM, IDLE, HTTPS)))
+                zip(SECTIONS, (BURST, EXECS, ROUNDS, MEM, IDLE, HTTPS, LINGER)))
         else:
             not_asked = skipped
-            BURST_, EXECS_, ROUNDS_, MEM_, IDLE_, HTTPS_ = BURST, EXECS, ROUNDS, MEM, IDLE, HTTPS
+            BURST_, EXECS_, ROUNDS_, MEM_, IDLE_, HTTPS_, LINGER_ = (
+                BURST, EXECS, ROUNDS, MEM, IDLE, HTTPS, LINGER)
         burst = run(section_burst, tmp) if BURST_ > 0 else not_asked
 
         def with_daemon(name, fn, *args):
@@ -1095,6 +1161,8 @@ def main():
         memory = run(with_daemon, "memory", section_memory, MEM_) if MEM_ > 0 else not_asked
         idle = run(section_idle, tmp) if IDLE_ > 0 else not_asked
         https = run(section_https, tmp) if HTTPS_ > 0 else not_asked
+        teardown = run(with_daemon, "teardown", section_teardown, LINGER_) if LINGER_ > 0 \
+            else not_asked
     finally:
         for d in daemons:
             d.stop()
@@ -1104,7 +1172,7 @@ def main():
     W = 52
     print(f"corral serve under load (uid {os.geteuid()}, {os.cpu_count()} cpus, {cgroup_mode()}; "
           f"BENCH_BURST={BURST} BENCH_EXECS={EXECS} BENCH_IDLE={IDLE} BENCH_MEM={MEM} "
-          f"BENCH_ROUNDS={ROUNDS} BENCH_ONESHOT={ONESHOT} BENCH_HTTPS={HTTPS}"
+          f"BENCH_ROUNDS={ROUNDS} BENCH_ONESHOT={ONESHOT} BENCH_HTTPS={HTTPS} BENCH_LINGER={LINGER}"
           + (f" BENCH_ONLY={','.join(ONLY)}" if ONLY else "")
           + (f"; A = {CORRAL}, B = BENCH_AB = {AB}" if AB else "") + ")")
     print()
@@ -1247,6 +1315,22 @@ def main():
                     else "the unix socket"
                 more = f"   {m - base:+.2f} ms p50 against {what}"
             print(f"{name:{W}} {len(r):9d} {m:9.2f} {pct(r, 0.99):9.2f}{more}")
+    print()
+    print(f"7. DELETE of a sandbox whose {LINGER} calls each left `sleep 600 &` (a call group "
+          f"each), while another connection sends GET /v1/health every "
+          f"{TEARDOWN_PING_GAP * 1000:.0f} ms")
+    if isinstance(teardown, str):
+        print(f"{'':{W}} {teardown}")
+    else:
+        r = teardown
+        print(f"{'DELETE answered':{W}} {r['delete_ms']:9.1f} ms")
+        print(f"{'its groups gone':{W}} {r['gone_s'] * 1000:9.0f} ms after the DELETE")
+        print(f"{'the other client: GET /v1/health, longest wait':{W}} {r['max']:9.1f} ms   "
+              f"(p50 {r['p50']:.2f} ms of {r['pings']}; {r['base']:.2f} ms before; "
+              f"{r['slow']} over 10x that)")
+        print(f"{'the daemon process CPU in that window':{W}} {r['cpu']:9.0f} ms   "
+              f"(of {r['window_s'] * 1000:.0f} ms; the pings' own included; "
+              f"its helpers' not)")
     if notes:
         print()
         for n in notes:

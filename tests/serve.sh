@@ -233,6 +233,11 @@ on_test_exit() {
 	set +e
 	trap - EXIT
 	IN_EXIT=1
+	# a failed test's hold on the reap helpers (reap_held_daemon) let go,
+	# and none for those its daemon's stop forks: else the stop waits on
+	# a held helper until its SIGKILL
+	exec 7>&-
+	rm -f "$T/reap"
 	while read -r pid; do
 		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	done < "$T/watchdogs"
@@ -1577,7 +1582,9 @@ helper_on() {
 reap_held_daemon() {
 	mkfifo "$T/reap"
 	exec 7<>"$T/reap"	# read-write: the helper's open does not wait for us
-	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon
+	# not the daemon's: a writer there would hold every helper for ever
+	# once a failed test's shell, the other writer, has gone
+	CORRAL_TEST_REAP_FIFO=$T/reap start_daemon 7>&-
 }
 
 reap_release() {
@@ -1656,6 +1663,110 @@ t_teardown_of_lingering_calls_off_loop() {
 	expect_eq "a's calls' groups left to the held helper, none removed on the loop" "$left" "$before"
 	reap_release
 	wait_gone "a's groups" 30 eval "cgroups_of $DPID | grep -- '-$a\$'"
+	stop_daemon
+}
+
+# tree_procs DIR: "pid starttime" of each process in DIR's group and below
+tree_procs() {
+	local p
+	for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un); do
+		# after "pid (comm) ", field 20 is the start time, 12 and 13 the CPU
+		sed 's/.*) //' /proc/"$p"/stat 2>/dev/null | awk -v p="$p" '{ print p, $20 }'
+	done
+}
+
+# cpu_of "PID START"...: "pid utime+stime" of those still alive (the same
+# start time: not a stranger that took a dead one's pid)
+cpu_of() {
+	local pid st
+	while read -r pid st; do
+		[ -n "$pid" ] || continue
+		sed 's/.*) //' /proc/"$pid"/stat 2>/dev/null |
+			awk -v p="$pid" -v s="$st" '$20 == s { print p, $12 + $13 }'
+	done <<< "$1"
+}
+
+# A DELETE stops the box's tree on the loop (one freezer write, or
+# cgroup.kill) and answers; the SIGKILL of each process, the thaw and the
+# removal are the helper's, off the loop.  Held before its kill here: the
+# DELETE has its 200, and nothing of a's runs (a busy loop's CPU time does
+# not move), yet every process is still there, frozen, so the loop made
+# none of the kill's walks (each read every group's cgroup.procs in every
+# hierarchy: 0.5-1 s for 900 lingering calls, every other client waiting).
+# Meanwhile b's exec is answered; once let go, nothing of a's is left and
+# the audit log has its end.
+t_teardown_kill_off_loop() {
+	local d procs left p st t0 t1 code
+	reap_held_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	reap_needs_cgroups "$a" || return $?
+	code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+	expect_code "a call leaves a sleeper" "$code" 200
+	code=$(ex "$a" "$(jbody command 'while :; do :; done </dev/null >/dev/null 2>&1 &')")
+	expect_code "a call leaves a busy loop" "$code" 200
+	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
+	procs=$(tree_procs "$d")
+	[ "$(wc -l <<< "$procs")" -ge 3 ] || fail "a's processes: $(echo $procs)"
+	t0=$(cpu_of "$procs")
+	sleep 0.3
+	[ "$(cpu_of "$procs")" != "$t0" ] || fail "a's busy loop does not run: the check below would prove nothing"
+	# what the calls left, not corral's own (init; the process forked
+	# ahead for the next call, which the destroy lets exit)
+	left=$(while read -r p st; do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = corral ] || echo "$p $st"
+	done <<< "$procs")
+	[ "$(wc -l <<< "$left")" = 2 ] || fail "what a's calls left: $(echo $left)"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	reap_helper_seen
+	t0=$(cpu_of "$procs")
+	sleep 0.5
+	t1=$(cpu_of "$procs")
+	expect_eq "nothing of a's runs once the DELETE is answered" "$t1" "$t0"
+	if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
+		# cgroup v2: cgroup.kill killed them in the write, on the loop
+		wait_gone "a's processes, cgroup.kill" 10 cpu_of "$procs"
+	else
+		expect_eq "what a's calls left, frozen, for the held helper to kill" \
+			"$(cpu_of "$left" | wc -l)" 2
+	fi
+	expect_eq "b answers while a's kill is held" "$(sbsh "$b" 'echo b')" b
+	code=$(api GET /v1/health)
+	expect_code "health while a's kill is held" "$code" 200
+	reap_release
+	wait_gone "a's processes" 10 cpu_of "$procs"
+	wait_gone "a's groups" 10 eval "cgroups_of $DPID | grep -- '-$a\$'"
+	expect_contains "a's end in the audit log" \
+		"$(grep "\"sandbox\":\"$a\"" "$STATE/audit.jsonl")" '"type":"sandbox.destroy"'
+	expect_eq "b still runs" "$(sbsh "$b" 'echo b2')" b2
+	stop_daemon
+}
+
+# The helper killed before its kill (the OOM killer, a person): the
+# DELETE had left a's tree frozen, init too, and nothing else would end
+# it; the loop, told by the helper's pidfd, kills and removes it itself.
+# Else a's processes stayed frozen for the daemon's life, and its stop
+# waited on a's init for ever.
+t_teardown_when_the_reaper_dies() {
+	local d procs h code
+	reap_held_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	reap_needs_cgroups "$a" || return $?
+	code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+	expect_code "a call leaves a sleeper" "$code" 200
+	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
+	procs=$(tree_procs "$d")
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	reap_helper_seen
+	h=$(helper_on "$T/reap")
+	kill -KILL "$h"		# the daemon's child, of this test's daemon
+	wait_gone "a's processes" 10 cpu_of "$procs"
+	wait_gone "a's groups" 10 eval "cgroups_of $DPID | grep -- '-$a\$'"
+	expect_eq "b still runs" "$(sbsh "$b" 'echo b')" b
+	reap_release
 	stop_daemon
 }
 

@@ -1486,6 +1486,63 @@ TEST(destroy_async_off_loop)
 	event_base_free(base);
 }
 
+/*
+ * A teardown off the loop: cg_kill_begin stops a box's tree (v1: one
+ * freeze, no walk; its processes still there, none signalled), and
+ * cg_destroy_async([call, box]) kills and removes it all.  The helper
+ * kills the box's tree first: a call group's own kill under a FROZEN
+ * parent would thaw nothing, and each would wait 2 s for a task that
+ * cannot die.
+ */
+TEST(kill_begin_then_destroy_async)
+{
+	struct corral_policy p = { .pids = 16 };
+	struct corral_err err = { 0 };
+	struct event_base *base;
+	struct cg *cgs[2] = { NULL, NULL };
+	struct kid box, call;
+	char name[64];
+	int r, st;
+
+	group_name(name, sizeof(name), "kb");
+	cgs[1] = make_group(name, &p);
+	if (!cgs[1])
+		return;
+	CHECK(cg_create_child(cgs[1], "c1", &cgs[0], &err) == 0);
+	if (!cgs[0]) {
+		destroy_and_check(cgs[1], name);
+		return;
+	}
+	spawn_in(cgs[1], &box, child_pause, NULL);
+	spawn_in(cgs[0], &call, child_pause, NULL);
+	base = event_base_new();
+	CHECK(base != NULL);
+	if (!base) {
+		cg_destroy(cgs[0]);
+		destroy_and_check(cgs[1], name);
+		return;
+	}
+	r = cg_kill_begin(cgs[1], base);
+	if (r == 1) {
+		/* frozen, not killed: the SIGKILLs are the helper's */
+		CHECK(waitpid(box.pid, &st, WNOHANG) == 0);
+		CHECK(waitpid(call.pid, &st, WNOHANG) == 0);
+		CHECK(cg_nprocs(cgs[1]) == 2);
+	} else {
+		CHECK(r == 0);	/* cgroup.kill, or no freezer: killed here */
+	}
+	/* no timer or event of the loop's: nothing of it runs there */
+	CHECK(event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED) == 0);
+	cg_destroy_async(base, cgs, 2);
+	CHECK(loop_until_idle(base));
+	CHECK(group_dirs(name) == 0);
+	st = kid_wait(&box, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	st = kid_wait(&call, 3000);
+	CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	event_base_free(base);
+}
+
 /* A supervisor known dead: a child that has exited and been reaped. */
 static pid_t dead_pid(void)
 {

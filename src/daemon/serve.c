@@ -5,8 +5,9 @@
  *
  * One process, one event loop: every sandbox's supervisor, every request
  * and every follower of the event stream share it.  What would hold it
- * for long, removing a destroyed sandbox's cgroups, runs in a short-lived
- * helper process (cgroup_reap.c; a process, not a thread, says why).  The sandboxes die
+ * for long, killing what a destroyed sandbox left (frozen on the loop)
+ * and removing its cgroups, runs in a short-lived helper process
+ * (cgroup_reap.c; a process, not a thread, says why).  The sandboxes die
  * with the daemon (their init has a parent-death signal and reads EOF on
  * its control socket); what a killed daemon leaves behind, cgroups and
  * state files, is removed by the next start.

@@ -659,32 +659,54 @@ fail:
 }
 
 /*
- * What a destroyed box leaves to the kernel: its init's exit (the
- * namespaces' teardown takes milliseconds) and then its cgroups.  The exit
- * is awaited on the loop, the groups' removal runs in a helper process
- * (cg_destroy_async), so that a destroy does not hold every other request.
+ * What a destroyed box leaves to the kernel: its processes' end, its
+ * init's exit (the namespaces' teardown takes milliseconds) and its
+ * cgroups.  On the loop, before the answer, the tree is only stopped
+ * (cg_kill_begin: cgroup.kill, or one write that freezes it); the SIGKILL
+ * of each process, the thaw that lets them die and the groups' removal run
+ * in a helper process (cg_destroy_async), and the loop reaps init when it
+ * has exited.  Each of the kill's passes reads cgroup.procs in every group
+ * of every hierarchy: made on the loop, a sandbox whose 900 calls each
+ * left a process held every other request 0.5-1 s.
  */
 struct reaper {
 	pid_t pid;
 	int pidfd;
 	struct event *ev;
-	struct event_base *base;
 	/*
-	 * The calls' groups first, the box's last.  Grown as needed: the
-	 * calls a sandbox left running (one group each, bounded only by its
-	 * pids limit) were destroyed here and now past a fixed 129, each a
-	 * freeze, kill and wait on the loop; 900 such held every other
-	 * request of the daemon for 246 s.
+	 * The calls' groups first, the box's last.  Sized at the start for
+	 * every call and lingerer the box has (bounded only by its pids
+	 * limit): one that did not fit would be destroyed on the loop, where
+	 * under a frozen box it waits its CG_EMPTY_WAIT_MS for nothing.
 	 */
 	struct cg **cgs;
 	size_t ncgs, cap;
 };
 
+static struct reaper *reaper_new(const struct corral_box *b)
+{
+	struct reaper *r = calloc(1, sizeof(*r));
+	size_t n = 2;	/* the box's group and the spare */
+
+	for (const struct corral_call *c = b->calls; c; c = c->next)
+		n++;
+	for (const struct lingerer *l = b->lingering; l; l = l->next)
+		n++;
+	if (r)
+		r->cgs = calloc(n, sizeof(*r->cgs));
+	if (!r || !r->cgs) {
+		free(r);
+		return NULL;
+	}
+	r->cap = n;
+	r->pidfd = -1;
+	return r;
+}
+
 static void reap(struct reaper *r)
 {
 	if (r->pid > 0)
 		waitpid(r->pid, NULL, 0);
-	cg_destroy_async(r->base, r->cgs, r->ncgs);
 	free(r->cgs);
 	if (r->ev)
 		event_free(r->ev);
@@ -702,22 +724,12 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
 
 static void reaper_add(struct reaper *r, struct cg **cg)
 {
-	struct cg **more;
-
 	if (!*cg)
 		return;
-	if (r->ncgs == r->cap) {
-		more = reallocarray(r->cgs, r->cap ? 2 * r->cap : 16,
-				    sizeof(*more));
-		if (more) {
-			r->cgs = more;
-			r->cap = r->cap ? 2 * r->cap : 16;
-		}
-	}
 	if (r->ncgs < r->cap)
 		r->cgs[r->ncgs++] = *cg;
 	else
-		cg_destroy(*cg);	/* no memory to keep it: now */
+		cg_destroy(*cg);	/* reaper_new counted them all: never */
 	*cg = NULL;
 }
 
@@ -725,7 +737,7 @@ void corral_box_destroy(struct corral_box *b)
 {
 	cleanup_close int pidfd = -1;
 	struct reaper *r;
-	bool started;
+	bool started, left_frozen = false;
 	pid_t pid;
 
 	if (!b)
@@ -740,17 +752,35 @@ void corral_box_destroy(struct corral_box *b)
 		b->freezing = BF_NONE;
 		halt_record(b, false);
 	}
-	if (b->sb)
+	r = reaper_new(b);
+	if (b->sb) {
+		/*
+		 * With a helper to finish the kill, only frozen here, init
+		 * too: its SIGKILL is the helper's, with everyone's.  Before
+		 * init hears of it: at EOF on its socket (sandbox_unwatch)
+		 * init exits, as it would at a SIGKILL sent now, both faster
+		 * than the freeze, and its namespace's teardown SIGKILLs
+		 * whoever is not stopped yet.  Nothing would run either way,
+		 * but what is left for the helper would be the kernel's draw.
+		 */
+		left_frozen = r && cg_kill_begin(b->cg, b->base) == 1;
+		/* starting, init may not be in its groups yet: no freeze holds it */
+		if (!left_frozen || !started)
+			sandbox_kill(b->sb);
+		if (!r)
+			cg_kill_start(b->cg, b->base);	/* no memory: the walk here */
 		sandbox_unwatch(b->sb);
+	}
 	drop_event(&b->ev_tick);
 	drop_event(&b->ev_idle);
 	drop_event(&b->ev_spare);
 	drop_event(&b->ev_sweep);
 	call_drop_spare(b);	/* its process dies with the pid namespace */
-	r = calloc(1, sizeof(*r));
-	if (b->sb)
-		kill_all(b);
-	if (b->frozen || b->freezing) {	/* the killed must run to die */
+	if (left_frozen) {	/* thawed by the helper, once it has killed */
+		box_meter(b);
+		b->freezing = BF_NONE;
+		b->frozen = false;
+	} else if (b->frozen || b->freezing) {	/* the killed must run to die */
 		struct corral_err err;
 
 		box_set_thawed(b, &err);
@@ -796,8 +826,14 @@ void corral_box_destroy(struct corral_box *b)
 	if (r) {
 		r->pid = pid;
 		r->pidfd = steal_fd(&pidfd);
-		r->base = b->base;
 		reaper_add(r, &b->cg);
+		/*
+		 * Now, not once init has exited: a frozen init exits only
+		 * after the helper's thaw.  The helper finds the groups
+		 * still in use, kills, waits until they are empty, removes.
+		 */
+		cg_destroy_async(b->base, r->cgs, r->ncgs);
+		r->ncgs = 0;
 		if (r->pid > 0 && r->pidfd >= 0)
 			r->ev = event_new(b->base, r->pidfd, EV_READ, on_reap, r);
 		if (!r->ev || event_add(r->ev, NULL) < 0)

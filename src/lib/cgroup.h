@@ -198,6 +198,15 @@ int cg_kill(struct cg *cg);
  */
 int cg_kill_start(struct cg *cg, struct event_base *base);
 /*
+ * A teardown's first half, for a group handed to cg_destroy_async next:
+ * nothing of the tree may run once this returns, and no walk of its
+ * groups is made here.  cgroup.kill where there is one (0: killed); else
+ * the freeze requested, one write (1: the tree is stopping, left FROZEN:
+ * cg_destroy_async's helper SIGKILLs each and thaws; a thaw before that
+ * would let it run again); without a freezer, cg_kill_start (0).
+ */
+int cg_kill_begin(struct cg *cg, struct event_base *base);
+/*
  * v1: an empty group "corral-<name>" held FROZEN, in the freezer hierarchy
  * only, so that no sandbox's freeze or thaw is the host's first or last
  * (cgroup.c says why that costs 5-30 ms).  *out NULL where there is no v1
@@ -209,8 +218,11 @@ void cg_destroy(struct cg *cg);
 /*
  * cg_destroy each of cgs[0..n) (NULLs skipped) in a helper process, so
  * that base's loop goes on; the handles are freed once the helper ends.
- * Without a loop, memory or a fork: here and now.  cgs itself is the
- * caller's again on return.
+ * The helper first kills what is in each group, the last first: a parent
+ * listed after its children (a box after its calls' groups) kills their
+ * processes too, and thaws a tree cg_kill_begin left frozen.  Without a
+ * loop, memory or a fork: here and now.  cgs itself is the caller's again
+ * on return.
  */
 void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n);
 /*

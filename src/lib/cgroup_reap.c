@@ -1,8 +1,9 @@
 /*
- * cgroup_reap.c - removing groups without holding the event loop.
+ * cgroup_reap.c - killing and removing groups without holding the event loop.
  *
  * Removing a sandbox's groups is kernel work that waits: the kill rounds
- * of v1 (freeze, SIGKILL each, thaw, again for the stragglers), the wait
+ * of v1 (freeze, SIGKILL each, thaw, again for the stragglers; each a read
+ * of cgroup.procs in every group of every hierarchy), the wait
  * until the last task has left, an rmdir per group and hierarchy, each
  * under the kernel's cgroup mutex that every other sandbox on the host
  * contends for.  The daemon serves every sandbox from one loop, so that
@@ -58,19 +59,44 @@ static void job_free(struct reap_job *j)
 	free(j);
 }
 
+static void destroy_all(struct cg **cgs, size_t n);
+
 static void on_helper_exit(evutil_socket_t fd, short what, void *arg)
 {
 	struct reap_job *j = arg;
+	int st = 0;
 
 	(void)fd;
 	(void)what;
-	while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
 		;
+	/*
+	 * Killed (the OOM killer, a person): a box's tree may still be
+	 * FROZEN, its init too, which the loop waits on, and nothing else
+	 * would ever kill them.  Here and now, then: slow, but rare.
+	 */
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		destroy_all(j->cgs, j->n);
+		j->n = 0;
+	}
 	job_free(j);
 }
 
+/*
+ * Killed first, the last first: the box's group, listed after its calls'
+ * groups, holds them, so its kill reaches every process and its thaw lets
+ * a tree cg_kill_begin froze die.  Then each cg_destroy finds its group
+ * empty, one rmdir a hierarchy; its own kill (freeze, SIGKILL, thaw) would
+ * not do for a call's group while the box's above it is still FROZEN: the
+ * tasks stay frozen, and each group would wait out CG_EMPTY_WAIT_MS.
+ */
 static void destroy_all(struct cg **cgs, size_t n)
 {
+	for (size_t i = n; i-- > 0;) {
+		/* one hierarchy read a group; the kill reads them all */
+		if (cgs[i] && cg_nprocs(cgs[i]) != 0)
+			cg_kill(cgs[i]);
+	}
 	for (size_t i = 0; i < n; i++)
 		cg_destroy(cgs[i]);
 }
@@ -88,7 +114,10 @@ static __attribute__((noreturn)) void helper(struct reap_job *j)
 	cg_helper_signals();
 	/* nor the sandboxes' sockets: an init hears of the daemon's end by EOF */
 	syscall(SYS_close_range, 3, ~0U, 0);
-	/* tests/serve.sh t_teardown_off_loop holds the removal */
+	/*
+	 * tests/serve.sh t_teardown_off_loop holds the kill and the removal:
+	 * a box's tree stays FROZEN (cg_kill_begin) until the byte comes
+	 */
 	cg_hold_for_test("CORRAL_TEST_REAP_FIFO");
 	destroy_all(j->cgs, j->n);
 	_exit(0);

@@ -1686,6 +1686,17 @@ cpu_of() {
 	done <<< "$1"
 }
 
+# held_teardown: a daemon whose reap helper is held (reap_held_daemon),
+# sandboxes $a and $b, and a call of a's that left a sleeper behind
+held_teardown() {
+	reap_held_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	reap_needs_cgroups "$a" || return $?
+	code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+	expect_code "a call leaves a sleeper" "$code" 200
+}
+
 # A DELETE stops the box's tree on the loop (one freezer write, or
 # cgroup.kill) and answers; the SIGKILL of each process, the thaw and the
 # removal are the helper's, off the loop.  Held before its kill here: the
@@ -1697,12 +1708,7 @@ cpu_of() {
 # the audit log has its end.
 t_teardown_kill_off_loop() {
 	local d procs left p st t0 t1 code
-	reap_held_daemon
-	a=$(mksb '{"idle_freeze_ms": 0}')
-	b=$(mksb '{"idle_freeze_ms": 0}')
-	reap_needs_cgroups "$a" || return $?
-	code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
-	expect_code "a call leaves a sleeper" "$code" 200
+	held_teardown || return $?
 	code=$(ex "$a" "$(jbody command 'while :; do :; done </dev/null >/dev/null 2>&1 &')")
 	expect_code "a call leaves a busy loop" "$code" 200
 	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
@@ -1750,12 +1756,7 @@ t_teardown_kill_off_loop() {
 # waited on a's init for ever.
 t_teardown_when_the_reaper_dies() {
 	local d procs h code
-	reap_held_daemon
-	a=$(mksb '{"idle_freeze_ms": 0}')
-	b=$(mksb '{"idle_freeze_ms": 0}')
-	reap_needs_cgroups "$a" || return $?
-	code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
-	expect_code "a call leaves a sleeper" "$code" 200
+	held_teardown || return $?
 	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
 	procs=$(tree_procs "$d")
 	code=$(api DELETE "/v1/sandboxes/$a")

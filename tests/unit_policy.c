@@ -1748,6 +1748,23 @@ TEST(path_normalise)
 	CHECK_STR_CONTAINS(err.msg, "\"..\"");
 }
 
+/* over_text laid over base_text by corral_json_merge, loaded into p */
+static void load_merged(struct corral_policy *p, const char *base_text,
+			const char *over_text)
+{
+	struct corral_err err = { 0 };
+	json_t *eff = json_loads(base_text, 0, NULL);
+	json_t *over = json_loads(over_text, 0, NULL);
+	char *text;
+
+	CHECK(eff && over && corral_json_merge(eff, over) == 0);
+	text = json_dumps(eff, JSON_COMPACT);
+	CHECK(text && load(p, text, &err) == 0);
+	free(text);
+	json_decref(eff);
+	json_decref(over);
+}
+
 /*
  * The bound of what another party may ask (policy_bounds.c, shared by
  * corral mcp and corral serve): narrowing passes, each widening is
@@ -1758,21 +1775,13 @@ static void within_case(const char *bound_text, const char *asked_text,
 {
 	struct corral_policy bound, asked;
 	struct corral_err err = { 0 };
-	json_t *eff = json_loads(bound_text, 0, NULL);
-	json_t *over = json_loads(asked_text, 0, NULL);
-	char *text;
 	int r;
 
 	corral_policy_init(&bound);
 	corral_policy_init(&asked);
 	CHECK(load(&bound, bound_text, &err) == 0);
 	/* the asked object laid over the bound's, then loaded: as both front ends do */
-	CHECK(eff && over && corral_json_merge(eff, over) == 0);
-	text = json_dumps(eff, JSON_COMPACT);
-	CHECK(text && load(&asked, text, &err) == 0);
-	free(text);
-	json_decref(eff);
-	json_decref(over);
+	load_merged(&asked, bound_text, asked_text);
 	r = corral_policy_within(&asked, &bound, &err);
 	if (!want) {
 		CHECK(r == 0);
@@ -1888,21 +1897,13 @@ static void layer_case(const char *layer)
 {
 	struct corral_policy two, one;
 	struct corral_err err = { 0 };
-	json_t *eff = json_loads(layer_base, 0, NULL);
-	json_t *over = json_loads(layer, 0, NULL);
-	char *text;
 	size_t i;
 
 	corral_policy_init(&two);
 	corral_policy_init(&one);
 	CHECK(load(&two, layer_base, &err) == 0);
 	CHECK(load(&two, layer, &err) == 0);
-	CHECK(eff && over && corral_json_merge(eff, over) == 0);
-	text = json_dumps(eff, JSON_COMPACT);
-	CHECK(text && load(&one, text, &err) == 0);
-	free(text);
-	json_decref(eff);
-	json_decref(over);
+	load_merged(&one, layer_base, layer);
 	CHECK(policy_equal(&two, &one));
 	CHECK(two.abort.nignore_syscalls == one.abort.nignore_syscalls);
 	for (i = 0; i < two.abort.nignore_syscalls && i < one.abort.nignore_syscalls; i++)

@@ -7,10 +7,13 @@
 #include "unit.h"
 #include "export.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -532,6 +535,75 @@ static bool kind_is(const struct changes *c, const char *path, enum change_kind 
 }
 
 static const struct export_limits big_limits = { 100000, 1 << 30 };
+
+/* A whole small file at dir/name: 0, or -1 */
+static int put_text(int dir, const char *name, const char *text)
+{
+	int fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+static bool has_text(int dir, const char *name, const char *text)
+{
+	char buf[64] = "";
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n >= 0 && !strcmp(buf, text);
+}
+
+/*
+ * A file left beside the name by a writer killed while it held it, under
+ * the name ours would take (its pid ours again), is passed over: the new
+ * file still takes its place, and the leftover is not touched.  It used to
+ * fail the export at its very end, all written.
+ */
+TEST(newfile_passes_over_a_leftover)
+{
+	char dir[] = "/tmp/corral-unit-newfile.XXXXXX", left[128];
+	struct corral_newfile f;
+	struct corral_err err = { 0 };
+	int d, fd, entries = 0;
+	struct dirent *e;
+	DIR *ls;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(left, sizeof(left), "out.corral-export.%d", (int)getpid());
+	CHECK(d >= 0 && put_text(d, "out", "old") == 0 && put_text(d, left, "left") == 0);
+	fd = corral_newfile_open(&f, d, "out", 0644, &err);
+	CHECK(fd >= 0);
+	CHECK(fd >= 0 && write(fd, "new", 3) == 3);
+	CHECK(corral_newfile_keep(&f, &err) == 0);
+	if (err.msg[0])
+		fprintf(stderr, "  why: %s\n", err.msg);
+	CHECK(has_text(d, "out", "new"));
+	CHECK(has_text(d, left, "left"));
+	/* out and the leftover, nothing else */
+	ls = fdopendir(dup(d));
+	while (ls && (e = readdir(ls)))
+		entries += e->d_name[0] != '.';
+	if (ls)
+		closedir(ls);
+	CHECK(entries == 2);
+	unlinkat(d, "out", 0);
+	unlinkat(d, left, 0);
+	close(d);
+	rmdir(dir);
+}
 
 TEST(diff_of_a_real_overlay)
 {

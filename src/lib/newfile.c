@@ -14,35 +14,65 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static void tmp_name(struct corral_newfile *f)
+/*
+ * Names tried for the file beside NAME: one left by a writer killed while
+ * it held it (its pid may be ours again) is passed over, not failed on.
+ */
+#define NEWFILE_NAMES	8
+
+static void tmp_name(struct corral_newfile *f, int attempt)
 {
-	snprintf(f->tmp, sizeof(f->tmp), "%.200s.corral-export.%d", f->name,
-		 (int)getpid());
+	if (attempt)
+		snprintf(f->tmp, sizeof(f->tmp), "%.200s.corral-export.%d.%d", f->name,
+			 (int)getpid(), attempt);
+	else
+		snprintf(f->tmp, sizeof(f->tmp), "%.200s.corral-export.%d", f->name,
+			 (int)getpid());
+}
+
+/*
+ * An unnamed file is named through /proc/self/fd at the end: without a
+ * /proc it could not be, and all that was written would be lost then.
+ */
+static bool nameable(int fd)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return faccessat(AT_FDCWD, proc, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 int corral_newfile_open(struct corral_newfile *f, int dir, const char *name,
 			mode_t mode, struct corral_err *err)
 {
 	*f = (struct corral_newfile){ .dir = dir, .fd = -1, .name = name };
-	tmp_name(f);
+	tmp_name(f, 0);
 	f->fd = newfile_unnamed(dir, mode);
-	if (f->fd >= 0)
+	if (f->fd >= 0 && nameable(f->fd))
 		return f->fd;
+	if (f->fd >= 0) {
+		close(f->fd);
+		f->fd = -EOPNOTSUPP;
+	}
 	if (f->fd != -EOPNOTSUPP)
 		return corral_set_err(err, f->fd, "cannot create a new file beside "
 				      "%s: %s", name, strerror(-f->fd));
-	f->named = true;
-	f->fd = openat(dir, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		       O_CLOEXEC, mode);
-	if (f->fd < 0) {
-		f->named = false;
+	for (int i = 0; i < NEWFILE_NAMES; i++) {
+		tmp_name(f, i);
+		f->fd = openat(dir, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			       O_CLOEXEC, mode);
+		if (f->fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (f->fd < 0)
 		return corral_set_errno(err, errno, "cannot create %s beside %s",
 					f->tmp, name);
-	}
+	f->named = true;
 	return f->fd;
 }
 
@@ -68,8 +98,12 @@ int newfile_link(int fd, int dir, const char *name)
 /* An unnamed file's name beside its place, for the rename to take. */
 static int link_tmp(struct corral_newfile *f)
 {
-	int r = newfile_link(f->fd, f->dir, f->tmp);
+	int r = -EEXIST;
 
+	for (int i = 0; i < NEWFILE_NAMES && r == -EEXIST; i++) {
+		tmp_name(f, i);
+		r = newfile_link(f->fd, f->dir, f->tmp);
+	}
 	f->named = r == 0;
 	return r;
 }

@@ -109,9 +109,20 @@ t_misbehaving_agent() {
 	expect_eq "refused" "$(cat "$T/status")" 409
 	expect_contains "reason" "$(json detail < "$T/body")" "tripwire"
 
-	# then killed: destroy ends the hold, nothing of it is left
+	# then killed: destroy ends the hold, nothing of it is left.  The
+	# DELETE answers once the tree is frozen; the kill and the groups'
+	# removal are its helper's, off the daemon's loop (docs/API.md): up
+	# to 10 s for them, then nothing may be left
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 	expect_eq "destroy" "$(cat "$T/status")" 200
+	for _ in $(seq 1 100); do
+		left=$(cg_dir freezer "$id")
+		for p in $pids; do
+			[ -d "/proc/$p" ] && left="$left $p"
+		done
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
 	for p in $pids; do
 		[ ! -d "/proc/$p" ] || fail "process $p outlived its sandbox"
 	done

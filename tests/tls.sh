@@ -410,7 +410,8 @@ h = hashlib.sha256()
 while n > 0:
     h.update(block[:n]); n -= len(block[:n])
 print(h.hexdigest())")
-	expect_contains "a large answer unchanged" "$(stdout)" "$want"
+	expect_contains "a large answer unchanged" "$(stdout)" "$want" ||
+		{ echo "its stderr: $(json stderr < "$T/out" | head -c 600)"; tail -5 "$GOODLOG"; }
 	expect_contains "a small one" "$(stdout)" "hello from upstream /hello"
 	expect_contains "kept alive, a value's start at the end: not held" "$(stdout)" "prefix 1 $((5 + 7 + ${#SECRET} - 1))"
 	expect_eq "no denials" "$(denials)" 0

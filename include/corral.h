@@ -352,9 +352,7 @@ struct corral_bound_name {
 /*
  * corral_policy_within, the refusal naming the bound as name says (NULL:
  * the operator's policy).  corral serve's bound of a TCP client without
- * --policy is its built-in default, no operator's policy.  The TLS part's
- * refusals (corral_policy_tls_within, static text) still say "the
- * operator's policy".
+ * --policy is its built-in default, no operator's policy.
  */
 CORRAL_PUBLIC
 int corral_policy_within_named(const struct corral_policy *p,

@@ -1866,6 +1866,69 @@ TEST(policy_within_named)
 	corral_policy_free(&asked);
 }
 
+/*
+ * The TLS part's refusals name the bound too: under corral serve's
+ * built-in default none of them may say "the operator's policy".  The
+ * public corral_policy_tls_within keeps the operator's sentence.
+ */
+static void tls_case(const char *bound_text, const char *asked_text,
+		     const char *named, const char *operators)
+{
+	static const struct corral_bound_name name = {
+		.policy = "the daemon's default bound", .owner = "the default bound's",
+	};
+	struct corral_policy bound, asked;
+	struct corral_err err = { 0 };
+
+	corral_policy_init(&bound);
+	corral_policy_init(&asked);
+	CHECK(load(&bound, bound_text, &err) == 0);
+	CHECK(load(&asked, asked_text, &err) == 0);
+	CHECK(corral_policy_within_named(&asked, &bound, &name, &err) == -EPERM);
+	CHECK_STR_CONTAINS(err.msg, named);
+	CHECK(!strstr(err.msg, "operator"));
+	CHECK(corral_policy_within(&asked, &bound, &err) == -EPERM);
+	CHECK_STR_CONTAINS(err.msg, operators);
+	CHECK(corral_policy_tls_within(&asked, &bound) != NULL);
+	CHECK_STR_CONTAINS(corral_policy_tls_within(&asked, &bound), operators);
+	CHECK(corral_policy_within_named(&bound, &bound, &name, &err) == 0);
+	CHECK(corral_policy_tls_within(&bound, &bound) == NULL);
+	corral_policy_free(&bound);
+	corral_policy_free(&asked);
+}
+
+TEST(policy_tls_within_named)
+{
+	static const char net[] = "{\"network\": {\"mode\": \"proxy\", \"allow\": [\"a.test\"]";
+
+	char b[512], a[512];
+
+	snprintf(b, sizeof(b), "%s, \"tls\": \"terminate\"}}", net);
+	snprintf(a, sizeof(a), "%s}}", net);
+	tls_case(b, a, "network.tls: the default bound's \"terminate\" cannot be turned off",
+		 "network.tls: the operator's \"terminate\" cannot be turned off");
+	snprintf(b, sizeof(b), "%s, \"tls_upstream_ca\": \"/etc/ca.pem\"}}", net);
+	snprintf(a, sizeof(a), "%s, \"tls_upstream_ca\": \"/tmp/mine.pem\"}}", net);
+	tls_case(b, a, "network.tls_upstream_ca: fixed by the daemon's default bound",
+		 "network.tls_upstream_ca: fixed by the operator's policy");
+	snprintf(b, sizeof(b), "%s, \"max_body\": 1000}}", net);
+	snprintf(a, sizeof(a), "%s, \"max_body\": 2000}}", net);
+	tls_case(b, a, "network.max_url, max_headers, max_body: at most the default bound's",
+		 "network.max_url, max_headers, max_body: at most the operator's");
+	snprintf(b, sizeof(b), "{\"network\": {\"mode\": \"proxy\", \"allow\": [{\"host\": "
+		 "\"a.test\", \"tls\": \"terminate\", \"methods\": [\"GET\"]}]}}");
+	snprintf(a, sizeof(a), "{\"network\": {\"mode\": \"proxy\", \"allow\": [{\"host\": "
+		 "\"a.test\", \"tls\": \"terminate\", \"methods\": [\"GET\", \"POST\"]}]}}");
+	tls_case(b, a, "network.allow: entries that are objects (tls, methods, paths, max_body) "
+		 "are fixed by the daemon's default bound",
+		 "are fixed by the operator's policy");
+	snprintf(b, sizeof(b), "%s}, \"secrets\": [{\"name\": \"K\", \"from_env\": \"K\", "
+		 "\"hosts\": [\"a.test\"], \"header\": \"Authorization\"}]}", net);
+	snprintf(a, sizeof(a), "%s}}", net);
+	tls_case(b, a, "secrets: fixed by the daemon's default bound",
+		 "secrets: fixed by the operator's policy");
+}
+
 /* ---- layers: one policy loaded over another --------------------------- */
 
 static const char layer_base[] =

@@ -12,6 +12,7 @@
  * --allow-host-path, --allow-env and --allow-root-inside (api_access.c).
  */
 #include "internal.h"
+#include "policy_int.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -100,7 +101,6 @@ static int check_limits(const struct corral_policy *p, const struct corral_polic
 static int check_network(const struct corral_policy *p, const struct corral_policy *l,
 			 const struct corral_bound_name *n, struct corral_err *err)
 {
-	const char *tls;
 	size_t i;
 
 	if (p->net != CORRAL_NET_NONE && l->net == CORRAL_NET_NONE)
@@ -130,10 +130,7 @@ static int check_network(const struct corral_policy *p, const struct corral_poli
 	    (!p->net_resolver || !l->net_resolver ||
 	     strcmp(p->net_resolver, l->net_resolver)))
 		return corral_set_err(err, -EPERM, "network.resolver: fixed by %s", n->policy);
-	tls = corral_policy_tls_within(p, l);
-	if (tls)
-		return corral_set_err(err, -EPERM, "%s", tls);
-	return 0;
+	return policy_tls_check(p, l, n, err);
 }
 
 static bool hold_kept(const struct corral_hold_rule *r,

@@ -94,5 +94,8 @@ const char *units_duration(const char *s, uint64_t *ms);
 
 /* Apply a policy document's root object to l->p, key by key. */
 int policy_schema_apply(struct loader *l, json_t *root);
+/* corral_policy_tls_within, the refusal naming the bound as n says */
+int policy_tls_check(const struct corral_policy *p, const struct corral_policy *bound,
+		     const struct corral_bound_name *n, struct corral_err *err);
 
 #endif

@@ -452,26 +452,73 @@ static bool same(json_t *a, json_t *b)
 	return (!a && !b) || (a && b && json_equal(a, b));
 }
 
-const char *corral_policy_tls_within(const struct corral_policy *p,
-				     const struct corral_policy *bound)
+/*
+ * Where p's TLS part is wider than bound's, the first place: the field,
+ * what is said of it around the bound's name (the operator's policy, or
+ * corral serve's built-in default), and the whole sentence for the
+ * operator's, which corral_policy_tls_within returns as static text.
+ */
+struct tls_refusal {
+	const char *field;
+	const char *before;	/* then the bound's name */
+	bool owner;		/* the name is .owner ("the operator's"), not .policy */
+	const char *after;
+	const char *operators;
+};
+
+static const struct tls_refusal tls_refusals[] = {
+	{ "secrets", "fixed by ", false, "",
+	  "secrets: fixed by the operator's policy" },
+	{ "network.tls_upstream_ca", "fixed by ", false, "",
+	  "network.tls_upstream_ca: fixed by the operator's policy" },
+	{ "network.tls", "", true, " \"terminate\" cannot be turned off",
+	  "network.tls: the operator's \"terminate\" cannot be turned off" },
+	/* a host's methods and paths are a union: one more entry could widen */
+	{ "network.allow", "entries that are objects (tls, methods, paths, max_body) "
+	  "are fixed by ", false, "",
+	  "network.allow: entries that are objects (tls, methods, paths, max_body) "
+	  "are fixed by the operator's policy" },
+	{ "network.max_url, max_headers, max_body", "at most ", true, "",
+	  "network.max_url, max_headers, max_body: at most the operator's" },
+};
+
+static const struct tls_refusal *tls_refusal(const struct corral_policy *p,
+					     const struct corral_policy *bound)
 {
 	static const char *const caps[] = { "max_url", "max_headers", "max_body" };
 
 	if (!same(part(p, NULL), part(bound, NULL)))
-		return "secrets: fixed by the operator's policy";
+		return &tls_refusals[0];
 	if (!same(part(p, "upstream_ca"), part(bound, "upstream_ca")))
-		return "network.tls_upstream_ca: fixed by the operator's policy";
+		return &tls_refusals[1];
 	if (json_is_true(part(bound, "terminate")) && !json_is_true(part(p, "terminate")))
-		return "network.tls: the operator's \"terminate\" cannot be turned off";
-	/* a host's methods and paths are a union: one more entry could widen */
+		return &tls_refusals[2];
 	if (!same(part(p, "rules"), part(bound, "rules")))
-		return "network.allow: entries that are objects (tls, methods, paths, max_body) "
-		       "are fixed by the operator's policy";
+		return &tls_refusals[3];
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		json_t *b = part(bound, caps[i]), *v = part(p, caps[i]);
 
 		if (b && (!v || json_integer_value(v) > json_integer_value(b)))
-			return "network.max_url, max_headers, max_body: at most the operator's";
+			return &tls_refusals[4];
 	}
 	return NULL;
+}
+
+int policy_tls_check(const struct corral_policy *p, const struct corral_policy *bound,
+		     const struct corral_bound_name *n, struct corral_err *err)
+{
+	const struct tls_refusal *r = tls_refusal(p, bound);
+
+	if (!r)
+		return 0;
+	return corral_set_err(err, -EPERM, "%s: %s%s%s", r->field, r->before,
+			      r->owner ? n->owner : n->policy, r->after);
+}
+
+const char *corral_policy_tls_within(const struct corral_policy *p,
+				     const struct corral_policy *bound)
+{
+	const struct tls_refusal *r = tls_refusal(p, bound);
+
+	return r ? r->operators : NULL;
 }

@@ -186,6 +186,47 @@ t_rw_bind_reaches_host_as_agent() {
 	[ "$ME" = 0 ] || expect_eq "owner" "$owner" "$ME"
 }
 
+# A setuid or setgid file left where a bind writes to the host is one any
+# local user there may run as its owner (the bind's, or the agent uid all
+# of root's sandboxes share): no mode with one is set while such a bind is
+# mounted, by chmod, by a create's mode or by mknod; other modes are.
+t_no_setid_where_a_bind_writes_to_the_host() {
+	mkdir "$T/out-dir"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/out-dir"
+	out=$(crun --events "$T/ev" --rw "$T/out-dir:/out" -- /usr/bin/python3 -c '
+import os, shutil, stat
+shutil.copy("/bin/true", "/out/t")
+def tries(what, f):
+    try:
+        f(); print(what, "done")
+    except OSError as e:
+        print(what, "refused", e.errno)
+tries("chmod 4755", lambda: os.chmod("/out/t", 0o4755))
+tries("chmod 2755", lambda: os.chmod("/out/t", 0o2755))
+tries("fchmod 6755", lambda: os.fchmod(os.open("/out/t", os.O_RDONLY), 0o6755))
+tries("chmod 0750", lambda: os.chmod("/out/t", 0o750))
+tries("create 4755", lambda: os.close(os.open("/out/c", os.O_CREAT | os.O_WRONLY, 0o4755)))
+tries("create 0644", lambda: os.close(os.open("/out/d", os.O_CREAT | os.O_WRONLY, 0o644)))
+tries("mknod 4755", lambda: os.mknod("/out/m", stat.S_IFREG | 0o4755))
+tries("dir 2775 by chmod", lambda: (os.mkdir("/out/g"), os.chmod("/out/g", 0o2775)))
+tries("elsewhere 4755", lambda: (shutil.copy("/bin/true", "/tmp/t"), os.chmod("/tmp/t", 0o4755)))
+')
+	expect_eq "exit" "$(rc)" 0
+	for w in "chmod 4755" "chmod 2755" "fchmod 6755" "create 4755" "mknod 4755" \
+		 "dir 2775 by chmod" "elsewhere 4755"; do
+		expect_contains "$w" "$out" "$w refused 1"
+	done
+	expect_contains "other modes" "$out" "chmod 0750 done"
+	expect_contains "other creates" "$out" "create 0644 done"
+	expect_eq "no set-id file on the host" "$(find "$T/out-dir" -perm /6000 | wc -l)" 0
+	expect_eq "the copy's mode" "$(stat -c %a "$T/out-dir/t")" 750
+	expect_contains "recorded, with why" "$(grep syscall.denied "$T/ev")" \
+		"a setuid or setgid bit, while a bind writes to the host"
+	# without a bind that writes to the host the bits are the sandbox's own
+	out=$(crun --ro "$T/out-dir:/in" -- /bin/sh -c 'cp /bin/true /tmp/t && chmod 4755 /tmp/t && stat -c %a /tmp/t')
+	expect_eq "no --rw: set" "$out" 4755
+}
+
 t_ro_bind_is_readonly() {
 	mkdir "$T/in"
 	echo data > "$T/in/f"

@@ -268,18 +268,21 @@ TEST(built_in_programs_are_compiled_ones)
 
 	/* every program libseccomp compiles here is built in */
 	for (int notify = 0; notify <= (int)sc_notify_available(); notify++)
-		for (int net = 0; net <= 1; net++) {
-			struct corral_policy pol;
-			struct sock_filter *prog = NULL;
-			size_t len = 0;
+		for (int net = 0; net <= 1; net++)
+			for (int hostw = 0; hostw <= 1; hostw++) {
+				struct corral_policy pol;
+				struct sock_filter *prog = NULL;
+				size_t len = 0;
 
-			corral_policy_init(&pol);
-			pol.net = net ? CORRAL_NET_PROXY : CORRAL_NET_NONE;
-			if (sc_program(&pol, notify, &prog, &len, NULL, &err) == 0)
-				CHECK(sc_prebuilt_find(arch, notify, net));
-			free(prog);
-			corral_policy_free(&pol);
-		}
+				corral_policy_init(&pol);
+				pol.net = net ? CORRAL_NET_PROXY : CORRAL_NET_NONE;
+				CHECK(!hostw || corral_policy_add_bind(&pol, "/tmp", true, &err) == 0);
+				CHECK(sc_host_writable(&pol) == hostw);
+				if (sc_program(&pol, notify, &prog, &len, NULL, &err) == 0)
+					CHECK(sc_prebuilt_find(arch, notify, net, hostw));
+				free(prog);
+				corral_policy_free(&pol);
+			}
 	for (size_t i = 0; i < sc_nprebuilt; i++) {
 		const struct sc_prebuilt *pb = &sc_prebuilt[i];
 		struct corral_policy pol;
@@ -290,9 +293,10 @@ TEST(built_in_programs_are_compiled_ones)
 		CHECK(pb->arch == arch);
 		corral_policy_init(&pol);
 		pol.net = pb->net ? CORRAL_NET_PROXY : CORRAL_NET_NONE;
+		CHECK(!pb->hostw || corral_policy_add_bind(&pol, "/tmp", true, &err) == 0);
 		CHECK(sc_program(&pol, pb->notify, &prog, &len, NULL, &err) == 0);
 		CHECK(len == pb->len && !memcmp(prog, pb->prog, len * sizeof(*prog)));
-		CHECK(sc_prebuilt_find(arch, pb->notify, pb->net) == pb);
+		CHECK(sc_prebuilt_find(arch, pb->notify, pb->net, pb->hostw) == pb);
 		CHECK(sc_compile(&pol, pb->notify, &f, &err) == 0);
 		CHECK(f.prebuilt == pb && f.prog == pb->prog);
 		CHECK(f.notify == pb->notify && f.len == len &&
@@ -304,8 +308,8 @@ TEST(built_in_programs_are_compiled_ones)
 	}
 	CHECK(checked == sc_nprebuilt);
 	/* another ABI is never served one of these */
-	CHECK(!sc_prebuilt_find(SCMP_ARCH_X86, false, false));
-	CHECK(!sc_prebuilt_find(SCMP_ARCH_X32, true, true));
+	CHECK(!sc_prebuilt_find(SCMP_ARCH_X86, false, false, false));
+	CHECK(!sc_prebuilt_find(SCMP_ARCH_X32, true, true, true));
 }
 
 /*

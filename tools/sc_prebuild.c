@@ -2,9 +2,9 @@
  * sc_prebuild - the seccomp programs corral loads, compiled when corral is
  * built instead of at every start.
  *
- * The filter depends on three things only: the ABI, whether denials go to
- * the supervisor (USER_NOTIF), and whether the policy has a network (ICMP
- * echo sockets).  Compiling it with libseccomp cost init about 2 ms of CPU
+ * The filter depends on four things only: the ABI, whether denials go to
+ * the supervisor (USER_NOTIF), whether the policy has a network (ICMP
+ * echo sockets), and whether a bind writes to the host (no set-id modes).  Compiling it with libseccomp cost init about 2 ms of CPU
  * in each cold start (issue 17).  This program runs sc_program() for each
  * combination and prints them as C (the Makefile's $(BUILD)/gen/
  * sc_prebuilt.c); sc_compile() takes a program from there when the ABI and
@@ -23,11 +23,11 @@
 #include <stdlib.h>
 
 struct made {
-	bool notify, net;
+	bool notify, net, hostw;
 	size_t len;
 };
 
-static int print_program(int n, bool notify, bool net, struct made *m)
+static int print_program(int n, bool notify, bool net, bool hostw, struct made *m)
 {
 	struct corral_policy p;
 	struct corral_err err = { 0 };
@@ -37,11 +37,13 @@ static int print_program(int n, bool notify, bool net, struct made *m)
 
 	corral_policy_init(&p);
 	p.net = net ? CORRAL_NET_PROXY : CORRAL_NET_NONE;
-	r = sc_program(&p, notify, &prog, &len, NULL, &err);
+	r = hostw ? corral_policy_add_bind(&p, "/tmp", true, &err) : 0;
+	if (r == 0)
+		r = sc_program(&p, notify, &prog, &len, NULL, &err);
 	corral_policy_free(&p);
 	if (r < 0) {
-		fprintf(stderr, "sc_prebuild: no program for notify=%d net=%d (%s); "
-			"corral compiles it when it starts\n", notify, net, err.msg);
+		fprintf(stderr, "sc_prebuild: no program for notify=%d net=%d hostw=%d (%s); "
+			"corral compiles it when it starts\n", notify, net, hostw, err.msg);
 		return r;
 	}
 	printf("static const struct sock_filter prog%d[%zu] = {\n", n, len);
@@ -50,7 +52,7 @@ static int print_program(int n, bool notify, bool net, struct made *m)
 		       prog[i].jf, prog[i].k);
 	printf("};\n\n");
 	free(prog);
-	*m = (struct made){ .notify = notify, .net = net, .len = len };
+	*m = (struct made){ .notify = notify, .net = net, .hostw = hostw, .len = len };
 	return 0;
 }
 
@@ -59,7 +61,7 @@ int main(void)
 	const struct scmp_version *v = seccomp_version();
 	uint32_t arch = seccomp_arch_native();
 	unsigned int api = seccomp_api_get();
-	struct made made[4];
+	struct made made[8];
 	int n = 0;
 
 	printf("/*\n * Written by tools/sc_prebuild when corral was built "
@@ -68,13 +70,14 @@ int main(void)
 	       "#include <linux/filter.h>\n\n", v->major, v->minor, v->micro, api);
 	for (int notify = 0; notify <= 1; notify++)
 		for (int net = 0; net <= 1; net++)
-			if (print_program(n, notify, net, &made[n]) == 0)
-				n++;
+			for (int hostw = 0; hostw <= 1; hostw++)
+				if (print_program(n, notify, net, hostw, &made[n]) == 0)
+					n++;
 	printf("const struct sc_prebuilt sc_prebuilt[%d] = {\n", n ? n : 1);
 	for (int i = 0; i < n; i++)
-		printf("\t{ 0x%08x, %s, %s, %u, %zu, prog%d },\n", arch,
+		printf("\t{ 0x%08x, %s, %s, %s, %u, %zu, prog%d },\n", arch,
 		       made[i].notify ? "true" : "false", made[i].net ? "true" : "false",
-		       api, made[i].len, i);
+		       made[i].hostw ? "true" : "false", api, made[i].len, i);
 	if (!n)
 		printf("\t{ 0 },\n");
 	printf("};\nconst size_t sc_nprebuilt = %d;\n", n);

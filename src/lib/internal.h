@@ -148,14 +148,17 @@ void utc_stamp(char *buf, size_t len, const struct timespec *ts);
  */
 struct sc_prebuilt {
 	uint32_t arch;
-	bool notify, net;
+	bool notify, net, hostw;
 	unsigned int api;
 	size_t len;
 	const struct sock_filter *prog;
 };
 extern const struct sc_prebuilt sc_prebuilt[];
 extern const size_t sc_nprebuilt;
-const struct sc_prebuilt *sc_prebuilt_find(uint32_t arch, bool notify, bool net);
+const struct sc_prebuilt *sc_prebuilt_find(uint32_t arch, bool notify, bool net,
+					   bool hostw);
+/* Does a bind of p's write to the host (a --rw)?  The filter differs. */
+bool sc_host_writable(const struct corral_policy *p);
 /* The BPF program sc_apply loads, malloc'd; sum may be NULL. */
 int sc_program(const struct corral_policy *p, bool notify, struct sock_filter **prog,
 	       size_t *len, struct sc_summary *sum, struct corral_err *err);

@@ -30,6 +30,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/sched.h>
@@ -76,6 +77,8 @@ enum arg_match {
 	A0_NOT_IN,	/* personality: deny unless arg0 is val or 0xffffffff */
 	A12_LOW32_EQ,	/* deny when (uint32_t)arg1 == val >> 32 and
 			 * (uint32_t)arg2 == (uint32_t)val */
+	A12_MASKS,	/* deny when arg1 & (val >> 32) and arg2 & (uint32_t)val */
+	A23_MASKS,	/* the same of arg2 and arg3 */
 };
 
 /* setsockopt's level and option name, as one A12_LOW32_EQ value */
@@ -88,6 +91,7 @@ struct deny {
 	uint64_t val;
 	const char *why;
 };
+
 
 static const struct deny deny_table[] = {
 	/* mounts and namespaces: the filesystem view is fixed before exec */
@@ -214,6 +218,41 @@ static const struct deny deny_table[] = {
 	{ "shmget", ENOMEM, A2_MASK, SHM_HUGETLB, "the host's huge page pool" },
 };
 
+/* ---- where a bind writes to the host ----------------------------------- */
+
+/*
+ * A setuid or setgid file in a directory a bind writes to is one any local
+ * user of the host may run as its owner there: the bind's owner through
+ * the idmapped mount, else corral's agent uid, which all of root's
+ * sandboxes share (a user who becomes it may signal or trace every one).
+ * Inside, set-id bits do nothing (nosuid, no_new_privs), so while such a
+ * bind is mounted no mode with one is set, anywhere.  Writing to a file
+ * clears its bits for a caller without CAP_FSETID, but root inside an
+ * image has it: the calls that create a file with a mode are covered too,
+ * and openat2, whose mode seccomp cannot read, is ENOSYS (libc and Go
+ * fall back to openat).  A directory's setgid bit (its files' group) goes
+ * with them; mkdir's mode is let through.
+ */
+#define SETID (S_ISUID | S_ISGID)
+/* open's flags that make a file with a mode (O_TMPFILE's own bit) */
+#define CREATES (O_CREAT | __O_TMPFILE)
+#define CREATE_SETID (((uint64_t)CREATES << 32) | SETID)
+#define SETID_WHY "a setuid or setgid bit, while a bind writes to the host"
+
+static const struct deny hostw_table[] = {
+	{ "chmod", EPERM, A1_MASK, SETID, SETID_WHY },
+	{ "fchmod", EPERM, A1_MASK, SETID, SETID_WHY },
+	{ "fchmodat", EPERM, A2_MASK, SETID, SETID_WHY },
+	{ "fchmodat2", EPERM, A2_MASK, SETID, SETID_WHY },
+	{ "creat", EPERM, A1_MASK, SETID, SETID_WHY },
+	{ "mknod", EPERM, A1_MASK, SETID, SETID_WHY },
+	{ "mknodat", EPERM, A2_MASK, SETID, SETID_WHY },
+	{ "open", EPERM, A12_MASKS, CREATE_SETID, SETID_WHY },
+	{ "openat", EPERM, A23_MASKS, CREATE_SETID, SETID_WHY },
+	{ "openat2", ENOSYS, ANY, 0, "its mode is out of seccomp's sight, while a bind "
+	  "writes to the host" },
+};
+
 /* ---- numbers for names libseccomp does not know ------------------------ */
 
 /*
@@ -319,6 +358,7 @@ struct filter {
 	uint32_t arch;
 	bool notify;
 	bool net;
+	bool hostw;		/* a bind writes to the host */
 	bool in_prefix;		/* A0_NOT_IN rules go in the prefix (not_in_block) */
 	struct sc_summary sum;
 	struct corral_err *err;
@@ -402,6 +442,21 @@ static int add_deny(struct filter *f, const struct deny *d)
 		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val >> 32);
 		c[1] = SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, (uint32_t)d->val);
 		return rule(f, action, nr, d->name, 2, c);
+	case A12_MASKS:
+	case A23_MASKS:
+		/* one rule a pair of bits, the first argument's and the second's */
+		for (int i = 0; i < 32 && r == 0; i++)
+			for (int j = 0; j < 32 && r == 0; j++) {
+				uint64_t a = 1ull << i, b = 1ull << j;
+				unsigned arg = d->match == A12_MASKS ? 1 : 2;
+
+				if (!((d->val >> 32) & a) || !(d->val & b))
+					continue;
+				c[0] = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, a, a);
+				c[1] = SCMP_CMP(arg + 1, SCMP_CMP_MASKED_EQ, b, b);
+				r = rule(f, action, nr, d->name, 2, c);
+			}
+		return r;
 	case A0_NOT_IN:
 		if (f->in_prefix) {
 			f->sum.rules++;		/* in front of libseccomp's program */
@@ -584,6 +639,8 @@ static int build(struct filter *f)
 		return corral_set_errno(f->err, -r, "seccomp: cannot ask for a binary tree");
 	for (size_t i = 0; i < ARRAY_LEN(deny_table) && r == 0; i++)
 		r = add_deny(f, &deny_table[i]);
+	for (size_t i = 0; f->hostw && i < ARRAY_LEN(hostw_table) && r == 0; i++)
+		r = add_deny(f, &hostw_table[i]);
 	if (r == 0)
 		r = sock_rules(f, "socket", sock_allow, ARRAY_LEN(sock_allow));
 	if (r == 0)
@@ -722,12 +779,21 @@ static const struct ceiling *ceiling_of(uint32_t arch)
 	return NULL;
 }
 
+bool sc_host_writable(const struct corral_policy *p)
+{
+	for (size_t i = 0; p && i < p->nbinds; i++)
+		if (p->binds[i].writable)
+			return true;
+	return false;
+}
+
 int sc_program(const struct corral_policy *p, bool notify, struct sock_filter **prog,
 	       size_t *len, struct sc_summary *sum, struct corral_err *err)
 {
 	struct filter f = {
 		.arch = seccomp_arch_native(), .notify = notify,
-		.net = p && p->net != CORRAL_NET_NONE, .err = err,
+		.net = p && p->net != CORRAL_NET_NONE, .hostw = sc_host_writable(p),
+		.err = err,
 	};
 	const struct ceiling *c = ceiling_of(f.arch);
 	struct sock_filter *body = NULL;
@@ -789,11 +855,11 @@ bool sc_notify_available(void)
  * libseccomp's API level: that costs nine probing seccomp() calls in every
  * sandbox, and what it stood for is proved by the load itself (sc_load).
  */
-const struct sc_prebuilt *sc_prebuilt_find(uint32_t arch, bool notify, bool net)
+const struct sc_prebuilt *sc_prebuilt_find(uint32_t arch, bool notify, bool net, bool hostw)
 {
 	for (size_t i = 0; i < sc_nprebuilt; i++)
 		if (sc_prebuilt[i].arch == arch && sc_prebuilt[i].notify == notify &&
-		    sc_prebuilt[i].net == net)
+		    sc_prebuilt[i].net == net && sc_prebuilt[i].hostw == hostw)
 			return &sc_prebuilt[i];
 	return NULL;
 }
@@ -816,7 +882,7 @@ int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compil
 {
 	*f = (struct sc_compiled){ .p = p, .want_notify = want_notify };
 	f->prebuilt = sc_prebuilt_find(seccomp_arch_native(), want_notify,
-				       p && p->net != CORRAL_NET_NONE);
+				       p && p->net != CORRAL_NET_NONE, sc_host_writable(p));
 	if (!f->prebuilt)
 		return compile_here(f, want_notify && sc_notify_available(), err);
 	/* const and loaded as it is: no copy, no page of heap to fault in */
@@ -993,19 +1059,26 @@ const char *sc_deny_why(int nr, uint64_t arg1)
 		    (deny_table[i].match != A12_LOW32_EQ ||
 		     (uint32_t)arg1 == deny_table[i].val >> 32))
 			return deny_table[i].why;
+	for (size_t i = 0; i < ARRAY_LEN(hostw_table); i++)
+		if (sc_resolve(arch, hostw_table[i].name) == nr)
+			return hostw_table[i].why;
 	if (nr == sc_resolve(arch, "socket") || nr == sc_resolve(arch, "socketpair"))
 		return sock_why;
 	return "not allowed in the sandbox";
 }
 
+/* Both tables, the deny list's entries first. */
 size_t sc_table_len(void)
 {
-	return ARRAY_LEN(deny_table);
+	return ARRAY_LEN(deny_table) + ARRAY_LEN(hostw_table);
 }
 
 const char *sc_table_name(size_t i)
 {
-	return i < ARRAY_LEN(deny_table) ? deny_table[i].name : NULL;
+	if (i < ARRAY_LEN(deny_table))
+		return deny_table[i].name;
+	i -= ARRAY_LEN(deny_table);
+	return i < ARRAY_LEN(hostw_table) ? hostw_table[i].name : NULL;
 }
 
 size_t sc_numbers_len(void)

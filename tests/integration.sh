@@ -282,6 +282,29 @@ t_nested_binds_shallowest_first() {
 	done
 }
 
+# One path bound both read-only and writable is read-only, whatever the
+# order of the lists, the flags or an srt file's keys: at equal depth the
+# list order decided, so {"ro": [D], "rw": [D]} (and srt's denyWrite of an
+# allowWrite path, dumped with its keys sorted) left D writable.
+t_same_path_ro_wins() {
+	local how
+	mkdir -p "$T/data"
+	chmod a+rwx "$T/data"
+	printf '{"filesystem": {"ro": ["%s"], "rw": ["%s"]}}\n' "$T/data" "$T/data" > "$T/p1.json"
+	printf '{"filesystem": {"rw": ["%s"], "ro": ["%s"]}}\n' "$T/data" "$T/data" > "$T/p2.json"
+	printf '{"filesystem": {"allowWrite": ["%s"], "denyWrite": ["%s"]}}\n' "$T/data" "$T/data" > "$T/srt.json"
+	chmod 644 "$T/p1.json" "$T/p2.json" "$T/srt.json"
+	for how in "--policy $T/p1.json" "--policy $T/p2.json" "--ro $T/data --rw $T/data" \
+		   "--rw $T/data --ro $T/data" "--settings $T/srt.json"; do
+		# shellcheck disable=SC2086 # the flags, split
+		out=$(crun $how -- /bin/sh -c "touch $T/data/x 2>/dev/null && echo data-written; echo ran")
+		expect_contains "$how: ran" "$out" "ran"
+		expect_not_contains "$how: the read-only bind" "$out" "data-written"
+		[ ! -e "$T/data/x" ] || fail "$how: written on the host: $T/data/x"
+		rm -f "$T/data/x"
+	done
+}
+
 t_no_host_processes() {
 	sleep 300 &
 	pid=$!

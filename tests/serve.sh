@@ -5620,6 +5620,24 @@ EOF
 	stop_daemon
 }
 
+# A TCP create naming no idle_freeze_ms gets the daemon's default (2 s)
+# only within --max-idle-freeze: under --max-idle-freeze 1 it was 2000 ms,
+# past the bound the option promises.
+t_tcp_idle_freeze_default_bounded() {
+	local port
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --max-idle-freeze 1
+	U=http://127.0.0.1:$port
+	code=$(tcpc -X POST "$U/v1/sandboxes")
+	expect_code "a TCP create naming no idle freeze" "$code" 201
+	expect_eq "its idle freeze: --max-idle-freeze" "$(jq 'v["idle_freeze_ms"]')" 1000
+	# the unix socket's client keeps the default
+	n=$(mksb '{}')
+	expect_eq "a unix client's idle freeze" "$(sbget "$n" 'v["idle_freeze_ms"]')" 2000
+	stop_daemon
+}
+
 # count_peer_refused WHAT ARG...: a TCP create (curl ARG...) refused for
 # this peer's count, naming the option
 count_peer_refused() {

@@ -37,7 +37,7 @@ static const char run_usage[] =
 "  --rw HOST[:PATH]     bind HOST writable at PATH: changes reach the host\n"
 "                       (a bind under another is mounted on it, whatever the\n"
 "                       order: --rw /data --ro /data/secret keeps the latter\n"
-"                       read-only)\n"
+"                       read-only; a path given to both is read-only)\n"
 "  --env NAME=VALUE     set a variable inside (the environment is cleared;\n"
 "                       only PATH HOME LANG TERM TMPDIR USER are set)\n"
 "  --env-pass NAME      copy NAME from corral's own environment\n"

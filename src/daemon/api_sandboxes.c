@@ -261,12 +261,20 @@ static bool idle_within(struct daemon *d, struct evhttp_request *req, uint64_t m
 			 (unsigned long long)ms);
 }
 
-/* A create's life: a TCP client's within the daemon's bounds, or refused. */
+/*
+ * A create's life: a TCP client's within the daemon's bounds, or refused.
+ * One that names no idle freeze gets the default only within the bound
+ * (--max-idle-freeze 1 is less than IDLE_FREEZE_DEFAULT_MS).
+ */
 static bool life_within(struct daemon *d, struct evhttp_request *req,
 			struct create_args *a, struct api_fault *f)
 {
+	uint64_t idle_max = (uint64_t)d->limits.max_idle_freeze_s * 1000;
+
 	if (api_over_tcp(d, req) && !a->ttl_given)
 		a->ttl_ms = (uint64_t)d->limits.max_ttl_s * 1000;
+	if (api_over_tcp(d, req) && !a->idle_given && a->idle_ms > idle_max)
+		a->idle_ms = idle_max;
 	return ttl_within(d, req, a->ttl_ms, f) &&
 	       (!a->idle_given || idle_within(d, req, a->idle_ms, f));
 }

@@ -1425,35 +1425,39 @@ static int build_bind(int oldroot, const struct corral_policy *p,
  * mounted on it, never hidden by it.  In list order, {"ro":
  * ["/data/secret"], "rw": ["/data"]} left /data/secret writable, under
  * the rw bind of /data mounted after it; and which list came first was
- * only the order of the policy file's keys.
+ * only the order of the policy file's keys.  At one depth the writable
+ * ones first: two binds there overlap only when they are the same path,
+ * and a path bound both ways is read-only (srt's denyWrite of an
+ * allowWrite path is one), not whichever list or flag came last.
  */
 static int build_binds(int oldroot, const struct corral_policy *p,
 		       const struct idmap_fds *pre, struct corral_err *err)
 {
-	size_t *depth, d = 0, next;
+	size_t *rank, k = 0, next;
 	int r = 0;
 
 	if (!p->nbinds)
 		return 0;
-	depth = calloc(p->nbinds, sizeof(*depth));
-	if (!depth)
+	rank = calloc(p->nbinds, sizeof(*rank));
+	if (!rank)
 		return corral_set_err(err, -ENOMEM, "out of memory for %zu binds", p->nbinds);
+	/* a depth is at most a path's length: 2 * depth + 1 cannot overflow */
 	for (size_t i = 0; i < p->nbinds; i++)
-		depth[i] = path_depth(p->binds[i].dst);
-	/* each depth there is, from the least: as many rounds as depths */
-	for (bool more = true; r == 0 && more; d = next) {
+		rank[i] = 2 * path_depth(p->binds[i].dst) + !p->binds[i].writable;
+	/* each rank there is, from the least: as many rounds as ranks */
+	for (bool more = true; r == 0 && more; k = next) {
 		more = false;
 		next = SIZE_MAX;
 		for (size_t i = 0; r == 0 && i < p->nbinds; i++) {
-			if (depth[i] == d) {
+			if (rank[i] == k) {
 				r = build_bind(oldroot, p, pre, i, err);
-			} else if (depth[i] > d && depth[i] < next) {
-				next = depth[i];
+			} else if (rank[i] > k && rank[i] < next) {
+				next = rank[i];
 				more = true;
 			}
 		}
 	}
-	free(depth);
+	free(rank);
 	return r;
 }
 

@@ -389,11 +389,15 @@ print(struct.unpack("Q", b)[0])' 2>/dev/null) ||
 	# listmount itself works, on the sandbox's own mounts
 	for want in "listmount-own ok" "parent-userns EPERM" "parent-pidns EPERM" \
 		    "next-mntns EPERM" "prev-mntns EPERM" "listmount-host ENOENT" \
-		    "reopen-ro-for-write EACCES" "init-root EACCES" \
+		    "reopen-ro-for-write EACCES" "init-root ENOSYS" \
 		    "link-into-bind EXDEV" "rename-into-bind EXDEV"; do
 		expect_contains "$want" "$out" "$want"
 	done
 	[ -z "$(ls -A "$T/out-dir")" ] || fail "the bind got: $(ls -A "$T/out-dir")"
+	# openat2 is ENOSYS above only for the --rw bind (seccomp.c, hostw_table);
+	# without one it is there, and init's root is still out of reach
+	out=$(crun -- /usr/bin/python3 -c "$HOLDS_PY" "$host_ns")
+	expect_contains "init-root without --rw" "$out" "init-root EACCES"
 }
 
 t_secret_env_not_inherited() {

@@ -61,25 +61,30 @@ static void job_free(struct reap_job *j)
 
 static void destroy_all(struct cg **cgs, size_t n);
 
-static void on_helper_exit(evutil_socket_t fd, short what, void *arg)
+/*
+ * The helper is gone: reaped, and if it was killed (the OOM killer, a
+ * person) a box's tree may still be FROZEN, its init too, which the loop
+ * waits on, and nothing else would ever kill them.  Here and now, then:
+ * slow, but rare.
+ */
+static void helper_reaped(struct reap_job *j)
 {
-	struct reap_job *j = arg;
 	int st = 0;
 
-	(void)fd;
-	(void)what;
 	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
 		;
-	/*
-	 * Killed (the OOM killer, a person): a box's tree may still be
-	 * FROZEN, its init too, which the loop waits on, and nothing else
-	 * would ever kill them.  Here and now, then: slow, but rare.
-	 */
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		destroy_all(j->cgs, j->n);
 		j->n = 0;
 	}
 	job_free(j);
+}
+
+static void on_helper_exit(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	helper_reaped(arg);
 }
 
 /*
@@ -163,11 +168,10 @@ void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n)
 		return;
 	if (j->pid > 0) {
 		/* forked, but the loop cannot watch it: wait for it here */
-		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	} else {
-		destroy_all(j->cgs, j->n);	/* no fork: here and now */
-		j->n = 0;
+		helper_reaped(j);
+		return;
 	}
+	destroy_all(j->cgs, j->n);	/* no fork: here and now */
+	j->n = 0;
 	job_free(j);
 }

@@ -1385,7 +1385,8 @@ void sandbox_child(struct child_ctx *c)
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nbinds = c->p->nbinds;
 	size_t nkeep = 8 + nmapped + nbinds;
 	int keep[8 + nmapped + nbinds];
-	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, r;
+	int abi, rootfd = -1, notify_fd = -1, upperfd = -1, slave = -1, r;
+	struct dnsoff_socks dns = { .fd = -1, .diag = -1 };
 	int cgfds[FD_SEND_MAX];
 	size_t ncg;
 	char go;
@@ -1481,15 +1482,10 @@ void sandbox_child(struct child_ctx *c)
 		close(c->p->workspace_fd);
 	/* network off: 127.0.0.1:53 is the supervisor's before the command runs */
 	if (c->p->net == CORRAL_NET_NONE && !c->joined_net &&
-	    (r = dnsoff_bind(c->msg_wr)) < 0) {
+	    (r = dnsoff_bind(&dns)) < 0) {
 		corral_set_err(&err, r, "cannot bind 127.0.0.1:53 for the sandbox's "
 			       "DNS: %s", strerror(-r));
 		setup_failed(c, &err);
-	}
-	/* the export reads the upper layer after we are gone: its fd keeps it */
-	if (upperfd >= 0) {
-		send_fd(c->msg_wr, MSG_UPPER_FD, upperfd);
-		close(upperfd);
 	}
 	/*
 	 * The supervisor makes our cgroup while we build the mounts, and moves
@@ -1513,10 +1509,6 @@ void sandbox_child(struct child_ctx *c)
 	 * root; it cannot reach /proc/1/root once PID 1 is non-dumpable.
 	 */
 	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd >= 0) {
-		send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
-		close(rootfd);
-	}
 	abi = apply_landlock(c->p, &err);
 	if (abi < 0)
 		setup_failed(c, &err);
@@ -1533,6 +1525,24 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &sc_err);
 	if (sc_load(&filter, &notify_fd, &err) < 0)
 		setup_failed(c, &err);
+	/*
+	 * The fds the supervisor keeps go out together, just before READY,
+	 * not each as it is made: every message wakes the supervisor, and on
+	 * a VM a wake and its switches cost more than the sends (issue 17).
+	 * All are CLOEXEC and closed here, before the command is started.
+	 * The DNS sockets first: the supervisor answers 127.0.0.1:53 (dnsoff.c).
+	 */
+	if (dns.fd >= 0 && dnsoff_send(c->msg_wr, &dns) < 0)
+		_exit(125);
+	/* the export reads the upper layer after we are gone: its fd keeps it */
+	if (upperfd >= 0) {
+		send_fd(c->msg_wr, MSG_UPPER_FD, upperfd);
+		close(upperfd);
+	}
+	if (rootfd >= 0) {
+		send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
+		close(rootfd);
+	}
 	/*
 	 * Nothing in the sandbox may keep the listener: whoever holds it
 	 * answers the denied calls.  Unsent, it is closed all the same, and

@@ -957,10 +957,17 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 	close(pipefd[1]);
 	if (slave >= 0)
 		close(slave);
-	/* the supervisor's pipes end when the command's last copy closes */
-	for (int i = 0; i < 3; i++)
-		if (c->stdio[i] >= 0)
-			close(i);
+	/*
+	 * stdin is the command's alone: its last copy closed is the
+	 * supervisor's EPIPE.  stdout and stderr we keep until the command
+	 * is reaped, then they close with our exit, beside our last message:
+	 * closed now, the command's exit ended each pipe on its own and woke
+	 * the supervisor for each, and again for MSG_EXITED (issue 17).
+	 * Nothing is held longer than the command lives: when it is gone, so
+	 * are we, and the rest of the namespace with us.
+	 */
+	if (c->stdio[0] >= 0)
+		close(0);
 
 	n = read(pipefd[0], &e, sizeof(e));
 	close(pipefd[0]);

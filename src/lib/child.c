@@ -81,6 +81,41 @@ static int send_fd(int sock, int kind, int fd)
 	return r < 0 ? (int)r : 0;
 }
 
+/*
+ * READY, and with it every fd the supervisor keeps (sandbox.h,
+ * ready_fd_kinds), made each at its own step: one message, one wake of the
+ * supervisor, where a message each woke it for each (issue 17).  Ours
+ * are closed after, before the command starts; all are CLOEXEC.
+ */
+static void send_ready(const struct child_ctx *c, int abi, struct dnsoff_socks *dns,
+		       int upperfd, int rootfd, int notify_fd)
+{
+	struct child_msg m = { .kind = MSG_READY, .landlock_abi = abi,
+			       .id = dns->netns };
+	int fds[READY_FDS_MAX];
+	size_t n = 0;
+	ssize_t sent;
+
+	for (size_t i = 0; i < READY_FDS_MAX; i++) {
+		int kind = ready_fd_kinds[i];
+		int fd = kind == MSG_DNS_DIAG_FD ? dns->diag : kind == MSG_DNS_FD ? dns->fd :
+			 kind == MSG_UPPER_FD ? upperfd : kind == MSG_ROOT_FD ? rootfd :
+			 kind == MSG_NOTIFY_FD ? notify_fd : -1;
+
+		if (fd < 0)
+			continue;
+		m.code |= 1 << kind;
+		fds[n++] = fd;
+	}
+	sent = fd_send(c->msg_wr, &m, sizeof(m), fds, n, 0);
+	while (n)
+		close(fds[--n]);
+	dns->fd = dns->diag = -1;
+	/* One SEQPACKET message, whole or not at all: nobody to tell if not. */
+	if (sent != sizeof(m))
+		_exit(125);
+}
+
 static __attribute__((noreturn)) void setup_failed(const struct child_ctx *c,
 						   const struct corral_err *err)
 {
@@ -1515,7 +1550,7 @@ void sandbox_child(struct child_ctx *c)
 	 * for the daemon, and sees whether the disk limit was hit, through our
 	 * root; it cannot reach /proc/1/root once PID 1 is non-dumpable.
 	 */
-	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);	/* sent with READY */
 	abi = apply_landlock(c->p, &err);
 	if (abi < 0)
 		setup_failed(c, &err);
@@ -1532,37 +1567,16 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &sc_err);
 	if (sc_load(&filter, &notify_fd, &err) < 0)
 		setup_failed(c, &err);
-	/*
-	 * The fds the supervisor keeps go out together, just before READY,
-	 * not each as it is made: every message wakes the supervisor, and on
-	 * a VM a wake and its switches cost more than the sends (issue 17).
-	 * All are CLOEXEC and closed here, before the command is started.
-	 * The DNS sockets first: the supervisor answers 127.0.0.1:53 (dnsoff.c).
-	 */
-	if (dns.fd >= 0 && dnsoff_send(c->msg_wr, &dns) < 0)
-		_exit(125);
-	/* the export reads the upper layer after we are gone: its fd keeps it */
-	if (upperfd >= 0) {
-		send_fd(c->msg_wr, MSG_UPPER_FD, upperfd);
-		close(upperfd);
-	}
-	if (rootfd >= 0) {
-		send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
-		close(rootfd);
-	}
-	/*
-	 * Nothing in the sandbox may keep the listener: whoever holds it
-	 * answers the denied calls.  Unsent, it is closed all the same, and
-	 * the denied calls then fail with ENOSYS.
-	 */
-	if (notify_fd >= 0) {
-		send_fd(c->msg_wr, MSG_NOTIFY_FD, notify_fd);
-		close(notify_fd);
-	}
 	/* a container's console goes to the engine at create, before start */
 	if (c->container && c->tty && open_pty(c, &slave, &err) < 0)
 		setup_failed(c, &err);
-	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
+	/*
+	 * READY carries the fds: the DNS sockets, the upper layer, our root
+	 * and the seccomp listener.  Nothing in the sandbox may keep the
+	 * listener: whoever holds it answers the denied calls.  Unsent, it is
+	 * closed all the same, and the denied calls then fail with ENOSYS.
+	 */
+	send_ready(c, abi, &dns, upperfd, rootfd, notify_fd);
 	/* Tripwires: the command starts only once the supervisor watches them. */
 	if (c->p->abort.ntripwires && read(c->sync_rd, &go, 1) != 1)
 		_exit(125);

@@ -101,27 +101,6 @@ int dnsoff_bind(struct dnsoff_socks *o)
 	return 0;
 }
 
-int dnsoff_send(int msg_wr, struct dnsoff_socks *o)
-{
-	struct child_msg m = { .kind = MSG_DNS_DIAG_FD, .id = o->netns };
-	ssize_t sent = 0;
-
-	if (o->diag >= 0) {
-		if (fd_send(msg_wr, &m, sizeof(m), &o->diag, 1, 0) < 0) {
-			/* the supervisor is gone: the next send says so */
-		}
-		close(o->diag);
-		o->diag = -1;
-	}
-	if (o->fd >= 0) {
-		m.kind = MSG_DNS_FD;
-		sent = fd_send(msg_wr, &m, sizeof(m), &o->fd, 1, 0);
-		close(o->fd);
-		o->fd = -1;
-	}
-	return sent < 0 ? (int)sent : 0;
-}
-
 /* ---- answers ----------------------------------------------------------- */
 
 int dnsoff_reply(const uint8_t *pkt, size_t len, uint8_t *out, size_t *outlen,

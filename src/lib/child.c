@@ -938,24 +938,63 @@ static void stop_if_signaled(const struct child_ctx *c)
 		}
 }
 
+/*
+ * The command by fork, where spawn_command cannot (a pty, an rlimit it
+ * cannot plan): exec's failure, or a step's before it, comes back over a
+ * pipe that exec closes.  Returns the command's pid; on a failure it is
+ * reported and we exit.
+ */
+static pid_t fork_command(const struct child_ctx *c, int sfd, int slave)
+{
+	struct corral_err err;
+	int pipefd[2], e;
+	pid_t cmd;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		corral_set_errno(&err, errno, "init");
+		setup_failed(c, &err);
+	}
+	cmd = fork();
+	if (cmd < 0) {
+		corral_set_errno(&err, errno, "cannot start the command");
+		setup_failed(c, &err);
+	}
+	if (cmd == 0) {
+		close(sfd);
+		close(pipefd[0]);
+		exec_command(c, pipefd[1], slave);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], &e, sizeof(e));
+	close(pipefd[0]);
+	if (n == sizeof(e)) {
+		waitpid(cmd, NULL, 0);
+		if (e < 0)	/* before exec: one of the two steps a command may fail */
+			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, before_exec_failure(c));
+		else
+			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
+		_exit(127);
+	}
+	return cmd;
+}
+
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
 {
 	struct signalfd_siginfo si;
 	sigset_t set;
-	int pipefd[2], sfd, e, status;
+	int sfd, status;
 	pid_t cmd;
 	bool setup;
-	ssize_t n;
 
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
 		sigaddset(&set, forwarded_signals[i]);
 	sigaddset(&set, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
-	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0 ||
-	    pipe2(pipefd, O_CLOEXEC) < 0) {
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
 		struct corral_err err;
 
 		corral_set_errno(&err, errno, "init");
@@ -969,7 +1008,11 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 	}
 
 	stop_if_signaled(c);
-	/* spawned, the command has run exec: the read below sees EOF */
+	/*
+	 * Spawned, the command has run exec, or its failure is known: no pipe
+	 * to read for it, nor to wait on until exec has closed the child's
+	 * end (a switch of ours, half the time, on every start: issue 17).
+	 */
 	cmd = spawn_command(c, slave, &setup);
 	if (cmd < 0) {
 		if (setup)
@@ -978,18 +1021,8 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			send_msg(c->msg_wr, MSG_EXEC_FAILED, -cmd, 0, NULL);
 		_exit(127);
 	}
-	if (cmd == 0 && (cmd = fork()) < 0) {
-		struct corral_err err;
-
-		corral_set_errno(&err, errno, "cannot start the command");
-		setup_failed(c, &err);
-	}
-	if (cmd == 0) {
-		close(sfd);
-		close(pipefd[0]);
-		exec_command(c, pipefd[1], slave);
-	}
-	close(pipefd[1]);
+	if (cmd == 0)
+		cmd = fork_command(c, sfd, slave);
 	if (slave >= 0)
 		close(slave);
 	/*
@@ -1003,17 +1036,6 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 	 */
 	if (c->stdio[0] >= 0)
 		close(0);
-
-	n = read(pipefd[0], &e, sizeof(e));
-	close(pipefd[0]);
-	if (n == sizeof(e)) {
-		waitpid(cmd, NULL, 0);
-		if (e < 0)	/* before exec: one of the two steps a command may fail */
-			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, before_exec_failure(c));
-		else
-			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
-		_exit(127);
-	}
 
 	for (;;) {
 		if (read(sfd, &si, sizeof(si)) != sizeof(si)) {

@@ -16,9 +16,11 @@
  * mounts and pivot -> loopback -> rlimits -> (network off) 127.0.0.1:53 for
  * dnsoff.c -> (after "c") into the cgroup if given its files -> cgroup
  * namespace
- * -> Landlock -> capabilities -> seccomp -> READY -> the command, or the
- * calls.  It then stays as PID 1: it reaps, forwards signals, and reports
- * over a socket the commands never see; child_msg_recv() decodes that.
+ * -> Landlock -> capabilities -> seccomp -> READY, which brings the fds
+ * the supervisor keeps (DNS sockets, upper layer, root, seccomp listener:
+ * one message, one wake) -> the command, or the calls.  It then stays as
+ * PID 1: it reaps, forwards signals, and reports over a socket the
+ * commands never see; child_msg_recv_fds() decodes that.
  */
 #include "internal.h"
 #include "sandbox.h"

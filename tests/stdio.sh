@@ -232,6 +232,33 @@ t_relay_stdin_eof_and_closed() {
 	expect_eq "closed stdin" "$out" "end"
 }
 
+# init keeps its copies of stdout and stderr until it has reaped the
+# command (child.c, init_loop): the run still ends with the command, and a
+# command that closes its stdout early still has it closed.
+t_relay_ends_with_command_not_pipes() {
+	# the user's: stdout closed early, stderr written after, the status kept
+	set +e
+	timeout 30 "$CORRAL" run -- /bin/sh -c 'echo a; exec >&-; sleep 0.2; echo b >&2; exit 3' \
+		> "$T/o" 2> "$T/e"
+	rc=$?
+	set -e
+	expect_eq "exit" "$rc" 3
+	expect_eq "stdout" "$(cat "$T/o")" a
+	expect_eq "stderr" "$(cat "$T/e")" b
+	# the attacker's: a process left behind holding both pipes does not
+	# keep the run alive, nor write into it after the command's end
+	local t0=$SECONDS
+	set +e
+	timeout 30 "$CORRAL" run -- /bin/sh -c '(sleep 20; echo late; echo late >&2) & echo early' \
+		> "$T/o" 2> "$T/e"
+	rc=$?
+	set -e
+	expect_eq "exit (left-behind process)" "$rc" 0
+	expect_eq "stdout (left-behind process)" "$(cat "$T/o")" early
+	expect_eq "stderr (left-behind process)" "$(cat "$T/e")" ""
+	[ $((SECONDS - t0)) -lt 10 ] || fail "the run waited for the left-behind process"
+}
+
 t_relay_stdin_never_read() {
 	set +e
 	timeout 30 sh -c "yes | '$CORRAL' run -- /bin/sh -c 'exit 4'"

@@ -149,6 +149,89 @@ TEST(msg_fd_kind_without_fd_is_dropped)
 	close(sv[1]);
 }
 
+/* Several fds in one message, as READY carries them: NFDS of fds[]. */
+static ssize_t send_msg_fds(int sock, const void *m, size_t len, const int *fds,
+			    size_t nfds)
+{
+	char cbuf[CMSG_SPACE(8 * sizeof(int))] = { 0 };
+	struct iovec iov = { (void *)m, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	return sendmsg(sock, &mh, 0);
+}
+
+/* READY brings the supervisor's fds in one message, as its code says */
+TEST(msg_ready_carries_its_fds)
+{
+	struct child_msg in = { .kind = MSG_READY, .landlock_abi = 7,
+				.code = 1 << MSG_ROOT_FD | 1 << MSG_NOTIFY_FD }, out;
+	int sv[2], p[2], q[2], fds[READY_FDS_MAX], fd, sent[2];
+	size_t n = 9;
+	char c = 0;
+
+	CHECK(seqpacket(sv) == 0);
+	CHECK(pipe2(p, O_CLOEXEC) == 0 && pipe2(q, O_CLOEXEC) == 0);
+	/* in ready_fd_kinds[] order: the root before the listener */
+	sent[0] = p[1];
+	sent[1] = q[1];
+	CHECK(send_msg_fds(sv[1], &in, sizeof(in), sent, 2) == sizeof(in));
+	CHECK(child_msg_recv_fds(sv[0], &out, fds, READY_FDS_MAX, &n) == 1);
+	CHECK(out.kind == MSG_READY && out.landlock_abi == 7 && n == 2);
+	CHECK(write(fds[0], "r", 1) == 1 && read(p[0], &c, 1) == 1 && c == 'r');
+	CHECK(write(fds[1], "n", 1) == 1 && read(q[0], &c, 1) == 1 && c == 'n');
+	CHECK(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
+	close(fds[0]);
+	close(fds[1]);
+	/* child_msg_recv, which takes one fd: such a READY is not for it */
+	CHECK(send_msg_fds(sv[1], &in, sizeof(in), sent, 2) == sizeof(in));
+	CHECK(child_msg_recv(sv[0], &out, &fd) == 0);
+	CHECK(fd == -1);
+	close(p[1]);
+	close(q[1]);
+	/* every copy of the write ends is closed: EOF, not "nothing yet" */
+	CHECK(read(p[0], &c, 1) == 0 && read(q[0], &c, 1) == 0);
+	close(p[0]);
+	close(q[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A hostile init's READY: fds that do not match its code are all closed. */
+TEST(msg_ready_fds_must_match_code)
+{
+	struct child_msg in = { .kind = MSG_READY, .code = 1 << MSG_ROOT_FD }, out;
+	int sv[2], p[2], fds[READY_FDS_MAX], two[2];
+	size_t n = 9;
+	char c;
+
+	CHECK(seqpacket(sv) == 0);
+	CHECK(pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+	two[0] = two[1] = p[1];
+	/* one kind said, two fds sent */
+	CHECK(send_msg_fds(sv[1], &in, sizeof(in), two, 2) == sizeof(in));
+	CHECK(child_msg_recv_fds(sv[0], &out, fds, READY_FDS_MAX, &n) == 0 && n == 0);
+	/* a kind READY does not carry (the pty's) */
+	in.code = 1 << MSG_PTY_FD;
+	CHECK(send_msg_fds(sv[1], &in, sizeof(in), two, 1) == sizeof(in));
+	CHECK(child_msg_recv_fds(sv[0], &out, fds, READY_FDS_MAX, &n) == 0 && n == 0);
+	/* a kind said, no fd sent */
+	in.code = 1 << MSG_NOTIFY_FD;
+	CHECK(send_msg_fd(sv[1], &in, sizeof(in), -1) == sizeof(in));
+	CHECK(child_msg_recv_fds(sv[0], &out, fds, READY_FDS_MAX, &n) == 0 && n == 0);
+	close(p[1]);
+	CHECK(read(p[0], &c, 1) == 0);	/* none of them stayed open with us */
+	close(p[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 TEST(msg_end_of_init)
 {
 	struct child_msg out;

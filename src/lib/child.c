@@ -81,6 +81,41 @@ static int send_fd(int sock, int kind, int fd)
 	return r < 0 ? (int)r : 0;
 }
 
+/*
+ * READY, and with it every fd the supervisor keeps (sandbox.h,
+ * ready_fd_kinds), made each at its own step: one message, one wake of the
+ * supervisor, where a message each woke it for each (issue 17).  Ours
+ * are closed after, before the command starts; all are CLOEXEC.
+ */
+static void send_ready(const struct child_ctx *c, int abi, struct dnsoff_socks *dns,
+		       int upperfd, int rootfd, int notify_fd)
+{
+	struct child_msg m = { .kind = MSG_READY, .landlock_abi = abi,
+			       .id = dns->netns };
+	int fds[READY_FDS_MAX];
+	size_t n = 0;
+	ssize_t sent;
+
+	for (size_t i = 0; i < READY_FDS_MAX; i++) {
+		int kind = ready_fd_kinds[i];
+		int fd = kind == MSG_DNS_DIAG_FD ? dns->diag : kind == MSG_DNS_FD ? dns->fd :
+			 kind == MSG_UPPER_FD ? upperfd : kind == MSG_ROOT_FD ? rootfd :
+			 kind == MSG_NOTIFY_FD ? notify_fd : -1;
+
+		if (fd < 0)
+			continue;
+		m.code |= 1 << kind;
+		fds[n++] = fd;
+	}
+	sent = fd_send(c->msg_wr, &m, sizeof(m), fds, n, 0);
+	while (n)
+		close(fds[--n]);
+	dns->fd = dns->diag = -1;
+	/* One SEQPACKET message, whole or not at all: nobody to tell if not. */
+	if (sent != sizeof(m))
+		_exit(125);
+}
+
 static __attribute__((noreturn)) void setup_failed(const struct child_ctx *c,
 						   const struct corral_err *err)
 {
@@ -903,24 +938,63 @@ static void stop_if_signaled(const struct child_ctx *c)
 		}
 }
 
+/*
+ * The command by fork, where spawn_command cannot (a pty, an rlimit it
+ * cannot plan): exec's failure, or a step's before it, comes back over a
+ * pipe that exec closes.  Returns the command's pid; on a failure it is
+ * reported and we exit.
+ */
+static pid_t fork_command(const struct child_ctx *c, int sfd, int slave)
+{
+	struct corral_err err;
+	int pipefd[2], e;
+	pid_t cmd;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		corral_set_errno(&err, errno, "init");
+		setup_failed(c, &err);
+	}
+	cmd = fork();
+	if (cmd < 0) {
+		corral_set_errno(&err, errno, "cannot start the command");
+		setup_failed(c, &err);
+	}
+	if (cmd == 0) {
+		close(sfd);
+		close(pipefd[0]);
+		exec_command(c, pipefd[1], slave);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], &e, sizeof(e));
+	close(pipefd[0]);
+	if (n == sizeof(e)) {
+		waitpid(cmd, NULL, 0);
+		if (e < 0)	/* before exec: one of the two steps a command may fail */
+			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, before_exec_failure(c));
+		else
+			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
+		_exit(127);
+	}
+	return cmd;
+}
+
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
 {
 	struct signalfd_siginfo si;
 	sigset_t set;
-	int pipefd[2], sfd, e, status;
+	int sfd, status;
 	pid_t cmd;
 	bool setup;
-	ssize_t n;
 
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
 		sigaddset(&set, forwarded_signals[i]);
 	sigaddset(&set, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
-	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0 ||
-	    pipe2(pipefd, O_CLOEXEC) < 0) {
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
 		struct corral_err err;
 
 		corral_set_errno(&err, errno, "init");
@@ -934,7 +1008,11 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 	}
 
 	stop_if_signaled(c);
-	/* spawned, the command has run exec: the read below sees EOF */
+	/*
+	 * Spawned, the command has run exec, or its failure is known: no pipe
+	 * to read for it, nor to wait on until exec has closed the child's
+	 * end (a switch of ours, half the time, on every start: issue 17).
+	 */
 	cmd = spawn_command(c, slave, &setup);
 	if (cmd < 0) {
 		if (setup)
@@ -943,35 +1021,21 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			send_msg(c->msg_wr, MSG_EXEC_FAILED, -cmd, 0, NULL);
 		_exit(127);
 	}
-	if (cmd == 0 && (cmd = fork()) < 0) {
-		struct corral_err err;
-
-		corral_set_errno(&err, errno, "cannot start the command");
-		setup_failed(c, &err);
-	}
-	if (cmd == 0) {
-		close(sfd);
-		close(pipefd[0]);
-		exec_command(c, pipefd[1], slave);
-	}
-	close(pipefd[1]);
+	if (cmd == 0)
+		cmd = fork_command(c, sfd, slave);
 	if (slave >= 0)
 		close(slave);
-	/* the supervisor's pipes end when the command's last copy closes */
-	for (int i = 0; i < 3; i++)
-		if (c->stdio[i] >= 0)
-			close(i);
-
-	n = read(pipefd[0], &e, sizeof(e));
-	close(pipefd[0]);
-	if (n == sizeof(e)) {
-		waitpid(cmd, NULL, 0);
-		if (e < 0)	/* before exec: one of the two steps a command may fail */
-			send_msg(c->msg_wr, MSG_SETUP_FAILED, e, 0, before_exec_failure(c));
-		else
-			send_msg(c->msg_wr, MSG_EXEC_FAILED, e, 0, NULL);
-		_exit(127);
-	}
+	/*
+	 * stdin is the command's alone: its last copy closed is the
+	 * supervisor's EPIPE.  stdout and stderr we keep until the command
+	 * is reaped, then they close with our exit, beside our last message:
+	 * closed now, the command's exit ended each pipe on its own and woke
+	 * the supervisor for each, and again for MSG_EXITED (issue 17).
+	 * Nothing is held longer than the command lives: when it is gone, so
+	 * are we, and the rest of the namespace with us.
+	 */
+	if (c->stdio[0] >= 0)
+		close(0);
 
 	for (;;) {
 		if (read(sfd, &si, sizeof(si)) != sizeof(si)) {
@@ -1385,7 +1449,8 @@ void sandbox_child(struct child_ctx *c)
 	size_t nmapped = c->idmap ? c->idmap->nbinds : 0, nbinds = c->p->nbinds;
 	size_t nkeep = 8 + nmapped + nbinds;
 	int keep[8 + nmapped + nbinds];
-	int abi, rootfd, notify_fd = -1, upperfd = -1, slave = -1, r;
+	int abi, rootfd = -1, notify_fd = -1, upperfd = -1, slave = -1, r;
+	struct dnsoff_socks dns = { .fd = -1, .diag = -1 };
 	int cgfds[FD_SEND_MAX];
 	size_t ncg;
 	char go;
@@ -1481,15 +1546,10 @@ void sandbox_child(struct child_ctx *c)
 		close(c->p->workspace_fd);
 	/* network off: 127.0.0.1:53 is the supervisor's before the command runs */
 	if (c->p->net == CORRAL_NET_NONE && !c->joined_net &&
-	    (r = dnsoff_bind(c->msg_wr)) < 0) {
+	    (r = dnsoff_bind(&dns)) < 0) {
 		corral_set_err(&err, r, "cannot bind 127.0.0.1:53 for the sandbox's "
 			       "DNS: %s", strerror(-r));
 		setup_failed(c, &err);
-	}
-	/* the export reads the upper layer after we are gone: its fd keeps it */
-	if (upperfd >= 0) {
-		send_fd(c->msg_wr, MSG_UPPER_FD, upperfd);
-		close(upperfd);
 	}
 	/*
 	 * The supervisor makes our cgroup while we build the mounts, and moves
@@ -1512,11 +1572,7 @@ void sandbox_child(struct child_ctx *c)
 	 * for the daemon, and sees whether the disk limit was hit, through our
 	 * root; it cannot reach /proc/1/root once PID 1 is non-dumpable.
 	 */
-	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd >= 0) {
-		send_fd(c->msg_wr, MSG_ROOT_FD, rootfd);
-		close(rootfd);
-	}
+	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);	/* sent with READY */
 	abi = apply_landlock(c->p, &err);
 	if (abi < 0)
 		setup_failed(c, &err);
@@ -1533,19 +1589,16 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &sc_err);
 	if (sc_load(&filter, &notify_fd, &err) < 0)
 		setup_failed(c, &err);
-	/*
-	 * Nothing in the sandbox may keep the listener: whoever holds it
-	 * answers the denied calls.  Unsent, it is closed all the same, and
-	 * the denied calls then fail with ENOSYS.
-	 */
-	if (notify_fd >= 0) {
-		send_fd(c->msg_wr, MSG_NOTIFY_FD, notify_fd);
-		close(notify_fd);
-	}
 	/* a container's console goes to the engine at create, before start */
 	if (c->container && c->tty && open_pty(c, &slave, &err) < 0)
 		setup_failed(c, &err);
-	send_msg(c->msg_wr, MSG_READY, 0, abi, NULL);
+	/*
+	 * READY carries the fds: the DNS sockets, the upper layer, our root
+	 * and the seccomp listener.  Nothing in the sandbox may keep the
+	 * listener: whoever holds it answers the denied calls.  Unsent, it is
+	 * closed all the same, and the denied calls then fail with ENOSYS.
+	 */
+	send_ready(c, abi, &dns, upperfd, rootfd, notify_fd);
 	/* Tripwires: the command starts only once the supervisor watches them. */
 	if (c->p->abort.ntripwires && read(c->sync_rd, &go, 1) != 1)
 		_exit(125);

@@ -67,46 +67,38 @@ struct dnsoff {
 
 /* ---- init's half --------------------------------------------------------- */
 
-int dnsoff_bind(int msg_wr)
+int dnsoff_bind(struct dnsoff_socks *o)
 {
 	struct sockaddr_in a = {
 		.sin_family = AF_INET,
 		.sin_port = htons(DNSOFF_PORT),
 		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 	};
-	struct child_msg m = { .kind = MSG_DNS_DIAG_FD };
 	struct stat st;
-	ssize_t sent;
-	int fd, diag, r;
+	int r;
 
+	o->fd = o->diag = -1;
+	o->netns = 0;
 	/* no SO_REUSEADDR/SO_REUSEPORT: no other socket can share the port */
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
+	o->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (o->fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+	if (bind(o->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		r = -errno;
-		close(fd);
+		close(o->fd);
+		o->fd = -1;
 		return r;
 	}
 	/* without it the denials only lack a pid: not worth failing for */
-	diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	o->diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	/*
 	 * ... and which netns the askers are in: the supervisor cannot stat
 	 * our /proc/PID/ns/net once we are not dumpable (unprivileged, it
 	 * has no CAP_SYS_PTRACE over us).  A namespace's inode fits in 32 bits.
 	 */
 	if (stat("/proc/self/ns/net", &st) == 0)
-		m.id = (uint32_t)st.st_ino;
-	if (diag >= 0) {
-		if (fd_send(msg_wr, &m, sizeof(m), &diag, 1, 0) < 0) {
-			/* the supervisor is gone: the next send says so */
-		}
-		close(diag);
-	}
-	m.kind = MSG_DNS_FD;
-	sent = fd_send(msg_wr, &m, sizeof(m), &fd, 1, 0);
-	close(fd);
-	return sent < 0 ? (int)sent : 0;
+		o->netns = (uint32_t)st.st_ino;
+	return 0;
 }
 
 /* ---- answers ----------------------------------------------------------- */

@@ -18,15 +18,22 @@ struct child_msg;
 /* What every question is told, in its denial event and in the docs. */
 #define DNSOFF_REASON "the network is off by policy (network.mode none)"
 
+/* In init: the sockets dnsoff_bind made, until READY hands them over (child.c). */
+struct dnsoff_socks {
+	int fd;			/* UDP, bound to 127.0.0.1:53 */
+	int diag;		/* NETLINK_SOCK_DIAG of the same netns, or -1 */
+	uint32_t netns;		/* its inode, 0 if unknown */
+};
+
 /*
  * In init, in the sandbox's netns, while it still holds its capabilities
  * and before anything untrusted runs: bind a UDP socket to 127.0.0.1:53
- * and hand it (and a sock_diag socket of the same netns, to find who
- * asks, with the netns's inode) to the supervisor as MSG_DNS_DIAG_FD and
- * MSG_DNS_FD over msg_wr.
- * No allocation: called after fork.  Returns 0 or -errno.
+ * (and open a sock_diag socket of the same netns, to find who asks, and
+ * note the netns's inode) into *o, for init to send with READY as
+ * MSG_DNS_DIAG_FD and MSG_DNS_FD (sandbox.h, ready_fd_kinds).  No allocation:
+ * called after fork.  Returns 0 or -errno (then *o holds no fd).
  */
-int dnsoff_bind(int msg_wr);
+int dnsoff_bind(struct dnsoff_socks *o);
 
 /*
  * The answer to one packet: NXDOMAIN to any query (FORMERR, NOTIMP for

@@ -16,9 +16,11 @@
  * mounts and pivot -> loopback -> rlimits -> (network off) 127.0.0.1:53 for
  * dnsoff.c -> (after "c") into the cgroup if given its files -> cgroup
  * namespace
- * -> Landlock -> capabilities -> seccomp -> READY -> the command, or the
- * calls.  It then stays as PID 1: it reaps, forwards signals, and reports
- * over a socket the commands never see; child_msg_recv() decodes that.
+ * -> Landlock -> capabilities -> seccomp -> READY, which brings the fds
+ * the supervisor keeps (DNS sockets, upper layer, root, seccomp listener:
+ * one message, one wake) -> the command, or the calls.  It then stays as
+ * PID 1: it reaps, forwards signals, and reports over a socket the
+ * commands never see; child_msg_recv_fds() decodes that.
  */
 #include "internal.h"
 #include "sandbox.h"
@@ -86,39 +88,89 @@ int corral_policy_check_host(const struct corral_policy *p, struct corral_err *e
 
 /* ---- init's messages ----------------------------------------------------- */
 
-int child_msg_recv(int sock, struct child_msg *m, int *fd)
+/*
+ * In the order init sends them: the DNS sockets first, as they went when
+ * each had a message of its own.
+ */
+const int ready_fd_kinds[READY_FDS_MAX] = {
+	MSG_DNS_DIAG_FD, MSG_DNS_FD, MSG_UPPER_FD, MSG_ROOT_FD, MSG_NOTIFY_FD,
+};
+
+static bool carries_one_fd(int kind)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	return kind == MSG_NOTIFY_FD || kind == MSG_ROOT_FD || kind == MSG_UPPER_FD ||
+	       kind == MSG_PTY_FD || kind == MSG_DNS_FD || kind == MSG_DNS_DIAG_FD;
+}
+
+/* How many fds a READY with this code carries, or -1 if none can. */
+static int ready_fds(int code)
+{
+	unsigned int mask = 0;
+
+	for (size_t i = 0; i < READY_FDS_MAX; i++)
+		mask |= 1u << ready_fd_kinds[i];
+	return (unsigned int)code & ~mask ? -1 : __builtin_popcount((unsigned int)code);
+}
+
+int child_msg_recv_fds(int sock, struct child_msg *m, int *fds, size_t max,
+		       size_t *nfds)
+{
+	char cbuf[CMSG_SPACE(READY_FDS_MAX * sizeof(int))];
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	int passed[READY_FDS_MAX], want;
+	size_t n_passed = 0;
 	struct cmsghdr *cm;
-	int passed = -1;
 	ssize_t n;
 
-	*fd = -1;
+	*nfds = 0;
 	n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EINTR || errno == EAGAIN ? 0 : -errno;
 	if (n == 0)
 		return -EPIPE;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len >= CMSG_LEN(sizeof(int)))
-		memcpy(&passed, CMSG_DATA(cm), sizeof(int));
-	/* a message is whole; an fd comes only with the kinds that carry one */
-	if (n != sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    (passed >= 0) != (m->kind == MSG_NOTIFY_FD || m->kind == MSG_ROOT_FD ||
-			      m->kind == MSG_UPPER_FD ||
-			      m->kind == MSG_PTY_FD || m->kind == MSG_DNS_FD ||
-			      m->kind == MSG_DNS_DIAG_FD)) {
-		if (passed >= 0)
-			close(passed);
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+		    cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k && n_passed < READY_FDS_MAX; i++)
+			memcpy(&passed[n_passed++], CMSG_DATA(cm) + i * sizeof(int),
+			       sizeof(int));
+	}
+	/*
+	 * A message is whole; fds come only with the kinds that carry one,
+	 * and with READY as many as its code says.
+	 */
+	if (n != sizeof(*m))
+		want = -1;
+	else if (m->kind == MSG_READY)
+		want = ready_fds(m->code);
+	else
+		want = carries_one_fd(m->kind) ? 1 : 0;
+	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || want < 0 ||
+	    (size_t)want != n_passed || n_passed > max) {
+		while (n_passed)
+			close(passed[--n_passed]);
 		return 0;
 	}
 	m->text[sizeof(m->text) - 1] = '\0';
-	*fd = passed;
+	memcpy(fds, passed, n_passed * sizeof(int));
+	*nfds = n_passed;
 	return 1;
+}
+
+int child_msg_recv(int sock, struct child_msg *m, int *fd)
+{
+	size_t n;
+	int r = child_msg_recv_fds(sock, m, fd, 1, &n);
+
+	if (r <= 0 || n == 0)
+		*fd = -1;
+	return r;
 }
 
 /* ---- tripwires --------------------------------------------------------- */
@@ -200,23 +252,13 @@ int sandbox_release(struct sandbox *sb, struct corral_err *err)
 
 /* ---- watching init ------------------------------------------------------- */
 
-static void on_ctl(evutil_socket_t fd, short what, void *arg)
+/* One of the fds init hands over, by its kind; m: the message it came with. */
+static void take_fd(struct sandbox *sb, int kind, const struct child_msg *m,
+		    int passed)
 {
-	struct sandbox *sb = arg;
-	struct child_msg m;
-	int passed, r;
+	struct child_msg one = *m;
 
-	(void)what;
-	r = child_msg_recv(fd, &m, &passed);
-	if (r < 0) {
-		drop_event(&sb->ev_ctl);
-		cleanup_closep(&sb->ctl);
-		sb->hooks->closed(sb->arg);
-		return;
-	}
-	if (r == 0)
-		return;
-	switch (m.kind) {
+	switch (kind) {
 	case MSG_NOTIFY_FD:	/* one of each, and nothing else */
 		if (!sb->sensor)
 			sb->sensor = sensor_start(sb->base, passed, sb->ev);
@@ -242,8 +284,9 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 	case MSG_DNS_DIAG_FD:
 		if (!sb->dnsoff)
 			sb->dnsoff = dnsoff_new(sb->base, sb->ev);
+		one.kind = kind;
 		if (sb->dnsoff)
-			dnsoff_take(sb->dnsoff, &m, passed);
+			dnsoff_take(sb->dnsoff, &one, passed);
 		else
 			close(passed);
 		return;
@@ -252,11 +295,46 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 			sb->ptyfd = passed;
 		else
 			close(passed);
+		return;
+	}
+	close(passed);
+}
+
+static void on_ctl(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+	struct child_msg m;
+	int passed[READY_FDS_MAX], r;
+	size_t n, next = 0;
+
+	(void)what;
+	r = child_msg_recv_fds(fd, &m, passed, READY_FDS_MAX, &n);
+	if (r < 0) {
+		drop_event(&sb->ev_ctl);
+		cleanup_closep(&sb->ctl);
+		sb->hooks->closed(sb->arg);
+		return;
+	}
+	if (r == 0)
+		return;
+	switch (m.kind) {
+	case MSG_PTY_FD:
+		take_fd(sb, m.kind, &m, passed[0]);
 		break;
 	case MSG_READY:
+		/* its fds first, in their order: the tripwires need the root */
+		for (size_t i = 0; i < READY_FDS_MAX && next < n; i++)
+			if (m.code & (1 << ready_fd_kinds[i]))
+				take_fd(sb, ready_fd_kinds[i], &m, passed[next++]);
 		sb->landlock_abi = m.landlock_abi;
 		if (sb->sync_wr >= 0 && sb->p->abort.ntripwires)
 			arm_tripwires(sb, &m);
+		break;
+	default:
+		if (n) {	/* a kind with an fd of its own: nothing more */
+			take_fd(sb, m.kind, &m, passed[0]);
+			return;
+		}
 		break;
 	}
 	sb->hooks->msg(sb->arg, &m);	/* may free sb: the last thing done */

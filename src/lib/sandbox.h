@@ -131,7 +131,8 @@ char **sandbox_env_copy(char *const *envp);
 
 /* Messages from the sandbox's init to the supervisor, over a socket. */
 enum child_msg_kind {
-	MSG_READY = 1,		/* layers in place, command about to exec */
+	MSG_READY = 1,		/* layers in place, command about to exec; code:
+				 * the fds that come with it (ready_fd_kinds) */
 	MSG_SETUP_FAILED,	/* code = -errno, text = why */
 	MSG_EXEC_FAILED,	/* code = errno of execve */
 	MSG_EXITED,		/* code = wait status of the command */
@@ -147,6 +148,15 @@ enum child_msg_kind {
 	MSG_DNS_DIAG_FD,	/* ... a sock_diag socket there; id = the netns's inode */
 	MSG_NOT_STARTED,	/* code = the signal to stop that came first */
 };
+
+/*
+ * The fds the supervisor keeps come with READY, in one message: each
+ * message woke the supervisor (issue 17).  code has bit 1 << kind set
+ * for each kind sent, and the fds come in the order of ready_fd_kinds[];
+ * id is the netns's inode when MSG_DNS_DIAG_FD is among them.
+ */
+#define READY_FDS_MAX	5
+extern const int ready_fd_kinds[READY_FDS_MAX];
 
 struct child_msg {
 	int kind;
@@ -414,5 +424,14 @@ void result_explain_network(struct corral_result *res, const struct corral_polic
  * the socket is closed (-EPIPE) or failed (-errno).
  */
 int child_msg_recv(int sock, struct child_msg *m, int *fd);
+/*
+ * The same, for the supervisor's loop: a MSG_READY's fds too.  1: *m
+ * holds the message and fds[0..*nfds) the fds it carried (as
+ * child_msg_recv's one, or READY's in ready_fd_kinds[] order, as its code
+ * says); a message whose fds do not match its kind or code is dropped
+ * (0) and they are closed.  max: READY_FDS_MAX at least.
+ */
+int child_msg_recv_fds(int sock, struct child_msg *m, int *fds, size_t max,
+		       size_t *nfds);
 
 #endif

@@ -4,10 +4,13 @@
 For each peer: median and p95 of N sequential launches of `true`, the
 peers taking turns run by run, and the mean CPU time of one (the whole
 host's, from /proc/stat: what M at once on a few cores pay), then the
-wall time of M launches started at once (twice, in turn, averaged).  Peers that are not installed are
+wall time of M launches started at once (twice, in turn, averaged); then
+where a run's time goes (setup, teardown) and what it asks of the kernel
+(syscalls by strace, context switches by perf stat).  Peers that are not installed are
 listed as such, never silently dropped.
 """
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -232,3 +235,62 @@ def phases():
 
 
 phases()
+
+
+# ---- what a cold start asks of the kernel: syscalls and switches -------------
+# On this kind of host (a PVM guest) a syscall, a page fault and a context
+# switch each cost several times what they do on bare metal, and corral's
+# layers that bwrap lacks (seccomp and its listener, Landlock, the masks
+# over /proc, network-off DNS, cgroups as root) are paid in syscalls.  The
+# counts say how much of the gap to bwrap is that work, not the time any
+# one call takes.  strace -f -c and perf stat both follow every process
+# of the run, bwrap's pid 1 too (rusage would miss it: it is not waited
+# for).  A tool that is not installed leaves its column empty.
+COUNTS = int(os.environ.get("BENCH_COUNTS", "5"))
+
+
+def syscalls_of(argv):
+    with tempfile.NamedTemporaryFile(prefix="corral-bench-strace-") as out:
+        r = subprocess.run(["strace", "-f", "-qq", "-c", "-o", out.name] + argv,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        if r.returncode != 0:
+            return None
+        # "% time seconds usecs/call calls [errors] syscall": the calls of "total"
+        for line in open(out.name).read().splitlines():
+            f = line.split()
+            if len(f) >= 5 and f[-1] == "total":
+                return int(f[3])
+    return None
+
+
+def switches_of(argv):
+    with tempfile.NamedTemporaryFile(prefix="corral-bench-perf-") as out:
+        r = subprocess.run(["perf", "stat", "-x,", "-e", "context-switches", "-o", out.name,
+                            "--"] + argv, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if r.returncode != 0:
+            return None
+        for line in open(out.name).read().splitlines():
+            f = line.split(",")
+            if len(f) > 2 and f[2] == "context-switches" and f[0].isdigit():
+                return int(f[0])
+    return None
+
+
+def counts():
+    rows = [(n, a) for n, a in peers if shutil.which(a[0]) and n not in failed]
+    if not rows or not COUNTS:
+        return
+    print(f"\nwhat a run asks of the kernel: medians of {COUNTS} runs each")
+    print(f"{'sandbox':40} {'syscalls':>10} {'context switches':>18}")
+    for name, argv in rows:
+        cols = []
+        for tool, of in (("strace", syscalls_of), ("perf", switches_of)):
+            xs = [of(argv) for _ in range(COUNTS)] if shutil.which(tool) else []
+            xs = [x for x in xs if x is not None]
+            cols.append(f"{statistics.median(xs):g}" if xs else f"no {tool}")
+        print(f"{name:40} {cols[0]:>10} {cols[1]:>18}")
+
+
+counts()

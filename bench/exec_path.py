@@ -45,6 +45,7 @@ EVENTS = ["syscalls:sys_exit_readv", "syscalls:sys_exit_sendmsg",
           "syscalls:sys_enter_writev"]
 EXEC_MSG_MIN = 100      # bytes: the exec message and a request are longer
 PERF_START_S = 1        # perf record's own start, before the first exec
+MARKS = ("req", "sent", "got", "exec", "exit", "told", "ans")
 STRETCHES = [("the daemon: request read -> call sent", "req", "sent"),
              ("wakeup: call sent -> its process has it", "sent", "got"),
              ("the call's process: call -> execve", "got", "exec"),
@@ -99,7 +100,9 @@ def cut(text, dpid, ipid):
             cur.setdefault("told", t)
         elif pid == dpid and ev == "sys_enter_writev" and "told" in cur:
             cur["ans"] = t
-            calls.append(cur)
+            # perf may drop events under load: a call missing a mark is left out
+            if all(k in cur for k in MARKS):
+                calls.append(cur)
             cur = None
     return calls
 

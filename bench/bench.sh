@@ -6,7 +6,8 @@
 # (another corral binary, its burst alternated with this one's: a
 # before/after pair in one run); image.py BENCH_IMAGE_RUNS (50);
 # tls.py BENCH_TLS_BYTES (256 MiB), BENCH_LAT and BENCH_REQS (2000).
-# oci.py BENCH_OCI_RUNS (30).
+# oci.py BENCH_OCI_RUNS (30).  Not run here: exec_path.py (root and perf),
+# a warm exec's time split where the daemon, init and the call mark it.
 set -eu
 CORRAL=${1:-build/corral}
 here=$(dirname "$0")

@@ -505,6 +505,52 @@ t_forked_ahead_calls_keep_their_verdicts() {
 	stop_daemon
 }
 
+# The next call's process is asked of init before its group is made (init
+# forks while the daemon makes the group).  Attacker's case: a group that
+# cannot be made (a directory already in its place, as a killed daemon's
+# leftover would be) takes that process with it, rather than leave it
+# waiting unmoved in the sandbox's own group, holding one of its pids for
+# a call that will never use it; and the next call runs in a group of its
+# own all the same.
+t_spare_whose_group_fails() {
+	local id box procs code i=0
+	[ "$(id -u)" = 0 ] || { skip "makes a directory among the daemon's cgroups: root"; return $?; }
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$id"; then
+		stop_daemon
+		skip "no cgroups"
+		return $?
+	fi
+	box=$(find /sys/fs/cgroup/pids -maxdepth 3 -type d -name "corral-$DPID-$id" | head -1)
+	if [ -z "$box" ]; then
+		stop_daemon
+		skip "no v1 pids hierarchy"
+		return $?
+	fi
+	check_spare "$id" 1 > /dev/null || { stop_daemon; return 1; }
+	# call 1 ends; the group made then, for call 2, is in the way (and
+	# goes before the test's end checks that no group is left)
+	BLOCKER=$box/corral-c2
+	trap 'rc=$?; set +e; rmdir "$BLOCKER" 2> /dev/null; (exit $rc); on_test_exit' EXIT
+	mkdir "$BLOCKER"
+	code=$(ex "$id" '{"argv": ["true"]}')
+	expect_code "call 1" "$code" 200
+	# bounded: the process asked for reads EOF and exits at once
+	while procs=$(wc -l < "$box/cgroup.procs") && [ "$procs" -gt 1 ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	expect_eq "only init waits in the sandbox's own group" "$procs" 1
+	rmdir "$BLOCKER"
+	expect_contains "call 2 in a group of its own" \
+		"$(sbsh "$id" "cat /proc/self/cgroup" | grep pids)" "corral-c2"
+	check_spare "$id" 3 > /dev/null
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 START=$(date +%s)
 run_tests "$@"
 echo "results ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"

@@ -60,7 +60,7 @@ static struct event *housekeeping(struct event *ev)
 }
 
 static void drop_pend(struct corral_call *c);
-static void spare_fork(struct corral_box *b);
+static void spare_fork(struct corral_box *b, bool group_next);
 static void announce(struct corral_call *c);
 
 static void call_describe(struct corral_call *c, const struct cg_stats *hits)
@@ -257,18 +257,20 @@ void call_finish(struct corral_call *c)
 		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
 		    "sandbox_pid", (int)c->spid,
 		    "reason", corral_json_bytes(res->reason, strlen(res->reason))));
-	if (c->o.on_done)
-		c->o.on_done(c->o.arg, c, res);
 	/*
 	 * The next call's process is asked for by call_arm_spare's timer,
 	 * after this answer is written.  Asked for before it, init's fork (a
 	 * copy of its page tables), woken on the daemon's CPU, ran first and
-	 * held the answer back by about its own length.
+	 * held the answer back by about its own length.  Armed before
+	 * on_done, which frees the call: its group's removal (the sweep, a
+	 * timer as low) then comes after the fork is asked for, not before.
 	 */
 	if (!box_calls_running(b)) {
 		box_arm_idle(b);
 		call_arm_spare(b);
 	}
+	if (c->o.on_done)
+		c->o.on_done(c->o.arg, c, res);
 }
 
 static void maybe_finish(struct corral_call *c)
@@ -897,17 +899,18 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
  * of the box's pids.max that the running call may want, and a frozen or
  * ending box has no use for one.
  */
-static void spare_fork(struct corral_box *b)
+static void spare_fork(struct corral_box *b, bool group_next)
 {
 	struct spare_proc sp = { .gate = -1 };
 	struct corral_err err;
 	bool none = cg_mode(b->cg) == CG_NONE;
 
 	if (b->sp.fid || box_calls_running(b) || b->frozen || b->freezing ||
-	    b->state != CORRAL_BOX_IDLE || (!none && !b->spare))
+	    b->state != CORRAL_BOX_IDLE || (!none && !b->spare && !group_next))
 		return;
 	if (ask_fork(b, &sp.fid, &sp.gate, &err) < 0)
 		return;
+	/* group_next: on_spare sets it once made, before "r" can be read */
 	sp.cg = none ? NULL : b->spare;
 	sp.ev = housekeeping(event_new(b->base, sp.gate, EV_READ | EV_PERSIST,
 				       on_spare_gate, b));
@@ -937,18 +940,32 @@ static void on_spare(evutil_socket_t fd, short what, void *arg)
 	struct corral_box *b = arg;
 	struct corral_err err;
 	char name[32];
+	bool make = !b->spare && cg_mode(b->cg) != CG_NONE;
 
 	(void)fd;
 	(void)what;
 	if (b->state == CORRAL_BOX_DEAD || b->state == CORRAL_BOX_HALTED)
 		return;
-	if (!b->spare && cg_mode(b->cg) != CG_NONE) {
+	/*
+	 * init is asked for the fork first: it forks on its CPU while we make
+	 * the group here (a mkdir in every hierarchy, 0.2-0.4 ms), where it
+	 * once waited for them.  Its "r", which needs the group, is read
+	 * after this returns; a group not made takes the spare with it.
+	 */
+	spare_fork(b, make);
+	if (make) {
 		b->spare_id = b->next_id + 1;
 		snprintf(name, sizeof(name), "c%u", b->spare_id);
 		if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
 			b->spare = NULL;
+		/* the process just asked for: into this group, or gone */
+		if (b->sp.fid && !b->sp.cg) {
+			if (b->spare)
+				b->sp.cg = b->spare;
+			else
+				call_drop_spare(b);
+		}
 	}
-	spare_fork(b);
 }
 
 static void arm_spare(struct corral_box *b, unsigned delay_ms)

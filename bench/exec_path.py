@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""exec_path.py - where a warm `corral serve` exec of `true` spends its time.
+
+Issue 17: the exec round trip is the host's spawn floor plus what the
+daemon, init and the call's process add.  This starts a daemon (as
+bench/serve.py does), makes one sandbox, and runs BENCH_EXECS (default
+100) execs of `true` into it, BENCH_PACE_MS (default 50) apart, while
+`perf record` (root) traces a few syscalls system-wide.  Each call is
+then cut at the points that the daemon, the call's process and init mark
+with a syscall, and each stretch printed (p10, p50 in us):
+
+  the daemon reads the request         readv (the daemon)
+  ... sends the call                   sendmsg of the exec message
+  the call's process has it            recvmsg's return (init's child)
+  ... execs                            execve (its entry)
+  the command exits                    exit_group
+  init tells the daemon                sendto of MSG_CALL_EXITED
+  the daemon writes the answer         writev
+
+Alongside: the CPU time (schedstat, all threads) and page faults the
+daemon and the sandbox's processes (init and its reaped children) spent a
+call.  On a host loaded by other work compare p10s and counts, not p50s.
+
+  exec_path.py [CORRAL]     (default build/corral)
+"""
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve  # noqa: E402  (its Daemon and Api)
+
+CORRAL = sys.argv[1] if len(sys.argv) > 1 else "build/corral"
+EXECS = int(os.environ.get("BENCH_EXECS", "100"))
+PACE = int(os.environ.get("BENCH_PACE_MS", "50")) / 1000
+EVENTS = ["syscalls:sys_exit_readv", "syscalls:sys_exit_sendmsg",
+          "syscalls:sys_exit_recvmsg", "syscalls:sys_enter_execve",
+          "syscalls:sys_enter_exit_group", "syscalls:sys_exit_sendto",
+          "syscalls:sys_enter_writev"]
+EXEC_MSG_MIN = 100      # bytes: the exec message and a request are longer
+PERF_START_S = 1        # perf record's own start, before the first exec
+MARKS = ("req", "sent", "got", "exec", "exit", "told", "ans")
+STRETCHES = [("the daemon: request read -> call sent", "req", "sent"),
+             ("wakeup: call sent -> its process has it", "sent", "got"),
+             ("the call's process: call -> execve", "got", "exec"),
+             ("the command: execve -> exit_group", "exec", "exit"),
+             ("exit -> init told the daemon", "exit", "told"),
+             ("the daemon: init's word -> answer written", "told", "ans"),
+             ("request read -> answer written", "req", "ans")]
+
+
+def init_of(daemon_pid):
+    """The sandbox's init: the daemon's child in another pid namespace."""
+    mine = os.readlink(f"/proc/{daemon_pid}/ns/pid")
+    for t in os.listdir(f"/proc/{daemon_pid}/task"):
+        for k in open(f"/proc/{daemon_pid}/task/{t}/children").read().split():
+            if os.readlink(f"/proc/{k}/ns/pid") != mine:
+                return int(k)
+    raise RuntimeError("no sandbox init among the daemon's children")
+
+
+def usage(pid):
+    """(ms on CPU of all threads, minor faults, minor faults of reaped children)"""
+    ns = sum(int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+             for t in os.listdir(f"/proc/{pid}/task"))
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return ns / 1e6, int(f[7]), int(f[8])
+
+
+def cut(text, dpid, ipid):
+    """Each call's marks, from perf script's lines, in order."""
+    calls, cur = [], None
+    for line in text.splitlines():
+        m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+syscalls:(\w+):(.*)", line)
+        if not m:
+            continue
+        pid, t, ev = int(m.group(1)), float(m.group(2)) * 1e6, m.group(3)
+        r = re.search(r"0x([0-9a-f]+)\s*$", m.group(4))
+        ret = int(r.group(1), 16) if r else None
+        if pid == dpid and ev == "sys_exit_readv" and ret and ret > EXEC_MSG_MIN:
+            cur = {"req": t}
+        elif cur is None:
+            continue
+        elif pid == dpid and ev == "sys_exit_sendmsg" and ret and ret > EXEC_MSG_MIN:
+            cur.setdefault("sent", t)
+        elif (pid not in (dpid, ipid) and ev == "sys_exit_recvmsg" and ret and
+              ret > EXEC_MSG_MIN and "sent" in cur and "got" not in cur):
+            cur["got"], cur["pid"] = t, pid
+        elif pid == cur.get("pid") and ev == "sys_enter_execve":
+            cur.setdefault("exec", t)
+        elif pid == cur.get("pid") and ev == "sys_enter_exit_group":
+            cur.setdefault("exit", t)
+        elif pid == ipid and ev == "sys_exit_sendto" and "exit" in cur:
+            cur.setdefault("told", t)
+        elif pid == dpid and ev == "sys_enter_writev" and "told" in cur:
+            cur["ans"] = t
+            # perf may drop events under load: a call missing a mark is left out
+            if all(k in cur for k in MARKS):
+                calls.append(cur)
+            cur = None
+    return calls
+
+
+def main():
+    if os.geteuid() != 0 or not shutil.which("perf"):
+        sys.exit("exec_path.py: needs root and perf (system-wide syscall tracepoints)")
+    tmp = tempfile.mkdtemp(prefix="corral-bench-path-")
+    os.chmod(tmp, 0o755)
+    d = perf = None
+    try:
+        serve.CORRAL = CORRAL
+        d = serve.Daemon(tmp, "path", pool=0)
+        api = d.api()
+        sid, _ = api.create(idle_freeze_ms=0)
+        for _ in range(10):
+            api.exec_true(sid)
+        ipid = init_of(d.pid)
+        data = os.path.join(tmp, "perf.data")
+        perf = subprocess.Popen(["perf", "record", "-q", "-a", "-o", data] +
+                                sum((["-e", e] for e in EVENTS), []),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(PERF_START_S)
+        d0, i0 = usage(d.pid), usage(ipid)
+        for _ in range(EXECS):
+            time.sleep(PACE)
+            api.exec_true(sid)
+        d1, i1 = usage(d.pid), usage(ipid)
+        perf.send_signal(signal.SIGINT)
+        perf.wait(60)
+        perf = None
+        api.req("DELETE", f"/v1/sandboxes/{sid}")
+        api.close()
+        text = subprocess.run(["perf", "script", "-i", data, "-F", "comm,pid,cpu,time,event,trace"],
+                              capture_output=True, text=True, timeout=300).stdout
+    finally:
+        if perf:
+            perf.kill()
+            perf.wait()
+        if d:
+            d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    calls = cut(text, d.pid, ipid)
+    if not calls:
+        sys.exit("exec_path.py: no call found in perf's record")
+    print(f"a warm exec of `true`, {len(calls)} of {EXECS} calls {PACE * 1000:.0f} ms apart"
+          f" ({CORRAL}, {os.cpu_count()} cpus)")
+    print(f"  {'':44s} {'p10 us':>8s} {'p50 us':>8s}")
+    for name, a, b in STRETCHES:
+        v = sorted(c[b] - c[a] for c in calls)
+        print(f"  {name:44s} {v[len(v) // 10]:8.0f} {statistics.median(v):8.0f}")
+    print(f"  a call: the daemon {(d1[0] - d0[0]) / EXECS:.2f} ms of CPU, {(d1[1] - d0[1]) / EXECS:.1f} faults;"
+          f" init {(i1[0] - i0[0]) / EXECS:.2f} ms, {(i1[1] - i0[1]) / EXECS:.1f} faults;"
+          f" its children {(i1[2] - i0[2]) / EXECS:.1f} faults")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -159,8 +159,12 @@ t_scratch_and_old_root_gone() {
 	if awk '$5 ~ /^\/(oldroot|\.scratch)(\/|$)/' "$T/mi" | grep -q .; then
 		fail "a mount below the old root or the scratch: $(awk '$5 ~ /^\/(oldroot|\.scratch)/' "$T/mi")"
 	fi
-	# the scratch's mounts, by /tmp's device: each a bind of one directory
-	root_dirs=$(awk -v d="$tmpdev" '{ split($3, mm, ":"); if (mm[1] * 256 + mm[2] == d || $3 == d) print $4 }' "$T/mi" | sort -u | tr '\n' ' ')
+	# the scratch's mounts, by /tmp's device: each a bind of one directory.
+	# stat's %d is the kernel's new_encode_dev (minor's low byte, major,
+	# then minor's upper bits), not major * 256 + minor: past minor 255,
+	# as on a host with many tmpfs mounts at once, those differ
+	local majmin="$(( (tmpdev >> 8) & 0xfff )):$(( (tmpdev & 0xff) | ((tmpdev >> 12) & 0xfff00) ))"
+	root_dirs=$(awk -v d="$majmin" '$3 == d { print $4 }' "$T/mi" | sort -u | tr '\n' ' ')
 	expect_contains "the scratch's binds" "$root_dirs" "/tmp"
 	case " $root_dirs" in
 	*" / "*) fail "the scratch's root is mounted in the sandbox: $root_dirs" ;;

@@ -232,6 +232,43 @@ TEST(msg_ready_fds_must_match_code)
 	close(sv[1]);
 }
 
+/*
+ * More fds than READY_FDS_MAX: the buffer for five has room for a sixth
+ * (CMSG_SPACE rounds up), which the kernel installs.  None may stay open
+ * with us, whether the message is taken or dropped.
+ */
+TEST(msg_fds_past_the_most_are_closed)
+{
+	struct child_msg in = { .kind = MSG_READY }, out;
+	int sv[2], p[2], fds[READY_FDS_MAX], six[READY_FDS_MAX + 1];
+	size_t n = 9;
+	char c;
+
+	for (size_t i = 0; i < READY_FDS_MAX; i++)
+		in.code |= 1 << ready_fd_kinds[i];
+	CHECK(seqpacket(sv) == 0);
+	CHECK(pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+	for (size_t i = 0; i < READY_FDS_MAX + 1; i++)
+		six[i] = p[1];
+	/* every kind said, one fd more sent */
+	CHECK(send_msg_fds(sv[1], &in, sizeof(in), six, READY_FDS_MAX + 1) == sizeof(in));
+	if (child_msg_recv_fds(sv[0], &out, fds, READY_FDS_MAX, &n) == 1)
+		while (n)
+			close(fds[--n]);
+	/* a kind with one fd, six sent */
+	in.kind = MSG_ROOT_FD;
+	in.code = 0;
+	CHECK(send_msg_fds(sv[1], &in, sizeof(in), six, READY_FDS_MAX + 1) == sizeof(in));
+	if (child_msg_recv_fds(sv[0], &out, fds, READY_FDS_MAX, &n) == 1)
+		while (n)
+			close(fds[--n]);
+	close(p[1]);
+	CHECK(read(p[0], &c, 1) == 0);	/* none of them stayed open with us */
+	close(p[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 TEST(msg_end_of_init)
 {
 	struct child_msg out;

@@ -121,6 +121,7 @@ int child_msg_recv_fds(int sock, struct child_msg *m, int *fds, size_t max,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	int passed[READY_FDS_MAX], want;
 	size_t n_passed = 0;
+	bool too_many = false;
 	struct cmsghdr *cm;
 	ssize_t n;
 
@@ -137,9 +138,22 @@ int child_msg_recv_fds(int sock, struct child_msg *m, int *fds, size_t max,
 		    cm->cmsg_len < CMSG_LEN(0))
 			continue;
 		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k && n_passed < READY_FDS_MAX; i++)
-			memcpy(&passed[n_passed++], CMSG_DATA(cm) + i * sizeof(int),
-			       sizeof(int));
+		/*
+		 * cbuf, rounded up by CMSG_SPACE, holds one fd more than
+		 * READY_FDS_MAX, and the kernel installs it: closed here, or
+		 * it stayed open with us for good.
+		 */
+		for (size_t i = 0; i < k; i++) {
+			int one;
+
+			memcpy(&one, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (n_passed < READY_FDS_MAX) {
+				passed[n_passed++] = one;
+			} else {
+				close(one);
+				too_many = true;
+			}
+		}
 	}
 	/*
 	 * A message is whole; fds come only with the kinds that carry one,
@@ -151,7 +165,7 @@ int child_msg_recv_fds(int sock, struct child_msg *m, int *fds, size_t max,
 		want = ready_fds(m->code);
 	else
 		want = carries_one_fd(m->kind) ? 1 : 0;
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || want < 0 ||
+	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || want < 0 || too_many ||
 	    (size_t)want != n_passed || n_passed > max) {
 		while (n_passed)
 			close(passed[--n_passed]);

@@ -229,6 +229,14 @@ tries("elsewhere 4755", lambda: (shutil.copy("/bin/true", "/tmp/t"), os.chmod("/
 	# without a bind that writes to the host the bits are the sandbox's own
 	out=$(crun --ro "$T/out-dir:/in" -- /bin/sh -c 'cp /bin/true /tmp/t && chmod 4755 /tmp/t && stat -c %a /tmp/t')
 	expect_eq "no --rw: set" "$out" 4755
+	# the cost, as --help says it: in a setgid tree a new directory still
+	# inherits the bit, and GNU chmod 755 of it (asked as 02755) is refused
+	mkdir "$T/out-dir/shared"
+	chmod 2775 "$T/out-dir/shared"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/out-dir/shared"
+	out=$(crun --rw "$T/out-dir:/out" -- /bin/sh -c 'mkdir /out/shared/sub && stat -c %a /out/shared/sub
+		chmod 755 /out/shared/sub 2>/dev/null || echo chmod-refused')
+	expect_eq "setgid tree" "$(echo $out)" "2755 chmod-refused"
 }
 
 t_ro_bind_is_readonly() {

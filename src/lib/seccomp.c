@@ -226,12 +226,15 @@ static const struct deny deny_table[] = {
  * the idmapped mount, else corral's agent uid, which all of root's
  * sandboxes share (a user who becomes it may signal or trace every one).
  * Inside, set-id bits do nothing (nosuid, no_new_privs), so while such a
- * bind is mounted no mode with one is set, anywhere.  Writing to a file
- * clears its bits for a caller without CAP_FSETID, but root inside an
- * image has it: the calls that create a file with a mode are covered too,
- * and openat2, whose mode seccomp cannot read, is ENOSYS (libc and Go
- * fall back to openat).  A directory's setgid bit (its files' group) goes
- * with them; mkdir's mode is let through.
+ * bind is mounted no mode with one is set, anywhere.  A write, truncate
+ * or chown clears the bits for anyone without CAP_FSETID in the host's
+ * namespace, root inside included, so a file made with them stays empty;
+ * the calls that make one are refused all the same, and openat2, whose
+ * mode seccomp cannot read, is ENOSYS (libc and Go fall back to openat).
+ * Seccomp cannot tell a directory from a file: a directory's setgid bit
+ * goes with them, so GNU chmod, which keeps that bit (chmod 755 of a
+ * setgid directory asks for 02755), fails on one; mkdir's mode is let
+ * through, and a new directory in a setgid one still inherits it.
  */
 #define SETID (S_ISUID | S_ISGID)
 /* open's flags that make a file with a mode (O_TMPFILE's own bit) */

@@ -235,24 +235,25 @@ t_relay_stdin_eof_and_closed() {
 # init keeps its copies of stdout and stderr until it has reaped the
 # command (child.c, init_loop): the run still ends with the command, and a
 # command that closes its stdout early still has it closed.
-t_relay_ends_with_command_not_pipes() {
-	# the user's: stdout closed early, stderr written after, the status kept
+# run_sh SCRIPT: corral run of sh -c SCRIPT, its stdout in $T/o, stderr in
+# $T/e, its exit status in rc
+run_sh() {
 	set +e
-	timeout 30 "$CORRAL" run -- /bin/sh -c 'echo a; exec >&-; sleep 0.2; echo b >&2; exit 3' \
-		> "$T/o" 2> "$T/e"
+	timeout 30 "$CORRAL" run -- /bin/sh -c "$1" > "$T/o" 2> "$T/e"
 	rc=$?
 	set -e
+}
+
+t_relay_ends_with_command_not_pipes() {
+	# the user's: stdout closed early, stderr written after, the status kept
+	run_sh 'echo a; exec >&-; sleep 0.2; echo b >&2; exit 3'
 	expect_eq "exit" "$rc" 3
 	expect_eq "stdout" "$(cat "$T/o")" a
 	expect_eq "stderr" "$(cat "$T/e")" b
 	# the attacker's: a process left behind holding both pipes does not
 	# keep the run alive, nor write into it after the command's end
 	local t0=$SECONDS
-	set +e
-	timeout 30 "$CORRAL" run -- /bin/sh -c '(sleep 20; echo late; echo late >&2) & echo early' \
-		> "$T/o" 2> "$T/e"
-	rc=$?
-	set -e
+	run_sh '(sleep 20; echo late; echo late >&2) & echo early'
 	expect_eq "exit (left-behind process)" "$rc" 0
 	expect_eq "stdout (left-behind process)" "$(cat "$T/o")" early
 	expect_eq "stderr (left-behind process)" "$(cat "$T/e")" ""

@@ -115,10 +115,14 @@ static int ready_fds(int code)
 int child_msg_recv_fds(int sock, struct child_msg *m, int *fds, size_t max,
 		       size_t *nfds)
 {
-	char cbuf[CMSG_SPACE(READY_FDS_MAX * sizeof(int))];
+	/* aligned for the cmsghdr that CMSG_FIRSTHDR reads out of it */
+	union {
+		char buf[CMSG_SPACE(READY_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} cb;
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+			     .msg_control = cb.buf, .msg_controllen = sizeof(cb.buf) };
 	int passed[READY_FDS_MAX], want;
 	size_t n_passed = 0;
 	bool too_many = false;
@@ -139,7 +143,7 @@ int child_msg_recv_fds(int sock, struct child_msg *m, int *fds, size_t max,
 			continue;
 		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		/*
-		 * cbuf, rounded up by CMSG_SPACE, holds one fd more than
+		 * cb.buf, rounded up by CMSG_SPACE, holds one fd more than
 		 * READY_FDS_MAX, and the kernel installs it: closed here, or
 		 * it stayed open with us for good.
 		 */

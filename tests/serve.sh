@@ -1413,6 +1413,25 @@ t_files_with_the_agents_rights() {
 	stop_daemon
 }
 
+# A daemon's sandbox with a host directory bound writable leaves no
+# set-id file there (seccomp.c, hostw_table: the filter is the policy's,
+# whoever asked for it); one without such a bind keeps its own modes.
+t_no_setid_in_a_writable_host_bind() {
+	start_daemon
+	mkdir "$T/share"
+	chmod 0777 "$T/share"
+	id=$(mksb "{\"policy\": {\"filesystem\": {\"rw\": [\"$T/share:/share\"]}}}") || return 1
+	code=$(ex "$id" "$(jbody command 'cp /bin/true /share/t && chmod 4755 /share/t; echo rc=$?; chmod 2755 /share/t; echo rc=$?')")
+	expect_code "exec" "$code" 200
+	expect_eq "refused" "$(echo $(jq 'v["stdout"]'))" "rc=1 rc=1"
+	expect_eq "nothing set-id on the host" "$(find "$T/share" -perm /6000 | wc -l)" 0
+	expect_contains "the denial said" "$(jq 'v["reason"]')" "denied: syscall fchmodat"
+	id=$(mksb "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/share:/share\"]}}}") || return 1
+	code=$(ex "$id" "$(jbody command 'cp /bin/true /tmp/t && chmod 4755 /tmp/t && stat -c %a /tmp/t')")
+	expect_eq "no writable bind: its own" "$(jq 'v["stdout"]')" "4755"
+	stop_daemon
+}
+
 t_files_proc_refused() {
 	start_daemon
 	id=$(mksb)

@@ -271,10 +271,12 @@ static bool life_within(struct daemon *d, struct evhttp_request *req,
 {
 	uint64_t idle_max = (uint64_t)d->limits.max_idle_freeze_s * 1000;
 
-	if (api_over_tcp(d, req) && !a->ttl_given)
-		a->ttl_ms = (uint64_t)d->limits.max_ttl_s * 1000;
-	if (api_over_tcp(d, req) && !a->idle_given && a->idle_ms > idle_max)
-		a->idle_ms = idle_max;
+	if (api_over_tcp(d, req)) {
+		if (!a->ttl_given)
+			a->ttl_ms = (uint64_t)d->limits.max_ttl_s * 1000;
+		if (!a->idle_given && a->idle_ms > idle_max)
+			a->idle_ms = idle_max;
+	}
 	return ttl_within(d, req, a->ttl_ms, f) &&
 	       (!a->idle_given || idle_within(d, req, a->idle_ms, f));
 }

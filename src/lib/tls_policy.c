@@ -466,20 +466,22 @@ struct tls_refusal {
 	const char *operators;
 };
 
+enum { TLS_SECRETS, TLS_UPSTREAM_CA, TLS_TERMINATE, TLS_RULES, TLS_CAPS };
+
 static const struct tls_refusal tls_refusals[] = {
-	{ "secrets", "fixed by ", false, "",
-	  "secrets: fixed by the operator's policy" },
-	{ "network.tls_upstream_ca", "fixed by ", false, "",
-	  "network.tls_upstream_ca: fixed by the operator's policy" },
-	{ "network.tls", "", true, " \"terminate\" cannot be turned off",
-	  "network.tls: the operator's \"terminate\" cannot be turned off" },
+	[TLS_SECRETS] = { "secrets", "fixed by ", false, "",
+			  "secrets: fixed by the operator's policy" },
+	[TLS_UPSTREAM_CA] = { "network.tls_upstream_ca", "fixed by ", false, "",
+			      "network.tls_upstream_ca: fixed by the operator's policy" },
+	[TLS_TERMINATE] = { "network.tls", "", true, " \"terminate\" cannot be turned off",
+			    "network.tls: the operator's \"terminate\" cannot be turned off" },
 	/* a host's methods and paths are a union: one more entry could widen */
-	{ "network.allow", "entries that are objects (tls, methods, paths, max_body) "
-	  "are fixed by ", false, "",
-	  "network.allow: entries that are objects (tls, methods, paths, max_body) "
-	  "are fixed by the operator's policy" },
-	{ "network.max_url, max_headers, max_body", "at most ", true, "",
-	  "network.max_url, max_headers, max_body: at most the operator's" },
+	[TLS_RULES] = { "network.allow", "entries that are objects (tls, methods, paths, "
+			"max_body) are fixed by ", false, "",
+			"network.allow: entries that are objects (tls, methods, paths, "
+			"max_body) are fixed by the operator's policy" },
+	[TLS_CAPS] = { "network.max_url, max_headers, max_body", "at most ", true, "",
+		       "network.max_url, max_headers, max_body: at most the operator's" },
 };
 
 static const struct tls_refusal *tls_refusal(const struct corral_policy *p,
@@ -488,18 +490,18 @@ static const struct tls_refusal *tls_refusal(const struct corral_policy *p,
 	static const char *const caps[] = { "max_url", "max_headers", "max_body" };
 
 	if (!same(part(p, NULL), part(bound, NULL)))
-		return &tls_refusals[0];
+		return &tls_refusals[TLS_SECRETS];
 	if (!same(part(p, "upstream_ca"), part(bound, "upstream_ca")))
-		return &tls_refusals[1];
+		return &tls_refusals[TLS_UPSTREAM_CA];
 	if (json_is_true(part(bound, "terminate")) && !json_is_true(part(p, "terminate")))
-		return &tls_refusals[2];
+		return &tls_refusals[TLS_TERMINATE];
 	if (!same(part(p, "rules"), part(bound, "rules")))
-		return &tls_refusals[3];
+		return &tls_refusals[TLS_RULES];
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		json_t *b = part(bound, caps[i]), *v = part(p, caps[i]);
 
 		if (b && (!v || json_integer_value(v) > json_integer_value(b)))
-			return &tls_refusals[4];
+			return &tls_refusals[TLS_CAPS];
 	}
 	return NULL;
 }

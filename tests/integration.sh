@@ -190,6 +190,28 @@ t_rw_bind_reaches_host_as_agent() {
 	[ "$ME" = 0 ] || expect_eq "owner" "$owner" "$ME"
 }
 
+# README's examples name the workspace as a user types it (`--workspace
+# ./project`, `--workspace .`): a relative host path is taken from the
+# caller's working directory, for --ro and --rw too, as --rootfs and
+# `corral create --workspace` take it; one that is not there is named.
+t_relative_host_paths_from_the_cwd() {
+	mkws
+	mkdir "$T/out-dir"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/out-dir"
+	out=$(cd "$T" && crun --workspace ./ws --rw out-dir:/out --ro ./ws/dir:/keep -- \
+		/bin/sh -c 'cat file.txt /keep/keep && echo hello > /out/f')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "workspace" "$out" "original"
+	expect_contains "ro bind" "$out" "keep"
+	expect_eq "rw bind reached the host" "$(cat "$T/out-dir/f" 2>/dev/null)" hello
+	out=$(cd "$T/ws" && crun --workspace . -- /bin/cat file.txt)
+	expect_eq "exit ." "$(rc)" 0
+	expect_contains "workspace ." "$out" "original"
+	out=$(cd "$T" && crun --workspace ./absent -- /bin/true)
+	expect_eq "exit absent" "$(rc)" 125
+	expect_contains "absent named" "$out" "./absent: No such file or directory"
+}
+
 # A setuid or setgid file left where a bind writes to the host is one any
 # local user there may run as its owner (the bind's, or the agent uid all
 # of root's sandboxes share): no mode with one is set while such a bind is

@@ -200,16 +200,61 @@ static const struct option run_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * A host path given relative (--workspace ., --rw ./out:/out) is the
+ * caller's, named from its working directory, as --rootfs and `corral
+ * create --workspace` take it: resolved here, before the library, whose
+ * policy files have no working directory to be relative to and so take
+ * absolute paths only.  An absolute one is passed on as written.  bind:
+ * only the part before a ':' is the host's.  *out is NULL for an absolute
+ * path, else the resolved spelling to use instead (free it).
+ */
+static int host_path_abs(const char *arg, bool bind, char **out,
+			 struct corral_err *err)
+{
+	const char *colon = bind ? strchr(arg, ':') : NULL;
+	char *host, *abs;
+	int r = 0;
+
+	*out = NULL;
+	if (arg[0] == '/' || arg[0] == '\0')
+		return 0;	/* the library names what is wrong with "" */
+	host = colon ? strndup(arg, (size_t)(colon - arg)) : strdup(arg);
+	if (!host)
+		return corral_set_err(err, -ENOMEM, "out of memory resolving %s", arg);
+	abs = realpath(host, NULL);
+	if (!abs)
+		r = corral_set_err(err, -errno, "%s: %s (a relative path is taken from "
+				   "the working directory)", host, strerror(errno));
+	else if (asprintf(out, "%s%s", abs, colon ? colon : "") < 0) {
+		*out = NULL;
+		r = corral_set_err(err, -ENOMEM, "out of memory resolving %s", arg);
+	}
+	free(abs);
+	free(host);
+	return r;
+}
+
 /* Apply one flag to the policy; the policy file was loaded before. */
 static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 		      struct corral_err *err)
 {
+	char *abs;
+	int r;
+
 	switch (opt) {
 	case OPT_WORKSPACE:
-		return corral_policy_set_workspace(p, arg, err);
 	case OPT_RO:
 	case OPT_RW:
-		return corral_policy_add_bind(p, arg, opt == OPT_RW, err);
+		r = host_path_abs(arg, opt != OPT_WORKSPACE, &abs, err);
+		if (r < 0)
+			return r;
+		if (opt == OPT_WORKSPACE)
+			r = corral_policy_set_workspace(p, abs ? abs : arg, err);
+		else
+			r = corral_policy_add_bind(p, abs ? abs : arg, opt == OPT_RW, err);
+		free(abs);
+		return r;
 	case OPT_ENV:
 		return corral_policy_set_env(p, arg, err);
 	case OPT_ENV_PASS:

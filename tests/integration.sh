@@ -966,6 +966,21 @@ t_limit_disk() {
 	expect_contains "budget shared" "$out" "rc=1"
 }
 
+# A command that exits because a limit bit (the disk full here; an
+# rlimit's ENOMEM, EMFILE), or the network is off, has that said on
+# stderr without --json too: an exit status alone would not tell.  A
+# plain exit stays silent.
+t_limit_behind_an_exit_told_on_stderr() {
+	crun --disk 8M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>/dev/null' >/dev/null
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "disk limit named" "$(cat "$T/err")" "corral: exited with status 1; disk limit 8 MiB reached"
+	crun -- /usr/bin/getent hosts example.com >/dev/null
+	expect_contains "network off named" "$(cat "$T/err")" "the network is off by policy"
+	crun -- /bin/sh -c 'exit 3' >/dev/null
+	expect_eq "plain exit" "$(rc)" 3
+	expect_eq "plain exit is silent" "$(cat "$T/err")" ""
+}
+
 # Every limit that bites is an event with a sentence, not only a status.
 t_limit_events() {
 	[ "$(cgroups_here)" = yes ] || { skip "limits are rlimits here: no counters"; return 77; }

@@ -155,7 +155,8 @@ static const char run_usage[] =
 "halted run never exits 0: if its command had ended by itself before the\n"
 "criterion was read, the command's own status, or 1 where that was 0.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
-"not simply exit.\n";
+"not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
+"the network's policy or a denial lies behind its exit.\n";
 
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
@@ -396,7 +397,8 @@ static void print_end(const struct corral_result *res)
 {
 	char *safe;
 
-	if (res->status == CORRAL_EXITED && res->exit_code < 126)
+	if (!cli_end_worth_telling(corral_status_name(res->status), res->exit_code,
+				   res->reason))
 		return;
 	safe = printable(res->reason, strlen(res->reason));
 	fprintf(stderr, "corral: %s\n", safe ? safe : "(out of memory)");

@@ -979,6 +979,9 @@ t_limit_behind_an_exit_told_on_stderr() {
 	crun -- /bin/sh -c 'exit 3' >/dev/null
 	expect_eq "plain exit" "$(rc)" 3
 	expect_eq "plain exit is silent" "$(cat "$T/err")" ""
+	# a success with denials behind it stays quiet (--json, --events list them)
+	crun -- /bin/sh -c 'getent hosts example.com; exit 0' >/dev/null
+	expect_eq "success is silent" "$(cat "$T/err")" ""
 }
 
 # Every limit that bites is an event with a sentence, not only a status.

@@ -63,7 +63,7 @@ static const struct verb exec_verb = {
 "A halted call never exits 0 (its command had ended first: 1 for its 0).\n"
 "Without --json, how the command ended is told on stderr whenever it did not\n"
 "simply exit (\"corral: timed out after 30 s\", \"corral: halted: ...\"), or\n"
-"a limit, the network's policy or a denial lies behind its exit.\n"
+"a limit, the network's policy or a denial lies behind a non-zero exit.\n"
 "\n"
 "Examples:\n"
 "  corral exec \"$id\" -- python3 -c 'print(6 * 7)'\n"

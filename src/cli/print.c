@@ -21,6 +21,8 @@ bool cli_end_worth_telling(const char *status, int exit_code, const char *reason
 
 	if (!status || strcmp(status, "exited") || exit_code >= 126)
 		return true;
+	if (exit_code == 0)
+		return false;	/* nothing failed: denials are in --json, --events */
 	snprintf(plain, sizeof(plain), "exited with status %d", exit_code);
 	return reason && strcmp(reason, plain);
 }

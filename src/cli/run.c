@@ -156,7 +156,7 @@ static const char run_usage[] =
 "criterion was read, the command's own status, or 1 where that was 0.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
-"the network's policy or a denial lies behind its exit.\n";
+"the network's policy or a denial lies behind a non-zero exit.\n";
 
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,

@@ -212,6 +212,19 @@ t_relative_host_paths_from_the_cwd() {
 	expect_contains "absent named" "$out" "./absent: No such file or directory"
 }
 
+# As root, an --rw bind of a root-owned directory is never idmapped (the
+# agent could leave a setuid root file on the host): inside, its files are
+# nobody's and the agent's write fails with EACCES.  The result's ids note
+# says why, and what to do, rather than leaving a bare "Permission denied".
+t_rw_bind_of_root_unmapped_is_said() {
+	[ "$ME" = 0 ] || { skip "only root's binds are idmapped"; return 77; }
+	mkdir "$T/root-dir"
+	crun --json --rw "$T/root-dir:/out" -- /bin/sh -c 'echo x > /out/f' >/dev/null
+	expect_contains "write refused" "$(json stderr < "$T/out")" "Permission denied"
+	[ ! -e "$T/root-dir/f" ] || fail "the agent wrote into a root-owned rw bind"
+	expect_contains "note" "$(json layers < "$T/out")" "the rw bind $T/root-dir is host root's, never mapped for writing"
+}
+
 # A setuid or setgid file left where a bind writes to the host is one any
 # local user there may run as its owner (the bind's, or the agent uid all
 # of root's sandboxes share): no mode with one is set while such a bind is

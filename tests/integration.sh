@@ -190,6 +190,41 @@ t_rw_bind_reaches_host_as_agent() {
 	[ "$ME" = 0 ] || expect_eq "owner" "$owner" "$ME"
 }
 
+# README's examples name the workspace as a user types it (`--workspace
+# ./project`, `--workspace .`): a relative host path is taken from the
+# caller's working directory, for --ro and --rw too, as --rootfs and
+# `corral create --workspace` take it; one that is not there is named.
+t_relative_host_paths_from_the_cwd() {
+	mkws
+	mkdir "$T/out-dir"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/out-dir"
+	out=$(cd "$T" && crun --workspace ./ws --rw out-dir:/out --ro ./ws/dir:/keep -- \
+		/bin/sh -c 'cat file.txt /keep/keep && echo hello > /out/f')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "workspace" "$out" "original"
+	expect_contains "ro bind" "$out" "keep"
+	expect_eq "rw bind reached the host" "$(cat "$T/out-dir/f" 2>/dev/null)" hello
+	out=$(cd "$T/ws" && crun --workspace . -- /bin/cat file.txt)
+	expect_eq "exit ." "$(rc)" 0
+	expect_contains "workspace ." "$out" "original"
+	out=$(cd "$T" && crun --workspace ./absent -- /bin/true)
+	expect_eq "exit absent" "$(rc)" 125
+	expect_contains "absent named" "$out" "./absent: No such file or directory"
+}
+
+# As root, an --rw bind of a root-owned directory is never idmapped (the
+# agent could leave a setuid root file on the host): inside, its files are
+# nobody's and the agent's write fails with EACCES.  The result's ids note
+# says why, and what to do, rather than leaving a bare "Permission denied".
+t_rw_bind_of_root_unmapped_is_said() {
+	[ "$ME" = 0 ] || { skip "only root's binds are idmapped"; return 77; }
+	mkdir "$T/root-dir"
+	crun --json --rw "$T/root-dir:/out" -- /bin/sh -c 'echo x > /out/f' >/dev/null
+	expect_contains "write refused" "$(json stderr < "$T/out")" "Permission denied"
+	[ ! -e "$T/root-dir/f" ] || fail "the agent wrote into a root-owned rw bind"
+	expect_contains "note" "$(json layers < "$T/out")" "the rw bind $T/root-dir is host root's, never mapped for writing"
+}
+
 # A setuid or setgid file left where a bind writes to the host is one any
 # local user there may run as its owner (the bind's, or the agent uid all
 # of root's sandboxes share): no mode with one is set while such a bind is
@@ -942,6 +977,24 @@ t_limit_disk() {
 	out=$(crun --disk 8M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; echo rc=$?; dd if=/dev/zero of=/home/agent/f bs=1M count=4 2>&1; echo rc=$?')
 	expect_contains "tmp full" "$out" "No space left"
 	expect_contains "budget shared" "$out" "rc=1"
+}
+
+# A command that exits because a limit bit (the disk full here; an
+# rlimit's ENOMEM, EMFILE), or the network is off, has that said on
+# stderr without --json too: an exit status alone would not tell.  A
+# plain exit stays silent.
+t_limit_behind_an_exit_told_on_stderr() {
+	crun --disk 8M -- /bin/sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>/dev/null' >/dev/null
+	expect_eq "exit" "$(rc)" 1
+	expect_contains "disk limit named" "$(cat "$T/err")" "corral: exited with status 1; disk limit 8 MiB reached"
+	crun -- /usr/bin/getent hosts example.com >/dev/null
+	expect_contains "network off named" "$(cat "$T/err")" "the network is off by policy"
+	crun -- /bin/sh -c 'exit 3' >/dev/null
+	expect_eq "plain exit" "$(rc)" 3
+	expect_eq "plain exit is silent" "$(cat "$T/err")" ""
+	# a success with denials behind it stays quiet (--json, --events list them)
+	crun -- /bin/sh -c 'getent hosts example.com; exit 0' >/dev/null
+	expect_eq "success is silent" "$(cat "$T/err")" ""
 }
 
 # Every limit that bites is an event with a sentence, not only a status.

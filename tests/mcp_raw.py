@@ -239,6 +239,9 @@ def protocol(s):
     res = s.call("sandbox_list", {"bogus": 1})
     check(res.get("isError") is True and "bogus" in res["content"][0]["text"],
           "an unknown argument: isError naming it")
+    res = s.call("exec", {"sandbox": "sb-x", "command": "true"})
+    check(res.get("isError") is True and "unknown argument \"sandbox\"; exec takes sandbox_id, " in
+          res["content"][0]["text"], "an unknown argument: the names the tool takes: %r" % res)
     # two calls in flight, answered each by its id
     res = s.call("sandbox_create", {})
     sid = res["structuredContent"]["id"]

@@ -41,5 +41,13 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * the C1 controls become \xNN.  malloc'd; NULL when out of memory.
  */
 char *printable(const char *s, size_t n);
+/*
+ * Whether a run's or a call's end is worth a line on stderr: it did not
+ * simply exit, or it exited non-zero and its reason says more than
+ * "exited with status N" (a limit behind the failure, the network off by
+ * policy, denials), which without --json is the only place the caller
+ * would learn it.
+ */
+bool cli_end_worth_telling(const char *status, int exit_code, const char *reason);
 
 #endif

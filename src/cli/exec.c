@@ -62,7 +62,8 @@ static const struct verb exec_verb = {
 "could not be reached); 2 bad usage.  With --background, 0 once started.\n"
 "A halted call never exits 0 (its command had ended first: 1 for its 0).\n"
 "Without --json, how the command ended is told on stderr whenever it did not\n"
-"simply exit (\"corral: timed out after 30 s\", \"corral: halted: ...\").\n"
+"simply exit (\"corral: timed out after 30 s\", \"corral: halted: ...\"), or\n"
+"a limit, the network's policy or a denial lies behind a non-zero exit.\n"
 "\n"
 "Examples:\n"
 "  corral exec \"$id\" -- python3 -c 'print(6 * 7)'\n"
@@ -273,13 +274,16 @@ int client_exit_code(const json_t *result)
 	return corral_result_exit_code(&res);
 }
 
-/* As `corral run` does: say how the call ended when it did not simply exit. */
+/*
+ * As `corral run` does: say how the call ended when it did not simply
+ * exit, or when its reason says more (cli_end_worth_telling).
+ */
 static void tell_end(const json_t *result, int code)
 {
 	const char *status = json_string_value(json_object_get(result, "status"));
 	const char *reason = json_string_value(json_object_get(result, "reason"));
 
-	if (status && !strcmp(status, "exited") && code < 126)
+	if (!cli_end_worth_telling(status, code, reason))
 		return;
 	daemon_error(reason ? reason : status ? status : "the call ended", "");
 }

@@ -1675,12 +1675,17 @@ json_t *mcp_tools_list(void)
 	return json_pack("{s:o}", "tools", list);
 }
 
-/* An argument the tool does not take is a mistake worth saying. */
+/*
+ * An argument the tool does not take is a mistake worth saying, with the
+ * names it does take: a model that guessed "sandbox" for "sandbox_id"
+ * corrects itself from the answer alone.
+ */
 static void unknown_args(const struct tool *t, struct args *g)
 {
-	char *props;
-	json_t *p, *v;
-	const char *k;
+	char *props, takes[512] = "";
+	size_t off = 0;
+	json_t *p, *v, *pv;
+	const char *k, *pk;
 
 	if (asprintf(&props, "{%s}", t->input) < 0) {
 		bad(g, "out of memory");
@@ -1688,9 +1693,18 @@ static void unknown_args(const struct tool *t, struct args *g)
 	}
 	p = json_loads(props, 0, NULL);
 	free(props);
+	json_object_foreach(p, pk, pv) {
+		int n = snprintf(takes + off, sizeof(takes) - off, "%s%s",
+				 off ? ", " : "", pk);
+
+		if (n < 0 || (size_t)n >= sizeof(takes) - off)
+			break;	/* the schema in tools/list has them all */
+		off += (size_t)n;
+	}
 	json_object_foreach((json_t *)g->a, k, v)
 		if (!json_object_get(p, k))
-			bad(g, "unknown argument \"%.64s\"", k);
+			bad(g, "unknown argument \"%.64s\"; %s takes %s", k, t->name,
+			    off ? takes : "none");
 	json_decref(p);
 }
 

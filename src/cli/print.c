@@ -15,6 +15,18 @@ int out_of_memory(const char *what)
 	return EXIT_CORRAL;
 }
 
+bool cli_end_worth_telling(const char *status, int exit_code, const char *reason)
+{
+	char plain[64];
+
+	if (!status || strcmp(status, "exited") || exit_code >= 126)
+		return true;
+	if (exit_code == 0)
+		return false;	/* nothing failed: denials are in --json, --events */
+	snprintf(plain, sizeof(plain), "exited with status %d", exit_code);
+	return reason && strcmp(reason, plain);
+}
+
 /*
  * A terminal must not take what a sandbox chose for control sequences.
  * C0 controls, DEL and the C1 controls (UTF-8 c2 80..9f) become \xNN.

@@ -41,7 +41,10 @@ static const char run_usage[] =
 "                       one is mounted no setuid or setgid mode is set\n"
 "                       anywhere inside (chmod u+s: EPERM, recorded; so is\n"
 "                       chmod 755 of a setgid directory, which GNU chmod\n"
-"                       asks as 02755)\n"
+"                       asks as 02755).  What the agent writes lands as\n"
+"                       HOST's owner; as root, a root-owned HOST is never\n"
+"                       mapped for writing (chown it to the user whose\n"
+"                       files it should hold)\n"
 "  --env NAME=VALUE     set a variable inside (the environment is cleared;\n"
 "                       only PATH HOME LANG TERM TMPDIR USER are set)\n"
 "  --env-pass NAME      copy NAME from corral's own environment\n"
@@ -155,7 +158,8 @@ static const char run_usage[] =
 "halted run never exits 0: if its command had ended by itself before the\n"
 "criterion was read, the command's own status, or 1 where that was 0.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
-"not simply exit.\n";
+"not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
+"the network's policy or a denial lies behind a non-zero exit.\n";
 
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
@@ -200,16 +204,61 @@ static const struct option run_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * A host path given relative (--workspace ., --rw ./out:/out) is the
+ * caller's, named from its working directory, as --rootfs and `corral
+ * create --workspace` take it: resolved here, before the library, whose
+ * policy files have no working directory to be relative to and so take
+ * absolute paths only.  An absolute one is passed on as written.  bind:
+ * only the part before a ':' is the host's.  *out is NULL for an absolute
+ * path, else the resolved spelling to use instead (free it).
+ */
+static int host_path_abs(const char *arg, bool bind, char **out,
+			 struct corral_err *err)
+{
+	const char *colon = bind ? strchr(arg, ':') : NULL;
+	char *host, *abs;
+	int r = 0;
+
+	*out = NULL;
+	if (arg[0] == '/' || arg[0] == '\0')
+		return 0;	/* the library names what is wrong with "" */
+	host = colon ? strndup(arg, (size_t)(colon - arg)) : strdup(arg);
+	if (!host)
+		return corral_set_err(err, -ENOMEM, "out of memory resolving %s", arg);
+	abs = realpath(host, NULL);
+	if (!abs)
+		r = corral_set_err(err, -errno, "%s: %s (a relative path is taken from "
+				   "the working directory)", host, strerror(errno));
+	else if (asprintf(out, "%s%s", abs, colon ? colon : "") < 0) {
+		*out = NULL;
+		r = corral_set_err(err, -ENOMEM, "out of memory resolving %s", arg);
+	}
+	free(abs);
+	free(host);
+	return r;
+}
+
 /* Apply one flag to the policy; the policy file was loaded before. */
 static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 		      struct corral_err *err)
 {
+	char *abs;
+	int r;
+
 	switch (opt) {
 	case OPT_WORKSPACE:
-		return corral_policy_set_workspace(p, arg, err);
 	case OPT_RO:
 	case OPT_RW:
-		return corral_policy_add_bind(p, arg, opt == OPT_RW, err);
+		r = host_path_abs(arg, opt != OPT_WORKSPACE, &abs, err);
+		if (r < 0)
+			return r;
+		if (opt == OPT_WORKSPACE)
+			r = corral_policy_set_workspace(p, abs ? abs : arg, err);
+		else
+			r = corral_policy_add_bind(p, abs ? abs : arg, opt == OPT_RW, err);
+		free(abs);
+		return r;
 	case OPT_ENV:
 		return corral_policy_set_env(p, arg, err);
 	case OPT_ENV_PASS:
@@ -351,7 +400,8 @@ static void print_end(const struct corral_result *res)
 {
 	char *safe;
 
-	if (res->status == CORRAL_EXITED && res->exit_code < 126)
+	if (!cli_end_worth_telling(corral_status_name(res->status), res->exit_code,
+				   res->reason))
 		return;
 	safe = printable(res->reason, strlen(res->reason));
 	fprintf(stderr, "corral: %s\n", safe ? safe : "(out of memory)");

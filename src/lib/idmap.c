@@ -199,7 +199,7 @@ static bool overlay_takes_idmapped(char *why, size_t len)
  */
 static int map_path(const struct corral_policy *p, const char *path, int pin,
 		    bool writable, bool bind, const struct corral_ids *ids, bool *refused,
-		    char *why, size_t len)
+		    char *why, size_t len, char *unmapped, size_t ulen)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 				.resolve = RESOLVE_NO_MAGICLINKS };
@@ -215,8 +215,24 @@ static int map_path(const struct corral_policy *p, const char *path, int pin,
 	    mount_check_host_fd(root, fd, path, &err) < 0 ||
 	    (bind && mount_check_submounts(root, fd, path, &err) < 0))
 		return -1;
-	if (!ns_owner_grants(p, st.st_uid) || (writable && st.st_uid == 0))
+	/*
+	 * Not mapped by rule: its files stay nobody's inside, which the
+	 * agent cannot change.  Said in the ids' note (the first one only),
+	 * since all the command sees is EACCES.
+	 */
+	if (!ns_owner_grants(p, st.st_uid) || (writable && st.st_uid == 0)) {
+		if (!unmapped[0] && writable && st.st_uid == 0)
+			snprintf(unmapped, ulen, "the rw bind %.60s is host root's, never "
+				 "mapped for writing: its files are nobody's to the agent, "
+				 "writable only where their mode lets anyone (chown it to "
+				 "the user whose files it should hold)", path);
+		else if (!unmapped[0])
+			snprintf(unmapped, ulen, "%.60s is host uid %u's, outside the "
+				 "daemon's --uid-range: not mapped, its files are nobody's "
+				 "to the agent, writable only where their mode lets anyone", path,
+				 (unsigned)st.st_uid);
 		return -1;
+	}
 	userns = owner_userns(st.st_uid, st.st_gid, ids->uid, ids->gid, why, len);
 	tree = userns < 0 ? -1 : idmapped_tree(fd, userns, why, len);
 	*refused = tree < 0;
@@ -255,7 +271,7 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		   struct idmap_fds *out)
 {
 	const char *legacy;
-	char why[160] = "";
+	char why[160] = "", unmapped[sizeof(ids->note)] = "";
 	const char *what = NULL;
 	bool refused = false;
 	uid_t uid;
@@ -298,19 +314,23 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		if (!refused)
 			out->ws = map_path(p, p->workspace, p->workspace_pinned ?
 					   p->workspace_fd : -1, false, false, ids, &refused,
-					   why, sizeof(why));
+					   why, sizeof(why), unmapped, sizeof(unmapped));
 	}
 	for (size_t i = 0; !refused && i < p->nbinds; i++) {
 		out->binds[i] = map_path(p, p->binds[i].src, p->binds[i].pinned ?
 					 p->binds[i].fd : -1, p->binds[i].writable,
-					 true, ids, &refused, why, sizeof(why));
+					 true, ids, &refused, why, sizeof(why), unmapped,
+					 sizeof(unmapped));
 		what = p->binds[i].src;
 	}
 	ids->idmapped = out->ws >= 0;
 	for (size_t i = 0; i < out->nbinds; i++)
 		ids->idmapped |= out->binds[i] >= 0;
-	if (!refused)
+	if (!refused) {
+		if (!ids->note[0] && unmapped[0])
+			memcpy(ids->note, unmapped, sizeof(ids->note));
 		return;
+	}
 fallback:
 	idmap_close(out);
 	ns_pick_ids(p, &uid, &gid);

@@ -451,6 +451,37 @@ t_socket_path_not_a_socket() {
 	expect_eq "the .new file is kept" "$(cat "$T/s2.new" 2>&1)" precious
 }
 
+# $CORRAL_SOCKET, where the clients look first, is where the daemon
+# listens when no --socket says: one setting for both ends (it listened at
+# its own default, and `corral ls` with the same setting found nothing).
+t_socket_from_corral_socket() {
+	local i rc=0
+	if [ "$ME" != 0 ]; then
+		env -u XDG_RUNTIME_DIR -u CORRAL_SOCKET "$CORRAL" serve \
+			--state-dir "$T/es-state" > "$T/es0.log" 2>&1 < /dev/null || rc=$?
+		expect_eq "no socket path: usage" "$rc" 2
+		expect_contains "what to set" "$(< "$T/es0.log")" "CORRAL_SOCKET or XDG_RUNTIME_DIR"
+	elif [ -e /run/corral/corral.sock ]; then
+		# were the variable ignored, root's daemon would go there
+		skip "a daemon's socket is at /run/corral/corral.sock"; return 77
+	fi
+	SOCK=$T/env.sock STATE=$T/es-state
+	CORRAL_SOCKET=$SOCK env -u XDG_RUNTIME_DIR "$CORRAL" serve --state-dir "$STATE" \
+		> "$T/es.log" 2>&1 < /dev/null &
+	DPID=$! DLOG=$T/es.log
+	echo "$DPID $STATE $DLOG" >> "$T/daemons"
+	: >> "$T/watchdogs"	# none: on_test_exit reads the list
+	trap on_test_exit EXIT
+	for i in $(seq 1 500); do
+		[ -S "$SOCK" ] || ! kill -0 "$DPID" 2>/dev/null && break
+		nap 0.02
+	done
+	[ -S "$SOCK" ] || { fail "no socket at \$CORRAL_SOCKET: $(< "$T/es.log")"; return 1; }
+	rc=0
+	CORRAL_SOCKET=$SOCK env -u XDG_RUNTIME_DIR "$CORRAL" ls > "$T/es.ls" 2>&1 || rc=$?
+	expect_eq "a client with the same setting: ls" "$rc" 0
+}
+
 t_sandbox_lifecycle() {
 	start_daemon
 	id=$(mksb '{"labels": {"team": "infra", "run": "42"}, "ttl_seconds": 3600, "idle_freeze_ms": 5000}')

@@ -33,6 +33,7 @@ static const char help[] =
 "\n"
 "Options:\n"
 "  --socket PATH       the unix socket to listen on (mode 0600).  Default:\n"
+"                      $CORRAL_SOCKET (where the clients look first), else\n"
 "                      /run/corral/corral.sock as root, else\n"
 "                      $XDG_RUNTIME_DIR/corral.sock\n"
 "  --listen HOST:PORT  also listen on TCP; every request must then carry\n"
@@ -478,7 +479,12 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 /* Where the socket and the state go when no option says: as docs/API.md. */
 static int default_paths(struct serve_args *a)
 {
-	if (!a->socket_path)
+	const char *env = getenv("CORRAL_SOCKET");
+
+	/* where the clients look first: one setting serves both ends */
+	if (!a->socket_path && env && *env)
+		a->socket_path = strdup(env);
+	else if (!a->socket_path)
 		a->socket_path = default_path("/run/corral/corral.sock",
 					      "XDG_RUNTIME_DIR", NULL, NULL,
 					      "corral.sock");
@@ -487,8 +493,9 @@ static int default_paths(struct serve_args *a)
 					    "HOME", ".local/state", "corral");
 	if (!a->socket_path || !a->state_dir) {
 		cli_error("no %s: set %s or pass %s", !a->socket_path ? "socket path" :
-			  "state directory", !a->socket_path ? "XDG_RUNTIME_DIR" :
-			  "HOME", !a->socket_path ? "--socket" : "--state-dir");
+			  "state directory", !a->socket_path ?
+			  "CORRAL_SOCKET or XDG_RUNTIME_DIR" : "HOME",
+			  !a->socket_path ? "--socket" : "--state-dir");
 		return 2;
 	}
 	a->o.socket_path = a->socket_path;

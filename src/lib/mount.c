@@ -1390,6 +1390,7 @@ static int limit_inotify(struct corral_err *err)
 
 static int build_proc(struct corral_err *err)
 {
+	bool null_seen = false;	/* /dev/null known to be there */
 	char target[64];
 	int r, e;
 
@@ -1402,7 +1403,10 @@ static int build_proc(struct corral_err *err)
 	/*
 	 * What this kernel's /proc lacks is skipped: the bind's ENOENT says so
 	 * (its source is its target), one call where an access() first made
-	 * two; a mask's ENOENT is asked again (its source is /dev/null).
+	 * two; a mask's ENOENT is the target's only once /dev/null, its
+	 * source, is known to be there: a mask made before proves it, else
+	 * one access() does (not one a missing file).  Nothing else runs in
+	 * this mount namespace yet to remove it between.
 	 */
 	for (size_t i = 0; r == 0 && i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++) {
 		if (mount(proc_ro[i], proc_ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
@@ -1415,12 +1419,20 @@ static int build_proc(struct corral_err *err)
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked) / sizeof(proc_masked[0]); i++) {
 		snprintf(target, sizeof(target), "%s", proc_masked[i]);
-		if (mount("/dev/null", target, NULL, MS_BIND, NULL) == 0)
+		if (mount("/dev/null", target, NULL, MS_BIND, NULL) == 0) {
+			null_seen = true;
 			continue;
-		/* ENOENT for a file this kernel has: /dev/null is missing, and
-		 * the file would be left unmasked */
+		}
 		e = errno;
-		if (e != ENOENT || access(target, F_OK) == 0)
+		if (e == ENOENT && !null_seen) {
+			/* without /dev/null every file this kernel has would be
+			 * left unmasked */
+			if (access("/dev/null", F_OK) < 0)
+				r = corral_set_errno(err, errno, "cannot mask %s: "
+						     "/dev/null", target);
+			null_seen = r == 0;
+		}
+		if (r == 0 && e != ENOENT)
 			r = corral_set_errno(err, e, "cannot mount /dev/null on %s", target);
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked_dirs) /

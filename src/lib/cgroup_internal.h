@@ -232,6 +232,8 @@ unsigned cg_read_ctrl_list(const char *dir, const char *file);
 /* ---- cgroup_proc.c ------------------------------------------------------ */
 
 int cg_mounts_read(struct cg_mounts *m, struct corral_err *err);
+/* The same from fd, an open /proc/self/mountinfo, read from its start. */
+int cg_mounts_read_fd(struct cg_mounts *m, int fd, struct corral_err *err);
 void cg_mounts_free(struct cg_mounts *m);
 /* One mountinfo line into m (the first mount of each kind wins). */
 int cg_mounts_add_line(struct cg_mounts *m, char *line);

@@ -209,6 +209,9 @@ int cg_write_file(const char *dir, const char *file, const char *val,
 		  struct corral_err *err);
 int cg_write_u64(const char *dir, const char *file, uint64_t v,
 		 struct corral_err *err);
+/* The same, and 0 where this kernel has no such file (ENOENT at the open). */
+int cg_write_u64_if_there(const char *dir, const char *file, uint64_t v,
+			  struct corral_err *err);
 /* "key value" lines (cpu.stat, ...): value of key, or -ENOENT. */
 int cg_kv_get(const char *buf, const char *key, uint64_t *val);
 /*

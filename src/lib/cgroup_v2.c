@@ -183,8 +183,8 @@ static int v2_set_limits(struct cg *cg, const struct corral_policy *p,
 
 	if (p->memory_bytes) {
 		r = cg_write_u64(dir, "memory.max", p->memory_bytes, err);
-		if (r == 0 && cg_file_exists(dir, "memory.swap.max"))
-			r = cg_write_file(dir, "memory.swap.max", "0", err);
+		if (r == 0)	/* no swap accounting in this kernel: no swap to bar */
+			r = cg_write_u64_if_there(dir, "memory.swap.max", 0, err);
 		if (r < 0)
 			return r;
 	}

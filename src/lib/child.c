@@ -182,6 +182,9 @@ static int loopback_up(struct corral_err *err)
  * The command's stdin, stdout, stderr: what the supervisor handed in, and
  * /dev/null for the rest.  Whatever the supervisor's own 0-2 are (the
  * caller's terminal, a host file, a directory) never stays open here.
+ * The handed-in fds stay open at their own numbers: close_inherited,
+ * next, closes them with the rest (3 close calls fewer, and the kept
+ * fds fewer and so fewer ranges between them).
  */
 static int set_stdio(const int stdio[3], struct corral_err *err)
 {
@@ -206,7 +209,6 @@ static int set_stdio(const int stdio[3], struct corral_err *err)
 		if (dup2(stdio[i], i) < 0)
 			return corral_set_errno(err, errno, "dup2 %d to %d",
 					      stdio[i], i);
-		close(stdio[i]);
 	}
 	return 0;
 }
@@ -1513,7 +1515,8 @@ void sandbox_child(struct child_ctx *c)
 	int sc_r;
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
-	keep[2] = c->stdio[0], keep[3] = c->stdio[1], keep[4] = c->stdio[2];
+	/* 0-2 are never closed; the stdio handed in is there by then (set_stdio) */
+	keep[2] = keep[3] = keep[4] = -1;
 	keep[5] = c->p->workspace_layer ? c->p->workspace_layer_fd : -1;
 	/* the supervisor's idmapped workspace and binds, mounted by mount_build */
 	keep[6] = c->idmap ? c->idmap->ws : -1;
@@ -1567,7 +1570,7 @@ void sandbox_child(struct child_ctx *c)
 	 * signal, and only its death closing the last end of the sync socket
 	 * tells us (we would wait for "go" forever, holding an end ourselves).
 	 */
-	if (close_inherited(keep, nkeep, &err) < 0)
+	if (set_stdio(c->stdio, &err) < 0 || close_inherited(keep, nkeep, &err) < 0)
 		setup_failed(c, &err);
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
@@ -1586,8 +1589,6 @@ void sandbox_child(struct child_ctx *c)
 		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
 	}
-	if (set_stdio(c->stdio, &err) < 0)
-		setup_failed(c, &err);
 	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL, &err) < 0 ||
 	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);

@@ -284,6 +284,28 @@ t_ro_bind_is_readonly() {
 	expect_eq "host" "$(cat "$T/in/f")" data
 }
 
+# A bind of one file: its Landlock rule can hold no rights that apply only
+# beneath a directory (the kernel refuses them for a file), so it gets the
+# file rights of its kind; the rule is tried as a directory's first.
+t_file_binds_get_file_rights() {
+	mkdir "$T/d"
+	echo data > "$T/d/rw"
+	echo data > "$T/d/ro"
+	chmod -R a+rX "$T/d"
+	[ "$ME" = 0 ] && chown 65534:65534 "$T/d/rw"
+	out=$(crun --rw "$T/d/rw:/mnt/rw" --ro "$T/d/ro:/mnt/ro" -- /bin/sh -c '
+		echo more >> /mnt/rw && echo rw-wrote
+		cat /mnt/ro; echo x > /mnt/ro; echo ro-rc=$?
+		ls /mnt/rw/ 2>/dev/null || echo not-a-dir')
+	expect_eq "exit" "$(rc)" 0 || { cat "$T/err" 2>/dev/null; return 1; }
+	expect_contains "rw file written" "$out" rw-wrote
+	expect_eq "reached the host" "$(tail -1 "$T/d/rw")" more
+	expect_contains "ro file read" "$out" data
+	expect_contains "ro file not written" "$out" "ro-rc=2"
+	expect_contains "a file, not a directory" "$out" not-a-dir
+	expect_eq "ro host copy" "$(cat "$T/d/ro")" data
+}
+
 # A bind beneath another bind of a host directory that sandboxes write: a
 # link one left there, to /oldroot/... (the host's tree while the view is
 # built), is not followed to the mount point.  Followed, init made the

@@ -127,9 +127,13 @@ int cg_add_hier(struct cg *cg, const char *mount, char *parent, bool create,
 	return 0;
 }
 
-/* The plan for v2_id, afresh: mountinfo, then a probe of every hierarchy. */
+/*
+ * The plan for v2_id, afresh: mountinfo (through watch, the open copy
+ * that tells of changes, when there is one), then a probe of every
+ * hierarchy.
+ */
 static int plan_fresh(struct cg *cg, char *why, size_t len, bool v2_id,
-		      struct corral_err *err)
+		      int watch, struct corral_err *err)
 {
 	uid_t euid = geteuid();
 	struct cg_mounts m;
@@ -137,7 +141,7 @@ static int plan_fresh(struct cg *cg, char *why, size_t len, bool v2_id,
 
 	why[0] = '\0';
 	cg->ops = &cg_none_manager;
-	r = cg_mounts_read(&m, err);
+	r = watch >= 0 ? cg_mounts_read_fd(&m, watch, err) : cg_mounts_read(&m, err);
 	if (r < 0)
 		return r;
 	cg->hybrid = m.v2 && (m.v1[C_MEMORY] || m.v1[C_PIDS]);
@@ -247,7 +251,7 @@ int cg_plan(struct cg *cg, char *why, size_t len, bool v2_id,
 		return r < 0 ? corral_set_errno(err, -r, "planning cgroups") : 0;
 	}
 	kept_drop();
-	r = plan_fresh(&fresh, why, len, true, err);
+	r = plan_fresh(&fresh, why, len, true, kept.watch, err);
 	if (r == 0 && fresh.ops->mode != CG_NONE) {
 		r = plan_copy(cg, &fresh, v2_id);
 		if (r < 0)

@@ -114,8 +114,9 @@ ssize_t cg_read_file(const char *dir, const char *file, char *buf, size_t len)
 	return n;
 }
 
-int cg_write_file(const char *dir, const char *file, const char *val,
-		  struct corral_err *err)
+/* optional: a file this kernel lacks (the open's ENOENT) is 0, not an error */
+static int write_file(const char *dir, const char *file, const char *val,
+		      bool optional, struct corral_err *err)
 {
 	char path[PATH_MAX];
 	size_t len = strlen(val);
@@ -127,6 +128,8 @@ int cg_write_file(const char *dir, const char *file, const char *val,
 		return corral_set_err(err, r, "cgroup path %s/%s is too long",
 				      dir, file);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 && optional && errno == ENOENT)
+		return 0;
 	if (fd < 0) {
 		r = -errno;
 		return corral_set_errno(err, -r, "cannot open %s", path);
@@ -145,13 +148,29 @@ int cg_write_file(const char *dir, const char *file, const char *val,
 	return 0;
 }
 
+int cg_write_file(const char *dir, const char *file, const char *val,
+		  struct corral_err *err)
+{
+	return write_file(dir, file, val, false, err);
+}
+
 int cg_write_u64(const char *dir, const char *file, uint64_t v,
 		 struct corral_err *err)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return cg_write_file(dir, file, buf, err);
+	return write_file(dir, file, buf, false, err);
+}
+
+/* One open, where an access() first and then the open made two. */
+int cg_write_u64_if_there(const char *dir, const char *file, uint64_t v,
+			  struct corral_err *err)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return write_file(dir, file, buf, true, err);
 }
 
 int cg_kv_get(const char *buf, const char *key, uint64_t *val)

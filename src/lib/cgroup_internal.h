@@ -209,6 +209,9 @@ int cg_write_file(const char *dir, const char *file, const char *val,
 		  struct corral_err *err);
 int cg_write_u64(const char *dir, const char *file, uint64_t v,
 		 struct corral_err *err);
+/* The same, and 0 where this kernel has no such file (ENOENT at the open). */
+int cg_write_u64_if_there(const char *dir, const char *file, uint64_t v,
+			  struct corral_err *err);
 /* "key value" lines (cpu.stat, ...): value of key, or -ENOENT. */
 int cg_kv_get(const char *buf, const char *key, uint64_t *val);
 /*
@@ -232,6 +235,8 @@ unsigned cg_read_ctrl_list(const char *dir, const char *file);
 /* ---- cgroup_proc.c ------------------------------------------------------ */
 
 int cg_mounts_read(struct cg_mounts *m, struct corral_err *err);
+/* The same from fd, an open /proc/self/mountinfo, read from its start. */
+int cg_mounts_read_fd(struct cg_mounts *m, int fd, struct corral_err *err);
 void cg_mounts_free(struct cg_mounts *m);
 /* One mountinfo line into m (the first mount of each kind wins). */
 int cg_mounts_add_line(struct cg_mounts *m, char *line);

@@ -126,6 +126,62 @@ int cg_mounts_read(struct cg_mounts *m, struct corral_err *err)
 	return 0;
 }
 
+/*
+ * From an fd the caller keeps open (cgroup.c's watch on the mount table):
+ * read with pread from offset 0, which a seq_file starts afresh, so the
+ * fd's own position and its poll(2) state are left alone; no open, fstat
+ * or close of a second copy.
+ */
+int cg_mounts_read_fd(struct cg_mounts *m, int fd, struct corral_err *err)
+{
+	const char *path = "/proc/self/mountinfo";
+	size_t cap = 8192, len = 0;
+	char *buf = malloc(cap), *line, *nl;
+	ssize_t n;
+	int r = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (!buf)
+		return corral_set_errno(err, ENOMEM, "reading %s", path);
+	for (;;) {
+		if (len + 1 == cap) {
+			char *more = cap > (64u << 20) ? NULL : realloc(buf, cap * 2);
+
+			if (!more) {
+				free(buf);
+				return corral_set_errno(err, ENOMEM, "reading %s",
+						      path);
+			}
+			buf = more;
+			cap *= 2;
+		}
+		n = pread(fd, buf + len, cap - 1 - len, (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			free(buf);
+			return corral_set_errno(err, -r, "cannot read %s", path);
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	for (line = buf; r == 0 && *line; line = nl ? nl + 1 : line + strlen(line)) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		r = cg_mounts_add_line(m, line);
+	}
+	free(buf);
+	if (r < 0) {
+		cg_mounts_free(m);
+		return corral_set_errno(err, -r, "reading %s", path);
+	}
+	return 0;
+}
+
 /* ---- /proc/PID/cgroup ------------------------------------------------- */
 
 /* "N:ctrls:/path" in place: true and *e filled, or false for garbage. */

@@ -103,9 +103,7 @@ static int v1_prepare(struct cg *cg, struct corral_err *err)
 
 static int set_tcp(const char *dir, uint64_t bytes, struct corral_err *err)
 {
-	if (!cg_file_exists(dir, V1_TCP_LIMIT))
-		return 0;
-	return cg_write_u64(dir, V1_TCP_LIMIT, bytes, err);
+	return cg_write_u64_if_there(dir, V1_TCP_LIMIT, bytes, err);
 }
 
 static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
@@ -114,8 +112,9 @@ static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
 	int r;
 
 	r = cg_write_u64(dir, "memory.limit_in_bytes", bytes, err);
-	if (r == 0 && cg_file_exists(dir, "memory.memsw.limit_in_bytes"))
-		r = cg_write_u64(dir, "memory.memsw.limit_in_bytes", bytes, err);
+	if (r == 0)	/* no swap accounting in this kernel: nothing to bound */
+		r = cg_write_u64_if_there(dir, "memory.memsw.limit_in_bytes", bytes,
+					  err);
 	if (r == 0)
 		r = set_tcp(dir, bytes, err);
 	return r;

@@ -102,15 +102,22 @@ static int v2_plan(struct cg *cg, const struct cg_mounts *m, uid_t euid,
 	(void)v2_id;	/* the group is in the cgroup2 tree already */
 	if (!m->v2)
 		return 0;
+	/*
+	 * root enables what the tree has; others get what the parent offers.
+	 * root asks the tree first: on a hybrid host (no memory, no pids in
+	 * it) the parent is not probed here and then again by v1's plan.
+	 */
+	if (euid == 0) {
+		avail = cg_read_ctrl_list(m->v2, "cgroup.controllers");
+		if ((avail & C_REQUIRED) != C_REQUIRED)
+			return 0;
+	}
 	r = cg_pick_parent(m->v2, euid, &parent, &create);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
 		return 0;
-	/* root enables what the tree has; others get what the parent offers */
-	if (euid == 0) {
-		avail = cg_read_ctrl_list(m->v2, "cgroup.controllers");
-	} else {
+	if (euid != 0) {
 		avail = cg_read_ctrl_list(parent, "cgroup.controllers");
 		if (!user_ok(m, parent, euid, why, len))
 			avail = 0;
@@ -176,8 +183,8 @@ static int v2_set_limits(struct cg *cg, const struct corral_policy *p,
 
 	if (p->memory_bytes) {
 		r = cg_write_u64(dir, "memory.max", p->memory_bytes, err);
-		if (r == 0 && cg_file_exists(dir, "memory.swap.max"))
-			r = cg_write_file(dir, "memory.swap.max", "0", err);
+		if (r == 0)	/* no swap accounting in this kernel: no swap to bar */
+			r = cg_write_u64_if_there(dir, "memory.swap.max", 0, err);
 		if (r < 0)
 			return r;
 	}

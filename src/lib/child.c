@@ -182,6 +182,9 @@ static int loopback_up(struct corral_err *err)
  * The command's stdin, stdout, stderr: what the supervisor handed in, and
  * /dev/null for the rest.  Whatever the supervisor's own 0-2 are (the
  * caller's terminal, a host file, a directory) never stays open here.
+ * The handed-in fds stay open at their own numbers: close_inherited,
+ * next, closes them with the rest (3 close calls fewer, and the kept
+ * fds fewer and so fewer ranges between them).
  */
 static int set_stdio(const int stdio[3], struct corral_err *err)
 {
@@ -206,7 +209,6 @@ static int set_stdio(const int stdio[3], struct corral_err *err)
 		if (dup2(stdio[i], i) < 0)
 			return corral_set_errno(err, errno, "dup2 %d to %d",
 					      stdio[i], i);
-		close(stdio[i]);
 	}
 	return 0;
 }
@@ -326,15 +328,24 @@ int sandbox_nofile_cap(const struct corral_policy *p, rlim_t *cap, rlim_t *hard,
 {
 	unsigned long long max = 0;
 	struct rlimit init;
-	FILE *f;
+	char buf[32], *end;
+	ssize_t n = -1;
+	int fd;
 
 	if (getrlimit(RLIMIT_NOFILE, &init) < 0)
 		return corral_set_errno(err, errno, "getrlimit(RLIMIT_NOFILE)");
-	f = fopen("/proc/sys/fs/file-max", "re");
-	if (f) {	/* no /proc: the rlimits alone, as before */
-		if (fscanf(f, "%llu", &max) != 1)
-			max = 0;
-		fclose(f);
+	/* read(2), not stdio: a FILE's buffer costs an fstat each run */
+	fd = open("/proc/sys/fs/file-max", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {	/* no /proc: the rlimits alone, as before */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n > 0) {
+		buf[n] = '\0';
+		errno = 0;
+		max = strtoull(buf, &end, 10);
+		if (errno || end == buf || buf[0] == '-')
+			max = 0;	/* unreadable: as if there were no /proc */
 	}
 	if (nofile_cap_of(p->open_files, p->pids, max, init.rlim_max, cap, err) < 0)
 		return err->code;
@@ -1513,7 +1524,8 @@ void sandbox_child(struct child_ctx *c)
 	int sc_r;
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
-	keep[2] = c->stdio[0], keep[3] = c->stdio[1], keep[4] = c->stdio[2];
+	/* 0-2 are never closed; the stdio handed in is there by then (set_stdio) */
+	keep[2] = keep[3] = keep[4] = -1;
 	keep[5] = c->p->workspace_layer ? c->p->workspace_layer_fd : -1;
 	/* the supervisor's idmapped workspace and binds, mounted by mount_build */
 	keep[6] = c->idmap ? c->idmap->ws : -1;
@@ -1567,7 +1579,7 @@ void sandbox_child(struct child_ctx *c)
 	 * signal, and only its death closing the last end of the sync socket
 	 * tells us (we would wait for "go" forever, holding an end ourselves).
 	 */
-	if (close_inherited(keep, nkeep, &err) < 0)
+	if (set_stdio(c->stdio, &err) < 0 || close_inherited(keep, nkeep, &err) < 0)
 		setup_failed(c, &err);
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
@@ -1586,8 +1598,6 @@ void sandbox_child(struct child_ctx *c)
 		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
 	}
-	if (set_stdio(c->stdio, &err) < 0)
-		setup_failed(c, &err);
 	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL, &err) < 0 ||
 	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);

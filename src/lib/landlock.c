@@ -90,19 +90,34 @@ static int add_path(int ruleset, const struct ll_rule *rule, uint64_t handled,
 	if (fd < 0)
 		return corral_set_errno(err, errno, "landlock: cannot open %s",
 				      rule->path);
-	if (fstat(fd, &st) < 0) {
-		r = corral_set_errno(err, errno, "landlock: cannot stat %s",
-				   rule->path);
-		goto out;
-	}
 	pb.allowed_access = rule->writable ? handled : (LL_READ & handled);
-	if (!S_ISDIR(st.st_mode))
-		pb.allowed_access &= LL_FILE_RIGHTS;
 	pb.parent_fd = fd;
+	/*
+	 * Rules are mostly directories: the rule is tried as one, and the
+	 * kernel's EINVAL (rights beneath a directory asked of a file) makes
+	 * us ask fstat what it is; a file then gets the file rights of its
+	 * rule.  A stat of every path first cost a call a rule.
+	 */
 	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH,
-		    &pb, 0) < 0)
-		r = corral_set_errno(err, errno, "landlock: cannot add a rule for %s",
-				   rule->path);
+		    &pb, 0) == 0)
+		goto out;
+	if (errno == EINVAL && (pb.allowed_access & ~LL_FILE_RIGHTS)) {
+		if (fstat(fd, &st) < 0) {
+			r = corral_set_errno(err, errno, "landlock: cannot stat %s",
+					   rule->path);
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			pb.allowed_access &= LL_FILE_RIGHTS;
+			if (syscall(SYS_landlock_add_rule, ruleset,
+				    LANDLOCK_RULE_PATH_BENEATH, &pb, 0) == 0)
+				goto out;
+		} else {
+			errno = EINVAL;
+		}
+	}
+	r = corral_set_errno(err, errno, "landlock: cannot add a rule for %s",
+			   rule->path);
 out:
 	close(fd);
 	return r;

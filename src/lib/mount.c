@@ -388,23 +388,57 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
  * Bind the host's src (an O_PATH fd) onto dst in the new root, with a copy
  * of the whole subtree, so that submounts come along.
  */
-static int bind_fd(int srcfd, const char *what, const char *dst,
-		   struct corral_err *err)
+/*
+ * srcfd's mount cloned onto dst; *treep the clone's fd for the caller to
+ * close (-1 when open_tree failed), so that bind_host closes it with its
+ * source in one call.
+ */
+static int bind_fd_keep(int srcfd, const char *what, const char *dst,
+			int *treep, struct corral_err *err)
 {
-	int tree, r = 0;
+	int tree;
 
 	tree = syscall(SYS_open_tree, srcfd, "",
 		       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
 		       AT_RECURSIVE);
+	*treep = tree;
 	if (tree < 0)
 		return corral_set_errno(err, errno, "cannot clone the mount of %s",
 				      what);
 	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst,
 		    MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		r = corral_set_errno(err, errno, "cannot bind %s on %s", what,
-				   dst);
-	close(tree);
+		return corral_set_errno(err, errno, "cannot bind %s on %s", what,
+				      dst);
+	return 0;
+}
+
+static int bind_fd(int srcfd, const char *what, const char *dst,
+		   struct corral_err *err)
+{
+	int tree, r;
+
+	r = bind_fd_keep(srcfd, what, dst, &tree, err);
+	if (tree >= 0)
+		close(tree);
 	return r;
+}
+
+/*
+ * Two fds we opened, closed: in one close_range when the kernel gave them
+ * adjacent numbers (as it does a source and its clone opened one after
+ * the other with nothing free between), else one by one.  13 binds of
+ * /usr, /etc and /dev a sandbox: 13 calls fewer.
+ */
+static void close_pair(int a, int b)
+{
+	if (b < 0) {
+		close(a);
+		return;
+	}
+	if (b == a + 1 && close_range((unsigned)a, (unsigned)b, 0) == 0)
+		return;
+	close(a);
+	close(b);
 }
 
 /*
@@ -548,7 +582,7 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 		     struct corral_err *err)
 {
 	struct stat st;
-	int fd, r;
+	int fd, clone = -1, r;
 
 	if (tree >= 0)
 		fd = fcntl(tree, F_DUPFD_CLOEXEC, 3);
@@ -578,7 +612,8 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 	}
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);
 	if (r == 0)
-		r = tree >= 0 ? bind_tree(tree, src, dst, err) : bind_fd(fd, src, dst, err);
+		r = tree >= 0 ? bind_tree(tree, src, dst, err) :
+				bind_fd_keep(fd, src, dst, &clone, err);
 	if (r == 0 && kind == BIND_RO)
 		r = make_ro(dst, false, err);
 	if (r == 0 && kind != BIND_RO && sys_mount_setattr(dst, AT_RECURSIVE,
@@ -586,7 +621,7 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 			(kind == BIND_RW ? MOUNT_ATTR_NODEV : MOUNT_ATTR_NOEXEC), 0) < 0)
 		r = corral_set_errno(err, errno, "cannot make %s nosuid", dst);
 out:
-	close(fd);
+	close_pair(fd, clone);
 	return r;
 }
 
@@ -1355,6 +1390,7 @@ static int limit_inotify(struct corral_err *err)
 
 static int build_proc(struct corral_err *err)
 {
+	bool null_seen = false;	/* /dev/null known to be there */
 	char target[64];
 	int r, e;
 
@@ -1367,7 +1403,10 @@ static int build_proc(struct corral_err *err)
 	/*
 	 * What this kernel's /proc lacks is skipped: the bind's ENOENT says so
 	 * (its source is its target), one call where an access() first made
-	 * two; a mask's ENOENT is asked again (its source is /dev/null).
+	 * two; a mask's ENOENT is the target's only once /dev/null, its
+	 * source, is known to be there: a mask made before proves it, else
+	 * one access() does (not one a missing file).  Nothing else runs in
+	 * this mount namespace yet to remove it between.
 	 */
 	for (size_t i = 0; r == 0 && i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++) {
 		if (mount(proc_ro[i], proc_ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
@@ -1380,12 +1419,20 @@ static int build_proc(struct corral_err *err)
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked) / sizeof(proc_masked[0]); i++) {
 		snprintf(target, sizeof(target), "%s", proc_masked[i]);
-		if (mount("/dev/null", target, NULL, MS_BIND, NULL) == 0)
+		if (mount("/dev/null", target, NULL, MS_BIND, NULL) == 0) {
+			null_seen = true;
 			continue;
-		/* ENOENT for a file this kernel has: /dev/null is missing, and
-		 * the file would be left unmasked */
+		}
 		e = errno;
-		if (e != ENOENT || access(target, F_OK) == 0)
+		if (e == ENOENT && !null_seen) {
+			/* without /dev/null every file this kernel has would be
+			 * left unmasked */
+			if (access("/dev/null", F_OK) < 0)
+				r = corral_set_errno(err, errno, "cannot mask %s: "
+						     "/dev/null", target);
+			null_seen = r == 0;
+		}
+		if (r == 0 && e != ENOENT)
 			r = corral_set_errno(err, e, "cannot mount /dev/null on %s", target);
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked_dirs) /

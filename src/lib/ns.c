@@ -100,6 +100,36 @@ bool ns_owner_grants(const struct corral_policy *p, uid_t owner)
 	       (owner >= p->host_uid_min && owner <= p->host_uid_max);
 }
 
+/* what stat says of a file: any edit, rename over or new link changes it */
+struct file_id {
+	int err;		/* stat's errno; 0: the rest is its answer */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+static void file_id_set(struct file_id *id, const struct stat *st)
+{
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = st->st_size;
+	id->mtime = st->st_mtim;
+	id->ctime = st->st_ctim;
+}
+
+static void file_id_of(const char *path, struct file_id *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(path, &st) < 0) {
+		id->err = errno;
+		return;
+	}
+	file_id_set(id, &st);
+}
+
 static bool overlaps(unsigned long a, unsigned long na, unsigned long b,
 		     unsigned long nb)
 {
@@ -109,18 +139,34 @@ static bool overlaps(unsigned long a, unsigned long na, unsigned long b,
 /*
  * The first line of a colon-separated host file that puts an id (field
  * idf, and field 3 of passwd too) or a "name:start:count" range (ranges)
- * inside [start, start + count): its text, in clash.
+ * inside [start, start + count): its text, in clash.  id, when asked
+ * for, is the file as opened, before a byte is read (fstat of the open
+ * file, or the open's errno): a stat first would ask the same again.
  */
 static bool file_clashes(const char *path, bool ranges, size_t idf, bool gidf,
 			 unsigned long start, unsigned long count, char *clash,
-			 size_t len)
+			 size_t len, struct file_id *id)
 {
-	char line[1024];
+	char line[1024], fbuf[4096];
 	bool hit = false;
+	struct stat st;
 	FILE *f = fopen(path, "re");
 
-	if (!f)
+	if (id)
+		memset(id, 0, sizeof(*id));
+	if (!f) {
+		if (id)
+			id->err = errno;
 		return false;
+	}
+	if (id) {
+		if (fstat(fileno(f), &st) < 0)
+			id->err = errno;	/* compares unequal to any stat: read again next time */
+		else
+			file_id_set(id, &st);
+		/* our buffer: stdio's own would be sized by a second fstat */
+		setvbuf(f, fbuf, _IOFBF, sizeof(fbuf));
+	}
 	while (!hit && fgets(line, sizeof(line), f)) {
 		char *field[7] = { line }, *s = line;
 		size_t n = 1;
@@ -154,31 +200,6 @@ static const struct {
 };
 #define NRANGE_FILES (sizeof(range_files) / sizeof(range_files[0]))
 
-/* what stat says of a file: any edit, rename over or new link changes it */
-struct file_id {
-	int err;		/* stat's errno; 0: the rest is its answer */
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime, ctime;
-};
-
-static void file_id_of(const char *path, struct file_id *id)
-{
-	struct stat st;
-
-	memset(id, 0, sizeof(*id));
-	if (stat(path, &st) < 0) {
-		id->err = errno;
-		return;
-	}
-	id->dev = st.st_dev;
-	id->ino = st.st_ino;
-	id->size = st.st_size;
-	id->mtime = st.st_mtim;
-	id->ctime = st.st_ctim;
-}
-
 static bool file_id_same(const struct file_id *a, const struct file_id *b)
 {
 	return a->err == b->err && a->dev == b->dev && a->ino == b->ino &&
@@ -210,26 +231,40 @@ static struct {
 bool ns_range_clashes(char *why, size_t len)
 {
 	struct file_id now[NRANGE_FILES];
-	bool same, clash = false;
+	bool known, same = false, clash = false;
 	char text[sizeof(range_cache.why)] = "";
 
-	/* taken before the files are read: an edit while they are is seen next time */
-	for (size_t i = 0; i < NRANGE_FILES; i++)
-		file_id_of(range_files[i].path, &now[i]);
+	/*
+	 * Taken before the files are read: an edit while they are is seen
+	 * next time.  With nothing kept yet (a one-shot run) there is nothing
+	 * to compare: each id is taken by the read, from its open file.
+	 */
 	pthread_mutex_lock(&range_cache.lock);
-	same = range_cache.valid;
-	for (size_t i = 0; i < NRANGE_FILES && same; i++)
-		same = file_id_same(&now[i], &range_cache.id[i]);
-	if (same) {
-		clash = range_cache.clash;
-		snprintf(text, sizeof(text), "%s", range_cache.why);
-	}
+	known = range_cache.valid;
 	pthread_mutex_unlock(&range_cache.lock);
-	for (size_t i = 0; i < NRANGE_FILES && !same && !clash; i++)
-		clash = file_clashes(range_files[i].path, range_files[i].ranges,
-				     range_files[i].idf, range_files[i].gidf,
-				     CORRAL_IDS_BASE, CORRAL_IDS_COUNT + CORRAL_OWNERS_COUNT, text,
-				     sizeof(text));
+	if (known) {
+		for (size_t i = 0; i < NRANGE_FILES; i++)
+			file_id_of(range_files[i].path, &now[i]);
+		pthread_mutex_lock(&range_cache.lock);
+		same = range_cache.valid;
+		for (size_t i = 0; i < NRANGE_FILES && same; i++)
+			same = file_id_same(&now[i], &range_cache.id[i]);
+		if (same) {
+			clash = range_cache.clash;
+			snprintf(text, sizeof(text), "%s", range_cache.why);
+		}
+		pthread_mutex_unlock(&range_cache.lock);
+	}
+	for (size_t i = 0; i < NRANGE_FILES && !same; i++) {
+		if (clash && !known)	/* the files after a clash are not read */
+			file_id_of(range_files[i].path, &now[i]);
+		else if (!clash)
+			clash = file_clashes(range_files[i].path, range_files[i].ranges,
+					     range_files[i].idf, range_files[i].gidf,
+					     CORRAL_IDS_BASE,
+					     CORRAL_IDS_COUNT + CORRAL_OWNERS_COUNT, text,
+					     sizeof(text), known ? NULL : &now[i]);
+	}
 	if (!same) {
 		pthread_mutex_lock(&range_cache.lock);
 		memcpy(range_cache.id, now, sizeof(now));

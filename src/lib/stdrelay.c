@@ -53,21 +53,24 @@ struct stdrelay {
 	stdrelay_fn changed;
 	void *arg;
 	size_t n;
+	int probe;		/* pollable()'s epoll fd, or -1 */
 	struct stream s[MAX_STREAMS];
 };
 
-/* Can epoll watch fd?  Regular files (and some devices) it refuses. */
-static bool pollable(int fd)
+/*
+ * Can epoll watch fd?  Regular files (and some devices) it refuses.  One
+ * epoll fd asks for every stream of the relay (a run's stdin, stdout and
+ * stderr: 5 calls, not 9); EEXIST is a file it took before.
+ */
+static bool pollable(struct stdrelay *r, int fd)
 {
 	struct epoll_event e = { .events = EPOLLIN };
-	int ep = epoll_create1(EPOLL_CLOEXEC);
-	bool ok;
 
-	if (ep < 0)
+	if (r->probe < 0)
+		r->probe = epoll_create1(EPOLL_CLOEXEC);
+	if (r->probe < 0)
 		return false;
-	ok = epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) == 0;
-	close(ep);
-	return ok;
+	return epoll_ctl(r->probe, EPOLL_CTL_ADD, fd, &e) == 0 || errno == EEXIST;
 }
 
 static void stream_end(struct stream *s)
@@ -210,6 +213,7 @@ struct stdrelay *stdrelay_new(struct event_base *base, stdrelay_fn changed,
 
 	if (r) {
 		r->base = base;
+		r->probe = -1;
 		r->changed = changed;
 		r->arg = arg;
 	}
@@ -245,8 +249,8 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 	*s = (struct stream){ .r = r, .from = from, .to = to, .own_from = own_from,
 			      .own_to = own_to, .required = required };
 	/* ours are pipes or a pty master: only the caller's need asking */
-	s->from_poll = own_from || pollable(from);
-	s->to_poll = own_to || pollable(to);
+	s->from_poll = own_from || pollable(r, from);
+	s->to_poll = own_to || pollable(r, to);
 	s->from_nowait = reads_nowait(from, own_from, s->from_poll);
 	s->rd = event_new(r->base, s->from_poll ? from : -1, EV_READ, on_ready, s);
 	s->wr = event_new(r->base, s->to_poll ? to : -1, EV_WRITE, on_ready, s);
@@ -284,5 +288,7 @@ void stdrelay_free(struct stdrelay *r)
 		if (s->wr)
 			event_free(s->wr);
 	}
+	if (r->probe >= 0)
+		close(r->probe);
 	free(r);
 }

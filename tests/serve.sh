@@ -1716,6 +1716,29 @@ t_teardown_of_lingering_calls_off_loop() {
 	stop_daemon
 }
 
+# A foreground call's counters are read from fds opened while it runs
+# (its answer waits on no open): the fds go with the call.  10 calls that
+# each leave a sleeper, 10 that do not: the daemon holds no more fds after
+# than before, give or take (a lingering group kept five each: 50).
+t_calls_leave_no_fds_in_the_daemon() {
+	local i fds0 fds1 code
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	sbsh "$a" true > /dev/null || { stop_daemon; return 1; }
+	fds0=$(ls /proc/"$DPID"/fd | wc -l)
+	for i in $(seq 1 10); do
+		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		expect_code "call $i leaves a sleeper" "$code" 200 || break
+		sbsh "$a" true > /dev/null || break
+	done
+	fds1=$(ls /proc/"$DPID"/fd | wc -l)
+	[ "$fds1" -le $((fds0 + 10)) ] ||
+		fail "the daemon's fds: $fds0 before 20 calls, $fds1 after"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	stop_daemon
+}
+
 # tree_procs DIR: "pid starttime" of each process in DIR's group and below
 tree_procs() {
 	local p

@@ -523,6 +523,14 @@ static void on_start_due(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	c->in_exec = false;
 	announce(c);
+	/*
+	 * The counters call_finish reads, opened now, while the command
+	 * starts, rather than in line between its exit and the answer.  A
+	 * foreground call only: a background one may run for hours, and the
+	 * fds go with its group or when it lingers (keep_lingering).
+	 */
+	if (!c->done && c->cg && !c->o.background)
+		cg_keep_counters(c->cg);
 }
 
 static void drop_pend(struct corral_call *c)
@@ -1484,6 +1492,8 @@ static void keep_lingering(struct corral_call *c)
 		c->cg = NULL;
 		return;
 	}
+	if (c->cg)
+		cg_drop_counters(c->cg);	/* a lingering group is read no more */
 	l->id = c->id;
 	l->cgid = c->cgid;
 	l->sid = c->host_pid;

@@ -742,7 +742,7 @@ void cg_keep_counters(struct cg *cg)
 	cg_stats(cg, &st);
 }
 
-static void drop_counters(struct cg *cg)
+void cg_drop_counters(struct cg *cg)
 {
 	if (!cg->counters_kept)
 		return;
@@ -1091,7 +1091,7 @@ void cg_destroy(struct cg *cg)
 		return;
 	free(cg->later.name);
 	cg_op_cancel(cg);
-	drop_counters(cg);
+	cg_drop_counters(cg);
 	if (cg->ops->mode != CG_NONE) {
 		/*
 		 * Empty, the common case (a sandbox's PID 1 takes every

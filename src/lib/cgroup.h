@@ -136,10 +136,12 @@ int cg_stats(struct cg *cg, struct cg_stats *st);
  * Open the files cg_stats() reads now, and keep them: every later
  * cg_stats() reads them again with pread, no open or close (each was an
  * open, a read and a close, in line at the end of a run: issue 17).  For
- * `corral run`'s one group, called while its sandbox starts; a daemon's
- * many groups do not hold five fds each.  Closed by cg_destroy().
+ * `corral run`'s one group, called while its sandbox starts, and a
+ * daemon's foreground call's, while it runs; a daemon's many idle groups
+ * do not hold five fds each.  Closed by cg_drop_counters() or cg_destroy().
  */
 void cg_keep_counters(struct cg *cg);
+void cg_drop_counters(struct cg *cg);
 /* Whether cg_stats() counts the tree's CPU time (cpu_ns); else it is 0. */
 bool cg_counts_cpu(struct cg *cg);
 /*

@@ -1038,6 +1038,25 @@ t_signal_forwarded() {
 	expect_not_contains "its own signal's reason" "$(json reason < "$T/out")" "caller"
 }
 
+# The caller's signal dispositions, inherited through exec: a harness
+# (Python's subprocess with SIGCHLD ignored, nohup's SIGHUP, a script's
+# `cmd &` with SIGINT and SIGQUIT ignored).  SIGCHLD ignored had the kernel
+# reap corral-init's command for it: init never learned its end and the
+# run hung, deaf to SIGTERM.
+# ign SIGS... -- PROG ARGS: PROG with SIGS ignored, all else as ours
+IGN_PY='import os, signal, sys
+i = sys.argv.index("--")
+for s in sys.argv[1:i]:
+    signal.signal(getattr(signal, "SIG" + s), signal.SIG_IGN)
+os.execv(sys.argv[i + 1], sys.argv[i + 1:])'
+t_caller_signal_state() {
+	local rc=0
+	timeout -k 5 20 /usr/bin/python3 -c "$IGN_PY" CHLD -- "$CORRAL" run -- \
+		/bin/sh -c 'echo out; exit 3' > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "SIGCHLD ignored: exit" "$rc" 3
+	expect_eq "SIGCHLD ignored: stdout" "$(cat "$T/o")" out
+}
+
 # PID 1 passes on the supervisor's signals only: one a process in the
 # sandbox sends it is dropped, as the kernel drops those an init does not
 # catch.  Passed on, each reached the command's whole process group (the

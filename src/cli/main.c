@@ -1,8 +1,11 @@
 /* main.c - corral: dispatch to a verb, from one table. */
 #include "cli.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -87,6 +90,26 @@ static void raise_nofile(void)
 	}
 }
 
+/*
+ * SIGCHLD ignored is handed down through exec (a caller's harness, a
+ * Python that set it, `nohup`-like wrappers): the kernel then reaps our
+ * children itself.  corral-init, a clone of this process, never learned
+ * how its command ended and every run waited forever, deaf to SIGTERM
+ * (forwarded to a command already gone).  Our children are ours to wait
+ * for.
+ */
+static void own_children(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	sigemptyset(&dfl.sa_mask);
+	if (sigaction(SIGCHLD, &dfl, NULL) < 0) {
+		cli_error("cannot set SIGCHLD to its default action: %s",
+			  strerror(errno));
+		exit(125);
+	}
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	printf("corral %s\n", CORRAL_VERSION);
@@ -145,6 +168,7 @@ int main(int argc, char **argv)
 
 	corral_memory_init();
 	raise_nofile();
+	own_children();
 	/* containerd's BinaryName names one program: corral-oci is `corral oci` */
 	if (!strcmp(basename_of(argv[0]), "corral-oci"))
 		return cmd_oci(argc, argv);

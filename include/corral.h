@@ -586,7 +586,8 @@ struct corral_run_opts {
 	/*
 	 * Forward SIGINT, SIGTERM, SIGHUP and SIGQUIT that the caller receives
 	 * to the command while it runs (blocked and read via signalfd for the
-	 * duration of the call, the caller's mask restored after).
+	 * duration of the call, the caller's mask restored after); one the
+	 * caller has at SIG_IGN (nohup) is left alone, also with tty.
 	 */
 	bool forward_signals;
 	/* Append every event of the run as JSON lines to this file (or NULL). */

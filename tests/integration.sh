@@ -1042,7 +1042,8 @@ t_signal_forwarded() {
 # (Python's subprocess with SIGCHLD ignored, nohup's SIGHUP, a script's
 # `cmd &` with SIGINT and SIGQUIT ignored).  SIGCHLD ignored had the kernel
 # reap corral-init's command for it: init never learned its end and the
-# run hung, deaf to SIGTERM.
+# run hung, deaf to SIGTERM.  A signal the caller ignores is not one it
+# meant for the command: forwarded, it killed what nohup was to keep.
 # ign SIGS... -- PROG ARGS: PROG with SIGS ignored, all else as ours
 IGN_PY='import os, signal, sys
 i = sys.argv.index("--")
@@ -1050,11 +1051,26 @@ for s in sys.argv[1:i]:
     signal.signal(getattr(signal, "SIG" + s), signal.SIG_IGN)
 os.execv(sys.argv[i + 1], sys.argv[i + 1:])'
 t_caller_signal_state() {
-	local rc=0
+	local pid sup rc=0
 	timeout -k 5 20 /usr/bin/python3 -c "$IGN_PY" CHLD -- "$CORRAL" run -- \
 		/bin/sh -c 'echo out; exit 3' > "$T/o" 2> "$T/e" < /dev/null || rc=$?
 	expect_eq "SIGCHLD ignored: exit" "$rc" 3
 	expect_eq "SIGCHLD ignored: stdout" "$(cat "$T/o")" out
+	# the attacker's (a careless caller's): SIGHUP and SIGINT ignored
+	# (nohup, `&`), sent while the command runs, never reach it
+	rc=0
+	timeout -k 5 20 /usr/bin/python3 -c "$IGN_PY" HUP INT -- "$CORRAL" run -- \
+		/bin/sh -c 'echo armed; sleep 1; echo survived; exit 5' > "$T/o" 2>&1 < /dev/null &
+	pid=$!
+	local i=0
+	while ! grep -q armed "$T/o" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	# to corral itself: timeout would pass them on as its own
+	sup=$(pgrep -P "$pid")
+	kill -HUP "$sup"
+	kill -INT "$sup" 2>/dev/null	# gone already if HUP reached the command
+	wait "$pid" || rc=$?
+	expect_eq "ignored signals: exit" "$rc" 5
+	expect_contains "ignored signals: the command ran on" "$(cat "$T/o")" survived
 }
 
 # PID 1 passes on the supervisor's signals only: one a process in the

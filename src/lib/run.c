@@ -602,11 +602,13 @@ static void hold_closed_stdio(int null[3])
  * on one stream, not the end of corral (unblock_signals discards it).
  * The signals to forward, and SIGWINCH with a tty, are read from sigfd;
  * with a tty they are forwarded whatever the caller asked, so that no
- * SIGINT, SIGTERM or SIGHUP ends corral with the caller's terminal raw.
+ * SIGINT, SIGTERM or SIGHUP ends corral with the caller's terminal raw;
+ * one the caller ignores, which cannot end it either, is left alone.
  */
 static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 			 struct corral_err *err)
 {
+	static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	sigset_t set, pipe;
 
 	*sigfd = -1;
@@ -617,12 +619,24 @@ static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 	if (!forward && !tty)
 		return 0;
 	sigemptyset(&set);
-	/* with a raw terminal, corral must not die of them: they are forwarded */
-	if (forward || tty) {
-		sigaddset(&set, SIGINT);
-		sigaddset(&set, SIGTERM);
-		sigaddset(&set, SIGHUP);
-		sigaddset(&set, SIGQUIT);
+	/*
+	 * With a raw terminal, corral must not die of them: they are
+	 * forwarded.  One the caller ignores is not: nohup's SIGHUP, a
+	 * script's `corral run ... &` with SIGINT and SIGQUIT ignored.  A
+	 * blocked signal is queued even when ignored, so read off sigfd it
+	 * killed the command the caller had meant to keep out of it.
+	 */
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		struct sigaction sa;
+
+		if (sigaction(stops[i], NULL, &sa) < 0) {
+			int e = errno;
+
+			sigprocmask(SIG_SETMASK, old, NULL);
+			return corral_set_errno(err, e, "sigaction %d", stops[i]);
+		}
+		if (sa.sa_handler != SIG_IGN)
+			sigaddset(&set, stops[i]);
 	}
 	if (tty)
 		sigaddset(&set, SIGWINCH);

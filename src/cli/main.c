@@ -110,6 +110,25 @@ static void own_children(void)
 	}
 }
 
+/*
+ * A caller's RLIMIT_FSIZE (ulimit -f in a CI job or a cron script) must
+ * not kill corral: at SIG_DFL, a write past it was SIGXFSZ, which ended
+ * the supervisor mid-relay of stdout to a file and mid-write of --patch's
+ * FILE (153, as if the command's own, and nothing said).  Ignored, that
+ * write fails with EFBIG, which each writer reports as it does ENOSPC.
+ * The command gets SIG_DFL back (exec_command resets every signal).
+ */
+static void no_death_by_file_size(void)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+
+	sigemptyset(&ign.sa_mask);
+	if (sigaction(SIGXFSZ, &ign, NULL) < 0) {
+		cli_error("cannot ignore SIGXFSZ: %s", strerror(errno));
+		exit(125);
+	}
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	printf("corral %s\n", CORRAL_VERSION);
@@ -169,6 +188,7 @@ int main(int argc, char **argv)
 	corral_memory_init();
 	raise_nofile();
 	own_children();
+	no_death_by_file_size();
 	/* containerd's BinaryName names one program: corral-oci is `corral oci` */
 	if (!strcmp(basename_of(argv[0]), "corral-oci"))
 		return cmd_oci(argc, argv);

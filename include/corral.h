@@ -556,6 +556,12 @@ struct corral_result {
 	char *export_report;
 	bool export_failed;
 	int export_signal;
+	/*
+	 * Not captured: a write of the command's output to the caller's fd 1
+	 * or 2 failed (ENOSPC, EFBIG, EDQUOT; not EPIPE, a reader gone), and the
+	 * rest of that stream was lost: its errno (the reason says which).
+	 */
+	int output_errno;
 	/* stdout and stderr as base64 in the JSON, not as text */
 	bool output_base64;
 	/*

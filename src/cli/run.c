@@ -156,6 +156,9 @@ static const char run_usage[] =
 "kernel feature); 126 the command cannot be executed; 127 not found.  A\n"
 "halted run never exits 0: if its command had ended by itself before the\n"
 "criterion was read, the command's own status, or 1 where that was 0.\n"
+"Output that could not all be written to corral's stdout or stderr (a\n"
+"full disk, ulimit -f; not a reader gone, as `| head`), or a --json\n"
+"result that could not, is said on stderr, and a 0 becomes 125.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit.\n";
 
@@ -353,7 +356,7 @@ static void print_end(const struct corral_result *res)
 {
 	char *safe;
 
-	if (res->status == CORRAL_EXITED && res->exit_code < 126)
+	if (res->status == CORRAL_EXITED && res->exit_code < 126 && !res->output_errno)
 		return;
 	safe = printable(res->reason, strlen(res->reason));
 	fprintf(stderr, "corral: %s\n", safe ? safe : "(out of memory)");
@@ -467,7 +470,7 @@ static int run(int argc, char **argv, struct stops *st)
 	char **img_argv = NULL;
 	struct corral_export_opts x = { 0 };
 	char *risky[64];
-	bool allow_flag = false;
+	bool allow_flag = false, json_lost = false;
 	int opt, r, code;
 
 	/*
@@ -607,10 +610,13 @@ static int run(int argc, char **argv, struct stops *st)
 	if (o.capture) {
 		char *json = corral_result_json(&res);
 
-		if (json) {
-			puts(json);
-			free(json);
+		/* a harness that reads it must not take a lost result for a run */
+		if (!json || puts(json) == EOF || fflush(stdout) == EOF) {
+			cli_error("cannot write the result to stdout: %s",
+				  json ? strerror(errno) : "out of memory");
+			json_lost = true;
 		}
+		free(json);
 	}
 	if (r < 0) {
 		cli_error("%s", err.msg);
@@ -623,6 +629,9 @@ static int run(int argc, char **argv, struct stops *st)
 		code = corral_result_exit_code(&res);
 		/* the command ran, but what it made did not come out as asked */
 		if (res.export_failed && code == 0)
+			code = EXIT_CORRAL;
+		/* it ran, but what it said did not all reach the caller */
+		if ((res.output_errno || json_lost) && code == 0)
 			code = EXIT_CORRAL;
 		/* a person's signal ended the export: it ends corral as said */
 		if (res.export_signal)

@@ -694,6 +694,22 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	disk_full = mount_scratch_full(s->sb->scratchfd);
 	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);
 	describe(res, s, p, &st, cmd);
+	/*
+	 * Bytes the command wrote that never reached the caller's file (a
+	 * full disk, ulimit -f, a quota): said, else the run read as whole.  A
+	 * reader gone (EPIPE: `| head`) is the caller's choice, not a loss.
+	 */
+	for (int fd = 1; fd <= 2; fd++) {
+		int e = stdrelay_error(s->relay, fd);
+		size_t n = strlen(res->reason);
+
+		if (!e || e == EPIPE || res->output_errno)
+			continue;
+		res->output_errno = e;
+		snprintf(res->reason + n, sizeof(res->reason) - n, "; its %s "
+			 "could not all be written to corral's fd %d: %s",
+			 fd == 1 ? "stdout" : "stderr", fd, strerror(e));
+	}
 	if (cg_mode(s->cg) == CG_NONE)
 		result_explain_rlimits(res, p);
 	result_explain_open_files(res, p, s->sb ? s->sb->nofile : 0);

@@ -1073,6 +1073,16 @@ t_caller_signal_state() {
 	expect_contains "ignored signals: the command ran on" "$(cat "$T/o")" survived
 }
 
+# corral inside corral: refused (the sandbox's seccomp denies new user
+# namespaces), and said so; the hint was "user namespaces disabled?".
+t_nested_refused() {
+	crun --ro "$CORRAL:/opt/corral" -- /opt/corral run -- /bin/echo inner > /dev/null
+	expect_eq "exit" "$(rc)" 125
+	expect_not_contains "not run" "$(cat "$T/out")" inner
+	expect_contains "said" "$(cat "$T/err")" \
+		"under a seccomp filter, which may deny them: inside a sandbox"
+}
+
 # PID 1 passes on the supervisor's signals only: one a process in the
 # sandbox sends it is dropped, as the kernel drops those an init does not
 # catch.  Passed on, each reached the command's whole process group (the

@@ -683,13 +683,17 @@ tmp"
 # A call starts with every signal at its default and none blocked, whatever
 # the daemon inherited (nohup, a service manager, GNU make: glibc's own two
 # ignored) or set for itself: init resets in each call only what it does
-# not leave at SIG_DFL, read once.
+# not leave at SIG_DFL, read once.  The daemon's own: SIGCHLD ignored (the
+# kernel reaped every call's process for init, and no call ended) and
+# SIGTERM blocked (it could not be stopped) are not kept.
 t_exec_signals_default() {
 	cat > "$T/ign" <<'PY'
 #!/usr/bin/python3
 import ctypes, os, signal, sys
-for s in (signal.SIGHUP, signal.SIGINT, signal.SIGUSR2, signal.SIGRTMIN + 5):
+for s in (signal.SIGHUP, signal.SIGINT, signal.SIGUSR2, signal.SIGRTMIN + 5,
+          signal.SIGCHLD):
     signal.signal(s, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGCHLD])
 # glibc's own two, which its sigaction refuses (GNU make's children have them ignored)
 libc = ctypes.CDLL(None, use_errno=True)
 ign = ctypes.create_string_buffer(bytes([1] + [0] * 31))     # SIG_IGN, no flags
@@ -718,6 +722,8 @@ PY
 	# through sh -c too
 	out=$(sbsh "$id" 'cat /proc/self/status' | grep '^Sig')
 	expect_contains "sh: nothing ignored" "$out" "SigIgn:	0000000000000000"
+	# SIGTERM stops it (stop_daemon: within 15 s, exit 0, nothing left)
+	stop_daemon
 }
 
 t_command_without_the_shell() {

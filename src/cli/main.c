@@ -129,6 +129,25 @@ static void no_death_by_file_size(void)
 	}
 }
 
+/*
+ * A blocked mask is handed down through exec too (a harness that blocked
+ * SIGTERM around its fork, a thread's mask): `corral serve` then never
+ * got systemd's SIGTERM, nor SIGINT, and could only be killed, its
+ * sandboxes with it.  Each verb blocks what it reads from a signalfd
+ * itself.
+ */
+static void unblock_inherited(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) {
+		cli_error("cannot unblock the signals corral was started with: %s",
+			  strerror(errno));
+		exit(125);
+	}
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	printf("corral %s\n", CORRAL_VERSION);
@@ -189,6 +208,7 @@ int main(int argc, char **argv)
 	raise_nofile();
 	own_children();
 	no_death_by_file_size();
+	unblock_inherited();
 	/* containerd's BinaryName names one program: corral-oci is `corral oci` */
 	if (!strcmp(basename_of(argv[0]), "corral-oci"))
 		return cmd_oci(argc, argv);

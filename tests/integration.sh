@@ -1073,6 +1073,20 @@ t_caller_signal_state() {
 	expect_contains "ignored signals: the command ran on" "$(cat "$T/o")" survived
 }
 
+# The caller's RLIMIT_NPROC is inherited by the sandbox (its processes
+# count against the mapped host uid): too low, the command cannot start,
+# and the reason names the limit, not only "Resource temporarily
+# unavailable".  Root only: as another user the caller's own processes
+# count too, and this shell could not fork corral.
+t_caller_nproc_named() {
+	[ "$ME" = 0 ] || { skip "as uid $ME, ulimit -u 1 stops this shell's own fork"; return 77; }
+	local rc=0
+	( ulimit -u 1; exec "$CORRAL" run -- /bin/echo ran ) > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "exit" "$rc" 125
+	expect_eq "not run" "$(cat "$T/out")" ""
+	expect_contains "said" "$(cat "$T/err")" "RLIMIT_NPROC is 1: corral's caller's ulimit -u"
+}
+
 # corral inside corral: refused (the sandbox's seccomp denies new user
 # namespaces), and said so; the hint was "user namespaces disabled?".
 t_nested_refused() {

@@ -726,6 +726,33 @@ PY
 	stop_daemon
 }
 
+# The CLI started with fd 0, 1 or 2 closed: the number stays held, so its
+# connection to the daemon does not take it.  It did: \`corral create >&-\`
+# wrote the new id into its own request stream (or lost it), and a
+# sandbox no one could name stayed.  Now create says the id could not be
+# written, removes the sandbox and exits 125; exec's output, with nowhere
+# to go, is a failure said on stderr, as with a full disk.
+t_cli_with_stdio_closed() {
+	local rc=0 id
+	start_daemon
+	"$CORRAL" create --socket "$SOCK" >&- 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "create >&-: exit" "$rc" 125
+	expect_contains "create >&-: said" "$(cat "$T/e")" "to stdout: Bad file descriptor; it was removed"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "create >&-: no sandbox left" "$(jq 'len(v["sandboxes"])')" 0
+	id=$("$CORRAL" create --socket "$SOCK" <&- 2>&-) || fail "create with 0 and 2 closed"
+	rc=0
+	"$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'echo out; echo err >&2; exit 3' \
+		>&- 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "exec >&-: exit" "$rc" 125
+	expect_contains "exec >&-: said" "$(cat "$T/e")" "writing the command's output: Bad file descriptor"
+	rc=0
+	"$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'echo out; exit 3' \
+		> "$T/o" 2>&- <&- || rc=$?
+	expect_eq "exec 2>&- <&-: exit" "$rc" 3
+	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
+}
+
 t_command_without_the_shell() {
 	start_daemon
 	id=$(mksb)

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,6 +149,32 @@ static void unblock_inherited(void)
 	}
 }
 
+/*
+ * A caller's fd 0, 1 or 2 that is closed must stay closed to our reads
+ * and writes, but not free: the first socket or pipe made took its
+ * number.  `corral create >&-` wrote the new sandbox's id into its own
+ * connection to the daemon and exited 0 (a sandbox no one can name);
+ * the daemon's log went into whatever had fd 2.  An O_PATH fd of
+ * /dev/null holds the number: a read or write there fails with EBADF,
+ * as on the closed fd (corral run still gives the command /dev/null).
+ */
+static void hold_closed_stdio(void)
+{
+	for (int i = 0; i < 3; i++) {
+		int fd;
+
+		if (fcntl(i, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* the numbers below are taken: this is i */
+		fd = open("/dev/null", O_PATH | O_CLOEXEC);
+		if (fd != i) {
+			cli_error("cannot hold closed fd %d with /dev/null: %s", i,
+				  fd < 0 ? strerror(errno) : "another number came");
+			exit(125);
+		}
+	}
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	printf("corral %s\n", CORRAL_VERSION);
@@ -204,6 +231,7 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	hold_closed_stdio();
 	corral_memory_init();
 	raise_nofile();
 	own_children();

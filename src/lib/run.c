@@ -83,6 +83,7 @@ struct supervise {
 	bool raw;		/* the caller's stdin, a terminal, made raw */
 	struct termios saved;	/* its settings before */
 	int null[3];		/* /dev/null on a caller's fd that was closed */
+	int held[3];		/* an O_PATH fd that held its number, set aside */
 };
 
 static void drop_event(struct event **ev)
@@ -583,13 +584,31 @@ static int stdio_setup(struct supervise *s, const struct corral_run_opts *o,
 
 /*
  * A caller's fd 0-2 that is closed is /dev/null for the run: a pipe made
- * now must not take its number and be mistaken for the caller's.
+ * now must not take its number and be mistaken for the caller's.  So is
+ * one that is an O_PATH fd (no read, no write: the CLI holds a closed
+ * number so, from its start); that one is set aside and put back after.
  */
-static void hold_closed_stdio(int null[3])
+static void hold_closed_stdio(int null[3], int held[3])
 {
 	for (int i = 0; i < 3; i++) {
-		null[i] = -1;
-		if (fcntl(i, F_GETFD) >= 0 || errno != EBADF)
+		int fl = fcntl(i, F_GETFL);
+
+		null[i] = held[i] = -1;
+		if (fl >= 0 && (fl & O_PATH)) {
+			held[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
+			if (held[i] < 0)
+				continue;
+			null[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (null[i] < 0 || dup3(null[i], i, O_CLOEXEC) < 0) {
+				cleanup_closep(&null[i]);
+				cleanup_closep(&held[i]);
+				continue;
+			}
+			close(null[i]);
+			null[i] = i;
+			continue;
+		}
+		if (fl >= 0 || errno != EBADF)
 			continue;
 		null[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null[i] >= 0 && null[i] != i)
@@ -828,7 +847,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	if (r == 0 && o->tty && o->capture)
 		r = corral_set_err(err, -EINVAL, "a terminal's output cannot be "
 				   "captured: tty and capture exclude each other");
-	hold_closed_stdio(s.null);
+	hold_closed_stdio(s.null, s.held);
 	if (r < 0)
 		goto fail;
 	/*
@@ -918,6 +937,10 @@ fail:
 	for (int i = 0; i < 3; i++) {
 		cleanup_closep(&so.stdio[i]);
 		cleanup_closep(&s.null[i]);
+		/* held as it was: nothing the CLI opens next takes the number */
+		if (s.held[i] >= 0 && dup3(s.held[i], i, O_CLOEXEC) < 0)
+			close(i);	/* closed, as the caller had it */
+		cleanup_closep(&s.held[i]);
 	}
 	cleanup_closep(&s.out.fd);
 	cleanup_closep(&s.err.fd);

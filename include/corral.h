@@ -556,6 +556,12 @@ struct corral_result {
 	char *export_report;
 	bool export_failed;
 	int export_signal;
+	/*
+	 * Not captured: a write of the command's output to the caller's fd 1
+	 * or 2 failed (ENOSPC, EFBIG, EDQUOT; not EPIPE, a reader gone), and the
+	 * rest of that stream was lost: its errno (the reason says which).
+	 */
+	int output_errno;
 	/* stdout and stderr as base64 in the JSON, not as text */
 	bool output_base64;
 	/*
@@ -586,7 +592,8 @@ struct corral_run_opts {
 	/*
 	 * Forward SIGINT, SIGTERM, SIGHUP and SIGQUIT that the caller receives
 	 * to the command while it runs (blocked and read via signalfd for the
-	 * duration of the call, the caller's mask restored after).
+	 * duration of the call, the caller's mask restored after); one the
+	 * caller has at SIG_IGN (nohup) is left alone, also with tty.
 	 */
 	bool forward_signals;
 	/* Append every event of the run as JSON lines to this file (or NULL). */

@@ -1113,6 +1113,67 @@ t_signal_forwarded() {
 	expect_not_contains "its own signal's reason" "$(json reason < "$T/out")" "caller"
 }
 
+# The caller's signal dispositions, inherited through exec: a harness
+# (Python's subprocess with SIGCHLD ignored, nohup's SIGHUP, a script's
+# `cmd &` with SIGINT and SIGQUIT ignored).  SIGCHLD ignored had the kernel
+# reap corral-init's command for it: init never learned its end and the
+# run hung, deaf to SIGTERM.  A signal the caller ignores is not one it
+# meant for the command: forwarded, it killed what nohup was to keep.
+# ign SIGS... -- PROG ARGS: PROG with SIGS ignored, all else as ours
+IGN_PY='import os, signal, sys
+i = sys.argv.index("--")
+for s in sys.argv[1:i]:
+    signal.signal(getattr(signal, "SIG" + s), signal.SIG_IGN)
+os.execv(sys.argv[i + 1], sys.argv[i + 1:])'
+t_caller_signal_state() {
+	local pid sup rc=0
+	timeout -k 5 20 /usr/bin/python3 -c "$IGN_PY" CHLD -- "$CORRAL" run -- \
+		/bin/sh -c 'echo out; exit 3' > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "SIGCHLD ignored: exit" "$rc" 3
+	expect_eq "SIGCHLD ignored: stdout" "$(cat "$T/o")" out
+	# the attacker's (a careless caller's): SIGHUP and SIGINT ignored
+	# (nohup, `&`), sent while the command runs, never reach it
+	rc=0
+	timeout -k 5 20 /usr/bin/python3 -c "$IGN_PY" HUP INT -- "$CORRAL" run -- \
+		/bin/sh -c 'echo armed; sleep 1; echo survived; exit 5' > "$T/o" 2>&1 < /dev/null &
+	pid=$!
+	local i=0
+	while ! grep -q armed "$T/o" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	# to corral itself: timeout would pass them on as its own
+	sup=$(pgrep -P "$pid")
+	kill -HUP "$sup"
+	kill -INT "$sup" 2>/dev/null	# gone already if HUP reached the command
+	wait "$pid" || rc=$?
+	expect_eq "ignored signals: exit" "$rc" 5
+	expect_contains "ignored signals: the command ran on" "$(cat "$T/o")" survived
+}
+
+# The caller's RLIMIT_NPROC is inherited by the sandbox (its processes
+# count against the mapped host uid): too low, the command cannot start,
+# and the reason names the limit, not only "Resource temporarily
+# unavailable".  Root only: as another user the caller's own processes
+# count too, and this shell could not fork corral.
+t_caller_nproc_named() {
+	[ "$ME" = 0 ] || { skip "as uid $ME, ulimit -u 1 stops this shell's own fork"; return 77; }
+	local rc=0
+	( ulimit -u 1; exec "$CORRAL" run -- /bin/echo ran ) > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "exit" "$rc" 125
+	expect_eq "not run" "$(cat "$T/out")" ""
+	expect_contains "said" "$(cat "$T/err")" "RLIMIT_NPROC is 1: corral's caller's ulimit -u"
+}
+
+# corral inside corral: refused (the sandbox's seccomp denies new user
+# namespaces), and said so; the hint was "user namespaces disabled?".
+t_nested_refused() {
+	# (an ASan build's LeakSanitizer cannot ptrace in there: exit 1)
+	crun --ro "$CORRAL:/opt/corral" --env ASAN_OPTIONS=detect_leaks=0 -- \
+		/opt/corral run -- /bin/echo inner > /dev/null
+	expect_eq "exit" "$(rc)" 125
+	expect_not_contains "not run" "$(cat "$T/out")" inner
+	expect_contains "said" "$(cat "$T/err")" \
+		"under a seccomp filter, which may deny them: inside a sandbox"
+}
+
 # PID 1 passes on the supervisor's signals only: one a process in the
 # sandbox sends it is dropped, as the kernel drops those an init does not
 # catch.  Passed on, each reached the command's whole process group (the

@@ -714,13 +714,17 @@ tmp"
 # A call starts with every signal at its default and none blocked, whatever
 # the daemon inherited (nohup, a service manager, GNU make: glibc's own two
 # ignored) or set for itself: init resets in each call only what it does
-# not leave at SIG_DFL, read once.
+# not leave at SIG_DFL, read once.  The daemon's own: SIGCHLD ignored (the
+# kernel reaped every call's process for init, and no call ended) and
+# SIGTERM blocked (it could not be stopped) are not kept.
 t_exec_signals_default() {
 	cat > "$T/ign" <<'PY'
 #!/usr/bin/python3
 import ctypes, os, signal, sys
-for s in (signal.SIGHUP, signal.SIGINT, signal.SIGUSR2, signal.SIGRTMIN + 5):
+for s in (signal.SIGHUP, signal.SIGINT, signal.SIGUSR2, signal.SIGRTMIN + 5,
+          signal.SIGCHLD):
     signal.signal(s, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGCHLD])
 # glibc's own two, which its sigaction refuses (GNU make's children have them ignored)
 libc = ctypes.CDLL(None, use_errno=True)
 ign = ctypes.create_string_buffer(bytes([1] + [0] * 31))     # SIG_IGN, no flags
@@ -749,6 +753,35 @@ PY
 	# through sh -c too
 	out=$(sbsh "$id" 'cat /proc/self/status' | grep '^Sig')
 	expect_contains "sh: nothing ignored" "$out" "SigIgn:	0000000000000000"
+	# SIGTERM stops it (stop_daemon: within 15 s, exit 0, nothing left)
+	stop_daemon
+}
+
+# The CLI started with fd 0, 1 or 2 closed: the number stays held, so its
+# connection to the daemon does not take it.  It did: \`corral create >&-\`
+# wrote the new id into its own request stream (or lost it), and a
+# sandbox no one could name stayed.  Now create says the id could not be
+# written, removes the sandbox and exits 125; exec's output, with nowhere
+# to go, is a failure said on stderr, as with a full disk.
+t_cli_with_stdio_closed() {
+	local rc=0 id
+	start_daemon
+	"$CORRAL" create --socket "$SOCK" >&- 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "create >&-: exit" "$rc" 125
+	expect_contains "create >&-: said" "$(cat "$T/e")" "to stdout: Bad file descriptor; it was removed"
+	code=$(api GET /v1/sandboxes)
+	expect_eq "create >&-: no sandbox left" "$(jq 'len(v["sandboxes"])')" 0
+	id=$("$CORRAL" create --socket "$SOCK" <&- 2>&-) || fail "create with 0 and 2 closed"
+	rc=0
+	"$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'echo out; echo err >&2; exit 3' \
+		>&- 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "exec >&-: exit" "$rc" 125
+	expect_contains "exec >&-: said" "$(cat "$T/e")" "writing the command's output: Bad file descriptor"
+	rc=0
+	"$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'echo out; exit 3' \
+		> "$T/o" 2>&- <&- || rc=$?
+	expect_eq "exec 2>&- <&-: exit" "$rc" 3
+	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
 }
 
 t_command_without_the_shell() {

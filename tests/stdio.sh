@@ -289,6 +289,41 @@ t_relay_json_capture() {
 	expect_eq "-t with --json" "$rc" 125
 }
 
+# A caller's RLIMIT_FSIZE (ulimit -f in a CI job): a write past it was
+# SIGXFSZ to corral itself, which died mid-relay (153, the command's
+# stderr after it lost) and mid-write of --patch's FILE.  Now the write
+# fails with EFBIG and corral says so; output lost (EFBIG here, ENOSPC on
+# /dev/full for --json's result) turns the command's 0 into 125.  4 KiB: each file the command
+# writes in its sandbox fits (the limit is inherited there too).
+t_caller_file_size_limit() {
+	local rc=0
+	mkdir "$T/ws"
+	[ "$(id -u)" != 0 ] || chown 65534:65534 "$T/ws"
+	echo before > "$T/p"
+	( ulimit -f 4
+	  exec "$CORRAL" run -- /bin/sh -c 'head -c 10000 /dev/zero; echo done >&2' \
+		> "$T/o" 2> "$T/e" < /dev/null ) || rc=$?
+	[ "$rc" != 153 ] || fail "corral died of SIGXFSZ relaying stdout"
+	expect_contains "stderr relayed after stdout's limit" "$(cat "$T/e")" done
+	# the command's 0, but not all it said came out: said, and not a 0
+	expect_eq "stdout past the limit: exit" "$rc" 125
+	expect_contains "stdout past the limit: said" "$(cat "$T/e")" \
+		"its stdout could not all be written to corral's fd 1: File too large"
+	rc=0
+	"$CORRAL" run --json -- /bin/true > /dev/full 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "--json's result lost: exit" "$rc" 125
+	expect_contains "--json's result lost: said" "$(cat "$T/e")" \
+		"cannot write the result to stdout: No space left on device"
+	rc=0
+	( ulimit -f 4
+	  exec "$CORRAL" run --workspace "$T/ws" --patch "$T/p" -- /bin/sh -c \
+		'for f in a b c; do head -c 2000 /dev/zero | tr "\\0" x > $f; done' \
+		> "$T/o" 2> "$T/e" < /dev/null ) || rc=$?
+	expect_eq "--patch past the limit: exit" "$rc" 125
+	expect_contains "--patch past the limit: said" "$(cat "$T/e")" "File too large"
+	expect_eq "--patch past the limit: FILE as it was" "$(cat "$T/p")" before
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -192,6 +193,27 @@ static int create_send(struct conn *c, const struct create_args *a)
 		code = puts(id) == EOF ? EXIT_CORRAL : 0;
 	} else {
 		cli_error("the daemon's answer names no valid sandbox id");
+		code = EXIT_CORRAL;
+	}
+	/*
+	 * An id that did not reach the caller (stdout closed, a full disk)
+	 * is a sandbox no one can name, alive until its TTL: removed, and
+	 * create fails as it would have before the daemon made it.
+	 */
+	if (code == 0 && id && client_valid_id(id) &&
+	    (fflush(stdout) == EOF || ferror(stdout))) {
+		int e = errno;
+		char *path = conn_sandbox_path(c, id, "");
+		json_t *o = path ? conn_call_json(c, "DELETE", path, NULL) : NULL;
+
+		cli_error("cannot write the new sandbox's id %s to stdout: %s; %s",
+			  id, strerror(e), o ? "it was removed" :
+			  "it is left: remove it with `corral rm ID`");
+		json_decref(o);
+		free(path);
+		/* the id left in the buffer is said lost: not again at exit */
+		__fpurge(stdout);
+		clearerr(stdout);
 		code = EXIT_CORRAL;
 	}
 	json_decref(sb);

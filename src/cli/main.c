@@ -1,8 +1,12 @@
 /* main.c - corral: dispatch to a verb, from one table. */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -87,6 +91,90 @@ static void raise_nofile(void)
 	}
 }
 
+/*
+ * SIGCHLD ignored is handed down through exec (a caller's harness, a
+ * Python that set it, `nohup`-like wrappers): the kernel then reaps our
+ * children itself.  corral-init, a clone of this process, never learned
+ * how its command ended and every run waited forever, deaf to SIGTERM
+ * (forwarded to a command already gone).  Our children are ours to wait
+ * for.
+ */
+static void own_children(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	sigemptyset(&dfl.sa_mask);
+	if (sigaction(SIGCHLD, &dfl, NULL) < 0) {
+		cli_error("cannot set SIGCHLD to its default action: %s",
+			  strerror(errno));
+		exit(125);
+	}
+}
+
+/*
+ * A caller's RLIMIT_FSIZE (ulimit -f in a CI job or a cron script) must
+ * not kill corral: at SIG_DFL, a write past it was SIGXFSZ, which ended
+ * the supervisor mid-relay of stdout to a file and mid-write of --patch's
+ * FILE (153, as if the command's own, and nothing said).  Ignored, that
+ * write fails with EFBIG, which each writer reports as it does ENOSPC.
+ * The command gets SIG_DFL back (exec_command resets every signal).
+ */
+static void no_death_by_file_size(void)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+
+	sigemptyset(&ign.sa_mask);
+	if (sigaction(SIGXFSZ, &ign, NULL) < 0) {
+		cli_error("cannot ignore SIGXFSZ: %s", strerror(errno));
+		exit(125);
+	}
+}
+
+/*
+ * A blocked mask is handed down through exec too (a harness that blocked
+ * SIGTERM around its fork, a thread's mask): `corral serve` then never
+ * got systemd's SIGTERM, nor SIGINT, and could only be killed, its
+ * sandboxes with it.  Each verb blocks what it reads from a signalfd
+ * itself.
+ */
+static void unblock_inherited(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) {
+		cli_error("cannot unblock the signals corral was started with: %s",
+			  strerror(errno));
+		exit(125);
+	}
+}
+
+/*
+ * A caller's fd 0, 1 or 2 that is closed must stay closed to our reads
+ * and writes, but not free: the first socket or pipe made took its
+ * number.  `corral create >&-` wrote the new sandbox's id into its own
+ * connection to the daemon and exited 0 (a sandbox no one can name);
+ * the daemon's log went into whatever had fd 2.  An O_PATH fd of
+ * /dev/null holds the number: a read or write there fails with EBADF,
+ * as on the closed fd (corral run still gives the command /dev/null).
+ */
+static void hold_closed_stdio(void)
+{
+	for (int i = 0; i < 3; i++) {
+		int fd;
+
+		if (fcntl(i, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* the numbers below are taken: this is i */
+		fd = open("/dev/null", O_PATH | O_CLOEXEC);
+		if (fd != i) {
+			cli_error("cannot hold closed fd %d with /dev/null: %s", i,
+				  fd < 0 ? strerror(errno) : "another number came");
+			exit(125);
+		}
+	}
+}
+
 static int cmd_version(int argc, char **argv)
 {
 	printf("corral %s\n", CORRAL_VERSION);
@@ -143,8 +231,12 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	hold_closed_stdio();
 	corral_memory_init();
 	raise_nofile();
+	own_children();
+	no_death_by_file_size();
+	unblock_inherited();
 	/* containerd's BinaryName names one program: corral-oci is `corral oci` */
 	if (!strcmp(basename_of(argv[0]), "corral-oci"))
 		return cmd_oci(argc, argv);

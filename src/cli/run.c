@@ -143,13 +143,15 @@ static const char run_usage[] =
 "holds it frozen (on_abort), and the result's status is \"halted\".\n"
 "\n"
 "Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to the command\n"
-"once it runs.  One that comes before (policy, image, cgroup, namespaces,\n"
-"mounts) ends the run there: the command is not started, nothing of the\n"
-"sandbox is left, and the exit status is 128+N, as below.  One that comes\n"
-"once the command has ended, while --export-to, --apply or --patch is\n"
-"being done, cuts the export short at once, even within a large file:\n"
-"what it wrote stays, each file whole, the one it was writing left out;\n"
-"--patch's FILE is left as it was; the exit status is 128+N.\n"
+"once it runs, but one corral's caller ignores stays ignored (nohup's\n"
+"SIGHUP; SIGINT and SIGQUIT of a script's `corral run ... &`).  One that\n"
+"comes before (policy, image, cgroup, namespaces, mounts) ends the run\n"
+"there: the command is not started, nothing of the sandbox is left, and\n"
+"the exit status is 128+N, as below.  One that comes once the command\n"
+"has ended, while --export-to, --apply or --patch is being done, cuts the\n"
+"export short at once, even within a large file: what it wrote stays,\n"
+"each file whole, the one it was writing left out; --patch's FILE is left\n"
+"as it was; the exit status is 128+N.\n"
 "\n"
 "Exit status: the command's own; 128+N if it died of signal N or N came\n"
 "before it started (137 when the memory limit or an abort killed it); 124 on\n"
@@ -157,6 +159,9 @@ static const char run_usage[] =
 "kernel feature); 126 the command cannot be executed; 127 not found.  A\n"
 "halted run never exits 0: if its command had ended by itself before the\n"
 "criterion was read, the command's own status, or 1 where that was 0.\n"
+"Output that could not all be written to corral's stdout or stderr (a\n"
+"full disk, ulimit -f; not a reader gone, as `| head`), or a --json\n"
+"result that could not, is said on stderr, and a 0 becomes 125.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
 "the network's policy or a denial lies behind a non-zero exit.\n";
@@ -400,7 +405,9 @@ static void print_end(const struct corral_result *res)
 {
 	char *safe;
 
-	if (!cli_end_worth_telling(corral_status_name(res->status), res->exit_code,
+	/* output lost on its way to the caller is said, whatever else */
+	if (!res->output_errno &&
+	    !cli_end_worth_telling(corral_status_name(res->status), res->exit_code,
 				   res->reason))
 		return;
 	safe = printable(res->reason, strlen(res->reason));
@@ -515,7 +522,7 @@ static int run(int argc, char **argv, struct stops *st)
 	char **img_argv = NULL;
 	struct corral_export_opts x = { 0 };
 	char *risky[64];
-	bool allow_flag = false;
+	bool allow_flag = false, json_lost = false;
 	int opt, r, code;
 
 	/*
@@ -655,10 +662,13 @@ static int run(int argc, char **argv, struct stops *st)
 	if (o.capture) {
 		char *json = corral_result_json(&res);
 
-		if (json) {
-			puts(json);
-			free(json);
+		/* a harness that reads it must not take a lost result for a run */
+		if (!json || puts(json) == EOF || fflush(stdout) == EOF) {
+			cli_error("cannot write the result to stdout: %s",
+				  json ? strerror(errno) : "out of memory");
+			json_lost = true;
 		}
+		free(json);
 	}
 	if (r < 0) {
 		cli_error("%s", err.msg);
@@ -671,6 +681,9 @@ static int run(int argc, char **argv, struct stops *st)
 		code = corral_result_exit_code(&res);
 		/* the command ran, but what it made did not come out as asked */
 		if (res.export_failed && code == 0)
+			code = EXIT_CORRAL;
+		/* it ran, but what it said did not all reach the caller */
+		if ((res.output_errno || json_lost) && code == 0)
 			code = EXIT_CORRAL;
 		/* a person's signal ended the export: it ends corral as said */
 		if (res.export_signal)

@@ -971,7 +971,23 @@ static pid_t fork_command(const struct child_ctx *c, int sfd, int slave)
 	}
 	cmd = fork();
 	if (cmd < 0) {
-		corral_set_errno(&err, errno, "cannot start the command");
+		struct rlimit rl;
+
+		/*
+		 * EAGAIN is most often RLIMIT_NPROC: corral's caller's (ulimit
+		 * -u, which the sandbox inherits), or --pids where no cgroup
+		 * could be had.  Said with its value: "Resource temporarily
+		 * unavailable" alone names neither.
+		 */
+		e = errno;
+		if (e == EAGAIN && getrlimit(RLIMIT_NPROC, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY)
+			corral_set_err(&err, -e, "cannot start the command: %s "
+				       "(RLIMIT_NPROC is %llu: corral's caller's "
+				       "ulimit -u, or --pids without a cgroup)",
+				       strerror(e), (unsigned long long)rl.rlim_cur);
+		else
+			corral_set_errno(&err, e, "cannot start the command");
 		setup_failed(c, &err);
 	}
 	if (cmd == 0) {

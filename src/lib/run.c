@@ -83,6 +83,7 @@ struct supervise {
 	bool raw;		/* the caller's stdin, a terminal, made raw */
 	struct termios saved;	/* its settings before */
 	int null[3];		/* /dev/null on a caller's fd that was closed */
+	int held[3];		/* an O_PATH fd that held its number, set aside */
 };
 
 static void drop_event(struct event **ev)
@@ -583,13 +584,31 @@ static int stdio_setup(struct supervise *s, const struct corral_run_opts *o,
 
 /*
  * A caller's fd 0-2 that is closed is /dev/null for the run: a pipe made
- * now must not take its number and be mistaken for the caller's.
+ * now must not take its number and be mistaken for the caller's.  So is
+ * one that is an O_PATH fd (no read, no write: the CLI holds a closed
+ * number so, from its start); that one is set aside and put back after.
  */
-static void hold_closed_stdio(int null[3])
+static void hold_closed_stdio(int null[3], int held[3])
 {
 	for (int i = 0; i < 3; i++) {
-		null[i] = -1;
-		if (fcntl(i, F_GETFD) >= 0 || errno != EBADF)
+		int fl = fcntl(i, F_GETFL);
+
+		null[i] = held[i] = -1;
+		if (fl >= 0 && (fl & O_PATH)) {
+			held[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
+			if (held[i] < 0)
+				continue;
+			null[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (null[i] < 0 || dup3(null[i], i, O_CLOEXEC) < 0) {
+				cleanup_closep(&null[i]);
+				cleanup_closep(&held[i]);
+				continue;
+			}
+			close(null[i]);
+			null[i] = i;
+			continue;
+		}
+		if (fl >= 0 || errno != EBADF)
 			continue;
 		null[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null[i] >= 0 && null[i] != i)
@@ -602,11 +621,13 @@ static void hold_closed_stdio(int null[3])
  * on one stream, not the end of corral (unblock_signals discards it).
  * The signals to forward, and SIGWINCH with a tty, are read from sigfd;
  * with a tty they are forwarded whatever the caller asked, so that no
- * SIGINT, SIGTERM or SIGHUP ends corral with the caller's terminal raw.
+ * SIGINT, SIGTERM or SIGHUP ends corral with the caller's terminal raw;
+ * one the caller ignores, which cannot end it either, is left alone.
  */
 static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 			 struct corral_err *err)
 {
+	static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	sigset_t set, pipe;
 
 	*sigfd = -1;
@@ -617,12 +638,24 @@ static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 	if (!forward && !tty)
 		return 0;
 	sigemptyset(&set);
-	/* with a raw terminal, corral must not die of them: they are forwarded */
-	if (forward || tty) {
-		sigaddset(&set, SIGINT);
-		sigaddset(&set, SIGTERM);
-		sigaddset(&set, SIGHUP);
-		sigaddset(&set, SIGQUIT);
+	/*
+	 * With a raw terminal, corral must not die of them: they are
+	 * forwarded.  One the caller ignores is not: nohup's SIGHUP, a
+	 * script's `corral run ... &` with SIGINT and SIGQUIT ignored.  A
+	 * blocked signal is queued even when ignored, so read off sigfd it
+	 * killed the command the caller had meant to keep out of it.
+	 */
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		struct sigaction sa;
+
+		if (sigaction(stops[i], NULL, &sa) < 0) {
+			int e = errno;
+
+			sigprocmask(SIG_SETMASK, old, NULL);
+			return corral_set_errno(err, e, "sigaction %d", stops[i]);
+		}
+		if (sa.sa_handler != SIG_IGN)
+			sigaddset(&set, stops[i]);
 	}
 	if (tty)
 		sigaddset(&set, SIGWINCH);
@@ -680,6 +713,22 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	disk_full = mount_scratch_full(s->sb->scratchfd);
 	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);
 	describe(res, s, p, &st, cmd);
+	/*
+	 * Bytes the command wrote that never reached the caller's file (a
+	 * full disk, ulimit -f, a quota): said, else the run read as whole.  A
+	 * reader gone (EPIPE: `| head`) is the caller's choice, not a loss.
+	 */
+	for (int fd = 1; fd <= 2; fd++) {
+		int e = stdrelay_error(s->relay, fd);
+		size_t n = strlen(res->reason);
+
+		if (!e || e == EPIPE || res->output_errno)
+			continue;
+		res->output_errno = e;
+		snprintf(res->reason + n, sizeof(res->reason) - n, "; its %s "
+			 "could not all be written to corral's fd %d: %s",
+			 fd == 1 ? "stdout" : "stderr", fd, strerror(e));
+	}
 	if (cg_mode(s->cg) == CG_NONE)
 		result_explain_rlimits(res, p);
 	result_explain_open_files(res, p, s->sb ? s->sb->nofile : 0);
@@ -798,7 +847,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	if (r == 0 && o->tty && o->capture)
 		r = corral_set_err(err, -EINVAL, "a terminal's output cannot be "
 				   "captured: tty and capture exclude each other");
-	hold_closed_stdio(s.null);
+	hold_closed_stdio(s.null, s.held);
 	if (r < 0)
 		goto fail;
 	/*
@@ -888,6 +937,10 @@ fail:
 	for (int i = 0; i < 3; i++) {
 		cleanup_closep(&so.stdio[i]);
 		cleanup_closep(&s.null[i]);
+		/* held as it was: nothing the CLI opens next takes the number */
+		if (s.held[i] >= 0 && dup3(s.held[i], i, O_CLOEXEC) < 0)
+			close(i);	/* closed, as the caller had it */
+		cleanup_closep(&s.held[i]);
 	}
 	cleanup_closep(&s.out.fd);
 	cleanup_closep(&s.err.fd);

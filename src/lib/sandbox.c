@@ -643,6 +643,22 @@ static int open_sockets(struct sandbox *sb, int *sync_rd, int *sync_wr,
 	return 0;
 }
 
+/*
+ * A seccomp filter is in force on us (Seccomp: 2): one may deny new
+ * namespaces, as every corral sandbox's does.  corral run inside one was
+ * told "user namespaces disabled?", which sends a user to the sysctl.
+ */
+static bool under_seccomp_filter(void)
+{
+	char buf[4096];
+	const char *v;
+
+	if (proc_self_status(buf, sizeof(buf)) < 0)
+		return false;
+	v = proc_status_value(buf, "Seccomp");
+	return v && *v == '2';
+}
+
 int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		  struct corral_err *err)
 {
@@ -694,8 +710,13 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	sb->pid = ns_clone_owned(SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
 				 (o->container ? CLONE_PARENT : 0), &sb->pidfd, &sb->ids);
 	if (sb->pid < 0) {
-		r = corral_set_err(err, -errno, "cannot create the namespaces: %s%s",
-				   strerror(errno), errno == EPERM || errno == ENOSPC ?
+		int e = errno;
+
+		r = corral_set_err(err, -e, "cannot create the namespaces: %s%s",
+				   strerror(e), e == EPERM && under_seccomp_filter() ?
+				   " (this process is under a seccomp filter, which may deny "
+				   "them: inside a sandbox, corral's own too, corral cannot "
+				   "make another)" : e == EPERM || e == ENOSPC ?
 				   " (user namespaces disabled? see `corral doctor`)" : "");
 		goto fail;
 	}

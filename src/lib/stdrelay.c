@@ -43,6 +43,8 @@ struct stream {
 	bool from_nowait;		/* a read of from never blocks */
 	bool copy;			/* splice refused: through buf */
 	bool done;
+	int sink;			/* to, kept after the stream ends */
+	int error;			/* a write's errno that ended it, or 0 */
 	char *buf;
 	size_t off, len;
 	struct event *rd, *wr;
@@ -146,6 +148,7 @@ static int copy_step(struct stream *s, bool *full)
 		*full = true;
 		return 0;
 	}
+	s->error = errno;
 	return -1;
 }
 
@@ -171,6 +174,9 @@ static int splice_step(struct stream *s, bool *full)
 		s->copy = true;
 		return 1;
 	}
+	/* the sink's alone: a read's EIO is a pty whose last slave closed */
+	if (errno == EPIPE || errno == ENOSPC || errno == EFBIG || errno == EDQUOT)
+		s->error = errno;
 	return -1;
 }
 
@@ -247,7 +253,7 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 	}
 	s = &r->s[r->n++];
 	*s = (struct stream){ .r = r, .from = from, .to = to, .own_from = own_from,
-			      .own_to = own_to, .required = required };
+			      .own_to = own_to, .required = required, .sink = to };
 	/* ours are pipes or a pty master: only the caller's need asking */
 	s->from_poll = own_from || pollable(r, from);
 	s->to_poll = own_to || pollable(r, to);
@@ -263,6 +269,14 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 	 * it has bytes (a read would block).  changed() never fires from here.
 	 */
 	stream_wait(s, false);
+	return 0;
+}
+
+int stdrelay_error(const struct stdrelay *r, int to)
+{
+	for (size_t i = 0; r && i < r->n; i++)
+		if (!r->s[i].own_to && r->s[i].sink == to && r->s[i].done)
+			return r->s[i].error;
 	return 0;
 }
 

@@ -29,6 +29,13 @@ struct stdrelay *stdrelay_new(struct event_base *base, stdrelay_fn changed,
  */
 int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 		 bool own_to, bool required);
+/*
+ * The errno of the write that ended the stream into the caller's fd to
+ * (EPIPE: its reader is gone; ENOSPC, EFBIG, EDQUOT, or EIO where it was
+ * not spliced: bytes the command wrote were lost), or 0: it ended at its
+ * source's end, or has not ended.
+ */
+int stdrelay_error(const struct stdrelay *r, int to);
 /* Every required stream has ended. */
 bool stdrelay_done(const struct stdrelay *r);
 void stdrelay_free(struct stdrelay *r);

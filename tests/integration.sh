@@ -212,6 +212,24 @@ t_relative_host_paths_from_the_cwd() {
 	expect_contains "absent named" "$out" "./absent: No such file or directory"
 }
 
+# A relative --ro/--rw is resolved and then read as HOST[:PATH]: a ':' in
+# the resolved path (the cwd's name, a symlink's target) must not become
+# the separator.  `cd 'pub:' && corral run --rw secret` bound the host's
+# pub -- a directory the caller never named -- on /secret, writable.
+t_relative_bind_with_a_colon_in_its_resolved_path() {
+	mkdir -p "$T/pub:/secret" "$T/pub"
+	echo mark > "$T/pub/mark"
+	out=$(cd "$T/pub:" && crun --ro secret -- /bin/ls -a /secret)
+	expect_not_contains "the unnamed pub bound" "$out" "mark"
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "the ':' named" "$out" "cannot be a bind's HOST"
+	# the same through a symlink whose target holds the ':'
+	ln -s "$T/pub:/secret" "$T/link"
+	out=$(cd "$T" && crun --rw link -- /bin/ls -a /secret)
+	expect_not_contains "the unnamed pub bound (link)" "$out" "mark"
+	expect_eq "exit (link)" "$(rc)" 125
+}
+
 # As root, an --rw bind of a root-owned directory is never idmapped (the
 # agent could leave a setuid root file on the host): inside, its files are
 # nobody's and the agent's write fails with EACCES.  The result's ids note

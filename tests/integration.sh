@@ -243,6 +243,22 @@ t_rw_bind_of_root_unmapped_is_said() {
 	expect_contains "note" "$(json layers < "$T/out")" "the rw bind $T/root-dir is host root's, never mapped for writing"
 }
 
+# The ids note names a path cut at 60 bytes: cut inside a UTF-8 character
+# (or a path that is not UTF-8) it is no JSON string, and the whole of
+# layers.ids came out null -- the mapping, uid, count and the note lost.
+t_ids_note_with_a_cut_multibyte_path_is_json() {
+	[ "$ME" = 0 ] || { skip "only root's binds are idmapped"; return 77; }
+	local pad d
+	pad=$(printf '%*s' $((59 - ${#T} - 1)) '' | tr ' ' a)
+	d="$T/${pad}é"	# é's first byte is the 60th: the cut is inside it
+	mkdir "$d"
+	crun --json --rw "$d:/out" -- /bin/true >/dev/null
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "ids" "$(/usr/bin/python3 -c 'import json,sys
+ids = json.load(sys.stdin)["layers"]["ids"]
+print(type(ids).__name__, "never mapped for writing" in (ids or {}).get("note", ""))' < "$T/out")" "dict True"
+}
+
 # A setuid or setgid file left where a bind writes to the host is one any
 # local user there may run as its owner (the bind's, or the agent uid all
 # of root's sandboxes share): no mode with one is set while such a bind is

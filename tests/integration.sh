@@ -212,6 +212,24 @@ t_relative_host_paths_from_the_cwd() {
 	expect_contains "absent named" "$out" "./absent: No such file or directory"
 }
 
+# A relative --ro/--rw is resolved and then read as HOST[:PATH]: a ':' in
+# the resolved path (the cwd's name, a symlink's target) must not become
+# the separator.  `cd 'pub:' && corral run --rw secret` bound the host's
+# pub -- a directory the caller never named -- on /secret, writable.
+t_relative_bind_with_a_colon_in_its_resolved_path() {
+	mkdir -p "$T/pub:/secret" "$T/pub"
+	echo mark > "$T/pub/mark"
+	out=$(cd "$T/pub:" && crun --ro secret -- /bin/ls -a /secret)
+	expect_not_contains "the unnamed pub bound" "$out" "mark"
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "the ':' named" "$out" "cannot be a bind's HOST"
+	# the same through a symlink whose target holds the ':'
+	ln -s "$T/pub:/secret" "$T/link"
+	out=$(cd "$T" && crun --rw link -- /bin/ls -a /secret)
+	expect_not_contains "the unnamed pub bound (link)" "$out" "mark"
+	expect_eq "exit (link)" "$(rc)" 125
+}
+
 # As root, an --rw bind of a root-owned directory is never idmapped (the
 # agent could leave a setuid root file on the host): inside, its files are
 # nobody's and the agent's write fails with EACCES.  The result's ids note
@@ -223,6 +241,22 @@ t_rw_bind_of_root_unmapped_is_said() {
 	expect_contains "write refused" "$(json stderr < "$T/out")" "Permission denied"
 	[ ! -e "$T/root-dir/f" ] || fail "the agent wrote into a root-owned rw bind"
 	expect_contains "note" "$(json layers < "$T/out")" "the rw bind $T/root-dir is host root's, never mapped for writing"
+}
+
+# The ids note names a path cut at 60 bytes: cut inside a UTF-8 character
+# (or a path that is not UTF-8) it is no JSON string, and the whole of
+# layers.ids came out null -- the mapping, uid, count and the note lost.
+t_ids_note_with_a_cut_multibyte_path_is_json() {
+	[ "$ME" = 0 ] || { skip "only root's binds are idmapped"; return 77; }
+	local pad d
+	pad=$(printf '%*s' $((59 - ${#T} - 1)) '' | tr ' ' a)
+	d="$T/${pad}é"	# é's first byte is the 60th: the cut is inside it
+	mkdir "$d"
+	crun --json --rw "$d:/out" -- /bin/true >/dev/null
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "ids" "$(/usr/bin/python3 -c 'import json,sys
+ids = json.load(sys.stdin)["layers"]["ids"]
+print(type(ids).__name__, "never mapped for writing" in (ids or {}).get("note", ""))' < "$T/out")" "dict True"
 }
 
 # A setuid or setgid file left where a bind writes to the host is one any

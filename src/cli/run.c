@@ -34,6 +34,8 @@ static const char run_usage[] =
 "                       may change its view, the host copy is never written\n"
 "                       (without it /workspace is an empty tmpfs)\n"
 "  --ro HOST[:PATH]     bind HOST read-only at PATH (default: the same path)\n"
+"                       (a relative HOST is the working directory's; what\n"
+"                       it resolves to may hold no ':')\n"
 "  --rw HOST[:PATH]     bind HOST writable at PATH: changes reach the host\n"
 "                       (a bind under another is mounted on it, whatever the\n"
 "                       order: --rw /data --ro /data/secret keeps the latter\n"
@@ -235,6 +237,15 @@ static int host_path_abs(const char *arg, bool bind, char **out,
 	if (!abs)
 		r = corral_set_err(err, -errno, "%s: %s (a relative path is taken from "
 				   "the working directory)", host, strerror(errno));
+	/*
+	 * The result is read as HOST[:PATH] again: a ':' of the working
+	 * directory's name or of a symlink's target would split it there,
+	 * and bind a host path the caller never named (the part before).
+	 */
+	else if (bind && strchr(abs, ':'))
+		r = corral_set_err(err, -EINVAL, "%s is %s, whose ':' cannot be a "
+				   "bind's HOST (HOST:PATH): name it by a path "
+				   "without one", host, abs);
 	else if (asprintf(out, "%s%s", abs, colon ? colon : "") < 0) {
 		*out = NULL;
 		r = corral_set_err(err, -ENOMEM, "out of memory resolving %s", arg);

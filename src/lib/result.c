@@ -211,15 +211,21 @@ static void output_shape(json_t *o, const struct corral_result *res)
 		json_object_set_new(o, "output_order", json_loads(res->output_order, 0, NULL));
 }
 
+/*
+ * The note names host paths, cut at a byte count (a character split) and
+ * not UTF-8 on every host: as bytes, or a bad one made the whole object
+ * null (json_pack refuses the string).
+ */
 json_t *corral_ids_json(const struct corral_ids *ids)
 {
-	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:s}",
+	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:o}",
 			 "mapping", ids->mapping[0] ? ids->mapping : "none",
 			 "uid", (json_int_t)ids->uid, "gid", (json_int_t)ids->gid,
 			 "range_uid", (json_int_t)ids->range_uid,
 			 "range_gid", (json_int_t)ids->range_gid,
 			 "count", (json_int_t)ids->count,
-			 "idmapped", ids->idmapped, "note", ids->note);
+			 "idmapped", ids->idmapped,
+			 "note", corral_json_bytes(ids->note, strlen(ids->note)));
 }
 
 json_t *corral_result_object(const struct corral_result *res)

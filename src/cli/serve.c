@@ -33,8 +33,8 @@ static const char help[] =
 "\n"
 "Options:\n"
 "  --socket PATH       the unix socket to listen on (mode 0600).  Default:\n"
-"                      $CORRAL_SOCKET (where the clients look first), else\n"
 "                      /run/corral/corral.sock as root, else\n"
+"                      $CORRAL_SOCKET (where the clients look first), else\n"
 "                      $XDG_RUNTIME_DIR/corral.sock\n"
 "  --listen HOST:PORT  also listen on TCP; every request must then carry\n"
 "                      \"Authorization: Bearer TOKEN\".  An address other\n"
@@ -481,8 +481,13 @@ static int default_paths(struct serve_args *a)
 {
 	const char *env = getenv("CORRAL_SOCKET");
 
-	/* where the clients look first: one setting serves both ends */
-	if (!a->socket_path && env && *env)
+	/*
+	 * Where the clients look first: one setting serves both ends.  Not
+	 * for root: a root daemon does not take a path from an environment
+	 * it may have inherited from a user (su, sudo -E) and bind, rename
+	 * or replace a socket there; --socket says it.
+	 */
+	if (!a->socket_path && env && *env && geteuid() != 0)
 		a->socket_path = strdup(env);
 	else if (!a->socket_path)
 		a->socket_path = default_path("/run/corral/corral.sock",

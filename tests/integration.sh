@@ -1196,6 +1196,17 @@ t_caller_nproc_named() {
 	expect_contains "said" "$(cat "$T/err")" "RLIMIT_NPROC is 1: corral's caller's ulimit -u"
 }
 
+# A caller's open-files limit too low for a run: refused before anything
+# starts, and the message names the limit and how to raise it ("Too many
+# open files" alone did not say whose limit it was).
+t_caller_nofile_named() {
+	local rc=0
+	( ulimit -n 12; exec "$CORRAL" run -- /bin/echo ran ) > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "exit" "$rc" 125
+	expect_eq "not run" "$(cat "$T/out")" ""
+	expect_contains "said" "$(cat "$T/err")" "open-files limit is 12: raise it with ulimit -n"
+}
+
 # corral inside corral: refused (the sandbox's seccomp denies new user
 # namespaces), and said so; the hint was "user namespaces disabled?".
 t_nested_refused() {

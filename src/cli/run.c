@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static const char run_usage[] =
@@ -253,6 +254,23 @@ static int host_path_abs(const char *arg, bool bind, char **out,
 	free(abs);
 	free(host);
 	return r;
+}
+
+/*
+ * EMFILE before the sandbox is up is the caller's open-files limit (main
+ * raised the soft one to the hard one): a run needs a few dozen fds, and
+ * "Too many open files" alone does not say whose limit or how to raise it.
+ */
+static const char *nofile_hint(void)
+{
+	static char hint[96];
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max == RLIM_INFINITY)
+		return "";
+	snprintf(hint, sizeof(hint), " (corral's open-files limit is %llu: raise "
+		 "it with ulimit -n)", (unsigned long long)rl.rlim_max);
+	return hint;
 }
 
 /* Apply one flag to the policy; the policy file was loaded before. */
@@ -682,7 +700,7 @@ static int run(int argc, char **argv, struct stops *st)
 		free(json);
 	}
 	if (r < 0) {
-		cli_error("%s", err.msg);
+		cli_error("%s%s", err.msg, err.code == -EMFILE ? nofile_hint() : "");
 		code = EXIT_CORRAL;
 	} else {
 		if (!o.capture)

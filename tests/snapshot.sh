@@ -1151,6 +1151,8 @@ s_export_error_names_any_bytes() {
 	cli export "$SB" --to "$T/result" && fail "an export past max_bytes succeeded"
 	expect_contains "why, by name" "$(cat "$T/err")" "export.max_bytes (65536 bytes) at big$(printf '\357\277\275')"
 	! LC_ALL=C grep -q $'[\x1b\x80-\x9f]' "$T/err" || fail "a control byte on stderr: $(od -c "$T/err" | head -3)"
+	cli export "$SB" --patch "$T/p.diff" && fail "a patch past max_bytes succeeded"
+	expect_contains "--patch: why, by name" "$(cat "$T/err")" "at big$(printf '\357\277\275')"
 	expect_eq "answered" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/result2\"}")" 507
 	$PY -c 'import json, sys
 r = json.load(open(sys.argv[1]))

@@ -662,6 +662,14 @@ struct json_t *corral_result_object(const struct corral_result *res);
 CORRAL_PUBLIC
 struct json_t *corral_json_bytes(const char *data, size_t len);
 /*
+ * The length of the well-formed UTF-8 character at s (at most n bytes);
+ * 0 if the bytes there are none (a lone continuation byte such as 0x9b,
+ * a cut, an overlong form, a surrogate).  The one rule JSON's strings and
+ * the CLI's printable() both go by.
+ */
+CORRAL_PUBLIC
+size_t corral_utf8_char(const char *s, size_t n);
+/*
  * A sandbox's host ids as results and GET /v1/sandboxes/{id} carry them:
  * {mapping, uid, gid, range_uid, range_gid, count, idmapped, note}.
  */

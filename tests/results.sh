@@ -116,6 +116,17 @@ t_names_not_utf8_keep_the_record() {
 	stop_daemon
 }
 
+# The reason on stderr when a run's command is not found names it, as
+# text: a lone 0x9b (CSI where a terminal reads 8-bit controls) and a lead
+# byte with nothing after it as \xNN.  printable() escaped C1 controls only
+# in their UTF-8 form (c2 9b), and these two reached stderr raw.
+t_run_reason_8bit_controls() {
+	"$CORRAL" run -- $'/bin/x\x9b2J\xc2' > /dev/null 2> "$T/err" || true
+	expect_contains "named as text" "$(cat "$T/err")" 'not found: /bin/x\x9b2J\xc2: '
+	! LC_ALL=C grep -q $'[\x80-\xff]' "$T/err" ||
+		fail "a byte past ASCII on stderr: $(od -c "$T/err" | head -3)"
+}
+
 # The seccomp filter's one kill (an x32 or i386 call) leaves no event: the
 # result says what a SIGSYS means here, not only its number.
 t_seccomp_kill_explained() {

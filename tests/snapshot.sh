@@ -1137,6 +1137,28 @@ assert r["patch"].encode() == open(sys.argv[2], "rb").read(), "the JSON patch di
 		"$T/body" "$T/diff.patch" || fail "the JSON answer's patch"
 }
 
+# A failed export's sentence names what the sandbox wrote: a name that is
+# not UTF-8 (here past export.max_bytes) is U+FFFD in the daemon's answer
+# and \xNN on the client's terminal.  The export's helper packed it with
+# json_pack("s"), which refuses such bytes: no answer at all, and the
+# client was told only that the helper "ended without a report".
+s_export_error_names_any_bytes() {
+	mkrepo "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0, \"policy\": {\"export\": {\"max_bytes\": 65536}}}"
+	run "$SB" "$(sh_file big.sh 'head -c 131072 /dev/zero > "$(printf "big\377\233[2J")"')"
+	cli export "$SB" --to "$T/result" && fail "an export past max_bytes succeeded"
+	expect_contains "why, by name" "$(cat "$T/err")" "export.max_bytes (65536 bytes) at big$(printf '\357\277\275')"
+	! LC_ALL=C grep -q $'[\x1b\x80-\x9f]' "$T/err" || fail "a control byte on stderr: $(od -c "$T/err" | head -3)"
+	cli export "$SB" --patch "$T/p.diff" && fail "a patch past max_bytes succeeded"
+	expect_contains "--patch: why, by name" "$(cat "$T/err")" "at big$(printf '\357\277\275')"
+	expect_eq "answered" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/result2\"}")" 507
+	$PY -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+assert "at big\ufffd\ufffd[2J" in r["detail"], r' "$T/body" || fail "the answer: $(head -c 400 "$T/body")"
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^s_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

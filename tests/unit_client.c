@@ -557,9 +557,20 @@ TEST(printable_text)
 
 	CHECK(s && !strcmp(s, "a\\x1b[2Jb\\x7fc\\xc2\\x9bd\xc3\xa9\xc2\xa0" "e\\x0a"));
 	free(s);
-	/* a C1 lead byte at the very end stays as it is */
-	s = printable("x\xc2", 2);
-	CHECK(s && !strcmp(s, "x\xc2"));
+	/*
+	 * Bytes of no UTF-8 character: a lone 0x9b (CSI on an 8-bit terminal)
+	 * or any 0x80..0x9f, a lead byte cut off at the end (the next write
+	 * could complete it), an overlong form of ESC, a surrogate.
+	 */
+	s = printable("a\x9b" "2Jb\x85" "c\xc2", 8);
+	CHECK(s && !strcmp(s, "a\\x9b2Jb\\x85c\\xc2"));
+	free(s);
+	s = printable("\xc0\x9b" "d\xed\xa0\x80" "e\xe2\x82", 9);
+	CHECK(s && !strcmp(s, "\\xc0\\x9bd\\xed\\xa0\\x80e\\xe2\\x82"));
+	free(s);
+	/* and what is well-formed stays: 3- and 4-byte characters */
+	s = printable("\xe2\x82\xac\xf0\x9f\x90\x8e", 7);
+	CHECK(s && !strcmp(s, "\xe2\x82\xac\xf0\x9f\x90\x8e"));
 	free(s);
 	s = printable("nul\0byte", 8);
 	CHECK(s && !strcmp(s, "nul\\x00byte"));

@@ -38,7 +38,8 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
  * Text a sandbox may have chosen (file names, labels, reasons, details,
  * whether the daemon relays it or a run reports it): C0 controls, DEL and
- * the C1 controls become \xNN.  malloc'd; NULL when out of memory.
+ * the C1 controls become \xNN, and so does any byte of no well-formed
+ * UTF-8 character (a lone 0x9b).  malloc'd; NULL when out of memory.
  */
 char *printable(const char *s, size_t n);
 /*

@@ -29,28 +29,31 @@ bool cli_end_worth_telling(const char *status, int exit_code, const char *reason
 
 /*
  * A terminal must not take what a sandbox chose for control sequences.
- * C0 controls, DEL and the C1 controls (UTF-8 c2 80..9f) become \xNN.
+ * C0 controls, DEL and the C1 controls (UTF-8 c2 80..9f) become \xNN, and
+ * so does every byte that is not part of a well-formed UTF-8 character: a
+ * lone 0x9b is CSI to a terminal that reads 8-bit controls (and 0x80..0x9f
+ * are all C1 there), and a lead byte cut off at the end of one string
+ * could join with what the next write begins with.
  */
 char *printable(const char *s, size_t n)
 {
 	char *out = malloc(n * 4 + 1), *w = out;
-	size_t i;
+	size_t i, len;
 
 	if (!out)
 		return NULL;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i += len) {
 		unsigned char ch = s[i];
 
-		if (ch < 0x20 || ch == 0x7f) {
+		len = corral_utf8_char(s + i, n - i);
+		if (len == 0 || ch < 0x20 || ch == 0x7f ||
+		    (ch == 0xc2 && (unsigned char)s[i + 1] <= 0x9f)) {
+			/* one byte at a time: a C1's second byte is then invalid */
 			w += sprintf(w, "\\x%02x", ch);
-		} else if (ch == 0xc2 && i + 1 < n &&
-			   (unsigned char)s[i + 1] >= 0x80 &&
-			   (unsigned char)s[i + 1] <= 0x9f) {
-			w += sprintf(w, "\\x%02x\\x%02x", ch,
-				     (unsigned char)s[i + 1]);
-			i++;
+			len = 1;
 		} else {
-			*w++ = ch;
+			memcpy(w, s + i, len);
+			w += len;
 		}
 	}
 	*w = '\0';

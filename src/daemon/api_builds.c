@@ -287,8 +287,10 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 		int code = api_status(err->code, &error);
 
 		api_set_closecb(b->d, b->req, NULL, NULL);
-		reply_json(b->req, code, json_pack("{s:s, s:s, s:o*}", "error", error,
-						   "detail", err->msg, "report",
+		/* the detail names a file of the sandbox's: bytes (see reply_error) */
+		reply_json(b->req, code, json_pack("{s:s, s:o, s:o*}", "error", error,
+						   "detail", api_bytes(err->msg, strlen(err->msg)),
+						   "report",
 						   report ? json_loads(report, 0, NULL) : NULL));
 		b->req = NULL;
 		build_free(b);
@@ -406,8 +408,8 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 			close(b->spool);
 		free(b);
 		if (kind >= BUILD_EXPORT_PATCH)
-			reply_json(req, code, json_pack("{s:s, s:s}", "error", error,
-							"detail", err.msg));
+			reply_json(req, code, json_pack("{s:s, s:o}", "error", error,
+							"detail", api_bytes(err.msg, strlen(err.msg))));
 		else
 			reply_err(req, &err);
 		return;

@@ -60,7 +60,8 @@ json_t *sandbox_json(struct sandbox *sb)
 	const char *halt = corral_box_halt_reason(sb->box);
 
 	corral_box_layers(sb->box, &l);
-	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:s?, s:I, s:I, s:I, s:s?, s:s, s:i, s:o, s:o?, s:o?}",
+	/* a halt's reason is text a client or an abort criterion chose: bytes */
+	return json_pack("{s:s, s:s, s:s, s:O, s:f, s:s?, s:I, s:I, s:I, s:o?, s:s, s:i, s:o, s:o?, s:o?}",
 			 "id", sb->id,
 			 "state", corral_box_state_name(corral_box_state(sb->box)),
 			 "created", sb->created, "labels", sb->labels,
@@ -69,7 +70,7 @@ json_t *sandbox_json(struct sandbox *sb)
 			 "idle_freeze_ms", (json_int_t)sb->idle_freeze_ms,
 			 "processes", (json_int_t)sb->nprocs,
 			 "running", (json_int_t)corral_box_running(sb->box),
-			 "halt_reason", halt,
+			 "halt_reason", halt ? api_bytes(halt, strlen(halt)) : NULL,
 			 "limits", l.limits ? l.limits : "none",
 			 "landlock_abi", l.landlock_abi,
 			 "meters", meters_json(sb->box),

@@ -208,6 +208,20 @@ static void box_halt(struct corral_box *b, const char *criterion,
 
 	box_meter(b);
 	snprintf(b->halt_reason, sizeof(b->halt_reason), "%s", reason);
+	/*
+	 * Cut, never inside a character: the reason is the client's UTF-8
+	 * and goes into every JSON the sandbox is shown in, where half a
+	 * character made json_pack fail (a halt answered 500, ls lost it).
+	 */
+	if (strlen(reason) >= sizeof(b->halt_reason)) {
+		size_t n = strlen(b->halt_reason), i = n;
+
+		while (i > 0 && ((unsigned char)b->halt_reason[i - 1] & 0xc0) == 0x80)
+			i--;
+		if (i > 0 && (unsigned char)b->halt_reason[i - 1] >= 0xc0 &&
+		    corral_utf8_char(b->halt_reason + i - 1, n - i + 1) == 0)
+			b->halt_reason[i - 1] = '\0';
+	}
 	snprintf(b->halt_criterion, sizeof(b->halt_criterion), "%s",
 		 criterion ? criterion : "");
 	b->halt_text = strdup(reason);	/* NULL: the cut halt_reason will do */

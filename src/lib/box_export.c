@@ -297,7 +297,9 @@ static void helper(struct corral_box *b, const struct corral_box_export_opts *o,
 		}
 		r = export_run(req, &report, &err);
 	}
-	answer = json_pack("{s:i, s:s, s:o*, s:O*}", "code", r, "msg", err.msg,
+	/* the sentence may quote a name the sandbox chose: bytes, not "s" */
+	answer = json_pack("{s:i, s:o, s:o*, s:O*}", "code", r, "msg",
+			   corral_json_bytes(err.msg, strlen(err.msg)),
 			   "report", report, "written", req->wrote);
 	text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	if (text)
@@ -653,7 +655,9 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 			       (unsigned long long)(b->job_mem_max >> 20));
 		r = err.code;
 	}
-	a = json_pack("{s:i, s:s, s:o*, s:o*, s:O*, s:I, s:I}", "code", r, "msg", err.msg,
+	/* as the helper's: a name in the sentence need not be UTF-8 */
+	a = json_pack("{s:i, s:o, s:o*, s:o*, s:O*, s:I, s:I}", "code", r, "msg",
+		      corral_json_bytes(err.msg, strlen(err.msg)),
 		      "report", report, "events", events, "written", j->req.wrote,
 		      "memory", (json_int_t)box_job_memory(b),
 		      "memory_max", (json_int_t)b->job_mem_max);

@@ -22,12 +22,15 @@ int corral_check_sandbox_id(const char *id, struct corral_err *err)
 	return 0;
 }
 
-/* The length of the UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+/* The length of the UTF-8 character at s (at most n bytes), 0 if invalid. */
+size_t corral_utf8_char(const char *str, size_t n)
 {
+	const unsigned char *s = (const unsigned char *)str;
 	size_t len, i;
 	uint32_t c;
 
+	if (n == 0)
+		return 0;
 	if (s[0] < 0x80)
 		return 1;
 	if (s[0] >= 0xc2 && s[0] <= 0xdf)
@@ -66,7 +69,7 @@ int corral_check_tool_call_id(const char *id, struct corral_err *err)
 				      "%d bytes (got %zu)",
 				      CORRAL_TOOL_CALL_ID_MAX, n);
 	for (i = 0; i < n; i += len) {
-		len = utf8_seq((const unsigned char *)id + i, n - i);
+		len = corral_utf8_char(id + i, n - i);
 		if (!len)
 			return corral_set_err(err, -EINVAL, "tool_call_id is not "
 					      "UTF-8 (byte %zu)", i);

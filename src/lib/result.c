@@ -63,40 +63,6 @@ int corral_result_exit_code(const struct corral_result *res)
 	return res->signal ? 128 + res->signal : res->exit_code;
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s, size_t left)
-{
-	size_t n;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n > left)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
-	    (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /* Program output is bytes; JSON wants UTF-8: invalid bytes become U+FFFD. */
 json_t *corral_json_bytes(const char *data, size_t len)
 {
@@ -112,7 +78,7 @@ json_t *corral_json_bytes(const char *data, size_t len)
 	if (!buf)
 		return NULL;
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq(s + i, len - i);
+		size_t n = corral_utf8_char(data + i, len - i);
 
 		if (n && s[i] != 0) {
 			memcpy(buf + j, s + i, n);

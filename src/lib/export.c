@@ -25,16 +25,26 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <nettle/sha2.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define DEFAULT_MAX_FILES	100000
 #define DEFAULT_MAX_BYTES	(1ULL << 30)
+#define BECOME_GROUPS_MAX	256
+#define OWNER_REPORT_MAX	(64u << 20)	/* the owner's helper's JSON answer */
 
 void export_limits_of(const struct corral_policy *p, struct export_limits *lim)
 {
@@ -659,15 +669,47 @@ static const char *boundary_why(const char *path, mode_t mode, const char *targe
 	return NULL;
 }
 
-/* The fd of path's directory beneath root, and its last component. */
+/*
+ * In the writer that takes a workspace owner's fs ids (export_as_owner):
+ * CAP_DAC_READ_SEARCH, which a change of fs uid takes out of the effective
+ * set, is put back while the sandbox's layer is read, whatever modes the
+ * agent (another host uid) gave its files, and taken out again for what
+ * is the host's: the way to a destination's directory, and host files
+ * copied elsewhere (--export-to's unchanged files, a patch's old side),
+ * which only what the owner may read.  It never lets a write through:
+ * creating, renaming and removing need write permission it does not
+ * bypass.  Elsewhere (root as itself, anyone else) it does nothing.
+ */
+static bool reads_toggled;
+
+static void sandbox_reads(bool on)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (!reads_toggled || syscall(SYS_capget, &hdr, data) < 0)
+		return;
+	if (on)
+		data[0].effective |= data[0].permitted & (1u << CAP_DAC_READ_SEARCH);
+	else
+		data[0].effective &= ~(1u << CAP_DAC_READ_SEARCH);
+	if (syscall(SYS_capset, &hdr, data) < 0) {
+		/* not permitted: then every read is the owner's own, stricter */
+	}
+}
+
+/*
+ * The fd of path's directory beneath root (the destination), and its
+ * last component: walked as the writer's owner may (sandbox_reads).
+ */
 static int open_parent(int root, const char *path, const char **name)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[4096];
+	int fd;
 
 	if (!slash) {
-		int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
-
+		fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
 		*name = path;
 		return fd < 0 ? -errno : fd;
 	}
@@ -676,7 +718,10 @@ static int open_parent(int root, const char *path, const char **name)
 	memcpy(dir, path, slash - path);
 	dir[slash - path] = '\0';
 	*name = slash + 1;
-	return open_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
+	sandbox_reads(false);
+	fd = open_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
+	sandbox_reads(true);
+	return fd;
 }
 
 static int copy_fd(struct xp *x, int in, int out, const char *path,
@@ -946,8 +991,11 @@ static int remove_entry(struct xp *x, const char *path)
 static void set_dir_modes(struct xp *x)
 {
 	for (size_t i = x->ndirs; i-- > 0;) {
-		int fd = open_beneath(x->dest, x->dirs[i].path, O_RDONLY | O_DIRECTORY, 0);
+		int fd;
 
+		sandbox_reads(false);
+		fd = open_beneath(x->dest, x->dirs[i].path, O_RDONLY | O_DIRECTORY, 0);
+		sandbox_reads(true);
 		if (fd >= 0) {
 			if (fchmod(fd, x->dirs[i].mode) < 0) {
 				/* a mode we cannot set leaves the 0700 it was made with */
@@ -1278,8 +1326,12 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
 	bool has = c->kind != CH_DELETED && !S_ISDIR(c->mode);
 	int r = 0;
 
-	if (had)
+	/* the host's file, into the patch: as the owner may read it */
+	if (had) {
+		sandbox_reads(false);
 		r = side_open(x, x->r->layers.lower, c->path, c->old_mode, c->old_target, &o);
+		sandbox_reads(true);
+	}
 	if (r == 0 && has && d->data) {
 		n.present = true;
 		n.data = malloc(d->len + 1);
@@ -1459,16 +1511,22 @@ int export_run(const struct export_req *r, json_t **report,
 		if (x.dest < 0)
 			ret = corral_set_err(err, -errno, "cannot use %s: %s", r->to,
 					     strerror(errno));
+		/* the host's files, copied: only what the owner may read */
+		sandbox_reads(false);
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
+		sandbox_reads(true);
 	} else if (r->to) {
 		const char *name;
 		int dir = dest_at(r, r->to, &name);
 
 		x.dest = export_new_dir(dir, name, "--export-to", r->to, err);
 		ret = x.dest < 0 ? x.dest : 0;
+		/* the host's files, copied: only what the owner may read */
+		sandbox_reads(false);
 		if (ret == 0 && r->layers.lower >= 0)
 			ret = copy_lower(&x, r->layers.lower, "");
+		sandbox_reads(true);
 	} else if (r->apply_fd >= 0) {
 		x.dest = fcntl(r->apply_fd, F_DUPFD_CLOEXEC, 3);
 		if (x.dest < 0)
@@ -1796,6 +1854,73 @@ int export_dest_parent(const struct corral_policy *p, const char *flag, const ch
 	return r;
 }
 
+/* ---- writing as someone else -------------------------------------------- */
+
+int export_become(uid_t uid, gid_t gid, char *msg, size_t len)
+{
+	gid_t groups[BECOME_GROUPS_MAX];
+	int n = BECOME_GROUPS_MAX;
+	struct passwd *pw;
+
+	if (geteuid() != 0) {
+		if (uid != geteuid()) {
+			snprintf(msg, len, "corral runs as uid %d and cannot write as "
+				 "uid %d", (int)geteuid(), (int)uid);
+			return -EACCES;
+		}
+		return 0;
+	}
+	pw = getpwuid(uid);
+	if (!pw || getgrouplist(pw->pw_name, gid, groups, &n) < 0) {
+		groups[0] = gid;
+		n = 1;
+	}
+	if (setgroups((size_t)n, groups) < 0) {
+		snprintf(msg, len, "setgroups for uid %d: %s", (int)uid, strerror(errno));
+		return -errno;
+	}
+	/* setfsuid/setfsgid answer the old id: ask again to know it took */
+	setfsgid(gid);
+	setfsuid(uid);
+	if ((gid_t)setfsgid((gid_t)-1) != gid || (uid_t)setfsuid((uid_t)-1) != uid) {
+		snprintf(msg, len, "cannot take uid %d gid %d for the writes",
+			 (int)uid, (int)gid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * As root: whom the export writes as, the owner of the directory it
+ * writes in (fd: the workspace, or the directory --export-to's new one or
+ * --patch's file goes in), when that is not root.  `sudo corral run
+ * --workspace ~/proj --apply` then leaves the user's files in the user's
+ * tree, each written as only the user could (no chown after the fact:
+ * a write the user may not make is refused, not made as root).  Its
+ * group: the directory's, else the owner's own, else nogroup (never 0).
+ */
+static int pick_owner(struct run_export *x, int fd, const char *flag,
+		      const char *path, struct corral_err *err)
+{
+	struct passwd *pw;
+	struct stat st;
+
+	if (geteuid() != 0)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return corral_set_err(err, -errno, "%s %s: %s", flag, path, strerror(errno));
+	if (st.st_uid == 0)
+		return 0;
+	x->as_owner = true;
+	x->uid = st.st_uid;
+	x->gid = st.st_gid;
+	if (!x->gid) {
+		pw = getpwuid(st.st_uid);
+		x->gid = pw && pw->pw_gid ? pw->pw_gid : 65534;
+	}
+	return 0;
+}
+
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 		       const struct corral_export_opts *o, struct corral_err *err)
 {
@@ -1834,7 +1959,9 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 	if (o->to || o->patch) {
 		x->dest_dir = export_dest_parent(p, o->to ? "--export-to" : "--patch",
 						 o->to ? o->to : o->patch, o->to, &x->dest_name, err);
-		if (x->dest_dir < 0) {
+		if (x->dest_dir < 0 ||
+		    pick_owner(x, x->dest_dir, o->to ? "--export-to" : "--patch",
+			       o->to ? o->to : o->patch, err) < 0) {
 			run_export_free(x);
 			return err->code;
 		}
@@ -1862,12 +1989,152 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 		run_export_free(x);
 		return err->code;
 	}
+	if (o->apply && pick_owner(x, x->lower, "--workspace", p->workspace, err) < 0) {
+		run_export_free(x);
+		return err->code;
+	}
 	export_limits_of(p, &lim);
 	if (o->apply && baseline_take(x->lower, &lim, &x->base, err) < 0) {
 		run_export_free(x);
 		return err->code;
 	}
 	return 0;
+}
+
+/* In the child: export_become, the export, its answer on wr; never returns. */
+static void owner_child(const struct run_export *x, struct export_req *r,
+			pid_t parent, int wr)
+{
+	struct corral_err err = { 0 };
+	json_t *report = NULL, *events = json_array(), *answer;
+	char *text;
+	int ret;
+
+	corral_forget(NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* the log is the parent's: the events go back with the answer */
+	r->ev = NULL;
+	r->events_out = events;
+	ret = export_become(x->uid, x->gid, err.msg, sizeof(err.msg));
+	if (ret == 0) {
+		reads_toggled = true;
+		sandbox_reads(true);
+	}
+	/* after: a change of fs ids clears it.  corral gone, the export stops */
+	if (ret == 0 && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		ret = corral_set_err(&err, -errno, "prctl(PR_SET_PDEATHSIG): %s",
+				     strerror(errno));
+	if (ret == 0 && getppid() != parent)
+		_exit(1);
+	if (ret == 0)
+		ret = export_run(r, &report, &err);
+	answer = json_pack("{s:i, s:o, s:o*, s:o*}", "code", ret, "msg",
+			   corral_json_bytes(err.msg, strlen(err.msg)), "report", report,
+			   "events", events);
+	text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (text && write_all(wr, text, strlen(text)) < 0)
+		_exit(1);
+	_exit(text ? 0 : 1);
+}
+
+/*
+ * The export, made by a child that writes as x->uid (pick_owner).  The
+ * parent reads its answer, and asks stop meanwhile: a signal to corral
+ * (read off its signalfd, which the child's own reads cannot see) is sent
+ * on to the child, blocked there too, whose stop then cuts it short.
+ */
+static int export_as_owner(const struct run_export *x, struct export_req *r,
+			   json_t **report, struct corral_err *err)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	json_t *a = NULL, *ev;
+	bool sent = false;
+	int p[2], ws = 0, ret = 0;
+	pid_t parent = getpid(), pid;
+	size_t i;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "pipe for the export's writer: %s",
+				      strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return corral_set_err(err, -e, "cannot fork the export's writer (as uid "
+				      "%d): %s", (int)x->uid, strerror(e));
+	}
+	if (pid == 0) {
+		close(p[0]);
+		owner_child(x, r, parent, p[1]);
+	}
+	close(p[1]);
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		ssize_t n;
+		int sig;
+
+		if (!sent && r->stop && (sig = r->stop(r->stop_arg))) {
+			sent = true;
+			if (kill(pid, sig) < 0) {
+				/* gone already: its answer says how it ended */
+			}
+		}
+		if (poll(&pfd, 1, 100) < 0 && errno != EINTR) {
+			ret = corral_set_err(err, -errno, "poll on the export's writer: %s",
+					     strerror(errno));
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (!pfd.revents)
+			continue;
+		if (len + 65536 > cap) {
+			char *nb = cap + 65536 <= OWNER_REPORT_MAX ?
+				   realloc(buf, cap + 65536) : NULL;
+
+			if (!nb) {
+				ret = corral_set_err(err, -EFBIG, "the export's report is too large");
+				kill(pid, SIGKILL);
+				break;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = read(p[0], buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(p[0]);
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (ret == 0)
+		a = json_loadb(buf ? buf : "", len, 0, NULL);
+	free(buf);
+	if (ret == 0 && !a)
+		ret = corral_set_err(err, -EIO, "the export's writer (as uid %d) ended "
+				     "without a report (wait status %d)", (int)x->uid, ws);
+	json_array_foreach(json_object_get(a, "events"), i, ev)
+		if (r->ev && json_is_string(json_object_get(ev, "type")))
+			events_emit(r->ev, json_string_value(json_object_get(ev, "type")),
+				    json_incref(json_object_get(ev, "data")));
+	if (ret == 0) {
+		json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
+
+		*report = json_incref(json_object_get(a, "report"));
+		ret = json_is_integer(code) ? (int)json_integer_value(code) : -EIO;
+		if (ret > 0 || ret < -4095)
+			ret = -EIO;
+		if (ret < 0)
+			corral_set_err(err, ret, "%s", json_is_string(msg) ?
+				       json_string_value(msg) : "the export failed");
+	}
+	json_decref(a);
+	return ret;
 }
 
 void run_export_finish(struct run_export *x, const struct corral_policy *p,
@@ -1895,6 +2162,11 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		report = json_pack("{s:s}", "error", err.msg);
 		if (ev)
 			events_emit(ev, "export", json_pack("{s:s}", "error", err.msg));
+	} else if (x->as_owner) {
+		ret = export_as_owner(x, &r, &report, &err);
+		/* the writer's own report says what it did; one it never sent: why */
+		if (!report)
+			report = json_pack("{s:o}", "error", text(err.msg));
 	} else {
 		ret = export_run(&r, &report, &err);
 	}

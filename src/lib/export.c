@@ -1684,14 +1684,65 @@ static bool in_rw_dirs(const struct corral_dir_id *rw, size_t n, int dir)
 }
 
 /*
+ * Who decides where a path leads: the first owner other than root of a
+ * directory or symlink met on the way from / (the directory itself
+ * included).  That user can rename what follows or make it a symlink:
+ * `--patch ~/x/p.diff`, ~/x a link to /etc/cron.d, is theirs to write,
+ * not root's.
+ */
+struct path_owner {
+	bool found;
+	uid_t uid;
+	gid_t gid;
+};
+
+static void owner_note(struct path_owner *po, const struct stat *st)
+{
+	if (po && !po->found && st->st_uid != 0)
+		*po = (struct path_owner){ .found = true, .uid = st->st_uid,
+					   .gid = st->st_gid };
+}
+
+/* A relative path's way from /: the working directory's own, topmost first. */
+static void owner_up(struct path_owner *po, int dir)
+{
+	struct path_owner top = { 0 };
+	struct stat st, up;
+	int cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+
+	for (int depth = 0; cur >= 0 && depth < DEST_DEPTH_MAX; depth++) {
+		int parent;
+
+		if (fstat(cur, &st) < 0)
+			break;
+		/* walking up: the last one seen is the topmost */
+		if (st.st_uid != 0)
+			top = (struct path_owner){ .found = true, .uid = st.st_uid,
+						   .gid = st.st_gid };
+		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(cur);
+		cur = parent;
+		if (cur < 0 || fstat(cur, &up) < 0 ||
+		    (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+			break;
+	}
+	if (cur >= 0)
+		close(cur);
+	if (po && !po->found && top.found)
+		*po = top;
+}
+
+/*
  * The directory path names, opened (O_PATH) one component at a time, its
  * symlinks followed as the kernel would, but not one that lies where the
  * sandbox writes (a --rw bind's directory): the sandbox put it there, or
  * may have, to lead a write the caller makes (an export, as root, say)
- * into a directory of its choosing.  -errno, with err set.
+ * into a directory of its choosing.  po (or NULL): who decides where it
+ * leads.  -errno, with err set.
  */
 static int dest_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
-		     const char *path, bool dir, struct corral_err *err)
+		     const char *path, bool dir, struct path_owner *po,
+		     struct corral_err *err)
 {
 	const char *of = dir ? "'s directory" : "";
 	char *rest = strdup(path), *comp, *next;
@@ -1705,6 +1756,8 @@ static int dest_open(const struct corral_dir_id *rw, size_t nrw, const char *fla
 				   strerror(errno));
 		goto out;
 	}
+	if (po && path[0] != '/')
+		owner_up(po, cur);
 	for (comp = rest; r == 0 && comp && *comp; comp = next) {
 		char target[PATH_MAX], *joined;
 		struct stat st;
@@ -1724,6 +1777,7 @@ static int dest_open(const struct corral_dir_id *rw, size_t nrw, const char *fla
 				close(fd);
 			break;
 		}
+		owner_note(po, &st);
 		if (!S_ISLNK(st.st_mode)) {
 			close(cur);
 			cur = fd;
@@ -1783,7 +1837,7 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
 	int r = export_rw_dirs(p, &rw, &n, err);
 
 	if (r == 0)
-		r = dest_open(rw, n, flag, path, true, err);
+		r = dest_open(rw, n, flag, path, true, NULL, err);
 	free(rw);
 	return r;
 }
@@ -1798,8 +1852,9 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
  * symlink to a directory only the caller may write, and the export, made
  * as the caller, followed it.
  */
-int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
-		       const char *path, bool dir, char **name, struct corral_err *err)
+static int dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		       const char *path, bool dir, char **name, struct path_owner *po,
+		       struct corral_err *err)
 {
 	char *copy = strdup(path), *slash, *base;
 	size_t n;
@@ -1825,7 +1880,7 @@ int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *f
 	}
 	if (slash && slash != copy)
 		*slash = '\0';
-	fd = dest_open(rw, nrw, flag, !slash ? "." : slash == copy ? "/" : copy, true, err);
+	fd = dest_open(rw, nrw, flag, !slash ? "." : slash == copy ? "/" : copy, true, po, err);
 	free(copy);
 	if (fd < 0) {
 		free(*name);
@@ -1834,24 +1889,40 @@ int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *f
 	return fd;
 }
 
+int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		       const char *path, bool dir, char **name, struct corral_err *err)
+{
+	return dest_parent(rw, nrw, flag, path, dir, name, NULL, err);
+}
+
 int corral_path_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
 		     const char *path, struct corral_err *err)
 {
-	return dest_open(rw, nrw, flag, path, false, err);
+	return dest_open(rw, nrw, flag, path, false, NULL, err);
 }
 
-int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
-		       bool dir, char **name, struct corral_err *err)
+/* export_dest_open and export_dest_parent, and who decides where they lead */
+static int export_dest(const struct corral_policy *p, const char *flag, const char *path,
+		       bool dir, char **name, struct path_owner *po,
+		       struct corral_err *err)
 {
 	struct corral_dir_id *rw;
 	size_t n;
 	int r = export_rw_dirs(p, &rw, &n, err);
 
-	*name = NULL;
+	if (name)
+		*name = NULL;
 	if (r == 0)
-		r = corral_dest_parent(rw, n, flag, path, dir, name, err);
+		r = name ? dest_parent(rw, n, flag, path, dir, name, po, err) :
+		    dest_open(rw, n, flag, path, true, po, err);
 	free(rw);
 	return r;
+}
+
+int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
+		       bool dir, char **name, struct corral_err *err)
+{
+	return export_dest(p, flag, path, dir, name, NULL, err);
 }
 
 /* ---- writing as someone else -------------------------------------------- */
@@ -1891,34 +1962,28 @@ int export_become(uid_t uid, gid_t gid, char *msg, size_t len)
 }
 
 /*
- * As root: whom the export writes as, the owner of the directory it
- * writes in (fd: the workspace, or the directory --export-to's new one or
- * --patch's file goes in), when that is not root.  `sudo corral run
- * --workspace ~/proj --apply` then leaves the user's files in the user's
- * tree, each written as only the user could (no chown after the fact:
- * a write the user may not make is refused, not made as root).  Its
- * group: the directory's, else the owner's own, else nogroup (never 0).
+ * As root: whom the export writes as, the user who decides where its
+ * destination leads (path_owner: normally the owner of the workspace, or
+ * of the directory --export-to's new one or --patch's file goes in),
+ * when that is not root.  `sudo corral run --workspace ~/proj --apply`
+ * then leaves the user's files in the user's tree, each written as only
+ * the user could (no chown after the fact: a write the user may not make
+ * is refused, not made as root).  Its group: that entry's, else the
+ * owner's own, else nogroup (never 0).
  */
-static int pick_owner(struct run_export *x, int fd, const char *flag,
-		      const char *path, struct corral_err *err)
+static void pick_owner(struct run_export *x, const struct path_owner *po)
 {
 	struct passwd *pw;
-	struct stat st;
 
-	if (geteuid() != 0)
-		return 0;
-	if (fstat(fd, &st) < 0)
-		return corral_set_err(err, -errno, "%s %s: %s", flag, path, strerror(errno));
-	if (st.st_uid == 0)
-		return 0;
+	if (geteuid() != 0 || !po->found)
+		return;
 	x->as_owner = true;
-	x->uid = st.st_uid;
-	x->gid = st.st_gid;
+	x->uid = po->uid;
+	x->gid = po->gid;
 	if (!x->gid) {
-		pw = getpwuid(st.st_uid);
+		pw = getpwuid(po->uid);
 		x->gid = pw && pw->pw_gid ? pw->pw_gid : 65534;
 	}
-	return 0;
 }
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,
@@ -1957,14 +2022,16 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 					      o->to);
 	}
 	if (o->to || o->patch) {
-		x->dest_dir = export_dest_parent(p, o->to ? "--export-to" : "--patch",
-						 o->to ? o->to : o->patch, o->to, &x->dest_name, err);
-		if (x->dest_dir < 0 ||
-		    pick_owner(x, x->dest_dir, o->to ? "--export-to" : "--patch",
-			       o->to ? o->to : o->patch, err) < 0) {
+		struct path_owner po = { 0 };
+
+		x->dest_dir = export_dest(p, o->to ? "--export-to" : "--patch",
+					  o->to ? o->to : o->patch, o->to, &x->dest_name,
+					  &po, err);
+		if (x->dest_dir < 0) {
 			run_export_free(x);
 			return err->code;
 		}
+		pick_owner(x, &po);
 	}
 	/*
 	 * --apply writes where this leads: not through a link a sandbox left
@@ -1972,8 +2039,10 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 	 * link to /etc/cron.d by an earlier run, had the apply write there).
 	 */
 	if (o->apply) {
-		int dir = export_dest_open(p, "--workspace", p->workspace, err);
+		struct path_owner po = { 0 };
+		int dir = export_dest(p, "--workspace", p->workspace, true, NULL, &po, err);
 
+		pick_owner(x, &po);
 		x->lower = dir < 0 ? -1 : openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dir >= 0)
 			close(dir);
@@ -1986,10 +2055,6 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 	}
 	if (x->lower < 0) {
 		corral_set_err(err, -errno, "workspace %s: %s", p->workspace, strerror(errno));
-		run_export_free(x);
-		return err->code;
-	}
-	if (o->apply && pick_owner(x, x->lower, "--workspace", p->workspace, err) < 0) {
 		run_export_free(x);
 		return err->code;
 	}

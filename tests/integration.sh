@@ -2041,13 +2041,21 @@ echo x > /workspace/d/f && echo n > /workspace/n && chmod 600 /workspace/n && ec
 t_export_to_and_patch_as_dir_owner() {
 	mkdir "$T/ws" "$T/u"
 	echo a > "$T/ws/a"
-	own_dirs "$T/ws" "$T/ws/a" "$T/u"
+	# a file in the workspace its owner cannot read (root's 0600; as
+	# anyone else, its own 0000), deep (a directory made on the way before)
+	mkdir -p "$T/ws/d/e"
+	echo topsecret > "$T/ws/d/e/secret"
+	if [ "$ME" = 0 ]; then chmod 600 "$T/ws/d/e/secret"; else chmod 000 "$T/ws/d/e/secret"; fi
+	own_dirs "$T/ws" "$T/ws/a" "$T/ws/d" "$T/ws/d/e" "$T/u"
 	# --export-to DIR: as the owner of the directory DIR is made in
 	out=$(crun --workspace "$T/ws" --export-to "$T/u/copy" -- /bin/sh -c 'echo y > /workspace/y')
 	expect_eq "export-to exit" "$(rc)" 0 || { echo "$out"; return 1; }
 	for f in copy copy/a copy/y; do
 		expect_eq "owner of $f" "$(stat -c %u:%g "$T/u/$f")" "$(owner_id)"
 	done
+	expect_eq "the unreadable file, the owner's" \
+		"$(find "$T/u/copy/d/e/secret" -user "${ME/#0/1000}" 2>/dev/null)" ""
+	expect_contains "held" "$out" "held back d/e/secret: Permission denied"
 	# --patch FILE: as the owner of FILE's directory
 	out=$(crun --workspace "$T/ws" --patch "$T/u/p.diff" -- /bin/sh -c 'echo z > /workspace/z')
 	expect_eq "patch exit" "$(rc)" 0 || { echo "$out"; return 1; }

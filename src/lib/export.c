@@ -680,22 +680,26 @@ static const char *boundary_why(const char *path, mode_t mode, const char *targe
  * creating, renaming and removing need write permission it does not
  * bypass.  Elsewhere (root as itself, anyone else) it does nothing.
  */
-static bool reads_toggled;
+static bool reads_toggled, reads_on;
 
-static void sandbox_reads(bool on)
+/* on or off; the state it was in, for the caller to put back */
+static bool sandbox_reads(bool on)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
+	bool was = reads_on;
 
-	if (!reads_toggled || syscall(SYS_capget, &hdr, data) < 0)
-		return;
+	if (!reads_toggled || on == reads_on || syscall(SYS_capget, &hdr, data) < 0)
+		return was;
 	if (on)
 		data[0].effective |= data[0].permitted & (1u << CAP_DAC_READ_SEARCH);
 	else
 		data[0].effective &= ~(1u << CAP_DAC_READ_SEARCH);
-	if (syscall(SYS_capset, &hdr, data) < 0) {
-		/* not permitted: then every read is the owner's own, stricter */
-	}
+	if (syscall(SYS_capset, &hdr, data) == 0)
+		reads_on = on;
+	else if (!on)
+		_exit(127);	/* never left reading past the owner's permissions */
+	return was;
 }
 
 /*
@@ -706,6 +710,7 @@ static int open_parent(int root, const char *path, const char **name)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[4096];
+	bool was;
 	int fd;
 
 	if (!slash) {
@@ -718,9 +723,9 @@ static int open_parent(int root, const char *path, const char **name)
 	memcpy(dir, path, slash - path);
 	dir[slash - path] = '\0';
 	*name = slash + 1;
-	sandbox_reads(false);
+	was = sandbox_reads(false);
 	fd = open_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
-	sandbox_reads(true);
+	sandbox_reads(was);
 	return fd;
 }
 
@@ -991,11 +996,10 @@ static int remove_entry(struct xp *x, const char *path)
 static void set_dir_modes(struct xp *x)
 {
 	for (size_t i = x->ndirs; i-- > 0;) {
-		int fd;
+		bool was = sandbox_reads(false);
+		int fd = open_beneath(x->dest, x->dirs[i].path, O_RDONLY | O_DIRECTORY, 0);
 
-		sandbox_reads(false);
-		fd = open_beneath(x->dest, x->dirs[i].path, O_RDONLY | O_DIRECTORY, 0);
-		sandbox_reads(true);
+		sandbox_reads(was);
 		if (fd >= 0) {
 			if (fchmod(fd, x->dirs[i].mode) < 0) {
 				/* a mode we cannot set leaves the 0700 it was made with */
@@ -1328,9 +1332,10 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
 
 	/* the host's file, into the patch: as the owner may read it */
 	if (had) {
-		sandbox_reads(false);
+		bool was = sandbox_reads(false);
+
 		r = side_open(x, x->r->layers.lower, c->path, c->old_mode, c->old_target, &o);
-		sandbox_reads(true);
+		sandbox_reads(was);
 	}
 	if (r == 0 && has && d->data) {
 		n.present = true;
@@ -1429,11 +1434,19 @@ static int run_changes(struct xp *x, struct hold_ctx *h, struct changes *ch,
 				  "git apply refuses paths inside .git: use --export-to or --apply for it");
 		} else if (pb) {
 			r = patch_change(x, pb, c, &d);
-			if (r == 0 && !S_ISDIR(c->kind == CH_DELETED ? c->old_mode : c->mode))
+			/* as a workspace's owner (sandbox_reads): a host file of another's */
+			if (r == -EACCES && reads_toggled && x->err->code == 0) {
+				note_held(x, c->path, change_kind_name(c->kind),
+					  c->kind == CH_DELETED ? c->old_mode : c->mode,
+					  "the host's file is not readable by the user the patch "
+					  "is written as: left out");
+				r = 0;
+			} else if (r == 0 && !S_ISDIR(c->kind == CH_DELETED ? c->old_mode : c->mode)) {
 				note_exported(x, c, d.note);
-			else if (r < 0 && x->err->code == 0)
+			} else if (r < 0 && x->err->code == 0) {
 				r = corral_set_err(x->err, r, "cannot write the patch of %s: %s",
 						   c->path, strerror(-r));
+			}
 		} else if (x->r->base && (cw = conflict_why(x, c))) {
 			note_conflict(x, c, cw);
 		} else {
@@ -1512,10 +1525,12 @@ int export_run(const struct export_req *r, json_t **report,
 			ret = corral_set_err(err, -errno, "cannot use %s: %s", r->to,
 					     strerror(errno));
 		/* the host's files, copied: only what the owner may read */
-		sandbox_reads(false);
-		if (ret == 0 && r->layers.lower >= 0)
+		if (ret == 0 && r->layers.lower >= 0) {
+			bool was = sandbox_reads(false);
+
 			ret = copy_lower(&x, r->layers.lower, "");
-		sandbox_reads(true);
+			sandbox_reads(was);
+		}
 	} else if (r->to) {
 		const char *name;
 		int dir = dest_at(r, r->to, &name);
@@ -1523,10 +1538,12 @@ int export_run(const struct export_req *r, json_t **report,
 		x.dest = export_new_dir(dir, name, "--export-to", r->to, err);
 		ret = x.dest < 0 ? x.dest : 0;
 		/* the host's files, copied: only what the owner may read */
-		sandbox_reads(false);
-		if (ret == 0 && r->layers.lower >= 0)
+		if (ret == 0 && r->layers.lower >= 0) {
+			bool was = sandbox_reads(false);
+
 			ret = copy_lower(&x, r->layers.lower, "");
-		sandbox_reads(true);
+			sandbox_reads(was);
+		}
 	} else if (r->apply_fd >= 0) {
 		x.dest = fcntl(r->apply_fd, F_DUPFD_CLOEXEC, 3);
 		if (x.dest < 0)

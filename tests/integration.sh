@@ -2030,6 +2030,12 @@ t_apply_writes_as_workspace_owner() {
 echo x > /workspace/d/f && echo n > /workspace/n && chmod 600 /workspace/n && echo m >> /workspace/a')
 	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
 	expect_contains "report" "$out" "4 written, 0 held back, 0 conflicts"
+	# said, where it is someone else (root's export); not otherwise
+	if [ "$ME" = 0 ]; then
+		expect_contains "whom as" "$out" "written as uid 1000 gid 1000"
+	else
+		expect_not_contains "whom as" "$out" "written as uid"
+	fi
 	for f in d d/f n a; do
 		expect_eq "owner of $f" "$(stat -c %u:%g "$T/ws/$f")" "$(owner_id)"
 	done

@@ -132,8 +132,9 @@ static const char run_usage[] =
 "                       who owns a directory or symlink on its path, who\n"
 "                       could lead it elsewhere), with that user's\n"
 "                       permissions: what they could not write is a\n"
-"                       conflict or an error, never written as root.  Root's\n"
-"                       own directories are written as root, as before\n"
+"                       conflict or an error, never written as root (said on\n"
+"                       stderr; --json: export.written_as).  Root's own\n"
+"                       directories are written as root, as before\n"
 "  --allow-risky GLOB   let changes at paths matching GLOB through the\n"
 "                       hold-back table (each one an event); repeatable.\n"
 "                       A halted sandbox's changes are not exported\n"
@@ -392,11 +393,18 @@ static void print_export(const struct corral_result *res)
 {
 	json_t *rep = res->export_report ? json_loads(res->export_report, 0, NULL) : NULL;
 	static const char *const lists[] = { "held", "conflicts" };
-	json_t *error;
+	json_t *error, *as;
 	char *why;
 
 	if (!rep)
 		return;
+	/* root's export, made as the destination's owner (export.c: pick_owner) */
+	as = json_object_get(rep, "written_as");
+	if (json_is_object(as))
+		fprintf(stderr, "corral: export: written as uid %lld gid %lld, who owns "
+			"where it goes\n",
+			(long long)json_integer_value(json_object_get(as, "uid")),
+			(long long)json_integer_value(json_object_get(as, "gid")));
 	for (size_t l = 0; l < 2; l++) {
 		json_t *a = json_object_get(rep, lists[l]), *e;
 		size_t i;

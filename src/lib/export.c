@@ -2249,6 +2249,10 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		/* the writer's own report says what it did; one it never sent: why */
 		if (!report)
 			report = json_pack("{s:o}", "error", text(err.msg));
+		/* whose the new files are, and whose permissions stopped a write */
+		if (report)
+			json_object_set_new(report, "written_as", json_pack("{s:I, s:I}",
+					    "uid", (json_int_t)x->uid, "gid", (json_int_t)x->gid));
 	} else {
 		ret = export_run(&r, &report, &err);
 	}

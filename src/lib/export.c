@@ -2092,7 +2092,11 @@ static void owner_child(const struct run_export *x, struct export_req *r,
 	char *text;
 	int ret;
 
-	corral_forget(NULL);
+	/*
+	 * No corral_forget: a library caller's strings (the export's paths
+	 * among them) may lie in the environment it zeroes, and this process
+	 * holds nothing the export made in line before did not.
+	 */
 	signal(SIGPIPE, SIG_IGN);
 	/* the log is the parent's: the events go back with the answer */
 	r->ev = NULL;

@@ -577,6 +577,11 @@ struct corral_result {
  * device nodes, fifos, sockets, setuid bits and symlinks that leave the
  * tree never come out; changes that would make a host tool run code
  * (the policy's export table) are held back unless allow_risky names them.
+ * As root, the export is written by a forked helper with the fs ids and
+ * groups of the first user other than root who owns a directory or
+ * symlink on the destination's path (the workspace for apply; the
+ * directory to or patch is made in), when there is one: only what that
+ * user could write is written.
  */
 struct corral_export_opts {
 	const char *to;			/* a new directory: the workspace as left */

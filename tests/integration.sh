@@ -2023,6 +2023,110 @@ t_host_kernel_never_bound() {
 	expect_eq "an ordinary bind" "$(rc)" 0
 }
 
+# ---- an export as root writes as the user who owns its destination ---------
+
+# The user the export writes as: uid 1000, made the owner, when the suite
+# runs as root (sudo corral run); the caller otherwise, as always.
+own_dirs() {	# own_dirs PATH...: owned by that user (a symlink itself, -h)
+	if [ "$ME" = 0 ]; then chown -h 1000:1000 "$@"; fi
+}
+owner_id() { if [ "$ME" = 0 ]; then echo 1000:1000; else echo "$(id -u):$(id -g)"; fi; }
+
+t_apply_writes_as_workspace_owner() {
+	mkdir "$T/ws"
+	echo a > "$T/ws/a"
+	own_dirs "$T/ws" "$T/ws/a"
+	# a 0700 directory and a 0600 file of the agent's (another host uid) come out too
+	out=$(crun --workspace "$T/ws" --apply -- /bin/sh -c 'mkdir -m 700 /workspace/d &&
+echo x > /workspace/d/f && echo n > /workspace/n && chmod 600 /workspace/n && echo m >> /workspace/a')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_contains "report" "$out" "4 written, 0 held back, 0 conflicts"
+	# said, where it is someone else (root's export); not otherwise
+	if [ "$ME" = 0 ]; then
+		expect_contains "whom as" "$out" "written as uid 1000 gid 1000"
+	else
+		expect_not_contains "whom as" "$out" "written as uid"
+	fi
+	for f in d d/f n a; do
+		expect_eq "owner of $f" "$(stat -c %u:%g "$T/ws/$f")" "$(owner_id)"
+	done
+	expect_eq "d/f" "$(cat "$T/ws/d/f")" x
+	expect_eq "n" "$(cat "$T/ws/n")" n
+	expect_eq "a" "$(cat "$T/ws/a")" "$(printf 'a\nm')"
+}
+
+t_export_to_and_patch_as_dir_owner() {
+	mkdir "$T/ws" "$T/u"
+	echo a > "$T/ws/a"
+	# a file in the workspace its owner cannot read (root's 0600; as
+	# anyone else, its own 0000), deep (a directory made on the way before)
+	mkdir -p "$T/ws/d/e"
+	echo topsecret > "$T/ws/d/e/secret"
+	if [ "$ME" = 0 ]; then chmod 600 "$T/ws/d/e/secret"; else chmod 000 "$T/ws/d/e/secret"; fi
+	own_dirs "$T/ws" "$T/ws/a" "$T/ws/d" "$T/ws/d/e" "$T/u"
+	# --export-to DIR: as the owner of the directory DIR is made in
+	out=$(crun --workspace "$T/ws" --export-to "$T/u/copy" -- /bin/sh -c 'echo y > /workspace/y')
+	expect_eq "export-to exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	for f in copy copy/a copy/y; do
+		expect_eq "owner of $f" "$(stat -c %u:%g "$T/u/$f")" "$(owner_id)"
+	done
+	expect_eq "the unreadable file, the owner's" \
+		"$(find "$T/u/copy/d/e/secret" -user "${ME/#0/1000}" 2>/dev/null)" ""
+	expect_contains "held" "$out" "held back d/e/secret: Permission denied"
+	# --patch FILE: as the owner of FILE's directory
+	out=$(crun --workspace "$T/ws" --patch "$T/u/p.diff" -- /bin/sh -c 'echo z > /workspace/z')
+	expect_eq "patch exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_eq "owner of p.diff" "$(stat -c %u:%g "$T/u/p.diff")" "$(owner_id)"
+	expect_contains "the patch" "$(cat "$T/u/p.diff")" "+z"
+}
+
+# The owner, while the sandbox runs, moves a directory it cannot write (a
+# 0555 one of root's in its tree) where the agent's new directory goes: the
+# apply must not write into it (as root it did, and chmod'ed it 0755).
+t_apply_not_into_dir_owner_cannot_write() {
+	mkdir "$T/ws" "$T/sig" "$T/ws/ro"
+	echo a > "$T/ws/a"
+	own_dirs "$T/ws" "$T/ws/a" "$T/sig"
+	chmod 555 "$T/ws/ro"
+	( i=0
+	  while [ ! -e "$T/sig/ready" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+	  mv "$T/ws/ro" "$T/ws/new"
+	  touch "$T/sig/go" ) &
+	local mover=$!
+	out=$(crun --workspace "$T/ws" --rw "$T/sig:/sig" --apply -- /bin/sh -c 'mkdir /workspace/new &&
+echo pwn > /workspace/new/f && echo b > /workspace/b && touch /sig/ready &&
+i=0; while [ ! -e /sig/go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done')
+	kill "$mover" 2>/dev/null || true
+	wait "$mover" || true
+	[ -d "$T/ws/new" ] || { echo "$out"; fail "the directory was not moved in: nothing shown"; return 1; }
+	expect_eq "new/f (inside what the owner cannot write)" "$(ls -A "$T/ws/new")" "" || {
+		ls -ln "$T/ws/new"; return 1; }
+	# root's stays 0555; the caller's own (not root) it may chmod, as apply does
+	if [ "$ME" = 0 ]; then expect_eq "new's mode" "$(stat -c %a "$T/ws/new")" 555; fi
+	expect_contains "reported" "$out" "1 conflicts"
+	expect_eq "b, beside it" "$(stat -c %u:%g "$T/ws/b")" "$(owner_id)"
+}
+
+# A symlink the owner planted on the way to the destination leads to a
+# directory of root's: --patch through it, or --apply onto a workspace
+# that is such a link, writes nothing there (as root, both did).
+t_export_not_through_owners_symlink() {
+	mkdir "$T/ws" "$T/u" "$T/rootdir" "$T/rootws"
+	echo a > "$T/ws/a"
+	echo r > "$T/rootws/r"
+	ln -s "$T/rootdir" "$T/u/x"
+	ln -s "$T/rootws" "$T/u/ws"
+	own_dirs "$T/ws" "$T/ws/a" "$T/u" "$T/u/x" "$T/u/ws"
+	# not root: directories of the caller's it cannot write, the same refusal
+	if [ "$ME" != 0 ]; then chmod 555 "$T/rootdir" "$T/rootws"; fi
+	out=$(crun --workspace "$T/ws" --patch "$T/u/x/p.diff" -- /bin/sh -c 'echo y > /workspace/y')
+	expect_eq "no patch in root's directory" "$(ls -A "$T/rootdir")" ""
+	expect_contains "patch refused" "$out" "Permission denied"
+	out=$(crun --workspace "$T/u/ws" --apply -- /bin/sh -c 'echo y > /workspace/y; true')
+	expect_eq "nothing applied in root's directory" "$(ls -A "$T/rootws")" r || {
+		echo "$out"; return 1; }
+}
+
 run_tests "$@"
 echo "integration ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

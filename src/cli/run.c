@@ -125,6 +125,17 @@ static const char run_usage[] =
 "                       drivers in .gitattributes, .gitmodules commands,\n"
 "                       .vscode tasks and settings, .envrc, .devcontainer;\n"
 "                       policy section \"export\"), each with its reason\n"
+"                       As root (sudo, a root CI runner), an export writes\n"
+"                       as the user who owns where it goes, not as root:\n"
+"                       --apply as the workspace's owner, --export-to DIR\n"
+"                       and --patch FILE as the owner of the directory DIR\n"
+"                       or FILE is made in (the first user other than root\n"
+"                       who owns a directory or symlink on its path, who\n"
+"                       could lead it elsewhere), with that user's\n"
+"                       permissions: what they could not write is a\n"
+"                       conflict or an error, never written as root (said on\n"
+"                       stderr; --json: export.written_as).  Root's own\n"
+"                       directories are written as root, as before\n"
 "  --allow-risky GLOB   let changes at paths matching GLOB through the\n"
 "                       hold-back table (each one an event); repeatable.\n"
 "                       A halted sandbox's changes are not exported\n"
@@ -400,11 +411,18 @@ static void print_export(const struct corral_result *res)
 {
 	json_t *rep = res->export_report ? json_loads(res->export_report, 0, NULL) : NULL;
 	static const char *const lists[] = { "held", "conflicts" };
-	json_t *error;
+	json_t *error, *as;
 	char *why;
 
 	if (!rep)
 		return;
+	/* root's export, made as the destination's owner (export.c: pick_owner) */
+	as = json_object_get(rep, "written_as");
+	if (json_is_object(as))
+		fprintf(stderr, "corral: export: written as uid %lld gid %lld, who owns "
+			"where it goes\n",
+			(long long)json_integer_value(json_object_get(as, "uid")),
+			(long long)json_integer_value(json_object_get(as, "gid")));
 	for (size_t l = 0; l < 2; l++) {
 		json_t *a = json_object_get(rep, lists[l]), *e;
 		size_t i;

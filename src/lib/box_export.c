@@ -30,20 +30,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define HELPER_REPORT_MAX	(64u << 20)	/* the helper's JSON answer */
-#define HELPER_GROUPS_MAX	256
 
 int box_ws_open(struct corral_box *b, struct corral_err *err)
 {
@@ -194,41 +190,6 @@ static bool to_inside(const char *to, const char *workspace)
 
 /* ---- the helper that writes as the caller ------------------------------- */
 
-/* Take the caller's fs ids and groups; as anyone but root, be the caller. */
-static int become(uid_t uid, gid_t gid, char *msg, size_t len)
-{
-	gid_t groups[HELPER_GROUPS_MAX];
-	int n = HELPER_GROUPS_MAX;
-	struct passwd *pw;
-
-	if (geteuid() != 0) {
-		if (uid != geteuid()) {
-			snprintf(msg, len, "the daemon runs as uid %d and cannot write as "
-				 "uid %d", (int)geteuid(), (int)uid);
-			return -EACCES;
-		}
-		return 0;
-	}
-	pw = getpwuid(uid);
-	if (!pw || getgrouplist(pw->pw_name, gid, groups, &n) < 0) {
-		groups[0] = gid;
-		n = 1;
-	}
-	if (setgroups((size_t)n, groups) < 0) {
-		snprintf(msg, len, "setgroups for uid %d: %s", (int)uid, strerror(errno));
-		return -errno;
-	}
-	/* setfsuid/setfsgid answer the old id: ask again to know it took */
-	setfsgid(gid);
-	setfsuid(uid);
-	if ((gid_t)setfsgid((gid_t)-1) != gid || (uid_t)setfsuid((uid_t)-1) != uid) {
-		snprintf(msg, len, "cannot take uid %d gid %d for the writes",
-			 (int)uid, (int)gid);
-		return -EPERM;
-	}
-	return 0;
-}
-
 int corral_box_rw_dirs(const struct corral_box *b, struct corral_dir_id **ids,
 		       size_t *n)
 {
@@ -285,7 +246,7 @@ static void helper(struct corral_box *b, const struct corral_box_export_opts *o,
 
 	corral_forget(NULL);
 	signal(SIGPIPE, SIG_IGN);
-	r = become(o->uid, o->gid, err.msg, sizeof(err.msg));
+	r = export_become(o->uid, o->gid, err.msg, sizeof(err.msg));
 	if (r == 0)
 		r = open_dest(b, o, &dest, err.msg, sizeof(err.msg));
 	if (r == 0) {
@@ -525,7 +486,7 @@ struct corral_box_job {
 	void *arg;
 	int out;			/* the caller's file */
 	bool patch, export;
-	bool write;			/* to or apply, as the caller (become()) */
+	bool write;			/* to or apply, as the caller (export_become()) */
 	struct corral_box_export_opts o;	/* write: its strings the caller's */
 	struct export_req req;		/* patch and export: the worker's */
 	char only[4096];
@@ -603,7 +564,7 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 
 		/* as helper() did: the caller's ids first, then its destination */
 		signal(SIGPIPE, SIG_IGN);
-		r = become(j->o.uid, j->o.gid, err.msg, sizeof(err.msg));
+		r = export_become(j->o.uid, j->o.gid, err.msg, sizeof(err.msg));
 		if (r == 0)
 			r = open_dest(b, &j->o, &dest, err.msg, sizeof(err.msg));
 		if (r == 0 && j->o.to) {

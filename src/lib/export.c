@@ -25,16 +25,26 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <nettle/sha2.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define DEFAULT_MAX_FILES	100000
 #define DEFAULT_MAX_BYTES	(1ULL << 30)
+#define BECOME_GROUPS_MAX	256
+#define OWNER_REPORT_MAX	(64u << 20)	/* the owner's helper's JSON answer */
 
 void export_limits_of(const struct corral_policy *p, struct export_limits *lim)
 {
@@ -659,15 +669,52 @@ static const char *boundary_why(const char *path, mode_t mode, const char *targe
 	return NULL;
 }
 
-/* The fd of path's directory beneath root, and its last component. */
+/*
+ * In the writer that takes a workspace owner's fs ids (export_as_owner):
+ * CAP_DAC_READ_SEARCH, which a change of fs uid takes out of the effective
+ * set, is put back while the sandbox's layer is read, whatever modes the
+ * agent (another host uid) gave its files, and taken out again for what
+ * is the host's: the way to a destination's directory, and host files
+ * copied elsewhere (--export-to's unchanged files, a patch's old side),
+ * which only what the owner may read.  It never lets a write through:
+ * creating, renaming and removing need write permission it does not
+ * bypass.  Elsewhere (root as itself, anyone else) it does nothing.
+ */
+static bool reads_toggled, reads_on;
+
+/* on or off; the state it was in, for the caller to put back */
+static bool sandbox_reads(bool on)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+	bool was = reads_on;
+
+	if (!reads_toggled || on == reads_on || syscall(SYS_capget, &hdr, data) < 0)
+		return was;
+	if (on)
+		data[0].effective |= data[0].permitted & (1u << CAP_DAC_READ_SEARCH);
+	else
+		data[0].effective &= ~(1u << CAP_DAC_READ_SEARCH);
+	if (syscall(SYS_capset, &hdr, data) == 0)
+		reads_on = on;
+	else if (!on)
+		_exit(127);	/* never left reading past the owner's permissions */
+	return was;
+}
+
+/*
+ * The fd of path's directory beneath root (the destination), and its
+ * last component: walked as the writer's owner may (sandbox_reads).
+ */
 static int open_parent(int root, const char *path, const char **name)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[4096];
+	bool was;
+	int fd;
 
 	if (!slash) {
-		int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
-
+		fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
 		*name = path;
 		return fd < 0 ? -errno : fd;
 	}
@@ -676,7 +723,10 @@ static int open_parent(int root, const char *path, const char **name)
 	memcpy(dir, path, slash - path);
 	dir[slash - path] = '\0';
 	*name = slash + 1;
-	return open_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
+	was = sandbox_reads(false);
+	fd = open_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
+	sandbox_reads(was);
+	return fd;
 }
 
 static int copy_fd(struct xp *x, int in, int out, const char *path,
@@ -946,8 +996,10 @@ static int remove_entry(struct xp *x, const char *path)
 static void set_dir_modes(struct xp *x)
 {
 	for (size_t i = x->ndirs; i-- > 0;) {
+		bool was = sandbox_reads(false);
 		int fd = open_beneath(x->dest, x->dirs[i].path, O_RDONLY | O_DIRECTORY, 0);
 
+		sandbox_reads(was);
 		if (fd >= 0) {
 			if (fchmod(fd, x->dirs[i].mode) < 0) {
 				/* a mode we cannot set leaves the 0700 it was made with */
@@ -1278,8 +1330,13 @@ static int patch_change(struct xp *x, struct patch_buf *pb,
 	bool has = c->kind != CH_DELETED && !S_ISDIR(c->mode);
 	int r = 0;
 
-	if (had)
+	/* the host's file, into the patch: as the owner may read it */
+	if (had) {
+		bool was = sandbox_reads(false);
+
 		r = side_open(x, x->r->layers.lower, c->path, c->old_mode, c->old_target, &o);
+		sandbox_reads(was);
+	}
 	if (r == 0 && has && d->data) {
 		n.present = true;
 		n.data = malloc(d->len + 1);
@@ -1377,11 +1434,19 @@ static int run_changes(struct xp *x, struct hold_ctx *h, struct changes *ch,
 				  "git apply refuses paths inside .git: use --export-to or --apply for it");
 		} else if (pb) {
 			r = patch_change(x, pb, c, &d);
-			if (r == 0 && !S_ISDIR(c->kind == CH_DELETED ? c->old_mode : c->mode))
+			/* as a workspace's owner (sandbox_reads): a host file of another's */
+			if (r == -EACCES && reads_toggled && x->err->code == 0) {
+				note_held(x, c->path, change_kind_name(c->kind),
+					  c->kind == CH_DELETED ? c->old_mode : c->mode,
+					  "the host's file is not readable by the user the patch "
+					  "is written as: left out");
+				r = 0;
+			} else if (r == 0 && !S_ISDIR(c->kind == CH_DELETED ? c->old_mode : c->mode)) {
 				note_exported(x, c, d.note);
-			else if (r < 0 && x->err->code == 0)
+			} else if (r < 0 && x->err->code == 0) {
 				r = corral_set_err(x->err, r, "cannot write the patch of %s: %s",
 						   c->path, strerror(-r));
+			}
 		} else if (x->r->base && (cw = conflict_why(x, c))) {
 			note_conflict(x, c, cw);
 		} else {
@@ -1459,16 +1524,26 @@ int export_run(const struct export_req *r, json_t **report,
 		if (x.dest < 0)
 			ret = corral_set_err(err, -errno, "cannot use %s: %s", r->to,
 					     strerror(errno));
-		if (ret == 0 && r->layers.lower >= 0)
+		/* the host's files, copied: only what the owner may read */
+		if (ret == 0 && r->layers.lower >= 0) {
+			bool was = sandbox_reads(false);
+
 			ret = copy_lower(&x, r->layers.lower, "");
+			sandbox_reads(was);
+		}
 	} else if (r->to) {
 		const char *name;
 		int dir = dest_at(r, r->to, &name);
 
 		x.dest = export_new_dir(dir, name, "--export-to", r->to, err);
 		ret = x.dest < 0 ? x.dest : 0;
-		if (ret == 0 && r->layers.lower >= 0)
+		/* the host's files, copied: only what the owner may read */
+		if (ret == 0 && r->layers.lower >= 0) {
+			bool was = sandbox_reads(false);
+
 			ret = copy_lower(&x, r->layers.lower, "");
+			sandbox_reads(was);
+		}
 	} else if (r->apply_fd >= 0) {
 		x.dest = fcntl(r->apply_fd, F_DUPFD_CLOEXEC, 3);
 		if (x.dest < 0)
@@ -1626,14 +1701,65 @@ static bool in_rw_dirs(const struct corral_dir_id *rw, size_t n, int dir)
 }
 
 /*
+ * Who decides where a path leads: the first owner other than root of a
+ * directory or symlink met on the way from / (the directory itself
+ * included).  That user can rename what follows or make it a symlink:
+ * `--patch ~/x/p.diff`, ~/x a link to /etc/cron.d, is theirs to write,
+ * not root's.
+ */
+struct path_owner {
+	bool found;
+	uid_t uid;
+	gid_t gid;
+};
+
+static void owner_note(struct path_owner *po, const struct stat *st)
+{
+	if (po && !po->found && st->st_uid != 0)
+		*po = (struct path_owner){ .found = true, .uid = st->st_uid,
+					   .gid = st->st_gid };
+}
+
+/* A relative path's way from /: the working directory's own, topmost first. */
+static void owner_up(struct path_owner *po, int dir)
+{
+	struct path_owner top = { 0 };
+	struct stat st, up;
+	int cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+
+	for (int depth = 0; cur >= 0 && depth < DEST_DEPTH_MAX; depth++) {
+		int parent;
+
+		if (fstat(cur, &st) < 0)
+			break;
+		/* walking up: the last one seen is the topmost */
+		if (st.st_uid != 0)
+			top = (struct path_owner){ .found = true, .uid = st.st_uid,
+						   .gid = st.st_gid };
+		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(cur);
+		cur = parent;
+		if (cur < 0 || fstat(cur, &up) < 0 ||
+		    (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+			break;
+	}
+	if (cur >= 0)
+		close(cur);
+	if (po && !po->found && top.found)
+		*po = top;
+}
+
+/*
  * The directory path names, opened (O_PATH) one component at a time, its
  * symlinks followed as the kernel would, but not one that lies where the
  * sandbox writes (a --rw bind's directory): the sandbox put it there, or
  * may have, to lead a write the caller makes (an export, as root, say)
- * into a directory of its choosing.  -errno, with err set.
+ * into a directory of its choosing.  po (or NULL): who decides where it
+ * leads.  -errno, with err set.
  */
 static int dest_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
-		     const char *path, bool dir, struct corral_err *err)
+		     const char *path, bool dir, struct path_owner *po,
+		     struct corral_err *err)
 {
 	const char *of = dir ? "'s directory" : "";
 	char *rest = strdup(path), *comp, *next;
@@ -1647,6 +1773,8 @@ static int dest_open(const struct corral_dir_id *rw, size_t nrw, const char *fla
 				   strerror(errno));
 		goto out;
 	}
+	if (po && path[0] != '/')
+		owner_up(po, cur);
 	for (comp = rest; r == 0 && comp && *comp; comp = next) {
 		char target[PATH_MAX], *joined;
 		struct stat st;
@@ -1666,6 +1794,7 @@ static int dest_open(const struct corral_dir_id *rw, size_t nrw, const char *fla
 				close(fd);
 			break;
 		}
+		owner_note(po, &st);
 		if (!S_ISLNK(st.st_mode)) {
 			close(cur);
 			cur = fd;
@@ -1725,7 +1854,7 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
 	int r = export_rw_dirs(p, &rw, &n, err);
 
 	if (r == 0)
-		r = dest_open(rw, n, flag, path, true, err);
+		r = dest_open(rw, n, flag, path, true, NULL, err);
 	free(rw);
 	return r;
 }
@@ -1740,8 +1869,9 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
  * symlink to a directory only the caller may write, and the export, made
  * as the caller, followed it.
  */
-int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
-		       const char *path, bool dir, char **name, struct corral_err *err)
+static int dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		       const char *path, bool dir, char **name, struct path_owner *po,
+		       struct corral_err *err)
 {
 	char *copy = strdup(path), *slash, *base;
 	size_t n;
@@ -1767,7 +1897,7 @@ int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *f
 	}
 	if (slash && slash != copy)
 		*slash = '\0';
-	fd = dest_open(rw, nrw, flag, !slash ? "." : slash == copy ? "/" : copy, true, err);
+	fd = dest_open(rw, nrw, flag, !slash ? "." : slash == copy ? "/" : copy, true, po, err);
 	free(copy);
 	if (fd < 0) {
 		free(*name);
@@ -1776,24 +1906,101 @@ int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *f
 	return fd;
 }
 
+int corral_dest_parent(const struct corral_dir_id *rw, size_t nrw, const char *flag,
+		       const char *path, bool dir, char **name, struct corral_err *err)
+{
+	return dest_parent(rw, nrw, flag, path, dir, name, NULL, err);
+}
+
 int corral_path_open(const struct corral_dir_id *rw, size_t nrw, const char *flag,
 		     const char *path, struct corral_err *err)
 {
-	return dest_open(rw, nrw, flag, path, false, err);
+	return dest_open(rw, nrw, flag, path, false, NULL, err);
 }
 
-int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
-		       bool dir, char **name, struct corral_err *err)
+/* export_dest_open and export_dest_parent, and who decides where they lead */
+static int export_dest(const struct corral_policy *p, const char *flag, const char *path,
+		       bool dir, char **name, struct path_owner *po,
+		       struct corral_err *err)
 {
 	struct corral_dir_id *rw;
 	size_t n;
 	int r = export_rw_dirs(p, &rw, &n, err);
 
-	*name = NULL;
+	if (name)
+		*name = NULL;
 	if (r == 0)
-		r = corral_dest_parent(rw, n, flag, path, dir, name, err);
+		r = name ? dest_parent(rw, n, flag, path, dir, name, po, err) :
+		    dest_open(rw, n, flag, path, true, po, err);
 	free(rw);
 	return r;
+}
+
+int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
+		       bool dir, char **name, struct corral_err *err)
+{
+	return export_dest(p, flag, path, dir, name, NULL, err);
+}
+
+/* ---- writing as someone else -------------------------------------------- */
+
+int export_become(uid_t uid, gid_t gid, char *msg, size_t len)
+{
+	gid_t groups[BECOME_GROUPS_MAX];
+	int n = BECOME_GROUPS_MAX;
+	struct passwd *pw;
+
+	if (geteuid() != 0) {
+		if (uid != geteuid()) {
+			snprintf(msg, len, "corral runs as uid %d and cannot write as "
+				 "uid %d", (int)geteuid(), (int)uid);
+			return -EACCES;
+		}
+		return 0;
+	}
+	pw = getpwuid(uid);
+	if (!pw || getgrouplist(pw->pw_name, gid, groups, &n) < 0) {
+		groups[0] = gid;
+		n = 1;
+	}
+	if (setgroups((size_t)n, groups) < 0) {
+		snprintf(msg, len, "setgroups for uid %d: %s", (int)uid, strerror(errno));
+		return -errno;
+	}
+	/* setfsuid/setfsgid answer the old id: ask again to know it took */
+	setfsgid(gid);
+	setfsuid(uid);
+	if ((gid_t)setfsgid((gid_t)-1) != gid || (uid_t)setfsuid((uid_t)-1) != uid) {
+		snprintf(msg, len, "cannot take uid %d gid %d for the writes",
+			 (int)uid, (int)gid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * As root: whom the export writes as, the user who decides where its
+ * destination leads (path_owner: normally the owner of the workspace, or
+ * of the directory --export-to's new one or --patch's file goes in),
+ * when that is not root.  `sudo corral run --workspace ~/proj --apply`
+ * then leaves the user's files in the user's tree, each written as only
+ * the user could (no chown after the fact: a write the user may not make
+ * is refused, not made as root).  Its group: that entry's, else the
+ * owner's own, else nogroup (never 0).
+ */
+static void pick_owner(struct run_export *x, const struct path_owner *po)
+{
+	struct passwd *pw;
+
+	if (geteuid() != 0 || !po->found)
+		return;
+	x->as_owner = true;
+	x->uid = po->uid;
+	x->gid = po->gid;
+	if (!x->gid) {
+		pw = getpwuid(po->uid);
+		x->gid = pw && pw->pw_gid ? pw->pw_gid : 65534;
+	}
 }
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,
@@ -1832,12 +2039,16 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 					      o->to);
 	}
 	if (o->to || o->patch) {
-		x->dest_dir = export_dest_parent(p, o->to ? "--export-to" : "--patch",
-						 o->to ? o->to : o->patch, o->to, &x->dest_name, err);
+		struct path_owner po = { 0 };
+
+		x->dest_dir = export_dest(p, o->to ? "--export-to" : "--patch",
+					  o->to ? o->to : o->patch, o->to, &x->dest_name,
+					  &po, err);
 		if (x->dest_dir < 0) {
 			run_export_free(x);
 			return err->code;
 		}
+		pick_owner(x, &po);
 	}
 	/*
 	 * --apply writes where this leads: not through a link a sandbox left
@@ -1845,8 +2056,10 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 	 * link to /etc/cron.d by an earlier run, had the apply write there).
 	 */
 	if (o->apply) {
-		int dir = export_dest_open(p, "--workspace", p->workspace, err);
+		struct path_owner po = { 0 };
+		int dir = export_dest(p, "--workspace", p->workspace, true, NULL, &po, err);
 
+		pick_owner(x, &po);
 		x->lower = dir < 0 ? -1 : openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dir >= 0)
 			close(dir);
@@ -1868,6 +2081,146 @@ int run_export_prepare(struct run_export *x, const struct corral_policy *p,
 		return err->code;
 	}
 	return 0;
+}
+
+/* In the child: export_become, the export, its answer on wr; never returns. */
+static void owner_child(const struct run_export *x, struct export_req *r,
+			pid_t parent, int wr)
+{
+	struct corral_err err = { 0 };
+	json_t *report = NULL, *events = json_array(), *answer;
+	char *text;
+	int ret;
+
+	/*
+	 * No corral_forget: a library caller's strings (the export's paths
+	 * among them) may lie in the environment it zeroes, and this process
+	 * holds nothing the export made in line before did not.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+	/* the log is the parent's: the events go back with the answer */
+	r->ev = NULL;
+	r->events_out = events;
+	ret = export_become(x->uid, x->gid, err.msg, sizeof(err.msg));
+	if (ret == 0) {
+		reads_toggled = true;
+		sandbox_reads(true);
+	}
+	/* after: a change of fs ids clears it.  corral gone, the export stops */
+	if (ret == 0 && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		ret = corral_set_err(&err, -errno, "prctl(PR_SET_PDEATHSIG): %s",
+				     strerror(errno));
+	if (ret == 0 && getppid() != parent)
+		_exit(1);
+	if (ret == 0)
+		ret = export_run(r, &report, &err);
+	answer = json_pack("{s:i, s:o, s:o*, s:o*}", "code", ret, "msg",
+			   corral_json_bytes(err.msg, strlen(err.msg)), "report", report,
+			   "events", events);
+	text = answer ? json_dumps(answer, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (text && write_all(wr, text, strlen(text)) < 0)
+		_exit(1);
+	_exit(text ? 0 : 1);
+}
+
+/*
+ * The export, made by a child that writes as x->uid (pick_owner).  The
+ * parent reads its answer, and asks stop meanwhile: a signal to corral
+ * (read off its signalfd, which the child's own reads cannot see) is sent
+ * on to the child, blocked there too, whose stop then cuts it short.
+ */
+static int export_as_owner(const struct run_export *x, struct export_req *r,
+			   json_t **report, struct corral_err *err)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	json_t *a = NULL, *ev;
+	bool sent = false;
+	int p[2], ws = 0, ret = 0;
+	pid_t parent = getpid(), pid;
+	size_t i;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return corral_set_err(err, -errno, "pipe for the export's writer: %s",
+				      strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return corral_set_err(err, -e, "cannot fork the export's writer (as uid "
+				      "%d): %s", (int)x->uid, strerror(e));
+	}
+	if (pid == 0) {
+		close(p[0]);
+		owner_child(x, r, parent, p[1]);
+	}
+	close(p[1]);
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		ssize_t n;
+		int sig;
+
+		if (!sent && r->stop && (sig = r->stop(r->stop_arg))) {
+			sent = true;
+			if (kill(pid, sig) < 0) {
+				/* gone already: its answer says how it ended */
+			}
+		}
+		if (poll(&pfd, 1, 100) < 0 && errno != EINTR) {
+			ret = corral_set_err(err, -errno, "poll on the export's writer: %s",
+					     strerror(errno));
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (!pfd.revents)
+			continue;
+		if (len + 65536 > cap) {
+			char *nb = cap + 65536 <= OWNER_REPORT_MAX ?
+				   realloc(buf, cap + 65536) : NULL;
+
+			if (!nb) {
+				ret = corral_set_err(err, -EFBIG, "the export's report is too large");
+				kill(pid, SIGKILL);
+				break;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = read(p[0], buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(p[0]);
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (ret == 0)
+		a = json_loadb(buf ? buf : "", len, 0, NULL);
+	free(buf);
+	if (ret == 0 && !a)
+		ret = corral_set_err(err, -EIO, "the export's writer (as uid %d) ended "
+				     "without a report (wait status %d)", (int)x->uid, ws);
+	json_array_foreach(json_object_get(a, "events"), i, ev)
+		if (r->ev && json_is_string(json_object_get(ev, "type")))
+			events_emit(r->ev, json_string_value(json_object_get(ev, "type")),
+				    json_incref(json_object_get(ev, "data")));
+	if (ret == 0) {
+		json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
+
+		*report = json_incref(json_object_get(a, "report"));
+		ret = json_is_integer(code) ? (int)json_integer_value(code) : -EIO;
+		if (ret > 0 || ret < -4095)
+			ret = -EIO;
+		if (ret < 0)
+			corral_set_err(err, ret, "%s", json_is_string(msg) ?
+				       json_string_value(msg) : "the export failed");
+	}
+	json_decref(a);
+	return ret;
 }
 
 void run_export_finish(struct run_export *x, const struct corral_policy *p,
@@ -1895,6 +2248,15 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		report = json_pack("{s:s}", "error", err.msg);
 		if (ev)
 			events_emit(ev, "export", json_pack("{s:s}", "error", err.msg));
+	} else if (x->as_owner) {
+		ret = export_as_owner(x, &r, &report, &err);
+		/* the writer's own report says what it did; one it never sent: why */
+		if (!report)
+			report = json_pack("{s:o}", "error", text(err.msg));
+		/* whose the new files are, and whose permissions stopped a write */
+		if (report)
+			json_object_set_new(report, "written_as", json_pack("{s:I, s:I}",
+					    "uid", (json_int_t)x->uid, "gid", (json_int_t)x->gid));
 	} else {
 		ret = export_run(&r, &report, &err);
 	}

@@ -367,6 +367,13 @@ int export_dest_open(const struct corral_policy *p, const char *flag, const char
  */
 int export_dest_parent(const struct corral_policy *p, const char *flag, const char *path,
 		       bool dir, char **name, struct corral_err *err);
+/*
+ * In a process forked to write on the host: take uid's fs uid, gid's fs
+ * gid and uid's groups (as root), so that each write is one that user
+ * could make (a directory it cannot write stops it, as it would stop
+ * them); as anyone else, only check that uid is us.  A sentence in msg.
+ */
+int export_become(uid_t uid, gid_t gid, char *msg, size_t len);
 /* The new directory name beneath dir (0700), opened; path, as flag, in messages. */
 int export_new_dir(int dir, const char *name, const char *flag, const char *path,
 		   struct corral_err *err);
@@ -381,6 +388,14 @@ struct run_export {
 	struct baseline *base;
 	int dest_dir;			/* --export-to's or --patch's directory */
 	char *dest_name;		/* and its last name there */
+	/*
+	 * As root: the owner of the directory the export writes in (the
+	 * workspace; --export-to's or --patch's directory), when not root,
+	 * whose fs ids a helper takes to write it (export_become).
+	 */
+	bool as_owner;
+	uid_t uid;
+	gid_t gid;
 };
 
 int run_export_prepare(struct run_export *x, const struct corral_policy *p,

@@ -1189,22 +1189,24 @@ t_caller_signal_state() {
 # count too, and this shell could not fork corral.
 t_caller_nproc_named() {
 	[ "$ME" = 0 ] || { skip "as uid $ME, ulimit -u 1 stops this shell's own fork"; return 77; }
+	caller_limit_refused -u 1 "RLIMIT_NPROC is 1: corral's caller's ulimit -u"
+}
+
+# caller_limit_refused FLAG VALUE SAID: under `ulimit FLAG VALUE` a run
+# of echo fails with 125, runs nothing, and its stderr holds SAID
+caller_limit_refused() {
 	local rc=0
-	( ulimit -u 1; exec "$CORRAL" run -- /bin/echo ran ) > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	( ulimit "$1" "$2"; exec "$CORRAL" run -- /bin/echo ran ) > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_eq "exit" "$rc" 125
 	expect_eq "not run" "$(cat "$T/out")" ""
-	expect_contains "said" "$(cat "$T/err")" "RLIMIT_NPROC is 1: corral's caller's ulimit -u"
+	expect_contains "said" "$(cat "$T/err")" "$3"
 }
 
 # A caller's open-files limit too low for a run: refused before anything
 # starts, and the message names the limit and how to raise it ("Too many
 # open files" alone did not say whose limit it was).
 t_caller_nofile_named() {
-	local rc=0
-	( ulimit -n 12; exec "$CORRAL" run -- /bin/echo ran ) > "$T/out" 2> "$T/err" < /dev/null || rc=$?
-	expect_eq "exit" "$rc" 125
-	expect_eq "not run" "$(cat "$T/out")" ""
-	expect_contains "said" "$(cat "$T/err")" "open-files limit is 12: raise it with ulimit -n"
+	caller_limit_refused -n 12 "open-files limit is 12: raise it with ulimit -n"
 }
 
 # corral inside corral: refused (the sandbox's seccomp denies new user

@@ -22,7 +22,8 @@
 #        the sanitizers;
 #      and beside them the fuzz targets' corpora replayed, then, at nice
 #      19, the daemon's API and corral mcp's tools driven at random
-#      (chaos_*.py)
+#      (chaos_*.py), then tls.sh and floods.sh as root under the
+#      sanitizers
 #   3. identity, soak and load, alone (they edit or count what the whole
 #      host holds)
 # Each suite runs once as root, under the sanitizers, and once unprivileged
@@ -207,14 +208,16 @@ as_root_lane() {
 	# sandboxes wait for it
 	touch "$LANE_DIR/.integration-done"
 	step "egress as $me ($label)" tests/net.sh "$b/corral" "$b/tests/helpers"
-	step "tls termination as $me ($label)" tests/tls.sh "$b/corral"
+	# with K/N, TLS termination and the floods as root run in fuzz_lane
+	# (ci41b: this lane ended at 714 s, that one at 95)
+	[ -z "$shard" ] && step "tls termination as $me ($label)" tests/tls.sh "$b/corral"
 	step "no OpenSSL in corral, its TLS plugin as $me ($label)" tests/plugin.sh "$b/corral"
 	step "seccomp as $me ($label)" tests/seccomp.sh "$b/corral" "$b/tests/helpers"
 	step "audit as $me ($label)" tests/audit.sh "$b/corral" "$b/tests/helpers"
 	# with K/N, abort as root runs at nobody_lane's end, the daemon's
 	# snapshots as root in rest_lane
 	[ -z "$shard" ] && step "abort as $me ($label)" tests/abort.sh "$b/corral" "$b/tests/helpers"
-	step "floods as $me ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
+	[ -z "$shard" ] && step "floods as $me ($label)" tests/floods.sh "$b/corral" "$b/tests/helpers"
 	step "export as $me ($label)" tests/export.sh "$b/corral"
 	step "stdio as $me ($label)" tests/stdio.sh "$b/corral" "$b/tests/helpers"
 	step "terminals through the daemon as $me ($label)" tests/tty.sh "$b/corral"
@@ -384,6 +387,16 @@ fuzz_lane() {
 	step "corral mcp's tools at random, 300 calls, as uid $NOBODY (gcc -O2)" \
 		as_nobody nice -n 19 /usr/bin/python3 "$STAGE/tests/chaos_mcp.py" "$STAGE/corral" 300
 	rm -rf "$STAGE"; STAGE=""
+	# two of the root lane's, at the normal priority, once its
+	# t_nothing_left_behind has counted root's cgroups; the floods'
+	# bounds in the -O2 build only, as there
+	if lane_wait .integration-done 900; then
+		step "tls termination as $(id -un) (ASan+UBSan)" tests/tls.sh build-asan/corral
+		TEST_BOUNDS=elsewhere step "floods as $(id -un) (ASan+UBSan)" \
+			tests/floods.sh build-asan/corral build-asan/tests/helpers
+	else
+		echo "0 1" >> "$TALLY"
+	fi
 }
 
 # replay_corpora BUILD: every fuzz/fuzz_NAME.c's corpus through BUILD's

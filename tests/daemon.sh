@@ -2,9 +2,10 @@
 # faults.sh after lib.sh: started on $T/sock with its state in $T/state,
 # talked to with curl, stopped by pid.
 
-# start_daemon: corral serve on $T/sock; returns once it answers.
+# start_daemon: corral serve on $T/sock, its state in $STATE_DIR (default
+# $T/state); returns once it answers.
 start_daemon() {
-	"$CORRAL" serve --socket "$T/sock" --state-dir "$T/state" >> "$T/daemon.log" 2>&1 &
+	"$CORRAL" serve --socket "$T/sock" --state-dir "${STATE_DIR:-$T/state}" >> "$T/daemon.log" 2>&1 &
 	DPID=$!
 	echo "$DPID" > "$T/daemon.pid"
 	for _ in $(seq 1 100); do

@@ -150,16 +150,18 @@ t_torn_audit_log() {
 }
 
 # The state directory's disk fills: the daemon says so, refuses new
-# sandboxes, and goes on serving the one it has.
+# sandboxes, and goes on serving the one it has.  Its name is not UTF-8
+# (a host path is bytes): health's detail, which names it, was dropped.
 t_state_disk_full() {
 	[ "$ME" = 0 ] || { skip "mounting a small tmpfs needs root"; return 77; }
-	mkdir "$T/state"
-	mount -t tmpfs -o size=256k,mode=0700 corral-test "$T/state" || { skip "no tmpfs"; return 77; }
-	cleanup() { stop_daemon; umount "$T/state" 2>/dev/null; return 0; }
+	STATE_DIR=$T/$'st\xffate'	# not local: the EXIT trap's umount reads it
+	mkdir "$STATE_DIR"
+	mount -t tmpfs -o size=256k,mode=0700 corral-test "$STATE_DIR" || { skip "no tmpfs"; return 77; }
+	cleanup() { stop_daemon; umount "$STATE_DIR" 2>/dev/null; return 0; }
 	trap cleanup EXIT
 	start_daemon
 	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0}' | json id)
-	dd if=/dev/zero of="$T/state/filler" bs=4k 2>/dev/null || true
+	dd if=/dev/zero of="$STATE_DIR/filler" bs=4k 2>/dev/null || true
 	# the log's last page may still hold a few lines: call until it is full
 	for i in $(seq 1 40); do
 		api POST "/v1/sandboxes/$id/exec" '{"argv": ["echo", "still served"]}' > "$T/r"
@@ -174,7 +176,7 @@ t_state_disk_full() {
 	expect_eq "create while full" "$(cat "$T/status")" 507
 	expect_contains "create says why" "$(cat "$T/body")" "cannot be written"
 	expect_eq "nothing half-created" "$(api GET /v1/sandboxes | json sandboxes | grep -o '"id"' | wc -l)" 1
-	rm -f "$T/state/filler"
+	rm -f "$STATE_DIR/filler"
 	api POST "/v1/sandboxes/$id/exec" '{"argv": ["true"]}' > /dev/null
 	expect_eq "healthy again" "$(api GET /v1/health | json status)" ok
 	id2=$(api POST /v1/sandboxes '{}' | json id)
@@ -182,7 +184,7 @@ t_state_disk_full() {
 	api DELETE "/v1/sandboxes/$id2" > /dev/null
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 	stop_daemon
-	"$CORRAL" audit verify "$T/state/audit.jsonl" > "$T/verify" 2>&1 ||
+	"$CORRAL" audit verify "$STATE_DIR/audit.jsonl" > "$T/verify" 2>&1 ||
 		fail "audit verify: $(cat "$T/verify")"
 }
 

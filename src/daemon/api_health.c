@@ -76,7 +76,8 @@ void health_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 			      "version", CORRAL_VERSION, "sandboxes",
 			      (json_int_t)d->nsandboxes);
 
+	/* as bytes: the state directory is a host path, not always UTF-8 */
 	if (o && e)
-		json_object_set_new(o, "detail", json_string(detail));
+		json_object_set_new(o, "detail", corral_json_bytes(detail, strlen(detail)));
 	reply_json(req, 200, o);
 }

@@ -39,7 +39,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define HELPER_REPORT_MAX	(64u << 20)	/* the helper's JSON answer */
 
 int box_ws_open(struct corral_box *b, struct corral_err *err)
 {
@@ -268,57 +267,15 @@ static void helper(struct corral_box *b, const struct corral_box_export_opts *o,
 	_exit(text ? 0 : 1);
 }
 
-/* Read the helper's answer to its end (it is bounded), then reap it. */
+/* The helper's answer (export_writer_wait), its report and what it wrote. */
 static int helper_wait(pid_t pid, int rd, json_t **report, json_t **written,
 		       struct corral_err *err)
 {
-	size_t len = 0, cap = 0;
-	char *buf = NULL;
-	json_t *a = NULL;
-	int ws = 0, r = 0;
+	json_t *a;
+	int r = export_writer_wait(pid, rd, "the export's helper", NULL, NULL, &a, err);
 
-	for (;;) {
-		ssize_t n;
-
-		if (len + 65536 > cap) {
-			char *nb = cap + 65536 <= HELPER_REPORT_MAX ?
-				   realloc(buf, cap + 65536) : NULL;
-
-			if (!nb) {
-				r = corral_set_err(err, -EFBIG, "the export's report is too large");
-				kill(pid, SIGKILL);
-				break;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		n = read(rd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-		;
-	if (r == 0)
-		a = json_loadb(buf ? buf : "", len, 0, NULL);
-	free(buf);
-	if (r == 0 && !a)
-		r = corral_set_err(err, -EIO, "the export's helper ended without a "
-				   "report (status %d)", ws);
-	if (r == 0) {
-		json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
-
-		*report = json_incref(json_object_get(a, "report"));
-		*written = json_incref(json_object_get(a, "written"));
-		r = json_is_integer(code) ? (int)json_integer_value(code) : -EIO;
-		if (r > 0 || r < -4095)
-			r = -EIO;
-		if (r < 0)
-			corral_set_err(err, r, "%s", json_is_string(msg) ?
-				       json_string_value(msg) : "the export failed");
-	}
+	*report = json_incref(json_object_get(a, "report"));
+	*written = json_incref(json_object_get(a, "written"));
 	json_decref(a);
 	return r;
 }
@@ -507,7 +464,7 @@ static json_t *journal_read(int fd)
 	char *buf, *line, *save = NULL;
 
 	if (!recs || fstat(fd, &st) < 0 || st.st_size <= 0 ||
-	    (uint64_t)st.st_size > HELPER_REPORT_MAX || !(buf = malloc((size_t)st.st_size + 1)))
+	    (uint64_t)st.st_size > EXPORT_ANSWER_MAX || !(buf = malloc((size_t)st.st_size + 1)))
 		return recs;
 	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
 		free(buf);

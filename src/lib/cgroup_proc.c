@@ -101,31 +101,6 @@ int cg_mounts_add_line(struct cg_mounts *m, char *line)
 	return 0;
 }
 
-int cg_mounts_read(struct cg_mounts *m, struct corral_err *err)
-{
-	const char *path = "/proc/self/mountinfo";
-	char *line = NULL;
-	size_t cap = 0;
-	FILE *f;
-	int r = 0;
-
-	memset(m, 0, sizeof(*m));
-	f = fopen(path, "re");
-	if (!f) {
-		r = -errno;
-		return corral_set_errno(err, -r, "cannot read %s", path);
-	}
-	while (r == 0 && getline(&line, &cap, f) > 0)
-		r = cg_mounts_add_line(m, line);
-	free(line);
-	fclose(f);
-	if (r < 0) {
-		cg_mounts_free(m);
-		return corral_set_errno(err, -r, "reading %s", path);
-	}
-	return 0;
-}
-
 /*
  * From an fd the caller keeps open (cgroup.c's watch on the mount table):
  * read with pread from offset 0, which a seq_file starts afresh, so the
@@ -180,6 +155,20 @@ int cg_mounts_read_fd(struct cg_mounts *m, int fd, struct corral_err *err)
 		return corral_set_errno(err, -r, "reading %s", path);
 	}
 	return 0;
+}
+
+/* The same from a fresh open (cgroup_doctor.c; a plan without a watch). */
+int cg_mounts_read(struct cg_mounts *m, struct corral_err *err)
+{
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0) {
+		memset(m, 0, sizeof(*m));
+		return corral_set_errno(err, errno, "cannot read /proc/self/mountinfo");
+	}
+	r = cg_mounts_read_fd(m, fd, err);
+	close(fd);
+	return r;
 }
 
 /* ---- /proc/PID/cgroup ------------------------------------------------- */

@@ -44,7 +44,6 @@
 #define DEFAULT_MAX_FILES	100000
 #define DEFAULT_MAX_BYTES	(1ULL << 30)
 #define BECOME_GROUPS_MAX	256
-#define OWNER_REPORT_MAX	(64u << 20)	/* the owner's helper's JSON answer */
 
 void export_limits_of(const struct corral_policy *p, struct export_limits *lim)
 {
@@ -2124,6 +2123,78 @@ static void owner_child(const struct run_export *x, struct export_req *r,
 }
 
 /*
+ * A writer's answer (export_become's child: {"code", "msg", ...} as JSON
+ * on rd, at most EXPORT_ANSWER_MAX bytes), read to its end, and the
+ * writer reaped.  stop (may be NULL), asked every 100 ms meanwhile, names
+ * a signal to send it on, once.  0 or -errno from "code", err from "msg";
+ * *answer the whole object (NULL when there was none) for the other fields.
+ */
+int export_writer_wait(pid_t pid, int rd, const char *who, int (*stop)(void *arg),
+		       void *stop_arg, json_t **answer, struct corral_err *err)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	json_t *a = NULL, *code, *msg;
+	bool sent = false;
+	int ws = 0, ret = 0, sig;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = rd, .events = POLLIN };
+		ssize_t n;
+
+		if (!sent && stop && (sig = stop(stop_arg))) {
+			sent = true;
+			kill(pid, sig);	/* gone already: its answer says how it ended */
+		}
+		if (poll(&pfd, 1, 100) < 0 && errno != EINTR) {
+			ret = corral_set_err(err, -errno, "poll on %s: %s", who, strerror(errno));
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (!pfd.revents)
+			continue;
+		if (len + 65536 > cap) {
+			char *nb = cap + 65536 <= EXPORT_ANSWER_MAX ?
+				   realloc(buf, cap + 65536) : NULL;
+
+			if (!nb) {
+				ret = corral_set_err(err, -EFBIG, "the export's report is too large");
+				kill(pid, SIGKILL);
+				break;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = read(rd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (ret == 0)
+		a = json_loadb(buf ? buf : "", len, 0, NULL);
+	free(buf);
+	*answer = a;
+	if (ret < 0)
+		return ret;
+	if (!a)
+		return corral_set_err(err, -EIO, "%s ended without a report (wait "
+				      "status %d)", who, ws);
+	code = json_object_get(a, "code");
+	msg = json_object_get(a, "msg");
+	ret = json_is_integer(code) ? (int)json_integer_value(code) : -EIO;
+	if (ret > 0 || ret < -4095)
+		ret = -EIO;
+	if (ret < 0)
+		corral_set_err(err, ret, "%s", json_is_string(msg) ?
+			       json_string_value(msg) : "the export failed");
+	return ret;
+}
+
+/*
  * The export, made by a child that writes as x->uid (pick_owner).  The
  * parent reads its answer, and asks stop meanwhile: a signal to corral
  * (read off its signalfd, which the child's own reads cannot see) is sent
@@ -2132,11 +2203,9 @@ static void owner_child(const struct run_export *x, struct export_req *r,
 static int export_as_owner(const struct run_export *x, struct export_req *r,
 			   json_t **report, struct corral_err *err)
 {
-	size_t len = 0, cap = 0;
-	char *buf = NULL;
-	json_t *a = NULL, *ev;
-	bool sent = false;
-	int p[2], ws = 0, ret = 0;
+	char who[64];
+	json_t *a, *ev;
+	int p[2], ret;
 	pid_t parent = getpid(), pid;
 	size_t i;
 
@@ -2157,68 +2226,14 @@ static int export_as_owner(const struct run_export *x, struct export_req *r,
 		owner_child(x, r, parent, p[1]);
 	}
 	close(p[1]);
-	for (;;) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		ssize_t n;
-		int sig;
-
-		if (!sent && r->stop && (sig = r->stop(r->stop_arg))) {
-			sent = true;
-			if (kill(pid, sig) < 0) {
-				/* gone already: its answer says how it ended */
-			}
-		}
-		if (poll(&pfd, 1, 100) < 0 && errno != EINTR) {
-			ret = corral_set_err(err, -errno, "poll on the export's writer: %s",
-					     strerror(errno));
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (!pfd.revents)
-			continue;
-		if (len + 65536 > cap) {
-			char *nb = cap + 65536 <= OWNER_REPORT_MAX ?
-				   realloc(buf, cap + 65536) : NULL;
-
-			if (!nb) {
-				ret = corral_set_err(err, -EFBIG, "the export's report is too large");
-				kill(pid, SIGKILL);
-				break;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		n = read(p[0], buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	snprintf(who, sizeof(who), "the export's writer (as uid %d)", (int)x->uid);
+	ret = export_writer_wait(pid, p[0], who, r->stop, r->stop_arg, &a, err);
 	close(p[0]);
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-		;
-	if (ret == 0)
-		a = json_loadb(buf ? buf : "", len, 0, NULL);
-	free(buf);
-	if (ret == 0 && !a)
-		ret = corral_set_err(err, -EIO, "the export's writer (as uid %d) ended "
-				     "without a report (wait status %d)", (int)x->uid, ws);
 	json_array_foreach(json_object_get(a, "events"), i, ev)
 		if (r->ev && json_is_string(json_object_get(ev, "type")))
 			events_emit(r->ev, json_string_value(json_object_get(ev, "type")),
 				    json_incref(json_object_get(ev, "data")));
-	if (ret == 0) {
-		json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
-
-		*report = json_incref(json_object_get(a, "report"));
-		ret = json_is_integer(code) ? (int)json_integer_value(code) : -EIO;
-		if (ret > 0 || ret < -4095)
-			ret = -EIO;
-		if (ret < 0)
-			corral_set_err(err, ret, "%s", json_is_string(msg) ?
-				       json_string_value(msg) : "the export failed");
-	}
+	*report = json_incref(json_object_get(a, "report"));
 	json_decref(a);
 	return ret;
 }

@@ -374,6 +374,15 @@ int export_dest_parent(const struct corral_policy *p, const char *flag, const ch
  * them); as anyone else, only check that uid is us.  A sentence in msg.
  */
 int export_become(uid_t uid, gid_t gid, char *msg, size_t len);
+#define EXPORT_ANSWER_MAX	(64u << 20)	/* a writer's JSON answer */
+/*
+ * A writer's answer ({"code", "msg", ...} as JSON on rd), read to its end
+ * and the writer reaped; stop (or NULL), asked every 100 ms, names a
+ * signal to send it on.  0 or -errno from "code", err from "msg"; *answer
+ * the whole object, or NULL.  who names the writer in messages.
+ */
+int export_writer_wait(pid_t pid, int rd, const char *who, int (*stop)(void *arg),
+		       void *stop_arg, json_t **answer, struct corral_err *err);
 /* The new directory name beneath dir (0700), opened; path, as flag, in messages. */
 int export_new_dir(int dir, const char *name, const char *flag, const char *path,
 		   struct corral_err *err);

@@ -351,6 +351,29 @@ t_newer_interfaces_held() {
 	done
 }
 
+# The core limit is 1, not 0, and stays so: the kernel starts a pipe
+# core_pattern's helper (systemd-coredump, apport: root, in the host's
+# namespaces, the core on the host's disk) for any other limit, 0 too.
+# Lowering it (setrlimit, prlimit64 with a new limit, a shell's ulimit)
+# is answered 0 and changes nothing; prlimit64's query and another
+# resource still reach the kernel (EFAULT for the NULL the probe passes).
+t_core_limit_stays_one() {
+	need_x86_64 || return
+	local rc=0
+	timeout 120 "$CORRAL" run --json $H -- /bin/sh -c '
+		ulimit -c 0; ulimit -Hc 0
+		/opt/helpers/sysprobe 160,4 302,0,4,1 302,0,4,0,0 160,7
+		grep "^Max core file size" /proc/self/limits' \
+		> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	json stdout < "$T/out" > "$T/probe"
+	[ "$rc" = 0 ] || { cat "$T/err"; fail "corral run exited $rc"; return 1; }
+	expect_contains "setrlimit(RLIMIT_CORE)" "$(cat "$T/probe")" "160,4 ok" || return 1
+	expect_contains "prlimit64 with a new core limit" "$(cat "$T/probe")" "302,0,4,1 ok" || return 1
+	expect_contains "prlimit64's query" "$(cat "$T/probe")" "302,0,4,0,0 ok" || return 1
+	expect_contains "setrlimit(RLIMIT_NOFILE, NULL)" "$(cat "$T/probe")" "160,7 EFAULT" || return 1
+	expect_eq "the core limit" "$(grep '^Max core' "$T/probe" | tr -s ' ' | cut -d' ' -f5,6)" "1 1"
+}
+
 # audit_status [on|off]: "ENABLED LOST PID" of the kernel's audit, after
 # turning it on or off when asked (root, NETLINK_AUDIT; AUDIT_GET/SET).
 audit_status() {

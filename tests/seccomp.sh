@@ -374,6 +374,20 @@ t_core_limit_stays_one() {
 	expect_eq "the core limit" "$(grep '^Max core' "$T/probe" | tr -s ' ' | cut -d' ' -f5,6)" "1 1"
 }
 
+# KSM is not offered: where the host runs ksmd, a sandbox's pages would be
+# merged with the host's of the same contents (a side channel on them, and
+# Rowhammer's way into another's page).  EINVAL, as without CONFIG_KSM;
+# MADV_UNMERGEABLE and PR_GET_MEMORY_MERGE still reach the kernel (ENOMEM
+# for the unmapped range, ok).
+t_ksm_not_offered() {
+	need_x86_64 || return
+	probe -- 28,0,4096,12 28,0,4096,13 157,67,1 157,68 || return 1
+	expect_eq "madvise(MADV_MERGEABLE)" "$(answer 28,0,4096,12)" EINVAL
+	expect_eq "madvise(MADV_UNMERGEABLE)" "$(answer 28,0,4096,13)" ENOMEM
+	expect_eq "prctl(PR_SET_MEMORY_MERGE)" "$(answer 157,67,1)" EINVAL
+	expect_eq "prctl(PR_GET_MEMORY_MERGE)" "$(answer 157,68)" ok
+}
+
 # audit_status [on|off]: "ENABLED LOST PID" of the kernel's audit, after
 # turning it on or off when asked (root, NETLINK_AUDIT; AUDIT_GET/SET).
 audit_status() {

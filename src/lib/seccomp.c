@@ -57,6 +57,9 @@
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
+#ifndef PR_SET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE 67	/* Linux 6.4 */
+#endif
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262
 #endif
@@ -77,6 +80,7 @@ enum arg_match {
 	A0_LOW32_EQ,	/* deny when (uint32_t)arg0 == val */
 	A1_LOW32_EQ,	/* deny when (uint32_t)arg1 == val */
 	A1_LOW32_EQ_A2_SET, /* deny when (uint32_t)arg1 == val and arg2 != 0 */
+	A2_LOW32_EQ,	/* deny when (uint32_t)arg2 == val */
 	A0_NOT_IN,	/* personality: deny unless arg0 is val or 0xffffffff */
 	A12_LOW32_EQ,	/* deny when (uint32_t)arg1 == val >> 32 and
 			 * (uint32_t)arg2 == (uint32_t)val */
@@ -229,6 +233,18 @@ static const struct deny deny_table[] = {
 	 */
 	{ "setrlimit", 0, A0_LOW32_EQ, RLIMIT_CORE, "the core limit stays 1" },
 	{ "prlimit64", 0, A1_LOW32_EQ_A2_SET, RLIMIT_CORE, "the core limit stays 1" },
+	/*
+	 * KSM: where the host runs ksmd, pages a sandbox offers for merging
+	 * are merged with the host's own of the same contents, so a write's
+	 * copy-on-write time tells the sandbox what the host holds (the
+	 * dedup side channel), and a merged page is one a Rowhammer flip in
+	 * the sandbox's view changes for its other owners (Flip Feng Shui);
+	 * ksmd's scanning is charged to no cgroup of the sandbox's.  EINVAL,
+	 * as from a kernel without CONFIG_KSM; unrecorded, as programs that
+	 * offer (QEMU) go on without it.
+	 */
+	{ "madvise", EINVAL, A2_LOW32_EQ, MADV_MERGEABLE, "KSM: merge with the host's pages" },
+	{ "prctl", EINVAL, A0_LOW32_EQ, PR_SET_MEMORY_MERGE, "KSM: merge with the host's pages" },
 };
 
 /* ---- where a bind writes to the host ----------------------------------- */
@@ -456,6 +472,9 @@ static int add_deny(struct filter *f, const struct deny *d)
 		return rule(f, action, nr, d->name, 1, c);
 	case A1_LOW32_EQ:
 		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);
+		return rule(f, action, nr, d->name, 1, c);
+	case A2_LOW32_EQ:
+		c[0] = SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);
 		return rule(f, action, nr, d->name, 1, c);
 	case A1_LOW32_EQ_A2_SET:
 		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);

@@ -399,12 +399,39 @@ static int limit_priority(struct corral_err *err)
 	return 0;
 }
 
+/*
+ * No core dumps, by a limit of 1 rather than 0.  Where the host's
+ * kernel.core_pattern is a pipe (systemd-coredump, apport, abrt), the
+ * kernel ignores RLIMIT_CORE but for the value 1, which it keeps for its
+ * own helpers: a limit of 0 still starts the host's helper, as root in
+ * the host's namespaces, with the crashed process's memory on its stdin,
+ * to be written to the host's disk (a sandbox's crash reached a test
+ * helper with a 364 KiB core).  A file pattern needs a page at least, so
+ * 1 writes nothing either.  Neither hard limit can be raised inside, and
+ * the filter answers the calls that would lower one to 0 (seccomp.c).
+ */
+#define CORE_LIMIT_NONE 1
+
+static int no_core_dumps(struct corral_err *err)
+{
+	struct rlimit one = { CORE_LIMIT_NONE, CORE_LIMIT_NONE }, none = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &one) == 0)
+		return 0;
+	/*
+	 * The caller's hard limit is 0 and only the host's root may raise
+	 * it: the caller's own processes reach a pipe helper as the sandbox's
+	 * then do; 0 is the least we can give.
+	 */
+	if (errno == EPERM && setrlimit(RLIMIT_CORE, &none) == 0)
+		return 0;
+	return corral_set_errno(err, errno, "setrlimit(RLIMIT_CORE, 1)");
+}
+
 static int set_rlimits(struct corral_err *err)
 {
-	struct rlimit no_core = { 0, 0 };
-
-	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
-		return corral_set_errno(err, errno, "RLIMIT_CORE");
+	if (no_core_dumps(err) < 0)
+		return err->code;
 	if (limit_priority(err) < 0)
 		return err->code;
 	return limit_shared(err);
@@ -420,6 +447,13 @@ int sandbox_set_rlimits(const struct corral_rlimit *r, size_t n,
 			return corral_set_errno(err, errno, "rlimit %d", r[i].resource);
 		want.rlim_max = r[i].hard < cur.rlim_max ? r[i].hard : cur.rlim_max;
 		want.rlim_cur = r[i].soft < want.rlim_max ? r[i].soft : want.rlim_max;
+		/* a core limit of 0 asks for no core: 1 is the one that holds */
+		if (r[i].resource == RLIMIT_CORE && cur.rlim_max >= CORE_LIMIT_NONE) {
+			if (want.rlim_max < CORE_LIMIT_NONE)
+				want.rlim_max = CORE_LIMIT_NONE;
+			if (want.rlim_cur < CORE_LIMIT_NONE)
+				want.rlim_cur = CORE_LIMIT_NONE;
+		}
 		if (setrlimit(r[i].resource, &want) < 0)
 			return corral_set_errno(err, errno, "rlimit %d to %llu/%llu",
 						r[i].resource,
@@ -1509,8 +1543,8 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 	int abi;
 
 	*notify_fd = -1;
-	if (set_identity(true, err) < 0 || limit_priority(err) < 0 ||
-	    limit_shared(err) < 0)
+	if (set_identity(true, err) < 0 || no_core_dumps(err) < 0 ||
+	    limit_priority(err) < 0 || limit_shared(err) < 0)
 		return err->code;
 	abi = apply_landlock(p, err);
 	if (abi < 0)

@@ -6,6 +6,15 @@
  * one of the filesystems) does not by itself give write access.  It also
  * scopes abstract unix sockets and signals (ABI 6): the sandbox cannot
  * talk to a host daemon's abstract socket nor signal anything outside.
+ *
+ * Since ABI 7 the kernel writes a Landlock denial into the host's audit
+ * log, for a domain that asks (a process's denials before its next exec
+ * are logged by default): a sandbox that makes a domain of its own inside
+ * ours could write a record for every denial it provokes, without bound,
+ * into a log the host keeps (auditd's, or the kernel's ring), and rotate
+ * the host's own records out.  Our domain turns its subdomains' logging
+ * off; the denials of ours are not logged after the exec either (the
+ * kernel's default).
  */
 #include "internal.h"
 
@@ -32,6 +41,7 @@
 #define LL_RULE_NET_PORT	2
 #define LL_SCOPE_ABSTRACT_UNIX	(1ull << 0)	/* ABI 6 */
 #define LL_SCOPE_SIGNAL		(1ull << 1)	/* ABI 6 */
+#define LL_LOG_SUBDOMAINS_OFF	(1u << 2)	/* ABI 7: landlock_restrict_self */
 
 #ifndef LANDLOCK_CREATE_RULESET_VERSION
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
@@ -169,7 +179,8 @@ int landlock_apply(const struct ll_rule *rules, size_t n,
 		r = add_ports(ruleset, tcp_ports, nports, err);
 	if (r == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		r = corral_set_errno(err, errno, "no_new_privs");
-	if (r == 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+	if (r == 0 && syscall(SYS_landlock_restrict_self, ruleset,
+			      abi >= 7 ? LL_LOG_SUBDOMAINS_OFF : 0) < 0)
 		r = corral_set_errno(err, errno, "landlock: cannot restrict the sandbox");
 	close(ruleset);
 	return r < 0 ? r : abi;

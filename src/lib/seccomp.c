@@ -47,6 +47,7 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,6 +56,9 @@
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef PR_SET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE 67	/* Linux 6.4 */
 #endif
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262
@@ -73,7 +77,10 @@ enum arg_match {
 	A1_MASK,	/* deny when (arg1 & val) != 0 */
 	A2_MASK,	/* deny when (arg2 & val) != 0 */
 	A3_MASK,	/* deny when (arg3 & val) != 0 */
+	A0_LOW32_EQ,	/* deny when (uint32_t)arg0 == val */
 	A1_LOW32_EQ,	/* deny when (uint32_t)arg1 == val */
+	A1_LOW32_EQ_A2_SET, /* deny when (uint32_t)arg1 == val and arg2 != 0 */
+	A2_LOW32_EQ,	/* deny when (uint32_t)arg2 == val */
 	A0_NOT_IN,	/* personality: deny unless arg0 is val or 0xffffffff */
 	A12_LOW32_EQ,	/* deny when (uint32_t)arg1 == val >> 32 and
 			 * (uint32_t)arg2 == (uint32_t)val */
@@ -216,6 +223,28 @@ static const struct deny deny_table[] = {
 	{ "mmap", ENOMEM, A3_MASK, MAP_HUGETLB, "the host's huge page pool" },
 	{ "memfd_create", ENOMEM, A1_MASK, MFD_HUGETLB, "the host's huge page pool" },
 	{ "shmget", ENOMEM, A2_MASK, SHM_HUGETLB, "the host's huge page pool" },
+	/*
+	 * The sandbox's core limit is 1 (child.c: no_core_dumps), the one
+	 * value that keeps a crash from the host's core_pattern pipe helper
+	 * (systemd-coredump, apport: root, the host's namespaces, the host's
+	 * disk); 0 would start it.  A program that lowers the limit wants no
+	 * core and gets none: answered 0, unrecorded, the limit kept.  A
+	 * prlimit64 without a new limit (a query) reaches the kernel.
+	 */
+	{ "setrlimit", 0, A0_LOW32_EQ, RLIMIT_CORE, "the core limit stays 1" },
+	{ "prlimit64", 0, A1_LOW32_EQ_A2_SET, RLIMIT_CORE, "the core limit stays 1" },
+	/*
+	 * KSM: where the host runs ksmd, pages a sandbox offers for merging
+	 * are merged with the host's own of the same contents, so a write's
+	 * copy-on-write time tells the sandbox what the host holds (the
+	 * dedup side channel), and a merged page is one a Rowhammer flip in
+	 * the sandbox's view changes for its other owners (Flip Feng Shui);
+	 * ksmd's scanning is charged to no cgroup of the sandbox's.  EINVAL,
+	 * as from a kernel without CONFIG_KSM; unrecorded, as programs that
+	 * offer (QEMU) go on without it.
+	 */
+	{ "madvise", EINVAL, A2_LOW32_EQ, MADV_MERGEABLE, "KSM: merge with the host's pages" },
+	{ "prctl", EINVAL, A0_LOW32_EQ, PR_SET_MEMORY_MERGE, "KSM: merge with the host's pages" },
 };
 
 /* ---- where a bind writes to the host ----------------------------------- */
@@ -438,9 +467,19 @@ static int add_deny(struct filter *f, const struct deny *d)
 				r = rule(f, action, nr, d->name, 1, c);
 		}
 		return r;
+	case A0_LOW32_EQ:
+		c[0] = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);
+		return rule(f, action, nr, d->name, 1, c);
 	case A1_LOW32_EQ:
 		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);
 		return rule(f, action, nr, d->name, 1, c);
+	case A2_LOW32_EQ:
+		c[0] = SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);
+		return rule(f, action, nr, d->name, 1, c);
+	case A1_LOW32_EQ_A2_SET:
+		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val);
+		c[1] = SCMP_A2(SCMP_CMP_NE, 0);
+		return rule(f, action, nr, d->name, 2, c);
 	case A12_LOW32_EQ:
 		c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, d->val >> 32);
 		c[1] = SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, (uint32_t)d->val);

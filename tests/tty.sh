@@ -13,7 +13,8 @@
 # Runs as whoever calls it (root or not).  One daemon (unix socket and
 # loopback TCP with a token) serves every test, a second one (loopback TLS,
 # a test CA's certificate) the t_exec_tty_tls* tests; each daemon has one
-# sandbox the tests share.  Terminals come from tests/ptyrun.py and
+# sandbox the tests share.  t_tty_idle_timeout starts a third, its own,
+# with a short --tty-idle-timeout.  Terminals come from tests/ptyrun.py and
 # tests/ttyapi.py, which bound every wait.
 set -u
 CORRAL=$(readlink -f "$1")

@@ -301,7 +301,10 @@ static void on_kill(evutil_socket_t fd, short what, void *arg)
 		corral_call_kill(s->call, SIGKILL);
 }
 
-/* Not used for --tty-idle-timeout: a timeout; used since: look again then. */
+/*
+ * Due: a session quiet for --tty-idle-timeout ends as timed out; one used
+ * since the timer was armed is looked at again when it would be.
+ */
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
 	struct tty_session *s = arg;

@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	write_config(data, size);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		memset(&err, 0, sizeof(err));
-		r = oci_spec_load(&ops[i], dir, &s, &err);
+		r = oci_spec_load(&ops[i], dir, NULL, &s, &err);
 		check(r, &s, &err);
 		oci_spec_free(&s);
 	}

@@ -954,6 +954,15 @@ int corral_call_write_stdin(struct corral_call *c, const void *data, size_t len,
 CORRAL_PUBLIC
 int corral_call_kill(struct corral_call *c, int sig);
 /*
+ * End the call for a bound of the caller's own (a terminal's idle time):
+ * as its wall-clock timeout does, it and everything it started are
+ * killed, the record gets a "timeout" event with limit_ms and why, and
+ * its result is "timeout", its reason "killed: WHY".  Nothing once it
+ * has ended or timed out.
+ */
+CORRAL_PUBLIC
+int corral_call_time_out(struct corral_call *c, uint64_t limit_ms, const char *why);
+/*
  * A call's terminal (o.tty).  tty_write: bytes as typed (^C is the
  * terminal's to turn into SIGINT); returns how many the pty took now, 0
  * when none (on_tty_room says when to try again), -EIO once it is gone,

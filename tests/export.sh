@@ -703,28 +703,65 @@ t_export_cut_short_within_a_file() {
 # DIR (an unnamed one, or named .corral-export.*); returns corral's exit
 # status, 1 (and fails) if it never did.
 signal_midway() {
-	local sig=$1 dir=$2 st sup="" i rc=0
+	local sig=$1 dir=$2 st sup="" i rc=0 forks="" delay=100000
 	shift 2
+	# MIDWAY_WRITER=1: the export is written by a child of corral's (as
+	# root, the destination's owner's writer): it is traced and looked at
+	# too, each write 20 ms (the run's own writes are then traced as well)
+	[ -z "${MIDWAY_WRITER:-}" ] || { forks=-f; delay=20000; }
 	# LeakSanitizer cannot run under ptrace
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-	timeout 120 strace -qq -o /dev/null -e trace=write \
-		-e inject=write:delay_enter=100000 \
+	timeout 120 strace $forks -qq -o /dev/null -e trace=write \
+		-e inject=write:delay_enter=$delay \
 		"$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null &
 	st=$!
 	trap "end_traced $st" EXIT
 	i=0
-	until [ -n "$sup" ] && new_file_open "$sup" "$dir" || [ $i -ge 1200 ]; do
+	until [ -n "$sup" ] && writing "$sup" "$dir" || [ $i -ge 1200 ]; do
 		kill -0 "$st" 2>/dev/null || break
 		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
 		sleep 0.05; i=$((i + 1))
 	done
-	[ -n "$sup" ] && new_file_open "$sup" "$dir" || {
+	[ -n "$sup" ] && writing "$sup" "$dir" || {
 		end_traced "$st" $sup; trap - EXIT
 		fail "no export being written: $(tail -3 "$T/err")"; return 1; }
 	kill -"$sig" "$sup"
 	wait "$st" || rc=$?
 	trap - EXIT
 	return $rc
+}
+
+# writing PID DIR: PID, or with MIDWAY_WRITER a child of it, holds a new
+# file in DIR open
+writing() {
+	local p
+	new_file_open "$1" "$2" && return 0
+	[ -n "${MIDWAY_WRITER:-}" ] || return 1
+	for p in $(pgrep -P "$1"); do
+		new_file_open "$p" "$2" && return 0
+	done
+	return 1
+}
+
+# As root into a user's directory the export is written by a forked writer
+# with that user's ids: a signal to corral midway reaches it (corral sends
+# it on) and cuts it short as in line: 143, said, nothing left in the new
+# directory.  Root only (unprivileged corral writes in line).
+t_export_as_owner_cut_short_by_a_signal() {
+	[ "$ME" = 0 ] || { skip "the writer is root's way of writing as another user"; return 77; }
+	command -v strace >/dev/null || { skip "no strace"; return 77; }
+	local rc=0
+	mkdir -p "$T/ws" "$T/u"
+	chown 1000:1000 "$T/u"
+	head -c 16777216 /dev/urandom > "$T/ws/blob.bin"
+	MIDWAY_WRITER=1 signal_midway TERM "$T/u/result" --workspace "$T/ws" \
+		--export-to "$T/u/result" -- true || rc=$?
+	expect_eq "exit" "$rc" 143
+	expect_contains "whom" "$(cat "$T/err")" "written as uid 1000 gid 1000"
+	expect_contains "said" "$(cat "$T/err")" \
+		"the export was cut short by SIGTERM while writing blob.bin"
+	expect_eq "nothing in the new directory" "$(ls -A "$T/u/result")" ""
+	expect_eq "no writer left" "$(pgrep -f -x "$CORRAL run --workspace $T/ws --export-to $T/u/result -- true" || true)" ""
 }
 
 t_halted_exports_nothing() {

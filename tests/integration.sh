@@ -2129,6 +2129,30 @@ t_export_not_through_owners_symlink() {
 		echo "$out"; return 1; }
 }
 
+# The workspace's owner's directory under another user's: that user could
+# rename it or put a link in its place, so the export writes as them
+# (documented), never as root nor as the workspace's owner: what they may
+# not write is a conflict, and what they may (a directory open to all) is
+# theirs.  Root only: unprivileged, corral writes as its caller.
+t_apply_under_another_users_dir_writes_as_them() {
+	[ "$ME" = 0 ] || { skip "only root's export writes as another user"; return 77; }
+	mkdir -p "$T/other/ws/open"
+	echo a > "$T/other/ws/a"
+	chown 1001:1001 "$T/other"
+	chown -R 1000:1000 "$T/other/ws"
+	chmod 1777 "$T/other/ws/open"
+	out=$(crun --workspace "$T/other/ws" --apply -- /bin/sh -c 'echo n > /workspace/n &&
+echo m >> /workspace/a && echo o > /workspace/open/o')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_contains "whom" "$out" "written as uid 1001 gid 1001, who owns where it goes"
+	expect_contains "n: not as the workspace's owner" "$out" "conflict at n: not written: Permission denied"
+	expect_contains "a: not as the workspace's owner" "$out" "conflict at a: not written: Permission denied"
+	expect_eq "a as it was" "$(cat "$T/other/ws/a")" a
+	expect_eq "no n" "$(ls -A "$T/other/ws" | tr '\n' ' ')" "a open "
+	expect_eq "open/o, the other user's" "$(stat -c %u:%g "$T/other/ws/open/o")" 1001:1001
+	expect_contains "report" "$out" "1 written, 0 held back, 2 conflicts"
+}
+
 run_tests "$@"
 echo "integration ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped"
 [ -n "$FAILED_NAMES" ] && echo "failed:$FAILED_NAMES"

@@ -587,6 +587,28 @@ t_dns_never_leaves_and_guard() {
 	expect_contains "dns denial" "$(cat "$T/events")" '"protocol":"dns","host":"unlisted.test"'
 }
 
+# An allowed name no resolver knows: the 502 says which resolver was asked
+# and points at network.hosts, over HTTP and SOCKS5 (inside the tunnel);
+# a CONNECT tunnel whose TLS has begun gets it only in the record, on its
+# egress.closed.  The resolver is the test's own on loopback (the host's
+# may not be), and says NXDOMAIN for every name.
+t_unresolved_allowed_name_points_at_hosts() {
+	trap stop_fixtures EXIT
+	log=$T/dns.log
+	: > "$log"
+	start dport dns "$log"
+	policy '["gone.invalid:80", "gone.invalid:443"]' '{}' \
+		", \"resolver\": \"127.0.0.1:$dport\", \"transparent\": false"
+	nrun -- /bin/sh -c 'curl -sS -m 10 http://gone.invalid/; echo; curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 http://gone.invalid/s; echo; curl -sS -m 10 -p -x http://127.0.0.1:3128 https://gone.invalid/ 2>&1 && echo TLS-OK'
+	want="cannot resolve gone.invalid: nodename nor servname provided, or not known (asked network.resolver 127.0.0.1:$dport); to give it an address, map it in the policy's network.hosts: {\"gone.invalid\": \"ADDRESS\"}"
+	expect_eq "HTTP and SOCKS5: what to do" "$(stdout | grep -c -F "corral: $want")" 2
+	case $(stdout) in *TLS-OK*) fail "the CONNECT tunnel's request succeeded" ;; esac
+	expect_contains "the record: the tunnel's end says it" \
+		"$(grep '"type":"egress.closed","protocol":"connect"' "$T/events")" \
+		"\"reason\":\"$(printf '%s' "$want" | sed 's/"/\\"/g')\""
+	grep -q '^gone.invalid$' "$log" || fail "the test's resolver was not asked"
+}
+
 # An allowed name is resolved as written, never with the host's search
 # domains behind it: "gone.test" that does not exist must not become
 # "gone.test.corp.test", a name the policy does not name.  The host's

@@ -220,6 +220,32 @@ t_running_kill() {
 	nothing_left c1 "$pid" "$mon"
 }
 
+# exec and update judge by the config.json create read, kept in the
+# container's state: the bundle's, rewritten after create (an env, the
+# memory limit raised), or removed, changes nothing.  Before, exec read the
+# bundle's file again: its process got the new env, and update's bound was
+# the new limit; with the file gone, exec failed.
+t_exec_judged_by_config_at_create() {
+	need_root
+	bundle "$T/b" '["sleep", "60"]' 'c["process"]["env"].append("FOO=created")'
+	oci create --bundle "$T/b" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	bundle "$T/b" '["sleep", "60"]' 'c["process"]["env"].append("FOO=edited"); c["linux"]["resources"]["memory"]["limit"] = 1073741824'
+	out=$(oci exec c1 sh -c 'echo "foo=$FOO"')
+	expect_eq "exec: the env create read" "$out" "foo=created"
+	echo '{"memory": {"limit": 536870912}}' > "$T/res.json"
+	oci update --resources "$T/res.json" c1 || true
+	expect_contains "update: bound by the limit create read" "$(last_error)" \
+		"above what the container was created with"
+	rm "$T/b/config.json"
+	out=$(oci exec c1 sh -c 'echo "foo=$FOO"')
+	expect_eq "exec with the bundle's file gone" "$out" "foo=created"
+	oci kill c1 KILL
+	wait_status c1 stopped
+	oci delete c1
+}
+
 t_exec_ps_pause() {
 	need_root
 	bundle "$T/b" '["sleep", "60"]'

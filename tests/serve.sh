@@ -5652,7 +5652,7 @@ t_serve_limit_options_refused() {
 	front_test
 	local o v rc
 	for o in max-connections max-connections-per-peer max-leases tls-handshake-rate \
-		 header-timeout idle-timeout lease-timeout; do
+		 header-timeout idle-timeout lease-timeout tty-idle-timeout; do
 		for v in 0 1x 999999999999; do
 			rc=0
 			"$CORRAL" serve --socket "$T/s" --state-dir "$T/st" "--$o" "$v" \

@@ -13,7 +13,8 @@
 # Runs as whoever calls it (root or not).  One daemon (unix socket and
 # loopback TCP with a token) serves every test, a second one (loopback TLS,
 # a test CA's certificate) the t_exec_tty_tls* tests; each daemon has one
-# sandbox the tests share.  Terminals come from tests/ptyrun.py and
+# sandbox the tests share.  t_tty_idle_timeout starts a third, its own,
+# with a short --tty-idle-timeout.  Terminals come from tests/ptyrun.py and
 # tests/ttyapi.py, which bound every wait.
 set -u
 CORRAL=$(readlink -f "$1")
@@ -298,6 +299,52 @@ t_disconnect_hangs_up() {
 	tty_api "$box" 'expect:$ ' 'send:(trap "" HUP; exec sleep 1002) \x26 echo B$((1+1))\r' \
 		'expect:B2' 'close' -- /bin/sh -i > /dev/null
 	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 1002$" || true' 0
+}
+
+# --tty-idle-timeout: a session neither side uses ends as a timeout (its
+# client gets the result, the record a "timeout" event, nothing is left
+# running); one kept busy by its client's frames, or by its output, does
+# not.  A daemon of its own with a 2 s bound; the three sessions at once.
+t_tty_idle_timeout() {
+	IDLE_D=$TEST_TMP/idle
+	IDLE_PID=
+	trap 'stop_daemon "$IDLE_PID" || true' EXIT
+	mkdir -p "$IDLE_D"
+	"$CORRAL" serve --socket "$IDLE_D/sock" --state-dir "$IDLE_D/state" \
+		--tty-idle-timeout 2 > "$IDLE_D/log" 2>&1 < /dev/null &
+	IDLE_PID=$!
+	for _ in $(seq 1 100); do
+		curl -s -m 1 --unix-socket "$IDLE_D/sock" http://corral/v1/health > /dev/null && break
+		sleep 0.05
+	done
+	box=$(curl -s -m 20 --unix-socket "$IDLE_D/sock" -X POST http://corral/v1/sandboxes -d '{}' | json id)
+	[ -n "$box" ] || fail "no sandbox: $(tail -3 "$IDLE_D/log")"
+	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" 'expect:ready' \
+		-- /bin/sh -c 'echo ready; exec sleep 999' > "$IDLE_D/quiet" &
+	q=$!
+	# a frame every 0.25 s for 3 s (a window size: no output comes of it)
+	set -- 'expect:ready'
+	for _ in $(seq 1 12); do
+		set -- "$@" 'sleep:0.25' 'resize:24,80'
+	done
+	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" "$@" 'send:x\n' \
+		-- /bin/sh -c 'echo ready; read x; exit 6' > "$IDLE_D/typing" &
+	t=$!
+	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" \
+		-- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo t; sleep 0.25; done; exit 5' \
+		> "$IDLE_D/talking" &
+	o=$!
+	wait "$q" "$t" "$o" || true
+	mapfile -t f < <(fields result.status result.reason eof < "$IDLE_D/quiet")
+	expect_eq "a quiet session ends as a timeout" "${f[0]}" timeout
+	expect_contains "its result says why" "${f[1]}" "no input from its client and no output for 2 s (corral serve --tty-idle-timeout)"
+	expect_eq "the daemon closed after it" "${f[2]}" true
+	expect_eq "a client's frames keep it" "$(fields result.exit_code < "$IDLE_D/typing")" 6
+	expect_eq "output keeps it" "$(fields result.exit_code < "$IDLE_D/talking")" 5
+	expect_contains "the record says why" "$(grep '"timeout"' "$IDLE_D/state/audit.jsonl")" \
+		'"limit_ms":2000,"reason":"its terminal had no input from its client and no output for 2 s'
+	expect_eq "nothing of it runs" "$("$CORRAL" exec --socket "$IDLE_D/sock" "$box" -c \
+		'ps -e -o args= | grep -c "^sleep 999$" || true')" 0
 }
 
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside

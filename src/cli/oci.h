@@ -48,6 +48,12 @@ struct oci_state {
 	pid_t pid;			/* the container's init, on the host */
 	pid_t monitor;
 	json_t *annotations;		/* object (a reference) */
+	/*
+	 * config.json as create read it (a reference; NULL in a state an
+	 * older corral wrote): what exec and update judge by, not the
+	 * bundle's file, which may have changed or gone since.
+	 */
+	json_t *config;
 };
 
 /* An id the state directory may be named by (runc's rule, and no '/'). */
@@ -107,8 +113,11 @@ struct oci_spec {
 int oci_operator_load(struct oci_operator *op, const char *path,
 		      struct corral_err *err);
 void oci_operator_free(struct oci_operator *op);
-/* bundle/config.json, with the operator's policy and the annotations. */
-int oci_spec_load(const struct oci_operator *op, const char *bundle,
+/*
+ * bundle/config.json, with the operator's policy and the annotations;
+ * config (or NULL): that document as read before, instead of the file.
+ */
+int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *config,
 		  struct oci_spec *s, struct corral_err *err);
 /* A process.json (exec --process): argv, env, cwd, terminal, capabilities. */
 int oci_process_load(const struct oci_operator *op, const char *path,

@@ -739,7 +739,7 @@ static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
 	return 0;
 }
 
-int oci_spec_load(const struct oci_operator *op, const char *bundle,
+int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *config,
 		  struct oci_spec *s, struct corral_err *err)
 {
 	char path[PATH_MAX];
@@ -750,7 +750,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle,
 	memset(s, 0, sizeof(*s));
 	s->net_fd = -1;
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
-	s->doc = load_bounded(path, err);
+	s->doc = config ? json_incref(config) : load_bounded(path, err);
 	if (!s->doc)
 		return err->code;
 	s->annotations = json_incref(json_object_get(s->doc, "annotations"));

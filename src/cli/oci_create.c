@@ -250,7 +250,7 @@ int oci_create(const struct oci_global *g, int argc, char **argv)
 	if (r == 0 && !(st.bundle = realpath(a.bundle, NULL)))
 		r = corral_set_errno(&err, errno, "--bundle %s", a.bundle);
 	if (r == 0)
-		r = oci_spec_load(&op, st.bundle, &s, &err);
+		r = oci_spec_load(&op, st.bundle, NULL, &s, &err);
 	if (r == 0 && s.tty && !a.console)
 		r = corral_set_err(&err, -EINVAL, "process.terminal is set: "
 				   "--console-socket is required");
@@ -284,6 +284,8 @@ int oci_create(const struct oci_global *g, int argc, char **argv)
 		st.rootfs = strdup(s.rootfs);
 		st.created = now_rfc3339();
 		st.annotations = json_incref(s.annotations);
+		/* the document judged now is the one exec and update judge by */
+		st.config = json_incref(s.doc);
 		r = st.rootfs && st.created ? oci_state_write(&st, &err) :
 		    corral_set_err(&err, -ENOMEM, "out of memory for the state");
 	}
@@ -487,9 +489,13 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 			r = corral_set_err(&err, -ESRCH, "cannot exec in a %s container",
 					   status);
 	}
-	/* the container's policy, as create made it, for the same layers */
+	/*
+	 * The container's policy, as create made it, for the same layers:
+	 * from the config.json create read, kept in its state, not from the
+	 * bundle's, which whoever owns the bundle may have changed since.
+	 */
 	if (r == 0)
-		r = oci_spec_load(&op, st.bundle, &s, &err);
+		r = oci_spec_load(&op, st.bundle, st.config, &s, &err);
 	if (r == 0)
 		r = exec_process_of(&op, &a, &s, &err);
 	if (r == 0 && s.tty && !a.console)

@@ -99,11 +99,12 @@ int oci_state_write(const struct oci_state *s, struct corral_err *err)
 	json_t *o;
 	int r;
 
-	o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:O}", "id", s->id,
+	o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:O, s:O*}", "id", s->id,
 		      "bundle", s->bundle, "rootfs", s->rootfs ? s->rootfs : "",
 		      "created", s->created, "pid", (int)s->pid,
 		      "monitor", (int)s->monitor, "annotations",
-		      s->annotations ? s->annotations : json_object());
+		      s->annotations ? s->annotations : json_object(),
+		      "config", s->config);
 	if (!o)
 		return corral_set_err(err, -ENOMEM, "out of memory for %s's state", s->id);
 	snprintf(path, sizeof(path), "%s/state.json", s->dir);
@@ -121,7 +122,7 @@ int oci_state_load(const struct oci_global *g, const char *id, struct oci_state 
 	char path[4300];
 	const char *bundle = NULL, *rootfs = NULL, *created = NULL;
 	json_error_t je;
-	json_t *o, *ann = NULL;
+	json_t *o, *ann = NULL, *config = NULL;
 	int pid = 0, mon = 0, r;
 
 	memset(s, 0, sizeof(*s));
@@ -132,9 +133,9 @@ int oci_state_load(const struct oci_global *g, const char *id, struct oci_state 
 	o = json_load_file(path, 0, &je);
 	if (!o)	/* runc's words: the shims match "does not exist" */
 		return corral_set_err(err, -ENOENT, "container does not exist: %s", id);
-	if (json_unpack(o, "{s:s, s?s, s:s, s:i, s:i, s?o}", "bundle", &bundle,
+	if (json_unpack(o, "{s:s, s?s, s:s, s:i, s:i, s?o, s?o}", "bundle", &bundle,
 			"rootfs", &rootfs, "created", &created, "pid", &pid,
-			"monitor", &mon, "annotations", &ann) < 0) {
+			"monitor", &mon, "annotations", &ann, "config", &config) < 0) {
 		json_decref(o);
 		return corral_set_err(err, -EINVAL, "%s: not corral's state", path);
 	}
@@ -144,6 +145,7 @@ int oci_state_load(const struct oci_global *g, const char *id, struct oci_state 
 	s->pid = pid;
 	s->monitor = mon;
 	s->annotations = json_incref(ann ? ann : json_object());
+	s->config = json_incref(config);
 	json_decref(o);
 	if (!s->bundle || !s->rootfs || !s->created)
 		return corral_set_err(err, -ENOMEM, "out of memory reading %s", path);
@@ -226,8 +228,9 @@ void oci_state_free(struct oci_state *s)
 	free(s->rootfs);
 	free(s->created);
 	json_decref(s->annotations);
+	json_decref(s->config);
 	s->bundle = s->rootfs = s->created = NULL;
-	s->annotations = NULL;
+	s->annotations = s->config = NULL;
 }
 
 int oci_write_pid_file(const char *path, pid_t pid, struct corral_err *err)

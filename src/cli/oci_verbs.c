@@ -321,7 +321,7 @@ int oci_update(const struct oci_global *g, int argc, char **argv)
 	if (r == 0)
 		r = oci_operator_load(&op, g->config, &err);
 	if (r == 0) {
-		r = oci_spec_load(&op, st.bundle, &s, &err);
+		r = oci_spec_load(&op, st.bundle, st.config, &s, &err);
 		oci_operator_free(&op);
 	}
 	if (r == 0 && ((mem > 0 && s.p.memory_bytes && (uint64_t)mem > s.p.memory_bytes) ||

@@ -21,6 +21,7 @@ static const char help[] =
 "                    [--max-leases N] [--lease-timeout SECONDS]\n"
 "                    [--tls-handshake-rate N]\n"
 "                    [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
+"                    [--tty-idle-timeout SECONDS]\n"
 "                    [--allow-host-path PREFIX]... [--allow-env NAME]...\n"
 "                    [--uid-range FROM-TO] [--allow-root-inside]\n"
 "                    [--snapshot-budget SIZE] [--answer-memory SIZE]\n"
@@ -120,6 +121,11 @@ static const char help[] =
 "  --idle-timeout SECONDS\n"
 "                      a connection with no request this long is closed\n"
 "                      (default 60)\n"
+"  --tty-idle-timeout SECONDS\n"
+"                      a terminal session (an exec upgraded to corral-tty)\n"
+"                      with no frame from its client and no output this\n"
+"                      long ends: its call is killed, its result \"timeout\"\n"
+"                      (default 900, at most 86400; for every client)\n"
 "  --allow-host-path PREFIX\n"
 "                      host paths under PREFIX (symlinks resolved) may be a\n"
 "                      workspace or a bind, for any client.  Otherwise a\n"
@@ -295,6 +301,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "lease-timeout", required_argument, NULL, 'T' },
+		{ "tty-idle-timeout", required_argument, NULL, 'W' },
 		{ "tls-handshake-rate", required_argument, NULL, 'K' },
 		{ "allow-host-path", required_argument, NULL, 'A' },
 		{ "allow-env", required_argument, NULL, 'E' },
@@ -396,6 +403,12 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		case 'T':
 			code = parse_seconds("lease-timeout", optarg,
 					     &a->o.limits.lease_timeout_s);
+			if (code)
+				return code;
+			break;
+		case 'W':
+			code = parse_seconds("tty-idle-timeout", optarg,
+					     &a->o.limits.tty_idle_timeout_s);
 			if (code)
 				return code;
 			break;

@@ -25,6 +25,12 @@
  * ended; when it ends, what it started is killed with it (its cgroup;
  * without cgroups, its process group: a job of an interactive shell in a
  * group of its own that ignores SIGHUP is left to the sandbox's end).
+ *
+ * A session neither side uses (no frame from the client, no output for
+ * --tty-idle-timeout seconds: a client that went quiet, or stopped
+ * reading) ends as a timeout does: the call is killed, and its result
+ * and the record say why.  Activity is only noted as it comes; the one
+ * timer looks at it when due, rather than being re-armed at each frame.
  */
 #include "api.h"
 
@@ -48,6 +54,8 @@ struct tty_session {
 	struct corral_call *call;		/* NULL once done */
 	struct evbuffer *input;			/* typed, not yet taken by the pty */
 	struct event *ev_kill;
+	struct event *ev_idle;			/* --tty-idle-timeout */
+	uint64_t active_ms;			/* the last frame in or output out */
 	struct event *ev_close;			/* the connection's end, from the loop */
 	bool held;				/* the call's output waits for the client */
 	bool ending;				/* the last frame is written: close */
@@ -59,6 +67,8 @@ static void session_maybe_free(struct tty_session *s)
 		return;
 	if (s->ev_kill)
 		event_free(s->ev_kill);
+	if (s->ev_idle)
+		event_free(s->ev_idle);
 	if (s->ev_close)
 		event_free(s->ev_close);
 	if (s->input)
@@ -136,6 +146,7 @@ static void tty_output(void *arg, struct corral_call *c, int stream,
 	struct tty_session *s = arg;
 
 	(void)stream;
+	s->active_ms = corral_now_ms();
 	send_frame(s, 'o', data, len);
 	/* a client that reads slower than the terminal writes holds it */
 	if (!s->held && s->bev &&
@@ -168,6 +179,7 @@ static void tty_done(void *arg, struct corral_call *c,
 	s->call = NULL;
 	if (s->ev_kill)
 		event_del(s->ev_kill);
+	event_del(s->ev_idle);
 	send_last(s, 'x', o);
 	session_maybe_free(s);
 }
@@ -212,6 +224,7 @@ static bool take_frame(struct tty_session *s, char kind, struct evbuffer *in,
 {
 	unsigned char ws[4];
 
+	s->active_ms = corral_now_ms();
 	switch (kind) {
 	case 'i':
 		evbuffer_remove_buffer(in, s->input, len);
@@ -288,6 +301,34 @@ static void on_kill(evutil_socket_t fd, short what, void *arg)
 		corral_call_kill(s->call, SIGKILL);
 }
 
+/*
+ * Due: a session quiet for --tty-idle-timeout ends as timed out; one used
+ * since the timer was armed is looked at again when it would be.
+ */
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+	struct tty_session *s = arg;
+	uint64_t limit_ms = (uint64_t)s->d->limits.tty_idle_timeout_s * 1000;
+	uint64_t quiet_ms = corral_now_ms() - s->active_ms;
+	char why[160];
+
+	(void)fd;
+	(void)what;
+	if (!s->call)
+		return;
+	if (quiet_ms < limit_ms) {
+		struct timeval tv = { (limit_ms - quiet_ms) / 1000,
+				      (limit_ms - quiet_ms) % 1000 * 1000 };
+
+		if (event_add(s->ev_idle, &tv) == 0)
+			return;
+	}
+	snprintf(why, sizeof(why), "its terminal had no input from its client "
+		 "and no output for %u s (corral serve --tty-idle-timeout)",
+		 s->d->limits.tty_idle_timeout_s);
+	corral_call_time_out(s->call, limit_ms, why);
+}
+
 /* The connection is being freed (by us, by the client's end, at shutdown). */
 static void session_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
@@ -315,6 +356,17 @@ static void on_client_event(struct bufferevent *bev, short what, void *arg)
 	(void)what;
 	/* EOF, an error or the gate's timeout: the client is gone */
 	session_close(s);
+}
+
+static void idle_arm(struct tty_session *s)
+{
+	struct timeval tv = { s->d->limits.tty_idle_timeout_s, 0 };
+
+	s->active_ms = corral_now_ms();
+	/* without it the session is bounded by its call's timeout alone */
+	if (event_add(s->ev_idle, &tv) < 0)
+		fprintf(stderr, "corral serve: cannot arm a terminal's idle "
+			"timeout (--tty-idle-timeout)\n");
 }
 
 /* ---- the upgrade ---------------------------------------------------------- */
@@ -362,6 +414,7 @@ void tty_session_start(struct sandbox *sb, struct evhttp_request *req,
 	s = calloc(1, sizeof(*s));
 	if (!s || !(s->input = evbuffer_new()) ||
 	    !(s->ev_kill = evtimer_new(sb->d->base, on_kill, s)) ||
+	    !(s->ev_idle = evtimer_new(sb->d->base, on_idle, s)) ||
 	    !(s->ev_close = event_new(sb->d->base, -1, 0, on_close, s))) {
 		if (s)
 			session_maybe_free(s);
@@ -383,6 +436,7 @@ void tty_session_start(struct sandbox *sb, struct evhttp_request *req,
 		return;
 	}
 	sb->d->execs++;
+	idle_arm(s);
 	/* from here the connection is ours: no HTTP, no gate, no timeouts */
 	api_gate_upgrade(sb->d, evcon);
 	api_set_closecb(sb->d, req, session_conn_closed, s);

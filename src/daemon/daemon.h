@@ -21,6 +21,7 @@ struct daemon_limits {
 	unsigned idle_timeout_s;	/* with no request, before it is closed */
 	size_t max_leases;		/* open at once (api_leases.c) */
 	unsigned lease_timeout_s;	/* a silent TCP lease holder's, till closed */
+	unsigned tty_idle_timeout_s;	/* a terminal with no frame in or out */
 	size_t tls_handshake_rate;	/* a TLS peer's handshakes a second */
 	uint64_t answer_memory;		/* answers held for all slow readers */
 	/*
@@ -40,6 +41,13 @@ struct daemon_limits {
 #define DAEMON_IDLE_TIMEOUT_S	60
 #define DAEMON_MAX_LEASES	64
 #define DAEMON_LEASE_TIMEOUT_S	120
+/*
+ * A terminal nobody uses any more still holds a pty, a process and fds:
+ * 900 s, the shell idle timeout (TMOUT) hardening guides ask for, and
+ * more than the default limits.call_timeout, so that only a session that
+ * asked for a longer timeout meets it.
+ */
+#define DAEMON_TTY_IDLE_TIMEOUT_S 900
 #define DAEMON_TLS_HANDSHAKE_RATE 200
 #define DAEMON_ANSWER_MEMORY	(256ull << 20)
 #define DAEMON_MAX_TTL_S	86400		/* a day */

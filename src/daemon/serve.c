@@ -645,6 +645,8 @@ static int daemon_init(struct daemon *d, const struct daemon_opts *o,
 		d->limits.tls_handshake_rate = DAEMON_TLS_HANDSHAKE_RATE;
 	if (!d->limits.lease_timeout_s)
 		d->limits.lease_timeout_s = DAEMON_LEASE_TIMEOUT_S;
+	if (!d->limits.tty_idle_timeout_s)
+		d->limits.tty_idle_timeout_s = DAEMON_TTY_IDLE_TIMEOUT_S;
 	if (!d->limits.answer_memory)
 		d->limits.answer_memory = DAEMON_ANSWER_MEMORY;
 	if (!d->limits.max_ttl_s)

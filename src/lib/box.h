@@ -75,6 +75,7 @@ struct corral_call {
 	bool in_exec;		/* sent within corral_box_exec: announce later */
 	bool held;		/* output not read until the caller says so */
 	bool default_timeout;	/* its timeout is limits.call_timeout's */
+	char timeout_why[256];	/* corral_call_time_out's reason, or "" */
 	int sent_sig;		/* the last signal corral_call_kill sent it, or 0 */
 	struct exec_fail fail;
 	int status;

@@ -74,6 +74,13 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 			 "sandbox accepts no more calls", c->b->halt_reason);
 		goto limits;
 	}
+	if (c->timed_out && c->timeout_why[0]) {
+		res->status = CORRAL_TIMEOUT;
+		res->signal = SIGKILL;
+		snprintf(res->reason, sizeof(res->reason), "killed: %s",
+			 c->timeout_why);
+		goto limits;
+	}
 	if (c->timed_out) {
 		result_timeout(res, c->o.timeout_ms);
 		if (c->default_timeout)
@@ -487,18 +494,37 @@ int corral_call_write_stdin(struct corral_call *c, const void *data, size_t len,
 
 /* ---- calls: starting --------------------------------------------- */
 
+/* The record says which bound ended the call, and that it is killed. */
+static void time_out(struct corral_call *c, uint64_t limit_ms, const char *why)
+{
+	char reason[sizeof(c->timeout_why) + 64];
+
+	c->timed_out = true;
+	snprintf(reason, sizeof(reason), "%s: it and everything it started "
+		 "are killed", why);
+	events_emit(c->b->ev, "timeout", json_pack("{s:s, s:I, s:s}", "call",
+		    c->tool_call, "limit_ms", (json_int_t)limit_ms, "reason", reason));
+	corral_call_kill(c, SIGKILL);
+}
+
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct corral_call *c = arg;
 
 	(void)fd;
 	(void)what;
-	c->timed_out = true;
-	events_emit(c->b->ev, "timeout", json_pack("{s:s, s:I, s:s}", "call",
-		    c->tool_call, "limit_ms", (json_int_t)c->o.timeout_ms, "reason",
-		    "the call's wall-clock timeout was reached: it and everything "
-		    "it started are killed"));
-	corral_call_kill(c, SIGKILL);
+	time_out(c, c->o.timeout_ms, "the call's wall-clock timeout was reached");
+}
+
+int corral_call_time_out(struct corral_call *c, uint64_t limit_ms, const char *why)
+{
+	if (c->done || c->timed_out)
+		return 0;
+	snprintf(c->timeout_why, sizeof(c->timeout_why), "%s", why);
+	/* the wall clock can no longer be what ended it */
+	drop_event(&c->ev_timeout);
+	time_out(c, limit_ms, c->timeout_why);
+	return 0;
 }
 
 /* exec.start once the call is sent and both pids are known (by two ways). */

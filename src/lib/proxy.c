@@ -444,6 +444,12 @@ static json_t *closed_fields(const struct conn *c)
 		json_decref(o);
 		return NULL;
 	}
+	/* the one place a tunnel's client (TLS already begun) could learn it */
+	if (o && c->unresolved && !put(o, "reason", corral_json_bytes(c->unresolved,
+				       strlen(c->unresolved)))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && put(o, "bytes_up", json_integer((json_int_t)c->bytes_up)) &&
 	    put(o, "bytes_down", json_integer((json_int_t)c->bytes_down)) &&
 	    put(o, "duration_ms", json_integer((json_int_t)(corral_now_ms() - c->t0_ms))) &&
@@ -485,6 +491,7 @@ void conn_free(struct conn *c)
 	if (c->first)
 		evbuffer_free(c->first);
 	httpreq_free(&c->hr);
+	free(c->unresolved);
 	secrets_scan_free(&c->scan);
 	if (c->mask) {
 		secrets_mask_free(c->mask);
@@ -1349,7 +1356,7 @@ static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
 static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 {
 	struct conn *c = arg;
-	char why[CORRAL_ERR_MAX];
+	char why[1024];		/* the name twice, and what to do */
 
 	/*
 	 * Cancelled by conn_free: libevent says so later, from the loop, when
@@ -1362,11 +1369,20 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 	}
 	c->gai = NULL;
 	if (result != 0 || !res) {
-		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host,
-			 evutil_gai_strerror(result));
+		/*
+		 * Allowed, and nowhere to go: a name that only the user's
+		 * world knows (a test's, a private network's) is given an
+		 * address in the policy, which is what to say.
+		 */
+		snprintf(why, sizeof(why), "cannot resolve %s: %s (asked %s); "
+			 "to give it an address, map it in the policy's "
+			 "network.hosts: {\"%s\": \"ADDRESS\"}", c->host,
+			 evutil_gai_strerror(result), c->px->resolver, c->host);
 		if (res)
 			evutil_freeaddrinfo(res);
-		http_error(c, 502, "Bad Gateway", why);
+		c->unresolved = strdup(why);
+		/* in the sandbox's protocol: a SOCKS client reads no HTTP */
+		refuse(c, SOCKS_REP_HOST_UNREACHABLE, 502, "Bad Gateway", why);
 		return;
 	}
 	connect_upstream(c, res->ai_addr, res->ai_addrlen);
@@ -2292,6 +2308,8 @@ static int make_resolver(struct proxy *px, const struct corral_policy *p,
 	if (!px->dns)
 		return corral_set_err(err, -ENOMEM, "cannot create a resolver");
 	if (p->net_resolver) {
+		snprintf(px->resolver, sizeof(px->resolver), "network.resolver %s",
+			 p->net_resolver);
 		r = evdns_base_nameserver_ip_add(px->dns, p->net_resolver);
 		if (r != 0)
 			return corral_set_err(err, -EINVAL, "network.resolver: cannot use \"%s\"",
@@ -2304,6 +2322,8 @@ static int make_resolver(struct proxy *px, const struct corral_policy *p,
 	 * judged is resolved as written, and "gone.test" that does not exist
 	 * must not become "gone.test.corp.example", a name no one allowed.
 	 */
+	snprintf(px->resolver, sizeof(px->resolver), "the host's resolvers, "
+		 "/etc/resolv.conf");
 	evdns_base_resolv_conf_parse(px->dns, DNS_OPTIONS_ALL & ~DNS_OPTION_SEARCH,
 				     "/etc/resolv.conf");
 	return 0;

@@ -61,6 +61,7 @@ struct proxy {
 	struct events *ev;
 	struct egress *rules;
 	struct evdns_base *dns;
+	char resolver[64];		/* whom dns asks, as a user would name it */
 	struct evconnlistener *listeners[NSPECS];	/* DNS over TCP (dnsd.c) */
 	struct tcp_listener tcp[NSPECS];
 	struct udp_listener udp[NSPECS];
@@ -112,6 +113,7 @@ struct conn {
 	struct bufferevent *down;	/* the sandbox's side */
 	struct bufferevent *up;		/* the upstream */
 	struct evdns_getaddrinfo_request *gai;
+	char *unresolved;		/* why its allowed name led nowhere, or NULL */
 	struct socks_conn socks;
 	struct httpreq_conn hr;
 	char host[256];

@@ -2025,6 +2025,41 @@ t_host_kernel_never_bound() {
 	expect_eq "an ordinary bind" "$(rc)" 0
 }
 
+# /run, /tmp, /run/user and a session's directory there hold the host's
+# unix sockets (the system bus, docker's, an ssh ControlMaster's, tmux's):
+# a read-only bind does not stop connect(2), so none of them is a bind's
+# source or the workspace, however spelled; what lies below them still is.
+t_host_socket_dirs_never_bound() {
+	local spec out
+	session=""
+	ln -s /run "$T/to-run"
+	ln -s /var/run "$T/to-var-run"
+	if [ "$ME" = 0 ] && [ -d /run/user ]; then
+		session=/run/user/$((4200000 + $$ % 1000))
+		mkdir "$session" && trap 'rmdir "$session"' EXIT
+	else
+		session=$(ls -d /run/user/[0-9]* 2>/dev/null | head -1)
+	fi
+	for spec in /tmp /tmp/. /run /var/run /run/user "$T/to-run" "$T/to-var-run" \
+		    /run/./ //tmp ${session:+"$session"}; do
+		out=$(crun --ro "$spec:/mnt/s" -- /bin/true)
+		expect_eq "--ro $spec" "$(rc)" 125
+		expect_contains "--ro $spec: the reason" "$out" "unix sockets of the host"
+		out=$(crun --rw "$spec:/mnt/s" -- /bin/true)
+		expect_eq "--rw $spec" "$(rc)" 125
+	done
+	out=$(crun --workspace /tmp -- /bin/true)
+	expect_eq "workspace /tmp" "$(rc)" 125
+	expect_contains "workspace /tmp: the reason" "$out" "unix sockets of the host"
+	# below them, named: still a bind
+	mkdir "$T/below"
+	echo fine > "$T/below/f"
+	chmod -R a+rX "$T/below"
+	out=$(crun --ro "$T/below:/mnt/b" -- /bin/cat /mnt/b/f)
+	expect_eq "a directory below TMPDIR" "$out" fine
+	# (as a user, the session directory is tried only where one exists)
+}
+
 # ---- an export as root writes as the user who owns its destination ---------
 
 # The user the export writes as: uid 1000, made the owner, when the suite

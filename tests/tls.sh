@@ -697,7 +697,7 @@ t_srt_settings_translated_key_by_key() {
 	expect_contains "allowed" "$e" 'network.allowedDomains[0]: "api.test" -> network.allow'
 	expect_contains "star refused" "$e" 'network.allowedDomains[1]: not mapped'
 	expect_contains "denied" "$e" 'network.deniedDomains[0]: "evil.test" -> network.deny'
-	expect_contains "sockets" "$e" 'network.allowUnixSockets: not mapped: corral passes no host Unix socket'
+	expect_contains "sockets" "$e" 'network.allowUnixSockets: not mapped: corral does not filter connect(2)'
 	expect_contains "write" "$e" "filesystem.allowWrite[0]: \".\" -> filesystem.rw \"$T/proj\""
 	expect_contains "deny write" "$e" "filesystem.denyWrite[0]: \".git\" -> filesystem.ro \"$T/proj/.git\""
 	expect_contains "deny read outside" "$e" 'filesystem.denyRead[0]: "~/.ssh": already unreadable'

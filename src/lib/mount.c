@@ -265,6 +265,36 @@ static bool kernel_fs(long type)
 	}
 }
 
+/*
+ * The host's runtime directories hold the unix sockets of its services and
+ * sessions: the system bus, journald, docker's and podman's, a user's
+ * ssh-agent, gpg-agent, tmux and X11, an ssh ControlMaster's.  A read-only
+ * bind does not close them: connect(2) asks for write permission on the
+ * socket's inode, never for a writable mount, and an unprivileged caller's
+ * sandbox is its uid and groups to the kernel's checks.  So neither /run,
+ * /tmp, /run/user nor a session's directory in it may be a bind's source
+ * (what lies below them may, named one by one).  Judged by identity, after
+ * every symlink: /var/run is /run.
+ */
+static const char *const host_sockets[] = { "run", "tmp", "run/user" };
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static bool runtime_dir(int oldroot, int fd, const struct stat *st)
+{
+	struct stat nv, up;
+
+	for (size_t i = 0; i < sizeof(host_sockets) / sizeof(host_sockets[0]); i++)
+		if (fstatat(oldroot, host_sockets[i], &nv, 0) == 0 && same_file(&nv, st))
+			return true;
+	/* a session's own: /run/user/UID */
+	return S_ISDIR(st->st_mode) && fstatat(fd, "..", &up, 0) == 0 &&
+	       fstatat(oldroot, "run/user", &nv, 0) == 0 && same_file(&nv, &up);
+}
+
 int mount_check_host_fd(int oldroot, int fd, const char *path,
 			struct corral_err *err)
 {
@@ -283,6 +313,12 @@ int mount_check_host_fd(int oldroot, int fd, const char *path,
 		    S_ISDIR(nv.st_mode) && nv.st_dev == st.st_dev &&
 		    nv.st_dev != root.st_dev)
 			goto refuse;
+	if (runtime_dir(oldroot, fd, &st))
+		return corral_set_err(err, -EACCES, "%s is the host's /run, /tmp or "
+				      "a session's runtime directory: it holds the unix "
+				      "sockets of the host's services and sessions, which "
+				      "even a read-only bind lets a sandbox connect to; "
+				      "bind what you need from it by name", path);
 	return 0;
 refuse:
 	return corral_set_err(err, -EACCES, "%s is (or holds) the host's /proc, "

@@ -254,6 +254,7 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 /* ---- api_builds.c: answers made by a worker, sent from a spool ----------- */
 
 #define BUILDS_MAX	4	/* workers at once: diffs, patches, snapshots */
+#define BUILDS_PER_OWNER	(BUILDS_MAX / 2)	/* one lease's or TCP peer's diffs, patches */
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,

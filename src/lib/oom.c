@@ -64,6 +64,14 @@ int oom_prefer_sandbox(pid_t pid, struct corral_err *err)
 	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
 	len = snprintf(val, sizeof(val), "%d", adj);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
+	/*
+	 * Not ours to write: an unprivileged supervisor that is not dumpable
+	 * (its launcher made it so; init inherits it, and its /proc files are
+	 * then root's), a read-only /proc.  The sandbox is then as it was
+	 * before, its processes scored as its supervisor's, not refused.
+	 */
+	if (fd < 0 && (errno == EACCES || errno == EROFS))
+		return 0;
 	if (fd < 0)
 		return corral_set_errno(err, errno, "cannot open %s to make the "
 					"sandbox the OOM killer's first choice", path);

@@ -5258,6 +5258,27 @@ t_lease_closed_destroys_bound() {
 	stop_daemon
 }
 
+# A lease's sandboxes count as one client's (--max-sandboxes-per-peer), as
+# a TCP peer's do: one corral mcp session on a shared daemon took every
+# place --max-sandboxes allows, and every other session's create was
+# refused meanwhile.  A sandbox of no lease (the unix socket's own user)
+# is not bounded by it, and the lease's place comes back with a DELETE.
+t_lease_holds_a_peers_share() {
+	start_daemon --max-sandboxes-per-peer 2
+	open_lease
+	[ -n "$LEASE" ] || { fail "no lease: $(cat "$T/lease" 2>/dev/null)"; return 1; }
+	a=$(mksb "{\"lease\": \"$LEASE\"}") && mksb "{\"lease\": \"$LEASE\"}" > /dev/null || return 1
+	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
+	expect_error "a third of the lease's" "$code" 429 too_many_requests
+	expect_contains "why" "$(jq 'v["detail"]')" "2 sandboxes of this lease's are alive, the limit (--max-sandboxes-per-peer)"
+	mksb > /dev/null || fail "a sandbox of no lease, meanwhile"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "one of the lease's deleted" "$code" 200
+	mksb "{\"lease\": \"$LEASE\"}" > /dev/null || fail "the lease's, once one was deleted"
+	close_lease
+	stop_daemon
+}
+
 # A lease outlives evhttp's read and write timeout (900 s; 2 s here,
 # CORRAL_TEST_HTTP_TIMEOUT): its request has no body, so evhttp went on
 # reading the connection, and its client sends nothing after it: every

@@ -315,6 +315,8 @@ void leases_create(struct daemon *d, struct evhttp_request *req, const char *res
 /* The open lease id names, if req's client may bind to it; else NULL, f set. */
 struct lease *lease_for_create(struct daemon *d, struct evhttp_request *req,
 			       const char *id, struct api_fault *f);
+/* Room for one more sandbox on lease l (--max-sandboxes-per-peer); else f set. */
+bool lease_room(struct daemon *d, const struct lease *l, struct api_fault *f);
 void lease_bind(struct lease *l, struct sandbox *sb);
 void lease_unbind(struct sandbox *sb);	/* at its destroy: forgotten */
 void leases_stop(struct daemon *d);	/* the daemon's end */

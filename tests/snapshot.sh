@@ -718,7 +718,7 @@ held_builds_daemon() {
 	echo a > "$T/ws/a"
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	mkfifo "$T/hold"
-	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon
+	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon "$@"
 }
 
 # Limits: one build of a sandbox at a time, BUILDS_MAX (4) workers at once;
@@ -789,11 +789,16 @@ EOF
 	[ -n "$LEASE" ] || fail "no lease"
 }
 
-# One lease's sandboxes (a corral mcp session's on a shared daemon) take at
-# most half the workers: a model that keeps asking for diffs of its own
-# held all four, and every other session's diff was a 503 meanwhile.
+# One lease's sandboxes (a corral mcp session's on a shared daemon), or one
+# TCP peer's, take at most half the workers: a model that keeps asking for
+# diffs of its own held all four, and every other session's diff was a
+# 503 meanwhile.
 s_builds_shared_between_owners() {
-	held_builds_daemon
+	PORT=$((20000 + ($$ + 7) % 20000))
+	printf 'builds-token-0123456789abcdef\n' > "$T/token"
+	chmod 600 "$T/token"
+	held_builds_daemon --listen "127.0.0.1:$PORT" --token-file "$T/token" \
+		--allow-host-path "$T/ws"
 	hold_lease || return 1
 	trap 'kill "$LPID" 2>/dev/null; wait "$LPID" 2>/dev/null || true; stop_daemon' EXIT
 	for n in 1 2 3; do
@@ -819,6 +824,34 @@ s_builds_shared_between_owners() {
 	release
 	bg_wait l3
 	expect_eq "the lease's third, once one was done" "$(cat "$T/l3.code")" 200
+	# a TCP peer's sandboxes likewise (the same daemon, on 127.0.0.1)
+	tcp() {	# tcp NAME METHOD PATH [CURL ARGS...]: as bg_api, over TCP
+		local n=$1 m=$2 p=$3
+		shift 3
+		curl -sS --max-time 20 -H "Authorization: Bearer $(cat "$T/token")" -X "$m" \
+			-o "$T/$n.body" -w '%{http_code}' "$@" "http://127.0.0.1:$PORT$p" \
+			> "$T/$n.code" 2> "$T/$n.err"
+	}
+	for n in 1 2 3; do
+		tcp c$n POST /v1/sandboxes -d "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 600000}"
+		expect_eq "a TCP create" "$(cat "$T/c$n.code")" 201 || { cat "$T/c$n.body"; return 1; }
+		eval "P$n=\$(json id < \"\$T/c$n.body\")"
+	done
+	tcp p1 GET "/v1/sandboxes/$P1/diff" &
+	TP1=$!
+	tcp p2 GET "/v1/sandboxes/$P2/diff" &
+	TP2=$!
+	wait_workers 2
+	tcp p3 GET "/v1/sandboxes/$P3/diff"
+	expect_eq "a third of the peer's" "$(cat "$T/p3.code")" 503
+	expect_contains "why" "$(cat "$T/p3.body")" "this TCP peer's sandboxes"
+	bg_api o2 GET "/v1/sandboxes/$OTHER/diff"
+	wait_workers 3
+	release
+	wait "$TP1" "$TP2" 2>/dev/null || true
+	bg_wait o2
+	expect_eq "the peer's first" "$(cat "$T/p1.code")" 200
+	expect_eq "another client's, beside the peer's" "$(cat "$T/o2.code")" 200
 }
 
 # The spool's fds of the daemon (O_TMPFILE in the state dir: "#N (deleted)")

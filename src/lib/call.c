@@ -504,13 +504,23 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 /* exec.start once the call is sent and both pids are known (by two ways). */
 static void announce(struct corral_call *c)
 {
+	char group[32];
+
 	if (c->announced || !c->sent || !c->spid || !c->host_pid || c->in_exec)
 		return;
 	c->announced = true;
-	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:o}",
+	/*
+	 * Its group named for the attributor: the process is in it (moved
+	 * before the call was sent), and otherwise the attributor reads
+	 * /proc/PID/cgroup to learn that, while the process just woken
+	 * waits for our CPU as a rule.
+	 */
+	snprintf(group, sizeof(group), "corral-c%u", c->id);
+	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:o, s:s}",
 		    "call", c->tool_call, "pid", (int)c->host_pid,
 		    "sandbox_pid", (int)c->spid,
-		    "command", corral_json_bytes(c->o.argv[0], strlen(c->o.argv[0]))));
+		    "command", corral_json_bytes(c->o.argv[0], strlen(c->o.argv[0])),
+		    EVENTS_KEY_GROUP, group));
 	if (c->o.on_start)
 		c->o.on_start(c->o.arg, c);
 }

@@ -139,7 +139,7 @@ struct corral_box {
 	struct event *ev_spare;
 	struct spare_proc sp;	/* the next call's process, forked ahead */
 	uint32_t next_fid;
-	struct event *ev_sweep;	/* empty call groups, removed next turn */
+	struct event *ev_sweep;	/* empty call groups, removed soon after */
 	char halt_reason[CORRAL_ERR_MAX];
 	const char *gone;	/* why calls still running were ended */
 	/* meters */

@@ -45,6 +45,8 @@ size_t box_calls_running(const struct corral_box *b)
 
 /* how long into a call its successor's group waits (corral_box_exec) */
 #define SPARE_GROUP_DELAY_MS	20
+/* how long after a call's end its empty group waits for its removal */
+#define SWEEP_DELAY_MS		5
 
 /*
  * Work for a call yet to come (its group made, its process moved in,
@@ -263,7 +265,7 @@ void call_finish(struct corral_call *c)
 	 * copy of its page tables), woken on the daemon's CPU, ran first and
 	 * held the answer back by about its own length.  Armed before
 	 * on_done, which frees the call: its group's removal (the sweep, a
-	 * timer as low) then comes after the fork is asked for, not before.
+	 * later timer: see arm_sweep) then comes after the fork is asked for.
 	 */
 	if (!box_calls_running(b)) {
 		box_arm_idle(b);
@@ -1470,7 +1472,12 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 static void arm_sweep(struct corral_box *b)
 {
-	struct timeval now = { 0, 0 };
+	/*
+	 * Not at once: the group's rmdirs (0.1-0.2 ms) would come right after
+	 * the call's answer is written, while the caller, woken by it on our
+	 * CPU as a rule, waits there to read it.
+	 */
+	struct timeval later = { 0, SWEEP_DELAY_MS * 1000 };
 
 	/* a dead box sweeps nothing: destroy takes every group with it */
 	if (b->state == CORRAL_BOX_DEAD)
@@ -1478,7 +1485,7 @@ static void arm_sweep(struct corral_box *b)
 	if (!b->ev_sweep)
 		b->ev_sweep = housekeeping(evtimer_new(b->base, on_sweep, b));
 	if (b->ev_sweep && !evtimer_pending(b->ev_sweep, NULL))
-		evtimer_add(b->ev_sweep, &now);
+		evtimer_add(b->ev_sweep, &later);
 }
 
 /*

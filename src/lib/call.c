@@ -47,6 +47,10 @@ size_t box_calls_running(const struct corral_box *b)
 #define SPARE_GROUP_DELAY_MS	20
 /* how long after a call's end its empty group waits for its removal */
 #define SWEEP_DELAY_MS		5
+/* how long after an answer the next call's process waits, calls spaced */
+#define SPARE_AFTER_ANSWER_MS	2
+/* calls closer than this are a caller's loop: its spare is made at once */
+#define CALLS_QUICK_MS		20
 
 /*
  * Work for a call yet to come (its group made, its process moved in,
@@ -63,6 +67,7 @@ static struct event *housekeeping(struct event *ev)
 
 static void drop_pend(struct corral_call *c);
 static void spare_fork(struct corral_box *b, bool group_next);
+static void arm_spare(struct corral_box *b, unsigned delay_ms);
 static void announce(struct corral_call *c);
 
 static void call_describe(struct corral_call *c, const struct cg_stats *hits)
@@ -260,16 +265,24 @@ void call_finish(struct corral_call *c)
 		    "sandbox_pid", (int)c->spid,
 		    "reason", corral_json_bytes(res->reason, strlen(res->reason))));
 	/*
-	 * The next call's process is asked for by call_arm_spare's timer,
-	 * after this answer is written.  Asked for before it, init's fork (a
-	 * copy of its page tables), woken on the daemon's CPU, ran first and
-	 * held the answer back by about its own length.  Armed before
-	 * on_done, which frees the call: its group's removal (the sweep, a
-	 * later timer: see arm_sweep) then comes after the fork is asked for.
+	 * The next call's process is asked for by a timer, after this answer
+	 * is written.  Asked for before it, init's fork (a copy of its page
+	 * tables), woken on the daemon's CPU, ran first and held the answer
+	 * back by about its own length.  Asked for at once after it, the
+	 * fork and the group's five mkdirs held back the caller instead:
+	 * woken by our write on our CPU as a rule, it waited there to read
+	 * the answer (0.25-0.45 ms on a 2-core host with other work,
+	 * bench/exec_path.py's last stretch).  So a caller that spaces its
+	 * calls (an agent: a model's turn between two) has its answer read
+	 * first; one that calls in a loop has its next process made at once,
+	 * or its next call would fork its own, the move's wait on its path.
+	 * Armed before on_done, which frees the call: its group's removal
+	 * (the sweep, later still) comes after the fork is asked for.
 	 */
+	b->t_ended = corral_now_ms();
 	if (!box_calls_running(b)) {
 		box_arm_idle(b);
-		call_arm_spare(b);
+		arm_spare(b, b->calls_quick ? 0 : SPARE_AFTER_ANSWER_MS);
 	}
 	if (c->o.on_done)
 		c->o.on_done(c->o.arg, c, res);
@@ -1236,6 +1249,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->err.keep = c->out.keep;
 	c->res.output_base64 = o->output_base64;
 	c->t0 = corral_now_ms();
+	b->calls_quick = b->t_ended && c->t0 - b->t_ended < CALLS_QUICK_MS;
 	/* the call's own, else the policy's limits.timeout, else its default */
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
@@ -1502,11 +1516,13 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 static void arm_sweep(struct corral_box *b)
 {
 	/*
-	 * Not at once: the group's rmdirs (0.1-0.2 ms) would come right after
-	 * the call's answer is written, while the caller, woken by it on our
-	 * CPU as a rule, waits there to read it.
+	 * Not at once for a caller that spaces its calls: the group's rmdirs
+	 * (0.1-0.2 ms) would come right after the call's answer is written,
+	 * while the caller, woken by it on our CPU as a rule, waits there to
+	 * read it.  A caller's loop has them at once, as its spare (see
+	 * call_finish): later, they would land on its next call's path.
 	 */
-	struct timeval later = { 0, SWEEP_DELAY_MS * 1000 };
+	struct timeval later = { 0, b->calls_quick ? 0 : SWEEP_DELAY_MS * 1000 };
 
 	/* a dead box sweeps nothing: destroy takes every group with it */
 	if (b->state == CORRAL_BOX_DEAD)

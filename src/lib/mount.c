@@ -266,12 +266,12 @@ static bool kernel_fs(long type)
 }
 
 /*
- * The host's runtime directories hold the unix sockets of its services and
- * sessions: the system bus, journald, docker's and podman's, a user's
- * ssh-agent, gpg-agent, tmux and X11, an ssh ControlMaster's.  A read-only
- * bind does not close them: connect(2) asks for write permission on the
- * socket's inode, never for a writable mount, and an unprivileged caller's
- * sandbox is its uid and groups to the kernel's checks.  So neither /run,
+ * The host's runtime directories hold the unix sockets (and FIFOs) of its
+ * services and sessions: the system bus, journald, docker's and podman's,
+ * a user's ssh-agent, gpg-agent, tmux and X11, an ssh ControlMaster's.  A
+ * read-only bind does not close them: connect(2), like a FIFO's open for
+ * writing, asks for permission on the inode, never for a writable mount,
+ * and an unprivileged caller's sandbox is its uid to the kernel's checks.  So neither /run,
  * /tmp, /run/user nor a session's directory in it may be a bind's source
  * (what lies below them may, named one by one).  Judged by identity, after
  * every symlink: /var/run is /run.

@@ -2060,6 +2060,43 @@ t_host_socket_dirs_never_bound() {
 	# (as a user, the session directory is tried only where one exists)
 }
 
+# A bind brings what is mounted beneath its source: the host's /tmp bound
+# into a chroot (as schroot and pbuilder make them) shows the host's
+# sockets as binding /tmp would, and a session's directory bound elsewhere
+# is still that session's.  Mounted in a private namespace of the test's
+# own (root only: nobody mounts nothing in the host's), where a session
+# directory is a tmpfs /run/user's, so nothing is left on the host.
+t_host_socket_dirs_never_beneath_a_bind() {
+	[ "$ME" = 0 ] || { skip "needs root to mount a chroot's /tmp to bind"; return 77; }
+	mkdir -p "$T/chroot/tmp" "$T/chroot/etc" "$T/sess"
+	chmod -R a+rX "$T/chroot" "$T/sess"
+	unshare --mount --propagation private sh -c '
+		T=$1; CORRAL=$2
+		mount --bind -o ro /tmp "$T/chroot/tmp" || exit 9
+		mount -t tmpfs -o mode=755 corral-test /run/user || exit 9
+		mkdir /run/user/4200777 || exit 9
+		mount --bind /run/user/4200777 "$T/sess" || exit 9
+		one() { name=$1; shift
+			timeout 120 "$CORRAL" run "$@" -- /bin/true > "$T/$name.out" 2>&1 < /dev/null
+			echo $? > "$T/$name.rc"; }
+		one chroot --ro "$T/chroot:/mnt/c"
+		one chroot-rw --rw "$T/chroot:/mnt/c"
+		one sibling --ro "$T/chroot/etc:/mnt/e"
+		one sess --ro "$T/sess:/mnt/s"
+		one ws --workspace "$T/sess"' _ "$T" "$CORRAL" > "$T/ns.out" 2>&1 ||
+		fail "the namespace to test in: $(cat "$T/ns.out")"
+	expect_eq "a chroot holding /tmp" "$(cat "$T/chroot.rc")" 125
+	expect_contains "a chroot holding /tmp: the reason" "$(cat "$T/chroot.out")" \
+		"holds a mount of the host's /run, /tmp or a session's runtime directory (at $T/chroot/tmp)"
+	expect_eq "a chroot holding /tmp, rw" "$(cat "$T/chroot-rw.rc")" 125
+	expect_eq "a session's directory bound elsewhere" "$(cat "$T/sess.rc")" 125
+	expect_contains "a session's directory bound elsewhere: the reason" \
+		"$(cat "$T/sess.out")" "unix sockets of the host"
+	expect_eq "a session's directory bound elsewhere, as the workspace" \
+		"$(cat "$T/ws.rc")" 125
+	expect_eq "the chroot's other directory" "$(cat "$T/sibling.rc")" 0
+}
+
 # ---- an export as root writes as the user who owns its destination ---------
 
 # The user the export writes as: uid 1000, made the owner, when the suite

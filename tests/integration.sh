@@ -800,6 +800,38 @@ print("queued", n)')
 	[ -n "$n" ] && [ "$n" -le $((sig / 4)) ] || fail "queued more than $((sig / 4)): $out"
 }
 
+# The host out of memory (the sandboxes' limits add up past it; a tmpfs's
+# pages are in no process's RSS): the kernel kills the process of the
+# largest RSS plus oom_score_adj.  At 0 everywhere a daemon of 4 MB went
+# before a sandbox's small processes, and every sandbox with it.  Init
+# gets at least 500 (never less than its supervisor's), every process
+# inherits it, the supervisor keeps its own; as root the sandbox cannot
+# lower it (the floor a privileged writer sets).
+t_oom_takes_the_sandbox_first() {
+	own=$(cat /proc/self/oom_score_adj)
+	want=$(( own > 500 ? own : 500 ))
+	out=$(crun -- /bin/sh -c 'cat /proc/self/oom_score_adj
+(echo 0 > /proc/self/oom_score_adj) 2>/dev/null
+(echo -1000 > /proc/1/oom_score_adj) 2>/dev/null
+cat /proc/self/oom_score_adj /proc/1/oom_score_adj')
+	expect_eq "exit" "$(rc)" 0
+	set -- $out
+	expect_eq "the command's oom_score_adj" "$1" "$want"
+	[ "$ME" != 0 ] || expect_eq "after the sandbox lowered it" "$2 $3" "$want $want"
+	"$CORRAL" run -- /bin/sleep 60 > /dev/null 2>&1 < /dev/null &
+	OOM_SUP=$!
+	trap 'kill "$OOM_SUP" 2>/dev/null; wait "$OOM_SUP" 2>/dev/null || true' EXIT
+	init="" i=0
+	while [ -z "$init" ] && [ $i -lt 500 ]; do
+		init=$(cat /proc/"$OOM_SUP"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
+		[ -n "$init" ] || sleep 0.02
+		i=$((i + 1))
+	done
+	[ -n "$init" ] || { fail "no init under corral run $OOM_SUP"; return 1; }
+	expect_eq "the supervisor's oom_score_adj" "$(cat /proc/"$OOM_SUP"/oom_score_adj)" "$own"
+	expect_eq "init's oom_score_adj" "$(cat /proc/"$init"/oom_score_adj)" "$want"
+}
+
 # File descriptors in flight over unix sockets count per host uid, and a
 # send is refused above the sender's RLIMIT_NOFILE: a command gets half of
 # init's hard limit, so a sandbox that puts all it can in flight still

@@ -381,6 +381,23 @@ t_exec_no_host_fds() {
 	c1_gone "$pid$epids" "$mon"
 }
 
+# A container's processes, its init's and an exec'd one alike, are the
+# OOM killer's first choice over the runtime's and the engine's (oom.c):
+# at least 500, never less than the caller's; process.oomScoreAdj ignored.
+t_exec_oom_score() {
+	need_root
+	local pid mon out own want
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	own=$(cat /proc/self/oom_score_adj)
+	want=$(( own > 500 ? own : 500 ))
+	expect_eq "init's" "$(cat /proc/"$pid"/oom_score_adj)" "$want"
+	out=$(oci exec c1 cat /proc/self/oom_score_adj)
+	expect_eq "exec rc" "$(rc)" 0
+	expect_eq "an exec'd process's" "$out" "$want"
+	c1_gone "$pid" "$mon"
+}
+
 # The monitor watches the listeners of 64 exec'd processes at once; one
 # whose processes have exited gives its place up.  Kept, the 65th exec of
 # a container's life (an engine's probes) and every one after it had its

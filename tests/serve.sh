@@ -3913,6 +3913,89 @@ t_tls_key_not_in_a_box() {
 	stop_daemon
 }
 
+# One sandbox against another in one daemon: B holds what a neighbour
+# could reach (a file in /tmp and /dev/shm, SysV shared memory and a
+# message queue (POSIX queues: EACCES inside), an abstract unix socket, a TCP
+# port on loopback, a file lock; a process whose host pid A is told),
+# and A, in one exec, looks for each.  Each must be B's alone: the
+# sandboxes' own tmpfs, ipc, net and pid namespaces, whatever their
+# shared host uid.  And every process of both is the OOM killer's
+# choice before the daemon (oom.c).
+NEIGHBOUR_B='
+import ctypes, fcntl, os, socket, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+open("/tmp/b-secret", "w").write("b")
+open("/dev/shm/b-shm", "w").write("b")
+assert libc.shmget(0x4242, 4096, 0o1600) >= 0
+assert libc.msgget(0x4242, 0o1600) >= 0
+u = socket.socket(socket.AF_UNIX); u.bind("\0corral-neighbour-b"); u.listen()
+t = socket.socket(); t.bind(("127.0.0.1", 7077)); t.listen()
+lk = open("/tmp/b-lock", "w"); fcntl.lockf(lk, fcntl.LOCK_EX)
+print("ready", flush=True)
+time.sleep(60)
+'
+NEIGHBOUR_A='
+import ctypes, errno, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def err(r):
+    return "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()]
+mine = {os.getpid(), os.getppid(), 1}
+seen = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine]
+print("procs", " ".join(open("/proc/%s/cmdline" % p).read().replace("\0", " ") for p in seen) or "-")
+print("tmp", os.path.exists("/tmp/b-secret"), os.path.exists("/dev/shm/b-shm"))
+print("sysv", err(libc.shmget(0x4242, 0, 0)), err(libc.msgget(0x4242, 0)))
+for name, fam, addr in (("abstract", socket.AF_UNIX, "\0corral-neighbour-b"),
+                        ("tcp", socket.AF_INET, ("127.0.0.1", 7077))):
+    s = socket.socket(fam)
+    try:
+        s.connect(addr); print(name, "connected")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+try:
+    os.kill(int(sys.argv[1]), 0); print("signal", "delivered")
+except OSError as e:
+    print("signal", errno.errorcode[e.errno])
+print("locks", len(open("/proc/locks").read()))
+print("oom", open("/proc/self/oom_score_adj").read().strip())
+'
+t_neighbours_apart() {
+	local a b code pid i=0 hostpid="" name="b-$$-$RANDOM.py" want
+	start_daemon
+	a=$(mksb) && b=$(mksb) || return 1
+	code=$(api PUT "/v1/sandboxes/$b/files?path=/tmp/$name" --data-binary "$NEIGHBOUR_B")
+	expect_code "put B's script" "$code" 201
+	code=$(api POST "/v1/sandboxes/$b/processes" -d "{\"argv\": [\"python3\", \"/tmp/$name\"]}")
+	expect_code "B's holder" "$code" 201
+	pid=$(jq 'v["pid"]')
+	while [ $i -lt 500 ]; do
+		api GET "/v1/sandboxes/$b/processes/$pid/output" > /dev/null
+		grep -q ready "$T/body" && break
+		grep -q '"type":"end"' "$T/body" && break
+		sleep 0.02
+		i=$((i + 1))
+	done
+	grep -q ready "$T/body" || { fail "B's holder never ready: $(body)"; return 1; }
+	hostpid=$(pgrep -f "^python3 /tmp/$name\$" | head -1)
+	[ -n "$hostpid" ] || { fail "no host pid for B's holder"; return 1; }
+	code=$(api PUT "/v1/sandboxes/$a/files?path=/tmp/a.py" --data-binary "$NEIGHBOUR_A")
+	expect_code "put A's probe" "$code" 201
+	code=$(ex "$a" "{\"argv\": [\"python3\", \"/tmp/a.py\", \"$hostpid\"]}")
+	expect_code "A's probe" "$code" 200
+	own=$(cat /proc/"$DPID"/oom_score_adj)
+	want="procs -
+tmp False False
+sysv ENOENT ENOENT
+abstract ECONNREFUSED
+tcp ECONNREFUSED
+signal ESRCH
+locks 0
+oom $(( own > 500 ? own : 500 ))"
+	expect_eq "what A sees of B" "$(jq 'v["stdout"]')" "$want" ||
+		echo "stderr: $(jq 'v["stderr"]')"
+	expect_eq "the daemon's own oom_score_adj" "$(cat /proc/"$DPID"/oom_score_adj)" "$own"
+	stop_daemon
+}
+
 # box_inits: the pids of the daemon's boxes' inits
 box_inits() {
 	local pid
@@ -5172,6 +5255,27 @@ t_lease_closed_destroys_bound() {
 	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
 	expect_error "the closed lease" "$code" 404 not_found
 	expect_contains "saying so" "$(< "$T/body")" "no open lease"
+	stop_daemon
+}
+
+# A lease's sandboxes count as one client's (--max-sandboxes-per-peer), as
+# a TCP peer's do: one corral mcp session on a shared daemon took every
+# place --max-sandboxes allows, and every other session's create was
+# refused meanwhile.  A sandbox of no lease (the unix socket's own user)
+# is not bounded by it, and the lease's place comes back with a DELETE.
+t_lease_holds_a_peers_share() {
+	start_daemon --max-sandboxes-per-peer 2
+	open_lease
+	[ -n "$LEASE" ] || { fail "no lease: $(cat "$T/lease" 2>/dev/null)"; return 1; }
+	a=$(mksb "{\"lease\": \"$LEASE\"}") && mksb "{\"lease\": \"$LEASE\"}" > /dev/null || return 1
+	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
+	expect_error "a third of the lease's" "$code" 429 too_many_requests
+	expect_contains "why" "$(jq 'v["detail"]')" "2 sandboxes of this lease's are alive, the limit (--max-sandboxes-per-peer)"
+	mksb > /dev/null || fail "a sandbox of no lease, meanwhile"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "one of the lease's deleted" "$code" 200
+	mksb "{\"lease\": \"$LEASE\"}" > /dev/null || fail "the lease's, once one was deleted"
+	close_lease
 	stop_daemon
 }
 

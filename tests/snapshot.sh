@@ -718,7 +718,7 @@ held_builds_daemon() {
 	echo a > "$T/ws/a"
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	mkfifo "$T/hold"
-	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon
+	CORRAL_TEST_BUILD_FIFO=$T/hold start_daemon "$@"
 }
 
 # Limits: one build of a sandbox at a time, BUILDS_MAX (4) workers at once;
@@ -757,6 +757,101 @@ s_builds_limited() {
 	release
 	bg_wait c
 	expect_eq "C, once one was done" "$(cat "$T/c.code")" 200
+}
+
+# hold_lease: a client holds a lease on $SOCK (by its pid, LPID, at most
+# 120 s); its id in LEASE
+hold_lease() {
+	local i=0
+	$PY - "$SOCK" "$T/lease" <<'EOF' &
+import json, os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+data = b""
+while b"}\n" not in data and len(data) < 65536:
+    c = s.recv(4096)
+    if not c:
+        break
+    data += c
+body = data.partition(b"\r\n\r\n")[2]
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write(json.loads(body.split(b"\r\n")[1])["lease"] + "\n")
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+time.sleep(120)
+EOF
+	LPID=$!
+	while [ ! -s "$T/lease" ] && [ $i -lt 200 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	LEASE=$(head -1 "$T/lease" 2>/dev/null)
+	[ -n "$LEASE" ] || fail "no lease"
+}
+
+# One lease's sandboxes (a corral mcp session's on a shared daemon), or one
+# TCP peer's, take at most half the workers: a model that keeps asking for
+# diffs of its own held all four, and every other session's diff was a
+# 503 meanwhile.
+s_builds_shared_between_owners() {
+	PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf 'builds-token-0123456789abcdef\n' > "$T/token"
+	chmod 600 "$T/token"
+	held_builds_daemon --listen "127.0.0.1:$PORT" --token-file "$T/token" \
+		--allow-host-path "$T/ws"
+	hold_lease || return 1
+	trap 'kill "$LPID" 2>/dev/null; wait "$LPID" 2>/dev/null || true; stop_daemon' EXIT
+	for n in 1 2 3; do
+		create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0, \"lease\": \"$LEASE\"}"
+		eval "L$n=\$SB"
+	done
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	OTHER=$SB
+	bg_api l1 GET "/v1/sandboxes/$L1/diff"
+	bg_api l2 GET "/v1/sandboxes/$L2/diff"
+	wait_workers 2
+	expect_eq "a third of the lease's" "$(api GET "/v1/sandboxes/$L3/diff" --max-time 10)" 503
+	expect_contains "why" "$(cat "$T/body")" "this lease's sandboxes"
+	bg_api o GET "/v1/sandboxes/$OTHER/diff"
+	wait_workers 3
+	release
+	for n in l1 l2 o; do bg_wait $n; done
+	expect_eq "the lease's first" "$(cat "$T/l1.code")" 200
+	expect_eq "the lease's second" "$(cat "$T/l2.code")" 200
+	expect_eq "another client's, meanwhile" "$(cat "$T/o.code")" 200
+	bg_api l3 GET "/v1/sandboxes/$L3/diff"
+	wait_workers 1
+	release
+	bg_wait l3
+	expect_eq "the lease's third, once one was done" "$(cat "$T/l3.code")" 200
+	# a TCP peer's sandboxes likewise (the same daemon, on 127.0.0.1)
+	tcp() {	# tcp NAME METHOD PATH [CURL ARGS...]: as bg_api, over TCP
+		local n=$1 m=$2 p=$3
+		shift 3
+		curl -sS --max-time 20 -H "Authorization: Bearer $(cat "$T/token")" -X "$m" \
+			-o "$T/$n.body" -w '%{http_code}' "$@" "http://127.0.0.1:$PORT$p" \
+			> "$T/$n.code" 2> "$T/$n.err"
+	}
+	for n in 1 2 3; do
+		tcp c$n POST /v1/sandboxes -d "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 600000}"
+		expect_eq "a TCP create" "$(cat "$T/c$n.code")" 201 || { cat "$T/c$n.body"; return 1; }
+		eval "P$n=\$(json id < \"\$T/c$n.body\")"
+	done
+	tcp p1 GET "/v1/sandboxes/$P1/diff" &
+	TP1=$!
+	tcp p2 GET "/v1/sandboxes/$P2/diff" &
+	TP2=$!
+	wait_workers 2
+	tcp p3 GET "/v1/sandboxes/$P3/diff"
+	expect_eq "a third of the peer's" "$(cat "$T/p3.code")" 503
+	expect_contains "why" "$(cat "$T/p3.body")" "this TCP peer's sandboxes"
+	bg_api o2 GET "/v1/sandboxes/$OTHER/diff"
+	wait_workers 3
+	release
+	wait "$TP1" "$TP2" 2>/dev/null || true
+	bg_wait o2
+	expect_eq "the peer's first" "$(cat "$T/p1.code")" 200
+	expect_eq "another client's, beside the peer's" "$(cat "$T/o2.code")" 200
 }
 
 # The spool's fds of the daemon (O_TMPFILE in the state dir: "#N (deleted)")

@@ -254,6 +254,7 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 /* ---- api_builds.c: answers made by a worker, sent from a spool ----------- */
 
 #define BUILDS_MAX	4	/* workers at once: diffs, patches, snapshots */
+#define BUILDS_PER_OWNER	(BUILDS_MAX / 2)	/* one lease's or TCP peer's diffs, patches */
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
@@ -314,6 +315,8 @@ void leases_create(struct daemon *d, struct evhttp_request *req, const char *res
 /* The open lease id names, if req's client may bind to it; else NULL, f set. */
 struct lease *lease_for_create(struct daemon *d, struct evhttp_request *req,
 			       const char *id, struct api_fault *f);
+/* Room for one more sandbox on lease l (--max-sandboxes-per-peer); else f set. */
+bool lease_room(struct daemon *d, const struct lease *l, struct api_fault *f);
 void lease_bind(struct lease *l, struct sandbox *sb);
 void lease_unbind(struct sandbox *sb);	/* at its destroy: forgotten */
 void leases_stop(struct daemon *d);	/* the daemon's end */

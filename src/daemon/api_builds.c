@@ -22,7 +22,8 @@
  * then the patch's bytes: it need not hold the patch to parse the answer.
  *
  * At most BUILDS_MAX workers (these and snapshots' copies) run at once,
- * one of them a sandbox's: more is a 503.  A client that goes before the
+ * one of them a sandbox's, BUILDS_PER_OWNER of them one lease's or TCP
+ * peer's sandboxes' diffs and patches: more is a 503.  A client that goes before the
  * answer is sent kills the worker (the spool goes with the build); the
  * sandbox's destroy (the daemon's stop too) kills it and answers 404.
  */
@@ -356,16 +357,45 @@ static int spool_open(struct daemon *d)
 	return fd;
 }
 
+/*
+ * Whose sandboxes these are, as far as the daemon tells its clients
+ * apart: a lease's (a `corral mcp` session's on a shared daemon), else a
+ * TCP peer's; the unix socket's others are its own user's, not bounded.
+ */
+static bool same_owner(const struct sandbox *a, const struct sandbox *b)
+{
+	if (a->lease || b->lease)
+		return a->lease == b->lease;
+	return a->peer[0] && strcmp(a->peer, b->peer) == 0;
+}
+
 bool builds_room(struct daemon *d, struct sandbox *sb, struct api_fault *f)
 {
+	int owners = 0;
+
 	if (d->nworkers >= BUILDS_MAX)
 		return api_fault(f, 503, "busy", "%d diffs, patches and snapshots are "
 				 "being made, the daemon's limit: try again when one "
 				 "is done", BUILDS_MAX);
-	for (struct build *b = d->builds; sb && b; b = b->next)
+	for (struct build *b = d->builds; sb && b; b = b->next) {
 		if (b->sb == sb)
 			return api_fault(f, 503, "busy", "a diff or patch of this "
 					 "sandbox is being made: one at a time");
+		/* b->sb is set while its worker runs, and its sandbox lives */
+		if (b->sb && same_owner(b->sb, sb))
+			owners++;
+	}
+	/*
+	 * Half the workers for one owner: a model asking for costly diffs of
+	 * its own sandboxes, one after the other, held all of them, and
+	 * every other session's diff and export was a 503 while it went on.
+	 */
+	if (owners >= BUILDS_PER_OWNER)
+		return api_fault(f, 503, "busy", "%d diffs, patches or exports of this %s's "
+				 "sandboxes are being made, the most one %s may have "
+				 "(half the daemon's workers): try again when one is done",
+				 owners, sb->lease ? "lease" : "TCP peer",
+				 sb->lease ? "lease" : "peer");
 	return true;
 }
 

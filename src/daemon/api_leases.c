@@ -308,6 +308,21 @@ struct lease *lease_for_create(struct daemon *d, struct evhttp_request *req,
 	return l;
 }
 
+/*
+ * A lease's sandboxes count as one client's, as a TCP peer's do: one
+ * `corral mcp` session on a shared daemon, whose model creates as many as
+ * it likes, took every place --max-sandboxes allows, and every other
+ * session's create was refused while it held them.  429 as for a peer.
+ */
+bool lease_room(struct daemon *d, const struct lease *l, struct api_fault *f)
+{
+	if (!l || l->nbound < d->limits.max_sandboxes_per_peer)
+		return true;
+	return api_fault(f, 429, "too_many_requests", "%zu sandboxes of this "
+			 "lease's are alive, the limit (--max-sandboxes-per-peer): "
+			 "destroy one first", l->nbound);
+}
+
 void lease_bind(struct lease *l, struct sandbox *sb)
 {
 	sb->lease = l;

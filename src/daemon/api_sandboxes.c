@@ -506,7 +506,7 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 		snprintf(peer, sizeof(peer), "?");
 	if (!create_check(o, &a, &f) || !life_within(d, req, &a, &f) ||
 	    (a.lease && !(lease = lease_for_create(d, req, a.lease, &f))) ||
-	    !create_room(d, &f) || !peer_room(d, peer, &f)) {
+	    !create_room(d, &f) || !peer_room(d, peer, &f) || !lease_room(d, lease, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}

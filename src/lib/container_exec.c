@@ -216,6 +216,9 @@ static __attribute__((noreturn)) void join_helper(const struct corral_container_
 	struct corral_err err = { 0 };
 	pid_t pid;
 
+	/* while we are still the caller's, as init's is set (oom.c) */
+	if (oom_prefer_sandbox(getpid(), &err) < 0)
+		report(rep, &err);
 	for (size_t i = 0; i < NJOIN; i++) {
 		if (setns(fds[i], join_order[i].type) < 0) {
 			corral_set_errno(&err, errno, "cannot join the container's "

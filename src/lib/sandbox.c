@@ -7,7 +7,7 @@
  *
  *   host ids (ns.c) and idmapped workspace and binds (idmap.c) -> sockets
  *   -> clone init into new user, mount, pid, ipc and uts namespaces ->
- *   id maps -> (on init's "n") egress proxy in its netns -> "g" -> cgroup
+ *   id maps -> oom_score_adj (oom.c) -> (on init's "n") egress proxy in its netns -> "g" -> cgroup
  *   (made, for a one-shot run; init moved in, or its files opened for
  *   init) -> watch -> "c" -> (on READY) tripwires -> "t"
  *
@@ -593,6 +593,9 @@ static int start(struct sandbox *sb, int *sync_wr, struct corral_err *err)
 	bool deferred = false;
 
 	r = ns_write_id_maps(sb->pid, &sb->ids, err);
+	/* before "g": every process init forks inherits it */
+	if (r == 0)
+		r = oom_prefer_sandbox(sb->pid, err);
 	if (r == 0)
 		r = mount_stack_root(sb->pid, sb->p, sb->host_uid, sb->host_gid, err);
 	/*

@@ -21,6 +21,12 @@ uid_t ns_owner_next(void);
 pid_t ns_clone_owned(unsigned long flags, int *pidfd, struct corral_ids *ids);
 int ns_write_id_maps(pid_t pid, const struct corral_ids *ids,
 		     struct corral_err *err);
+/*
+ * oom.c: init's oom_score_adj raised (at least 500, never below the
+ * supervisor's own) before it runs anything: under host memory pressure
+ * the kernel kills a sandbox's process before the daemon or the host's.
+ */
+int oom_prefer_sandbox(pid_t pid, struct corral_err *err);
 /* identity.user root: -1 and why unless on a root of its own with ids 0-65535 */
 int root_inside_refused(const struct corral_policy *p, const struct corral_ids *ids,
 			struct corral_err *err);

@@ -16,6 +16,12 @@ with a syscall, and each stretch printed (p10, p50 in us):
   the command exits                    exit_group
   init tells the daemon                sendto of MSG_CALL_EXITED
   the daemon writes the answer         writev
+  ... and this caller runs to read it  sched_switch to this script's thread
+
+The last stretch is the caller's wait for a CPU once the answer is
+written: woken by the daemon's write on the daemon's CPU as a rule, it
+waits there for whatever the daemon does next (issue 17), and every
+client pays that wait though no syscall of the daemon's shows it.
 
 Alongside: the CPU time (schedstat, all threads) and page faults the
 daemon and the sandbox's processes (init and its reaped children) spent a
@@ -43,6 +49,7 @@ EVENTS = ["syscalls:sys_exit_readv", "syscalls:sys_exit_sendmsg",
           "syscalls:sys_exit_recvmsg", "syscalls:sys_enter_execve",
           "syscalls:sys_enter_exit_group", "syscalls:sys_exit_sendto",
           "syscalls:sys_enter_writev"]
+SWITCH = "sched:sched_switch"      # filtered to switches to this process
 EXEC_MSG_MIN = 100      # bytes: the exec message and a request are longer
 PERF_START_S = 1        # perf record's own start, before the first exec
 MARKS = ("req", "sent", "got", "exec", "exit", "told", "ans")
@@ -53,6 +60,7 @@ STRETCHES = [("the daemon: request read -> call sent", "req", "sent"),
              ("exit -> init told the daemon", "exit", "told"),
              ("the daemon: init's word -> answer written", "told", "ans"),
              ("request read -> answer written", "req", "ans")]
+CALLER_STRETCH = ("the caller: answer written -> it runs", "ans", "read")
 
 
 def init_of(daemon_pid):
@@ -77,10 +85,15 @@ def cut(text, dpid, ipid):
     """Each call's marks, from perf script's lines, in order."""
     calls, cur = [], None
     for line in text.splitlines():
-        m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+syscalls:(\w+):(.*)", line)
+        m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+(?:syscalls|sched):(\w+):(.*)", line)
         if not m:
             continue
         pid, t, ev = int(m.group(1)), float(m.group(2)) * 1e6, m.group(3)
+        if ev == "sched_switch":
+            # the first switch to the caller after an answer: it reads it
+            if calls and "read" not in calls[-1] and t >= calls[-1]["ans"]:
+                calls[-1]["read"] = t
+            continue
         r = re.search(r"0x([0-9a-f]+)\s*$", m.group(4))
         ret = int(r.group(1), 16) if r else None
         if pid == dpid and ev == "sys_exit_readv" and ret and ret > EXEC_MSG_MIN:
@@ -123,7 +136,8 @@ def main():
         ipid = init_of(d.pid)
         data = os.path.join(tmp, "perf.data")
         perf = subprocess.Popen(["perf", "record", "-q", "-a", "-o", data] +
-                                sum((["-e", e] for e in EVENTS), []),
+                                sum((["-e", e] for e in EVENTS), []) +
+                                ["-e", SWITCH, "--filter", f"next_pid == {os.getpid()}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(PERF_START_S)
         d0, i0 = usage(d.pid), usage(ipid)
@@ -154,6 +168,11 @@ def main():
     for name, a, b in STRETCHES:
         v = sorted(c[b] - c[a] for c in calls)
         print(f"  {name:44s} {v[len(v) // 10]:8.0f} {statistics.median(v):8.0f}")
+    name, a, b = CALLER_STRETCH
+    v = sorted(c[b] - c[a] for c in calls if b in c)
+    if v:
+        print(f"  {name:44s} {v[len(v) // 10]:8.0f} {statistics.median(v):8.0f}"
+              f"   ({len(v)} calls)")
     print(f"  a call: the daemon {(d1[0] - d0[0]) / EXECS:.2f} ms of CPU, {(d1[1] - d0[1]) / EXECS:.1f} faults;"
           f" init {(i1[0] - i0[0]) / EXECS:.2f} ms, {(i1[1] - i0[1]) / EXECS:.1f} faults;"
           f" its children {(i1[2] - i0[2]) / EXECS:.1f} faults")

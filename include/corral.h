@@ -1598,6 +1598,12 @@ struct corral_features {
 	unsigned seccomp_rules;		/* rules in the filter (0: it cannot be built) */
 	unsigned seccomp_unresolved;	/* table names with no number on this host */
 	int seccomp_highest;		/* calls numbered above it are denied; -1: none */
+	/*
+	 * The host logs the seccomp actions "log" (kernel.seccomp.actions_logged):
+	 * a sandbox's own filter may then write to the host's audit or kernel
+	 * log, unbounded by anything of corral's
+	 */
+	bool seccomp_log_to_host;
 	int landlock_abi;		/* 0 if absent or disabled */
 	bool openat2;
 	const char *limits;		/* what limits would use: cgroup v2 / v1 / rlimit */

@@ -231,6 +231,12 @@ nobody_with_entry() {
 	crun nobody -- cat /proc/self/uid_map
 	expect_eq "uid_map" "$(jr '" ".join(v["stdout"].split())')" \
 		"0 $SUBID 1000 1000 $NOBODY 1 1001 $((SUBID + 1001)) 64535"
+	# the caller's supplementary groups (adm here) stay outside: kept,
+	# the kernel would still grant what they open (a docker.sock a bind
+	# shows, to a member of docker)
+	setpriv --reuid=$NOBODY --regid=$NOBODY --groups=4 timeout 60 "$STAGED" run --json \
+		-- grep '^Groups:' /proc/self/status > "$T/out" 2> "$T/err" < /dev/null || true
+	expect_eq "groups inside" "$(jr 'v["stdout"].split(":", 1)[1].split()')" "[]"
 }
 
 t_nobody_subuid_entry() {

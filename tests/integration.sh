@@ -1549,6 +1549,13 @@ t_doctor() {
 	else
 		expect_not_contains "no cg moves line without cgroups" "$out" "cg moves"
 	fi
+	# a sandbox's own seccomp filter may write to the host's logs when the
+	# host logs the "log" action: said as a note, read from the sysctl
+	if grep -qw log /proc/sys/kernel/seccomp/actions_logged 2>/dev/null; then
+		expect_contains "host log" "$out" "kernel.seccomp.actions_logged holds \"log\""
+	else
+		expect_not_contains "no host log note" "$out" "host log"
+	fi
 	# --net proxy's transparent mode, tried in a netns of the probe's own
 	expect_contains "transparent" "$out" \
 		"transparent  ok    nftables rules load in a sandbox's netns"

@@ -701,6 +701,27 @@ tmp"
 	stop_daemon
 }
 
+# A call's argv, environment and cwd go to its process in one message of
+# at most 60 KiB (src/lib/call.c, build_exec: its block as long as what
+# it carries).  Just under the bound all of it arrives, the cwd after the
+# argv too; over it the call is refused, saying why, and the sandbox
+# takes the next call.
+t_exec_message_bound() {
+	local big
+	start_daemon
+	id=$(mksb)
+	big=$(head -c 61000 /dev/zero | tr '\0' x)
+	code=$(ex "$id" "$(jbody argv "json:[\"/bin/sh\", \"-c\", \"pwd; printf %s \\\"\$1\\\" | wc -c\", \"sh\", \"$big\"]" cwd /tmp)")
+	expect_code "61000 bytes of argv" "$code" 200
+	expect_eq "all of it, and the cwd" "$(jq 'v["stdout"]')" "/tmp
+61000"
+	code=$(ex "$id" "$(jbody argv "json:[\"/bin/true\", \"$big$big\"]")")
+	expect_error "122000 bytes of argv" "$code" 400 bad_request
+	expect_contains "why" "$(jq 'v["detail"]')" "over 60 KiB"
+	expect_eq "the next call runs" "$(sbsh "$id" 'echo ok')" ok
+	stop_daemon
+}
+
 # A command line that dash would only split and exec (with "cd DIR &&"
 # before it and "2>&1" after it, or not) runs without the shell
 # (src/lib/shell.c): one process, not sh and a child.  Whatever the

@@ -16,7 +16,7 @@ static const char doctor_usage[] =
 "workspace can be idmapped, and whether --net proxy's transparent mode can\n"
 "load its nftables rules), and say which layers\n"
 "the default policy gets for the user running it.  A \"note\" line is about\n"
-"speed, not a layer, and changes no verdict.  Exit 0 when the default\n"
+"speed or the host's own settings, not a layer, and changes no verdict.  Exit 0 when the default\n"
 "policy is enforced in full, 1 when a layer is weaker (each named), 2 when\n"
 "no sandbox can be built at all.\n";
 
@@ -78,6 +78,12 @@ int cmd_doctor(int argc, char **argv)
 	     "overlayfs in a user namespace: copy-on-write workspace" :
 	     "no overlayfs in a user namespace: --workspace cannot work");
 	sc_ok = seccomp_line(&f);
+	if (f.seccomp_log_to_host)
+		printf("  %-12s %-5s %s\n", "host log", "note",
+		       "a sandbox's own seccomp filter may log the calls it matches to "
+		       "this host's audit or kernel log (kernel.seccomp.actions_logged "
+		       "holds \"log\"); to keep sandboxes out of the host's logs, write "
+		       "that file without \"log\"");
 	line("syscall log", f.seccomp_notify, f.seccomp_notify ?
 	     "denied syscalls reported to the supervisor (SECCOMP_RET_USER_NOTIF)" :
 	     "no USER_NOTIF: denied syscalls fail with EPERM but are not recorded");

@@ -139,8 +139,10 @@ struct corral_box {
 	uint32_t spare_id;
 	struct event *ev_spare;
 	struct spare_proc sp;	/* the next call's process, forked ahead */
+	uint64_t t_ended;	/* when the last call ended (ms), or 0 */
+	bool calls_quick;	/* the last call came soon after the one before */
 	uint32_t next_fid;
-	struct event *ev_sweep;	/* empty call groups, removed next turn */
+	struct event *ev_sweep;	/* empty call groups, removed soon after */
 	char halt_reason[CORRAL_ERR_MAX];
 	const char *gone;	/* why calls still running were ended */
 	/* meters */

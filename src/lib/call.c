@@ -45,6 +45,12 @@ size_t box_calls_running(const struct corral_box *b)
 
 /* how long into a call its successor's group waits (corral_box_exec) */
 #define SPARE_GROUP_DELAY_MS	20
+/* how long after a call's end its empty group waits for its removal */
+#define SWEEP_DELAY_MS		5
+/* how long after an answer the next call's process waits, calls spaced */
+#define SPARE_AFTER_ANSWER_MS	2
+/* calls closer than this are a caller's loop: its spare is made at once */
+#define CALLS_QUICK_MS		20
 
 /*
  * Work for a call yet to come (its group made, its process moved in,
@@ -61,6 +67,7 @@ static struct event *housekeeping(struct event *ev)
 
 static void drop_pend(struct corral_call *c);
 static void spare_fork(struct corral_box *b, bool group_next);
+static void arm_spare(struct corral_box *b, unsigned delay_ms);
 static void announce(struct corral_call *c);
 
 static void call_describe(struct corral_call *c, const struct cg_stats *hits)
@@ -265,16 +272,24 @@ void call_finish(struct corral_call *c)
 		    "sandbox_pid", (int)c->spid,
 		    "reason", corral_json_bytes(res->reason, strlen(res->reason))));
 	/*
-	 * The next call's process is asked for by call_arm_spare's timer,
-	 * after this answer is written.  Asked for before it, init's fork (a
-	 * copy of its page tables), woken on the daemon's CPU, ran first and
-	 * held the answer back by about its own length.  Armed before
-	 * on_done, which frees the call: its group's removal (the sweep, a
-	 * timer as low) then comes after the fork is asked for, not before.
+	 * The next call's process is asked for by a timer, after this answer
+	 * is written.  Asked for before it, init's fork (a copy of its page
+	 * tables), woken on the daemon's CPU, ran first and held the answer
+	 * back by about its own length.  Asked for at once after it, the
+	 * fork and the group's five mkdirs held back the caller instead:
+	 * woken by our write on our CPU as a rule, it waited there to read
+	 * the answer (0.25-0.45 ms on a 2-core host with other work,
+	 * bench/exec_path.py's last stretch).  So a caller that spaces its
+	 * calls (an agent: a model's turn between two) has its answer read
+	 * first; one that calls in a loop has its next process made at once,
+	 * or its next call would fork its own, the move's wait on its path.
+	 * Armed before on_done, which frees the call: its group's removal
+	 * (the sweep, later still) comes after the fork is asked for.
 	 */
+	b->t_ended = corral_now_ms();
 	if (!box_calls_running(b)) {
 		box_arm_idle(b);
-		call_arm_spare(b);
+		arm_spare(b, b->calls_quick ? 0 : SPARE_AFTER_ANSWER_MS);
 	}
 	if (c->o.on_done)
 		c->o.on_done(c->o.arg, c, res);
@@ -530,13 +545,23 @@ int corral_call_time_out(struct corral_call *c, uint64_t limit_ms, const char *w
 /* exec.start once the call is sent and both pids are known (by two ways). */
 static void announce(struct corral_call *c)
 {
+	char group[32];
+
 	if (c->announced || !c->sent || !c->spid || !c->host_pid || c->in_exec)
 		return;
 	c->announced = true;
-	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:o}",
+	/*
+	 * Its group named for the attributor: the process is in it (moved
+	 * before the call was sent), and otherwise the attributor reads
+	 * /proc/PID/cgroup to learn that, while the process just woken
+	 * waits for our CPU as a rule.
+	 */
+	snprintf(group, sizeof(group), "corral-c%u", c->id);
+	events_emit(c->b->ev, "exec.start", json_pack("{s:s, s:i, s:i, s:o, s:s}",
 		    "call", c->tool_call, "pid", (int)c->host_pid,
 		    "sandbox_pid", (int)c->spid,
-		    "command", corral_json_bytes(c->o.argv[0], strlen(c->o.argv[0]))));
+		    "command", corral_json_bytes(c->o.argv[0], strlen(c->o.argv[0])),
+		    EVENTS_KEY_GROUP, group));
 	if (c->o.on_start)
 		c->o.on_start(c->o.arg, c);
 }
@@ -757,12 +782,14 @@ static void on_gate(evutil_socket_t fd, short what, void *arg)
 	close_fd(&c->gate);
 }
 
-static int pack_strings(struct exec_msg *m, char *const *v, uint32_t *count)
+/* into m's data, cap bytes long */
+static int pack_strings(struct exec_msg *m, size_t cap, char *const *v,
+			uint32_t *count)
 {
 	for (size_t i = 0; v && v[i]; i++) {
 		size_t len = strlen(v[i]) + 1;
 
-		if (m->len + len > sizeof(m->data))
+		if (m->len + len > cap)
 			return -E2BIG;
 		memcpy(m->data + m->len, v[i], len);
 		m->len += len;
@@ -803,16 +830,43 @@ fail:
 	return NULL;
 }
 
-/* The call's message, kept in c->pend until its process may have it. */
+static size_t strings_len(char *const *v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; v && v[i]; i++)
+		n += strlen(v[i]) + 1;
+	return n;
+}
+
+/*
+ * The call's message, kept in c->pend until its process may have it.
+ * Its block is as long as what it carries: a whole struct exec_msg (60
+ * KiB) was cleared by calloc and again at its free (zerofree.c), 23-28 us
+ * a call on a 2-core PVM guest, after its process was woken.
+ */
 static int build_exec(struct corral_box *b, struct corral_call *c,
 		      struct corral_err *err)
 {
-	struct exec_msg *m = calloc(1, sizeof(*m));
 	char **envp = call_env(b, c->o.env);
 	const char *cwd = c->o.cwd ? c->o.cwd : "/workspace";
+	struct exec_msg *m = NULL;
+	size_t need;
 	int r = 0;
 
-	if (!m || !envp) {
+	if (!envp) {
+		r = corral_set_err(err, -ENOMEM, "out of memory for the call's "
+				   "environment");
+		goto out;
+	}
+	need = strings_len(c->o.argv) + strings_len(envp) + strlen(cwd) + 1;
+	if (need > EXEC_DATA_MAX) {
+		r = corral_set_err(err, -E2BIG, "argv, env and cwd together are "
+				   "over %d KiB", EXEC_DATA_MAX / 1024);
+		goto out;
+	}
+	m = calloc(1, offsetof(struct exec_msg, data) + need);
+	if (!m) {
 		r = corral_set_err(err, -ENOMEM, "out of memory for the call's "
 				   "argv and environment");
 		goto out;
@@ -826,9 +880,9 @@ static int build_exec(struct corral_box *b, struct corral_call *c,
 		m->rows = c->o.rows;
 		m->cols = c->o.cols;
 	}
-	if (pack_strings(m, c->o.argv, &m->nargv) < 0 ||
-	    pack_strings(m, envp, &m->nenv) < 0 ||
-	    m->len + strlen(cwd) + 1 > sizeof(m->data)) {
+	if (pack_strings(m, need, c->o.argv, &m->nargv) < 0 ||
+	    pack_strings(m, need, envp, &m->nenv) < 0 ||
+	    m->len + strlen(cwd) + 1 > need) {
 		r = corral_set_err(err, -E2BIG, "argv, env and cwd together are "
 				   "over %d KiB", EXEC_DATA_MAX / 1024);
 		goto out;
@@ -1221,6 +1275,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->err.keep = c->out.keep;
 	c->res.output_base64 = o->output_base64;
 	c->t0 = corral_now_ms();
+	b->calls_quick = b->t_ended && c->t0 - b->t_ended < CALLS_QUICK_MS;
 	/* the call's own, else the policy's limits.timeout, else its default */
 	if (!c->o.timeout_ms)
 		c->o.timeout_ms = b->p->timeout_ms;
@@ -1486,7 +1541,14 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 static void arm_sweep(struct corral_box *b)
 {
-	struct timeval now = { 0, 0 };
+	/*
+	 * Not at once for a caller that spaces its calls: the group's rmdirs
+	 * (0.1-0.2 ms) would come right after the call's answer is written,
+	 * while the caller, woken by it on our CPU as a rule, waits there to
+	 * read it.  A caller's loop has them at once, as its spare (see
+	 * call_finish): later, they would land on its next call's path.
+	 */
+	struct timeval later = { 0, b->calls_quick ? 0 : SWEEP_DELAY_MS * 1000 };
 
 	/* a dead box sweeps nothing: destroy takes every group with it */
 	if (b->state == CORRAL_BOX_DEAD)
@@ -1494,7 +1556,7 @@ static void arm_sweep(struct corral_box *b)
 	if (!b->ev_sweep)
 		b->ev_sweep = housekeeping(evtimer_new(b->base, on_sweep, b));
 	if (b->ev_sweep && !evtimer_pending(b->ev_sweep, NULL))
-		evtimer_add(b->ev_sweep, &now);
+		evtimer_add(b->ev_sweep, &later);
 }
 
 /*

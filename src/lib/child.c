@@ -146,10 +146,19 @@ static int close_inherited(const int *keep, size_t n, struct corral_err *err)
 	}
 }
 
-static int set_identity(bool caller_root, struct corral_err *err)
+/*
+ * The caller's supplementary groups go, where the id maps let them: root's
+ * (gid 0 must not follow it in) always; an unprivileged caller's when
+ * newgidmap wrote the maps and left setgroups allowed.  Kept, they are
+ * still the kernel's to check (shown as nogroup): a sandbox of a member
+ * of the docker group could connect to a docker.sock a bind shows.  A
+ * single mapped id needs setgroups denied (user_namespaces(7)): there
+ * they stay, and SECURITY.md says so.
+ */
+static int set_identity(bool caller_root, bool subid_maps, struct corral_err *err)
 {
-	/* Only root may (and must) shed its supplementary groups, incl. gid 0. */
-	if (caller_root && setgroups(0, NULL) < 0)
+	if ((caller_root || subid_maps) && setgroups(0, NULL) < 0 &&
+	    (caller_root || errno != EPERM))
 		return corral_set_errno(err, errno, "setgroups");
 	if (setresgid(CORRAL_AGENT_GID, CORRAL_AGENT_GID, CORRAL_AGENT_GID) < 0 ||
 	    setresuid(CORRAL_AGENT_UID, CORRAL_AGENT_UID, CORRAL_AGENT_UID) < 0)
@@ -1543,7 +1552,7 @@ int sandbox_join_layers(const struct corral_policy *p, int *notify_fd,
 	int abi;
 
 	*notify_fd = -1;
-	if (set_identity(true, err) < 0 || no_core_dumps(err) < 0 ||
+	if (set_identity(true, false, err) < 0 || no_core_dumps(err) < 0 ||
 	    limit_priority(err) < 0 || limit_shared(err) < 0)
 		return err->code;
 	abi = apply_landlock(p, err);
@@ -1634,7 +1643,7 @@ void sandbox_child(struct child_ctx *c)
 	/* EOF instead of "go": the supervisor failed or died. */
 	if (read(c->sync_rd, &go, 1) != 1)
 		_exit(125);
-	if (set_identity(c->caller_root, &err) < 0)
+	if (set_identity(c->caller_root, c->subid_maps, &err) < 0)
 		setup_failed(c, &err);
 	/*
 	 * A change of credentials clears the parent-death signal: set it

@@ -88,6 +88,7 @@ struct child_ctx {
 	char **envp;
 	const char *tls_ca_pem;	/* the sandbox's CA, installed in /etc/corral */
 	bool caller_root;
+	bool subid_maps;	/* newuidmap/newgidmap wrote the id maps */
 	bool cg_none;
 	bool serve;		/* long-lived (box.c): wait for MSG_FORK */
 	bool send_upper;	/* MSG_UPPER_FD: the workspace's upper layer */

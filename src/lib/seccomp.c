@@ -1037,6 +1037,31 @@ int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *e
 
 /* ---- what the filter is, for events and corral doctor -------------------- */
 
+/*
+ * A sandbox may stack filters of its own: one with SECCOMP_RET_LOG (or
+ * SECCOMP_FILTER_FLAG_LOG) has the kernel write each call it matches to
+ * the audit log, or the kernel's, ratelimited only there.  No filter of
+ * ours can read another's program; the host's sysctl decides.
+ */
+static bool log_reaches_host(void)
+{
+	char buf[256], *w, *save = NULL;
+	ssize_t n;
+	int fd = open("/proc/sys/kernel/seccomp/actions_logged", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (w = strtok_r(buf, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+		if (!strcmp(w, "log"))
+			return true;
+	return false;
+}
+
 void sc_probe(struct corral_features *f)
 {
 	struct corral_policy p;
@@ -1055,6 +1080,7 @@ void sc_probe(struct corral_features *f)
 	}
 	corral_policy_free(&p);
 	f->seccomp_highest = sc_highest(seccomp_arch_native());
+	f->seccomp_log_to_host = f->seccomp && log_reaches_host();
 }
 
 const char *sc_name(uint32_t arch, int nr, char *buf, size_t len)

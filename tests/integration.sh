@@ -2124,6 +2124,7 @@ t_host_socket_dirs_never_beneath_a_bind() {
 		for AS in "" "setpriv --reuid 65534 --regid 65534 --clear-groups"; do
 			u=${AS:+-nobody}
 			one chroot$u --ro "$T/chroot:/mnt/c"
+			one tmp-elsewhere$u --ro "$T/chroot/tmp:/mnt/t"
 			one chroot-rw$u --rw "$T/chroot:/mnt/c"
 			one sibling$u --ro "$T/chroot/etc:/mnt/e"
 			one sess$u --ro "$T/sess:/mnt/s"
@@ -2135,6 +2136,7 @@ t_host_socket_dirs_never_beneath_a_bind() {
 		expect_contains "a chroot holding /tmp$u: the reason" "$(cat "$T/chroot$u.out")" \
 			"holds a mount of the host's /run, /tmp or a session's runtime directory (at $T/chroot/tmp)"
 		expect_eq "a chroot holding /tmp, rw$u" "$(cat "$T/chroot-rw$u.rc")" 125
+		expect_eq "/tmp bound elsewhere$u" "$(cat "$T/tmp-elsewhere$u.rc")" 125
 		expect_eq "a session's directory bound elsewhere$u" "$(cat "$T/sess$u.rc")" 125
 		expect_contains "a session's directory bound elsewhere$u: the reason" \
 			"$(cat "$T/sess$u.out")" "unix sockets of the host"

@@ -420,7 +420,7 @@ static bool kernel_fs_name(const char *type)
 	return false;
 }
 
-/* init's view has the host at OLDROOT: a mount point named as the host names it */
+/* init's view has the host at OLDROOT: a mount point as the host names it */
 static const char *host_name(const char *at)
 {
 	return strncmp(at, OLDROOT "/", strlen(OLDROOT "/")) ? at : at + strlen(OLDROOT);
@@ -431,8 +431,9 @@ static const char *host_name(const char *at)
  * idmapped copy are recursive): a kernel filesystem there (a chroot's
  * /proc, a sysfs) would show the host's kernel as surely as the source
  * itself being one, and a bind of the host's /tmp or /run there its
- * sockets (runtime_dir_beneath).  Judged in the mount table of the view the bind is
- * taken from (only root mounts there, so nothing swaps it meanwhile).
+ * sockets (runtime_dir_beneath).  Judged in the mount table of the view
+ * the bind is taken from (only root mounts there, so nothing swaps it
+ * meanwhile).
  */
 int mount_check_submounts(int rootfd, int fd, const char *path,
 			  struct corral_err *err)

@@ -2099,6 +2099,55 @@ t_host_socket_dirs_never_bound() {
 	# (as a user, the session directory is tried only where one exists)
 }
 
+# A bind brings what is mounted beneath its source: the host's /tmp bound
+# into a chroot (as schroot and pbuilder make them) shows the host's
+# sockets as binding /tmp would, and a session's directory bound elsewhere
+# is still that session's.  Mounted in a private namespace of the test's
+# own (root only: nobody mounts nothing in the host's), where a session
+# directory is a tmpfs /run/user's, so nothing is left on the host.  Root's
+# binds are judged by the supervisor, a user's by the sandbox's init: both.
+t_host_socket_dirs_never_beneath_a_bind() {
+	[ "$ME" = 0 ] || { skip "needs root to mount a chroot's /tmp to bind"; return 77; }
+	mkdir -p "$T/chroot/tmp" "$T/chroot/etc" "$T/sess"
+	cp "$CORRAL" "$T/corral"
+	chmod -R a+rX "$T/chroot" "$T/sess" "$T/corral"
+	unshare --mount --propagation private sh -c '
+		T=$1; CORRAL=$2
+		mount --bind -o ro /tmp "$T/chroot/tmp" || exit 9
+		mount -t tmpfs -o mode=755 corral-test /run/user || exit 9
+		mkdir /run/user/4200777 || exit 9
+		mount --bind /run/user/4200777 "$T/sess" || exit 9
+		one() { name=$1; shift
+			(cd / && timeout 120 $AS "$CORRAL" run "$@" -- /bin/true) \
+				> "$T/$name.out" 2>&1 < /dev/null
+			echo $? > "$T/$name.rc"; }
+		for AS in "" "setpriv --reuid 65534 --regid 65534 --clear-groups"; do
+			u=${AS:+-nobody}
+			one chroot$u --ro "$T/chroot:/mnt/c"
+			one tmp-elsewhere$u --ro "$T/chroot/tmp:/mnt/t"
+			one chroot-rw$u --rw "$T/chroot:/mnt/c"
+			one sibling$u --ro "$T/chroot/etc:/mnt/e"
+			one sess$u --ro "$T/sess:/mnt/s"
+			one ws$u --workspace "$T/sess"
+		done' _ "$T" "$T/corral" > "$T/ns.out" 2>&1 ||
+		fail "the namespace to test in: $(cat "$T/ns.out")"
+	for u in "" -nobody; do
+		expect_eq "a chroot holding /tmp$u" "$(cat "$T/chroot$u.rc")" 125
+		expect_contains "a chroot holding /tmp$u: the reason" "$(cat "$T/chroot$u.out")" \
+			"holds a mount of the host's /run, /tmp or a session's runtime directory (at $T/chroot/tmp)"
+		expect_eq "a chroot holding /tmp, rw$u" "$(cat "$T/chroot-rw$u.rc")" 125
+		expect_eq "/tmp bound elsewhere$u" "$(cat "$T/tmp-elsewhere$u.rc")" 125
+		expect_eq "a session's directory bound elsewhere$u" "$(cat "$T/sess$u.rc")" 125
+		expect_contains "a session's directory bound elsewhere$u: the reason" \
+			"$(cat "$T/sess$u.out")" "unix sockets of the host"
+		expect_eq "a session's directory bound elsewhere, as the workspace$u" \
+			"$(cat "$T/ws$u.rc")" 125
+		expect_contains "a session's directory bound elsewhere, as the workspace$u: the reason" \
+			"$(cat "$T/ws$u.out")" "unix sockets of the host"
+		expect_eq "the chroot's other directory$u" "$(cat "$T/sibling$u.rc")" 0
+	done
+}
+
 # ---- an export as root writes as the user who owns its destination ---------
 
 # The user the export writes as: uid 1000, made the owner, when the suite

@@ -14,6 +14,7 @@
 #include "tripwire.h"
 #include "tls.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -283,6 +284,38 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* /run/user holds a directory for each session: more is not a host's */
+#define SESSION_DIRS_MAX 4096
+
+/*
+ * A session's own, /run/user/UID, by identity: also where the host shows
+ * it by another path (a bind of it elsewhere), whose ".." is not
+ * /run/user.
+ */
+static bool session_dir(int oldroot, const struct stat *st)
+{
+	struct dirent *e;
+	struct stat nv;
+	unsigned n = 0;
+	bool found = false;
+	int fd;
+	DIR *d;
+
+	fd = openat(oldroot, "run/user", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (!found && n++ < SESSION_DIRS_MAX && (e = readdir(d)))
+		found = e->d_name[0] != '.' &&
+			fstatat(dirfd(d), e->d_name, &nv, AT_SYMLINK_NOFOLLOW) == 0 &&
+			same_file(&nv, st);
+	closedir(d);
+	return found;
+}
+
 static bool runtime_dir(int oldroot, int fd, const struct stat *st)
 {
 	struct stat nv, up;
@@ -290,9 +323,39 @@ static bool runtime_dir(int oldroot, int fd, const struct stat *st)
 	for (size_t i = 0; i < sizeof(host_sockets) / sizeof(host_sockets[0]); i++)
 		if (fstatat(oldroot, host_sockets[i], &nv, 0) == 0 && same_file(&nv, st))
 			return true;
+	if (!S_ISDIR(st->st_mode))
+		return false;
 	/* a session's own: /run/user/UID */
-	return S_ISDIR(st->st_mode) && fstatat(fd, "..", &up, 0) == 0 &&
-	       fstatat(oldroot, "run/user", &nv, 0) == 0 && same_file(&nv, &up);
+	if (fstatat(fd, "..", &up, 0) == 0 &&
+	    fstatat(oldroot, "run/user", &nv, 0) == 0 && same_file(&nv, &up))
+		return true;
+	return session_dir(oldroot, st);
+}
+
+/*
+ * A mount beneath a bind's source that is one of the host's runtime
+ * directories (a chroot's /tmp or /run bound there, as schroot and
+ * pbuilder make them): the recursive bind would show its sockets as
+ * binding it would.  at is the mount point as the mount table names it,
+ * from the caller's root.  What the caller cannot open there, the
+ * sandbox (its uid, or a lesser one) cannot reach through the bind either.
+ */
+static bool runtime_dir_beneath(int oldroot, const char *at)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat st;
+	bool r;
+	int fd;
+
+	fd = openat2_retry(AT_FDCWD, at, &how);
+	if (fd < 0)
+		return false;
+	r = fstat(fd, &st) == 0 && runtime_dir(oldroot, fd, &st);
+	close(fd);
+	return r;
 }
 
 int mount_check_host_fd(int oldroot, int fd, const char *path,
@@ -357,12 +420,20 @@ static bool kernel_fs_name(const char *type)
 	return false;
 }
 
+/* init's view has the host at OLDROOT: a mount point as the host names it */
+static const char *host_name(const char *at)
+{
+	return strncmp(at, OLDROOT "/", strlen(OLDROOT "/")) ? at : at + strlen(OLDROOT);
+}
+
 /*
  * A bind takes what is mounted beneath its source too (bind_fd and the
  * idmapped copy are recursive): a kernel filesystem there (a chroot's
  * /proc, a sysfs) would show the host's kernel as surely as the source
- * itself being one.  Judged in the mount table of the view the bind is
- * taken from (only root mounts there, so nothing swaps it meanwhile).
+ * itself being one, and a bind of the host's /tmp or /run there its
+ * sockets (runtime_dir_beneath).  Judged in the mount table of the view
+ * the bind is taken from (only root mounts there, so nothing swaps it
+ * meanwhile).
  */
 int mount_check_submounts(int rootfd, int fd, const char *path,
 			  struct corral_err *err)
@@ -405,15 +476,21 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
 		if (!at || !type)
 			continue;
 		unescape_mountinfo(at);
-		if (strncmp(at, dir, n) || at[n] != '/' || !at[n + 1] || !kernel_fs_name(type))
+		if (strncmp(at, dir, n) || at[n] != '/' || !at[n + 1])
 			continue;
-		/* init's view has the host at OLDROOT: named as the host names it */
-		if (!strncmp(at, OLDROOT "/", strlen(OLDROOT "/")))
-			at += strlen(OLDROOT);
-		r = corral_set_err(err, -EACCES, "%s holds a %s mount (at %s): a bind "
-				   "brings what is mounted beneath it, and the host's "
-				   "kernel filesystems are never shown to a sandbox",
-				   path, type, at);
+		if (kernel_fs_name(type)) {
+			r = corral_set_err(err, -EACCES, "%s holds a %s mount (at %s): a "
+					   "bind brings what is mounted beneath it, and the "
+					   "host's kernel filesystems are never shown to a "
+					   "sandbox", path, type, host_name(at));
+		} else if (runtime_dir_beneath(rootfd, at)) {
+			r = corral_set_err(err, -EACCES, "%s holds a mount of the host's "
+					   "/run, /tmp or a session's runtime directory (at "
+					   "%s): a bind brings what is mounted beneath it, and "
+					   "those hold the unix sockets of the host's services "
+					   "and sessions, which even a read-only bind lets a "
+					   "sandbox connect to", path, host_name(at));
+		}
 	}
 	free(line);
 	fclose(f);

@@ -963,6 +963,12 @@ int corral_call_kill(struct corral_call *c, int sig);
 CORRAL_PUBLIC
 int corral_call_time_out(struct corral_call *c, uint64_t limit_ms, const char *why);
 /*
+ * The CPU time the call's processes have used so far, what they started
+ * included (its cgroup; without one, its process tree): -ESRCH once done.
+ */
+CORRAL_PUBLIC
+int corral_call_cpu_ns(struct corral_call *c, uint64_t *ns);
+/*
  * A call's terminal (o.tty).  tty_write: bytes as typed (^C is the
  * terminal's to turn into SIGINT); returns how many the pty took now, 0
  * when none (on_tty_room says when to try again), -EIO once it is gone,

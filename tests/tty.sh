@@ -303,8 +303,9 @@ t_disconnect_hangs_up() {
 
 # --tty-idle-timeout: a session neither side uses ends as a timeout (its
 # client gets the result, the record a "timeout" event, nothing is left
-# running); one kept busy by its client's frames, or by its output, does
-# not.  A daemon of its own with a 2 s bound; the three sessions at once.
+# running); one kept busy by its client's frames, by its output, or by its
+# command's work (CPU), does not.  A daemon of its own with a 2 s bound;
+# the four sessions at once.
 t_tty_idle_timeout() {
 	IDLE_D=$TEST_TMP/idle
 	IDLE_PID=
@@ -334,15 +335,20 @@ t_tty_idle_timeout() {
 		-- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo t; sleep 0.25; done; exit 5' \
 		> "$IDLE_D/talking" &
 	o=$!
-	wait "$q" "$t" "$o" || true
+	# silent, but at work for 3 s: a build that prints nothing
+	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" \
+		-- /bin/sh -c 'timeout 3 sh -c "while :; do :; done"; exit 7' > "$IDLE_D/working" &
+	w=$!
+	wait "$q" "$t" "$o" "$w" || true
 	mapfile -t f < <(fields result.status result.reason eof < "$IDLE_D/quiet")
 	expect_eq "a quiet session ends as a timeout" "${f[0]}" timeout
-	expect_contains "its result says why" "${f[1]}" "no input from its client and no output for 2 s (corral serve --tty-idle-timeout)"
+	expect_contains "its result says why" "${f[1]}" "no input from its client and no output, and its command no work, for 2 s (corral serve --tty-idle-timeout)"
 	expect_eq "the daemon closed after it" "${f[2]}" true
 	expect_eq "a client's frames keep it" "$(fields result.exit_code < "$IDLE_D/typing")" 6
 	expect_eq "output keeps it" "$(fields result.exit_code < "$IDLE_D/talking")" 5
+	expect_eq "its command's work keeps it" "$(fields result.exit_code < "$IDLE_D/working")" 7
 	expect_contains "the record says why" "$(grep '"timeout"' "$IDLE_D/state/audit.jsonl")" \
-		'"limit_ms":2000,"reason":"its terminal had no input from its client and no output for 2 s'
+		'"limit_ms":2000,"reason":"its terminal had no input from its client and no output, and its command no work, for 2 s'
 	expect_eq "nothing of it runs" "$("$CORRAL" exec --socket "$IDLE_D/sock" "$box" -c \
 		'ps -e -o args= | grep -c "^sleep 999$" || true')" 0
 }

@@ -56,6 +56,7 @@ struct tty_session {
 	struct event *ev_kill;
 	struct event *ev_idle;			/* --tty-idle-timeout */
 	uint64_t active_ms;			/* the last frame in or output out */
+	uint64_t cpu_ns;			/* the call's CPU when last looked at */
 	struct event *ev_close;			/* the connection's end, from the loop */
 	bool held;				/* the call's output waits for the client */
 	bool ending;				/* the last frame is written: close */
@@ -302,20 +303,46 @@ static void on_kill(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Due: a session quiet for --tty-idle-timeout ends as timed out; one used
- * since the timer was armed is looked at again when it would be.
+ * A command at work prints nothing for a while (a build, a test run): the
+ * session is in use while it runs.  So is one whose command used at
+ * least TTY_BUSY_CPU_MS of CPU since the last look; an idle shell uses
+ * none.  A sandbox that wants its session kept can print anyway: this
+ * bounds the client's abandonment, not the sandbox.
+ */
+#define TTY_BUSY_CPU_MS	100
+
+static bool session_busy(struct tty_session *s)
+{
+	uint64_t ns;
+	bool busy;
+
+	if (corral_call_cpu_ns(s->call, &ns) < 0)
+		return false;
+	busy = ns >= s->cpu_ns && ns - s->cpu_ns >= TTY_BUSY_CPU_MS * 1000000ull;
+	s->cpu_ns = ns;
+	return busy;
+}
+
+/*
+ * Due: a session quiet for --tty-idle-timeout ends as timed out, unless
+ * its command worked meanwhile; one used since the timer was armed is
+ * looked at again when it would be.
  */
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
 	struct tty_session *s = arg;
 	uint64_t limit_ms = (uint64_t)s->d->limits.tty_idle_timeout_s * 1000;
 	uint64_t quiet_ms = corral_now_ms() - s->active_ms;
-	char why[160];
+	char why[192];
 
 	(void)fd;
 	(void)what;
 	if (!s->call)
 		return;
+	if (quiet_ms >= limit_ms && session_busy(s)) {
+		s->active_ms = corral_now_ms();
+		quiet_ms = 0;
+	}
 	if (quiet_ms < limit_ms) {
 		struct timeval tv = { (limit_ms - quiet_ms) / 1000,
 				      (limit_ms - quiet_ms) % 1000 * 1000 };
@@ -324,7 +351,8 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 			return;
 	}
 	snprintf(why, sizeof(why), "its terminal had no input from its client "
-		 "and no output for %u s (corral serve --tty-idle-timeout)",
+		 "and no output, and its command no work, for %u s (corral serve "
+		 "--tty-idle-timeout)",
 		 s->d->limits.tty_idle_timeout_s);
 	corral_call_time_out(s->call, limit_ms, why);
 }

@@ -542,6 +542,14 @@ int corral_call_time_out(struct corral_call *c, uint64_t limit_ms, const char *w
 	return 0;
 }
 
+int corral_call_cpu_ns(struct corral_call *c, uint64_t *ns)
+{
+	*ns = 0;
+	if (c->done || !c->host_pid)
+		return -ESRCH;
+	return cg_cpu_ns(c->cg, c->host_pid, ns);
+}
+
 /* exec.start once the call is sent and both pids are known (by two ways). */
 static void announce(struct corral_call *c)
 {

@@ -272,10 +272,10 @@ static bool kernel_fs(long type)
  * a user's ssh-agent, gpg-agent, tmux and X11, an ssh ControlMaster's.  A
  * read-only bind does not close them: connect(2), like a FIFO's open for
  * writing, asks for permission on the inode, never for a writable mount,
- * and an unprivileged caller's sandbox is its uid to the kernel's checks.  So neither /run,
- * /tmp, /run/user nor a session's directory in it may be a bind's source
- * (what lies below them may, named one by one).  Judged by identity, after
- * every symlink: /var/run is /run.
+ * and an unprivileged caller's sandbox is its uid to the kernel's checks.
+ * So neither /run, /tmp, /run/user nor a session's directory in it may be
+ * a bind's source (what lies below them may, named one by one).  Judged
+ * by identity, after every symlink: /var/run is /run.
  */
 static const char *const host_sockets[] = { "run", "tmp", "run/user" };
 

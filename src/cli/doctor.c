@@ -14,9 +14,9 @@ static const char doctor_usage[] =
 "openat2, cgroups v2 or v1 and which controllers, which host ids a sandbox\n"
 "maps (corral's range as root, /etc/subuid otherwise) and whether the\n"
 "workspace can be idmapped, and whether --net proxy's transparent mode can\n"
-"load its nftables rules), and say which layers\n"
-"the default policy gets for the user running it.  A \"note\" line is about\n"
-"speed or the host's own settings, not a layer, and changes no verdict.  Exit 0 when the default\n"
+"load its nftables rules), and say which layers the default policy gets\n"
+"for the user running it.  A \"note\" line is about speed or the host's own\n"
+"settings, not a layer, and changes no verdict.  Exit 0 when the default\n"
 "policy is enforced in full, 1 when a layer is weaker (each named), 2 when\n"
 "no sandbox can be built at all.\n";
 

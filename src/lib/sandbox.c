@@ -7,9 +7,10 @@
  *
  *   host ids (ns.c) and idmapped workspace and binds (idmap.c) -> sockets
  *   -> clone init into new user, mount, pid, ipc and uts namespaces ->
- *   id maps -> oom_score_adj (oom.c) -> (on init's "n") egress proxy in its netns -> "g" -> cgroup
- *   (made, for a one-shot run; init moved in, or its files opened for
- *   init) -> watch -> "c" -> (on READY) tripwires -> "t"
+ *   id maps -> oom_score_adj (oom.c) -> (on init's "n") egress proxy in
+ *   its netns -> "g" -> cgroup (made, for a one-shot run; init moved in,
+ *   or its files opened for init) -> watch -> "c" -> (on READY)
+ *   tripwires -> "t"
  *
  * Init's half, top to bottom in sandbox_child() (child.c): its network
  * namespace (then "n", for the proxy) -> identity ->

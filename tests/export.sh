@@ -707,8 +707,11 @@ signal_midway() {
 	shift 2
 	# MIDWAY_WRITER=1: the export is written by a child of corral's (as
 	# root, the destination's owner's writer): it is traced and looked at
-	# too, each write 20 ms (the run's own writes are then traced as well)
-	[ -z "${MIDWAY_WRITER:-}" ] || { forks=-f; delay=20000; }
+	# too, each write 50 ms (the run's own writes are then traced as well):
+	# 256 writes of 64 KiB, a 13 s window (at 20 ms, a loaded check once
+	# missed its 5 s and saw the export end whole); the signal goes as soon
+	# as the writer is seen, so a wider window costs nothing
+	[ -z "${MIDWAY_WRITER:-}" ] || { forks=-f; delay=50000; }
 	# LeakSanitizer cannot run under ptrace
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 	timeout 120 strace $forks -qq -o /dev/null -e trace=write \

@@ -2041,6 +2041,20 @@ t_setup_failure_explained() {
 	done
 }
 
+# binds_refused REASON SPEC...: --ro SPEC and --rw SPEC each exit 125, the
+# first saying REASON
+binds_refused() {
+	local reason=$1 spec out
+	shift
+	for spec in "$@"; do
+		out=$(crun --ro "$spec" -- /bin/true)
+		expect_eq "--ro $spec" "$(rc)" 125
+		expect_contains "--ro $spec: the reason" "$out" "$reason"
+		out=$(crun --rw "$spec" -- /bin/true)
+		expect_eq "--rw $spec" "$(rc)" 125
+	done
+}
+
 t_host_kernel_never_bound() {
 	# the host's /proc lists every host process: no bind, no workspace,
 	# however the path is spelled, shows it (or /sys, /dev, or / above them)
@@ -2048,14 +2062,9 @@ t_host_kernel_never_bound() {
 	ln -s /sys "$T/to-sys"
 	mkdir -p "$T/d"
 	ln -s ../../../../../../../../dev "$T/d/up"
-	for spec in /proc:/mnt/p /proc/1:/mnt/p "$T/to-proc:/mnt/p" /sys:/mnt/p \
-		    "$T/to-sys:/mnt/p" /dev:/mnt/p /dev/shm:/mnt/p "$T/d/up:/mnt/p" /:/mnt/p; do
-		out=$(crun --ro "$spec" -- /bin/true)
-		expect_eq "--ro $spec" "$(rc)" 125
-		expect_contains "--ro $spec: the reason" "$out" "never shown to a sandbox"
-		out=$(crun --rw "$spec" -- /bin/true)
-		expect_eq "--rw $spec" "$(rc)" 125
-	done
+	binds_refused "never shown to a sandbox" /proc:/mnt/p /proc/1:/mnt/p \
+		"$T/to-proc:/mnt/p" /sys:/mnt/p "$T/to-sys:/mnt/p" /dev:/mnt/p \
+		/dev/shm:/mnt/p "$T/d/up:/mnt/p" /:/mnt/p
 	out=$(crun --workspace /proc -- /bin/true)
 	expect_eq "workspace /proc" "$(rc)" 125
 	expect_contains "workspace /proc: the reason" "$out" "never shown to a sandbox"
@@ -2069,7 +2078,7 @@ t_host_kernel_never_bound() {
 # a read-only bind does not stop connect(2), so none of them is a bind's
 # source or the workspace, however spelled; what lies below them still is.
 t_host_socket_dirs_never_bound() {
-	local spec out
+	local out
 	session=""
 	ln -s /run "$T/to-run"
 	ln -s /var/run "$T/to-var-run"
@@ -2079,14 +2088,9 @@ t_host_socket_dirs_never_bound() {
 	else
 		session=$(ls -d /run/user/[0-9]* 2>/dev/null | head -1)
 	fi
-	for spec in /tmp /tmp/. /run /var/run /run/user "$T/to-run" "$T/to-var-run" \
-		    /run/./ //tmp ${session:+"$session"}; do
-		out=$(crun --ro "$spec:/mnt/s" -- /bin/true)
-		expect_eq "--ro $spec" "$(rc)" 125
-		expect_contains "--ro $spec: the reason" "$out" "unix sockets of the host"
-		out=$(crun --rw "$spec:/mnt/s" -- /bin/true)
-		expect_eq "--rw $spec" "$(rc)" 125
-	done
+	binds_refused "unix sockets of the host" /tmp:/mnt/s /tmp/.:/mnt/s /run:/mnt/s \
+		/var/run:/mnt/s /run/user:/mnt/s "$T/to-run:/mnt/s" "$T/to-var-run:/mnt/s" \
+		/run/./:/mnt/s //tmp:/mnt/s ${session:+"$session:/mnt/s"}
 	out=$(crun --workspace /tmp -- /bin/true)
 	expect_eq "workspace /tmp" "$(rc)" 125
 	expect_contains "workspace /tmp: the reason" "$out" "unix sockets of the host"

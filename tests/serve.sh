@@ -5176,68 +5176,6 @@ t_operator_policy_bounds_tcp_client() {
 
 # ---- leases: sandboxes bound to a client's connection ---------------------
 
-# open_lease [flood] [PORT TOKEN]: a client in the background holds a lease
-# on $SOCK (or 127.0.0.1:PORT with TOKEN) until it is killed (by its pid,
-# in LPID, at most 120 s); the lease's id in LEASE.  With flood, it then
-# sends a request head and 64 MiB of its body on the lease's connection,
-# and never reads.
-open_lease() {
-	local i=0 mode=${1:-hold}
-	rm -f "$T/lease" "$T/lease.sent"
-	$PY - "$mode" "$T/lease" "$SOCK" "${2:-}" "${3:-}" <<'EOF' &
-import json, os, socket, sys, time
-mode, out, sock, port, token = sys.argv[1:6]
-if port:
-    s = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
-    auth = "Authorization: Bearer %s\r\n" % open(token).read().strip()
-else:
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(10)
-    s.connect(sock)
-    auth = ""
-s.sendall(("POST /v1/leases HTTP/1.1\r\nHost: x\r\n%sContent-Length: 0\r\n\r\n"
-           % auth).encode())
-data = b""
-while b"}\n" not in data and len(data) < 65536:
-    c = s.recv(4096)
-    if not c:
-        break
-    data += c
-head, _, body = data.partition(b"\r\n\r\n")
-status = head.split(b"\r\n")[0].decode()
-try:
-    lease = json.loads(body.split(b"\r\n")[1])["lease"] if " 200 " in status else ""
-except (ValueError, IndexError, KeyError):
-    lease = ""
-with open(out + ".tmp", "w") as f:
-    f.write("%s\n%s\n%s\n" % (lease, status, body[:300].decode(errors="replace")))
-os.rename(out + ".tmp", out)
-if mode == "flood":
-    s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n%s"
-              b"Content-Length: 1000000000\r\n\r\n" % auth.encode())
-    n = 0
-    try:
-        while n < 64 << 20:
-            n += s.send(b"x" * 65536)
-    except OSError:
-        pass
-    open(out + ".sent", "w").write("%d\n" % n)
-time.sleep(120)
-EOF
-	LPID=$!
-	echo "$LPID" >> "$T/watchdogs"
-	while [ ! -s "$T/lease" ] && [ $i -lt 200 ]; do
-		sleep 0.05; i=$((i + 1))
-	done
-	LEASE=$(head -1 "$T/lease" 2>/dev/null)
-}
-
-# close_lease: the holder SIGKILLed, as any client may die; waited for
-close_lease() {
-	kill -KILL "$LPID" 2>/dev/null
-	wait "$LPID" 2>/dev/null || true
-}
-
 # present ID: ID, unless the daemon says 404
 present() { [ "$(api GET "/v1/sandboxes/$1")" = 404 ] || echo "$1"; }
 

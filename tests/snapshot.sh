@@ -759,36 +759,6 @@ s_builds_limited() {
 	expect_eq "C, once one was done" "$(cat "$T/c.code")" 200
 }
 
-# hold_lease: a client holds a lease on $SOCK (by its pid, LPID, at most
-# 120 s); its id in LEASE
-hold_lease() {
-	local i=0
-	$PY - "$SOCK" "$T/lease" <<'EOF' &
-import json, os, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-s.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-data = b""
-while b"}\n" not in data and len(data) < 65536:
-    c = s.recv(4096)
-    if not c:
-        break
-    data += c
-body = data.partition(b"\r\n\r\n")[2]
-with open(sys.argv[2] + ".tmp", "w") as f:
-    f.write(json.loads(body.split(b"\r\n")[1])["lease"] + "\n")
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-time.sleep(120)
-EOF
-	LPID=$!
-	while [ ! -s "$T/lease" ] && [ $i -lt 200 ]; do
-		sleep 0.05; i=$((i + 1))
-	done
-	LEASE=$(head -1 "$T/lease" 2>/dev/null)
-	[ -n "$LEASE" ] || fail "no lease"
-}
-
 # One lease's sandboxes (a corral mcp session's on a shared daemon), or one
 # TCP peer's, take at most half the workers: a model that keeps asking for
 # diffs of its own held all four, and every other session's diff was a
@@ -799,7 +769,8 @@ s_builds_shared_between_owners() {
 	chmod 600 "$T/token"
 	held_builds_daemon --listen "127.0.0.1:$PORT" --token-file "$T/token" \
 		--allow-host-path "$T/ws"
-	hold_lease || return 1
+	open_lease
+	[ -n "$LEASE" ] || { fail "no lease: $(cat "$T/lease" 2>/dev/null)"; return 1; }
 	trap 'kill "$LPID" 2>/dev/null; wait "$LPID" 2>/dev/null || true; stop_daemon' EXIT
 	for n in 1 2 3; do
 		create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0, \"lease\": \"$LEASE\"}"

@@ -239,6 +239,13 @@ class Client:
                 {"memory": "48M", "pids": 16, "disk": "16M"}])}
         if self.rng.random() < 0.5:
             body["workspace"] = self.sh.ws     # diff, export and snapshot need one
+        elif self.rng.random() < 0.1:
+            # the host's socket directories: a 403, never a sandbox (nor a 500)
+            where = self.rng.choice(["/run", "/var/run", "/tmp", "/run/user", "/run/."])
+            if self.rng.random() < 0.5:
+                body["workspace"] = where
+            else:
+                body["policy"] = {"filesystem": {self.rng.choice(["ro", "rw"]): [where + ":/mnt/h"]}}
         if self.rng.random() < 0.4:
             body.setdefault("policy", {})["network"] = {
                 "mode": "proxy", "allow": [f"up.test:{self.sh.up_port}"],
@@ -254,6 +261,8 @@ class Client:
             body["from_snapshot"] = snap
         st, out = self.req("create" + ("-image" if "image" in body else ""), "POST",
                            "/v1/sandboxes", body)
+        if st in (200, 201) and ("/run" in json.dumps(body) or body.get("workspace") == "/tmp"):
+            self.sh.fail(f"client {self.n}: a create on the host's sockets -> {st}: {str(body)[:200]}")
         if st == 201 or (st == 200 and isinstance(out, dict) and "id" in out):
             with self.sh.lock:
                 self.sh.boxes.append(out["id"])

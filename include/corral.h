@@ -412,6 +412,16 @@ CORRAL_PUBLIC
 int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 				struct corral_err *err);
 /*
+ * Whether the host object fd (O_PATH is enough; path names it in err) may
+ * be a sandbox's workspace or a bind's source, as the sandbox's build will
+ * judge it: never the host's root, /proc, /sys, /dev, nor /run, /tmp,
+ * /run/user or a session's directory there (their unix sockets), however
+ * reached.  -EACCES with why; another -errno when fd cannot be judged.
+ * For a caller (the daemon) that refuses a client before building.
+ */
+CORRAL_PUBLIC
+int corral_host_path_check(int fd, const char *path, struct corral_err *err);
+/*
  * Whether p's values fit this host, as a sandbox's start will judge them
  * (limits.open_files against fs.file-max and our own hard open-files
  * limit); err says which does not.  A policy file is read anywhere: this

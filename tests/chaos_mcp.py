@@ -6,7 +6,8 @@ the wrong ones, too large, with names it does not know, for sandboxes that
 are gone; between them JSON-RPC the server must refuse.  Every choice comes
 from one printed seed.
 
-    tests/chaos_mcp.py CORRAL [CALLS [SEED]]     (check: 300 calls, 120 s at most)
+    tests/chaos_mcp.py CORRAL [CALLS [SEED]]     (check: 300 calls, 120 s at most;
+                                                CHAOS_MAX_SECONDS=N: N s at most)
 
 Half the seeds walk a shared daemon instead (`corral serve` of this
 script's, over its unix socket or, drawn from the seed, TCP with TLS):
@@ -42,7 +43,7 @@ CORRAL = os.path.abspath(sys.argv[1])
 CALLS = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.SystemRandom().randrange(1 << 30)
 TIMEOUT = 90
-MAX_SECONDS = 120   # the walk stops here whatever CALLS says (a starved check)
+MAX_SECONDS = float(os.environ.get("CHAOS_MAX_SECONDS", "120"))  # whatever CALLS says (a starved check)
 MAX_BOXES = 4
 NUDGE = 20          # shared walk: a call owed this long, the session's sandboxes resumed
 PIDS = []           # background processes' pids, from exec's answers
@@ -111,7 +112,11 @@ PATHS = ["/workspace/a.txt", "/workspace", "/workspace/d/e", "/tmp/x", "/workspa
 COMMANDS = ["echo hi", "sleep 0.3", "true", "cat /etc/passwd; exit 3", "yes | head -c 100000",
             "mkdir -p /workspace/d/e && echo x > /workspace/d/e/f", "cat", "sleep 5",
             "for i in 1 2 3; do echo $i; sleep 0.1; done", "kill -9 $$"]
-STRINGS = {"path": PATHS, "from": PATHS, "to": PATHS, "cwd": PATHS, "command": COMMANDS,
+# a create's workspace: the host's socket directories, named or through a
+# link in the operator's workspace (WS, set by the walk), are never shown
+SOCKET_DIRS = ["/run", "/tmp", "/var/run", "/run/user", "WS/to-run", "WS/to-tmp", "WS/.."]
+WORKSPACES = SOCKET_DIRS + ["WS", "WS/src", "WS/src/../src", "relative"]
+STRINGS = {"workspace": WORKSPACES, "path": PATHS, "from": PATHS, "to": PATHS, "cwd": PATHS, "command": COMMANDS,
            "signal": ["TERM", "KILL", "INT", "HUP", "STOP", "CONT", "SIGKILL", "9", "BOGUS"],
            "content": ["hello\n", "", "x" * 70000, "aGVsbG8=", "not base64!"],
            "stdin": ["a\n", "", "y" * 10000]}
@@ -529,7 +534,21 @@ def walk(tmp, server):
         print(("ok   " if ok else "FAIL ") + what, flush=True)
         passed, failed = passed + ok, failed + (not ok)
 
-    s = Server(tmp)
+    # half the private walks (drawn apart, for the rest to replay as
+    # before): the operator's policy shows a workspace, with links in it
+    # to the host's socket directories for a model to name
+    args = ("--private",)
+    ws = os.path.join(tmp, "ws")
+    if random.Random(SEED ^ 0x50c7).random() < 0.5:
+        os.makedirs(os.path.join(ws, "src"))
+        os.symlink("/run", os.path.join(ws, "to-run"))
+        os.symlink("/tmp", os.path.join(ws, "to-tmp"))
+        pol = os.path.join(tmp, "operator.json")
+        with open(pol, "w") as f:
+            json.dump({"filesystem": {"workspace": ws}}, f)
+        args = ("--private", "--policy", pol)
+        print("  the operator's policy shows TMP/ws", flush=True)
+    s = Server(tmp, args)
     server.append(s)
     boxes, counts, why = [], {}, ""
     try:
@@ -561,6 +580,8 @@ def walk(tmp, server):
                 args = {}       # most of the walk needs a sandbox to work in
             if rng.random() < 0.02:
                 args = wrong(rng)
+            if isinstance(args, dict) and isinstance(args.get("workspace"), str):
+                args["workspace"] = args["workspace"].replace("WS", ws)
             r = s.request("tools/call", {"name": t["name"], "arguments": args})
             res = r.get("result", {})
             key = f"{t['name']}:{'error' if 'error' in r or res.get('isError') else 'ok'}"
@@ -573,6 +594,9 @@ def walk(tmp, server):
             ok = "result" in r and not res.get("isError")
             if t["name"] == "sandbox_create" and ok and sc.get("id"):
                 boxes.append(sc["id"])
+                w = args.get("workspace") if isinstance(args, dict) else None
+                if w in [d.replace("WS", ws) for d in SOCKET_DIRS]:
+                    raise AssertionError(f"a sandbox made on {w}: {json.dumps(sc)[:200]}")
             if t["name"] == "sandbox_destroy" and ok:
                 boxes = [b for b in boxes if b != args.get("sandbox_id")]
             if t["name"] == "exec" and isinstance(sc.get("pid"), int) and len(PIDS) < 50:

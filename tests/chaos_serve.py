@@ -78,6 +78,7 @@ class Shared:
         self.port = 0
         self.image = None       # an image of the daemon's store
         self.exports = None     # where `to` exports go, each to a new name
+        self.per_peer = 100     # --max-sandboxes-per-peer
         self.nexport = 0
         self.bad = []           # what failed, one line each
         self.ops = {}           # op name -> count
@@ -132,6 +133,7 @@ class Client:
 
     def __init__(self, sock, sh, rng, n, tcp=None):
         self.sock, self.sh, self.rng, self.n, self.tcp = sock, sh, rng, n, tcp
+        self.abandoned = []     # terminal sessions left open, unread (op_tty)
         self.c = self.conn()
 
     def conn(self):
@@ -237,6 +239,13 @@ class Client:
                 {"memory": "48M", "pids": 16, "disk": "16M"}])}
         if self.rng.random() < 0.5:
             body["workspace"] = self.sh.ws     # diff, export and snapshot need one
+        elif self.rng.random() < 0.1:
+            # the host's socket directories: a 403, never a sandbox (nor a 500)
+            where = self.rng.choice(["/run", "/var/run", "/tmp", "/run/user", "/run/."])
+            if self.rng.random() < 0.5:
+                body["workspace"] = where
+            else:
+                body["policy"] = {"filesystem": {self.rng.choice(["ro", "rw"]): [where + ":/mnt/h"]}}
         if self.rng.random() < 0.4:
             body.setdefault("policy", {})["network"] = {
                 "mode": "proxy", "allow": [f"up.test:{self.sh.up_port}"],
@@ -252,6 +261,8 @@ class Client:
             body["from_snapshot"] = snap
         st, out = self.req("create" + ("-image" if "image" in body else ""), "POST",
                            "/v1/sandboxes", body)
+        if st in (200, 201) and ("/run" in json.dumps(body) or body.get("workspace") == "/tmp"):
+            self.sh.fail(f"client {self.n}: a create on the host's sockets -> {st}: {str(body)[:200]}")
         if st == 201 or (st == 200 and isinstance(out, dict) and "id" in out):
             with self.sh.lock:
                 self.sh.boxes.append(out["id"])
@@ -504,7 +515,8 @@ class Client:
 
     def op_misc(self):
         what = self.rng.choice(["health", "metrics", "list", "events", "events-cut",
-                                "snaps", "snap-delete", "garbage", "bad-json", "lease"])
+                                "snaps", "snap-delete", "garbage", "bad-json", "lease",
+                                "lease-share"])
         if what == "health":
             self.req("health", "GET", "/v1/health")
         elif what == "metrics":
@@ -537,11 +549,41 @@ class Client:
                      raw=self.rng.choice([b"{", b"[]", b'{"command": 7}', b'{"argv": []}',
                                           b'{"command": "true", "env": {"A": 1}}',
                                           b"[" * 5000, b'{"argv": ["' + b"a" * 300000 + b'"]}']))
+        elif what == "lease-share":
+            self.lease_share()
         else:
             lease = self.open_lease()
             if lease:
                 time.sleep(self.rng.choice([0, 0.1]))
                 lease[0].close()
+
+    def lease_share(self):
+        """Creates bound to one lease past its share: no more than
+        --max-sandboxes-per-peer of them made, the rest a 429 (or the
+        daemon's other bounds' 503/429); then the lease's end takes them."""
+        with self.sh.lock:
+            if len(self.sh.boxes) >= MAX_BOXES or self.sh.per_peer > 2:
+                return
+        lease = self.open_lease()
+        if not lease:
+            return
+        made = []
+        for _ in range(self.sh.per_peer + 1):
+            st, out = self.req("create-leased", "POST", "/v1/sandboxes",
+                               {"lease": lease[1], "labels": {"chaos": str(self.n)}})
+            if st in (200, 201) and isinstance(out, dict) and "id" in out:
+                made.append(out["id"])
+            elif st == 429 and not (isinstance(out, dict) and "per-peer" in str(out)):
+                self.sh.fail(f"client {self.n}: a leased create past the share -> 429 "
+                             f"that does not name the bound: {str(out)[:300]}")
+        if len(made) > self.sh.per_peer:
+            self.sh.fail(f"client {self.n}: {len(made)} sandboxes bound to one lease, "
+                         f"--max-sandboxes-per-peer {self.sh.per_peer}")
+        with self.sh.lock:
+            self.sh.boxes.extend(made)
+        time.sleep(self.rng.choice([0, 0.05, 0.5]))
+        lease[0].close()
+        self.sh.note("lease-closed", "cut")
 
     def op_tty(self):
         """A terminal: exec with "tty", plain or upgraded to frames, the
@@ -551,7 +593,13 @@ class Client:
             return
         body = {"command": self.rng.choice(["cat", "sh", "sleep 1", "stty size; read x"]),
                 "tty": True, "rows": 24, "cols": 80, "timeout_seconds": 5}
-        if self.rng.random() < 0.3:
+        # abandoned: a client that goes quiet, or stops reading a command
+        # that writes on, with a call's timeout past --tty-idle-timeout
+        abandon = self.rng.random() < 0.25
+        if abandon:
+            body["command"] = self.rng.choice(["cat", "sleep 30", "yes", "sh"])
+            body["timeout_seconds"] = 60
+        if not abandon and self.rng.random() < 0.3:
             body["stdin"] = "echo hi\nexit\n"
             self.req("tty-plain", "POST", f"/v1/sandboxes/{b}/exec", body)
             return
@@ -567,6 +615,10 @@ class Client:
             got = s.recv(4096)
             if not got.startswith(b"HTTP/1.1 101"):
                 self.sh.note("tty", got[9:12].decode(errors="replace") or "closed")
+                return
+            if abandon:
+                self.abandon(s)
+                s = None
                 return
             for _ in range(self.rng.randrange(6)):
                 k = self.rng.choice(["i", "i", "w", "bad", "long"])
@@ -591,6 +643,15 @@ class Client:
         finally:
             if s:
                 s.close()
+
+    def abandon(self, s):
+        """A terminal session's connection kept open, neither fed nor
+        read, until the client has three more (or its walk ends): the
+        daemon's --tty-idle-timeout ends it, a delete, or the close."""
+        self.abandoned.append(s)
+        self.sh.note("tty", "abandoned")
+        while len(self.abandoned) > 3:
+            self.abandoned.pop(0).close()
 
     def hello(self):
         """A real ClientHello's bytes, and the half-done TLS object that made it."""
@@ -746,6 +807,8 @@ class Client:
             if time.monotonic() > deadline:
                 break
             self.rng.choices(fns, weights)[0]()
+        for s in self.abandoned:
+            s.close()
         self.c.close()
 
 
@@ -877,6 +940,12 @@ def main():
     os.mkdir(sh.exports)
     try:
         opts += prepare(tmp, state, drng, sh)
+        # drawn after prepare's, for an older seed's draws to stay theirs:
+        # terminal sessions a quiet client leaves end in a second; a
+        # lease (or a TCP peer) holds two sandboxes, and a third is a 429
+        sh.per_peer = drng.choice([100, 100, 2])
+        opts += ["--tty-idle-timeout", str(drng.choice([900, 900, 1])),
+                 "--max-sandboxes-per-peer", str(sh.per_peer)]
     except (OSError, subprocess.SubprocessError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
         print(f"chaos: cannot prepare the daemon's files: {e} {getattr(e, 'stderr', '')}")

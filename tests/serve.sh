@@ -4806,6 +4806,41 @@ t_kernel_and_daemon_paths_never_bound() {
 	stop_daemon
 }
 
+# The host's /run, /tmp, /run/user and a session's directory there hold its
+# unix sockets (a read-only bind does not stop connect(2)): a create naming
+# one, however spelled, is the client's 403 with why, refused before any
+# build, as the other host paths never shown (it was a failed build's 500).
+t_socket_dirs_never_bound() {
+	mkdir -p "$T/run"
+	SOCK=$T/run/s
+	# a session's directory where one exists (integration.sh's
+	# t_host_socket_dirs_never_bound makes one: start_daemon's EXIT trap
+	# would leave it here)
+	session=$(ls -d /run/user/[0-9]* 2>/dev/null | head -1)
+	start_daemon
+	ln -s /run "$T/to-run"
+	ln -s /var/run "$T/to-var-run"
+	for src in /run /var/run /run/. //run /run/user "$T/to-run" "$T/to-var-run" \
+		   ${session:+"$session"}; do
+		code=$(api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$src:/mnt/x\"]}}}")
+		expect_error "ro bind $src" "$code" 403 forbidden
+		expect_contains "ro bind $src: why" "$(body 600)" "unix sockets of the host"
+		code=$(api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"rw\": [\"$src:/mnt/x\"]}}}")
+		expect_error "rw bind $src" "$code" 403 forbidden
+		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$src\"}")
+		expect_error "workspace $src" "$code" 403 forbidden
+		expect_contains "workspace $src: why" "$(body 600)" "unix sockets of the host"
+	done
+	# /tmp (or the socket's directory's ancestor): refused too
+	for src in /tmp /tmp/.; do
+		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$src\"}")
+		expect_error "workspace $src" "$code" 403 forbidden
+	done
+	code=$(api GET /v1/sandboxes)
+	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0
+	stop_daemon
+}
+
 t_unix_client_reads_only_its_own() {
 	mkdir -p "$T/run" "$T/secret" "$T/open"
 	echo s > "$T/secret/f"

@@ -366,6 +366,35 @@ TEST(pin_root)
 	rmdir(dir);
 }
 
+/*
+ * A host path as the build judges it, for a caller to refuse first: the
+ * host's root, kernel filesystems and the directories of its unix sockets
+ * (however reached: /var/run is /run) are EACCES; a directory of ours is not.
+ */
+TEST(host_path_check)
+{
+	static const char *const refused[] = { "/", "/proc", "/sys", "/run", "/var/run",
+					       "/tmp", "/tmp/.", "/run/user" };
+	char dir[] = "/tmp/corral-unit-host.XXXXXX";
+	struct corral_err err = { 0 };
+	int fd;
+
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		fd = open(refused[i], O_PATH | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue;	/* no /run/user on this host */
+		CHECK(fd >= 0);
+		CHECK(corral_host_path_check(fd, refused[i], &err) == -EACCES);
+		CHECK(strstr(err.msg, refused[i]) != NULL);
+		close(fd);
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK(corral_host_path_check(fd, dir, &err) == 0);
+	close(fd);
+	rmdir(dir);
+}
 
 TEST(add_bind_normalises)
 {

@@ -179,6 +179,7 @@ static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
 			 const char *what, bool write, int *pin, struct api_fault *f)
 {
 	static const char *const kernel[] = { "/proc", "/sys", "/dev" };
+	struct corral_err err = { 0 };
 	char real[PATH_MAX], self[64], *dup;
 	struct stat st;
 	ssize_t n;
@@ -214,6 +215,18 @@ static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
 				  what, *path, real, kernel[i]);
 			goto refused;
 		}
+	/*
+	 * What the build would refuse (the host's /run, /tmp, a session's
+	 * runtime directory: their unix sockets), refused here as the
+	 * client's: a 403 with why, not a failed build's 500.
+	 */
+	if (corral_host_path_check(*pin, real, &err) < 0) {
+		if (err.code == -EACCES)
+			api_fault(f, 403, "forbidden", "%s %.300s: %s", what, *path, err.msg);
+		else
+			api_fault(f, 500, "internal", "%s %.300s: %s", what, *path, err.msg);
+		goto refused;
+	}
 	/* under the socket's directory is another file; at or above it, the socket */
 	if (path_meets(real, d->state_real) || path_under(d->socket_dir_real, real)) {
 		api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "

@@ -918,6 +918,18 @@ int corral_policy_set_root(struct corral_policy *p, char *const *layers, size_t 
 	return 0;
 }
 
+int corral_host_path_check(int fd, const char *path, struct corral_err *err)
+{
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r;
+
+	if (root < 0)
+		return corral_set_errno(err, errno, "open /");
+	r = mount_check_host_fd(root, fd, path, err);
+	close(root);
+	return r;
+}
+
 int corral_policy_pin_root(struct corral_policy *p, int fd, struct corral_err *err)
 {
 	char path[PATH_MAX], *layer = path;

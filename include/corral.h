@@ -978,6 +978,9 @@ int corral_call_time_out(struct corral_call *c, uint64_t limit_ms, const char *w
  */
 CORRAL_PUBLIC
 int corral_call_cpu_ns(struct corral_call *c, uint64_t *ns);
+/* Whether the call's box is paused by a person (POST /pause): it waits. */
+CORRAL_PUBLIC
+bool corral_call_paused(const struct corral_call *c);
 /*
  * A call's terminal (o.tty).  tty_write: bytes as typed (^C is the
  * terminal's to turn into SIGINT); returns how many the pty took now, 0

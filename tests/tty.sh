@@ -351,6 +351,26 @@ t_tty_idle_timeout() {
 		'"limit_ms":2000,"reason":"its terminal had no input from its client and no output, and its command no work, for 2 s'
 	expect_eq "nothing of it runs" "$("$CORRAL" exec --socket "$IDLE_D/sock" "$box" -c \
 		'ps -e -o args= | grep -c "^sleep 999$" || true')" 0
+	# a pause (a person's) holds the clock: a quiet session outlives a
+	# pause longer than the bound, and ends only once resumed and quiet
+	idle_api() { curl -s -m 20 --unix-socket "$IDLE_D/sock" -X "$1" "http://corral$2"; }
+	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" 'expect:ready' \
+		-- /bin/sh -c 'echo ready; exec sleep 999' > "$IDLE_D/paused" &
+	p=$!
+	for _ in $(seq 1 100); do
+		[ "$(idle_api GET "/v1/sandboxes/$box" | json running)" = 1 ] && break
+		sleep 0.05
+	done
+	n0=$(grep -c '"timeout"' "$IDLE_D/state/audit.jsonl")
+	expect_eq "paused" "$(idle_api POST "/v1/sandboxes/$box/pause" | json state)" paused
+	sleep 3
+	# (a kill sent during the pause would land only at the thaw: the
+	# record says whether one was)
+	expect_eq "a paused session is not timed out past the bound" \
+		"$(grep -c '"timeout"' "$IDLE_D/state/audit.jsonl")" "$n0"
+	expect_eq "resumed" "$(idle_api POST "/v1/sandboxes/$box/resume" | json state)" running
+	wait "$p" || true
+	expect_eq "quiet once resumed: it ends" "$(fields result.status < "$IDLE_D/paused")" timeout
 }
 
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside

@@ -325,8 +325,8 @@ static bool session_busy(struct tty_session *s)
 
 /*
  * Due: a session quiet for --tty-idle-timeout ends as timed out, unless
- * its command worked meanwhile; one used since the timer was armed is
- * looked at again when it would be.
+ * its command worked meanwhile or its sandbox is paused; one used since
+ * the timer was armed is looked at again when it would be.
  */
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
@@ -339,7 +339,8 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!s->call)
 		return;
-	if (quiet_ms >= limit_ms && session_busy(s)) {
+	/* a pause (a person's) holds the clock: nothing inside can answer */
+	if (quiet_ms >= limit_ms && (corral_call_paused(s->call) || session_busy(s))) {
 		s->active_ms = corral_now_ms();
 		quiet_ms = 0;
 	}

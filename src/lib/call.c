@@ -550,6 +550,11 @@ int corral_call_cpu_ns(struct corral_call *c, uint64_t *ns)
 	return cg_cpu_ns(c->cg, c->host_pid, ns);
 }
 
+bool corral_call_paused(const struct corral_call *c)
+{
+	return !c->done && c->b->state == CORRAL_BOX_PAUSED;
+}
+
 /* exec.start once the call is sent and both pids are known (by two ways). */
 static void announce(struct corral_call *c)
 {

@@ -4796,14 +4796,26 @@ t_kernel_and_daemon_paths_never_bound() {
 	ln "$SOCK" "$T/sock-link" || fail "a hard link to the socket"
 	for src in /proc /proc/1 "$T/to-proc" /sys "$T/to-sys" /dev /dev/shm / "$T/state" "$T/to-state" "$T/run" "$T" \
 		   "$SOCK" "$T/to-sock" "$T/sock-link"; do
-		code=$(api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$src:/mnt/x\"]}}}")
-		expect_error "bind $src" "$code" 403 forbidden
-		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$src\"}")
-		expect_error "workspace $src" "$code" 403 forbidden
+		create_refused ro "$src"
+		create_refused workspace "$src"
 	done
 	code=$(api GET /v1/sandboxes)
 	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0
 	stop_daemon
+}
+
+# create_refused ro|rw|workspace SRC [WHY]: a create binding SRC (at
+# /mnt/x) or with SRC as its workspace is a 403, saying WHY if given
+create_refused() {
+	local body
+	if [ "$1" = workspace ]; then
+		body="{\"workspace\": \"$2\"}"
+	else
+		body="{\"policy\": {\"filesystem\": {\"$1\": [\"$2:/mnt/x\"]}}}"
+	fi
+	code=$(api POST /v1/sandboxes -d "$body")
+	expect_error "$1 $2" "$code" 403 forbidden
+	[ -z "${3:-}" ] || expect_contains "$1 $2: why" "$(body 600)" "$3"
 }
 
 # The host's /run, /tmp, /run/user and a session's directory there hold its
@@ -4822,19 +4834,13 @@ t_socket_dirs_never_bound() {
 	ln -s /var/run "$T/to-var-run"
 	for src in /run /var/run /run/. //run /run/user "$T/to-run" "$T/to-var-run" \
 		   ${session:+"$session"}; do
-		code=$(api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$src:/mnt/x\"]}}}")
-		expect_error "ro bind $src" "$code" 403 forbidden
-		expect_contains "ro bind $src: why" "$(body 600)" "unix sockets of the host"
-		code=$(api POST /v1/sandboxes -d "{\"policy\": {\"filesystem\": {\"rw\": [\"$src:/mnt/x\"]}}}")
-		expect_error "rw bind $src" "$code" 403 forbidden
-		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$src\"}")
-		expect_error "workspace $src" "$code" 403 forbidden
-		expect_contains "workspace $src: why" "$(body 600)" "unix sockets of the host"
+		create_refused ro "$src" "unix sockets of the host"
+		create_refused rw "$src"
+		create_refused workspace "$src" "unix sockets of the host"
 	done
 	# /tmp (or the socket's directory's ancestor): refused too
 	for src in /tmp /tmp/.; do
-		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$src\"}")
-		expect_error "workspace $src" "$code" 403 forbidden
+		create_refused workspace "$src"
 	done
 	code=$(api GET /v1/sandboxes)
 	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0

@@ -57,6 +57,8 @@ cleanup() {
 	cg_parents_remove check
 	[ -n "$STAGE" ] && rm -rf "$STAGE"
 	[ -n "${LANE_DIR:-}" ] && rm -rf "$LANE_DIR"
+	# CHECK_TIMES=FILE keeps every step's and test's times, for trimming
+	[ -n "${CHECK_TIMES:-}" ] && cp "$TIMES" "$CHECK_TIMES"
 	rm -f "$TALLY" "$TIMES" "${NPM_LOG:-}"
 }
 trap cleanup EXIT

@@ -337,7 +337,7 @@ fallback:
 	ids->uid = uid;
 	ids->gid = gid;
 	ids->idmapped = false;
-	snprintf(ids->note, sizeof(ids->note), "no idmapped mount of %.60s (%s): the "
+	snprintf(ids->note, sizeof(ids->note), "no idmapped mount of %.60s (%.96s): the "
 		 "agent runs as host uid %u, the workspace's owner or nobody",
 		 what ? what : "?", why, ids->uid);
 }

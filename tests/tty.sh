@@ -338,9 +338,14 @@ t_tty_idle_timeout() {
 		-- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo t; sleep 0.25; done; exit 5' \
 		> "$IDLE_D/talking" &
 	o=$!
-	# silent, but at work for 3 s: a build that prints nothing
+	# silent, but at work: a build that prints nothing.  It spends 0.4 s
+	# of CPU (40 ticks of its own, four times the daemon's 100 ms of
+	# work), then waits, quiet, to its 3 s.  At the daemon's look, 2 s in,
+	# it has used all the CPU it got, as the endless loop it replaces had
+	# (that spun 3 s of CPU a lane), up to those 0.4 s.
+	work='while [ "$(cut -d" " -f14 /proc/$$/stat)" -lt 40 ]; do i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done; done; exec sleep 9'
 	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" \
-		-- /bin/sh -c 'timeout 3 sh -c "while :; do :; done"; exit 7' > "$IDLE_D/working" &
+		-- /bin/sh -c "timeout 3 sh -c '$work'; exit 7" > "$IDLE_D/working" &
 	w=$!
 	wait "$q" "$t" "$o" "$w" || true
 	mapfile -t f < <(fields result.status result.reason eof < "$IDLE_D/quiet")

@@ -490,10 +490,18 @@ t_sandbox_lifecycle() {
 	expect_eq "ttl" "$(jq 'v["ttl_seconds"]')" 3600.0
 	expect_eq "idle_freeze_ms" "$(jq 'v["idle_freeze_ms"]')" 5000
 	expect_eq "halt_reason" "$(jq 'v["halt_reason"]')" null
-	expect_eq "state" "$(jq 'v["state"] in ("idle", "running")')" true
-	expect_eq "created" "$(jq 'v["created"].endswith("Z")')" true
-	expect_eq "meters" "$(jq 'sorted(k for k in v["meters"] if k in ("cpu_seconds", "memory_peak_bytes", "memory_byte_seconds", "active_seconds", "frozen_seconds"))')" \
-		'["active_seconds", "cpu_seconds", "frozen_seconds", "memory_byte_seconds", "memory_peak_bytes"]'
+	# (by jget, as every check of this test: a Python's start, 25-60 ms
+	# of CPU, was six of them a lane)
+	st=$(jq 'v["state"]')
+	case $st in
+	idle|running) ;;
+	*) fail "state: got '$st', want idle or running" ;;
+	esac
+	created=$(jq 'v["created"]')
+	[[ $created == *Z ]] || fail "created: '$created' does not end in Z"
+	for k in active_seconds cpu_seconds frozen_seconds memory_byte_seconds memory_peak_bytes; do
+		"$JGET" -t "meters.$k" < "$T/body" > /dev/null || fail "meters: no $k: $(body)"
+	done
 	limits=$(jq 'v["limits"]')
 	[ "$ME" != 0 ] || [ "$limits" != rlimit ] || fail "root got no cgroup limits"
 	# the meters read the box's cgroup (meter.c): a box that ran has used memory
@@ -515,22 +523,23 @@ t_sandbox_lifecycle() {
 		"$(grep "\"sandbox\":\"$id2\"" "$STATE/audit.jsonl" | grep '"type":"sandbox.create"')" '"open_files":512'
 	code=$(api GET /v1/sandboxes)
 	expect_code "list" "$code" 200
-	expect_eq "list" "$(jq 'sorted(s["id"] for s in v["sandboxes"])')" \
-		"$($PY -c 'import json,sys; print(json.dumps(sorted(sys.argv[1:])))' "$id" "$id2")"
+	expect_eq "list: two" "$(jq 'len(v["sandboxes"])')" 2
+	ids="$(jq 'v["sandboxes"][0]["id"]') $(jq 'v["sandboxes"][1]["id"]')"
+	[ "$ids" = "$id $id2" ] || [ "$ids" = "$id2 $id" ] || fail "list: $ids, want $id and $id2"
 	code=$(api GET /v1/health)
 	expect_eq "health count" "$(jq 'v["sandboxes"]')" 2
 	code=$(api DELETE "/v1/sandboxes/$id")
 	expect_code "delete" "$code" 200
 	expect_eq "deleted id" "$(jq 'v["id"]')" "$id"
 	expect_eq "deleted state" "$(jq 'v["state"]')" destroyed
-	expect_eq "deleted meters" "$(jq '"active_seconds" in v["meters"]')" true
+	"$JGET" -t meters.active_seconds < "$T/body" > /dev/null || fail "deleted meters: $(body)"
 	code=$(api GET "/v1/sandboxes/$id")
 	expect_error "get deleted" "$code" 404 not_found
 	code=$(api DELETE "/v1/sandboxes/$id")
 	expect_error "delete again" "$code" 404 not_found
 	[ ! -e "$STATE/sandboxes/$id.json" ] || fail "state file of $id left"
 	code=$(api GET /v1/sandboxes)
-	expect_eq "list after delete" "$(jq '[s["id"] for s in v["sandboxes"]]')" "[\"$id2\"]"
+	expect_eq "list after delete" "$(jq 'len(v["sandboxes"])') $(jq 'v["sandboxes"][0]["id"]')" "1 $id2"
 	ev=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl")
 	expect_contains "create event" "$ev" '"type":"sandbox.create"'
 	expect_contains "destroy event" "$ev" '"type":"sandbox.destroy"'
@@ -642,7 +651,9 @@ t_exec_argv_and_command() {
 	expect_eq "argv stdout" "$(jq 'v["stdout"]')" "a  b c"
 	expect_eq "status" "$(jq 'v["status"]')" exited
 	expect_eq "tool_call_id" "$(jq 'v["tool_call_id"]')" call-7
-	expect_eq "no second name for the id" "$(jq '"tool_call" in v')" false
+	# (by jget where a Python's start, 25-60 ms of CPU, was each check)
+	! "$JGET" -t tool_call < "$T/body" > /dev/null 2>&1 ||
+		fail "a second name for the id: $(body)"
 	expect_eq "sandbox" "$(jq 'v["sandbox"]')" "$id"
 	code=$(ex "$id" '{"command": "echo $((6 * 7)) | tr 4 X"}')
 	expect_code "command" "$code" 200
@@ -664,7 +675,8 @@ t_exec_argv_and_command() {
 	code=$(ex "$id" '{"argv": ["/bin/cat"], "stdin": "line 1\nh\u00e9llo \u2603\n"}')
 	expect_eq "stdin" "$(jq 'v["stdout"] == "line 1\nh\u00e9llo \u2603\n"')" true
 	code=$(ex "$id" '{"command": "wc -c", "stdin": ""}')
-	expect_eq "empty stdin" "$(jq 'v["stdout"].strip()')" 0
+	out=$(jq 'v["stdout"]')
+	expect_eq "empty stdin" "${out#"${out%%[![:space:]]*}"}" 0
 	code=$(ex "$id" '{"command": "echo \"$GREETING|$EMPTY|$HOME\"", "env": {"GREETING": "hi there", "EMPTY": ""}}')
 	expect_eq "env" "$(jq 'v["stdout"]')" "hi there||/home/agent"
 	code=$(ex "$id" '{"command": "pwd"}')
@@ -673,7 +685,7 @@ t_exec_argv_and_command() {
 	expect_eq "cwd" "$(jq 'v["stdout"]')" /tmp
 	code=$(ex "$id" '{"command": "pwd", "cwd": "/no/such/dir"}')
 	expect_code "missing cwd" "$code" 200
-	expect_eq "missing cwd status" "$(jq 'v["exit_code"] != 0')" true
+	[ "$(jq 'v["exit_code"]')" != 0 ] || fail "missing cwd status: exit 0"
 	expect_contains "missing cwd reason" "$(jq 'v["reason"]')" /no/such/dir
 	# the sandbox lives across calls: what one call wrote, the next reads
 	sbsh "$id" 'echo kept > /workspace/state; echo tmp > /tmp/t' >/dev/null
@@ -684,20 +696,22 @@ tmp"
 	# stopwatch: a busy machine makes any wall-clock bound a guess)
 	pids=""
 	for i in 1 2 3; do
-		curl -sS --max-time 30 --unix-socket "$SOCK" -X POST -o "$T/par.$i" \
+		"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST -o "$T/par.$i" \
 			-d '{"command": "date +%s%N; sleep 1; date +%s%N"}' "http://localhost/v1/sandboxes/$id/exec" &
 		pids="$pids $!"
 	done
 	for p in $pids; do wait "$p" || true; done	# not a bare wait: the daemon is a child too
 	for i in 1 2 3; do
-		jq 'v["stdout"].strip()' "$T/par.$i" > "$T/span.$i"
+		# (its stdout, its last newline once: what .strip() printed)
+		printf '%s\n' "$(jq 'v["stdout"]' "$T/par.$i")" > "$T/span.$i"
 		expect_eq "parallel $i" "$(wc -l < "$T/span.$i")" 2
 	done
 	last_start=$(for i in 1 2 3; do head -1 "$T/span.$i"; done | sort -n | tail -1)
 	first_end=$(for i in 1 2 3; do tail -1 "$T/span.$i"; done | sort -n | head -1)
 	[ "$last_start" -lt "$first_end" ] ||
 		fail "the 3 calls never ran at once: $(cat "$T/span.1" "$T/span.2" "$T/span.3" | tr '\n' ' ')"
-	expect_eq "calls metered" "$(sbget "$id" 'v["meters"]["calls"] >= 14')" true
+	n=$(sbget "$id" 'v["meters"]["calls"]')
+	[ "$n" -ge 14 ] || fail "calls metered: $n, want 14 or more"
 	stop_daemon
 }
 
@@ -1074,21 +1088,24 @@ assert how != "unix" or grown < 64 * 1024, \
 state = finished()
 assert state == "waiting", "the command did not wait for its reader: %r" % state
 s.settimeout(60)
-data = bytearray()
+# read into one scratch buffer, de-chunk by views: a fresh 1 MiB object a
+# recv, and the copies of a split, slices and a join, were 2.7 s of this
+# Python's CPU for 60 MB, more than the daemon's
+data, scratch = bytearray(), memoryview(bytearray(1 << 20))
 while not data.endswith(b"\r\n0\r\n\r\n"):
-    k = s.recv(1 << 20)
+    k = s.recv_into(scratch)
     assert k, "the stream ended early"
-    data += k
-body = bytes(data).split(b"\r\n\r\n", 1)[1]
-parts, i = [], 0		# de-chunk, then NDJSON
+    data += scratch[:k]
+out, i = bytearray(), data.index(b"\r\n\r\n") + 4	# de-chunk, then NDJSON
+view = memoryview(data)
 while True:
-    j = body.index(b"\r\n", i)
-    size = int(body[i:j], 16)
+    j = data.index(b"\r\n", i)
+    size = int(data[i:j], 16)
     if size == 0:
         break
-    parts.append(body[j + 2:j + 2 + size])
+    out += view[j + 2:j + 2 + size]
     i = j + 2 + size + 2
-out = b"".join(parts)
+view.release()
 ev = [json.loads(l) for l in out.splitlines()]
 got = sum(len(e["data"]) for e in ev if e["type"] == "stdout")
 assert got == n, "got %d of %d bytes" % (got, n)
@@ -1566,7 +1583,11 @@ t_archive_tripwire_swapped_in() {
 # ---- pause, idle freeze, TTL, halt -----------------------------------------
 
 cpu() { sbget "$1" 'v["meters"]["cpu_seconds"]'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }	# utime + stime of host PID
+# ticks PID: utime + stime of host PID (fields 14 and 15 of its stat)
+ticks() { proc_stat "$1" && echo $(( PSTAT[11] + PSTAT[12] )); }
+# holds EXPR: an arithmetic comparison of meters' numbers (0.25, 1.5e-05)
+# is true; by awk, where a Python's start was 25-60 ms of CPU each
+holds() { awk "BEGIN { exit !($1) }"; }
 
 t_pause_resume() {
 	start_daemon
@@ -1585,8 +1606,8 @@ t_pause_resume() {
 	fi
 	hp=$(host_pid "$id" burn)
 	i=0
-	while [ $i -lt 50 ] && [ "$($PY -c "print($(cpu "$id") > 0.2)")" != True ]; do
-		sleep 0.1; i=$((i + 1))
+	while [ $i -lt 50 ] && ! holds "$(cpu "$id") > 0.2"; do
+		nap 0.1; i=$((i + 1))
 	done
 	code=$(api POST "/v1/sandboxes/$id/pause")
 	expect_code "pause" "$code" 200
@@ -1594,7 +1615,7 @@ t_pause_resume() {
 	c1=$(cpu "$id"); k1=$(ticks "$hp")
 	sleep 1
 	c2=$(cpu "$id"); k2=$(ticks "$hp")
-	expect_eq "no CPU while paused (meter $c1 -> $c2)" "$($PY -c "print($c2 - $c1 < 0.05)")" True
+	holds "$c2 - $c1 < 0.05" || fail "CPU while paused (meter $c1 -> $c2)"
 	[ $((k2 - k1)) -le 2 ] || fail "the burner used $((k2 - k1)) ticks while paused"
 	expect_eq "still paused" "$(sbget "$id" 'v["state"]')" paused
 	code=$(ex "$id" '{"command": "true"}')
@@ -1612,11 +1633,21 @@ t_pause_resume() {
 	code=$(api POST "/v1/sandboxes/$id/resume")
 	expect_code "resume" "$code" 200
 	expect_eq "resumed" "$(jq 'v["state"]')" running
+	# it burns again: more than 0.1 s of CPU (meter and ticks), looked
+	# at every 0.1 s for 10 s at most, then it is stopped (it burned a
+	# whole second here and on to the daemon's stop)
 	c3=$(cpu "$id"); k3=$(ticks "$hp")
-	sleep 1
-	c4=$(cpu "$id"); k4=$(ticks "$hp")
-	expect_eq "CPU after resume (meter $c3 -> $c4)" "$($PY -c "print($c4 - $c3 > 0.1)")" True
+	i=0
+	while :; do
+		nap 0.1; i=$((i + 1))
+		c4=$(cpu "$id"); k4=$(ticks "$hp")
+		holds "$c4 - $c3 > 0.1" && [ $((k4 - k3)) -gt 10 ] && break
+		[ $i -lt 100 ] || break
+	done
+	holds "$c4 - $c3 > 0.1" || fail "no CPU after resume (meter $c3 -> $c4)"
 	[ $((k4 - k3)) -gt 10 ] || fail "the burner used only $((k4 - k3)) ticks after resume"
+	code=$(api DELETE "/v1/sandboxes/$id/processes/$pid")
+	expect_code "the burner stopped" "$code" 200
 	expect_eq "calls run again" "$(sbsh "$id" 'echo yes')" yes
 	ev=$(grep "\"sandbox\":\"$id\"" "$STATE/audit.jsonl")
 	expect_contains "pause event" "$ev" '"type":"pause"'
@@ -1667,11 +1698,19 @@ t_idle_freeze() {
 }
 
 # helper_on FIFO: the pid of a child of the daemon that has FIFO open.
+# Without a fork (test -ef: an fd's link is the FIFO's inode): the waits
+# below ask it every 50-100 ms, and a readlink a descriptor of each child
+# was some 3 ms of CPU each.
 helper_on() {
-	local p f
-	for p in $(cat /proc/"$DPID"/task/*/children 2>/dev/null); do
-		for f in /proc/"$p"/fd/*; do
-			[ "$(readlink "$f" 2>/dev/null)" = "$1" ] && { echo "$p"; return 0; }
+	local s p f
+	local -a kids
+	for s in /proc/"$DPID"/task/*/children; do
+		kids=()
+		read -r -a kids 2>/dev/null < "$s" || :
+		for p in "${kids[@]}"; do
+			for f in /proc/"$p"/fd/*; do
+				[ "$f" -ef "$1" ] && { echo "$p"; return 0; }
+			done
 		done
 	done
 	return 0
@@ -1706,7 +1745,7 @@ reap_needs_cgroups() {
 reap_helper_seen() {
 	local i=0
 	while [ $i -lt 100 ] && [ -z "$(helper_on "$T/reap")" ]; do
-		sleep 0.1; i=$((i + 1))
+		nap 0.1; i=$((i + 1))
 	done
 	[ -n "$(helper_on "$T/reap")" ] || fail "no helper of the daemon removes a's groups"
 }
@@ -1738,16 +1777,20 @@ t_teardown_off_loop() {
 # off the loop with the box, however many: past a fixed 129 the groups
 # were destroyed on the loop, each a freeze, a kill and a wait (900 held
 # every other request 246 s).  While the helper is held, every call group
-# of a's is still there: none was removed on the loop.
+# of a's is still there: none was removed on the loop.  136 calls: past
+# the 128 calls' groups the old reaper kept (its bound put back, this
+# test fails: 0 of 137 left, the box's group went too); 160 were 15% more
+# of the test's 10-16 s of CPU.
 t_teardown_of_lingering_calls_off_loop() {
-	local n=160 i d left before
+	local n=136 i d left before call
 	reap_held_daemon
 	a=$(mksb '{"idle_freeze_ms": 0}')
 	b=$(mksb '{"idle_freeze_ms": 0}')
 	reap_needs_cgroups "$a" || return $?
+	call=$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')
 	i=0
 	while [ $i -lt $n ]; do
-		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		code=$(ex "$a" "$call")
 		expect_code "call $i leaves a sleeper" "$code" 200 || break
 		i=$((i + 1))
 	done
@@ -1763,6 +1806,10 @@ t_teardown_of_lingering_calls_off_loop() {
 	left=$(find "$d" -mindepth 1 -maxdepth 1 -type d -name 'c*' 2>/dev/null | wc -l)
 	expect_eq "a's calls' groups left to the held helper, none removed on the loop" "$left" "$before"
 	reap_release
+	# the box's own group goes last: until then, a look without a find of
+	# every hierarchy (some 20 ms of CPU each, every 0.1 s of the removal)
+	i=0
+	while [ -d "$d" ] && [ $i -lt 300 ]; do nap 0.1; i=$((i + 1)); done
 	wait_gone "a's groups" 30 eval "cgroups_of $DPID | grep -- '-$a\$'"
 	stop_daemon
 }
@@ -1791,12 +1838,13 @@ t_calls_leave_no_fds_in_the_daemon() {
 }
 
 # tree_procs DIR: "pid starttime" of each process in DIR's group and below
+# (proc_stat: a sed and an awk a process were 5 ms of CPU, each look)
 tree_procs() {
 	local p
 	for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un); do
-		# after "pid (comm) ", field 20 is the start time, 12 and 13 the CPU
-		sed 's/.*) //' /proc/"$p"/stat 2>/dev/null | awk -v p="$p" '{ print p, $20 }'
+		proc_stat "$p" && echo "$p ${PSTAT[19]}"
 	done
+	return 0
 }
 
 # cpu_of "PID START"...: "pid utime+stime" of those still alive (the same
@@ -1805,9 +1853,10 @@ cpu_of() {
 	local pid st
 	while read -r pid st; do
 		[ -n "$pid" ] || continue
-		sed 's/.*) //' /proc/"$pid"/stat 2>/dev/null |
-			awk -v p="$pid" -v s="$st" '$20 == s { print p, $12 + $13 }'
+		proc_stat "$pid" && [ "${PSTAT[19]}" = "$st" ] &&
+			echo "$pid $(( PSTAT[11] + PSTAT[12] ))"
 	done <<< "$1"
+	return 0
 }
 
 # held_teardown: a daemon whose reap helper is held (reap_held_daemon),
@@ -2535,6 +2584,10 @@ EOF
 # grows by less than 24 MiB for 12 clients of a 32 MiB log (the whole log
 # each, as it was read before, would be 384 MiB).
 t_events_readers_bounded() {
+	# a flood's bound (12 readers of 32 MiB, 3 s of CPU under ASan): no
+	# sandbox, and what the daemon holds for a reader is the same for any
+	# uid; under ASan t_events_big_log streams through the same reader
+	bound_test
 	mkdir -p -m 700 "$T/state"
 	big_log "$T/state/audit.jsonl" 32
 	# under ASan what is freed waits in a quarantine (256 MiB) before it

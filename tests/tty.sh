@@ -49,13 +49,19 @@ stop() {
 trap stop EXIT
 
 mkdir -p "$D"
-PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# two free ports, the daemons' (one Python: its start is 25-60 ms of CPU)
+read -r PORT TPORT < <($PY -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s:
+    x.bind(("127.0.0.1", 0))
+print(*(x.getsockname()[1] for x in s))')
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/token"
 "$CORRAL" serve --socket "$SOCK" --state-dir "$D/state" --listen "127.0.0.1:$PORT" \
 	--token-file "$D/token" > "$D/log" 2>&1 < /dev/null &
 DPID=$!
 for _ in $(seq 1 100); do
-	curl -s -m 1 --unix-socket "$SOCK" http://corral/v1/health > /dev/null && break
+	[ -S "$SOCK" ] && curl -s -m 1 --unix-socket "$SOCK" http://corral/v1/health > /dev/null && break
 	sleep 0.05
 done
 
@@ -71,7 +77,6 @@ BOX=$(api POST /v1/sandboxes '{}' | json id)
 # `corral ... --url https://127.0.0.1:TPORT --ca-file ca.pem`.
 TD="$TEST_TMP/tls"
 mkdir -p "$TD"
-TPORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 TURL=https://127.0.0.1:$TPORT
 TLS_CA=$TD/ca.pem
 TBOX=
@@ -84,7 +89,7 @@ if test_ca "$TD" "IP:127.0.0.1"; then
 		--tls-cert "$TD/srv.pem" --tls-key "$TD/srv.key" > "$TD/log" 2>&1 < /dev/null &
 	TPID=$!
 	for _ in $(seq 1 100); do
-		curl -s -m 1 --unix-socket "$TD/sock" http://corral/v1/health > /dev/null && break
+		[ -S "$TD/sock" ] && curl -s -m 1 --unix-socket "$TD/sock" http://corral/v1/health > /dev/null && break
 		sleep 0.05
 	done
 	# made over TLS too: the tests' first call through it
@@ -109,17 +114,15 @@ inside() {	# inside BOX SHELL-TEXT: its stdout (TBOX's through its daemon, over 
 	"$CORRAL" exec --socket "$SOCK" "$1" -c "$2"
 }
 
-# fields KEY... < json: each (dotted) key's value on a line of its own
+# fields KEY... < json: each (dotted) key's value on a line of its own,
+# as json.dumps has it (a string bare), null for one missing.  By jget -n,
+# one a key: a Python here was 25-60 ms of CPU a call, some twenty a lane.
 fields() {
-	$PY -c '
-import json, sys
-v = json.load(sys.stdin)
-for path in sys.argv[1:]:
-    x = v
-    for k in path.split("."):
-        x = x.get(k) if isinstance(x, dict) else None
-    print(json.dumps(x) if isinstance(x, (dict, list, bool)) or x is None else x)
-' "$@"
+	local doc="" k
+	IFS= read -r -d '' doc || :
+	for k; do
+		"$JGET" -n "$k" <<< "$doc" 2>/dev/null || echo null
+	done
 }
 
 healthy() {
@@ -315,7 +318,7 @@ t_tty_idle_timeout() {
 		--tty-idle-timeout 2 > "$IDLE_D/log" 2>&1 < /dev/null &
 	IDLE_PID=$!
 	for _ in $(seq 1 100); do
-		curl -s -m 1 --unix-socket "$IDLE_D/sock" http://corral/v1/health > /dev/null && break
+		[ -S "$IDLE_D/sock" ] && curl -s -m 1 --unix-socket "$IDLE_D/sock" http://corral/v1/health > /dev/null && break
 		sleep 0.05
 	done
 	box=$(curl -s -m 20 --unix-socket "$IDLE_D/sock" -X POST http://corral/v1/sandboxes -d '{}' | json id)
@@ -335,9 +338,14 @@ t_tty_idle_timeout() {
 		-- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo t; sleep 0.25; done; exit 5' \
 		> "$IDLE_D/talking" &
 	o=$!
-	# silent, but at work for 3 s: a build that prints nothing
+	# silent, but at work: a build that prints nothing.  It spends 0.4 s
+	# of CPU (40 ticks of its own, four times the daemon's 100 ms of
+	# work), then waits, quiet, to its 3 s.  At the daemon's look, 2 s in,
+	# it has used all the CPU it got, as the endless loop it replaces had
+	# (that spun 3 s of CPU a lane), up to those 0.4 s.
+	work='while [ "$(cut -d" " -f14 /proc/$$/stat)" -lt 40 ]; do i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done; done; exec sleep 9'
 	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" \
-		-- /bin/sh -c 'timeout 3 sh -c "while :; do :; done"; exit 7' > "$IDLE_D/working" &
+		-- /bin/sh -c "timeout 3 sh -c '$work'; exit 7" > "$IDLE_D/working" &
 	w=$!
 	wait "$q" "$t" "$o" "$w" || true
 	mapfile -t f < <(fields result.status result.reason eof < "$IDLE_D/quiet")
@@ -357,8 +365,11 @@ t_tty_idle_timeout() {
 	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" 'expect:ready' \
 		-- /bin/sh -c 'echo ready; exec sleep 999' > "$IDLE_D/paused" &
 	p=$!
+	# polled by httpc (lib.sh), which starts in a millisecond: curl's
+	# start is 40-55 ms of CPU, every 50 ms
 	for _ in $(seq 1 100); do
-		[ "$(idle_api GET "/v1/sandboxes/$box" | json running)" = 1 ] && break
+		[ "$("$HTTPC" -sS --max-time 20 --unix-socket "$IDLE_D/sock" \
+			"http://corral/v1/sandboxes/$box" | json running)" = 1 ] && break
 		sleep 0.05
 	done
 	n0=$(grep -c '"timeout"' "$IDLE_D/state/audit.jsonl")

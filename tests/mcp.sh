@@ -306,10 +306,13 @@ stop_shared_daemon() {
 	wait "$dpid" 2>/dev/null
 }
 
-# reap HOW: a session on a shared daemon beside another client's sandbox,
-# ended by HOW (mcp_raw.py reap-HOW): what it made is removed, nothing else
+# reap "HOW...": a session on a shared daemon beside another client's
+# sandbox, ended by HOW (mcp_raw.py reap-HOW): what it made is removed,
+# nothing else.  Several HOWs: a session each, one after another, on the
+# one daemon beside the one sandbox of the other client's (each session
+# also finds none of those before it left behind).
 reap() {
-	local rc=0 other how=$1 holder=""
+	local rc=0 other hows=$1 how holder=""
 	shift
 	start_shared_daemon "$@"
 	if [ -n "${REAP_HOLD:-}" ]; then
@@ -327,11 +330,12 @@ time.sleep(300)' "$T/s" "$T/held" &
 			sleep 0.1
 		done
 	fi
-	set -- "$how"
 	other=$(timeout 60 "$CORRAL" create --socket "$T/s" < /dev/null 2> "$T/err")
 	if [ -n "$other" ]; then
-		TMPDIR=$T MCP_OTHER=$other MCP_DAEMON_PID=$dpid timeout 300 $PY "$HERE/mcp_raw.py" \
-			"reap-$1" "$CORRAL" --socket "$T/s" > "$T/raw.log" 2>&1 || rc=$?
+		for how in $hows; do
+			TMPDIR=$T MCP_OTHER=$other MCP_DAEMON_PID=$dpid timeout 300 $PY "$HERE/mcp_raw.py" \
+				"reap-$how" "$CORRAL" --socket "$T/s" > "$T/raw.log" 2>&1 || { rc=$?; break; }
+		done
 		timeout 60 "$CORRAL" rm --socket "$T/s" "$other" > /dev/null 2>&1
 	fi
 	if [ -n "$holder" ]; then
@@ -340,7 +344,7 @@ time.sleep(300)' "$T/s" "$T/held" &
 	fi
 	stop_shared_daemon
 	[ -n "$other" ] || { fail "corral create: $(cat "$T/err")"; return 1; }
-	[ "$rc" = 0 ] || { cat "$T/raw.log"; fail "the session's end on a shared daemon ($1)"; return 1; }
+	[ "$rc" = 0 ] || { cat "$T/raw.log"; fail "the session's end on a shared daemon ($how)"; return 1; }
 	no_leftovers
 }
 
@@ -348,12 +352,7 @@ time.sleep(300)' "$T/s" "$T/held" &
 # not another client's nor a session's still open
 t_shared_daemon_eof_removes_the_session_sandboxes() { reap eof; }
 
-t_shared_daemon_signals_remove_the_session_sandboxes() {
-	local how
-	for how in TERM INT HUP; do
-		reap "$how" || return 1
-	done
-}
+t_shared_daemon_signals_remove_the_session_sandboxes() { reap "TERM INT HUP"; }
 
 # SIGKILL to the session's whole process group: its reaper, in a group of
 # its own, removes them

@@ -41,7 +41,7 @@ t_port_sweep_halts_and_kills() {
 		( for p in $(seq 1 40); do curl -s -m 2 "http://evil.test:$p/" >/dev/null; done ) &
 		sleep 50'
 	expect_eq "status" "$(json status < "$T/out")" halted
-	expect_eq "exit" "$(cat "$T/rc")" 137
+	expect_eq "exit" "$(< "$T/rc")" 137
 	expect_contains "reason" "$(json reason < "$T/out")" "halted: probing: 6 distinct destinations denied"
 	case "$(json reason < "$T/out")" in	# no freezer without cgroups
 	*"frozen, then killed"*|*"killed (no freezer to hold it)"*) ;;
@@ -75,7 +75,7 @@ for i in range(1, 41):
     time.sleep(0.05)
 time.sleep(50)'
 	expect_eq "status" "$(json status < "$T/out")" halted
-	expect_eq "exit" "$(cat "$T/rc")" 137
+	expect_eq "exit" "$(< "$T/rc")" 137
 	expect_contains "reason" "$(json reason < "$T/out")" "halted: probing: 6 distinct destinations denied"
 	a=$(event abort)
 	expect_contains "criterion" "$a" '"criterion":"max_distinct_denied_destinations"'
@@ -191,7 +191,7 @@ t_freeze_holds_until_timeout() {
 	expect_contains "held" "$halt" "frozen, held"
 	dir=$(find /sys/fs/cgroup/freezer /sys/fs/cgroup -maxdepth 3 -type d -name "corral-$pid-*" 2>/dev/null | head -1)
 	if [ -n "$dir" ] && [ -f "$dir/freezer.state" ]; then
-		expect_eq "frozen" "$(cat "$dir/freezer.state")" FROZEN
+		expect_eq "frozen" "$(< "$dir/freezer.state")" FROZEN
 		u1=$(cat "/sys/fs/cgroup/cpuacct/$(basename "$(dirname "$dir")")/$(basename "$dir")/cpuacct.usage" 2>/dev/null || echo 0)
 		sleep 0.5
 		u2=$(cat "/sys/fs/cgroup/cpuacct/$(basename "$(dirname "$dir")")/$(basename "$dir")/cpuacct.usage" 2>/dev/null || echo 0)
@@ -232,7 +232,7 @@ t_policy_files_layer_in_order() {
 		"tripwire /home/agent/.aws/credentials was touched"
 	arun --policy "$T/none.json" -- /bin/sh -c "$creds"
 	expect_eq "A then []: none left" "$(json status < "$T/out")" exited
-	expect_eq "A then []: exit" "$(cat "$T/rc")" 4
+	expect_eq "A then []: exit" "$(< "$T/rc")" 4
 	: > "$T/events"
 	timeout 120 "$CORRAL" run --json --policy "$T/none.json" --policy "$T/p.json" \
 		--events "$T/events" -- /bin/sh -c "$creds" > "$T/out" 2> "$T/err" < /dev/null || true
@@ -292,7 +292,7 @@ t_daemon_wall_budget_spent_while_frozen() {
 	start_daemon
 	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 100, "policy":
 		{"abort": {"max_wall_seconds": 2}}}' | json id)
-	expect_eq "create" "$(cat "$T/status")" 201
+	expect_eq "create" "$(< "$T/status")" 201
 	for _ in $(seq 1 100); do
 		[ "$(api GET "/v1/sandboxes/$id" | json state)" = frozen ] && break
 		sleep 0.05
@@ -302,9 +302,9 @@ t_daemon_wall_budget_spent_while_frozen() {
 	sleep 2.5	# the budget, spent asleep
 	api POST "/v1/sandboxes/$id/exec" '{"argv": ["/bin/sh", "-c",
 		"echo ran; sleep 5; echo still"]}' > "$T/out"
-	expect_eq "refused" "$(cat "$T/status")" 409
-	expect_contains "why" "$(cat "$T/out")" "halted: wall-time budget spent"
-	expect_not_contains "nothing ran" "$(cat "$T/out")" ran
+	expect_eq "refused" "$(< "$T/status")" 409
+	expect_contains "why" "$(< "$T/out")" "halted: wall-time budget spent"
+	expect_not_contains "nothing ran" "$(< "$T/out")" ran
 	expect_eq "state" "$(api GET "/v1/sandboxes/$id" | json state)" halted
 	api GET "/v1/events?sandbox=$id" > "$T/events"
 	expect_contains "criterion" "$(event abort)" '"criterion":"max_wall_seconds"'
@@ -319,14 +319,14 @@ t_daemon_wall_budget_spent_while_paused() {
 	start_daemon
 	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0, "policy":
 		{"abort": {"max_wall_seconds": 2}}}' | json id)
-	expect_eq "create" "$(cat "$T/status")" 201
+	expect_eq "create" "$(< "$T/status")" 201
 	api POST "/v1/sandboxes/$id/pause" > "$T/out"
-	[ "$(cat "$T/status")" = 200 ] ||
-		{ stop_daemon; skip "no freezer for this user: $(cat "$T/out")"; return 77; }
+	[ "$(< "$T/status")" = 200 ] ||
+		{ stop_daemon; skip "no freezer for this user: $(< "$T/out")"; return 77; }
 	sleep 2.5
 	api POST "/v1/sandboxes/$id/resume" > "$T/out"
-	expect_eq "refused" "$(cat "$T/status")" 409
-	expect_contains "why" "$(cat "$T/out")" "halted: wall-time budget spent"
+	expect_eq "refused" "$(< "$T/status")" 409
+	expect_contains "why" "$(< "$T/out")" "halted: wall-time budget spent"
 	expect_eq "state" "$(api GET "/v1/sandboxes/$id" | json state)" halted
 	stop_daemon
 }
@@ -406,7 +406,7 @@ time.sleep(30)'
 t_halt_stops_what_the_sandbox_sent() {
 	trap '[ -z "${UPSTREAM:-}" ] || kill "$UPSTREAM" 2>/dev/null || true' EXIT
 	upstream "$T/events"
-	port=$(cat "$T/port")
+	port=$(< "$T/port")
 	policy '{"tripwires": ["/home/agent/.aws/credentials"], "on_abort": "kill"}' \
 		"{\"mode\": \"proxy\", \"allow\": [\"web.test:$port\"], \"hosts\": {\"web.test\": \"127.0.0.1\"}}"
 	arun --timeout 60 -- /usr/bin/python3 -c "$FILL" "$port"
@@ -414,7 +414,7 @@ t_halt_stops_what_the_sandbox_sent() {
 	UPSTREAM=
 	expect_eq "status" "$(json status < "$T/out")" halted
 	sent=$(json stdout < "$T/out" | sed -n 's/^sent //p')
-	got=$(cat "$T/got")
+	got=$(< "$T/got")
 	[ "${sent:-0}" -ge 1048576 ] || fail "the buffers took only ${sent:-0} bytes"
 	[ "$got" -le $(( sent / 4 )) ] ||
 		fail "the upstream got $got of the $sent bytes sent before the halt"
@@ -432,12 +432,12 @@ t_daemon_halt_stops_what_the_sandbox_sent() {
 	start_daemon
 	: > "$T/events"
 	upstream "$T/events"
-	port=$(cat "$T/port")
+	port=$(< "$T/port")
 	id=$(api POST /v1/sandboxes "{\"policy\": {\"abort\": {\"tripwires\":
 		[\"/home/agent/.aws/credentials\"], \"on_abort\": \"kill\"}, \"network\":
 		{\"mode\": \"proxy\", \"allow\": [\"web.test:$port\"], \"hosts\":
 		{\"web.test\": \"127.0.0.1\"}}}}" | json id)
-	expect_eq "create" "$(cat "$T/status")" 201
+	expect_eq "create" "$(< "$T/status")" 201
 	# the events where the upstream looks for the halt, as they come
 	curl -s -N -m 60 --unix-socket "$T/sock" "http://corral/v1/events?sandbox=$id&follow=1" \
 		>> "$T/events" 2>/dev/null &
@@ -452,7 +452,7 @@ print(json.dumps({"argv": ["/usr/bin/python3", "-c", sys.argv[1], sys.argv[2]]})
 	wait "$FOLLOW" 2>/dev/null || true
 	expect_eq "status" "$(json status < "$T/out")" halted
 	sent=$(json stdout < "$T/out" | sed -n 's/^sent //p')
-	got=$(cat "$T/got")
+	got=$(< "$T/got")
 	[ "${sent:-0}" -ge 1048576 ] || fail "the buffers took only ${sent:-0} bytes"
 	[ "$got" -le $(( sent / 4 )) ] ||
 		fail "the upstream got $got of the $sent bytes sent before the halt"
@@ -516,9 +516,9 @@ t_daemon_nothing_outlives_the_halt() {
 	start_daemon
 	id=$(api POST /v1/sandboxes '{"policy": {"abort": {"tripwires":
 		["/home/agent/.aws/credentials"], "on_abort": "kill"}}}' | json id)
-	expect_eq "create" "$(cat "$T/status")" 201
+	expect_eq "create" "$(< "$T/status")" 201
 	api POST "/v1/sandboxes/$id/processes" "{\"argv\": [\"/bin/sleep\", \"60\", \"$mark\"]}" > /dev/null
-	expect_eq "background" "$(cat "$T/status")" 201
+	expect_eq "background" "$(< "$T/status")" 201
 	body=$(/usr/bin/python3 -c 'import json, sys
 print(json.dumps({"argv": ["/usr/bin/python3", "-c", sys.argv[1], sys.argv[2]]}))' "$FORKER" "$mark")
 	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/out"
@@ -571,7 +571,7 @@ bound = 16 * (int(max(t) - min(t)) + 2)
 print("%d denials written, %d name a pid, %.3f s, at most %d may" %
       (len(den), named, max(t) - min(t), bound))
 sys.exit(0 if len(den) > 100 and named <= bound else 1)' "$T/events" > "$T/count" ||
-		fail "pid searches not bounded: $(cat "$T/count")"
+		fail "pid searches not bounded: $(< "$T/count")"
 }
 
 # A tripwire touched by what a finished call left behind, while another
@@ -584,7 +584,7 @@ t_daemon_tripwire_not_blamed_on_the_running_call() {
 	start_daemon
 	id=$(api POST /v1/sandboxes '{"idle_freeze_ms": 0, "policy": {"abort":
 		{"tripwires": ["/home/agent/.aws/credentials"], "on_abort": "kill"}}}' | json id)
-	expect_eq "create" "$(cat "$T/status")" 201
+	expect_eq "create" "$(< "$T/status")" 201
 	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "leaves", "argv": ["/bin/sh", "-c",
 		"(sleep 1; cat /home/agent/.aws/credentials > /dev/null; sleep 30) > /dev/null 2>&1 & exit 0"]}' > "$T/out"
 	expect_eq "first call" "$(json status < "$T/out")" exited
@@ -739,7 +739,7 @@ t_no_criteria_no_halt() {
 	policy '{}'
 	arun $H -- /bin/sh -c '/opt/helpers/attack mount; exit 3'
 	expect_eq "status" "$(json status < "$T/out")" exited
-	expect_eq "exit" "$(cat "$T/rc")" 3
+	expect_eq "exit" "$(< "$T/rc")" 3
 	[ -z "$(event abort)" ] || fail "an abort without criteria"
 }
 

@@ -58,7 +58,7 @@ api() {
 }
 body() { head -c 400 "$T/body"; }
 jq() { pyjq "$1" "${2:-$T/body}"; }	# jq EXPR [FILE]: see lib.sh
-expect_code() { [ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(cat "$T/curl.err")"; }
+expect_code() { [ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(< "$T/curl.err")"; }
 mksb() {
 	local code
 	code=$(api POST /v1/sandboxes -d "${1:-{\}}")
@@ -168,7 +168,7 @@ t_get_truncated_while_sent() {
 	local id=$SB sum
 	sum=$(sh_in "$id" 'head -c 8000000 /dev/urandom > /tmp/shrinks && sha256sum < /tmp/shrinks') || return 1
 	$PY "$HERE/shrink_get.py" "$SOCK" "$id" "${sum%% *}" 8000000 > "$T/out" 2>&1 ||
-		fail "$(cat "$T/out")"
+		fail "$(< "$T/out")"
 	kill -0 "$DPID" || fail "the daemon died: $(tail -3 "$TEST_TMP/daemon.log")"
 }
 
@@ -210,7 +210,7 @@ for i in range(140000):
 		'[true, 100000, "000000", "099999"]'
 	code=$(api GET "/v1/sandboxes/$id/archive?path=/tmp/many")
 	expect_code "the archive" "$code" 413
-	expect_contains "why" "$(cat "$T/body")" "more than 131072 entries to walk at once"
+	expect_contains "why" "$(< "$T/body")" "more than 131072 entries to walk at once"
 	sh_in "$id" "rm -rf /tmp/many" > /dev/null
 }
 
@@ -226,7 +226,7 @@ t_cp_out_decides_nothing() {
 		ln -s /etc/passwd /tmp/cpo/l && touch \"/tmp/cpo/\$(printf 'e\\033]0;x\\007')\"" > /dev/null || return 1
 	mkdir "$T/cpo"
 	(umask 022; "$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpo/s" "$T/cpo/") 2> "$T/cp.err" ||
-		fail "cp out: $(cat "$T/cp.err")"
+		fail "cp out: $(< "$T/cp.err")"
 	expect_eq "where, and its mode" "$(ls "$T/cpo"; stat -c %a "$T/cpo/s")" "s
 644"
 	expect_eq "its xattrs" "$($PY -c 'import os, sys; print(os.listxattr(sys.argv[1]))' "$T/cpo/s")" "[]"
@@ -235,9 +235,9 @@ t_cp_out_decides_nothing() {
 	expect_eq "a symlink: refused" "$rc" 125
 	[ ! -e "$T/cpo/l" ] || fail "a symlink's cp wrote $T/cpo/l"
 	"$CORRAL" cp --socket "$SOCK" --list "$id:/tmp/cpo" > "$T/cp.out" 2>&1 ||
-		fail "cp --list: $(cat "$T/cp.out")"
+		fail "cp --list: $(< "$T/cp.out")"
 	! grep -q "$(printf '\033')" "$T/cp.out" || fail "a raw escape reached the terminal"
-	expect_contains "an escape shown" "$(cat "$T/cp.out")" 'e\x1b]0;x\x07'
+	expect_contains "an escape shown" "$(< "$T/cp.out")" 'e\x1b]0;x\x07'
 	sh_in "$id" "rm -rf /tmp/cpo" > /dev/null
 }
 
@@ -268,14 +268,14 @@ t_cp_out_over_a_file_replaces_it() {
 		sleep 0.05; i=$((i + 1))
 	done
 	[ -n "$pid" ] && ls -l /proc/"$pid"/fd 2>/dev/null | grep -q -- "-> $T/cpk/" ||
-		{ end_traced "$st" $pid; trap - EXIT; fail "no copy being written: $(cat "$T/cp.err")"; return 1; }
+		{ end_traced "$st" $pid; trap - EXIT; fail "no copy being written: $(< "$T/cp.err")"; return 1; }
 	kill -KILL "$pid"
 	wait "$st" 2> /dev/null || rc=$?
 	trap - EXIT
-	expect_eq "KILL: the old file whole" "$(cat "$T/cpk/f")" before
+	expect_eq "KILL: the old file whole" "$(< "$T/cpk/f")" before
 	expect_eq "KILL: nothing beside it" "$(ls -A "$T/cpk" | tr '\n' ' ')" "f link "
 	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/link" 2> "$T/cp.err" ||
-		fail "cp out: $(cat "$T/cp.err")"
+		fail "cp out: $(< "$T/cp.err")"
 	expect_eq "replaced" "$(head -c 3 "$T/cpk/f"; stat -c ' %s %a' "$T/cpk/f")" "nnn 4194304 640"
 	[ -L "$T/cpk/link" ] || fail "the user's symlink was replaced by a file"
 	expect_eq "nothing beside it" "$(ls -A "$T/cpk" | tr '\n' ' ')" "f link "
@@ -284,13 +284,13 @@ t_cp_out_over_a_file_replaces_it() {
 	if [ "$(id -u)" != 0 ]; then
 		mkdir "$T/cpk/ro" && printf 'old\n' > "$T/cpk/ro/f" && chmod 555 "$T/cpk/ro"
 		"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" "$T/cpk/ro/f" 2> "$T/cp.err" ||
-			fail "cp out in a read-only directory: $(cat "$T/cp.err")"
+			fail "cp out in a read-only directory: $(< "$T/cp.err")"
 		expect_eq "in a read-only directory" "$(stat -c %s "$T/cpk/ro/f")" 4194304
 		chmod 755 "$T/cpk/ro"
 	fi
 	# a device is written through, as before
 	"$CORRAL" cp --socket "$SOCK" "$id:/tmp/cpk" /dev/null 2> "$T/cp.err" ||
-		fail "cp out to /dev/null: $(cat "$T/cp.err")"
+		fail "cp out to /dev/null: $(< "$T/cp.err")"
 	# a symlink to nothing: refused, as cp(1) does, the link left alone
 	ln -s nowhere "$T/cpk/dangling"
 	rc=0
@@ -520,7 +520,7 @@ t_process_stdin_and_follow() {
 	expect_code "stdin" "$code" 200
 	for i in $(seq 200); do grep -q 'got one' "$T/follow" && break; sleep 0.05; done
 	grep -q '"type":"stdout","offset":0,"data":"got one\\n"' "$T/follow" ||
-		fail "no live line for the first write: $(cat "$T/follow")"
+		fail "no live line for the first write: $(< "$T/follow")"
 	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin?eof=1" --data-binary $'two\n')
 	expect_code "stdin, then eof" "$code" 200
 	code=$(api GET "/v1/sandboxes/$id/processes/$pid/wait?timeout_seconds=30")
@@ -530,7 +530,7 @@ t_process_stdin_and_follow() {
 	for i in $(seq 200); do kill -0 "$fpid" 2>/dev/null || break; sleep 0.05; done
 	kill "$fpid" 2>/dev/null && fail "the follow stream did not end with the process"
 	wait "$fpid"
-	$PY - "$T/follow" <<'EOF' || fail "the followed stream: $(cat "$T/follow")"
+	$PY - "$T/follow" <<'EOF' || fail "the followed stream: $(< "$T/follow")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 out = "".join(l["data"] for l in lines if l["type"] == "stdout")
@@ -547,7 +547,7 @@ EOF
 	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "cat"}')
 	expect_code "start cat" "$code" 201
 	pid=$(jq 'v["pid"]')
-	[ "$pid" -gt 0 ] || fail "cat never started: $(cat "$T/body")"
+	[ "$pid" -gt 0 ] || fail "cat never started: $(< "$T/body")"
 	code=$(api POST "/v1/sandboxes/$id/processes/$pid/stdin" --data-binary x)
 	expect_code "stdin never opened" "$code" 409
 }

@@ -43,7 +43,7 @@ start() {
 	PIDS="$PIDS $!"
 	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
 	[ -s "$pf" ] || { echo "fixture $1 did not start" >&2; return 1; }
-	printf -v "$var" '%s' "$(cat "$pf")"
+	printf -v "$var" '%s' "$(< "$pf")"
 }
 
 policy() {	# policy ALLOW_JSON_LIST HOSTS_JSON_OBJ [EXTRA]: write $T/p.json
@@ -71,8 +71,8 @@ t_http_allowed() {
 	nrun -- curl -sS -m 10 "http://web.test:$port/a"
 	expect_contains "body" "$(stdout)" "hello from upstream /a"
 	expect_eq "denials" "$(denials)" 0
-	expect_contains "allowed event" "$(cat "$T/events")" '"type":"egress.allowed","protocol":"http","host":"web.test"'
-	expect_contains "closed event" "$(cat "$T/events")" '"bytes_down"'
+	expect_contains "allowed event" "$(< "$T/events")" '"type":"egress.allowed","protocol":"http","host":"web.test"'
+	expect_contains "closed event" "$(< "$T/events")" '"bytes_down"'
 }
 
 t_http_keepalive_and_pipelining() {
@@ -114,7 +114,7 @@ t_https_connect_allowed() {
 	policy "[\"api.test:$port\"]" '{"api.test": "127.0.0.1"}'
 	nrun -- curl -sS -m 10 --cacert /ca.pem "https://api.test:$port/x"
 	expect_contains "body" "$(stdout)" "hello from upstream /x"
-	expect_contains "connect event" "$(cat "$T/events")" '"protocol":"connect","host":"api.test"'
+	expect_contains "connect event" "$(< "$T/events")" '"protocol":"connect","host":"api.test"'
 	expect_eq "denials" "$(denials)" 0
 }
 
@@ -368,17 +368,17 @@ case('after-alert', 'connect', $aport, hello(A), hello(E), end=ALERT)"
 	# the upstream got the good second hellos, none naming another host
 	expect_eq "second hellos upstream" "$(grep -c '^second api.test$' "$T/hrr.log")" 4
 	expect_not_contains "no other name upstream" "$(grep '^second' "$T/hrr.log")" evil
-	expect_not_contains "no nameless hello upstream" "$(cat "$T/hrr.log")" none
+	expect_not_contains "no nameless hello upstream" "$(< "$T/hrr.log")" none
 	# after a ServerHello or an alert, and early data held until the server answered
 	expect_eq "blind after the answer" "$(grep -c '^next' "$T/hrr.log")" 3
-	expect_contains "early data went on" "$(cat "$T/hrr.log")" "next 10"
+	expect_contains "early data went on" "$(< "$T/hrr.log")" "next 10"
 	expect_eq "denials" "$(denials)" 10
-	expect_contains "reason" "$(cat "$T/events")" \
+	expect_contains "reason" "$(< "$T/events")" \
 		"a second TLS hello (after a HelloRetryRequest) names evil.test, the first named api.test"
-	expect_contains "reason without sni" "$(cat "$T/events")" \
+	expect_contains "reason without sni" "$(< "$T/events")" \
 		"a second TLS hello (after a HelloRetryRequest) names no host, the first named api.test"
-	expect_contains "reason ech" "$(cat "$T/events")" "TLS Encrypted Client Hello to api.test:$rport"
-	expect_contains "reason two ccs" "$(cat "$T/events")" \
+	expect_contains "reason ech" "$(< "$T/events")" "TLS Encrypted Client Hello to api.test:$rport"
+	expect_contains "reason two ccs" "$(< "$T/events")" \
 		"whose second hello (after a HelloRetryRequest) is not a readable ClientHello"
 }
 
@@ -581,10 +581,10 @@ t_dns_never_leaves_and_guard() {
 	expect_contains "unlisted" "$(stdout)" "rc=2"
 	expect_contains "allowed name resolves" "$(stdout)" "127.0.0.1"
 	expect_contains "via resolver" "$(stdout)" "hello from upstream /ok"
-	expect_contains "metadata refused" "$(cat "$T/events")" "169.254.169.254"
+	expect_contains "metadata refused" "$(< "$T/events")" "169.254.169.254"
 	if grep -q unlisted "$log"; then fail "the unlisted name reached the upstream resolver"; fi
 	grep -q '^ok.test$' "$log" || fail "the allowed name was never resolved upstream"
-	expect_contains "dns denial" "$(cat "$T/events")" '"protocol":"dns","host":"unlisted.test"'
+	expect_contains "dns denial" "$(< "$T/events")" '"protocol":"dns","host":"unlisted.test"'
 }
 
 # An allowed name no resolver knows: the 502 says which resolver was asked
@@ -644,8 +644,8 @@ t_search_domains_never_appended() {
 		> "$T/out" 2> "$T/err" < /dev/null
 	expect_contains "an existing name resolves" "$(stdout)" "127.0.0.1       here.test"
 	expect_contains "a name that does not exist does not" "$(stdout)" "rc=2"
-	grep -q '^gone.test$' "$log" || fail "gone.test was never asked: $(cat "$log")"
-	if grep -q 'corp.test' "$log"; then fail "a search domain was appended: $(cat "$log")"; fi
+	grep -q '^gone.test$' "$log" || fail "gone.test was never asked: $(< "$log")"
+	if grep -q 'corp.test' "$log"; then fail "a search domain was appended: $(< "$log")"; fi
 }
 
 # Only A and AAAA questions for an allowed name are asked of the host's
@@ -681,7 +681,7 @@ out.append("252:rcode=%d,answers=%d" % (r[3] & 15, struct.unpack("!H", r[6:8])[0
 print(" ".join(out))'
 	expect_eq "answered here, empty" "$(stdout)" \
 		"16:rcode=0,answers=0 16:rcode=0,answers=0 255:rcode=0,answers=0 15:rcode=0,answers=0 252:rcode=0,answers=0"
-	[ ! -s "$log" ] || fail "questions reached the resolver: $(cat "$log")"
+	[ ! -s "$log" ] || fail "questions reached the resolver: $(< "$log")"
 }
 
 t_udp_icmp_raw_go_nowhere() {
@@ -763,7 +763,7 @@ u.connect(("198.18.0.53", 53))
 u.send(q)
 print("dns", "answered" if u.recv(512)[:2] == b"\x12\x34" else "misanswered")
 print("tracked", open("/proc/sys/net/netfilter/nf_conntrack_count").read().strip())' "$port"
-	expect_eq "exit" "$(cat "$T/rc")" 0 || { cat "$T/err"; cat "$T/out"; return 1; }
+	expect_eq "exit" "$(< "$T/rc")" 0 || { cat "$T/err"; cat "$T/out"; return 1; }
 	out=$(stdout)
 	expect_contains "a bare address's request" "$out" "transparent HTTP/1.1 200"
 	expect_contains "a question to an outside server" "$out" "dns answered"
@@ -806,7 +806,7 @@ send(socket.AF_INET6, ("2001:db8::9", 4433))'
 	expect_contains "only lo" "$out" "ifaces ['lo']"
 	expect_not_contains "nothing sent" "$out" "SENT"
 	expect_contains "dropped" "$out" "198.18.0.9 blocked EPERM"
-	ev=$(cat "$T/events")
+	ev=$(< "$T/events")
 	expect_contains "udp event" "$ev" '"type":"egress.denied","protocol":"udp","host":"198.18.0.9","port":9,'
 	expect_contains "quic event" "$ev" '"type":"egress.denied","protocol":"udp","host":"203.0.113.1","port":443,'
 	expect_contains "udp6 event" "$ev" '"type":"egress.denied","protocol":"udp","host":"2001:db8::9","port":4433,'
@@ -846,7 +846,7 @@ for i in range(1000):
         pass
     u.close()
 print("sent")'
-	expect_eq "run ended normally" "$(cat "$T/rc")" 0
+	expect_eq "run ended normally" "$(< "$T/rc")" 0
 	expect_contains "ran" "$(stdout)" "sent"
 	ev=$(grep '"type":"egress.denied"' "$T/events")
 	expect_contains "a refused connection" "$ev" \
@@ -881,8 +881,8 @@ ask("2001:db8::9", "web.test", socket.AF_INET6)'
 	expect_contains "allowed name answered" "$out" "web.test via 198.18.0.9 rcode 0 answers 1"
 	expect_contains "over IPv6 too" "$out" "web.test via 2001:db8::9 rcode 0 answers 1"
 	expect_contains "refused name answered" "$out" "unlisted.test via 198.18.0.9 rcode"
-	expect_contains "dns denial" "$(cat "$T/events")" '"protocol":"dns","host":"unlisted.test"'
-	expect_not_contains "not logged as udp" "$(cat "$T/events")" '"protocol":"udp"'
+	expect_contains "dns denial" "$(< "$T/events")" '"protocol":"dns","host":"unlisted.test"'
+	expect_not_contains "not logged as udp" "$(< "$T/events")" '"protocol":"udp"'
 }
 
 # A spray of UDP at 60000 random destinations, IPv4 and IPv6, from one
@@ -912,7 +912,7 @@ while n < 60000:
     n += 1
 print("sent", n, "seconds", int(time.monotonic() - t) + 1)'
 	read -r _ sent _ secs <<< "$(stdout | grep '^sent ')"
-	[ "${sent:-}" = 60000 ] || { fail "the spray did not run: $(head -c 600 "$T/out") $(cat "$T/err")"; return; }
+	[ "${sent:-}" = 60000 ] || { fail "the spray did not run: $(head -c 600 "$T/out") $(< "$T/err")"; return; }
 	read -r whole named total lines other <<< "$(/usr/bin/python3 -c '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -935,14 +935,16 @@ print(len(whole), named, named + sum(e["total"] for e in other[-1:]), len(lines)
 # A flood of UDP to an outside address: nftables logs at most 100 packets
 # a second (a burst of 100; as many more for IPv6) and drops the rest
 # unseen, events.c writes the first few of the destination whole and
-# counts the rest, and what the run does next is still recorded.
+# counts the rest, and what the run does next is still recorded.  20000
+# packets, fifty times what the rule lets through in the flood's first
+# second (200000 were a second of the sandbox's CPU and the supervisor's)
 t_udp_flood_is_bounded() {
 	policy '["web.test:80"]' '{"web.test": "127.0.0.1"}'
 	nrun -- /usr/bin/python3 -c '
 import socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 t = time.monotonic(); n = 0
-while n < 200000 and time.monotonic() - t < 10:
+while n < 20000 and time.monotonic() - t < 10:
     try:
         s.sendto(b"x", ("198.18.0.9", 9))
     except OSError:
@@ -954,7 +956,7 @@ c.sendall(b"\x00\x01 not a protocol\r\n\r\n")
 c.settimeout(5)
 print("reply", c.recv(100))'
 	read -r _ sent _ secs <<< "$(stdout | grep '^sent ')"
-	[ -n "${sent:-}" ] || { fail "the flood did not run: $(stdout) $(cat "$T/err")"; return; }
+	[ -n "${sent:-}" ] || { fail "the flood did not run: $(stdout) $(< "$T/err")"; return; }
 	# every event of the flood's destination: its last summary's total
 	logged=$(/usr/bin/python3 -c '
 import json, sys
@@ -969,7 +971,7 @@ print(totals[-1] if totals else whole, whole, len(lines))' "$T/events")
 		fail "$total udp events for $sent packets in $secs s: past the rule's limit"
 	[ "$whole" -le 10 ] || fail "$whole udp events written whole"
 	[ "$lines" -le 40 ] || fail "$lines events for one flood"
-	expect_contains "the next denial" "$(cat "$T/events")" '"protocol":"transparent","host":"198.18.0.9","port":80'
+	expect_contains "the next denial" "$(< "$T/events")" '"protocol":"transparent","host":"198.18.0.9","port":80'
 }
 
 # A kernel without nfnetlink_log refuses init's bind of the log group:
@@ -1000,8 +1002,8 @@ c.settimeout(5)
 print("reply", c.recv(100))' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_eq "the run works" "$rc" 0
 	expect_contains "udp dropped" "$(stdout)" "udp blocked EPERM"
-	expect_not_contains "no udp event" "$(cat "$T/events")" '"protocol":"udp"'
-	expect_contains "tcp still judged" "$(cat "$T/events")" '"protocol":"transparent","host":"198.18.0.9","port":80'
+	expect_not_contains "no udp event" "$(< "$T/events")" '"protocol":"udp"'
+	expect_contains "tcp still judged" "$(< "$T/events")" '"protocol":"transparent","host":"198.18.0.9","port":80'
 }
 
 t_landlock_tcp_only_proxy_ports() {
@@ -1052,7 +1054,7 @@ s = socket.create_connection(("198.51.100.7", 4447), 2)
 s.send(b"GE")
 s.close()
 time.sleep(0.5)'
-	expect_eq "exit" "$(cat "$T/rc")" 0
+	expect_eq "exit" "$(< "$T/rc")" 0
 	expect_eq "denials" "$(denials)" 4
 	ports=$(grep '"type":"egress.denied"' "$T/events" | while read -r l; do echo "$l" | json port; done | tr '\n' ' ')
 	expect_eq "ports" "$ports" "4444 4445 4446 4447 "
@@ -1099,7 +1101,7 @@ t_external_host_over_veth() {
 	ip netns exec "$ns" /usr/bin/python3 "$FIX" tls "$pf" "$TEST_TMP/cert.pem" "$TEST_TMP/key.pem" 198.18.77.2 >/dev/null 2>&1 &
 	PIDS="$PIDS $!"
 	for _ in $(seq 1 100); do [ -s "$pf" ] && break; sleep 0.05; done
-	port=$(cat "$pf")
+	port=$(< "$pf")
 	policy "[\"api.test:$port\"]" '{"api.test": "198.18.77.2"}'
 	nrun -- curl -sS -m 10 --cacert /ca.pem "https://api.test:$port/ext"
 	expect_contains "external host" "$(stdout)" "hello from upstream /ext"
@@ -1172,7 +1174,7 @@ t_transparent_programs_ignoring_proxy() {
 	expect_contains "plain" "$(stdout)" "hello from upstream /plain"
 	expect_contains "tls" "$(stdout)" "hello from upstream /tls"
 	expect_contains "nxdomain" "$(stdout)" "evil-nxdomain"
-	expect_contains "transparent event" "$(cat "$T/events")" '"protocol":"transparent","host":"web.test"'
+	expect_contains "transparent event" "$(< "$T/events")" '"protocol":"transparent","host":"web.test"'
 }
 
 t_transparent_judges_host_and_sni() {
@@ -1190,7 +1192,7 @@ t_transparent_judges_host_and_sni() {
 	expect_contains "host decides" "$(stdout)" "hello from upstream /byhost"
 	expect_not_contains "evil host" "$(stdout)" "upstream /evil"
 	expect_eq "denials" "$(denials)" 2
-	expect_contains "evil host event" "$(cat "$T/events")" '"protocol":"transparent","host":"evil.test"'
+	expect_contains "evil host event" "$(< "$T/events")" '"protocol":"transparent","host":"evil.test"'
 	# UDP DNS to any server is answered by ours
 	nrun -- /usr/bin/python3 -c '
 import socket, struct
@@ -1230,7 +1232,7 @@ while True:
     got += k
 print(got.split(b'\r\n')[0].decode())"
 	# the upstream closes only after the requests it read: they are in its log
-	if grep -q smuggled "$T/web.log"; then fail "the hidden request reached the upstream: $(cat "$T/web.log")"; fi
+	if grep -q smuggled "$T/web.log"; then fail "the hidden request reached the upstream: $(< "$T/web.log")"; fi
 	expect_contains "refused" "$(stdout)" "HTTP/1.1 400"
 	expect_eq "denials" "$(denials)" 1
 	expect_contains "reason" "$(denial_field reason)" "chunk data not followed by CRLF"
@@ -1246,7 +1248,7 @@ t_plain_http_every_request_for_its_host() {
 	trap stop_fixtures EXIT
 	start port web "$T/web.log"
 	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}' ', "transparent": true'
-	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "$(cat "$HERE/tunnel_client.py")" \
+	nrun -- /usr/bin/env -i PATH=/usr/bin:/bin /usr/bin/python3 -c "$(< "$HERE/tunnel_client.py")" \
 		transparent 198.18.5.5 "$port"
 	expect_contains "keep-alive" "$(stdout)" \
 		"transparent-keepalive 200[GET /one host=web.test body=0] 200[POST /two host=web.test body=5] 200[POST /three host=web.test body=5] 403"
@@ -1256,15 +1258,15 @@ t_plain_http_every_request_for_its_host() {
 	expect_contains "no upgrade" "$(stdout)" "transparent-nows 426 200[GET /after host=web.test body=0] 403"
 	expect_contains "half-closed" "$(stdout)" "transparent-halfclose 200[GET /half host=web.test body=0]"
 	expect_eq "denials" "$(denials)" 3
-	expect_contains "said why" "$(cat "$T/events")" \
+	expect_contains "said why" "$(< "$T/events")" \
 		"a request for evil.test on a transparent connection to web.test:$port (its Host must name"
-	nrun -- /usr/bin/python3 -c "$(cat "$HERE/tunnel_client.py")" http web.test "$port"
+	nrun -- /usr/bin/python3 -c "$(< "$HERE/tunnel_client.py")" http web.test "$port"
 	expect_contains "absolute-form websocket" "$(stdout)" "http-ws 101 echo=raw bytes after 101"
 	expect_contains "absolute-form, no upgrade" "$(stdout)" \
 		"http-nows 426 200[GET /after host=web.test:$port body=0]"
 	expect_contains "absolute-form, half-closed" "$(stdout)" \
 		"http-halfclose 200[GET /half host=web.test:$port body=0]"
-	expect_not_contains "no other name reached the upstream" "$(cat "$T/web.log")" "evil.test"
+	expect_not_contains "no other name reached the upstream" "$(< "$T/web.log")" "evil.test"
 }
 
 # A body the upstream does not take is not taken from the sandbox either:
@@ -1291,7 +1293,7 @@ except socket.timeout:
 print('sent_mib', sent >> 20)"
 	local mib
 	mib=$(stdout | sed -n 's/^sent_mib //p')
-	[ -n "$mib" ] || { fail "no count: $(stdout) $(cat "$T/err")"; return; }
+	[ -n "$mib" ] || { fail "no count: $(stdout) $(< "$T/err")"; return; }
 	echo "sent $mib MiB"
 	[ "$mib" -lt 48 ] || fail "the supervisor took $mib MiB for an upstream that reads nothing"
 }
@@ -1404,7 +1406,7 @@ for i in range(2000):	# DNS questions pending when the sandbox ends
     u.sendto(q + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
 time.sleep(1)
 print("done")'
-	expect_eq "the run ends normally" "$(cat "$T/rc")" 0
+	expect_eq "the run ends normally" "$(< "$T/rc")" 0
 	expect_contains "its result" "$(stdout)" "done"
 }
 
@@ -1437,9 +1439,9 @@ for i in range(3000):
                 break
             servfail += r[3] & 15 == 2
 print("servfail", "some" if servfail else "none")'
-	expect_eq "the run ends normally" "$(cat "$T/rc")" 0
+	expect_eq "the run ends normally" "$(< "$T/rc")" 0
 	expect_contains "past the bound: SERVFAIL" "$(stdout)" "servfail some"
-	expect_contains "said" "$(cat "$T/events")" "too many DNS questions waiting for the resolver at once"
+	expect_contains "said" "$(< "$T/events")" "too many DNS questions waiting for the resolver at once"
 }
 
 # hoard PORT COUNT: a run under a supervisor of 300 fds opens up to COUNT
@@ -1475,7 +1477,7 @@ t_connection_hoarding_is_bounded() {
 	# the supervisor gets 300 fds: room for (300 - 128) / 6 = 28 connections
 	hoard 3128 200 '"protocol":"'
 	expect_eq "run ended normally" "$rc" 0
-	expect_contains "refused beyond the budget" "$(cat "$T/events")" "too many connections open at once"
+	expect_contains "refused beyond the budget" "$(< "$T/events")" "too many connections open at once"
 	# DNS over TCP is held to the same budget: each is an fd of ours too
 	hoard 53 250 '"protocol":"dns"'
 	expect_eq "run ended normally (dns)" "$rc" 0
@@ -1530,7 +1532,7 @@ t_connection_cap_names_the_limit() {
 	start port http
 	policy "[\"web.test:$port\"]" '{"web.test": "127.0.0.1"}' '}, "limits": {"connections": 6'
 	nrun -- /usr/bin/python3 -c "$TUNNELS" "$port" 40
-	expect_eq "run ended normally" "$(cat "$T/rc")" 0
+	expect_eq "run ended normally" "$(< "$T/rc")" 0
 	expect_contains "six held, the seventh refused" "$(stdout)" "held 6 refused HTTP/1.1 503"
 	expect_contains "one closed, one more opens" "$(stdout)" "again OK"
 	expect_contains "the event names the limit" "$(grep '"type":"egress.denied"' "$T/events")" \
@@ -1652,7 +1654,7 @@ PY
 	[ "$rc" != 77 ] || skip "$(grep '^skip:' "$T/probe")"
 	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
 	cat "$T/probe"
-	expect_contains "the relay's pipes" "$(cat "$T/probe")" "pipes of at most 256 KiB True"
+	expect_contains "the relay's pipes" "$(< "$T/probe")" "pipes of at most 256 KiB True"
 	mib=$(grep '^per tunnel MiB' "$T/probe" | awk '{print $4}')
 	[ -n "$mib" ] && awk "BEGIN { exit !($mib > 0.5 && $mib <= 24) }" ||
 		fail "a tunnel that never drains holds $mib MiB, want 0.5 to 24 (27 unbounded)"
@@ -1860,7 +1862,7 @@ with running_sandbox(corral, t + "/p.json") as p:
 PY
 	[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
 	! grep -q '^skip:' "$T/probe" || skip "$(grep '^skip:' "$T/probe")"
-	expect_eq "the sandbox's lo" "$(cat "$T/probe")" "gso_ipv4_max_size 262144"
+	expect_eq "the sandbox's lo" "$(< "$T/probe")" "gso_ipv4_max_size 262144"
 }
 
 # What nft lists of transparent mode's rules for one family (handles left
@@ -2081,7 +2083,7 @@ print("proxy", s.recv(12).decode())'
 	expect_contains "no socket" "$(stdout)" "sockets []"
 	expect_contains "init's fds" "$(stdout)" "init fds closed 13"
 	expect_contains "the supervisor answers" "$(stdout)" "proxy HTTP/1.1 403"
-	expect_contains "denial event" "$(cat "$T/events")" '"host":"evil.test"'
+	expect_contains "denial event" "$(< "$T/events")" '"host":"evil.test"'
 }
 
 # When init cannot open a listener, the run fails before its command, and
@@ -2095,9 +2097,9 @@ t_listener_failure_is_said() {
 	timeout 60 strace -f -o /dev/null -e trace=listen -e inject=listen:error=EADDRINUSE:when=1 \
 		"$CORRAL" run --policy "$T/p.json" -- /bin/echo ran > "$T/out" 2> "$T/err" || rc=$?
 	expect_eq "exit status" "$rc" 125
-	expect_contains "why" "$(cat "$T/err")" \
+	expect_contains "why" "$(< "$T/err")" \
 		"cannot listen on 127.0.0.1:3128 in the sandbox: Address already in use"
-	expect_not_contains "the command" "$(cat "$T/out")" "ran"
+	expect_not_contains "the command" "$(< "$T/out")" "ran"
 }
 
 # The agent cannot take transparent mode's rules away: neither nft nor a
@@ -2171,8 +2173,8 @@ with running_sandbox(corral, t + "/p.json") as p:
     print("namespaces", len(where), "the host's" if host in where else "not the host's")
 PY
 		[ "$rc" = 0 ] || { cat "$T/probe"; fail "the probe failed ($rc)"; }
-		expect_contains "the proxy's listeners" "$(cat "$T/probe")" "3128"
-		expect_contains "where they are" "$(cat "$T/probe")" "namespaces 1 not the host's"
+		expect_contains "the proxy's listeners" "$(< "$T/probe")" "3128"
+		expect_contains "where they are" "$(< "$T/probe")" "namespaces 1 not the host's"
 	done
 	# init's unshare made slow (strace): the supervisor waits for it
 	command -v strace >/dev/null || return 0
@@ -2181,7 +2183,7 @@ PY
 	timeout 60 strace -f -qq -o /dev/null -e trace=unshare \
 		-e inject=unshare:delay_enter=300000:when=1 \
 		"$CORRAL" run --policy "$T/p.json" -- /bin/true > "$T/out" 2>&1 || rc=$?
-	expect_eq "a slow namespace, waited for: $(cat "$T/out")" "$rc" 0
+	expect_eq "a slow namespace, waited for: $(< "$T/out")" "$rc" 0
 }
 
 run_tests "$@"

@@ -3420,7 +3420,7 @@ t_tcp_tls_hides_the_token() {
 		# killed by on_test_exit if a check below ends the test
 		echo "$rpid" >> "$T/watchdogs"
 		# 5 s was not enough for Python to start under a loaded check (ci88)
-		for _ in $(seq 1 600); do [ -s "$T/rport.$mode" ] && break; sleep 0.05; done
+		for _ in $(seq 1 600); do [ -s "$T/rport.$mode" ] && break; nap 0.05; done
 		rport=$(< "$T/rport.$mode")
 		[ -n "$rport" ] || fail "$mode: the recorder never said its port"
 		[ "$mode" = tls ] && url=https://127.0.0.1:$rport || url=http://127.0.0.1:$rport
@@ -3550,7 +3550,7 @@ t_tcp_tls_ready_when_socket_seen() {
 	launch_daemon --listen "127.0.0.1:$port" --token-file "$T/token" \
 		--tls-cert "$T/chain.pem" --tls-key "$T/cert.key"
 	while [ ! -S "$SOCK" ] && [ $i -lt 3000 ] && kill -0 "$DPID" 2>/dev/null; do
-		sleep 0.01
+		nap 0.01
 		i=$((i + 1))
 	done
 	[ -S "$SOCK" ] || { fail "no socket: $(tail -3 "$DLOG")"; return 1; }
@@ -3592,7 +3592,7 @@ await_log() {
 	local i
 	for i in $(seq 1 100); do
 		[ "$(grep -cF -- "$1" "$DLOG")" -ge "$2" ] && return 0
-		sleep 0.1
+		nap 0.1
 	done
 	fail "the daemon's log has no $2 line(s) with \"$1\": $(tail -3 "$DLOG")"
 }
@@ -3654,7 +3654,7 @@ t_tcp_tls_reload() {
 	$PY -c "$KEEPALIVE" "$port" "$T/old.pem" "$token" "$T/go" > "$T/keepalive" 2>&1 &
 	pypid=$!
 	echo "$pypid" >> "$T/watchdogs"
-	for _ in $(seq 1 200); do [ -s "$T/keepalive" ] && break; sleep 0.05; done
+	for _ in $(seq 1 200); do [ -s "$T/keepalive" ] && break; nap 0.05; done
 	expect_eq "the open connection's first answer" "$(head -1 "$T/keepalive")" 200
 	cp "$T/new.pem" "$T/cert.pem"
 	cp "$T/new.key" "$T/cert.key"
@@ -3984,7 +3984,7 @@ t_tls_key_not_in_a_box() {
 	for i in $(seq 1 50); do
 		$PY -c "$KEYSCAN" "$scan" "$T/old.key" "$DPID" no > "$T/scan" 2>&1 &&
 			{ gone=yes; break; }
-		sleep 0.2
+		nap 0.2
 	done
 	[ "$gone" = yes ] || fail "after the reload: $(< "$T/scan")"
 	stop_daemon
@@ -4048,7 +4048,7 @@ t_neighbours_apart() {
 		api GET "/v1/sandboxes/$b/processes/$pid/output" > /dev/null
 		grep -q ready "$T/body" && break
 		grep -q '"type":"end"' "$T/body" && break
-		sleep 0.02
+		nap 0.02
 		i=$((i + 1))
 	done
 	grep -q ready "$T/body" || { fail "B's holder never ready: $(body)"; return 1; }
@@ -4208,7 +4208,7 @@ s.sendall(b"PUT /v1/sandboxes/%s/files?path=/tmp/up HTTP/1.1\r\nHost: x\r\n"
 time.sleep(10)
 EOF2
 	held=$!
-	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; sleep 0.05; done
+	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; nap 0.05; done
 	"$scan" "$DPID" "${marker: -64}" > /dev/null || fail "the scan did not find the arriving body in the daemon"
 	first=$(echo $(box_inits))
 	mksb > /dev/null
@@ -4260,7 +4260,7 @@ t_box_init_holds_no_live_tls() {
 	up=$!
 	# a failure ends the test at once: on_test_exit ends it then
 	echo "$up" > "$T/fixtures"
-	for i in $(seq 1 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
+	for i in $(seq 1 100); do [ -s "$T/up.port" ] && break; nap 0.05; done
 	port=$(cat "$T/up.port" 2>/dev/null)
 	start_daemon
 	id=$(mksb "{\"policy\": {\"network\": {\"mode\": \"proxy\", \"allow\": [{\"host\": \"api.test:$port\", \"tls\": \"terminate\"}], \"hosts\": {\"api.test\": \"127.0.0.1\"}, \"tls_upstream_ca\": \"$T/ca.pem\"}}}")
@@ -4276,14 +4276,14 @@ t_box_init_holds_no_live_tls() {
 	for i in $(seq 1 100); do
 		code=$(API_TIMEOUT=5 api GET "/v1/sandboxes/$id/files?path=/tmp/keylog")
 		[ "$code" = 200 ] && break
-		sleep 0.1
+		nap 0.1
 	done
 	cp "$T/body" "$T/keylog"
 	# made inside: no request to the daemon carried it
 	API_TIMEOUT=5 api GET "/v1/sandboxes/$id/files?path=/tmp/marker" > /dev/null
 	marker=$(< "$T/body")
 	# until the proxy has read the body's first bytes
-	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; sleep 0.05; done
+	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; nap 0.05; done
 	local first
 	first=$(echo $(box_inits))
 	mksb > /dev/null
@@ -4670,7 +4670,7 @@ while time.time() < end:
     try: held.append(s.accept()[0])
     except OSError: pass' "$T/uport" > /dev/null 2>&1 &
 	echo $! >> "$T/watchdogs"
-	for _ in $(seq 1 100); do [ -s "$T/uport" ] && break; sleep 0.05; done
+	for _ in $(seq 1 100); do [ -s "$T/uport" ] && break; nap 0.05; done
 	UPORT=$(< "$T/uport")
 	[ -n "$UPORT" ] || fail "the upstream listener did not start"
 }
@@ -4688,7 +4688,7 @@ hog() {
 		api GET "/v1/sandboxes/$1/processes/$HOG" > /dev/null
 		HELD=$(jq 'v["stdout"]')
 		[ -n "$HELD" ] && return 0
-		sleep 0.1
+		nap 0.1
 	done
 	fail "the hog said nothing in 30 s: $(body)"
 }
@@ -5619,7 +5619,7 @@ t_lease_holder_vanishes() {
 holder_said() {
 	local i=0
 	while [ ! -s "$1" ] && [ $i -lt 100 ] && kill -0 "$HOLDER" 2>/dev/null; do
-		sleep 0.1
+		nap 0.1
 		i=$((i + 1))
 	done
 }
@@ -5751,7 +5751,7 @@ EOF
 	drop_from "$ns" "$hport" || return 1
 	i=0
 	while [ "$(conn)" != 0 ] && [ $i -lt 300 ]; do
-		sleep 0.1
+		nap 0.1
 		i=$((i + 1))
 	done
 	expect_eq "the daemon closed its end within 30 s" "$(conn)" 0 || return 1

@@ -54,6 +54,8 @@ def field():
         b += c
 while True:
     id, path, expr = field(), field(), field()
+    if not id:
+        sys.exit(0)
     try:
         v = json.loads(open(path, "rb").read())
         r = eval(expr, {"base64": base64, "json": json, "v": v})
@@ -66,8 +68,7 @@ while True:
 
 # judge_start: the judge, its requests on fd $JUDGE_IN, its answers on
 # $JUDGE_OUT (both FIFOs opened both ways: no open waits).  Every test's
-# subshell inherits them; the judge holds neither, so that it sees the
-# end of its input when the suite closes them (judge_stop).
+# subshell inherits them, the judge holds neither.
 judge_start() {
 	mkfifo "$TEST_TMP/judge.in" "$TEST_TMP/judge.out" || exit 1
 	exec {JUDGE_IN}<> "$TEST_TMP/judge.in" {JUDGE_OUT}<> "$TEST_TMP/judge.out"
@@ -76,7 +77,10 @@ judge_start() {
 	JUDGE_PID=$!
 }
 
+# judge_stop: an empty id ends the judge (not the end of its input: a
+# daemon a failed test left may hold the FIFO open), and it is waited for
 judge_stop() {
+	printf '\0\0\0' >&"$JUDGE_IN"
 	exec {JUDGE_IN}>&- {JUDGE_OUT}>&-
 	wait "$JUDGE_PID"
 }

@@ -1,13 +1,14 @@
-/* httpc - one HTTP/1.1 request over corral serve's unix socket, for the
+/* httpc - one HTTP/1.1 request over corral serve's unix socket (or, with
+ * no --unix-socket, over plain TCP to the URL's HOST:PORT), for the
  * tests: the part of curl's command line that tests/serve.sh, files.sh
  * and snapshot.sh send their API calls with, in a program that starts in a millisecond.
  * curl loads 33 shared libraries, 40-55 ms of CPU a start on this host,
  * and those suites make some 1,300 calls a lane; the rest of the suites
  * keep curl, the client users have.  The answer is read by http_parser.
  *
- *   httpc [-sS] [--max-time SECONDS] --unix-socket PATH [-X METHOD]
+ *   httpc [-sS] [--max-time SECONDS] [--unix-socket PATH] [-X METHOD]
  *         [-H HEADER]... [-d DATA | --data-binary DATA]... [-D FILE]
- *         [-o FILE] [-w '%{http_code}'] http://HOST/PATH
+ *         [-o FILE] [-w '%{http_code}'] http://HOST[:PORT]/PATH
  *
  * As curl: -d's "@FILE" is the file without its CR and LF, --data-binary's
  * "@FILE" the file as it is, several are joined by '&', and data makes the
@@ -17,6 +18,7 @@
  * stderr.  Any other option is refused (exit 2), so that a curl option the
  * harness starts to use is not silently ignored.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -229,6 +231,80 @@ static int connect_unix(const char *path)
 	return fd;
 }
 
+/* connect_tcp HOST[:PORT]: a TCP connection to a host named as in a URL,
+ * by its address (IPv4, or IPv6 in brackets: no resolver in a static
+ * program), made within the deadline.  For serve.sh's tests of the
+ * daemon's plain TCP front, which asked curl (its start 40-55 ms of
+ * CPU) some 300 times a lane. */
+static int connect_tcp(const char *hostport, long long deadline)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	struct pollfd pfd = { .events = POLLOUT };
+	char host[64];
+	const char *colon, *end = hostport + strlen(hostport);
+	socklen_t len = sizeof(int), salen;
+	unsigned long port = 80;
+	char *pend;
+	int fd, err, rc;
+
+	if (*hostport == '[') {
+		end = strchr(hostport, ']');
+		if (!end)
+			die(3, "URL host %s: no ']'", hostport);
+		colon = end[1] == ':' ? end + 1 : NULL;
+		hostport++;
+	} else {
+		colon = strrchr(hostport, ':');
+		if (colon)
+			end = colon;
+	}
+	if ((size_t)(end - hostport) >= sizeof(host))
+		die(3, "URL host too long: %s", hostport);
+	memcpy(host, hostport, (size_t)(end - hostport));
+	host[end - hostport] = 0;
+	if (colon) {
+		errno = 0;
+		port = strtoul(colon + 1, &pend, 10);
+		if (errno || pend == colon + 1 || *pend || port == 0 || port > 65535)
+			die(3, "URL port %s: not a port", colon + 1);
+	}
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		salen = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		salen = sizeof(*sin6);
+	} else {
+		die(6, "Could not resolve host %s: httpc takes an address, not a name", host);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		die(7, "socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&ss, salen) < 0 && errno != EINPROGRESS)
+		die(7, "Couldn't connect to server %s port %lu: %s", host, port, strerror(errno));
+	pfd.fd = fd;
+	for (;;) {
+		long long left = deadline - now_ms();
+
+		if (left <= 0)
+			die(28, "Connection timed out");
+		rc = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
+		if (rc > 0)
+			break;
+		if (rc < 0 && errno != EINTR)
+			die(7, "poll: %s", strerror(errno));
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		die(7, "getsockopt: %s", strerror(errno));
+	if (err)
+		die(7, "Couldn't connect to server %s port %lu: %s", host, port, strerror(err));
+	return fd;
+}
+
 /* Send the request while reading the answer: a daemon may answer (413,
  * 400) and close before it has read a large body. */
 static void exchange(int fd, const struct buf *req, struct answer *a,
@@ -320,6 +396,7 @@ int main(int argc, char **argv)
 	double max_time = 0;
 	bool has_type = false, has_accept = false;
 	int opt, nheaders = 0, fd;
+	long long deadline;
 
 	while ((opt = getopt_long(argc, argv, "sSX:H:d:o:D:w:", opts, NULL)) != -1) {
 		switch (opt) {
@@ -368,10 +445,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || !sock || strncmp(argv[optind], "http://", 7)) {
-		fprintf(stderr, "usage: httpc [-sS] [--max-time S] --unix-socket PATH "
+	if (optind != argc - 1 || strncmp(argv[optind], "http://", 7)) {
+		fprintf(stderr, "usage: httpc [-sS] [--max-time S] [--unix-socket PATH] "
 			"[-X METHOD] [-H H]... [-d DATA]... [-D FILE] [-o FILE] "
-			"[-w '%%{http_code}'] http://HOST/PATH\n");
+			"[-w '%%{http_code}'] http://HOST[:PORT]/PATH\n");
 		return 2;
 	}
 	url = argv[optind] + 7;
@@ -400,8 +477,9 @@ int main(int argc, char **argv)
 
 	a.body = out ? open_out(out) : stdout;
 	a.headers = dump ? open_out(dump) : NULL;
-	fd = connect_unix(sock);
-	exchange(fd, &req, &a, now_ms() + (max_time > 0 ? (long long)(max_time * 1000) : 86400000LL));
+	deadline = now_ms() + (max_time > 0 ? (long long)(max_time * 1000) : 86400000LL);
+	fd = sock ? connect_unix(sock) : connect_tcp(host, deadline);
+	exchange(fd, &req, &a, deadline);
 	close(fd);
 	if (fflush(a.body) == EOF || (a.headers && fflush(a.headers) == EOF))
 		die(23, "writing the answer: %s", strerror(errno));

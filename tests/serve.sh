@@ -315,13 +315,25 @@ expect_code() {	# expect_code WHAT GOT WANT: on failure, show the body
 	[ "$2" = "$3" ] || fail "$1: status $2, want $3: $(body) $(< "$T/curl.err")"
 }
 
-# expect_error WHAT CODE STATUS ERROR: an error answer as docs/API.md has it.
+# expect_error WHAT CODE STATUS ERROR: an error answer as docs/API.md has
+# it: the status; a JSON content type; "error" the string ERROR; "detail"
+# a string, not empty.  Three jget's and no other process: a grep,
+# subshells and jget's were seven processes a call, 50-80 ms of CPU on a
+# busy host, for some 300 refusals a lane.  "error" is a string because
+# jget -n prints it as ERROR, a lower-case word that no other JSON value
+# prints as.
 expect_error() {
+	local l ct="" got
 	expect_code "$1" "$2" "$3" || return 1
-	expect_contains "$1 content type" "$(grep -i '^content-type:' "$T/headers")" \
-		application/json || return 1
-	{ [ "$(jq 'v["error"]')" = "$4" ] && [ "$("$JGET" -t error < "$T/body")" = string ] &&
-	  [ "$("$JGET" -t detail < "$T/body")" = string ] && [ "$(jq 'len(v["detail"])')" -gt 0 ]
+	[[ $4 =~ ^[a-z_]+$ && $4 != true && $4 != false && $4 != null ]] ||
+		{ fail "expect_error: '$4' is no error code"; return 1; }
+	while IFS= read -r l || [ -n "$l" ]; do
+		[[ ${l,,} != content-type:* ]] || ct+=$l
+	done < "$T/headers"
+	expect_contains "$1 content type" "$ct" application/json || return 1
+	{ got=$("$JGET" -n error < "$T/body") && [ "$got" = "$4" ] &&
+	  got=$("$JGET" -t detail < "$T/body") && [ "$got" = string ] &&
+	  got=$("$JGET" -l detail < "$T/body") && [ "$got" -gt 0 ]
 	} 2>/dev/null || fail "$1: not {\"error\": \"$4\", \"detail\": ...}: $(body)"
 }
 
@@ -2640,29 +2652,7 @@ EOF
 		fail "the daemon's peak grew by $(( (after - before) >> 10 )) MiB for 12 readers"
 }
 
-# ---- the lean checks of this half of the suite ------------------------------
-
-# expect_refused WHAT CODE STATUS ERROR: expect_error's checks, every one
-# of them (the status; a JSON content type; "error" the string ERROR;
-# "detail" a string, not empty), made by three jget's and no other
-# process: expect_error's grep, subshells and jget's were seven processes
-# a call, 50-80 ms of CPU on a busy host, and the tests below check some
-# 150 refusals a lane.  "error" is a string because jget -n prints it as
-# ERROR, a lower-case word that no other JSON value prints as.
-expect_refused() {
-	local l ct="" got
-	expect_code "$1" "$2" "$3" || return 1
-	[[ $4 =~ ^[a-z_]+$ && $4 != true && $4 != false && $4 != null ]] ||
-		{ fail "expect_refused: '$4' is no error code"; return 1; }
-	while IFS= read -r l || [ -n "$l" ]; do
-		[[ ${l,,} != content-type:* ]] || ct+=$l
-	done < "$T/headers"
-	expect_contains "$1 content type" "$ct" application/json || return 1
-	{ got=$("$JGET" -n error < "$T/body") && [ "$got" = "$4" ] &&
-	  got=$("$JGET" -t detail < "$T/body") && [ "$got" = string ] &&
-	  got=$("$JGET" -l detail < "$T/body") && [ "$got" -gt 0 ]
-	} 2>/dev/null || fail "$1: not {\"error\": \"$4\", \"detail\": ...}: $(body)"
-}
+# ---- lean requests ---------------------------------------------------------
 
 # apic METHOD PATH [CURL ARGS...]: api's request, its status in $code:
 # code=$(api ...) forked a subshell to run httpc from
@@ -2706,7 +2696,7 @@ t_daemon_killed() {
 	code=$(api GET /v1/sandboxes)
 	expect_eq "none listed" "$(jq 'len(v["sandboxes"])')" 0
 	code=$(api GET "/v1/sandboxes/$id")
-	expect_refused "lost" "$code" 404 not_found
+	expect_error "lost" "$code" 404 not_found
 	# a second daemon on the same state directory or socket is refused
 	rc=0; "$CORRAL" serve --socket "$T/other.sock" --state-dir "$STATE" > "$T/second" 2>&1 || rc=$?
 	expect_eq "second on the state dir" "$rc" 125
@@ -2890,7 +2880,7 @@ t_bad_requests() {
 		\<*) apic "$m" "$p" --data-binary @"$T/${b#<}" ;;
 		*) apic "$m" "$p" --data-binary "$b" ;;
 		esac
-		expect_refused "$m $p $b" "$code" "$st" "$err" || bad=$((bad + 1))
+		expect_error "$m $p $b" "$code" "$st" "$err" || bad=$((bad + 1))
 	done <<< "$BAD_REQUESTS"
 	echo "$rows rows, $bad wrong"
 	[ "$rows" -ge 30 ] || fail "only $rows rows"
@@ -2958,15 +2948,15 @@ t_tcp_token() {
 	U=http://127.0.0.1:$port
 	tcp() { tcp_request "$@"; }
 	code=$(tcp "$U/v1/health")
-	expect_refused "no token" "$code" 401 unauthorized
+	expect_error "no token" "$code" 401 unauthorized
 	code=$(tcp -H "Authorization: Bearer ${token}x" "$U/v1/health")
-	expect_refused "wrong token" "$code" 401 unauthorized
+	expect_error "wrong token" "$code" 401 unauthorized
 	code=$(tcp -H "Authorization: Bearer ${token:0:31}" "$U/v1/health")
-	expect_refused "a prefix" "$code" 401 unauthorized
+	expect_error "a prefix" "$code" 401 unauthorized
 	code=$(tcp -H "Authorization: Basic $token" "$U/v1/health")
-	expect_refused "not bearer" "$code" 401 unauthorized
+	expect_error "not bearer" "$code" 401 unauthorized
 	code=$(tcp -X POST "$U/v1/sandboxes")
-	expect_refused "create without a token" "$code" 401 unauthorized
+	expect_error "create without a token" "$code" 401 unauthorized
 	code=$(api GET /v1/sandboxes)
 	expect_eq "nothing created" "$(jq 'len(v["sandboxes"])')" 0
 	code=$(tcp -H "Authorization: Bearer $token" "$U/v1/health")
@@ -2985,11 +2975,11 @@ t_tcp_token() {
 	# without --policy a TCP client may narrow the built-in default, never
 	# widen it; the unix socket's client (the operator's user) may
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"limits": {"pids": 2000}}}' "$U/v1/sandboxes")
-	expect_refused "more pids over TCP" "$code" 403 forbidden
+	expect_error "more pids over TCP" "$code" 403 forbidden
 	# the refusal names the bound it is: no operator's policy was given
 	expect_contains "why" "$(jq 'v["detail"]')" "limits.pids: the daemon's default bound for TCP clients (no --policy) allows at most 1024 (got 2000)"
 	code=$(tcp -H "Authorization: Bearer $token" -X POST -d '{"policy": {"network": {"mode": "proxy", "allow": ["a.test"]}}}' "$U/v1/sandboxes")
-	expect_refused "a network over TCP" "$code" 403 forbidden
+	expect_error "a network over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(jq 'v["detail"]')" "network.mode: the daemon's default bound for TCP clients (no --policy) allows no network (mode \"none\")"
 	expect_not_contains "no operator's policy named" "$(jq 'v["detail"]')" "operator's"
 	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 2000}}}')
@@ -3012,17 +3002,17 @@ t_tcp_token_guessing_locked_out() {
 	tcp() { tcp_request "$@"; }
 	for i in 1 2 3 4 5 6 7 8 9; do
 		code=$(tcp -H "Authorization: Bearer guess$i$token" "$U/v1/health")
-		expect_refused "guess $i" "$code" 401 unauthorized
+		expect_error "guess $i" "$code" 401 unauthorized
 	done
 	code=$(tcp -H "Authorization: Bearer $token" "$U/v1/health")
 	expect_code "the right token after nine guesses" "$code" 200
 	code=$(tcp -H "Authorization: Bearer guess10$token" "$U/v1/health")
-	expect_refused "guess 10" "$code" 401 unauthorized
+	expect_error "guess 10" "$code" 401 unauthorized
 	code=$(tcp -H "Authorization: Bearer $token" "$U/v1/health")
-	expect_refused "the right token, locked out" "$code" 429 too_many_requests
+	expect_error "the right token, locked out" "$code" 429 too_many_requests
 	expect_contains "why" "$(body)" "too many wrong tokens from 127.0.0.1"
 	code=$(tcp -H "Authorization: Bearer guess11$token" "$U/v1/health")
-	expect_refused "a guess, locked out" "$code" 429 too_many_requests
+	expect_error "a guess, locked out" "$code" 429 too_many_requests
 	expect_eq "said once" "$(grep -c 'wrong tokens within 60 s' "$DLOG")" 1
 	expect_contains "the log names the address" "$(< "$DLOG")" "corral serve: 127.0.0.1: 10 wrong tokens"
 	code=$(tcp --interface 127.0.0.2 -H "Authorization: Bearer $token" "$U/v1/health")
@@ -3072,10 +3062,10 @@ guessing_by_64() {
 	}
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		code=$(from fd00:0:0:1::2 -H "Authorization: Bearer guess$i$token" "$U6/v1/health")
-		expect_refused "guess $i" "$code" 401 unauthorized || return 1
+		expect_error "guess $i" "$code" 401 unauthorized || return 1
 	done
 	code=$(from fd00:0:0:1::3 -H "Authorization: Bearer $token" "$U6/v1/health")
-	expect_refused "another address of that /64" "$code" 429 too_many_requests || return 1
+	expect_error "another address of that /64" "$code" 429 too_many_requests || return 1
 	expect_contains "why" "$(body)" "fd00:0:0:1::/64" || return 1
 	code=$(from fd00:0:0:2::1 -H "Authorization: Bearer $token" "$U6/v1/health")
 	expect_code "another /64" "$code" 200 || return 1
@@ -3425,7 +3415,7 @@ t_tcp_tls() {
 	expect_contains "the log says TLS" "$(< "$DLOG")" "127.0.0.1:$port (TLS)"
 	U=https://127.0.0.1:$port
 	code=$(tls_curl "$U/v1/health")
-	expect_refused "no token" "$code" 401 unauthorized
+	expect_error "no token" "$code" 401 unauthorized
 	code=$(tls_curl -H "Authorization: Bearer $token" "$U/v1/health")
 	expect_code "health over TLS" "$code" 200
 	id=$(create_echo "over TLS" "$U" "$token" "over tls")
@@ -3881,7 +3871,7 @@ t_tcp_tls_client_cert() {
 		-H "Authorization: Bearer $token" "$U/v1/health")
 	expect_code "a good certificate and the token" "$code" 200
 	code=$(mtls --cert "$T/c/srv.pem" --key "$T/c/srv.key" "$U/v1/health")
-	expect_refused "a good certificate, no token" "$code" 401 unauthorized
+	expect_error "a good certificate, no token" "$code" 401 unauthorized
 	for what in "no certificate" "another CA's" "an expired one" "one for servers only" \
 		"a CA:TRUE one" "one a CA:TRUE one signed"; do
 		case $what in
@@ -4417,12 +4407,12 @@ t_tripwires_read_through_api() {
 	id=$(mksb "{\"policy\": $TRIP_POLICY}")
 	for p in /home/agent/.aws/credentials /home/agent/.ssh/id_ed25519 /tmp/.env /workspace/.git-credentials; do
 		code=$(API_TIMEOUT=10 api GET "/v1/sandboxes/$id/files?path=$p")
-		expect_refused "read $p" "$code" 403 forbidden
+		expect_error "read $p" "$code" 403 forbidden
 		expect_contains "read $p: why" "$(body)" "tripwire"
 		code=$(API_TIMEOUT=10 api PUT "/v1/sandboxes/$id/files?path=$p" --data-binary x)
-		expect_refused "write $p" "$code" 403 forbidden
+		expect_error "write $p" "$code" 403 forbidden
 		code=$(API_TIMEOUT=10 api DELETE "/v1/sandboxes/$id/files?path=$p")
-		expect_refused "delete $p" "$code" 403 forbidden
+		expect_error "delete $p" "$code" 403 forbidden
 		code=$(API_TIMEOUT=10 api GET /v1/health)
 		expect_code "health after $p" "$code" 200
 	done
@@ -4825,7 +4815,7 @@ t_env_pass_over_tcp() {
 	tcp() { tcp_request -H "Authorization: Bearer $(< "$T/token")" "$@"; }
 	DAEMON_WRAP="env CORRAL_TEST_SECRET=s3cr3t" start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}' "$U/v1/sandboxes")
-	expect_refused "env.pass over TCP" "$code" 403 forbidden
+	expect_error "env.pass over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(body)" "--allow-env"
 	# a secret is the daemon's environment or files sent out: a TCP
 	# client of a daemon without --policy is bounded by the built-in
@@ -4833,11 +4823,11 @@ t_env_pass_over_tcp() {
 	# the operator's secrets, which api_access.c still gates)
 	sec='"network": {"mode": "proxy", "allow": ["api.test:443"]}, "secrets": [{"name": "K",'
 	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_env\": \"CORRAL_TEST_SECRET\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
-	expect_refused "secrets.from_env over TCP" "$code" 403 forbidden
+	expect_error "secrets.from_env over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(body)" "network.mode"
 	echo s3cr3t > "$T/secret.txt"
 	code=$(tcp -X POST -d "{\"policy\": {$sec \"from_file\": \"$T/secret.txt\", \"hosts\": [\"api.test\"], \"header\": \"Authorization\"}]}}" "$U/v1/sandboxes")
-	expect_refused "secrets.from_file over TCP" "$code" 403 forbidden
+	expect_error "secrets.from_file over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(body)" "network.mode"
 	# the daemon's own user on the unix socket may
 	id=$(mksb '{"policy": {"env": {"pass": ["CORRAL_TEST_SECRET"]}}}')
@@ -4851,7 +4841,7 @@ t_env_pass_over_tcp() {
 	code=$(tcp -X POST -d '{"command": "echo $CORRAL_TEST_SECRET"}' "$U/v1/sandboxes/$id/exec")
 	expect_eq "passed" "$(jq 'v["stdout"]')" s3cr3t
 	code=$(tcp -X POST -d '{"policy": {"env": {"pass": ["HOME"]}}}' "$U/v1/sandboxes")
-	expect_refused "another name" "$code" 403 forbidden
+	expect_error "another name" "$code" 403 forbidden
 	stop_daemon
 	# the operator's own secret (--policy) is still the daemon's
 	# environment sent out: a TCP client gets it only by --allow-env
@@ -4860,7 +4850,7 @@ t_env_pass_over_tcp() {
 	DAEMON_WRAP="env CORRAL_TEST_SECRET=s3cr3t" start_daemon \
 		--listen "127.0.0.1:$port" --token-file "$T/token" --policy "$T/op.json"
 	code=$(tcp -X POST "$U/v1/sandboxes")
-	expect_refused "the operator's secret over TCP" "$code" 403 forbidden
+	expect_error "the operator's secret over TCP" "$code" 403 forbidden
 	expect_contains "why" "$(body)" "--allow-env"
 	stop_daemon
 }
@@ -4875,9 +4865,9 @@ t_host_paths_over_tcp() {
 	chmod -R a+rX "$T/allowed" "$T/other"
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(tcp -X POST -d "{\"workspace\": \"$T/allowed/ws\"}" "$U/v1/sandboxes")
-	expect_refused "workspace over TCP" "$code" 403 forbidden
+	expect_error "workspace over TCP" "$code" 403 forbidden
 	code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/other:/mnt/o\"]}}}" "$U/v1/sandboxes")
-	expect_refused "bind over TCP" "$code" 403 forbidden
+	expect_error "bind over TCP" "$code" 403 forbidden
 	stop_daemon
 	ln -s "$T/allowed" "$T/link"
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/link"
@@ -4887,10 +4877,10 @@ t_host_paths_over_tcp() {
 	code=$(tcp -X POST -d '{"command": "cat /workspace/f"}' "$U/v1/sandboxes/$id/exec")
 	expect_eq "its file" "$(jq 'v["stdout"]')" hi
 	code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/other:/mnt/o\"]}}}" "$U/v1/sandboxes")
-	expect_refused "outside the prefix" "$code" 403 forbidden
+	expect_error "outside the prefix" "$code" 403 forbidden
 	ln -s "$T/other" "$T/allowed/out"
 	code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/allowed/out:/mnt/o\"]}}}" "$U/v1/sandboxes")
-	expect_refused "a link out of the prefix" "$code" 403 forbidden
+	expect_error "a link out of the prefix" "$code" 403 forbidden
 	stop_daemon
 }
 
@@ -4913,18 +4903,18 @@ t_host_paths_over_tcp_tell_nothing() {
 	local p first="" b
 	for p in "$T/file" "$T/nothing-here" "$T/file/x" /proc/1/cwd; do
 		code=$(tcp -X POST -d "{\"workspace\": \"$p\"}" "$U/v1/sandboxes")
-		expect_refused "workspace $p" "$code" 403 forbidden
+		expect_error "workspace $p" "$code" 403 forbidden
 		b=$(body | sed "s|$p|PATH|")
 		[ -n "$first" ] || first=$b
 		expect_eq "workspace $p: the same answer" "$b" "$first"
 		code=$(tcp -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$p:/mnt/o\"]}}}" "$U/v1/sandboxes")
-		expect_refused "ro bind $p" "$code" 403 forbidden
+		expect_error "ro bind $p" "$code" 403 forbidden
 		expect_contains "ro bind $p: why" "$(body)" "host paths are off for TCP clients"
 	done
 	code=$(tcp -X POST -d "{\"workspace\": \"$T/link/ws\"}" "$U/v1/sandboxes")
 	expect_code "named under the prefix as given" "$code" 201
 	code=$(tcp -X POST -d "{\"workspace\": \"$T/allowed/nothing\"}" "$U/v1/sandboxes")
-	expect_refused "under the resolved prefix, missing" "$code" 400 bad_request
+	expect_error "under the resolved prefix, missing" "$code" 400 bad_request
 	stop_daemon
 }
 
@@ -4958,7 +4948,7 @@ create_refused() {
 		body="{\"policy\": {\"filesystem\": {\"$1\": [\"$2:/mnt/x\"]}}}"
 	fi
 	apic POST /v1/sandboxes -d "$body"
-	expect_refused "$1 $2" "$code" 403 forbidden
+	expect_error "$1 $2" "$code" 403 forbidden
 	[ -z "${3:-}" ] || expect_contains "$1 $2: why" "$(body 600)" "$3"
 }
 
@@ -5019,16 +5009,16 @@ t_unix_client_reads_only_its_own() {
 		cp "$T/c/body" "$T/body"; cp "$T/c/headers" "$T/headers"
 	}
 	code=$(cl -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/secret:/mnt/s\"]}}}" http://localhost/v1/sandboxes)
-	expect_refused "a 0700 dir not its own" "$code" 403 forbidden
+	expect_error "a 0700 dir not its own" "$code" 403 forbidden
 	code=$(cl -X POST -d "{\"workspace\": \"$T/secret\"}" http://localhost/v1/sandboxes)
-	expect_refused "as workspace" "$code" 403 forbidden
+	expect_error "as workspace" "$code" 403 forbidden
 	code=$(cl -X POST -d "{\"policy\": {\"filesystem\": {\"ro\": [\"$T/open:/mnt/o\"]}}}" http://localhost/v1/sandboxes)
 	expect_code "a dir it can read" "$code" 201
 	if [ "$ME" = 0 ]; then
 		code=$(cl -X POST -d "{\"policy\": {\"filesystem\": {\"rw\": [\"$T/open:/mnt/o\"]}}}" http://localhost/v1/sandboxes)
-		expect_refused "rw where it cannot write" "$code" 403 forbidden
+		expect_error "rw where it cannot write" "$code" 403 forbidden
 		code=$(cl -X POST -d '{"policy": {"env": {"pass": ["PATH"]}}}' http://localhost/v1/sandboxes)
-		expect_refused "env.pass by another user" "$code" 403 forbidden
+		expect_error "env.pass by another user" "$code" 403 forbidden
 	fi
 	stop_daemon
 }
@@ -5069,7 +5059,7 @@ t_uid_range_unmapped_owner() {
 	start_daemon --uid-range 4000-5000
 	id=$(mksb "{\"workspace\": \"$T/w\"}")
 	code=$(api DELETE "/v1/sandboxes/$id/files?path=/workspace/root-file")
-	expect_refused "DELETE of root's file" "$code" 403 forbidden
+	expect_error "DELETE of root's file" "$code" 403 forbidden
 	code=$(api POST "/v1/sandboxes/$id/files/rename" -d '{"from": "/workspace/root-file", "to": "/workspace/x"}')
 	expect_code "rename of root's file" "$code" 403
 	expect_eq "the agent inside is refused too" \
@@ -5093,14 +5083,14 @@ t_workspace_inode() {
 	id=$(mksb "{\"workspace\": \"$T/w\", \"workspace_inode\": \"$ino\"}")
 	expect_eq "the directory judged" "$(sbsh "$id" 'cat /workspace/f')" judged
 	code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$T/other\", \"workspace_inode\": \"$ino\"}")
-	expect_refused "another directory at the path" "$code" 409 conflict
+	expect_error "another directory at the path" "$code" 409 conflict
 	expect_contains "says so" "$(jq 'v["detail"]')" "is not the directory the client checked"
 	for bad in "" ":1" "1:" "1:2:3" "-1:2" " 1:2" "1:2x" "99999999999999999999:1"; do
 		code=$(api POST /v1/sandboxes -d "{\"workspace\": \"$T/w\", \"workspace_inode\": \"$bad\"}")
-		expect_refused "workspace_inode \"$bad\"" "$code" 400 bad_request
+		expect_error "workspace_inode \"$bad\"" "$code" 400 bad_request
 	done
 	code=$(api POST /v1/sandboxes -d "{\"workspace_inode\": \"$ino\"}")
-	expect_refused "without a workspace" "$code" 400 bad_request
+	expect_error "without a workspace" "$code" 400 bad_request
 	stop_daemon
 }
 
@@ -5315,7 +5305,7 @@ t_operator_policy_bounds_tcp_client() {
 	start_daemon --policy "$T/op.json" --listen "127.0.0.1:$port" --token-file "$T/token"
 	while IFS='|' read -r body want; do
 		code=$(tcp -X POST -d "$body" "$U/v1/sandboxes")
-		expect_refused "$body" "$code" 403 forbidden
+		expect_error "$body" "$code" 403 forbidden
 		expect_contains "$body: why" "$(jq 'v["detail"]')" "$want"
 	done <<-'EOF'
 	{"policy": {"limits": {"pids": "unlimited"}}}|limits.pids: the operator's policy sets at most 64; it cannot be removed
@@ -5344,15 +5334,15 @@ t_operator_policy_bounds_tcp_client() {
 	expect_code "a narrowing create" "$code" 201
 	id=$(jq 'v["id"]')
 	code=$(tcp -X POST -d '{"argv": ["true"], "timeout_seconds": 61}' "$U/v1/sandboxes/$id/exec")
-	expect_refused "exec past the operator's timeout" "$code" 403 forbidden
+	expect_error "exec past the operator's timeout" "$code" 403 forbidden
 	expect_contains "why" "$(jq 'v["detail"]')" "timeout_seconds: the operator's policy allows at most 60 seconds (got 61)"
 	code=$(tcp -X POST -d '{"argv": ["sleep", "1"], "timeout_seconds": 3600}' "$U/v1/sandboxes/$id/processes")
-	expect_refused "a background process past it" "$code" 403 forbidden
+	expect_error "a background process past it" "$code" 403 forbidden
 	code=$(tcp -X POST -d '{"argv": ["true"], "timeout_seconds": 60}' "$U/v1/sandboxes/$id/exec")
 	expect_code "exec within it" "$code" 200
 	# the unix socket's client is bounded the same: the bound is the daemon's
 	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 65}}}')
-	expect_refused "over the unix socket" "$code" 403 forbidden
+	expect_error "over the unix socket" "$code" 403 forbidden
 	stop_daemon
 }
 
@@ -5396,7 +5386,7 @@ t_lease_closed_destroys_bound() {
 	expect_code "a sandbox of no lease stays" "$code" 200
 	# a closed lease binds nothing more
 	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
-	expect_refused "the closed lease" "$code" 404 not_found
+	expect_error "the closed lease" "$code" 404 not_found
 	expect_contains "saying so" "$(< "$T/body")" "no open lease"
 	stop_daemon
 }
@@ -5412,7 +5402,7 @@ t_lease_holds_a_peers_share() {
 	[ -n "$LEASE" ] || { fail "no lease: $(cat "$T/lease" 2>/dev/null)"; return 1; }
 	a=$(mksb "{\"lease\": \"$LEASE\"}") && mksb "{\"lease\": \"$LEASE\"}" > /dev/null || return 1
 	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$LEASE\"}")
-	expect_refused "a third of the lease's" "$code" 429 too_many_requests
+	expect_error "a third of the lease's" "$code" 429 too_many_requests
 	expect_contains "why" "$(jq 'v["detail"]')" "2 sandboxes of this lease's are alive, the limit (--max-sandboxes-per-peer)"
 	mksb > /dev/null || fail "a sandbox of no lease, meanwhile"
 	code=$(api DELETE "/v1/sandboxes/$a")
@@ -5587,11 +5577,11 @@ t_lease_refused() {
 	SOCK=$T/run/s
 	start_daemon --max-leases 2 --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(api POST /v1/sandboxes -d '{"lease": "ls-00000000000000000000000000000000"}')
-	expect_refused "a guessed lease" "$code" 404 not_found
+	expect_error "a guessed lease" "$code" 404 not_found
 	code=$(api POST /v1/sandboxes -d '{"lease": 7}')
-	expect_refused "a lease that is no string" "$code" 400 bad_request
+	expect_error "a lease that is no string" "$code" 400 bad_request
 	code=$(api POST /v1/leases -d '{"ttl": 5}')
-	expect_refused "a lease asked with a field it does not know" "$code" 400 bad_request
+	expect_error "a lease asked with a field it does not know" "$code" 400 bad_request
 	expect_eq "nothing made by the refusals" "$(nsandboxes)" 0
 	open_lease
 	mine=$LEASE lp1=$LPID
@@ -5599,7 +5589,7 @@ t_lease_refused() {
 	tcpc() { tcp_request -H "Authorization: Bearer $(< "$T/token")" "$@"; }
 	# a TCP client (the token's) is not the unix socket's user
 	code=$(tcpc -X POST -d "{\"lease\": \"$mine\"}" "http://127.0.0.1:$port/v1/sandboxes")
-	expect_refused "a unix client's lease over TCP" "$code" 403 forbidden
+	expect_error "a unix client's lease over TCP" "$code" 403 forbidden
 	expect_contains "saying whose" "$(< "$T/body")" "another client"
 	if [ "$ME" = 0 ]; then
 		chmod 755 "$T/run"
@@ -5609,7 +5599,7 @@ t_lease_refused() {
 			--unix-socket "$SOCK" -o "$T/c/body" -D "$T/c/headers" -w '%{http_code}' \
 			-X POST -d "{\"lease\": \"$mine\"}" http://localhost/v1/sandboxes 2>"$T/curl.err" || true)
 		cp "$T/c/body" "$T/body"; cp "$T/c/headers" "$T/headers"
-		expect_refused "root's lease, by uid 65534" "$code" 403 forbidden
+		expect_error "root's lease, by uid 65534" "$code" 403 forbidden
 	fi
 	expect_eq "nothing made by the refusals" "$(nsandboxes)" 0
 	# over TCP a lease is the token's
@@ -5619,10 +5609,10 @@ t_lease_refused() {
 	code=$(tcpc -X POST -d "{\"lease\": \"$theirs\"}" "http://127.0.0.1:$port/v1/sandboxes")
 	expect_code "the token's lease over TCP" "$code" 201
 	code=$(api POST /v1/sandboxes -d "{\"lease\": \"$theirs\"}")
-	expect_refused "a TCP client's lease on the unix socket" "$code" 403 forbidden
+	expect_error "a TCP client's lease on the unix socket" "$code" 403 forbidden
 	# the cap: a third lease is refused while two are open
 	code=$(api POST /v1/leases)
-	expect_refused "a lease over --max-leases" "$code" 503 busy
+	expect_error "a lease over --max-leases" "$code" 503 busy
 	expect_contains "naming the option" "$(< "$T/body")" "--max-leases"
 	mksb "{\"lease\": \"$mine\"}" > /dev/null
 	LPID=$lp1 close_lease
@@ -5955,7 +5945,7 @@ t_tcp_client_life_bounded() {
 	# the attacker's
 	while IFS='|' read -r body why; do
 		code=$(tcpc -X POST -d "$body" "$U/v1/sandboxes")
-		expect_refused "TCP create $body" "$code" 403 forbidden
+		expect_error "TCP create $body" "$code" 403 forbidden
 		expect_contains "why ($body)" "$(jq 'v["detail"]')" "$why"
 	done <<'EOF'
 {"ttl_seconds": 0}|ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl); it cannot be removed (got 0: none)
@@ -5970,7 +5960,7 @@ t_tcp_client_life_bounded() {
 EOF
 	for body in '{"ttl_seconds": 0}' '{"ttl_seconds": 61}' '{"ttl_seconds": 2592000}'; do
 		code=$(tcpc -X POST -d "$body" "$U/v1/sandboxes/$id/keepalive")
-		expect_refused "TCP keepalive $body" "$code" 403 forbidden
+		expect_error "TCP keepalive $body" "$code" 403 forbidden
 		expect_contains "why ($body)" "$(jq 'v["detail"]')" "ttl_seconds: the daemon gives a TCP client's sandbox a TTL of at most 60 s (--max-ttl)"
 	done
 	expect_eq "the TTL unchanged by the refusals" "$(sbget "$id" 'v["ttl_seconds"]')" 60.0
@@ -6011,7 +6001,7 @@ count_peer_refused() {
 	local what=$1 code
 	shift
 	code=$(tcpc -X POST "$@" "$U/v1/sandboxes")
-	expect_refused "$what" "$code" 429 too_many_requests
+	expect_error "$what" "$code" 429 too_many_requests
 	expect_contains "$what: why" "$(jq 'v["detail"]')" "2 sandboxes of this peer's (127.0.0.1) are alive, the limit (--max-sandboxes-per-peer)"
 }
 

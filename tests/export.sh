@@ -113,15 +113,19 @@ AGENT
 }
 
 # Every trap held back, each with its reason (the result's JSON, in $1).
+# One Python for the list, not one a path (13 starts, 0.4 s of CPU a call).
 check_held() {	# check_held FILE [KEY]: KEY the list's path (export.held)
-	local out=$1 key=${2:-export.held} p why
-	while IFS='|' read -r p why; do
-		got=$(json "$key" < "$out" | /usr/bin/python3 -c '
+	local out=$1 key=${2:-export.held} p why got
+	local -A reason=()
+	while IFS= read -r -d '' p && IFS= read -r -d '' why; do
+		reason[$p]+=$why$'\n'
+	done < <(json "$key" < "$out" | /usr/bin/python3 -c '
 import json, sys
 for e in json.load(sys.stdin):
-    if e["path"] == sys.argv[1]:
-        print(e["reason"])' "$p")
-		expect_contains "held $p" "$got" "$why"
+    sys.stdout.write(e["path"] + "\0" + e["reason"] + "\0")')
+	while IFS='|' read -r p why; do
+		got=${reason[$p]:-}
+		expect_contains "held $p" "${got%$'\n'}" "$why"
 	done <<EOF
 .git/config|core.fsmonitor
 .git/hooks/pre-commit|githooks(5)

@@ -707,7 +707,7 @@ t_export_cut_short_within_a_file() {
 # DIR (an unnamed one, or named .corral-export.*); returns corral's exit
 # status, 1 (and fails) if it never did.
 signal_midway() {
-	local sig=$1 dir=$2 st sup="" i rc=0 forks="" delay=100000
+	local sig=$1 dir=$2 st sup="" i rc=0 forks="" delay=100000 nap
 	shift 2
 	# MIDWAY_WRITER=1: the export is written by a child of corral's (as
 	# root, the destination's owner's writer): it is traced and looked at
@@ -723,12 +723,21 @@ signal_midway() {
 		"$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null &
 	st=$!
 	trap "end_traced $st" EXIT
+	# looked at every 50 ms, with no process a look (pgrep read all of
+	# /proc twice a round, readlink was a fork an fd, sleep one a round:
+	# the test's CPU was more the looking than corral's)
+	[ -p "$T/midway.nap" ] || mkfifo "$T/midway.nap"
+	exec {nap}<> "$T/midway.nap"
 	i=0
 	until [ -n "$sup" ] && writing "$sup" "$dir" || [ $i -ge 1200 ]; do
 		kill -0 "$st" 2>/dev/null || break
-		sup=$(pgrep -P "$(pgrep -P "$st" strace)" -x corral || true)
-		sleep 0.05; i=$((i + 1))
+		# timeout's strace's corral, found once
+		[ -n "$sup" ] || { child_named "$st" strace && child_named "$KID" corral &&
+			sup=$KID; } || true
+		read -r -t 0.05 -u "$nap" || true
+		i=$((i + 1))
 	done
+	exec {nap}>&-
 	[ -n "$sup" ] && writing "$sup" "$dir" || {
 		end_traced "$st" $sup; trap - EXIT
 		fail "no export being written: $(tail -3 "$T/err")"; return 1; }
@@ -738,14 +747,45 @@ signal_midway() {
 	return $rc
 }
 
+# children PID: KIDS, PID's children (by /proc, no fork)
+children() {
+	local f more
+	KIDS=()
+	for f in /proc/"$1"/task/*/children; do
+		more=()	# (no newline in the file: read says 1 and fills it)
+		read -r -a more 2>/dev/null < "$f" || true
+		KIDS+=("${more[@]}")
+	done
+	return 0
+}
+
+# child_named PID NAME: KID, PID's child whose comm is NAME; 1 if none
+child_named() {
+	local p comm
+	children "$1"
+	for p in "${KIDS[@]}"; do
+		comm=
+		read -r comm 2>/dev/null < /proc/"$p"/comm || true
+		[ "$comm" != "$2" ] || { KID=$p; return 0; }
+	done
+	return 1
+}
+
 # writing PID DIR: PID, or with MIDWAY_WRITER a child of it, holds a new
-# file in DIR open
+# file in DIR open (as lib.sh's new_file_open, with one find a process,
+# not a readlink an fd)
 writing() {
-	local p
-	new_file_open "$1" "$2" && return 0
-	[ -n "${MIDWAY_WRITER:-}" ] || return 1
-	for p in $(pgrep -P "$1"); do
-		new_file_open "$p" "$2" && return 0
+	local p l pids=("$1")
+	if [ -n "${MIDWAY_WRITER:-}" ]; then
+		children "$1"
+		pids+=("${KIDS[@]}")
+	fi
+	for p in "${pids[@]}"; do
+		while IFS= read -r l; do
+			case $l in
+			"$2/#"*" (deleted)"|"$2/"*.corral-export.*) return 0 ;;
+			esac
+		done < <(find /proc/"$p"/fd -mindepth 1 -maxdepth 1 -printf '%l\n' 2>/dev/null)
 	done
 	return 1
 }

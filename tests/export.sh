@@ -24,6 +24,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ME=$(id -u)
 fi
 
+# doze SECONDS: a poll's pause without a process (read's timeout on a FIFO
+# no one writes; sleep was a fork and an exec every 50 ms of each poll)
+mkfifo "$TEST_TMP/doze" && exec {DOZE_FD}<> "$TEST_TMP/doze"
+doze() { read -r -t "$1" -u "$DOZE_FD" _ || true; }
+
 # A git repository owned by the user the sandbox maps to (see ns.c).
 mkrepo() {	# mkrepo DIR
 	mkdir -p "$1"
@@ -172,8 +177,8 @@ t_hostile_export_to() {
 	[ ! -e "$T/result/.envrc" ] || fail ".envrc came out"
 	[ -z "$(find "$T/result" ! -user "$ME" | head -1)" ] || fail "a file is not the caller's"
 	[ -z "$(find "$T/result" -perm /6000 | head -1)" ] || fail "a setuid/setgid bit came out"
-	expect_not_contains "config" "$(cat "$T/result/.git/config")" fsmonitor
-	expect_contains "edit" "$(cat "$T/result/edit.txt")" edited
+	expect_not_contains "config" "$(< "$T/result/.git/config")" fsmonitor
+	expect_contains "edit" "$(< "$T/result/edit.txt")" edited
 	grep -q '"type":"export.held"' "$T/ev" || fail "no export.held events"
 	use_repo "$T/result"
 	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
@@ -184,15 +189,15 @@ t_hostile_apply() {
 	mkrepo "$T/ws"
 	mkdir -p "$T/marks" "$T/home"
 	write_agent
-	before=$(cat "$T/ws/.git/config")
+	before=$(< "$T/ws/.git/config")
 	crun --json --ro "$T/agent.sh:/opt/agent.sh" --workspace "$T/ws" --apply \
 		-- /opt/agent.sh /workspace "$T/marks"
 	expect_eq "exit" "$(rc)" 0
 	check_held "$T/out"
-	expect_eq "the host's .git/config" "$(cat "$T/ws/.git/config")" "$before"
+	expect_eq "the host's .git/config" "$(< "$T/ws/.git/config")" "$before"
 	[ ! -e "$T/ws/.git/hooks/pre-commit" ] || fail "a hook came out"
 	[ ! -L "$T/ws/shadow" ] || fail "shadow link came out"
-	expect_contains "edit" "$(cat "$T/ws/edit.txt")" edited
+	expect_contains "edit" "$(< "$T/ws/edit.txt")" edited
 	use_repo "$T/ws"
 	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
 	[ ! -e "$T/outside" ] || fail "something was written outside"
@@ -207,7 +212,7 @@ t_hostile_patch() {
 	expect_eq "exit" "$(rc)" 0
 	check_held "$T/out"
 	for bad in fsmonitor shadow fifo envrc folderOpen; do
-		expect_not_contains "patch" "$(cat "$T/p.diff")" "$bad"
+		expect_not_contains "patch" "$(< "$T/p.diff")" "$bad"
 	done
 	cp -a "$T/ws" "$T/applied"
 	(cd "$T/applied" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
@@ -266,7 +271,7 @@ echo plain > .GIT/description'
 		[ ! -e "$T/result/$p" ] || fail "$p came out"
 		expect_contains "held $p" "$(json export.held < "$T/out")" "\"$p\""
 	done
-	expect_eq "a plain file beside them" "$(cat "$T/result/.GIT/description")" plain
+	expect_eq "a plain file beside them" "$(< "$T/result/.GIT/description")" plain
 	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "$mk"
 	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ ! -e "$T/ws/.GIT/hooks/post-checkout" ] || fail "apply: the hook came out"
@@ -288,19 +293,19 @@ t_export_dest_opened_before_the_run() {
 	expect_eq "patch: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ -L "$T/share/sub" ] || fail "the sandbox did not swap the directory"
 	[ -z "$(ls -A "$T/victim")" ] || fail "the patch followed the swapped link: $(ls "$T/victim")"
-	expect_contains "patch: where asked" "$(cat "$T/share/sub2/p.diff")" "+evil"
+	expect_contains "patch: where asked" "$(< "$T/share/sub2/p.diff")" "+evil"
 	rm -f "$T/share/sub" && mv "$T/share/sub2" "$T/share/sub"
 	crun --rw "$T/share:/share" --workspace "$T/ws" --export-to "$T/share/sub/out" \
 		-- /bin/sh -c "$swap" sh "$T/victim"
 	expect_eq "to: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ -z "$(ls -A "$T/victim")" ] || fail "the export followed the swapped link: $(ls "$T/victim")"
-	expect_eq "to: where asked" "$(cat "$T/share/sub2/out/x")" evil
+	expect_eq "to: where asked" "$(< "$T/share/sub2/out/x")" evil
 	# a link an earlier run left in the bind is not followed either
 	rm -rf "$T/share/sub2"
 	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/share/sub/p.diff" \
 		-- /bin/sh -c 'echo evil > /workspace/x'
 	expect_eq "a link already there: exit" "$(rc)" 125
-	expect_contains "a link already there: said" "$(cat "$T/err")" "the symlink sub on the way lies in a --rw bind"
+	expect_contains "a link already there: said" "$(< "$T/err")" "the symlink sub on the way lies in a --rw bind"
 	[ -z "$(ls -A "$T/victim")" ] || fail "the patch followed the link: $(ls "$T/victim")"
 	# one outside the binds is the caller's own, followed as ever
 	ln -s "$T/victim" "$T/mine"
@@ -312,11 +317,11 @@ t_export_dest_opened_before_the_run() {
 	ln -s "$T/victim" "$T/share/ws"
 	crun --rw "$T/share:/share" --workspace "$T/share/ws" --apply -- /bin/sh -c 'echo evil > x'
 	expect_eq "apply through the bind's link: exit" "$(rc)" 125
-	expect_contains "apply: said" "$(cat "$T/err")" "the symlink ws on the way lies in a --rw bind"
+	expect_contains "apply: said" "$(< "$T/err")" "the symlink ws on the way lies in a --rw bind"
 	[ ! -e "$T/victim/x" ] || fail "the apply followed the link"
 	crun --workspace "$T/ws" --patch "$T/nodir/p.diff" -- /bin/true
 	expect_eq "no directory: exit" "$(rc)" 125
-	expect_contains "no directory: said before the run" "$(cat "$T/err")" "nodir: No such file"
+	expect_contains "no directory: said before the run" "$(< "$T/err")" "nodir: No such file"
 }
 
 # The table reads .vscode/tasks.json and .git/modules/*/config by those
@@ -355,7 +360,7 @@ echo 'touch $T/marks/husky' > .husky/pre-commit; echo ok > other.txt"
 	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	expect_contains "held" "$(json export.held < "$T/out")" "core.hooksPath"
 	expect_contains "held husky" "$(json export.held < "$T/out")" ".husky/pre-commit"
-	expect_eq "the rest applied" "$(cat "$T/ws/other.txt")" ok
+	expect_eq "the rest applied" "$(< "$T/ws/other.txt")" ok
 	use_repo "$T/ws"
 	[ -z "$(ls -A "$T/marks")" ] || fail "a hook ran on the host: $(ls "$T/marks")"
 }
@@ -394,8 +399,8 @@ echo ok > settings.json; mkdir -p claude; echo ok > claude/settings.json'
 		expect_contains "held $path" "$(grep -F "$path:" <<< "$held" || true)" "$why"
 		[ ! -e "$T/result/$path" ] || fail "$path came out"
 	done <<< "$want"
-	expect_eq "a settings.json elsewhere" "$(cat "$T/result/settings.json")" ok
-	expect_eq "claude/ without the dot" "$(cat "$T/result/claude/settings.json")" ok
+	expect_eq "a settings.json elsewhere" "$(< "$T/result/settings.json")" ok
+	expect_eq "claude/ without the dot" "$(< "$T/result/claude/settings.json")" ok
 }
 
 # The user's own .git/config runs programs from the working tree (an
@@ -421,7 +426,7 @@ echo '*.gz diff=z' > .gitattributes.not; echo ok > other.txt"
 	expect_contains "fsmonitor held" "$held" '"tools/fsmon"'
 	expect_contains "alias held" "$held" '"tools/al.sh"'
 	expect_contains "textconv held" "$held" '"tools/conv [1].sh"'
-	expect_eq "the rest applied" "$(cat "$T/ws/other.txt")" ok
+	expect_eq "the rest applied" "$(< "$T/ws/other.txt")" ok
 	use_repo "$T/ws"
 	hostgit "$T/ws" t
 	[ -z "$(ls -A "$T/marks")" ] || fail "the host ran the sandbox's: $(ls "$T/marks")"
@@ -432,7 +437,7 @@ t_allow_risky_is_logged() {
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \
 		--allow-risky .envrc -- /bin/sh -c 'echo "export X=1" > .envrc; echo "[core]" > x.cfg'
 	expect_eq "exit" "$(rc)" 0
-	expect_eq "envrc" "$(cat "$T/result/.envrc")" "export X=1"
+	expect_eq "envrc" "$(< "$T/result/.envrc")" "export X=1"
 	grep '"type":"export.allow_risky"' "$T/ev" | grep -q '"pattern":".envrc"' ||
 		fail "no export.allow_risky event"
 }
@@ -503,9 +508,9 @@ t_held_names_do_not_reach_the_terminal() {
 		 ln -s /etc/passwd "b$(printf "\033[2J")"' \
 		< /dev/null > "$T/stdout" 2> "$T/stderr" || rc=$?
 	expect_eq "exit" "$rc" 0
-	expect_contains "the hook, held and named" "$(cat "$T/stderr")" \
+	expect_contains "the hook, held and named" "$(< "$T/stderr")" \
 		'held back .git/hooks/a\x1b]2;pwned\x07: '
-	expect_contains "the link, held and named" "$(cat "$T/stderr")" 'held back b\x1b[2J: '
+	expect_contains "the link, held and named" "$(< "$T/stderr")" 'held back b\x1b[2J: '
 	! grep -q "$(printf '\033')" "$T/stderr" || fail "an escape reached stderr: $(od -c "$T/stderr" | head -5)"
 	! grep -q "$(printf '\007')" "$T/stderr" || fail "a BEL reached stderr"
 }
@@ -559,19 +564,19 @@ t_apply_conflict() {
 		'echo sandbox > edit.txt; echo sandbox > gone.txt; echo ready; read x' \
 		< "$T/in" > "$T/stdout" 2> "$T/stderr"; echo $? > "$T/rc" ) &
 	pid=$!
-	for i in $(seq 1 1200); do
-		grep -q ready "$T/stdout" 2>/dev/null && break
+	for ((i = 0; i < 1200; i++)); do
+		[[ $(< "$T/stdout") != *ready* ]] 2>/dev/null || break
 		kill -0 $pid 2>/dev/null || break
-		sleep 0.1
+		doze 0.1
 	done
 	echo host > "$T/ws/edit.txt"
 	echo go >&3
 	wait $pid
 	exec 3>&-
-	expect_eq "exit" "$(cat "$T/rc")" 0
-	expect_contains "conflict" "$(cat "$T/stderr")" "conflict at edit.txt: changed on the host since the sandbox started"
-	expect_eq "the host's change kept" "$(cat "$T/ws/edit.txt")" host
-	expect_eq "the other change applied" "$(cat "$T/ws/gone.txt")" sandbox
+	expect_eq "exit" "$(< "$T/rc")" 0
+	expect_contains "conflict" "$(< "$T/stderr")" "conflict at edit.txt: changed on the host since the sandbox started"
+	expect_eq "the host's change kept" "$(< "$T/ws/edit.txt")" host
+	expect_eq "the other change applied" "$(< "$T/ws/gone.txt")" sandbox
 }
 
 t_export_limits() {
@@ -580,17 +585,17 @@ t_export_limits() {
 	crun --policy "$T/policy.json" --workspace "$T/ws" --export-to "$T/result" \
 		-- /bin/sh -c 'for i in 1 2 3 4 5 6; do echo $i > f$i; done'
 	expect_eq "exit" "$(rc)" 125
-	expect_contains "error" "$(cat "$T/err")" "export.max_files (3"
+	expect_contains "error" "$(< "$T/err")" "export.max_files (3"
 	crun --workspace "$T/ws" --export-to "$T/ws/inside" -- /bin/true
 	expect_eq "inside" "$(rc)" 125
-	expect_contains "inside msg" "$(cat "$T/err")" "inside the workspace"
+	expect_contains "inside msg" "$(< "$T/err")" "inside the workspace"
 	crun --apply -- /bin/true
 	expect_eq "no workspace" "$(rc)" 125
-	expect_contains "no workspace msg" "$(cat "$T/err")" "needs a workspace"
+	expect_contains "no workspace msg" "$(< "$T/err")" "needs a workspace"
 	mkdir "$T/exists"
 	crun --workspace "$T/ws" --export-to "$T/exists" -- /bin/true
 	expect_eq "exists" "$(rc)" 125
-	expect_contains "exists msg" "$(cat "$T/err")" "exists already"
+	expect_contains "exists msg" "$(< "$T/err")" "exists already"
 }
 
 # The changes' paths are bounded in bytes, whatever max_files says: 9000
@@ -607,7 +612,7 @@ for i in range(int(sys.argv[1])):
 	mkrepo "$T/ws"
 	crun --workspace "$T/ws" --patch "$T/p" -- python3 -c "$mk" 9000
 	expect_eq "exit" "$(rc)" 125
-	expect_contains "error" "$(cat "$T/err")" "more than 32 MiB of paths"
+	expect_contains "error" "$(< "$T/err")" "more than 32 MiB of paths"
 	crun --workspace "$T/ws" --export-to "$T/result" -- python3 -c "$mk" 3
 	expect_eq "a few: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	expect_eq "a few: exported" "$(find "$T/result/deep" -type f | wc -l)" 3
@@ -644,8 +649,8 @@ with open("/workspace/blob.bin", "wb") as f:
 	crun --policy "$T/policy.json" --workspace "$T/ws" --patch "$T/p.diff" -- \
 		python3 -c "$mk" 2
 	expect_eq "too big: exit" "$(rc)" 125
-	expect_contains "too big: said" "$(cat "$T/err")" "export.max_bytes"
-	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
+	expect_contains "too big: said" "$(< "$T/err")" "export.max_bytes"
+	expect_eq "FILE as it was" "$(< "$T/p.diff")" before
 	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
 }
 
@@ -667,8 +672,8 @@ with open("/workspace/blob.bin", "wb") as f:
 	signal_midway TERM "$T" --workspace "$T/ws" --patch "$T/p.diff" -- \
 		python3 -c "$mk" || rc=$?
 	expect_eq "exit" "$rc" 143
-	expect_contains "said" "$(cat "$T/err")" "the export was cut short by SIGTERM"
-	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
+	expect_contains "said" "$(< "$T/err")" "the export was cut short by SIGTERM"
+	expect_eq "FILE as it was" "$(< "$T/p.diff")" before
 	expect_eq "nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 	# SIGKILL, which no handler sees: the new file, unnamed until whole
 	# (O_TMPFILE), goes with corral; named, it stayed beside FILE
@@ -676,7 +681,7 @@ with open("/workspace/blob.bin", "wb") as f:
 	signal_midway KILL "$T" --workspace "$T/ws" --patch "$T/p.diff" -- \
 		python3 -c "$mk" || rc=$?
 	expect_eq "KILL: exit" "$rc" 137
-	expect_eq "KILL: FILE as it was" "$(cat "$T/p.diff")" before
+	expect_eq "KILL: FILE as it was" "$(< "$T/p.diff")" before
 	expect_eq "KILL: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 }
 
@@ -690,7 +695,7 @@ t_export_cut_short_within_a_file() {
 	signal_midway TERM "$T/result" --workspace "$T/ws" --export-to "$T/result" -- \
 		true || rc=$?
 	expect_eq "exit" "$rc" 143
-	expect_contains "said" "$(cat "$T/err")" \
+	expect_contains "said" "$(< "$T/err")" \
 		"the export was cut short by SIGTERM while writing blob.bin"
 	expect_eq "no part of the file" "$(ls -A "$T/result")" ""
 	# SIGKILL: no handler; the file is unnamed until whole (O_TMPFILE)
@@ -707,7 +712,7 @@ t_export_cut_short_within_a_file() {
 # DIR (an unnamed one, or named .corral-export.*); returns corral's exit
 # status, 1 (and fails) if it never did.
 signal_midway() {
-	local sig=$1 dir=$2 st sup="" i rc=0 forks="" delay=100000 nap
+	local sig=$1 dir=$2 st sup="" i rc=0 forks="" delay=100000
 	shift 2
 	# MIDWAY_WRITER=1: the export is written by a child of corral's (as
 	# root, the destination's owner's writer): it is traced and looked at
@@ -726,18 +731,15 @@ signal_midway() {
 	# looked at every 50 ms, with no process a look (pgrep read all of
 	# /proc twice a round, readlink was a fork an fd, sleep one a round:
 	# the test's CPU was more the looking than corral's)
-	[ -p "$T/midway.nap" ] || mkfifo "$T/midway.nap"
-	exec {nap}<> "$T/midway.nap"
 	i=0
 	until [ -n "$sup" ] && writing "$sup" "$dir" || [ $i -ge 1200 ]; do
 		kill -0 "$st" 2>/dev/null || break
 		# timeout's strace's corral, found once
 		[ -n "$sup" ] || { child_named "$st" strace && child_named "$KID" corral &&
 			sup=$KID; } || true
-		read -r -t 0.05 -u "$nap" || true
+		doze 0.05
 		i=$((i + 1))
 	done
-	exec {nap}>&-
 	[ -n "$sup" ] && writing "$sup" "$dir" || {
 		end_traced "$st" $sup; trap - EXIT
 		fail "no export being written: $(tail -3 "$T/err")"; return 1; }
@@ -804,8 +806,8 @@ t_export_as_owner_cut_short_by_a_signal() {
 	MIDWAY_WRITER=1 signal_midway TERM "$T/u/result" --workspace "$T/ws" \
 		--export-to "$T/u/result" -- true || rc=$?
 	expect_eq "exit" "$rc" 143
-	expect_contains "whom" "$(cat "$T/err")" "written as uid 1000 gid 1000"
-	expect_contains "said" "$(cat "$T/err")" \
+	expect_contains "whom" "$(< "$T/err")" "written as uid 1000 gid 1000"
+	expect_contains "said" "$(< "$T/err")" \
 		"the export was cut short by SIGTERM while writing blob.bin"
 	expect_eq "nothing in the new directory" "$(ls -A "$T/u/result")" ""
 	expect_eq "no writer left" "$(pgrep -f -x "$CORRAL run --workspace $T/ws --export-to $T/u/result -- true" || true)" ""
@@ -817,7 +819,7 @@ t_halted_exports_nothing() {
 	crun --policy "$T/policy.json" --workspace "$T/ws" --export-to "$T/result" \
 		-- /bin/sh -c 'echo x > new.txt; sleep 30'
 	expect_eq "exit" "$(rc)" 137
-	expect_contains "said" "$(cat "$T/err")" "the sandbox was halted: nothing is exported"
+	expect_contains "said" "$(< "$T/err")" "the sandbox was halted: nothing is exported"
 	[ ! -e "$T/result" ] || fail "a halted sandbox's work came out"
 }
 

@@ -177,8 +177,8 @@ t_hostile_export_to() {
 	[ ! -e "$T/result/.envrc" ] || fail ".envrc came out"
 	[ -z "$(find "$T/result" ! -user "$ME" | head -1)" ] || fail "a file is not the caller's"
 	[ -z "$(find "$T/result" -perm /6000 | head -1)" ] || fail "a setuid/setgid bit came out"
-	expect_not_contains "config" "$(< "$T/result/.git/config")" fsmonitor
-	expect_contains "edit" "$(< "$T/result/edit.txt")" edited
+	expect_not_contains "config" "$(cat "$T/result/.git/config")" fsmonitor
+	expect_contains "edit" "$(cat "$T/result/edit.txt")" edited
 	grep -q '"type":"export.held"' "$T/ev" || fail "no export.held events"
 	use_repo "$T/result"
 	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
@@ -189,15 +189,15 @@ t_hostile_apply() {
 	mkrepo "$T/ws"
 	mkdir -p "$T/marks" "$T/home"
 	write_agent
-	before=$(< "$T/ws/.git/config")
+	before=$(cat "$T/ws/.git/config")
 	crun --json --ro "$T/agent.sh:/opt/agent.sh" --workspace "$T/ws" --apply \
 		-- /opt/agent.sh /workspace "$T/marks"
 	expect_eq "exit" "$(rc)" 0
 	check_held "$T/out"
-	expect_eq "the host's .git/config" "$(< "$T/ws/.git/config")" "$before"
+	expect_eq "the host's .git/config" "$(cat "$T/ws/.git/config")" "$before"
 	[ ! -e "$T/ws/.git/hooks/pre-commit" ] || fail "a hook came out"
 	[ ! -L "$T/ws/shadow" ] || fail "shadow link came out"
-	expect_contains "edit" "$(< "$T/ws/edit.txt")" edited
+	expect_contains "edit" "$(cat "$T/ws/edit.txt")" edited
 	use_repo "$T/ws"
 	[ -z "$(ls -A "$T/marks")" ] || fail "a trap ran on the host: $(ls "$T/marks")"
 	[ ! -e "$T/outside" ] || fail "something was written outside"
@@ -212,7 +212,7 @@ t_hostile_patch() {
 	expect_eq "exit" "$(rc)" 0
 	check_held "$T/out"
 	for bad in fsmonitor shadow fifo envrc folderOpen; do
-		expect_not_contains "patch" "$(< "$T/p.diff")" "$bad"
+		expect_not_contains "patch" "$(cat "$T/p.diff")" "$bad"
 	done
 	cp -a "$T/ws" "$T/applied"
 	(cd "$T/applied" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
@@ -271,7 +271,7 @@ echo plain > .GIT/description'
 		[ ! -e "$T/result/$p" ] || fail "$p came out"
 		expect_contains "held $p" "$(json export.held < "$T/out")" "\"$p\""
 	done
-	expect_eq "a plain file beside them" "$(< "$T/result/.GIT/description")" plain
+	expect_eq "a plain file beside them" "$(cat "$T/result/.GIT/description")" plain
 	crun --json --workspace "$T/ws" --apply -- /bin/sh -c "$mk"
 	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ ! -e "$T/ws/.GIT/hooks/post-checkout" ] || fail "apply: the hook came out"
@@ -293,13 +293,13 @@ t_export_dest_opened_before_the_run() {
 	expect_eq "patch: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ -L "$T/share/sub" ] || fail "the sandbox did not swap the directory"
 	[ -z "$(ls -A "$T/victim")" ] || fail "the patch followed the swapped link: $(ls "$T/victim")"
-	expect_contains "patch: where asked" "$(< "$T/share/sub2/p.diff")" "+evil"
+	expect_contains "patch: where asked" "$(cat "$T/share/sub2/p.diff")" "+evil"
 	rm -f "$T/share/sub" && mv "$T/share/sub2" "$T/share/sub"
 	crun --rw "$T/share:/share" --workspace "$T/ws" --export-to "$T/share/sub/out" \
 		-- /bin/sh -c "$swap" sh "$T/victim"
 	expect_eq "to: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	[ -z "$(ls -A "$T/victim")" ] || fail "the export followed the swapped link: $(ls "$T/victim")"
-	expect_eq "to: where asked" "$(< "$T/share/sub2/out/x")" evil
+	expect_eq "to: where asked" "$(cat "$T/share/sub2/out/x")" evil
 	# a link an earlier run left in the bind is not followed either
 	rm -rf "$T/share/sub2"
 	crun --rw "$T/share:/share" --workspace "$T/ws" --patch "$T/share/sub/p.diff" \
@@ -360,7 +360,7 @@ echo 'touch $T/marks/husky' > .husky/pre-commit; echo ok > other.txt"
 	expect_eq "exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
 	expect_contains "held" "$(json export.held < "$T/out")" "core.hooksPath"
 	expect_contains "held husky" "$(json export.held < "$T/out")" ".husky/pre-commit"
-	expect_eq "the rest applied" "$(< "$T/ws/other.txt")" ok
+	expect_eq "the rest applied" "$(cat "$T/ws/other.txt")" ok
 	use_repo "$T/ws"
 	[ -z "$(ls -A "$T/marks")" ] || fail "a hook ran on the host: $(ls "$T/marks")"
 }
@@ -399,8 +399,8 @@ echo ok > settings.json; mkdir -p claude; echo ok > claude/settings.json'
 		expect_contains "held $path" "$(grep -F "$path:" <<< "$held" || true)" "$why"
 		[ ! -e "$T/result/$path" ] || fail "$path came out"
 	done <<< "$want"
-	expect_eq "a settings.json elsewhere" "$(< "$T/result/settings.json")" ok
-	expect_eq "claude/ without the dot" "$(< "$T/result/claude/settings.json")" ok
+	expect_eq "a settings.json elsewhere" "$(cat "$T/result/settings.json")" ok
+	expect_eq "claude/ without the dot" "$(cat "$T/result/claude/settings.json")" ok
 }
 
 # The user's own .git/config runs programs from the working tree (an
@@ -426,7 +426,7 @@ echo '*.gz diff=z' > .gitattributes.not; echo ok > other.txt"
 	expect_contains "fsmonitor held" "$held" '"tools/fsmon"'
 	expect_contains "alias held" "$held" '"tools/al.sh"'
 	expect_contains "textconv held" "$held" '"tools/conv [1].sh"'
-	expect_eq "the rest applied" "$(< "$T/ws/other.txt")" ok
+	expect_eq "the rest applied" "$(cat "$T/ws/other.txt")" ok
 	use_repo "$T/ws"
 	hostgit "$T/ws" t
 	[ -z "$(ls -A "$T/marks")" ] || fail "the host ran the sandbox's: $(ls "$T/marks")"
@@ -437,7 +437,7 @@ t_allow_risky_is_logged() {
 	crun --json --events "$T/ev" --workspace "$T/ws" --export-to "$T/result" \
 		--allow-risky .envrc -- /bin/sh -c 'echo "export X=1" > .envrc; echo "[core]" > x.cfg'
 	expect_eq "exit" "$(rc)" 0
-	expect_eq "envrc" "$(< "$T/result/.envrc")" "export X=1"
+	expect_eq "envrc" "$(cat "$T/result/.envrc")" "export X=1"
 	grep '"type":"export.allow_risky"' "$T/ev" | grep -q '"pattern":".envrc"' ||
 		fail "no export.allow_risky event"
 }
@@ -565,7 +565,8 @@ t_apply_conflict() {
 		< "$T/in" > "$T/stdout" 2> "$T/stderr"; echo $? > "$T/rc" ) &
 	pid=$!
 	for ((i = 0; i < 1200; i++)); do
-		[[ $(< "$T/stdout") != *ready* ]] 2>/dev/null || break
+		# (-f first: $(< F) of no F ends the test, where cat said nothing)
+		[[ -f $T/stdout && $(< "$T/stdout") == *ready* ]] && break
 		kill -0 $pid 2>/dev/null || break
 		doze 0.1
 	done
@@ -575,8 +576,8 @@ t_apply_conflict() {
 	exec 3>&-
 	expect_eq "exit" "$(< "$T/rc")" 0
 	expect_contains "conflict" "$(< "$T/stderr")" "conflict at edit.txt: changed on the host since the sandbox started"
-	expect_eq "the host's change kept" "$(< "$T/ws/edit.txt")" host
-	expect_eq "the other change applied" "$(< "$T/ws/gone.txt")" sandbox
+	expect_eq "the host's change kept" "$(cat "$T/ws/edit.txt")" host
+	expect_eq "the other change applied" "$(cat "$T/ws/gone.txt")" sandbox
 }
 
 t_export_limits() {
@@ -650,7 +651,7 @@ with open("/workspace/blob.bin", "wb") as f:
 		python3 -c "$mk" 2
 	expect_eq "too big: exit" "$(rc)" 125
 	expect_contains "too big: said" "$(< "$T/err")" "export.max_bytes"
-	expect_eq "FILE as it was" "$(< "$T/p.diff")" before
+	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
 	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
 }
 
@@ -673,7 +674,7 @@ with open("/workspace/blob.bin", "wb") as f:
 		python3 -c "$mk" || rc=$?
 	expect_eq "exit" "$rc" 143
 	expect_contains "said" "$(< "$T/err")" "the export was cut short by SIGTERM"
-	expect_eq "FILE as it was" "$(< "$T/p.diff")" before
+	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
 	expect_eq "nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 	# SIGKILL, which no handler sees: the new file, unnamed until whole
 	# (O_TMPFILE), goes with corral; named, it stayed beside FILE
@@ -681,7 +682,7 @@ with open("/workspace/blob.bin", "wb") as f:
 	signal_midway KILL "$T" --workspace "$T/ws" --patch "$T/p.diff" -- \
 		python3 -c "$mk" || rc=$?
 	expect_eq "KILL: exit" "$rc" 137
-	expect_eq "KILL: FILE as it was" "$(< "$T/p.diff")" before
+	expect_eq "KILL: FILE as it was" "$(cat "$T/p.diff")" before
 	expect_eq "KILL: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 }
 

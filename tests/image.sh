@@ -195,7 +195,7 @@ t_import_zstd() {
 	img import "$T/z" > /dev/null
 	expect_eq "exit" "$(rc)" 0
 	l0=$(layer_of corral-test/zstd:1 0)
-	expect_eq "content" "$(< "$l0/srv/app/hello.txt")" "hello from the image"
+	expect_eq "content" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
 }
 
 t_reimport_dedupes() {
@@ -301,7 +301,7 @@ t_hostile_absolute_path() {
 	expect_contains "reported" "$out" "1 absolute name(s) taken relative to the layer, e.g. /etc/corral-evil"
 	[ ! -e /etc/corral-evil ] || fail "written on the host"
 	l0=$(layer_of corral-test/hostile-absolute:1 0)
-	expect_eq "in the layer" "$(< "$l0/etc/corral-evil")" x
+	expect_eq "in the layer" "$(cat "$l0/etc/corral-evil")" x
 }
 
 t_hostile_dotdot() {
@@ -339,7 +339,7 @@ t_hostile_devices_dropped() {
 	expect_contains "reported" "$out" "3 device node(s) dropped, e.g. dev/null (char 1:3)"
 	l0=$(layer_of corral-test/hostile-devices:1 0)
 	expect_eq "dev/ empty" "$(ls -A "$l0/dev")" ""
-	expect_eq "the rest kept" "$(< "$l0/ok")" kept
+	expect_eq "the rest kept" "$(cat "$l0/ok")" kept
 }
 
 t_hostile_setuid_stripped() {
@@ -577,7 +577,7 @@ t_layer_modes_links_fifos() {
 	expect_eq "exit" "$(rc)" 0
 	l0=$(layer_of corral-test/hostile-modes:1 0)
 	expect_eq "0555 dir" "$(stat -c %a "$l0/ro")" 555
-	expect_eq "file in it" "$(< "$l0/ro/inside")" "in a 0555 dir"
+	expect_eq "file in it" "$(cat "$l0/ro/inside")" "in a 0555 dir"
 	expect_eq "hard link" "$(stat -c %i "$l0/data")" "$(stat -c %i "$l0/data-link")"
 	expect_eq "fifo" "$(stat -c %F "$l0/fifo")" fifo
 	# removal copes with the read-only dir
@@ -590,8 +590,8 @@ t_later_entries_replace() {
 	fixture hostile-replace img
 	img import "$T/img" > /dev/null
 	l0=$(layer_of corral-test/hostile-replace:1 0)
-	expect_eq "file over dir" "$(< "$l0/x")" "now a file"
-	expect_eq "dir over file" "$(< "$l0/y/in")" 2
+	expect_eq "file over dir" "$(cat "$l0/x")" "now a file"
+	expect_eq "dir over file" "$(cat "$l0/y/in")" 2
 }
 
 # ---- running on an image ---------------------------------------------------
@@ -671,7 +671,7 @@ t_run_image_read_only() {
 	expect_contains "bin" "$out" "Read-only file system"
 	expect_contains "tmp writable" "$out" "tmp-ok"
 	l0=$(layer_of corral-test/busybox:1 0)
-	expect_eq "layer untouched" "$(< "$l0/srv/app/hello.txt")" "hello from the image"
+	expect_eq "layer untouched" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
 }
 
 t_run_image_root_writable() {
@@ -682,7 +682,7 @@ t_run_image_root_writable() {
 	expect_contains "copied up" "$out" "changed"
 	# discarded with the sandbox; the shared layers never change
 	l0=$(layer_of corral-test/busybox:1 0)
-	expect_eq "layer untouched" "$(< "$l0/srv/app/hello.txt")" "hello from the image"
+	expect_eq "layer untouched" "$(cat "$l0/srv/app/hello.txt")" "hello from the image"
 	[ ! -e "$l0/bin/new" ] || fail "written into the layer"
 	out=$(crun --image corral-test/busybox:1 -- 'cat /bin/new')
 	expect_contains "gone next run" "$out" "No such file"
@@ -769,7 +769,7 @@ t_run_rootfs_dir() {
 	expect_contains "workspace" "$out" "workspace"
 	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo x > /data/f')
 	expect_contains "read-only" "$out" "Read-only file system"
-	expect_eq "tree untouched" "$(< "$T/tree/data/f")" "from the tree"
+	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
 }
 
 t_run_image_host_tmp_binds() {
@@ -1112,7 +1112,7 @@ t_run_rootfs_nobodys_tree() {
 x"
 	expect_eq "agent" "$(json layers.ids.uid < "$T/out")" $NOBODY
 	expect_contains "why" "$(json layers.ids.note < "$T/out")" "the owner of the root layer $T/tree"
-	expect_eq "tree untouched" "$(< "$T/tree/data/f")" "from the tree"
+	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
 }
 
 # legacy_store: the test's store as an older corral left it as root: every

@@ -115,25 +115,25 @@ s_api_hostile() {
 	[ ! -e "$T/result/fifo" ] || fail "fifo came out"
 	[ -z "$(find "$T/result" ! -user "$ME" | head -1)" ] || fail "a file is not the caller's"
 	[ -z "$(find "$T/result" -perm /6000 | head -1)" ] || fail "a setuid/setgid bit came out"
-	expect_not_contains "config" "$(< "$T/result/.git/config")" fsmonitor
+	expect_not_contains "config" "$(cat "$T/result/.git/config")" fsmonitor
 	expect_eq "exists" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/result\"}")" 409
 
 	expect_eq "patch" "$(api POST "/v1/sandboxes/$SB/export" -d '{"patch": true}')" 200
 	check_held "$T/body" held
 	json patch < "$T/body" > "$T/p.diff"
 	for bad in fsmonitor shadow fifo envrc folderOpen; do
-		expect_not_contains "patch" "$(< "$T/p.diff")" "$bad"
+		expect_not_contains "patch" "$(cat "$T/p.diff")" "$bad"
 	done
 	cp -a "$T/ws" "$T/applied"
 	(cd "$T/applied" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
 		fail "git apply refused the patch"
 
-	before=$(< "$T/ws/.git/config")
+	before=$(cat "$T/ws/.git/config")
 	expect_eq "apply" "$(api POST "/v1/sandboxes/$SB/export" -d '{"apply": true}')" 200
 	check_held "$T/body" held
-	expect_eq "the host's .git/config" "$(< "$T/ws/.git/config")" "$before"
+	expect_eq "the host's .git/config" "$(cat "$T/ws/.git/config")" "$before"
 	[ ! -e "$T/ws/.git/hooks/pre-commit" ] || fail "a hook came out"
-	expect_contains "edit" "$(< "$T/ws/edit.txt")" edited
+	expect_contains "edit" "$(cat "$T/ws/edit.txt")" edited
 
 	use_repo "$T/result"
 	use_repo "$T/applied"
@@ -151,7 +151,7 @@ s_api_allow_risky_is_logged() {
 	run "$SB" "$(sh_file a.sh 'echo "export X=1" > .envrc')"
 	cli export "$SB" --to "$T/result" --allow-risky .envrc ||
 		fail "export: $(< "$T/err")"
-	expect_eq "envrc" "$(< "$T/result/.envrc")" "export X=1"
+	expect_eq "envrc" "$(cat "$T/result/.envrc")" "export X=1"
 	grep '"type":"export.allow_risky"' "$T/state/audit.jsonl" | grep -q '"pattern":".envrc"' ||
 		fail "no export.allow_risky event"
 }
@@ -174,7 +174,7 @@ s_api_session_round_trips() {
 	cli diff "$SB" --patch || fail "diff --patch: $(< "$T/err")"
 	cp "$T/out" "$T/diff.patch"
 	cli export "$SB" --patch "$T/p.diff" || fail "export --patch: $(< "$T/err")"
-	expect_eq "diff --patch is the export's patch" "$(< "$T/diff.patch")" "$(< "$T/p.diff")"
+	expect_eq "diff --patch is the export's patch" "$(< "$T/diff.patch")" "$(cat "$T/p.diff")"
 	grep -q "GIT binary patch" "$T/p.diff" || fail "no binary patch"
 	cp -a "$T/ws" "$T/patched"
 	(cd "$T/patched" && HOME=$T/home git -c safe.directory='*' apply "$T/p.diff") ||
@@ -194,8 +194,8 @@ s_apply_conflict() {
 	echo host > "$T/ws/edit.txt"
 	cli export "$SB" --apply || fail "export --apply: $(< "$T/err")"
 	expect_contains "conflict listed" "$(< "$T/out")" "conflict edit.txt"
-	expect_eq "the host's change kept" "$(< "$T/ws/edit.txt")" host
-	expect_eq "the rest applied" "$(< "$T/ws/new.txt")" n
+	expect_eq "the host's change kept" "$(cat "$T/ws/edit.txt")" host
+	expect_eq "the rest applied" "$(cat "$T/ws/new.txt")" n
 }
 
 # apply, keep working, apply again: the first apply's own writes (a file
@@ -208,20 +208,20 @@ s_apply_again() {
 rm gone.txt; mkdir -p d; echo x > d/x')"
 	cli export "$SB" --apply --json || fail "first apply: $(< "$T/err")"
 	expect_eq "first apply's conflicts" "$(json conflicts < "$T/out")" "[]"
-	expect_eq "first apply" "$(< "$T/ws/edit.txt")" one
+	expect_eq "first apply" "$(cat "$T/ws/edit.txt")" one
 	run "$SB" "$(sh_file b.sh 'echo two > edit.txt; echo n2 > new.txt; ln -sfn d/x link
 echo back > gone.txt; echo y > d/x')"
 	cli export "$SB" --apply --json || fail "second apply: $(< "$T/err")"
 	expect_eq "second apply's conflicts" "$(json conflicts < "$T/out")" "[]"
-	expect_eq "edit.txt" "$(< "$T/ws/edit.txt")" two
-	expect_eq "new.txt" "$(< "$T/ws/new.txt")" n2
+	expect_eq "edit.txt" "$(cat "$T/ws/edit.txt")" two
+	expect_eq "new.txt" "$(cat "$T/ws/new.txt")" n2
 	expect_eq "link" "$(readlink "$T/ws/link")" d/x
-	expect_eq "gone.txt, back" "$(< "$T/ws/gone.txt")" back
-	expect_eq "d/x" "$(< "$T/ws/d/x")" y
+	expect_eq "gone.txt, back" "$(cat "$T/ws/gone.txt")" back
+	expect_eq "d/x" "$(cat "$T/ws/d/x")" y
 	run "$SB" "$(sh_file c.sh 'echo three > edit.txt')"
 	cli export "$SB" --apply --json || fail "third apply: $(< "$T/err")"
 	expect_eq "third apply's conflicts" "$(json conflicts < "$T/out")" "[]"
-	expect_eq "edit.txt, third" "$(< "$T/ws/edit.txt")" three
+	expect_eq "edit.txt, third" "$(cat "$T/ws/edit.txt")" three
 }
 
 # a host edit after an apply is a conflict at the next, and is kept: in
@@ -240,9 +240,9 @@ s_apply_again_host_edit() {
 	cli export "$SB" --apply || fail "second apply: $(< "$T/err")"
 	expect_contains "edit.txt a conflict" "$(< "$T/out")" "conflict edit.txt"
 	expect_contains "new.txt a conflict" "$(< "$T/out")" "conflict new.txt"
-	expect_eq "the host's edit kept" "$(< "$T/ws/edit.txt")" hst
-	expect_eq "the host's file kept" "$(< "$T/ws/new.txt")" h
-	expect_eq "the rest applied" "$(< "$T/ws/script.sh")" s2
+	expect_eq "the host's edit kept" "$(cat "$T/ws/edit.txt")" hst
+	expect_eq "the host's file kept" "$(cat "$T/ws/new.txt")" h
+	expect_eq "the rest applied" "$(cat "$T/ws/script.sh")" s2
 }
 
 # the record of what an apply wrote keeps names that are not UTF-8
@@ -255,16 +255,16 @@ s_apply_again_not_utf8() {
 	run "$SB" "$(sh_file a.sh 'echo one > "$(printf "f\377\376.txt")"')"
 	cli export "$SB" --apply --json || fail "first apply: $(< "$T/err")"
 	expect_eq "first apply's conflicts" "$(json conflicts < "$T/out")" "[]"
-	expect_eq "first apply" "$(< "$T/ws/$name")" one
+	expect_eq "first apply" "$(cat "$T/ws/$name")" one
 	run "$SB" "$(sh_file b.sh 'echo two > "$(printf "f\377\376.txt")"')"
 	cli export "$SB" --apply --json || fail "second apply: $(< "$T/err")"
 	expect_eq "second apply's conflicts" "$(json conflicts < "$T/out")" "[]"
-	expect_eq "second apply" "$(< "$T/ws/$name")" two
+	expect_eq "second apply" "$(cat "$T/ws/$name")" two
 	# and a host edit of it is still seen
 	echo host > "$T/ws/$name"
 	run "$SB" "$(sh_file c.sh 'echo three > "$(printf "f\377\376.txt")"')"
 	cli export "$SB" --apply --json || fail "third apply: $(< "$T/err")"
-	expect_eq "the host's edit kept" "$(< "$T/ws/$name")" host
+	expect_eq "the host's edit kept" "$(cat "$T/ws/$name")" host
 	expect_eq "a conflict" "$(pyjq 'len(v["conflicts"])' "$T/out")" 1
 }
 
@@ -323,7 +323,7 @@ s_writes_as_the_unix_client() {
 	expect_eq "into the client's own" "$(as65534 "{\"to\": \"$T/theirs/r\"}")" 200
 	expect_eq "owner" "$(stat -c %u "$T/theirs/r/new.txt")" 65534
 	expect_eq "apply onto a workspace the client may write" "$(as65534 '{"apply": true}')" 200
-	expect_eq "applied" "$(< "$T/ws/new.txt")" x
+	expect_eq "applied" "$(cat "$T/ws/new.txt")" x
 	chown root:root "$T/ws" && chmod 755 "$T/ws"
 	run "$SB" "$(sh_file b.sh 'echo y > new2.txt')"
 	as65534 '{"apply": true}' > /dev/null
@@ -346,7 +346,7 @@ s_export_to_not_through_a_bind_link() {
 	expect_contains "said" "$(< "$T/body")" "the symlink sub on the way lies in a --rw bind"
 	[ -z "$(ls -A "$T/victim")" ] || fail "the export followed the link: $(ls "$T/victim")"
 	expect_eq "into the bind itself" "$(api POST "/v1/sandboxes/$SB/export" -d "{\"to\": \"$T/share/real/out/\"}")" 200
-	expect_eq "exported" "$(< "$T/share/real/out/new.txt")" x
+	expect_eq "exported" "$(cat "$T/share/real/out/new.txt")" x
 }
 
 # The client's own files for a sandbox: `corral export --patch FILE`,
@@ -378,7 +378,7 @@ s_client_files_not_through_a_bind_link() {
 	cli cp "$SB:/workspace/new.txt" "$T/share/f" && fail "cp out wrote through the bind's link"
 	expect_contains "said" "$(< "$T/err")" "the symlink f on the way lies in a --rw bind"
 	[ -z "$(ls -A "$T/victim")" ] || fail "the client wrote through the link: $(ls "$T/victim")"
-	expect_eq "the file the link names" "$(< "$T/secret.txt")" secret
+	expect_eq "the file the link names" "$(cat "$T/secret.txt")" secret
 	cli cp "$T/share/f" "$SB:/tmp/got" && fail "cp in read through the bind's link"
 	expect_eq "nothing copied in" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/got")" 404
 	cli exec --stdin-file "$T/share/f" "$SB" -- cat && fail "exec's stdin read through the bind's link"
@@ -386,13 +386,13 @@ s_client_files_not_through_a_bind_link() {
 	expect_eq "exec: nothing read" "$(< "$T/out")" ""
 
 	cli export --patch "$T/share/real/p.diff" "$SB" || fail "export into the bind: $(< "$T/err")"
-	expect_contains "the patch" "$(< "$T/share/real/p.diff")" "+x"
+	expect_contains "the patch" "$(cat "$T/share/real/p.diff")" "+x"
 	cli cp "$SB:/workspace/new.txt" "$T/share/real/h" || fail "cp out: $(< "$T/err")"
 	cli cp "$T/share/real/h" "$SB:/tmp/h" || fail "cp in: $(< "$T/err")"
 	cli exec --stdin-file "$T/share/real/h" "$SB" -- cat || fail "exec --stdin-file: $(< "$T/err")"
 	expect_eq "exec's stdin" "$(< "$T/out")" x
 	cli cp "$SB:/workspace/new.txt" "$T/mylink/mine" || fail "cp through the user's link: $(< "$T/err")"
-	expect_eq "through the user's own link" "$(< "$T/victim/mine")" x
+	expect_eq "through the user's own link" "$(cat "$T/victim/mine")" x
 }
 
 # ---- snapshots and forks --------------------------------------------------
@@ -943,17 +943,17 @@ s_apply_cut_short() {
 	run "$SB" "$(sh_file a.sh 'for i in 1 2 3 4 5; do echo new$i > f$i; done')"
 	bg_api a1 POST "/v1/sandboxes/$SB/export" -d '{"apply": true}'
 	i=0
-	while [ "$(< "$T/ws/f2")" != new2 ] && [ $i -lt 600 ]; do
+	while [ "$(cat "$T/ws/f2")" != new2 ] && [ $i -lt 600 ]; do
 		doze 0.05
 		i=$((i + 1))
 	done
-	expect_eq "f2, written before the cut" "$(< "$T/ws/f2")" new2
+	expect_eq "f2, written before the cut" "$(cat "$T/ws/f2")" new2
 	w=$(workers)
 	[ -n "$w" ] || fail "no worker holds the apply"
 	kill "$a1_PID"; bg_wait a1
 	wait_gone $w
-	expect_eq "f1" "$(< "$T/ws/f1")" new1
-	expect_eq "f3, never reached" "$(< "$T/ws/f3")" old3
+	expect_eq "f1" "$(cat "$T/ws/f1")" new1
+	expect_eq "f3, never reached" "$(cat "$T/ws/f3")" old3
 	ls -A "$T/ws" | grep -q corral-export && fail "a temporary file stayed: $(ls -A "$T/ws")"
 	grep -q '"type":"export","mode":"apply","written":2,"error":"cut short' \
 		"$T/state/audit.jsonl" || fail "no event for the cut: $(grep '"export"' "$T/state/audit.jsonl")"
@@ -965,9 +965,9 @@ s_apply_cut_short() {
 	bg_wait a2
 	expect_eq "the next apply" "$(< "$T/a2.code")" 200
 	expect_eq "its conflicts" "$(json conflicts < "$T/a2.body")" "[]"
-	expect_eq "f1" "$(< "$T/ws/f1")" again1
+	expect_eq "f1" "$(cat "$T/ws/f1")" again1
 	for i in 2 3 4 5; do
-		expect_eq "f$i" "$(< "$T/ws/f$i")" new$i
+		expect_eq "f$i" "$(cat "$T/ws/f$i")" new$i
 	done
 }
 
@@ -1113,7 +1113,7 @@ assert r["mode"] == "patch", r' "$T/out" || fail "the report: $(head -c 400 "$T/
 	echo before > "$T/p.diff"
 	cli export "$SB" --patch "$T/p.diff" && fail "an export past max_bytes succeeded"
 	expect_contains "why" "$(< "$T/err")" "export.max_bytes"
-	expect_eq "FILE as it was" "$(< "$T/p.diff")" before
+	expect_eq "FILE as it was" "$(cat "$T/p.diff")" before
 	expect_eq "nothing beside it" "$(find "$T" -maxdepth 1 -name 'p.diff.*' | wc -l)" 0
 }
 
@@ -1177,7 +1177,7 @@ s_export_patch_interrupted() {
 		rc=0; wait "$cpid" || rc=$?
 		want=$((128 + $(kill -l $sig)))
 		expect_eq "SIG$sig: ended by it" "$rc" "$want"
-		expect_eq "SIG$sig: FILE as it was" "$(< "$T/p.diff")" before
+		expect_eq "SIG$sig: FILE as it was" "$(cat "$T/p.diff")" before
 		expect_eq "SIG$sig: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 	done
 	kill "$rpid" 2>/dev/null
@@ -1185,7 +1185,7 @@ s_export_patch_interrupted() {
 	trap stop_daemon EXIT
 	expect_eq "the daemon serves on" "$(api GET /v1/health)" 200
 	cli export "$SB" --patch "$T/p.diff" || fail "export after: $(< "$T/err")"
-	expect_contains "the patch" "$(< "$T/p.diff")" "+new"
+	expect_contains "the patch" "$(cat "$T/p.diff")" "+new"
 }
 
 # The answer itself: with the stream's Accept, the report's line (no

@@ -831,7 +831,8 @@ crun() {
 	echo "$rc" > "$T/rc"
 	return 0
 }
-rc() { cat "$T/rc"; }
+# (crun writes it before any test reads it: no cat needed)
+rc() { echo "$(< "$T/rc")"; }
 
 [ -z "${EXPORT_LIB:-}" ] || return 0
 run_tests "$@"

@@ -36,7 +36,8 @@ img() {
 	echo "$rc" > "$T/rc"
 	cat "$T/out" "$T/err"
 }
-rc() { cat "$T/rc"; }
+# (img and crun write it before any test reads it: no cat needed)
+rc() { echo "$(< "$T/rc")"; }
 # fixture KIND NAME: KIND's image at $T/NAME.  The busybox ones are the
 # same bytes whenever they are made (fixed times, gzip's without a name or
 # time; diffed): made once a run and copied, as gzip -9 of busybox was

@@ -26,6 +26,16 @@ HELPERS=${CORRAL_HELPERS:-$(dirname "$CORRAL")/helpers}
 mkfifo "$TEST_TMP/doze" && exec {DOZE_FD}<> "$TEST_TMP/doze"
 doze() { read -r -t "$1" -u "$DOZE_FD" _ || true; }
 
+# say_out_err: $T/out then $T/err, as cat of them printed them (read -d ''
+# takes a whole file, its newlines too), without cat's fork and exec at
+# each of some 150 img and crun calls a lane
+say_out_err() {
+	local o="" e=""
+	IFS= read -r -d '' o < "$T/out" || true
+	IFS= read -r -d '' e < "$T/err" || true
+	printf '%s%s' "$o" "$e"
+}
+
 # img ARGS...: corral image ARGS on this test's store; out in $T/out,
 # stderr in $T/err, exit status in $T/rc.
 img() {
@@ -34,7 +44,7 @@ img() {
 	timeout 120 "$CORRAL" image "$verb" --state-dir "$T/state" "$@" > "$T/out" 2> "$T/err" \
 		< /dev/null || rc=$?
 	echo "$rc" > "$T/rc"
-	cat "$T/out" "$T/err"
+	say_out_err
 }
 # (img and crun write it before any test reads it: no cat needed)
 rc() { echo "$(< "$T/rc")"; }
@@ -46,7 +56,7 @@ rc() { echo "$(< "$T/rc")"; }
 fixture() {
 	local cache=$TEST_TMP/fixtures/$1
 	case $1 in
-	busybox-oci|busybox-docker|busybox-user|busybox-rootuser|busybox-zstd)
+	busybox-oci|busybox-docker|busybox-user|busybox-rootuser|busybox-zstd|busybox-archive)
 		[ -e "$cache" ] || {
 			mkdir -p "$TEST_TMP/fixtures" && rm -rf "$cache.new" &&
 			/usr/bin/python3 "$FIX" "$1" "$cache.new" && mv "$cache.new" "$cache"
@@ -604,7 +614,7 @@ crun() {
 	timeout 120 "$CORRAL" run --state-dir "$T/state" "$@" > "$T/out" 2> "$T/err" \
 		< /dev/null || rc=$?
 	echo "$rc" > "$T/rc"
-	cat "$T/out" "$T/err"
+	say_out_err
 }
 
 busybox_image() {

@@ -196,9 +196,14 @@ def write_layout(out, layers, names=("corral-test/busybox:1",), compress="gzip",
 
 
 def tar_dir(src, out):
+    """src's tree as a tar, its entries at TIME (the archive the same bytes
+    whenever it is made: image.sh makes it once a run)."""
+    def at_time(ti):
+        ti.mtime = TIME
+        return ti
     with tarfile.open(out, "w") as t:
         for name in sorted(os.listdir(src)):
-            t.add(os.path.join(src, name), arcname=name)
+            t.add(os.path.join(src, name), arcname=name, filter=at_time)
 
 
 def docker_save(out, layers, tags, config):

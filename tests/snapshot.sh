@@ -644,8 +644,9 @@ write_big_ws() {
 	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
 	cat > "$T/gen.sh" <<'GEN'
 cd "$1"
-i=0
-while [ $i -lt 40000 ]; do printf 'x\342\202\254\342\202\254\303\274\360\237\230\200 line "%d" \\ tab\t.\n' $i; i=$((i + 1)); done > euro.txt
+# (one awk: the shell's loop of printf was 0.2 s of CPU, twice a test; the
+# same bytes, cmp'd)
+awk 'BEGIN { for (i = 0; i < 40000; i++) printf "x\342\202\254\342\202\254\303\274\360\237\230\200 line \"%d\" \\ tab\t.\n", i }' > euro.txt
 for n in 1 2 3; do cat euro.txt euro.txt; done > big.txt
 seq 1 60000 | gzip -n -1 > bin.dat
 echo changed > base.txt

@@ -21,6 +21,21 @@ ME=$(id -u)
 HELPERS=${CORRAL_HELPERS:-$(dirname "$CORRAL")/helpers}
 [ -x "$HELPERS/attack" ] || HELPERS=$(dirname "$CORRAL")/tests/helpers
 
+# doze SECONDS: a poll's pause without a process (read's timeout on a FIFO
+# no one writes; sleep was a fork and an exec every 50 ms of each poll)
+mkfifo "$TEST_TMP/doze" && exec {DOZE_FD}<> "$TEST_TMP/doze"
+doze() { read -r -t "$1" -u "$DOZE_FD" _ || true; }
+
+# say_out_err: $T/out then $T/err, as cat of them printed them (read -d ''
+# takes a whole file, its newlines too), without cat's fork and exec at
+# each of some 150 img and crun calls a lane
+say_out_err() {
+	local o="" e=""
+	IFS= read -r -d '' o < "$T/out" || true
+	IFS= read -r -d '' e < "$T/err" || true
+	printf '%s%s' "$o" "$e"
+}
+
 # img ARGS...: corral image ARGS on this test's store; out in $T/out,
 # stderr in $T/err, exit status in $T/rc.
 img() {
@@ -29,10 +44,30 @@ img() {
 	timeout 120 "$CORRAL" image "$verb" --state-dir "$T/state" "$@" > "$T/out" 2> "$T/err" \
 		< /dev/null || rc=$?
 	echo "$rc" > "$T/rc"
-	cat "$T/out" "$T/err"
+	say_out_err
 }
-rc() { cat "$T/rc"; }
-fixture() { /usr/bin/python3 "$FIX" "$1" "$T/$2" || fail "fixture $1"; }
+# (img and crun write it before any test reads it: no cat needed)
+rc() { echo "$(< "$T/rc")"; }
+# fixture KIND NAME: KIND's image at $T/NAME.  The busybox ones are the
+# same bytes whenever they are made (fixed times, gzip's without a name or
+# time; diffed): made once a run and copied, as gzip -9 of busybox was
+# 0.4 s of CPU each of 27 times a lane.  The others are made each time
+# (some read the test's environment).
+fixture() {
+	local cache=$TEST_TMP/fixtures/$1
+	case $1 in
+	busybox-oci|busybox-docker|busybox-user|busybox-rootuser|busybox-zstd|busybox-archive)
+		[ -e "$cache" ] || {
+			mkdir -p "$TEST_TMP/fixtures" && rm -rf "$cache.new" &&
+			/usr/bin/python3 "$FIX" "$1" "$cache.new" && mv "$cache.new" "$cache"
+		} || { fail "fixture $1"; return 1; }
+		cp -a "$cache" "$T/$2" || fail "fixture $1: copy"
+		;;
+	*)
+		/usr/bin/python3 "$FIX" "$1" "$T/$2" || fail "fixture $1"
+		;;
+	esac
+}
 store() { echo "$T/state/images"; }
 nlayers() { find "$(store)/layers" -mindepth 1 -maxdepth 1 | wc -l; }
 nblobs() { find "$(store)/blobs/sha256" -type f | wc -l; }
@@ -59,7 +94,7 @@ refused() {
 t_help() {
 	"$CORRAL" image --help > "$T/h" || fail "--help exit"
 	for w in "import FILE|DIR" "docker save" "--max-size" "--state-dir" "Exit status"; do
-		expect_contains "help" "$(cat "$T/h")" "$w"
+		expect_contains "help" "$(< "$T/h")" "$w"
 	done
 	rc=0
 	"$CORRAL" image frob > /dev/null 2>&1 || rc=$?
@@ -94,7 +129,7 @@ t_import_oci_layout() {
 	done
 	expect_eq "store mode" "$(stat -c %a "$(store)")" 700
 	"$CORRAL" image ls --json --state-dir "$T/state" | json 0.names.0 > "$T/j"
-	expect_eq "ls --json" "$(cat "$T/j")" docker.io/corral-test/busybox:1
+	expect_eq "ls --json" "$(< "$T/j")" docker.io/corral-test/busybox:1
 }
 
 t_import_oci_archive() {
@@ -134,7 +169,7 @@ t_import_umoci() {
 	 umoci insert --rootless --image um:latest rootfs / &&
 	 umoci config --image um:latest --config.cmd=/bin/sh \
 		--config.workingdir=/tmp --config.env=A=b) > "$T/u" 2>&1 ||
-		fail "umoci: $(cat "$T/u")"
+		fail "umoci: $(< "$T/u")"
 	out=$(img import "$T/um")
 	expect_eq "exit" "$(rc)" 0
 	expect_not_contains "no note for the root" "$out" "absolute"
@@ -230,8 +265,8 @@ t_overlay_form() {
 	mkdir "$T/m"
 	unshare -Urm sh -c "mount -t overlay -o userxattr,lowerdir=$l1:$l0 none $T/m &&
 		$chroot $T/m /bin/sh -c 'ls /srv; echo --; ls /srv/cache; echo --; cat /srv/app/hello.txt /etc/motd'" \
-		> "$T/o" 2>&1 || fail "overlay: $(cat "$T/o")"
-	out=$(cat "$T/o")
+		> "$T/o" 2>&1 || fail "overlay: $(< "$T/o")"
+	out=$(< "$T/o")
 	expect_not_contains "whiteout" "$out" "old.txt"
 	expect_not_contains "opaque" "$out" "stale"
 	expect_contains "upper file" "$out" "fresh"
@@ -371,8 +406,8 @@ t_hostile_repeated_layer() {
 	# LeakSanitizer cannot run under ptrace
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -qq -e trace=fsync -o "$T/strace" timeout 120 "$CORRAL" image import \
 		--state-dir "$T/state" "$T/img" > "$T/out" 2> "$T/err" < /dev/null ||
-		fail "import: $(cat "$T/err")"
-	expect_contains "counted" "$(cat "$T/out")" \
+		fail "import: $(< "$T/err")"
+	expect_contains "counted" "$(< "$T/out")" \
 		"layers: 1 unpacked, 149 already in the store; blobs: 3 new, 149 already"
 	n=$(grep -c 'fsync(' "$T/strace")
 	[ "$n" -lt 20 ] || fail "$n fsyncs: the layer's blob was copied as often as it was listed"
@@ -520,7 +555,7 @@ held_scan() {
 	if [ -z "$unpacker" ]; then
 		kill "$pid" 2>/dev/null
 		wait "$pid" || true
-		fail "the unpacker was never held: $(cat "$T/out")"
+		fail "the unpacker was never held: $(< "$T/out")"
 		return 1
 	fi
 	# judged once it is let go: a failed check must not leave it stopped
@@ -531,9 +566,9 @@ held_scan() {
 		"$scan" "$import" "$v" > /dev/null ||
 			bad="$bad; the scan did not find $v in import"
 		! "$scan" "$unpacker" "${v: -40}" > "$T/scan" ||
-			bad="$bad; the unpacker holds $v: $(cat "$T/scan")"
+			bad="$bad; the unpacker holds $v: $(< "$T/scan")"
 		! "$scan" "$between" "${v: -40}" > "$T/scan" ||
-			bad="$bad; its parent holds $v: $(cat "$T/scan")"
+			bad="$bad; its parent holds $v: $(< "$T/scan")"
 	done
 	for v in cmdline environ; do
 		! tr '\0' '\n' < "/proc/$unpacker/$v" | grep -q "${arg: -40}\|${marker: -40}" ||
@@ -542,9 +577,9 @@ held_scan() {
 	"$scan" "$unpacker" "$positive" > /dev/null ||
 		bad="$bad; the scan did not find the layer's file in the unpacker"
 	kill -CONT "$unpacker"
-	wait "$pid" || bad="$bad; import: $(cat "$T/out")"
+	wait "$pid" || bad="$bad; import: $(< "$T/out")"
 	[ -z "$bad" ] || fail "${bad#; }"
-	expect_contains "imported" "$(cat "$T/out")" "$ref"
+	expect_contains "imported" "$(< "$T/out")" "$ref"
 }
 
 t_layer_modes_links_fifos() {
@@ -579,7 +614,7 @@ crun() {
 	timeout 120 "$CORRAL" run --state-dir "$T/state" "$@" > "$T/out" 2> "$T/err" \
 		< /dev/null || rc=$?
 	echo "$rc" > "$T/rc"
-	cat "$T/out" "$T/err"
+	say_out_err
 }
 
 busybox_image() {
@@ -597,7 +632,7 @@ t_run_entrypoint_not_found_escaped() {
 	expect_eq "import" "$(rc)" 0
 	crun --image corral-test/escape-entry:1 > /dev/null
 	expect_eq "exit" "$(rc)" 127
-	expect_contains "named as text" "$(cat "$T/err")" 'not found: /no\x1b]0;owned\x07\x1b[2Jhidden'
+	expect_contains "named as text" "$(< "$T/err")" 'not found: /no\x1b]0;owned\x07\x1b[2Jhidden'
 	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
 	! grep -q $'\x07' "$T/err" || fail "a BEL byte on stderr"
 }
@@ -842,11 +877,11 @@ t_attack_corpus_same_on_image() {
 	for a in $names; do
 		grep -q "^rc $a " "$T/v.host" || fail "$a did not run on the host's /usr"
 	done
-	expect_eq "the corpus on an image" "$(cat "$T/v.img")" "$(cat "$T/v.host")"
-	expect_eq "the corpus on a writable image" "$(cat "$T/v.rw")" "$(cat "$T/v.host")"
+	expect_eq "the corpus on an image" "$(< "$T/v.img")" "$(< "$T/v.host")"
+	expect_eq "the corpus on a writable image" "$(< "$T/v.rw")" "$(< "$T/v.host")"
 	expect_not_contains "nothing escaped" "$(cat "$T/v.host" "$T/v.img" "$T/v.rw")" ESCAPED
 	# each attack blocked, or killed (a signal: 128 + N); none merely ended
-	/usr/bin/python3 - "$T/v.host" > "$T/v.why" <<'EOF2' || fail "$(cat "$T/v.why")"
+	/usr/bin/python3 - "$T/v.host" > "$T/v.why" <<'EOF2' || fail "$(< "$T/v.why")"
 import re, sys
 said = []
 for line in open(sys.argv[1]).read().split("\n"):
@@ -858,7 +893,7 @@ for line in open(sys.argv[1]).read().split("\n"):
         print("%s: not blocked on the host's /usr: %r, exit %s" % (m.group(1), said, m.group(2)))
     said = []
 EOF2
-	[ ! -s "$T/v.why" ] || fail "$(cat "$T/v.why")"
+	[ ! -s "$T/v.why" ] || fail "$(< "$T/v.why")"
 }
 
 t_run_policy_image() {
@@ -884,7 +919,7 @@ image_daemon() {	# image_daemon [SERVE ARGS...]
 	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" "$@" > "$T/daemon.log" 2>&1 < /dev/null &
 	echo $! > "$T/dpid"
 	while [ $i -lt 200 ] && [ ! -S "$T/s" ]; do
-		sleep 0.05
+		doze 0.05
 		i=$((i + 1))
 	done
 	[ -S "$T/s" ] || fail "no daemon: $(tail -3 "$T/daemon.log")"
@@ -894,7 +929,7 @@ stop_image_daemon() {
 	pid=$(cat "$T/dpid" 2>/dev/null) || return 0
 	kill -TERM "$pid" 2>/dev/null || return 0
 	while [ $i -lt 200 ] && kill -0 "$pid" 2>/dev/null; do
-		sleep 0.05
+		doze 0.05
 		i=$((i + 1))
 	done
 	kill -KILL "$pid" 2>/dev/null || true
@@ -939,7 +974,7 @@ t_daemon_create_image_store_busy() {
 	HOLDER=$!
 	i=0
 	while [ $i -lt 100 ] && flock -n -s "$(store)/lock" true; do
-		sleep 0.05
+		doze 0.05
 		i=$((i + 1))
 	done
 	out=$(timeout 20 "$CORRAL" create --socket "$T/s" --image corral-test/busybox:1 2>&1) &&
@@ -999,10 +1034,10 @@ t_run_image_agent_not_nobody() {
 		procs=$(sandbox_procs "$RUNNER")
 		echo "$procs" | grep -q " sleep$" && break
 		kill -0 "$RUNNER" 2>/dev/null || break
-		sleep 0.05
+		doze 0.05
 		i=$((i + 1))
 	done
-	echo "$procs" | grep -q " sleep$" || fail "no sleep in the sandbox: $procs $(cat "$T/run.out")"
+	echo "$procs" | grep -q " sleep$" || fail "no sleep in the sandbox: $procs $(< "$T/run.out")"
 	while read -r pid uid comm; do
 		expect_eq "$comm's host uid" "$uid" $AGENT_HOST
 		got=$(setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups /usr/bin/python3 -c '
@@ -1195,14 +1230,14 @@ t_legacy_store_waits_for_lock() {
 	local i=0 ino
 	ino=$(stat -c %i "$(store)/lock")
 	while [ $i -lt 100 ] && ! grep -q "FLOCK .*:$ino " /proc/locks; do
-		sleep 0.05
+		doze 0.05
 		i=$((i + 1))
 	done
 	img ls > /dev/null &
 	LS=$!
 	i=0
 	while [ $i -lt 200 ] && ! grep -q -- "-> FLOCK .*:$ino " /proc/locks; do
-		sleep 0.05
+		doze 0.05
 		i=$((i + 1))
 	done
 	grep -q -- "-> FLOCK .*:$ino " /proc/locks || fail "ls does not wait for the lock"

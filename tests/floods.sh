@@ -19,13 +19,21 @@ trap 'rm -rf "$TEST_TMP"' EXIT
 . "$HERE/lib.sh"
 . "$HERE/daemon.sh"
 
-# Denied mount() calls for SECONDS, as fast as one thread can; prints how
-# many were made (each one reached the supervisor and was denied).
+# Denied mount() calls for SECONDS, as fast as one thread can but no more
+# than RATE a second (ahead of it, a 10 ms nap); prints how many were made
+# (each one reached the supervisor and was denied).  Unbounded, a flood
+# made 25,000 in 3 s (-O2), 25 to 125 times the most a test here needs,
+# and burnt a core for it; a loaded host below the rate floods as before.
 FLOOD_PY='
 import ctypes, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
-n, end = 0, time.monotonic() + float(sys.argv[1])
+rate = float(sys.argv[2])
+start = time.monotonic()
+n, end = 0, start + float(sys.argv[1])
 while time.monotonic() < end and n < 10000000:
+    if n >= rate * (time.monotonic() - start):
+        time.sleep(0.01)
+        continue
     libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
     n += 1
 print(n)
@@ -98,7 +106,7 @@ t_denied_mount_flood_is_summarised() {
 	printf '%s' "$FLOOD_PY" > "$T/flood.py"
 	chmod 644 "$T/flood.py"
 	policy '"events": {"budget": "256K", "verbatim": 10, "summary_interval": "1s"}'
-	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 3
+	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 3 1000
 	notify_here || { skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
 	expect_eq "status" "$(json status < "$T/out")" exited
 	made=$(json stdout < "$T/out")
@@ -125,7 +133,7 @@ t_event_budget_reached() {
 	printf '%s' "$FLOOD_PY" > "$T/flood.py"
 	chmod 644 "$T/flood.py"
 	policy '"events": {"budget": "16K", "verbatim": 1000000, "summary_interval": "0.5s"}'
-	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 2
+	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 2 1000
 	notify_here || { skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
 	made=$(json stdout < "$T/out")
 	expect_eq "one budget event" "$(grep -c '"type":"log.budget"' "$T/events")" 1
@@ -145,7 +153,7 @@ t_abort_counts_summarised_denials() {
 	printf '%s' "$FLOOD_PY" > "$T/flood.py"
 	chmod 644 "$T/flood.py"
 	policy '"abort": {"max_denied_syscalls": 50}, "events": {"verbatim": 5}'
-	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 30
+	frun --ro "$T/flood.py:/opt/flood.py" -- /usr/bin/python3 /opt/flood.py 30 1000
 	notify_here || { skip "no USER_NOTIF: denied syscalls are not counted"; return 77; }
 	expect_eq "status" "$(json status < "$T/out")" halted
 	expect_contains "reason" "$(json reason < "$T/out")" "51 syscalls denied (limit 50), the last mount"
@@ -197,7 +205,7 @@ t_daemon_flood_keeps_audit_log_bounded() {
 	expect_eq "create" "$(cat "$T/status")" 201
 	body=$(/usr/bin/python3 -c 'import json, sys
 print(json.dumps({"tool_call_id": "flood-1",
-                  "argv": ["/usr/bin/python3", "-c", sys.argv[1], "4"]}))' "$FLOOD_PY")
+                  "argv": ["/usr/bin/python3", "-c", sys.argv[1], "4", "1000"]}))' "$FLOOD_PY")
 	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r1"
 	expect_eq "exec" "$(cat "$T/status")" 200
 	notify_here "$T/r1" ||

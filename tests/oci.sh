@@ -293,8 +293,11 @@ t_exec_ps_pause() {
 	expect_contains "ps: init" "$(cat "$T/out")" "$pid"
 	expect_contains "ps: exec'd" "$(cat "$T/out")" "$epid"
 	# a busy exec'd process: paused, its CPU time stands still (a frozen
-	# task's State is "D" under v1 and "S" under v2, and "State" has an S)
-	printf '{"args":["sh","-c","while :; do :; done"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p3.json"
+	# task's State is "D" under v1 and "S" under v2, and "State" has an S).
+	# Busy in bursts (about 10 ms of counting, a tenth of a second's nap):
+	# unpaused it gains ticks every few tenths, all the checks read, where a
+	# spin burnt a core until the kill
+	printf '{"args":["sh","-c","while :; do i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done; sleep 0.1; done"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p3.json"
 	oci exec --process "$T/p3.json" --detach --pid-file "$T/bpid" c1
 	local bpid t1 t2
 	bpid=$(cat "$T/bpid")

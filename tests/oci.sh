@@ -114,11 +114,22 @@ oci() {
 	timeout 60 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json "$@" \
 		> "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	echo "$rc" > "$T/rc"
-	cat "$T/out" "$T/err"
+	# read by the shell, not cat: every call, every poll of a state, was
+	# a fork and an exec for this (the text is JSON and words: no NUL)
+	local out="" err=""
+	IFS= read -r -d '' out < "$T/out" || :
+	IFS= read -r -d '' err < "$T/err" || :
+	printf '%s%s' "$out" "$err"
 }
-rc() { cat "$T/rc"; }
-# (sed, not python: wait_status polls it)
-status_of() { oci state "$1" > /dev/null; sed -n 's/^  "status": "\([a-z]*\)".*/\1/p' "$T/out"; }
+rc() { local r; read -r r < "$T/rc"; echo "$r"; }
+# (the shell, not sed or python: wait_status polls it)
+status_of() {
+	local s=""
+	oci state "$1" > /dev/null
+	IFS= read -r -d '' s < "$T/out" || :
+	[[ $s =~ (^|$'\n')'  "status": "'([a-z]*)'"' ]] && echo "${BASH_REMATCH[2]}"
+	return 0
+}
 last_error() { tail -1 "$T/log.json" | json msg; }
 
 # wait_status ID STATUS: bounded poll (the kernel's pace, not a timing test)

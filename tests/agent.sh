@@ -41,6 +41,9 @@ create_misbehaving() {	# create_misbehaving ON_ABORT -> sandbox id
 
 # The issue's script: call 1 leaves a background process that probes five
 # ports (under the limit) and then burns CPU; call 2 reads a tripwire.
+# The burner counts to 2000 and naps a tenth of a second, over and over
+# (a spin here cost each lane seconds of CPU until the halt): unfrozen it
+# would take some CPU every tenth, all the "no CPU while frozen" needs.
 t_misbehaving_agent() {
 	trap stop_daemon EXIT
 	start_daemon
@@ -52,7 +55,7 @@ t_misbehaving_agent() {
 	# the probes wait a second: a denial is "background" once the call has
 	# ended, and under load the first probe could beat the call's end
 	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "call-1", "command":
-		"( sleep 1; for p in 1 2 3 4 5; do curl -s -m 5 http://evil.test:$p/ >/dev/null; done; unshare -r true; while :; do :; done ) >/dev/null 2>&1 &"}' > "$T/r1"
+		"( sleep 1; for p in 1 2 3 4 5; do curl -s -m 5 http://evil.test:$p/ >/dev/null; done; unshare -r true; while :; do i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; sleep 0.1; done ) >/dev/null 2>&1 &"}' > "$T/r1"
 	expect_eq "call 1" "$(json status < "$T/r1")" exited
 	wait_for "six denials" has_at_least "$id" egress.denied 6
 	wait_for "the denied unshare" has_at_least "$id" syscall.denied 1

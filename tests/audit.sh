@@ -22,24 +22,34 @@ audit() {
 	local rc=0
 	timeout 60 "$CORRAL" audit "$@" > "$T/out" 2>&1 < /dev/null || rc=$?
 	echo "$rc" > "$T/rc"
-	cat "$T/out"
+	# by the shell, not cat: every check here reads these, a fork each
+	printf '%s\n' "$(< "$T/out")"
 }
-rc() { cat "$T/rc"; }
+rc() { local r; read -r r < "$T/rc"; echo "$r"; }
 
 # A log from three real runs in $T/log: a plain one, then two whose curls
-# the proxy denies (three egress.denied events in all).
+# the proxy denies (three egress.denied events in all).  The runs are the
+# same for every test that asks: made by the first, kept whole in
+# $TEST_TMP, and each later test (or a second ask) gets its own copy to
+# read and tamper with (three sandboxes a test were most of this suite's
+# CPU: 12 s a check).
 mklog() {
 	local rc
-	for cmd in "/bin/true" \
-		   "curl -sS -m 10 http://evil.test/" \
-		   "curl -sS -m 10 http://evil.test/ http://x.test:8080/"; do
-		rc=0
-		timeout 120 "$CORRAL" run --net proxy --allow x.test --events "$T/log" \
-			-- $cmd > /dev/null 2>&1 < /dev/null || rc=$?
-		[ "$rc" -lt 124 ] || fail "corral run $cmd: exit $rc"
-	done
-	[ "$(grep -c '"type":"egress.denied"' "$T/log")" = 3 ] ||
-		fail "want 3 egress.denied events: $(cat "$T/log")"
+	if [ -s "$TEST_TMP/runs.jsonl" ]; then
+		cp "$TEST_TMP/runs.jsonl" "$T/log"
+	else
+		for cmd in "/bin/true" \
+			   "curl -sS -m 10 http://evil.test/" \
+			   "curl -sS -m 10 http://evil.test/ http://x.test:8080/"; do
+			rc=0
+			timeout 120 "$CORRAL" run --net proxy --allow x.test --events "$T/log" \
+				-- $cmd > /dev/null 2>&1 < /dev/null || rc=$?
+			[ "$rc" -lt 124 ] || fail "corral run $cmd: exit $rc"
+		done
+		[ "$(grep -c '"type":"egress.denied"' "$T/log")" = 3 ] ||
+			fail "want 3 egress.denied events: $(cat "$T/log")"
+		cp "$T/log" "$TEST_TMP/runs.jsonl"
+	fi
 	NLINES=$(wc -l < "$T/log")
 	MID=$(( (NLINES + 1) / 2 ))
 }

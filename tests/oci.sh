@@ -114,11 +114,22 @@ oci() {
 	timeout 60 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json "$@" \
 		> "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	echo "$rc" > "$T/rc"
-	cat "$T/out" "$T/err"
+	# read by the shell, not cat: every call, every poll of a state, was
+	# a fork and an exec for this (the text is JSON and words: no NUL)
+	local out="" err=""
+	IFS= read -r -d '' out < "$T/out" || :
+	IFS= read -r -d '' err < "$T/err" || :
+	printf '%s%s' "$out" "$err"
 }
-rc() { cat "$T/rc"; }
-# (sed, not python: wait_status polls it)
-status_of() { oci state "$1" > /dev/null; sed -n 's/^  "status": "\([a-z]*\)".*/\1/p' "$T/out"; }
+rc() { local r; read -r r < "$T/rc"; echo "$r"; }
+# (the shell, not sed or python: wait_status polls it)
+status_of() {
+	local s=""
+	oci state "$1" > /dev/null
+	IFS= read -r -d '' s < "$T/out" || :
+	[[ $s =~ (^|$'\n')'  "status": "'([a-z]*)'"' ]] && echo "${BASH_REMATCH[2]}"
+	return 0
+}
 last_error() { tail -1 "$T/log.json" | json msg; }
 
 # wait_status ID STATUS: bounded poll (the kernel's pace, not a timing test)
@@ -293,8 +304,11 @@ t_exec_ps_pause() {
 	expect_contains "ps: init" "$(cat "$T/out")" "$pid"
 	expect_contains "ps: exec'd" "$(cat "$T/out")" "$epid"
 	# a busy exec'd process: paused, its CPU time stands still (a frozen
-	# task's State is "D" under v1 and "S" under v2, and "State" has an S)
-	printf '{"args":["sh","-c","while :; do :; done"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p3.json"
+	# task's State is "D" under v1 and "S" under v2, and "State" has an S).
+	# Busy in bursts (about 10 ms of counting, a tenth of a second's nap):
+	# unpaused it gains ticks every few tenths, all the checks read, where a
+	# spin burnt a core until the kill
+	printf '{"args":["sh","-c","while :; do i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done; sleep 0.1; done"],"env":["PATH=/bin"],"cwd":"/"}' > "$T/p3.json"
 	oci exec --process "$T/p3.json" --detach --pid-file "$T/bpid" c1
 	local bpid t1 t2
 	bpid=$(cat "$T/bpid")

@@ -210,24 +210,27 @@ leaked() {
 # event, and an agent can open as many as it likes to an echoing host: past
 # the sandbox's events.budget they are counted, as the connections
 # themselves are, not written one by one (every one of them was a line).
+# 50 connections: the budget is reached by about the tenth (9 masked lines
+# whole, -O2, root or not), and one line a connection, as before, would be
+# 50, twice the bound; 150 cost three times the CPU for the same showing.
 t_masked_answers_keep_the_budget() {
 	secrets_policy "" ', "events": {"budget": "16K", "verbatim": 2, "summary_interval": "60s"}'
 	nrun -- /usr/bin/python3 -c "
 import http.client, os, ssl
 ctx = ssl.create_default_context()
 n = 0
-for i in range(150):
+for i in range(50):
     c = http.client.HTTPSConnection('api.test', $GOOD, timeout=10, context=ctx)
     c.request('GET', '/echo', headers={'Authorization': 'Bearer ' + os.environ['API_KEY']})
     n += b'Bearer ****' in c.getresponse().read()
     c.close()
 print(n)"
 	expect_eq "exit" "$(cat "$T/rc")" 0
-	expect_eq "every answer masked" "$(stdout)" 150
+	expect_eq "every answer masked" "$(stdout)" 50
 	local whole counted
 	read -r whole counted < <(kind_counts "$T/events" egress.masked)
-	[ "$whole" -lt 75 ] || fail "$whole egress.masked lines past a budget of 16K"
-	expect_eq "each one counted" "$((whole + counted))" 150
+	[ "$whole" -lt 25 ] || fail "$whole egress.masked lines past a budget of 16K"
+	expect_eq "each one counted" "$((whole + counted))" 50
 	grep -q '"type":"log.budget"' "$T/events" || fail "no log.budget event"
 	expect_not_contains "never in events" "$(cat "$T/events")" "$SECRET"
 }

@@ -562,16 +562,17 @@ npm_wait() {
 	return $rc
 }
 
-# no debug information (-g0): a quarter of this build's CPU (the library
-# 27 s, not 37, measured side by side), which nothing of the check reads.
-# build/ keeps it after the check (symbols, no lines): `make clean all`
-# for a debugger's build
+# No debug information (-g0): a quarter of this build's CPU (the library
+# 35 s of CPU, not 46, measured side by side), which nothing of the check
+# reads.  build/ stays so after the check (symbols, no lines): `make clean
+# all` for a debugger's build.
 step "build with -Wall -Wextra -Werror" build build "-Werror -g0" ""
 step "the library exports only corral.h" tests/exports.sh build
 # -O1 -g1, as ASan's own documentation suggests: the library compiled in
-# 21 s of CPU, not 61 (-O2 -g; libcorral.a alone, measured side by side),
-# and the check is CPU-bound from its first build to its last lane.  The
-# sanitizers find the same errors; a report still names file and line.
+# 18 s of CPU, not 72 (-O2 -g; libcorral.a alone, user and system time,
+# measured side by side), and the check is CPU-bound from its first build
+# to its last lane.  The sanitizers find the same errors; a report still
+# names file and line.
 # What the sandboxes cost is the kernel's, not this code's speed (a
 # profile of the whole check: 2% of its CPU in corral's own code).
 step "build with ASan+UBSan" build build-asan "-Werror -O1 -g1 $SAN" "$SAN"

@@ -24,10 +24,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ME=$(id -u)
 fi
 
-# doze SECONDS: a poll's pause without a process (read's timeout on a FIFO
-# no one writes; sleep was a fork and an exec every 50 ms of each poll)
-mkfifo "$TEST_TMP/doze" && exec {DOZE_FD}<> "$TEST_TMP/doze"
-doze() { read -r -t "$1" -u "$DOZE_FD" _ || true; }
 
 # A git repository owned by the user the sandbox maps to (see ns.c).
 mkrepo() {	# mkrepo DIR

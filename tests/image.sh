@@ -21,10 +21,6 @@ ME=$(id -u)
 HELPERS=${CORRAL_HELPERS:-$(dirname "$CORRAL")/helpers}
 [ -x "$HELPERS/attack" ] || HELPERS=$(dirname "$CORRAL")/tests/helpers
 
-# doze SECONDS: a poll's pause without a process (read's timeout on a FIFO
-# no one writes; sleep was a fork and an exec every 50 ms of each poll)
-mkfifo "$TEST_TMP/doze" && exec {DOZE_FD}<> "$TEST_TMP/doze"
-doze() { read -r -t "$1" -u "$DOZE_FD" _ || true; }
 
 # say_out_err: $T/out then $T/err, as cat of them printed them (read -d ''
 # takes a whole file, its newlines too), without cat's fork and exec at

@@ -19,6 +19,18 @@ skip() {
 	return 77
 }
 
+# doze SECONDS: a poll's pause without a process: read's timeout on a FIFO
+# no one writes, $TEST_TMP/doze (sleep was a fork and an exec every 50 ms
+# of each poll).  Opened on first use in each shell that dozes.
+doze() {
+	if [ -z "${DOZE_FD:-}" ]; then
+		[ -p "$TEST_TMP/doze" ] || mkfifo "$TEST_TMP/doze" 2>/dev/null || [ -p "$TEST_TMP/doze" ] ||
+			{ sleep "$1"; return 0; }
+		exec {DOZE_FD}<> "$TEST_TMP/doze"
+	fi
+	read -r -t "$1" -u "$DOZE_FD" _ || true
+}
+
 # front_test: the first line of a test of the daemon's or the MCP server's
 # front (HTTP and JSON-RPC framing, TLS, tokens, the bounds on what a
 # client may make it hold), whose code is the same whatever uid runs it

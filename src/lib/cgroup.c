@@ -374,7 +374,9 @@ static int cg_alloc(struct cg **out, const char *name, unsigned flags,
 				      "cgroup handle of %s", name);
 	if (flags & CG_LIMITS_ONLY)
 		cg->skip = C_BIT(C_FREEZER) | (p->cpus > 0 ? 0 : C_BIT(C_CPU));
-	r = cg_plan(cg, why, sizeof(why), flags & CG_V2_ID, err);
+	cg->ops = &cg_none_manager;
+	/* planned by cg_make, beside the sandbox's first steps */
+	r = flags & CG_LATER ? 0 : cg_plan(cg, why, sizeof(why), flags & CG_V2_ID, err);
 	if (r < 0) {
 		cg_free_hiers(cg);
 		free(cg);
@@ -454,7 +456,7 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	r = cg_alloc(&cg, name, flags, p, err);
 	if (r < 0)
 		return r;
-	if (cg->ops->mode != CG_NONE && (flags & CG_LATER)) {
+	if (flags & CG_LATER) {
 		cg->later.name = strdup(name);
 		if (!cg->later.name) {
 			cg_destroy(cg);
@@ -481,6 +483,7 @@ int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 
 int cg_make(struct cg *cg, struct corral_err *err)
 {
+	char why[CORRAL_ERR_MAX];
 	char *name;
 	int r;
 
@@ -488,8 +491,10 @@ int cg_make(struct cg *cg, struct corral_err *err)
 		return 0;
 	name = cg->later.name;
 	cg->later.name = NULL;
-	r = make_planned(cg, name, cg->later.v2_id, err);
-	if (r == 0)
+	r = cg_plan(cg, why, sizeof(why), cg->later.v2_id, err);
+	if (r == 0 && cg->ops->mode != CG_NONE)
+		r = make_planned(cg, name, cg->later.v2_id, err);
+	if (r == 0 && cg->ops->mode != CG_NONE)
 		r = cg->ops->set_limits(cg, cg->later.p, err);
 	free(name);
 	return r;

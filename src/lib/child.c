@@ -1681,6 +1681,8 @@ void sandbox_child(struct child_ctx *c)
 	 */
 	if (fd_recv(c->sync_rd, &go, 1, cgfds, FD_SEND_MAX, &ncg, 0) != 1)
 		_exit(125);
+	/* rlimits instead (cg_apply_rlimits), in every process it starts */
+	c->cg_none = go == 'n';
 	if (cg_enter(cgfds, ncg, &err) < 0)
 		setup_failed(c, &err);
 	if (!c->p->abort.ntripwires && !c->container)

@@ -535,7 +535,9 @@ static bool keeps_sync(const struct sandbox *sb)
 static int tell_in_group(struct sandbox *sb, int sync_wr, int *fds, int n,
 			 struct corral_err *err)
 {
-	ssize_t sent = fd_send(sync_wr, "c", 1, fds, (size_t)n, MSG_NOSIGNAL);
+	/* "n": no group after all (a one-shot's is planned after the clone) */
+	ssize_t sent = fd_send(sync_wr, cg_mode(sb->cg) == CG_NONE ? "n" : "c",
+			       1, fds, (size_t)n, MSG_NOSIGNAL);
 
 	if (sent != 1)
 		return corral_set_errno(err, sent < 0 ? (int)-sent : EIO,
@@ -700,7 +702,6 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.tls_ca_pem = sb->tls ? sb->tls->ops->ca_pem(sb->tls->ca) : NULL,
 		.caller_root = geteuid() == 0,
 		.subid_maps = !strcmp(sb->ids.mapping, "subuid"),
-		.cg_none = cg_mode(o->cg) == CG_NONE,
 		.serve = !o->argv,
 		.send_upper = o->want_upper && o->p->workspace,
 		.idmap = &sb->idmap,

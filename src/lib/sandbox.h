@@ -89,7 +89,7 @@ struct child_ctx {
 	const char *tls_ca_pem;	/* the sandbox's CA, installed in /etc/corral */
 	bool caller_root;
 	bool subid_maps;	/* newuidmap/newgidmap wrote the id maps */
-	bool cg_none;
+	bool cg_none;		/* no cgroup: told with "in the cgroup" ("n") */
 	bool serve;		/* long-lived (box.c): wait for MSG_FORK */
 	bool send_upper;	/* MSG_UPPER_FD: the workspace's upper layer */
 	const struct idmap_fds *idmap;	/* idmap.c's mounts to take, or NULL */

@@ -4,7 +4,9 @@
 For each peer: median and p95 of N sequential launches of `true`, the
 peers taking turns run by run, and the mean CPU time of one (the whole
 host's, from /proc/stat: what M at once on a few cores pay), then the
-wall time of M launches started at once (twice, in turn, averaged); then
+wall time of M launches started at once (twice, in turn, averaged); as
+root on a cgroup v1 host, corral with no cgroup file system and bwrap in
+the three groups corral makes, to take the gap apart; then
 where a run's time goes (setup, teardown) and what it asks of the kernel
 (syscalls by strace, context switches by perf stat).  Peers that are not installed are
 listed as such, never silently dropped.
@@ -62,22 +64,212 @@ def cpu_host():
     return (sum(v) - v[3] - v[4]) * 1000 / HZ
 
 
-def once(argv):
+# ---- the gap taken apart: v1 groups, made by corral as root --------------
+# As root on a cgroup v1 host, a corral run makes a group in each of three
+# hierarchies (memory, pids, cpuacct), writes its limits, moves init in and
+# removes the groups at the end; bwrap makes none.  Two more rows, taking
+# turns with the others, say how much of the gap to bwrap that is:
+#   - corral run in a mount namespace of this script's where no cgroup file
+#     system is mounted: it finds no group to make and sets rlimits, as it
+#     does for a caller with no delegated groups (the layers but the groups);
+#   - bwrap in three new groups with the default policy's limits: this
+#     script makes them, moves itself in to start bwrap (which inherits
+#     them) and back, and removes them once bwrap's processes are gone (the
+#     kernel's work for the groups, without corral).
+V1_CTRLS = ("memory", "pids", "cpuacct")
+NOCG = "  corral run, no cgroup fs (rlimits)"
+INGROUPS = "  bwrap in 3 new v1 groups, same limits"
+CLONE_NEWNS, MS_REC, MS_PRIVATE, MNT_DETACH = 0x20000, 0x4000, 1 << 18, 2
+
+
+def v1_split():
+    """Whether to measure the split rows: root, on a host whose memory,
+    pids and cpuacct controllers are v1 hierarchies under /sys/fs/cgroup."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/mountinfo") as f:
+            v1 = {o for line in f if " - cgroup " in line
+                  for o in line.split(" - ")[1].split()[2].split(",")}
+    except OSError:
+        return False
+    return all(c in v1 and os.path.isdir(f"/sys/fs/cgroup/{c}") for c in V1_CTRLS)
+
+
+def policy_limits():
+    """memory (bytes) and pids of the default policy, whose limits corral sets."""
+    import json
+    d = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "policies", "default.json")))["limits"]
+    mem = d["memory"]
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(mem[:-1]) * mult[mem[-1]] if mem[-1] in mult else int(mem), int(d["pids"])
+
+
+class Groups:
+    """Three v1 groups beside corral's (below <mount>/corral, which corral
+    made in its first runs), with the default policy's limits."""
+    seq = 0
+    home = {}
+
+    def __init__(self):
+        Groups.seq += 1
+        self.dirs = []
+        mem, pids = LIMITS
+        try:
+            for c in V1_CTRLS:
+                d = f"/sys/fs/cgroup/{c}/corral/bench-{os.getpid()}-{Groups.seq}"
+                os.mkdir(d)
+                self.dirs.append(d)
+            for f, v in (("memory.limit_in_bytes", mem), ("memory.memsw.limit_in_bytes", mem),
+                         ("memory.kmem.tcp.limit_in_bytes", mem)):
+                if os.path.exists(f"{self.dirs[0]}/{f}"):
+                    write(f"{self.dirs[0]}/{f}", v)
+            write(f"{self.dirs[1]}/pids.max", pids)
+        except OSError:
+            self.remove()
+            raise
+
+    def enter(self):
+        for d in self.dirs:
+            write(f"{d}/tasks", 0)      # "0": this thread, the only one
+
+    @staticmethod
+    def leave():
+        for c in V1_CTRLS:
+            write(f"/sys/fs/cgroup/{c}{Groups.home[c]}/tasks", 0)
+
+    def remove(self):
+        """Once empty: bwrap's pid 1 may outlive the bwrap that started it
+        for a moment (EBUSY), as a process of a dying corral sandbox would."""
+        deadline = time.monotonic() + 5
+        for d in reversed(self.dirs):
+            while True:
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError as e:
+                    if e.errno != 16 or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.0002)
+        self.dirs = []
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def home_groups():
+    """This script's own groups, to move back to after each start."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for c in ctrls.split(","):
+                if c in V1_CTRLS:
+                    Groups.home[c] = path
+
+
+class NoCgroupNs:
+    """A mount namespace like this script's but for /sys/fs/cgroup, detached
+    in it; the script enters it to start a run and comes back."""
+
+    def __init__(self):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.cwd = os.getcwd()
+        self.home = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        go_r, go_w = os.pipe()
+        done_r, done_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(done_w)    # EOF on done_r: the parent has its fd
+            ok = (self.libc.unshare(CLONE_NEWNS) == 0 and
+                  self.libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0 and
+                  self.libc.umount2(b"/sys/fs/cgroup", MNT_DETACH) == 0)
+            os.write(go_w, b"k" if ok else b"e")
+            os.read(done_r, 1)
+            os._exit(0)
+        try:
+            ok = os.read(go_r, 1) == b"k"
+            self.fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC) if ok else -1
+        finally:
+            os.close(done_w)
+            os.waitpid(pid, 0)
+            for fd in (go_r, go_w, done_r):
+                os.close(fd)
+        if self.fd < 0:
+            raise OSError("cannot make a mount namespace without /sys/fs/cgroup")
+
+    def setns(self, fd):
+        if self.libc.setns(fd, CLONE_NEWNS) != 0:
+            import ctypes
+            raise OSError(ctypes.get_errno(), "setns")
+        os.chdir(self.cwd)      # a relative corral path resolves as before
+
+
+def start(name, argv):
+    """A row's run started: plainly, or in the namespace without groups, or
+    in three new groups (made here)."""
+    if name == NOCG:
+        NS.setns(NS.fd)
+        try:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        finally:
+            NS.setns(NS.home)
+    if name == INGROUPS:
+        g = Groups()
+        try:
+            g.enter()
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        except BaseException:
+            Groups.leave()
+            g.remove()
+            raise
+        Groups.leave()
+        p.groups = g
+        return p
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
+def finish(p):
+    rc = p.wait()
+    g = getattr(p, "groups", None)
+    if g:
+        g.remove()
+    return rc
+
+
+def once(name, argv):
     """Wall ms, and the host's CPU ms over the run."""
     c = cpu_host()
     t = time.perf_counter()
-    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    rc = finish(start(name, argv))
+    if rc != 0:
+        raise subprocess.CalledProcessError(rc, argv)
     return (time.perf_counter() - t) * 1000, cpu_host() - c
 
 
-def burst(argv):
+def burst(name, argv):
     """Wall ms, failures, and the host's CPU ms a run: at once on two
     cores, a burst's wall time is mostly the CPU it costs."""
     c = cpu_host()
     t = time.perf_counter()
-    procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL) for _ in range(M)]
-    bad = sum(1 for p in procs if p.wait() != 0)
+    procs = [start(name, argv) for _ in range(M)]
+    bad = sum(1 for p in procs if finish(p) != 0)
     return (time.perf_counter() - t) * 1000, bad, (cpu_host() - c) / M
+
+
+NS = None
+split = []
+if v1_split():
+    try:
+        LIMITS = policy_limits()
+        home_groups()
+        NS = NoCgroupNs()
+        split = [(NOCG, peers[0][1]), (INGROUPS, peers[1][1])]
+    except (OSError, KeyError, ValueError) as e:
+        print(f"(the gap taken apart: not measured: {e})")
 
 
 # Run by run, the rows take turns (corral, bwrap, unshare, ..., then again):
@@ -87,7 +279,7 @@ def burst(argv):
 # reason; each row's figure is its median, and corral's ratio to bwrap is
 # taken round by round (the two bursts next to each other), since one
 # burst's wall time here varies by 10-20% from one round to the next.
-present = [(name, argv) for name, argv in peers + starts if shutil.which(argv[0])]
+present = [(name, argv) for name, argv in peers + starts + split if shutil.which(argv[0])]
 times = {name: [] for name, _ in present}
 cpus = {name: [] for name, _ in present}
 failed = {}
@@ -96,21 +288,21 @@ for i in range(N + 5):
         if name in failed:
             continue
         try:
-            ms, cpu = once(argv)
-        except subprocess.CalledProcessError as e:
+            ms, cpu = once(name, argv)
+        except (subprocess.CalledProcessError, OSError) as e:
             failed[name] = f"failed: {e}"
             continue
         if i >= 5:
             times[name].append(ms)
             cpus[name].append(cpu)
 walls = {name: [] for name, _ in present}
-bursting = [(n, a) for n, a in present if (n, a) in peers and n not in failed]
+bursting = [(n, a) for n, a in present if (n, a) in peers + split and n not in failed]
 for r in range(ROUNDS):
     for name, argv in (bursting if r % 2 == 0 else bursting[::-1]):
-        walls[name].append(burst(argv))
+        walls[name].append(burst(name, argv))
 
 rows = []
-for name, argv in peers + starts:
+for name, argv in peers + starts + split:
     if not shutil.which(argv[0]):
         rows.append((name, None))
     elif name in failed:
@@ -154,6 +346,8 @@ for name, r in rows:
         print(f"{name:40} {'not installed':>10}")
     elif isinstance(r, str):
         print(f"{name:40} {r}")
+    elif name in (NOCG, INGROUPS):
+        continue        # below, with what they explain
     elif name.startswith("  "):
         print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {'':>16} {r[3]:7d} {r[4]:12.2f}")
     else:
@@ -180,6 +374,25 @@ if base and bw:
           f"{statistics.median(c for _, _, c in walls[bw_name]):.2f} ms (medians; "
           f"as root corral's cgroups are in it, bwrap makes none)")
 
+got = dict(rows)
+if split and base and bw and all(isinstance(got.get(n), tuple) for n, _ in split):
+    def per_round(a, b):
+        return statistics.median(x / y for (x, _, _), (y, _, _) in zip(walls[a], walls[b]))
+
+    me_name, bw_name = rows[0][0], next(n for n, r in rows if r is bw)
+    print(f"\nthe gap taken apart (uid 0, cgroup v1): corral makes {len(V1_CTRLS)} groups "
+          f"a run ({', '.join(V1_CTRLS)}), bwrap none; the rows above took turns with these")
+    print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {f'{M} at once ms':>16} {'failed':>7}"
+          f" {'host CPU ms':>12}")
+    for name, _ in split:
+        r = got[name]
+        print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[2]:16.0f} {r[3]:7d} {r[4]:12.2f}")
+    print(f"corral without groups / bwrap: {got[NOCG][0] / bw[0]:.3f} one at a time, "
+          f"{per_round(NOCG, bw_name):.3f} {M} at once (corral's layers, the groups aside)")
+    print(f"corral / bwrap in the same groups: {base / got[INGROUPS][0]:.3f} one at a time, "
+          f"{per_round(me_name, INGROUPS):.3f} {M} at once (the same kernel work for the "
+          f"groups on both sides)")
+
 
 # ---- where a cold start's time goes: before the command, and after ---------
 # The command is bench/floor_stamp.c, static, bound read-only into both
@@ -191,6 +404,8 @@ PHASES = int(os.environ.get("BENCH_PHASES", "100"))
 
 
 def phases():
+    if PHASES <= 0:
+        return
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_stamp.c")
     tmp = tempfile.mkdtemp(prefix="corral-bench-")
     try:

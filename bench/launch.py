@@ -5,8 +5,8 @@ For each peer: median and p95 of N sequential launches of `true`, the
 peers taking turns run by run, and the mean CPU time of one (the whole
 host's, from /proc/stat: what M at once on a few cores pay), then the
 wall time of M launches started at once (twice, in turn, averaged); as
-root on a cgroup v1 host, corral with no cgroup file system and bwrap in
-the three groups corral makes, to take the gap apart; then
+root on a cgroup v1 host, corral with no cgroup file system, to take the
+gap apart; then
 where a run's time goes (setup, teardown) and what it asks of the kernel
 (syscalls by strace, context switches by perf stat).  Peers that are not installed are
 listed as such, never silently dropped.
@@ -66,19 +66,17 @@ def cpu_host():
 
 # ---- the gap taken apart: v1 groups, made by corral as root --------------
 # As root on a cgroup v1 host, a corral run makes a group in each of three
-# hierarchies (memory, pids, cpuacct), writes its limits, moves init in and
-# removes the groups at the end; bwrap makes none.  Two more rows, taking
-# turns with the others, say how much of the gap to bwrap that is:
-#   - corral run in a mount namespace of this script's where no cgroup file
-#     system is mounted: it finds no group to make and sets rlimits, as it
-#     does for a caller with no delegated groups (the layers but the groups);
-#   - bwrap in three new groups with the default policy's limits: this
-#     script makes them, moves itself in to start bwrap (which inherits
-#     them) and back, and removes them once bwrap's processes are gone (the
-#     kernel's work for the groups, without corral).
+# hierarchies (memory, pids, cpuacct), writes its limits, moves init in,
+# reads the group's counters for the result and removes the groups; bwrap
+# makes none.  One more row, taking turns with the others, says how much
+# of the gap to bwrap that is: corral run in a mount namespace of this
+# script's where no cgroup file system is mounted.  It finds no group to
+# make and sets rlimits, as it does for a caller with no delegated groups:
+# every layer but the groups.  (A row of bwrap in the same groups would
+# need a wrapper to make them around it; a wrapper's own exec and fork
+# cost 2 ms here, more than the groups, so there is none.)
 V1_CTRLS = ("memory", "pids", "cpuacct")
 NOCG = "  corral run, no cgroup fs (rlimits)"
-INGROUPS = "  bwrap in 3 new v1 groups, same limits"
 CLONE_NEWNS, MS_REC, MS_PRIVATE, MNT_DETACH = 0x20000, 0x4000, 1 << 18, 2
 
 
@@ -94,80 +92,6 @@ def v1_split():
     except OSError:
         return False
     return all(c in v1 and os.path.isdir(f"/sys/fs/cgroup/{c}") for c in V1_CTRLS)
-
-
-def policy_limits():
-    """memory (bytes) and pids of the default policy, whose limits corral sets."""
-    import json
-    d = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                    "..", "policies", "default.json")))["limits"]
-    mem = d["memory"]
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(mem[:-1]) * mult[mem[-1]] if mem[-1] in mult else int(mem), int(d["pids"])
-
-
-class Groups:
-    """Three v1 groups beside corral's (below <mount>/corral, which corral
-    made in its first runs), with the default policy's limits."""
-    seq = 0
-    home = {}
-
-    def __init__(self):
-        Groups.seq += 1
-        self.dirs = []
-        mem, pids = LIMITS
-        try:
-            for c in V1_CTRLS:
-                d = f"/sys/fs/cgroup/{c}/corral/bench-{os.getpid()}-{Groups.seq}"
-                os.mkdir(d)
-                self.dirs.append(d)
-            for f, v in (("memory.limit_in_bytes", mem), ("memory.memsw.limit_in_bytes", mem),
-                         ("memory.kmem.tcp.limit_in_bytes", mem)):
-                if os.path.exists(f"{self.dirs[0]}/{f}"):
-                    write(f"{self.dirs[0]}/{f}", v)
-            write(f"{self.dirs[1]}/pids.max", pids)
-        except OSError:
-            self.remove()
-            raise
-
-    def enter(self):
-        for d in self.dirs:
-            write(f"{d}/tasks", 0)      # "0": this thread, the only one
-
-    @staticmethod
-    def leave():
-        for c in V1_CTRLS:
-            write(f"/sys/fs/cgroup/{c}{Groups.home[c]}/tasks", 0)
-
-    def remove(self):
-        """Once empty: bwrap's pid 1 may outlive the bwrap that started it
-        for a moment (EBUSY), as a process of a dying corral sandbox would."""
-        deadline = time.monotonic() + 5
-        for d in reversed(self.dirs):
-            while True:
-                try:
-                    os.rmdir(d)
-                    break
-                except OSError as e:
-                    if e.errno != 16 or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.0002)
-        self.dirs = []
-
-
-def write(path, value):
-    with open(path, "w") as f:
-        f.write(str(value))
-
-
-def home_groups():
-    """This script's own groups, to move back to after each start."""
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            _, ctrls, path = line.rstrip("\n").split(":", 2)
-            for c in ctrls.split(","):
-                if c in V1_CTRLS:
-                    Groups.home[c] = path
 
 
 class NoCgroupNs:
@@ -209,42 +133,21 @@ class NoCgroupNs:
 
 
 def start(name, argv):
-    """A row's run started: plainly, or in the namespace without groups, or
-    in three new groups (made here)."""
+    """A row's run started: plainly, or in the namespace without groups."""
     if name == NOCG:
         NS.setns(NS.fd)
         try:
             return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         finally:
             NS.setns(NS.home)
-    if name == INGROUPS:
-        g = Groups()
-        try:
-            g.enter()
-            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        except BaseException:
-            Groups.leave()
-            g.remove()
-            raise
-        Groups.leave()
-        p.groups = g
-        return p
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-
-
-def finish(p):
-    rc = p.wait()
-    g = getattr(p, "groups", None)
-    if g:
-        g.remove()
-    return rc
 
 
 def once(name, argv):
     """Wall ms, and the host's CPU ms over the run."""
     c = cpu_host()
     t = time.perf_counter()
-    rc = finish(start(name, argv))
+    rc = start(name, argv).wait()
     if rc != 0:
         raise subprocess.CalledProcessError(rc, argv)
     return (time.perf_counter() - t) * 1000, cpu_host() - c
@@ -256,7 +159,7 @@ def burst(name, argv):
     c = cpu_host()
     t = time.perf_counter()
     procs = [start(name, argv) for _ in range(M)]
-    bad = sum(1 for p in procs if finish(p) != 0)
+    bad = sum(1 for p in procs if p.wait() != 0)
     return (time.perf_counter() - t) * 1000, bad, (cpu_host() - c) / M
 
 
@@ -264,21 +167,12 @@ NS = None
 split = []
 if v1_split():
     try:
-        LIMITS = policy_limits()
-        home_groups()
         NS = NoCgroupNs()
-        split = [(NOCG, peers[0][1]), (INGROUPS, peers[1][1])]
-    except (OSError, KeyError, ValueError) as e:
+        split = [(NOCG, peers[0][1])]
+    except OSError as e:
         print(f"(the gap taken apart: not measured: {e})")
 
 
-# Run by run, the rows take turns (corral, bwrap, unshare, ..., then again):
-# this host's speed drifts by a third within minutes, and rows measured
-# one after the other would each get a different host.  The bursts go
-# A B C, C B A, A B C, ... (BENCH_BURST_ROUNDS rounds), for the same
-# reason; each row's figure is its median, and corral's ratio to bwrap is
-# taken round by round (the two bursts next to each other), since one
-# burst's wall time here varies by 10-20% from one round to the next.
 present = [(name, argv) for name, argv in peers + starts + split if shutil.which(argv[0])]
 times = {name: [] for name, _ in present}
 cpus = {name: [] for name, _ in present}
@@ -346,7 +240,7 @@ for name, r in rows:
         print(f"{name:40} {'not installed':>10}")
     elif isinstance(r, str):
         print(f"{name:40} {r}")
-    elif name in (NOCG, INGROUPS):
+    elif name == NOCG:
         continue        # below, with what they explain
     elif name.startswith("  "):
         print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {'':>16} {r[3]:7d} {r[4]:12.2f}")
@@ -381,17 +275,16 @@ if split and base and bw and all(isinstance(got.get(n), tuple) for n, _ in split
 
     me_name, bw_name = rows[0][0], next(n for n, r in rows if r is bw)
     print(f"\nthe gap taken apart (uid 0, cgroup v1): corral makes {len(V1_CTRLS)} groups "
-          f"a run ({', '.join(V1_CTRLS)}), bwrap none; the rows above took turns with these")
+          f"a run ({', '.join(V1_CTRLS)}), bwrap none; the rows above took turns with this one")
     print(f"{'sandbox':40} {'median ms':>10} {'p95 ms':>8} {f'{M} at once ms':>16} {'failed':>7}"
           f" {'host CPU ms':>12}")
     for name, _ in split:
         r = got[name]
         print(f"{name:40} {r[0]:10.2f} {r[1]:8.2f} {r[2]:16.0f} {r[3]:7d} {r[4]:12.2f}")
     print(f"corral without groups / bwrap: {got[NOCG][0] / bw[0]:.3f} one at a time, "
-          f"{per_round(NOCG, bw_name):.3f} {M} at once (corral's layers, the groups aside)")
-    print(f"corral / bwrap in the same groups: {base / got[INGROUPS][0]:.3f} one at a time, "
-          f"{per_round(me_name, INGROUPS):.3f} {M} at once (the same kernel work for the "
-          f"groups on both sides)")
+          f"{per_round(NOCG, bw_name):.3f} {M} at once (every layer but the groups)")
+    print(f"corral / corral without groups: {base / got[NOCG][0]:.3f} one at a time, "
+          f"{per_round(me_name, NOCG):.3f} {M} at once (the groups)")
 
 
 # ---- where a cold start's time goes: before the command, and after ---------

@@ -2093,8 +2093,8 @@ t_host_kernel_never_bound() {
 	expect_eq "an ordinary bind" "$(rc)" 0
 }
 
-# /run, /tmp, /run/user and a session's directory there hold the host's
-# unix sockets (the system bus, docker's, an ssh ControlMaster's, tmux's):
+# /run, /tmp, /var/tmp, /run/user and a session's directory there hold the
+# host's unix sockets (the system bus, docker's, an ssh ControlMaster's, tmux's):
 # a read-only bind does not stop connect(2), so none of them is a bind's
 # source or the workspace, however spelled; what lies below them still is.
 t_host_socket_dirs_never_bound() {
@@ -2109,7 +2109,8 @@ t_host_socket_dirs_never_bound() {
 		session=$(ls -d /run/user/[0-9]* 2>/dev/null | head -1)
 	fi
 	binds_refused "unix sockets of the host" /tmp:/mnt/s /tmp/.:/mnt/s /run:/mnt/s \
-		/var/run:/mnt/s /run/user:/mnt/s "$T/to-run:/mnt/s" "$T/to-var-run:/mnt/s" \
+		/var/tmp:/mnt/s /var/tmp/:/mnt/s /var/run:/mnt/s /run/user:/mnt/s \
+		"$T/to-run:/mnt/s" "$T/to-var-run:/mnt/s" \
 		/run/./:/mnt/s //tmp:/mnt/s ${session:+"$session:/mnt/s"}
 	out=$(crun --workspace /tmp -- /bin/true)
 	expect_eq "workspace /tmp" "$(rc)" 125
@@ -2158,7 +2159,7 @@ t_host_socket_dirs_never_beneath_a_bind() {
 	for u in "" -nobody; do
 		expect_eq "a chroot holding /tmp$u" "$(< "$T/chroot$u.rc")" 125
 		expect_contains "a chroot holding /tmp$u: the reason" "$(< "$T/chroot$u.out")" \
-			"holds a mount of the host's /run, /tmp or a session's runtime directory (at $T/chroot/tmp)"
+			"holds a mount of the host's /run, /tmp, /var/tmp or a session's runtime directory (at $T/chroot/tmp)"
 		expect_eq "a chroot holding /tmp, rw$u" "$(< "$T/chroot-rw$u.rc")" 125
 		expect_eq "/tmp bound elsewhere$u" "$(< "$T/tmp-elsewhere$u.rc")" 125
 		expect_eq "a session's directory bound elsewhere$u" "$(< "$T/sess$u.rc")" 125

@@ -4952,8 +4952,8 @@ create_refused() {
 	[ -z "${3:-}" ] || expect_contains "$1 $2: why" "$(body 600)" "$3"
 }
 
-# The host's /run, /tmp, /run/user and a session's directory there hold its
-# unix sockets (a read-only bind does not stop connect(2)): a create naming
+# The host's /run, /tmp, /var/tmp, /run/user and a session's directory there
+# hold its unix sockets (a read-only bind does not stop connect(2)): a create naming
 # one, however spelled, is the client's 403 with why, refused before any
 # build, as the other host paths never shown (it was a failed build's 500).
 t_socket_dirs_never_bound() {
@@ -4966,7 +4966,7 @@ t_socket_dirs_never_bound() {
 	start_daemon
 	ln -s /run "$T/to-run"
 	ln -s /var/run "$T/to-var-run"
-	for src in /run /var/run /run/. //run /run/user "$T/to-run" "$T/to-var-run" \
+	for src in /run /var/run /run/. //run /run/user /var/tmp "$T/to-run" "$T/to-var-run" \
 		   ${session:+"$session"}; do
 		create_refused ro "$src" "unix sockets of the host"
 		create_refused rw "$src"

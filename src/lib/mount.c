@@ -273,11 +273,12 @@ static bool kernel_fs(long type)
  * read-only bind does not close them: connect(2), like a FIFO's open for
  * writing, asks for permission on the inode, never for a writable mount,
  * and an unprivileged caller's sandbox is its uid to the kernel's checks.
- * So neither /run, /tmp, /run/user nor a session's directory in it may be
- * a bind's source (what lies below them may, named one by one).  Judged
- * by identity, after every symlink: /var/run is /run.
+ * So neither /run, /tmp, /var/tmp (as /tmp, any user's to leave a socket
+ * in, and kept across boots), /run/user nor a session's directory in it
+ * may be a bind's source (what lies below them may, named one by one).
+ * Judged by identity, after every symlink: /var/run is /run.
  */
-static const char *const host_sockets[] = { "run", "tmp", "run/user" };
+static const char *const host_sockets[] = { "run", "tmp", "var/tmp", "run/user" };
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -377,8 +378,8 @@ int mount_check_host_fd(int oldroot, int fd, const char *path,
 		    nv.st_dev != root.st_dev)
 			goto refuse;
 	if (runtime_dir(oldroot, fd, &st))
-		return corral_set_err(err, -EACCES, "%s is the host's /run, /tmp or "
-				      "a session's runtime directory: it holds the unix "
+		return corral_set_err(err, -EACCES, "%s is the host's /run, /tmp, "
+				      "/var/tmp or a session's runtime directory: it holds the unix "
 				      "sockets of the host's services and sessions, which "
 				      "even a read-only bind lets a sandbox connect to; "
 				      "bind what you need from it by name", path);
@@ -485,7 +486,8 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
 					   "sandbox", path, type, host_name(at));
 		} else if (runtime_dir_beneath(rootfd, at)) {
 			r = corral_set_err(err, -EACCES, "%s holds a mount of the host's "
-					   "/run, /tmp or a session's runtime directory (at "
+					   "/run, /tmp, /var/tmp or a session's runtime "
+					   "directory (at "
 					   "%s): a bind brings what is mounted beneath it, and "
 					   "those hold the unix sockets of the host's services "
 					   "and sessions, which even a read-only bind lets a "

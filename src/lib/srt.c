@@ -265,10 +265,12 @@ static void deny_read(struct srt *srt, json_t *arr, const char *name)
 static const char *const net_unmapped[][2] = {
 	{ "allowUnixSockets", "corral does not filter connect(2): a host Unix socket is "
 			      "reachable when a bind shows it (bind its file to pass one; "
-			      "/run, /tmp and session runtime directories are refused as binds)" },
+			      "/run, /tmp, /var/tmp and session runtime directories are refused "
+			      "as binds)" },
 	{ "allowAllUnixSockets", "corral does not filter connect(2): a host Unix socket is "
 				 "reachable when a bind shows it (bind its file to pass one; "
-				 "/run, /tmp and session runtime directories are refused as binds)" },
+				 "/run, /tmp, /var/tmp and session runtime directories are refused "
+				 "as binds)" },
 	{ "allowLocalBinding", "always so in corral: the sandbox binds on its own loopback, "
 			       "which the host cannot reach" },
 	{ "httpProxyPort", "corral's proxy listens inside the sandbox on 3128 (HTTP_PROXY is set)" },

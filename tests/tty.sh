@@ -304,6 +304,51 @@ t_disconnect_hangs_up() {
 	wait_inside "$box" 'ps -e -o args= | grep -c "^sleep 1002$" || true' 0
 }
 
+# A client that takes none of the output queued for it for
+# --tty-idle-timeout seconds is closed, and its call killed, as one that
+# went away: a timed-out session waits for its client to take its output,
+# and so held the connection, the call and their fds for as long as the
+# client kept it open without reading.  One that pauses for less, again and
+# again, keeps its session to the end and gets its last frame.  A daemon
+# of its own (1 s); the two sessions at once.
+t_tty_client_stops_reading() {
+	LAST_D=$TEST_TMP/last
+	LAST_PID=
+	trap 'stop_daemon "$LAST_PID" || true' EXIT
+	mkdir -p "$LAST_D"
+	"$CORRAL" serve --socket "$LAST_D/sock" --state-dir "$LAST_D/state" \
+		--tty-idle-timeout 1 > "$LAST_D/log" 2>&1 < /dev/null &
+	LAST_PID=$!
+	for _ in $(seq 1 100); do
+		[ -S "$LAST_D/sock" ] && curl -s -m 1 --unix-socket "$LAST_D/sock" http://corral/v1/health > /dev/null && break
+		sleep 0.05
+	done
+	box=$(curl -s -m 20 --unix-socket "$LAST_D/sock" -X POST http://corral/v1/sandboxes -d '{}' | json id)
+	[ -n "$box" ] || fail "no sandbox: $(tail -3 "$LAST_D/log")"
+	# 2 MB: more than the daemon queues (1 MiB) and the socket holds, so a client
+	# that stops reading stops the writes; then a quiet end, timed out
+	local cmd='echo ready; head -c 2000000 /dev/zero; echo done; exec sleep 999'
+	$PY "$HERE/ttyapi.py" "$LAST_D/sock" "$box" 'expect:ready' 'stall:4' \
+		-- /bin/sh -c "$cmd" > "$LAST_D/gone" &
+	g=$!
+	set -- 'expect:ready'
+	for _ in $(seq 1 6); do
+		set -- "$@" 'stall:0.4' 'sleep:0.05'
+	done
+	$PY "$HERE/ttyapi.py" "$LAST_D/sock" "$box" "$@" 'expect:done' \
+		-- /bin/sh -c "$cmd" > "$LAST_D/slow" &
+	s=$!
+	wait "$g" "$s" || true
+	mapfile -t f < <(fields result eof < "$LAST_D/gone")
+	expect_eq "a client that stopped reading: no last frame" "${f[0]}" null
+	expect_eq "its connection closed" "${f[1]}" true
+	mapfile -t f < <(fields result.status eof < "$LAST_D/slow")
+	expect_eq "a client that paused: its session to its end" "${f[0]}" timeout
+	expect_eq "then the close" "${f[1]}" true
+	expect_eq "nothing of either runs" "$("$CORRAL" exec --socket "$LAST_D/sock" "$box" -c \
+		'ps -e -o args= | grep -c "^sleep 999$" || true')" 0
+}
+
 # --tty-idle-timeout: a session neither side uses ends as a timeout (its
 # client gets the result, the record a "timeout" event, nothing is left
 # running); one kept busy by its client's frames, by its output, or by its

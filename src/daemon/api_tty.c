@@ -433,6 +433,7 @@ void tty_session_start(struct sandbox *sb, struct evhttp_request *req,
 		"Connection: Upgrade\r\nUpgrade: corral-tty\r\n\r\n";
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	struct timeval write_tv = { sb->d->limits.tty_idle_timeout_s, 0 };
 	struct corral_err err = { 0 };
 	struct tty_session *s;
 
@@ -466,11 +467,18 @@ void tty_session_start(struct sandbox *sb, struct evhttp_request *req,
 	}
 	sb->d->execs++;
 	idle_arm(s);
-	/* from here the connection is ours: no HTTP, no gate, no timeouts */
+	/*
+	 * From here the connection is ours: no HTTP, no gate.  One timeout:
+	 * a client that takes none of what is queued for it in the idle
+	 * bound is closed (on_client_event), the call with it.  A session
+	 * that ended, or was timed out, waits for its client to take its
+	 * output: it held the connection, the call and their fds for as
+	 * long as the client kept it open without reading.
+	 */
 	api_gate_upgrade(sb->d, evcon);
 	api_set_closecb(sb->d, req, session_conn_closed, s);
 	bufferevent_setcb(bev, on_client_read, on_client_write, on_client_event, s);
-	bufferevent_set_timeouts(bev, NULL, NULL);
+	bufferevent_set_timeouts(bev, NULL, &write_tv);
 	/* at most two frames' worth read ahead: a frame is taken whole */
 	bufferevent_setwatermark(bev, EV_READ, 0, 2 * (TTY_FRAME_HEAD + TTY_FRAME_MAX));
 	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);

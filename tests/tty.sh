@@ -13,8 +13,9 @@
 # Runs as whoever calls it (root or not).  One daemon (unix socket and
 # loopback TCP with a token) serves every test, a second one (loopback TLS,
 # a test CA's certificate) the t_exec_tty_tls* tests; each daemon has one
-# sandbox the tests share.  t_tty_idle_timeout starts a third, its own,
-# with a short --tty-idle-timeout.  Terminals come from tests/ptyrun.py and
+# sandbox the tests share.  t_tty_idle_timeout and t_tty_client_stops_reading
+# start one each of their own (own_daemon), with a short --tty-idle-timeout.
+# Terminals come from tests/ptyrun.py and
 # tests/ttyapi.py, which bound every wait.
 set -u
 CORRAL=$(readlink -f "$1")
@@ -140,6 +141,25 @@ wait_inside() {
 		sleep 0.1
 	done
 	fail "inside $1, '$2' gave '$got', want '$3'"
+}
+
+# own_daemon DIR SERVE_ARG...: a daemon of the test's own, on DIR/sock,
+# stopped when the test ends, with one sandbox made in it (OWN_BOX).
+own_daemon() {
+	local dir=$1
+	shift
+	OWN_PID=
+	trap 'stop_daemon "$OWN_PID" || true' EXIT
+	mkdir -p "$dir"
+	"$CORRAL" serve --socket "$dir/sock" --state-dir "$dir/state" "$@" \
+		> "$dir/log" 2>&1 < /dev/null &
+	OWN_PID=$!
+	for _ in $(seq 1 100); do
+		[ -S "$dir/sock" ] && curl -s -m 1 --unix-socket "$dir/sock" http://corral/v1/health > /dev/null && break
+		sleep 0.05
+	done
+	OWN_BOX=$(curl -s -m 20 --unix-socket "$dir/sock" -X POST http://corral/v1/sandboxes -d '{}' | json id)
+	[ -n "$OWN_BOX" ] || fail "no sandbox: $(tail -3 "$dir/log")"
 }
 
 tty_api() {	# tty_api BOX STEP... -- ARGV...: ttyapi.py's JSON
@@ -313,18 +333,8 @@ t_disconnect_hangs_up() {
 # of its own (1 s); the two sessions at once.
 t_tty_client_stops_reading() {
 	LAST_D=$TEST_TMP/last
-	LAST_PID=
-	trap 'stop_daemon "$LAST_PID" || true' EXIT
-	mkdir -p "$LAST_D"
-	"$CORRAL" serve --socket "$LAST_D/sock" --state-dir "$LAST_D/state" \
-		--tty-idle-timeout 1 > "$LAST_D/log" 2>&1 < /dev/null &
-	LAST_PID=$!
-	for _ in $(seq 1 100); do
-		[ -S "$LAST_D/sock" ] && curl -s -m 1 --unix-socket "$LAST_D/sock" http://corral/v1/health > /dev/null && break
-		sleep 0.05
-	done
-	box=$(curl -s -m 20 --unix-socket "$LAST_D/sock" -X POST http://corral/v1/sandboxes -d '{}' | json id)
-	[ -n "$box" ] || fail "no sandbox: $(tail -3 "$LAST_D/log")"
+	own_daemon "$LAST_D" --tty-idle-timeout 1
+	box=$OWN_BOX
 	# 2 MB: more than the daemon queues (1 MiB) and the socket holds, so a client
 	# that stops reading stops the writes; then a quiet end, timed out
 	local cmd='echo ready; head -c 2000000 /dev/zero; echo done; exec sleep 999'
@@ -356,18 +366,8 @@ t_tty_client_stops_reading() {
 # the four sessions at once.
 t_tty_idle_timeout() {
 	IDLE_D=$TEST_TMP/idle
-	IDLE_PID=
-	trap 'stop_daemon "$IDLE_PID" || true' EXIT
-	mkdir -p "$IDLE_D"
-	"$CORRAL" serve --socket "$IDLE_D/sock" --state-dir "$IDLE_D/state" \
-		--tty-idle-timeout 2 > "$IDLE_D/log" 2>&1 < /dev/null &
-	IDLE_PID=$!
-	for _ in $(seq 1 100); do
-		[ -S "$IDLE_D/sock" ] && curl -s -m 1 --unix-socket "$IDLE_D/sock" http://corral/v1/health > /dev/null && break
-		sleep 0.05
-	done
-	box=$(curl -s -m 20 --unix-socket "$IDLE_D/sock" -X POST http://corral/v1/sandboxes -d '{}' | json id)
-	[ -n "$box" ] || fail "no sandbox: $(tail -3 "$IDLE_D/log")"
+	own_daemon "$IDLE_D" --tty-idle-timeout 2
+	box=$OWN_BOX
 	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" 'expect:ready' \
 		-- /bin/sh -c 'echo ready; exec sleep 999' > "$IDLE_D/quiet" &
 	q=$!

@@ -2102,6 +2102,7 @@ t_host_socket_dirs_never_bound() {
 	session=""
 	ln -s /run "$T/to-run"
 	ln -s /var/run "$T/to-var-run"
+	ln -s /var "$T/to-var"
 	if [ "$ME" = 0 ] && [ -d /run/user ]; then
 		session=/run/user/$((4200000 + $$ % 1000))
 		mkdir "$session" && trap 'rmdir "$session"' EXIT
@@ -2112,6 +2113,11 @@ t_host_socket_dirs_never_bound() {
 		/var/tmp:/mnt/s /var/tmp/:/mnt/s /var/run:/mnt/s /run/user:/mnt/s \
 		"$T/to-run:/mnt/s" "$T/to-var-run:/mnt/s" \
 		/run/./:/mnt/s //tmp:/mnt/s ${session:+"$session:/mnt/s"}
+	# /var holds /var/tmp as a directory, not a mount: bound, it shows it
+	[ ! -d /var/tmp ] || [ -L /var/tmp ] ||
+		{ binds_refused "holds the host's /var/tmp" /var:/mnt/s "$T/to-var:/mnt/s"
+		  out=$(crun --workspace /var -- /bin/true)
+		  expect_eq "workspace /var" "$(rc)" 125; }
 	out=$(crun --workspace /tmp -- /bin/true)
 	expect_eq "workspace /tmp" "$(rc)" 125
 	expect_contains "workspace /tmp: the reason" "$out" "unix sockets of the host"
@@ -2121,6 +2127,8 @@ t_host_socket_dirs_never_bound() {
 	chmod -R a+rX "$T/below"
 	out=$(crun --ro "$T/below:/mnt/b" -- /bin/cat /mnt/b/f)
 	expect_eq "a directory below TMPDIR" "$out" fine
+	out=$(crun --ro /var/lib:/mnt/l -- /bin/true)
+	expect_eq "/var/lib, beside /var/tmp" "$(rc)" 0
 	# (as a user, the session directory is tried only where one exists)
 }
 

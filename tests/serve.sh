@@ -4972,6 +4972,11 @@ t_socket_dirs_never_bound() {
 		create_refused rw "$src"
 		create_refused workspace "$src" "unix sockets of the host"
 	done
+	# /var holds /var/tmp as a directory: a bind of it shows that
+	if [ -d /var/tmp ] && [ ! -L /var/tmp ]; then
+		create_refused ro /var "holds the host's /var/tmp"
+		create_refused workspace /var "holds the host's /var/tmp"
+	fi
 	# /tmp (or the socket's directory's ancestor): refused too
 	for src in /tmp /tmp/.; do
 		create_refused workspace "$src"

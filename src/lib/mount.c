@@ -334,6 +334,37 @@ static bool runtime_dir(int oldroot, int fd, const struct stat *st)
 }
 
 /*
+ * A directory that holds one of them as a plain directory, not a mount
+ * (runtime_dir_beneath sees those): /var, whose tmp a bind shows as
+ * binding /var/tmp would.  The others' holders, the host's root and
+ * /run, are refused themselves.  By identity, as runtime_dir: a symlink
+ * to /var, a bind of it elsewhere.  A /var/tmp that is a symlink (to
+ * /tmp) shows nothing of the host's through /var: no refusal then.
+ */
+static const char *runtime_dir_holder(int oldroot, const struct stat *st)
+{
+	char up[PATH_MAX];
+	struct stat nv, rt;
+
+	if (!S_ISDIR(st->st_mode))
+		return NULL;
+	for (size_t i = 0; i < sizeof(host_sockets) / sizeof(host_sockets[0]); i++) {
+		const char *slash = strrchr(host_sockets[i], '/');
+		size_t n = slash ? (size_t)(slash - host_sockets[i]) : 0;
+
+		if (!n || n >= sizeof(up))
+			continue;
+		memcpy(up, host_sockets[i], n);
+		up[n] = '\0';
+		if (fstatat(oldroot, host_sockets[i], &rt, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(rt.st_mode) && fstatat(oldroot, up, &nv, 0) == 0 &&
+		    same_file(&nv, st))
+			return host_sockets[i];
+	}
+	return NULL;
+}
+
+/*
  * A mount beneath a bind's source that is one of the host's runtime
  * directories (a chroot's /tmp or /run bound there, as schroot and
  * pbuilder make them): the recursive bind would show its sockets as
@@ -363,6 +394,7 @@ int mount_check_host_fd(int oldroot, int fd, const char *path,
 			struct corral_err *err)
 {
 	struct stat st, root, nv;
+	const char *held;
 	struct statfs sf;
 
 	if (fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0 || fstat(oldroot, &root) < 0)
@@ -383,6 +415,12 @@ int mount_check_host_fd(int oldroot, int fd, const char *path,
 				      "sockets of the host's services and sessions, which "
 				      "even a read-only bind lets a sandbox connect to; "
 				      "bind what you need from it by name", path);
+	held = runtime_dir_holder(oldroot, &st);
+	if (held)
+		return corral_set_err(err, -EACCES, "%s holds the host's /%s, "
+				      "where any user may leave a unix socket, which even "
+				      "a read-only bind lets a sandbox connect to; bind "
+				      "what you need from it by name", path, held);
 	return 0;
 refuse:
 	return corral_set_err(err, -EACCES, "%s is (or holds) the host's /proc, "

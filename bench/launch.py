@@ -107,20 +107,24 @@ class NoCgroupNs:
         done_r, done_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(done_w)    # EOF on done_r: the parent has its fd
-            ok = (self.libc.unshare(CLONE_NEWNS) == 0 and
-                  self.libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0 and
-                  self.libc.umount2(b"/sys/fs/cgroup", MNT_DETACH) == 0)
-            os.write(go_w, b"k" if ok else b"e")
-            os.read(done_r, 1)
-            os._exit(0)
+            # never back into the script: a second copy of it would run
+            try:
+                os.close(done_w)    # EOF on done_r: the parent has its fd
+                ok = (self.libc.unshare(CLONE_NEWNS) == 0 and
+                      self.libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0 and
+                      self.libc.umount2(b"/sys/fs/cgroup", MNT_DETACH) == 0)
+                os.write(go_w, b"k" if ok else b"e")
+                os.read(done_r, 1)
+            finally:
+                os._exit(0)
+        os.close(go_w)          # EOF on go_r if the child dies first
         try:
             ok = os.read(go_r, 1) == b"k"
             self.fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC) if ok else -1
         finally:
             os.close(done_w)
             os.waitpid(pid, 0)
-            for fd in (go_r, go_w, done_r):
+            for fd in (go_r, done_r):
                 os.close(fd)
         if self.fd < 0:
             raise OSError("cannot make a mount namespace without /sys/fs/cgroup")

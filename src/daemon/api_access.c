@@ -216,8 +216,8 @@ static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
 			goto refused;
 		}
 	/*
-	 * What the build would refuse (the host's /run, /tmp, /var/tmp, a session's
-	 * runtime directory: their unix sockets), refused here as the
+	 * What the build would refuse (the host's /run, /tmp, /var/tmp, a
+	 * session's runtime directory: their unix sockets), refused here as the
 	 * client's: a 403 with why, not a failed build's 500.
 	 */
 	if (corral_host_path_check(*pin, real, &err) < 0) {

@@ -468,12 +468,13 @@ void tty_session_start(struct sandbox *sb, struct evhttp_request *req,
 	sb->d->execs++;
 	idle_arm(s);
 	/*
-	 * From here the connection is ours: no HTTP, no gate.  One timeout:
-	 * a client that takes none of what is queued for it in the idle
-	 * bound is closed (on_client_event), the call with it.  A session
-	 * that ended, or was timed out, waits for its client to take its
-	 * output: it held the connection, the call and their fds for as
-	 * long as the client kept it open without reading.
+	 * From here the connection is ours: no HTTP, no gate.  One timeout,
+	 * --tty-idle-timeout for a write: a client that takes none of what
+	 * is queued for it that long is closed (on_client_event), the call
+	 * with it.  A session that ended, or was timed out, waits for its
+	 * client to take its output; without the timeout a client that
+	 * kept the connection open and read nothing held the connection,
+	 * the call and their fds as long as it liked.
 	 */
 	api_gate_upgrade(sb->d, evcon);
 	api_set_closecb(sb->d, req, session_conn_closed, s);

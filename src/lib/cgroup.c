@@ -376,7 +376,8 @@ static int cg_alloc(struct cg **out, const char *name, unsigned flags,
 		cg->skip = C_BIT(C_FREEZER) | (p->cpus > 0 ? 0 : C_BIT(C_CPU));
 	cg->ops = &cg_none_manager;
 	/* planned by cg_make, beside the sandbox's first steps */
-	r = flags & CG_LATER ? 0 : cg_plan(cg, why, sizeof(why), flags & CG_V2_ID, err);
+	r = flags & CG_LATER ? 0 :
+	    cg_plan(cg, why, sizeof(why), flags & CG_V2_ID, err);
 	if (r < 0) {
 		cg_free_hiers(cg);
 		free(cg);

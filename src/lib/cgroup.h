@@ -63,7 +63,7 @@ struct cg;	/* one sandbox's cgroup, in every hierarchy it uses */
 #define CG_LIMITS_ONLY	4u
 int cg_create(struct cg **out, const char *name, const struct corral_policy *p,
 	      unsigned int flags, struct corral_err *err);
-/* Plan and make what cg_create(CG_LATER) named; 0 at once for any other group. */
+/* Plan and make what cg_create(CG_LATER) named; 0 at once for any other. */
 int cg_make(struct cg *cg, struct corral_err *err);
 /*
  * A group "corral-<name>" below parent, in each of its hierarchies, with

@@ -411,8 +411,9 @@ int mount_check_host_fd(int oldroot, int fd, const char *path,
 			goto refuse;
 	if (runtime_dir(oldroot, fd, &st))
 		return corral_set_err(err, -EACCES, "%s is the host's /run, /tmp, "
-				      "/var/tmp or a session's runtime directory: it holds the unix "
-				      "sockets of the host's services and sessions, which "
+				      "/var/tmp or a session's runtime directory: it "
+				      "holds the unix sockets of the host's services "
+				      "and sessions, which "
 				      "even a read-only bind lets a sandbox connect to; "
 				      "bind what you need from it by name", path);
 	held = runtime_dir_holder(oldroot, &st);

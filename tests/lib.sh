@@ -31,6 +31,35 @@ doze() {
 	read -r -t "$1" -u "$DOZE_FD" _ || true
 }
 
+# free_port: a TCP port that no socket has bound (none in /proc/net/tcp
+# or tcp6), for a daemon's --listen or one where nothing listens: a random one below the kernel's
+# ephemeral range, which every connect draws from (one bind(0) had given
+# the test, as a Python did here, a client's connect could take before
+# the daemon bound it).  In bash: the Python's start, a test, was 30-50
+# ms of CPU.  A Python's bind(0) where the range leaves no room below.
+free_port() {
+	local lo hi f l p i used=" "
+	read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range
+	if [ "$lo" -lt 12000 ]; then
+		"${PY:-/usr/bin/python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+		return
+	fi
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[ -r "$f" ] || continue
+		{
+			read -r _
+			while read -r _ l _; do
+				used+="$((16#${l##*:})) "
+			done
+		} < "$f"
+	done
+	for ((i = 0; i < 50; i++)); do
+		p=$(( lo - 1 - SRANDOM % (lo - 10000) ))
+		[[ $used == *" $p "* ]] || { echo "$p"; return 0; }
+	done
+	fail "no free port below $lo"
+}
+
 # front_test: the first line of a test of the daemon's or the MCP server's
 # front (HTTP and JSON-RPC framing, TLS, tokens, the bounds on what a
 # client may make it hold), whose code is the same whatever uid runs it

@@ -185,7 +185,7 @@ t_named_policy() {
 t_tcp_and_token() {
 	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
 	echo wrong-token-wrong-token > "$T/bad"
-	port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	port=$(free_port)
 	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" --listen "127.0.0.1:$port" \
 		--token-file "$T/token" > "$T/daemon.log" 2>&1 < /dev/null &
 	dpid=$!
@@ -213,7 +213,7 @@ t_tcp_and_token() {
 t_tcp_session_life_bounded() {
 	local port req1 req2 out
 	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
-	port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	port=$(free_port)
 	start_shared_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --max-ttl 60
 	req1='{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {"ttl_seconds": 120}}}'
 	req2='{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {}}}'

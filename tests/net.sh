@@ -467,7 +467,7 @@ print('address nosni', answered(s, hello(None)))"
 t_connect_with_first_bytes_and_refused_upstream() {
 	trap stop_fixtures EXIT
 	start port http
-	dead=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	dead=$(free_port)
 	policy "[\"web.test:$port\", \"web.test:$dead\"]" '{"web.test": "127.0.0.1"}'
 	nrun -- /usr/bin/python3 -c "
 import socket, struct

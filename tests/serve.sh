@@ -2900,35 +2900,6 @@ t_bad_requests() {
 
 # ---- TCP and its token -----------------------------------------------------
 
-# free_port: a TCP port that no socket has bound (none in /proc/net/tcp
-# or tcp6), for a daemon's --listen: a random one below the kernel's
-# ephemeral range, which every connect draws from (one bind(0) had given
-# the test, as a Python did here, a client's connect could take before
-# the daemon bound it).  In bash: the Python's start, a test, was 30-50
-# ms of CPU.  A Python's bind(0) where the range leaves no room below.
-free_port() {
-	local lo hi f l p i used=" "
-	read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range
-	if [ "$lo" -lt 12000 ]; then
-		$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-		return
-	fi
-	for f in /proc/net/tcp /proc/net/tcp6; do
-		[ -r "$f" ] || continue
-		{
-			read -r _
-			while read -r _ l _; do
-				used+="$((16#${l##*:})) "
-			done
-		} < "$f"
-	done
-	for ((i = 0; i < 50; i++)); do
-		p=$(( lo - 1 - SRANDOM % (lo - 10000) ))
-		[[ $used == *" $p "* ]] || { echo "$p"; return 0; }
-	done
-	fail "no free port below $lo"
-}
-
 t_tcp_token() {
 	port=$(free_port)
 	rc=0; "$CORRAL" serve --socket "$T/t.sock" --state-dir "$T/t.state" --listen "127.0.0.1:$port" > "$T/out" 2>&1 || rc=$?

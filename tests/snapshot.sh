@@ -782,7 +782,7 @@ s_builds_limited() {
 # diffs of its own held all four, and every other session's diff was a
 # 503 meanwhile.
 s_builds_shared_between_owners() {
-	PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	PORT=$(free_port)
 	printf 'builds-token-0123456789abcdef\n' > "$T/token"
 	chmod 600 "$T/token"
 	held_builds_daemon --listen "127.0.0.1:$PORT" --token-file "$T/token" \

@@ -144,11 +144,13 @@ wait_inside() {
 }
 
 # own_daemon DIR SERVE_ARG...: a daemon of the test's own, on DIR/sock,
-# stopped when the test ends, with one sandbox made in it (OWN_BOX).
+# stopped when the test ends, with one sandbox made in it (OWN_BOX);
+# own_tty drives a terminal there as tty_api does on the shared one.
 own_daemon() {
 	local dir=$1
 	shift
 	OWN_PID=
+	OWN_SOCK=$dir/sock
 	trap 'stop_daemon "$OWN_PID" || true' EXIT
 	mkdir -p "$dir"
 	"$CORRAL" serve --socket "$dir/sock" --state-dir "$dir/state" "$@" \
@@ -164,6 +166,10 @@ own_daemon() {
 
 tty_api() {	# tty_api BOX STEP... -- ARGV...: ttyapi.py's JSON
 	$PY "$HERE/ttyapi.py" "$SOCK" "$@"
+}
+
+own_tty() {	# own_tty STEP... -- ARGV...: ttyapi.py's JSON, in OWN_BOX
+	$PY "$HERE/ttyapi.py" "$OWN_SOCK" "$OWN_BOX" "$@"
 }
 
 # A shell through corral exec -t: job control, its pty, sizes, ^C, ^Z, exit.
@@ -338,14 +344,14 @@ t_tty_client_stops_reading() {
 	# 2 MB: more than the daemon queues (1 MiB) and the socket holds, so a client
 	# that stops reading stops the writes; then a quiet end, timed out
 	local cmd='echo ready; head -c 2000000 /dev/zero; echo done; exec sleep 999'
-	$PY "$HERE/ttyapi.py" "$LAST_D/sock" "$box" 'expect:ready' 'stall:4' \
+	own_tty 'expect:ready' 'stall:4' \
 		-- /bin/sh -c "$cmd" > "$LAST_D/gone" &
 	g=$!
 	set -- 'expect:ready'
 	for _ in $(seq 1 6); do
 		set -- "$@" 'stall:0.4' 'sleep:0.05'
 	done
-	$PY "$HERE/ttyapi.py" "$LAST_D/sock" "$box" "$@" 'expect:done' \
+	own_tty "$@" 'expect:done' \
 		-- /bin/sh -c "$cmd" > "$LAST_D/slow" &
 	s=$!
 	wait "$g" "$s" || true
@@ -368,7 +374,7 @@ t_tty_idle_timeout() {
 	IDLE_D=$TEST_TMP/idle
 	own_daemon "$IDLE_D" --tty-idle-timeout 2
 	box=$OWN_BOX
-	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" 'expect:ready' \
+	own_tty 'expect:ready' \
 		-- /bin/sh -c 'echo ready; exec sleep 999' > "$IDLE_D/quiet" &
 	q=$!
 	# a frame every 0.25 s for 3 s (a window size: no output comes of it)
@@ -376,10 +382,10 @@ t_tty_idle_timeout() {
 	for _ in $(seq 1 12); do
 		set -- "$@" 'sleep:0.25' 'resize:24,80'
 	done
-	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" "$@" 'send:x\n' \
+	own_tty "$@" 'send:x\n' \
 		-- /bin/sh -c 'echo ready; read x; exit 6' > "$IDLE_D/typing" &
 	t=$!
-	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" \
+	own_tty \
 		-- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo t; sleep 0.25; done; exit 5' \
 		> "$IDLE_D/talking" &
 	o=$!
@@ -389,7 +395,7 @@ t_tty_idle_timeout() {
 	# it has used all the CPU it got, as the endless loop it replaces had
 	# (that spun 3 s of CPU a lane), up to those 0.4 s.
 	work='while [ "$(cut -d" " -f14 /proc/$$/stat)" -lt 40 ]; do i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done; done; exec sleep 9'
-	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" \
+	own_tty \
 		-- /bin/sh -c "timeout 3 sh -c '$work'; exit 7" > "$IDLE_D/working" &
 	w=$!
 	wait "$q" "$t" "$o" "$w" || true
@@ -407,7 +413,7 @@ t_tty_idle_timeout() {
 	# a pause (a person's) holds the clock: a quiet session outlives a
 	# pause longer than the bound, and ends only once resumed and quiet
 	idle_api() { curl -s -m 20 --unix-socket "$IDLE_D/sock" -X "$1" "http://corral$2"; }
-	$PY "$HERE/ttyapi.py" "$IDLE_D/sock" "$box" 'expect:ready' \
+	own_tty 'expect:ready' \
 		-- /bin/sh -c 'echo ready; exec sleep 999' > "$IDLE_D/paused" &
 	p=$!
 	# polled by httpc (lib.sh), which starts in a millisecond: curl's

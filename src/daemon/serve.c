@@ -20,6 +20,7 @@
 #include <grp.h>
 #include <dirent.h>
 #include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +365,46 @@ static bool is_loopback(const char *host)
 	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
+/*
+ * HOST's first address, bound and listening, as libevent's own bind would
+ * have it (SO_REUSEADDR, the first address getaddrinfo gives), but done
+ * here so that a port in use says so rather than only that it failed.
+ */
+static int tcp_listener(const char *host, long port, const char *spec,
+			int *fdp, struct corral_err *err)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_PASSIVE,
+	};
+	struct addrinfo *ai;
+	char serv[8];
+	int fd, one = 1, r;
+
+	snprintf(serv, sizeof(serv), "%ld", port);
+	r = getaddrinfo(host, serv, &hints, &ai);
+	if (r)
+		return corral_set_err(err, -EADDRNOTAVAIL, "--listen %s: %s", spec,
+				      r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		r = -errno;
+		freeaddrinfo(ai);
+		return corral_set_errno(err, -r, "cannot listen on %s: socket", spec);
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+		r = -errno;
+		close(fd);
+		freeaddrinfo(ai);
+		return corral_set_errno(err, -r, "cannot listen on %s", spec);
+	}
+	freeaddrinfo(ai);
+	*fdp = fd;
+	return 0;
+}
+
 static int listen_tcp(struct daemon *d, const char *spec,
 		      struct corral_err *err)
 {
@@ -372,6 +413,7 @@ static int listen_tcp(struct daemon *d, const char *spec,
 	struct evhttp_bound_socket *bound;
 	char *end;
 	long port;
+	int fd = -1, r;
 
 	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host))
 		return corral_set_err(err, -EINVAL, "--listen: expected HOST:PORT (got \"%s\")",
@@ -390,10 +432,16 @@ static int listen_tcp(struct daemon *d, const char *spec,
 				      "without --tls-cert and --tls-key the token and every "
 				      "request would cross the network in clear; give them, or "
 				      "listen on 127.0.0.1 behind a TLS proxy", spec);
+	r = tcp_listener(host, port, spec, &fd, err);
+	if (r < 0)
+		return r;
 	d->http_tcp = evhttp_new(d->base);
-	bound = d->http_tcp ? evhttp_bind_socket_with_handle(d->http_tcp, host, port) : NULL;
-	if (!bound)
-		return corral_set_err(err, -EADDRNOTAVAIL, "cannot listen on %s", spec);
+	bound = d->http_tcp ? evhttp_accept_socket_with_handle(d->http_tcp, fd) : NULL;
+	if (!bound) {
+		close(fd);
+		return corral_set_err(err, -ENOMEM, "cannot listen on %s: libevent did not take the socket",
+				      spec);
+	}
 	return api_gate_listen(d, d->http_tcp, bound, spec, true, err);
 }
 

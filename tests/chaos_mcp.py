@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 
+from freeport import free_port
+
 CORRAL = os.path.abspath(sys.argv[1])
 CALLS = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.SystemRandom().randrange(1 << 30)
@@ -303,10 +305,7 @@ def shared_daemon(tmp, rng):
         tok = os.path.join(tmp, "token")
         with open(os.open(tok, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
             f.write(os.urandom(32).hex())
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
+        port = free_port()
         cmd += ["--listen", f"127.0.0.1:{port}", "--token-file", tok,
                 "--tls-cert", cert, "--tls-key", key]
         args = ["--url", f"https://127.0.0.1:{port}", "--token-file", tok, "--ca-file", cert]

@@ -41,6 +41,8 @@ import tempfile
 import threading
 import time
 
+from freeport import free_port
+
 CORRAL = os.path.abspath(sys.argv[1])
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 40
 SEED = int(sys.argv[3]) if len(sys.argv) > 3 else random.SystemRandom().randrange(1 << 30)
@@ -854,14 +856,6 @@ def left_of(dpid):
         except OSError:
             pass
     return groups, procs
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def make_cert(tmp, name):

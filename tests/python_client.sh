@@ -43,7 +43,7 @@ if ! $PY -m pip install --quiet --no-index --no-build-isolation --no-cache-dir \
 fi
 
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/token"
-PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$($PY "$HERE/freeport.py")
 # serve NAME ARG...: `corral serve` on $T/NAME.sock, its log in $T/NAME.log,
 # its pid in SERVED; exits the script if it does not come up
 serve() {
@@ -85,7 +85,7 @@ mkdir "$T/tls"
 	done
 	chmod 600 ./*.key
 ) || { echo "python client: 0 passed, 1 failed (no test certificates)"; exit 1; }
-PORT2=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT2=$($PY "$HERE/freeport.py")
 serve daemon2 --listen "127.0.0.1:$PORT2" --token-file "$T/token" \
 	--tls-cert "$T/tls/srv.pem" --tls-key "$T/tls/srv.key" --tls-client-ca "$T/tls/ca.pem"
 DPID2=$SERVED

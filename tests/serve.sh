@@ -2955,6 +2955,12 @@ t_tcp_token() {
 	expect_not_contains "no operator's policy named" "$(jq 'v["detail"]')" "operator's"
 	code=$(api POST /v1/sandboxes -d '{"policy": {"limits": {"pids": 2000}}}')
 	expect_code "more pids over the unix socket" "$code" 201
+	# a second daemon on the port says why it cannot have it
+	rc=0; timeout -k 5 20 "$CORRAL" serve --socket "$T/t2.sock" --state-dir "$T/t2.state" \
+		--listen "127.0.0.1:$port" --token-file "$T/token" > "$T/out" 2>&1 || rc=$?
+	expect_eq "the port is taken" "$rc" 125
+	expect_contains "why" "$(< "$T/out")" "cannot listen on 127.0.0.1:$port: Address already in use"
+	[ ! -e "$T/t2.sock" ] || fail "the second daemon left its socket"
 	stop_daemon
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "$U/v1/health" 2>/dev/null || true)
 	expect_eq "port closed after stop" "$code" 000

@@ -50,14 +50,15 @@ stop() {
 trap stop EXIT
 
 mkdir -p "$D"
-# two free ports, the daemons' (one Python: its start is 25-60 ms of CPU)
-read -r PORT TPORT < <($PY -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s:
-    x.bind(("127.0.0.1", 0))
-print(*(x.getsockname()[1] for x in s))')
+# two free ports, the daemons' (lib.sh's free_port, below the ephemeral
+# range: another lane's connect() never takes them)
+PORT=$(free_port)
+for _ in 1 2 3 4 5; do
+	TPORT=$(free_port)
+	[ "$TPORT" != "$PORT" ] && break
+done
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/token"
+chmod 600 "$D/token"
 "$CORRAL" serve --socket "$SOCK" --state-dir "$D/state" --listen "127.0.0.1:$PORT" \
 	--token-file "$D/token" > "$D/log" 2>&1 < /dev/null &
 DPID=$!
@@ -65,6 +66,14 @@ for _ in $(seq 1 100); do
 	[ -S "$SOCK" ] && curl -s -m 1 --unix-socket "$SOCK" http://corral/v1/health > /dev/null && break
 	sleep 0.05
 done
+# every test needs it: without it, one failure that says why, not a
+# page of tracebacks
+if ! curl -s -m 5 --unix-socket "$SOCK" http://corral/v1/health > /dev/null; then
+	echo "not ok - the daemon did not come up (port $PORT); its log:"
+	sed 's/^/    /' "$D/log"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 
 api() {	# api METHOD PATH [BODY]
 	curl -s -m 20 --unix-socket "$SOCK" -X "$1" "http://corral$2" ${3:+-d "$3"}

@@ -233,9 +233,10 @@ start_shared_daemon() {
 	"$CORRAL" serve --socket "$T/s" --state-dir "$T/state" "$@" > "$T/daemon.log" 2>&1 < /dev/null &
 	dpid=$!
 	for _ in $(seq 100); do
-		[ -S "$T/s" ] && break
+		[ -S "$T/s" ] && return 0
 		sleep 0.1
 	done
+	fail "the daemon did not come up: $(tail -3 "$T/daemon.log")"
 }
 
 t_running_daemon() {

@@ -835,6 +835,35 @@ t_cli_with_stdio_closed() {
 	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
 }
 
+# exec's reader gone (`corral exec ... | head`): the caller's choice, as
+# for any filter: exit 141 (128 + SIGPIPE), nothing said, and the call
+# does not run on (a `yes` writing for ever is gone).  It was exit 125
+# and "Broken pipe" twice.  Output that cannot be written elsewhere (ulimit
+# -f) is said once, exit 125, streamed or not: it was said twice.
+t_exec_reader_gone() {
+	local id pst
+	start_daemon
+	id=$(mksb)
+	"$CORRAL" exec --socket "$SOCK" "$id" -c 'yes' 2> "$T/e" | head -c 2 > /dev/null
+	pst=("${PIPESTATUS[@]}")
+	expect_eq "| head: exit" "${pst[0]}" 141
+	expect_eq "| head: nothing said" "$(cat "$T/e")" ""
+	wait_gone "yes, its reader gone," 10 sbsh "$id" 'pgrep -x yes'
+	"$CORRAL" exec --no-stream --socket "$SOCK" "$id" -c 'seq 100000' 2> "$T/e" | head -c 2 > /dev/null
+	pst=("${PIPESTATUS[@]}")
+	expect_eq "--no-stream | head: exit" "${pst[0]}" 141
+	expect_eq "--no-stream | head: nothing said" "$(cat "$T/e")" ""
+	for mode in streamed --no-stream; do
+		rc=0
+		(ulimit -f 1; exec "$CORRAL" exec ${mode#streamed} --socket "$SOCK" "$id" -c 'seq 100000') \
+			> "$T/o" 2> "$T/e" || rc=$?
+		expect_eq "ulimit -f, $mode: exit" "$rc" 125
+		expect_eq "ulimit -f, $mode: said once" "$(cat "$T/e")" \
+			"corral: writing the command's output: File too large"
+	done
+	stop_daemon
+}
+
 t_command_without_the_shell() {
 	start_daemon
 	id=$(mksb)

@@ -8,6 +8,7 @@
 #include "corral.h"
 
 #define EXIT_CORRAL 125		/* corral itself could not do what was asked */
+#define EXIT_SIGPIPE 141	/* 128 + SIGPIPE: its reader went, as for a filter */
 
 /* cmd_NAME is in NAME.c (cmd_resume in pause.c) */
 int cmd_run(int argc, char **argv);

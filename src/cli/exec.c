@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +60,9 @@ static const struct verb exec_verb = {
 "signal N (137 when the memory limit or an abort killed it); 124 on timeout;\n"
 "126 the command cannot be executed; 127 not found; 125 if corral could not\n"
 "run it (the sandbox is paused, halted or unknown, the daemon refused or\n"
-"could not be reached); 2 bad usage.  With --background, 0 once started.\n"
+"could not be reached, or the output could not be written: a full disk);\n"
+"141 when what reads corral's output went (`| head`): nothing is said, and\n"
+"the call is ended; 2 bad usage.  With --background, 0 once started.\n"
 "A halted call never exits 0 (its command had ended first: 1 for its 0).\n"
 "Without --json, how the command ended is told on stderr whenever it did not\n"
 "simply exit (\"corral: timed out after 30 s\", \"corral: halted: ...\"), or\n"
@@ -301,7 +304,13 @@ int exec_result_code(const json_t *result, bool tell)
 	return code;
 }
 
-/* The command's output, as it wrote it: asked for as base64 (exact bytes). */
+/*
+ * The command's output, as it wrote it: asked for as base64 (exact bytes).
+ * -EPIPE, unsaid, when the reader is gone (`corral exec ... | head`): the
+ * caller's choice, as for any filter; its exit is then EXIT_SIGPIPE.
+ * Another failure (a full disk, ulimit -f) is said once: what stays
+ * buffered is dropped, or verb_finish's flush would fail and say it again.
+ */
 static int write_data(FILE *f, const json_t *s, bool base64)
 {
 	const char *data = json_string_value(s);
@@ -313,13 +322,16 @@ static int write_data(FILE *f, const json_t *s, bool base64)
 		return 0;
 	if (base64 && corral_base64_decode(data, len, &bytes, &len) < 0) {
 		cli_error("the daemon's output is not the base64 asked for");
-		return -1;
+		return -EINVAL;
 	}
 	if (bytes)
 		data = bytes;
 	if (fwrite(data, 1, len, f) != len || fflush(f) == EOF) {
-		cli_error("writing the command's output: %s", strerror(errno));
-		r = -1;
+		r = errno ? -errno : -EIO;
+		__fpurge(f);
+		clearerr(f);
+		if (r != -EPIPE)
+			cli_error("writing the command's output: %s", strerror(-r));
 	}
 	free(bytes);
 	return r;
@@ -327,6 +339,7 @@ static int write_data(FILE *f, const json_t *s, bool base64)
 
 struct exec_stream {
 	json_t *result;			/* from the "end" line */
+	bool reader_gone;		/* stdout or stderr: EPIPE */
 };
 
 /* One NDJSON line of an exec stream: output goes out as it comes. */
@@ -362,7 +375,9 @@ static int on_exec_line(void *arg, char *line, size_t len)
 	}
 	/* "start", and types newer than this client, are not for the terminal */
 	json_decref(o);
-	return ret;
+	if (ret == -EPIPE)
+		st->reader_gone = true;
+	return ret < 0 ? -1 : 0;
 }
 
 static int exec_stream(struct conn *c, const char *path, const json_t *body)
@@ -378,8 +393,11 @@ static int exec_stream(struct conn *c, const char *path, const json_t *body)
 		return out_of_memory("building the exec request");
 	q.body = text;
 	q.body_len = strlen(text);
-	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
+	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0) {
+		if (st.reader_gone)
+			code = EXIT_SIGPIPE;
 		goto out;
+	}
 	if (!json_is_object(st.result)) {
 		cli_error("the daemon's exec stream ended without the call's result");
 		goto out;
@@ -407,10 +425,12 @@ static int exec_wait(struct conn *c, const char *path, const json_t *body,
 		json_decref(res);
 		return code;
 	}
-	if (write_data(stdout, json_object_get(res, "stdout"), true) < 0 ||
-	    write_data(stderr, json_object_get(res, "stderr"), true) < 0) {
+	code = write_data(stdout, json_object_get(res, "stdout"), true);
+	if (!code)
+		code = write_data(stderr, json_object_get(res, "stderr"), true);
+	if (code) {
 		json_decref(res);
-		return EXIT_CORRAL;
+		return code == -EPIPE ? EXIT_SIGPIPE : EXIT_CORRAL;
 	}
 	if (json_is_true(json_object_get(res, "stdout_truncated")))
 		cli_error("the daemon kept only part of stdout; without --no-stream it all comes through");

@@ -1876,6 +1876,43 @@ t_run_joins_what_it_uses() {
 # A run's groups are removed in the reverse order of their making: while
 # a group has a directory anywhere it has one in the first hierarchy,
 # the only one a run reads for the groups killed supervisors left.
+# The host's pids are one pool: root's parent group, made by corral,
+# gets half of kernel.pid_max or threads-max (the smaller) as pids.max,
+# so that all sandboxes together leave the host the rest; a parent that
+# exists keeps the value it has (an operator's); a fork that parent
+# refused is said to be possibly its.  In a mount namespace of the test's
+# own, where a directory of the test's stands for the pids hierarchy, so
+# that the host's parent is neither made nor changed.
+t_parent_holds_a_share_of_the_host_pids() {
+	[ "$(id -u)" = 0 ] || skip "only root's corral makes its parent group"
+	grep -qs " /sys/fs/cgroup/pids .* - cgroup .*[ ,]pids" /proc/self/mountinfo ||
+		skip "no cgroup v1 pids hierarchy at /sys/fs/cgroup/pids"
+	SHARE_TOP=/sys/fs/cgroup/pids/ctest-share.$BASHPID
+	trap 'rmdir "$SHARE_TOP/corral" "$SHARE_TOP" 2>/dev/null' EXIT
+	mkdir "$SHARE_TOP"
+	local pid_max threads want
+	pid_max=$(< /proc/sys/kernel/pid_max)
+	threads=$(< /proc/sys/kernel/threads-max)
+	want=$(( (threads < pid_max ? threads : pid_max) / 2 ))
+	in_share_ns() {	# corral run ARGS, with SHARE_TOP as the pids hierarchy
+		timeout 60 unshare -m /bin/sh -c 'mount --make-rprivate / &&
+			mount --bind "$1" /sys/fs/cgroup/pids && shift && exec "$@"' \
+			sh "$SHARE_TOP" "$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null
+	}
+	in_share_ns -- /bin/true || fail "a run: $(cat "$T/err")"
+	expect_eq "the parent made, with the share" "$(cat "$SHARE_TOP/corral/pids.max")" "$want"
+	# an operator's value (or the pool held by others) stays, and bites
+	echo 8 > "$SHARE_TOP/corral/pids.max"
+	in_share_ns --pids 100 --json -- /bin/sh -c \
+		'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 5 & done; wait' || true
+	expect_eq "the operator's value kept" "$(cat "$SHARE_TOP/corral/pids.max")" 8
+	expect_contains "said" "$(cat "$T/out")" \
+		"pids limit 100 reached: "
+	expect_contains "said: maybe the share" "$(cat "$T/out")" \
+		"(or all sandboxes together held the 8 processes they may share)"
+	expect_eq "nothing left in the groups" "$(cat "$SHARE_TOP/corral/pids.current")" 0
+}
+
 t_groups_removed_first_last() {
 	command -v strace >/dev/null || { skip "no strace"; return 77; }
 	[ "$(cgroups_here)" = yes ] || { skip "no cgroups for this user"; return 77; }

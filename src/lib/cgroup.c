@@ -305,22 +305,119 @@ static bool parent_is_ours(const struct cg *cg, const struct cg_hier *h)
 	return cg->root && slash && !strcmp(slash + 1, CG_PARENT);
 }
 
+/*
+ * Each sandbox's pids.max bounds it alone, and the host's pids are one
+ * pool: 32 sandboxes of the default 1024 fill this host's kernel.pid_max
+ * of 32768, and then every fork of the host fails, root's too (at
+ * kernel.threads-max, where pid_max is larger, the same).  A parent made
+ * here holds all of root's sandboxes, the daemon's and each `corral
+ * run`'s: it gets half of the pool as its pids.max, and the host keeps the
+ * other half.  An operator may set another value; a parent that exists
+ * is left as it is (a delegated one is its owner's).
+ */
+#define PIDS_HOST_SHARE		2
+
+static uint64_t proc_u64(const char *file)
+{
+	char buf[32], *end;
+	uint64_t v;
+
+	if (cg_read_file("/proc/sys/kernel", file, buf, sizeof(buf)) <= 0)
+		return 0;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	return errno || end == buf ? 0 : v;
+}
+
+uint64_t cg_host_pids_share(void)
+{
+	uint64_t pids = proc_u64("pid_max"), threads = proc_u64("threads-max");
+
+	if (!pids || (threads && threads < pids))
+		pids = threads;
+	return pids / PIDS_HOST_SHARE;
+}
+
 /* again: a group's mkdir met ENOENT, ours was removed since the plan */
 static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 {
+	bool made[C_COUNT + 1] = { false };
+	uint64_t share;
 	int r;
 
 	for (size_t i = 0; i < cg->nhier; i++) {
 		struct cg_hier *h = &cg->hier[i];
 
-		if ((h->create_parent || (again && parent_is_ours(cg, h))) &&
-		    mkdir(h->parent, 0755) < 0 && errno != EEXIST) {
+		if (!h->create_parent && !(again && parent_is_ours(cg, h)))
+			continue;
+		if (mkdir(h->parent, 0755) == 0) {
+			made[i] = true;
+		} else if (errno != EEXIST) {
 			r = -errno;
 			return corral_set_errno(err, -r, "cannot create cgroup "
 					      "%s", h->parent);
 		}
 	}
-	return cg->ops->prepare(cg, err);
+	r = cg->ops->prepare(cg, err);
+	if (r < 0)
+		return r;
+	share = cg_host_pids_share();
+	for (size_t i = 0; i < cg->nhier && share; i++) {
+		/* only the pids hierarchy's parent, or v2's, has the file */
+		if (made[i]) {
+			r = cg_write_u64_if_there(cg->hier[i].parent, "pids.max",
+						  share, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A fork the shared parent's pids.max refused (the host's pool, above) is
+ * counted on v1 as the forker's own group's, as if its own limit had: only
+ * the reason can say that it may have been the parent's.
+ */
+const char *cg_pids_share_said(const struct cg_stats *st,
+			       char buf[CG_PIDS_SHARE_SAID])
+{
+	buf[0] = '\0';
+	if (st->pids_share)
+		snprintf(buf, CG_PIDS_SHARE_SAID, " (or all sandboxes together "
+			 "held the %llu processes they may share)",
+			 (unsigned long long)st->pids_share);
+	return buf;
+}
+
+uint64_t cg_pids_share(struct cg *cg)
+{
+	struct cg_hier *h;
+	char top[PATH_MAX], buf[32], *end;
+	const char *rest;
+	uint64_t v;
+	size_t n;
+
+	if (cg_mode(cg) == CG_NONE)
+		return 0;
+	h = cg_mode(cg) == CG_V1 ? cg_hier_of(cg, C_PIDS) : &cg->hier[0];
+	if (!h || !h->parent)
+		return 0;
+	/* <mount>/corral[.uid]: the first directory below the mount */
+	n = strlen(h->mount);
+	if (strncmp(h->parent, h->mount, n) || h->parent[n] != '/')
+		return 0;
+	rest = h->parent + n + 1;
+	n += 1 + strcspn(rest, "/");
+	if (n >= sizeof(top))
+		return 0;
+	memcpy(top, h->parent, n);
+	top[n] = '\0';
+	if (cg_read_file(top, "pids.max", buf, sizeof(buf)) <= 0)
+		return 0;
+	errno = 0;
+	v = strtoull(buf, &end, 10);	/* "max": no number */
+	return errno || end == buf ? 0 : v;
 }
 
 static int make_dirs(struct cg *cg, const char *name, struct corral_err *err)

@@ -24,6 +24,12 @@ struct cg_stats {
 	uint64_t oom_kills;		/* OOM kills inside the group */
 	uint64_t pids_max_hits;		/* forks refused by pids.max */
 	uint64_t throttled;		/* CPU periods throttled by the quota */
+	/*
+	 * Where forks were refused: the pids.max of the parent all sandboxes
+	 * share (cg_pids_share), 0 for none.  v1 counts a fork that parent
+	 * refused in the forker's own group, as if its own limit had.
+	 */
+	uint64_t pids_share;
 	bool valid;
 };
 
@@ -144,6 +150,18 @@ int cg_stats(struct cg *cg, struct cg_stats *st);
  */
 void cg_keep_counters(struct cg *cg);
 void cg_drop_counters(struct cg *cg);
+/*
+ * The host's processes are one pool that no namespace divides: a root
+ * parent that corral makes gets pids.max of half of kernel.pid_max or
+ * kernel.threads-max, whichever is smaller (cg_host_pids_share, 0 when
+ * /proc does not say).  cg_pids_share: the pids.max of cg's top parent
+ * (<mount>/corral or corral.<uid>), 0 for "max" or none.
+ */
+uint64_t cg_host_pids_share(void);
+uint64_t cg_pids_share(struct cg *cg);
+/* " (or all sandboxes together ... N)" for a reason, where st has one; else "" */
+#define CG_PIDS_SHARE_SAID	96
+const char *cg_pids_share_said(const struct cg_stats *st, char buf[CG_PIDS_SHARE_SAID]);
 /* Whether cg_stats() counts the tree's CPU time (cpu_ns); else it is 0. */
 bool cg_counts_cpu(struct cg *cg);
 /*

@@ -713,7 +713,7 @@ void events_limit_hits(struct events *ev, const char *call,
 		       const struct cg_stats *before, const struct cg_stats *after,
 		       const struct corral_policy *p, bool disk_full)
 {
-	char size[32], why[CORRAL_ERR_MAX];
+	char size[32], why[CORRAL_ERR_MAX], share[CG_PIDS_SHARE_SAID];
 
 	if (after->valid && after->oom_kills > before->oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));
@@ -725,8 +725,9 @@ void events_limit_hits(struct events *ev, const char *call,
 	}
 	if (after->valid && after->pids_max_hits > before->pids_max_hits) {
 		snprintf(why, sizeof(why), "pids limit %llu reached: %llu fork(s) "
-			 "refused", (unsigned long long)p->pids,
-			 (unsigned long long)(after->pids_max_hits - before->pids_max_hits));
+			 "refused%s", (unsigned long long)p->pids,
+			 (unsigned long long)(after->pids_max_hits - before->pids_max_hits),
+			 cg_pids_share_said(after, share));
 		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit",
 			    "pids", "value", (json_int_t)p->pids, "reason", why));
 	}

@@ -342,7 +342,7 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 {
 	bool by_itself = res->status == CORRAL_EXITED || res->status == CORRAL_SIGNALED;
 	uint64_t oom = hits->oom_kills, pids = hits->pids_max_hits;
-	char size[32], tail[CORRAL_ERR_MAX];
+	char size[32], tail[CORRAL_ERR_MAX], share[CG_PIDS_SHARE_SAID];
 
 	corral_format_size(p->memory_bytes, size, sizeof(size));
 	if (by_itself && oom) {
@@ -355,9 +355,10 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 		memcpy(tail, res->reason, sizeof(tail));
 		res->status = CORRAL_PIDS_LIMIT;
 		snprintf(res->reason, sizeof(res->reason), "pids limit %llu "
-			 "reached: %llu fork%s refused; the command %.200s",
+			 "reached: %llu fork%s refused%s; the command %.200s",
 			 (unsigned long long)p->pids, (unsigned long long)pids,
-			 pids == 1 ? " was" : "s were", tail);
+			 pids == 1 ? " was" : "s were", cg_pids_share_said(hits, share),
+			 tail);
 		pids = 0;
 	}
 	if (oom)
@@ -365,9 +366,10 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 			   "killed by the OOM killer)", size, (unsigned long long)oom,
 			   oom == 1 ? "" : "es");
 	if (pids)
-		reason_add(res, "; pids limit %llu reached too (%llu fork%s refused)",
-			   (unsigned long long)p->pids, (unsigned long long)pids,
-			   pids == 1 ? "" : "s");
+		reason_add(res, "; pids limit %llu reached too (%llu fork%s "
+			   "refused)%s", (unsigned long long)p->pids,
+			   (unsigned long long)pids, pids == 1 ? "" : "s",
+			   cg_pids_share_said(hits, share));
 	if (hits->throttled && p->cpus > 0)
 		reason_add(res, "; CPU limit %.3g cores reached: throttled in %llu "
 			   "period%s of 100 ms", p->cpus, (unsigned long long)hits->throttled,

@@ -180,13 +180,18 @@ stage() {	# stage BUILD [npm]
 	chmod -R a+rX "$STAGE"
 }
 
-# What root does for a user who may use cgroups (see `corral doctor`).
+# What root does for a user who may use cgroups (see `corral doctor`),
+# with the user's sandboxes bounded together to half of the host's
+# processes (README), a bound root keeps.
 delegate_cgroups() {
 	local ctrl d
 	for ctrl in memory pids cpu cpuacct freezer; do
 		[ -d "/sys/fs/cgroup/$ctrl" ] || continue
 		d="/sys/fs/cgroup/$ctrl/corral.$NOBODY"
 		mkdir -p "$d" && chown -R "$NOBODY:$NOBODY" "$d" && DELEGATED="$DELEGATED $d"
+		[ "$ctrl" = pids ] || continue
+		echo $(( $(cat /proc/sys/kernel/pid_max) / 2 )) > "$d/pids.max" &&
+			chown 0:0 "$d/pids.max"
 	done
 }
 

@@ -1633,6 +1633,15 @@ struct corral_features {
 	 * does not wait for an RCU grace period (5-20 ms after a quiet spell)
 	 */
 	bool cg_moves_fast;
+	/*
+	 * All sandboxes together: the pids.max of the parent group they share
+	 * (cg_pids_parent), 0 for "max" or none; cg_pids_share_planned: the
+	 * parent is not made yet, and gets this when it is (root's, half of
+	 * the host's processes: host_pids_share)
+	 */
+	unsigned long long cg_pids_share, host_pids_share;
+	bool cg_pids_share_planned;
+	char cg_pids_parent[256];
 	/* the ids a sandbox of this caller would get (no workspace) */
 	struct corral_ids ids;
 	bool idmap_mounts;		/* idmapped mounts of a host directory */

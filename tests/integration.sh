@@ -1556,6 +1556,9 @@ t_work_git() {
 }
 
 t_doctor() {
+	local pmax
+	# root's parent as doctor finds it (cgroups_here below may make it)
+	pmax=$(cat /sys/fs/cgroup/pids/corral/pids.max 2>/dev/null) || pmax=""
 	rc=0; out=$(timeout 60 "$CORRAL" doctor) || rc=$?
 	expect_contains "layers" "$out" "landlock"
 	expect_contains "limits" "$out" "limits"
@@ -1566,6 +1569,23 @@ t_doctor() {
 			expect_contains "cg moves" "$out" "favordynmods is set"
 		else
 			expect_contains "cg moves" "$out" "waits for an RCU grace period"
+		fi
+		# what bounds all sandboxes together: the parent's pids.max, or
+		# the share corral gives root's parent when it makes it
+		if [ -n "$pmax" ] && [ "$(id -u)" = 0 ]; then
+			if [ "$pmax" = max ]; then
+				expect_contains "host pids" "$out" "host pids    note  nothing bounds all sandboxes together"
+			else
+				expect_contains "host pids" "$out" "all sandboxes together: at most $pmax processes (pids.max of /sys/fs/cgroup/pids/corral)"
+			fi
+		elif [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/pids ]; then
+			# to be made with the share (or made meanwhile by another lane)
+			local pm th
+			pm=$(< /proc/sys/kernel/pid_max)
+			th=$(< /proc/sys/kernel/threads-max)
+			expect_contains "host pids" "$out" "all sandboxes together: at most $(( (th < pm ? th : pm) / 2 )) processes (pids.max of /sys/fs/cgroup/pids/corral"
+		else
+			expect_contains "host pids" "$out" "host pids "
 		fi
 	else
 		expect_not_contains "no cg moves line without cgroups" "$out" "cg moves"

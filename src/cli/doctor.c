@@ -55,7 +55,7 @@ int cmd_doctor(int argc, char **argv)
 {
 	struct corral_features f;
 	struct utsname u;
-	char buf[128];
+	char buf[512];
 	bool sc_ok;
 	int weak = 0;
 
@@ -116,6 +116,18 @@ int cmd_doctor(int argc, char **argv)
 		       "cgroup v1 does not. The cgroup "
 		       "mount option favordynmods ends the wait host-wide, at a small cost "
 		       "to every fork and exit (speed only: no layer depends on it)");
+	if (f.cg_pids && f.cg_pids_share)
+		snprintf(buf, sizeof(buf), "all sandboxes together: at most %llu "
+			 "processes (pids.max of %s%s)", f.cg_pids_share,
+			 f.cg_pids_parent, f.cg_pids_share_planned ?
+			 ", given when corral makes it" : "");
+	else if (f.cg_pids)
+		snprintf(buf, sizeof(buf), "nothing bounds all sandboxes together: "
+			 "the pids.max of %s is max, and each sandbox's own limit "
+			 "bounds it alone; %llu there (half of the host's) leaves "
+			 "the host the rest", f.cg_pids_parent, f.host_pids_share);
+	if (f.cg_pids)
+		printf("  %-12s %-5s %s\n", "host pids", f.cg_pids_share ? "ok" : "note", buf);
 
 	/* not a layer of the default policy (no network): no verdict of its own */
 	printf("with --net proxy:\n");

@@ -131,6 +131,19 @@ static bool favor_dynmods(void)
 	return on;
 }
 
+/* What bounds all sandboxes together: their parent's pids.max, or to be. */
+static void pids_share(struct cg *cg, struct corral_features *f)
+{
+	struct cg_hier *h = cg->ops->mode == CG_V1 ? cg_hier_of(cg, C_PIDS) :
+			    &cg->hier[0];
+
+	if (!h || !h->parent)
+		return;
+	snprintf(f->cg_pids_parent, sizeof(f->cg_pids_parent), "%s", h->parent);
+	f->cg_pids_share_planned = h->create_parent;
+	f->cg_pids_share = h->create_parent ? f->host_pids_share : cg_pids_share(cg);
+}
+
 void cg_probe(struct corral_features *f)
 {
 	struct cg cg = { .ops = &cg_none_manager };
@@ -150,6 +163,9 @@ void cg_probe(struct corral_features *f)
 	f->cg_cpu = have && (cg.ctrls & C_BIT(C_CPU));
 	f->cg_freezer = have && (cg.ctrls & C_BIT(C_FREEZER));
 	f->cg_moves_fast = have && favor_dynmods();
+	f->host_pids_share = cg_host_pids_share();
+	if (f->cg_pids)
+		pids_share(&cg, f);
 	if (!have)
 		snprintf(f->limits_detail, sizeof(f->limits_detail), "%s", why);
 	else

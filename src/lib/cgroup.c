@@ -341,7 +341,7 @@ uint64_t cg_host_pids_share(void)
 /* again: a group's mkdir met ENOENT, ours was removed since the plan */
 static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 {
-	bool made[C_COUNT + 1] = { false };
+	bool made[C_COUNT + 1] = { false }, any = false;
 	uint64_t share;
 	int r;
 
@@ -351,7 +351,7 @@ static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 		if (!h->create_parent && !(again && parent_is_ours(cg, h)))
 			continue;
 		if (mkdir(h->parent, 0755) == 0) {
-			made[i] = true;
+			made[i] = any = true;
 		} else if (errno != EEXIST) {
 			r = -errno;
 			return corral_set_errno(err, -r, "cannot create cgroup "
@@ -359,7 +359,7 @@ static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 		}
 	}
 	r = cg->ops->prepare(cg, err);
-	if (r < 0)
+	if (r < 0 || !any)
 		return r;
 	share = cg_host_pids_share();
 	for (size_t i = 0; i < cg->nhier && share; i++) {

@@ -1,0 +1,293 @@
+/*
+ * fuzz_untar.c - libFuzzer target for corral_box_untar (boxarchive.c): the
+ * tar (plain or gzip) a client of the daemon sends into a sandbox,
+ * unpacked into "/d" beneath a sandbox root that is a temporary directory
+ * here.  /d holds, before each input, what an agent may have planted:
+ * a symlink out of the root by its host path, one to "..", one to an
+ * absolute name, a file and a directory.  Beside the root, outside it,
+ * is a canary tree.  Whatever the bytes, after each input:
+ *
+ *   - the canary tree and everything in the root but /d are as they were
+ *     (names, types, modes, sizes, times, contents, link targets): no
+ *     entry wrote, linked, removed or changed anything outside /d;
+ *   - a refused archive left no new name in /d (it undoes what it made;
+ *     what it replaced may stay replaced);
+ *   - a refusal says why.
+ *
+ * The box is synthetic: a struct corral_box whose sandbox has only its
+ * root (rootfd) and a disk to measure (scratchfd), as tests/unit_box.c
+ * builds them.  The tree is removed at exit.
+ *
+ *   make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=untar
+ */
+#include "box.h"
+#include "sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SNAP_MAX	(64 * 1024)	/* a snapshot of the fixed trees */
+
+static char top[] = "/tmp/corral-fuzz-untar.XXXXXX";
+static int topfd = -1, rootfd = -1;
+static struct sandbox sb;
+static struct corral_box box;
+static char outside[sizeof(top) + 16];	/* the canary's host path */
+static char before[SNAP_MAX];		/* root but /d, and the canary */
+
+/* ---- a tree, by name from a directory fd, nothing followed ---- */
+
+struct names {
+	char **v;
+	size_t n;
+};
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+	ns->v = NULL;
+	ns->n = 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dirfd's rel, sorted; the directory is closed before any use. */
+static void names_of(int dirfd, const char *rel, struct names *ns)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	ns->v = NULL;
+	ns->n = 0;
+	fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd)))
+		abort();
+	while ((de = readdir(d))) {
+		char **v;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		v = realloc(ns->v, (ns->n + 1) * sizeof(*v));
+		if (!v || !(v[ns->n] = strdup(de->d_name)))
+			abort();
+		ns->v = v;
+		ns->n++;
+	}
+	closedir(d);
+	qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
+}
+
+/* rel and name joined in buf; false if it would not fit */
+static bool join(char *buf, size_t len, const char *rel, const char *name)
+{
+	return (size_t)snprintf(buf, len, "%s/%s", rel, name) < len;
+}
+
+/* rm -rf rel beneath dirfd; a directory is made ours to read first */
+static void remove_tree(int dirfd, const char *rel)
+{
+	char sub[4200];
+	struct names ns;
+	struct stat st;
+
+	if (fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return;
+		abort();
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(dirfd, rel, 0) < 0)
+			abort();
+		return;
+	}
+	if (fchmodat(dirfd, rel, 0700, 0) < 0)
+		abort();
+	names_of(dirfd, rel, &ns);
+	for (size_t i = 0; i < ns.n; i++)
+		if (join(sub, sizeof(sub), rel, ns.v[i]))
+			remove_tree(dirfd, sub);
+	names_free(&ns);
+	if (unlinkat(dirfd, rel, AT_REMOVEDIR) < 0)
+		abort();
+}
+
+/*
+ * One line an entry, in name order, appended to out: what must not
+ * change.  skip: a name at the top not described (the unpack's own).
+ */
+static void snapshot(int dirfd, const char *rel, const char *skip, char *out,
+		     size_t len)
+{
+	char sub[4200], what[256];
+	struct names ns;
+	struct stat st;
+
+	names_of(dirfd, rel, &ns);
+	for (size_t i = 0; i < ns.n; i++) {
+		size_t used = strlen(out);
+
+		if (skip && !strcmp(ns.v[i], skip))
+			continue;
+		if (!join(sub, sizeof(sub), rel, ns.v[i]) ||
+		    fstatat(dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			abort();
+		what[0] = '\0';
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlinkat(dirfd, sub, what, sizeof(what) - 1);
+
+			what[n < 0 ? 0 : n] = '\0';
+		} else if (S_ISREG(st.st_mode)) {
+			int fd = openat(dirfd, sub, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			ssize_t n = fd < 0 ? -1 : read(fd, what, sizeof(what) - 1);
+
+			what[n < 0 ? 0 : n] = '\0';
+			if (fd >= 0)
+				close(fd);
+		}
+		snprintf(out + used, len - used, "%s %o %lld %lld.%ld %lu %s\n", sub,
+			 st.st_mode, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			 st.st_mtim.tv_nsec, (unsigned long)st.st_nlink, what);
+		if (S_ISDIR(st.st_mode))
+			snapshot(dirfd, sub, NULL, out, len);
+	}
+	names_free(&ns);
+}
+
+static void snapshot_all(char *out, size_t len)
+{
+	out[0] = '\0';
+	snapshot(topfd, "root", "d", out, len);
+	snapshot(topfd, "canary", NULL, out, len);
+}
+
+static void write_file(int dirfd, const char *rel, const char *text)
+{
+	int fd = openat(dirfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		abort();
+	close(fd);
+}
+
+/* /d as the agent left it; the names in it, for after a refusal */
+static const char *const planted[] = {
+	"d/abs", "d/esc", "d/f", "d/sub", "d/sub/g", "d/up",
+};
+
+static void plant(void)
+{
+	if (mkdirat(rootfd, "d", 0755) < 0 || mkdirat(rootfd, "d/sub", 0755) < 0 ||
+	    symlinkat(outside, rootfd, "d/esc") < 0 ||
+	    symlinkat("..", rootfd, "d/up") < 0 ||
+	    symlinkat("/keep", rootfd, "d/abs") < 0)
+		abort();
+	write_file(rootfd, "d/f", "planted\n");
+	write_file(rootfd, "d/sub/g", "planted\n");
+}
+
+static bool was_planted(const char *rel)
+{
+	for (size_t i = 0; i < sizeof(planted) / sizeof(*planted); i++)
+		if (!strcmp(planted[i], rel))
+			return true;
+	return false;
+}
+
+/* libFuzzer ends a timed run with exit(): nothing of ours stays in /tmp */
+static void remove_top(void)
+{
+	remove_tree(topfd, "root");
+	remove_tree(topfd, "canary");
+	close(rootfd);
+	close(topfd);
+	rmdir(top);
+}
+
+/* a finding: said, and the tree removed before the abort libFuzzer records */
+static void fail(const char *why, const char *what)
+{
+	fprintf(stderr, "fuzz_untar: %s%s\n", why, what);
+	remove_top();
+	abort();
+}
+
+/* after a refusal: every name beneath /d one that was planted */
+static void check_nothing_new(const char *rel)
+{
+	char sub[4200];
+	struct names ns;
+	struct stat st;
+
+	names_of(rootfd, rel, &ns);
+	for (size_t i = 0; i < ns.n; i++) {
+		if (!join(sub, sizeof(sub), rel, ns.v[i]) || !was_planted(sub))
+			fail("a refused archive left ", sub);
+		if (fstatat(rootfd, sub, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode))
+			check_nothing_new(sub);
+	}
+	names_free(&ns);
+}
+
+static void setup(void)
+{
+	if (!mkdtemp(top) || atexit(remove_top) != 0)
+		abort();
+	topfd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (topfd < 0 || mkdirat(topfd, "root", 0755) < 0 ||
+	    mkdirat(topfd, "canary", 0755) < 0 ||
+	    mkdirat(topfd, "canary/sub", 0755) < 0)
+		abort();
+	snprintf(outside, sizeof(outside), "%s/canary", top);
+	write_file(topfd, "canary/secret", "canary\n");
+	write_file(topfd, "canary/sub/x", "canary\n");
+	rootfd = openat(topfd, "root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		abort();
+	write_file(rootfd, "keep", "keep\n");
+	if (symlinkat(outside, rootfd, "out") < 0)
+		abort();
+	sb.rootfd = rootfd;
+	sb.scratchfd = topfd;	/* the disk the room is measured on */
+	sb.host_uid = geteuid();
+	sb.host_gid = getegid();
+	box.sb = &sb;
+	box.state = CORRAL_BOX_IDLE;
+	snapshot_all(before, sizeof(before));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static char after[SNAP_MAX];
+	struct corral_err err = { 0 };
+	struct corral_untar st;
+	int r;
+
+	if (topfd < 0)
+		setup();
+	plant();
+	r = corral_box_untar(&box, "/d", data, size, &st, &err);
+	snapshot_all(after, sizeof(after));
+	if (strcmp(before, after) != 0) {
+		fprintf(stderr, "before:\n%safter:\n%s", before, after);
+		fail("outside /d changed", "");
+	}
+	if (r < 0 && (!err.msg[0] || err.code != r))
+		fail("a refusal without its reason or code: ", err.msg);
+	if (r < 0)
+		check_nothing_new("d");
+	remove_tree(rootfd, "d");
+	return 0;
+}

@@ -16,7 +16,10 @@
  *
  * The box is synthetic: a struct corral_box whose sandbox has only its
  * root (rootfd) and a disk to measure (scratchfd), as tests/unit_box.c
- * builds them.  The tree is removed at exit.
+ * builds them.  Run as root, the sandbox's user is uid 65534 and owns the
+ * root and the canary, as the daemon unpacks with the agent's fs uid (no
+ * DAC override): what the agent could write, an escape could reach.  The
+ * tree is removed at exit.
  *
  *   make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=untar
  */
@@ -172,6 +175,14 @@ static void snapshot_all(char *out, size_t len)
 	snapshot(topfd, "canary", NULL, out, len);
 }
 
+/* the sandbox's user's, as a name the agent made would be */
+static void own(int dirfd, const char *rel)
+{
+	if (geteuid() == 0 &&
+	    fchownat(dirfd, rel, sb.host_uid, sb.host_gid, AT_SYMLINK_NOFOLLOW) < 0)
+		abort();
+}
+
 static void write_file(int dirfd, const char *rel, const char *text)
 {
 	int fd = openat(dirfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -179,6 +190,7 @@ static void write_file(int dirfd, const char *rel, const char *text)
 	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
 		abort();
 	close(fd);
+	own(dirfd, rel);
 }
 
 /* /d as the agent left it; the names in it, for after a refusal */
@@ -193,6 +205,11 @@ static void plant(void)
 	    symlinkat("..", rootfd, "d/up") < 0 ||
 	    symlinkat("/keep", rootfd, "d/abs") < 0)
 		abort();
+	own(rootfd, "d");
+	own(rootfd, "d/sub");
+	own(rootfd, "d/esc");
+	own(rootfd, "d/up");
+	own(rootfd, "d/abs");
 	write_file(rootfd, "d/f", "planted\n");
 	write_file(rootfd, "d/sub/g", "planted\n");
 }
@@ -243,13 +260,19 @@ static void check_nothing_new(const char *rel)
 
 static void setup(void)
 {
+	sb.host_uid = geteuid() == 0 ? 65534 : geteuid();
+	sb.host_gid = geteuid() == 0 ? 65534 : getegid();
 	if (!mkdtemp(top) || atexit(remove_top) != 0)
 		abort();
 	topfd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (topfd < 0 || mkdirat(topfd, "root", 0755) < 0 ||
+	/* mkdtemp's 0700 would keep the agent's uid from the canary */
+	if (topfd < 0 || fchmod(topfd, 0755) < 0 || mkdirat(topfd, "root", 0755) < 0 ||
 	    mkdirat(topfd, "canary", 0755) < 0 ||
 	    mkdirat(topfd, "canary/sub", 0755) < 0)
 		abort();
+	own(topfd, "root");
+	own(topfd, "canary");
+	own(topfd, "canary/sub");
 	snprintf(outside, sizeof(outside), "%s/canary", top);
 	write_file(topfd, "canary/secret", "canary\n");
 	write_file(topfd, "canary/sub/x", "canary\n");
@@ -259,10 +282,9 @@ static void setup(void)
 	write_file(rootfd, "keep", "keep\n");
 	if (symlinkat(outside, rootfd, "out") < 0)
 		abort();
+	own(rootfd, "out");
 	sb.rootfd = rootfd;
 	sb.scratchfd = topfd;	/* the disk the room is measured on */
-	sb.host_uid = geteuid();
-	sb.host_gid = getegid();
 	box.sb = &sb;
 	box.state = CORRAL_BOX_IDLE;
 	snapshot_all(before, sizeof(before));

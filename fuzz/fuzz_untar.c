@@ -25,15 +25,7 @@
  */
 #include "box.h"
 #include "sandbox.h"
-
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "tree.h"
 
 #define SNAP_MAX	(64 * 1024)	/* a snapshot of the fixed trees */
 
@@ -44,135 +36,11 @@ static struct corral_box box;
 static char outside[sizeof(top) + 16];	/* the canary's host path */
 static char before[SNAP_MAX];		/* root but /d, and the canary */
 
-/* ---- a tree, by name from a directory fd, nothing followed ---- */
-
-struct names {
-	char **v;
-	size_t n;
-};
-
-static void names_free(struct names *ns)
-{
-	for (size_t i = 0; i < ns->n; i++)
-		free(ns->v[i]);
-	free(ns->v);
-	ns->v = NULL;
-	ns->n = 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names in dirfd's rel, sorted; the directory is closed before any use. */
-static void names_of(int dirfd, const char *rel, struct names *ns)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	ns->v = NULL;
-	ns->n = 0;
-	fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || !(d = fdopendir(fd)))
-		abort();
-	while ((de = readdir(d))) {
-		char **v;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		v = realloc(ns->v, (ns->n + 1) * sizeof(*v));
-		if (!v || !(v[ns->n] = strdup(de->d_name)))
-			abort();
-		ns->v = v;
-		ns->n++;
-	}
-	closedir(d);
-	qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
-}
-
-/* rel and name joined in buf; false if it would not fit */
-static bool join(char *buf, size_t len, const char *rel, const char *name)
-{
-	return (size_t)snprintf(buf, len, "%s/%s", rel, name) < len;
-}
-
-/* rm -rf rel beneath dirfd; a directory is made ours to read first */
-static void remove_tree(int dirfd, const char *rel)
-{
-	char sub[4200];
-	struct names ns;
-	struct stat st;
-
-	if (fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT)
-			return;
-		abort();
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		if (unlinkat(dirfd, rel, 0) < 0)
-			abort();
-		return;
-	}
-	if (fchmodat(dirfd, rel, 0700, 0) < 0)
-		abort();
-	names_of(dirfd, rel, &ns);
-	for (size_t i = 0; i < ns.n; i++)
-		if (join(sub, sizeof(sub), rel, ns.v[i]))
-			remove_tree(dirfd, sub);
-	names_free(&ns);
-	if (unlinkat(dirfd, rel, AT_REMOVEDIR) < 0)
-		abort();
-}
-
-/*
- * One line an entry, in name order, appended to out: what must not
- * change.  skip: a name at the top not described (the unpack's own).
- */
-static void snapshot(int dirfd, const char *rel, const char *skip, char *out,
-		     size_t len)
-{
-	char sub[4200], what[256];
-	struct names ns;
-	struct stat st;
-
-	names_of(dirfd, rel, &ns);
-	for (size_t i = 0; i < ns.n; i++) {
-		size_t used = strlen(out);
-
-		if (skip && !strcmp(ns.v[i], skip))
-			continue;
-		if (!join(sub, sizeof(sub), rel, ns.v[i]) ||
-		    fstatat(dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			abort();
-		what[0] = '\0';
-		if (S_ISLNK(st.st_mode)) {
-			ssize_t n = readlinkat(dirfd, sub, what, sizeof(what) - 1);
-
-			what[n < 0 ? 0 : n] = '\0';
-		} else if (S_ISREG(st.st_mode)) {
-			int fd = openat(dirfd, sub, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			ssize_t n = fd < 0 ? -1 : read(fd, what, sizeof(what) - 1);
-
-			what[n < 0 ? 0 : n] = '\0';
-			if (fd >= 0)
-				close(fd);
-		}
-		snprintf(out + used, len - used, "%s %o %lld %lld.%ld %lu %s\n", sub,
-			 st.st_mode, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-			 st.st_mtim.tv_nsec, (unsigned long)st.st_nlink, what);
-		if (S_ISDIR(st.st_mode))
-			snapshot(dirfd, sub, NULL, out, len);
-	}
-	names_free(&ns);
-}
-
 static void snapshot_all(char *out, size_t len)
 {
 	out[0] = '\0';
-	snapshot(topfd, "root", "d", out, len);
-	snapshot(topfd, "canary", NULL, out, len);
+	tree_snapshot(topfd, "root", "d", out, len);
+	tree_snapshot(topfd, "canary", NULL, out, len);
 }
 
 /* the sandbox's user's, as a name the agent made would be */
@@ -185,11 +53,7 @@ static void own(int dirfd, const char *rel)
 
 static void write_file(int dirfd, const char *rel, const char *text)
 {
-	int fd = openat(dirfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		abort();
-	close(fd);
+	tree_write_file(dirfd, rel, text);
 	own(dirfd, rel);
 }
 
@@ -225,8 +89,8 @@ static bool was_planted(const char *rel)
 /* libFuzzer ends a timed run with exit(): nothing of ours stays in /tmp */
 static void remove_top(void)
 {
-	remove_tree(topfd, "root");
-	remove_tree(topfd, "canary");
+	tree_remove(topfd, "root");
+	tree_remove(topfd, "canary");
 	close(rootfd);
 	close(topfd);
 	rmdir(top);
@@ -243,19 +107,19 @@ static void fail(const char *why, const char *what)
 /* after a refusal: every name beneath /d one that was planted */
 static void check_nothing_new(const char *rel)
 {
-	char sub[4200];
-	struct names ns;
+	char sub[TREE_PATH];
+	struct tree_names ns;
 	struct stat st;
 
-	names_of(rootfd, rel, &ns);
+	tree_names(rootfd, rel, &ns);
 	for (size_t i = 0; i < ns.n; i++) {
-		if (!join(sub, sizeof(sub), rel, ns.v[i]) || !was_planted(sub))
+		if (!tree_join(sub, sizeof(sub), rel, ns.v[i]) || !was_planted(sub))
 			fail("a refused archive left ", sub);
 		if (fstatat(rootfd, sub, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(st.st_mode))
 			check_nothing_new(sub);
 	}
-	names_free(&ns);
+	tree_names_free(&ns);
 }
 
 static void setup(void)
@@ -310,6 +174,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("a refusal without its reason or code: ", err.msg);
 	if (r < 0)
 		check_nothing_new("d");
-	remove_tree(rootfd, "d");
+	tree_remove(rootfd, "d");
 	return 0;
 }

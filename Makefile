@@ -94,7 +94,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 CLIENT_BIN := $(BUILD)/tests/serve_client
 # the fuzz targets with fuzz/replay.c's main(): their corpora, each input
 # once, with this build's compiler and sanitizers (make check's ASan build)
-FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets respmask ociconfig nflog untar within
+FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets respmask ociconfig nflog untar within layer
 REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 
 .PHONY: oci-validation

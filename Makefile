@@ -94,7 +94,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 CLIENT_BIN := $(BUILD)/tests/serve_client
 # the fuzz targets with fuzz/replay.c's main(): their corpora, each input
 # once, with this build's compiler and sanitizers (make check's ASan build)
-FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets respmask ociconfig nflog
+FUZZ_TARGETS := sni socks httpreq dns policy api hold image secrets respmask ociconfig nflog untar within layer
 REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 
 .PHONY: oci-validation
@@ -187,7 +187,7 @@ $(BUILD)/fuzz/libapi.a: $(API_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(BUILD)/fuzz/libapi.a $(BUILD)/libcorral.a
+$(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/tree.h $(BUILD)/fuzz/libapi.a $(BUILD)/libcorral.a
 	$(CC) $(CPPFLAGS) $(REPLAY_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c \
 		$(REPLAY_OBJ) $(BUILD)/fuzz/libapi.a $(BUILD)/libcorral.a $(LDLIBS) $(REPLAY_LIBS)
 
@@ -271,7 +271,7 @@ build-fuzz/obj/%.o: %.c $(wildcard src/lib/*.h) $(wildcard src/daemon/*.h) inclu
 build-fuzz/libcorral-fuzz.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libcorral-fuzz.a
+build-fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/tree.h build-fuzz/libcorral-fuzz.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libcorral-fuzz.a \
 		$(PKG_LIBS) -lhttp_parser -lresolv -ldl -lm
 

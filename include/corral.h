@@ -1642,6 +1642,10 @@ struct corral_features {
 	unsigned long long cg_pids_share, host_pids_share;
 	bool cg_pids_share_planned;
 	char cg_pids_parent[256];
+	/* the same for memory, in bytes (three quarters of the host's) */
+	unsigned long long cg_memory_share, host_memory_share;
+	bool cg_memory_share_planned;
+	char cg_memory_parent[256];
 	/* the ids a sandbox of this caller would get (no workspace) */
 	struct corral_ids ids;
 	bool idmap_mounts;		/* idmapped mounts of a host directory */

@@ -182,16 +182,22 @@ stage() {	# stage BUILD [npm]
 
 # What root does for a user who may use cgroups (see `corral doctor`),
 # with the user's sandboxes bounded together to half of the host's
-# processes (README), a bound root keeps.
+# processes and three quarters of its memory (README), bounds root keeps.
 delegate_cgroups() {
 	local ctrl d
 	for ctrl in memory pids cpu cpuacct freezer; do
 		[ -d "/sys/fs/cgroup/$ctrl" ] || continue
 		d="/sys/fs/cgroup/$ctrl/corral.$NOBODY"
 		mkdir -p "$d" && chown -R "$NOBODY:$NOBODY" "$d" && DELEGATED="$DELEGATED $d"
-		[ "$ctrl" = pids ] || continue
-		echo $(( $(cat /proc/sys/kernel/pid_max) / 2 )) > "$d/pids.max" &&
-			chown 0:0 "$d/pids.max"
+		case $ctrl in
+		pids)
+			echo $(( $(cat /proc/sys/kernel/pid_max) / 2 )) > "$d/pids.max" &&
+				chown 0:0 "$d/pids.max" ;;
+		memory)
+			echo $(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 768 )) \
+				> "$d/memory.limit_in_bytes" &&
+				chown 0:0 "$d/memory.limit_in_bytes" ;;
+		esac
 	done
 }
 

@@ -1556,9 +1556,11 @@ t_work_git() {
 }
 
 t_doctor() {
-	local pmax
+	local pmax mlim
 	# root's parent as doctor finds it (cgroups_here below may make it)
 	pmax=$(cat /sys/fs/cgroup/pids/corral/pids.max 2>/dev/null) || pmax=""
+	mlim=$(cat /sys/fs/cgroup/memory/corral/memory.limit_in_bytes 2>/dev/null) || mlim=""
+	[ "${#mlim}" -lt 19 ] || mlim=unlimited	# v1's "none": 2^63 less a page
 	rc=0; out=$(timeout 60 "$CORRAL" doctor) || rc=$?
 	expect_contains "layers" "$out" "landlock"
 	expect_contains "limits" "$out" "limits"
@@ -1586,6 +1588,12 @@ t_doctor() {
 			expect_contains "host pids" "$out" "all sandboxes together: at most $(( (th < pm ? th : pm) / 2 )) processes (pids.max of /sys/fs/cgroup/pids/corral"
 		else
 			expect_contains "host pids" "$out" "host pids "
+		fi
+		# the same for memory, where the parent has a limit (or gets one)
+		if [ "$(id -u)" = 0 ] && [ "$mlim" != unlimited ]; then
+			expect_contains "host memory" "$out" "host memory  ok    all sandboxes together: at most "
+		else
+			expect_contains "host memory" "$out" "host memory "
 		fi
 	else
 		expect_not_contains "no cg moves line without cgroups" "$out" "cg moves"
@@ -1931,6 +1939,38 @@ t_parent_holds_a_share_of_the_host_pids() {
 	expect_contains "said: maybe the share" "$(cat "$T/out")" \
 		"(or all sandboxes together held the 8 processes they may share)"
 	expect_eq "nothing left in the groups" "$(cat "$SHARE_TOP/corral/pids.current")" 0
+}
+
+# The same for memory: root's parent, made by corral, gets three quarters
+# of the host's memory as its limit, so that sandboxes together meet their
+# own OOM killer, in that group, before the host's; an operator's value is
+# kept; an OOM kill under it is said to be possibly its.
+t_parent_holds_a_share_of_the_host_memory() {
+	[ "$(id -u)" = 0 ] || skip "only root's corral makes its parent group"
+	grep -qs " /sys/fs/cgroup/memory .* - cgroup .*[ ,]memory" /proc/self/mountinfo ||
+		skip "no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory"
+	SHARE_TOP=/sys/fs/cgroup/memory/ctest-share.$BASHPID
+	trap 'rmdir "$SHARE_TOP/corral" "$SHARE_TOP" 2>/dev/null' EXIT
+	mkdir "$SHARE_TOP"
+	local total want
+	total=$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))
+	want=$(( (total - total / 4) / 4096 * 4096 ))
+	in_mem_ns() {	# corral run ARGS, with SHARE_TOP as the memory hierarchy
+		timeout 60 unshare -m /bin/sh -c 'mount --make-rprivate / &&
+			mount --bind "$1" /sys/fs/cgroup/memory && shift && exec "$@"' \
+			sh "$SHARE_TOP" "$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null
+	}
+	in_mem_ns -- /bin/true || fail "a run: $(cat "$T/err")"
+	expect_eq "the parent made, with the share" \
+		"$(cat "$SHARE_TOP/corral/memory.limit_in_bytes")" "$want"
+	echo 64M > "$SHARE_TOP/corral/memory.limit_in_bytes"
+	in_mem_ns --memory 1G --json -- /usr/bin/python3 -c \
+		'x = bytearray(200 << 20); x[::4096] = b"x" * len(x[::4096])' || true
+	expect_eq "the operator's value kept" \
+		"$(cat "$SHARE_TOP/corral/memory.limit_in_bytes")" $(( 64 << 20 ))
+	expect_contains "said" "$(cat "$T/out")" "killed: memory limit 1 GiB reached (1 process killed by the OOM killer)"
+	expect_contains "said: maybe the share" "$(cat "$T/out")" \
+		"(or all sandboxes together held the 64 MiB they may share)"
 }
 
 t_groups_removed_first_last() {

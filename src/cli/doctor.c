@@ -128,6 +128,25 @@ int cmd_doctor(int argc, char **argv)
 			 "the host the rest", f.cg_pids_parent, f.host_pids_share);
 	if (f.cg_pids)
 		printf("  %-12s %-5s %s\n", "host pids", f.cg_pids_share ? "ok" : "note", buf);
+	if (f.cg_memory) {
+		char size[32];
+
+		corral_format_size(f.cg_memory_share ? f.cg_memory_share :
+				   f.host_memory_share, size, sizeof(size));
+		if (f.cg_memory_share)
+			snprintf(buf, sizeof(buf), "all sandboxes together: at most "
+				 "%s (the memory limit of %s%s)", size,
+				 f.cg_memory_parent, f.cg_memory_share_planned ?
+				 ", given when corral makes it" : "");
+		else
+			snprintf(buf, sizeof(buf), "nothing bounds all sandboxes "
+				 "together: %s has no memory limit, and past the "
+				 "host's memory its own OOM killer chooses; %s there "
+				 "(three quarters) leaves the host the rest",
+				 f.cg_memory_parent, size);
+		printf("  %-12s %-5s %s\n", "host memory",
+		       f.cg_memory_share ? "ok" : "note", buf);
+	}
 
 	/* not a layer of the default policy (no network): no verdict of its own */
 	printf("with --net proxy:\n");

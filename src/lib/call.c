@@ -234,6 +234,8 @@ void call_finish(struct corral_call *c)
 	call_hits(&c->st0, &bst, &st, &hits);
 	if (hits.pids_max_hits)
 		hits.pids_share = cg_pids_share(b->cg);
+	if (hits.oom_kills)
+		hits.mem_share = cg_memory_share(b->cg);
 	call_describe(c, &hits);
 	if (cg_mode(c->cg) == CG_NONE)
 		result_explain_rlimits(res, b->p);

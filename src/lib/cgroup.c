@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -329,6 +330,28 @@ static uint64_t proc_u64(const char *file)
 	return errno || end == buf ? 0 : v;
 }
 
+/*
+ * Memory is one pool too: each sandbox's limit bounds it alone, and a TCP
+ * peer's 100 sandboxes of 2 GiB are 200 GiB.  Past the host's memory the
+ * kernel's own OOM killer chooses, host-wide, after a reclaim that stalls
+ * every process of the host.  A parent made here gets three quarters of
+ * the host's memory as its limit: the sandboxes together then meet their
+ * own OOM killer, inside that group, and the host keeps a quarter.
+ */
+#define MEM_HOST_KEEP		4
+
+uint64_t cg_host_memory_share(void)
+{
+	struct sysinfo si;
+	uint64_t total;
+
+	if (sysinfo(&si) < 0)
+		return 0;
+	total = (uint64_t)si.totalram * si.mem_unit;
+	/* whole pages: what the kernel would keep of it */
+	return (total - total / MEM_HOST_KEEP) & ~(uint64_t)4095;
+}
+
 uint64_t cg_host_pids_share(void)
 {
 	uint64_t pids = proc_u64("pid_max"), threads = proc_u64("threads-max");
@@ -342,7 +365,7 @@ uint64_t cg_host_pids_share(void)
 static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 {
 	bool made[C_COUNT + 1] = { false }, any = false;
-	uint64_t share;
+	uint64_t pids, mem;
 	int r;
 
 	for (size_t i = 0; i < cg->nhier; i++) {
@@ -361,15 +384,23 @@ static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 	r = cg->ops->prepare(cg, err);
 	if (r < 0 || !any)
 		return r;
-	share = cg_host_pids_share();
-	for (size_t i = 0; i < cg->nhier && share; i++) {
-		/* only the pids hierarchy's parent, or v2's, has the file */
-		if (made[i]) {
-			r = cg_write_u64_if_there(cg->hier[i].parent, "pids.max",
-						  share, err);
-			if (r < 0)
-				return r;
-		}
+	pids = cg_host_pids_share();
+	mem = cg_host_memory_share();
+	for (size_t i = 0; i < cg->nhier; i++) {
+		const char *dir = cg->hier[i].parent;
+
+		if (!made[i])
+			continue;
+		r = 0;
+		/* each file is in one hierarchy's parent only, or in v2's */
+		if (pids)
+			r = cg_write_u64_if_there(dir, "pids.max", pids, err);
+		if (r == 0 && mem)
+			r = cg_write_u64_if_there(dir, cg->ops->mode == CG_V1 ?
+						  "memory.limit_in_bytes" :
+						  "memory.max", mem, err);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -390,7 +421,22 @@ const char *cg_pids_share_said(const struct cg_stats *st,
 	return buf;
 }
 
-uint64_t cg_pids_share(struct cg *cg)
+const char *cg_memory_share_said(const struct cg_stats *st,
+				 char buf[CG_PIDS_SHARE_SAID])
+{
+	char size[32];
+
+	buf[0] = '\0';
+	if (st->mem_share) {
+		corral_format_size(st->mem_share, size, sizeof(size));
+		snprintf(buf, CG_PIDS_SHARE_SAID, " (or all sandboxes together "
+			 "held the %s they may share)", size);
+	}
+	return buf;
+}
+
+/* A number in file of c's top parent (<mount>/corral[.uid]); 0 for none. */
+static uint64_t top_value(struct cg *cg, enum cg_ctrl c, const char *file)
 {
 	struct cg_hier *h;
 	char top[PATH_MAX], buf[32], *end;
@@ -400,7 +446,7 @@ uint64_t cg_pids_share(struct cg *cg)
 
 	if (cg_mode(cg) == CG_NONE)
 		return 0;
-	h = cg_mode(cg) == CG_V1 ? cg_hier_of(cg, C_PIDS) : &cg->hier[0];
+	h = cg_mode(cg) == CG_V1 ? cg_hier_of(cg, c) : &cg->hier[0];
 	if (!h || !h->parent)
 		return 0;
 	/* <mount>/corral[.uid]: the first directory below the mount */
@@ -413,11 +459,27 @@ uint64_t cg_pids_share(struct cg *cg)
 		return 0;
 	memcpy(top, h->parent, n);
 	top[n] = '\0';
-	if (cg_read_file(top, "pids.max", buf, sizeof(buf)) <= 0)
+	if (cg_read_file(top, file, buf, sizeof(buf)) <= 0)
 		return 0;
 	errno = 0;
 	v = strtoull(buf, &end, 10);	/* "max": no number */
 	return errno || end == buf ? 0 : v;
+}
+
+uint64_t cg_pids_share(struct cg *cg)
+{
+	return top_value(cg, C_PIDS, "pids.max");
+}
+
+uint64_t cg_memory_share(struct cg *cg)
+{
+	uint64_t v;
+
+	if (cg_mode(cg) != CG_V1)
+		return top_value(cg, C_MEMORY, "memory.max");
+	/* v1 says "no limit" as the largest page-aligned 63-bit number */
+	v = top_value(cg, C_MEMORY, "memory.limit_in_bytes");
+	return v >= (1ULL << 62) ? 0 : v;
 }
 
 static int make_dirs(struct cg *cg, const char *name, struct corral_err *err)

@@ -30,6 +30,7 @@ struct cg_stats {
 	 * refused in the forker's own group, as if its own limit had.
 	 */
 	uint64_t pids_share;
+	uint64_t mem_share;		/* the same for memory: cg_memory_share */
 	bool valid;
 };
 
@@ -159,9 +160,17 @@ void cg_drop_counters(struct cg *cg);
  */
 uint64_t cg_host_pids_share(void);
 uint64_t cg_pids_share(struct cg *cg);
+/*
+ * The same for memory: a parent corral makes gets three quarters of the
+ * host's memory as its limit (cg_host_memory_share); cg_memory_share reads
+ * the top parent's limit, 0 for none.
+ */
+uint64_t cg_host_memory_share(void);
+uint64_t cg_memory_share(struct cg *cg);
 /* " (or all sandboxes together ... N)" for a reason, where st has one; else "" */
 #define CG_PIDS_SHARE_SAID	96
 const char *cg_pids_share_said(const struct cg_stats *st, char buf[CG_PIDS_SHARE_SAID]);
+const char *cg_memory_share_said(const struct cg_stats *st, char buf[CG_PIDS_SHARE_SAID]);
 /* Whether cg_stats() counts the tree's CPU time (cpu_ns); else it is 0. */
 bool cg_counts_cpu(struct cg *cg);
 /*

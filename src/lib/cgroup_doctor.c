@@ -144,6 +144,19 @@ static void pids_share(struct cg *cg, struct corral_features *f)
 	f->cg_pids_share = h->create_parent ? f->host_pids_share : cg_pids_share(cg);
 }
 
+static void memory_share(struct cg *cg, struct corral_features *f)
+{
+	struct cg_hier *h = cg->ops->mode == CG_V1 ? cg_hier_of(cg, C_MEMORY) :
+			    &cg->hier[0];
+
+	if (!h || !h->parent)
+		return;
+	snprintf(f->cg_memory_parent, sizeof(f->cg_memory_parent), "%s", h->parent);
+	f->cg_memory_share_planned = h->create_parent;
+	f->cg_memory_share = h->create_parent ? f->host_memory_share :
+			     cg_memory_share(cg);
+}
+
 void cg_probe(struct corral_features *f)
 {
 	struct cg cg = { .ops = &cg_none_manager };
@@ -166,6 +179,9 @@ void cg_probe(struct corral_features *f)
 	f->host_pids_share = cg_host_pids_share();
 	if (f->cg_pids)
 		pids_share(&cg, f);
+	f->host_memory_share = cg_host_memory_share();
+	if (f->cg_memory)
+		memory_share(&cg, f);
 	if (!have)
 		snprintf(f->limits_detail, sizeof(f->limits_detail), "%s", why);
 	else

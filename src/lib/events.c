@@ -718,8 +718,9 @@ void events_limit_hits(struct events *ev, const char *call,
 	if (after->valid && after->oom_kills > before->oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));
 		snprintf(why, sizeof(why), "memory limit %s reached: %llu process(es) "
-			 "killed by the OOM killer", size,
-			 (unsigned long long)(after->oom_kills - before->oom_kills));
+			 "killed by the OOM killer%s", size,
+			 (unsigned long long)(after->oom_kills - before->oom_kills),
+			 cg_memory_share_said(after, share));
 		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit",
 			    "memory", "value", (json_int_t)p->memory_bytes, "reason", why));
 	}

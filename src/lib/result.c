@@ -348,8 +348,9 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 	if (by_itself && oom) {
 		res->status = CORRAL_OOM;
 		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
-			 "%s reached (%llu process%s killed by the OOM killer)",
-			 size, (unsigned long long)oom, oom == 1 ? "" : "es");
+			 "%s reached (%llu process%s killed by the OOM killer)%s",
+			 size, (unsigned long long)oom, oom == 1 ? "" : "es",
+			 cg_memory_share_said(hits, share));
 		oom = 0;
 	} else if (by_itself && pids) {
 		memcpy(tail, res->reason, sizeof(tail));
@@ -363,8 +364,8 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 	}
 	if (oom)
 		reason_add(res, "; memory limit %s reached too (%llu process%s "
-			   "killed by the OOM killer)", size, (unsigned long long)oom,
-			   oom == 1 ? "" : "es");
+			   "killed by the OOM killer)%s", size, (unsigned long long)oom,
+			   oom == 1 ? "" : "es", cg_memory_share_said(hits, share));
 	if (pids)
 		reason_add(res, "; pids limit %llu reached too (%llu fork%s "
 			   "refused)%s", (unsigned long long)p->pids,

@@ -711,6 +711,8 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	cg_stats(s->cg, &st);
 	if (st.pids_max_hits)
 		st.pids_share = cg_pids_share(s->cg);
+	if (st.oom_kills)
+		st.mem_share = cg_memory_share(s->cg);
 	/* a fresh group: what its counters say all happened in this run */
 	disk_full = mount_scratch_full(s->sb->scratchfd);
 	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);

@@ -1901,41 +1901,49 @@ t_run_joins_what_it_uses() {
 		"cpu cpuacct freezer memory pids "
 }
 
-# A run's groups are removed in the reverse order of their making: while
-# a group has a directory anywhere it has one in the first hierarchy,
-# the only one a run reads for the groups killed supervisors left.
+# share_top HIER: a directory of the test's in the v1 hierarchy HIER
+# (SHARE_TOP, removed with what corral made in it when the test ends),
+# to stand for the whole hierarchy in in_share_ns; skips without one.
+share_top() {
+	[ "$(id -u)" = 0 ] || skip "only root's corral makes its parent group"
+	grep -qs " /sys/fs/cgroup/$1 .* - cgroup .*[ ,]$1" /proc/self/mountinfo ||
+		skip "no cgroup v1 $1 hierarchy at /sys/fs/cgroup/$1"
+	SHARE_TOP=/sys/fs/cgroup/$1/ctest-share.$BASHPID
+	trap 'rmdir "$SHARE_TOP/corral" "$SHARE_TOP" 2>/dev/null' EXIT
+	mkdir "$SHARE_TOP"
+}
+
+# in_share_ns HIER ARG...: corral run ARG... in a mount namespace of its
+# own where SHARE_TOP is mounted as the hierarchy HIER, so that the host's
+# parent is neither made nor changed; its stdout and stderr in $T/out, err
+in_share_ns() {
+	local hier=$1
+	shift
+	timeout 60 unshare -m /bin/sh -c 'mount --make-rprivate / &&
+		mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+		sh "$SHARE_TOP" "/sys/fs/cgroup/$hier" "$CORRAL" run "$@" \
+		> "$T/out" 2> "$T/err" < /dev/null
+}
+
 # The host's pids are one pool: root's parent group, made by corral,
 # gets half of kernel.pid_max or threads-max (the smaller) as pids.max,
 # so that all sandboxes together leave the host the rest; a parent that
 # exists keeps the value it has (an operator's); a fork that parent
-# refused is said to be possibly its.  In a mount namespace of the test's
-# own, where a directory of the test's stands for the pids hierarchy, so
-# that the host's parent is neither made nor changed.
+# refused is said to be possibly its.
 t_parent_holds_a_share_of_the_host_pids() {
-	[ "$(id -u)" = 0 ] || skip "only root's corral makes its parent group"
-	grep -qs " /sys/fs/cgroup/pids .* - cgroup .*[ ,]pids" /proc/self/mountinfo ||
-		skip "no cgroup v1 pids hierarchy at /sys/fs/cgroup/pids"
-	SHARE_TOP=/sys/fs/cgroup/pids/ctest-share.$BASHPID
-	trap 'rmdir "$SHARE_TOP/corral" "$SHARE_TOP" 2>/dev/null' EXIT
-	mkdir "$SHARE_TOP"
 	local pid_max threads want
+	share_top pids
 	pid_max=$(< /proc/sys/kernel/pid_max)
 	threads=$(< /proc/sys/kernel/threads-max)
 	want=$(( (threads < pid_max ? threads : pid_max) / 2 ))
-	in_share_ns() {	# corral run ARGS, with SHARE_TOP as the pids hierarchy
-		timeout 60 unshare -m /bin/sh -c 'mount --make-rprivate / &&
-			mount --bind "$1" /sys/fs/cgroup/pids && shift && exec "$@"' \
-			sh "$SHARE_TOP" "$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null
-	}
-	in_share_ns -- /bin/true || fail "a run: $(cat "$T/err")"
+	in_share_ns pids -- /bin/true || fail "a run: $(cat "$T/err")"
 	expect_eq "the parent made, with the share" "$(cat "$SHARE_TOP/corral/pids.max")" "$want"
 	# an operator's value (or the pool held by others) stays, and bites
 	echo 8 > "$SHARE_TOP/corral/pids.max"
-	in_share_ns --pids 100 --json -- /bin/sh -c \
+	in_share_ns pids --pids 100 --json -- /bin/sh -c \
 		'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 5 & done; wait' || true
 	expect_eq "the operator's value kept" "$(cat "$SHARE_TOP/corral/pids.max")" 8
-	expect_contains "said" "$(cat "$T/out")" \
-		"pids limit 100 reached: "
+	expect_contains "said" "$(cat "$T/out")" "pids limit 100 reached: "
 	expect_contains "said: maybe the share" "$(cat "$T/out")" \
 		"(or all sandboxes together held the 8 processes they may share)"
 	expect_eq "nothing left in the groups" "$(cat "$SHARE_TOP/corral/pids.current")" 0
@@ -1946,25 +1954,15 @@ t_parent_holds_a_share_of_the_host_pids() {
 # own OOM killer, in that group, before the host's; an operator's value is
 # kept; an OOM kill under it is said to be possibly its.
 t_parent_holds_a_share_of_the_host_memory() {
-	[ "$(id -u)" = 0 ] || skip "only root's corral makes its parent group"
-	grep -qs " /sys/fs/cgroup/memory .* - cgroup .*[ ,]memory" /proc/self/mountinfo ||
-		skip "no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory"
-	SHARE_TOP=/sys/fs/cgroup/memory/ctest-share.$BASHPID
-	trap 'rmdir "$SHARE_TOP/corral" "$SHARE_TOP" 2>/dev/null' EXIT
-	mkdir "$SHARE_TOP"
 	local total want
+	share_top memory
 	total=$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))
 	want=$(( (total - total / 4) / 4096 * 4096 ))
-	in_mem_ns() {	# corral run ARGS, with SHARE_TOP as the memory hierarchy
-		timeout 60 unshare -m /bin/sh -c 'mount --make-rprivate / &&
-			mount --bind "$1" /sys/fs/cgroup/memory && shift && exec "$@"' \
-			sh "$SHARE_TOP" "$CORRAL" run "$@" > "$T/out" 2> "$T/err" < /dev/null
-	}
-	in_mem_ns -- /bin/true || fail "a run: $(cat "$T/err")"
+	in_share_ns memory -- /bin/true || fail "a run: $(cat "$T/err")"
 	expect_eq "the parent made, with the share" \
 		"$(cat "$SHARE_TOP/corral/memory.limit_in_bytes")" "$want"
 	echo 64M > "$SHARE_TOP/corral/memory.limit_in_bytes"
-	in_mem_ns --memory 1G --json -- /usr/bin/python3 -c \
+	in_share_ns memory --memory 1G --json -- /usr/bin/python3 -c \
 		'x = bytearray(200 << 20); x[::4096] = b"x" * len(x[::4096])' || true
 	expect_eq "the operator's value kept" \
 		"$(cat "$SHARE_TOP/corral/memory.limit_in_bytes")" $(( 64 << 20 ))
@@ -1973,6 +1971,9 @@ t_parent_holds_a_share_of_the_host_memory() {
 		"(or all sandboxes together held the 64 MiB they may share)"
 }
 
+# A run's groups are removed in the reverse order of their making: while
+# a group has a directory anywhere it has one in the first hierarchy,
+# the only one a run reads for the groups killed supervisors left.
 t_groups_removed_first_last() {
 	command -v strace >/dev/null || { skip "no strace"; return 77; }
 	[ "$(cgroups_here)" = yes ] || { skip "no cgroups for this user"; return 77; }

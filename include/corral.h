@@ -1634,18 +1634,16 @@ struct corral_features {
 	 */
 	bool cg_moves_fast;
 	/*
-	 * All sandboxes together: the pids.max of the parent group they share
-	 * (cg_pids_parent), 0 for "max" or none; cg_pids_share_planned: the
-	 * parent is not made yet, and gets this when it is (root's, half of
-	 * the host's processes: host_pids_share)
+	 * What bounds all sandboxes together: the parent group they share
+	 * (parent), its pids.max and its memory limit in bytes (value, 0 for
+	 * none); planned: the parent is not made yet, and gets host then,
+	 * half of the host's processes and three quarters of its memory.
 	 */
-	unsigned long long cg_pids_share, host_pids_share;
-	bool cg_pids_share_planned;
-	char cg_pids_parent[256];
-	/* the same for memory, in bytes (three quarters of the host's) */
-	unsigned long long cg_memory_share, host_memory_share;
-	bool cg_memory_share_planned;
-	char cg_memory_parent[256];
+	struct corral_share {
+		unsigned long long value, host;
+		bool planned;
+		char parent[256];
+	} pids_share, memory_share;
 	/* the ids a sandbox of this caller would get (no workspace) */
 	struct corral_ids ids;
 	bool idmap_mounts;		/* idmapped mounts of a host directory */

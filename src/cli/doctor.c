@@ -116,36 +116,36 @@ int cmd_doctor(int argc, char **argv)
 		       "cgroup v1 does not. The cgroup "
 		       "mount option favordynmods ends the wait host-wide, at a small cost "
 		       "to every fork and exit (speed only: no layer depends on it)");
-	if (f.cg_pids && f.cg_pids_share)
+	if (f.cg_pids && f.pids_share.value)
 		snprintf(buf, sizeof(buf), "all sandboxes together: at most %llu "
-			 "processes (pids.max of %s%s)", f.cg_pids_share,
-			 f.cg_pids_parent, f.cg_pids_share_planned ?
+			 "processes (pids.max of %s%s)", f.pids_share.value,
+			 f.pids_share.parent, f.pids_share.planned ?
 			 ", given when corral makes it" : "");
 	else if (f.cg_pids)
 		snprintf(buf, sizeof(buf), "nothing bounds all sandboxes together: "
 			 "the pids.max of %s is max, and each sandbox's own limit "
 			 "bounds it alone; %llu there (half of the host's) leaves "
-			 "the host the rest", f.cg_pids_parent, f.host_pids_share);
+			 "the host the rest", f.pids_share.parent, f.pids_share.host);
 	if (f.cg_pids)
-		printf("  %-12s %-5s %s\n", "host pids", f.cg_pids_share ? "ok" : "note", buf);
+		printf("  %-12s %-5s %s\n", "host pids", f.pids_share.value ? "ok" : "note", buf);
 	if (f.cg_memory) {
 		char size[32];
 
-		corral_format_size(f.cg_memory_share ? f.cg_memory_share :
-				   f.host_memory_share, size, sizeof(size));
-		if (f.cg_memory_share)
+		corral_format_size(f.memory_share.value ? f.memory_share.value :
+				   f.memory_share.host, size, sizeof(size));
+		if (f.memory_share.value)
 			snprintf(buf, sizeof(buf), "all sandboxes together: at most "
 				 "%s (the memory limit of %s%s)", size,
-				 f.cg_memory_parent, f.cg_memory_share_planned ?
+				 f.memory_share.parent, f.memory_share.planned ?
 				 ", given when corral makes it" : "");
 		else
 			snprintf(buf, sizeof(buf), "nothing bounds all sandboxes "
 				 "together: %s has no memory limit, and past the "
 				 "host's memory its own OOM killer chooses; %s there "
 				 "(three quarters) leaves the host the rest",
-				 f.cg_memory_parent, size);
+				 f.memory_share.parent, size);
 		printf("  %-12s %-5s %s\n", "host memory",
-		       f.cg_memory_share ? "ok" : "note", buf);
+		       f.memory_share.value ? "ok" : "note", buf);
 	}
 
 	/* not a layer of the default policy (no network): no verdict of its own */

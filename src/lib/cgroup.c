@@ -318,18 +318,6 @@ static bool parent_is_ours(const struct cg *cg, const struct cg_hier *h)
  */
 #define PIDS_HOST_SHARE		2
 
-static uint64_t proc_u64(const char *file)
-{
-	char buf[32], *end;
-	uint64_t v;
-
-	if (cg_read_file("/proc/sys/kernel", file, buf, sizeof(buf)) <= 0)
-		return 0;
-	errno = 0;
-	v = strtoull(buf, &end, 10);
-	return errno || end == buf ? 0 : v;
-}
-
 /*
  * Memory is one pool too: each sandbox's limit bounds it alone, and a TCP
  * peer's 100 sandboxes of 2 GiB are 200 GiB.  Past the host's memory the
@@ -354,7 +342,8 @@ uint64_t cg_host_memory_share(void)
 
 uint64_t cg_host_pids_share(void)
 {
-	uint64_t pids = proc_u64("pid_max"), threads = proc_u64("threads-max");
+	uint64_t pids = cg_read_u64("/proc/sys/kernel", "pid_max");
+	uint64_t threads = cg_read_u64("/proc/sys/kernel", "threads-max");
 
 	if (!pids || (threads && threads < pids))
 		pids = threads;
@@ -411,25 +400,25 @@ static int make_parents(struct cg *cg, bool again, struct corral_err *err)
  * the reason can say that it may have been the parent's.
  */
 const char *cg_pids_share_said(const struct cg_stats *st,
-			       char buf[CG_PIDS_SHARE_SAID])
+			       char buf[CG_SHARE_SAID])
 {
 	buf[0] = '\0';
 	if (st->pids_share)
-		snprintf(buf, CG_PIDS_SHARE_SAID, " (or all sandboxes together "
+		snprintf(buf, CG_SHARE_SAID, " (or all sandboxes together "
 			 "held the %llu processes they may share)",
 			 (unsigned long long)st->pids_share);
 	return buf;
 }
 
 const char *cg_memory_share_said(const struct cg_stats *st,
-				 char buf[CG_PIDS_SHARE_SAID])
+				 char buf[CG_SHARE_SAID])
 {
 	char size[32];
 
 	buf[0] = '\0';
 	if (st->mem_share) {
 		corral_format_size(st->mem_share, size, sizeof(size));
-		snprintf(buf, CG_PIDS_SHARE_SAID, " (or all sandboxes together "
+		snprintf(buf, CG_SHARE_SAID, " (or all sandboxes together "
 			 "held the %s they may share)", size);
 	}
 	return buf;
@@ -439,9 +428,8 @@ const char *cg_memory_share_said(const struct cg_stats *st,
 static uint64_t top_value(struct cg *cg, enum cg_ctrl c, const char *file)
 {
 	struct cg_hier *h;
-	char top[PATH_MAX], buf[32], *end;
+	char top[PATH_MAX];
 	const char *rest;
-	uint64_t v;
 	size_t n;
 
 	if (cg_mode(cg) == CG_NONE)
@@ -459,11 +447,7 @@ static uint64_t top_value(struct cg *cg, enum cg_ctrl c, const char *file)
 		return 0;
 	memcpy(top, h->parent, n);
 	top[n] = '\0';
-	if (cg_read_file(top, file, buf, sizeof(buf)) <= 0)
-		return 0;
-	errno = 0;
-	v = strtoull(buf, &end, 10);	/* "max": no number */
-	return errno || end == buf ? 0 : v;
+	return cg_read_u64(top, file);
 }
 
 uint64_t cg_pids_share(struct cg *cg)

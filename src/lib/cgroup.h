@@ -168,9 +168,9 @@ uint64_t cg_pids_share(struct cg *cg);
 uint64_t cg_host_memory_share(void);
 uint64_t cg_memory_share(struct cg *cg);
 /* " (or all sandboxes together ... N)" for a reason, where st has one; else "" */
-#define CG_PIDS_SHARE_SAID	96
-const char *cg_pids_share_said(const struct cg_stats *st, char buf[CG_PIDS_SHARE_SAID]);
-const char *cg_memory_share_said(const struct cg_stats *st, char buf[CG_PIDS_SHARE_SAID]);
+#define CG_SHARE_SAID	96
+const char *cg_pids_share_said(const struct cg_stats *st, char buf[CG_SHARE_SAID]);
+const char *cg_memory_share_said(const struct cg_stats *st, char buf[CG_SHARE_SAID]);
 /* Whether cg_stats() counts the tree's CPU time (cpu_ns); else it is 0. */
 bool cg_counts_cpu(struct cg *cg);
 /*

@@ -131,30 +131,18 @@ static bool favor_dynmods(void)
 	return on;
 }
 
-/* What bounds all sandboxes together: their parent's pids.max, or to be. */
-static void pids_share(struct cg *cg, struct corral_features *f)
+/* What bounds all sandboxes together: their parent's limit, or to be. */
+static void share_of(struct cg *cg, enum cg_ctrl c, uint64_t (*now)(struct cg *),
+		     struct corral_share *s)
 {
-	struct cg_hier *h = cg->ops->mode == CG_V1 ? cg_hier_of(cg, C_PIDS) :
+	struct cg_hier *h = cg->ops->mode == CG_V1 ? cg_hier_of(cg, c) :
 			    &cg->hier[0];
 
 	if (!h || !h->parent)
 		return;
-	snprintf(f->cg_pids_parent, sizeof(f->cg_pids_parent), "%s", h->parent);
-	f->cg_pids_share_planned = h->create_parent;
-	f->cg_pids_share = h->create_parent ? f->host_pids_share : cg_pids_share(cg);
-}
-
-static void memory_share(struct cg *cg, struct corral_features *f)
-{
-	struct cg_hier *h = cg->ops->mode == CG_V1 ? cg_hier_of(cg, C_MEMORY) :
-			    &cg->hier[0];
-
-	if (!h || !h->parent)
-		return;
-	snprintf(f->cg_memory_parent, sizeof(f->cg_memory_parent), "%s", h->parent);
-	f->cg_memory_share_planned = h->create_parent;
-	f->cg_memory_share = h->create_parent ? f->host_memory_share :
-			     cg_memory_share(cg);
+	snprintf(s->parent, sizeof(s->parent), "%s", h->parent);
+	s->planned = h->create_parent;
+	s->value = h->create_parent ? s->host : now(cg);
 }
 
 void cg_probe(struct corral_features *f)
@@ -176,12 +164,12 @@ void cg_probe(struct corral_features *f)
 	f->cg_cpu = have && (cg.ctrls & C_BIT(C_CPU));
 	f->cg_freezer = have && (cg.ctrls & C_BIT(C_FREEZER));
 	f->cg_moves_fast = have && favor_dynmods();
-	f->host_pids_share = cg_host_pids_share();
+	f->pids_share.host = cg_host_pids_share();
 	if (f->cg_pids)
-		pids_share(&cg, f);
-	f->host_memory_share = cg_host_memory_share();
+		share_of(&cg, C_PIDS, cg_pids_share, &f->pids_share);
+	f->memory_share.host = cg_host_memory_share();
 	if (f->cg_memory)
-		memory_share(&cg, f);
+		share_of(&cg, C_MEMORY, cg_memory_share, &f->memory_share);
 	if (!have)
 		snprintf(f->limits_detail, sizeof(f->limits_detail), "%s", why);
 	else

@@ -173,6 +173,18 @@ int cg_write_u64_if_there(const char *dir, const char *file, uint64_t v,
 	return write_file(dir, file, buf, true, err);
 }
 
+uint64_t cg_read_u64(const char *dir, const char *file)
+{
+	char buf[32], *end;
+	uint64_t v;
+
+	if (cg_read_file(dir, file, buf, sizeof(buf)) <= 0)
+		return 0;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	return errno || end == buf ? 0 : v;
+}
+
 int cg_kv_get(const char *buf, const char *key, uint64_t *val)
 {
 	size_t klen = strlen(key);

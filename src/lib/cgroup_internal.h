@@ -205,6 +205,8 @@ bool cg_file_exists(const char *dir, const char *file);
 bool cg_dir_writable(const char *path);
 /* Read a small file into buf (NUL-terminated); length or -errno. */
 ssize_t cg_read_file(const char *dir, const char *file, char *buf, size_t len);
+/* The number that file holds; 0 for none, "max" or unreadable. */
+uint64_t cg_read_u64(const char *dir, const char *file);
 int cg_write_file(const char *dir, const char *file, const char *val,
 		  struct corral_err *err);
 int cg_write_u64(const char *dir, const char *file, uint64_t v,

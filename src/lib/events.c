@@ -713,7 +713,7 @@ void events_limit_hits(struct events *ev, const char *call,
 		       const struct cg_stats *before, const struct cg_stats *after,
 		       const struct corral_policy *p, bool disk_full)
 {
-	char size[32], why[CORRAL_ERR_MAX], share[CG_PIDS_SHARE_SAID];
+	char size[32], why[CORRAL_ERR_MAX], share[CG_SHARE_SAID];
 
 	if (after->valid && after->oom_kills > before->oom_kills) {
 		corral_format_size(p->memory_bytes, size, sizeof(size));

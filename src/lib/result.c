@@ -342,7 +342,7 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 {
 	bool by_itself = res->status == CORRAL_EXITED || res->status == CORRAL_SIGNALED;
 	uint64_t oom = hits->oom_kills, pids = hits->pids_max_hits;
-	char size[32], tail[CORRAL_ERR_MAX], share[CG_PIDS_SHARE_SAID];
+	char size[32], tail[CORRAL_ERR_MAX], share[CG_SHARE_SAID];
 
 	corral_format_size(p->memory_bytes, size, sizeof(size));
 	if (by_itself && oom) {

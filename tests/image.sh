@@ -549,7 +549,7 @@ held_scan() {
 	! strace_held "$st" "$pid" ||
 		unpacker=$(sed -n 's/^\([0-9]*\) *--- stopped by SIGSTOP.*/\1/p' "$st")
 	if [ -z "$unpacker" ]; then
-		kill "$pid" 2>/dev/null
+		kill "$pid" 2>/dev/null || true
 		wait "$pid" || true
 		fail "the unpacker was never held: $(< "$T/out")"
 		return 1

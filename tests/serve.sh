@@ -1453,7 +1453,7 @@ t_files_retry_a_raced_walk() {
 	strace_attached "$T/strace.err" "$st" ||
 		fail "strace did not attach: $(head -c 300 "$T/strace.err")"
 	code=$(api GET "/v1/sandboxes/$id/files?path=/workspace/..&list=1")
-	kill "$st" 2>/dev/null
+	kill "$st" 2>/dev/null || true
 	wait "$st" 2>/dev/null || true
 	expect_code "list /workspace/.. through three EAGAINs" "$code" 200
 	expect_eq "the sandbox's root" "$(jq '"workspace" in [e["name"] for e in v["entries"]]')" true
@@ -2134,7 +2134,7 @@ t_caller_gone_while_its_move_waits() {
 		sleep 0.05; i=$((i + 1))
 	done
 	fds=$(ls /proc/"$DPID"/fd | wc -l)
-	kill "$cp" 2>/dev/null
+	kill "$cp" 2>/dev/null || true
 	wait "$cp" 2>/dev/null || true
 	# the daemon hears its caller leave: the connection and the gate close
 	i=0
@@ -2180,7 +2180,7 @@ t_move_of_a_dead_process() {
 	rm -f "$T/move"
 	exec 7>&-
 	expect_eq "a runs, in a process of its own" "$(sbsh "$a" 'echo a')" a
-	kill "$st" 2>/dev/null
+	kill "$st" 2>/dev/null || true
 	wait "$st" 2>/dev/null || true
 	grep -q 'pidfd_send_signal(.*ESRCH' "$T/mover.strace" ||
 		fail "the helper did not ask the dead process's pidfd: $(head -c 600 "$T/mover.strace")"
@@ -3512,7 +3512,7 @@ t_tcp_tls_hides_the_token() {
 		[ -n "$rport" ] || fail "$mode: the recorder never said its port"
 		[ "$mode" = tls ] && url=https://127.0.0.1:$rport || url=http://127.0.0.1:$rport
 		create_echo "$mode, through the recorder" "$url" "$token" "$marker" > /dev/null
-		kill "$rpid" 2>/dev/null
+		kill "$rpid" 2>/dev/null || true
 		wait "$rpid" 2>/dev/null || true
 		stop_daemon
 		[ -s "$T/wire.$mode" ] || fail "$mode: the recorder saw nothing"
@@ -4292,7 +4292,7 @@ s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(b"PUT /v1/sandboxes/%s/files?path=/tmp/up HTTP/1.1\r\nHost: x\r\n"
           b"Content-Length: 100000\r\n\r\n%s" % (sys.argv[2].encode(), sys.argv[3].encode()))
-time.sleep(10)
+time.sleep(120)
 EOF2
 	held=$!
 	for i in $(seq 1 100); do "$scan" "$DPID" "${marker: -64}" > /dev/null && break; nap 0.05; done
@@ -4308,7 +4308,7 @@ EOF2
 		"$scan" "$init" "${marker: -64}" > "$T/scan" &&
 			fail "the next box's init holds a request still arriving: $(< "$T/scan")"
 	fi
-	kill "$held" 2>/dev/null
+	kill "$held" 2>/dev/null || true
 	wait "$held" 2>/dev/null || true
 	stop_daemon
 }
@@ -4394,10 +4394,10 @@ t_box_init_holds_no_live_tls() {
 		"$scan" "$init" "${marker: -64}" > "$T/scan" &&
 			fail "box B's init holds box A's request under way: $(< "$T/scan")"
 	fi
-	kill "$held" 2>/dev/null
+	kill "$held" 2>/dev/null || true
 	wait "$held" 2>/dev/null || true
 	stop_daemon
-	kill "$up" 2>/dev/null
+	kill "$up" 2>/dev/null || true
 	wait "$up" 2>/dev/null || true
 	: > "$T/fixtures"
 }

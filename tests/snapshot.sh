@@ -1181,7 +1181,7 @@ s_export_patch_interrupted() {
 		expect_eq "SIG$sig: FILE as it was" "$(cat "$T/p.diff")" before
 		expect_eq "SIG$sig: nothing beside it" "$(compgen -G "$T/p.diff.*" || true)" ""
 	done
-	kill "$rpid" 2>/dev/null
+	kill "$rpid" 2>/dev/null || true
 	wait "$rpid" 2>/dev/null || true
 	trap stop_daemon EXIT
 	expect_eq "the daemon serves on" "$(api GET /v1/health)" 200

@@ -864,6 +864,25 @@ t_exec_reader_gone() {
 	stop_daemon
 }
 
+# Over the unix socket the verbs speak HTTP themselves (sockhttp.c): libcurl
+# and the thirty libraries it loads are left out of their start.  An exec
+# in flight shows what its process mapped.
+t_socket_client_loads_no_libcurl() {
+	local id pid i maps
+	start_daemon
+	id=$(mksb)
+	"$CORRAL" exec --socket "$SOCK" "$id" -c 'echo started; sleep 30' > "$T/o" 2> "$T/e" &
+	pid=$!
+	for i in $(seq 100); do grep -q started "$T/o" && break; sleep 0.1; done
+	maps=$(cat "/proc/$pid/maps" 2>/dev/null)
+	kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+	expect_eq "its output came" "$(cat "$T/o")" started
+	expect_contains "it was mapped" "$maps" "libc.so"
+	expect_not_contains "libcurl" "$maps" "libcurl"
+	expect_not_contains "OpenSSL" "$maps" "libssl"
+	stop_daemon
+}
+
 t_command_without_the_shell() {
 	start_daemon
 	id=$(mksb)

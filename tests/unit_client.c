@@ -2,7 +2,9 @@
  * unit_client.c - the client verbs' logic without a daemon: what their
  * command lines put in the JSON body, which usage errors they give, where
  * they look for the daemon, the API paths they build and escape, the exit
- * status a result maps to, and how the daemon's text reaches a terminal.
+ * status a result maps to, how the daemon's text reaches a terminal, and
+ * how sockhttp.c reads answers from a socket that plays the daemon (one
+ * that lies, stops short or floods included).
  *
  * Linked against the CLI's objects (build/libcli.a) but its main(); this
  * file brings the cli_error() that main.c has.  What a verb prints is
@@ -20,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void cli_error(const char *fmt, ...)
@@ -688,6 +691,240 @@ TEST(stale_socket)
 	CHECK(VERB(cmd_ls, "ls", "--socket", sa.sun_path) == EXIT_CORRAL);
 	CHECK_STR_CONTAINS(cap_err, "nothing answers at");
 	unlink(sa.sun_path);
+}
+
+/* ---- sockhttp.c: answers from a socket that plays the daemon ------------ */
+
+/*
+ * What the fake daemon does: answer with these pieces (a few ms apart, so
+ * they come as separate reads), having read the request's head and, with
+ * read_body, its Content-Length's worth.  The request it got is in
+ * fake_got afterwards.
+ */
+struct fake {
+	const char *pieces[4];
+	size_t lens[4];			/* 0: strlen */
+	bool read_body;
+};
+
+static char fake_sock[256], fake_got[8192];
+
+static size_t want_body(const char *head)
+{
+	const char *cl = strcasestr(head, "\r\nContent-Length: ");
+
+	return cl ? strtoul(cl + 18, NULL, 10) : 0;
+}
+
+static void fake_serve(int l, const struct fake *f)
+{
+	size_t got = 0, body = 0;
+	char *end = NULL;
+	int c = accept(l, NULL, NULL), out;
+
+	if (c < 0)
+		_exit(1);
+	while (got < sizeof(fake_got) - 1) {
+		ssize_t n = read(c, fake_got + got, sizeof(fake_got) - 1 - got);
+
+		if (n <= 0)
+			break;
+		got += n;
+		fake_got[got] = '\0';
+		end = strstr(fake_got, "\r\n\r\n");
+		if (end && !f->read_body)
+			break;
+		if (end && got - (end + 4 - fake_got) >= (body = want_body(fake_got)))
+			break;
+	}
+	for (int i = 0; i < 4 && f->pieces[i]; i++) {
+		size_t len = f->lens[i] ? f->lens[i] : strlen(f->pieces[i]);
+
+		if (i)
+			usleep(3000);
+		if (send(c, f->pieces[i], len, MSG_NOSIGNAL) < 0)
+			break;
+	}
+	out = open(fake_sock, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	(void)!write(out, fake_got, got);
+	_exit(0);
+	(void)body;
+}
+
+/* conn_perform() against f: its return; the request the fake got in fake_got. */
+static int fake_exchange(const struct fake *f, const struct request *q,
+			 struct reply *r)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct conn c = { .socket_from = "--socket" };
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ret, fd;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fake.sock", tmpdir);
+	snprintf(fake_sock, sizeof(fake_sock), "%s/fake.got", tmpdir);
+	unlink(sa.sun_path);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 1) < 0) {
+		perror("unit_client: fake daemon");
+		exit(1);
+	}
+	pid = fork();
+	if (pid == 0)
+		fake_serve(l, f);
+	close(l);
+	c.socket = sa.sun_path;
+	capture_begin();
+	ret = conn_open(&c, &test_verb) ? -1 : conn_perform(&c, q, r);
+	capture_end();
+	conn_close(&c);
+	/* the fake ends on its own: it reads no more than one request */
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	fake_got[0] = '\0';
+	fd = open(fake_sock, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? 0 : read(fd, fake_got, sizeof(fake_got) - 1);
+	fake_got[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	unlink(fake_sock);
+	unlink(sa.sun_path);
+	return ret;
+}
+
+static char lines_got[256];
+
+static int take_line(void *arg, char *line, size_t len)
+{
+	(void)arg;
+	strncat(lines_got, line, len);
+	strcat(lines_got, "|");
+	return 0;
+}
+
+TEST(sock_requests_as_sent)
+{
+	struct request get = { .method = "GET", .path = "/v1/sandboxes?x=%2F" };
+	struct request post = { .method = "POST", .path = "/v1/sandboxes/sb-1/exec",
+				.body = "{\"command\":\"true\"}", .body_len = 18,
+				.type = "Content-Type: application/json",
+				.accept = "Accept: application/x-ndjson" };
+	struct request put = { .method = "PUT", .path = "/f" };
+	struct fake ok = { .pieces = { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}" },
+			   .read_body = true };
+	struct reply r = { .max = REPLY_MAX };
+
+	CHECK(fake_exchange(&ok, &get, &r) == 0 && r.status == 200);
+	CHECK(!strcmp(fake_got, "GET /v1/sandboxes?x=%2F HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+	CHECK(r.len == 2 && !strcmp(r.buf, "{}"));
+	reply_free(&r);
+	CHECK(fake_exchange(&ok, &post, &r) == 0 && r.status == 200);
+	CHECK(!strcmp(fake_got, "POST /v1/sandboxes/sb-1/exec HTTP/1.1\r\nHost: localhost\r\n"
+		      "Content-Type: application/json\r\nAccept: application/x-ndjson\r\n"
+		      "Content-Length: 18\r\n\r\n{\"command\":\"true\"}"));
+	reply_free(&r);
+	/* a PUT of nothing still says how long nothing is */
+	CHECK(fake_exchange(&ok, &put, &r) == 0);
+	CHECK_STR_CONTAINS(fake_got, "PUT /f HTTP/1.1\r\n");
+	CHECK_STR_CONTAINS(fake_got, "Content-Length: 0\r\n\r\n");
+	reply_free(&r);
+	/* a path that would end the request line is not sent */
+	get.path = "/v1/x HTTP/1.1\r\nX-Evil: 1\r\n";
+	CHECK(fake_exchange(&ok, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "refusing to send the request path \"/v1/x HTTP/1.1\\x0d\\x0aX-Evil");
+	CHECK(fake_got[0] == '\0');
+	reply_free(&r);
+}
+
+TEST(sock_answers_read_whole)
+{
+	struct request get = { .method = "GET", .path = "/v1/events" };
+	struct fake chunked = { .pieces = {
+		"HTTP/1.1 200 OK\r\nContent-Typ",
+		"e: application/vnd.corral.export-patch; v=1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na\nb",
+		"\r\n3\r\n\nc\n\r\n1\r\nd\r\n",
+		"0\r\n\r\n" } };
+	struct fake interim = { .pieces = {
+		"HTTP/1.1 100 Continue\r\n\r\n",
+		"HTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\n{}" } };
+	struct fake to_close = { .pieces = { "HTTP/1.0 200 OK\r\n\r\nall of it" } };
+	struct reply r = { .max = REPLY_MAX, .line = take_line };
+
+	/* pieces cut anywhere, lines across chunks, the last one unended */
+	lines_got[0] = '\0';
+	CHECK(fake_exchange(&chunked, &get, &r) == 0 && r.status == 200);
+	CHECK(!strcmp(lines_got, "a|b|c|d|"));
+	CHECK(!strcmp(r.type, "application/vnd.corral.export-patch; v=1"));
+	reply_free(&r);
+	r = (struct reply){ .max = REPLY_MAX };
+	CHECK(fake_exchange(&interim, &get, &r) == 0 && r.status == 409);
+	CHECK(r.type[0] == '\0' && r.len == 2);
+	reply_free(&r);
+	CHECK(fake_exchange(&to_close, &get, &r) == 0 && r.status == 200);
+	CHECK(r.buf && !strcmp(r.buf, "all of it"));
+	reply_free(&r);
+}
+
+/* An answer cut short is a failure, never taken for the whole answer. */
+TEST(sock_answers_refused)
+{
+	struct request get = { .method = "GET", .path = "/v1/health" };
+	struct request big = { .method = "PUT", .path = "/f", .body_len = 8u << 20 };
+	struct fake short_len = { .pieces = { "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc" } };
+	struct fake short_chunk = { .pieces = {
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab" } };
+	struct fake nothing = { .pieces = { NULL } };
+	struct fake head_only = { .pieces = { "HTTP/1.1 200 OK\r\nContent-" } };
+	struct fake not_http = { .pieces = { "SSH-2.0-OpenSSH_9.2\r\n\r\n" } };
+	struct fake bad_chunk = { .pieces = {
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n" } };
+	struct fake two_lengths = { .pieces = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab" } };
+	struct fake early = { .pieces = {
+		"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 25\r\n\r\n{\"error\": \"too_large\"}   " } };
+	struct fake huge = { .pieces = { "HTTP/1.1 200 OK\r\nContent-Length: 300000000\r\n\r\n" },
+			     .read_body = true };
+	static char flood[100 * 1024];
+	struct fake flood_head = { .pieces = { "HTTP/1.1 200 OK\r\nX: ", flood } };
+	struct reply r = { .max = REPLY_MAX };
+	char *body = calloc(1, big.body_len);
+
+	CHECK(fake_exchange(&short_len, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "closed the connection before its answer was whole\n");
+	reply_free(&r);
+	CHECK(fake_exchange(&short_chunk, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "before its answer was whole");
+	reply_free(&r);
+	CHECK(fake_exchange(&nothing, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "before its answer was whole (it sent nothing)");
+	CHECK(fake_exchange(&head_only, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "before its answer was whole\n");
+	CHECK(fake_exchange(&not_http, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "is not HTTP as the daemon speaks it");
+	CHECK(fake_exchange(&bad_chunk, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "HPE_INVALID_CONTENT_LENGTH");
+	CHECK(fake_exchange(&two_lengths, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "HPE_UNEXPECTED_CONTENT_LENGTH");
+	reply_free(&r);
+	/* a header without end: refused at http-parser's 80 KiB */
+	memset(flood, 'x', sizeof(flood));
+	flood_head.lens[1] = sizeof(flood);
+	CHECK(fake_exchange(&flood_head, &get, &r) == -1);
+	CHECK_STR_CONTAINS(cap_err, "HPE_HEADER_OVERFLOW");
+	/* more than the reply may hold: stopped, said once */
+	r = (struct reply){ .max = 1024 };
+	memset(flood, 'y', sizeof(flood));
+	huge.pieces[1] = flood;
+	huge.lens[1] = sizeof(flood);
+	CHECK(fake_exchange(&huge, &get, &r) == -1);
+	CHECK(!strcmp(cap_err, "corral: the daemon's answer is larger than 1 KiB; stopped reading it\n"));
+	reply_free(&r);
+	/* refused before the body was read: the refusal, not a broken pipe */
+	r = (struct reply){ .max = REPLY_MAX };
+	big.body = body;
+	CHECK(body && fake_exchange(&early, &big, &r) == 0 && r.status == 413);
+	CHECK_STR_CONTAINS(r.buf ? r.buf : "", "too_large");
+	reply_free(&r);
+	free(body);
 }
 
 static int remove_one(const char *path, const struct stat *st, int flag,

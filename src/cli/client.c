@@ -1,8 +1,9 @@
 /*
  * client.c - the daemon's client side of docs/API.md: where the daemon is
  * (its unix socket, or a URL and a bearer token), one HTTP request and its
- * answer over libcurl, the daemon's refusals as sentences, and the API's
- * paths.  The verbs (create.c, exec.c ...) build on these.
+ * answer (over the socket by sockhttp.c, over TCP by libcurl), the
+ * daemon's refusals as sentences, and the API's paths.  The verbs
+ * (create.c, exec.c ...) build on these.
  */
 #include "client.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -186,6 +188,8 @@ int conn_open(struct conn *c, const struct verb *v)
 
 	if (code)
 		return code;
+	if (!c->url)
+		return 0;	/* sockhttp.c: libcurl is not loaded */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		cli_error("libcurl could not be initialised");
 		return EXIT_CORRAL;
@@ -199,6 +203,9 @@ int conn_open(struct conn *c, const struct verb *v)
 
 void conn_close(struct conn *c)
 {
+	if (c->raw)
+		close(c->raw_fd);
+	c->raw = false;
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	if (c->curl_global)
@@ -265,27 +272,40 @@ static int reply_lines(struct reply *r, size_t from)
 	return 0;
 }
 
-static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+int reply_take(struct reply *r, const char *data, size_t n)
 {
-	struct reply *r = arg;
-	size_t n = size * nmemb, old = r->len;
+	size_t old = r->len;
 
-	if (!r->status &&
-	    curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->status) != CURLE_OK)
-		r->status = 0;
 	if (r->sink && is_success(r->status)) {
 		if (r->sink(r->arg, data, n) < 0)
 			goto stop;
-		return n;
+		return 0;
 	}
 	if (reply_append(r, data, n) < 0)
 		goto stop;
 	if (r->line && is_success(r->status) && reply_lines(r, old) < 0)
 		goto stop;
-	return n;
+	return 0;
 stop:
 	r->stopped = true;
-	return 0;		/* libcurl ends the transfer: CURLE_WRITE_ERROR */
+	return -1;
+}
+
+/* The status and the media type are known by the body's first bytes. */
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct reply *r = arg;
+	size_t n = size * nmemb;
+	const char *type = NULL;
+
+	if (!r->status) {
+		if (curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->status) != CURLE_OK)
+			r->status = 0;
+		if (curl_easy_getinfo(r->curl, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type)
+			snprintf(r->type, sizeof(r->type), "%s", type);
+	}
+	/* 0 ends the transfer: CURLE_WRITE_ERROR */
+	return reply_take(r, data, n) < 0 ? 0 : n;
 }
 
 void reply_free(struct reply *r)
@@ -315,23 +335,11 @@ const char *conn_tls_hint(const struct conn *c, CURLcode rc)
 	}
 }
 
-/* Say why nothing came back; most often: no daemon at that socket. */
-static void transport_error(const struct conn *c, CURLcode rc,
-			    const char *errbuf)
+/* Say why the socket would not connect; most often: no daemon there. */
+void conn_connect_error(const struct conn *c, int os_errno, const char *what)
 {
-	const char *what = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-	long os_errno = 0;
 	struct stat st = { 0 };
 
-	if (c->url) {
-		cli_error("cannot talk to the daemon at %s: %s%s", c->url, what,
-			  conn_tls_hint(c, rc));
-		return;
-	}
-	if (rc != CURLE_COULDNT_CONNECT) {
-		cli_error("talking to the daemon at %s: %s", c->socket, what);
-		return;
-	}
 	if (stat(c->socket, &st) < 0 && errno == ENOENT) {
 		cli_error("no daemon socket at %s (%s); start the daemon with `corral serve`, or name its socket with --socket PATH",
 			  c->socket, c->socket_from);
@@ -342,17 +350,28 @@ static void transport_error(const struct conn *c, CURLcode rc,
 			  c->socket, c->socket_from);
 		return;
 	}
-	if (curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno) != CURLE_OK)
-		os_errno = 0;
 	if (os_errno == EACCES || os_errno == EPERM)
 		cli_error("%s: permission denied; the daemon's socket is mode 0600: run as the user who started `corral serve`",
 			  c->socket);
 	else if (os_errno == ECONNREFUSED)
 		cli_error("nothing answers at %s (%s): a socket left by a daemon that is gone?  Start one with `corral serve`",
 			  c->socket, c->socket_from);
+	else if (os_errno == EAGAIN)
+		cli_error("the daemon at %s accepts no connection: it let none in for %d s",
+			  c->socket, CONNECT_WAIT_S);
 	else
 		cli_error("cannot connect to the daemon at %s: %s", c->socket,
 			  os_errno ? strerror(os_errno) : what);
+}
+
+/* Say why nothing came back over libcurl (a --url). */
+static void transport_error(const struct conn *c, CURLcode rc,
+			    const char *errbuf)
+{
+	const char *what = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+
+	cli_error("cannot talk to the daemon at %s: %s%s", c->url, what,
+		  conn_tls_hint(c, rc));
 }
 
 static int append_header(struct curl_slist **h, const char *line)
@@ -442,7 +461,8 @@ static CURLcode set_options(const struct conn *c, const struct request *q,
 	return rc;
 }
 
-int conn_perform(struct conn *c, const struct request *q, struct reply *r)
+static int curl_perform(struct conn *c, const struct request *q,
+			struct reply *r)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *h = NULL;
@@ -475,12 +495,6 @@ int conn_perform(struct conn *c, const struct request *q, struct reply *r)
 		cli_error("libcurl did not tell the HTTP status of the answer");
 		goto out;
 	}
-	/* a stream's last line may lack its newline */
-	if (r->line && is_success(r->status) && r->len) {
-		if (r->line(r->arg, r->buf, r->len) < 0)
-			goto out;
-		r->len = 0;
-	}
 	ret = 0;
 out:
 	curl_slist_free_all(h);
@@ -488,21 +502,56 @@ out:
 	return ret;
 }
 
-int conn_connect_raw(struct conn *c, const char *path, curl_socket_t *fd)
+int conn_perform(struct conn *c, const struct request *q, struct reply *r)
+{
+	r->status = 0;
+	r->type[0] = '\0';
+	if ((c->url ? curl_perform(c, q, r) : sock_perform(c, q, r)) < 0)
+		return -1;
+	/* a stream's last line may lack its newline */
+	if (r->line && is_success(r->status) && r->len) {
+		if (r->line(r->arg, r->buf, r->len) < 0)
+			return -1;
+		r->len = 0;
+	}
+	return 0;
+}
+
+/* Over the unix socket: ours, non-blocking, as libcurl's CONNECT_ONLY is. */
+static int sock_connect_raw(struct conn *c, int *fd)
+{
+	int err;
+
+	if (sock_connect(c, fd, &err) < 0) {
+		conn_connect_error(c, err, strerror(err));
+		return -1;
+	}
+	if (fcntl(*fd, F_SETFL, O_NONBLOCK) < 0) {
+		cli_error("fcntl O_NONBLOCK on the connection to %s: %s", c->socket,
+			  strerror(errno));
+		close(*fd);
+		return -1;
+	}
+	c->raw = true;
+	c->raw_fd = *fd;
+	return 0;
+}
+
+int conn_connect_raw(struct conn *c, const char *path, int *fd)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
 	char *url = NULL;
 	CURLcode rc;
 	int ret = -1;
 
+	if (!c->url)
+		return sock_connect_raw(c, fd);
 	if (asprintf(&url, "%s%s", c->base, path) < 0) {
 		out_of_memory("building the request URL");
 		return -1;
 	}
 	curl_easy_reset(c->curl);
 	rc = curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	if (rc == CURLE_OK && c->socket)
-		rc = curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	if (rc == CURLE_OK)
 		rc = conn_curl_tls(c, c->curl);
 	if (rc == CURLE_OK)
@@ -531,6 +580,62 @@ out:
 	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
 	free(url);
 	return ret;
+}
+
+int conn_raw_send(struct conn *c, const void *buf, size_t len, size_t *n,
+		  const char **why)
+{
+	CURLcode rc;
+	ssize_t k;
+
+	*n = 0;
+	if (c->raw) {
+		k = send(c->raw_fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (k < 0) {
+			*why = strerror(errno);
+			return -1;
+		}
+		*n = k;
+		return 1;
+	}
+	rc = curl_easy_send(c->curl, buf, len, n);
+	if (rc == CURLE_AGAIN)
+		return 0;
+	if (rc != CURLE_OK) {
+		*why = curl_easy_strerror(rc);
+		return -1;
+	}
+	return 1;
+}
+
+int conn_raw_recv(struct conn *c, void *buf, size_t len, size_t *n,
+		  const char **why)
+{
+	CURLcode rc;
+	ssize_t k;
+
+	*n = 0;
+	if (c->raw) {
+		k = recv(c->raw_fd, buf, len, MSG_DONTWAIT);
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (k < 0) {
+			*why = strerror(errno);
+			return -1;
+		}
+		*n = k;
+		return 1;
+	}
+	rc = curl_easy_recv(c->curl, buf, len, n);
+	if (rc == CURLE_AGAIN)
+		return 0;
+	if (rc != CURLE_OK) {
+		*why = curl_easy_strerror(rc);
+		return -1;
+	}
+	return 1;
 }
 
 /* {"error": CODE, "detail": SENTENCE} -> "corral: SENTENCE (HTTP 409)" */
@@ -652,9 +757,35 @@ int sandbox_rw_dirs(struct conn *c, const char *id, struct corral_dir_id **ids,
 	return code;
 }
 
+/* What curl_easy_escape() gives: all but RFC 3986's unreserved as %XX. */
+char *conn_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t len = strlen(s);
+	char *out = malloc(len * 3 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char ch = *s;
+
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
+		    ch == '_' || ch == '~') {
+			*o++ = ch;
+		} else {
+			*o++ = '%';
+			*o++ = hex[ch >> 4];
+			*o++ = hex[ch & 15];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 char *conn_sandbox_path(struct conn *c, const char *id, const char *rest)
 {
-	char *esc = curl_easy_escape(c->curl, id, 0), *path;
+	char *esc = conn_escape(id), *path;
 
 	if (!esc) {
 		out_of_memory("building the sandbox's path");
@@ -664,25 +795,25 @@ char *conn_sandbox_path(struct conn *c, const char *id, const char *rest)
 		path = NULL;
 		out_of_memory("building the sandbox's path");
 	}
-	curl_free(esc);
+	free(esc);
 	return path;
 }
 
 char *conn_files_path(struct conn *c, const char *id, const char *file,
 		      bool list)
 {
-	char *esc = curl_easy_escape(c->curl, file, 0), *rest, *path;
+	char *esc = conn_escape(file), *rest, *path;
 
 	if (!esc) {
 		out_of_memory("building the file's path");
 		return NULL;
 	}
 	if (asprintf(&rest, "/files?path=%s%s", esc, list ? "&list=1" : "") < 0) {
-		curl_free(esc);
+		free(esc);
 		out_of_memory("building the file's path");
 		return NULL;
 	}
-	curl_free(esc);
+	free(esc);
 	path = conn_sandbox_path(c, id, rest);
 	free(rest);
 	return path;

@@ -8,12 +8,13 @@
  *                sandbox id (corral_check_sandbox_id), the JSON body
  *                built from the options
  *   client.c     the connection (unix socket, or TCP with a bearer token),
- *                requests and replies over libcurl, the API's paths
+ *                requests and replies, the API's paths
+ *   sockhttp.c   a request over the unix socket, without libcurl
  *   print.c      what the verbs print: the daemon's text made safe for a
  *                terminal, JSON, the last flush of stdout
  *   localfile.c  local files read and written whole (cp, exec's stdin), or
  *                as they come (an export's patch)
- *   curl.c       libcurl, loaded on first use
+ *   curl.c       libcurl, loaded on first use (a --url only)
  * Every function here that fails says why on stderr and returns the exit
  * status to end with (2 bad usage, EXIT_CORRAL), or -1 / NULL where noted.
  */
@@ -35,6 +36,7 @@
 #define FILE_MAX	(64u << 20)	/* ... and on a file, either way */
 #define REPLY_MAX	(256u << 20)	/* what we keep of any other answer */
 #define DURATION_MAX_MS	(UINT64_C(100) * 365 * 24 * 3600 * 1000)
+#define CONNECT_WAIT_S	10		/* for a daemon that lets no connection in */
 
 #define HELP_SHOWN	(-1)		/* from verb_parse: exit 0 */
 
@@ -118,15 +120,17 @@ struct conn {
 	const char *key_file;		/* --key-file: its key */
 	char *base;			/* URL prefix, no trailing slash */
 	char *auth;			/* "Authorization: Bearer ..." */
-	CURL *curl;			/* one handle: rm of many reuses it */
+	CURL *curl;			/* a --url's: rm of many reuses it */
 	bool curl_global;
+	bool raw;			/* raw_fd is conn_connect_raw()'s, over the socket */
+	int raw_fd;
 	char socket_buf[PATH_MAX];
 };
 
 /* Where to send requests, and the token to send with them; no I/O on the
  * socket yet.  Idempotent up to conn_open(). */
 int conn_target(struct conn *c, const struct verb *v);
-/* conn_target(), then libcurl. */
+/* conn_target(), then libcurl for a --url. */
 int conn_open(struct conn *c, const struct verb *v);
 void conn_close(struct conn *c);
 /* --ca-file, --cert-file and --key-file on a libcurl handle, if given */
@@ -149,6 +153,7 @@ typedef int (*sink_fn)(void *arg, const char *data, size_t len);
 struct reply {
 	CURL *curl;
 	long status;
+	char type[128];			/* its Content-Type, "" if none (cut if longer) */
 	char *buf;			/* NUL-terminated */
 	size_t len, cap;
 	size_t max;			/* refuse answers (or lines) larger */
@@ -168,9 +173,24 @@ int conn_perform(struct conn *c, const struct request *q, struct reply *r);
 /*
  * A connection of our own to the daemon, for a protocol HTTP upgrades to
  * (exec -t): connected (TLS too, for https), nothing sent.  Bytes go with
- * curl_easy_send() and curl_easy_recv() on c->curl; *fd is for poll().
+ * conn_raw_send() and conn_raw_recv(); *fd is for poll().
  */
-int conn_connect_raw(struct conn *c, const char *path, curl_socket_t *fd);
+int conn_connect_raw(struct conn *c, const char *path, int *fd);
+/*
+ * Bytes on that connection, without waiting: 1 moved (*n; 0 from recv is
+ * the daemon's end), 0 none now (poll *fd), -1 failed (*why says).
+ */
+int conn_raw_send(struct conn *c, const void *buf, size_t len, size_t *n,
+		  const char **why);
+int conn_raw_recv(struct conn *c, void *buf, size_t len, size_t *n,
+		  const char **why);
+/* Why the socket would not connect (os_errno), said for a person. */
+void conn_connect_error(const struct conn *c, int os_errno, const char *what);
+/*
+ * A piece of the answer's body, as the transport got it: to r->sink, or
+ * r->line, or r->buf.  -1 when that refused it (said; r->stopped).
+ */
+int reply_take(struct reply *r, const char *data, size_t n);
 /* data to r->buf, up to r->max (else said, and -1), NUL-terminated. */
 int reply_append(struct reply *r, const char *data, size_t n);
 /* 0 on a 2xx answer; else says what the daemon said and returns -1. */
@@ -191,11 +211,20 @@ json_t *conn_call_json(struct conn *c, const char *method, const char *path,
  */
 int sandbox_rw_dirs(struct conn *c, const char *id, struct corral_dir_id **ids,
 		    size_t *n);
+/* s with all but RFC 3986's unreserved characters as %XX; malloc'd, or NULL. */
+char *conn_escape(const char *s);
 /* "/v1/sandboxes/ID" + rest, malloc'd; NULL when out of memory (said). */
 char *conn_sandbox_path(struct conn *c, const char *id, const char *rest);
 /* ".../ID/files?path=FILE" (escaped), "&list=1" with list. */
 char *conn_files_path(struct conn *c, const char *id, const char *file,
 		      bool list);
+
+/* ---- sockhttp.c: over the unix socket, without libcurl ------------------ */
+
+/* Connected to c->socket, blocking: 0, or -1 with *err (unsaid). */
+int sock_connect(const struct conn *c, int *fd, int *err);
+/* conn_perform() over c->socket: one connection, closed after. */
+int sock_perform(struct conn *c, const struct request *q, struct reply *r);
 
 /* ---- print.c: what the verbs print ------------------------------------ */
 

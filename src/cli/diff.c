@@ -127,7 +127,7 @@ static int diff_get(struct conn *c, const char *id, const char *sub,
 	struct request q = { .method = "GET" };
 	struct reply r = { .max = REPLY_MAX };
 	struct local_out out;
-	char *esc = sub ? curl_easy_escape(c->curl, sub, 0) : NULL, *rest = NULL;
+	char *esc = sub ? conn_escape(sub) : NULL, *rest = NULL;
 	char *path = NULL;
 	int code = EXIT_CORRAL;
 
@@ -160,8 +160,7 @@ static int diff_get(struct conn *c, const char *id, const char *sub,
 		code = print_changes(&r);
 out:
 	reply_free(&r);
-	if (esc)
-		curl_free(esc);
+	free(esc);
 	free(rest);
 	free(path);
 	return code;

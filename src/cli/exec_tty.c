@@ -29,7 +29,7 @@
 
 struct session {
 	struct conn *c;
-	curl_socket_t fd;
+	int fd;
 	char *in;			/* from the daemon, not yet a whole frame */
 	size_t in_len, in_cap;
 	unsigned char out[FRAME_HEAD + INPUT_CHUNK];	/* a frame being sent */
@@ -75,16 +75,17 @@ static int send_all(struct session *s, const void *data, size_t len)
 
 	while (len) {
 		size_t n = 0;
-		CURLcode rc = curl_easy_send(s->c->curl, p, len, &n);
+		const char *why = "";
+		int rc = conn_raw_send(s->c, p, len, &n, &why);
 		struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
 
-		if (rc == CURLE_AGAIN) {
+		if (rc == 0) {
 			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 				return -1;
 			continue;
 		}
-		if (rc != CURLE_OK) {
-			session_error(s, "sending to the daemon: %s", curl_easy_strerror(rc));
+		if (rc < 0) {
+			session_error(s, "sending to the daemon: %s", why);
 			return -1;
 		}
 		p += n;
@@ -97,7 +98,8 @@ static int send_all(struct session *s, const void *data, size_t len)
 static int recv_some(struct session *s, size_t max)
 {
 	size_t n = 0;
-	CURLcode rc;
+	const char *why = "";
+	int rc;
 
 	if (s->in_len + 65536 > s->in_cap) {
 		size_t cap = s->in_len + 65536;
@@ -114,11 +116,11 @@ static int recv_some(struct session *s, size_t max)
 		s->in_cap = cap;
 	}
 	/* one byte kept for a NUL after what came: the head is parsed as text */
-	rc = curl_easy_recv(s->c->curl, s->in + s->in_len, s->in_cap - s->in_len - 1, &n);
-	if (rc == CURLE_AGAIN)
+	rc = conn_raw_recv(s->c, s->in + s->in_len, s->in_cap - s->in_len - 1, &n, &why);
+	if (rc == 0)
 		return 0;
-	if (rc != CURLE_OK) {
-		session_error(s, "reading from the daemon: %s", curl_easy_strerror(rc));
+	if (rc < 0) {
+		session_error(s, "reading from the daemon: %s", why);
 		return -1;
 	}
 	if (n == 0)
@@ -343,14 +345,15 @@ static void next_frame(struct session *s)
 static int send_some(struct session *s)
 {
 	size_t n = 0;
-	CURLcode rc;
+	const char *why = "";
+	int rc;
 
 	if (!s->out_len)
 		return 0;
-	rc = curl_easy_send(s->c->curl, s->out + s->out_off, s->out_len - s->out_off, &n);
-	if (rc == CURLE_AGAIN)
+	rc = conn_raw_send(s->c, s->out + s->out_off, s->out_len - s->out_off, &n, &why);
+	if (rc == 0)
 		return 0;
-	if (rc != CURLE_OK)
+	if (rc < 0)
 		return -1;
 	s->out_off += n;
 	if (s->out_off == s->out_len)

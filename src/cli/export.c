@@ -218,10 +218,7 @@ struct patch_in {
 
 static bool stream_answer(struct reply *r)
 {
-	const char *type = NULL;
-
-	return curl_easy_getinfo(r->curl, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK &&
-	       type && !strncasecmp(type, EXPORT_STREAM_TYPE, strlen(EXPORT_STREAM_TYPE));
+	return !strncasecmp(r->type, EXPORT_STREAM_TYPE, strlen(EXPORT_STREAM_TYPE));
 }
 
 static int report_line(struct patch_in *p, const char *data, size_t n)

@@ -1,0 +1,322 @@
+/*
+ * sockhttp.c - one HTTP/1.1 exchange with the daemon over its unix socket,
+ * without libcurl.
+ *
+ * Loading libcurl and the thirty libraries it brings took some 20 ms of
+ * the 30 a `corral exec` took (bench/serve.py, section 6), and over the
+ * unix socket they have nothing to do: no TLS, no name to resolve, no
+ * proxy.  So here the request is written as docs/API.md has it and the
+ * answer is read with http-parser, the parser the daemon's api_gate.c
+ * trusts with hostile input.  A --url (TCP, TLS) still goes through
+ * libcurl (client.c).
+ *
+ * One connection a request: a unix connect costs tens of microseconds,
+ * and a connection never reused is one the daemon cannot have closed
+ * under us between two requests.
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define READ_CHUNK	65536
+
+struct exchange {
+	struct reply *r;
+	char field[16];		/* the header's name, while it comes: "content-type" fits */
+	size_t field_len;
+	bool field_long;	/* longer than field: not one we keep */
+	bool in_value;		/* a value came last: the next name is a new one */
+	bool in_type;		/* the value coming is Content-Type's */
+	size_t type_len;
+	bool complete;
+};
+
+int sock_connect(const struct conn *c, int *fdp, int *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval wait = { .tv_sec = CONNECT_WAIT_S }, none = { 0 };
+	size_t len = strlen(c->socket);
+	int fd;
+
+	*err = 0;
+	if (len >= sizeof(sa.sun_path)) {	/* conn_target said why */
+		*err = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sa.sun_path, c->socket, len + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		*err = errno;
+		return -1;
+	}
+	/* a full backlog makes connect() wait: for SO_SNDTIMEO, then EAGAIN */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none)) < 0) {
+		*err = errno;
+		close(fd);
+		return -1;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/* ---- the answer, as http-parser hands it over ------------------------------ */
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+	struct exchange *x = p->data;
+
+	if (x->in_value) {
+		x->in_value = false;
+		x->field_len = 0;
+		x->field_long = false;
+	}
+	if (x->field_len + n >= sizeof(x->field)) {
+		x->field_long = true;
+		return 0;
+	}
+	memcpy(x->field + x->field_len, at, n);
+	x->field_len += n;
+	return 0;
+}
+
+/* The media type is all the verbs need of the headers (export.c). */
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+	struct exchange *x = p->data;
+	struct reply *r = x->r;
+	size_t room;
+
+	if (!x->in_value) {		/* the value's first piece */
+		x->in_value = true;
+		x->in_type = !x->field_long && x->field_len == 12 &&
+			     !strncasecmp(x->field, "Content-Type", 12);
+		if (x->in_type)
+			x->type_len = 0;
+	}
+	if (!x->in_type)
+		return 0;
+	room = sizeof(r->type) - 1 - x->type_len;
+	if (n > room)
+		n = room;	/* longer than any type the API has: kept cut */
+	memcpy(r->type + x->type_len, at, n);
+	x->type_len += n;
+	r->type[x->type_len] = '\0';
+	return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+	struct exchange *x = p->data;
+
+	x->r->status = p->status_code;
+	return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+	struct exchange *x = p->data;
+
+	return reply_take(x->r, at, n) < 0 ? -1 : 0;
+}
+
+/* An interim answer (1xx) is followed by the real one. */
+static int on_message_complete(http_parser *p)
+{
+	struct exchange *x = p->data;
+
+	if (p->status_code >= 100 && p->status_code < 200) {
+		x->r->status = 0;
+		x->r->type[0] = '\0';
+		return 0;
+	}
+	x->complete = true;
+	http_parser_pause(p, 1);	/* nothing after it is ours */
+	return 0;
+}
+
+static const http_parser_settings answer = {
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
+/* ---- the exchange ---------------------------------------------------------- */
+
+/*
+ * The verbs escape what they put in a path (conn_escape): a space or a
+ * line break that got there all the same would end the request line and
+ * begin a header of somebody else's choosing.
+ */
+static bool plain_token(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s <= ' ' || *s == 0x7f)
+			return false;
+	return true;
+}
+
+static char *request_head(const struct request *q)
+{
+	bool with_body = q->body || !strcmp(q->method, "POST") ||
+			 !strcmp(q->method, "PUT");
+	char length[48] = "";
+	char *head;
+
+	if (with_body)
+		snprintf(length, sizeof(length), "Content-Length: %zu\r\n",
+			 q->body_len);
+	if (asprintf(&head, "%s %s HTTP/1.1\r\nHost: localhost\r\n%s%s%s%s%s",
+		     q->method, q->path, q->type ? q->type : "",
+		     q->type ? "\r\n" : "", q->accept ? q->accept : "",
+		     q->accept ? "\r\n" : "", length) < 0)
+		return NULL;
+	return head;
+}
+
+/*
+ * All of it, or the errno that stopped it.  A daemon that refuses early
+ * (413) may close before the body is sent: what it answered is still
+ * read, so that error is for the caller to weigh.
+ */
+static int send_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int send_request(int fd, const struct request *q)
+{
+	char *head;
+	int err;
+
+	if (!plain_token(q->method) || !plain_token(q->path) || !*q->path) {
+		char *safe = printable(q->path, strlen(q->path));
+
+		cli_error("refusing to send the request path \"%s\": it holds a space or a control character",
+			  safe ? safe : "?");
+		free(safe);
+		return -1;
+	}
+	head = request_head(q);
+	if (!head) {
+		out_of_memory("building the request");
+		return -1;
+	}
+	err = send_all(fd, head, strlen(head));
+	if (!err)
+		err = send_all(fd, "\r\n", 2);
+	if (!err && q->body_len)
+		err = send_all(fd, q->body, q->body_len);
+	free(head);
+	return err;
+}
+
+static int parse_error(const struct conn *c, http_parser *p)
+{
+	enum http_errno e = HTTP_PARSER_ERRNO(p);
+
+	cli_error("the answer at %s is not HTTP as the daemon speaks it: %s (%s)",
+		  c->socket, http_errno_description(e), http_errno_name(e));
+	return -1;
+}
+
+/* Until the answer is whole: 0, or -1 (said). */
+static int read_answer(int fd, const struct conn *c, struct exchange *x,
+		       int send_err)
+{
+	http_parser p;
+	char *buf = malloc(READ_CHUNK);
+	bool any = false;
+	int ret = -1;
+
+	if (!buf)
+		return out_of_memory("for the daemon's answer"), -1;
+	http_parser_init(&p, HTTP_RESPONSE);
+	p.data = x;
+	while (!x->complete) {
+		ssize_t n = read(fd, buf, READ_CHUNK);
+		size_t used;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			cli_error("reading the daemon's answer at %s: %s", c->socket,
+				  strerror(errno));
+			goto out;
+		}
+		any |= n > 0;
+		/* n == 0 tells the parser of the end: an answer without length ends there */
+		used = http_parser_execute(&p, &answer, buf, n);
+		if (x->r->stopped)
+			goto out;
+		if (x->complete)
+			break;
+		if (n == 0) {
+			if (send_err && !any)
+				cli_error("sending the request to the daemon at %s: %s",
+					  c->socket, strerror(send_err));
+			else
+				cli_error("the daemon at %s closed the connection before its answer was whole%s",
+					  c->socket, any ? "" : " (it sent nothing)");
+			goto out;
+		}
+		if (HTTP_PARSER_ERRNO(&p) != HPE_OK || used != (size_t)n) {
+			parse_error(c, &p);
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+int sock_perform(struct conn *c, const struct request *q, struct reply *r)
+{
+	struct exchange x = { .r = r };
+	int fd, err, ret;
+
+	r->type[0] = '\0';
+	if (sock_connect(c, &fd, &err) < 0) {
+		conn_connect_error(c, err, strerror(err));
+		return -1;
+	}
+	err = send_request(fd, q);
+	if (err < 0) {
+		close(fd);
+		return -1;
+	}
+	/* EPIPE, ECONNRESET: the daemon ended early; its answer says why */
+	if (err && err != EPIPE && err != ECONNRESET) {
+		cli_error("sending the request to the daemon at %s: %s", c->socket,
+			  strerror(err));
+		close(fd);
+		return -1;
+	}
+	ret = read_answer(fd, c, &x, err);
+	close(fd);
+	return ret;
+}

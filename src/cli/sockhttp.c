@@ -25,6 +25,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -179,7 +180,7 @@ static char *request_head(const struct request *q)
 	if (with_body)
 		snprintf(length, sizeof(length), "Content-Length: %zu\r\n",
 			 q->body_len);
-	if (asprintf(&head, "%s %s HTTP/1.1\r\nHost: localhost\r\n%s%s%s%s%s",
+	if (asprintf(&head, "%s %s HTTP/1.1\r\nHost: localhost\r\n%s%s%s%s%s\r\n",
 		     q->method, q->path, q->type ? q->type : "",
 		     q->type ? "\r\n" : "", q->accept ? q->accept : "",
 		     q->accept ? "\r\n" : "", length) < 0)
@@ -188,21 +189,33 @@ static char *request_head(const struct request *q)
 }
 
 /*
- * All of it, or the errno that stopped it.  A daemon that refuses early
- * (413) may close before the body is sent: what it answered is still
- * read, so that error is for the caller to weigh.
+ * The head and the body in as few sends as the socket takes (a daemon
+ * woken once reads the request whole), or the errno that stopped them.
+ * A daemon that refuses early (413) may close before the body is sent:
+ * what it answered is still read, so that error is for the caller to weigh.
  */
-static int send_all(int fd, const char *p, size_t len)
+static int send_all(int fd, const char *head, const char *body, size_t body_len)
 {
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)head, .iov_len = strlen(head) },
+		{ .iov_base = (void *)body, .iov_len = body ? body_len : 0 },
+	};
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	while (iov[0].iov_len || iov[1].iov_len) {
+		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return errno;
-		p += n;
-		len -= n;
+		for (int i = 0; i < 2 && n > 0; i++) {
+			size_t k = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			n -= k;
+		}
 	}
 	return 0;
 }
@@ -225,11 +238,7 @@ static int send_request(int fd, const struct request *q)
 		out_of_memory("building the request");
 		return -1;
 	}
-	err = send_all(fd, head, strlen(head));
-	if (!err)
-		err = send_all(fd, "\r\n", 2);
-	if (!err && q->body_len)
-		err = send_all(fd, q->body, q->body_len);
+	err = send_all(fd, head, q->body, q->body_len);
 	free(head);
 	return err;
 }

@@ -582,25 +582,21 @@ out:
 	return ret;
 }
 
-int conn_raw_send(struct conn *c, const void *buf, size_t len, size_t *n,
-		  const char **why)
+/* A non-blocking send's or recv's outcome, as conn_raw_send() says it. */
+static int raw_outcome(ssize_t k, size_t *n, const char **why)
 {
-	CURLcode rc;
-	ssize_t k;
-
-	*n = 0;
-	if (c->raw) {
-		k = send(c->raw_fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k < 0 && (errno == EAGAIN || errno == EINTR))
-			return 0;
-		if (k < 0) {
-			*why = strerror(errno);
-			return -1;
-		}
-		*n = k;
-		return 1;
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (k < 0) {
+		*why = strerror(errno);
+		return -1;
 	}
-	rc = curl_easy_send(c->curl, buf, len, n);
+	*n = k;
+	return 1;
+}
+
+static int curl_outcome(CURLcode rc, const char **why)
+{
 	if (rc == CURLE_AGAIN)
 		return 0;
 	if (rc != CURLE_OK) {
@@ -610,32 +606,23 @@ int conn_raw_send(struct conn *c, const void *buf, size_t len, size_t *n,
 	return 1;
 }
 
+int conn_raw_send(struct conn *c, const void *buf, size_t len, size_t *n,
+		  const char **why)
+{
+	*n = 0;
+	if (c->raw)
+		return raw_outcome(send(c->raw_fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT),
+				   n, why);
+	return curl_outcome(curl_easy_send(c->curl, buf, len, n), why);
+}
+
 int conn_raw_recv(struct conn *c, void *buf, size_t len, size_t *n,
 		  const char **why)
 {
-	CURLcode rc;
-	ssize_t k;
-
 	*n = 0;
-	if (c->raw) {
-		k = recv(c->raw_fd, buf, len, MSG_DONTWAIT);
-		if (k < 0 && (errno == EAGAIN || errno == EINTR))
-			return 0;
-		if (k < 0) {
-			*why = strerror(errno);
-			return -1;
-		}
-		*n = k;
-		return 1;
-	}
-	rc = curl_easy_recv(c->curl, buf, len, n);
-	if (rc == CURLE_AGAIN)
-		return 0;
-	if (rc != CURLE_OK) {
-		*why = curl_easy_strerror(rc);
-		return -1;
-	}
-	return 1;
+	if (c->raw)
+		return raw_outcome(recv(c->raw_fd, buf, len, MSG_DONTWAIT), n, why);
+	return curl_outcome(curl_easy_recv(c->curl, buf, len, n), why);
 }
 
 /* {"error": CODE, "detail": SENTENCE} -> "corral: SENTENCE (HTTP 409)" */

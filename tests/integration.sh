@@ -553,11 +553,20 @@ t_setuid_does_not_escalate() {
 	expect_eq "exit" "$(rc)" 0
 }
 
+# Nor its init's: pid 1 is corral itself, the host's binary (runc's
+# CVE-2019-5736 went through /proc/PID/exe of the runtime).
 t_proc_self_exe_not_writable() {
+	local sum own
 	sum=$(md5sum < /bin/dash)
-	out=$(crun -- /bin/dash -c 'echo x > /proc/self/exe; echo rc=$?; echo x >> /proc/$$/exe; echo rc=$?')
+	own=$(md5sum < "$CORRAL")
+	out=$(crun -- /bin/dash -c 'echo x > /proc/self/exe; echo rc=$?; echo x >> /proc/$$/exe; echo rc=$?
+		echo x >> /proc/1/exe; echo rc=$?; head -c 4 /proc/1/exe > /dev/null; echo read=$?
+		ls /proc/1/fd > /dev/null; echo fds=$?')
 	expect_not_contains "write" "$out" "rc=0"
+	expect_not_contains "init's binary read" "$out" "read=0"
+	expect_not_contains "init's fds listed" "$out" "fds=0"
 	expect_eq "host binary" "$(md5sum < /bin/dash)" "$sum"
+	expect_eq "corral's binary" "$(md5sum < "$CORRAL")" "$own"
 }
 
 t_identity_and_privileges() {

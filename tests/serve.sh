@@ -4188,6 +4188,24 @@ box_inits() {
 	return 0
 }
 
+# A box's init is the daemon's own binary, forked: the agent, the same uid
+# inside, reaches neither it (/proc/1/exe, runc's CVE-2019-5736) nor init's
+# fds and memory, which the daemon's were.
+t_box_init_out_of_the_agents_reach() {
+	local id out own
+	own=$(md5sum < "$CORRAL")
+	start_daemon
+	id=$(mksb)
+	out=$(sbsh "$id" 'echo x >> /proc/1/exe 2>/dev/null; echo w=$?
+		head -c 4 /proc/1/exe > /dev/null 2>&1; echo r=$?
+		ls /proc/1/fd > /dev/null 2>&1; echo fd=$?
+		head -c 1 /proc/1/mem > /dev/null 2>&1; echo mem=$?
+		awk "/^Uid:/ {print \"uid=\" \$2}" /proc/1/status; id -u')
+	expect_eq "init out of reach" "$(echo $out)" "w=2 r=1 fd=2 mem=1 uid=1000 1000"
+	expect_eq "the daemon's binary" "$(md5sum < "$CORRAL")" "$own"
+	stop_daemon
+}
+
 # A box's init catches no signal: the daemon's handlers (libevent's, for
 # SIGTERM, SIGINT and, with TLS, SIGHUP) came with the fork, and a caught
 # signal from inside the namespace would reach PID 1 and run them there.

@@ -1635,15 +1635,17 @@ struct corral_features {
 	bool cg_moves_fast;
 	/*
 	 * What bounds all sandboxes together: the parent group they share
-	 * (parent), its pids.max and its memory limit in bytes (value, 0 for
-	 * none); planned: the parent is not made yet, and gets host then,
-	 * half of the host's processes and three quarters of its memory.
+	 * (parent), its pids.max, its memory limit and (cgroup v1) its TCP
+	 * buffers' limit in bytes (value, 0 for none); planned: the parent
+	 * is not made yet, and gets host then, half of the host's
+	 * processes, three quarters of its memory and half of its tcp_mem.
+	 * tcp_share.parent is "" where TCP buffers count as memory (v2).
 	 */
 	struct corral_share {
 		unsigned long long value, host;
 		bool planned;
 		char parent[256];
-	} pids_share, memory_share;
+	} pids_share, memory_share, tcp_share;
 	/* the ids a sandbox of this caller would get (no workspace) */
 	struct corral_ids ids;
 	bool idmap_mounts;		/* idmapped mounts of a host directory */

@@ -182,7 +182,8 @@ stage() {	# stage BUILD [npm]
 
 # What root does for a user who may use cgroups (see `corral doctor`),
 # with the user's sandboxes bounded together to half of the host's
-# processes and three quarters of its memory (README), bounds root keeps.
+# processes, three quarters of its memory and, on v1, half of its TCP
+# buffers' pool (README), bounds root keeps.
 delegate_cgroups() {
 	local ctrl d
 	for ctrl in memory pids cpu cpuacct freezer; do
@@ -196,7 +197,11 @@ delegate_cgroups() {
 		memory)
 			echo $(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 768 )) \
 				> "$d/memory.limit_in_bytes" &&
-				chown 0:0 "$d/memory.limit_in_bytes" ;;
+				chown 0:0 "$d/memory.limit_in_bytes" || continue
+			[ -e "$d/memory.kmem.tcp.limit_in_bytes" ] || continue
+			echo $(( $(awk '{ print $3 }' /proc/sys/net/ipv4/tcp_mem) / 2 * $(getconf PAGESIZE) )) \
+				> "$d/memory.kmem.tcp.limit_in_bytes" &&
+				chown 0:0 "$d/memory.kmem.tcp.limit_in_bytes" ;;
 		esac
 	done
 }

@@ -147,6 +147,25 @@ int cmd_doctor(int argc, char **argv)
 		printf("  %-12s %-5s %s\n", "host memory",
 		       f.memory_share.value ? "ok" : "note", buf);
 	}
+	if (f.tcp_share.parent[0]) {
+		char size[32];
+
+		corral_format_size(f.tcp_share.value ? f.tcp_share.value :
+				   f.tcp_share.host, size, sizeof(size));
+		if (f.tcp_share.value)
+			snprintf(buf, sizeof(buf), "all sandboxes together: at most "
+				 "%s of TCP buffers (memory.kmem.tcp of %s%s)", size,
+				 f.tcp_share.parent, f.tcp_share.planned ?
+				 ", given when corral makes it" : "");
+		else
+			snprintf(buf, sizeof(buf), "nothing bounds all sandboxes' "
+				 "TCP buffers together: %s has no memory.kmem.tcp "
+				 "limit, and past the host's tcp_mem every TCP socket "
+				 "of the host is refused memory; %s there (half of it) "
+				 "leaves the host the rest", f.tcp_share.parent, size);
+		printf("  %-12s %-5s %s\n", "host tcp",
+		       f.tcp_share.value ? "ok" : "note", buf);
+	}
 
 	/* not a layer of the default policy (no network): no verdict of its own */
 	printf("with --net proxy:\n");

@@ -340,6 +340,30 @@ uint64_t cg_host_memory_share(void)
 	return (total - total / MEM_HOST_KEEP) & ~(uint64_t)4095;
 }
 
+/*
+ * v1 charges a sandbox's TCP buffers to its group's kmem.tcp counter
+ * (cgroup_v1.c), bounded by its memory limit and in sum by nothing: the
+ * host's tcp_mem is one pool for every TCP socket of the host (2.2 GiB
+ * here), past which every one of them is refused memory, and two
+ * sandboxes of the default 2 GiB could take it.  A v1 parent made here
+ * gets half of tcp_mem's hard limit as its kmem.tcp limit; v2 charges
+ * the buffers to memory.current, within the memory share.
+ */
+#define TCP_HOST_SHARE		2
+
+uint64_t cg_host_tcp_share(void)
+{
+	char buf[96];
+	unsigned long long lo, mid, max = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	ssize_t n = cg_read_file("/proc/sys/net/ipv4", "tcp_mem", buf, sizeof(buf));
+
+	/* "min pressure max", in pages */
+	if (n <= 0 || page <= 0 || sscanf(buf, "%llu %llu %llu", &lo, &mid, &max) != 3)
+		return 0;
+	return max / TCP_HOST_SHARE * (uint64_t)page;
+}
+
 uint64_t cg_host_pids_share(void)
 {
 	uint64_t pids = cg_read_u64("/proc/sys/kernel", "pid_max");
@@ -354,7 +378,7 @@ uint64_t cg_host_pids_share(void)
 static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 {
 	bool made[C_COUNT + 1] = { false }, any = false;
-	uint64_t pids, mem;
+	uint64_t pids, mem, tcp;
 	int r;
 
 	for (size_t i = 0; i < cg->nhier; i++) {
@@ -375,6 +399,7 @@ static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 		return r;
 	pids = cg_host_pids_share();
 	mem = cg_host_memory_share();
+	tcp = cg->ops->mode == CG_V1 ? cg_host_tcp_share() : 0;
 	for (size_t i = 0; i < cg->nhier; i++) {
 		const char *dir = cg->hier[i].parent;
 
@@ -388,6 +413,9 @@ static int make_parents(struct cg *cg, bool again, struct corral_err *err)
 			r = cg_write_u64_if_there(dir, cg->ops->mode == CG_V1 ?
 						  "memory.limit_in_bytes" :
 						  "memory.max", mem, err);
+		if (r == 0 && tcp)
+			r = cg_write_u64_if_there(dir, "memory.kmem.tcp.limit_in_bytes",
+						  tcp, err);
 		if (r < 0)
 			return r;
 	}
@@ -463,6 +491,16 @@ uint64_t cg_memory_share(struct cg *cg)
 		return top_value(cg, C_MEMORY, "memory.max");
 	/* v1 says "no limit" as the largest page-aligned 63-bit number */
 	v = top_value(cg, C_MEMORY, "memory.limit_in_bytes");
+	return v >= (1ULL << 62) ? 0 : v;
+}
+
+uint64_t cg_tcp_share(struct cg *cg)
+{
+	uint64_t v;
+
+	if (cg_mode(cg) != CG_V1)
+		return 0;
+	v = top_value(cg, C_MEMORY, "memory.kmem.tcp.limit_in_bytes");
 	return v >= (1ULL << 62) ? 0 : v;
 }
 

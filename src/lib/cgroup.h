@@ -167,6 +167,14 @@ uint64_t cg_pids_share(struct cg *cg);
  */
 uint64_t cg_host_memory_share(void);
 uint64_t cg_memory_share(struct cg *cg);
+/*
+ * And for TCP buffers on v1, which memory's limit does not count: a v1
+ * parent corral makes gets half of net.ipv4.tcp_mem's hard limit as its
+ * memory.kmem.tcp limit (cg_host_tcp_share, 0 when /proc does not say);
+ * cg_tcp_share reads the top parent's, 0 for none or not v1.
+ */
+uint64_t cg_host_tcp_share(void);
+uint64_t cg_tcp_share(struct cg *cg);
 /* " (or all sandboxes together ... N)" for a reason, where st has one; else "" */
 #define CG_SHARE_SAID	96
 const char *cg_pids_share_said(const struct cg_stats *st, char buf[CG_SHARE_SAID]);

@@ -170,6 +170,9 @@ void cg_probe(struct corral_features *f)
 	f->memory_share.host = cg_host_memory_share();
 	if (f->cg_memory)
 		share_of(&cg, C_MEMORY, cg_memory_share, &f->memory_share);
+	f->tcp_share.host = cg_host_tcp_share();
+	if (f->cg_memory && cg.ops->mode == CG_V1)
+		share_of(&cg, C_MEMORY, cg_tcp_share, &f->tcp_share);
 	if (!have)
 		snprintf(f->limits_detail, sizeof(f->limits_detail), "%s", why);
 	else

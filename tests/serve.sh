@@ -2788,6 +2788,35 @@ t_daemon_killed_frozen_sandboxes() {
 	expect_eq "sandboxes died with the daemon" "$gone" ok
 }
 
+# A daemon killed while a CLI call waits on it: the call ends at once with
+# 125 and says that the answer broke off (sockhttp.c), not a result it did
+# not get; the sandbox goes with the daemon.
+t_cli_daemon_killed_mid_call() {
+	local id old cpid rc=0 i
+	start_daemon
+	id=$(mksb)
+	"$CORRAL" exec --socket "$SOCK" "$id" -c 'echo started; sleep 2$$.5' > "$T/o" 2> "$T/e" &
+	cpid=$!
+	for i in $(seq 100); do grep -q started "$T/o" && break; sleep 0.1; done
+	expect_eq "the call began" "$(cat "$T/o")" started
+	old=$DPID
+	snapshot "$DPID"
+	kill -KILL "$DPID"; wait "$DPID" 2>/dev/null || true; echo "$DPID" >> "$T/stopped"; DPID=""
+	for i in $(seq 100); do alive "$cpid" || break; sleep 0.1; done
+	if alive "$cpid"; then
+		kill "$cpid" 2>/dev/null || true
+		fail "corral exec still waits 10 s after its daemon was killed"
+	fi
+	wait "$cpid" || rc=$?
+	expect_eq "exit" "$rc" 125
+	expect_eq "said" "$(cat "$T/e")" \
+		"corral: the daemon at $SOCK closed the connection before its answer was whole"
+	wait_gone "the sleep of the killed daemon $old" 5 pgrep -f "sleep 2$$.5"
+	start_daemon	# sweeps whatever is left
+	wait_gone "stale cgroups of the killed daemon $old" 5 cgroups_of "$old"
+	stop_daemon
+}
+
 # ---- many at once ----------------------------------------------------------
 
 # the daemon's children but its watchdog (which stays until it stops)

@@ -664,6 +664,26 @@ t_run_image_layers_stacked() {
 	expect_contains "image's user" "$out" "user:x:1000:1000:user:/home/user:/bin/sh"
 }
 
+# The store's index.json is read whole in a few reads: jansson's
+# json_loadfd() took a byte a read(), 836 of them for one image's index on
+# every run, and more with every image imported (image_read_fd).
+t_run_image_reads_its_index_whole() {
+	command -v strace > /dev/null || skip "no strace to count the reads with"
+	local fd n
+	busybox_image
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" timeout 120 strace -qq \
+		-e trace=openat,read,close -o "$T/strace" "$CORRAL" run --state-dir "$T/state" \
+		--image corral-test/busybox:1 -- true > "$T/out" 2> "$T/err" ||
+		fail "run: $(cat "$T/err")"
+	fd=$(sed -n 's/^openat([^"]*"index.json".* = \([0-9]*\)$/\1/p' "$T/strace" | head -1)
+	[ -n "$fd" ] || fail "no open of index.json in the trace"
+	n=$(awk -v fd="$fd" '/"index.json"/ { on = 1; next }
+		on && $0 ~ "^close\\(" fd "\\)" { exit }
+		on && $0 ~ "^read\\(" fd "," { n++ } END { print n + 0 }' "$T/strace")
+	[ "$(stat -c %s "$(store)/index.json")" -gt 400 ] || fail "the index is too small to tell"
+	[ "$n" -le 4 ] || fail "index.json took $n reads"
+}
+
 t_run_image_relative_state_dir() {
 	# a relative --state-dir: the layers' paths are made absolute
 	busybox_image

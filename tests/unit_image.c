@@ -313,6 +313,65 @@ TEST(unpacker_confinement)
 	CHECK(v.kill_errno == ESRCH);		/* the same uid's process: not there */
 }
 
+/* A file of n bytes 'x', open for reading, unlinked. */
+static int file_of(size_t n)
+{
+	char path[] = "/tmp/corral-unit-image.XXXXXX";
+	int fd = mkstemp(path);
+	char *buf = malloc(n + 1);
+
+	if (fd < 0 || !buf)
+		abort();
+	memset(buf, 'x', n);
+	if (write(fd, buf, n) != (ssize_t)n || lseek(fd, 0, SEEK_SET) != 0)
+		abort();
+	unlink(path);
+	free(buf);
+	return fd;
+}
+
+/* Whole, NUL-ended, bounded; sized by fstat where it can be, else grown. */
+TEST(read_fd_whole_and_bounded)
+{
+	char *out = NULL;
+	size_t len = 0;
+	json_error_t je;
+	int fd, p[2], r;
+	json_t *j;
+
+	fd = file_of(1000);
+	CHECK(image_read_fd(fd, 1000, &out, &len) == 0 && len == 1000 && out[1000] == '\0');
+	free(out);
+	close(fd);
+	fd = file_of(1001);
+	CHECK(image_read_fd(fd, 1000, &out, &len) == -EFBIG);
+	close(fd);
+	fd = file_of(0);
+	CHECK(image_read_fd(fd, 1000, &out, &len) == 0 && len == 0 && out[0] == '\0');
+	free(out);
+	close(fd);
+	/* no size to go by: grown to it, and refused one past the bound */
+	CHECK(pipe(p) == 0);
+	CHECK(write(p[1], "{\"a\": [1, 2, 3]}", 16) == 16);
+	close(p[1]);
+	j = image_json_fd(p[0], 16, &je, &r);
+	CHECK(j && json_array_size(json_object_get(j, "a")) == 3 && r == 0);
+	json_decref(j);
+	close(p[0]);
+	CHECK(pipe(p) == 0);
+	CHECK(write(p[1], "{\"a\": [1, 2, 3]}", 16) == 16);
+	close(p[1]);
+	CHECK(!image_json_fd(p[0], 15, &je, &r) && r == -EFBIG);
+	close(p[0]);
+	/* duplicate keys are refused, as json_loadfd was told to */
+	CHECK(pipe(p) == 0);
+	CHECK(write(p[1], "{\"a\": 1, \"a\": 2}", 16) == 16);
+	close(p[1]);
+	CHECK(!image_json_fd(p[0], 100, &je, &r) && r == -EINVAL);
+	CHECK(strstr(je.text, "duplicate") != NULL);
+	close(p[0]);
+}
+
 int main(void)
 {
 	unit_run_all();

@@ -73,6 +73,10 @@ int store_put_blob(struct corral_image_store *s, int fd, const char *expected,
 int store_open_blob(struct corral_image_store *s, const char *digest,
 		    struct corral_err *err);
 /* Read a small blob whole, verifying its digest; malloc'd, NUL-ended. */
+/* fd's bytes whole, at most max, NUL-terminated: 0, -EFBIG past max, -errno. */
+int image_read_fd(int fd, size_t max, char **out, size_t *len);
+/* fd's JSON document, read whole (duplicate keys refused); NULL with *je and *r. */
+json_t *image_json_fd(int fd, size_t max, json_error_t *je, int *r);
 int store_read_blob(struct corral_image_store *s, const char *digest,
 		    size_t max, char **out, size_t *len, struct corral_err *err);
 bool store_has_layer(struct corral_image_store *s, const char *diff_id);

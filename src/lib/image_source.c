@@ -362,7 +362,7 @@ json_t *source_json(struct source *src, const char *name, size_t max)
 	json_error_t je;
 	struct stat st;
 	json_t *j;
-	int fd = source_file(src, name);
+	int fd = source_file(src, name), r;
 
 	if (fd < 0)
 		return NULL;
@@ -373,10 +373,10 @@ json_t *source_json(struct source *src, const char *name, size_t max)
 		close(fd);
 		return NULL;
 	}
-	j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	j = image_json_fd(fd, max, &je, &r);
 	close(fd);
 	if (!j)
-		corral_set_err(src->err, -EINVAL, "%s: %s:%d: %s", src->path, name, je.line, je.text);
+		corral_set_err(src->err, r, "%s: %s:%d: %s", src->path, name, je.line, je.text);
 	return j;
 }
 

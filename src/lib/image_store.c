@@ -472,52 +472,103 @@ int store_open_blob(struct corral_image_store *s, const char *digest,
 	return fd;
 }
 
+/*
+ * jansson's json_loadfd() reads a byte a call: an index of 835 bytes was
+ * 836 reads of every `corral run --image`, and it grows with each image.
+ * So a file is read whole here, in as many reads as it has room for
+ * (fstat's size, then doubled), and parsed from memory.
+ */
+int image_read_fd(int fd, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+	size_t cap = max + 1, used = 0;
+	char *buf, *p;
+
+	if (fstat(fd, &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size < max)
+		cap = (size_t)st.st_size + 1;	/* room to see the end in one more read */
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (used == cap) {
+			if (cap > max) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+			p = realloc(buf, cap + 1);
+			if (!p) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = p;
+		}
+		n = read(fd, buf + used, cap - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			free(buf);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		used += n;
+	}
+	buf[used] = '\0';
+	*out = buf;
+	*len = used;
+	return 0;
+}
+
+json_t *image_json_fd(int fd, size_t max, json_error_t *je, int *r)
+{
+	char *text;
+	size_t len;
+	json_t *j;
+
+	*r = image_read_fd(fd, max, &text, &len);
+	if (*r < 0) {
+		snprintf(je->text, sizeof(je->text), "%s", strerror(-*r));
+		je->line = 0;
+		return NULL;
+	}
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, je);
+	free(text);
+	if (!j)
+		*r = -EINVAL;
+	return j;
+}
+
 int store_read_blob(struct corral_image_store *s, const char *digest, size_t max,
 		    char **out, size_t *len, struct corral_err *err)
 {
 	struct image_hash h;
 	char got[CORRAL_DIGEST_MAX], *buf;
-	size_t used = 0;
-	ssize_t n;
+	size_t used;
 	int fd, r;
 
 	fd = store_open_blob(s, digest, err);
 	if (fd < 0)
 		return fd;
-	buf = malloc(max + 1);
-	if (!buf) {
-		close(fd);
-		return corral_set_err(err, -ENOMEM, "out of memory for blob %s", digest);
-	}
-	while (used <= max && (n = read(fd, buf + used, max + 1 - used)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = corral_set_err(err, -errno, "read blob %s: %s", digest, strerror(errno));
-			goto fail;
-		}
-		used += n;
-	}
-	if (used > max) {
-		r = corral_set_err(err, -EFBIG, "blob %s is larger than %zu bytes", digest, max);
-		goto fail;
-	}
+	r = image_read_fd(fd, max, &buf, &used);
+	close(fd);
+	if (r == -EFBIG)
+		return corral_set_err(err, r, "blob %s is larger than %zu bytes", digest, max);
+	if (r < 0)
+		return corral_set_err(err, r, "read blob %s: %s", digest, strerror(-r));
 	image_hash_init(&h);
 	image_hash_update(&h, buf, used);
 	image_hash_final(&h, got);
 	if (strcmp(got, digest) != 0) {
-		r = corral_set_err(err, -EBADMSG, "blob %s is damaged: it hashes to %s", digest, got);
-		goto fail;
+		free(buf);
+		return corral_set_err(err, -EBADMSG, "blob %s is damaged: it hashes to %s", digest, got);
 	}
-	close(fd);
-	buf[used] = '\0';
 	*out = buf;
 	*len = used;
 	return 0;
-fail:
-	close(fd);
-	free(buf);
-	return r;
 }
 
 /* ---- layers ---------------------------------------------------------------- */
@@ -612,7 +663,7 @@ json_t *store_load_index(struct corral_image_store *s, struct corral_err *err)
 {
 	json_error_t je;
 	json_t *idx, *images;
-	int fd;
+	int fd, r;
 
 	fd = openat(s->dirfd, IMAGE_INDEX, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -622,7 +673,7 @@ json_t *store_load_index(struct corral_image_store *s, struct corral_err *err)
 		}
 		return json_pack("{s:i, s:{}}", "version", 1, "images");
 	}
-	idx = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	idx = image_json_fd(fd, INDEX_MAX, &je, &r);
 	close(fd);
 	images = idx ? json_object_get(idx, "images") : NULL;
 	if (!json_is_object(images)) {

@@ -51,6 +51,45 @@ static bool seccomp_line(const struct corral_features *f)
 	return ok;
 }
 
+/* How a share counted in bytes reads: "host memory", "host tcp". */
+struct share_words {
+	const char *name;
+	const char *what;	/* after the size */
+	const char *file;	/* the parent's bound, as a person names it */
+	const char *lack;	/* ... where it has none */
+	const char *whose;	/* after "all sandboxes" */
+	const char *past;	/* what happens past the host's pool */
+	const char *part;	/* the share, of that pool */
+};
+
+static const struct share_words memory_words = {
+	"host memory", "", "the memory limit", "memory limit", "",
+	"past the host's memory its own OOM killer chooses", "three quarters",
+};
+
+static const struct share_words tcp_words = {
+	"host tcp", " of TCP buffers", "memory.kmem.tcp", "memory.kmem.tcp limit",
+	"' TCP buffers",
+	"past the host's tcp_mem every TCP socket of the host is refused memory",
+	"half of it",
+};
+
+static void bytes_share_line(const struct corral_share *s, const struct share_words *w)
+{
+	char size[32], buf[1024];
+
+	corral_format_size(s->value ? s->value : s->host, size, sizeof(size));
+	if (s->value)
+		snprintf(buf, sizeof(buf), "all sandboxes together: at most %s%s (%s of %s%s)",
+			 size, w->what, w->file, s->parent,
+			 s->planned ? ", given when corral makes it" : "");
+	else
+		snprintf(buf, sizeof(buf), "nothing bounds all sandboxes%s together: %s has "
+			 "no %s, and %s; %s there (%s) leaves the host the rest", w->whose,
+			 s->parent, w->lack, w->past, size, w->part);
+	printf("  %-12s %-5s %s\n", w->name, s->value ? "ok" : "note", buf);
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	struct corral_features f;
@@ -128,44 +167,10 @@ int cmd_doctor(int argc, char **argv)
 			 "the host the rest", f.pids_share.parent, f.pids_share.host);
 	if (f.cg_pids)
 		printf("  %-12s %-5s %s\n", "host pids", f.pids_share.value ? "ok" : "note", buf);
-	if (f.cg_memory) {
-		char size[32];
-
-		corral_format_size(f.memory_share.value ? f.memory_share.value :
-				   f.memory_share.host, size, sizeof(size));
-		if (f.memory_share.value)
-			snprintf(buf, sizeof(buf), "all sandboxes together: at most "
-				 "%s (the memory limit of %s%s)", size,
-				 f.memory_share.parent, f.memory_share.planned ?
-				 ", given when corral makes it" : "");
-		else
-			snprintf(buf, sizeof(buf), "nothing bounds all sandboxes "
-				 "together: %s has no memory limit, and past the "
-				 "host's memory its own OOM killer chooses; %s there "
-				 "(three quarters) leaves the host the rest",
-				 f.memory_share.parent, size);
-		printf("  %-12s %-5s %s\n", "host memory",
-		       f.memory_share.value ? "ok" : "note", buf);
-	}
-	if (f.tcp_share.parent[0]) {
-		char size[32];
-
-		corral_format_size(f.tcp_share.value ? f.tcp_share.value :
-				   f.tcp_share.host, size, sizeof(size));
-		if (f.tcp_share.value)
-			snprintf(buf, sizeof(buf), "all sandboxes together: at most "
-				 "%s of TCP buffers (memory.kmem.tcp of %s%s)", size,
-				 f.tcp_share.parent, f.tcp_share.planned ?
-				 ", given when corral makes it" : "");
-		else
-			snprintf(buf, sizeof(buf), "nothing bounds all sandboxes' "
-				 "TCP buffers together: %s has no memory.kmem.tcp "
-				 "limit, and past the host's tcp_mem every TCP socket "
-				 "of the host is refused memory; %s there (half of it) "
-				 "leaves the host the rest", f.tcp_share.parent, size);
-		printf("  %-12s %-5s %s\n", "host tcp",
-		       f.tcp_share.value ? "ok" : "note", buf);
-	}
+	if (f.cg_memory)
+		bytes_share_line(&f.memory_share, &memory_words);
+	if (f.tcp_share.parent[0])
+		bytes_share_line(&f.tcp_share, &tcp_words);
 
 	/* not a layer of the default policy (no network): no verdict of its own */
 	printf("with --net proxy:\n");

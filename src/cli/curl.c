@@ -3,10 +3,11 @@
  *
  * Linked in, libcurl brings some thirty libraries of its own (TLS, HTTP/2,
  * IDN, LDAP, SSH ...), and every `corral run` would pay for loading them
- * before it starts a sandbox.  Only the client verbs talk HTTP (client.c
- * for them), so the few functions it calls are resolved here with dlopen()
- * on first use; the rest of corral never loads it.  This file defines those
- * functions under their own names, forwarding to libcurl.
+ * before it starts a sandbox.  Only the client verbs with a --url (client.c)
+ * and corral mcp use it (over the unix socket the verbs speak HTTP
+ * themselves, sockhttp.c), so the few functions they call are resolved
+ * here with dlopen() on first use; the rest of corral never loads it.  This
+ * file defines those functions under their own names, forwarding to libcurl.
  */
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
@@ -71,7 +72,7 @@ static void load(void)
 	lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		fprintf(stderr, "corral: cannot load libcurl (libcurl4 is needed by "
-			"the client verbs): %s\n", dlerror());
+			"--url and corral mcp): %s\n", dlerror());
 		exit(125);
 	}
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {

@@ -1995,8 +1995,28 @@ t_parent_holds_a_share_of_the_host_memory() {
 # which its memory limit bounds but the parent's memory limit does not
 # count.  Root's parent, made by corral, gets half of the host's tcp_mem
 # as its kmem.tcp limit, so that sandboxes together leave the host's
-# other sockets the rest; an operator's value is kept, and bounds what 40
-# loopback connections of one sandbox buffer (about 150 MiB here without).
+# other sockets the rest; one sandbox's own limit is its memory limit, but
+# at most a quarter of that share; an operator's value is kept, and bounds
+# what 40 loopback connections of one sandbox buffer (about 150 MiB here
+# without).
+# sandbox_tcp_limit ARG...: the memory.kmem.tcp limit of a run's own
+# group under SHARE_TOP, read while it waits (at most 10 s) for a go
+sandbox_tcp_limit() {
+	local pid i g=""
+	rm -rf "$T/gate"; mkdir "$T/gate"
+	in_share_ns memory "$@" --ro "$T/gate:/gate" -- /bin/sh -c \
+		'i=0; while [ ! -e /gate/go ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' &
+	pid=$!
+	for i in $(seq 200); do
+		g=$(ls -d "$SHARE_TOP"/corral/corral-*/ 2>/dev/null | head -1)
+		[ -n "$g" ] && [ -e "$g/memory.kmem.tcp.limit_in_bytes" ] && break
+		sleep 0.05
+	done
+	[ -n "$g" ] && cat "$g/memory.kmem.tcp.limit_in_bytes"
+	touch "$T/gate/go"
+	wait "$pid" || true
+}
+
 t_parent_holds_a_share_of_the_host_tcp() {
 	local max want
 	share_top memory
@@ -2021,6 +2041,13 @@ EOF
 	in_share_ns memory -- /bin/true || fail "a run: $(cat "$T/err")"
 	expect_eq "the parent made, with the share" \
 		"$(cat "$SHARE_TOP/corral/memory.kmem.tcp.limit_in_bytes")" "$want"
+	# one sandbox takes at most a quarter of it, whatever its memory limit
+	expect_eq "a sandbox of 2 GiB" "$(sandbox_tcp_limit --memory 2G)" \
+		$(( want / 4 / 4096 * 4096 ))
+	expect_eq "a sandbox of 100 MiB" "$(sandbox_tcp_limit --memory 100M)" $(( 100 << 20 ))
+	# and one without a memory limit, whose sockets v1 would charge nowhere
+	expect_eq "a sandbox without a memory limit" "$(sandbox_tcp_limit --memory 0)" \
+		$(( want / 4 / 4096 * 4096 ))
 	echo 4M > "$SHARE_TOP/corral/memory.kmem.tcp.limit_in_bytes"
 	in_share_ns memory --memory 1G --ro "$T/fill.py:/opt/fill.py" -- \
 		/usr/bin/python3 /opt/fill.py || fail "the filler: $(cat "$T/err")"

@@ -93,17 +93,32 @@ static int v1_prepare(struct cg *cg, struct corral_err *err)
  * process that made it: unlimited, a sandbox of 100M held 372 MiB of its
  * own loopback connections' buffers, and the host's tcp_mem (2.2 GiB on
  * 24) is one pool for every socket of the host.  The sandbox's group
- * gets its memory limit again for them; each call's group, below it, an
- * unlimited counter that switches its charging on (the parent's bounds
- * it).  cgroup v2 charges them to memory.current already.  The kernel
- * logs once a boot that kmem.tcp is deprecated; where it is gone, nothing
- * is written.
+ * gets its memory limit again for them, but never more than a quarter of
+ * what all sandboxes share (half of tcp_mem, cg_host_tcp_share): one
+ * sandbox of the default 2 GiB could otherwise take all of it from the
+ * others.  With no memory limit, that quarter still, so that its sockets
+ * are charged at all.  Each call's group, below it, gets an unlimited
+ * counter that switches its charging on (the parent's bounds it).
+ * cgroup v2 charges them to memory.current already.  The kernel logs once
+ * a boot that kmem.tcp is deprecated; where it is gone, nothing is
+ * written.
  */
 #define V1_TCP_LIMIT	"memory.kmem.tcp.limit_in_bytes"
+#define TCP_SANDBOX_PART	4
 
 static int set_tcp(const char *dir, uint64_t bytes, struct corral_err *err)
 {
 	return cg_write_u64_if_there(dir, V1_TCP_LIMIT, bytes, err);
+}
+
+/* memory: the sandbox's limit, 0 for none */
+static uint64_t tcp_limit(uint64_t memory)
+{
+	uint64_t part = cg_host_tcp_share() / TCP_SANDBOX_PART;
+
+	if (!part)	/* /proc does not say */
+		return memory ? memory : UINT64_MAX;
+	return memory && memory < part ? memory : part;
 }
 
 static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
@@ -116,7 +131,7 @@ static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
 		r = cg_write_u64_if_there(dir, "memory.memsw.limit_in_bytes", bytes,
 					  err);
 	if (r == 0)
-		r = set_tcp(dir, bytes, err);
+		r = set_tcp(dir, tcp_limit(bytes), err);
 	return r;
 }
 
@@ -153,6 +168,10 @@ static int v1_set_limits(struct cg *cg, const struct corral_policy *p,
 
 	if (p->memory_bytes) {
 		r = set_memory(cg, p->memory_bytes, err);
+		if (r < 0)
+			return r;
+	} else if (cg_hier_of(cg, C_MEMORY)) {
+		r = set_tcp(cg_hier_of(cg, C_MEMORY)->dir, tcp_limit(0), err);
 		if (r < 0)
 			return r;
 	}

@@ -2492,6 +2492,40 @@ EOF
 	expect_contains "destroy recorded" "$(< "$STATE/audit.jsonl")" "\"sandbox\":\"$b\",\"type\":\"sandbox.destroy\""
 }
 
+# A socket another user listens on, at a path the client was given (a /tmp
+# one, taken before the daemon came up), gets nothing: neither a verb's
+# request nor corral mcp's; both end 125 and say whose it is.
+t_cli_refuses_another_users_socket() {
+	[ "$ME" = 0 ] || { skip "only root can listen as another uid"; return 77; }
+	local lpid rc
+	mkdir -m 777 "$T/other"
+	setpriv --reuid=4242 --regid=4242 --clear-groups $PY - "$T/other/s" "$T/other/got" <<'EOF' &
+import os, select, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+got = 0
+for _ in range(2):
+    if not select.select([s], [], [], 20)[0]:
+        break
+    c, _ = s.accept()
+    if select.select([c], [], [], 3)[0]:
+        got += len(c.recv(65536))
+    c.close()
+open(sys.argv[2], "w").write(str(got))
+EOF
+	lpid=$!
+	for _ in $(seq 100); do [ -S "$T/other/s" ] && break; sleep 0.05; done
+	rc=0; "$CORRAL" ls --socket "$T/other/s" > /dev/null 2> "$T/e" || rc=$?
+	expect_eq "ls: exit" "$rc" 125
+	expect_contains "ls: said" "$(cat "$T/e")" \
+		"is served by uid 4242, not by you (uid 0) or root: refusing to send it anything"
+	rc=0; timeout 30 "$CORRAL" mcp --socket "$T/other/s" < /dev/null > /dev/null 2> "$T/e" || rc=$?
+	expect_eq "mcp: exit" "$rc" 125
+	expect_contains "mcp: said" "$(cat "$T/e")" "is served by uid 4242"
+	wait "$lpid" || true
+	expect_eq "nothing sent to it" "$(cat "$T/other/got" 2>/dev/null)" 0
+}
+
 # A socket that is no corral daemon: its "events" carry a window title and
 # a BEL; corral events shows them escaped.
 t_events_of_a_hostile_daemon() {

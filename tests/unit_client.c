@@ -22,6 +22,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <grp.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -925,6 +927,67 @@ TEST(sock_answers_refused)
 	CHECK_STR_CONTAINS(r.buf ? r.buf : "", "too_large");
 	reply_free(&r);
 	free(body);
+}
+
+/*
+ * A socket another user listens on (a path in /tmp, taken before the
+ * daemon came up) is refused before a byte is sent to it.  Root only: the
+ * listener must be another uid's.
+ */
+TEST(sock_refuses_another_users_socket)
+{
+	char dir[300], path[320];
+	int ready[2], res[2], code;
+	ssize_t got = -1;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "  (skipped: only root can listen as another uid)\n");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/other", tmpdir);
+	snprintf(path, sizeof(path), "%s/s", dir);
+	CHECK(mkdir(dir, 0777) == 0 && chmod(dir, 0777) == 0);
+	chmod(tmpdir, 0755);
+	CHECK(pipe(ready) == 0 && pipe(res) == 0);
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct pollfd pf;
+		char buf[4096];
+		ssize_t n = -1;
+		int l, c;
+
+		strcpy(sa.sun_path, path);
+		if (setgroups(0, NULL) < 0 || setgid(4242) < 0 || setuid(4242) < 0)
+			_exit(1);
+		l = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    chmod(path, 0666) < 0 || listen(l, 1) < 0)
+			_exit(1);
+		(void)!write(ready[1], "r", 1);
+		pf = (struct pollfd){ .fd = l, .events = POLLIN };
+		if (poll(&pf, 1, 10000) == 1 && (c = accept(l, NULL, NULL)) >= 0) {
+			pf = (struct pollfd){ .fd = c, .events = POLLIN };
+			n = poll(&pf, 1, 5000) == 1 ? read(c, buf, sizeof(buf)) : -1;
+		}
+		(void)!write(res[1], &n, sizeof(n));
+		_exit(0);
+	}
+	close(ready[1]);
+	close(res[1]);
+	CHECK(read(ready[0], &(char){ 0 }, 1) == 1);
+	code = VERB(cmd_ls, "ls", "--socket", path);
+	CHECK(code == EXIT_CORRAL);
+	CHECK_STR_CONTAINS(cap_err, "is served by uid 4242, not by you (uid 0) or root: refusing to send it anything");
+	CHECK(read(res[0], &got, sizeof(got)) == sizeof(got));
+	CHECK(got == 0);	/* connected, and closed with nothing sent */
+	waitpid(pid, NULL, 0);
+	close(ready[0]);
+	close(res[0]);
+	unlink(path);
+	rmdir(dir);
+	chmod(tmpdir, 0700);
 }
 
 static int remove_one(const char *path, const struct stat *st, int flag,

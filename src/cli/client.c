@@ -520,12 +520,8 @@ int conn_perform(struct conn *c, const struct request *q, struct reply *r)
 /* Over the unix socket: ours, non-blocking, as libcurl's CONNECT_ONLY is. */
 static int sock_connect_raw(struct conn *c, int *fd)
 {
-	int err;
-
-	if (sock_connect(c, fd, &err) < 0) {
-		conn_connect_error(c, err, strerror(err));
+	if (sock_connect(c, fd) < 0)
 		return -1;
-	}
 	if (fcntl(*fd, F_SETFL, O_NONBLOCK) < 0) {
 		cli_error("fcntl O_NONBLOCK on the connection to %s: %s", c->socket,
 			  strerror(errno));

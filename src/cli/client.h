@@ -221,8 +221,17 @@ char *conn_files_path(struct conn *c, const char *id, const char *file,
 
 /* ---- sockhttp.c: over the unix socket, without libcurl ------------------ */
 
-/* Connected to c->socket, blocking: 0, or -1 with *err (unsaid). */
-int sock_connect(const struct conn *c, int *fd, int *err);
+/*
+ * Connected to c->socket, blocking, and served by us or root (a socket
+ * another user listens on is refused): 0, or -1 (said).
+ */
+int sock_connect(const struct conn *c, int *fd);
+/*
+ * For a client that goes through libcurl over the socket (corral mcp):
+ * true when a listener is there and another user's (said); false when
+ * ours, root's, or nobody answers (for the request to find out).
+ */
+bool sock_foreign(const struct conn *c);
 /* conn_perform() over c->socket: one connection, closed after. */
 int sock_perform(struct conn *c, const struct request *q, struct reply *r);
 

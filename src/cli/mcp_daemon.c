@@ -165,6 +165,8 @@ int mcp_daemon_open(struct mcp_daemon *d, const struct verb *v, bool private)
 	code = conn_target(&d->conn, v);
 	if (code && named)
 		return code;
+	if (!code && d->conn.socket && sock_foreign(&d->conn))
+		return EXIT_CORRAL;
 	if (!code && (status = health(d, &why)) == 200) {
 		fprintf(stderr, "corral mcp: using the daemon at %s\n",
 			d->conn.socket ? d->conn.socket : d->conn.url);

@@ -42,34 +42,82 @@ struct exchange {
 	bool complete;
 };
 
-int sock_connect(const struct conn *c, int *fdp, int *err)
+/*
+ * The daemon's socket is mode 0600, its user's: a socket another user
+ * serves is not our daemon but somebody's listener at a path we were
+ * given (a /tmp one, taken before the daemon came up), and it would get
+ * every request, commands and the files sent in, and tell us what it
+ * liked.  So the peer (SO_PEERCRED: who listened) must be us or root.
+ */
+static int check_peer(const struct conn *c, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+		cli_error("SO_PEERCRED on the connection to %s: %s", c->socket,
+			  strerror(errno));
+		return -1;
+	}
+	if (cr.uid == geteuid() || cr.uid == 0)
+		return 0;
+	cli_error("the socket at %s (%s) is served by uid %u, not by you (uid %u) or root: "
+		  "refusing to send it anything", c->socket, c->socket_from,
+		  (unsigned)cr.uid, (unsigned)geteuid());
+	return -1;
+}
+
+int sock_connect(const struct conn *c, int *fdp)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval wait = { .tv_sec = CONNECT_WAIT_S }, none = { 0 };
 	size_t len = strlen(c->socket);
-	int fd;
+	int fd, e;
 
-	*err = 0;
 	if (len >= sizeof(sa.sun_path)) {	/* conn_target said why */
-		*err = ENAMETOOLONG;
+		conn_connect_error(c, ENAMETOOLONG, strerror(ENAMETOOLONG));
 		return -1;
 	}
 	memcpy(sa.sun_path, c->socket, len + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		*err = errno;
+		e = errno;
+		conn_connect_error(c, e, strerror(e));
 		return -1;
 	}
 	/* a full backlog makes connect() wait: for SO_SNDTIMEO, then EAGAIN */
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait)) < 0 ||
 	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none)) < 0) {
-		*err = errno;
+		e = errno;
+		close(fd);
+		conn_connect_error(c, e, strerror(e));
+		return -1;
+	}
+	if (check_peer(c, fd) < 0) {
 		close(fd);
 		return -1;
 	}
 	*fdp = fd;
 	return 0;
+}
+
+bool sock_foreign(const struct conn *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	bool foreign = false;
+	int fd;
+
+	if (strlen(c->socket) >= sizeof(sa.sun_path))
+		return false;
+	strcpy(sa.sun_path, c->socket);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return false;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		foreign = check_peer(c, fd) < 0;
+	close(fd);
+	return foreign;
 }
 
 /* ---- the answer, as http-parser hands it over ------------------------------ */
@@ -309,10 +357,8 @@ int sock_perform(struct conn *c, const struct request *q, struct reply *r)
 	int fd, err, ret;
 
 	r->type[0] = '\0';
-	if (sock_connect(c, &fd, &err) < 0) {
-		conn_connect_error(c, err, strerror(err));
+	if (sock_connect(c, &fd) < 0)
 		return -1;
-	}
 	err = send_request(fd, q);
 	if (err < 0) {
 		close(fd);

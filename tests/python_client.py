@@ -496,6 +496,40 @@ sb.export(patch_to=sys.argv[3])
         with self.assertRaises(corral.ConnectionFailed):
             c.health()
 
+    def test_another_users_socket_refused(self):
+        """A listener of another uid at the path gets no request."""
+        import subprocess
+        if os.geteuid() != 0:
+            self.skipTest("only root can listen as another uid")
+        d = tempfile.mkdtemp(prefix="corral-py-other.")
+        os.chmod(d, 0o777)
+        path, got = os.path.join(d, "s"), os.path.join(d, "got")
+        prog = ("import os, select, socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])\n"
+                "os.chmod(sys.argv[1], 0o666); s.listen(1); n = 0\n"
+                "if select.select([s], [], [], 20)[0]:\n"
+                "    c, _ = s.accept()\n"
+                "    if select.select([c], [], [], 3)[0]: n = len(c.recv(65536))\n"
+                "open(sys.argv[2], 'w').write(str(n))\n")
+        p = subprocess.Popen(["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+                              sys.executable, "-c", prog, path, got])
+        try:
+            self.assertTrue(wait_until(lambda: os.path.exists(path), 10), "no listener")
+            with self.assertRaises(corral.ConnectionFailed) as cm:
+                corral.Client(socket=path).health()
+            self.assertIn("is served by uid 4242", str(cm.exception))
+            self.assertEqual(p.wait(30), 0)
+            with open(got) as f:
+                self.assertEqual(f.read(), "0")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for f in (path, got):
+                if os.path.exists(f):
+                    os.unlink(f)
+            os.rmdir(d)
+
     def test_tcp_token(self):
         url, tok = os.environ.get("CORRAL_TEST_URL"), os.environ.get("CORRAL_TEST_TOKEN_FILE")
         if not url:

@@ -11,6 +11,7 @@ import os
 import select
 import socket
 import ssl
+import struct
 import threading
 import time
 import urllib.parse
@@ -35,9 +36,18 @@ class UnixHTTPConnection(http.client.HTTPConnection):
             s.settimeout(self.timeout)
         try:
             s.connect(self.unix_path)
+            _, uid, _ = struct.unpack("3i", s.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
         except OSError:
             s.close()
             raise
+        # the daemon's socket is its user's (0600): another user's listener
+        # at this path would get every command and file, and answer at will
+        if uid not in (os.geteuid(), 0):
+            s.close()
+            raise errors.ConnectionFailed(
+                "the socket at %s is served by uid %d, not by you (uid %d) or root: "
+                "refusing to send it anything" % (self.unix_path, uid, os.geteuid()))
         self.sock = s
 
 

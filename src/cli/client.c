@@ -336,7 +336,7 @@ const char *conn_tls_hint(const struct conn *c, CURLcode rc)
 }
 
 /* Say why the socket would not connect; most often: no daemon there. */
-void conn_connect_error(const struct conn *c, int os_errno, const char *what)
+void conn_connect_error(const struct conn *c, int os_errno)
 {
 	struct stat st = { 0 };
 
@@ -361,7 +361,7 @@ void conn_connect_error(const struct conn *c, int os_errno, const char *what)
 			  c->socket, CONNECT_WAIT_S);
 	else
 		cli_error("cannot connect to the daemon at %s: %s", c->socket,
-			  os_errno ? strerror(os_errno) : what);
+			  strerror(os_errno));
 }
 
 /* Say why nothing came back over libcurl (a --url). */
@@ -402,11 +402,15 @@ static int build_headers(const struct conn *c, const struct request *q,
 	return 0;
 }
 
+bool request_has_body(const struct request *q)
+{
+	return q->body || !strcmp(q->method, "POST") || !strcmp(q->method, "PUT");
+}
+
 /* POSTFIELDS with CUSTOMREQUEST is how libcurl sends a PUT from memory. */
 static CURLcode set_method(CURL *curl, const struct request *q)
 {
-	bool with_body = q->body || !strcmp(q->method, "POST") ||
-			 !strcmp(q->method, "PUT");
+	bool with_body = request_has_body(q);
 	CURLcode rc = CURLE_OK;
 
 	if (with_body) {

@@ -147,6 +147,9 @@ struct request {
 	const char *accept;		/* "Accept: ...", or NULL */
 };
 
+/* It sends a body (perhaps empty, with its length): POST, PUT, or any with one. */
+bool request_has_body(const struct request *q);
+
 typedef int (*line_fn)(void *arg, char *line, size_t len);
 typedef int (*sink_fn)(void *arg, const char *data, size_t len);
 
@@ -185,7 +188,7 @@ int conn_raw_send(struct conn *c, const void *buf, size_t len, size_t *n,
 int conn_raw_recv(struct conn *c, void *buf, size_t len, size_t *n,
 		  const char **why);
 /* Why the socket would not connect (os_errno), said for a person. */
-void conn_connect_error(const struct conn *c, int os_errno, const char *what);
+void conn_connect_error(const struct conn *c, int os_errno);
 /*
  * A piece of the answer's body, as the transport got it: to r->sink, or
  * r->line, or r->buf.  -1 when that refused it (said; r->stopped).

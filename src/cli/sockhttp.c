@@ -67,55 +67,58 @@ static int check_peer(const struct conn *c, int fd)
 	return -1;
 }
 
-int sock_connect(const struct conn *c, int *fdp)
+/*
+ * A socket connected to c->socket: 0, or the errno that stopped it.  A
+ * full backlog makes a blocking connect() wait: with wait, for
+ * SO_SNDTIMEO, then EAGAIN; without, EAGAIN at once.
+ */
+static int connect_to(const struct conn *c, bool wait, int *fdp)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval wait = { .tv_sec = CONNECT_WAIT_S }, none = { 0 };
+	struct timeval most = { .tv_sec = CONNECT_WAIT_S }, none = { 0 };
 	size_t len = strlen(c->socket);
 	int fd, e;
 
-	if (len >= sizeof(sa.sun_path)) {	/* conn_target said why */
-		conn_connect_error(c, ENAMETOOLONG, strerror(ENAMETOOLONG));
-		return -1;
-	}
+	if (len >= sizeof(sa.sun_path))	/* conn_target said why */
+		return ENAMETOOLONG;
 	memcpy(sa.sun_path, c->socket, len + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		e = errno;
-		conn_connect_error(c, e, strerror(e));
-		return -1;
-	}
-	/* a full backlog makes connect() wait: for SO_SNDTIMEO, then EAGAIN */
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait)) < 0 ||
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (wait ? 0 : SOCK_NONBLOCK), 0);
+	if (fd < 0)
+		return errno;
+	if ((wait && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &most, sizeof(most)) < 0) ||
 	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none)) < 0) {
+	    (wait && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none)) < 0)) {
 		e = errno;
 		close(fd);
-		conn_connect_error(c, e, strerror(e));
-		return -1;
-	}
-	if (check_peer(c, fd) < 0) {
-		close(fd);
-		return -1;
+		return e;
 	}
 	*fdp = fd;
 	return 0;
 }
 
+int sock_connect(const struct conn *c, int *fdp)
+{
+	int e = connect_to(c, true, fdp);
+
+	if (e) {
+		conn_connect_error(c, e);
+		return -1;
+	}
+	if (check_peer(c, *fdp) < 0) {
+		close(*fdp);
+		return -1;
+	}
+	return 0;
+}
+
 bool sock_foreign(const struct conn *c)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	bool foreign = false;
+	bool foreign;
 	int fd;
 
-	if (strlen(c->socket) >= sizeof(sa.sun_path))
+	if (connect_to(c, false, &fd))
 		return false;
-	strcpy(sa.sun_path, c->socket);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return false;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		foreign = check_peer(c, fd) < 0;
+	foreign = check_peer(c, fd) < 0;
 	close(fd);
 	return foreign;
 }
@@ -220,12 +223,10 @@ static bool plain_token(const char *s)
 
 static char *request_head(const struct request *q)
 {
-	bool with_body = q->body || !strcmp(q->method, "POST") ||
-			 !strcmp(q->method, "PUT");
 	char length[48] = "";
 	char *head;
 
-	if (with_body)
+	if (request_has_body(q))
 		snprintf(length, sizeof(length), "Content-Length: %zu\r\n",
 			 q->body_len);
 	if (asprintf(&head, "%s %s HTTP/1.1\r\nHost: localhost\r\n%s%s%s%s%s\r\n",

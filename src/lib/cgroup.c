@@ -483,25 +483,25 @@ uint64_t cg_pids_share(struct cg *cg)
 	return top_value(cg, C_PIDS, "pids.max");
 }
 
+/* A v1 memory limit of the top parent; v1 says "none" as the largest
+ * page-aligned 63-bit number, 0 here. */
+static uint64_t top_v1_bytes(struct cg *cg, const char *file)
+{
+	uint64_t v = top_value(cg, C_MEMORY, file);
+
+	return v >= (1ULL << 62) ? 0 : v;
+}
+
 uint64_t cg_memory_share(struct cg *cg)
 {
-	uint64_t v;
-
 	if (cg_mode(cg) != CG_V1)
 		return top_value(cg, C_MEMORY, "memory.max");
-	/* v1 says "no limit" as the largest page-aligned 63-bit number */
-	v = top_value(cg, C_MEMORY, "memory.limit_in_bytes");
-	return v >= (1ULL << 62) ? 0 : v;
+	return top_v1_bytes(cg, "memory.limit_in_bytes");
 }
 
 uint64_t cg_tcp_share(struct cg *cg)
 {
-	uint64_t v;
-
-	if (cg_mode(cg) != CG_V1)
-		return 0;
-	v = top_value(cg, C_MEMORY, "memory.kmem.tcp.limit_in_bytes");
-	return v >= (1ULL << 62) ? 0 : v;
+	return cg_mode(cg) == CG_V1 ? top_v1_bytes(cg, "memory.kmem.tcp.limit_in_bytes") : 0;
 }
 
 static int make_dirs(struct cg *cg, const char *name, struct corral_err *err)

@@ -6176,18 +6176,32 @@ t_tcp_sandboxes_per_peer() {
 # and on cgroup v1 its sockets are charged only once it is told to
 # (SOCKBUF_PY, lib.sh).
 t_call_socket_buffers_in_memory_limit() {
-	local id code n
+	local id code n why
 	start_daemon
 	id=$(mksb '{"policy": {"limits": {"memory": "64M"}}}')
 	cgroup_mode "$id" || { stop_daemon; skip "rlimits bound no kernel memory"; return; }
 	code=$(ex "$id" "$($PY -c 'import json, sys
-print(json.dumps({"argv": ["/usr/bin/python3", "-c", sys.argv[1]]}))' "$SOCKBUF_PY")")
+print(json.dumps({"tool_call_id": "fill", "argv": ["/usr/bin/python3", "-c", sys.argv[1]]}))' "$SOCKBUF_PY")")
 	expect_code "exec" "$code" 200
 	# cgroup v2 may end it as oom instead; either way not past the limit
 	if [ "$(jq 'v["status"]')" != oom ]; then
 		expect_eq "status" "$(jq 'v["status"]')" exited
 		n=$(jq 'v["stdout"]' | awk '$1 == "queued" { print $2 }')
 		[ -n "$n" ] && [ "$n" -le 72 ] || fail "queued $n MiB in a box of 64 MiB"
+	fi
+	why=$(jq 'v["reason"]')
+	if [ "$(sbget "$id" 'v["limits"]')" = "cgroup v1" ] &&
+	   [ -e /sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes ]; then
+		# v1's TCP limit slows and kills nothing: the call's result says it
+		expect_contains "the TCP limit said" "$why" \
+			"exited with status 0; TCP buffer limit 64 MiB reached"
+		expect_contains "and its event, the call's" \
+			"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"tcp"')" \
+			'"call":"fill"'
+		# the next call starts from what the box holds now: nothing
+		code=$(ex "$id" '{"argv": ["/bin/true"]}')
+		expect_code "exec" "$code" 200
+		expect_eq "the next call's" "$(jq 'v["reason"]')" "exited with status 0"
 	fi
 	stop_daemon
 }

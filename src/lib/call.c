@@ -204,6 +204,11 @@ static void call_hits(const struct cg_stats *st0, const struct cg_stats *bst,
 	hits->pids_max_hits = cst->valid && cst->pids_max_hits > pids ?
 			      cst->pids_max_hits : pids;
 	hits->throttled = bst->valid ? since(bst->throttled, st0->throttled) : 0;
+	/* the box's limit; its peak counts from the last call that met it */
+	if (bst->valid) {
+		hits->tcp_limit = bst->tcp_limit;
+		hits->tcp_peak = bst->tcp_peak;
+	}
 }
 
 void call_finish(struct corral_call *c)
@@ -225,13 +230,15 @@ void call_finish(struct corral_call *c)
 	if (c->order)
 		res->output_order = json_dumps(c->order, JSON_COMPACT);
 	/* what the result reports: the box's hits since the start, the call's own */
-	cg_stats_some(b->cg, CG_ST_HITS, &bst);
+	cg_stats_some(b->cg, CG_ST_HITS | CG_ST_TCP, &bst);
 	if (cg_stats_some(c->cg, CG_ST_CPU | CG_ST_MEM_PEAK | CG_ST_OOM |
 			  CG_ST_PIDS, &st) == 0 && st.valid) {
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
 	call_hits(&c->st0, &bst, &st, &hits);
+	if (cg_tcp_reached(&hits))
+		cg_tcp_rearm(b->cg);
 	if (hits.pids_max_hits)
 		hits.pids_share = cg_pids_share(b->cg);
 	if (hits.oom_kills)

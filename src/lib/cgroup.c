@@ -452,6 +452,27 @@ const char *cg_memory_share_said(const struct cg_stats *st,
 	return buf;
 }
 
+bool cg_tcp_reached(const struct cg_stats *st)
+{
+	return st->valid && st->tcp_limit && st->tcp_peak >= st->tcp_limit;
+}
+
+/*
+ * "TCP buffer limit 16 MiB reached ...": the result's and the limit.hit
+ * event's words, from a group whose cg_tcp_reached().
+ */
+const char *cg_tcp_said(const struct cg_stats *st, char *buf, size_t len)
+{
+	char size[32], peak[32];
+
+	corral_format_size(st->tcp_limit, size, sizeof(size));
+	corral_format_size(st->tcp_peak, peak, sizeof(peak));
+	snprintf(buf, len, "TCP buffer limit %s reached (its sockets held up "
+		 "to %s): the kernel holds back a connection whose buffers are "
+		 "full, and kills nothing", size, peak);
+	return buf;
+}
+
 /* A number in file of c's top parent (<mount>/corral[.uid]); 0 for none. */
 static uint64_t top_value(struct cg *cg, enum cg_ctrl c, const char *file)
 {

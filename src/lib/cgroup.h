@@ -31,6 +31,13 @@ struct cg_stats {
 	 */
 	uint64_t pids_share;
 	uint64_t mem_share;		/* the same for memory: cg_memory_share */
+	/*
+	 * v1's TCP buffers (cgroup_v1.c): the group's own limit (0: none)
+	 * and the most its sockets held.  Since 6.16 the kernel counts no
+	 * refused charge of theirs (kmem.tcp.failcnt stays 0), and a charge
+	 * it may not refuse goes past the limit: the peak is what tells.
+	 */
+	uint64_t tcp_limit, tcp_peak;
 	bool valid;
 };
 
@@ -200,10 +207,23 @@ int proc_tree_cpu_ns(pid_t root, uint64_t *ns);
 #define CG_ST_OOM	(1u << 3)
 #define CG_ST_PIDS	(1u << 4)	/* pids_max_hits */
 #define CG_ST_THROTTLED	(1u << 5)
-#define CG_ST_ALL	0x3fu
+#define CG_ST_TCP	(1u << 6)	/* tcp_limit, tcp_peak */
+#define CG_ST_ALL	0x7fu
 /* what a call's verdict compares, before and after (call_hits) */
 #define CG_ST_HITS	(CG_ST_OOM | CG_ST_PIDS | CG_ST_THROTTLED)
 int cg_stats_some(struct cg *cg, unsigned want, struct cg_stats *st);
+/*
+ * Whether the group's sockets met its TCP limit since it was made, or
+ * since the last cg_tcp_rearm().  The kernel slows a connection whose
+ * buffers it refuses, and kills nothing.
+ */
+bool cg_tcp_reached(const struct cg_stats *st);
+const char *cg_tcp_said(const struct cg_stats *st, char *buf, size_t len);
+/*
+ * Start the TCP peak again from what the sockets hold now: a box's
+ * calls each say what met the limit after the last one did.  v1 only.
+ */
+void cg_tcp_rearm(struct cg *cg);
 
 /*
  * Freeze (or thaw) and wait until the kernel says it is done: polls, up

@@ -74,6 +74,7 @@ struct cg {
 	 */
 	bool counters_kept;
 	int counter_fd[CG_COUNTERS_MAX];
+	uint64_t tcp_limit;	/* v1: the group's own, as the kernel keeps it */
 };
 
 /* What /proc/self/mountinfo says about cgroup filesystems. */

@@ -104,11 +104,23 @@ static int v1_prepare(struct cg *cg, struct corral_err *err)
  * written.
  */
 #define V1_TCP_LIMIT	"memory.kmem.tcp.limit_in_bytes"
+#define V1_TCP_PEAK	"memory.kmem.tcp.max_usage_in_bytes"
 #define TCP_SANDBOX_PART	4
 
 static int set_tcp(const char *dir, uint64_t bytes, struct corral_err *err)
 {
 	return cg_write_u64_if_there(dir, V1_TCP_LIMIT, bytes, err);
+}
+
+/* The sandbox's own, kept as the kernel does: in whole pages. */
+static int set_own_tcp(struct cg *cg, uint64_t bytes, struct corral_err *err)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	int r = set_tcp(cg_hier_of(cg, C_MEMORY)->dir, bytes, err);
+
+	if (r == 0)
+		cg->tcp_limit = bytes / page * page;
+	return r;
 }
 
 /* memory: the sandbox's limit, 0 for none */
@@ -131,7 +143,7 @@ static int set_memory(struct cg *cg, uint64_t bytes, struct corral_err *err)
 		r = cg_write_u64_if_there(dir, "memory.memsw.limit_in_bytes", bytes,
 					  err);
 	if (r == 0)
-		r = set_tcp(dir, tcp_limit(bytes), err);
+		r = set_own_tcp(cg, tcp_limit(bytes), err);
 	return r;
 }
 
@@ -171,7 +183,7 @@ static int v1_set_limits(struct cg *cg, const struct corral_policy *p,
 		if (r < 0)
 			return r;
 	} else if (cg_hier_of(cg, C_MEMORY)) {
-		r = set_tcp(cg_hier_of(cg, C_MEMORY)->dir, tcp_limit(0), err);
+		r = set_own_tcp(cg, tcp_limit(0), err);
 		if (r < 0)
 			return r;
 	}
@@ -207,6 +219,9 @@ static const struct v1_counter {
 	/* no quota, no throttling */
 	{ CG_ST_THROTTLED, C_CPU, "cpu.stat", "nr_throttled",
 	  offsetof(struct cg_stats, throttled), true },
+	/* gone where the kernel dropped kmem.tcp */
+	{ CG_ST_TCP, C_MEMORY, V1_TCP_PEAK, NULL,
+	  offsetof(struct cg_stats, tcp_peak), true },
 };
 
 _Static_assert(sizeof(v1_counters) / sizeof(v1_counters[0]) <= CG_COUNTERS_MAX,
@@ -226,6 +241,8 @@ static int v1_stats(struct cg *cg, unsigned want, struct cg_stats *st)
 		if (r < 0 && !k->optional)
 			return r;
 	}
+	if (want & CG_ST_TCP)
+		st->tcp_limit = cg->tcp_limit;
 	return 0;
 }
 
@@ -311,6 +328,16 @@ static int v1_entry_fds(struct cg *cg, int *fds, size_t max,
 		}
 	}
 	return (int)cg->nhier;
+}
+
+void cg_tcp_rearm(struct cg *cg)
+{
+	struct cg_hier *h = cg_mode(cg) == CG_V1 ? cg_hier_of(cg, C_MEMORY) : NULL;
+	struct corral_err err;
+
+	/* v1 takes any write to a max_usage file as "start from now" */
+	if (h && h->dir)
+		cg_write_u64_if_there(h->dir, V1_TCP_PEAK, 0, &err);
 }
 
 const struct cg_manager cg_v1_manager = {

@@ -739,6 +739,10 @@ void events_limit_hits(struct events *ev, const char *call,
 		limit_hit(ev, call, json_pack("{s:s, s:f, s:s}", "limit",
 			    "cpu", "value", p->cpus, "reason", why));
 	}
+	if (cg_tcp_reached(after) && !cg_tcp_reached(before))
+		limit_hit(ev, call, json_pack("{s:s, s:I, s:s}", "limit", "tcp",
+			    "value", (json_int_t)after->tcp_limit, "reason",
+			    cg_tcp_said(after, why, sizeof(why))));
 	if (disk_full) {
 		corral_format_size(p->disk_bytes, size, sizeof(size));
 		snprintf(why, sizeof(why), "disk limit %s reached: the sandbox's "

@@ -330,7 +330,8 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
  * The limits a command hit, over how it ended: one verdict for `corral
  * run` and a box's calls alike, from the counters of the group it ran in
  * (oom_kills: processes the OOM killer took; pids_max_hits: forks refused;
- * throttled: periods the CPU quota held it back).  A command that exited
+ * throttled: periods the CPU quota held it back; v1's TCP buffers, which
+ * slow a connection at their limit and kill nothing).  A command that exited
  * after one of its children was OOM-killed (a shell says 137) ran out of
  * memory all the same.  Every limit that bit is said: a call that timed
  * out or was halted after an OOM kill, or ran out of memory and of pids,
@@ -375,6 +376,8 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 		reason_add(res, "; CPU limit %.3g cores reached: throttled in %llu "
 			   "period%s of 100 ms", p->cpus, (unsigned long long)hits->throttled,
 			   hits->throttled == 1 ? "" : "s");
+	if (cg_tcp_reached(hits))
+		reason_add(res, "; %s", cg_tcp_said(hits, tail, sizeof(tail)));
 }
 
 /* ---- limits that were rlimits ----------------------------------------- */

@@ -2526,6 +2526,57 @@ EOF
 	expect_eq "nothing sent to it" "$(cat "$T/other/got" 2>/dev/null)" 0
 }
 
+# corral mcp checks who listens at its start, and again on every
+# connection libcurl makes: a socket another user put at the path since
+# gets nothing of a tool call, whose answer is an error.
+t_mcp_refuses_a_socket_swapped_under_it() {
+	[ "$ME" = 0 ] || { skip "only root can listen as another uid"; return 77; }
+	local lpid mpid rc i
+	start_daemon
+	mkdir -m 777 "$T/sw"
+	ln -s "$SOCK" "$T/sw/s"
+	mkfifo "$T/mcp.in"
+	timeout 60 "$CORRAL" mcp --socket "$T/sw/s" < "$T/mcp.in" > "$T/mcp.out" 2> "$T/mcp.err" &
+	mpid=$!
+	exec 7> "$T/mcp.in"
+	for i in $(seq 200); do grep -qs "using the daemon" "$T/mcp.err" && break; sleep 0.05; done
+	expect_contains "started against root's daemon" "$(cat "$T/mcp.err")" "using the daemon at $T/sw/s"
+	setpriv --reuid=4242 --regid=4242 --clear-groups $PY - "$T/sw/s2" "$T/sw/got" 7>&- <<'EOF' &
+import os, select, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+got = 0
+for _ in range(8):
+    if not select.select([s], [], [], 30)[0]:
+        break
+    c, _ = s.accept()
+    if select.select([c], [], [], 2)[0]:
+        got += len(c.recv(65536))
+    c.close()
+    # what came so far, each time: the test kills us when mcp is done
+    open(sys.argv[2] + ".new", "w").write(str(got))
+    os.rename(sys.argv[2] + ".new", sys.argv[2])
+EOF
+	lpid=$!
+	for i in $(seq 100); do [ -S "$T/sw/s2" ] && break; sleep 0.05; done
+	mv -T "$T/sw/s2" "$T/sw/s"
+	printf '%s\n' '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {}}}' >&7
+	exec 7>&-
+	rc=0; wait "$mpid" || rc=$?
+	for i in $(seq 100); do [ -e "$T/sw/got" ] && break; sleep 0.05; done
+	kill "$lpid" 2>/dev/null || true
+	wait "$lpid" || true
+	expect_eq "mcp ended with its stdin" "$rc" 0
+	# it was connected to, and got nothing
+	expect_eq "nothing sent to it" "$(cat "$T/sw/got" 2>/dev/null || echo "no connection")" 0
+	expect_contains "the call failed, saying why" "$(cat "$T/mcp.out")" \
+		"is served by uid 4242, not by this session's uid 0 or root: nothing was sent to it\"}],\"isError\":true}"
+	expect_contains "its answer" "$(cat "$T/mcp.out")" '"id":3,'
+	expect_not_contains "no sandbox made" "$(cat "$T/mcp.out")" '"structuredContent":{"id":"sb-'
+	expect_contains "said why" "$(cat "$T/mcp.err")" "is served by uid 4242, not by you (uid 0) or root"
+	stop_daemon
+}
+
 # A socket that is no corral daemon: its "events" carry a window title and
 # a BEL; corral events shows them escaped.
 t_events_of_a_hostile_daemon() {

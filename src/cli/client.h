@@ -235,6 +235,11 @@ int sock_connect(const struct conn *c, int *fd);
  * ours, root's, or nobody answers (for the request to find out).
  */
 bool sock_foreign(const struct conn *c);
+/*
+ * Whether fd, connected to c->socket, is served by us or root: 0, or -1
+ * (said).  *peer (if not NULL): the listener's uid, when known.
+ */
+int sock_check_peer(const struct conn *c, int fd, uid_t *peer);
 /* conn_perform() over c->socket: one connection, closed after. */
 int sock_perform(struct conn *c, const struct request *q, struct reply *r);
 

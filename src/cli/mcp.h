@@ -186,13 +186,20 @@ int mcp_http_do(const struct mcp_daemon *d, const char *method,
 		const char *path, const char *body, size_t body_len,
 		const char *type, struct mcp_http *h, char **why);
 void mcp_http_free(struct mcp_http *h);
+/* A handle's connection to the daemon's socket, checked once made. */
+struct mcp_sock {
+	const struct conn *conn;
+	curl_socket_t fd;
+	char refused[128];	/* why the connection was dropped unused, or "" */
+};
 /*
  * What every handle to the daemon is set to: url over its socket or TLS,
  * errors to errbuf, no signals (threads run requests at once), 10 s to
- * connect.
+ * connect; over the socket, each connection's listener checked (w, which
+ * must live as long as the handle's requests).
  */
 CURLcode mcp_curl_to(const struct mcp_daemon *d, CURL *curl, const char *url,
-		     char *errbuf);
+		     char *errbuf, struct mcp_sock *w);
 /* "/v1/sandboxes/ID" + rest (escaped); NULL when out of memory */
 char *mcp_sandbox_path(const char *id, const char *rest);
 /* s, %-escaped for a query string; NULL when out of memory */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int grow(struct mcp_http *h, const char *data, size_t n)
 {
@@ -65,6 +66,7 @@ static int lines(struct mcp_http *h, size_t from)
 struct transfer {
 	struct mcp_http *h;
 	CURL *curl;
+	struct mcp_sock sock;
 	bool too_large;
 };
 
@@ -109,13 +111,67 @@ static char *unreachable(const char *where, const char *why, const char *hint)
 	return s;
 }
 
+/*
+ * Each request connects anew, and the check of who listens that `corral
+ * mcp` made at its start says nothing of a socket that another user put
+ * at the path since (the daemon restarted, the path in /tmp).  So every
+ * connection's listener is checked as the verbs check theirs, once
+ * libcurl has connected and before it sends anything: the socket is
+ * noted when libcurl makes it, and checked when it is about to ask.
+ */
+static int on_socket(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+	struct mcp_sock *w = arg;
+
+	(void)purpose;
+	w->fd = fd;
+	return CURL_SOCKOPT_OK;
+}
+
+static int on_connected(void *arg, char *ip, char *local_ip, int port,
+			int local_port)
+{
+	struct mcp_sock *w = arg;
+	uid_t peer = (uid_t)-1;
+
+	(void)ip, (void)local_ip, (void)port, (void)local_port;
+	if (w->fd != CURL_SOCKET_BAD && sock_check_peer(w->conn, w->fd, &peer) == 0)
+		return CURL_PREREQFUNC_OK;
+	if (peer == (uid_t)-1)
+		snprintf(w->refused, sizeof(w->refused), "who listens there "
+			 "cannot be told: nothing was sent to it");
+	else
+		snprintf(w->refused, sizeof(w->refused), "it is served by uid %u, "
+			 "not by this session's uid %u or root: nothing was sent to it",
+			 (unsigned)peer, (unsigned)geteuid());
+	return CURL_PREREQFUNC_ABORT;
+}
+
+static CURLcode watch_socket(const struct mcp_daemon *d, CURL *curl,
+			     struct mcp_sock *w)
+{
+	CURLcode rc;
+
+	*w = (struct mcp_sock){ .conn = &d->conn, .fd = CURL_SOCKET_BAD };
+	rc = curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, on_socket);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_SOCKOPTDATA, w);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_PREREQFUNCTION, on_connected);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_PREREQDATA, w);
+	return rc;
+}
+
 CURLcode mcp_curl_to(const struct mcp_daemon *d, CURL *curl, const char *url,
-		     char *errbuf)
+		     char *errbuf, struct mcp_sock *w)
 {
 	CURLcode rc = curl_easy_setopt(curl, CURLOPT_URL, url);
 
 	if (rc == CURLE_OK && d->conn.socket)
 		rc = curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, d->conn.socket);
+	if (rc == CURLE_OK && d->conn.socket)
+		rc = watch_socket(d, curl, w);
 	if (rc == CURLE_OK)
 		rc = conn_curl_tls(&d->conn, curl);
 	if (rc == CURLE_OK)
@@ -133,7 +189,7 @@ static CURLcode setup(const struct mcp_daemon *d, CURL *curl, const char *url,
 		      const char *method, const char *body, size_t body_len,
 		      struct curl_slist *hdr, struct transfer *t, char *errbuf)
 {
-	CURLcode rc = mcp_curl_to(d, curl, url, errbuf);
+	CURLcode rc = mcp_curl_to(d, curl, url, errbuf, &t->sock);
 
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
@@ -208,6 +264,10 @@ int mcp_http_do(const struct mcp_daemon *d, const char *method,
 	     (rc == CURLE_WRITE_ERROR && h->enough)) &&
 	    curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &h->status) == CURLE_OK) {
 		ret = 0;
+		goto out;
+	}
+	if (t.sock.refused[0]) {
+		*why = unreachable(d->conn.socket, t.sock.refused, "");
 		goto out;
 	}
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {

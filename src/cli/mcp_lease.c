@@ -117,9 +117,9 @@ static const char *lease_id(const char *body, char *id, size_t len)
 }
 
 static CURLcode connect_only(const struct mcp_daemon *d, CURL *curl, const char *url,
-			     char *errbuf)
+			     char *errbuf, struct mcp_sock *w)
 {
-	CURLcode rc = mcp_curl_to(d, curl, url, errbuf);
+	CURLcode rc = mcp_curl_to(d, curl, url, errbuf, w);
 
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(curl, CURLOPT_CONNECT_ONLY, 1L);
@@ -133,6 +133,7 @@ int mcp_lease_open(struct mcp_owned *o, const struct mcp_daemon *d, char **why)
 	const char *where = d->conn.socket ? d->conn.socket : d->conn.url;
 	char errbuf[CURL_ERROR_SIZE] = "", *url = NULL, *req = NULL, *reply = NULL;
 	uint64_t end_ms = corral_now_ms() + LEASE_WAIT_MS;
+	struct mcp_sock sock = { .refused = "" };
 	curl_socket_t fd = CURL_SOCKET_BAD;
 	CURL *curl = curl_easy_init();
 	long status = 0;
@@ -149,11 +150,12 @@ int mcp_lease_open(struct mcp_owned *o, const struct mcp_daemon *d, char **why)
 	reply = malloc(LEASE_REPLY_MAX);
 	if (!curl || !url || !req || !reply)
 		goto out;	/* out of memory */
-	rc = connect_only(d, curl, url, errbuf);
+	rc = connect_only(d, curl, url, errbuf, &sock);
 	if (rc == CURLE_OK)
 		rc = curl_easy_getinfo(curl, CURLINFO_ACTIVESOCKET, &fd);
 	if (rc != CURLE_OK || fd == CURL_SOCKET_BAD) {
 		if (asprintf(why, "cannot connect to %s: %s%s", where,
+			     sock.refused[0] ? sock.refused :
 			     errbuf[0] ? errbuf : curl_easy_strerror(rc),
 			     conn_tls_hint(&d->conn, rc)) < 0)
 			*why = NULL;

@@ -49,7 +49,7 @@ struct exchange {
  * every request, commands and the files sent in, and tell us what it
  * liked.  So the peer (SO_PEERCRED: who listened) must be us or root.
  */
-static int check_peer(const struct conn *c, int fd)
+int sock_check_peer(const struct conn *c, int fd, uid_t *peer)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
@@ -59,6 +59,8 @@ static int check_peer(const struct conn *c, int fd)
 			  strerror(errno));
 		return -1;
 	}
+	if (peer)
+		*peer = cr.uid;
 	if (cr.uid == geteuid() || cr.uid == 0)
 		return 0;
 	cli_error("the socket at %s (%s) is served by uid %u, not by you (uid %u) or root: "
@@ -104,7 +106,7 @@ int sock_connect(const struct conn *c, int *fdp)
 		conn_connect_error(c, e);
 		return -1;
 	}
-	if (check_peer(c, *fdp) < 0) {
+	if (sock_check_peer(c, *fdp, NULL) < 0) {
 		close(*fdp);
 		return -1;
 	}
@@ -118,7 +120,7 @@ bool sock_foreign(const struct conn *c)
 
 	if (connect_to(c, false, &fd))
 		return false;
-	foreign = check_peer(c, fd) < 0;
+	foreign = sock_check_peer(c, fd, NULL) < 0;
 	close(fd);
 	return foreign;
 }

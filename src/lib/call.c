@@ -51,6 +51,8 @@ size_t box_calls_running(const struct corral_box *b)
 #define SPARE_AFTER_ANSWER_MS	2
 /* calls closer than this are a caller's loop: its spare is made at once */
 #define CALLS_QUICK_MS		20
+/* what a call's own group says of it (call_finish); the rest is the box's */
+#define CALL_COUNTERS	(CG_ST_CPU | CG_ST_MEM_PEAK | CG_ST_OOM | CG_ST_PIDS)
 
 /*
  * Work for a call yet to come (its group made, its process moved in,
@@ -231,8 +233,7 @@ void call_finish(struct corral_call *c)
 		res->output_order = json_dumps(c->order, JSON_COMPACT);
 	/* what the result reports: the box's hits since the start, the call's own */
 	cg_stats_some(b->cg, CG_ST_HITS | CG_ST_TCP, &bst);
-	if (cg_stats_some(c->cg, CG_ST_CPU | CG_ST_MEM_PEAK | CG_ST_OOM |
-			  CG_ST_PIDS, &st) == 0 && st.valid) {
+	if (cg_stats_some(c->cg, CALL_COUNTERS, &st) == 0 && st.valid) {
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
@@ -605,7 +606,7 @@ static void on_start_due(evutil_socket_t fd, short what, void *arg)
 	 * fds go with its group or when it lingers (keep_lingering).
 	 */
 	if (!c->done && c->cg && !c->o.background)
-		cg_keep_counters(c->cg);
+		cg_keep_counters(c->cg, CALL_COUNTERS);
 }
 
 static void drop_pend(struct corral_call *c)

@@ -937,7 +937,7 @@ int cg_stats(struct cg *cg, struct cg_stats *st)
 	return cg_stats_some(cg, CG_ST_ALL, st);
 }
 
-void cg_keep_counters(struct cg *cg)
+void cg_keep_counters(struct cg *cg, unsigned want)
 {
 	struct cg_stats st;
 
@@ -947,7 +947,7 @@ void cg_keep_counters(struct cg *cg)
 		cg->counter_fd[i] = -1;
 	cg->counters_kept = true;
 	/* a read opens each file; what it says now is nobody's */
-	cg_stats(cg, &st);
+	cg_stats_some(cg, want, &st);
 }
 
 void cg_drop_counters(struct cg *cg)

@@ -149,14 +149,16 @@ int cg_entry_fds(struct cg *cg, int *fds, size_t max, struct corral_err *err);
 int cg_enter(int *fds, size_t n, struct corral_err *err);
 int cg_stats(struct cg *cg, struct cg_stats *st);
 /*
- * Open the files cg_stats() reads now, and keep them: every later
- * cg_stats() reads them again with pread, no open or close (each was an
- * open, a read and a close, in line at the end of a run: issue 17).  For
- * `corral run`'s one group, called while its sandbox starts, and a
- * daemon's foreground call's, while it runs; a daemon's many idle groups
- * do not hold five fds each.  Closed by cg_drop_counters() or cg_destroy().
+ * Open the files of the counters in want (CG_ST_*) now, and keep them:
+ * every later read of one reads it again with pread, no open or close
+ * (each was an open, a read and a close, in line at the end of a run:
+ * issue 17); one not in want is opened when first read, and kept.  For
+ * `corral run`'s one group, all of them, while its sandbox starts, and a
+ * daemon's foreground call's, those its result reads, while it runs; a
+ * daemon's many idle groups do not hold five fds each.  Closed by
+ * cg_drop_counters() or cg_destroy().
  */
-void cg_keep_counters(struct cg *cg);
+void cg_keep_counters(struct cg *cg, unsigned want);
 void cg_drop_counters(struct cg *cg);
 /*
  * The host's processes are one pool that no namespace divides: a root

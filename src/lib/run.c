@@ -902,7 +902,7 @@ int corral_run(const struct corral_policy *p, const struct corral_run_opts *o,
 	 */
 	cg_cleanup_stale_groups();
 	/* the counters conclude() reads, opened now rather than in line then */
-	cg_keep_counters(s.cg);
+	cg_keep_counters(s.cg, CG_ST_ALL);
 
 	/* a name is bytes: one that is not UTF-8 must not empty the event */
 	events_emit(s.ev, "exec.start", json_pack("{s:i, s:o}", "pid", s.sb->pid,

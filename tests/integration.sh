@@ -1082,7 +1082,7 @@ t_limit_memory_counts_socket_buffers() {
 	[ "$mode" = "cgroup v1" ] && [ -e /sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes ] ||
 		return 0
 	expect_contains "the TCP limit said" "$(json reason < "$T/out")" \
-		"exited with status 0; TCP buffer limit 64 MiB reached (its sockets held up to "
+		"exited with status 0; TCP buffer limit 64 MiB reached (the sandbox's sockets held up to "
 	expect_contains "and its event" "$(cat "$T/ev")" \
 		'"type":"limit.hit","limit":"tcp","value":67108864,"reason":"TCP buffer limit 64 MiB reached'
 	# one connection's 256 KiB, read: nothing bit

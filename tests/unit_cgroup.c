@@ -856,7 +856,7 @@ TEST(tcp_limit_met)
 	printf("# tcp peak %" PRIu64 " of %" PRIu64 "\n", s.tcp_peak, s.tcp_limit);
 	CHECK(cg_tcp_reached(&s));
 	CHECK_STR_CONTAINS(cg_tcp_said(&s, said, sizeof(said)),
-			   "TCP buffer limit 8 MiB reached (its sockets held up to ");
+			   "TCP buffer limit 8 MiB reached (the sandbox's sockets held up to ");
 	/* the sockets still full: still met after the rearm */
 	cg_tcp_rearm(cg);
 	CHECK(cg_stats_some(cg, CG_ST_TCP, &s) == 0 && cg_tcp_reached(&s));

@@ -467,8 +467,8 @@ const char *cg_tcp_said(const struct cg_stats *st, char *buf, size_t len)
 
 	corral_format_size(st->tcp_limit, size, sizeof(size));
 	corral_format_size(st->tcp_peak, peak, sizeof(peak));
-	snprintf(buf, len, "TCP buffer limit %s reached (its sockets held up "
-		 "to %s): the kernel holds back a connection whose buffers are "
+	snprintf(buf, len, "TCP buffer limit %s reached (the sandbox's sockets held "
+		 "up to %s): the kernel holds back a connection whose buffers are "
 		 "full, and kills nothing", size, peak);
 	return buf;
 }

@@ -2492,6 +2492,30 @@ EOF
 	expect_contains "destroy recorded" "$(< "$STATE/audit.jsonl")" "\"sandbox\":\"$b\",\"type\":\"sandbox.destroy\""
 }
 
+# foreign_listener PATH GOT N: a unix socket at PATH that uid 4242 listens
+# on (mode 666), in the background (its pid in LPID), for at most N
+# connections, each read for 2 s; GOT holds the bytes they sent in all,
+# written after each, and is there once one came.  Gone after 30 s idle.
+foreign_listener() {
+	setpriv --reuid=4242 --regid=4242 --clear-groups $PY - "$1" "$2" "$3" <<'EOF' &
+import os, select, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+got = 0
+for _ in range(int(sys.argv[3])):
+    if not select.select([s], [], [], 30)[0]:
+        break
+    c, _ = s.accept()
+    if select.select([c], [], [], 2)[0]:
+        got += len(c.recv(65536))
+    c.close()
+    open(sys.argv[2] + ".new", "w").write(str(got))
+    os.rename(sys.argv[2] + ".new", sys.argv[2])
+EOF
+	LPID=$!
+	for _ in $(seq 100); do [ -S "$1" ] && break; sleep 0.05; done
+}
+
 # A socket another user listens on, at a path the client was given (a /tmp
 # one, taken before the daemon came up), gets nothing: neither a verb's
 # request nor corral mcp's; both end 125 and say whose it is.
@@ -2499,22 +2523,8 @@ t_cli_refuses_another_users_socket() {
 	[ "$ME" = 0 ] || { skip "only root can listen as another uid"; return 77; }
 	local lpid rc
 	mkdir -m 777 "$T/other"
-	setpriv --reuid=4242 --regid=4242 --clear-groups $PY - "$T/other/s" "$T/other/got" <<'EOF' &
-import os, select, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
-got = 0
-for _ in range(2):
-    if not select.select([s], [], [], 20)[0]:
-        break
-    c, _ = s.accept()
-    if select.select([c], [], [], 3)[0]:
-        got += len(c.recv(65536))
-    c.close()
-open(sys.argv[2], "w").write(str(got))
-EOF
-	lpid=$!
-	for _ in $(seq 100); do [ -S "$T/other/s" ] && break; sleep 0.05; done
+	foreign_listener "$T/other/s" "$T/other/got" 2
+	lpid=$LPID
 	rc=0; "$CORRAL" ls --socket "$T/other/s" > /dev/null 2> "$T/e" || rc=$?
 	expect_eq "ls: exit" "$rc" 125
 	expect_contains "ls: said" "$(cat "$T/e")" \
@@ -2541,24 +2551,8 @@ t_mcp_refuses_a_socket_swapped_under_it() {
 	exec 7> "$T/mcp.in"
 	for i in $(seq 200); do grep -qs "using the daemon" "$T/mcp.err" && break; sleep 0.05; done
 	expect_contains "started against root's daemon" "$(cat "$T/mcp.err")" "using the daemon at $T/sw/s"
-	setpriv --reuid=4242 --regid=4242 --clear-groups $PY - "$T/sw/s2" "$T/sw/got" 7>&- <<'EOF' &
-import os, select, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
-got = 0
-for _ in range(8):
-    if not select.select([s], [], [], 30)[0]:
-        break
-    c, _ = s.accept()
-    if select.select([c], [], [], 2)[0]:
-        got += len(c.recv(65536))
-    c.close()
-    # what came so far, each time: the test kills us when mcp is done
-    open(sys.argv[2] + ".new", "w").write(str(got))
-    os.rename(sys.argv[2] + ".new", sys.argv[2])
-EOF
-	lpid=$!
-	for i in $(seq 100); do [ -S "$T/sw/s2" ] && break; sleep 0.05; done
+	foreign_listener "$T/sw/s2" "$T/sw/got" 8 7>&-
+	lpid=$LPID
 	mv -T "$T/sw/s2" "$T/sw/s"
 	printf '%s\n' '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "sandbox_create", "arguments": {}}}' >&7
 	exec 7>&-

@@ -5711,6 +5711,72 @@ PYEOF
 	stop_daemon
 }
 
+# The same, made certain: the create is held at its init's move into its
+# cgroups (CORRAL_TEST_MOVE_FIFO, as t_moves_off_loop) when the lease is
+# closed; its answer is 410 at once, without waiting for the move, and
+# nothing of it is left once the move is let go.
+t_create_held_when_its_lease_closes() {
+	local cr hp i
+	mkfifo "$T/move"
+	exec 7<>"$T/move"	# read-write: the helper's open does not wait for us
+	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
+	$PY - "$SOCK" "$T/close" > "$T/create.out" 2>&1 7>&- <<'PYEOF2' &
+import json, os, select, socket, sys
+sock, gate = sys.argv[1], sys.argv[2]
+lease = socket.socket(socket.AF_UNIX)
+lease.connect(sock)
+lease.settimeout(10)
+lease.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+got = b""
+while b"}\n" not in got:
+    got += lease.recv(4096)
+lid = got.split(b'"lease":"')[1].split(b'"')[0].decode()
+c = socket.socket(socket.AF_UNIX)
+c.connect(sock)
+c.settimeout(60)
+b = json.dumps({"lease": lid}).encode()
+c.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+          b"Content-Length: %d\r\n\r\n" % len(b) + b)
+for _ in range(600):
+    # an answer before the gate: nothing held the create
+    if os.path.exists(gate) or select.select([c], [], [], 0.05)[0]:
+        break
+lease.close()
+r = b""
+while True:
+    x = c.recv(65536)
+    if not x:
+        break
+    r += x
+print(r.split(b"\r\n")[0].decode().split(" ")[1])
+PYEOF2
+	cr=$!
+	hp=$(await_hold "$cr")
+	if [ -z "$hp" ]; then
+		touch "$T/close"
+		wait "$cr" || true
+		rm -f "$T/move"; exec 7>&-
+		stop_daemon
+		skip "no cgroups: no init is moved, nothing holds a create"
+		return 77
+	fi
+	touch "$T/close"
+	for i in $(seq 200); do
+		grep -qs '"type":"lease.closed"' "$STATE/audit.jsonl" && break
+		sleep 0.05
+	done
+	expect_contains "the lease's end noted" "$(cat "$STATE/audit.jsonl")" '"type":"lease.closed"'
+	# answered at once, its init still waiting for the move
+	for i in $(seq 200); do kill -0 "$cr" 2>/dev/null || break; sleep 0.05; done
+	expect_eq "the create's answer, the move still held" "$(cat "$T/create.out")" 410
+	printf x >&7
+	rm -f "$T/move"
+	exec 7>&-
+	wait "$cr" || true
+	wait_gone "the lease's sandbox" 10 eval '[ "$(nsandboxes)" = 0 ] || echo left'
+	stop_daemon
+}
+
 # A lease closed with many sandboxes bound, the daemon stopped while it
 # destroys them (a few a turn of its loop): a clean stop, nothing left.
 t_lease_closed_as_the_daemon_stops() {

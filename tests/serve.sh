@@ -2495,7 +2495,8 @@ EOF
 # foreign_listener PATH GOT N: a unix socket at PATH that uid 4242 listens
 # on (mode 666), in the background (its pid in LPID), for at most N
 # connections, each read for 2 s; GOT holds the bytes they sent in all,
-# written after each, and is there once one came.  Gone after 30 s idle.
+# written after each, and is there once one came.  Gone after 30 s idle,
+# or when the test ends.
 foreign_listener() {
 	setpriv --reuid=4242 --regid=4242 --clear-groups $PY - "$1" "$2" "$3" <<'EOF' &
 import os, select, socket, sys
@@ -2513,6 +2514,8 @@ for _ in range(int(sys.argv[3])):
     os.rename(sys.argv[2] + ".new", sys.argv[2])
 EOF
 	LPID=$!
+	echo "$LPID" >> "$T/fixtures"	# ended by on_test_exit if a check fails
+	[ -n "${IN_EXIT:-}" ] || trap on_test_exit EXIT
 	for _ in $(seq 100); do [ -S "$1" ] && break; sleep 0.05; done
 }
 
@@ -2548,6 +2551,7 @@ t_mcp_refuses_a_socket_swapped_under_it() {
 	mkfifo "$T/mcp.in"
 	timeout 60 "$CORRAL" mcp --socket "$T/sw/s" < "$T/mcp.in" > "$T/mcp.out" 2> "$T/mcp.err" &
 	mpid=$!
+	echo "$mpid" >> "$T/fixtures"
 	exec 7> "$T/mcp.in"
 	for i in $(seq 200); do grep -qs "using the daemon" "$T/mcp.err" && break; sleep 0.05; done
 	expect_contains "started against root's daemon" "$(cat "$T/mcp.err")" "using the daemon at $T/sw/s"

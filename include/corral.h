@@ -1640,9 +1640,13 @@ struct corral_features {
 	 * is not made yet, and gets host then, half of the host's
 	 * processes, three quarters of its memory and half of its tcp_mem.
 	 * tcp_share.parent is "" where TCP buffers count as memory (v2).
+	 * tcp_share.peak: the most all sandboxes' sockets held together since
+	 * the parent was made (v1 keeps that peak; 0 elsewhere): at the value,
+	 * the share was met, and every sandbox's connections held back then,
+	 * which no sandbox's result can say.
 	 */
 	struct corral_share {
-		unsigned long long value, host;
+		unsigned long long value, host, peak;
 		bool planned;
 		char parent[256];
 	} pids_share, memory_share, tcp_share;

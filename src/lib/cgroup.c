@@ -525,6 +525,12 @@ uint64_t cg_tcp_share(struct cg *cg)
 	return cg_mode(cg) == CG_V1 ? top_v1_bytes(cg, "memory.kmem.tcp.limit_in_bytes") : 0;
 }
 
+uint64_t cg_tcp_share_peak(struct cg *cg)
+{
+	return cg_mode(cg) == CG_V1 ? top_value(cg, C_MEMORY,
+						"memory.kmem.tcp.max_usage_in_bytes") : 0;
+}
+
 static int make_dirs(struct cg *cg, const char *name, struct corral_err *err)
 {
 	char leaf[NAME_MAX + 1];

@@ -184,6 +184,12 @@ uint64_t cg_memory_share(struct cg *cg);
  */
 uint64_t cg_host_tcp_share(void);
 uint64_t cg_tcp_share(struct cg *cg);
+/*
+ * The most all sandboxes' sockets held together since the top parent was
+ * made (its kmem.tcp peak), 0 for none or not v1: the one trace of the
+ * share having been met, which no sandbox's own counters show.
+ */
+uint64_t cg_tcp_share_peak(struct cg *cg);
 /* " (or all sandboxes together ... N)" for a reason, where st has one; else "" */
 #define CG_SHARE_SAID	96
 const char *cg_pids_share_said(const struct cg_stats *st, char buf[CG_SHARE_SAID]);

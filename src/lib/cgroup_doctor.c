@@ -171,8 +171,11 @@ void cg_probe(struct corral_features *f)
 	if (f->cg_memory)
 		share_of(&cg, C_MEMORY, cg_memory_share, &f->memory_share);
 	f->tcp_share.host = cg_host_tcp_share();
-	if (f->cg_memory && cg.ops->mode == CG_V1)
+	if (f->cg_memory && cg.ops->mode == CG_V1) {
 		share_of(&cg, C_MEMORY, cg_tcp_share, &f->tcp_share);
+		if (!f->tcp_share.planned)
+			f->tcp_share.peak = cg_tcp_share_peak(&cg);
+	}
 	if (!have)
 		snprintf(f->limits_detail, sizeof(f->limits_detail), "%s", why);
 	else

@@ -5676,37 +5676,7 @@ t_create_pending_when_its_lease_closes() {
 	front_test
 	local out
 	start_daemon
-	out=$($PY - "$SOCK" <<'PYEOF'
-import json, socket, sys, time
-sock = sys.argv[1]
-lease = socket.socket(socket.AF_UNIX)
-lease.connect(sock)
-lease.settimeout(10)
-lease.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-got = b""
-while b"}\n" not in got:
-    got += lease.recv(4096)
-lid = got.split(b'"lease":"')[1].split(b'"')[0].decode()
-creates = []
-for i in range(3):
-    c = socket.socket(socket.AF_UNIX)
-    c.connect(sock)
-    c.settimeout(30)
-    b = json.dumps({"lease": lid, "policy": {"limits": {"pids": 64 + i}}}).encode()
-    c.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-              b"Content-Length: %d\r\n\r\n" % len(b) + b)
-    creates.append(c)
-lease.close()
-for c in creates:
-    r = b""
-    while True:
-        x = c.recv(65536)
-        if not x:
-            break
-        r += x
-    print(r.split(b"\r\n")[0].decode().split(" ")[1])
-PYEOF
-)
+	out=$($PY "$HERE/lease_creates.py" "$SOCK" 3)
 	# each was answered: 410 if it was still building, 201 if it was not
 	expect_eq "three answers" "$(echo "$out" | grep -c .)" 3
 	expect_not_contains "no 500" "$out" 500
@@ -5724,37 +5694,9 @@ t_create_held_when_its_lease_closes() {
 	mkfifo "$T/move"
 	exec 7<>"$T/move"	# read-write: the helper's open does not wait for us
 	CORRAL_TEST_MOVE_FIFO=$T/move start_daemon 7>&-
-	$PY - "$SOCK" "$T/close" > "$T/create.out" 2>&1 7>&- <<'PYEOF2' &
-import json, os, select, socket, sys
-sock, gate = sys.argv[1], sys.argv[2]
-lease = socket.socket(socket.AF_UNIX)
-lease.connect(sock)
-lease.settimeout(10)
-lease.sendall(b"POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-got = b""
-while b"}\n" not in got:
-    got += lease.recv(4096)
-lid = got.split(b'"lease":"')[1].split(b'"')[0].decode()
-c = socket.socket(socket.AF_UNIX)
-c.connect(sock)
-c.settimeout(60)
-b = json.dumps({"lease": lid}).encode()
-c.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-          b"Content-Length: %d\r\n\r\n" % len(b) + b)
-for _ in range(600):
-    # an answer before the gate: nothing held the create
-    if os.path.exists(gate) or select.select([c], [], [], 0.05)[0]:
-        break
-lease.close()
-r = b""
-while True:
-    x = c.recv(65536)
-    if not x:
-        break
-    r += x
-print(r.split(b"\r\n")[0].decode().split(" ")[1])
-PYEOF2
+	$PY "$HERE/lease_creates.py" "$SOCK" 1 "$T/close" > "$T/create.out" 2>&1 7>&- &
 	cr=$!
+	echo "$cr" >> "$T/fixtures"
 	hp=$(await_hold "$cr")
 	if [ -z "$hp" ]; then
 		touch "$T/close"

@@ -2080,6 +2080,17 @@ EOF
 	# and one without a memory limit, whose sockets v1 would charge nowhere
 	expect_eq "a sandbox without a memory limit" "$(sandbox_tcp_limit --memory 0)" \
 		$(( want / 4 / 4096 * 4096 ))
+	# below the share, corral doctor gives how much they held at once
+	in_share_ns memory --memory 1G --ro "$T/fill.py:/opt/fill.py" -- \
+		/usr/bin/python3 /opt/fill.py || fail "the filler: $(cat "$T/err")"
+	share_ns_corral memory doctor || true
+	expect_contains "doctor: the share held" "$(grep 'host tcp' "$T/out")" \
+		"host tcp     ok    all sandboxes together: at most "
+	expect_contains "doctor: and its peak" "$(grep 'host tcp' "$T/out")" \
+		"; they have held up to "
+	# the peak started again (v1: a write resets it), so that the one
+	# below is this run's
+	echo 0 > "$SHARE_TOP/corral/memory.kmem.tcp.max_usage_in_bytes"
 	echo 4M > "$SHARE_TOP/corral/memory.kmem.tcp.limit_in_bytes"
 	in_share_ns memory --memory 1G --ro "$T/fill.py:/opt/fill.py" -- \
 		/usr/bin/python3 /opt/fill.py || fail "the filler: $(cat "$T/err")"

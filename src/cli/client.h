@@ -230,9 +230,11 @@ char *conn_files_path(struct conn *c, const char *id, const char *file,
  */
 int sock_connect(const struct conn *c, int *fd);
 /*
- * For a client that goes through libcurl over the socket (corral mcp):
- * true when a listener is there and another user's (said); false when
- * ours, root's, or nobody answers (for the request to find out).
+ * corral mcp's start: true when a listener is there and another user's
+ * (said); false when ours, root's, or nobody answers.  Its requests check
+ * each connection too (sock_check_peer), but a refused health check reads
+ * as "no daemon" there, which would start a private one instead of
+ * saying whose socket the path is.
  */
 bool sock_foreign(const struct conn *c);
 /*

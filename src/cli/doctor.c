@@ -60,11 +60,17 @@ struct share_words {
 	const char *whose;	/* after "all sandboxes" */
 	const char *past;	/* what happens past the host's pool */
 	const char *part;	/* the share, of that pool */
+	/*
+	 * With the parent's peak (corral_share.peak): what its meeting the
+	 * share did, which no result says; NULL where the peak is not kept.
+	 */
+	const char *met;
 };
 
 static const struct share_words memory_words = {
 	"host memory", "", "the memory limit", "memory limit", "",
 	"past the host's memory its own OOM killer chooses", "three quarters",
+	NULL,	/* an OOM kill in the share is said in the result */
 };
 
 static const struct share_words tcp_words = {
@@ -72,6 +78,7 @@ static const struct share_words tcp_words = {
 	"' TCP buffers",
 	"past the host's tcp_mem every TCP socket of the host is refused memory",
 	"half of it",
+	"every sandbox's connections were held back then, which no result says",
 };
 
 static void bytes_share_line(const struct corral_share *s, const struct share_words *w)
@@ -90,13 +97,13 @@ static void bytes_share_line(const struct corral_share *s, const struct share_wo
 				     "together: %s has no %s, and %s; %s there (%s) leaves "
 				     "the host the rest", w->whose, s->parent, w->lack,
 				     w->past, size, w->part);
-	/* a v1 TCP share met slows every sandbox, and no result can say so */
 	corral_format_size(s->peak, peak, sizeof(peak));
-	if (s->peak && n < sizeof(buf))
-		snprintf(buf + n, sizeof(buf) - n, met ?
-			 "; they met it since it was made (%s held at once): every "
-			 "sandbox's connections were held back then, which no result says" :
-			 "; they have held up to %s at once since it was made", peak);
+	if (w->met && s->peak && n < sizeof(buf) && met)
+		snprintf(buf + n, sizeof(buf) - n, "; they met it since it was made "
+			 "(%s held at once): %s", peak, w->met);
+	else if (w->met && s->peak && n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - n, "; they have held up to %s at once "
+			 "since it was made", peak);
 	printf("  %-12s %-5s %s\n", w->name, s->value && !met ? "ok" : "note", buf);
 }
 

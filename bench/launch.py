@@ -8,7 +8,8 @@ wall time of M launches started at once (twice, in turn, averaged); as
 root on a cgroup v1 host, corral with no cgroup file system, to take the
 gap apart; then
 where a run's time goes (setup, teardown) and what it asks of the kernel
-(syscalls by strace, context switches by perf stat).  Peers that are not installed are
+(syscalls by strace, page faults and context switches by perf stat, at
+what each costs on this host: bench/floor_host.c).  Peers that are not installed are
 listed as such, never silently dropped.
 """
 import os
@@ -349,15 +350,18 @@ def phases():
 phases()
 
 
-# ---- what a cold start asks of the kernel: syscalls and switches -------------
+# ---- what a cold start asks of the kernel: syscalls, faults, switches ---------
 # On this kind of host (a PVM guest) a syscall, a page fault and a context
 # switch each cost several times what they do on bare metal, and corral's
 # layers that bwrap lacks (seccomp and its listener, Landlock, the masks
 # over /proc, network-off DNS, cgroups as root) are paid in syscalls.  The
-# counts say how much of the gap to bwrap is that work, not the time any
-# one call takes.  strace -f -c and perf stat both follow every process
-# of the run, bwrap's pid 1 too (rusage would miss it: it is not waited
-# for).  A tool that is not installed leaves its column empty.
+# counts say how much of the gap to bwrap is that work; bench/floor_host.c
+# measures what each piece costs here, and the table's last column is the
+# counts at those costs: what the kernel's smallest pieces of work alone
+# take of a run (the rest is its larger work: mounts, namespaces, cgroups,
+# exec).  strace -f -c and perf stat both follow every process of the run,
+# bwrap's pid 1 too (rusage would miss it: it is not waited for).  A tool
+# that is not installed leaves its column empty.
 COUNTS = int(os.environ.get("BENCH_COUNTS", "5"))
 
 
@@ -376,18 +380,42 @@ def syscalls_of(argv):
     return None
 
 
-def switches_of(argv):
+def perf_counts_of(argv):
+    """(context switches, page faults) of one run, or None."""
     with tempfile.NamedTemporaryFile(prefix="corral-bench-perf-") as out:
-        r = subprocess.run(["perf", "stat", "-x,", "-e", "context-switches", "-o", out.name,
-                            "--"] + argv, stdin=subprocess.DEVNULL,
+        r = subprocess.run(["perf", "stat", "-x,", "-e", "context-switches,page-faults",
+                            "-o", out.name, "--"] + argv, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if r.returncode != 0:
             return None
+        got = {}
         for line in open(out.name).read().splitlines():
             f = line.split(",")
-            if len(f) > 2 and f[2] == "context-switches" and f[0].isdigit():
-                return int(f[0])
+            if len(f) > 2 and f[0].isdigit():
+                got[f[2]] = int(f[0])
+        if "context-switches" in got and "page-faults" in got:
+            return got["context-switches"], got["page-faults"]
     return None
+
+
+def host_costs():
+    """bench/floor_host.c's medians in microseconds, or None (said why)."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_host.c")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        print("the host's costs: no C compiler to build floor_host.c: not measured")
+        return None
+    with tempfile.TemporaryDirectory(prefix="corral-bench-") as tmp:
+        exe = os.path.join(tmp, "floor_host")
+        b = subprocess.run([cc, "-O2", "-o", exe, src], capture_output=True, text=True)
+        if b.returncode != 0:
+            print(f"the host's costs: cannot build floor_host.c: {b.stderr.strip()[-200:]}")
+            return None
+        r = subprocess.run([exe, "5"], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            print(f"the host's costs: floor_host failed: {r.stderr.strip()[-200:]}")
+            return None
+    return {k: float(v) for k, v in (line.split() for line in r.stdout.splitlines())}
 
 
 def counts():
@@ -395,14 +423,30 @@ def counts():
     if not rows or not COUNTS:
         return
     print(f"\nwhat a run asks of the kernel: medians of {COUNTS} runs each")
-    print(f"{'sandbox':40} {'syscalls':>10} {'context switches':>18}")
+    cost = host_costs()
+    if cost:
+        print(f"this host's costs (bench/floor_host.c, medians): a syscall {cost['syscall']:.2f} us, "
+              f"a page fault {cost['fault']:.1f} us (a copy-on-write one {cost['cow']:.1f}), "
+              f"a context switch {cost['switch']:.1f} us")
+    print(f"{'sandbox':40} {'syscalls':>10} {'page faults':>12} {'context switches':>18}"
+          f" {'at the costs ms':>16}")
     for name, argv in rows:
-        cols = []
-        for tool, of in (("strace", syscalls_of), ("perf", switches_of)):
-            xs = [of(argv) for _ in range(COUNTS)] if shutil.which(tool) else []
-            xs = [x for x in xs if x is not None]
-            cols.append(f"{statistics.median(xs):g}" if xs else f"no {tool}")
-        print(f"{name:40} {cols[0]:>10} {cols[1]:>18}")
+        sc = [syscalls_of(argv) for _ in range(COUNTS)] if shutil.which("strace") else []
+        sc = [x for x in sc if x is not None]
+        pc = [perf_counts_of(argv) for _ in range(COUNTS)] if shutil.which("perf") else []
+        pc = [x for x in pc if x is not None]
+        n_sc = statistics.median(sc) if sc else None
+        n_sw = statistics.median(x[0] for x in pc) if pc else None
+        n_pf = statistics.median(x[1] for x in pc) if pc else None
+        ms = ""
+        if cost and None not in (n_sc, n_sw, n_pf):
+            ms = f"{(n_sc * cost['syscall'] + n_pf * cost['fault'] + n_sw * cost['switch']) / 1000:.2f}"
+        print(f"{name:40} {f'{n_sc:g}' if sc else 'no strace':>10} "
+              f"{f'{n_pf:g}' if pc else 'no perf':>12} {f'{n_sw:g}' if pc else 'no perf':>18}"
+              f" {ms:>16}")
+    if cost:
+        print("(at the costs: syscalls, page faults (first-touch cost) and switches times "
+              "what each costs here; the rest of a run's time is the kernel's larger work)")
 
 
 counts()

@@ -7,7 +7,8 @@
  * The first byte picks the size of the reads (1 to 64) and whether the
  * first request was a HEAD; "@" in the rest stands for the value, "#" for
  * it as PHP's JSON writes it (spell.c's readings, not a fixed form).  The
- * stream is played as proxy.c's mask_relay plays it.  Beyond memory
+ * stream is played as proxy.c's mask_relay plays it, an answer it cannot
+ * read cut off behind the whole ones before it.  Beyond memory
  * safety: what is not cut off goes on whole, no byte more or fewer, and
  * nothing is held back forever (the end flushes); read at once or in
  * pieces, the answer is cut off or not alike.
@@ -63,6 +64,15 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 		held += to - from;
 		from = to;
 		if (httpresp_feed(&r, buf, held) < 0) {
+			/* the whole answers before it go on, masked (mask_cut) */
+			content = r.start ? httpresp_content(&r, buf, r.start, &n) : buf;
+			if (!content || r.start > held)
+				abort();
+			if (r.start) {
+				secrets_mask_apply(m, content, n);
+				httpresp_content_back(&r, buf, r.start, content);
+			}
+			memcpy(out + nout, buf, r.start);
 			ret = -1;
 			break;
 		}

@@ -384,6 +384,53 @@ sys.stdout.write(tls_upstream.escaped(b"GET / HTTP/1.1\r\nAuthorization: Bearer 
 	expect_eq "no denials" "$(denials)" 0
 }
 
+# An answer the proxy cannot read (here a gzip one) cuts the connection
+# where it begins, and the whole answers before it still go on: a
+# pipelined echo that arrived in the same read went on as it was, value
+# and all, never masked (an upstream that answers pipelined requests in
+# one write).  The user's side: pipelined answers, one of them an echo,
+# come back whole, the echo masked, the next one unchanged.
+t_answer_before_an_unreadable_one_masked() {
+	secrets_policy
+	nrun -- /usr/bin/python3 -c "
+import os, socket, ssl
+def pipelined(*paths):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n')
+    s.recv(4096)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname='api.test')
+    a = ('Authorization: Bearer ' + os.environ['API_KEY']).encode()
+    for p in paths:
+        t.sendall(b'GET ' + p + b' HTTP/1.1\\r\\nHost: api.test\\r\\n' + a + b'\\r\\n\\r\\n')
+    got = b''
+    while True:
+        try:
+            b = t.recv(65536)
+        except (OSError, ssl.SSLError):
+            break
+        if not b:
+            break
+        got += b
+    print(got.decode('latin-1'))
+print('== gzip')
+pipelined(b'/pipe-echo', b'/echo-gzip')
+print('== hello')
+pipelined(b'/pipe-echo', b'/hello')"
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	local mask
+	mask=$(printf '%*s' ${#SECRET} '' | tr ' ' '*')
+	expect_contains "the echo came back masked" "$(sed -n '/== gzip/,/== hello/p' "$T/seen")" \
+		"Bearer $mask"
+	expect_contains "the gzip one cut off" "$(cat "$T/events")" "Content-Encoding: gzip"
+	expect_contains "said in its place" "$(sed -n '/== gzip/,/== hello/p' "$T/seen")" "HTTP/1.1 502"
+	expect_contains "pipelined: the echo masked" "$(sed -n '/== hello/,$p' "$T/seen")" "Bearer $mask"
+	expect_contains "pipelined: the next whole" "$(sed -n '/== hello/,$p' "$T/seen")" \
+		"hello from upstream /hello"
+	expect_eq "each went, with the value" "$(count "Bearer $SECRET" "$GOODLOG")" 4
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
 # The user's side of the same: a call with the secret whose answer does not
 # reflect it comes back byte for byte, large or small, kept alive or not;
 # an answer that ends with a value's first bytes is not held back waiting

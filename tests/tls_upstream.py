@@ -20,6 +20,9 @@
 #   /prefix            keep-alive: 200, a body ending with the Authorization
 #                      value but its last byte; the next request is read
 #   /big?n=N           N bytes of a fixed pattern, Content-Length framed
+#   /pipe-echo...      keep-alive: /echo's answer, held and sent in one write
+#                      with the next request's (a server that answers
+#                      pipelined requests together, as nginx's writev does)
 #   /escaped?key=Q     the Authorization value (past its scheme) and Q, each
 #                      as encoders escape it: JSON (Python's, PHP's "\/",
 #                      .NET's and Go's "\u003C", every character "\uXXXX"),
@@ -148,6 +151,8 @@ def answer(head, body):
         return b"200 OK", b"Content-Encoding: gzip\r\n", gzip.compress(echo), False
     if path.startswith(b"/echo-br"):
         return b"200 OK", b"Content-Encoding: br\r\n", echo, False
+    if path.startswith(b"/pipe-echo"):
+        return b"200 OK", b"Content-Type: text/plain\r\n", echo, True
     if path.startswith(b"/echo"):
         return b"200 OK", b"Content-Type: text/plain\r\n", echo, False
     if path.startswith(b"/error"):
@@ -162,6 +167,16 @@ def answer(head, body):
     if path.startswith(b"/big"):
         return b"200 OK", b"", int(path.partition(b"n=")[2]), False
     return b"200 OK", b"", b"hello from upstream " + path + b"\n", False
+
+
+class Held:
+    """a connection whose writes are kept, to go out as one"""
+
+    def __init__(self):
+        self.data = b""
+
+    def sendall(self, b):
+        self.data += b
 
 
 def send(conn, status, extra, body, keep):
@@ -189,6 +204,7 @@ def send(conn, status, extra, body, keep):
 def handle(conn, log, lock):
     data = b""
     rest = b""
+    held = Held()
     try:
         conn.settimeout(10)
         while True:
@@ -198,7 +214,15 @@ def handle(conn, log, lock):
                 break
             data += head + b"\r\n\r\n" + body
             status, extra, reply, keep = answer(head, body)
-            send(conn, status, extra, reply, keep)
+            if head.split(b" ")[1].startswith(b"/pipe"):
+                send(held, status, extra, reply, keep)
+                continue
+            if held.data:
+                send(held, status, extra, reply, keep)
+                conn.sendall(held.data)
+                held.data = b""
+            else:
+                send(conn, status, extra, reply, keep)
             if not keep:
                 break
     except (OSError, ValueError):

@@ -49,7 +49,9 @@ struct sim {
 /*
  * The proxy's loop: the stream arrives in pieces (cut at each offset of
  * `at`, then the rest), each appended to what was held, fed, masked, and
- * what may go on moved to out; the end flushes.
+ * what may go on moved to out; the end flushes.  An answer it cannot read
+ * cuts the stream where that answer begins: the whole ones before it go
+ * on, masked (mask_relay, mask_cut).
  */
 static void play(struct secrets_mask *m, int heads, const char *stream, size_t len,
 		 const size_t *at, size_t nat, struct sim *s)
@@ -72,6 +74,11 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 		if (httpresp_feed(&r, buf, held) < 0) {
 			s->cut = true;
 			snprintf(s->why, sizeof(s->why), "%s", r.why);
+			content = httpresp_content(&r, buf, r.start, &n);
+			s->masked += secrets_mask_apply(m, content, n);
+			httpresp_content_back(&r, buf, r.start, content);
+			memcpy(s->out + s->nout, buf, r.start);
+			s->nout += r.start;
 			break;
 		}
 		content = httpresp_content(&r, buf, held, &n);
@@ -511,6 +518,60 @@ TEST(codings_refused_at_the_head)
 		CHECK(httpresp_feed(&r, ok, sizeof(ok) - 1) == 0 && !r.why[0]);
 		httpresp_free(&r);
 	}
+}
+
+/*
+ * One read can hold a pipelined echo and, behind it, an answer the proxy
+ * cannot read: the echo goes on, masked, and the rest is cut off.  Behind
+ * a chunked echo too, and with the answer refused in its own chunks,
+ * whose framing (cuts) lies past where the stream is cut.
+ */
+TEST(answers_before_an_unreadable_one_masked)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	static const char *const after[] = {
+		"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
+		"NOT HTTP AT ALL\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
+		"4\r\ndefg\r\nzz\r\n",
+	};
+	char echo[256], stream[2048];
+	struct sim s;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t c = 0; c < 2; c++) {
+		for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+			size_t elen, len;
+
+			if (c == 0)
+				elen = snprintf(echo, sizeof(echo), "HTTP/1.1 200 OK\r\nContent-Length: "
+						"%zu\r\n\r\nBearer %s", strlen("Bearer " SECRET), SECRET);
+			else
+				elen = snprintf(echo, sizeof(echo), "%s", chunked("Bearer " SECRET, 5));
+			len = snprintf(stream, sizeof(stream), "%s%s", echo, after[i]);
+			/* at once (one read), and in two at every point */
+			for (size_t cut = 0; cut < len; cut++) {
+				play(m, 2, stream, len, &cut, cut ? 1 : 0, &s);
+				/* the last's first chunks may go on, as a stream's do */
+				if (!s.cut || (i == 3 ? s.nout < elen : s.nout != elen) ||
+				    strstr(s.out, SECRET) ||
+				    strstr(s.out, "secret+") || s.masked != 1) {
+					fprintf(stderr, "  %s echo, answer %zu, cut at %zu: %s\n",
+						c ? "chunked" : "whole", i, cut, s.out);
+					CHECK(!"an echo before an unreadable answer");
+					break;
+				}
+			}
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
 }
 
 /* The real value, in any form, in a request body: refused, also across reads. */

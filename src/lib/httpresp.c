@@ -253,9 +253,24 @@ void httpresp_release(struct httpresp *r, size_t n)
 	r->ncuts = k;
 }
 
+/*
+ * The i-th run of content in buf[0, len): [*from, *to); false past the
+ * last.  A cut at or past len (a message after len, its framing read
+ * already) is not in it.
+ */
+static bool content_run(const struct httpresp *r, size_t len, size_t i, size_t *from,
+			size_t *to)
+{
+	if (i > r->ncuts)
+		return false;
+	*from = i ? r->cuts[i - 1].off + r->cuts[i - 1].len : 0;
+	*to = i < r->ncuts && r->cuts[i].off < len ? r->cuts[i].off : len;
+	return *from < len;
+}
+
 char *httpresp_content(struct httpresp *r, char *buf, size_t len, size_t *n)
 {
-	size_t at = 0, k = 0;
+	size_t from, to, k = 0;
 
 	len = content_end(r, len);
 	*n = len;
@@ -269,12 +284,9 @@ char *httpresp_content(struct httpresp *r, char *buf, size_t len, size_t *n)
 		r->scratch = grown;
 		r->capscratch = len;
 	}
-	for (size_t i = 0; i <= r->ncuts; i++) {
-		size_t end = i < r->ncuts ? r->cuts[i].off : len;
-
-		memcpy(r->scratch + k, buf + at, end - at);
-		k += end - at;
-		at = i < r->ncuts ? end + r->cuts[i].len : len;
+	for (size_t i = 0; content_run(r, len, i, &from, &to); i++) {
+		memcpy(r->scratch + k, buf + from, to - from);
+		k += to - from;
 	}
 	*n = k;
 	return r->scratch;
@@ -283,16 +295,13 @@ char *httpresp_content(struct httpresp *r, char *buf, size_t len, size_t *n)
 void httpresp_content_back(const struct httpresp *r, char *buf, size_t len,
 			   const char *content)
 {
-	size_t at = 0, k = 0;
+	size_t from, to, k = 0;
 
 	len = content_end(r, len);
 	if (content == buf)
 		return;
-	for (size_t i = 0; i <= r->ncuts; i++) {
-		size_t end = i < r->ncuts ? r->cuts[i].off : len;
-
-		memcpy(buf + at, content + k, end - at);
-		k += end - at;
-		at = i < r->ncuts ? end + r->cuts[i].len : len;
+	for (size_t i = 0; content_run(r, len, i, &from, &to); i++) {
+		memcpy(buf + from, content + k, to - from);
+		k += to - from;
 	}
 }

@@ -860,37 +860,23 @@ static void mask_cut(struct conn *c)
 }
 
 /*
- * What a host that secrets go to answers, on its way to the sandbox: each
- * message framed (httpresp.c), each value's forms in its content masked
- * (secrets.c), and a tail that may be the start of one held back until
- * what follows shows it is not, or its message ends (eof: all goes).
- * false: c is gone or closing.
+ * The content of buf[0, len) (framing left out) with each value's forms
+ * in it masked where they lie, counted, and said once a connection; the
+ * content as one run in *content, *n bytes.  false: no memory to read it.
  */
-static bool mask_relay(struct conn *c, bool eof)
+static bool mask_content(struct conn *c, char *buf, size_t len, char **content, size_t *n)
 {
-	struct evbuffer *in = bufferevent_get_input(c->up);
-	size_t len = evbuffer_get_length(in), n, rel, masked;
-	char *buf, *content;
+	size_t masked;
 
+	*content = buf;
+	*n = 0;
 	if (!len)
 		return true;
-	buf = (char *)evbuffer_pullup(in, len);
-	if (!buf || httpresp_feed(&c->resp, buf, len) < 0) {
-		if (!buf)
-			snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
-		mask_cut(c);
+	*content = httpresp_content(&c->resp, buf, len, n);
+	if (!*content)
 		return false;
-	}
-	content = httpresp_content(&c->resp, buf, len, &n);
-	if (!content) {
-		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
-		mask_cut(c);
-		return false;
-	}
-	masked = secrets_mask_apply(c->mask, content, n);
-	httpresp_content_back(&c->resp, buf, len, content);
-	rel = eof ? len : httpresp_releasable(&c->resp, len,
-					      secrets_mask_partial(c->mask, content, n));
+	masked = secrets_mask_apply(c->mask, *content, *n);
+	httpresp_content_back(&c->resp, buf, len, *content);
 	if (masked) {
 		c->masked += masked;
 		if (!c->mask_said) {
@@ -904,6 +890,48 @@ static bool mask_relay(struct conn *c, bool eof)
 			events_emit(c->px->ev, "egress.masked", o);
 		}
 	}
+	return true;
+}
+
+/*
+ * What a host that secrets go to answers, on its way to the sandbox: each
+ * message framed (httpresp.c), each value's forms in its content masked
+ * (secrets.c), and a tail that may be the start of one held back until
+ * what follows shows it is not, or its message ends (eof: all goes).
+ * false: c is gone or closing.
+ */
+static bool mask_relay(struct conn *c, bool eof)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	size_t len = evbuffer_get_length(in), n, rel;
+	char *buf, *content;
+
+	if (!len)
+		return true;
+	buf = (char *)evbuffer_pullup(in, len);
+	if (!buf) {
+		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
+		mask_cut(c);
+		return false;
+	}
+	if (httpresp_feed(&c->resp, buf, len) < 0) {
+		/*
+		 * The whole messages before the one refused go on (mask_cut),
+		 * masked as any: one read can hold a pipelined echo and,
+		 * behind it, an answer the proxy cannot read.
+		 */
+		if (!mask_content(c, buf, c->resp.start, &content, &n))
+			c->resp.start = 0;
+		mask_cut(c);
+		return false;
+	}
+	if (!mask_content(c, buf, len, &content, &n)) {
+		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
+		mask_cut(c);
+		return false;
+	}
+	rel = eof ? len : httpresp_releasable(&c->resp, len,
+					      secrets_mask_partial(c->mask, content, n));
 	c->bytes_down += rel;
 	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), rel);
 	httpresp_release(&c->resp, rel);

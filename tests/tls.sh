@@ -431,6 +431,28 @@ pipelined(b'/pipe-echo', b'/hello')"
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
 }
 
+# An answer cut off is said (an event, the 502 the sandbox gets) by the
+# header that made it unreadable: not with that header's value, which is
+# the upstream's bytes, unmasked (a server that put the swapped value in
+# its Content-Encoding or Transfer-Encoding showed it there).  The codings
+# a user meets are still named.
+t_unreadable_answer_said_without_its_bytes() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+c() { curl -sS -m 10 \"\$@\"; echo; }
+a=\"Authorization: Bearer \$API_KEY\"
+c -H \"\$a\" https://api.test:$GOOD/coding-echo
+c -H \"\$a\" https://api.test:$GOOD/te-echo
+c -H \"\$a\" https://api.test:$GOOD/echo-gzip"
+	stdout > "$T/seen"
+	expect_eq "all cut off" "$(grep -c '"type":"egress.denied".*a response from api.test' "$T/events")" 3
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+	expect_contains "a coding named" "$(cat "$T/seen")" "(Content-Encoding: gzip)"
+	expect_contains "another said" "$(cat "$T/seen")" "(a Content-Encoding other than identity)"
+	expect_contains "a transfer coding said" "$(cat "$T/events")" "(a Transfer-Encoding other than chunked)"
+}
+
 # The user's side of the same: a call with the secret whose answer does not
 # reflect it comes back byte for byte, large or small, kept alive or not;
 # an answer that ends with a value's first bytes is not held back waiting

@@ -20,6 +20,9 @@
 #   /prefix            keep-alive: 200, a body ending with the Authorization
 #                      value but its last byte; the next request is read
 #   /big?n=N           N bytes of a fixed pattern, Content-Length framed
+#   /coding-echo       the Authorization value (past its scheme) as the
+#                      answer's Content-Encoding, /te-echo as its
+#                      Transfer-Encoding: a header the proxy cannot read
 #   /pipe-echo...      keep-alive: /echo's answer, held and sent in one write
 #                      with the next request's (a server that answers
 #                      pipelined requests together, as nginx's writev does)
@@ -151,6 +154,12 @@ def answer(head, body):
         return b"200 OK", b"Content-Encoding: gzip\r\n", gzip.compress(echo), False
     if path.startswith(b"/echo-br"):
         return b"200 OK", b"Content-Encoding: br\r\n", echo, False
+    if path.startswith(b"/coding-echo"):
+        auth = header(head, b"authorization").partition(b" ")[2]
+        return b"200 OK", b"Content-Encoding: " + auth + b"\r\n", b"x", False
+    if path.startswith(b"/te-echo"):
+        auth = header(head, b"authorization").partition(b" ")[2]
+        return b"200 OK", b"Transfer-Encoding: " + auth + b", chunked\r\n", b"x", False
     if path.startswith(b"/pipe-echo"):
         return b"200 OK", b"Content-Type: text/plain\r\n", echo, True
     if path.startswith(b"/echo"):

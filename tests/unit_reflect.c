@@ -492,6 +492,13 @@ TEST(codings_refused_at_the_head)
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
 		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n",
 		"NOT HTTP AT ALL\r\n\r\n",
+		/* past the 63 bytes of a value kept: not "identity" for that */
+		"HTTP/1.1 200 OK\r\nContent-Encoding: identity                        "
+		"                                    , gzip\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked                        "
+		"                                     , gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		/* a value the proxy does not name: not said as it came */
+		"HTTP/1.1 200 OK\r\nContent-Encoding: " SECRET "\r\nContent-Length: 3\r\n\r\nabc",
 	};
 	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\n"
 				 "Content-Length: 3\r\n\r\nabc";
@@ -508,6 +515,7 @@ TEST(codings_refused_at_the_head)
 		CHECK(httpresp_feed(&r, bad[i], strlen(bad[i])) < 0);
 		CHECK(r.why[0] != '\0');
 		CHECK(i == 4 || r.head_refused);
+		CHECK(!strstr(r.why, SECRET) && !strstr(r.why, "identity  "));
 		httpresp_free(&r);
 	}
 	{

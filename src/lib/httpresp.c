@@ -46,13 +46,15 @@ static int on_begin(http_parser *p)
 	return 0;
 }
 
-static void append(char *dst, size_t *n, size_t cap, const char *at, size_t len)
+/* false: not all of it had room */
+static bool append(char *dst, size_t *n, size_t cap, const char *at, size_t len)
 {
 	size_t k = len < cap - 1 - *n ? len : cap - 1 - *n;
 
 	memcpy(dst + *n, at, k);
 	*n += k;
 	dst[*n] = '\0';
+	return k == len;
 }
 
 static bool trimmed_is(const char *v, const char *want)
@@ -66,18 +68,41 @@ static bool trimmed_is(const char *v, const char *want)
 	return n == strlen(want) && !strncasecmp(v, want, n);
 }
 
+/*
+ * Why an answer cannot be read, by its header: the coding named if it is
+ * one a user meets, never the value as it came, which is the upstream's
+ * bytes, unmasked (a server that put a request's credentials there would
+ * show them in the event and in the 502 the sandbox gets).
+ */
+static void refuse_coding(struct httpresp *r, const char *header, const char *other)
+{
+	static const char *const known[] = {
+		"gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress",
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (trimmed_is(r->value, known[i])) {
+			snprintf(r->why, sizeof(r->why), "%s: %s", header, known[i]);
+			return;
+		}
+	}
+	snprintf(r->why, sizeof(r->why), "a %s other than %s", header, other);
+}
+
 /* a header's name and value are whole: is it a coding we cannot read? */
 static void header_done(struct httpresp *r)
 {
 	if (!r->in_value)
 		return;
 	r->in_value = false;
-	if (!strcasecmp(r->name, "content-encoding") && !trimmed_is(r->value, "") &&
-	    !trimmed_is(r->value, "identity") && !r->why[0])
-		snprintf(r->why, sizeof(r->why), "Content-Encoding: %s", r->value);
-	if (!strcasecmp(r->name, "transfer-encoding") && !trimmed_is(r->value, "chunked") &&
-	    !r->why[0])
-		snprintf(r->why, sizeof(r->why), "Transfer-Encoding: %s", r->value);
+	/* a value longer than its room may say more after what was kept */
+	if (!strcasecmp(r->name, "content-encoding") && !r->why[0] &&
+	    (r->value_long || (!trimmed_is(r->value, "") && !trimmed_is(r->value, "identity"))))
+		refuse_coding(r, "Content-Encoding", "identity");
+	if (!strcasecmp(r->name, "transfer-encoding") && !r->why[0] &&
+	    (r->value_long || !trimmed_is(r->value, "chunked")))
+		refuse_coding(r, "Transfer-Encoding", "chunked");
+	r->value_long = false;
 	r->nname = r->nvalue = 0;
 	r->name[0] = r->value[0] = '\0';
 }
@@ -96,7 +121,8 @@ static int on_value(http_parser *p, const char *at, size_t len)
 	struct httpresp *r = of(p);
 
 	r->in_value = true;
-	append(r->value, &r->nvalue, sizeof(r->value), at, len);
+	if (!append(r->value, &r->nvalue, sizeof(r->value), at, len))
+		r->value_long = true;
 	return 0;
 }
 

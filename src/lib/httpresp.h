@@ -42,6 +42,7 @@ struct httpresp {
 	char name[24], value[64];
 	size_t nname, nvalue;
 	bool in_value;
+	bool value_long;		/* past value's room: no coding it names is one read */
 	char why[160];			/* set when the answer cannot be read */
 	bool head_refused;		/* for its head: nothing of it went on */
 	const char *base;		/* the buffer, while feeding */

@@ -453,6 +453,44 @@ c -H \"\$a\" https://api.test:$GOOD/echo-gzip"
 	expect_contains "a transfer coding said" "$(cat "$T/events")" "(a Transfer-Encoding other than chunked)"
 }
 
+# A range of an answer shows a piece of it: a value cut by the range's
+# start or end, or a few of its bytes alone, is no whole spelling to mask,
+# and ranges at each offset give it all back (a cache in front of a
+# reflecting server answers ranges of what it reflected).  A request to a
+# secret's host goes without Range, and its answer comes whole, masked.
+# The user's side: ranges to a host no secret goes to are still ranges.
+t_ranges_of_an_echo_never_show_the_secret() {
+	secrets_policy
+	nrun -- /usr/bin/python3 -c "
+import http.client, os, ssl
+def get(host, path, rng):
+    c = http.client.HTTPSConnection('127.0.0.1', 3128, timeout=10)
+    c.set_tunnel(host, $GOOD)
+    # the value before the range: at one offset in each answer
+    h = {'Authorization': 'Bearer ' + os.environ['API_KEY']} if host == 'api.test' else {}
+    h['Range'] = 'bytes=%d-%d' % rng
+    c.request('GET', path, headers=h)
+    r = c.getresponse()
+    return r.status, r.read()
+got = {}
+for a in range(0, 160, 10):
+    st, b = get('api.test', '/echo-range', (a, a + 9))
+    if st == 206:
+        got[a] = b
+print('joined', b''.join(got[k] for k in sorted(got)).decode('latin-1'))
+st, b = get('api.test', '/echo-range', (0, 9))
+print('whole', st, b.decode('latin-1'))
+st, b = get('other.test', '/echo-range', (0, 9))
+print('other', st, b.decode('latin-1'))"
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	expect_contains "no range to a secret's host" "$(cat "$T/seen")" "whole 200 GET /echo-range"
+	expect_contains "masked" "$(cat "$T/seen")" "Bearer $(printf '%*s' ${#SECRET} '' | tr ' ' '*')"
+	expect_contains "a range elsewhere still one" "$(cat "$T/seen")" "other 206 GET /echo-"
+	expect_eq "a Range went to other.test only" "$(count 'Range: bytes' "$GOODLOG")" 1
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
 # The user's side of the same: a call with the secret whose answer does not
 # reflect it comes back byte for byte, large or small, kept alive or not;
 # an answer that ends with a value's first bytes is not held back waiting

@@ -20,6 +20,9 @@
 #   /prefix            keep-alive: 200, a body ending with the Authorization
 #                      value but its last byte; the next request is read
 #   /big?n=N           N bytes of a fixed pattern, Content-Length framed
+#   /echo-range...     /echo's answer, a byte range of it if the request
+#                      asked for one (Range: bytes=A-B): 206, as a cache
+#                      in front of a reflecting server answers
 #   /coding-echo       the Authorization value (past its scheme) as the
 #                      answer's Content-Encoding, /te-echo as its
 #                      Transfer-Encoding: a header the proxy cannot read
@@ -154,6 +157,13 @@ def answer(head, body):
         return b"200 OK", b"Content-Encoding: gzip\r\n", gzip.compress(echo), False
     if path.startswith(b"/echo-br"):
         return b"200 OK", b"Content-Encoding: br\r\n", echo, False
+    if path.startswith(b"/echo-range"):
+        m = re.fullmatch(rb"bytes=(\d+)-(\d+)", header(head, b"range"))
+        if not m or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) >= len(echo):
+            return b"200 OK", b"Accept-Ranges: bytes\r\n", echo, False
+        a, b = int(m.group(1)), min(int(m.group(2)), len(echo) - 1)
+        return (b"206 Partial Content", b"Content-Range: bytes %d-%d/%d\r\n" % (a, b, len(echo)),
+                echo[a:b + 1], False)
     if path.startswith(b"/coding-echo"):
         auth = header(head, b"authorization").partition(b" ")[2]
         return b"200 OK", b"Content-Encoding: " + auth + b"\r\n", b"x", False

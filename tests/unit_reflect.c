@@ -623,6 +623,23 @@ TEST(value_in_a_request_refused)
 	CHECK(out && memmem(out, outlen, "Accept-Encoding: identity\r\n\r\n", 29) &&
 	      !memmem(out, outlen, "gzip", 4));
 	free(out);
+	/* nor a piece of one: its answer comes whole, to be masked whole */
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: api.test\r\nrange: bytes=9-12\r\n"
+		 "If-Range: \"e\"\r\nRanger: kept\r\nAuthorization: %s\r\n\r\n",
+		 secrets_placeholder(ss, 0));
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "api.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == 0);
+	CHECK(out && !memmem(out, outlen, "bytes=", 6) && !memmem(out, outlen, "If-Range", 8) &&
+	      memmem(out, outlen, "Ranger: kept\r\n", 14));
+	free(out);
+	/* a host no secret goes to: asked for as the client asked */
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == -EACCES);
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: other.test\r\nRange: bytes=9-12\r\n\r\n");
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == 0);
+	CHECK(out && memmem(out, outlen, "Range: bytes=9-12\r\n", 19));
+	free(out);
 	secrets_free(ss);
 	corral_policy_free(&p);
 }

@@ -580,6 +580,26 @@ static int refuse_value(const struct secret *s, const char *where, const char *h
 	return -EACCES;
 }
 
+/*
+ * A header a request to a secret's host goes without: what it asks for
+ * would come back in a form the mask cannot read.  Accept-Encoding (a
+ * compressed answer), Range and If-Range (a piece of one: a value cut at
+ * the range's ends, or a few of its bytes alone, is no whole spelling, and
+ * ranges at each offset give all of it back).  Their answer comes whole.
+ */
+static bool dropped(const char *line, size_t n)
+{
+	static const char *const names[] = { "Accept-Encoding:", "Range:", "If-Range:" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t k = strlen(names[i]);
+
+		if (n >= k && !strncasecmp(line, names[i], k))
+			return true;
+	}
+	return false;
+}
+
 int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 			 const char *host, uint16_t port, bool swap, char **out,
 			 size_t *outlen, char *why, size_t whylen)
@@ -603,7 +623,7 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 
 		if (first) {
 			r = swap_in(ss, &o, p, n, in_query, &c, "the URL", host, why, whylen);
-		} else if (identity && n >= 16 && !strncasecmp(p, "Accept-Encoding:", 16)) {
+		} else if (identity && dropped(p, n)) {
 			p = eol ? eol + 2 : end;
 			continue;
 		} else if (n && (colon = memchr(p, ':', n))) {

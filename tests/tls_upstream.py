@@ -23,6 +23,9 @@
 #   /echo-range...     /echo's answer, a byte range of it if the request
 #                      asked for one (Range: bytes=A-B): 206, as a cache
 #                      in front of a reflecting server answers
+#   /echo-trailer      chunked, the Authorization header echoed in a trailer
+#                      written in two parts, the second 0.2 s later (a
+#                      trailer the proxy reads in two)
 #   /coding-echo       the Authorization value (past its scheme) as the
 #                      answer's Content-Encoding, /te-echo as its
 #                      Transfer-Encoding: a header the proxy cannot read
@@ -46,6 +49,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 
 
@@ -157,6 +161,8 @@ def answer(head, body):
         return b"200 OK", b"Content-Encoding: gzip\r\n", gzip.compress(echo), False
     if path.startswith(b"/echo-br"):
         return b"200 OK", b"Content-Encoding: br\r\n", echo, False
+    if path.startswith(b"/echo-trailer"):
+        return b"200 OK", b"trailer", header(head, b"authorization"), False
     if path.startswith(b"/echo-range"):
         m = re.fullmatch(rb"bytes=(\d+)-(\d+)", header(head, b"range"))
         if not m or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) >= len(echo):
@@ -200,6 +206,12 @@ class Held:
 
 def send(conn, status, extra, body, keep):
     close = b"" if keep else b"Connection: close\r\n"
+    if extra == b"trailer":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +
+                     b"Trailer: X-Echo\r\n" + close + b"\r\n3\r\n!!!\r\n0\r\nX-Echo: " + body[:12])
+        time.sleep(0.2)
+        conn.sendall(body[12:] + b"\r\n\r\n")
+        return
     if extra is None:
         conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +
                      close + b"\r\n")

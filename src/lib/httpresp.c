@@ -111,6 +111,13 @@ static int on_field(http_parser *p, const char *at, size_t len)
 {
 	struct httpresp *r = of(p);
 
+	/*
+	 * A chunked body's trailers: content as a head is, from the last
+	 * chunk's data on, also while they are not whole (content_end would
+	 * have stopped at that data, and the trailers gone on unread).
+	 */
+	if (!r->in_head)
+		r->body_open = false;
 	header_done(r);
 	append(r->name, &r->nname, sizeof(r->name), at, len);
 	return 0;

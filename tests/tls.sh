@@ -577,6 +577,20 @@ h -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/placeholder"
 	expect_eq "the value left once, swapped in" "$(count "$SECRET" "$GOODLOG")" 1
 	expect_contains "named" "$(cat "$T/events")" "the value of secret API_KEY"
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+	# in a path a host's rules refuse: refused for the value, not by the
+	# rules, whose reason shows the path (and so the value) in the event
+	policy ", {\"host\": \"api.test:$GOOD\", \"methods\": [\"GET\"], \"paths\": [\"/ok/*\"]}" \
+		', "env": {"set": {"REAL": "'"$SECRET"'"}}, '"${SECRETS//GOOD/$GOOD}"
+	sed -i "s|QFILE|$TEST_TMP/qkey|" "$T/p.json"
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h \"https://api.test:$GOOD/no/\$REAL\"
+h \"https://api.test:$GOOD/no/$(printf '%0195d' 0)\$REAL\"
+h \"https://api.test:$GOOD/ok/x\""
+	expect_eq "statuses (rules)" "$(stdout | head -3 | tr "\n" " ")" "403 403 200 "
+	expect_eq "refused for the value" "$(grep '"type":"egress.denied"' "$T/events" | grep -c 'the value of secret API_KEY in the URL')" 2
+	expect_not_contains "the value never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+	expect_not_contains "nor its start" "$(cat "$T/events" "$T/out")" "${SECRET:0:10}"
 }
 
 t_methods_paths_and_caps() {

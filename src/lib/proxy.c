@@ -1524,12 +1524,26 @@ static void deny_request(struct conn *c, int code, const char *why)
 static bool request_ok(struct conn *c)
 {
 	char why[CORRAL_ERR_MAX];
+	const char *name;
 	int code;
 
 	snprintf(c->method, sizeof(c->method), "%s", c->hr.req.method_name);
 	c->scan.ntail = 0;
 	if (!c->px->tls)
 		return true;
+	/*
+	 * A value in the URL is refused for what it is before the rules
+	 * judge the path: their refusal says the path, and would write the
+	 * value (or, cut at 200 bytes, its start) into the event and the 403.
+	 */
+	name = secrets_value_in(c->px->tls->secrets, c->hr.req.path, c->hr.req.path_len);
+	if (name) {
+		snprintf(why, sizeof(why), "the value of secret %s in the URL of a request to "
+			 "%.100s: a value the sandbox should not know is never sent on", name,
+			 c->host);
+		deny_request(c, 403, why);
+		return false;
+	}
 	code = httprules_check(c->px->tls->rules, c->host, c->port, &c->hr.req, why,
 			       sizeof(why));
 	if (code == 0)

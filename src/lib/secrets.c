@@ -778,6 +778,13 @@ size_t secrets_redact(const struct secrets *ss, char *p, size_t n)
 	return ss ? mask_spelled(&ss->all, p, n, NULL) : 0;
 }
 
+const char *secrets_value_in(const struct secrets *ss, const char *p, size_t n)
+{
+	const struct secret *s = ss && ss->n ? find_value(ss, p, n) : NULL;
+
+	return s ? s->name : NULL;
+}
+
 bool secrets_bound(const struct secrets *ss, const char *host, uint16_t port)
 {
 	for (size_t i = 0; ss && i < ss->n; i++)

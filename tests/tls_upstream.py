@@ -21,8 +21,9 @@
 #                      value but its last byte; the next request is read
 #   /big?n=N           N bytes of a fixed pattern, Content-Length framed
 #   /echo-range...     /echo's answer, a byte range of it if the request
-#                      asked for one (Range: bytes=A-B): 206, as a cache
-#                      in front of a reflecting server answers
+#                      asked for one (Range: bytes=A-B, Request-Range, as
+#                      Apache still reads it, or ?range=A-B): 206, as a
+#                      cache in front of a reflecting server answers
 #   /echo-trailer      chunked, the Authorization header echoed in a trailer
 #                      written in two parts, the second 0.2 s later (a
 #                      trailer the proxy reads in two)
@@ -164,7 +165,10 @@ def answer(head, body):
     if path.startswith(b"/echo-trailer"):
         return b"200 OK", b"trailer", header(head, b"authorization"), False
     if path.startswith(b"/echo-range"):
-        m = re.fullmatch(rb"bytes=(\d+)-(\d+)", header(head, b"range"))
+        # Range, Apache's old Request-Range, or a range in the query
+        want = (header(head, b"range") or header(head, b"request-range") or
+                b"bytes=" + path.partition(b"range=")[2].partition(b"&")[0])
+        m = re.fullmatch(rb"bytes=(\d+)-(\d+)", want)
         if not m or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) >= len(echo):
             return b"200 OK", b"Accept-Ranges: bytes\r\n", echo, False
         a, b = int(m.group(1)), min(int(m.group(2)), len(echo) - 1)

@@ -497,6 +497,9 @@ TEST(codings_refused_at_the_head)
 		"                                    , gzip\r\nContent-Length: 3\r\n\r\nabc",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked                        "
 		"                                     , gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		/* a piece, never asked for (secrets.c drops Range) */
+		"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-2/9\r\n"
+		"Content-Length: 3\r\n\r\nabc",
 		/* a value the proxy does not name: not said as it came */
 		"HTTP/1.1 200 OK\r\nContent-Encoding: " SECRET "\r\nContent-Length: 3\r\n\r\nabc",
 	};
@@ -656,7 +659,8 @@ TEST(value_in_a_request_refused)
 	free(out);
 	/* nor a piece of one: its answer comes whole, to be masked whole */
 	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: api.test\r\nrange: bytes=9-12\r\n"
-		 "If-Range: \"e\"\r\nRanger: kept\r\nAuthorization: %s\r\n\r\n",
+		 "If-Range: \"e\"\r\nRanger: kept\r\nRequest-Range: bytes=1-2\r\n"
+		 "Authorization: %s\r\n\r\n",
 		 secrets_placeholder(ss, 0));
 	CHECK(secrets_rewrite_head(ss, head, strlen(head), "api.test", 443, true, &out,
 				   &outlen, why, sizeof(why)) == 0);

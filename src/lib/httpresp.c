@@ -143,6 +143,12 @@ static int on_headers(http_parser *p)
 	/* the proxy never asks for an upgrade on a connection it reads */
 	if (!r->why[0] && p->status_code == 101)
 		snprintf(r->why, sizeof(r->why), "101 Switching Protocols, unasked");
+	/*
+	 * nor for a range (secrets.c drops Range): a piece of an echo (a range
+	 * in the query) may cut a value where no whole spelling is left
+	 */
+	if (!r->why[0] && p->status_code == 206)
+		snprintf(r->why, sizeof(r->why), "206 Partial Content, unasked");
 	if (r->why[0]) {
 		r->head_refused = true;
 		return -1;

@@ -585,11 +585,16 @@ static int refuse_value(const struct secret *s, const char *where, const char *h
  * would come back in a form the mask cannot read.  Accept-Encoding (a
  * compressed answer), Range and If-Range (a piece of one: a value cut at
  * the range's ends, or a few of its bytes alone, is no whole spelling, and
- * ranges at each offset give all of it back).  Their answer comes whole.
+ * ranges at each offset give all of it back).  Their answer comes whole;
+ * a piece sent anyway is cut off (httpresp.c).
  */
 static bool dropped(const char *line, size_t n)
 {
-	static const char *const names[] = { "Accept-Encoding:", "Range:", "If-Range:" };
+	static const char *const names[] = {
+		"Accept-Encoding:", "Range:", "If-Range:",
+		/* the draft's name, which Apache's httpd still reads */
+		"Request-Range:",
+	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		size_t k = strlen(names[i]);

@@ -1507,14 +1507,19 @@ static void deny_request(struct conn *c, int code, const char *why)
 	json_t *o = denied_fields(c, why);
 
 	if (o && rq->path_len) {
-		char path[200];
+		/* the URL is at most 8 KiB (httpreq.c) */
+		char path[HTTPREQ_URL_MAX];
 		size_t n = rq->path_len < sizeof(path) ? rq->path_len : sizeof(path);
 
-		/* a value refused in the URL is not written down either */
+		/*
+		 * A value refused in the URL is not written down either: masked
+		 * in the whole URL before its first 200 bytes are kept, or one
+		 * that the cut crosses would leave its start.
+		 */
 		memcpy(path, rq->path, n);
 		if (c->px->tls)
 			secrets_redact(c->px->tls->secrets, path, n);
-		json_object_set_new(o, "path", json_stringn(path, n));
+		json_object_set_new(o, "path", json_stringn(path, n < 200 ? n : 200));
 	}
 	events_emit(c->px->ev, "egress.denied", o);
 	http_error(c, code, status_text(code), why);

@@ -87,6 +87,21 @@ def pct_lower(s):
     return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), s)
 
 
+def js_hex(v):
+    """each character but ASCII letters and digits escaped, "\\xHH" to U+00FF"""
+    out = ""
+    for c in v:
+        if c.isalnum() and ord(c) < 128:
+            out += c
+        elif ord(c) < 256:
+            out += "\\x%02X" % ord(c)
+        else:
+            units = c.encode("utf-16-be")
+            out += "".join("\\u%02X%02X" % (units[i], units[i + 1])
+                           for i in range(0, len(units), 2))
+    return out
+
+
 def escapes(v):
     """v as the encoders a reflecting server uses write it, one a line"""
     plain = json.dumps(v)[1:-1]
@@ -118,6 +133,8 @@ def escapes(v):
         ("pct-plus", urllib.parse.quote_plus(v, safe="")),
         ("pct-twice", urllib.parse.quote(quoted, safe="")),
         ("pct-mixed", quoted.replace("%2F", "/", 1)),
+        # JavaScript's "\xHH", as OWASP ESAPI's encodeForJavaScript writes it
+        ("js-hex", js_hex(v)),
     ]
     return "".join("%s: %s\n" % (k, e) for k, e in lines).encode()
 

@@ -226,6 +226,10 @@ static const char *const spellings[] = {
 	"a%2Fb%2Bc%3Dd%26e%3Cf%3Eg%22h+i%27%C3%A9%F0%9F%98%80",
 	/* percent twice (a URL inside a redirect's Location) */
 	"a%252Fb%252Bc%253Dd%2526e%253Cf%253Eg%2522h%2520i%2527%25C3%25A9%25F0%259F%2598%2580",
+	/* JavaScript's \xHH (OWASP ESAPI), \u past U+00FF */
+	"a\\x2Fb\\x2Bc\\x3Dd\\x26e\\x3Cf\\x3Eg\\x22h\\x20i\\x27\\xe9\\uD83D\\uDE00",
+	/* a string of bytes escaped so (é and U+1F600 as their UTF-8) */
+	"a/b+c=d&e<f>g\"h i'\\xc3\\xa9\\xF0\\x9f\\x98\\x80",
 	/* mixed: each character in its own escape */
 	"a\\/b%2Bc&#61;d\\u0026e&lt;f%3eg\\\"h+i&#x27;%C3%A9\\ud83d\\ude00",
 };

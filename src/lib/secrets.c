@@ -14,7 +14,8 @@
  * What the upstream sends back may show the value again: a server that
  * echoes a request (TRACE, an /anything endpoint, an error page, a
  * redirect carrying the query on).  So a request that has a value swapped
- * in is never a TRACE, and asks for an identity-encoded answer; every
+ * in is never a TRACE, and asks for an identity-encoded answer, whole
+ * (no Range: a piece of an echo is no whole spelling of a value); every
  * answer from a host a secret goes to is read on the way back (terminate.c,
  * httpresp.c) and each form of each such value in it (raw, in base64 at
  * each of its three alignments: Basic credentials echoed), in any spelling

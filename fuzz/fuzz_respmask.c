@@ -56,8 +56,8 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 	for (int i = 0; i < 8; i++)
 		httpresp_sent(&r, false);
 	while (from < len || held) {
-		size_t to = from + step < len ? from + step : len, n, rel;
-		bool end = to == len;
+		size_t to = from + step < len ? from + step : len, n, rel, hold;
+		bool end = to == len, framed;
 		char *content;
 
 		memcpy(buf + held, in + from, to - from);
@@ -71,6 +71,8 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 			if (r.start) {
 				secrets_mask_apply(m, content, n);
 				httpresp_content_back(&r, buf, r.start, content);
+				if (content != buf || n != r.start)
+					secrets_mask_apply(m, buf, r.start);
 			}
 			memcpy(out + nout, buf, r.start);
 			ret = -1;
@@ -81,8 +83,14 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 			abort();
 		secrets_mask_apply(m, content, n);
 		httpresp_content_back(&r, buf, held, content);
+		framed = content != buf || n != held;
+		if (framed)
+			secrets_mask_apply(m, buf, held);
 		rel = end ? held : httpresp_releasable(&r, held,
 						      secrets_mask_partial(m, content, n));
+		hold = !end && framed ? secrets_mask_partial(m, buf, held) : 0;
+		if (hold && held - hold < rel)
+			rel = held - hold > r.start ? held - hold : r.start;
 		if (rel > held)
 			abort();
 		memcpy(out + nout, buf, rel);

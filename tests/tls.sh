@@ -503,8 +503,10 @@ print('other', st, b.decode('latin-1'))"
 
 # A chunked answer's trailers are content: a value echoed in one is masked,
 # also when the proxy reads the trailers in two (they went on unread while
-# they were not whole).  curl, which reads them, gets its answer.
-t_trailers_never_show_the_secret() {
+# they were not whole).  A chunk's extension is framing, not content, and
+# a value there is masked too (it went on as it came).  curl, which reads
+# trailers and skips extensions, gets its answers.
+t_trailers_and_extensions_never_show_the_secret() {
 	secrets_policy
 	nrun -- /bin/sh -c "
 /usr/bin/python3 -c '
@@ -525,11 +527,32 @@ while True:
         break
     got += b
 print(got.decode(\"latin-1\"))'
-curl -sS -m 10 -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/echo-trailer; echo \" curl \$?\""
+curl -sS -m 10 -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/echo-trailer; echo \" curl \$?\"
+/usr/bin/python3 -c '
+import os, socket, ssl
+s = socket.create_connection((\"127.0.0.1\", 3128), 10)
+s.sendall(b\"CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n\")
+s.recv(4096)
+t = ssl.create_default_context().wrap_socket(s, server_hostname=\"api.test\")
+t.sendall(b\"GET /echo-ext HTTP/1.1\\r\\nHost: api.test\\r\\nAuthorization: Bearer \" +
+          os.environ[\"API_KEY\"].encode() + b\"\\r\\n\\r\\n\")
+got = b\"\"
+while True:
+    try:
+        b = t.recv(65536)
+    except (OSError, ssl.SSLError):
+        break
+    if not b:
+        break
+    got += b
+print(got.decode(\"latin-1\"))'
+curl -sS -m 10 -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/echo-ext; echo \" curl \$?\""
 	stdout > "$T/seen"
 	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
 	expect_contains "masked" "$(cat "$T/seen")" "X-Echo: Bearer $(printf '%*s' ${#SECRET} '' | tr ' ' '*')"
 	expect_contains "curl's answer" "$(cat "$T/seen")" "!!! curl 0"
+	expect_contains "an extension masked" "$(cat "$T/seen")" "3;echo=\"Bearer $(printf '%*s' ${#SECRET} '' | tr ' ' '*')\""
+	expect_contains "curl's answer (extensions skipped)" "$(cat "$T/seen")" "!!!!!! curl 0"
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
 }
 

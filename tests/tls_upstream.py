@@ -24,6 +24,8 @@
 #                      asked for one (Range: bytes=A-B, Request-Range, as
 #                      Apache still reads it, or ?range=A-B): 206, as a
 #                      cache in front of a reflecting server answers
+#   /echo-ext          chunked, the Authorization header echoed in the second
+#                      chunk's extension (framing: 3;echo="...")
 #   /echo-trailer      chunked, the Authorization header echoed in a trailer
 #                      written in two parts, the second 0.2 s later (a
 #                      trailer the proxy reads in two)
@@ -179,6 +181,8 @@ def answer(head, body):
         return b"200 OK", b"Content-Encoding: gzip\r\n", gzip.compress(echo), False
     if path.startswith(b"/echo-br"):
         return b"200 OK", b"Content-Encoding: br\r\n", echo, False
+    if path.startswith(b"/echo-ext"):
+        return b"200 OK", b"ext", header(head, b"authorization"), False
     if path.startswith(b"/echo-trailer"):
         return b"200 OK", b"trailer", header(head, b"authorization"), False
     if path.startswith(b"/echo-range"):
@@ -227,6 +231,10 @@ class Held:
 
 def send(conn, status, extra, body, keep):
     close = b"" if keep else b"Connection: close\r\n"
+    if extra == b"ext":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" + close +
+                     b"\r\n3\r\n!!!\r\n3;echo=\"" + body + b"\"\r\n!!!\r\n0\r\n\r\n")
+        return
     if extra == b"trailer":
         conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +
                      b"Trailer: X-Echo\r\n" + close + b"\r\n3\r\n!!!\r\n0\r\nX-Echo: " + body[:12])

@@ -51,7 +51,8 @@ struct sim {
  * `at`, then the rest), each appended to what was held, fed, masked, and
  * what may go on moved to out; the end flushes.  An answer it cannot read
  * cuts the stream where that answer begins: the whole ones before it go
- * on, masked (mask_relay, mask_cut).
+ * on, masked (mask_relay, mask_cut).  A chunked body's framing is masked
+ * as it came too, and a tail of it that may begin a value held.
  */
 static void play(struct secrets_mask *m, int heads, const char *stream, size_t len,
 		 const size_t *at, size_t nat, struct sim *s)
@@ -65,8 +66,9 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 	for (int i = 0; i < heads; i++)
 		httpresp_sent(&r, false);
 	for (size_t i = 0; i <= nat; i++) {
-		size_t to = i < nat ? at[i] : len, n, rel;
+		size_t to = i < nat ? at[i] : len, n, rel, hold;
 		char *content;
+		bool framed;
 
 		memcpy(buf + held, stream + from, to - from);
 		held += to - from;
@@ -77,6 +79,8 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 			content = httpresp_content(&r, buf, r.start, &n);
 			s->masked += secrets_mask_apply(m, content, n);
 			httpresp_content_back(&r, buf, r.start, content);
+			if (content != buf || n != r.start)
+				s->masked += secrets_mask_apply(m, buf, r.start);
 			memcpy(s->out + s->nout, buf, r.start);
 			s->nout += r.start;
 			break;
@@ -84,8 +88,14 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 		content = httpresp_content(&r, buf, held, &n);
 		s->masked += secrets_mask_apply(m, content, n);
 		httpresp_content_back(&r, buf, held, content);
+		framed = content != buf || n != held;
+		if (framed)
+			s->masked += secrets_mask_apply(m, buf, held);
 		rel = i == nat ? held : httpresp_releasable(&r, held,
 							   secrets_mask_partial(m, content, n));
+		hold = i < nat && framed ? secrets_mask_partial(m, buf, held) : 0;
+		if (hold && held - hold < rel)
+			rel = held - hold > r.start ? held - hold : r.start;
 		memcpy(s->out + s->nout, buf, rel);
 		s->nout += rel;
 		memmove(buf, buf + rel, held - rel);
@@ -612,6 +622,38 @@ TEST(trailers_masked_at_every_split)
 		if (s.cut || s.nout != len || strstr(s.out, SECRET) || s.masked != 1) {
 			fprintf(stderr, "  cut at %zu: %s\n", cut, s.out);
 			CHECK(!"a trailer's value came through");
+			break;
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/*
+ * A chunk's extension is framing, not content: a value a server wrote
+ * there is masked in the bytes as they came, however the reads cut it,
+ * and the chunks' data still joins as it did.
+ */
+TEST(chunk_extensions_masked_at_every_split)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				   "3\r\n!!!\r\n3;e=\"" SECRET "\"\r\n!!!\r\n0\r\n\r\n";
+	size_t len = sizeof(resp) - 1;
+	struct sim s;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t cut = 1; cut < len; cut++) {
+		play(m, 1, resp, len, &cut, 1, &s);
+		if (s.cut || s.nout != len || strstr(s.out, SECRET) || s.masked != 1 ||
+		    !strstr(s.out, "\r\n!!!\r\n0\r\n")) {
+			fprintf(stderr, "  cut at %zu: %s\n", cut, s.out);
+			CHECK(!"an extension's value came through");
 			break;
 		}
 	}

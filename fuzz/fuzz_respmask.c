@@ -7,7 +7,8 @@
  * The first byte picks the size of the reads (1 to 64) and whether the
  * first request was a HEAD; "@" in the rest stands for the value, "#" for
  * it as PHP's JSON writes it (spell.c's readings, not a fixed form).  The
- * stream is played as proxy.c's mask_relay plays it.  Beyond memory
+ * stream is played as proxy.c's mask_relay plays it, an answer it cannot
+ * read cut off behind the whole ones before it.  Beyond memory
  * safety: what is not cut off goes on whole, no byte more or fewer, and
  * nothing is held back forever (the end flushes); read at once or in
  * pieces, the answer is cut off or not alike.
@@ -55,14 +56,25 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 	for (int i = 0; i < 8; i++)
 		httpresp_sent(&r, false);
 	while (from < len || held) {
-		size_t to = from + step < len ? from + step : len, n, rel;
-		bool end = to == len;
+		size_t to = from + step < len ? from + step : len, n, rel, hold;
+		bool end = to == len, framed;
 		char *content;
 
 		memcpy(buf + held, in + from, to - from);
 		held += to - from;
 		from = to;
 		if (httpresp_feed(&r, buf, held) < 0) {
+			/* the whole answers before it go on, masked (mask_cut) */
+			content = r.start ? httpresp_content(&r, buf, r.start, &n) : buf;
+			if (!content || r.start > held)
+				abort();
+			if (r.start) {
+				secrets_mask_apply(m, content, n);
+				httpresp_content_back(&r, buf, r.start, content);
+				if (content != buf || n != r.start)
+					secrets_mask_apply(m, buf, r.start);
+			}
+			memcpy(out + nout, buf, r.start);
 			ret = -1;
 			break;
 		}
@@ -71,8 +83,14 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 			abort();
 		secrets_mask_apply(m, content, n);
 		httpresp_content_back(&r, buf, held, content);
+		framed = content != buf || n != held;
+		if (framed)
+			secrets_mask_apply(m, buf, held);
 		rel = end ? held : httpresp_releasable(&r, held,
 						      secrets_mask_partial(m, content, n));
+		hold = !end && framed ? secrets_mask_partial(m, buf, held) : 0;
+		if (hold && held - hold < rel)
+			rel = held - hold > r.start ? held - hold : r.start;
 		if (rel > held)
 			abort();
 		memcpy(out + nout, buf, rel);

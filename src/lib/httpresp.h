@@ -42,6 +42,7 @@ struct httpresp {
 	char name[24], value[64];
 	size_t nname, nvalue;
 	bool in_value;
+	bool value_long;		/* past value's room: no coding it names is one read */
 	char why[160];			/* set when the answer cannot be read */
 	bool head_refused;		/* for its head: nothing of it went on */
 	const char *base;		/* the buffer, while feeding */
@@ -55,8 +56,9 @@ void httpresp_free(struct httpresp *r);
 int httpresp_sent(struct httpresp *r, bool head);
 /*
  * Parse buf[r->fed, len).  0, or -1 with r->why: the answer cannot be read
- * (malformed, a coding other than identity, a 101 to a request that asked
- * for no upgrade, a head over HTTPRESP_HEAD_MAX).
+ * (malformed, a coding other than identity, a 101 or a 206 to a request
+ * that asked for no upgrade or range, a head over HTTPRESP_HEAD_MAX).
+ * Whole messages before it end at r->start.
  */
 int httpresp_feed(struct httpresp *r, const char *buf, size_t len);
 /*
@@ -70,6 +72,7 @@ void httpresp_release(struct httpresp *r, size_t n);
 /*
  * The content of buf[0, len) (framing left out) as one run: buf itself
  * when nothing is cut, else r->scratch.  *n: its length.  NULL: no memory.
+ * len may stop short of what was fed (r->start: the whole messages).
  */
 char *httpresp_content(struct httpresp *r, char *buf, size_t len, size_t *n);
 /* The content, changed, back into buf (a no-op when it is buf). */

@@ -860,37 +860,28 @@ static void mask_cut(struct conn *c)
 }
 
 /*
- * What a host that secrets go to answers, on its way to the sandbox: each
- * message framed (httpresp.c), each value's forms in its content masked
- * (secrets.c), and a tail that may be the start of one held back until
- * what follows shows it is not, or its message ends (eof: all goes).
- * false: c is gone or closing.
+ * The content of buf[0, len) (framing left out) with each value's forms
+ * in it masked where they lie, counted, and said once a connection; the
+ * content as one run in *content, *n bytes.  Where framing was left out
+ * (a chunked body), the bytes as they came are masked too: a value whole
+ * in the framing (a chunk's extension) goes to a client that reads it
+ * there.  false: no memory to read it.
  */
-static bool mask_relay(struct conn *c, bool eof)
+static bool mask_content(struct conn *c, char *buf, size_t len, char **content, size_t *n)
 {
-	struct evbuffer *in = bufferevent_get_input(c->up);
-	size_t len = evbuffer_get_length(in), n, rel, masked;
-	char *buf, *content;
+	size_t masked;
 
+	*content = buf;
+	*n = 0;
 	if (!len)
 		return true;
-	buf = (char *)evbuffer_pullup(in, len);
-	if (!buf || httpresp_feed(&c->resp, buf, len) < 0) {
-		if (!buf)
-			snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
-		mask_cut(c);
+	*content = httpresp_content(&c->resp, buf, len, n);
+	if (!*content)
 		return false;
-	}
-	content = httpresp_content(&c->resp, buf, len, &n);
-	if (!content) {
-		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
-		mask_cut(c);
-		return false;
-	}
-	masked = secrets_mask_apply(c->mask, content, n);
-	httpresp_content_back(&c->resp, buf, len, content);
-	rel = eof ? len : httpresp_releasable(&c->resp, len,
-					      secrets_mask_partial(c->mask, content, n));
+	masked = secrets_mask_apply(c->mask, *content, *n);
+	httpresp_content_back(&c->resp, buf, len, *content);
+	if (*content != buf || *n != len)
+		masked += secrets_mask_apply(c->mask, buf, len);
 	if (masked) {
 		c->masked += masked;
 		if (!c->mask_said) {
@@ -904,6 +895,65 @@ static bool mask_relay(struct conn *c, bool eof)
 			events_emit(c->px->ev, "egress.masked", o);
 		}
 	}
+	return true;
+}
+
+/*
+ * rel of buf[0, len) may go: less a tail of the bytes as they came that
+ * may begin a value's spelling, but never less than the whole messages
+ * (httpresp_releasable's floor: their ends go, whatever they end with).
+ */
+static size_t framing_hold(struct conn *c, const char *buf, size_t len, size_t rel)
+{
+	size_t hold = secrets_mask_partial(c->mask, buf, len);
+
+	if (hold && len - hold < rel)
+		rel = len - hold > c->resp.start ? len - hold : c->resp.start;
+	return rel;
+}
+
+/*
+ * What a host that secrets go to answers, on its way to the sandbox: each
+ * message framed (httpresp.c), each value's forms in its content masked
+ * (secrets.c), and a tail that may be the start of one held back until
+ * what follows shows it is not, or its message ends (eof: all goes).
+ * false: c is gone or closing.
+ */
+static bool mask_relay(struct conn *c, bool eof)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	size_t len = evbuffer_get_length(in), n, rel;
+	char *buf, *content;
+
+	if (!len)
+		return true;
+	buf = (char *)evbuffer_pullup(in, len);
+	if (!buf) {
+		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
+		mask_cut(c);
+		return false;
+	}
+	if (httpresp_feed(&c->resp, buf, len) < 0) {
+		/*
+		 * The whole messages before the one refused go on (mask_cut),
+		 * masked as any: one read can hold a pipelined echo and,
+		 * behind it, an answer the proxy cannot read.
+		 */
+		if (!mask_content(c, buf, c->resp.start, &content, &n))
+			c->resp.start = 0;
+		mask_cut(c);
+		return false;
+	}
+	if (!mask_content(c, buf, len, &content, &n)) {
+		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
+		mask_cut(c);
+		return false;
+	}
+	rel = eof ? len : httpresp_releasable(&c->resp, len,
+					      secrets_mask_partial(c->mask, content, n));
+	/* and a value's first bytes in framing at the end (an extension cut short) */
+	if (!eof && (content != buf || n != len))
+		rel = framing_hold(c, buf, len, rel);
 	c->bytes_down += rel;
 	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), rel);
 	httpresp_release(&c->resp, rel);
@@ -1479,14 +1529,19 @@ static void deny_request(struct conn *c, int code, const char *why)
 	json_t *o = denied_fields(c, why);
 
 	if (o && rq->path_len) {
-		char path[200];
+		/* the URL is at most 8 KiB (httpreq.c) */
+		char path[HTTPREQ_URL_MAX];
 		size_t n = rq->path_len < sizeof(path) ? rq->path_len : sizeof(path);
 
-		/* a value refused in the URL is not written down either */
+		/*
+		 * A value refused in the URL is not written down either: masked
+		 * in the whole URL before its first 200 bytes are kept, or one
+		 * that the cut crosses would leave its start.
+		 */
 		memcpy(path, rq->path, n);
 		if (c->px->tls)
 			secrets_redact(c->px->tls->secrets, path, n);
-		json_object_set_new(o, "path", json_stringn(path, n));
+		json_object_set_new(o, "path", json_stringn(path, n < 200 ? n : 200));
 	}
 	events_emit(c->px->ev, "egress.denied", o);
 	http_error(c, code, status_text(code), why);
@@ -1496,12 +1551,26 @@ static void deny_request(struct conn *c, int code, const char *why)
 static bool request_ok(struct conn *c)
 {
 	char why[CORRAL_ERR_MAX];
+	const char *name;
 	int code;
 
 	snprintf(c->method, sizeof(c->method), "%s", c->hr.req.method_name);
 	c->scan.ntail = 0;
 	if (!c->px->tls)
 		return true;
+	/*
+	 * A value in the URL is refused for what it is before the rules
+	 * judge the path: their refusal says the path, and would write the
+	 * value (or, cut at 200 bytes, its start) into the event and the 403.
+	 */
+	name = secrets_value_in(c->px->tls->secrets, c->hr.req.path, c->hr.req.path_len);
+	if (name) {
+		snprintf(why, sizeof(why), "the value of secret %s in the URL of a request to "
+			 "%.100s: a value the sandbox should not know is never sent on", name,
+			 c->host);
+		deny_request(c, 403, why);
+		return false;
+	}
 	code = httprules_check(c->px->tls->rules, c->host, c->port, &c->hr.req, why,
 			       sizeof(why));
 	if (code == 0)

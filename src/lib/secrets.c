@@ -14,7 +14,8 @@
  * What the upstream sends back may show the value again: a server that
  * echoes a request (TRACE, an /anything endpoint, an error page, a
  * redirect carrying the query on).  So a request that has a value swapped
- * in is never a TRACE, and asks for an identity-encoded answer; every
+ * in is never a TRACE, and asks for an identity-encoded answer, whole
+ * (no Range: a piece of an echo is no whole spelling of a value); every
  * answer from a host a secret goes to is read on the way back (terminate.c,
  * httpresp.c) and each form of each such value in it (raw, in base64 at
  * each of its three alignments: Basic credentials echoed), in any spelling
@@ -446,7 +447,13 @@ struct ctx {
 	size_t header_len;
 };
 
-/* In the URL: only as the whole value of the secret's query parameter. */
+/*
+ * In the URL: only as the whole value of the secret's query parameter, as
+ * the server reads the query: its parameters split at "&" from the first
+ * "?" on.  A later "?" is a byte of the parameter before it: after
+ * "?url=https://evil.test/?key=" the value would be url's, for a server
+ * that fetches that URL to send on.
+ */
 static bool in_query(const struct secret *s, const char *line, size_t n,
 		     const char *at, const void *arg)
 {
@@ -458,7 +465,7 @@ static bool in_query(const struct secret *s, const char *line, size_t n,
 		return false;
 	/* pointers, not at[-2 - ql]: ql is unsigned, the index would wrap */
 	if (at[-1] != '=' || memcmp(at - 1 - ql, s->query, ql) ||
-	    (*(at - 2 - ql) != '?' && *(at - 2 - ql) != '&'))
+	    (at - 2 - ql != q && *(at - 2 - ql) != '&'))
 		return false;
 	return after < line + n && (*after == '&' || *after == ' ' || *after == '#');
 }
@@ -580,6 +587,31 @@ static int refuse_value(const struct secret *s, const char *where, const char *h
 	return -EACCES;
 }
 
+/*
+ * A header a request to a secret's host goes without: what it asks for
+ * would come back in a form the mask cannot read.  Accept-Encoding (a
+ * compressed answer), Range and If-Range (a piece of one: a value cut at
+ * the range's ends, or a few of its bytes alone, is no whole spelling, and
+ * ranges at each offset give all of it back).  Their answer comes whole;
+ * a piece sent anyway is cut off (httpresp.c).
+ */
+static bool dropped(const char *line, size_t n)
+{
+	static const char *const names[] = {
+		"Accept-Encoding:", "Range:", "If-Range:",
+		/* the draft's name, which Apache's httpd still reads */
+		"Request-Range:",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t k = strlen(names[i]);
+
+		if (n >= k && !strncasecmp(line, names[i], k))
+			return true;
+	}
+	return false;
+}
+
 int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 			 const char *host, uint16_t port, bool swap, char **out,
 			 size_t *outlen, char *why, size_t whylen)
@@ -603,7 +635,7 @@ int secrets_rewrite_head(const struct secrets *ss, const char *head, size_t len,
 
 		if (first) {
 			r = swap_in(ss, &o, p, n, in_query, &c, "the URL", host, why, whylen);
-		} else if (identity && n >= 16 && !strncasecmp(p, "Accept-Encoding:", 16)) {
+		} else if (identity && dropped(p, n)) {
 			p = eol ? eol + 2 : end;
 			continue;
 		} else if (n && (colon = memchr(p, ':', n))) {
@@ -756,6 +788,13 @@ void secrets_mask_free(struct secrets_mask *m)
 size_t secrets_redact(const struct secrets *ss, char *p, size_t n)
 {
 	return ss ? mask_spelled(&ss->all, p, n, NULL) : 0;
+}
+
+const char *secrets_value_in(const struct secrets *ss, const char *p, size_t n)
+{
+	const struct secret *s = ss && ss->n ? find_value(ss, p, n) : NULL;
+
+	return s ? s->name : NULL;
 }
 
 bool secrets_bound(const struct secrets *ss, const char *host, uint16_t port)

@@ -149,7 +149,11 @@ static void intros(const char *t, size_t n, size_t p, int nest, struct toks *o)
 			put(o, d.v[i].v, false, d.v[i].end);
 }
 
-/* after "\": "uHHHH" (a surrogate pair: two), or "/", "\"", "\\" (escaped once more) */
+/*
+ * after "\": "uHHHH" (a surrogate pair: two), JavaScript's "xHH" (a code
+ * point to U+00FF, or a byte: what a string of bytes escapes), or "/",
+ * "\"", "\\" (escaped once more)
+ */
 static void json(const char *t, size_t n, size_t q, int nest, struct toks *o)
 {
 	struct toks in, d;
@@ -158,6 +162,14 @@ static void json(const char *t, size_t n, size_t q, int nest, struct toks *o)
 
 	if (q >= n) {
 		o->more = true;
+		return;
+	}
+	if (t[q] == 'x') {
+		if (!(end = number(t, n, q + 1, 16, 2, 2, 0, &hi, &o->more)))
+			return;
+		put(o, hi, false, end);
+		if (hi >= 0x80)
+			put(o, hi, true, end);
 		return;
 	}
 	if (t[q] == 'u') {

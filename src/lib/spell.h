@@ -11,7 +11,9 @@
  *
  * Spellings of a unit: its bytes, each raw or "%HH" (either case); "+"
  * for a space (a query's form encoding); JSON's "\uHHHH" (a surrogate
- * pair past U+FFFF), "\/", "\"", "\\"; HTML's and XML's "&#D;" and
+ * pair past U+FFFF), "\/", "\"", "\\"; JavaScript's "\xHH" (a character
+ * to U+00FF, or a byte of one: OWASP ESAPI's JavaScript encoder, a string
+ * of bytes escaped); HTML's and XML's "&#D;" and
  * "&#xH;" (up to 8 digits, either case) and the named references of the
  * characters a token may hold ("&amp;", "&lt;", "&sol;", ...).  The
  * first byte of an escape ("%", "\", "&") may itself be escaped once:

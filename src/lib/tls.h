@@ -137,6 +137,8 @@ void secrets_scan_free(struct secrets_scan *st);
 
 /* Every form of every value in p[0..n) masked (a path for an event); how many. */
 size_t secrets_redact(const struct secrets *s, char *p, size_t n);
+/* The name of the secret whose value p[0..n) spells; NULL: none. */
+const char *secrets_value_in(const struct secrets *s, const char *p, size_t n);
 /* Does a secret go to host:port (so that what it answers is scanned)? */
 bool secrets_bound(const struct secrets *s, const char *host, uint16_t port);
 

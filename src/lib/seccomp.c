@@ -213,6 +213,23 @@ static const struct deny deny_table[] = {
 	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(IPPROTO_TCP, TCP_ULP),
 	  "kernel TLS and other TCP upper-layer protocols (CVE-2023-0461)" },
 	/*
+	 * Classic BPF socket filters are JIT-compiled into the host's one
+	 * pool of executable BPF memory (net.core.bpf_jit_limit, 504 MiB
+	 * here), charged to no cgroup; past it an unprivileged program
+	 * cannot be compiled, and where the kernel has no interpreter
+	 * (CONFIG_BPF_JIT_ALWAYS_ON, as Debian's, Ubuntu's, Fedora's) no
+	 * seccomp filter either: one sandbox holding 9,000 filters of 4096
+	 * instructions on its sockets left the next sandbox unable to load
+	 * its filter, and uid 65534 on the host too.  Filters on the
+	 * families allowed here (unix, TCP, UDP, routing netlink) are
+	 * rare: they serve packet capture, whose sockets are refused.  Both
+	 * calls share a reason, as sc_deny_why tells rules by level alone.
+	 */
+	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(SOL_SOCKET, SO_ATTACH_FILTER),
+	  "classic BPF socket filters (the host's one BPF JIT pool)" },
+	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF),
+	  "classic BPF socket filters (the host's one BPF JIT pool)" },
+	/*
 	 * Huge pages come from one pool for the host (vm.nr_hugepages, kept
 	 * for its databases and VMs), charged to no memory cgroup of the
 	 * sandbox's: under --memory 16M a sandbox took all 64 MiB of it and

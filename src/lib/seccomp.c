@@ -984,6 +984,26 @@ static bool kernel_runs(const struct sc_compiled *f)
 	       syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 }
 
+/*
+ * 524 is the kernel's ENOTSUPP, which libc has no text for: a kernel
+ * without the BPF interpreter (CONFIG_BPF_JIT_ALWAYS_ON) whose JIT
+ * refused, as it does for every process but root's once the host's
+ * net.core.bpf_jit_limit is used up, by other processes' seccomp filters
+ * (another sandbox's) or socket filters.  Said so, for the operator.
+ */
+#define KERNEL_ENOTSUPP 524
+
+int sc_load_failed(struct corral_err *err, int errnum, size_t len)
+{
+	if (errnum == KERNEL_ENOTSUPP)
+		return corral_set_err(err, -errnum, "seccomp: cannot load the %zu-instruction "
+				      "filter: the kernel could not compile it (ENOTSUPP): the "
+				      "host's BPF JIT memory (net.core.bpf_jit_limit) is used up "
+				      "by other processes' filters", len);
+	return corral_set_errno(err, errnum, "seccomp: cannot load the %zu-instruction filter",
+				len);
+}
+
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 {
 	int r;
@@ -1020,8 +1040,7 @@ int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 	r = load_program(f);
 loaded:
 	if (r < 0) {
-		r = corral_set_errno(err, errno, "seccomp: cannot load the %zu-instruction filter",
-				   f->len);
+		r = sc_load_failed(err, errno, f->len);
 		goto out;
 	}
 	if (f->notify && notify_fd)

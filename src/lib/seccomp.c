@@ -217,7 +217,7 @@ static const struct deny deny_table[] = {
 	 * pool of executable BPF memory (net.core.bpf_jit_limit, 504 MiB
 	 * here), charged to no cgroup; past it an unprivileged program
 	 * cannot be compiled, and where the kernel has no interpreter
-	 * (CONFIG_BPF_JIT_ALWAYS_ON, as Debian's, Ubuntu's, Fedora's) no
+	 * (CONFIG_BPF_JIT_ALWAYS_ON, as here and on many distributions) no
 	 * seccomp filter either: one sandbox holding 9,000 filters of 4096
 	 * instructions on its sockets left the next sandbox unable to load
 	 * its filter, and uid 65534 on the host too.  Filters on the

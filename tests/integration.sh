@@ -923,7 +923,7 @@ print("sent")' 2>&1 || true)
 
 # A socket's options (TCP_MD5SIG keys, IPv6 sticky options, a sendmsg's
 # long control data) are host memory charged to no cgroup, up to
-# net.core.optmem_max a socket: 128 KiB since Linux 6.9, whose 963 keys a
+# net.core.optmem_max a socket: 128 KiB on recent kernels, whose 963 keys a
 # socket gave 1000 sockets of one process 180 MB under --memory 64M.  The
 # sandbox's netns has the old 20 KiB (about 150 keys); the host keeps its
 # own, and what programs send still goes: 253 fds in one message (a

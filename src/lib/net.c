@@ -173,8 +173,8 @@ static void conntrack_shorten(void)
  * What a socket holds of its options (TCP_MD5SIG and TCP-AO keys, IPv6
  * sticky options, multicast source lists, a sendmsg's long control data,
  * MSG_ZEROCOPY's notices) is host kernel memory charged to no cgroup, up
- * to net.core.optmem_max a socket: 128 KiB since Linux 6.9, raised for
- * MSG_ZEROCOPY on fast NICs, 20 KiB for a decade before.  Measured: one
+ * to net.core.optmem_max a socket: 128 KiB on recent kernels (this
+ * one's), raised for MSG_ZEROCOPY on fast NICs, 20 KiB for years before.  Measured: one
  * process under --memory 64M gave 1000 TCP sockets 963 keys each, 180 MB
  * of the host's memory, its group 3.7 MB.  This netns's own value goes
  * back to the old default: a sixth of that.  It is a bound a socket, so

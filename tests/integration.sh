@@ -921,6 +921,49 @@ print("sent")' 2>&1 || true)
 	expect_contains "stopped by" "$(< "$T/a")" "Too many references"
 }
 
+# A socket's options (TCP_MD5SIG keys, IPv6 sticky options, a sendmsg's
+# long control data) are host memory charged to no cgroup, up to
+# net.core.optmem_max a socket: 128 KiB on recent kernels, whose 963 keys a
+# socket gave 1000 sockets of one process 180 MB under --memory 64M.  The
+# sandbox's netns has the old 20 KiB (about 150 keys); the host keeps its
+# own, and what programs send still goes: 253 fds in one message (a
+# 1 KiB control buffer), TCP's own options.
+SOCKOPT_PY='
+import array, socket, struct
+def keys():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    for n in range(2000):
+        addr = struct.pack("@H2s4s", socket.AF_INET, b"\0\0", socket.inet_aton("10.0.%d.%d" % (n >> 8, n & 255)))
+        key = addr.ljust(128, b"\0") + struct.pack("@BBHi", 0, 0, 16, 0) + b"k" * 80
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, 14, key)	# TCP_MD5SIG
+        except OSError:
+            return n
+    return n
+print("optmem", open("/proc/sys/net/core/optmem_max").read().strip())
+print("keys", keys())
+a, b = socket.socketpair()
+socket.send_fds(a, [b"x"], [0] * 253)
+print("fds", len(socket.recv_fds(b, 10, 253)[1]))
+t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+t.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+print("nodelay", t.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+'
+t_socket_options_bounded() {
+	local host; host=$(cat /proc/sys/net/core/optmem_max)
+	out=$(crun --memory 64M -- /usr/bin/python3 -c "$SOCKOPT_PY")
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_eq "the host's optmem_max" "$(cat /proc/sys/net/core/optmem_max)" "$host"
+	expect_contains "253 fds in one message" "$out" "fds 253"
+	expect_contains "TCP_NODELAY" "$out" "nodelay 1"
+	local keys; keys=$(awk '$1 == "keys" {print $2}' <<< "$out")
+	[ "$host" -gt 20480 ] || { expect_contains "optmem_max" "$out" "optmem $host"; skip "the host's optmem_max is $host already"; return; }
+	expect_contains "the sandbox's optmem_max" "$out" "optmem 20480" || return 1
+	[ "$keys" != 0 ] || { skip "no TCP_MD5SIG in this kernel"; return; }
+	[ -n "$keys" ] && [ "$keys" -le 200 ] ||
+		fail "a socket took $keys TCP_MD5SIG keys, want 1 to 200 (about 150 in 20 KiB)"
+}
+
 # Every open file is a struct file in the host's one table (fs.file-max),
 # which no namespace or cgroup divides; past it every open of every process
 # but root's fails (ENFILE).  A command's hard RLIMIT_NOFILE is at most a

@@ -475,7 +475,29 @@ TEST(arguments_decided)
 	CHECK(call(&p, 135, 0xffffffff, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, PER_LINUX, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, ADDR_NO_RANDOMIZE, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	/* setsockopt: classic BPF socket filters only, at SOL_SOCKET */
+	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_ATTACH_FILTER) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_DETACH_FILTER) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_RCVBUF) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 54, 3, IPPROTO_IP, SO_ATTACH_FILTER) == SECCOMP_RET_ALLOW);
 	free(p.insns);
+}
+
+/*
+ * A kernel without the BPF interpreter answers 524 (ENOTSUPP, no text in
+ * libc) when its JIT pool is used up: the error names the pool.
+ */
+TEST(jit_pool_refusal_named)
+{
+	struct corral_err err = { 0 };
+
+	CHECK(sc_load_failed(&err, 524, 406) == -524);
+	CHECK(strstr(err.msg, "406-instruction filter") != NULL);
+	CHECK(strstr(err.msg, "net.core.bpf_jit_limit") != NULL);
+	CHECK(sc_load_failed(&err, EINVAL, 406) == -EINVAL);
+	CHECK(strstr(err.msg, "bpf_jit_limit") == NULL);
+	CHECK(strstr(err.msg, "cannot load the 406-instruction filter") != NULL);
 }
 
 /*

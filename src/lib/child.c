@@ -17,6 +17,7 @@
 #include "fdpass.h"
 #include "dnsoff.h"
 #include "proxy.h"
+#include "net.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1620,6 +1621,8 @@ void sandbox_child(struct child_ctx *c)
 			       "doctor`)" : "");
 		setup_failed(c, &err);
 	}
+	if (!c->joined_net)
+		net_bound_socket_options();
 	if (!c->joined_net && c->p->net == CORRAL_NET_PROXY &&
 	    proxy_listeners_send(c->sync_rd, c->p->net_transparent,
 				 c->p->connections) < 0)

@@ -134,6 +134,8 @@ struct sc_compiled {
 int sc_compile(const struct corral_policy *p, bool want_notify, struct sc_compiled *f,
 	       struct corral_err *err);
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err);
+/* sc_load's error for the kernel's errnum: -errnum, err set */
+int sc_load_failed(struct corral_err *err, int errnum, size_t len);
 /* Frees what sc_compile made, for a caller that does not sc_load it. */
 void sc_discard(struct sc_compiled *f);
 /* "2026-12-01T19:39:22.123Z": an event's time (clock.c) */

@@ -14,6 +14,9 @@ int net_rtnl_ask(const struct nlmsghdr *req);
 
 int net_add_lo_address(char *why, size_t len);
 
+/* This netns's net.core.optmem_max down to the old default (see net.c). */
+void net_bound_socket_options(void);
+
 /* The netns's lo up (a new netns has it down): 0 or -errno. */
 int net_lo_up(void);
 

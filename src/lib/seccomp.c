@@ -213,6 +213,23 @@ static const struct deny deny_table[] = {
 	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(IPPROTO_TCP, TCP_ULP),
 	  "kernel TLS and other TCP upper-layer protocols (CVE-2023-0461)" },
 	/*
+	 * Classic BPF socket filters are JIT-compiled into the host's one
+	 * pool of executable BPF memory (net.core.bpf_jit_limit, 504 MiB
+	 * here), charged to no cgroup; past it an unprivileged program
+	 * cannot be compiled, and where the kernel has no interpreter
+	 * (CONFIG_BPF_JIT_ALWAYS_ON, as here and on many distributions) no
+	 * seccomp filter either: one sandbox holding 9,000 filters of 4096
+	 * instructions on its sockets left the next sandbox unable to load
+	 * its filter, and uid 65534 on the host too.  Filters on the
+	 * families allowed here (unix, TCP, UDP, routing netlink) are
+	 * rare: they serve packet capture, whose sockets are refused.  Both
+	 * calls share a reason, as sc_deny_why tells rules by level alone.
+	 */
+	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(SOL_SOCKET, SO_ATTACH_FILTER),
+	  "classic BPF socket filters (the host's one BPF JIT pool)" },
+	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF),
+	  "classic BPF socket filters (the host's one BPF JIT pool)" },
+	/*
 	 * Huge pages come from one pool for the host (vm.nr_hugepages, kept
 	 * for its databases and VMs), charged to no memory cgroup of the
 	 * sandbox's: under --memory 16M a sandbox took all 64 MiB of it and
@@ -967,6 +984,26 @@ static bool kernel_runs(const struct sc_compiled *f)
 	       syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 }
 
+/*
+ * 524 is the kernel's ENOTSUPP, which libc has no text for: a kernel
+ * without the BPF interpreter (CONFIG_BPF_JIT_ALWAYS_ON) whose JIT
+ * refused, as it does for every process but root's once the host's
+ * net.core.bpf_jit_limit is used up, by other processes' seccomp filters
+ * (another sandbox's) or socket filters.  Said so, for the operator.
+ */
+#define KERNEL_ENOTSUPP 524
+
+int sc_load_failed(struct corral_err *err, int errnum, size_t len)
+{
+	if (errnum == KERNEL_ENOTSUPP)
+		return corral_set_err(err, -errnum, "seccomp: cannot load the %zu-instruction "
+				      "filter: the kernel could not compile it (ENOTSUPP): the "
+				      "host's BPF JIT memory (net.core.bpf_jit_limit) is used up "
+				      "by other processes' filters", len);
+	return corral_set_errno(err, errnum, "seccomp: cannot load the %zu-instruction filter",
+				len);
+}
+
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 {
 	int r;
@@ -1003,8 +1040,7 @@ int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 	r = load_program(f);
 loaded:
 	if (r < 0) {
-		r = corral_set_errno(err, errno, "seccomp: cannot load the %zu-instruction filter",
-				   f->len);
+		r = sc_load_failed(err, errno, f->len);
 		goto out;
 	}
 	if (f->notify && notify_fd)

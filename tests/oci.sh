@@ -342,6 +342,35 @@ t_exec_ps_pause() {
 	nothing_left c1 "$pid $epid $bpid" "$mon"
 }
 
+# ps lists every process of the container, as runc's does.  It listed
+# the first 1000 before: a container of more hid the rest from the
+# engine's `ps` (`ctr task ps`, `podman top`), on cgroup v1, which sorts
+# the list, the newest of them (a process started last, say).  The
+# count to compare is the host's: every process in its pid namespace.
+t_ps_lists_every_process() {
+	bound_test
+	need_root
+	local pid mon ns n=0
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	oci exec --detach c1 sh -c 'i=0; while [ $i -lt 1010 ]; do sleep 60 & i=$((i + 1)); done
+		exec sleep 60' > /dev/null
+	expect_eq "exec" "$(rc)" 0
+	ns=$(stat -L -c %i "/proc/$pid/ns/pid")
+	for _ in $(seq 1 200); do
+		n=$(stat -L -c %i /proc/[0-9]*/ns/pid 2>/dev/null | grep -c "^$ns\$" || true)
+		[ "$n" -ge 1013 ] && break
+		sleep 0.1
+	done
+	[ "$n" -ge 1013 ] || fail "the container never ran its 1013 processes ($n)"
+	oci ps --format json c1 > /dev/null
+	expect_eq "ps" "$(rc)" 0
+	expect_eq "the processes ps lists" "$(pyjq "len(v)" "$T/out")" "$n"
+	oci ps c1 > /dev/null
+	expect_eq "ps's table: a header and a line each" "$(wc -l < "$T/out")" $((n + 1))
+	c1_gone "$pid" "$mon"
+}
+
 # c1_running: c1, a bundle of `sleep 60`, created and started; its init's
 # pid in C1_PID, its monitor's in C1_MON
 c1_running() {

@@ -424,6 +424,56 @@ t_exec_no_host_fds() {
 	c1_gone "$pid$epids" "$mon"
 }
 
+# runc's CVE-2019-5736 through exec: an image whose command is a
+# `#!/proc/self/exe` script had the runtime's own binary run inside, and
+# a process there reopened it through /proc/PID/exe to overwrite the
+# host's runc.  Here the script's exec is refused (Landlock: the host's
+# binary lies outside the container's root), and corral's code in the
+# container's pid namespace, init and an exec held at its gate (host
+# root there until it takes the agent's uid), is no file the container
+# may read, write, list or enter through /proc; the binary unchanged.
+t_exec_proc_self_exe_not_writable() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to hold exec with"
+	local pid mon own st cli="" out probe
+	own=$(md5sum < "$CORRAL")
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	printf '#!/proc/self/exe\n' > "$T/b/rootfs/bin/evil"
+	chmod 755 "$T/b/rootfs/bin/evil"
+	out=$(oci exec c1 /bin/evil)
+	expect_eq "the exec of #!/proc/self/exe" "$(rc)" 255
+	expect_contains "why" "$(last_error)" "exec /bin/evil: Permission denied"
+	probe='for p in /proc/[0-9]*; do
+		case $(cat $p/cmdline 2>/dev/null) in corral-*) ;; *) continue ;; esac
+		echo "seen $(cat $p/cmdline)"
+		cat $p/exe > /dev/null 2>&1 && echo "read ${p#/proc/}"
+		echo x >> $p/exe 2>/dev/null && echo "wrote ${p#/proc/}"
+		ls $p/fd > /dev/null 2>&1 && echo "fds ${p#/proc/}"
+		ls $p/cwd/ > /dev/null 2>&1 && echo "cwd ${p#/proc/}"
+	done'
+	out=$(oci exec c1 sh -c "$probe")
+	expect_contains "init seen" "$out" "seen corral-init"
+	exec_held connect 2 c1 true
+	st=$ST
+	if strace_held "$T/held.strace" "$st"; then
+		cli=$(cat "$T/held.pid")
+		out="$out
+$(oci exec c1 sh -c "$probe")"
+		kill -CONT "$cli"
+	fi
+	wait "$st" || true
+	[ -n "$cli" ] || fail "exec was never held: $(tail -c 300 "$T/held.strace")"
+	echo "$out"
+	expect_contains "the held exec seen" "$out" "seen corral-exec"
+	expect_not_contains "a runtime's binary read" "$out" "read "
+	expect_not_contains "a runtime's binary written" "$out" "wrote "
+	expect_not_contains "a runtime's fds listed" "$out" "fds "
+	expect_not_contains "a runtime's cwd entered" "$out" "cwd "
+	expect_eq "corral's binary" "$(md5sum < "$CORRAL")" "$own"
+	c1_gone "$pid" "$mon"
+}
+
 # A container's processes, its init's and an exec'd one alike, are the
 # OOM killer's first choice over the runtime's and the engine's (oom.c):
 # at least 500, never less than the caller's; process.oomScoreAdj ignored.

@@ -474,6 +474,40 @@ $(oci exec c1 sh -c "$probe")"
 	c1_gone "$pid" "$mon"
 }
 
+# execs racing a `delete --force`: each is refused or its process killed
+# with the container (137), none hangs, and nothing of it is left: no
+# process of theirs (each names $T in its command line), no cgroup, no
+# state.  Whichever way each race goes is the kernel's; only what is left
+# is judged.
+t_exec_during_delete() {
+	need_root
+	local pid mon i p r pids="" left=""
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	for i in $(seq 1 12); do
+		timeout 60 "$OCI" --root "$T/root" --log "$T/log.json" exec c1 \
+			sh -c "sleep 30; : $T" > "$T/e.$i" 2>&1 < /dev/null &
+		pids="$pids $!"
+	done
+	oci delete --force c1
+	expect_eq "delete" "$(rc)" 0
+	for p in $pids; do
+		r=0
+		wait "$p" || r=$?
+		case $r in
+		1|137|255) ;;
+		*) fail "an exec ended $r: $(cat "$T"/e.* 2>/dev/null)" ;;
+		esac
+	done
+	for p in /proc/[0-9]*; do
+		case $(tr '\0' ' ' < "$p/cmdline" 2>/dev/null) in
+		*"$T"*) left="$left ${p#/proc/}" ;;
+		esac
+	done
+	expect_eq "processes of the execs left" "$left" ""
+	nothing_left c1 "$pid" "$mon"
+}
+
 # A container's processes, its init's and an exec'd one alike, are the
 # OOM killer's first choice over the runtime's and the engine's (oom.c):
 # at least 500, never less than the caller's; process.oomScoreAdj ignored.

@@ -59,6 +59,10 @@ ln -s "$CORRAL" "$TEST_TMP/bin/corral-oci"
 OCI=$TEST_TMP/bin/corral-oci
 
 need_root() { [ "$ME" = 0 ] || skip "the OCI runtime is root's (as runc); not root"; }
+# landlock_abi: the kernel's Landlock ABI (0: none)
+landlock_abi() {
+	/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(max(l.syscall(444, None, 0, 1), 0))'
+}
 
 # bundle DIR ARGV_JSON [PYTHON]: a busybox-static rootfs and a config.json
 # shaped as `runc spec` makes it; PYTHON edits c (the config) first.
@@ -506,6 +510,37 @@ t_exec_during_delete() {
 	done
 	expect_eq "processes of the execs left" "$left" ""
 	nothing_left c1 "$pid" "$mon"
+}
+
+# An exec'd process (the engine's probe, an operator's shell) is its own
+# Landlock domain, which scopes signals (ABI 6): the container's
+# processes may not stop or kill it, as they may one another (the same
+# uid), nor it them.  The container's command waits for the exec'd
+# process's pid in its /tmp, then sends SIGSTOP and SIGKILL.
+t_exec_not_signalled_by_the_container() {
+	need_root
+	[ "$(landlock_abi)" -ge 6 ] || skip "Landlock ABI $(landlock_abi): no signal scoping (6)"
+	local pid mon epid st out=""
+	bundle "$T/b" '["sh", "-c", "for i in $(seq 1 600); do [ -s /tmp/pid ] && break; sleep 0.05; done; p=$(cat /tmp/pid); kill -STOP $p; echo stop=$? > /tmp/out.new; kill -KILL $p; echo kill=$? >> /tmp/out.new; mv /tmp/out.new /tmp/out; exec sleep 60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	oci exec --detach --pid-file "$T/epid" c1 sh -c 'echo $$ > /tmp/pid.new; mv /tmp/pid.new /tmp/pid; exec sleep 60'
+	expect_eq "exec" "$(rc)" 0
+	epid=$(cat "$T/epid")
+	for _ in $(seq 1 200); do
+		out=$(cat "/proc/$pid/root/tmp/out" 2>/dev/null) && break
+		sleep 0.05
+	done
+	echo "$out"
+	expect_contains "SIGSTOP from the container" "$out" "stop=1"
+	expect_contains "SIGKILL from the container" "$out" "kill=1"
+	st=$(awk '{print $3}' "/proc/$epid/stat")
+	expect_eq "the exec'd process's state" "$st" S
+	kill -9 "$epid"
+	c1_gone "$pid $epid" "$mon"
 }
 
 # A container's processes, its init's and an exec'd one alike, are the

@@ -357,8 +357,9 @@ t_ps_lists_every_process() {
 	local pid mon ns n=0
 	c1_running
 	pid=$C1_PID mon=$C1_MON
-	oci exec --detach c1 sh -c 'i=0; while [ $i -lt 1010 ]; do sleep 60 & i=$((i + 1)); done
-		exec sleep 60' > /dev/null
+	# long sleeps: none ends between the count and the list
+	oci exec --detach c1 sh -c 'i=0; while [ $i -lt 1010 ]; do sleep 600 & i=$((i + 1)); done
+		exec sleep 600' > /dev/null
 	expect_eq "exec" "$(rc)" 0
 	ns=$(stat -L -c %i "/proc/$pid/ns/pid")
 	for _ in $(seq 1 200); do

@@ -544,6 +544,40 @@ t_exec_not_signalled_by_the_container() {
 	c1_gone "$pid $epid" "$mon"
 }
 
+# The monitor puts in the container's group only a process of the
+# container's pid namespace.  An exec opens init's namespaces by its pid:
+# had init exited, been reaped and its pid gone to a process of another
+# container meanwhile, the exec's process would be in that one's
+# namespaces, and a monitor busy with another request when init exited
+# may hear the join before the exit: it took any pid in, and the CLI let
+# the process run.  Asked here directly, as the CLI asks, for a host
+# process: refused, and the process stays in its own group.
+t_monitor_joins_only_its_pid_namespace() {
+	need_root
+	local pid mon host out cg
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	sleep 60 &
+	host=$!
+	out=$(/usr/bin/python3 - "$T/root/c1/ctl" "$host" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(30)
+s.connect(sys.argv[1])
+s.send(b"join " + sys.argv[2].encode())
+print(s.recv(4096).decode())
+PY
+)
+	cg=$(cat "/proc/$host/cgroup")
+	kill "$host"
+	wait "$host" 2>/dev/null || true
+	expect_contains "the monitor's answer" "$out" "not in the container's pid namespace"
+	expect_not_contains "the host process's groups" "$cg" "corral-$mon-oci"
+	oci exec c1 true
+	expect_eq "an exec still joins" "$(rc)" 0
+	c1_gone "$pid" "$mon"
+}
+
 # A container's processes, its init's and an exec'd one alike, are the
 # OOM killer's first choice over the runtime's and the engine's (oom.c):
 # at least 500, never less than the caller's; process.oomScoreAdj ignored.

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@ struct monitor {
 	int listen_fd;
 	struct event *ev_listen;
 	bool started, paused, exited;
+	struct stat pidns;		/* init's pid namespace: what "join" takes */
 	/* the seccomp listeners of exec'd processes (container_exec.c) */
 	struct sensor *sensors[EXEC_SENSORS_MAX];
 	size_t nsensors;
@@ -367,6 +369,49 @@ static const char *status_name(const struct monitor *m)
 }
 
 /*
+ * Init's pid namespace, noted while init surely lives: just cloned, its
+ * parent the CLI, which waits for "created" and reaps nothing.
+ */
+static int note_pidns(struct monitor *m, struct corral_err *err)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)m->sb->pid);
+	if (stat(path, &m->pidns) < 0)
+		return corral_set_errno(err, errno, "cannot stat %s", path);
+	return 0;
+}
+
+/*
+ * An exec'd process into the container's group, only if it is in the
+ * container's pid namespace.  Its CLI opened the namespaces by init's
+ * pid; had init exited and been reaped, and the pid gone to a process of
+ * another container, the process is in that one's namespaces, and this
+ * loop, busy with another request when init exited, may hear the join
+ * first (the listening socket ahead of init's pidfd in epoll's list):
+ * taken in, its CLI let it run there.  In the container's pid namespace
+ * it was cloned while init lived, so every namespace opened before was
+ * init's.
+ */
+static int join(struct monitor *m, pid_t pid, struct corral_err *err)
+{
+	struct stat st;
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &st) < 0)
+		return corral_set_errno(err, errno, "join: cannot stat %s", path);
+	if (st.st_dev != m->pidns.st_dev || st.st_ino != m->pidns.st_ino)
+		return corral_set_err(err, -EPERM, "join: process %d is not in the "
+				      "container's pid namespace", (int)pid);
+	r = cg_attach(m->cg, pid, err);
+	if (r == 0)
+		events_emit(m->ev, "exec.join", json_pack("{s:i}", "pid", (int)pid));
+	return r;
+}
+
+/*
  * The listeners of exec'd processes that have all exited: their slots go
  * to the next.  Kept, an engine's 64th exec (a probe every ten seconds
  * fills them in eleven minutes) left every later one's denied calls
@@ -431,12 +476,8 @@ static int serve_request(struct monitor *m, const char *req, int *fd,
 		return list_pids(m, big, err);
 	if (!strcmp(req, "stats"))
 		return stats_reply(m, reply, len, err);
-	if (sscanf(req, "join %d", &pid) == 1) {
-		r = cg_attach(m->cg, pid, err);
-		if (r == 0)
-			events_emit(m->ev, "exec.join", json_pack("{s:i}", "pid", (int)pid));
-		return r;
-	}
+	if (sscanf(req, "join %d", &pid) == 1)
+		return join(m, pid, err);
 	if (!strncmp(req, "update ", 7))
 		return update_limits(m, req + 7, err);
 	if (!strcmp(req, "notify")) {	/* an exec'd process's listener */
@@ -617,6 +658,8 @@ int corral_container_monitor(const struct corral_container_opts *o,
 		so.cg = m.cg;
 		r = sandbox_spawn(&m.sb, &so, err);
 		so.stdio[0] = so.stdio[1] = so.stdio[2] = -1;	/* closed there */
+		if (r == 0)
+			r = note_pidns(&m, err);
 	}
 	for (int i = 0; i < 3; i++)
 		cleanup_closep(&so.stdio[i]);

@@ -1496,7 +1496,9 @@ int corral_container_monitor(const struct corral_container_opts *o,
  * "pause", "resume", "kill SIG", "kill-all SIG", "ps", "join PID",
  * "update MEMORY PIDS CPUS" (0: unchanged), "stats" ("ok OOM-KILLS
  * JSON", runc's types.Stats).  reply: "ok ..." or the
- * monitor's error.  -ENOENT / -ECONNREFUSED: no monitor (it has exited).
+ * monitor's error.  -ENOENT / -ECONNREFUSED: no monitor (it has exited);
+ * -EMSGSIZE: an "ok" answer longer than len - 1 (never cut: "ps" lists
+ * every pid, up to 128 KiB of them).
  */
 CORRAL_PUBLIC
 int corral_container_ctl(const char *ctl_path, const char *req, char *reply,

@@ -59,6 +59,10 @@ ln -s "$CORRAL" "$TEST_TMP/bin/corral-oci"
 OCI=$TEST_TMP/bin/corral-oci
 
 need_root() { [ "$ME" = 0 ] || skip "the OCI runtime is root's (as runc); not root"; }
+# landlock_abi: the kernel's Landlock ABI (0: none)
+landlock_abi() {
+	/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(max(l.syscall(444, None, 0, 1), 0))'
+}
 
 # bundle DIR ARGV_JSON [PYTHON]: a busybox-static rootfs and a config.json
 # shaped as `runc spec` makes it; PYTHON edits c (the config) first.
@@ -342,6 +346,36 @@ t_exec_ps_pause() {
 	nothing_left c1 "$pid $epid $bpid" "$mon"
 }
 
+# ps lists every process of the container, as runc's does.  It listed
+# the first 1000 before: a container of more hid the rest from the
+# engine's `ps` (`ctr task ps`, `podman top`), on cgroup v1, which sorts
+# the list, the newest of them (a process started last, say).  The
+# count to compare is the host's: every process in its pid namespace.
+t_ps_lists_every_process() {
+	bound_test
+	need_root
+	local pid mon ns n=0
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	# long sleeps: none ends between the count and the list
+	oci exec --detach c1 sh -c 'i=0; while [ $i -lt 1010 ]; do sleep 600 & i=$((i + 1)); done
+		exec sleep 600' > /dev/null
+	expect_eq "exec" "$(rc)" 0
+	ns=$(stat -L -c %i "/proc/$pid/ns/pid")
+	for _ in $(seq 1 200); do
+		n=$(stat -L -c %i /proc/[0-9]*/ns/pid 2>/dev/null | grep -c "^$ns\$" || true)
+		[ "$n" -ge 1013 ] && break
+		sleep 0.1
+	done
+	[ "$n" -ge 1013 ] || fail "the container never ran its 1013 processes ($n)"
+	oci ps --format json c1 > /dev/null
+	expect_eq "ps" "$(rc)" 0
+	expect_eq "the processes ps lists" "$(pyjq "len(v)" "$T/out")" "$n"
+	oci ps c1 > /dev/null
+	expect_eq "ps's table: a header and a line each" "$(wc -l < "$T/out")" $((n + 1))
+	c1_gone "$pid" "$mon"
+}
+
 # c1_running: c1, a bundle of `sleep 60`, created and started; its init's
 # pid in C1_PID, its monitor's in C1_MON
 c1_running() {
@@ -393,6 +427,155 @@ t_exec_no_host_fds() {
 		esac
 	done
 	c1_gone "$pid$epids" "$mon"
+}
+
+# runc's CVE-2019-5736 through exec: an image whose command is a
+# `#!/proc/self/exe` script had the runtime's own binary run inside, and
+# a process there reopened it through /proc/PID/exe to overwrite the
+# host's runc.  Here the script's exec is refused (Landlock: the host's
+# binary lies outside the container's root), and corral's code in the
+# container's pid namespace, init and an exec held at its gate (host
+# root there until it takes the agent's uid), is no file the container
+# may read, write, list or enter through /proc; the binary unchanged.
+t_exec_proc_self_exe_not_writable() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to hold exec with"
+	local pid mon own st cli="" out probe
+	own=$(md5sum < "$CORRAL")
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	printf '#!/proc/self/exe\n' > "$T/b/rootfs/bin/evil"
+	chmod 755 "$T/b/rootfs/bin/evil"
+	out=$(oci exec c1 /bin/evil)
+	expect_eq "the exec of #!/proc/self/exe" "$(rc)" 255
+	expect_contains "why" "$(last_error)" "exec /bin/evil: Permission denied"
+	probe='for p in /proc/[0-9]*; do
+		case $(cat $p/cmdline 2>/dev/null) in corral-*) ;; *) continue ;; esac
+		echo "seen $(cat $p/cmdline)"
+		cat $p/exe > /dev/null 2>&1 && echo "read ${p#/proc/}"
+		echo x >> $p/exe 2>/dev/null && echo "wrote ${p#/proc/}"
+		ls $p/fd > /dev/null 2>&1 && echo "fds ${p#/proc/}"
+		ls $p/cwd/ > /dev/null 2>&1 && echo "cwd ${p#/proc/}"
+	done'
+	out=$(oci exec c1 sh -c "$probe")
+	expect_contains "init seen" "$out" "seen corral-init"
+	exec_held connect 2 c1 true
+	st=$ST
+	if strace_held "$T/held.strace" "$st"; then
+		cli=$(cat "$T/held.pid")
+		out="$out
+$(oci exec c1 sh -c "$probe")"
+		kill -CONT "$cli"
+	fi
+	wait "$st" || true
+	[ -n "$cli" ] || fail "exec was never held: $(tail -c 300 "$T/held.strace")"
+	echo "$out"
+	expect_contains "the held exec seen" "$out" "seen corral-exec"
+	expect_not_contains "a runtime's binary read" "$out" "read "
+	expect_not_contains "a runtime's binary written" "$out" "wrote "
+	expect_not_contains "a runtime's fds listed" "$out" "fds "
+	expect_not_contains "a runtime's cwd entered" "$out" "cwd "
+	expect_eq "corral's binary" "$(md5sum < "$CORRAL")" "$own"
+	c1_gone "$pid" "$mon"
+}
+
+# execs racing a `delete --force`: each is refused or its process killed
+# with the container (137), none hangs, and nothing of it is left: no
+# process of theirs (each names $T in its command line), no cgroup, no
+# state.  Whichever way each race goes is the kernel's; only what is left
+# is judged.
+t_exec_during_delete() {
+	need_root
+	local pid mon i p r pids="" left=""
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	for i in $(seq 1 12); do
+		timeout 60 "$OCI" --root "$T/root" --log "$T/log.json" exec c1 \
+			sh -c "sleep 30; : $T" > "$T/e.$i" 2>&1 < /dev/null &
+		pids="$pids $!"
+	done
+	oci delete --force c1
+	expect_eq "delete" "$(rc)" 0
+	for p in $pids; do
+		r=0
+		wait "$p" || r=$?
+		case $r in
+		1|137|255) ;;
+		*) fail "an exec ended $r: $(cat "$T"/e.* 2>/dev/null)" ;;
+		esac
+	done
+	for p in /proc/[0-9]*; do
+		case $(tr '\0' ' ' < "$p/cmdline" 2>/dev/null) in
+		*"$T"*) left="$left ${p#/proc/}" ;;
+		esac
+	done
+	expect_eq "processes of the execs left" "$left" ""
+	nothing_left c1 "$pid" "$mon"
+}
+
+# An exec'd process (the engine's probe, an operator's shell) is its own
+# Landlock domain, which scopes signals (ABI 6): the container's
+# processes may not stop or kill it, as they may one another (the same
+# uid), nor it them.  The container's command waits for the exec'd
+# process's pid in its /tmp, then sends SIGSTOP and SIGKILL.
+t_exec_not_signalled_by_the_container() {
+	need_root
+	[ "$(landlock_abi)" -ge 6 ] || skip "Landlock ABI $(landlock_abi): no signal scoping (6)"
+	local pid mon epid st out=""
+	bundle "$T/b" '["sh", "-c", "for i in $(seq 1 600); do [ -s /tmp/pid ] && break; sleep 0.05; done; p=$(cat /tmp/pid); kill -STOP $p; echo stop=$? > /tmp/out.new; kill -KILL $p; echo kill=$? >> /tmp/out.new; mv /tmp/out.new /tmp/out; exec sleep 60"]'
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	pid=$(cat "$T/pid")
+	mon=$(monitor_of c1)
+	oci exec --detach --pid-file "$T/epid" c1 sh -c 'echo $$ > /tmp/pid.new; mv /tmp/pid.new /tmp/pid; exec sleep 60'
+	expect_eq "exec" "$(rc)" 0
+	epid=$(cat "$T/epid")
+	for _ in $(seq 1 200); do
+		out=$(cat "/proc/$pid/root/tmp/out" 2>/dev/null) && break
+		sleep 0.05
+	done
+	echo "$out"
+	expect_contains "SIGSTOP from the container" "$out" "stop=1"
+	expect_contains "SIGKILL from the container" "$out" "kill=1"
+	st=$(awk '{print $3}' "/proc/$epid/stat")
+	expect_eq "the exec'd process's state" "$st" S
+	kill -9 "$epid"
+	c1_gone "$pid $epid" "$mon"
+}
+
+# The monitor puts in the container's group only a process of the
+# container's pid namespace.  An exec opens init's namespaces by its pid:
+# had init exited, been reaped and its pid gone to a process of another
+# container meanwhile, the exec's process would be in that one's
+# namespaces, and a monitor busy with another request when init exited
+# may hear the join before the exit: it took any pid in, and the CLI let
+# the process run.  Asked here directly, as the CLI asks, for a host
+# process: refused, and the process stays in its own group.
+t_monitor_joins_only_its_pid_namespace() {
+	need_root
+	local pid mon host out cg
+	c1_running
+	pid=$C1_PID mon=$C1_MON
+	sleep 60 &
+	host=$!
+	out=$(/usr/bin/python3 - "$T/root/c1/ctl" "$host" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(30)
+s.connect(sys.argv[1])
+s.send(b"join " + sys.argv[2].encode())
+print(s.recv(4096).decode())
+PY
+)
+	cg=$(cat "/proc/$host/cgroup")
+	kill "$host"
+	wait "$host" 2>/dev/null || true
+	expect_contains "the monitor's answer" "$out" "not in the container's pid namespace"
+	expect_not_contains "the host process's groups" "$cg" "corral-$mon-oci"
+	oci exec c1 true
+	expect_eq "an exec still joins" "$(rc)" 0
+	c1_gone "$pid" "$mon"
 }
 
 # A container's processes, its init's and an exec'd one alike, are the

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #define MONITOR_EXIT_MS	10000	/* the monitor's cleanup: cgroup, proxy */
+/* ps: the monitor's answer holds every pid, up to 128 KiB of them */
+#define PS_REPLY_MAX	(256 << 10)
 
 /* "VERB [FLAGS] ID": flags are the caller's; the id is checked and loaded. */
 static int load(const struct oci_global *g, const char *id, struct oci_state *st)
@@ -207,7 +209,7 @@ int oci_ps(const struct oci_global *g, int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
 	};
 	struct oci_state st;
-	char reply[8192], *tok, *save = NULL;
+	char *reply, *tok, *save = NULL;
 	bool json = false;
 	json_t *a;
 	int opt;
@@ -226,7 +228,14 @@ int oci_ps(const struct oci_global *g, int argc, char **argv)
 	}
 	if (load(g, argv[optind], &st) < 0)
 		return 1;
-	if (ask(g, &st, "ps", reply, sizeof(reply)) < 0) {
+	reply = malloc(PS_REPLY_MAX);
+	if (!reply) {
+		oci_error(g, "ps: out of memory");
+		oci_state_free(&st);
+		return 1;
+	}
+	if (ask(g, &st, "ps", reply, PS_REPLY_MAX) < 0) {
+		free(reply);
 		oci_state_free(&st);
 		return 1;
 	}
@@ -247,6 +256,7 @@ int oci_ps(const struct oci_global *g, int argc, char **argv)
 			printf("%lld\n", (long long)json_integer_value(v));
 	}
 	json_decref(a);
+	free(reply);
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -35,7 +36,12 @@
 #define CTL_REQ_MAX	256
 #define CTL_REPLY_MAX	16384	/* "stats": runc's document, ~3 KB */
 #define CTL_TIMEOUT_S	10	/* a freeze may take the kernel 2 s */
-#define PS_MAX		1000
+/*
+ * "ps": one answer of every pid, " 4194303" (pid_max's 7 digits) each at
+ * most, some 16,000 of them; the socket's buffer is raised to carry it.
+ */
+#define PS_REPLY_MAX	(128 << 10)
+#define PS_TRIES	4	/* counts a group still forking may outgrow */
 #define EXEC_SENSORS_MAX 64	/* exec'd processes at once whose denials are reported */
 
 struct monitor {
@@ -50,6 +56,7 @@ struct monitor {
 	int listen_fd;
 	struct event *ev_listen;
 	bool started, paused, exited;
+	struct stat pidns;		/* init's pid namespace: what "join" takes */
 	/* the seccomp listeners of exec'd processes (container_exec.c) */
 	struct sensor *sensors[EXEC_SENSORS_MAX];
 	size_t nsensors;
@@ -236,23 +243,82 @@ static int signal_all(struct monitor *m, int sig, struct corral_err *err)
 	return r;
 }
 
-static int list_pids(struct monitor *m, char *reply, size_t len,
-		     struct corral_err *err)
+/*
+ * The pids the group lists, all of them: counted, then listed into room
+ * for more (it may fork in between), again while it outgrew the room.
+ * The count in *n; the list, the caller's to free; NULL and err (-ENOTSUP:
+ * no group) if not.
+ */
+static pid_t *group_pids(struct monitor *m, ssize_t *n, struct corral_err *err)
 {
-	pid_t pids[PS_MAX];
-	size_t off;
-	ssize_t n = cg_pids(m->cg, pids, PS_MAX);
+	pid_t *pids = NULL;
+	size_t room;
+	ssize_t got = cg_pids(m->cg, NULL, 0);
 
-	if (n == -ENOTSUP) {	/* rlimits only: init is what we know of */
-		pids[0] = m->sb->pid;
+	for (int i = 0; got >= 0 && i < PS_TRIES; i++) {
+		room = (size_t)got + 64 + (size_t)got / 8;
+		free(pids);
+		pids = calloc(room, sizeof(pid_t));
+		if (!pids) {
+			corral_set_err(err, -ENOMEM, "out of memory for %zd pids", got);
+			return NULL;
+		}
+		got = cg_pids(m->cg, pids, room);
+		if (got >= 0 && (size_t)got <= room) {
+			*n = got;
+			return pids;
+		}
+	}
+	free(pids);
+	if (got < 0)
+		corral_set_err(err, (int)got, "cannot list the container's "
+			       "processes: %s", strerror((int)-got));
+	else
+		corral_set_err(err, -EAGAIN, "cannot list the container's "
+			       "processes: it forked faster than %d listings "
+			       "could follow", PS_TRIES);
+	return NULL;
+}
+
+/*
+ * "ok PID..." of every process, as runc lists them, in *out (the
+ * caller's to free).  Capped at 1000 before: a container of more hid
+ * the rest from the engine's `ps` (`ctr task ps`, `podman top`), on
+ * cgroup v1, which sorts the list, the newest of them.  Past what one
+ * answer carries, an error, never a part of the list.
+ */
+static int list_pids(struct monitor *m, char **out, struct corral_err *err)
+{
+	ssize_t n = 0;
+	pid_t *pids = NULL, one = m->sb->pid;
+	size_t off, len;
+	char *text;
+
+	pids = group_pids(m, &n, err);
+	if (!pids && err->code == -ENOTSUP) {	/* rlimits only: init is what we know of */
+		pids = &one;
 		n = 1;
 	}
-	if (n < 0)
-		return corral_set_err(err, (int)n, "cannot list the container's "
-				      "processes: %s", strerror((int)-n));
-	off = snprintf(reply, len, "ok");
-	for (ssize_t i = 0; i < n && i < PS_MAX && off < len; i++)
-		off += snprintf(reply + off, len - off, " %d", (int)pids[i]);
+	if (!pids)
+		return err->code;
+	len = 3 + 12 * (size_t)n;
+	text = malloc(len);
+	if (!text) {
+		if (pids != &one)
+			free(pids);
+		return corral_set_err(err, -ENOMEM, "out of memory for %zd pids", n);
+	}
+	off = snprintf(text, len, "ok");
+	for (ssize_t i = 0; i < n; i++)
+		off += snprintf(text + off, len - off, " %d", (int)pids[i]);
+	if (pids != &one)
+		free(pids);
+	if (off >= PS_REPLY_MAX) {
+		free(text);
+		return corral_set_err(err, -E2BIG, "ps: %zd processes, more than "
+				      "one answer of %d bytes lists", n, PS_REPLY_MAX);
+	}
+	*out = text;
 	return 0;
 }
 
@@ -303,6 +369,49 @@ static const char *status_name(const struct monitor *m)
 }
 
 /*
+ * Init's pid namespace, noted while init surely lives: just cloned, its
+ * parent the CLI, which waits for "created" and reaps nothing.
+ */
+static int note_pidns(struct monitor *m, struct corral_err *err)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)m->sb->pid);
+	if (stat(path, &m->pidns) < 0)
+		return corral_set_errno(err, errno, "cannot stat %s", path);
+	return 0;
+}
+
+/*
+ * An exec'd process into the container's group, only if it is in the
+ * container's pid namespace.  Its CLI opened the namespaces by init's
+ * pid; had init exited and been reaped, and the pid gone to a process of
+ * another container, the process is in that one's namespaces, and this
+ * loop, busy with another request when init exited, may hear the join
+ * first (the listening socket ahead of init's pidfd in epoll's list):
+ * taken in, its CLI let it run there.  In the container's pid namespace
+ * it was cloned while init lived, so every namespace opened before was
+ * init's.
+ */
+static int join(struct monitor *m, pid_t pid, struct corral_err *err)
+{
+	struct stat st;
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &st) < 0)
+		return corral_set_errno(err, errno, "join: cannot stat %s", path);
+	if (st.st_dev != m->pidns.st_dev || st.st_ino != m->pidns.st_ino)
+		return corral_set_err(err, -EPERM, "join: process %d is not in the "
+				      "container's pid namespace", (int)pid);
+	r = cg_attach(m->cg, pid, err);
+	if (r == 0)
+		events_emit(m->ev, "exec.join", json_pack("{s:i}", "pid", (int)pid));
+	return r;
+}
+
+/*
  * The listeners of exec'd processes that have all exited: their slots go
  * to the next.  Kept, an engine's 64th exec (a probe every ten seconds
  * fills them in eleven minutes) left every later one's denied calls
@@ -321,9 +430,13 @@ static void reap_sensors(struct monitor *m)
 	m->nsensors = n;
 }
 
-/* One request; the reply in reply ("ok ..."); err says why not. */
+/*
+ * One request; the reply in reply ("ok ..."), or one too large for it in
+ * *big (the caller's to free); err says why not.
+ */
 static int serve_request(struct monitor *m, const char *req, int *fd,
-			 char *reply, size_t len, struct corral_err *err)
+			 char *reply, size_t len, char **big,
+			 struct corral_err *err)
 {
 	int sig, r;
 	pid_t pid;
@@ -360,15 +473,11 @@ static int serve_request(struct monitor *m, const char *req, int *fd,
 	if (sscanf(req, "kill-all %d", &sig) == 1)
 		return signal_all(m, sig, err);
 	if (!strcmp(req, "ps"))
-		return list_pids(m, reply, len, err);
+		return list_pids(m, big, err);
 	if (!strcmp(req, "stats"))
 		return stats_reply(m, reply, len, err);
-	if (sscanf(req, "join %d", &pid) == 1) {
-		r = cg_attach(m->cg, pid, err);
-		if (r == 0)
-			events_emit(m->ev, "exec.join", json_pack("{s:i}", "pid", (int)pid));
-		return r;
-	}
+	if (sscanf(req, "join %d", &pid) == 1)
+		return join(m, pid, err);
 	if (!strncmp(req, "update ", 7))
 		return update_limits(m, req + 7, err);
 	if (!strcmp(req, "notify")) {	/* an exec'd process's listener */
@@ -408,11 +517,34 @@ static ssize_t recv_request(int cfd, char *req, size_t len, int *fd, int flags)
 	return n;
 }
 
+/*
+ * One datagram, whole: one past the socket's buffer (wmem_default, 208
+ * KiB here) would fail, so a large one (ps) raises it first; one the
+ * host still refuses is an error said in reply's place.
+ */
+static void send_reply(int cfd, const char *text, char *reply, size_t len)
+{
+	size_t n = strlen(text);
+	int want = (int)n + 4096;
+
+	if (n > CTL_REPLY_MAX)
+		setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+	if (send(cfd, text, n, MSG_NOSIGNAL) == (ssize_t)n)
+		return;
+	if (errno != EMSGSIZE)
+		return;		/* the client left: nothing to tell */
+	snprintf(reply, len, "error an answer of %zu bytes: more than this "
+		 "host's socket buffers take (net.core.wmem_max)", n);
+	if (send(cfd, reply, strlen(reply), MSG_NOSIGNAL) < 0) {
+		/* the client left: nothing to tell */
+	}
+}
+
 static void on_request(evutil_socket_t fd, short what, void *arg)
 {
 	struct monitor *m = arg;
 	struct corral_err err = { 0 };
-	char req[CTL_REQ_MAX], reply[CTL_REPLY_MAX];
+	char req[CTL_REQ_MAX], reply[CTL_REPLY_MAX], *big = NULL;
 	int cfd, passed = -1;
 	ssize_t n;
 
@@ -429,12 +561,11 @@ static void on_request(evutil_socket_t fd, short what, void *arg)
 		n = recv_request(cfd, req, sizeof(req), &passed, 0);
 	}
 	if (n > 0) {
-		if (serve_request(m, req, &passed, reply, sizeof(reply), &err) < 0)
+		if (serve_request(m, req, &passed, reply, sizeof(reply), &big, &err) < 0)
 			snprintf(reply, sizeof(reply), "error %s", err.msg);
-		if (send(cfd, reply, strlen(reply), MSG_NOSIGNAL) < 0) {
-			/* the client left: nothing to tell */
-		}
+		send_reply(cfd, big ? big : reply, reply, sizeof(reply));
 	}
+	free(big);
 	cleanup_closep(&passed);
 	close(cfd);
 }
@@ -527,6 +658,8 @@ int corral_container_monitor(const struct corral_container_opts *o,
 		so.cg = m.cg;
 		r = sandbox_spawn(&m.sb, &so, err);
 		so.stdio[0] = so.stdio[1] = so.stdio[2] = -1;	/* closed there */
+		if (r == 0)
+			r = note_pidns(&m, err);
 	}
 	for (int i = 0; i < 3; i++)
 		cleanup_closep(&so.stdio[i]);
@@ -565,6 +698,7 @@ int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { CTL_TIMEOUT_S, 0 };
 	cleanup_close int sock = -1;
+	bool truncated;
 	ssize_t n;
 
 	if (strlen(ctl_path) >= sizeof(sa.sun_path))
@@ -586,14 +720,20 @@ int container_ctl_fd(const char *ctl_path, const char *req, int fd, char *reply,
 	 * wait with EINTR, not a restart: the monitor may still answer.
 	 */
 	do
-		n = recv(sock, reply, len - 1, 0);
+		n = recv(sock, reply, len - 1, MSG_TRUNC);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)	/* it exited while asked: the container is stopped */
 		return corral_set_err(err, -ECONNREFUSED, "the container's monitor "
 				      "did not answer \"%s\"", req);
-	reply[n] = '\0';
-	if (!strncmp(reply, "error ", 6))
+	truncated = (size_t)n > len - 1;
+	reply[truncated ? len - 1 : (size_t)n] = '\0';
+	if (!strncmp(reply, "error ", 6))	/* its start says it still */
 		return corral_set_err(err, -EIO, "%s", reply + 6);
+	/* cut to fit, a list's last pid would be another number */
+	if (truncated)
+		return corral_set_err(err, -EMSGSIZE, "the monitor's answer to "
+				      "\"%s\" is %zd bytes, more than the %zu "
+				      "asked for", req, n, len - 1);
 	return 0;
 }
 

@@ -55,6 +55,15 @@ static double median(double *xs, int n)
 	return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
 }
 
+/* pipe(2) or fork(2), or the bench ends saying which failed */
+static void must(int r, const char *what)
+{
+	if (r < 0) {
+		perror(what);
+		exit(1);
+	}
+}
+
 static double syscall_us(void)
 {
 	double t = now_us();
@@ -103,15 +112,8 @@ static double cow_us(void)
 	pid_t pid;
 
 	touch_us(p, 1);
-	if (pipe(fd) < 0) {
-		perror("floor_host: pipe");
-		exit(1);
-	}
-	pid = fork();
-	if (pid < 0) {
-		perror("floor_host: fork");
-		exit(1);
-	}
+	must(pipe(fd), "floor_host: pipe");
+	must(pid = fork(), "floor_host: fork");
 	if (pid == 0) {
 		us = touch_us(p, 2);
 		_exit(write(fd[1], &us, sizeof(us)) == sizeof(us) ? 0 : 1);
@@ -149,15 +151,9 @@ static double switch_us(void)
 	double t;
 	pid_t pid;
 
-	if (pipe(ab) < 0 || pipe(ba) < 0) {
-		perror("floor_host: pipe");
-		exit(1);
-	}
-	pid = fork();
-	if (pid < 0) {
-		perror("floor_host: fork");
-		exit(1);
-	}
+	must(pipe(ab), "floor_host: pipe");
+	must(pipe(ba), "floor_host: pipe");
+	must(pid = fork(), "floor_host: fork");
 	if (pid == 0) {
 		for (int i = 0; i < BOUNCES; i++)
 			if (read(ab[0], &c, 1) != 1 || write(ba[1], &c, 1) != 1)

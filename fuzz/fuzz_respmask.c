@@ -44,7 +44,7 @@ static void setup(void)
 
 /* the stream through the loop, `step` bytes a read; its bytes out, or -1: cut */
 static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
-		 size_t step, char *out)
+		 size_t step, char *out, size_t *sent)
 {
 	struct httpresp r;
 	char *buf = malloc(len + 1);
@@ -75,6 +75,7 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 					secrets_mask_apply(m, buf, r.start);
 			}
 			memcpy(out + nout, buf, r.start);
+			nout += r.start;
 			ret = -1;
 			break;
 		}
@@ -101,6 +102,7 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 	}
 	httpresp_free(&r);
 	free(buf);
+	*sent = nout;
 	return ret < 0 ? ret : (long)nout;
 }
 
@@ -110,6 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = 0, vlen = strlen(VALUE_JSON);
 	char *in, *a, *b;
 	long ra, rb;
+	size_t na, nb;
 
 	if (!sec)
 		setup();
@@ -132,8 +135,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	a = malloc(n + 1);
 	b = malloc(n + 1);
-	ra = play(m, data[0] & 0x80, in, n, n ? n : 1, a);
-	rb = play(m, data[0] & 0x80, in, n, (data[0] & 63) + 1, b);
+	ra = play(m, data[0] & 0x80, in, n, n ? n : 1, a, &na);
+	rb = play(m, data[0] & 0x80, in, n, (data[0] & 63) + 1, b, &nb);
+	/* what went on never shows the value as it is */
+	if (memmem(a, na, VALUE, strlen(VALUE)) || memmem(b, nb, VALUE, strlen(VALUE)) ||
+	    memmem(a, na, VALUE_JSON, vlen) || memmem(b, nb, VALUE_JSON, vlen))
+		abort();
 	if ((ra < 0) != (rb < 0) || (ra >= 0 && (size_t)ra != n) || (rb >= 0 && (size_t)rb != n))
 		abort();
 	secrets_mask_free(m);

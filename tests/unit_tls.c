@@ -167,6 +167,26 @@ TEST(placeholder_in_query_and_basic_auth)
 	snprintf(head, sizeof(head), "GET /x??key=%s HTTP/1.1\r\n\r\n", secrets_placeholder(s, 1));
 	CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out, &len,
 				   why, sizeof(why)) == -EACCES);
+	/*
+	 * nor after a ";" (a separator to some servers: url's, to others)
+	 * or an encoded "?" or "&" (a byte of url's value, decoded after
+	 * the split), nor followed by ";": never a whole parameter's to all
+	 */
+	{
+		static const char *const forms[][2] = {
+			{ "GET /x?url=http://e.test/;key=", " HTTP/1.1\r\n\r\n" },
+			{ "GET /x?url=http://e.test/%3Fkey=", " HTTP/1.1\r\n\r\n" },
+			{ "GET /x?url=http://e.test/%26key=", " HTTP/1.1\r\n\r\n" },
+			{ "GET /x?key=", ";url=http://e.test/ HTTP/1.1\r\n\r\n" },
+		};
+
+		for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+			snprintf(head, sizeof(head), "%s%s%s", forms[i][0],
+				 secrets_placeholder(s, 1), forms[i][1]);
+			CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true,
+						   &out, &len, why, sizeof(why)) == -EACCES);
+		}
+	}
 	snprintf(head, sizeof(head), "GET /x?key=%s HTTP/1.1\r\n\r\n", secrets_placeholder(s, 1));
 	CHECK(secrets_rewrite_head(s, head, strlen(head), "api.test", 443, true, &out, &len,
 				   why, sizeof(why)) == 0);

@@ -14,7 +14,10 @@ int net_rtnl_ask(const struct nlmsghdr *req);
 
 int net_add_lo_address(char *why, size_t len);
 
-/* This netns's net.core.optmem_max down to the old default (see net.c). */
+/*
+ * The caller's netns's net.core.optmem_max down to the old default
+ * (net.c): a sandbox's own, or a pod's an OCI container joins.
+ */
 void net_bound_socket_options(void);
 
 /* The netns's lo up (a new netns has it down): 0 or -errno. */

@@ -28,6 +28,7 @@
 #include "dnsoff.h"
 #include "events.h"
 #include "fdpass.h"
+#include "net.h"
 #include "proxy.h"
 #include "sensor.h"
 #include "tripwire.h"
@@ -688,6 +689,14 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		if (setns(o->net_fd, CLONE_NEWNET) < 0)
 			return corral_set_errno(err, errno, "cannot join the network "
 						"namespace");
+		/*
+		 * A pod's netns gets the bound a sandbox's own gets (net.c),
+		 * because the container's socket options are host memory no
+		 * cgroup is charged for all the same, and the pod's other
+		 * containers are this runtime's too.  Best effort, as there:
+		 * a netns we have no rights in keeps its value.
+		 */
+		net_bound_socket_options();
 		new_net = false;
 	}
 	sb = sandbox_new(o, err);

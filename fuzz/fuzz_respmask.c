@@ -56,43 +56,23 @@ static long play(struct secrets_mask *m, bool head, const char *in, size_t len,
 	for (int i = 0; i < 8; i++)
 		httpresp_sent(&r, false);
 	while (from < len || held) {
-		size_t to = from + step < len ? from + step : len, n, rel, hold;
-		bool end = to == len, framed;
-		char *content;
+		size_t to = from + step < len ? from + step : len, rel;
+		bool end = to == len;
 
 		memcpy(buf + held, in + from, to - from);
 		held += to - from;
 		from = to;
 		if (httpresp_feed(&r, buf, held) < 0) {
 			/* the whole answers before it go on, masked (mask_cut) */
-			content = r.start ? httpresp_content(&r, buf, r.start, &n) : buf;
-			if (!content || r.start > held)
+			if (r.start > held ||
+			    secrets_mask_answer(m, &r, buf, r.start, true, &rel) < 0)
 				abort();
-			if (r.start) {
-				secrets_mask_apply(m, content, n);
-				httpresp_content_back(&r, buf, r.start, content);
-				if (content != buf || n != r.start)
-					secrets_mask_apply(m, buf, r.start);
-			}
-			memcpy(out + nout, buf, r.start);
-			nout += r.start;
+			memcpy(out + nout, buf, rel);
+			nout += rel;
 			ret = -1;
 			break;
 		}
-		content = httpresp_content(&r, buf, held, &n);
-		if (!content)
-			abort();
-		secrets_mask_apply(m, content, n);
-		httpresp_content_back(&r, buf, held, content);
-		framed = content != buf || n != held;
-		if (framed)
-			secrets_mask_apply(m, buf, held);
-		rel = end ? held : httpresp_releasable(&r, held,
-						      secrets_mask_partial(m, content, n));
-		hold = !end && framed ? secrets_mask_partial(m, buf, held) : 0;
-		if (hold && held - hold < rel)
-			rel = held - hold > r.start ? held - hold : r.start;
-		if (rel > held)
+		if (secrets_mask_answer(m, &r, buf, held, end, &rel) < 0 || rel > held)
 			abort();
 		memcpy(out + nout, buf, rel);
 		nout += rel;

@@ -376,10 +376,12 @@ t_ps_lists_every_process() {
 	c1_gone "$pid" "$mon"
 }
 
-# c1_running: c1, a bundle of `sleep 60`, created and started; its init's
-# pid in C1_PID, its monitor's in C1_MON
+# c1_running [ARGV_JSON]: c1, a bundle of ARGV_JSON (`sleep 60` by
+# default), created and started; its init's pid in C1_PID, its monitor's
+# in C1_MON
 c1_running() {
-	bundle "$T/b" '["sleep", "60"]'
+	local argv='["sleep", "60"]'
+	bundle "$T/b" "${1:-$argv}"
 	oci create --bundle "$T/b" --pid-file "$T/pid" c1
 	expect_eq "create" "$(rc)" 0
 	oci start c1
@@ -522,12 +524,8 @@ t_exec_not_signalled_by_the_container() {
 	need_root
 	[ "$(landlock_abi)" -ge 6 ] || skip "Landlock ABI $(landlock_abi): no signal scoping (6)"
 	local pid mon epid st out=""
-	bundle "$T/b" '["sh", "-c", "for i in $(seq 1 600); do [ -s /tmp/pid ] && break; sleep 0.05; done; p=$(cat /tmp/pid); kill -STOP $p; echo stop=$? > /tmp/out.new; kill -KILL $p; echo kill=$? >> /tmp/out.new; mv /tmp/out.new /tmp/out; exec sleep 60"]'
-	oci create --bundle "$T/b" --pid-file "$T/pid" c1
-	expect_eq "create" "$(rc)" 0
-	oci start c1
-	pid=$(cat "$T/pid")
-	mon=$(monitor_of c1)
+	c1_running '["sh", "-c", "for i in $(seq 1 600); do [ -s /tmp/pid ] && break; sleep 0.05; done; p=$(cat /tmp/pid); kill -STOP $p; echo stop=$? > /tmp/out.new; kill -KILL $p; echo kill=$? >> /tmp/out.new; mv /tmp/out.new /tmp/out; exec sleep 60"]'
+	pid=$C1_PID mon=$C1_MON
 	oci exec --detach --pid-file "$T/epid" c1 sh -c 'echo $$ > /tmp/pid.new; mv /tmp/pid.new /tmp/pid; exec sleep 60'
 	expect_eq "exec" "$(rc)" 0
 	epid=$(cat "$T/epid")

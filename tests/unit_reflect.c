@@ -47,12 +47,12 @@ struct sim {
 };
 
 /*
- * The proxy's loop: the stream arrives in pieces (cut at each offset of
- * `at`, then the rest), each appended to what was held, fed, masked, and
- * what may go on moved to out; the end flushes.  An answer it cannot read
- * cuts the stream where that answer begins: the whole ones before it go
- * on, masked (mask_relay, mask_cut).  A chunked body's framing is masked
- * as it came too, and a tail of it that may begin a value held.
+ * The proxy's loop (mask_relay) around the library's step it calls,
+ * secrets_mask_answer: the stream arrives in pieces (cut at each offset
+ * of `at`, then the rest), each appended to what was held, fed, masked,
+ * and what may go on moved to out; the end flushes.  An answer it cannot
+ * read cuts the stream where that answer begins: the whole ones before
+ * it go on, masked (mask_cut).
  */
 static void play(struct secrets_mask *m, int heads, const char *stream, size_t len,
 		 const size_t *at, size_t nat, struct sim *s)
@@ -66,9 +66,8 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 	for (int i = 0; i < heads; i++)
 		httpresp_sent(&r, false);
 	for (size_t i = 0; i <= nat; i++) {
-		size_t to = i < nat ? at[i] : len, n, rel, hold;
-		char *content;
-		bool framed;
+		size_t to = i < nat ? at[i] : len, rel;
+		ssize_t masked;
 
 		memcpy(buf + held, stream + from, to - from);
 		held += to - from;
@@ -76,26 +75,14 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 		if (httpresp_feed(&r, buf, held) < 0) {
 			s->cut = true;
 			snprintf(s->why, sizeof(s->why), "%s", r.why);
-			content = httpresp_content(&r, buf, r.start, &n);
-			s->masked += secrets_mask_apply(m, content, n);
-			httpresp_content_back(&r, buf, r.start, content);
-			if (content != buf || n != r.start)
-				s->masked += secrets_mask_apply(m, buf, r.start);
-			memcpy(s->out + s->nout, buf, r.start);
-			s->nout += r.start;
+			masked = secrets_mask_answer(m, &r, buf, r.start, true, &rel);
+			s->masked += masked > 0 ? masked : 0;
+			memcpy(s->out + s->nout, buf, rel);
+			s->nout += rel;
 			break;
 		}
-		content = httpresp_content(&r, buf, held, &n);
-		s->masked += secrets_mask_apply(m, content, n);
-		httpresp_content_back(&r, buf, held, content);
-		framed = content != buf || n != held;
-		if (framed)
-			s->masked += secrets_mask_apply(m, buf, held);
-		rel = i == nat ? held : httpresp_releasable(&r, held,
-							   secrets_mask_partial(m, content, n));
-		hold = i < nat && framed ? secrets_mask_partial(m, buf, held) : 0;
-		if (hold && held - hold < rel)
-			rel = held - hold > r.start ? held - hold : r.start;
+		masked = secrets_mask_answer(m, &r, buf, held, i == nat, &rel);
+		s->masked += masked > 0 ? masked : 0;
 		memcpy(s->out + s->nout, buf, rel);
 		s->nout += rel;
 		memmove(buf, buf + rel, held - rel);

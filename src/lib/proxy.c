@@ -859,57 +859,22 @@ static void mask_cut(struct conn *c)
 		close_after_flush(c);
 }
 
-/*
- * The content of buf[0, len) (framing left out) with each value's forms
- * in it masked where they lie, counted, and said once a connection; the
- * content as one run in *content, *n bytes.  Where framing was left out
- * (a chunked body), the bytes as they came are masked too: a value whole
- * in the framing (a chunk's extension) goes to a client that reads it
- * there.  false: no memory to read it.
- */
-static bool mask_content(struct conn *c, char *buf, size_t len, char **content, size_t *n)
+/* count values masked on c's answers; the first said once a connection */
+static void note_masked(struct conn *c, size_t masked)
 {
-	size_t masked;
+	json_t *o;
 
-	*content = buf;
-	*n = 0;
-	if (!len)
-		return true;
-	*content = httpresp_content(&c->resp, buf, len, n);
-	if (!*content)
-		return false;
-	masked = secrets_mask_apply(c->mask, *content, *n);
-	httpresp_content_back(&c->resp, buf, len, *content);
-	if (*content != buf || *n != len)
-		masked += secrets_mask_apply(c->mask, buf, len);
-	if (masked) {
-		c->masked += masked;
-		if (!c->mask_said) {
-			json_t *o = conn_fields(c, "a response showed a secret's value (raw or "
-						"encoded): masked, byte for byte, before the "
-						"sandbox read it");
-
-			c->mask_said = true;
-			if (o)
-				json_object_set_new(o, "secrets", secrets_mask_names(c->mask));
-			events_emit(c->px->ev, "egress.masked", o);
-		}
-	}
-	return true;
-}
-
-/*
- * rel of buf[0, len) may go: less a tail of the bytes as they came that
- * may begin a value's spelling, but never less than the whole messages
- * (httpresp_releasable's floor: their ends go, whatever they end with).
- */
-static size_t framing_hold(struct conn *c, const char *buf, size_t len, size_t rel)
-{
-	size_t hold = secrets_mask_partial(c->mask, buf, len);
-
-	if (hold && len - hold < rel)
-		rel = len - hold > c->resp.start ? len - hold : c->resp.start;
-	return rel;
+	if (!masked)
+		return;
+	c->masked += masked;
+	if (c->mask_said)
+		return;
+	o = conn_fields(c, "a response showed a secret's value (raw or encoded): masked, "
+			"byte for byte, before the sandbox read it");
+	c->mask_said = true;
+	if (o)
+		json_object_set_new(o, "secrets", secrets_mask_names(c->mask));
+	events_emit(c->px->ev, "egress.masked", o);
 }
 
 /*
@@ -922,8 +887,9 @@ static size_t framing_hold(struct conn *c, const char *buf, size_t len, size_t r
 static bool mask_relay(struct conn *c, bool eof)
 {
 	struct evbuffer *in = bufferevent_get_input(c->up);
-	size_t len = evbuffer_get_length(in), n, rel;
-	char *buf, *content;
+	size_t len = evbuffer_get_length(in), rel;
+	ssize_t masked;
+	char *buf;
 
 	if (!len)
 		return true;
@@ -939,21 +905,21 @@ static bool mask_relay(struct conn *c, bool eof)
 		 * masked as any: one read can hold a pipelined echo and,
 		 * behind it, an answer the proxy cannot read.
 		 */
-		if (!mask_content(c, buf, c->resp.start, &content, &n))
+		masked = secrets_mask_answer(c->mask, &c->resp, buf, c->resp.start, true, &rel);
+		if (masked < 0)
 			c->resp.start = 0;
+		else
+			note_masked(c, masked);
 		mask_cut(c);
 		return false;
 	}
-	if (!mask_content(c, buf, len, &content, &n)) {
+	masked = secrets_mask_answer(c->mask, &c->resp, buf, len, eof, &rel);
+	if (masked < 0) {
 		snprintf(c->resp.why, sizeof(c->resp.why), "no memory to read it");
 		mask_cut(c);
 		return false;
 	}
-	rel = eof ? len : httpresp_releasable(&c->resp, len,
-					      secrets_mask_partial(c->mask, content, n));
-	/* and a value's first bytes in framing at the end (an extension cut short) */
-	if (!eof && (content != buf || n != len))
-		rel = framing_hold(c, buf, len, rel);
+	note_masked(c, masked);
 	c->bytes_down += rel;
 	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), rel);
 	httpresp_release(&c->resp, rel);

@@ -30,6 +30,7 @@
 #include "tls.h"
 #include "egress.h"
 #include "spell.h"
+#include "httpresp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -836,6 +837,41 @@ size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t 
 			return n - at;
 	}
 	return 0;
+}
+
+/*
+ * The proxy's step (mask_relay), and the unit tests' and the fuzzer's:
+ * a value whole in a chunk's extension goes to a client that reads the
+ * bytes as they came, so those are masked as well as the content; and a
+ * value's first bytes at the end of either are held for the next read.
+ */
+ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *buf,
+			    size_t len, bool eof, size_t *rel)
+{
+	size_t n, masked, hold;
+	char *content;
+	bool framed;
+
+	*rel = 0;
+	if (!len)
+		return 0;
+	content = httpresp_content(r, buf, len, &n);
+	if (!content)
+		return -ENOMEM;
+	masked = secrets_mask_apply(m, content, n);
+	httpresp_content_back(r, buf, len, content);
+	framed = content != buf || n != len;
+	if (framed)
+		masked += secrets_mask_apply(m, buf, len);
+	if (eof) {
+		*rel = len;
+		return masked;
+	}
+	*rel = httpresp_releasable(r, len, secrets_mask_partial(m, content, n));
+	hold = framed ? secrets_mask_partial(m, buf, len) : 0;
+	if (hold && len - hold < *rel)
+		*rel = len - hold > r->start ? len - hold : r->start;
+	return masked;
 }
 
 json_t *secrets_mask_names(const struct secrets_mask *m)

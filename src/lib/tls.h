@@ -158,6 +158,17 @@ void secrets_mask_free(struct secrets_mask *m);
 size_t secrets_mask_apply(struct secrets_mask *m, char *p, size_t n);
 /* The longest tail of p[0..n) a spelling of a form begins (and runs on past). */
 size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t n);
+struct httpresp;
+/*
+ * buf[0, len): an answer as read, framed by r (httpresp_feed; after a
+ * refusal, its whole messages before r->start).  Each form masked in the
+ * content, joined across chunks, and where framing was left out in the
+ * bytes as they came too.  *rel: how much may go on now: all at eof, else
+ * less a tail of content or of framing that may begin a spelling, never
+ * less than the whole messages.  The count masked, or -ENOMEM.
+ */
+ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *buf,
+			    size_t len, bool eof, size_t *rel);
 /* The names of the secrets masked so far, a JSON array (never a value). */
 json_t *secrets_mask_names(const struct secrets_mask *m);
 

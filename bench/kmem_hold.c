@@ -12,6 +12,10 @@
  *               port with software transmit timestamps (the error queue)
  *   backlog     loopback TCP listeners, each 4096 connections that sent
  *               64 KiB and closed, never accepted
+ *   timewait    loopback TCP connections the client closes first (each a
+ *               TIME_WAIT bucket for 60 s), spread over 16 listeners so
+ *               that the ephemeral ports last; EXTRA is the netns's
+ *               buckets then (/proc/net/sockstat)
  *   locks       byte-range locks, 1000 a file (an unlinked file a 1000)
  *   md5         TCP sockets, each TCP_MD5SIG keys until optmem_max refuses
  *   sockfilt    unix sockets with a 4096-instruction classic BPF filter
@@ -172,6 +176,58 @@ static void hold_backlog(long n, struct tally *t)
 	}
 }
 
+#define TW_LISTENERS	16
+
+/* the netns's TIME_WAIT buckets, from /proc/net/sockstat's "TCP: ... tw N" */
+static long tw_buckets(void)
+{
+	char line[256], *p;
+	long tw = -1;
+	FILE *f = fopen("/proc/net/sockstat", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "TCP:", 4) && (p = strstr(line, " tw ")))
+			tw = atol(p + 4);
+	fclose(f);
+	return tw;
+}
+
+static void hold_timewait(long n, struct tally *t)
+{
+	struct sockaddr_in a[TW_LISTENERS];
+	int l[TW_LISTENERS];
+
+	for (int i = 0; i < TW_LISTENERS; i++) {
+		socklen_t len = sizeof(a[i]);
+
+		a[i] = (struct sockaddr_in){ .sin_family = AF_INET,
+					     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		l[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (l[i] < 0 || bind(l[i], (void *)&a[i], sizeof(a[i])) < 0 ||
+		    listen(l[i], 16) < 0 || getsockname(l[i], (void *)&a[i], &len) < 0)
+			return stop(t, errno);
+	}
+	for (long i = 0; i < n && !expired(); i++) {
+		int k = (int)(i % TW_LISTENERS), c = socket(AF_INET, SOCK_STREAM, 0), s;
+
+		if (c < 0)
+			return stop(t, errno);
+		if (connect(c, (void *)&a[k], sizeof(a[k])) < 0) {
+			stop(t, errno);
+			close(c);
+			return;
+		}
+		s = accept(l[k], NULL, NULL);
+		close(c);	/* the client first: its side waits */
+		if (s >= 0)
+			close(s);
+		t->made++;
+	}
+	t->extra = tw_buckets();
+}
+
 static void hold_locks(long n, struct tally *t)
 {
 	int fd = -1;
@@ -276,7 +332,8 @@ int main(int argc, char **argv)
 		void (*hold)(long, struct tally *);
 	} modes[] = {
 		{ "netlink", hold_netlink }, { "tstamp", hold_tstamp },
-		{ "backlog", hold_backlog }, { "locks", hold_locks },
+		{ "backlog", hold_backlog }, { "timewait", hold_timewait },
+		{ "locks", hold_locks },
 		{ "md5", hold_md5 }, { "sockfilt", hold_sockfilt },
 		{ "seccomp", hold_seccomp },
 	};

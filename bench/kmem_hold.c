@@ -10,8 +10,16 @@
  *               each sent requests until its unread answers fill it
  *   tstamp      UDP sockets, each 400 sends of 60 KB to a closed loopback
  *               port with software transmit timestamps (the error queue)
+ *   recverr     UDP sockets with IP_RECVERR, each 20000 one-byte sends to a
+ *               closed loopback port: the ICMP errors wait in the error
+ *               queue, no timestamp asked for (loopback's are not
+ *               rate-limited)
  *   backlog     loopback TCP listeners, each 4096 connections that sent
  *               64 KiB and closed, never accepted
+ *   lowat       one loopback TCP listener that asks SO_RCVLOWAT 1 GiB
+ *               (refused in a sandbox: EPERM in WHY, and on without it),
+ *               COUNT connections that sent 32 MiB each and closed, never
+ *               accepted
  *   timewait    loopback TCP connections the client closes first (each a
  *               TIME_WAIT bucket for 60 s), spread over 16 listeners so
  *               that the ephemeral ports last; EXTRA is the netns's
@@ -139,6 +147,62 @@ static void hold_tstamp(long n, struct tally *t)
 			}
 			t->extra++;
 		}
+		t->made++;
+	}
+}
+
+static void hold_recverr(long n, struct tally *t)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(9),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int on = 1, big = 1 << 30;
+
+	for (long i = 0; i < n && !expired(); i++) {
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+		if (s < 0)
+			return stop(t, errno);
+		(void)setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+		if (setsockopt(s, IPPROTO_IP, IP_RECVERR, &on, sizeof(on)) < 0)
+			return stop(t, errno);
+		/* every other send answers the last one's error (ECONNREFUSED) */
+		for (int k = 0; k < 20000; k++)
+			if (sendto(s, "x", 1, MSG_DONTWAIT, (void *)&to, sizeof(to)) == 1)
+				t->extra++;
+		t->made++;
+	}
+}
+
+static void hold_lowat(long n, struct tally *t)
+{
+	static char buf[32 << 20];
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), big = 1 << 30;
+
+	if (l < 0)
+		return stop(t, errno);
+	if (setsockopt(l, SOL_SOCKET, SO_RCVLOWAT, &big, sizeof(big)) < 0)
+		stop(t, errno);	/* said, and on: the default buffer */
+	if (bind(l, (void *)&a, sizeof(a)) < 0 || listen(l, 4096) < 0 ||
+	    getsockname(l, (void *)&a, &len) < 0)
+		return stop(t, errno);
+	for (long i = 0; i < n && !expired(); i++) {
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		ssize_t w;
+
+		if (c < 0)
+			return stop(t, errno);
+		if (connect(c, (void *)&a, sizeof(a)) < 0) {
+			stop(t, errno);
+			close(c);
+			break;
+		}
+		w = send(c, buf, sizeof(buf), MSG_DONTWAIT);
+		if (w > 0)
+			t->extra += w;
+		close(c);
 		t->made++;
 	}
 }
@@ -332,6 +396,7 @@ int main(int argc, char **argv)
 		void (*hold)(long, struct tally *);
 	} modes[] = {
 		{ "netlink", hold_netlink }, { "tstamp", hold_tstamp },
+		{ "recverr", hold_recverr }, { "lowat", hold_lowat },
 		{ "backlog", hold_backlog }, { "timewait", hold_timewait },
 		{ "locks", hold_locks },
 		{ "md5", hold_md5 }, { "sockfilt", hold_sockfilt },

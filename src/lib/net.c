@@ -188,9 +188,11 @@ static void conntrack_shorten(void)
  * TCP hash (131,072 here, more on a larger host): 150,000 loopback
  * connections held 47 MiB of unreclaimable slab, the group 4.2 MB.  4096
  * is a whole bound, about 1 MiB; past it a closing connection skips
- * TIME_WAIT (counted in TCPTimeWaitOverflow, nothing logged), which
- * within one netns, over loopback, costs nothing: no stray segment of an
- * old connection is in flight, and the port is free sooner.
+ * TIME_WAIT (counted in TCPTimeWaitOverflow, nothing logged), which in a
+ * sandbox's netns, loopback only, costs nothing: no late segment of an
+ * old connection is in flight, and the port is free sooner.  A pod's
+ * netns (sandbox.c) has a real network, where a late segment could reach
+ * a new connection of the same ports: as on any host past its own bound.
  *
  * Only ever lowered; best effort: a kernel where one is the host's alone
  * (not in a netns's /proc/sys) keeps the host's, as before.

@@ -10,8 +10,20 @@
  *               each sent requests until its unread answers fill it
  *   tstamp      UDP sockets, each 400 sends of 60 KB to a closed loopback
  *               port with software transmit timestamps (the error queue)
+ *   recverr     UDP sockets with IP_RECVERR, each 20000 one-byte sends to a
+ *               closed loopback port: the ICMP errors wait in the error
+ *               queue, no timestamp asked for (loopback's are not
+ *               rate-limited)
  *   backlog     loopback TCP listeners, each 4096 connections that sent
  *               64 KiB and closed, never accepted
+ *   lowat       one loopback TCP listener that asks SO_RCVLOWAT 1 GiB
+ *               (refused in a sandbox: EPERM in WHY, and on without it),
+ *               COUNT connections that sent 32 MiB each and closed, never
+ *               accepted
+ *   timewait    loopback TCP connections the client closes first (each a
+ *               TIME_WAIT bucket for 60 s), spread over 16 listeners so
+ *               that the ephemeral ports last; EXTRA is the netns's
+ *               buckets then (/proc/net/sockstat)
  *   locks       byte-range locks, 1000 a file (an unlinked file a 1000)
  *   md5         TCP sockets, each TCP_MD5SIG keys until optmem_max refuses
  *   sockfilt    unix sockets with a 4096-instruction classic BPF filter
@@ -139,6 +151,62 @@ static void hold_tstamp(long n, struct tally *t)
 	}
 }
 
+static void hold_recverr(long n, struct tally *t)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(9),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int on = 1, big = 1 << 30;
+
+	for (long i = 0; i < n && !expired(); i++) {
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+		if (s < 0)
+			return stop(t, errno);
+		(void)setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+		if (setsockopt(s, IPPROTO_IP, IP_RECVERR, &on, sizeof(on)) < 0)
+			return stop(t, errno);
+		/* every other send answers the last one's error (ECONNREFUSED) */
+		for (int k = 0; k < 20000; k++)
+			if (sendto(s, "x", 1, MSG_DONTWAIT, (void *)&to, sizeof(to)) == 1)
+				t->extra++;
+		t->made++;
+	}
+}
+
+static void hold_lowat(long n, struct tally *t)
+{
+	static char buf[32 << 20];
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), big = 1 << 30;
+
+	if (l < 0)
+		return stop(t, errno);
+	if (setsockopt(l, SOL_SOCKET, SO_RCVLOWAT, &big, sizeof(big)) < 0)
+		stop(t, errno);	/* said, and on: the default buffer */
+	if (bind(l, (void *)&a, sizeof(a)) < 0 || listen(l, 4096) < 0 ||
+	    getsockname(l, (void *)&a, &len) < 0)
+		return stop(t, errno);
+	for (long i = 0; i < n && !expired(); i++) {
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		ssize_t w;
+
+		if (c < 0)
+			return stop(t, errno);
+		if (connect(c, (void *)&a, sizeof(a)) < 0) {
+			stop(t, errno);
+			close(c);
+			break;
+		}
+		w = send(c, buf, sizeof(buf), MSG_DONTWAIT);
+		if (w > 0)
+			t->extra += w;
+		close(c);
+		t->made++;
+	}
+}
+
 static void hold_backlog(long n, struct tally *t)
 {
 	static char buf[65536];
@@ -170,6 +238,58 @@ static void hold_backlog(long n, struct tally *t)
 			t->made++;
 		}
 	}
+}
+
+#define TW_LISTENERS	16
+
+/* the netns's TIME_WAIT buckets, from /proc/net/sockstat's "TCP: ... tw N" */
+static long tw_buckets(void)
+{
+	char line[256], *p;
+	long tw = -1;
+	FILE *f = fopen("/proc/net/sockstat", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "TCP:", 4) && (p = strstr(line, " tw ")))
+			tw = atol(p + 4);
+	fclose(f);
+	return tw;
+}
+
+static void hold_timewait(long n, struct tally *t)
+{
+	struct sockaddr_in a[TW_LISTENERS];
+	int l[TW_LISTENERS];
+
+	for (int i = 0; i < TW_LISTENERS; i++) {
+		socklen_t len = sizeof(a[i]);
+
+		a[i] = (struct sockaddr_in){ .sin_family = AF_INET,
+					     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		l[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (l[i] < 0 || bind(l[i], (void *)&a[i], sizeof(a[i])) < 0 ||
+		    listen(l[i], 16) < 0 || getsockname(l[i], (void *)&a[i], &len) < 0)
+			return stop(t, errno);
+	}
+	for (long i = 0; i < n && !expired(); i++) {
+		int k = (int)(i % TW_LISTENERS), c = socket(AF_INET, SOCK_STREAM, 0), s;
+
+		if (c < 0)
+			return stop(t, errno);
+		if (connect(c, (void *)&a[k], sizeof(a[k])) < 0) {
+			stop(t, errno);
+			close(c);
+			return;
+		}
+		s = accept(l[k], NULL, NULL);
+		close(c);	/* the client first: its side waits */
+		if (s >= 0)
+			close(s);
+		t->made++;
+	}
+	t->extra = tw_buckets();
 }
 
 static void hold_locks(long n, struct tally *t)
@@ -276,7 +396,9 @@ int main(int argc, char **argv)
 		void (*hold)(long, struct tally *);
 	} modes[] = {
 		{ "netlink", hold_netlink }, { "tstamp", hold_tstamp },
-		{ "backlog", hold_backlog }, { "locks", hold_locks },
+		{ "recverr", hold_recverr }, { "lowat", hold_lowat },
+		{ "backlog", hold_backlog }, { "timewait", hold_timewait },
+		{ "locks", hold_locks },
 		{ "md5", hold_md5 }, { "sockfilt", hold_sockfilt },
 		{ "seccomp", hold_seccomp },
 	};

@@ -198,6 +198,67 @@ EOF
 	expect_contains "file, which loads one" "$out" "/etc/passwd: ASCII text"
 }
 
+# SO_RCVLOWAT on a TCP listener grew its buffer past net.core.rmem_max, up
+# to tcp_rmem's maximum, and every connection it had not accepted inherited
+# it: 20 MB each, charged to no memory cgroup, only to the host's one
+# tcp_mem (50 of them, 983 MiB).  Refused at SOL_SOCKET, recorded, with
+# high bits set too; SO_SNDLOWAT and the same number at another level still
+# reach the kernel.  In a sandbox, a listener's unaccepted connections then
+# hold no more than its default buffer (tcp_rmem's middle value) each.
+t_rcvlowat_refused() {
+	need_x86_64 || return
+	probe -- 54,0,1,18 54,0,0x100000001,18 54,0,1,0x100000012 54,0,1,19 54,0,6,18 || return 1
+	expect_eq "SO_SNDLOWAT" "$(answer 54,0,1,19)" ENOTSOCK
+	expect_eq "18 at SOL_TCP" "$(answer 54,0,6,18)" ENOTSOCK
+	expect_eq "SO_RCVLOWAT" "$(answer 54,0,1,18)" EPERM
+	expect_eq "SO_RCVLOWAT, high bits in the level" "$(answer 54,0,0x100000001,18)" EPERM
+	expect_eq "SO_RCVLOWAT, high bits in the name" "$(answer 54,0,1,0x100000012)" EPERM
+	if need_notify; then
+		denials > "$T/denials"
+		expect_denied 54,0,1,18 setsockopt || return 1
+		expect_contains "reason" "$(cat "$T/denials")" \
+			"setsockopt denied (EPERM): SO_RCVLOWAT"
+	fi
+	cat > "$T/lowat.py" <<'EOF'
+import socket
+l = socket.socket()
+try:
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1 << 30)
+    print("low mark set")
+except OSError as e:
+    print("low mark refused:", e.strerror)
+l.bind(("127.0.0.1", 0))
+l.listen(16)
+port = l.getsockname()[1]
+data = b"x" * (8 << 20)
+clients = []
+for i in range(4):
+    c = socket.create_connection(("127.0.0.1", port))
+    c.setblocking(False)
+    try:
+        c.send(data)
+    except BlockingIOError:
+        pass
+    clients.append(c)
+most = 0
+for line in open("/proc/net/tcp"):
+    f = line.split()
+    if f[1].endswith(":%04X" % port) and f[3] != "0A":
+        most = max(most, int(f[4].split(":")[1], 16))
+print("most unread", most)
+print("default", open("/proc/sys/net/ipv4/tcp_rmem").read().split()[1])
+EOF
+	chmod 644 "$T/lowat.py"
+	out=$(timeout 120 "$CORRAL" run --memory 64M --ro "$T/lowat.py:/opt/lowat.py" -- \
+		/usr/bin/python3 /opt/lowat.py < /dev/null 2>&1)
+	expect_contains "a listener's low mark" "$out" "low mark refused: Operation not permitted" || return 1
+	local most def
+	most=$(awk '$1 == "most" {print $3}' <<< "$out")
+	def=$(awk '$1 == "default" {print $2}' <<< "$out")
+	[ -n "$most" ] && [ -n "$def" ] && [ "$most" -le "$def" ] ||
+		fail "an unaccepted connection holds $most bytes unread, above the default buffer $def: $out"
+}
+
 # Linux AIO's contexts are one pool for the host (fs.aio-max-nr): io_setup
 # answers ENOSYS, as without CONFIG_AIO, so one sandbox cannot take them
 # all.  A probe that got through would hold a context: the pool is

@@ -11,6 +11,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <linux/netlink.h>
 #include <sched.h>
 #include <signal.h>
@@ -196,12 +197,16 @@ TEST(names_for_events)
 		return;
 	CHECK(sc_deny_errno(237) == EPERM);
 	CHECK(sc_deny_errno(470) == ENOSYS);
-	CHECK_STR_CONTAINS(sc_deny_why(237, 0), "NUMA");
-	CHECK_STR_CONTAINS(sc_deny_why(470, 0), "newer than the kernel");
-	CHECK_STR_CONTAINS(sc_deny_why(NR_SOCKET, 0), "SCTP");
+	CHECK_STR_CONTAINS(sc_deny_why(237, 0, 0), "NUMA");
+	CHECK_STR_CONTAINS(sc_deny_why(470, 0, 0), "newer than the kernel");
+	CHECK_STR_CONTAINS(sc_deny_why(NR_SOCKET, 0, 0), "SCTP");
 	/* one call, several rules: the one the arguments matched */
-	CHECK_STR_CONTAINS(sc_deny_why(16, TIOCSTI), "type into");
-	CHECK_STR_CONTAINS(sc_deny_why(16, 0x100000000ull | TIOCSETD), "line disciplines");
+	CHECK_STR_CONTAINS(sc_deny_why(16, TIOCSTI, 0), "type into");
+	CHECK_STR_CONTAINS(sc_deny_why(16, 0x100000000ull | TIOCSETD, 0), "line disciplines");
+	/* setsockopt's by level and name: SOL_SOCKET holds two reasons */
+	CHECK_STR_CONTAINS(sc_deny_why(54, SOL_SOCKET, SO_ATTACH_FILTER), "classic BPF");
+	CHECK_STR_CONTAINS(sc_deny_why(54, SOL_SOCKET, SO_RCVLOWAT), "SO_RCVLOWAT");
+	CHECK_STR_CONTAINS(sc_deny_why(54, IPPROTO_TCP, TCP_ULP), "kernel TLS");
 }
 
 TEST(program_fits_and_counts)
@@ -475,11 +480,15 @@ TEST(arguments_decided)
 	CHECK(call(&p, 135, 0xffffffff, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, PER_LINUX, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 135, ADDR_NO_RANDOMIZE, 0, 0) == SECCOMP_RET_USER_NOTIF);
-	/* setsockopt: classic BPF socket filters only, at SOL_SOCKET */
+	/* setsockopt: classic BPF socket filters and SO_RCVLOWAT only, at SOL_SOCKET */
 	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_ATTACH_FILTER) == SECCOMP_RET_USER_NOTIF);
 	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF) == SECCOMP_RET_USER_NOTIF);
 	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_DETACH_FILTER) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_RCVBUF) == SECCOMP_RET_ALLOW);
+	/* SO_RCVLOWAT grows a listener's buffers past rmem_max */
+	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_RCVLOWAT) == SECCOMP_RET_USER_NOTIF);
+	CHECK(call(&p, 54, 3, SOL_SOCKET, SO_SNDLOWAT) == SECCOMP_RET_ALLOW);
+	CHECK(call(&p, 54, 3, IPPROTO_TCP, SO_RCVLOWAT) == SECCOMP_RET_ALLOW);
 	CHECK(call(&p, 54, 3, IPPROTO_IP, SO_ATTACH_FILTER) == SECCOMP_RET_ALLOW);
 	free(p.insns);
 }

@@ -171,7 +171,7 @@ void sc_probe(struct corral_features *f);
 /* A syscall's name, from libseccomp or the table's numbers, or "syscall N". */
 const char *sc_name(uint32_t arch, int nr, char *buf, size_t len);
 /* Why the filter denies syscall nr, and the errno the caller gets, for events. */
-const char *sc_deny_why(int nr, uint64_t arg1);
+const char *sc_deny_why(int nr, uint64_t arg1, uint64_t arg2);
 int sc_deny_errno(int nr);
 /* libseccomp's number for name on arch, else the table's; __NR_SCMP_ERROR. */
 int sc_resolve(uint32_t arch, const char *name);

@@ -15,10 +15,11 @@ int net_rtnl_ask(const struct nlmsghdr *req);
 int net_add_lo_address(char *why, size_t len);
 
 /*
- * The caller's netns's net.core.optmem_max down to the old default
- * (net.c): a sandbox's own, or a pod's an OCI container joins.
+ * The caller's netns's net.core.optmem_max and tcp_max_tw_buckets down
+ * to corral's bounds (net.c): a sandbox's own, or a pod's an OCI
+ * container joins.
  */
-void net_bound_socket_options(void);
+void net_bound_uncharged(void);
 
 /* The netns's lo up (a new netns has it down): 0 or -errno. */
 int net_lo_up(void);

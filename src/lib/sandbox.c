@@ -690,13 +690,14 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 			return corral_set_errno(err, errno, "cannot join the network "
 						"namespace");
 		/*
-		 * A pod's netns gets the bound a sandbox's own gets (net.c),
-		 * because the container's socket options are host memory no
-		 * cgroup is charged for all the same, and the pod's other
-		 * containers are this runtime's too.  Best effort, as there:
-		 * a netns we have no rights in keeps its value.
+		 * A pod's netns gets the bounds a sandbox's own gets (net.c),
+		 * because the container's socket options and TIME_WAIT
+		 * buckets are host memory no cgroup is charged for all the
+		 * same, and the pod's other containers are this runtime's
+		 * too.  Best effort, as there: a netns we have no rights in
+		 * keeps its values.
 		 */
-		net_bound_socket_options();
+		net_bound_uncharged();
 		new_net = false;
 	}
 	sb = sandbox_new(o, err);

@@ -222,13 +222,26 @@ static const struct deny deny_table[] = {
 	 * instructions on its sockets left the next sandbox unable to load
 	 * its filter, and uid 65534 on the host too.  Filters on the
 	 * families allowed here (unix, TCP, UDP, routing netlink) are
-	 * rare: they serve packet capture, whose sockets are refused.  Both
-	 * calls share a reason, as sc_deny_why tells rules by level alone.
+	 * rare: they serve packet capture, whose sockets are refused.
 	 */
 	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(SOL_SOCKET, SO_ATTACH_FILTER),
 	  "classic BPF socket filters (the host's one BPF JIT pool)" },
 	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF),
 	  "classic BPF socket filters (the host's one BPF JIT pool)" },
+	/*
+	 * SO_RCVLOWAT on a TCP listener grows its receive buffer to what the
+	 * low mark asks, up to tcp_rmem's maximum (32 MiB here, 6 MiB by
+	 * default), past net.core.rmem_max, which bounds SO_RCVBUF; each
+	 * connection it has not accepted inherits that buffer and fills it
+	 * from its client, charged to no memory cgroup until accept(), only
+	 * to the host's one tcp_mem: 50 such connections held 20 MB each,
+	 * 983 MiB of it (one listener's 110 would reach this host's 2.2 GiB,
+	 * past which every TCP socket of the host is refused memory), 128 KiB
+	 * each without it.  Programs that set a low mark (zerocopy receive)
+	 * are rare; apt, pip, curl, node, python set none.
+	 */
+	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(SOL_SOCKET, SO_RCVLOWAT),
+	  "SO_RCVLOWAT (grows a listener's buffers past rmem_max, charged to no cgroup)" },
 	/*
 	 * Huge pages come from one pool for the host (vm.nr_hugepages, kept
 	 * for its databases and VMs), charged to no memory cgroup of the
@@ -1150,8 +1163,8 @@ int sc_deny_errno(int nr)
 	return above_ceiling(nr) ? ENOSYS : EPERM;
 }
 
-/* arg1: the call's, to tell apart the rules of one call (ioctl's) */
-const char *sc_deny_why(int nr, uint64_t arg1)
+/* arg1, arg2: the call's, to tell apart the rules of one call (ioctl's, setsockopt's) */
+const char *sc_deny_why(int nr, uint64_t arg1, uint64_t arg2)
 {
 	uint32_t arch = seccomp_arch_native();
 
@@ -1161,7 +1174,8 @@ const char *sc_deny_why(int nr, uint64_t arg1)
 		if (sc_resolve(arch, deny_table[i].name) == nr &&
 		    (deny_table[i].match != A1_LOW32_EQ || (uint32_t)arg1 == deny_table[i].val) &&
 		    (deny_table[i].match != A12_LOW32_EQ ||
-		     (uint32_t)arg1 == deny_table[i].val >> 32))
+		     ((uint32_t)arg1 == deny_table[i].val >> 32 &&
+		      (uint32_t)arg2 == (uint32_t)deny_table[i].val)))
 			return deny_table[i].why;
 	for (size_t i = 0; i < ARRAY_LEN(hostw_table); i++)
 		if (sc_resolve(arch, hostw_table[i].name) == nr)

@@ -209,7 +209,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	s->denied++;
 	snprintf(reason, sizeof(reason), "%s denied (%s): %s", name,
 		 deny == ENOSYS ? "ENOSYS" : "EPERM", sc_deny_why(s->req->data.nr,
-		 s->req->data.args[1]));
+		 s->req->data.args[1], s->req->data.args[2]));
 	if (o) {
 		name_program(o, s->req->pid);
 		json_object_set_new(o, "reason", json_string(reason));

@@ -1622,7 +1622,7 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &err);
 	}
 	if (!c->joined_net)
-		net_bound_uncharged();
+		net_bound_uncharged(false);
 	if (!c->joined_net && c->p->net == CORRAL_NET_PROXY &&
 	    proxy_listeners_send(c->sync_rd, c->p->net_transparent,
 				 c->p->connections) < 0)

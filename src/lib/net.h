@@ -3,6 +3,7 @@
 #define CORRAL_NET_H
 
 #include <linux/netlink.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,10 +17,11 @@ int net_add_lo_address(char *why, size_t len);
 
 /*
  * The caller's netns's net.core.optmem_max and tcp_max_tw_buckets down
- * to corral's bounds (net.c): a sandbox's own, or a pod's an OCI
- * container joins.
+ * to corral's bounds (net.c): a sandbox's own, loopback only; or, with
+ * real_network, a pod's an OCI container joins, which keeps its
+ * TIME_WAIT bound.
  */
-void net_bound_uncharged(void);
+void net_bound_uncharged(bool real_network);
 
 /* The netns's lo up (a new netns has it down): 0 or -errno. */
 int net_lo_up(void);

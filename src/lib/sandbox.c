@@ -690,14 +690,14 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 			return corral_set_errno(err, errno, "cannot join the network "
 						"namespace");
 		/*
-		 * A pod's netns gets the bounds a sandbox's own gets (net.c),
-		 * because the container's socket options and TIME_WAIT
-		 * buckets are host memory no cgroup is charged for all the
-		 * same, and the pod's other containers are this runtime's
-		 * too.  Best effort, as there: a netns we have no rights in
-		 * keeps its values.
+		 * A pod's netns gets the bound of socket options a sandbox's
+		 * own gets (net.c), because they are host memory no cgroup
+		 * is charged for all the same, and the pod's other
+		 * containers are this runtime's too.  Not TIME_WAIT's: on
+		 * a real network that bound changes TCP.  Best effort, as
+		 * there: a netns we have no rights in keeps its values.
 		 */
-		net_bound_uncharged();
+		net_bound_uncharged(true);
 		new_net = false;
 	}
 	sb = sandbox_new(o, err);

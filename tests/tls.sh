@@ -435,6 +435,79 @@ pipelined(b'/pipe-echo', b'/hello')"
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
 }
 
+# A server that sends a body where none goes (to a HEAD, with a 204) puts
+# bytes on the stream that read as the next answer's: the attacker writes
+# them (an echo) as a head whose Content-Length ends inside the value, and
+# a request pipelined behind took them for its answer, released whole at
+# its end: the value's first bytes.  Nothing after an answer with no body
+# is read.
+t_bodiless_answers_end_the_connection() {
+	secrets_policy
+	nrun -- /usr/bin/python3 -c "
+import os, socket, ssl, urllib.parse
+def pipelined(*reqs):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n')
+    s.recv(4096)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname='api.test')
+    a = ('Authorization: Bearer ' + os.environ['API_KEY']).encode()
+    t.sendall(b''.join(m + b' ' + p + b' HTTP/1.1\\r\\nHost: api.test\\r\\n' + a +
+                       b'\\r\\n\\r\\n' for m, p in reqs))
+    got = b''
+    while True:
+        try:
+            b = t.recv(65536)
+        except (OSError, ssl.SSLError):
+            break
+        if not b:
+            break
+        got += b
+    print(got.decode('latin-1'))
+pre = urllib.parse.quote(b'HTTP/1.1 200 OK\\r\\nContent-Length: 12\\r\\n\\r\\n').encode()
+print('== head')
+pipelined((b'HEAD', b'/frame-echo?pre=' + pre), (b'GET', b'/hello'))
+print('== 204')
+pipelined((b'GET', b'/no-content-echo?pre=' + pre), (b'GET', b'/hello'))"
+	stdout > "$T/seen"
+	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
+	expect_not_contains "not its first bytes" "$(cat "$T/seen")" "Bearer ${SECRET:0:3}"
+	expect_contains "the HEAD's answer went on" "$(sed -n '/== head/,/== 204/p' "$T/seen")" \
+		"Content-Length: "
+	expect_contains "the 204 went on" "$(sed -n '/== 204/,$p' "$T/seen")" "HTTP/1.1 204"
+	expect_eq "the value went up, each" "$(count "Bearer $SECRET" "$GOODLOG")" 4
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
+# The user's side: a HEAD, a 204 answer, then more requests on the same
+# client: each answered (the answer with no body says Connection: close,
+# the next request goes on a new connection), curl's and Python's.
+t_bodiless_answers_then_more_requests() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+a=\"Authorization: Bearer \$API_KEY\"
+u=https://api.test:$GOOD
+curl -sS -m 10 -o /dev/null -w '%{http_code} ' -I -H \"\$a\" \$u/prefix \\
+	--next -sS -m 10 -o /dev/null -w '%{http_code} ' -H \"\$a\" \$u/prefix \\
+	--next -sS -m 10 -o /dev/null -w '%{http_code} ' -X DELETE -H \"\$a\" \$u/no-content \\
+	--next -sS -m 10 -o /dev/null -w '%{http_code}\\n' -H \"\$a\" \$u/prefix
+/usr/bin/python3 -c '
+import http.client, os
+c = http.client.HTTPSConnection(\"127.0.0.1\", 3128, timeout=10)
+c.set_tunnel(\"api.test\", $GOOD)
+h = {\"Authorization\": \"Bearer \" + os.environ[\"API_KEY\"]}
+for m, p in ((\"HEAD\", \"/prefix\"), (\"GET\", \"/prefix\"), (\"DELETE\", \"/no-content\"),
+             (\"GET\", \"/prefix\")):
+    c.request(m, p, headers=h)
+    r = c.getresponse()
+    print(\"py\", m, r.status, len(r.read()))
+'"
+	local want=$((5 + 7 + ${#SECRET} - 1))
+	expect_contains "curl" "$(stdout)" "200 200 204 200"
+	expect_contains "python" "$(stdout | grep '^py' | tr '\n' ' ')" \
+		"py HEAD 200 0 py GET 200 $want py DELETE 204 0 py GET 200 $want "
+	expect_eq "no denials" "$(denials)" 0
+}
+
 # An answer cut off is said (an event, the 502 the sandbox gets) by the
 # header that made it unreadable: not with that header's value, which is
 # the upstream's bytes, unmasked (a server that put the swapped value in

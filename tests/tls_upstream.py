@@ -43,6 +43,12 @@
 #   /escaped-chunked   the same, chunked 7 bytes a chunk
 #   /redirect-escaped?key=Q  302 to a Location that carries Q percent-encoded
 #                      twice and the Authorization value once, lower case
+#   /frame-echo?pre=Q  keep-alive: Q percent-decoded, then the Authorization
+#                      header, as a body; to a HEAD too, as every path here
+#                      (a do_HEAD = do_GET server)
+#   /no-content        keep-alive: 204, nothing after it
+#   /no-content-echo?pre=Q  keep-alive: 204, then /frame-echo's body anyway
+#                      (Python's http.server writes what a handler gives it)
 import gzip
 import html
 import json
@@ -201,6 +207,14 @@ def answer(head, body):
     if path.startswith(b"/te-echo"):
         auth = header(head, b"authorization").partition(b" ")[2]
         return b"200 OK", b"Transfer-Encoding: " + auth + b", chunked\r\n", b"x", False
+    if path.startswith(b"/frame-echo") or path.startswith(b"/no-content-echo"):
+        pre = urllib.parse.unquote_to_bytes(path.partition(b"pre=")[2].partition(b"&")[0])
+        body = pre + header(head, b"authorization") + b"\n"
+        if path.startswith(b"/no-content"):
+            return b"204 No Content", b"nolength", body, True
+        return b"200 OK", b"Content-Type: text/plain\r\n", body, True
+    if path.startswith(b"/no-content"):
+        return b"204 No Content", b"nolength", b"", True
     if path.startswith(b"/pipe-echo"):
         return b"200 OK", b"Content-Type: text/plain\r\n", echo, True
     if path.startswith(b"/echo"):
@@ -240,6 +254,9 @@ def send(conn, status, extra, body, keep):
                      b"Trailer: X-Echo\r\n" + close + b"\r\n3\r\n!!!\r\n0\r\nX-Echo: " + body[:12])
         time.sleep(0.2)
         conn.sendall(body[12:] + b"\r\n\r\n")
+        return
+    if extra == b"nolength":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\n" + close + b"\r\n" + body)
         return
     if extra is None:
         conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +

@@ -54,8 +54,8 @@ struct sim {
  * read cuts the stream where that answer begins: the whole ones before
  * it go on, masked (mask_cut).
  */
-static void play(struct secrets_mask *m, int heads, const char *stream, size_t len,
-		 const size_t *at, size_t nat, struct sim *s)
+static void play_sent(struct secrets_mask *m, const char *sent, const char *stream,
+		      size_t len, const size_t *at, size_t nat, struct sim *s)
 {
 	struct httpresp r;
 	char buf[8192];
@@ -63,8 +63,9 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 
 	memset(s, 0, sizeof(*s));
 	httpresp_init(&r);
-	for (int i = 0; i < heads; i++)
-		httpresp_sent(&r, false);
+	/* the requests sent, in order: 'H' a HEAD, any other letter a GET */
+	for (const char *k = sent; *k; k++)
+		httpresp_sent(&r, *k == 'H');
 	for (size_t i = 0; i <= nat; i++) {
 		size_t to = i < nat ? at[i] : len, rel;
 		ssize_t masked;
@@ -91,6 +92,13 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 	}
 	s->out[s->nout] = '\0';
 	httpresp_free(&r);
+}
+
+/* play_sent after n GETs */
+static void play(struct secrets_mask *m, int n, const char *stream, size_t len,
+		 const size_t *at, size_t nat, struct sim *s)
+{
+	play_sent(m, n == 1 ? "G" : n == 2 ? "GG" : "GGGGGGGG", stream, len, at, nat, s);
 }
 
 static char *chunked(const char *body, size_t size)
@@ -636,6 +644,69 @@ TEST(chunk_extensions_masked_at_every_split)
 	CHECK(masked_at_every_split("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 				    "3\r\n!!!\r\n3;e=\"" SECRET "\"\r\n!!!\r\n0\r\n\r\n",
 				    "\r\n!!!\r\n0\r\n", "an extension's value"));
+}
+
+/*
+ * An answer a server framed wrong, played after the requests `sent`: the
+ * bytes it sends beyond it frame, as an attacker wrote them in an echo, a
+ * message that ends inside the value ("Bearer re").  At once and cut in
+ * two at every byte: only `first` (the answer framed right) goes on, then
+ * the stream is cut off; the value's first bytes never.
+ */
+static bool misframed_cut(const char *sent, const char *first, const char *what)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	char stream[1024];
+	size_t len = snprintf(stream, sizeof(stream), "%sHTTP/1.1 200 OK\r\nContent-Length: 9"
+			      "\r\n\r\nBearer re" "al/secret+value\"}", first);
+	bool ok = m != NULL;
+	struct sim s;
+
+	for (size_t cut = 0; ok && cut < len; cut++) {
+		play_sent(m, sent, stream, len, &cut, cut ? 1 : 0, &s);
+		if (!s.cut || s.nout != strlen(first) || strncmp(s.out, first, s.nout) ||
+		    strstr(s.out, "Bearer r")) {
+			fprintf(stderr, "  %s, cut at %zu (%s): %s\n", what, cut, s.why, s.out);
+			ok = false;
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+	return ok;
+}
+
+/*
+ * A HEAD answered with a body (a do_HEAD = do_GET handler), a 204 or a 304
+ * with one (Python's http.server writes what it is given): the body looks
+ * like the next answer's bytes, and one request behind it (pipelined) had
+ * taken them for its answer, released whole at its Content-Length's end,
+ * inside the value.  Nothing after an answer with no body is read.
+ */
+TEST(bytes_after_a_bodiless_answer_cut_off)
+{
+	CHECK(misframed_cut("HG", "HTTP/1.1 200 OK\r\nContent-Length: 60\r\n\r\n",
+			    "a HEAD's answer with a body"));
+	CHECK(misframed_cut("GG", "HTTP/1.1 204 No Content\r\n\r\n", "a 204 with a body"));
+	CHECK(misframed_cut("GG", "HTTP/1.1 304 Not Modified\r\nContent-Length: 60\r\n\r\n",
+			    "a 304 with a body"));
+	/* a 100 Continue is no answer: the one after it is read */
+	CHECK(masked_at_every_split("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+				    "Content-Length: 26\r\n\r\n"
+				    "Bearer " SECRET "\r\n", "\r\n", "an answer after 100 Continue"));
+}
+
+/*
+ * A server whose Content-Length is short of what it sends (a length in
+ * characters, UTF-8 written): what follows is an answer to no request,
+ * which it would frame as the attacker wrote it.  Cut off.
+ */
+TEST(an_answer_to_no_request_cut_off)
+{
+	CHECK(misframed_cut("G", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n\"\xc3\xa9\xc3\xa9",
+			    "bytes past a Content-Length"));
 }
 
 /* The real value, in any form, in a request body: refused, also across reads. */

@@ -878,6 +878,27 @@ static void note_masked(struct conn *c, size_t masked)
 }
 
 /*
+ * An answer with no body (a HEAD's, a 204, a 304) ends buf[0, rel): what
+ * the upstream sends after it cannot be told from a body it should not
+ * have sent (httpresp.h), so nothing more is read.  It goes on saying
+ * Connection: close, so that the sandbox's client asks its next request
+ * on a new connection rather than on this one, closed.
+ */
+static void last_answer(struct conn *c, const char *buf, size_t rel)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	struct evbuffer *out = bufferevent_get_output(c->down);
+	static const char close_head[] = "Connection: close\r\n\r\n";
+	size_t keep = rel >= 4 && !memcmp(buf + rel - 4, "\r\n\r\n", 4) ? rel - 2 : rel;
+
+	c->bytes_down += rel;
+	evbuffer_remove_buffer(in, out, keep);
+	if (keep < rel)
+		evbuffer_add(out, close_head, sizeof(close_head) - 1);
+	close_after_flush(c);
+}
+
+/*
  * What a host that secrets go to answers, on its way to the sandbox: each
  * message framed (httpresp.c), each value's forms in its content masked
  * (secrets.c), and a tail that may be the start of one held back until
@@ -920,6 +941,10 @@ static bool mask_relay(struct conn *c, bool eof)
 		return false;
 	}
 	note_masked(c, masked);
+	if (c->resp.ended) {
+		last_answer(c, buf, rel);
+		return false;
+	}
 	c->bytes_down += rel;
 	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), rel);
 	httpresp_release(&c->resp, rel);

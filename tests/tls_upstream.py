@@ -110,6 +110,18 @@ def js_hex(v):
     return out
 
 
+def css(v, six=False):
+    """CSS's escapes of each character but ASCII letters and digits"""
+    return "".join(c if c.isalnum() and ord(c) < 128 else
+                   ("\\%06x" % ord(c) if six else "\\%x " % ord(c)) for c in v)
+
+
+def octal(v):
+    """each byte but ASCII letters and digits "\\OOO", as git quotes a path"""
+    return "".join(chr(b) if chr(b).isalnum() and b < 128 else "\\%03o" % b
+                   for b in v.encode())
+
+
 def escapes(v):
     """v as the encoders a reflecting server uses write it, one a line"""
     plain = json.dumps(v)[1:-1]
@@ -143,6 +155,14 @@ def escapes(v):
         ("pct-mixed", quoted.replace("%2F", "/", 1)),
         # JavaScript's "\xHH", as OWASP ESAPI's encodeForJavaScript writes it
         ("js-hex", js_hex(v)),
+        # CSS.escape's hex with a space after, and six digits without one
+        ("css", css(v)),
+        ("css-six", css(v, True)),
+        ("octal", octal(v)),
+        # ES6's code point escape
+        ("js-es6", "".join("\\u{%x}" % ord(c) for c in v)),
+        # Perl's quotemeta, Python's re.escape: a backslash before punctuation
+        ("quotemeta", re.sub(r"([^A-Za-z0-9_\x80-\U0010ffff])", r"\\\1", v)),
     ]
     return "".join("%s: %s\n" % (k, e) for k, e in lines).encode()
 

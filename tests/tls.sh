@@ -521,6 +521,28 @@ for m, p in ((\"HEAD\", \"/prefix\"), (\"GET\", \"/prefix\"), (\"DELETE\", \"/no
 	expect_eq "no denials" "$(denials)" 0
 }
 
+# The hold can be timed: a streaming echo of the agent's guess, its next
+# write later, brings the guess back at once unless it is a value's start,
+# which is held until that write (measured here: 0.51 s against 0.05 s for
+# a 0.5 s pause), one character at a time.  Each hold of 8 bytes or more
+# that went on unmasked is counted, and past 32 in a sandbox no request
+# goes to a host a secret goes to.
+t_guessing_by_the_hold_cut_off() {
+	secrets_policy
+	nrun -- /bin/sh -c "
+for i in \$(seq 1 34); do
+	curl -sS -m 10 -o /dev/null -w '%{http_code} ' \"https://api.test:$GOOD/stream-echo?g=${SECRET:0:9}\"
+done
+echo
+curl -sS -m 10 -o /dev/null -w '%{http_code}\\n' -H \"Authorization: Bearer \$API_KEY\" https://api.test:$GOOD/hello
+curl -sS -m 10 -o /dev/null -w '%{http_code}\\n' https://other.test:$GOOD/hello"
+	expect_eq "32 guesses, then refused" "$(stdout | head -1)" "$(printf '200 %.0s' $(seq 32))403 403 "
+	expect_eq "the host's other requests too" "$(stdout | sed -n 2p)" "403"
+	expect_eq "another host's not" "$(stdout | sed -n 3p)" "200"
+	expect_contains "said" "$(cat "$T/events")" "a guess at its value by the hold's delay"
+	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
+}
+
 # An answer cut off is said (an event, the 502 the sandbox gets) by the
 # header that made it unreadable: not with that header's value, which is
 # the upstream's bytes, unmasked (a server that put the swapped value in

@@ -47,6 +47,8 @@
 #                      header, as a body; to a HEAD too, as every path here
 #                      (a do_HEAD = do_GET server)
 #   /no-content        keep-alive: 204, nothing after it
+#   /stream-echo?g=Q   chunked: Q percent-decoded, then 0.2 s later "!" (a
+#                      streaming echo: a model's answer that repeats a prompt)
 #   /no-content-echo?pre=Q  keep-alive: 204, then /frame-echo's body anyway
 #                      (Python's http.server writes what a handler gives it)
 import gzip
@@ -235,6 +237,9 @@ def answer(head, body):
         return b"200 OK", b"Content-Type: text/plain\r\n", body, True
     if path.startswith(b"/no-content"):
         return b"204 No Content", b"nolength", b"", True
+    if path.startswith(b"/stream-echo"):
+        return b"200 OK", b"stream", urllib.parse.unquote_to_bytes(
+            path.partition(b"g=")[2].partition(b"&")[0]), False
     if path.startswith(b"/pipe-echo"):
         return b"200 OK", b"Content-Type: text/plain\r\n", echo, True
     if path.startswith(b"/echo"):
@@ -274,6 +279,12 @@ def send(conn, status, extra, body, keep):
                      b"Trailer: X-Echo\r\n" + close + b"\r\n3\r\n!!!\r\n0\r\nX-Echo: " + body[:12])
         time.sleep(0.2)
         conn.sendall(body[12:] + b"\r\n\r\n")
+        return
+    if extra == b"stream":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" + close +
+                     b"\r\n%x\r\n%s\r\n" % (len(body), body))
+        time.sleep(0.2)
+        conn.sendall(b"1\r\n!\r\n0\r\n\r\n")
         return
     if extra == b"nolength":
         conn.sendall(b"HTTP/1.1 " + status + b"\r\n" + close + b"\r\n" + body)

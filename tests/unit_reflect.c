@@ -802,6 +802,51 @@ TEST(an_answer_to_no_request_cut_off)
 			    "bytes past a Content-Length"));
 }
 
+/*
+ * A streaming echo's first write ends with `echo`; the second, later, with
+ * what follows: the guesses counted (secrets_mask_take_guesses), played
+ * with the read cut between the two writes.
+ */
+static size_t guesses_of(struct secrets_mask *m, const char *echo, const char *next)
+{
+	char stream[512];
+	size_t len, at;
+	struct sim s;
+
+	at = snprintf(stream, sizeof(stream), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		      "%zx\r\n%s\r\n", strlen(echo), echo);
+	len = at + snprintf(stream + at, sizeof(stream) - at, "%zx\r\n%s\r\n0\r\n\r\n",
+			    strlen(next), next);
+	play(m, 1, stream, len, &at, 1, &s);
+	CHECK(!s.cut && s.nout == len);
+	return secrets_mask_take_guesses(m);
+}
+
+/*
+ * A hold of a value's first 8 bytes or more that went on unmasked told
+ * the agent its guess was right (the hold's delay): counted, once.  A
+ * shorter one, a value that came whole, an echo of no value's start: not.
+ */
+TEST(holds_that_went_no_further_counted)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK(guesses_of(m, "k=real/secr", "!") == 1);
+	CHECK(guesses_of(m, "k=real%2Fsecret", "%2B!") == 1);
+	CHECK(guesses_of(m, "k=real/sec", "!") == 1);
+	CHECK(guesses_of(m, "k=real/se", "!") == 0);
+	CHECK(guesses_of(m, "k=real/secr", "et+value!") == 0);
+	CHECK(guesses_of(m, "k=nothing", "!") == 0);
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+}
+
 /* The real value, in any form, in a request body: refused, also across reads. */
 TEST(value_in_a_request_refused)
 {

@@ -859,6 +859,31 @@ static void mask_cut(struct conn *c)
 		close_after_flush(c);
 }
 
+/*
+ * Holds of a value's start that went on unmasked, the sandbox's whole
+ * count: each one told the agent, by the hold's delay, that its echoed
+ * guess began a value; one character at a time it would learn the value.
+ * Past GUESSES_MAX no request goes to a host a secret goes to (guessed()).
+ */
+#define GUESSES_MAX	32
+
+static void note_guesses(struct conn *c)
+{
+	size_t n = secrets_mask_take_guesses(c->mask);
+	char why[CORRAL_ERR_MAX];
+
+	if (!n || c->px->guesses >= GUESSES_MAX)
+		return;
+	c->px->guesses += n;
+	if (c->px->guesses < GUESSES_MAX)
+		return;
+	snprintf(why, sizeof(why), "answers from %.100s:%u held a secret's first bytes, which "
+		 "went no further, %d times: a guess at its value by the hold's delay, a "
+		 "character at a time; no more requests go to a host a secret goes to",
+		 c->host, c->port, GUESSES_MAX);
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+}
+
 /* count values masked on c's answers; the first said once a connection */
 static void note_masked(struct conn *c, size_t masked)
 {
@@ -941,6 +966,7 @@ static bool mask_relay(struct conn *c, bool eof)
 		return false;
 	}
 	note_masked(c, masked);
+	note_guesses(c);
 	if (c->resp.ended) {
 		last_answer(c, buf, rel);
 		return false;
@@ -1570,6 +1596,20 @@ static bool request_ok(struct conn *c)
 	return false;
 }
 
+/* past GUESSES_MAX: a request to a host a secret goes to is refused (-EACCES) */
+static int guessed(struct conn *c)
+{
+	char why[CORRAL_ERR_MAX];
+
+	if (!c->mask || c->px->guesses < GUESSES_MAX)
+		return 0;
+	snprintf(why, sizeof(why), "a request to %.100s, a host a secret goes to, after its "
+		 "answers held a secret's first bytes that went no further %d times (a guess "
+		 "at its value by the hold's delay)", c->host, GUESSES_MAX);
+	deny_request(c, 403, why);
+	return -EACCES;
+}
+
 /*
  * Write the head the upstream gets to `to`: origin form, hop-by-hop headers
  * gone, placeholders swapped where allowed.  -EACCES: refused and answered.
@@ -1583,6 +1623,10 @@ static int forward_head(struct conn *c, struct evbuffer *to)
 
 	if (!buf)
 		return -ENOMEM;
+	if (guessed(c) < 0) {
+		free(buf);
+		return -EACCES;
+	}
 	r = httpreq_origin_form(&c->hr, buf, max, &len);
 	if (r == 0 && secrets_count(sec)) {
 		r = secrets_rewrite_head(sec, buf, len, c->host, c->port, c->terminated,

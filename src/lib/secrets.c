@@ -795,7 +795,16 @@ void secrets_scan_free(struct secrets_scan *st)
 struct secrets_mask {
 	struct spelled bound;		/* the secrets that go to this host */
 	bool *seen;			/* per bound secret: masked at least once */
+	size_t held;			/* content bytes held at the last step's end */
+	size_t guesses;			/* holds of GUESS_MIN or more that went no further */
 };
+
+/*
+ * A hold of this many bytes or more that goes on unmasked (the bytes after
+ * it spelled no value, or the answer ended) is counted as a guess: the
+ * agent learns by the hold's delay that what it had echoed began a value.
+ */
+#define GUESS_MIN		8
 
 struct secrets_mask *secrets_mask_new(const struct secrets *ss, const char *host,
 				      uint16_t port)
@@ -898,7 +907,7 @@ size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t 
 ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *buf,
 			    size_t len, bool eof, size_t *rel)
 {
-	size_t n, masked, hold;
+	size_t n, masked, hold, partial = 0, held = m->held;
 	char *content;
 	bool framed;
 
@@ -915,13 +924,26 @@ ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *bu
 		masked += secrets_mask_apply(m, buf, len);
 	if (eof) {
 		*rel = len;
-		return masked;
+	} else {
+		partial = secrets_mask_partial(m, content, n);
+		*rel = httpresp_releasable(r, len, partial);
+		hold = framed ? secrets_mask_partial(m, buf, len) : 0;
+		if (hold && len - hold < *rel)
+			*rel = len - hold > r->start ? len - hold : r->start;
 	}
-	*rel = httpresp_releasable(r, len, secrets_mask_partial(m, content, n));
-	hold = framed ? secrets_mask_partial(m, buf, len) : 0;
-	if (hold && len - hold < *rel)
-		*rel = len - hold > r->start ? len - hold : r->start;
+	/* what was held (at the buffer's start) goes on, and is no value */
+	if (held >= GUESS_MIN && *rel && n && content[0] != MASK_BYTE)
+		m->guesses++;
+	m->held = partial && !r->in_head && *rel + partial <= len ? partial : 0;
 	return masked;
+}
+
+size_t secrets_mask_take_guesses(struct secrets_mask *m)
+{
+	size_t n = m->guesses;
+
+	m->guesses = 0;
+	return n;
 }
 
 json_t *secrets_mask_names(const struct secrets_mask *m)

@@ -47,6 +47,10 @@
 #                      header, as a body; to a HEAD too, as every path here
 #                      (a do_HEAD = do_GET server)
 #   /no-content        keep-alive: 204, nothing after it
+#   /short-echo?pre=Q  keep-alive: "x", Q percent-decoded, the Authorization
+#                      header, in one write, said to be 1 byte long (a
+#                      Content-Length short of the body: a length in
+#                      characters, UTF-8 written)
 #   /stream-echo?g=Q   chunked: Q percent-decoded, then 0.2 s later "!" (a
 #                      streaming echo: a model's answer that repeats a prompt)
 #   /no-content-echo?pre=Q  keep-alive: 204, then /frame-echo's body anyway
@@ -237,6 +241,9 @@ def answer(head, body):
         return b"200 OK", b"Content-Type: text/plain\r\n", body, True
     if path.startswith(b"/no-content"):
         return b"204 No Content", b"nolength", b"", True
+    if path.startswith(b"/short-echo"):
+        pre = urllib.parse.unquote_to_bytes(path.partition(b"pre=")[2].partition(b"&")[0])
+        return b"200 OK", b"short", b"x" + pre + header(head, b"authorization") + b"\n", True
     if path.startswith(b"/stream-echo"):
         return b"200 OK", b"stream", urllib.parse.unquote_to_bytes(
             path.partition(b"g=")[2].partition(b"&")[0]), False
@@ -279,6 +286,9 @@ def send(conn, status, extra, body, keep):
                      b"Trailer: X-Echo\r\n" + close + b"\r\n3\r\n!!!\r\n0\r\nX-Echo: " + body[:12])
         time.sleep(0.2)
         conn.sendall(body[12:] + b"\r\n\r\n")
+        return
+    if extra == b"short":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 1\r\n" + close + b"\r\n" + body)
         return
     if extra == b"stream":
         conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" + close +

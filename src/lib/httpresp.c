@@ -25,6 +25,11 @@ void httpresp_free(struct httpresp *r)
 	r->scratch = NULL;
 }
 
+bool httpresp_idle(const struct httpresp *r)
+{
+	return !r->pending && !r->in_msg;
+}
+
 int httpresp_sent(struct httpresp *r, bool head)
 {
 	if (r->pending == HTTPRESP_PENDING_MAX)
@@ -45,6 +50,7 @@ static int on_begin(http_parser *p)
 	struct httpresp *r = of(p);
 
 	r->in_head = true;
+	r->in_msg = true;
 	/*
 	 * Bytes the upstream sent beyond an answer it got wrong (a body
 	 * longer than its Content-Length said) are no answer of a request:
@@ -209,6 +215,7 @@ static int on_complete(http_parser *p)
 	struct httpresp *r = of(p);
 
 	r->body_open = false;
+	r->in_msg = false;
 	/* a 1xx before the answer is not it: bodiless is the last final one's */
 	if (r->bodiless && p->status_code >= 200)
 		r->ended = true;

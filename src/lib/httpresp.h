@@ -47,12 +47,15 @@ struct httpresp {
 	bool head_refused;		/* for its head: nothing of it went on */
 	bool bodiless;			/* the answer being read has no body by its request or status */
 	bool ended;			/* a bodiless answer ended: nothing after it is placed */
+	bool in_msg;			/* an answer has begun and not ended */
 	const char *base;		/* the buffer, while feeding */
 	char *scratch;			/* content copied out of framing (httpresp_mask) */
 	size_t capscratch;
 };
 
 void httpresp_init(struct httpresp *r);
+/* Every request sent is answered whole: no answer is awaited or coming. */
+bool httpresp_idle(const struct httpresp *r);
 void httpresp_free(struct httpresp *r);
 /* A request went up (head: a HEAD, whose answer has no body); -1: too many. */
 int httpresp_sent(struct httpresp *r, bool head);

@@ -978,6 +978,16 @@ static bool mask_relay(struct conn *c, bool eof)
 	return true;
 }
 
+/* the last answer ended: the sandbox's next request is read (http_from_down) */
+static void resume_requests(struct conn *c)
+{
+	if (!httpresp_idle(&c->resp) || c->st != C_RELAY || !httpreq_idle(&c->hr))
+		return;
+	bufferevent_enable(c->down, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->down)))
+		http_from_down(c);
+}
+
 static void relay_read(struct bufferevent *from, void *arg)
 {
 	struct conn *c = arg;
@@ -1008,7 +1018,8 @@ static void relay_read(struct bufferevent *from, void *arg)
 		answered = true;
 	}
 	if (from == c->up && c->mask) {
-		mask_relay(c, false);
+		if (mask_relay(c, false))
+			resume_requests(c);
 		return;
 	}
 	struct evbuffer *in = bufferevent_get_input(from);
@@ -1948,6 +1959,19 @@ static void http_from_down(struct conn *c)
 		struct evbuffer_iovec v;
 		size_t used = 0;
 		int r;
+
+		/*
+		 * To a host secrets go to, a request goes up once the last
+		 * answer ended (resume_requests): bytes a server sends past
+		 * its answer (a Content-Length short of its body) then come
+		 * while no request waits, and are cut off (httpresp.c), where
+		 * a request pipelined behind took them for its answer, framed
+		 * as the agent's echo in them said.
+		 */
+		if (c->mask && httpreq_idle(&c->hr) && !httpresp_idle(&c->resp)) {
+			bufferevent_disable(c->down, EV_READ);
+			return;
+		}
 
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			return;

@@ -167,14 +167,13 @@ static void digits(const char *t, size_t n, size_t q, struct toks *o)
 	uint32_t v;
 	size_t end;
 
-	if ((end = number(t, n, q, 8, 1, 3, 0, &v, &o->more)) && v <= 0xff &&
-	    (end == q + 3 || end >= n || digit(t[end], 8) < 0)) {
+	/* number() reads on to its last digit: what it returns ends the run */
+	if ((end = number(t, n, q, 8, 1, 3, 0, &v, &o->more)) && v <= 0xff) {
 		put(o, v, false, end);
 		if (v >= 0x80)
 			put(o, v, true, end);
 	}
-	if (!(end = number(t, n, q, 16, 1, 6, 0, &v, &o->more)) || v > 0x10ffff ||
-	    (end < q + 6 && end < n && digit(t[end], 16) >= 0))
+	if (!(end = number(t, n, q, 16, 1, 6, 0, &v, &o->more)) || v > 0x10ffff)
 		return;
 	put(o, v, true, end);
 	if (end < n && (t[end] == ' ' || t[end] == '\t' || t[end] == '\n' || t[end] == '\f'))

@@ -149,6 +149,11 @@ $(BUILD)/tests/unit_%: tests/unit_%.c $(BUILD)/libcorral.a tests/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
 
+# the mask's scan alone, for a change of spell.c (bench/mask_scan.c)
+$(BUILD)/bench/mask_scan: bench/mask_scan.c $(BUILD)/libcorral.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_FLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+
 # ldns, shared, to read the responses back
 $(BUILD)/tests/unit_dns: tests/unit_dns.c $(BUILD)/libcorral.a tests/unit.h
 	@mkdir -p $(dir $@)

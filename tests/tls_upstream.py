@@ -43,6 +43,18 @@
 #   /escaped-chunked   the same, chunked 7 bytes a chunk
 #   /redirect-escaped?key=Q  302 to a Location that carries Q percent-encoded
 #                      twice and the Authorization value once, lower case
+#   /frame-echo?pre=Q  keep-alive: Q percent-decoded, then the Authorization
+#                      header, as a body; to a HEAD too, as every path here
+#                      (a do_HEAD = do_GET server)
+#   /no-content        keep-alive: 204, nothing after it
+#   /short-echo?pre=Q  keep-alive: "x", Q percent-decoded, the Authorization
+#                      header, in one write, said to be 1 byte long (a
+#                      Content-Length short of the body: a length in
+#                      characters, UTF-8 written)
+#   /stream-echo?g=Q   chunked: Q percent-decoded, then 0.2 s later "!" (a
+#                      streaming echo: a model's answer that repeats a prompt)
+#   /no-content-echo?pre=Q  keep-alive: 204, then /frame-echo's body anyway
+#                      (Python's http.server writes what a handler gives it)
 import gzip
 import html
 import json
@@ -104,6 +116,18 @@ def js_hex(v):
     return out
 
 
+def css(v, six=False):
+    """CSS's escapes of each character but ASCII letters and digits"""
+    return "".join(c if c.isalnum() and ord(c) < 128 else
+                   ("\\%06x" % ord(c) if six else "\\%x " % ord(c)) for c in v)
+
+
+def octal(v):
+    """each byte but ASCII letters and digits "\\OOO", as git quotes a path"""
+    return "".join(chr(b) if chr(b).isalnum() and b < 128 else "\\%03o" % b
+                   for b in v.encode())
+
+
 def escapes(v):
     """v as the encoders a reflecting server uses write it, one a line"""
     plain = json.dumps(v)[1:-1]
@@ -137,6 +161,14 @@ def escapes(v):
         ("pct-mixed", quoted.replace("%2F", "/", 1)),
         # JavaScript's "\xHH", as OWASP ESAPI's encodeForJavaScript writes it
         ("js-hex", js_hex(v)),
+        # CSS.escape's hex with a space after, and six digits without one
+        ("css", css(v)),
+        ("css-six", css(v, True)),
+        ("octal", octal(v)),
+        # ES6's code point escape
+        ("js-es6", "".join("\\u{%x}" % ord(c) for c in v)),
+        # Perl's quotemeta, Python's re.escape: a backslash before punctuation
+        ("quotemeta", re.sub(r"([^A-Za-z0-9_\x80-\U0010ffff])", r"\\\1", v)),
     ]
     return "".join("%s: %s\n" % (k, e) for k, e in lines).encode()
 
@@ -201,6 +233,20 @@ def answer(head, body):
     if path.startswith(b"/te-echo"):
         auth = header(head, b"authorization").partition(b" ")[2]
         return b"200 OK", b"Transfer-Encoding: " + auth + b", chunked\r\n", b"x", False
+    if path.startswith(b"/frame-echo") or path.startswith(b"/no-content-echo"):
+        pre = urllib.parse.unquote_to_bytes(path.partition(b"pre=")[2].partition(b"&")[0])
+        body = pre + header(head, b"authorization") + b"\n"
+        if path.startswith(b"/no-content"):
+            return b"204 No Content", b"nolength", body, True
+        return b"200 OK", b"Content-Type: text/plain\r\n", body, True
+    if path.startswith(b"/no-content"):
+        return b"204 No Content", b"nolength", b"", True
+    if path.startswith(b"/short-echo"):
+        pre = urllib.parse.unquote_to_bytes(path.partition(b"pre=")[2].partition(b"&")[0])
+        return b"200 OK", b"short", b"x" + pre + header(head, b"authorization") + b"\n", True
+    if path.startswith(b"/stream-echo"):
+        return b"200 OK", b"stream", urllib.parse.unquote_to_bytes(
+            path.partition(b"g=")[2].partition(b"&")[0]), False
     if path.startswith(b"/pipe-echo"):
         return b"200 OK", b"Content-Type: text/plain\r\n", echo, True
     if path.startswith(b"/echo"):
@@ -240,6 +286,18 @@ def send(conn, status, extra, body, keep):
                      b"Trailer: X-Echo\r\n" + close + b"\r\n3\r\n!!!\r\n0\r\nX-Echo: " + body[:12])
         time.sleep(0.2)
         conn.sendall(body[12:] + b"\r\n\r\n")
+        return
+    if extra == b"short":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 1\r\n" + close + b"\r\n" + body)
+        return
+    if extra == b"stream":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" + close +
+                     b"\r\n%x\r\n%s\r\n" % (len(body), body))
+        time.sleep(0.2)
+        conn.sendall(b"1\r\n!\r\n0\r\n\r\n")
+        return
+    if extra == b"nolength":
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\n" + close + b"\r\n" + body)
         return
     if extra is None:
         conn.sendall(b"HTTP/1.1 " + status + b"\r\nTransfer-Encoding: chunked\r\n" +

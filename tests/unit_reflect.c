@@ -7,6 +7,7 @@
  */
 #include "tls.h"
 #include "httpresp.h"
+#include "spell.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -54,8 +55,8 @@ struct sim {
  * read cuts the stream where that answer begins: the whole ones before
  * it go on, masked (mask_cut).
  */
-static void play(struct secrets_mask *m, int heads, const char *stream, size_t len,
-		 const size_t *at, size_t nat, struct sim *s)
+static void play_sent(struct secrets_mask *m, const char *sent, const char *stream,
+		      size_t len, const size_t *at, size_t nat, struct sim *s)
 {
 	struct httpresp r;
 	char buf[8192];
@@ -63,8 +64,9 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 
 	memset(s, 0, sizeof(*s));
 	httpresp_init(&r);
-	for (int i = 0; i < heads; i++)
-		httpresp_sent(&r, false);
+	/* the requests sent, in order: 'H' a HEAD, any other letter a GET */
+	for (const char *k = sent; *k; k++)
+		httpresp_sent(&r, *k == 'H');
 	for (size_t i = 0; i <= nat; i++) {
 		size_t to = i < nat ? at[i] : len, rel;
 		ssize_t masked;
@@ -91,6 +93,13 @@ static void play(struct secrets_mask *m, int heads, const char *stream, size_t l
 	}
 	s->out[s->nout] = '\0';
 	httpresp_free(&r);
+}
+
+/* play_sent after n GETs */
+static void play(struct secrets_mask *m, int n, const char *stream, size_t len,
+		 const size_t *at, size_t nat, struct sim *s)
+{
+	play_sent(m, n == 1 ? "G" : n == 2 ? "GG" : "GGGGGGGG", stream, len, at, nat, s);
 }
 
 static char *chunked(const char *body, size_t size)
@@ -227,6 +236,20 @@ static const char *const spellings[] = {
 	"a\\x2Fb\\x2Bc\\x3Dd\\x26e\\x3Cf\\x3Eg\\x22h\\x20i\\x27\\xe9\\uD83D\\uDE00",
 	/* a string of bytes escaped so (é and U+1F600 as their UTF-8) */
 	"a/b+c=d&e<f>g\"h i'\\xc3\\xa9\\xF0\\x9f\\x98\\x80",
+	/* CSS's escapes (CSS.escape, a serializer): hex, a space after */
+	"\\61 \\2f \\62 \\2B \\63 \\3d \\64 \\26 \\65 \\3c \\66 \\3E \\67 \\22 \\68 \\20 "
+	"\\69 \\27 \\e9 \\1F600 ",
+	/* CSS's six digits, no space; one with CR LF after it, one a tab */
+	"\\000061\\00002f\\000062\\00002b\\000063\\00003d\\000064\\000026\\000065"
+	"\\00003c\\000066\\00003e\\000067\\000022\\000068\\000020\\000069\r\n\\000027"
+	"\\0000e9\t\\01f600",
+	/* octal (C, JavaScript's old strings, git's quoted paths): UTF-8 bytes */
+	"a\\057b\\053c\\075d\\046e\\074f\\076g\\042h\\040i\\047\\303\\251\\360\\237\\230\\200",
+	/* ES6's \u{H} */
+	"\\u{61}\\u{2f}\\u{62}\\u{2B}\\u{63}\\u{3d}\\u{64}\\u{26}\\u{65}\\u{3c}\\u{66}"
+	"\\u{3E}\\u{67}\\u{22}\\u{68}\\u{20}\\u{69}\\u{27}\\u{e9}\\u{0001f600}",
+	/* a backslash before punctuation and space (Perl's quotemeta, a regex's) */
+	"a\\/b\\+c\\=d\\&e\\<f\\>g\\\"h\\ i\\'\xc3\xa9\xf0\x9f\x98\x80",
 	/* mixed: each character in its own escape */
 	"a\\/b%2Bc&#61;d\\u0026e&lt;f%3eg\\\"h+i&#x27;%C3%A9\\ud83d\\ude00",
 };
@@ -636,6 +659,192 @@ TEST(chunk_extensions_masked_at_every_split)
 	CHECK(masked_at_every_split("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 				    "3\r\n!!!\r\n3;e=\"" SECRET "\"\r\n!!!\r\n0\r\n\r\n",
 				    "\r\n!!!\r\n0\r\n", "an extension's value"));
+}
+
+/* utf8 (valid) as UTF-16, big-endian or little, into out: its length */
+static size_t utf16(const char *utf8, bool be, char *out)
+{
+	struct spell_unit u[256];
+	size_t n = spell_units(utf8, strlen(utf8), u), k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = u[i].cp, unit[2] = { c, 0 };
+		size_t m = 1;
+
+		if (c > 0xffff) {
+			unit[0] = 0xd800 + ((c - 0x10000) >> 10);
+			unit[1] = 0xdc00 + ((c - 0x10000) & 0x3ff);
+			m = 2;
+		}
+		for (size_t j = 0; j < m; j++, k += 2) {
+			out[k + !be] = (char)(unit[j] >> 8);
+			out[k + be] = (char)(unit[j] & 0xff);
+		}
+	}
+	return k;
+}
+
+/*
+ * A JSON file with v in it saved as UTF-16 (a BOM, then two bytes a
+ * unit), big-endian or little, through m at every split: masked whole,
+ * however the reads cut it (a unit's two bytes too).
+ */
+static bool utf16_masked(struct secrets_mask *m, const char *v, bool be)
+{
+	char body[512], value[256], resp[1024];
+	size_t nv = utf16(v, be, value), nb = 2, len;
+	struct sim s;
+
+	memcpy(body, be ? "\xfe\xff" : "\xff\xfe", 2);
+	nb += utf16("{\"key\": \"", be, body + nb);
+	memcpy(body + nb, value, nv);
+	nb += nv;
+	nb += utf16("\"}\n", be, body + nb);
+	len = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: application/json; "
+		       "charset=utf-16\r\nContent-Length: %zu\r\n\r\n", nb);
+	memcpy(resp + len, body, nb);
+	len += nb;
+	for (size_t cut = 0; cut < len; cut++) {
+		play(m, 1, resp, len, &cut, cut ? 1 : 0, &s);
+		if (s.cut || s.nout != len || s.masked != 1 || memmem(s.out, s.nout, value, nv) ||
+		    memmem(s.out, s.nout, value + 2, nv - 4) ||
+		    memcmp(s.out + len - nb, body, 2 + 17) ||
+		    memcmp(s.out + len - 5, body + nb - 5, 5)) {
+			fprintf(stderr, "  UTF-16%s, cut at %zu: %zu masked\n", be ? "BE" : "LE",
+				cut, s.masked);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* a value of ASCII (one form for both orders) and one past U+00FF (two) */
+TEST(utf16_answers_masked_at_every_split)
+{
+	struct corral_policy p, q;
+	struct secrets *ss = secrets_for_test(&p), *es = esc_secrets(&q);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	struct secrets_mask *e = es ? secrets_mask_new(es, "api.test", 443) : NULL;
+
+	CHECK(m && e);
+	for (int be = 0; m && e && be < 2; be++) {
+		CHECK(utf16_masked(m, SECRET, be));
+		CHECK(utf16_masked(e, ESC, be));
+	}
+	secrets_mask_free(m);
+	secrets_mask_free(e);
+	secrets_free(ss);
+	secrets_free(es);
+	corral_policy_free(&p);
+	corral_policy_free(&q);
+}
+
+/*
+ * An answer a server framed wrong, played after the requests `sent`: the
+ * bytes it sends beyond it frame, as an attacker wrote them in an echo, a
+ * message that ends inside the value ("Bearer re").  At once and cut in
+ * two at every byte: only `first` (the answer framed right) goes on, then
+ * the stream is cut off; the value's first bytes never.
+ */
+static bool misframed_cut(const char *sent, const char *first, const char *what)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+	char stream[1024];
+	size_t len = snprintf(stream, sizeof(stream), "%sHTTP/1.1 200 OK\r\nContent-Length: 9"
+			      "\r\n\r\nBearer re" "al/secret+value\"}", first);
+	bool ok = m != NULL;
+	struct sim s;
+
+	for (size_t cut = 0; ok && cut < len; cut++) {
+		play_sent(m, sent, stream, len, &cut, cut ? 1 : 0, &s);
+		if (!s.cut || s.nout != strlen(first) || strncmp(s.out, first, s.nout) ||
+		    strstr(s.out, "Bearer r")) {
+			fprintf(stderr, "  %s, cut at %zu (%s): %s\n", what, cut, s.why, s.out);
+			ok = false;
+		}
+	}
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
+	return ok;
+}
+
+/*
+ * A HEAD answered with a body (a do_HEAD = do_GET handler), a 204 or a 304
+ * with one (Python's http.server writes what it is given): the body looks
+ * like the next answer's bytes, and one request behind it (pipelined) had
+ * taken them for its answer, released whole at its Content-Length's end,
+ * inside the value.  Nothing after an answer with no body is read.
+ */
+TEST(bytes_after_a_bodiless_answer_cut_off)
+{
+	CHECK(misframed_cut("HG", "HTTP/1.1 200 OK\r\nContent-Length: 60\r\n\r\n",
+			    "a HEAD's answer with a body"));
+	CHECK(misframed_cut("GG", "HTTP/1.1 204 No Content\r\n\r\n", "a 204 with a body"));
+	CHECK(misframed_cut("GG", "HTTP/1.1 304 Not Modified\r\nContent-Length: 60\r\n\r\n",
+			    "a 304 with a body"));
+	/* a 100 Continue is no answer: the one after it is read */
+	CHECK(masked_at_every_split("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+				    "Content-Length: 26\r\n\r\n"
+				    "Bearer " SECRET "\r\n", "\r\n", "an answer after 100 Continue"));
+}
+
+/*
+ * A server whose Content-Length is short of what it sends (a length in
+ * characters, UTF-8 written): what follows is an answer to no request,
+ * which it would frame as the attacker wrote it.  Cut off.
+ */
+TEST(an_answer_to_no_request_cut_off)
+{
+	CHECK(misframed_cut("G", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n\"\xc3\xa9\xc3\xa9",
+			    "bytes past a Content-Length"));
+}
+
+/*
+ * A streaming echo's first write ends with `echo`; the second, later, with
+ * what follows: the guesses counted (secrets_mask_take_guesses), played
+ * with the read cut between the two writes.
+ */
+static size_t guesses_of(struct secrets_mask *m, const char *echo, const char *next)
+{
+	char stream[512];
+	size_t len, at;
+	struct sim s;
+
+	at = snprintf(stream, sizeof(stream), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		      "%zx\r\n%s\r\n", strlen(echo), echo);
+	len = at + snprintf(stream + at, sizeof(stream) - at, "%zx\r\n%s\r\n0\r\n\r\n",
+			    strlen(next), next);
+	play(m, 1, stream, len, &at, 1, &s);
+	CHECK(!s.cut && s.nout == len);
+	return secrets_mask_take_guesses(m);
+}
+
+/*
+ * A hold of a value's first 8 bytes or more that went on unmasked told
+ * the agent its guess was right (the hold's delay): counted, once.  A
+ * shorter one, a value that came whole, an echo of no value's start: not.
+ */
+TEST(holds_that_went_no_further_counted)
+{
+	struct corral_policy p;
+	struct secrets *ss = secrets_for_test(&p);
+	struct secrets_mask *m = ss ? secrets_mask_new(ss, "api.test", 443) : NULL;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK(guesses_of(m, "k=real/secr", "!") == 1);
+	CHECK(guesses_of(m, "k=real%2Fsecret", "%2B!") == 1);
+	CHECK(guesses_of(m, "k=real/sec", "!") == 1);
+	CHECK(guesses_of(m, "k=real/se", "!") == 0);
+	CHECK(guesses_of(m, "k=real/secr", "et+value!") == 0);
+	CHECK(guesses_of(m, "k=nothing", "!") == 0);
+	secrets_mask_free(m);
+	secrets_free(ss);
+	corral_policy_free(&p);
 }
 
 /* The real value, in any form, in a request body: refused, also across reads. */

@@ -25,6 +25,11 @@ void httpresp_free(struct httpresp *r)
 	r->scratch = NULL;
 }
 
+bool httpresp_idle(const struct httpresp *r)
+{
+	return !r->pending && !r->in_msg;
+}
+
 int httpresp_sent(struct httpresp *r, bool head)
 {
 	if (r->pending == HTTPRESP_PENDING_MAX)
@@ -42,7 +47,20 @@ static struct httpresp *of(http_parser *p)
 
 static int on_begin(http_parser *p)
 {
-	of(p)->in_head = true;
+	struct httpresp *r = of(p);
+
+	r->in_head = true;
+	r->in_msg = true;
+	/*
+	 * Bytes the upstream sent beyond an answer it got wrong (a body
+	 * longer than its Content-Length said) are no answer of a request:
+	 * placed as one, whatever they frame (a message cut inside a value)
+	 * would go on.
+	 */
+	if (!r->pending) {
+		snprintf(r->why, sizeof(r->why), "an answer to no request sent");
+		return -1;
+	}
 	return 0;
 }
 
@@ -160,7 +178,12 @@ static int on_headers(http_parser *p)
 	r->heads >>= 1;
 	if (r->pending)
 		r->pending--;
-	return head ? 1 : 0;
+	/*
+	 * http_parser reads a 204's or a 304's Content-Length as a body's;
+	 * a client reads none (RFC 9112 6.3): framed as the client frames it
+	 */
+	r->bodiless = head || p->status_code == 204 || p->status_code == 304;
+	return r->bodiless ? 1 : 0;
 }
 
 static int on_body(http_parser *p, const char *at, size_t len)
@@ -189,7 +212,14 @@ static int on_body(http_parser *p, const char *at, size_t len)
 
 static int on_complete(http_parser *p)
 {
-	of(p)->body_open = false;
+	struct httpresp *r = of(p);
+
+	r->body_open = false;
+	r->in_msg = false;
+	/* a 1xx before the answer is not it: bodiless is the last final one's */
+	if (r->bodiless && p->status_code >= 200)
+		r->ended = true;
+	r->bodiless = false;
 	/* stop here: where the message ends is where execute returns */
 	http_parser_pause(p, 1);
 	return 0;
@@ -204,12 +234,25 @@ static const http_parser_settings settings = {
 	.on_message_complete = on_complete,
 };
 
+/* bytes after an answer with no body: whose they are cannot be known */
+static int after_end(struct httpresp *r)
+{
+	snprintf(r->why, sizeof(r->why), "bytes after an answer that has no body "
+		 "(a HEAD's, a 204, a 304)");
+	return -1;
+}
+
 int httpresp_feed(struct httpresp *r, const char *buf, size_t len)
 {
 	r->base = buf;
 	while (r->fed < len) {
-		size_t n = http_parser_execute(&r->parser, &settings, buf + r->fed, len - r->fed);
-		enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
+		enum http_errno e;
+		size_t n;
+
+		if (r->ended)
+			return after_end(r);
+		n = http_parser_execute(&r->parser, &settings, buf + r->fed, len - r->fed);
+		e = HTTP_PARSER_ERRNO(&r->parser);
 
 		r->fed += n;
 		if (e == HPE_PAUSED) {

@@ -45,20 +45,33 @@ struct httpresp {
 	bool value_long;		/* past value's room: no coding it names is one read */
 	char why[160];			/* set when the answer cannot be read */
 	bool head_refused;		/* for its head: nothing of it went on */
+	bool bodiless;			/* the answer being read has no body by its request or status */
+	bool ended;			/* a bodiless answer ended: nothing after it is placed */
+	bool in_msg;			/* an answer has begun and not ended */
 	const char *base;		/* the buffer, while feeding */
 	char *scratch;			/* content copied out of framing (httpresp_mask) */
 	size_t capscratch;
 };
 
 void httpresp_init(struct httpresp *r);
+/* Every request sent is answered whole: no answer is awaited or coming. */
+bool httpresp_idle(const struct httpresp *r);
 void httpresp_free(struct httpresp *r);
 /* A request went up (head: a HEAD, whose answer has no body); -1: too many. */
 int httpresp_sent(struct httpresp *r, bool head);
 /*
  * Parse buf[r->fed, len).  0, or -1 with r->why: the answer cannot be read
  * (malformed, a coding other than identity, a 101 or a 206 to a request
- * that asked for no upgrade or range, a head over HTTPRESP_HEAD_MAX).
+ * that asked for no upgrade or range, a head over HTTPRESP_HEAD_MAX, an
+ * answer to no request, bytes after an answer that has no body).
  * Whole messages before it end at r->start.
+ *
+ * An answer with no body (a HEAD's, a 204, a 304) ends what is read
+ * (r->ended): a server that sends a body anyway (Python's http.server
+ * writes one after send_response(204), a do_HEAD = do_GET handler a
+ * GET's) puts bytes on the stream that look like the next answer's, and
+ * whose message they are no reading of the stream can tell.  The caller
+ * closes the connection once that answer went on.
  */
 int httpresp_feed(struct httpresp *r, const char *buf, size_t len);
 /*

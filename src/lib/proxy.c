@@ -859,6 +859,31 @@ static void mask_cut(struct conn *c)
 		close_after_flush(c);
 }
 
+/*
+ * Holds of a value's start that went on unmasked, the sandbox's whole
+ * count: each one told the agent, by the hold's delay, that its echoed
+ * guess began a value; one character at a time it would learn the value.
+ * Past GUESSES_MAX no request goes to a host a secret goes to (guessed()).
+ */
+#define GUESSES_MAX	32
+
+static void note_guesses(struct conn *c)
+{
+	size_t n = secrets_mask_take_guesses(c->mask);
+	char why[CORRAL_ERR_MAX];
+
+	if (!n || c->px->guesses >= GUESSES_MAX)
+		return;
+	c->px->guesses += n;
+	if (c->px->guesses < GUESSES_MAX)
+		return;
+	snprintf(why, sizeof(why), "answers from %.100s:%u held a secret's first bytes, which "
+		 "went no further, %d times: a guess at its value by the hold's delay, a "
+		 "character at a time; no more requests go to a host a secret goes to",
+		 c->host, c->port, GUESSES_MAX);
+	events_emit(c->px->ev, "egress.denied", denied_fields(c, why));
+}
+
 /* count values masked on c's answers; the first said once a connection */
 static void note_masked(struct conn *c, size_t masked)
 {
@@ -875,6 +900,27 @@ static void note_masked(struct conn *c, size_t masked)
 	if (o)
 		json_object_set_new(o, "secrets", secrets_mask_names(c->mask));
 	events_emit(c->px->ev, "egress.masked", o);
+}
+
+/*
+ * An answer with no body (a HEAD's, a 204, a 304) ends buf[0, rel): what
+ * the upstream sends after it cannot be told from a body it should not
+ * have sent (httpresp.h), so nothing more is read.  It goes on saying
+ * Connection: close, so that the sandbox's client asks its next request
+ * on a new connection rather than on this one, closed.
+ */
+static void last_answer(struct conn *c, const char *buf, size_t rel)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	struct evbuffer *out = bufferevent_get_output(c->down);
+	static const char close_head[] = "Connection: close\r\n\r\n";
+	size_t keep = rel >= 4 && !memcmp(buf + rel - 4, "\r\n\r\n", 4) ? rel - 2 : rel;
+
+	c->bytes_down += rel;
+	evbuffer_remove_buffer(in, out, keep);
+	if (keep < rel)
+		evbuffer_add(out, close_head, sizeof(close_head) - 1);
+	close_after_flush(c);
 }
 
 /*
@@ -920,11 +966,26 @@ static bool mask_relay(struct conn *c, bool eof)
 		return false;
 	}
 	note_masked(c, masked);
+	note_guesses(c);
+	if (c->resp.ended) {
+		last_answer(c, buf, rel);
+		return false;
+	}
 	c->bytes_down += rel;
 	evbuffer_remove_buffer(in, bufferevent_get_output(c->down), rel);
 	httpresp_release(&c->resp, rel);
 	backed_up(c, c->up, c->down);
 	return true;
+}
+
+/* the last answer ended: the sandbox's next request is read (http_from_down) */
+static void resume_requests(struct conn *c)
+{
+	if (!httpresp_idle(&c->resp) || c->st != C_RELAY || !httpreq_idle(&c->hr))
+		return;
+	bufferevent_enable(c->down, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->down)))
+		http_from_down(c);
 }
 
 static void relay_read(struct bufferevent *from, void *arg)
@@ -957,7 +1018,8 @@ static void relay_read(struct bufferevent *from, void *arg)
 		answered = true;
 	}
 	if (from == c->up && c->mask) {
-		mask_relay(c, false);
+		if (mask_relay(c, false))
+			resume_requests(c);
 		return;
 	}
 	struct evbuffer *in = bufferevent_get_input(from);
@@ -1545,6 +1607,20 @@ static bool request_ok(struct conn *c)
 	return false;
 }
 
+/* past GUESSES_MAX: a request to a host a secret goes to is refused (-EACCES) */
+static int guessed(struct conn *c)
+{
+	char why[CORRAL_ERR_MAX];
+
+	if (!c->mask || c->px->guesses < GUESSES_MAX)
+		return 0;
+	snprintf(why, sizeof(why), "a request to %.100s, a host a secret goes to, after its "
+		 "answers held a secret's first bytes that went no further %d times (a guess "
+		 "at its value by the hold's delay)", c->host, GUESSES_MAX);
+	deny_request(c, 403, why);
+	return -EACCES;
+}
+
 /*
  * Write the head the upstream gets to `to`: origin form, hop-by-hop headers
  * gone, placeholders swapped where allowed.  -EACCES: refused and answered.
@@ -1558,6 +1634,10 @@ static int forward_head(struct conn *c, struct evbuffer *to)
 
 	if (!buf)
 		return -ENOMEM;
+	if (guessed(c) < 0) {
+		free(buf);
+		return -EACCES;
+	}
 	r = httpreq_origin_form(&c->hr, buf, max, &len);
 	if (r == 0 && secrets_count(sec)) {
 		r = secrets_rewrite_head(sec, buf, len, c->host, c->port, c->terminated,
@@ -1879,6 +1959,19 @@ static void http_from_down(struct conn *c)
 		struct evbuffer_iovec v;
 		size_t used = 0;
 		int r;
+
+		/*
+		 * To a host secrets go to, a request goes up once the last
+		 * answer ended (resume_requests): bytes a server sends past
+		 * its answer (a Content-Length short of its body) then come
+		 * while no request waits, and are cut off (httpresp.c), where
+		 * a request pipelined behind took them for its answer, framed
+		 * as the agent's echo in them said.
+		 */
+		if (c->mask && httpreq_idle(&c->hr) && !httpresp_idle(&c->resp)) {
+			bufferevent_disable(c->down, EV_READ);
+			return;
+		}
 
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			return;

@@ -86,6 +86,7 @@ struct proxy {
 	bool max_conns_by_fds;
 	int down_rcvbuf, up_rcvbuf;	/* each socket's SO_RCVBUF; 0: autotuned */
 	struct tlsbox *tls;		/* CA, rules, secrets (tls.h); NULL: none */
+	size_t guesses;			/* secrets_mask_take_guesses, all connections */
 	struct event *resume;		/* listeners paused after EMFILE */
 	int diag;			/* sock_diag in the sandbox's netns, or -1 */
 	struct peer_rate searches;	/* for denials' pids (peer.h) */

@@ -46,8 +46,8 @@
 #define SECRET_FILE_MAX		(64 << 10)
 /* a derived form (base64) shorter than this would mask noise */
 #define FORM_MIN		8
-/* raw, base64 at three alignments in two alphabets */
-#define FORMS_MAX		7
+/* raw, base64 at three alignments in two alphabets, UTF-16 in two byte orders */
+#define FORMS_MAX		9
 #define MASK_BYTE		'*'
 
 
@@ -211,6 +211,54 @@ static size_t base64_aligned(const char *v, size_t n, unsigned align, char *out,
 	return last - first;
 }
 
+/*
+ * The value as UTF-16, little- and big-endian (a text a Windows program or
+ * .NET's Encoding.Unicode wrote, Java's "UTF-16", a JSON file saved so): a
+ * word of bytes, NULs among them.  A value of characters to U+00FF (every
+ * API key's) has one form for both: its little-endian bytes but the last
+ * NUL, which big-endian bytes hold from their second on ("s\0k\0-" in
+ * "\0s\0k\0-"), so that no NUL begins a word, and a body without the
+ * value's first byte is still read at memchr's pace.  A value that is no
+ * UTF-8 text has none.
+ */
+static int utf16_forms(struct secret *s)
+{
+	const struct form *raw = &s->forms[0];
+	size_t k = 0, cap = 4 * raw->nu;
+	char *le = vault_alloc(2 * cap + 1), *be = le ? le + cap : NULL;
+	bool narrow = true;
+	int r;
+
+	if (!le)
+		return -ENOMEM;
+	for (size_t i = 0; i < raw->nu; i++) {
+		uint32_t c = raw->u[i].cp, unit[2];
+		size_t m = 1;
+
+		if (c & SPELL_BYTE) {
+			vault_free(le);
+			return 0;
+		}
+		unit[0] = c;
+		if (c > 0xffff) {
+			unit[0] = 0xd800 + ((c - 0x10000) >> 10);
+			unit[1] = 0xdc00 + ((c - 0x10000) & 0x3ff);
+			m = 2;
+		}
+		for (size_t j = 0; j < m; j++, k += 2) {
+			le[k] = be[k + 1] = (char)(unit[j] & 0xff);
+			le[k + 1] = be[k] = (char)(unit[j] >> 8);
+			narrow &= unit[j] <= 0xff;
+		}
+	}
+	r = add_form(s, le, narrow ? k - 1 : k);
+	if (r == 0 && !narrow)
+		r = add_form(s, be, k);
+	explicit_bzero(le, 2 * cap);
+	vault_free(le);
+	return r;
+}
+
 static int make_forms(struct secret *s)
 {
 	size_t n = s->value_len;
@@ -232,6 +280,8 @@ static int make_forms(struct secret *s)
 		if (r == 0)
 			r = add_form(s, buf, k);
 	}
+	if (r == 0 && s->nforms)
+		r = utf16_forms(s);
 	explicit_bzero(buf, BASE64_ENCODE_RAW_LENGTH(n + 2) + n + 8);
 	vault_free(buf);
 	return r;
@@ -745,7 +795,16 @@ void secrets_scan_free(struct secrets_scan *st)
 struct secrets_mask {
 	struct spelled bound;		/* the secrets that go to this host */
 	bool *seen;			/* per bound secret: masked at least once */
+	size_t held;			/* content bytes held at the last step's end */
+	size_t guesses;			/* holds of GUESS_MIN or more that went no further */
 };
+
+/*
+ * A hold of this many bytes or more that goes on unmasked (the bytes after
+ * it spelled no value, or the answer ended) is counted as a guess: the
+ * agent learns by the hold's delay that what it had echoed began a value.
+ */
+#define GUESS_MIN		8
 
 struct secrets_mask *secrets_mask_new(const struct secrets *ss, const char *host,
 				      uint16_t port)
@@ -848,7 +907,7 @@ size_t secrets_mask_partial(const struct secrets_mask *m, const char *p, size_t 
 ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *buf,
 			    size_t len, bool eof, size_t *rel)
 {
-	size_t n, masked, hold;
+	size_t n, masked, hold, partial = 0, held = m->held;
 	char *content;
 	bool framed;
 
@@ -865,13 +924,26 @@ ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *bu
 		masked += secrets_mask_apply(m, buf, len);
 	if (eof) {
 		*rel = len;
-		return masked;
+	} else {
+		partial = secrets_mask_partial(m, content, n);
+		*rel = httpresp_releasable(r, len, partial);
+		hold = framed ? secrets_mask_partial(m, buf, len) : 0;
+		if (hold && len - hold < *rel)
+			*rel = len - hold > r->start ? len - hold : r->start;
 	}
-	*rel = httpresp_releasable(r, len, secrets_mask_partial(m, content, n));
-	hold = framed ? secrets_mask_partial(m, buf, len) : 0;
-	if (hold && len - hold < *rel)
-		*rel = len - hold > r->start ? len - hold : r->start;
+	/* what was held (at the buffer's start) goes on, and is no value */
+	if (held >= GUESS_MIN && *rel && n && content[0] != MASK_BYTE)
+		m->guesses++;
+	m->held = partial && !r->in_head && *rel + partial <= len ? partial : 0;
 	return masked;
+}
+
+size_t secrets_mask_take_guesses(struct secrets_mask *m)
+{
+	size_t n = m->guesses;
+
+	m->guesses = 0;
+	return n;
 }
 
 json_t *secrets_mask_names(const struct secrets_mask *m)

@@ -13,7 +13,11 @@
  * for a space (a query's form encoding); JSON's "\uHHHH" (a surrogate
  * pair past U+FFFF), "\/", "\"", "\\"; JavaScript's "\xHH" (a character
  * to U+00FF, or a byte of one: OWASP ESAPI's JavaScript encoder, a string
- * of bytes escaped); HTML's and XML's "&#D;" and
+ * of bytes escaped) and ES6's "\u{H}"; octal "\OOO" (a byte, as "\xHH":
+ * C, old JavaScript, git's quoted paths); CSS's "\H" (1 to 6 digits, and
+ * the one white space after them); a backslash before a space or ASCII
+ * punctuation (Perl's quotemeta, a regular expression's, a shell's);
+ * HTML's and XML's "&#D;" and
  * "&#xH;" (up to 8 digits, either case) and the named references of the
  * characters a token may hold ("&amp;", "&lt;", "&sol;", ...).  The
  * first byte of an escape ("%", "\", "&") may itself be escaped once:

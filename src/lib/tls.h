@@ -169,6 +169,12 @@ struct httpresp;
  */
 ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *buf,
 			    size_t len, bool eof, size_t *rel);
+/*
+ * How many holds of a value's first bytes (8 or more) went on since the
+ * last call, the bytes after them no value: each told the agent, by its
+ * delay, that what an echo had sent back began a value (a guess right).
+ */
+size_t secrets_mask_take_guesses(struct secrets_mask *m);
 /* The names of the secrets masked so far, a JSON array (never a value). */
 json_t *secrets_mask_names(const struct secrets_mask *m);
 

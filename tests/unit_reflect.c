@@ -823,6 +823,27 @@ static size_t guesses_of(struct secrets_mask *m, const char *echo, const char *n
 }
 
 /*
+ * The echo's first part only, then its connection ends (the agent closed
+ * it once the guess was held): the hold still counts.
+ */
+static size_t abandoned_guesses_of(struct secrets_mask *m, const char *echo)
+{
+	char stream[512];
+	struct httpresp r;
+	size_t len, rel;
+
+	len = snprintf(stream, sizeof(stream), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked"
+		       "\r\n\r\n%zx\r\n%s\r\n", strlen(echo), echo);
+	httpresp_init(&r);
+	httpresp_sent(&r, false);
+	CHECK(httpresp_feed(&r, stream, len) == 0);
+	secrets_mask_answer(m, &r, stream, len, false, &rel);
+	httpresp_free(&r);
+	secrets_mask_abandon(m);
+	return secrets_mask_take_guesses(m);
+}
+
+/*
  * A hold of a value's first 8 bytes or more that went on unmasked told
  * the agent its guess was right (the hold's delay): counted, once.  A
  * shorter one, a value that came whole, an echo of no value's start: not.
@@ -842,6 +863,9 @@ TEST(holds_that_went_no_further_counted)
 	CHECK(guesses_of(m, "k=real/se", "!") == 0);
 	CHECK(guesses_of(m, "k=real/secr", "et+value!") == 0);
 	CHECK(guesses_of(m, "k=nothing", "!") == 0);
+	CHECK(abandoned_guesses_of(m, "k=real/secr") == 1);
+	CHECK(abandoned_guesses_of(m, "k=real/se") == 0);
+	CHECK(abandoned_guesses_of(m, "k=nothing") == 0);
 	secrets_mask_free(m);
 	secrets_free(ss);
 	corral_policy_free(&p);

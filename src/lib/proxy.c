@@ -459,6 +459,8 @@ static json_t *closed_fields(const struct conn *c)
 	return NULL;
 }
 
+static void note_guesses(struct conn *c);
+
 void conn_free(struct conn *c)
 {
 	struct proxy *px = c->px;
@@ -494,6 +496,8 @@ void conn_free(struct conn *c)
 	free(c->unresolved);
 	secrets_scan_free(&c->scan);
 	if (c->mask) {
+		secrets_mask_abandon(c->mask);
+		note_guesses(c);
 		secrets_mask_free(c->mask);
 		httpresp_free(&c->resp);
 	}
@@ -860,12 +864,15 @@ static void mask_cut(struct conn *c)
 }
 
 /*
- * Holds of a value's start that went on unmasked, the sandbox's whole
- * count: each one told the agent, by the hold's delay, that its echoed
- * guess began a value; one character at a time it would learn the value.
- * Past GUESSES_MAX no request goes to a host a secret goes to (guessed()).
+ * Holds of a value's start that went on unmasked or were left by a closed
+ * connection, the sandbox's whole count: each one told the agent, by the
+ * hold's delay, that its echoed guess began a value, so each is one more
+ * character of it learned (a wrong guess holds nothing and costs nothing).
+ * Past GUESSES_MAX no request goes to a host a secret goes to (guessed()):
+ * an agent learns at most the 7 bytes a hold too short to count shows and
+ * GUESSES_MAX more, of a value of 20 to 200.
  */
-#define GUESSES_MAX	32
+#define GUESSES_MAX	8
 
 static void note_guesses(struct conn *c)
 {

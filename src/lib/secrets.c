@@ -938,6 +938,13 @@ ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *bu
 	return masked;
 }
 
+void secrets_mask_abandon(struct secrets_mask *m)
+{
+	if (m->held >= GUESS_MIN)
+		m->guesses++;
+	m->held = 0;
+}
+
 size_t secrets_mask_take_guesses(struct secrets_mask *m)
 {
 	size_t n = m->guesses;

@@ -175,6 +175,12 @@ ssize_t secrets_mask_answer(struct secrets_mask *m, struct httpresp *r, char *bu
  * delay, that what an echo had sent back began a value (a guess right).
  */
 size_t secrets_mask_take_guesses(struct secrets_mask *m);
+/*
+ * The answer goes no further (its connection ends): a hold of a value's
+ * first bytes still waiting is counted as a guess, as its delay was seen
+ * all the same (an agent that closes once its guess is held).
+ */
+void secrets_mask_abandon(struct secrets_mask *m);
 /* The names of the secrets masked so far, a JSON array (never a value). */
 json_t *secrets_mask_names(const struct secrets_mask *m);
 

@@ -380,6 +380,28 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 		reason_add(res, "; %s", cg_tcp_said(hits, tail, sizeof(tail)));
 }
 
+/*
+ * What the box's limits did to a finished call's background processes
+ * while this command ran: said after its own verdict, which they are not
+ * (its command was not the one killed, nor the forker refused).
+ */
+void result_background_hits(struct corral_result *res, const struct corral_policy *p,
+			    const char *call, uint64_t oom, uint64_t pids)
+{
+	char size[32];
+
+	corral_format_size(p->memory_bytes, size, sizeof(size));
+	if (oom)
+		reason_add(res, "; memory limit %s reached too: %llu background "
+			   "process%s of call %.100s killed by the OOM killer", size,
+			   (unsigned long long)oom, oom == 1 ? "" : "es", call);
+	if (pids)
+		reason_add(res, "; pids limit %llu reached too: %llu fork%s of call "
+			   "%.100s's background processes refused",
+			   (unsigned long long)p->pids, (unsigned long long)pids,
+			   pids == 1 ? "" : "s", call);
+}
+
 /* ---- limits that were rlimits ----------------------------------------- */
 
 static bool output_says(const struct corral_result *res, const char *const *marks)

@@ -533,6 +533,35 @@ t_background_hits_explained() {
 	stop_daemon
 }
 
+# A call that fills the sandbox's tmpfs past its memory limit: the pages
+# are in no process's RSS, and the OOM killer takes the largest of small
+# processes of one oom_score_adj, here the sandbox's init (in no call's
+# group), which takes the sandbox with it.  The call's result read "the
+# sandbox died while the call ran", status error, and sandbox.died "the
+# sandbox's init died": the memory limit was in neither.  Where the
+# kernel took the writer instead, the box lives and its call says oom.
+t_init_oom_killed_is_explained() {
+	start_daemon
+	id=$(mksb '{"policy": {"limits": {"memory": "32M", "disk": "100M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	code=$(ex "$id" "$(jbody tool_call_id fill timeout_seconds json:60 command \
+		'head -c 40M /dev/zero > /tmp/f; echo rc=$?')")
+	expect_code "the filler" "$code" 200
+	expect_py "the memory limit is said" \
+		'v["status"] == "oom" and "memory limit 32 MiB reached (1 process killed by the OOM killer)" in v["reason"]'
+	cp "$T/body" "$T/fill.json"
+	state=$(sbget "$id" 'v["state"]')
+	cp "$T/fill.json" "$T/body"
+	if [ "$state" = dead ]; then
+		expect_py "and that the sandbox died of it" \
+			'"and the sandbox died: the OOM killer took its init" in v["reason"] and v["exit_code"] == 137'
+		expect_contains "sandbox.died says why" \
+			"$(grep '"type":"sandbox.died"' "$STATE/audit.jsonl")" \
+			"the sandbox's init died: the OOM killer took it (memory limit 32 MiB reached)"
+	fi
+	stop_daemon
+}
+
 # ---- the next call's process, forked ahead -------------------------------------
 
 # spare_pid ID N: the pid waiting in box ID's group for call N (the next

@@ -121,6 +121,28 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 			 strerror(c->fail.err));
 		return;
 	}
+	/*
+	 * The box died under its memory limit: its init is in no call's
+	 * group, as small as the command's processes and of the same
+	 * oom_score_adj, and the OOM killer took it (a command that fills
+	 * its tmpfs has no RSS to be chosen by), and every process with it.
+	 * "the sandbox died" alone read as corral's failure.
+	 */
+	if (!c->exited && !c->b->gone && hits->oom_kills) {
+		char size[32], share[CG_SHARE_SAID];
+
+		corral_format_size(c->b->p->memory_bytes, size, sizeof(size));
+		res->status = CORRAL_OOM;
+		res->signal = SIGKILL;
+		snprintf(res->reason, sizeof(res->reason), "killed: memory limit %s "
+			 "reached (%llu process%s killed by the OOM killer)%s, and the "
+			 "sandbox died: the OOM killer took its init, as a rule, and "
+			 "every process went with it", size,
+			 (unsigned long long)hits->oom_kills,
+			 hits->oom_kills == 1 ? "" : "es",
+			 cg_memory_share_said(hits, share));
+		return;
+	}
 	if (!c->exited || c->b->gone) {
 		res->status = CORRAL_ERROR;
 		snprintf(res->reason, sizeof(res->reason), "%s", c->b->gone ?

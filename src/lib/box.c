@@ -771,6 +771,11 @@ static void reaper_add(struct reaper *r, struct cg **cg)
 
 void corral_box_destroy(struct corral_box *b)
 {
+	corral_box_destroy_for(b, NULL);
+}
+
+void corral_box_destroy_for(struct corral_box *b, const char *why)
+{
 	cleanup_close int pidfd = -1;
 	struct reaper *r;
 	bool started, left_frozen = false;
@@ -824,7 +829,9 @@ void corral_box_destroy(struct corral_box *b)
 	}
 	b->state = CORRAL_BOX_DEAD;	/* nothing may arm a timer now */
 	/* every call still running gets its end, and its caller an answer */
-	b->gone = "the sandbox was destroyed while the call ran";
+	snprintf(b->gone_why, sizeof(b->gone_why), "the sandbox was destroyed "
+		 "while the call ran%s%.300s", why ? ": " : "", why ? why : "");
+	b->gone = b->gone_why;
 	for (struct corral_call *c = b->calls; c; ) {
 		if (c->done) {
 			c = c->next;

@@ -151,6 +151,7 @@ struct corral_box {
 	struct event *ev_sweep;	/* empty call groups, removed soon after */
 	char halt_reason[CORRAL_ERR_MAX];
 	const char *gone;	/* why calls still running were ended */
+	char gone_why[CORRAL_ERR_MAX];	/* gone's words, with the front end's */
 	/* meters */
 	uint64_t t_created, t_mark, active_ms, frozen_ms, calls_total;
 	uint64_t idle_cpu_ns;

@@ -827,6 +827,13 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
  */
 CORRAL_PUBLIC
 void corral_box_destroy(struct corral_box *b);
+/*
+ * The same, with why (a front end's words: "the sandbox's TTL expired")
+ * in the result of each call still running, after "the sandbox was
+ * destroyed while the call ran: ".  NULL: nothing more is said.
+ */
+CORRAL_PUBLIC
+void corral_box_destroy_for(struct corral_box *b, const char *why);
 
 enum corral_box_state {
 	CORRAL_BOX_STARTING,

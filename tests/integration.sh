@@ -1320,6 +1320,36 @@ t_signal_forwarded() {
 	expect_not_contains "its own signal's reason" "$(json reason < "$T/out")" "caller"
 }
 
+# An OOM kill of one of its processes does not take the place of how the
+# command ended: a command that went on and exited 3, or that the caller's
+# SIGTERM ended, read "killed: memory limit 48 MiB reached (1 process
+# killed by the OOM killer)", the exit status and the caller's signal
+# gone from the reason, as if the memory limit had killed it.
+OOM_CHILD='python3 -c "b = bytearray(160 << 20)"'
+t_oom_keeps_how_the_command_ended() {
+	crun --json --memory 48M -- /bin/sh -c "$OOM_CHILD; exit 3" > /dev/null
+	[ "$(json layers.limits < "$T/out")" != rlimit ] ||
+		{ skip "no cgroup counts OOM kills"; return 77; }
+	expect_eq "its status: the limit that bit" "$(json status < "$T/out")" oom
+	expect_eq "its exit code: the command's" "$(json exit_code < "$T/out")" 3
+	expect_contains "the reason says both" "$(json reason < "$T/out")" \
+		"memory limit 48 MiB reached (1 process killed by the OOM killer)"
+	expect_contains "the command's end last" "$(json reason < "$T/out")" "; the command exited with status 3"
+	expect_not_contains "not killed" "$(json reason < "$T/out")" "killed: "
+	timeout --foreground 60 "$CORRAL" run --memory 48M -- \
+		/bin/sh -c "$OOM_CHILD; echo armed >&2; sleep 30" > "$T/o" 2> "$T/e" &
+	term_armed $! "$T/e"
+	expect_eq "exit" "$RC" 143
+	expect_contains "the caller's signal is said, and the OOM kill" "$(< "$T/e")" \
+		"memory limit 48 MiB reached (1 process killed by the OOM killer)"
+	expect_contains "the caller's signal said" "$(< "$T/e")" \
+		"; the command killed by signal 15 (SIGTERM); corral's caller sent it, and corral passed it on"
+	# the command itself the OOM killer's (or its own SIGKILL): as before
+	crun --json --memory 48M -- python3 -c "b = bytearray(160 << 20)" > /dev/null
+	expect_contains "a command killed: the limit killed it" "$(json reason < "$T/out")" \
+		"killed: memory limit 48 MiB reached (1 process killed by the OOM killer)"
+}
+
 # The caller's signal dispositions, inherited through exec: a harness
 # (Python's subprocess with SIGCHLD ignored, nohup's SIGHUP, a script's
 # `cmd &` with SIGINT and SIGQUIT ignored).  SIGCHLD ignored had the kernel

@@ -478,6 +478,90 @@ t_every_limit_that_bit() {
 	stop_daemon
 }
 
+# A finished call's background process that the OOM killer takes while a
+# later call runs, or whose forks the pids limit refuses: the box's limit
+# bit, and it was in no result and no event (cgroup v1 counts a kill in
+# the victim's group alone, a refused fork in the forker's: the finished
+# call's, which nothing read again).  The later call's result says it,
+# with the call whose process it was, and its own status stays its
+# command's; a limit.hit names the background's call.
+BG_FORKS="import os, time
+[time.sleep(0.05) for i in range(1200) if not os.path.exists('/tmp/go')]
+kids = []
+for i in range(30):
+    try:
+        kids.append(os.fork())
+    except OSError:
+        continue
+    if kids[-1] == 0:
+        time.sleep(1)
+        os._exit(0)
+[os.waitpid(k, 0) for k in kids]
+open('/tmp/forked', 'w').close()"
+BG_WAIT="import os, time; open('/tmp/go', 'w').close(); [time.sleep(0.05) for i in range(1200) if not os.path.exists('/tmp/forked')]; print('done')"
+BG_HOG='import time; b = bytearray(40 << 20); open("/tmp/held", "w").close(); time.sleep(120)'
+t_background_hits_explained() {
+	start_daemon
+	id=$(mksb '{"policy": {"limits": {"memory": "64M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	code=$(ex "$id" "$(jbody tool_call_id hog command \
+		"python3 -c '$BG_HOG' > /dev/null 2>&1 & i=0; while [ ! -e /tmp/held ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done; echo held")")
+	expect_code "the hog's call" "$code" 200
+	expect_eq "it left its hog running" "$(jq 'v["stdout"]')" held
+	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
+		"python3 -c 'b = bytearray(40 << 20); print(len(b))'")")
+	expect_code "the next call" "$code" 200
+	expect_py "its own command ran to its end" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "41943040\n"'
+	expect_py "the kill of the background process is in its reason" \
+		'"; memory limit 64 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	expect_contains "limit.hit memory, the background's call named" \
+		"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"memory"' |
+		   grep '"background":true')" '"call":"hog"'
+	# forks a finished call's background makes, refused while another runs
+	# (which forks nothing itself meanwhile: its own would be refused too)
+	id=$(mksb '{"policy": {"limits": {"pids": 16}}}') || return 1
+	code=$(ex "$id" "$(jbody tool_call_id forker command \
+		"python3 -c \"$BG_FORKS\" > /dev/null 2>&1 & echo waiting")")
+	expect_eq "the forker's call left it waiting" "$(jq 'v["stdout"]')" waiting
+	code=$(ex "$id" "$(jbody tool_call_id other timeout_seconds json:60 argv json:"[\"python3\", \"-c\", \"$BG_WAIT\"]")")
+	expect_py "the refused forks of the background are in the other's reason" \
+		'v["status"] == "exited" and v["stdout"] == "done\n" and "; pids limit 16 reached too: " in v["reason"] and " of call forker" in v["reason"]'
+	expect_contains "limit.hit pids, the background's call named" \
+		"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"pids"' |
+		   grep '"background":true')" '"call":"forker"'
+	stop_daemon
+}
+
+# A call that fills the sandbox's tmpfs past its memory limit: the pages
+# are in no process's RSS, and the OOM killer takes the largest of small
+# processes of one oom_score_adj, here the sandbox's init (in no call's
+# group), which takes the sandbox with it.  The call's result read "the
+# sandbox died while the call ran", status error, and sandbox.died "the
+# sandbox's init died": the memory limit was in neither.  Where the
+# kernel took the writer instead, the box lives and its call says oom.
+t_init_oom_killed_is_explained() {
+	start_daemon
+	id=$(mksb '{"policy": {"limits": {"memory": "32M", "disk": "100M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	code=$(ex "$id" "$(jbody tool_call_id fill timeout_seconds json:60 command \
+		'head -c 40M /dev/zero > /tmp/f; echo rc=$?')")
+	expect_code "the filler" "$code" 200
+	expect_py "the memory limit is said" \
+		'v["status"] == "oom" and "memory limit 32 MiB reached (1 process killed by the OOM killer)" in v["reason"]'
+	cp "$T/body" "$T/fill.json"
+	state=$(sbget "$id" 'v["state"]')
+	cp "$T/fill.json" "$T/body"
+	if [ "$state" = dead ]; then
+		expect_py "and that the sandbox died of it" \
+			'"and the sandbox died: the OOM killer took its init" in v["reason"] and v["exit_code"] == 137'
+		expect_contains "sandbox.died says why" \
+			"$(grep '"type":"sandbox.died"' "$STATE/audit.jsonl")" \
+			"the sandbox's init died: the OOM killer took it (memory limit 32 MiB reached)"
+	fi
+	stop_daemon
+}
+
 # ---- the next call's process, forked ahead -------------------------------------
 
 # spare_pid ID N: the pid waiting in box ID's group for call N (the next

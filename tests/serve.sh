@@ -1031,7 +1031,7 @@ t_delete_during_exec() {
 	expect_code "delete" "$code" 200
 	wait "$c1" || true
 	wait "$c2" || true
-	expect_eq "the call's answer" "$(jq 'v["status"]' "$T/cut") $(jq 'v["reason"]' "$T/cut")" "error the sandbox was destroyed while the call ran"
+	expect_eq "the call's answer" "$(jq 'v["status"]' "$T/cut") $(jq 'v["reason"]' "$T/cut")" "error the sandbox was destroyed while the call ran: destroyed by request"
 	expect_contains "the stream's end" "$(tail -1 "$T/cut-stream")" destroyed
 	wait_gone "the cut calls" 5 alive_pid "$h1" "$h2"
 	sleep 0.5
@@ -2332,6 +2332,9 @@ t_ttl() {
 	ms=$(( $(now_ms) - t0 ))
 	expect_code "call cut by the TTL" "$code" 200
 	expect_eq "status" "$(jq 'v["status"] != "exited"')" true
+	# and says which limit ended it (it said only "the sandbox was destroyed")
+	expect_eq "reason" "$(jq 'v["reason"]')" \
+		"the sandbox was destroyed while the call ran: the sandbox's TTL expired"
 	[ "$ms" -lt 20000 ] || fail "the call answered after $ms ms (its command sleeps 34 s)"
 	sleep 0.5
 	code=$(api GET /v1/health)

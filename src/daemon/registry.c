@@ -61,7 +61,8 @@ void sandbox_destroy(struct sandbox *sb, const char *why)
 	if (sb->next)
 		sb->next->prev = sb->prev;
 	d->nsandboxes--;
-	corral_box_destroy(sb->box);
+	/* a call it cuts short says why (a TTL is a limit that bit) */
+	corral_box_destroy_for(sb->box, why);
 	state_remove(d, sb->id);
 	json_decref(sb->labels);
 	free(sb);

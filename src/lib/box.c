@@ -438,8 +438,30 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- init's messages --------------------------------------------- */
 
+/*
+ * Why init died, where the kernel says: on cgroup v1 the box's own group
+ * counts the OOM kills of its own processes alone, and init is the one
+ * that lives there (every call has a group of its own), so a count there
+ * is init's kill, which takes the sandbox with it.  v2 counts every kill
+ * below the box too, whose victims init outlived: nothing is added there.
+ */
+static const char *died_why(struct corral_box *b, char *buf, size_t len)
+{
+	struct cg_stats st;
+	char size[32];
+
+	if (cg_mode(b->cg) != CG_V1 || cg_stats_some(b->cg, CG_ST_OOM, &st) < 0 ||
+	    !st.valid || !st.oom_kills)
+		return "the sandbox's init died";
+	corral_format_size(b->p->memory_bytes, size, sizeof(size));
+	snprintf(buf, len, "the sandbox's init died: the OOM killer took it "
+		 "(memory limit %s reached), and every process went with it", size);
+	return buf;
+}
+
 static void box_died(struct corral_box *b)
 {
+	char why[CORRAL_ERR_MAX];
 	struct corral_call *c, *next;
 	bool was_up = b->state != CORRAL_BOX_DEAD &&
 		      b->state != CORRAL_BOX_HALTED;
@@ -467,7 +489,7 @@ static void box_died(struct corral_box *b)
 	}
 	if (was_up) {
 		events_emit(b->ev, "sandbox.died", json_pack("{s:s}", "reason",
-			    "the sandbox's init died"));
+			    died_why(b, why, sizeof(why))));
 		if (b->o.on_dead)
 			b->o.on_dead(b->o.arg, b);
 	}
@@ -749,6 +771,11 @@ static void reaper_add(struct reaper *r, struct cg **cg)
 
 void corral_box_destroy(struct corral_box *b)
 {
+	corral_box_destroy_for(b, NULL);
+}
+
+void corral_box_destroy_for(struct corral_box *b, const char *why)
+{
 	cleanup_close int pidfd = -1;
 	struct reaper *r;
 	bool started, left_frozen = false;
@@ -802,7 +829,9 @@ void corral_box_destroy(struct corral_box *b)
 	}
 	b->state = CORRAL_BOX_DEAD;	/* nothing may arm a timer now */
 	/* every call still running gets its end, and its caller an answer */
-	b->gone = "the sandbox was destroyed while the call ran";
+	snprintf(b->gone_why, sizeof(b->gone_why), "the sandbox was destroyed "
+		 "while the call ran%s%.300s", why ? ": " : "", why ? why : "");
+	b->gone = b->gone_why;
 	for (struct corral_call *c = b->calls; c; ) {
 		if (c->done) {
 			c = c->next;

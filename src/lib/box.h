@@ -77,6 +77,11 @@ struct corral_call {
 	bool default_timeout;	/* its timeout is limits.call_timeout's */
 	char timeout_why[256];	/* corral_call_time_out's reason, or "" */
 	int sent_sig;		/* the last signal corral_call_kill sent it, or 0 */
+	/* once done: its group's OOM kills and refused forks, as last read */
+	uint64_t seen_oom, seen_pids;
+	/* while it runs: what finished calls' background met (call.c) */
+	uint64_t bg_oom;
+	char bg_said[CORRAL_ERR_MAX];
 	struct exec_fail fail;
 	int status;
 	struct corral_result res;
@@ -111,6 +116,7 @@ struct lingerer {
 	struct cg *cg;
 	uint64_t cgid;
 	pid_t sid;		/* the call's session, where there is no cgroup */
+	uint64_t seen_oom, seen_pids;	/* as corral_call's */
 };
 
 /*
@@ -145,6 +151,7 @@ struct corral_box {
 	struct event *ev_sweep;	/* empty call groups, removed soon after */
 	char halt_reason[CORRAL_ERR_MAX];
 	const char *gone;	/* why calls still running were ended */
+	char gone_why[CORRAL_ERR_MAX];	/* gone's words, with the front end's */
 	/* meters */
 	uint64_t t_created, t_mark, active_ms, frozen_ms, calls_total;
 	uint64_t idle_cpu_ns;

@@ -121,6 +121,28 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 			 strerror(c->fail.err));
 		return;
 	}
+	/*
+	 * The box died under its memory limit: its init is in no call's
+	 * group, as small as the command's processes and of the same
+	 * oom_score_adj, and the OOM killer took it (a command that fills
+	 * its tmpfs has no RSS to be chosen by), and every process with it.
+	 * "the sandbox died" alone read as corral's failure.
+	 */
+	if (!c->exited && !c->b->gone && hits->oom_kills) {
+		char size[32], share[CG_SHARE_SAID];
+
+		corral_format_size(c->b->p->memory_bytes, size, sizeof(size));
+		res->status = CORRAL_OOM;
+		res->signal = SIGKILL;
+		snprintf(res->reason, sizeof(res->reason), "killed: memory limit %s "
+			 "reached (%llu process%s killed by the OOM killer)%s, and the "
+			 "sandbox died: the OOM killer took its init, as a rule, and "
+			 "every process went with it", size,
+			 (unsigned long long)hits->oom_kills,
+			 hits->oom_kills == 1 ? "" : "es",
+			 cg_memory_share_said(hits, share));
+		return;
+	}
 	if (!c->exited || c->b->gone) {
 		res->status = CORRAL_ERROR;
 		snprintf(res->reason, sizeof(res->reason), "%s", c->b->gone ?
@@ -194,9 +216,11 @@ static uint64_t since(uint64_t now, uint64_t then)
  * fresh for it.  Either way the larger of the two is this call's.
  */
 static void call_hits(const struct cg_stats *st0, const struct cg_stats *bst,
-		      const struct cg_stats *cst, struct cg_stats *hits)
+		      const struct cg_stats *cst, uint64_t bg_oom,
+		      struct cg_stats *hits)
 {
-	uint64_t oom = since(bst->oom_kills, st0->oom_kills);
+	/* v2 counted the background's kills (background_hits) in the box's too */
+	uint64_t oom = since(since(bst->oom_kills, st0->oom_kills), bg_oom);
 	uint64_t pids = since(bst->pids_max_hits, st0->pids_max_hits);
 
 	*hits = (struct cg_stats){ .valid = bst->valid || cst->valid };
@@ -211,6 +235,59 @@ static void call_hits(const struct cg_stats *st0, const struct cg_stats *bst,
 		hits->tcp_limit = bst->tcp_limit;
 		hits->tcp_peak = bst->tcp_peak;
 	}
+}
+
+/*
+ * A finished call's background processes stay in its group, charged to
+ * it (keep_lingering), and cgroup v1 counts an OOM kill in the victim's
+ * group alone, a refused fork in the forker's: a later call whose memory
+ * got one of them killed said nothing of it, and no event did.  Each
+ * group a finished call left is read again on the box's tick, before the
+ * sweep removes it, and when a call ends; what it counted since it was
+ * last read is a limit.hit naming its call ("background": true), and a
+ * clause of the reason of each call that runs (and of ending, which is
+ * done already): the box's limit bit while it ran.
+ */
+static void background_hits(struct corral_box *b, struct cg *cg,
+			    const char *tool_call, uint64_t *seen_oom,
+			    uint64_t *seen_pids, struct corral_call *ending)
+{
+	struct corral_result words = { 0 };
+	struct cg_stats st;
+	uint64_t oom, pids;
+
+	if (!cg || cg_mode(cg) == CG_NONE ||
+	    cg_stats_some(cg, CG_ST_OOM | CG_ST_PIDS, &st) < 0 || !st.valid)
+		return;
+	oom = since(st.oom_kills, *seen_oom);
+	pids = since(st.pids_max_hits, *seen_pids);
+	*seen_oom = st.oom_kills;
+	*seen_pids = st.pids_max_hits;
+	if (!oom && !pids)
+		return;
+	events_background_hits(b->ev, tool_call, oom, pids, b->p);
+	result_background_hits(&words, b->p, tool_call, oom, pids);
+	for (struct corral_call *c = b->calls; c; c = c->next) {
+		size_t n = strlen(c->bg_said);
+
+		if (c->done && c != ending)
+			continue;
+		/* v2 counts the kills in the box's group too (call_hits) */
+		c->bg_oom += oom;
+		snprintf(c->bg_said + n, sizeof(c->bg_said) - n, "%s", words.reason);
+	}
+}
+
+/* background_hits of every finished call's group but ending's */
+static void background_hits_all(struct corral_box *b, struct corral_call *ending)
+{
+	for (struct corral_call *c = b->calls; c; c = c->next)
+		if (c != ending && c->done)
+			background_hits(b, c->cg, c->tool_call, &c->seen_oom,
+					&c->seen_pids, ending);
+	for (struct lingerer *l = b->lingering; l; l = l->next)
+		background_hits(b, l->cg, l->tool_call, &l->seen_oom,
+				&l->seen_pids, ending);
 }
 
 void call_finish(struct corral_call *c)
@@ -237,7 +314,11 @@ void call_finish(struct corral_call *c)
 		res->cpu_ms = st.cpu_ns / 1000000;
 		res->max_rss_kb = st.mem_peak / 1024;
 	}
-	call_hits(&c->st0, &bst, &st, &hits);
+	/* what its group counts from now on is its background's */
+	c->seen_oom = st.valid ? st.oom_kills : UINT64_MAX;
+	c->seen_pids = st.valid ? st.pids_max_hits : UINT64_MAX;
+	background_hits_all(b, c);
+	call_hits(&c->st0, &bst, &st, c->bg_oom, &hits);
 	if (cg_tcp_reached(&hits))
 		cg_tcp_rearm(b->cg);
 	if (hits.pids_max_hits)
@@ -245,6 +326,8 @@ void call_finish(struct corral_call *c)
 	if (hits.oom_kills)
 		hits.mem_share = cg_memory_share(b->cg);
 	call_describe(c, &hits);
+	snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
+		 strlen(res->reason), "%s", c->bg_said);
 	if (cg_mode(c->cg) == CG_NONE)
 		result_explain_rlimits(res, b->p);
 	result_explain_open_files(res, b->p, b->sb ? b->sb->nofile : 0);
@@ -1547,6 +1630,10 @@ void call_sweep_lingering(struct corral_box *b, bool all)
 	struct lingerer **pp = &b->lingering, *l;
 
 	while ((l = *pp)) {
+		/* its last process's OOM kill may be what emptied it */
+		if (!all)
+			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
+					&l->seen_pids, NULL);
 		if (!all && (cg_mode(l->cg) == CG_NONE || cg_try_remove(l->cg) < 0)) {
 			pp = &l->next;
 			continue;
@@ -1609,6 +1696,8 @@ static void keep_lingering(struct corral_call *c)
 		cg_drop_counters(c->cg);	/* a lingering group is read no more */
 	l->id = c->id;
 	l->cgid = c->cgid;
+	l->seen_oom = c->seen_oom;
+	l->seen_pids = c->seen_pids;
 	l->sid = c->host_pid;
 	memcpy(l->tool_call, c->tool_call, sizeof(l->tool_call));
 	l->cg = c->cg;

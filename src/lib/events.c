@@ -752,6 +752,31 @@ void events_limit_hits(struct events *ev, const char *call,
 	}
 }
 
+void events_background_hits(struct events *ev, const char *call, uint64_t oom,
+			    uint64_t pids, const struct corral_policy *p)
+{
+	char size[32], why[CORRAL_ERR_MAX];
+	json_t *o;
+
+	if (oom) {
+		corral_format_size(p->memory_bytes, size, sizeof(size));
+		snprintf(why, sizeof(why), "memory limit %s reached: %llu background "
+			 "process(es) of call %s killed by the OOM killer", size,
+			 (unsigned long long)oom, call);
+		o = json_pack("{s:s, s:I, s:s, s:b}", "limit", "memory", "value",
+			      (json_int_t)p->memory_bytes, "reason", why, "background", 1);
+		limit_hit(ev, call, o);
+	}
+	if (pids) {
+		snprintf(why, sizeof(why), "pids limit %llu reached: %llu fork(s) of "
+			 "call %s's background processes refused",
+			 (unsigned long long)p->pids, (unsigned long long)pids, call);
+		o = json_pack("{s:s, s:I, s:s, s:b}", "limit", "pids", "value",
+			      (json_int_t)p->pids, "reason", why, "background", 1);
+		limit_hit(ev, call, o);
+	}
+}
+
 /*
  * The disk limit said in the result, not only as an event: a command that
  * failed with ENOSPC (out of bytes, or of files) reads as what it was.

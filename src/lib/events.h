@@ -85,6 +85,13 @@ void events_set_attributor(struct events *ev, events_attr_fn fn, void *arg);
 void events_limit_hits(struct events *ev, const char *call,
 		       const struct cg_stats *before, const struct cg_stats *after,
 		       const struct corral_policy *p, bool disk_full);
+/*
+ * limit.hit events for what a finished call's background processes met
+ * (oom: of them OOM-killed; pids: their forks refused), naming that call
+ * with "background": true.
+ */
+void events_background_hits(struct events *ev, const char *call, uint64_t oom,
+			    uint64_t pids, const struct corral_policy *p);
 /* "; disk limit 1 MiB reached: ..." after res->reason. */
 void events_explain_disk(struct corral_result *res, const struct corral_policy *p);
 /*

@@ -336,8 +336,22 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
  * memory all the same.  Every limit that bit is said: a call that timed
  * out or was halted after an OOM kill, or ran out of memory and of pids,
  * used to name only one, and an agent loop reads the result, not the
- * limit.hit events.
+ * limit.hit events.  How the command ended stays in the reason, after the
+ * memory or pids limit its status names (killed_bare).
  */
+/*
+ * Killed by SIGKILL and nothing more said: the OOM killer's way, or its
+ * own (nothing tells them apart), and "killed: memory limit" says it.
+ * Anything else (an exit status, another signal, a signal the caller or
+ * a client had corral send) is how the command ended, kept after the
+ * limit: the OOM kill was of another of its processes.
+ */
+static bool killed_bare(const struct corral_result *res)
+{
+	return res->status == CORRAL_SIGNALED && res->signal == SIGKILL &&
+	       !strchr(res->reason, ';');
+}
+
 void result_limits(struct corral_result *res, const struct corral_policy *p,
 		   const struct cg_stats *hits)
 {
@@ -346,12 +360,20 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 	char size[32], tail[CORRAL_ERR_MAX], share[CG_SHARE_SAID];
 
 	corral_format_size(p->memory_bytes, size, sizeof(size));
-	if (by_itself && oom) {
+	if (by_itself && oom && killed_bare(res)) {
 		res->status = CORRAL_OOM;
 		snprintf(res->reason, sizeof(res->reason), "killed: memory limit "
 			 "%s reached (%llu process%s killed by the OOM killer)%s",
 			 size, (unsigned long long)oom, oom == 1 ? "" : "es",
 			 cg_memory_share_said(hits, share));
+		oom = 0;
+	} else if (by_itself && oom) {
+		memcpy(tail, res->reason, sizeof(tail));
+		res->status = CORRAL_OOM;
+		snprintf(res->reason, sizeof(res->reason), "memory limit %s reached "
+			 "(%llu process%s killed by the OOM killer)%s; the command %.200s",
+			 size, (unsigned long long)oom, oom == 1 ? "" : "es",
+			 cg_memory_share_said(hits, share), tail);
 		oom = 0;
 	} else if (by_itself && pids) {
 		memcpy(tail, res->reason, sizeof(tail));
@@ -378,6 +400,28 @@ void result_limits(struct corral_result *res, const struct corral_policy *p,
 			   hits->throttled == 1 ? "" : "s");
 	if (cg_tcp_reached(hits))
 		reason_add(res, "; %s", cg_tcp_said(hits, tail, sizeof(tail)));
+}
+
+/*
+ * What the box's limits did to a finished call's background processes
+ * while this command ran: said after its own verdict, which they are not
+ * (its command was not the one killed, nor the forker refused).
+ */
+void result_background_hits(struct corral_result *res, const struct corral_policy *p,
+			    const char *call, uint64_t oom, uint64_t pids)
+{
+	char size[32];
+
+	corral_format_size(p->memory_bytes, size, sizeof(size));
+	if (oom)
+		reason_add(res, "; memory limit %s reached too: %llu background "
+			   "process%s of call %.100s killed by the OOM killer", size,
+			   (unsigned long long)oom, oom == 1 ? "" : "es", call);
+	if (pids)
+		reason_add(res, "; pids limit %llu reached too: %llu fork%s of call "
+			   "%.100s's background processes refused",
+			   (unsigned long long)p->pids, (unsigned long long)pids,
+			   pids == 1 ? "" : "s", call);
 }
 
 /* ---- limits that were rlimits ----------------------------------------- */

@@ -416,6 +416,9 @@ void result_halted_after_end(struct corral_result *res, int status,
  */
 void result_limits(struct corral_result *res, const struct corral_policy *p,
 		   const struct cg_stats *hits);
+/* "; memory limit 64 MiB reached too: 1 background process of call X killed ..." */
+void result_background_hits(struct corral_result *res, const struct corral_policy *p,
+			    const char *call, uint64_t oom, uint64_t pids);
 /* Without cgroups: an rlimit named in the reason of a failure it explains. */
 void result_explain_rlimits(struct corral_result *res, const struct corral_policy *p);
 void result_explain_open_files(struct corral_result *res, const struct corral_policy *p,

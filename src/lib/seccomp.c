@@ -1045,7 +1045,12 @@ loaded:
 	}
 	if (f->notify && notify_fd)
 		*notify_fd = r;
-	r = 0;
+	/* what a process inside may stack of its own: seccomp_stack.c */
+	r = sc_pad_chain(sc_ebpf_len(f->prog, f->len), err);
+	if (r < 0 && f->notify && notify_fd) {
+		close(*notify_fd);
+		*notify_fd = -1;
+	}
 out:
 	sc_discard(f);
 	return r;

@@ -18,6 +18,12 @@
  *                                   the packs are counted every STEP
  *                                   filters (1), a STEP's error each way
  *
+ *   seccomp_jit fill PROCS SECONDS  PROCS children each stack filters of
+ *                                   divisions (the most pool an
+ *                                   instruction), 4096 and then halves,
+ *                                   until none loads; hold them SECONDS:
+ *                                   count the packs outside meanwhile
+ *
  * KIND: allow (LEN-1 "ja 0" and ret ALLOW), skip (a jump over LEN-2 "ja 0"
  * to ret ALLOW), divk (LEN-2 divisions by a constant), divx (by X), jeq
  * (LEN-2 comparisons of nr, each jumping to the end if equal), lshx (LEN-2
@@ -256,6 +262,52 @@ static int pool(const char *kind, int len, int want, int step)
 	return r;
 }
 
+/* What one process inside may hold: the largest filters that still load. */
+static void fill_one(void)
+{
+	for (int len = BPF_MAXINSNS; len >= 3; ) {
+		if (load(build("divk", len)) < 0)
+			len /= 2;
+	}
+}
+
+static int fill(int procs, int seconds)
+{
+	pid_t kids[MAX_HOLDERS];
+	int n = 0, p[2];
+	char c;
+
+	if (procs < 1 || procs > MAX_HOLDERS || seconds < 1 || seconds > MAX_SECONDS ||
+	    pipe(p) < 0)
+		return 2;
+	for (; n < procs; n++) {
+		kids[n] = fork();
+		if (kids[n] < 0)
+			break;
+		if (kids[n] == 0) {
+			close(p[0]);
+			fill_one();
+			c = 1;
+			if (write(p[1], &c, 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+	}
+	close(p[1]);
+	for (int i = 0; i < n; i++)
+		if (read(p[0], &c, 1) != 1)
+			break;
+	printf("held %d\n", n);
+	fflush(stdout);
+	sleep((unsigned)seconds);
+	for (int i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -265,6 +317,9 @@ int main(int argc, char **argv)
 	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "pool"))
 		return pool(argv[2], atoi(argv[3]), atoi(argv[4]),
 			    argc == 6 ? atoi(argv[5]) : 1);
-	fprintf(stderr, "usage: seccomp_jit path KIND LEN | pool KIND LEN PACKS [STEP]\n");
+	if (argc == 4 && !strcmp(argv[1], "fill"))
+		return fill(atoi(argv[2]), atoi(argv[3]));
+	fprintf(stderr, "usage: seccomp_jit path KIND LEN | pool KIND LEN PACKS [STEP] | "
+		"fill PROCS SECONDS\n");
 	return 2;
 }

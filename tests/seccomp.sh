@@ -200,7 +200,7 @@ EOF
 
 # Seccomp filters a process stacks are JIT-compiled into the same host
 # pool (net.core.bpf_jit_limit), up to the kernel's 32768 eBPF instructions
-# a process: 1024 processes of one sandbox held 91% of it.  corral's chain
+# a process: 1024 processes of one sandbox could hold 87% of it.  corral's chain
 # fills that to 1024 (+9) short of the bound, measured here by the kernel
 # itself: the largest filter of "ja"s and a return a process inside can add
 # (n + 4 converted), and how many of 4096 instructions it stacks (7 before).

@@ -6,24 +6,27 @@
  * no cgroup; past it no unprivileged process loads a filter where the
  * kernel has no interpreter (CONFIG_BPF_JIT_ALWAYS_ON), the next
  * sandbox's own included.  Programs inside load filters of their own
- * (man-db's 455 and 582 instructions, apt's methods, Chromium), so
- * seccomp() stays open; what the kernel bounds is a process's chain:
+ * (apt's methods with APT::Sandbox::Seccomp, 121 instructions; man-db
+ * loads its 455 and 582 only where no filter is loaded yet), so seccomp()
+ * stays open; what the kernel bounds is a process's chain:
  * MAX_INSNS_PER_PATH (32768) instructions of the filters as converted to
  * eBPF, and 4 more for each filter under a new one.  A child shares its
  * parent's filters, so what one sandbox holds is its processes (pids)
- * times what each may add of its own: 32768 less corral's filter was
- * measured at 14.2 bytes of the pool an instruction (divisions by a
- * constant, bench/seccomp_jit.c), 457 KB a process, and 1024 processes
- * held 91% of the pool.
+ * times what each may add of its own: 32768 less corral's filter, at up
+ * to 14.2 bytes of the pool an instruction (divisions by a constant,
+ * bench/seccomp_jit.c), about 450 KB a process; 1024 processes could
+ * hold 87% of the pool.
  *
  * So corral's own chain is filled up to SC_STACK_FREE below the kernel's
  * bound with filters that allow every call and compile to almost nothing:
  * a jump over jumps to the next instruction, which the JIT drops (under
- * 600 bytes of the pool for 4096 instructions).  Measured here: the load
- * takes 0.3 ms a 4096-instruction filter, once a sandbox (its processes
- * share them); at run time the kernel's cache lets most calls skip every
- * filter, and the others run a jump and a return more for each.  What a
- * process inside may stack is then at most SC_STACK_FREE + 9 instructions.
+ * 600 bytes of the pool for 4096 instructions).  Its cost, measured here:
+ * 0.3 ms of kernel CPU to load a 4096-instruction filter, 3-4 ms a
+ * sandbox's start (its processes share them); at run time the kernel's
+ * cache lets most calls skip every filter, and the others run a jump and
+ * a return more for each (ioctl 1.4 to 1.6 us in this VM).  What a
+ * process inside may stack is then at most SC_STACK_FREE + 9
+ * instructions, 14.4 KB of the pool.
  */
 #include "internal.h"
 

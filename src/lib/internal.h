@@ -146,8 +146,11 @@ void sc_discard(struct sc_compiled *f);
 #define SC_STACK_FREE 1024
 /* p's length as the kernel converts it to eBPF, which its bound counts */
 size_t sc_ebpf_len(const struct sock_filter *p, size_t n);
-/* Fill the chain after corral's filter (own_len converted) to SC_STACK_FREE. */
-int sc_pad_chain(size_t own_len, struct corral_err *err);
+/*
+ * Fill the chain after corral's filter (own_len converted) to SC_STACK_FREE;
+ * outer: a filter was loaded before corral's (of a length unknown here).
+ */
+int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err);
 /* "2026-12-01T19:39:22.123Z": an event's time (clock.c) */
 void utc_stamp(char *buf, size_t len, const struct timespec *ts);
 /*

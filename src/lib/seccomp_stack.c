@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PATH_MAX_INSNS	32768	/* the kernel's MAX_INSNS_PER_PATH */
@@ -98,22 +99,46 @@ static int load_pad(struct sock_filter *buf, size_t n)
 }
 
 /*
- * After corral's filter of own_len eBPF instructions (the first of the
- * chain): allowing filters until SC_STACK_FREE (to SC_STACK_FREE + 9) are left.
- * ENOMEM, the chain already fuller than counted (corral itself under
- * another filter, Docker's), stops here: a process inside keeps more, but
- * what it had to load (man's filter) still loads.
+ * In a child, which shares the chain so far: would a filling filter of n
+ * still leave a process SC_STACK_FREE (a filling filter of SC_STACK_FREE
+ * - 4 is that many converted)?
  */
-int sc_pad_chain(size_t own_len, struct corral_err *err)
+static bool room_after(struct sock_filter *buf, size_t n)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(load_pad(buf, n) == 0 && load_pad(buf, SC_STACK_FREE - 4) == 0 ? 0 : 1);
+	if (pid < 0)
+		return false;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* At most this many filling filters tried under an outer chain. */
+#define PROBE_MAX 64
+
+/*
+ * After corral's filter of own_len eBPF instructions: allowing filters
+ * until SC_STACK_FREE (to SC_STACK_FREE + 9) are left.  Where the chain
+ * held a filter before corral's (outer: corral under Docker's), its
+ * length is unknown here, so each filling filter is tried first in a
+ * child (room_after), halving it when a process would be left less:
+ * about 20 forks, there only.
+ */
+int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err)
 {
 	const size_t buf_len = BPF_MAXINSNS * sizeof(struct sock_filter);
-	size_t left = PATH_MAX_INSNS - SC_STACK_FREE;
+	size_t left = PATH_MAX_INSNS - SC_STACK_FREE, n = BPF_MAXINSNS;
 	struct sock_filter *buf;
 	int r = 0;
 
-	if (own_len + UNDER_PENALTY >= left)
+	if (!outer && own_len + UNDER_PENALTY >= left)
 		return 0;
-	left -= own_len + UNDER_PENALTY;
+	left -= outer ? 0 : own_len + UNDER_PENALTY;
 	/* mmap, not malloc: this runs in the sandbox's init after a fork */
 	buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
@@ -121,13 +146,21 @@ int sc_pad_chain(size_t own_len, struct corral_err *err)
 					"filling filter", buf_len);
 	for (size_t i = 0; i < BPF_MAXINSNS; i++)
 		buf[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
-	while (left >= PAD_MIN + PAD_EXTRA) {
-		size_t n = left - PAD_EXTRA;
-
-		if (n > BPF_MAXINSNS)
-			n = BPF_MAXINSNS;
+	for (int tries = 0; tries < PROBE_MAX; tries++) {
+		if (outer) {
+			if (n < PAD_MIN)
+				break;
+			if (!room_after(buf, n)) {
+				n /= 2;
+				continue;
+			}
+		} else {
+			if (left < PAD_MIN + PAD_EXTRA)
+				break;
+			n = left - PAD_EXTRA < BPF_MAXINSNS ? left - PAD_EXTRA : BPF_MAXINSNS;
+		}
 		r = load_pad(buf, n);
-		if (r == -ENOMEM) {
+		if (r == -ENOMEM) {	/* fuller than counted: leave it */
 			r = 0;
 			break;
 		}
@@ -135,7 +168,7 @@ int sc_pad_chain(size_t own_len, struct corral_err *err)
 			r = sc_load_failed(err, -r, n);
 			break;
 		}
-		left -= n + PAD_EXTRA;
+		left -= outer ? 0 : n + PAD_EXTRA;
 	}
 	munmap(buf, buf_len);
 	return r;

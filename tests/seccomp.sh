@@ -259,6 +259,77 @@ EOF
 		fail "an unaccepted connection holds $most bytes unread, above the default buffer $def: $out"
 }
 
+# Seccomp filters a process stacks are JIT-compiled into the same host
+# pool (net.core.bpf_jit_limit), up to the kernel's 32768 eBPF instructions
+# a process: 1024 processes of one sandbox could hold 87% of it.  corral's chain
+# fills that to 1024 (+9) short of the bound, measured here by the kernel
+# itself: the largest filter of "ja"s and a return a process inside can add
+# (n + 4 converted), and how many of 4096 instructions it stacks (7 before).
+t_stacked_filters_bounded() {
+	cat > "$T/stack.py" <<'EOF'
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(38, 1, 0, 0, 0)	# PR_SET_NO_NEW_PRIVS
+def prog(n):	# n - 1 "ja 0", ret ALLOW
+    return b"".join([struct.pack("HBBI", 0x05, 0, 0, 0)] * (n - 1)) + \
+        struct.pack("HBBI", 0x06, 0, 0, 0x7fff0000)
+def load(n):	# seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)
+    buf = ctypes.create_string_buffer(prog(n))
+    fprog = ctypes.create_string_buffer(struct.pack("@HP", n, ctypes.addressof(buf)))
+    return libc.syscall(317, 1, 0, fprog) == 0
+def loads_in_child(n):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if load(n) else 1)
+    return os.waitpid(pid, 0)[1] == 0
+lo, hi = 0, 4097
+while hi - lo > 1:
+    mid = (lo + hi) // 2
+    lo, hi = (mid, hi) if loads_in_child(mid) else (lo, mid)
+print("left", lo + 4 if lo and hi <= 4096 else -1)
+stacked = 0
+while stacked < 8 and load(4096):
+    stacked += 1
+print("stacked", stacked, os.strerror(ctypes.get_errno()) if stacked < 8 else "")
+EOF
+	chmod 644 "$T/stack.py"
+	out=$(timeout 120 "$CORRAL" run --ro "$T/stack.py:/opt/stack.py" -- \
+		/usr/bin/python3 /opt/stack.py < /dev/null 2>&1)
+	left=$(printf '%s\n' "$out" | awk '$1 == "left" { print $2 }')
+	[ -n "$left" ] || { fail "no measure: $out"; return 1; }
+	[ "$left" = -1 ] && left="more than a 4096-instruction filter's 4100"
+	[ "$left" -ge 1024 ] 2>/dev/null && [ "$left" -le 1033 ] ||
+		{ fail "a process inside may stack $left eBPF instructions, not 1024-1033"; return 1; }
+	expect_contains "4096-instruction filters stacked" "$out" "stacked 0 Cannot allocate memory"
+}
+
+# What programs inside load still loads: apt's methods with
+# APT::Sandbox::Seccomp (121 instructions, the http method's), seen in the
+# method's own /proc status (one filter more than its shell's).  man-db loads
+# none under a filter already ("seccomp already enabled"), nor does
+# Debian's file.
+t_program_filters_still_load() {
+	[ -x /usr/lib/apt/methods/http ] || { skip "no apt http method here"; return 0; }
+	out=$(timeout 120 "$CORRAL" run -- /bin/sh -c '
+		filters() { awk "/^Seccomp_filters/ { print \$2 }" /proc/$1/status 2>/dev/null; }
+		want=$(( $(filters $$) + 1 ))
+		mkfifo /tmp/in && exec 3<> /tmp/in
+		/usr/lib/apt/methods/http < /tmp/in > /tmp/out 2>&1 &
+		m=$!
+		printf "601 Configuration\nConfig-Item: APT::Sandbox::Seccomp=true\n\n" >&3
+		for i in $(seq 100); do
+			[ "$(filters $m)" = "$want" ] && break
+			kill -0 $m 2>/dev/null || break
+			sleep 0.1
+		done
+		[ "$(filters $m)" = "$want" ] && echo "the method loaded its filter"
+		kill $m; wait $m; cat /tmp/out' < /dev/null 2>&1)
+	expect_contains "the method's filter" "$out" "the method loaded its filter" || return 1
+	case $out in
+	*"could not load seccomp"*) fail "the method's filter was refused: $out"; return 1 ;;
+	esac
+}
+
 # Linux AIO's contexts are one pool for the host (fs.aio-max-nr): io_setup
 # answers ENOSYS, as without CONFIG_AIO, so one sandbox cannot take them
 # all.  A probe that got through would hold a context: the pool is

@@ -509,6 +509,124 @@ TEST(jit_pool_refusal_named)
 	CHECK(strstr(err.msg, "cannot load the 406-instruction filter") != NULL);
 }
 
+/* A filter of n instructions (n - 1 "ja 0", ret ALLOW) loaded here. */
+static int load_allow(size_t n)
+{
+	static struct sock_filter f[BPF_MAXINSNS];
+	struct sock_fprog fp = { .len = (unsigned short)n, .filter = f };
+
+	for (size_t i = 0; i + 1 < n; i++)
+		f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+	f[n - 1] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp);
+}
+
+/* 0: load_allow(n) succeeds in a child. */
+static int try_allow(size_t n)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0)
+		_exit(load_allow(n) == 0 ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * In a child: corral's program p and its filling (sc_pad_chain), then the
+ * eBPF instructions a filter of the child's own may still have, found by
+ * the kernel itself (a filter of n classic "ja"s and a return is n + 4);
+ * -1 if none, or past one filter's 4100.
+ */
+static int left_after(const struct prog *p, size_t outer)
+{
+	struct sock_fprog fp = { .len = (unsigned short)p->len, .filter = p->insns };
+	struct corral_err err = { 0 };
+	int status, fd[2];
+	pid_t pid;
+
+	if (pipe(fd) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int lo = 0, hi = BPF_MAXINSNS + 1;	/* lo loads (0: none), hi does not */
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    (outer && load_allow(outer) < 0) ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) < 0 ||
+		    sc_pad_chain(sc_ebpf_len(p->insns, p->len), outer > 0, &err) < 0)
+			_exit(1);
+		while (hi - lo > 1) {
+			int mid = (lo + hi) / 2, r = try_allow((size_t)mid);
+
+			if (r < 0)
+				_exit(1);
+			if (r == 0)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		status = lo && hi <= BPF_MAXINSNS ? lo + 4 : -1;
+		_exit(write(fd[1], &status, sizeof(status)) == sizeof(status) ? 0 : 1);
+	}
+	close(fd[1]);
+	status = -1;
+	if (pid < 0 || read(fd[0], &status, sizeof(status)) != sizeof(status))
+		status = -1;
+	close(fd[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return status;
+}
+
+/*
+ * A process inside may stack SC_STACK_FREE to SC_STACK_FREE + 9 eBPF
+ * instructions of filters of its own, behind each of corral's programs:
+ * sc_ebpf_len counts them as this kernel converts them (a count short of
+ * the kernel's left room to 32768, past it the filling stopped early);
+ * under an outer filter too, found by trying in a child.
+ */
+TEST(stack_left_to_processes)
+{
+	static const struct { bool notify; enum corral_net_mode net; } v[] = {
+		{ true, CORRAL_NET_NONE }, { true, CORRAL_NET_PROXY },
+		{ false, CORRAL_NET_NONE }, { false, CORRAL_NET_PROXY },
+	};
+	static const struct sock_filter ret = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	static const struct sock_filter jeq_neg[] = {
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xc000003e, 1, 2),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 1, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 5, 0, 1),
+		BPF_STMT(BPF_ALU | BPF_DIV | BPF_X, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	int left;
+
+	CHECK(sc_ebpf_len(&ret, 1) == 5);
+	/* 3 + (1 + a register for the constant + a jump) + 2 + 1 + 5 + 2 */
+	CHECK(sc_ebpf_len(jeq_neg, 5) == 16);
+	if (!sc_available())
+		return;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct prog p;
+
+		if (!compile(&p, v[i].notify, v[i].net))
+			continue;
+		/* and under an outer filter (Docker's), whose length corral cannot read */
+		for (size_t outer = 0; outer <= 3000; outer += 3000) {
+			left = left_after(&p, outer);
+			if (left < SC_STACK_FREE || left > SC_STACK_FREE + 9)
+				fprintf(stderr, "  %zu, outer %zu: %d eBPF instructions left\n",
+					i, outer, left);
+			CHECK(left >= SC_STACK_FREE && left <= SC_STACK_FREE + 9);
+		}
+		free(p.insns);
+	}
+}
+
 /*
  * personality is decided in front of libseccomp's program (not_in_block):
  * the kernel reads 32 bits, and only PER_LINUX and the query pass, each

@@ -138,6 +138,19 @@ int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err);
 int sc_load_failed(struct corral_err *err, int errnum, size_t len);
 /* Frees what sc_compile made, for a caller that does not sc_load it. */
 void sc_discard(struct sc_compiled *f);
+/*
+ * seccomp_stack.c: eBPF instructions a process inside may still stack of
+ * filters of its own (the kernel's 32768 a process, less corral's chain);
+ * each is up to 14.2 bytes of the host's one BPF JIT pool.
+ */
+#define SC_STACK_FREE 1024
+/* p's length as the kernel converts it to eBPF, which its bound counts */
+size_t sc_ebpf_len(const struct sock_filter *p, size_t n);
+/*
+ * Fill the chain after corral's filter (own_len converted) to SC_STACK_FREE;
+ * outer: a filter was loaded before corral's (of a length unknown here).
+ */
+int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err);
 /* "2026-12-01T19:39:22.123Z": an event's time (clock.c) */
 void utc_stamp(char *buf, size_t len, const struct timespec *ts);
 /*

@@ -1019,6 +1019,7 @@ int sc_load_failed(struct corral_err *err, int errnum, size_t len)
 
 int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 {
+	bool outer;
 	int r;
 
 	if (notify_fd)
@@ -1032,6 +1033,8 @@ int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 		r = corral_set_errno(err, errno, "seccomp: PR_SET_NO_NEW_PRIVS");
 		goto out;
 	}
+	/* a filter before ours (corral under Docker's): seccomp_stack.c */
+	outer = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0;
 	if (f->prebuilt && kernel_runs(f)) {
 		r = load_program(f);
 		if (r >= 0 || errno != EINVAL)
@@ -1058,7 +1061,12 @@ loaded:
 	}
 	if (f->notify && notify_fd)
 		*notify_fd = r;
-	r = 0;
+	/* what a process inside may stack of its own: seccomp_stack.c */
+	r = sc_pad_chain(sc_ebpf_len(f->prog, f->len), outer, err);
+	if (r < 0 && f->notify && notify_fd) {
+		close(*notify_fd);
+		*notify_fd = -1;
+	}
 out:
 	sc_discard(f);
 	return r;

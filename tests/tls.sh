@@ -105,6 +105,36 @@ nrun() {
 stdout() { json stdout < "$T/out"; }
 denials() { grep -c '"type":"egress.denied"' "$T/events" || true; }
 count() { grep -o -- "$1" "$2" | wc -l; }
+# Python for the sandbox: pipelined(*reqs) sends requests ((method, path)
+# pairs, or paths for GETs) to api.test in one write over one terminated
+# connection, with the placeholder's Authorization, and prints all that
+# came back until the proxy or the server ended it.  PRE: a head whose
+# Content-Length ends inside what an echo adds after it (the value).
+pipelined_py() {
+	cat <<EOF
+import os, socket, ssl, urllib.parse
+PRE = urllib.parse.quote(b'HTTP/1.1 200 OK\\r\\nContent-Length: 12\\r\\n\\r\\n').encode()
+def pipelined(*reqs):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n')
+    s.recv(4096)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname='api.test')
+    a = ('Authorization: Bearer ' + os.environ['API_KEY']).encode()
+    reqs = [r if isinstance(r, tuple) else (b'GET', r) for r in reqs]
+    t.sendall(b''.join(m + b' ' + p + b' HTTP/1.1\\r\\nHost: api.test\\r\\n' + a +
+                       b'\\r\\n\\r\\n' for m, p in reqs))
+    got = b''
+    while True:
+        try:
+            b = t.recv(65536)
+        except (OSError, ssl.SSLError):
+            break
+        if not b:
+            break
+        got += b
+    print(got.decode('latin-1'))
+EOF
+}
 
 # ---- tests ------------------------------------------------------------------
 
@@ -411,26 +441,7 @@ sys.stdout.write(tls_upstream.escaped(b"GET / HTTP/1.1\r\nAuthorization: Bearer 
 # echo, answered in turn, the echo masked, the next one unchanged.
 t_answer_before_an_unreadable_one_masked() {
 	secrets_policy
-	nrun -- /usr/bin/python3 -c "
-import os, socket, ssl
-def pipelined(*paths):
-    s = socket.create_connection(('127.0.0.1', 3128), 10)
-    s.sendall(b'CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n')
-    s.recv(4096)
-    t = ssl.create_default_context().wrap_socket(s, server_hostname='api.test')
-    a = ('Authorization: Bearer ' + os.environ['API_KEY']).encode()
-    for p in paths:
-        t.sendall(b'GET ' + p + b' HTTP/1.1\\r\\nHost: api.test\\r\\n' + a + b'\\r\\n\\r\\n')
-    got = b''
-    while True:
-        try:
-            b = t.recv(65536)
-        except (OSError, ssl.SSLError):
-            break
-        if not b:
-            break
-        got += b
-    print(got.decode('latin-1'))
+	nrun -- /usr/bin/python3 -c "$(pipelined_py)
 print('== gzip')
 pipelined(b'/frame-echo?pre=echo:', b'/echo-gzip')
 print('== hello')
@@ -458,31 +469,11 @@ pipelined(b'/frame-echo?pre=echo:', b'/hello')"
 # is read.
 t_bodiless_answers_end_the_connection() {
 	secrets_policy
-	nrun -- /usr/bin/python3 -c "
-import os, socket, ssl, urllib.parse
-def pipelined(*reqs):
-    s = socket.create_connection(('127.0.0.1', 3128), 10)
-    s.sendall(b'CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n')
-    s.recv(4096)
-    t = ssl.create_default_context().wrap_socket(s, server_hostname='api.test')
-    a = ('Authorization: Bearer ' + os.environ['API_KEY']).encode()
-    t.sendall(b''.join(m + b' ' + p + b' HTTP/1.1\\r\\nHost: api.test\\r\\n' + a +
-                       b'\\r\\n\\r\\n' for m, p in reqs))
-    got = b''
-    while True:
-        try:
-            b = t.recv(65536)
-        except (OSError, ssl.SSLError):
-            break
-        if not b:
-            break
-        got += b
-    print(got.decode('latin-1'))
-pre = urllib.parse.quote(b'HTTP/1.1 200 OK\\r\\nContent-Length: 12\\r\\n\\r\\n').encode()
+	nrun -- /usr/bin/python3 -c "$(pipelined_py)
 print('== head')
-pipelined((b'HEAD', b'/frame-echo?pre=' + pre), (b'GET', b'/hello'))
+pipelined((b'HEAD', b'/frame-echo?pre=' + PRE), (b'GET', b'/hello'))
 print('== 204')
-pipelined((b'GET', b'/no-content-echo?pre=' + pre), (b'GET', b'/hello'))"
+pipelined((b'GET', b'/no-content-echo?pre=' + PRE), (b'GET', b'/hello'))"
 	stdout > "$T/seen"
 	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
 	expect_not_contains "not its first bytes" "$(cat "$T/seen")" "Bearer ${SECRET:0:3}"
@@ -501,26 +492,8 @@ pipelined((b'GET', b'/no-content-echo?pre=' + pre), (b'GET', b'/hello'))"
 # then comes with no request waiting, and is cut off.
 t_bytes_past_a_short_answer_cut_off() {
 	secrets_policy
-	nrun -- /usr/bin/python3 -c "
-import os, socket, ssl, urllib.parse
-s = socket.create_connection(('127.0.0.1', 3128), 10)
-s.sendall(b'CONNECT api.test:$GOOD HTTP/1.1\\r\\n\\r\\n')
-s.recv(4096)
-t = ssl.create_default_context().wrap_socket(s, server_hostname='api.test')
-a = ('Authorization: Bearer ' + os.environ['API_KEY']).encode()
-pre = urllib.parse.quote(b'HTTP/1.1 200 OK\\r\\nContent-Length: 12\\r\\n\\r\\n').encode()
-t.sendall(b''.join(b'GET ' + p + b' HTTP/1.1\\r\\nHost: api.test\\r\\n' + a + b'\\r\\n\\r\\n'
-                   for p in (b'/short-echo?pre=' + pre, b'/hello')))
-got = b''
-while True:
-    try:
-        b = t.recv(65536)
-    except (OSError, ssl.SSLError):
-        break
-    if not b:
-        break
-    got += b
-print(got.decode('latin-1'))"
+	nrun -- /usr/bin/python3 -c "$(pipelined_py)
+pipelined(b'/short-echo?pre=' + PRE, b'/hello')"
 	stdout > "$T/seen"
 	expect_eq "nothing of a value came back" "$(leaked "$T/seen")" ""
 	expect_not_contains "not its first bytes" "$(cat "$T/seen")" "Bearer ${SECRET:0:3}"

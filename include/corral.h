@@ -1571,6 +1571,18 @@ void corral_memory_init(void);
  */
 CORRAL_PUBLIC
 int corral_memory_unshared(void);
+/*
+ * For a process that forks many sandboxes (corral serve), as root, before
+ * its first fork and while it has one thread: fill its own seccomp chain
+ * ahead with filters that allow every call, so that each sandbox it forks
+ * skips most of the filling that bounds what a process inside may stack
+ * (8 filters of 4096 instructions, 3 ms of kernel CPU a start: SECURITY.md,
+ * seccomp row).  Its own calls pass them through the kernel's cache.  Best
+ * effort: it does nothing unprivileged, under another's filter or where
+ * the kernel refuses; 0, or -errno if no memory.
+ */
+CORRAL_PUBLIC
+int corral_seccomp_prefill(struct corral_err *err);
 
 /* ---- TLS for a server of the caller's ---------------------------------- */
 /*

@@ -266,33 +266,7 @@ EOF
 # itself: the largest filter of "ja"s and a return a process inside can add
 # (n + 4 converted), and how many of 4096 instructions it stacks (7 before).
 t_stacked_filters_bounded() {
-	cat > "$T/stack.py" <<'EOF'
-import ctypes, os, struct
-libc = ctypes.CDLL(None, use_errno=True)
-libc.prctl(38, 1, 0, 0, 0)	# PR_SET_NO_NEW_PRIVS
-def prog(n):	# n - 1 "ja 0", ret ALLOW
-    return b"".join([struct.pack("HBBI", 0x05, 0, 0, 0)] * (n - 1)) + \
-        struct.pack("HBBI", 0x06, 0, 0, 0x7fff0000)
-def load(n):	# seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)
-    buf = ctypes.create_string_buffer(prog(n))
-    fprog = ctypes.create_string_buffer(struct.pack("@HP", n, ctypes.addressof(buf)))
-    return libc.syscall(317, 1, 0, fprog) == 0
-def loads_in_child(n):
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if load(n) else 1)
-    return os.waitpid(pid, 0)[1] == 0
-lo, hi = 0, 4097
-while hi - lo > 1:
-    mid = (lo + hi) // 2
-    lo, hi = (mid, hi) if loads_in_child(mid) else (lo, mid)
-print("left", lo + 4 if lo and hi <= 4096 else -1)
-stacked = 0
-while stacked < 8 and load(4096):
-    stacked += 1
-print("stacked", stacked, os.strerror(ctypes.get_errno()) if stacked < 8 else "")
-EOF
-	chmod 644 "$T/stack.py"
+	cp "$DATA/seccomp_stack_left.py" "$T/stack.py" && chmod 644 "$T/stack.py"
 	out=$(timeout 120 "$CORRAL" run --ro "$T/stack.py:/opt/stack.py" -- \
 		/usr/bin/python3 /opt/stack.py < /dev/null 2>&1)
 	left=$(printf '%s\n' "$out" | awk '$1 == "left" { print $2 }')

@@ -662,6 +662,36 @@ t_max_sandboxes() {
 
 # ---- exec ------------------------------------------------------------------
 
+# What a process inside a daemon's sandbox may stack of seccomp filter of
+# its own is bounded as in `corral run`'s (seccomp.sh,
+# t_stacked_filters_bounded): 1024 to 1033 eBPF instructions.  As root the
+# daemon filled its own chain ahead (corral_seccomp_prefill), so each
+# sandbox's init loads only what its program and the margin leave: the
+# bound must come out the same through that arithmetic, in the first
+# sandbox and the next.  Unprivileged the daemon fills nothing (it would
+# need no_new_privs, and newuidmap is setuid).
+t_stacked_filters_bounded_in_the_daemons_sandboxes() {
+	local id body left filters
+	start_daemon
+	filters=$(awk '$1 == "Seccomp_filters:" { print $2 }' "/proc/$DPID/status")
+	if [ "$(id -u)" = 0 ]; then
+		[ "${filters:-0}" -ge 7 ] || fail "the daemon filled nothing ahead: $filters filters"
+	else
+		expect_eq "no filling unprivileged" "${filters:-0}" 0
+	fi
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"argv": ["/usr/bin/python3", "-c", open(sys.argv[1]).read()]}))' \
+		"$HERE/data/seccomp_stack_left.py")
+	for i in 1 2; do
+		id=$(mksb) || return 1
+		expect_code "exec" "$(ex "$id" "$body")" 200 || return 1
+		left=$(jq 'v["stdout"]' | awk '$1 == "left" { print $2 }')
+		[ "${left:-0}" -ge 1024 ] && [ "$left" -le 1033 ] ||
+			fail "sandbox $i: a process inside may stack ${left:-nothing} eBPF instructions, not 1024-1033: $(body)"
+		expect_contains "no 4096 stacked" "$(jq 'v["stdout"]')" "stacked 0 Cannot allocate memory"
+	done
+}
+
 t_exec_argv_and_command() {
 	start_daemon
 	id=$(mksb)

@@ -825,6 +825,10 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 	if (r < 0)
 		return corral_set_errno(err, -r, "cannot keep libevent's memory "
 					"from the daemon's forks (MADV_WIPEONFORK)");
+	/* each sandbox's start then skips 3 ms of seccomp filling (root) */
+	r = corral_seccomp_prefill(err);
+	if (r < 0)
+		return r;
 	d->base = event_base_new();
 	/*
 	 * Three priorities, every event in the middle one unless it says

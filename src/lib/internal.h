@@ -151,6 +151,13 @@ size_t sc_ebpf_len(const struct sock_filter *p, size_t n);
  * outer: a filter was loaded before corral's (of a length unknown here).
  */
 int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err);
+/*
+ * Fill this process's own chain ahead (corral_seccomp_prefill), for
+ * corral's programs of up to own_max converted; what it filled, as the
+ * kernel counts it, is sc_prefilled() here and in every fork.
+ */
+int sc_prefill(size_t own_max, struct corral_err *err);
+size_t sc_prefilled(void);
 /* "2026-12-01T19:39:22.123Z": an event's time (clock.c) */
 void utc_stamp(char *buf, size_t len, const struct timespec *ts);
 /*

@@ -1033,8 +1033,11 @@ int sc_load(struct sc_compiled *f, int *notify_fd, struct corral_err *err)
 		r = corral_set_errno(err, errno, "seccomp: PR_SET_NO_NEW_PRIVS");
 		goto out;
 	}
-	/* a filter before ours (corral under Docker's): seccomp_stack.c */
-	outer = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0;
+	/*
+	 * A filter before ours (corral under Docker's): seccomp_stack.c.  Not
+	 * the filling a daemon loaded ahead, whose length is known.
+	 */
+	outer = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0 && !sc_prefilled();
 	if (f->prebuilt && kernel_runs(f)) {
 		r = load_program(f);
 		if (r >= 0 || errno != EINVAL)
@@ -1090,6 +1093,32 @@ int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *e
 	if (r < 0)
 		return r;
 	return sc_load(&f, notify_fd, err);
+}
+
+/*
+ * Root's daemon fills its chain once, so that each sandbox it forks does
+ * not fill its own (3 ms of kernel CPU a start: seccomp_stack.c).  Not
+ * under another's filter (its length unknown), nor where the built-in
+ * programs may not be what loads (no listener: compiled at start), nor
+ * without CAP_SYS_ADMIN, which loading a filter without no_new_privs
+ * needs: an unprivileged daemon would have to set no_new_privs on itself,
+ * and newuidmap, which it runs, is setuid.
+ */
+int corral_seccomp_prefill(struct corral_err *err)
+{
+	uint32_t arch = seccomp_arch_native();
+	size_t own = 0;
+
+	if (geteuid() != 0 || prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0 ||
+	    !sc_notify_available())
+		return 0;
+	for (size_t i = 0; i < sc_nprebuilt; i++) {
+		size_t n = sc_ebpf_len(sc_prebuilt[i].prog, sc_prebuilt[i].len);
+
+		if (sc_prebuilt[i].arch == arch && n > own)
+			own = n;
+	}
+	return own ? sc_prefill(own, err) : 0;
 }
 
 /* ---- what the filter is, for events and corral doctor -------------------- */

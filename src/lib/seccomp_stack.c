@@ -118,6 +118,57 @@ static bool room_after(struct sock_filter *buf, size_t n)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/*
+ * Filling filters this process loaded ahead (sc_prefill), as the kernel
+ * counts them (n + 8 each); its forks inherit them and this count.  0:
+ * none, and a filter found before corral's is another's (outer).
+ */
+static size_t prefilled;
+
+/* Room an own program longer than the longest built in may still take. */
+#define PREFILL_MARGIN	512
+
+size_t sc_prefilled(void)
+{
+	return prefilled;
+}
+
+/*
+ * Fill this process's chain ahead, up to what corral's longest program
+ * (own_max converted) and SC_STACK_FREE need after it, plus a margin: a
+ * sandbox forked from it then loads its program on top and fills only
+ * the margin and what its own program is shorter (sc_pad_chain), one
+ * small filter instead of eight of 4096.  Its filters allow every call,
+ * so this process's own calls pass them through the kernel's cache.
+ */
+int sc_prefill(size_t own_max, struct corral_err *err)
+{
+	const size_t buf_len = BPF_MAXINSNS * sizeof(struct sock_filter);
+	size_t left, n;
+	struct sock_filter *buf;
+
+	if (prefilled || own_max + UNDER_PENALTY + PREFILL_MARGIN + SC_STACK_FREE >=
+			 PATH_MAX_INSNS)
+		return 0;
+	left = PATH_MAX_INSNS - SC_STACK_FREE - own_max - UNDER_PENALTY - PREFILL_MARGIN;
+	buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return corral_set_errno(err, errno, "seccomp: no memory for the %zu-byte "
+					"filling filter", buf_len);
+	for (size_t i = 0; i < BPF_MAXINSNS; i++)
+		buf[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+	while (left >= PAD_MIN + PAD_EXTRA) {
+		n = left - PAD_EXTRA < BPF_MAXINSNS ? left - PAD_EXTRA : BPF_MAXINSNS;
+		/* refused (no CAP_SYS_ADMIN, the pool full): each sandbox fills the rest */
+		if (load_pad(buf, n) < 0)
+			break;
+		prefilled += n + PAD_EXTRA;
+		left -= n + PAD_EXTRA;
+	}
+	munmap(buf, buf_len);
+	return 0;
+}
+
 /* At most this many filling filters tried under an outer chain. */
 #define PROBE_MAX 64
 
@@ -136,9 +187,9 @@ int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err)
 	struct sock_filter *buf;
 	int r = 0;
 
-	if (!outer && own_len + UNDER_PENALTY >= left)
+	if (!outer && own_len + UNDER_PENALTY + prefilled >= left)
 		return 0;
-	left -= outer ? 0 : own_len + UNDER_PENALTY;
+	left -= outer ? 0 : own_len + UNDER_PENALTY + prefilled;
 	/* mmap, not malloc: this runs in the sandbox's init after a fork */
 	buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)

@@ -118,6 +118,29 @@ static bool room_after(struct sock_filter *buf, size_t n)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+#define PAD_BUF_LEN	(BPF_MAXINSNS * sizeof(struct sock_filter))
+
+/*
+ * A filling filter's instructions, all "ja 0" (load_pad sets the first
+ * and last), PAD_BUF_LEN bytes to munmap; NULL with err set.  mmap, not
+ * malloc: this runs in a sandbox's init after a fork.
+ */
+static struct sock_filter *pad_buf(struct corral_err *err)
+{
+	struct sock_filter *buf;
+
+	buf = mmap(NULL, PAD_BUF_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (buf == MAP_FAILED) {
+		corral_set_errno(err, errno, "seccomp: no memory for the %zu-byte filling "
+				 "filter", PAD_BUF_LEN);
+		return NULL;
+	}
+	for (size_t i = 0; i < BPF_MAXINSNS; i++)
+		buf[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+	return buf;
+}
+
 /*
  * Filling filters this process loaded ahead (sc_prefill), as the kernel
  * counts them (n + 8 each); its forks inherit them and this count.  0:
@@ -143,7 +166,6 @@ size_t sc_prefilled(void)
  */
 int sc_prefill(size_t own_max, struct corral_err *err)
 {
-	const size_t buf_len = BPF_MAXINSNS * sizeof(struct sock_filter);
 	size_t left, n;
 	struct sock_filter *buf;
 
@@ -151,12 +173,9 @@ int sc_prefill(size_t own_max, struct corral_err *err)
 			 PATH_MAX_INSNS)
 		return 0;
 	left = PATH_MAX_INSNS - SC_STACK_FREE - own_max - UNDER_PENALTY - PREFILL_MARGIN;
-	buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED)
-		return corral_set_errno(err, errno, "seccomp: no memory for the %zu-byte "
-					"filling filter", buf_len);
-	for (size_t i = 0; i < BPF_MAXINSNS; i++)
-		buf[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+	buf = pad_buf(err);
+	if (!buf)
+		return err->code;
 	while (left >= PAD_MIN + PAD_EXTRA) {
 		n = left - PAD_EXTRA < BPF_MAXINSNS ? left - PAD_EXTRA : BPF_MAXINSNS;
 		/* refused (no CAP_SYS_ADMIN, the pool full): each sandbox fills the rest */
@@ -165,7 +184,7 @@ int sc_prefill(size_t own_max, struct corral_err *err)
 		prefilled += n + PAD_EXTRA;
 		left -= n + PAD_EXTRA;
 	}
-	munmap(buf, buf_len);
+	munmap(buf, PAD_BUF_LEN);
 	return 0;
 }
 
@@ -182,7 +201,6 @@ int sc_prefill(size_t own_max, struct corral_err *err)
  */
 int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err)
 {
-	const size_t buf_len = BPF_MAXINSNS * sizeof(struct sock_filter);
 	size_t left = PATH_MAX_INSNS - SC_STACK_FREE, n = BPF_MAXINSNS;
 	struct sock_filter *buf;
 	int r = 0;
@@ -190,13 +208,9 @@ int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err)
 	if (!outer && own_len + UNDER_PENALTY + prefilled >= left)
 		return 0;
 	left -= outer ? 0 : own_len + UNDER_PENALTY + prefilled;
-	/* mmap, not malloc: this runs in the sandbox's init after a fork */
-	buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED)
-		return corral_set_errno(err, errno, "seccomp: no memory for the %zu-byte "
-					"filling filter", buf_len);
-	for (size_t i = 0; i < BPF_MAXINSNS; i++)
-		buf[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+	buf = pad_buf(err);
+	if (!buf)
+		return err->code;
 	for (int tries = 0; tries < PROBE_MAX; tries++) {
 		if (outer) {
 			if (n < PAD_MIN)
@@ -221,6 +235,6 @@ int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err)
 		}
 		left -= outer ? 0 : n + PAD_EXTRA;
 	}
-	munmap(buf, buf_len);
+	munmap(buf, PAD_BUF_LEN);
 	return r;
 }

@@ -327,19 +327,6 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
 }
 
 /*
- * The limits a command hit, over how it ended: one verdict for `corral
- * run` and a box's calls alike, from the counters of the group it ran in
- * (oom_kills: processes the OOM killer took; pids_max_hits: forks refused;
- * throttled: periods the CPU quota held it back; v1's TCP buffers, which
- * slow a connection at their limit and kill nothing).  A command that exited
- * after one of its children was OOM-killed (a shell says 137) ran out of
- * memory all the same.  Every limit that bit is said: a call that timed
- * out or was halted after an OOM kill, or ran out of memory and of pids,
- * used to name only one, and an agent loop reads the result, not the
- * limit.hit events.  How the command ended stays in the reason, after the
- * memory or pids limit its status names (killed_bare).
- */
-/*
  * Killed by SIGKILL and nothing more said: the OOM killer's way, or its
  * own (nothing tells them apart), and "killed: memory limit" says it.
  * Anything else (an exit status, another signal, a signal the caller or
@@ -352,6 +339,19 @@ static bool killed_bare(const struct corral_result *res)
 	       !strchr(res->reason, ';');
 }
 
+/*
+ * The limits a command hit, over how it ended: one verdict for `corral
+ * run` and a box's calls alike, from the counters of the group it ran in
+ * (oom_kills: processes the OOM killer took; pids_max_hits: forks refused;
+ * throttled: periods the CPU quota held it back; v1's TCP buffers, which
+ * slow a connection at their limit and kill nothing).  A command that exited
+ * after one of its children was OOM-killed (a shell says 137) ran out of
+ * memory all the same.  Every limit that bit is said: a call that timed
+ * out or was halted after an OOM kill, or ran out of memory and of pids,
+ * used to name only one, and an agent loop reads the result, not the
+ * limit.hit events.  How the command ended stays in the reason, after the
+ * memory or pids limit its status names (killed_bare).
+ */
 void result_limits(struct corral_result *res, const struct corral_policy *p,
 		   const struct cg_stats *hits)
 {

@@ -801,8 +801,9 @@ struct secrets_mask {
 
 /*
  * A hold of this many bytes or more that goes on unmasked (the bytes after
- * it spelled no value, or the answer ended) is counted as a guess: the
- * agent learns by the hold's delay that what it had echoed began a value.
+ * it spelled no value, or the answer ended) or that its connection left
+ * waiting (secrets_mask_abandon) is counted as a guess: the agent learns
+ * by the hold's delay that what it had echoed began a value.
  */
 #define GUESS_MIN		8
 

@@ -269,31 +269,68 @@ static bool arg_bool(struct args *g, const char *key)
  * error to return.  body may be NULL.  cancel: the flag that cuts it
  * short, or NULL for a request that must be seen to its answer.
  */
+/*
+ * One request whose answer the caller reads from h: NULL once the daemon
+ * answered 2xx, else the tool error to return.  path NULL: out of memory
+ * (the caller's allocation of it failed).  The caller frees h either way.
+ */
+static json_t *daemon_ask(struct mcp_call *c, const char *method, const char *path,
+			  const char *body, size_t len, const char *type, struct mcp_http *h)
+{
+	char *why = NULL;
+	json_t *err = NULL;
+
+	if (!path)
+		return tool_error("out of memory");
+	if (mcp_http_do(&c->m->d, method, path, body, len, type, h, &why) < 0)
+		err = tool_error("%s", why);
+	else if (h->status < 200 || h->status >= 300)
+		err = daemon_refused(h);
+	free(why);
+	return err;
+}
+
+/* The answer's object (*out), or the tool error to return. */
+static json_t *answer_object(const struct mcp_http *h, json_t **out)
+{
+	*out = json_loadb(h->buf ? h->buf : "", h->len, JSON_ALLOW_NUL, NULL);
+	if (json_is_object(*out))
+		return NULL;
+	json_decref(*out);
+	*out = NULL;
+	return tool_error("the daemon's answer is not a JSON object");
+}
+
 static json_t *call_json_cancel(struct mcp_call *c, atomic_bool *cancel, const char *method,
 				const char *path, const json_t *body, json_t **out)
 {
 	struct mcp_http h = { .cancel = cancel };
-	char *text = NULL, *why = NULL;
-	json_t *err = NULL;
+	char *text = NULL;
+	json_t *err;
 
 	*out = NULL;
-	if (!path || (body && !(text = json_dumps(body, JSON_COMPACT))))
+	if (body && !(text = json_dumps(body, JSON_COMPACT)))
 		return tool_error("out of memory");
-	if (mcp_http_do(&c->m->d, method, path, text, text ? strlen(text) : 0,
-			text ? "Content-Type: application/json" : NULL, &h, &why) < 0)
-		err = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		err = daemon_refused(&h);
-	else if (!(*out = json_loadb(h.buf ? h.buf : "", h.len, JSON_ALLOW_NUL, NULL)) ||
-		 !json_is_object(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		err = tool_error("the daemon's answer is not a JSON object");
-	}
+	err = daemon_ask(c, method, path, text, text ? strlen(text) : 0,
+			 text ? "Content-Type: application/json" : NULL, &h);
+	if (!err)
+		err = answer_object(&h, out);
 	mcp_http_free(&h);
 	free(text);
-	free(why);
 	return err;
+}
+
+/* Bytes sent as they are (a file, stdin, an archive); the answer is an object. */
+static json_t *send_bytes(struct mcp_call *c, const char *method, const char *path,
+			  const char *bytes, size_t len, const char *type)
+{
+	struct mcp_http h = { .cancel = &c->cancelled };
+	json_t *o, *err = daemon_ask(c, method, path, bytes, len, type, &h);
+
+	if (!err)
+		err = answer_object(&h, &o);
+	mcp_http_free(&h);
+	return err ? err : tool_ok(o);
 }
 
 static json_t *call_json(struct mcp_call *c, const char *method, const char *path,
@@ -736,19 +773,14 @@ static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
 {
 	struct stream s = { .c = c };
 	struct mcp_http h = { .cancel = &c->cancelled, .line = on_line, .arg = &s };
-	char *path = mcp_sandbox_path(id, "/exec"), *text = NULL, *why = NULL;
-	json_t *r = NULL;
+	char *path = mcp_sandbox_path(id, "/exec"), *text = NULL;
+	json_t *r;
 
 	json_object_set_new(body, "stream", json_true());
 	text = json_dumps(body, JSON_COMPACT);
-	if (!path || !text)
-		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "POST", path, text, strlen(text),
-			     "Content-Type: application/json", &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
-	else if (!json_is_object(s.result))
+	r = daemon_ask(c, "POST", text ? path : NULL, text, text ? strlen(text) : 0,
+		       "Content-Type: application/json", &h);
+	if (!r && !json_is_object(s.result))
 		r = tool_error("the daemon's stream ended without the call's result");
 	/* its buffer (the end line: the output, escaped) goes before a turn */
 	mcp_http_free(&h);
@@ -761,7 +793,6 @@ static json_t *run_foreground(struct mcp_call *c, const char *id, json_t *body)
 	mcp_http_free(&h);
 	free(path);
 	free(text);
-	free(why);
 	return r;
 }
 
@@ -911,7 +942,7 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 			    .max = c->m->b.limit.output_bytes ? c->m->b.limit.output_bytes :
 				   OUTPUT_ANSWER_MAX };
 	struct mcp_http h = { .cancel = &c->cancelled, .line = on_output_line, .arg = &o };
-	char verb[160], *path = NULL, *why = NULL;
+	char verb[160], *path = NULL;
 	json_t *r = NULL;
 
 	if (stream && strcmp(stream, "stdout") && strcmp(stream, "stderr") &&
@@ -927,20 +958,12 @@ static json_t *t_proc_output(struct mcp_call *c, struct args *g)
 		o.max = OUTPUT_ANSWER_MAX;
 	if (follow)
 		h.deadline_ms = corral_now_ms() + (uint64_t)secs * 1000;
-	if (!path)
-		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
+	r = daemon_ask(c, "GET", path, NULL, 0, NULL, &h);
 	/* its buffer goes before a turn is waited for */
 	mcp_http_free(&h);
-	if (r)
-		;
-	else if (output_turn(c, o.len[0] + o.len[1]) < 0)
+	if (!r && output_turn(c, o.len[0] + o.len[1]) < 0)
 		r = tool_error("cancelled while waiting for a turn");
-	else
-	{
+	if (!r) {
 		json_t *v = json_pack("{s:s%, s:s%, s:I, s:I, s:I, s:s}",
 				      "stdout", o.text[0] ? o.text[0] : "", o.len[0],
 				      "stderr", o.text[1] ? o.text[1] : "", o.len[1],
@@ -962,7 +985,6 @@ out:
 	json_decref(o.result);
 	mcp_http_free(&h);
 	free(path);
-	free(why);
 	return r;
 }
 
@@ -995,11 +1017,9 @@ static json_t *t_proc_stdin(struct mcp_call *c, struct args *g)
 	const char *data = arg_str(g, "data", false);
 	bool eof = arg_bool(g, "eof");
 	char *path = g->why ? NULL : proc_path_to(g, id, eof ? "/stdin?eof=1" : "/stdin");
-	struct mcp_http h = { .cancel = &c->cancelled };
 	unsigned char *bytes = NULL;
 	size_t len = data ? json_string_length(json_object_get(g->a, "data")) : 0;
-	char *why = NULL;
-	json_t *r = NULL, *o;
+	json_t *r;
 
 	if (!data && !eof)
 		bad(g, "give data, eof:true, or both");
@@ -1009,21 +1029,10 @@ static json_t *t_proc_stdin(struct mcp_call *c, struct args *g)
 		free(path);
 		return NULL;
 	}
-	if (!path)
-		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "POST", path, bytes ? (char *)bytes : data ? data : "",
-			     len, "Content-Type: application/octet-stream", &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
-	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)))
-		r = tool_error("the daemon's answer is not JSON");
-	else
-		r = tool_ok(o);
-	mcp_http_free(&h);
+	r = send_bytes(c, "POST", path, bytes ? (char *)bytes : data ? data : "", len,
+		       "Content-Type: application/octet-stream");
 	free(bytes);
 	free(path);
-	free(why);
 	return r;
 }
 
@@ -1080,12 +1089,10 @@ static json_t *t_write(struct mcp_call *c, struct args *g)
 	const char *id = arg_id(g), *enc = arg_encoding(g);
 	const char *content = arg_str(g, "content", true);
 	bool parents = arg_bool(g, "parents");
-	char *path = g->why ? NULL : file_path_to(g, id, "/files", parents ? "&parents=1" : ""),
-	     *why = NULL;
-	struct mcp_http h = { .cancel = &c->cancelled };
+	char *path = g->why ? NULL : file_path_to(g, id, "/files", parents ? "&parents=1" : "");
 	unsigned char *bytes = NULL;
 	size_t len = 0;
-	json_t *r = NULL, *o;
+	json_t *r;
 
 	if (g->why)
 		return NULL;
@@ -1098,21 +1105,10 @@ static json_t *t_write(struct mcp_call *c, struct args *g)
 	} else {
 		len = json_string_length(json_object_get(g->a, "content"));
 	}
-	if (!path)
-		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "PUT", path, bytes ? (char *)bytes : content,
-			     len, "Content-Type: application/octet-stream", &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
-	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, JSON_ALLOW_NUL, NULL)))
-		r = tool_error("the daemon's answer is not JSON");
-	else
-		r = tool_ok(o);
-	mcp_http_free(&h);
+	r = send_bytes(c, "PUT", path, bytes ? (char *)bytes : content, len,
+		       "Content-Type: application/octet-stream");
 	free(bytes);
 	free(path);
-	free(why);
 	return r;
 }
 
@@ -1120,18 +1116,13 @@ static json_t *t_read(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g), *enc = arg_encoding(g);
 	const char *file = arg_str(g, "path", true);
-	char *path = g->why ? NULL : file_path(g, id, false), *why = NULL, *b = NULL;
+	char *path = g->why ? NULL : file_path(g, id, false), *b = NULL;
 	struct mcp_http h = { .cancel = &c->cancelled, .max = FILE_MAX };
-	json_t *r = NULL, *text = NULL;
+	json_t *r, *text = NULL;
 
 	if (g->why)
 		return NULL;
-	if (!path)
-		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
+	r = daemon_ask(c, "GET", path, NULL, 0, NULL, &h);
 	if (!r) {
 		/* text only when it is UTF-8 without NULs: else base64 */
 		if (!strcmp(enc, "text") && !memchr(h.buf ? h.buf : "", 0, h.len))
@@ -1149,7 +1140,6 @@ static json_t *t_read(struct mcp_call *c, struct args *g)
 	free(b);
 	mcp_http_free(&h);
 	free(path);
-	free(why);
 	return r;
 }
 
@@ -1204,28 +1194,22 @@ static json_t *t_rename(struct mcp_call *c, struct args *g)
 static json_t *t_archive_read(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g), *dir = arg_str(g, "path", true);
-	char *path = g->why ? NULL : file_path_to(g, id, "/archive", ""), *why = NULL, *b = NULL;
+	char *path = g->why ? NULL : file_path_to(g, id, "/archive", ""), *b = NULL;
 	struct mcp_http h = { .cancel = &c->cancelled, .max = FILE_MAX };
-	json_t *r = NULL;
+	json_t *r;
 
 	if (g->why)
 		return NULL;
-	if (!path)
+	r = daemon_ask(c, "GET", path, NULL, 0, NULL, &h);
+	if (!r && !(b = b64_encode((unsigned char *)(h.buf ? h.buf : ""), h.len)))
 		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
-	else if (!(b = b64_encode((unsigned char *)(h.buf ? h.buf : ""), h.len)))
-		r = tool_error("out of memory");
-	else
+	if (!r)
 		r = tool_ok(json_pack("{s:s, s:I, s:s, s:s}", "path", dir, "size",
 				      (json_int_t)h.len, "encoding", "base64",
 				      "content", b));
 	free(b);
 	mcp_http_free(&h);
 	free(path);
-	free(why);
 	return r;
 }
 
@@ -1233,11 +1217,10 @@ static json_t *t_archive_read(struct mcp_call *c, struct args *g)
 static json_t *t_archive_write(struct mcp_call *c, struct args *g)
 {
 	const char *id = arg_id(g), *content = arg_str(g, "content", true);
-	char *path = g->why ? NULL : file_path_to(g, id, "/archive", ""), *why = NULL;
-	struct mcp_http h = { .cancel = &c->cancelled };
+	char *path = g->why ? NULL : file_path_to(g, id, "/archive", "");
 	unsigned char *bytes = NULL;
 	size_t len = 0;
-	json_t *r = NULL, *o;
+	json_t *r;
 
 	if (!g->why && b64_decode(content, &bytes, &len) < 0)
 		bad(g, "content is not valid base64 (a tar archive, plain or gzip'd, in base64)");
@@ -1245,21 +1228,9 @@ static json_t *t_archive_write(struct mcp_call *c, struct args *g)
 		free(path);
 		return NULL;
 	}
-	if (!path)
-		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "PUT", path, (char *)bytes, len,
-			     "Content-Type: application/x-tar", &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
-	else if (!(o = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)))
-		r = tool_error("the daemon's answer is not JSON");
-	else
-		r = tool_ok(o);
-	mcp_http_free(&h);
+	r = send_bytes(c, "PUT", path, (char *)bytes, len, "Content-Type: application/x-tar");
 	free(bytes);
 	free(path);
-	free(why);
 	return r;
 }
 
@@ -1270,8 +1241,8 @@ static json_t *t_diff(struct mcp_call *c, struct args *g)
 	const char *id = arg_id(g), *sub = arg_str(g, "path", false);
 	bool patch = arg_bool(g, "patch");
 	struct mcp_http h = { .cancel = &c->cancelled, .max = FILE_MAX };
-	char *esc = NULL, *rest = NULL, *path = NULL, *why = NULL;
-	json_t *r = NULL, *changes;
+	char *esc = NULL, *rest = NULL, *path = NULL;
+	json_t *r, *changes = NULL;
 
 	if (g->why)
 		return NULL;
@@ -1282,25 +1253,21 @@ static json_t *t_diff(struct mcp_call *c, struct args *g)
 		     patch ? (sub ? "&format=patch" : "format=patch") : "") < 0)
 		rest = NULL;
 	path = rest ? mcp_sandbox_path(id, rest) : NULL;
-	if (!path)
-		r = tool_error("out of memory");
-	else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0)
-		r = tool_error("%s", why);
-	else if (h.status < 200 || h.status >= 300)
-		r = daemon_refused(&h);
-	else if (patch)
+	r = daemon_ask(c, "GET", path, NULL, 0, NULL, &h);
+	if (!r && !patch)
+		changes = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL);
+	if (!r && patch)
 		r = tool_ok(json_pack("{s:s, s:s%}", "format", "patch", "patch",
 				      h.buf ? h.buf : "", h.len));
-	else if (!(changes = json_loadb(h.buf ? h.buf : "", h.len, 0, NULL)) ||
-		 !json_is_array(changes))
+	else if (!r && !json_is_array(changes))
 		r = tool_error("the daemon's diff is not a JSON array");
-	else
-		r = tool_ok(json_pack("{s:s, s:o}", "format", "changes", "changes", changes));
+	else if (!r)
+		r = tool_ok(json_pack("{s:s, s:O}", "format", "changes", "changes", changes));
+	json_decref(changes);
 	mcp_http_free(&h);
 	free(esc);
 	free(rest);
 	free(path);
-	free(why);
 	return r;
 }
 
@@ -1363,29 +1330,23 @@ static json_t *t_events(struct mcp_call *c, struct args *g)
 		.list = json_array(),
 	};
 	struct mcp_http h = { .cancel = &c->cancelled, .line = on_event, .arg = &e };
-	char *path = NULL, *esc = NULL, *why = NULL;
-	json_t *r = NULL;
+	char *path = NULL, *esc = NULL;
+	json_t *r;
 
 	if (g->why) {
 		json_decref(e.list);
 		return NULL;
 	}
 	esc = mcp_escape(id);
-	if (!e.list || !esc || asprintf(&path, "/v1/events?sandbox=%s", esc) < 0) {
+	if (!e.list || !esc || asprintf(&path, "/v1/events?sandbox=%s", esc) < 0)
 		path = NULL;
-		r = tool_error("out of memory");
-	} else if (mcp_http_do(&c->m->d, "GET", path, NULL, 0, NULL, &h, &why) < 0) {
-		r = tool_error("%s", why);
-	} else if (h.status < 200 || h.status >= 300) {
-		r = daemon_refused(&h);
-	} else {
+	r = daemon_ask(c, "GET", path, NULL, 0, NULL, &h);
+	if (!r)
 		r = tool_ok(json_pack("{s:O}", "events", e.list));
-	}
 	json_decref(e.list);
 	mcp_http_free(&h);
 	free(esc);
 	free(path);
-	free(why);
 	return r;
 }
 

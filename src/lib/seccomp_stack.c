@@ -22,7 +22,8 @@
  * a jump over jumps to the next instruction, which the JIT drops (under
  * 600 bytes of the pool for 4096 instructions).  Its cost, measured here:
  * 0.3 ms of kernel CPU to load a 4096-instruction filter, 3-4 ms a
- * sandbox's start (its processes share them); at run time the kernel's
+ * sandbox's start (its processes share them; init loads them on a thread
+ * of its own while it builds the sandbox: below); at run time the kernel's
  * cache lets most calls skip every filter, and the others run a jump and
  * a return more for each (ioctl 1.4 to 1.6 us in this VM).  What a
  * process inside may stack is then at most SC_STACK_FREE + 9
@@ -342,8 +343,8 @@ static long raw_set_filter(unsigned long flags, struct sock_fprog *fp)
  * The thread: fill t->left (as sc_pad_chain would), the last filter with
  * TSYNC.  Its result, read after the kernel cleared t->tid: t->filled, as
  * the kernel counts it, or 0 and t->error (-errno, or the id of a thread
- * that could not take the chain).  The buffer's pages are touched here,
- * not by the main thread: a fault is 25-40 us on a paravirtualized host.
+ * that could not take the chain).  The buffer's pages are first touched
+ * here, their faults off the main thread's line too.
  */
 __attribute__((no_sanitize("address", "undefined")))
 static int fill_thread(void *arg)

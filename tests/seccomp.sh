@@ -277,6 +277,61 @@ t_stacked_filters_bounded() {
 	expect_contains "4096-instruction filters stacked" "$out" "stacked 0 Cannot allocate memory"
 }
 
+# init_chain [RUNNER...]: the seccomp chain (data/seccomp_chain.py) of
+# the init of a `corral run -- sleep` that RUNNER starts (setpriv to
+# another user, say), read once the command runs; the run is then ended.
+init_chain() {
+	local cli init="" p i=0
+	"$@" "$CORRAL" run -- /bin/sleep 60 < /dev/null > "$T/run.out" 2>&1 &
+	cli=$!
+	# init is a child of the CLI's (which may have helpers too), the command its
+	while [ -z "$init" ] && [ $i -lt 400 ] && kill -0 "$cli" 2>/dev/null; do
+		for p in $(pgrep -P "$cli"); do
+			pgrep -P "$p" -x sleep > /dev/null && init=$p
+		done
+		[ -n "$init" ] || doze 0.05
+		i=$((i + 1))
+	done
+	if [ -n "$init" ]; then
+		/usr/bin/python3 "$DATA/seccomp_chain.py" "$init"
+	else
+		echo "error: no sandbox's init: $(head -c 300 "$T/run.out")"
+	fi
+	kill "$cli" 2>/dev/null
+	wait "$cli" 2>/dev/null || :
+}
+
+# corral's filling (seccomp_stack.c) is loaded by a thread of init's while
+# init builds the sandbox, and given to init (TSYNC) before init loads its
+# own filter on top: in the chain as the kernel lists it, the filling
+# first and corral's filter last.  Filled in line instead, the thread not
+# made or its chain not reaching init, corral's filter comes first, and
+# what t_stacked_filters_bounded measures is the same.  Reading a chain
+# needs CAP_SYS_ADMIN: as root, of root's run and of uid 65534's.
+t_filling_loaded_beside_init() {
+	[ "$(id -u)" = 0 ] ||
+		{ skip "reading a chain (PTRACE_SECCOMP_GET_FILTER) needs CAP_SYS_ADMIN"; return 77; }
+	local who chain fills
+	# uid 65534's run sees no cgroup file system: make check's lane of uid
+	# 65534 has its groups delegated meanwhile, and counts what is in them
+	printf '%s\n' '#!/bin/sh' \
+		'mount -t tmpfs -o mode=755 corral-test /sys/fs/cgroup || exit 9' \
+		'exec setpriv --reuid=65534 --regid=65534 --clear-groups env -u TMPDIR HOME=/nonexistent "$@"' \
+		> "$T/as65534"
+	chmod 755 "$T/as65534"
+	for who in root 65534; do
+		if [ "$who" = root ]; then
+			chain=$(init_chain)
+		else
+			chain=$(init_chain unshare --mount --propagation private "$T/as65534")
+		fi
+		fills=$(grep -c '^fill ' <<< "$chain" || :)
+		[ "$fills" -ge 7 ] && [ "$(grep -c . <<< "$chain")" = $((fills + 1)) ] &&
+			[[ $(tail -1 <<< "$chain") == "other "* ]] ||
+			{ fail "$who's sandbox: not the filling, then corral's filter:" $chain; return 1; }
+	done
+}
+
 # What programs inside load still loads: apt's methods with
 # APT::Sandbox::Seccomp (121 instructions, the http method's), seen in the
 # method's own /proc status (one filter more than its shell's).  man-db loads

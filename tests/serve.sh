@@ -692,6 +692,43 @@ print(json.dumps({"argv": ["/usr/bin/python3", "-c", open(sys.argv[1]).read()]})
 	done
 }
 
+# An unprivileged daemon fills nothing ahead: each sandbox's init loads
+# the filling on a thread of its own while it builds the sandbox
+# (seccomp_stack.c), so init's chain, as the kernel lists it, holds the
+# filling first and corral's filter last (filled in line, the filter would
+# be first; seccomp.sh's t_filling_loaded_beside_init for corral run).
+# Read as root, which a chain's reader must be, from uid 65534's daemon.
+t_unprivileged_daemons_sandbox_filled_beside_init() {
+	[ "$ME" = 0 ] ||
+		{ skip "reading a chain (PTRACE_SECCOMP_GET_FILTER) needs CAP_SYS_ADMIN"; return 77; }
+	local init="" p chain fills
+	mkdir -m 777 "$T/nb"
+	SOCK=$T/nb/s
+	STATE=$T/nb/state
+	# no cgroup file system for it: make check's lane of uid 65534 has its
+	# groups delegated meanwhile, and counts what is in them
+	printf '%s\n' '#!/bin/sh' \
+		'mount -t tmpfs -o mode=755 corral-test /sys/fs/cgroup || exit 9' \
+		'exec setpriv --reuid=65534 --regid=65534 --clear-groups env -u TMPDIR HOME=/nonexistent "$@"' \
+		> "$T/as65534"
+	chmod 755 "$T/as65534"
+	DAEMON_WRAP="unshare --mount --propagation private $T/as65534" start_daemon
+	mksb > /dev/null || return 1
+	# the sandbox's init: the daemon's child in a pid namespace of its own
+	for p in $(pgrep -P "$DPID"); do
+		if [ "$(readlink "/proc/$p/ns/pid")" != "$(readlink "/proc/$DPID/ns/pid")" ]; then
+			init=$p
+		fi
+	done
+	[ -n "$init" ] || { fail "no sandbox's init among the daemon's children"; return 1; }
+	chain=$(/usr/bin/python3 "$HERE/data/seccomp_chain.py" "$init")
+	fills=$(grep -c '^fill ' <<< "$chain" || :)
+	[ "$fills" -ge 7 ] && [ "$(grep -c . <<< "$chain")" = $((fills + 1)) ] &&
+		[[ $(tail -1 <<< "$chain") == "other "* ]] ||
+		fail "not the filling, then corral's filter:" $chain
+	stop_daemon
+}
+
 t_exec_argv_and_command() {
 	start_daemon
 	id=$(mksb)

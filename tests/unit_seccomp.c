@@ -539,9 +539,11 @@ static int try_allow(size_t n)
  * In a child: corral's program p and its filling (sc_pad_chain), then the
  * eBPF instructions a filter of the child's own may still have, found by
  * the kernel itself (a filter of n classic "ja"s and a return is n + 4);
- * -1 if none, or past one filter's 4100.
+ * -1 if none, or past one filter's 4100.  thread: the filling loaded
+ * first by a thread of the child's, as init does (sc_fill_start); -1 if
+ * its chain did not reach the child's main thread.
  */
-static int left_after(const struct prog *p, size_t outer)
+static int left_after(const struct prog *p, size_t outer, bool thread)
 {
 	struct sock_fprog fp = { .len = (unsigned short)p->len, .filter = p->insns };
 	struct corral_err err = { 0 };
@@ -554,8 +556,19 @@ static int left_after(const struct prog *p, size_t outer)
 	if (pid == 0) {
 		int lo = 0, hi = BPF_MAXINSNS + 1;	/* lo loads (0: none), hi does not */
 
+		struct sc_fill t;
+
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-		    (outer && load_allow(outer) < 0) ||
+		    (outer && load_allow(outer) < 0))
+			_exit(1);
+		if (thread) {
+			if (!sc_fill_start(&t, sc_ebpf_len(p->insns, p->len)))
+				_exit(1);
+			sc_fill_join(&t);
+			if (!sc_prefilled() || prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 2)
+				_exit(1);
+		}
+		if (
 		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) < 0 ||
 		    sc_pad_chain(sc_ebpf_len(p->insns, p->len), outer > 0, &err) < 0)
 			_exit(1);
@@ -617,13 +630,43 @@ TEST(stack_left_to_processes)
 			continue;
 		/* and under an outer filter (Docker's), whose length corral cannot read */
 		for (size_t outer = 0; outer <= 3000; outer += 3000) {
-			left = left_after(&p, outer);
+			left = left_after(&p, outer, false);
 			if (left < SC_STACK_FREE || left > SC_STACK_FREE + 9)
 				fprintf(stderr, "  %zu, outer %zu: %d eBPF instructions left\n",
 					i, outer, left);
 			CHECK(left >= SC_STACK_FREE && left <= SC_STACK_FREE + 9);
 		}
 		free(p.insns);
+	}
+}
+
+/*
+ * The same bound where init's thread loaded the filling first and handed
+ * it to the main thread (TSYNC), which then loads its program on top and
+ * fills what is left (seccomp_stack.c): the thread's part counted as
+ * filled ahead, or the child gives up.  With no_new_privs, which the
+ * thread inherits, as uid 65534 too (init needs none: CAP_SYS_ADMIN in
+ * its user namespace).
+ */
+TEST(stack_left_after_init_thread)
+{
+	int left;
+
+	if (!sc_available())
+		return;
+	for (int notify = 0; notify <= 1; notify++) {
+		for (int net = 0; net <= 1; net++) {
+			struct prog p;
+
+			if (!compile(&p, notify, net ? CORRAL_NET_PROXY : CORRAL_NET_NONE))
+				continue;
+			left = left_after(&p, 0, true);
+			if (left < SC_STACK_FREE || left > SC_STACK_FREE + 9)
+				fprintf(stderr, "  notify %d, net %d: %d eBPF instructions left\n",
+					notify, net, left);
+			CHECK(left >= SC_STACK_FREE && left <= SC_STACK_FREE + 9);
+			free(p.insns);
+		}
 	}
 }
 

@@ -916,7 +916,7 @@ int cg_enter(int *fds, size_t n, struct corral_err *err)
 	int r = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		/* "0": the writing thread, our only one */
+		/* "0": the writer's process, every thread of it */
 		if (r == 0 && write(fds[i], "0", 1) != 1)
 			r = corral_set_errno(err, errno, "cannot move into the "
 					   "sandbox's cgroup (hierarchy %zu of %zu)",

@@ -1582,6 +1582,7 @@ void sandbox_child(struct child_ctx *c)
 	struct sc_compiled filter;
 	struct corral_err sc_err = { 0 };
 	int sc_r;
+	struct sc_fill fill = { 0 };
 
 	keep[0] = c->sync_rd, keep[1] = c->msg_wr;
 	/* 0-2 are never closed; the stdio handed in is there by then (set_stdio) */
@@ -1599,6 +1600,19 @@ void sandbox_child(struct child_ctx *c)
 	/* a container's parent is the CLI, which exits at once (create) */
 	if (!c->container && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
+	/*
+	 * The seccomp filter is compiled first, while the supervisor writes
+	 * our id maps and moves us into our cgroup: the same program, loaded
+	 * where it always was (below), built on the other core instead of in
+	 * the line (mostly taken built in: then no work at all).  A failure
+	 * is reported there too, in the order it always was.  The filling
+	 * that goes under it (3 ms of kernel CPU) is loaded meanwhile by a
+	 * thread of ours, made now for the longest overlap with our setup,
+	 * and gone before the filter is loaded (seccomp_stack.c).
+	 */
+	sc_r = sc_compile(c->p, true, &filter, &sc_err);
+	if (sc_r == 0)
+		sc_fill_start(&fill, sc_ebpf_len(filter.prog, filter.len));
 	/* the command's argv may point into the area corral_forget clears */
 	if (c->argv && !(c->argv = copy_argv(c->argv)))
 		_exit(125);
@@ -1627,14 +1641,6 @@ void sandbox_child(struct child_ctx *c)
 	    proxy_listeners_send(c->sync_rd, c->p->net_transparent,
 				 c->p->connections) < 0)
 		_exit(125);
-	/*
-	 * The seccomp filter is compiled now, while the supervisor writes our
-	 * id maps and moves us into our cgroup: the same program, loaded where
-	 * it always was (below), built on the other core instead of in the
-	 * line (mostly taken built in: then no work at all).  A failure is
-	 * reported there too, in the order it always was.
-	 */
-	sc_r = sc_compile(c->p, true, &filter, &sc_err);
 	/*
 	 * The supervisor's ends of our sockets go before we wait on ours: a
 	 * supervisor killed before we set the parent-death signal sends no
@@ -1714,6 +1720,7 @@ void sandbox_child(struct child_ctx *c)
 	}
 	if (sc_r < 0)
 		setup_failed(c, &sc_err);
+	sc_fill_join(&fill);
 	if (sc_load(&filter, &notify_fd, &err) < 0)
 		setup_failed(c, &err);
 	/* a container's console goes to the engine at create, before start */

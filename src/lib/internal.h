@@ -158,6 +158,22 @@ int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err);
  */
 int sc_prefill(size_t own_max, struct corral_err *err);
 size_t sc_prefilled(void);
+/*
+ * init's filling on a thread of its own while it builds the sandbox, for
+ * its filter of own_len converted (seccomp_stack.c): sc_fill_start makes
+ * the thread (false: none made, sc_load fills in line), sc_fill_join
+ * waits for it to be gone and counts what it filled as filled ahead.
+ */
+struct sc_fill {
+	struct sock_filter *buf;	/* in map, a filling filter's room */
+	char *map;			/* the buffer and the thread's stack */
+	size_t left;			/* to fill, as the kernel counts */
+	size_t filled;			/* filled, as the kernel counts; 0 */
+	int error;			/* what stopped the thread: -errno, a tid */
+	pid_t tid;			/* cleared by the kernel at its exit */
+};
+bool sc_fill_start(struct sc_fill *t, size_t own_len);
+void sc_fill_join(struct sc_fill *t);
 /* "2026-12-01T19:39:22.123Z": an event's time (clock.c) */
 void utc_stamp(char *buf, size_t len, const struct timespec *ts);
 /*

@@ -843,6 +843,89 @@ s_builds_shared_between_owners() {
 	expect_eq "another client's, beside the peer's" "$(< "$T/o2.code")" 200
 }
 
+# A TCP peer's answers that are made but not read: each keeps its spool (a
+# file of the daemon's state dir, as large as the patch) until the client
+# has read it, and the peer's bound of two builds counted only those whose
+# worker still ran.  A peer that asked for a sandbox's patch on one
+# connection after another, reading none, held a spool on each (32
+# connections: 32 patches of the sandbox's whole disk, 40 GB of the host's
+# for a default 1 GiB); now a third is a 503 until one has been read.
+s_builds_unread_answers_bounded() {
+	local codes why spooled
+	PORT=$(free_port)
+	printf 'builds-token-0123456789abcdef\n' > "$T/token"
+	chmod 600 "$T/token"
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon --listen "127.0.0.1:$PORT" --token-file "$T/token" \
+		--allow-host-path "$T/ws"
+	"$HTTPC" -sS --max-time 60 -H "Authorization: Bearer $(< "$T/token")" -o "$T/body" \
+		-d "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 600000}" \
+		"http://127.0.0.1:$PORT/v1/sandboxes" > /dev/null
+	SB=$(json id < "$T/body")
+	[ -n "$SB" ] || { fail "no TCP create: $(head -c 300 "$T/body")"; return 1; }
+	# 12 MiB of noise: a 16 MB patch, more than a connection's buffers hold
+	run "$SB" "$(sh_file n.sh 'head -c 12582912 /dev/urandom > noise.bin')"
+	# five asks, each once the last one's answer has begun (its worker
+	# done), none read past its status line; the sockets held open
+	cat > "$T/unread.py" <<'PY'
+import socket, sys, time
+port, token, sb, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+held, codes, why = [], [], ""
+for i in range(n):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(120)
+    s.connect(("127.0.0.1", port))
+    s.sendall(("GET /v1/sandboxes/%s/diff?format=patch HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % (sb, token)).encode())
+    head = b""
+    while len(head) < 12:
+        got = s.recv(12 - len(head))
+        if not got:
+            break
+        head += got
+    codes.append(head[9:12].decode(errors="replace"))
+    if codes[-1] != "200" and not why:	# a small answer: its sentence
+        try:
+            while b"}" not in head:
+                got = s.recv(4096)
+                if not got:
+                    break
+                head += got
+        except OSError:
+            pass
+        why = head.decode(errors="replace").replace("\r", " ").replace("\n", " ")
+    held.append(s)
+print(" ".join(codes), flush=True)
+print(why, flush=True)
+sys.stdin.read()	# held until the test has counted
+PY
+	coproc UNREAD { $PY "$T/unread.py" "$PORT" "$(< "$T/token")" "$SB" 5; }
+	UNREAD_KEEP=$UNREAD_PID
+	read -r -t 300 codes <&"${UNREAD[0]}" || codes="(no answer)"
+	read -r -t 10 why <&"${UNREAD[0]}" || why=""
+	spooled=$(spools)
+	eval "exec ${UNREAD[1]}>&-"
+	wait "$UNREAD_KEEP" 2>/dev/null || true
+	expect_eq "the peer's asks ($spooled spools held)" "$codes" "200 200 503 503 503"
+	expect_contains "why" "$why" "being made or wait to be read"
+	[ "$spooled" -le 2 ] || fail "the daemon held $spooled spools of unread answers"
+	# read to their end, they go, and the next is made
+	wait_spools 0
+	expect_eq "once read" "$(api GET "/v1/sandboxes/$SB/diff?format=patch")" 200
+}
+
+# wait_spools N: until the daemon holds at most N spools (bounded), else fail
+wait_spools() {
+	local i=0
+	while [ "$(spools)" -gt "$1" ] && [ $i -lt 200 ]; do
+		doze 0.05
+		i=$((i + 1))
+	done
+	[ "$(spools)" -le "$1" ] || fail "$(spools) spools stayed"
+}
+
 # The spool's fds of the daemon (O_TMPFILE in the state dir: "#N (deleted)")
 spools() {
 	ls -l /proc/"$DPID"/fd 2>/dev/null | grep -c "$T/state/#" || true

@@ -452,6 +452,36 @@ test "$(cat snap.txt)" = s')"
 	grep -q '"type":"snapshot"' "$T/state/audit.jsonl" || fail "no snapshot event"
 }
 
+# The operator's tripwire under /workspace, in a daemon's sandbox: the
+# decoy is corral's, planted anew in each box, never one of the agent's
+# changes.  Its diff listed it, its patch (what `corral mcp` hands the
+# model) held the decoy's bytes, and a snapshot kept it, so that every
+# fork failed to start: "a tripwire is planted only where nothing is".
+s_snapshot_fork_keeps_its_tripwire() {
+	mkdir -p "$T/ws"
+	echo a > "$T/ws/a"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	echo '{"abort": {"tripwires": ["/workspace/.aws/credentials"]}}' > "$T/op.json"
+	start_daemon --policy "$T/op.json"
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	orig=$SB
+	run "$orig" "$(sh_file a.sh 'test -s .aws/credentials; echo region > .aws/config')"
+	expect_eq "diff" "$(api GET "/v1/sandboxes/$orig/diff")" 200
+	expect_not_contains "the diff" "$(< "$T/body")" "credentials"
+	expect_contains "the agent's" "$(< "$T/body")" '"path":".aws/config"'
+	expect_eq "export" "$(api POST "/v1/sandboxes/$orig/export" -d '{"patch": true}')" 200
+	expect_not_contains "the patch" "$(< "$T/body")" "aws_access_key_id"
+	cli snapshot "$orig" || fail "snapshot: $(< "$T/err")"
+	snap=$(< "$T/out")
+	[ ! -e "$T/state/snapshots/$snap/tree/.aws/credentials" ] || fail "the snapshot kept the decoy"
+	expect_eq "fork" "$(api POST /v1/sandboxes -d "{\"from_snapshot\": \"$snap\", \"idle_freeze_ms\": 0}")" \
+		201 || { head -c 400 "$T/body"; return 1; }
+	SB=$(json id < "$T/body")
+	run "$SB" "$(sh_file b.sh 'test -s .aws/credentials; test "$(cat .aws/config)" = region')"
+	expect_eq "the fork's diff" "$(api GET "/v1/sandboxes/$SB/diff")" 200
+	expect_not_contains "the fork's diff" "$(< "$T/body")" "credentials"
+}
+
 s_snapshot_budget() {
 	mkdir -p "$T/ws"
 	echo a > "$T/ws/a"

@@ -452,7 +452,7 @@ TEST(policy_export_section)
 	};
 	struct export_limits lim;
 	struct hold_ctx *h = NULL;
-	struct layers l = { -1, -1 };
+	struct layers l = { -1, -1, NULL };
 
 	corral_policy_init(&p);
 	CHECK(corral_policy_load_string(&p, good, strlen(good), "t.json", &err) == 0);

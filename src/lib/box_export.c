@@ -85,6 +85,7 @@ static int box_layers(struct corral_box *b, struct layers *l,
 				      "(it died or was killed): nothing to diff or export");
 	l->upper = b->sb->upperfd;
 	l->lower = b->lowerfd;
+	l->planted = b->p;
 	return 0;
 }
 

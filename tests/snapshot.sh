@@ -759,6 +759,45 @@ s_builds_leave_the_loop_free() {
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
+# An archive unpacked into a sandbox costs what it inflates to, up to the
+# sandbox's free disk, not its own 64 MiB: 900 KiB of gzip'd zeros were
+# 900 MiB written, and every other client of the daemon waited 1.3 s
+# meanwhile, for as long as one kept sending it.  A worker unpacks it
+# (held here on the FIFO: it cannot have finished) while the loop answers;
+# a client that goes meanwhile takes its worker with it.
+s_builds_unpack_off_the_loop() {
+	local w
+	held_builds_daemon
+	create '{"idle_freeze_ms": 0}'
+	$PY - "$T/in.tar.gz" <<'PY'
+import gzip, io, sys, tarfile
+with gzip.open(sys.argv[1], "wb") as g, tarfile.open(fileobj=g, mode="w") as t:
+    for name, data in (("d/a.txt", b"one\n"), ("zeros", bytes(4 << 20))):
+        i = tarfile.TarInfo(name)
+        i.size = len(data)
+        t.addfile(i, io.BytesIO(data))
+PY
+	bg_api un PUT "/v1/sandboxes/$SB/archive?path=/tmp/in" --data-binary @"$T/in.tar.gz"
+	wait_workers 1
+	expect_eq "health meanwhile" "$(api GET /v1/health)" 200
+	expect_eq "a listing meanwhile" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp&list=1")" 200
+	kill -0 "$un_PID" 2>/dev/null || fail "the archive was answered before its worker ran"
+	release
+	bg_wait un
+	expect_eq "unpacked" "$(< "$T/un.code")" 201
+	expect_contains "counted" "$(< "$T/un.body")" '"entries":2'
+	run "$SB" "$(sh_file c.sh 'test "$(cat /tmp/in/d/a.txt)" = one; test "$(stat -c %s /tmp/in/zeros)" = 4194304')"
+	# its client gone: the worker killed, no answer waited for
+	bg_api gone PUT "/v1/sandboxes/$SB/archive?path=/tmp/in2" --data-binary @"$T/in.tar.gz"
+	wait_workers 1
+	w=${WORKERS[0]}
+	kill "$gone_PID"
+	bg_wait gone
+	wait_gone "$w"
+	expect_eq "health after" "$(api GET /v1/health)" 200
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
 # held_builds_daemon: a workspace holding "a", and a daemon whose build
 # workers wait on the fifo $T/hold (CORRAL_TEST_BUILD_FIFO) before they start
 held_builds_daemon() {

@@ -795,6 +795,15 @@ PY
 	bg_wait gone
 	wait_gone "$w"
 	expect_eq "health after" "$(api GET /v1/health)" 200
+	# a halt meanwhile: its files are evidence, the worker stops with it
+	bg_api halted PUT "/v1/sandboxes/$SB/archive?path=/tmp/in3" --data-binary @"$T/in.tar.gz"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
+	bg_wait halted
+	expect_eq "the archive, halted" "$(< "$T/halted.code")" 409
+	expect_contains "why" "$(< "$T/halted.body")" "the archive was unpacked only in part"
+	wait_gone "$w"
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 

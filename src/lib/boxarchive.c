@@ -588,6 +588,8 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
  * operator gives), and a client may send it again and again.
  */
 struct corral_box_untar_job {
+	struct corral_box_untar_job *next;	/* the box's (b->untars) */
+	struct corral_box *b;
 	struct box_job *job;
 	corral_box_untar_fn done;
 	void *arg;
@@ -613,8 +615,26 @@ static int untar_work(struct corral_box *b, void *arg, int answer)
 
 static void untar_job_free(struct corral_box_untar_job *j)
 {
+	for (struct corral_box_untar_job **p = j->b ? &j->b->untars : NULL; p && *p;
+	     p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
 	free(j->dir);
 	free(j);
+}
+
+/* The worker killed, what it unpacked so far staying; done told why. */
+static void untar_stop(struct corral_box_untar_job *j, int code, const char *why)
+{
+	struct corral_err err = { 0 };
+	struct corral_untar st = { 0 };
+
+	box_job_kill(j->job);
+	corral_set_err(&err, code, "%s", why);
+	j->done(j->arg, code, &st, &err);
+	untar_job_free(j);
 }
 
 static void untar_end(void *arg, const char *answer, size_t len, int status)
@@ -677,20 +697,30 @@ int corral_box_untar_start(struct corral_box *b, const char *dir, const void *da
 		untar_job_free(j);
 		return r;
 	}
+	j->b = b;
+	j->next = b->untars;
+	b->untars = j;
 	*out = j;
 	return 0;
 }
 
 void corral_box_untar_cancel(struct corral_box_untar_job *j)
 {
-	struct corral_err err = { 0 };
-	struct corral_untar st = { 0 };
+	if (j)
+		untar_stop(j, -ECANCELED, "cut short: its client went before the "
+			   "archive was unpacked");
+}
 
-	if (!j)
-		return;
-	box_job_kill(j->job);
-	corral_set_err(&err, -ECANCELED, "cut short: its client went before the "
-		       "archive was unpacked");
-	j->done(j->arg, -ECANCELED, &st, &err);
-	untar_job_free(j);
+/*
+ * A halted box's files are evidence, never changed (boxfiles.c): a worker
+ * still unpacking into it, forked before the halt, stops with it.
+ */
+void box_untars_halt(struct corral_box *b)
+{
+	char why[sizeof(((struct corral_err *)0)->msg)];
+
+	snprintf(why, sizeof(why), "halted: %.400s; the archive was unpacked only in part",
+		 b->halt_reason);
+	while (b->untars)
+		untar_stop(b->untars, CORRAL_E_HALTED, why);
 }

@@ -807,6 +807,40 @@ PY
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
+# An export's report names every file it let out, as many as the patch
+# (export.max_files), each byte of a name that is not UTF-8 six in JSON
+# (\ufffd): 50,000 names of 200 such bytes were a 64 MB report, which the
+# daemon parsed and dumped four times on its loop (every other client
+# waited 4.7 s; the daemon peaked at 410 MB).  The worker writes it after
+# its answer, and the daemon sends it as it came: what the daemon takes
+# for it is about three times its size, not seven.
+s_builds_report_never_parsed_on_the_loop() {
+	local rss0 hwm rep
+	grep -q __asan_init "$CORRAL" && skip "ASan's quarantine holds the freed blocks"
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file n.sh 'python3 -c "$1"')" 'import os
+for i in range(20000):
+    d = b"%03d" % (i % 100)
+    os.makedirs(d, exist_ok=True)
+    open(d + b"/" + b"\xff" * 200 + b"%06d" % i, "w").close()'
+	rss0=$(awk '/^VmRSS/ {print $2 * 1024}' /proc/"$DPID"/status)
+	expect_eq "export" "$(api POST "/v1/sandboxes/$SB/export" \
+		-H "Accept: application/vnd.corral.export-patch" -d '{"patch": true}')" 200
+	hwm=$(awk '/^VmHWM/ {print $2 * 1024}' /proc/"$DPID"/status)
+	rep=$(head -1 "$T/body" | wc -c)
+	$PY -c 'import json, sys
+r = json.loads(open(sys.argv[1], "rb").readline())
+assert len(r["exported"]) == 20000, len(r["exported"])
+assert r["exported"][0]["path"] == "000/" + "\ufffd" * 200 + "000000", r["exported"][0]' "$T/body" ||
+		fail "the report: $(head -c 300 "$T/body")"
+	echo "    a $rep-byte report: the daemon from $rss0 to a peak of $hwm bytes"
+	[ $((hwm - rss0)) -lt $((rep * 5)) ] ||
+		fail "the daemon took $((hwm - rss0)) bytes for a $rep-byte report"
+}
+
 # held_builds_daemon: a workspace holding "a", and a daemon whose build
 # workers wait on the fifo $T/hold (CORRAL_TEST_BUILD_FIFO) before they start
 held_builds_daemon() {

@@ -246,27 +246,27 @@ static void build_sent(struct evhttp_connection *conn, void *arg)
 /*
  * The export's report, up to where its patch goes: inside the JSON answer
  * ({...,"patch":"), or for a stream its line ({...} and a newline, which
- * no JSON jansson writes compact holds).
+ * no JSON jansson writes compact holds).  report is the text diff_end
+ * dumped (compact, ASCII): cut and joined as it is, never parsed again.
+ * Parsed and dumped here once more, a report of 50,000 names of 200
+ * bytes that are not UTF-8 (64 MB, each byte \ufffd) was two of the four
+ * passes that held the loop 4.7 s.
  */
 static char *export_head(const char *report, bool stream)
 {
-	json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
-	char *text, *head = NULL;
-	size_t n;
+	size_t n = report ? strlen(report) : 0;
+	char *head = NULL;
 
-	if (!rep)
-		rep = json_object();
-	text = rep ? json_dumps(rep, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-	n = text ? strlen(text) : 0;
-	if (stream && n && asprintf(&head, "%s\n", text) < 0)
+	if (n < 2 || report[0] != '{' || report[n - 1] != '}') {
+		report = "{}";
+		n = 2;
+	}
+	if (stream && asprintf(&head, "%s\n", report) < 0)
 		head = NULL;
 	/* "{...}" -> "{...,"patch":"" (as the reply set "patch" last) */
-	else if (!stream && n >= 2 &&
-		 asprintf(&head, "%.*s%s\"patch\":\"", (int)(n - 1), text,
-			  json_object_size(rep) ? "," : "") < 0)
+	else if (!stream && asprintf(&head, "%.*s%s\"patch\":\"", (int)(n - 1), report,
+				     n > 2 ? "," : "") < 0)
 		head = NULL;
-	free(text);
-	json_decref(rep);
 	return head;
 }
 

@@ -1096,6 +1096,26 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
 		     size_t len, struct corral_untar *st, struct corral_err *err);
 
 /*
+ * The same, off the caller's event loop: by a worker process forked for
+ * it (with its own copy of data, which the caller may free at once).
+ * Returns 0 and *job, then done(arg, r, st, err) follows from the loop;
+ * a box destroyed meanwhile ends it with -ESRCH, and
+ * corral_box_untar_cancel() kills the worker and ends it with -ECANCELED
+ * (what it had unpacked stays, as after a failure midway).  An archive's
+ * cost is the sandbox's disk, not its own size: 900 KiB of gzip'd zeros
+ * unpack to 900 MiB.
+ */
+struct corral_box_untar_job;
+typedef void (*corral_box_untar_fn)(void *arg, int r, const struct corral_untar *st,
+				    const struct corral_err *err);
+CORRAL_PUBLIC
+int corral_box_untar_start(struct corral_box *b, const char *dir, const void *data,
+			   size_t len, corral_box_untar_fn done, void *arg,
+			   struct corral_box_untar_job **job, struct corral_err *err);
+CORRAL_PUBLIC
+void corral_box_untar_cancel(struct corral_box_untar_job *job);
+
+/*
  * The box's workspace: what it changed (from the overlay's upper layer,
  * never following what the sandbox made) and the way out, as for
  * corral_run's export.  path (relative to /workspace, or NULL) keeps the

@@ -820,6 +820,42 @@ t_halted_exports_nothing() {
 	[ ! -e "$T/result" ] || fail "a halted sandbox's work came out"
 }
 
+# A tripwire under /workspace is planted through the overlay before the
+# agent runs, so the upper layer holds it; it is corral's decoy, not a
+# change of the agent's.  It came out with the rest: its bytes in the
+# patch, and the decoy written into the host's workspace by --apply,
+# after which every run with the same policy failed to start ("a tripwire
+# is planted only where nothing is").  A directory made for it stays in
+# the sandbox too, unless it holds something of the agent's.
+t_tripwires_stay_in_the_sandbox() {
+	local mk='echo region > .aws/config; echo new > new.txt'
+	mkrepo "$T/ws"
+	echo '{"abort": {"tripwires": ["/workspace/.aws/credentials", "/workspace/deep/er/key.pem"]}}' \
+		> "$T/policy.json"
+	crun --policy "$T/policy.json" --workspace "$T/ws" --patch "$T/p.diff" -- /bin/sh -c "$mk"
+	expect_eq "patch: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_not_contains "the patch" "$(< "$T/p.diff")" "aws_access_key_id"
+	expect_not_contains "the patch's names" "$(< "$T/p.diff")" "credentials"
+	expect_not_contains "the patch's names" "$(< "$T/p.diff")" "key.pem"
+	expect_contains "the agent's file" "$(< "$T/p.diff")" "+++ b/.aws/config"
+	crun --json --policy "$T/policy.json" --workspace "$T/ws" --export-to "$T/result" \
+		-- /bin/sh -c "$mk"
+	expect_eq "to: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ ! -e "$T/result/.aws/credentials" ] || fail "the decoy was exported: $(cat "$T/result/.aws/credentials")"
+	[ ! -e "$T/result/deep" ] || fail "the tripwire's directory was exported"
+	expect_eq "to: the agent's file" "$(cat "$T/result/.aws/config")" region
+	crun --policy "$T/policy.json" --workspace "$T/ws" --apply -- /bin/sh -c "$mk"
+	expect_eq "apply: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	[ ! -e "$T/ws/.aws/credentials" ] || fail "the decoy was written on the host"
+	[ ! -e "$T/ws/deep" ] || fail "the tripwire's directory was made on the host"
+	expect_eq "apply: the agent's file" "$(cat "$T/ws/.aws/config")" region
+	# stat, not open: the decoys are there again, and nothing is touched
+	crun --policy "$T/policy.json" --workspace "$T/ws" -- /bin/sh -c \
+		'test -s .aws/credentials && test -s deep/er/key.pem && echo planted'
+	expect_eq "the next run: exit" "$(rc)" 0 || { cat "$T/err"; return 1; }
+	expect_eq "planted anew" "$(< "$T/out")" planted
+}
+
 # crun ARGS... : corral run, stdout to $T/out, stderr to $T/err, exit to $T/rc.
 crun() {
 	local rc=0

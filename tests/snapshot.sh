@@ -452,6 +452,36 @@ test "$(cat snap.txt)" = s')"
 	grep -q '"type":"snapshot"' "$T/state/audit.jsonl" || fail "no snapshot event"
 }
 
+# The operator's tripwire under /workspace, in a daemon's sandbox: the
+# decoy is corral's, planted anew in each box, never one of the agent's
+# changes.  Its diff listed it, its patch (what `corral mcp` hands the
+# model) held the decoy's bytes, and a snapshot kept it, so that every
+# fork failed to start: "a tripwire is planted only where nothing is".
+s_snapshot_fork_keeps_its_tripwire() {
+	mkdir -p "$T/ws"
+	echo a > "$T/ws/a"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	echo '{"abort": {"tripwires": ["/workspace/.aws/credentials"]}}' > "$T/op.json"
+	start_daemon --policy "$T/op.json"
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	orig=$SB
+	run "$orig" "$(sh_file a.sh 'test -s .aws/credentials; echo region > .aws/config')"
+	expect_eq "diff" "$(api GET "/v1/sandboxes/$orig/diff")" 200
+	expect_not_contains "the diff" "$(< "$T/body")" "credentials"
+	expect_contains "the agent's" "$(< "$T/body")" '"path":".aws/config"'
+	expect_eq "export" "$(api POST "/v1/sandboxes/$orig/export" -d '{"patch": true}')" 200
+	expect_not_contains "the patch" "$(< "$T/body")" "aws_access_key_id"
+	cli snapshot "$orig" || fail "snapshot: $(< "$T/err")"
+	snap=$(< "$T/out")
+	[ ! -e "$T/state/snapshots/$snap/tree/.aws/credentials" ] || fail "the snapshot kept the decoy"
+	expect_eq "fork" "$(api POST /v1/sandboxes -d "{\"from_snapshot\": \"$snap\", \"idle_freeze_ms\": 0}")" \
+		201 || { head -c 400 "$T/body"; return 1; }
+	SB=$(json id < "$T/body")
+	run "$SB" "$(sh_file b.sh 'test -s .aws/credentials; test "$(cat .aws/config)" = region')"
+	expect_eq "the fork's diff" "$(api GET "/v1/sandboxes/$SB/diff")" 200
+	expect_not_contains "the fork's diff" "$(< "$T/body")" "credentials"
+}
+
 s_snapshot_budget() {
 	mkdir -p "$T/ws"
 	echo a > "$T/ws/a"
@@ -729,6 +759,88 @@ s_builds_leave_the_loop_free() {
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
+# An archive unpacked into a sandbox costs what it inflates to, up to the
+# sandbox's free disk, not its own 64 MiB: 900 KiB of gzip'd zeros were
+# 900 MiB written, and every other client of the daemon waited 1.3 s
+# meanwhile, for as long as one kept sending it.  A worker unpacks it
+# (held here on the FIFO: it cannot have finished) while the loop answers;
+# a client that goes meanwhile takes its worker with it.
+s_builds_unpack_off_the_loop() {
+	local w
+	held_builds_daemon
+	create '{"idle_freeze_ms": 0}'
+	$PY - "$T/in.tar.gz" <<'PY'
+import gzip, io, sys, tarfile
+with gzip.open(sys.argv[1], "wb") as g, tarfile.open(fileobj=g, mode="w") as t:
+    for name, data in (("d/a.txt", b"one\n"), ("zeros", bytes(4 << 20))):
+        i = tarfile.TarInfo(name)
+        i.size = len(data)
+        t.addfile(i, io.BytesIO(data))
+PY
+	bg_api un PUT "/v1/sandboxes/$SB/archive?path=/tmp/in" --data-binary @"$T/in.tar.gz"
+	wait_workers 1
+	expect_eq "health meanwhile" "$(api GET /v1/health)" 200
+	expect_eq "a listing meanwhile" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp&list=1")" 200
+	kill -0 "$un_PID" 2>/dev/null || fail "the archive was answered before its worker ran"
+	release
+	bg_wait un
+	expect_eq "unpacked" "$(< "$T/un.code")" 201
+	expect_contains "counted" "$(< "$T/un.body")" '"entries":2'
+	run "$SB" "$(sh_file c.sh 'test "$(cat /tmp/in/d/a.txt)" = one; test "$(stat -c %s /tmp/in/zeros)" = 4194304')"
+	# its client gone: the worker killed, no answer waited for
+	bg_api gone PUT "/v1/sandboxes/$SB/archive?path=/tmp/in2" --data-binary @"$T/in.tar.gz"
+	wait_workers 1
+	w=${WORKERS[0]}
+	kill "$gone_PID"
+	bg_wait gone
+	wait_gone "$w"
+	expect_eq "health after" "$(api GET /v1/health)" 200
+	# a halt meanwhile: its files are evidence, the worker stops with it
+	bg_api halted PUT "/v1/sandboxes/$SB/archive?path=/tmp/in3" --data-binary @"$T/in.tar.gz"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
+	bg_wait halted
+	expect_eq "the archive, halted" "$(< "$T/halted.code")" 409
+	expect_contains "why" "$(< "$T/halted.body")" "the archive was unpacked only in part"
+	wait_gone "$w"
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
+# An export's report names every file it let out, as many as the patch
+# (export.max_files), each byte of a name that is not UTF-8 six in JSON
+# (\ufffd): 50,000 names of 200 such bytes were a 64 MB report, which the
+# daemon parsed and dumped four times on its loop (every other client
+# waited 4.7 s; the daemon peaked at 410 MB).  The worker writes it after
+# its answer, and the daemon sends it as it came: what the daemon takes
+# for it is about three times its size, not seven.
+s_builds_report_never_parsed_on_the_loop() {
+	local rss0 hwm rep
+	grep -q __asan_init "$CORRAL" && skip "ASan's quarantine holds the freed blocks"
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file n.sh 'python3 -c "$1"')" 'import os
+for i in range(20000):
+    d = b"%03d" % (i % 100)
+    os.makedirs(d, exist_ok=True)
+    open(d + b"/" + b"\xff" * 200 + b"%06d" % i, "w").close()'
+	rss0=$(awk '/^VmRSS/ {print $2 * 1024}' /proc/"$DPID"/status)
+	expect_eq "export" "$(api POST "/v1/sandboxes/$SB/export" \
+		-H "Accept: application/vnd.corral.export-patch" -d '{"patch": true}')" 200
+	hwm=$(awk '/^VmHWM/ {print $2 * 1024}' /proc/"$DPID"/status)
+	rep=$(head -1 "$T/body" | wc -c)
+	$PY -c 'import json, sys
+r = json.loads(open(sys.argv[1], "rb").readline())
+assert len(r["exported"]) == 20000, len(r["exported"])
+assert r["exported"][0]["path"] == "000/" + "\ufffd" * 200 + "000000", r["exported"][0]' "$T/body" ||
+		fail "the report: $(head -c 300 "$T/body")"
+	echo "    a $rep-byte report: the daemon from $rss0 to a peak of $hwm bytes"
+	[ $((hwm - rss0)) -lt $((rep * 5)) ] ||
+		fail "the daemon took $((hwm - rss0)) bytes for a $rep-byte report"
+}
+
 # held_builds_daemon: a workspace holding "a", and a daemon whose build
 # workers wait on the fifo $T/hold (CORRAL_TEST_BUILD_FIFO) before they start
 held_builds_daemon() {
@@ -841,6 +953,89 @@ s_builds_shared_between_owners() {
 	bg_wait o2
 	expect_eq "the peer's first" "$(< "$T/p1.code")" 200
 	expect_eq "another client's, beside the peer's" "$(< "$T/o2.code")" 200
+}
+
+# A TCP peer's answers that are made but not read: each keeps its spool (a
+# file of the daemon's state dir, as large as the patch) until the client
+# has read it, and the peer's bound of two builds counted only those whose
+# worker still ran.  A peer that asked for a sandbox's patch on one
+# connection after another, reading none, held a spool on each (32
+# connections: 32 patches of the sandbox's whole disk, 40 GB of the host's
+# for a default 1 GiB); now a third is a 503 until one has been read.
+s_builds_unread_answers_bounded() {
+	local codes why spooled
+	PORT=$(free_port)
+	printf 'builds-token-0123456789abcdef\n' > "$T/token"
+	chmod 600 "$T/token"
+	mkdir -p "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon --listen "127.0.0.1:$PORT" --token-file "$T/token" \
+		--allow-host-path "$T/ws"
+	"$HTTPC" -sS --max-time 60 -H "Authorization: Bearer $(< "$T/token")" -o "$T/body" \
+		-d "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 600000}" \
+		"http://127.0.0.1:$PORT/v1/sandboxes" > /dev/null
+	SB=$(json id < "$T/body")
+	[ -n "$SB" ] || { fail "no TCP create: $(head -c 300 "$T/body")"; return 1; }
+	# 12 MiB of noise: a 16 MB patch, more than a connection's buffers hold
+	run "$SB" "$(sh_file n.sh 'head -c 12582912 /dev/urandom > noise.bin')"
+	# five asks, each once the last one's answer has begun (its worker
+	# done), none read past its status line; the sockets held open
+	cat > "$T/unread.py" <<'PY'
+import socket, sys, time
+port, token, sb, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+held, codes, why = [], [], ""
+for i in range(n):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(120)
+    s.connect(("127.0.0.1", port))
+    s.sendall(("GET /v1/sandboxes/%s/diff?format=patch HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % (sb, token)).encode())
+    head = b""
+    while len(head) < 12:
+        got = s.recv(12 - len(head))
+        if not got:
+            break
+        head += got
+    codes.append(head[9:12].decode(errors="replace"))
+    if codes[-1] != "200" and not why:	# a small answer: its sentence
+        try:
+            while b"}" not in head:
+                got = s.recv(4096)
+                if not got:
+                    break
+                head += got
+        except OSError:
+            pass
+        why = head.decode(errors="replace").replace("\r", " ").replace("\n", " ")
+    held.append(s)
+print(" ".join(codes), flush=True)
+print(why, flush=True)
+sys.stdin.read()	# held until the test has counted
+PY
+	coproc UNREAD { $PY "$T/unread.py" "$PORT" "$(< "$T/token")" "$SB" 5; }
+	UNREAD_KEEP=$UNREAD_PID
+	read -r -t 300 codes <&"${UNREAD[0]}" || codes="(no answer)"
+	read -r -t 10 why <&"${UNREAD[0]}" || why=""
+	spooled=$(spools)
+	eval "exec ${UNREAD[1]}>&-"
+	wait "$UNREAD_KEEP" 2>/dev/null || true
+	expect_eq "the peer's asks ($spooled spools held)" "$codes" "200 200 503 503 503"
+	expect_contains "why" "$why" "being made or wait to be read"
+	[ "$spooled" -le 2 ] || fail "the daemon held $spooled spools of unread answers"
+	# read to their end, they go, and the next is made
+	wait_spools 0
+	expect_eq "once read" "$(api GET "/v1/sandboxes/$SB/diff?format=patch")" 200
+}
+
+# wait_spools N: until the daemon holds at most N spools (bounded), else fail
+wait_spools() {
+	local i=0
+	while [ "$(spools)" -gt "$1" ] && [ $i -lt 200 ]; do
+		doze 0.05
+		i=$((i + 1))
+	done
+	[ "$(spools)" -le "$1" ] || fail "$(spools) spools stayed"
 }
 
 # The spool's fds of the daemon (O_TMPFILE in the state dir: "#N (deleted)")

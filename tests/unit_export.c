@@ -452,7 +452,7 @@ TEST(policy_export_section)
 	};
 	struct export_limits lim;
 	struct hold_ctx *h = NULL;
-	struct layers l = { -1, -1 };
+	struct layers l = { -1, -1, NULL };
 
 	corral_policy_init(&p);
 	CHECK(corral_policy_load_string(&p, good, strlen(good), "t.json", &err) == 0);
@@ -507,6 +507,7 @@ static bool ovl_make(struct ovl *o, const char *name, const char *setup,
 		return false;
 	o->l.upper = open(o->upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	o->l.lower = open(o->lower, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	o->l.planted = NULL;	/* no policy: no tripwire left out */
 	return o->l.upper >= 0 && o->l.lower >= 0;
 }
 
@@ -667,6 +668,49 @@ TEST(diff_of_a_real_overlay)
 		CHECK(diff_changes(&o.l, &lim, &c, &err) == -EFBIG);
 		CHECK_STR_CONTAINS(err.msg, "export.max_files");
 	}
+	ovl_close(&o);
+}
+
+/*
+ * The policy's tripwires under /workspace are corral's decoys (planted
+ * through the overlay, so the upper layer holds them): no change, nor a
+ * directory added only for one; one that holds the agent's file stays.
+ */
+TEST(diff_leaves_the_tripwires_out)
+{
+	char *wires[] = { "/home/agent/.aws/credentials", "/workspace/.aws/credentials",
+			  "/workspace/deep/er/key.pem", "/workspace/lone" };
+	struct corral_policy p = { .abort = { .tripwires = wires, .ntripwires = 4 } };
+	struct corral_err err = { 0 };
+	struct changes c;
+	struct ovl o;
+
+	if (!ovl_ok)
+		return;
+	if (!ovl_make(&o, "wires", "echo k > keep",
+		      "mkdir -p .aws deep/er empty; echo decoy > .aws/credentials; "
+		      "echo mine > .aws/config; echo decoy > deep/er/key.pem; "
+		      "echo decoy > lone; echo n > new; mkdir -p nd/lone")) {
+		CHECK(!"overlay");
+		return;
+	}
+	o.l.planted = &p;
+	CHECK(diff_changes(&o.l, &big_limits, &c, &err) == 0);
+	CHECK(!find(&c, ".aws/credentials"));
+	CHECK(kind_is(&c, ".aws", CH_ADDED));	/* it holds the agent's config */
+	CHECK(kind_is(&c, ".aws/config", CH_ADDED));
+	CHECK(!find(&c, "deep/er/key.pem") && !find(&c, "deep/er") && !find(&c, "deep"));
+	CHECK(!find(&c, "lone"));
+	CHECK(kind_is(&c, "empty", CH_ADDED));	/* the agent's own, empty */
+	CHECK(kind_is(&c, "nd/lone", CH_ADDED));	/* a directory, not the wire */
+	CHECK(kind_is(&c, "new", CH_ADDED));
+	CHECK(c.n == 6);
+	changes_free(&c);
+	/* without the policy, every one is a change */
+	o.l.planted = NULL;
+	CHECK(diff_changes(&o.l, &big_limits, &c, &err) == 0);
+	CHECK(kind_is(&c, ".aws/credentials", CH_ADDED) && kind_is(&c, "deep/er", CH_ADDED));
+	changes_free(&c);
 	ovl_close(&o);
 }
 

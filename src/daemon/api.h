@@ -319,6 +319,8 @@ struct lease *lease_for_create(struct daemon *d, struct evhttp_request *req,
 bool lease_room(struct daemon *d, const struct lease *l, struct api_fault *f);
 void lease_bind(struct lease *l, struct sandbox *sb);
 void lease_unbind(struct sandbox *sb);	/* at its destroy: forgotten */
+/* Lease l's number, never another's: what may be kept past its end */
+uint64_t lease_serial(const struct lease *l);
 void leases_stop(struct daemon *d);	/* the daemon's end */
 
 /* ---- api_health.c -------------------------------------------------------- */

@@ -466,12 +466,53 @@ void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *res
 	evbuffer_free(buf);
 }
 
+/*
+ * An archive is unpacked by a worker (corral_box_untar_start), never on
+ * the loop: its cost is what it inflates to, up to the sandbox's free
+ * disk, not its 64 MiB.  It counts among the daemon's workers.
+ */
+struct unpack {
+	struct daemon *d;
+	struct evhttp_request *req;
+	struct corral_box_untar_job *job;
+	struct event *ev_closed;	/* its client closing, meanwhile */
+	char path[4096];
+};
+
+static void unpack_done(void *arg, int r, const struct corral_untar *st,
+			const struct corral_err *err)
+{
+	struct unpack *u = arg;
+
+	u->d->nworkers--;
+	if (u->ev_closed)
+		event_free(u->ev_closed);
+	if (r < 0)
+		reply_err(u->req, err);
+	else
+		reply_json(u->req, 201, json_pack("{s:s, s:I, s:I}", "path", u->path,
+						  "entries", (json_int_t)st->entries,
+						  "bytes", (json_int_t)st->bytes));
+	free(u);
+}
+
+/* The client closed while the worker ran: killed, the answer to nobody. */
+static void unpack_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct unpack *u = arg;
+
+	(void)fd;
+	(void)what;
+	corral_box_untar_cancel(u->job);	/* unpack_done, now */
+}
+
 void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	struct corral_err err = { 0 };
-	struct corral_untar st;
+	struct api_fault f;
+	struct unpack *u;
 	char path[4096];
 	bool list;
 
@@ -482,12 +523,23 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 			    "limit is %d", len, API_FILE_MAX);
 		return;
 	}
-	if (corral_box_untar(sb->box, path, len ? (const void *)evbuffer_pullup(in, -1) : "",
-			     len, &st, &err) < 0) {
-		reply_err(req, &err);
+	if (!builds_room(sb->d, NULL, &f)) {
+		reply_fault(req, &f);
 		return;
 	}
-	reply_json(req, 201, json_pack("{s:s, s:I, s:I}", "path", path, "entries",
-				       (json_int_t)st.entries, "bytes",
-				       (json_int_t)st.bytes));
+	if (!(u = calloc(1, sizeof(*u)))) {
+		reply_error(req, 500, "internal", "out of memory unpacking into %s", path);
+		return;
+	}
+	*u = (struct unpack){ .d = sb->d, .req = req };
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	sb->d->nworkers++;
+	if (corral_box_untar_start(sb->box, path, len ? (const void *)evbuffer_pullup(in, -1) : "",
+				   len, unpack_done, u, &u->job, &err) < 0) {
+		sb->d->nworkers--;
+		reply_err(req, &err);
+		free(u);
+		return;
+	}
+	u->ev_closed = watch_closed(sb->d, req, unpack_closed, u);
 }

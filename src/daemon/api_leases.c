@@ -57,6 +57,7 @@ struct lease {
 	struct bufferevent *bev;
 	struct evbuffer_cb_entry *drop;	/* the client's bytes, dropped */
 	char id[LEASE_ID_MAX];
+	uint64_t serial;		/* never reused: a key, unlike id, no secret */
 	bool tcp;			/* every token holder's; else uid's */
 	uid_t uid;
 	size_t nbound;
@@ -246,6 +247,7 @@ void leases_create(struct daemon *d, struct evhttp_request *req, const char *res
 		return;
 	}
 	l->d = d;
+	l->serial = ++d->lease_serial;
 	l->req = req;
 	l->bev = bev;
 	bufferevent_incref(bev);	/* till lease_let_go: its input has our cb */
@@ -335,6 +337,11 @@ void lease_unbind(struct sandbox *sb)
 		return;
 	sb->lease->nbound--;
 	sb->lease = NULL;
+}
+
+uint64_t lease_serial(const struct lease *l)
+{
+	return l->serial;
 }
 
 /* The daemon stops: its sandboxes went first; each open lease's reply ends. */

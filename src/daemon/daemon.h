@@ -219,6 +219,7 @@ struct daemon {
 	struct build *builds;		/* answers made off the loop (api_builds.c) */
 	size_t nworkers;		/* their workers and snapshots' copies running */
 	size_t nleases;
+	uint64_t lease_serial;		/* the last lease's (lease_serial()) */
 	uint64_t requests, execs;
 	unsigned http_timeout_s;	/* evhttp's read and write timeout (serve.c) */
 	int lock_fd;

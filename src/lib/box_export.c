@@ -85,6 +85,7 @@ static int box_layers(struct corral_box *b, struct layers *l,
 				      "(it died or was killed): nothing to diff or export");
 	l->upper = b->sb->upperfd;
 	l->lower = b->lowerfd;
+	l->planted = b->p;
 	return 0;
 }
 
@@ -514,6 +515,7 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 	struct corral_box_job *j = arg;
 	struct corral_err err = { 0 };
 	json_t *report = NULL, *events = json_array(), *a;
+	bool text_report;
 	int r;
 
 	if (j->write) {
@@ -573,15 +575,29 @@ static int diff_work(struct corral_box *b, void *arg, int answer)
 			       (unsigned long long)(b->job_mem_max >> 20));
 		r = err.code;
 	}
-	/* as the helper's: a name in the sentence need not be UTF-8 */
+	/*
+	 * As the helper's: a name in the sentence need not be UTF-8.  An
+	 * export's patch has its report after the answer, on a line of its
+	 * own, as the caller sends it: as large as the export's names (64 MB
+	 * of 50,000 names of 200 bytes that are not UTF-8, each byte
+	 * \ufffd), and never parsed on the caller's loop, which it held
+	 * seconds.  The to and apply writer's is in the answer: its events
+	 * are read from it (report_events).
+	 */
+	text_report = j->export && !j->write;
 	a = json_pack("{s:i, s:o, s:o*, s:o*, s:O*, s:I, s:I}", "code", r, "msg",
 		      corral_json_bytes(err.msg, strlen(err.msg)),
-		      "report", report, "events", events, "written", j->req.wrote,
-		      "memory", (json_int_t)box_job_memory(b),
+		      "report", text_report ? NULL : report, "events", events,
+		      "written", j->req.wrote, "memory", (json_int_t)box_job_memory(b),
 		      "memory_max", (json_int_t)b->job_mem_max);
-	if (!a || json_dumpfd(a, answer, JSON_COMPACT | JSON_ENSURE_ASCII) < 0)
+	if (!a || json_dumpfd(a, answer, JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ||
+	    (text_report && report && (write(answer, "\n", 1) != 1 ||
+				       json_dumpfd(report, answer, JSON_COMPACT |
+						   JSON_ENSURE_ASCII) < 0)))
 		r = -EIO;
 	json_decref(a);
+	if (text_report)
+		json_decref(report);
 	return r;
 }
 
@@ -590,8 +606,10 @@ static void diff_end(void *arg, const char *answer, size_t len, int status)
 {
 	struct corral_box_job *j = arg;
 	struct corral_err err = { 0 };
-	json_t *a = answer ? json_loadb(answer, len, 0, NULL) : NULL, *e;
-	json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg");
+	/* an export's patch: its report's line after the answer (diff_work) */
+	const char *nl = answer ? memchr(answer, '\n', len) : NULL;
+	json_t *a = answer ? json_loadb(answer, nl ? (size_t)(nl - answer) : len, 0, NULL) : NULL;
+	json_t *code = json_object_get(a, "code"), *msg = json_object_get(a, "msg"), *e;
 	char *report = NULL;
 	size_t i;
 	int r;
@@ -639,7 +657,8 @@ static void diff_end(void *arg, const char *answer, size_t len, int status)
 				    JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(a);
 	j->job = NULL;
-	j->done(j->arg, r, report, &err);
+	/* the answer ends with a NUL (box_job.c: job_answer) */
+	j->done(j->arg, r, report ? report : nl && nl[1] ? nl + 1 : NULL, &err);
 	free(report);
 	job_free(j);
 }

@@ -622,6 +622,92 @@ static int walk_dir(struct walk *w, int up, int low, const char *path,
 	return r;
 }
 
+bool workspace_tripwire(const struct corral_policy *p, const char *rel)
+{
+	static const char top[] = "/workspace/";
+
+	for (size_t i = 0; p && i < p->abort.ntripwires; i++)
+		if (!strncmp(p->abort.tripwires[i], top, sizeof(top) - 1) &&
+		    !strcmp(p->abort.tripwires[i] + sizeof(top) - 1, rel))
+			return true;
+	return false;
+}
+
+/* Whether a tripwire of p lies beneath the workspace's directory dir. */
+static bool holds_tripwire(const struct corral_policy *p, const char *dir)
+{
+	static const char top[] = "/workspace/";
+	size_t n = strlen(dir);
+
+	for (size_t i = 0; i < p->abort.ntripwires; i++) {
+		const char *t = p->abort.tripwires[i];
+
+		if (!strncmp(t, top, sizeof(top) - 1) &&
+		    !strncmp(t + sizeof(top) - 1, dir, n) && t[sizeof(top) - 1 + n] == '/')
+			return true;
+	}
+	return false;
+}
+
+static bool beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && path[n] == '/';
+}
+
+/*
+ * The policy's tripwires under /workspace, and the directories made only
+ * to hold them, out of the changes: mount.c planted them through the
+ * overlay before anything of the agent's ran, so the upper layer holds
+ * them, but they are corral's decoys, not the agent's work.  Exported,
+ * the decoy landed in the host's workspace (--apply), where every later
+ * start with the same policy failed ("a tripwire is planted only where
+ * nothing is"), and its bytes were in every patch.  Nothing else can be
+ * at its path: moving, removing or changing a tripwire halts the
+ * sandbox, and a halted one exports nothing.  A directory goes with it
+ * when it was added and holds nothing else: a change's entries follow it.
+ */
+static int drop_planted(struct walk *w, const struct corral_policy *p)
+{
+	struct changes *c = w->out;
+	size_t kept = 0;
+	bool *drop, any = false;
+
+	if (!p || !p->abort.ntripwires || !c->n)
+		return 0;
+	drop = calloc(c->n, sizeof(*drop));
+	if (!drop)
+		return nomem(w, "the changes");
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].kind == CH_ADDED && S_ISREG(c->v[i].mode) &&
+		    workspace_tripwire(p, c->v[i].path))
+			drop[i] = any = true;
+	/* deepest first: a directory's own directories are judged before it */
+	for (size_t j = c->n; any && j-- > 0;) {
+		size_t k = j + 1;
+
+		if (c->v[j].kind != CH_ADDED || !S_ISDIR(c->v[j].mode) ||
+		    !holds_tripwire(p, c->v[j].path))
+			continue;
+		while (k < c->n && beneath(c->v[k].path, c->v[j].path) && drop[k])
+			k++;
+		drop[j] = k == c->n || !beneath(c->v[k].path, c->v[j].path);
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (!drop[i]) {
+			c->v[kept++] = c->v[i];
+			continue;
+		}
+		free(c->v[i].path);
+		free(c->v[i].target);
+		free(c->v[i].old_target);
+	}
+	c->n = kept;
+	free(drop);
+	return 0;
+}
+
 int diff_changes(const struct layers *l, const struct export_limits *lim,
 		 struct changes *out, struct corral_err *err)
 {
@@ -632,6 +718,8 @@ int diff_changes(const struct layers *l, const struct export_limits *lim,
 	r = ovl_unsupported(&w, l->upper, "the upper layer");
 	if (r == 0)
 		r = walk_dir(&w, l->upper, l->lower, "", false);
+	if (r == 0)
+		r = drop_planted(&w, l->planted);
 	if (r < 0)
 		changes_free(out);
 	return r;

@@ -2244,7 +2244,7 @@ void run_export_finish(struct run_export *x, const struct corral_policy *p,
 		       struct corral_result *res)
 {
 	struct export_req r = {
-		.p = p, .layers = { upperfd, x->lower }, .to = o->to,
+		.p = p, .layers = { upperfd, x->lower, p }, .to = o->to,
 		.apply_fd = o->apply ? x->lower : -1, .base = x->base,
 		.patch = o->patch, .allow_risky = o->allow_risky,
 		.nallow_risky = o->nallow_risky, .ev = ev,

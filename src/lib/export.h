@@ -60,7 +60,15 @@ struct export_limits {
 struct layers {
 	int upper;		/* the overlay's upperdir */
 	int lower;		/* the original workspace; -1: none */
+	/* whose tripwires under /workspace are no change (corral's); or NULL */
+	const struct corral_policy *planted;
 };
+
+/*
+ * Whether rel (a path beneath /workspace, as a change names it) is where
+ * the policy plants a tripwire: a decoy of corral's, never the agent's.
+ */
+bool workspace_tripwire(const struct corral_policy *p, const char *rel);
 
 /*
  * Every change the upper layer holds against the lower, in an order that

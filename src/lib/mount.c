@@ -1198,7 +1198,7 @@ static int workspace_layer(int oldroot, const struct corral_policy *p,
 
 		r = from < 0 || to < 0 ? corral_set_err(err, -errno, "cannot open the "
 			"snapshot or the upper layer: %s", strerror(errno)) :
-			snapshot_fill(from, to, err);
+			snapshot_fill(from, to, p, err);
 	}
 	/* copied: the snapshot is not the sandbox's to see */
 	if (umount2(dst, MNT_DETACH) < 0 && r == 0)

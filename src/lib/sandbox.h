@@ -56,8 +56,12 @@ bool idmap_probe(const char *dir, char *why, size_t len);
  * upperfd non-NULL: also a dir fd of the workspace overlay's upper layer
  * (or -1 without a workspace), which outlives the sandbox's mounts.
  */
-/* snapshot.c: a snapshot's tree copied into an upper layer not yet mounted */
-int snapshot_fill(int from, int to, struct corral_err *err);
+/*
+ * snapshot.c: a snapshot's tree copied into an upper layer not yet
+ * mounted, but a decoy where p plants a tripwire (an older snapshot's)
+ */
+int snapshot_fill(int from, int to, const struct corral_policy *p,
+		  struct corral_err *err);
 struct idmap_fds;
 /* pre: the supervisor's idmapped workspace and binds (idmap.c), or NULL */
 int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,

@@ -87,6 +87,7 @@ struct snapcopy {
 	struct corral_snapshot_tally *tally;	/* or NULL */
 	int slot;
 	uint64_t block;			/* the copy's filesystem's block size */
+	const struct corral_policy *planted;	/* its /workspace tripwires left out */
 	bool chown;
 	struct corral_err *err;
 	char path[PATH_MAX];		/* of the entry at hand, for messages */
@@ -287,6 +288,13 @@ static int copy_entry(struct snapcopy *s, int from, int to, const char *name,
 				      strerror(errno));
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG:
+		/*
+		 * A tripwire's decoy is corral's, planted anew in each box that
+		 * names it: a fork filled with this one's failed to start
+		 * ("a tripwire is planted only where nothing is").
+		 */
+		if (workspace_tripwire(s->planted, s->path + 1))
+			return 0;
 		return copy_file(s, from, to, name, &st);
 	case S_IFDIR:
 		return copy_subdir(s, from, to, name, &st, depth);
@@ -340,12 +348,13 @@ static int copy_dir(struct snapcopy *s, int from, int to, int depth)
 	return r;
 }
 
-int snapshot_fill(int from, int to, struct corral_err *err)
+int snapshot_fill(int from, int to, const struct corral_policy *p,
+		  struct corral_err *err)
 {
 	struct corral_snapshot_info info = { 0 };
 	struct snapcopy s = {
 		.info = &info, .max_bytes = UINT64_MAX, .max_files = UINT64_MAX,
-		.err = err,
+		.planted = p, .err = err,
 	};
 
 	return copy_dir(&s, from, to, 0);
@@ -358,7 +367,7 @@ static int snap_copy(struct corral_box *b, struct box_snap *sn,
 	struct snapcopy s = {
 		.info = info, .max_bytes = sn->max_bytes, .max_files = sn->max_files,
 		.tally = sn->tally, .slot = sn->slot, .chown = geteuid() == 0,
-		.err = err,
+		.planted = b->p, .err = err,
 	};
 	cleanup_close int to = -1;
 	struct statfs sf;

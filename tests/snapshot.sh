@@ -955,6 +955,53 @@ s_builds_shared_between_owners() {
 	expect_eq "another client's, beside the peer's" "$(< "$T/o2.code")" 200
 }
 
+# An archive's unpack and a snapshot's copy are workers too, each as long as
+# the sandbox's disk makes it: one lease's (or TCP peer's) took all four
+# with them, and every other client's diff, export, snapshot and unpack
+# was a 503 for as long as it kept asking.  They count among its half.
+s_unpacks_and_snapshots_shared_between_owners() {
+	held_builds_daemon
+	open_lease
+	[ -n "$LEASE" ] || { fail "no lease: $(cat "$T/lease" 2>/dev/null)"; return 1; }
+	trap 'kill "$LPID" 2>/dev/null; wait "$LPID" 2>/dev/null || true; stop_daemon' EXIT
+	for n in 1 2; do
+		create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0, \"lease\": \"$LEASE\"}"
+		eval "L$n=\$SB"
+	done
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	OTHER=$SB
+	$PY - "$T/in.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    i = tarfile.TarInfo("a.txt")
+    i.size = 4
+    t.addfile(i, io.BytesIO(b"one\n"))
+PY
+	bg_api l1 PUT "/v1/sandboxes/$L1/archive?path=/tmp/in" --data-binary @"$T/in.tar"
+	bg_api l2 POST "/v1/sandboxes/$L2/snapshot"
+	wait_workers 2
+	expect_eq "a third worker of the lease's" \
+		"$(api PUT "/v1/sandboxes/$L2/archive?path=/tmp/in" --data-binary @"$T/in.tar" --max-time 10)" 503
+	expect_contains "why" "$(< "$T/body")" "this lease's sandboxes"
+	expect_eq "nor a diff" "$(api GET "/v1/sandboxes/$L1/diff" --max-time 10)" 503
+	expect_eq "nor a snapshot" "$(api POST "/v1/sandboxes/$L1/snapshot" --max-time 10)" 503
+	bg_api o PUT "/v1/sandboxes/$OTHER/archive?path=/tmp/in" --data-binary @"$T/in.tar"
+	bg_api o2 POST "/v1/sandboxes/$OTHER/snapshot"
+	wait_workers 4
+	release
+	for n in l1 l2 o o2; do bg_wait $n; done
+	expect_eq "the lease's unpack" "$(< "$T/l1.code")" 201
+	expect_eq "the lease's snapshot" "$(< "$T/l2.code")" 201
+	expect_eq "another client's unpack, meanwhile" "$(< "$T/o.code")" 201
+	expect_eq "another client's snapshot, meanwhile" "$(< "$T/o2.code")" 201
+	# theirs done, the lease's next goes
+	bg_api l3 PUT "/v1/sandboxes/$L2/archive?path=/tmp/in2" --data-binary @"$T/in.tar"
+	wait_workers 1
+	release
+	bg_wait l3
+	expect_eq "the lease's next, once they were done" "$(< "$T/l3.code")" 201
+}
+
 # A TCP peer's answers that are made but not read: each keeps its spool (a
 # file of the daemon's state dir, as large as the patch) until the client
 # has read it, and the peer's bound of two builds counted only those whose

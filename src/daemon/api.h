@@ -253,8 +253,8 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 
 /* ---- api_builds.c: answers made by a worker, sent from a spool ----------- */
 
-#define BUILDS_MAX	4	/* workers at once: diffs, patches, snapshots */
-#define BUILDS_PER_OWNER	(BUILDS_MAX / 2)	/* one lease's or TCP peer's diffs, patches */
+#define BUILDS_MAX	4	/* workers at once: diffs, patches, snapshots, unpacks */
+#define BUILDS_PER_OWNER	(BUILDS_MAX / 2)	/* one lease's or TCP peer's of them */
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
@@ -270,8 +270,14 @@ enum build_kind {
  */
 #define EXPORT_STREAM_TYPE	"application/vnd.corral.export-patch"
 
-/* Whether one more worker may start (for sb: one at a time); f says why not. */
-bool builds_room(struct daemon *d, struct sandbox *sb, struct api_fault *f);
+/*
+ * Whether one more worker may start for sb (one build of a sandbox at a
+ * time when build; NULL: the daemon's own); f says why not.
+ */
+bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fault *f);
+/* An unpack's or snapshot's worker starts for sb, counted; and ends. */
+void worker_own(struct daemon *d, struct worker_owner *w, const struct sandbox *sb);
+void worker_disown(struct daemon *d, struct worker_owner *w);
 /* The diff (path, or NULL) or the export (x) of sb, answered to req. */
 void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
 		 const char *path, const struct corral_box_export_opts *x);

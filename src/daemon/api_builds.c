@@ -21,9 +21,9 @@
  * that asks for EXPORT_STREAM_TYPE gets the report as a line of JSON,
  * then the patch's bytes: it need not hold the patch to parse the answer.
  *
- * At most BUILDS_MAX workers (these and snapshots' copies) run at once,
- * one of them a sandbox's, BUILDS_PER_OWNER of them one lease's or TCP
- * peer's sandboxes' diffs and patches: more is a 503.  An owner's builds
+ * At most BUILDS_MAX workers (these, snapshots' copies and archives'
+ * unpacks) run at once, one build of them a sandbox's, BUILDS_PER_OWNER
+ * of them one lease's or TCP peer's sandboxes': more is a 503.  An owner's builds
  * count until their answers have been read, not only while their workers
  * run: a spool is as large as the patch, and a peer that asked again and
  * again, reading none, held one on each of its connections.  A client that goes before the
@@ -378,37 +378,64 @@ static void owner_key(const struct sandbox *sb, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-bool builds_room(struct daemon *d, struct sandbox *sb, struct api_fault *f)
+void worker_own(struct daemon *d, struct worker_owner *w, const struct sandbox *sb)
+{
+	owner_key(sb, w->key, sizeof(w->key));
+	w->prev = NULL;
+	w->next = d->owned;
+	if (w->next)
+		w->next->prev = w;
+	d->owned = w;
+	d->nworkers++;
+}
+
+void worker_disown(struct daemon *d, struct worker_owner *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		d->owned = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	w->next = w->prev = NULL;
+	d->nworkers--;
+}
+
+bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fault *f)
 {
 	char owner[sizeof(((struct build *)0)->owner)] = "";
 	int owners = 0;
 
 	if (d->nworkers >= BUILDS_MAX)
-		return api_fault(f, 503, "busy", "%d diffs, patches and snapshots are "
-				 "being made, the daemon's limit: try again when one "
-				 "is done", BUILDS_MAX);
+		return api_fault(f, 503, "busy", "%d diffs, patches, snapshots and "
+				 "archives' unpacks are being made, the daemon's limit: "
+				 "try again when one is done", BUILDS_MAX);
 	if (sb)
 		owner_key(sb, owner, sizeof(owner));
 	for (struct build *b = d->builds; sb && b; b = b->next) {
-		if (b->sb == sb)
+		if (build && b->sb == sb)
 			return api_fault(f, 503, "busy", "a diff or patch of this "
 					 "sandbox is being made: one at a time");
 		/* made or being sent: a build is in the list until it is read */
 		if (owner[0] && !strcmp(b->owner, owner))
 			owners++;
 	}
+	for (struct worker_owner *w = d->owned; owner[0] && w; w = w->next)
+		owners += !strcmp(w->key, owner);
 	/*
 	 * Half the workers for one owner: a model asking for costly diffs of
 	 * its own sandboxes, one after the other, held all of them, and
-	 * every other session's diff and export was a 503 while it went on.
-	 * And as many answers waiting for it: each holds its spool on the
-	 * host's disk until its client has read it.
+	 * every other session's diff and export was a 503 while it went on;
+	 * so did a TCP peer's archives, each unpacked for as long as it
+	 * inflates, and its snapshots.  And as many answers waiting for it:
+	 * each holds its spool on the host's disk until its client has read it.
 	 */
 	if (owners >= BUILDS_PER_OWNER)
-		return api_fault(f, 503, "busy", "%d diffs, patches or exports of this %s's "
-				 "sandboxes are being made or wait to be read, the most one "
-				 "%s may have (half the daemon's workers): try again when one "
-				 "is done and read", owners, sb->lease ? "lease" : "TCP peer",
+		return api_fault(f, 503, "busy", "%d diffs, patches, exports, snapshots "
+				 "or archives' unpacks of this %s's sandboxes are being made "
+				 "or wait to be read, the most one %s may have (half the "
+				 "daemon's workers): try again when one is done and read",
+				 owners, sb->lease ? "lease" : "TCP peer",
 				 sb->lease ? "lease" : "peer");
 	return true;
 }
@@ -422,7 +449,7 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 	struct api_fault f;
 	int r;
 
-	if (!builds_room(d, sb, &f)) {
+	if (!builds_room(d, sb, true, &f)) {
 		reply_fault(req, &f);
 		return;
 	}

@@ -469,9 +469,11 @@ void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *res
 /*
  * An archive is unpacked by a worker (corral_box_untar_start), never on
  * the loop: its cost is what it inflates to, up to the sandbox's free
- * disk, not its 64 MiB.  It counts among the daemon's workers.
+ * disk, not its 64 MiB.  It counts among the daemon's workers, and its
+ * sandbox's owner's (builds_room).
  */
 struct unpack {
+	struct worker_owner owner;
 	struct daemon *d;
 	struct evhttp_request *req;
 	struct corral_box_untar_job *job;
@@ -484,7 +486,7 @@ static void unpack_done(void *arg, int r, const struct corral_untar *st,
 {
 	struct unpack *u = arg;
 
-	u->d->nworkers--;
+	worker_disown(u->d, &u->owner);
 	if (u->ev_closed)
 		event_free(u->ev_closed);
 	if (r < 0)
@@ -523,7 +525,7 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 			    "limit is %d", len, API_FILE_MAX);
 		return;
 	}
-	if (!builds_room(sb->d, NULL, &f)) {
+	if (!builds_room(sb->d, sb, false, &f)) {
 		reply_fault(req, &f);
 		return;
 	}
@@ -533,10 +535,10 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 	}
 	*u = (struct unpack){ .d = sb->d, .req = req };
 	snprintf(u->path, sizeof(u->path), "%s", path);
-	sb->d->nworkers++;
+	worker_own(sb->d, &u->owner, sb);
 	if (corral_box_untar_start(sb->box, path, len ? (const void *)evbuffer_pullup(in, -1) : "",
 				   len, unpack_done, u, &u->job, &err) < 0) {
-		sb->d->nworkers--;
+		worker_disown(sb->d, &u->owner);
 		reply_err(req, &err);
 		free(u);
 		return;

@@ -36,6 +36,7 @@
 #define SNAPSHOT_META_MAX	(64 * 1024)
 
 struct snap_req {
+	struct worker_owner owner;	/* its worker's, while it copies */
 	struct daemon *d;
 	struct evhttp_request *req;
 	struct corral_box *box;
@@ -293,7 +294,7 @@ static void snap_done(void *arg, int r, const struct corral_snapshot_info *info,
 	struct snap_req *s = arg;
 	json_t *meta = NULL;
 
-	s->d->nworkers--;
+	worker_disown(s->d, &s->owner);
 	if (s->ev_closed)
 		event_free(s->ev_closed);
 	s->ev_closed = NULL;
@@ -366,7 +367,7 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 			    "nothing to snapshot");
 		return;
 	}
-	if (!builds_room(sb->d, NULL, &f)) {
+	if (!builds_room(sb->d, sb, false, &f)) {
 		free(s);
 		reply_fault(req, &f);
 		return;
@@ -406,12 +407,12 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 		return;
 	}
 	/* a worker copies (snapshot.c): its client's end cuts it short */
-	sb->d->nworkers++;
+	worker_own(sb->d, &s->owner, sb);
 	s->ev_closed = watch_closed(sb->d, req, snap_closed, s);
 	if (corral_box_snapshot_tallied(sb->box, tree, snap_budget(sb->d) - used,
 					SNAPSHOT_FILES_MAX, sb->d->snap_tally, snap_done,
 					s, &err) < 0) {
-		sb->d->nworkers--;
+		worker_disown(sb->d, &s->owner);
 		if (s->ev_closed)
 			event_free(s->ev_closed);
 		reply_err(req, &err);

@@ -178,6 +178,16 @@ struct gate;
 struct events_reader;
 struct build;
 
+/*
+ * A worker other than a build's (an archive's unpack, a snapshot's copy)
+ * while it runs, and whose sandbox it works for (api_builds.c: owner_key),
+ * which builds_room counts with the owner's builds.
+ */
+struct worker_owner {
+	struct worker_owner *next, *prev;
+	char key[DAEMON_PEER_KEY_MAX + 8];	/* "": the unix socket's, not bounded */
+};
+
 struct daemon {
 	struct event_base *base;
 	struct gate *gates;		/* one a listener (api_gate.c) */
@@ -217,7 +227,8 @@ struct daemon {
 	struct events_reader *readers;	/* GET /v1/events still reading the log */
 	struct lease *leases;		/* open (api_leases.c) */
 	struct build *builds;		/* answers made off the loop (api_builds.c) */
-	size_t nworkers;		/* their workers and snapshots' copies running */
+	struct worker_owner *owned;	/* unpacks' and snapshots' workers running */
+	size_t nworkers;		/* all workers running: builds', unpacks', snapshots' */
 	size_t nleases;
 	uint64_t lease_serial;		/* the last lease's (lease_serial()) */
 	uint64_t requests, execs;

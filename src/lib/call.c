@@ -164,10 +164,12 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 		 * it to itself or the daemon did, at a client's word: the
 		 * record must say which, and only ours can be said.
 		 */
-		if (res->status == CORRAL_SIGNALED && res->signal == c->sent_sig)
+		if (res->status == CORRAL_SIGNALED && res->signal == c->sent_sig) {
+			res->kill_said = true;
 			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 				 strlen(res->reason), "; corral sent it, at its client's "
 				 "request (the process's DELETE or signal, or the client gone)");
+		}
 	}
 limits:
 	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */

@@ -304,6 +304,7 @@ void result_not_started(struct corral_result *res, int sig)
 {
 	res->status = CORRAL_SIGNALED;
 	res->signal = sig;
+	res->kill_said = true;
 	snprintf(res->reason, sizeof(res->reason), "SIG%s during setup: the "
 		 "command was not started", sigabbrev_np(sig) ?: "?");
 }
@@ -330,13 +331,15 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
  * Killed by SIGKILL and nothing more said: the OOM killer's way, or its
  * own (nothing tells them apart), and "killed: memory limit" says it.
  * Anything else (an exit status, another signal, a signal the caller or
- * a client had corral send) is how the command ended, kept after the
- * limit: the OOM kill was of another of its processes.
+ * a client had corral send, a command never started: kill_said, set
+ * where those words are written) is how the command ended, kept after
+ * the limit: the OOM kill was of another of its processes.  It once
+ * judged by a ';' in the reason, which any clause could put there.
  */
 static bool killed_bare(const struct corral_result *res)
 {
 	return res->status == CORRAL_SIGNALED && res->signal == SIGKILL &&
-	       !strchr(res->reason, ';');
+	       !res->kill_said;
 }
 
 /*

@@ -492,10 +492,12 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		if (!s->have_status)	/* PID 1 itself died: only a kill does that */
 			status = W_EXITCODE(0, SIGKILL);
 		result_from_wait(res, status);
-		if (res->status == CORRAL_SIGNALED && res->signal == s->forwarded)
+		if (res->status == CORRAL_SIGNALED && res->signal == s->forwarded) {
+			res->kill_said = true;
 			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 				 strlen(res->reason), "; corral's caller sent it, and "
 				 "corral passed it on to the command");
+		}
 	}
 	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
 	result_limits(res, p, st);

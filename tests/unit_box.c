@@ -513,6 +513,23 @@ static void limits_of(struct corral_result *res, uint64_t oom)
 	corral_policy_free(&p);
 }
 
+/*
+ * A command that was never started, killed by SIGKILL beside an OOM kill
+ * counted in its group: its reason said "killed: memory limit", no word
+ * of the command not started, since no ';' was in it.
+ */
+TEST(limits_keep_a_command_not_started)
+{
+	struct corral_result res = { 0 };
+
+	result_not_reached(&res, W_EXITCODE(0, SIGKILL), 2);
+	limits_of(&res, 1);
+	CHECK(res.status == CORRAL_OOM);
+	CHECK(strstr(res.reason, "memory limit 64 MiB reached (1 process killed") != NULL);
+	CHECK(strstr(res.reason, "; the command not started: the 2 processes forked for the call died") != NULL);
+	CHECK(res.signal == SIGKILL);
+}
+
 /* A ';' said of something else is not who sent the kill: bare, the OOM killer's. */
 TEST(limits_judge_no_text)
 {

@@ -309,6 +309,33 @@ void result_not_started(struct corral_result *res, int sig)
 		 "command was not started", sigabbrev_np(sig) ?: "?");
 }
 
+/*
+ * Each process forked for a call died before the call reached it (call.c
+ * forks another when the first does, once): the command was not started.
+ * Status and signal are the last one's death, as for a signal during
+ * setup; the reason says that nothing ran.
+ */
+void result_not_reached(struct corral_result *res, int status, unsigned lost)
+{
+	char how[64];
+
+	if (WIFSIGNALED(status)) {
+		res->status = CORRAL_SIGNALED;
+		res->signal = WTERMSIG(status);
+		res->kill_said = true;
+		snprintf(how, sizeof(how), "killed by signal %d (SIG%s)",
+			 res->signal, sigabbrev_np(res->signal) ?: "?");
+	} else {
+		res->status = CORRAL_EXITED;
+		res->exit_code = WEXITSTATUS(status);
+		snprintf(how, sizeof(how), "exited with status %d", res->exit_code);
+	}
+	snprintf(res->reason, sizeof(res->reason), "not started: "
+		 "the %u process%s forked for the call died before the call "
+		 "reached %s, the last %s", lost, lost == 1 ? "" : "es",
+		 lost == 1 ? "it" : "them", how);
+}
+
 /* As a shell says it: 127 when the command is not there, else 126. */
 void result_exec_failed(struct corral_result *res, const char *cmd, int e)
 {

@@ -742,6 +742,9 @@ static void call_moved(void *arg, int r, const char *msg)
 	struct corral_call *c = arg;
 
 	c->mv = NULL;
+	/* it ended before its move: init's news of it forks another (call_lost) */
+	if (r == -ESRCH)
+		return;
 	if (r < 0) {
 		/* unattributed is not acceptable: the call does not run */
 		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
@@ -1190,7 +1193,8 @@ static void spare_moved(void *arg, int r, const char *msg)
 
 	(void)msg;
 	b->sp.mv = NULL;
-	if (r < 0)
+	/* it ended before its move: init's news of it (spare_msg) says how */
+	if (r < 0 && r != -ESRCH)
 		call_drop_spare(b);	/* killed: the next call forks its own */
 }
 

@@ -98,7 +98,8 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 				 "the default for a call that gives no timeout_seconds)");
 		goto limits;
 	}
-	if (c->exited && !c->sent && c->lost) {
+	/* its processes lost before it had the call, and nobody ended it */
+	if (c->exited && !c->sent && c->lost && !c->sent_sig) {
 		result_not_reached(res, c->status, c->lost);
 		goto limits;
 	}

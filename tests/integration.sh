@@ -2120,7 +2120,9 @@ t_parent_holds_a_share_of_the_host_pids() {
 # The same for memory: root's parent, made by corral, gets three quarters
 # of the host's memory as its limit, so that sandboxes together meet their
 # own OOM killer, in that group, before the host's; an operator's value is
-# kept; an OOM kill under it is said to be possibly its.
+# kept; an OOM kill under it is said to be possibly its, and only once it
+# has refused a charge (every OOM kill offered the share before, which
+# all sandboxes together had never come near).
 t_parent_holds_a_share_of_the_host_memory() {
 	local total want
 	share_top memory
@@ -2129,6 +2131,12 @@ t_parent_holds_a_share_of_the_host_memory() {
 	in_share_ns memory -- /bin/true || fail "a run: $(cat "$T/err")"
 	expect_eq "the parent made, with the share" \
 		"$(cat "$SHARE_TOP/corral/memory.limit_in_bytes")" "$want"
+	in_share_ns memory --memory 32M --json -- /usr/bin/python3 -c \
+		'x = bytearray(100 << 20); x[::4096] = b"x" * len(x[::4096])' || true
+	expect_contains "its own limit said" "$(cat "$T/out")" \
+		"killed: memory limit 32 MiB reached (1 process killed by the OOM killer)"
+	expect_not_contains "no share offered that never refused a charge" "$(cat "$T/out")" \
+		"all sandboxes together"
 	echo 64M > "$SHARE_TOP/corral/memory.limit_in_bytes"
 	in_share_ns memory --memory 1G --json -- /usr/bin/python3 -c \
 		'x = bytearray(200 << 20); x[::4096] = b"x" * len(x[::4096])' || true

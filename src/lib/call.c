@@ -333,7 +333,7 @@ void call_finish(struct corral_call *c)
 	if (hits.pids_max_hits)
 		hits.pids_share = cg_pids_share(b->cg);
 	if (hits.oom_kills)
-		hits.mem_share = cg_memory_share(b->cg);
+		hits.mem_share = cg_memory_share_met(b->cg);
 	call_describe(c, &hits);
 	snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 		 strlen(res->reason), "%s", c->bg_said);

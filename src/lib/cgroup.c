@@ -520,6 +520,24 @@ uint64_t cg_memory_share(struct cg *cg)
 	return top_v1_bytes(cg, "memory.limit_in_bytes");
 }
 
+/*
+ * What an OOM kill's reason offers as its other cause, "(or all sandboxes
+ * together held the SIZE they may share)": said where the top parent's
+ * limit has refused a charge.  v1 counts each one it refused, there and
+ * not below, in its memory.failcnt, for ever after: every OOM kill under
+ * a sandbox's own limit offered the 17.7 GiB share of this host, which
+ * all sandboxes together had never held more than 228 MiB of.  v2 offers
+ * it as before, where it has a limit (not measured: this host is v1).
+ */
+uint64_t cg_memory_share_met(struct cg *cg)
+{
+	uint64_t share = cg_memory_share(cg);
+
+	if (!share || cg_mode(cg) != CG_V1)
+		return share;
+	return top_value(cg, C_MEMORY, "memory.failcnt") ? share : 0;
+}
+
 uint64_t cg_tcp_share(struct cg *cg)
 {
 	return cg_mode(cg) == CG_V1 ? top_v1_bytes(cg, "memory.kmem.tcp.limit_in_bytes") : 0;

@@ -176,6 +176,8 @@ uint64_t cg_pids_share(struct cg *cg);
  */
 uint64_t cg_host_memory_share(void);
 uint64_t cg_memory_share(struct cg *cg);
+/* That limit, where it has ever refused a charge (v1); 0 where it never has. */
+uint64_t cg_memory_share_met(struct cg *cg);
 /*
  * And for TCP buffers on v1, which memory's limit does not count: a v1
  * parent corral makes gets half of net.ipv4.tcp_mem's hard limit as its

@@ -714,7 +714,7 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	if (st.pids_max_hits)
 		st.pids_share = cg_pids_share(s->cg);
 	if (st.oom_kills)
-		st.mem_share = cg_memory_share(s->cg);
+		st.mem_share = cg_memory_share_met(s->cg);
 	/* a fresh group: what its counters say all happened in this run */
 	disk_full = mount_scratch_full(s->sb->scratchfd);
 	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);

@@ -2097,7 +2097,8 @@ share_ns_corral() {
 # gets half of kernel.pid_max or threads-max (the smaller) as pids.max,
 # so that all sandboxes together leave the host the rest; a parent that
 # exists keeps the value it has (an operator's); a fork that parent
-# refused is said to be possibly its.
+# refused is said to be possibly its, unless its pids.peak says it never
+# held that many (every pids hit offered the share before).
 t_parent_holds_a_share_of_the_host_pids() {
 	local pid_max threads want
 	share_top pids
@@ -2106,6 +2107,13 @@ t_parent_holds_a_share_of_the_host_pids() {
 	want=$(( (threads < pid_max ? threads : pid_max) / 2 ))
 	in_share_ns pids -- /bin/true || fail "a run: $(cat "$T/err")"
 	expect_eq "the parent made, with the share" "$(cat "$SHARE_TOP/corral/pids.max")" "$want"
+	# a share its peak never reached is not offered as the cause
+	in_share_ns pids --pids 8 --json -- /bin/sh -c \
+		'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 5 & done; wait' || true
+	expect_contains "its own limit said" "$(cat "$T/out")" "pids limit 8 reached: "
+	[ ! -e "$SHARE_TOP/corral/pids.peak" ] ||
+		expect_not_contains "no share offered that was never reached" "$(cat "$T/out")" \
+			"all sandboxes together"
 	# an operator's value (or the pool held by others) stays, and bites
 	echo 8 > "$SHARE_TOP/corral/pids.max"
 	in_share_ns pids --pids 100 --json -- /bin/sh -c \

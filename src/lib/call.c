@@ -331,7 +331,7 @@ void call_finish(struct corral_call *c)
 	if (cg_tcp_reached(&hits))
 		cg_tcp_rearm(b->cg);
 	if (hits.pids_max_hits)
-		hits.pids_share = cg_pids_share(b->cg);
+		hits.pids_share = cg_pids_share_met(b->cg);
 	if (hits.oom_kills)
 		hits.mem_share = cg_memory_share_met(b->cg);
 	call_describe(c, &hits);

@@ -504,6 +504,24 @@ uint64_t cg_pids_share(struct cg *cg)
 	return top_value(cg, C_PIDS, "pids.max");
 }
 
+/*
+ * A refused fork's other cause, "(or all sandboxes together held the N
+ * processes they may share)": said unless the top parent's pids.peak
+ * (6.1 on, v1 and v2) is below its pids.max, a share never reached.
+ * Every pids hit under a sandbox's own limit offered this host's 16384,
+ * of which all sandboxes together had held 1027 at most.  No peak to
+ * read (an older kernel): said, as before.
+ */
+uint64_t cg_pids_share_met(struct cg *cg)
+{
+	uint64_t share = cg_pids_share(cg), peak;
+
+	if (!share)
+		return 0;
+	peak = top_value(cg, C_PIDS, "pids.peak");
+	return peak && peak < share ? 0 : share;
+}
+
 /* A v1 memory limit of the top parent; v1 says "none" as the largest
  * page-aligned 63-bit number, 0 here. */
 static uint64_t top_v1_bytes(struct cg *cg, const char *file)

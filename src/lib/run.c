@@ -712,7 +712,7 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 
 	cg_stats(s->cg, &st);
 	if (st.pids_max_hits)
-		st.pids_share = cg_pids_share(s->cg);
+		st.pids_share = cg_pids_share_met(s->cg);
 	if (st.oom_kills)
 		st.mem_share = cg_memory_share_met(s->cg);
 	/* a fresh group: what its counters say all happened in this run */

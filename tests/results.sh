@@ -722,7 +722,7 @@ wait_event() {
 # idles: the kill was counted in the group made ahead for that call, and
 # the call, whose command never ran out of memory, read "oom" ("memory
 # limit 64 MiB reached (1 process killed by the OOM killer); the command
-# exited with status 0").  Its result says its own end; the kill is a
+# exited with status 0").  Its result says its own end; the kill is an
 # exec.lost event and a limit.hit of the box's, said where it belongs.
 # The spare is made the OOM killer's first choice from outside (its
 # oom_score_adj, which the agent cannot write): an agent that fills the
@@ -769,7 +769,6 @@ SPARE_KILL='i=0; while [ $i -lt 200 ]; do for p in /proc/[0-9]*; do n=${p#/proc/
 # record said why the first was gone.  exec.lost says it was killed, by
 # which signal, and the call's result is its own.
 t_spare_killed_is_said() {
-	local sp
 	start_daemon
 	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
 	code=$(ex "$id" "$(jbody tool_call_id killer command "sh -c '$SPARE_KILL' > /dev/null 2>&1 & echo started")")

@@ -579,6 +579,12 @@ struct corral_result {
 	 * order they were read (of all written, kept or not), when asked for.
 	 */
 	char *output_order;
+	/*
+	 * The reason says more of the signal that ended the command than
+	 * its number (who sent it; that the command was not started): an
+	 * OOM kill counted beside it is said after it, not in its place.
+	 */
+	bool kill_said;
 };
 
 /*

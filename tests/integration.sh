@@ -2097,7 +2097,8 @@ share_ns_corral() {
 # gets half of kernel.pid_max or threads-max (the smaller) as pids.max,
 # so that all sandboxes together leave the host the rest; a parent that
 # exists keeps the value it has (an operator's); a fork that parent
-# refused is said to be possibly its.
+# refused is said to be possibly its, unless its pids.peak says it never
+# held that many (every pids hit offered the share before).
 t_parent_holds_a_share_of_the_host_pids() {
 	local pid_max threads want
 	share_top pids
@@ -2106,6 +2107,13 @@ t_parent_holds_a_share_of_the_host_pids() {
 	want=$(( (threads < pid_max ? threads : pid_max) / 2 ))
 	in_share_ns pids -- /bin/true || fail "a run: $(cat "$T/err")"
 	expect_eq "the parent made, with the share" "$(cat "$SHARE_TOP/corral/pids.max")" "$want"
+	# a share its peak never reached is not offered as the cause
+	in_share_ns pids --pids 8 --json -- /bin/sh -c \
+		'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 5 & done; wait' || true
+	expect_contains "its own limit said" "$(cat "$T/out")" "pids limit 8 reached: "
+	[ ! -e "$SHARE_TOP/corral/pids.peak" ] ||
+		expect_not_contains "no share offered that was never reached" "$(cat "$T/out")" \
+			"all sandboxes together"
 	# an operator's value (or the pool held by others) stays, and bites
 	echo 8 > "$SHARE_TOP/corral/pids.max"
 	in_share_ns pids --pids 100 --json -- /bin/sh -c \
@@ -2120,7 +2128,9 @@ t_parent_holds_a_share_of_the_host_pids() {
 # The same for memory: root's parent, made by corral, gets three quarters
 # of the host's memory as its limit, so that sandboxes together meet their
 # own OOM killer, in that group, before the host's; an operator's value is
-# kept; an OOM kill under it is said to be possibly its.
+# kept; an OOM kill under it is said to be possibly its, and only once it
+# has refused a charge (every OOM kill offered the share before, which
+# all sandboxes together had never come near).
 t_parent_holds_a_share_of_the_host_memory() {
 	local total want
 	share_top memory
@@ -2129,6 +2139,12 @@ t_parent_holds_a_share_of_the_host_memory() {
 	in_share_ns memory -- /bin/true || fail "a run: $(cat "$T/err")"
 	expect_eq "the parent made, with the share" \
 		"$(cat "$SHARE_TOP/corral/memory.limit_in_bytes")" "$want"
+	in_share_ns memory --memory 32M --json -- /usr/bin/python3 -c \
+		'x = bytearray(100 << 20); x[::4096] = b"x" * len(x[::4096])' || true
+	expect_contains "its own limit said" "$(cat "$T/out")" \
+		"killed: memory limit 32 MiB reached (1 process killed by the OOM killer)"
+	expect_not_contains "no share offered that never refused a charge" "$(cat "$T/out")" \
+		"all sandboxes together"
 	echo 64M > "$SHARE_TOP/corral/memory.limit_in_bytes"
 	in_share_ns memory --memory 1G --json -- /usr/bin/python3 -c \
 		'x = bytearray(200 << 20); x[::4096] = b"x" * len(x[::4096])' || true

@@ -693,6 +693,155 @@ t_spare_whose_group_fails() {
 	stop_daemon
 }
 
+# SPARE_HOG: a background process that waits (bounded) for /tmp/go, then
+# holds 16 MiB and fills the sandbox's tmpfs (pages in no process's RSS)
+# past the memory limit.  With the spare made the OOM killer's first
+# choice, the spare goes first, then the hog (the largest left), and the
+# tmpfs's pages stay: init, and the sandbox, live.
+SPARE_HOG="import os, time
+[time.sleep(0.05) for i in range(600) if not os.path.exists('/tmp/go')]
+held = bytearray(16 << 20)
+with open('/tmp/fill', 'wb') as f:
+    for i in range(100):
+        f.write(bytes(1 << 20))"
+
+# wait_event GREP: the first audit line matching GREP (within 15 s), on stdout
+wait_event() {
+	local i=0 l
+	while [ $i -lt 150 ]; do
+		l=$(grep -e "$1" "$STATE/audit.jsonl" 2>/dev/null | head -1)
+		[ -n "$l" ] && { echo "$l"; return 0; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "no event matching $1 in 15 s"
+	return 1
+}
+
+# The process forked ahead for the next call, OOM-killed while the box
+# idles: the kill was counted in the group made ahead for that call, and
+# the call, whose command never ran out of memory, read "oom" ("memory
+# limit 64 MiB reached (1 process killed by the OOM killer); the command
+# exited with status 0").  Its result says its own end; the kill is an
+# exec.lost event and a limit.hit of the box's, said where it belongs.
+# The spare is made the OOM killer's first choice from outside (its
+# oom_score_adj, which the agent cannot write): an agent that fills the
+# tmpfs has it or init taken as its size decides.
+t_spare_oom_killed_not_blamed_on_the_next_call() {
+	local sp
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "64M", "disk": "200M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	code=$(ex "$id" "$(jbody tool_call_id hog command "python3 -c \"$SPARE_HOG\" > /dev/null 2>&1 & echo started")")
+	expect_code "the hog's call" "$code" 200
+	sp=$(spare_pid "$id" 2) || { stop_daemon; return 1; }
+	if ! echo 1000 2> /dev/null > "/proc/$sp/oom_score_adj"; then
+		stop_daemon
+		skip "the spare's oom_score_adj is not ours to write"
+		return 77
+	fi
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/go" --data-binary go)
+	expect_code "go" "$code" 201
+	# the hog's own kill, read on the box's tick: the spare's was before it
+	wait_event '"background":true' > /dev/null || { stop_daemon; return 1; }
+	wait_gone "the spare" 10 alive_of "$sp"
+	code=$(ex "$id" "$(jbody tool_call_id next command 'echo ok')")
+	expect_code "the next call" "$code" 200
+	expect_py "its own command's end, no OOM of its own" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "ok\n" and v["reason"] == "exited with status 0"'
+	expect_contains "the spare's death said" "$(grep '"type":"exec.lost"' "$STATE/audit.jsonl")" \
+		'"reason":"the process forked ahead for the next call was killed by the OOM killer (memory limit 64 MiB reached) before any call reached it; the next call runs in a new one"'
+	expect_contains "a limit.hit of the box's, no call's" \
+		"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep -v '"call"')" \
+		'"reason":"memory limit 64 MiB reached: the process forked ahead for the next call killed by the OOM killer"'
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
+# SPARE_KILL: a background process that waits (bounded) for the process
+# forked ahead for the next call (init's fork: its command line is
+# init's, and it is in a call's group where there are groups) and kills it.
+SPARE_KILL='i=0; while [ $i -lt 200 ]; do for p in /proc/[0-9]*; do n=${p#/proc/}; [ "$n" != 1 ] && [ "$(tr -d "\000" < $p/cmdline 2>/dev/null)" = corral-init ] && { grep -q corral-c $p/cgroup || ! grep -q corral-c /proc/self/cgroup; } 2>/dev/null && { kill -9 $n; echo "$n" > /tmp/killed; exit 0; }; done; sleep 0.05; i=$((i+1)); done'
+
+# An agent that kills the process forked ahead for its next call, from a
+# process it left running: the next call ran in one forked anew, and no
+# record said why the first was gone.  exec.lost says it was killed, by
+# which signal, and the call's result is its own.
+t_spare_killed_is_said() {
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
+	code=$(ex "$id" "$(jbody tool_call_id killer command "sh -c '$SPARE_KILL' > /dev/null 2>&1 & echo started")")
+	expect_code "the killer's call" "$code" 200
+	wait_event '"type":"exec.lost"' > "$T/lost" || { stop_daemon; return 1; }
+	expect_contains "the kill said" "$(cat "$T/lost")" \
+		'"reason":"the process forked ahead for the next call was killed by signal 9 (SIGKILL) before any call reached it; the next call runs in a new one"'
+	expect_contains "and its signal" "$(cat "$T/lost")" '"signal":9'
+	code=$(ex "$id" "$(jbody tool_call_id next command 'echo ok; cat /tmp/killed')")
+	expect_code "the next call" "$code" 200
+	expect_py "the next call's own end" \
+		'v["status"] == "exited" and v["stdout"].startswith("ok\n") and v["reason"] == "exited with status 0"'
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
+# FROZEN_HOG FILE: a host process's Python that waits (bounded) for FILE,
+# then fills a memfd (pages in no process's RSS), with an oom_score_adj
+# between the spare's (1000) and init's (500): the OOM killer takes the
+# spare, then it, and init stays.
+FROZEN_HOG="import os, sys, time
+open('/proc/self/oom_score_adj', 'w').write('700')
+[time.sleep(0.05) for i in range(200) if not os.path.exists(sys.argv[1])]
+f = os.memfd_create('fill')
+for i in range(100):
+    os.write(f, bytes(1 << 20))"
+
+# The freezer racing an OOM: the spare, OOM-killed while the box is
+# idle-frozen, is held by cgroup v1's freezer (the kill counted at once)
+# and dies as the next call thaws the box, before or after that call
+# takes it: the call read "oom" ("memory limit 64 MiB reached (1 process
+# killed by the OOM killer); the command exited with status 0").  Now
+# either way its verdict is its own, and exec.lost says the kill (a call
+# that had taken the process runs in one forked anew).  The memory is
+# taken by a process of the test's, put in the box's memory group alone
+# (v1: the freezer is another hierarchy): the box's own are frozen.
+t_spare_oom_killed_while_frozen() {
+	local sp mc hp rc i=0
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 300, "policy": {"limits": {"memory": "64M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no freezer"; return 77; }
+	mc=$(find /sys/fs/cgroup/memory -maxdepth 3 -type d -name "corral-$DPID-$id" 2>/dev/null | head -1)
+	[ -n "$mc" ] || { stop_daemon; skip "no cgroup v1 memory hierarchy apart from the freezer"; return 77; }
+	sp=$(spare_pid "$id" 1) || { stop_daemon; return 1; }
+	if ! echo 1000 2> /dev/null > "/proc/$sp/oom_score_adj"; then
+		stop_daemon
+		skip "the spare's oom_score_adj is not ours to write"
+		return 77
+	fi
+	while [ "$(sbget "$id" 'v["state"]')" != frozen ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	expect_eq "idle-frozen" "$(sbget "$id" 'v["state"]')" frozen
+	$PY -c "$FROZEN_HOG" "$T/go" & hp=$!
+	echo "$hp" > "$mc/cgroup.procs" ||
+		{ kill -9 "$hp"; wait "$hp" 2> /dev/null || :; stop_daemon; fail "cannot put the hog in $mc"; return 1; }
+	touch "$T/go"
+	rc=0
+	wait "$hp" 2> /dev/null || rc=$?
+	expect_eq "the hog was OOM-killed in the box's group" "$rc" 137
+	code=$(ex "$id" "$(jbody tool_call_id after command 'echo ok')")
+	expect_code "the call after the thaw" "$code" 200
+	expect_py "its command ran, and its verdict is its own" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "ok\n" and v["reason"].startswith("exited with status 0") and "(1 process killed" not in v["reason"]'
+	expect_contains "the lost process said" "$(grep '"type":"exec.lost"' "$STATE/audit.jsonl")" \
+		'killed by the OOM killer (memory limit 64 MiB reached) before'
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 START=$(date +%s)
 judge_start
 run_tests "$@"

@@ -2201,6 +2201,71 @@ hold_a_spare() {
 	[ -n "$sp" ] || { fail "no process of a waits for its move"; stop_daemon; return 1; }
 }
 
+# held_other ID PID: a process of box ID other than init and PID, waiting
+# for its move (within 10 s)
+held_other() {
+	local i=0 p
+	while [ $i -lt 100 ]; do
+		p=$(held_spare "$1")
+		[ -n "$p" ] && [ "$p" != "$2" ] && { echo "$p"; return 0; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# Attacker: the sandbox kills its next call's process after the call took
+# it and before the call reached it (here while its move is held).  The
+# call read "killed by signal 9 (SIGKILL)", its command never run.  Now
+# the loss is an exec.lost naming the call, and the call runs in a
+# process forked anew; a second loss ends it "not started", never as a
+# command that died.  (The clients here close fd 7, the FIFO's other end:
+# the held move waits for its last writer.)
+t_call_process_killed_before_the_call() {
+	local cp sp2 i=0
+	hold_a_spare || return $?
+	"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST \
+		-d "$(jbody tool_call_id first command 'echo ran')" -o "$T/first.json" \
+		"http://localhost/v1/sandboxes/$a/exec" 2>/dev/null 7>&- &
+	cp=$!
+	until [ "$(sbget "$a" 'v["running"]')" = 1 ] || [ $i -ge 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	kill -KILL "$sp"
+	sp2=$(held_other "$a" "$sp") || fail "no process forked anew for the call"
+	rm -f "$T/move"
+	exec 7>&-
+	wait "$cp" || true
+	expect_eq "the call ran in the new one" "$(pyjq '(v["status"], v["stdout"], v["reason"])' "$T/first.json")" \
+		"('exited', 'ran\n', 'exited with status 0')"
+	expect_contains "the loss said, the call named" "$(grep '"type":"exec.lost"' "$STATE/audit.jsonl")" \
+		'"reason":"the process forked for call first was killed by signal 9 (SIGKILL) before the call reached it; the call runs in a new one"'
+	expect_contains "... by its call" "$(grep '"type":"exec.lost"' "$STATE/audit.jsonl")" '"call":"first"'
+	# twice: not started, and said so
+	stop_daemon
+	hold_a_spare || return $?
+	"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST \
+		-d "$(jbody tool_call_id second command 'echo ran')" -o "$T/second.json" \
+		"http://localhost/v1/sandboxes/$a/exec" 2>/dev/null 7>&- &
+	cp=$!
+	i=0
+	until [ "$(sbget "$a" 'v["running"]')" = 1 ] || [ $i -ge 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	kill -KILL "$sp"
+	sp2=$(held_other "$a" "$sp") || fail "no process forked anew for the call"
+	kill -KILL "$sp2"
+	rm -f "$T/move"
+	exec 7>&-
+	wait "$cp" || true
+	expect_eq "not started, said" "$(pyjq '(v["status"], v["signal"], v["stdout"], v["reason"])' "$T/second.json")" \
+		"('signaled', 9, '', 'not started: the 2 processes forked for the call died before the call reached them, the last killed by signal 9 (SIGKILL)')"
+	expect_contains "the second loss ends it" "$(grep '"type":"exec.lost"' "$STATE/audit.jsonl")" \
+		'before the call reached it; the call is not run"'
+	expect_eq "the box still runs calls" "$(sbsh "$a" 'echo after')" after
+	stop_daemon
+}
+
 # Attacker (a client, found by tests/chaos_serve.py): a caller that goes
 # away while its call's process still waits for its move.  The call is
 # killed before it was sent (its message dropped); the move that ends

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- child_msg_recv ----------------------------------------------------- */
@@ -497,6 +498,56 @@ TEST(attribute_unknown_is_nobody)
 	/* no key at all: zero names no call, even one whose group id is 0 */
 	f.run.cgid = 0;
 	CHECK(names(&f, json_object(), NULL, false));
+}
+
+/* ---- result_limits: a verdict from state, not from the reason's text ---- */
+
+static void limits_of(struct corral_result *res, uint64_t oom)
+{
+	struct corral_policy p;
+	struct cg_stats hits = { .valid = true, .oom_kills = oom };
+
+	corral_policy_init(&p);
+	p.memory_bytes = 64 << 20;
+	result_limits(res, &p, &hits);
+	corral_policy_free(&p);
+}
+
+/*
+ * A command that was never started, killed by SIGKILL beside an OOM kill
+ * counted in its group: its reason said "killed: memory limit", no word
+ * of the command not started, since no ';' was in it.
+ */
+TEST(limits_keep_a_command_not_started)
+{
+	struct corral_result res = { 0 };
+
+	result_not_reached(&res, W_EXITCODE(0, SIGKILL), 2);
+	limits_of(&res, 1);
+	CHECK(res.status == CORRAL_OOM);
+	CHECK(strstr(res.reason, "memory limit 64 MiB reached (1 process killed") != NULL);
+	CHECK(strstr(res.reason, "; the command not started: the 2 processes forked for the call died") != NULL);
+	CHECK(res.signal == SIGKILL);
+}
+
+/* A ';' said of something else is not who sent the kill: bare, the OOM killer's. */
+TEST(limits_judge_no_text)
+{
+	struct corral_result res = { 0 };
+
+	result_from_wait(&res, W_EXITCODE(0, SIGKILL));
+	strcat(res.reason, "; some clause");
+	limits_of(&res, 1);
+	CHECK(res.status == CORRAL_OOM);
+	CHECK(!strncmp(res.reason, "killed: memory limit 64 MiB reached (1 process "
+		       "killed by the OOM killer)", 70));
+	/* said who sent it: kept, after the limit */
+	res = (struct corral_result){ 0 };
+	result_from_wait(&res, W_EXITCODE(0, SIGKILL));
+	res.kill_said = true;
+	limits_of(&res, 1);
+	CHECK(res.status == CORRAL_OOM);
+	CHECK(strstr(res.reason, "; the command killed by signal 9 (SIGKILL)") != NULL);
 }
 
 int main(void)

@@ -82,6 +82,13 @@ struct corral_call {
 	/* while it runs: what finished calls' background met (call.c) */
 	uint64_t bg_oom;
 	char bg_said[CORRAL_ERR_MAX];
+	/*
+	 * What its group counted before the call reached a process in it: a
+	 * process forked for it that died first (call_lost), the spare's
+	 * (spare_died).  Not the call's: its verdict counts from these.
+	 */
+	uint64_t cg_oom0, cg_pids0;
+	unsigned lost;		/* its processes that died before the call reached them */
 	struct exec_fail fail;
 	int status;
 	struct corral_result res;
@@ -143,6 +150,7 @@ struct corral_box {
 	struct lingerer *lingering;
 	struct cg *spare;	/* the next call's group, made ahead */
 	uint32_t spare_id;
+	uint64_t spare_oom0, spare_pids0;	/* its counts, as a call's cg_oom0 */
 	struct event *ev_spare;
 	struct spare_proc sp;	/* the next call's process, forked ahead */
 	uint64_t t_ended;	/* when the last call ended (ms), or 0 */

@@ -98,6 +98,11 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 				 "the default for a call that gives no timeout_seconds)");
 		goto limits;
 	}
+	/* its processes lost before it had the call, and nobody ended it */
+	if (c->exited && !c->sent && c->lost && !c->sent_sig) {
+		result_not_reached(res, c->status, c->lost);
+		goto limits;
+	}
 	if (c->fail.stage == EXEC_STAGE_EXEC) {
 		result_exec_failed(res, c->o.argv[0], c->fail.err);
 		return;
@@ -164,10 +169,12 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 		 * it to itself or the daemon did, at a client's word: the
 		 * record must say which, and only ours can be said.
 		 */
-		if (res->status == CORRAL_SIGNALED && res->signal == c->sent_sig)
+		if (res->status == CORRAL_SIGNALED && res->signal == c->sent_sig) {
+			res->kill_said = true;
 			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 				 strlen(res->reason), "; corral sent it, at its client's "
 				 "request (the process's DELETE or signal, or the client gone)");
+		}
 	}
 limits:
 	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
@@ -215,20 +222,22 @@ static uint64_t since(uint64_t now, uint64_t then)
  * the group of the process (the victim, the forker): the call's own group,
  * fresh for it.  Either way the larger of the two is this call's.
  */
-static void call_hits(const struct cg_stats *st0, const struct cg_stats *bst,
-		      const struct cg_stats *cst, uint64_t bg_oom,
-		      struct cg_stats *hits)
+static void call_hits(const struct corral_call *c, const struct cg_stats *bst,
+		      const struct cg_stats *cst, struct cg_stats *hits)
 {
+	const struct cg_stats *st0 = &c->st0;
 	/* v2 counted the background's kills (background_hits) in the box's too */
-	uint64_t oom = since(since(bst->oom_kills, st0->oom_kills), bg_oom);
+	uint64_t oom = since(since(bst->oom_kills, st0->oom_kills), c->bg_oom);
 	uint64_t pids = since(bst->pids_max_hits, st0->pids_max_hits);
+	/* its group's own, since before a process in it had the call */
+	uint64_t own_oom = since(cst->oom_kills, c->cg_oom0);
+	uint64_t own_pids = since(cst->pids_max_hits, c->cg_pids0);
 
 	*hits = (struct cg_stats){ .valid = bst->valid || cst->valid };
 	if (!bst->valid)
 		oom = pids = 0;
-	hits->oom_kills = cst->valid && cst->oom_kills > oom ? cst->oom_kills : oom;
-	hits->pids_max_hits = cst->valid && cst->pids_max_hits > pids ?
-			      cst->pids_max_hits : pids;
+	hits->oom_kills = cst->valid && own_oom > oom ? own_oom : oom;
+	hits->pids_max_hits = cst->valid && own_pids > pids ? own_pids : pids;
 	hits->throttled = bst->valid ? since(bst->throttled, st0->throttled) : 0;
 	/* the box's limit; its peak counts from the last call that met it */
 	if (bst->valid) {
@@ -318,13 +327,13 @@ void call_finish(struct corral_call *c)
 	c->seen_oom = st.valid ? st.oom_kills : UINT64_MAX;
 	c->seen_pids = st.valid ? st.pids_max_hits : UINT64_MAX;
 	background_hits_all(b, c);
-	call_hits(&c->st0, &bst, &st, c->bg_oom, &hits);
+	call_hits(c, &bst, &st, &hits);
 	if (cg_tcp_reached(&hits))
 		cg_tcp_rearm(b->cg);
 	if (hits.pids_max_hits)
-		hits.pids_share = cg_pids_share(b->cg);
+		hits.pids_share = cg_pids_share_met(b->cg);
 	if (hits.oom_kills)
-		hits.mem_share = cg_memory_share(b->cg);
+		hits.mem_share = cg_memory_share_met(b->cg);
 	call_describe(c, &hits);
 	snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 		 strlen(res->reason), "%s", c->bg_said);
@@ -700,20 +709,32 @@ static void drop_pend(struct corral_call *c)
 	c->pend = NULL;
 }
 
-/* The call to its process, which is in the call's cgroup by now. */
+/*
+ * The call to its process, which is in the call's cgroup by now.  Not
+ * sent, the call is kept: for a process forked anew when that one died
+ * (call_lost), or dropped with the call.
+ */
 static int send_call(struct corral_call *c)
 {
 	struct exec_msg *m = c->pend;
 	ssize_t n;
 
+	if (c->gate < 0)
+		return -EPIPE;	/* EOF on it before the call: it died */
 	n = fd_send(c->gate, m, offsetof(struct exec_msg, data) + m->len,
 		    c->pend_fds, c->o.tty ? 0 : 3, MSG_DONTWAIT | MSG_NOSIGNAL);
-	drop_pend(c);
 	if (n < 0)
 		return (int)n;
+	drop_pend(c);
 	c->sent = true;
 	announce(c);
 	return 0;
+}
+
+/* send_call's answer when the process had died: init's news of it will come */
+static bool process_gone(int r)
+{
+	return r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN;
 }
 
 /* The call's process is in the call's cgroup (r 0), or was killed. */
@@ -722,6 +743,9 @@ static void call_moved(void *arg, int r, const char *msg)
 	struct corral_call *c = arg;
 
 	c->mv = NULL;
+	/* it ended before its move: init's news of it forks another (call_lost) */
+	if (r == -ESRCH)
+		return;
 	if (r < 0) {
 		/* unattributed is not acceptable: the call does not run */
 		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
@@ -734,7 +758,8 @@ static void call_moved(void *arg, int r, const char *msg)
 		close_fd(&c->gate);
 		return;
 	}
-	if (send_call(c) < 0)
+	r = send_call(c);
+	if (r < 0 && !process_gone(r))
 		kill(c->host_pid, SIGKILL);
 }
 
@@ -1041,6 +1066,119 @@ static int ask_fork(struct corral_box *b, uint32_t *fid, int *gate,
 	return 0;
 }
 
+/* forked anew, at most, for a call whose process died before it had the call */
+#define CALL_LOST_MAX	1
+
+/*
+ * A process forked for a call died before a call reached it: the spare
+ * as the box idled (spare_msg), or the call's own before the call was
+ * sent (call_lost); c NULL for the spare.  Its group's counts now (cg,
+ * NULL if it was in none yet) are where the call's verdict counts from
+ * (*oom0, *pids0): it was alone in the group, and a kill counted there
+ * since was its own, the OOM killer's when it died of SIGKILL.  An
+ * exec.lost event says it, and a limit.hit of the box's (no call's) the
+ * OOM kill.  True when it was one.
+ */
+static bool lost_process(struct corral_box *b, struct cg *cg, const struct corral_call *c,
+			 pid_t spid, int status, uint64_t *oom0, uint64_t *pids0)
+{
+	struct cg_stats st = { 0 };
+	char size[32], how[96], whose[160], group[32], why[CORRAL_ERR_MAX];
+	bool oom = false, again = c && c->lost < CALL_LOST_MAX;
+	json_t *o;
+
+	if (cg && cg_mode(cg) != CG_NONE &&
+	    cg_stats_some(cg, CG_ST_OOM | CG_ST_PIDS, &st) == 0 && st.valid) {
+		oom = st.oom_kills > *oom0 && WIFSIGNALED(status) &&
+		      WTERMSIG(status) == SIGKILL;
+		*oom0 = st.oom_kills;
+		*pids0 = st.pids_max_hits;
+	}
+	corral_format_size(b->p->memory_bytes, size, sizeof(size));
+	if (oom)
+		snprintf(how, sizeof(how), "was killed by the OOM killer (memory "
+			 "limit %s reached)", size);
+	else if (WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "was killed by signal %d (SIG%s)",
+			 WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?");
+	else
+		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+	if (c)
+		snprintf(whose, sizeof(whose), "the process forked for call %.128s",
+			 c->tool_call);
+	else
+		snprintf(whose, sizeof(whose), "the process forked ahead for the next call");
+	snprintf(why, sizeof(why), "%s %s before %s reached it; %s", whose, how,
+		 c ? "the call" : "any call", !c ? "the next call runs in a new one" :
+		 again ? "the call runs in a new one" : "the call is not run");
+	/*
+	 * No "pid": the host pid of a process init has reaped may be any
+	 * process's by now, and the attributor would read its cgroup.  The
+	 * call's is named by its group, as exec.start's.
+	 */
+	o = json_pack("{s:s}", "reason", why);
+	if (o && c) {
+		snprintf(group, sizeof(group), "corral-c%u", c->id);
+		json_object_set_new(o, EVENTS_KEY_GROUP, json_string(group));
+	}
+	if (o && spid > 0)
+		json_object_set_new(o, "sandbox_pid", json_integer(spid));
+	if (o && WIFSIGNALED(status))
+		json_object_set_new(o, "signal", json_integer(WTERMSIG(status)));
+	else if (o)
+		json_object_set_new(o, "exit_code", json_integer(WEXITSTATUS(status)));
+	events_emit(b->ev, "exec.lost", o);
+	if (oom) {
+		snprintf(why, sizeof(why), "memory limit %s reached: %s killed by "
+			 "the OOM killer", size, whose);
+		events_emit(b->ev, "limit.hit", json_pack("{s:s, s:I, s:s}", "limit",
+			    "memory", "value", (json_int_t)b->p->memory_bytes,
+			    "reason", why));
+	}
+	return oom;
+}
+
+/*
+ * The call's process died before the call was sent to it (the spare,
+ * killed as the box idled, whose news came after the call took it; a
+ * process of the sandbox that kills it): the call did not run, and its
+ * end is not the call's.  Said (lost_process), and in the call's reason
+ * when the OOM killer took it; the call is sent to a process forked anew,
+ * once, else ends unstarted (result_not_reached).
+ */
+static void call_lost(struct corral_call *c, int status)
+{
+	struct corral_box *b = c->b;
+	uint64_t before = c->cg_oom0;
+	struct corral_err err;
+	char size[32];
+	size_t n;
+
+	if (lost_process(b, c->cg, c, c->spid, status, &c->cg_oom0, &c->cg_pids0)) {
+		/* v2 counted it in the box's too (call_hits) */
+		c->bg_oom += c->cg_oom0 - before;
+		corral_format_size(b->p->memory_bytes, size, sizeof(size));
+		n = strlen(c->bg_said);
+		snprintf(c->bg_said + n, sizeof(c->bg_said) - n, "; memory limit %s "
+			 "reached too: the process forked for this call was killed "
+			 "by the OOM killer before the call reached it", size);
+	}
+	cg_move_cancel(c->mv);
+	c->mv = NULL;
+	drop_event(&c->ev_gate);
+	close_fd(&c->gate);
+	c->host_pid = c->spid = 0;
+	c->started = false;
+	if (c->lost++ < CALL_LOST_MAX && ask_fork(b, &c->fid, &c->gate, &err) == 0) {
+		c->ev_gate = event_new(b->base, c->gate, EV_READ | EV_PERSIST, on_gate, c);
+		if (c->ev_gate && event_add(c->ev_gate, NULL) == 0)
+			return;
+		drop_event(&c->ev_gate);
+		close_fd(&c->gate);
+	}
+	call_exited(c, status);
+}
+
 void call_drop_spare(struct corral_box *b)
 {
 	drop_event(&b->sp.ev);
@@ -1056,7 +1194,8 @@ static void spare_moved(void *arg, int r, const char *msg)
 
 	(void)msg;
 	b->sp.mv = NULL;
-	if (r < 0)
+	/* it ended before its move: init's news of it (spare_msg) says how */
+	if (r < 0 && r != -ESRCH)
 		call_drop_spare(b);	/* killed: the next call forks its own */
 }
 
@@ -1086,7 +1225,12 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 			spare_moved(b, r, NULL);
 		return;
 	}
-	/* it died, or said what it may not: the next call forks its own */
+	/* it died: init's news of its end (spare_msg) says how */
+	if (n == 0) {
+		drop_event(&sp->ev);
+		return;
+	}
+	/* it said what it may not: the next call forks its own */
 	call_drop_spare(b);
 }
 
@@ -1118,10 +1262,20 @@ static void spare_fork(struct corral_box *b, bool group_next)
 /* init's news of the spare: its pid inside, or that it is gone. */
 static void spare_msg(struct corral_box *b, const struct child_msg *m)
 {
+	struct spare_proc *sp = &b->sp;
+
 	if (m->kind == MSG_STARTED && m->code > 0) {
-		b->sp.spid = m->code;
+		sp->spid = m->code;
 		return;
 	}
+	/*
+	 * Ended, and not by our drop (which forgets it first): the OOM
+	 * killer took it as the box idled, or a process of the sandbox
+	 * killed it.  Said; what its group counted is not the next call's.
+	 */
+	if (m->kind == MSG_CALL_EXITED)
+		lost_process(b, sp->cg && sp->cg == b->spare ? sp->cg : NULL, NULL,
+			     sp->spid, m->code, &b->spare_oom0, &b->spare_pids0);
 	/* not forked (pids.max?), or ended: not retried until a call ends */
 	call_drop_spare(b);
 }
@@ -1151,6 +1305,7 @@ static void on_spare(evutil_socket_t fd, short what, void *arg)
 	spare_fork(b, make);
 	if (make) {
 		b->spare_id = b->next_id + 1;
+		b->spare_oom0 = b->spare_pids0 = 0;
 		snprintf(name, sizeof(name), "c%u", b->spare_id);
 		if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
 			b->spare = NULL;
@@ -1428,6 +1583,9 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	if (b->spare && b->spare_id == c->id) {
 		c->cg = b->spare;
 		b->spare = NULL;
+		/* what it counted before the call: its spare's death's, not the call's */
+		c->cg_oom0 = b->spare_oom0;
+		c->cg_pids0 = b->spare_pids0;
 		r = 0;
 	} else {
 		r = cg_create_child(b->cg, name, &c->cg, err);
@@ -1458,9 +1616,19 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 		c->st0 = bst;
 		r = call_watch(c, err);
 	}
-	/* a spare already in the call's group: no cgroup write on this path */
-	if (r == 0 && c->host_pid && !c->mv && (r = send_call(c)) < 0)
-		r = corral_set_errno(err, -r, "cannot reach the call's process");
+	/*
+	 * A spare already in the call's group: no cgroup write on this path.
+	 * One that died as the box idled, its news not read yet, refuses the
+	 * call: init's news of it (call_lost) forks the call another, where
+	 * it once failed, "cannot reach the call's process".
+	 */
+	if (r == 0 && c->host_pid && !c->mv) {
+		r = send_call(c);
+		if (process_gone(r))
+			r = 0;
+		else if (r < 0)
+			r = corral_set_errno(err, -r, "cannot reach the call's process");
+	}
 	/* on_start may not run before the caller has its handle */
 	if (r == 0 && !c->sent)
 		c->in_exec = false;
@@ -1780,7 +1948,11 @@ void call_msg(struct corral_box *b, const struct child_msg *m)
 	if (!c || c->done)
 		return;
 	if (m->kind == MSG_CALL_EXITED) {
-		call_exited(c, m->code);
+		/* dead before its call, which nobody ended: not the call's end */
+		if (!c->sent && !c->timed_out && !c->sent_sig)
+			call_lost(c, m->code);
+		else
+			call_exited(c, m->code);
 		return;
 	}
 	if (m->kind != MSG_STARTED)

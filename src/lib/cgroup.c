@@ -504,6 +504,24 @@ uint64_t cg_pids_share(struct cg *cg)
 	return top_value(cg, C_PIDS, "pids.max");
 }
 
+/*
+ * A refused fork's other cause, "(or all sandboxes together held the N
+ * processes they may share)": said unless the top parent's pids.peak
+ * (6.1 on, v1 and v2) is below its pids.max, a share never reached.
+ * Every pids hit under a sandbox's own limit offered this host's 16384,
+ * of which all sandboxes together had held 1027 at most.  No peak to
+ * read (an older kernel): said, as before.
+ */
+uint64_t cg_pids_share_met(struct cg *cg)
+{
+	uint64_t share = cg_pids_share(cg), peak;
+
+	if (!share)
+		return 0;
+	peak = top_value(cg, C_PIDS, "pids.peak");
+	return peak && peak < share ? 0 : share;
+}
+
 /* A v1 memory limit of the top parent; v1 says "none" as the largest
  * page-aligned 63-bit number, 0 here. */
 static uint64_t top_v1_bytes(struct cg *cg, const char *file)
@@ -518,6 +536,24 @@ uint64_t cg_memory_share(struct cg *cg)
 	if (cg_mode(cg) != CG_V1)
 		return top_value(cg, C_MEMORY, "memory.max");
 	return top_v1_bytes(cg, "memory.limit_in_bytes");
+}
+
+/*
+ * What an OOM kill's reason offers as its other cause, "(or all sandboxes
+ * together held the SIZE they may share)": said where the top parent's
+ * limit has refused a charge.  v1 counts each one it refused, there and
+ * not below, in its memory.failcnt, for ever after: every OOM kill under
+ * a sandbox's own limit offered the 17.7 GiB share of this host, which
+ * all sandboxes together had never held more than 228 MiB of.  v2 offers
+ * it as before, where it has a limit (not measured: this host is v1).
+ */
+uint64_t cg_memory_share_met(struct cg *cg)
+{
+	uint64_t share = cg_memory_share(cg);
+
+	if (!share || cg_mode(cg) != CG_V1)
+		return share;
+	return top_value(cg, C_MEMORY, "memory.failcnt") ? share : 0;
 }
 
 uint64_t cg_tcp_share(struct cg *cg)

@@ -169,6 +169,8 @@ void cg_drop_counters(struct cg *cg);
  */
 uint64_t cg_host_pids_share(void);
 uint64_t cg_pids_share(struct cg *cg);
+/* That pids.max, unless the parent's pids.peak says it was never reached. */
+uint64_t cg_pids_share_met(struct cg *cg);
 /*
  * The same for memory: a parent corral makes gets three quarters of the
  * host's memory as its limit (cg_host_memory_share); cg_memory_share reads
@@ -176,6 +178,8 @@ uint64_t cg_pids_share(struct cg *cg);
  */
 uint64_t cg_host_memory_share(void);
 uint64_t cg_memory_share(struct cg *cg);
+/* That limit, where it has ever refused a charge (v1); 0 where it never has. */
+uint64_t cg_memory_share_met(struct cg *cg);
 /*
  * And for TCP buffers on v1, which memory's limit does not count: a v1
  * parent corral makes gets half of net.ipv4.tcp_mem's hard limit as its

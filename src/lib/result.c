@@ -304,8 +304,36 @@ void result_not_started(struct corral_result *res, int sig)
 {
 	res->status = CORRAL_SIGNALED;
 	res->signal = sig;
+	res->kill_said = true;
 	snprintf(res->reason, sizeof(res->reason), "SIG%s during setup: the "
 		 "command was not started", sigabbrev_np(sig) ?: "?");
+}
+
+/*
+ * Each process forked for a call died before the call reached it (call.c
+ * forks another when the first does, once): the command was not started.
+ * Status and signal are the last one's death, as for a signal during
+ * setup; the reason says that nothing ran.
+ */
+void result_not_reached(struct corral_result *res, int status, unsigned lost)
+{
+	char how[64];
+
+	if (WIFSIGNALED(status)) {
+		res->status = CORRAL_SIGNALED;
+		res->signal = WTERMSIG(status);
+		res->kill_said = true;
+		snprintf(how, sizeof(how), "killed by signal %d (SIG%s)",
+			 res->signal, sigabbrev_np(res->signal) ?: "?");
+	} else {
+		res->status = CORRAL_EXITED;
+		res->exit_code = WEXITSTATUS(status);
+		snprintf(how, sizeof(how), "exited with status %d", res->exit_code);
+	}
+	snprintf(res->reason, sizeof(res->reason), "not started: "
+		 "the %u process%s forked for the call died before the call "
+		 "reached %s, the last %s", lost, lost == 1 ? "" : "es",
+		 lost == 1 ? "it" : "them", how);
 }
 
 /* As a shell says it: 127 when the command is not there, else 126. */
@@ -330,13 +358,15 @@ void result_timeout(struct corral_result *res, uint64_t timeout_ms)
  * Killed by SIGKILL and nothing more said: the OOM killer's way, or its
  * own (nothing tells them apart), and "killed: memory limit" says it.
  * Anything else (an exit status, another signal, a signal the caller or
- * a client had corral send) is how the command ended, kept after the
- * limit: the OOM kill was of another of its processes.
+ * a client had corral send, a command never started: kill_said, set
+ * where those words are written) is how the command ended, kept after
+ * the limit: the OOM kill was of another of its processes.  It once
+ * judged by a ';' in the reason, which any clause could put there.
  */
 static bool killed_bare(const struct corral_result *res)
 {
 	return res->status == CORRAL_SIGNALED && res->signal == SIGKILL &&
-	       !strchr(res->reason, ';');
+	       !res->kill_said;
 }
 
 /*

@@ -492,10 +492,12 @@ static void describe(struct corral_result *res, const struct supervise *s,
 		if (!s->have_status)	/* PID 1 itself died: only a kill does that */
 			status = W_EXITCODE(0, SIGKILL);
 		result_from_wait(res, status);
-		if (res->status == CORRAL_SIGNALED && res->signal == s->forwarded)
+		if (res->status == CORRAL_SIGNALED && res->signal == s->forwarded) {
+			res->kill_said = true;
 			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 				 strlen(res->reason), "; corral's caller sent it, and "
 				 "corral passed it on to the command");
+		}
 	}
 	/* whatever ended it, each limit that bit is said (OOM, pids, CPU) */
 	result_limits(res, p, st);
@@ -710,9 +712,9 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 
 	cg_stats(s->cg, &st);
 	if (st.pids_max_hits)
-		st.pids_share = cg_pids_share(s->cg);
+		st.pids_share = cg_pids_share_met(s->cg);
 	if (st.oom_kills)
-		st.mem_share = cg_memory_share(s->cg);
+		st.mem_share = cg_memory_share_met(s->cg);
 	/* a fresh group: what its counters say all happened in this run */
 	disk_full = mount_scratch_full(s->sb->scratchfd);
 	events_limit_hits(s->ev, NULL, &(struct cg_stats){ .valid = true }, &st, p, disk_full);

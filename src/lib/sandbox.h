@@ -406,6 +406,8 @@ void result_exec_failed(struct corral_result *res, const char *cmd, int e);
 void result_timeout(struct corral_result *res, uint64_t timeout_ms);
 /* Signal sig came before the command was started, and it never was. */
 void result_not_started(struct corral_result *res, int sig);
+/* The lost processes forked for a call died (the last: wait status) before it reached them. */
+void result_not_reached(struct corral_result *res, int status, unsigned lost);
 /*
  * Halted, but the command (wait status) had ended by itself first: how it
  * ended stays in exit_code, signal and the reason's tail ("halted: HALT;

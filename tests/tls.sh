@@ -175,6 +175,29 @@ git ls-remote https://api.test:$GOOD/repo.git 2>&1 | head -3
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
 }
 
+# A secret's file in the sandbox's view would give the value away as a
+# plain read, placeholders or not (`--workspace .` with the key in the
+# project): refused, whichever source shows it and however it is spelled.
+t_secret_file_never_in_the_view() {
+	local s=${SECRETS//GOOD/$GOOD} how
+	mkdir -p "$T/proj/keys" "$T/other" &&
+	printf '%s\n' "$QSECRET" > "$T/proj/keys/q" &&
+	ln -s proj "$T/link" && echo fine > "$T/other/f" || { fail "setup"; return 1; }
+	policy "" ", ${s//QFILE/$T/proj/keys/q}"
+	for how in "--workspace $T/proj" "--workspace $T/link" "--ro $T/proj/keys:/k" \
+		"--ro $T/link/keys/q:/q" "--rw $T/proj:/p"; do
+		# shellcheck disable=SC2086
+		nrun $how -- /bin/sh -c 'cat /workspace/keys/q /k/q /q /p/keys/q 2>/dev/null; echo ran'
+		expect_not_contains "$how: the value" "$(cat "$T/out" "$T/err")" "$QSECRET"
+		expect_not_contains "$how: never ran" "$(stdout)" ran
+		expect_contains "$how: refused" "$(cat "$T/err")" "secret Q_KEY: its file $T/proj/keys/q lies in the"
+	done
+	# a view beside the file is no view of it
+	nrun --workspace "$T/other" --ro "$T/other:/o" -- /bin/sh -c 'cat /workspace/f /o/f'
+	expect_eq "a view without it" "$(stdout)" "fine
+fine"
+}
+
 t_placeholder_elsewhere_is_refused_and_never_leaks() {
 	secrets_policy
 	nrun -- /bin/sh -c "

@@ -55,6 +55,16 @@ static const char *const host_etc[] = {
 	"/etc/alternatives", "/etc/localtime", "/etc/mime.types",
 };
 
+const char *mount_host_source(size_t i)
+{
+	size_t ndirs = sizeof(host_dirs) / sizeof(host_dirs[0]);
+
+	if (i < ndirs)
+		return host_dirs[i];
+	i -= ndirs;
+	return i < sizeof(host_etc) / sizeof(host_etc[0]) ? host_etc[i] : NULL;
+}
+
 static const char *const dev_nodes[] = {
 	"null", "zero", "full", "random", "urandom", "tty",
 };

@@ -10,9 +10,10 @@
  *    names given with --allow-env.
  *  - host paths, resolved first (symlinks, ".."): never /proc, /sys, /dev
  *    or the state directory (nor what is under them), the socket's
- *    directory, nor a directory that holds one of these (binds are
- *    recursive), nor the socket itself; then allowed under an
- *    --allow-host-path prefix; else, for a unix-socket client only, when
+ *    directory, the token's or TLS key's file, nor a directory that holds
+ *    one of these (binds are recursive), nor the socket itself; then
+ *    allowed under an --allow-host-path prefix; else, for a unix-socket
+ *    client only, when
  *    that client (SO_PEERCRED, SO_PEERGROUPS) could read it, or write it
  *    for an rw bind.  TCP clients get no other host path.
  *  - the uid: a root daemon runs a sandbox as the workspace's owner only
@@ -234,6 +235,18 @@ static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
 			  "shown to a sandbox", what, *path, real);
 		goto refused;
 	}
+	/*
+	 * Nor the token's file or the TLS key's (an unprivileged daemon's
+	 * sandbox is its uid, which reads them): with either a sandbox's code
+	 * could be a TCP client, or pass for the daemon, wherever it sent it.
+	 */
+	for (size_t i = 0; i < 2; i++)
+		if (d->key_real[i] && path_meets(real, d->key_real[i])) {
+			api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
+				  "daemon's token and TLS key are never shown to a "
+				  "sandbox", what, *path, real);
+			goto refused;
+		}
 	/*
 	 * Nor the socket itself, by its name or a hard link's: a sandbox that
 	 * can connect to it (an unprivileged daemon's agent is the daemon's

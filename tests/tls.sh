@@ -196,6 +196,11 @@ t_secret_file_never_in_the_view() {
 	nrun --workspace "$T/other" --ro "$T/other:/o" -- /bin/sh -c 'cat /workspace/f /o/f'
 	expect_eq "a view without it" "$(stdout)" "fine
 fine"
+	# another name of the file, which corral cannot find from it
+	ln "$T/proj/keys/q" "$T/other/q" || { fail "ln"; return 1; }
+	nrun --workspace "$T/other" -- /bin/sh -c 'cat /workspace/q; echo ran'
+	expect_not_contains "a hard link: the value" "$(cat "$T/out" "$T/err")" "$QSECRET"
+	expect_contains "a hard link: refused" "$(cat "$T/err")" "has another hard link, which may lie in the"
 }
 
 t_placeholder_elsewhere_is_refused_and_never_leaks() {

@@ -11,9 +11,10 @@
  * Judged by identity, not by spelling: every directory from the file up to
  * the host's root ("..", which crosses mounts as the host sees them) is
  * compared with each source the view would take, so a symlink or a second
- * bind of the same directory names it too.  What is not caught: another
- * hard link to the file, and a mount of the file's directory beneath a
- * source (a bind is recursive); corral cannot see either from the file.
+ * bind of the same directory names it too.  A file with another hard link
+ * is refused beside any source on its filesystem, where that link may
+ * lie.  What is not caught: a mount of the file's directory beneath a
+ * source (a bind is recursive), which cannot be seen from the file.
  */
 #include "internal.h"
 #include "sandbox.h"
@@ -33,7 +34,8 @@
 #define UNSEEN_DEPTH_MAX (PATH_MAX / 2)
 
 struct chain {
-	dev_t dev[UNSEEN_DEPTH_MAX];
+	nlink_t nlink;			/* the file's links */
+	dev_t dev[UNSEEN_DEPTH_MAX];	/* [0] the file's, then each directory's */
 	ino_t ino[UNSEEN_DEPTH_MAX];
 	size_t n;
 };
@@ -65,6 +67,7 @@ static int chain_of(const char *file, struct chain *c, struct corral_err *err)
 	c->n = 0;
 	if (stat(file, &st) < 0)
 		return corral_set_errno(err, errno, "cannot stat %s", file);
+	c->nlink = st.st_nlink;
 	chain_add(c, &st);
 	real = realpath(file, NULL);
 	if (!real)
@@ -106,6 +109,9 @@ static bool source_holds(const struct chain *c, const char *path, bool pinned, i
 
 	if (pinned ? fstat(fd, &st) < 0 : stat(path, &st) < 0)
 		return false;	/* what cannot be opened is not shown either */
+	/* another link of a file may be anywhere on its filesystem */
+	if (c->nlink > 1 && st.st_dev == c->dev[0])
+		return true;
 	return in_chain(c, &st);
 }
 
@@ -159,10 +165,12 @@ int unseen_check(const struct corral_policy *p, struct corral_err *err)
 		}
 		src = shown_by(p, c, &kind);
 		if (src) {
-			r = corral_set_err(err, -EACCES, "secret %s: its file %s lies in the "
+			r = corral_set_err(err, -EACCES, "secret %s: its file %s %s the "
 					   "%s %s, where the sandbox would read the value "
 					   "itself; keep it outside what the sandbox is shown",
-					   name ? name : "?", file, kind, src);
+					   name ? name : "?", file, c->nlink > 1 ?
+					   "has another hard link, which may lie in" :
+					   "lies in", kind, src);
 			break;
 		}
 	}

@@ -203,6 +203,15 @@ fine"
 	expect_contains "a hard link: refused" "$(cat "$T/err")" "has another hard link, which may lie in the"
 }
 
+# Nor a secret's variable passed in as it is (env.pass of its from_env).
+t_secret_variable_never_passed() {
+	secrets_policy
+	nrun --env-pass CORRAL_TEST_SECRET -- /bin/sh -c 'echo "$CORRAL_TEST_SECRET"; echo ran'
+	expect_not_contains "the value" "$(cat "$T/out" "$T/err")" "$SECRET"
+	expect_not_contains "never ran" "$(stdout)" ran
+	expect_contains "refused" "$(cat "$T/err")" "secret API_KEY: its variable CORRAL_TEST_SECRET is passed in"
+}
+
 t_placeholder_elsewhere_is_refused_and_never_leaks() {
 	secrets_policy
 	nrun -- /bin/sh -c "

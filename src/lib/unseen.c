@@ -1,12 +1,13 @@
 /*
- * unseen.c - a secret's file is never in the sandbox's view.
+ * unseen.c - a secret's value never reaches the sandbox by its file or variable.
  *
  * A policy's secret read "from_file" is what TLS termination swaps in on
  * the way out: the sandbox holds a placeholder, never the value.  A
  * workspace, bind or --rootfs that holds the file would hand the value
  * over as a plain read (`--workspace .` with the key in ./secrets/), and
  * the agent could send it anywhere.  Such a sandbox is refused, before
- * anything is built.
+ * anything is built.  So is one read "from_env" whose variable env.pass
+ * would copy into the sandbox's environment as it is.
  *
  * Judged by identity, not by spelling: every directory from the file up to
  * the host's root ("..", which crosses mounts as the host sees them) is
@@ -140,6 +141,20 @@ static const char *shown_by(const struct corral_policy *p, const struct chain *c
 	return NULL;
 }
 
+/* A secret from the environment: env.pass must not copy its variable in. */
+static int env_passed(const struct corral_policy *p, json_t *s, const char *name,
+		      struct corral_err *err)
+{
+	const char *var = json_string_value(json_object_get(s, "from_env"));
+
+	for (size_t i = 0; var && i < p->nenv_pass; i++)
+		if (!strcmp(p->env_pass[i], var))
+			return corral_set_err(err, -EACCES, "secret %s: its variable %s is "
+					      "passed in (env.pass), where the sandbox would "
+					      "read the value itself", name ? name : "?", var);
+	return 0;
+}
+
 int unseen_check(const struct corral_policy *p, struct corral_err *err)
 {
 	json_t *secrets = p->net_tls ? p->net_tls->secrets : NULL, *s;
@@ -156,8 +171,12 @@ int unseen_check(const struct corral_policy *p, struct corral_err *err)
 	json_array_foreach(secrets, i, s) {
 		file = json_string_value(json_object_get(s, "from_file"));
 		name = json_string_value(json_object_get(s, "name"));
-		if (!file)
+		if (!file) {
+			r = env_passed(p, s, name, err);
+			if (r < 0)
+				break;
 			continue;
+		}
 		r = chain_of(file, c, err);
 		if (r < 0) {
 			corral_wrap_err(err, "secret %s", name ? name : "?");

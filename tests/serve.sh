@@ -5470,6 +5470,27 @@ t_token_and_tls_key_never_shown() {
 	stop_daemon
 }
 
+# The operator's secret read from a file: a client whose workspace or bind
+# holds that file would have its sandbox read the value, which the
+# sandbox is to see only as a placeholder.  Refused before the build.
+t_operator_secret_file_never_shown() {
+	local b code id
+	mkdir -p "$T/proj/keys" "$T/other" && echo "op-secret-$$" > "$T/proj/keys/k" &&
+	chmod -R a+rX "$T/proj" "$T/other" || return 1
+	printf '{"network": {"mode": "proxy", "allow": ["api.test"]}, "secrets": [{"name": "K", "from_file": "%s", "hosts": ["api.test"], "header": "Authorization"}]}\n' \
+		"$T/proj/keys/k" > "$T/op.json"
+	start_daemon --policy "$T/op.json" || return 1
+	for b in "{\"workspace\": \"$T/proj\"}" \
+		"{\"policy\": {\"filesystem\": {\"ro\": [\"$T/proj/keys:/k\"]}}}"; do
+		code=$(api POST /v1/sandboxes -d "$b")
+		expect_error "$b" "$code" 403 forbidden
+		expect_contains "$b: why" "$(body)" "secret K: its file $T/proj/keys/k lies in the"
+	done
+	id=$(mksb "{\"workspace\": \"$T/other\"}") || return 1
+	expect_eq "a workspace beside: a placeholder" "$(sbsh "$id" 'echo ${K%%-*}')" corral
+	stop_daemon
+}
+
 # Which host ids a sandbox uses, in GET /v1/sandboxes/{id} and in each
 # result; a workspace of an allowed owner is the agent's (idmapped, as
 # root), and git inside finds no "dubious ownership".

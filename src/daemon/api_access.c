@@ -346,6 +346,10 @@ bool api_access_check(struct daemon *d, struct evhttp_request *req,
 		if (corral_policy_pin_bind(p, i, pin, &err) < 0)
 			return api_fault(f, 500, "internal", "%s", err.msg);
 	}
+	/* nor a view of the secrets' files (the operator's among them) */
+	if (corral_policy_secrets_unseen(p, &err) < 0)
+		return api_fault(f, err.code == -EACCES ? 403 : 500, err.code == -EACCES ?
+				 "forbidden" : "internal", "%s", err.msg);
 	p->host_uid_min = d->access.uid_min;
 	p->host_uid_max = d->access.uid_max;
 	return true;

@@ -1115,7 +1115,7 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 	 * no subuid entry, ssl-cert's (postgres's) among them, which read them.
 	 */
 	if (r == 0 && !img)
-		r = mask_dir("/etc/ssl/private", err);
+		r = mask_dir(MOUNT_HOST_MASKED, err);
 	if (r == 0 && tls_ca_pem)
 		r = build_tls_trust(oldroot, tls_ca_pem, img, err);
 	return r;

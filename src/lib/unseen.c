@@ -120,6 +120,7 @@ static bool source_holds(const struct chain *c, const char *path, bool pinned, i
 static const char *shown_by(const struct corral_policy *p, const struct chain *c,
 			    const char **kind)
 {
+	struct stat masked;
 	const char *host;
 
 	*kind = "workspace";
@@ -135,6 +136,9 @@ static const char *shown_by(const struct corral_policy *p, const struct chain *c
 		if (source_holds(c, p->root_layers[i], p->root_pinned, p->root_fd))
 			return p->root_layers[i];
 	*kind = "host directory";
+	/* a file beneath the host's masked directory is in none of them */
+	if (c->nlink == 1 && stat(MOUNT_HOST_MASKED, &masked) == 0 && in_chain(c, &masked))
+		return NULL;
 	for (size_t i = 0; !p->nroot_layers && (host = mount_host_source(i)); i++)
 		if (source_holds(c, host, false, -1))
 			return host;

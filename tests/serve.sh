@@ -5448,7 +5448,7 @@ t_state_dir_swapped_after_check() {
 # daemon, wherever it sent them.  Refused, as the state directory is.
 t_token_and_tls_key_never_shown() {
 	local port code b
-	mkdir -p -m 700 "$T/proj/conf" && mkdir -m 755 "$T/pub" && ln -s proj/conf "$T/link" || return 1
+	mkdir -p "$T/proj" && mkdir -m 700 "$T/proj/conf" && mkdir -m 755 "$T/pub" && ln -s proj/conf "$T/link" || return 1
 	tls_files "$T/proj/conf" || return 1
 	( umask 077; printf '%s' "$(new_token)" > "$T/proj/conf/token" )
 	cp "$T/proj/conf/cert.pem" "$T/pub/" && chmod 644 "$T/pub/cert.pem"

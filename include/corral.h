@@ -422,6 +422,14 @@ int corral_policy_set_workspace(struct corral_policy *p, const char *dir,
 CORRAL_PUBLIC
 int corral_host_path_check(int fd, const char *path, struct corral_err *err);
 /*
+ * Whether p's view (workspace, binds, root) holds a secret's from_file, or
+ * its env.pass a secret's from_env variable, as the sandbox's start will
+ * judge it: -EACCES with why; another -errno when a file cannot be judged.
+ * For a caller (the daemon) that refuses a client before building.
+ */
+CORRAL_PUBLIC
+int corral_policy_secrets_unseen(const struct corral_policy *p, struct corral_err *err);
+/*
  * Whether p's values fit this host, as a sandbox's start will judge them
  * (limits.open_files against fs.file-max and our own hard open-files
  * limit); err says which does not.  A policy file is read anywhere: this

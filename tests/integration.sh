@@ -2313,6 +2313,28 @@ t_proc_hardware_masked() {
 	[ -n "$shown" ] || skip "this kernel has none of /proc/acpi, asound, scsi"
 }
 
+# What the host's /proc and /etc pieces tell of the host and hold of its
+# keys: the kernel's symbols, keys, log and timers, its config, boot line
+# and boot id read empty (each this kernel has), and /etc/ssl/private (the
+# host's TLS keys, which /etc/ssl brings) is an empty directory.
+t_host_facts_masked() {
+	local f shown=""
+	out=$(crun -- /bin/sh -c 'for f in /proc/kallsyms /proc/keys /proc/kmsg /proc/timer_list \
+		/proc/config.gz /proc/cmdline /proc/sys/kernel/random/boot_id; do
+		[ -e $f ] && echo "$f $(head -c 64 $f 2>&1 | wc -c)"; done
+		[ -d /etc/ssl/private ] && echo "private $(ls -A /etc/ssl/private | wc -l) $(stat -f -c %T /etc/ssl/private)"
+		true')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	for f in /proc/kallsyms /proc/keys /proc/kmsg /proc/timer_list /proc/config.gz \
+		/proc/cmdline /proc/sys/kernel/random/boot_id; do
+		[ -e "$f" ] || continue
+		shown=yes
+		expect_contains "$f empty" "$out" "$f 0"
+	done
+	[ -n "$shown" ] || { skip "this kernel has none of them"; return 77; }
+	[ ! -d /etc/ssl/private ] || expect_contains "/etc/ssl/private empty" "$out" "private 0 tmpfs"
+}
+
 t_mounts_nosuid_nodev() {
 	out=$(crun -- /bin/cat /proc/self/mountinfo)
 	# fields 5 and 6 of each line split by read, not by two awks a line
@@ -2321,6 +2343,7 @@ t_mounts_nosuid_nodev() {
 		case "$mp" in
 		/dev/null|/dev/zero|/dev/full|/dev/random|/dev/urandom|/dev/tty|/dev/pts) ;;
 		/proc/kcore|/proc/keys|/proc/timer_list|/proc/sched_debug|/proc/kallsyms|/proc/kmsg) ;;
+		/proc/config.gz|/proc/cmdline|/proc/sys/kernel/random/boot_id) ;;
 		*) expect_contains "nodev on $mp" "$opts" nodev ;;
 		esac
 	done < "$T/out"

@@ -5506,6 +5506,56 @@ t_state_dir_swapped_after_check() {
 	stop_daemon
 }
 
+# The daemon's token and TLS key, in a directory a client binds or makes
+# the workspace (`--token-file ./token` in the project): an unprivileged
+# daemon's sandbox is the daemon's uid and read them, so its code could be
+# a TCP client (every sandbox, the allowed host paths) or pass for the
+# daemon, wherever it sent them.  Refused, as the state directory is.
+t_token_and_tls_key_never_shown() {
+	local port code b
+	mkdir -p "$T/proj" && mkdir -m 700 "$T/proj/conf" && mkdir -m 755 "$T/pub" && ln -s proj/conf "$T/link" || return 1
+	tls_files "$T/proj/conf" || return 1
+	( umask 077; printf '%s' "$(new_token)" > "$T/proj/conf/token" )
+	cp "$T/proj/conf/cert.pem" "$T/pub/" && chmod 644 "$T/pub/cert.pem"
+	port=$(free_port)
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/proj/conf/token" \
+		--tls-cert "$T/proj/conf/cert.pem" --tls-key "$T/proj/conf/cert.key" || return 1
+	for b in "{\"workspace\": \"$T/proj/conf\"}" "{\"workspace\": \"$T/link\"}" \
+		"{\"workspace\": \"$T/proj\"}" \
+		"{\"policy\": {\"filesystem\": {\"ro\": [\"$T/link/token:/t\"]}}}" \
+		"{\"policy\": {\"filesystem\": {\"ro\": [\"$T/proj/conf/cert.key:/k\"]}}}"; do
+		code=$(api POST /v1/sandboxes -d "$b")
+		expect_error "$b" "$code" 403 forbidden
+		expect_contains "$b: why" "$(body)" "token and TLS key are never shown"
+	done
+	# beside them, a copy of the certificate (public) is any file
+	b="{\"policy\": {\"filesystem\": {\"ro\": [\"$T/pub:/p\"]}}}"
+	id=$(mksb "$b") || return 1
+	expect_eq "a bind beside" "$(sbsh "$id" 'ls /p')" cert.pem
+	stop_daemon
+}
+
+# The operator's secret read from a file: a client whose workspace or bind
+# holds that file would have its sandbox read the value, which the
+# sandbox is to see only as a placeholder.  Refused before the build.
+t_operator_secret_file_never_shown() {
+	local b code id
+	mkdir -p "$T/proj/keys" "$T/other" && echo "op-secret-$$" > "$T/proj/keys/k" &&
+	chmod -R a+rX "$T/proj" "$T/other" || return 1
+	printf '{"network": {"mode": "proxy", "allow": ["api.test"]}, "secrets": [{"name": "K", "from_file": "%s", "hosts": ["api.test"], "header": "Authorization"}]}\n' \
+		"$T/proj/keys/k" > "$T/op.json"
+	start_daemon --policy "$T/op.json" || return 1
+	for b in "{\"workspace\": \"$T/proj\"}" \
+		"{\"policy\": {\"filesystem\": {\"ro\": [\"$T/proj/keys:/k\"]}}}"; do
+		code=$(api POST /v1/sandboxes -d "$b")
+		expect_error "$b" "$code" 403 forbidden
+		expect_contains "$b: why" "$(body)" "secret K: its file $T/proj/keys/k lies in the"
+	done
+	id=$(mksb "{\"workspace\": \"$T/other\"}") || return 1
+	expect_eq "a workspace beside: a placeholder" "$(sbsh "$id" 'echo ${K%%-*}')" corral
+	stop_daemon
+}
+
 # Which host ids a sandbox uses, in GET /v1/sandboxes/{id} and in each
 # result; a workspace of an allowed owner is the agent's (idmapped, as
 # root), and git inside finds no "dubious ownership".

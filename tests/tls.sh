@@ -175,6 +175,43 @@ git ls-remote https://api.test:$GOOD/repo.git 2>&1 | head -3
 	expect_not_contains "never in events" "$(cat "$T/events" "$T/out")" "$SECRET"
 }
 
+# A secret's file in the sandbox's view would give the value away as a
+# plain read, placeholders or not (`--workspace .` with the key in the
+# project): refused, whichever source shows it and however it is spelled.
+t_secret_file_never_in_the_view() {
+	local s=${SECRETS//GOOD/$GOOD} how
+	mkdir -p "$T/proj/keys" "$T/other" &&
+	printf '%s\n' "$QSECRET" > "$T/proj/keys/q" &&
+	ln -s proj "$T/link" && echo fine > "$T/other/f" || { fail "setup"; return 1; }
+	policy "" ", ${s//QFILE/$T/proj/keys/q}"
+	for how in "--workspace $T/proj" "--workspace $T/link" "--ro $T/proj/keys:/k" \
+		"--ro $T/link/keys/q:/q" "--rw $T/proj:/p"; do
+		# shellcheck disable=SC2086
+		nrun $how -- /bin/sh -c 'cat /workspace/keys/q /k/q /q /p/keys/q 2>/dev/null; echo ran'
+		expect_not_contains "$how: the value" "$(cat "$T/out" "$T/err")" "$QSECRET"
+		expect_not_contains "$how: never ran" "$(stdout)" ran
+		expect_contains "$how: refused" "$(cat "$T/err")" "secret Q_KEY: its file $T/proj/keys/q lies in the"
+	done
+	# a view beside the file is no view of it
+	nrun --workspace "$T/other" --ro "$T/other:/o" -- /bin/sh -c 'cat /workspace/f /o/f'
+	expect_eq "a view without it" "$(stdout)" "fine
+fine"
+	# another name of the file, which corral cannot find from it
+	ln "$T/proj/keys/q" "$T/other/q" || { fail "ln"; return 1; }
+	nrun --workspace "$T/other" -- /bin/sh -c 'cat /workspace/q; echo ran'
+	expect_not_contains "a hard link: the value" "$(cat "$T/out" "$T/err")" "$QSECRET"
+	expect_contains "a hard link: refused" "$(cat "$T/err")" "has another hard link, which may lie in the"
+}
+
+# Nor a secret's variable passed in as it is (env.pass of its from_env).
+t_secret_variable_never_passed() {
+	secrets_policy
+	nrun --env-pass CORRAL_TEST_SECRET -- /bin/sh -c 'echo "$CORRAL_TEST_SECRET"; echo ran'
+	expect_not_contains "the value" "$(cat "$T/out" "$T/err")" "$SECRET"
+	expect_not_contains "never ran" "$(stdout)" ran
+	expect_contains "refused" "$(cat "$T/err")" "secret API_KEY: its variable CORRAL_TEST_SECRET is passed in"
+}
+
 t_placeholder_elsewhere_is_refused_and_never_leaks() {
 	secrets_policy
 	nrun -- /bin/sh -c "
@@ -1009,7 +1046,7 @@ t_srt_settings_translated_key_by_key() {
 	cat > "$T/srt.json" <<-EOF2
 	{"network": {"allowedDomains": ["api.test", "*"], "deniedDomains": ["evil.test"],
 	             "allowUnixSockets": ["/var/run/docker.sock"]},
-	 "filesystem": {"allowWrite": ["."], "denyWrite": [".git"], "denyRead": ["~/.ssh", "./x"]},
+	 "filesystem": {"allowWrite": ["."], "denyWrite": [".git"], "denyRead": ["~/.ssh"]},
 	 "ignoreViolations": {}}
 	EOF2
 	chmod -R a+rX "$T"
@@ -1025,10 +1062,25 @@ t_srt_settings_translated_key_by_key() {
 	expect_contains "write" "$e" "filesystem.allowWrite[0]: \".\" -> filesystem.rw \"$T/proj\""
 	expect_contains "deny write" "$e" "filesystem.denyWrite[0]: \".git\" -> filesystem.ro \"$T/proj/.git\""
 	expect_contains "deny read outside" "$e" 'filesystem.denyRead[0]: "~/.ssh": already unreadable'
-	expect_contains "deny read inside a bind" "$e" 'filesystem.denyRead[1]: not mapped'
 	expect_contains "the rest" "$e" 'ignoreViolations: not mapped'
 	expect_contains "proxy mode" "$(cat "$T/out")" "proxy=http://127.0.0.1:3128"
 	expect_contains "denied host" "$(cat "$T/out")" "403"
+}
+
+# srt's denyRead of a path inside what it lets the sandbox write (a
+# project's .env under allowWrite ".") cannot be kept from the sandbox by
+# a bind: the settings are refused, where the run went on and read it.
+t_srt_deny_read_in_a_bind_refused() {
+	mkdir -p "$T/proj" && echo "env-secret-$$" > "$T/proj/.env" || return 1
+	printf '{"filesystem": {"allowWrite": ["."], "denyRead": ["./.env"]}}\n' > "$T/srt.json"
+	chmod -R a+rX "$T"
+	local rc=0
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c \
+		"cat $T/proj/.env; echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_not_contains "the file" "$(cat "$T/out" "$T/err")" "env-secret-$$"
+	expect_not_contains "never ran" "$(cat "$T/out")" ran
+	expect_eq "refused (as a bad settings file)" "$rc" 125
+	expect_contains "why" "$(cat "$T/err")" "filesystem.denyRead[0]: \"./.env\" is inside the bind $T/proj"
 }
 
 # children PID: its children's pids

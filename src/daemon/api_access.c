@@ -10,9 +10,10 @@
  *    names given with --allow-env.
  *  - host paths, resolved first (symlinks, ".."): never /proc, /sys, /dev
  *    or the state directory (nor what is under them), the socket's
- *    directory, nor a directory that holds one of these (binds are
- *    recursive), nor the socket itself; then allowed under an
- *    --allow-host-path prefix; else, for a unix-socket client only, when
+ *    directory, the token's or TLS key's file, nor a directory that holds
+ *    one of these (binds are recursive), nor the socket itself; then
+ *    allowed under an --allow-host-path prefix; else, for a unix-socket
+ *    client only, when
  *    that client (SO_PEERCRED, SO_PEERGROUPS) could read it, or write it
  *    for an rw bind.  TCP clients get no other host path.
  *  - the uid: a root daemon runs a sandbox as the workspace's owner only
@@ -235,6 +236,18 @@ static bool host_path_ok(struct daemon *d, const struct client *c, char **path,
 		goto refused;
 	}
 	/*
+	 * Nor the token's file or the TLS key's (an unprivileged daemon's
+	 * sandbox is its uid, which reads them): with either a sandbox's code
+	 * could be a TCP client, or pass for the daemon, wherever it sent it.
+	 */
+	for (size_t i = 0; i < 2; i++)
+		if (d->key_real[i] && path_meets(real, d->key_real[i])) {
+			api_fault(f, 403, "forbidden", "%s %.300s (%.300s): the "
+				  "daemon's token and TLS key are never shown to a "
+				  "sandbox", what, *path, real);
+			goto refused;
+		}
+	/*
 	 * Nor the socket itself, by its name or a hard link's: a sandbox that
 	 * can connect to it (an unprivileged daemon's agent is the daemon's
 	 * own uid) would be a client as the daemon's user, with its host
@@ -333,6 +346,10 @@ bool api_access_check(struct daemon *d, struct evhttp_request *req,
 		if (corral_policy_pin_bind(p, i, pin, &err) < 0)
 			return api_fault(f, 500, "internal", "%s", err.msg);
 	}
+	/* nor a view of the secrets' files (the operator's among them) */
+	if (corral_policy_secrets_unseen(p, &err) < 0)
+		return api_fault(f, err.code == -EACCES ? 403 : 500, err.code == -EACCES ?
+				 "forbidden" : "internal", "%s", err.msg);
 	p->host_uid_min = d->access.uid_min;
 	p->host_uid_max = d->access.uid_max;
 	return true;

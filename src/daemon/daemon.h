@@ -200,6 +200,7 @@ struct daemon {
 	 */
 	char **allow_named;
 	char *state_real, *socket_dir_real;	/* resolved: never bindable */
+	char *key_real[2];		/* the token's, the TLS key's file: nor these */
 	dev_t socket_dev;		/* the socket's inode, never bindable */
 	ino_t socket_ino;		/* either (0: not known) */
 	struct evhttp *http_unix, *http_tcp;

@@ -661,6 +661,8 @@ static void daemon_free(struct daemon *d)
 	free(d->allow_named);
 	free(d->state_real);
 	free(d->socket_dir_real);
+	free(d->key_real[0]);
+	free(d->key_real[1]);
 	corral_policy_free(d->bound);
 	free(d->bound);
 	corral_policy_free(&d->builtin);
@@ -807,6 +809,13 @@ static int access_init(struct daemon *d, const struct daemon_opts *o,
 	if (!d->state_real || !d->socket_dir_real)
 		return corral_set_err(err, -errno, "cannot resolve %s or %s: %s",
 				      d->state_dir, dir, strerror(errno));
+	/* the token's and the TLS key's files: whoever reads one is a client */
+	for (size_t i = 0; i < 2; i++) {
+		const char *f = i ? o->tls_key : o->token_file;
+
+		if (f && !(d->key_real[i] = realpath(f, NULL)))
+			return corral_set_errno(err, errno, "cannot resolve %s", f);
+	}
 	return 0;
 }
 

@@ -55,6 +55,16 @@ static const char *const host_etc[] = {
 	"/etc/alternatives", "/etc/localtime", "/etc/mime.types",
 };
 
+const char *mount_host_source(size_t i)
+{
+	size_t ndirs = sizeof(host_dirs) / sizeof(host_dirs[0]);
+
+	if (i < ndirs)
+		return host_dirs[i];
+	i -= ndirs;
+	return i < sizeof(host_etc) / sizeof(host_etc[0]) ? host_etc[i] : NULL;
+}
+
 static const char *const dev_nodes[] = {
 	"null", "zero", "full", "random", "urandom", "tty",
 };
@@ -66,6 +76,13 @@ static const char *const proc_ro[] = {
 static const char *const proc_masked[] = {
 	"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
 	"/proc/kallsyms", "/proc/kmsg", "/proc/latency_stats", "/proc/timer_stats",
+	/*
+	 * The host's kernel config (which bugs it can have), its boot line
+	 * (a VM's or initrd's arguments carry addresses, and at times keys and
+	 * tokens) and its boot id (the same in every sandbox: two tell that
+	 * they share a host, and one names it to whoever it reports to).
+	 */
+	"/proc/config.gz", "/proc/cmdline", "/proc/sys/kernel/random/boot_id",
 };
 /* The host's hardware, as Docker masks it: an empty read-only tmpfs over each. */
 static const char *const proc_masked_dirs[] = {
@@ -102,6 +119,15 @@ static int make_ro(const char *path, bool noexec, struct corral_err *err)
 	if (sys_mount_setattr(path, AT_RECURSIVE, set, 0) < 0)
 		return corral_set_errno(err, errno, "cannot make %s read-only",
 				      path);
+	return 0;
+}
+
+/* An empty read-only tmpfs over a directory, where this host has it. */
+static int mask_dir(const char *path, struct corral_err *err)
+{
+	if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0555") < 0 && errno != ENOENT)
+		return corral_set_errno(err, errno, "cannot mount tmpfs on %s", path);
 	return 0;
 }
 
@@ -1083,6 +1109,13 @@ static int build_etc(int oldroot, const struct corral_policy *p,
 	/* an image's root has its own loader cache, certificates, zone info */
 	for (size_t i = 0; r == 0 && !img && i < sizeof(host_etc) / sizeof(host_etc[0]); i++)
 		r = bind_host(oldroot, host_etc[i], host_etc[i], BIND_RO, true, -1, -1, err);
+	/*
+	 * The host's TLS private keys come with /etc/ssl, and no program needs
+	 * them: an unprivileged caller's sandbox keeps its groups where it has
+	 * no subuid entry, ssl-cert's (postgres's) among them, which read them.
+	 */
+	if (r == 0 && !img)
+		r = mask_dir(MOUNT_HOST_MASKED, err);
 	if (r == 0 && tls_ca_pem)
 		r = build_tls_trust(oldroot, tls_ca_pem, img, err);
 	return r;
@@ -1590,12 +1623,8 @@ static int build_proc(struct corral_err *err)
 			r = corral_set_errno(err, e, "cannot mount /dev/null on %s", target);
 	}
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked_dirs) /
-	     sizeof(proc_masked_dirs[0]); i++) {
-		if (mount("tmpfs", proc_masked_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID |
-			  MS_NODEV | MS_NOEXEC, "mode=0555") < 0 && errno != ENOENT)
-			r = corral_set_errno(err, errno, "cannot mount tmpfs on %s",
-					     proc_masked_dirs[i]);
-	}
+	     sizeof(proc_masked_dirs[0]); i++)
+		r = mask_dir(proc_masked_dirs[i], err);
 	return r;
 }
 

@@ -469,6 +469,12 @@ static struct sandbox *sandbox_new(const struct sandbox_opts *o,
 		free(sb);
 		return NULL;
 	}
+	/* the secrets' values stay outside: no view that holds their files */
+	if (sb->tls && unseen_check(o->p, err) < 0) {
+		tlsbox_free(sb->tls);
+		free(sb);
+		return NULL;
+	}
 	sb->envp = sandbox_env(o->p);
 	if (sb->envp) {
 		size_t n = 0;

@@ -75,6 +75,12 @@ int mount_check_host_fd(int rootfd, int fd, const char *path,
  */
 int mount_check_submounts(int rootfd, int fd, const char *path,
 			  struct corral_err *err);
+/* The host's paths every view without a root of its own shows: i-th, or NULL. */
+const char *mount_host_source(size_t i);
+/* Beneath them, what is an empty directory instead (the host's TLS keys) */
+#define MOUNT_HOST_MASKED "/etc/ssl/private"
+/* unseen.c: no workspace, bind or root of p's view holds a secret's file. */
+int unseen_check(const struct corral_policy *p, struct corral_err *err);
 /* The paths Landlock lets the sandbox write (NULL-terminated). */
 extern const char *const mount_writable_paths[];
 /* The writable tmpfs (one budget), opened beneath the sandbox's "/". */

@@ -13,7 +13,10 @@
  *   filesystem.denyWrite     "ro" binds over a path a write bind holds;
  *                            elsewhere already read-only
  *   filesystem.denyRead      nothing to do where corral does not show the
- *                            path; refused under a bind (cannot be hidden)
+ *                            path; under a bind the settings are refused:
+ *                            corral cannot hide it there, and the sandbox
+ *                            would read what srt kept from it (a project's
+ *                            ./.env under allowWrite "."), its run going on
  *
  * Everything else is said, key by key, in the report: what it was and why
  * it did not map.  "~" is the caller's $HOME, a relative path is under the
@@ -238,7 +241,8 @@ static const char *bound_at(json_t *fs, const char *path)
 	return NULL;
 }
 
-static void deny_read(struct srt *srt, json_t *arr, const char *name)
+static int deny_read(struct srt *srt, json_t *arr, const char *name,
+		     struct corral_err *err)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *v;
 	char key[96];
@@ -251,15 +255,19 @@ static void deny_read(struct srt *srt, json_t *arr, const char *name)
 
 		if (!p)
 			say(srt, key, "not mapped: \"%.100s\" has no absolute path", s);
-		else if (top)
-			say(srt, key, "not mapped: \"%.100s\" is inside the bind %s, and corral "
-			    "cannot hide a path inside a bind", s, top);
-		else if ((top = in_shown(p)))
+		else if (top) {
+			corral_set_err(err, -EPERM, "srt settings: %s: \"%.100s\" is inside the "
+				       "bind %s, where corral cannot hide it: the sandbox would "
+				       "read it; bind less, or keep it elsewhere", key, s, top);
+			free(p);
+			return err->code;
+		} else if ((top = in_shown(p)))
 			say(srt, key, "not mapped: corral shows the host's %s read-only", top);
 		else
 			say(srt, key, "\"%.100s\": already unreadable (not in corral's view of the host)", s);
 		free(p);
 	}
+	return 0;
 }
 
 static const char *const net_unmapped[][2] = {
@@ -299,7 +307,7 @@ static void network(struct srt *srt, json_t *net)
 	}
 }
 
-static void filesystem(struct srt *srt, json_t *fs)
+static int filesystem(struct srt *srt, json_t *fs, struct corral_err *err)
 {
 	const char *k;
 	json_t *v;
@@ -308,11 +316,13 @@ static void filesystem(struct srt *srt, json_t *fs)
 	binds(srt, json_object_get(fs, "allowWrite"), "filesystem.allowWrite", true);
 	binds(srt, json_object_get(fs, "allowRead"), "filesystem.allowRead", false);
 	deny_write(srt, json_object_get(fs, "denyWrite"), "filesystem.denyWrite");
-	deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead");
+	if (deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead", err) < 0)
+		return err->code;
 	json_object_foreach(fs, k, v)
 		if (strcmp(k, "allowWrite") && strcmp(k, "allowRead") &&
 		    strcmp(k, "denyWrite") && strcmp(k, "denyRead"))
 			say(srt, "filesystem", "%s: not mapped: no corral equivalent", k);
+	return 0;
 }
 
 /* Translate settings (srt's JSON) into a policy document and a report. */
@@ -326,8 +336,10 @@ static int translate(json_t *settings, struct srt *srt, struct corral_err *err)
 	json_object_foreach(settings, k, v) {
 		if (!strcmp(k, "network") && json_is_object(v))
 			network(srt, v);
-		else if (!strcmp(k, "filesystem") && json_is_object(v))
-			filesystem(srt, v);
+		else if (!strcmp(k, "filesystem") && json_is_object(v)) {
+			if (filesystem(srt, v, err) < 0)
+				return err->code;
+		}
 		else
 			say(srt, k, "not mapped: %s", !strcmp(k, "ignoreViolations") ?
 			    "corral records every violation as an event; abort criteria decide" :

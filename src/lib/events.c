@@ -40,6 +40,8 @@ struct events_log {
 	bool torn;		/* the file ends inside a line: begin with '\n' */
 	bool resync;		/* a write failed: read the tail again first */
 	int werr;		/* errno of the last failed write, 0 after a good one */
+	uint64_t lost;		/* lines not written, a write failed (all told) */
+	int lost_errno;		/* the first of those failures' errno */
 	int refs;
 	events_line_fn observer;	/* sees every line written */
 	void *observer_arg;
@@ -288,8 +290,11 @@ static size_t write_line(struct events_log *log, json_t *o)
 	buf[n++] = '\n';
 	/* A full disk must not stop the sandbox's supervision: noted, no more. */
 	w = write(log->fd, buf, n);
-	if (w != (ssize_t)n)
+	if (w != (ssize_t)n) {
 		log->werr = w < 0 ? errno : ENOSPC;
+		if (!log->lost++)
+			log->lost_errno = log->werr;
+	}
 	if (w == (ssize_t)n && audit_hash(text, len, log->prev) == 0) {
 		log->torn = false;
 		log->werr = 0;
@@ -938,6 +943,18 @@ json_t *events_denials(struct events *ev)
 size_t events_count_denied(const struct events *ev)
 {
 	return ev ? ev->ndenied : 0;
+}
+
+uint64_t events_lost(const struct events *ev, int *first_errno)
+{
+	*first_errno = ev && ev->log ? ev->log->lost_errno : 0;
+	return ev && ev->log ? ev->log->lost : 0;
+}
+
+void events_flush(struct events *ev)
+{
+	if (ev)
+		flush(ev, corral_now_ms(), true, true);
 }
 
 void events_close(struct events *ev)

@@ -175,7 +175,8 @@ static const char run_usage[] =
 "criterion was read, the command's own status, or 1 where that was 0.\n"
 "Output that could not all be written to corral's stdout or stderr (a\n"
 "full disk, ulimit -f; not a reader gone, as `| head`), or a --json\n"
-"result that could not, is said on stderr, and a 0 becomes 125.\n"
+"result that could not, or events the --events file did not take, is\n"
+"said on stderr, and a 0 becomes 125.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
 "the network's policy or a denial lies behind a non-zero exit.\n";

@@ -198,6 +198,52 @@ t_events_not_written_are_said() {
 	[ "$(< "$T/written")" -lt 40 ] || fail "the fill left room for every denial: $(< "$T/written") written"
 }
 
+# An events file in a writable bind is refused: the sandbox could replace
+# its own record (unlink it, write a log of its making with a chain of its
+# own: the chain has no key, `audit verify` said "ok").  Found by inode: a
+# symlink to the directory, or the file bound itself, is refused as well.
+FORGE_PY='
+import hashlib, json, os
+os.unlink("/data/ev.jsonl")
+prev, out = "0" * 64, b""
+for o in [{"seq": 1, "type": "exec.start"}, {"seq": 2, "type": "exec.end", "exit_code": 0}]:
+    o["prev"] = prev
+    t = json.dumps(o, separators=(",", ":")).encode()
+    out += t + b"\n"
+    prev = hashlib.sha256(t).hexdigest()
+open("/data/ev.jsonl", "wb").write(out)
+print("replaced")
+'
+t_events_file_out_of_the_sandboxs_reach() {
+	local rc
+	printf '%s' "$FORGE_PY" > "$T/forge.py"
+	chmod 644 "$T/forge.py"
+	mkdir -m 777 "$T/rw"
+	ln -s "$T/rw" "$T/alias"
+	for events in "$T/rw/ev.jsonl" "$T/alias/ev.jsonl"; do
+		rc=0
+		timeout 120 "$CORRAL" run --rw "$T/rw:/data" --events "$events" \
+			--ro "$T/forge.py:/opt/forge.py" -- /usr/bin/python3 /opt/forge.py \
+			> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		expect_eq "$events: exit" "$rc" 125
+		expect_contains "$events: why" "$(< "$T/err")" \
+			"the events file $events lies in the writable bind $T/rw"
+		expect_not_contains "$events: nothing ran" "$(< "$T/out")" replaced
+	done
+	: > "$T/file.jsonl"
+	rc=0
+	timeout 120 "$CORRAL" run --rw "$T/file.jsonl:/data/log" --events "$T/file.jsonl" \
+		-- /bin/true > /dev/null 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "the file bound: exit" "$rc" 125
+	expect_contains "the file bound: why" "$(< "$T/err")" "lies in the writable bind $T/file.jsonl"
+	# outside every rw bind: runs, and the record is its own
+	rc=0
+	timeout 120 "$CORRAL" run --rw "$T/rw:/data" --events "$T/ev.jsonl" -- /bin/true \
+		> /dev/null 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "outside: exit" "$rc" 0
+	expect_contains "outside: recorded" "$(< "$T/ev.jsonl")" '"type":"exec.end"'
+}
+
 t_show_filters() {
 	mklog
 	out=$(audit show "$T/log")

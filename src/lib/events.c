@@ -945,6 +945,96 @@ size_t events_count_denied(const struct events *ev)
 	return ev ? ev->ndenied : 0;
 }
 
+/* ---- out of the sandbox's reach ------------------------------------------ */
+
+/* The objects the writable binds of *p give the sandbox, by inode. */
+static size_t writable_binds(const struct corral_policy *p, struct stat *st,
+			     const char **src, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nbinds && n < max; i++) {
+		const struct corral_bind *b = &p->binds[i];
+
+		if (!b->writable)
+			continue;
+		/* one that cannot be reached fails the start anyway */
+		if ((b->pinned ? fstat(b->fd, &st[n]) : stat(b->src, &st[n])) < 0)
+			continue;
+		src[n++] = b->src;
+	}
+	return n;
+}
+
+static const char *bound_as(const struct stat *at, const struct stat *st,
+			    const char **src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (st[i].st_dev == at->st_dev && st[i].st_ino == at->st_ino)
+			return src[i];
+	return NULL;
+}
+
+/*
+ * Which writable bind holds the file open at fd (path names it): the file
+ * itself bound, or a directory on its way up to "/", walked by "..", so
+ * that a host bind mount or a symlink that names it otherwise is seen.
+ */
+static const char *log_under_bind(int fd, const char *path, const struct stat *st,
+				  const char **src, size_t n)
+{
+	const char *slash = strrchr(path, '/'), *hit;
+	struct stat at, up;
+	char *dir;
+	int d, parent;
+
+	if (fstat(fd, &at) < 0)
+		return NULL;
+	if ((hit = bound_as(&at, st, src, n)))
+		return hit;
+	dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	d = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	free(dir);
+	/* at most PATH_MAX levels: "/" is its own parent */
+	for (int i = 0; d >= 0 && i < 4096; i++) {
+		if (fstat(d, &at) < 0 || (hit = bound_as(&at, st, src, n)))
+			break;
+		parent = openat(d, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &up) < 0 ||
+		    (up.st_dev == at.st_dev && up.st_ino == at.st_ino)) {
+			if (parent >= 0)
+				close(parent);
+			break;
+		}
+		close(d);
+		d = parent;
+	}
+	if (d >= 0)
+		close(d);
+	return hit;
+}
+
+#define BINDS_CHECKED 256
+
+int events_check_reach(const struct events *ev, const struct corral_policy *p,
+		       struct corral_err *err)
+{
+	struct stat st[BINDS_CHECKED];
+	const char *src[BINDS_CHECKED], *hit;
+	size_t n;
+
+	if (!ev || !ev->log || !p)
+		return 0;
+	n = writable_binds(p, st, src, BINDS_CHECKED);
+	hit = n ? log_under_bind(ev->log->fd, ev->log->path, st, src, n) : NULL;
+	if (!hit)
+		return 0;
+	return corral_set_err(err, -EPERM, "the events file %s lies in the writable "
+			      "bind %s: the sandbox could rewrite its own record (the "
+			      "chain has no key); keep it out of every rw bind",
+			      ev->log->path, hit);
+}
+
 uint64_t events_lost(const struct events *ev, int *first_errno)
 {
 	*first_errno = ev && ev->log ? ev->log->lost_errno : 0;

@@ -113,6 +113,16 @@ size_t events_count_denied(const struct events *ev);
  * silences the record: the run must say so, not read as whole.
  */
 uint64_t events_lost(const struct events *ev, int *first_errno);
+/*
+ * Refuse (-EPERM, err says which bind) an events file that a writable
+ * bind of *p would give the sandbox: the file bound itself, or lying in a
+ * bound directory (by inode, however the paths name them).  The chain has
+ * no key: through the bind the sandbox could rewrite its record, chain
+ * and all, and a write of ours that failed (the bind's file system full)
+ * continues the chain from the file's tail as the sandbox left it.
+ */
+int events_check_reach(const struct events *ev, const struct corral_policy *p,
+		       struct corral_err *err);
 /* Write the summaries still waiting now, as events_close() would. */
 void events_flush(struct events *ev);
 /* Writes the summaries still waiting, then frees ev. */

@@ -819,6 +819,8 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 	if (!s->base)
 		return corral_set_err(err, -ENOMEM, "cannot create an event loop");
 	r = events_open(&s->ev, o->events_path, name, err);
+	if (r == 0)
+		r = events_check_reach(s->ev, s->p, err);
 	if (r < 0)
 		return r;
 	events_set_limits(s->ev, &s->p->events);

@@ -201,7 +201,8 @@ t_events_not_written_are_said() {
 # An events file in a writable bind is refused: the sandbox could replace
 # its own record (unlink it, write a log of its making with a chain of its
 # own: the chain has no key, `audit verify` said "ok").  Found by inode: a
-# symlink to the directory, or the file bound itself, is refused as well.
+# symlink to the directory or to the file, or the file bound itself, is
+# refused as well.
 FORGE_PY='
 import hashlib, json, os
 os.unlink("/data/ev.jsonl")
@@ -219,8 +220,10 @@ t_events_file_out_of_the_sandboxs_reach() {
 	printf '%s' "$FORGE_PY" > "$T/forge.py"
 	chmod 644 "$T/forge.py"
 	mkdir -m 777 "$T/rw"
+	mkdir "$T/safe"
 	ln -s "$T/rw" "$T/alias"
-	for events in "$T/rw/ev.jsonl" "$T/alias/ev.jsonl"; do
+	ln -s "$T/rw/ev.jsonl" "$T/safe/ev.jsonl"
+	for events in "$T/rw/ev.jsonl" "$T/alias/ev.jsonl" "$T/safe/ev.jsonl"; do
 		rc=0
 		timeout 120 "$CORRAL" run --rw "$T/rw:/data" --events "$events" \
 			--ro "$T/forge.py:/opt/forge.py" -- /usr/bin/python3 /opt/forge.py \

@@ -976,25 +976,34 @@ static const char *bound_as(const struct stat *at, const struct stat *st,
 }
 
 /*
- * Which writable bind holds the file open at fd (path names it): the file
- * itself bound, or a directory on its way up to "/", walked by "..", so
- * that a host bind mount or a symlink that names it otherwise is seen.
+ * Which writable bind holds the file open at fd: the file itself bound, or
+ * a directory on its way up to "/", walked by "..", so that a host bind
+ * mount that names it otherwise is seen.  The walk starts where the file
+ * is (realpath): a symlink outside every bind to a log inside one is the
+ * sandbox's to replace all the same.
  */
 static const char *log_under_bind(int fd, const char *path, const struct stat *st,
 				  const char **src, size_t n)
 {
-	const char *slash = strrchr(path, '/'), *hit;
+	char *real = realpath(path, NULL), *slash;
+	const char *hit;
 	struct stat at, up;
-	char *dir;
-	int d, parent;
+	int d = -1, parent;
 
-	if (fstat(fd, &at) < 0)
+	if (fstat(fd, &at) < 0) {
+		free(real);
 		return NULL;
-	if ((hit = bound_as(&at, st, src, n)))
+	}
+	if ((hit = bound_as(&at, st, src, n))) {
+		free(real);
 		return hit;
-	dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-	d = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-	free(dir);
+	}
+	slash = real ? strrchr(real, '/') : NULL;
+	if (slash) {
+		slash[slash == real ? 1 : 0] = '\0';
+		d = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	free(real);
 	/* at most PATH_MAX levels: "/" is its own parent */
 	for (int i = 0; d >= 0 && i < 4096; i++) {
 		if (fstat(d, &at) < 0 || (hit = bound_as(&at, st, src, n)))

@@ -164,6 +164,89 @@ t_cut_short_then_continued() {
 	expect_contains "says" "$out" "line 3: not valid JSON"
 }
 
+# A run whose events file did not take all of its lines says so, and a 0
+# becomes 125: a sandbox with an rw bind on the log's file system fills
+# it, and the record used to stop there in silence (the run "exited with
+# status 0"; its denials after the fill and its exec.end in no line).
+t_events_not_written_are_said() {
+	local rc=0 reason
+	timeout 120 "$CORRAL" run --events /dev/full -- /bin/true > /dev/null 2> "$T/err" \
+		< /dev/null || rc=$?
+	expect_eq "exit" "$rc" 125
+	expect_contains "said" "$(< "$T/err")" \
+		"could not be written to the events file /dev/full: No space left on device"
+	[ "$(id -u)" = 0 ] || return 0
+	# the sandbox fills the log's file system (a tmpfs of this test's own
+	# mount namespace, gone with it) through its rw bind, then is denied
+	printf '{"events": {"verbatim": 1000}}\n' > "$T/p.json"
+	chmod 644 "$T/p.json"
+	mkdir "$T/small"
+	unshare -m --propagation private /bin/bash -c '
+		mount -t tmpfs -o size=256k tmpfs "$1" && mkdir -m 777 "$1/rw" || exit 99
+		rc=0
+		timeout 120 "$2" run --json --policy "$3/p.json" --rw "$1/rw:/data" \
+			--events "$1/ev" -- /bin/sh -c "head -c 300000 /dev/zero > /data/fill
+				for i in \$(seq 40); do unshare -U true 2>/dev/null; done
+				exit 0" > "$3/out" 2> "$3/err" < /dev/null || rc=$?
+		echo "$rc" > "$3/rc"
+		grep -c "\"type\":\"syscall.denied\"" "$1/ev" > "$3/written"' \
+		_ "$T/small" "$CORRAL" "$T"
+	expect_eq "filled, then denied: exit" "$(< "$T/rc")" 125
+	reason=$(json reason < "$T/out")
+	expect_contains "the run's own end" "$reason" "exited with status 0; denied: syscall unshare; 40 denials"
+	expect_contains "the gap said" "$reason" "could not be written to the events file $T/small/ev: No space left on device"
+	[ "$(< "$T/written")" -lt 40 ] || fail "the fill left room for every denial: $(< "$T/written") written"
+}
+
+# An events file in a writable bind is refused: the sandbox could replace
+# its own record (unlink it, write a log of its making with a chain of its
+# own: the chain has no key, `audit verify` said "ok").  Found by inode: a
+# symlink to the directory or to the file, or the file bound itself, is
+# refused as well.
+FORGE_PY='
+import hashlib, json, os
+os.unlink("/data/ev.jsonl")
+prev, out = "0" * 64, b""
+for o in [{"seq": 1, "type": "exec.start"}, {"seq": 2, "type": "exec.end", "exit_code": 0}]:
+    o["prev"] = prev
+    t = json.dumps(o, separators=(",", ":")).encode()
+    out += t + b"\n"
+    prev = hashlib.sha256(t).hexdigest()
+open("/data/ev.jsonl", "wb").write(out)
+print("replaced")
+'
+t_events_file_out_of_the_sandboxs_reach() {
+	local rc
+	printf '%s' "$FORGE_PY" > "$T/forge.py"
+	chmod 644 "$T/forge.py"
+	mkdir -m 777 "$T/rw"
+	mkdir "$T/safe"
+	ln -s "$T/rw" "$T/alias"
+	ln -s "$T/rw/ev.jsonl" "$T/safe/ev.jsonl"
+	for events in "$T/rw/ev.jsonl" "$T/alias/ev.jsonl" "$T/safe/ev.jsonl"; do
+		rc=0
+		timeout 120 "$CORRAL" run --rw "$T/rw:/data" --events "$events" \
+			--ro "$T/forge.py:/opt/forge.py" -- /usr/bin/python3 /opt/forge.py \
+			> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+		expect_eq "$events: exit" "$rc" 125
+		expect_contains "$events: why" "$(< "$T/err")" \
+			"the events file $events lies in the writable bind $T/rw"
+		expect_not_contains "$events: nothing ran" "$(< "$T/out")" replaced
+	done
+	: > "$T/file.jsonl"
+	rc=0
+	timeout 120 "$CORRAL" run --rw "$T/file.jsonl:/data/log" --events "$T/file.jsonl" \
+		-- /bin/true > /dev/null 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "the file bound: exit" "$rc" 125
+	expect_contains "the file bound: why" "$(< "$T/err")" "lies in the writable bind $T/file.jsonl"
+	# outside every rw bind: runs, and the record is its own
+	rc=0
+	timeout 120 "$CORRAL" run --rw "$T/rw:/data" --events "$T/ev.jsonl" -- /bin/true \
+		> /dev/null 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "outside: exit" "$rc" 0
+	expect_contains "outside: recorded" "$(< "$T/ev.jsonl")" '"type":"exec.end"'
+}
+
 t_show_filters() {
 	mklog
 	out=$(audit show "$T/log")

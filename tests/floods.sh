@@ -128,6 +128,46 @@ t_denied_mount_flood_is_summarised() {
 		"$("$CORRAL" audit show "$T/events" --type syscall.denied)" "syscall.denied.summary"
 }
 
+# Numbers above the filter's ceiling (ENOSYS) are one kind whatever the
+# number: 200 made-up numbers used to fill the 128 kinds named one by one,
+# and the mount, unshare and ptrace after them were in the log only as a
+# count of "kinds beyond the first 128", their names and arguments lost.
+UNNAMED_PY='
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+enosys = 0
+for i in range(200):
+    if libc.syscall(ctypes.c_long(1000 + i)) == -1 and ctypes.get_errno() == 38:
+        enosys += 1
+libc.mount(b"none", b"/tmp/probe-after-the-numbers", b"tmpfs", 0, None)
+libc.unshare(0x10000000)
+libc.ptrace(16, 1, None, None)
+print(enosys)
+'
+t_unnamed_syscalls_leave_the_named_ones_named() {
+	local ev
+	printf '%s' "$UNNAMED_PY" > "$T/sc.py"
+	chmod 644 "$T/sc.py"
+	policy '"events": {"verbatim": 10}'
+	frun --ro "$T/sc.py:/opt/sc.py" -- /usr/bin/python3 /opt/sc.py
+	notify_here || { skip "no USER_NOTIF: denials are plain EPERM, not events"; return 77; }
+	expect_eq "status" "$(json status < "$T/out")" exited
+	expect_eq "every number answered ENOSYS" "$(json stdout < "$T/out")" 200
+	ev=$(< "$T/events")
+	expect_contains "mount named" "$ev" '"syscall":"mount","nr":'
+	expect_contains "its target" "$ev" '"target":"/tmp/probe-after-the-numbers"'
+	expect_contains "unshare named" "$ev" '"syscall":"unshare","nr":'
+	expect_contains "ptrace named" "$ev" '"syscall":"ptrace","nr":'
+	expect_not_contains "no kinds beyond the named" "$ev" '"other":true'
+	read -r whole counted < <(counts "$T/events" syscall.denied)
+	expect_eq "written whole: ten numbers and the three" "$whole" 13
+	expect_eq "all counted" "$((whole + counted))" 203
+	expect_contains "the numbers' summary" "$(grep syscall.denied.summary "$T/events")" \
+		'"syscall":"syscall N","count":190,'
+	verified "$T/events"
+}
+
 # Past the budget: one log.budget event, then counts only; still exact.
 t_event_budget_reached() {
 	printf '%s' "$FLOOD_PY" > "$T/flood.py"

@@ -662,6 +662,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	b->t_created = b->t_mark = corral_now_ms();
 	b->lowerfd = -1;
 	r = events_new(&b->ev, o->log ? o->log->log : NULL, b->id, err);
+	if (r == 0)
+		r = events_check_reach(b->ev, p, err);
 	if (r < 0)
 		goto fail;
 	events_set_attributor(b->ev, box_attribute, b);

@@ -40,6 +40,8 @@ struct events_log {
 	bool torn;		/* the file ends inside a line: begin with '\n' */
 	bool resync;		/* a write failed: read the tail again first */
 	int werr;		/* errno of the last failed write, 0 after a good one */
+	uint64_t lost;		/* lines not written, a write failed (all told) */
+	int lost_errno;		/* the first of those failures' errno */
 	int refs;
 	events_line_fn observer;	/* sees every line written */
 	void *observer_arg;
@@ -288,8 +290,11 @@ static size_t write_line(struct events_log *log, json_t *o)
 	buf[n++] = '\n';
 	/* A full disk must not stop the sandbox's supervision: noted, no more. */
 	w = write(log->fd, buf, n);
-	if (w != (ssize_t)n)
+	if (w != (ssize_t)n) {
 		log->werr = w < 0 ? errno : ENOSPC;
+		if (!log->lost++)
+			log->lost_errno = log->werr;
+	}
 	if (w == (ssize_t)n && audit_hash(text, len, log->prev) == 0) {
 		log->torn = false;
 		log->werr = 0;
@@ -364,7 +369,38 @@ static const struct rated *rated_find(const char *type)
 	return NULL;
 }
 
-/* "mount", "evil.test:80": what names an event's kind. */
+/*
+ * A syscall number the filter knows no name for: "syscall 1000", as the
+ * sensor names a number above the ceiling (answered ENOSYS).
+ */
+static bool unnamed_syscall(const struct rated *r, const char *name)
+{
+	const char *p;
+
+	if (strcmp(r->type, "syscall.denied") || !name ||
+	    strncmp(name, "syscall ", strlen("syscall ")))
+		return false;
+	p = name + strlen("syscall ");
+	if (*p == '-')
+		p++;
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+/*
+ * "mount", "evil.test:80": what names an event's kind.  Unnamed syscall
+ * numbers are one kind, UNNAMED_SYSCALL, whatever the number: a loop of
+ * syscall(1000 + i) made the type's KINDS_MAX kinds in a millisecond, and
+ * the denials that matter after it (mount, ptrace, unshare) were in the
+ * log only as a count of "kinds beyond the first 128", their names lost.
+ * The named calls on the deny list are fewer than KINDS_MAX.
+ */
+#define UNNAMED_SYSCALL "syscall N"
+
 static void kind_key(const struct rated *r, json_t *fields, char *key, size_t len)
 {
 	const char *a = json_string_value(json_object_get(fields, r->key));
@@ -375,6 +411,8 @@ static void kind_key(const struct rated *r, json_t *fields, char *key, size_t le
 
 	if (!a)
 		a = "?";
+	if (unnamed_syscall(r, a))
+		a = UNNAMED_SYSCALL;
 	alen = strlen(a);
 	if (!r->key2) {
 		snprintf(key, len, "%s", a);
@@ -425,7 +463,11 @@ static struct kind *kind_new(const struct rated *r, const char *key, json_t *fie
 		free(k);
 		return NULL;
 	}
-	json_object_set(k->names, r->key, json_object_get(fields, r->key) ?: json_null());
+	/* the kind's name, not its first number's: the summary counts them all */
+	if (!strcmp(r->type, "syscall.denied") && !strcmp(key, UNNAMED_SYSCALL))
+		json_object_set_new(k->names, r->key, json_string(key));
+	else
+		json_object_set(k->names, r->key, json_object_get(fields, r->key) ?: json_null());
 	if (r->key2)
 		json_object_set(k->names, r->key2,
 				json_object_get(fields, r->key2) ?: json_null());
@@ -901,6 +943,117 @@ json_t *events_denials(struct events *ev)
 size_t events_count_denied(const struct events *ev)
 {
 	return ev ? ev->ndenied : 0;
+}
+
+/* ---- out of the sandbox's reach ------------------------------------------ */
+
+/* The objects the writable binds of *p give the sandbox, by inode. */
+static size_t writable_binds(const struct corral_policy *p, struct stat *st,
+			     const char **src, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nbinds && n < max; i++) {
+		const struct corral_bind *b = &p->binds[i];
+
+		if (!b->writable)
+			continue;
+		/* one that cannot be reached fails the start anyway */
+		if ((b->pinned ? fstat(b->fd, &st[n]) : stat(b->src, &st[n])) < 0)
+			continue;
+		src[n++] = b->src;
+	}
+	return n;
+}
+
+static const char *bound_as(const struct stat *at, const struct stat *st,
+			    const char **src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (st[i].st_dev == at->st_dev && st[i].st_ino == at->st_ino)
+			return src[i];
+	return NULL;
+}
+
+/*
+ * Which writable bind holds the file open at fd: the file itself bound, or
+ * a directory on its way up to "/", walked by "..", so that a host bind
+ * mount that names it otherwise is seen.  The walk starts where the file
+ * is (realpath): a symlink outside every bind to a log inside one is the
+ * sandbox's to replace all the same.
+ */
+static const char *log_under_bind(int fd, const char *path, const struct stat *st,
+				  const char **src, size_t n)
+{
+	char *real = realpath(path, NULL), *slash;
+	const char *hit;
+	struct stat at, up;
+	int d = -1, parent;
+
+	if (fstat(fd, &at) < 0) {
+		free(real);
+		return NULL;
+	}
+	if ((hit = bound_as(&at, st, src, n))) {
+		free(real);
+		return hit;
+	}
+	slash = real ? strrchr(real, '/') : NULL;
+	if (slash) {
+		slash[slash == real ? 1 : 0] = '\0';
+		d = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	free(real);
+	/* at most PATH_MAX levels: "/" is its own parent */
+	for (int i = 0; d >= 0 && i < 4096; i++) {
+		if (fstat(d, &at) < 0 || (hit = bound_as(&at, st, src, n)))
+			break;
+		parent = openat(d, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &up) < 0 ||
+		    (up.st_dev == at.st_dev && up.st_ino == at.st_ino)) {
+			if (parent >= 0)
+				close(parent);
+			break;
+		}
+		close(d);
+		d = parent;
+	}
+	if (d >= 0)
+		close(d);
+	return hit;
+}
+
+#define BINDS_CHECKED 256
+
+int events_check_reach(const struct events *ev, const struct corral_policy *p,
+		       struct corral_err *err)
+{
+	struct stat st[BINDS_CHECKED];
+	const char *src[BINDS_CHECKED], *hit;
+	size_t n;
+
+	if (!ev || !ev->log || !p)
+		return 0;
+	n = writable_binds(p, st, src, BINDS_CHECKED);
+	hit = n ? log_under_bind(ev->log->fd, ev->log->path, st, src, n) : NULL;
+	if (!hit)
+		return 0;
+	return corral_set_err(err, -EPERM, "the events file %s lies in the writable "
+			      "bind %s: the sandbox could rewrite its own record (the "
+			      "chain has no key); keep it out of every rw bind",
+			      ev->log->path, hit);
+}
+
+uint64_t events_lost(const struct events *ev, int *first_errno)
+{
+	*first_errno = ev && ev->log ? ev->log->lost_errno : 0;
+	return ev && ev->log ? ev->log->lost : 0;
+}
+
+void events_flush(struct events *ev)
+{
+	if (ev)
+		flush(ev, corral_now_ms(), true, true);
 }
 
 void events_close(struct events *ev)

@@ -105,6 +105,26 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
 void events_set_seq(struct events *ev, uint64_t last);
 /* Denials so far, all of them, whether written whole or only counted. */
 size_t events_count_denied(const struct events *ev);
+/*
+ * Lines the events file did not take: a write failed (a full disk, a
+ * quota), counted since the log was opened, every sandbox writing to it
+ * together; *first_errno says why the first failed.  0 without a file.
+ * A sandbox that fills the file system its log is on (an rw bind there)
+ * silences the record: the run must say so, not read as whole.
+ */
+uint64_t events_lost(const struct events *ev, int *first_errno);
+/*
+ * Refuse (-EPERM, err says which bind) an events file that a writable
+ * bind of *p would give the sandbox: the file bound itself, or lying in a
+ * bound directory (by inode, however the paths name them).  The chain has
+ * no key: through the bind the sandbox could rewrite its record, chain
+ * and all, and a write of ours that failed (the bind's file system full)
+ * continues the chain from the file's tail as the sandbox left it.
+ */
+int events_check_reach(const struct events *ev, const struct corral_policy *p,
+		       struct corral_err *err);
+/* Write the summaries still waiting now, as events_close() would. */
+void events_flush(struct events *ev);
 /* Writes the summaries still waiting, then frees ev. */
 void events_close(struct events *ev);
 

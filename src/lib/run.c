@@ -701,6 +701,30 @@ static void unblock_signals(const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
+/*
+ * The record itself, when the events file did not take all of it (a full
+ * disk: a sandbox with an rw bind on the file system of the --events file
+ * can fill it): said, and like output that was lost, a 0 becomes 125 (the
+ * CLI), else a silent gap reads as a run with nothing more to say.
+ */
+static void explain_events_lost(struct corral_result *res, const struct events *ev,
+				const char *path)
+{
+	size_t n = strlen(res->reason);
+	uint64_t lost;
+	int e;
+
+	lost = events_lost(ev, &e);
+	if (!lost)
+		return;
+	if (!res->output_errno)
+		res->output_errno = e ? e : EIO;
+	snprintf(res->reason + n, sizeof(res->reason) - n, "; %llu event%s could "
+		 "not be written to the events file %s: %s",
+		 (unsigned long long)lost, lost == 1 ? "" : "s", path ? path : "?",
+		 strerror(e ? e : EIO));
+}
+
 /* The end, explained: the result's fields and the exec.end event. */
 static void conclude(struct supervise *s, const char *cmd, const struct rusage *ru,
 		     struct corral_result *res)
@@ -797,6 +821,8 @@ static int prepare(struct supervise *s, const struct corral_run_opts *o,
 	if (!s->base)
 		return corral_set_err(err, -ENOMEM, "cannot create an event loop");
 	r = events_open(&s->ev, o->events_path, name, err);
+	if (r == 0)
+		r = events_check_reach(s->ev, s->p, err);
 	if (r < 0)
 		return r;
 	events_set_limits(s->ev, &s->p->events);
@@ -962,6 +988,10 @@ fail:
 		res->denials = json_dumps(d, JSON_COMPACT | JSON_ENSURE_ASCII);
 		res->denials_total = events_count_denied(s.ev);
 		json_decref(d);
+		/* the summaries too, before the file's gaps are counted */
+		events_flush(s.ev);
+		if (r == 0)
+			explain_events_lost(res, s.ev, o->events_path);
 	}
 	events_close(s.ev);
 	/* let libevent finish what freeing the proxy deferred, then free it */

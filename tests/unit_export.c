@@ -6,10 +6,12 @@
  */
 #include "unit.h"
 #include "export.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1096,6 +1098,53 @@ TEST(patch_of_a_session_applies)
 		 "test -x run.sh && ! grep -q fsmonitor .git/config", tmp, patch) == 0);
 	json_decref(rep);
 	ovl_close(&o);
+}
+
+/* walk_up: each level by "..", the start first, up to "/" (walkup.c) */
+struct levels {
+	struct stat seen[64];
+	size_t n;
+	ino_t stop_at;
+};
+
+static bool level_visit(const struct stat *st, void *arg)
+{
+	struct levels *l = arg;
+
+	if (l->n < 64)
+		l->seen[l->n++] = *st;
+	return l->stop_at && st->st_ino == l->stop_at;
+}
+
+TEST(walk_up_each_level_to_the_root)
+{
+	char top[] = "/tmp/unit_walkup.XXXXXX", path[PATH_MAX];
+	struct stat root, a, b;
+	struct levels l = { .n = 0 };
+	int fd;
+
+	CHECK(mkdtemp(top) != NULL);
+	snprintf(path, sizeof(path), "%s/a", top);
+	CHECK(mkdir(path, 0700) == 0 && stat(path, &a) == 0);
+	snprintf(path, sizeof(path), "%s/a/b", top);
+	CHECK(mkdir(path, 0700) == 0 && stat(path, &b) == 0);
+	CHECK(stat("/", &root) == 0);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK(walk_up(fd, level_visit, &l) == 0);
+	CHECK(l.n >= 4);
+	CHECK(l.seen[0].st_ino == b.st_ino && l.seen[1].st_ino == a.st_ino);
+	CHECK(l.n && l.seen[l.n - 1].st_ino == root.st_ino &&
+	      l.seen[l.n - 1].st_dev == root.st_dev);
+	/* stopped where the visit says, and the caller's fd left open */
+	l = (struct levels){ .stop_at = a.st_ino };
+	CHECK(walk_up(fd, level_visit, &l) == 1 && l.n == 2);
+	CHECK(fcntl(fd, F_GETFD) >= 0);
+	close(fd);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/a", top);
+	rmdir(path);
+	rmdir(top);
 }
 
 int main(void)

@@ -975,6 +975,21 @@ static const char *bound_as(const struct stat *at, const struct stat *st,
 	return NULL;
 }
 
+struct binds_seen {
+	const struct stat *st;
+	const char **src;
+	size_t n;
+	const char *hit;
+};
+
+static bool bind_visit(const struct stat *at, void *arg)
+{
+	struct binds_seen *b = arg;
+
+	b->hit = bound_as(at, b->st, b->src, b->n);
+	return b->hit != NULL;
+}
+
 /*
  * Which writable bind holds the file open at fd: the file itself bound, or
  * a directory on its way up to "/", walked by "..", so that a host bind
@@ -986,17 +1001,13 @@ static const char *log_under_bind(int fd, const char *path, const struct stat *s
 				  const char **src, size_t n)
 {
 	char *real = realpath(path, NULL), *slash;
-	const char *hit;
-	struct stat at, up;
-	int d = -1, parent;
+	struct binds_seen b = { .st = st, .src = src, .n = n };
+	struct stat at;
+	int d = -1;
 
-	if (fstat(fd, &at) < 0) {
+	if (fstat(fd, &at) < 0 || bind_visit(&at, &b)) {
 		free(real);
-		return NULL;
-	}
-	if ((hit = bound_as(&at, st, src, n))) {
-		free(real);
-		return hit;
+		return b.hit;
 	}
 	slash = real ? strrchr(real, '/') : NULL;
 	if (slash) {
@@ -1004,23 +1015,11 @@ static const char *log_under_bind(int fd, const char *path, const struct stat *s
 		d = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	free(real);
-	/* at most PATH_MAX levels: "/" is its own parent */
-	for (int i = 0; d >= 0 && i < 4096; i++) {
-		if (fstat(d, &at) < 0 || (hit = bound_as(&at, st, src, n)))
-			break;
-		parent = openat(d, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (parent < 0 || fstat(parent, &up) < 0 ||
-		    (up.st_dev == at.st_dev && up.st_ino == at.st_ino)) {
-			if (parent >= 0)
-				close(parent);
-			break;
-		}
+	if (d >= 0) {
+		walk_up(d, bind_visit, &b);
 		close(d);
-		d = parent;
 	}
-	if (d >= 0)
-		close(d);
-	return hit;
+	return b.hit;
 }
 
 #define BINDS_CHECKED 256

@@ -1632,7 +1632,6 @@ static bool path_within(const char *path, const char *top)
 /* ---- the caller's destination --------------------------------------------- */
 
 #define DEST_LINKS_MAX	40	/* the kernel's own bound on a path's symlinks */
-#define DEST_DEPTH_MAX	4096
 
 /*
  * The directories p's --rw binds share with the host, by identity, in
@@ -1662,41 +1661,29 @@ int export_rw_dirs(const struct corral_policy *p, struct corral_dir_id **ids,
 	return 0;
 }
 
+struct rw_dirs {
+	const struct corral_dir_id *id;
+	size_t n;
+};
+
+static bool rw_visit(const struct stat *st, void *arg)
+{
+	const struct rw_dirs *rw = arg;
+
+	for (size_t i = 0; i < rw->n; i++)
+		if (rw->id[i].dev == (uint64_t)st->st_dev &&
+		    rw->id[i].ino == (uint64_t)st->st_ino)
+			return true;
+	return false;
+}
+
 /* Whether dir is, or lies below, one of the n directories rw names. */
 static bool in_rw_dirs(const struct corral_dir_id *rw, size_t n, int dir)
 {
-	struct stat st, up;
-	bool found = false;
-	int cur;
+	struct rw_dirs d = { .id = rw, .n = n };
 
-	if (!n)
-		return false;
-	cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
 	/* a directory that cannot be walked up is taken for the sandbox's */
-	if (cur < 0)
-		return true;
-	for (int depth = 0; !found && depth < DEST_DEPTH_MAX; depth++) {
-		int parent;
-
-		if (fstat(cur, &st) < 0) {
-			found = true;
-			break;
-		}
-		for (size_t i = 0; !found && i < n; i++)
-			found = rw[i].dev == (uint64_t)st.st_dev &&
-				rw[i].ino == (uint64_t)st.st_ino;
-		/* ".." climbs out of a mount too: up to the root's own */
-		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (!found && (parent < 0 || fstat(parent, &up) < 0))
-			found = true;
-		close(cur);
-		cur = parent;
-		if (found || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
-			break;
-	}
-	if (cur >= 0)
-		close(cur);
-	return found;
+	return n && walk_up(dir, rw_visit, &d) != 0;
 }
 
 /*
@@ -1719,31 +1706,23 @@ static void owner_note(struct path_owner *po, const struct stat *st)
 					   .gid = st->st_gid };
 }
 
+/* walking up: the last one seen is the topmost */
+static bool top_visit(const struct stat *st, void *arg)
+{
+	struct path_owner *top = arg;
+
+	if (st->st_uid != 0)
+		*top = (struct path_owner){ .found = true, .uid = st->st_uid,
+					    .gid = st->st_gid };
+	return false;
+}
+
 /* A relative path's way from /: the working directory's own, topmost first. */
 static void owner_up(struct path_owner *po, int dir)
 {
 	struct path_owner top = { 0 };
-	struct stat st, up;
-	int cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
 
-	for (int depth = 0; cur >= 0 && depth < DEST_DEPTH_MAX; depth++) {
-		int parent;
-
-		if (fstat(cur, &st) < 0)
-			break;
-		/* walking up: the last one seen is the topmost */
-		if (st.st_uid != 0)
-			top = (struct path_owner){ .found = true, .uid = st.st_uid,
-						   .gid = st.st_gid };
-		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		close(cur);
-		cur = parent;
-		if (cur < 0 || fstat(cur, &up) < 0 ||
-		    (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
-			break;
-	}
-	if (cur >= 0)
-		close(cur);
+	walk_up(dir, top_visit, &top);
 	if (po && !po->found && top.found)
 		*po = top;
 }

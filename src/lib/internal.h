@@ -95,6 +95,17 @@ struct open_how;
  */
 int openat2_retry(int dirfd, const char *path, const struct open_how *how);
 
+/* ---- walkup.c ------------------------------------------------------- */
+
+struct stat;
+/*
+ * Each directory from dir (an fd, left open) up to the root, by "..",
+ * dir's own first: visit(st, arg) returning true stops the walk.  1 when
+ * it stopped it, 0 at the root, -errno where a level could not be opened
+ * or read (-ELOOP past 4096 levels).
+ */
+int walk_up(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
+
 /* ---- cgroup*.c: limits, freezer, kill (cgroup v2, v1, or rlimits) ---- */
 #include "cgroup.h"
 

@@ -58,12 +58,18 @@ static void chain_add(struct chain *c, const struct stat *st)
 	}
 }
 
+static bool chain_visit(const struct stat *st, void *arg)
+{
+	chain_add(arg, st);
+	return false;
+}
+
 /* The file and each directory above it, as secrets.c opens it. */
 static int chain_of(const char *file, struct chain *c, struct corral_err *err)
 {
-	struct stat st, up;
+	struct stat st;
 	char *real, *slash;
-	int fd, next;
+	int fd;
 
 	c->n = 0;
 	if (stat(file, &st) < 0)
@@ -86,19 +92,8 @@ static int chain_of(const char *file, struct chain *c, struct corral_err *err)
 		return -e;
 	}
 	free(real);
-	for (size_t i = 0; i < UNSEEN_DEPTH_MAX; i++) {
-		if (fstat(fd, &st) < 0)
-			break;
-		chain_add(c, &st);
-		next = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (next < 0)
-			break;
-		close(fd);
-		fd = next;
-		/* the root is its own parent */
-		if (fstat(fd, &up) == 0 && up.st_dev == st.st_dev && up.st_ino == st.st_ino)
-			break;
-	}
+	/* a level that cannot be read ends the chain: what lies above is not judged */
+	walk_up(fd, chain_visit, c);
 	close(fd);
 	return 0;
 }

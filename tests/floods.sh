@@ -39,14 +39,16 @@ while time.monotonic() < end and n < 10000000:
 print(n)
 '
 
-# N DNS questions for made-up names to the supervisor's responder.
+# N DNS questions for made-up names to the supervisor's responder, then
+# three for each NAME given after N.
 DNS_PY='
 import random, socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(2)
 n, answered = int(sys.argv[1]), 0
-for i in range(n):
-    name = "r%d-%d.evil.test" % (i, random.randrange(1 << 30))
+names = ["r%d-%d.evil.test" % (i, random.randrange(1 << 30)) for i in range(n)]
+names += [m for m in sys.argv[2:] for _ in range(3)]
+for i, name in enumerate(names):
     q = struct.pack(">HHHHHH", i & 0xffff, 0x0100, 1, 0, 0, 0)
     q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
     s.sendto(q + struct.pack(">HH", 1, 1), ("127.0.0.1", 53))
@@ -220,19 +222,55 @@ EOF
 	verified "$T/events"
 }
 
-# Made-up names: 128 kinds named one by one at most, the rest one kind.
-# 1000 names, seven times the bound (3000 cost a quarter more CPU).
+# Made-up names: 128 kinds named one by one, the rest one kind, "other",
+# whose names are each written whole once while those lines take less
+# than a quarter of the budget, then listed in its summaries (32 a
+# summary) and counted.  1000 names under a 128K budget, past the quarter
+# (32K, about 80 lines) and within the budget (3000 cost a quarter more
+# CPU).  The bound was 128 + 10 lines whole, and the 140th name was
+# nowhere in the log: t_name_after_made_up_ones_is_named.
 t_dns_names_flood_is_bounded() {
 	printf '%s' "$DNS_PY" > "$T/dns.py"
 	chmod 644 "$T/dns.py"
-	policy '"network": {"mode": "proxy", "allow": ["x.test"]}, "events": {"verbatim": 10}'
+	policy '"network": {"mode": "proxy", "allow": ["x.test"]}, "events": {"verbatim": 10, "budget": "128K"}'
 	frun --ro "$T/dns.py:/opt/dns.py" -- /usr/bin/python3 /opt/dns.py 1000
 	expect_eq "status" "$(json status < "$T/out")" exited
 	expect_eq "all answered" "$(json stdout < "$T/out")" 1000
 	read -r whole counted < <(counts "$T/events" egress.denied)
-	[ "$whole" -le $((128 + 10)) ] || fail "$whole denials written whole"
+	# 128 kinds, then "other"'s lines to a quarter of the budget, each over
+	# 300 bytes
+	[ "$whole" -le $((128 + 128 * 1024 / 4 / 300 + 1)) ] || fail "$whole denials written whole"
+	[ "$whole" -gt 128 ] || fail "only $whole denials written whole: none of \"other\""
 	expect_eq "all counted" "$((whole + counted))" 1000
 	expect_contains "the rest as one kind" "$(grep egress.denied.summary "$T/events")" '"other":true'
+	read -r names distinct budget < <(/usr/bin/python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+hosts = [e["host"] for e in lines if e["type"] == "egress.denied"]
+names = [n for e in lines if e["type"] == "egress.denied.summary" for n in e.get("names", [])]
+print(max([len(e.get("names", [])) for e in lines] + [0]), int(len(set(hosts)) == len(hosts)),
+      sum(e["type"] == "log.budget" for e in lines))' "$T/events")
+	expect_eq "at most 32 new names a summary" "$names" 32
+	expect_eq "each name written whole once" "$distinct" 1
+	expect_eq "within the budget" "$budget" 0
+	[ "$(size_of "$T/events")" -lt $((128 * 1024)) ] || fail "$(size_of "$T/events") bytes of events"
+	verified "$T/events"
+}
+
+# 140 made-up names, then three lookups of the one that mattered: a line
+# names it.  Past the 128 kinds a type names one by one, it was counted
+# among "other" and named nowhere in the log (the result's denials and an
+# abort's evidence named it).
+t_name_after_made_up_ones_is_named() {
+	printf '%s' "$DNS_PY" > "$T/dns.py"
+	chmod 644 "$T/dns.py"
+	policy '"network": {"mode": "proxy", "allow": ["x.test"]}, "events": {"verbatim": 10}'
+	frun --ro "$T/dns.py:/opt/dns.py" -- /usr/bin/python3 /opt/dns.py 140 metadata.target.test
+	expect_eq "status" "$(json status < "$T/out")" exited
+	expect_eq "all answered" "$(json stdout < "$T/out")" 143
+	expect_eq "named once" "$(grep -c '"type":"egress.denied",.*"host":"metadata.target.test"' "$T/events")" 1
+	read -r whole counted < <(counts "$T/events" egress.denied)
+	expect_eq "every name once" "$whole $counted" "141 2"
 	verified "$T/events"
 }
 

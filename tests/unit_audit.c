@@ -784,6 +784,125 @@ TEST(budget_bounds_the_log)
 	CHECK(r.bad_line == 0);
 }
 
+static void dns_denied(struct events *ev, const char *host)
+{
+	events_emit(ev, "egress.denied", json_pack("{s:s, s:s, s:i, s:s}",
+		    "protocol", "dns", "host", host, "port", 53,
+		    "reason", "not in the allowlist"));
+}
+
+/* The lines of the log at p that hold want. */
+static size_t named_in(const char *p, const char *want)
+{
+	char *buf, *line, *save = NULL;
+	size_t len, n = 0;
+
+	buf = slurp(p, &len);
+	for (line = buf ? strtok_r(buf, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save))
+		n += strstr(line, want) != NULL;
+	free(buf);
+	return n;
+}
+
+/*
+ * 140 made-up names, then the one that mattered: past the 128 kinds a
+ * type names, its first lookup is still written whole, once.  It was
+ * counted among "other", its name nowhere in the log.
+ */
+TEST(new_destination_past_the_kinds_is_named)
+{
+	struct corral_event_limits lim = { 16 << 20, 10, 60000 };
+	struct corral_err err = { 0 };
+	struct events *ev;
+	json_int_t counted, dummy;
+	char host[64];
+
+	write_log(path, 0);
+	CHECK(events_open(&ev, path, "sb-1", &err) == 0);
+	events_set_limits(ev, &lim);
+	for (int i = 0; i < 140; i++) {
+		snprintf(host, sizeof(host), "r%d.evil.test", i);
+		dns_denied(ev, host);
+	}
+	for (int i = 0; i < 3; i++)
+		dns_denied(ev, "metadata.target.test");
+	events_close(ev);
+	CHECK(named_in(path, "\"type\":\"egress.denied\",\"protocol\":\"dns\","
+		       "\"host\":\"metadata.target.test\"") == 1);
+	/* every name once: 128 kinds, 12 of "other", the target once */
+	CHECK(lines_of(path, "egress.denied", &dummy) == 141);
+	lines_of(path, "egress.denied.summary", &counted);
+	CHECK(counted == 2);
+}
+
+/*
+ * Past a quarter of the budget of such lines, new names are listed in the
+ * summaries of "other" (NAMES_LISTED a summary), the rest counted: a flood
+ * hides a name only within its window, and a name the list had no room
+ * for is still new (its next lookup can be listed).
+ */
+TEST(new_destinations_past_the_share_are_listed)
+{
+	struct corral_event_limits lim = { 64 << 10, 10, 100 };
+	struct corral_err err = { 0 };
+	struct events *ev;
+	struct stat st;
+	json_int_t counted, dummy;
+	size_t whole;
+	char host[64];
+
+	write_log(path, 0);
+	CHECK(events_open(&ev, path, "sb-1", &err) == 0);
+	events_set_limits(ev, &lim);
+	for (int i = 0; i < 400; i++) {
+		snprintf(host, sizeof(host), "r%d.evil.test", i);
+		dns_denied(ev, host);
+	}
+	dns_denied(ev, "metadata.target.test");	/* past the 32 listed */
+	usleep(150 * 1000);	/* past the interval: its own window */
+	dns_denied(ev, "metadata.target.test");
+	events_close(ev);
+	whole = lines_of(path, "egress.denied", &dummy);
+	CHECK(whole > 128 && whole < 400);
+	lines_of(path, "egress.denied.summary", &counted);
+	CHECK((json_int_t)whole + counted == 402);
+	CHECK(named_in(path, "\"r399.evil.test:53\"") == 0);
+	CHECK(named_in(path, "\"names\":[\"metadata.target.test:53\"]") == 1);
+	CHECK(named_in(path, "\"names_unlisted\":") == 1);
+	CHECK(lines_of(path, "log.budget", &dummy) == 0);
+	CHECK(stat(path, &st) == 0 && st.st_size < (64 << 10));
+}
+
+/* A metadata service's address after a flood past the budget: named once. */
+TEST(metadata_service_named_past_the_budget)
+{
+	struct corral_event_limits lim = { 4 << 10, 10, 60000 };
+	struct corral_err err = { 0 };
+	struct events *ev;
+	json_int_t dummy;
+	char host[64];
+
+	write_log(path, 0);
+	CHECK(events_open(&ev, path, "sb-1", &err) == 0);
+	events_set_limits(ev, &lim);
+	for (int i = 0; i < 200; i++) {
+		snprintf(host, sizeof(host), "r%d.evil.test", i);
+		dns_denied(ev, host);
+	}
+	for (int i = 0; i < 3; i++)
+		events_emit(ev, "egress.denied", json_pack("{s:s, s:s, s:i}", "protocol",
+			    "transparent", "host", "169.254.169.254", "port", 80 + i));
+	dns_denied(ev, "METADATA.google.internal.");
+	events_close(ev);
+	CHECK(lines_of(path, "log.budget", &dummy) == 1);
+	CHECK(named_in(path, "\"type\":\"egress.denied\",\"protocol\":\"transparent\","
+		       "\"host\":\"169.254.169.254\",\"port\":80,") == 1);
+	CHECK(named_in(path, "\"host\":\"169.254.169.254\",\"port\":81,") == 0);
+	CHECK(named_in(path, "\"type\":\"egress.denied\",\"protocol\":\"dns\","
+		       "\"host\":\"METADATA.google.internal.\"") == 1);
+}
+
 TEST(show_filters_and_formats)
 {
 	struct corral_err err = { 0 };

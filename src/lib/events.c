@@ -24,10 +24,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <nettle/sha2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,6 +85,23 @@ static const struct rated rated_types[] = {
 #define KIND_SLOTS	1024		/* a hash table, open addressing */
 #define KIND_KEY_MAX	320
 
+/*
+ * Yet each destination of "other" is named once: 140 lookups of made-up
+ * names, then the one that mattered, used to leave no line naming it.
+ * The first event of each new one is written whole while the type's
+ * whole lines of "other" are under a quarter of the budget (a flood of
+ * names leaves the rest to everything else) and events.verbatim is not
+ * 0 (counts only, as asked); past that, each summary of
+ * "other" lists the new ones since the one before, up to NAMES_LISTED
+ * (NAMES_BYTES), and counts the rest.  Which ones were named is kept as
+ * 64 bits of their SHA-256 (a made-up name that passes for another is a
+ * second preimage of those bits, 2^64 tries), at most SEEN_MAX / 2.
+ */
+#define SEEN_MIN	1024		/* slots, open addressing, half full at most */
+#define SEEN_MAX	(1u << 16)	/* 512 KiB: past a 16 MiB budget's quarter */
+#define NAMES_LISTED	32
+#define NAMES_BYTES	4096
+
 struct kind {
 	const struct rated *r;
 	char *key;		/* "mount", "evil.test:80"; NULL: the other kinds */
@@ -91,6 +110,17 @@ struct kind {
 	uint64_t whole;		/* written whole */
 	uint64_t pending;	/* counted since the last summary */
 	uint64_t since_ms;	/* when the first of those came */
+	/* "other" only: its new destinations past its share of whole lines */
+	uint64_t fresh_bytes;	/* its lines written whole, first of their kind */
+	json_t *listed;		/* the new ones for its next summary */
+	size_t listed_bytes;
+	uint64_t unlisted;	/* events of new ones not listed since then */
+};
+
+/* The destinations of "other" kinds named in the log, by hash. */
+struct seen {
+	uint64_t *h;		/* 0: a free slot */
+	size_t cap, n;
 };
 
 struct events {
@@ -112,6 +142,8 @@ struct events {
 	struct kind **slots;	/* KIND_SLOTS, made at the first rated event */
 	size_t nkinds[NRATED];
 	struct kind other[NRATED];
+	struct seen seen;
+	uint32_t metadata[NRATED];	/* of metadata_hosts, those written whole */
 };
 
 int events_log_open(struct events_log **out, const char *path,
@@ -479,15 +511,14 @@ static struct kind *kind_new(const struct rated *r, const char *key, json_t *fie
  * the type (or out of memory), the type's "other" kind.  Bounded memory
  * whatever names a sandbox makes up.
  */
-static struct kind *kind_get(struct events *ev, const struct rated *r, json_t *fields)
+static struct kind *kind_get(struct events *ev, const struct rated *r, json_t *fields,
+			     const char *key)
 {
 	struct kind *other = &ev->other[r - rated_types];
-	char key[KIND_KEY_MAX];
 	size_t i;
 
 	if (!ev->slots && !(ev->slots = calloc(KIND_SLOTS, sizeof(*ev->slots))))
 		return other;
-	kind_key(r, fields, key, sizeof(key));
 	for (i = key_slot(r, key); ev->slots[i]; i = (i + 1) % KIND_SLOTS)
 		if (ev->slots[i]->r == r && !strcmp(ev->slots[i]->key, key))
 			return ev->slots[i];
@@ -498,6 +529,132 @@ static struct kind *kind_get(struct events *ev, const struct rated *r, json_t *f
 		return other;
 	ev->nkinds[r - rated_types]++;
 	return ev->slots[i];
+}
+
+/* ---- the destinations of "other", each named once -------------------- */
+
+/* 64 bits of the SHA-256 of type r's key; never 0, a free slot's mark. */
+static uint64_t seen_hash(const struct rated *r, const char *key)
+{
+	uint8_t md[SHA256_DIGEST_SIZE], t = (uint8_t)(r - rated_types);
+	struct sha256_ctx ctx;
+	uint64_t h = 0;
+
+	sha256_init(&ctx);
+	sha256_update(&ctx, 1, &t);	/* "a:1" of two types: two kinds */
+	sha256_update(&ctx, strlen(key), (const uint8_t *)key);
+	sha256_digest(&ctx, sizeof(md), md);
+	for (size_t i = 0; i < sizeof(h); i++)
+		h = h << 8 | md[i];
+	return h ? h : 1;
+}
+
+/* h's slot, or the free one where it would go (cap is a power of two) */
+static size_t seen_slot(const struct seen *s, uint64_t h)
+{
+	size_t i = (size_t)h & (s->cap - 1);
+
+	while (s->h[i] && s->h[i] != h)
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+static bool seen_has(const struct seen *s, uint64_t h)
+{
+	return s->cap && s->h[seen_slot(s, h)] == h;
+}
+
+/*
+ * Room for one more, made before the event is written, so that one written
+ * is always marked (one unmarked would be written whole again and again):
+ * 0, or -ENOSPC past SEEN_MAX, -ENOMEM.
+ */
+static int seen_room(struct seen *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : SEEN_MIN;
+	uint64_t *h;
+
+	if ((s->n + 1) * 2 <= s->cap)
+		return 0;
+	if (cap > SEEN_MAX)
+		return -ENOSPC;
+	h = calloc(cap, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++) {
+		struct seen grown = { h, cap, 0 };
+
+		if (s->h[i])
+			h[seen_slot(&grown, s->h[i])] = s->h[i];
+	}
+	free(s->h);
+	s->h = h;
+	s->cap = cap;
+	return 0;
+}
+
+/* after seen_room() */
+static void seen_put(struct seen *s, uint64_t h)
+{
+	s->h[seen_slot(s, h)] = h;
+	s->n++;
+}
+
+/* The bytes of "other"'s first lines a type may write whole. */
+static uint64_t fresh_share(const struct events *ev)
+{
+	return ev->lim.budget_bytes / 4;
+}
+
+/*
+ * A new destination of "other" k not written whole: listed for its next
+ * summary while the list has room.  Whether it was.
+ */
+static bool list_fresh(struct kind *k, const char *key)
+{
+	size_t len = strlen(key);
+
+	if (!k->listed)
+		k->listed = json_array();
+	if (!k->listed || json_array_size(k->listed) >= NAMES_LISTED ||
+	    k->listed_bytes + len > NAMES_BYTES ||
+	    json_array_append_new(k->listed, json_string(key)) < 0) {
+		k->unlisted++;
+		return false;
+	}
+	k->listed_bytes += len;
+	return true;
+}
+
+/*
+ * The cloud's metadata services (AWS, its IPv6 and ECS endpoints, Alibaba,
+ * GCP's names): a try at one is what a flood of names would hide, so its
+ * first event of a type is written whole whatever came before it, past
+ * the share and the budget too: at most this many lines a type.
+ */
+static const char *const metadata_hosts[] = {
+	"169.254.169.254", "fd00:ec2::254", "169.254.170.2", "100.100.100.200",
+	"metadata.google.internal", "metadata.goog",
+};
+#define NMETADATA (sizeof(metadata_hosts) / sizeof(metadata_hosts[0]))
+
+/* Which of metadata_hosts the event names (its trailing dot or not), or -1. */
+static int metadata_host(const struct rated *r, json_t *fields)
+{
+	const char *host;
+	size_t len;
+
+	if (strcmp(r->key, "host"))
+		return -1;
+	host = json_string_value(json_object_get(fields, "host"));
+	len = host ? strlen(host) : 0;
+	if (len && host[len - 1] == '.')
+		len--;
+	for (size_t i = 0; i < NMETADATA; i++)
+		if (len == strlen(metadata_hosts[i]) &&
+		    !strncasecmp(host, metadata_hosts[i], len))
+			return (int)i;
+	return -1;
 }
 
 /* Summaries may go on past the budget by this much, then wait for the end. */
@@ -535,6 +692,11 @@ static void summarise(struct events *ev, struct kind *k, uint64_t now,
 		snprintf(why + strlen(why), sizeof(why) - strlen(why),
 			 " (%llu in all, %llu written whole)",
 			 (unsigned long long)k->total, (unsigned long long)k->whole);
+	if (k->listed || k->unlisted)
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 "; new ones not written whole: %zu named in \"names\", "
+			 "%llu event(s) of others not named", json_array_size(k->listed),
+			 (unsigned long long)k->unlisted);
 	o = json_pack("{s:s}", "of", k->r->type);
 	if (o && folded)
 		json_object_set_new(o, "kinds", json_integer((json_int_t)folded));
@@ -542,6 +704,14 @@ static void summarise(struct events *ev, struct kind *k, uint64_t now,
 		json_object_update(o, k->names);
 	else if (o)
 		json_object_set_new(o, "other", json_true());
+	if (o && k->listed && json_array_size(k->listed))
+		json_object_set(o, "names", k->listed);
+	if (o && k->unlisted)
+		json_object_set_new(o, "names_unlisted", json_integer((json_int_t)k->unlisted));
+	json_decref(k->listed);
+	k->listed = NULL;
+	k->listed_bytes = 0;
+	k->unlisted = 0;
 	if (o && json_object_set_new(o, "count", json_integer((json_int_t)n)) == 0 &&
 	    json_object_set_new(o, "interval_ms", json_integer((json_int_t)span)) == 0 &&
 	    (folded || json_object_set_new(o, "total", json_integer((json_int_t)k->total)) == 0))
@@ -586,6 +756,14 @@ static void flush(struct events *ev, uint64_t now, bool all, bool final)
 		fold[t].r = k->r;
 		fold[t].pending += k->pending;
 		k->pending = 0;
+		if (!k->key) {	/* "other": its new ones go with the fold */
+			fold[t].listed = k->listed;
+			fold[t].listed_bytes = k->listed_bytes;
+			fold[t].unlisted = k->unlisted;
+			k->listed = NULL;
+			k->listed_bytes = 0;
+			k->unlisted = 0;
+		}
 	}
 	for (size_t t = 0; t < NRATED; t++)
 		if (nfold[t])
@@ -656,20 +834,47 @@ static void emit(struct events *ev, const char *type, json_t *fields,
 		 uint64_t now)
 {
 	const struct rated *r = rated_find(type);
+	bool whole = true, denial, fresh = false, room = false, listed;
+	char key[KIND_KEY_MAX];
 	struct kind *k = NULL;
-	bool whole = true, denial;
+	uint64_t h = 0, n;
+	int meta;
 	json_t *o;
 
 	if (now >= ev->next_due)
 		flush(ev, now, false, false);
 	if (r) {
-		k = kind_get(ev, r, fields);
+		kind_key(r, fields, key, sizeof(key));
+		k = kind_get(ev, r, fields, key);
 		k->total++;
-		whole = !ev->over && (!r->capped || k->whole < ev->lim.verbatim);
+		/*
+		 * "other": is its destination named yet?  Only for the capped
+		 * types: the others are written whole until the budget, and
+		 * their kinds (allowed hosts) must not fill the set.
+		 */
+		if (!k->key && r->capped) {
+			h = seen_hash(r, key);
+			fresh = !seen_has(&ev->seen, h);
+			room = fresh && seen_room(&ev->seen) == 0;
+		}
+		if (k->key)
+			whole = !ev->over && (!r->capped || k->whole < ev->lim.verbatim);
+		else
+			whole = !ev->over && (!r->capped || (room && ev->lim.verbatim &&
+					      k->fresh_bytes < fresh_share(ev)));
 		if (whole && ev->bytes >= ev->lim.budget_bytes) {
 			budget_reached(ev, now);
 			whole = false;
 		}
+		meta = r->capped ? metadata_host(r, fields) : -1;
+		if (meta >= 0 && !(ev->metadata[r - rated_types] & 1u << meta)) {
+			ev->metadata[r - rated_types] |= 1u << meta;
+			whole = true;
+		}
+		/* with the set full, listed all the same, and maybe again */
+		listed = fresh && !whole && list_fresh(k, key);
+		if (room && (whole || listed))
+			seen_put(&ev->seen, h);
 	} else if (!strstr(type, ".summary") && strcmp(type, "log.budget")) {
 		/* the sandbox's own record (exec.end, abort): what was counted first */
 		flush(ev, now, true, false);
@@ -691,8 +896,12 @@ static void emit(struct events *ev, const char *type, json_t *fields,
 	o = event_object(ev, type, fields, whole);
 	if (!o)
 		return;
-	if (whole && ev->log)
-		ev->bytes += write_line(ev->log, o);
+	if (whole && ev->log) {
+		n = write_line(ev->log, o);
+		ev->bytes += n;
+		if (fresh)
+			k->fresh_bytes += n;
+	}
 	count(ev, k, whole, now);
 	/* kept for the result, but a flood of denials must not grow us */
 	if (denial) {
@@ -1072,6 +1281,9 @@ void events_close(struct events *ev)
 		free(ev->slots[i]);
 	}
 	free(ev->slots);
+	for (size_t i = 0; i < NRATED; i++)
+		json_decref(ev->other[i].listed);
+	free(ev->seen.h);
 	events_log_put(ev->log);
 	json_decref(ev->denials);
 	free(ev->sandbox);

@@ -726,6 +726,9 @@ struct corral_audit_report {
 	bool incomplete;		/* ends in a line without '\n', not checked */
 	size_t torn;			/* lines cut short by a crash, chained past */
 	size_t torn_line;		/* the first of them */
+	size_t gaps;			/* log.gap lines: lines the writer could not write */
+	size_t gap_line;		/* the first of them */
+	uint64_t gap_lost;		/* the lines they say were lost, all told */
 	char head[CORRAL_AUDIT_HASH_HEX + 1];	/* hash of the last verified line */
 	char reason[CORRAL_ERR_MAX];	/* "line 7: ..." or what was verified */
 };

@@ -580,6 +580,12 @@ struct corral_result {
 	 * rest of that stream was lost: its errno (the reason says which).
 	 */
 	int output_errno;
+	/*
+	 * Event lines of the sandbox's record the events file did not take
+	 * (a full disk) while it ran: the reason says so, and the record has
+	 * a gap there (a "log.gap" line once the file takes lines again).
+	 */
+	uint64_t events_lost;
 	/* stdout and stderr as base64 in the JSON, not as text */
 	bool output_base64;
 	/*

@@ -417,9 +417,10 @@ static void gap_denied(struct gap_entry *g, json_t *o, const char *type)
 
 	if (!g->denied || json_array_size(g->denied) >= GAP_CALLS)
 		return;
-	if (!strcmp(type, "syscall.denied"))
+	/* a summary's count too: its kind named as its events' */
+	if (!strncmp(type, "syscall.denied", strlen("syscall.denied")))
 		snprintf(what, sizeof(what), "syscall %.100s", sc ? sc : "?");
-	else if (!strcmp(type, "egress.denied"))
+	else if (!strncmp(type, "egress.denied", strlen("egress.denied")))
 		snprintf(what, sizeof(what), "%.100s:%d", host ? host : "?",
 			 (int)json_integer_value(json_object_get(o, "port")));
 	else

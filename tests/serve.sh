@@ -6581,14 +6581,20 @@ t_audit_log_gap_said() {
 # running daemon by prlimit; corral ignores SIGXFSZ) stands for the full
 # disk, then is lifted.  The call ends inside the gap: its exec.end is
 # among the lines lost, and the next call's lines come after the gap's.
+# Another sandbox's call in the gap has its own count and its own line.
 t_audit_log_gap_said_past_a_file_size_limit() {
 	command -v prlimit > /dev/null || { skip "no prlimit"; return 77; }
 	local id lost reason
 	start_daemon
+	local other
 	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"events": {"verbatim": 1000}}}') || return 1
+	other=$(mksb '{"idle_freeze_ms": 0}') || return 1
 	sbsh "$id" true > /dev/null || return 1
 	prlimit --pid "$DPID" --fsize="$(stat -c %s "$STATE/audit.jsonl"):unlimited" ||
 		{ fail "prlimit --fsize on the daemon"; return 1; }
+	# another sandbox's call in the gap: its own line, its own count
+	code=$(ex "$other" '{"argv": ["/bin/true"], "tool_call_id": "beside"}')
+	expect_eq "the other sandbox's call" "$(jq 'v["events_lost"]')" 2
 	code=$(ex "$id" "$(jbody tool_call_id probe command 'for i in $(seq 40); do unshare -U true 2>/dev/null; done; exit 0')")
 	prlimit --pid "$DPID" --fsize=unlimited:unlimited || fail "prlimit: the limit lifted"
 	expect_code "exec" "$code" 200
@@ -6604,8 +6610,15 @@ t_audit_log_gap_said_past_a_file_size_limit() {
 	"$PY" -c "$LOG_GAP_PY" "$STATE/audit.jsonl" "$id" "$lost" "File too large" lost \
 		> "$T/gap" 2>&1 || fail "the record: $(tail -3 "$T/gap")"
 	expect_contains "the gap line says" "$(< "$T/gap")" "42 event lines of this sandbox (seq"
+	expect_contains "the other sandbox's gap" \
+		"$(grep '"type":"log.gap"' "$STATE/audit.jsonl" | grep "\"sandbox\":\"$other\"")" \
+		'"lost":2,"since"'
+	expect_contains "the other sandbox's call named" \
+		"$(grep '"type":"log.gap"' "$STATE/audit.jsonl" | grep "\"sandbox\":\"$other\"")" \
+		'"calls":["beside"]'
 	"$CORRAL" audit verify "$STATE/audit.jsonl" > "$T/verify" 2>&1 || fail "audit verify: $(< "$T/verify")"
-	expect_contains "the verifier" "$(< "$T/verify")" "1 gap said (log.gap, the first: line"
+	expect_contains "the verifier" "$(< "$T/verify")" "2 gaps said (log.gap, the first: line"
+	expect_contains "the verifier's count" "$(< "$T/verify")" "): 44 event lines could not be written"
 	stop_daemon
 }
 

@@ -580,6 +580,12 @@ struct corral_result {
 	 * rest of that stream was lost: its errno (the reason says which).
 	 */
 	int output_errno;
+	/*
+	 * Event lines of the sandbox's record the events file did not take
+	 * (a full disk) while it ran: the reason says so, and the record has
+	 * a gap there (a "log.gap" line once the file takes lines again).
+	 */
+	uint64_t events_lost;
 	/* stdout and stderr as base64 in the JSON, not as text */
 	bool output_base64;
 	/*
@@ -726,6 +732,9 @@ struct corral_audit_report {
 	bool incomplete;		/* ends in a line without '\n', not checked */
 	size_t torn;			/* lines cut short by a crash, chained past */
 	size_t torn_line;		/* the first of them */
+	size_t gaps;			/* log.gap lines: lines the writer could not write */
+	size_t gap_line;		/* the first of them */
+	uint64_t gap_lost;		/* the lines they say were lost, all told */
 	char head[CORRAL_AUDIT_HASH_HEX + 1];	/* hash of the last verified line */
 	char reason[CORRAL_ERR_MAX];	/* "line 7: ..." or what was verified */
 };

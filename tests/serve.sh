@@ -6448,6 +6448,180 @@ print(json.dumps({"tool_call_id": "fill", "argv": ["/usr/bin/python3", "-c", sys
 	stop_daemon
 }
 
+# ---- the record lost: the audit log's file system full ---------------------
+
+# The daemon's audit log cannot take lines (its file system full; here
+# /dev/full, which any uid can use): a call's result says that its
+# sandbox's record lost lines while it ran (events_lost, and the reason),
+# a background process's record says it as well, and `corral exec` exits
+# 125 for the command's 0.  They read "exited with status 0" alone, with
+# a record that seemed whole.
+t_audit_log_full_said_in_each_call() {
+	local id rc=0 pid i lost
+	mkdir -p "$T/state"
+	ln -s /dev/full "$T/state/audit.jsonl"
+	# open in the daemon from its start; gone before anything here reads
+	# it (the harness greps the log for pids: /dev/full reads without end)
+	start_daemon || { rm "$T/state/audit.jsonl"; return 1; }
+	rm "$T/state/audit.jsonl"
+	id=$(mksb) || return 1
+	code=$(ex "$id" '{"argv": ["/bin/true"], "tool_call_id": "c1"}')
+	expect_code "exec" "$code" 200
+	expect_eq "the command's own end" "$(jq 'v["status"]') $(jq 'v["exit_code"]')" "exited 0"
+	expect_contains "said" "$(jq 'v["reason"]')" "events of this sandbox could not be written to $STATE/audit.jsonl while the call ran: No space left on device"
+	lost=$(jq 'v["events_lost"]')
+	# exec.start and exec.end at least
+	[ "${lost:-0}" -ge 2 ] || fail "events_lost: '$lost'"
+	expect_contains "said, counted" "$(jq 'v["reason"]')" "exited with status 0; $lost events of this sandbox could not"
+	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"argv": ["/bin/true"], "tool_call_id": "bg-1"}')
+	expect_code "background" "$code" 201
+	pid=$(jq 'v["pid"]')
+	i=0
+	while [ $i -lt 200 ]; do
+		api GET "/v1/sandboxes/$id/processes/$pid" > /dev/null
+		[ "$(jq 'v["state"]')" = exited ] && break
+		nap 0.05
+		i=$((i + 1))
+	done
+	expect_eq "background: ended" "$(jq 'v["state"]') $(jq 'v["result"]["exit_code"]')" "exited 0"
+	expect_contains "background: said" "$(jq 'v["result"]["reason"]')" \
+		"events of this sandbox could not be written to $STATE/audit.jsonl while the call ran"
+	lost=$(jq 'v["result"]["events_lost"]')
+	[ "${lost:-0}" -ge 2 ] || fail "background: events_lost: '$lost'"
+	"$CORRAL" exec --socket "$SOCK" "$id" -- /bin/true > /dev/null 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "corral exec: exit" "$rc" 125
+	expect_contains "corral exec: said" "$(< "$T/e")" "events of this sandbox could not be written to"
+	rc=0
+	"$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'exit 3' > /dev/null 2>&1 < /dev/null || rc=$?
+	expect_eq "corral exec: the command's own failure" "$rc" 3
+	stop_daemon
+}
+
+# The attacker's: a sandbox fills the file system of the daemon's audit
+# log through its writable bind, is denied 40 times, and frees the space
+# (fill, probe, free: its denials were in no line, and nothing said so).
+# The record says it has a gap, and where: before any line after it, a
+# log.gap line names the sandbox, how many of its lines were lost, their
+# seq and types, the calls they named, between when; the denials written
+# and those lost count all 40; the call's result and its exec.end say it;
+# `corral audit verify` says the gap.
+LOG_GAP_PY='
+import json, sys
+mine, torn = [], 0
+for l in open(sys.argv[1]):
+    try:
+        o = json.loads(l)
+    except ValueError:
+        torn += 1	# a write cut short by the full disk: its own line
+        continue
+    if o.get("sandbox") == sys.argv[2]:
+        mine.append(o)
+lost = int(sys.argv[3])
+gaps = [i for i, o in enumerate(mine) if o["type"] == "log.gap"]
+assert len(gaps) == 1, "log.gap lines: %d" % len(gaps)
+g = mine[gaps[0]]
+assert g["lost"] == lost and g["calls"] == ["probe"], g
+assert g["error"] == sys.argv[4], g
+assert g["denied"] == ["syscall unshare"], g
+denied = sum(1 for o in mine if o["type"] == "syscall.denied")
+assert g["types"].get("syscall.denied", 0) > 0, g["types"]
+assert denied + g["types"]["syscall.denied"] == 40, (denied, g["types"])
+end = [i for i, o in enumerate(mine) if o["type"] == "exec.end" and o["call"] == "probe"]
+if sys.argv[5] == "written":	# the space freed before the call ended
+    assert end and end[0] > gaps[0], "the call ended before the gap was said"
+    said = mine[end[0]]["reason"]
+    assert "%d event" % lost in said and "of this sandbox could not be written" in said, said
+else:
+    assert not end and g["types"]["exec.end"] == 1, g["types"]
+seqs = {o["seq"] for o in mine if "seq" in o}
+seqs |= set(range(g["seq_first"], g["seq_last"] + 1))
+assert seqs == set(range(1, max(seqs) + 1)), "seq not whole: %s" % sorted(seqs)
+assert g["since"] <= g["until"] <= g["time"], g
+print(g["reason"])
+'
+t_audit_log_gap_said() {
+	[ "$ME" = 0 ] || { skip "a small tmpfs needs root (this lane has t_audit_log_gap_said_past_a_file_size_limit)"; return 77; }
+	local id lost reason
+	mkdir "$T/small"
+	STATE=$T/small/state
+	# the tmpfs in the daemon's own mount namespace, gone with it
+	printf '%s\n' '#!/bin/sh' \
+		"mount -t tmpfs -o size=256k,mode=755 corral-test '$T/small' || exit 9" \
+		"mkdir -m 777 '$T/small/rw' || exit 9" 'exec "$@"' > "$T/small.sh"
+	chmod 755 "$T/small.sh"
+	DAEMON_WRAP="unshare --mount --propagation private $T/small.sh" start_daemon
+	id=$(mksb "{\"idle_freeze_ms\": 0, \"policy\": {\"filesystem\": {\"rw\": [\"$T/small/rw:/data\"]}, \"events\": {\"verbatim\": 1000}}}") || return 1
+	code=$(ex "$id" "$(jbody tool_call_id probe command 'head -c 300000 /dev/zero > /data/fill 2>/dev/null
+		for i in $(seq 40); do unshare -U true 2>/dev/null; done
+		rm /data/fill; exit 0')")
+	expect_code "exec" "$code" 200
+	reason=$(jq 'v["reason"]')
+	expect_eq "the command's own end" "$(jq 'v["exit_code"]')" 0
+	expect_contains "the denials" "$reason" "denied: syscall unshare; 40 denials"
+	expect_contains "the gap said" "$reason" "events of this sandbox could not be written to"
+	lost=$(jq 'v["events_lost"]')
+	[ "${lost:-0}" -gt 0 ] || fail "no line lost: the fill left room ($reason)"
+	expect_contains "the gap" "$reason" "$lost events of this sandbox could not be written to $STATE/audit.jsonl while the call ran: No space left on device"
+	code=$(api GET /v1/health)
+	expect_eq "healthy again" "$(jq 'v["status"]')" ok
+	code=$(ex "$id" '{"argv": ["/bin/true"]}')
+	expect_eq "the next call: whole" "$(jq 'v["events_lost"]') $(jq 'v["reason"]')" "0 exited with status 0"
+	# the log as the daemon's mount namespace has it
+	cp "/proc/$DPID/root$STATE/audit.jsonl" "$T/audit.jsonl" || fail "no log"
+	"$PY" -c "$LOG_GAP_PY" "$T/audit.jsonl" "$id" "$lost" "No space left on device" \
+		written > "$T/gap" 2>&1 ||
+		fail "the record: $(tail -3 "$T/gap")"
+	expect_contains "the gap line says" "$(< "$T/gap")" "event lines of this sandbox"
+	"$CORRAL" audit verify "$T/audit.jsonl" > "$T/verify" 2>&1 || fail "audit verify: $(< "$T/verify")"
+	expect_contains "the verifier" "$(< "$T/verify")" "1 gap said (log.gap, the first: line"
+	stop_daemon
+}
+
+# The same for any uid: the log's file size limit (RLIMIT_FSIZE, set on the
+# running daemon by prlimit; corral ignores SIGXFSZ) stands for the full
+# disk, then is lifted.  The call ends inside the gap: its exec.end is
+# among the lines lost, and the next call's lines come after the gap's.
+# Another sandbox's call in the gap has its own count and its own line.
+t_audit_log_gap_said_past_a_file_size_limit() {
+	command -v prlimit > /dev/null || { skip "no prlimit"; return 77; }
+	local id lost reason
+	start_daemon
+	local other
+	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"events": {"verbatim": 1000}}}') || return 1
+	other=$(mksb '{"idle_freeze_ms": 0}') || return 1
+	sbsh "$id" true > /dev/null || return 1
+	prlimit --pid "$DPID" --fsize="$(stat -c %s "$STATE/audit.jsonl"):unlimited" ||
+		{ fail "prlimit --fsize on the daemon"; return 1; }
+	# another sandbox's call in the gap: its own line, its own count
+	code=$(ex "$other" '{"argv": ["/bin/true"], "tool_call_id": "beside"}')
+	expect_eq "the other sandbox's call" "$(jq 'v["events_lost"]')" 2
+	code=$(ex "$id" "$(jbody tool_call_id probe command 'for i in $(seq 40); do unshare -U true 2>/dev/null; done; exit 0')")
+	prlimit --pid "$DPID" --fsize=unlimited:unlimited || fail "prlimit: the limit lifted"
+	expect_code "exec" "$code" 200
+	reason=$(jq 'v["reason"]')
+	expect_eq "the command's own end" "$(jq 'v["exit_code"]')" 0
+	expect_contains "the denials" "$reason" "denied: syscall unshare; 40 denials"
+	expect_contains "the gap" "$reason" "42 events of this sandbox could not be written to $STATE/audit.jsonl while the call ran: File too large"
+	lost=$(jq 'v["events_lost"]')
+	# exec.start, 40 denials, exec.end
+	expect_eq "lost" "$lost" 42
+	code=$(ex "$id" '{"argv": ["/bin/true"], "tool_call_id": "after"}')
+	expect_eq "the next call: whole" "$(jq 'v["events_lost"]') $(jq 'v["reason"]')" "0 exited with status 0"
+	"$PY" -c "$LOG_GAP_PY" "$STATE/audit.jsonl" "$id" "$lost" "File too large" lost \
+		> "$T/gap" 2>&1 || fail "the record: $(tail -3 "$T/gap")"
+	expect_contains "the gap line says" "$(< "$T/gap")" "42 event lines of this sandbox (seq"
+	expect_contains "the other sandbox's gap" \
+		"$(grep '"type":"log.gap"' "$STATE/audit.jsonl" | grep "\"sandbox\":\"$other\"")" \
+		'"lost":2,"since"'
+	expect_contains "the other sandbox's call named" \
+		"$(grep '"type":"log.gap"' "$STATE/audit.jsonl" | grep "\"sandbox\":\"$other\"")" \
+		'"calls":["beside"]'
+	"$CORRAL" audit verify "$STATE/audit.jsonl" > "$T/verify" 2>&1 || fail "audit verify: $(< "$T/verify")"
+	expect_contains "the verifier" "$(< "$T/verify")" "2 gaps said (log.gap, the first: line"
+	expect_contains "the verifier's count" "$(< "$T/verify")" "): 44 event lines could not be written"
+	stop_daemon
+}
+
 START=$(date +%s)
 run_tests "$@"
 echo "serve ($(id -un 2>/dev/null || id -u)): $PASS passed, $FAIL failed, $SKIP skipped in $(( $(date +%s) - START )) s"

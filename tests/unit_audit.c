@@ -10,9 +10,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -999,6 +1001,77 @@ TEST(show_names_lines_that_are_not_events)
 	CHECK_STR_CONTAINS(out, "-- line 4: incomplete (a write cut short), skipped\n");
 	CHECK_STR_CONTAINS(out, "--:--:--.---  1     -");
 	free(out);
+}
+
+/* ---- lines the file did not take ------------------------------------------ */
+
+static void fsize_limit(rlim_t soft)
+{
+	struct rlimit rl;
+
+	CHECK(getrlimit(RLIMIT_FSIZE, &rl) == 0);
+	rl.rlim_cur = soft;
+	CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+}
+
+/*
+ * Lines lost to a full file (RLIMIT_FSIZE here: EFBIG, SIGXFSZ ignored as
+ * corral does) are said by a log.gap line before any other is written.
+ * Room for part of a line: the gap's line is cut there (torn bytes, which
+ * the next line chains past), and the short line after it is lost too,
+ * not written ahead of the gap's.
+ */
+TEST(lost_lines_said_by_a_gap_before_any_line)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	struct corral_err err = { 0 };
+	struct corral_audit_report r;
+	struct events *ev;
+	struct stat st;
+	char *buf, *gap;
+	size_t len;
+	int e;
+
+	unlink(path);
+	CHECK(events_open(&ev, path, "sb-gap", &err) == 0);
+	if (!ev)
+		return;
+	events_emit(ev, "exec.start", json_pack("{s:s}", "call", "c-1"));
+	CHECK(stat(path, &st) == 0);
+	CHECK(sigaction(SIGXFSZ, &ign, &old) == 0);
+	fsize_limit(st.st_size);	/* full: no byte more */
+	events_emit(ev, "syscall.denied", json_pack("{s:s, s:s}", "syscall",
+		    "mount", "call", "c-1"));
+	events_emit(ev, "syscall.denied", json_pack("{s:s, s:s}", "syscall",
+		    "ptrace", "call", "c-1"));
+	fsize_limit(st.st_size + 120);	/* room for part of a line */
+	events_emit(ev, "pause", NULL);
+	CHECK(events_lost_own(ev, &e) == 3 && e == EFBIG);
+	fsize_limit(RLIM_INFINITY);
+	CHECK(sigaction(SIGXFSZ, &old, NULL) == 0);
+	events_emit(ev, "resume", NULL);
+	CHECK(events_lost_own(ev, &e) == 3);
+	events_close(ev);
+
+	buf = slurp(path, &len);
+	CHECK(buf != NULL);
+	if (!buf)
+		return;
+	CHECK(!strstr(buf, "\"type\":\"pause\""));
+	gap = strstr(buf, "\"type\":\"log.gap\",\"lost\":3,");
+	CHECK(gap != NULL);
+	CHECK(gap && strstr(gap, "\"type\":\"resume\""));
+	CHECK_STR_CONTAINS(buf, "\"syscall.denied\":2");
+	CHECK_STR_CONTAINS(buf, "\"pause\":1");
+	CHECK_STR_CONTAINS(buf, "\"calls\":[\"c-1\"]");
+	CHECK_STR_CONTAINS(buf, "\"seq_first\":2,\"seq_last\":4");
+	CHECK_STR_CONTAINS(buf, "\"denied\":[\"syscall mount\",\"syscall ptrace\"]");
+	CHECK_STR_CONTAINS(buf, "File too large");
+	free(buf);
+	r = verify(path);
+	CHECK(r.bad_line == 0 && r.gaps == 1 && r.gap_lost == 3 && r.torn == 1);
+	CHECK_STR_CONTAINS(r.reason, "; 1 gap said (log.gap, the first: line ");
+	CHECK_STR_CONTAINS(r.reason, "): 3 event lines could not be written");
 }
 
 int main(void)

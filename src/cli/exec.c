@@ -60,7 +60,9 @@ static const struct verb exec_verb = {
 "signal N (137 when the memory limit or an abort killed it); 124 on timeout;\n"
 "126 the command cannot be executed; 127 not found; 125 if corral could not\n"
 "run it (the sandbox is paused, halted or unknown, the daemon refused or\n"
-"could not be reached, or the output could not be written: a full disk);\n"
+"could not be reached, or the output could not be written: a full disk),\n"
+"or for a 0 when the daemon's audit log lost lines of the sandbox's record\n"
+"while the call ran (its result's events_lost; the reason says so);\n"
 "141 when what reads corral's output went (`| head`): nothing is said, and\n"
 "the call is ended; 2 bad usage.  With --background, 0 once started.\n"
 "A halted call never exits 0 (its command had ended first: 1 for its 0).\n"
@@ -301,6 +303,17 @@ int exec_result_code(const json_t *result, bool tell)
 	}
 	if (tell)
 		tell_end(result, code);
+	/*
+	 * The sandbox's record lost lines while it ran (the daemon's audit
+	 * log full): as `corral run` with its --events file, a 0 becomes 125
+	 * and the reason, which says so, is told.
+	 */
+	if (code == 0 && json_integer_value(json_object_get(result, "events_lost")) > 0) {
+		if (tell)
+			daemon_error(json_string_value(json_object_get(result, "reason")) ?:
+				     "event lines could not be written", "");
+		code = EXIT_CORRAL;
+	}
 	return code;
 }
 

@@ -122,6 +122,10 @@ static void last_seqs(struct daemon *d, json_t *lost)
 			if (json_integer_value(json_object_get(e, "seq")) >
 			    json_integer_value(v))
 				json_integer_set(v, json_integer_value(json_object_get(e, "seq")));
+			/* a log.gap's lines lost took their numbers: none used again */
+			if (json_integer_value(json_object_get(e, "seq_last")) >
+			    json_integer_value(v))
+				json_integer_set(v, json_integer_value(json_object_get(e, "seq_last")));
 			json_decref(e);
 		}
 	}

@@ -330,6 +330,17 @@ static int check_line(const char *line, size_t len, size_t lineno,
 		    "(edited, deleted or reordered)", lineno - 1);
 	else
 		ret = LINE_CHAINS;
+	/*
+	 * Lines the writer could not write (a full disk) leave the chain
+	 * whole, and are said by the line written next: counted, so that a
+	 * file that verifies does not read as the whole record.
+	 */
+	if (ret == LINE_CHAINS &&
+	    !strcmp(json_string_value(json_object_get(o, "type")) ?: "", "log.gap")) {
+		if (!r->gaps++)
+			r->gap_line = lineno;
+		r->gap_lost += json_integer_value(json_object_get(o, "lost"));
+	}
 	json_decref(o);
 	return ret;
 }
@@ -420,6 +431,14 @@ int corral_audit_verify(const char *path, struct corral_audit_report *r,
 			 "short by a crash (the first: line %zu) and the next line "
 			 "chains to %s bytes", r->torn, r->torn == 1 ? "" : "s",
 			 r->torn_line, r->torn == 1 ? "its" : "their");
+	}
+	if (r->gaps) {
+		size_t n = strlen(r->reason);
+
+		snprintf(r->reason + n, sizeof(r->reason) - n, "; %zu gap%s said "
+			 "(log.gap, the first: line %zu): %llu event line%s could not "
+			 "be written", r->gaps, r->gaps == 1 ? "" : "s", r->gap_line,
+			 (unsigned long long)r->gap_lost, r->gap_lost == 1 ? "" : "s");
 	}
 	return 0;
 }

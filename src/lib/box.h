@@ -68,6 +68,7 @@ struct corral_call {
 	uint64_t cap;
 	uint64_t t0;
 	struct cg_stats st0;	/* the box's counters when the call began */
+	uint64_t lost0;		/* the box's event lines lost before it began */
 	json_t *denials;	/* this call's denied events, for its result */
 	uint64_t ndenied;	/* all of them, kept in denials or not */
 	json_t *order;		/* [[stream, bytes], ...] when asked for */

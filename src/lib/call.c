@@ -299,12 +299,44 @@ static void background_hits_all(struct corral_box *b, struct corral_call *ending
 				&l->seen_pids, ending);
 }
 
+/*
+ * The sandbox's record, when the audit log did not take all of it while
+ * the call ran (a full disk: a sandbox with a writable bind on the state
+ * directory's file system can fill it): said at the reason's end, and
+ * whole there, a long reason cut before it.  Else a call whose denial was
+ * lost read "exited with status 0" with a record that seemed whole.  at:
+ * where the clause begins; said again, with the exec.end line counted,
+ * when that one was lost as well.
+ */
+static void call_explain_lost(struct corral_call *c, size_t at)
+{
+	struct corral_result *res = &c->res;
+	char said[256];
+	uint64_t lost;
+	int e, n;
+
+	lost = since(events_lost_own(c->b->ev, &e), c->lost0);
+	if (!lost || lost == res->events_lost)
+		return;
+	res->events_lost = lost;
+	n = snprintf(said, sizeof(said), "; %llu event%s of this sandbox could "
+		     "not be written to %.120s while the call ran: %s",
+		     (unsigned long long)lost, lost == 1 ? "" : "s",
+		     events_file(c->b->ev) ?: "the audit log", strerror(e ? e : EIO));
+	if (n < 0)
+		return;
+	if (at + (size_t)n >= sizeof(res->reason))
+		at = sizeof(res->reason) - (size_t)n - 1;
+	snprintf(res->reason + at, sizeof(res->reason) - at, "%s", said);
+}
+
 void call_finish(struct corral_call *c)
 {
 	struct corral_box *b = c->b;
 	struct cg_stats st = { 0 }, bst = { 0 }, hits;
 	struct corral_result *res = &c->res;
 	bool full;
+	size_t at;
 
 	if (c->done)
 		return;
@@ -353,6 +385,7 @@ void call_finish(struct corral_call *c)
 		res->denials = json_dumps(c->denials, JSON_COMPACT | JSON_ENSURE_ASCII);
 		res->denials_total = c->ndenied;
 	}
+	at = strlen(res->reason);
 	corral_box_layers(b, &res->layers);
 	snprintf(res->sandbox_id, sizeof(res->sandbox_id), "%s", b->id);
 	snprintf(res->tool_call, sizeof(res->tool_call), "%s", c->tool_call);
@@ -366,6 +399,7 @@ void call_finish(struct corral_call *c)
 		c->in_exec = false;
 		announce(c);
 	}
+	call_explain_lost(c, at);
 	/*
 	 * The reason is cut to its buffer, maybe inside a character of a
 	 * command's name: as bytes, so that the event keeps its fields.
@@ -375,6 +409,8 @@ void call_finish(struct corral_call *c)
 		    "exit_code", corral_result_exit_code(res), "signal", res->signal,
 		    "sandbox_pid", (int)c->spid,
 		    "reason", corral_json_bytes(res->reason, strlen(res->reason))));
+	/* the exec.end line itself not written: the caller learns it still */
+	call_explain_lost(c, at);
 	/*
 	 * The next call's process is asked for by a timer, after this answer
 	 * is written.  Asked for before it, init's fork (a copy of its page
@@ -1538,6 +1574,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->err.keep = c->out.keep;
 	c->res.output_base64 = o->output_base64;
 	c->t0 = corral_now_ms();
+	c->lost0 = events_lost_own(b->ev, &(int){ 0 });
 	b->calls_quick = b->t_ended && c->t0 - b->t_ended < CALLS_QUICK_MS;
 	/* the call's own, else the policy's limits.timeout, else its default */
 	if (!c->o.timeout_ms)

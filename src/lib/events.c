@@ -34,6 +34,27 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * Lines the file did not take since the last one it did, one entry a
+ * sandbox, said (a log.gap line each) before any line is written again.
+ * Bounded: GAP_SANDBOXES entries, the rest one entry with no sandbox;
+ * GAP_CALLS calls named an entry, the rest counted.
+ */
+#define GAP_SANDBOXES	64
+#define GAP_CALLS	16
+
+struct gap_entry {
+	char *sandbox;		/* NULL: the sandboxes past GAP_SANDBOXES */
+	uint64_t lost;		/* lines not written */
+	uint64_t seq_first, seq_last;	/* of those that had one (0: none) */
+	char since[64], until[64];	/* the first lost line's time, the last's */
+	int err;		/* why the first was not written */
+	json_t *types;		/* type -> lines of it lost */
+	json_t *calls;		/* the calls those lines named */
+	uint64_t calls_more;	/* lines naming a call past GAP_CALLS */
+	json_t *denied;		/* what the lost denials named, GAP_CALLS of it */
+};
+
 /* One file and its chain; shared by every sandbox a daemon runs. */
 struct events_log {
 	int fd;
@@ -44,6 +65,8 @@ struct events_log {
 	int werr;		/* errno of the last failed write, 0 after a good one */
 	uint64_t lost;		/* lines not written, a write failed (all told) */
 	int lost_errno;		/* the first of those failures' errno */
+	struct gap_entry *gap;	/* the lines lost since the last one written */
+	size_t ngap;		/* entries in gap, one a sandbox */
 	int refs;
 	events_line_fn observer;	/* sees every line written */
 	void *observer_arg;
@@ -137,6 +160,8 @@ struct events {
 	uint64_t ndenied;	/* all denials, kept or not */
 	struct corral_event_limits lim;
 	uint64_t bytes;		/* written for this sandbox */
+	uint64_t lost;		/* its lines the file did not take */
+	int lost_errno;		/* why the first of them was not taken */
 	bool over;		/* the budget is reached: log.budget written */
 	uint64_t next_due;	/* when a summary is due; UINT64_MAX: none */
 	struct kind **slots;	/* KIND_SLOTS, made at the first rated event */
@@ -181,10 +206,17 @@ int events_log_open(struct events_log **out, const char *path,
 	return 0;
 }
 
+static bool gap_say(struct events_log *log);
+static void gap_free(struct events_log *log);
+
 void events_log_put(struct events_log *log)
 {
 	if (!log || --log->refs > 0)
 		return;
+	/* the file may take it now: a gap said at the end, else in no line */
+	if (log->fd >= 0 && log->ngap)
+		gap_say(log);
+	gap_free(log);
 	if (log->fd >= 0)
 		close(log->fd);
 	free(log->path);
@@ -294,26 +326,28 @@ static char *chained_text(struct events_log *log, json_t *o)
  * One write(2) a line.  After a torn tail (a write cut short, found at open
  * or left by a failed write) the same write begins with '\n', so the torn
  * bytes end as a line of their own and this one's "prev" is their hash.
- * Returns the bytes it tried to write: what the line costs the budget.
+ * *cost: the bytes it tried to write.  False when the file did not take it.
  */
-static size_t write_line(struct events_log *log, json_t *o)
+static bool put_line(struct events_log *log, json_t *o, size_t *cost)
 {
 	struct corral_err err;
 	char *text, *buf;
 	size_t len, n = 0;
 	ssize_t w;
+	bool ok;
 
+	*cost = 0;
 	if (log->resync && audit_tail(log->fd, log->path, log->prev, &log->torn,
 				     &err) == 0)
 		log->resync = false;
 	text = chained_text(log, o);
 	if (!text)
-		return 0;
+		return false;
 	len = strlen(text);
 	buf = malloc(len + 2);
 	if (!buf) {
 		free(text);
-		return 0;
+		return false;
 	}
 	if (log->torn)
 		buf[n++] = '\n';
@@ -322,12 +356,10 @@ static size_t write_line(struct events_log *log, json_t *o)
 	buf[n++] = '\n';
 	/* A full disk must not stop the sandbox's supervision: noted, no more. */
 	w = write(log->fd, buf, n);
-	if (w != (ssize_t)n) {
+	if (w != (ssize_t)n)
 		log->werr = w < 0 ? errno : ENOSPC;
-		if (!log->lost++)
-			log->lost_errno = log->werr;
-	}
-	if (w == (ssize_t)n && audit_hash(text, len, log->prev) == 0) {
+	ok = w == (ssize_t)n && audit_hash(text, len, log->prev) == 0;
+	if (ok) {
 		log->torn = false;
 		log->werr = 0;
 		if (log->observer)
@@ -337,7 +369,220 @@ static size_t write_line(struct events_log *log, json_t *o)
 	}
 	free(buf);
 	free(text);
-	return n;
+	*cost = n;
+	return ok;
+}
+
+/* ---- lines lost: counted, and said when the file takes lines again ------ */
+
+static void gap_entry_free(struct gap_entry *g)
+{
+	free(g->sandbox);
+	json_decref(g->types);
+	json_decref(g->calls);
+	json_decref(g->denied);
+	memset(g, 0, sizeof(*g));
+}
+
+static void gap_free(struct events_log *log)
+{
+	for (size_t i = 0; i < log->ngap; i++)
+		gap_entry_free(&log->gap[i]);
+	free(log->gap);
+	log->gap = NULL;
+	log->ngap = 0;
+}
+
+/* The entry of sandbox sb: found, made, or past the bound the shared one. */
+static struct gap_entry *gap_entry(struct events_log *log, const char *sb)
+{
+	struct gap_entry *g = NULL, *shared = NULL;
+
+	if (!log->gap && !(log->gap = calloc(GAP_SANDBOXES + 1, sizeof(*log->gap))))
+		return NULL;
+	for (size_t i = 0; i < log->ngap; i++) {
+		if (!log->gap[i].sandbox)
+			shared = &log->gap[i];
+		else if (!strcmp(log->gap[i].sandbox, sb))
+			return &log->gap[i];
+	}
+	if (log->ngap < GAP_SANDBOXES) {
+		g = &log->gap[log->ngap];
+		g->sandbox = strdup(sb);
+		if (!g->sandbox)
+			return NULL;
+		log->ngap++;
+	} else if (shared) {
+		g = shared;
+	} else {
+		g = &log->gap[log->ngap++];	/* the one past the bound */
+	}
+	if (!g->types)
+		g->types = json_object();
+	if (!g->calls)
+		g->calls = json_array();
+	if (!g->denied)
+		g->denied = json_array();
+	return g;
+}
+
+static bool gap_listed(json_t *calls, const char *call)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(calls, i, v)
+		if (!strcmp(json_string_value(v), call))
+			return true;
+	return false;
+}
+
+/*
+ * What a lost denial named ("syscall mount", "evil.test:443"): the gap
+ * says which were hidden, not only how many, GAP_CALLS of them.
+ */
+static void gap_denied(struct gap_entry *g, json_t *o, const char *type)
+{
+	const char *sc = json_string_value(json_object_get(o, "syscall"));
+	const char *host = json_string_value(json_object_get(o, "host"));
+	char what[160];
+
+	if (!g->denied || json_array_size(g->denied) >= GAP_CALLS)
+		return;
+	/* a summary's count too: its kind named as its events' */
+	if (!strncmp(type, "syscall.denied", strlen("syscall.denied")))
+		snprintf(what, sizeof(what), "syscall %.100s", sc ? sc : "?");
+	else if (!strncmp(type, "egress.denied", strlen("egress.denied")))
+		snprintf(what, sizeof(what), "%.100s:%d", host ? host : "?",
+			 (int)json_integer_value(json_object_get(o, "port")));
+	else
+		return;
+	if (!gap_listed(g->denied, what))
+		json_array_append_new(g->denied, corral_json_bytes(what, strlen(what)));
+}
+
+/* o was not written (err): counted into its sandbox's entry. */
+static void gap_note(struct events_log *log, json_t *o, int err)
+{
+	const char *sb = json_string_value(json_object_get(o, "sandbox"));
+	const char *type = json_string_value(json_object_get(o, "type"));
+	const char *when = json_string_value(json_object_get(o, "time"));
+	const char *call = json_string_value(json_object_get(o, "call"));
+	json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+	struct gap_entry *g = gap_entry(log, sb ? sb : "");
+
+	if (!g)
+		return;
+	if (!g->lost++) {
+		g->err = err;
+		snprintf(g->since, sizeof(g->since), "%s", when ? when : "?");
+	}
+	snprintf(g->until, sizeof(g->until), "%s", when ? when : "?");
+	if (seq > 0 && (!g->seq_first || (uint64_t)seq < g->seq_first))
+		g->seq_first = seq;
+	if (seq > 0 && (uint64_t)seq > g->seq_last)
+		g->seq_last = seq;
+	if (type && g->types)
+		json_object_set_new(g->types, type, json_integer(
+				    json_integer_value(json_object_get(g->types, type)) + 1));
+	if (type)
+		gap_denied(g, o, type);
+	if (!call || !g->calls || gap_listed(g->calls, call))
+		return;
+	if (json_array_size(g->calls) < GAP_CALLS)
+		json_array_append_new(g->calls, json_string(call));
+	else
+		g->calls_more++;
+}
+
+/* The log.gap line of entry g: what was lost, whose, between when. */
+static json_t *gap_object(const struct events_log *log, const struct gap_entry *g)
+{
+	char when[64], why[1024], seqs[64] = "";
+	struct timespec ts;
+	json_t *o;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	utc_stamp(when, sizeof(when), &ts);
+	if (g->seq_first)
+		snprintf(seqs, sizeof(seqs), " (seq %llu to %llu)",
+			 (unsigned long long)g->seq_first,
+			 (unsigned long long)g->seq_last);
+	snprintf(why, sizeof(why), "%llu event line%s of %s%s could not be written "
+		 "to %.200s between %s and %s: %s; the record has a gap there, "
+		 "and goes on from this line (\"types\": what was lost, \"calls\": "
+		 "the calls those lines named)", (unsigned long long)g->lost,
+		 g->lost == 1 ? "" : "s", g->sandbox ? "this sandbox" :
+		 "sandboxes past the first 64 of this gap", seqs, log->path,
+		 g->since, g->until, strerror(g->err ? g->err : EIO));
+	/* the reason as bytes: a state directory's name need not be UTF-8 */
+	o = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:O, s:O, s:o}",
+		      "time", when, "sandbox", g->sandbox ? g->sandbox : "",
+		      "type", "log.gap", "lost", (json_int_t)g->lost,
+		      "since", g->since, "until", g->until,
+		      "error", strerror(g->err ? g->err : EIO),
+		      "types", g->types, "calls", g->calls,
+		      "reason", corral_json_bytes(why, strlen(why)));
+	if (o && g->seq_first) {
+		json_object_set_new(o, "seq_first", json_integer((json_int_t)g->seq_first));
+		json_object_set_new(o, "seq_last", json_integer((json_int_t)g->seq_last));
+	}
+	if (o && g->calls_more)
+		json_object_set_new(o, "calls_more", json_integer((json_int_t)g->calls_more));
+	if (o && json_array_size(g->denied))
+		json_object_set(o, "denied", g->denied);
+	if (o && !g->sandbox)
+		json_object_set_new(o, "other_sandboxes", json_true());
+	return o;
+}
+
+/*
+ * Every entry's line, first of all lines once the file takes them again;
+ * those written are dropped.  False while one is not written: the lines
+ * after it wait (are lost too), so no line follows a gap that is unsaid,
+ * whatever room a sandbox leaves (a short line fitting where this one
+ * does not).
+ */
+static bool gap_say(struct events_log *log)
+{
+	size_t done = 0, cost;
+	bool ok = true;
+	json_t *o;
+
+	while (done < log->ngap && ok) {
+		/* out of memory for it: not said, rather than no record at all */
+		o = gap_object(log, &log->gap[done]);
+		ok = !o || put_line(log, o, &cost);
+		json_decref(o);
+		if (ok)
+			gap_entry_free(&log->gap[done++]);
+	}
+	if (ok) {
+		gap_free(log);
+		return true;
+	}
+	/* the rest move up, to be said first next time */
+	memmove(log->gap, log->gap + done, (log->ngap - done) * sizeof(*log->gap));
+	memset(log->gap + log->ngap - done, 0, done * sizeof(*log->gap));
+	log->ngap -= done;
+	return false;
+}
+
+/*
+ * o as the next line, after the gap's lines if lines were lost before.
+ * Returns what it cost (the bytes tried); *ok: the file took it.
+ */
+static size_t write_line(struct events_log *log, json_t *o, bool *ok)
+{
+	size_t cost = 0;
+
+	*ok = (!log->ngap || gap_say(log)) && put_line(log, o, &cost);
+	if (!*ok) {
+		if (!log->lost++)
+			log->lost_errno = log->werr ? log->werr : EIO;
+		gap_note(log, o, log->werr ? log->werr : EIO);
+	}
+	return cost;
 }
 
 /*
@@ -834,7 +1079,7 @@ static void emit(struct events *ev, const char *type, json_t *fields,
 		 uint64_t now)
 {
 	const struct rated *r = rated_find(type);
-	bool whole = true, denial, fresh = false, room = false, listed;
+	bool whole = true, denial, fresh = false, room = false, listed, written;
 	char key[KIND_KEY_MAX];
 	struct kind *k = NULL;
 	uint64_t h = 0, n;
@@ -897,10 +1142,12 @@ static void emit(struct events *ev, const char *type, json_t *fields,
 	if (!o)
 		return;
 	if (whole && ev->log) {
-		n = write_line(ev->log, o);
+		n = write_line(ev->log, o, &written);
 		ev->bytes += n;
 		if (fresh)
 			k->fresh_bytes += n;
+		if (!written && !ev->lost++)
+			ev->lost_errno = events_log_error(ev->log) ?: EIO;
 	}
 	count(ev, k, whole, now);
 	/* kept for the result, but a flood of denials must not grow us */
@@ -1256,6 +1503,17 @@ uint64_t events_lost(const struct events *ev, int *first_errno)
 {
 	*first_errno = ev && ev->log ? ev->log->lost_errno : 0;
 	return ev && ev->log ? ev->log->lost : 0;
+}
+
+uint64_t events_lost_own(const struct events *ev, int *first_errno)
+{
+	*first_errno = ev ? ev->lost_errno : 0;
+	return ev ? ev->lost : 0;
+}
+
+const char *events_file(const struct events *ev)
+{
+	return ev && ev->log ? ev->log->path : NULL;
 }
 
 void events_flush(struct events *ev)

@@ -114,6 +114,17 @@ size_t events_count_denied(const struct events *ev);
  */
 uint64_t events_lost(const struct events *ev, int *first_errno);
 /*
+ * Lines of this sandbox's own (ev's) the file did not take, since ev was
+ * made; *first_errno why the first was not.  A daemon's call says those
+ * lost while it ran (call.c).  Once the file takes lines again, the first
+ * written are "log.gap" lines, one a sandbox whose lines were lost: how
+ * many, their seq and types, the calls they named, between when; no other
+ * line is written before them, so a record that goes on after a gap says so.
+ */
+uint64_t events_lost_own(const struct events *ev, int *first_errno);
+/* The events file's path; NULL for events kept in memory only. */
+const char *events_file(const struct events *ev);
+/*
  * Refuse (-EPERM, err says which bind) an events file that a writable
  * bind of *p would give the sandbox: the file bound itself, or lying in a
  * bound directory (by inode, however the paths name them).  The chain has

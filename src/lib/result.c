@@ -233,6 +233,7 @@ json_t *corral_result_object(const struct corral_result *res)
 			    (res->denials_total > kept ? res->denials_total - kept : 0)));
 	if (res->export_report)
 		json_object_set_new(o, "export", json_loads(res->export_report, 0, NULL));
+	json_object_set_new(o, "events_lost", json_integer((json_int_t)res->events_lost));
 	return o;
 }
 

@@ -719,6 +719,7 @@ static void explain_events_lost(struct corral_result *res, const struct events *
 		return;
 	if (!res->output_errno)
 		res->output_errno = e ? e : EIO;
+	res->events_lost = lost;
 	snprintf(res->reason + n, sizeof(res->reason) - n, "; %llu event%s could "
 		 "not be written to the events file %s: %s",
 		 (unsigned long long)lost, lost == 1 ? "" : "s", path ? path : "?",

@@ -19,6 +19,8 @@ class Result(dict):
     stdout = property(lambda self: self.get("stdout", ""))
     stderr = property(lambda self: self.get("stderr", ""))
     denials = property(lambda self: self.get("denials", []))
+    # lines of the sandbox's record the daemon's audit log lost meanwhile
+    events_lost = property(lambda self: self.get("events_lost", 0))
 
     @property
     def ok(self):

@@ -1091,6 +1091,26 @@ int corral_box_tar(struct corral_box *b, const char *path, uint64_t max_bytes,
 		   int (*write)(void *arg, const void *buf, size_t len),
 		   void *arg, struct corral_err *err);
 
+/*
+ * The same archive, made off the caller's event loop by a worker process
+ * forked for it, written into fd (the caller's file, from its offset):
+ * a tree's cost is the sandbox's to choose, and skipped entries (FIFOs)
+ * cost the walk without adding a byte.  A path that names no directory
+ * fails now.  Returns 0 and *job, then done(arg, r, bytes, err) follows
+ * from the loop; a box destroyed meanwhile ends it with -ESRCH, halted
+ * with CORRAL_E_HALTED.  corral_box_tar_cancel() kills the worker (done
+ * is not called); what it wrote to fd is the caller's to throw away.
+ */
+struct corral_box_tar_job;
+typedef void (*corral_box_tar_fn)(void *arg, int r, uint64_t bytes,
+				  const struct corral_err *err);
+CORRAL_PUBLIC
+int corral_box_tar_start(struct corral_box *b, const char *path, uint64_t max_bytes,
+			 int fd, corral_box_tar_fn done, void *arg,
+			 struct corral_box_tar_job **job, struct corral_err *err);
+CORRAL_PUBLIC
+void corral_box_tar_cancel(struct corral_box_tar_job *job);
+
 struct corral_untar {
 	uint64_t entries, bytes;
 };

@@ -258,6 +258,8 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
+	BUILD_ARCHIVE,			/* a directory as a tar (api_files.c) */
+	/* the exports, from here on (kind >= BUILD_EXPORT_PATCH) */
 	BUILD_EXPORT_PATCH,		/* the report and the patch, in JSON */
 	BUILD_EXPORT_STREAM,		/* the report's line, then the patch */
 	BUILD_EXPORT_WRITE,		/* to or apply: the report */

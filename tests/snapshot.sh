@@ -888,9 +888,60 @@ PY
 	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
 	bg_wait halted
 	expect_eq "the archive, halted" "$(< "$T/halted.code")" 409
-	expect_contains "why" "$(< "$T/halted.body")" "enough; the archive was cut short"
+	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
 	wait_gone "$w"
 	expect_eq "no spool" "$(spools)" 0
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
+# A recursive listing walks the tree too, up to 100000 entries: 100,000
+# empty files held every other client 0.4 s a request (bench/walks.py).  A
+# worker makes it, as an archive out; one directory's listing is still
+# answered on the loop meanwhile.  A client that goes, a halt, take it.
+s_recursive_listing_off_the_loop() {
+	local w
+	held_builds_daemon
+	create '{"idle_freeze_ms": 0}'
+	run "$SB" "$(sh_file t.sh 'mkdir -p /tmp/t/d && echo one > /tmp/t/d/a.txt &&
+		mkfifo /tmp/t/p && ln -s d/a.txt /tmp/t/l && printf "\377" > "/tmp/t/$(printf "n\377")"')"
+	bg_api ls GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1" -D "$T/ls.head"
+	wait_workers 1
+	expect_eq "health meanwhile" "$(api GET /v1/health)" 200
+	expect_eq "one directory meanwhile" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1")" 200
+	expect_contains "on the loop" "$(< "$T/body")" '"name":"d","type":"dir"'
+	kill -0 "$ls_PID" 2>/dev/null || fail "the listing was answered before its worker ran"
+	release
+	bg_wait ls
+	expect_eq "the listing" "$(< "$T/ls.code")" 200
+	expect_contains "its type" "$(tr -d '\r' < "$T/ls.head")" "Content-Type: application/json"
+	$PY - "$T/ls.body" <<'PY' || fail "the listing: $(head -c 400 "$T/ls.body")"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["path"] == "/tmp/t" and v["truncated"] is False, v
+got = [(e["name"], e["type"]) for e in v["entries"]]
+assert got == [("d", "dir"), ("d/a.txt", "file"), ("l", "symlink"),
+               ("n\ufffd", "file"), ("p", "other")], got
+assert [e.get("target") for e in v["entries"]][2] == "d/a.txt"
+PY
+	expect_eq "a file's listing" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/t/l/x&list=1&recursive=1")" 400
+	expect_eq "none there" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/none&list=1&recursive=1")" 404
+	# its client gone: the worker killed, its spool closed
+	bg_api gone GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
+	wait_workers 1
+	w=${WORKERS[0]}
+	kill "$gone_PID"
+	bg_wait gone
+	wait_gone "$w"
+	expect_eq "no spool" "$(spools)" 0
+	# a halt meanwhile
+	bg_api halted GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
+	bg_wait halted
+	expect_eq "the listing, halted" "$(< "$T/halted.code")" 409
+	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
+	wait_gone "$w"
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 

@@ -182,24 +182,12 @@ int corral_box_tar(struct corral_box *b, const char *path, uint64_t max_bytes,
 /*
  * Walked on the loop, a tree of 240,000 FIFOs (skipped: no byte of the
  * archive, so the 64 MiB cap never stops it) held every other client of
- * the daemon 0.5 s a request, for as long as one kept asking.  A worker
+ * the daemon 0.4 s a request, for as long as one kept asking.  A worker
  * walks it and writes the archive into the caller's fd (a spool).
  */
-struct corral_box_tar_job {
-	struct corral_box_tar_job *next;	/* the box's (b->tars) */
-	struct corral_box *b;
-	struct box_job *job;
-	corral_box_tar_fn done;
-	void *arg;
-	char *path;
+struct tar_work {
+	const char *path;
 	uint64_t max;
-	int fd;
-};
-
-struct tar_answer {
-	int r;
-	uint64_t bytes;
-	struct corral_err err;
 };
 
 /* In the worker: every byte into the spool, whatever a write takes. */
@@ -221,93 +209,21 @@ static int to_fd(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-static int tar_work(struct corral_box *b, void *arg, int answer)
+static int tar_work(struct corral_box *b, void *arg, int fd, struct corral_err *err)
 {
-	struct corral_box_tar_job *j = arg;
-	struct tar_answer a = { 0 };
-	struct stat st;
+	struct tar_work *t = arg;
 
-	a.r = corral_box_tar(b, j->path, j->max, to_fd, &j->fd, &a.err);
-	if (a.r == 0 && fstat(j->fd, &st) == 0)
-		a.bytes = st.st_size;
-	return write(answer, &a, sizeof(a)) == (ssize_t)sizeof(a) ? 0 : -EIO;
-}
-
-static void tar_job_free(struct corral_box_tar_job *j)
-{
-	for (struct corral_box_tar_job **p = j->b ? &j->b->tars : NULL; p && *p;
-	     p = &(*p)->next)
-		if (*p == j) {
-			*p = j->next;
-			break;
-		}
-	free(j->path);
-	free(j);
-}
-
-static void tar_end(void *arg, const char *answer, size_t len, int status)
-{
-	struct corral_box_tar_job *j = arg;
-	struct tar_answer a = { 0 };
-
-	if (status == -1)
-		a.r = corral_set_err(&a.err, -ESRCH, "the sandbox was destroyed while "
-				     "the archive was made");
-	else if (answer && len == sizeof(a))
-		memcpy(&a, answer, sizeof(a));
-	else
-		a.r = corral_set_err(&a.err, -EIO, "the worker that made the archive "
-				     "ended without an answer (wait status %d)", status);
-	j->job = NULL;
-	j->done(j->arg, a.r, a.bytes, &a.err);
-	tar_job_free(j);
+	return corral_box_tar(b, t->path, t->max, to_fd, &fd, err);
 }
 
 int corral_box_tar_start(struct corral_box *b, const char *path, uint64_t max_bytes,
-			 int fd, corral_box_tar_fn done, void *arg,
-			 struct corral_box_tar_job **out, struct corral_err *err)
+			 int fd, corral_box_work_done_fn done, void *arg,
+			 struct corral_box_work **out, struct corral_err *err)
 {
-	struct corral_box_tar_job *j;
-	int fds[2], dfd, r;
+	/* the worker's copy is made at its fork, before this returns */
+	struct tar_work t = { path, max_bytes };
 
-	*out = NULL;
-	/* a path that names no directory is answered now, with no worker */
-	r = box_path_ok(b, path, false, err);
-	if (r < 0)
-		return r;
-	dfd = box_open_in_root(b, path, O_RDONLY | O_DIRECTORY, 0, err);
-	if (dfd < 0)
-		return dfd;
-	close(dfd);
-	j = calloc(1, sizeof(*j));
-	if (!j || !(j->path = strdup(path))) {
-		free(j);
-		return corral_set_err(err, -ENOMEM, "out of memory archiving %.300s", path);
-	}
-	*j = (struct corral_box_tar_job){ .done = done, .arg = arg, .path = j->path,
-					  .max = max_bytes, .fd = fd };
-	/* what box_walk resolves beneath, and where the archive goes */
-	fds[0] = b->sb->rootfd;
-	fds[1] = fd;
-	r = box_job_start(b, tar_work, tar_end, j, fds, 2, &j->job, err);
-	if (r < 0) {
-		tar_job_free(j);
-		return r;
-	}
-	j->b = b;
-	j->next = b->tars;
-	b->tars = j;
-	*out = j;
-	return 0;
-}
-
-/* The worker killed; done is not called. */
-void corral_box_tar_cancel(struct corral_box_tar_job *j)
-{
-	if (!j)
-		return;
-	box_job_kill(j->job);
-	tar_job_free(j);
+	return corral_box_work_start(b, path, tar_work, &t, fd, done, arg, out, err);
 }
 
 /* ---- in ------------------------------------------------------------------- */
@@ -850,25 +766,10 @@ void corral_box_untar_cancel(struct corral_box_untar_job *j)
  */
 void box_untars_halt(struct corral_box *b)
 {
-	struct corral_err err = { 0 };
 	char why[sizeof(((struct corral_err *)0)->msg)];
 
 	snprintf(why, sizeof(why), "halted: %.400s; the archive was unpacked only in part",
 		 b->halt_reason);
 	while (b->untars)
 		untar_stop(b->untars, CORRAL_E_HALTED, why);
-	/*
-	 * An archive out stops too: the halt froze (or killed) the tree it
-	 * walks, and its client may ask again, from the frozen evidence.
-	 */
-	snprintf(why, sizeof(why), "halted: %.400s; the archive was cut short",
-		 b->halt_reason);
-	while (b->tars) {
-		struct corral_box_tar_job *j = b->tars;
-
-		box_job_kill(j->job);
-		corral_set_err(&err, CORRAL_E_HALTED, "%s", why);
-		j->done(j->arg, CORRAL_E_HALTED, 0, &err);
-		tar_job_free(j);
-	}
 }

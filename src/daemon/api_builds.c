@@ -22,7 +22,8 @@
  * then the patch's bytes: it need not hold the patch to parse the answer.
  *
  * At most BUILDS_MAX workers (these, archives out and recursive listings,
- * snapshots' copies and archives' unpacks) run at once, one build of them a sandbox's, BUILDS_PER_OWNER
+ * snapshots' copies and archives' unpacks) run at once, one diff or
+ * export of them a sandbox's, BUILDS_PER_OWNER
  * of them one lease's or TCP peer's sandboxes': more is a 503.  An owner's builds
  * count until their answers have been read, not only while their workers
  * run: a spool is as large as the patch, and a peer that asked again and

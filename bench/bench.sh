@@ -6,7 +6,8 @@
 # (another corral binary, its burst alternated with this one's: a
 # before/after pair in one run); image.py BENCH_IMAGE_RUNS (50);
 # tls.py BENCH_TLS_BYTES (256 MiB), BENCH_LAT and BENCH_REQS (2000).
-# oci.py BENCH_OCI_RUNS (30).  Not run here: exec_path.py (root and perf),
+# oci.py BENCH_OCI_RUNS (30); walks.py BENCH_WALK_FIFOS (240000),
+# BENCH_WALK_FILES (100000), BENCH_WALK_RUNS (5) and BENCH_AB.  Not run here: exec_path.py (root and perf),
 # a warm exec's time split where the daemon, init and the call mark it.
 set -eu
 CORRAL=${1:-build/corral}
@@ -22,4 +23,5 @@ trap 'cg_parents_remove bench' EXIT
 /usr/bin/python3 "$here/stdio.py" "$CORRAL"
 /usr/bin/python3 "$here/image.py" "$CORRAL"
 /usr/bin/python3 "$here/snapshot.py" "$CORRAL"
+/usr/bin/python3 "$here/walks.py" "$CORRAL"
 /usr/bin/python3 "$here/oci.py" "$CORRAL"

@@ -1100,6 +1100,42 @@ int corral_box_tar(struct corral_box *b, const char *path, uint64_t max_bytes,
 		   int (*write)(void *arg, const void *buf, size_t len),
 		   void *arg, struct corral_err *err);
 
+/*
+ * The caller's work on the box, off its event loop: work(b, work_arg, fd,
+ * err) runs in a worker process forked for it (the caller's memory as it
+ * was at the fork: work_arg need live only until this returns), with the
+ * box's root and fd (the caller's file, from its offset) among its fds.
+ * It returns 0 (or more) or a negative errno with err set.  Returns 0 and
+ * *job, then done(arg, r, err) follows from the loop; a box destroyed
+ * meanwhile ends it with -ESRCH, halted with CORRAL_E_HALTED (the tree
+ * it reads was frozen or killed).  corral_box_work_cancel() kills the
+ * worker (done is not called); what it wrote to fd is the caller's to
+ * throw away.  For a walk whose cost the sandbox chooses: dir, the
+ * directory it walks (or NULL), is judged and opened now as the walk will
+ * (corral_box_walk's rules), so a path that names none fails with no
+ * worker forked.
+ */
+struct corral_box_work;
+typedef int (*corral_box_work_fn)(struct corral_box *b, void *work_arg, int fd,
+				  struct corral_err *err);
+typedef void (*corral_box_work_done_fn)(void *arg, int r, const struct corral_err *err);
+CORRAL_PUBLIC
+int corral_box_work_start(struct corral_box *b, const char *dir, corral_box_work_fn work,
+			  void *work_arg, int fd, corral_box_work_done_fn done, void *arg,
+			  struct corral_box_work **job, struct corral_err *err);
+CORRAL_PUBLIC
+void corral_box_work_cancel(struct corral_box_work *job);
+
+/*
+ * corral_box_tar, made by such a worker into fd: a tree's cost is the
+ * sandbox's to choose, and skipped entries (FIFOs) cost the walk without
+ * adding a byte.
+ */
+CORRAL_PUBLIC
+int corral_box_tar_start(struct corral_box *b, const char *path, uint64_t max_bytes,
+			 int fd, corral_box_work_done_fn done, void *arg,
+			 struct corral_box_work **job, struct corral_err *err);
+
 struct corral_untar {
 	uint64_t entries, bytes;
 };

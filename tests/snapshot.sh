@@ -807,6 +807,144 @@ PY
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
+# An archive out walks the tree the sandbox made: 240,000 FIFOs (left out,
+# no byte of the archive, so its 64 MiB cap never stopped the walk) held
+# every other client of the daemon 0.5 s a request, for as long as one
+# kept asking (bench/walks.py).  A worker makes it into a spool (held here
+# on the FIFO: it cannot have finished) while the loop answers, beside a
+# diff of the same sandbox; the archive is what it was.  It counts among
+# the daemon's 4 workers; a client that goes, a halt and a destroy each
+# take its worker, and its spool, with them.
+s_archive_out_off_the_loop() {
+	local w n
+	held_builds_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file t.sh 'mkdir -p /tmp/t/d && echo one > /tmp/t/d/a.txt &&
+		mkfifo /tmp/t/p && ln -s d/a.txt /tmp/t/l && head -c 3000000 /dev/urandom > /tmp/t/big &&
+		echo A > a')"
+	expect_eq "big, by file" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/t/big")" 200
+	mv "$T/body" "$T/big"
+	bg_api ar GET "/v1/sandboxes/$SB/archive?path=/tmp/t" -D "$T/ar.head"
+	wait_workers 1
+	expect_eq "health meanwhile" "$(api GET /v1/health)" 200
+	expect_eq "a listing meanwhile" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1")" 200
+	bg_api df GET "/v1/sandboxes/$SB/diff?format=patch"
+	wait_workers 2
+	kill -0 "$ar_PID" 2>/dev/null || fail "the archive was answered before its worker ran"
+	release
+	bg_wait ar
+	bg_wait df
+	expect_eq "the archive" "$(< "$T/ar.code")" 200
+	expect_contains "its type" "$(tr -d '\r' < "$T/ar.head")" "Content-Type: application/x-tar"
+	expect_eq "the diff beside it" "$(< "$T/df.code")" 200
+	expect_contains "its patch" "$(< "$T/df.body")" "+A"
+	$PY - "$T/ar.body" "$T/big" <<'PY' || fail "the archive: $(head -c 300 "$T/ar.body" | od -c | head -5)"
+import sys, tarfile
+t = tarfile.open(sys.argv[1])
+names = [(m.name, m.type) for m in t.getmembers()]
+assert names == [("big", tarfile.REGTYPE), ("d", tarfile.DIRTYPE),
+                 ("d/a.txt", tarfile.REGTYPE), ("l", tarfile.SYMTYPE)], names
+assert t.extractfile("d/a.txt").read() == b"one\n"
+assert t.extractfile("big").read() == open(sys.argv[2], "rb").read()
+assert t.getmember("l").linkname == "d/a.txt"
+PY
+	# its client gone: the worker killed, its spool closed
+	bg_api gone GET "/v1/sandboxes/$SB/archive?path=/tmp/t"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "a spool" "$(spools)" 1
+	kill "$gone_PID"
+	bg_wait gone
+	wait_gone "$w"
+	expect_eq "no spool" "$(spools)" 0
+	expect_eq "health after" "$(api GET /v1/health)" 200
+	# four at once, the daemon's limit; a fifth is a 503
+	for n in 1 2 3 4; do
+		bg_api a$n GET "/v1/sandboxes/$SB/archive?path=/tmp/t"
+	done
+	wait_workers 4
+	expect_eq "a fifth" "$(api GET "/v1/sandboxes/$SB/archive?path=/tmp/t" --max-time 10)" 503
+	expect_contains "why" "$(< "$T/body")" "the daemon's limit"
+	release
+	for n in 1 2 3 4; do
+		bg_wait a$n
+		expect_eq "archive $n" "$(< "$T/a$n.code")" 200
+		cmp -s "$T/a$n.body" "$T/ar.body" || fail "archive $n differs from the first"
+	done
+	# the sandbox destroyed meanwhile: 404, as a diff's
+	create '{"idle_freeze_ms": 0}'
+	bg_api de GET "/v1/sandboxes/$SB/archive?path=/etc"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "destroy" "$(api DELETE "/v1/sandboxes/$SB")" 200
+	bg_wait de
+	expect_eq "the archive of a destroyed sandbox" "$(< "$T/de.code")" 404
+	wait_gone "$w"
+	# a halt meanwhile: the worker stops with it, saying so
+	create '{"idle_freeze_ms": 0}'
+	bg_api halted GET "/v1/sandboxes/$SB/archive?path=/etc"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
+	bg_wait halted
+	expect_eq "the archive, halted" "$(< "$T/halted.code")" 409
+	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
+	wait_gone "$w"
+	expect_eq "no spool" "$(spools)" 0
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
+# A recursive listing walks the tree too, up to 100000 entries: 100,000
+# empty files held every other client 0.4 s a request (bench/walks.py).  A
+# worker makes it, as an archive out; one directory's listing is still
+# answered on the loop meanwhile.  A client that goes, a halt, take it.
+s_recursive_listing_off_the_loop() {
+	local w
+	held_builds_daemon
+	create '{"idle_freeze_ms": 0}'
+	run "$SB" "$(sh_file t.sh 'mkdir -p /tmp/t/d && echo one > /tmp/t/d/a.txt &&
+		mkfifo /tmp/t/p && ln -s d/a.txt /tmp/t/l && printf "\377" > "/tmp/t/$(printf "n\377")"')"
+	bg_api ls GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1" -D "$T/ls.head"
+	wait_workers 1
+	expect_eq "health meanwhile" "$(api GET /v1/health)" 200
+	expect_eq "one directory meanwhile" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1")" 200
+	expect_contains "on the loop" "$(< "$T/body")" '"name":"d","type":"dir"'
+	kill -0 "$ls_PID" 2>/dev/null || fail "the listing was answered before its worker ran"
+	release
+	bg_wait ls
+	expect_eq "the listing" "$(< "$T/ls.code")" 200
+	expect_contains "its type" "$(tr -d '\r' < "$T/ls.head")" "Content-Type: application/json"
+	$PY - "$T/ls.body" <<'PY' || fail "the listing: $(head -c 400 "$T/ls.body")"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["path"] == "/tmp/t" and v["truncated"] is False, v
+got = [(e["name"], e["type"]) for e in v["entries"]]
+assert got == [("d", "dir"), ("d/a.txt", "file"), ("l", "symlink"),
+               ("n\ufffd", "file"), ("p", "other")], got
+assert [e.get("target") for e in v["entries"]][2] == "d/a.txt"
+PY
+	expect_eq "a file's listing" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/t/l/x&list=1&recursive=1")" 400
+	expect_eq "none there" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/none&list=1&recursive=1")" 404
+	# its client gone: the worker killed, its spool closed
+	bg_api gone GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
+	wait_workers 1
+	w=${WORKERS[0]}
+	kill "$gone_PID"
+	bg_wait gone
+	wait_gone "$w"
+	expect_eq "no spool" "$(spools)" 0
+	# a halt meanwhile
+	bg_api halted GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
+	bg_wait halted
+	expect_eq "the listing, halted" "$(< "$T/halted.code")" 409
+	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
+	wait_gone "$w"
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
 # An export's report names every file it let out, as many as the patch
 # (export.max_files), each byte of a name that is not UTF-8 six in JSON
 # (\ufffd): 50,000 names of 200 such bytes were a 64 MB report, which the
@@ -958,7 +1096,8 @@ s_builds_shared_between_owners() {
 # An archive's unpack and a snapshot's copy are workers too, each as long as
 # the sandbox's disk makes it: one lease's (or TCP peer's) took all four
 # with them, and every other client's diff, export, snapshot and unpack
-# was a 503 for as long as it kept asking.  They count among its half.
+# was a 503 for as long as it kept asking.  They count among its half, as
+# an archive out does.
 s_unpacks_and_snapshots_shared_between_owners() {
 	held_builds_daemon
 	open_lease
@@ -985,6 +1124,7 @@ PY
 	expect_contains "why" "$(< "$T/body")" "this lease's sandboxes"
 	expect_eq "nor a diff" "$(api GET "/v1/sandboxes/$L1/diff" --max-time 10)" 503
 	expect_eq "nor a snapshot" "$(api POST "/v1/sandboxes/$L1/snapshot" --max-time 10)" 503
+	expect_eq "nor an archive out" "$(api GET "/v1/sandboxes/$L1/archive?path=/tmp" --max-time 10)" 503
 	bg_api o PUT "/v1/sandboxes/$OTHER/archive?path=/tmp/in" --data-binary @"$T/in.tar"
 	bg_api o2 POST "/v1/sandboxes/$OTHER/snapshot"
 	wait_workers 4

@@ -250,6 +250,10 @@ void files_mkdir(struct sandbox *sb, struct evhttp_request *req, const char *res
 void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
+/* A recursive listing of path, made by a worker into fd (api_builds.c). */
+int file_list_start(struct corral_box *box, const char *path, int fd,
+		    corral_box_work_done_fn done, void *arg, struct corral_box_work **job,
+		    struct corral_err *err);
 
 /* ---- api_builds.c: answers made by a worker, sent from a spool ----------- */
 
@@ -258,6 +262,9 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
+	BUILD_ARCHIVE,			/* a directory as a tar (api_files.c) */
+	BUILD_LIST,			/* a recursive listing (api_files.c) */
+	/* the exports, from here on (kind >= BUILD_EXPORT_PATCH) */
 	BUILD_EXPORT_PATCH,		/* the report and the patch, in JSON */
 	BUILD_EXPORT_STREAM,		/* the report's line, then the patch */
 	BUILD_EXPORT_WRITE,		/* to or apply: the report */

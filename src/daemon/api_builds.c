@@ -21,8 +21,9 @@
  * that asks for EXPORT_STREAM_TYPE gets the report as a line of JSON,
  * then the patch's bytes: it need not hold the patch to parse the answer.
  *
- * At most BUILDS_MAX workers (these, snapshots' copies and archives'
- * unpacks) run at once, one build of them a sandbox's, BUILDS_PER_OWNER
+ * At most BUILDS_MAX workers (these, archives out and recursive listings,
+ * snapshots' copies and archives' unpacks) run at once, one diff or
+ * export of them a sandbox's, BUILDS_PER_OWNER
  * of them one lease's or TCP peer's sandboxes': more is a 503.  An owner's builds
  * count until their answers have been read, not only while their workers
  * run: a spool is as large as the patch, and a peer that asked again and
@@ -52,6 +53,7 @@ struct build {
 	struct evhttp_request *req;	/* NULL once the client has gone */
 	char owner[DAEMON_PEER_KEY_MAX + 8];	/* owner_key(); "": none */
 	struct corral_box_job *job;	/* the worker, until it ends */
+	struct corral_box_work *work;	/* a walk's worker, likewise */
 	struct event *ev_closed;	/* meanwhile: its client's end closing */
 	enum build_kind kind;
 	int spool;
@@ -68,8 +70,9 @@ static void build_free(struct build *b)
 		b->d->builds = b->next;
 	if (b->next)
 		b->next->prev = b->prev;
-	if (b->job) {
+	if (b->job || b->work) {
 		corral_box_job_cancel(b->job);
+		corral_box_work_cancel(b->work);
 		b->d->nworkers--;
 	}
 	if (b->ev_closed)
@@ -278,6 +281,7 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 	char len[32];
 
 	b->job = NULL;
+	b->work = NULL;
 	b->sb = NULL;
 	b->d->nworkers--;
 	if (b->ev_closed)
@@ -305,7 +309,10 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 		json_t *rep = report ? json_loads(report, 0, NULL) : NULL;
 
 		api_set_closecb(b->d, b->req, NULL, NULL);
-		if (r < 0)
+		if (r < 0 && b->kind == BUILD_ARCHIVE && err->code == -EFBIG)
+			reply_error(b->req, 413, "too_large", "%s (the limit of an "
+				    "archive out)", err->msg);
+		else if (r < 0)
 			reply_err(b->req, err);
 		else
 			reply_json(b->req, 200, rep ? rep : json_object());
@@ -328,6 +335,7 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 	h = evhttp_request_get_output_headers(b->req);
 	evhttp_add_header(h, "Content-Type", b->kind == BUILD_DIFF_PATCH ? "text/x-diff" :
 			  b->kind == BUILD_EXPORT_STREAM ? EXPORT_STREAM_TYPE :
+			  b->kind == BUILD_ARCHIVE ? "application/x-tar" :
 			  "application/json");
 	/* an export's JSON length is known once escaped: that one is chunked */
 	if (b->kind != BUILD_EXPORT_PATCH) {
@@ -401,19 +409,25 @@ void worker_disown(struct daemon *d, struct worker_owner *w)
 	d->nworkers--;
 }
 
+/* A walk of the sandbox's tree for a client: beside a diff of it. */
+static bool walk_kind(enum build_kind kind)
+{
+	return kind == BUILD_ARCHIVE || kind == BUILD_LIST;
+}
+
 bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fault *f)
 {
 	char owner[sizeof(((struct build *)0)->owner)] = "";
 	int owners = 0;
 
 	if (d->nworkers >= BUILDS_MAX)
-		return api_fault(f, 503, "busy", "%d diffs, patches, snapshots and "
-				 "archives' unpacks are being made, the daemon's limit: "
+		return api_fault(f, 503, "busy", "%d diffs, patches, snapshots, "
+				 "listings and archives in or out are being made, the daemon's limit: "
 				 "try again when one is done", BUILDS_MAX);
 	if (sb)
 		owner_key(sb, owner, sizeof(owner));
 	for (struct build *b = d->builds; sb && b; b = b->next) {
-		if (build && b->sb == sb)
+		if (build && b->sb == sb && !walk_kind(b->kind))
 			return api_fault(f, 503, "busy", "a diff or patch of this "
 					 "sandbox is being made: one at a time");
 		/* made or being sent: a build is in the list until it is read */
@@ -431,13 +445,35 @@ bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fa
 	 * each holds its spool on the host's disk until its client has read it.
 	 */
 	if (owners >= BUILDS_PER_OWNER)
-		return api_fault(f, 503, "busy", "%d diffs, patches, exports, snapshots "
-				 "or archives' unpacks of this %s's sandboxes are being made "
+		return api_fault(f, 503, "busy", "%d diffs, patches, exports, snapshots, "
+				 "listings or archives in or out of this %s's sandboxes are being made "
 				 "or wait to be read, the most one %s may have (half the "
 				 "daemon's workers): try again when one is done and read",
 				 owners, sb->lease ? "lease" : "TCP peer",
 				 sb->lease ? "lease" : "peer");
 	return true;
+}
+
+static void build_walked(void *arg, int r, const struct corral_err *err)
+{
+	build_done(arg, r, NULL, err);
+}
+
+/* The builds' worker for kind: 0 started, else err set. */
+static int build_go(struct build *b, const char *path,
+		    const struct corral_box_export_opts *x, struct corral_err *err)
+{
+	struct corral_box *box = b->sb->box;
+
+	if (b->kind == BUILD_ARCHIVE)
+		return corral_box_tar_start(box, path, API_FILE_MAX, b->spool,
+					    build_walked, b, &b->work, err);
+	if (b->kind == BUILD_LIST)
+		return file_list_start(box, path, b->spool, build_walked, b, &b->work, err);
+	if (b->kind >= BUILD_EXPORT_PATCH)
+		return corral_box_export_start(box, x, b->spool, build_done, b, &b->job, err);
+	return corral_box_diff_start(box, path, b->kind == BUILD_DIFF_PATCH, b->spool,
+				     build_done, b, &b->job, err);
 }
 
 void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
@@ -449,7 +485,8 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 	struct api_fault f;
 	int r;
 
-	if (!builds_room(d, sb, true, &f)) {
+	/* a walk (an archive out, a listing) is not a build of the workspace */
+	if (!builds_room(d, sb, !walk_kind(kind), &f)) {
 		reply_fault(req, &f);
 		return;
 	}
@@ -468,10 +505,7 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 		free(b);
 		return;
 	}
-	r = kind >= BUILD_EXPORT_PATCH ?
-	    corral_box_export_start(sb->box, x, b->spool, build_done, b, &b->job, &err) :
-	    corral_box_diff_start(sb->box, path, kind == BUILD_DIFF_PATCH, b->spool,
-				  build_done, b, &b->job, &err);
+	r = build_go(b, path, x, &err);
 	if (r < 0) {
 		const char *error;
 		int code = api_status(err.code, &error);

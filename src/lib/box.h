@@ -179,6 +179,7 @@ struct corral_box {
 	struct box_snap *snap;		/* snapshot.c: waiting for the freeze */
 	struct box_job *jobs;		/* box_job.c: workers under way */
 	struct corral_box_untar_job *untars;	/* boxarchive.c: writing in it */
+	struct corral_box_work *works;		/* box_job.c: the caller's, under way */
 	/* in a worker's copy of the box only (box_job.c): */
 	uint64_t job_rss0;		/* its resident bytes at the fork */
 	uint64_t job_mem_max;		/* what it may take beyond its fork's, or 0 */
@@ -210,6 +211,8 @@ void box_job_kill(struct box_job *j);	/* SIGKILL, reaped; end not called */
 /* In the worker: the bytes it took beyond what it had at the fork, at its peak. */
 uint64_t box_job_memory(const struct corral_box *b);
 void box_jobs_end(struct corral_box *b);	/* at destroy: killed, ends told */
+/* at a halt: the caller's works (corral_box_work_start) stop, done told */
+void box_works_halt(struct corral_box *b);
 /* boxarchive.c: at a halt, what unpacks into the box stops (its files are evidence) */
 void box_untars_halt(struct corral_box *b);
 

@@ -320,3 +320,141 @@ void box_jobs_end(struct corral_box *b)
 		end(arg, NULL, 0, -1);
 	}
 }
+
+/* ---- the caller's own work (corral_box_work_start) ---------------------- */
+
+/*
+ * A walk of the sandbox's tree for a client (an archive out, a recursive
+ * listing): its cost is the tree the sandbox made, and the FIFOs an
+ * archive leaves out cost the walk without adding a byte.  The work is
+ * the caller's function, run in the worker (a fork of the caller: the
+ * function and its argument are there as they were at the fork).
+ */
+struct corral_box_work {
+	struct corral_box_work *next;	/* the box's (b->works) */
+	struct corral_box *b;
+	struct box_job *job;
+	corral_box_work_fn work;
+	void *work_arg;
+	corral_box_work_done_fn done;
+	void *arg;
+	int fd;
+};
+
+struct work_answer {
+	int r;
+	struct corral_err err;
+};
+
+static int work_run(struct corral_box *b, void *arg, int answer)
+{
+	struct corral_box_work *w = arg;
+	struct work_answer a = { 0 };
+
+	a.r = w->work(b, w->work_arg, w->fd, &a.err);
+	if (a.r > 0)
+		a.r = 0;
+	return write(answer, &a, sizeof(a)) == (ssize_t)sizeof(a) ? 0 : -EIO;
+}
+
+static void work_free(struct corral_box_work *w)
+{
+	for (struct corral_box_work **p = w->b ? &w->b->works : NULL; p && *p;
+	     p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	free(w);
+}
+
+static void work_end(void *arg, const char *answer, size_t len, int status)
+{
+	struct corral_box_work *w = arg;
+	struct work_answer a = { 0 };
+
+	if (status == -1)
+		a.r = corral_set_err(&a.err, -ESRCH, "the sandbox was destroyed while "
+				     "its worker ran");
+	else if (answer && len == sizeof(a))
+		memcpy(&a, answer, sizeof(a));
+	else
+		a.r = corral_set_err(&a.err, -EIO, "the worker ended without an "
+				     "answer (wait status %d)", status);
+	/* a code the worker made up is no errno to map */
+	if (a.r > 0 || a.r < -4095)
+		a.r = -EIO;
+	w->job = NULL;
+	w->done(w->arg, a.r, &a.err);
+	work_free(w);
+}
+
+/* A directory the work will walk, as the walk opens it: its errors now, no worker. */
+static int work_dir_ok(struct corral_box *b, const char *dir, struct corral_err *err)
+{
+	int fd, r = box_path_ok(b, dir, false, err);
+
+	if (r < 0)
+		return r;
+	fd = box_open_in_root(b, dir, O_RDONLY | O_DIRECTORY, 0, err);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+int corral_box_work_start(struct corral_box *b, const char *dir, corral_box_work_fn work,
+			  void *work_arg, int fd, corral_box_work_done_fn done, void *arg,
+			  struct corral_box_work **out, struct corral_err *err)
+{
+	int fds[2] = { b->sb->rootfd, fd }, r;
+	struct corral_box_work *w;
+
+	*out = NULL;
+	if (dir && (r = work_dir_ok(b, dir, err)) < 0)
+		return r;
+	if (!(w = calloc(1, sizeof(*w))))
+		return corral_set_err(err, -ENOMEM, "out of memory for a worker");
+	*w = (struct corral_box_work){ .work = work, .work_arg = work_arg, .done = done,
+				       .arg = arg, .fd = fd };
+	/* what a walk resolves beneath (the root), and where the work goes */
+	r = box_job_start(b, work_run, work_end, w, fds, 2, &w->job, err);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	w->b = b;
+	w->next = b->works;
+	b->works = w;
+	*out = w;
+	return 0;
+}
+
+void corral_box_work_cancel(struct corral_box_work *w)
+{
+	if (!w)
+		return;
+	box_job_kill(w->job);
+	work_free(w);
+}
+
+/*
+ * At a halt: the tree the work walks was frozen (or killed); its client
+ * may ask again, from the frozen evidence.  Done told why.
+ */
+void box_works_halt(struct corral_box *b)
+{
+	struct corral_err err = { 0 };
+
+	corral_set_err(&err, CORRAL_E_HALTED, "halted: %.400s; the answer was cut short "
+		       "(ask again: a halted sandbox's files can be read while it is held)",
+		       b->halt_reason);
+	while (b->works) {
+		struct corral_box_work *w = b->works;
+
+		box_job_kill(w->job);
+		w->job = NULL;
+		w->done(w->arg, CORRAL_E_HALTED, &err);
+		work_free(w);
+	}
+}

@@ -177,6 +177,55 @@ int corral_box_tar(struct corral_box *b, const char *path, uint64_t max_bytes,
 	return r < 0 ? r : 0;
 }
 
+/* ---- out, off the caller's loop --------------------------------------------- */
+
+/*
+ * Walked on the loop, a tree of 240,000 FIFOs (skipped: no byte of the
+ * archive, so the 64 MiB cap never stops it) held every other client of
+ * the daemon 0.4 s a request, for as long as one kept asking.  A worker
+ * walks it and writes the archive into the caller's fd (a spool).
+ */
+struct tar_work {
+	const char *path;
+	uint64_t max;
+};
+
+/* In the worker: every byte into the spool, whatever a write takes. */
+static int to_fd(void *arg, const void *buf, size_t len)
+{
+	const char *p = buf;
+	int fd = *(int *)arg;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int tar_work(struct corral_box *b, void *arg, int fd, struct corral_err *err)
+{
+	struct tar_work *t = arg;
+
+	return corral_box_tar(b, t->path, t->max, to_fd, &fd, err);
+}
+
+int corral_box_tar_start(struct corral_box *b, const char *path, uint64_t max_bytes,
+			 int fd, corral_box_work_done_fn done, void *arg,
+			 struct corral_box_work **out, struct corral_err *err)
+{
+	/* the worker's copy is made at its fork, before this returns */
+	struct tar_work t = { path, max_bytes };
+
+	return corral_box_work_start(b, path, tar_work, &t, fd, done, arg, out, err);
+}
+
 /* ---- in ------------------------------------------------------------------- */
 
 struct untar {

@@ -9,8 +9,9 @@ The trees: BENCH_WALK_FIFOS (default 240000) FIFOs in directories of
 10000 (left out of an archive: no byte of it, so its size cap never stops
 the walk), BENCH_WALK_FILES (default 100000) empty files likewise (a
 listing's whole entry limit), and BENCH_WALK_FLAT (default 100000) empty
-files in one directory, named by 250 bytes that are not UTF-8 (six bytes
-each of the answer), for a plain one-directory listing
+files in one directory, named by BENCH_WALK_FLAT_BYTES (default 250)
+bytes that are not UTF-8 (six bytes each of the answer) and a number,
+for a plain one-directory listing
 (GET .../files?list=1).  BENCH_WALK_ONLY=WORD runs only the requests
 whose name holds WORD.  BENCH_WALK_RUNS (default 5) requests of
 each kind, one after the other; BENCH_AB=OTHER_CORRAL runs the same with
@@ -34,6 +35,7 @@ import time
 FIFOS = int(os.environ.get("BENCH_WALK_FIFOS", "240000"))
 FILES = int(os.environ.get("BENCH_WALK_FILES", "100000"))
 FLAT = int(os.environ.get("BENCH_WALK_FLAT", "100000"))
+FLAT_BYTES = os.environ.get("BENCH_WALK_FLAT_BYTES", "250")
 ONLY = os.environ.get("BENCH_WALK_ONLY", "")
 RUNS = int(os.environ.get("BENCH_WALK_RUNS", "5"))
 
@@ -104,10 +106,10 @@ for i in range(n):
 """
 
 FLAT_MAKE = """import os, sys
-top, n = sys.argv[1].encode(), int(sys.argv[2])
+top, n, k = sys.argv[1].encode(), int(sys.argv[2]), int(sys.argv[3])
 os.makedirs(top)
 for i in range(n):
-    open(top + b"/" + b"\\xff" * 250 + b"%05d" % i, "w").close()
+    open(top + b"/" + b"\\xff" * k + b"%05d" % i, "w").close()
 """
 
 
@@ -124,7 +126,7 @@ def sandbox(d):
         if st != 200 or json.loads(body)["exit_code"] != 0:
             raise RuntimeError(f"making {top}: {st} {body[:300]}")
     st, body = call(d.sock, "POST", f"/v1/sandboxes/{sid}/exec",
-                    {"argv": ["python3", "-c", FLAT_MAKE, "/tmp/flat", str(FLAT)],
+                    {"argv": ["python3", "-c", FLAT_MAKE, "/tmp/flat", str(FLAT), FLAT_BYTES],
                      "timeout_seconds": 600})
     if st != 200 or json.loads(body)["exit_code"] != 0:
         raise RuntimeError(f"making /tmp/flat: {st} {body[:300]}")

@@ -7,8 +7,13 @@ what the walk held the one loop every sandbox is served from.
 
 The trees: BENCH_WALK_FIFOS (default 240000) FIFOs in directories of
 10000 (left out of an archive: no byte of it, so its size cap never stops
-the walk), and BENCH_WALK_FILES (default 100000) empty files likewise (a
-listing's whole entry limit).  BENCH_WALK_RUNS (default 5) requests of
+the walk), BENCH_WALK_FILES (default 100000) empty files likewise (a
+listing's whole entry limit), and BENCH_WALK_FLAT (default 100000) empty
+files in one directory, named by BENCH_WALK_FLAT_BYTES (default 250)
+bytes that are not UTF-8 (six bytes each of the answer) and a number,
+for a plain one-directory listing
+(GET .../files?list=1).  BENCH_WALK_ONLY=WORD runs only the requests
+whose name holds WORD.  BENCH_WALK_RUNS (default 5) requests of
 each kind, one after the other; BENCH_AB=OTHER_CORRAL runs the same with
 that binary too, alternating daemons run by run (this one first).  Its
 own daemons in temporary directories, stopped by their pids.
@@ -29,6 +34,9 @@ import time
 
 FIFOS = int(os.environ.get("BENCH_WALK_FIFOS", "240000"))
 FILES = int(os.environ.get("BENCH_WALK_FILES", "100000"))
+FLAT = int(os.environ.get("BENCH_WALK_FLAT", "100000"))
+FLAT_BYTES = os.environ.get("BENCH_WALK_FLAT_BYTES", "250")
+ONLY = os.environ.get("BENCH_WALK_ONLY", "")
 RUNS = int(os.environ.get("BENCH_WALK_RUNS", "5"))
 
 
@@ -97,6 +105,13 @@ for i in range(n):
         open(p, "w").close()
 """
 
+FLAT_MAKE = """import os, sys
+top, n, k = sys.argv[1].encode(), int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(top)
+for i in range(n):
+    open(top + b"/" + b"\\xff" * k + b"%05d" % i, "w").close()
+"""
+
 
 def sandbox(d):
     st, body = call(d.sock, "POST", "/v1/sandboxes", {"idle_freeze_ms": 0,
@@ -110,6 +125,11 @@ def sandbox(d):
                          "timeout_seconds": 600})
         if st != 200 or json.loads(body)["exit_code"] != 0:
             raise RuntimeError(f"making {top}: {st} {body[:300]}")
+    st, body = call(d.sock, "POST", f"/v1/sandboxes/{sid}/exec",
+                    {"argv": ["python3", "-c", FLAT_MAKE, "/tmp/flat", str(FLAT), FLAT_BYTES],
+                     "timeout_seconds": 600})
+    if st != 200 or json.loads(body)["exit_code"] != 0:
+        raise RuntimeError(f"making /tmp/flat: {st} {body[:300]}")
     return sid
 
 
@@ -146,7 +166,9 @@ def main():
     daemons = []
     paths = (("archive of FIFOs", "/archive?path=/tmp/fifos"),
              ("archive of empty files", "/archive?path=/tmp/files"),
-             ("recursive listing", "/files?path=/tmp/files&list=1&recursive=1"))
+             ("recursive listing", "/files?path=/tmp/files&list=1&recursive=1"),
+             ("plain listing", "/files?path=/tmp/flat&list=1"))
+    paths = tuple(p for p in paths if ONLY in p[0])
     try:
         sids = []
         for name, b in bins:
@@ -157,7 +179,7 @@ def main():
             for (name, _), d, sid in zip(bins, daemons, sids):
                 for what, path in paths:
                     rows.setdefault((name, what), []).append(one(d, sid, path))
-        print(f"walks: {FIFOS} FIFOs, {FILES} empty files; {RUNS} runs; "
+        print(f"walks: {FIFOS} FIFOs, {FILES} empty files, {FLAT} in one directory; {RUNS} runs; "
               "the longest GET /v1/health wait meanwhile (ms), and the request's")
         for (name, what), rs in rows.items():
             waits = sorted(r[3] for r in rs)
@@ -166,6 +188,10 @@ def main():
                   f"health max median {waits[len(waits) // 2]:7.1f} "
                   f"[{waits[0]:.1f}..{waits[-1]:.1f}]  "
                   f"request median {took[len(took) // 2]:7.1f} [{took[0]:.1f}..{took[-1]:.1f}]")
+        for (name, _), d in zip(bins, daemons):
+            with open(f"/proc/{d.proc.pid}/status") as f:
+                hwm = [l.split()[1] for l in f if l.startswith("VmHWM")][0]
+            print(f"  {name:5} daemon's peak resident memory (VmHWM) {int(hwm) // 1024} MiB")
     finally:
         for d in daemons:
             d.stop()

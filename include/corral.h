@@ -1091,6 +1091,18 @@ int corral_box_walk(struct corral_box *b, const char *path, bool recursive,
 		    void *arg, bool *truncated, struct corral_err *err);
 
 /*
+ * One directory's entries, as corral_box_walk(b, path, false, max, ...),
+ * when it holds at most max names; else *more, fn never called, and no
+ * name past the first max + 1 read: a caller that must not wait long
+ * (the daemon's loop) makes a large directory's listing elsewhere.
+ * fn returning 1 stops the walk there: *truncated, not *more.
+ */
+CORRAL_PUBLIC
+int corral_box_list_small(struct corral_box *b, const char *path, size_t max,
+			  int (*fn)(void *arg, const struct corral_entry *e),
+			  void *arg, bool *more, bool *truncated, struct corral_err *err);
+
+/*
  * A directory as a tar archive (regular files, directories, symlinks as
  * links; other files and tripwires left out), handed to write in pieces;
  * more than max_bytes of it is -EFBIG.

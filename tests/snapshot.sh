@@ -945,6 +945,71 @@ PY
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
+# One directory's listing was made on the loop whatever its size: 100,000
+# names of 255 bytes that are not UTF-8 (six bytes each in JSON) held
+# every other client 3 s a request, for a 157 MB answer in the daemon's
+# memory (bench/walks.py).  A directory of more than 1000 names, or of
+# more than 32 KiB of names and targets, is listed by a worker (held here
+# on the FIFO: it cannot have finished), answered as before; one of 1000
+# short names is still answered on the loop meanwhile.
+s_large_directory_listing_off_the_loop() {
+	local w
+	held_builds_daemon
+	create '{"idle_freeze_ms": 0}'
+	run "$SB" "$(sh_file t.sh 'python3 -c "$1"')" 'import os
+for top, n in ((b"/tmp/big", 1001), (b"/tmp/small", 1000)):
+    os.makedirs(top + b"/d")
+    for i in range(n - 2):
+        open(top + b"/f\xff%04d" % i, "w").close()
+    os.symlink(b"d", top + b"/l")
+os.makedirs(b"/tmp/long")
+for i in range(9):
+    os.symlink(b"\xff" * 4000, b"/tmp/long/%d" % i)'
+	bg_api ls GET "/v1/sandboxes/$SB/files?path=/tmp/big&list=1" -D "$T/ls.head"
+	wait_workers 1
+	expect_eq "health meanwhile" "$(api GET /v1/health)" 200
+	expect_eq "1000 names meanwhile" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/small&list=1")" 200
+	kill -0 "$ls_PID" 2>/dev/null || fail "the listing was answered before its worker ran"
+	release
+	bg_wait ls
+	expect_eq "the listing" "$(< "$T/ls.code")" 200
+	expect_contains "its type" "$(tr -d '\r' < "$T/ls.head")" "Content-Type: application/json"
+	# 9 names, but 36000 bytes of targets: a worker's too
+	bg_api long GET "/v1/sandboxes/$SB/files?path=/tmp/long&list=1"
+	wait_workers 1
+	kill -0 "$long_PID" 2>/dev/null || fail "the long listing was answered before its worker ran"
+	release
+	bg_wait long
+	expect_eq "the long listing" "$(< "$T/long.code")" 200
+	$PY -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["truncated"] is False and len(v["entries"]) == 9, v["truncated"]
+assert [e["target"] for e in v["entries"]] == ["\ufffd" * 4000] * 9' "$T/long.body" ||
+		fail "the long listing: $(head -c 300 "$T/long.body")"
+	$PY - "$T/ls.body" "$T/body" <<'PY' || fail "the listings: $(head -c 400 "$T/ls.body")"
+import json, sys
+for f, top, n in ((sys.argv[1], "/tmp/big", 1001), (sys.argv[2], "/tmp/small", 1000)):
+    v = json.load(open(f))
+    assert v["path"] == top and v["truncated"] is False, (top, v["truncated"])
+    got = [(e["name"], e["type"]) for e in v["entries"]]
+    want = [("d", "dir")] + [("f\ufffd%04d" % i, "file") for i in range(n - 2)] + \
+        [("l", "symlink")]
+    assert got == want, (top, len(got), got[:3], got[-2:])
+    assert v["entries"][-1]["target"] == "d"
+PY
+	# a halt meanwhile: the worker stops with it, saying so
+	bg_api halted GET "/v1/sandboxes/$SB/files?path=/tmp/big&list=1"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
+	bg_wait halted
+	expect_eq "the listing, halted" "$(< "$T/halted.code")" 409
+	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
+	wait_gone "$w"
+	expect_eq "no spool" "$(spools)" 0
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
 # An export's report names every file it let out, as many as the patch
 # (export.max_files), each byte of a name that is not UTF-8 six in JSON
 # (\ufffd): 50,000 names of 200 such bytes were a 64 MB report, which the

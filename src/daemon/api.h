@@ -250,8 +250,8 @@ void files_mkdir(struct sandbox *sb, struct evhttp_request *req, const char *res
 void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
-/* A recursive listing of path, made by a worker into fd (api_builds.c). */
-int file_list_start(struct corral_box *box, const char *path, int fd,
+/* A listing of path (recursive or not), made by a worker into fd (api_builds.c). */
+int file_list_start(struct corral_box *box, const char *path, bool recursive, int fd,
 		    corral_box_work_done_fn done, void *arg, struct corral_box_work **job,
 		    struct corral_err *err);
 
@@ -264,6 +264,7 @@ enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
 	BUILD_ARCHIVE,			/* a directory as a tar (api_files.c) */
 	BUILD_LIST,			/* a recursive listing (api_files.c) */
+	BUILD_LIST_DIR,			/* one large directory's listing, likewise */
 	/* the exports, from here on (kind >= BUILD_EXPORT_PATCH) */
 	BUILD_EXPORT_PATCH,		/* the report and the patch, in JSON */
 	BUILD_EXPORT_STREAM,		/* the report's line, then the patch */

@@ -412,7 +412,7 @@ void worker_disown(struct daemon *d, struct worker_owner *w)
 /* A walk of the sandbox's tree for a client: beside a diff of it. */
 static bool walk_kind(enum build_kind kind)
 {
-	return kind == BUILD_ARCHIVE || kind == BUILD_LIST;
+	return kind == BUILD_ARCHIVE || kind == BUILD_LIST || kind == BUILD_LIST_DIR;
 }
 
 bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fault *f)
@@ -468,8 +468,9 @@ static int build_go(struct build *b, const char *path,
 	if (b->kind == BUILD_ARCHIVE)
 		return corral_box_tar_start(box, path, API_FILE_MAX, b->spool,
 					    build_walked, b, &b->work, err);
-	if (b->kind == BUILD_LIST)
-		return file_list_start(box, path, b->spool, build_walked, b, &b->work, err);
+	if (b->kind == BUILD_LIST || b->kind == BUILD_LIST_DIR)
+		return file_list_start(box, path, b->kind == BUILD_LIST, b->spool,
+				       build_walked, b, &b->work, err);
 	if (b->kind >= BUILD_EXPORT_PATCH)
 		return corral_box_export_start(box, x, b->spool, build_done, b, &b->job, err);
 	return corral_box_diff_start(box, path, b->kind == BUILD_DIFF_PATCH, b->spool,

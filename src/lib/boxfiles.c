@@ -462,6 +462,7 @@ struct walk {
 	bool recursive;
 	size_t max, seen;
 	size_t held;		/* names read and not yet freed (BOX_WALK_NAMES) */
+	bool spill;		/* past max names: stop reading, answer 2 */
 	struct corral_err *err;
 };
 
@@ -631,7 +632,11 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 		}
 		if (by_max)
 			heap_up(names, n);
-		n++;
+		/* more than max: the rest is not read, nor one entry handed on */
+		if (++n == room && by_max && w->spill) {
+			r = 2;
+			break;
+		}
 	}
 	if (r == 0 && n > 1)	/* an empty directory has no array to sort */
 		qsort(names, n, sizeof(*names), name_cmp);
@@ -648,10 +653,11 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 	return r;
 }
 
-int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
-	     box_walk_fn fn, void *arg, struct corral_err *err)
+static int walk_at(struct corral_box *b, const char *path, bool recursive,
+		   size_t max, bool spill, box_walk_fn fn, void *arg,
+		   struct corral_err *err)
 {
-	struct walk w = { b, fn, arg, recursive, max, 0, 0, err };
+	struct walk w = { b, fn, arg, recursive, max, 0, 0, spill, err };
 	char rel[4096] = "";
 	int fd, r;
 
@@ -665,6 +671,12 @@ int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
 	r = walk_dir(&w, fd, rel, 0, 0);
 	as_agent(b, false);
 	return r;
+}
+
+int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
+	     box_walk_fn fn, void *arg, struct corral_err *err)
+{
+	return walk_at(b, path, recursive, max, false, fn, arg, err);
 }
 
 struct pub_walk {
@@ -697,4 +709,16 @@ int corral_box_walk(struct corral_box *b, const char *path, bool recursive,
 
 	*truncated = r == 1;
 	return r == 1 ? 0 : r;
+}
+
+int corral_box_list_small(struct corral_box *b, const char *path, size_t max,
+			  int (*fn)(void *arg, const struct corral_entry *e),
+			  void *arg, bool *more, bool *truncated, struct corral_err *err)
+{
+	struct pub_walk p = { fn, arg, err };
+	int r = walk_at(b, path, false, max, true, pub_entry, &p, err);
+
+	*more = r == 2;
+	*truncated = r == 1;
+	return r == 1 || r == 2 ? 0 : r;
 }

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <nettle/sha2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1403,21 +1404,97 @@ size_t events_count_denied(const struct events *ev)
 
 /* ---- out of the sandbox's reach ------------------------------------------ */
 
-/* The objects the writable binds of *p give the sandbox, by inode. */
+/* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
+static void mi_unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * A bind is recursive: what the host mounted beneath a writable bind's
+ * source (a bind of the log's directory into the workspace) is the
+ * sandbox's to write too, though the walk up from the log never passes
+ * the source.  Each mount point beneath dir, as the host names it, is
+ * added as src's (what stat finds there is the mount's root).  false:
+ * more than max, which the caller refuses rather than judge part.
+ */
+static bool mounts_beneath(const char *dir, const char *src, struct stat *st,
+			   const char **srcs, size_t *n, size_t max)
+{
+	size_t len = strcmp(dir, "/") ? strlen(dir) : 0, cap = 0;
+	char *line = NULL;
+	bool ok = true;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return true;	/* no /proc: the binds' own check still holds */
+	while (ok && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *at = strtok_r(line, " ", &save);
+
+		/* id, parent, dev, root, then the mount point */
+		for (int k = 0; at && k < 4; k++)
+			at = strtok_r(NULL, " ", &save);
+		if (!at)
+			continue;
+		mi_unescape(at);
+		if (strncmp(at, dir, len) || at[len] != '/' || !at[len + 1])
+			continue;
+		if (*n >= max)
+			ok = false;
+		else if (stat(at, &st[*n]) == 0)
+			srcs[(*n)++] = src;
+	}
+	free(line);
+	fclose(f);
+	return ok;
+}
+
+/*
+ * The objects the writable binds of *p give the sandbox, by inode: each
+ * source, and each mount beneath it.  Past max, (size_t)-1.
+ */
 static size_t writable_binds(const struct corral_policy *p, struct stat *st,
 			     const char **src, size_t max)
 {
+	char self[64], dir[PATH_MAX];
 	size_t n = 0;
+	ssize_t len;
 
-	for (size_t i = 0; i < p->nbinds && n < max; i++) {
+	for (size_t i = 0; i < p->nbinds; i++) {
 		const struct corral_bind *b = &p->binds[i];
 
 		if (!b->writable)
 			continue;
+		if (n >= max)
+			return (size_t)-1;
 		/* one that cannot be reached fails the start anyway */
 		if ((b->pinned ? fstat(b->fd, &st[n]) : stat(b->src, &st[n])) < 0)
 			continue;
 		src[n++] = b->src;
+		if (!S_ISDIR(st[n - 1].st_mode))
+			continue;
+		if (b->pinned) {
+			snprintf(self, sizeof(self), "/proc/self/fd/%d", b->fd);
+			len = readlink(self, dir, sizeof(dir) - 1);
+			if (len <= 0 || dir[0] != '/')
+				continue;
+			dir[len] = '\0';
+		} else if (!realpath(b->src, dir)) {
+			continue;
+		}
+		if (!mounts_beneath(dir, b->src, st, src, &n, max))
+			return (size_t)-1;
 	}
 	return n;
 }
@@ -1490,6 +1567,11 @@ int events_check_reach(const struct events *ev, const struct corral_policy *p,
 	if (!ev || !ev->log || !p)
 		return 0;
 	n = writable_binds(p, st, src, BINDS_CHECKED);
+	if (n == (size_t)-1)
+		return corral_set_err(err, -E2BIG, "the events file %s: over %d writable "
+				      "binds and mounts beneath them to judge whether "
+				      "the sandbox could rewrite it; refused",
+				      ev->log->path, BINDS_CHECKED);
 	hit = n ? log_under_bind(ev->log->fd, ev->log->path, st, src, n) : NULL;
 	if (!hit)
 		return 0;

@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <nettle/sha2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1404,60 +1403,26 @@ size_t events_count_denied(const struct events *ev)
 
 /* ---- out of the sandbox's reach ------------------------------------------ */
 
-/* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
-static void mi_unescape(char *s)
+/* Mounts beneath a writable bind's source, added as its own (writable_binds). */
+struct beneath {
+	struct stat *st;
+	const char **src;
+	const char *of;
+	size_t n, max;
+	bool over;
+};
+
+static bool beneath_add(const struct stat *st, void *arg)
 {
-	char *out = s;
+	struct beneath *b = arg;
 
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else {
-			*out++ = *s;
-		}
+	if (b->n >= b->max) {
+		b->over = true;
+		return true;
 	}
-	*out = '\0';
-}
-
-/*
- * A bind is recursive: what the host mounted beneath a writable bind's
- * source (a bind of the log's directory into the workspace) is the
- * sandbox's to write too, though the walk up from the log never passes
- * the source.  Each mount point beneath dir, as the host names it, is
- * added as src's (what stat finds there is the mount's root).  false:
- * more than max, which the caller refuses rather than judge part.
- */
-static bool mounts_beneath(const char *dir, const char *src, struct stat *st,
-			   const char **srcs, size_t *n, size_t max)
-{
-	size_t len = strcmp(dir, "/") ? strlen(dir) : 0, cap = 0;
-	char *line = NULL;
-	bool ok = true;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	if (!f)
-		return true;	/* no /proc: the binds' own check still holds */
-	while (ok && getline(&line, &cap, f) > 0) {
-		char *save = NULL, *at = strtok_r(line, " ", &save);
-
-		/* id, parent, dev, root, then the mount point */
-		for (int k = 0; at && k < 4; k++)
-			at = strtok_r(NULL, " ", &save);
-		if (!at)
-			continue;
-		mi_unescape(at);
-		if (strncmp(at, dir, len) || at[len] != '/' || !at[len + 1])
-			continue;
-		if (*n >= max)
-			ok = false;
-		else if (stat(at, &st[*n]) == 0)
-			srcs[(*n)++] = src;
-	}
-	free(line);
-	fclose(f);
-	return ok;
+	b->st[b->n] = *st;
+	b->src[b->n++] = b->of;
+	return false;
 }
 
 /*
@@ -1467,36 +1432,34 @@ static bool mounts_beneath(const char *dir, const char *src, struct stat *st,
 static size_t writable_binds(const struct corral_policy *p, struct stat *st,
 			     const char **src, size_t max)
 {
-	char self[64], dir[PATH_MAX];
-	size_t n = 0;
-	ssize_t len;
+	struct beneath m = { st, src, NULL, 0, max, false };
 
 	for (size_t i = 0; i < p->nbinds; i++) {
 		const struct corral_bind *b = &p->binds[i];
+		int dir;
 
 		if (!b->writable)
 			continue;
-		if (n >= max)
+		if (m.n >= max)
 			return (size_t)-1;
 		/* one that cannot be reached fails the start anyway */
-		if ((b->pinned ? fstat(b->fd, &st[n]) : stat(b->src, &st[n])) < 0)
+		if ((b->pinned ? fstat(b->fd, &st[m.n]) : stat(b->src, &st[m.n])) < 0)
 			continue;
-		src[n++] = b->src;
-		if (!S_ISDIR(st[n - 1].st_mode))
+		src[m.n++] = b->src;
+		if (!S_ISDIR(st[m.n - 1].st_mode))
 			continue;
-		if (b->pinned) {
-			snprintf(self, sizeof(self), "/proc/self/fd/%d", b->fd);
-			len = readlink(self, dir, sizeof(dir) - 1);
-			if (len <= 0 || dir[0] != '/')
-				continue;
-			dir[len] = '\0';
-		} else if (!realpath(b->src, dir)) {
+		dir = b->pinned ? b->fd : open(b->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dir < 0)
 			continue;
-		}
-		if (!mounts_beneath(dir, b->src, st, src, &n, max))
+		/* a bind is recursive: what is mounted beneath it is its too */
+		m.of = b->src;
+		mounts_beneath(dir, beneath_add, &m);
+		if (!b->pinned)
+			close(dir);
+		if (m.over)
 			return (size_t)-1;
 	}
-	return n;
+	return m.n;
 }
 
 static const char *bound_as(const struct stat *at, const struct stat *st,

@@ -247,6 +247,28 @@ t_events_file_out_of_the_sandboxs_reach() {
 	expect_contains "outside: recorded" "$(< "$T/ev.jsonl")" '"type":"exec.end"'
 }
 
+# The log's directory bind-mounted by the host beneath an rw bind's source:
+# the bind is recursive, so the sandbox writes it there, though the walk
+# up from the log never passes the source.
+t_events_file_mounted_beneath_a_rw_bind() {
+	[ "$(id -u)" = 0 ] || { skip "a host bind mount needs root"; return 77; }
+	local rc=0
+	# the forgery of t_events_file_out_of_the_sandboxs_reach, at /ws/data
+	printf '%s' "${FORGE_PY//\/data\//\/ws\/data\/}" > "$T/forge.py"
+	chmod 644 "$T/forge.py"
+	mkdir -m 777 "$T/logs"
+	mkdir -p "$T/ws/data"
+	mount --bind "$T/logs" "$T/ws/data" || { fail "mount --bind"; return 1; }
+	timeout 120 "$CORRAL" run --rw "$T/ws:/ws" --events "$T/logs/ev.jsonl" \
+		--ro "$T/forge.py:/opt/forge.py" -- /usr/bin/python3 /opt/forge.py \
+		> "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	umount "$T/ws/data" || fail "umount $T/ws/data"
+	expect_not_contains "nothing ran" "$(< "$T/out")" replaced
+	expect_eq "exit" "$rc" 125
+	expect_contains "why" "$(< "$T/err")" \
+		"the events file $T/logs/ev.jsonl lies in the writable bind $T/ws"
+}
+
 t_show_filters() {
 	mklog
 	out=$(audit show "$T/log")

@@ -1190,6 +1190,36 @@ t_operator_allows_bind() {
 	oci delete c1
 }
 
+# The container's events file (audit_dir/ID.jsonl) in a bind it writes:
+# refused at create, as corral run's --events and the daemon's log are
+# (events_check_reach), because the container could replace its own record
+# with a chain that verifies.
+t_events_file_in_rw_bind_refused() {
+	need_root
+	mkdir -p "$T/share/audit"
+	chmod -R a+rwX "$T/share"
+	printf '{"allow_bind": ["%s"], "audit_dir": "%s"}' "$T/share" "$T/share/audit" > "$T/op.json"
+	bundle "$T/b" '["sh", "-c", "rm -f /data/audit/c1.jsonl; echo forged > /data/audit/c1.jsonl; ls -ln /data/audit"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'rw']})"
+	mkdir -p "$T/b/rootfs/data"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c1 > /dev/null
+	if [ "$(rc)" = 0 ]; then
+		CORRAL_OCI_CONFIG=$T/op.json oci start c1 > /dev/null
+		wait_status c1 stopped || true
+		fail "created with its events file in its rw bind; the record now reads: $(head -c 200 "$T/share/audit/c1.jsonl")"
+		return 1
+	fi
+	expect_contains "refused" "$(last_error)" "lies in the writable bind $T/share"
+	[ ! -e "$T/root/c1" ] || fail "the refused create left its state"
+	! grep -q "$T" /proc/self/mountinfo || fail "the refused create left a mount"
+	# a read-only bind of the same directory is no way to rewrite it
+	bundle "$T/b" '["cat", "/data/audit/c1.jsonl"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'ro']})"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "ro bind created" "$(rc)" 0
+	oci delete --force c1 > /dev/null
+}
+
 # held_create ID SWAP: `create` held (stopped by strace at its first pipe2,
 # after config.json was judged, before the container's mounts), SWAP run
 # in that window, then create let go and the container started: what it

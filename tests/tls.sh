@@ -203,6 +203,23 @@ fine"
 	expect_contains "a hard link: refused" "$(cat "$T/err")" "has another hard link, which may lie in the"
 }
 
+# A bind is recursive: the host's mount of the key's directory beneath a
+# source is shown with it, though the walk up from the file never passes
+# the source (found in the mount table).
+t_secret_file_mounted_beneath_a_view() {
+	[ "$(id -u)" = 0 ] || { skip "a host bind mount needs root"; return 77; }
+	local s=${SECRETS//GOOD/$GOOD}
+	mkdir -p "$T/keys" "$T/view/k" || { fail "setup"; return 1; }
+	printf '%s\n' "$QSECRET" > "$T/keys/q"
+	policy "" ", ${s//QFILE/$T/keys/q}"
+	mount --bind "$T/keys" "$T/view/k" || { fail "mount --bind"; return 1; }
+	nrun --ro "$T/view:/v" -- /bin/sh -c 'cat /v/k/q; echo ran'
+	umount "$T/view/k" || fail "umount $T/view/k"
+	expect_not_contains "the value" "$(cat "$T/out" "$T/err")" "$QSECRET"
+	expect_not_contains "never ran" "$(stdout)" ran
+	expect_contains "refused" "$(cat "$T/err")" "secret Q_KEY: its file $T/keys/q lies in the bind $T/view"
+}
+
 # Nor a secret's variable passed in as it is (env.pass of its from_env).
 t_secret_variable_never_passed() {
 	secrets_policy

@@ -604,6 +604,9 @@ static int prepare(struct monitor *m, struct corral_err *err)
 	if (!m->base)
 		return corral_set_err(err, -ENOMEM, "cannot create an event loop");
 	r = events_open(&m->ev, m->o->events_path, m->o->id, err);
+	/* as corral run's and the daemon's: a bind it writes could replace it */
+	if (r == 0)
+		r = events_check_reach(m->ev, m->o->p, err);
 	if (r < 0)
 		return r;
 	events_set_limits(m->ev, &m->o->p->events);

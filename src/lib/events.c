@@ -1403,23 +1403,63 @@ size_t events_count_denied(const struct events *ev)
 
 /* ---- out of the sandbox's reach ------------------------------------------ */
 
-/* The objects the writable binds of *p give the sandbox, by inode. */
+/* Mounts beneath a writable bind's source, added as its own (writable_binds). */
+struct beneath {
+	struct stat *st;
+	const char **src;
+	const char *of;
+	size_t n, max;
+	bool over;
+};
+
+static bool beneath_add(const struct stat *st, void *arg)
+{
+	struct beneath *b = arg;
+
+	if (b->n >= b->max) {
+		b->over = true;
+		return true;
+	}
+	b->st[b->n] = *st;
+	b->src[b->n++] = b->of;
+	return false;
+}
+
+/*
+ * The objects the writable binds of *p give the sandbox, by inode: each
+ * source, and each mount beneath it.  Past max, (size_t)-1.
+ */
 static size_t writable_binds(const struct corral_policy *p, struct stat *st,
 			     const char **src, size_t max)
 {
-	size_t n = 0;
+	struct beneath m = { st, src, NULL, 0, max, false };
 
-	for (size_t i = 0; i < p->nbinds && n < max; i++) {
+	for (size_t i = 0; i < p->nbinds; i++) {
 		const struct corral_bind *b = &p->binds[i];
+		int dir;
 
 		if (!b->writable)
 			continue;
+		if (m.n >= max)
+			return (size_t)-1;
 		/* one that cannot be reached fails the start anyway */
-		if ((b->pinned ? fstat(b->fd, &st[n]) : stat(b->src, &st[n])) < 0)
+		if ((b->pinned ? fstat(b->fd, &st[m.n]) : stat(b->src, &st[m.n])) < 0)
 			continue;
-		src[n++] = b->src;
+		src[m.n++] = b->src;
+		if (!S_ISDIR(st[m.n - 1].st_mode))
+			continue;
+		dir = b->pinned ? b->fd : open(b->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dir < 0)
+			continue;
+		/* a bind is recursive: what is mounted beneath it is its too */
+		m.of = b->src;
+		mounts_beneath(dir, beneath_add, &m);
+		if (!b->pinned)
+			close(dir);
+		if (m.over)
+			return (size_t)-1;
 	}
-	return n;
+	return m.n;
 }
 
 static const char *bound_as(const struct stat *at, const struct stat *st,
@@ -1490,6 +1530,11 @@ int events_check_reach(const struct events *ev, const struct corral_policy *p,
 	if (!ev || !ev->log || !p)
 		return 0;
 	n = writable_binds(p, st, src, BINDS_CHECKED);
+	if (n == (size_t)-1)
+		return corral_set_err(err, -E2BIG, "the events file %s: over %d writable "
+				      "binds and mounts beneath them to judge whether "
+				      "the sandbox could rewrite it; refused",
+				      ev->log->path, BINDS_CHECKED);
 	hit = n ? log_under_bind(ev->log->fd, ev->log->path, st, src, n) : NULL;
 	if (!hit)
 		return 0;

@@ -105,6 +105,8 @@ struct stat;
  * or read (-ELOOP past 4096 levels).
  */
 int walk_up(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
+/* each mount beneath the directory dir, its root stat'ed (walkup.c) */
+int mounts_beneath(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
 
 /* ---- cgroup*.c: limits, freezer, kill (cgroup v2, v1, or rlimits) ---- */
 #include "cgroup.h"

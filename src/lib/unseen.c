@@ -14,8 +14,9 @@
  * compared with each source the view would take, so a symlink or a second
  * bind of the same directory names it too.  A file with another hard link
  * is refused beside any source on its filesystem, where that link may
- * lie.  What is not caught: a mount of the file's directory beneath a
- * source (a bind is recursive), which cannot be seen from the file.
+ * lie.  A mount beneath a source comes with it (a bind is recursive):
+ * each one in the mount table is compared as well, since the walk up
+ * from the file never passes the source.
  */
 #include "internal.h"
 #include "sandbox.h"
@@ -98,17 +99,39 @@ static int chain_of(const char *file, struct chain *c, struct corral_err *err)
 	return 0;
 }
 
-/* A source of the view: its pinned object, or what its path names now. */
+/* The object st is, or holds, the file of chain arg. */
+static bool chain_holds(const struct stat *st, void *arg)
+{
+	const struct chain *c = arg;
+
+	/* another link of a file may be anywhere on its filesystem */
+	if (c->nlink > 1 && st->st_dev == c->dev[0])
+		return true;
+	return in_chain(c, st);
+}
+
+/*
+ * A source of the view: its pinned object, or what its path names now,
+ * and each mount beneath it, which the bind brings along.
+ */
 static bool source_holds(const struct chain *c, const char *path, bool pinned, int fd)
 {
 	struct stat st;
+	int dir, r;
 
 	if (pinned ? fstat(fd, &st) < 0 : stat(path, &st) < 0)
 		return false;	/* what cannot be opened is not shown either */
-	/* another link of a file may be anywhere on its filesystem */
-	if (c->nlink > 1 && st.st_dev == c->dev[0])
+	if (chain_holds(&st, (void *)c))
 		return true;
-	return in_chain(c, &st);
+	if (!S_ISDIR(st.st_mode))
+		return false;
+	dir = pinned ? fd : open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return false;
+	r = mounts_beneath(dir, chain_holds, (void *)c);
+	if (!pinned)
+		close(dir);
+	return r == 1;
 }
 
 /* Which source of p's view holds the file whose chain is c, or NULL. */

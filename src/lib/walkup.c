@@ -11,6 +11,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,5 +54,67 @@ int walk_up(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg)
 		}
 	}
 	close(cur);
+	return r;
+}
+
+/* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
+static void mi_unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * A bind is recursive: what the host mounted beneath a source comes with
+ * it, and the walk up from a path inside that mount never passes the
+ * source.  So each mount point beneath the directory open at dir (as this
+ * process's mount table names it) is stat'ed, which finds the mount's
+ * root, and visited, until visit says true (1).  0 when none did; -errno
+ * when the directory's path or the table cannot be read.
+ */
+int mounts_beneath(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg)
+{
+	char self[64], path[PATH_MAX], *line = NULL;
+	size_t len, cap = 0;
+	ssize_t n;
+	struct stat st;
+	int r = 0;
+	FILE *f;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dir);
+	n = readlink(self, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return n < 0 ? -errno : -ENOENT;
+	path[n] = '\0';
+	len = strcmp(path, "/") ? (size_t)n : 0;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (r == 0 && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *at = strtok_r(line, " ", &save);
+
+		/* id, parent, dev, root, then the mount point */
+		for (int k = 0; at && k < 4; k++)
+			at = strtok_r(NULL, " ", &save);
+		if (!at)
+			continue;
+		mi_unescape(at);
+		if (strncmp(at, path, len) || at[len] != '/' || !at[len + 1])
+			continue;
+		if (stat(at, &st) == 0 && visit(&st, arg))
+			r = 1;
+	}
+	free(line);
+	fclose(f);
 	return r;
 }

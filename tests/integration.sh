@@ -389,6 +389,56 @@ t_bind_beneath_a_shared_link() {
 # A bind under another is mounted on it, whatever the order of the lists
 # or flags: {"ro": [".../data/secret"], "rw": [".../data"]} left
 # data/secret writable, hidden by the rw bind of data mounted after it.
+# filesystem.hide: a path inside a bind keeps its place and loses its
+# content, at every place a bind shows it: the same directory bound
+# again elsewhere (ro at /b, and the workspace's own directory bound) is
+# masked there too, or the hidden file would be read by its other name.
+# A file with a second name (a hard link made before), a symlink, and a
+# bind of part of a hidden directory cannot be hidden: refused, named.
+t_hide_masks_every_view() {
+	mkdir -p "$T/data/sub" "$T/data/dir"
+	echo "file-secret-$$" > "$T/data/sub/.env"
+	echo "dir-secret-$$" > "$T/data/dir/k"
+	chmod -R a+rwX "$T/data"
+	printf '{"filesystem": {"workspace": "%s", "rw": ["%s:/a"], "ro": ["%s:/b", "%s/sub:/c"], "hide": ["/a/sub/.env", "/a/dir"]}}\n' \
+		"$T/data" "$T/data" "$T/data" "$T/data" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'for f in /a/sub/.env /b/sub/.env /c/.env /workspace/sub/.env /a/dir/k /b/dir/k /workspace/dir/k; do cat $f; done; ls -A /a/dir /b/dir; echo ran')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "ran" "$out" ran
+	expect_not_contains "the file, by any view" "$out" "file-secret-$$"
+	expect_not_contains "the directory, by any view" "$out" "dir-secret-$$"
+	# a second name, made on the host before: refused
+	ln "$T/data/sub/.env" "$T/data/linked"
+	out=$(crun --policy "$T/p.json" -- /bin/cat /a/linked)
+	expect_eq "hard link: refused" "$(rc)" 125
+	expect_contains "hard link: named" "$out" "filesystem.hide /a/sub/.env: the file has 2 names"
+	expect_not_contains "hard link: not read" "$out" "file-secret-$$"
+	rm -f "$T/data/linked"
+	# a symlink at the path: what it names is not what is hidden
+	mv "$T/data/sub/.env" "$T/data/real"
+	ln -s ../real "$T/data/sub/.env"
+	out=$(crun --policy "$T/p.json" -- /bin/cat /a/real)
+	expect_eq "symlink: refused" "$(rc)" 125
+	expect_contains "symlink: named" "$out" "filesystem.hide /a/sub/.env: a symlink"
+	rm -f "$T/data/sub/.env"
+	mv "$T/data/real" "$T/data/sub/.env"
+	# the hidden directory itself bound again: masked there too
+	printf '{"filesystem": {"rw": ["%s:/a", "%s/dir:/d"], "hide": ["/a/dir"]}}\n' "$T/data" "$T/data" > "$T/p2.json"
+	chmod 644 "$T/p2.json"
+	out=$(crun --policy "$T/p2.json" -- /bin/sh -c 'cat /d/k; ls -A /d; echo ran')
+	expect_contains "bind of it: ran" "$out" ran
+	expect_not_contains "bind of it: not read" "$out" "dir-secret-$$"
+	# a bind of what lies inside a hidden directory
+	mkdir "$T/data/dir/in" && echo "in-secret-$$" > "$T/data/dir/in/k"
+	chmod -R a+rwX "$T/data/dir"
+	printf '{"filesystem": {"rw": ["%s:/a", "%s/dir/in:/d"], "hide": ["/a/dir"]}}\n' "$T/data" "$T/data" > "$T/p2.json"
+	out=$(crun --policy "$T/p2.json" -- /bin/cat /d/k)
+	expect_eq "bind inside: refused" "$(rc)" 125
+	expect_contains "bind inside: named" "$out" "filesystem.hide /a/dir: the bind of $T/data/dir/in at /d shows part of it"
+	expect_not_contains "bind inside: not read" "$out" "in-secret-$$"
+}
+
 t_nested_binds_shallowest_first() {
 	local how
 	mkdir -p "$T/data/secret"

@@ -10,6 +10,7 @@
  * what it means on the host and cannot lead outside it.
  */
 #include "internal.h"
+#include "policy_int.h"
 #include "sandbox.h"
 #include "tripwire.h"
 #include "tls.h"
@@ -1691,6 +1692,186 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 	return r;
 }
 
+/* ---- hidden paths (filesystem.hide) ------------------------------------ */
+
+/*
+ * srt's denyRead inside a bind: the path keeps its place, its content is
+ * gone.  Each is opened without following a symlink on the way (a link
+ * there, made by another sandbox sharing the bind, would aim the mask at
+ * something else, and leave the file) and masked through that fd: a file
+ * gets /dev/null over it (it reads empty, a write goes nowhere), a
+ * directory an empty read-only tmpfs.  The agent cannot unlink, rename or
+ * link a mount point (EBUSY, EXDEV); renaming a directory above carries
+ * the mount along.  What would still show the content is refused: a file
+ * with another name (a hard link the bind may show), or another bind
+ * showing it or part of it, which is masked too when it shows the same
+ * file.  A path that is not there is left alone: what the agent makes
+ * there is its own (SECURITY.md says what the host makes there later).
+ */
+static int hide_open(const char *path, int *fdp, struct stat *st, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	*fdp = -1;
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 && errno == ELOOP)
+		return corral_set_err(err, -ELOOP, "filesystem.hide %s: a symlink on the way "
+				      "or at the end: hide the path it names", path);
+	if (fd < 0)
+		return corral_set_errno(err, errno, "filesystem.hide: cannot open %s", path);
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+
+		close(fd);
+		return corral_set_errno(err, e, "filesystem.hide: cannot stat %s", path);
+	}
+	if (S_ISLNK(st->st_mode) || (!S_ISDIR(st->st_mode) && st->st_nlink > 1)) {
+		close(fd);
+		if (S_ISLNK(st->st_mode))
+			return corral_set_err(err, -ELOOP, "filesystem.hide %s: a symlink: "
+					      "hide the path it names", path);
+		return corral_set_err(err, -EMLINK, "filesystem.hide %s: the file has %ju "
+				      "names (hard links): another name would show it",
+				      path, (uintmax_t)st->st_nlink);
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/* A detached mount to lay over a hidden path: /dev/null or an empty tmpfs. */
+static int hide_mask(bool dir, const char *path, struct corral_err *err)
+{
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+	};
+	int fs, m;
+
+	if (!dir) {
+		m = (int)syscall(SYS_open_tree, AT_FDCWD, "/dev/null",
+				 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (m < 0)
+			return corral_set_errno(err, errno, "filesystem.hide %s: cannot clone /dev/null", path);
+		if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+			int e = errno;
+
+			close(m);
+			return corral_set_errno(err, e, "filesystem.hide %s: cannot make /dev/null read-only", path);
+		}
+		return m;
+	}
+	fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return corral_set_errno(err, errno, "filesystem.hide %s: cannot open a tmpfs", path);
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY |
+			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0) {
+		int e = errno;
+
+		close(fs);
+		return corral_set_errno(err, e, "filesystem.hide %s: cannot make an empty tmpfs", path);
+	}
+	close(fs);
+	return m;
+}
+
+static int hide_one(const char *path, struct corral_err *err)
+{
+	struct stat st;
+	int fd, m, r = hide_open(path, &fd, &st, err);
+
+	if (r < 0 || fd < 0)
+		return r;
+	m = hide_mask(S_ISDIR(st.st_mode), path, err);
+	if (m >= 0 && syscall(SYS_move_mount, m, "", fd, "",
+			      MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = corral_set_errno(err, errno, "filesystem.hide: cannot mask %s", path);
+	if (m >= 0)
+		close(m);
+	close(fd);
+	return m < 0 ? m : r;
+}
+
+/* The host's directories the sandbox shows: the binds, then the workspace. */
+static bool view(const struct corral_policy *p, size_t i, const char **src,
+		 const char **dst)
+{
+	if (i < p->nbinds) {
+		*src = p->binds[i].src;
+		*dst = p->binds[i].dst;
+		return true;
+	}
+	*src = p->workspace;
+	*dst = "/workspace";
+	return i == p->nbinds && p->workspace;
+}
+
+/*
+ * The same host path shown at other places (an "ro" of /src at /a and an
+ * "rw" of it at /b; the workspace's directory bound again): each of those
+ * is masked too, by its path (an overlay's view and a bind's of one file
+ * do not share an inode number: the path is what tells); a bind of
+ * something inside a hidden directory would show it past the mask, and
+ * is refused.  By name only: a host bind mount or symlink that shows the
+ * directory under another name is not seen (SECURITY.md).
+ */
+static int hide_aliases(const struct corral_policy *p, const char *path,
+			struct corral_err *err)
+{
+	char host[PATH_MAX], alias[PATH_MAX];
+	const char *src, *dst, *bsrc = NULL, *bdst = NULL;
+	int r = 0;
+
+	/* the deepest view holding the path shows it */
+	for (size_t i = 0; view(p, i, &src, &dst); i++)
+		if (policy_path_under(path, dst) && (!bdst || strlen(dst) > strlen(bdst))) {
+			bsrc = src;
+			bdst = dst;
+		}
+	if (!bdst)
+		return 0;
+	if ((size_t)snprintf(host, sizeof(host), "%s%s", bsrc,
+			     path + strlen(bdst)) >= sizeof(host))
+		return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+	for (size_t i = 0; r == 0 && view(p, i, &src, &dst); i++) {
+		if (dst == bdst)
+			continue;
+		if (policy_path_under(src, host) && strcmp(src, host))
+			return corral_set_err(err, -EPERM, "filesystem.hide %s: the bind of %s "
+					      "at %s shows part of it", path, src, dst);
+		if (!policy_path_under(host, src))
+			continue;
+		if ((size_t)snprintf(alias, sizeof(alias), "%s%s", dst,
+				     host + strlen(src)) >= sizeof(alias))
+			return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+		r = hide_one(alias, err);
+	}
+	return r;
+}
+
+static int hide_paths(const struct corral_policy *p, struct corral_err *err)
+{
+	int r = 0;
+
+	/*
+	 * The path first, so that a refusal names it; its other views after
+	 * (a mount sits on one mount's dentry: the mask at /a leaves /b's
+	 * view of the same directory as it was).
+	 */
+	for (size_t i = 0; r == 0 && i < p->nhide; i++) {
+		r = hide_one(p->hide[i], err);
+		if (r == 0)
+			r = hide_aliases(p, p->hide[i], err);
+	}
+	return r;
+}
+
 /* ---- an image's root ---------------------------------------------------- */
 
 /*
@@ -2023,6 +2204,9 @@ int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
 	/* decoys, in the sandbox's own files, before anything untrusted runs */
 	if (r == 0)
 		r = mount_plant_tripwires(p, err);
+	/* after the binds and the decoys: nothing is mounted over a mask */
+	if (r == 0)
+		r = hide_paths(p, err);
 	/* proc must be mounted while the host's proc is still visible */
 	if (r == 0)
 		r = build_proc(err);

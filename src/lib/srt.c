@@ -13,10 +13,9 @@
  *   filesystem.denyWrite     "ro" binds over a path a write bind holds;
  *                            elsewhere already read-only
  *   filesystem.denyRead      nothing to do where corral does not show the
- *                            path; under a bind the settings are refused:
- *                            corral cannot hide it there, and the sandbox
- *                            would read what srt kept from it (a project's
- *                            ./.env under allowWrite "."), its run going on
+ *                            path; under a bind filesystem.hide: masked
+ *                            there (a project's ./.env under allowWrite
+ *                            "."), which the sandbox would read otherwise
  *
  * Everything else is said, key by key, in the report: what it was and why
  * it did not map.  "~" is the caller's $HOME, a relative path is under the
@@ -241,8 +240,7 @@ static const char *bound_at(json_t *fs, const char *path)
 	return NULL;
 }
 
-static int deny_read(struct srt *srt, json_t *arr, const char *name,
-		     struct corral_err *err)
+static void deny_read(struct srt *srt, json_t *arr, const char *name)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *v;
 	char key[96];
@@ -255,19 +253,25 @@ static int deny_read(struct srt *srt, json_t *arr, const char *name,
 
 		if (!p)
 			say(srt, key, "not mapped: \"%.100s\" has no absolute path", s);
+		else if (top && !exists(p))
+			/*
+			 * Nothing to mask: what the sandbox makes there is its
+			 * own.  Said, since what the host makes there during
+			 * the run the sandbox reads.
+			 */
+			say(srt, key, "\"%.100s\" is inside the bind %s but does not exist: "
+			    "nothing to hide (a file the host makes there during the run "
+			    "is readable)", s, top);
 		else if (top) {
-			corral_set_err(err, -EPERM, "srt settings: %s: \"%.100s\" is inside the "
-				       "bind %s, where corral cannot hide it: the sandbox would "
-				       "read it; bind less, or keep it elsewhere", key, s, top);
-			free(p);
-			return err->code;
+			push(fs, "hide", p);
+			say(srt, key, "\"%.100s\" -> filesystem.hide \"%s\", inside the bind %s",
+			    s, p, top);
 		} else if ((top = in_shown(p)))
 			say(srt, key, "not mapped: corral shows the host's %s read-only", top);
 		else
 			say(srt, key, "\"%.100s\": already unreadable (not in corral's view of the host)", s);
 		free(p);
 	}
-	return 0;
 }
 
 static const char *const net_unmapped[][2] = {
@@ -316,8 +320,7 @@ static int filesystem(struct srt *srt, json_t *fs, struct corral_err *err)
 	binds(srt, json_object_get(fs, "allowWrite"), "filesystem.allowWrite", true);
 	binds(srt, json_object_get(fs, "allowRead"), "filesystem.allowRead", false);
 	deny_write(srt, json_object_get(fs, "denyWrite"), "filesystem.denyWrite");
-	if (deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead", err) < 0)
-		return err->code;
+	deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead");
 	json_object_foreach(fs, k, v)
 		if (strcmp(k, "allowWrite") && strcmp(k, "allowRead") &&
 		    strcmp(k, "denyWrite") && strcmp(k, "denyRead"))

@@ -2364,25 +2364,42 @@ t_proc_hardware_masked() {
 }
 
 # What the host's /proc and /etc pieces tell of the host and hold of its
-# keys: the kernel's symbols, keys, log and timers, its config, boot line
-# and boot id read empty (each this kernel has), and /etc/ssl/private (the
+# keys: the kernel's symbols, keys, log and timers, its config and boot
+# line read empty (each this kernel has), and /etc/ssl/private (the
 # host's TLS keys, which /etc/ssl brings) is an empty directory.
 t_host_facts_masked() {
 	local f shown=""
 	out=$(crun -- /bin/sh -c 'for f in /proc/kallsyms /proc/keys /proc/kmsg /proc/timer_list \
-		/proc/config.gz /proc/cmdline /proc/sys/kernel/random/boot_id; do
+		/proc/config.gz /proc/cmdline; do
 		[ -e $f ] && echo "$f $(head -c 64 $f 2>&1 | wc -c)"; done
 		[ -d /etc/ssl/private ] && echo "private $(ls -A /etc/ssl/private | wc -l) $(stat -f -c %T /etc/ssl/private)"
 		true')
 	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
 	for f in /proc/kallsyms /proc/keys /proc/kmsg /proc/timer_list /proc/config.gz \
-		/proc/cmdline /proc/sys/kernel/random/boot_id; do
+		/proc/cmdline; do
 		[ -e "$f" ] || continue
 		shown=yes
 		expect_contains "$f empty" "$out" "$f 0"
 	done
 	[ -n "$shown" ] || { skip "this kernel has none of them"; return 77; }
 	[ ! -d /etc/ssl/private ] || expect_contains "/etc/ssl/private empty" "$out" "private 0 tmpfs"
+}
+
+# The host's boot id names the host to whoever a sandbox reports to, and
+# tells two sandboxes they share it: each sandbox reads a random UUID of
+# its own there (programs parse it: an empty file broke them), read-only.
+t_boot_id_own() {
+	local f=/proc/sys/kernel/random/boot_id one two uuid='^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$'
+	[ -e $f ] || { skip "this kernel has no $f"; return 77; }
+	one=$(crun -- /bin/sh -c "cat $f; echo x > $f && echo written; ls -A /")
+	expect_eq "exit" "$(rc)" 0
+	two=$(crun -- /bin/cat $f)
+	[[ "$(head -n1 <<< "$one")" =~ $uuid ]] || fail "not a UUID: $one"
+	[[ "$two" =~ $uuid ]] || fail "not a UUID: $two"
+	[ "$(head -n1 <<< "$one")" != "$two" ] || fail "two sandboxes share a boot id: $two"
+	expect_not_contains "not the host's" "$one $two" "$(cat $f)"
+	expect_not_contains "read-only" "$one" written
+	expect_not_contains "no file left in /" "$one" corral-boot_id
 }
 
 t_mounts_nosuid_nodev() {

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -80,10 +81,9 @@ static const char *const proc_masked[] = {
 	/*
 	 * The host's kernel config (which bugs it can have), its boot line
 	 * (a VM's or initrd's arguments carry addresses, and at times keys and
-	 * tokens) and its boot id (the same in every sandbox: two tell that
-	 * they share a host, and one names it to whoever it reports to).
+	 * tokens).  Its boot id gets its own file: boot_id_own.
 	 */
-	"/proc/config.gz", "/proc/cmdline", "/proc/sys/kernel/random/boot_id",
+	"/proc/config.gz", "/proc/cmdline",
 };
 /* The host's hardware, as Docker masks it: an empty read-only tmpfs over each. */
 static const char *const proc_masked_dirs[] = {
@@ -1576,6 +1576,44 @@ static int limit_inotify(struct corral_err *err)
 	return 0;
 }
 
+/*
+ * The host's boot id is the same in every sandbox: two tell that they
+ * share a host, and one names it to whoever it reports to.  It read
+ * empty; programs that parse it (systemd's tools, journal readers, some
+ * telemetry) want a UUID: each sandbox gets a random one of its own, in a
+ * file of the root's tmpfs bound over it read-only, then unlinked (the
+ * mount keeps it; nothing is left in the sandbox's / to name it).
+ */
+#define BOOT_ID "/proc/sys/kernel/random/boot_id"
+#define BOOT_ID_FILE "/.corral-boot_id"
+
+static int boot_id_own(struct corral_err *err)
+{
+	unsigned char b[16];
+	char text[40];
+	int r;
+
+	if (access(BOOT_ID, F_OK) < 0)
+		return errno == ENOENT ? 0 :
+		       corral_set_errno(err, errno, "cannot look at %s", BOOT_ID);
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return corral_set_errno(err, errno, "cannot make a boot id");
+	b[6] = (b[6] & 0x0f) | 0x40;	/* version 4: random */
+	b[8] = (b[8] & 0x3f) | 0x80;	/* RFC 4122's variant */
+	snprintf(text, sizeof(text), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x\n", b[0], b[1], b[2], b[3], b[4], b[5],
+		 b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+	r = write_text(BOOT_ID_FILE, text, err);
+	if (r == 0)
+		r = do_mount(BOOT_ID_FILE, BOOT_ID, NULL, MS_BIND, NULL, err);
+	if (r == 0)
+		r = do_mount(NULL, BOOT_ID, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY |
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+	if (unlink(BOOT_ID_FILE) < 0 && errno != ENOENT && r == 0)
+		r = corral_set_errno(err, errno, "cannot remove %s", BOOT_ID_FILE);
+	return r;
+}
+
 static int build_proc(struct corral_err *err)
 {
 	bool null_seen = false;	/* /dev/null known to be there */
@@ -1626,6 +1664,8 @@ static int build_proc(struct corral_err *err)
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked_dirs) /
 	     sizeof(proc_masked_dirs[0]); i++)
 		r = mask_dir(proc_masked_dirs[i], err);
+	if (r == 0)
+		r = boot_id_own(err);
 	return r;
 }
 

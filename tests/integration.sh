@@ -395,12 +395,13 @@ t_bind_beneath_a_shared_link() {
 # masked there too, or the hidden file would be read by its other name.
 # A file with a second name (a hard link made before), a symlink, and a
 # bind of part of a hidden directory cannot be hidden: refused, named.
+# A path not there is left alone.
 t_hide_masks_every_view() {
 	mkdir -p "$T/data/sub" "$T/data/dir"
 	echo "file-secret-$$" > "$T/data/sub/.env"
 	echo "dir-secret-$$" > "$T/data/dir/k"
 	chmod -R a+rwX "$T/data"
-	printf '{"filesystem": {"workspace": "%s", "rw": ["%s:/a"], "ro": ["%s:/b", "%s/sub:/c"], "hide": ["/a/sub/.env", "/a/dir"]}}\n' \
+	printf '{"filesystem": {"workspace": "%s", "rw": ["%s:/a"], "ro": ["%s:/b", "%s/sub:/c"], "hide": ["/a/sub/.env", "/a/dir", "/a/none", "/a/sub/.env/x"]}}\n' \
 		"$T/data" "$T/data" "$T/data" "$T/data" > "$T/p.json"
 	chmod 644 "$T/p.json"
 	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'for f in /a/sub/.env /b/sub/.env /c/.env /workspace/sub/.env /a/dir/k /b/dir/k /workspace/dir/k; do cat $f; done; ls -A /a/dir /b/dir; echo ran')

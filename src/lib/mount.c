@@ -1757,7 +1757,8 @@ static int hide_open(const char *path, int *fdp, struct stat *st, struct corral_
 	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
 
 	*fdp = -1;
-	if (fd < 0 && errno == ENOENT)
+	/* not there (a file where a directory would be is not there either) */
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
 		return 0;
 	if (fd < 0 && errno == ELOOP)
 		return corral_set_err(err, -ELOOP, "filesystem.hide %s: a symlink on the way "

@@ -1104,6 +1104,27 @@ t_srt_deny_read_in_a_bind_hidden() {
 	expect_eq "host key kept" "$(cat "$T/proj/keys/id")" "key-secret-$$"
 }
 
+# The same denyRead inside a --policy's bind or workspace (loaded before
+# the settings), shown at another path: hidden there, at the path the
+# sandbox sees it.  Before, it was not judged, and the sandbox read it.
+t_srt_deny_read_in_a_policy_bind_hidden() {
+	mkdir -p "$T/proj" "$T/ws" || return 1
+	echo "bind-secret-$$" > "$T/proj/.env"
+	echo "ws-secret-$$" > "$T/ws/.env"
+	printf '{"filesystem": {"rw": ["%s:/p"], "workspace": "%s"}}\n' "$T/proj" "$T/ws" > "$T/pol.json"
+	printf '{"filesystem": {"denyRead": ["%s/proj/.env", "%s/ws/.env"]}}\n' "$T" "$T" > "$T/srt.json"
+	chmod -R a+rwX "$T/proj" "$T/ws"
+	chmod a+rX "$T" "$T/srt.json" "$T/pol.json"
+	local rc=0
+	timeout 60 "$CORRAL" run --policy "$T/pol.json" --settings "$T/srt.json" -- /bin/sh -c \
+		'cat /p/.env /workspace/.env; echo ran' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_not_contains "the bind's" "$(cat "$T/out" "$T/err")" "bind-secret-$$"
+	expect_not_contains "the workspace's" "$(cat "$T/out" "$T/err")" "ws-secret-$$"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "said" "$(cat "$T/err")" "filesystem.denyRead[1]: \"$T/ws/.env\" -> filesystem.hide \"/workspace/.env\", inside the policy's bind of $T/ws"
+}
+
 # children PID: its children's pids
 children() { cat /proc/"$1"/task/*/children 2>/dev/null; }
 

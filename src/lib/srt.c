@@ -15,7 +15,10 @@
  *   filesystem.denyRead      nothing to do where corral does not show the
  *                            path; under a bind filesystem.hide: masked
  *                            there (a project's ./.env under allowWrite
- *                            "."), which the sandbox would read otherwise
+ *                            "."), which the sandbox would read otherwise;
+ *                            the --policy's binds and workspace too, at
+ *                            the path they show it (--rw, --workspace
+ *                            flags come after: not seen)
  *
  * Everything else is said, key by key, in the report: what it was and why
  * it did not map.  "~" is the caller's $HOME, a relative path is under the
@@ -45,6 +48,7 @@ struct srt {
 	json_t *policy;		/* the translation */
 	FILE *report;		/* one line a key */
 	json_t *rw;		/* paths bound writable, absolute */
+	const struct corral_policy *base;	/* the --policy's, loaded before */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -240,6 +244,31 @@ static const char *bound_at(json_t *fs, const char *path)
 	return NULL;
 }
 
+/*
+ * Where the base policy (a --policy loaded before the settings) shows the
+ * host path: the sandbox's path in *out, the host directory it is under
+ * as the result; NULL where it does not.  Its binds may show a host
+ * directory at another path, its workspace is at /workspace.
+ */
+static const char *base_view(const struct corral_policy *b, const char *path, char **out)
+{
+	const char *src = NULL, *dst = NULL;
+
+	for (size_t i = 0; b && i < b->nbinds; i++)
+		if (under(path, b->binds[i].src) &&
+		    (!src || strlen(b->binds[i].src) > strlen(src))) {
+			src = b->binds[i].src;
+			dst = b->binds[i].dst;
+		}
+	if (!src && b && b->workspace && under(path, b->workspace)) {
+		src = b->workspace;
+		dst = "/workspace";
+	}
+	if (!src || asprintf(out, "%s%s", dst, path + strlen(src)) < 0)
+		return NULL;
+	return src;
+}
+
 static void deny_read(struct srt *srt, json_t *arr, const char *name)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *v;
@@ -248,7 +277,7 @@ static void deny_read(struct srt *srt, json_t *arr, const char *name)
 	size_t i;
 
 	FOREACH_STRING(arr, i, v, key, s) {
-		char *p = absolute(s);
+		char *p = absolute(s), *at = NULL;
 		const char *top = p ? bound_at(fs, p) : NULL;
 
 		if (!p)
@@ -266,10 +295,19 @@ static void deny_read(struct srt *srt, json_t *arr, const char *name)
 			push(fs, "hide", p);
 			say(srt, key, "\"%.100s\" -> filesystem.hide \"%s\", inside the bind %s",
 			    s, p, top);
+		} else if ((top = base_view(srt->base, p, &at)) && !exists(p)) {
+			say(srt, key, "\"%.100s\" is inside the policy's bind of %s but does not "
+			    "exist: nothing to hide (a file the host makes there during the run "
+			    "is readable)", s, top);
+		} else if (top) {
+			push(fs, "hide", at);
+			say(srt, key, "\"%.100s\" -> filesystem.hide \"%s\", inside the policy's "
+			    "bind of %s", s, at, top);
 		} else if ((top = in_shown(p)))
 			say(srt, key, "not mapped: corral shows the host's %s read-only", top);
 		else
 			say(srt, key, "\"%.100s\": already unreadable (not in corral's view of the host)", s);
+		free(at);
 		free(p);
 	}
 }
@@ -355,7 +393,7 @@ static int translate(json_t *settings, struct srt *srt, struct corral_err *err)
 int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 				char **report, struct corral_err *err)
 {
-	struct srt srt = { .policy = json_object(), .rw = json_array() };
+	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p };
 	size_t report_len = 0;
 	json_error_t je;
 	json_t *settings;

@@ -393,8 +393,9 @@ t_bind_beneath_a_shared_link() {
 # content, at every place a bind shows it: the same directory bound
 # again elsewhere (ro at /b, and the workspace's own directory bound) is
 # masked there too, or the hidden file would be read by its other name.
-# A file with a second name (a hard link made before), a symlink, and a
-# bind of part of a hidden directory cannot be hidden: refused, named.
+# A file with a second name (a hard link made before; in a hidden
+# directory, any file of it), a symlink, and a bind of part of a hidden
+# directory cannot be hidden: refused, named.
 # A path not there is left alone.
 t_hide_masks_every_view() {
 	mkdir -p "$T/data/sub" "$T/data/dir"
@@ -424,6 +425,13 @@ t_hide_masks_every_view() {
 	expect_contains "symlink: named" "$out" "filesystem.hide /a/sub/.env: a symlink"
 	rm -f "$T/data/sub/.env"
 	mv "$T/data/real" "$T/data/sub/.env"
+	# a file inside a hidden directory with a second name outside it
+	mkdir "$T/data/dir/deep" && ln "$T/data/dir/k" "$T/data/dir/deep/k2" && ln "$T/data/dir/deep/k2" "$T/data/klink"
+	out=$(crun --policy "$T/p.json" -- /bin/cat /a/klink)
+	expect_eq "hard link inside: refused" "$(rc)" 125
+	expect_contains "hard link inside: named" "$out" "in it has 3 names (hard links)"
+	expect_not_contains "hard link inside: not read" "$out" "dir-secret-$$"
+	rm -rf "$T/data/klink" "$T/data/dir/deep"
 	# the hidden directory itself bound again: masked there too
 	printf '{"filesystem": {"rw": ["%s:/a", "%s/dir:/d"], "hide": ["/a/dir"]}}\n' "$T/data" "$T/data" > "$T/p2.json"
 	chmod 644 "$T/p2.json"

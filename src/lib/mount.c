@@ -1784,6 +1784,63 @@ static int hide_open(const char *path, int *fdp, struct stat *st, struct corral_
 	return 0;
 }
 
+/*
+ * A hidden directory's files, each with one name: a hard link elsewhere
+ * in a bind would show one past the mask.  Bounded (a walk per start):
+ * past HIDE_WALK_MAX entries or HIDE_WALK_DEPTH levels it is refused,
+ * not half-judged.
+ */
+#define HIDE_WALK_MAX 4096
+#define HIDE_WALK_DEPTH 16
+
+static int hide_walk(int at, const char *path, unsigned depth, size_t *seen,
+		     struct corral_err *err)
+{
+	int fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (fd < 0)
+		return corral_set_errno(err, errno, "filesystem.hide %s: cannot read the directory", path);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return corral_set_errno(err, ENOMEM, "filesystem.hide %s: cannot read the directory", path);
+	}
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++*seen > HIDE_WALK_MAX || depth > HIDE_WALK_DEPTH) {
+			r = corral_set_err(err, -E2BIG, "filesystem.hide %s: more than %d entries or "
+					   "%d levels: each file's other names cannot be checked; hide less",
+					   path, HIDE_WALK_MAX, HIDE_WALK_DEPTH);
+		} else if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				r = corral_set_errno(err, errno, "filesystem.hide %s: cannot stat %s",
+						     path, de->d_name);
+		} else if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+			r = corral_set_err(err, -EMLINK, "filesystem.hide %s: %s in it has %ju names "
+					   "(hard links): another name would show it", path,
+					   de->d_name, (uintmax_t)st.st_nlink);
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = openat(fd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub < 0 && errno != ENOENT)
+				r = corral_set_errno(err, errno, "filesystem.hide %s: cannot open %s",
+						     path, de->d_name);
+			if (sub >= 0) {
+				r = hide_walk(sub, path, depth + 1, seen, err);
+				close(sub);
+			}
+		}
+	}
+	if (r == 0 && errno)
+		r = corral_set_errno(err, errno, "filesystem.hide %s: cannot read the directory", path);
+	closedir(d);
+	return r;
+}
+
 /* A detached mount to lay over a hidden path: /dev/null or an empty tmpfs. */
 static int hide_mask(bool dir, const char *path, struct corral_err *err)
 {
@@ -1827,8 +1884,14 @@ static int hide_one(const char *path, struct corral_err *err)
 	struct stat st;
 	int fd, m, r = hide_open(path, &fd, &st, err);
 
+	size_t seen = 0;
+
 	if (r < 0 || fd < 0)
 		return r;
+	if (S_ISDIR(st.st_mode) && (r = hide_walk(fd, path, 0, &seen, err)) < 0) {
+		close(fd);
+		return r;
+	}
 	m = hide_mask(S_ISDIR(st.st_mode), path, err);
 	if (m >= 0 && syscall(SYS_move_mount, m, "", fd, "",
 			      MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)

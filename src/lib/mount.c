@@ -1742,11 +1742,13 @@ static int build_binds(int oldroot, const struct corral_policy *p,
  * gets /dev/null over it (it reads empty, a write goes nowhere), a
  * directory an empty read-only tmpfs.  The agent cannot unlink, rename or
  * link a mount point (EBUSY, EXDEV); renaming a directory above carries
- * the mount along.  What would still show the content is refused: a file
- * with another name (a hard link the bind may show), or another bind
- * showing it or part of it, which is masked too when it shows the same
- * file.  A path that is not there is left alone: what the agent makes
- * there is its own (SECURITY.md says what the host makes there later).
+ * the mount along.  Another bind showing the same host path is masked
+ * there too (hide_aliases).  What would still show the content is
+ * refused: a file with another name (a hard link a bind may show, also
+ * of a file in a hidden directory), a bind of part of a hidden
+ * directory.  A path that is not there is left alone: what the agent
+ * makes there is its own (SECURITY.md says what the host makes there
+ * later).
  */
 static int hide_open(const char *path, int *fdp, struct stat *st, struct corral_err *err)
 {

@@ -173,6 +173,13 @@ struct corral_policy {
 	struct corral_bind *binds;
 	size_t nbinds;
 	/*
+	 * filesystem.hide: paths as the sandbox sees them, masked after the
+	 * binds (an empty read-only file over a file, an empty read-only
+	 * tmpfs over a directory): srt's denyRead inside a bind.
+	 */
+	char **hide;
+	size_t nhide;
+	/*
 	 * The root: none, the host's /usr (and friends) read-only; else these
 	 * host directories stacked as one overlay, lowest first (an image's
 	 * layers, or a --rootfs DIR), with corral's own /etc entries, /tmp,

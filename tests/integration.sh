@@ -389,6 +389,65 @@ t_bind_beneath_a_shared_link() {
 # A bind under another is mounted on it, whatever the order of the lists
 # or flags: {"ro": [".../data/secret"], "rw": [".../data"]} left
 # data/secret writable, hidden by the rw bind of data mounted after it.
+# filesystem.hide: a path inside a bind keeps its place and loses its
+# content, at every place a bind shows it: the same directory bound
+# again elsewhere (ro at /b, and the workspace's own directory bound) is
+# masked there too, or the hidden file would be read by its other name.
+# A file with a second name (a hard link made before; in a hidden
+# directory, any file of it), a symlink, and a bind of part of a hidden
+# directory cannot be hidden: refused, named.
+# A path not there is left alone.
+t_hide_masks_every_view() {
+	mkdir -p "$T/data/sub" "$T/data/dir"
+	echo "file-secret-$$" > "$T/data/sub/.env"
+	echo "dir-secret-$$" > "$T/data/dir/k"
+	chmod -R a+rwX "$T/data"
+	printf '{"filesystem": {"workspace": "%s", "rw": ["%s:/a"], "ro": ["%s:/b", "%s/sub:/c"], "hide": ["/a/sub/.env", "/a/dir", "/a/none", "/a/sub/.env/x"]}}\n' \
+		"$T/data" "$T/data" "$T/data" "$T/data" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'for f in /a/sub/.env /b/sub/.env /c/.env /workspace/sub/.env /a/dir/k /b/dir/k /workspace/dir/k; do cat $f; done; ls -A /a/dir /b/dir; echo ran')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "ran" "$out" ran
+	expect_not_contains "the file, by any view" "$out" "file-secret-$$"
+	expect_not_contains "the directory, by any view" "$out" "dir-secret-$$"
+	# a second name, made on the host before: refused
+	ln "$T/data/sub/.env" "$T/data/linked"
+	out=$(crun --policy "$T/p.json" -- /bin/cat /a/linked)
+	expect_eq "hard link: refused" "$(rc)" 125
+	expect_contains "hard link: named" "$out" "filesystem.hide /a/sub/.env: the file has 2 names"
+	expect_not_contains "hard link: not read" "$out" "file-secret-$$"
+	rm -f "$T/data/linked"
+	# a symlink at the path: what it names is not what is hidden
+	mv "$T/data/sub/.env" "$T/data/real"
+	ln -s ../real "$T/data/sub/.env"
+	out=$(crun --policy "$T/p.json" -- /bin/cat /a/real)
+	expect_eq "symlink: refused" "$(rc)" 125
+	expect_contains "symlink: named" "$out" "filesystem.hide /a/sub/.env: a symlink"
+	rm -f "$T/data/sub/.env"
+	mv "$T/data/real" "$T/data/sub/.env"
+	# a file inside a hidden directory with a second name outside it
+	mkdir "$T/data/dir/deep" && ln "$T/data/dir/k" "$T/data/dir/deep/k2" && ln "$T/data/dir/deep/k2" "$T/data/klink"
+	out=$(crun --policy "$T/p.json" -- /bin/cat /a/klink)
+	expect_eq "hard link inside: refused" "$(rc)" 125
+	expect_contains "hard link inside: named" "$out" "in it has 3 names (hard links)"
+	expect_not_contains "hard link inside: not read" "$out" "dir-secret-$$"
+	rm -rf "$T/data/klink" "$T/data/dir/deep"
+	# the hidden directory itself bound again: masked there too
+	printf '{"filesystem": {"rw": ["%s:/a", "%s/dir:/d"], "hide": ["/a/dir"]}}\n' "$T/data" "$T/data" > "$T/p2.json"
+	chmod 644 "$T/p2.json"
+	out=$(crun --policy "$T/p2.json" -- /bin/sh -c 'cat /d/k; ls -A /d; echo ran')
+	expect_contains "bind of it: ran" "$out" ran
+	expect_not_contains "bind of it: not read" "$out" "dir-secret-$$"
+	# a bind of what lies inside a hidden directory
+	mkdir "$T/data/dir/in" && echo "in-secret-$$" > "$T/data/dir/in/k"
+	chmod -R a+rwX "$T/data/dir"
+	printf '{"filesystem": {"rw": ["%s:/a", "%s/dir/in:/d"], "hide": ["/a/dir"]}}\n' "$T/data" "$T/data" > "$T/p2.json"
+	out=$(crun --policy "$T/p2.json" -- /bin/cat /d/k)
+	expect_eq "bind inside: refused" "$(rc)" 125
+	expect_contains "bind inside: named" "$out" "filesystem.hide /a/dir: the bind of $T/data/dir/in at /d shows part of it"
+	expect_not_contains "bind inside: not read" "$out" "in-secret-$$"
+}
+
 t_nested_binds_shallowest_first() {
 	local how
 	mkdir -p "$T/data/secret"
@@ -2314,25 +2373,42 @@ t_proc_hardware_masked() {
 }
 
 # What the host's /proc and /etc pieces tell of the host and hold of its
-# keys: the kernel's symbols, keys, log and timers, its config, boot line
-# and boot id read empty (each this kernel has), and /etc/ssl/private (the
+# keys: the kernel's symbols, keys, log and timers, its config and boot
+# line read empty (each this kernel has), and /etc/ssl/private (the
 # host's TLS keys, which /etc/ssl brings) is an empty directory.
 t_host_facts_masked() {
 	local f shown=""
 	out=$(crun -- /bin/sh -c 'for f in /proc/kallsyms /proc/keys /proc/kmsg /proc/timer_list \
-		/proc/config.gz /proc/cmdline /proc/sys/kernel/random/boot_id; do
+		/proc/config.gz /proc/cmdline; do
 		[ -e $f ] && echo "$f $(head -c 64 $f 2>&1 | wc -c)"; done
 		[ -d /etc/ssl/private ] && echo "private $(ls -A /etc/ssl/private | wc -l) $(stat -f -c %T /etc/ssl/private)"
 		true')
 	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
 	for f in /proc/kallsyms /proc/keys /proc/kmsg /proc/timer_list /proc/config.gz \
-		/proc/cmdline /proc/sys/kernel/random/boot_id; do
+		/proc/cmdline; do
 		[ -e "$f" ] || continue
 		shown=yes
 		expect_contains "$f empty" "$out" "$f 0"
 	done
 	[ -n "$shown" ] || { skip "this kernel has none of them"; return 77; }
 	[ ! -d /etc/ssl/private ] || expect_contains "/etc/ssl/private empty" "$out" "private 0 tmpfs"
+}
+
+# The host's boot id names the host to whoever a sandbox reports to, and
+# tells two sandboxes they share it: each sandbox reads a random UUID of
+# its own there (programs parse it: an empty file broke them), read-only.
+t_boot_id_own() {
+	local f=/proc/sys/kernel/random/boot_id one two uuid='^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$'
+	[ -e $f ] || { skip "this kernel has no $f"; return 77; }
+	one=$(crun -- /bin/sh -c "cat $f; echo x > $f && echo written; ls -A /")
+	expect_eq "exit" "$(rc)" 0
+	two=$(crun -- /bin/cat $f)
+	[[ "$(head -n1 <<< "$one")" =~ $uuid ]] || fail "not a UUID: $one"
+	[[ "$two" =~ $uuid ]] || fail "not a UUID: $two"
+	[ "$(head -n1 <<< "$one")" != "$two" ] || fail "two sandboxes share a boot id: $two"
+	expect_not_contains "not the host's" "$one $two" "$(cat $f)"
+	expect_not_contains "read-only" "$one" written
+	expect_not_contains "no file left in /" "$one" corral-boot_id
 }
 
 t_mounts_nosuid_nodev() {

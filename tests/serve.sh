@@ -5595,7 +5595,8 @@ OP_POLICY='{"limits": {"memory": "256M", "pids": 64, "cpus": 1, "timeout": "60s"
  "abort": {"max_denied_egress": 5, "max_distinct_denied_destinations": 5,
            "window_seconds": 60,
            "tripwires": ["/home/agent/.ssh/id_ed25519"], "on_abort": "freeze"},
- "export": {"hold": ["deploy/**"]}}'
+ "export": {"hold": ["deploy/**"]},
+ "filesystem": {"hide": ["/home/agent/.netrc"]}}'
 
 # A create that names no policy gets the operator's, the pool's sandboxes
 # too; one that narrows it gets what it asked.
@@ -5670,6 +5671,7 @@ t_operator_policy_bounds_tcp_client() {
 	{"policy": {"abort": {"window_seconds": 1}}}|abort.window_seconds: the operator's policy counts denials over at least 60 s (got 1)
 	{"policy": {"abort": {"tripwires": []}}}|abort.tripwires: the operator's tripwire /home/agent/.ssh/id_ed25519 cannot be removed
 	{"policy": {"export": {"hold": []}}}|export.hold: the operator's rule deploy/**
+	{"policy": {"filesystem": {"hide": []}}}|filesystem.hide: the operator's hidden path /home/agent/.netrc cannot be shown
 	{"image": "no-such-image", "policy": {"limits": {"pids": 100}}}|limits.pids: the operator's policy allows at most 64 (got 100)
 	{"from_snapshot": "snap-nope", "policy": {"limits": {"pids": 100}}}|limits.pids: the operator's policy allows at most 64 (got 100)
 	EOF

@@ -1085,19 +1085,61 @@ t_srt_settings_translated_key_by_key() {
 }
 
 # srt's denyRead of a path inside what it lets the sandbox write (a
-# project's .env under allowWrite ".") cannot be kept from the sandbox by
-# a bind: the settings are refused, where the run went on and read it.
-t_srt_deny_read_in_a_bind_refused() {
-	mkdir -p "$T/proj" && echo "env-secret-$$" > "$T/proj/.env" || return 1
-	printf '{"filesystem": {"allowWrite": ["."], "denyRead": ["./.env"]}}\n' > "$T/srt.json"
-	chmod -R a+rX "$T"
+# project's .env under allowWrite ".") is hidden there (filesystem.hide),
+# and the run goes on: before, the run went on and read it, then the
+# settings were refused.  The agent, which may write the directory around
+# it, tries every way to the content: read it, remove or rename it to put
+# its own there, link it (hard, soft), rename the directory above, copy
+# the tree, unmount the mask; a directory denied is empty.
+t_srt_deny_read_in_a_bind_hidden() {
+	mkdir -p "$T/proj/d" "$T/proj/keys" || return 1
+	echo "env-secret-$$" > "$T/proj/d/.env"
+	echo "key-secret-$$" > "$T/proj/keys/id"
+	printf '{"filesystem": {"allowWrite": ["."], "denyRead": ["./d/.env", "./keys", "./none"]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
 	local rc=0
-	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c \
-		"cat $T/proj/.env; echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		cat d/.env; cat keys/id; ls -A keys
+		rm -f d/.env && echo removed; mv d/.env d/e2 && echo renamed
+		ln d/.env hard && cat hard; ln -s d/.env soft && cat soft
+		echo mine >> d/.env; cat d/.env
+		mv d d2 && cat d2/.env; cp -r d2 d3 2>/dev/null; cat d3/.env 2>/dev/null
+		umount d2/.env 2>/dev/null && cat d2/.env; umount -l keys 2>/dev/null; cat keys/id
+		echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
 	expect_not_contains "the file" "$(cat "$T/out" "$T/err")" "env-secret-$$"
-	expect_not_contains "never ran" "$(cat "$T/out")" ran
-	expect_eq "refused (as a bad settings file)" "$rc" 125
-	expect_contains "why" "$(cat "$T/err")" "filesystem.denyRead[0]: \"./.env\" is inside the bind $T/proj"
+	expect_not_contains "the directory" "$(cat "$T/out" "$T/err")" "key-secret-$$"
+	expect_not_contains "not removed" "$(cat "$T/out")" removed
+	expect_not_contains "not renamed" "$(cat "$T/out")" renamed
+	expect_contains "ran" "$(cat "$T/out")" ran
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "said" "$(cat "$T/err")" "filesystem.denyRead[0]: \"./d/.env\" -> filesystem.hide \"$T/proj/d/.env\", inside the bind $T/proj"
+	expect_contains "absent said" "$(cat "$T/err")" "filesystem.denyRead[2]: \"./none\" is inside the bind $T/proj but does not exist: nothing to hide"
+	# the host's files as they were: the agent's writes went nowhere
+	expect_eq "host file kept" "$(cat "$T/proj/d2/.env" 2>/dev/null || cat "$T/proj/d/.env")" "env-secret-$$"
+	expect_eq "host key kept" "$(cat "$T/proj/keys/id")" "key-secret-$$"
+}
+
+# The same denyRead inside a --policy's bind or workspace (loaded before
+# the settings), shown at another path: hidden there, at the path the
+# sandbox sees it.  Before, it was not judged, and the sandbox read it.
+t_srt_deny_read_in_a_policy_bind_hidden() {
+	mkdir -p "$T/proj" "$T/ws" || return 1
+	echo "bind-secret-$$" > "$T/proj/.env"
+	echo "ws-secret-$$" > "$T/ws/.env"
+	printf '{"filesystem": {"rw": ["%s:/p"], "workspace": "%s"}}\n' "$T/proj" "$T/ws" > "$T/pol.json"
+	printf '{"filesystem": {"denyRead": ["%s/proj/.env", "%s/ws/.env"]}}\n' "$T" "$T" > "$T/srt.json"
+	chmod -R a+rwX "$T/proj" "$T/ws"
+	chmod a+rX "$T" "$T/srt.json" "$T/pol.json"
+	local rc=0
+	timeout 60 "$CORRAL" run --policy "$T/pol.json" --settings "$T/srt.json" -- /bin/sh -c \
+		'cat /p/.env /workspace/.env; echo ran' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_not_contains "the bind's" "$(cat "$T/out" "$T/err")" "bind-secret-$$"
+	expect_not_contains "the workspace's" "$(cat "$T/out" "$T/err")" "ws-secret-$$"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "said" "$(cat "$T/err")" "filesystem.denyRead[1]: \"$T/ws/.env\" -> filesystem.hide \"/workspace/.env\", inside the policy's bind of $T/ws"
 }
 
 # children PID: its children's pids

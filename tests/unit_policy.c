@@ -1280,6 +1280,18 @@ static const struct {
 	{ "on_abort of the wrong type",
 	  "{\"abort\": {\"on_abort\": true}}", "true", "abort.on_abort",
 	  "expected a string (got true)" },
+	{ "hide not an array",
+	  "{\"filesystem\": {\"hide\": \"/workspace/.env\"}}", "\"/workspace", "filesystem.hide",
+	  "expected an array of absolute paths" },
+	{ "hide relative",
+	  "{\"filesystem\": {\"hide\": [\".env\"]}}", "\".env",
+	  "filesystem.hide[0]", "hidden path must be absolute" },
+	{ "hide the root",
+	  "{\"filesystem\": {\"hide\": [\"//\"]}}", "\"//\"",
+	  "filesystem.hide[0]", "the root cannot be hidden" },
+	{ "hide corral's own",
+	  "{\"filesystem\": {\"hide\": [\"/proc/self\"]}}", "\"/proc/self",
+	  "filesystem.hide[0]", "/proc is corral's own" },
 	{ "tripwires not an array",
 	  "{\"abort\": {\"tripwires\": \"/tmp/x\"}}", "\"/tmp/x\"", "abort.tripwires",
 	  "expected an array of absolute paths" },
@@ -1855,6 +1867,15 @@ TEST(policy_within)
 	within_case(op, "{\"abort\": {\"tripwires\": []}}",
 		    "abort.tripwires: the operator's tripwire /tmp/.env cannot be removed");
 	within_case(op, "{\"abort\": {\"on_abort\": \"kill\"}}", "abort.on_abort");
+	/* the operator's hidden paths stay hidden: a client's list replaces, never drops */
+	within_case("{\"filesystem\": {\"hide\": [\"/workspace/.env\"]}}",
+		    "{\"filesystem\": {\"hide\": [\"/workspace/.env\", \"/workspace/k\"]}}", NULL);
+	within_case("{\"filesystem\": {\"hide\": [\"/workspace/.env\"]}}",
+		    "{\"filesystem\": {\"hide\": []}}",
+		    "filesystem.hide: the operator's hidden path /workspace/.env cannot be shown");
+	within_case("{\"filesystem\": {\"hide\": [\"/workspace/.env\"]}}",
+		    "{\"filesystem\": {\"hide\": [\"/workspace/k\"]}}",
+		    "filesystem.hide: the operator's hidden path /workspace/.env cannot be shown");
 	within_case("{}", "{\"network\": {\"mode\": \"proxy\", \"allow\": [\"a.test\"]}}",
 		    "network.mode: the operator's policy allows no network");
 	within_case("{}", "{\"limits\": {\"pids\": 1025}}", "limits.pids");

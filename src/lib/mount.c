@@ -10,6 +10,7 @@
  * what it means on the host and cannot lead outside it.
  */
 #include "internal.h"
+#include "policy_int.h"
 #include "sandbox.h"
 #include "tripwire.h"
 #include "tls.h"
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -79,10 +81,9 @@ static const char *const proc_masked[] = {
 	/*
 	 * The host's kernel config (which bugs it can have), its boot line
 	 * (a VM's or initrd's arguments carry addresses, and at times keys and
-	 * tokens) and its boot id (the same in every sandbox: two tell that
-	 * they share a host, and one names it to whoever it reports to).
+	 * tokens).  Its boot id gets its own file: boot_id_own.
 	 */
-	"/proc/config.gz", "/proc/cmdline", "/proc/sys/kernel/random/boot_id",
+	"/proc/config.gz", "/proc/cmdline",
 };
 /* The host's hardware, as Docker masks it: an empty read-only tmpfs over each. */
 static const char *const proc_masked_dirs[] = {
@@ -1575,6 +1576,44 @@ static int limit_inotify(struct corral_err *err)
 	return 0;
 }
 
+/*
+ * The host's boot id is the same in every sandbox: two tell that they
+ * share a host, and one names it to whoever it reports to.  It read
+ * empty; programs that parse it (systemd's tools, journal readers, some
+ * telemetry) want a UUID: each sandbox gets a random one of its own, in a
+ * file of the root's tmpfs bound over it read-only, then unlinked (the
+ * mount keeps it; nothing is left in the sandbox's / to name it).
+ */
+#define BOOT_ID "/proc/sys/kernel/random/boot_id"
+#define BOOT_ID_FILE "/.corral-boot_id"
+
+static int boot_id_own(struct corral_err *err)
+{
+	unsigned char b[16];
+	char text[40];
+	int r;
+
+	if (access(BOOT_ID, F_OK) < 0)
+		return errno == ENOENT ? 0 :
+		       corral_set_errno(err, errno, "cannot look at %s", BOOT_ID);
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return corral_set_errno(err, errno, "cannot make a boot id");
+	b[6] = (b[6] & 0x0f) | 0x40;	/* version 4: random */
+	b[8] = (b[8] & 0x3f) | 0x80;	/* RFC 4122's variant */
+	snprintf(text, sizeof(text), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x\n", b[0], b[1], b[2], b[3], b[4], b[5],
+		 b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+	r = write_text(BOOT_ID_FILE, text, err);
+	if (r == 0)
+		r = do_mount(BOOT_ID_FILE, BOOT_ID, NULL, MS_BIND, NULL, err);
+	if (r == 0)
+		r = do_mount(NULL, BOOT_ID, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY |
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+	if (unlink(BOOT_ID_FILE) < 0 && errno != ENOENT && r == 0)
+		r = corral_set_errno(err, errno, "cannot remove %s", BOOT_ID_FILE);
+	return r;
+}
+
 static int build_proc(struct corral_err *err)
 {
 	bool null_seen = false;	/* /dev/null known to be there */
@@ -1625,6 +1664,8 @@ static int build_proc(struct corral_err *err)
 	for (size_t i = 0; r == 0 && i < sizeof(proc_masked_dirs) /
 	     sizeof(proc_masked_dirs[0]); i++)
 		r = mask_dir(proc_masked_dirs[i], err);
+	if (r == 0)
+		r = boot_id_own(err);
 	return r;
 }
 
@@ -1688,6 +1729,252 @@ static int build_binds(int oldroot, const struct corral_policy *p,
 		}
 	}
 	free(rank);
+	return r;
+}
+
+/* ---- hidden paths (filesystem.hide) ------------------------------------ */
+
+/*
+ * srt's denyRead inside a bind: the path keeps its place, its content is
+ * gone.  Each is opened without following a symlink on the way (a link
+ * there, made by another sandbox sharing the bind, would aim the mask at
+ * something else, and leave the file) and masked through that fd: a file
+ * gets /dev/null over it (it reads empty, a write goes nowhere), a
+ * directory an empty read-only tmpfs.  The agent cannot unlink, rename or
+ * link a mount point (EBUSY, EXDEV); renaming a directory above carries
+ * the mount along.  Another bind showing the same host path is masked
+ * there too (hide_aliases).  What would still show the content is
+ * refused: a file with another name (a hard link a bind may show, also
+ * of a file in a hidden directory), a bind of part of a hidden
+ * directory.  A path that is not there is left alone: what the agent
+ * makes there is its own (SECURITY.md says what the host makes there
+ * later).
+ */
+static int hide_open(const char *path, int *fdp, struct stat *st, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	*fdp = -1;
+	/* not there (a file where a directory would be is not there either) */
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return 0;
+	if (fd < 0 && errno == ELOOP)
+		return corral_set_err(err, -ELOOP, "filesystem.hide %s: a symlink on the way "
+				      "or at the end: hide the path it names", path);
+	if (fd < 0)
+		return corral_set_errno(err, errno, "filesystem.hide: cannot open %s", path);
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+
+		close(fd);
+		return corral_set_errno(err, e, "filesystem.hide: cannot stat %s", path);
+	}
+	if (S_ISLNK(st->st_mode) || (!S_ISDIR(st->st_mode) && st->st_nlink > 1)) {
+		close(fd);
+		if (S_ISLNK(st->st_mode))
+			return corral_set_err(err, -ELOOP, "filesystem.hide %s: a symlink: "
+					      "hide the path it names", path);
+		return corral_set_err(err, -EMLINK, "filesystem.hide %s: the file has %ju "
+				      "names (hard links): another name would show it",
+				      path, (uintmax_t)st->st_nlink);
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/*
+ * A hidden directory's files, each with one name: a hard link elsewhere
+ * in a bind would show one past the mask.  Bounded (a walk per start):
+ * past HIDE_WALK_MAX entries or HIDE_WALK_DEPTH levels it is refused,
+ * not half-judged.
+ */
+#define HIDE_WALK_MAX 4096
+#define HIDE_WALK_DEPTH 16
+
+static int hide_walk(int at, const char *path, unsigned depth, size_t *seen,
+		     struct corral_err *err)
+{
+	int fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (fd < 0)
+		return corral_set_errno(err, errno, "filesystem.hide %s: cannot read the directory", path);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return corral_set_errno(err, ENOMEM, "filesystem.hide %s: cannot read the directory", path);
+	}
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++*seen > HIDE_WALK_MAX || depth > HIDE_WALK_DEPTH) {
+			r = corral_set_err(err, -E2BIG, "filesystem.hide %s: more than %d entries or "
+					   "%d levels: each file's other names cannot be checked; hide less",
+					   path, HIDE_WALK_MAX, HIDE_WALK_DEPTH);
+		} else if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				r = corral_set_errno(err, errno, "filesystem.hide %s: cannot stat %s",
+						     path, de->d_name);
+		} else if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+			r = corral_set_err(err, -EMLINK, "filesystem.hide %s: %s in it has %ju names "
+					   "(hard links): another name would show it", path,
+					   de->d_name, (uintmax_t)st.st_nlink);
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = openat(fd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub < 0 && errno != ENOENT)
+				r = corral_set_errno(err, errno, "filesystem.hide %s: cannot open %s",
+						     path, de->d_name);
+			if (sub >= 0) {
+				r = hide_walk(sub, path, depth + 1, seen, err);
+				close(sub);
+			}
+		}
+	}
+	if (r == 0 && errno)
+		r = corral_set_errno(err, errno, "filesystem.hide %s: cannot read the directory", path);
+	closedir(d);
+	return r;
+}
+
+/* A detached mount to lay over a hidden path: /dev/null or an empty tmpfs. */
+static int hide_mask(bool dir, const char *path, struct corral_err *err)
+{
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+	};
+	int fs, m;
+
+	if (!dir) {
+		m = (int)syscall(SYS_open_tree, AT_FDCWD, "/dev/null",
+				 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (m < 0)
+			return corral_set_errno(err, errno, "filesystem.hide %s: cannot clone /dev/null", path);
+		if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+			int e = errno;
+
+			close(m);
+			return corral_set_errno(err, e, "filesystem.hide %s: cannot make /dev/null read-only", path);
+		}
+		return m;
+	}
+	fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return corral_set_errno(err, errno, "filesystem.hide %s: cannot open a tmpfs", path);
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY |
+			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0) {
+		int e = errno;
+
+		close(fs);
+		return corral_set_errno(err, e, "filesystem.hide %s: cannot make an empty tmpfs", path);
+	}
+	close(fs);
+	return m;
+}
+
+static int hide_one(const char *path, struct corral_err *err)
+{
+	struct stat st;
+	int fd, m, r = hide_open(path, &fd, &st, err);
+
+	size_t seen = 0;
+
+	if (r < 0 || fd < 0)
+		return r;
+	if (S_ISDIR(st.st_mode) && (r = hide_walk(fd, path, 0, &seen, err)) < 0) {
+		close(fd);
+		return r;
+	}
+	m = hide_mask(S_ISDIR(st.st_mode), path, err);
+	if (m >= 0 && syscall(SYS_move_mount, m, "", fd, "",
+			      MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = corral_set_errno(err, errno, "filesystem.hide: cannot mask %s", path);
+	if (m >= 0)
+		close(m);
+	close(fd);
+	return m < 0 ? m : r;
+}
+
+/* The host's directories the sandbox shows: the binds, then the workspace. */
+static bool view(const struct corral_policy *p, size_t i, const char **src,
+		 const char **dst)
+{
+	if (i < p->nbinds) {
+		*src = p->binds[i].src;
+		*dst = p->binds[i].dst;
+		return true;
+	}
+	*src = p->workspace;
+	*dst = "/workspace";
+	return i == p->nbinds && p->workspace;
+}
+
+/*
+ * The same host path shown at other places (an "ro" of /src at /a and an
+ * "rw" of it at /b; the workspace's directory bound again): each of those
+ * is masked too, by its path (an overlay's view and a bind's of one file
+ * do not share an inode number: the path is what tells); a bind of
+ * something inside a hidden directory would show it past the mask, and
+ * is refused.  By name only: a host bind mount or symlink that shows the
+ * directory under another name is not seen (SECURITY.md).
+ */
+static int hide_aliases(const struct corral_policy *p, const char *path,
+			struct corral_err *err)
+{
+	char host[PATH_MAX], alias[PATH_MAX];
+	const char *src, *dst, *bsrc = NULL, *bdst = NULL;
+	int r = 0;
+
+	/* the deepest view holding the path shows it */
+	for (size_t i = 0; view(p, i, &src, &dst); i++)
+		if (policy_path_under(path, dst) && (!bdst || strlen(dst) > strlen(bdst))) {
+			bsrc = src;
+			bdst = dst;
+		}
+	if (!bdst)
+		return 0;
+	if ((size_t)snprintf(host, sizeof(host), "%s%s", bsrc,
+			     path + strlen(bdst)) >= sizeof(host))
+		return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+	for (size_t i = 0; r == 0 && view(p, i, &src, &dst); i++) {
+		if (dst == bdst)
+			continue;
+		if (policy_path_under(src, host) && strcmp(src, host))
+			return corral_set_err(err, -EPERM, "filesystem.hide %s: the bind of %s "
+					      "at %s shows part of it", path, src, dst);
+		if (!policy_path_under(host, src))
+			continue;
+		if ((size_t)snprintf(alias, sizeof(alias), "%s%s", dst,
+				     host + strlen(src)) >= sizeof(alias))
+			return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+		r = hide_one(alias, err);
+	}
+	return r;
+}
+
+static int hide_paths(const struct corral_policy *p, struct corral_err *err)
+{
+	int r = 0;
+
+	/*
+	 * The path first, so that a refusal names it; its other views after
+	 * (a mount sits on one mount's dentry: the mask at /a leaves /b's
+	 * view of the same directory as it was).
+	 */
+	for (size_t i = 0; r == 0 && i < p->nhide; i++) {
+		r = hide_one(p->hide[i], err);
+		if (r == 0)
+			r = hide_aliases(p, p->hide[i], err);
+	}
 	return r;
 }
 
@@ -2023,6 +2310,9 @@ int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
 	/* decoys, in the sandbox's own files, before anything untrusted runs */
 	if (r == 0)
 		r = mount_plant_tripwires(p, err);
+	/* after the binds and the decoys: nothing is mounted over a mask */
+	if (r == 0)
+		r = hide_paths(p, err);
 	/* proc must be mounted while the host's proc is still visible */
 	if (r == 0)
 		r = build_proc(err);

@@ -555,6 +555,7 @@ void corral_policy_free(struct corral_policy *p)
 	free(p->net_resolver);
 	tls_policy_free(p);
 	strv_free(p->abort.tripwires, p->abort.ntripwires);
+	strv_free(p->hide, p->nhide);
 	strv_free(p->abort.ignore_syscalls, p->abort.nignore_syscalls);
 	strv_free(p->root_layers, p->nroot_layers);
 	if (p->root_pinned)
@@ -597,6 +598,8 @@ static int policy_copy(struct corral_policy *dst,
 	dst->net_tls = NULL;
 	dst->abort.tripwires = NULL;
 	dst->abort.ntripwires = 0;
+	dst->hide = NULL;
+	dst->nhide = 0;
 	dst->abort.ignore_syscalls = NULL;
 	dst->abort.nignore_syscalls = 0;
 	dst->root_layers = NULL;
@@ -657,6 +660,9 @@ static int policy_copy(struct corral_policy *dst,
 				    src->net_hosts[i].name, strlen(src->net_hosts[i].name),
 				    src->net_hosts[i].value,
 				    strlen(src->net_hosts[i].value)))
+			goto nomem;
+	for (i = 0; i < src->nhide; i++)
+		if (policy_strv_put(&dst->hide, &dst->nhide, src->hide[i], strlen(src->hide[i])))
 			goto nomem;
 	for (i = 0; i < src->abort.ntripwires; i++)
 		if (policy_strv_put(&dst->abort.tripwires, &dst->abort.ntripwires,

@@ -210,6 +210,10 @@ static int keeps_denials(const struct corral_policy *p, const struct corral_poli
 			     base->abort.tripwires[i]))
 			return corral_set_err(err, -EPERM, "abort.tripwires: %s tripwire %.200s cannot be removed",
 					      n->owner, base->abort.tripwires[i]);
+	for (i = 0; i < base->nhide; i++)
+		if (!in_list(p->hide, p->nhide, base->hide[i]))
+			return corral_set_err(err, -EPERM, "filesystem.hide: %s hidden path %.200s cannot be shown",
+					      n->owner, base->hide[i]);
 	for (i = 0; i < base->export.nhold; i++)
 		if (!hold_kept(&base->export.hold[i], &p->export))
 			return corral_set_err(err, -EPERM, "export.hold: %s rule %.200s (%.100s) cannot be removed",

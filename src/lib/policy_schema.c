@@ -200,12 +200,78 @@ static int apply_image(struct loader *l, json_t *v)
 	return l->p->image ? 0 : loader_nomem(l);
 }
 
+/*
+ * filesystem.hide: a path as the sandbox sees it, masked after the binds
+ * (mount.c hide_paths).  The sandbox's own machinery (/proc, /dev ...)
+ * is corral's to mask, and the root would leave nothing to run.
+ */
+#define HIDE_MAX 64
+
+static int apply_hide_one(struct loader *l, json_t *v)
+{
+	static const char *const reserved[] = {
+		"/proc", "/sys", "/dev", "/oldroot", "/.corral",
+	};
+	char why[160], *path = NULL;
+	const char *s;
+	size_t n, i;
+	int r = loader_get_string(l, v, &s, &n);
+
+	if (r)
+		return r;
+	r = policy_normalise_path(s, n, "hidden path", &path, why, sizeof(why));
+	if (r == -ENOMEM)
+		return loader_nomem(l);
+	if (r)
+		return loader_fail(l, false, v, "%s", why);
+	if (!strcmp(path, "/"))
+		r = loader_fail(l, false, v, "the root cannot be hidden");
+	for (i = 0; !r && i < sizeof(reserved) / sizeof(reserved[0]); i++)
+		if (policy_path_under(path, reserved[i]))
+			r = loader_fail(l, false, v, "%s is corral's own (it masks what is there)",
+					reserved[i]);
+	for (i = 0; !r && i < l->p->nhide; i++)
+		if (!strcmp(l->p->hide[i], path))
+			goto out;
+	if (!r && l->p->nhide >= HIDE_MAX)
+		r = loader_fail(l, false, v, "too many hidden paths, at most %d", HIDE_MAX);
+	else if (!r && policy_strv_put(&l->p->hide, &l->p->nhide, path, strlen(path)))
+		r = loader_nomem(l);
+out:
+	free(path);
+	return r;
+}
+
+static int apply_hide(struct loader *l, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	int r;
+
+	if (!json_is_array(arr))
+		return loader_fail(l, false, arr,
+				   "expected an array of absolute paths such as \"/workspace/.env\"");
+	if (!l->append)
+		policy_strv_clear(&l->p->hide, &l->p->nhide);
+	json_array_foreach(arr, i, v) {
+		r = loader_push_index(l, i);
+		if (r)
+			return r;
+		r = apply_hide_one(l, v);
+		loader_pop(l);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 static const struct field filesystem_fields[] = {
 	{ "workspace", apply_workspace },
 	{ "image", apply_image },
 	{ "root_writable", apply_root_writable },
 	{ "ro", apply_ro },
 	{ "rw", apply_rw },
+	{ "hide", apply_hide },
 	{ NULL, NULL },
 };
 

@@ -13,10 +13,12 @@
  *   filesystem.denyWrite     "ro" binds over a path a write bind holds;
  *                            elsewhere already read-only
  *   filesystem.denyRead      nothing to do where corral does not show the
- *                            path; under a bind the settings are refused:
- *                            corral cannot hide it there, and the sandbox
- *                            would read what srt kept from it (a project's
- *                            ./.env under allowWrite "."), its run going on
+ *                            path; under a bind filesystem.hide: masked
+ *                            there (a project's ./.env under allowWrite
+ *                            "."), which the sandbox would read otherwise;
+ *                            the --policy's binds and workspace too, at
+ *                            the path they show it (--rw, --workspace
+ *                            flags come after: not seen)
  *
  * Everything else is said, key by key, in the report: what it was and why
  * it did not map.  "~" is the caller's $HOME, a relative path is under the
@@ -46,6 +48,7 @@ struct srt {
 	json_t *policy;		/* the translation */
 	FILE *report;		/* one line a key */
 	json_t *rw;		/* paths bound writable, absolute */
+	const struct corral_policy *base;	/* the --policy's, loaded before */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -241,8 +244,32 @@ static const char *bound_at(json_t *fs, const char *path)
 	return NULL;
 }
 
-static int deny_read(struct srt *srt, json_t *arr, const char *name,
-		     struct corral_err *err)
+/*
+ * Where the base policy (a --policy loaded before the settings) shows the
+ * host path: the sandbox's path in *out, the host directory it is under
+ * as the result; NULL where it does not.  Its binds may show a host
+ * directory at another path, its workspace is at /workspace.
+ */
+static const char *base_view(const struct corral_policy *b, const char *path, char **out)
+{
+	const char *src = NULL, *dst = NULL;
+
+	for (size_t i = 0; b && i < b->nbinds; i++)
+		if (under(path, b->binds[i].src) &&
+		    (!src || strlen(b->binds[i].src) > strlen(src))) {
+			src = b->binds[i].src;
+			dst = b->binds[i].dst;
+		}
+	if (!src && b && b->workspace && under(path, b->workspace)) {
+		src = b->workspace;
+		dst = "/workspace";
+	}
+	if (!src || asprintf(out, "%s%s", dst, path + strlen(src)) < 0)
+		return NULL;
+	return src;
+}
+
+static void deny_read(struct srt *srt, json_t *arr, const char *name)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *v;
 	char key[96];
@@ -250,24 +277,39 @@ static int deny_read(struct srt *srt, json_t *arr, const char *name,
 	size_t i;
 
 	FOREACH_STRING(arr, i, v, key, s) {
-		char *p = absolute(s);
+		char *p = absolute(s), *at = NULL;
 		const char *top = p ? bound_at(fs, p) : NULL;
 
 		if (!p)
 			say(srt, key, "not mapped: \"%.100s\" has no absolute path", s);
+		else if (top && !exists(p))
+			/*
+			 * Nothing to mask: what the sandbox makes there is its
+			 * own.  Said, since what the host makes there during
+			 * the run the sandbox reads.
+			 */
+			say(srt, key, "\"%.100s\" is inside the bind %s but does not exist: "
+			    "nothing to hide (a file the host makes there during the run "
+			    "is readable)", s, top);
 		else if (top) {
-			corral_set_err(err, -EPERM, "srt settings: %s: \"%.100s\" is inside the "
-				       "bind %s, where corral cannot hide it: the sandbox would "
-				       "read it; bind less, or keep it elsewhere", key, s, top);
-			free(p);
-			return err->code;
+			push(fs, "hide", p);
+			say(srt, key, "\"%.100s\" -> filesystem.hide \"%s\", inside the bind %s",
+			    s, p, top);
+		} else if ((top = base_view(srt->base, p, &at)) && !exists(p)) {
+			say(srt, key, "\"%.100s\" is inside the policy's bind of %s but does not "
+			    "exist: nothing to hide (a file the host makes there during the run "
+			    "is readable)", s, top);
+		} else if (top) {
+			push(fs, "hide", at);
+			say(srt, key, "\"%.100s\" -> filesystem.hide \"%s\", inside the policy's "
+			    "bind of %s", s, at, top);
 		} else if ((top = in_shown(p)))
 			say(srt, key, "not mapped: corral shows the host's %s read-only", top);
 		else
 			say(srt, key, "\"%.100s\": already unreadable (not in corral's view of the host)", s);
+		free(at);
 		free(p);
 	}
-	return 0;
 }
 
 static const char *const net_unmapped[][2] = {
@@ -316,8 +358,7 @@ static int filesystem(struct srt *srt, json_t *fs, struct corral_err *err)
 	binds(srt, json_object_get(fs, "allowWrite"), "filesystem.allowWrite", true);
 	binds(srt, json_object_get(fs, "allowRead"), "filesystem.allowRead", false);
 	deny_write(srt, json_object_get(fs, "denyWrite"), "filesystem.denyWrite");
-	if (deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead", err) < 0)
-		return err->code;
+	deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead");
 	json_object_foreach(fs, k, v)
 		if (strcmp(k, "allowWrite") && strcmp(k, "allowRead") &&
 		    strcmp(k, "denyWrite") && strcmp(k, "denyRead"))
@@ -352,7 +393,7 @@ static int translate(json_t *settings, struct srt *srt, struct corral_err *err)
 int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 				char **report, struct corral_err *err)
 {
-	struct srt srt = { .policy = json_object(), .rw = json_array() };
+	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p };
 	size_t report_len = 0;
 	json_error_t je;
 	json_t *settings;

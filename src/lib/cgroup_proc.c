@@ -14,23 +14,6 @@
 
 /* ---- /proc/self/mountinfo -------------------------------------------- */
 
-static void unescape_octal(char *s)
-{
-	char *w = s;
-
-	for (const char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
-		    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)(((r[1] - '0') << 6) |
-				      ((r[2] - '0') << 3) | (r[3] - '0'));
-			r += 4;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = '\0';
-}
-
 static bool opt_has(const char *opts, const char *name)
 {
 	size_t n = strlen(name);
@@ -77,8 +60,8 @@ int cg_mounts_add_line(struct cg_mounts *m, char *line)
 	super = strtok_r(NULL, " \n", &save);
 	if (!super)
 		return 0;
-	unescape_octal(f[3]);
-	unescape_octal(f[4]);
+	mountinfo_unescape(f[3]);
+	mountinfo_unescape(f[4]);
 
 	if (!strcmp(fstype, "cgroup2") || !strcmp(fstype, "cgroup"))
 		m->favordynmods |= opt_has(super, "favordynmods");

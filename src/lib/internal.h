@@ -105,6 +105,8 @@ struct stat;
  * or read (-ELOOP past 4096 levels).
  */
 int walk_up(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
+/* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
+void mountinfo_unescape(char *s);
 /* each mount beneath the directory dir, its root stat'ed (walkup.c) */
 int mounts_beneath(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
 

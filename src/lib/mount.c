@@ -456,23 +456,6 @@ refuse:
 			      "to a sandbox", path);
 }
 
-/* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
-static void unescape_mountinfo(char *s)
-{
-	char *out = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else {
-			*out++ = *s;
-		}
-	}
-	*out = '\0';
-}
-
 static bool kernel_fs_name(const char *type)
 {
 	static const char *const names[] = {
@@ -542,7 +525,7 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
 			at = strtok_r(NULL, " ", &save);
 		if (!at || !type)
 			continue;
-		unescape_mountinfo(at);
+		mountinfo_unescape(at);
 		if (strncmp(at, dir, n) || at[n] != '/' || !at[n + 1])
 			continue;
 		if (kernel_fs_name(type)) {

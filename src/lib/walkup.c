@@ -57,8 +57,7 @@ int walk_up(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg)
 	return r;
 }
 
-/* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
-static void mi_unescape(char *s)
+void mountinfo_unescape(char *s)
 {
 	char *out = s;
 
@@ -108,7 +107,7 @@ int mounts_beneath(int dir, bool (*visit)(const struct stat *st, void *arg), voi
 			at = strtok_r(NULL, " ", &save);
 		if (!at)
 			continue;
-		mi_unescape(at);
+		mountinfo_unescape(at);
 		if (strncmp(at, path, len) || at[len] != '/' || !at[len + 1])
 			continue;
 		if (stat(at, &st) == 0 && visit(&st, arg))

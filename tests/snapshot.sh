@@ -766,7 +766,6 @@ s_builds_leave_the_loop_free() {
 # (held here on the FIFO: it cannot have finished) while the loop answers;
 # a client that goes meanwhile takes its worker with it.
 s_builds_unpack_off_the_loop() {
-	local w
 	held_builds_daemon
 	create '{"idle_freeze_ms": 0}'
 	$PY - "$T/in.tar.gz" <<'PY'
@@ -788,23 +787,12 @@ PY
 	expect_contains "counted" "$(< "$T/un.body")" '"entries":2'
 	run "$SB" "$(sh_file c.sh 'test "$(cat /tmp/in/d/a.txt)" = one; test "$(stat -c %s /tmp/in/zeros)" = 4194304')"
 	# its client gone: the worker killed, no answer waited for
-	bg_api gone PUT "/v1/sandboxes/$SB/archive?path=/tmp/in2" --data-binary @"$T/in.tar.gz"
-	wait_workers 1
-	w=${WORKERS[0]}
-	kill "$gone_PID"
-	bg_wait gone
-	wait_gone "$w"
+	gone_takes_its_worker PUT "/v1/sandboxes/$SB/archive?path=/tmp/in2" \
+		--data-binary @"$T/in.tar.gz"
 	expect_eq "health after" "$(api GET /v1/health)" 200
 	# a halt meanwhile: its files are evidence, the worker stops with it
-	bg_api halted PUT "/v1/sandboxes/$SB/archive?path=/tmp/in3" --data-binary @"$T/in.tar.gz"
-	wait_workers 1
-	w=${WORKERS[0]}
-	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
-	bg_wait halted
-	expect_eq "the archive, halted" "$(< "$T/halted.code")" 409
-	expect_contains "why" "$(< "$T/halted.body")" "the archive was unpacked only in part"
-	wait_gone "$w"
-	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+	halt_stops_its_worker "the archive" "the archive was unpacked only in part" \
+		PUT "/v1/sandboxes/$SB/archive?path=/tmp/in3" --data-binary @"$T/in.tar.gz"
 }
 
 # An archive out walks the tree the sandbox made: 240,000 FIFOs (left out,
@@ -882,16 +870,8 @@ PY
 	wait_gone "$w"
 	# a halt meanwhile: the worker stops with it, saying so
 	create '{"idle_freeze_ms": 0}'
-	bg_api halted GET "/v1/sandboxes/$SB/archive?path=/etc"
-	wait_workers 1
-	w=${WORKERS[0]}
-	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
-	bg_wait halted
-	expect_eq "the archive, halted" "$(< "$T/halted.code")" 409
-	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
-	wait_gone "$w"
-	expect_eq "no spool" "$(spools)" 0
-	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+	halt_stops_its_worker "the archive" "enough; the answer was cut short" \
+		GET "/v1/sandboxes/$SB/archive?path=/etc"
 }
 
 # A recursive listing walks the tree too, up to 100000 entries: 100,000
@@ -899,7 +879,6 @@ PY
 # worker makes it, as an archive out; one directory's listing is still
 # answered on the loop meanwhile.  A client that goes, a halt, take it.
 s_recursive_listing_off_the_loop() {
-	local w
 	held_builds_daemon
 	create '{"idle_freeze_ms": 0}'
 	run "$SB" "$(sh_file t.sh 'mkdir -p /tmp/t/d && echo one > /tmp/t/d/a.txt &&
@@ -926,23 +905,10 @@ PY
 	expect_eq "a file's listing" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/t/l/x&list=1&recursive=1")" 400
 	expect_eq "none there" "$(api GET "/v1/sandboxes/$SB/files?path=/tmp/none&list=1&recursive=1")" 404
 	# its client gone: the worker killed, its spool closed
-	bg_api gone GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
-	wait_workers 1
-	w=${WORKERS[0]}
-	kill "$gone_PID"
-	bg_wait gone
-	wait_gone "$w"
-	expect_eq "no spool" "$(spools)" 0
+	gone_takes_its_worker GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
 	# a halt meanwhile
-	bg_api halted GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
-	wait_workers 1
-	w=${WORKERS[0]}
-	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
-	bg_wait halted
-	expect_eq "the listing, halted" "$(< "$T/halted.code")" 409
-	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
-	wait_gone "$w"
-	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+	halt_stops_its_worker "the listing" "enough; the answer was cut short" \
+		GET "/v1/sandboxes/$SB/files?path=/tmp/t&list=1&recursive=1"
 }
 
 # One directory's listing was made on the loop whatever its size: 100,000
@@ -953,7 +919,6 @@ PY
 # on the FIFO: it cannot have finished), answered as before; one of 1000
 # short names is still answered on the loop meanwhile.
 s_large_directory_listing_off_the_loop() {
-	local w
 	held_builds_daemon
 	create '{"idle_freeze_ms": 0}'
 	run "$SB" "$(sh_file t.sh 'python3 -c "$1"')" 'import os
@@ -998,16 +963,8 @@ for f, top, n in ((sys.argv[1], "/tmp/big", 1001), (sys.argv[2], "/tmp/small", 1
     assert v["entries"][-1]["target"] == "d"
 PY
 	# a halt meanwhile: the worker stops with it, saying so
-	bg_api halted GET "/v1/sandboxes/$SB/files?path=/tmp/big&list=1"
-	wait_workers 1
-	w=${WORKERS[0]}
-	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
-	bg_wait halted
-	expect_eq "the listing, halted" "$(< "$T/halted.code")" 409
-	expect_contains "why" "$(< "$T/halted.body")" "enough; the answer was cut short"
-	wait_gone "$w"
-	expect_eq "no spool" "$(spools)" 0
-	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+	halt_stops_its_worker "the listing" "enough; the answer was cut short" \
+		GET "/v1/sandboxes/$SB/files?path=/tmp/big&list=1"
 }
 
 # An export's report names every file it let out, as many as the patch
@@ -1046,6 +1003,37 @@ assert r["exported"][0]["path"] == "000/" + "\ufffd" * 200 + "000000", r["export
 
 # held_builds_daemon: a workspace holding "a", and a daemon whose build
 # workers wait on the fifo $T/hold (CORRAL_TEST_BUILD_FIFO) before they start
+# gone_takes_its_worker METHOD PATH [CURL ARGS...]: the client of a request
+# that a held worker answers goes; the worker is killed, a spool with it
+gone_takes_its_worker() {
+	local w
+	bg_api gone "$@"
+	wait_workers 1
+	w=${WORKERS[0]}
+	kill "$gone_PID"
+	bg_wait gone
+	wait_gone "$w"
+	expect_eq "no spool" "$(spools)" 0
+}
+
+# halt_stops_its_worker WHAT WHY METHOD PATH [CURL ARGS...]: the sandbox
+# halted while a held worker answers: WHAT is a 409 saying WHY, the worker
+# and its spool gone
+halt_stops_its_worker() {
+	local what=$1 why=$2 w
+	shift 2
+	bg_api halted "$@"
+	wait_workers 1
+	w=${WORKERS[0]}
+	expect_eq "halt" "$(api POST "/v1/sandboxes/$SB/halt" -d '{"reason": "enough"}')" 200
+	bg_wait halted
+	expect_eq "$what, halted" "$(< "$T/halted.code")" 409
+	expect_contains "why" "$(< "$T/halted.body")" "$why"
+	wait_gone "$w"
+	expect_eq "no spool" "$(spools)" 0
+	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
+}
+
 held_builds_daemon() {
 	mkdir -p "$T/ws"
 	echo a > "$T/ws/a"

@@ -11,17 +11,8 @@ CORRAL=$(readlink -f "$1")
 MODE=$2
 COUNT=$3
 MEM=${4:-64M}
-HERE=$(cd "$(dirname "$0")" && pwd)
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-kmem.XXXXXX")
-chmod 755 "$TMP"
-pid=""
-cleanup() {
-	[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; } || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-cc -O2 -Wall -o "$TMP/kmem_hold" "$HERE/kmem_hold.c"
-chmod 755 "$TMP/kmem_hold"
+. "$(dirname "$0")/tool.sh"
+build_tool kmem_hold
 
 meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 tcp_pages() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat; }

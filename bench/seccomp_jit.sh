@@ -9,17 +9,8 @@
 set -eu
 CORRAL=$(readlink -f "$1")
 PROCS=$2
-HERE=$(cd "$(dirname "$0")" && pwd)
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-jit.XXXXXX")
-chmod 755 "$TMP"
-pid=""
-cleanup() {
-	[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; } || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-cc -O2 -Wall -o "$TMP/seccomp_jit" "$HERE/seccomp_jit.c"
-chmod 755 "$TMP/seccomp_jit"
+. "$(dirname "$0")/tool.sh"
+build_tool seccomp_jit
 
 packs() { grep -c bpf_prog_pack_alloc /proc/vmallocinfo; }
 

@@ -20,6 +20,10 @@ stops them by pid at the end, also on error.  It measures:
      `corral run -- true` and bwrap one-shots, and the floor: /bin/true
      alone on the host, started and waited for from the same client, and
      by posix_spawn from C (bench/floor_spawn.c), back to back and paced;
+     and the same of a program without libc (bench/floor_exit.c: it only
+     exits, so its start runs none of glibc's CPUIDs, which this host traps
+     at bench/cpuid_cost.c's figure each), from C and through the daemon:
+     what of a warm exec is corral's own;
   (a count of 0 skips its section: BENCH_BURST, BENCH_EXECS or BENCH_ONESHOT,
   BENCH_ROUNDS, BENCH_MEM, BENCH_IDLE, BENCH_HTTPS, BENCH_LINGER; BENCH_ONLY,
   a comma list of burst, exec, resume, memory, idle, https, teardown, runs
@@ -714,6 +718,61 @@ def section_exec(d):
     rows.append(("floor: /bin/true from Python, on the host", oneshot(["/bin/true"], ONESHOT)))
     rows.append(("floor: /bin/true by posix_spawn from C", floor_spawn(EXECS, 0)))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms", floor_spawn(ONESHOT, PACE)))
+    rows += exec_without_libc(d)
+    return rows
+
+
+FLOOR_EXIT_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_exit.c")
+CPUID_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpuid_cost.c")
+NOLIBC_FLAGS = ("-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-stack-protector")
+
+
+def cpuid_us():
+    """One CPUID's cost here in us (bench/cpuid_cost.c), or None."""
+    with tempfile.TemporaryDirectory(prefix="corral-bench-cpuid-") as tmp:
+        exe = os.path.join(tmp, "cpuid_cost")
+        if build_c(CPUID_SRC, exe):
+            return None
+        p = subprocess.run([exe], capture_output=True, text=True, timeout=REQ_TIMEOUT)
+    try:
+        return float(p.stdout)
+    except ValueError:
+        return None
+
+
+def exec_without_libc(d):
+    """The same round trips of a command whose start runs no CPUID: a
+    program that only exits (bench/floor_exit.c), from C and through the
+    daemon, in a workspace of its own.  The aim of 0.5 ms is below what
+    any glibc program's own start costs on a host that traps CPUID; this
+    is the figure on the path that avoids it (issue 17)."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="corral-bench-nolibc-") as ws:
+        os.chmod(ws, 0o755)
+        exe = os.path.join(ws, "exit0")
+        why = build_c(FLOOR_EXIT_SRC, exe, NOLIBC_FLAGS)
+        if why:
+            return [("floor: a program without libc (exit only)", why)]
+        cost = cpuid_us()
+        note = f", CPUID {cost:.1f} us here" if cost is not None else ""
+        rows.append((f"floor: a program without libc{note}", floor_spawn(EXECS, 0, exe)))
+        rows.append((f"  the same, one every {PACE * 1000:.0f} ms", floor_spawn(ONESHOT, PACE, exe)))
+        api = d.api()
+        try:
+            sid, _ = api.create(idle_freeze_ms=0, workspace=ws)
+            body = {"argv": ["/workspace/exit0"]}
+            for _ in range(10):
+                api.exec_true(sid, body)
+            times = [api.exec_true(sid, body) for _ in range(EXECS)]
+            paced = []
+            for _ in range(ONESHOT):
+                time.sleep(PACE)
+                paced.append(api.exec_true(sid, body))
+            api.req("DELETE", f"/v1/sandboxes/{sid}")
+        finally:
+            api.close()
+        rows.append(("corral serve: POST /exec of it, keep-alive", times, AIM_EXEC_MS))
+        rows.append((f"  the same, one every {PACE * 1000:.0f} ms", paced, AIM_PACED_MS))
     return rows
 
 
@@ -758,17 +817,26 @@ def exec_beside_churn(d, api, sid):
 FLOOR_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_spawn.c")
 
 
-def floor_spawn(n, pace):
-    """n runs of bench/floor_spawn.c (built here with cc), pace s apart: ms each, or why not."""
+def build_c(src, exe, flags=("-O2",)):
+    """cc flags -o exe src: None, or why not."""
     cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc or not os.path.exists(FLOOR_SRC):
-        return f"no C compiler or no {FLOOR_SRC}"
+    if not cc or not os.path.exists(src):
+        return f"no C compiler or no {src}"
+    b = subprocess.run([cc, *flags, "-o", exe, src], capture_output=True, text=True)
+    if b.returncode != 0:
+        return f"cannot build {os.path.basename(src)}: " + b.stderr.strip()[-200:]
+    return None
+
+
+def floor_spawn(n, pace, command="/bin/true"):
+    """n runs of bench/floor_spawn.c (built here with cc) of command, pace s apart:
+    ms each, or why not."""
     with tempfile.TemporaryDirectory(prefix="corral-bench-floor-") as tmp:
         exe = os.path.join(tmp, "floor_spawn")
-        b = subprocess.run([cc, "-O2", "-o", exe, FLOOR_SRC], capture_output=True, text=True)
-        if b.returncode != 0:
-            return "cannot build floor_spawn.c: " + b.stderr.strip()[-200:]
-        p = subprocess.run([exe, str(n), str(int(pace * 1000)), "/bin/true"],
+        why = build_c(FLOOR_SRC, exe)
+        if why:
+            return why
+        p = subprocess.run([exe, str(n), str(int(pace * 1000)), command],
                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=REQ_TIMEOUT + n * (pace + 1))
     if p.returncode != 0:

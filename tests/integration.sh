@@ -448,6 +448,63 @@ t_hide_masks_every_view() {
 	expect_not_contains "bind inside: not read" "$out" "in-secret-$$"
 }
 
+# The other views of a hidden path are found by identity, not by the
+# bind's host path: a symlink in a source's name, the workspace given by
+# one, and (as root) a host bind mount of the same directory showed the
+# hidden file at /b and /workspace: the names did not match.  A bind of
+# part of a hidden directory by a symlinked name (and a host bind mount
+# of it) is refused as the plain name is.
+t_hide_masks_views_by_identity() {
+	mkdir -p "$T/data/sub" "$T/data/dir/in" "$T/m" "$T/m2"
+	echo "id-secret-$$" > "$T/data/sub/.env"
+	echo "iddir-secret-$$" > "$T/data/dir/in/k"
+	ln -s data "$T/link"
+	chmod -R a+rwX "$T/data" "$T/m" "$T/m2"
+	printf '{"filesystem": {"workspace": "%s/link", "rw": ["%s/data:/a"], "ro": ["%s/link:/b"], "hide": ["/a/sub/.env", "/a/dir"]}}\n' \
+		"$T" "$T" "$T" > "$T/p.json"
+	printf '{"filesystem": {"workspace": "%s/data", "ro": ["%s/link/sub:/b"], "hide": ["/workspace/sub/.env"]}}\n' \
+		"$T" "$T" > "$T/p2.json"
+	printf '{"filesystem": {"rw": ["%s/data:/a"], "ro": ["%s/link/dir/in:/d"], "hide": ["/a/dir"]}}\n' \
+		"$T" "$T" > "$T/p3.json"
+	chmod 644 "$T"/p*.json
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'cat /a/sub/.env /b/sub/.env /workspace/sub/.env /b/dir/in/k /workspace/dir/in/k; ls -A /b/dir; echo ran')
+	expect_eq "symlinked: exit" "$(rc)" 0 || echo "$out"
+	expect_contains "symlinked: ran" "$out" ran
+	expect_not_contains "symlinked: the file" "$out" "id-secret-$$"
+	expect_not_contains "symlinked: the directory" "$out" "iddir-secret-$$"
+	out=$(crun --policy "$T/p2.json" -- /bin/sh -c 'cat /workspace/sub/.env /b/.env; echo ran')
+	expect_contains "from the workspace: ran" "$out" ran
+	expect_not_contains "from the workspace: the file" "$out" "id-secret-$$"
+	out=$(crun --policy "$T/p3.json" -- /bin/cat /d/k)
+	expect_eq "symlinked part: refused" "$(rc)" 125 || echo "$out"
+	expect_contains "symlinked part: named" "$out" "filesystem.hide /a/dir: the mount at /d shows part of it"
+	expect_not_contains "symlinked part: not read" "$out" "iddir-secret-$$"
+	[ "$ME" = 0 ] || return 0
+	# as root: host bind mounts of the directory and of part of it, both
+	# runs made before any check, then unmounted (a failed check ends
+	# the test)
+	local out4 out5 rc5
+	mount --bind "$T/data" "$T/m" || { fail "mount --bind $T/data"; return 1; }
+	if ! mount --bind "$T/data/dir/in" "$T/m2"; then
+		umount "$T/m"
+		fail "mount --bind $T/data/dir/in"
+		return 1
+	fi
+	printf '{"filesystem": {"workspace": "%s/m", "rw": ["%s/data:/a"], "ro": ["%s/m:/b"], "hide": ["/a/sub/.env"]}}\n' \
+		"$T" "$T" "$T" > "$T/p4.json"
+	printf '{"filesystem": {"rw": ["%s/data:/a"], "ro": ["%s/m2:/d"], "hide": ["/a/dir"]}}\n' "$T" "$T" > "$T/p5.json"
+	chmod 644 "$T"/p*.json
+	out4=$(crun --policy "$T/p4.json" -- /bin/sh -c 'cat /b/sub/.env /workspace/sub/.env; echo ran')
+	out5=$(crun --policy "$T/p5.json" -- /bin/cat /d/k)
+	rc5=$(rc)
+	umount "$T/m" "$T/m2" || fail "umount $T/m $T/m2"
+	expect_contains "host bind mount: ran" "$out4" ran
+	expect_not_contains "host bind mount: the file" "$out4" "id-secret-$$"
+	expect_eq "host bind mount of part: refused" "$rc5" 125
+	expect_contains "host bind mount of part: named" "$out5" "filesystem.hide /a/dir: the mount at /d shows part of it"
+	expect_not_contains "host bind mount of part: not read" "$out5" "iddir-secret-$$"
+}
+
 t_nested_binds_shallowest_first() {
 	local how
 	mkdir -p "$T/data/secret"

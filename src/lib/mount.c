@@ -1864,7 +1864,12 @@ static int hide_mask(bool dir, const char *path, struct corral_err *err)
 	return m;
 }
 
-static int hide_one(const char *path, struct corral_err *err)
+/*
+ * Mask path; with want, only where it is that inode (another view of a
+ * hidden file, found by identity: a mask there already, or a bind over
+ * that place, is not it, and is left as it is).
+ */
+static int hide_one(const char *path, const struct stat *want, struct corral_err *err)
 {
 	struct stat st;
 	int fd, m, r = hide_open(path, &fd, &st, err);
@@ -1873,6 +1878,10 @@ static int hide_one(const char *path, struct corral_err *err)
 
 	if (r < 0 || fd < 0)
 		return r;
+	if (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino)) {
+		close(fd);
+		return 0;
+	}
 	if (S_ISDIR(st.st_mode) && (r = hide_walk(fd, path, 0, &seen, err)) < 0) {
 		close(fd);
 		return r;
@@ -1901,17 +1910,28 @@ static bool view(const struct corral_policy *p, size_t i, const char **src,
 	return i == p->nbinds && p->workspace;
 }
 
+/* Each view found by identity that the names did not: done. */
+static void hide_views_done(struct hide_view *v, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].path && !strcmp(v[i].path, path)) {
+			free(v[i].path);
+			v[i].path = NULL;
+		}
+}
+
 /*
  * The same host path shown at other places (an "ro" of /src at /a and an
  * "rw" of it at /b; the workspace's directory bound again): each of those
  * is masked too, by its path (an overlay's view and a bind's of one file
  * do not share an inode number: the path is what tells); a bind of
  * something inside a hidden directory would show it past the mask, and
- * is refused.  By name only: a host bind mount or symlink that shows the
- * directory under another name is not seen (SECURITY.md).
+ * is refused.  By name here; by identity in hide_paths (a host bind
+ * mount, a symlink in a bind's source name the same directory too): the
+ * views found here are taken off that list (v).
  */
 static int hide_aliases(const struct corral_policy *p, const char *path,
-			struct corral_err *err)
+			struct hide_view *v, size_t nv, struct corral_err *err)
 {
 	char host[PATH_MAX], alias[PATH_MAX];
 	const char *src, *dst, *bsrc = NULL, *bdst = NULL;
@@ -1939,8 +1959,51 @@ static int hide_aliases(const struct corral_policy *p, const char *path,
 		if ((size_t)snprintf(alias, sizeof(alias), "%s%s", dst,
 				     host + strlen(src)) >= sizeof(alias))
 			return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
-		r = hide_one(alias, err);
+		hide_views_done(v, nv, alias);
+		r = hide_one(alias, NULL, err);
 	}
+	return r;
+}
+
+/*
+ * Mounts the sandbox will not have: the host's old root and the scratch
+ * are detached before it runs (the workspace's host directory there is
+ * what /workspace shows).
+ */
+static const char *const hide_unseen[] = { OLDROOT, SCRATCH };
+
+static int hide_path(const struct corral_policy *p, const char *path, struct corral_err *err)
+{
+	const struct hide_where w = {
+		.mountinfo = OLDROOT "/proc/self/mountinfo",
+		.proc = OLDROOT "/proc",
+		.lower = p->workspace ? SCRATCH "/workspace" : NULL,
+		.lower_view = "/workspace",
+		.unseen = hide_unseen,
+		.nunseen = sizeof(hide_unseen) / sizeof(hide_unseen[0]),
+	};
+	struct hide_view *v;
+	struct stat want;
+	size_t nv;
+	int r;
+
+	/* before the mask: it is the object's place that tells its views */
+	r = hide_views(&w, path, &v, &nv, &want, err);
+	if (r < 0)
+		return r;
+	hide_views_done(v, nv, path);
+	r = hide_one(path, NULL, err);
+	/* by name first: its refusals say which bind */
+	if (r == 0)
+		r = hide_aliases(p, path, v, nv, err);
+	for (size_t i = 0; r == 0 && i < nv; i++) {
+		if (v[i].path && v[i].part)
+			r = corral_set_err(err, -EPERM, "filesystem.hide %s: the mount at %s "
+					   "shows part of it (by another name)", path, v[i].path);
+		else if (v[i].path)
+			r = hide_one(v[i].path, v[i].same_inode ? &want : NULL, err);
+	}
+	hide_views_free(v, nv);
 	return r;
 }
 
@@ -1953,11 +2016,8 @@ static int hide_paths(const struct corral_policy *p, struct corral_err *err)
 	 * (a mount sits on one mount's dentry: the mask at /a leaves /b's
 	 * view of the same directory as it was).
 	 */
-	for (size_t i = 0; r == 0 && i < p->nhide; i++) {
-		r = hide_one(p->hide[i], err);
-		if (r == 0)
-			r = hide_aliases(p, p->hide[i], err);
-	}
+	for (size_t i = 0; r == 0 && i < p->nhide; i++)
+		r = hide_path(p, p->hide[i], err);
 	return r;
 }
 

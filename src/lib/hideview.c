@@ -1,0 +1,283 @@
+/*
+ * hideview.c - every place of the sandbox's view that shows a hidden path,
+ * found by identity (filesystem.hide, mount.c hide_paths).
+ *
+ * A bind's host path is only one name of what it shows: a symlink on the
+ * way (the policy's "/srv/link" for /srv/data), a host bind mount of the
+ * same directory at another path, /proc/self/root/... name it too, and a
+ * check of the names alone left the hidden file readable there.  The
+ * sandbox's own mount table says what each mount shows, as the kernel
+ * knows it: a device and the path within that filesystem (mountinfo's
+ * "root"), whatever name the mount was made from.  The hidden object's
+ * place is taken the same way, from the mount it lies on; every other
+ * mount of that device whose root holds it shows it, at its mount point
+ * and the rest of the path; one whose root lies inside a hidden
+ * directory shows part of it and is refused.
+ *
+ * The workspace is an overlay: its own device, its lower the host's
+ * directory bound beneath the scratch (the caller names both), which
+ * stands for /workspace here.  Mounts the sandbox will never see (the
+ * host's old root, the scratch) are passed over.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* A mount table longer than this is not judged: refused (hide less). */
+#define HIDE_MOUNTS_MAX 65536
+
+struct mnt {
+	unsigned long id;
+	char *dev;		/* "major:minor" */
+	char *root;		/* the path within the filesystem */
+	char *at;		/* the mount point */
+};
+
+struct table {
+	struct mnt *m;
+	size_t n, cap;
+};
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->m[i].dev);
+		free(t->m[i].root);
+		free(t->m[i].at);
+	}
+	free(t->m);
+}
+
+/* "id parent major:minor root mount-point ..." (proc_pid_mountinfo(5)) */
+static int table_line(struct table *t, char *line)
+{
+	char *save = NULL, *f[5];
+	struct mnt *m;
+
+	for (int k = 0; k < 5; k++)
+		if (!(f[k] = strtok_r(k ? NULL : line, " ", &save)))
+			return 0;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+
+		m = realloc(t->m, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		t->m = m;
+		t->cap = cap;
+	}
+	mountinfo_unescape(f[3]);
+	mountinfo_unescape(f[4]);
+	m = &t->m[t->n];
+	m->id = strtoul(f[0], NULL, 10);
+	m->dev = strdup(f[2]);
+	m->root = strdup(f[3]);
+	m->at = strdup(f[4]);
+	t->n++;
+	return m->dev && m->root && m->at ? 0 : -ENOMEM;
+}
+
+static int table_read(const char *mountinfo, struct table *t, struct corral_err *err)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int r = 0;
+	FILE *f = fopen(mountinfo, "re");
+
+	if (!f)
+		return corral_set_errno(err, errno, "filesystem.hide: cannot read %s", mountinfo);
+	while (r == 0 && getline(&line, &cap, f) > 0) {
+		if (t->n >= HIDE_MOUNTS_MAX)
+			r = corral_set_err(err, -E2BIG, "filesystem.hide: more than %d mounts: "
+					   "which of them show a hidden path cannot be judged",
+					   HIDE_MOUNTS_MAX);
+		else if (table_line(t, line) < 0)
+			r = corral_set_err(err, -ENOMEM, "filesystem.hide: out of memory reading %s",
+					   mountinfo);
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
+static bool under(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!strcmp(top, "/"))
+		return path[0] == '/';
+	return !strncmp(path, top, n) && (path[n] == '/' || !path[n]);
+}
+
+/* path's part below top ("" for top itself, else from its '/') */
+static const char *below(const char *path, const char *top)
+{
+	return strcmp(top, "/") ? path + strlen(top) : path;
+}
+
+static const struct mnt *by_id(const struct table *t, unsigned long id)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->m[i].id == id)
+			return &t->m[i];
+	return NULL;
+}
+
+static const struct mnt *by_at(const struct table *t, const char *at)
+{
+	const struct mnt *found = NULL;
+
+	/* the last one there is on top */
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->m[i].at, at))
+			found = &t->m[i];
+	return found;
+}
+
+/* Where the sandbox sees what is mounted at m, or NULL: never. */
+static const char *seen_at(const struct hide_where *w, const struct mnt *m)
+{
+	if (w->lower && !strcmp(m->at, w->lower))
+		return w->lower_view;
+	for (size_t i = 0; i < w->nunseen; i++)
+		if (under(m->at, w->unseen[i]))
+			return NULL;
+	return m->at;
+}
+
+static int views_add(struct hide_view **v, size_t *n, const char *at, const char *rest,
+		     bool same_inode)
+{
+	struct hide_view *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (asprintf(&nv[*n].path, "%s%s", strcmp(at, "/") ? at : "", rest) < 0)
+		return -ENOMEM;
+	nv[*n].same_inode = same_inode;
+	nv[*n].part = false;
+	(*n)++;
+	return 0;
+}
+
+void hide_views_free(struct hide_view *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+/*
+ * The object at path as the sandbox sees it: its device and its path in
+ * that filesystem (*fspath, allocated), from the mount it lies on and
+ * the kernel's name for it (no symlink followed: the name is the path).
+ */
+static int place_of(const struct hide_where *w, const struct table *t, int fd,
+		    const char *path, const char **dev, char **fspath, struct stat *id,
+		    struct corral_err *err)
+{
+	char lowered[PATH_MAX];
+	struct statx stx;
+	const struct mnt *m, *lower;
+	char link[64], canon[PATH_MAX];
+	ssize_t n;
+
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+		    STATX_MNT_ID, &stx) < 0)
+		return corral_set_errno(err, errno, "filesystem.hide %s: cannot statx it", path);
+	snprintf(link, sizeof(link), "%s/self/fd/%d", w->proc, fd);
+	n = readlink(link, canon, sizeof(canon) - 1);
+	if (n < 0)
+		return corral_set_errno(err, errno, "filesystem.hide %s: cannot read %s", path, link);
+	canon[n] = '\0';
+	m = (stx.stx_mask & STATX_MNT_ID) ? by_id(t, (unsigned long)stx.stx_mnt_id) : NULL;
+	if (!m || !under(canon, m->at))
+		return corral_set_err(err, -ENOENT, "filesystem.hide %s: its mount (%s) is "
+				      "not in the mount table: what else shows it cannot "
+				      "be judged", path, canon);
+	/* in the workspace: the host's directory beneath the overlay */
+	lower = w->lower && !strcmp(m->at, w->lower_view) ? by_at(t, w->lower) : NULL;
+	if (lower)
+		m = lower;
+	*dev = m->dev;
+	if (asprintf(fspath, "%s%s", strcmp(m->root, "/") ? m->root : "",
+		     below(canon, lower ? w->lower_view : m->at)) < 0)
+		return corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+	/*
+	 * What a bind of the same object shows: the host's inode, the
+	 * lower's for the workspace (the overlay's own numbers are not it)
+	 */
+	if (lower && (size_t)snprintf(lowered, sizeof(lowered), "%s%s", w->lower,
+				      below(canon, w->lower_view)) >= sizeof(lowered))
+		return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+	if (lower ? lstat(lowered, id) < 0 : fstat(fd, id) < 0)
+		return corral_set_errno(err, errno, "filesystem.hide: cannot stat %s",
+					lower ? lowered : path);
+	if (!**fspath) {
+		free(*fspath);
+		*fspath = strdup("/");
+		if (!*fspath)
+			return corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+	}
+	return 0;
+}
+
+int hide_views(const struct hide_where *w, const char *path, struct hide_view **out,
+	       size_t *nout, struct stat *id, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct table t = { 0 };
+	const char *dev, *at;
+	char *fspath = NULL;
+	struct stat st;
+	int fd, r;
+
+	*out = NULL;
+	*nout = 0;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	/* not there, or a symlink: hide_open says what to make of it */
+	if (fd < 0)
+		return 0;
+	r = fstat(fd, &st) < 0 ? corral_set_errno(err, errno, "filesystem.hide: cannot stat %s", path) : 0;
+	if (r == 0)
+		r = table_read(w->mountinfo, &t, err);
+	if (r == 0)
+		r = place_of(w, &t, fd, path, &dev, &fspath, id, err);
+	for (size_t i = 0; r == 0 && i < t.n; i++) {
+		const struct mnt *m = &t.m[i];
+
+		if (strcmp(m->dev, dev) || !(at = seen_at(w, m)))
+			continue;
+		if (under(fspath, m->root)) {
+			if (views_add(out, nout, at, below(fspath, m->root), at == m->at) < 0)
+				r = corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+		} else if (S_ISDIR(st.st_mode) && under(m->root, fspath)) {
+			if (views_add(out, nout, at, "", false) < 0)
+				r = corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+			else
+				(*out)[*nout - 1].part = true;
+		}
+	}
+	if (r < 0) {
+		hide_views_free(*out, *nout);
+		*out = NULL;
+		*nout = 0;
+	}
+	free(fspath);
+	table_free(&t);
+	close(fd);
+	return r;
+}

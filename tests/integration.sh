@@ -505,6 +505,30 @@ t_hide_masks_views_by_identity() {
 	expect_not_contains "host bind mount of part: not read" "$out5" "iddir-secret-$$"
 }
 
+# A hidden path's directories in a writable bind stay where they are:
+# the agent renamed ./conf (the mask went along, so that run read
+# nothing), and the next run with the same policy masked ./conf/deep/.env,
+# found nothing there, and showed ./c2/deep/.env.
+t_hide_parents_stay_put() {
+	mkdir -p "$T/data/conf/deep" "$T/data/conf/keys"
+	echo "moved-secret-$$" > "$T/data/conf/deep/.env"
+	echo "movedkey-secret-$$" > "$T/data/conf/keys/k"
+	chmod -R a+rwX "$T/data"
+	printf '{"filesystem": {"rw": ["%s/data:/a"], "hide": ["/a/conf/deep/.env", "/a/conf/keys"]}}\n' "$T" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'cd /a; mv conf/deep conf/d2 && echo moved-deep; mv conf c2 && echo moved-conf
+		touch conf/new && echo written; echo ran')
+	expect_contains "ran" "$out" ran
+	expect_not_contains "deep not moved" "$out" moved-deep
+	expect_not_contains "conf not moved" "$out" moved-conf
+	expect_contains "the bind is still written" "$out" written
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'cat /a/conf/deep/.env /a/conf/d2/.env /a/c2/deep/.env /a/c2/d2/.env /a/conf/keys/k /a/c2/keys/k; echo ran')
+	expect_contains "next run: ran" "$out" ran
+	expect_not_contains "next run: the file" "$out" "moved-secret-$$"
+	expect_not_contains "next run: the directory" "$out" "movedkey-secret-$$"
+	expect_eq "on the host" "$(cat "$T/data/conf/deep/.env")" "moved-secret-$$"
+}
+
 t_nested_binds_shallowest_first() {
 	local how
 	mkdir -p "$T/data/secret"

@@ -1724,8 +1724,9 @@ static int build_binds(int oldroot, const struct corral_policy *p,
  * something else, and leave the file) and masked through that fd: a file
  * gets /dev/null over it (it reads empty, a write goes nowhere), a
  * directory an empty read-only tmpfs.  The agent cannot unlink, rename or
- * link a mount point (EBUSY, EXDEV); renaming a directory above carries
- * the mount along.  Another bind showing the same host path is masked
+ * link a mount point (EBUSY, EXDEV); the directories above it in a
+ * writable bind are made mount points too (hide_pin_parents), so that
+ * none is renamed away from the next run's mask.  Another bind showing the same host path is masked
  * there too (hide_aliases).  What would still show the content is
  * refused: a file with another name (a hard link a bind may show, also
  * of a file in a hidden directory), a bind of part of a hidden
@@ -1865,9 +1866,71 @@ static int hide_mask(bool dir, const char *path, struct corral_err *err)
 }
 
 /*
+ * Each directory above a hidden path in a writable bind, up to the bind's
+ * root, made a mount point (a recursive bind onto itself), which no one
+ * renames (EBUSY): the agent renamed ./conf, and the mask went along with
+ * it, but the next run's mask, at ./conf/.env, found nothing there and
+ * showed ./conf2/.env.  The workspace needs none: its renames stay in
+ * its upper layer (a lower directory is copied, EXDEV).  Through fds,
+ * no symlink followed.
+ */
+static int hide_pin_one(int dir, const char *path, struct corral_err *err)
+{
+	int t = (int)syscall(SYS_open_tree, dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+			     AT_RECURSIVE | AT_EMPTY_PATH), r = 0;
+
+	if (t < 0)
+		return corral_set_errno(err, errno, "filesystem.hide: cannot pin %s", path);
+	if (syscall(SYS_move_mount, t, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH |
+		    MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = corral_set_errno(err, errno, "filesystem.hide: cannot pin %s", path);
+	close(t);
+	return r;
+}
+
+static int hide_pin_parents(const char *path, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	char dir[PATH_MAX], *slash;
+	struct statx stx;
+	struct statvfs sv;
+	struct statfs sf;
+	int fd, r = 0;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+		return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+	while (r == 0 && (slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+		if (fd < 0)
+			return corral_set_errno(err, errno, "filesystem.hide %s: cannot open %s", path, dir);
+		if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0 ||
+		    fstatvfs(fd, &sv) < 0 || fstatfs(fd, &sf) < 0) {
+			r = corral_set_errno(err, errno, "filesystem.hide %s: cannot stat %s", path, dir);
+		} else if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+			   (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+			close(fd);
+			break;	/* the bind's root (or a mount's): it stays */
+		} else if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) {
+			r = corral_set_err(err, -ENOSYS, "filesystem.hide %s: this kernel does not "
+					   "tell a mount's root (statx, Linux 5.8)", path);
+		} else if (!(sv.f_flag & ST_RDONLY) && sf.f_type != OVERLAYFS_SUPER_MAGIC) {
+			r = hide_pin_one(fd, dir, err);
+		}
+		close(fd);
+	}
+	return r;
+}
+
+/*
  * Mask path; with want, only where it is that inode (another view of a
  * hidden file, found by identity: a mask there already, or a bind over
- * that place, is not it, and is left as it is).
+ * that place, is not it, and is left as it is).  Its directories in a
+ * writable bind pinned first (an fd held from before would name the
+ * mount beneath).
  */
 static int hide_one(const char *path, const struct stat *want, struct corral_err *err)
 {
@@ -1882,6 +1945,12 @@ static int hide_one(const char *path, const struct stat *want, struct corral_err
 		close(fd);
 		return 0;
 	}
+	close(fd);
+	r = hide_pin_parents(path, err);
+	if (r == 0)
+		r = hide_open(path, &fd, &st, err);
+	if (r < 0 || fd < 0)
+		return r;
 	if (S_ISDIR(st.st_mode) && (r = hide_walk(fd, path, 0, &seen, err)) < 0) {
 		close(fd);
 		return r;

@@ -505,6 +505,27 @@ t_hide_masks_views_by_identity() {
 	expect_not_contains "host bind mount of part: not read" "$out5" "iddir-secret-$$"
 }
 
+# The root's view (--rootfs DIR) of a hidden path: a bind of a directory
+# inside the tree hid /p/.env, and the root showed the same file at
+# /proj/.env; a path hidden in the root was shown by the bind.  Both are
+# masked: the layers are judged as the mounts are.
+t_hide_masks_the_roots_view() {
+	mkdir -p "$T/tree/bin" "$T/tree/proj"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	echo "root-secret-$$" > "$T/tree/proj/.env"
+	chmod -R a+rX "$T/tree"
+	chmod -R a+rwX "$T/tree/proj"
+	printf '{"filesystem": {"rw": ["%s/tree/proj:/p"], "hide": ["/p/.env"]}}\n' "$T" > "$T/p.json"
+	printf '{"filesystem": {"ro": ["%s/tree/proj:/p"], "hide": ["/proj/.env"]}}\n' "$T" > "$T/p2.json"
+	chmod 644 "$T"/p*.json
+	for p in p p2; do
+		out=$(crun --rootfs "$T/tree" --policy "$T/$p.json" -- /bin/sh -c 'cat /p/.env /proj/.env; echo ran')
+		expect_contains "$p: ran" "$out" ran
+		expect_not_contains "$p: not read" "$out" "root-secret-$$"
+	done
+}
+
 # A hidden path's directories in a writable bind stay where they are:
 # the agent renamed ./conf (the mask went along, so that run read
 # nothing), and the next run with the same policy masked ./conf/deep/.env,

@@ -182,29 +182,78 @@ void hide_views_free(struct hide_view *v, size_t n)
  * that filesystem (*fspath, allocated), from the mount it lies on and
  * the kernel's name for it (no symlink followed: the name is the path).
  */
+/* The mount fd lies on, and the kernel's name for it (canon). */
+static const struct mnt *mount_of(const struct hide_where *w, const struct table *t,
+				  int fd, char *canon, size_t len)
+{
+	const struct mnt *m;
+	struct statx stx;
+	char link[64];
+	ssize_t n;
+
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+		    STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+		return NULL;
+	snprintf(link, sizeof(link), "%s/self/fd/%d", w->proc, fd);
+	n = readlink(link, canon, len - 1);
+	if (n < 0)
+		return NULL;
+	canon[n] = '\0';
+	m = by_id(t, (unsigned long)stx.stx_mnt_id);
+	return m && under(canon, m->at) ? m : NULL;
+}
+
+/*
+ * An object of the root (--rootfs, an image): the overlay's numbers are
+ * not the host's, and its lowers are in no mount; the topmost layer that
+ * has the path (opened where the host's root is) is what the sandbox
+ * sees.  None this process can open: nothing else is judged.
+ */
+static int place_in_roots(const struct hide_where *w, const struct table *t,
+			  const char *canon, const char *path, const char **dev,
+			  char **fspath, struct stat *id, struct corral_err *err)
+{
+	char host[PATH_MAX], lcanon[PATH_MAX];
+	const struct mnt *m;
+
+	for (size_t i = w->nroots; i-- > 0;) {
+		int fd;
+
+		if ((size_t)snprintf(host, sizeof(host), "%s%s", w->roots[i], canon) >= sizeof(host))
+			return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+		fd = open(host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		m = fstat(fd, id) == 0 ? mount_of(w, t, fd, lcanon, sizeof(lcanon)) : NULL;
+		close(fd);
+		if (!m)
+			continue;
+		*dev = m->dev;
+		if (asprintf(fspath, "%s%s", strcmp(m->root, "/") ? m->root : "",
+			     below(lcanon, m->at)) < 0)
+			return corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+		return 0;
+	}
+	*dev = "";
+	*fspath = strdup("/");
+	return *fspath ? 0 : corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+}
+
 static int place_of(const struct hide_where *w, const struct table *t, int fd,
 		    const char *path, const char **dev, char **fspath, struct stat *id,
 		    struct corral_err *err)
 {
-	char lowered[PATH_MAX];
-	struct statx stx;
+	char lowered[PATH_MAX], canon[PATH_MAX];
 	const struct mnt *m, *lower;
-	char link[64], canon[PATH_MAX];
-	ssize_t n;
 
-	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-		    STATX_MNT_ID, &stx) < 0)
-		return corral_set_errno(err, errno, "filesystem.hide %s: cannot statx it", path);
-	snprintf(link, sizeof(link), "%s/self/fd/%d", w->proc, fd);
-	n = readlink(link, canon, sizeof(canon) - 1);
-	if (n < 0)
-		return corral_set_errno(err, errno, "filesystem.hide %s: cannot read %s", path, link);
-	canon[n] = '\0';
-	m = (stx.stx_mask & STATX_MNT_ID) ? by_id(t, (unsigned long)stx.stx_mnt_id) : NULL;
-	if (!m || !under(canon, m->at))
-		return corral_set_err(err, -ENOENT, "filesystem.hide %s: its mount (%s) is "
-				      "not in the mount table: what else shows it cannot "
-				      "be judged", path, canon);
+	m = mount_of(w, t, fd, canon, sizeof(canon));
+	if (!m)
+		return corral_set_errno(err, errno ? errno : ENOENT, "filesystem.hide %s: its "
+					"mount is not in the mount table: what else shows it "
+					"cannot be judged", path);
+	/* in the root's layers: the topmost that has it is what "/" shows */
+	if (!strcmp(m->at, "/") && w->nroots)
+		return place_in_roots(w, t, canon, path, dev, fspath, id, err);
 	/* in the workspace: the host's directory beneath the overlay */
 	lower = w->lower && !strcmp(m->at, w->lower_view) ? by_at(t, w->lower) : NULL;
 	if (lower)
@@ -230,6 +279,48 @@ static int place_of(const struct hide_where *w, const struct table *t, int fd,
 			return corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
 	}
 	return 0;
+}
+
+/*
+ * The root's layers (--rootfs, an image) are an overlay's lowers, in no
+ * mount of the table: each is opened where the host's root is, and its
+ * place found as the hidden object's was; one that holds the object shows
+ * it at "/" and the rest.  A layer this process cannot open (an image
+ * store the sandbox's user cannot walk) is not judged.
+ */
+static int root_views(const struct hide_where *w, const struct table *t, const char *path,
+		      const char *dev, const char *fspath, bool dir,
+		      struct hide_view **out, size_t *nout, struct corral_err *err)
+{
+	char canon[PATH_MAX], *lfs = NULL;
+	const struct mnt *m;
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < w->nroots; i++) {
+		int fd = open(w->roots[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		m = mount_of(w, t, fd, canon, sizeof(canon));
+		close(fd);
+		if (!m || strcmp(m->dev, dev))
+			continue;
+		if (asprintf(&lfs, "%s%s", strcmp(m->root, "/") ? m->root : "",
+			     below(canon, m->at)) < 0)
+			return corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+		if (!*lfs || under(fspath, lfs)) {
+			if (views_add(out, nout, "/", *lfs ? below(fspath, lfs) : fspath, false) < 0)
+				r = corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+		} else if (dir && under(lfs, fspath)) {
+			if (views_add(out, nout, "/", "", false) < 0)
+				r = corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+			else
+				(*out)[*nout - 1].part = true;
+		}
+		free(lfs);
+		lfs = NULL;
+	}
+	return r;
 }
 
 int hide_views(const struct hide_where *w, const char *path, struct hide_view **out,
@@ -271,6 +362,8 @@ int hide_views(const struct hide_where *w, const char *path, struct hide_view **
 				(*out)[*nout - 1].part = true;
 		}
 	}
+	if (r == 0)
+		r = root_views(w, &t, path, dev, fspath, S_ISDIR(st.st_mode), out, nout, err);
 	if (r < 0) {
 		hide_views_free(*out, *nout);
 		*out = NULL;

@@ -118,6 +118,9 @@ struct hide_where {
 					   the sandbox sees it (NULL: none) */
 	const char *const *unseen;	/* mount points the sandbox will not have */
 	size_t nunseen;
+	char **roots;			/* the root's layers, where this process
+					   opens them (shown at "/") */
+	size_t nroots;
 };
 struct hide_view {
 	char *path;			/* the sandbox's path */

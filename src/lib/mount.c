@@ -2041,7 +2041,8 @@ static int hide_aliases(const struct corral_policy *p, const char *path,
  */
 static const char *const hide_unseen[] = { OLDROOT, SCRATCH };
 
-static int hide_path(const struct corral_policy *p, const char *path, struct corral_err *err)
+static int hide_path(const struct corral_policy *p, char **roots, const char *path,
+		     struct corral_err *err)
 {
 	const struct hide_where w = {
 		.mountinfo = OLDROOT "/proc/self/mountinfo",
@@ -2050,6 +2051,8 @@ static int hide_path(const struct corral_policy *p, const char *path, struct cor
 		.lower_view = "/workspace",
 		.unseen = hide_unseen,
 		.nunseen = sizeof(hide_unseen) / sizeof(hide_unseen[0]),
+		.roots = roots,
+		.nroots = roots ? p->nroot_layers : 0,
 	};
 	struct hide_view *v;
 	struct stat want;
@@ -2078,15 +2081,30 @@ static int hide_path(const struct corral_policy *p, const char *path, struct cor
 
 static int hide_paths(const struct corral_policy *p, struct corral_err *err)
 {
+	char **roots = NULL;
+	size_t n = 0;
 	int r = 0;
 
+	if (!p->nhide)
+		return 0;
+	/* the root's layers, where the host's root is now */
+	if (p->nroot_layers && !(roots = calloc(p->nroot_layers, sizeof(*roots))))
+		return corral_set_err(err, -ENOMEM, "out of memory for the root's layers");
+	for (; r == 0 && n < p->nroot_layers; n++)
+		if (asprintf(&roots[n], OLDROOT "%s", p->root_layers[n]) < 0) {
+			roots[n] = NULL;
+			r = corral_set_err(err, -ENOMEM, "out of memory for the root's layers");
+		}
 	/*
 	 * The path first, so that a refusal names it; its other views after
 	 * (a mount sits on one mount's dentry: the mask at /a leaves /b's
 	 * view of the same directory as it was).
 	 */
 	for (size_t i = 0; r == 0 && i < p->nhide; i++)
-		r = hide_path(p, p->hide[i], err);
+		r = hide_path(p, roots, p->hide[i], err);
+	for (size_t i = 0; i < n; i++)
+		free(roots[i]);
+	free(roots);
 	return r;
 }
 

@@ -526,6 +526,28 @@ t_hide_masks_the_roots_view() {
 	done
 }
 
+# An export to a directory is the workspace as the sandbox left it: a
+# hidden path was an empty mask there.  Copied from the host's lower, it
+# carried the hidden file (and a hidden directory's) out, where another
+# sandbox, or a daemon client that may not lift the operator's hides,
+# would read it; it is held back, and said.
+t_hide_not_exported() {
+	mkdir -p "$T/ws/sub" "$T/ws/keys"
+	echo "exp-secret-$$" > "$T/ws/sub/.env"
+	echo "expkey-secret-$$" > "$T/ws/keys/k"
+	echo kept > "$T/ws/sub/other"
+	chmod -R a+rwX "$T/ws"
+	printf '{"filesystem": {"ro": ["%s/ws:/b"], "hide": ["/workspace/sub/.env", "/b/keys"]}}\n' "$T" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --policy "$T/p.json" --workspace "$T/ws" --export-to "$T/exp" -- /bin/sh -c 'echo new > /workspace/new')
+	expect_eq "exit" "$(rc)" 0 || echo "$out"
+	expect_eq "the rest exported" "$(cat "$T/exp/sub/other" "$T/exp/new")" "kept
+new"
+	expect_eq "the file not exported" "$(grep -rl "secret-$$" "$T/exp")" ""
+	expect_contains "said" "$out" "held back sub/.env: hidden (filesystem.hide)"
+	expect_contains "said, by its bind" "$out" "held back keys: hidden (filesystem.hide)"
+}
+
 # A hidden path's directories in a writable bind stay where they are:
 # the agent renamed ./conf (the mask went along, so that run read
 # nothing), and the next run with the same policy masked ./conf/deep/.env,

@@ -20,12 +20,14 @@
  * - limits on entries and bytes, with a sentence saying which was hit.
  */
 #include "export.h"
+#include "policy_int.h"
 #include "events.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
 #include <nettle/sha2.h>
@@ -1014,6 +1016,52 @@ static void set_dir_modes(struct xp *x)
 
 /* ---- --to: the lower first, as it was ---------------------------------- */
 
+/*
+ * The workspace's path (relative) of a hidden one, or NULL: one under
+ * /workspace, or under a bind whose host directory holds the workspace's
+ * (by name; mount.c masks the other views too).
+ */
+static const char *hidden_in_workspace(const struct corral_policy *p, const char *hide,
+				       char *buf, size_t len)
+{
+	const char *src = NULL, *dst = NULL, *ws = p->workspace;
+	size_t n;
+
+	if (policy_path_under(hide, "/workspace"))
+		return hide[10] ? hide + 11 : "";
+	for (size_t i = 0; i < p->nbinds; i++)
+		if (policy_path_under(hide, p->binds[i].dst) &&
+		    (!dst || strlen(p->binds[i].dst) > strlen(dst))) {
+			src = p->binds[i].src;
+			dst = p->binds[i].dst;
+		}
+	if (!dst || (size_t)snprintf(buf, len, "%s%s", src, hide + strlen(dst)) >= len ||
+	    !ws || !policy_path_under(buf, ws))
+		return NULL;
+	n = strlen(ws);
+	return buf[n] ? buf + n + 1 : "";
+}
+
+/*
+ * A path the sandbox had hidden (filesystem.hide) is not "the workspace
+ * as the sandbox left it": it saw an empty mask there.  Copied from the
+ * host's lower, an export to a directory carried the hidden file out,
+ * where another sandbox, or a client that may not lift the operator's
+ * hides, would read it.
+ */
+static bool hidden_lower(const struct corral_policy *p, const char *path)
+{
+	char buf[PATH_MAX];
+	const char *rel;
+
+	for (size_t i = 0; p && i < p->nhide; i++) {
+		rel = hidden_in_workspace(p, p->hide[i], buf, sizeof(buf));
+		if (rel && (!*rel || policy_path_under(path, rel)))
+			return true;
+	}
+	return false;
+}
+
 static int copy_lower(struct xp *x, int dirfd, const char *dir)
 {
 	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3), r = 0;
@@ -1055,7 +1103,8 @@ static int copy_lower(struct xp *x, int dirfd, const char *dir)
 			n = readlinkat(dirfd, de->d_name, target, sizeof(target) - 1);
 			target[n < 0 ? 0 : n] = '\0';
 		}
-		why = boundary_why(path, st.st_mode, target);
+		why = hidden_lower(x->r->p, path) ? "hidden (filesystem.hide): the sandbox "
+			"saw an empty mask there" : boundary_why(path, st.st_mode, target);
 		if (why) {
 			note_held(x, path, "unchanged", st.st_mode, why);
 		} else if (S_ISDIR(st.st_mode)) {

@@ -546,6 +546,13 @@ new"
 	expect_eq "the file not exported" "$(grep -rl "secret-$$" "$T/exp")" ""
 	expect_contains "said" "$out" "held back sub/.env: hidden (filesystem.hide)"
 	expect_contains "said, by its bind" "$out" "held back keys: hidden (filesystem.hide)"
+	# the workspace by another name (a symlink) of a bind's directory
+	ln -s ws "$T/wslink"
+	printf '{"filesystem": {"workspace": "%s/wslink", "rw": ["%s/ws:/a"], "hide": ["/a/sub/.env"]}}\n' "$T" "$T" > "$T/p2.json"
+	out=$(crun --policy "$T/p2.json" --export-to "$T/exp2" -- /bin/true)
+	expect_eq "by identity: exit" "$(rc)" 0 || echo "$out"
+	expect_eq "by identity: the rest exported" "$(cat "$T/exp2/sub/other")" kept
+	expect_eq "by identity: the file not exported" "$(grep -rl "exp-secret-$$" "$T/exp2")" ""
 }
 
 # A hidden path's directories in a writable bind stay where they are:

@@ -269,9 +269,19 @@ static int place_of(const struct hide_where *w, const struct table *t, int fd,
 	if (lower && (size_t)snprintf(lowered, sizeof(lowered), "%s%s", w->lower,
 				      below(canon, w->lower_view)) >= sizeof(lowered))
 		return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
-	if (lower ? lstat(lowered, id) < 0 : fstat(fd, id) < 0)
-		return corral_set_errno(err, errno, "filesystem.hide: cannot stat %s",
-					lower ? lowered : path);
+	if (lower && lstat(lowered, id) < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return corral_set_errno(err, errno, "filesystem.hide: cannot stat %s", lowered);
+		/* the upper's alone (a fork's, from its snapshot): no host view */
+		if (fstat(fd, id) < 0)
+			return corral_set_errno(err, errno, "filesystem.hide: cannot stat %s", path);
+		*dev = "";
+		free(*fspath);
+		*fspath = strdup("/");
+		return *fspath ? 0 : corral_set_err(err, -ENOMEM, "filesystem.hide %s: out of memory", path);
+	}
+	if (!lower && fstat(fd, id) < 0)
+		return corral_set_errno(err, errno, "filesystem.hide: cannot stat %s", path);
 	if (!**fspath) {
 		free(*fspath);
 		*fspath = strdup("/");

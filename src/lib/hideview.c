@@ -16,8 +16,10 @@
  *
  * The workspace is an overlay: its own device, its lower the host's
  * directory bound beneath the scratch (the caller names both), which
- * stands for /workspace here.  Mounts the sandbox will never see (the
- * host's old root, the scratch) are passed over.
+ * stands for /workspace here.  The root's layers (--rootfs, an image)
+ * are an overlay's lowers in no mount: each is opened where the host's
+ * root is and placed the same way, shown at "/".  Mounts the sandbox
+ * will never see (the host's old root, the scratch) are passed over.
  */
 #include "internal.h"
 

@@ -448,6 +448,137 @@ t_hide_masks_every_view() {
 	expect_not_contains "bind inside: not read" "$out" "in-secret-$$"
 }
 
+# The other views of a hidden path are found by identity, not by the
+# bind's host path: a symlink in a source's name, the workspace given by
+# one, and (as root) a host bind mount of the same directory showed the
+# hidden file at /b and /workspace: the names did not match.  A bind of
+# part of a hidden directory by a symlinked name (and a host bind mount
+# of it) is refused as the plain name is.
+t_hide_masks_views_by_identity() {
+	mkdir -p "$T/data/sub" "$T/data/dir/in" "$T/m" "$T/m2"
+	echo "id-secret-$$" > "$T/data/sub/.env"
+	echo "iddir-secret-$$" > "$T/data/dir/in/k"
+	ln -s data "$T/link"
+	chmod -R a+rwX "$T/data" "$T/m" "$T/m2"
+	printf '{"filesystem": {"workspace": "%s/link", "rw": ["%s/data:/a"], "ro": ["%s/link:/b"], "hide": ["/a/sub/.env", "/a/dir"]}}\n' \
+		"$T" "$T" "$T" > "$T/p.json"
+	printf '{"filesystem": {"workspace": "%s/data", "ro": ["%s/link/sub:/b"], "hide": ["/workspace/sub/.env"]}}\n' \
+		"$T" "$T" > "$T/p2.json"
+	printf '{"filesystem": {"rw": ["%s/data:/a"], "ro": ["%s/link/dir/in:/d"], "hide": ["/a/dir"]}}\n' \
+		"$T" "$T" > "$T/p3.json"
+	chmod 644 "$T"/p*.json
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'cat /a/sub/.env /b/sub/.env /workspace/sub/.env /b/dir/in/k /workspace/dir/in/k; ls -A /b/dir; echo ran')
+	expect_eq "symlinked: exit" "$(rc)" 0 || echo "$out"
+	expect_contains "symlinked: ran" "$out" ran
+	expect_not_contains "symlinked: the file" "$out" "id-secret-$$"
+	expect_not_contains "symlinked: the directory" "$out" "iddir-secret-$$"
+	out=$(crun --policy "$T/p2.json" -- /bin/sh -c 'cat /workspace/sub/.env /b/.env; echo ran')
+	expect_contains "from the workspace: ran" "$out" ran
+	expect_not_contains "from the workspace: the file" "$out" "id-secret-$$"
+	out=$(crun --policy "$T/p3.json" -- /bin/cat /d/k)
+	expect_eq "symlinked part: refused" "$(rc)" 125 || echo "$out"
+	expect_contains "symlinked part: named" "$out" "filesystem.hide /a/dir: the mount at /d shows part of it"
+	expect_not_contains "symlinked part: not read" "$out" "iddir-secret-$$"
+	[ "$ME" = 0 ] || return 0
+	# as root: host bind mounts of the directory and of part of it, both
+	# runs made before any check, then unmounted (a failed check ends
+	# the test)
+	local out4 out5 rc5
+	mount --bind "$T/data" "$T/m" || { fail "mount --bind $T/data"; return 1; }
+	if ! mount --bind "$T/data/dir/in" "$T/m2"; then
+		umount "$T/m"
+		fail "mount --bind $T/data/dir/in"
+		return 1
+	fi
+	printf '{"filesystem": {"workspace": "%s/m", "rw": ["%s/data:/a"], "ro": ["%s/m:/b"], "hide": ["/a/sub/.env"]}}\n' \
+		"$T" "$T" "$T" > "$T/p4.json"
+	printf '{"filesystem": {"rw": ["%s/data:/a"], "ro": ["%s/m2:/d"], "hide": ["/a/dir"]}}\n' "$T" "$T" > "$T/p5.json"
+	chmod 644 "$T"/p*.json
+	out4=$(crun --policy "$T/p4.json" -- /bin/sh -c 'cat /b/sub/.env /workspace/sub/.env; echo ran')
+	out5=$(crun --policy "$T/p5.json" -- /bin/cat /d/k)
+	rc5=$(rc)
+	umount "$T/m" "$T/m2" || fail "umount $T/m $T/m2"
+	expect_contains "host bind mount: ran" "$out4" ran
+	expect_not_contains "host bind mount: the file" "$out4" "id-secret-$$"
+	expect_eq "host bind mount of part: refused" "$rc5" 125
+	expect_contains "host bind mount of part: named" "$out5" "filesystem.hide /a/dir: the mount at /d shows part of it"
+	expect_not_contains "host bind mount of part: not read" "$out5" "iddir-secret-$$"
+}
+
+# The root's view (--rootfs DIR) of a hidden path: a bind of a directory
+# inside the tree hid /p/.env, and the root showed the same file at
+# /proj/.env; a path hidden in the root was shown by the bind.  Both are
+# masked: the layers are judged as the mounts are.
+t_hide_masks_the_roots_view() {
+	mkdir -p "$T/tree/bin" "$T/tree/proj"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	echo "root-secret-$$" > "$T/tree/proj/.env"
+	chmod -R a+rX "$T/tree"
+	chmod -R a+rwX "$T/tree/proj"
+	printf '{"filesystem": {"rw": ["%s/tree/proj:/p"], "hide": ["/p/.env"]}}\n' "$T" > "$T/p.json"
+	printf '{"filesystem": {"ro": ["%s/tree/proj:/p"], "hide": ["/proj/.env"]}}\n' "$T" > "$T/p2.json"
+	chmod 644 "$T"/p*.json
+	for p in p p2; do
+		out=$(crun --rootfs "$T/tree" --policy "$T/$p.json" -- /bin/sh -c 'cat /p/.env /proj/.env; echo ran')
+		expect_contains "$p: ran" "$out" ran
+		expect_not_contains "$p: not read" "$out" "root-secret-$$"
+	done
+}
+
+# An export to a directory is the workspace as the sandbox left it: a
+# hidden path was an empty mask there.  Copied from the host's lower, it
+# carried the hidden file (and a hidden directory's) out, where another
+# sandbox, or a daemon client that may not lift the operator's hides,
+# would read it; it is held back, and said.
+t_hide_not_exported() {
+	mkdir -p "$T/ws/sub" "$T/ws/keys"
+	echo "exp-secret-$$" > "$T/ws/sub/.env"
+	echo "expkey-secret-$$" > "$T/ws/keys/k"
+	echo kept > "$T/ws/sub/other"
+	chmod -R a+rwX "$T/ws"
+	printf '{"filesystem": {"ro": ["%s/ws:/b"], "hide": ["/workspace/sub/.env", "/b/keys"]}}\n' "$T" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --policy "$T/p.json" --workspace "$T/ws" --export-to "$T/exp" -- /bin/sh -c 'echo new > /workspace/new')
+	expect_eq "exit" "$(rc)" 0 || echo "$out"
+	expect_eq "the rest exported" "$(cat "$T/exp/sub/other" "$T/exp/new")" "kept
+new"
+	expect_eq "the file not exported" "$(grep -rl "secret-$$" "$T/exp")" ""
+	expect_contains "said" "$out" "held back sub/.env: hidden (filesystem.hide)"
+	expect_contains "said, by its bind" "$out" "held back keys: hidden (filesystem.hide)"
+	# the workspace by another name (a symlink) of a bind's directory
+	ln -s ws "$T/wslink"
+	printf '{"filesystem": {"workspace": "%s/wslink", "rw": ["%s/ws:/a"], "hide": ["/a/sub/.env"]}}\n' "$T" "$T" > "$T/p2.json"
+	out=$(crun --policy "$T/p2.json" --export-to "$T/exp2" -- /bin/true)
+	expect_eq "by identity: exit" "$(rc)" 0 || echo "$out"
+	expect_eq "by identity: the rest exported" "$(cat "$T/exp2/sub/other")" kept
+	expect_eq "by identity: the file not exported" "$(grep -rl "exp-secret-$$" "$T/exp2")" ""
+}
+
+# A hidden path's directories in a writable bind stay where they are:
+# the agent renamed ./conf (the mask went along, so that run read
+# nothing), and the next run with the same policy masked ./conf/deep/.env,
+# found nothing there, and showed ./c2/deep/.env.
+t_hide_parents_stay_put() {
+	mkdir -p "$T/data/conf/deep" "$T/data/conf/keys"
+	echo "moved-secret-$$" > "$T/data/conf/deep/.env"
+	echo "movedkey-secret-$$" > "$T/data/conf/keys/k"
+	chmod -R a+rwX "$T/data"
+	printf '{"filesystem": {"rw": ["%s/data:/a"], "hide": ["/a/conf/deep/.env", "/a/conf/keys"]}}\n' "$T" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'cd /a; mv conf/deep conf/d2 && echo moved-deep; mv conf c2 && echo moved-conf
+		touch conf/new && echo written; echo ran')
+	expect_contains "ran" "$out" ran
+	expect_not_contains "deep not moved" "$out" moved-deep
+	expect_not_contains "conf not moved" "$out" moved-conf
+	expect_contains "the bind is still written" "$out" written
+	out=$(crun --policy "$T/p.json" -- /bin/sh -c 'cat /a/conf/deep/.env /a/conf/d2/.env /a/c2/deep/.env /a/c2/d2/.env /a/conf/keys/k /a/c2/keys/k; echo ran')
+	expect_contains "next run: ran" "$out" ran
+	expect_not_contains "next run: the file" "$out" "moved-secret-$$"
+	expect_not_contains "next run: the directory" "$out" "movedkey-secret-$$"
+	expect_eq "on the host" "$(cat "$T/data/conf/deep/.env")" "moved-secret-$$"
+}
+
 t_nested_binds_shallowest_first() {
 	local how
 	mkdir -p "$T/data/secret"

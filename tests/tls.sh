@@ -1142,6 +1142,35 @@ t_srt_deny_read_in_a_policy_bind_hidden() {
 	expect_contains "said" "$(cat "$T/err")" "filesystem.denyRead[1]: \"$T/ws/.env\" -> filesystem.hide \"/workspace/.env\", inside the policy's bind of $T/ws"
 }
 
+# The same denyRead and denyWrite inside a view a flag gives (--workspace,
+# --rw, --ro on the command line): judged there too.  Before, the flags
+# were applied after the settings, which said "already unreadable" and
+# "already read-only", and the sandbox read ./.env and wrote ./k.
+t_srt_deny_in_a_flag_view() {
+	mkdir -p "$T/proj" || return 1
+	echo "flag-secret-$$" > "$T/proj/.env"
+	echo "kept-$$" > "$T/proj/k"
+	printf '{"filesystem": {"denyRead": ["./.env"], "denyWrite": ["./k"]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local how rc
+	for how in "--workspace ." "--rw .:/p" "--ro .:/r --workspace ."; do
+		rc=0
+		# shellcheck disable=SC2086 # the flags, split
+		(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" $how -- /bin/sh -c \
+			'cat /workspace/.env /p/.env /r/.env 2>/dev/null; echo x >> /p/k 2>/dev/null; echo ran' \
+			> "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		expect_not_contains "$how: not read" "$(cat "$T/out" "$T/err")" "flag-secret-$$"
+		expect_contains "$how: ran" "$(cat "$T/out")" ran
+		expect_eq "$how: the run goes on" "$rc" 0 || cat "$T/err"
+		expect_eq "$how: not written" "$(cat "$T/proj/k")" "kept-$$"
+	done
+	expect_contains "said" "$(cat "$T/err")" 'filesystem.denyRead[0]: "./.env" -> filesystem.hide "/r/.env"'
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" --rw .:/p -- true \
+		> "$T/out" 2> "$T/err" < /dev/null) || true
+	expect_contains "write said" "$(cat "$T/err")" "filesystem.denyWrite[0]: \"./k\" -> filesystem.ro \"$T/proj/k:/p/k\", over the policy's write bind of $T/proj"
+}
+
 # children PID: its children's pids
 children() { cat /proc/"$1"/task/*/children 2>/dev/null; }
 

@@ -30,7 +30,9 @@ static const char run_usage[] =
 "  --settings FILE      an srt (Anthropic sandbox-runtime) settings file,\n"
 "                       translated to a policy (after --policy) whose lists\n"
 "                       are added to the policy's, not replacing them; what\n"
-"                       did not map is said on stderr, key by key\n"
+"                       did not map is said on stderr, key by key; its\n"
+"                       denyRead and denyWrite are judged in the views of\n"
+"                       --policy, --workspace, --ro and --rw too\n"
 "  --workspace DIR      show DIR at /workspace, copy-on-write: the sandbox\n"
 "                       may change its view, the host copy is never written\n"
 "                       (without it /workspace is an empty tmpfs)\n"
@@ -544,6 +546,12 @@ static void take_stops_back(struct stops *st)
 	sigprocmask(SIG_SETMASK, &st->mask, NULL);
 }
 
+/* A flag that adds a view of the host: applied before srt's settings. */
+static bool view_flag(int opt)
+{
+	return opt == OPT_WORKSPACE || opt == OPT_RO || opt == OPT_RW;
+}
+
 /* srt's settings: what each key became goes to stderr, one line each. */
 static int load_settings(struct corral_policy *p, const char *path)
 {
@@ -590,6 +598,21 @@ static int run(int argc, char **argv, struct stops *st)
 		}
 		if (opt == OPT_SETTINGS)
 			settings_file = optarg;
+	}
+	/*
+	 * Then the views the flags add (--workspace, --ro, --rw), before the
+	 * settings: srt's denyRead and denyWrite are judged against every
+	 * view the sandbox gets, and a flag's was not there yet (`--settings
+	 * s.json --workspace .` let the sandbox read the ./.env it denied).
+	 * A --policy cannot replace them: it was loaded before.
+	 */
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1) {
+		if (view_flag(opt) && apply_flag(&p, opt, optarg, &err) < 0) {
+			cli_error("--%s: %s", run_options[opt - OPT_POLICY].name, err.msg);
+			corral_policy_free(&p);
+			return EXIT_CORRAL;
+		}
 	}
 	if (settings_file && load_settings(&p, settings_file) < 0) {
 		corral_policy_free(&p);
@@ -655,6 +678,8 @@ static int run(int argc, char **argv, struct stops *st)
 			o.export = &x;
 			continue;
 		}
+		if (view_flag(opt))
+			continue;	/* applied before the settings */
 		if (opt == OPT_ALLOW)
 			allow_flag = true;
 		if (apply_flag(&p, opt, optarg, &err) < 0) {

@@ -20,12 +20,14 @@
  * - limits on entries and bytes, with a sentence saying which was hit.
  */
 #include "export.h"
+#include "policy_int.h"
 #include "events.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
 #include <nettle/sha2.h>
@@ -427,6 +429,8 @@ struct xp {
 	size_t ndirs;
 	json_t *exported, *held, *conflicts;
 	size_t copied;			/* unchanged entries of the lower (--to) */
+	struct stat *hidden;		/* --to: the hidden paths' host objects */
+	size_t nhidden;
 	mode_t perm;			/* the bits a sandbox's mode may bring out */
 	int stopped;			/* the signal export_req's stop said */
 	struct corral_err *err;
@@ -1014,6 +1018,101 @@ static void set_dir_modes(struct xp *x)
 
 /* ---- --to: the lower first, as it was ---------------------------------- */
 
+/*
+ * The workspace's path (relative) of a hidden one, or NULL: one under
+ * /workspace, or under a bind whose host directory holds the workspace's
+ * (by name; mount.c masks the other views too).
+ */
+static const char *hidden_in_workspace(const struct corral_policy *p, const char *hide,
+				       char *buf, size_t len)
+{
+	const char *src = NULL, *dst = NULL, *ws = p->workspace;
+	size_t n;
+
+	if (policy_path_under(hide, "/workspace"))
+		return hide[10] ? hide + 11 : "";
+	for (size_t i = 0; i < p->nbinds; i++)
+		if (policy_path_under(hide, p->binds[i].dst) &&
+		    (!dst || strlen(p->binds[i].dst) > strlen(dst))) {
+			src = p->binds[i].src;
+			dst = p->binds[i].dst;
+		}
+	if (!dst || (size_t)snprintf(buf, len, "%s%s", src, hide + strlen(dst)) >= len ||
+	    !ws || !policy_path_under(buf, ws))
+		return NULL;
+	n = strlen(ws);
+	return buf[n] ? buf + n + 1 : "";
+}
+
+/*
+ * A path the sandbox had hidden (filesystem.hide) is not "the workspace
+ * as the sandbox left it": it saw an empty mask there.  Copied from the
+ * host's lower, an export to a directory carried the hidden file out,
+ * where another sandbox, or a client that may not lift the operator's
+ * hides, would read it.  By its path in the workspace, and by identity:
+ * the host object each hidden path names (the workspace given by another
+ * name of a bind's directory holds it under no path of the list).
+ */
+static bool hidden_lower(const struct xp *x, const char *path, const struct stat *st)
+{
+	const struct corral_policy *p = x->r->p;
+	char buf[PATH_MAX];
+	const char *rel;
+
+	for (size_t i = 0; i < x->nhidden; i++)
+		if (x->hidden[i].st_dev == st->st_dev && x->hidden[i].st_ino == st->st_ino)
+			return true;
+	for (size_t i = 0; p && i < p->nhide; i++) {
+		rel = hidden_in_workspace(p, p->hide[i], buf, sizeof(buf));
+		if (rel && (!*rel || policy_path_under(path, rel)))
+			return true;
+	}
+	return false;
+}
+
+/* The host object a hidden path names: the workspace's or a bind's. */
+static bool hidden_host(const struct corral_policy *p, const char *hide, struct stat *st)
+{
+	const char *src = NULL, *dst = NULL;
+	char host[PATH_MAX];
+
+	if (p->workspace && policy_path_under(hide, "/workspace")) {
+		src = p->workspace;
+		dst = "/workspace";
+	}
+
+	for (size_t i = 0; i < p->nbinds; i++)
+		if (policy_path_under(hide, p->binds[i].dst) &&
+		    (!dst || strlen(p->binds[i].dst) > strlen(dst))) {
+			src = p->binds[i].src;
+			dst = p->binds[i].dst;
+		}
+	if (!dst || (size_t)snprintf(host, sizeof(host), "%s%s", src, hide + strlen(dst)) >= sizeof(host))
+		return false;
+	/* what cannot be reached now is judged by its path alone */
+	return lstat(host, st) == 0;
+}
+
+static int copy_lower(struct xp *x, int dirfd, const char *dir);
+
+static int copy_lower_top(struct xp *x, int lower)
+{
+	const struct corral_policy *p = x->r->p;
+	int r;
+
+	x->nhidden = 0;
+	x->hidden = p && p->nhide ? calloc(p->nhide, sizeof(*x->hidden)) : NULL;
+	if (p && p->nhide && !x->hidden)
+		return corral_set_err(x->err, -ENOMEM, "out of memory exporting");
+	for (size_t i = 0; p && i < p->nhide; i++)
+		x->nhidden += hidden_host(p, p->hide[i], &x->hidden[x->nhidden]);
+	r = copy_lower(x, lower, "");
+	free(x->hidden);
+	x->hidden = NULL;
+	x->nhidden = 0;
+	return r;
+}
+
 static int copy_lower(struct xp *x, int dirfd, const char *dir)
 {
 	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3), r = 0;
@@ -1055,7 +1154,8 @@ static int copy_lower(struct xp *x, int dirfd, const char *dir)
 			n = readlinkat(dirfd, de->d_name, target, sizeof(target) - 1);
 			target[n < 0 ? 0 : n] = '\0';
 		}
-		why = boundary_why(path, st.st_mode, target);
+		why = hidden_lower(x, path, &st) ? "hidden (filesystem.hide): the sandbox "
+			"saw an empty mask there" : boundary_why(path, st.st_mode, target);
 		if (why) {
 			note_held(x, path, "unchanged", st.st_mode, why);
 		} else if (S_ISDIR(st.st_mode)) {
@@ -1527,7 +1627,7 @@ int export_run(const struct export_req *r, json_t **report,
 		if (ret == 0 && r->layers.lower >= 0) {
 			bool was = sandbox_reads(false);
 
-			ret = copy_lower(&x, r->layers.lower, "");
+			ret = copy_lower_top(&x, r->layers.lower);
 			sandbox_reads(was);
 		}
 	} else if (r->to) {
@@ -1540,7 +1640,7 @@ int export_run(const struct export_req *r, json_t **report,
 		if (ret == 0 && r->layers.lower >= 0) {
 			bool was = sandbox_reads(false);
 
-			ret = copy_lower(&x, r->layers.lower, "");
+			ret = copy_lower_top(&x, r->layers.lower);
 			sandbox_reads(was);
 		}
 	} else if (r->apply_fd >= 0) {

@@ -110,6 +110,34 @@ void mountinfo_unescape(char *s);
 /* each mount beneath the directory dir, its root stat'ed (walkup.c) */
 int mounts_beneath(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
 
+/* ---- hideview.c: where the sandbox's view shows a hidden path ---- */
+struct hide_where {
+	const char *mountinfo;		/* the sandbox's mount table */
+	const char *proc;		/* a proc where "self" is the caller */
+	const char *lower, *lower_view;	/* the workspace's host directory, and where
+					   the sandbox sees it (NULL: none) */
+	const char *const *unseen;	/* mount points the sandbox will not have */
+	size_t nunseen;
+	char **roots;			/* the root's layers, where this process
+					   opens them (shown at "/") */
+	size_t nroots;
+};
+struct hide_view {
+	char *path;			/* the sandbox's path */
+	bool same_inode;		/* a bind: it is the hidden inode (*id) itself */
+	bool part;			/* a mount there shows part of it */
+};
+/*
+ * Every place the sandbox's mount table shows the object at path, by
+ * device and path within its filesystem (path itself among them), and
+ * each mount that shows part of a hidden directory (part); the host's
+ * inode in *id.  Nothing when path is not there.  Free with
+ * hide_views_free.
+ */
+int hide_views(const struct hide_where *w, const char *path, struct hide_view **out,
+	       size_t *nout, struct stat *id, struct corral_err *err);
+void hide_views_free(struct hide_view *v, size_t n);
+
 /* ---- cgroup*.c: limits, freezer, kill (cgroup v2, v1, or rlimits) ---- */
 #include "cgroup.h"
 

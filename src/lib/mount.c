@@ -1724,8 +1724,9 @@ static int build_binds(int oldroot, const struct corral_policy *p,
  * something else, and leave the file) and masked through that fd: a file
  * gets /dev/null over it (it reads empty, a write goes nowhere), a
  * directory an empty read-only tmpfs.  The agent cannot unlink, rename or
- * link a mount point (EBUSY, EXDEV); renaming a directory above carries
- * the mount along.  Another bind showing the same host path is masked
+ * link a mount point (EBUSY, EXDEV); the directories above it in a
+ * writable bind are made mount points too (hide_pin_parents), so that
+ * none is renamed away from the next run's mask.  Another bind showing the same host path is masked
  * there too (hide_aliases).  What would still show the content is
  * refused: a file with another name (a hard link a bind may show, also
  * of a file in a hidden directory), a bind of part of a hidden
@@ -1864,13 +1865,90 @@ static int hide_mask(bool dir, const char *path, struct corral_err *err)
 	return m;
 }
 
-static int hide_one(const char *path, struct corral_err *err)
+/*
+ * Each directory above a hidden path in a writable bind, up to the bind's
+ * root, made a mount point (a recursive bind onto itself), which no one
+ * renames (EBUSY): the agent renamed ./conf, and the mask went along with
+ * it, but the next run's mask, at ./conf/.env, found nothing there and
+ * showed ./conf2/.env.  The workspace needs none: its renames stay in
+ * its upper layer (a lower directory is copied, EXDEV).  Through fds,
+ * no symlink followed.
+ */
+static int hide_pin_one(int dir, const char *path, struct corral_err *err)
+{
+	int t = (int)syscall(SYS_open_tree, dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+			     AT_RECURSIVE | AT_EMPTY_PATH), r = 0;
+
+	if (t < 0)
+		return corral_set_errno(err, errno, "filesystem.hide: cannot pin %s", path);
+	if (syscall(SYS_move_mount, t, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH |
+		    MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = corral_set_errno(err, errno, "filesystem.hide: cannot pin %s", path);
+	close(t);
+	return r;
+}
+
+static int hide_pin_parents(const char *path, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	char dir[PATH_MAX], *slash;
+	struct statx stx;
+	struct statvfs sv;
+	struct statfs sf;
+	int fd, r = 0;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+		return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
+	while (r == 0 && (slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+		if (fd < 0)
+			return corral_set_errno(err, errno, "filesystem.hide %s: cannot open %s", path, dir);
+		if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0 ||
+		    fstatvfs(fd, &sv) < 0 || fstatfs(fd, &sf) < 0) {
+			r = corral_set_errno(err, errno, "filesystem.hide %s: cannot stat %s", path, dir);
+		} else if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+			   (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+			close(fd);
+			break;	/* the bind's root (or a mount's): it stays */
+		} else if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) {
+			r = corral_set_err(err, -ENOSYS, "filesystem.hide %s: this kernel does not "
+					   "tell a mount's root (statx, Linux 5.8)", path);
+		} else if (!(sv.f_flag & ST_RDONLY) && sf.f_type != OVERLAYFS_SUPER_MAGIC) {
+			r = hide_pin_one(fd, dir, err);
+		}
+		close(fd);
+	}
+	return r;
+}
+
+/*
+ * Mask path; with want, only where it is that inode (another view of a
+ * hidden file, found by identity: a mask there already, or a bind over
+ * that place, is not it, and is left as it is).  Its directories in a
+ * writable bind pinned first (an fd held from before would name the
+ * mount beneath).
+ */
+static int hide_one(const char *path, const struct stat *want, struct corral_err *err)
 {
 	struct stat st;
 	int fd, m, r = hide_open(path, &fd, &st, err);
 
 	size_t seen = 0;
 
+	if (r < 0 || fd < 0)
+		return r;
+	if (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	r = hide_pin_parents(path, err);
+	if (r == 0)
+		r = hide_open(path, &fd, &st, err);
 	if (r < 0 || fd < 0)
 		return r;
 	if (S_ISDIR(st.st_mode) && (r = hide_walk(fd, path, 0, &seen, err)) < 0) {
@@ -1901,17 +1979,28 @@ static bool view(const struct corral_policy *p, size_t i, const char **src,
 	return i == p->nbinds && p->workspace;
 }
 
+/* Each view found by identity that the names did not: done. */
+static void hide_views_done(struct hide_view *v, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].path && !strcmp(v[i].path, path)) {
+			free(v[i].path);
+			v[i].path = NULL;
+		}
+}
+
 /*
  * The same host path shown at other places (an "ro" of /src at /a and an
  * "rw" of it at /b; the workspace's directory bound again): each of those
  * is masked too, by its path (an overlay's view and a bind's of one file
  * do not share an inode number: the path is what tells); a bind of
  * something inside a hidden directory would show it past the mask, and
- * is refused.  By name only: a host bind mount or symlink that shows the
- * directory under another name is not seen (SECURITY.md).
+ * is refused.  By name here; by identity in hide_paths (a host bind
+ * mount, a symlink in a bind's source name the same directory too): the
+ * views found here are taken off that list (v).
  */
 static int hide_aliases(const struct corral_policy *p, const char *path,
-			struct corral_err *err)
+			struct hide_view *v, size_t nv, struct corral_err *err)
 {
 	char host[PATH_MAX], alias[PATH_MAX];
 	const char *src, *dst, *bsrc = NULL, *bdst = NULL;
@@ -1939,25 +2028,83 @@ static int hide_aliases(const struct corral_policy *p, const char *path,
 		if ((size_t)snprintf(alias, sizeof(alias), "%s%s", dst,
 				     host + strlen(src)) >= sizeof(alias))
 			return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
-		r = hide_one(alias, err);
+		hide_views_done(v, nv, alias);
+		r = hide_one(alias, NULL, err);
 	}
+	return r;
+}
+
+/*
+ * Mounts the sandbox will not have: the host's old root and the scratch
+ * are detached before it runs (the workspace's host directory there is
+ * what /workspace shows).
+ */
+static const char *const hide_unseen[] = { OLDROOT, SCRATCH };
+
+static int hide_path(const struct corral_policy *p, char **roots, const char *path,
+		     struct corral_err *err)
+{
+	const struct hide_where w = {
+		.mountinfo = OLDROOT "/proc/self/mountinfo",
+		.proc = OLDROOT "/proc",
+		.lower = p->workspace ? SCRATCH "/workspace" : NULL,
+		.lower_view = "/workspace",
+		.unseen = hide_unseen,
+		.nunseen = sizeof(hide_unseen) / sizeof(hide_unseen[0]),
+		.roots = roots,
+		.nroots = roots ? p->nroot_layers : 0,
+	};
+	struct hide_view *v;
+	struct stat want;
+	size_t nv;
+	int r;
+
+	/* before the mask: it is the object's place that tells its views */
+	r = hide_views(&w, path, &v, &nv, &want, err);
+	if (r < 0)
+		return r;
+	hide_views_done(v, nv, path);
+	r = hide_one(path, NULL, err);
+	/* by name first: its refusals say which bind */
+	if (r == 0)
+		r = hide_aliases(p, path, v, nv, err);
+	for (size_t i = 0; r == 0 && i < nv; i++) {
+		if (v[i].path && v[i].part)
+			r = corral_set_err(err, -EPERM, "filesystem.hide %s: the mount at %s "
+					   "shows part of it (by another name)", path, v[i].path);
+		else if (v[i].path)
+			r = hide_one(v[i].path, v[i].same_inode ? &want : NULL, err);
+	}
+	hide_views_free(v, nv);
 	return r;
 }
 
 static int hide_paths(const struct corral_policy *p, struct corral_err *err)
 {
+	char **roots = NULL;
+	size_t n = 0;
 	int r = 0;
 
+	if (!p->nhide)
+		return 0;
+	/* the root's layers, where the host's root is now */
+	if (p->nroot_layers && !(roots = calloc(p->nroot_layers, sizeof(*roots))))
+		return corral_set_err(err, -ENOMEM, "out of memory for the root's layers");
+	for (; r == 0 && n < p->nroot_layers; n++)
+		if (asprintf(&roots[n], OLDROOT "%s", p->root_layers[n]) < 0) {
+			roots[n] = NULL;
+			r = corral_set_err(err, -ENOMEM, "out of memory for the root's layers");
+		}
 	/*
 	 * The path first, so that a refusal names it; its other views after
 	 * (a mount sits on one mount's dentry: the mask at /a leaves /b's
 	 * view of the same directory as it was).
 	 */
-	for (size_t i = 0; r == 0 && i < p->nhide; i++) {
-		r = hide_one(p->hide[i], err);
-		if (r == 0)
-			r = hide_aliases(p, p->hide[i], err);
-	}
+	for (size_t i = 0; r == 0 && i < p->nhide; i++)
+		r = hide_path(p, roots, p->hide[i], err);
+	for (size_t i = 0; i < n; i++)
+		free(roots[i]);
+	free(roots);
 	return r;
 }
 

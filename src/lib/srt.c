@@ -10,15 +10,17 @@
  *   network.deniedDomains    network.deny
  *   filesystem.allowWrite    "rw" binds, each at its own path
  *   filesystem.allowRead     "ro" binds
- *   filesystem.denyWrite     "ro" binds over a path a write bind holds;
- *                            elsewhere already read-only
+ *   filesystem.denyWrite     "ro" binds over a path a write bind holds
+ *                            (the settings', a --policy's or a --rw
+ *                            flag's); elsewhere already read-only
  *   filesystem.denyRead      nothing to do where corral does not show the
  *                            path; under a bind filesystem.hide: masked
  *                            there (a project's ./.env under allowWrite
  *                            "."), which the sandbox would read otherwise;
  *                            the --policy's binds and workspace too, at
- *                            the path they show it (--rw, --workspace
- *                            flags come after: not seen)
+ *                            the path they show it, and the --workspace,
+ *                            --ro and --rw flags' (the CLI applies them
+ *                            before the settings)
  *
  * Everything else is said, key by key, in the report: what it was and why
  * it did not map.  "~" is the caller's $HOME, a relative path is under the
@@ -204,6 +206,28 @@ static const char *in_shown(const char *path)
 	return NULL;
 }
 
+/*
+ * The base policy's writable bind (a --policy's, or a --rw flag's) that
+ * holds the host path, or NULL; the sandbox's path in *out.  The deepest:
+ * a read-only bind over part of it is that one's.
+ */
+static const char *base_rw(const struct corral_policy *b, const char *path, char **out)
+{
+	const struct corral_bind *best = NULL;
+
+	*out = NULL;
+	for (size_t i = 0; b && i < b->nbinds; i++)
+		if (under(path, b->binds[i].src) &&
+		    (!best || strlen(b->binds[i].src) > strlen(best->src)))
+			best = &b->binds[i];
+	if (!best || !best->writable ||
+	    asprintf(out, "%s%s", best->dst, path + strlen(best->src)) < 0) {
+		*out = NULL;
+		return NULL;
+	}
+	return best->src;
+}
+
 static void deny_write(struct srt *srt, json_t *arr, const char *name)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *v;
@@ -212,12 +236,31 @@ static void deny_write(struct srt *srt, json_t *arr, const char *name)
 	size_t i;
 
 	FOREACH_STRING(arr, i, v, key, s) {
-		char *p = absolute(s);
-		const char *top = p ? in_rw(srt, p) : NULL;
+		char *p = absolute(s), *at = NULL, *spec = NULL;
+		const char *top = p ? in_rw(srt, p) : NULL, *btop = NULL;
 
 		if (!p)
 			say(srt, key, "not mapped: \"%.100s\" has no absolute path", s);
-		else if (!top)
+		else if (!top && (btop = base_rw(srt->base, p, &at)) && !exists(p))
+			say(srt, key, "not mapped: \"%.100s\" is under the policy's write bind "
+			    "of %s but does not exist (corral cannot make a path read-only "
+			    "before it exists)", s, btop);
+		else if (btop) {
+			/*
+			 * A --rw flag's or --policy's bind, judged too: it was
+			 * said to be read-only, and the sandbox wrote it.  A
+			 * read-only bind of the host path at the sandbox's.
+			 */
+			if (asprintf(&spec, "%s:%s", p, at) < 0) {
+				spec = NULL;
+				say(srt, key, "not mapped: \"%.100s\": out of memory", s);
+			} else {
+				push(fs, "ro", spec);
+				say(srt, key, "\"%.100s\" -> filesystem.ro \"%s\", over the "
+				    "policy's write bind of %s", s, spec, btop);
+			}
+			free(spec);
+		} else if (!top)
 			say(srt, key, "\"%.100s\": already read-only in corral (no write bind holds it)", s);
 		else if (!exists(p))
 			say(srt, key, "not mapped: \"%.100s\" is under the write bind %s but does "
@@ -227,6 +270,7 @@ static void deny_write(struct srt *srt, json_t *arr, const char *name)
 			say(srt, key, "\"%.100s\" -> filesystem.ro \"%s\", over the write bind %s",
 			    s, p, top);
 		}
+		free(at);
 		free(p);
 	}
 }

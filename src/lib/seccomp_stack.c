@@ -23,7 +23,8 @@
  * 600 bytes of the pool for 4096 instructions).  Its cost, measured here:
  * 0.3 ms of kernel CPU to load a 4096-instruction filter, 3-4 ms a
  * sandbox's start (its processes share them; init loads them on a thread
- * of its own while it builds the sandbox: below); at run time the kernel's
+ * of its own while it builds the sandbox: below; a daemon once for all its
+ * sandboxes: sc_prefill, launcher.c); at run time the kernel's
  * cache lets most calls skip every filter, and the others run a jump and
  * a return more for each (ioctl 1.4 to 1.6 us in this VM).  What a
  * process inside may stack is then at most SC_STACK_FREE + 9

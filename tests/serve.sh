@@ -885,8 +885,10 @@ PY
 	DAEMON_WRAP=$T/ign start_daemon
 	local ign
 	ign=$(awk '/^SigIgn:/ { print $2 }' "/proc/$DPID/status")
-	[ $(( (0x$ign >> 31) & 3 )) = 3 ] ||
-		fail "the daemon does not ignore 32 and 33: SigIgn $ign"
+	# 33 (SIGSETXID) glibc catches once the daemon has a thread (an
+	# unprivileged daemon's launcher, launcher.c): reset at exec all the same
+	[ $(( (0x$ign >> 31) & 1 )) = 1 ] ||
+		fail "the daemon does not ignore 32: SigIgn $ign"
 	id=$(mksb)
 	local i out
 	# cat sets no handler of its own (grep catches SIGSEGV)

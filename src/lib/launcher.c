@@ -49,6 +49,7 @@ struct launcher {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* a request, or its answer */
 	bool fill_over;			/* filled, or refused */
+	bool refused;			/* the kernel refused a filling filter */
 	bool busy;			/* a caller holds the request */
 	bool asked;			/* the request is the launcher's to serve */
 	bool answered;			/* pid and err are the caller's to read */
@@ -90,21 +91,19 @@ static void serve(struct launcher *l)
 
 /*
  * One filling filter more; no_new_privs set on this thread first where
- * the kernel asks for it.  Refused otherwise (the JIT pool full): filled
- * no further, each init fills the rest and meets the same refusal, as
- * without a launcher.
+ * the kernel asks for it.  -errno if refused otherwise (the JIT pool
+ * full).
  */
-static bool fill_one(struct launcher *l, struct sock_filter *buf, size_t *left)
+static int fill_one(struct launcher *l, struct sock_filter *buf, size_t *left)
 {
 	size_t before = *left;
 	int r = sc_prefill_one(buf, left);
 
 	if (r == -EACCES && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0)
 		r = sc_prefill_one(buf, left);
-	if (r < 0)
-		return false;
-	l->filled += before - *left;
-	return sc_prefill_more(*left);
+	if (r == 0)
+		l->filled += before - *left;
+	return r;
 }
 
 static void *launcher_main(void *arg)
@@ -114,7 +113,7 @@ static void *launcher_main(void *arg)
 	/* here, not in the caller's line: sc_own_max probes the kernel */
 	size_t left = sc_prefill_size(sc_own_max());
 	struct sock_filter *buf = left ? sc_pad_buf(&err) : NULL;
-	bool more = buf && sc_prefill_more(left);
+	bool more = buf && sc_prefill_more(left), refused = false;
 
 	for (;;) {
 		pthread_mutex_lock(&l->mu);
@@ -123,6 +122,7 @@ static void *launcher_main(void *arg)
 			prctl(PR_SET_NAME, "corral-launch", 0, 0, 0);
 		if (!more)
 			l->fill_over = true;
+		l->refused = refused;
 		while (!l->asked && l->fill_over)
 			pthread_cond_wait(&l->cv, &l->mu);
 		if (l->asked) {
@@ -131,7 +131,8 @@ static void *launcher_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&l->mu);
-		more = fill_one(l, buf, &left);
+		refused = fill_one(l, buf, &left) < 0;
+		more = !refused && sc_prefill_more(left);
 		if (!more && buf) {
 			sc_pad_buf_free(buf);
 			buf = NULL;
@@ -190,9 +191,11 @@ bool launcher_clone(pid_t (*clone_fn)(void *), void *clone_arg,
 	/*
 	 * Still filling (the daemon's first few ms): init fills its own on
 	 * its thread, as without a launcher, rather than wait for the
-	 * launcher's filter in the kernel or fill the rest in line.
+	 * launcher's filter in the kernel or fill the rest in line.  Refused
+	 * (the JIT pool full): init fills its own, and meets the same
+	 * refusal with the same error.
 	 */
-	if (!l->fill_over) {
+	if (!l->fill_over || l->refused) {
 		pthread_mutex_unlock(&l->mu);
 		return false;
 	}

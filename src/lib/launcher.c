@@ -49,7 +49,7 @@ struct launcher {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* a request, or its answer */
 	bool fill_over;			/* filled, or refused */
-	bool refused;			/* the kernel refused a filling filter */
+	bool refused;			/* a filling filter refused, or none to load */
 	bool busy;			/* a caller holds the request */
 	bool asked;			/* the request is the launcher's to serve */
 	bool answered;			/* pid and err are the caller's to read */
@@ -113,7 +113,9 @@ static void *launcher_main(void *arg)
 	/* here, not in the caller's line: sc_own_max probes the kernel */
 	size_t left = sc_prefill_size(sc_own_max());
 	struct sock_filter *buf = left ? sc_pad_buf(&err) : NULL;
-	bool more = buf && sc_prefill_more(left), refused = false;
+	bool more = buf && sc_prefill_more(left);
+	/* nothing to fill (no built-in program to go by): nothing to give */
+	bool refused = !more;
 
 	for (;;) {
 		pthread_mutex_lock(&l->mu);

@@ -1682,6 +1682,18 @@ int corral_memory_unshared(void);
 CORRAL_PUBLIC
 int corral_seccomp_prefill(struct corral_err *err);
 
+/*
+ * For a daemon that cannot fill its own chain so (unprivileged): a thread
+ * of this process's that fills the same chain on itself alone
+ * (no_new_privs on it alone, never on the caller's), starting now, and
+ * clones each sandbox's init, which then starts with it (SECURITY.md,
+ * seccomp row).  Best effort: without it (under another's filter, a
+ * chain filled already, no thread to be had), each init fills its own,
+ * as before.
+ */
+CORRAL_PUBLIC
+void corral_launcher_start(void);
+
 /* ---- TLS for a server of the caller's ---------------------------------- */
 /*
  * `corral serve --listen` over TLS (1.2 or later): the certificate chain

@@ -668,8 +668,32 @@ t_max_sandboxes() {
 # daemon filled its own chain ahead (corral_seccomp_prefill), so each
 # sandbox's init loads only what its program and the margin leave: the
 # bound must come out the same through that arithmetic, in the first
-# sandbox and the next.  Unprivileged the daemon fills nothing (it would
-# need no_new_privs, and newuidmap is setuid).
+# sandbox and the next.  Unprivileged the daemon's main thread fills
+# nothing (it would need no_new_privs, and newuidmap is setuid): a thread
+# of its own does, with no_new_privs on it alone, and clones the inits
+# (launcher.c); the main thread keeps neither.
+# launcher_filled: a thread of the daemon's (not the main one), named
+# corral-launch once it has filled (at most 10 s after the daemon's
+# start), holds the filling, 7 filters or more, with no_new_privs.
+launcher_filled() {
+	local i=0 t f
+	while [ $i -lt 200 ]; do
+		for t in /proc/$DPID/task/*; do
+			[ "$(cat "$t/comm" 2>/dev/null)" = corral-launch ] || continue
+			f=$(awk '$1 == "Seccomp_filters:" { print $2 }' "$t/status")
+			[ "${f:-0}" -ge 7 ] ||
+				{ fail "the daemon's launcher holds ${f:-no} filters"; return 1; }
+			expect_eq "no_new_privs on the launcher" \
+				"$(awk '$1 == "NoNewPrivs:" { print $2 }' "$t/status")" 1
+			return
+		done
+		nap 0.05
+		i=$((i + 1))
+	done
+	fail "no thread of the daemon's filled the chain ahead:" \
+		$(grep -h Seccomp_filters /proc/$DPID/task/*/status)
+}
+
 t_stacked_filters_bounded_in_the_daemons_sandboxes() {
 	local id body left filters
 	start_daemon
@@ -677,7 +701,10 @@ t_stacked_filters_bounded_in_the_daemons_sandboxes() {
 	if [ "$(id -u)" = 0 ]; then
 		[ "${filters:-0}" -ge 7 ] || fail "the daemon filled nothing ahead: $filters filters"
 	else
-		expect_eq "no filling unprivileged" "${filters:-0}" 0
+		expect_eq "no filling on the main thread" "${filters:-0}" 0
+		expect_eq "no no_new_privs on the main thread" \
+			"$(awk '$1 == "NoNewPrivs:" { print $2 }' "/proc/$DPID/status")" 0
+		launcher_filled || return 1
 	fi
 	body=$(python3 -c 'import json, sys
 print(json.dumps({"argv": ["/usr/bin/python3", "-c", open(sys.argv[1]).read()]}))' \
@@ -692,12 +719,13 @@ print(json.dumps({"argv": ["/usr/bin/python3", "-c", open(sys.argv[1]).read()]})
 	done
 }
 
-# An unprivileged daemon fills nothing ahead: each sandbox's init loads
-# the filling on a thread of its own while it builds the sandbox
-# (seccomp_stack.c), so init's chain, as the kernel lists it, holds the
-# filling first and corral's filter last (filled in line, the filter would
-# be first; seccomp.sh's t_filling_loaded_beside_init for corral run).
-# Read as root, which a chain's reader must be, from uid 65534's daemon.
+# An unprivileged daemon fills once, on a thread of its own that clones
+# the inits (launcher.c), and each sandbox's init loads its filter over
+# that and the margin left over its filter (seccomp_stack.c), so init's
+# chain, as the kernel lists it, holds the launcher's filling first, then
+# corral's filter, then one filter of the margin (filled by init's own
+# thread, the filter would be last; in line, first).  Read as root, which
+# a chain's reader must be, from uid 65534's daemon.
 t_unprivileged_daemons_sandbox_filled_beside_init() {
 	[ "$ME" = 0 ] ||
 		{ skip "reading a chain (PTRACE_SECCOMP_GET_FILTER) needs CAP_SYS_ADMIN"; return 77; }
@@ -713,6 +741,7 @@ t_unprivileged_daemons_sandbox_filled_beside_init() {
 		> "$T/as65534"
 	chmod 755 "$T/as65534"
 	DAEMON_WRAP="unshare --mount --propagation private $T/as65534" start_daemon
+	launcher_filled || return 1
 	mksb > /dev/null || return 1
 	# the sandbox's init: the daemon's child in a pid namespace of its own
 	for p in $(pgrep -P "$DPID"); do
@@ -723,9 +752,10 @@ t_unprivileged_daemons_sandbox_filled_beside_init() {
 	[ -n "$init" ] || { fail "no sandbox's init among the daemon's children"; return 1; }
 	chain=$(/usr/bin/python3 "$HERE/data/seccomp_chain.py" "$init")
 	fills=$(grep -c '^fill ' <<< "$chain" || :)
-	[ "$fills" -ge 7 ] && [ "$(grep -c . <<< "$chain")" = $((fills + 1)) ] &&
-		[[ $(tail -1 <<< "$chain") == "other "* ]] ||
-		fail "not the filling, then corral's filter:" $chain
+	[ "$fills" -ge 8 ] && [ "$(grep -c . <<< "$chain")" = $((fills + 1)) ] &&
+		[[ $(tail -2 <<< "$chain" | head -1) == "other "* ]] &&
+		[[ $(tail -1 <<< "$chain") == "fill "* ]] ||
+		fail "not the launcher's filling, corral's filter, the margin:" $chain
 	stop_daemon
 }
 
@@ -855,8 +885,10 @@ PY
 	DAEMON_WRAP=$T/ign start_daemon
 	local ign
 	ign=$(awk '/^SigIgn:/ { print $2 }' "/proc/$DPID/status")
-	[ $(( (0x$ign >> 31) & 3 )) = 3 ] ||
-		fail "the daemon does not ignore 32 and 33: SigIgn $ign"
+	# 33 (SIGSETXID) glibc catches once the daemon has a thread (an
+	# unprivileged daemon's launcher, launcher.c): reset at exec all the same
+	[ $(( (0x$ign >> 31) & 1 )) = 1 ] ||
+		fail "the daemon does not ignore 32: SigIgn $ign"
 	id=$(mksb)
 	local i out
 	# cat sets no handler of its own (grep catches SIGSEGV)

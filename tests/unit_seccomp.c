@@ -543,56 +543,67 @@ static int try_allow(size_t n)
  * first by a thread of the child's, as init does (sc_fill_start); -1 if
  * its chain did not reach the child's main thread.
  */
-static int left_after(const struct prog *p, size_t outer, bool thread)
+static __attribute__((noreturn)) void measure_left(const struct prog *p, size_t outer,
+						    bool thread, int wfd)
 {
 	struct sock_fprog fp = { .len = (unsigned short)p->len, .filter = p->insns };
 	struct corral_err err = { 0 };
-	int status, fd[2];
+	int lo = 0, hi = BPF_MAXINSNS + 1;	/* lo loads (0: none), hi does not */
+	struct sc_fill t;
+	int status;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    (outer && load_allow(outer) < 0))
+		_exit(1);
+	if (thread) {
+		if (!sc_fill_start(&t, sc_ebpf_len(p->insns, p->len)))
+			_exit(1);
+		sc_fill_join(&t);
+		if (!sc_prefilled() || prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 2)
+			_exit(1);
+	}
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) < 0 ||
+	    sc_pad_chain(sc_ebpf_len(p->insns, p->len), outer > 0, &err) < 0)
+		_exit(1);
+	while (hi - lo > 1) {
+		int mid = (lo + hi) / 2, r = try_allow((size_t)mid);
+
+		if (r < 0)
+			_exit(1);
+		if (r == 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	status = lo && hi <= BPF_MAXINSNS ? lo + 4 : -1;
+	_exit(write(wfd, &status, sizeof(status)) == sizeof(status) ? 0 : 1);
+}
+
+/* What a child that wrote an int to fd[1] wrote; -1 if nothing. */
+static int read_child(pid_t pid, int fd[2])
+{
+	int v = -1;
+
+	close(fd[1]);
+	if (pid < 0 || read(fd[0], &v, sizeof(v)) != sizeof(v))
+		v = -1;
+	close(fd[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return v;
+}
+
+static int left_after(const struct prog *p, size_t outer, bool thread)
+{
+	int fd[2];
 	pid_t pid;
 
 	if (pipe(fd) < 0)
 		return -1;
 	pid = fork();
-	if (pid == 0) {
-		int lo = 0, hi = BPF_MAXINSNS + 1;	/* lo loads (0: none), hi does not */
-
-		struct sc_fill t;
-
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-		    (outer && load_allow(outer) < 0))
-			_exit(1);
-		if (thread) {
-			if (!sc_fill_start(&t, sc_ebpf_len(p->insns, p->len)))
-				_exit(1);
-			sc_fill_join(&t);
-			if (!sc_prefilled() || prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 2)
-				_exit(1);
-		}
-		if (
-		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) < 0 ||
-		    sc_pad_chain(sc_ebpf_len(p->insns, p->len), outer > 0, &err) < 0)
-			_exit(1);
-		while (hi - lo > 1) {
-			int mid = (lo + hi) / 2, r = try_allow((size_t)mid);
-
-			if (r < 0)
-				_exit(1);
-			if (r == 0)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		status = lo && hi <= BPF_MAXINSNS ? lo + 4 : -1;
-		_exit(write(fd[1], &status, sizeof(status)) == sizeof(status) ? 0 : 1);
-	}
-	close(fd[1]);
-	status = -1;
-	if (pid < 0 || read(fd[0], &status, sizeof(status)) != sizeof(status))
-		status = -1;
-	close(fd[0]);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-	return status;
+	if (pid == 0)
+		measure_left(p, outer, thread, fd[1]);
+	return read_child(pid, fd);
 }
 
 /*
@@ -668,6 +679,146 @@ TEST(stack_left_after_init_thread)
 			free(p.insns);
 		}
 	}
+}
+
+/* ---- the launcher's filling (launcher.c) -------------------------------- */
+
+static pid_t plain_clone(void *arg)
+{
+	(void)arg;
+	return (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+}
+
+struct measure {
+	const struct prog *p;	/* NULL: write sc_prefilled() */
+	int wfd;
+};
+
+static void measure_child(void *arg)
+{
+	struct measure *m = arg;
+	int v = (int)sc_prefilled();
+
+	if (m->p)
+		measure_left(m->p, 0, false, m->wfd);
+	_exit(write(m->wfd, &v, sizeof(v)) == sizeof(v) ? 0 : 1);
+}
+
+/* In the launcher's process: m run in a clone of the launcher's; -1 if not. */
+static int launched(struct measure *m)
+{
+	int fd[2];
+	pid_t pid;
+
+	if (pipe(fd) < 0)
+		return -1;
+	m->wfd = fd[1];
+	if (!launcher_clone(plain_clone, NULL, measure_child, m, &pid))
+		pid = -1;
+	return read_child(pid, fd);
+}
+
+/*
+ * In a process with a launcher: once it has filled (at most 5 s; until
+ * then it clones nothing), its clones start with its chain (sc_prefilled), this thread with none and
+ * no no_new_privs; what a process inside may stack behind each of
+ * corral's programs, filled up after it (sc_pad_chain), is the same
+ * bound.  In a child: the launcher is a thread for good.
+ */
+static int launcher_chain(void)
+{
+	size_t want = sc_prefill_size(sc_own_max());
+	struct measure m = { .p = NULL };
+	int filled = 0;
+
+	corral_launcher_start();
+	/* it clones nothing until it has filled */
+	for (int i = 0; i < 500 && (filled = launched(&m)) < 0; i++)
+		usleep(10000);
+	if (filled < 0 || (size_t)filled < want - 16) {
+		fprintf(stderr, "  the launcher filled %d of %zu\n", filled, want);
+		return 1;
+	}
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 0) {
+		fprintf(stderr, "  the caller's thread has a filter or no_new_privs\n");
+		return 1;
+	}
+	for (int notify = 0; notify <= 1; notify++) {
+		for (int net = 0; net <= 1; net++) {
+			struct prog p;
+			int left;
+
+			if (!compile(&p, notify, net ? CORRAL_NET_PROXY : CORRAL_NET_NONE))
+				return 1;
+			m.p = &p;
+			left = launched(&m);
+			free(p.insns);
+			if (left < SC_STACK_FREE || left > SC_STACK_FREE + 9) {
+				fprintf(stderr, "  notify %d, net %d: %d eBPF instructions left\n",
+					notify, net, left);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+TEST(stack_left_after_launcher)
+{
+	int status;
+	pid_t pid;
+
+	if (!sc_available() || !sc_own_max())
+		return;
+	pid = fork();
+	if (pid == 0)
+		_exit(launcher_chain());
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
+}
+
+/* This process's threads, as /proc counts them; -1 if unread. */
+static int threads_here(void)
+{
+	char buf[4096];
+	const char *v;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	v = strstr(buf, "\nThreads:");
+	return v ? atoi(v + strlen("\nThreads:")) : -1;
+}
+
+/*
+ * Under an outer filter (Docker's), whose length is unknown here, no
+ * launcher is made: init fills its own, probing (sc_pad_chain), as
+ * before.  In a child, with no_new_privs to load that filter.
+ */
+TEST(no_launcher_under_an_outer_filter)
+{
+	struct measure m = { .p = NULL };
+	int status;
+	pid_t pid;
+
+	if (!sc_available())
+		return;
+	pid = fork();
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || load_allow(100) < 0)
+			_exit(2);
+		corral_launcher_start();
+		/* no thread made (pthread_create's is there once it returns), none used */
+		_exit(threads_here() == 1 && launched(&m) == -1 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
 }
 
 /*

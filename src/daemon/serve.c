@@ -842,6 +842,8 @@ static int daemon_start(struct daemon *d, const struct daemon_opts *o,
 	r = corral_seccomp_prefill(err);
 	if (r < 0)
 		return r;
+	/* unprivileged (none filled above): on a thread, cloning the inits */
+	corral_launcher_start();
 	d->base = event_base_new();
 	/*
 	 * Three priorities, every event in the middle one unless it says

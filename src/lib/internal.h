@@ -202,6 +202,30 @@ int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err);
 int sc_prefill(size_t own_max, struct corral_err *err);
 size_t sc_prefilled(void);
 /*
+ * The same a filter at a time, for the launcher (launcher.c): what it is
+ * to fill for programs of up to own_max converted (0: nothing), one
+ * filling filter of it loaded on this thread from a buffer of
+ * sc_pad_buf's, whether one more fits; and in a clone of the launcher,
+ * what it had filled.  The longest of corral's programs: sc_own_max
+ * (0: none built in to go by).
+ */
+size_t sc_prefill_size(size_t own_max);
+int sc_prefill_one(struct sock_filter *buf, size_t *left);
+bool sc_prefill_more(size_t left);
+void sc_prefilled_set(size_t n);
+struct sock_filter *sc_pad_buf(struct corral_err *err);
+void sc_pad_buf_free(struct sock_filter *buf);
+size_t sc_own_max(void);
+/*
+ * launcher.c: clone_fn(clone_arg) run on the launcher thread, if this
+ * process started one (corral_launcher_start); in the clone it makes
+ * (clone_fn returned 0), child_fn(child_arg), which never returns.
+ * false: no launcher, or one still filling, nothing done; true: *pid
+ * (or -1, errno set).
+ */
+bool launcher_clone(pid_t (*clone_fn)(void *), void *clone_arg,
+		    void (*child_fn)(void *), void *child_arg, pid_t *pid);
+/*
  * init's filling on a thread of its own while it builds the sandbox, for
  * its filter of own_len converted (seccomp_stack.c): sc_fill_start makes
  * the thread (false: none made, sc_load fills in line), sc_fill_join

@@ -672,6 +672,25 @@ static bool under_seccomp_filter(void)
 	return v && *v == '2';
 }
 
+/* init's clone, on this thread or the launcher's */
+struct init_clone {
+	unsigned long flags;
+	int *pidfd;
+	struct corral_ids *ids;
+};
+
+static pid_t clone_init(void *arg)
+{
+	struct init_clone *ic = arg;
+
+	return ns_clone_owned(ic->flags, ic->pidfd, ic->ids);
+}
+
+static void run_init(void *c)
+{
+	sandbox_child(c);
+}
+
 int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		  struct corral_err *err)
 {
@@ -680,6 +699,7 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 	struct sandbox *sb;
 	rlim_t nofile_cap = 0, nofile = 0;
 	struct child_ctx c;
+	struct init_clone ic;
 	bool new_net = true;
 	int r;
 
@@ -729,8 +749,12 @@ int sandbox_spawn(struct sandbox **out, const struct sandbox_opts *o,
 		.joined_net = !new_net,
 		.nofile_cap = nofile_cap,
 	};
-	sb->pid = ns_clone_owned(SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
-				 (o->container ? CLONE_PARENT : 0), &sb->pidfd, &sb->ids);
+	ic = (struct init_clone){ .flags = SANDBOX_NS | CLONE_PIDFD | SIGCHLD |
+				  (o->container ? CLONE_PARENT : 0),
+				  .pidfd = &sb->pidfd, .ids = &sb->ids };
+	/* the launcher's filling under init's chain (launcher.c); not a container's */
+	if (o->container || !launcher_clone(clone_init, &ic, run_init, &c, &sb->pid))
+		sb->pid = clone_init(&ic);
 	if (sb->pid < 0) {
 		int e = errno;
 

@@ -1106,11 +1106,25 @@ int sc_apply(const struct corral_policy *p, int *notify_fd, struct corral_err *e
  */
 int corral_seccomp_prefill(struct corral_err *err)
 {
+	size_t own;
+
+	if (geteuid() != 0 || prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0)
+		return 0;
+	own = sc_own_max();
+	return own ? sc_prefill(own, err) : 0;
+}
+
+/*
+ * The longest built-in program for this machine, converted: what a chain
+ * filled ahead leaves room for.  0 where the built-in programs may not be
+ * what loads (no listener: compiled at start).
+ */
+size_t sc_own_max(void)
+{
 	uint32_t arch = seccomp_arch_native();
 	size_t own = 0;
 
-	if (geteuid() != 0 || prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0 ||
-	    !sc_notify_available())
+	if (!sc_notify_available())
 		return 0;
 	for (size_t i = 0; i < sc_nprebuilt; i++) {
 		size_t n = sc_ebpf_len(sc_prebuilt[i].prog, sc_prebuilt[i].len);
@@ -1118,7 +1132,7 @@ int corral_seccomp_prefill(struct corral_err *err)
 		if (sc_prebuilt[i].arch == arch && n > own)
 			own = n;
 	}
-	return own ? sc_prefill(own, err) : 0;
+	return own;
 }
 
 /* ---- what the filter is, for events and corral doctor -------------------- */

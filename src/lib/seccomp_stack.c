@@ -23,7 +23,8 @@
  * 600 bytes of the pool for 4096 instructions).  Its cost, measured here:
  * 0.3 ms of kernel CPU to load a 4096-instruction filter, 3-4 ms a
  * sandbox's start (its processes share them; init loads them on a thread
- * of its own while it builds the sandbox: below); at run time the kernel's
+ * of its own while it builds the sandbox: below; a daemon once for all its
+ * sandboxes: sc_prefill, launcher.c); at run time the kernel's
  * cache lets most calls skip every filter, and the others run a jump and
  * a return more for each (ioctl 1.4 to 1.6 us in this VM).  What a
  * process inside may stack is then at most SC_STACK_FREE + 9
@@ -138,12 +139,17 @@ static bool room_after(struct sock_filter *buf, size_t n)
 
 #define PAD_BUF_LEN	(BPF_MAXINSNS * sizeof(struct sock_filter))
 
+void sc_pad_buf_free(struct sock_filter *buf)
+{
+	munmap(buf, PAD_BUF_LEN);
+}
+
 /*
  * A filling filter's instructions, all "ja 0" (load_pad sets the first
  * and last), PAD_BUF_LEN bytes to munmap; NULL with err set.  mmap, not
  * malloc: this runs in a sandbox's init after a fork.
  */
-static struct sock_filter *pad_buf(struct corral_err *err)
+struct sock_filter *sc_pad_buf(struct corral_err *err)
 {
 	struct sock_filter *buf;
 
@@ -160,9 +166,10 @@ static struct sock_filter *pad_buf(struct corral_err *err)
 }
 
 /*
- * Filling filters this process loaded ahead (sc_prefill), as the kernel
- * counts them (n + 8 each); its forks inherit them and this count.  0:
- * none, and a filter found before corral's is another's (outer).
+ * Filling filters this process loaded ahead (sc_prefill), or the thread
+ * it was cloned from (launcher.c), as the kernel counts them (n + 8
+ * each); its forks inherit them and this count.  0: none, and a filter
+ * found before corral's is another's (outer).
  */
 static size_t prefilled;
 
@@ -175,34 +182,67 @@ size_t sc_prefilled(void)
 }
 
 /*
+ * The launcher (launcher.c) fills a thread of the supervisor's instead, a
+ * filter at a time between its requests: what it is to fill for programs
+ * of up to own_max converted, as sc_prefill; 0 if nothing.
+ */
+size_t sc_prefill_size(size_t own_max)
+{
+	if (own_max + UNDER_PENALTY + PREFILL_MARGIN + SC_STACK_FREE >= PATH_MAX_INSNS)
+		return 0;
+	return PATH_MAX_INSNS - SC_STACK_FREE - own_max - UNDER_PENALTY - PREFILL_MARGIN;
+}
+
+/*
+ * One filling filter of *left on this thread (buf from sc_pad_buf):
+ * *left less what the kernel counts of it; -errno if refused (EACCES:
+ * neither no_new_privs nor CAP_SYS_ADMIN).  Whether there is room for
+ * one more: sc_prefill_more.
+ */
+int sc_prefill_one(struct sock_filter *buf, size_t *left)
+{
+	size_t n = *left - PAD_EXTRA < BPF_MAXINSNS ? *left - PAD_EXTRA : BPF_MAXINSNS;
+	int r = load_pad(buf, n);
+
+	if (r == 0)
+		*left -= n + PAD_EXTRA;
+	return r;
+}
+
+bool sc_prefill_more(size_t left)
+{
+	return left >= PAD_MIN + PAD_EXTRA;
+}
+
+/* A clone of the launcher's: it starts with the chain the launcher filled. */
+void sc_prefilled_set(size_t n)
+{
+	prefilled = n;
+}
+
+/*
  * Fill this process's chain ahead, up to what corral's longest program
  * (own_max converted) and SC_STACK_FREE need after it, plus a margin: a
  * sandbox forked from it then loads its program on top and fills only
  * the margin and what its own program is shorter (sc_pad_chain), one
- * small filter instead of eight of 4096.  Its filters allow every call,
- * so this process's own calls pass them through the kernel's cache.
+ * small filter instead of eight of 4096.  Its filters allow every call, so this
+ * process's own calls pass them through the kernel's cache.
  */
 int sc_prefill(size_t own_max, struct corral_err *err)
 {
-	size_t left, n;
+	size_t left = sc_prefill_size(own_max), start = left;
 	struct sock_filter *buf;
 
-	if (prefilled || own_max + UNDER_PENALTY + PREFILL_MARGIN + SC_STACK_FREE >=
-			 PATH_MAX_INSNS)
+	if (prefilled || !left)
 		return 0;
-	left = PATH_MAX_INSNS - SC_STACK_FREE - own_max - UNDER_PENALTY - PREFILL_MARGIN;
-	buf = pad_buf(err);
+	buf = sc_pad_buf(err);
 	if (!buf)
 		return err->code;
-	while (left >= PAD_MIN + PAD_EXTRA) {
-		n = left - PAD_EXTRA < BPF_MAXINSNS ? left - PAD_EXTRA : BPF_MAXINSNS;
-		/* refused (no CAP_SYS_ADMIN, the pool full): each sandbox fills the rest */
-		if (load_pad(buf, n) < 0)
-			break;
-		prefilled += n + PAD_EXTRA;
-		left -= n + PAD_EXTRA;
-	}
-	munmap(buf, PAD_BUF_LEN);
+	/* refused (no CAP_SYS_ADMIN, the pool full): each sandbox fills the rest */
+	while (sc_prefill_more(left) && sc_prefill_one(buf, &left) == 0)
+		;
+	prefilled += start - left;
+	sc_pad_buf_free(buf);
 	return 0;
 }
 
@@ -227,7 +267,7 @@ int sc_pad_chain(size_t own_len, bool outer, struct corral_err *err)
 	if (!outer && own_len + UNDER_PENALTY + prefilled + PAD_MIN + PAD_EXTRA > left)
 		return 0;
 	left -= outer ? 0 : own_len + UNDER_PENALTY + prefilled;
-	buf = pad_buf(err);
+	buf = sc_pad_buf(err);
 	if (!buf)
 		return err->code;
 	for (int tries = 0; tries < PROBE_MAX; tries++) {
@@ -382,7 +422,11 @@ bool sc_fill_start(struct sc_fill *t, size_t own_len)
 	pid_t tid;
 
 	*t = (struct sc_fill){ .error = 0 };
-	/* an outer chain (length unknown: probed in line), or a daemon's filling */
+	/*
+	 * An outer chain (length unknown: probed in line), or one filled
+	 * ahead (a daemon's, its launcher's): the margin left is one small
+	 * filter, in line, less than a thread costs.
+	 */
 	if (!FILL_THREAD || prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0 ||
 	    own_len + UNDER_PENALTY + SC_STACK_FREE + PAD_MIN + PAD_EXTRA > PATH_MAX_INSNS)
 		return false;

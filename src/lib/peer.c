@@ -128,7 +128,11 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 	return ino;
 }
 
-static bool holds_socket(const char *pid, const char *want)
+/*
+ * Does process pid hold an fd on want?  Each fd read is one of *budget,
+ * which the whole search shares: stops, false, when it is spent.
+ */
+static bool holds_socket(const char *pid, const char *want, unsigned *budget)
 {
 	char path[300], link[64];
 	struct dirent *de;
@@ -137,10 +141,13 @@ static bool holds_socket(const char *pid, const char *want)
 
 	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
 	d = opendir(path);
-	while (d && !found && (de = readdir(d))) {
+	while (d && !found && *budget && (de = readdir(d))) {
 		char fdpath[600];
 		ssize_t n;
 
+		if (de->d_name[0] == '.')
+			continue;
+		--*budget;
 		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
 		n = readlink(fdpath, link, sizeof(link) - 1);
 		if (n > 0) {
@@ -153,9 +160,17 @@ static bool holds_socket(const char *pid, const char *want)
 	return found;
 }
 
+/*
+ * The sandbox's processes and their fds are the sandbox's to multiply
+ * (1024 processes of 1024 fds by default), and each fd is a readlink
+ * here, on the supervisor's loop: so a search reads at most
+ * PEER_SEARCH_FDS of them, a process of the netns counting as one, and
+ * past that names no pid (the socket's cgroup still names the call).
+ */
 static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 			 int proto, uint64_t *cgid)
 {
+	unsigned budget = PEER_SEARCH_FDS;
 	char want[64];
 	struct dirent *de;
 	pid_t pid = 0;
@@ -170,7 +185,7 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 		return 0;
 	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)ino);
 	d = opendir("/proc");
-	while (d && !pid && (de = readdir(d))) {
+	while (d && !pid && budget && (de = readdir(d))) {
 		char path[300];
 		struct stat st;
 
@@ -179,7 +194,8 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
 		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
 			continue;
-		if (holds_socket(de->d_name, want))
+		budget--;
+		if (holds_socket(de->d_name, want, &budget))
 			pid = atoi(de->d_name);
 	}
 	if (d)

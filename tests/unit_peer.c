@@ -74,9 +74,32 @@ static bool own_netns(void)
 	return ok;
 }
 
-/* nfd fds on /dev/null (within RLIMIT_NOFILE, raised to its hard limit). */
-static bool hold_fds(int nfd)
+/*
+ * A UDP socket on 127.0.0.1 (holder 0) or 127.0.N.1 (holder N: a port of
+ * the kernel's choice, of some 28,000 an address).
+ */
+static int udp_socket(int n, struct sockaddr_in *sa)
 {
+	socklen_t len = sizeof(*sa);
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+	*sa = (struct sockaddr_in){ .sin_family = AF_INET,
+				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK + (n << 8)) };
+	if (s >= 0 && (bind(s, (struct sockaddr *)sa, sizeof(*sa)) < 0 ||
+		       getsockname(s, (struct sockaddr *)sa, &len) < 0)) {
+		close(s);
+		s = -1;
+	}
+	return s;
+}
+
+/*
+ * nfd fds on /dev/null, or bound UDP sockets (within RLIMIT_NOFILE,
+ * raised to its hard limit).
+ */
+static bool hold_fds(int nfd, bool sockets, int n)
+{
+	struct sockaddr_in sa;
 	struct rlimit rl;
 	int fd;
 
@@ -87,20 +110,20 @@ static bool hold_fds(int nfd)
 		return false;
 	fd = open("/dev/null", O_RDONLY);
 	for (int i = 1; fd >= 0 && i < nfd; i++)
-		if (dup(fd) < 0)
+		if ((sockets ? udp_socket(n, &sa) : dup(fd)) < 0)
 			return false;
 	return fd >= 0;
 }
 
 /*
- * A child that holds nfd fds, then (asker) a UDP socket on 127.0.0.1,
+ * A child (the nth) that holds nfd fds, then (asker) a UDP socket on 127.0.0.1,
  * whose address comes back in *sa; it waits for hold[1] to close.
  * -1 if it could not (its report pipe closed without a word).
  */
-static pid_t holder(int nfd, bool asker, const int hold[2], struct sockaddr_in *sa)
+static pid_t holder(int n, int nfd, bool sockets, bool asker, const int hold[2],
+		    struct sockaddr_in *sa)
 {
-	socklen_t len = sizeof(*sa);
-	int rep[2], s;
+	int rep[2];
 	pid_t pid;
 	char c;
 
@@ -117,15 +140,10 @@ static pid_t holder(int nfd, bool asker, const int hold[2], struct sockaddr_in *
 	}
 	close(hold[1]);
 	close(rep[0]);
-	if (!hold_fds(nfd))
+	if (!hold_fds(nfd, sockets, n))
 		_exit(3);
-	if (asker) {
-		sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		s = socket(AF_INET, SOCK_DGRAM, 0);
-		if (s < 0 || bind(s, (struct sockaddr *)sa, sizeof(*sa)) < 0 ||
-		    getsockname(s, (struct sockaddr *)sa, &len) < 0)
-			_exit(4);
-	}
+	if (asker && udp_socket(0, sa) < 0)
+		_exit(4);
 	if (write(rep[1], sa, sizeof(*sa)) != sizeof(*sa))
 		_exit(5);
 	while (read(hold[0], &c, 1) > 0)
@@ -134,9 +152,11 @@ static pid_t holder(int nfd, bool asker, const int hold[2], struct sockaddr_in *
 }
 
 struct layout {
-	int holders;		/* processes before the asker */
+	int holders;		/* processes besides the asker */
 	int holder_fds;		/* fds each of them holds */
+	bool holder_socks;	/* ... UDP sockets, not /dev/null */
 	int asker_fds;		/* fds the asker holds before its socket */
+	bool asker_first;	/* made before the holders (a lower pid) */
 };
 
 /* In the namespaces: the holders, the asker, then the search. */
@@ -150,16 +170,20 @@ static void search_in_netns(struct search *o, const struct layout *l)
 	o->r = -EIO;
 	if (pipe2(hold, O_CLOEXEC) < 0)
 		return;
+	if (l->asker_first && (o->asker = holder(0, l->asker_fds, false, true, hold, &sa)) < 0)
+		goto out;
 	for (i = 0; i < l->holders && i < MAX_HOLDERS; i++) {
-		o->holders[o->nholders] = holder(l->holder_fds, false, hold, &sa);
+		struct sockaddr_in ignored;
+
+		o->holders[o->nholders] = holder(i + 1, l->holder_fds,
+						 l->holder_socks, false, hold, &ignored);
 		if (o->holders[o->nholders++] < 0)
 			goto out;
 	}
-	o->asker = holder(l->asker_fds, true, hold, &sa);
-	if (o->asker < 0)
+	if (!l->asker_first && (o->asker = holder(0, l->asker_fds, false, true, hold, &sa)) < 0)
 		goto out;
 	for (i = 0; i < o->nholders; i++)
-		o->wrapped |= o->holders[i] > o->asker;
+		o->wrapped |= (o->holders[i] > o->asker) != l->asker_first;
 	diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (diag < 0 || stat("/proc/self/ns/net", &st) < 0)
 		goto out;
@@ -253,6 +277,38 @@ TEST(the_budget_spans_the_processes)
 	}
 	_Static_assert(MAX_HOLDERS * 1000 > PEER_SEARCH_FDS, "holders past the budget");
 	CHECK(o.asker > 0 && o.found == 0);
+}
+
+/*
+ * Sockets the kernel lists for a search are the netns's: 60,000 UDP
+ * sockets of other processes (the asker's read first, a lower pid) must
+ * not hide the asker's.  A dump of every socket stopped at some 8,000
+ * and missed it, as a rule (its place in the list is its port's hash).
+ */
+TEST(many_sockets_hide_no_asker)
+{
+	struct layout l = { .holders = 4, .holder_fds = 15000,
+			    .holder_socks = true, .asker_fds = 4,
+			    .asker_first = true };
+	struct rlimit rl;
+	struct search o;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 ||
+	    rl.rlim_max < (rlim_t)l.holder_fds + 16) {
+		printf("# skip: a hard open-files limit under %d\n", l.holder_fds + 16);
+		return;
+	}
+	o = search(&l);
+	if (o.r == -ENOSYS) {
+		printf("# skip: no user namespace here\n");
+		return;
+	}
+	CHECK(o.r == 0);
+	if (o.wrapped) {
+		printf("# skip: the host's pids wrapped between the asker and the holders\n");
+		return;
+	}
+	CHECK(o.asker > 0 && o.found == o.asker);
 }
 
 int main(void)

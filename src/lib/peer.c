@@ -18,6 +18,7 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,14 +70,21 @@ static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
 
 /*
  * The inode of the TCP socket bound to sa in the diag socket's netns, and
- * the cgroup2 group of the process that made it.
+ * the cgroup2 group of the process that made it.  The kernel is asked
+ * only for sockets on sa's port (a filter of INET_DIAG_BC_S_EQ): a dump
+ * of them all was the sandbox's to lengthen, and past DIAG_ROUNDS reads
+ * of it (some 8,000 sockets) the asker was not found, so that a sandbox
+ * holding 60,000 UDP sockets left its denials unattributed.
  */
 static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 			  uint64_t *cgid)
 {
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 	struct {
 		struct nlmsghdr nlh;
 		struct inet_diag_req_v2 r;
+		struct nlattr bc;
+		struct inet_diag_bc_op op[2];
 	} req = {
 		.nlh = {
 			.nlmsg_len = sizeof(req),
@@ -88,6 +96,17 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 			.sdiag_protocol = proto,
 			.idiag_states = ~0U,
 		},
+		.bc = {
+			.nla_len = NLA_HDRLEN + sizeof(req.op),
+			.nla_type = INET_DIAG_REQ_BYTECODE,
+		},
+		/* a match runs off the end (kept), a mismatch 4 past it (dropped) */
+		.op = {
+			{ .code = INET_DIAG_BC_S_EQ, .yes = sizeof(req.op),
+			  .no = sizeof(req.op) + 4 },
+			/* the port, in host order: the kernel compares inet_num */
+			{ .no = ntohs(sin->sin_port) },
+		},
 	};
 	struct timeval tv = { 0, 200 * 1000 };
 	char *buf;
@@ -95,6 +114,10 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 	int best = 0;
 	bool done = false;
 
+	_Static_assert(offsetof(struct sockaddr_in, sin_port) ==
+		       offsetof(struct sockaddr_in6, sin6_port), "one port field");
+	_Static_assert(sizeof(req) == NLMSG_LENGTH(sizeof(req.r)) + NLA_HDRLEN +
+		       sizeof(req.op), "no padding in the request");
 	if (send(fd, &req, sizeof(req), 0) != sizeof(req))
 		return 0;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -128,7 +151,11 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 	return ino;
 }
 
-static bool holds_socket(const char *pid, const char *want)
+/*
+ * Does process pid hold an fd on want?  Each fd read is one of *budget,
+ * which the whole search shares: stops, false, when it is spent.
+ */
+static bool holds_socket(const char *pid, const char *want, unsigned *budget)
 {
 	char path[300], link[64];
 	struct dirent *de;
@@ -137,10 +164,13 @@ static bool holds_socket(const char *pid, const char *want)
 
 	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
 	d = opendir(path);
-	while (d && !found && (de = readdir(d))) {
+	while (d && !found && *budget && (de = readdir(d))) {
 		char fdpath[600];
 		ssize_t n;
 
+		if (de->d_name[0] == '.')
+			continue;
+		--*budget;
 		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
 		n = readlink(fdpath, link, sizeof(link) - 1);
 		if (n > 0) {
@@ -153,9 +183,17 @@ static bool holds_socket(const char *pid, const char *want)
 	return found;
 }
 
+/*
+ * The sandbox's processes and their fds are the sandbox's to multiply
+ * (1024 processes of 1024 fds by default), and each fd is a readlink
+ * here, on the supervisor's loop: so a search reads at most
+ * PEER_SEARCH_FDS of them, a process of the netns counting as one, and
+ * past that names no pid (the socket's cgroup still names the call).
+ */
 static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 			 int proto, uint64_t *cgid)
 {
+	unsigned budget = PEER_SEARCH_FDS;
 	char want[64];
 	struct dirent *de;
 	pid_t pid = 0;
@@ -170,7 +208,7 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 		return 0;
 	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)ino);
 	d = opendir("/proc");
-	while (d && !pid && (de = readdir(d))) {
+	while (d && !pid && budget && (de = readdir(d))) {
 		char path[300];
 		struct stat st;
 
@@ -179,7 +217,8 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
 		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
 			continue;
-		if (holds_socket(de->d_name, want))
+		budget--;
+		if (holds_socket(de->d_name, want, &budget))
 			pid = atoi(de->d_name);
 	}
 	if (d)

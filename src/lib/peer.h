@@ -34,6 +34,13 @@ pid_t peer_pid_udp(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
  */
 #define PEER_SEARCHES_PER_S	16
 
+/*
+ * And a search reads at most this many fds of the sandbox's processes
+ * (each process one more): the sandbox chooses how many it holds, and a
+ * search of a million (1024 processes of 1024) took the loop 2-3 s.
+ */
+#define PEER_SEARCH_FDS		2048
+
 struct peer_rate {
 	uint64_t since_ms;	/* this second's searches began at */
 	unsigned n;

@@ -274,6 +274,8 @@ void call_arm_spare(struct corral_box *b);
 void call_drop_spare(struct corral_box *b);
 /* Remove the groups of ended calls that are empty (all: every one). */
 void call_sweep_lingering(struct corral_box *b, bool all);
+/* Close the box's counters' files once it is frozen or long idle. */
+void call_counters_rest(struct corral_box *b);
 /* A denial goes in the result of the call it is attributed to. */
 void call_note_denial(struct corral_box *b, const char *type, json_t *event);
 

@@ -1349,6 +1349,8 @@ static void on_spare(evutil_socket_t fd, short what, void *arg)
 		snprintf(name, sizeof(name), "c%u", b->spare_id);
 		if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
 			b->spare = NULL;
+		/* its id (a stat) now, not on the call's path before it is sent */
+		cg_id(b->spare);
 		/* the process just asked for: into this group, or gone */
 		if (b->sp.fid && !b->sp.cg) {
 			if (b->spare)

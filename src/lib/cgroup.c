@@ -1031,7 +1031,10 @@ int cg_cpu_ns(struct cg *cg, pid_t init, uint64_t *ns)
 
 uint64_t cg_id(struct cg *cg)
 {
-	return ops_of(cg)->id(cg);
+	/* a directory's inode: a stat, once (cg_create_child's caller may ask ahead) */
+	if (cg && !cg->id)
+		cg->id = ops_of(cg)->id(cg);
+	return cg ? cg->id : ops_of(cg)->id(cg);
 }
 
 /* ---- freezer (waiting; the loop's way is in cgroup_freeze.c) --------- */

@@ -125,6 +125,8 @@ struct lingerer {
 	uint64_t cgid;
 	pid_t sid;		/* the call's session, where there is no cgroup */
 	uint64_t seen_oom, seen_pids;	/* as corral_call's */
+	struct corral_box *b;
+	struct cg_move *rm;	/* its removal, under way off the loop */
 };
 
 /*

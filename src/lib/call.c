@@ -1843,22 +1843,58 @@ static void trim_lingering(struct corral_box *b)
 	}
 }
 
+static void lingerer_free(struct lingerer *l)
+{
+	cg_move_cancel(l->rm);
+	cg_destroy(l->cg);
+	free(l);
+}
+
+/* Its group's removal is over: gone (r 0), or still in use (kept). */
+static void lingerer_removed(void *arg, int r, const char *msg)
+{
+	struct lingerer *l = arg;
+
+	(void)msg;
+	l->rm = NULL;
+	if (r < 0)
+		return;		/* the next sweep tries again */
+	for (struct lingerer **pp = &l->b->lingering; *pp; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			lingerer_free(l);
+			return;
+		}
+	}
+}
+
+/*
+ * The rmdirs by the cgroup mover (cg_remove_start), not on the loop: one
+ * in the cgroup2 tree waits on RCU now and then (7.3 ms seen), and held
+ * every request meanwhile, the next call's among them.
+ */
 void call_sweep_lingering(struct corral_box *b, bool all)
 {
 	struct lingerer **pp = &b->lingering, *l;
+	int r;
 
 	while ((l = *pp)) {
+		if (!all && l->rm) {
+			pp = &l->next;
+			continue;
+		}
 		/* its last process's OOM kill may be what emptied it */
 		if (!all)
 			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
 					&l->seen_pids, NULL);
-		if (!all && (cg_mode(l->cg) == CG_NONE || cg_try_remove(l->cg) < 0)) {
+		r = all ? 0 : cg_mode(l->cg) == CG_NONE ? -EBUSY :
+		    cg_remove_start(b->base, l->cg, lingerer_removed, l, &l->rm);
+		if (r != 0) {
 			pp = &l->next;
 			continue;
 		}
 		*pp = l->next;
-		cg_destroy(l->cg);
-		free(l);
+		lingerer_free(l);
 	}
 }
 
@@ -1924,6 +1960,7 @@ static void keep_lingering(struct corral_call *c)
 	}
 	if (c->cg)
 		cg_drop_counters(c->cg);	/* a lingering group is read no more */
+	l->b = b;
 	l->id = c->id;
 	l->cgid = c->cgid;
 	l->seen_oom = c->seen_oom;

@@ -1884,9 +1884,13 @@ void call_sweep_lingering(struct corral_box *b, bool all)
 			continue;
 		}
 		/* its last process's OOM kill may be what emptied it */
-		if (!all)
+		if (!all) {
 			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
 					&l->seen_pids, NULL);
+			/* a lingering group is read no more often than this */
+			if (l->cg)
+				cg_drop_counters(l->cg);
+		}
 		r = all ? 0 : cg_mode(l->cg) == CG_NONE ? -EBUSY :
 		    cg_remove_start(b->base, l->cg, lingerer_removed, l, &l->rm);
 		if (r != 0) {
@@ -1958,8 +1962,11 @@ static void keep_lingering(struct corral_call *c)
 		c->cg = NULL;
 		return;
 	}
-	if (c->cg)
-		cg_drop_counters(c->cg);	/* a lingering group is read no more */
+	/*
+	 * Its counters' files stay open until the sweep, which reads them
+	 * once more (background_hits) and closes them: here their closes
+	 * came before the answer was written (the write waits for the loop).
+	 */
 	l->b = b;
 	l->id = c->id;
 	l->cgid = c->cgid;

@@ -2218,6 +2218,29 @@ t_call_group_removed_off_loop() {
 	stop_daemon
 }
 
+# A call's group still in use when the mover first tries to remove it (a
+# background process) is kept, charged, and removed on a later tick, once
+# its last process has ended.
+t_call_group_in_use_removed_once_empty() {
+	local a g
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$a"; then
+		stop_daemon
+		skip "no cgroups: no group to remove"
+		return 77
+	fi
+	expect_eq "a call that leaves a process" \
+		"$(sbsh "$a" 'sleep 1.5 >/dev/null 2>&1 & echo left')" left
+	sleep 0.5
+	g=$(find /sys/fs/cgroup -maxdepth 5 -type d -path "*/corral-$DPID-$a/corral-c1" 2>/dev/null)
+	[ -n "$g" ] || fail "the first call's group went while its process ran"
+	wait_gone "the first call's group, its process ended" 10 find /sys/fs/cgroup \
+		-maxdepth 5 -type d -path "*/corral-$DPID-$a/corral-c1"
+	expect_eq "a's next call" "$(sbsh "$a" 'echo two')" two
+	stop_daemon
+}
+
 # hold_a_spare: a daemon whose cgroup moves wait on $T/move (fd 7, a byte
 # lets one go), a box $a whose init was let go, and $sp, the process its
 # next call will take, held in its move.  77: no cgroups, nothing moved.

@@ -127,6 +127,7 @@ struct lingerer {
 	uint64_t seen_oom, seen_pids;	/* as corral_call's */
 	struct corral_box *b;
 	struct cg_move *rm;	/* its removal, under way off the loop */
+	bool tried;		/* removed once, and found in use */
 };
 
 /*

@@ -1869,9 +1869,13 @@ static void lingerer_removed(void *arg, int r, const char *msg)
 }
 
 /*
- * The rmdirs by the cgroup mover (cg_remove_start), not on the loop: one
- * in the cgroup2 tree waits on RCU now and then (7.3 ms seen), and held
- * every request meanwhile, the next call's among them.
+ * The first removal of a group, right after its call (empty, as a rule),
+ * by the cgroup mover (cg_remove_start), not on the loop: an rmdir in the
+ * cgroup2 tree waits on RCU now and then (7.3 ms seen), and held every
+ * request meanwhile, the next call's among them.  A group found in use
+ * then (a background process) is tried again on the tick, here: a refused
+ * rmdir is quick, and 900 such groups are not 900 messages a second in the
+ * queue that the next call's move waits in.
  */
 void call_sweep_lingering(struct corral_box *b, bool all)
 {
@@ -1892,7 +1896,9 @@ void call_sweep_lingering(struct corral_box *b, bool all)
 				cg_drop_counters(l->cg);
 		}
 		r = all ? 0 : cg_mode(l->cg) == CG_NONE ? -EBUSY :
+		    l->tried ? cg_try_remove(l->cg) :
 		    cg_remove_start(b->base, l->cg, lingerer_removed, l, &l->rm);
+		l->tried = true;
 		if (r != 0) {
 			pp = &l->next;
 			continue;

@@ -994,7 +994,8 @@ void cg_keep_counters(struct cg *cg, unsigned want)
 
 void cg_drop_counters(struct cg *cg)
 {
-	if (!cg->counters_kept)
+	/* NULL: a box's group handed to the reaper already (call_counters_rest) */
+	if (!cg || !cg->counters_kept)
 		return;
 	for (size_t i = 0; i < CG_COUNTERS_MAX; i++)
 		if (cg->counter_fd[i] >= 0)

@@ -2241,6 +2241,42 @@ t_call_group_in_use_removed_once_empty() {
 	stop_daemon
 }
 
+# box_files_open ID: the daemon's fds on files of box ID's own group (not
+# of its calls' groups), one line each
+box_files_open() {
+	local f l
+	for f in /proc/"$DPID"/fd/*; do
+		l=$(readlink "$f" 2>/dev/null) || continue
+		case "$l" in
+		*/corral-"$DPID-$1"/*/*) ;;
+		*/corral-"$DPID-$1"/*) echo "$l" ;;
+		esac
+	done
+}
+
+# The box's counters' files are kept open while it has calls (a pread
+# each at a call's start and end, no open and close on its path), and
+# closed once it is frozen: a daemon's many idle boxes hold no more fds.
+t_box_counters_kept_while_busy() {
+	local a
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 300}')
+	if ! cgroup_mode "$a"; then
+		stop_daemon
+		skip "no cgroups: no counters to keep"
+		return 77
+	fi
+	expect_eq "a call" "$(sbsh "$a" 'echo one')" one
+	[ -n "$(box_files_open "$a")" ] ||
+		fail "no file of a's group kept open right after its call"
+	wait_gone "a's group's files, a frozen" 10 box_files_open "$a"
+	expect_eq "a's state" "$(sbget "$a" 'v["state"]')" frozen
+	expect_eq "a call after the freeze" "$(sbsh "$a" 'echo two')" two
+	[ -n "$(box_files_open "$a")" ] ||
+		fail "no file of a's group open again after its next call"
+	stop_daemon
+}
+
 # hold_a_spare: a daemon whose cgroup moves wait on $T/move (fd 7, a byte
 # lets one go), a box $a whose init was let go, and $sp, the process its
 # next call will take, held in its move.  77: no cgroups, nothing moved.

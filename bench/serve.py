@@ -700,18 +700,21 @@ def section_exec(d):
     # 2 ms (page faults, cpuid traps in ld.so), which is above the 0.5 ms aim.
     # Where a warm exec's time goes above it (issue 17; bench/exec_path.py,
     # 100 execs 50 ms apart, p10s on a 2-core PVM guest shared with other
-    # work): the daemon from the request read to the call sent 150-250 us;
+    # work): the daemon from the request read to the call sent 150-250 us
+    # (125-145 us, p10, with the box's files kept and the group's id ahead);
     # the waiting process woken 40-70 us; its steps to exec 110-130 us
     # (1 fault: the rest come before its "r"); `true` itself 1.7-2.3 ms
     # (its 47 faults at 25-40 us each: the floor); its exit to init's word
     # 350-430 us (the exit, two wakeups of the daemon by the pipes' EOF,
     # init's by SIGCHLD); init's word to the answer 200-260 us (seven
-    # cgroup files, the audit record, the JSON).  Back to back, a call
+    # cgroup files, the audit record, the JSON), 80-110 us since the
+    # box's files are kept open (a pread each, no open and close).  Back to back, a call
     # also waits for the process forked after the last answer: init's
     # fork, that process's ~20 faults before its "r", its move (2-4 ms
     # from the ask to its "r" on that host).  Per call, off the path when
     # paced: the daemon's 5 mkdirs and 5 rmdirs (a quarter of its ~1.6 ms
-    # of CPU), init's ~0.8 ms (its fork, a copy of its page tables).
+    # of CPU; the rmdirs are the cgroup mover's now, ~1.0 ms left),
+    # init's ~0.8 ms (its fork, a copy of its page tables).
     # Started from Python (what a caller without a sandbox pays), and from C
     # with posix_spawn (the least anything pays), back to back and paced as
     # the daemon's rows are.

@@ -2206,6 +2206,109 @@ t_moves_off_loop() {
 	stop_daemon
 }
 
+# An ended call's empty group is removed by the daemon's cgroup mover, not
+# on its loop: an rmdir in the cgroup2 tree waits on RCU now and then
+# (7.3 ms seen) and held every request meanwhile.  The removal is held
+# here (CORRAL_TEST_RMDIR_FIFO): the group is still there and the daemon
+# answers; let go, the box runs another call and the ended calls' groups go.
+t_call_group_removed_off_loop() {
+	local a hp i
+	mkfifo "$T/rmdir"
+	exec 8<>"$T/rmdir"	# read-write: the helper's open does not wait for us
+	# not the daemon's: our close is the helper's EOF
+	CORRAL_TEST_RMDIR_FIFO=$T/rmdir start_daemon 8>&-
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$a"; then
+		rm -f "$T/rmdir"; exec 8>&-
+		stop_daemon
+		skip "no cgroups: no group to remove"
+		return 77
+	fi
+	expect_eq "a's first call" "$(sbsh "$a" 'echo one')" one
+	for i in $(seq 200); do
+		hp=$(helper_on "$T/rmdir")
+		[ -n "$hp" ] && break
+		sleep 0.05
+	done
+	if [ -z "$hp" ]; then
+		fail "no helper of the daemon holds the removal of a's first call's group"
+	else
+		expect_eq "the remover's name" "$(cat /proc/"$hp"/comm)" corral-move
+	fi
+	[ -n "$(find /sys/fs/cgroup -maxdepth 5 -type d -path "*/corral-$DPID-$a/corral-c1" \
+		2>/dev/null)" ] || fail "the first call's group went before its removal was let go"
+	code=$(api GET /v1/health)
+	expect_code "health while a group's removal is held" "$code" 200
+	code=$(api GET "/v1/sandboxes/$a")
+	expect_code "get a while its call's group's removal is held" "$code" 200
+	# no more holds: the helper reads EOF, and finds no FIFO after
+	rm -f "$T/rmdir"
+	exec 8>&-
+	expect_eq "a's next call" "$(sbsh "$a" 'echo two')" two
+	wait_gone "the ended calls' groups" 10 find /sys/fs/cgroup -maxdepth 5 -type d \
+		\( -path "*/corral-$DPID-$a/corral-c1" -o -path "*/corral-$DPID-$a/corral-c2" \)
+	stop_daemon
+}
+
+# A call's group still in use when the mover first tries to remove it (a
+# background process) is kept, charged, and removed on a later tick, once
+# its last process has ended.
+t_call_group_in_use_removed_once_empty() {
+	local a g
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$a"; then
+		stop_daemon
+		skip "no cgroups: no group to remove"
+		return 77
+	fi
+	expect_eq "a call that leaves a process" \
+		"$(sbsh "$a" 'sleep 1.5 >/dev/null 2>&1 & echo left')" left
+	sleep 0.5
+	g=$(find /sys/fs/cgroup -maxdepth 5 -type d -path "*/corral-$DPID-$a/corral-c1" 2>/dev/null)
+	[ -n "$g" ] || fail "the first call's group went while its process ran"
+	wait_gone "the first call's group, its process ended" 10 find /sys/fs/cgroup \
+		-maxdepth 5 -type d -path "*/corral-$DPID-$a/corral-c1"
+	expect_eq "a's next call" "$(sbsh "$a" 'echo two')" two
+	stop_daemon
+}
+
+# box_files_open ID: the daemon's fds on files of box ID's own group (not
+# of its calls' groups), one line each
+box_files_open() {
+	local f l
+	for f in /proc/"$DPID"/fd/*; do
+		l=$(readlink "$f" 2>/dev/null) || continue
+		case "$l" in
+		*/corral-"$DPID-$1"/*/*) ;;
+		*/corral-"$DPID-$1"/*) echo "$l" ;;
+		esac
+	done
+}
+
+# The box's counters' files are kept open while it has calls (a pread
+# each at a call's start and end, no open and close on its path), and
+# closed once it is frozen: a daemon's many idle boxes hold no more fds.
+t_box_counters_kept_while_busy() {
+	local a
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 300}')
+	if ! cgroup_mode "$a"; then
+		stop_daemon
+		skip "no cgroups: no counters to keep"
+		return 77
+	fi
+	expect_eq "a call" "$(sbsh "$a" 'echo one')" one
+	[ -n "$(box_files_open "$a")" ] ||
+		fail "no file of a's group kept open right after its call"
+	wait_gone "a's group's files, a frozen" 10 box_files_open "$a"
+	expect_eq "a's state" "$(sbget "$a" 'v["state"]')" frozen
+	expect_eq "a call after the freeze" "$(sbsh "$a" 'echo two')" two
+	[ -n "$(box_files_open "$a")" ] ||
+		fail "no file of a's group open again after its next call"
+	stop_daemon
+}
+
 # hold_a_spare: a daemon whose cgroup moves wait on $T/move (fd 7, a byte
 # lets one go), a box $a whose init was let go, and $sp, the process its
 # next call will take, held in its move.  77: no cgroups, nothing moved.

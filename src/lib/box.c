@@ -431,6 +431,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	call_counters_rest(b);
 	if (b->frozen || b->state == CORRAL_BOX_HALTED)
 		return;
 	box_meter(b);

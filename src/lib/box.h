@@ -125,6 +125,9 @@ struct lingerer {
 	uint64_t cgid;
 	pid_t sid;		/* the call's session, where there is no cgroup */
 	uint64_t seen_oom, seen_pids;	/* as corral_call's */
+	struct corral_box *b;
+	struct cg_move *rm;	/* its removal, under way off the loop */
+	bool tried;		/* removed once, and found in use */
 };
 
 /*
@@ -274,6 +277,8 @@ void call_arm_spare(struct corral_box *b);
 void call_drop_spare(struct corral_box *b);
 /* Remove the groups of ended calls that are empty (all: every one). */
 void call_sweep_lingering(struct corral_box *b, bool all);
+/* Close the box's counters' files once it is frozen or long idle. */
+void call_counters_rest(struct corral_box *b);
 /* A denial goes in the result of the call it is attributed to. */
 void call_note_denial(struct corral_box *b, const char *type, json_t *event);
 

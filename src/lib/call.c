@@ -53,6 +53,10 @@ size_t box_calls_running(const struct corral_box *b)
 #define CALLS_QUICK_MS		20
 /* what a call's own group says of it (call_finish); the rest is the box's */
 #define CALL_COUNTERS	(CG_ST_CPU | CG_ST_MEM_PEAK | CG_ST_OOM | CG_ST_PIDS)
+/* what a call reads of its box's group: its start, its end, the idle timer */
+#define BOX_COUNTERS	(CG_ST_HITS | CG_ST_TCP | CG_ST_CPU)
+/* how long after its last call a box keeps those files open (call_counters_rest) */
+#define BOX_COUNTERS_KEEP_MS	10000
 
 /*
  * Work for a call yet to come (its group made, its process moved in,
@@ -1345,6 +1349,8 @@ static void on_spare(evutil_socket_t fd, short what, void *arg)
 		snprintf(name, sizeof(name), "c%u", b->spare_id);
 		if (cg_create_child(b->cg, name, &b->spare, &err) < 0)
 			b->spare = NULL;
+		/* its id (a stat) now, not on the call's path before it is sent */
+		cg_id(b->spare);
 		/* the process just asked for: into this group, or gone */
 		if (b->sp.fid && !b->sp.cg) {
 			if (b->spare)
@@ -1649,6 +1655,13 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	 * on our CPU as a rule and waits while we work.
 	 */
 	if (r == 0) {
+		/*
+		 * The box's files, kept open while it has calls: each read
+		 * was an open, a read and a close, three before the call is
+		 * sent and five between its exit and the answer (~10 us an
+		 * open of a cgroup v1 file on a 2-core PVM guest).
+		 */
+		cg_keep_counters(b->cg, BOX_COUNTERS);
 		cg_stats_some(b->cg, CG_ST_HITS, &bst);
 		c->st0 = bst;
 		r = call_watch(c, err);
@@ -1830,23 +1843,81 @@ static void trim_lingering(struct corral_box *b)
 	}
 }
 
+static void lingerer_free(struct lingerer *l)
+{
+	cg_move_cancel(l->rm);
+	cg_destroy(l->cg);
+	free(l);
+}
+
+/* Its group's removal is over: gone (r 0), or still in use (kept). */
+static void lingerer_removed(void *arg, int r, const char *msg)
+{
+	struct lingerer *l = arg;
+
+	(void)msg;
+	l->rm = NULL;
+	if (r < 0)
+		return;		/* the next sweep tries again */
+	for (struct lingerer **pp = &l->b->lingering; *pp; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			lingerer_free(l);
+			return;
+		}
+	}
+}
+
+/*
+ * The first removal of a group, right after its call (empty, as a rule),
+ * by the cgroup mover (cg_remove_start), not on the loop: an rmdir in the
+ * cgroup2 tree waits on RCU now and then (7.3 ms seen), and held every
+ * request meanwhile, the next call's among them.  A group found in use
+ * then (a background process) is tried again on the tick, here: a refused
+ * rmdir is quick, and 900 such groups are not 900 messages a second in the
+ * queue that the next call's move waits in.
+ */
 void call_sweep_lingering(struct corral_box *b, bool all)
 {
 	struct lingerer **pp = &b->lingering, *l;
+	int r;
 
 	while ((l = *pp)) {
+		if (!all && l->rm) {
+			pp = &l->next;
+			continue;
+		}
 		/* its last process's OOM kill may be what emptied it */
-		if (!all)
+		if (!all) {
 			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
 					&l->seen_pids, NULL);
-		if (!all && (cg_mode(l->cg) == CG_NONE || cg_try_remove(l->cg) < 0)) {
+			/* a lingering group is read no more often than this */
+			if (l->cg)
+				cg_drop_counters(l->cg);
+		}
+		r = all ? 0 : cg_mode(l->cg) == CG_NONE ? -EBUSY :
+		    l->tried ? cg_try_remove(l->cg) :
+		    cg_remove_start(b->base, l->cg, lingerer_removed, l, &l->rm);
+		l->tried = true;
+		if (r != 0) {
 			pp = &l->next;
 			continue;
 		}
 		*pp = l->next;
-		cg_destroy(l->cg);
-		free(l);
+		lingerer_free(l);
 	}
+}
+
+/*
+ * A daemon's many idle boxes do not hold their counters' files (five to
+ * seven fds each): closed once the box is frozen, or has had no call for
+ * BOX_COUNTERS_KEEP_MS.  On the box's tick.
+ */
+void call_counters_rest(struct corral_box *b)
+{
+	if (!box_calls_running(b) &&
+	    (b->frozen || corral_now_ms() - b->t_ended > BOX_COUNTERS_KEEP_MS))
+		cg_drop_counters(b->cg);
 }
 
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
@@ -1897,8 +1968,12 @@ static void keep_lingering(struct corral_call *c)
 		c->cg = NULL;
 		return;
 	}
-	if (c->cg)
-		cg_drop_counters(c->cg);	/* a lingering group is read no more */
+	/*
+	 * Its counters' files stay open until the sweep, which reads them
+	 * once more (background_hits) and closes them: here their closes
+	 * came before the answer was written (the write waits for the loop).
+	 */
+	l->b = b;
 	l->id = c->id;
 	l->cgid = c->cgid;
 	l->seen_oom = c->seen_oom;

@@ -994,7 +994,8 @@ void cg_keep_counters(struct cg *cg, unsigned want)
 
 void cg_drop_counters(struct cg *cg)
 {
-	if (!cg->counters_kept)
+	/* NULL: a box's group handed to the reaper already (call_counters_rest) */
+	if (!cg || !cg->counters_kept)
 		return;
 	for (size_t i = 0; i < CG_COUNTERS_MAX; i++)
 		if (cg->counter_fd[i] >= 0)
@@ -1031,7 +1032,10 @@ int cg_cpu_ns(struct cg *cg, pid_t init, uint64_t *ns)
 
 uint64_t cg_id(struct cg *cg)
 {
-	return ops_of(cg)->id(cg);
+	/* a directory's inode: a stat, once (cg_create_child's caller may ask ahead) */
+	if (cg && !cg->id)
+		cg->id = ops_of(cg)->id(cg);
+	return cg ? cg->id : ops_of(cg)->id(cg);
 }
 
 /* ---- freezer (waiting; the loop's way is in cgroup_freeze.c) --------- */

@@ -126,6 +126,16 @@ typedef void (*cg_move_fn)(void *arg, int r, const char *msg);
 int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
 		  cg_move_fn done, void *arg, struct cg_move **out,
 		  struct corral_err *err);
+/*
+ * cg_try_remove() without waiting on base's loop: the same helper, in the
+ * same queue, rmdirs the group's dirs, and done(arg, r, msg) runs on the
+ * loop (r 0: removed, every dir forgotten; -EBUSY: still in use).
+ * Returns 1 when started (*out, until done runs or cg_move_cancel), else
+ * what cg_try_remove() returned, here and now (no cgroup, another loop, no
+ * helper).  Cancel it before cg_destroy() of the group.
+ */
+int cg_remove_start(struct event_base *base, struct cg *cg, cg_move_fn done,
+		    void *arg, struct cg_move **out);
 /* A new owner for a move under way (a call takes the spare's). */
 void cg_move_retarget(struct cg_move *m, cg_move_fn done, void *arg);
 /* done will not run; the helper may still write.  NULL is fine. */

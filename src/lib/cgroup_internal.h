@@ -75,6 +75,7 @@ struct cg {
 	bool counters_kept;
 	int counter_fd[CG_COUNTERS_MAX];
 	uint64_t tcp_limit;	/* v1: the group's own, as the kernel keeps it */
+	uint64_t id;		/* cg_id(), once known (0: not yet) */
 };
 
 /* What /proc/self/mountinfo says about cgroup filesystems. */

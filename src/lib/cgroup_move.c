@@ -21,6 +21,11 @@
  * A move may wait in the queue; its process may die meanwhile, and its
  * pid go to a process that is none of ours.  The helper asks the pidfd
  * before each write, and writes nothing for a process that is gone.
+ *
+ * The same helper removes the empty groups of ended calls (cg_remove_start):
+ * an rmdir in the cgroup2 tree waits on RCU now and then (7.3 ms seen, one
+ * in a few hundred), and on the loop it held every other request; in the
+ * queue it waits for the moves before it, as it did on the loop.
  */
 #include "cgroup_internal.h"
 #include "fdpass.h"
@@ -51,21 +56,24 @@
 
 struct move_req {
 	uint32_t id;
-	int32_t pid;
+	int32_t pid;		/* 0: a removal, its group's dirs after this */
 };
+
+/* a removal's message: the dirs, each ending in NUL, "" for a hierarchy skipped */
+#define REMOVE_MSG_MAX	(sizeof(struct move_req) + (C_COUNT + 1) * PATH_MAX)
 
 struct move_ans {
 	uint32_t id;
 	int32_t r;		/* 0, or the negative errno of the write */
-	uint32_t failed;	/* which hierarchy (index into cg->hier) */
+	uint32_t failed;	/* which hierarchy (index into cg->hier; a removal's order) */
 };
 
 struct cg_move {
 	struct cg_move *next;
 	uint32_t id;		/* 0 until sent */
 	struct cg *cg;
-	pid_t pid;
-	int pidfd;		/* opened when the move was asked for */
+	pid_t pid;		/* 0: the group's removal, not a move */
+	int pidfd;		/* opened when the move was asked for; -1 for a removal */
 	cg_move_fn done;
 	void *arg;
 };
@@ -118,8 +126,37 @@ static void move_one(int sock, const struct move_req *q, int *fds, size_t n)
 	fd_send(sock, &a, sizeof(a), NULL, 0, MSG_NOSIGNAL);
 }
 
+/*
+ * A removal: rmdir each dir in the order given (cg_try_remove's), the first
+ * that fails ends it (EBUSY: someone is still in the group, in every
+ * hierarchy then).  a.failed: the dir's place in the message.
+ */
+static void remove_one(int sock, const struct move_req *q, const char *dirs,
+		       size_t len)
+{
+	struct move_ans a = { .id = q->id, .failed = UINT32_MAX };
+	size_t at = 0;
+
+	/* tests/serve.sh t_call_group_removed_off_loop holds each removal */
+	cg_hold_for_test("CORRAL_TEST_RMDIR_FIFO");
+	for (uint32_t i = 0; at < len && a.r == 0; i++) {
+		const char *dir = dirs + at;
+
+		at += strnlen(dir, len - at) + 1;
+		if (dir[0] && rmdir(dir) < 0 && errno != ENOENT) {
+			a.r = -errno;
+			a.failed = i;
+		}
+	}
+	fd_send(sock, &a, sizeof(a), NULL, 0, MSG_NOSIGNAL);
+}
+
 static __attribute__((noreturn)) void helper(int sock)
 {
+	static union {
+		struct move_req q;
+		char raw[REMOVE_MSG_MAX];
+	} msg;
 	struct move_req q;
 	int fds[MOVE_FDS];
 	size_t nfds;
@@ -138,11 +175,16 @@ static __attribute__((noreturn)) void helper(int sock)
 	}
 	syscall(SYS_close_range, 4, ~0U, 0);
 	for (;;) {
-		n = fd_recv(sock, &q, sizeof(q), fds, MOVE_FDS, &nfds, 0);
+		n = fd_recv(sock, msg.raw, sizeof(msg.raw), fds, MOVE_FDS, &nfds, 0);
 		if (n <= 0 && n != -EMSGSIZE)
 			_exit(0);	/* the daemon closed its end, or is gone */
-		if (n == (ssize_t)sizeof(q)) {
+		q = msg.q;
+		if (n == (ssize_t)sizeof(q) && q.pid > 0) {
 			move_one(sock, &q, fds, nfds);
+			continue;
+		}
+		if (n > (ssize_t)sizeof(q) && q.pid == 0 && !nfds) {
+			remove_one(sock, &q, msg.raw + sizeof(q), (size_t)n - sizeof(q));
 			continue;
 		}
 		while (nfds)
@@ -176,17 +218,51 @@ static void move_unlink(struct cg_move *m)
 static void move_end(struct cg_move *m, int r, const char *msg)
 {
 	move_unlink(m);
-	if (r < 0)
+	if (r < 0 && m->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0);
-	close(m->pidfd);
+	if (m->pidfd >= 0)
+		close(m->pidfd);
 	m->done(m->arg, r, msg);
 	free(m);
+}
+
+/*
+ * A removal's answer: the dirs removed (those before the one that failed,
+ * or all) are forgotten, as cg_try_remove forgets them.
+ */
+static void remove_finish(struct cg_move *m, int r, uint32_t failed)
+{
+	struct cg *cg = m->cg;
+	struct corral_err err = { 0 };
+	uint32_t k = 0;
+
+	for (size_t i = cg->nhier; i-- > 0; k++) {
+		if (r == -EPIPE && failed == UINT32_MAX)
+			break;	/* the helper died: nothing is known */
+		if (r < 0 && k >= failed)
+			break;
+		free(cg->hier[i].dir);
+		cg->hier[i].dir = NULL;
+	}
+	if (r == 0)
+		cg_op_cancel(cg);	/* nothing left to freeze or kill */
+	else if (r == -EPIPE && failed == UINT32_MAX)
+		corral_set_err(&err, r, "the cgroup mover ended before the group "
+			       "was removed");
+	else
+		corral_set_errno(&err, -r, "cannot remove %s", failed < cg->nhier ?
+				 cg->hier[cg->nhier - 1 - failed].dir : "?");
+	move_end(m, r, err.msg);
 }
 
 static void move_finish(struct cg_move *m, int r, uint32_t failed)
 {
 	struct corral_err err = { 0 };
 
+	if (!m->pid) {
+		remove_finish(m, r, failed);
+		return;
+	}
 	if (r < 0) {
 		const char *dir = failed < m->cg->nhier ?
 				  m->cg->hier[failed].dir : "?";
@@ -291,6 +367,35 @@ static void close_all(int *fds, size_t n)
 		close(fds[i]);
 }
 
+/* Hand the helper one removal: the group's dirs, in cg_try_remove's order. */
+static int remove_send(struct cg_move *m, struct corral_err *err)
+{
+	static char buf[REMOVE_MSG_MAX];
+	struct cg *cg = m->cg;
+	size_t len = sizeof(struct move_req);
+	ssize_t s;
+
+	if (++mover.next_id == 0)
+		mover.next_id = 1;
+	memcpy(buf, &(struct move_req){ .id = mover.next_id }, len);
+	for (size_t i = cg->nhier; i-- > 0;) {
+		const char *dir = cg->hier[i].dir ? cg->hier[i].dir : "";
+		size_t l = strlen(dir) + 1;
+
+		if (len + l > sizeof(buf))
+			return corral_set_err(err, -ENAMETOOLONG, "cgroup path %s "
+					      "is too long", dir);
+		memcpy(buf + len, dir, l);
+		len += l;
+	}
+	s = fd_send(mover.sock, buf, len, NULL, 0, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (s < 0)
+		return corral_set_errno(err, (int)-s, "cannot reach the cgroup "
+					"mover (pid %d)", (int)mover.pid);
+	m->id = mover.next_id;
+	return 0;
+}
+
 /* Hand the helper one move: its pidfd and each hierarchy's cgroup.procs. */
 static int move_send(struct cg_move *m, struct corral_err *err)
 {
@@ -300,6 +405,8 @@ static int move_send(struct cg_move *m, struct corral_err *err)
 	ssize_t s;
 	int r;
 
+	if (!m->pid)
+		return remove_send(m, err);
 	fds[n++] = m->pidfd;
 	r = open_procs(m->cg, fds, &n, err);
 	if (r == 0) {
@@ -372,6 +479,39 @@ static void on_answer(evutil_socket_t fd, short what, void *arg)
 	mover_pump();
 }
 
+/* Into the helper's queue: sent now if nothing waits before it. */
+static int move_queue(struct event_base *base, struct cg_move *m,
+		      struct corral_err *err)
+{
+	int r;
+
+	if (mover.sock < 0 && (r = mover_start(base, err)) < 0)
+		return r;
+	/* nothing before it waits: sent now, and a failure is the caller's */
+	if (mover.inflight < MOVE_INFLIGHT && (!mover.tail || mover.tail->id)) {
+		r = move_send(m, err);
+		/*
+		 * The helper died and its EOF is not read yet: a new one,
+		 * once.  With moves out, their owners hear of it (on_answer).
+		 */
+		if (r < 0 && !mover.head) {
+			mover_stop();
+			r = mover_start(base, err);
+			if (r == 0)
+				r = move_send(m, err);
+		}
+		if (r < 0)
+			return r;
+		mover.inflight++;
+	}
+	if (mover.tail)
+		mover.tail->next = m;
+	else
+		mover.head = m;
+	mover.tail = m;
+	return 1;
+}
+
 static int move_begin(struct event_base *base, struct cg *cg, pid_t pid,
 		      cg_move_fn done, void *arg, struct cg_move **out,
 		      struct corral_err *err)
@@ -385,8 +525,6 @@ static int move_begin(struct event_base *base, struct cg *cg, pid_t pid,
 	/* another loop than the helper's: the old way, here and now */
 	if (!base || (mover.base && mover.base != base))
 		return cg_attach(cg, pid, err) < 0 ? err->code : 0;
-	if (mover.sock < 0 && (r = mover_start(base, err)) < 0)
-		return r;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return corral_set_err(err, -ENOMEM, "out of memory for a cgroup move");
@@ -401,31 +539,12 @@ static int move_begin(struct event_base *base, struct cg *cg, pid_t pid,
 	m->pid = pid;
 	m->done = done;
 	m->arg = arg;
-	/* nothing before it waits: sent now, and a failure is the caller's */
-	if (mover.inflight < MOVE_INFLIGHT && (!mover.tail || mover.tail->id)) {
-		r = move_send(m, err);
-		/*
-		 * The helper died and its EOF is not read yet: a new one,
-		 * once.  With moves out, their owners hear of it (on_answer).
-		 */
-		if (r < 0 && !mover.head) {
-			mover_stop();
-			r = mover_start(base, err);
-			if (r == 0)
-				r = move_send(m, err);
-		}
-		if (r < 0) {
-			close(m->pidfd);
-			free(m);
-			return r;
-		}
-		mover.inflight++;
+	r = move_queue(base, m, err);
+	if (r < 0) {
+		close(m->pidfd);
+		free(m);
+		return r;
 	}
-	if (mover.tail)
-		mover.tail->next = m;
-	else
-		mover.head = m;
-	mover.tail = m;
 	*out = m;
 	return 1;
 }
@@ -442,6 +561,31 @@ int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
 	return r;
 }
 
+int cg_remove_start(struct event_base *base, struct cg *cg, cg_move_fn done,
+		    void *arg, struct cg_move **out)
+{
+	struct corral_err err;
+	struct cg_move *m;
+
+	*out = NULL;
+	if (cg_mode(cg) == CG_NONE)
+		return 0;
+	/* another loop than the helper's, or no helper to be had: here and now */
+	if (!base || (mover.base && mover.base != base) ||
+	    !(m = calloc(1, sizeof(*m))))
+		return cg_try_remove(cg);
+	m->cg = cg;
+	m->pidfd = -1;
+	m->done = done;
+	m->arg = arg;
+	if (move_queue(base, m, &err) < 0) {
+		free(m);
+		return cg_try_remove(cg);
+	}
+	*out = m;
+	return 1;
+}
+
 void cg_move_retarget(struct cg_move *m, cg_move_fn done, void *arg)
 {
 	m->done = done;
@@ -454,7 +598,8 @@ void cg_move_cancel(struct cg_move *m)
 		return;
 	/* a move sent may still be written: into a group whose owner goes */
 	move_unlink(m);
-	close(m->pidfd);
+	if (m->pidfd >= 0)
+		close(m->pidfd);
 	free(m);
 }
 

@@ -147,6 +147,12 @@ void cg_destroy_async(struct event_base *base, struct cg **cgs, size_t n)
 			continue;
 		/* the loop's timers are the loop's: none may fire on a forgotten handle */
 		cg_op_cancel(cgs[i]);
+		/*
+		 * Nor its counters' fds, closed here: the helper's close_range
+		 * would leave their numbers to files it opens, which its
+		 * cg_destroy would then close; and cg_forget would leak them.
+		 */
+		cg_drop_counters(cgs[i]);
 		j->cgs[j->n++] = cgs[i];
 	}
 	for (i = 0; i < j->n && cg_mode(j->cgs[i]) == CG_NONE; i++)

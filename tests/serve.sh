@@ -406,6 +406,21 @@ t_health() {
 	stop_daemon
 }
 
+# The open-files limit is said at the start when it, not --max-sandboxes,
+# would cap the sandboxes: a busy sandbox holds some 13 fds of the
+# daemon's (its counters' files kept while it has calls), so 1000 allows
+# about 67 of them, fewer than 100 and more than 50.
+t_fd_limit_warned() {
+	DAEMON_WRAP="prlimit --nofile=1000:1000 --" start_daemon --max-sandboxes 100
+	stop_daemon
+	expect_contains "warning" "$(cat "$DLOG")" "the open-files limit (1000) allows about 67 busy sandboxes, fewer than --max-sandboxes 100"
+	DAEMON_WRAP="prlimit --nofile=1000:1000 --" start_daemon --max-sandboxes 50
+	stop_daemon
+	if grep -q "open-files limit" "$DLOG"; then
+		fail "a warning where 1000 fds are enough for 50: $(cat "$DLOG")"
+	fi
+}
+
 # The socket appears only once it listens: a daemon held between its bind
 # and its listen (strace delays the listen 1 s) shows no socket yet, and
 # the first connect to the socket, once it is there, is answered.

@@ -615,17 +615,24 @@ static void raise_fd_limit(void)
 	}
 }
 
-/* Each sandbox holds about six fds here: say when the limit is the cap. */
+/*
+ * Each sandbox holds about six fds here, and one with calls up to seven
+ * more (its counters' files, kept until it freezes or has been idle 10 s):
+ * say when the limit is the cap.
+ */
+#define FDS_A_BUSY_SANDBOX	13
+
 static void warn_fd_limit(const struct daemon *d)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < d->max_sandboxes * 6 + 128)
+	    rl.rlim_cur < d->max_sandboxes * FDS_A_BUSY_SANDBOX + 128)
 		fprintf(stderr, "corral serve: warning: the open-files limit (%llu) "
-			"allows about %llu sandboxes, fewer than --max-sandboxes %zu; "
+			"allows about %llu busy sandboxes, fewer than --max-sandboxes %zu; "
 			"raise it with ulimit -n\n", (unsigned long long)rl.rlim_cur,
-			(unsigned long long)(rl.rlim_cur > 128 ? (rl.rlim_cur - 128) / 6 : 0),
+			(unsigned long long)(rl.rlim_cur > 128 ?
+					     (rl.rlim_cur - 128) / FDS_A_BUSY_SANDBOX : 0),
 			d->max_sandboxes);
 }
 

@@ -24,7 +24,8 @@
  * At most BUILDS_MAX workers (these, archives out and recursive listings,
  * snapshots' copies and archives' unpacks) run at once, one diff or
  * export of them a sandbox's, BUILDS_PER_OWNER
- * of them one lease's or TCP peer's sandboxes': more is a 503.  An owner's builds
+ * of them one lease's or TCP peer's sandboxes': more is a 503 that says
+ * Retry-After.  An owner's builds
  * count until their answers have been read, not only while their workers
  * run: a spool is as large as the patch, and a peer that asked again and
  * again, reading none, held one on each of its connections.  A client that goes before the
@@ -459,9 +460,17 @@ static void build_walked(void *arg, int r, const struct corral_err *err)
 	build_done(arg, r, NULL, err);
 }
 
+void reply_busy(struct evhttp_request *req, const struct api_fault *f)
+{
+	if (f->status == 503)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+	reply_fault(req, f);
+}
+
 /* The builds' worker for kind: 0 started, else err set. */
 static int build_go(struct build *b, const char *path,
-		    const struct corral_box_export_opts *x, struct corral_err *err)
+		    const struct corral_box_export_opts *x, const struct list_req *lr,
+		    struct corral_err *err)
 {
 	struct corral_box *box = b->sb->box;
 
@@ -469,16 +478,16 @@ static int build_go(struct build *b, const char *path,
 		return corral_box_tar_start(box, path, API_FILE_MAX, b->spool,
 					    build_walked, b, &b->work, err);
 	if (b->kind == BUILD_LIST || b->kind == BUILD_LIST_DIR)
-		return file_list_start(box, path, b->kind == BUILD_LIST, b->spool,
-				       build_walked, b, &b->work, err);
+		return file_list_start(box, lr, b->spool, build_walked, b, &b->work, err);
 	if (b->kind >= BUILD_EXPORT_PATCH)
 		return corral_box_export_start(box, x, b->spool, build_done, b, &b->job, err);
 	return corral_box_diff_start(box, path, b->kind == BUILD_DIFF_PATCH, b->spool,
 				     build_done, b, &b->job, err);
 }
 
-void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
-		 const char *path, const struct corral_box_export_opts *x)
+static void build_begin(struct sandbox *sb, struct evhttp_request *req,
+			enum build_kind kind, const char *path,
+			const struct corral_box_export_opts *x, const struct list_req *lr)
 {
 	struct daemon *d = sb->d;
 	struct corral_err err = { 0 };
@@ -488,7 +497,7 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 
 	/* a walk (an archive out, a listing) is not a build of the workspace */
 	if (!builds_room(d, sb, !walk_kind(kind), &f)) {
-		reply_fault(req, &f);
+		reply_busy(req, &f);
 		return;
 	}
 	b = calloc(1, sizeof(*b));
@@ -506,7 +515,7 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 		free(b);
 		return;
 	}
-	r = build_go(b, path, x, &err);
+	r = build_go(b, path, x, lr, &err);
 	if (r < 0) {
 		const char *error;
 		int code = api_status(err.code, &error);
@@ -528,6 +537,19 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 	d->builds = b;
 	api_set_closecb(d, req, build_gone, b);
 	b->ev_closed = watch_closed(d, req, build_closed, b);
+}
+
+void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
+		 const char *path, const struct corral_box_export_opts *x)
+{
+	build_begin(sb, req, kind, path, x, NULL);
+}
+
+void build_list_start(struct sandbox *sb, struct evhttp_request *req,
+		      const struct list_req *lr)
+{
+	build_begin(sb, req, lr->recursive ? BUILD_LIST : BUILD_LIST_DIR, lr->path,
+		    NULL, lr);
 }
 
 /* The daemon stops (its sandboxes are gone, their workers with them). */

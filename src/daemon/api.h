@@ -270,6 +270,7 @@ int file_list_start(struct corral_box *box, const struct list_req *lr, int fd,
 
 #define BUILDS_MAX	4	/* workers at once: diffs, patches, snapshots, unpacks */
 #define BUILDS_PER_OWNER	(BUILDS_MAX / 2)	/* one lease's or TCP peer's of them */
+#define BUILDS_LOCAL_MAX	(BUILDS_MAX * 2)	/* the unix socket's, made or unread */
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,

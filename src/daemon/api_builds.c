@@ -24,8 +24,8 @@
  * At most BUILDS_MAX workers (these, archives out and recursive listings,
  * snapshots' copies and archives' unpacks) run at once, one diff or
  * export of them a sandbox's, BUILDS_PER_OWNER
- * of them one lease's or TCP peer's sandboxes': more is a 503 that says
- * Retry-After.  An owner's builds
+ * of them one lease's or TCP peer's sandboxes', BUILDS_LOCAL_MAX the unix
+ * socket's others': more is a 503 that says Retry-After.  An owner's builds
  * count until their answers have been read, not only while their workers
  * run: a spool is as large as the patch, and a peer that asked again and
  * again, reading none, held one on each of its connections.  A client that goes before the
@@ -373,8 +373,8 @@ static int spool_open(struct daemon *d)
 /*
  * Whose sandbox this is, as far as the daemon tells its clients apart: a
  * lease's (a `corral mcp` session's on a shared daemon), else a TCP
- * peer's; "" for the unix socket's others, its own user's, not bounded.
- * As text, kept by each build: its answer may still be unread when the
+ * peer's; "local" for the unix socket's others, its own user's.  As
+ * text, kept by each build: its answer may still be unread when the
  * sandbox, and its lease, are gone.
  */
 static void owner_key(const struct sandbox *sb, char *buf, size_t len)
@@ -384,7 +384,7 @@ static void owner_key(const struct sandbox *sb, char *buf, size_t len)
 	else if (sb->peer[0])
 		snprintf(buf, len, "peer %s", sb->peer);
 	else
-		buf[0] = '\0';
+		snprintf(buf, len, "local");
 }
 
 void worker_own(struct daemon *d, struct worker_owner *w, const struct sandbox *sb)
@@ -419,6 +419,7 @@ static bool walk_kind(enum build_kind kind)
 bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fault *f)
 {
 	char owner[sizeof(((struct build *)0)->owner)] = "";
+	bool local = sb && !sb->lease && !sb->peer[0];
 	int owners = 0;
 
 	if (d->nworkers >= BUILDS_MAX)
@@ -444,8 +445,19 @@ bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fa
 	 * so did a TCP peer's archives, each unpacked for as long as it
 	 * inflates, and its snapshots.  And as many answers waiting for it:
 	 * each holds its spool on the host's disk until its client has read it.
+	 * The unix socket's clients together (the daemon's own user's, not
+	 * told apart) may have twice the workers: 64 connections that each
+	 * asked for an archive of 4 MiB and read none held 64 spools, 256 MiB
+	 * of the state dir's disk and 128 of the daemon's fds (at the 256
+	 * connections a listener takes and 64 MiB archives: 16 GiB).
 	 */
-	if (owners >= BUILDS_PER_OWNER)
+	if (local && owners >= BUILDS_LOCAL_MAX)
+		return api_fault(f, 503, "busy", "%d diffs, patches, exports, snapshots, "
+				 "listings or archives in or out of the local socket's "
+				 "sandboxes are being made or wait to be read, the most "
+				 "its clients may have (twice the daemon's workers): try "
+				 "again when one is done and read", owners);
+	if (!local && owners >= BUILDS_PER_OWNER)
 		return api_fault(f, 503, "busy", "%d diffs, patches, exports, snapshots, "
 				 "listings or archives in or out of this %s's sandboxes are being made "
 				 "or wait to be read, the most one %s may have (half the "

@@ -1098,6 +1098,18 @@ int corral_box_walk(struct corral_box *b, const char *path, bool recursive,
 		    void *arg, bool *truncated, struct corral_err *err);
 
 /*
+ * The same, resumed after the entry named after (a path relative to path,
+ * as an entry's e->path; NULL or "": from the start): the entries that
+ * follow it in the walk's order, at most max.  after is only compared
+ * with names, never opened: an entry the tree lost since is passed by.
+ */
+CORRAL_PUBLIC
+int corral_box_walk_after(struct corral_box *b, const char *path, bool recursive,
+			  const char *after, size_t max,
+			  int (*fn)(void *arg, const struct corral_entry *e),
+			  void *arg, bool *truncated, struct corral_err *err);
+
+/*
  * One directory's entries, as corral_box_walk(b, path, false, max, ...),
  * when it holds at most max names; else *more, fn never called, and no
  * name past the first max + 1 read: a caller that must not wait long

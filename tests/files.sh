@@ -214,6 +214,113 @@ for i in range(140000):
 	sh_in "$id" "rm -rf /tmp/many" > /dev/null
 }
 
+# A listing past its first 100000 entries: "next" names where the page
+# ended, ?cursor= takes it back, and the pages put together are the whole
+# listing, each entry once, in order; a recursive one resumed inside the
+# directory its page ended in.  The daemon keeps nothing between pages:
+# its fds are as many after them as before.  A sandbox of its own: the
+# 100,000 files would leave the shared one's disk short of inodes.
+t_list_pages() {
+	local id code next fds
+	id=$(mksb) || return 1
+	sh_in "$id" "python3 -c \"import os
+for d in ('/tmp/rp/a', '/tmp/rp/b'):
+    os.makedirs(d)
+for i in range(100001):
+    open('/tmp/rp/a/%06d' % i, 'w').close()
+open('/tmp/rp/b/x', 'w').close()
+open('/tmp/rp/c', 'w').close()\"" > /dev/null || { rmsb "$id"; return 1; }
+	fds=$(ls "/proc/$DPID/fd" | wc -l)
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/rp/a&list=1")
+	expect_code "page 1" "$code" 200
+	expect_eq "page 1" "$(jq '[v["truncated"], len(v["entries"]), v["entries"][0]["name"], v["entries"][-1]["name"], "next" in v]')" \
+		'[true, 100000, "000000", "099999", true]'
+	next=$(jq 'v.get("next", "")')
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/rp/a&list=1&cursor=$next")
+	expect_code "page 2" "$code" 200
+	expect_eq "page 2" "$(jq '[v["truncated"], [e["name"] for e in v["entries"]], "next" in v]')" \
+		'[false, ["100000"], false]'
+	# recursive: "a", then a/000000..a/099998 fill the first page
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/rp&list=1&recursive=1")
+	expect_code "tree page 1" "$code" 200
+	expect_eq "tree page 1" "$(jq '[v["truncated"], len(v["entries"]), v["entries"][0]["name"], v["entries"][-1]["name"]]')" \
+		'[true, 100000, "a", "a/099998"]'
+	next=$(jq 'v.get("next", "")')
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/rp&list=1&recursive=1&cursor=$next")
+	expect_code "tree page 2" "$code" 200
+	expect_eq "tree page 2" "$(jq '[v["truncated"], [e["name"] for e in v["entries"]]]')" \
+		'[false, ["a/099999", "a/100000", "b", "b/x", "c"]]'
+	# the clients' connections are closed once the daemon has seen them go
+	for _ in $(seq 50); do
+		[ "$(ls "/proc/$DPID/fd" | wc -l)" -le "$fds" ] && break
+		sleep 0.1
+	done
+	[ "$(ls "/proc/$DPID/fd" | wc -l)" -le "$fds" ] ||
+		fail "the daemon holds $(ls "/proc/$DPID/fd" | wc -l) fds after the pages, $fds before"
+	rmsb "$id"
+}
+
+# A cursor is only compared with the names the walk reads, never opened:
+# one of another sandbox, path or kind of listing is refused, saying so;
+# one past the last name is an empty last page; one that names "..",
+# a path in a directory's listing, a NUL, or is no hex, is refused.
+t_list_cursor_forged() {
+	local id=$SB other code next key hex
+	sh_in "$id" "mkdir -p /tmp/fc/d && touch /tmp/fc/d/f /tmp/fc/g" > /dev/null || return 1
+	other=$(mksb) || return 1
+	sh_in "$other" "mkdir -p /tmp/fc/d && touch /tmp/fc/d/f /tmp/fc/g" > /dev/null
+	# a cursor as the daemon makes one: "c1", the listing's key, the name in hex
+	hex() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&cursor=c1$(printf '0%.0s' $(seq 16))$(hex d)")
+	expect_code "a cursor of a guessed key" "$code" 400
+	expect_contains "why" "$(< "$T/body")" "another listing's"
+	key=$($PY -c 'import sys
+h = 0xcbf29ce484222325
+for c in sys.argv[1].encode() + b"\0d\0" + sys.argv[2].encode() + b"\0":
+    h = ((h ^ c) * 0x100000001b3) & (2**64 - 1)
+print("%016x" % h)' "$id" /tmp/fc)
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&cursor=c1$key$(hex d)")
+	expect_code "its own listing's" "$code" 200
+	expect_eq "after d" "$(jq '[v["truncated"], [e["name"] for e in v["entries"]]]')" \
+		'[false, ["g"]]'
+	code=$(api GET "/v1/sandboxes/$other/files?path=/tmp/fc&list=1&cursor=c1$key$(hex d)")
+	expect_code "on another sandbox" "$code" 400
+	expect_contains "why" "$(< "$T/body")" "another listing's"
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc/d&list=1&cursor=c1$key$(hex d)")
+	expect_code "on another path" "$code" 400
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&recursive=1&cursor=c1$key$(hex d)")
+	expect_code "on a recursive listing" "$code" 400
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&cursor=c1$key$(hex zzz)")
+	expect_code "past the last name" "$code" 200
+	expect_eq "an empty last page" "$(jq '[v["truncated"], v["entries"], "next" in v]')" \
+		'[false, [], false]'
+	for bad in "$(hex ..)" "$(hex d/f)" "$(hex d)00$(hex x)" "$(hex d)0" "$(hex z | tr a-f A-F)" \
+		"zz" "/../etc" "-"; do
+		[ "$bad" != "-" ] || bad=""
+		code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&cursor=c1$key$bad")
+		expect_code "cursor c1KEY$bad" "$code" 400
+	done
+	# recursive: a cursor inside d resumes there; one that climbs is refused
+	key=$($PY -c 'import sys
+h = 0xcbf29ce484222325
+for c in sys.argv[1].encode() + b"\0r\0" + sys.argv[2].encode() + b"\0":
+    h = ((h ^ c) * 0x100000001b3) & (2**64 - 1)
+print("%016x" % h)' "$id" /tmp/fc)
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&recursive=1&cursor=c1$key$(hex d)")
+	expect_code "resumed after d" "$code" 200
+	expect_eq "d's contents, then g" "$(jq '[e["name"] for e in v["entries"]]')" '["d/f", "g"]'
+	for bad in "$(hex d/../..)" "$(hex /d)" "$(hex d/)" "$(hex d//f)" "$(hex ../../etc/passwd)"; do
+		code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&recursive=1&cursor=c1$key$bad")
+		expect_code "recursive cursor c1KEY$bad" "$code" 400
+	done
+	# a name the tree no longer has: the walk goes on from where it would be
+	code=$(api GET "/v1/sandboxes/$id/files?path=/tmp/fc&list=1&recursive=1&cursor=c1$key$(hex d/e/gone)")
+	expect_code "a lost name" "$code" 200
+	expect_eq "after the lost d/e/gone" "$(jq '[e["name"] for e in v["entries"]]')" '["d/f", "g"]'
+	rmsb "$other"
+	sh_in "$id" "rm -rf /tmp/fc" > /dev/null
+}
+
 # `corral cp` out: nothing the sandbox chose decides where on the host the
 # file lands, nor its mode or xattrs.  A setuid file with a user xattr
 # lands under the name the operator typed, 0666 less the umask; a symlink

@@ -104,6 +104,26 @@ class ClientTest(unittest.TestCase):
             with self.assertRaises(corral.Forbidden):
                 sb.files.unpack("/tmp/v", bad.getvalue())
 
+    def test_files_walk_pages(self):
+        """A listing past its first page of 100,000: walk() gives every
+        entry once, in order; page() the cursor; max_pages bounds it."""
+        with self.client.create() as sb:
+            r = sb.run("python3 -c \"import os\nos.mkdir('/tmp/w')\n"
+                       "for i in range(100002): open('/tmp/w/%06d' % i, 'w').close()\"")
+            self.assertEqual(r.exit_code, 0, r.stderr)
+            first = sb.files.page("/tmp/w")
+            self.assertTrue(first["truncated"])
+            self.assertEqual(len(first["entries"]), 100000)
+            second = sb.files.page("/tmp/w", cursor=first["next"])
+            self.assertEqual([e["name"] for e in second["entries"]], ["100000", "100001"])
+            self.assertFalse(second["truncated"])
+            names = [e["name"] for e in sb.files.walk("/tmp/w")]
+            self.assertEqual(names, ["%06d" % i for i in range(100002)])
+            with self.assertRaises(corral.CorralError):
+                list(sb.files.walk("/tmp/w", max_pages=1))
+            with self.assertRaises(corral.BadRequest):
+                sb.files.page("/tmp/w", recursive=True, cursor=first["next"])
+
     def test_process_stdin_signal_output(self):
         with self.client.create() as sb:
             p = sb.start("cat", stdin_open=True)

@@ -1681,6 +1681,216 @@ r = json.load(open(sys.argv[1]))
 assert "at big\ufffd\ufffd[2J" in r["detail"], r' "$T/body" || fail "the answer: $(head -c 400 "$T/body")"
 }
 
+# unread CONNS...: requests on connections of their own to the daemon, each
+# "METHOD PATH"; only each answer's head is read (the spool stays for the
+# rest).  Prints each status, then "spools N" held; then the first
+# connection closed, one more request (bounded tries while the daemon sees
+# the close) until it is no 503: "then STATUS"; RA: a 503's Retry-After.
+unread() {
+	$PY - "$SOCK" "$DPID" "$T/state" "$@" <<'PYEOF'
+import os, socket, sys, time
+sock, pid, state, reqs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def ask(req):
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(60)
+    c.connect(sock)
+    m, p = req.split(" ", 1)
+    c.sendall(("%s %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % (m, p)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:	# a byte at a time: the head, no more
+        b = c.recv(1)
+        if not b:
+            break
+        head += b
+    lines = head.decode("latin-1").split("\r\n")
+    ra = [l.split(":", 1)[1].strip() for l in lines if l.lower().startswith("retry-after:")]
+    return c, lines[0].split()[1] if lines[0] else "none", ra[0] if ra else "-"
+def spools():
+    return sum(1 for f in os.listdir("/proc/%s/fd" % pid)
+               if os.readlink("/proc/%s/fd/%s" % (pid, f)).startswith(state + "/#"))
+held = []
+for r in reqs:
+    c, code, ra = ask(r)
+    print(code, "RA:" + ra, flush=True)
+    if code == "200":
+        held.append(c)
+    else:
+        c.close()
+print("spools", spools(), flush=True)
+held.pop(0).close()
+for _ in range(100):
+    c, code, ra = ask(reqs[-1])
+    c.close()
+    if code != "503":
+        break
+    time.sleep(0.1)
+print("then", code, flush=True)
+for c in held:
+    c.close()
+PYEOF
+}
+
+# A unix socket's client that asks for archives and listings on many
+# connections and reads none: each answer's spool is held on the state
+# dir's disk, and its fd, until it is read.  The local socket's clients
+# together may have BUILDS_LOCAL_MAX (8) made or unread; the ninth is a
+# 503 that says Retry-After, and one read (here: its client gone) lets
+# the next in.
+s_local_unread_answers_bounded() {
+	local reqs=() i
+	start_daemon
+	create '{"idle_freeze_ms": 0}'
+	# 4 MiB: more than a 1 MiB slice and the socket's buffer hold
+	run "$SB" "$(sh_file big.sh 'mkdir -p /tmp/big && head -c 4194304 /dev/urandom > /tmp/big/f')"
+	for i in 1 2 3 4 5 6 7 8 9; do
+		reqs+=("GET /v1/sandboxes/$SB/archive?path=/tmp/big")
+	done
+	unread "${reqs[@]}" > "$T/unread" 2>&1 || fail "unread: $(< "$T/unread")"
+	expect_eq "eight held, the ninth refused" "$(tr '\n' ' ' < "$T/unread")" \
+		"200 RA:- 200 RA:- 200 RA:- 200 RA:- 200 RA:- 200 RA:- 200 RA:- 200 RA:- 503 RA:1 spools 8 then 200 "
+	wait_spools 0
+}
+
+# release_while PID: every held worker let go, until PID ends (bounded):
+# a request asked again after the release is held at the fifo in its turn
+release_while() {
+	local i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do
+		timeout 0.2 sh -c "echo > '$T/hold'" 2> /dev/null || true
+		i=$((i + 1))
+	done
+}
+
+# wait_file FILE PATTERN: until FILE holds PATTERN (bounded)
+wait_file() {
+	local i=0
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 600 ]; do
+		doze 0.05
+		i=$((i + 1))
+	done
+}
+
+# hold_four: four diffs (sandboxes B1..B4, made here) hold the four workers
+hold_four() {
+	local i
+	for i in 1 2 3 4; do
+		if [ -z "$(eval echo "\${B$i:-}")" ]; then
+			create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+			eval "B$i=\$SB"
+		fi
+		eval "bg_api d$i GET \"/v1/sandboxes/\$B$i/diff\""
+	done
+	wait_workers 4
+}
+
+# The Python client asks again after a 503 that says Retry-After (the
+# daemon's workers all taken): bounded in tries and time.  Four diffs
+# hold the four workers; its listing is refused, the workers are let go
+# once it waits, and a try after is answered.  A daemon that stays busy:
+# it gives up after BUSY_TRIES, with the 503.
+s_clients_retry_busy() {
+	local i pypid
+	held_builds_daemon
+	create '{"idle_freeze_ms": 0}'
+	L=$SB
+	B1= B2= B3= B4=
+	hold_four
+	PYTHONPATH=$HERE/../clients/python $PY - "$SOCK" "$L" "$T/waiting" > "$T/py.out" 2>&1 <<'PYEOF' &
+import sys
+import corral
+from corral import client as cc
+sock, sid, mark = sys.argv[1:]
+c = corral.Client(socket=sock)
+waits = []
+real = cc.time.sleep
+def sleep(s):
+    waits.append(s)
+    open(mark, "w").write("waiting\n")
+    real(s)
+cc.time.sleep = sleep
+entries = c.sandbox(sid).files.list("/etc", recursive=True)
+# asked again after 1 s, once or (on a slow host) a few times
+print("listed", len(entries) > 0, "waited", bool(waits) and set(waits) == {1}, flush=True)
+PYEOF
+	pypid=$!
+	wait_file "$T/waiting" waiting
+	release_while "$pypid"
+	wait "$pypid" || true
+	expect_eq "asked again, after 1 s" "$(< "$T/py.out")" "listed True waited True"
+	for i in 1 2 3 4; do bg_wait d$i; done
+	# held for good: BUSY_TRIES (5) tries, then the 503
+	hold_four
+	PYTHONPATH=$HERE/../clients/python $PY - "$SOCK" "$L" > "$T/py.out" 2>&1 <<'PYEOF' || true
+import sys
+import corral
+from corral import client as cc
+sock, sid = sys.argv[1:]
+c = corral.Client(socket=sock)
+waits = []
+cc.time.sleep = waits.append
+try:
+    c.sandbox(sid).files.list("/etc", recursive=True)
+    print("listed")
+except corral.Busy as e:
+    print("busy", e.retry_after, "waits", waits)
+PYEOF
+	expect_eq "given up" "$(< "$T/py.out")" "busy 1 waits [1, 1, 1, 1]"
+	release
+	for i in 1 2 3 4; do bg_wait d$i; done
+	expect_eq "the diffs" "$(cat "$T"/d[1-4].code | tr -d '\n')" 200200200200
+}
+
+# `corral mcp`'s file_list likewise: a 503 that says Retry-After is asked
+# again (said on stderr), and answered once the workers are let go.
+s_mcp_retries_busy() {
+	local i mpid
+	held_builds_daemon
+	$PY - "$CORRAL" "$SOCK" "$T" > "$T/mcp.out" 2>&1 <<'PYEOF' &
+import json, os, subprocess, sys, time
+corral, sock, t = sys.argv[1:]
+err = open(t + "/mcp.err", "wb")
+p = subprocess.Popen([corral, "mcp", "--socket", sock], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=err)
+def call(i, name, args):
+    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                               "params": {"name": name, "arguments": args}}) + "\n").encode())
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i:
+            return m["result"]
+try:
+    sid = call(1, "sandbox_create", {})["structuredContent"]["id"]
+    open(t + "/mcp.sb", "w").write(sid + "\n")
+    # told to go on (the workers held) by the file
+    for _ in range(600):
+        if os.path.exists(t + "/mcp.go"):
+            break
+        time.sleep(0.05)
+    r = call(2, "file_list", {"sandbox_id": sid, "path": "/etc", "recursive": True})
+    print("error" if r.get("isError") else "listed",
+          len(r.get("structuredContent", {}).get("entries", [])) > 0)
+finally:
+    p.stdin.close()
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+PYEOF
+	mpid=$!
+	wait_file "$T/mcp.sb" sb-
+	B1= B2= B3= B4=
+	hold_four
+	touch "$T/mcp.go"
+	wait_file "$T/mcp.err" "asking again"
+	expect_contains "said on stderr" "$(cat "$T/mcp.err")" "the daemon is busy (503) for GET"
+	release_while "$mpid"
+	wait "$mpid" || true
+	expect_eq "file_list, once the workers were let go" "$(< "$T/mcp.out")" "listed True"
+	for i in 1 2 3 4; do bg_wait d$i; done
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^s_')
 [ $# -gt 0 ] && tests="$*"
 for t in $tests; do

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int grow(struct mcp_http *h, const char *data, size_t n)
@@ -234,9 +235,10 @@ static int headers(const struct mcp_daemon *d, const char *type,
 	return 0;
 }
 
-int mcp_http_do(const struct mcp_daemon *d, const char *method,
-		const char *path, const char *body, size_t body_len,
-		const char *type, struct mcp_http *h, char **why)
+static int http_once(const struct mcp_daemon *d, const char *method,
+		     const char *path, const char *body, size_t body_len,
+		     const char *type, struct mcp_http *h, char **why,
+		     curl_off_t *retry_after)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct transfer t = { .h = h };
@@ -288,6 +290,9 @@ int mcp_http_do(const struct mcp_daemon *d, const char *method,
 		*why = strdup("libcurl did not tell the HTTP status of the answer");
 		goto out;
 	}
+	/* 0: none said, or not as seconds */
+	if (curl_easy_getinfo(t.curl, CURLINFO_RETRY_AFTER, retry_after) != CURLE_OK)
+		*retry_after = 0;
 	/* a stream's last line may lack its newline */
 	if (h->line && h->status >= 200 && h->status < 300 && h->len) {
 		if (h->line(h->arg, h->buf, h->len) < 0) {
@@ -305,6 +310,63 @@ out:
 		curl_easy_cleanup(t.curl);
 	free(url);
 	return ret;
+}
+
+/*
+ * Until the ms of corral_now_ms(), in steps that see the call cancelled
+ * or its deadline come: false then.
+ */
+static bool busy_wait(const struct mcp_http *h, uint64_t until)
+{
+	uint64_t now;
+
+	while ((now = corral_now_ms()) < until) {
+		uint64_t ms = until - now < 100 ? until - now : 100;
+		struct timespec ts = { 0, (long)ms * 1000000L };
+
+		if ((h->cancel && atomic_load(h->cancel)) ||
+		    (h->deadline_ms && now >= h->deadline_ms))
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return !(h->cancel && atomic_load(h->cancel));
+}
+
+/*
+ * A 503 that says Retry-After was refused before the daemon did anything
+ * of the request (its workers, or its memory for answers, all taken): a
+ * model's listing or archive asked while other sessions' diffs ran got
+ * the 503 as its answer, and nothing asked again.  Asked again here, as
+ * it says, at most MCP_BUSY_TRIES times in all within MCP_BUSY_MS, while
+ * the call is not cancelled; each time said on stderr (the operator's
+ * log).  A refused answer is no 2xx: nothing of it went to h->line.
+ */
+#define MCP_BUSY_TRIES	5
+#define MCP_BUSY_MS	30000
+
+int mcp_http_do(const struct mcp_daemon *d, const char *method,
+		const char *path, const char *body, size_t body_len,
+		const char *type, struct mcp_http *h, char **why)
+{
+	uint64_t end = corral_now_ms() + MCP_BUSY_MS;
+
+	for (int tries = 1; ; tries++) {
+		curl_off_t wait = 0;
+		uint64_t until;
+		int r = http_once(d, method, path, body, body_len, type, h, why, &wait);
+
+		if (r < 0 || h->status != 503 || wait <= 0 || tries >= MCP_BUSY_TRIES)
+			return r;
+		until = corral_now_ms() + (uint64_t)wait * 1000;
+		if (until > end || (h->deadline_ms && until > h->deadline_ms))
+			return r;
+		fprintf(stderr, "corral mcp: the daemon is busy (503) for %s %.200s: asking "
+			"again in %lld s (try %d of %d)\n", method, path, (long long)wait,
+			tries + 1, MCP_BUSY_TRIES);
+		if (!busy_wait(h, until))
+			return r;	/* the 503 stays the answer */
+		h->len = 0;
+	}
 }
 
 void mcp_http_free(struct mcp_http *h)

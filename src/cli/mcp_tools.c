@@ -1143,13 +1143,25 @@ static json_t *t_read(struct mcp_call *c, struct args *g)
 	return r;
 }
 
+/* A listing's page: the first, or the one after cursor (a page's "next"). */
 static json_t *t_files(struct mcp_call *c, struct args *g)
 {
-	const char *id = arg_id(g);
+	const char *id = arg_id(g), *cursor = arg_str(g, "cursor", false);
 	bool recursive = arg_bool(g, "recursive");
-	char *path = g->why ? NULL : file_path_to(g, id, "/files", recursive ?
-						   "&list=1&recursive=1" : "&list=1");
+	char *esc = NULL, *tail = NULL, *path = NULL;
 
+	if (g->why)
+		return NULL;
+	if (cursor && !(esc = mcp_escape(cursor)))
+		return tool_error("out of memory");
+	if (asprintf(&tail, "&list=1%s%s%s", recursive ? "&recursive=1" : "",
+		     esc ? "&cursor=" : "", esc ? esc : "") < 0)
+		tail = NULL;
+	free(esc);
+	if (!tail)
+		return tool_error("out of memory");
+	path = file_path_to(g, id, "/files", tail);
+	free(tail);
 	return g->why ? NULL : simple(c, "GET", path, NULL);
 }
 
@@ -1529,12 +1541,14 @@ static const struct tool tools[] = {
 	  "[\"sandbox_id\", \"path\", \"content\"]",
 	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}}, \"required\": [\"path\", \"size\"]}",
 	  false, true, true, t_write },
-	{ "file_list", "List a directory", "The entries of a directory inside the sandbox: name, type (file, dir, symlink, other), size, mode (octal, \"0644\"), mtime, and a symlink's target (never followed). recursive:true lists the whole tree, names relative to path.",
+	{ "file_list", "List a directory", "The entries of a directory inside the sandbox: name, type (file, dir, symlink, other), size, mode (octal, \"0644\"), mtime, and a symlink's target (never followed). recursive:true lists the whole tree, names relative to path. At most 100000 entries a page: truncated:true with next, a cursor, when there are more; call again with cursor:next for the page after.",
 	  ID_PROP ", " PATH_PROP("Absolute directory path inside the sandbox, like /workspace.") ", "
-	  "\"recursive\": {\"type\": \"boolean\", \"description\": \"The whole tree beneath (never through a symlink).\"}",
+	  "\"recursive\": {\"type\": \"boolean\", \"description\": \"The whole tree beneath (never through a symlink).\"}, "
+	  "\"cursor\": {\"type\": \"string\", \"description\": \"The next of the page before, for the page after it (same path and recursive).\"}",
 	  "[\"sandbox_id\", \"path\"]",
 	  "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, \"entries\": {\"type\": \"array\", \"items\": {\"type\": \"object\", "
-	  "\"properties\": {\"name\": {\"type\": \"string\"}, \"type\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}, \"mode\": {\"type\": [\"integer\", \"string\"]}}}}}, "
+	  "\"properties\": {\"name\": {\"type\": \"string\"}, \"type\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}, \"mode\": {\"type\": [\"integer\", \"string\"]}}}}, "
+	  "\"truncated\": {\"type\": \"boolean\"}, \"next\": {\"type\": \"string\"}}, "
 	  "\"required\": [\"path\", \"entries\"]}", true, false, true, t_files },
 	{ "file_delete", "Delete a file", "Delete a regular file inside the sandbox.",
 	  ID_PROP ", " PATH_PROP("Absolute path inside the sandbox."), "[\"sandbox_id\", \"path\"]",

@@ -250,8 +250,19 @@ void files_mkdir(struct sandbox *sb, struct evhttp_request *req, const char *res
 void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
-/* A listing of path (recursive or not), made by a worker into fd (api_builds.c). */
-int file_list_start(struct corral_box *box, const char *path, bool recursive, int fd,
+/*
+ * A listing asked for: its directory, whether recursive, and the last
+ * entry of the page before (from its "next" cursor), or NULL; key names
+ * the listing in its cursors (sandbox, path, recursive).
+ */
+struct list_req {
+	const char *path;
+	bool recursive;
+	const char *after;
+	char key[17];
+};
+/* A listing, made by a worker into fd (api_builds.c). */
+int file_list_start(struct corral_box *box, const struct list_req *lr, int fd,
 		    corral_box_work_done_fn done, void *arg, struct corral_box_work **job,
 		    struct corral_err *err);
 
@@ -259,6 +270,7 @@ int file_list_start(struct corral_box *box, const char *path, bool recursive, in
 
 #define BUILDS_MAX	4	/* workers at once: diffs, patches, snapshots, unpacks */
 #define BUILDS_PER_OWNER	(BUILDS_MAX / 2)	/* one lease's or TCP peer's of them */
+#define BUILDS_LOCAL_MAX	(BUILDS_MAX * 2)	/* the unix socket's, made or unread */
 
 enum build_kind {
 	BUILD_DIFF_JSON, BUILD_DIFF_PATCH,
@@ -289,6 +301,11 @@ void worker_disown(struct daemon *d, struct worker_owner *w);
 /* The diff (path, or NULL) or the export (x) of sb, answered to req. */
 void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
 		 const char *path, const struct corral_box_export_opts *x);
+/* A listing, made by a worker (BUILD_LIST or BUILD_LIST_DIR). */
+void build_list_start(struct sandbox *sb, struct evhttp_request *req,
+		      const struct list_req *lr);
+/* builds_room's refusal: a 503 says Retry-After, for the clients that retry */
+void reply_busy(struct evhttp_request *req, const struct api_fault *f);
 void api_builds_stop(struct daemon *d);	/* the daemon stops: spools closed */
 /* cb when req's client closes its end while req waits (EV_CLOSED), or NULL */
 struct event *watch_closed(struct daemon *d, struct evhttp_request *req,

@@ -24,7 +24,8 @@
  * At most BUILDS_MAX workers (these, archives out and recursive listings,
  * snapshots' copies and archives' unpacks) run at once, one diff or
  * export of them a sandbox's, BUILDS_PER_OWNER
- * of them one lease's or TCP peer's sandboxes': more is a 503.  An owner's builds
+ * of them one lease's or TCP peer's sandboxes', BUILDS_LOCAL_MAX the unix
+ * socket's others': more is a 503 that says Retry-After.  An owner's builds
  * count until their answers have been read, not only while their workers
  * run: a spool is as large as the patch, and a peer that asked again and
  * again, reading none, held one on each of its connections.  A client that goes before the
@@ -372,8 +373,8 @@ static int spool_open(struct daemon *d)
 /*
  * Whose sandbox this is, as far as the daemon tells its clients apart: a
  * lease's (a `corral mcp` session's on a shared daemon), else a TCP
- * peer's; "" for the unix socket's others, its own user's, not bounded.
- * As text, kept by each build: its answer may still be unread when the
+ * peer's; "local" for the unix socket's others, its own user's.  As
+ * text, kept by each build: its answer may still be unread when the
  * sandbox, and its lease, are gone.
  */
 static void owner_key(const struct sandbox *sb, char *buf, size_t len)
@@ -383,7 +384,7 @@ static void owner_key(const struct sandbox *sb, char *buf, size_t len)
 	else if (sb->peer[0])
 		snprintf(buf, len, "peer %s", sb->peer);
 	else
-		buf[0] = '\0';
+		snprintf(buf, len, "local");
 }
 
 void worker_own(struct daemon *d, struct worker_owner *w, const struct sandbox *sb)
@@ -418,6 +419,7 @@ static bool walk_kind(enum build_kind kind)
 bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fault *f)
 {
 	char owner[sizeof(((struct build *)0)->owner)] = "";
+	bool local = sb && !sb->lease && !sb->peer[0];
 	int owners = 0;
 
 	if (d->nworkers >= BUILDS_MAX)
@@ -443,8 +445,19 @@ bool builds_room(struct daemon *d, struct sandbox *sb, bool build, struct api_fa
 	 * so did a TCP peer's archives, each unpacked for as long as it
 	 * inflates, and its snapshots.  And as many answers waiting for it:
 	 * each holds its spool on the host's disk until its client has read it.
+	 * The unix socket's clients together (the daemon's own user's, not
+	 * told apart) may have twice the workers: 64 connections that each
+	 * asked for an archive of 4 MiB and read none held 64 spools, 256 MiB
+	 * of the state dir's disk and 128 of the daemon's fds (at the 256
+	 * connections a listener takes and 64 MiB archives: 16 GiB).
 	 */
-	if (owners >= BUILDS_PER_OWNER)
+	if (local && owners >= BUILDS_LOCAL_MAX)
+		return api_fault(f, 503, "busy", "%d diffs, patches, exports, snapshots, "
+				 "listings or archives in or out of the local socket's "
+				 "sandboxes are being made or wait to be read, the most "
+				 "its clients may have (twice the daemon's workers): try "
+				 "again when one is done and read", owners);
+	if (!local && owners >= BUILDS_PER_OWNER)
 		return api_fault(f, 503, "busy", "%d diffs, patches, exports, snapshots, "
 				 "listings or archives in or out of this %s's sandboxes are being made "
 				 "or wait to be read, the most one %s may have (half the "
@@ -459,9 +472,17 @@ static void build_walked(void *arg, int r, const struct corral_err *err)
 	build_done(arg, r, NULL, err);
 }
 
+void reply_busy(struct evhttp_request *req, const struct api_fault *f)
+{
+	if (f->status == 503)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+	reply_fault(req, f);
+}
+
 /* The builds' worker for kind: 0 started, else err set. */
 static int build_go(struct build *b, const char *path,
-		    const struct corral_box_export_opts *x, struct corral_err *err)
+		    const struct corral_box_export_opts *x, const struct list_req *lr,
+		    struct corral_err *err)
 {
 	struct corral_box *box = b->sb->box;
 
@@ -469,16 +490,16 @@ static int build_go(struct build *b, const char *path,
 		return corral_box_tar_start(box, path, API_FILE_MAX, b->spool,
 					    build_walked, b, &b->work, err);
 	if (b->kind == BUILD_LIST || b->kind == BUILD_LIST_DIR)
-		return file_list_start(box, path, b->kind == BUILD_LIST, b->spool,
-				       build_walked, b, &b->work, err);
+		return file_list_start(box, lr, b->spool, build_walked, b, &b->work, err);
 	if (b->kind >= BUILD_EXPORT_PATCH)
 		return corral_box_export_start(box, x, b->spool, build_done, b, &b->job, err);
 	return corral_box_diff_start(box, path, b->kind == BUILD_DIFF_PATCH, b->spool,
 				     build_done, b, &b->job, err);
 }
 
-void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
-		 const char *path, const struct corral_box_export_opts *x)
+static void build_begin(struct sandbox *sb, struct evhttp_request *req,
+			enum build_kind kind, const char *path,
+			const struct corral_box_export_opts *x, const struct list_req *lr)
 {
 	struct daemon *d = sb->d;
 	struct corral_err err = { 0 };
@@ -488,7 +509,7 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 
 	/* a walk (an archive out, a listing) is not a build of the workspace */
 	if (!builds_room(d, sb, !walk_kind(kind), &f)) {
-		reply_fault(req, &f);
+		reply_busy(req, &f);
 		return;
 	}
 	b = calloc(1, sizeof(*b));
@@ -506,7 +527,7 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 		free(b);
 		return;
 	}
-	r = build_go(b, path, x, &err);
+	r = build_go(b, path, x, lr, &err);
 	if (r < 0) {
 		const char *error;
 		int code = api_status(err.code, &error);
@@ -528,6 +549,19 @@ void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind
 	d->builds = b;
 	api_set_closecb(d, req, build_gone, b);
 	b->ev_closed = watch_closed(d, req, build_closed, b);
+}
+
+void build_start(struct sandbox *sb, struct evhttp_request *req, enum build_kind kind,
+		 const char *path, const struct corral_box_export_opts *x)
+{
+	build_begin(sb, req, kind, path, x, NULL);
+}
+
+void build_list_start(struct sandbox *sb, struct evhttp_request *req,
+		      const struct list_req *lr)
+{
+	build_begin(sb, req, lr->recursive ? BUILD_LIST : BUILD_LIST_DIR, lr->path,
+		    NULL, lr);
 }
 
 /* The daemon stops (its sandboxes are gone, their workers with them). */

@@ -264,6 +264,8 @@ struct listing {
 	int fd;			/* a worker's spool, written as it grows; or -1 */
 	size_t loop_bytes;	/* on the loop: past these, a worker's (spilled) */
 	bool spilled;
+	const char *key;	/* the listing's, for its "next" cursor */
+	char last[4096];	/* the last entry given: where the next page starts */
 };
 
 #define LIST_FLUSH	(1 << 20)	/* a worker's listing held before its write */
@@ -312,9 +314,126 @@ static int list_entry(void *arg, const struct corral_entry *e)
 		return -ENOMEM;
 	r = evbuffer_add_printf(l->out, "%s%s", l->n++ ? "," : "", text) < 0 ? -ENOMEM : 0;
 	free(text);
+	snprintf(l->last, sizeof(l->last), "%s", e->path);
 	if (r == 0 && l->fd >= 0 && evbuffer_get_length(l->out) >= LIST_FLUSH)
 		r = list_flush(l);
 	return r;
+}
+
+/*
+ * A listing's cursor: "c1", the listing's key (16 hex digits), then the
+ * last entry given, in hex (a name is any bytes but NUL and '/').  It is
+ * all the daemon needs to go on: nothing is kept between pages, however
+ * many clients page, and however long.  The key, a hash of the sandbox's
+ * id, the path and whether recursive, tells a cursor of another listing
+ * from a mistyped one; it is no secret and needs none: the name in a
+ * cursor is only compared with the names the walk reads
+ * (corral_box_walk_after), so a forged one can show nothing the same
+ * listing from its start does not.
+ */
+#define CURSOR_TAG	"c1"
+
+static void list_key(const struct sandbox *sb, const char *path, bool recursive,
+		     char key[17])
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+	const char *parts[] = { sb->id, recursive ? "r" : "d", path };
+
+	for (size_t i = 0; i < 3; i++)
+		for (const char *c = parts[i]; ; c++) {
+			h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+			if (!*c)
+				break;
+		}
+	snprintf(key, 17, "%016llx", (unsigned long long)h);
+}
+
+static int hex_value(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The cursor's entry, into after (4096 bytes); false: f says why. */
+static bool cursor_entry(const char *cur, const char *key, bool recursive, char *after,
+			 struct api_fault *f)
+{
+	size_t head = strlen(CURSOR_TAG) + 16, len = strlen(cur), n = 0;
+	const char *hex = cur + head;
+
+	if (len <= head || (len - head) % 2 || (len - head) / 2 >= 4096 ||
+	    strncmp(cur, CURSOR_TAG, strlen(CURSOR_TAG)))
+		return api_fault(f, 400, "bad_request", "cursor: not one a listing's "
+				 "\"next\" gave (%zu characters)", len);
+	if (strncmp(cur + strlen(CURSOR_TAG), key, 16))
+		return api_fault(f, 400, "bad_request", "cursor: another listing's (of "
+				 "another sandbox or path, or recursive where this is "
+				 "not): page with the \"next\" of this one");
+	for (; hex[2 * n]; n++) {
+		int hi = hex_value(hex[2 * n]), lo = hex_value(hex[2 * n + 1]);
+
+		if (hi < 0 || lo < 0 || (hi | lo) == 0)
+			return api_fault(f, 400, "bad_request", "cursor: not lowercase "
+					 "hex of a name (or a NUL in it)");
+		after[n] = (char)(hi << 4 | lo);
+	}
+	after[n] = '\0';
+	/* an entry's path: names joined by '/', none empty, "." or ".." */
+	for (const char *c = after; ; ) {
+		const char *slash = strchr(c, '/');
+		size_t clen = slash ? (size_t)(slash - c) : strlen(c);
+
+		if (!clen || (clen == 1 && c[0] == '.') ||
+		    (clen == 2 && c[0] == '.' && c[1] == '.') || (slash && !recursive))
+			return api_fault(f, 400, "bad_request", "cursor: names no entry "
+					 "of a%s listing", recursive ? " recursive" :
+					 " directory's");
+		if (!slash)
+			break;
+		c = slash + 1;
+	}
+	return true;
+}
+
+/* The listing's request: path, recursive=, cursor=. */
+static bool list_request(struct sandbox *sb, struct evhttp_request *req,
+			 const char *path, struct list_req *lr, char *after)
+{
+	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	const char *cur;
+	struct evkeyvalq kv;
+	struct api_fault f;
+	bool ok = true;
+
+	*lr = (struct list_req){ .path = path };
+	TAILQ_INIT(&kv);
+	if (q && evhttp_parse_query_str(q, &kv) == 0) {
+		lr->recursive = query_flag(evhttp_find_header(&kv, "recursive"));
+		list_key(sb, path, lr->recursive, lr->key);
+		cur = evhttp_find_header(&kv, "cursor");
+		if (cur && *cur && !(ok = cursor_entry(cur, lr->key, lr->recursive,
+						      after, &f)))
+			reply_fault(req, &f);
+		else if (cur && *cur)
+			lr->after = after;
+	}
+	evhttp_clear_headers(&kv);
+	return ok;
+}
+
+/* ,"next":CURSOR after the last entry given */
+static int list_next(struct listing *l)
+{
+	static const char hex[] = "0123456789abcdef";
+	char cur[2 * sizeof(l->last) + 32];
+	size_t n;
+
+	n = (size_t)snprintf(cur, sizeof(cur), "%s%s", CURSOR_TAG, l->key);
+	for (const unsigned char *c = (const unsigned char *)l->last; *c; c++) {
+		cur[n++] = hex[*c >> 4];
+		cur[n++] = hex[*c & 15];
+	}
+	cur[n] = '\0';
+	return evbuffer_add_printf(l->out, ",\"next\":\"%s\"", cur) < 0 ? -ENOMEM : 0;
 }
 
 /*
@@ -324,8 +443,8 @@ static int list_entry(void *arg, const struct corral_entry *e)
  * {"path": P, "entries": [...], "truncated": B}, as reply_json writes it,
  * into l->out (and its spool, if it has one).  path is UTF-8 (list_path).
  */
-static int list_into(struct corral_box *box, const char *path, size_t dir_max,
-		     bool *more, struct listing *l, struct corral_err *err)
+static int list_into(struct corral_box *box, const char *path, const char *after,
+		     size_t dir_max, bool *more, struct listing *l, struct corral_err *err)
 {
 	json_t *p = json_string(path);
 	char *ptext = p ? json_dumps(p, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
@@ -341,14 +460,17 @@ static int list_into(struct corral_box *box, const char *path, size_t dir_max,
 		r = corral_box_list_small(box, path, dir_max, list_entry, l, more,
 					  &truncated, err);
 	else if (r == 0)
-		r = corral_box_walk(box, path, !dir_max, dir_max ? dir_max : API_LIST_MAX,
-				    list_entry, l, &truncated, err);
+		r = corral_box_walk_after(box, path, !dir_max, after,
+					  dir_max ? dir_max : API_LIST_MAX,
+					  list_entry, l, &truncated, err);
 	else
 		corral_set_err(err, r, "out of memory for the listing");
 	if (r == 0 && more && (*more |= l->spilled))
 		return 0;
-	if (r == 0 && evbuffer_add_printf(l->out, "],\"truncated\":%s}\n",
-					  truncated ? "true" : "false") < 0)
+	if (r == 0 && (evbuffer_add_printf(l->out, "],\"truncated\":%s",
+					   truncated ? "true" : "false") < 0 ||
+		       (truncated && l->n && l->key && list_next(l) < 0) ||
+		       evbuffer_add(l->out, "}\n", 2) < 0))
 		r = corral_set_err(err, -ENOMEM, "out of memory for the listing");
 	if (r == 0 && l->fd >= 0 && (r = list_flush(l)) < 0)
 		corral_set_errno(err, -r, "writing the listing of %.300s", path);
@@ -378,22 +500,29 @@ static bool list_path(struct evhttp_request *req, const char *path)
 #define LIST_ON_LOOP		1000
 #define LIST_ON_LOOP_BYTES	(32 * 1024)
 
-/* A directory's entries: on the loop if they are few, else by a worker. */
+/*
+ * A directory's entries: on the loop if they are few, else by a worker.
+ * A page after the first is a worker's: the names before its cursor are
+ * read too, however many, and not counted among the few.
+ */
 static void file_list(struct sandbox *sb, struct evhttp_request *req,
-		      const char *path)
+		      const struct list_req *lr)
 {
 	struct corral_err err = { 0 };
-	struct listing l = { evbuffer_new(), 0, 0, -1, LIST_ON_LOOP_BYTES, false };
+	struct listing l = { evbuffer_new(), 0, 0, -1, LIST_ON_LOOP_BYTES, false,
+			     lr->key, "" };
 	bool more = false;
 
 	if (!l.out) {
 		reply_error(req, 500, "internal", "out of memory for the listing");
 		return;
 	}
-	if (list_into(sb->box, path, LIST_ON_LOOP, &more, &l, &err) < 0) {
+	if (lr->after) {
+		build_list_start(sb, req, lr);
+	} else if (list_into(sb->box, lr->path, NULL, LIST_ON_LOOP, &more, &l, &err) < 0) {
 		reply_err(req, &err);
 	} else if (more) {
-		build_start(sb, req, BUILD_LIST_DIR, path, NULL);
+		build_list_start(sb, req, lr);
 	} else if (api_answer_room(sb->d, req, evbuffer_get_length(l.out),
 				   "the listing")) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -403,21 +532,17 @@ static void file_list(struct sandbox *sb, struct evhttp_request *req,
 	evbuffer_free(l.out);
 }
 
-struct list_job {
-	const char *path;
-	bool recursive;
-};
-
 /* In the worker: the listing into the spool fd. */
 static int list_work(struct corral_box *box, void *arg, int fd, struct corral_err *err)
 {
-	struct list_job *j = arg;
-	struct listing l = { evbuffer_new(), 0, 0, fd, 0, false };
+	const struct list_req *j = arg;
+	struct listing l = { evbuffer_new(), 0, 0, fd, 0, false, j->key, "" };
 	int r;
 
 	if (!l.out)
 		return corral_set_err(err, -ENOMEM, "out of memory for the listing");
-	r = list_into(box, j->path, j->recursive ? 0 : API_LIST_MAX, NULL, &l, err);
+	r = list_into(box, j->path, j->after, j->recursive ? 0 : API_LIST_MAX, NULL,
+		      &l, err);
 	evbuffer_free(l.out);
 	return r;
 }
@@ -429,30 +554,29 @@ static int list_work(struct corral_box *box, void *arg, int fd, struct corral_er
  * makes it into a spool, as an archive out (api_builds.c); so too one
  * directory's of more than LIST_ON_LOOP names.
  */
-int file_list_start(struct corral_box *box, const char *path, bool recursive, int fd,
+int file_list_start(struct corral_box *box, const struct list_req *lr, int fd,
 		    corral_box_work_done_fn done, void *arg, struct corral_box_work **job,
 		    struct corral_err *err)
 {
-	struct list_job j = { path, recursive };
-
-	/* the worker's copy of j and path is made at its fork, before this returns */
-	return corral_box_work_start(box, path, list_work, &j, fd, done, arg,
+	/* the worker's copy of lr and its strings is made at its fork, before this returns */
+	return corral_box_work_start(box, lr->path, list_work, (void *)lr, fd, done, arg,
 				     job, err);
 }
 
 void files_get(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 {
-	char path[4096];
+	char path[4096], after[4096];
+	struct list_req lr;
 	bool list;
 
 	if (!file_target(sb, req, path, sizeof(path), &list))
 		return;
-	if (list && !list_path(req, path))
+	if (list && (!list_path(req, path) || !list_request(sb, req, path, &lr, after)))
 		return;
-	if (list && query_has(req, "recursive"))
-		build_start(sb, req, BUILD_LIST, path, NULL);
+	if (list && lr.recursive)
+		build_list_start(sb, req, &lr);
 	else if (list)
-		file_list(sb, req, path);
+		file_list(sb, req, &lr);
 	else
 		file_get(sb, req, path);
 }
@@ -615,7 +739,7 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 		return;
 	}
 	if (!builds_room(sb->d, sb, false, &f)) {
-		reply_fault(req, &f);
+		reply_busy(req, &f);
 		return;
 	}
 	if (!(u = calloc(1, sizeof(*u)))) {

@@ -369,7 +369,7 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 	}
 	if (!builds_room(sb->d, sb, false, &f)) {
 		free(s);
-		reply_fault(req, &f);
+		reply_busy(req, &f);
 		return;
 	}
 	/* before the first copy's worker is forked: they all share it */

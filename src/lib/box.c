@@ -227,7 +227,6 @@ static void box_halt(struct corral_box *b, const char *criterion,
 	b->halt_text = strdup(reason);	/* NULL: the cut halt_reason will do */
 	b->halt_evidence = evidence;
 	b->state = CORRAL_BOX_HALTED;
-	box_untars_halt(b);
 	box_works_halt(b);
 	drop_event(&b->ev_idle);
 	/* its writes from before the freeze go no further, nor new ones */

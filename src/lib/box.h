@@ -181,8 +181,7 @@ struct corral_box {
 	struct baseline *ws_base;	/* its files' stats then, for conflicts */
 	struct box_snap *snap;		/* snapshot.c: waiting for the freeze */
 	struct box_job *jobs;		/* box_job.c: workers under way */
-	struct corral_box_untar_job *untars;	/* boxarchive.c: writing in it */
-	struct corral_box_work *works;		/* box_job.c: the caller's, under way */
+	struct corral_box_work *works;		/* box_job.c: walks, unpacks, under way */
 	/* in a worker's copy of the box only (box_job.c): */
 	uint64_t job_rss0;		/* its resident bytes at the fork */
 	uint64_t job_mem_max;		/* what it may take beyond its fork's, or 0 */
@@ -214,10 +213,32 @@ void box_job_kill(struct box_job *j);	/* SIGKILL, reaped; end not called */
 /* In the worker: the bytes it took beyond what it had at the fork, at its peak. */
 uint64_t box_job_memory(const struct corral_box *b);
 void box_jobs_end(struct corral_box *b);	/* at destroy: killed, ends told */
-/* at a halt: the caller's works (corral_box_work_start) stop, done told */
+/*
+ * A work in a worker, as corral_box_work_start's, that answers out_len
+ * bytes of out besides r and err (an unpack's counts): fds[] kept in the
+ * worker, fd handed to the work; the sentences name the work: who (its
+ * worker) "ended without an answer", "the sandbox was destroyed while"
+ * doing, "halted: REASON; " halted.
+ */
+#define BOX_WORK_OUT_MAX	64
+struct box_work_how {
+	const int *fds;
+	size_t nfds;
+	int fd;
+	size_t out_len;
+	const char *who, *doing, *halted;
+};
+typedef int (*box_work_fn)(struct corral_box *b, void *work_arg, int fd, void *out,
+			   struct corral_err *err);
+typedef void (*box_work_end_fn)(void *arg, int r, const void *out,
+				const struct corral_err *err);
+int box_work_start(struct corral_box *b, const struct box_work_how *how, box_work_fn work,
+		   void *work_arg, box_work_end_fn end, void *arg,
+		   struct corral_box_work **out, struct corral_err *err);
+/* The worker killed, and its end told code and why (as a halt's). */
+void box_work_stop(struct corral_box_work *w, int code, const char *why);
+/* at a halt: every work stops (walks, unpacks), its end told why */
 void box_works_halt(struct corral_box *b);
-/* boxarchive.c: at a halt, what unpacks into the box stops (its files are evidence) */
-void box_untars_halt(struct corral_box *b);
 
 /* ---- box_export.c: the workspace's layers for diff and export ---- */
 

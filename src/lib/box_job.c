@@ -321,29 +321,37 @@ void box_jobs_end(struct corral_box *b)
 	}
 }
 
-/* ---- the caller's own work (corral_box_work_start) ---------------------- */
+/* ---- a work and its answer: the caller's (corral_box_work_start), an unpack's -- */
 
 /*
  * A walk of the sandbox's tree for a client (an archive out, a recursive
- * listing): its cost is the tree the sandbox made, and the FIFOs an
- * archive leaves out cost the walk without adding a byte.  The work is
- * the caller's function, run in the worker (a fork of the caller: the
- * function and its argument are there as they were at the fork).
+ * listing), or an archive unpacked into it: its cost is the tree or the
+ * archive the sandbox chose, and the FIFOs an archive leaves out cost the
+ * walk without adding a byte.  The work is a function run in the worker
+ * (a fork of the caller: the function and its argument are there as they
+ * were at the fork); its answer, r, err and up to BOX_WORK_OUT_MAX bytes of
+ * out (an unpack's counts), comes back through the job's memfd.  One way to end
+ * for every such work: done from the loop with what the worker answered,
+ * or why it could not (the box destroyed, a halt, a cancel that asks for it).
  */
 struct corral_box_work {
 	struct corral_box_work *next;	/* the box's (b->works) */
 	struct corral_box *b;
 	struct box_job *job;
-	corral_box_work_fn work;
+	box_work_fn work;
+	corral_box_work_fn pub_work;	/* corral_box_work_start's, instead */
 	void *work_arg;
-	corral_box_work_done_fn done;
+	box_work_end_fn end;
+	corral_box_work_done_fn pub_done;	/* corral_box_work_start's, instead */
 	void *arg;
 	int fd;
+	const char *who, *doing, *halted;	/* for the sentences (box_work_how) */
 };
 
 struct work_answer {
 	int r;
 	struct corral_err err;
+	unsigned char out[BOX_WORK_OUT_MAX];
 };
 
 static int work_run(struct corral_box *b, void *arg, int answer)
@@ -351,7 +359,10 @@ static int work_run(struct corral_box *b, void *arg, int answer)
 	struct corral_box_work *w = arg;
 	struct work_answer a = { 0 };
 
-	a.r = w->work(b, w->work_arg, w->fd, &a.err);
+	if (w->pub_work)
+		a.r = w->pub_work(b, w->work_arg, w->fd, &a.err);
+	else
+		a.r = w->work(b, w->work_arg, w->fd, a.out, &a.err);
 	if (a.r > 0)
 		a.r = 0;
 	return write(answer, &a, sizeof(a)) == (ssize_t)sizeof(a) ? 0 : -EIO;
@@ -368,6 +379,21 @@ static void work_free(struct corral_box_work *w)
 	free(w);
 }
 
+/* Done told a's answer, once; the work freed. */
+static void work_done(struct corral_box_work *w, struct work_answer *a)
+{
+	/* a code the worker made up is no errno (nor CORRAL_E_*) to map */
+	if (a->r > 0 || (a->r < -4095 && (a->r > CORRAL_E_HALTED ||
+					  a->r < CORRAL_E_STARTING)))
+		a->r = -EIO;
+	w->job = NULL;
+	if (w->pub_done)
+		w->pub_done(w->arg, a->r, &a->err);
+	else
+		w->end(w->arg, a->r, a->out, &a->err);
+	work_free(w);
+}
+
 static void work_end(void *arg, const char *answer, size_t len, int status)
 {
 	struct corral_box_work *w = arg;
@@ -375,18 +401,13 @@ static void work_end(void *arg, const char *answer, size_t len, int status)
 
 	if (status == -1)
 		a.r = corral_set_err(&a.err, -ESRCH, "the sandbox was destroyed while "
-				     "its worker ran");
+				     "%s", w->doing);
 	else if (answer && len == sizeof(a))
 		memcpy(&a, answer, sizeof(a));
 	else
-		a.r = corral_set_err(&a.err, -EIO, "the worker ended without an "
-				     "answer (wait status %d)", status);
-	/* a code the worker made up is no errno to map */
-	if (a.r > 0 || a.r < -4095)
-		a.r = -EIO;
-	w->job = NULL;
-	w->done(w->arg, a.r, &a.err);
-	work_free(w);
+		a.r = corral_set_err(&a.err, -EIO, "%s ended without an answer (wait "
+				     "status %d)", w->who, status);
+	work_done(w, &a);
 }
 
 /* A directory the work will walk, as the walk opens it: its errors now, no worker. */
@@ -403,22 +424,18 @@ static int work_dir_ok(struct corral_box *b, const char *dir, struct corral_err 
 	return 0;
 }
 
-int corral_box_work_start(struct corral_box *b, const char *dir, corral_box_work_fn work,
-			  void *work_arg, int fd, corral_box_work_done_fn done, void *arg,
-			  struct corral_box_work **out, struct corral_err *err)
+/* The worker forked for w, which is the box's from then on; else w freed. */
+static int work_fork(struct corral_box *b, struct corral_box_work *w,
+		     const struct box_work_how *how, struct corral_box_work **out,
+		     struct corral_err *err)
 {
-	int fds[2] = { b->sb->rootfd, fd }, r;
-	struct corral_box_work *w;
+	int r;
 
-	*out = NULL;
-	if (dir && (r = work_dir_ok(b, dir, err)) < 0)
-		return r;
-	if (!(w = calloc(1, sizeof(*w))))
-		return corral_set_err(err, -ENOMEM, "out of memory for a worker");
-	*w = (struct corral_box_work){ .work = work, .work_arg = work_arg, .done = done,
-				       .arg = arg, .fd = fd };
-	/* what a walk resolves beneath (the root), and where the work goes */
-	r = box_job_start(b, work_run, work_end, w, fds, 2, &w->job, err);
+	w->fd = how->fd;
+	w->who = how->who;
+	w->doing = how->doing;
+	w->halted = how->halted;
+	r = box_job_start(b, work_run, work_end, w, how->fds, how->nfds, &w->job, err);
 	if (r < 0) {
 		free(w);
 		return r;
@@ -430,6 +447,52 @@ int corral_box_work_start(struct corral_box *b, const char *dir, corral_box_work
 	return 0;
 }
 
+int box_work_start(struct corral_box *b, const struct box_work_how *how, box_work_fn work,
+		   void *work_arg, box_work_end_fn end, void *arg,
+		   struct corral_box_work **out, struct corral_err *err)
+{
+	struct corral_box_work *w;
+
+	*out = NULL;
+	if (how->out_len > BOX_WORK_OUT_MAX)
+		return corral_set_err(err, -EINVAL, "a worker's answer is at most %d "
+				      "bytes (asked for %zu)", BOX_WORK_OUT_MAX,
+				      how->out_len);
+	if (!(w = calloc(1, sizeof(*w))))
+		return corral_set_err(err, -ENOMEM, "out of memory for a worker");
+	w->work = work;
+	w->work_arg = work_arg;
+	w->end = end;
+	w->arg = arg;
+	return work_fork(b, w, how, out, err);
+}
+
+int corral_box_work_start(struct corral_box *b, const char *dir, corral_box_work_fn work,
+			  void *work_arg, int fd, corral_box_work_done_fn done, void *arg,
+			  struct corral_box_work **out, struct corral_err *err)
+{
+	/* what a walk resolves beneath (the root), and where the work goes */
+	int fds[2] = { b->sb->rootfd, fd }, r;
+	struct box_work_how how = {
+		.fds = fds, .nfds = 2, .fd = fd, .who = "the worker",
+		.doing = "its worker ran",
+		.halted = "the answer was cut short (ask again: a halted sandbox's "
+			  "files can be read while it is held)",
+	};
+	struct corral_box_work *w;
+
+	*out = NULL;
+	if (dir && (r = work_dir_ok(b, dir, err)) < 0)
+		return r;
+	if (!(w = calloc(1, sizeof(*w))))
+		return corral_set_err(err, -ENOMEM, "out of memory for a worker");
+	w->pub_work = work;
+	w->work_arg = work_arg;
+	w->pub_done = done;
+	w->arg = arg;
+	return work_fork(b, w, &how, out, err);
+}
+
 void corral_box_work_cancel(struct corral_box_work *w)
 {
 	if (!w)
@@ -438,23 +501,28 @@ void corral_box_work_cancel(struct corral_box_work *w)
 	work_free(w);
 }
 
+void box_work_stop(struct corral_box_work *w, int code, const char *why)
+{
+	struct work_answer a = { .r = code };
+
+	box_job_kill(w->job);
+	corral_set_err(&a.err, code, "%s", why);
+	work_done(w, &a);
+}
+
 /*
- * At a halt: the tree the work walks was frozen (or killed); its client
- * may ask again, from the frozen evidence.  Done told why.
+ * At a halt: the tree the work walks was frozen (or killed), and a halted
+ * box's files are evidence, never changed (boxfiles.c): an unpack forked
+ * before the halt stops with it.  Done told why; a walk's client may ask
+ * again, from the frozen evidence.
  */
 void box_works_halt(struct corral_box *b)
 {
-	struct corral_err err = { 0 };
+	char why[sizeof(((struct corral_err *)0)->msg)];
 
-	corral_set_err(&err, CORRAL_E_HALTED, "halted: %.400s; the answer was cut short "
-		       "(ask again: a halted sandbox's files can be read while it is held)",
-		       b->halt_reason);
 	while (b->works) {
-		struct corral_box_work *w = b->works;
-
-		box_job_kill(w->job);
-		w->job = NULL;
-		w->done(w->arg, CORRAL_E_HALTED, &err);
-		work_free(w);
+		snprintf(why, sizeof(why), "halted: %.400s; %s", b->halt_reason,
+			 b->works->halted);
+		box_work_stop(b->works, CORRAL_E_HALTED, why);
 	}
 }

@@ -637,9 +637,7 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
  * operator gives), and a client may send it again and again.
  */
 struct corral_box_untar_job {
-	struct corral_box_untar_job *next;	/* the box's (b->untars) */
-	struct corral_box *b;
-	struct box_job *job;
+	struct corral_box_work *work;
 	corral_box_untar_fn done;
 	void *arg;
 	char *dir;
@@ -647,60 +645,32 @@ struct corral_box_untar_job {
 	size_t len;
 };
 
-struct untar_answer {
-	int r;
-	struct corral_untar st;
-	struct corral_err err;
-};
-
-static int untar_work(struct corral_box *b, void *arg, int answer)
+static int untar_work(struct corral_box *b, void *arg, int fd, void *out,
+		      struct corral_err *err)
 {
 	struct corral_box_untar_job *j = arg;
-	struct untar_answer a = { 0 };
 
-	a.r = corral_box_untar(b, j->dir, j->data, j->len, &a.st, &a.err);
-	return write(answer, &a, sizeof(a)) == (ssize_t)sizeof(a) ? 0 : -EIO;
+	(void)fd;
+	return corral_box_untar(b, j->dir, j->data, j->len, out, err);
 }
 
 static void untar_job_free(struct corral_box_untar_job *j)
 {
-	for (struct corral_box_untar_job **p = j->b ? &j->b->untars : NULL; p && *p;
-	     p = &(*p)->next)
-		if (*p == j) {
-			*p = j->next;
-			break;
-		}
 	free(j->dir);
 	free(j);
 }
 
-/* The worker killed, what it unpacked so far staying; done told why. */
-static void untar_stop(struct corral_box_untar_job *j, int code, const char *why)
-{
-	struct corral_err err = { 0 };
-	struct corral_untar st = { 0 };
+_Static_assert(sizeof(struct corral_untar) <= BOX_WORK_OUT_MAX,
+	       "an unpack's counts are a worker's answer");
 
-	box_job_kill(j->job);
-	corral_set_err(&err, code, "%s", why);
-	j->done(j->arg, code, &st, &err);
-	untar_job_free(j);
-}
-
-static void untar_end(void *arg, const char *answer, size_t len, int status)
+/* The worker's answer and its counts, or why there is none (counts 0). */
+static void untar_end(void *arg, int r, const void *out, const struct corral_err *err)
 {
 	struct corral_box_untar_job *j = arg;
-	struct untar_answer a = { 0 };
+	struct corral_untar st;
 
-	if (status == -1)
-		a.r = corral_set_err(&a.err, -ESRCH, "the sandbox was destroyed while "
-				     "the archive was unpacked");
-	else if (answer && len == sizeof(a))
-		memcpy(&a, answer, sizeof(a));
-	else
-		a.r = corral_set_err(&a.err, -EIO, "the worker that unpacked the archive "
-				     "ended without an answer (wait status %d)", status);
-	j->job = NULL;
-	j->done(j->arg, a.r, &a.st, &a.err);
+	memcpy(&st, out, sizeof(st));
+	j->done(j->arg, r, &st, err);
 	untar_job_free(j);
 }
 
@@ -708,9 +678,16 @@ int corral_box_untar_start(struct corral_box *b, const char *dir, const void *da
 			   size_t len, corral_box_untar_fn done, void *arg,
 			   struct corral_box_untar_job **out, struct corral_err *err)
 {
+	/* what corral_box_untar resolves beneath and judges the room by */
+	int fds[2] = { b->sb->rootfd, b->sb->scratchfd }, r;
+	struct box_work_how how = {
+		.fds = fds, .nfds = 2, .fd = -1, .out_len = sizeof(struct corral_untar),
+		.who = "the worker that unpacked the archive",
+		.doing = "the archive was unpacked",
+		.halted = "the archive was unpacked only in part",
+	};
 	struct corral_box_untar_job *j;
 	char *copy = NULL;
-	int fds[2], r;
 
 	*out = NULL;
 	r = box_path_ok(b, dir, true, err);
@@ -736,40 +713,21 @@ int corral_box_untar_start(struct corral_box *b, const char *dir, const void *da
 	if (len)
 		memcpy(copy, data, len);
 	j->data = len ? copy : "";
-	/* what corral_box_untar resolves beneath and judges the room by */
-	fds[0] = b->sb->rootfd;
-	fds[1] = b->sb->scratchfd;
-	r = box_job_start(b, untar_work, untar_end, j, fds, 2, &j->job, err);
+	r = box_work_start(b, &how, untar_work, j, untar_end, j, &j->work, err);
 	free(copy);		/* the worker has its own */
 	j->data = NULL;
 	if (r < 0) {
 		untar_job_free(j);
 		return r;
 	}
-	j->b = b;
-	j->next = b->untars;
-	b->untars = j;
 	*out = j;
 	return 0;
 }
 
+/* What it unpacked so far stays; done told -ECANCELED. */
 void corral_box_untar_cancel(struct corral_box_untar_job *j)
 {
 	if (j)
-		untar_stop(j, -ECANCELED, "cut short: its client went before the "
-			   "archive was unpacked");
-}
-
-/*
- * A halted box's files are evidence, never changed (boxfiles.c): a worker
- * still unpacking into it, forked before the halt, stops with it.
- */
-void box_untars_halt(struct corral_box *b)
-{
-	char why[sizeof(((struct corral_err *)0)->msg)];
-
-	snprintf(why, sizeof(why), "halted: %.400s; the archive was unpacked only in part",
-		 b->halt_reason);
-	while (b->untars)
-		untar_stop(b->untars, CORRAL_E_HALTED, why);
+		box_work_stop(j->work, -ECANCELED, "cut short: its client went before "
+			      "the archive was unpacked");
 }

@@ -466,7 +466,29 @@ struct walk {
 	struct corral_err *err;
 };
 
-static int walk_dir(struct walk *w, int dfd, char *rel, size_t rlen, int depth);
+static int walk_dir(struct walk *w, int dfd, char *rel, size_t rlen, int depth,
+		    const char *after);
+
+/* The directory name of dfd, rel its path, walked: after, as walk_dir's. */
+static int walk_sub(struct walk *w, int dfd, const char *name, char *rel, size_t rlen,
+		    int depth, const char *after)
+{
+	cleanup_close int sub = -1;
+	struct statfs sf;
+
+	/* one component, a directory, not a link: stays beneath */
+	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0)
+		return corral_set_errno(w->err, errno, "%.300s", rel);
+	/* a mount of /proc or /sys beneath is not served */
+	if (fstatfs(sub, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC ||
+				       sf.f_type == SYSFS_MAGIC))
+		return 0;
+	if (depth >= BOX_WALK_DEPTH)
+		return corral_set_err(w->err, -ELOOP, "%.300s: deeper than "
+				      "%d directories", rel, BOX_WALK_DEPTH);
+	return walk_dir(w, steal_fd(&sub), rel, rlen, depth + 1, after);
+}
 
 static int walk_entry(struct walk *w, int dfd, const char *name, char *rel,
 		      size_t rlen, int depth)
@@ -501,23 +523,8 @@ static int walk_entry(struct walk *w, int dfd, const char *name, char *rel,
 	r = w->fn(w->arg, dfd, name, &e, &st);
 	if (r)
 		return r;
-	if (S_ISDIR(st.st_mode) && w->recursive) {
-		cleanup_close int sub = -1;
-		struct statfs sf;
-
-		/* one component, a directory, not a link: stays beneath */
-		sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0)
-			return corral_set_errno(w->err, errno, "%.300s", rel);
-		/* a mount of /proc or /sys beneath is not served */
-		if (fstatfs(sub, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC ||
-					       sf.f_type == SYSFS_MAGIC))
-			return 0;
-		if (depth >= BOX_WALK_DEPTH)
-			return corral_set_err(w->err, -ELOOP, "%.300s: deeper than "
-					      "%d directories", rel, BOX_WALK_DEPTH);
-		return walk_dir(w, steal_fd(&sub), rel, rlen + n, depth + 1);
-	}
+	if (S_ISDIR(st.st_mode) && w->recursive)
+		return walk_sub(w, dfd, name, rel, rlen + n, depth, NULL);
 	return 0;
 }
 
@@ -570,6 +577,47 @@ static void heap_down(char **h, size_t n, size_t i)
 	}
 }
 
+/* after's first component: its length, and *rest past its '/' (or NULL). */
+static size_t after_first(const char *after, const char **rest)
+{
+	const char *slash = strchr(after, '/');
+
+	*rest = slash ? slash + 1 : NULL;
+	return slash ? (size_t)(slash - after) : strlen(after);
+}
+
+/* strcmp(name, the first len bytes of comp), as if those were a string. */
+static int first_cmp(const char *name, const char *comp, size_t len)
+{
+	int r = strncmp(name, comp, len);
+
+	return r ? r : name[len] ? 1 : 0;
+}
+
+/*
+ * A walk resumed after the entry the last page ended on (corral_box_walk_after):
+ * the rest of that entry's own directory, recursive, given before the names
+ * that follow it here.  The entry itself was given; a directory the tree
+ * has lost or changed since has nothing left to give.  Only names are
+ * compared: the cursor is never opened as a path, so a forged one can
+ * name nothing the same walk from the start would not.
+ */
+static int walk_resume(struct walk *w, int dfd, const char *first, size_t len,
+		       const char *rest, char *rel, size_t rlen, int depth)
+{
+	char name[4096];
+	struct stat st;
+	size_t n;
+
+	if (len >= sizeof(name) || rlen + len + 1 >= 4096)
+		return 0;	/* no such name: nothing to resume beneath */
+	snprintf(name, sizeof(name), "%.*s", (int)len, first);
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	n = snprintf(rel + rlen, 4096 - rlen, "%s%s", rlen ? "/" : "", name);
+	return walk_sub(w, dfd, name, rel, rlen + n, depth, rest);
+}
+
 /*
  * Takes fd; the entries in name order, so the answer is the same each time.
  * Past what the walk can still take, only the first names by order are
@@ -577,12 +625,14 @@ static void heap_down(char **h, size_t n, size_t i)
  * Only the names are kept: readdir's record ends with its name, so a copy
  * of a whole struct dirent would read past the last one in the buffer.
  */
-static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
+static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth,
+		    const char *after)
 {
 	char **names = NULL;
 	DIR *d = fdopendir(fd);
 	struct dirent *de;
-	size_t n = 0, cap = 0, room;
+	size_t n = 0, cap = 0, room, alen = 0;
+	const char *rest = NULL;
 	bool by_max;
 	int r = 0;
 
@@ -590,9 +640,18 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 		close(fd);
 		return corral_set_errno(w->err, errno, "%.300s", rlen ? rel : ".");
 	}
+	if (after) {
+		alen = after_first(after, &rest);
+		if (w->recursive)
+			r = walk_resume(w, dirfd(d), after, alen, rest, rel, rlen, depth);
+		rel[rlen] = '\0';
+	}
 	room = names_room(w, &by_max);
-	while ((de = readdir(d))) {
+	while (r == 0 && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* given by the pages before, or beneath the one resumed above */
+		if (after && first_cmp(de->d_name, after, alen) <= 0)
 			continue;
 		if (n == room && !by_max) {
 			r = corral_set_err(w->err, -EFBIG, "%s%.300s: more than %d entries "
@@ -654,7 +713,7 @@ static int walk_dir(struct walk *w, int fd, char *rel, size_t rlen, int depth)
 }
 
 static int walk_at(struct corral_box *b, const char *path, bool recursive,
-		   size_t max, bool spill, box_walk_fn fn, void *arg,
+		   const char *after, size_t max, bool spill, box_walk_fn fn, void *arg,
 		   struct corral_err *err)
 {
 	struct walk w = { b, fn, arg, recursive, max, 0, 0, spill, err };
@@ -668,7 +727,7 @@ static int walk_at(struct corral_box *b, const char *path, bool recursive,
 	if (fd < 0)
 		return fd;
 	as_agent(b, true);
-	r = walk_dir(&w, fd, rel, 0, 0);
+	r = walk_dir(&w, fd, rel, 0, 0, after && *after ? after : NULL);
 	as_agent(b, false);
 	return r;
 }
@@ -676,7 +735,7 @@ static int walk_at(struct corral_box *b, const char *path, bool recursive,
 int box_walk(struct corral_box *b, const char *path, bool recursive, size_t max,
 	     box_walk_fn fn, void *arg, struct corral_err *err)
 {
-	return walk_at(b, path, recursive, max, false, fn, arg, err);
+	return walk_at(b, path, recursive, NULL, max, false, fn, arg, err);
 }
 
 struct pub_walk {
@@ -700,15 +759,24 @@ static int pub_entry(void *arg, int dfd, const char *name,
 	return r;
 }
 
+int corral_box_walk_after(struct corral_box *b, const char *path, bool recursive,
+			  const char *after, size_t max,
+			  int (*fn)(void *arg, const struct corral_entry *e),
+			  void *arg, bool *truncated, struct corral_err *err)
+{
+	struct pub_walk p = { fn, arg, err };
+	int r = walk_at(b, path, recursive, after, max, false, pub_entry, &p, err);
+
+	*truncated = r == 1;
+	return r == 1 ? 0 : r;
+}
+
 int corral_box_walk(struct corral_box *b, const char *path, bool recursive,
 		    size_t max, int (*fn)(void *arg, const struct corral_entry *e),
 		    void *arg, bool *truncated, struct corral_err *err)
 {
-	struct pub_walk p = { fn, arg, err };
-	int r = box_walk(b, path, recursive, max, pub_entry, &p, err);
-
-	*truncated = r == 1;
-	return r == 1 ? 0 : r;
+	return corral_box_walk_after(b, path, recursive, NULL, max, fn, arg,
+				     truncated, err);
 }
 
 int corral_box_list_small(struct corral_box *b, const char *path, size_t max,
@@ -716,7 +784,7 @@ int corral_box_list_small(struct corral_box *b, const char *path, size_t max,
 			  void *arg, bool *more, bool *truncated, struct corral_err *err)
 {
 	struct pub_walk p = { fn, arg, err };
-	int r = walk_at(b, path, false, max, true, pub_entry, &p, err);
+	int r = walk_at(b, path, false, NULL, max, true, pub_entry, &p, err);
 
 	*more = r == 2;
 	*truncated = r == 1;

@@ -21,6 +21,11 @@ from . import errors
 DEFAULT_TIMEOUT = 600.0     # seconds a request may wait for its answer
 KEEP_MAX = 4                # idle connections kept: a TCP peer has 32 at most
 KEEP_IDLE = 30.0            # seconds one is kept (the daemon closes at 60)
+# A 503 that says Retry-After was refused before anything was done (the
+# daemon's workers, or the memory for answers, all taken): asked again at
+# most BUSY_TRIES times in all, waiting as it says, within BUSY_TIME seconds
+BUSY_TRIES = 5
+BUSY_TIME = 30.0
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -199,12 +204,36 @@ class Client:
         if resp.status >= 300:
             data = resp.read()
             conn.close()
-            raise errors.from_answer(resp.status, data)
+            raise errors.from_answer(resp.status, data, resp.getheader("Retry-After"))
         return conn, resp
+
+    def _busy_wait(self, e, tries, deadline):
+        """Whether e (an error answer) is a 503 worth asking again, after
+        its Retry-After (slept here); not when that is past deadline."""
+        wait = getattr(e, "retry_after", None)
+        if e.status != 503 or wait is None or tries >= BUSY_TRIES:
+            return False
+        if time.monotonic() + wait > deadline:
+            return False
+        time.sleep(wait)
+        return True
+
+    def open_retried(self, method, path, body=None, content_type=None, timeout=None,
+                     kept=False, accept=None):
+        """open(), asked again after a 503 that says Retry-After (BUSY_TRIES,
+        BUSY_TIME): the daemon did nothing of that request."""
+        tries, deadline = 1, time.monotonic() + BUSY_TIME
+        while True:
+            try:
+                return self.open(method, path, body, content_type, timeout, kept, accept)
+            except errors.Busy as e:
+                if not self._busy_wait(e, tries, deadline):
+                    raise
+                tries += 1
 
     def request(self, method, path, body=None, content_type=None, timeout=None):
         """The whole answer's bytes."""
-        conn, resp = self.open(method, path, body, content_type, timeout, kept=True)
+        conn, resp = self.open_retried(method, path, body, content_type, timeout, kept=True)
         try:
             data = resp.read()
         except (OSError, http.client.HTTPException) as e:

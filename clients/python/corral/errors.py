@@ -67,7 +67,9 @@ class NotSupported(APIError):
 
 
 class Busy(APIError):
-    """503 busy: --max-sandboxes reached."""
+    """503 busy: --max-sandboxes reached, or the daemon's workers (diffs,
+    listings, archives) all taken; retry_after: the seconds the daemon
+    said to wait (Retry-After), or None when it did not say."""
 
 
 class NoSpace(APIError):
@@ -81,8 +83,15 @@ BY_STATUS = {
 }
 
 
-def from_answer(status, body):
-    """The exception for an error answer (its body as bytes)."""
+def _seconds(value):
+    """Retry-After as whole seconds (RFC 9110), else None (a date is not used)."""
+    value = (value or "").strip()
+    return int(value) if value.isdigit() and len(value) < 10 else None
+
+
+def from_answer(status, body, retry_after=None):
+    """The exception for an error answer (its body as bytes, its
+    Retry-After header if any)."""
     import json
     code, detail = "error", body.decode("utf-8", "replace")[:500] or "no detail"
     try:
@@ -92,4 +101,6 @@ def from_answer(status, body):
             detail = o.get("detail", detail)
     except ValueError:
         pass
-    return BY_STATUS.get(status, APIError)(status, code, detail)
+    e = BY_STATUS.get(status, APIError)(status, code, detail)
+    e.retry_after = _seconds(retry_after)
+    return e

@@ -224,9 +224,33 @@ class Files:
     def list(self, path, recursive=False):
         """The entries: name (relative to path), type (file, dir, symlink,
         other), size, mode ("0644"), mtime, target (symlinks, not followed);
-        recursive=True: the whole tree."""
+        recursive=True: the whole tree.  The first 100,000 only: walk() for
+        all of them."""
         return self.sandbox.client.call(
             "GET", self._path(path, True) + ("&recursive=1" if recursive else ""))["entries"]
+
+    def page(self, path, recursive=False, cursor=None):
+        """One page of a listing: {"path", "entries", "truncated", "next"};
+        "next" (when truncated) is the cursor of the page after.  A page
+        holds at most 100,000 entries (docs/API.md)."""
+        q = self._path(path, True) + ("&recursive=1" if recursive else "")
+        if cursor:
+            q += "&cursor=" + urllib.parse.quote(cursor, safe="")
+        return self.sandbox.client.call("GET", q)
+
+    def walk(self, path, recursive=False, max_pages=100):
+        """Every entry, page after page (a generator): past max_pages pages
+        (a tree still growing as it is read) it raises CorralError rather
+        than page forever."""
+        cursor = None
+        for _ in range(max_pages):
+            p = self.page(path, recursive, cursor)
+            yield from p["entries"]
+            cursor = p.get("next") if p.get("truncated") else None
+            if not cursor:
+                return
+        raise errors.CorralError("the listing of %s has more than %d pages "
+                                 "(max_pages)" % (path, max_pages))
 
     def mkdir(self, path, parents=False, mode=None):
         body = {"path": path, "parents": parents}

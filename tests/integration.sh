@@ -2018,6 +2018,22 @@ t_help() {
 	done
 }
 
+# `corral help VERB` is VERB's --help, and the help ends with examples:
+# `help run` printed the list of verbs, and run's help showed no command.
+t_help_verb() {
+	local v rc
+	for v in run exec create policy audit serve doctor; do
+		expect_eq "help $v" "$(timeout 10 "$CORRAL" help "$v" 2>&1)" \
+			"$(timeout 10 "$CORRAL" "$v" --help 2>&1)"
+	done
+	expect_contains "run's examples" "$(timeout 10 "$CORRAL" help run)" \
+		"Examples:
+  corral run -- python3"
+	rc=0; out=$(timeout 10 "$CORRAL" help nosuch 2>&1) || rc=$?
+	expect_eq "help nosuch: exit" "$rc" 2
+	expect_contains "help nosuch: said" "$out" 'unknown command "nosuch"'
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

@@ -2034,6 +2034,27 @@ t_help_verb() {
 	expect_contains "help nosuch: said" "$out" 'unknown command "nosuch"'
 }
 
+# A policy a person got wrong: its bad JSON says it is JSON that is wrong,
+# and where (a trailing comma, the usual slip, by name); an unknown
+# subcommand is named, not only the usage printed.
+t_policy_errors_say_what() {
+	local rc
+	printf '{\n  "limits": {\n    "memory": "1G",\n  }\n}\n' > "$T/comma.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/comma.json" 2>&1) || rc=$?
+	expect_eq "trailing comma: exit" "$rc" 1
+	expect_contains "trailing comma: where" "$out" "comma.json:4:3: not valid JSON"
+	expect_contains "trailing comma: why" "$out" "a comma before a closing }"
+	out=$(crun --policy "$T/comma.json" -- /bin/true)
+	expect_eq "run: exit" "$(rc)" 125
+	expect_contains "run: said" "$out" "comma.json:4:3: not valid JSON"
+	rc=0; out=$(timeout 30 "$CORRAL" policy lint "$T/comma.json" 2>&1) || rc=$?
+	expect_eq "policy lint: exit" "$rc" 2
+	expect_contains "policy lint: said" "$out" 'unknown subcommand "lint"'
+	rc=0; out=$(timeout 30 "$CORRAL" policy check 2>&1) || rc=$?
+	expect_eq "policy check: exit" "$rc" 2
+	expect_contains "policy check: said" "$out" "no FILE given"
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

@@ -2034,6 +2034,39 @@ t_help_verb() {
 	expect_contains "help nosuch: said" "$out" 'unknown command "nosuch"'
 }
 
+# A docker user's options: each refused (125, the command never run) with
+# corral's spelling, not getopt's "invalid option -- 'e'" alone; and -w's,
+# --cwd, works.
+t_docker_options() {
+	local args want
+	while IFS='|' read -r args want; do
+		# shellcheck disable=SC2086  # ARGS is split as a user typed it
+		out=$(crun $args -- /bin/sh -c 'echo the-command-ran')
+		expect_eq "$args: exit" "$(rc)" 125
+		expect_not_contains "$args: not run" "$out" the-command-ran
+		expect_contains "$args: corral's way" "$out" "$want"
+		expect_contains "$args: help" "$out" 'see `corral run --help`'
+	done <<-'EOF'
+	-e X=1|--env NAME=VALUE
+	-v /tmp:/x|--ro HOST[:PATH]
+	--volume=/tmp:/x|--rw HOST[:PATH]
+	-w /tmp|--cwd DIR
+	-it|give -t alone
+	--rm|drop --rm
+	-d|corral exec --background
+	--privileged|no capabilities
+	EOF
+	out=$(crun --memory)
+	expect_eq "--memory alone: exit" "$(rc)" 125
+	expect_contains "--memory alone: said" "$out" 'option "--memory" needs a value'
+	out=$(crun --cwd /tmp -- /bin/pwd)
+	expect_eq "--cwd: exit" "$(rc)" 0
+	expect_eq "--cwd" "$out" /tmp
+	out=$(crun --cwd tmp -- /bin/pwd)
+	expect_eq "--cwd relative: exit" "$(rc)" 125
+	expect_contains "--cwd relative: said" "$out" '--cwd: working directory "tmp"'
+}
+
 # A policy a person got wrong: its bad JSON says it is JSON that is wrong,
 # and where (a trailing comma, the usual slip, by name); an unknown
 # subcommand is named, not only the usage printed.

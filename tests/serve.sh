@@ -934,6 +934,41 @@ t_cli_with_stdio_closed() {
 	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
 }
 
+# A docker user's options to exec and create: refused (2, nothing asked of
+# the daemon) with corral's spelling, not "unknown option" alone; docker's
+# -it is -t here, and the refusal says so.
+t_cli_docker_options() {
+	local id verb args want rc
+	start_daemon
+	id=$(mksb)
+	while IFS='|' read -r verb args want; do
+		rc=0
+		# shellcheck disable=SC2086  # ARGS is split as a user typed it
+		if [ "$verb" = exec ]; then
+			out=$("$CORRAL" exec --socket "$SOCK" "$id" $args -- /bin/sh -c 'echo the-command-ran' 2>&1 < /dev/null) || rc=$?
+		else
+			out=$("$CORRAL" create --socket "$SOCK" $args 2>&1 < /dev/null) || rc=$?
+		fi
+		expect_eq "$verb $args: exit" "$rc" 2
+		expect_not_contains "$verb $args: not run" "$out" the-command-ran
+		expect_contains "$verb $args: corral's way" "$out" "$want"
+		expect_contains "$verb $args: help" "$out" "see \`corral $verb --help\`"
+	done <<-'EOF'
+	exec|-e X=1|--env NAME=VALUE
+	exec|-w /tmp|--cwd DIR
+	exec|-d|--background
+	exec|-it|-t alone
+	exec|-u root|corral create --user root|agent
+	create|--name web|--label name=VALUE
+	create|-v /tmp:/x|--workspace DIR
+	create|--memory 1G|"limits" section
+	create|--rm|drop --rm
+	EOF
+	code=$(api GET /v1/sandboxes)
+	expect_eq "no sandbox made" "$(jq 'len(v["sandboxes"])')" 1
+	stop_daemon
+}
+
 # exec's reader gone (`corral exec ... | head`): the caller's choice, as
 # for any filter: exit 141 (128 + SIGPIPE), nothing said, and the call
 # does not run on (a `yes` writing for ever is gone).  It was exit 125

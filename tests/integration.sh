@@ -2067,6 +2067,25 @@ t_docker_options() {
 	expect_contains "--cwd relative: said" "$out" '--cwd: working directory "tmp"'
 }
 
+# `corral run -- ./step.sh` in a project's directory, without --workspace:
+# the command fails in an empty /workspace, and corral says why and what
+# to add (it said "not found: ./step.sh" alone); with it, it runs.
+t_workspace_hint() {
+	mkdir "$T/proj"
+	printf '#!/bin/sh\necho stepped\n' > "$T/proj/step.sh"
+	chmod 755 "$T/proj/step.sh"
+	out=$(cd "$T/proj" && crun -- ./step.sh)
+	expect_eq "no workspace: exit" "$(rc)" 127
+	expect_contains "no workspace: said" "$out" "./step.sh is in this directory, not in the sandbox's /workspace"
+	expect_contains "no workspace: what to add" "$out" "--workspace ."
+	out=$(cd "$T/proj" && crun -- /bin/sh step.sh)
+	expect_eq "sh step.sh: exit" "$(rc)" 2
+	expect_contains "sh step.sh: said" "$out" "step.sh is in this directory"
+	out=$(cd "$T/proj" && crun --workspace . -- ./step.sh)
+	expect_eq "--workspace .: exit" "$(rc)" 0
+	expect_eq "--workspace .: ran" "$out" stepped
+}
+
 # A policy a person got wrong: its bad JSON says it is JSON that is wrong,
 # and where (a trailing comma, the usual slip, by name); an unknown
 # subcommand is named, not only the usage printed.

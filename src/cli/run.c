@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char run_usage[] =
@@ -505,6 +507,34 @@ static void print_end(const struct corral_result *res)
 	free(safe);
 }
 
+/*
+ * `corral run -- ./step.sh` or `-- python3 step.py` in a project's
+ * directory: the command runs in /workspace, empty without --workspace,
+ * and fails there ("not found", python's "can't open file") with nothing
+ * to say why the file the user sees is not there.  When the command
+ * failed in the default /workspace, had none, and an argument is a
+ * relative path that exists here, say so once.
+ */
+static void workspace_hint(const struct corral_policy *p, char *const *argv,
+			   int code)
+{
+	struct stat st;
+
+	if (code == 0 || p->workspace || p->workspace_layer || p->workdir)
+		return;
+	for (int i = 0; i < 8 && argv[i]; i++) {
+		const char *a = argv[i];
+
+		if (a[0] == '-' || a[0] == '/' || (!strchr(a, '/') && !strchr(a, '.')))
+			continue;
+		if (fstatat(AT_FDCWD, a, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		cli_error("note: %s is in this directory, not in the sandbox's /workspace, which is empty without --workspace: `corral run --workspace . ...` shows this directory there",
+			  a);
+		return;
+	}
+}
+
 /* ---- a signal before the sandbox's setup --------------------------------- */
 
 static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -791,6 +821,8 @@ static int run(int argc, char **argv, struct stops *st)
 		if (!o.capture && o.export)
 			print_export(&res);
 		code = corral_result_exit_code(&res);
+		if (!o.capture)
+			workspace_hint(&p, o.argv, code);
 		/* the command ran, but what it made did not come out as asked */
 		if (res.export_failed && code == 0)
 			code = EXIT_CORRAL;

@@ -2056,6 +2056,11 @@ t_docker_options() {
 	-d|corral exec --background
 	--privileged|no capabilities
 	EOF
+	for args in "ps|corral ls" "pull debian|corral image import" "stop x|corral halt ID"; do
+		rc=0; out=$(timeout 10 "$CORRAL" ${args%%|*} 2>&1) || rc=$?
+		expect_eq "corral ${args%%|*}: exit" "$rc" 2
+		expect_contains "corral ${args%%|*}: corral's way" "$out" "${args#*|}"
+	done
 	out=$(crun --memory)
 	expect_eq "--memory alone: exit" "$(rc)" 125
 	expect_contains "--memory alone: said" "$out" 'option "--memory" needs a value'

@@ -42,6 +42,8 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * way, or NULL (docker_flags.c).
  */
 const char *docker_flag_hint(const char *verb, const char *opt);
+/* the same for a docker command corral has under another name, or NULL */
+const char *docker_verb_hint(const char *name);
 /*
  * Text a sandbox may have chosen (file names, labels, reasons, details,
  * whether the daemon relays it or a run reports it): C0 controls, DEL and

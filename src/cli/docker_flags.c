@@ -4,7 +4,8 @@
  * "invalid option -- 'e'" and nothing more: the reader had to find out
  * from --help that corral spells it --env, or that a bind is --ro/--rw.
  * Nothing here accepts an option: each row only names corral's way, or
- * says why there is none (a capability, a host namespace).
+ * says why there is none (a capability, a host namespace).  So too for a
+ * docker command corral has under another name (ps, stop, images).
  */
 #include "cli.h"
 
@@ -113,5 +114,31 @@ const char *docker_flag_hint(const char *verb, const char *opt)
 			if (same_flag(flags[i].names[k], opt))
 				return flags[i].hint;
 	}
+	return NULL;
+}
+
+static const struct docker_verb {
+	const char *name;
+	const char *hint;
+} verbs[] = {
+	{ "ps", "corral ls lists the daemon's sandboxes" },
+	{ "stop", "corral halt ID stops a sandbox and keeps its evidence; corral rm ID destroys it" },
+	{ "kill", "corral halt ID stops a sandbox and keeps its evidence; corral rm ID destroys it" },
+	{ "start", "corral create makes a sandbox; a paused one goes on with corral resume ID" },
+	{ "unpause", "corral spells it resume" },
+	{ "images", "corral image ls lists the images" },
+	{ "pull", "corral contacts no registry: skopeo copy docker://REF oci-archive:FILE, then corral image import FILE" },
+	{ "build", "corral builds no images: docker save REF > FILE, then corral image import FILE" },
+	{ "inspect", "corral ls --json shows the sandboxes, corral image inspect REF an image" },
+	{ "attach", "corral exec -t ID -- /bin/bash opens a terminal in a sandbox" },
+	{ "top", "corral ls shows each sandbox's CPU and memory; corral logs ID its background processes" },
+	{ "stats", "corral ls shows each sandbox's CPU and memory" },
+};
+
+const char *docker_verb_hint(const char *name)
+{
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(verbs[i].name, name))
+			return verbs[i].hint;
 	return NULL;
 }

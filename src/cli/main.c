@@ -240,7 +240,9 @@ static int cmd_help(int argc, char **argv)
 	}
 	c = find_command(argv[1]);
 	if (!c) {
-		cli_error("help: unknown command \"%s\"; see `corral --help`", argv[1]);
+		cli_error("help: unknown command \"%s\"%s%s; see `corral --help`", argv[1],
+			  docker_verb_hint(argv[1]) ? ": " : "",
+			  docker_verb_hint(argv[1]) ?: "");
 		return 2;
 	}
 	verb_argv[0] = argv[1];
@@ -289,6 +291,10 @@ int main(int argc, char **argv)
 	cmd = find_command(argv[1]);
 	if (cmd)
 		return cmd->fn(argc - 1, argv + 1);
-	cli_error("unknown command \"%s\"; see `corral --help`", argv[1]);
+	if (docker_verb_hint(argv[1]))
+		cli_error("unknown command \"%s\": %s; see `corral --help`", argv[1],
+			  docker_verb_hint(argv[1]));
+	else
+		cli_error("unknown command \"%s\"; see `corral --help`", argv[1]);
 	return 2;
 }

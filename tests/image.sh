@@ -101,6 +101,18 @@ t_help() {
 	"$CORRAL" --help | grep -q "image import|ls|rm|inspect" || fail "not in corral --help"
 }
 
+# An option image does not take is named by image, with where to look:
+# getopt's own said "ls: unrecognized option", as if of ls(1).
+t_usage_names_the_option() {
+	local rc
+	rc=0; out=$("$CORRAL" image ls --bogus 2>&1) || rc=$?
+	expect_eq "ls --bogus: exit" "$rc" 2
+	expect_eq "ls --bogus: said" "$out" 'corral: image: unknown option "--bogus"; see `corral image --help`'
+	rc=0; out=$("$CORRAL" image import --name 2>&1) || rc=$?
+	expect_eq "import --name: exit" "$rc" 2
+	expect_contains "import --name: said" "$out" 'option "--name" needs a value'
+}
+
 t_import_oci_layout() {
 	fixture busybox-oci bb
 	out=$(img import "$T/bb")

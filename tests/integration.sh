@@ -2029,6 +2029,9 @@ t_help_verb() {
 	expect_contains "run's examples" "$(timeout 10 "$CORRAL" help run)" \
 		"Examples:
   corral run -- python3"
+	rc=0; out=$(timeout 10 "$CORRAL" doctor --json 2>&1) || rc=$?
+	expect_eq "doctor --json: exit" "$rc" 2
+	expect_eq "doctor --json: said" "$out" 'corral: doctor takes no arguments (got "--json"); see `corral doctor --help`'
 	rc=0; out=$(timeout 10 "$CORRAL" help nosuch 2>&1) || rc=$?
 	expect_eq "help nosuch: exit" "$rc" 2
 	expect_contains "help nosuch: said" "$out" 'unknown command "nosuch"'

@@ -470,6 +470,19 @@ t_socket_path_not_a_socket() {
 	expect_eq "the .new file is kept" "$(cat "$T/s2.new" 2>&1)" precious
 }
 
+# A bad option to serve is named in one line, not followed by the 150
+# lines of its help (on stderr, scrolling the error off the screen).
+t_serve_usage_names_the_option() {
+	local rc
+	rc=0; out=$("$CORRAL" serve --socket "$T/s" --bogus 2>&1 < /dev/null) || rc=$?
+	expect_eq "--bogus: exit" "$rc" 2
+	expect_eq "--bogus: said" "$out" 'corral: serve: unknown option "--bogus"; see `corral serve --help`'
+	rc=0; out=$("$CORRAL" serve --socket "$T/s" --policy 2>&1 < /dev/null) || rc=$?
+	expect_eq "--policy: exit" "$rc" 2
+	expect_eq "--policy: said" "$out" 'corral: serve: option "--policy" needs a value; see `corral serve --help`'
+	[ ! -e "$T/s" ] || fail "a socket was made"
+}
+
 # $CORRAL_SOCKET, where the clients look first, is where a user's daemon
 # listens when no --socket says: one setting for both ends (it listened at
 # its own default, and `corral ls` with the same setting found nothing).

@@ -470,6 +470,31 @@ t_socket_path_not_a_socket() {
 	expect_eq "the .new file is kept" "$(cat "$T/s2.new" 2>&1)" precious
 }
 
+# As root, a daemon without --uid-range maps no workspace's owner: its
+# files are nobody's to the agent, and the first exec that edits one got
+# "Permission denied", the reason only in the sandbox's JSON.  create says
+# it on stderr, with what to do; stdout stays the id alone.  Unprivileged,
+# the caller's own workspace is mapped, and nothing is said.
+t_create_says_workspace_not_mapped() {
+	local id
+	start_daemon
+	mkdir "$T/ws"
+	echo orig > "$T/ws/f"
+	id=$("$CORRAL" create --socket "$SOCK" --workspace "$T/ws" 2> "$T/e") || fail "create: $(cat "$T/e")"
+	expect_eq "stdout: the id alone" "$(printf '%s' "$id" | wc -l)" 0
+	case $id in sb-*) ;; *) fail "not an id: $id" ;; esac
+	if [ "$ME" = 0 ]; then
+		expect_contains "said" "$(cat "$T/e")" "corral: note: ${T:0:40}"
+		expect_contains "why" "$(cat "$T/e")" "is host uid 0's, outside the daemon's --uid-range"
+		expect_contains "what to do" "$(cat "$T/e")" "corral serve --uid-range FROM-TO"
+	else
+		expect_eq "nothing said" "$(cat "$T/e")" ""
+		out=$("$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'echo new > f && cat f' 2>&1) ||
+			fail "the owner's workspace is not writable: $out"
+	fi
+	stop_daemon
+}
+
 # A bad option to serve is named in one line, not followed by the 150
 # lines of its help (on stderr, scrolling the error off the screen).
 t_serve_usage_names_the_option() {

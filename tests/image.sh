@@ -827,6 +827,7 @@ t_run_image_refusals() {
 	out=$(crun --image corral-test/none:1 -- true)
 	expect_eq "exit" "$(rc)" 125
 	expect_contains "missing" "$out" "no image named docker.io/corral-test/none:1"
+	expect_contains "the way in" "$out" "then \`corral image import FILE\`"
 	out=$(crun --image x --rootfs /tmp -- true)
 	expect_contains "both" "$out" "one root, not two"
 	busybox_image

@@ -272,10 +272,15 @@ int policy_parse_bind(const char *spec, size_t n, struct corral_bind *b,
 		return snprintf(why, whylen,
 				"empty bind, expected HOST or HOST:PATH"), -EINVAL;
 	colon = memchr(spec, ':', n);
-	if (colon && memchr(colon + 1, ':', n - (colon + 1 - spec)))
-		return snprintf(why, whylen,
-				"more than one ':', expected HOST or HOST:PATH"),
+	if (colon && memchr(colon + 1, ':', n - (colon + 1 - spec))) {
+		/* docker's -v HOST:PATH:ro is which list (or flag) it is in */
+		bool mode = n > 3 && spec[n - 3] == ':' &&
+			    (!memcmp(spec + n - 2, "ro", 2) || !memcmp(spec + n - 2, "rw", 2));
+
+		return snprintf(why, whylen, "more than one ':', expected HOST or HOST:PATH%s",
+				mode ? " (no :ro suffix: --ro or --rw says which)" : ""),
 		       -EINVAL;
+	}
 	hlen = colon ? (size_t)(colon - spec) : n;
 	r = policy_normalise_path(spec, hlen, "host path", &b->src, why, whylen);
 	if (r)

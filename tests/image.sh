@@ -101,6 +101,18 @@ t_help() {
 	"$CORRAL" --help | grep -q "image import|ls|rm|inspect" || fail "not in corral --help"
 }
 
+# An option image does not take is named by image, with where to look:
+# getopt's own said "ls: unrecognized option", as if of ls(1).
+t_usage_names_the_option() {
+	local rc
+	rc=0; out=$("$CORRAL" image ls --bogus 2>&1) || rc=$?
+	expect_eq "ls --bogus: exit" "$rc" 2
+	expect_eq "ls --bogus: said" "$out" 'corral: image: unknown option "--bogus"; see `corral image --help`'
+	rc=0; out=$("$CORRAL" image import --name 2>&1) || rc=$?
+	expect_eq "import --name: exit" "$rc" 2
+	expect_contains "import --name: said" "$out" 'option "--name" needs a value'
+}
+
 t_import_oci_layout() {
 	fixture busybox-oci bb
 	out=$(img import "$T/bb")
@@ -815,6 +827,7 @@ t_run_image_refusals() {
 	out=$(crun --image corral-test/none:1 -- true)
 	expect_eq "exit" "$(rc)" 125
 	expect_contains "missing" "$out" "no image named docker.io/corral-test/none:1"
+	expect_contains "the way in" "$out" "then \`corral image import FILE\`"
 	out=$(crun --image x --rootfs /tmp -- true)
 	expect_contains "both" "$out" "one root, not two"
 	busybox_image

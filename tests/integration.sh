@@ -2018,6 +2018,105 @@ t_help() {
 	done
 }
 
+# `corral help VERB` is VERB's --help, and the help ends with examples:
+# `help run` printed the list of verbs, and run's help showed no command.
+t_help_verb() {
+	local v rc
+	for v in run exec create policy audit serve doctor; do
+		expect_eq "help $v" "$(timeout 10 "$CORRAL" help "$v" 2>&1)" \
+			"$(timeout 10 "$CORRAL" "$v" --help 2>&1)"
+	done
+	expect_contains "run's examples" "$(timeout 10 "$CORRAL" help run)" \
+		"Examples:
+  corral run -- python3"
+	rc=0; out=$(timeout 10 "$CORRAL" doctor --json 2>&1) || rc=$?
+	expect_eq "doctor --json: exit" "$rc" 2
+	expect_eq "doctor --json: said" "$out" 'corral: doctor takes no arguments (got "--json"); see `corral doctor --help`'
+	rc=0; out=$(timeout 10 "$CORRAL" help nosuch 2>&1) || rc=$?
+	expect_eq "help nosuch: exit" "$rc" 2
+	expect_contains "help nosuch: said" "$out" 'unknown command "nosuch"'
+}
+
+# A docker user's options: each refused (125, the command never run) with
+# corral's spelling, not getopt's "invalid option -- 'e'" alone; and -w's,
+# --cwd, works.
+t_docker_options() {
+	local args want
+	while IFS='|' read -r args want; do
+		# shellcheck disable=SC2086  # ARGS is split as a user typed it
+		out=$(crun $args -- /bin/sh -c 'echo the-command-ran')
+		expect_eq "$args: exit" "$(rc)" 125
+		expect_not_contains "$args: not run" "$out" the-command-ran
+		expect_contains "$args: corral's way" "$out" "$want"
+		[ "${args#--ro}" != "$args" ] ||
+			expect_contains "$args: help" "$out" 'see `corral run --help`'
+	done <<-'EOF'
+	-e X=1|--env NAME=VALUE
+	-v /tmp:/x|--ro HOST[:PATH]
+	--volume=/tmp:/x|--rw HOST[:PATH]
+	-w /tmp|--cwd DIR
+	-it|give -t alone
+	--rm|drop --rm
+	-d|corral exec --background
+	--privileged|no capabilities
+	--ro /tmp:/x:ro|no :ro suffix: --ro or --rw says which
+	EOF
+	for args in "ps|corral ls" "pull debian|corral image import" "stop x|corral halt ID"; do
+		rc=0; out=$(timeout 10 "$CORRAL" ${args%%|*} 2>&1) || rc=$?
+		expect_eq "corral ${args%%|*}: exit" "$rc" 2
+		expect_contains "corral ${args%%|*}: corral's way" "$out" "${args#*|}"
+	done
+	out=$(crun --memory)
+	expect_eq "--memory alone: exit" "$(rc)" 125
+	expect_contains "--memory alone: said" "$out" 'option "--memory" needs a value'
+	out=$(crun --cwd /tmp -- /bin/pwd)
+	expect_eq "--cwd: exit" "$(rc)" 0
+	expect_eq "--cwd" "$out" /tmp
+	out=$(crun --cwd tmp -- /bin/pwd)
+	expect_eq "--cwd relative: exit" "$(rc)" 125
+	expect_contains "--cwd relative: said" "$out" '--cwd: working directory "tmp"'
+}
+
+# `corral run -- ./step.sh` in a project's directory, without --workspace:
+# the command fails in an empty /workspace, and corral says why and what
+# to add (it said "not found: ./step.sh" alone); with it, it runs.
+t_workspace_hint() {
+	mkdir "$T/proj"
+	printf '#!/bin/sh\necho stepped\n' > "$T/proj/step.sh"
+	chmod 755 "$T/proj/step.sh"
+	out=$(cd "$T/proj" && crun -- ./step.sh)
+	expect_eq "no workspace: exit" "$(rc)" 127
+	expect_contains "no workspace: said" "$out" "./step.sh is in this directory, not in the sandbox's /workspace"
+	expect_contains "no workspace: what to add" "$out" "--workspace ."
+	out=$(cd "$T/proj" && crun -- /bin/sh step.sh)
+	expect_eq "sh step.sh: exit" "$(rc)" 2
+	expect_contains "sh step.sh: said" "$out" "step.sh is in this directory"
+	out=$(cd "$T/proj" && crun --workspace . -- ./step.sh)
+	expect_eq "--workspace .: exit" "$(rc)" 0
+	expect_eq "--workspace .: ran" "$out" stepped
+}
+
+# A policy a person got wrong: its bad JSON says it is JSON that is wrong,
+# and where (a trailing comma, the usual slip, by name); an unknown
+# subcommand is named, not only the usage printed.
+t_policy_errors_say_what() {
+	local rc
+	printf '{\n  "limits": {\n    "memory": "1G",\n  }\n}\n' > "$T/comma.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/comma.json" 2>&1) || rc=$?
+	expect_eq "trailing comma: exit" "$rc" 1
+	expect_contains "trailing comma: where" "$out" "comma.json:4:3: not valid JSON"
+	expect_contains "trailing comma: why" "$out" "a comma before a closing }"
+	out=$(crun --policy "$T/comma.json" -- /bin/true)
+	expect_eq "run: exit" "$(rc)" 125
+	expect_contains "run: said" "$out" "comma.json:4:3: not valid JSON"
+	rc=0; out=$(timeout 30 "$CORRAL" policy lint "$T/comma.json" 2>&1) || rc=$?
+	expect_eq "policy lint: exit" "$rc" 2
+	expect_contains "policy lint: said" "$out" 'unknown subcommand "lint"'
+	rc=0; out=$(timeout 30 "$CORRAL" policy check 2>&1) || rc=$?
+	expect_eq "policy check: exit" "$rc" 2
+	expect_contains "policy check: said" "$out" "no FILE given"
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

@@ -485,6 +485,44 @@ t_socket_path_not_a_socket() {
 	expect_eq "the .new file is kept" "$(cat "$T/s2.new" 2>&1)" precious
 }
 
+# As root, a daemon without --uid-range maps no workspace's owner: its
+# files are nobody's to the agent, and the first exec that edits one got
+# "Permission denied", the reason only in the sandbox's JSON.  create says
+# it on stderr, with what to do; stdout stays the id alone.  Unprivileged,
+# the caller's own workspace is mapped, and nothing is said.
+t_create_says_workspace_not_mapped() {
+	local id
+	start_daemon
+	mkdir "$T/ws"
+	echo orig > "$T/ws/f"
+	id=$("$CORRAL" create --socket "$SOCK" --workspace "$T/ws" 2> "$T/e") || fail "create: $(cat "$T/e")"
+	expect_eq "stdout: the id alone" "$(printf '%s' "$id" | wc -l)" 0
+	case $id in sb-*) ;; *) fail "not an id: $id" ;; esac
+	if [ "$ME" = 0 ]; then
+		expect_contains "said" "$(cat "$T/e")" "corral: note: ${T:0:40}"
+		expect_contains "why" "$(cat "$T/e")" "is host uid 0's, outside the daemon's --uid-range"
+		expect_contains "what to do" "$(cat "$T/e")" "corral serve --uid-range FROM-TO"
+	else
+		expect_eq "nothing said" "$(cat "$T/e")" ""
+		out=$("$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'echo new > f && cat f' 2>&1) ||
+			fail "the owner's workspace is not writable: $out"
+	fi
+	stop_daemon
+}
+
+# A bad option to serve is named in one line, not followed by the 150
+# lines of its help (on stderr, scrolling the error off the screen).
+t_serve_usage_names_the_option() {
+	local rc
+	rc=0; out=$("$CORRAL" serve --socket "$T/s" --bogus 2>&1 < /dev/null) || rc=$?
+	expect_eq "--bogus: exit" "$rc" 2
+	expect_eq "--bogus: said" "$out" 'corral: serve: unknown option "--bogus"; see `corral serve --help`'
+	rc=0; out=$("$CORRAL" serve --socket "$T/s" --policy 2>&1 < /dev/null) || rc=$?
+	expect_eq "--policy: exit" "$rc" 2
+	expect_eq "--policy: said" "$out" 'corral: serve: option "--policy" needs a value; see `corral serve --help`'
+	[ ! -e "$T/s" ] || fail "a socket was made"
+}
+
 # $CORRAL_SOCKET, where the clients look first, is where a user's daemon
 # listens when no --socket says: one setting for both ends (it listened at
 # its own default, and `corral ls` with the same setting found nothing).
@@ -947,6 +985,41 @@ t_cli_with_stdio_closed() {
 		> "$T/o" 2>&- <&- || rc=$?
 	expect_eq "exec 2>&- <&-: exit" "$rc" 3
 	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
+}
+
+# A docker user's options to exec and create: refused (2, nothing asked of
+# the daemon) with corral's spelling, not "unknown option" alone; docker's
+# -it is -t here, and the refusal says so.
+t_cli_docker_options() {
+	local id verb args want rc
+	start_daemon
+	id=$(mksb)
+	while IFS='|' read -r verb args want; do
+		rc=0
+		# shellcheck disable=SC2086  # ARGS is split as a user typed it
+		if [ "$verb" = exec ]; then
+			out=$("$CORRAL" exec --socket "$SOCK" "$id" $args -- /bin/sh -c 'echo the-command-ran' 2>&1 < /dev/null) || rc=$?
+		else
+			out=$("$CORRAL" create --socket "$SOCK" $args 2>&1 < /dev/null) || rc=$?
+		fi
+		expect_eq "$verb $args: exit" "$rc" 2
+		expect_not_contains "$verb $args: not run" "$out" the-command-ran
+		expect_contains "$verb $args: corral's way" "$out" "$want"
+		expect_contains "$verb $args: help" "$out" "see \`corral $verb --help\`"
+	done <<-'EOF'
+	exec|-e X=1|--env NAME=VALUE
+	exec|-w /tmp|--cwd DIR
+	exec|-d|--background
+	exec|-it|-t alone
+	exec|-u root|corral create --user root|agent
+	create|--name web|--label name=VALUE
+	create|-v /tmp:/x|--workspace DIR
+	create|--memory 1G|"limits" section
+	create|--rm|drop --rm
+	EOF
+	code=$(api GET /v1/sandboxes)
+	expect_eq "no sandbox made" "$(jq 'len(v["sandboxes"])')" 1
+	stop_daemon
 }
 
 # exec's reader gone (`corral exec ... | head`): the caller's choice, as

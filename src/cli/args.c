@@ -96,11 +96,17 @@ static bool conn_option(struct conn *c, int opt, const char *arg)
 static int bad_option(const struct verb *v, int opt, char **argv)
 {
 	const char *arg = argv[optind - 1];
+	char s[3] = { '-', (char)optopt, 0 };
+	const char *hint;
 
 	if (opt == ':')
 		return verb_usage_error(v, "option \"%s\" needs a value", arg);
 	if (optopt > 0 && optopt < 256)
-		return verb_usage_error(v, "unknown option \"-%c\"", optopt);
+		arg = s;	/* argv's may be a cluster, "-it" */
+	/* a docker user's option: name corral's way, not only the error */
+	hint = docker_flag_hint(v->name, arg);
+	if (hint)
+		return verb_usage_error(v, "unknown option \"%s\": %s", arg, hint);
 	return verb_usage_error(v, "unknown option \"%s\"", arg);
 }
 

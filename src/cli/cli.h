@@ -37,6 +37,14 @@ int cmd_oci(int argc, char **argv);		/* also as corral-oci (oci.c) */
 /* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
+ * For an option docker's VERB ("run", "exec", "create") has and corral's
+ * lacks (OPT as given: "-e", "--volume=/a:/b"): a sentence naming corral's
+ * way, or NULL (docker_flags.c).
+ */
+const char *docker_flag_hint(const char *verb, const char *opt);
+/* the same for a docker command corral has under another name, or NULL */
+const char *docker_verb_hint(const char *name);
+/*
  * Text a sandbox may have chosen (file names, labels, reasons, details,
  * whether the daemon relays it or a run reports it): C0 controls, DEL and
  * the C1 controls become \xNN, and so does any byte of no well-formed

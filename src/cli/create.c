@@ -177,6 +177,35 @@ static int create_option(void *arg, int opt, const char *val)
 	return verb_usage_error(&create_verb, "option %d is not handled", opt);
 }
 
+/*
+ * A workspace the daemon does not map to the agent (as root, its owner
+ * outside --uid-range): its files are nobody's inside, and the first
+ * exec that edits one meets "Permission denied" with no word why; the
+ * reason was only in the sandbox's JSON (ids.note).  Said on stderr when
+ * the note names the workspace; stdout keeps the id alone, for
+ * id=$(corral create ...).
+ */
+static void tell_workspace_note(const json_t *sb, const json_t *body)
+{
+	const char *ws = json_string_value(json_object_get(body, "workspace"));
+	const char *note = json_string_value(json_object_get(json_object_get(sb, "ids"),
+							     "note"));
+	char named[61];
+	char *safe;
+
+	if (!ws || !note)
+		return;
+	/* the note names at most 60 bytes of the path (idmap.c) */
+	snprintf(named, sizeof(named), "%s", ws);
+	if (!strstr(note, named))
+		return;
+	safe = printable(note, strlen(note));
+	cli_error("note: %s%s", safe ? safe : "(out of memory)",
+		  strstr(note, "--uid-range") ?
+		  "; the daemon maps a workspace's owner only within its --uid-range, from uid 1 (root's files never): chown the workspace to such a user, or start `corral serve --uid-range FROM-TO` to cover its owner" : "");
+	free(safe);
+}
+
 static int create_send(struct conn *c, const struct create_args *a)
 {
 	const char *id;
@@ -216,6 +245,8 @@ static int create_send(struct conn *c, const struct create_args *a)
 		clearerr(stdout);
 		code = EXIT_CORRAL;
 	}
+	if (code == 0 && !a->json)
+		tell_workspace_note(sb, a->body);
 	json_decref(sb);
 	return code;
 }

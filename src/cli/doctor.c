@@ -18,7 +18,10 @@ static const char doctor_usage[] =
 "for the user running it.  A \"note\" line is about speed or the host's own\n"
 "settings, not a layer, and changes no verdict.  Exit 0 when the default\n"
 "policy is enforced in full, 1 when a layer is weaker (each named), 2 when\n"
-"no sandbox can be built at all.\n";
+"no sandbox can be built at all (or bad usage).\n"
+"\n"
+"Example:\n"
+"  corral doctor | grep WEAK    # what this host, as you, lacks\n";
 
 static void line(const char *what, bool ok, const char *detail)
 {
@@ -118,8 +121,13 @@ int cmd_doctor(int argc, char **argv)
 	if (argc > 1) {
 		bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
 
-		fputs(doctor_usage, help ? stdout : stderr);
-		return help ? 0 : 2;
+		if (help) {
+			fputs(doctor_usage, stdout);
+			return 0;
+		}
+		cli_error("doctor takes no arguments (got \"%s\"); see `corral doctor --help`",
+			  argv[1]);
+		return 2;
 	}
 	corral_probe(&f);
 	uname(&u);

@@ -245,9 +245,11 @@ int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv)
 	code = verb_check_id(&exec_verb, a->id);
 	if (code)
 		return code;
+	/* docker's -it is -t here: -i reads all of stdin before the start */
 	if (a->tty && (a->stdin_file || a->json || a->no_stream || a->background))
 		return verb_usage_error(&exec_verb, "-t gives the command a terminal: not with %s",
-					a->stdin_file ? "-i or --stdin-file" : a->json ? "--json" :
+					a->stdin_file ? "-i or --stdin-file (docker's -it is -t alone: the terminal takes your keyboard)" :
+					a->json ? "--json" :
 					a->no_stream ? "--no-stream" : "--background");
 	ncmd = dd < argc ? argc - dd - 1 : 0;
 	if (a->command && ncmd)

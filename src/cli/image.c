@@ -116,7 +116,8 @@ static int parse_args(int argc, char **argv, struct image_args *a)
 
 	corral_image_limits_init(&a->lim);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_NAME:
 			a->name = optarg;
@@ -143,7 +144,15 @@ static int parse_args(int argc, char **argv, struct image_args *a)
 		case 'h':
 			fputs(image_usage, stdout);
 			return 1;
+		case ':':
+			cli_error("image: option \"%s\" needs a value; see `corral image --help`",
+				  argv[optind - 1]);
+			return 2;
 		default:
+			/* getopt's own said "ls: unrecognized option", as if of ls(1) */
+			cli_error("image: unknown option \"%s\"; see `corral image --help`",
+				  optopt > 0 && optopt < 256 ? (char[]){ '-', (char)optopt, 0 } :
+				  argv[optind - 1]);
 			return 2;
 		}
 	}

@@ -42,7 +42,7 @@ static const char usage[] =
 "  oci COMMAND ...                 an OCI runtime for containerd and podman\n"
 "  version                         print the version\n"
 "\n"
-"`corral COMMAND --help` describes each command.\n";
+"`corral COMMAND --help` (or `corral help COMMAND`) describes each command.\n";
 
 /*
  * An error often quotes what an image, a sandbox or a daemon's client
@@ -181,11 +181,8 @@ static int cmd_version(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_help(int argc, char **argv)
-{
-	fputs(usage, stdout);
-	return 0;
-}
+static int cmd_help(int argc, char **argv);
+
 
 /* Every verb, found by its name; each lives in a file of its own. */
 static const struct command {
@@ -220,6 +217,40 @@ static const struct command {
 	{ "-h", cmd_help },
 };
 
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+/*
+ * `corral help VERB` is `corral VERB --help`, as git and docker take it
+ * (it printed this list, and the reader had to guess the other spelling).
+ */
+static int cmd_help(int argc, char **argv)
+{
+	const struct command *c;
+	char *verb_argv[3];
+
+	if (argc < 2 || !strcmp(argv[1], "help") || argv[1][0] == '-') {
+		fputs(usage, stdout);
+		return 0;
+	}
+	c = find_command(argv[1]);
+	if (!c) {
+		cli_error("help: unknown command \"%s\"%s%s; see `corral --help`", argv[1],
+			  docker_verb_hint(argv[1]) ? ": " : "",
+			  docker_verb_hint(argv[1]) ?: "");
+		return 2;
+	}
+	verb_argv[0] = argv[1];
+	verb_argv[1] = "--help";
+	verb_argv[2] = NULL;
+	return c->fn(2, verb_argv);
+}
+
 static const char *basename_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -229,7 +260,7 @@ static const char *basename_of(const char *path)
 
 int main(int argc, char **argv)
 {
-	size_t i;
+	const struct command *cmd;
 
 	hold_closed_stdio();
 	corral_memory_init();
@@ -257,9 +288,13 @@ int main(int argc, char **argv)
 		_exit(r);
 	}
 #endif
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
-	cli_error("unknown command \"%s\"; see `corral --help`", argv[1]);
+	cmd = find_command(argv[1]);
+	if (cmd)
+		return cmd->fn(argc - 1, argv + 1);
+	if (docker_verb_hint(argv[1]))
+		cli_error("unknown command \"%s\": %s; see `corral --help`", argv[1],
+			  docker_verb_hint(argv[1]));
+	else
+		cli_error("unknown command \"%s\"; see `corral --help`", argv[1]);
 	return 2;
 }

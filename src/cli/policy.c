@@ -13,7 +13,16 @@ static const char policy_usage[] =
 "is valid, 1 otherwise.  A valid file whose values do not fit this host\n"
 "(limits.open_files x limits.pids against its file table) is still valid,\n"
 "as it may be run elsewhere: what a sandbox's start here would refuse is\n"
-"said on stderr.\n";
+"said on stderr.\n"
+"\n"
+"Exit status: 0 every FILE is valid; 1 one is not (or cannot be read);\n"
+"2 bad usage.\n"
+"\n"
+"Example:\n"
+"  corral policy check policies/offline.json my-policy.json\n"
+"  policies/offline.json: ok\n"
+"  my-policy.json:3:15: limits.memory: not a size, expected a number with\n"
+"  an optional K/M/G/T suffix (got \"1 GB\")\n";
 
 int cmd_policy(int argc, char **argv)
 {
@@ -23,8 +32,18 @@ int cmd_policy(int argc, char **argv)
 		fputs(policy_usage, stdout);
 		return 0;
 	}
-	if (argc < 3 || strcmp(argv[1], "check") != 0) {
+	if (argc < 2) {
 		fputs(policy_usage, stderr);
+		return 2;
+	}
+	/* say what was wrong, not only the usage: `policy lint`, `policy check` */
+	if (strcmp(argv[1], "check")) {
+		cli_error("policy: unknown subcommand \"%s\"; the one there is: corral policy check FILE...",
+			  argv[1]);
+		return 2;
+	}
+	if (argc < 3) {
+		cli_error("policy check: no FILE given; usage: corral policy check FILE...");
 		return 2;
 	}
 	for (int i = 2; i < argc; i++) {

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char run_usage[] =
@@ -52,7 +54,8 @@ static const char run_usage[] =
 "                       files it should hold)\n"
 "  --env NAME=VALUE     set a variable inside (the environment is cleared;\n"
 "                       only PATH HOME LANG TERM TMPDIR USER are set)\n"
-"  --env-pass NAME      copy NAME from corral's own environment\n"
+"  --env-pass NAME      copy NAME from corral's own environment\n""  --cwd DIR            the working directory inside, an absolute path\n"
+"                       (default: /workspace, or the image's WorkingDir)\n"
 "  --timeout DURATION   wall-clock limit for the whole process tree\n"
 "                       (\"30\", \"30s\", \"500ms\", \"2m\")\n"
 "  --memory SIZE        memory limit (\"256M\", \"2G\"; 0 = none)\n"
@@ -99,8 +102,9 @@ static const char run_usage[] =
 "                       /workspace, /dev and /proc over it as always)\n"
 "  --image REF          the root is image REF from `corral image import`\n"
 "                       (NAME[:TAG], NAME@sha256:HEX, sha256:HEX); its Env\n"
-"                       and WorkingDir apply unless set here, its Entrypoint\n"
-"                       comes first and its Cmd when no COMMAND is given\n"
+"                       and WorkingDir apply unless set here (--env, --cwd),\n"
+"                       its Entrypoint comes first and its Cmd when no\n"
+"                       COMMAND is given\n"
 "  --root-writable      with --rootfs or --image: the root is copy-on-write\n"
 "                       (apt-get, pip into system paths), discarded with the\n"
 "                       sandbox, within --disk (policy filesystem.root_writable)\n"
@@ -172,17 +176,30 @@ static const char run_usage[] =
 "\n"
 "Exit status: the command's own; 128+N if it died of signal N or N came\n"
 "before it started (137 when the memory limit or an abort killed it); 124 on\n"
-"timeout; 125 if corral could not build the sandbox (bad policy, missing\n"
-"kernel feature); 126 the command cannot be executed; 127 not found.  A\n"
-"halted run never exits 0: if its command had ended by itself before the\n"
-"criterion was read, the command's own status, or 1 where that was 0.\n"
+"timeout; 125 if corral could not build the sandbox (a bad option or\n"
+"policy, a missing file or kernel feature; as docker run's 125); 126 the\n"
+"command cannot be executed; 127 not found.  A halted run never exits 0:\n"
+"if its command had ended by itself before the criterion was read, the\n"
+"command's own status, or 1 where that was 0.\n"
 "Output that could not all be written to corral's stdout or stderr (a\n"
 "full disk, ulimit -f; not a reader gone, as `| head`), or a --json\n"
 "result that could not, or events the --events file did not take, is\n"
 "said on stderr, and a 0 becomes 125.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
-"the network's policy or a denial lies behind a non-zero exit.\n";
+"the network's policy or a denial lies behind a non-zero exit.\n"
+"\n"
+"Docker's -e, -v, -w, -it, --rm: corral's --env, --ro/--rw, --cwd, -t;\n"
+"every run's sandbox is removed when its command ends.\n"
+"\n"
+"Examples:\n"
+"  corral run -- python3 -c 'print(6 * 7)'\n"
+"  corral run --workspace . --memory 512M --timeout 60s -- make test\n"
+"  corral run --workspace . --patch agent.diff -- ./agent_step.sh\n"
+"  corral run --net proxy --allow pypi.org --allow '*.pythonhosted.org' \\\n"
+"      -- pip download requests\n"
+"  corral run --json --env MODE=ci -- ./check.sh | jq .status\n"
+"  corral run -t --workspace . -- bash\n";
 
 enum {
 	OPT_POLICY = 256, OPT_WORKSPACE, OPT_RO, OPT_RW, OPT_ENV, OPT_ENV_PASS,
@@ -190,6 +207,7 @@ enum {
 	OPT_NET, OPT_ALLOW, OPT_DENY, OPT_EVENTS, OPT_TOOL_CALL,
 	OPT_ROOTFS, OPT_IMAGE, OPT_ROOT_WRITABLE, OPT_USER, OPT_STATE_DIR,
 	OPT_EXPORT_TO, OPT_APPLY, OPT_PATCH, OPT_ALLOW_RISKY, OPT_SETTINGS,
+	OPT_CWD,	/* run_options[] is in this order: its name is at opt - OPT_POLICY */
 };
 
 static const struct option run_options[] = {
@@ -222,6 +240,7 @@ static const struct option run_options[] = {
 	{ "patch", required_argument, NULL, OPT_PATCH },
 	{ "allow-risky", required_argument, NULL, OPT_ALLOW_RISKY },
 	{ "settings", required_argument, NULL, OPT_SETTINGS },
+	{ "cwd", required_argument, NULL, OPT_CWD },
 	{ "tty", no_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -288,6 +307,27 @@ static const char *nofile_hint(void)
 	return hint;
 }
 
+/*
+ * An option getopt refused ('?' unknown, ':' without its value), said as
+ * the client verbs say it; a docker user's option with corral's spelling.
+ */
+static void bad_option(int opt, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	char s[3] = { '-', (char)optopt, 0 };
+	const char *hint;
+
+	if (opt == ':') {
+		cli_error("option \"%s\" needs a value; see `corral run --help`", arg);
+		return;
+	}
+	if (optopt > 0 && optopt < 256)
+		arg = s;	/* argv's may be a cluster, "-it" */
+	hint = docker_flag_hint("run", arg);
+	cli_error("unknown option \"%s\"%s%s; see `corral run --help`", arg,
+		  hint ? ": " : "", hint ? hint : "");
+}
+
 /* Apply one flag to the policy; the policy file was loaded before. */
 static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 		      struct corral_err *err)
@@ -332,6 +372,8 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 		return corral_policy_add_allow(p, arg, err);
 	case OPT_DENY:
 		return corral_policy_add_deny(p, arg, err);
+	case OPT_CWD:
+		return corral_policy_set_workdir(p, arg, err);
 	}
 	return 0;
 }
@@ -464,6 +506,34 @@ static void print_end(const struct corral_result *res)
 	safe = printable(res->reason, strlen(res->reason));
 	fprintf(stderr, "corral: %s\n", safe ? safe : "(out of memory)");
 	free(safe);
+}
+
+/*
+ * `corral run -- ./step.sh` or `-- python3 step.py` in a project's
+ * directory: the command runs in /workspace, empty without --workspace,
+ * and fails there ("not found", python's "can't open file") with nothing
+ * to say why the file the user sees is not there.  When the command
+ * failed in the default /workspace, had none, and an argument is a
+ * relative path that exists here, say so once.
+ */
+static void workspace_hint(const struct corral_policy *p, char *const *argv,
+			   int code)
+{
+	struct stat st;
+
+	if (code == 0 || p->workspace || p->workspace_layer || p->workdir)
+		return;
+	for (int i = 0; i < 8 && argv[i]; i++) {
+		const char *a = argv[i];
+
+		if (a[0] == '-' || a[0] == '/' || (!strchr(a, '/') && !strchr(a, '.')))
+			continue;
+		if (fstatat(AT_FDCWD, a, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		cli_error("note: %s is in this directory, not in the sandbox's /workspace, which is empty without --workspace: `corral run --workspace . ...` shows this directory there",
+			  a);
+		return;
+	}
 }
 
 /* ---- a signal before the sandbox's setup --------------------------------- */
@@ -620,15 +690,14 @@ static int run(int argc, char **argv, struct stops *st)
 	}
 
 	optind = 0;
-	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:ht", run_options, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(run_usage, stdout);
 			corral_policy_free(&p);
 			return 0;
 		}
-		if (opt == '?') {
-			fputs("see `corral run --help`\n", stderr);
+		if (opt == '?' || opt == ':') {
+			bad_option(opt, argv);
 			corral_policy_free(&p);
 			return EXIT_CORRAL;
 		}
@@ -753,6 +822,8 @@ static int run(int argc, char **argv, struct stops *st)
 		if (!o.capture && o.export)
 			print_export(&res);
 		code = corral_result_exit_code(&res);
+		if (!o.capture)
+			workspace_hint(&p, o.argv, code);
 		/* the command ran, but what it made did not come out as asked */
 		if (res.export_failed && code == 0)
 			code = EXIT_CORRAL;

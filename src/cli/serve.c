@@ -283,6 +283,21 @@ static int parse_uid_range(const char *arg, struct daemon_access *a)
 }
 
 /* 0 to go on, 1 when --help was shown, or an exit status. */
+/* getopt's '?' (unknown) or ':' (no value), said as the other verbs say it */
+static int bad_serve_option(int c, char **argv)
+{
+	if (c == ':')
+		cli_error("serve: option \"%s\" needs a value; see `corral serve --help`",
+			  argv[optind - 1]);
+	else if (optopt > 0 && optopt < 256)
+		cli_error("serve: unknown option \"-%c\"; see `corral serve --help`",
+			  optopt);
+	else
+		cli_error("serve: unknown option \"%s\"; see `corral serve --help`",
+			  argv[optind - 1]);
+	return 2;
+}
+
 static int parse_args(struct serve_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -318,7 +333,8 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 	};
 	int c, code;
 
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			free(a->socket_path);
@@ -461,8 +477,8 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 			fputs(help, stdout);
 			return 1;
 		default:
-			fputs(help, stderr);
-			return 2;
+			/* the option at fault, not 150 lines of help it scrolls off */
+			return bad_serve_option(c, argv);
 		}
 	}
 	if (optind < argc) {

@@ -504,6 +504,15 @@ static int parse_bracketed(const char *s, size_t n, struct egress_pattern *p,
 	return set_net(p, &ip, pfx, npfx, why, whylen);
 }
 
+/* a letter in s[0..n): a host's name, not an address (which failed to parse) */
+static bool looks_like_name(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z'))
+			return true;
+	return false;
+}
+
 /* "*", "*.name", a name, or an IPv4 address / network (port already cut). */
 static int parse_host_part(const char *s, size_t n, struct egress_pattern *p,
 			   char *why, size_t whylen)
@@ -513,8 +522,10 @@ static int parse_host_part(const char *s, size_t n, struct egress_pattern *p,
 	size_t m = n;
 
 	if (slash) {
+		/* "pypi.org/simple": a host and a path, not a network */
 		if (ipv4_any(s, slash - s, &ip))
-			return why_set(why, whylen,
+			return why_set(why, whylen, looks_like_name(s, slash - s) ?
+				       "a host pattern has no path: give the host alone, as in \"example.com\" (a policy's allow object narrows paths: \"paths\": [...])" :
 				       "not an IPv4 address before '/' (IPv6 networks go in brackets, as in \"[2001:db8::/32]\")");
 		return set_net(p, &ip, slash + 1, n - (slash + 1 - s), why,
 			       whylen);
@@ -577,6 +588,10 @@ int egress_pattern_parsen(const char *text, size_t len,
 	}
 	memcpy(p.text, text, len);
 	p.text[len] = '\0';
+	/* a URL pasted for a host was "port must be a number" (the "//") */
+	if (memmem(text, len, "://", 3))
+		return why_set(why, whylen,
+			       "a URL, not a host pattern: give its host, as in \"example.com\" or \"example.com:8443\"");
 	if (text[0] == '[') {
 		r = parse_bracketed(text, len, &p, why, whylen);
 	} else {

@@ -61,7 +61,10 @@ static int find_key(json_t *images, const char *ref, const char **key_out,
 				return 0;
 			}
 	}
-	return corral_set_err(err, -ENOENT, "no image named %s (see `corral image ls`)", name);
+	/* a docker user expects a pull: say there is none, and the way in */
+	return corral_set_err(err, -ENOENT, "no image named %s (see `corral image ls`; "
+			      "corral pulls from no registry: `skopeo copy docker://REF "
+			      "oci-archive:FILE`, then `corral image import FILE`)", name);
 }
 
 static int strv_of(json_t *arr, char ***v, size_t *n)

@@ -314,9 +314,12 @@ static void plan_subid(struct corral_ids *ids)
 	getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &pwp);
 	if (!subid_entry("/etc/subuid", pwp ? pwp->pw_name : NULL, geteuid(), &us, &uc) ||
 	    !subid_entry("/etc/subgid", pwp ? pwp->pw_name : NULL, getegid(), &gs, &gc)) {
+		/* what to do too: a new user reads this in doctor's WEAK line */
 		snprintf(ids->note, sizeof(ids->note), "only uid 1000 is mapped: no "
 			 "/etc/subuid and /etc/subgid entry for uid %d (chown and setuid "
-			 "to other ids fail with EINVAL)", (int)geteuid());
+			 "to other ids fail with EINVAL); root adds one: usermod "
+			 "--add-subuids FROM-TO --add-subgids FROM-TO %.32s",
+			 (int)geteuid(), pwp ? pwp->pw_name : "USER");
 		return;
 	}
 	if (access(NEWUIDMAP, X_OK) < 0 || access(NEWGIDMAP, X_OK) < 0) {

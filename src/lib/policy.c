@@ -272,10 +272,15 @@ int policy_parse_bind(const char *spec, size_t n, struct corral_bind *b,
 		return snprintf(why, whylen,
 				"empty bind, expected HOST or HOST:PATH"), -EINVAL;
 	colon = memchr(spec, ':', n);
-	if (colon && memchr(colon + 1, ':', n - (colon + 1 - spec)))
-		return snprintf(why, whylen,
-				"more than one ':', expected HOST or HOST:PATH"),
+	if (colon && memchr(colon + 1, ':', n - (colon + 1 - spec))) {
+		/* docker's -v HOST:PATH:ro is which list (or flag) it is in */
+		bool mode = n > 3 && spec[n - 3] == ':' &&
+			    (!memcmp(spec + n - 2, "ro", 2) || !memcmp(spec + n - 2, "rw", 2));
+
+		return snprintf(why, whylen, "more than one ':', expected HOST or HOST:PATH%s",
+				mode ? " (no :ro suffix: --ro or --rw says which)" : ""),
 		       -EINVAL;
+	}
 	hlen = colon ? (size_t)(colon - spec) : n;
 	r = policy_normalise_path(spec, hlen, "host path", &b->src, why, whylen);
 	if (r)
@@ -1039,6 +1044,26 @@ int corral_policy_add_deny(struct corral_policy *p, const char *pattern,
 
 /* ---- loading --------------------------------------------------------- */
 
+/*
+ * A trailing comma is what a person writing JSON by hand gets wrong most,
+ * and jansson's "string or '}' expected near '}'" does not say it: true
+ * when the token at the error is a } or ] with a comma before it.
+ */
+static bool comma_before_close(const struct loader *l, const json_error_t *je)
+{
+	size_t i = je->position > 0 ? (size_t)je->position : 0;
+
+	if (i == 0 || i > l->len || (l->text[i - 1] != '}' && l->text[i - 1] != ']'))
+		return false;
+	for (i--; i > 0; i--) {
+		char c = l->text[i - 1];
+
+		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+			return c == ',';
+	}
+	return false;
+}
+
 static int syntax_error(struct loader *l, json_error_t *je)
 {
 	char dotted[160];
@@ -1058,10 +1083,12 @@ static int syntax_error(struct loader *l, json_error_t *je)
 				      "%s:%u:%u: %s: duplicate key, each key may appear only once",
 				      l->name, pos.line, pos.col, dotted);
 	if (je->line < 1)
-		return corral_set_err(l->err, -EINVAL, "%s: %s", l->name,
-				      je->text);
-	return corral_set_err(l->err, -EINVAL, "%s:%d:%d: %s", l->name,
-			      je->line, je->column, je->text);
+		return corral_set_err(l->err, -EINVAL, "%s: not valid JSON: %s",
+				      l->name, je->text);
+	return corral_set_err(l->err, -EINVAL, "%s:%d:%d: not valid JSON: %s%s",
+			      l->name, je->line, je->column, je->text,
+			      comma_before_close(l, je) ?
+			      " (a comma before a closing } or ]: JSON allows none)" : "");
 }
 
 /* A flag's text as the JSON value the policy would hold: a number if it is one. */

@@ -2077,6 +2077,39 @@ t_docker_options() {
 	expect_contains "--cwd relative: said" "$out" '--cwd: working directory "tmp"'
 }
 
+# A long option only spelled whole: getopt took any unambiguous prefix, so
+# docker's `--pid host` was read as --pids host and `--mem 1G` as --memory,
+# and a prefix that is unambiguous today means another option once one is
+# added.  The prefix is refused before anything is loaded or run, naming
+# the whole option (or docker's hint); the whole name, with = or without,
+# still works.
+t_long_options_whole() {
+	local args want
+	while IFS='|' read -r args want; do
+		# shellcheck disable=SC2086  # ARGS is split as a user typed it
+		out=$(crun $args -- /bin/sh -c 'echo the-command-ran')
+		expect_eq "$args: exit" "$(rc)" 125
+		expect_not_contains "$args: not run" "$out" the-command-ran
+		expect_contains "$args: said" "$out" "$want"
+	done <<-'EOF'
+	--mem 64M|unknown option "--mem": long options are spelled whole (--memory?)
+	--mem=64M|unknown option "--mem": long options are spelled whole (--memory?)
+	--pol /nonexistent|unknown option "--pol": long options are spelled whole (--policy?)
+	--pid host|unknown option "--pid": a corral sandbox never shares a namespace
+	EOF
+	out=$(crun --memory 64M -- /bin/sh -c 'echo the-command-ran')
+	expect_eq "--memory 64M: exit" "$(rc)" 0
+	expect_contains "--memory 64M: ran" "$out" the-command-ran
+	out=$(crun --memory=64M -- /bin/sh -c 'echo the-command-ran')
+	expect_eq "--memory=64M: exit" "$(rc)" 0
+	for args in "ls --sock /nonexistent|--socket" "serve --sock /nonexistent|--socket" \
+		    "image ls --js|--json" "audit show --typ x|--type"; do
+		rc=0; out=$(timeout 10 "$CORRAL" ${args%%|*} 2>&1 < /dev/null) || rc=$?
+		expect_eq "corral ${args%%|*}: exit" "$rc" 2
+		expect_contains "corral ${args%%|*}: said" "$out" "long options are spelled whole (${args#*|}?)"
+	done
+}
+
 # `corral run -- ./step.sh` in a project's directory, without --workspace:
 # the command fails in an empty /workspace, and corral says why and what
 # to add (it said "not found: ./step.sh" alone); with it, it runs.

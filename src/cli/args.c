@@ -114,10 +114,17 @@ int verb_parse_more(const struct verb *v, const struct option *opts,
 		    const char *shorts, int argc, char **argv, struct conn *c,
 		    option_fn fn, void *arg)
 {
-	int opt, code;
+	int opt, code, idx = -1;
+	const char *prefix;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, shorts, opts, &idx)) != -1) {
+		prefix = option_abbreviated(argv, opts, idx);
+		if (prefix) {
+			say_abbreviated(v->name, prefix, opts[idx].name);
+			return 2;
+		}
+		idx = -1;
 		if (opt == 'h') {
 			verb_help(v);
 			return HELP_SHOWN;

@@ -117,11 +117,18 @@ static int audit_show_cmd(int argc, char **argv)
 {
 	struct corral_err err = { 0 };
 	struct corral_audit_filter f = { 0 };
-	int opt;
+	int opt, idx = -1;
+	const char *prefix;
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "h", show_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "h", show_options, &idx)) != -1) {
+		prefix = option_abbreviated(argv, show_options, idx);
+		if (prefix) {
+			say_abbreviated("audit show", prefix, show_options[idx].name);
+			return 2;
+		}
+		idx = -1;
 		switch (opt) {
 		case OPT_SANDBOX:
 			f.sandbox = optarg;

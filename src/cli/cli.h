@@ -45,6 +45,15 @@ const char *docker_flag_hint(const char *verb, const char *opt);
 /* the same for a docker command corral has under another name, or NULL */
 const char *docker_verb_hint(const char *name);
 /*
+ * After getopt_long returned the option at opts[idx] (idx -1 before the
+ * call stays -1 for a short one): the argument as typed if it was only a
+ * prefix of the option's name ("--mem" for --memory), else NULL; and the
+ * error that says so, naming corral's way or the whole name (longopt.c).
+ */
+struct option;
+const char *option_abbreviated(char **argv, const struct option *opts, int idx);
+void say_abbreviated(const char *verb, const char *typed, const char *name);
+/*
  * Text a sandbox may have chosen (file names, labels, reasons, details,
  * whether the daemon relays it or a run reports it): C0 controls, DEL and
  * the C1 controls become \xNN, and so does any byte of no well-formed

@@ -112,12 +112,19 @@ static int parse_args(int argc, char **argv, struct image_args *a)
 		{ 0 },
 	};
 	struct corral_err err = { 0 };
-	int c;
+	int c, idx = -1;
+	const char *prefix;
 
 	corral_image_limits_init(&a->lim);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", opts, &idx)) != -1) {
+		prefix = option_abbreviated(argv, opts, idx);
+		if (prefix) {
+			say_abbreviated("image", prefix, opts[idx].name);
+			return 2;
+		}
+		idx = -1;
 		switch (c) {
 		case OPT_NAME:
 			a->name = optarg;

@@ -650,7 +650,8 @@ static int run(int argc, char **argv, struct stops *st)
 	struct corral_export_opts x = { 0 };
 	char *risky[64];
 	bool allow_flag = false, json_lost = false;
-	int opt, r, code;
+	int opt, r, code, idx = -1;
+	const char *prefix;
 
 	/*
 	 * First pass: only the --policy files, so flags override them.  Each
@@ -659,7 +660,15 @@ static int run(int argc, char **argv, struct stops *st)
 	 */
 	corral_policy_init(&p);
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+ht", run_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+ht", run_options, &idx)) != -1) {
+		/* before anything is loaded: the later passes see only whole names */
+		prefix = option_abbreviated(argv, run_options, idx);
+		if (prefix) {
+			say_abbreviated("run", prefix, run_options[idx].name);
+			corral_policy_free(&p);
+			return EXIT_CORRAL;
+		}
+		idx = -1;
 		if (opt == OPT_POLICY &&
 		    corral_policy_load_file(&p, optarg, &err) < 0) {
 			cli_error("%s", err.msg);

@@ -331,10 +331,17 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c, code;
+	int c, code, idx = -1;
+	const char *prefix;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", opts, &idx)) != -1) {
+		prefix = option_abbreviated(argv, opts, idx);
+		if (prefix) {
+			say_abbreviated("serve", prefix, opts[idx].name);
+			return 2;
+		}
+		idx = -1;
 		switch (c) {
 		case 's':
 			free(a->socket_path);

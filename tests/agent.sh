@@ -134,6 +134,34 @@ t_misbehaving_agent() {
 		fail "audit verify: $(cat "$T/verify")"
 }
 
+# A denial through a dual-stack socket (AF_INET6, connected to the
+# proxy's v4-mapped address, ::ffff:127.0.0.1) names its call as an
+# AF_INET socket's does.  The kernel lists such a socket among the
+# AF_INET6 ones, and the search asked AF_INET's only: the denial named no
+# pid and no call, and the call's result said "exited with status 0",
+# with no denial in it (as root too: no socket found, no cgroup read).
+t_dual_stack_denial_names_its_call() {
+	local prog body
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving freeze)
+	prog='import os, socket, urllib.parse
+u = urllib.parse.urlparse(os.environ["http_proxy"])
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.connect(("::ffff:" + u.hostname, u.port))
+s.sendall(b"GET http://evil.test:7/ HTTP/1.1\r\nHost: evil.test:7\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode())'
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "v6", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r"
+	expect_eq "refused by the proxy" "$(json stdout < "$T/r")" "HTTP/1.1 403 Forbidden"
+	expect_contains "explained" "$(json reason < "$T/r")" \
+		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
+	expect_eq "listed" "$(json denials.0.call < "$T/r")" v6
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
 # on_abort "kill": a sweep past the limit; frozen first (the abort event
 # says so), then killed.
 t_sweep_is_frozen_then_killed() {

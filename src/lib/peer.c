@@ -55,6 +55,20 @@ static int same_addr(const struct inet_diag_msg *m, const struct sockaddr *sa)
 	       !memcmp(m->id.idiag_src, any, 16);
 }
 
+/*
+ * A socket's rank as the asker: an exact binding first (same_addr), and
+ * among equals one with an inode, which a live process holds, before one
+ * closed (TIME_WAIT, or an orphan in FIN_WAIT2: inode 0): the first listed won
+ * before, and a socket the sandbox had closed on the asker's port, listed
+ * ahead of it, left the denial with neither pid nor call.
+ */
+#define RANK_BEST	5
+
+static int match_rank(int how, uint32_t inode)
+{
+	return how ? 2 * how + (inode != 0) : 0;
+}
+
 /* INET_DIAG_CGROUP_ID among the attributes after m, or 0. */
 static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
 {
@@ -71,7 +85,7 @@ static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
 /*
  * The inode of the TCP socket bound to sa in the diag socket's netns, and
  * the cgroup2 group of the process that made it, if it matches better
- * than *best (same_addr's 2 or 1, raised to it), else 0.  The kernel is asked
+ * than *best (match_rank's, raised to it), else 0.  The kernel is asked
  * only for sockets on sa's port (a filter of INET_DIAG_BC_S_EQ): a dump
  * of them all was the sandbox's to lengthen, and past DIAG_ROUNDS reads
  * of it (some 8,000 sockets) the asker was not found, so that a sandbox
@@ -135,9 +149,9 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 				done = true;
 				break;
 			}
-			int how = same_addr(m, sa);
+			int how = match_rank(same_addr(m, sa), m->idiag_inode);
 
-			if (how > *best) {	/* an exact binding wins */
+			if (how > *best) {
 				*best = how;
 				ino = m->idiag_inode;
 				*cgid = msg_cgroup(h, m);
@@ -224,7 +238,7 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
 		return 0;
 	ino = socket_inode(diag_fd, peer, proto, cgid, &best);
-	if (best < 2 && peer->sa_family == AF_INET)
+	if (best < RANK_BEST && peer->sa_family == AF_INET)
 		ino = mapped_inode(diag_fd, (const struct sockaddr_in *)peer, proto,
 				   cgid, &best) ?: ino;
 	if (!ino)

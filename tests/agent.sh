@@ -134,6 +134,79 @@ t_misbehaving_agent() {
 		fail "audit verify: $(cat "$T/verify")"
 }
 
+# A denial through a dual-stack socket (AF_INET6, connected to the
+# proxy's v4-mapped address, ::ffff:127.0.0.1) names its call as an
+# AF_INET socket's does.  The kernel lists such a socket among the
+# AF_INET6 ones, and the search asked AF_INET's only: the denial named no
+# pid and no call, and the call's result said "exited with status 0",
+# with no denial in it (as root too: no socket found, no cgroup read).
+t_dual_stack_denial_names_its_call() {
+	local prog body
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving freeze)
+	prog='import os, socket, urllib.parse
+u = urllib.parse.urlparse(os.environ["http_proxy"])
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.connect(("::ffff:" + u.hostname, u.port))
+s.sendall(b"GET http://evil.test:7/ HTTP/1.1\r\nHost: evil.test:7\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode())'
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "v6", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r"
+	expect_eq "refused by the proxy" "$(json stdout < "$T/r")" "HTTP/1.1 403 Forbidden"
+	expect_contains "explained" "$(json reason < "$T/r")" \
+		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
+	expect_eq "listed" "$(json denials.0.call < "$T/r")" v6
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
+# Sockets the sandbox closed on the asker's own port (SO_REUSEADDR):
+# TIME_WAIT ones, and orphans in FIN_WAIT2 whose peer it holds open.  The
+# kernel lists them with no inode, and the search took the first socket
+# bound to the asker's address: with one of those ahead of the asker, a
+# denial named neither pid nor call, and was in no call's result, for a
+# few connections of the sandbox's own.
+t_closed_sockets_on_the_askers_port_hide_no_asker() {
+	local prog body
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving freeze)
+	prog='import os, socket, urllib.parse
+u = urllib.parse.urlparse(os.environ["http_proxy"])
+def bound(port):
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    c.bind(("127.0.0.1", port))
+    return c
+s = bound(0)
+port = s.getsockname()[1]
+held = []
+for i in range(200):
+    l = socket.socket()
+    l.bind(("127.0.0.1", 0))
+    l.listen(1)
+    c = bound(port)
+    c.connect(l.getsockname())
+    a, _ = l.accept()
+    c.close()
+    if i % 2:
+        a.close()
+    held += [l, a]
+s.connect((u.hostname, u.port))
+s.sendall(b"GET http://evil.test:7/ HTTP/1.1\r\nHost: evil.test:7\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode())'
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "tw", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r"
+	expect_eq "refused by the proxy" "$(json stdout < "$T/r")" "HTTP/1.1 403 Forbidden"
+	expect_contains "explained" "$(json reason < "$T/r")" \
+		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
+	expect_eq "listed" "$(json denials.0.call < "$T/r")" tw
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
 # on_abort "kill": a sweep past the limit; frozen first (the abort event
 # says so), then killed.
 t_sweep_is_frozen_then_killed() {

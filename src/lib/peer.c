@@ -55,6 +55,20 @@ static int same_addr(const struct inet_diag_msg *m, const struct sockaddr *sa)
 	       !memcmp(m->id.idiag_src, any, 16);
 }
 
+/*
+ * A socket's rank as the asker: an exact binding first (same_addr), and
+ * among equals one with an inode, which a live process holds, before one
+ * closed (TIME_WAIT, or an orphan in FIN_WAIT2: inode 0): the first listed won
+ * before, and a socket the sandbox had closed on the asker's port, listed
+ * ahead of it, left the denial with neither pid nor call.
+ */
+#define RANK_BEST	5
+
+static int match_rank(int how, uint32_t inode)
+{
+	return how ? 2 * how + (inode != 0) : 0;
+}
+
 /* INET_DIAG_CGROUP_ID among the attributes after m, or 0. */
 static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
 {
@@ -70,14 +84,15 @@ static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
 
 /*
  * The inode of the TCP socket bound to sa in the diag socket's netns, and
- * the cgroup2 group of the process that made it.  The kernel is asked
+ * the cgroup2 group of the process that made it, if it matches better
+ * than *best (match_rank's, raised to it), else 0.  The kernel is asked
  * only for sockets on sa's port (a filter of INET_DIAG_BC_S_EQ): a dump
  * of them all was the sandbox's to lengthen, and past DIAG_ROUNDS reads
  * of it (some 8,000 sockets) the asker was not found, so that a sandbox
  * holding 60,000 UDP sockets left its denials unattributed.
  */
 static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
-			  uint64_t *cgid)
+			  uint64_t *cgid, int *best)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 	struct {
@@ -111,7 +126,6 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 	struct timeval tv = { 0, 200 * 1000 };
 	char *buf;
 	ino_t ino = 0;
-	int best = 0;
 	bool done = false;
 
 	_Static_assert(offsetof(struct sockaddr_in, sin_port) ==
@@ -135,10 +149,10 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 				done = true;
 				break;
 			}
-			int how = same_addr(m, sa);
+			int how = match_rank(same_addr(m, sa), m->idiag_inode);
 
-			if (how > best) {	/* an exact binding wins */
-				best = how;
+			if (how > *best) {
+				*best = how;
 				ino = m->idiag_inode;
 				*cgid = msg_cgroup(h, m);
 			}
@@ -149,6 +163,25 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 		;
 	free(buf);
 	return ino;
+}
+
+/*
+ * An IPv4 peer may be an AF_INET6 socket of the sandbox's: one not
+ * IPV6_V6ONLY that connected (or sent) to ::ffff:127.0.0.1 reaches an
+ * IPv4 listener as IPv4, but the kernel lists it among the AF_INET6
+ * sockets only, bound to the mapped address (or to ::).  Asked of
+ * AF_INET alone, such a denial named neither pid nor call (no socket,
+ * no cgroup), and was in no call's denials: one flag of the socket's.
+ */
+static ino_t mapped_inode(int fd, const struct sockaddr_in *sin, int proto,
+			  uint64_t *cgid, int *best)
+{
+	struct sockaddr_in6 m = { .sin6_family = AF_INET6, .sin6_port = sin->sin_port };
+
+	m.sin6_addr.s6_addr[10] = 0xff;
+	m.sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&m.sin6_addr.s6_addr[12], &sin->sin_addr, 4);
+	return socket_inode(fd, (const struct sockaddr *)&m, proto, cgid, best);
 }
 
 /*
@@ -194,6 +227,7 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 			 int proto, uint64_t *cgid)
 {
 	unsigned budget = PEER_SEARCH_FDS;
+	int best = 0;
 	char want[64];
 	struct dirent *de;
 	pid_t pid = 0;
@@ -203,7 +237,10 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	*cgid = 0;
 	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
 		return 0;
-	ino = socket_inode(diag_fd, peer, proto, cgid);
+	ino = socket_inode(diag_fd, peer, proto, cgid, &best);
+	if (best < RANK_BEST && peer->sa_family == AF_INET)
+		ino = mapped_inode(diag_fd, (const struct sockaddr_in *)peer, proto,
+				   cgid, &best) ?: ino;
 	if (!ino)
 		return 0;
 	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)ino);

@@ -339,19 +339,13 @@ int sandbox_nofile_cap(const struct corral_policy *p, rlim_t *cap, rlim_t *hard,
 	unsigned long long max = 0;
 	struct rlimit init;
 	char buf[32], *end;
-	ssize_t n = -1;
-	int fd;
+	ssize_t n;
 
 	if (getrlimit(RLIMIT_NOFILE, &init) < 0)
 		return corral_set_errno(err, errno, "getrlimit(RLIMIT_NOFILE)");
-	/* read(2), not stdio: a FILE's buffer costs an fstat each run */
-	fd = open("/proc/sys/fs/file-max", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {	/* no /proc: the rlimits alone, as before */
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
+	/* a second old at most (hostsysctl.c); no /proc: the rlimits alone */
+	n = host_sysctl_read("/proc/sys/fs/file-max", buf, sizeof(buf));
 	if (n > 0) {
-		buf[n] = '\0';
 		errno = 0;
 		max = strtoull(buf, &end, 10);
 		if (errno || end == buf || buf[0] == '-')

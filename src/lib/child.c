@@ -1629,8 +1629,7 @@ void sandbox_child(struct child_ctx *c)
 			       "doctor`)" : "");
 		setup_failed(c, &err);
 	}
-	if (!c->joined_net)
-		net_bound_uncharged(false);
+	/* its bounds (net_bound_uncharged) through our own proc: mount_build */
 	if (!c->joined_net && c->p->net == CORRAL_NET_PROXY &&
 	    proxy_listeners_send(c->sync_rd, c->p->net_transparent,
 				 c->p->connections) < 0)
@@ -1660,7 +1659,8 @@ void sandbox_child(struct child_ctx *c)
 		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
 	}
-	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL, &err) < 0 ||
+	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL,
+			!c->joined_net, &err) < 0 ||
 	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
 	/* host fds (the host's mounts): none stays in a process of the sandbox */

@@ -198,16 +198,16 @@ static int loopback_up(struct corral_err *err)
  */
 static int set_stdio(const int stdio[3], struct corral_err *err)
 {
+	int null = -1;	/* opened once for all three (a serving init's) */
+
 	for (int i = 0; i < 3; i++) {
 		if (stdio[i] < 0) {
 			/* no O_CLOEXEC: it may land on i itself */
-			int null = open("/dev/null", O_RDWR);
-
-			if (null < 0 || dup2(null, i) < 0)
+			if (null < 0)
+				null = open("/dev/null", O_RDWR);
+			if (null < 0 || (null != i && dup2(null, i) < 0))
 				return corral_set_err(err, -errno, "/dev/null as fd %d: %s",
 						      i, strerror(errno));
-			if (null != i)
-				close(null);
 			continue;
 		}
 		/* already in place: dup2 would keep its close-on-exec */
@@ -220,6 +220,9 @@ static int set_stdio(const int stdio[3], struct corral_err *err)
 			return corral_set_errno(err, errno, "dup2 %d to %d",
 					      stdio[i], i);
 	}
+	/* at 0-2 it is one of them, or a later dup2 replaced it */
+	if (null > 2)
+		close(null);
 	return 0;
 }
 
@@ -1489,10 +1492,15 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 	 * SIGINT and SIGHUP): a caught signal from inside the namespace
 	 * reaches PID 1 and runs them here.  At SIG_DFL the kernel drops it.
 	 */
-	signal_dispositions(&caught);
+	reset = signal_dispositions(&caught);
 	signals_default(caught);
-	/* nothing below changes a disposition: read once, for every call */
-	reset = signals_to_reset();
+	/*
+	 * What is left to reset for every call: the ignored ones (the caught
+	 * are SIG_DFL now, and nothing below changes a disposition), from
+	 * the one read of /proc/self/status, where a second read made two
+	 * on every create.
+	 */
+	reset &= ~caught;
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	if (!m || !calls || sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||

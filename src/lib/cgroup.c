@@ -356,7 +356,8 @@ uint64_t cg_host_tcp_share(void)
 	char buf[96];
 	unsigned long long lo, mid, max = 0;
 	long page = sysconf(_SC_PAGESIZE);
-	ssize_t n = cg_read_file("/proc/sys/net/ipv4", "tcp_mem", buf, sizeof(buf));
+	/* a second old at most (hostsysctl.c): read on each sandbox's create */
+	ssize_t n = host_sysctl_read("/proc/sys/net/ipv4/tcp_mem", buf, sizeof(buf));
 
 	/* "min pressure max", in pages */
 	if (n <= 0 || page <= 0 || sscanf(buf, "%llu %llu %llu", &lo, &mid, &max) != 3)

@@ -198,16 +198,16 @@ static int loopback_up(struct corral_err *err)
  */
 static int set_stdio(const int stdio[3], struct corral_err *err)
 {
+	int null = -1;	/* opened once for all three (a serving init's) */
+
 	for (int i = 0; i < 3; i++) {
 		if (stdio[i] < 0) {
 			/* no O_CLOEXEC: it may land on i itself */
-			int null = open("/dev/null", O_RDWR);
-
-			if (null < 0 || dup2(null, i) < 0)
+			if (null < 0)
+				null = open("/dev/null", O_RDWR);
+			if (null < 0 || (null != i && dup2(null, i) < 0))
 				return corral_set_err(err, -errno, "/dev/null as fd %d: %s",
 						      i, strerror(errno));
-			if (null != i)
-				close(null);
 			continue;
 		}
 		/* already in place: dup2 would keep its close-on-exec */
@@ -220,6 +220,9 @@ static int set_stdio(const int stdio[3], struct corral_err *err)
 			return corral_set_errno(err, errno, "dup2 %d to %d",
 					      stdio[i], i);
 	}
+	/* at 0-2 it is one of them, or a later dup2 replaced it */
+	if (null > 2)
+		close(null);
 	return 0;
 }
 
@@ -339,19 +342,13 @@ int sandbox_nofile_cap(const struct corral_policy *p, rlim_t *cap, rlim_t *hard,
 	unsigned long long max = 0;
 	struct rlimit init;
 	char buf[32], *end;
-	ssize_t n = -1;
-	int fd;
+	ssize_t n;
 
 	if (getrlimit(RLIMIT_NOFILE, &init) < 0)
 		return corral_set_errno(err, errno, "getrlimit(RLIMIT_NOFILE)");
-	/* read(2), not stdio: a FILE's buffer costs an fstat each run */
-	fd = open("/proc/sys/fs/file-max", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {	/* no /proc: the rlimits alone, as before */
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
+	/* a second old at most (hostsysctl.c); no /proc: the rlimits alone */
+	n = host_sysctl_read("/proc/sys/fs/file-max", buf, sizeof(buf));
 	if (n > 0) {
-		buf[n] = '\0';
 		errno = 0;
 		max = strtoull(buf, &end, 10);
 		if (errno || end == buf || buf[0] == '-')
@@ -1495,10 +1492,15 @@ static __attribute__((noreturn)) void serve_loop(const struct child_ctx *c)
 	 * SIGINT and SIGHUP): a caught signal from inside the namespace
 	 * reaches PID 1 and runs them here.  At SIG_DFL the kernel drops it.
 	 */
-	signal_dispositions(&caught);
+	reset = signal_dispositions(&caught);
 	signals_default(caught);
-	/* nothing below changes a disposition: read once, for every call */
-	reset = signals_to_reset();
+	/*
+	 * What is left to reset for every call: the ignored ones (the caught
+	 * are SIG_DFL now, and nothing below changes a disposition), from
+	 * the one read of /proc/self/status, where a second read made two
+	 * on every create.
+	 */
+	reset &= ~caught;
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	if (!m || !calls || sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
@@ -1635,8 +1637,7 @@ void sandbox_child(struct child_ctx *c)
 			       "doctor`)" : "");
 		setup_failed(c, &err);
 	}
-	if (!c->joined_net)
-		net_bound_uncharged(false);
+	/* its bounds (net_bound_uncharged) through our own proc: mount_build */
 	if (!c->joined_net && c->p->net == CORRAL_NET_PROXY &&
 	    proxy_listeners_send(c->sync_rd, c->p->net_transparent,
 				 c->p->connections) < 0)
@@ -1666,7 +1667,8 @@ void sandbox_child(struct child_ctx *c)
 		corral_set_errno(&err, errno, "sethostname");
 		setup_failed(c, &err);
 	}
-	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL, &err) < 0 ||
+	if (mount_build(c->p, c->idmap, c->tls_ca_pem, c->send_upper ? &upperfd : NULL,
+			!c->joined_net, &err) < 0 ||
 	    (!c->joined_net && loopback_up(&err) < 0) || set_rlimits(&err) < 0)
 		setup_failed(c, &err);
 	/* host fds (the host's mounts): none stays in a process of the sandbox */

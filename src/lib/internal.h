@@ -307,6 +307,19 @@ int landlock_apply(const struct ll_rule *rules, size_t n,
 /* text, whole, into an existing file (a /proc or /sys knob) */
 int proc_write(const char *path, const char *text, struct corral_err *err);
 
+/* ---- hostsysctl.c ---------------------------------------------------- */
+/* how long a host sysctl's text is kept by a process (hostsysctl.c) */
+#define HOST_SYSCTL_TTL_MS	1000
+/*
+ * The text of a host's sysctl file (a literal path: the key), NUL-ended,
+ * as a read of len - 1 bytes would give it: read again once it is
+ * HOST_SYSCTL_TTL_MS old; length or -errno (kept as long).  _at: now
+ * given, in ms of CLOCK_MONOTONIC_COARSE (the unit tests').
+ */
+ssize_t host_sysctl_read(const char *path, char *buf, size_t len);
+ssize_t host_sysctl_read_at(const char *path, char *buf, size_t len,
+			    uint64_t now);
+
 /* ---- random.c -------------------------------------------------------- */
 /* n bytes from the kernel's CSPRNG (getrandom), all of them: 0 or -errno. */
 int corral_random(void *buf, size_t n);

@@ -63,9 +63,14 @@ bool idmap_probe(const char *dir, char *why, size_t len);
 int snapshot_fill(int from, int to, const struct corral_policy *p,
 		  struct corral_err *err);
 struct idmap_fds;
-/* pre: the supervisor's idmapped workspace and binds (idmap.c), or NULL */
+/*
+ * pre: the supervisor's idmapped workspace and binds (idmap.c), or NULL;
+ * own_net: the network namespace is the sandbox's own, its bounds are
+ * set through the proc mounted here (net_bound_uncharged)
+ */
 int mount_build(const struct corral_policy *p, const struct idmap_fds *pre,
-		const char *tls_ca_pem, int *upperfd, struct corral_err *err);
+		const char *tls_ca_pem, int *upperfd, bool own_net,
+		struct corral_err *err);
 /* A host path's fd may be shown to a sandbox (not /proc, /sys, /dev, /). */
 int mount_check_host_fd(int rootfd, int fd, const char *path,
 			struct corral_err *err);

@@ -287,16 +287,23 @@ static void background_hits(struct corral_box *b, struct cg *cg,
 	}
 }
 
-/* background_hits of every finished call's group but ending's */
+/*
+ * background_hits of every finished call's group but ending's, and of
+ * the next LINGER_VISIT_MAX groups left lingering (lingering_batch): the
+ * rest are read by later calls' ends and ticks.
+ */
 static void background_hits_all(struct corral_box *b, struct corral_call *ending)
 {
+	struct lingerer *batch[LINGER_VISIT_MAX];
+	size_t n = lingering_batch(b, batch, LINGER_VISIT_MAX);
+
 	for (struct corral_call *c = b->calls; c; c = c->next)
 		if (c != ending && c->done)
 			background_hits(b, c->cg, c->tool_call, &c->seen_oom,
 					&c->seen_pids, ending);
-	for (struct lingerer *l = b->lingering; l; l = l->next)
-		background_hits(b, l->cg, l->tool_call, &l->seen_oom,
-				&l->seen_pids, ending);
+	for (size_t i = 0; i < n; i++)
+		background_hits(b, batch[i]->cg, batch[i]->tool_call,
+				&batch[i]->seen_oom, &batch[i]->seen_pids, ending);
 }
 
 /*
@@ -1830,16 +1837,39 @@ static void trim_lingering(struct corral_box *b)
 	}
 }
 
-void call_sweep_lingering(struct corral_box *b, bool all)
+/*
+ * The sandbox chooses how many groups linger: each call that leaves a
+ * process behind (`sleep 1d &`) leaves one, up to its pids limit, and a
+ * group's read is two to five files and an rmdir (EBUSY) on the loop
+ * every other sandbox of a daemon waits on.  All of them at each call's
+ * end and each tick: 1000 held a daemon's loop some 40 ms a call and
+ * 14 ms a second.  So a pass reads a batch, the next one the next.
+ */
+size_t lingering_batch(struct corral_box *b, struct lingerer **out, size_t max)
+{
+	struct lingerer **pp = &b->lingering, *head = b->lingering, **tail;
+	size_t n = 0;
+
+	while (*pp && n < max) {
+		out[n++] = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp || !n)
+		return n;	/* the whole list: its order is kept */
+	b->lingering = *pp;
+	*pp = NULL;		/* out[n - 1]'s next: the batch ends the list */
+	for (tail = &b->lingering; *tail; tail = &(*tail)->next)
+		;
+	*tail = head;
+	return n;
+}
+
+static void free_lingerers(struct corral_box *b, bool all)
 {
 	struct lingerer **pp = &b->lingering, *l;
 
 	while ((l = *pp)) {
-		/* its last process's OOM kill may be what emptied it */
-		if (!all)
-			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
-					&l->seen_pids, NULL);
-		if (!all && (cg_mode(l->cg) == CG_NONE || cg_try_remove(l->cg) < 0)) {
+		if (!all && !l->removed) {
 			pp = &l->next;
 			continue;
 		}
@@ -1847,6 +1877,21 @@ void call_sweep_lingering(struct corral_box *b, bool all)
 		cg_destroy(l->cg);
 		free(l);
 	}
+}
+
+void call_sweep_lingering(struct corral_box *b, bool all)
+{
+	struct lingerer *batch[LINGER_VISIT_MAX], *l;
+	size_t n = all ? 0 : lingering_batch(b, batch, LINGER_VISIT_MAX);
+
+	for (size_t i = 0; i < n; i++) {
+		l = batch[i];
+		/* its last process's OOM kill may be what emptied it */
+		background_hits(b, l->cg, l->tool_call, &l->seen_oom,
+				&l->seen_pids, NULL);
+		l->removed = cg_mode(l->cg) != CG_NONE && cg_try_remove(l->cg) == 0;
+	}
+	free_lingerers(b, all);
 }
 
 static void on_sweep(evutil_socket_t fd, short what, void *arg)

@@ -6,10 +6,10 @@
 # `true` (the daemon's CPU for them), and B's exec of `true` timed ten
 # times while A runs calls.  Before the groups were read a batch a pass
 # (call.c's lingering_batch), every call's end and every tick read each
-# of them: at 1000, 40 ms of the loop a call of A's, 14 ms a second idle,
-# B's exec 11-104 ms while A ran calls (7-16 ms alone); with it, 3 ms a
-# call, under 1 ms a second, B's 10-20 ms.  Timings on a shared host:
-# repeat.
+# of them: at 1000, 30-40 ms of the daemon's CPU a call of A's, 12-14 ms
+# a second idle, B's exec 11-236 ms while A ran calls (7-16 ms alone);
+# with it, 2-3 ms a call, 0-2 ms a second, B's 5-24 ms (two runs each,
+# a shared host: repeat).
 set -eu
 CORRAL=$(readlink -f "$1")
 CALLS=${2:-1000}

@@ -2052,6 +2052,42 @@ t_lingering_groups_read_in_batches() {
 	stop_daemon
 }
 
+# A halt whose policy kills (on_abort "kill", a criterion the sandbox
+# can meet at will) kills the tree off the loop: without cgroup.kill (v1)
+# the kill read cgroup.procs in every group of every hierarchy, twice and
+# more, on the loop: a sandbox whose 1000 calls each left a sleeper held
+# another's exec 512 ms.  Counted by the daemon's reads from the halt to
+# the last process's end: fewer than n now; 3000 and more before for
+# n = 300 (cgroup.kill, v2 since 5.14, reads none).
+t_halt_kill_off_loop() {
+	local n=300 i code d r0 r1
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0, "policy": {"abort": {"on_abort": "kill"}}}')
+	if ! cgroup_mode "$a"; then
+		stop_daemon
+		skip "no cgroups: init's death alone ends the tree"
+		return
+	fi
+	i=0
+	while [ $i -lt $n ]; do
+		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		expect_code "call $i leaves a sleeper" "$code" 200 || break
+		i=$((i + 1))
+	done
+	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
+	[ "$(tree_procs "$d" | wc -l)" -ge $n ] || fail "a's processes: fewer than $n in $d"
+	r0=$(awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/io)
+	code=$(api POST "/v1/sandboxes/$a/halt" -d "$(jbody reason "enough")")
+	expect_code "halt a" "$code" 200
+	wait_gone "a's processes" 30 tree_procs "$d"
+	r1=$(awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/io)
+	[ $((r1 - r0)) -lt $n ] ||
+		fail "a halt's kill of $n lingering groups: $((r1 - r0)) reads on the loop"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	stop_daemon
+}
+
 # tree_procs DIR: "pid starttime" of each process in DIR's group and below
 # (proc_stat: a sed and an awk a process were 5 ms of CPU, each look)
 tree_procs() {

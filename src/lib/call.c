@@ -252,7 +252,8 @@ static void call_hits(const struct corral_call *c, const struct cg_stats *bst,
  * group alone, a refused fork in the forker's: a later call whose memory
  * got one of them killed said nothing of it, and no event did.  Each
  * group a finished call left is read again on the box's tick, before the
- * sweep removes it, and when a call ends; what it counted since it was
+ * sweep removes it, and when a call ends (LINGER_VISIT_MAX of them a
+ * pass, in turn: lingering_batch); what it counted since it was
  * last read is a limit.hit naming its call ("background": true), and a
  * clause of the reason of each call that runs (and of ending, which is
  * done already): the box's limit bit while it ran.

@@ -553,6 +553,37 @@ TEST(lingering_read_a_batch_at_a_time)
 	CHECK(lingering_batch(&b, batch, LINGER_VISIT_MAX) == 0);
 }
 
+/*
+ * Without cgroups a box keeps the records of its last LINGER_MAX calls,
+ * newest first, and trim_lingering drops the list's tail as the oldest:
+ * a sweep reads nothing there, and must leave that order as it was.
+ */
+TEST(lingering_without_cgroups_keeps_its_age_order)
+{
+	enum { N = LINGER_VISIT_MAX + 8 };
+	struct lingerer *l[N], *x;
+	struct corral_box b;
+	size_t i;
+	bool same = true;
+
+	memset(&b, 0, sizeof(b));	/* no cg: CG_NONE */
+	for (i = N; i-- > 0;) {
+		l[i] = calloc(1, sizeof(*l[i]));
+		CHECK(l[i] != NULL);
+		if (!l[i])
+			return;
+		l[i]->id = (uint32_t)i;
+		l[i]->next = b.lingering;
+		b.lingering = l[i];
+	}
+	call_sweep_lingering(&b, false);
+	for (i = 0, x = b.lingering; x && i < N; x = x->next, i++)
+		same &= x == l[i];
+	CHECK(same && i == N && !x);
+	call_sweep_lingering(&b, true);
+	CHECK(b.lingering == NULL);
+}
+
 /* ---- result_limits: a verdict from state, not from the reason's text ---- */
 
 static void limits_of(struct corral_result *res, uint64_t oom)

@@ -296,7 +296,9 @@ static void background_hits(struct corral_box *b, struct cg *cg,
 static void background_hits_all(struct corral_box *b, struct corral_call *ending)
 {
 	struct lingerer *batch[LINGER_VISIT_MAX];
-	size_t n = lingering_batch(b, batch, LINGER_VISIT_MAX);
+	/* without cgroups nothing to read, and the list's order is its age */
+	size_t n = cg_mode(b->cg) == CG_NONE ? 0 :
+		   lingering_batch(b, batch, LINGER_VISIT_MAX);
 
 	for (struct corral_call *c = b->calls; c; c = c->next)
 		if (c != ending && c->done)
@@ -1883,7 +1885,12 @@ static void free_lingerers(struct corral_box *b, bool all)
 void call_sweep_lingering(struct corral_box *b, bool all)
 {
 	struct lingerer *batch[LINGER_VISIT_MAX], *l;
-	size_t n = all ? 0 : lingering_batch(b, batch, LINGER_VISIT_MAX);
+	/*
+	 * Without cgroups nothing is read or removed here, and the order of
+	 * the list is its age, newest first, which trim_lingering keeps.
+	 */
+	size_t n = all || cg_mode(b->cg) == CG_NONE ? 0 :
+		   lingering_batch(b, batch, LINGER_VISIT_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		l = batch[i];

@@ -2003,14 +2003,20 @@ t_calls_leave_no_fds_in_the_daemon() {
 	stop_daemon
 }
 
-# syscr_of_call ID: the daemon's read(2)s over one call of box ID (from
-# /proc/PID/io), the least of three: a tick's reads may fall in one
+# loop_reads: the read(2)s of the daemon's loop, its main thread's own:
+# /proc/PID/io adds those of each child it reaps (a helper's walks)
+loop_reads() {
+	awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/task/"$DPID"/io
+}
+
+# syscr_of_call ID: the loop's reads over one call of box ID, the least
+# of three: a tick's reads may fall in one
 syscr_of_call() {
 	local i r0 r1 least=""
 	for i in 1 2 3; do
-		r0=$(awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/io) || return 1
+		r0=$(loop_reads) || return 1
 		sbsh "$1" true > /dev/null || return 1
-		r1=$(awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/io) || return 1
+		r1=$(loop_reads) || return 1
 		[ -n "$least" ] && [ $((r1 - r0)) -ge "$least" ] || least=$((r1 - r0))
 	done
 	echo "$least"
@@ -2022,9 +2028,9 @@ syscr_of_call() {
 # tick.  All of them were read at each call's end and again by the sweep
 # right after it, each two files or more and an rmdir, on the loop every
 # other box's calls wait on: 1000 held it some 40 ms a call and 14 ms a
-# second.  Counted by the daemon's reads over one call of a box with n
-# lingering groups, less those of a box with none: fewer than n now (64
-# as root, 126 as 65534, for n = 300), 1200 and 602 before.
+# second.  Counted by the loop's reads over one call of a box with n
+# lingering groups, less those of a box with none: fewer than n now (68
+# as root, 126 as 65534, for n = 300), 606 and 604 before.
 t_lingering_groups_read_in_batches() {
 	local n=300 i code ra rb
 	start_daemon
@@ -2056,9 +2062,9 @@ t_lingering_groups_read_in_batches() {
 # can meet at will) kills the tree off the loop: without cgroup.kill (v1)
 # the kill read cgroup.procs in every group of every hierarchy, twice and
 # more, on the loop: a sandbox whose 1000 calls each left a sleeper held
-# another's exec 512 ms.  Counted by the daemon's reads from the halt to
-# the last process's end: fewer than n now; 3000 and more before for
-# n = 300 (cgroup.kill, v2 since 5.14, reads none).
+# another's exec 0.5-1.3 s.  Counted by the loop's reads from the halt
+# to the last process's end: fewer than n now (16 for n = 300), 6392 as
+# 65534 and 9385 as root before (cgroup.kill, v2 since 5.14, reads none).
 t_halt_kill_off_loop() {
 	local n=300 i code d r0 r1
 	start_daemon
@@ -2076,11 +2082,11 @@ t_halt_kill_off_loop() {
 	done
 	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
 	[ "$(tree_procs "$d" | wc -l)" -ge $n ] || fail "a's processes: fewer than $n in $d"
-	r0=$(awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/io)
+	r0=$(loop_reads)
 	code=$(api POST "/v1/sandboxes/$a/halt" -d "$(jbody reason "enough")")
 	expect_code "halt a" "$code" 200
 	wait_gone "a's processes" 30 tree_procs "$d"
-	r1=$(awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/io)
+	r1=$(loop_reads)
 	[ $((r1 - r0)) -lt $n ] ||
 		fail "a halt's kill of $n lingering groups: $((r1 - r0)) reads on the loop"
 	code=$(api DELETE "/v1/sandboxes/$a")

@@ -2091,6 +2091,97 @@ t_calls_leave_no_fds_in_the_daemon() {
 	stop_daemon
 }
 
+# loop_reads: the read(2)s of the daemon's loop, its main thread's own:
+# /proc/PID/io adds those of each child it reaps (a helper's walks)
+loop_reads() {
+	awk '$1 == "syscr:" { print $2 }' /proc/"$DPID"/task/"$DPID"/io
+}
+
+# syscr_of_call ID: the loop's reads over one call of box ID, the least
+# of three: a tick's reads may fall in one
+syscr_of_call() {
+	local i r0 r1 least=""
+	for i in 1 2 3; do
+		r0=$(loop_reads) || return 1
+		sbsh "$1" true > /dev/null || return 1
+		r1=$(loop_reads) || return 1
+		[ -n "$least" ] && [ $((r1 - r0)) -ge "$least" ] || least=$((r1 - r0))
+	done
+	echo "$least"
+}
+
+# The groups a box's finished calls left (each call that leaves a sleeper
+# leaves one, up to the pids limit: the sandbox chooses how many) are read
+# a batch at a time (LINGER_VISIT_MAX, 32), at each call's end and each
+# tick.  All of them were read at each call's end and again by the sweep
+# right after it, each two files or more and an rmdir, on the loop every
+# other box's calls wait on: 1000 held it some 40 ms a call and 14 ms a
+# second.  Counted by the loop's reads over one call of a box with n
+# lingering groups, less those of a box with none: fewer than n now (68
+# as root, 126 as 65534, for n = 300), 606 and 604 before.
+t_lingering_groups_read_in_batches() {
+	local n=300 i code ra rb
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0}')
+	b=$(mksb '{"idle_freeze_ms": 0}')
+	if ! cgroup_mode "$a"; then
+		stop_daemon
+		skip "no cgroups: without them a box keeps $n calls' records at most 64"
+		return
+	fi
+	i=0
+	while [ $i -lt $n ]; do
+		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		expect_code "call $i leaves a sleeper" "$code" 200 || break
+		i=$((i + 1))
+	done
+	ra=$(syscr_of_call "$a") || fail "no count of the daemon's reads over a's call"
+	rb=$(syscr_of_call "$b") || fail "no count of the daemon's reads over b's call"
+	[ $((ra - rb)) -lt $n ] ||
+		fail "one call of a box with $n lingering groups: $ra reads, of one with none $rb"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	code=$(api DELETE "/v1/sandboxes/$b")
+	expect_code "delete b" "$code" 200
+	stop_daemon
+}
+
+# A halt whose policy kills (on_abort "kill", a criterion the sandbox
+# can meet at will) kills the tree off the loop: without cgroup.kill (v1)
+# the kill read cgroup.procs in every group of every hierarchy, twice and
+# more, on the loop: a sandbox whose 1000 calls each left a sleeper held
+# another's exec 0.5-1.3 s.  Counted by the loop's reads from the halt
+# to the last process's end: fewer than n now (16 for n = 300), 6392 as
+# 65534 and 9385 as root before (cgroup.kill, v2 since 5.14, reads none).
+t_halt_kill_off_loop() {
+	local n=300 i code d r0 r1
+	start_daemon
+	a=$(mksb '{"idle_freeze_ms": 0, "policy": {"abort": {"on_abort": "kill"}}}')
+	if ! cgroup_mode "$a"; then
+		stop_daemon
+		skip "no cgroups: init's death alone ends the tree"
+		return
+	fi
+	i=0
+	while [ $i -lt $n ]; do
+		code=$(ex "$a" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		expect_code "call $i leaves a sleeper" "$code" 200 || break
+		i=$((i + 1))
+	done
+	d=$(cgroups_of "$DPID" | grep -- "-$a\$" | head -1)
+	[ "$(tree_procs "$d" | wc -l)" -ge $n ] || fail "a's processes: fewer than $n in $d"
+	r0=$(loop_reads)
+	code=$(api POST "/v1/sandboxes/$a/halt" -d "$(jbody reason "enough")")
+	expect_code "halt a" "$code" 200
+	wait_gone "a's processes" 30 tree_procs "$d"
+	r1=$(loop_reads)
+	[ $((r1 - r0)) -lt $n ] ||
+		fail "a halt's kill of $n lingering groups: $((r1 - r0)) reads on the loop"
+	code=$(api DELETE "/v1/sandboxes/$a")
+	expect_code "delete a" "$code" 200
+	stop_daemon
+}
+
 # tree_procs DIR: "pid starttime" of each process in DIR's group and below
 # (proc_stat: a sed and an awk a process were 5 ms of CPU, each look)
 tree_procs() {

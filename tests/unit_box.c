@@ -500,6 +500,90 @@ TEST(attribute_unknown_is_nobody)
 	CHECK(names(&f, json_object(), NULL, false));
 }
 
+/* ---- lingering groups: read a batch a pass --------------------------- */
+
+/*
+ * The sandbox chooses how many groups its finished calls leave (up to its
+ * pids limit): a pass on the loop takes LINGER_VISIT_MAX of them, and the
+ * next passes the ones after, so that each is read within ceil(n / max)
+ * passes, and none twice before every other one was read once.
+ */
+TEST(lingering_read_a_batch_at_a_time)
+{
+	enum { N = 1000 };
+	static struct lingerer l[N];
+	static unsigned seen[N];
+	struct lingerer *batch[LINGER_VISIT_MAX];
+	struct corral_box b;
+	size_t n, passes = (N + LINGER_VISIT_MAX - 1) / LINGER_VISIT_MAX, total = 0;
+	bool once = true;
+
+	memset(&b, 0, sizeof(b));
+	for (size_t i = 0; i < N; i++) {
+		l[i] = (struct lingerer){ .id = (uint32_t)i,
+					  .next = i + 1 < N ? &l[i + 1] : NULL };
+		seen[i] = 0;
+	}
+	b.lingering = &l[0];
+	for (size_t p = 0; p < passes; p++) {
+		n = lingering_batch(&b, batch, LINGER_VISIT_MAX);
+		CHECK(n == LINGER_VISIT_MAX);
+		/* the last pass goes round: the first ones again, after the rest */
+		for (size_t i = 0; i < n; i++)
+			once &= ++seen[batch[i]->id] == 1 || p == passes - 1;
+		total += n;
+	}
+	CHECK(once);
+	CHECK(total == passes * LINGER_VISIT_MAX);
+	for (size_t i = 0; i < N; i++)
+		once &= seen[i] >= 1;
+	CHECK(once);
+	/* still every one of them, once, in the list */
+	n = 0;
+	for (struct lingerer *x = b.lingering; x && n <= N; x = x->next)
+		n++;
+	CHECK(n == N);
+	/* fewer than a batch: all of them, in their order */
+	b.lingering = &l[0];
+	l[0].next = &l[1];
+	l[1].next = NULL;
+	CHECK(lingering_batch(&b, batch, LINGER_VISIT_MAX) == 2);
+	CHECK(batch[0] == &l[0] && batch[1] == &l[1] && b.lingering == &l[0]);
+	b.lingering = NULL;
+	CHECK(lingering_batch(&b, batch, LINGER_VISIT_MAX) == 0);
+}
+
+/*
+ * Without cgroups a box keeps the records of its last LINGER_MAX calls,
+ * newest first, and trim_lingering drops the list's tail as the oldest:
+ * a sweep reads nothing there, and must leave that order as it was.
+ */
+TEST(lingering_without_cgroups_keeps_its_age_order)
+{
+	enum { N = LINGER_VISIT_MAX + 8 };
+	struct lingerer *l[N], *x;
+	struct corral_box b;
+	size_t i;
+	bool same = true;
+
+	memset(&b, 0, sizeof(b));	/* no cg: CG_NONE */
+	for (i = N; i-- > 0;) {
+		l[i] = calloc(1, sizeof(*l[i]));
+		CHECK(l[i] != NULL);
+		if (!l[i])
+			return;
+		l[i]->id = (uint32_t)i;
+		l[i]->next = b.lingering;
+		b.lingering = l[i];
+	}
+	call_sweep_lingering(&b, false);
+	for (i = 0, x = b.lingering; x && i < N; x = x->next, i++)
+		same &= x == l[i];
+	CHECK(same && i == N && !x);
+	call_sweep_lingering(&b, true);
+	CHECK(b.lingering == NULL);
+}
+
 /* ---- result_limits: a verdict from state, not from the reason's text ---- */
 
 static void limits_of(struct corral_result *res, uint64_t oom)

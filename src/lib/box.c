@@ -143,7 +143,7 @@ int box_set_thawed(struct corral_box *b, struct corral_err *err)
 static void kill_all(struct corral_box *b)
 {
 	sandbox_kill(b->sb);
-	cg_kill_start(b->cg, b->base);	/* v1: its rounds run on the loop */
+	cg_kill_async(b->cg, b->base);	/* v1: its rounds off the loop */
 }
 
 static void halt_calls(struct corral_box *b)

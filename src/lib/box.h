@@ -22,6 +22,8 @@
 #define BOX_TICK_MS	1000	/* meters, budgets */
 #define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
 #define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
+/* lingering groups read by one pass on the loop (call.c's lingering_batch) */
+#define LINGER_VISIT_MAX 32
 #define CALL_DENIALS_KEPT 100
 #define CALL_STDIN_MAX	(1024 * 1024)	/* stdin given, not yet read */	/* denied events kept in a call's result */
 
@@ -128,6 +130,7 @@ struct lingerer {
 	struct corral_box *b;
 	struct cg_move *rm;	/* its removal, under way off the loop */
 	bool tried;		/* removed once, and found in use */
+	bool removed;		/* its group is gone: the sweep unlinks it */
 };
 
 /*
@@ -296,10 +299,19 @@ void call_msg(struct corral_box *b, const struct child_msg *m);
 void call_arm_spare(struct corral_box *b);
 /* Let the spare process go (it exits: EOF on its gate); the box goes. */
 void call_drop_spare(struct corral_box *b);
-/* Remove the groups of ended calls that are empty (all: every one). */
+/*
+ * Remove the groups of ended calls that are empty (all: every one, else
+ * at most LINGER_VISIT_MAX of them, the next ones in turn).
+ */
 void call_sweep_lingering(struct corral_box *b, bool all);
 /* Close the box's counters' files once it is frozen or long idle. */
 void call_counters_rest(struct corral_box *b);
+/*
+ * The next at most max lingerers into out, moved to the list's tail so
+ * that the next batch starts past them: each one is in a batch within
+ * ceil(n / max) of them.  Returns how many.
+ */
+size_t lingering_batch(struct corral_box *b, struct lingerer **out, size_t max);
 /* A denial goes in the result of the call it is attributed to. */
 void call_note_denial(struct corral_box *b, const char *type, json_t *event);
 

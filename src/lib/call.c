@@ -256,7 +256,8 @@ static void call_hits(const struct corral_call *c, const struct cg_stats *bst,
  * group alone, a refused fork in the forker's: a later call whose memory
  * got one of them killed said nothing of it, and no event did.  Each
  * group a finished call left is read again on the box's tick, before the
- * sweep removes it, and when a call ends; what it counted since it was
+ * sweep removes it, and when a call ends (LINGER_VISIT_MAX of them a
+ * pass, in turn: lingering_batch); what it counted since it was
  * last read is a limit.hit naming its call ("background": true), and a
  * clause of the reason of each call that runs (and of ending, which is
  * done already): the box's limit bit while it ran.
@@ -291,16 +292,25 @@ static void background_hits(struct corral_box *b, struct cg *cg,
 	}
 }
 
-/* background_hits of every finished call's group but ending's */
+/*
+ * background_hits of every finished call's group but ending's, and of
+ * the next LINGER_VISIT_MAX groups left lingering (lingering_batch): the
+ * rest are read by later calls' ends and ticks.
+ */
 static void background_hits_all(struct corral_box *b, struct corral_call *ending)
 {
+	struct lingerer *batch[LINGER_VISIT_MAX];
+	/* without cgroups nothing to read, and the list's order is its age */
+	size_t n = cg_mode(b->cg) == CG_NONE ? 0 :
+		   lingering_batch(b, batch, LINGER_VISIT_MAX);
+
 	for (struct corral_call *c = b->calls; c; c = c->next)
 		if (c != ending && c->done)
 			background_hits(b, c->cg, c->tool_call, &c->seen_oom,
 					&c->seen_pids, ending);
-	for (struct lingerer *l = b->lingering; l; l = l->next)
-		background_hits(b, l->cg, l->tool_call, &l->seen_oom,
-				&l->seen_pids, ending);
+	for (size_t i = 0; i < n; i++)
+		background_hits(b, batch[i]->cg, batch[i]->tool_call,
+				&batch[i]->seen_oom, &batch[i]->seen_pids, ending);
 }
 
 /*
@@ -1826,6 +1836,13 @@ void corral_call_tty_hangup(struct corral_call *c)
 
 /* ---- what outlives a call ---------------------------------------- */
 
+static void lingerer_free(struct lingerer *l)
+{
+	cg_move_cancel(l->rm);
+	cg_destroy(l->cg);
+	free(l);
+}
+
 /* Without cgroups: the records of the last LINGER_MAX calls, no more. */
 static void trim_lingering(struct corral_box *b)
 {
@@ -1838,16 +1855,8 @@ static void trim_lingering(struct corral_box *b)
 		struct lingerer *l = *pp;
 
 		*pp = l->next;
-		cg_destroy(l->cg);
-		free(l);
+		lingerer_free(l);
 	}
-}
-
-static void lingerer_free(struct lingerer *l)
-{
-	cg_move_cancel(l->rm);
-	cg_destroy(l->cg);
-	free(l);
 }
 
 /* Its group's removal is over: gone (r 0), or still in use (kept). */
@@ -1858,7 +1867,7 @@ static void lingerer_removed(void *arg, int r, const char *msg)
 	(void)msg;
 	l->rm = NULL;
 	if (r < 0)
-		return;		/* the next sweep tries again */
+		return;		/* a later sweep tries again */
 	for (struct lingerer **pp = &l->b->lingering; *pp; pp = &(*pp)->next) {
 		if (*pp == l) {
 			*pp = l->next;
@@ -1869,43 +1878,84 @@ static void lingerer_removed(void *arg, int r, const char *msg)
 }
 
 /*
- * The first removal of a group, right after its call (empty, as a rule),
- * by the cgroup mover (cg_remove_start), not on the loop: an rmdir in the
- * cgroup2 tree waits on RCU now and then (7.3 ms seen), and held every
- * request meanwhile, the next call's among them.  A group found in use
- * then (a background process) is tried again on the tick, here: a refused
- * rmdir is quick, and 900 such groups are not 900 messages a second in the
- * queue that the next call's move waits in.
+ * The sandbox chooses how many groups linger: each call that leaves a
+ * process behind (`sleep 1d &`) leaves one, up to its pids limit, and a
+ * group's read is two to five files and an rmdir (EBUSY) on the loop
+ * every other sandbox of a daemon waits on.  All of them at each call's
+ * end and each tick: 1000 held a daemon's loop some 40 ms a call and
+ * 14 ms a second.  So a pass reads a batch, the next one the next.
  */
-void call_sweep_lingering(struct corral_box *b, bool all)
+size_t lingering_batch(struct corral_box *b, struct lingerer **out, size_t max)
+{
+	struct lingerer **pp = &b->lingering, *head = b->lingering, **tail;
+	size_t n = 0;
+
+	while (*pp && n < max) {
+		out[n++] = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp || !n)
+		return n;	/* the whole list: its order is kept */
+	b->lingering = *pp;
+	*pp = NULL;		/* out[n - 1]'s next: the batch ends the list */
+	for (tail = &b->lingering; *tail; tail = &(*tail)->next)
+		;
+	*tail = head;
+	return n;
+}
+
+static void free_lingerers(struct corral_box *b, bool all)
 {
 	struct lingerer **pp = &b->lingering, *l;
-	int r;
 
 	while ((l = *pp)) {
-		if (!all && l->rm) {
-			pp = &l->next;
-			continue;
-		}
-		/* its last process's OOM kill may be what emptied it */
-		if (!all) {
-			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
-					&l->seen_pids, NULL);
-			/* a lingering group is read no more often than this */
-			if (l->cg)
-				cg_drop_counters(l->cg);
-		}
-		r = all ? 0 : cg_mode(l->cg) == CG_NONE ? -EBUSY :
-		    l->tried ? cg_try_remove(l->cg) :
-		    cg_remove_start(b->base, l->cg, lingerer_removed, l, &l->rm);
-		l->tried = true;
-		if (r != 0) {
+		if (!all && !l->removed) {
 			pp = &l->next;
 			continue;
 		}
 		*pp = l->next;
 		lingerer_free(l);
 	}
+}
+
+/*
+ * The first removal of a group, right after its call (empty, as a rule),
+ * by the cgroup mover (cg_remove_start), not on the loop: an rmdir in the
+ * cgroup2 tree waits on RCU now and then (7.3 ms seen), and held every
+ * request meanwhile, the next call's among them.  A group found in use
+ * then (a background process) is tried again in later passes, here: a
+ * refused rmdir is quick, and 900 such groups are not 900 messages a
+ * second in the queue that the next call's move waits in.  A pass takes
+ * a batch of them (lingering_batch).
+ */
+void call_sweep_lingering(struct corral_box *b, bool all)
+{
+	struct lingerer *batch[LINGER_VISIT_MAX], *l;
+	/*
+	 * Without cgroups nothing is read or removed here, and the order of
+	 * the list is its age, newest first, which trim_lingering keeps.
+	 */
+	size_t n = all || cg_mode(b->cg) == CG_NONE ? 0 :
+		   lingering_batch(b, batch, LINGER_VISIT_MAX);
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		l = batch[i];
+		if (l->rm)
+			continue;	/* its removal is under way off the loop */
+		/* its last process's OOM kill may be what emptied it */
+		background_hits(b, l->cg, l->tool_call, &l->seen_oom,
+				&l->seen_pids, NULL);
+		/* a lingering group is read no more often than this */
+		if (l->cg)
+			cg_drop_counters(l->cg);
+		r = cg_mode(l->cg) == CG_NONE ? -EBUSY :
+		    l->tried ? cg_try_remove(l->cg) :
+		    cg_remove_start(b->base, l->cg, lingerer_removed, l, &l->rm);
+		l->tried = true;
+		l->removed = r == 0;
+	}
+	free_lingerers(b, all);
 }
 
 /*

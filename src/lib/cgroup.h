@@ -279,6 +279,14 @@ int cg_kill(struct cg *cg);
  */
 int cg_kill_start(struct cg *cg, struct event_base *base);
 /*
+ * The same in a helper process (cgroup_reap.c), for a tree whose init
+ * has its SIGKILL already (no freeze: its pid namespace gives no new
+ * pids): cgroup.kill where there is one, else rounds of SIGKILLs off
+ * base's loop, which goes on; the group and its handle stay the
+ * caller's.  Without memory or a fork, cg_kill_start.
+ */
+int cg_kill_async(struct cg *cg, struct event_base *base);
+/*
  * A teardown's first half, for a group handed to cg_destroy_async next:
  * nothing of the tree may run once this returns, and no walk of its
  * groups is made here.  cgroup.kill where there is one (0: killed); else

@@ -2150,6 +2150,26 @@ t_policy_errors_say_what() {
 	expect_contains "policy check: said" "$out" "no FILE given"
 }
 
+# A size or a duration written bare ("memory": 1G): jansson's "'}'
+# expected near 'G'" gets the value as it should be written, a string;
+# a bad token that is no number's unit gets no such hint.
+t_policy_unquoted_size_hint() {
+	local rc
+	printf '{\n  "limits": {\n    "memory": 1G\n  }\n}\n' > "$T/size.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/size.json" 2>&1) || rc=$?
+	expect_eq "1G: exit" "$rc" 1
+	expect_contains "1G: where" "$out" "size.json:3:16: not valid JSON"
+	expect_contains "1G: as a string" "$out" 'is a string: "1G")'
+	printf '{"limits": {"pids": 64, "timeout": 1.5m}}' > "$T/dur.json"
+	out=$(crun --policy "$T/dur.json" -- /bin/true)
+	expect_eq "run 1.5m: exit" "$(rc)" 125
+	expect_contains "run 1.5m: as a string" "$out" 'is a string: "1.5m")'
+	printf '{"limits": {"memory": tru}}' > "$T/tok.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/tok.json" 2>&1) || rc=$?
+	expect_eq "tru: exit" "$rc" 1
+	expect_not_contains "tru: no unit hint" "$out" "is a string"
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

@@ -1064,8 +1064,38 @@ static bool comma_before_close(const struct loader *l, const json_error_t *je)
 	return false;
 }
 
+/*
+ * A size or a duration written bare, "memory": 1G or "timeout": 30s: jansson
+ * reads the number, then stops at the unit ("'}' expected near 'G'"), which
+ * does not say that the value is a string.  When the token at the error is
+ * letters right after digits, hint holds the value quoted, as it should be.
+ */
+static bool unit_unquoted(const struct loader *l, const json_error_t *je,
+			  char *hint, size_t len)
+{
+	size_t end = je->position > 0 ? (size_t)je->position : 0, i, start;
+
+	if (end == 0 || end > l->len)
+		return false;
+	for (i = end; i > 0 && ((l->text[i - 1] >= 'a' && l->text[i - 1] <= 'z') ||
+				(l->text[i - 1] >= 'A' && l->text[i - 1] <= 'Z')); i--)
+		;
+	if (i == end || i == 0 || l->text[i - 1] < '0' || l->text[i - 1] > '9')
+		return false;
+	for (start = i; start > 0 && ((l->text[start - 1] >= '0' && l->text[start - 1] <= '9') ||
+				      l->text[start - 1] == '.'); start--)
+		;
+	if (end - start > 32)
+		return false;
+	snprintf(hint, len, " (a size or a duration with its unit is a string: "
+		 "\"%.*s\")", (int)(end - start), l->text + start);
+	return true;
+}
+
 static int syntax_error(struct loader *l, json_error_t *je)
 {
+	char unit[96];
+
 	char dotted[160];
 	struct jsonpos pos;
 	char *c;
@@ -1085,6 +1115,9 @@ static int syntax_error(struct loader *l, json_error_t *je)
 	if (je->line < 1)
 		return corral_set_err(l->err, -EINVAL, "%s: not valid JSON: %s",
 				      l->name, je->text);
+	if (unit_unquoted(l, je, unit, sizeof(unit)))
+		return corral_set_err(l->err, -EINVAL, "%s:%d:%d: not valid JSON: %s%s",
+				      l->name, je->line, je->column, je->text, unit);
 	return corral_set_err(l->err, -EINVAL, "%s:%d:%d: not valid JSON: %s%s",
 			      l->name, je->line, je->column, je->text,
 			      comma_before_close(l, je) ?

@@ -2170,6 +2170,27 @@ t_policy_unquoted_size_hint() {
 	expect_not_contains "tru: no unit hint" "$out" "is a string"
 }
 
+# A policy's relative host path is refused (a policy is read relative to
+# no directory), saying so and naming the flag that takes one from the
+# working directory; it said "must be absolute" alone.
+t_policy_relative_path_said() {
+	local rc
+	mkdir "$T/proj"
+	printf '{"filesystem": {"workspace": "proj"}}' > "$T/ws.json"
+	out=$(cd "$T" && crun --policy ws.json -- /bin/true)
+	expect_eq "workspace: exit" "$(rc)" 125
+	expect_contains "workspace: refused" "$out" 'workspace must be absolute (got "proj")'
+	expect_contains "workspace: relative to what" "$out" "taken relative to nothing, neither its file's directory nor the working directory"
+	expect_contains "workspace: the flag" "$out" "give it as --workspace on the command line"
+	printf '{"filesystem": {"rw": ["/tmp", "out:/out"]}}' > "$T/rw.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/rw.json" 2>&1) || rc=$?
+	expect_eq "rw: exit" "$rc" 1
+	expect_contains "rw: refused" "$out" 'filesystem.rw[1]: host path must be absolute (got "out:/out")'
+	expect_contains "rw: the flag" "$out" "give it as --rw on the command line"
+	"$CORRAL" policy --help > "$T/h"
+	expect_contains "policy help" "$(< "$T/h")" "read relative to no directory"
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

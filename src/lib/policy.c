@@ -125,6 +125,25 @@ int loader_fail(struct loader *l, bool at_key, const json_t *got,
 			      l->name, pos.line, pos.col, path, why, val);
 }
 
+/*
+ * A host path written relative in a policy ("workspace": "proj"): refused,
+ * as there is nothing to take it from that means the same wherever the
+ * policy is read (the file's directory, the caller's, a daemon's, an API
+ * client's), and said so with what does take one: flag, on the command line.
+ */
+int loader_fail_relative(struct loader *l, const json_t *got, const char *what,
+			 const char *flag)
+{
+	int r = loader_fail(l, false, got, "%s must be absolute", what);
+	size_t n = strlen(l->err->msg);
+
+	snprintf(l->err->msg + n, sizeof(l->err->msg) - n, ": a policy's paths are "
+		 "taken relative to nothing, neither its file's directory nor the "
+		 "working directory; write the whole path, or give it as %s on the "
+		 "command line, which takes it from the working directory", flag);
+	return r;
+}
+
 int loader_nomem(struct loader *l)
 {
 	return corral_set_err(l->err, -ENOMEM, "%s: out of memory", l->name);

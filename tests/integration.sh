@@ -2191,6 +2191,23 @@ t_policy_relative_path_said() {
 	expect_contains "policy help" "$(< "$T/h")" "read relative to no directory"
 }
 
+# --env-pass NAME of a variable corral's environment does not have passes
+# nothing: said on stderr as a note, the run goes on.  A policy's env.pass
+# may list names not always set: no note for those.
+t_env_pass_unset_said() {
+	out=$(unset CORRAL_T_UNSET; crun --env-pass CORRAL_T_UNSET -- /bin/sh -c 'echo "${CORRAL_T_UNSET-unset}"')
+	expect_eq "unset: exit" "$(rc)" 0
+	expect_contains "unset: ran" "$(< "$T/out")" unset
+	expect_contains "unset: said" "$(< "$T/err")" "note: --env-pass CORRAL_T_UNSET: CORRAL_T_UNSET is not set in corral's environment"
+	out=$(CORRAL_T_SET=v crun --env-pass CORRAL_T_SET -- /bin/sh -c 'echo "$CORRAL_T_SET"')
+	expect_eq "set: passed" "$(< "$T/out")" v
+	expect_eq "set: nothing said" "$(< "$T/err")" ""
+	printf '{"env": {"pass": ["CORRAL_T_UNSET"]}}' > "$T/pass.json"
+	out=$(unset CORRAL_T_UNSET; crun --policy "$T/pass.json" -- /bin/true)
+	expect_eq "policy: exit" "$(rc)" 0
+	expect_eq "policy: nothing said" "$(< "$T/err")" ""
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

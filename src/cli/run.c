@@ -351,7 +351,16 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 	case OPT_ENV:
 		return corral_policy_set_env(p, arg, err);
 	case OPT_ENV_PASS:
-		return corral_policy_pass_env(p, arg, err);
+		r = corral_policy_pass_env(p, arg, err);
+		/*
+		 * Not an error: a policy's env.pass may list a name not always
+		 * set, and this is the same list.  But the flag was typed for
+		 * this run, and the command would find nothing, unsaid.
+		 */
+		if (r == 0 && !getenv(arg))
+			cli_error("note: --env-pass %s: %s is not set in corral's "
+				  "environment: the sandbox gets no %s", arg, arg, arg);
+		return r;
 	case OPT_TIMEOUT:
 		return corral_policy_set_limit(p, "timeout", arg, err);
 	case OPT_MEMORY:

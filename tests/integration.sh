@@ -2208,6 +2208,55 @@ t_env_pass_unset_said() {
 	expect_eq "policy: nothing said" "$(< "$T/err")" ""
 }
 
+# subid_said FILE: the FROM-TO of doctor's usermod line in FILE, if it has
+# one for subuids and subgids alike, with numbers
+subid_said() {
+	sed -n 's/.*usermod --add-subuids \([0-9]*-[0-9]*\) --add-subgids \1 .*/\1/p' "$1"
+}
+
+# subid_clear FROM-TO: 65536 ids that no line of /etc/subuid or /etc/subgid
+# and no id of corral's own range (0x70000000, 2 x 65536) meets
+subid_clear() {
+	local from=${1%-*} to=${1#*-}
+	[ $((to - from + 1)) = 65536 ] || { fail "$1 is not 65536 ids"; return 1; }
+	[ "$to" -lt $((0x70000000)) ] || [ "$from" -ge $((0x70000000 + 131072)) ] ||
+		{ fail "$1 meets corral's own range"; return 1; }
+	cat /etc/subuid /etc/subgid 2>/dev/null | awk -F: -v f="$from" -v t="$to" '
+		NF >= 3 && $3 > 0 && $2 <= t && $2 + $3 > f { print; bad = 1 }
+		END { exit bad }' || { fail "$1 meets a range in /etc/subuid or /etc/subgid"; return 1; }
+}
+
+# Doctor's line for a user with no /etc/subuid and /etc/subgid entry is one
+# to paste: usermod with a range free in both files and outside corral's
+# own, as useradd would pick it from 100000 (it said FROM-TO).  As root, in
+# a private /etc whose ranges are in the way (100000 and 165536 taken, one
+# that runs into corral's range), as uid 65534; as another user, on this
+# host's files.
+t_doctor_subid_range() {
+	local said
+	if [ "$ME" = 0 ]; then
+		mkdir "$T/up" "$T/work"
+		printf 'alice:100000:65536\ncarol:231072:1878900000\n' > "$T/up/subuid"
+		printf 'bob:165536:65536\n' > "$T/up/subgid"
+		cp "$CORRAL" "$T/corral"
+		chmod 755 "$T/corral"
+		timeout 60 unshare -m /bin/sh -c 'mount --make-rprivate / &&
+			mount -t overlay -o lowerdir=/etc,upperdir="$1/up",workdir="$1/work" corral-test /etc &&
+			exec setpriv --reuid 65534 --regid 65534 --clear-groups \
+				env HOME=/nonexistent "$1/corral" doctor' sh "$T" \
+			> "$T/out" 2>&1 < /dev/null || true
+		said=$(subid_said "$T/out")
+		expect_eq "the range past the three (in $(grep ' ids ' "$T/out"))" "$said" 1879179264-1879244799
+		return 0
+	fi
+	grep -q "^\($(id -un 2>/dev/null || echo "$ME")\|$ME\):" /etc/subuid /etc/subgid 2>/dev/null &&
+		{ skip "uid $ME has a subordinate range here"; return 77; }
+	timeout 60 "$CORRAL" doctor > "$T/out" 2>&1 < /dev/null || true
+	said=$(subid_said "$T/out")
+	[ -n "$said" ] || { fail "no usermod line with a range: $(grep ' ids ' "$T/out")"; return 1; }
+	subid_clear "$said"
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

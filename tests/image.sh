@@ -645,6 +645,34 @@ t_run_entrypoint_not_found_escaped() {
 	! grep -q $'\x07' "$T/err" || fail "a BEL byte on stderr"
 }
 
+# `corral run ubuntu bash`, docker's order: the image's name is looked up
+# as a command and is not found.  With an image of that name in the store,
+# corral says --image NAME is what runs on it; with none, how one comes
+# in.  It said "not found: NAME" alone.  A path is no image's name.
+t_run_image_name_as_command() {
+	fixture busybox-oci bb
+	img import --name bbhint "$T/bb" > /dev/null
+	expect_eq "import" "$(rc)" 0
+	out=$(crun bbhint sh)
+	expect_eq "image named: exit" "$(rc)" 127
+	expect_contains "image named: not found" "$out" "not found: bbhint"
+	expect_contains "image named: what to run" "$out" 'corral run --image bbhint -- COMMAND'
+	out=$(crun corral-test/busybox:1 sh)
+	expect_eq "its full name: exit" "$(rc)" 127
+	expect_contains "its full name: what to run" "$out" 'corral run --image corral-test/busybox:1 -- COMMAND'
+	out=$(crun nosuchimage sh)
+	expect_eq "none: exit" "$(rc)" 127
+	expect_contains "none: how images come in" "$out" "no image of that name is in the store"
+	expect_contains "none: the verb" "$out" 'corral image import FILE'
+	out=$(crun ./bbhint)
+	expect_eq "a path: exit" "$(rc)" 127
+	expect_not_contains "a path: no image hint" "$out" "image"
+	# the store is only read: a run without one makes none
+	out=$(timeout 60 "$CORRAL" run --state-dir "$T/none" ubuntu bash 2>&1 < /dev/null) || true
+	expect_contains "no store: how images come in" "$out" 'corral image import FILE'
+	[ ! -e "$T/none" ] || fail "the hint made a store at $T/none"
+}
+
 t_run_image_config() {
 	busybox_image
 	# no command: Entrypoint + Cmd, in WorkingDir, with Env

@@ -2150,6 +2150,113 @@ t_policy_errors_say_what() {
 	expect_contains "policy check: said" "$out" "no FILE given"
 }
 
+# A size or a duration written bare ("memory": 1G): jansson's "'}'
+# expected near 'G'" gets the value as it should be written, a string;
+# a bad token that is no number's unit gets no such hint.
+t_policy_unquoted_size_hint() {
+	local rc
+	printf '{\n  "limits": {\n    "memory": 1G\n  }\n}\n' > "$T/size.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/size.json" 2>&1) || rc=$?
+	expect_eq "1G: exit" "$rc" 1
+	expect_contains "1G: where" "$out" "size.json:3:16: not valid JSON"
+	expect_contains "1G: as a string" "$out" 'is a string: "1G")'
+	printf '{"limits": {"pids": 64, "timeout": 1.5m}}' > "$T/dur.json"
+	out=$(crun --policy "$T/dur.json" -- /bin/true)
+	expect_eq "run 1.5m: exit" "$(rc)" 125
+	expect_contains "run 1.5m: as a string" "$out" 'is a string: "1.5m")'
+	printf '{"limits": {"memory": tru}}' > "$T/tok.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/tok.json" 2>&1) || rc=$?
+	expect_eq "tru: exit" "$rc" 1
+	expect_not_contains "tru: no unit hint" "$out" "is a string"
+}
+
+# A policy's relative host path is refused (a policy is read relative to
+# no directory), saying so and naming the flag that takes one from the
+# working directory; it said "must be absolute" alone.
+t_policy_relative_path_said() {
+	local rc
+	mkdir "$T/proj"
+	printf '{"filesystem": {"workspace": "proj"}}' > "$T/ws.json"
+	out=$(cd "$T" && crun --policy ws.json -- /bin/true)
+	expect_eq "workspace: exit" "$(rc)" 125
+	expect_contains "workspace: refused" "$out" 'workspace must be absolute (got "proj")'
+	expect_contains "workspace: relative to what" "$out" "taken relative to nothing, neither its file's directory nor the working directory"
+	expect_contains "workspace: the flag" "$out" "give it as --workspace on the command line"
+	printf '{"filesystem": {"rw": ["/tmp", "out:/out"]}}' > "$T/rw.json"
+	rc=0; out=$(timeout 30 "$CORRAL" policy check "$T/rw.json" 2>&1) || rc=$?
+	expect_eq "rw: exit" "$rc" 1
+	expect_contains "rw: refused" "$out" 'filesystem.rw[1]: host path must be absolute (got "out:/out")'
+	expect_contains "rw: the flag" "$out" "give it as --rw on the command line"
+	"$CORRAL" policy --help > "$T/h"
+	expect_contains "policy help" "$(< "$T/h")" "read relative to no directory"
+}
+
+# --env-pass NAME of a variable corral's environment does not have passes
+# nothing: said on stderr as a note, the run goes on.  A policy's env.pass
+# may list names not always set: no note for those.
+t_env_pass_unset_said() {
+	out=$(unset CORRAL_T_UNSET; crun --env-pass CORRAL_T_UNSET -- /bin/sh -c 'echo "${CORRAL_T_UNSET-unset}"')
+	expect_eq "unset: exit" "$(rc)" 0
+	expect_contains "unset: ran" "$(< "$T/out")" unset
+	expect_contains "unset: said" "$(< "$T/err")" "note: --env-pass CORRAL_T_UNSET: CORRAL_T_UNSET is not set in corral's environment"
+	out=$(CORRAL_T_SET=v crun --env-pass CORRAL_T_SET -- /bin/sh -c 'echo "$CORRAL_T_SET"')
+	expect_eq "set: passed" "$(< "$T/out")" v
+	expect_eq "set: nothing said" "$(< "$T/err")" ""
+	printf '{"env": {"pass": ["CORRAL_T_UNSET"]}}' > "$T/pass.json"
+	out=$(unset CORRAL_T_UNSET; crun --policy "$T/pass.json" -- /bin/true)
+	expect_eq "policy: exit" "$(rc)" 0
+	expect_eq "policy: nothing said" "$(< "$T/err")" ""
+}
+
+# subid_said FILE: the FROM-TO of doctor's usermod line in FILE, if it has
+# one for subuids and subgids alike, with numbers
+subid_said() {
+	sed -n 's/.*usermod --add-subuids \([0-9]*-[0-9]*\) --add-subgids \1 .*/\1/p' "$1"
+}
+
+# subid_clear FROM-TO: 65536 ids that no line of /etc/subuid or /etc/subgid
+# and no id of corral's own range (0x70000000, 2 x 65536) meets
+subid_clear() {
+	local from=${1%-*} to=${1#*-}
+	[ $((to - from + 1)) = 65536 ] || { fail "$1 is not 65536 ids"; return 1; }
+	[ "$to" -lt $((0x70000000)) ] || [ "$from" -ge $((0x70000000 + 131072)) ] ||
+		{ fail "$1 meets corral's own range"; return 1; }
+	cat /etc/subuid /etc/subgid 2>/dev/null | awk -F: -v f="$from" -v t="$to" '
+		NF >= 3 && $3 > 0 && $2 <= t && $2 + $3 > f { print; bad = 1 }
+		END { exit bad }' || { fail "$1 meets a range in /etc/subuid or /etc/subgid"; return 1; }
+}
+
+# Doctor's line for a user with no /etc/subuid and /etc/subgid entry is one
+# to paste: usermod with a range free in both files and outside corral's
+# own, as useradd would pick it from 100000 (it said FROM-TO).  As root, in
+# a private /etc whose ranges are in the way (100000 and 165536 taken, one
+# that runs into corral's range), as uid 65534; as another user, on this
+# host's files.
+t_doctor_subid_range() {
+	local said
+	if [ "$ME" = 0 ]; then
+		mkdir "$T/up" "$T/work"
+		printf 'alice:100000:65536\ncarol:231072:1878900000\n' > "$T/up/subuid"
+		printf 'bob:165536:65536\n' > "$T/up/subgid"
+		cp "$CORRAL" "$T/corral"
+		chmod 755 "$T/corral"
+		timeout 60 unshare -m /bin/sh -c 'mount --make-rprivate / &&
+			mount -t overlay -o lowerdir=/etc,upperdir="$1/up",workdir="$1/work" corral-test /etc &&
+			exec setpriv --reuid 65534 --regid 65534 --clear-groups \
+				env HOME=/nonexistent "$1/corral" doctor' sh "$T" \
+			> "$T/out" 2>&1 < /dev/null || true
+		said=$(subid_said "$T/out")
+		expect_eq "the range past the three (in $(grep ' ids ' "$T/out"))" "$said" 1879179264-1879244799
+		return 0
+	fi
+	grep -q "^\($(id -un 2>/dev/null || echo "$ME")\|$ME\):" /etc/subuid /etc/subgid 2>/dev/null &&
+		{ skip "uid $ME has a subordinate range here"; return 77; }
+	timeout 60 "$CORRAL" doctor > "$T/out" 2>&1 < /dev/null || true
+	said=$(subid_said "$T/out")
+	[ -n "$said" ] || { fail "no usermod line with a range: $(grep ' ids ' "$T/out")"; return 1; }
+	subid_clear "$said"
+}
+
 # runs_new_mounts: a few runs, some killed; prints the mounts they left in
 # the caller's namespace (new mount ids; as nobody, on a directory it owns).
 runs_new_mounts() {

@@ -987,6 +987,28 @@ t_cli_with_stdio_closed() {
 	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
 }
 
+# A sandbox id the daemon does not know (mistyped, or of one gone): each
+# client verb says the daemon's 404 and points to `corral ls`, which lists
+# what there is; it said 'no sandbox "x" (HTTP 404)' alone.  The daemon's
+# JSON is as it was.
+t_cli_unknown_id_points_to_ls() {
+	local verb rc
+	start_daemon
+	for verb in "exec sb-nope -- /bin/true" "rm sb-nope" "pause sb-nope" "halt sb-nope" \
+		    "logs sb-nope" "events sb-nope" "diff sb-nope" "cp sb-nope:/etc/hostname -"; do
+		rc=0
+		# shellcheck disable=SC2086  # VERB is split as a user typed it
+		out=$(set -- $verb; timeout 30 "$CORRAL" "$1" --socket "$SOCK" "${@:2}" 2>&1 < /dev/null) || rc=$?
+		expect_eq "$verb: exit" "$rc" 125
+		expect_contains "$verb: the daemon's word" "$out" 'no sandbox "sb-nope"'
+		expect_contains "$verb: where to look" "$out" '(HTTP 404); `corral ls` lists the sandboxes'
+	done
+	code=$(api GET /v1/sandboxes/sb-nope)
+	expect_eq "api: 404" "$code" 404
+	expect_not_contains "api: body as it was" "$(body)" "corral ls"
+	stop_daemon
+}
+
 # A docker user's options to exec and create: refused (2, nothing asked of
 # the daemon) with corral's spelling, not "unknown option" alone; docker's
 # -it is -t here, and the refusal says so.

@@ -630,11 +630,17 @@ static void reply_error(const struct reply *r)
 {
 	json_t *o = json_loadb(r->buf ? r->buf : "", r->len, JSON_ALLOW_NUL, NULL);
 	const char *detail = json_string_value(json_object_get(o, "detail"));
-	char suffix[32];
+	char suffix[64];
 
 	if (!detail)
 		detail = json_string_value(json_object_get(o, "error"));
-	snprintf(suffix, sizeof(suffix), " (HTTP %ld)", r->status);
+	/*
+	 * A sandbox id mistyped, or of one gone: the daemon's 404 names it,
+	 * and the verb that lists what there is is ours to point to.
+	 */
+	snprintf(suffix, sizeof(suffix), " (HTTP %ld)%s", r->status,
+		 r->status == 404 && detail && !strncmp(detail, "no sandbox \"", 12) ?
+		 "; `corral ls` lists the sandboxes" : "");
 	if (detail) {
 		daemon_error(detail, suffix);
 	} else {

@@ -351,7 +351,16 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
 	case OPT_ENV:
 		return corral_policy_set_env(p, arg, err);
 	case OPT_ENV_PASS:
-		return corral_policy_pass_env(p, arg, err);
+		r = corral_policy_pass_env(p, arg, err);
+		/*
+		 * Not an error: a policy's env.pass may list a name not always
+		 * set, and this is the same list.  But the flag was typed for
+		 * this run, and the command would find nothing, unsaid.
+		 */
+		if (r == 0 && !getenv(arg))
+			cli_error("note: --env-pass %s: %s is not set in corral's "
+				  "environment: the sandbox gets no %s", arg, arg, arg);
+		return r;
 	case OPT_TIMEOUT:
 		return corral_policy_set_limit(p, "timeout", arg, err);
 	case OPT_MEMORY:
@@ -516,13 +525,13 @@ static void print_end(const struct corral_result *res)
  * failed in the default /workspace, had none, and an argument is a
  * relative path that exists here, say so once.
  */
-static void workspace_hint(const struct corral_policy *p, char *const *argv,
+static bool workspace_hint(const struct corral_policy *p, char *const *argv,
 			   int code)
 {
 	struct stat st;
 
 	if (code == 0 || p->workspace || p->workspace_layer || p->workdir)
-		return;
+		return false;
 	for (int i = 0; i < 8 && argv[i]; i++) {
 		const char *a = argv[i];
 
@@ -532,8 +541,55 @@ static void workspace_hint(const struct corral_policy *p, char *const *argv,
 			continue;
 		cli_error("note: %s is in this directory, not in the sandbox's /workspace, which is empty without --workspace: `corral run --workspace . ...` shows this directory there",
 			  a);
-		return;
+		return true;
 	}
+	return false;
+}
+
+/*
+ * `corral run ubuntu bash`, docker's order: "ubuntu" is looked up as a
+ * command on the host's /usr and is not found.  When the first word was
+ * not found and no root was named, say whether an image of that name is
+ * in the store (then --image NAME is what was meant), or, for a bare
+ * name, how images come in.  The store is only read, never made, and never waited for (an
+ * import may hold it for minutes): busy, nothing is said.
+ */
+static void image_hint(const struct corral_policy *p, const char *state_dir,
+		       const struct corral_result *res, char *const *argv)
+{
+	struct corral_policy q;
+	struct corral_image *img = NULL;
+	struct corral_err err = { 0 };
+	char want[CORRAL_ERR_MAX], *store;
+	struct stat st;
+	int r = -ENOENT;
+
+	/* a path is no image's name; "ghcr.io/x/y" may be one, "./x" not */
+	if (p->nroot_layers || corral_result_exit_code(res) != 127 ||
+	    argv[0][0] == '/' || argv[0][0] == '.')
+		return;
+	snprintf(want, sizeof(want), "not found: %s: ", argv[0]);
+	if (strncmp(res->reason, want, strlen(want)))
+		return;
+	store = corral_image_store_path(state_dir);
+	corral_policy_init(&q);
+	q.image = strdup(argv[0]);
+	if (!q.image)
+		r = -ENOMEM;	/* nothing known: nothing said */
+	else if (store && stat(store, &st) == 0)
+		r = corral_policy_use_image(&q, state_dir, &img, &err);
+	if (r == 0)
+		cli_error("note: %s is an image in the store, not a command: "
+			  "`corral run --image %s -- COMMAND` runs on it", argv[0], argv[0]);
+	else if (r == -ENOENT && !strchr(argv[0], '/'))
+		cli_error("note: %s is no command on the host's /usr, and no image "
+			  "of that name is in the store (`corral image ls`); an image "
+			  "comes in with `corral image import FILE` (an OCI layout, an "
+			  "oci-archive or a `docker save` tarball), then `corral run "
+			  "--image NAME -- COMMAND`", argv[0]);
+	corral_image_free(img);
+	corral_policy_free(&q);
+	free(store);
 }
 
 /* ---- a signal before the sandbox's setup --------------------------------- */
@@ -831,8 +887,11 @@ static int run(int argc, char **argv, struct stops *st)
 		if (!o.capture && o.export)
 			print_export(&res);
 		code = corral_result_exit_code(&res);
-		if (!o.capture)
-			workspace_hint(&p, o.argv, code);
+		if (!o.capture) {
+			/* a file of this directory named is not an image meant */
+			if (!workspace_hint(&p, o.argv, code))
+				image_hint(&p, state_dir, &res, o.argv);
+		}
 		/* the command ran, but what it made did not come out as asked */
 		if (res.export_failed && code == 0)
 			code = EXIT_CORRAL;

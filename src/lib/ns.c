@@ -305,6 +305,65 @@ static bool subid_entry(const char *path, const char *name, unsigned long id,
 	return found;
 }
 
+/*
+ * Where [*start, *start + count) meets a range of path's "name:start:count"
+ * lines, *start moves past it; true if it moved.  One pass: the caller
+ * passes again until nothing moves.
+ */
+static bool subid_skip_used(const char *path, unsigned long *start,
+			    unsigned long count)
+{
+	char line[512];
+	bool moved = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+		unsigned long s, n;
+
+		if (!b)
+			continue;
+		s = strtoul(a + 1, NULL, 10);
+		n = strtoul(b + 1, NULL, 10);
+		if (n && overlaps(*start, count, s, n)) {
+			*start = s + n;
+			moved = true;
+		}
+	}
+	fclose(f);
+	return moved;
+}
+
+/*
+ * A range of 65536 ids for `usermod --add-subuids`, free in both files
+ * and outside corral's own: from 100000 up, as useradd picks one (its
+ * SUB_UID_MIN), so that the line doctor prints can be pasted as it is.
+ * False when none is found below 2^32 in a bounded number of passes.
+ */
+static bool subid_free(unsigned long *start)
+{
+	const unsigned long count = 65536, top = 0xffffffffUL;
+
+	*start = 100000;
+	for (int pass = 0; pass < 64; pass++) {
+		bool moved = subid_skip_used("/etc/subuid", start, count);
+
+		moved |= subid_skip_used("/etc/subgid", start, count);
+		if (overlaps(*start, count, CORRAL_IDS_BASE,
+			     CORRAL_OWNERS_BASE + CORRAL_OWNERS_COUNT - CORRAL_IDS_BASE)) {
+			*start = CORRAL_OWNERS_BASE + CORRAL_OWNERS_COUNT;
+			moved = true;
+		}
+		if (*start > top - count)
+			return false;
+		if (!moved)
+			return true;
+	}
+	return false;
+}
+
 static void plan_subid(struct corral_ids *ids)
 {
 	unsigned long us = 0, uc = 0, gs = 0, gc = 0;
@@ -315,11 +374,16 @@ static void plan_subid(struct corral_ids *ids)
 	if (!subid_entry("/etc/subuid", pwp ? pwp->pw_name : NULL, geteuid(), &us, &uc) ||
 	    !subid_entry("/etc/subgid", pwp ? pwp->pw_name : NULL, getegid(), &gs, &gc)) {
 		/* what to do too: a new user reads this in doctor's WEAK line */
+		unsigned long f;
+		char range[24] = "FROM-TO";	/* 4294901759-4294967294 at most */
+
+		if (subid_free(&f))
+			snprintf(range, sizeof(range), "%lu-%lu", f, f + 65535);
 		snprintf(ids->note, sizeof(ids->note), "only uid 1000 is mapped: no "
-			 "/etc/subuid and /etc/subgid entry for uid %d (chown and setuid "
-			 "to other ids fail with EINVAL); root adds one: usermod "
-			 "--add-subuids FROM-TO --add-subgids FROM-TO %.32s",
-			 (int)geteuid(), pwp ? pwp->pw_name : "USER");
+			 "/etc/subuid and /etc/subgid entry for uid %d (chown, setuid "
+			 "to other ids: EINVAL); as root: usermod "
+			 "--add-subuids %s --add-subgids %s %.32s",
+			 (int)geteuid(), range, range, pwp ? pwp->pw_name : "USER");
 		return;
 	}
 	if (access(NEWUIDMAP, X_OK) < 0 || access(NEWGIDMAP, X_OK) < 0) {

@@ -125,6 +125,25 @@ int loader_fail(struct loader *l, bool at_key, const json_t *got,
 			      l->name, pos.line, pos.col, path, why, val);
 }
 
+/*
+ * A host path written relative in a policy ("workspace": "proj"): refused,
+ * as there is nothing to take it from that means the same wherever the
+ * policy is read (the file's directory, the caller's, a daemon's, an API
+ * client's), and said so with what does take one: flag, on the command line.
+ */
+int loader_fail_relative(struct loader *l, const json_t *got, const char *what,
+			 const char *flag)
+{
+	int r = loader_fail(l, false, got, "%s must be absolute", what);
+	size_t n = strlen(l->err->msg);
+
+	snprintf(l->err->msg + n, sizeof(l->err->msg) - n, ": a policy's paths are "
+		 "taken relative to nothing, neither its file's directory nor the "
+		 "working directory; write the whole path, or give it as %s on the "
+		 "command line, which takes it from the working directory", flag);
+	return r;
+}
+
 int loader_nomem(struct loader *l)
 {
 	return corral_set_err(l->err, -ENOMEM, "%s: out of memory", l->name);
@@ -1064,8 +1083,38 @@ static bool comma_before_close(const struct loader *l, const json_error_t *je)
 	return false;
 }
 
+/*
+ * A size or a duration written bare, "memory": 1G or "timeout": 30s: jansson
+ * reads the number, then stops at the unit ("'}' expected near 'G'"), which
+ * does not say that the value is a string.  When the token at the error is
+ * letters right after digits, hint holds the value quoted, as it should be.
+ */
+static bool unit_unquoted(const struct loader *l, const json_error_t *je,
+			  char *hint, size_t len)
+{
+	size_t end = je->position > 0 ? (size_t)je->position : 0, i, start;
+
+	if (end == 0 || end > l->len)
+		return false;
+	for (i = end; i > 0 && ((l->text[i - 1] >= 'a' && l->text[i - 1] <= 'z') ||
+				(l->text[i - 1] >= 'A' && l->text[i - 1] <= 'Z')); i--)
+		;
+	if (i == end || i == 0 || l->text[i - 1] < '0' || l->text[i - 1] > '9')
+		return false;
+	for (start = i; start > 0 && ((l->text[start - 1] >= '0' && l->text[start - 1] <= '9') ||
+				      l->text[start - 1] == '.'); start--)
+		;
+	if (end - start > 32)
+		return false;
+	snprintf(hint, len, " (a size or a duration with its unit is a string: "
+		 "\"%.*s\")", (int)(end - start), l->text + start);
+	return true;
+}
+
 static int syntax_error(struct loader *l, json_error_t *je)
 {
+	char unit[96];
+
 	char dotted[160];
 	struct jsonpos pos;
 	char *c;
@@ -1085,6 +1134,9 @@ static int syntax_error(struct loader *l, json_error_t *je)
 	if (je->line < 1)
 		return corral_set_err(l->err, -EINVAL, "%s: not valid JSON: %s",
 				      l->name, je->text);
+	if (unit_unquoted(l, je, unit, sizeof(unit)))
+		return corral_set_err(l->err, -EINVAL, "%s:%d:%d: not valid JSON: %s%s",
+				      l->name, je->line, je->column, je->text, unit);
 	return corral_set_err(l->err, -EINVAL, "%s:%d:%d: not valid JSON: %s%s",
 			      l->name, je->line, je->column, je->text,
 			      comma_before_close(l, je) ?

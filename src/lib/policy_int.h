@@ -53,6 +53,8 @@ void policy_quote(const char *s, size_t n, char *buf, size_t len);
 /* "NAME:LINE:COL: dotted.key: reason (got VALUE)"; returns -EINVAL. */
 int loader_fail(struct loader *l, bool at_key, const json_t *got,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int loader_fail_relative(struct loader *l, const json_t *got, const char *what,
+			 const char *flag);
 int loader_nomem(struct loader *l);
 int loader_push_key(struct loader *l, const char *key);
 int loader_push_index(struct loader *l, size_t index);

@@ -109,6 +109,8 @@ static int apply_workspace(struct loader *l, json_t *v)
 	r = loader_get_string(l, v, &s, &n);
 	if (r)
 		return r;
+	if (n && s[0] != '/')
+		return loader_fail_relative(l, v, "workspace", "--workspace");
 	r = policy_normalise_path(s, n, "workspace", &ws, why, sizeof(why));
 	if (r == -ENOMEM)
 		return loader_nomem(l);
@@ -138,7 +140,9 @@ static int apply_binds(struct loader *l, json_t *arr, bool writable)
 		if (r)
 			return r;
 		r = loader_get_string(l, v, &s, &n);
-		if (!r) {
+		if (!r && n && s[0] != '/' && s[0] != ':')
+			r = loader_fail_relative(l, v, "host path", writable ? "--rw" : "--ro");
+		else if (!r) {
 			r = policy_parse_bind(s, n, &b, why, sizeof(why));
 			if (r == -ENOMEM)
 				r = loader_nomem(l);

@@ -4,7 +4,7 @@
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
 CHECK is one of: protocol, bounds, open_files, output, whole, big, many, shared, signal, swap,
-progress, flood, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
+progress, flood, sandboxes, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
 reap-hung.
 Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
@@ -534,6 +534,54 @@ def shared(s, other):
     s.call("sandbox_destroy", {"sandbox_id": mine})
 
 
+def sandboxes(s):
+    """A model that makes sandboxes in a loop holds at most --max-sandboxes
+    (16 by default) at once: each has the operator's limits, 1000 of them
+    (the private daemon's cap, 60 a second) a thousand times its memory
+    and pids.  A place comes back with a destroy or a TTL's end, and
+    creates at once take one each, never all passing one count."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    ids = []
+    for _ in range(16):
+        ids.append(s.call("sandbox_create", {})["structuredContent"]["id"])
+    res = s.call("sandbox_create", {})
+    check(res.get("isError") is True and "holds 16 sandboxes" in res["content"][0]["text"] and
+          "--max-sandboxes 16" in res["content"][0]["text"],
+          "the 17th create is refused, saying the limit: %.300r" % res)
+    listed = s.call("sandbox_list", {})["structuredContent"]["sandboxes"]
+    check(len(listed) == 16, "nothing was made for it: %d listed" % len(listed))
+    for sid in ids[:2]:
+        s.call("sandbox_destroy", {"sandbox_id": sid})
+    ids = ids[2:]
+    # 8 at once for the 2 places: each holds one while it is made
+    for k in range(8):
+        s.send({"jsonrpc": "2.0", "id": "at-once%d" % k, "method": "tools/call",
+                "params": {"name": "sandbox_create", "arguments": {}}})
+    made = []
+    for _ in range(8):
+        r = s.recv()
+        check(str(r.get("id", "")).startswith("at-once") and "result" in r,
+              "a create at once is answered: %.200r" % r)
+        if not r["result"].get("isError"):
+            made.append(r["result"]["structuredContent"]["id"])
+    check(len(made) == 2, "8 creates at once for 2 places: %d made" % len(made))
+    ids += made
+    s.call("sandbox_destroy", {"sandbox_id": ids.pop(0)})
+    res = s.call("sandbox_create", {"ttl_seconds": 1})
+    check(not res.get("isError"), "a destroy gives the place back: %.200r" % res)
+    # the daemon ends that one at its TTL, and the place is found free
+    res = None
+    for _ in range(60):     # bounded: 30 s, a TTL of 1 s
+        res = s.call("sandbox_create", {})
+        if not res.get("isError"):
+            break
+        time.sleep(0.5)
+    check(not res.get("isError"), "a TTL's end gives the place back: %.200r" % res)
+    ids.append(res["structuredContent"]["id"])
+    for sid in ids:
+        s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def answer(s, params):
     """A tools/call's answer, and the progressTokens of the notifications
     that came before it."""
@@ -887,6 +935,8 @@ def main():
                 progress(s)
             elif what == "flood":
                 flood(s)
+            elif what == "sandboxes":
+                sandboxes(s)
             elif what == "transparent":
                 transparent(s)
             elif what == "open_files":

@@ -141,6 +141,16 @@ t_whole_file_answers_take_turns() {
 	no_leftovers
 }
 
+# 8 process_lists at once of 60 records whose argv (the model's) is 56 KB
+# of control characters: the answers take turns as whole files do
+t_process_records_take_turns() {
+	bound_test
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 \
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" records "$CORRAL" --private ||
+		fail "the process-record checks failed"
+	no_leftovers
+}
+
 # 32 execs at once whose output is large (and six times that in JSON):
 # their answers take turns as whole files do
 t_output_answers_take_turns() {

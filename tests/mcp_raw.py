@@ -4,7 +4,7 @@
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
 CHECK is one of: protocol, bounds, open_files, output, whole, big, many, shared, signal, swap,
-progress, flood, sandboxes, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
+progress, flood, sandboxes, records, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
 reap-hung.
 Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
@@ -515,6 +515,30 @@ def many(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def records(s):
+    """process_list's answer holds every record's argv, as the model gave
+    it (60 KiB each, six bytes a control character in JSON, twelve in the
+    text): 8 lists at once of 60 processes take turns as whole files do,
+    not all built at once."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    arg = "\u0001" * 8000
+    for k in range(60):
+        res = s.call("exec", {"sandbox_id": sid, "argv": ["sleep", "600"] + [arg] * 7,
+                              "background": True})
+        check(res.get("structuredContent", {}).get("status") == "running",
+              "a background process with a long argv: %.200r" % res)
+    n = 8
+    for k in range(n):
+        s.send({"jsonrpc": "2.0", "id": "list%d" % k, "method": "tools/call", "params": {
+            "name": "process_list", "arguments": {"sandbox_id": sid}}})
+    sizes, hwm = big_lines(s, n)
+    check(len(sizes) == n and min(sizes) > 50000000, "%d lists answered whole: %r" % (n, sizes))
+    # 1378-1674 MB when all 8 were built at once, 512-601 taking turns
+    check(hwm < 1000, "the server's peak memory is bounded (%d MB)" % hwm)
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def shared(s, other):
     """A shared daemon: another client's sandbox is not the model's."""
     s.request("initialize", {"protocolVersion": "2025-06-18"})
@@ -937,6 +961,8 @@ def main():
                 flood(s)
             elif what == "sandboxes":
                 sandboxes(s)
+            elif what == "records":
+                records(s)
             elif what == "transparent":
                 transparent(s)
             elif what == "open_files":

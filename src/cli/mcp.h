@@ -46,7 +46,7 @@
 #define MCP_SANDBOXES_MAX	1000	/* the private daemon's --max-sandboxes */
 /*
  * Calls whose answer may hold a whole file (file_read, archive_read, a
- * patch) at once: such an answer costs about 8 times the file while it is
+ * patch; file_list's page and process_list's records, as large) at once: such an answer costs about 8 times the file while it is
  * encoded and sent (the bytes, base64, the text and the structured copy,
  * the message), 470 MB for one of 60 MB; 32 at once would take the host's
  * memory.  The others wait for a turn.  So does an answer that holds a

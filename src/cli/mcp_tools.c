@@ -1480,11 +1480,20 @@ struct tool {
 	tool_fn fn;
 };
 
-/* The tools whose answer may hold a whole file (FILE_MAX): see MCP_BIG_CALLS. */
+/*
+ * The tools whose answer may hold a whole file (FILE_MAX), or as much in
+ * names the sandbox or the model chose: a listing's page (32 MiB of
+ * names, each byte that is not UTF-8 five in JSON: a recursive one was a
+ * 186 MB answer, the server's peak 617 MB), the process records (up to
+ * 256 ended and every running one, each with its argv of up to 60 KiB,
+ * six bytes a control character: 400 of them were a 360 MB answer, three
+ * at once took the server to 3.1 GB).  See MCP_BIG_CALLS.
+ */
 static bool is_big(const char *name)
 {
 	return !strcmp(name, "file_read") || !strcmp(name, "archive_read") ||
-	       !strcmp(name, "workspace_diff");
+	       !strcmp(name, "workspace_diff") || !strcmp(name, "file_list") ||
+	       !strcmp(name, "process_list");
 }
 
 /* One of the MCP_BIG_CALLS turns; -1 when the call is cancelled meanwhile. */

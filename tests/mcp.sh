@@ -61,6 +61,19 @@ t_operator_bounds() {
 	no_leftovers
 }
 
+# The operator's policy bounds each sandbox, --max-sandboxes how many a
+# session holds: a model creating them in a loop made 1000 (the private
+# daemon's cap) at 60 a second, each with the policy's memory and pids.
+t_sandboxes_a_session_holds_bounded() {
+	local out rc=0
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" sandboxes "$CORRAL" --private ||
+		fail "the sandbox count checks failed"
+	out=$("$CORRAL" mcp --max-sandboxes 0 < /dev/null 2>&1) || rc=$?
+	[ "$rc" = 2 ] || fail "--max-sandboxes 0: exit $rc, not 2"
+	expect_contains "a bad count is said" "$out" "--max-sandboxes: expected a number 1 to 1000"
+	no_leftovers
+}
+
 # The operator's transparent mode is not the model's to turn off: without
 # it a connection to an address is refused by Landlock in silence, and
 # an agent probing the network leaves no denial for the abort criteria.
@@ -125,6 +138,16 @@ t_whole_file_answers_take_turns() {
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 \
 	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" big "$CORRAL" --private ||
 		fail "the big-answer checks failed"
+	no_leftovers
+}
+
+# 8 process_lists at once of 60 records whose argv (the model's) is 56 KB
+# of control characters: the answers take turns as whole files do
+t_process_records_take_turns() {
+	bound_test
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 \
+	TMPDIR=$T timeout 300 $PY "$HERE/mcp_raw.py" records "$CORRAL" --private ||
+		fail "the process-record checks failed"
 	no_leftovers
 }
 

@@ -4,7 +4,7 @@
     mcp_raw.py CHECK CORRAL [MCP ARGS...]
 
 CHECK is one of: protocol, bounds, open_files, output, whole, big, many, shared, signal, swap,
-progress, flood, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
+progress, flood, sandboxes, records, reap-eof, reap-TERM, reap-INT, reap-HUP, reap-KILL, reap-KILLTREE,
 reap-hung.
 Prints "ok - ..." per check and
 exits non-zero on the first failure.  Every read is bounded (select with a
@@ -515,6 +515,30 @@ def many(s):
     s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
+def records(s):
+    """process_list's answer holds every record's argv, as the model gave
+    it (60 KiB each, six bytes a control character in JSON, twelve in the
+    text): 8 lists at once of 60 processes take turns as whole files do,
+    not all built at once."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    sid = s.call("sandbox_create", {})["structuredContent"]["id"]
+    arg = "\u0001" * 8000
+    for k in range(60):
+        res = s.call("exec", {"sandbox_id": sid, "argv": ["sleep", "600"] + [arg] * 7,
+                              "background": True})
+        check(res.get("structuredContent", {}).get("status") == "running",
+              "a background process with a long argv: %.200r" % res)
+    n = 8
+    for k in range(n):
+        s.send({"jsonrpc": "2.0", "id": "list%d" % k, "method": "tools/call", "params": {
+            "name": "process_list", "arguments": {"sandbox_id": sid}}})
+    sizes, hwm = big_lines(s, n)
+    check(len(sizes) == n and min(sizes) > 50000000, "%d lists answered whole: %r" % (n, sizes))
+    # 1378-1674 MB when all 8 were built at once, 512-601 taking turns
+    check(hwm < 1000, "the server's peak memory is bounded (%d MB)" % hwm)
+    s.call("sandbox_destroy", {"sandbox_id": sid})
+
+
 def shared(s, other):
     """A shared daemon: another client's sandbox is not the model's."""
     s.request("initialize", {"protocolVersion": "2025-06-18"})
@@ -532,6 +556,54 @@ def shared(s, other):
     res = s.call("exec", {"sandbox_id": mine, "command": "echo mine"})
     check(res["structuredContent"]["stdout"] == "mine\n", "its own sandbox still works")
     s.call("sandbox_destroy", {"sandbox_id": mine})
+
+
+def sandboxes(s):
+    """A model that makes sandboxes in a loop holds at most --max-sandboxes
+    (16 by default) at once: each has the operator's limits, 1000 of them
+    (the private daemon's cap, 60 a second) a thousand times its memory
+    and pids.  A place comes back with a destroy or a TTL's end, and
+    creates at once take one each, never all passing one count."""
+    s.request("initialize", {"protocolVersion": "2025-06-18"})
+    ids = []
+    for _ in range(16):
+        ids.append(s.call("sandbox_create", {})["structuredContent"]["id"])
+    res = s.call("sandbox_create", {})
+    check(res.get("isError") is True and "holds 16 sandboxes" in res["content"][0]["text"] and
+          "--max-sandboxes 16" in res["content"][0]["text"],
+          "the 17th create is refused, saying the limit: %.300r" % res)
+    listed = s.call("sandbox_list", {})["structuredContent"]["sandboxes"]
+    check(len(listed) == 16, "nothing was made for it: %d listed" % len(listed))
+    for sid in ids[:2]:
+        s.call("sandbox_destroy", {"sandbox_id": sid})
+    ids = ids[2:]
+    # 8 at once for the 2 places: each holds one while it is made
+    for k in range(8):
+        s.send({"jsonrpc": "2.0", "id": "at-once%d" % k, "method": "tools/call",
+                "params": {"name": "sandbox_create", "arguments": {}}})
+    made = []
+    for _ in range(8):
+        r = s.recv()
+        check(str(r.get("id", "")).startswith("at-once") and "result" in r,
+              "a create at once is answered: %.200r" % r)
+        if not r["result"].get("isError"):
+            made.append(r["result"]["structuredContent"]["id"])
+    check(len(made) == 2, "8 creates at once for 2 places: %d made" % len(made))
+    ids += made
+    s.call("sandbox_destroy", {"sandbox_id": ids.pop(0)})
+    res = s.call("sandbox_create", {"ttl_seconds": 1})
+    check(not res.get("isError"), "a destroy gives the place back: %.200r" % res)
+    # the daemon ends that one at its TTL, and the place is found free
+    res = None
+    for _ in range(60):     # bounded: 30 s, a TTL of 1 s
+        res = s.call("sandbox_create", {})
+        if not res.get("isError"):
+            break
+        time.sleep(0.5)
+    check(not res.get("isError"), "a TTL's end gives the place back: %.200r" % res)
+    ids.append(res["structuredContent"]["id"])
+    for sid in ids:
+        s.call("sandbox_destroy", {"sandbox_id": sid})
 
 
 def answer(s, params):
@@ -887,6 +959,10 @@ def main():
                 progress(s)
             elif what == "flood":
                 flood(s)
+            elif what == "sandboxes":
+                sandboxes(s)
+            elif what == "records":
+                records(s)
             elif what == "transparent":
                 transparent(s)
             elif what == "open_files":

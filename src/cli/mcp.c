@@ -38,6 +38,7 @@ static const struct verb mcp_verb = {
 	.name = "mcp",
 	.head =
 "Usage: corral mcp [--policy FILE] [--policy-dir DIR]... [--private]\n"
+"                  [--max-sandboxes N]\n"
 "                  [--socket PATH | --url URL --token-file FILE [--ca-file FILE]\n"
 "                   [--cert-file FILE --key-file FILE]]\n"
 "\n"
@@ -68,7 +69,11 @@ static const struct verb mcp_verb = {
 "                       no host directories)\n"
 "  --policy-dir DIR     where named policies are (\"policy\": \"NAME\" is\n"
 "                       DIR/NAME.json); may be given more than once\n"
-"  --private            always start a private daemon\n",
+"  --private            always start a private daemon\n"
+"  --max-sandboxes N    sandboxes the session holds at once, 1 to 1000\n"
+"                       (default 16): each has the policy's limits, and a\n"
+"                       sandbox_create past N is refused until one is\n"
+"                       destroyed (or its TTL ends)\n",
 	.tail =
 "\n"
 "Configuration, e.g. for Claude Code:\n"
@@ -81,7 +86,7 @@ static const struct verb mcp_verb = {
 "session could not be removed at its end.\n",
 };
 
-enum { OPT_POLICY = OPT_OWN, OPT_POLICY_DIR, OPT_PRIVATE };
+enum { OPT_POLICY = OPT_OWN, OPT_POLICY_DIR, OPT_PRIVATE, OPT_MAX_SANDBOXES };
 
 struct mcp_args {
 	struct mcp *m;
@@ -93,7 +98,8 @@ static int on_option(void *arg, int opt, const char *val)
 {
 	struct mcp_args *a = arg;
 	struct mcp_bounds *b = &a->m->b;
-	char **dirs;
+	char **dirs, *end;
+	long n;
 
 	switch (opt) {
 	case OPT_POLICY:
@@ -110,6 +116,14 @@ static int on_option(void *arg, int opt, const char *val)
 		return 0;
 	case OPT_PRIVATE:
 		a->private = true;
+		return 0;
+	case OPT_MAX_SANDBOXES:
+		errno = 0;
+		n = strtol(val, &end, 10);
+		if (errno || end == val || *end || n < 1 || n > MCP_SANDBOXES_MAX)
+			return verb_usage_error(&mcp_verb, "--max-sandboxes: expected a number 1 to %d (got \"%s\")",
+						MCP_SANDBOXES_MAX, val);
+		a->m->owned.max = n;
 		return 0;
 	}
 	return 2;
@@ -674,6 +688,7 @@ int cmd_mcp(int argc, char **argv)
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "policy-dir", required_argument, NULL, OPT_POLICY_DIR },
 		{ "private", no_argument, NULL, OPT_PRIVATE },
+		{ "max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -683,6 +698,7 @@ int cmd_mcp(int argc, char **argv)
 	int code, r = 0;
 
 	m.owned.reaper_fd = -1;
+	m.owned.max = MCP_SANDBOXES_DEFAULT;
 	pthread_mutex_init(&m.out_lock, NULL);
 	pthread_mutex_init(&m.calls_lock, NULL);
 	pthread_mutex_init(&m.owned.lock, NULL);

@@ -37,8 +37,16 @@
  */
 #define MCP_PROGRESS_TOKEN_MAX	256
 /*
+ * Sandboxes a session holds at once (--max-sandboxes): the operator's
+ * policy bounds each one, and a model that makes them in a loop would
+ * otherwise hold the private daemon's 1000 (a shared one's lease: 100),
+ * each with the policy's memory and pids, in about 10 s.
+ */
+#define MCP_SANDBOXES_DEFAULT	16
+#define MCP_SANDBOXES_MAX	1000	/* the private daemon's --max-sandboxes */
+/*
  * Calls whose answer may hold a whole file (file_read, archive_read, a
- * patch) at once: such an answer costs about 8 times the file while it is
+ * patch; file_list's page and process_list's records, as large) at once: such an answer costs about 8 times the file while it is
  * encoded and sent (the bytes, base64, the text and the structured copy,
  * the message), 470 MB for one of 60 MB; 32 at once would take the host's
  * memory.  The others wait for a turn.  So does an answer that holds a
@@ -105,10 +113,20 @@ struct mcp_call {
  */
 struct mcp_live;
 
+/* One sandbox the session made. */
+struct mcp_box {
+	char *id;
+	uint64_t seq;			/* the order it was recorded in */
+	bool gone;			/* destroyed, or no longer in the daemon's list */
+};
+
 struct mcp_owned {
 	pthread_mutex_t lock;
-	char **ids;
+	struct mcp_box *boxes;		/* every one it made, gone ones too */
 	size_t n, cap;
+	uint64_t seq;			/* boxes recorded so far */
+	size_t max;			/* --max-sandboxes: alive at once */
+	size_t making;			/* creates sent and not yet answered */
 	/* a shared daemon with leases: the lease, and the live ids kept here */
 	char lease[64];			/* its id (mcp_lease.c), or "" */
 	CURL *lease_conn;		/* its connection, held till the end */

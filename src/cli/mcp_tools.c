@@ -170,21 +170,22 @@ static const char *arg_str(struct args *g, const char *key, bool required)
 
 int mcp_owned_add(struct mcp_owned *o, const char *id)
 {
-	char *dup = strdup(id), **grown;
+	char *dup = strdup(id);
+	struct mcp_box *grown;
 	int r = 0;
 
 	pthread_mutex_lock(&o->lock);
 	/* first: even a sandbox the model cannot reach is removed at the end */
 	mcp_reaper_tell(o, '+', id);
 	if (dup && o->n == o->cap) {
-		grown = realloc(o->ids, (o->cap ? o->cap * 2 : 16) * sizeof(*grown));
+		grown = realloc(o->boxes, (o->cap ? o->cap * 2 : 16) * sizeof(*grown));
 		if (grown) {
-			o->ids = grown;
+			o->boxes = grown;
 			o->cap = o->cap ? o->cap * 2 : 16;
 		}
 	}
 	if (dup && o->n < o->cap)
-		o->ids[o->n++] = dup;
+		o->boxes[o->n++] = (struct mcp_box){ .id = dup, .seq = o->seq++ };
 	else
 		r = -1;
 	pthread_mutex_unlock(&o->lock);
@@ -197,6 +198,9 @@ void mcp_owned_gone(struct mcp_owned *o, const char *id)
 {
 	pthread_mutex_lock(&o->lock);
 	mcp_reaper_tell(o, '-', id);
+	for (size_t i = 0; i < o->n; i++)
+		if (!strcmp(o->boxes[i].id, id))
+			o->boxes[i].gone = true;
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -206,7 +210,7 @@ bool mcp_owned_has(struct mcp_owned *o, const char *id)
 
 	pthread_mutex_lock(&o->lock);
 	for (size_t i = 0; !has && i < o->n; i++)
-		has = !strcmp(o->ids[i], id);
+		has = !strcmp(o->boxes[i].id, id);
 	pthread_mutex_unlock(&o->lock);
 	return has;
 }
@@ -214,10 +218,101 @@ bool mcp_owned_has(struct mcp_owned *o, const char *id)
 void mcp_owned_free(struct mcp_owned *o)
 {
 	for (size_t i = 0; i < o->n; i++)
-		free(o->ids[i]);
-	free(o->ids);
-	o->ids = NULL;
+		free(o->boxes[i].id);
+	free(o->boxes);
+	o->boxes = NULL;
 	o->n = o->cap = 0;
+}
+
+static json_t *call_json(struct mcp_call *c, const char *method, const char *path,
+			 const json_t *body, json_t **out);
+
+/* The session's sandboxes not known gone, and those being made; o->lock held. */
+static size_t owned_alive(const struct mcp_owned *o)
+{
+	size_t n = o->making;
+
+	for (size_t i = 0; i < o->n; i++)
+		n += !o->boxes[i].gone;
+	return n;
+}
+
+static bool listed(const json_t *list, const char *id)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(list, i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "id")) ?: "", id))
+			return true;
+	return false;
+}
+
+/*
+ * What the daemon removed itself (a TTL's end, a lease's, its own
+ * shutdown of one) frees the place too: the sandboxes recorded before
+ * the list was asked for and absent from it are gone.  Those recorded
+ * since may be missing from it only because they were made after it.
+ */
+static json_t *owned_refresh(struct mcp_call *c)
+{
+	struct mcp_owned *o = &c->m->owned;
+	json_t *answer, *list, *err;
+	uint64_t before;
+
+	pthread_mutex_lock(&o->lock);
+	before = o->seq;
+	pthread_mutex_unlock(&o->lock);
+	err = call_json(c, "GET", "/v1/sandboxes", NULL, &answer);
+	if (err)
+		return err;
+	list = json_object_get(answer, "sandboxes");
+	if (!json_is_array(list)) {
+		json_decref(answer);
+		return tool_error("the daemon's list of sandboxes has no \"sandboxes\" array");
+	}
+	pthread_mutex_lock(&o->lock);
+	for (size_t i = 0; i < o->n; i++)
+		if (o->boxes[i].seq < before && !listed(list, o->boxes[i].id))
+			o->boxes[i].gone = true;
+	pthread_mutex_unlock(&o->lock);
+	json_decref(answer);
+	return NULL;
+}
+
+/*
+ * A place for one more sandbox, taken before its create is sent (calls
+ * run at once: 32 creates must not all pass one count), given back by
+ * owned_made.  NULL, or the tool error to return.
+ */
+static json_t *owned_place(struct mcp_call *c)
+{
+	struct mcp_owned *o = &c->m->owned;
+	size_t alive;
+	json_t *err;
+
+	for (int pass = 0; pass < 2; pass++) {
+		pthread_mutex_lock(&o->lock);
+		alive = owned_alive(o);
+		if (alive < o->max)
+			o->making++;
+		pthread_mutex_unlock(&o->lock);
+		if (alive < o->max)
+			return NULL;
+		if (pass == 0 && (err = owned_refresh(c)))
+			return err;
+	}
+	return tool_error("refused: this session holds %zu sandboxes (those being made included), "
+			  "the operator's limit (corral mcp --max-sandboxes %zu): destroy one "
+			  "with sandbox_destroy first, or run the command in one it has",
+			  alive, o->max);
+}
+
+static void owned_made(struct mcp_owned *o)
+{
+	pthread_mutex_lock(&o->lock);
+	o->making--;
+	pthread_mutex_unlock(&o->lock);
 }
 
 /* A sandbox id of this session: the daemon's other sandboxes are not the model's. */
@@ -355,7 +450,7 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 {
 	const char *workspace = arg_str(g, "workspace", false);
 	json_int_t ttl = arg_int(g, "ttl_seconds", false, 0, 30LL * 24 * 3600, 0);
-	json_t *labels = json_object_get(g->a, "labels"), *policy, *body;
+	json_t *labels = json_object_get(g->a, "labels"), *policy, *body, *r;
 	struct mcp_pin pin;
 	char *why = NULL, inode[64];
 
@@ -365,8 +460,7 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 		return NULL;
 	policy = mcp_bounds_policy(&c->m->b, g->a, workspace, &pin, &why);
 	if (!policy) {
-		json_t *r = tool_error("refused: %s", why ? why : "out of memory");
-
+		r = tool_error("refused: %s", why ? why : "out of memory");
 		free(why);
 		return r;
 	}
@@ -397,6 +491,11 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 		mcp_pin_close(&pin);
 		return tool_error("out of memory");
 	}
+	if ((r = owned_place(c))) {
+		mcp_pin_close(&pin);
+		json_decref(body);
+		return r;
+	}
 	{
 		/*
 		 * Not cut short by a cancel: the daemon makes the sandbox
@@ -405,15 +504,21 @@ static json_t *t_create(struct mcp_call *c, struct args *g)
 		 * its reaper know only what they were told).  Waited for and
 		 * recorded; a cancelled call's answer is not sent (mcp.c).
 		 */
-		json_t *o, *r = call_json_cancel(c, NULL, "POST", "/v1/sandboxes", body, &o);
-		const char *id = json_string_value(json_object_get(o, "id"));
+		json_t *o;
+		const char *id;
+		int recorded;
 
+		r = call_json_cancel(c, NULL, "POST", "/v1/sandboxes", body, &o);
+		id = json_string_value(json_object_get(o, "id"));
 		mcp_pin_close(&pin);
 		json_decref(body);
+		/* recorded first, then its place given back: never counted out */
+		recorded = !r && id ? mcp_owned_add(&c->m->owned, id) : -1;
+		owned_made(&c->m->owned);
 		if (r)
 			return r;
 		/* made, but unreachable to the model: better said than left */
-		if (!id || mcp_owned_add(&c->m->owned, id) < 0) {
+		if (recorded < 0) {
 			json_decref(o);
 			return tool_error("the sandbox %s was made but cannot be recorded as this session's (out of memory)",
 					  id ? id : "?");
@@ -1375,11 +1480,20 @@ struct tool {
 	tool_fn fn;
 };
 
-/* The tools whose answer may hold a whole file (FILE_MAX): see MCP_BIG_CALLS. */
+/*
+ * The tools whose answer may hold a whole file (FILE_MAX), or as much in
+ * names the sandbox or the model chose: a listing's page (32 MiB of
+ * names, each byte that is not UTF-8 five in JSON: a recursive one was a
+ * 186 MB answer, the server's peak 617 MB), the process records (up to
+ * 256 ended and every running one, each with its argv of up to 60 KiB,
+ * six bytes a control character: 400 of them were a 360 MB answer, three
+ * at once took the server to 3.1 GB).  See MCP_BIG_CALLS.
+ */
 static bool is_big(const char *name)
 {
 	return !strcmp(name, "file_read") || !strcmp(name, "archive_read") ||
-	       !strcmp(name, "workspace_diff");
+	       !strcmp(name, "workspace_diff") || !strcmp(name, "file_list") ||
+	       !strcmp(name, "process_list");
 }
 
 /* One of the MCP_BIG_CALLS turns; -1 when the call is cancelled meanwhile. */

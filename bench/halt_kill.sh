@@ -14,25 +14,10 @@
 set -eu
 CORRAL=$(readlink -f "$1")
 CALLS=${2:-1000}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-haltkill.XXXXXX")
-chmod 755 "$TMP"
-dpid=""
-lpid=""
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/daemon.sh"
+start_daemon haltkill
 
-cleanup() {
-	[ -z "$lpid" ] || { kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null; } || true
-	[ -z "$dpid" ] || { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; } || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-cpu() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
-
-S=$TMP/s
-"$CORRAL" serve --socket "$S" --state-dir "$TMP/state" > "$TMP/log" 2>&1 < /dev/null &
-dpid=$!
-for _ in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
 echo '{"abort": {"max_denied_syscalls": 1, "on_abort": "kill"}}' > "$TMP/policy.json"
 a=$("$CORRAL" create --socket "$S" --policy "$TMP/policy.json")
 b=$("$CORRAL" create --socket "$S")
@@ -61,7 +46,6 @@ sleep 3
 c1=$(cpu)
 echo "the daemon's CPU from then: $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms"
 wait "$lpid"
-lpid=""
 echo "B's longest waits, ms: $(sort -n "$TMP/waits" | tail -5 | tr '\n' ' ')"
 echo "B's shortest, ms: $(sort -n "$TMP/waits" | head -3 | tr '\n' ' ')"
 "$CORRAL" rm --socket "$S" "$a" "$b" > /dev/null

@@ -13,26 +13,10 @@
 set -eu
 CORRAL=$(readlink -f "$1")
 CALLS=${2:-1000}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-linger.XXXXXX")
-chmod 755 "$TMP"
-dpid=""
-lpid=""
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/daemon.sh"
+start_daemon linger
 
-cleanup() {
-	[ -z "$lpid" ] || { kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null; } || true
-	[ -z "$dpid" ] || { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; } || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-# the daemon's CPU so far, in clock ticks
-cpu() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
-
-S=$TMP/s
-"$CORRAL" serve --socket "$S" --state-dir "$TMP/state" > "$TMP/log" 2>&1 < /dev/null &
-dpid=$!
-for _ in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
 a=$("$CORRAL" create --socket "$S")
 b=$("$CORRAL" create --socket "$S")
 t0=$(date +%s%N)
@@ -58,5 +42,4 @@ for _ in $(seq 10); do
 done
 echo
 wait "$lpid"
-lpid=""
 "$CORRAL" rm --socket "$S" "$a" "$b" > /dev/null

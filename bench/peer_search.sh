@@ -13,15 +13,9 @@ CORRAL=$(readlink -f "$1")
 PROCS=${2:-1000}
 FDS=${3:-1000}
 SECS=${4:-25}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-peer.XXXXXX")
-chmod 755 "$TMP"
-dpid=""
-
-cleanup() {
-	[ -z "$dpid" ] || { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; } || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/daemon.sh"
+start_daemon peer
 
 cat > "$TMP/policy.json" <<'EOF'
 {"network": {"mode": "proxy", "allow": ["web.test:80"], "hosts": {"web.test": "127.0.0.1"}}}
@@ -63,10 +57,6 @@ while time.time() < end:
 print("%d questions in %.0f s" % (n, secs))
 EOF
 
-S=$TMP/s
-"$CORRAL" serve --socket "$S" --state-dir "$TMP/state" > "$TMP/log" 2>&1 < /dev/null &
-dpid=$!
-for _ in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
 a=$("$CORRAL" create --socket "$S" --policy "$TMP/policy.json")
 b=$("$CORRAL" create --socket "$S")
 "$CORRAL" cp --socket "$S" "$TMP/flood.py" "$a:/tmp/flood.py"

@@ -14,17 +14,10 @@
 set -eu
 CORRAL=$(readlink -f "$1")
 SECS=${2:-5}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/corral-tail.XXXXXX")
-chmod 755 "$TMP"
-dpid=""
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/daemon.sh"
+start_daemon tail
 
-cleanup() {
-	[ -z "$dpid" ] || { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; } || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-cpu() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
 waits() {
 	local t0 w=""
 	for _ in $(seq 20); do
@@ -35,10 +28,6 @@ waits() {
 	echo "B's true, ms:$w"
 }
 
-S=$TMP/s
-"$CORRAL" serve --socket "$S" --state-dir "$TMP/state" > "$TMP/log" 2>&1 < /dev/null &
-dpid=$!
-for _ in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
 a=$("$CORRAL" create --socket "$S")
 b=$("$CORRAL" create --socket "$S")
 waits

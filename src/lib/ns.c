@@ -572,17 +572,14 @@ static int map_lines(unsigned long agent, unsigned long range, unsigned long cou
 
 /*
  * newuidmap/newgidmap: setuid helpers that check the lines against the
- * caller's /etc/subuid entry.  A fork and an exec each, of a setuid glibc
- * program (1.5-2.5 ms here, a millisecond of it glibc's start, whose
- * CPUIDs a paravirtualized host traps), on the child's path to its first
- * step: both run at once, as they write two files of the child's that
- * neither reads.
+ * caller's /etc/subuid entry.  A fork and an exec each (about a
+ * millisecond), on the caller's thread, waited for.
  */
-static pid_t spawn_helper(const char *helper, pid_t pid, unsigned long lines[3][3],
-			  int n, struct corral_err *err)
+static int run_helper(const char *helper, pid_t pid, unsigned long lines[3][3],
+		      int n, struct corral_err *err)
 {
 	char args[10][24], *argv[12];
-	int argc = 0;
+	int status, argc = 0;
 	pid_t h;
 
 	argv[argc++] = (char *)helper;
@@ -606,15 +603,6 @@ static pid_t spawn_helper(const char *helper, pid_t pid, unsigned long lines[3][
 		execve(helper, argv, (char *[]){ NULL });
 		_exit(127);
 	}
-	return h;
-}
-
-/* Waits for a helper spawn_helper started; 0 if it mapped the lines. */
-static int reap_helper(const char *helper, pid_t h, pid_t pid, unsigned long lines[3][3],
-		       struct corral_err *err)
-{
-	int status;
-
 	while (waitpid(h, &status, 0) < 0)
 		if (errno != EINTR)
 			return corral_set_errno(err, errno, "waitpid %s", helper);
@@ -624,32 +612,6 @@ static int reap_helper(const char *helper, pid_t h, pid_t pid, unsigned long lin
 				      helper, (int)pid, lines[0][0], lines[0][1],
 				      lines[0][2], status);
 	return 0;
-}
-
-/* Both helpers at once; the gid helper's failure is said first, as before. */
-static int run_helpers(pid_t pid, unsigned long lu[3][3], int nu,
-		       unsigned long lg[3][3], int ng, struct corral_err *err)
-{
-	struct corral_err uerr = { 0 };
-	pid_t g, u;
-	int rg, ru;
-
-	g = spawn_helper(NEWGIDMAP, pid, lg, ng, err);
-	if (g < 0)
-		return g;
-	u = spawn_helper(NEWUIDMAP, pid, lu, nu, &uerr);
-	rg = reap_helper(NEWGIDMAP, g, pid, lg, err);
-	if (u < 0) {
-		if (rg == 0)
-			*err = uerr;
-		return rg < 0 ? rg : u;
-	}
-	ru = reap_helper(NEWUIDMAP, u, pid, lu, &uerr);
-	if (rg < 0)
-		return rg;
-	if (ru < 0)
-		*err = uerr;
-	return ru;
 }
 
 static int write_map(pid_t pid, const char *which, unsigned long lines[3][3],
@@ -678,8 +640,10 @@ int ns_write_id_maps(pid_t pid, const struct corral_ids *ids, struct corral_err 
 
 	nu = map_lines(ids->uid, ids->range_uid, ids->count, lu);
 	ng = map_lines(ids->gid, ids->range_gid, ids->count, lg);
-	if (!strcmp(ids->mapping, "subuid"))
-		return run_helpers(pid, lu, nu, lg, ng, err);
+	if (!strcmp(ids->mapping, "subuid")) {
+		r = run_helper(NEWGIDMAP, pid, lg, ng, err);
+		return r < 0 ? r : run_helper(NEWUIDMAP, pid, lu, nu, err);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
 	r = proc_write(path, geteuid() == 0 ? "allow" : "deny", err);
 	if (r < 0 && r != -ENOENT)

@@ -122,8 +122,10 @@ static void *launcher_main(void *arg)
 		/* named once filled, for ps and top (and the tests that wait for it) */
 		if (!more && !l->fill_over)
 			prctl(PR_SET_NAME, "corral-launch", 0, 0, 0);
-		if (!more)
+		if (!more && !l->fill_over) {
 			l->fill_over = true;
+			pthread_cond_broadcast(&l->cv);	/* launcher_start waits */
+		}
 		l->refused = refused;
 		while (!l->asked && l->fill_over)
 			pthread_cond_wait(&l->cv, &l->mu);
@@ -177,6 +179,22 @@ void corral_launcher_start(void)
 		free(l);
 		return;
 	}
+	/*
+	 * Nothing is cloned from any thread while this one runs on its own:
+	 * a copy of the process made meanwhile holds glibc's state as this
+	 * thread left it.  Right after pthread_create, its descriptor says
+	 * "being created" until it runs, and a clone of init made then
+	 * waited for it for ever in setresgid (glibc's set*id asks every
+	 * thread it knows of, seen as 65534 at a daemon's start, its first
+	 * pooled sandbox never ready); while it fills, a malloc lock of its
+	 * own would be held in the copy.  So the caller waits until it has
+	 * filled (some 3 ms, once), and from then on it runs only while the
+	 * caller waits in launcher_clone.
+	 */
+	pthread_mutex_lock(&l->mu);
+	while (!l->fill_over)
+		pthread_cond_wait(&l->cv, &l->mu);
+	pthread_mutex_unlock(&l->mu);
 	the_launcher = l;
 }
 

@@ -5,7 +5,10 @@
 set -u
 CORRAL=${1:-build/corral}
 WS=$(mktemp -d /tmp/corral-demo.XXXXXX)
-trap 'rm -rf "$WS"' EXIT
+# the parent groups the demo made go at the end, as check's and bench's do
+. "$(dirname "$0")/../scripts/cgroup-parents.sh"
+cg_parents_note
+trap 'rm -rf "$WS"; cg_parents_remove demo' EXIT
 chmod 755 "$WS"
 echo "print('hello from the workspace')" > "$WS/hello.py"
 echo "the host copy" > "$WS/notes.txt"

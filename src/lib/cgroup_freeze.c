@@ -224,11 +224,13 @@ static void on_op(evutil_socket_t fd, short what, void *arg)
 		freeze_step(op);
 }
 
-int cg_kill_start(struct cg *cg, struct event_base *base)
+/*
+ * What every kill tries first: 1 when the rounds of SIGKILLs are still
+ * to do (no cgroup.kill here), else what to return (the kernel's
+ * cgroup.kill did it all, no group, or no cgroups at all).
+ */
+int cg_kill_by_kernel(struct cg *cg)
 {
-	struct corral_err err;
-	bool freezer;
-	struct cg_op *op;
 	int r;
 
 	if (cg_mode(cg) == CG_NONE)
@@ -236,8 +238,19 @@ int cg_kill_start(struct cg *cg, struct event_base *base)
 	if (!cg->hier[0].dir)
 		return 0;
 	r = cg->ops->kill(cg);
-	if (r != -EOPNOTSUPP)
-		return r;	/* the kernel's cgroup.kill did it all */
+	return r == -EOPNOTSUPP ? 1 : r;
+}
+
+int cg_kill_start(struct cg *cg, struct event_base *base)
+{
+	struct corral_err err;
+	bool freezer;
+	struct cg_op *op;
+	int r;
+
+	r = cg_kill_by_kernel(cg);
+	if (r != 1)
+		return r;
 	if (cg_procs_all(cg, false) <= 0)
 		return 0;
 	op = op_new(cg, base, true, CG_KILL_FREEZE_MS);

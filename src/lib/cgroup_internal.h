@@ -172,6 +172,8 @@ int cg_attach_procs(struct cg *cg, pid_t pid, struct corral_err *err);
 ssize_t cg_procs_all(struct cg *cg, bool kill);
 /* Kill by freezing, SIGKILLing each, thawing, a few rounds (may sleep). */
 int cg_kill_rounds(struct cg *cg);
+/* cgroup.kill if the kernel has it: 1 if rounds are still to do (cgroup_freeze.c). */
+int cg_kill_by_kernel(struct cg *cg);
 /* Freeze or thaw, polling until reached or wait_ms (sleeps). */
 int cg_freeze_wait(struct cg *cg, bool frozen, unsigned wait_ms,
 		   struct corral_err *err);

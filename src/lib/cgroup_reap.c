@@ -220,13 +220,9 @@ int cg_kill_async(struct cg *cg, struct event_base *base)
 	struct reap_job *j;
 	int r;
 
-	if (cg_mode(cg) == CG_NONE)
-		return -ENOTSUP;
-	if (!cg->hier[0].dir)
-		return 0;
-	r = cg->ops->kill(cg);
-	if (r != -EOPNOTSUPP)
-		return r;	/* the kernel's cgroup.kill did it all */
+	r = cg_kill_by_kernel(cg);
+	if (r != 1)
+		return r;
 	j = base ? calloc(1, sizeof(*j)) : NULL;
 	if (!j)
 		return cg_kill_start(cg, base);	/* the loop's way */

@@ -31,7 +31,7 @@ FOREIGN_US = float(os.environ.get("BENCH_PHASE_FOREIGN_US", "300"))
 EVENTS = ("sched:sched_switch", "sched:sched_wakeup", "sched:sched_wakeup_new",
           "sched:sched_process_fork", "sched:sched_process_exec",
           "sched:sched_process_exit", "raw_syscalls:sys_enter", "raw_syscalls:sys_exit")
-NR_CLONE, NR_FUTEX, NR_SECCOMP, NR_EPOLL_WAIT = 56, 202, 317, 232
+NR_CLONE, NR_FUTEX, NR_SECCOMP, NR_EPOLL_WAIT, NR_WAIT4 = 56, 202, 317, 232, 61
 BWRAP = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
          "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
          "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
@@ -152,14 +152,20 @@ def marks(text):
     if fill is None:        # bwrap's: its pid 1 forks the command
         return r
     cmd_fork = next((t for t, c in kids[init] if c == cmd), None)
-    waits = [(s, e) for nr, s, e in calls[init] if nr == NR_FUTEX and cmd_fork and s < cmd_fork]
+    own = next(((s, e) for nr, s, e in reversed(calls[init])
+                if nr == NR_SECCOMP and cmd_fork and s < cmd_fork), None)
+    # sc_fill_join's futex, if the thread was still filling (else no call)
+    waits = [(s, e) for nr, s, e in calls[init]
+             if nr == NR_FUTEX and own and s < own[0] and e - s > 5]
     r["join"] = waits[-1] if waits else None
+    r["ready"] = r["join"][0] if r["join"] else own[0] if own else None
+    r["filter_on"] = r["join"][1] if r["join"] else r["ready"]
     r["fill"] = (first_run.get(fill), exited.get(fill), oncpu[fill])
-    r["own_filter"] = next((e for nr, s, e in reversed(calls[init])
-                            if nr == NR_SECCOMP and cmd_fork and s < cmd_fork), None)
-    # the supervisor woken by init's end: its first epoll_wait back after it
-    r["woken"] = next((e for nr, s, e in calls[main]
-                       if nr == NR_EPOLL_WAIT and r["init_exit"] and e > r["init_exit"]), None)
+    # init gone: the supervisor's last wakeup before it reaps init (wait4)
+    reap = next((s for nr, s, e in calls[main]
+                 if nr == NR_WAIT4 and r["init_exit"] and s > r["init_exit"]), None)
+    r["woken"] = max((e for nr, s, e in calls[main]
+                      if nr == NR_EPOLL_WAIT and reap and e <= reap), default=None)
     return r
 
 
@@ -170,11 +176,11 @@ def span(a, b):
 CORRAL_ROWS = [
     ("launcher's start, to its clone of init", lambda r: r["clone"][0]),
     ("the clone", lambda r: span(*r["clone"])),
-    ("init: setup until it waits for the filling", lambda r: span(r["clone"][1], r["join"][0] if r["join"] else None)),
-    ("init: waits for the filling thread", lambda r: span(*r["join"]) if r["join"] else 0.0),
+    ("init: setup, until its own filter is next", lambda r: span(r["clone"][1], r["ready"])),
+    ("init: waits for the filling thread (0: done)", lambda r: span(*r["join"]) if r["join"] else 0.0),
     ("  filling thread: clone to its exit", lambda r: span(r["clone"][1], r["fill"][1])),
     ("  filling thread: its CPU", lambda r: r["fill"][2]),
-    ("init: own filter, fork and exec of the command", lambda r: span(r["join"][1] if r["join"] else None, r["cmd_exec"])),
+    ("init: own filter, fork and exec of the command", lambda r: span(r["filter_on"], r["cmd_exec"])),
     ("SETUP (launcher's exec -> command's exec)", lambda r: r["cmd_exec"]),
     ("the command (/bin/true)", lambda r: span(r["cmd_exec"], r["cmd_exit"])),
     ("init reaps it, reports, exits", lambda r: span(r["cmd_exit"], r["init_exit"])),

@@ -8,7 +8,9 @@
 # tls.py BENCH_TLS_BYTES (256 MiB), BENCH_LAT and BENCH_REQS (2000).
 # oci.py BENCH_OCI_RUNS (30); walks.py BENCH_WALK_FIFOS (240000),
 # BENCH_WALK_FILES (100000), BENCH_WALK_RUNS (5) and BENCH_AB.  Not run here: exec_path.py (root and perf),
-# a warm exec's time split where the daemon, init and the call mark it.
+# a warm exec's time split where the daemon, init and the call mark it;
+# cold_phases.py (root, tracefs), a cold `corral run`'s and bwrap's split
+# phase by phase from the kernel's record of their tasks.
 set -eu
 CORRAL=${1:-build/corral}
 here=$(dirname "$0")

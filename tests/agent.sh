@@ -260,6 +260,48 @@ print(json.dumps({"tool_call_id": "asker", "argv": ["python3", "-c", sys.argv[1]
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 }
 
+# Processes of another call's that hold more fds than a search reads
+# (2048; three of 900, each within the default 1024), left running before
+# the asker: the search read /proc's processes by pid, the hoarders'
+# first, and spent its budget there; without a cgroup2 group that names
+# the call by the socket (an unprivileged daemon without a delegated one,
+# a v1 host without a cgroup2 mount), the denial named no pid, and a
+# background asker's was given to the call then running.  The processes holding fewest fds are
+# read first now.
+t_an_fd_hoarder_hides_no_asker() {
+	local prog body
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving freeze)
+	prog='import os, time
+if os.fork():
+    os._exit(0)
+os.setsid()
+for f in (0, 1, 2):
+    os.dup2(os.open("/dev/null", os.O_RDWR), f)
+for i in range(3):
+    if os.fork() == 0:
+        fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(900)]
+        open("/tmp/hoarded.%d" % i, "w").close()
+        time.sleep(600)
+        os._exit(0)
+time.sleep(600)'
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "hoarder", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r0"
+	expect_eq "the hoarders' call" "$(json status < "$T/r0")" exited
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "asker", "command":
+		"for i in $(seq 100); do [ -e /tmp/hoarded.2 ] && break; sleep 0.1; done; ls /proc/*/fd | wc -l; ( for i in $(seq 100); do [ -e /tmp/go ] && break; sleep 0.1; done; curl -s -m 5 http://evil.test:7/; touch /tmp/asked ) >/dev/null 2>&1 &"}' > "$T/r1"
+	[ "$(json stdout < "$T/r1")" -gt 2048 ] || fail "the hoarders' fds: $(json stdout < "$T/r1")"
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "other", "command":
+		"touch /tmp/go; for i in $(seq 100); do [ -e /tmp/asked ] && break; sleep 0.1; done"}' > "$T/r2"
+	wait_for "the denial" has_at_least "$id" egress.denied 1
+	events_of "$id" | grep '"type":"egress.denied"' > "$T/denied"
+	expect_contains "its pid" "$(cat "$T/denied")" '"pid":'
+	expect_contains "the asker's call" "$(cat "$T/denied")" '"call":"asker","background":true'
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
 # on_abort "kill": a sweep past the limit; frozen first (the abort event
 # says so), then killed.
 t_sweep_is_frozen_then_killed() {

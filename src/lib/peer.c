@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <linux/inet_diag.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6/ip6_tables.h>
@@ -296,6 +297,92 @@ static bool holds_socket(const char *pid, const char *want, unsigned *budget)
 }
 
 /*
+ * A process of the sandbox's netns to read, and how many fds it holds
+ * (the kernel says it as /proc/PID/fd's size, since 6.2; 0 before).
+ */
+struct cand {
+	pid_t pid;
+	unsigned nfds;
+};
+
+/* Whether a is read before b: fewer fds first, then the newer pid. */
+static bool before(const struct cand *a, const struct cand *b)
+{
+	return a->nfds != b->nfds ? a->nfds < b->nfds : a->pid > b->pid;
+}
+
+/*
+ * Keep c among the PEER_SEARCH_FDS candidates read first (no more can be
+ * read: each costs the budget one): h is a heap whose top is the one read
+ * last, which c replaces when c comes before it.
+ */
+static void keep_cand(struct cand *h, size_t *n, struct cand c)
+{
+	size_t i = *n, k;
+
+	if (*n == PEER_SEARCH_FDS) {
+		if (!before(&c, &h[0]))
+			return;
+		/* sift c down from the top, the last read leaving */
+		for (i = 0; (k = 2 * i + 1) < *n; i = k) {
+			if (k + 1 < *n && before(&h[k], &h[k + 1]))
+				k++;
+			if (!before(&c, &h[k]))
+				break;
+			h[i] = h[k];
+		}
+		h[i] = c;
+		return;
+	}
+	for (++*n; i && before(&h[(i - 1) / 2], &c); i = (i - 1) / 2)
+		h[i] = h[(i - 1) / 2];
+	h[i] = c;
+}
+
+static int cand_order(const void *a, const void *b)
+{
+	return before(a, b) ? -1 : before(b, a);
+}
+
+/*
+ * The processes of the netns netns_ino, into h (PEER_SEARCH_FDS at
+ * most), in the order they are read: by how many fds each holds, fewest
+ * first, the newest first among equals.  In /proc's order, a process that
+ * held 2048 fds ahead of the asker (an earlier call's, left running)
+ * spent the whole budget: without a cgroup2 group to name the call by (an
+ * unprivileged daemon without a delegated one, a v1 host), the denial
+ * named neither pid nor call.  Each process here is a stat or two, as
+ * every process of the host was already (its netns).
+ */
+static size_t netns_processes(ino_t netns_ino, struct cand *h)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+
+	while (d && (de = readdir(d))) {
+		char path[300];
+		struct stat st;
+		struct cand c;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
+		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd", de->d_name);
+		c.pid = atoi(de->d_name);
+		c.nfds = stat(path, &st) == 0 && st.st_size > 0 &&
+			 st.st_size < UINT_MAX ? (unsigned)st.st_size : 0;
+		keep_cand(h, &n, c);
+	}
+	if (d)
+		closedir(d);
+	qsort(h, n, sizeof(*h), cand_order);
+	return n;
+}
+
+/*
  * The sandbox's processes and their fds are the sandbox's to multiply
  * (1024 processes of 1024 fds by default), and each fd is a readlink
  * here, on the supervisor's loop: so a search reads at most
@@ -307,10 +394,10 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 {
 	unsigned budget = PEER_SEARCH_FDS;
 	struct match o = { 0 };
+	struct cand *h;
 	char want[64];
-	struct dirent *de;
 	pid_t pid = 0;
-	DIR *d;
+	size_t n;
 
 	*cgid = 0;
 	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
@@ -323,23 +410,20 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	*cgid = o.cgid;
 	if (!o.ino || o.tied)
 		return 0;
+	h = malloc(PEER_SEARCH_FDS * sizeof(*h));
+	if (!h)
+		return 0;
 	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)o.ino);
-	d = opendir("/proc");
-	while (d && !pid && budget && (de = readdir(d))) {
-		char path[300];
-		struct stat st;
+	n = netns_processes(netns_ino, h);
+	for (size_t i = 0; i < n && !pid && budget; i++) {
+		char name[16];
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
-		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
-			continue;
 		budget--;
-		if (holds_socket(de->d_name, want, &budget))
-			pid = atoi(de->d_name);
+		snprintf(name, sizeof(name), "%d", (int)h[i].pid);
+		if (holds_socket(name, want, &budget))
+			pid = h[i].pid;
 	}
-	if (d)
-		closedir(d);
+	free(h);
 	return pid;
 }
 

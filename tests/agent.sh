@@ -207,6 +207,101 @@ print(json.dumps({"tool_call_id": "tw", "argv": ["python3", "-c", sys.argv[1]]})
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 }
 
+# A decoy on the asker's own port: a background process of another call's
+# that listens on 127.0.0.1:P with SO_REUSEADDR and SO_REUSEPORT, which
+# lets the asker bind P too.  The search took the first socket bound to
+# the asker's address that the kernel listed, the listener, and named
+# its process: the denial went to the decoy's call, the asker's result
+# said "exited with status 0" with no denial in it.  Only the socket
+# connected to the proxy is the asker's now (its destination).
+t_a_decoy_on_the_askers_port_names_no_other_call() {
+	local prog body i
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving freeze)
+	prog='import os, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+if os.fork():
+    os._exit(0)
+os.setsid()
+for f in (0, 1, 2):
+    os.dup2(os.open("/dev/null", os.O_RDWR), f)
+open("/tmp/decoy.port.new", "w").write(str(s.getsockname()[1]))
+os.rename("/tmp/decoy.port.new", "/tmp/decoy.port")
+time.sleep(600)'
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "decoy", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r0"
+	expect_eq "the decoy's call" "$(json status < "$T/r0")" exited
+	prog='import os, socket, time, urllib.parse
+u = urllib.parse.urlparse(os.environ["http_proxy"])
+for _ in range(100):
+    if os.path.exists("/tmp/decoy.port"):
+        break
+    time.sleep(0.1)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", int(open("/tmp/decoy.port").read())))
+s.connect((u.hostname, u.port))
+s.sendall(b"GET http://evil.test:7/ HTTP/1.1\r\nHost: evil.test:7\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode())'
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "asker", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r"
+	expect_eq "refused by the proxy" "$(json stdout < "$T/r")" "HTTP/1.1 403 Forbidden"
+	expect_contains "explained" "$(json reason < "$T/r")" \
+		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
+	expect_eq "listed" "$(json denials.0.call < "$T/r")" asker
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
+# Processes of another call's that hold more fds than a search reads
+# (2048; three of 900, each within the default 1024), left running before
+# the asker: the search read /proc's processes by pid, the hoarders'
+# first, and spent its budget there; without a cgroup2 group that names
+# the call by the socket (an unprivileged daemon without a delegated one,
+# a v1 host without a cgroup2 mount), the denial named no pid, and a
+# background asker's was given to the call then running.  The processes holding fewest fds are
+# read first now.
+t_an_fd_hoarder_hides_no_asker() {
+	local prog body
+	trap stop_daemon EXIT
+	start_daemon
+	id=$(create_misbehaving freeze)
+	prog='import os, time
+if os.fork():
+    os._exit(0)
+os.setsid()
+for f in (0, 1, 2):
+    os.dup2(os.open("/dev/null", os.O_RDWR), f)
+for i in range(3):
+    if os.fork() == 0:
+        fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(900)]
+        open("/tmp/hoarded.%d" % i, "w").close()
+        time.sleep(600)
+        os._exit(0)
+time.sleep(600)'
+	body=$(python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": "hoarder", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r0"
+	expect_eq "the hoarders' call" "$(json status < "$T/r0")" exited
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "asker", "command":
+		"for i in $(seq 100); do [ -e /tmp/hoarded.2 ] && break; sleep 0.1; done; ls /proc/*/fd | wc -l; ( for i in $(seq 100); do [ -e /tmp/go ] && break; sleep 0.1; done; curl -s -m 5 http://evil.test:7/; touch /tmp/asked ) >/dev/null 2>&1 &"}' > "$T/r1"
+	[ "$(json stdout < "$T/r1")" -gt 2048 ] || fail "the hoarders' fds: $(json stdout < "$T/r1")"
+	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "other", "command":
+		"touch /tmp/go; for i in $(seq 100); do [ -e /tmp/asked ] && break; sleep 0.1; done"}' > "$T/r2"
+	wait_for "the denial" has_at_least "$id" egress.denied 1
+	events_of "$id" | grep '"type":"egress.denied"' > "$T/denied"
+	expect_contains "its pid" "$(cat "$T/denied")" '"pid":'
+	expect_contains "the asker's call" "$(cat "$T/denied")" '"call":"asker","background":true'
+	api DELETE "/v1/sandboxes/$id" > /dev/null
+}
+
 # on_abort "kill": a sweep past the limit; frozen first (the abort event
 # says so), then killed.
 t_sweep_is_frozen_then_killed() {

@@ -533,6 +533,38 @@ t_background_hits_explained() {
 	stop_daemon
 }
 
+# The same kill with more than LINGER_VISIT_MAX (32) groups lingering: a
+# pass read 32 of them, the next the next, so the hog's kill was said
+# when its group's turn came, up to n / 32 passes late, in a later call's
+# reason and not in the one it came in (with n = 300 the hog's group was
+# read at that call's end in one run of five).  The box's own group says
+# that its limit bit (v2: its OOM kills; v1: its peak at its limit), and
+# every lingering group is read then.
+t_background_hits_said_past_the_batch() {
+	local n=300 i
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "512M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	code=$(ex "$id" "$(jbody tool_call_id hog command \
+		"python3 -c 'import time; b = bytearray(300 << 20); open(\"/tmp/held\", \"w\").close(); time.sleep(600)' > /dev/null 2>&1 & i=0; while [ ! -e /tmp/held ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done; echo held")")
+	expect_code "the hog's call" "$code" 200
+	expect_eq "it left its hog running" "$(jq 'v["stdout"]')" held
+	i=0
+	while [ $i -lt $n ]; do
+		code=$(ex "$id" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		expect_code "call $i leaves a sleeper" "$code" 200 || break
+		i=$((i + 1))
+	done
+	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
+		"python3 -c 'b = bytearray(260 << 20); print(len(b))'")")
+	expect_code "the next call" "$code" 200
+	expect_py "its own command ran to its end" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "272629760\n"'
+	expect_py "the kill of the background process is in its reason" \
+		'"; memory limit 512 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	stop_daemon
+}
+
 # A call that fills the sandbox's tmpfs past its memory limit: the pages
 # are in no process's RSS, and the OOM killer takes the largest of small
 # processes of one oom_score_adj, here the sandbox's init (in no call's

@@ -24,6 +24,8 @@
 #define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
 /* lingering groups read by one pass on the loop (call.c's lingering_batch) */
 #define LINGER_VISIT_MAX 32
+/* every lingering group read once the box's own counts moved: twice in this at most */
+#define LINGER_ALL_MS	8000
 #define CALL_DENIALS_KEPT 100
 #define CALL_STDIN_MAX	(1024 * 1024)	/* stdin given, not yet read */	/* denied events kept in a call's result */
 
@@ -155,6 +157,9 @@ struct corral_box {
 	uint32_t named;		/* the call box_attribute named last (its id), or 0 */
 	struct corral_call *calls;
 	struct lingerer *lingering;
+	uint64_t bit_seen;	/* the box's own counts of limits that bit, last read */
+	bool bit_pending;	/* they moved since every lingering group was read */
+	uint64_t all_read_ms[2];	/* when every lingering group was read, the last two times */
 	struct cg *spare;	/* the next call's group, made ahead */
 	uint32_t spare_id;
 	uint64_t spare_oom0, spare_pids0;	/* its counts, as a call's cg_oom0 */

@@ -54,7 +54,7 @@ size_t box_calls_running(const struct corral_box *b)
 /* what a call's own group says of it (call_finish); the rest is the box's */
 #define CALL_COUNTERS	(CG_ST_CPU | CG_ST_MEM_PEAK | CG_ST_OOM | CG_ST_PIDS)
 /* what a call reads of its box's group: its start, its end, the idle timer */
-#define BOX_COUNTERS	(CG_ST_HITS | CG_ST_TCP | CG_ST_CPU)
+#define BOX_COUNTERS	(CG_ST_HITS | CG_ST_TCP | CG_ST_CPU | CG_ST_MEM_PEAK)
 /* how long after its last call a box keeps those files open (call_counters_rest) */
 #define BOX_COUNTERS_KEEP_MS	10000
 
@@ -293,15 +293,80 @@ static void background_hits(struct corral_box *b, struct cg *cg,
 }
 
 /*
+ * Whether a limit bit in the box since the last look, by the box's own
+ * group.  On v2 it counts every OOM kill below it and every fork its
+ * pids.max refused.  On v1 it counts neither (the victim's group, the
+ * forker's: a call's), nor here its refused charges (its failcnt and
+ * memsw.failcnt stayed 0 through a call's OOM kill on 6.18): its peak at
+ * its limit says a charge met it (and maybe an OOM kill followed), and is
+ * started again from now to say the next.  A fork refused on v1 shows
+ * nowhere in the box's group.
+ */
+#define BOX_PEAK_SLACK	(1u << 20)	/* charges go in batches of 64 pages */
+
+static bool box_bit(struct corral_box *b)
+{
+	uint64_t limit = b->p->memory_bytes, n;
+	struct cg_stats st;
+	bool bit = false;
+
+	if (cg_stats_some(b->cg, CG_ST_OOM | CG_ST_PIDS | CG_ST_MEM_PEAK, &st) < 0 ||
+	    !st.valid)
+		return false;
+	n = st.oom_kills + st.pids_max_hits;
+	if (n != b->bit_seen) {
+		b->bit_seen = n;
+		bit = true;
+	}
+	if (cg_mode(b->cg) == CG_V1 && limit && st.mem_peak + BOX_PEAK_SLACK >= limit) {
+		cg_mem_rearm(b->cg);
+		bit = true;
+	}
+	return bit;
+}
+
+/*
+ * A pass reads LINGER_VISIT_MAX lingering groups (lingering_batch), so
+ * with n of them a background process's OOM kill was said up to n / 32
+ * passes late: in the reason of a later call, not of the one it came in.
+ * Once the box's own group says something bit (box_bit), every lingering
+ * group's counters are read at once instead, at most twice in
+ * LINGER_ALL_MS: a sandbox can keep its memory at its limit at will, and
+ * 1000 groups read every pass held the loop 12-14 ms a second.  Twice, as
+ * the box's peak meets its limit before the kill (the charge refused,
+ * the reclaim, then the OOM killer): a tick between them read too early.
+ * true: they were read.
+ */
+static bool lingering_bitten(struct corral_box *b, struct corral_call *ending)
+{
+	uint64_t now = corral_now_ms();
+
+	if (cg_mode(b->cg) == CG_NONE || !b->lingering)
+		return false;
+	b->bit_pending |= box_bit(b);
+	if (!b->bit_pending || now - b->all_read_ms[0] < LINGER_ALL_MS)
+		return false;
+	b->bit_pending = false;
+	b->all_read_ms[0] = b->all_read_ms[1];
+	b->all_read_ms[1] = now;
+	for (struct lingerer *l = b->lingering; l; l = l->next)
+		if (!l->rm)	/* its removal is under way off the loop */
+			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
+					&l->seen_pids, ending);
+	return true;
+}
+
+/*
  * background_hits of every finished call's group but ending's, and of
  * the next LINGER_VISIT_MAX groups left lingering (lingering_batch): the
- * rest are read by later calls' ends and ticks.
+ * rest are read by later calls' ends and ticks, or all of them at once
+ * where the box's group says a limit bit (lingering_bitten).
  */
 static void background_hits_all(struct corral_box *b, struct corral_call *ending)
 {
 	struct lingerer *batch[LINGER_VISIT_MAX];
 	/* without cgroups nothing to read, and the list's order is its age */
-	size_t n = cg_mode(b->cg) == CG_NONE ? 0 :
+	size_t n = cg_mode(b->cg) == CG_NONE || lingering_bitten(b, ending) ? 0 :
 		   lingering_batch(b, batch, LINGER_VISIT_MAX);
 
 	for (struct corral_call *c = b->calls; c; c = c->next)
@@ -1938,6 +2003,9 @@ void call_sweep_lingering(struct corral_box *b, bool all)
 	size_t n = all || cg_mode(b->cg) == CG_NONE ? 0 :
 		   lingering_batch(b, batch, LINGER_VISIT_MAX);
 	int r;
+
+	if (!all)
+		lingering_bitten(b, NULL);
 
 	for (size_t i = 0; i < n; i++) {
 		l = batch[i];

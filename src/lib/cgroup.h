@@ -246,6 +246,12 @@ const char *cg_tcp_said(const struct cg_stats *st, char *buf, size_t len);
  * calls each say what met the limit after the last one did.  v1 only.
  */
 void cg_tcp_rearm(struct cg *cg);
+/*
+ * The same for memory: v1 counts a child's OOM kill in the victim's
+ * group alone, and the box's peak at its limit is what tells that its
+ * limit bit below it (call.c's box_bit), once, until this.  v1 only.
+ */
+void cg_mem_rearm(struct cg *cg);
 
 /*
  * Freeze (or thaw) and wait until the kernel says it is done: polls, up

@@ -340,6 +340,15 @@ void cg_tcp_rearm(struct cg *cg)
 		cg_write_u64_if_there(h->dir, V1_TCP_PEAK, 0, &err);
 }
 
+void cg_mem_rearm(struct cg *cg)
+{
+	struct cg_hier *h = cg_mode(cg) == CG_V1 ? cg_hier_of(cg, C_MEMORY) : NULL;
+	struct corral_err err;
+
+	if (h && h->dir)
+		cg_write_u64_if_there(h->dir, "memory.max_usage_in_bytes", 0, &err);
+}
+
 const struct cg_manager cg_v1_manager = {
 	.mode = CG_V1,
 	.name = "cgroup v1",

@@ -148,22 +148,41 @@ static void dns_event(struct proxy *px, const char *type, const char *name,
 }
 
 /*
+ * Where a TCP question's asker connected (peer_dst), or NULL: the one
+ * socket on its port that did is its.
+ */
+static const struct sockaddr *tcp_dst(struct dns_tcp *t, struct sockaddr_storage *to)
+{
+	return t->bev && peer_dst(bufferevent_getfd(t->bev), to) == 0 ?
+	       (const struct sockaddr *)to : NULL;
+}
+
+/*
  * A denied name names the process that asked, hence its tool call (as a
  * denied connection does, proxy.c): the querier waits for our answer, so
  * its socket is still there to be found.  Only denials pay for the search.
  */
 static void dns_denied(struct proxy *px, const struct sockaddr_storage *peer,
-		       bool tcp, const char *name, const char *reason)
+		       struct dns_tcp *tcp, const char *name, const char *reason)
 {
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", "dns", "host",
 			      name, "port", PROXY_DNS_PORT, "reason", reason);
+	/*
+	 * A UDP asker sent to port 53, ours or (transparent mode) any
+	 * address's that nftables redirected here, connected or not.
+	 */
+	struct sockaddr_in dns_dst = { .sin_family = AF_INET,
+				       .sin_port = htons(PROXY_DNS_PORT) };
+	struct sockaddr_storage to;
 	uint64_t cgid = 0;
 	pid_t pid = 0;
 
 	if (o && peer && peer->ss_family &&
 	    peer_rate_take(&px->searches, corral_now_ms())) {
-		pid = tcp ? peer_pid(px->diag, px->netns_ino, (const struct sockaddr *)peer, &cgid) :
-			peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)peer, &cgid);
+		pid = tcp ? peer_pid(px->diag, px->netns_ino, (const struct sockaddr *)peer,
+				     tcp_dst(tcp, &to), &cgid) :
+			peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)peer,
+				     (const struct sockaddr *)&dns_dst, &cgid);
 		if (pid > 0)
 			json_object_set_new(o, "pid", json_integer(pid));
 		/* for attribution only: events.c turns it into "call" */
@@ -189,7 +208,7 @@ static size_t dns_filter(struct dns_pending *d, struct evutil_addrinfo *res,
 
 		if (egress_check_addr(d->px->rules, d->q.name, ai->ai_addr, &v) < 0 ||
 		    !v.allowed) {
-			dns_denied(d->px, pending_peer(d), d->tcp != NULL, d->q.name,
+			dns_denied(d->px, pending_peer(d), d->tcp, d->q.name,
 				   v.reason);
 			continue;
 		}
@@ -262,13 +281,13 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 		rcode = dnsmsg_rcode_for(r);
 		if (rcode >= 0 && dnsmsg_error(NULL, pkt, len, rcode, out, &outlen) == 0)
 			dns_send(px, udp_fd, peer, peerlen, tcp, out, outlen);
-		dns_denied(px, pending_peer(d), tcp != NULL,
+		dns_denied(px, pending_peer(d), tcp,
 			   d->q.name[0] ? d->q.name : "?", "malformed DNS query");
 		dns_pending_free(d);
 		return;
 	}
 	if (egress_check_dns(px->rules, d->q.name, &v) < 0 || !v.allowed) {
-		dns_denied(px, pending_peer(d), tcp != NULL, d->q.name, v.reason);
+		dns_denied(px, pending_peer(d), tcp, d->q.name, v.reason);
 		dns_reply(d, NULL, 0, DNS_RCODE_NXDOMAIN);
 		dns_pending_free(d);
 		return;
@@ -298,7 +317,7 @@ static void dns_question(struct proxy *px, const uint8_t *pkt, size_t len, int u
 		return;
 	}
 	if (px->npending > DNS_PENDING_MAX) {
-		dns_denied(px, pending_peer(d), tcp != NULL, d->q.name,
+		dns_denied(px, pending_peer(d), tcp, d->q.name,
 			   "too many DNS questions waiting for the resolver at once");
 		dns_reply(d, NULL, 0, DNS_RCODE_SERVFAIL);
 		dns_pending_free(d);

@@ -134,6 +134,9 @@ int dnsoff_reply(const uint8_t *pkt, size_t len, uint8_t *out, size_t *outlen,
  */
 static pid_t asker(struct dnsoff *d, const struct sockaddr_in *peer, uint64_t *cgid)
 {
+	/* it sent to 127.0.0.1:53, connected or not */
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(DNSOFF_PORT),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	uint64_t now = corral_now_ms();
 	pid_t pid;
 
@@ -152,7 +155,8 @@ static pid_t asker(struct dnsoff *d, const struct sockaddr_in *peer, uint64_t *c
 	if (d->searches >= DNSOFF_LOOKUPS)
 		return 0;
 	d->searches++;
-	pid = peer_pid_udp(d->diag, d->netns_ino, (const struct sockaddr *)peer, cgid);
+	pid = peer_pid_udp(d->diag, d->netns_ino, (const struct sockaddr *)peer,
+			   (const struct sockaddr *)&to, cgid);
 	d->last = *peer;
 	d->last_pid = pid;
 	d->last_cgid = *cgid;

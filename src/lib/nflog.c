@@ -162,8 +162,9 @@ static pid_t sender(struct proxy *px, const struct nflog_packet *p, uint64_t *cg
 		return 0;
 	s->asks++;
 	s->last_src = p->src;
+	/* the packet's destination: its sender's, connected or not */
 	s->last_pid = peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)&p->src,
-				   &s->last_cgid);
+				   (const struct sockaddr *)&p->dst, &s->last_cgid);
 	*cgid = s->last_cgid;
 	return s->last_pid;
 }

@@ -10,13 +10,17 @@
  */
 #include "peer.h"
 
+/* before the kernel headers, which defer to it (linux/libc-compat.h) */
+#include <netinet/in.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <linux/inet_diag.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
-#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,17 +60,27 @@ static int same_addr(const struct inet_diag_msg *m, const struct sockaddr *sa)
 }
 
 /*
- * A socket's rank as the asker: an exact binding first (same_addr), and
- * among equals one with an inode, which a live process holds, before one
- * closed (TIME_WAIT, or an orphan in FIN_WAIT2: inode 0): the first listed won
+ * A socket's rank as the asker, 0 for none: an exact binding first
+ * (same_addr), then one connected to where the asker sent (a UDP socket
+ * may also be unconnected: it reaches the kernel's filter either way),
+ * then one with an inode, which a live process holds, before one closed
+ * (TIME_WAIT, or an orphan in FIN_WAIT2: inode 0): the first listed won
  * before, and a socket the sandbox had closed on the asker's port, listed
  * ahead of it, left the denial with neither pid nor call.
  */
-#define RANK_BEST	5
+#define RANK_BEST	8
 
-static int match_rank(int how, uint32_t inode)
+/* The best socket seen yet: its rank, inode, maker's cgroup2 group. */
+struct match {
+	int best;
+	ino_t ino;
+	uint64_t cgid;
+	bool tied;	/* another live one of that rank: neither is named */
+};
+
+static int match_rank(int how, bool connected, uint32_t inode)
 {
-	return how ? 2 * how + (inode != 0) : 0;
+	return how ? ((how - 1) << 2 | connected << 1 | (inode != 0)) + 1 : 0;
 }
 
 /* INET_DIAG_CGROUP_ID among the attributes after m, or 0. */
@@ -82,27 +96,98 @@ static uint64_t msg_cgroup(struct nlmsghdr *h, struct inet_diag_msg *m)
 	return id;
 }
 
-/*
- * The inode of the TCP socket bound to sa in the diag socket's netns, and
- * the cgroup2 group of the process that made it, if it matches better
- * than *best (match_rank's, raised to it), else 0.  The kernel is asked
- * only for sockets on sa's port (a filter of INET_DIAG_BC_S_EQ): a dump
- * of them all was the sandbox's to lengthen, and past DIAG_ROUNDS reads
- * of it (some 8,000 sockets) the asker was not found, so that a sandbox
- * holding 60,000 UDP sockets left its denials unattributed.
- */
-static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
-			  uint64_t *cgid, int *best)
+/* sa's port, in network order (one field for both families) */
+static uint16_t port_of(const struct sockaddr *sa)
 {
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+	_Static_assert(offsetof(struct sockaddr_in, sin_port) ==
+		       offsetof(struct sockaddr_in6, sin6_port), "one port field");
+	return ((const struct sockaddr_in *)sa)->sin_port;
+}
+
+#define BC_MAX	(8 + 4 + sizeof(struct inet_diag_hostcond) + 16 + 4 + 8)
+
+static size_t put_op(unsigned char *bc, size_t at, uint8_t code, uint8_t yes,
+		     uint16_t no)
+{
+	struct inet_diag_bc_op op = { .code = code, .yes = yes, .no = no };
+
+	memcpy(bc + at, &op, sizeof(op));
+	return at + sizeof(op);
+}
+
+/*
+ * The kernel's filter (inet_diag bytecode), into bc: the source port is
+ * the asker's, and, where to is known, the destination is to (its port
+ * alone where its address is a wildcard), or, for UDP, none (a socket
+ * that sends without connect).  Without the destination, any socket of
+ * the sandbox's bound to the asker's port matched as well as the asker's:
+ * a listener there (SO_REUSEPORT), another call's process, was listed
+ * first and named instead.  Each op jumps by yes on a match, by no else;
+ * past the end by 4 drops the socket, the end exactly keeps it; an "or"
+ * is a JMP over its second half, so that the kernel's check, which walks
+ * the yes chain, reaches every op.  Its length.
+ */
+static size_t diag_filter(unsigned char *bc, const struct sockaddr *peer,
+			  const struct sockaddr *to, int proto)
+{
+	struct inet_diag_hostcond hc = { .port = to ? ntohs(port_of(to)) : 0 };
+	const void *addr = NULL;
+	size_t alen = 0, cond, len, at = 0;
+
+	if (to && to->sa_family == AF_INET &&
+	    ((const struct sockaddr_in *)to)->sin_addr.s_addr != htonl(INADDR_ANY)) {
+		addr = &((const struct sockaddr_in *)to)->sin_addr;
+		alen = 4;
+	} else if (to && to->sa_family == AF_INET6 &&
+		   !IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)to)->sin6_addr)) {
+		addr = &((const struct sockaddr_in6 *)to)->sin6_addr;
+		alen = 16;
+	}
+	hc.family = addr ? to->sa_family : AF_UNSPEC;
+	hc.prefix_len = alen * 8;
+	cond = sizeof(struct inet_diag_bc_op) + sizeof(hc) + alen;
+	len = 8 + (to ? cond : 0) + (to && proto == IPPROTO_UDP ? 4 + 8 : 0);
+	/* the port, in host order: the kernel compares inet_num */
+	at = put_op(bc, at, INET_DIAG_BC_S_EQ, 8, len + 4);
+	at = put_op(bc, at, 0, 0, ntohs(port_of(peer)));
+	if (!to)
+		return at;
+	/* a mismatch: past the end (TCP), or over the JMP to D_EQ (UDP) */
+	at = put_op(bc, at, INET_DIAG_BC_D_COND, cond, cond + 4);
+	memcpy(bc + at, &hc, sizeof(hc));
+	if (alen)	/* a wildcard has no address (and memcpy no NULL) */
+		memcpy(bc + at + sizeof(hc), addr, alen);
+	at += sizeof(hc) + alen;
+	if (proto != IPPROTO_UDP)
+		return at;
+	/* or not connected at all: a destination port of 0 */
+	at = put_op(bc, at, INET_DIAG_BC_JMP, 4, 4 + 8);
+	at = put_op(bc, at, INET_DIAG_BC_D_EQ, 8, 8 + 4);
+	return put_op(bc, at, 0, 0, 0);
+}
+
+/*
+ * The socket bound to sa in the diag socket's netns (and sending to
+ * to, if known: diag_filter) into o, if it matches better than o's.
+ * The kernel is asked only for sockets on sa's port: a dump of them all
+ * was the sandbox's to lengthen, and past DIAG_ROUNDS reads of it (some
+ * 8,000 sockets) the asker was not found, so that a sandbox holding
+ * 60,000 UDP sockets left its denials unattributed.  Two live sockets
+ * of the best rank (UDP sockets of one address and port, SO_REUSEADDR,
+ * both unconnected) cannot be told apart: neither is named, and their
+ * call only where both have the same group, rather than the first
+ * listed, which may be a decoy of another call's.
+ */
+static void socket_inode(int fd, const struct sockaddr *sa,
+			 const struct sockaddr *to, int proto, struct match *o)
+{
 	struct {
 		struct nlmsghdr nlh;
 		struct inet_diag_req_v2 r;
 		struct nlattr bc;
-		struct inet_diag_bc_op op[2];
+		unsigned char ops[BC_MAX];
 	} req = {
 		.nlh = {
-			.nlmsg_len = sizeof(req),
 			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
 			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
 		},
@@ -111,29 +196,19 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 			.sdiag_protocol = proto,
 			.idiag_states = ~0U,
 		},
-		.bc = {
-			.nla_len = NLA_HDRLEN + sizeof(req.op),
-			.nla_type = INET_DIAG_REQ_BYTECODE,
-		},
-		/* a match runs off the end (kept), a mismatch 4 past it (dropped) */
-		.op = {
-			{ .code = INET_DIAG_BC_S_EQ, .yes = sizeof(req.op),
-			  .no = sizeof(req.op) + 4 },
-			/* the port, in host order: the kernel compares inet_num */
-			{ .no = ntohs(sin->sin_port) },
-		},
+		.bc = { .nla_type = INET_DIAG_REQ_BYTECODE },
 	};
+	size_t bclen = diag_filter(req.ops, sa, to, proto);
 	struct timeval tv = { 0, 200 * 1000 };
-	char *buf;
-	ino_t ino = 0;
 	bool done = false;
+	char *buf;
 
-	_Static_assert(offsetof(struct sockaddr_in, sin_port) ==
-		       offsetof(struct sockaddr_in6, sin6_port), "one port field");
-	_Static_assert(sizeof(req) == NLMSG_LENGTH(sizeof(req.r)) + NLA_HDRLEN +
-		       sizeof(req.op), "no padding in the request");
-	if (send(fd, &req, sizeof(req), 0) != sizeof(req))
-		return 0;
+	_Static_assert(offsetof(typeof(req), ops) == NLMSG_LENGTH(sizeof(req.r)) +
+		       NLA_HDRLEN, "no padding in the request");
+	req.bc.nla_len = NLA_HDRLEN + bclen;
+	req.nlh.nlmsg_len = offsetof(typeof(req), ops) + bclen;
+	if (send(fd, &req, req.nlh.nlmsg_len, 0) != (ssize_t)req.nlh.nlmsg_len)
+		return;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	buf = malloc(DIAG_BUF);
 	for (int round = 0; buf && !done && round < DIAG_ROUNDS; round++) {
@@ -144,17 +219,23 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 			break;
 		for (; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
 			struct inet_diag_msg *m = NLMSG_DATA(h);
+			int how;
 
 			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
 				done = true;
 				break;
 			}
-			int how = match_rank(same_addr(m, sa), m->idiag_inode);
-
-			if (how > *best) {
-				*best = how;
-				ino = m->idiag_inode;
-				*cgid = msg_cgroup(h, m);
+			how = match_rank(same_addr(m, sa), to && m->id.idiag_dport,
+					 m->idiag_inode);
+			if (how > o->best) {
+				o->best = how;
+				o->ino = m->idiag_inode;
+				o->cgid = msg_cgroup(h, m);
+				o->tied = false;
+			} else if (how == o->best && o->ino && m->idiag_inode != o->ino) {
+				o->tied = true;
+				if (msg_cgroup(h, m) != o->cgid)
+					o->cgid = 0;
 			}
 		}
 	}
@@ -162,7 +243,6 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
 	while (buf && !done && recv(fd, buf, DIAG_BUF, MSG_DONTWAIT) > 0)
 		;
 	free(buf);
-	return ino;
 }
 
 /*
@@ -173,15 +253,15 @@ static ino_t socket_inode(int fd, const struct sockaddr *sa, int proto,
  * AF_INET alone, such a denial named neither pid nor call (no socket,
  * no cgroup), and was in no call's denials: one flag of the socket's.
  */
-static ino_t mapped_inode(int fd, const struct sockaddr_in *sin, int proto,
-			  uint64_t *cgid, int *best)
+static void mapped_inode(int fd, const struct sockaddr_in *sin,
+			 const struct sockaddr *to, int proto, struct match *o)
 {
 	struct sockaddr_in6 m = { .sin6_family = AF_INET6, .sin6_port = sin->sin_port };
 
 	m.sin6_addr.s6_addr[10] = 0xff;
 	m.sin6_addr.s6_addr[11] = 0xff;
 	memcpy(&m.sin6_addr.s6_addr[12], &sin->sin_addr, 4);
-	return socket_inode(fd, (const struct sockaddr *)&m, proto, cgid, best);
+	socket_inode(fd, (const struct sockaddr *)&m, to, proto, o);
 }
 
 /*
@@ -217,6 +297,92 @@ static bool holds_socket(const char *pid, const char *want, unsigned *budget)
 }
 
 /*
+ * A process of the sandbox's netns to read, and how many fds it holds
+ * (the kernel says it as /proc/PID/fd's size, since 6.2; 0 before).
+ */
+struct cand {
+	pid_t pid;
+	unsigned nfds;
+};
+
+/* Whether a is read before b: fewer fds first, then the newer pid. */
+static bool before(const struct cand *a, const struct cand *b)
+{
+	return a->nfds != b->nfds ? a->nfds < b->nfds : a->pid > b->pid;
+}
+
+/*
+ * Keep c among the PEER_SEARCH_FDS candidates read first (no more can be
+ * read: each costs the budget one): h is a heap whose top is the one read
+ * last, which c replaces when c comes before it.
+ */
+static void keep_cand(struct cand *h, size_t *n, struct cand c)
+{
+	size_t i = *n, k;
+
+	if (*n == PEER_SEARCH_FDS) {
+		if (!before(&c, &h[0]))
+			return;
+		/* sift c down from the top, the last read leaving */
+		for (i = 0; (k = 2 * i + 1) < *n; i = k) {
+			if (k + 1 < *n && before(&h[k], &h[k + 1]))
+				k++;
+			if (!before(&c, &h[k]))
+				break;
+			h[i] = h[k];
+		}
+		h[i] = c;
+		return;
+	}
+	for (++*n; i && before(&h[(i - 1) / 2], &c); i = (i - 1) / 2)
+		h[i] = h[(i - 1) / 2];
+	h[i] = c;
+}
+
+static int cand_order(const void *a, const void *b)
+{
+	return before(a, b) ? -1 : before(b, a);
+}
+
+/*
+ * The processes of the netns netns_ino, into h (PEER_SEARCH_FDS at
+ * most), in the order they are read: by how many fds each holds, fewest
+ * first, the newest first among equals.  In /proc's order, a process that
+ * held 2048 fds ahead of the asker (an earlier call's, left running)
+ * spent the whole budget: without a cgroup2 group to name the call by (an
+ * unprivileged daemon without a delegated one, a v1 host), the denial
+ * named neither pid nor call.  Each process here is a stat or two, as
+ * every process of the host was already (its netns).
+ */
+static size_t netns_processes(ino_t netns_ino, struct cand *h)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+
+	while (d && (de = readdir(d))) {
+		char path[300];
+		struct stat st;
+		struct cand c;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
+		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd", de->d_name);
+		c.pid = atoi(de->d_name);
+		c.nfds = stat(path, &st) == 0 && st.st_size > 0 &&
+			 st.st_size < UINT_MAX ? (unsigned)st.st_size : 0;
+		keep_cand(h, &n, c);
+	}
+	if (d)
+		closedir(d);
+	qsort(h, n, sizeof(*h), cand_order);
+	return n;
+}
+
+/*
  * The sandbox's processes and their fds are the sandbox's to multiply
  * (1024 processes of 1024 fds by default), and each fd is a readlink
  * here, on the supervisor's loop: so a search reads at most
@@ -224,42 +390,40 @@ static bool holds_socket(const char *pid, const char *want, unsigned *budget)
  * past that names no pid (the socket's cgroup still names the call).
  */
 static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
-			 int proto, uint64_t *cgid)
+			 const struct sockaddr *to, int proto, uint64_t *cgid)
 {
 	unsigned budget = PEER_SEARCH_FDS;
-	int best = 0;
+	struct match o = { 0 };
+	struct cand *h;
 	char want[64];
-	struct dirent *de;
 	pid_t pid = 0;
-	ino_t ino;
-	DIR *d;
+	size_t n;
 
 	*cgid = 0;
 	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
 		return 0;
-	ino = socket_inode(diag_fd, peer, proto, cgid, &best);
-	if (best < RANK_BEST && peer->sa_family == AF_INET)
-		ino = mapped_inode(diag_fd, (const struct sockaddr_in *)peer, proto,
-				   cgid, &best) ?: ino;
-	if (!ino)
+	if (to && to->sa_family != AF_INET && to->sa_family != AF_INET6)
+		to = NULL;
+	socket_inode(diag_fd, peer, to, proto, &o);
+	if (o.best < RANK_BEST && peer->sa_family == AF_INET)
+		mapped_inode(diag_fd, (const struct sockaddr_in *)peer, to, proto, &o);
+	*cgid = o.cgid;
+	if (!o.ino || o.tied)
 		return 0;
-	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)ino);
-	d = opendir("/proc");
-	while (d && !pid && budget && (de = readdir(d))) {
-		char path[300];
-		struct stat st;
+	h = malloc(PEER_SEARCH_FDS * sizeof(*h));
+	if (!h)
+		return 0;
+	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)o.ino);
+	n = netns_processes(netns_ino, h);
+	for (size_t i = 0; i < n && !pid && budget; i++) {
+		char name[16];
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
-		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
-			continue;
 		budget--;
-		if (holds_socket(de->d_name, want, &budget))
-			pid = atoi(de->d_name);
+		snprintf(name, sizeof(name), "%d", (int)h[i].pid);
+		if (holds_socket(name, want, &budget))
+			pid = h[i].pid;
 	}
-	if (d)
-		closedir(d);
+	free(h);
 	return pid;
 }
 
@@ -275,14 +439,30 @@ bool peer_rate_take(struct peer_rate *r, uint64_t now_ms)
 	return true;
 }
 
-pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
-	       uint64_t *cgid)
+int peer_dst(int fd, struct sockaddr_storage *to)
 {
-	return peer_pid_of(diag_fd, netns_ino, peer, IPPROTO_TCP, cgid);
+	socklen_t len = sizeof(*to);
+
+	if (fd < 0)
+		return -EBADF;
+	/* redirected (transparent mode): where the asker sent it */
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, to, &len) == 0)
+		return 0;
+	len = sizeof(*to);
+	if (getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, to, &len) == 0)
+		return 0;
+	len = sizeof(*to);
+	return getsockname(fd, (struct sockaddr *)to, &len) < 0 ? -errno : 0;
+}
+
+pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
+	       const struct sockaddr *to, uint64_t *cgid)
+{
+	return peer_pid_of(diag_fd, netns_ino, peer, to, IPPROTO_TCP, cgid);
 }
 
 pid_t peer_pid_udp(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
-		   uint64_t *cgid)
+		   const struct sockaddr *to, uint64_t *cgid)
 {
-	return peer_pid_of(diag_fd, netns_ino, peer, IPPROTO_UDP, cgid);
+	return peer_pid_of(diag_fd, netns_ino, peer, to, IPPROTO_UDP, cgid);
 }

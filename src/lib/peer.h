@@ -14,15 +14,25 @@
 /*
  * diag_fd: a NETLINK_SOCK_DIAG socket made in the sandbox's netns;
  * netns_ino: the inode of that netns; peer: the client's address as
- * accept() gave it.  Returns the host pid, or 0 if no process was found
- * (a probe that connected and left); *cgid is the cgroup2 id of the
- * socket's maker, which outlives it, or 0.
+ * accept() gave it; to: where the client sent it (peer_dst), or NULL if
+ * not known (a wildcard address: its port alone).  Only a socket of
+ * peer's port connected to to (for UDP: or to nothing) is taken: another
+ * bound to the same port, in another call's process, was named instead.
+ * Returns the host pid, or 0 if no process was found (a probe that
+ * connected and left); *cgid is the cgroup2 id of the socket's maker,
+ * which outlives it, or 0.
  */
 pid_t peer_pid(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
-	       uint64_t *cgid);
+	       const struct sockaddr *to, uint64_t *cgid);
 /* The same for the UDP socket a datagram came from (a DNS query). */
 pid_t peer_pid_udp(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
-		   uint64_t *cgid);
+		   const struct sockaddr *to, uint64_t *cgid);
+/*
+ * Where the client of our accepted socket fd sent its connection: the
+ * original destination of a redirected one, else fd's own address.
+ * 0, or a negative errno.
+ */
+int peer_dst(int fd, struct sockaddr_storage *to);
 
 /*
  * A search walks every process of the host (and dumps every socket of
@@ -38,6 +48,7 @@ pid_t peer_pid_udp(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
  * And a search reads at most this many fds of the sandbox's processes
  * (each process one more): the sandbox chooses how many it holds, and a
  * search of a million (1024 processes of 1024) took the loop 2-3 s.
+ * The processes holding the fewest fds are read first (peer.c).
  */
 #define PEER_SEARCH_FDS		2048
 

@@ -534,12 +534,18 @@ static json_t *conn_fields(struct conn *c, const char *reason)
 
 void conn_ask_pid(struct conn *c)
 {
-	if (!c->pid_asked) {
-		c->pid_asked = true;
-		if (peer_rate_take(&c->px->searches, corral_now_ms()))
-			c->pid = peer_pid(c->px->diag, c->px->netns_ino,
-					  (struct sockaddr *)&c->peer, &c->cgid);
-	}
+	struct sockaddr_storage to;
+	bool known;
+
+	if (c->pid_asked)
+		return;
+	c->pid_asked = true;
+	if (!peer_rate_take(&c->px->searches, corral_now_ms()))
+		return;
+	/* where it connected: the one socket on its port that did */
+	known = c->down && peer_dst(bufferevent_getfd(c->down), &to) == 0;
+	c->pid = peer_pid(c->px->diag, c->px->netns_ino, (struct sockaddr *)&c->peer,
+			  known ? (struct sockaddr *)&to : NULL, &c->cgid);
 }
 
 /* A denial names its process, hence its tool call: worth a /proc walk. */

@@ -565,6 +565,26 @@ t_background_hits_said_past_the_batch() {
 	stop_daemon
 }
 
+# The box's own memory peak, which says on v1 that a lingering group's
+# process may have been OOM-killed, is started again once read at its
+# limit (call.c's box_bit): the meter reads the same file, and
+# memory_peak_bytes went back to what it had read before the hit.
+t_meter_peak_kept_past_a_limit_hit() {
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "128M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts memory"; return 77; }
+	code=$(ex "$id" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+	expect_code "a call that leaves a sleeper" "$code" 200
+	code=$(ex "$id" "$(jbody command "python3 -c 'b = bytearray(400 << 20)'")")
+	expect_code "the hog's call" "$code" 200
+	expect_py "the hog met the limit" 'v["status"] == "oom"'
+	code=$(api GET "/v1/sandboxes/$id")
+	expect_code "the sandbox" "$code" 200
+	expect_py "the meter kept the peak at the limit" \
+		'v["meters"]["memory_peak_bytes"] >= 100 << 20'
+	stop_daemon
+}
+
 # A call that fills the sandbox's tmpfs past its memory limit: the pages
 # are in no process's RSS, and the OOM killer takes the largest of small
 # processes of one oom_score_adj, here the sandbox's init (in no call's

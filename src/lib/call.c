@@ -319,6 +319,9 @@ static bool box_bit(struct corral_box *b)
 		bit = true;
 	}
 	if (cg_mode(b->cg) == CG_V1 && limit && st.mem_peak + BOX_PEAK_SLACK >= limit) {
+		/* the meter's peak (meter.c) is the same file: keep what it said */
+		if (st.mem_peak > b->mem_peak)
+			b->mem_peak = st.mem_peak;
 		cg_mem_rearm(b->cg);
 		bit = true;
 	}

@@ -104,6 +104,11 @@ struct gate_conn {
 	bool in_te, te_bad;
 	/* of the CRLF that ends a chunk's data, bytes not yet seen */
 	unsigned crlf_left;
+	/*
+	 * The body arriving (held_in()): of a declared length, the bytes yet
+	 * to come; of a chunked one, those passed on to evhttp's request.
+	 */
+	uint64_t promised, chunked_in;
 	bool head_nl;			/* the head's last byte seen was '\n' */
 	const char *feed_end;		/* the end of what feed() parses */
 	/* the verdict on a refused head */
@@ -150,6 +155,8 @@ struct gate {
 };
 
 /* ---- the connections ----------------------------------------------------- */
+
+static struct gate_conn *conn_of(struct daemon *d, struct evhttp_connection *evcon);
 
 static void conn_free(struct gate_conn *c)
 {
@@ -375,6 +382,10 @@ static int on_body(http_parser *p, const char *at, size_t n)
 {
 	struct gate_conn *c = p->data;
 
+	if (p->flags & F_CHUNKED)
+		c->chunked_in += n;
+	else
+		c->promised -= n < c->promised ? n : c->promised;
 	if (!(p->flags & F_CHUNKED) || p->content_length != 0)
 		return 0;
 	c->crlf_left = 2;
@@ -386,6 +397,7 @@ static int on_message_complete(http_parser *p)
 	struct gate_conn *c = p->data;
 
 	c->message_done = true;
+	c->promised = c->chunked_in = 0;	/* evhttp has it whole: the API's */
 	http_parser_pause(p, 1);
 	return 0;
 }
@@ -482,6 +494,80 @@ static void wrong_token(struct gate *g, const char *peer, uint64_t now)
 		g->name, GATE_LOCKOUT_MS / 1000);
 }
 
+/*
+ * What the daemon holds of requests not yet in the API's hands: the
+ * connection's input evhttp has not taken (a body of a declared length
+ * stays there until all of it is in; requests pipelined behind a stream),
+ * a declared body's bytes still to come, a chunked body's passed on.
+ */
+static uint64_t held_in(const struct gate_conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_input(c->bev)) + c->promised +
+	       c->chunked_in;
+}
+
+/*
+ * Of every connection, and of the TCP peer key's (NULL: none), what
+ * held_in() counts (in) or what their clients have not read (out).
+ */
+static void held_sum(const struct daemon *d, const char *key, bool in,
+		     uint64_t *all, uint64_t *peer)
+{
+	*all = *peer = 0;
+	for (const struct gate *g = d->gates; g; g = g->next_gate)
+		for (const struct gate_conn *c = g->conns; c; c = c->next) {
+			uint64_t n = in ? held_in(c) :
+				     evbuffer_get_length(bufferevent_get_output(c->bev));
+
+			*all += n;
+			if (key && g->tcp && !strcmp(c->key, key))
+				*peer += n;
+		}
+}
+
+/*
+ * Whether len more bytes fit what the daemon holds for its clients
+ * (--answer-memory: answers unread, and apart the same again of requests
+ * arriving), and what a TCP peer may hold of it: half, so that one peer
+ * that asks and never reads, or announces bodies and sends them slowly,
+ * leaves the others room.  A peer that holds nothing yet may have one, as
+ * large as the total allows, and so may a body when nothing is held (the
+ * API takes 64 MiB, whatever the budget).  False: why, into why.
+ */
+static bool room_for(const struct daemon *d, const char *key, bool in, uint64_t len,
+		     char *why, size_t whylen)
+{
+	uint64_t budget = d->limits.answer_memory, share = budget / 2, all, peer;
+
+	held_sum(d, key, in, &all, &peer);
+	/* an answer past the budget never fits; a body when nothing is held */
+	if ((all || !in) && all + len > budget)
+		snprintf(why, whylen, "the daemon holds %llu bytes of %s (--answer-memory %llu)",
+			 (unsigned long long)all, in ? "requests still arriving" :
+			 "answers not read yet", (unsigned long long)budget);
+	else if (key && peer && peer + len > share)
+		snprintf(why, whylen, "%s holds %llu bytes of %s, half of --answer-memory "
+			 "is a TCP peer's", key, (unsigned long long)peer,
+			 in ? "requests still arriving" : "answers not read yet");
+	else
+		return true;
+	return false;
+}
+
+/* A body of len bytes declared: refused (503, try again) past room_for(). */
+static bool body_room(struct gate_conn *c, uint64_t len)
+{
+	char why[128];
+
+	if (room_for(c->g->d, c->g->tcp ? c->key : NULL, true, len, why, sizeof(why)))
+		return true;
+	snprintf(c->detail, sizeof(c->detail), "a body of %llu bytes: %s",
+		 (unsigned long long)len, why);
+	c->status = 503;
+	c->error = "busy";
+	return false;
+}
+
 /* The whole head is in: may evhttp have it (and its body)? */
 static bool head_judge(struct gate_conn *c)
 {
@@ -534,6 +620,10 @@ static bool head_judge(struct gate_conn *c)
 	if ((p->flags & F_CONTENTLENGTH) && p->content_length > API_FILE_MAX)
 		return refuse(c, 413, "too_large", "the body is larger than the "
 			      "API takes (64 MiB)");
+	if ((p->flags & F_CONTENTLENGTH) && !body_room(c, p->content_length))
+		return false;
+	c->promised = (p->flags & F_CONTENTLENGTH) ? p->content_length : 0;
+	c->chunked_in = 0;
 	return true;
 }
 
@@ -585,6 +675,7 @@ static void head_refuse(struct gate_conn *c, struct evbuffer *buf)
 	bool admitted = c->phase == PH_BODY;	/* its body is at fault */
 
 	c->phase = PH_REFUSED;
+	c->promised = c->chunked_in = 0;	/* its body is dropped as it comes */
 	hold(c, false);
 	timer_arm(c, c->g->d->limits.header_timeout_s);
 	if (c->head_at < first) {
@@ -754,6 +845,9 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 		if (k)
 			idle_turns = 0;
 	}
+	/* a chunked body, whose length no head said, as it grows */
+	if (c->phase == PH_BODY && c->chunked_in && !body_room(c, 0))
+		head_refuse(c, buf);
 	if (c->phase != PH_REFUSED)
 		room_ahead(buf, evbuffer_get_length(buf));
 	c->in_cb = false;
@@ -917,18 +1011,16 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 bool api_answer_room(struct daemon *d, struct evhttp_request *req, uint64_t len,
 		     const char *what)
 {
-	uint64_t held = 0;
+	struct gate_conn *c = conn_of(d, evhttp_request_get_connection(req));
+	char why[160];
 
-	for (struct gate *g = d->gates; g; g = g->next_gate)
-		for (struct gate_conn *c = g->conns; c; c = c->next)
-			held += evbuffer_get_length(bufferevent_get_output(c->bev));
-	if (held + len <= d->limits.answer_memory)
+	if (c && c->g->tcp && !c->peer[0])
+		peer_name(c);
+	if (room_for(d, c && c->g->tcp ? c->key : NULL, false, len, why, sizeof(why)))
 		return true;
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
-	reply_error(req, 503, "busy", "%s: %llu bytes, and the daemon holds %llu bytes of "
-		    "answers that their clients have not read yet (--answer-memory %llu): "
-		    "try again when they have", what, (unsigned long long)len,
-		    (unsigned long long)held, (unsigned long long)d->limits.answer_memory);
+	reply_error(req, 503, "busy", "%s: %llu bytes, and %s: try again when they "
+		    "have been read", what, (unsigned long long)len, why);
 	return false;
 }
 
@@ -1176,6 +1268,9 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 	conn_bind(c, evhttp_request_get_connection(req));
 	/* the requests before the refused head are answered as usual */
 	if (c->phase == PH_REFUSED && c->served == c->heads_ok) {
+		if (c->status == 503)
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+					  "Retry-After", "1");
 		reply_error(req, c->status, c->error, "%s", c->detail);
 		return false;
 	}

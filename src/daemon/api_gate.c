@@ -109,8 +109,11 @@ struct gate_conn {
 	/*
 	 * The body arriving (held_in()): of a declared length, the bytes yet
 	 * to come; of a chunked one, those passed on to evhttp's request.
+	 * throttled: a declared body past the room left, not read further
+	 * (throttle_read()) until there is room for the rest (throttle_end()).
 	 */
 	uint64_t promised, chunked_in;
+	bool throttled;
 	bool head_nl;			/* the head's last byte seen was '\n' */
 	const char *feed_end;		/* the end of what feed() parses */
 	/* the verdict on a refused head */
@@ -159,6 +162,7 @@ struct gate {
 /* ---- the connections ----------------------------------------------------- */
 
 static struct gate_conn *conn_of(struct daemon *d, struct evhttp_connection *evcon);
+static void throttle_end(struct daemon *d);
 
 static void conn_free(struct gate_conn *c)
 {
@@ -177,6 +181,7 @@ static void conn_free(struct gate_conn *c)
 		event_free(c->ev_admit);
 	explicit_bzero(c->auth, sizeof(c->auth));
 	free(c);
+	throttle_end(g->d);
 	if (g->nconns <= g->d->limits.max_connections / 2)
 		g->said_full = false;
 	if (g->lev && g->full && g->nconns < g->d->limits.max_connections) {
@@ -242,6 +247,22 @@ static void hold(struct gate_conn *c, bool on)
 	/* evhttp's read callback runs only with this many bytes in */
 	bufferevent_setwatermark(c->bev, EV_READ, on ? (size_t)1 << 30 : 0,
 				 GATE_INPUT_MAX);
+}
+
+/*
+ * A throttled connection's socket is not read: not by the high mark,
+ * at which libevent 2.1 calls evhttp again on every turn of the loop
+ * while reading is on (the input stays above it: a body is taken only
+ * whole), a core spent for as long as it waits.  evhttp turns reading
+ * on again as it starts each request (and its answer's write): the
+ * next bytes, a read's worth, turn it off again (on_input).
+ */
+static void throttle_read(struct gate_conn *c)
+{
+	if (c->throttled)
+		bufferevent_disable(c->bev, EV_READ);
+	else
+		bufferevent_enable(c->bev, EV_READ);
 }
 
 /* ---- heads --------------------------------------------------------------- */
@@ -518,8 +539,8 @@ static void wrong_token(struct gate *g, const char *peer, uint64_t now)
  */
 static uint64_t held_in(const struct gate_conn *c)
 {
-	return evbuffer_get_length(bufferevent_get_input(c->bev)) + c->promised +
-	       c->chunked_in;
+	return evbuffer_get_length(bufferevent_get_input(c->bev)) +
+	       (c->throttled ? 0 : c->promised) + c->chunked_in;
 }
 
 /*
@@ -570,7 +591,7 @@ static bool room_for(const struct daemon *d, const char *key, bool in, uint64_t 
 	return false;
 }
 
-/* A body of len bytes declared: refused (503, try again) past room_for(). */
+/* Whether len more bytes of a body fit room_for(); else why, in c->detail. */
 static bool body_room(struct gate_conn *c, uint64_t len)
 {
 	char why[128];
@@ -579,9 +600,22 @@ static bool body_room(struct gate_conn *c, uint64_t len)
 		return true;
 	snprintf(c->detail, sizeof(c->detail), "a body of %llu bytes: %s",
 		 (unsigned long long)len, why);
-	c->status = 503;
-	c->error = "busy";
 	return false;
+}
+
+/*
+ * Room was given back (a body complete, a connection closed, a request
+ * answered): each connection whose body waits for room, and that has it
+ * now, is read again, in the order they came.
+ */
+static void throttle_end(struct daemon *d)
+{
+	for (struct gate *g = d->gates; g; g = g->next_gate)
+		for (struct gate_conn *c = g->conns; c; c = c->next)
+			if (c->throttled && body_room(c, c->promised)) {
+				c->throttled = false;
+				throttle_read(c);
+			}
 }
 
 /* The whole head is in: may evhttp have it (and its body)? */
@@ -639,8 +673,13 @@ static bool head_judge(struct gate_conn *c)
 	if ((p->flags & F_CONTENTLENGTH) && p->content_length > API_FILE_MAX)
 		return refuse(c, 413, "too_large", "the body is larger than the "
 			      "API takes (64 MiB)");
-	if ((p->flags & F_CONTENTLENGTH) && !body_room(c, p->content_length))
-		return false;
+	/*
+	 * A declared body past the room left is not refused (a client that
+	 * sends it whole would find the connection closed under it, not the
+	 * answer): its socket is not read until there is room for it
+	 * (throttle_read(), throttle_end()).
+	 */
+	c->throttled = (p->flags & F_CONTENTLENGTH) && !body_room(c, p->content_length);
 	c->promised = (p->flags & F_CONTENTLENGTH) ? p->content_length : 0;
 	c->chunked_in = 0;
 	return true;
@@ -695,6 +734,10 @@ static void head_refuse(struct gate_conn *c, struct evbuffer *buf)
 
 	c->phase = PH_REFUSED;
 	c->promised = c->chunked_in = 0;	/* its body is dropped as it comes */
+	if (c->throttled) {	/* its body is dropped: read it */
+		c->throttled = false;
+		throttle_read(c);
+	}
 	hold(c, false);
 	timer_arm(c, c->g->d->limits.header_timeout_s);
 	if (c->head_at < first) {
@@ -803,6 +846,11 @@ static size_t feed(struct gate_conn *c, struct evbuffer *buf, const char *data,
 		http_parser_pause(&c->hp, 0);
 		c->message_done = false;
 		c->phase = PH_IDLE;
+		if (c->throttled) {	/* a body within what was read */
+			c->throttled = false;
+			throttle_read(c);
+		}
+		throttle_end(c->g->d);	/* its promise is the API's now */
 	}
 	return k;
 }
@@ -865,8 +913,13 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 			idle_turns = 0;
 	}
 	/* a chunked body, whose length no head said, as it grows */
-	if (c->phase == PH_BODY && c->chunked_in && !body_room(c, 0))
+	if (c->phase == PH_BODY && c->chunked_in && !body_room(c, 0)) {
+		c->status = 503;
+		c->error = "busy";
 		head_refuse(c, buf);
+	}
+	if (c->throttled)
+		throttle_read(c);
 	if (c->phase != PH_REFUSED)
 		room_ahead(buf, evbuffer_get_length(buf));
 	c->in_cb = false;
@@ -1274,6 +1327,7 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 	(void)req;
 	c->busy = false;
 	read_timeout(c, true);
+	throttle_end(c->g->d);
 	if (c->phase == PH_IDLE)
 		timer_arm(c, c->g->d->limits.idle_timeout_s);
 }

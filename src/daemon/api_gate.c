@@ -544,16 +544,16 @@ static uint64_t held_in(const struct gate_conn *c)
 }
 
 /*
- * Of every connection, and of the TCP peer key's (NULL: none), what
- * held_in() counts (in) or what their clients have not read (out).
+ * Of every connection but self, and of the TCP peer key's (NULL: none),
+ * what held_in() counts (in) or what their clients have not read (out).
  */
-static void held_sum(const struct daemon *d, const char *key, bool in,
-		     uint64_t *all, uint64_t *peer)
+static void held_sum(const struct daemon *d, const struct gate_conn *self,
+		     const char *key, bool in, uint64_t *all, uint64_t *peer)
 {
 	*all = *peer = 0;
 	for (const struct gate *g = d->gates; g; g = g->next_gate)
 		for (const struct gate_conn *c = g->conns; c; c = c->next) {
-			uint64_t n = in ? held_in(c) :
+			uint64_t n = c == self ? 0 : in ? held_in(c) :
 				     evbuffer_get_length(bufferevent_get_output(c->bev));
 
 			*all += n;
@@ -571,12 +571,12 @@ static void held_sum(const struct daemon *d, const char *key, bool in,
  * large as the total allows, and so may a body when nothing is held (the
  * API takes 64 MiB, whatever the budget).  False: why, into why.
  */
-static bool room_for(const struct daemon *d, const char *key, bool in, uint64_t len,
-		     char *why, size_t whylen)
+static bool room_for(const struct daemon *d, const struct gate_conn *self,
+		     const char *key, bool in, uint64_t len, char *why, size_t whylen)
 {
 	uint64_t budget = d->limits.answer_memory, share = budget / 2, all, peer;
 
-	held_sum(d, key, in, &all, &peer);
+	held_sum(d, self, key, in, &all, &peer);
 	/* an answer past the budget never fits; a body when nothing is held */
 	if ((all || !in) && all + len > budget)
 		snprintf(why, whylen, "the daemon holds %llu bytes of %s (--answer-memory %llu)",
@@ -591,12 +591,18 @@ static bool room_for(const struct daemon *d, const char *key, bool in, uint64_t 
 	return false;
 }
 
-/* Whether len more bytes of a body fit room_for(); else why, in c->detail. */
+/*
+ * Whether a body of len more bytes fits room_for(); else why, in
+ * c->detail.  What the connection itself holds is not counted against
+ * it: the input it has not passed on is at most GATE_INPUT_MAX (a
+ * request), and counted, a body behind the requests it pipelined, or
+ * behind its own head, waited for room that only it could give back.
+ */
 static bool body_room(struct gate_conn *c, uint64_t len)
 {
 	char why[128];
 
-	if (room_for(c->g->d, c->g->tcp ? c->key : NULL, true, len, why, sizeof(why)))
+	if (room_for(c->g->d, c, c->g->tcp ? c->key : NULL, true, len, why, sizeof(why)))
 		return true;
 	snprintf(c->detail, sizeof(c->detail), "a body of %llu bytes: %s",
 		 (unsigned long long)len, why);
@@ -1088,7 +1094,7 @@ bool api_answer_room(struct daemon *d, struct evhttp_request *req, uint64_t len,
 
 	if (c && c->g->tcp && !c->peer[0])
 		peer_name(c);
-	if (room_for(d, c && c->g->tcp ? c->key : NULL, false, len, why, sizeof(why)))
+	if (room_for(d, NULL, c && c->g->tcp ? c->key : NULL, false, len, why, sizeof(why)))
 		return true;
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
 	reply_error(req, 503, "busy", "%s: %llu bytes, and %s: try again when they "

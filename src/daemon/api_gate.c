@@ -96,6 +96,8 @@ struct gate_conn {
 	char auth[GATE_AUTH_MAX + 1];
 	size_t auth_len, name_len;
 	char name[24];		/* Authorization, Transfer-Encoding */
+	char name_end;			/* the last byte of the name so far */
+	bool name_ws;			/* a name ended in a blank: refused */
 	int last_cb;
 	bool in_auth, auth_seen, auth_bad;
 	/* a Transfer-Encoding value as it arrives: te_bad once one is not "chunked" */
@@ -104,6 +106,14 @@ struct gate_conn {
 	bool in_te, te_bad;
 	/* of the CRLF that ends a chunk's data, bytes not yet seen */
 	unsigned crlf_left;
+	/*
+	 * The body arriving (held_in()): of a declared length, the bytes yet
+	 * to come; of a chunked one, those passed on to evhttp's request.
+	 * throttled: a declared body past the room left, not read further
+	 * (throttle_read()) until there is room for the rest (throttle_end()).
+	 */
+	uint64_t promised, chunked_in;
+	bool throttled;
 	bool head_nl;			/* the head's last byte seen was '\n' */
 	const char *feed_end;		/* the end of what feed() parses */
 	/* the verdict on a refused head */
@@ -151,6 +161,9 @@ struct gate {
 
 /* ---- the connections ----------------------------------------------------- */
 
+static struct gate_conn *conn_of(struct daemon *d, struct evhttp_connection *evcon);
+static void throttle_end(struct daemon *d);
+
 static void conn_free(struct gate_conn *c)
 {
 	struct gate *g = c->g;
@@ -168,6 +181,7 @@ static void conn_free(struct gate_conn *c)
 		event_free(c->ev_admit);
 	explicit_bzero(c->auth, sizeof(c->auth));
 	free(c);
+	throttle_end(g->d);
 	if (g->nconns <= g->d->limits.max_connections / 2)
 		g->said_full = false;
 	if (g->lev && g->full && g->nconns < g->d->limits.max_connections) {
@@ -235,6 +249,22 @@ static void hold(struct gate_conn *c, bool on)
 				 GATE_INPUT_MAX);
 }
 
+/*
+ * A throttled connection's socket is not read: not by the high mark,
+ * at which libevent 2.1 calls evhttp again on every turn of the loop
+ * while reading is on (the input stays above it: a body is taken only
+ * whole), a core spent for as long as it waits.  evhttp turns reading
+ * on again as it starts each request (and its answer's write): the
+ * next bytes, a read's worth, turn it off again (on_input).
+ */
+static void throttle_read(struct gate_conn *c)
+{
+	if (c->throttled)
+		bufferevent_disable(c->bev, EV_READ);
+	else
+		bufferevent_enable(c->bev, EV_READ);
+}
+
 /* ---- heads --------------------------------------------------------------- */
 
 static int on_message_begin(http_parser *p)
@@ -244,6 +274,7 @@ static int on_message_begin(http_parser *p)
 	c->auth_len = 0;
 	c->auth_seen = c->auth_bad = c->in_auth = false;
 	c->in_te = c->te_bad = false;
+	c->name_ws = false;
 	c->last_cb = CB_NONE;
 	c->headers_done = c->message_done = false;
 	return 0;
@@ -277,6 +308,8 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 		te_end(c);
 	if (c->last_cb != CB_FIELD)
 		c->name_len = 0;
+	if (n)
+		c->name_end = at[n - 1];
 	if (c->name_len + n < sizeof(c->name)) {
 		memcpy(c->name + c->name_len, at, n);
 		c->name_len += n;
@@ -294,6 +327,17 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
 	if (c->phase != PH_HEAD)
 		return 0;
 	if (c->last_cb != CB_VALUE) {
+		/*
+		 * "Content-Length : 5": http-parser, as Debian builds it (not
+		 * strict), takes a blank before the colon as no part of a
+		 * Content-Length's or Transfer-Encoding's name, where evhttp
+		 * keeps it in the name and finds no such header: the gate framed
+		 * a body that evhttp read as the next request's head, unjudged
+		 * (a body it announced so held the input past every check).
+		 * RFC 9112 5.1: a server must refuse it.
+		 */
+		if (c->name_end == ' ' || c->name_end == '\t')
+			c->name_ws = true;
 		c->in_auth = c->name_len == 13 &&
 			     !strncasecmp(c->name, "Authorization", 13);
 		if (c->in_auth && c->auth_seen)
@@ -375,6 +419,10 @@ static int on_body(http_parser *p, const char *at, size_t n)
 {
 	struct gate_conn *c = p->data;
 
+	if (p->flags & F_CHUNKED)
+		c->chunked_in += n;
+	else
+		c->promised -= n < c->promised ? n : c->promised;
 	if (!(p->flags & F_CHUNKED) || p->content_length != 0)
 		return 0;
 	c->crlf_left = 2;
@@ -386,6 +434,7 @@ static int on_message_complete(http_parser *p)
 	struct gate_conn *c = p->data;
 
 	c->message_done = true;
+	c->promised = c->chunked_in = 0;	/* evhttp has it whole: the API's */
 	http_parser_pause(p, 1);
 	return 0;
 }
@@ -482,6 +531,99 @@ static void wrong_token(struct gate *g, const char *peer, uint64_t now)
 		g->name, GATE_LOCKOUT_MS / 1000);
 }
 
+/*
+ * What the daemon holds of requests not yet in the API's hands: the
+ * connection's input evhttp has not taken (a body of a declared length
+ * stays there until all of it is in; requests pipelined behind a stream),
+ * a declared body's bytes still to come, a chunked body's passed on.
+ */
+static uint64_t held_in(const struct gate_conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_input(c->bev)) +
+	       (c->throttled ? 0 : c->promised) + c->chunked_in;
+}
+
+/*
+ * Of every connection but self, and of the TCP peer key's (NULL: none),
+ * what held_in() counts (in) or what their clients have not read (out).
+ */
+static void held_sum(const struct daemon *d, const struct gate_conn *self,
+		     const char *key, bool in, uint64_t *all, uint64_t *peer)
+{
+	*all = *peer = 0;
+	for (const struct gate *g = d->gates; g; g = g->next_gate)
+		for (const struct gate_conn *c = g->conns; c; c = c->next) {
+			uint64_t n = c == self ? 0 : in ? held_in(c) :
+				     evbuffer_get_length(bufferevent_get_output(c->bev));
+
+			*all += n;
+			if (key && g->tcp && !strcmp(c->key, key))
+				*peer += n;
+		}
+}
+
+/*
+ * Whether len more bytes fit what the daemon holds for its clients
+ * (--answer-memory: answers unread, and apart the same again of requests
+ * arriving), and what a TCP peer may hold of it: half, so that one peer
+ * that asks and never reads, or announces bodies and sends them slowly,
+ * leaves the others room.  A peer that holds nothing yet may have one, as
+ * large as the total allows, and so may a body when nothing is held (the
+ * API takes 64 MiB, whatever the budget).  False: why, into why.
+ */
+static bool room_for(const struct daemon *d, const struct gate_conn *self,
+		     const char *key, bool in, uint64_t len, char *why, size_t whylen)
+{
+	uint64_t budget = d->limits.answer_memory, share = budget / 2, all, peer;
+
+	held_sum(d, self, key, in, &all, &peer);
+	/* an answer past the budget never fits; a body when nothing is held */
+	if ((all || !in) && all + len > budget)
+		snprintf(why, whylen, "the daemon holds %llu bytes of %s (--answer-memory %llu)",
+			 (unsigned long long)all, in ? "requests still arriving" :
+			 "answers not read yet", (unsigned long long)budget);
+	else if (key && peer && peer + len > share)
+		snprintf(why, whylen, "%s holds %llu bytes of %s, half of --answer-memory "
+			 "is a TCP peer's", key, (unsigned long long)peer,
+			 in ? "requests still arriving" : "answers not read yet");
+	else
+		return true;
+	return false;
+}
+
+/*
+ * Whether a body of len more bytes fits room_for(); else why, in
+ * c->detail.  What the connection itself holds is not counted against
+ * it: the input it has not passed on is at most GATE_INPUT_MAX (a
+ * request), and counted, a body behind the requests it pipelined, or
+ * behind its own head, waited for room that only it could give back.
+ */
+static bool body_room(struct gate_conn *c, uint64_t len)
+{
+	char why[128];
+
+	if (room_for(c->g->d, c, c->g->tcp ? c->key : NULL, true, len, why, sizeof(why)))
+		return true;
+	snprintf(c->detail, sizeof(c->detail), "a body of %llu bytes: %s",
+		 (unsigned long long)len, why);
+	return false;
+}
+
+/*
+ * Room was given back (a body complete, a connection closed, a request
+ * answered): each connection whose body waits for room, and that has it
+ * now, is read again, in the order they came.
+ */
+static void throttle_end(struct daemon *d)
+{
+	for (struct gate *g = d->gates; g; g = g->next_gate)
+		for (struct gate_conn *c = g->conns; c; c = c->next)
+			if (c->throttled && body_room(c, c->promised)) {
+				c->throttled = false;
+				throttle_read(c);
+			}
+}
+
 /* The whole head is in: may evhttp have it (and its body)? */
 static bool head_judge(struct gate_conn *c)
 {
@@ -519,6 +661,9 @@ static bool head_judge(struct gate_conn *c)
 		return refuse(c, 401, "unauthorized", "missing or wrong bearer token");
 	if (c->te_bad)
 		return refuse(c, 400, "bad_request", "Transfer-Encoding other than chunked");
+	if (c->name_ws)
+		return refuse(c, 400, "bad_request", "a blank between a header's name "
+			      "and its colon");
 	/*
 	 * http-parser takes what follows a CONNECT head for another protocol,
 	 * evhttp for its body: the gate would judge that body as heads.  No
@@ -534,6 +679,15 @@ static bool head_judge(struct gate_conn *c)
 	if ((p->flags & F_CONTENTLENGTH) && p->content_length > API_FILE_MAX)
 		return refuse(c, 413, "too_large", "the body is larger than the "
 			      "API takes (64 MiB)");
+	/*
+	 * A declared body past the room left is not refused (a client that
+	 * sends it whole would find the connection closed under it, not the
+	 * answer): its socket is not read until there is room for it
+	 * (throttle_read(), throttle_end()).
+	 */
+	c->throttled = (p->flags & F_CONTENTLENGTH) && !body_room(c, p->content_length);
+	c->promised = (p->flags & F_CONTENTLENGTH) ? p->content_length : 0;
+	c->chunked_in = 0;
 	return true;
 }
 
@@ -585,6 +739,11 @@ static void head_refuse(struct gate_conn *c, struct evbuffer *buf)
 	bool admitted = c->phase == PH_BODY;	/* its body is at fault */
 
 	c->phase = PH_REFUSED;
+	c->promised = c->chunked_in = 0;	/* its body is dropped as it comes */
+	if (c->throttled) {	/* its body is dropped: read it */
+		c->throttled = false;
+		throttle_read(c);
+	}
 	hold(c, false);
 	timer_arm(c, c->g->d->limits.header_timeout_s);
 	if (c->head_at < first) {
@@ -693,6 +852,11 @@ static size_t feed(struct gate_conn *c, struct evbuffer *buf, const char *data,
 		http_parser_pause(&c->hp, 0);
 		c->message_done = false;
 		c->phase = PH_IDLE;
+		if (c->throttled) {	/* a body within what was read */
+			c->throttled = false;
+			throttle_read(c);
+		}
+		throttle_end(c->g->d);	/* its promise is the API's now */
 	}
 	return k;
 }
@@ -754,6 +918,14 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 		if (k)
 			idle_turns = 0;
 	}
+	/* a chunked body, whose length no head said, as it grows */
+	if (c->phase == PH_BODY && c->chunked_in && !body_room(c, 0)) {
+		c->status = 503;
+		c->error = "busy";
+		head_refuse(c, buf);
+	}
+	if (c->throttled)
+		throttle_read(c);
 	if (c->phase != PH_REFUSED)
 		room_ahead(buf, evbuffer_get_length(buf));
 	c->in_cb = false;
@@ -917,18 +1089,16 @@ static void admit(evutil_socket_t fd, short what, void *arg)
 bool api_answer_room(struct daemon *d, struct evhttp_request *req, uint64_t len,
 		     const char *what)
 {
-	uint64_t held = 0;
+	struct gate_conn *c = conn_of(d, evhttp_request_get_connection(req));
+	char why[160];
 
-	for (struct gate *g = d->gates; g; g = g->next_gate)
-		for (struct gate_conn *c = g->conns; c; c = c->next)
-			held += evbuffer_get_length(bufferevent_get_output(c->bev));
-	if (held + len <= d->limits.answer_memory)
+	if (c && c->g->tcp && !c->peer[0])
+		peer_name(c);
+	if (room_for(d, NULL, c && c->g->tcp ? c->key : NULL, false, len, why, sizeof(why)))
 		return true;
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
-	reply_error(req, 503, "busy", "%s: %llu bytes, and the daemon holds %llu bytes of "
-		    "answers that their clients have not read yet (--answer-memory %llu): "
-		    "try again when they have", what, (unsigned long long)len,
-		    (unsigned long long)held, (unsigned long long)d->limits.answer_memory);
+	reply_error(req, 503, "busy", "%s: %llu bytes, and %s: try again when they "
+		    "have been read", what, (unsigned long long)len, why);
 	return false;
 }
 
@@ -1163,6 +1333,7 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 	(void)req;
 	c->busy = false;
 	read_timeout(c, true);
+	throttle_end(c->g->d);
 	if (c->phase == PH_IDLE)
 		timer_arm(c, c->g->d->limits.idle_timeout_s);
 }
@@ -1176,6 +1347,9 @@ bool api_gate_request(struct daemon *d, struct evhttp_request *req)
 	conn_bind(c, evhttp_request_get_connection(req));
 	/* the requests before the refused head are answered as usual */
 	if (c->phase == PH_REFUSED && c->served == c->heads_ok) {
+		if (c->status == 503)
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+					  "Retry-After", "1");
 		reply_error(req, c->status, c->error, "%s", c->detail);
 		return false;
 	}

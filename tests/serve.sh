@@ -2204,6 +2204,70 @@ t_halt_kill_off_loop() {
 	stop_daemon
 }
 
+# A process writing a byte a write(2): the daemon read a byte a read, as
+# fast as it wrote (188,000 reads a second for one dd bs=1, 26-38% of a
+# CPU, every other sandbox's loop), and a follower or a streamed call got
+# a line a byte.  Now its reads are paced (outpace.c): bytes gather in the
+# pipe and are read together, a read every 5 ms at most while they come
+# short.  Counted, for N bytes written one at a time some 0.2 ms apart
+# (some 0.5 s): the loop's reads over a background process followed to
+# its end and the follower's lines, then a streamed call's lines: fewer
+# than N / 2 each (a pace's count holds until the writes take 5 s), with
+# every byte there, in order.
+t_output_read_by_bytes_not_writes() {
+	local n=2000 code pid r0 r1 lines w
+	w="import os, time
+for i in range($n):
+    os.write(1 + i % 2, b'%d' % (i // 2 % 10))
+    time.sleep(0.0002)"
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0}')
+	r0=$(loop_reads)
+	code=$(api POST "/v1/sandboxes/$id/processes" \
+		-d "$(jbody argv "json:$("$JGET" -a python3 -c "$w")")")
+	expect_code "a writer" "$code" 201
+	pid=$(jq 'v["pid"]')
+	code=$(api GET "/v1/sandboxes/$id/processes/$pid/output?follow=1")
+	r1=$(loop_reads)
+	expect_code "its output, followed" "$code" 200
+	$PY - "$T/body" $n > "$T/check" 2>&1 <<'PYEOF' || fail "followed: $(< "$T/check")"
+import json, sys
+n = int(sys.argv[2])
+ev = [json.loads(l) for l in open(sys.argv[1])]
+want = "".join(str(i % 10) for i in range(n // 2))
+for name in ("stdout", "stderr"):
+    got = "".join(e["data"] for e in ev if e["type"] == name)
+    assert got == want, (name, len(got), got[:80])
+assert ev[-1]["type"] == "end" and ev[-1]["result"]["exit_code"] == 0, ev[-1]
+print(sum(e["type"] in ("stdout", "stderr") for e in ev))
+PYEOF
+	lines=$(< "$T/check")
+	[ "$((r1 - r0))" -lt $((n / 2)) ] ||
+		fail "$n bytes written one at a time: the loop read $((r1 - r0)) times"
+	[ "$lines" -lt $((n / 2)) ] ||
+		fail "$n bytes written one at a time: $lines lines to their follower"
+	code=$(ex "$id" "$(jbody argv "json:$("$JGET" -a python3 -c "$w")" stream json:true)")
+	expect_code "a streamed writer" "$code" 200
+	$PY - "$T/body" $n > "$T/check" 2>&1 <<'PYEOF' || fail "streamed: $(< "$T/check")"
+import json, sys
+n = int(sys.argv[2])
+ev = [json.loads(l) for l in open(sys.argv[1])]
+want = "".join(str(i % 10) for i in range(n // 2))
+res = ev[-1]["result"]
+for name in ("stdout", "stderr"):
+    got = "".join(e["data"] for e in ev if e["type"] == name)
+    assert got == want and res[name] == want, (name, len(got), got[:80])
+assert res["exit_code"] == 0, res
+print(sum(e["type"] in ("stdout", "stderr") for e in ev))
+PYEOF
+	lines=$(< "$T/check")
+	[ "$lines" -lt $((n / 2)) ] ||
+		fail "$n bytes written one at a time: $lines lines to the call's stream"
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 # tree_procs DIR: "pid starttime" of each process in DIR's group and below
 # (proc_stat: a sed and an awk a process were 5 ms of CPU, each look)
 tree_procs() {

@@ -79,6 +79,9 @@ struct corral_call {
 	bool started, exited, done, timed_out, halted, announced;
 	bool in_exec;		/* sent within corral_box_exec: announce later */
 	bool held;		/* output not read until the caller says so */
+	bool paced;		/* output not read until ev_pace (outpace.c) */
+	struct event *ev_pace;
+	uint64_t t_short;	/* its last short read, corral_now_ms() */
 	bool default_timeout;	/* its timeout is limits.call_timeout's */
 	char timeout_why[256];	/* corral_call_time_out's reason, or "" */
 	int sent_sig;		/* the last signal corral_call_kill sent it, or 0 */
@@ -326,6 +329,12 @@ void call_note_denial(struct corral_box *b, const char *type, json_t *event);
 bool box_attribute(void *arg, json_t *event);
 /* A process in the sandbox (init's pid namespace) not init's, not of session sid. */
 bool box_others_alive(pid_t init, pid_t sid);
+
+/* outpace.c: a call's output read by its bytes, not by its writes */
+bool outpace_due(struct corral_call *c, size_t n);
+void outpace_pause(struct corral_call *c);
+void outpace_end(struct corral_call *c);
+void outpace_watch(struct corral_call *c);
 
 static inline void close_fd(int *fd)
 {

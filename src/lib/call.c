@@ -196,6 +196,7 @@ static void call_stop_io(struct corral_call *c)
 	drop_event(&c->ev_stdin);
 	drop_event(&c->out.ev);
 	drop_event(&c->err.ev);
+	drop_event(&c->ev_pace);
 	drop_event(&c->ev_pty_room);
 	/* the terminal closes with the call: what it left gets a hang-up */
 	close_fd(&c->pty);
@@ -566,6 +567,8 @@ static void call_exited(struct corral_call *c, int status)
 	c->exited = true;
 	c->status = status;
 	drop_event(&c->ev_timeout);
+	/* what its pipes hold, and their end, read now, not a pace later */
+	outpace_end(c);
 	/*
 	 * Background children keep the pipes open: read what is there, but
 	 * the call has ended when its first process has.
@@ -641,28 +644,26 @@ static ssize_t stream_read(struct stream *s)
 static void on_stream(evutil_socket_t fd, short what, void *arg)
 {
 	struct stream *s = arg;
+	struct corral_call *c = s->c;
+	ssize_t n;
 
 	(void)fd;
 	(void)what;
-	if (stream_read(s) == 0)
-		maybe_finish(s->c);
+	n = stream_read(s);
+	if (n == 0)
+		maybe_finish(c);
+	/* a writer of a few bytes a write is read a pace at a time (outpace.c) */
+	else if (n > 0 && !c->held && outpace_due(c, (size_t)n))
+		outpace_pause(c);
 }
 
 void corral_call_hold_output(struct corral_call *c, bool hold)
 {
-	struct stream *s[2] = { &c->out, &c->err };
-
 	if (c->done)
 		return;
 	c->held = hold;
-	for (int i = 0; i < 2; i++) {
-		if (!s[i]->ev)
-			continue;
-		if (hold)
-			event_del(s[i]->ev);
-		else
-			event_add(s[i]->ev, NULL);
-	}
+	/* a paced call's streams come back at its pace's end */
+	outpace_watch(c);
 }
 
 static void on_stdin(evutil_socket_t fd, short what, void *arg)

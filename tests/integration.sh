@@ -2742,6 +2742,26 @@ t_proc_hardware_masked() {
 	[ -n "$shown" ] || skip "this kernel has none of /proc/acpi, asound, scsi"
 }
 
+# The host's own devices under /proc, which Docker leaves readable:
+# bus/input/devices names each keyboard and mouse and gives a Bluetooth
+# one's address (its Uniq), bus/pci lists the host's cards, driver/ holds
+# a GPU's UUID.  Each is an empty read-only tmpfs, not the host's.
+t_proc_devices_masked() {
+	local d shown=""
+	out=$(crun -- /bin/sh -c 'cat /proc/self/mountinfo
+		for d in /proc/bus /proc/driver; do [ -d $d ] && echo "entries $d $(ls -A $d | wc -l)"; done
+		cat /proc/bus/pci/devices /proc/bus/input/devices 2>/dev/null | wc -c | sed "s/^/bytes /"')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	for d in /proc/bus /proc/driver; do
+		[ -d "$d" ] || continue
+		shown=yes
+		expect_contains "$d masked" "$out" " $d ro,nosuid,nodev,noexec,relatime - tmpfs"
+		expect_contains "$d empty" "$out" "entries $d 0"
+	done
+	expect_contains "no device listed" "$out" "bytes 0"
+	[ -n "$shown" ] || skip "this kernel has neither /proc/bus nor /proc/driver"
+}
+
 # What the host's /proc and /etc pieces tell of the host and hold of its
 # keys: the kernel's symbols, keys, log and timers, its config and boot
 # line read empty (each this kernel has), and /etc/ssl/private (the

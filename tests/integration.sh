@@ -2784,6 +2784,19 @@ t_host_facts_masked() {
 	[ ! -d /etc/ssl/private ] || expect_contains "/etc/ssl/private empty" "$out" "private 0 tmpfs"
 }
 
+# The host's interrupts, every CPU's by source: device names, and counts
+# that show the host's other work (another sandbox's calls, a keyboard's
+# keys on a laptop, thermal events: the side channel the container
+# engines mask it for since 2025).  The sandbox reads an empty file.
+t_proc_interrupts_masked() {
+	[ -e /proc/interrupts ] || { skip "this kernel has no /proc/interrupts"; return 77; }
+	out=$(crun -- /bin/sh -c 'echo "bytes $(wc -c < /proc/interrupts)"
+		grep " /proc/interrupts " /proc/self/mountinfo; true')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_contains "read empty" "$out" "bytes 0"
+	expect_contains "/dev/null over it" "$out" "/null /proc/interrupts "
+}
+
 # The host's boot id names the host to whoever a sandbox reports to, and
 # tells two sandboxes they share it: each sandbox reads a random UUID of
 # its own there (programs parse it: an empty file broke them), read-only.
@@ -2810,6 +2823,7 @@ t_mounts_nosuid_nodev() {
 		/dev/null|/dev/zero|/dev/full|/dev/random|/dev/urandom|/dev/tty|/dev/pts) ;;
 		/proc/kcore|/proc/keys|/proc/timer_list|/proc/sched_debug|/proc/kallsyms|/proc/kmsg) ;;
 		/proc/config.gz|/proc/cmdline|/proc/sys/kernel/random/boot_id) ;;
+		/proc/interrupts) ;;
 		*) expect_contains "nodev on $mp" "$opts" nodev ;;
 		esac
 	done < "$T/out"

@@ -85,6 +85,13 @@ static const char *const proc_masked[] = {
 	 * tokens).  Its boot id gets its own file: boot_id_own.
 	 */
 	"/proc/config.gz", "/proc/cmdline",
+	/*
+	 * Every CPU's interrupts by source: device names, and counts that
+	 * show the host's other work as it happens, its thermal events among
+	 * them (the side channel for which Docker, Kubernetes, podman, CRI-O
+	 * and containerd mask it since 2025: GHSA-6fw5-f8r9-fgfm).
+	 */
+	"/proc/interrupts",
 };
 /*
  * The host's hardware, as Docker masks it: an empty read-only tmpfs over

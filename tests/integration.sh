@@ -2742,6 +2742,26 @@ t_proc_hardware_masked() {
 	[ -n "$shown" ] || skip "this kernel has none of /proc/acpi, asound, scsi"
 }
 
+# The host's own devices under /proc, which Docker leaves readable:
+# bus/input/devices names each keyboard and mouse and gives a Bluetooth
+# one's address (its Uniq), bus/pci lists the host's cards, driver/ holds
+# a GPU's UUID.  Each is an empty read-only tmpfs, not the host's.
+t_proc_devices_masked() {
+	local d shown=""
+	out=$(crun -- /bin/sh -c 'cat /proc/self/mountinfo
+		for d in /proc/bus /proc/driver; do [ -d $d ] && echo "entries $d $(ls -A $d | wc -l)"; done
+		cat /proc/bus/pci/devices /proc/bus/input/devices 2>/dev/null | wc -c | sed "s/^/bytes /"')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	for d in /proc/bus /proc/driver; do
+		[ -d "$d" ] || continue
+		shown=yes
+		expect_contains "$d masked" "$out" " $d ro,nosuid,nodev,noexec,relatime - tmpfs"
+		expect_contains "$d empty" "$out" "entries $d 0"
+	done
+	expect_contains "no device listed" "$out" "bytes 0"
+	[ -n "$shown" ] || skip "this kernel has neither /proc/bus nor /proc/driver"
+}
+
 # What the host's /proc and /etc pieces tell of the host and hold of its
 # keys: the kernel's symbols, keys, log and timers, its config and boot
 # line read empty (each this kernel has), and /etc/ssl/private (the
@@ -2762,6 +2782,19 @@ t_host_facts_masked() {
 	done
 	[ -n "$shown" ] || { skip "this kernel has none of them"; return 77; }
 	[ ! -d /etc/ssl/private ] || expect_contains "/etc/ssl/private empty" "$out" "private 0 tmpfs"
+}
+
+# The host's interrupts, every CPU's by source: device names, and counts
+# that show the host's other work (another sandbox's calls, a keyboard's
+# keys on a laptop, thermal events: the side channel the container
+# engines mask it for since 2025).  The sandbox reads an empty file.
+t_proc_interrupts_masked() {
+	[ -e /proc/interrupts ] || { skip "this kernel has no /proc/interrupts"; return 77; }
+	out=$(crun -- /bin/sh -c 'echo "bytes $(wc -c < /proc/interrupts)"
+		grep " /proc/interrupts " /proc/self/mountinfo; true')
+	expect_eq "exit" "$(rc)" 0 || { echo "$out"; return 1; }
+	expect_contains "read empty" "$out" "bytes 0"
+	expect_contains "/dev/null over it" "$out" "/null /proc/interrupts "
 }
 
 # The host's boot id names the host to whoever a sandbox reports to, and
@@ -2790,6 +2823,7 @@ t_mounts_nosuid_nodev() {
 		/dev/null|/dev/zero|/dev/full|/dev/random|/dev/urandom|/dev/tty|/dev/pts) ;;
 		/proc/kcore|/proc/keys|/proc/timer_list|/proc/sched_debug|/proc/kallsyms|/proc/kmsg) ;;
 		/proc/config.gz|/proc/cmdline|/proc/sys/kernel/random/boot_id) ;;
+		/proc/interrupts) ;;
 		*) expect_contains "nodev on $mp" "$opts" nodev ;;
 		esac
 	done < "$T/out"

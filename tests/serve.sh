@@ -4853,6 +4853,28 @@ t_box_init_out_of_the_agents_reach() {
 	stop_daemon
 }
 
+# A daemon's sandbox sees none of the host's devices under /proc (as a
+# `corral run` does not: t_proc_devices_masked): bus/ (PCI cards, input
+# devices with a Bluetooth one's address) and driver/ (a GPU's UUID) are
+# empty, read-only tmpfs of the box's own, and interrupts reads empty
+# (t_proc_interrupts_masked).
+t_box_proc_devices_masked() {
+	local id out d
+	start_daemon
+	id=$(mksb) || return 1
+	out=$(sbsh "$id" 'for d in /proc/bus /proc/driver; do
+			[ -d $d ] && echo "$d $(ls -A $d | wc -l) $(stat -f -c %T $d)"; done
+		echo "bytes $(cat /proc/bus/pci/devices /proc/bus/input/devices 2>/dev/null | wc -c)"
+		echo "interrupts $(cat /proc/interrupts 2>/dev/null | wc -c)"')
+	for d in /proc/bus /proc/driver; do
+		[ -d "$d" ] || continue
+		expect_contains "$d empty, the box's" "$out" "$d 0 tmpfs"
+	done
+	expect_contains "no device listed" "$out" "bytes 0"
+	expect_contains "no interrupts counted" "$out" "interrupts 0"
+	stop_daemon
+}
+
 # A box's init catches no signal: the daemon's handlers (libevent's, for
 # SIGTERM, SIGINT and, with TLS, SIGHUP) came with the fork, and a caught
 # signal from inside the namespace would reach PID 1 and run them there.

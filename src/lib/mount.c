@@ -74,7 +74,7 @@ static const char *const dev_nodes[] = {
 
 /* Kernel interfaces in /proc that leak or change host state. */
 static const char *const proc_ro[] = {
-	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
+	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/fs",
 };
 static const char *const proc_masked[] = {
 	"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
@@ -85,10 +85,24 @@ static const char *const proc_masked[] = {
 	 * tokens).  Its boot id gets its own file: boot_id_own.
 	 */
 	"/proc/config.gz", "/proc/cmdline",
+	/*
+	 * Every CPU's interrupts by source: device names, and counts that
+	 * show the host's other work as it happens, its thermal events among
+	 * them (the side channel for which Docker, Kubernetes, podman, CRI-O
+	 * and containerd mask it since 2025: GHSA-6fw5-f8r9-fgfm).
+	 */
+	"/proc/interrupts",
 };
-/* The host's hardware, as Docker masks it: an empty read-only tmpfs over each. */
+/*
+ * The host's hardware, as Docker masks it: an empty read-only tmpfs over
+ * each.  And what Docker leaves readable that names the machine's own
+ * devices: bus/input/devices gives each keyboard's and mouse's name and
+ * its Uniq, a Bluetooth device's address; bus/pci the host's PCI cards
+ * (lspci reads it where there is no /sys); driver/ a GPU's UUID
+ * (driver/nvidia/gpus/).  No device of theirs is in the sandbox's /dev.
+ */
 static const char *const proc_masked_dirs[] = {
-	"/proc/acpi", "/proc/asound", "/proc/scsi",
+	"/proc/acpi", "/proc/asound", "/proc/scsi", "/proc/bus", "/proc/driver",
 };
 
 static int sys_mount_setattr(const char *path, unsigned int flags,

@@ -463,6 +463,7 @@ void call_finish(struct corral_call *c)
 	b->t_ended = corral_now_ms();
 	if (!box_calls_running(b)) {
 		box_arm_idle(b);
+		b->spare_waited = 0;	/* its second, if it waits, from now */
 		arm_spare(b, b->calls_quick ? 0 : SPARE_AFTER_ANSWER_MS);
 	}
 	if (c->o.on_done)
@@ -1358,7 +1359,8 @@ static void spare_msg(struct corral_box *b, const struct child_msg *m)
  * before the burst's last answer (bench/serve.py, issue 17), for calls
  * that an agent makes a model's turn later.  It does not wait for a box's
  * first call (the next thing its caller does), nor in a caller's loop
- * (calls_quick: its next call comes at once).  At most SPARE_WAIT_MAX_MS:
+ * (calls_quick: its next call comes at once).  At most SPARE_WAIT_MAX_MS
+ * from a call's start or its answer (each starts the wait anew):
  * under a load that never ends, a call that finds no spare makes its own
  * group and process, as it did when it came before its spare was made.
  */
@@ -1704,6 +1706,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	 * for our five mkdirs (0.2-0.4 ms measured).  A call that ends first
 	 * has it made after its answer (call_finish).
 	 */
+	b->spare_waited = 0;
 	arm_spare(b, SPARE_GROUP_DELAY_MS);
 	if (r == 0) {
 		c->cgid = cg_id(c->cg);

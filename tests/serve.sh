@@ -2998,6 +2998,9 @@ assert ev and all(e["sandbox"] == sys.argv[2] for e in ev), ev
 types = [e["type"] for e in ev]
 for t in ("sandbox.create", "sandbox.ready", "exec.start", "exec.end"):
     assert t in types, (t, types)
+ready = [e for e in ev if e["type"] == "sandbox.ready"][0]
+# init: its host pid, 1 in its own pid namespace, and no call's
+assert ready["pid"] > 1 and ready["sandbox_pid"] == 1 and "call" not in ready, ready
 for e in ev:
     for k in ("seq", "time", "type", "prev"):
         assert k in e, (k, e)

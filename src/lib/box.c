@@ -469,6 +469,7 @@ static void box_died(struct corral_box *b)
 		      b->state != CORRAL_BOX_HALTED;
 	bool starting = b->state == CORRAL_BOX_STARTING;
 
+	box_left_starting(b);
 	sandbox_unwatch(b->sb);
 	drop_event(&b->ev_idle);
 	drop_event(&b->ev_tick);
@@ -526,19 +527,45 @@ static void on_tripwire(void *arg, json_t *event, pid_t pid)
 			    "running when the file was touched"));
 }
 
+/*
+ * Boxes starting, for the spares of next calls (call.c), which wait while
+ * any is.  Boxes live on their loop's thread only: a count without a lock.
+ */
+static size_t boxes_starting;
+
+bool box_any_starting(void)
+{
+	return boxes_starting > 0;
+}
+
+/* Out of the count, once, whichever way it stops starting. */
+void box_left_starting(struct corral_box *b)
+{
+	if (!b->starting_counted)
+		return;
+	b->starting_counted = false;
+	boxes_starting--;
+}
+
 /* The layers are in place (the tripwires armed): calls may come. */
 static void box_ready(struct corral_box *b)
 {
 	struct timeval tick = tv_ms(BOX_TICK_MS);
 
+	box_left_starting(b);
 	b->state = CORRAL_BOX_IDLE;
 	b->t_mark = corral_now_ms();
 	b->ev_tick = event_new(b->base, -1, EV_PERSIST, on_tick, b);
 	if (b->ev_tick)
 		event_add(b->ev_tick, &tick);
-	events_emit(b->ev, "sandbox.ready", json_pack("{s:i, s:s, s:i}",
+	/*
+	 * init is 1 in its own pid namespace: said here, or the attributor
+	 * learnt it from /proc/PID/status (an open, the file made and read:
+	 * about 1% of the daemon's CPU in a burst of creates, issue 17).
+	 */
+	events_emit(b->ev, "sandbox.ready", json_pack("{s:i, s:s, s:i, s:i}",
 		    "landlock_abi", b->sb->landlock_abi, "limits", cg_mode_name(b->cg),
-		    "pid", (int)b->sb->pid));
+		    "pid", (int)b->sb->pid, "sandbox_pid", 1));
 	box_arm_idle(b);
 	call_arm_spare(b);
 	if (b->o.on_ready)
@@ -556,6 +583,7 @@ static void on_msg(void *arg, const struct child_msg *m)
 		break;
 	case MSG_SETUP_FAILED:
 		if (b->state == CORRAL_BOX_STARTING) {
+			box_left_starting(b);
 			b->state = CORRAL_BOX_DEAD;
 			corral_set_err(&err, m->code ? m->code : -EIO, "%s", m->text);
 			sandbox_unwatch(b->sb);
@@ -660,6 +688,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	snprintf(b->id, sizeof(b->id), "%s", o->id);
 	b->o.id = b->id;
 	b->state = CORRAL_BOX_STARTING;
+	b->starting_counted = true;
+	boxes_starting++;
 	b->t_created = b->t_mark = corral_now_ms();
 	b->lowerfd = -1;
 	r = events_new(&b->ev, o->log ? o->log->log : NULL, b->id, err);
@@ -792,6 +822,7 @@ void corral_box_destroy_for(struct corral_box *b, const char *why)
 				"snapshot was made");
 	box_jobs_end(b);	/* its diffs and patches: killed, answered */
 	started = b->state != CORRAL_BOX_STARTING;
+	box_left_starting(b);
 	/* a halt whose freeze had not completed is still recorded */
 	if (b->freezing == BF_HALT) {
 		b->freezing = BF_NONE;

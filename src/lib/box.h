@@ -60,6 +60,7 @@ struct corral_call {
 	struct exec_msg *pend;
 	int pend_fds[3];
 	bool sent;
+	bool live;		/* counted in calls_live (call.c) */
 	struct event *ev_gate, *ev_timeout, *ev_drain, *ev_stdin;
 	struct event *ev_start;	/* exec.start, after corral_box_exec returned */
 	int in_fd;
@@ -167,6 +168,8 @@ struct corral_box {
 	uint32_t spare_id;
 	uint64_t spare_oom0, spare_pids0;	/* its counts, as a call's cg_oom0 */
 	struct event *ev_spare;
+	uint64_t spare_waited;	/* since when (ms) the next call's spare waits, or 0 */
+	bool starting_counted;	/* in box.c's count of boxes starting */
 	struct spare_proc sp;	/* the next call's process, forked ahead */
 	uint64_t t_ended;	/* when the last call ended (ms), or 0 */
 	bool calls_quick;	/* the last call came soon after the one before */
@@ -305,6 +308,9 @@ void call_finish(struct corral_call *c);
 void call_msg(struct corral_box *b, const struct child_msg *m);
 /* Make the next call's cgroup and process ahead, off that call's path. */
 void call_arm_spare(struct corral_box *b);
+/* whether a box of this process is starting (its create not answered) */
+bool box_any_starting(void);
+void box_left_starting(struct corral_box *b);
 /* Let the spare process go (it exits: EOF on its gate); the box goes. */
 void call_drop_spare(struct corral_box *b);
 /*

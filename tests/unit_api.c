@@ -688,3 +688,26 @@ int main(void)
 	unit_run_all();
 	UNIT_DONE();
 }
+
+/* ---- the bearer token ------------------------------------------------------- */
+
+static bool token_is(struct daemon *d, const char *h)
+{
+	return api_token_ok(d, h, strlen(h));
+}
+
+TEST(token_compared_whole)
+{
+	struct daemon d = { .token = "k3y-0123456789abcdef" };
+
+	CHECK(token_is(&d, "Bearer k3y-0123456789abcdef"));
+	/* a prefix, a longer one, one byte off, empty, another scheme */
+	CHECK(!token_is(&d, "Bearer k3y-0123456789abcde"));
+	CHECK(!token_is(&d, "Bearer k3y-0123456789abcdefg"));
+	CHECK(!token_is(&d, "Bearer k3y-0123456789abcdeF"));
+	CHECK(!token_is(&d, "Bearer "));
+	CHECK(!token_is(&d, "Bearer"));
+	CHECK(!token_is(&d, "Basic k3y-0123456789abcdef"));
+	/* a NUL in what was sent is part of it */
+	CHECK(!api_token_ok(&d, "Bearer k3y-0123456789abcdef\0x", 29));
+}

@@ -57,7 +57,7 @@ void forget_request(struct evhttp_request *req);
 
 /* ---- api_gate.c: before the API ------------------------------------------ */
 
-/* "Bearer TOKEN" (len bytes at h) is the daemon's token; constant time. */
+/* "Bearer TOKEN" (len bytes at h) is the daemon's token; constant time, its length too. */
 bool api_token_ok(const struct daemon *d, const char *h, size_t len);
 /* The gate's word on a request: false when it answered it (refused). */
 bool api_gate_request(struct daemon *d, struct evhttp_request *req);

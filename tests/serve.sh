@@ -5622,12 +5622,6 @@ t_local_sandboxes_unseen_over_tcp() {
 	code=$(api POST "/v1/sandboxes/$near/snapshot")
 	expect_code "the other's snapshot" "$code" 201
 	snap_in=$(jq 'v["id"]')
-	# a global follow over TCP, from before the calls below
-	curl -sS -N --max-time 120 -H "Authorization: Bearer $(< "$T/token")" \
-		"$U/v1/events?follow=1" > "$T/follow" 2>/dev/null &
-	fpid=$!
-	i=0
-	while [ $i -lt 600 ] && ! grep -q "\"sandbox\":\"$near\"" "$T/follow"; do nap 0.05; i=$((i + 1)); done
 	for id in "$far" "$bind"; do
 		for r in "GET /v1/sandboxes/$id" "GET /v1/sandboxes/$id/files?path=/workspace/f" \
 			 "GET /v1/sandboxes/$id/files?path=/mnt/p/f" "PUT /v1/sandboxes/$id/files?path=/workspace/g" \
@@ -5665,6 +5659,12 @@ t_local_sandboxes_unseen_over_tcp() {
 	expect_eq "over TCP: within the prefix" "$(jq 'v["stdout"]')" inside
 	code=$(tcp "$U/v1/sandboxes/$near/files?path=/workspace/f")
 	expect_eq "over TCP: its file" "$(body)" inside
+	# a global follow over TCP: the log so far, then the calls below
+	curl -sS -N --max-time 120 -H "Authorization: Bearer $(< "$T/token")" \
+		"$U/v1/events?follow=1" > "$T/follow" 2>/dev/null &
+	fpid=$!
+	i=0
+	while [ $i -lt 600 ] && ! grep -q "\"sandbox\":\"$near\"" "$T/follow"; do nap 0.05; i=$((i + 1)); done
 	# the unix client's own, as before; then the follow's last word
 	code=$(api POST "/v1/sandboxes/$far/exec" -d '{"command": "cat /workspace/f"}')
 	expect_eq "on the socket" "$(jq 'v["stdout"]')" host-secret

@@ -3141,16 +3141,16 @@ EOF
 # chains it, of sandboxes sb-0000000000a1 (most lines), ...a2 (one line in
 # a thousand, one of them 200 KiB long) and ...a3 (the first line only)
 big_log() {
-	$PY - "$1" "$2" <<'EOF'
+	$PY - "$1" "$2" "${3:-sb-0000000000a2}" <<'EOF'
 import hashlib, sys
-path, mb = sys.argv[1], int(sys.argv[2])
+path, mb, a2 = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 prev = "0" * 64
 pad = "x" * 160
 with open(path, "w") as f:
     n = 0
     size = 0
     while size < mb << 20:
-        sb = "sb-0000000000a3" if n == 0 else "sb-0000000000a2" if n % 1000 == 7 else "sb-0000000000a1"
+        sb = "sb-0000000000a3" if n == 0 else a2 if n % 1000 == 7 else "sb-0000000000a1"
         reason = "y" * (200 << 10) if n == 5007 else pad
         line = '{"seq":%d,"time":"2026-01-01T00:00:00.000Z","sandbox":"%s","type":"test.filler","reason":"%s","prev":"%s"}' % (n, sb, reason, prev)
         f.write(line + "\n")
@@ -3271,6 +3271,33 @@ EOF
 # chunk a client, not by the log.  Checked: the daemon's peak (VmHWM)
 # grows by less than 24 MiB for 12 clients of a 32 MiB log (the whole log
 # each, as it was read before, would be 384 MiB).
+# A TCP client's GET /v1/events is the log without a local sandbox's
+# lines (SANDBOX_LOCAL_PREFIX: its id says so, also after it is gone or
+# in an earlier daemon's log), byte for byte, a line longer than a step
+# among them; and that sandbox's own events are a 404 to it.
+t_events_big_log_over_tcp() {
+	local port U
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	mkdir -p -m 700 "$T/state"
+	big_log "$T/state/audit.jsonl" 8 sb-h000000000a2
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events")
+	expect_code "events over TCP" "$code" 200
+	[ "$(stat -c %s "$T/body")" -ge $((7 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
+	expect_eq "no local line" "$(grep -c '"sandbox":"sb-h' "$T/body")" 0
+	grep -v '"sandbox":"sb-h000000000a2"' "$STATE/audit.jsonl" | head -c "$(stat -c %s "$T/body")" |
+		cmp - "$T/body" || fail "GET /v1/events over TCP is not the log without the local lines"
+	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events?sandbox=sb-h000000000a2")
+	expect_error "a local sandbox's events over TCP" "$code" 404 not_found
+	code=$(api GET /v1/events)
+	expect_code "events on the socket" "$code" 200
+	cmp "$T/body" <(head -c "$(stat -c %s "$T/body")" "$STATE/audit.jsonl") ||
+		fail "GET /v1/events on the socket is not the audit log"
+	stop_daemon
+}
+
 t_events_readers_bounded() {
 	# a flood's bound (12 readers of 32 MiB, 3 s of CPU under ASan): no
 	# sandbox, and what the daemon holds for a reader is the same for any
@@ -5654,6 +5681,124 @@ t_host_paths_over_tcp_tell_nothing() {
 	expect_code "named under the prefix as given" "$code" 201
 	code=$(tcp -X POST -d "{\"workspace\": \"$T/allowed/nothing\"}" "$U/v1/sandboxes")
 	expect_error "under the resolved prefix, missing" "$code" 400 bad_request
+	stop_daemon
+}
+
+# A sandbox a unix-socket client made with more of the host than a TCP
+# client may have (a workspace or bind outside every --allow-host-path)
+# is not there for TCP clients: once made, any client drove it, and a
+# TCP client read and wrote those host paths through its files and exec.
+# 404 on every route of it, left out of listings, events, metrics, and
+# its snapshots with it; one within a prefix stays theirs, as before.
+t_local_sandboxes_unseen_over_tcp() {
+	local port U far near bind snap snap_in fpid i id r
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { tcp_request -H "Authorization: Bearer $(< "$T/token")" "$@"; }
+	mkdir -p "$T/allowed/ws" "$T/home/proj"
+	echo inside > "$T/allowed/ws/f"
+	echo host-secret > "$T/home/proj/f"
+	chmod -R a+rX "$T/allowed" "$T/home"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/allowed"
+	far=$(mksb "{\"workspace\": \"$T/home/proj\", \"idle_freeze_ms\": 0}")
+	near=$(mksb "{\"workspace\": \"$T/allowed/ws\", \"idle_freeze_ms\": 0}")
+	bind=$(mksb "{\"workspace\": \"$T/allowed/ws\", \"idle_freeze_ms\": 0, \"policy\": {\"filesystem\": {\"ro\": [\"$T/home/proj:/mnt/p\"]}}}")
+	[ -n "$far" ] && [ -n "$near" ] && [ -n "$bind" ] || { stop_daemon; return 1; }
+	code=$(api POST "/v1/sandboxes/$far/snapshot")
+	expect_code "its snapshot, on the socket" "$code" 201
+	snap=$(jq 'v["id"]')
+	code=$(api POST "/v1/sandboxes/$near/snapshot")
+	expect_code "the other's snapshot" "$code" 201
+	snap_in=$(jq 'v["id"]')
+	for id in "$far" "$bind"; do
+		for r in "GET /v1/sandboxes/$id" "GET /v1/sandboxes/$id/files?path=/workspace/f" \
+			 "GET /v1/sandboxes/$id/files?path=/mnt/p/f" "PUT /v1/sandboxes/$id/files?path=/workspace/g" \
+			 "POST /v1/sandboxes/$id/exec" "GET /v1/sandboxes/$id/diff" \
+			 "POST /v1/sandboxes/$id/export" "GET /v1/sandboxes/$id/processes" \
+			 "GET /v1/sandboxes/$id/archive?path=/workspace" "POST /v1/sandboxes/$id/snapshot" \
+			 "POST /v1/sandboxes/$id/pause" "POST /v1/sandboxes/$id/halt" \
+			 "POST /v1/sandboxes/$id/keepalive" "DELETE /v1/sandboxes/$id" \
+			 "GET /v1/events?sandbox=$id"; do
+			code=$(tcp -X "${r%% *}" -d '{"command": "cat /workspace/f /mnt/p/f", "patch": true}' "$U${r#* }")
+			expect_error "over TCP: $r" "$code" 404 not_found
+			expect_not_contains "over TCP: $r: nothing of it" "$(body 4000)" host-secret
+		done
+	done
+	for r in "GET /v1/snapshots/$snap" "DELETE /v1/snapshots/$snap"; do
+		code=$(tcp -X "${r%% *}" "$U${r#* }")
+		expect_error "over TCP: $r" "$code" 404 not_found
+	done
+	code=$(tcp -X POST -d "{\"from_snapshot\": \"$snap\"}" "$U/v1/sandboxes")
+	expect_error "over TCP: a fork of its snapshot" "$code" 404 not_found
+	code=$(tcp "$U/v1/sandboxes")
+	expect_eq "over TCP: listed" "$(jq '" ".join(s["id"] for s in v["sandboxes"])')" "$near"
+	code=$(tcp "$U/v1/snapshots")
+	expect_eq "over TCP: snapshots" "$(jq '" ".join(s["id"] for s in v["snapshots"])')" "$snap_in"
+	code=$(tcp "$U/v1/metrics")
+	expect_contains "over TCP: metrics" "$(body 100000)" "id=\"$near\""
+	expect_not_contains "over TCP: metrics of the others" "$(body 100000)" "id=\"$far\""
+	expect_not_contains "over TCP: metrics of the others" "$(body 100000)" "id=\"$bind\""
+	code=$(tcp "$U/v1/events")
+	expect_contains "over TCP: events" "$(body 10000000)" "\"sandbox\":\"$near\""
+	expect_not_contains "over TCP: events of the others" "$(body 10000000)" "\"sandbox\":\"$far\""
+	expect_not_contains "over TCP: events of the others" "$(body 10000000)" "\"sandbox\":\"$bind\""
+	# within the prefix: the TCP client's as before
+	code=$(tcp -X POST -d '{"command": "cat /workspace/f"}' "$U/v1/sandboxes/$near/exec")
+	expect_eq "over TCP: within the prefix" "$(jq 'v["stdout"]')" inside
+	code=$(tcp "$U/v1/sandboxes/$near/files?path=/workspace/f")
+	expect_eq "over TCP: its file" "$(body)" inside
+	# a global follow over TCP: the log so far, then the calls below
+	curl -sS -N --max-time 120 -H "Authorization: Bearer $(< "$T/token")" \
+		"$U/v1/events?follow=1" > "$T/follow" 2>/dev/null &
+	fpid=$!
+	i=0
+	while [ $i -lt 600 ] && ! grep -q "\"sandbox\":\"$near\"" "$T/follow"; do nap 0.05; i=$((i + 1)); done
+	# the unix client's own, as before; then the follow's last word
+	code=$(api POST "/v1/sandboxes/$far/exec" -d '{"command": "cat /workspace/f"}')
+	expect_eq "on the socket" "$(jq 'v["stdout"]')" host-secret
+	code=$(api GET /v1/sandboxes)
+	expect_eq "on the socket: listed" "$(jq 'len(v["sandboxes"])')" 3
+	code=$(api POST "/v1/sandboxes/$near/exec" -d '{"command": "true", "tool_call_id": "last-word"}')
+	i=0
+	while [ $i -lt 1200 ] && ! grep -q last-word "$T/follow"; do nap 0.05; i=$((i + 1)); done
+	kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null || true
+	grep -q last-word "$T/follow" || fail "the TCP follow missed $near's call"
+	! grep -q "\"sandbox\":\"$far\"\|\"sandbox\":\"$bind\"" "$T/follow" ||
+		fail "the TCP follow got a local sandbox's lines: $(grep "\"sandbox\":\"$far\"" "$T/follow" | head -c 300)"
+	code=$(api GET "/v1/snapshots/$snap")
+	expect_code "on the socket: its snapshot" "$code" 200
+	stop_daemon
+}
+
+# The pool's sandboxes are of the operator's --policy, never judged as a
+# client's: one that binds a host path outside every --allow-host-path
+# was handed to a TCP create that named nothing (and so the bind a TCP
+# client's create is refused).  Now it is for unix-socket clients only,
+# and the TCP create is judged as without a pool: 403.
+t_pool_with_a_host_path_not_for_tcp() {
+	local port U i id
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	mkdir -p "$T/home/proj"
+	echo host-secret > "$T/home/proj/f"
+	chmod -R a+rX "$T/home"
+	printf '{"filesystem": {"ro": ["%s:/mnt/p"]}}\n' "$T/home/proj" > "$T/op.json"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --policy "$T/op.json" --pool 1
+	i=0
+	while [ $i -lt 100 ] && ! grep -q '"type":"sandbox.ready"' "$STATE/audit.jsonl"; do
+		nap 0.1; i=$((i + 1))
+	done
+	expect_eq "the pool is full" "$(pool_count)" 1
+	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" -X POST -d '{}' "$U/v1/sandboxes")
+	expect_error "a TCP create, the pool's bind outside the prefixes" "$code" 403 forbidden
+	expect_not_contains "nothing of it" "$(body 4000)" host-secret
+	expect_eq "the pool kept" "$(pool_count)" 1
+	id=$(mksb '{}')
+	expect_contains "the socket's create: a local id" "$id" sb-h
+	code=$(api POST "/v1/sandboxes/$id/exec" -d '{"command": "cat /mnt/p/f"}')
+	expect_eq "the socket's create: the bind" "$(jq 'v["stdout"]')" host-secret
 	stop_daemon
 }
 

@@ -271,12 +271,13 @@ s_apply_again_not_utf8() {
 # ---- host paths are the unix client's only ----------------------------------------
 
 s_tcp_client_refused_host_paths() {
-	local port=$((20000 + $$ % 20000))
+	local port=$((20000 + $$ % 20000)) far
+	mkrepo "$T/pre/ws"
 	mkrepo "$T/ws"
 	printf 'sekrit-token-0123456789abcdef\n' > "$T/token"
 	chmod 600 "$T/token"
-	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
-	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/pre"
+	create "{\"workspace\": \"$T/pre/ws\", \"idle_freeze_ms\": 0}"
 	run "$SB" "$(sh_file a.sh 'echo x > new.txt')"
 	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' \
 		-H 'Authorization: Bearer sekrit-token-0123456789abcdef' \
@@ -292,15 +293,23 @@ s_tcp_client_refused_host_paths() {
 		-d '{"patch": true}' "http://127.0.0.1:$port/v1/sandboxes/$SB/export")
 	expect_eq "patch over TCP" "$code" 200
 	expect_contains "patch" "$(< "$T/body")" "new.txt"
-	# a fork's workspace is the snapshot's host directory: the TCP client's
-	# no more than any other host path (its current files, not a copy)
-	expect_eq "snapshot" "$(api POST "/v1/sandboxes/$SB/snapshot")" 201
+	# a sandbox on a host path outside every prefix (the socket's client
+	# may use it) is not there for a TCP client, nor is its snapshot: a
+	# fork's workspace is that host directory (its current files)
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	far=$SB
+	run "$far" "$(sh_file a.sh 'echo x > new.txt')"
+	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer sekrit-token-0123456789abcdef' \
+		-d '{"patch": true}' "http://127.0.0.1:$port/v1/sandboxes/$far/export")
+	expect_eq "its patch over TCP" "$code" 404
+	expect_eq "snapshot" "$(api POST "/v1/sandboxes/$far/snapshot")" 201
 	snap=$(json id < "$T/body")
 	code=$(curl -sS --max-time 30 -o "$T/body" -w '%{http_code}' \
 		-H 'Authorization: Bearer sekrit-token-0123456789abcdef' \
 		-d "{\"from_snapshot\": \"$snap\"}" "http://127.0.0.1:$port/v1/sandboxes")
-	expect_eq "fork over TCP" "$code" 403
-	expect_contains "why" "$(< "$T/body")" "host paths are off for TCP clients"
+	expect_eq "fork over TCP" "$code" 404
+	expect_contains "why" "$(< "$T/body")" "no snapshot"
 	expect_eq "fork over the socket" "$(api POST /v1/sandboxes -d "{\"from_snapshot\": \"$snap\"}")" 201
 }
 

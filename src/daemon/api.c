@@ -591,7 +591,8 @@ static void one_sandbox(struct daemon *d, struct evhttp_request *req,
 		id[n] = '\0';
 		sb = sandbox_find(d, id);
 	}
-	if (!sb) {
+	/* a local one is not there for a TCP client: the same 404, whatever follows */
+	if (!sb || !sandbox_seen(d, req, sb)) {
 		reply_error(req, 404, "not_found", "no sandbox \"%.*s\"",
 			    (int)(n < 64 ? n : 64), rest);
 		return;

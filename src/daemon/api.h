@@ -98,6 +98,14 @@ bool path_under(const char *path, const char *dir);
  */
 bool api_access_check(struct daemon *d, struct evhttp_request *req, bool tcp,
 		      struct corral_policy *p, struct api_fault *f);
+/* A resolved host path a TCP client may have: under an --allow-host-path. */
+bool api_access_remote_path(const struct daemon *d, const char *real);
+/*
+ * Whether p (as api_access_check left it: host paths resolved) holds what
+ * no TCP client could have had: a host path outside every prefix, a
+ * daemon's variable beyond --allow-env, a file the daemon read for it.
+ */
+bool api_access_local(const struct daemon *d, const struct corral_policy *p);
 
 /* ---- api.c: request bodies and queries ---------------------------------- */
 
@@ -154,6 +162,16 @@ int api_route_find(const struct api_route *table, const char *path, int method,
 /* ---- registry.c: the sandboxes and the pool ----------------------------- */
 
 struct sandbox *sandbox_find(struct daemon *d, const char *id);
+/*
+ * A local sandbox's id (struct sandbox's local) begins so, and no other
+ * does ("sb-" and hex otherwise): the audit log's lines and a snapshot's
+ * record say whose they are after the sandbox is gone, and across restarts.
+ */
+#define SANDBOX_LOCAL_PREFIX	"sb-h"
+bool sandbox_id_local(const char *id);
+/* Whether req's client may see sb, or the sandbox of id: TCP, no local one. */
+bool sandbox_seen(struct daemon *d, struct evhttp_request *req, const struct sandbox *sb);
+bool sandbox_id_seen(struct daemon *d, struct evhttp_request *req, const char *id);
 /* A sandbox being built with p (taken, also on failure). */
 struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
 			    struct corral_err *err);
@@ -181,7 +199,8 @@ const struct corral_bound_name *bound_name(struct daemon *d, const struct corral
 bool call_timeout_within(struct daemon *d, const struct corral_policy *bound,
 			 const struct corral_call_opts *co, struct api_fault *f);
 bool fd_room(struct daemon *d);
-struct sandbox *pool_take(struct daemon *d);
+/* A ready pooled sandbox, none a local one for a TCP client (tcp). */
+struct sandbox *pool_take(struct daemon *d, bool tcp);
 void sandbox_arm_ttl(struct sandbox *sb);	/* from now; again: restarted */
 void pool_hold(struct daemon *d);	/* a create came: the pool waits */
 
@@ -326,9 +345,9 @@ void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *i
 void snapshots_sweep(struct daemon *d);
 /* For a create from_snapshot: p's workspace set to the snapshot's, to be
  * judged as a client's own (api_access_check); -1 with f set when there
- * is no such snapshot. */
-int snapshot_workspace(struct daemon *d, const char *id, struct corral_policy *p,
-		       struct api_fault *f);
+ * is no such snapshot (none a TCP client req may not see: a local one's). */
+int snapshot_workspace(struct daemon *d, struct evhttp_request *req, const char *id,
+		       struct corral_policy *p, struct api_fault *f);
 /* Then p's layer set to the snapshot's tree; *tree (malloc'd) and *fd (or
  * -1) are the caller's until the sandbox is built. */
 int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,

@@ -354,3 +354,47 @@ bool api_access_check(struct daemon *d, struct evhttp_request *req,
 	p->host_uid_max = d->access.uid_max;
 	return true;
 }
+
+bool api_access_remote_path(const struct daemon *d, const char *real)
+{
+	for (size_t i = 0; i < d->access.nallow_paths; i++)
+		if (path_under(real, d->access.allow_paths[i]))
+			return true;
+	return false;
+}
+
+static bool env_remote(const struct daemon *d, const char *name)
+{
+	for (size_t i = 0; i < d->access.nallow_env; i++)
+		if (!strcmp(d->access.allow_env[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * What host_path_ok and env_ok would have refused a TCP client, judged on
+ * what was built: once a sandbox exists any client drives it (its files,
+ * exec, diff, export), so one made on the socket with more of the host
+ * than a TCP client may have is kept from TCP clients (api.c: 404) rather
+ * than handing them that.  The resolved prefixes only, as host_path_ok's
+ * last word: a path judged is resolved already.  A pooled sandbox's binds
+ * (the operator's --policy, never a client's, and not opened here) are
+ * judged by the names the operator wrote.
+ */
+bool api_access_local(const struct daemon *d, const struct corral_policy *p)
+{
+	const char *kind, *name;
+
+	if (p->workspace && !api_access_remote_path(d, p->workspace))
+		return true;
+	for (size_t i = 0; i < p->nbinds; i++)
+		if (!api_access_remote_path(d, p->binds[i].src))
+			return true;
+	for (size_t i = 0; i < p->nenv_pass; i++)
+		if (!env_remote(d, p->env_pass[i]))
+			return true;
+	for (size_t i = 0; corral_policy_host_read(p, i, &kind, &name) == 0; i++)
+		if (strcmp(kind, "env") || !env_remote(d, name))
+			return true;
+	return false;
+}

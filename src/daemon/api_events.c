@@ -47,11 +47,11 @@ void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t le
 	struct daemon *d = arg;
 	struct follower **pp = &d->followers, *f;
 
-	(void)sandbox;
 	while ((f = *pp)) {
 		struct evbuffer *buf;
 
-		if (!line_matches(line, len, f->sandbox)) {
+		if (!line_matches(line, len, f->sandbox) ||
+		    (f->tcp && sandbox_id_local(sandbox))) {
 			pp = &f->next;
 			continue;
 		}
@@ -124,6 +124,11 @@ struct events_reader {
 	off_t line_at;			/* the current line's first byte (a filter) */
 	off_t range_to;			/* -1, or [pos, range_to) goes out whole */
 	bool follow, started, matched;
+	/*
+	 * A TCP client's reader of every line: key is a local sandbox's
+	 * (SANDBOX_LOCAL_PREFIX), and a line goes out when it is not there.
+	 */
+	bool tcp, hide;
 	char want[64];			/* "": every line */
 	char key[EVENTS_KEY_MAX];
 	size_t keylen;
@@ -196,6 +201,7 @@ static void reader_end(struct events_reader *r)
 	}
 	fl->req = req;
 	fl->d = d;
+	fl->tcp = r->tcp;
 	snprintf(fl->sandbox, sizeof(fl->sandbox), "%s", r->want);
 	fl->next = d->followers;
 	d->followers = fl;
@@ -265,6 +271,7 @@ static void reader_lines(struct events_reader *r, const char *buf, size_t n,
 			 struct evbuffer *out)
 {
 	size_t i = 0;
+	bool send;
 
 	while (i < n) {
 		const char *nl = memchr(buf + i, '\n', n - i);
@@ -277,10 +284,11 @@ static void reader_lines(struct events_reader *r, const char *buf, size_t n,
 			break;
 		}
 		i += seg;
-		if (r->matched && r->line_at >= r->pos) {
+		send = r->matched != r->hide;
+		if (send && r->line_at >= r->pos) {
 			evbuffer_add(out, buf + (r->line_at - r->pos),
 				     (size_t)(r->pos + (off_t)i - r->line_at));
-		} else if (r->matched) {
+		} else if (send) {
 			/* begun in an earlier read: from the file again, whole */
 			r->range_to = r->pos + (off_t)i;
 			r->pos = r->line_at;
@@ -306,7 +314,7 @@ static void reader_run(struct events_reader *r)
 	struct evbuffer *out = evbuffer_new();
 	ssize_t n = out ? reader_read(r, buf) : -ENOMEM;
 
-	if (n > 0 && (r->range_to >= 0 || !r->want[0])) {
+	if (n > 0 && (r->range_to >= 0 || (!r->want[0] && !r->hide))) {
 		evbuffer_add(out, buf, (size_t)n);
 		r->pos += n;
 		if (r->pos == r->range_to)
@@ -314,7 +322,10 @@ static void reader_run(struct events_reader *r)
 	} else if (n > 0) {
 		reader_lines(r, buf, (size_t)n, out);
 	} else if (n == 0 && r->want[0] && r->matched && r->line_at < r->pos) {
-		/* a last line with no '\n' (a write cut short): as it is */
+		/*
+		 * a last line with no '\n' (a write cut short): as it is; not
+		 * to a hiding reader, which cannot tell whose it is
+		 */
 		r->range_to = r->pos;
 		r->pos = r->line_at;
 		r->line_at = r->range_to;
@@ -357,7 +368,7 @@ static void reader_step(evutil_socket_t fd, short what, void *arg)
 }
 
 static struct events_reader *reader_new(struct daemon *d, struct evhttp_request *req,
-				 const char *want, bool follow)
+				 const char *want, bool follow, bool tcp)
 {
 	struct events_reader *r = calloc(1, sizeof(*r));
 	char path[4096];
@@ -370,8 +381,15 @@ static struct events_reader *reader_new(struct daemon *d, struct evhttp_request 
 	r->follow = follow;
 	r->end = -1;
 	r->range_to = -1;
+	r->tcp = tcp;
+	r->hide = tcp && !want[0];
 	snprintf(r->want, sizeof(r->want), "%s", want);
-	r->keylen = (size_t)snprintf(r->key, sizeof(r->key), "\"sandbox\":\"%s\"", want);
+	if (r->hide)
+		r->keylen = (size_t)snprintf(r->key, sizeof(r->key), "\"sandbox\":\"%s",
+					     SANDBOX_LOCAL_PREFIX);
+	else
+		r->keylen = (size_t)snprintf(r->key, sizeof(r->key), "\"sandbox\":\"%s\"",
+					     want);
 	r->ev_step = evtimer_new(d->base, reader_step, r);
 	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
 	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -406,7 +424,13 @@ void events_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 		reply_fault(req, &fault);
 		return;
 	}
-	r = reader_new(d, req, want, following);
+	/* a local sandbox is not there for a TCP client, live or in the log */
+	if (want[0] && !sandbox_id_seen(d, req, want)) {
+		reply_error(req, 404, "not_found", "no sandbox \"%s\", live or in "
+			    "the audit log", want);
+		return;
+	}
+	r = reader_new(d, req, want, following, api_over_tcp(d, req));
 	if (!r) {
 		reply_error(req, 500, "internal", "cannot read the audit log %s/audit.jsonl: %s",
 			    d->state_dir, strerror(errno));

@@ -44,7 +44,8 @@ void metrics_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 			struct corral_meters m;
 			double v[5];
 
-			if (sb->pooled || !sb->ready)
+			/* a local one's id, meters too, not for a TCP client */
+			if (sb->pooled || !sb->ready || !sandbox_seen(d, req, sb))
 				continue;
 			corral_box_meters(sb->box, &m);
 			v[0] = m.cpu_seconds;

@@ -208,7 +208,7 @@ static bool create_room(struct daemon *d, struct api_fault *f)
 				 "-n) or destroy sandboxes",
 				 (unsigned long long)rl.rlim_cur, d->nsandboxes);
 	}
-	if (d->nsandboxes - (pool_take(d) ? 1 : 0) >= d->max_sandboxes)
+	if (d->nsandboxes - (pool_take(d, false) ? 1 : 0) >= d->max_sandboxes)
 		return api_fault(f, 503, "busy", "%zu sandboxes are alive, the limit "
 				 "(--max-sandboxes)", d->max_sandboxes);
 	return true;
@@ -426,7 +426,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	int r;
 
 	if (!a->policy && !a->workspace && !a->image && !a->from_snapshot && !a->user &&
-	    (sb = pool_take(d)))
+	    (sb = pool_take(d, api_over_tcp(d, req))))
 		return sb;	/* built ahead with exactly this (the operator's) policy */
 	p = daemon_policy(d, a->policy, &err);
 	if (!p) {
@@ -472,7 +472,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	 * and the snapshot's workspace, a host directory as any other (another
 	 * client's, its current files in the fork's lower layer).
 	 */
-	if ((a->from_snapshot && snapshot_workspace(d, a->from_snapshot, p, &f) < 0) ||
+	if ((a->from_snapshot && snapshot_workspace(d, req, a->from_snapshot, p, &f) < 0) ||
 	    !api_access_check(d, req, api_over_tcp(d, req), p, &f) ||
 	    (a->ws_inode && !workspace_is(p, a, &f))) {
 		reply_fault(req, &f);
@@ -586,7 +586,8 @@ void sandboxes_list(struct daemon *d, struct evhttp_request *req, const char *re
 		return;
 	}
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		if (!sb->pooled && sb->ready && labels_match(q, sb->labels, &f))
+		if (!sb->pooled && sb->ready && sandbox_seen(d, req, sb) &&
+		    labels_match(q, sb->labels, &f))
 			json_array_append_new(a, sandbox_json(sb));
 	reply_json(req, 200, json_pack("{s:o}", "sandboxes", a));
 }

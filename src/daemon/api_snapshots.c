@@ -85,8 +85,28 @@ static json_t *snap_meta(struct daemon *d, const char *id)
 	return m;
 }
 
-/* Every finished snapshot's meta (a JSON array), and their bytes. */
-static json_t *snap_all(struct daemon *d, uint64_t *bytes)
+/*
+ * Whether req's client may see the snapshot of meta m: not a TCP client
+ * when it is a local sandbox's (its tree may hold what that sandbox had
+ * of the host: a bind's files copied into its workspace), nor when its
+ * workspace is outside every --allow-host-path (a from_snapshot of it is
+ * refused them anyway).  Judged by what the record says: across restarts.
+ */
+static bool snap_seen(struct daemon *d, struct evhttp_request *req, json_t *m)
+{
+	const char *sb = json_string_value(json_object_get(m, "sandbox"));
+
+	return !api_over_tcp(d, req) ||
+	       (sb && !sandbox_id_local(sb) &&
+		api_access_remote_path(d, json_string_value(json_object_get(m, "workspace"))));
+}
+
+/*
+ * Every finished snapshot's meta (a JSON array), and their bytes; with
+ * req, only those its client may see (the bytes still all of them: the
+ * budget is one).
+ */
+static json_t *snap_all(struct daemon *d, struct evhttp_request *req, uint64_t *bytes)
 {
 	json_t *a = json_array();
 	char path[4096];
@@ -103,7 +123,10 @@ static json_t *snap_all(struct daemon *d, uint64_t *bytes)
 		if (!m)
 			continue;
 		*bytes += (uint64_t)json_integer_value(json_object_get(m, "bytes"));
-		json_array_append_new(a, m);
+		if (req && !snap_seen(d, req, m))
+			json_decref(m);
+		else
+			json_array_append_new(a, m);
 	}
 	closedir(dir);
 	return a;
@@ -124,7 +147,7 @@ static void snap_recount(struct daemon *d)
 	uint64_t used;
 
 	if (d->snap_tally) {
-		json_decref(snap_all(d, &used));
+		json_decref(snap_all(d, NULL, &used));
 		corral_snapshot_tally_keep(d->snap_tally, used);
 	}
 }
@@ -348,7 +371,7 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 	unsigned char rnd[6];
 	char dir[4096], tree[4096];
 	uint64_t used;
-	json_t *all = snap_all(sb->d, &used);
+	json_t *all = snap_all(sb->d, NULL, &used);
 	const char *ws = corral_box_workspace(sb->box);
 	time_t now = time(NULL);
 	struct tm tm;
@@ -425,7 +448,7 @@ void snapshot_post(struct sandbox *sb, struct evhttp_request *req, const char *r
 void snapshots_list(struct daemon *d, struct evhttp_request *req, const char *rest)
 {
 	uint64_t used;
-	json_t *all = snap_all(d, &used);
+	json_t *all = snap_all(d, req, &used);
 
 	(void)rest;
 	reply_json(req, 200, json_pack("{s:o, s:I, s:I}", "snapshots", all,
@@ -433,9 +456,22 @@ void snapshots_list(struct daemon *d, struct evhttp_request *req, const char *re
 				       "budget_bytes", (json_int_t)snap_budget(d)));
 }
 
-void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id)
+/* The meta of snapshot id if req's client may see it, else NULL. */
+static json_t *snap_meta_seen(struct daemon *d, struct evhttp_request *req,
+			      const char *id)
 {
 	json_t *m = snap_meta(d, id);
+
+	if (m && !snap_seen(d, req, m)) {
+		json_decref(m);
+		return NULL;
+	}
+	return m;
+}
+
+void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id)
+{
+	json_t *m = snap_meta_seen(d, req, id);
 
 	if (!m)
 		reply_error(req, 404, "not_found", "no snapshot \"%.64s\"", id);
@@ -445,7 +481,7 @@ void snapshot_get(struct daemon *d, struct evhttp_request *req, const char *id)
 
 void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *id)
 {
-	json_t *m = snap_meta(d, id);
+	json_t *m = snap_meta_seen(d, req, id);
 
 	if (!m) {
 		reply_error(req, 404, "not_found", "no snapshot \"%.64s\"", id);
@@ -458,10 +494,10 @@ void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *i
 	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
 }
 
-int snapshot_workspace(struct daemon *d, const char *id, struct corral_policy *p,
-		       struct api_fault *f)
+int snapshot_workspace(struct daemon *d, struct evhttp_request *req, const char *id,
+		       struct corral_policy *p, struct api_fault *f)
 {
-	json_t *m = snap_meta(d, id);
+	json_t *m = snap_meta_seen(d, req, id);
 	struct corral_err err = { 0 };
 
 	if (!m) {

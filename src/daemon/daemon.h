@@ -165,12 +165,20 @@ struct sandbox {
 	struct lease *lease;		/* bound to (api_leases.c), or NULL */
 	/* the TCP peer that created it (api_peer_key); "": the unix socket's */
 	char peer[DAEMON_PEER_KEY_MAX];
+	/*
+	 * Holds what of the host a TCP client could not have had (a host
+	 * path outside every --allow-host-path, the daemon's environment or
+	 * files: api_access_local): not there for TCP clients, and its id
+	 * says so (SANDBOX_LOCAL_PREFIX) in the audit log and in snapshots.
+	 */
+	bool local;
 };
 
 struct follower {
 	struct follower *next;
 	struct evhttp_request *req;
 	char sandbox[64];		/* "" : every sandbox */
+	bool tcp;			/* a TCP client's: no local sandbox's lines */
 	struct daemon *d;
 };
 

@@ -25,6 +25,21 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id)
 	return NULL;
 }
 
+bool sandbox_id_local(const char *id)
+{
+	return !strncmp(id, SANDBOX_LOCAL_PREFIX, strlen(SANDBOX_LOCAL_PREFIX));
+}
+
+bool sandbox_seen(struct daemon *d, struct evhttp_request *req, const struct sandbox *sb)
+{
+	return !sb->local || !api_over_tcp(d, req);
+}
+
+bool sandbox_id_seen(struct daemon *d, struct evhttp_request *req, const char *id)
+{
+	return !sandbox_id_local(id) || !api_over_tcp(d, req);
+}
+
 static void creator_unwatch(struct sandbox *sb)
 {
 	if (sb->ev_creator)
@@ -173,7 +188,7 @@ static void on_dead(void *arg, struct corral_box *b)
 	/* kept, in state "dead", until deleted: its record says what happened */
 }
 
-static void new_id(char *buf, size_t len)
+static void new_id(char *buf, size_t len, bool local)
 {
 	unsigned char r[6] = { 0 };
 
@@ -182,8 +197,8 @@ static void new_id(char *buf, size_t len)
 
 		memcpy(r, &t, sizeof(r));
 	}
-	snprintf(buf, len, "sb-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-		 r[4], r[5]);
+	snprintf(buf, len, "%s%02x%02x%02x%02x%02x%02x", local ? SANDBOX_LOCAL_PREFIX :
+		 "sb-", r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
 struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
@@ -202,7 +217,9 @@ struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
 		return NULL;
 	}
 	sb->d = d;
-	new_id(sb->id, sizeof(sb->id));
+	/* judged once, on what will be built (a pool's too: the operator's binds) */
+	sb->local = api_access_local(d, p);
+	new_id(sb->id, sizeof(sb->id), sb->local);
 	strftime(sb->created, sizeof(sb->created), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	sb->labels = json_object();
 	sb->idle_freeze_ms = IDLE_FREEZE_DEFAULT_MS;
@@ -387,10 +404,10 @@ static void pool_step(evutil_socket_t fd, short what, void *arg)
 	pool_fill(d);
 }
 
-struct sandbox *pool_take(struct daemon *d)
+struct sandbox *pool_take(struct daemon *d, bool tcp)
 {
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		if (sb->pooled && sb->ready)
+		if (sb->pooled && sb->ready && !(tcp && sb->local))
 			return sb;
 	return NULL;
 }

@@ -223,28 +223,46 @@ out:
 		;
 }
 
-/* The search, run in a child in namespaces of its own; r -ENOSYS: none here. */
-static struct search search(const struct layout *l)
+/*
+ * fn(out, arg) in a child in namespaces of its own (own_netns; none: out
+ * as it was), and out as the child left it, size bytes.  -EIO: lost.
+ */
+static int in_own_netns(void (*fn)(void *out, const void *arg), const void *arg,
+			void *out, size_t size)
 {
-	struct search o = { .r = -ENOSYS };
-	int p[2], status;
+	int p[2], status, r = 0;
 	pid_t pid;
 
 	if (pipe(p) < 0)
-		return o;
+		return -EIO;
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
 		if (own_netns())
-			search_in_netns(&o, l);
-		_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
+			fn(out, arg);
+		_exit(write(p[1], out, size) == (ssize_t)size ? 0 : 1);
 	}
 	close(p[1]);
-	if (pid < 0 || read(p[0], &o, sizeof(o)) != sizeof(o))
-		o.r = -EIO;
+	if (pid < 0 || read(p[0], out, size) != (ssize_t)size)
+		r = -EIO;
 	close(p[0]);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
+	return r;
+}
+
+static void search_fn(void *out, const void *arg)
+{
+	search_in_netns(out, arg);
+}
+
+/* The search, run in a child in namespaces of its own; r -ENOSYS: none here. */
+static struct search search(const struct layout *l)
+{
+	struct search o = { .r = -ENOSYS };
+
+	if (in_own_netns(search_fn, l, &o, sizeof(o)) < 0)
+		o.r = -EIO;
 	return o;
 }
 
@@ -495,27 +513,17 @@ out:
 		;
 }
 
+static void decoy_fn(void *out, const void *arg)
+{
+	decoy_in_netns(out, *(const enum decoy_kind *)arg);
+}
+
 static struct decoyed decoy_search(enum decoy_kind k)
 {
 	struct decoyed o = { .r = -ENOSYS };
-	int p[2], status;
-	pid_t pid;
 
-	if (pipe(p) < 0)
-		return o;
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		if (own_netns())
-			decoy_in_netns(&o, k);
-		_exit(write(p[1], &o, sizeof(o)) == sizeof(o) ? 0 : 1);
-	}
-	close(p[1]);
-	if (pid < 0 || read(p[0], &o, sizeof(o)) != sizeof(o))
+	if (in_own_netns(decoy_fn, &k, &o, sizeof(o)) < 0)
 		o.r = -EIO;
-	close(p[0]);
-	if (pid > 0)
-		waitpid(pid, &status, 0);
 	return o;
 }
 

@@ -86,7 +86,9 @@ static bool watched(const struct corral_call *c)
  * tick, so a sandbox's calls, as many as its pids limit, each cost the
  * loop a read and four epoll_ctl a tick (100 writers of a byte every ms:
  * 11% of the daemon's CPU).  A tick resumes SHARE of them, those that
- * paused first; the others wait for the next ticks, in turn.
+ * paused first; the others wait for the next ticks, in turn.  A call
+ * resumed is paced again at its next short read, though its turn came
+ * past the window of two short reads.
  */
 TEST(tick_resumes_a_share_in_turn)
 {
@@ -108,6 +110,11 @@ TEST(tick_resumes_a_share_in_turn)
 				continue;
 			resumed++;
 			CHECK(watched(t.c[i]));
+			/*
+			 * its next short read paces it again, however long it
+			 * waited for its turn: it was read twice a turn
+			 */
+			CHECK(outpace_due(t.c[i], 1));
 			/* in the order they paused */
 			CHECK(i == next);
 			next = i + 1;

@@ -121,6 +121,7 @@ static bool pace_arm(struct corral_box *b)
 static void on_pace(evutil_socket_t fd, short what, void *arg)
 {
 	struct corral_box *b = arg;
+	uint64_t now = corral_now_ms();
 
 	(void)fd;
 	(void)what;
@@ -128,6 +129,12 @@ static void on_pace(evutil_socket_t fd, short what, void *arg)
 		struct corral_call *c = b->pace_head;
 
 		pace_unlink(c);
+		/*
+		 * Its first read is short as a rule: paced again, though it
+		 * waited past PACE_WINDOW_MS for its turn (it is no quiet
+		 * spell's end), else read twice a turn.
+		 */
+		c->t_short = now;
 		streams_watch(c);
 	}
 	/* no timer: the rest read as before, unpaced, rather than never again */

@@ -6860,6 +6860,71 @@ t_tcp_peer_bodies_bounded() {
 	stop_daemon
 }
 
+# The TCP peers together hold at most three quarters of --answer-memory
+# (bodies arriving, answers unread): two peers, each within its half,
+# announcing bodies and sending all but their last byte, held all of it,
+# and a unix-socket client's 4 MiB upload was not read for as long as they
+# liked (a TCP client's bodies judged against the total only).  Here the
+# second peer's bodies wait instead, and are read once the first's end.
+TCP_QUARTER_PY='
+import socket, sys, threading, time
+port, tok, sb, sock = int(sys.argv[1]), open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4]
+mib = 1 << 20
+def answer(s):
+    d = b""
+    try:
+        while b"\r\n\r\n" not in d:
+            c = s.recv(4096)
+            if not c:
+                return "closed"
+            d += c
+    except socket.timeout:
+        return "none"
+    return d.split(b" ")[1].decode()
+def put(src, name, n, send):
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    s.settimeout(10)
+    s.sendall(("PUT /v1/sandboxes/%s/files?path=/tmp/%s HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n"
+               % (sb, name, tok, n)).encode() + b"x" * send)
+    return s
+a = [put("127.0.0.1", "a1", 6 * mib, 6 * mib - 1), put("127.0.0.1", "a2", 2 * mib, 2 * mib - 1)]
+time.sleep(0.5)
+b = [put("127.0.0.2", "b1", 6 * mib, 0), put("127.0.0.2", "b2", 2 * mib, 0)]
+time.sleep(0.5)
+u = socket.socket(socket.AF_UNIX)
+u.connect(sock)
+u.settimeout(5)
+try:
+    u.sendall(("PUT /v1/sandboxes/%s/files?path=/tmp/u HTTP/1.1\r\nHost: x\r\n"
+               "Content-Length: %d\r\n\r\n" % (sb, 4 * mib)).encode() + b"u" * (4 * mib))
+    print("the unix socket upload:", answer(u))
+except socket.timeout:
+    print("the unix socket upload: not read")
+for s in a:
+    s.sendall(b"x")
+print("the first peer:", " ".join(answer(s) for s in a))
+senders = [threading.Thread(target=s.sendall, args=(b"x" * n,)) for s, n in zip(b, (6 * mib, 2 * mib))]
+for t in senders:
+    t.start()
+print("the second peer, after:", " ".join(answer(s) for s in b))
+for t in senders:
+    t.join(10)
+'
+
+t_tcp_peers_leave_the_socket_room() {
+	local id out port
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --answer-memory 16M
+	id=$(mksb) || return 1
+	out=$($PY -c "$TCP_QUARTER_PY" "$port" "$T/token" "$id" "$SOCK" 2>&1)
+	expect_eq "bodies" "$out" "$(printf 'the unix socket upload: 201\nthe first peer: 201 201\nthe second peer, after: 201 201')"
+	stop_daemon
+}
+
 t_tcp_peer_answers_share() {
 	local id out port code
 	port=$(free_port)

@@ -80,8 +80,8 @@ struct corral_call {
 	bool started, exited, done, timed_out, halted, announced;
 	bool in_exec;		/* sent within corral_box_exec: announce later */
 	bool held;		/* output not read until the caller says so */
-	bool paced;		/* output not read until ev_pace (outpace.c) */
-	struct event *ev_pace;
+	bool paced;		/* output not read until its turn (outpace.c) */
+	struct corral_call *pace_next, **pace_prev;	/* in its box's queue */
 	uint64_t t_short;	/* its last short read, corral_now_ms() */
 	bool default_timeout;	/* its timeout is limits.call_timeout's */
 	char timeout_why[256];	/* corral_call_time_out's reason, or "" */
@@ -164,6 +164,9 @@ struct corral_box {
 	uint64_t bit_seen;	/* the box's own counts of limits that bit, last read */
 	bool bit_pending;	/* they moved since every lingering group was read */
 	uint64_t all_read_ms[2];	/* when every lingering group was read, the last two times */
+	/* outpace.c: its paced calls, in the order they paused, and their tick */
+	struct corral_call *pace_head, **pace_tail;
+	struct event *ev_pace;
 	struct cg *spare;	/* the next call's group, made ahead */
 	uint32_t spare_id;
 	uint64_t spare_oom0, spare_pids0;	/* its counts, as a call's cg_oom0 */
@@ -340,6 +343,7 @@ bool box_others_alive(pid_t init, pid_t sid);
 bool outpace_due(struct corral_call *c, size_t n);
 void outpace_pause(struct corral_call *c);
 void outpace_end(struct corral_call *c);
+void outpace_drop(struct corral_call *c);
 void outpace_watch(struct corral_call *c);
 
 static inline void close_fd(int *fd)

@@ -215,7 +215,7 @@ static void call_stop_io(struct corral_call *c)
 	drop_event(&c->ev_stdin);
 	drop_event(&c->out.ev);
 	drop_event(&c->err.ev);
-	drop_event(&c->ev_pace);
+	outpace_drop(c);
 	drop_event(&c->ev_pty_room);
 	/* the terminal closes with the call: what it left gets a hang-up */
 	close_fd(&c->pty);

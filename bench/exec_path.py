@@ -27,6 +27,10 @@ Alongside: the CPU time (schedstat, all threads) and page faults the
 daemon and the sandbox's processes (init and its reaped children) spent a
 call.  On a host loaded by other work compare p10s and counts, not p50s.
 
+BENCH_NOLIBC=1 runs a program without libc instead of `true`
+(bench/floor_exit.c, in a workspace of its own, as serve.py's no-libc
+rows do): its start traps no CPUID, so what is left is corral's own.
+
   exec_path.py [CORRAL]     (default build/corral)
 """
 import os
@@ -45,6 +49,7 @@ import serve  # noqa: E402  (its Daemon and Api)
 CORRAL = sys.argv[1] if len(sys.argv) > 1 else "build/corral"
 EXECS = int(os.environ.get("BENCH_EXECS", "100"))
 PACE = int(os.environ.get("BENCH_PACE_MS", "50")) / 1000
+NOLIBC = os.environ.get("BENCH_NOLIBC", "") not in ("", "0")
 EVENTS = ["syscalls:sys_exit_readv", "syscalls:sys_exit_sendmsg",
           "syscalls:sys_exit_recvmsg", "syscalls:sys_enter_execve",
           "syscalls:sys_enter_exit_group", "syscalls:sys_exit_sendto",
@@ -133,9 +138,17 @@ def main():
         serve.CORRAL = CORRAL
         d = serve.Daemon(tmp, "path", pool=0)
         api = d.api()
-        sid, _ = api.create(idle_freeze_ms=0)
+        body, what, fields = None, "`true`", {}
+        if NOLIBC:
+            ws = os.path.join(tmp, "ws")
+            os.mkdir(ws, 0o755)
+            why = serve.build_c(serve.FLOOR_EXIT_SRC, os.path.join(ws, "exit0"), serve.NOLIBC_FLAGS)
+            if why:
+                sys.exit(f"exec_path.py: BENCH_NOLIBC: {why}")
+            body, what, fields = {"argv": ["/workspace/exit0"]}, "a program without libc", {"workspace": ws}
+        sid, _ = api.create(idle_freeze_ms=0, **fields)
         for _ in range(10):
-            api.exec_true(sid)
+            api.exec_true(sid, body)
         ipid = init_of(d.pid)
         data = os.path.join(tmp, "perf.data")
         perf = subprocess.Popen(["perf", "record", "-q", "-a", "-o", data] +
@@ -148,7 +161,7 @@ def main():
         d0, i0 = usage(d.pid), usage(ipid)
         for _ in range(EXECS):
             time.sleep(PACE)
-            api.exec_true(sid)
+            api.exec_true(sid, body)
         d1, i1 = usage(d.pid), usage(ipid)
         perf.send_signal(signal.SIGINT)
         perf.wait(60)
@@ -167,7 +180,7 @@ def main():
     calls = cut(text, d.pid, ipid)
     if not calls:
         sys.exit("exec_path.py: no call found in perf's record")
-    print(f"a warm exec of `true`, {len(calls)} of {EXECS} calls {PACE * 1000:.0f} ms apart"
+    print(f"a warm exec of {what}, {len(calls)} of {EXECS} calls {PACE * 1000:.0f} ms apart"
           f" ({CORRAL}, {os.cpu_count()} cpus)")
     print(f"  {'':44s} {'p10 us':>8s} {'p50 us':>8s}")
     for name, a, b in STRETCHES:

@@ -30,6 +30,9 @@ call.  On a host loaded by other work compare p10s and counts, not p50s.
 BENCH_NOLIBC=1 runs a program without libc instead of `true`
 (bench/floor_exit.c, in a workspace of its own, as serve.py's no-libc
 rows do): its start traps no CPUID, so what is left is corral's own.
+BENCH_FAULTS=1 also traces user page faults (every process's: it costs
+each fault a record) and counts the call's process's between the call's
+arrival and its execve, where each is 10-40 us of the caller's wait.
 
   exec_path.py [CORRAL]     (default build/corral)
 """
@@ -50,6 +53,8 @@ CORRAL = sys.argv[1] if len(sys.argv) > 1 else "build/corral"
 EXECS = int(os.environ.get("BENCH_EXECS", "100"))
 PACE = int(os.environ.get("BENCH_PACE_MS", "50")) / 1000
 NOLIBC = os.environ.get("BENCH_NOLIBC", "") not in ("", "0")
+FAULTS = os.environ.get("BENCH_FAULTS", "") not in ("", "0")
+FAULT = "exceptions:page_fault_user"
 EVENTS = ["syscalls:sys_exit_readv", "syscalls:sys_exit_sendmsg",
           "syscalls:sys_exit_recvmsg", "syscalls:sys_enter_execve",
           "syscalls:sys_enter_exit_group", "syscalls:sys_exit_sendto",
@@ -93,10 +98,15 @@ def cut(text, dpid, ipid):
     """Each call's marks, from perf script's lines, in order."""
     calls, cur = [], None
     for line in text.splitlines():
-        m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+(?:syscalls|sched):(\w+):(.*)", line)
+        m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+(?:syscalls|sched|exceptions):(\w+):(.*)", line)
         if not m:
             continue
         pid, t, ev = int(m.group(1)), float(m.group(2)) * 1e6, m.group(3)
+        if ev == "page_fault_user":
+            # the call's process, between its call and its execve
+            if cur and pid == cur.get("pid") and "exec" not in cur:
+                cur["faults"] = cur.get("faults", 0) + 1
+            continue
         if ev == "sched_switch":
             # the first switch to the caller after an answer: it reads it
             if calls and "read" not in calls[-1] and t >= calls[-1]["ans"]:
@@ -152,7 +162,7 @@ def main():
         ipid = init_of(d.pid)
         data = os.path.join(tmp, "perf.data")
         perf = subprocess.Popen(["perf", "record", "-q", "-a", "-o", data] +
-                                sum((["-e", e] for e in EVENTS), []) +
+                                sum((["-e", e] for e in EVENTS + ([FAULT] if FAULTS else [])), []) +
                                 ["-e", SWITCH, "--filter", f"next_pid == {os.getpid()}"] +
                                 sum((["-e", e, "--filter", f"common_pid == {d.pid}"]
                                      for e in COUNTED), []),
@@ -191,6 +201,10 @@ def main():
     if v:
         print(f"  {name:44s} {v[len(v) // 10]:8.0f} {statistics.median(v):8.0f}"
               f"   ({len(v)} calls)")
+    if FAULTS:
+        f = sorted(c.get("faults", 0) for c in calls)
+        print(f"  the call's process: page faults from its call to its execve: p50 {statistics.median(f):.0f},"
+              f" max {f[-1]}")
     counts = {e.split("_")[-1]: len(re.findall(rf"\s{d.pid}\s.*{e}:", text)) / EXECS
               for e in COUNTED}
     print("  a call: the daemon's " + ", ".join(f"{k} {v:.1f}" for k, v in counts.items()) +

@@ -1153,7 +1153,6 @@ struct call_pid {
 	pid_t pid;
 };
 
-/* argv, env and cwd out of an exec_msg; NULL if it does not add up. */
 /*
  * A call's argv and envp, side by side, for a call of at most CALL_VEC_MAX
  * strings and their two NULLs: one page of our own, which call_warm

@@ -27,6 +27,13 @@ Alongside: the CPU time (schedstat, all threads) and page faults the
 daemon and the sandbox's processes (init and its reaped children) spent a
 call.  On a host loaded by other work compare p10s and counts, not p50s.
 
+BENCH_NOLIBC=1 runs a program without libc instead of `true`
+(bench/floor_exit.c, in a workspace of its own, as serve.py's no-libc
+rows do): its start traps no CPUID, so what is left is corral's own.
+BENCH_FAULTS=1 also traces user page faults (every process's: it costs
+each fault a record) and counts the call's process's between the call's
+arrival and its execve, where each is 10-40 us of the caller's wait.
+
   exec_path.py [CORRAL]     (default build/corral)
 """
 import os
@@ -45,6 +52,9 @@ import serve  # noqa: E402  (its Daemon and Api)
 CORRAL = sys.argv[1] if len(sys.argv) > 1 else "build/corral"
 EXECS = int(os.environ.get("BENCH_EXECS", "100"))
 PACE = int(os.environ.get("BENCH_PACE_MS", "50")) / 1000
+NOLIBC = os.environ.get("BENCH_NOLIBC", "") not in ("", "0")
+FAULTS = os.environ.get("BENCH_FAULTS", "") not in ("", "0")
+FAULT = "exceptions:page_fault_user"
 EVENTS = ["syscalls:sys_exit_readv", "syscalls:sys_exit_sendmsg",
           "syscalls:sys_exit_recvmsg", "syscalls:sys_enter_execve",
           "syscalls:sys_enter_exit_group", "syscalls:sys_exit_sendto",
@@ -88,10 +98,15 @@ def cut(text, dpid, ipid):
     """Each call's marks, from perf script's lines, in order."""
     calls, cur = [], None
     for line in text.splitlines():
-        m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+(?:syscalls|sched):(\w+):(.*)", line)
+        m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+(?:syscalls|sched|exceptions):(\w+):(.*)", line)
         if not m:
             continue
         pid, t, ev = int(m.group(1)), float(m.group(2)) * 1e6, m.group(3)
+        if ev == "page_fault_user":
+            # the call's process, between its call and its execve
+            if cur and pid == cur.get("pid") and "exec" not in cur:
+                cur["faults"] = cur.get("faults", 0) + 1
+            continue
         if ev == "sched_switch":
             # the first switch to the caller after an answer: it reads it
             if calls and "read" not in calls[-1] and t >= calls[-1]["ans"]:
@@ -133,13 +148,21 @@ def main():
         serve.CORRAL = CORRAL
         d = serve.Daemon(tmp, "path", pool=0)
         api = d.api()
-        sid, _ = api.create(idle_freeze_ms=0)
+        body, what, fields = None, "`true`", {}
+        if NOLIBC:
+            ws = os.path.join(tmp, "ws")
+            os.mkdir(ws, 0o755)
+            why = serve.build_c(serve.FLOOR_EXIT_SRC, os.path.join(ws, "exit0"), serve.NOLIBC_FLAGS)
+            if why:
+                sys.exit(f"exec_path.py: BENCH_NOLIBC: {why}")
+            body, what, fields = {"argv": ["/workspace/exit0"]}, "a program without libc", {"workspace": ws}
+        sid, _ = api.create(idle_freeze_ms=0, **fields)
         for _ in range(10):
-            api.exec_true(sid)
+            api.exec_true(sid, body)
         ipid = init_of(d.pid)
         data = os.path.join(tmp, "perf.data")
         perf = subprocess.Popen(["perf", "record", "-q", "-a", "-o", data] +
-                                sum((["-e", e] for e in EVENTS), []) +
+                                sum((["-e", e] for e in EVENTS + ([FAULT] if FAULTS else [])), []) +
                                 ["-e", SWITCH, "--filter", f"next_pid == {os.getpid()}"] +
                                 sum((["-e", e, "--filter", f"common_pid == {d.pid}"]
                                      for e in COUNTED), []),
@@ -148,7 +171,7 @@ def main():
         d0, i0 = usage(d.pid), usage(ipid)
         for _ in range(EXECS):
             time.sleep(PACE)
-            api.exec_true(sid)
+            api.exec_true(sid, body)
         d1, i1 = usage(d.pid), usage(ipid)
         perf.send_signal(signal.SIGINT)
         perf.wait(60)
@@ -167,7 +190,7 @@ def main():
     calls = cut(text, d.pid, ipid)
     if not calls:
         sys.exit("exec_path.py: no call found in perf's record")
-    print(f"a warm exec of `true`, {len(calls)} of {EXECS} calls {PACE * 1000:.0f} ms apart"
+    print(f"a warm exec of {what}, {len(calls)} of {EXECS} calls {PACE * 1000:.0f} ms apart"
           f" ({CORRAL}, {os.cpu_count()} cpus)")
     print(f"  {'':44s} {'p10 us':>8s} {'p50 us':>8s}")
     for name, a, b in STRETCHES:
@@ -178,6 +201,10 @@ def main():
     if v:
         print(f"  {name:44s} {v[len(v) // 10]:8.0f} {statistics.median(v):8.0f}"
               f"   ({len(v)} calls)")
+    if FAULTS:
+        f = sorted(c.get("faults", 0) for c in calls)
+        print(f"  the call's process: page faults from its call to its execve: p50 {statistics.median(f):.0f},"
+              f" max {f[-1]}")
     counts = {e.split("_")[-1]: len(re.findall(rf"\s{d.pid}\s.*{e}:", text)) / EXECS
               for e in COUNTED}
     print("  a call: the daemon's " + ", ".join(f"{k} {v:.1f}" for k, v in counts.items()) +

@@ -812,6 +812,38 @@ t_unprivileged_daemons_sandbox_filled_beside_init() {
 	stop_daemon
 }
 
+# A call's argv and envp reach its process packed; it splits them into a
+# page of its own when they fit (512 pointers: the strings and their two
+# NULLs, child.c's call_vec), else into calloc's.  Around that edge, and
+# far past it, each call gets every argument and variable, the last ones
+# too, and its environment ends where it should.
+t_exec_argv_env_around_the_vectors_page() {
+	local id base code slots a want
+	start_daemon
+	id=$(mksb) || return 1
+	# the variables every call brings (the box's), as its process has them
+	code=$(ex "$id" '{"argv": ["/bin/cat", "/proc/self/environ"]}')
+	expect_code "environ" "$code" 200 || return 1
+	base=$(jq 'v["stdout"].count("\0")')
+	for slots in 510 511 512 513 514 4000; do
+		a=$((slots - 2 - base - 20))
+		[ "$a" -ge 5 ] || { fail "the box brings $base variables: no room"; return 1; }
+		"$PY" -c 'import json, sys
+a = int(sys.argv[1])
+script = "eval \"last=\\${$#}\"; echo \"$# $last $E1 $E20\"; tr -cd \"\\0\" < /proc/$$/environ | wc -c"
+argv = ["/bin/sh", "-c", script, "sh"] + ["a%d" % i for i in range(1, a - 3)]
+print(json.dumps({"argv": argv, "env": {"E%d" % i: "v%d" % i for i in range(1, 21)}}))' \
+			"$a" > "$T/vec.json"
+		code=$(ex "$id" "@$T/vec.json")
+		expect_code "$slots slots" "$code" 200 || return 1
+		want="$((a - 4)) a$((a - 4)) v1 v20
+$((base + 20))"
+		expect_eq "$slots slots: \$#, the last argument, E1, E20, the count" \
+			"$(jq 'v["stdout"].strip()')" "$want"
+	done
+	stop_daemon
+}
+
 t_exec_argv_and_command() {
 	start_daemon
 	id=$(mksb)

@@ -124,6 +124,10 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 	/* its processes lost before it had the call, and nobody ended it */
 	if (c->exited && !c->sent && c->lost && !c->sent_sig) {
 		result_not_reached(res, c->status, c->lost);
+		if (c->send_err)
+			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
+				 strlen(res->reason), " (the daemon could not send it the "
+				 "call: %s)", strerror(c->send_err));
 		goto limits;
 	}
 	if (c->fail.stage == EXEC_STAGE_EXEC) {
@@ -899,8 +903,14 @@ static void call_moved(void *arg, int r, const char *msg)
 		return;
 	}
 	r = send_call(c);
-	if (r < 0 && !process_gone(r))
+	if (r < 0 && !process_gone(r)) {
+		/* it waits for a call that cannot reach it: said, then killed */
+		c->send_err = -r;
+		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s+}", "call",
+			    c->tool_call, "reason", "cannot send the call to its "
+			    "process: ", strerror(-r)));
 		kill(c->host_pid, SIGKILL);
+	}
 }
 
 /* "r" with credentials: move the pid into the call's cgroup, then send the call. */

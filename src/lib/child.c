@@ -18,6 +18,7 @@
 #include "dnsoff.h"
 #include "proxy.h"
 #include "net.h"
+#include "sensor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1050,6 +1051,9 @@ static pid_t fork_command(const struct child_ctx *c, int sfd, int slave)
 	return cmd;
 }
 
+/* PID 1 loaded a filter with a listener: it probes it (sensor.c) */
+static bool probing;
+
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
@@ -1134,6 +1138,9 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			if (pid <= 0)
 				break;
 			if (pid == cmd) {
+				/* what was dropped since the last denial read */
+				if (probing)
+					sensor_probe();
 				/* Our exit takes the rest of the namespace with it. */
 				send_msg_quiet(c->msg_wr, MSG_EXITED, status);
 				if (!c->container)
@@ -1462,6 +1469,9 @@ static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
 		for (size_t i = 0; i < *ncalls; i++) {
 			if (calls[i].pid != pid)
 				continue;
+			/* drops since the last denial read, before the call's end */
+			if (probing)
+				sensor_probe();
 			send_call_msg(c->msg_wr, MSG_CALL_EXITED, calls[i].id, status);
 			calls[i] = calls[--*ncalls];
 			break;
@@ -1734,7 +1744,11 @@ void sandbox_child(struct child_ctx *c)
 	 * listener: whoever holds it answers the denied calls.  Unsent, it is
 	 * closed all the same, and the denied calls then fail with ENOSYS.
 	 */
+	probing = notify_fd >= 0;
 	send_ready(c, abi, &dns, upperfd, rootfd, notify_fd);
+	/* the filter's first notification, before anything of ours runs */
+	if (probing)
+		sensor_probe();
 	/* Tripwires: the command starts only once the supervisor watches them. */
 	if (c->p->abort.ntripwires && read(c->sync_rd, &go, 1) != 1)
 		_exit(125);

@@ -315,9 +315,10 @@ t_daemon_wall_budget_spent_while_frozen() {
 # The daemon: denied calls a signal interrupted before the supervisor read
 # them count toward max_denied_syscalls (syscall.unseen), also the last
 # ones, which no notification follows: init probes the filter at each
-# call's end.  sigdeny makes 200 denied calls, each EINTR or EPERM; a
-# limit of 199 halts the sandbox only if all 200 were counted.  Before,
-# only those read were (81-123 of 200 in three runs), and it stood.
+# call's end (after its answer).  sigdeny makes 200 denied calls, each
+# EINTR or EPERM; a limit of 199 halts the sandbox only if all 200 were
+# counted.  Before, only those read were (169 and 198 of 200), and the
+# sandbox stood idle.
 t_daemon_interrupted_denials_counted() {
 	local id try received state
 	trap stop_daemon EXIT
@@ -328,8 +329,13 @@ t_daemon_interrupted_denials_counted() {
 			{\"ro\": [\"$HELPERS:/opt/helpers\"]}}}" | json id)
 		expect_eq "create" "$(< "$T/status")" 201 || { stop_daemon; return 1; }
 		api POST "/v1/sandboxes/$id/exec" '{"argv": ["/opt/helpers/sigdeny", "200"]}' > "$T/out"
+		# init's probe after the call's end counts the last: a moment after
+		for _ in $(seq 1 40); do
+			state=$(api GET "/v1/sandboxes/$id" | json state)
+			[ "$state" = halted ] && break
+			sleep 0.05
+		done
 		api GET "/v1/events?sandbox=$id" > "$T/events"
-		state=$(api GET "/v1/sandboxes/$id" | json state)
 		# the calls the sensor read: written, and counted in summaries
 		received=$(/usr/bin/python3 -c '
 import json, sys

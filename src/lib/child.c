@@ -1469,10 +1469,15 @@ static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
 		for (size_t i = 0; i < *ncalls; i++) {
 			if (calls[i].pid != pid)
 				continue;
-			/* drops since the last denial read, before the call's end */
+			send_call_msg(c->msg_wr, MSG_CALL_EXITED, calls[i].id, status);
+			/*
+			 * Drops since the last denial read: counted toward the
+			 * sandbox's limit, named by no call.  After the call's
+			 * end, not before: a round trip of the supervisor's
+			 * (20 us) the exec's answer does not wait for.
+			 */
 			if (probing)
 				sensor_probe();
-			send_call_msg(c->msg_wr, MSG_CALL_EXITED, calls[i].id, status);
 			calls[i] = calls[--*ncalls];
 			break;
 		}

@@ -1054,6 +1054,33 @@ static pid_t fork_command(const struct child_ctx *c, int sfd, int slave)
 /* PID 1 loaded a filter with a listener: it probes it (sensor.c) */
 static bool probing;
 
+static void probe_waited(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * The probe after the command's end, waited for at most 1 s: our exit
+ * takes the namespace's leftovers with it, and must not wait for a
+ * supervisor that is stopped (or too busy to answer); then the drops
+ * since its last read go uncounted.  SIGALRM, the one signal of ours
+ * neither blocked nor forwarded, cuts the call short (no SA_RESTART).
+ */
+static void last_probe(void)
+{
+	struct sigaction sa = { .sa_handler = probe_waited };
+	sigset_t alrm;
+
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	if (sigaction(SIGALRM, &sa, NULL) < 0 ||
+	    sigprocmask(SIG_UNBLOCK, &alrm, NULL) < 0)
+		return;
+	alarm(1);
+	sensor_probe(1);
+	alarm(0);
+}
+
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
@@ -1140,7 +1167,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			if (pid == cmd) {
 				/* what was dropped since the last denial read */
 				if (probing)
-					sensor_probe();
+					last_probe();
 				/* Our exit takes the rest of the namespace with it. */
 				send_msg_quiet(c->msg_wr, MSG_EXITED, status);
 				if (!c->container)
@@ -1477,7 +1504,7 @@ static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
 			 * (20 us) the exec's answer does not wait for.
 			 */
 			if (probing)
-				sensor_probe();
+				sensor_probe(1);
 			calls[i] = calls[--*ncalls];
 			break;
 		}
@@ -1753,7 +1780,7 @@ void sandbox_child(struct child_ctx *c)
 	send_ready(c, abi, &dns, upperfd, rootfd, notify_fd);
 	/* the filter's first notification, before anything of ours runs */
 	if (probing)
-		sensor_probe();
+		sensor_probe(64);
 	/* Tripwires: the command starts only once the supervisor watches them. */
 	if (c->p->abort.ntripwires && read(c->sync_rd, &go, 1) != 1)
 		_exit(125);

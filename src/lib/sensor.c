@@ -346,17 +346,16 @@ fail:
 	return NULL;
 }
 
-void sensor_probe(void)
+void sensor_probe(int tries)
 {
 	/*
-	 * Interrupted, the call is dropped unread and made again.  At the
-	 * start the sensor's count begins at the one it reads, so nothing is
-	 * miscounted; at the end init's signals are blocked (its signalfd),
-	 * so none interrupts it.  Answered (0), refused in the kernel (no
-	 * listener: EPERM), or run (acct(NULL) with no accounting on):
-	 * nothing more to do.
+	 * Interrupted, the call is dropped unread; made again where the
+	 * caller asks.  At the start the sensor's count begins at the one it
+	 * reads, so nothing is miscounted.  Answered (0), refused in the
+	 * kernel (no listener: EPERM), or run (acct(NULL) with no accounting
+	 * on): nothing more to do.
 	 */
-	for (int i = 0; i < 64; i++)
+	for (int i = 0; i < tries; i++)
 		if (syscall(PROBE_NR, 0, PROBE_MARK) == 0 || errno != EINTR)
 			return;
 }

@@ -27,9 +27,10 @@ struct sensor *sensor_start(struct event_base *base, int notify_fd,
  * In the task that loaded the filter: one notified call the sensor answers
  * and does not record, so that it knows the kernel's count of the filter's
  * notifications (see sensor.c).  Made once before anything of the
- * sandbox runs, and again at the end.
+ * sandbox runs, and again at the end; made again if a signal interrupts
+ * it, up to tries times.
  */
-void sensor_probe(void);
+void sensor_probe(int tries);
 size_t sensor_denied(const struct sensor *s);
 /* No task is left on its filter, nor will be: its last caller exited. */
 bool sensor_idle(const struct sensor *s);

@@ -1372,10 +1372,11 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
 	abort_limit(p, first, limit, sizeof(limit));
 	if (what && !strcmp(what, "syscall.unseen"))
 		snprintf(res->reason + len, sizeof(res->reason) - len,
-			 "; denied: %lld syscall%s interrupted before they could be "
+			 "; denied: %lld syscall%s interrupted before %s could be "
 			 "read; %zu denial%s%s%s",
 			 (long long)json_integer_value(json_object_get(first, "count")),
 			 json_integer_value(json_object_get(first, "count")) == 1 ? "" : "s",
+			 json_integer_value(json_object_get(first, "count")) == 1 ? "it" : "they",
 			 n, n == 1 ? "" : "s", total, limit);
 	else if (what && !strcmp(what, "syscall.denied"))
 		snprintf(res->reason + len, sizeof(res->reason) - len,

@@ -234,10 +234,10 @@ static void count_gap(struct sensor *s)
 	if (!gap)
 		return;
 	s->unseen += gap;
-	snprintf(reason, sizeof(reason), "%llu denied call%s interrupted before they "
+	snprintf(reason, sizeof(reason), "%llu denied call%s interrupted before %s "
 		 "could be read (a signal, or the caller's death): not run, and "
-		 "named by nothing but their count", (unsigned long long)gap,
-		 gap == 1 ? "" : "s");
+		 "named by nothing but the count", (unsigned long long)gap,
+		 gap == 1 ? "" : "s", gap == 1 ? "it" : "they");
 	events_emit(s->events, "syscall.unseen",
 		    json_pack("{s:I, s:I, s:s}", "count", (json_int_t)gap,
 			      "total", (json_int_t)s->unseen, "reason", reason));

@@ -1060,13 +1060,15 @@ static void probe_waited(int sig)
 }
 
 /*
- * The probe after the command's end, waited for at most 1 s: our exit
- * takes the namespace's leftovers with it, and must not wait for a
- * supervisor that is stopped (or too busy to answer); then the drops
- * since its last read go uncounted.  SIGALRM, the one signal of ours
- * neither blocked nor forwarded, cuts the call short (no SA_RESTART).
+ * The probe after the command's or a call's end, waited for at most 1 s:
+ * our exit takes the namespace's leftovers with it, and the next call
+ * waits for us; neither may wait for a supervisor that is stopped (or
+ * does not read its listener); then the drops since its last read go
+ * uncounted.  SIGALRM, the one signal of ours neither blocked nor
+ * forwarded, cuts the call short (no SA_RESTART); a fork does not
+ * inherit the timer, and exec resets the handler.
  */
-static void last_probe(void)
+static void bounded_probe(void)
 {
 	struct sigaction sa = { .sa_handler = probe_waited };
 	sigset_t alrm;
@@ -1167,7 +1169,7 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			if (pid == cmd) {
 				/* what was dropped since the last denial read */
 				if (probing)
-					last_probe();
+					bounded_probe();
 				/* Our exit takes the rest of the namespace with it. */
 				send_msg_quiet(c->msg_wr, MSG_EXITED, status);
 				if (!c->container)
@@ -1504,7 +1506,7 @@ static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
 			 * (20 us) the exec's answer does not wait for.
 			 */
 			if (probing)
-				sensor_probe(1);
+				bounded_probe();
 			calls[i] = calls[--*ncalls];
 			break;
 		}

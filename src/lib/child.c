@@ -1054,35 +1054,6 @@ static pid_t fork_command(const struct child_ctx *c, int sfd, int slave)
 /* PID 1 loaded a filter with a listener: it probes it (sensor.c) */
 static bool probing;
 
-static void probe_waited(int sig)
-{
-	(void)sig;
-}
-
-/*
- * The probe after the command's or a call's end, waited for at most 1 s:
- * our exit takes the namespace's leftovers with it, and the next call
- * waits for us; neither may wait for a supervisor that is stopped (or
- * does not read its listener); then the drops since its last read go
- * uncounted.  SIGALRM, the one signal of ours neither blocked nor
- * forwarded, cuts the call short (no SA_RESTART); a fork does not
- * inherit the timer, and exec resets the handler.
- */
-static void bounded_probe(void)
-{
-	struct sigaction sa = { .sa_handler = probe_waited };
-	sigset_t alrm;
-
-	sigemptyset(&alrm);
-	sigaddset(&alrm, SIGALRM);
-	if (sigaction(SIGALRM, &sa, NULL) < 0 ||
-	    sigprocmask(SIG_UNBLOCK, &alrm, NULL) < 0)
-		return;
-	alarm(1);
-	sensor_probe(1);
-	alarm(0);
-}
-
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
@@ -1167,9 +1138,14 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			if (pid <= 0)
 				break;
 			if (pid == cmd) {
-				/* what was dropped since the last denial read */
+				/*
+				 * What was dropped since the last denial read: a
+				 * probe waited for at most 1 s, as our exit takes
+				 * the leftovers with it and must not wait for a
+				 * supervisor that is stopped.
+				 */
 				if (probing)
-					bounded_probe();
+					sensor_probe_within(1000);
 				/* Our exit takes the rest of the namespace with it. */
 				send_msg_quiet(c->msg_wr, MSG_EXITED, status);
 				if (!c->container)
@@ -1503,10 +1479,12 @@ static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
 			 * Drops since the last denial read: counted toward the
 			 * sandbox's limit, named by no call.  After the call's
 			 * end, not before: a round trip of the supervisor's
-			 * (20 us) the exec's answer does not wait for.
+			 * (20 us) the exec's answer does not wait for.  We
+			 * catch no signal here, so nothing inside cuts it
+			 * short.
 			 */
 			if (probing)
-				bounded_probe();
+				sensor_probe(1);
 			calls[i] = calls[--*ncalls];
 			break;
 		}

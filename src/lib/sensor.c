@@ -37,12 +37,15 @@
 #include <limits.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PATH_READ_MAX 256
@@ -204,13 +207,41 @@ static void name_program(json_t *o, pid_t pid)
 	json_object_set_new(o, "exe", corral_json_bytes(exe, strlen(exe)));
 }
 
-/* init's probe: its pid, the call and the mark; nothing else's. */
+/* The thread group pid belongs to (pid being a thread's id), or -1. */
+static pid_t tgid_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + strlen("\nTgid:"), NULL, 10) : -1;
+}
+
+/*
+ * init's probe: the call and the mark, made by init or a thread of its
+ * (sensor_probe_within), which nothing inside the sandbox can be; the
+ * notification still valid after the look, so the id was not reused.
+ */
 static bool is_probe(const struct sensor *s)
 {
 	const struct seccomp_data *d = &s->req->data;
+	pid_t pid = (pid_t)s->req->pid;
 
-	return s->probe_pid > 0 && (pid_t)s->req->pid == s->probe_pid &&
-	       d->nr == PROBE_NR && d->args[0] == 0 && d->args[1] == PROBE_MARK;
+	if (s->probe_pid <= 0 || d->nr != PROBE_NR || d->args[0] != 0 ||
+	    d->args[1] != PROBE_MARK)
+		return false;
+	return pid == s->probe_pid ||
+	       (tgid_of(pid) == s->probe_pid && notif_valid(s->fd, s->req->id));
 }
 
 /*
@@ -358,6 +389,39 @@ void sensor_probe(int tries)
 	for (int i = 0; i < tries; i++)
 		if (syscall(PROBE_NR, 0, PROBE_MARK) == 0 || errno != EINTR)
 			return;
+}
+
+static void *probe_thread(void *arg)
+{
+	(void)arg;
+	sensor_probe(1);
+	return NULL;
+}
+
+void sensor_probe_within(unsigned int ms)
+{
+	struct timespec until;
+	sigset_t all, old;
+	pthread_t t;
+	int r;
+
+	/* every signal blocked in the thread: none of the process's is its */
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old))
+		return;
+	r = pthread_create(&t, NULL, probe_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	/* not joined in time: left waiting, ended with the process */
+	(void)pthread_clockjoin_np(t, NULL, CLOCK_MONOTONIC, &until);
 }
 
 size_t sensor_denied(const struct sensor *s)

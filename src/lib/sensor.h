@@ -31,6 +31,12 @@ struct sensor *sensor_start(struct event_base *base, int notify_fd,
  * it, up to tries times.
  */
 void sensor_probe(int tries);
+/*
+ * The same from a thread of the caller's that takes no signal, waited for
+ * at most ms: a supervisor that does not answer holds the caller no
+ * longer, and a signal from inside the sandbox cannot cut the call short.
+ */
+void sensor_probe_within(unsigned int ms);
 size_t sensor_denied(const struct sensor *s);
 /* No task is left on its filter, nor will be: its last caller exited. */
 bool sensor_idle(const struct sensor *s);

@@ -206,6 +206,25 @@ static bool note_syscall(struct abort_state *s, json_t *event, struct abort_verd
 	return fire(s, v, "max_denied_syscalls", json_deep_copy(s->last_syscalls));
 }
 
+/*
+ * Denied calls the sensor could only count (sensor.c): each one toward
+ * the limit, whatever it was; no name, so abort.ignore_syscalls cannot
+ * spare them.
+ */
+static bool note_unseen(struct abort_state *s, json_t *event, struct abort_verdict *v)
+{
+	json_int_t n = json_integer_value(json_object_get(event, "count"));
+
+	s->denied_syscalls += n > 0 ? (uint64_t)n : 1;
+	if (!s->a.max_denied_syscalls || s->denied_syscalls <= s->a.max_denied_syscalls)
+		return false;
+	snprintf(v->reason, sizeof(v->reason), "%llu syscalls denied (limit %llu), the last "
+		 "%lld interrupted before they could be read",
+		 (unsigned long long)s->denied_syscalls,
+		 (unsigned long long)s->a.max_denied_syscalls, (long long)(n > 0 ? n : 1));
+	return fire(s, v, "max_denied_syscalls", json_deep_copy(s->last_syscalls));
+}
+
 bool abort_note(struct abort_state *s, const char *type, json_t *event,
 		struct abort_verdict *v)
 {
@@ -215,6 +234,8 @@ bool abort_note(struct abort_state *s, const char *type, json_t *event,
 		return note_egress(s, event, v);
 	if (!strcmp(type, "syscall.denied"))
 		return note_syscall(s, event, v);
+	if (!strcmp(type, "syscall.unseen"))
+		return note_unseen(s, event, v);
 	if (!strcmp(type, "tripwire")) {
 		snprintf(v->reason, sizeof(v->reason), "tripwire %s was touched",
 			 json_string_value(json_object_get(event, "path")) ?: "?");

@@ -18,6 +18,7 @@
 #include "dnsoff.h"
 #include "proxy.h"
 #include "net.h"
+#include "sensor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1050,6 +1051,9 @@ static pid_t fork_command(const struct child_ctx *c, int sfd, int slave)
 	return cmd;
 }
 
+/* PID 1 loaded a filter with a listener: it probes it (sensor.c) */
+static bool probing;
+
 /* PID 1: start the command, reap everything, forward signals, report. */
 static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 						int slave)
@@ -1134,6 +1138,14 @@ static __attribute__((noreturn)) void init_loop(const struct child_ctx *c,
 			if (pid <= 0)
 				break;
 			if (pid == cmd) {
+				/*
+				 * What was dropped since the last denial read: a
+				 * probe waited for at most 1 s, as our exit takes
+				 * the leftovers with it and must not wait for a
+				 * supervisor that is stopped.
+				 */
+				if (probing)
+					sensor_probe_within(1000);
 				/* Our exit takes the rest of the namespace with it. */
 				send_msg_quiet(c->msg_wr, MSG_EXITED, status);
 				if (!c->container)
@@ -1485,6 +1497,16 @@ static void reap_calls(const struct child_ctx *c, struct call_pid *calls,
 			if (calls[i].pid != pid)
 				continue;
 			send_call_msg(c->msg_wr, MSG_CALL_EXITED, calls[i].id, status);
+			/*
+			 * Drops since the last denial read: counted toward the
+			 * sandbox's limit, named by no call.  After the call's
+			 * end, not before: a round trip of the supervisor's
+			 * (20 us) the exec's answer does not wait for.  We
+			 * catch no signal here, so nothing inside cuts it
+			 * short.
+			 */
+			if (probing)
+				sensor_probe(1);
 			calls[i] = calls[--*ncalls];
 			break;
 		}
@@ -1756,7 +1778,11 @@ void sandbox_child(struct child_ctx *c)
 	 * listener: whoever holds it answers the denied calls.  Unsent, it is
 	 * closed all the same, and the denied calls then fail with ENOSYS.
 	 */
+	probing = notify_fd >= 0;
 	send_ready(c, abi, &dns, upperfd, rootfd, notify_fd);
+	/* the filter's first notification, before anything of ours runs */
+	if (probing)
+		sensor_probe(64);
 	/* Tripwires: the command starts only once the supervisor watches them. */
 	if (c->p->abort.ntripwires && read(c->sync_rd, &go, 1) != 1)
 		_exit(125);

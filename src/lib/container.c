@@ -488,7 +488,7 @@ static int serve_request(struct monitor *m, const char *req, int *fd,
 			return corral_set_err(err, -EMFILE, "notify: %d exec'd processes "
 					      "are running and watched already",
 					      EXEC_SENSORS_MAX);
-		m->sensors[m->nsensors] = sensor_start(m->base, steal_fd(fd), m->ev);
+		m->sensors[m->nsensors] = sensor_start(m->base, steal_fd(fd), m->ev, 0);
 		if (!m->sensors[m->nsensors])
 			return corral_set_err(err, -ENOMEM, "notify: cannot watch it");
 		m->nsensors++;

@@ -88,6 +88,8 @@ struct rated {
 
 static const struct rated rated_types[] = {
 	{ "syscall.denied", "syscall.denied.summary", "syscall", NULL, true },
+	/* drops the sensor counted (sensor.c): one kind, each its count */
+	{ "syscall.unseen", "syscall.unseen.summary", "syscall", NULL, true },
 	{ "egress.denied", "egress.denied.summary", "host", "port", true },
 	{ "tripwire", "tripwire.summary", "path", NULL, true },
 	{ "egress.allowed", "egress.allowed.summary", "host", "port", false },
@@ -158,6 +160,7 @@ struct events {
 	json_t *denials;
 	size_t keep_denials;	/* at most this many in denials */
 	uint64_t ndenied;	/* all denials, kept or not */
+	uint64_t nunseen;	/* of them, the calls syscall.unseen counted */
 	struct corral_event_limits lim;
 	uint64_t bytes;		/* written for this sandbox */
 	uint64_t lost;		/* its lines the file did not take */
@@ -603,6 +606,7 @@ static const struct {
 	{ "egress.allowed", "a connection was allowed" },
 	{ "egress.denied", "a connection was denied" },
 	{ "syscall.denied", "a system call was denied" },
+	{ "syscall.unseen", "denied system calls were interrupted before they could be read" },
 	{ "signal.forwarded", "corral's caller sent this signal; corral passed it on to the command" },
 };
 
@@ -1075,6 +1079,17 @@ static void count(struct events *ev, struct kind *k, bool whole, uint64_t now)
 	}
 }
 
+/* A syscall.unseen stands for its count of calls, the others for one. */
+static uint64_t denials_in(const char *type, json_t *o)
+{
+	json_int_t n;
+
+	if (strcmp(type, "syscall.unseen"))
+		return 1;
+	n = json_integer_value(json_object_get(o, "count"));
+	return n > 0 ? (uint64_t)n : 1;
+}
+
 static void emit(struct events *ev, const char *type, json_t *fields,
 		 uint64_t now)
 {
@@ -1124,7 +1139,8 @@ static void emit(struct events *ev, const char *type, json_t *fields,
 		/* the sandbox's own record (exec.end, abort): what was counted first */
 		flush(ev, now, true, false);
 	}
-	denial = !strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied");
+	denial = !strcmp(type, "egress.denied") || !strcmp(type, "syscall.denied") ||
+		 !strcmp(type, "syscall.unseen");
 	if (!(whole && ev->log) && !denial && !ev->hook) {
 		/*
 		 * Nothing would see the object: no line to write, no hook, not
@@ -1152,7 +1168,10 @@ static void emit(struct events *ev, const char *type, json_t *fields,
 	count(ev, k, whole, now);
 	/* kept for the result, but a flood of denials must not grow us */
 	if (denial) {
-		ev->ndenied++;
+		n = denials_in(type, o);
+		ev->ndenied += n;
+		if (!strcmp(type, "syscall.unseen"))
+			ev->nunseen += n;
 		if (json_array_size(ev->denials) < ev->keep_denials)
 			json_array_append(ev->denials, o);
 	}
@@ -1313,7 +1332,7 @@ static void abort_limit(const struct corral_policy *p, json_t *first, char *buf,
 	const struct corral_abort *a = &p->abort;
 
 	buf[0] = '\0';
-	if (what && !strcmp(what, "syscall.denied")) {
+	if (what && (!strcmp(what, "syscall.denied") || !strcmp(what, "syscall.unseen"))) {
 		for (size_t i = 0; sc && i < a->nignore_syscalls; i++)
 			if (!strcmp(a->ignore_syscalls[i], sc))
 				return;
@@ -1351,7 +1370,15 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
 	if (so_far > n)
 		snprintf(total, sizeof(total), ", %zu in this sandbox so far", so_far);
 	abort_limit(p, first, limit, sizeof(limit));
-	if (what && !strcmp(what, "syscall.denied"))
+	if (what && !strcmp(what, "syscall.unseen"))
+		snprintf(res->reason + len, sizeof(res->reason) - len,
+			 "; denied: %lld syscall%s interrupted before %s could be "
+			 "read; %zu denial%s%s%s",
+			 (long long)json_integer_value(json_object_get(first, "count")),
+			 json_integer_value(json_object_get(first, "count")) == 1 ? "" : "s",
+			 json_integer_value(json_object_get(first, "count")) == 1 ? "it" : "they",
+			 n, n == 1 ? "" : "s", total, limit);
+	else if (what && !strcmp(what, "syscall.denied"))
 		snprintf(res->reason + len, sizeof(res->reason) - len,
 			 "; denied: syscall %s; %zu denial%s%s%s",
 			 json_string_value(json_object_get(first, "syscall")) ?: "?",
@@ -1373,6 +1400,22 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
 			 host ? host : "?",
 			 (int)json_integer_value(json_object_get(first, "port")),
 			 why ? why : "not allowed", n, n == 1 ? "" : "s", total, limit);
+}
+
+/*
+ * How many of the denials counted were calls interrupted before the
+ * sensor could read them (syscall.unseen): said, since the first denial
+ * the reason names is one that was read.
+ */
+void events_explain_unseen(struct corral_result *res, const struct events *ev)
+{
+	size_t len = strlen(res->reason);
+
+	if (!ev || !ev->nunseen || res->status == CORRAL_HALTED)
+		return;
+	snprintf(res->reason + len, sizeof(res->reason) - len,
+		 "; %llu of them interrupted before they could be read",
+		 (unsigned long long)ev->nunseen);
 }
 
 void events_set_seq(struct events *ev, uint64_t last)

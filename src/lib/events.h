@@ -105,6 +105,8 @@ void events_explain_denials(struct corral_result *res, json_t *d, size_t n,
 void events_set_seq(struct events *ev, uint64_t last);
 /* Denials so far, all of them, whether written whole or only counted. */
 size_t events_count_denied(const struct events *ev);
+/* "; N of them interrupted before they could be read", if any were */
+void events_explain_unseen(struct corral_result *res, const struct events *ev);
 /*
  * Lines the events file did not take: a write failed (a full disk, a
  * quota), counted since the log was opened, every sandbox writing to it

@@ -770,6 +770,7 @@ static void conclude(struct supervise *s, const char *cmd, const struct rusage *
 	/* the count, not the kept: a flood keeps its first EVENTS_DENIALS_KEPT */
 	events_explain_denials(res, d, events_count_denied(s->ev),
 			       events_count_denied(s->ev), p);
+	events_explain_unseen(res, s->ev);
 	json_decref(d);
 	res->duration_ms = corral_now_ms() - s->t0;
 	/* without cpuacct, init's rusage: the processes it reaped, and itself */

@@ -281,7 +281,7 @@ static void take_fd(struct sandbox *sb, int kind, const struct child_msg *m,
 	switch (kind) {
 	case MSG_NOTIFY_FD:	/* one of each, and nothing else */
 		if (!sb->sensor)
-			sb->sensor = sensor_start(sb->base, passed, sb->ev);
+			sb->sensor = sensor_start(sb->base, passed, sb->ev, sb->pid);
 		else
 			close(passed);
 		return;

@@ -13,6 +13,21 @@
  * the notification is still valid afterwards (the caller may have died
  * and its pid been reused), and only as a description: nothing is decided
  * on it, so a thread racing to change the string changes nothing.
+ *
+ * A caller that a signal interrupts before we read its notification gets
+ * EINTR, its call not run, and the kernel drops the notification without
+ * a word (seccomp_do_user_notification's interrupted path).  Such drops
+ * are counted, not seen: the kernel numbers a filter's notifications from
+ * a random start, one more for each posted (seccomp_next_notify_id, under
+ * notify_lock, the same hold that queues it), and RECV hands them out in
+ * that order (a FIFO list since 5.19).  So a received id more than one
+ * above the last is that many notifications posted and dropped unread.
+ * The random start is learnt from init's probe (sensor_probe), the
+ * filter's first notification: init makes it right after loading the
+ * filter, before anything of the sandbox runs; and once more at the end,
+ * so that drops after the last denial read show too.  A drop names no
+ * syscall, pid or call: only its count is known, when the next
+ * notification comes.
  */
 #include "sensor.h"
 #include "internal.h"
@@ -21,15 +36,27 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/seccomp.h>
+#include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PATH_READ_MAX 256
+
+/* sensor_probe's call: acct(NULL), run or not harmless, and a mark */
+#define PROBE_NR SYS_acct
+#define PROBE_MARK 0x636f7272616cULL	/* "corral" */
+/* a gap wider than this is no count of drops: the ids are not ours */
+#define GAP_SANE (1ULL << 32)
 
 struct sensor {
 	int fd;
@@ -39,6 +66,11 @@ struct sensor {
 	struct seccomp_notif_resp *resp;
 	size_t req_size, resp_size;
 	size_t denied;
+	pid_t probe_pid;	/* who probes; 0: nobody */
+	bool ordered;		/* the kernel hands ids out in order */
+	bool based;		/* next_id is known */
+	uint64_t next_id;	/* the id the next notification should carry */
+	uint64_t unseen;	/* dropped before we read them */
 };
 
 /*
@@ -177,6 +209,96 @@ static void name_program(json_t *o, pid_t pid)
 	json_object_set_new(o, "exe", corral_json_bytes(exe, strlen(exe)));
 }
 
+/* The thread group pid belongs to (pid being a thread's id), or -1. */
+static pid_t tgid_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + strlen("\nTgid:"), NULL, 10) : -1;
+}
+
+/*
+ * init's probe: the call and the mark, made by init or a thread of its
+ * (sensor_probe_within), which nothing inside the sandbox can be; the
+ * notification still valid after the look, so the id was not reused.
+ */
+static bool is_probe(const struct sensor *s)
+{
+	const struct seccomp_data *d = &s->req->data;
+	pid_t pid = (pid_t)s->req->pid;
+
+	if (s->probe_pid <= 0 || d->nr != PROBE_NR || d->args[0] != 0 ||
+	    d->args[1] != PROBE_MARK)
+		return false;
+	return pid == s->probe_pid ||
+	       (tgid_of(pid) == s->probe_pid && notif_valid(s->fd, s->req->id));
+}
+
+/*
+ * The notifications posted and dropped before this one, from the ids:
+ * recorded as one event, counted as that many denials (the abort limit,
+ * the result's count).  Before the first probe nothing is known.
+ */
+static void count_gap(struct sensor *s)
+{
+	uint64_t gap = s->req->id - s->next_id;
+	char reason[CORRAL_ERR_MAX];
+
+	if (!s->based)
+		return;
+	if (gap >= GAP_SANE) {
+		/* an id gone back: not the kernel we read, stop counting */
+		s->based = false;
+		return;
+	}
+	s->next_id = s->req->id + 1;
+	if (!gap)
+		return;
+	s->unseen += gap;
+	snprintf(reason, sizeof(reason), "%llu denied call%s interrupted before %s "
+		 "could be read (a signal, or the caller's death): not run, and "
+		 "named by nothing but the count", (unsigned long long)gap,
+		 gap == 1 ? "" : "s", gap == 1 ? "it" : "they");
+	events_emit(s->events, "syscall.unseen",
+		    json_pack("{s:I, s:I, s:s}", "count", (json_int_t)gap,
+			      "total", (json_int_t)s->unseen, "reason", reason));
+}
+
+/*
+ * Before 5.19 RECV took the newest notification first (LIFO): a later id
+ * may come before an earlier one, and a gap is no count of drops.
+ */
+static bool ids_in_order(void)
+{
+	unsigned int major, minor;
+	struct utsname u;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major > 5 || (major == 5 && minor >= 19);
+}
+
+static void answer(struct sensor *s, int fd, int error)
+{
+	memset(s->resp, 0, s->resp_size);
+	s->resp->id = s->req->id;
+	s->resp->error = -error;
+	/* fails only where the caller died meanwhile: nothing to answer */
+	(void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, s->resp);
+}
+
 static void on_notify(evutil_socket_t fd, short what, void *arg)
 {
 	struct sensor *s = arg;
@@ -200,6 +322,17 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 		event_del(s->ev);
 		return;
 	}
+	if (is_probe(s)) {
+		/* the first: the kernel's count from here on is ours */
+		if (!s->based && s->ordered) {
+			s->next_id = s->req->id;
+			s->based = true;
+		}
+		count_gap(s);
+		answer(s, fd, 0);
+		return;
+	}
+	count_gap(s);
 	/* named even where libseccomp is older than the call: "syscall 470" */
 	sc_name(s->req->data.arch, s->req->data.nr, name, sizeof(name));
 	deny = sc_deny_errno(s->req->data.nr);
@@ -219,15 +352,11 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	 * still names a process, and so its tool call (see events.h).
 	 */
 	events_emit(s->events, "syscall.denied", o);
-	memset(s->resp, 0, s->resp_size);
-	s->resp->id = s->req->id;
-	s->resp->error = -deny;
-	/* fails only where the caller died meanwhile: nothing to answer */
-	(void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, s->resp);
+	answer(s, fd, deny);
 }
 
 struct sensor *sensor_start(struct event_base *base, int notify_fd,
-			    struct events *ev)
+			    struct events *ev, pid_t probe_pid)
 {
 	struct sensor *s = calloc(1, sizeof(*s));
 
@@ -237,6 +366,8 @@ struct sensor *sensor_start(struct event_base *base, int notify_fd,
 	}
 	s->fd = notify_fd;
 	s->events = ev;
+	s->probe_pid = probe_pid;
+	s->ordered = ids_in_order();
 	if (notif_alloc(s) < 0)
 		goto fail;
 	s->ev = event_new(base, notify_fd, EV_READ | EV_PERSIST, on_notify, s);
@@ -246,6 +377,81 @@ struct sensor *sensor_start(struct event_base *base, int notify_fd,
 fail:
 	sensor_free(s);
 	return NULL;
+}
+
+void sensor_probe(int tries)
+{
+	/*
+	 * Interrupted, the call is dropped unread; made again where the
+	 * caller asks.  At the start the sensor's count begins at the one it
+	 * reads, so nothing is miscounted.  Answered (0), refused in the
+	 * kernel (no listener: EPERM), or run (acct(NULL) with no accounting
+	 * on): nothing more to do.
+	 */
+	for (int i = 0; i < tries; i++)
+		if (syscall(PROBE_NR, 0, PROBE_MARK) == 0 || errno != EINTR)
+			return;
+}
+
+/* The thread's: nothing of glibc's but syscall(), no lock, no malloc. */
+static int probe_thread(void *arg)
+{
+	(void)arg;
+	sensor_probe(1);
+	return 0;
+}
+
+#define PROBE_STACK (64 * 1024)
+
+void sensor_probe_within(unsigned int ms)
+{
+	struct timespec left = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec t0, now;
+	volatile pid_t tid = 0;
+	sigset_t all, old;
+	long r, spent;
+	void *stack;
+	pid_t seen;
+
+	/*
+	 * A thread of ours by clone, not pthread_create: that one wrote a
+	 * dozen of glibc's pages, each a copy-on-write fault in init (a fork
+	 * of the supervisor), and took 230 us where the call takes 20.  Its
+	 * exit clears tid and wakes us (CLONE_CHILD_CLEARTID); a fresh
+	 * stack, left mapped if it is not done in time, as we exit then.
+	 */
+	stack = mmap(NULL, PROBE_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return;
+	/* every signal blocked in the thread: none of the process's is its */
+	sigfillset(&all);
+	if (sigprocmask(SIG_SETMASK, &all, &old) < 0) {
+		munmap(stack, PROBE_STACK);
+		return;
+	}
+	r = clone(probe_thread, (char *)stack + PROBE_STACK,
+		  CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+		  CLONE_SYSVSEM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+		  NULL, (pid_t *)&tid, NULL, (pid_t *)&tid);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		munmap(stack, PROBE_STACK);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((seen = tid) != 0) {
+		/* EAGAIN: it changed meanwhile; EINTR: looked at again */
+		syscall(SYS_futex, &tid, FUTEX_WAIT, seen, &left, NULL, 0);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		spent = (now.tv_sec - t0.tv_sec) * 1000 +
+			(now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (spent >= (long)ms)
+			return;		/* left waiting: ended with the process */
+		left.tv_sec = (ms - spent) / 1000;
+		left.tv_nsec = (long)((ms - spent) % 1000) * 1000000;
+	}
+	munmap(stack, PROBE_STACK);
 }
 
 size_t sensor_denied(const struct sensor *s)

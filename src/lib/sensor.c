@@ -188,20 +188,30 @@ static json_t *describe_args(struct sensor *s, const char *name)
  * denial names a tool, not a pid that is gone a moment later.  Read while
  * the caller waits for our answer; like the arguments, a description.
  */
-static void name_program(json_t *o, pid_t pid)
+/* /proc/PID/WHAT's first len - 1 bytes, NUL-ended ("" if unreadable). */
+static ssize_t proc_read(pid_t pid, const char *what, char *buf, size_t len)
 {
-	char path[64], comm[64] = "", exe[PATH_MAX];
-	ssize_t n;
+	char path[64];
+	ssize_t n = -1;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		n = read(fd, comm, sizeof(comm) - 1);
-		comm[n > 0 ? n : 0] = '\0';
-		comm[strcspn(comm, "\n")] = '\0';
+		n = read(fd, buf, len - 1);
 		close(fd);
 	}
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+static void name_program(json_t *o, pid_t pid)
+{
+	char path[64], comm[64], exe[PATH_MAX];
+	ssize_t n;
+
+	proc_read(pid, "comm", comm, sizeof(comm));
+	comm[strcspn(comm, "\n")] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
@@ -212,21 +222,13 @@ static void name_program(json_t *o, pid_t pid)
 /* The thread group pid belongs to (pid being a thread's id), or -1. */
 static pid_t tgid_of(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char buf[512];
+	const char *v;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_read(pid, "status", buf, sizeof(buf)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)strtol(p + strlen("\nTgid:"), NULL, 10) : -1;
+	v = proc_status_value(buf, "Tgid");
+	return v ? (pid_t)strtol(v, NULL, 10) : -1;
 }
 
 /*

@@ -134,6 +134,21 @@ t_misbehaving_agent() {
 		fail "audit verify: $(cat "$T/verify")"
 }
 
+# py_call ID PROG: an exec's body that runs the Python PROG as tool call ID
+py_call() {
+	python3 -c 'import json, sys
+print(json.dumps({"tool_call_id": sys.argv[1], "argv": ["python3", "-c", sys.argv[2]]}))' "$1" "$2"
+}
+
+# expect_evil_denied_to RESULT CALL: the result of a call whose GET of
+# evil.test:7 through the proxy was refused, and the denial named CALL
+expect_evil_denied_to() {
+	expect_eq "refused by the proxy" "$(json stdout < "$1")" "HTTP/1.1 403 Forbidden"
+	expect_contains "explained" "$(json reason < "$1")" \
+		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
+	expect_eq "listed" "$(json denials.0.call < "$1")" "$2"
+}
+
 # A denial through a dual-stack socket (AF_INET6, connected to the
 # proxy's v4-mapped address, ::ffff:127.0.0.1) names its call as an
 # AF_INET socket's does.  The kernel lists such a socket among the
@@ -152,13 +167,9 @@ s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
 s.connect(("::ffff:" + u.hostname, u.port))
 s.sendall(b"GET http://evil.test:7/ HTTP/1.1\r\nHost: evil.test:7\r\n\r\n")
 print(s.recv(100).split(b"\r\n")[0].decode())'
-	body=$(python3 -c 'import json, sys
-print(json.dumps({"tool_call_id": "v6", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	body=$(py_call v6 "$prog")
 	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r"
-	expect_eq "refused by the proxy" "$(json stdout < "$T/r")" "HTTP/1.1 403 Forbidden"
-	expect_contains "explained" "$(json reason < "$T/r")" \
-		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
-	expect_eq "listed" "$(json denials.0.call < "$T/r")" v6
+	expect_evil_denied_to "$T/r" v6
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 }
 
@@ -197,13 +208,9 @@ for i in range(200):
 s.connect((u.hostname, u.port))
 s.sendall(b"GET http://evil.test:7/ HTTP/1.1\r\nHost: evil.test:7\r\n\r\n")
 print(s.recv(100).split(b"\r\n")[0].decode())'
-	body=$(python3 -c 'import json, sys
-print(json.dumps({"tool_call_id": "tw", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	body=$(py_call tw "$prog")
 	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r"
-	expect_eq "refused by the proxy" "$(json stdout < "$T/r")" "HTTP/1.1 403 Forbidden"
-	expect_contains "explained" "$(json reason < "$T/r")" \
-		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
-	expect_eq "listed" "$(json denials.0.call < "$T/r")" tw
+	expect_evil_denied_to "$T/r" tw
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 }
 
@@ -233,8 +240,7 @@ for f in (0, 1, 2):
 open("/tmp/decoy.port.new", "w").write(str(s.getsockname()[1]))
 os.rename("/tmp/decoy.port.new", "/tmp/decoy.port")
 time.sleep(600)'
-	body=$(python3 -c 'import json, sys
-print(json.dumps({"tool_call_id": "decoy", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	body=$(py_call decoy "$prog")
 	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r0"
 	expect_eq "the decoy's call" "$(json status < "$T/r0")" exited
 	prog='import os, socket, time, urllib.parse
@@ -250,13 +256,9 @@ s.bind(("127.0.0.1", int(open("/tmp/decoy.port").read())))
 s.connect((u.hostname, u.port))
 s.sendall(b"GET http://evil.test:7/ HTTP/1.1\r\nHost: evil.test:7\r\n\r\n")
 print(s.recv(100).split(b"\r\n")[0].decode())'
-	body=$(python3 -c 'import json, sys
-print(json.dumps({"tool_call_id": "asker", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	body=$(py_call asker "$prog")
 	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r"
-	expect_eq "refused by the proxy" "$(json stdout < "$T/r")" "HTTP/1.1 403 Forbidden"
-	expect_contains "explained" "$(json reason < "$T/r")" \
-		"; denied: connection to evil.test:7 (evil.test:7 is not in the allowlist); 1 denial"
-	expect_eq "listed" "$(json denials.0.call < "$T/r")" asker
+	expect_evil_denied_to "$T/r" asker
 	api DELETE "/v1/sandboxes/$id" > /dev/null
 }
 
@@ -286,8 +288,7 @@ for i in range(3):
         time.sleep(600)
         os._exit(0)
 time.sleep(600)'
-	body=$(python3 -c 'import json, sys
-print(json.dumps({"tool_call_id": "hoarder", "argv": ["python3", "-c", sys.argv[1]]}))' "$prog")
+	body=$(py_call hoarder "$prog")
 	api POST "/v1/sandboxes/$id/exec" "$body" > "$T/r0"
 	expect_eq "the hoarders' call" "$(json status < "$T/r0")" exited
 	api POST "/v1/sandboxes/$id/exec" '{"tool_call_id": "asker", "command":

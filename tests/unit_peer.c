@@ -223,6 +223,15 @@ out:
 		;
 }
 
+/* -ENOSYS from a search: no user namespace here, said as a skip */
+static bool skipped(int r)
+{
+	if (r != -ENOSYS)
+		return false;
+	printf("# skip: no user namespace here\n");
+	return true;
+}
+
 /*
  * fn(out, arg) in a child in namespaces of its own (own_netns; none: out
  * as it was), and out as the child left it, size bytes.  -EIO: lost.
@@ -271,10 +280,8 @@ TEST(the_holder_is_found)
 	struct layout l = { .holders = 2, .holder_fds = 100, .asker_fds = 100 };
 	struct search o = search(&l);
 
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	CHECK(o.asker > 0 && o.found == o.asker);
 }
@@ -292,10 +299,8 @@ TEST(an_asker_past_the_budget_is_not_searched_for)
 		return;
 	}
 	o = search(&l);
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	CHECK(o.asker > 0 && o.found == 0);
 }
@@ -310,10 +315,8 @@ TEST(the_budget_spans_the_processes)
 			    .asker_fds = 400 };
 	struct search o = search(&l);
 
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	_Static_assert(MAX_HOLDERS * 301 > PEER_SEARCH_FDS, "holders past the budget");
 	CHECK(o.asker > 0 && o.found == 0);
@@ -330,10 +333,8 @@ TEST(hoarders_are_read_last)
 			    .asker_fds = 4 };
 	struct search o = search(&l);
 
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	_Static_assert(MAX_HOLDERS * 1000 > PEER_SEARCH_FDS, "holders past the budget");
 	CHECK(o.asker > 0 && o.found == o.asker);
@@ -359,10 +360,8 @@ TEST(many_sockets_hide_no_asker)
 		return;
 	}
 	o = search(&l);
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	if (o.wrapped) {
 		printf("# skip: the host's pids wrapped between the asker and the holders\n");
@@ -383,10 +382,8 @@ TEST(a_dual_stack_asker_is_found)
 			    .asker_v6 = true };
 	struct search o = search(&l);
 
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	CHECK(o.asker > 0 && o.found == o.asker);
 }
@@ -531,10 +528,8 @@ TEST(a_listener_on_the_askers_port_is_not_named)
 {
 	struct decoyed o = decoy_search(DECOY_TCP_LISTENER);
 
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	CHECK(o.asker > 0 && o.decoy > 0 && o.found == o.asker);
 }
@@ -543,10 +538,8 @@ TEST(a_udp_socket_sending_elsewhere_is_not_named)
 {
 	struct decoyed o = decoy_search(DECOY_UDP_ELSEWHERE);
 
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	CHECK(o.asker > 0 && o.decoy > 0 && o.found == o.asker);
 }
@@ -560,10 +553,8 @@ TEST(a_udp_twin_of_the_askers_names_no_one)
 {
 	struct decoyed o = decoy_search(DECOY_UDP_LIKE_ASKER);
 
-	if (o.r == -ENOSYS) {
-		printf("# skip: no user namespace here\n");
+	if (skipped(o.r))
 		return;
-	}
 	CHECK(o.r == 0);
 	CHECK(o.asker > 0 && o.decoy > 0 && o.found == 0);
 }

@@ -2698,6 +2698,53 @@ t_call_process_killed_before_the_call() {
 	stop_daemon
 }
 
+# A process the daemon cannot put in its groups is killed rather than run
+# unaccounted (cgroup_move.c: move_end).  That kill is the daemon's, and
+# it was said nowhere: a spare so killed left no event, and a call whose
+# two processes were read "not started: ... the last killed by signal 9",
+# as if something in the sandbox had killed them (CI saw that once, in
+# mcp.sh's SDK session as 65534).  Here the mover dies holding the
+# spare's move, then the call's group is removed under a held move.
+t_moves_that_fail_said() {
+	local hp cp dirs i=0
+	hold_a_spare || return $?
+	hp=$(helper_on "$T/move")
+	[ -n "$hp" ] || { fail "no mover holds the spare's move"; stop_daemon; return 1; }
+	kill -KILL "$hp"
+	rm -f "$T/move"
+	exec 7>&-
+	wait_gone "the spare" 10 eval "box_procs $a | grep -x $sp"
+	expect_eq "a runs" "$(sbsh "$a" 'echo a')" a
+	expect_contains "the spare's kill said" "$(grep '"type":"exec.lost"' "$STATE/audit.jsonl")" \
+		'"reason":"the daemon killed the process forked ahead for the next call, as it could not be moved into its group (the cgroup mover ended before process '
+	stop_daemon
+	hold_a_spare || return $?
+	"$HTTPC" -sS --max-time 30 --unix-socket "$SOCK" -X POST \
+		-d "$(jbody tool_call_id ungrouped command 'echo ran')" -o "$T/call.json" \
+		"http://localhost/v1/sandboxes/$a/exec" 2>/dev/null 7>&- &
+	cp=$!
+	until [ "$(sbget "$a" 'v["running"]')" = 1 ] || [ $i -ge 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	# the spare's group, now the call's (the box's first: c1), empty until
+	# the held move; not the next call's, made meanwhile
+	dirs=$(find /sys/fs/cgroup -mindepth 3 -maxdepth 5 -type d -path "*/corral-$DPID-$a/*" \
+		\( -name c1 -o -name corral-c1 \) 2>/dev/null)
+	[ -n "$dirs" ] || fail "no group of a's call"
+	for d in $dirs; do rmdir "$d" || fail "cannot remove $d"; done
+	rm -f "$T/move"
+	exec 7>&-
+	wait "$cp" || true
+	expect_eq "not started" "$(pyjq '(v["status"], v["signal"], v["stdout"])' "$T/call.json")" \
+		"('signaled', 9, '')"
+	expect_contains "the reason names the daemon's kill" "$(pyjq 'v["reason"]' "$T/call.json")" \
+		"the last killed by signal 9 (SIGKILL) (the daemon killed it: it could not be moved into the call's group: "
+	expect_contains "an exec.error names the call" "$(grep '"type":"exec.error"' "$STATE/audit.jsonl")" \
+		'"call":"ungrouped"'
+	expect_eq "a still runs calls" "$(sbsh "$a" 'echo after')" after
+	stop_daemon
+}
+
 # Attacker (a client, found by tests/chaos_serve.py): a caller that goes
 # away while its call's process still waits for its move.  The call is
 # killed before it was sent (its message dropped); the move that ends

@@ -86,6 +86,7 @@ struct corral_call {
 	bool default_timeout;	/* its timeout is limits.call_timeout's */
 	char timeout_why[256];	/* corral_call_time_out's reason, or "" */
 	int send_err;		/* errno of a send of the call that failed, or 0 */
+	char move_why[192];	/* why a move of its process failed (killed then), or "" */
 	int sent_sig;		/* the last signal corral_call_kill sent it, or 0 */
 	/* once done: its group's OOM kills and refused forks, as last read */
 	uint64_t seen_oom, seen_pids;

@@ -128,6 +128,10 @@ static void call_describe(struct corral_call *c, const struct cg_stats *hits)
 			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
 				 strlen(res->reason), " (the daemon could not send it the "
 				 "call: %s)", strerror(c->send_err));
+		else if (c->move_why[0])
+			snprintf(res->reason + strlen(res->reason), sizeof(res->reason) -
+				 strlen(res->reason), " (the daemon killed it: it could not "
+				 "be moved into the call's group: %s)", c->move_why);
 		goto limits;
 	}
 	if (c->fail.stage == EXEC_STAGE_EXEC) {
@@ -891,7 +895,8 @@ static void call_moved(void *arg, int r, const char *msg)
 	if (r == -ESRCH)
 		return;
 	if (r < 0) {
-		/* unattributed is not acceptable: the call does not run */
+		/* unattributed is not acceptable: killed (move_end), and said */
+		snprintf(c->move_why, sizeof(c->move_why), "%s", msg ? msg : "?");
 		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s}", "call",
 			    c->tool_call, "reason", msg));
 		return;
@@ -1341,12 +1346,24 @@ void call_drop_spare(struct corral_box *b)
 static void spare_moved(void *arg, int r, const char *msg)
 {
 	struct corral_box *b = arg;
+	json_t *o;
 
-	(void)msg;
 	b->sp.mv = NULL;
 	/* it ended before its move: init's news of it (spare_msg) says how */
-	if (r < 0 && r != -ESRCH)
-		call_drop_spare(b);	/* killed: the next call forks its own */
+	if (r >= 0 || r == -ESRCH)
+		return;
+	/*
+	 * Killed (move_end), and dropped before init's news of its end,
+	 * which would name no one: the kill is the daemon's, said here.
+	 */
+	o = json_pack("{s:s++, s:i}", "reason", "the daemon killed the process "
+		      "forked ahead for the next call, as it could not be moved "
+		      "into its group (", msg ? msg : "?", "); the next call runs "
+		      "in a new one", "signal", SIGKILL);
+	if (o && b->sp.spid > 0)
+		json_object_set_new(o, "sandbox_pid", json_integer(b->sp.spid));
+	events_emit(b->ev, "exec.lost", o);
+	call_drop_spare(b);
 }
 
 /* The spare's "r": into the spare group now, while nobody waits for it. */

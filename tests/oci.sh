@@ -1324,6 +1324,40 @@ t_bind_with_kernel_fs_beneath() {
 	done
 }
 
+# The image's CA bundle, where corral lays its own over it under TLS
+# termination, is resolved in the image: a link there within the image
+# (RHEL's /etc/ssl/certs is one) still gets corral's bundle, and a link to
+# "/oldroot/proc/self/mountinfo" covers nothing.  Followed as a path, it
+# laid the bundle over init's view of the host's mount table before the
+# writable bind's submounts were judged from it: the proc beneath the
+# bind passed, and the container listed the host's processes.
+t_image_bundle_link_covers_no_mount_table() {
+	need_root
+	shared_source
+	echo '{"network": {"mode": "proxy", "allow": [{"host": "a.test", "tls": "terminate"}]}}' > "$T/p.json"
+	printf '{"policy": "%s", "allow_bind": ["%s"]}' "$T/p.json" "$T/share" > "$T/op.json"
+	bundle "$T/a" '["cat", "/etc/ssl/certs/ca-certificates.crt"]'
+	mkdir -p "$T/a/rootfs/etc/pki/certs" "$T/a/rootfs/etc/ssl"
+	echo "the image's own roots" > "$T/a/rootfs/etc/pki/certs/ca-certificates.crt"
+	ln -s ../pki/certs "$T/a/rootfs/etc/ssl/certs"
+	chmod -R a+rX "$T/a/rootfs/etc"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/a" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
+	oci delete c1
+	expect_contains "corral's bundle over the image's, through its link" \
+		"$(cat "$T/shim")" "BEGIN CERTIFICATE"
+	mkdir -p "$T/share/u/data/p"
+	mount -t proc proc "$T/share/u/data/p" || skip "cannot mount a proc to test with"
+	trap 'oci delete --force c2 > /dev/null; umount "$T/share/u/data/p"' EXIT
+	bundle "$T/b" '["cat", "/data/p/1/cmdline"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share/u/data', 'options': ['rbind', 'rw']})"
+	mkdir -p "$T/b/rootfs/data" "$T/b/rootfs/etc/ssl/certs"
+	ln -s /oldroot/proc/self/mountinfo "$T/b/rootfs/etc/ssl/certs/ca-certificates.crt"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c2 > /dev/null || true
+	expect_eq "create" "$(rc)" 1
+	expect_contains "why" "$(last_error)" "holds a proc mount (at $T/share/u/data/p)"
+}
+
 # The root's and binds' sources the CLI held never reach the container: its init,
 # created and waiting for start, holds none (it is corral's code until
 # then, and outlives the mounts), and the process has 0-2 and ls's own.

@@ -107,6 +107,8 @@ struct stat;
 int walk_up(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
 /* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
 void mountinfo_unescape(char *s);
+/* path beneath dir opened as procfs's own mount table (not one mounted over) */
+FILE *mountinfo_open(int dir, const char *path);
 /* each mount beneath the directory dir, its root stat'ed (walkup.c) */
 int mounts_beneath(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
 

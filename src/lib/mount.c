@@ -507,7 +507,7 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
 	size_t cap = 0, n;
 	ssize_t len;
 	FILE *f;
-	int r = 0, mi;
+	int r = 0;
 
 	/* rootfd's proc: init, not yet given its own, has the host's */
 	snprintf(self, sizeof(self), "proc/self/fd/%d", fd);
@@ -518,14 +518,11 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
 				      "not a path");
 	dir[len] = '\0';
 	n = strcmp(dir, "/") ? (size_t)len : 0;
-	mi = openat(rootfd, "proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	f = mi < 0 ? NULL : fdopen(mi, "re");
-	if (!f) {
-		r = corral_set_errno(err, errno, "cannot read the mount table");
-		if (mi >= 0)
-			close(mi);
-		return r;
-	}
+	f = mountinfo_open(rootfd, "proc/self/mountinfo");
+	if (!f)
+		return corral_set_errno(err, errno, "cannot read the mount table%s",
+					errno == EXDEV ? " (another file is mounted over "
+					"it): what a bind holds cannot be judged" : "");
 	while (r == 0 && getline(&line, &cap, f) > 0) {
 		char *save = NULL, *at, *type, *dash = strstr(line, " - ");
 

@@ -431,6 +431,36 @@ t_exec_no_host_fds() {
 	c1_gone "$pid$epids" "$mon"
 }
 
+# An exec's Landlock rules are opened in the running container, whose
+# process may move a writable bind's parent away and leave a link in its
+# place: followed, the rule made /proc writable to the exec'd process
+# (its /proc/self files, where the container's own may write none).
+# Refused now, with what was found on the way.
+t_exec_landlock_rules_not_through_container_links() {
+	need_root
+	local out pid mon
+	mkdir -p "$T/share"
+	printf '{"allow_bind": ["%s"]}' "$T/share" > "$T/op.json"
+	export CORRAL_OCI_CONFIG=$T/op.json
+	bundle "$T/b" '["sleep", "60"]' \
+		"c['mounts'].append({'destination': '/home/agent/x/data', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'rw']})"
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	pid=$(cat "$T/pid") mon=$(monitor_of c1)
+	out=$(oci exec c1 sh -c 'echo x > /proc/self/comm && echo WROTE; echo ran')
+	expect_contains "exec" "$out" "ran"
+	expect_not_contains "/proc not writable (Landlock)" "$out" "WROTE"
+	oci exec c1 sh -c 'busybox mv /home/agent/x /home/agent/y && busybox mkdir /home/agent/x &&
+			    busybox ln -s /proc /home/agent/x/data' > /dev/null
+	expect_eq "the container's link made" "$(rc)" 0
+	out=$(oci exec c1 sh -c 'echo x > /proc/self/comm && echo WROTE; echo ran')
+	expect_not_contains "/proc still not writable" "$out" "WROTE"
+	expect_contains "refused" "$out" "a symbolic link is on its way"
+	unset CORRAL_OCI_CONFIG
+	c1_gone "$pid" "$mon"
+}
+
 # runc's CVE-2019-5736 through exec: an image whose command is a
 # `#!/proc/self/exe` script had the runtime's own binary run inside, and
 # a process there reopened it through /proc/PID/exe to overwrite the

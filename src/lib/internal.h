@@ -293,6 +293,8 @@ const char *sc_number(size_t i, int *nr, uint32_t *arch);
 struct ll_rule {
 	const char *path;
 	bool writable;
+	/* the sandbox's own path, no link followed (a running one's may move) */
+	bool no_symlinks;
 };
 
 int landlock_abi(void);		/* 0 if unsupported/disabled */

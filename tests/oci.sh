@@ -1459,6 +1459,25 @@ tenant_bundle() {
 	echo HIDDEN > "$T/hidden/tree/marker"
 }
 
+# --pid-file in a directory a tenant writes (its bundle): a link it left at
+# the name the pid is written to first had root truncate and write the
+# host file it named; now that name is made new, and the link goes.
+t_pid_file_not_through_a_tenants_link() {
+	need_root
+	tenant_bundle
+	echo VICTIM > "$T/victim"
+	ln -s "$T/victim" "$T/b/pid.corral-tmp"
+	oci create --bundle "$T/b" --pid-file "$T/b/pid" c1
+	expect_eq "create" "$(rc)" 0
+	expect_eq "the host file the link named" "$(cat "$T/victim")" VICTIM
+	local want
+	want=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$T/root/c1/state.json")
+	[ -n "$want" ] || fail "no pid in $(cat "$T/root/c1/state.json")"
+	expect_eq "the pid file" "$(cat "$T/b/pid")" "$want"
+	[ ! -L "$T/b/pid" ] || fail "the pid file is a link"
+	oci delete --force c1
+}
+
 # A link swapped in between the check and the mount: the container runs on
 # the tree that was checked, or not at all; never where the link leads.
 t_rootfs_swapped_after_check() {

@@ -1478,6 +1478,27 @@ t_pid_file_not_through_a_tenants_link() {
 	oci delete --force c1
 }
 
+# --log in a directory a tenant writes: a link there had root append the
+# error line (words of config.json's in it) to the host file it named, or
+# make the file where none was.  The line is on stderr still.
+t_log_not_through_a_tenants_link() {
+	need_root
+	tenant_bundle
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json"
+	echo VICTIM > "$T/victim"
+	local out
+	for link in "$T/victim" "$T/made"; do
+		ln -sfn "$link" "$T/b/log.json"
+		out=$(timeout 60 "$OCI" --root "$T/root" --log "$T/b/log.json" --log-format json \
+			create --bundle "$T/b" bad 2>&1 < /dev/null) && fail "create succeeded"
+		expect_contains "the error, on stderr" "$out" "hooks.prestart refused"
+	done
+	expect_eq "the host file the link named" "$(cat "$T/victim")" VICTIM
+	[ ! -e "$T/made" ] || fail "made $T/made through the link: $(cat "$T/made")"
+}
+
 # A link swapped in between the check and the mount: the container runs on
 # the tree that was checked, or not at all; never where the link leads.
 t_rootfs_swapped_after_check() {

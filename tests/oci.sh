@@ -1499,6 +1499,29 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json"
 	[ ! -e "$T/made" ] || fail "made $T/made through the link: $(cat "$T/made")"
 }
 
+# The same tree named outright: config.json is the tenant's too (its
+# directory is), and the overlay's lower is opened as root, so a root.path
+# below a directory of root's (0700) had the container read the tree with
+# no race at all.  Refused now; the tenant's own rootfs still runs.
+t_rootfs_of_a_tenants_bundle_only_what_it_reaches() {
+	need_root
+	tenant_bundle
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "the tenant's own rootfs: shim"; }
+	oci delete c1
+	expect_contains "the tenant's own rootfs" "$(cat "$T/shim")" "checked"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
+	oci create --bundle "$T/b" c2 > /dev/null || true
+	local rc why=""
+	rc=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c2 > /dev/null || true
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$why" "not theirs to search"
+}
+
 # A link swapped in between the check and the mount: the container runs on
 # the tree that was checked, or not at all; never where the link leads.
 t_rootfs_swapped_after_check() {

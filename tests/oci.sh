@@ -431,6 +431,36 @@ t_exec_no_host_fds() {
 	c1_gone "$pid$epids" "$mon"
 }
 
+# An exec's Landlock rules are opened in the running container, whose
+# process may move a writable bind's parent away and leave a link in its
+# place: followed, the rule made /proc writable to the exec'd process
+# (its /proc/self files, where the container's own may write none).
+# Refused now, with what was found on the way.
+t_exec_landlock_rules_not_through_container_links() {
+	need_root
+	local out pid mon
+	mkdir -p "$T/share"
+	printf '{"allow_bind": ["%s"]}' "$T/share" > "$T/op.json"
+	export CORRAL_OCI_CONFIG=$T/op.json
+	bundle "$T/b" '["sleep", "60"]' \
+		"c['mounts'].append({'destination': '/home/agent/x/data', 'type': 'bind', 'source': '$T/share', 'options': ['rbind', 'rw']})"
+	oci create --bundle "$T/b" --pid-file "$T/pid" c1
+	expect_eq "create" "$(rc)" 0
+	oci start c1
+	pid=$(cat "$T/pid") mon=$(monitor_of c1)
+	out=$(oci exec c1 sh -c 'echo x > /proc/self/comm && echo WROTE; echo ran')
+	expect_contains "exec" "$out" "ran"
+	expect_not_contains "/proc not writable (Landlock)" "$out" "WROTE"
+	oci exec c1 sh -c 'busybox mv /home/agent/x /home/agent/y && busybox mkdir /home/agent/x &&
+			    busybox ln -s /proc /home/agent/x/data' > /dev/null
+	expect_eq "the container's link made" "$(rc)" 0
+	out=$(oci exec c1 sh -c 'echo x > /proc/self/comm && echo WROTE; echo ran')
+	expect_not_contains "/proc still not writable" "$out" "WROTE"
+	expect_contains "refused" "$out" "a symbolic link is on its way"
+	unset CORRAL_OCI_CONFIG
+	c1_gone "$pid" "$mon"
+}
+
 # runc's CVE-2019-5736 through exec: an image whose command is a
 # `#!/proc/self/exe` script had the runtime's own binary run inside, and
 # a process there reopened it through /proc/PID/exe to overwrite the
@@ -1324,6 +1354,40 @@ t_bind_with_kernel_fs_beneath() {
 	done
 }
 
+# The image's CA bundle, where corral lays its own over it under TLS
+# termination, is resolved in the image: a link there within the image
+# (RHEL's /etc/ssl/certs is one) still gets corral's bundle, and a link to
+# "/oldroot/proc/self/mountinfo" covers nothing.  Followed as a path, it
+# laid the bundle over init's view of the host's mount table before the
+# writable bind's submounts were judged from it: the proc beneath the
+# bind passed, and the container listed the host's processes.
+t_image_bundle_link_covers_no_mount_table() {
+	need_root
+	shared_source
+	echo '{"network": {"mode": "proxy", "allow": [{"host": "a.test", "tls": "terminate"}]}}' > "$T/p.json"
+	printf '{"policy": "%s", "allow_bind": ["%s"]}' "$T/p.json" "$T/share" > "$T/op.json"
+	bundle "$T/a" '["cat", "/etc/ssl/certs/ca-certificates.crt"]'
+	mkdir -p "$T/a/rootfs/etc/pki/certs" "$T/a/rootfs/etc/ssl"
+	echo "the image's own roots" > "$T/a/rootfs/etc/pki/certs/ca-certificates.crt"
+	ln -s ../pki/certs "$T/a/rootfs/etc/ssl/certs"
+	chmod -R a+rX "$T/a/rootfs/etc"
+	CORRAL_OCI_CONFIG=$T/op.json /usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/a" c1 \
+		> "$T/shim" 2>&1 || { cat "$T/shim"; fail "shim"; }
+	oci delete c1
+	expect_contains "corral's bundle over the image's, through its link" \
+		"$(cat "$T/shim")" "BEGIN CERTIFICATE"
+	mkdir -p "$T/share/u/data/p"
+	mount -t proc proc "$T/share/u/data/p" || skip "cannot mount a proc to test with"
+	trap 'oci delete --force c2 > /dev/null; umount "$T/share/u/data/p"' EXIT
+	bundle "$T/b" '["cat", "/data/p/1/cmdline"]' \
+		"c['mounts'].append({'destination': '/data', 'type': 'bind', 'source': '$T/share/u/data', 'options': ['rbind', 'rw']})"
+	mkdir -p "$T/b/rootfs/data" "$T/b/rootfs/etc/ssl/certs"
+	ln -s /oldroot/proc/self/mountinfo "$T/b/rootfs/etc/ssl/certs/ca-certificates.crt"
+	CORRAL_OCI_CONFIG=$T/op.json oci create --bundle "$T/b" c2 > /dev/null || true
+	expect_eq "create" "$(rc)" 1
+	expect_contains "why" "$(last_error)" "holds a proc mount (at $T/share/u/data/p)"
+}
+
 # The root's and binds' sources the CLI held never reach the container: its init,
 # created and waiting for start, holds none (it is corral's code until
 # then, and outlives the mounts), and the process has 0-2 and ls's own.
@@ -1393,6 +1457,69 @@ tenant_bundle() {
 	mkdir -m 0700 "$T/hidden"
 	cp -a "$T/b/rootfs" "$T/hidden/tree"
 	echo HIDDEN > "$T/hidden/tree/marker"
+}
+
+# --pid-file in a directory a tenant writes (its bundle): a link it left at
+# the name the pid is written to first had root truncate and write the
+# host file it named; now that name is made new, and the link goes.
+t_pid_file_not_through_a_tenants_link() {
+	need_root
+	tenant_bundle
+	echo VICTIM > "$T/victim"
+	ln -s "$T/victim" "$T/b/pid.corral-tmp"
+	oci create --bundle "$T/b" --pid-file "$T/b/pid" c1
+	expect_eq "create" "$(rc)" 0
+	expect_eq "the host file the link named" "$(cat "$T/victim")" VICTIM
+	local want
+	want=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$T/root/c1/state.json")
+	[ -n "$want" ] || fail "no pid in $(cat "$T/root/c1/state.json")"
+	expect_eq "the pid file" "$(cat "$T/b/pid")" "$want"
+	[ ! -L "$T/b/pid" ] || fail "the pid file is a link"
+	oci delete --force c1
+}
+
+# --log in a directory a tenant writes: a link there had root append the
+# error line (words of config.json's in it) to the host file it named, or
+# make the file where none was.  The line is on stderr still.
+t_log_not_through_a_tenants_link() {
+	need_root
+	tenant_bundle
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json"
+	echo VICTIM > "$T/victim"
+	local out
+	for link in "$T/victim" "$T/made"; do
+		ln -sfn "$link" "$T/b/log.json"
+		out=$(timeout 60 "$OCI" --root "$T/root" --log "$T/b/log.json" --log-format json \
+			create --bundle "$T/b" bad 2>&1 < /dev/null) && fail "create succeeded"
+		expect_contains "the error, on stderr" "$out" "hooks.prestart refused"
+	done
+	expect_eq "the host file the link named" "$(cat "$T/victim")" VICTIM
+	[ ! -e "$T/made" ] || fail "made $T/made through the link: $(cat "$T/made")"
+}
+
+# The same tree named outright: config.json is the tenant's too (its
+# directory is), and the overlay's lower is opened as root, so a root.path
+# below a directory of root's (0700) had the container read the tree with
+# no race at all.  Refused now; the tenant's own rootfs still runs.
+t_rootfs_of_a_tenants_bundle_only_what_it_reaches() {
+	need_root
+	tenant_bundle
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c1 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; fail "the tenant's own rootfs: shim"; }
+	oci delete c1
+	expect_contains "the tenant's own rootfs" "$(cat "$T/shim")" "checked"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
+	oci create --bundle "$T/b" c2 > /dev/null || true
+	local rc why=""
+	rc=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c2 > /dev/null || true
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$why" "not theirs to search"
 }
 
 # A link swapped in between the check and the mount: the container runs on

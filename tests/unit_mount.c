@@ -11,10 +11,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static bool is_writable_path(const char *path)
@@ -106,6 +109,83 @@ TEST(scratch_open)
 	rmdir(dir);
 	if (rootfd >= 0)
 		close(rootfd);
+}
+
+/* our own mount namespace (and user namespace, unprivileged) */
+static bool own_mount_ns(void)
+{
+	char map[64];
+	int fd;
+
+	if (geteuid() == 0)
+		return unshare(CLONE_NEWNS) == 0 &&
+		       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)geteuid());
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return false;
+	fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, map, strlen(map)) != (ssize_t)strlen(map)) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+}
+
+/* 0 taken, else the errno mountinfo_open failed with */
+static int opened(const char *path)
+{
+	FILE *f = mountinfo_open(AT_FDCWD, path);
+
+	if (!f)
+		return errno;
+	fclose(f);
+	return 0;
+}
+
+/*
+ * The mount table checks are judged by is procfs's own: a file mounted
+ * over its name (a CA bundle an image's link led there, another proc
+ * file) is refused, not read as the table.  In a child, in a mount
+ * namespace of its own: bit i of its status a failed step.
+ */
+TEST(mountinfo_only_procfs_own)
+{
+	char file[] = "/tmp/corral-unit-mountinfo.XXXXXX";
+	int fd = mkstemp(file), st = 0;
+	pid_t pid;
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	close(fd);
+	pid = fork();
+	if (pid == 0) {
+		int bad = 0;
+
+		if (!own_mount_ns())
+			_exit(100);	/* no namespace here to test in */
+		bad |= opened("/proc/self/mountinfo") != 0;
+		bad |= (opened(file) != EXDEV) << 1;
+		bad |= (mount(file, "/proc/self/mountinfo", NULL, MS_BIND, NULL) < 0) << 2;
+		bad |= (opened("/proc/self/mountinfo") != EXDEV) << 3;
+		bad |= (umount2("/proc/self/mountinfo", MNT_DETACH) < 0) << 4;
+		bad |= (opened("/proc/self/mountinfo") != 0) << 5;
+		bad |= (mount("/proc/self/stat", "/proc/self/mountinfo", NULL,
+			      MS_BIND, NULL) < 0) << 6;
+		bad |= (opened("/proc/self/mountinfo") != EXDEV) << 7;
+		_exit(bad);
+	}
+	CHECK(pid > 0);
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 100)
+		fprintf(stderr, "  (skipped: no mount namespace to test in)\n");
+	else
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (WIFEXITED(st) && WEXITSTATUS(st) && WEXITSTATUS(st) != 100)
+		fprintf(stderr, "  failed steps: 0x%x\n", WEXITSTATUS(st));
+	unlink(file);
 }
 
 int main(void)

@@ -67,7 +67,13 @@ static void log_line(const struct oci_global *g, const char *level,
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	fd = open(g->log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	/*
+	 * Not through a link: the engine's log lies in its bundle, which may
+	 * be a tenant's to write, and a link there had root append this line
+	 * to the host file it named, or make one (/etc/ld.so.preload takes
+	 * any word of it that names a file; msg holds config.json's).
+	 */
+	fd = open(g->log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	if (g->log_json) {

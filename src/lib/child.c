@@ -499,12 +499,18 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 	struct ll_rule rules[64];
 	size_t n = 0;
 
-	rules[n++] = (struct ll_rule){ "/", p->root_writable && p->nroot_layers };
+	/*
+	 * No link followed: none is on these paths when the view is built
+	 * (a bind's are refused), and an OCI exec opens them in a running
+	 * container, whose process may have moved a writable bind's parent
+	 * and left a link to /proc in its place.
+	 */
+	rules[n++] = (struct ll_rule){ "/", p->root_writable && p->nroot_layers, true };
 	for (size_t i = 0; mount_writable_paths[i]; i++)
-		rules[n++] = (struct ll_rule){ mount_writable_paths[i], true };
+		rules[n++] = (struct ll_rule){ mount_writable_paths[i], true, true };
 	for (size_t i = 0; i < p->nbinds && n < sizeof(rules) / sizeof(rules[0]); i++)
 		if (p->binds[i].writable)
-			rules[n++] = (struct ll_rule){ p->binds[i].dst, true };
+			rules[n++] = (struct ll_rule){ p->binds[i].dst, true, true };
 	if (n == sizeof(rules) / sizeof(rules[0]))
 		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock");
 	/*

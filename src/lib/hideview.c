@@ -93,10 +93,11 @@ static int table_read(const char *mountinfo, struct table *t, struct corral_err 
 	char *line = NULL;
 	size_t cap = 0;
 	int r = 0;
-	FILE *f = fopen(mountinfo, "re");
+	FILE *f = mountinfo_open(AT_FDCWD, mountinfo);
 
 	if (!f)
-		return corral_set_errno(err, errno, "filesystem.hide: cannot read %s", mountinfo);
+		return corral_set_errno(err, errno, "filesystem.hide: cannot read %s%s", mountinfo,
+					errno == EXDEV ? " (another file is mounted over it)" : "");
 	while (r == 0 && getline(&line, &cap, f) > 0) {
 		if (t->n >= HIDE_MOUNTS_MAX)
 			r = corral_set_err(err, -E2BIG, "filesystem.hide: more than %d mounts: "

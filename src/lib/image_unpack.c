@@ -741,7 +741,7 @@ out:
 static int drop_privileges(const char *destpath, uid_t uid, gid_t gid,
 			   struct corral_err *err)
 {
-	struct ll_rule rule = { destpath, true };
+	struct ll_rule rule = { destpath, true, false };
 	struct rlimit core = { 0, 0 };
 	int r;
 

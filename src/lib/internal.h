@@ -107,6 +107,8 @@ struct stat;
 int walk_up(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
 /* mountinfo's octal escapes (\040 a space, \011, \012, \134) undone in place */
 void mountinfo_unescape(char *s);
+/* path beneath dir opened as procfs's own mount table (not one mounted over) */
+FILE *mountinfo_open(int dir, const char *path);
 /* each mount beneath the directory dir, its root stat'ed (walkup.c) */
 int mounts_beneath(int dir, bool (*visit)(const struct stat *st, void *arg), void *arg);
 
@@ -291,6 +293,8 @@ const char *sc_number(size_t i, int *nr, uint32_t *arch);
 struct ll_rule {
 	const char *path;
 	bool writable;
+	/* the sandbox's own path, no link followed (a running one's may move) */
+	bool no_symlinks;
 };
 
 int landlock_abi(void);		/* 0 if unsupported/disabled */

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/openat2.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,10 +97,20 @@ static int add_path(int ruleset, const struct ll_rule *rule, uint64_t handled,
 	struct stat st;
 	int fd, r = 0;
 
-	fd = open(rule->path, O_PATH | O_CLOEXEC);
+	if (rule->no_symlinks) {
+		struct open_how how = {
+			.flags = O_PATH | O_CLOEXEC,
+			.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		};
+
+		fd = openat2_retry(AT_FDCWD, rule->path, &how);
+	} else {
+		fd = open(rule->path, O_PATH | O_CLOEXEC);
+	}
 	if (fd < 0)
-		return corral_set_errno(err, errno, "landlock: cannot open %s",
-				      rule->path);
+		return corral_set_errno(err, errno, "landlock: cannot open %s%s",
+				      rule->path, errno == ELOOP ? " (a symbolic "
+				      "link is on its way: not followed)" : "");
 	pb.allowed_access = rule->writable ? handled : (LL_READ & handled);
 	pb.parent_fd = fd;
 	/*

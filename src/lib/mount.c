@@ -507,7 +507,7 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
 	size_t cap = 0, n;
 	ssize_t len;
 	FILE *f;
-	int r = 0, mi;
+	int r = 0;
 
 	/* rootfd's proc: init, not yet given its own, has the host's */
 	snprintf(self, sizeof(self), "proc/self/fd/%d", fd);
@@ -518,14 +518,11 @@ int mount_check_submounts(int rootfd, int fd, const char *path,
 				      "not a path");
 	dir[len] = '\0';
 	n = strcmp(dir, "/") ? (size_t)len : 0;
-	mi = openat(rootfd, "proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	f = mi < 0 ? NULL : fdopen(mi, "re");
-	if (!f) {
-		r = corral_set_errno(err, errno, "cannot read the mount table");
-		if (mi >= 0)
-			close(mi);
-		return r;
-	}
+	f = mountinfo_open(rootfd, "proc/self/mountinfo");
+	if (!f)
+		return corral_set_errno(err, errno, "cannot read the mount table%s",
+					errno == EXDEV ? " (another file is mounted over "
+					"it): what a bind holds cannot be judged" : "");
 	while (r == 0 && getline(&line, &cap, f) > 0) {
 		char *save = NULL, *at, *type, *dash = strstr(line, " - ");
 
@@ -1028,6 +1025,54 @@ static int own_image_dir(const char *dir, struct corral_err *err)
 }
 
 /*
+ * corral's bundle over the system's, read-only: where read_roots found it,
+ * resolved as it was (an image's links stay in the image's mount) and
+ * mounted by fd.  Followed as a path, an image's link to
+ * "/oldroot/proc/self/mountinfo" laid the bundle over init's view of the
+ * host's mount table, which the check of a writable bind's submounts
+ * then read (mount_check_submounts): certificates, no proc beneath the
+ * bind, and the host's processes were in the sandbox.  Not a file of
+ * the root's own (a link out, none): nothing is covered.
+ */
+static int cover_system_bundle(bool img, struct corral_err *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS |
+			   (img ? RESOLVE_NO_XDEV : 0),
+	};
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+			    MOUNT_ATTR_NOEXEC,
+	};
+	cleanup_close int root = -1, at = -1, tree = -1;
+	struct stat st;
+
+	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return corral_set_errno(err, errno, "open /");
+	at = openat2_retry(root, TLS_SYSTEM_BUNDLE, &how);
+	if (at < 0 && (errno == ENOENT || errno == ENOTDIR || errno == EXDEV ||
+		       errno == ELOOP))
+		return 0;
+	if (at < 0 || fstat(at, &st) < 0)
+		return corral_set_errno(err, errno, "cannot open %s", TLS_SYSTEM_BUNDLE);
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	tree = (int)syscall(SYS_open_tree, AT_FDCWD, TLS_BUNDLE_PATH,
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return corral_set_errno(err, errno, "cannot clone %s", TLS_BUNDLE_PATH);
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return corral_set_errno(err, errno, "cannot make %s read-only", TLS_BUNDLE_PATH);
+	if (syscall(SYS_move_mount, tree, "", at, "", MOVE_MOUNT_F_EMPTY_PATH |
+		    MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return corral_set_errno(err, errno, "cannot mount %s on %s", TLS_BUNDLE_PATH,
+					TLS_SYSTEM_BUNDLE);
+	return 0;
+}
+
+/*
  * Egress terminated by the supervisor: the sandbox trusts its CA, alone in
  * TLS_CA_PATH (for clients that add to their roots) and after the system's
  * roots in TLS_BUNDLE_PATH, which also stands in for the system bundle
@@ -1038,7 +1083,6 @@ static int build_tls_trust(int oldroot, const char *pem, bool img,
 {
 	size_t len;
 	char *roots = read_roots(oldroot, img, &len), *bundle = NULL;
-	struct stat st;
 	int r;
 
 	r = img ? own_image_dir("/etc/corral", err) : mkdir_p("/etc/corral", 0755, err);
@@ -1051,11 +1095,8 @@ static int build_tls_trust(int oldroot, const char *pem, bool img,
 		r = write_text(TLS_BUNDLE_PATH, bundle, err);
 	free(roots);
 	free(bundle);
-	if (r == 0 && stat(TLS_SYSTEM_BUNDLE, &st) == 0 && S_ISREG(st.st_mode)) {
-		r = do_mount(TLS_BUNDLE_PATH, TLS_SYSTEM_BUNDLE, NULL, MS_BIND, NULL, err);
-		if (r == 0)
-			r = make_ro(TLS_SYSTEM_BUNDLE, true, err);
-	}
+	if (r == 0)
+		r = cover_system_bundle(img, err);
 	return r;
 }
 

@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* More levels than a path of PATH_MAX bytes can have */
@@ -71,6 +74,44 @@ void mountinfo_unescape(char *s)
 		}
 	}
 	*out = '\0';
+}
+
+/*
+ * A mount table that checks are judged by, taken only as procfs's own
+ * file: not another file mounted over its name.  init reads the host's
+ * through /oldroot while it builds an image's root, where a mount onto a
+ * link of the image's once laid a CA bundle over it, and what a bind held
+ * beneath it was judged by certificates.  NULL with errno; EXDEV: not it.
+ */
+FILE *mountinfo_open(int dir, const char *path)
+{
+	struct statfs sf;
+	struct statx stx;
+	int fd = openat(dir, path, O_RDONLY | O_CLOEXEC), e;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (fstatfs(fd, &sf) < 0 ||
+	    syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	if (sf.f_type != PROC_SUPER_MAGIC || (stx.stx_attributes_mask &
+	    stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+		close(fd);
+		errno = EXDEV;
+		return NULL;
+	}
+	f = fdopen(fd, "re");
+	if (!f) {
+		e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
 }
 
 /*

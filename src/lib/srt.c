@@ -309,8 +309,12 @@ static void keep_read_only(struct srt *srt)
 
 	json_array_foreach(srt->rw, i, top) {
 		const char *dir = json_string_value(top);
-		char key[96], missing[512] = "", *p;
+		char key[96], missing[512] = "", *p, *real;
+		struct stat st;
 
+		/* a file bound alone holds none of them */
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++) {
 			if (asprintf(&p, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
@@ -318,14 +322,25 @@ static void keep_read_only(struct srt *srt)
 				say(srt, key, "not mapped: %s: out of memory", kept_read_only[k]);
 				continue;
 			}
-			if (!exists(p))
+			/*
+			 * A link on the way (.git/hooks -> hooks) cannot be
+			 * bound over (binds follow no link: the run was
+			 * refused), and the sandbox may replace it: said.
+			 */
+			real = realpath(p, NULL);
+			if (!real)
 				snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
 					 "%s%s", missing[0] ? ", " : "", kept_read_only[k]);
-			else if (!listed(json_object_get(fs, "ro"), p)) {
-				push(fs, "ro", p);
+			else if (strcmp(real, p))
+				say(srt, key, "%s is reached through a link (to %s): not kept "
+				    "read-only (the sandbox may replace the link)", kept_read_only[k],
+				    real);
+			else if (!listed(json_object_get(fs, "ro"), real)) {
+				push(fs, "ro", real);
 				say(srt, key, "%s -> filesystem.ro \"%s\", as srt keeps it",
-				    kept_read_only[k], p);
+				    kept_read_only[k], real);
 			}
+			free(real);
 			free(p);
 		}
 		if (missing[0])

@@ -576,7 +576,7 @@ TEST(a_udp_twin_of_the_askers_names_no_one)
  * Every search walks every process of the host, and each sandbox's count
  * of searches a second bounds it alone: a daemon's sandboxes that flooded
  * denials with 900 idle processes each walked 16 times a second each, and
- * four held another box's exec 4.7-14 s at a time.  The searches of one
+ * four held another box's exec 4.4-14.3 s at a time.  The searches of one
  * process together read PEER_WALK_PER_S entries a second at most: with
  * 1000 processes more on the host, of 200 searches made at once at most
  * PEER_WALK_PER_S / 1000 + 1 a second name the asker.  All 200 did.

@@ -1171,6 +1171,42 @@ t_srt_deny_in_a_flag_view() {
 	expect_contains "write said" "$(cat "$T/err")" "filesystem.denyWrite[0]: \"./k\" -> filesystem.ro \"$T/proj/k:/p/k\", over the policy's write bind of $T/proj"
 }
 
+# srt keeps a project's git hooks and config, and the shell's and the
+# editors' files, read-only inside what it lets the sandbox write
+# (sandbox-runtime's mandatory denials).  The translation dropped them:
+# with allowWrite ".", the sandbox wrote .git/hooks/pre-commit and a
+# core.fsmonitor into the host's .git/config, which the user's next git
+# command ran, outside any sandbox.
+t_srt_keeps_what_the_host_runs_read_only() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/.vscode" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	echo 'echo kept' > "$T/proj/.bashrc"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		echo 'echo pwned' > .git/hooks/pre-commit && echo hook-written
+		printf '\tfsmonitor = echo pwned\n' >> .git/config && echo config-written
+		echo 'echo pwned' >> .bashrc && echo bashrc-written
+		echo '{}' > .vscode/tasks.json && echo tasks-written
+		mv .git/hooks .git/h2 && echo hooks-moved
+		mv .git/config .git/c2 && echo config-moved
+		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in hook-written config-written bashrc-written tasks-written hooks-moved config-moved; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	[ ! -e "$T/proj/.git/hooks/pre-commit" ] || fail "a hook on the host: $(cat "$T/proj/.git/hooks/pre-commit")"
+	expect_not_contains "config kept" "$(cat "$T/proj/.git/config")" fsmonitor
+	expect_eq "bashrc kept" "$(cat "$T/proj/.bashrc")" "echo kept"
+	expect_eq "the work written" "$(cat "$T/proj/work")" mine
+	expect_contains "said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it"
+	expect_contains "absent said" "$(cat "$T/err")" "not kept read-only as srt would, as they do not exist"
+}
+
 # children PID: its children's pids
 children() { cat /proc/"$1"/task/*/children 2>/dev/null; }
 

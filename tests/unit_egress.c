@@ -474,6 +474,13 @@ static const struct {
 	  "resolved to 169.254.169.254, a link-local address (the cloud metadata service)" },
 	{ "a.example.com", "::ffff:169.254.169.254", 80, -EACCES, "cloud metadata" },
 	{ "a.example.com", "169.254.1.1", 443, -EACCES, "a link-local address" },
+	/* public, but a VM's host channel on Azure, root's only there */
+	{ "a.example.com", "168.63.129.16", 80, -EACCES,
+	  "resolved to 168.63.129.16, Azure's WireServer (the VM agent's channel to its host)" },
+	{ "a.example.com", "::ffff:168.63.129.16", 32526, -EACCES, "Azure's WireServer" },
+	{ "a.example.com", "64:ff9b::a83f:8110", 80, -EACCES,
+	  "the NAT64 form of 168.63.129.16, Azure's WireServer" },
+	{ "a.example.com", "168.63.129.17", 80, 0, "a public address" },
 	{ "a.example.com", "fe80::1", 80, -EACCES, "a link-local address" },
 	{ "a.example.com", "febf::1", 80, -EACCES, "a link-local address" },
 	{ "a.example.com", "64:ff9b::a9fe:a9fe", 80, -EACCES,

@@ -864,6 +864,14 @@ struct special_range {
 static const struct special_range special_ranges[] = {
 	{ AF_INET, { 169, 254, 169, 254 }, 32,
 	  "a link-local address (the cloud metadata service)", false },
+	/*
+	 * Public, but Azure's host channel on every VM there (WireServer:
+	 * goal state, extension settings, and the VM's certificates
+	 * encrypted to a key the asker sends); its agent lets only uid 0
+	 * reach it, as a root supervisor is.
+	 */
+	{ AF_INET, { 168, 63, 129, 16 }, 32,
+	  "Azure's WireServer (the VM agent's channel to its host)", false },
 	{ AF_INET, { 255, 255, 255, 255 }, 32, "the broadcast address", false },
 	{ AF_INET, { 0 }, 8, "an unspecified address", false },
 	{ AF_INET, { 10 }, 8, "a private address", false },

@@ -877,13 +877,14 @@ static bool list_fresh(struct kind *k, const char *key)
 
 /*
  * The cloud's metadata services (AWS, its IPv6 and ECS endpoints, Alibaba,
- * GCP's names): a try at one is what a flood of names would hide, so its
- * first event of a type is written whole whatever came before it, past
- * the share and the budget too: at most this many lines a type.
+ * GCP's names, Azure's WireServer): a try at one is what a flood of names
+ * would hide, so its first event of a type is written whole whatever came
+ * before it, past the share and the budget too: at most this many lines a
+ * type.
  */
 static const char *const metadata_hosts[] = {
 	"169.254.169.254", "fd00:ec2::254", "169.254.170.2", "100.100.100.200",
-	"metadata.google.internal", "metadata.goog",
+	"metadata.google.internal", "metadata.goog", "168.63.129.16",
 };
 #define NMETADATA (sizeof(metadata_hosts) / sizeof(metadata_hosts[0]))
 

@@ -8,6 +8,7 @@
  * Only denied connections ask (the abort criteria count them per call),
  * so the cost of a /proc walk is paid rarely.
  */
+#include "internal.h"
 #include "peer.h"
 
 /* before the kernel headers, which defer to it (linux/libc-compat.h) */
@@ -265,10 +266,43 @@ static void mapped_inode(int fd, const struct sockaddr_in *sin,
 }
 
 /*
- * Does process pid hold an fd on want?  Each fd read is one of *budget,
- * which the whole search shares: stops, false, when it is spent.
+ * What this process's searches may still read this second (peer.h,
+ * PEER_WALK_PER_S): one budget for every sandbox it supervises, as the
+ * loop they stall is one.  Searches run on that loop's thread only (a
+ * count without a lock, as box.c's boxes_starting).
  */
-static bool holds_socket(const char *pid, const char *want, unsigned *budget)
+static struct {
+	uint64_t since_ms;
+	unsigned left;
+} walk;
+
+static unsigned *walk_budget(void)
+{
+	uint64_t now = corral_now_ms();
+
+	if (!walk.since_ms || now - walk.since_ms >= 1000) {
+		walk.since_ms = now ? now : 1;
+		walk.left = PEER_WALK_PER_S;
+	}
+	return &walk.left;
+}
+
+/* One entry more read of the process's budget; false once it is spent. */
+static bool walk_take(unsigned *left)
+{
+	if (!*left)
+		return false;
+	--*left;
+	return true;
+}
+
+/*
+ * Does process pid hold an fd on want?  Each fd read is one of *budget,
+ * which the whole search shares, and of the process's *left: stops,
+ * false, when either is spent.
+ */
+static bool holds_socket(const char *pid, const char *want, unsigned *budget,
+			 unsigned *left)
 {
 	char path[300], link[64];
 	struct dirent *de;
@@ -283,6 +317,8 @@ static bool holds_socket(const char *pid, const char *want, unsigned *budget)
 
 		if (de->d_name[0] == '.')
 			continue;
+		if (!walk_take(left))
+			break;
 		--*budget;
 		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
 		n = readlink(fdpath, link, sizeof(link) - 1);
@@ -352,12 +388,15 @@ static int cand_order(const void *a, const void *b)
  * spent the whole budget: without a cgroup2 group to name the call by (an
  * unprivileged daemon without a delegated one, a v1 host), the denial
  * named neither pid nor call.  Each process here is a stat or two, as
- * every process of the host was already (its netns).
+ * every process of the host was already (its netns), and one of *left:
+ * false once that is spent, the walk cut short.
  */
-static size_t netns_processes(ino_t netns_ino, struct cand *h)
+static bool netns_processes(ino_t netns_ino, struct cand *h, size_t *np,
+			    unsigned *left)
 {
 	struct dirent *de;
 	size_t n = 0;
+	bool whole = true;
 	DIR *d = opendir("/proc");
 
 	while (d && (de = readdir(d))) {
@@ -367,6 +406,10 @@ static size_t netns_processes(ino_t netns_ino, struct cand *h)
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
+		if (!walk_take(left)) {
+			whole = false;
+			break;
+		}
 		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
 		if (stat(path, &st) < 0 || st.st_ino != netns_ino)
 			continue;
@@ -379,7 +422,8 @@ static size_t netns_processes(ino_t netns_ino, struct cand *h)
 	if (d)
 		closedir(d);
 	qsort(h, n, sizeof(*h), cand_order);
-	return n;
+	*np = n;
+	return whole;
 }
 
 /*
@@ -387,12 +431,14 @@ static size_t netns_processes(ino_t netns_ino, struct cand *h)
  * (1024 processes of 1024 fds by default), and each fd is a readlink
  * here, on the supervisor's loop: so a search reads at most
  * PEER_SEARCH_FDS of them, a process of the netns counting as one, and
- * past that names no pid (the socket's cgroup still names the call).
+ * past that names no pid (the socket's cgroup still names the call); and
+ * every entry it reads is one of the process's PEER_WALK_PER_S, past
+ * which it names no pid either.
  */
 static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *peer,
 			 const struct sockaddr *to, int proto, uint64_t *cgid)
 {
-	unsigned budget = PEER_SEARCH_FDS;
+	unsigned budget = PEER_SEARCH_FDS, *left;
 	struct match o = { 0 };
 	struct cand *h;
 	char want[64];
@@ -408,19 +454,21 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	if (o.best < RANK_BEST && peer->sa_family == AF_INET)
 		mapped_inode(diag_fd, (const struct sockaddr_in *)peer, to, proto, &o);
 	*cgid = o.cgid;
-	if (!o.ino || o.tied)
+	left = walk_budget();
+	if (!o.ino || o.tied || !*left)
 		return 0;
 	h = malloc(PEER_SEARCH_FDS * sizeof(*h));
 	if (!h)
 		return 0;
 	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)o.ino);
-	n = netns_processes(netns_ino, h);
-	for (size_t i = 0; i < n && !pid && budget; i++) {
+	if (!netns_processes(netns_ino, h, &n, left))
+		n = 0;	/* the asker may be among the processes not walked */
+	for (size_t i = 0; i < n && !pid && budget && walk_take(left); i++) {
 		char name[16];
 
 		budget--;
 		snprintf(name, sizeof(name), "%d", (int)h[i].pid);
-		if (holds_socket(name, want, &budget))
+		if (holds_socket(name, want, &budget, left))
 			pid = h[i].pid;
 	}
 	free(h);

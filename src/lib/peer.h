@@ -52,6 +52,20 @@ int peer_dst(int fd, struct sockaddr_storage *to);
  */
 #define PEER_SEARCH_FDS		2048
 
+/*
+ * Each sandbox's count of searches bounds it alone, and every search walks
+ * the same /proc, every process of the host, the other sandboxes' too, on
+ * the loop of the process that supervises them all (a daemon's): k
+ * sandboxes of P processes each that flood denials cost 16k searches of
+ * kP entries a second.  Four of 900 held another box's exec 4.4-14.3 s
+ * at a time (2-9 ms without them).  So the searches of one process
+ * together read at most this many entries (a process walked, an fd read)
+ * a second, about 50-150 ms of a core here; a search that would go past
+ * it stops and names no pid (the socket's cgroup2 group still names the
+ * call).
+ */
+#define PEER_WALK_PER_S		16384
+
 struct peer_rate {
 	uint64_t since_ms;	/* this second's searches began at */
 	unsigned n;

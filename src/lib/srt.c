@@ -275,6 +275,81 @@ static void deny_write(struct srt *srt, json_t *arr, const char *name)
 	}
 }
 
+/*
+ * What srt keeps read-only inside every path it lets the sandbox write,
+ * whatever the settings say (sandbox-runtime's mandatory denials): files
+ * the user's git, shell, editor or agent runs or reads as configuration
+ * later, outside any sandbox.  Without them an allowWrite of "." let the
+ * sandbox write .git/hooks/pre-commit and .git/config's core.fsmonitor
+ * straight into the host's project, run by the user's next commit.  A
+ * path that does not exist cannot be bound, and is said.
+ */
+static const char *const kept_read_only[] = {
+	".git/hooks", ".git/config", ".gitconfig", ".gitmodules",
+	".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
+	".ripgreprc", ".mcp.json", ".vscode", ".idea", ".claude/commands",
+	".claude/agents", ".claude/settings.json", ".claude/settings.local.json",
+};
+
+static bool listed(json_t *arr, const char *path)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (!strcmp(json_string_value(v), path))
+			return true;
+	return false;
+}
+
+static void keep_read_only(struct srt *srt)
+{
+	json_t *fs = obj(srt->policy, "filesystem"), *top;
+	size_t i;
+
+	json_array_foreach(srt->rw, i, top) {
+		const char *dir = json_string_value(top);
+		char key[96], missing[512] = "", *p, *real;
+		struct stat st;
+
+		/* a file bound alone holds none of them */
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
+		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++) {
+			if (asprintf(&p, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
+				     kept_read_only[k]) < 0) {
+				say(srt, key, "not mapped: %s: out of memory", kept_read_only[k]);
+				continue;
+			}
+			/*
+			 * A link on the way (.git/hooks -> hooks) cannot be
+			 * bound over (binds follow no link: the run was
+			 * refused), and the sandbox may replace it: said.
+			 */
+			real = realpath(p, NULL);
+			if (!real)
+				snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+					 "%s%s", missing[0] ? ", " : "", kept_read_only[k]);
+			else if (strcmp(real, p))
+				say(srt, key, "%s is reached through a link (to %s): not kept "
+				    "read-only (the sandbox may replace the link)", kept_read_only[k],
+				    real);
+			else if (!listed(json_object_get(fs, "ro"), real)) {
+				push(fs, "ro", real);
+				say(srt, key, "%s -> filesystem.ro \"%s\", as srt keeps it",
+				    kept_read_only[k], real);
+			}
+			free(real);
+			free(p);
+		}
+		if (missing[0])
+			say(srt, key, "not kept read-only as srt would, as they do not exist "
+			    "(corral cannot make a path read-only before it exists; the "
+			    "sandbox may make them): %s", missing);
+	}
+}
+
 /* The bind (either kind) that holds path, or NULL. */
 static const char *bound_at(json_t *fs, const char *path)
 {
@@ -402,6 +477,7 @@ static int filesystem(struct srt *srt, json_t *fs, struct corral_err *err)
 	binds(srt, json_object_get(fs, "allowWrite"), "filesystem.allowWrite", true);
 	binds(srt, json_object_get(fs, "allowRead"), "filesystem.allowRead", false);
 	deny_write(srt, json_object_get(fs, "denyWrite"), "filesystem.denyWrite");
+	keep_read_only(srt);
 	deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead");
 	json_object_foreach(fs, k, v)
 		if (strcmp(k, "allowWrite") && strcmp(k, "allowRead") &&

@@ -891,6 +891,32 @@ t_spare_killed_is_said() {
 	stop_daemon
 }
 
+# An agent that stops (SIGSTOP) the process forked ahead for its next
+# call, from a process it left running that then exits: that process took
+# the next call and could not run it, exec.start said the command started,
+# and the call ended at its timeout ("killed: wall-clock timeout of 20 s
+# reached") having run nothing.  The daemon continues the call's process
+# as it sends it the call (call.c, send_call), and the call runs.
+t_spare_stopped_still_runs_the_next_call() {
+	local i=0
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
+	code=$(ex "$id" "$(jbody tool_call_id stopper command "sh -c '${SPARE_KILL//kill -9/kill -STOP}' > /dev/null 2>&1 & echo started")")
+	expect_code "the stopper's call" "$code" 200
+	while [ $i -lt 100 ] && [ "$(api GET "/v1/sandboxes/$id/files?path=/tmp/killed")" != 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ $i -lt 100 ] || { fail "the spare was not stopped in 10 s"; stop_daemon; return 1; }
+	code=$(ex "$id" "$(jbody tool_call_id next command 'echo ok' timeout_seconds json:20)")
+	expect_code "the next call" "$code" 200
+	expect_py "the next call ran" \
+		'v["status"] == "exited" and v["stdout"] == "ok\n" and v["reason"] == "exited with status 0"'
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 # FROZEN_HOG FILE: a host process's Python that waits (bounded) for FILE,
 # then fills a memfd (pages in no process's RSS), with an oom_score_adj
 # between the spare's (1000) and init's (500): the OOM killer takes the

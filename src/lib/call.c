@@ -865,6 +865,16 @@ static int send_call(struct corral_call *c)
 
 	if (c->gate < 0)
 		return -EPIPE;	/* EOF on it before the call: it died */
+	/*
+	 * A process of the sandbox (its uid, its Landlock domain) may have
+	 * stopped this one while it waited, a spare for a model's turn: it
+	 * took the call and never ran it, exec.start saying it started, until
+	 * the call's timeout.  SIGCONT also cancels a stop still pending; to a
+	 * process not stopped it is nothing (SIG_DFL: discarded).  Fails only
+	 * where it died: init's news of that comes.  (0 would be our group.)
+	 */
+	if (c->host_pid > 0)
+		(void)kill(c->host_pid, SIGCONT);
 	n = fd_send(c->gate, m, offsetof(struct exec_msg, data) + m->len,
 		    c->pend_fds, c->o.tty ? 0 : 3, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (n < 0)

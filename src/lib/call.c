@@ -88,7 +88,10 @@ static struct event *housekeeping(struct event *ev)
 	return ev;
 }
 
-/* calls of this process's boxes asked for and not ended yet (c->live) */
+/*
+ * calls of this process's boxes asked for and not ended yet, background
+ * processes aside: they run for hours, no burst (c->live)
+ */
 static size_t calls_live;
 
 /*
@@ -1501,7 +1504,7 @@ static bool spare_waits(struct corral_box *b)
 	uint64_t now = corral_now_ms();
 
 	if (!b->calls_total || b->calls_quick ||
-	    (!box_any_starting() && (calls_live == box_calls_running(b) ||
+	    (!box_any_starting() && (calls_live == box_fg_calls_running(b) ||
 	     now - others_started_ms(b) >= SPARE_WAIT_MAX_MS))) {
 		b->spare_waited = 0;
 		return false;
@@ -1817,8 +1820,8 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->o.cwd = c->cwd;
 	c->next = b->calls;
 	b->calls = c;
-	c->live = true;
-	calls_live++;
+	c->live = !c->o.background;
+	calls_live += c->live;
 	note_call_start(b);
 	snprintf(name, sizeof(name), "c%u", c->id);
 	if (b->spare && b->spare_id == c->id) {

@@ -1497,7 +1497,7 @@ static void spare_msg(struct corral_box *b, const struct child_msg *m)
  * background process, a dev server, for hours; a long build) had every
  * other box's spare wait its full second after each call, for as long
  * as it ran: a call 50-200 ms after its box's answer then paid the group
- * and process on its path (2.5 -> 12-17 ms median, 2 boxes, cgroup v1).
+ * and process on its path (2.5-3.9 -> 7-16 ms median, 2 boxes, cgroup v1).
  */
 static bool spare_waits(struct corral_box *b)
 {

@@ -766,7 +766,7 @@ t_next_spare_waits_for_other_boxes() {
 # a background process of b's (a dev server, for hours) made every other
 # box's next spare wait its full second after each call, for as long as
 # it ran, and a call 50-200 ms after its box's answer paid the group and
-# process (and cgroup v1's move) on its path: 2.5 -> 12-17 ms median on
+# process (and cgroup v1's move) on its path: 2.5-3.9 -> 7-16 ms median on
 # this host (bench, 2 boxes).  b's process a second old, and a call of
 # b's just ended (a background process counted as a call still running
 # beside it), a's next group is made at once after a's call, as with

@@ -6849,6 +6849,60 @@ EOF
 	stop_daemon
 }
 
+# The answers a unix-socket client has not read count against
+# --answer-memory as any other's, and a TCP client's answer past it is a
+# 503 as before; but its detail no longer says how many bytes the daemon
+# holds (it said "6291xxx bytes": what the socket's clients had asked
+# for and not read, to the byte).
+t_answer_memory_unsaid_over_tcp() {
+	local id out port
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --answer-memory 8M
+	id=$(mksb) || return 1
+	head -c $((6 << 20)) /dev/urandom > "$T/big"
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/big" --data-binary @"$T/big")
+	expect_code "put" "$code" 201 || return 1
+	out=$($PY - "$SOCK" "$id" "$port" "$(< "$T/token")" <<'EOF'
+import select, socket, sys
+sock, sb, port, token = sys.argv[1:5]
+path = "/v1/sandboxes/%s/files?path=/tmp/big" % sb
+def ask(s, auth=""):
+    s.settimeout(20)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, auth)).encode())
+    return s
+def read_answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n")
+             if l.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        c = s.recv(1 << 20)
+        if not c:
+            break
+        body += c
+    return head.split(b" ")[1].decode(), body
+u = socket.socket(socket.AF_UNIX)
+u.connect(sock)
+held = ask(u)
+# its answer begun: the rest held by the daemon, unread
+assert select.select([u], [], [], 20)[0], "no answer on the socket"
+t = socket.create_connection(("127.0.0.1", int(port)))
+code, body = read_answer(ask(t, "Authorization: Bearer %s\r\n" % token))
+print("tcp:", code, body.decode()[:300])
+code, body = read_answer(held)
+print("held:", code, len(body))
+EOF
+)
+	expect_contains "over TCP, while the socket's answer is unread" "$out" "tcp: 503"
+	expect_contains "over TCP: why" "$out" "the daemon holds too many answers not read yet for this one (--answer-memory 8388608)"
+	expect_not_contains "over TCP: not how many bytes" "$out" "bytes of answers"
+	expect_contains "the socket's, read" "$out" "held: 200 6291456"
+	stop_daemon
+}
+
 # Over TCP a token holder is a remote party: the answers it asks for and
 # never reads, and the bodies it announces and sends slowly, are held by
 # the daemon for it.  A peer (an address, an IPv6 /64) holds at most half

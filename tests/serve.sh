@@ -5852,6 +5852,67 @@ t_local_sandboxes_unseen_over_tcp() {
 	stop_daemon
 }
 
+# What a TCP client is told of the daemon counts a local sandbox no more
+# than the listings show it: /v1/health's sandboxes, /v1/metrics' states,
+# execs and requests (those over TCP), /v1/snapshots' bytes.  Before, each
+# said when the socket's clients made a sandbox, ran a call or kept a
+# snapshot, and how much: the host user's work, timed.  A fork of a local
+# sandbox's snapshot is local (its tree holds what that one had of the
+# host: here a bind's file copied in).
+t_local_work_uncounted_over_tcp() {
+	local port U far bind fork near n
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { tcp_request -H "Authorization: Bearer $(< "$T/token")" "$@"; }
+	mkdir -p "$T/allowed/ws" "$T/allowed/ws2" "$T/home/proj"
+	echo host-secret > "$T/home/proj/f"
+	chmod -R a+rwX "$T/allowed"
+	chmod -R a+rX "$T/home"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/allowed"
+	near=$(mksb "{\"workspace\": \"$T/allowed/ws\", \"idle_freeze_ms\": 0}")
+	far=$(mksb "{\"workspace\": \"$T/home/proj\", \"idle_freeze_ms\": 0}")
+	bind=$(mksb "{\"workspace\": \"$T/allowed/ws2\", \"idle_freeze_ms\": 0, \"policy\": {\"filesystem\": {\"ro\": [\"$T/home/proj:/mnt/p\"]}}}")
+	[ -n "$near" ] && [ -n "$far" ] && [ -n "$bind" ] || { stop_daemon; return 1; }
+	code=$(api POST "/v1/sandboxes/$far/exec" -d '{"command": "echo written > /workspace/g"}')
+	expect_code "a local sandbox's call" "$code" 200
+	code=$(api POST "/v1/sandboxes/$far/snapshot")
+	expect_code "a local sandbox's snapshot" "$code" 201
+	# the first TCP request; the metrics' below the second
+	code=$(tcp "$U/v1/health")
+	expect_eq "over TCP: health's sandboxes" "$(jq 'v["sandboxes"]')" 1
+	code=$(tcp "$U/v1/metrics")
+	n=$(awk '/^corral_sandboxes\{/ { n += $2 } END { print n + 0 }' "$T/body")
+	expect_eq "over TCP: metrics' sandboxes by state" "$n" 1
+	expect_contains "over TCP: no call of the sandboxes it sees" "$(body 100000)" "corral_execs_total 0"
+	expect_contains "over TCP: its own requests" "$(body 100000)" "corral_requests_total 2"
+	code=$(tcp "$U/v1/snapshots")
+	expect_eq "over TCP: no snapshot, no bytes" "$(jq 'len(v["snapshots"])') $(jq 'v["bytes"]')" "0 0"
+	code=$(tcp -X POST -d '{"command": "true"}' "$U/v1/sandboxes/$near/exec")
+	expect_code "over TCP: a call" "$code" 200
+	code=$(tcp "$U/v1/metrics")
+	expect_contains "over TCP: its call counted" "$(body 100000)" "corral_execs_total 1"
+	# on the socket: all of it, as before
+	code=$(api GET /v1/health)
+	expect_eq "on the socket: health's sandboxes" "$(jq 'v["sandboxes"]')" 3
+	code=$(api GET /v1/metrics)
+	n=$(awk '/^corral_sandboxes\{/ { n += $2 } END { print n + 0 }' "$T/body")
+	expect_eq "on the socket: metrics' sandboxes by state" "$n" 3
+	expect_contains "on the socket: every call" "$(body 100000)" "corral_execs_total 2"
+	code=$(api GET /v1/snapshots)
+	[ "$(jq 'v["bytes"]')" -gt 0 ] || fail "on the socket: the snapshots' bytes: $(body)"
+	code=$(api POST "/v1/sandboxes/$bind/exec" -d '{"command": "cp /mnt/p/f /workspace/copied"}')
+	expect_code "the bind's file copied into the workspace" "$code" 200
+	code=$(api POST "/v1/sandboxes/$bind/snapshot")
+	expect_code "its snapshot" "$code" 201
+	fork=$(mksb "{\"from_snapshot\": \"$(jq 'v["id"]')\", \"idle_freeze_ms\": 0}")
+	expect_contains "a fork of a local sandbox's snapshot: a local id" "$fork" sb-h
+	code=$(tcp "$U/v1/sandboxes/$fork/files?path=/workspace/copied")
+	expect_error "over TCP: the fork's copy of the bind's file" "$code" 404 not_found
+	expect_not_contains "nothing of it" "$(body 4000)" host-secret
+	stop_daemon
+}
+
 # The pool's sandboxes are of the operator's --policy, never judged as a
 # client's: one that binds a host path outside every --allow-host-path
 # was handed to a TCP create that named nothing (and so the bind a TCP

@@ -241,6 +241,12 @@ struct daemon {
 	size_t nleases;
 	uint64_t lease_serial;		/* the last lease's (lease_serial()) */
 	uint64_t requests, execs;
+	/*
+	 * Of them, those a TCP client is told of (/v1/metrics): the requests
+	 * that came over TCP, and the execs of sandboxes not local (the unix
+	 * clients' work is not a TCP client's to time).
+	 */
+	uint64_t requests_tcp, execs_local;
 	unsigned http_timeout_s;	/* evhttp's read and write timeout (serve.c) */
 	int lock_fd;
 	int watchdog_fd;		/* its pipe: EOF when we are gone */

@@ -3352,8 +3352,9 @@ EOF
 # each, as it was read before, would be 384 MiB).
 # A TCP client's GET /v1/events is the log without a local sandbox's
 # lines (SANDBOX_LOCAL_PREFIX: its id says so, also after it is gone or
-# in an earlier daemon's log), byte for byte, a line longer than a step
-# among them; and that sandbox's own events are a 404 to it.
+# in an earlier daemon's log), byte for byte but for each line's "prev",
+# a line longer than a step among them; and that sandbox's own events
+# are a 404 to it.
 t_events_big_log_over_tcp() {
 	local port U
 	port=$(free_port)
@@ -3364,16 +3365,42 @@ t_events_big_log_over_tcp() {
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events")
 	expect_code "events over TCP" "$code" 200
-	[ "$(stat -c %s "$T/body")" -ge $((7 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
+	[ "$(stat -c %s "$T/body")" -ge $((6 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
 	expect_eq "no local line" "$(grep -c '"sandbox":"sb-h' "$T/body")" 0
-	grep -v '"sandbox":"sb-h000000000a2"' "$STATE/audit.jsonl" | head -c "$(stat -c %s "$T/body")" |
-		cmp - "$T/body" || fail "GET /v1/events over TCP is not the log without the local lines"
+	grep -v '"sandbox":"sb-h000000000a2"' "$STATE/audit.jsonl" | sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' |
+		head -c "$(stat -c %s "$T/body")" |
+		cmp - "$T/body" || fail "GET /v1/events over TCP is not the log without the local lines and their prev"
 	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events?sandbox=sb-h000000000a2")
 	expect_error "a local sandbox's events over TCP" "$code" 404 not_found
 	code=$(api GET /v1/events)
 	expect_code "events on the socket" "$code" 200
 	cmp "$T/body" <(head -c "$(stat -c %s "$T/body")" "$STATE/audit.jsonl") ||
 		fail "GET /v1/events on the socket is not the audit log"
+	stop_daemon
+}
+
+# A line longer than a step goes to a TCP client from the file again, a
+# step at a time, without its "prev" as any other (its tail found there):
+# one sandbox's lines and all of them, and the lines across the steps'
+# edges, each the log's but for that.
+t_events_long_line_over_tcp() {
+	local port U
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	mkdir -p -m 700 "$T/state"
+	big_log "$T/state/audit.jsonl" 2
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events?sandbox=sb-0000000000a2")
+	expect_code "a2's events over TCP" "$code" 200
+	[ "$(stat -c %s "$T/body")" -gt $((200 << 10)) ] || fail "short: $(stat -c %s "$T/body") bytes"
+	grep '"sandbox":"sb-0000000000a2"' "$STATE/audit.jsonl" | sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' |
+		cmp - "$T/body" || fail "a2's lines over TCP are not the log's without their prev"
+	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events")
+	expect_code "events over TCP" "$code" 200
+	sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' "$STATE/audit.jsonl" | head -c "$(stat -c %s "$T/body")" |
+		cmp - "$T/body" || fail "the lines over TCP are not the log's without their prev"
+	[ "$(stat -c %s "$T/body")" -gt $((1 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
 	stop_daemon
 }
 
@@ -5847,6 +5874,8 @@ t_local_sandboxes_unseen_over_tcp() {
 	grep -q last-word "$T/follow" || fail "the TCP follow missed $near's call"
 	! grep -q "\"sandbox\":\"$far\"\|\"sandbox\":\"$bind\"" "$T/follow" ||
 		fail "the TCP follow got a local sandbox's lines: $(grep "\"sandbox\":\"$far\"" "$T/follow" | head -c 300)"
+	# nor, of the lines it gets, the hash of the one before (a local one's?)
+	! grep -q '"prev"' "$T/follow" || fail "the TCP follow got a prev: $(grep '"prev"' "$T/follow" | head -c 300)"
 	code=$(api GET "/v1/snapshots/$snap")
 	expect_code "on the socket: its snapshot" "$code" 200
 	stop_daemon
@@ -5858,7 +5887,9 @@ t_local_sandboxes_unseen_over_tcp() {
 # said when the socket's clients made a sandbox, ran a call or kept a
 # snapshot, and how much: the host user's work, timed.  A fork of a local
 # sandbox's snapshot is local (its tree holds what that one had of the
-# host: here a bind's file copied in).
+# host: here a bind's file copied in), and the lines a TCP client reads
+# carry no "prev", which was the hash of the line before in the file and
+# so said where a local line was left out.
 t_local_work_uncounted_over_tcp() {
 	local port U far bind fork near n
 	port=$(free_port)
@@ -5901,6 +5932,20 @@ t_local_work_uncounted_over_tcp() {
 	expect_contains "on the socket: every call" "$(body 100000)" "corral_execs_total 2"
 	code=$(api GET /v1/snapshots)
 	[ "$(jq 'v["bytes"]')" -gt 0 ] || fail "on the socket: the snapshots' bytes: $(body)"
+	# the lines a TCP client reads: the log's without a local sandbox's,
+	# and without their prev
+	code=$(tcp "$U/v1/events")
+	expect_code "over TCP: events" "$code" 200
+	grep -v '"sandbox":"sb-h' "$STATE/audit.jsonl" | sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' |
+		head -c "$(stat -c %s "$T/body")" | cmp - "$T/body" ||
+		fail "over TCP: not the log's lines without the local ones and their prev: $(head -c 600 "$T/body")"
+	expect_not_contains "over TCP: no prev" "$(< "$T/body")" '"prev"'
+	code=$(tcp "$U/v1/events?sandbox=$near")
+	expect_code "over TCP: one sandbox's events" "$code" 200
+	expect_not_contains "over TCP: one sandbox's, no prev" "$(< "$T/body")" '"prev"'
+	expect_contains "over TCP: its lines" "$(< "$T/body")" "\"sandbox\":\"$near\""
+	code=$(api GET "/v1/events?sandbox=$near")
+	expect_contains "on the socket: its prev" "$(< "$T/body")" '"prev":"'
 	code=$(api POST "/v1/sandboxes/$bind/exec" -d '{"command": "cp /mnt/p/f /workspace/copied"}')
 	expect_code "the bind's file copied into the workspace" "$code" 200
 	code=$(api POST "/v1/sandboxes/$bind/snapshot")

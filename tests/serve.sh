@@ -3362,6 +3362,8 @@ t_events_big_log_over_tcp() {
 	U=http://127.0.0.1:$port
 	mkdir -p -m 700 "$T/state"
 	big_log "$T/state/audit.jsonl" 8 sb-h000000000a2
+	# a log of a daemon that tells local sandboxes apart: all of it judged
+	echo 0 > "$T/state/tcp-since"
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events")
 	expect_code "events over TCP" "$code" 200
@@ -3390,6 +3392,7 @@ t_events_long_line_over_tcp() {
 	U=http://127.0.0.1:$port
 	mkdir -p -m 700 "$T/state"
 	big_log "$T/state/audit.jsonl" 2
+	echo 0 > "$T/state/tcp-since"
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events?sandbox=sb-0000000000a2")
 	expect_code "a2's events over TCP" "$code" 200
@@ -5955,6 +5958,56 @@ t_local_work_uncounted_over_tcp() {
 	code=$(tcp "$U/v1/sandboxes/$fork/files?path=/workspace/copied")
 	expect_error "over TCP: the fork's copy of the bind's file" "$code" 404 not_found
 	expect_not_contains "nothing of it" "$(body 4000)" host-secret
+	stop_daemon
+}
+
+# A daemon before local sandboxes had ids of their own wrote their lines
+# and snapshots under plain ids ("sb-" and hex): nothing says whose, and a
+# TCP client read them all.  The first daemon that tells them apart notes
+# where the log was and the newest snapshot (STATE/tcp-since): a TCP
+# client gets neither (a fork of that snapshot is local), the socket's
+# clients all, and the note holds across restarts.
+t_earlier_daemons_work_not_over_tcp() {
+	local port U near fork snap=snap-0000000000b1
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { tcp_request -H "Authorization: Bearer $(< "$T/token")" "$@"; }
+	mkdir -p "$T/allowed/ws" "$T/state/snapshots/$snap/tree"
+	chmod 700 "$T/state"
+	chmod -R a+rwX "$T/allowed"
+	echo host-secret > "$T/state/snapshots/$snap/tree/f"
+	printf '{"id":"%s","sandbox":"sb-0000000000a1","workspace":"%s","created":"2026-01-01T00:00:00Z","bytes":1000,"files":1,"skipped":0,"frozen":true}\n' \
+		"$snap" "$T/allowed/ws" > "$T/state/snapshots/$snap/meta.json"
+	big_log "$T/state/audit.jsonl" 1
+	cp "$T/state/audit.jsonl" "$T/before"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/allowed"
+	near=$(mksb "{\"workspace\": \"$T/allowed/ws\", \"idle_freeze_ms\": 0}")
+	for round in first restarted; do
+		code=$(tcp "$U/v1/events")
+		expect_code "$round: events over TCP" "$code" 200
+		expect_eq "$round: no line of before" "$(grep -c '"sandbox":"sb-0000000000a' "$T/body")" 0
+		grep -q "\"sandbox\":\"$near\"" "$T/body" || fail "$round: no line of now: $(body)"
+		code=$(tcp "$U/v1/events?sandbox=sb-0000000000a1")
+		expect_error "$round: a sandbox of before over TCP" "$code" 404 not_found
+		code=$(tcp "$U/v1/snapshots")
+		expect_eq "$round: the snapshot of before over TCP" "$(jq 'len(v["snapshots"])') $(jq 'v["bytes"]')" "0 0"
+		code=$(tcp "$U/v1/snapshots/$snap")
+		expect_error "$round: the snapshot of before over TCP" "$code" 404 not_found
+		code=$(tcp -X POST -d "{\"from_snapshot\": \"$snap\"}" "$U/v1/sandboxes")
+		expect_error "$round: a fork of it over TCP" "$code" 404 not_found
+		code=$(api GET /v1/events)
+		expect_contains "$round: on the socket: the lines of before" "$(body 1000)" '"sandbox":"sb-0000000000a3"'
+		code=$(api GET /v1/snapshots)
+		expect_eq "$round: on the socket: the snapshot" "$(jq 'v["snapshots"][0]["id"]')" "$snap"
+		[ "$round" = restarted ] || { stop_daemon; start_daemon --listen "127.0.0.1:$port" \
+			--token-file "$T/token" --allow-host-path "$T/allowed"; }
+	done
+	fork=$(mksb "{\"from_snapshot\": \"$snap\", \"idle_freeze_ms\": 0}")
+	expect_contains "a fork of the snapshot of before: a local id" "$fork" sb-h
+	code=$(tcp "$U/v1/sandboxes/$fork/files?path=/workspace/f")
+	expect_error "over TCP: the fork" "$code" 404 not_found
+	expect_eq "the note" "$(< "$STATE/tcp-since")" "$(stat -c %s "$T/before") 2026-01-01T00:00:00Z"
 	stop_daemon
 }
 

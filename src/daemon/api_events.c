@@ -459,6 +459,9 @@ static struct events_reader *reader_new(struct daemon *d, struct evhttp_request 
 		r->keylen = (size_t)snprintf(r->key, sizeof(r->key), "\"sandbox\":\"%s\"",
 					     want);
 	r->ev_step = evtimer_new(d->base, reader_step, r);
+	/* nor a line an earlier daemon wrote, whose ids do not say whose */
+	if (tcp)
+		r->pos = r->line_at = d->tcp_since_bytes;
 	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
 	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	/* without follow, the log as it is now: a busy daemon's log keeps growing */

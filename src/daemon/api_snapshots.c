@@ -85,12 +85,17 @@ static json_t *snap_meta(struct daemon *d, const char *id)
 	return m;
 }
 
-/* Whether the snapshot of meta m is a local sandbox's (or says no sandbox). */
-static bool snap_local(json_t *m)
+/*
+ * Whether the snapshot of meta m is a local sandbox's, or may be: one an
+ * earlier daemon made (STATE/tcp-since), whose plain id does not say.
+ */
+static bool snap_local(struct daemon *d, json_t *m)
 {
 	const char *sb = json_string_value(json_object_get(m, "sandbox"));
+	const char *created = json_string_value(json_object_get(m, "created"));
 
-	return !sb || sandbox_id_local(sb);
+	return !sb || sandbox_id_local(sb) || !created ||
+	       strcmp(created, d->tcp_since_time) <= 0;
 }
 
 /*
@@ -103,7 +108,7 @@ static bool snap_local(json_t *m)
 static bool snap_seen(struct daemon *d, struct evhttp_request *req, json_t *m)
 {
 	return !api_over_tcp(d, req) ||
-	       (!snap_local(m) &&
+	       (!snap_local(d, m) &&
 		api_access_remote_path(d, json_string_value(json_object_get(m, "workspace"))));
 }
 
@@ -512,7 +517,7 @@ int snapshot_workspace(struct daemon *d, struct evhttp_request *req, const char 
 		api_fault(f, 404, "not_found", "no snapshot \"%.64s\"", id);
 		return -1;
 	}
-	*local = snap_local(m);
+	*local = snap_local(d, m);
 	if (corral_policy_set_workspace(p, json_string_value(json_object_get(m, "workspace")),
 					&err) < 0) {
 		json_decref(m);

@@ -3352,8 +3352,9 @@ EOF
 # each, as it was read before, would be 384 MiB).
 # A TCP client's GET /v1/events is the log without a local sandbox's
 # lines (SANDBOX_LOCAL_PREFIX: its id says so, also after it is gone or
-# in an earlier daemon's log), byte for byte, a line longer than a step
-# among them; and that sandbox's own events are a 404 to it.
+# in an earlier daemon's log), byte for byte but for each line's "prev",
+# a line longer than a step among them; and that sandbox's own events
+# are a 404 to it.
 t_events_big_log_over_tcp() {
 	local port U
 	port=$(free_port)
@@ -3361,19 +3362,48 @@ t_events_big_log_over_tcp() {
 	U=http://127.0.0.1:$port
 	mkdir -p -m 700 "$T/state"
 	big_log "$T/state/audit.jsonl" 8 sb-h000000000a2
+	# a log of a daemon that tells local sandboxes apart: all of it judged
+	echo 0 > "$T/state/tcp-since"
 	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
 	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events")
 	expect_code "events over TCP" "$code" 200
-	[ "$(stat -c %s "$T/body")" -ge $((7 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
+	[ "$(stat -c %s "$T/body")" -ge $((6 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
 	expect_eq "no local line" "$(grep -c '"sandbox":"sb-h' "$T/body")" 0
-	grep -v '"sandbox":"sb-h000000000a2"' "$STATE/audit.jsonl" | head -c "$(stat -c %s "$T/body")" |
-		cmp - "$T/body" || fail "GET /v1/events over TCP is not the log without the local lines"
+	grep -v '"sandbox":"sb-h000000000a2"' "$STATE/audit.jsonl" | sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' |
+		head -c "$(stat -c %s "$T/body")" |
+		cmp - "$T/body" || fail "GET /v1/events over TCP is not the log without the local lines and their prev"
 	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events?sandbox=sb-h000000000a2")
 	expect_error "a local sandbox's events over TCP" "$code" 404 not_found
 	code=$(api GET /v1/events)
 	expect_code "events on the socket" "$code" 200
 	cmp "$T/body" <(head -c "$(stat -c %s "$T/body")" "$STATE/audit.jsonl") ||
 		fail "GET /v1/events on the socket is not the audit log"
+	stop_daemon
+}
+
+# A line longer than a step goes to a TCP client from the file again, a
+# step at a time, without its "prev" as any other (its tail found there):
+# one sandbox's lines and all of them, and the lines across the steps'
+# edges, each the log's but for that.
+t_events_long_line_over_tcp() {
+	local port U
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	mkdir -p -m 700 "$T/state"
+	big_log "$T/state/audit.jsonl" 2
+	echo 0 > "$T/state/tcp-since"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token"
+	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events?sandbox=sb-0000000000a2")
+	expect_code "a2's events over TCP" "$code" 200
+	[ "$(stat -c %s "$T/body")" -gt $((200 << 10)) ] || fail "short: $(stat -c %s "$T/body") bytes"
+	grep '"sandbox":"sb-0000000000a2"' "$STATE/audit.jsonl" | sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' |
+		cmp - "$T/body" || fail "a2's lines over TCP are not the log's without their prev"
+	code=$(tcp_request -H "Authorization: Bearer $(< "$T/token")" "$U/v1/events")
+	expect_code "events over TCP" "$code" 200
+	sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' "$STATE/audit.jsonl" | head -c "$(stat -c %s "$T/body")" |
+		cmp - "$T/body" || fail "the lines over TCP are not the log's without their prev"
+	[ "$(stat -c %s "$T/body")" -gt $((1 << 20)) ] || fail "short: $(stat -c %s "$T/body") bytes"
 	stop_daemon
 }
 
@@ -5847,8 +5877,137 @@ t_local_sandboxes_unseen_over_tcp() {
 	grep -q last-word "$T/follow" || fail "the TCP follow missed $near's call"
 	! grep -q "\"sandbox\":\"$far\"\|\"sandbox\":\"$bind\"" "$T/follow" ||
 		fail "the TCP follow got a local sandbox's lines: $(grep "\"sandbox\":\"$far\"" "$T/follow" | head -c 300)"
+	# nor, of the lines it gets, the hash of the one before (a local one's?)
+	! grep -q '"prev"' "$T/follow" || fail "the TCP follow got a prev: $(grep '"prev"' "$T/follow" | head -c 300)"
 	code=$(api GET "/v1/snapshots/$snap")
 	expect_code "on the socket: its snapshot" "$code" 200
+	stop_daemon
+}
+
+# What a TCP client is told of the daemon counts a local sandbox no more
+# than the listings show it: /v1/health's sandboxes, /v1/metrics' states,
+# execs and requests (those over TCP), /v1/snapshots' bytes.  Before, each
+# said when the socket's clients made a sandbox, ran a call or kept a
+# snapshot, and how much: the host user's work, timed.  A fork of a local
+# sandbox's snapshot is local (its tree holds what that one had of the
+# host: here a bind's file copied in), and the lines a TCP client reads
+# carry no "prev", which was the hash of the line before in the file and
+# so said where a local line was left out.
+t_local_work_uncounted_over_tcp() {
+	local port U far bind fork near n
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { tcp_request -H "Authorization: Bearer $(< "$T/token")" "$@"; }
+	mkdir -p "$T/allowed/ws" "$T/allowed/ws2" "$T/home/proj"
+	echo host-secret > "$T/home/proj/f"
+	chmod -R a+rwX "$T/allowed"
+	chmod -R a+rX "$T/home"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/allowed"
+	near=$(mksb "{\"workspace\": \"$T/allowed/ws\", \"idle_freeze_ms\": 0}")
+	far=$(mksb "{\"workspace\": \"$T/home/proj\", \"idle_freeze_ms\": 0}")
+	bind=$(mksb "{\"workspace\": \"$T/allowed/ws2\", \"idle_freeze_ms\": 0, \"policy\": {\"filesystem\": {\"ro\": [\"$T/home/proj:/mnt/p\"]}}}")
+	[ -n "$near" ] && [ -n "$far" ] && [ -n "$bind" ] || { stop_daemon; return 1; }
+	code=$(api POST "/v1/sandboxes/$far/exec" -d '{"command": "echo written > /workspace/g"}')
+	expect_code "a local sandbox's call" "$code" 200
+	code=$(api POST "/v1/sandboxes/$far/snapshot")
+	expect_code "a local sandbox's snapshot" "$code" 201
+	# the first TCP request; the metrics' below the second
+	code=$(tcp "$U/v1/health")
+	expect_eq "over TCP: health's sandboxes" "$(jq 'v["sandboxes"]')" 1
+	code=$(tcp "$U/v1/metrics")
+	n=$(awk '/^corral_sandboxes\{/ { n += $2 } END { print n + 0 }' "$T/body")
+	expect_eq "over TCP: metrics' sandboxes by state" "$n" 1
+	expect_contains "over TCP: no call of the sandboxes it sees" "$(body 100000)" "corral_execs_total 0"
+	expect_contains "over TCP: its own requests" "$(body 100000)" "corral_requests_total 2"
+	code=$(tcp "$U/v1/snapshots")
+	expect_eq "over TCP: no snapshot, no bytes" "$(jq 'len(v["snapshots"])') $(jq 'v["bytes"]')" "0 0"
+	code=$(tcp -X POST -d '{"command": "true"}' "$U/v1/sandboxes/$near/exec")
+	expect_code "over TCP: a call" "$code" 200
+	code=$(tcp "$U/v1/metrics")
+	expect_contains "over TCP: its call counted" "$(body 100000)" "corral_execs_total 1"
+	# on the socket: all of it, as before
+	code=$(api GET /v1/health)
+	expect_eq "on the socket: health's sandboxes" "$(jq 'v["sandboxes"]')" 3
+	code=$(api GET /v1/metrics)
+	n=$(awk '/^corral_sandboxes\{/ { n += $2 } END { print n + 0 }' "$T/body")
+	expect_eq "on the socket: metrics' sandboxes by state" "$n" 3
+	expect_contains "on the socket: every call" "$(body 100000)" "corral_execs_total 2"
+	code=$(api GET /v1/snapshots)
+	[ "$(jq 'v["bytes"]')" -gt 0 ] || fail "on the socket: the snapshots' bytes: $(body)"
+	# the lines a TCP client reads: the log's without a local sandbox's,
+	# and without their prev
+	code=$(tcp "$U/v1/events")
+	expect_code "over TCP: events" "$code" 200
+	grep -v '"sandbox":"sb-h' "$STATE/audit.jsonl" | sed -E 's/,"prev":"[0-9a-f]{64}"\}$/}/' |
+		head -c "$(stat -c %s "$T/body")" | cmp - "$T/body" ||
+		fail "over TCP: not the log's lines without the local ones and their prev: $(head -c 600 "$T/body")"
+	expect_not_contains "over TCP: no prev" "$(< "$T/body")" '"prev"'
+	code=$(tcp "$U/v1/events?sandbox=$near")
+	expect_code "over TCP: one sandbox's events" "$code" 200
+	expect_not_contains "over TCP: one sandbox's, no prev" "$(< "$T/body")" '"prev"'
+	expect_contains "over TCP: its lines" "$(< "$T/body")" "\"sandbox\":\"$near\""
+	code=$(api GET "/v1/events?sandbox=$near")
+	expect_contains "on the socket: its prev" "$(< "$T/body")" '"prev":"'
+	code=$(api POST "/v1/sandboxes/$bind/exec" -d '{"command": "cp /mnt/p/f /workspace/copied"}')
+	expect_code "the bind's file copied into the workspace" "$code" 200
+	code=$(api POST "/v1/sandboxes/$bind/snapshot")
+	expect_code "its snapshot" "$code" 201
+	fork=$(mksb "{\"from_snapshot\": \"$(jq 'v["id"]')\", \"idle_freeze_ms\": 0}")
+	expect_contains "a fork of a local sandbox's snapshot: a local id" "$fork" sb-h
+	code=$(tcp "$U/v1/sandboxes/$fork/files?path=/workspace/copied")
+	expect_error "over TCP: the fork's copy of the bind's file" "$code" 404 not_found
+	expect_not_contains "nothing of it" "$(body 4000)" host-secret
+	stop_daemon
+}
+
+# A daemon before local sandboxes had ids of their own wrote their lines
+# and snapshots under plain ids ("sb-" and hex): nothing says whose, and a
+# TCP client read them all.  The first daemon that tells them apart notes
+# where the log was and the newest snapshot (STATE/tcp-since): a TCP
+# client gets neither (a fork of that snapshot is local), the socket's
+# clients all, and the note holds across restarts.
+t_earlier_daemons_work_not_over_tcp() {
+	local port U near fork snap=snap-0000000000b1
+	port=$(free_port)
+	new_token > /dev/null
+	U=http://127.0.0.1:$port
+	tcp() { tcp_request -H "Authorization: Bearer $(< "$T/token")" "$@"; }
+	mkdir -p "$T/allowed/ws" "$T/state/snapshots/$snap/tree"
+	chmod 700 "$T/state"
+	chmod -R a+rwX "$T/allowed"
+	echo host-secret > "$T/state/snapshots/$snap/tree/f"
+	printf '{"id":"%s","sandbox":"sb-0000000000a1","workspace":"%s","created":"2026-01-01T00:00:00Z","bytes":1000,"files":1,"skipped":0,"frozen":true}\n' \
+		"$snap" "$T/allowed/ws" > "$T/state/snapshots/$snap/meta.json"
+	big_log "$T/state/audit.jsonl" 1
+	cp "$T/state/audit.jsonl" "$T/before"
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --allow-host-path "$T/allowed"
+	near=$(mksb "{\"workspace\": \"$T/allowed/ws\", \"idle_freeze_ms\": 0}")
+	for round in first restarted; do
+		code=$(tcp "$U/v1/events")
+		expect_code "$round: events over TCP" "$code" 200
+		expect_eq "$round: no line of before" "$(grep -c '"sandbox":"sb-0000000000a' "$T/body")" 0
+		grep -q "\"sandbox\":\"$near\"" "$T/body" || fail "$round: no line of now: $(body)"
+		code=$(tcp "$U/v1/events?sandbox=sb-0000000000a1")
+		expect_error "$round: a sandbox of before over TCP" "$code" 404 not_found
+		code=$(tcp "$U/v1/snapshots")
+		expect_eq "$round: the snapshot of before over TCP" "$(jq 'len(v["snapshots"])') $(jq 'v["bytes"]')" "0 0"
+		code=$(tcp "$U/v1/snapshots/$snap")
+		expect_error "$round: the snapshot of before over TCP" "$code" 404 not_found
+		code=$(tcp -X POST -d "{\"from_snapshot\": \"$snap\"}" "$U/v1/sandboxes")
+		expect_error "$round: a fork of it over TCP" "$code" 404 not_found
+		code=$(api GET /v1/events)
+		expect_contains "$round: on the socket: the lines of before" "$(body 1000)" '"sandbox":"sb-0000000000a3"'
+		code=$(api GET /v1/snapshots)
+		expect_eq "$round: on the socket: the snapshot" "$(jq 'v["snapshots"][0]["id"]')" "$snap"
+		[ "$round" = restarted ] || { stop_daemon; start_daemon --listen "127.0.0.1:$port" \
+			--token-file "$T/token" --allow-host-path "$T/allowed"; }
+	done
+	fork=$(mksb "{\"from_snapshot\": \"$snap\", \"idle_freeze_ms\": 0}")
+	expect_contains "a fork of the snapshot of before: a local id" "$fork" sb-h
+	code=$(tcp "$U/v1/sandboxes/$fork/files?path=/workspace/f")
+	expect_error "over TCP: the fork" "$code" 404 not_found
+	expect_eq "the note" "$(< "$STATE/tcp-since")" "$(stat -c %s "$T/before") 2026-01-01T00:00:00Z"
 	stop_daemon
 }
 
@@ -6846,6 +7005,60 @@ EOF
 	expect_contains "a second answer while the first is unread" "$out" "second: 503 True True"
 	expect_contains "the first, read" "$out" "first: 200 6291456"
 	expect_contains "the next, once read" "$out" "third: 200 6291456"
+	stop_daemon
+}
+
+# The answers a unix-socket client has not read count against
+# --answer-memory as any other's, and a TCP client's answer past it is a
+# 503 as before; but its detail no longer says how many bytes the daemon
+# holds (it said "6291xxx bytes": what the socket's clients had asked
+# for and not read, to the byte).
+t_answer_memory_unsaid_over_tcp() {
+	local id out port
+	port=$(free_port)
+	new_token > /dev/null
+	start_daemon --listen "127.0.0.1:$port" --token-file "$T/token" --answer-memory 8M
+	id=$(mksb) || return 1
+	head -c $((6 << 20)) /dev/urandom > "$T/big"
+	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/big" --data-binary @"$T/big")
+	expect_code "put" "$code" 201 || return 1
+	out=$($PY - "$SOCK" "$id" "$port" "$(< "$T/token")" <<'EOF'
+import select, socket, sys
+sock, sb, port, token = sys.argv[1:5]
+path = "/v1/sandboxes/%s/files?path=/tmp/big" % sb
+def ask(s, auth=""):
+    s.settimeout(20)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, auth)).encode())
+    return s
+def read_answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n")
+             if l.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        c = s.recv(1 << 20)
+        if not c:
+            break
+        body += c
+    return head.split(b" ")[1].decode(), body
+u = socket.socket(socket.AF_UNIX)
+u.connect(sock)
+held = ask(u)
+# its answer begun: the rest held by the daemon, unread
+assert select.select([u], [], [], 20)[0], "no answer on the socket"
+t = socket.create_connection(("127.0.0.1", int(port)))
+code, body = read_answer(ask(t, "Authorization: Bearer %s\r\n" % token))
+print("tcp:", code, body.decode()[:300])
+code, body = read_answer(held)
+print("held:", code, len(body))
+EOF
+)
+	expect_contains "over TCP, while the socket's answer is unread" "$out" "tcp: 503"
+	expect_contains "over TCP: why" "$out" "the daemon holds too many answers not read yet for this one (--answer-memory 8388608)"
+	expect_not_contains "over TCP: not how many bytes" "$out" "bytes of answers"
+	expect_contains "the socket's, read" "$out" "held: 200 6291456"
 	stop_daemon
 }
 

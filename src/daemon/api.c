@@ -651,6 +651,8 @@ void api_handle(struct evhttp_request *req, void *arg)
 	const char *rest;
 
 	d->requests++;
+	if (api_over_tcp(d, req))
+		d->requests_tcp++;
 	if (!api_gate_request(d, req))
 		return;
 	/* the gate judged the head already; this is the second look */

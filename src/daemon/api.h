@@ -172,8 +172,15 @@ bool sandbox_id_local(const char *id);
 /* Whether req's client may see sb, or the sandbox of id: TCP, no local one. */
 bool sandbox_seen(struct daemon *d, struct evhttp_request *req, const struct sandbox *sb);
 bool sandbox_id_seen(struct daemon *d, struct evhttp_request *req, const char *id);
-/* A sandbox being built with p (taken, also on failure). */
-struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p,
+/* How many sandboxes req's client may see, pooled ones included. */
+size_t sandboxes_seen(struct daemon *d, struct evhttp_request *req);
+/* An exec, run or started, in sb: counted for /v1/metrics. */
+void sandbox_count_exec(struct sandbox *sb);
+/*
+ * A sandbox being built with p (taken, also on failure); local also when
+ * p does not say so (a fork of a local sandbox's snapshot).
+ */
+struct sandbox *sandbox_new(struct daemon *d, struct corral_policy *p, bool local,
 			    struct corral_err *err);
 void sandbox_hand_out(struct sandbox *sb, struct evhttp_request *req);
 /* req waits for sb to be ready; sb is destroyed if req's client goes first. */
@@ -345,9 +352,10 @@ void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *i
 void snapshots_sweep(struct daemon *d);
 /* For a create from_snapshot: p's workspace set to the snapshot's, to be
  * judged as a client's own (api_access_check); -1 with f set when there
- * is no such snapshot (none a TCP client req may not see: a local one's). */
+ * is no such snapshot (none a TCP client req may not see: a local one's).
+ * *local: it is a local sandbox's, and so the fork is one. */
 int snapshot_workspace(struct daemon *d, struct evhttp_request *req, const char *id,
-		       struct corral_policy *p, struct api_fault *f);
+		       struct corral_policy *p, bool *local, struct api_fault *f);
 /* Then p's layer set to the snapshot's tree; *tree (malloc'd) and *fd (or
  * -1) are the caller's until the sandbox is built. */
 int snapshot_layer(struct daemon *d, const char *id, struct corral_policy *p,

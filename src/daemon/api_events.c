@@ -32,6 +32,46 @@
 #define EVENTS_STEP	(64 * 1024)	/* bytes of the log read a step */
 #define EVENTS_KEY_MAX	96		/* "sandbox":"ID" */
 
+/*
+ * A TCP client's lines go without their "prev", the chain's last key
+ * (audit.h: every line ends ',"prev":"<64 hex>"}'): it is the hash of the
+ * line before in the file, and so said whether that one was a line the
+ * client does not get (a local sandbox's), and when: the socket's clients'
+ * work, timed by the client's own events.  A chain with lines left out
+ * would not verify anyway.  PREV_TAIL: ',"prev":"<64 hex>"'.
+ */
+#define PREV_HEAD	",\"prev\":\""
+#define PREV_TAIL	(sizeof(PREV_HEAD) - 1 + CORRAL_AUDIT_HASH_HEX + 1)
+
+static bool prev_tail(const char *p)
+{
+	size_t h = sizeof(PREV_HEAD) - 1;
+
+	return !memcmp(p, PREV_HEAD, h) && p[PREV_TAIL - 1] == '"' &&
+	       strspn(p + h, "0123456789abcdef") == CORRAL_AUDIT_HASH_HEX;
+}
+
+/* How much of line (ending "}", then '\n' or not) comes before its prev. */
+static size_t before_prev(const char *line, size_t len)
+{
+	size_t body = len && line[len - 1] == '\n' ? len - 1 : len;
+
+	if (body < PREV_TAIL + 1 || line[body - 1] != '}' ||
+	    !prev_tail(line + body - 1 - PREV_TAIL))
+		return len;
+	return body - 1 - PREV_TAIL;
+}
+
+/* line into out: without its prev when strip (a TCP client's). */
+static void line_add(struct evbuffer *out, const char *line, size_t len, bool strip)
+{
+	size_t keep = strip ? before_prev(line, len) : len;
+
+	evbuffer_add(out, line, keep);
+	if (keep < len)
+		evbuffer_add(out, line + keep + PREV_TAIL, len - keep - PREV_TAIL);
+}
+
 static bool line_matches(const char *line, size_t len, const char *sandbox)
 {
 	char key[96];
@@ -67,7 +107,7 @@ void api_on_log_line(void *arg, const char *sandbox, const char *line, size_t le
 		buf = evbuffer_new();
 		if (!buf)
 			continue;
-		evbuffer_add(buf, line, len);
+		line_add(buf, line, len, f->tcp);
 		evbuffer_add(buf, "\n", 1);
 		evhttp_send_reply_chunk(f->req, buf);
 		evbuffer_free(buf);
@@ -123,6 +163,7 @@ struct events_reader {
 	off_t end;			/* where to stop; -1 (follow): its end as it grows */
 	off_t line_at;			/* the current line's first byte (a filter) */
 	off_t range_to;			/* -1, or [pos, range_to) goes out whole */
+	off_t resume;			/* 0, or after the range: "}\n", then on here */
 	bool follow, started, matched;
 	/*
 	 * A TCP client's reader of every line: key is a local sandbox's
@@ -263,6 +304,29 @@ static void keep_carry(struct events_reader *r, const char *seg, size_t len)
 }
 
 /*
+ * The line from line_at to end (past its '\n') to go out from the file:
+ * without its prev to a TCP client (its tail read again to find it).
+ */
+static void range_line(struct events_reader *r, off_t end)
+{
+	char tail[PREV_TAIL + 2];
+	ssize_t n = -1;
+
+	r->range_to = end;
+	if (r->tcp && end - r->line_at > (off_t)sizeof(tail)) {
+		do
+			n = pread(r->fd, tail, sizeof(tail), end - (off_t)sizeof(tail));
+		while (n < 0 && errno == EINTR);
+	}
+	if (n == (ssize_t)sizeof(tail) && before_prev(tail, sizeof(tail)) == 0) {
+		r->range_to = end - (off_t)sizeof(tail);
+		r->resume = end;
+	}
+	r->pos = r->line_at;
+	r->line_at = end;
+}
+
+/*
  * The matching lines of buf (n bytes read at pos) into out.  A matching
  * line that began before buf is sent from the file (range_to); pos is
  * left where the next read begins.
@@ -286,13 +350,11 @@ static void reader_lines(struct events_reader *r, const char *buf, size_t n,
 		i += seg;
 		send = r->matched != r->hide;
 		if (send && r->line_at >= r->pos) {
-			evbuffer_add(out, buf + (r->line_at - r->pos),
-				     (size_t)(r->pos + (off_t)i - r->line_at));
+			line_add(out, buf + (r->line_at - r->pos),
+				 (size_t)(r->pos + (off_t)i - r->line_at), r->tcp);
 		} else if (send) {
 			/* begun in an earlier read: from the file again, whole */
-			r->range_to = r->pos + (off_t)i;
-			r->pos = r->line_at;
-			r->line_at = r->range_to;
+			range_line(r, r->pos + (off_t)i);
 			r->matched = false;
 			r->ncarry = 0;
 			return;
@@ -319,12 +381,18 @@ static void reader_run(struct events_reader *r)
 		r->pos += n;
 		if (r->pos == r->range_to)
 			r->range_to = -1;
+		if (r->range_to < 0 && r->resume) {
+			evbuffer_add(out, "}\n", 2);
+			r->pos = r->resume;
+			r->resume = 0;
+		}
 	} else if (n > 0) {
 		reader_lines(r, buf, (size_t)n, out);
-	} else if (n == 0 && r->want[0] && r->matched && r->line_at < r->pos) {
+	} else if (n == 0 && r->want[0] && !r->tcp && r->matched && r->line_at < r->pos) {
 		/*
 		 * a last line with no '\n' (a write cut short): as it is; not
-		 * to a hiding reader, which cannot tell whose it is
+		 * to a TCP reader, which cannot tell whose it is (hiding) nor
+		 * have it without its prev (cut short, or not)
 		 */
 		r->range_to = r->pos;
 		r->pos = r->line_at;
@@ -391,6 +459,9 @@ static struct events_reader *reader_new(struct daemon *d, struct evhttp_request 
 		r->keylen = (size_t)snprintf(r->key, sizeof(r->key), "\"sandbox\":\"%s\"",
 					     want);
 	r->ev_step = evtimer_new(d->base, reader_step, r);
+	/* nor a line an earlier daemon wrote, whose ids do not say whose */
+	if (tcp)
+		r->pos = r->line_at = d->tcp_since_bytes;
 	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
 	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	/* without follow, the log as it is now: a busy daemon's log keeps growing */

@@ -524,7 +524,7 @@ void exec_post(struct sandbox *sb, struct evhttp_request *req, const char *rest)
 		free(pd);
 		goto out;
 	}
-	sb->d->execs++;
+	sandbox_count_exec(sb);
 	pd->call = c;
 	api_set_closecb(sb->d, req, pending_gone, pd);
 	watch_client(pd, req);

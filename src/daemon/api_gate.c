@@ -617,8 +617,14 @@ static bool room_said(const struct daemon *d, bool tcp, const char *key, bool in
 	uint64_t budget = d->limits.answer_memory, share = budget / 2;
 	const char *what = in ? "requests still arriving" : "answers not read yet";
 
-	/* an answer past the budget never fits; a body when nothing is held */
-	if ((h->all || !in) && h->all + len > budget)
+	/*
+	 * an answer past the budget never fits; a body when nothing is held.
+	 * To a TCP peer not how much: the unix socket's clients' is in it.
+	 */
+	if ((h->all || !in) && h->all + len > budget && tcp)
+		snprintf(why, whylen, "the daemon holds too many %s for this one "
+			 "(--answer-memory %llu)", what, (unsigned long long)budget);
+	else if ((h->all || !in) && h->all + len > budget)
 		snprintf(why, whylen, "the daemon holds %llu bytes of %s (--answer-memory %llu)",
 			 (unsigned long long)h->all, what, (unsigned long long)budget);
 	else if (tcp && h->peer && h->peer + len > share)

@@ -17,13 +17,16 @@ void metrics_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 		"frozen", "paused", "halted", "dead" };
 	struct evbuffer *buf = evbuffer_new();
 	size_t count[7] = { 0 };
+	bool tcp = api_over_tcp(d, req);
 
 	if (!buf) {
 		evhttp_send_error(req, 500, "out of memory for the health reply");
 		return;
 	}
+	/* a TCP client's counts as if local sandboxes were not (sandboxes_seen) */
 	for (struct sandbox *sb = d->sandboxes; sb; sb = sb->next)
-		count[corral_box_state(sb->box)]++;
+		if (sandbox_seen(d, req, sb))
+			count[corral_box_state(sb->box)]++;
 	evbuffer_add_printf(buf, "# HELP corral_sandboxes Sandboxes by state.\n"
 			    "# TYPE corral_sandboxes gauge\n");
 	for (size_t i = 0; i < 7; i++)
@@ -32,7 +35,9 @@ void metrics_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 	evbuffer_add_printf(buf, "# TYPE corral_requests_total counter\n"
 			    "corral_requests_total %" PRIu64 "\n"
 			    "# TYPE corral_execs_total counter\n"
-			    "corral_execs_total %" PRIu64 "\n", d->requests, d->execs);
+			    "corral_execs_total %" PRIu64 "\n",
+			    tcp ? d->requests_tcp : d->requests,
+			    tcp ? d->execs - d->execs_local : d->execs);
 	static const char *const names[] = { "cpu_seconds_total",
 		"memory_peak_bytes", "memory_byte_seconds_total",
 		"active_seconds_total", "frozen_seconds_total" };
@@ -75,7 +80,7 @@ void health_get(struct daemon *d, struct evhttp_request *req, const char *rest)
 			 strerror(e));
 	json_t *o = json_pack("{s:s, s:s, s:I}", "status", e ? "degraded" : "ok",
 			      "version", CORRAL_VERSION, "sandboxes",
-			      (json_int_t)d->nsandboxes);
+			      (json_int_t)sandboxes_seen(d, req));
 
 	/* as bytes: the state directory is a host path, not always UTF-8 */
 	if (o && e)

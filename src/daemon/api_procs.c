@@ -281,7 +281,7 @@ void procs_post(struct sandbox *sb, struct evhttp_request *req, const char *rest
 		free(pr);
 		goto out;
 	}
-	sb->d->execs++;
+	sandbox_count_exec(sb);
 	pr->call = c;
 	pr->argv = json_object_get(a.o, "argv") ?
 		   json_deep_copy(json_object_get(a.o, "argv")) :

@@ -192,8 +192,12 @@ static bool create_check(json_t *o, struct create_args *a, struct api_fault *f)
 	return true;
 }
 
-/* Whether the daemon can take one more sandbox now; else says why. */
-static bool create_room(struct daemon *d, struct api_fault *f)
+/*
+ * Whether the daemon can take one more sandbox now; else says why (to a
+ * TCP client, counting only the sandboxes it may see: sandboxes_seen).
+ */
+static bool create_room(struct daemon *d, struct evhttp_request *req,
+			struct api_fault *f)
 {
 	if (corral_log_error(d->log))
 		return api_fault(f, 507, "no_space", "the audit log %s/audit.jsonl "
@@ -206,7 +210,7 @@ static bool create_room(struct daemon *d, struct api_fault *f)
 		return api_fault(f, 503, "busy", "the daemon is near its open-files "
 				 "limit (%llu, with %zu sandboxes): raise it (ulimit "
 				 "-n) or destroy sandboxes",
-				 (unsigned long long)rl.rlim_cur, d->nsandboxes);
+				 (unsigned long long)rl.rlim_cur, sandboxes_seen(d, req));
 	}
 	if (d->nsandboxes - (pool_take(d, false) ? 1 : 0) >= d->max_sandboxes)
 		return api_fault(f, 503, "busy", "%zu sandboxes are alive, the limit "
@@ -328,7 +332,7 @@ static int set_image(struct corral_policy *p, const char *ref, struct corral_err
  */
 static struct sandbox *create_from_snapshot(struct daemon *d, struct evhttp_request *req,
 					    const struct create_args *a,
-					    struct corral_policy *p)
+					    struct corral_policy *p, bool local)
 {
 	struct corral_err err = { 0 };
 	struct api_fault f;
@@ -339,7 +343,7 @@ static struct sandbox *create_from_snapshot(struct daemon *d, struct evhttp_requ
 	if (snapshot_layer(d, a->from_snapshot, p, &ws, &fd, &f) < 0) {
 		reply_fault(req, &f);
 	} else {
-		sb = sandbox_new(d, p, &err);	/* takes p */
+		sb = sandbox_new(d, p, local, &err);	/* takes p */
 		p = NULL;
 		if (!sb)
 			reply_build_err(req, &err);
@@ -423,6 +427,7 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	struct corral_policy *p;
 	struct api_fault f;
 	struct sandbox *sb;
+	bool local = false;
 	int r;
 
 	if (!a->policy && !a->workspace && !a->image && !a->from_snapshot && !a->user &&
@@ -470,9 +475,12 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 	/*
 	 * A fork's policy is a client's too: its binds and env.pass checked,
 	 * and the snapshot's workspace, a host directory as any other (another
-	 * client's, its current files in the fork's lower layer).
+	 * client's, its current files in the fork's lower layer).  A local
+	 * sandbox's snapshot makes a local fork: its tree may hold what that
+	 * one had of the host (a bind's file copied into the workspace).
 	 */
-	if ((a->from_snapshot && snapshot_workspace(d, req, a->from_snapshot, p, &f) < 0) ||
+	if ((a->from_snapshot &&
+	     snapshot_workspace(d, req, a->from_snapshot, p, &local, &f) < 0) ||
 	    !api_access_check(d, req, api_over_tcp(d, req), p, &f) ||
 	    (a->ws_inode && !workspace_is(p, a, &f))) {
 		reply_fault(req, &f);
@@ -481,8 +489,8 @@ static struct sandbox *create_sandbox(struct daemon *d, struct evhttp_request *r
 		return NULL;
 	}
 	if (a->from_snapshot)
-		return create_from_snapshot(d, req, a, p);
-	sb = sandbox_new(d, p, &err);	/* takes p */
+		return create_from_snapshot(d, req, a, p, local);
+	sb = sandbox_new(d, p, false, &err);	/* takes p */
 	if (!sb)
 		reply_build_err(req, &err);
 	return sb;
@@ -506,7 +514,7 @@ void sandboxes_create(struct daemon *d, struct evhttp_request *req, const char *
 		snprintf(peer, sizeof(peer), "?");
 	if (!create_check(o, &a, &f) || !life_within(d, req, &a, &f) ||
 	    (a.lease && !(lease = lease_for_create(d, req, a.lease, &f))) ||
-	    !create_room(d, &f) || !peer_room(d, peer, &f) || !lease_room(d, lease, &f)) {
+	    !create_room(d, req, &f) || !peer_room(d, peer, &f) || !lease_room(d, lease, &f)) {
 		reply_fault(req, &f);
 		goto out;
 	}

@@ -86,6 +86,19 @@ static json_t *snap_meta(struct daemon *d, const char *id)
 }
 
 /*
+ * Whether the snapshot of meta m is a local sandbox's, or may be: one an
+ * earlier daemon made (STATE/tcp-since), whose plain id does not say.
+ */
+static bool snap_local(struct daemon *d, json_t *m)
+{
+	const char *sb = json_string_value(json_object_get(m, "sandbox"));
+	const char *created = json_string_value(json_object_get(m, "created"));
+
+	return !sb || sandbox_id_local(sb) || !created ||
+	       strcmp(created, d->tcp_since_time) <= 0;
+}
+
+/*
  * Whether req's client may see the snapshot of meta m: not a TCP client
  * when it is a local sandbox's (its tree may hold what that sandbox had
  * of the host: a bind's files copied into its workspace), nor when its
@@ -94,17 +107,16 @@ static json_t *snap_meta(struct daemon *d, const char *id)
  */
 static bool snap_seen(struct daemon *d, struct evhttp_request *req, json_t *m)
 {
-	const char *sb = json_string_value(json_object_get(m, "sandbox"));
-
 	return !api_over_tcp(d, req) ||
-	       (sb && !sandbox_id_local(sb) &&
+	       (!snap_local(d, m) &&
 		api_access_remote_path(d, json_string_value(json_object_get(m, "workspace"))));
 }
 
 /*
  * Every finished snapshot's meta (a JSON array), and their bytes; with
- * req, only those its client may see (the bytes still all of them: the
- * budget is one).
+ * req, only those its client may see, and only theirs (how much a local
+ * sandbox's snapshots take, and when that grows, is the host user's work;
+ * the budget, one for all, still counts them: snap_recount).
  */
 static json_t *snap_all(struct daemon *d, struct evhttp_request *req, uint64_t *bytes)
 {
@@ -122,11 +134,12 @@ static json_t *snap_all(struct daemon *d, struct evhttp_request *req, uint64_t *
 
 		if (!m)
 			continue;
-		*bytes += (uint64_t)json_integer_value(json_object_get(m, "bytes"));
-		if (req && !snap_seen(d, req, m))
+		if (req && !snap_seen(d, req, m)) {
 			json_decref(m);
-		else
-			json_array_append_new(a, m);
+			continue;
+		}
+		*bytes += (uint64_t)json_integer_value(json_object_get(m, "bytes"));
+		json_array_append_new(a, m);
 	}
 	closedir(dir);
 	return a;
@@ -495,7 +508,7 @@ void snapshot_delete(struct daemon *d, struct evhttp_request *req, const char *i
 }
 
 int snapshot_workspace(struct daemon *d, struct evhttp_request *req, const char *id,
-		       struct corral_policy *p, struct api_fault *f)
+		       struct corral_policy *p, bool *local, struct api_fault *f)
 {
 	json_t *m = snap_meta_seen(d, req, id);
 	struct corral_err err = { 0 };
@@ -504,6 +517,7 @@ int snapshot_workspace(struct daemon *d, struct evhttp_request *req, const char 
 		api_fault(f, 404, "not_found", "no snapshot \"%.64s\"", id);
 		return -1;
 	}
+	*local = snap_local(d, m);
 	if (corral_policy_set_workspace(p, json_string_value(json_object_get(m, "workspace")),
 					&err) < 0) {
 		json_decref(m);

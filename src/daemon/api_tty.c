@@ -465,7 +465,7 @@ void tty_session_start(struct sandbox *sb, struct evhttp_request *req,
 		reply_err(req, &err);
 		return;
 	}
-	sb->d->execs++;
+	sandbox_count_exec(sb);
 	idle_arm(s);
 	/*
 	 * From here the connection is ours: no HTTP, no gate.  One timeout,

@@ -241,6 +241,20 @@ struct daemon {
 	size_t nleases;
 	uint64_t lease_serial;		/* the last lease's (lease_serial()) */
 	uint64_t requests, execs;
+	/*
+	 * Of them, those a TCP client is told of (/v1/metrics): the requests
+	 * that came over TCP, and the execs of sandboxes not local (the unix
+	 * clients' work is not a TCP client's to time).
+	 */
+	uint64_t requests_tcp, execs_local;
+	/*
+	 * What of the state directory a daemon wrote before local sandboxes
+	 * had ids of their own (STATE/tcp-since, serve.c): the audit log's
+	 * first bytes and the snapshots made up to a time ("": none), which
+	 * a TCP client does not get.
+	 */
+	off_t tcp_since_bytes;
+	char tcp_since_time[24];
 	unsigned http_timeout_s;	/* evhttp's read and write timeout (serve.c) */
 	int lock_fd;
 	int watchdog_fd;		/* its pipe: EOF when we are gone */

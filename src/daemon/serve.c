@@ -171,6 +171,94 @@ static void state_recover(struct daemon *d)
 	json_decref(lost);
 }
 
+/* The newest "created" of the snapshots in STATE/snapshots into buf ("": none). */
+static void snapshots_newest(struct daemon *d, char *buf, size_t len)
+{
+	char path[PATH_MAX * 2];
+	struct dirent *de;
+	DIR *dp;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/snapshots", d->state_dir);
+	dp = opendir(path);
+	while (dp && (de = readdir(dp))) {
+		json_t *m;
+		const char *c;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/snapshots/%s/meta.json", d->state_dir,
+			 de->d_name);
+		m = json_load_file(path, 0, NULL);
+		c = json_string_value(json_object_get(m, "created"));
+		/* one that says no time: every one is before now */
+		if (m && !c)
+			c = "9999";
+		if (c && strcmp(c, buf) > 0)
+			snprintf(buf, len, "%s", c);
+		json_decref(m);
+	}
+	if (dp)
+		closedir(dp);
+}
+
+/*
+ * A daemon before local sandboxes had ids of their own ("sb-h...") wrote
+ * the lines and snapshots of sandboxes a TCP client may not see (made on
+ * the socket with a host path of its own, say) under plain "sb-" ids:
+ * nothing in them says whose.  The first daemon that tells them apart
+ * notes in STATE/tcp-since how long the audit log was and the newest
+ * snapshot's time: a TCP client gets no line before that, nor a snapshot
+ * made up to then (a new state directory: 0 and none).  Its lines are
+ * there for the socket's clients and `corral audit` as before.  A log
+ * shorter than the note is not the one noted: all of it is before.
+ */
+static int tcp_since(struct daemon *d, struct corral_err *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8], line[96] = "";
+	unsigned long long bytes;
+	struct stat st;
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/audit.jsonl", d->state_dir);
+	if (stat(path, &st) < 0)
+		return corral_set_errno(err, errno, "%s", path);
+	snprintf(path, sizeof(path), "%s/tcp-since", d->state_dir);
+	f = fopen(path, "re");
+	if (f) {
+		bool ok = fgets(line, sizeof(line), f) &&
+			  sscanf(line, "%llu %23s", &bytes, d->tcp_since_time) >= 1;
+
+		fclose(f);
+		if (!ok)
+			return corral_set_err(err, -EINVAL, "%s: not \"BYTES [TIME]\" "
+					      "(the audit log's bytes and the snapshots' "
+					      "time a TCP client does not get)", path);
+		d->tcp_since_bytes = bytes <= (unsigned long long)st.st_size ?
+				     (off_t)bytes : st.st_size;
+		return 0;
+	}
+	if (errno != ENOENT)
+		return corral_set_errno(err, errno, "%s", path);
+	d->tcp_since_bytes = st.st_size;
+	snapshots_newest(d, d->tcp_since_time, sizeof(d->tcp_since_time));
+	/*
+	 * Not kept (the disk full: a daemon that starts degraded): this
+	 * daemon holds it all the same, and the next notes a longer log,
+	 * leaving out of TCP clients' reach more than it must, never less.
+	 */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	r = f ? fprintf(f, "%llu %s\n", (unsigned long long)d->tcp_since_bytes,
+			d->tcp_since_time) : -1;
+	if ((f && fclose(f) != 0) || r < 0 || rename(tmp, path) < 0) {
+		fprintf(stderr, "corral serve: cannot write %s: %s\n", path, strerror(errno));
+		unlink(tmp);
+	}
+	return 0;
+}
+
 static int state_open(struct daemon *d, struct corral_err *err)
 {
 	char path[PATH_MAX];
@@ -197,6 +285,9 @@ static int state_open(struct daemon *d, struct corral_err *err)
 		return r;
 	corral_log_observe(d->log, api_on_log_line, d);
 	state_recover(d);
+	r = tcp_since(d, err);
+	if (r < 0)
+		return r;
 	snapshots_sweep(d);
 	return 0;
 }

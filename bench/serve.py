@@ -719,7 +719,7 @@ def section_exec(d):
         api.close()
     rows.append(("corral serve: POST /exec, warm sandbox, keep-alive", times, AIM_EXEC_MS))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms (not frozen)", paced, AIM_PACED_MS))
-    rows.append(("  the same, its head and body in two writes", paced2, AIM_PACED_MS))
+    rows.append((f"  the same, one every {PACE * 1000:.0f} ms, in two writes", paced2, AIM_PACED_MS))
     # (labels fit the table's column: the comments above say the rest)
     rows.append(("  the same, to a 2nd sandbox right after the 1st's", after, AIM_PACED_MS))
     rows.append((f"  every {CHURN_PACE * 1000:.0f} ms, beside a create+delete "

@@ -30,6 +30,14 @@ call.  On a host loaded by other work compare p10s and counts, not p50s.
 BENCH_NOLIBC=1 runs a program without libc instead of `true`
 (bench/floor_exit.c, in a workspace of its own, as serve.py's no-libc
 rows do): its start traps no CPUID, so what is left is corral's own.
+BENCH_WAKEUPS=1 also traces every wakeup and switch, and the CPUs' idle
+states, and says for each process of the path (the caller, the daemon,
+init, the call's process) how many times a call it was woken, how many
+of those onto an idle CPU (which a guest may have to wake: an exit to
+the hypervisor and back), and the p50 from the wakeup to its run, each
+way: where a paced call's time goes that a back-to-back one does not
+spend (BENCH_PACE_MS=100, as serve.py paces, on a host with nothing else
+running; with other work no CPU is idle and the two split alike).
 BENCH_FAULTS=1 also traces user page faults (every process's: it costs
 each fault a record) and counts the call's process's between the call's
 arrival and its execve, where each is 10-40 us of the caller's wait.
@@ -54,6 +62,9 @@ EXECS = int(os.environ.get("BENCH_EXECS", "100"))
 PACE = int(os.environ.get("BENCH_PACE_MS", "50")) / 1000
 NOLIBC = os.environ.get("BENCH_NOLIBC", "") not in ("", "0")
 FAULTS = os.environ.get("BENCH_FAULTS", "") not in ("", "0")
+WAKEUPS = os.environ.get("BENCH_WAKEUPS", "") not in ("", "0")
+WAKE_EVENTS = ["sched:sched_wakeup", "power:cpu_idle"]
+IDLE_OUT = 4294967295   # power:cpu_idle's state when a CPU leaves idle
 FAULT = "exceptions:page_fault_user"
 EVENTS = ["syscalls:sys_exit_readv", "syscalls:sys_exit_sendmsg",
           "syscalls:sys_exit_recvmsg", "syscalls:sys_enter_execve",
@@ -96,7 +107,7 @@ def usage(pid):
 
 def cut(text, dpid, ipid):
     """Each call's marks, from perf script's lines, in order."""
-    calls, cur = [], None
+    calls, cur, sent = [], None, None
     for line in text.splitlines():
         m = re.match(r"\s*\S+\s+(\d+)\s+\[\d+\]\s+([\d.]+):\s+(?:syscalls|sched|exceptions):(\w+):(.*)", line)
         if not m:
@@ -109,13 +120,18 @@ def cut(text, dpid, ipid):
             continue
         if ev == "sched_switch":
             # the first switch to the caller after an answer: it reads it
+            # (all switches are traced with BENCH_WAKEUPS)
+            if f"next_pid={os.getpid()} " not in m.group(4) + " ":
+                continue
             if calls and "read" not in calls[-1] and t >= calls[-1]["ans"]:
                 calls[-1]["read"] = t
             continue
         r = re.search(r"0x([0-9a-f]+)\s*$", m.group(4))
         ret = int(r.group(1), 16) if r else None
-        if pid == dpid and ev == "sys_exit_readv" and ret and ret > EXEC_MSG_MIN:
-            cur = {"req": t}
+        if pid == os.getpid() and ev == "sys_exit_sendto":
+            sent = t        # the caller's request (its last write)
+        elif pid == dpid and ev == "sys_exit_readv" and ret and ret > EXEC_MSG_MIN:
+            cur = {"req": t, "send": sent}
         elif cur is None:
             continue
         elif pid == dpid and ev == "sys_exit_sendmsg" and ret and ret > EXEC_MSG_MIN:
@@ -136,6 +152,47 @@ def cut(text, dpid, ipid):
                 calls.append(cur)
             cur = None
     return calls
+
+
+def wakeups(text, calls, who):
+    """Per process of the path: (wakeups a call, of them onto an idle CPU,
+    p50 us wakeup -> run onto an idle CPU, the same onto a busy one), over
+    the calls' spans (the caller's request sent to its run).  who: pid ->
+    name, the call's processes as "call"."""
+    idle, woken, seen = {}, {}, {}
+    spans = [(c["send"] or c["req"], c.get("read", c["ans"])) for c in calls]
+    i = 0
+    for line in text.splitlines():
+        m = re.match(r"\s*\S+\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(?:sched|power):(\w+):(.*)", line)
+        if not m:
+            continue
+        t, ev, rest = float(m.group(3)) * 1e6, m.group(4), m.group(5)
+        if ev == "cpu_idle":
+            f = dict(re.findall(r"(\w+)=(\d+)", rest))
+            idle[int(f["cpu_id"])] = int(f["state"]) != IDLE_OUT
+            continue
+        while i < len(spans) and t > spans[i][1]:
+            i += 1
+        inside = i < len(spans) and t >= spans[i][0]
+        if ev == "sched_wakeup":
+            f = dict(re.findall(r"(\w+)=(\S+)", rest))
+            pid, cpu = int(f["pid"]), int(f["target_cpu"])
+            if inside and pid in who:
+                woken[pid] = (t, idle.get(cpu, False))
+        elif ev == "sched_switch":
+            f = dict(re.findall(r"(\w+)=(\S+)", rest))
+            pid = int(f.get("next_pid", 0))
+            if pid in woken:
+                t0, was_idle = woken.pop(pid)
+                seen.setdefault(who[pid], []).append((was_idle, t - t0))
+    out = {}
+    for name, v in seen.items():
+        on_idle = [d for w, d in v if w]
+        on_busy = [d for w, d in v if not w]
+        out[name] = (len(v) / len(calls), len(on_idle) / len(calls),
+                     statistics.median(on_idle) if on_idle else None,
+                     statistics.median(on_busy) if on_busy else None)
+    return out
 
 
 def main():
@@ -162,8 +219,10 @@ def main():
         ipid = init_of(d.pid)
         data = os.path.join(tmp, "perf.data")
         perf = subprocess.Popen(["perf", "record", "-q", "-a", "-o", data] +
-                                sum((["-e", e] for e in EVENTS + ([FAULT] if FAULTS else [])), []) +
-                                ["-e", SWITCH, "--filter", f"next_pid == {os.getpid()}"] +
+                                sum((["-e", e] for e in EVENTS + ([FAULT] if FAULTS else []) +
+                                     (WAKE_EVENTS if WAKEUPS else [])), []) +
+                                (["-e", SWITCH] if WAKEUPS else
+                                 ["-e", SWITCH, "--filter", f"next_pid == {os.getpid()}"]) +
                                 sum((["-e", e, "--filter", f"common_pid == {d.pid}"]
                                      for e in COUNTED), []),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -205,6 +264,13 @@ def main():
         f = sorted(c.get("faults", 0) for c in calls)
         print(f"  the call's process: page faults from its call to its execve: p50 {statistics.median(f):.0f},"
               f" max {f[-1]}")
+    if WAKEUPS:
+        who = {os.getpid(): "the caller", d.pid: "the daemon", ipid: "init"}
+        who.update((c["pid"], "the call's process") for c in calls)
+        print("  woken a call (to an idle CPU), p50 us from the wakeup to the run onto an idle / a busy CPU:")
+        for name, (n, n_idle, lat_idle, lat_busy) in sorted(wakeups(text, calls, who).items()):
+            print(f"    {name:20s} {n:4.1f} ({n_idle:.1f})   " +
+                  " / ".join("-" if x is None else f"{x:.0f}" for x in (lat_idle, lat_busy)))
     counts = {e.split("_")[-1]: len(re.findall(rf"\s{d.pid}\s.*{e}:", text)) / EXECS
               for e in COUNTED}
     print("  a call: the daemon's " + ", ".join(f"{k} {v:.1f}" for k, v in counts.items()) +

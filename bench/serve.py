@@ -16,7 +16,9 @@ stops them by pid at the end, also on error.  It measures:
      each, at once (what a full pool's burst needs at the least);
   2. exec round trip of `true`: BENCH_EXECS (default 500) sequential POST
      /exec into a warm sandbox on one keep-alive connection, and
-     BENCH_ONESHOT (default 100) of them 100 ms apart, against as many
+     BENCH_ONESHOT (default 100) of them 100 ms apart (each request in one
+     write, as corral's clients send it; then as many in two, as Python's
+     http.client does), against as many
      `corral run -- true` and bwrap one-shots, and the floor: /bin/true
      alone on the host, started and waited for from the same client, and
      by posix_spawn from C (bench/floor_spawn.c), back to back and paced;
@@ -113,9 +115,31 @@ def note(text):
 
 # ---- HTTP over the unix socket ----------------------------------------------
 class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=REQ_TIMEOUT):
+    """A request's head and its body in one write, as corral's clients
+    send them (the CLI's sockhttp.c, clients/python's _OneWrite):
+    http.client's own two wake the daemon twice.  two_writes: as
+    http.client does, for the row that says what that costs."""
+
+    def __init__(self, path, timeout=REQ_TIMEOUT, two_writes=False):
         super().__init__("localhost", timeout=timeout)
         self.unix_path = path
+        self.two_writes = two_writes
+        self.head = None
+
+    def request(self, method, url, body=None, headers=None, **kw):
+        self.head = None if self.two_writes or not body else b""
+        try:
+            super().request(method, url, body=body, headers=headers or {}, **kw)
+        finally:
+            self.head = None
+
+    def send(self, data):
+        if self.head == b"":
+            self.head = bytes(data)     # the head: sent with the body
+            return
+        if self.head:
+            data, self.head = self.head + bytes(data), None
+        super().send(data)
 
     def connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -657,6 +681,16 @@ def section_exec(d):
         for _ in range(ONESHOT):
             time.sleep(PACE)
             paced.append(api.exec_true(sid))
+        # the same from a client that sends the head and the body in two
+        # writes (Python's http.client, unless told otherwise)
+        two = Api(d.sock, UnixHTTPConnection(d.sock, two_writes=True))
+        try:
+            paced2 = []
+            for _ in range(ONESHOT):
+                time.sleep(PACE)
+                paced2.append(two.exec_true(sid))
+        finally:
+            two.close()
         # Two agents, each on its sandbox: B's call comes just as A's is
         # answered, while the daemon readies A's next process (its move
         # into its cgroup waits for the kernel: cgroup_move.c).
@@ -685,6 +719,7 @@ def section_exec(d):
         api.close()
     rows.append(("corral serve: POST /exec, warm sandbox, keep-alive", times, AIM_EXEC_MS))
     rows.append((f"  the same, one every {PACE * 1000:.0f} ms (not frozen)", paced, AIM_PACED_MS))
+    rows.append((f"  the same, one every {PACE * 1000:.0f} ms, in two writes", paced2, AIM_PACED_MS))
     # (labels fit the table's column: the comments above say the rest)
     rows.append(("  the same, to a 2nd sandbox right after the 1st's", after, AIM_PACED_MS))
     rows.append((f"  every {CHURN_PACE * 1000:.0f} ms, beside a create+delete "

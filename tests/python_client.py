@@ -381,6 +381,56 @@ sb.export(patch_to=sys.argv[3])
             c.close()
             self.assertEqual(c._idle, [])
 
+    def test_request_in_one_write(self):
+        """A request's head and its body go to the daemon in one write:
+        in two (http.client's way) they woke it twice on every call."""
+        writes = []
+
+        class Recorder:
+            def __init__(self, sock):
+                self._sock = sock
+
+            def __getattr__(self, name):
+                return getattr(self._sock, name)
+
+            def sendall(self, data, *flags):
+                writes.append(bytes(data))
+                return self._sock.sendall(data, *flags)
+
+        class Recording(corral.Client):
+            def _connection(self, timeout):
+                conn = super()._connection(timeout)
+                connect = conn.connect
+
+                def recorded():
+                    connect()
+                    conn.sock = Recorder(conn.sock)
+                conn.connect = recorded
+                return conn
+
+        url, tok = os.environ.get("CORRAL_TEST_URL"), os.environ.get("CORRAL_TEST_TOKEN_FILE")
+        clients = [Recording(socket=SOCK)]
+        if url:
+            clients.append(Recording(url=url, token_file=tok))
+        if os.environ.get("CORRAL_TEST_HTTPS"):
+            tls = os.environ["CORRAL_TEST_TLS"]
+            clients.append(Recording(url=os.environ["CORRAL_TEST_HTTPS"], token_file=tok,
+                                     ca_file=tls + "/ca.pem", cert_file=tls + "/client.pem",
+                                     key_file=tls + "/client.key"))
+        for c in clients:
+            with c.create() as sb:
+                del writes[:]
+                self.assertEqual(sb.run(["true"]).exit_code, 0)
+                self.assertEqual(sb.files.write("/tmp/one", "x" * 100)["size"], 100)
+            c.close()
+            posts = [w for w in writes if w.startswith((b"POST ", b"PUT "))]
+            self.assertGreaterEqual(len(posts), 2, writes)
+            for w in posts:
+                head, sep, body = w.partition(b"\r\n\r\n")
+                self.assertTrue(sep and body, "a request's head sent without its body: %r" % w)
+            self.assertEqual(len(writes), len(posts) + 1,
+                             "writes other than the requests and the DELETE: %r" % writes)
+
     def test_kept_connection_past_fd_1023(self):
         import resource
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -992,6 +992,30 @@ PY
 	stop_daemon
 }
 
+# A call's process leads a session of its own, its first and later ones,
+# with a terminal too (the pty its controlling one): made while it waits
+# for its call (child.c's call_child), and with a terminal not made again,
+# which setsid refuses to a session's leader.
+t_exec_own_session() {
+	start_daemon
+	id=$(mksb)
+	local i out
+	for i in 1 2 3; do
+		code=$(ex "$id" '{"argv": ["/bin/cat", "/proc/self/stat"]}')
+		expect_code "exec ($i)" "$code" 200
+		# pid (comm) state ppid pgrp session
+		out=$(jq 'v["stdout"]' | awk 'NR == 1 { print ($1 == $5 && $1 == $6) ? "leads" : "pid " $1 " group " $5 " session " $6 }')
+		expect_eq "its session and its group ($i)" "$out" leads
+	done
+	code=$(ex "$id" '{"argv": ["/bin/sh", "-c", "tty; cut -d\" \" -f1,5,6,7 /proc/$$/stat"], "tty": true}')
+	expect_code "exec with a terminal" "$code" 200
+	out=$(jq 'v["stdout"]' | tr -d '\r')
+	expect_contains "its terminal" "$out" "/dev/pts/"
+	expect_eq "its session leads, the pty its own" \
+		"$(echo "$out" | awk 'NR == 2 { print ($1 == $2 && $1 == $3 && $4 != 0) ? "leads" : $0 }')" leads
+	stop_daemon
+}
+
 # The CLI started with fd 0, 1 or 2 closed: the number stays held, so its
 # connection to the daemon does not take it.  It did: \`corral create >&-\`
 # wrote the new id into its own request stream (or lost it), and a

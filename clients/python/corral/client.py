@@ -28,7 +28,51 @@ BUSY_TRIES = 5
 BUSY_TIME = 30.0
 
 
-class UnixHTTPConnection(http.client.HTTPConnection):
+# A request's head and a body of at most this many bytes go in one write.
+# http.client sends them in two, and a daemon woken by the head alone reads
+# it, finds no body and sleeps, to be woken again by the body: a wakeup
+# more on every call's path, tens of us where the daemon's CPU was idle
+# (a paced agent's calls).  The CLI sends them together too (sockhttp.c).
+ONE_WRITE_MAX = 64 * 1024
+
+
+class _OneWrite:
+    """An http.client connection that holds a request's head back until
+    its body (bytes, at most ONE_WRITE_MAX) comes, and sends both at once."""
+    _held = False
+    _head = None
+
+    def request(self, method, url, body=None, headers=None, **kw):
+        self._held = isinstance(body, (bytes, bytearray)) and 0 < len(body) <= ONE_WRITE_MAX
+        self._head = None
+        try:
+            super().request(method, url, body=body, headers=headers or {}, **kw)
+        except BaseException:
+            self._held, self._head = False, None
+            raise
+        head, self._held, self._head = self._head, False, None
+        if head is not None:
+            # no body came after it (http.client sends one): the head alone
+            super().send(head)
+
+    def send(self, data):
+        if self._held:
+            if self._head is None:
+                self._head = bytes(data)
+                return
+            data, self._held, self._head = self._head + bytes(data), False, None
+        super().send(data)
+
+
+class HTTPConnection(_OneWrite, http.client.HTTPConnection):
+    """http.client's, a request in one write."""
+
+
+class HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
+    """http.client's, a request in one write (one TLS record)."""
+
+
+class UnixHTTPConnection(_OneWrite, http.client.HTTPConnection):
     """http.client over a unix socket: the host is only the Host header."""
 
     def __init__(self, path, timeout=None):
@@ -125,9 +169,9 @@ class Client:
         if self.socket:
             return UnixHTTPConnection(self.socket, timeout=timeout)
         if self.url.scheme == "https":
-            return http.client.HTTPSConnection(self.url.hostname, self.url.port,
-                                               timeout=timeout, context=self.tls)
-        return http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=timeout)
+            return HTTPSConnection(self.url.hostname, self.url.port,
+                                   timeout=timeout, context=self.tls)
+        return HTTPConnection(self.url.hostname, self.url.port, timeout=timeout)
 
     def _kept(self):
         """An idle connection left by an earlier request, still good, or None.

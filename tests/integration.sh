@@ -526,6 +526,27 @@ t_hide_masks_the_roots_view() {
 	done
 }
 
+# A layer's link where the view shows a directory of corral's (the
+# tree's etc -> /oldroot/HOSTDIR; /etc is the upper's): a hide of the
+# root's /etc/passwd judged the host's file the link led to, and masked
+# it in a bind the operator never hid.  The layer is read as the overlay
+# reads it: the link stops the lookup there.
+t_hide_judges_no_host_file_through_a_layers_link() {
+	mkdir -p "$T/tree/bin" "$T/host"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	ln -s "/oldroot$T/host" "$T/tree/etc"
+	echo "host-file-$$" > "$T/host/passwd"
+	chmod -R a+rX "$T/tree" "$T/host"
+	printf '{"filesystem": {"ro": ["%s/host:/h"], "hide": ["/etc/passwd"]}}\n' "$T" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --rootfs "$T/tree" --policy "$T/p.json" -- /bin/sh -c \
+		'cat /h/passwd; [ -c /etc/passwd ] && echo masked; echo ran')
+	expect_contains "ran" "$out" ran
+	expect_contains "the hidden path masked" "$out" masked
+	expect_contains "the bind's file, not hidden" "$out" "host-file-$$"
+}
+
 # An export to a directory is the workspace as the sandbox left it: a
 # hidden path was an empty mask there.  Copied from the host's lower, it
 # carried the hidden file (and a hidden directory's) out, where another

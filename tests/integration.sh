@@ -545,6 +545,17 @@ t_hide_judges_no_host_file_through_a_layers_link() {
 	expect_contains "ran" "$out" ran
 	expect_contains "the hidden path masked" "$out" masked
 	expect_contains "the bind's file, not hidden" "$out" "host-file-$$"
+	# a directory of the upper's (the cwd's): a bind of part of the host
+	# directory the link led to refused the run
+	ln -s "/oldroot$T/host" "$T/tree/w"
+	mkdir -p "$T/host/app/sub"
+	echo "host-sub-$$" > "$T/host/app/sub/f"
+	chmod -R a+rX "$T/host"
+	printf '{"filesystem": {"ro": ["%s/host/app/sub:/d"], "hide": ["/w/app"]}}\n' "$T" > "$T/p2.json"
+	chmod 644 "$T/p2.json"
+	out=$(crun --rootfs "$T/tree" --cwd /w/app --policy "$T/p2.json" -- /bin/sh -c 'cat /d/f; echo ran')
+	expect_eq "cwd: exit" "$(rc)" 0 || echo "$out"
+	expect_contains "cwd: the bind" "$out" "host-sub-$$"
 }
 
 # An export to a directory is the workspace as the sandbox left it: a

@@ -587,6 +587,30 @@ new"
 	expect_eq "by identity: the file not exported" "$(grep -rl "exp-secret-$$" "$T/exp2")" ""
 }
 
+# A path hidden in the root (--rootfs) whose directory is the workspace
+# too: the sandbox's mount table had /workspace/.env masked, but the
+# export, judging by the workspace's and the binds' names alone, copied
+# the file out.  The root's layers name it as well.
+t_hide_in_the_root_not_exported() {
+	mkdir -p "$T/tree/bin" "$T/tree/proj"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	echo "rootexp-secret-$$" > "$T/tree/proj/.env"
+	echo kept > "$T/tree/proj/other"
+	chmod -R a+rX "$T/tree"
+	chmod -R a+rwX "$T/tree/proj"
+	printf '{"filesystem": {"hide": ["/proj/.env"]}}\n' > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --rootfs "$T/tree" --workspace "$T/tree/proj" --policy "$T/p.json" \
+		--export-to "$T/exp" -- /bin/sh -c 'cat /workspace/.env /proj/.env; echo new > /workspace/new')
+	expect_eq "exit" "$(rc)" 0 || echo "$out"
+	expect_not_contains "the sandbox: masked" "$out" "rootexp-secret-$$"
+	expect_eq "the rest exported" "$(cat "$T/exp/other" "$T/exp/new")" "kept
+new"
+	expect_eq "the file not exported" "$(grep -rl "rootexp-secret-$$" "$T/exp")" ""
+	expect_contains "said" "$out" "held back .env: hidden (filesystem.hide)"
+}
+
 # A hidden path's directories in a writable bind stay where they are:
 # the agent renamed ./conf (the mask went along, so that run read
 # nothing), and the next run with the same policy masked ./conf/deep/.env,

@@ -215,7 +215,7 @@ static const struct mnt *mount_of(const struct hide_where *w, const struct table
  * Resolved as a path, an image's "etc" -> "/oldroot/..." had the host's
  * file judged, and its binds masked, for the image's /etc/passwd.
  */
-static int layer_open(const char *root, const char *canon, int *fd)
+int layer_open(const char *root, const char *canon, int *fd)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,

@@ -526,6 +526,38 @@ t_hide_masks_the_roots_view() {
 	done
 }
 
+# A layer's link where the view shows a directory of corral's (the
+# tree's etc -> /oldroot/HOSTDIR; /etc is the upper's): a hide of the
+# root's /etc/passwd judged the host's file the link led to, and masked
+# it in a bind the operator never hid.  The layer is read as the overlay
+# reads it: the link stops the lookup there.
+t_hide_judges_no_host_file_through_a_layers_link() {
+	mkdir -p "$T/tree/bin" "$T/host"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	ln -s "/oldroot$T/host" "$T/tree/etc"
+	echo "host-file-$$" > "$T/host/passwd"
+	chmod -R a+rX "$T/tree" "$T/host"
+	printf '{"filesystem": {"ro": ["%s/host:/h"], "hide": ["/etc/passwd"]}}\n' "$T" > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --rootfs "$T/tree" --policy "$T/p.json" -- /bin/sh -c \
+		'cat /h/passwd; [ -c /etc/passwd ] && echo masked; echo ran')
+	expect_contains "ran" "$out" ran
+	expect_contains "the hidden path masked" "$out" masked
+	expect_contains "the bind's file, not hidden" "$out" "host-file-$$"
+	# a directory of the upper's (the cwd's): a bind of part of the host
+	# directory the link led to refused the run
+	ln -s "/oldroot$T/host" "$T/tree/w"
+	mkdir -p "$T/host/app/sub"
+	echo "host-sub-$$" > "$T/host/app/sub/f"
+	chmod -R a+rX "$T/host"
+	printf '{"filesystem": {"ro": ["%s/host/app/sub:/d"], "hide": ["/w/app"]}}\n' "$T" > "$T/p2.json"
+	chmod 644 "$T/p2.json"
+	out=$(crun --rootfs "$T/tree" --cwd /w/app --policy "$T/p2.json" -- /bin/sh -c 'cat /d/f; echo ran')
+	expect_eq "cwd: exit" "$(rc)" 0 || echo "$out"
+	expect_contains "cwd: the bind" "$out" "host-sub-$$"
+}
+
 # An export to a directory is the workspace as the sandbox left it: a
 # hidden path was an empty mask there.  Copied from the host's lower, it
 # carried the hidden file (and a hidden directory's) out, where another
@@ -553,6 +585,30 @@ new"
 	expect_eq "by identity: exit" "$(rc)" 0 || echo "$out"
 	expect_eq "by identity: the rest exported" "$(cat "$T/exp2/sub/other")" kept
 	expect_eq "by identity: the file not exported" "$(grep -rl "exp-secret-$$" "$T/exp2")" ""
+}
+
+# A path hidden in the root (--rootfs) whose directory is the workspace
+# too: the sandbox's mount table had /workspace/.env masked, but the
+# export, judging by the workspace's and the binds' names alone, copied
+# the file out.  The root's layers name it as well.
+t_hide_in_the_root_not_exported() {
+	mkdir -p "$T/tree/bin" "$T/tree/proj"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	echo "rootexp-secret-$$" > "$T/tree/proj/.env"
+	echo kept > "$T/tree/proj/other"
+	chmod -R a+rX "$T/tree"
+	chmod -R a+rwX "$T/tree/proj"
+	printf '{"filesystem": {"hide": ["/proj/.env"]}}\n' > "$T/p.json"
+	chmod 644 "$T/p.json"
+	out=$(crun --rootfs "$T/tree" --workspace "$T/tree/proj" --policy "$T/p.json" \
+		--export-to "$T/exp" -- /bin/sh -c 'cat /workspace/.env /proj/.env; echo new > /workspace/new')
+	expect_eq "exit" "$(rc)" 0 || echo "$out"
+	expect_not_contains "the sandbox: masked" "$out" "rootexp-secret-$$"
+	expect_eq "the rest exported" "$(cat "$T/exp/other" "$T/exp/new")" "kept
+new"
+	expect_eq "the file not exported" "$(grep -rl "rootexp-secret-$$" "$T/exp")" ""
+	expect_contains "said" "$out" "held back .env: hidden (filesystem.hide)"
 }
 
 # A hidden path's directories in a writable bind stay where they are:

@@ -1499,6 +1499,64 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json"
 	[ ! -e "$T/made" ] || fail "made $T/made through the link: $(cat "$T/made")"
 }
 
+# A tenant's link in a directory above the pid file or the log (its
+# bundle's "run" to root's 0700 directory): root made the pid file and
+# appended the error line there.  Refused now, said; a link in root's
+# own directory (as /var/run -> /run) is still followed.
+t_pid_file_and_log_not_through_a_tenants_dir_link() {
+	need_root
+	tenant_bundle
+	mkdir -m 0700 "$T/victim" "$T/real"
+	ln -s "$T/victim" "$T/b/run"
+	chown -h 65534:65534 "$T/b/run"
+	ln -s real "$T/runlink"
+	oci create --bundle "$T/b" --pid-file "$T/b/run/pid" c1 > /dev/null
+	local rc why=""
+	rc=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	[ ! -e "$T/victim/pid" ] || fail "the pid file made through the link: $(cat "$T/victim/pid")"
+	expect_eq "create" "$rc" 1
+	expect_contains "said" "$why" "run is a link in a directory another user may write"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json"
+	local out
+	out=$(timeout 60 "$OCI" --root "$T/root" --log "$T/b/run/log.json" --log-format json \
+		create --bundle "$T/b" bad 2>&1 < /dev/null) && fail "create succeeded"
+	expect_contains "the error, on stderr" "$out" "hooks.prestart refused"
+	expect_contains "the log refused" "$out" "--log $T/b/run/log.json: run is a link"
+	[ ! -e "$T/victim/log.json" ] || fail "the log made through the link: $(cat "$T/victim/log.json")"
+	# root's own link: followed
+	out=$(timeout 60 "$OCI" --root "$T/root" --log "$T/runlink/log.json" --log-format json \
+		create --bundle "$T/b" bad 2>&1 < /dev/null) && fail "create succeeded"
+	expect_contains "root's link: the log" "$(cat "$T/real/log.json")" "hooks.prestart refused"
+	bundle "$T/b2" '["true"]'
+	oci create --bundle "$T/b2" --pid-file "$T/runlink/pid" c2 > /dev/null
+	expect_eq "root's link: create" "$(rc)" 0
+	local want
+	want=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$T/root/c2/state.json")
+	expect_eq "root's link: the pid file" "$(cat "$T/real/pid" 2>&1)" "$want"
+	oci delete --force c2
+}
+
+# A FIFO a tenant made at the log's name held the runtime in open() until
+# someone read it (it read root's lines, or never did: the shim waited).
+t_log_not_a_tenants_fifo() {
+	need_root
+	tenant_bundle
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["hooks"] = {"prestart": [{"path": "/bin/sh"}]}
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json"
+	mkfifo "$T/b/log.json"
+	chown 65534:65534 "$T/b/log.json"
+	local out rc=0
+	out=$(timeout 20 "$OCI" --root "$T/root" --log "$T/b/log.json" --log-format json \
+		create --bundle "$T/b" bad 2>&1 < /dev/null) || rc=$?
+	expect_eq "create: refused, not held" "$rc" 1
+	expect_contains "the error, on stderr" "$out" "hooks.prestart refused"
+}
+
 # The same tree named outright: config.json is the tenant's too (its
 # directory is), and the overlay's lower is opened as root, so a root.path
 # below a directory of root's (0700) had the container read the tree with

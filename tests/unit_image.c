@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -370,6 +372,59 @@ TEST(read_fd_whole_and_bounded)
 	CHECK(!image_json_fd(p[0], 100, &je, &r) && r == -EINVAL);
 	CHECK(strstr(je.text, "duplicate") != NULL);
 	close(p[0]);
+}
+
+/*
+ * The image's User found in its layers with no host path looked up: a
+ * layer's etc -> "/DIR" (the host's) had the caller stat DIR/passwd, and
+ * a device there (0:0, a whiteout's) hid the lower layer's passwd, so
+ * the host's file chose the user's home.  Now the whiteout is looked
+ * for beneath the layer, as the overlay does.
+ */
+TEST(image_user_judged_by_no_host_file)
+{
+	char dir[] = "/tmp/unit-image-user.XXXXXX", path[256], host[128];
+	char l0[128], l1[128], *layers[2] = { l0, l1 };
+	struct corral_image img = { 0 };
+	struct corral_err err = { 0 };
+	struct corral_policy p;
+	int fd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(l0, sizeof(l0), "%s/l0", dir);
+	snprintf(l1, sizeof(l1), "%s/l1", dir);
+	snprintf(host, sizeof(host), "%s/host", dir);
+	CHECK(mkdir(l0, 0755) == 0 && mkdir(l1, 0755) == 0 && mkdir(host, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/etc", l0);
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/etc/passwd", l0);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	CHECK(fd >= 0 && write(fd, "app:x:1000:1000:app:/home/app:/bin/sh\n", 38) == 38);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/etc", l1);
+	CHECK(symlink(host, path) == 0);
+	snprintf(path, sizeof(path), "%s/passwd", host);
+	/* a whiteout: anyone may make one (Linux 5.8) */
+	CHECK(mknod(path, S_IFCHR | 0600, makedev(0, 0)) == 0);
+	img.layers = layers;
+	img.nlayers = 2;
+	img.config.user = "app";
+	corral_policy_init(&p);
+	CHECK(image_user_apply(&p, &img, &err) == 0);
+	CHECK(p.user_name && !strcmp(p.user_name, "app"));
+	CHECK(p.user_home && !strcmp(p.user_home, "/home/app"));
+	corral_policy_free(&p);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/etc", l1);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/etc/passwd", l0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/etc", l0);
+	rmdir(path);
+	rmdir(l0);
+	rmdir(l1);
+	rmdir(host);
+	rmdir(dir);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,11 +54,14 @@ static void log_line(const struct oci_global *g, const char *level,
 		     const char *fmt, va_list ap)
 {
 	char msg[2048], stamp[40];
+	struct corral_err err = { 0 };
 	struct timespec ts;
+	const char *base;
+	struct stat st;
 	struct tm tm;
+	int fd, dir;
 	json_t *o;
 	char *line;
-	int fd;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (!strcmp(level, "error"))
@@ -68,14 +72,31 @@ static void log_line(const struct oci_global *g, const char *level,
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	/*
-	 * Not through a link: the engine's log lies in its bundle, which may
-	 * be a tenant's to write, and a link there had root append this line
+	 * Not through a link, at its name or (oci_path.c) above it: the
+	 * engine's log lies in its bundle, which may be a tenant's to
+	 * write, and a link there had root append this line
 	 * to the host file it named, or make one (/etc/ld.so.preload takes
 	 * any word of it that names a file; msg holds config.json's).
 	 */
-	fd = open(g->log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	dir = oci_open_parent("--log", g->log, &base, &err);
+	if (dir < 0) {
+		fprintf(stderr, "corral-oci: %s\n", err.msg);
+		return;
+	}
+	/*
+	 * Not blocking, and only a file: a FIFO a tenant made at the name
+	 * held the runtime in open() until they read root's lines.
+	 */
+	fd = openat(dir, base, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC, 0600);
+	close(dir);
 	if (fd < 0)
 		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "corral-oci: --log %s: not a regular file\n", g->log);
+		close(fd);
+		return;
+	}
 	if (g->log_json) {
 		o = json_pack("{s:s, s:s, s:s}", "level", level, "msg", msg,
 			      "time", stamp);

@@ -2,6 +2,8 @@
  * oci.h - `corral oci`: the runc-compatible runtime CLI that containerd's
  * io.containerd.runc.v2 shim and podman call.  oci.c parses the global
  * flags and dispatches; oci_state.c keeps a container's state directory;
+ * oci_path.c opens the directory of a file the engine names (the pid
+ * file, the log);
  * oci_config.c reads a bundle's config.json into a corral policy (and
  * refuses what would weaken the boundary); oci_create.c has create and
  * exec, oci_events.c `events` (runc's stats and oom lines), oci_verbs.c
@@ -73,6 +75,16 @@ int oci_state_remove(const struct oci_state *s, struct corral_err *err);
 void oci_state_free(struct oci_state *s);
 /* Write pid to path as runc does (a new file renamed over). */
 int oci_write_pid_file(const char *path, pid_t pid, struct corral_err *err);
+
+/* ---- oci_path.c ------------------------------------------------------- */
+
+/*
+ * The directory path's file is in, an O_PATH fd, reached with no link
+ * followed that lies in a directory another user may write; *base the
+ * file's name in it.  what ("--pid-file") begins err's sentence.
+ */
+int oci_open_parent(const char *what, const char *path, const char **base,
+		    struct corral_err *err);
 
 /* ---- oci_config.c ----------------------------------------------------- */
 

@@ -235,37 +235,45 @@ void oci_state_free(struct oci_state *s)
 
 int oci_write_pid_file(const char *path, pid_t pid, struct corral_err *err)
 {
-	char tmp[PATH_MAX];
+	char tmp[NAME_MAX + 1];
+	const char *base;
+	int dir, fd, r = 0;
 	FILE *f;
 
-	int fd;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.corral-tmp", path) >= sizeof(tmp))
+	/* its directory by fd: no tenant's link above it leads elsewhere */
+	dir = oci_open_parent("--pid-file", path, &base, err);
+	if (dir < 0)
+		return dir;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.corral-tmp", base) >= sizeof(tmp)) {
+		close(dir);
 		return corral_set_err(err, -ENAMETOOLONG, "--pid-file %s: too long", path);
+	}
 	/*
 	 * Made new, as runc makes its own: the directory may be a bundle's
 	 * that a tenant writes, and a link left at the temporary name had
 	 * root truncate and write the file it named (a stale one of ours
 	 * goes: unlink takes the link, not its target).
 	 */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST && unlinkat(dir, tmp, 0) == 0)
+		fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
 		int e = errno;
 
 		if (fd >= 0)
 			close(fd);
+		close(dir);
 		return corral_set_errno(err, e, "cannot write --pid-file %s (made "
 					"new at %s)", path, tmp);
 	}
 	fprintf(f, "%d", (int)pid);
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+	if (fclose(f) != 0 || renameat(dir, tmp, dir, base) < 0) {
 		int e = errno;
 
-		unlink(tmp);
-		return corral_set_errno(err, e, "cannot write --pid-file %s", path);
+		unlinkat(dir, tmp, 0);
+		r = corral_set_errno(err, e, "cannot write --pid-file %s", path);
 	}
-	return 0;
+	close(dir);
+	return r;
 }

@@ -1070,7 +1070,30 @@ static bool hidden_lower(const struct xp *x, const char *path, const struct stat
 	return false;
 }
 
-/* The host object a hidden path names: the workspace's or a bind's. */
+/*
+ * The root's (--rootfs, an image): the topmost layer that has it.  A
+ * workspace inside the tree shows the same file, masked there by the
+ * sandbox's mount table (hideview.c), which an export never reads: by
+ * path and binds alone, the hidden file was copied out.
+ */
+static bool hidden_in_root(const struct corral_policy *p, const char *hide, struct stat *st)
+{
+	for (size_t i = p->nroot_layers; i-- > 0;) {
+		int fd, has = layer_open(p->root_layers[i], hide, &fd);
+		bool ok;
+
+		if (has < 0)
+			return false;
+		if (!has)
+			continue;
+		ok = fstat(fd, st) == 0;
+		close(fd);
+		return ok;
+	}
+	return false;
+}
+
+/* The host object a hidden path names: the workspace's, a bind's or the root's. */
 static bool hidden_host(const struct corral_policy *p, const char *hide, struct stat *st)
 {
 	const char *src = NULL, *dst = NULL;
@@ -1087,7 +1110,9 @@ static bool hidden_host(const struct corral_policy *p, const char *hide, struct 
 			src = p->binds[i].src;
 			dst = p->binds[i].dst;
 		}
-	if (!dst || (size_t)snprintf(host, sizeof(host), "%s%s", src, hide + strlen(dst)) >= sizeof(host))
+	if (!dst)
+		return hidden_in_root(p, hide, st);
+	if ((size_t)snprintf(host, sizeof(host), "%s%s", src, hide + strlen(dst)) >= sizeof(host))
 		return false;
 	/* what cannot be reached now is judged by its path alone */
 	return lstat(host, st) == 0;

@@ -207,25 +207,59 @@ static const struct mnt *mount_of(const struct hide_where *w, const struct table
 }
 
 /*
+ * canon beneath the layer at root, as the overlay looks it up: no link
+ * followed.  1: the layer has it (*fd); 0: not there, a lower layer may
+ * have it; -1: a link, a file or a whiteout on the way, where the
+ * overlay stops looking down, so no layer at or below this one holds
+ * what the sandbox sees (the upper does: a directory corral made there).
+ * Resolved as a path, an image's "etc" -> "/oldroot/..." had the host's
+ * file judged, and its binds masked, for the image's /etc/passwd.
+ */
+int layer_open(const char *root, const char *canon, int *fd)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+	int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), e;
+	struct stat st;
+
+	if (dir < 0)
+		return 0;
+	*fd = (int)syscall(SYS_openat2, dir, canon[1] ? canon + 1 : ".", &how, sizeof(how));
+	e = errno;
+	close(dir);
+	if (*fd < 0)
+		return e == ELOOP || e == ENOTDIR || e == EXDEV ? -1 : 0;
+	/* a whiteout (0:0) hides the name in every layer below */
+	if (fstat(*fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0) {
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	return 1;
+}
+
+/*
  * An object of the root (--rootfs, an image): the overlay's numbers are
  * not the host's, and its lowers are in no mount; the topmost layer that
- * has the path (opened where the host's root is) is what the sandbox
- * sees.  None this process can open: nothing else is judged.
+ * has the path (opened where the host's root is, no link followed in it)
+ * is what the sandbox sees.  None this process can open, or one the
+ * overlay stops at: nothing else is judged.
  */
 static int place_in_roots(const struct hide_where *w, const struct table *t,
 			  const char *canon, const char *path, const char **dev,
 			  char **fspath, struct stat *id, struct corral_err *err)
 {
-	char host[PATH_MAX], lcanon[PATH_MAX];
+	char lcanon[PATH_MAX];
 	const struct mnt *m;
 
 	for (size_t i = w->nroots; i-- > 0;) {
-		int fd;
+		int fd, has = layer_open(w->roots[i], canon, &fd);
 
-		if ((size_t)snprintf(host, sizeof(host), "%s%s", w->roots[i], canon) >= sizeof(host))
-			return corral_set_err(err, -ENAMETOOLONG, "filesystem.hide %s: path too long", path);
-		fd = open(host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
+		if (has < 0)
+			break;
+		if (!has)
 			continue;
 		m = fstat(fd, id) == 0 ? mount_of(w, t, fd, lcanon, sizeof(lcanon)) : NULL;
 		close(fd);

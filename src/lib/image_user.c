@@ -72,6 +72,11 @@ static char *read_passwd(const struct corral_image *img)
 		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
+	struct open_how probe = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
 	for (size_t i = img->nlayers; i-- > 0;) {
 		char opaque[2] = "", *buf;
 		struct stat st;
@@ -84,9 +89,18 @@ static char *read_passwd(const struct corral_image *img)
 		fd = openat2_retry(dfd, "etc/passwd", &how);
 		if (fd < 0) {
 			int e = errno;
-			bool hidden = fstatat(dfd, "etc/passwd", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-				      S_ISCHR(st.st_mode);	/* a whiteout */
+			/*
+			 * A whiteout, found as the overlay finds it: a path,
+			 * its "etc" a link to "/DIR", had the caller stat the
+			 * host's DIR/passwd (an automount, a FUSE mount
+			 * answered) and a device there hide the image's file.
+			 */
+			int w = openat2_retry(dfd, "etc/passwd", &probe);
+			bool hidden = w >= 0 && fstat(w, &st) == 0 && S_ISCHR(st.st_mode);
 			char path[4200];
+
+			if (w >= 0)
+				close(w);
 
 			snprintf(path, sizeof(path), "%s/etc", img->layers[i]);
 			hidden = hidden || (lgetxattr(path, "user.overlay.opaque", opaque, 1) == 1 &&

@@ -139,6 +139,13 @@ struct hide_view {
 int hide_views(const struct hide_where *w, const char *path, struct hide_view **out,
 	       size_t *nout, struct stat *id, struct corral_err *err);
 void hide_views_free(struct hide_view *v, size_t n);
+/*
+ * canon (absolute) in the root layer at root, as the overlay looks it
+ * up, no link followed: 1 there (*fd, O_PATH), 0 not (a lower layer may
+ * have it), -1 the overlay stops at this layer (a link, a file or a
+ * whiteout on the way): no layer at or below it holds it.
+ */
+int layer_open(const char *root, const char *canon, int *fd);
 
 /* ---- cgroup*.c: limits, freezer, kill (cgroup v2, v1, or rlimits) ---- */
 #include "cgroup.h"

@@ -1,0 +1,138 @@
+/*
+ * oci_path.c - the directory of a file the engine names (--pid-file,
+ * --log), opened as root with no link followed that another user could
+ * have left.
+ *
+ * The engine's paths often lie in a bundle, and a bundle may be a
+ * tenant's to write: a link of theirs in a directory above the file had
+ * root make the pid file, or append a log line, in any directory of the
+ * host it named.  runc follows such links (its createPidFile and --log
+ * open the path as given); systemd's chase() with CHASE_SAFE is the model
+ * here: a link is followed only where it sits in a directory that only
+ * root (or the caller) may write, so /var/run -> /run still works, and a
+ * link in anyone else's directory is refused.  Walked by fd, a component
+ * at a time, so that no rename between the check and the use moves it.
+ */
+#include "oci.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The kernel's own bound on links in one lookup (MAXSYMLINKS) */
+#define OCI_PATH_LINKS 40
+
+/* Only root or the caller may write dir: its links are theirs. */
+static bool dir_is_ours(int dir)
+{
+	struct stat st;
+
+	if (fstat(dir, &st) < 0)
+		return false;
+	return (st.st_uid == 0 || st.st_uid == geteuid()) &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static int walk(int *cur, const char *path, const char *whole, int *links,
+		struct corral_err *err);
+
+/* A link at name in *cur (its O_PATH fd lnk): followed if *cur is ours. */
+static int follow(int *cur, int lnk, const char *name, const char *whole, int *links,
+		  struct corral_err *err)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	if (++*links > OCI_PATH_LINKS)
+		return corral_set_err(err, -ELOOP, "%s: more than %d links", whole, OCI_PATH_LINKS);
+	if (!dir_is_ours(*cur))
+		return corral_set_err(err, -ELOOP, "%s: %s is a link in a directory another "
+				      "user may write: not followed as root", whole, name);
+	n = readlinkat(lnk, "", target, sizeof(target) - 1);
+	if (n < 0)
+		return corral_set_errno(err, errno, "%s: cannot read the link %s", whole, name);
+	target[n] = '\0';
+	if (target[0] == '/') {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (root < 0)
+			return corral_set_errno(err, errno, "%s: cannot open /", whole);
+		close(*cur);
+		*cur = root;
+	}
+	return walk(cur, target, whole, links, err);
+}
+
+/* Each component of path beneath *cur, which ends as the last directory. */
+static int walk(int *cur, const char *path, const char *whole, int *links,
+		struct corral_err *err)
+{
+	char name[NAME_MAX + 1];
+	struct stat st;
+	int fd, r;
+
+	while (*path) {
+		size_t len = strcspn(path, "/");
+
+		if (len > NAME_MAX)
+			return corral_set_err(err, -ENAMETOOLONG, "%s: a name too long", whole);
+		memcpy(name, path, len);
+		name[len] = '\0';
+		path += len + strspn(path + len, "/");
+		if (!len || !strcmp(name, "."))
+			continue;
+		fd = openat(*cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return corral_set_errno(err, errno, "%s: cannot open %s", whole, name);
+		if (fstat(fd, &st) < 0) {
+			r = corral_set_errno(err, errno, "%s: cannot stat %s", whole, name);
+			close(fd);
+			return r;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			r = follow(cur, fd, name, whole, links, err);
+			close(fd);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			close(fd);
+			return corral_set_err(err, -ENOTDIR, "%s: %s is not a directory", whole, name);
+		}
+		close(*cur);
+		*cur = fd;
+	}
+	return 0;
+}
+
+int oci_open_parent(const char *what, const char *path, const char **base,
+		    struct corral_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], whole[PATH_MAX + 64];
+	int cur, links = 0, r;
+
+	snprintf(whole, sizeof(whole), "%s %s", what, path);
+	*base = slash ? slash + 1 : path;
+	if (!**base || !strcmp(*base, ".") || !strcmp(*base, ".."))
+		return corral_set_err(err, -EISDIR, "%s: names a directory, not a file", whole);
+	if ((size_t)snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 0,
+			     path) >= sizeof(dir))
+		return corral_set_err(err, -ENAMETOOLONG, "%s: too long", whole);
+	cur = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return corral_set_errno(err, errno, "%s: cannot open %s", whole,
+					path[0] == '/' ? "/" : "the working directory");
+	r = walk(&cur, dir, whole, &links, err);
+	if (r < 0) {
+		close(cur);
+		return r;
+	}
+	return cur;
+}

@@ -749,6 +749,8 @@ static int load_root(const char *bundle, const struct bundle_read *b, json_t *ro
 		return corral_set_err(err, -ENAMETOOLONG, "root.path %s: too long", path);
 	for (size_t n = strlen(rel); n > 1 && rel[n - 1] == '/'; n--)
 		rel[n - 1] = '\0';
+	if (path[0] != '/' && b->dir < 0)	/* an exec's, the bundle gone since */
+		return corral_set_errno(err, ENOENT, "root.path %s", joined);
 	fd = openat(path[0] == '/' ? AT_FDCWD : b->dir, path[0] == '/' ? joined :
 		    rel[0] ? rel : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)

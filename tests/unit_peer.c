@@ -35,6 +35,7 @@ struct search {
 	int nholders;
 	bool wrapped;		/* a holder's pid above the asker's: order unknown */
 	int named;		/* of layout.searches, those that named the asker */
+	char missed[192];	/* the last search's peer_missed(), or "" */
 	uint64_t ms;		/* the searches took */
 };
 
@@ -225,6 +226,7 @@ static void search_in_netns(struct search *o, const struct layout *l)
 		if (i == 0)
 			o->found = found;
 		o->named += found > 0 && found == o->asker;
+		snprintf(o->missed, sizeof(o->missed), "%s", peer_missed() ? peer_missed() : "");
 	}
 	o->ms = corral_now_ms() - o->ms;
 	close(diag);
@@ -316,6 +318,8 @@ TEST(an_asker_past_the_budget_is_not_searched_for)
 		return;
 	CHECK(o.r == 0);
 	CHECK(o.asker > 0 && o.found == 0);
+	/* and its denial says why it names no pid */
+	CHECK(strstr(o.missed, "PEER_SEARCH_FDS") != NULL);
 }
 
 /*
@@ -622,6 +626,9 @@ TEST(searches_share_one_budget)
 	printf("# %d of %d searches named the asker in %llu ms (at most %llu may)\n",
 	       o.named, l.searches, (unsigned long long)o.ms, (unsigned long long)bound);
 	CHECK((uint64_t)o.named <= bound);
+	/* the last one, past the budget, says so: a denial's "pid_missing" */
+	printf("# the last search: %s\n", o.missed[0] ? o.missed : "(nothing said)");
+	CHECK(o.named == l.searches || strstr(o.missed, "PEER_WALK_PER_S"));
 }
 
 int main(void)

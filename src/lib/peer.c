@@ -276,6 +276,17 @@ static struct {
 	unsigned left;
 } walk;
 
+#define PEER_STR_(x)	#x
+#define PEER_STR(x)	PEER_STR_(x)
+
+/* peer_missed's: set by each search */
+static const char *missed;
+
+const char *peer_missed(void)
+{
+	return missed;
+}
+
 static unsigned *walk_budget(void)
 {
 	uint64_t now = corral_now_ms();
@@ -290,8 +301,12 @@ static unsigned *walk_budget(void)
 /* One entry more read of the process's budget; false once it is spent. */
 static bool walk_take(unsigned *left)
 {
-	if (!*left)
+	if (!*left) {
+		missed = "not searched for to the end: the searches of every sandbox "
+			 "this supervisor watches read their " PEER_STR(PEER_WALK_PER_S)
+			 " entries of /proc this second (PEER_WALK_PER_S)";
 		return false;
+	}
 	--*left;
 	return true;
 }
@@ -446,6 +461,7 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	size_t n;
 
 	*cgid = 0;
+	missed = NULL;
 	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
 		return 0;
 	if (to && to->sa_family != AF_INET && to->sa_family != AF_INET6)
@@ -455,7 +471,8 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 		mapped_inode(diag_fd, (const struct sockaddr_in *)peer, to, proto, &o);
 	*cgid = o.cgid;
 	left = walk_budget();
-	if (!o.ino || o.tied || !*left)
+	/* spent: walk_take says so (it takes nothing then) */
+	if (!o.ino || o.tied || (!*left && !walk_take(left)))
 		return 0;
 	h = malloc(PEER_SEARCH_FDS * sizeof(*h));
 	if (!h)
@@ -472,6 +489,9 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 			pid = h[i].pid;
 	}
 	free(h);
+	if (!pid && !missed && !budget)
+		missed = "not found in the " PEER_STR(PEER_SEARCH_FDS) " fds a search "
+			 "reads (PEER_SEARCH_FDS)";
 	return pid;
 }
 

@@ -62,7 +62,8 @@ int peer_dst(int fd, struct sockaddr_storage *to);
  * together read at most this many entries (a process walked, an fd read)
  * a second, about 50-150 ms of a core here; a search that would go past
  * it stops and names no pid (the socket's cgroup2 group still names the
- * call).
+ * call).  Past an equal share of it (among the sandboxes that searched
+ * the second before) a sandbox's searches leave the rest to the others.
  */
 #define PEER_WALK_PER_S		16384
 

@@ -1580,6 +1580,57 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
 	expect_contains "refused" "$why" "not theirs to search"
 }
 
+# The bundle in a directory its tenant writes (a home): config.json read
+# from the tenant's bundle, then the bundle's name swapped for a link to
+# root's "/" before its writer was judged by that name.  Nothing of the
+# tenant's was judged, and root.path named outright a tree below root's
+# 0700 directory: the container read it.  The writer is judged by the
+# directory and the file that were read (the name is not read again).
+t_rootfs_of_a_tenants_bundle_swapped_before_its_writer_judged() {
+	need_root
+	command -v strace > /dev/null || skip "no strace to hold create with"
+	mkdir -m 0755 "$T/home"
+	bundle "$T/home/b" '["sh", "-c", "cat /marker; echo end"]'
+	echo checked > "$T/home/b/rootfs/marker"
+	chmod a+r "$T/home/b/rootfs/marker"
+	mkdir -m 0700 "$T/hidden"
+	cp -a "$T/home/b/rootfs" "$T/hidden/tree"
+	echo HIDDEN > "$T/hidden/tree/marker"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/home/b/config.json" "$T/hidden/tree"
+	chown -R 65534:65534 "$T/home"
+	# held once the rootfs is opened, after config.json was read
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	timeout 60 strace -qq -o "$T/held.strace" -P "$T/hidden/tree" -e trace=openat,open \
+		-e inject=openat,open:signal=SIGSTOP:when=1 \
+		sh -c 'echo $$ > "$0"; exec "$@"' "$T/held.pid" "$OCI" --root "$T/root" \
+		--log "$T/log.json" --log-format json create --bundle "$T/home/b" c1 \
+		> "$T/held" 2>&1 < /dev/null &
+	local strace_pid=$! pid="" rc=0
+	strace_held "$T/held.strace" "$strace_pid" && pid=$(cat "$T/held.pid") ||
+		{ kill "$strace_pid" 2>/dev/null; wait "$strace_pid"
+		  oci delete --force c1 > /dev/null; fail "create was never held: $(tail -c 300 "$T/held.strace")"; }
+	# what the tenant may do in its own directory
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		sh -c "mv '$T/home/b' '$T/home/b.read' && ln -s / '$T/home/b'" ||
+		{ kill -CONT "$pid"; wait "$strace_pid"; oci delete --force c1 > /dev/null; fail "the tenant's swap"; }
+	kill -CONT "$pid"
+	wait "$strace_pid" || rc=$?
+	local out=""
+	if [ "$rc" = 0 ]; then
+		oci start c1 > /dev/null
+		wait_status c1 stopped || true
+		out=$(cat "$T/held")
+	fi
+	local why=""
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	expect_not_contains "the container's output" "$out" "HIDDEN"
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$why" "not theirs to search"
+}
+
 # A link swapped in between the check and the mount: the container runs on
 # the tree that was checked, or not at all; never where the link leads.
 t_rootfs_swapped_after_check() {

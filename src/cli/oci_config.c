@@ -402,13 +402,14 @@ static int add_mounts(const struct oci_operator *op, json_t *mounts,
  * any engine writes (a config.json is a few KB; Kubernetes caps a pod's
  * annotations at 256 KB): jansson would hold all of it, several times.
  */
-static json_t *load_bounded(const char *path, struct corral_err *err)
+static json_t *load_bounded(int dir, const char *name, const char *path,
+			    struct stat *read, struct corral_err *err)
 {
 	json_error_t je;
 	struct stat st;
 	json_t *o;
 	/* O_NONBLOCK: a FIFO there is refused below, not waited on */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd = openat(dir, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 
 	if (!f) {
@@ -425,6 +426,8 @@ static json_t *load_bounded(const char *path, struct corral_err *err)
 		fclose(f);
 		return NULL;
 	}
+	if (read)
+		*read = st;	/* the file that was read, judged by its owner */
 	o = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
 	fclose(f);
 	if (!o)
@@ -612,6 +615,19 @@ static int load_resources(json_t *res, struct corral_policy *p,
 }
 
 /*
+ * The bundle as it was read: its directory, opened once, and config.json
+ * read through it.  By its name again, the bundle in a directory its
+ * tenant writes (a home) was swapped after config.json was read for a
+ * link to root's "/", whose writer is no one: a root.path of the
+ * tenant's went unjudged.
+ */
+struct bundle_read {
+	int dir;
+	struct stat dir_st, cfg_st;
+	bool has_cfg;
+};
+
+/*
  * Who besides root may write the bundle (its directory or config.json):
  * config.json is then theirs, and its root.path theirs to choose.
  */
@@ -622,25 +638,24 @@ struct bundle_writer {
 	int ngroups;
 };
 
-static void writer_of(const char *path, struct bundle_writer *w)
+static void writer_of(const struct stat *st, struct bundle_writer *w)
 {
 	struct passwd *pw;
-	struct stat st;
 
-	if (w->set || stat(path, &st) < 0)
+	if (w->set || !st)
 		return;
-	if (st.st_uid != 0) {
+	if (st->st_uid != 0) {
 		w->set = true;
-		w->uid = st.st_uid;
+		w->uid = st->st_uid;
 		w->ngroups = sizeof(w->groups) / sizeof(w->groups[0]);
-		pw = getpwuid(st.st_uid);
+		pw = getpwuid(st->st_uid);
 		if (!pw || getgrouplist(pw->pw_name, pw->pw_gid, w->groups, &w->ngroups) < 0)
 			w->ngroups = 0;	/* unknown groups: the bits for others */
-	} else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+	} else if (st->st_mode & (S_IWGRP | S_IWOTH)) {
 		w->set = true;
 		w->uid = (uid_t)-1;
-		w->groups[0] = st.st_gid;
-		w->ngroups = st.st_mode & S_IWOTH ? 0 : 1;
+		w->groups[0] = st->st_gid;
+		w->ngroups = st->st_mode & S_IWOTH ? 0 : 1;
 	}
 }
 
@@ -662,17 +677,15 @@ static bool may_search(const struct stat *st, const struct bundle_writer *w)
  * container read it, where the swaps after the check
  * (t_rootfs_swapped_after_check) were refused.
  */
-static int reachable_by_writer(int fd, const char *bundle, const char *joined,
+static int reachable_by_writer(int fd, const struct bundle_read *b, const char *joined,
 			       struct corral_err *err)
 {
 	struct bundle_writer w = { 0 };
-	char cfg[PATH_MAX];
 	struct stat st, up;
 	int cur, parent;
 
-	writer_of(bundle, &w);
-	snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
-	writer_of(cfg, &w);
+	writer_of(b->dir >= 0 ? &b->dir_st : NULL, &w);
+	writer_of(b->has_cfg ? &b->cfg_st : NULL, &w);
 	if (!w.set)
 		return 0;
 	cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -714,12 +727,12 @@ static int reachable_by_writer(int fd, const char *bundle, const char *joined,
  * later, a bundle's owner could swap it in between, for a link to a tree
  * only root may read or another tree renamed over it.
  */
-static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
-		     struct corral_err *err)
+static int load_root(const char *bundle, const struct bundle_read *b, json_t *root,
+		     struct oci_spec *s, struct corral_err *err)
 {
 	const char *path = json_string_value(json_object_get(root, "path"));
 	struct stat st, host;
-	char joined[PATH_MAX];
+	char joined[PATH_MAX], rel[PATH_MAX];
 	int fd;
 
 	if (!path)
@@ -731,7 +744,15 @@ static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
 	/* "rootfs/" would have the open follow the link: the name itself is opened */
 	for (size_t n = strlen(joined); n > 1 && joined[n - 1] == '/'; n--)
 		joined[n - 1] = '\0';
-	fd = open(joined, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	/* a relative one in the directory config.json was read from */
+	if ((size_t)snprintf(rel, sizeof(rel), "%s", path) >= sizeof(rel))
+		return corral_set_err(err, -ENAMETOOLONG, "root.path %s: too long", path);
+	for (size_t n = strlen(rel); n > 1 && rel[n - 1] == '/'; n--)
+		rel[n - 1] = '\0';
+	if (path[0] != '/' && b->dir < 0)	/* an exec's, the bundle gone since */
+		return corral_set_errno(err, ENOENT, "root.path %s", joined);
+	fd = openat(path[0] == '/' ? AT_FDCWD : b->dir, path[0] == '/' ? joined :
+		    rel[0] ? rel : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return corral_set_errno(err, errno, "root.path %s", joined);
 	if (fstat(fd, &st) < 0 || stat("/", &host) < 0) {
@@ -754,7 +775,7 @@ static int load_root(const char *bundle, json_t *root, struct oci_spec *s,
 		corral_set_err(err, -ENOTDIR, "root.path %s: not a directory", joined);
 		goto refused;
 	}
-	if (reachable_by_writer(fd, bundle, joined, err) < 0)
+	if (reachable_by_writer(fd, b, joined, err) < 0)
 		goto refused;
 	/* the fd is the policy's now, whatever this returns */
 	if (corral_policy_pin_root(&s->p, fd, err) < 0)
@@ -842,6 +863,7 @@ static int refuse_extras(json_t *doc, json_t *lnx, struct corral_err *err)
 int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *config,
 		  struct oci_spec *s, struct corral_err *err)
 {
+	struct bundle_read b = { .dir = -1 };
 	char path[PATH_MAX];
 	json_t *lnx, *env;
 	size_t i;
@@ -850,9 +872,27 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 	memset(s, 0, sizeof(*s));
 	s->net_fd = -1;
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
-	s->doc = config ? json_incref(config) : load_bounded(path, err);
-	if (!s->doc)
+	b.dir = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b.dir >= 0 && fstat(b.dir, &b.dir_st) < 0) {
+		close(b.dir);
+		b.dir = -1;
+	}
+	if (b.dir < 0 && !config)
+		return corral_set_errno(err, errno, "the bundle %s", bundle);
+	/*
+	 * config: create's copy (an exec's); the bundle's file, as before,
+	 * says its writer, and a bundle gone since has none
+	 */
+	if (config)
+		b.has_cfg = b.dir >= 0 && fstatat(b.dir, "config.json", &b.cfg_st, 0) == 0;
+	else
+		b.has_cfg = (s->doc = load_bounded(b.dir, "config.json", path,
+						   &b.cfg_st, err)) != NULL;
+	s->doc = config ? json_incref(config) : s->doc;
+	if (!s->doc) {
+		close(b.dir);	/* open: without create's copy, load_bounded failed */
 		return err->code;
+	}
 	s->annotations = json_incref(json_object_get(s->doc, "annotations"));
 	if (!json_is_object(s->annotations)) {
 		json_decref(s->annotations);
@@ -873,7 +913,9 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 	if (r == 0)
 		r = add_mounts(op, json_object_get(s->doc, "mounts"), s, err);
 	if (r == 0)
-		r = load_root(bundle, json_object_get(s->doc, "root"), s, err);
+		r = load_root(bundle, &b, json_object_get(s->doc, "root"), s, err);
+	if (b.dir >= 0)
+		close(b.dir);
 	if (r == 0)
 		r = load_resources(json_object_get(lnx, "resources"), &s->p, err);
 	json_array_foreach(json_object_get(json_object_get(s->doc, "process"), "env"),
@@ -895,7 +937,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 int oci_process_load(const struct oci_operator *op, const char *path,
 		     struct oci_spec *s, struct corral_err *err)
 {
-	json_t *proc = load_bounded(path, err);
+	json_t *proc = load_bounded(AT_FDCWD, path, path, NULL, err);
 	int r;
 
 	if (!proc)

@@ -178,13 +178,17 @@ static void dns_denied(struct proxy *px, const struct sockaddr_storage *peer,
 	pid_t pid = 0;
 
 	if (o && peer && peer->ss_family &&
-	    peer_rate_take(&px->searches, corral_now_ms())) {
+	    !peer_rate_take(&px->searches, corral_now_ms())) {
+		json_object_set_new(o, "pid_missing", json_string(PEER_MISSED_RATE));
+	} else if (o && peer && peer->ss_family) {
 		pid = tcp ? peer_pid(px->diag, px->netns_ino, (const struct sockaddr *)peer,
 				     tcp_dst(tcp, &to), &cgid) :
 			peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)peer,
 				     (const struct sockaddr *)&dns_dst, &cgid);
 		if (pid > 0)
 			json_object_set_new(o, "pid", json_integer(pid));
+		else if (peer_missed())
+			json_object_set_new(o, "pid_missing", json_string(peer_missed()));
 		/* for attribution only: events.c turns it into "call" */
 		if (cgid)
 			json_object_set_new(o, EVENTS_KEY_CGROUP, json_integer(cgid));

@@ -62,6 +62,7 @@ struct dnsoff {
 	struct sockaddr_in last;
 	pid_t last_pid;
 	uint64_t last_cgid;
+	const char *last_missed;	/* why last_pid is 0 (peer_missed), or NULL */
 	uint64_t last_ms;
 };
 
@@ -132,7 +133,8 @@ int dnsoff_reply(const uint8_t *pkt, size_t len, uint8_t *out, size_t *outlen,
  * from one) reuses the last answer for a second, and at most
  * DNSOFF_LOOKUPS searches run a second; past that a denial has no pid.
  */
-static pid_t asker(struct dnsoff *d, const struct sockaddr_in *peer, uint64_t *cgid)
+static pid_t asker(struct dnsoff *d, const struct sockaddr_in *peer, uint64_t *cgid,
+		   const char **missed)
 {
 	/* it sent to 127.0.0.1:53, connected or not */
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(DNSOFF_PORT),
@@ -141,25 +143,31 @@ static pid_t asker(struct dnsoff *d, const struct sockaddr_in *peer, uint64_t *c
 	pid_t pid;
 
 	*cgid = 0;
+	*missed = NULL;
 	if (d->diag < 0 || !d->netns_ino)
 		return 0;
 	if (now - d->last_ms < 1000 && d->last.sin_port == peer->sin_port &&
 	    d->last.sin_addr.s_addr == peer->sin_addr.s_addr) {
 		*cgid = d->last_cgid;
+		*missed = d->last_missed;
 		return d->last_pid;
 	}
 	if (now - d->window_ms >= 1000) {
 		d->window_ms = now;
 		d->searches = 0;
 	}
-	if (d->searches >= DNSOFF_LOOKUPS)
+	if (d->searches >= DNSOFF_LOOKUPS) {
+		*missed = "not searched for: this sandbox's 32 searches of the second "
+			  "were made (DNSOFF_LOOKUPS)";
 		return 0;
+	}
 	d->searches++;
 	pid = peer_pid_udp(d->diag, d->netns_ino, (const struct sockaddr *)peer,
 			   (const struct sockaddr *)&to, cgid);
 	d->last = *peer;
 	d->last_pid = pid;
 	d->last_cgid = *cgid;
+	*missed = d->last_missed = peer_missed();
 	d->last_ms = now;
 	return pid;
 }
@@ -168,14 +176,17 @@ static void denied(struct dnsoff *d, const struct sockaddr_in *peer, const char 
 {
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "protocol", "dns", "host",
 			      name, "port", DNSOFF_PORT, "reason", DNSOFF_REASON);
+	const char *missed;
 	uint64_t cgid;
 	pid_t pid;
 
 	if (!o)
 		return;
-	pid = asker(d, peer, &cgid);
+	pid = asker(d, peer, &cgid, &missed);
 	if (pid > 0)
 		json_object_set_new(o, "pid", json_integer(pid));
+	else if (missed)
+		json_object_set_new(o, "pid_missing", json_string(missed));
 	/* for attribution only: events.c turns it into "call" */
 	if (cgid)
 		json_object_set_new(o, EVENTS_KEY_CGROUP, json_integer(cgid));

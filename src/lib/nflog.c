@@ -142,30 +142,37 @@ static bool same_src(const struct sockaddr_storage *a, const struct sockaddr_sto
  * walk of the sandbox's /proc each.  0 when not found (the sender closed
  * its socket already) or not asked.
  */
-static pid_t sender(struct proxy *px, const struct nflog_packet *p, uint64_t *cgid)
+static pid_t sender(struct proxy *px, const struct nflog_packet *p, uint64_t *cgid,
+		    const char **missed)
 {
 	struct nflog_state *s = &px->nflog;
 	uint64_t now = corral_now_ms();
 
 	*cgid = 0;
+	*missed = NULL;
 	if (p->proto != IPPROTO_UDP || px->diag < 0 || p->port < 0)
 		return 0;
 	if (same_src(&s->last_src, &p->src)) {
 		*cgid = s->last_cgid;
+		*missed = s->last_missed;
 		return s->last_pid;
 	}
 	if (now - s->asks_since >= 1000) {
 		s->asks_since = now;
 		s->asks = 0;
 	}
-	if (s->asks >= NFLOG_PID_ASKS)
+	if (s->asks >= NFLOG_PID_ASKS) {
+		*missed = "not searched for: this sandbox's 16 searches of the second "
+			  "for a dropped packet's sender were made (NFLOG_PID_ASKS)";
 		return 0;
+	}
 	s->asks++;
 	s->last_src = p->src;
 	/* the packet's destination: its sender's, connected or not */
 	s->last_pid = peer_pid_udp(px->diag, px->netns_ino, (const struct sockaddr *)&p->src,
 				   (const struct sockaddr *)&p->dst, &s->last_cgid);
 	*cgid = s->last_cgid;
+	*missed = s->last_missed = peer_missed();
 	return s->last_pid;
 }
 
@@ -191,6 +198,7 @@ static void emit(struct proxy *px, const struct nflog_packet *p)
 	const void *a = p->family == AF_INET ?
 		(const void *)&((const struct sockaddr_in *)&p->dst)->sin_addr :
 		(const void *)&((const struct sockaddr_in6 *)&p->dst)->sin6_addr;
+	const char *missed;
 	uint64_t cgid;
 	pid_t pid;
 	json_t *o;
@@ -207,9 +215,11 @@ static void emit(struct proxy *px, const struct nflog_packet *p)
 		json_object_set_new(o, "icmp_type", json_integer(p->icmp_type));
 	if (p->has_uid)
 		json_object_set_new(o, "uid", json_integer(p->uid));
-	pid = sender(px, p, &cgid);
+	pid = sender(px, p, &cgid, &missed);
 	if (pid > 0)
 		json_object_set_new(o, "pid", json_integer(pid));
+	else if (missed)
+		json_object_set_new(o, "pid_missing", json_string(missed));
 	/* for attribution only: events.c turns it into "call" */
 	if (cgid)
 		json_object_set_new(o, EVENTS_KEY_CGROUP, json_integer((json_int_t)cgid));

@@ -265,6 +265,8 @@ static void mapped_inode(int fd, const struct sockaddr_in *sin,
 	socket_inode(fd, (const struct sockaddr *)&m, to, proto, o);
 }
 
+#define WALK_SLOTS	64
+
 /*
  * What this process's searches may still read this second (peer.h,
  * PEER_WALK_PER_S): one budget for every sandbox it supervises, as the
@@ -274,25 +276,78 @@ static void mapped_inode(int fd, const struct sockaddr_in *sin,
 static struct {
 	uint64_t since_ms;
 	unsigned left;
+	/*
+	 * The sandboxes (network namespaces) that searched this second, what
+	 * each read, and how many searched the second before: one that
+	 * floods denials took the whole budget each second, for as long as
+	 * it flooded, and every other sandbox's denials named no pid
+	 * (bench/peer_starve.sh: 0-15 of 75).  Past its equal share of the
+	 * second's budget (of those that searched the second before) a
+	 * sandbox does not take the last share of it; what the others leave
+	 * it still may.  More than WALK_SLOTS share the last slot.
+	 */
+	ino_t ns[WALK_SLOTS];
+	unsigned used[WALK_SLOTS];
+	unsigned n, n_before, slot;
 } walk;
 
-static unsigned *walk_budget(void)
+#define PEER_STR_(x)	#x
+#define PEER_STR(x)	PEER_STR_(x)
+
+/* peer_missed's: set by each search */
+static const char *missed;
+
+const char *peer_missed(void)
+{
+	return missed;
+}
+
+/* This second's budget, and the slot of netns_ino's searches in it. */
+static unsigned *walk_budget(ino_t netns_ino)
 {
 	uint64_t now = corral_now_ms();
+	unsigned i;
 
 	if (!walk.since_ms || now - walk.since_ms >= 1000) {
+		walk.n_before = walk.since_ms && now - walk.since_ms < 2000 ? walk.n : 0;
 		walk.since_ms = now ? now : 1;
 		walk.left = PEER_WALK_PER_S;
+		walk.n = 0;
 	}
+	for (i = 0; i < walk.n && walk.ns[i] != netns_ino; i++)
+		;
+	if (i == walk.n && walk.n < WALK_SLOTS) {
+		walk.ns[walk.n] = netns_ino;
+		walk.used[walk.n++] = 0;
+	}
+	walk.slot = i < WALK_SLOTS ? i : WALK_SLOTS - 1;
 	return &walk.left;
 }
 
-/* One entry more read of the process's budget; false once it is spent. */
+/*
+ * One entry more read of the process's budget, by the search's sandbox
+ * (walk.slot); false once it is spent, or its share is and what is left
+ * is the others' last share.
+ */
 static bool walk_take(unsigned *left)
 {
-	if (!*left)
+	unsigned share = PEER_WALK_PER_S / (walk.n_before > 1 ? walk.n_before : 1);
+
+	if (!*left) {
+		missed = "not searched for to the end: the searches of every sandbox "
+			 "this supervisor watches read their " PEER_STR(PEER_WALK_PER_S)
+			 " entries of /proc this second (PEER_WALK_PER_S)";
 		return false;
+	}
+	if (walk.used[walk.slot] >= share && *left <= share) {
+		missed = "not searched for to the end: this sandbox's searches read "
+			 "their share of the " PEER_STR(PEER_WALK_PER_S) " entries of "
+			 "/proc every sandbox's may read a second, and the rest is the "
+			 "others' (PEER_WALK_PER_S)";
+		return false;
+	}
 	--*left;
+	walk.used[walk.slot]++;
 	return true;
 }
 
@@ -446,6 +501,7 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	size_t n;
 
 	*cgid = 0;
+	missed = NULL;
 	if (diag_fd < 0 || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6))
 		return 0;
 	if (to && to->sa_family != AF_INET && to->sa_family != AF_INET6)
@@ -454,8 +510,9 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 	if (o.best < RANK_BEST && peer->sa_family == AF_INET)
 		mapped_inode(diag_fd, (const struct sockaddr_in *)peer, to, proto, &o);
 	*cgid = o.cgid;
-	left = walk_budget();
-	if (!o.ino || o.tied || !*left)
+	left = walk_budget(netns_ino);
+	/* spent: walk_take says so (it takes nothing then) */
+	if (!o.ino || o.tied || (!*left && !walk_take(left)))
 		return 0;
 	h = malloc(PEER_SEARCH_FDS * sizeof(*h));
 	if (!h)
@@ -472,6 +529,9 @@ static pid_t peer_pid_of(int diag_fd, ino_t netns_ino, const struct sockaddr *pe
 			pid = h[i].pid;
 	}
 	free(h);
+	if (!pid && !missed && !budget)
+		missed = "not found in the " PEER_STR(PEER_SEARCH_FDS) " fds a search "
+			 "reads (PEER_SEARCH_FDS)";
 	return pid;
 }
 

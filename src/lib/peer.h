@@ -62,9 +62,22 @@ int peer_dst(int fd, struct sockaddr_storage *to);
  * together read at most this many entries (a process walked, an fd read)
  * a second, about 50-150 ms of a core here; a search that would go past
  * it stops and names no pid (the socket's cgroup2 group still names the
- * call).
+ * call).  Past an equal share of it (among the sandboxes that searched
+ * the second before) a sandbox's searches leave the rest to the others.
  */
 #define PEER_WALK_PER_S		16384
+
+/*
+ * Why the last search of this process named no pid where it was cut
+ * short (NULL: it was not; no process held the socket then), or, given
+ * as PEER_MISSED_RATE by the caller, was not made: a denial says it in
+ * "pid_missing".  A sandbox flooding denials spends the budget of every
+ * sandbox each second, for as long as it floods, and its neighbours'
+ * denials named no pid as if their asker had gone.
+ */
+const char *peer_missed(void);
+#define PEER_MISSED_RATE	"not searched for: this sandbox's 16 searches of " \
+				"the second were made (PEER_SEARCHES_PER_S)"
 
 struct peer_rate {
 	uint64_t since_ms;	/* this second's searches began at */

@@ -521,6 +521,8 @@ static json_t *conn_fields(struct conn *c, const char *reason)
 	}
 	if (o && c->pid > 0)
 		json_object_set_new(o, "pid", json_integer(c->pid));
+	else if (o && c->pid_missing)
+		json_object_set_new(o, "pid_missing", json_string(c->pid_missing));
 	/* for attribution only: events.c turns it into "call" */
 	if (o && c->cgid)
 		json_object_set_new(o, EVENTS_KEY_CGROUP, json_integer(c->cgid));
@@ -540,12 +542,15 @@ void conn_ask_pid(struct conn *c)
 	if (c->pid_asked)
 		return;
 	c->pid_asked = true;
-	if (!peer_rate_take(&c->px->searches, corral_now_ms()))
+	if (!peer_rate_take(&c->px->searches, corral_now_ms())) {
+		c->pid_missing = PEER_MISSED_RATE;
 		return;
+	}
 	/* where it connected: the one socket on its port that did */
 	known = c->down && peer_dst(bufferevent_getfd(c->down), &to) == 0;
 	c->pid = peer_pid(c->px->diag, c->px->netns_ino, (struct sockaddr *)&c->peer,
 			  known ? (struct sockaddr *)&to : NULL, &c->cgid);
+	c->pid_missing = peer_missed();
 }
 
 /* A denial names its process, hence its tool call: worth a /proc walk. */

@@ -51,6 +51,7 @@ struct nflog_state {
 	struct sockaddr_storage last_src;	/* the last sender asked for, and its answer */
 	pid_t last_pid;
 	uint64_t last_cgid;
+	const char *last_missed;	/* why last_pid is 0 (peer_missed), or NULL */
 	uint64_t asks_since;		/* this second's pid searches began at (ms) */
 	unsigned asks;
 	uint32_t over_rate;		/* new flows a second the rules let be */
@@ -128,6 +129,7 @@ struct conn {
 	pid_t pid;			/* who holds it (host view), once asked */
 	uint64_t cgid;			/* the cgroup2 group of its maker */
 	bool pid_asked;
+	const char *pid_missing;	/* asked, and why no pid (peer_missed), or NULL */
 	bool peek_tls;			/* the relay judges a TLS hello's SNI (judge_first) */
 	bool is_ip;			/* host is an address (conn_decide): a hello needs no SNI */
 	/*

@@ -55,6 +55,8 @@ struct corral_call {
 	pid_t spid, host_pid;
 	uint32_t fid;		/* init's name for its process (MSG_FORK) */
 	int gate;
+	/* its process, from its "r" while its gate is open (call.c, gate_pidfd) */
+	int pidfd;
 	struct cg_move *mv;	/* its process's move into cg, under way */
 	/* the call, kept until its process is in its cgroup (then sent) */
 	struct exec_msg *pend;
@@ -123,6 +125,7 @@ struct spare_proc {
 	struct event *ev;
 	struct cg *cg;		/* the group it is for (b->spare), or NULL */
 	pid_t host_pid, spid;
+	int pidfd;		/* from its "r" (gate_pidfd), or -1 */
 	struct cg_move *mv;	/* its move into cg, under way */
 };
 

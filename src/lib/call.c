@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 
@@ -127,6 +129,7 @@ static void call_gone(struct corral_call *c)
 }
 
 static void drop_pend(struct corral_call *c);
+static void close_gate(struct corral_call *c);
 static void spare_fork(struct corral_box *b, bool group_next);
 static void arm_spare(struct corral_box *b, unsigned delay_ms);
 static void announce(struct corral_call *c);
@@ -264,7 +267,7 @@ static void call_stop_io(struct corral_call *c)
 	/* the terminal closes with the call: what it left gets a hang-up */
 	close_fd(&c->pty);
 	/* a process not sent its call yet reads EOF and exits */
-	close_fd(&c->gate);
+	close_gate(c);
 	drop_pend(c);
 	close_fd(&c->in_fd);
 	close_fd(&c->out.fd);
@@ -886,6 +889,45 @@ static void on_start_due(evutil_socket_t fd, short what, void *arg)
 		cg_keep_counters(c->cg, CALL_COUNTERS);
 }
 
+/*
+ * A pidfd of the process that said "r" on gate as pid, or -1 (errno set;
+ * ESRCH: it has died).  The pid came with the "r", and the process may
+ * have died since, reaped by init, its pid anyone's: a sandbox that forks
+ * fast wraps pid_max (32768) in seconds, and the daemon, often root,
+ * signalled that pid (SIGCONT as the call is sent, SIGKILL where it could
+ * not be).  Its gate's other end is the process's alone, closed at its
+ * exit before its pid is free: no hang-up on it after the pidfd is
+ * opened, and the pidfd is that process's.
+ */
+static int gate_pidfd(int gate, pid_t pid)
+{
+	struct pollfd p = { .fd = gate, .events = POLLRDHUP };
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd < 0)
+		return -1;
+	if (poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	return fd;
+}
+
+/* A signal to the call's process, by its pidfd: never by a pid it left. */
+static void call_signal(struct corral_call *c, int sig)
+{
+	if (c->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0);
+}
+
+/* Its process has the gate until it execs or dies: the pidfd goes with it. */
+static void close_gate(struct corral_call *c)
+{
+	close_fd(&c->gate);
+	close_fd(&c->pidfd);
+}
+
 static void drop_pend(struct corral_call *c)
 {
 	for (int i = 0; i < 3; i++)
@@ -912,10 +954,10 @@ static int send_call(struct corral_call *c)
 	 * took the call and never ran it, exec.start saying it started, until
 	 * the call's timeout.  SIGCONT also cancels a stop still pending; to a
 	 * process not stopped it is nothing (SIG_DFL: discarded).  Fails only
-	 * where it died: init's news of that comes.  (0 would be our group.)
+	 * where it died: init's news of that comes.  By its pidfd: its pid,
+	 * once it died, may be any host process's (gate_pidfd).
 	 */
-	if (c->host_pid > 0)
-		(void)kill(c->host_pid, SIGCONT);
+	call_signal(c, SIGCONT);
 	n = fd_send(c->gate, m, offsetof(struct exec_msg, data) + m->len,
 		    c->pend_fds, c->o.tty ? 0 : 3, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (n < 0)
@@ -951,7 +993,7 @@ static void call_moved(void *arg, int r, const char *msg)
 	if (c->timed_out) {
 		/* EOF before the call: it exits having run nothing */
 		drop_event(&c->ev_gate);
-		close_fd(&c->gate);
+		close_gate(c);
 		return;
 	}
 	r = send_call(c);
@@ -961,7 +1003,7 @@ static void call_moved(void *arg, int r, const char *msg)
 		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s+}", "call",
 			    c->tool_call, "reason", "cannot send the call to its "
 			    "process: ", strerror(-r)));
-		kill(c->host_pid, SIGKILL);
+		call_signal(c, SIGKILL);
 	}
 }
 
@@ -972,11 +1014,24 @@ static void gate_ready(struct corral_call *c, pid_t pid)
 	int r;
 
 	c->host_pid = pid;
+	c->pidfd = gate_pidfd(c->gate, pid);
+	/*
+	 * Dead already: init's news of it comes (call_lost).  No pidfd to
+	 * be had (EMFILE): EOF, and it exits having run nothing.
+	 */
+	if (c->pidfd < 0) {
+		if (errno != ESRCH) {
+			drop_event(&c->ev_gate);
+			close_gate(c);
+		}
+		return;
+	}
 	if (c->timed_out) {
 		call_moved(c, 0, NULL);
 		return;
 	}
-	r = cg_move_start(c->b->base, c->cg, pid, call_moved, c, &c->mv, &err);
+	r = cg_move_start(c->b->base, c->cg, pid, c->pidfd, call_moved, c,
+			  &c->mv, &err);
 	if (r <= 0)
 		call_moved(c, r, err.msg);
 }
@@ -1107,14 +1162,14 @@ static void on_gate(evutil_socket_t fd, short what, void *arg)
 	}
 	if (n == 1 && *(char *)&f == 'p') {
 		if (pty >= 0 && gate_fd(c, pty) && tty_attach(c) < 0)
-			kill(c->host_pid, SIGKILL);
+			call_signal(c, SIGKILL);
 		return;
 	}
 	if (n == sizeof(f))
 		c->fail = f;
 	/* EOF: exec'd (the gate is close-on-exec), or died */
 	drop_event(&c->ev_gate);
-	close_fd(&c->gate);
+	close_gate(c);
 }
 
 /* into m's data, cap bytes long */
@@ -1368,7 +1423,7 @@ static void call_lost(struct corral_call *c, int status)
 	cg_move_cancel(c->mv);
 	c->mv = NULL;
 	drop_event(&c->ev_gate);
-	close_fd(&c->gate);
+	close_gate(c);
 	c->host_pid = c->spid = 0;
 	c->started = false;
 	if (c->lost++ < CALL_LOST_MAX && ask_fork(b, &c->fid, &c->gate, &err) == 0) {
@@ -1376,7 +1431,7 @@ static void call_lost(struct corral_call *c, int status)
 		if (c->ev_gate && event_add(c->ev_gate, NULL) == 0)
 			return;
 		drop_event(&c->ev_gate);
-		close_fd(&c->gate);
+		close_gate(c);
 	}
 	call_exited(c, status);
 }
@@ -1385,9 +1440,11 @@ void call_drop_spare(struct corral_box *b)
 {
 	drop_event(&b->sp.ev);
 	cg_move_cancel(b->sp.mv);
-	if (b->sp.fid)
+	if (b->sp.fid) {
 		close_fd(&b->sp.gate);	/* EOF: it exits, having run nothing */
-	b->sp = (struct spare_proc){ .gate = -1 };
+		close_fd(&b->sp.pidfd);
+	}
+	b->sp = (struct spare_proc){ .gate = -1, .pidfd = -1 };
 }
 
 static void spare_moved(void *arg, int r, const char *msg)
@@ -1432,9 +1489,16 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 		close(pty);
 	if (n == 1 && *(char *)&f == 'r' && pid > 0 && !sp->host_pid) {
 		sp->host_pid = pid;
+		/* dead already: init's news of it (spare_msg); else no pidfd */
+		sp->pidfd = gate_pidfd(fd, pid);
+		if (sp->pidfd < 0) {
+			if (errno != ESRCH)
+				call_drop_spare(b);
+			return;
+		}
 		/* off the loop: its grace period is nobody's wait */
-		r = sp->cg ? cg_move_start(b->base, sp->cg, pid, spare_moved, b,
-					   &sp->mv, &err) : 0;
+		r = sp->cg ? cg_move_start(b->base, sp->cg, pid, sp->pidfd,
+					   spare_moved, b, &sp->mv, &err) : 0;
 		if (r <= 0)
 			spare_moved(b, r, NULL);
 		return;
@@ -1458,7 +1522,7 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
  */
 static void spare_fork(struct corral_box *b, bool group_next)
 {
-	struct spare_proc sp = { .gate = -1 };
+	struct spare_proc sp = { .gate = -1, .pidfd = -1 };
 	struct corral_err err;
 	bool none = cg_mode(b->cg) == CG_NONE;
 
@@ -1606,6 +1670,7 @@ static int call_process(struct corral_box *b, struct corral_call *c,
 		c->fid = sp->fid;
 		c->gate = sp->gate;
 		c->host_pid = sp->host_pid;
+		c->pidfd = sp->pidfd;
 		c->spid = sp->spid;
 		c->started = c->spid > 0;
 		/* its move may be under way still: the call sends when it ends */
@@ -1613,7 +1678,7 @@ static int call_process(struct corral_box *b, struct corral_call *c,
 		if (c->mv)
 			cg_move_retarget(c->mv, call_moved, c);
 		drop_event(&sp->ev);
-		*sp = (struct spare_proc){ .gate = -1 };
+		*sp = (struct spare_proc){ .gate = -1, .pidfd = -1 };
 		return 0;
 	}
 	return ask_fork(b, &c->fid, &c->gate, err);
@@ -1782,7 +1847,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->b = b;
 	c->o = *o;
 	c->id = ++b->next_id;
-	c->gate = c->in_fd = c->pty = -1;
+	c->gate = c->pidfd = c->in_fd = c->pty = -1;
 	c->pend_fds[0] = c->pend_fds[1] = c->pend_fds[2] = -1;
 	c->in_exec = true;	/* until on_start_due: see there */
 	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1, { 0 } };
@@ -1962,7 +2027,7 @@ int corral_call_kill(struct corral_call *c, int sig)
 		cg_move_cancel(c->mv);
 		c->mv = NULL;
 		drop_event(&c->ev_gate);
-		close_fd(&c->gate);
+		close_gate(c);
 		drop_pend(c);
 		return 0;
 	}

@@ -990,6 +990,107 @@ t_spare_stopped_still_runs_the_next_call() {
 	stop_daemon
 }
 
+# SPLIT_EXEC_PY SOCK PATH BODY HALF GO: a POST whose headers come first
+# (then HALF is made) and the rest once GO is there (then HALF.sent): the
+# answer's status on stdout's first line, its body in $T/body.
+SPLIT_EXEC_PY='
+import os, socket, sys, time
+sock, path, body, half, go, out = sys.argv[1:7]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(120)
+s.connect(sock)
+s.sendall(("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           "Content-Length: %d\r\nConnection: close\r\n" % (path, len(body))).encode())
+open(half, "w").close()
+for i in range(1200):
+    if os.path.exists(go):
+        break
+    time.sleep(0.05)
+s.sendall(b"\r\n" + body.encode())
+open(half + ".sent", "w").close()
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+head, _, rest = data.partition(b"\r\n\r\n")
+open(out, "wb").write(rest)
+print(head.split(b" ")[1].decode() if b" " in head else "none")
+'
+
+# wait_file FILE: FILE there within 10 s
+wait_file() {
+	local i=0
+	while [ ! -e "$1" ] && [ $i -lt 200 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ -e "$1" ] || fail "no $1 after 10 s"
+}
+
+# An agent that kills the process forked ahead for its next call and
+# forks until pid_max (32768) wraps: the daemon, often root, sent SIGCONT
+# by that pid (send_call) as the next call came, to whatever had it now,
+# and SIGKILL where the call could not be sent.  Here, deterministically:
+# the daemon held stopped (SIGSTOP) with the next call's request read in,
+# the spare killed (init reaps it, its news queued behind the request),
+# and a stopped process of the test's at its pid (tests/helpers/pidat:
+# ns_last_pid as root, else forks until the counter comes round, as the
+# attacker does).  It must stay stopped: the daemon signals a call's
+# process by the pidfd taken at its "r" (call.c, gate_pidfd).
+t_spare_pid_reused_gets_no_signal() {
+	local sp vp="" hp cp st code i=0
+	# (the request's headers wait while the pid comes round: 60 s at most)
+	start_daemon --header-timeout 120
+	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroups: the spare is found by its group"; return 77; }
+	sp=$(spare_pid "$id" 1) || { stop_daemon; return 1; }
+	$PY -c "$SPLIT_EXEC_PY" "$SOCK" "/v1/sandboxes/$id/exec" \
+		"$(jbody tool_call_id next command 'echo ok')" "$T/half" "$T/go" "$T/body" > "$T/split" &
+	cp=$!
+	echo "$cp" >> "$T/fixtures"
+	wait_file "$T/half" || { stop_daemon; return 1; }
+	# (its headers read in: the request is the daemon's before init's news)
+	nap 0.3
+	kill -STOP "$DPID"
+	touch "$T/go"
+	wait_file "$T/half.sent" || { stop_daemon; return 1; }
+	kill -KILL "$sp"
+	while [ -e "/proc/$sp" ] && [ $i -lt 200 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	"${JGET%/*}/pidat" "$sp" "$T/continued" > "$T/victim" & hp=$!
+	echo "$hp" >> "$T/fixtures"
+	i=0
+	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 1400 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	kill -CONT "$DPID"
+	wait "$cp"
+	code=$(< "$T/split")
+	if [ "$vp" != "$sp" ]; then
+		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null
+		stop_daemon
+		skip "pid $sp was not had: another process took it"
+		return 77
+	fi
+	read -r _ _ st _ 2> /dev/null < "/proc/$vp/stat" || st=gone
+	expect_eq "the process now at the dead spare's pid, still stopped" "$st" T
+	[ ! -e "$T/continued" ] || fail "the daemon continued pid $vp, no process of its"
+	kill "$hp"
+	wait "$hp" 2> /dev/null
+	expect_code "the next call" "$code" 200
+	expect_py "it ran, in a process forked anew" \
+		'v["status"] == "exited" and v["stdout"] == "ok\n"'
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 # FROZEN_HOG FILE: a host process's Python that waits (bounded) for FILE,
 # then fills a memfd (pages in no process's RSS), with an oom_score_adj
 # between the spare's (1000) and init's (500): the OOM killer takes the

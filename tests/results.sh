@@ -1038,8 +1038,19 @@ wait_file() {
 # and a stopped process of the test's at its pid (tests/helpers/pidat:
 # ns_last_pid as root, else forks until the counter comes round, as the
 # attacker does).  It must stay stopped: the daemon signals a call's
-# process by the pidfd taken at its "r" (call.c, gate_pidfd).
+# process by the pidfd that came with its "r" (call.c, gate_pidfd).
 t_spare_pid_reused_gets_no_signal() {
+	spare_pid_reused
+}
+
+# The same where the kernel sends no pidfd with a message (before 6.5):
+# the daemon opens one by the "r"'s pid, and the gate without a hang-up
+# says it is the process's.
+t_spare_pid_reused_gets_no_signal_pidfd_opened() {
+	CORRAL_TEST_NO_PASSPIDFD=1 spare_pid_reused
+}
+
+spare_pid_reused() {
 	local sp vp="" hp cp st code i=0
 	# (the request's headers wait while the pid comes round: 60 s at most)
 	start_daemon --header-timeout 120

@@ -130,6 +130,22 @@ static void call_gone(struct corral_call *c)
 
 static void drop_pend(struct corral_call *c);
 static void close_gate(struct corral_call *c);
+
+/*
+ * SO_PASSPIDFD and SCM_PIDFD (Linux 6.5), where the headers predate them:
+ * asm-generic's values, which these architectures use.
+ */
+#if !defined(SO_PASSPIDFD) && (defined(__x86_64__) || defined(__i386__) || \
+	defined(__aarch64__) || defined(__arm__) || defined(__riscv))
+#define SO_PASSPIDFD	76
+#define SCM_PIDFD	0x04
+#endif
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD	-1	/* refused: setsockopt's EINVAL or ENOPROTOOPT */
+#define SCM_PIDFD	-1
+#endif
+/* every gate has SO_PASSPIDFD: an "r" without SCM_PIDFD is a process gone */
+static bool pidfd_passed;
 static void spare_fork(struct corral_box *b, bool group_next);
 static void arm_spare(struct corral_box *b, unsigned delay_ms);
 static void announce(struct corral_call *c);
@@ -895,15 +911,24 @@ static void on_start_due(evutil_socket_t fd, short what, void *arg)
  * have died since, reaped by init, its pid anyone's: a sandbox that forks
  * fast wraps pid_max (32768) in seconds, and the daemon, often root,
  * signalled that pid (SIGCONT as the call is sent, SIGKILL where it could
- * not be).  Its gate's other end is the process's alone, closed at its
- * exit before its pid is free: no hang-up on it after the pidfd is
- * opened, and the pidfd is that process's.
+ * not be).  The kernel's own pidfd of the sender came with the "r" where
+ * it makes one (SO_PASSPIDFD, 6.5): the process's, dead or alive; -2,
+ * it had died.  Else one opened by pid: the gate's other end is the
+ * process's alone, closed at its exit before its pid is free, so no
+ * hang-up on it after the open means the pidfd is that process's.
  */
-static int gate_pidfd(int gate, pid_t pid)
+int call_gate_pidfd(int gate, pid_t pid, int passed)
 {
 	struct pollfd p = { .fd = gate, .events = POLLRDHUP };
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int fd;
 
+	if (passed >= 0)
+		return passed;
+	if (passed == -2 || pidfd_passed) {
+		errno = ESRCH;
+		return -1;
+	}
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (fd < 0)
 		return -1;
 	if (poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
@@ -912,6 +937,25 @@ static int gate_pidfd(int gate, pid_t pid)
 		return -1;
 	}
 	return fd;
+}
+
+/*
+ * SO_PASSPIDFD on a gate (6.5): each message then comes with the kernel's
+ * pidfd of its sender (call_gate_pidfd).  Asked of the first gate; where it
+ * is refused, call_gate_pidfd opens one by pid, with its check (which a test
+ * has by CORRAL_TEST_NO_PASSPIDFD on a newer kernel).
+ */
+static void pass_pidfd(int gate)
+{
+	static int known;	/* 0 not asked, 1 yes, -1 no */
+	int one = 1;
+
+	if (!known && getenv("CORRAL_TEST_NO_PASSPIDFD"))
+		known = -1;
+	if (known >= 0)
+		known = setsockopt(gate, SOL_SOCKET, SO_PASSPIDFD, &one,
+				   sizeof(one)) == 0 ? 1 : -1;
+	pidfd_passed = known > 0;
 }
 
 /* A signal to the call's process, by its pidfd: never by a pid it left. */
@@ -955,7 +999,7 @@ static int send_call(struct corral_call *c)
 	 * the call's timeout.  SIGCONT also cancels a stop still pending; to a
 	 * process not stopped it is nothing (SIG_DFL: discarded).  Fails only
 	 * where it died: init's news of that comes.  By its pidfd: its pid,
-	 * once it died, may be any host process's (gate_pidfd).
+	 * once it died, may be any host process's (call_gate_pidfd).
 	 */
 	call_signal(c, SIGCONT);
 	n = fd_send(c->gate, m, offsetof(struct exec_msg, data) + m->len,
@@ -1008,13 +1052,13 @@ static void call_moved(void *arg, int r, const char *msg)
 }
 
 /* "r" with credentials: move the pid into the call's cgroup, then send the call. */
-static void gate_ready(struct corral_call *c, pid_t pid)
+static void gate_ready(struct corral_call *c, pid_t pid, int pidfd)
 {
 	struct corral_err err;
 	int r;
 
 	c->host_pid = pid;
-	c->pidfd = gate_pidfd(c->gate, pid);
+	c->pidfd = call_gate_pidfd(c->gate, pid, pidfd);
 	/*
 	 * Dead already: init's news of it comes (call_lost).  No pidfd to
 	 * be had (EMFILE): EOF, and it exits having run nothing.
@@ -1106,11 +1150,14 @@ static bool gate_fd(struct corral_call *c, int fd)
 /*
  * One message of a gate: "r" and the sender's credentials, "p" and one
  * fd, struct exec_fail, or EOF (0).  *pid: the credentials' pid or 0;
- * *fd: the fd that came with "p", or -1 (any other is closed).
+ * *fd: the fd that came with "p", or -1 (any other is closed); *pidfd:
+ * the sender's pidfd that came with "r" (SCM_PIDFD), or -1, or -2 where
+ * the kernel could not make one (it had died).
  */
-static ssize_t gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd)
+ssize_t call_gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd,
+		       int *pidfd)
 {
-	char cbuf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
+	char cbuf[CMSG_SPACE(sizeof(struct ucred)) + 2 * CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { f, sizeof(*f) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
@@ -1118,26 +1165,35 @@ static ssize_t gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd)
 	ssize_t n;
 
 	*pid = 0;
-	*fd = -1;
+	*fd = *pidfd = -1;
 	n = recvmsg(gate, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return -errno;
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		struct ucred uc;
-		int fds[1];
+		int one;
 
 		if (cm->cmsg_level != SOL_SOCKET)
 			continue;
 		if (cm->cmsg_type == SCM_CREDENTIALS) {
 			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
 			*pid = uc.pid;
-		} else if (cm->cmsg_type == SCM_RIGHTS &&
-			   cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-			memcpy(fds, CMSG_DATA(cm), sizeof(int));
-			if (n == 1 && *(char *)f == 'p' && *fd < 0)
-				*fd = fds[0];
-			else
-				close(fds[0]);
+		} else if (cm->cmsg_type == SCM_PIDFD && nfd == 1) {
+			memcpy(&one, CMSG_DATA(cm), sizeof(int));
+			if (n == 1 && *(char *)f == 'r' && *pidfd == -1)
+				*pidfd = one < 0 ? -2 : one;
+			else if (one >= 0)
+				close(one);
+		} else if (cm->cmsg_type == SCM_RIGHTS) {
+			/* every fd that came is ours now: one kept, the rest closed */
+			for (size_t i = 0; i < nfd; i++) {
+				memcpy(&one, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (n == 1 && *(char *)f == 'p' && *fd < 0)
+					*fd = one;
+				else
+					close(one);
+			}
 		}
 	}
 	return n;
@@ -1149,15 +1205,17 @@ static void on_gate(evutil_socket_t fd, short what, void *arg)
 	struct exec_fail f;
 	pid_t pid;
 	ssize_t n;
-	int pty;
+	int pty, pidfd;
 
 	(void)what;
-	n = gate_recv(fd, &f, &pid, &pty);
+	n = call_gate_recv(fd, &f, &pid, &pty, &pidfd);
 	if (n == -EINTR || n == -EAGAIN)
 		return;
 	if (n == 1 && *(char *)&f == 'r') {
 		if (pid > 0 && !c->host_pid)
-			gate_ready(c, pid);
+			gate_ready(c, pid, pidfd);
+		else if (pidfd >= 0)
+			close(pidfd);
 		return;
 	}
 	if (n == 1 && *(char *)&f == 'p') {
@@ -1309,6 +1367,7 @@ static int ask_fork(struct corral_box *b, uint32_t *fid, int *gate,
 		close(g[1]);
 		return corral_set_errno(err, (int)-n, "SO_PASSCRED on a call's gate");
 	}
+	pass_pidfd(g[0]);
 	if (++b->next_fid == 0)
 		b->next_fid = 1;
 	m.id = b->next_fid;
@@ -1479,10 +1538,10 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 	struct exec_fail f;
 	pid_t pid;
 	ssize_t n;
-	int pty, r;
+	int pty, pidfd, r;
 
 	(void)what;
-	n = gate_recv(fd, &f, &pid, &pty);
+	n = call_gate_recv(fd, &f, &pid, &pty, &pidfd);
 	if (n == -EINTR || n == -EAGAIN)
 		return;
 	if (pty >= 0)
@@ -1490,7 +1549,7 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 	if (n == 1 && *(char *)&f == 'r' && pid > 0 && !sp->host_pid) {
 		sp->host_pid = pid;
 		/* dead already: init's news of it (spare_msg); else no pidfd */
-		sp->pidfd = gate_pidfd(fd, pid);
+		sp->pidfd = call_gate_pidfd(fd, pid, pidfd);
 		if (sp->pidfd < 0) {
 			if (errno != ESRCH)
 				call_drop_spare(b);
@@ -1503,6 +1562,8 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 			spare_moved(b, r, NULL);
 		return;
 	}
+	if (pidfd >= 0)
+		close(pidfd);
 	/* it died: init's news of its end (spare_msg) says how */
 	if (n == 0) {
 		drop_event(&sp->ev);

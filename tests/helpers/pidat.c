@@ -1,12 +1,13 @@
 /*
- * pidat PID FILE: a process of ours at host pid PID, stopped (SIGSTOP),
+ * pidat PID FILE [fork]: a process of ours at host pid PID, stopped (SIGSTOP),
  * that writes FILE if it is ever continued.  For a test that a pid some
  * process left (dead, reaped by another) gets no signal of the daemon's
  * meant for that process: what an attacker in a sandbox does by forking
  * until pid_max wraps.
  *
  * As root, ns_last_pid is set to PID - 1 (a few tries); else, or if that
- * did not get it, we fork until the pid counter comes round to PID:
+ * did not get it, or "fork" was said (to time what an attacker without
+ * ns_last_pid takes: bench), we fork until the pid counter comes round to PID:
  * at most 3 * pid_max forks and 60 s.  Prints PID once the process is
  * there, then waits for it: it is our child until we reap it, so the test
  * may kill it by that pid (kill -9 PID) and we exit 0; SIGTERM to us
@@ -58,10 +59,12 @@ static void child(void)
 	_exit(0);
 }
 
+static pid_t last;	/* the last child's pid */
+
 /* One fork: the child's pid once it is the target, else 0 (reaped). */
 static pid_t one(void)
 {
-	pid_t pid = fork();
+	pid_t pid = last = fork();
 
 	if (pid < 0) {
 		fprintf(stderr, "pidat: fork: %s\n", strerror(errno));
@@ -113,18 +116,20 @@ static long pid_max(void)
 	return n;
 }
 
+static long forks;	/* by_wrap's, said when it gives up */
+
 static pid_t by_wrap(void)
 {
 	time_t t0 = time(NULL);
 	long max = 3 * pid_max();
 
-	for (long i = 0; i < max && time(NULL) - t0 < WRAP_MAX_S; i++) {
+	for (forks = 1; forks <= max && time(NULL) - t0 < WRAP_MAX_S; forks++) {
 		pid_t pid = one();
 
 		if (pid > 0)
 			return pid;
 		/* taken by another process, alive: it will not come round */
-		if (i % 1024 == 0 && (kill(target, 0) == 0 || errno == EPERM))
+		if (forks % 1024 == 0 && (kill(target, 0) == 0 || errno == EPERM))
 			return 0;
 	}
 	return 0;
@@ -135,16 +140,18 @@ int main(int argc, char **argv)
 	pid_t pid;
 	int status;
 
-	if (argc != 3 || (target = (pid_t)atol(argv[1])) <= 1) {
-		fprintf(stderr, "usage: pidat PID FILE\n");
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "fork")) ||
+	    (target = (pid_t)atol(argv[1])) <= 1) {
+		fprintf(stderr, "usage: pidat PID FILE [fork]\n");
 		return 2;
 	}
 	file = argv[2];
-	pid = by_last_pid();
+	pid = argc == 4 ? 0 : by_last_pid();
 	if (!pid)
 		pid = by_wrap();
 	if (!pid) {
-		fprintf(stderr, "pidat: pid %d not had\n", (int)target);
+		fprintf(stderr, "pidat: pid %d not had (%ld forks, the last %d)\n",
+			(int)target, forks, (int)last);
 		return 1;
 	}
 	child_fd = (int)syscall(SYS_pidfd_open, pid, 0);

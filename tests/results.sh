@@ -1102,6 +1102,99 @@ spare_pid_reused() {
 	stop_daemon
 }
 
+# host_pid_of ID SPID: the host pid of box ID's process SPID (its pid
+# inside), found among its groups' processes (v1's pids hierarchy)
+host_pid_of() {
+	local f p ns
+	for f in $(find /sys/fs/cgroup/pids -path "*/corral-$DPID-$1/*" -name cgroup.procs 2> /dev/null); do
+		while read -r p; do
+			ns=$(sed -n 's/^NSpid:.*[[:space:]]\([0-9]*\)$/\1/p' "/proc/$p/status" 2> /dev/null)
+			[ "$ns" = "$2" ] && { echo "$p"; return 0; }
+		done < "$f"
+	done
+	fail "no process $2 of $1 in its groups"
+	return 1
+}
+
+# LEADER_PY: a process of its own group alone, whose output a process of
+# another session keeps open; it exits on SIGUSR1.
+LEADER_PY='
+import signal, subprocess
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+subprocess.Popen(["sleep", "60"], start_new_session=True)
+print("ready", flush=True)
+signal.sigwait([signal.SIGUSR1])
+'
+
+# A background process whose first process has exited, while a process
+# it started in a session of its own keeps its output open: it is not
+# done for the drain (250 ms), and its group's number is free.  A
+# client's /signal then went by that number, kill(-pid), to whatever
+# process had the pid again and made it a session; a call ending
+# likewise.  Here the daemon is held stopped as the first process exits
+# (its news queued), a stopped session of the test's takes its pid
+# (tests/helpers/pidat setsid), and a CONT is asked for: it must stay
+# stopped, as the daemon signals the group of the pidfd's process
+# (call.c, call_group_signal).
+t_group_signal_not_by_a_reused_pid() {
+	local spid hpid vp="" hp cp st code i=0
+	start_daemon --header-timeout 120
+	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroups: the process is found by its group"; return 77; }
+	code=$(api POST "/v1/sandboxes/$id/processes" -d "$($PY -c \
+		'import json, sys; print(json.dumps({"argv": ["python3", "-c", sys.argv[1]]}))' "$LEADER_PY")")
+	expect_code "start" "$code" 201 || { stop_daemon; return 1; }
+	spid=$(jq 'v["pid"]')
+	while [ $i -lt 200 ]; do
+		api GET "/v1/sandboxes/$id/processes/$spid" > /dev/null
+		[ "$(jq 'v["stdout"]')" = ready ] && break
+		nap 0.05
+		i=$((i + 1))
+	done
+	hpid=$(host_pid_of "$id" "$spid") || { stop_daemon; return 1; }
+	$PY -c "$SPLIT_EXEC_PY" "$SOCK" "/v1/sandboxes/$id/processes/$spid/signal" \
+		'{"signal": "CONT"}' "$T/half" "$T/go" "$T/body" > "$T/split" &
+	cp=$!
+	echo "$cp" >> "$T/fixtures"
+	wait_file "$T/half" || { stop_daemon; return 1; }
+	nap 0.3
+	kill -STOP "$DPID"
+	kill -USR1 "$hpid"
+	i=0
+	while [ -e "/proc/$hpid" ] && [ $i -lt 200 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	"${JGET%/*}/pidat" "$hpid" "$T/continued" setsid > "$T/victim" & hp=$!
+	echo "$hp" >> "$T/fixtures"
+	i=0
+	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 1400 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	touch "$T/go"
+	wait_file "$T/half.sent"
+	kill -CONT "$DPID"
+	wait "$cp"
+	code=$(< "$T/split")
+	if [ "$vp" != "$hpid" ]; then
+		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null
+		stop_daemon
+		skip "pid $hpid was not had: another process took it"
+		return 77
+	fi
+	read -r _ _ st _ 2> /dev/null < "/proc/$vp/stat" || st=gone
+	expect_eq "the session now at the ended process's pid, still stopped" "$st" T
+	[ ! -e "$T/continued" ] || fail "the daemon continued session $vp, no process of its"
+	kill "$hp"
+	wait "$hp" 2> /dev/null
+	expect_code "the signal asked for" "$code" 200
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 # FROZEN_HOG FILE: a host process's Python that waits (bounded) for FILE,
 # then fills a memfd (pages in no process's RSS), with an oom_score_adj
 # between the spare's (1000) and init's (500): the OOM killer takes the

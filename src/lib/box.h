@@ -55,7 +55,7 @@ struct corral_call {
 	pid_t spid, host_pid;
 	uint32_t fid;		/* init's name for its process (MSG_FORK) */
 	int gate;
-	/* its process, from its "r" while its gate is open (call.c, call_gate_pidfd) */
+	/* its process, from its "r" until the call is done (call.c, call_gate_pidfd) */
 	int pidfd;
 	struct cg_move *mv;	/* its process's move into cg, under way */
 	/* the call, kept until its process is in its cgroup (then sent) */

@@ -146,6 +146,10 @@ static void close_gate(struct corral_call *c);
 #endif
 /* every gate has SO_PASSPIDFD: an "r" without SCM_PIDFD is a process gone */
 static bool pidfd_passed;
+
+#ifndef PIDFD_SIGNAL_PROCESS_GROUP
+#define PIDFD_SIGNAL_PROCESS_GROUP	(1U << 2)	/* Linux 6.9 */
+#endif
 static void spare_fork(struct corral_box *b, bool group_next);
 static void arm_spare(struct corral_box *b, unsigned delay_ms);
 static void announce(struct corral_call *c);
@@ -284,6 +288,7 @@ static void call_stop_io(struct corral_call *c)
 	close_fd(&c->pty);
 	/* a process not sent its call yet reads EOF and exits */
 	close_gate(c);
+	close_fd(&c->pidfd);
 	drop_pend(c);
 	close_fd(&c->in_fd);
 	close_fd(&c->out.fd);
@@ -506,6 +511,8 @@ void call_finish(struct corral_call *c)
 	if (c->done)
 		return;
 	c->done = true;
+	/* nothing is signalled by it any more (corral_call_kill) */
+	close_fd(&c->pidfd);
 	call_gone(c);
 	/* a decoy this call opened halts the box now, and the call with it */
 	if (b->sb)
@@ -965,11 +972,10 @@ static void call_signal(struct corral_call *c, int sig)
 		(void)syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0);
 }
 
-/* Its process has the gate until it execs or dies: the pidfd goes with it. */
+/* Its process has the gate until it execs or dies (the pidfd stays: call_group_signal). */
 static void close_gate(struct corral_call *c)
 {
 	close_fd(&c->gate);
-	close_fd(&c->pidfd);
 }
 
 static void drop_pend(struct corral_call *c)
@@ -1483,6 +1489,7 @@ static void call_lost(struct corral_call *c, int status)
 	c->mv = NULL;
 	drop_event(&c->ev_gate);
 	close_gate(c);
+	close_fd(&c->pidfd);
 	c->host_pid = c->spid = 0;
 	c->started = false;
 	if (c->lost++ < CALL_LOST_MAX && ask_fork(b, &c->fid, &c->gate, &err) == 0) {
@@ -2072,10 +2079,35 @@ const struct corral_output *corral_call_output(const struct corral_call *c,
 	return stream == 2 ? &c->res.err : &c->res.out;
 }
 
+/*
+ * The call's session, its first process's group: by the pidfd (Linux
+ * 6.9), which reaches the group of that process's struct pid, whoever
+ * leads it now, and no other.  By the number, kill(-pid) reached the
+ * session of whatever process had that pid again once the call's were
+ * all gone, and made a session: a call ending, or ended.  Before 6.9
+ * (EINVAL) by the number only while the first process has not exited,
+ * when the group can be no one else's; else nothing.
+ */
+static int call_group_signal(struct corral_call *c, int sig)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+
+	if (c->pidfd < 0)
+		return 0;	/* not had its "r", or ended: none of its own */
+	if (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL,
+		    PIDFD_SIGNAL_PROCESS_GROUP) == 0 || errno == ESRCH)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	if (poll(&p, 1, 0) != 0 || c->host_pid <= 0)
+		return 0;	/* exited (readable), or cannot tell */
+	if (kill(-c->host_pid, sig) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
 int corral_call_kill(struct corral_call *c, int sig)
 {
-	int r;
-
 	c->sent_sig = sig;	/* said in the result, if it is what ended it */
 
 	if (!c->sent && !c->done && sig == SIGKILL && c->gate >= 0) {
@@ -2092,18 +2124,10 @@ int corral_call_kill(struct corral_call *c, int sig)
 		drop_pend(c);
 		return 0;
 	}
-	if (cg_mode(c->cg) == CG_NONE) {
-		/* no cgroup: the call's session is all we can name */
-		if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
-			return -errno;
-		return 0;
-	}
-	if (sig == SIGKILL)
-		return cg_kill_start(c->cg, c->b->base);
-	r = 0;
-	if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
-		r = -errno;
-	return r;
+	/* no cgroup: the call's session is all we can name */
+	if (cg_mode(c->cg) == CG_NONE || sig != SIGKILL)
+		return call_group_signal(c, sig);
+	return cg_kill_start(c->cg, c->b->base);
 }
 
 /* ---- a call's terminal ------------------------------------------- */

@@ -1,13 +1,15 @@
 /*
- * pidat PID FILE [fork]: a process of ours at host pid PID, stopped (SIGSTOP),
- * that writes FILE if it is ever continued.  For a test that a pid some
+ * pidat PID FILE [fork] [setsid]: a process of ours at host pid PID,
+ * stopped (SIGSTOP), that writes FILE if it is ever continued; with
+ * "setsid" it makes a session first, so that a signal to the process
+ * group PID reaches it.  For a test that a pid some
  * process left (dead, reaped by another) gets no signal of the daemon's
  * meant for that process: what an attacker in a sandbox does by forking
  * until pid_max wraps.
  *
  * As root, ns_last_pid is set to PID - 1 (a few tries); else, or if that
  * did not get it, or "fork" was said (to time what an attacker without
- * ns_last_pid takes: bench), we fork until the pid counter comes round to PID:
+ * ns_last_pid takes), we fork until the pid counter comes round to PID:
  * at most 3 * pid_max forks and 60 s.  Prints PID once the process is
  * there, then waits for it: it is our child until we reap it, so the test
  * may kill it by that pid (kill -9 PID) and we exit 0; SIGTERM to us
@@ -18,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,7 @@
 #define WRAP_MAX_S	60
 
 static pid_t target;
+static bool own_session;
 static int child_fd = -1;	/* its pidfd: exact even once we reaped it */
 static const char *file;
 
@@ -50,6 +54,8 @@ static void child(void)
 
 	if (getpid() != target)
 		_exit(0);
+	if (own_session && setsid() < 0)
+		_exit(1);
 	raise(SIGSTOP);
 	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0) {
@@ -137,16 +143,24 @@ static pid_t by_wrap(void)
 
 int main(int argc, char **argv)
 {
+	bool fork_only = false;
 	pid_t pid;
 	int status;
 
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "fork")) ||
-	    (target = (pid_t)atol(argv[1])) <= 1) {
-		fprintf(stderr, "usage: pidat PID FILE [fork]\n");
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "fork"))
+			fork_only = true;
+		else if (!strcmp(argv[i], "setsid"))
+			own_session = true;
+		else
+			argc = 0;
+	}
+	if (argc < 3 || (target = (pid_t)atol(argv[1])) <= 1) {
+		fprintf(stderr, "usage: pidat PID FILE [fork] [setsid]\n");
 		return 2;
 	}
 	file = argv[2];
-	pid = argc == 4 ? 0 : by_last_pid();
+	pid = fork_only ? 0 : by_last_pid();
 	if (!pid)
 		pid = by_wrap();
 	if (!pid) {

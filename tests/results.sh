@@ -1137,6 +1137,16 @@ signal.sigwait([signal.SIGUSR1])
 # stopped, as the daemon signals the group of the pidfd's process
 # (call.c, call_group_signal).
 t_group_signal_not_by_a_reused_pid() {
+	group_signal_reused
+}
+
+# The same before Linux 6.9 (no PIDFD_SIGNAL_PROCESS_GROUP): by the
+# number only while the first process has not exited.
+t_group_signal_not_by_a_reused_pid_before_6_9() {
+	CORRAL_TEST_NO_PIDFD_GROUP=1 group_signal_reused
+}
+
+group_signal_reused() {
 	local spid hpid vp="" hp cp st code i=0
 	start_daemon --header-timeout 120
 	id=$(mksb '{"idle_freeze_ms": 0}') || return 1

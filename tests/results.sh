@@ -990,6 +990,221 @@ t_spare_stopped_still_runs_the_next_call() {
 	stop_daemon
 }
 
+# SPLIT_EXEC_PY SOCK PATH BODY HALF GO: a POST whose headers come first
+# (then HALF is made) and the rest once GO is there (then HALF.sent): the
+# answer's status on stdout's first line, its body in $T/body.
+SPLIT_EXEC_PY='
+import os, socket, sys, time
+sock, path, body, half, go, out = sys.argv[1:7]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(120)
+s.connect(sock)
+s.sendall(("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           "Content-Length: %d\r\nConnection: close\r\n" % (path, len(body))).encode())
+open(half, "w").close()
+for i in range(1200):
+    if os.path.exists(go):
+        break
+    time.sleep(0.05)
+s.sendall(b"\r\n" + body.encode())
+open(half + ".sent", "w").close()
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+head, _, rest = data.partition(b"\r\n\r\n")
+open(out, "wb").write(rest)
+print(head.split(b" ")[1].decode() if b" " in head else "none")
+'
+
+# wait_file FILE: FILE there within 10 s
+wait_file() {
+	local i=0
+	while [ ! -e "$1" ] && [ $i -lt 200 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ -e "$1" ] || fail "no $1 after 10 s"
+}
+
+# An agent that kills the process forked ahead for its next call and
+# forks until pid_max (32768) wraps: the daemon, often root, sent SIGCONT
+# by that pid (send_call) as the next call came, to whatever had it now,
+# and SIGKILL where the call could not be sent.  Here, deterministically:
+# the daemon held stopped (SIGSTOP) with the next call's request read in,
+# the spare killed (init reaps it, its news queued behind the request),
+# and a stopped process of the test's at its pid (tests/helpers/pidat:
+# ns_last_pid as root, else forks until the counter comes round, as the
+# attacker does).  It must stay stopped: the daemon signals a call's
+# process by the pidfd that came with its "r" (call.c, gate_pidfd).
+t_spare_pid_reused_gets_no_signal() {
+	spare_pid_reused
+}
+
+# The same where the kernel sends no pidfd with a message (before 6.5):
+# the daemon opens one by the "r"'s pid, and the gate without a hang-up
+# says it is the process's.
+t_spare_pid_reused_gets_no_signal_pidfd_opened() {
+	CORRAL_TEST_NO_PASSPIDFD=1 spare_pid_reused
+}
+
+spare_pid_reused() {
+	local sp vp="" hp cp st code i=0
+	# (the request's headers wait while the pid comes round: 60 s at most)
+	start_daemon --header-timeout 120
+	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroups: the spare is found by its group"; return 77; }
+	sp=$(spare_pid "$id" 1) || { stop_daemon; return 1; }
+	$PY -c "$SPLIT_EXEC_PY" "$SOCK" "/v1/sandboxes/$id/exec" \
+		"$(jbody tool_call_id next command 'echo ok')" "$T/half" "$T/go" "$T/body" > "$T/split" &
+	cp=$!
+	echo "$cp" >> "$T/fixtures"
+	wait_file "$T/half" || { stop_daemon; return 1; }
+	# (its headers read in: the request is the daemon's before init's news)
+	nap 0.3
+	kill -STOP "$DPID"
+	touch "$T/go"
+	wait_file "$T/half.sent" || { stop_daemon; return 1; }
+	kill -KILL "$sp"
+	while [ -e "/proc/$sp" ] && [ $i -lt 200 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	"${JGET%/*}/pidat" "$sp" "$T/continued" > "$T/victim" & hp=$!
+	echo "$hp" >> "$T/fixtures"
+	i=0
+	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 1400 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	kill -CONT "$DPID"
+	wait "$cp"
+	code=$(< "$T/split")
+	if [ "$vp" != "$sp" ]; then
+		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null
+		stop_daemon
+		skip "pid $sp was not had: another process took it"
+		return 77
+	fi
+	read -r _ _ st _ 2> /dev/null < "/proc/$vp/stat" || st=gone
+	expect_eq "the process now at the dead spare's pid, still stopped" "$st" T
+	[ ! -e "$T/continued" ] || fail "the daemon continued pid $vp, no process of its"
+	kill "$hp"
+	wait "$hp" 2> /dev/null
+	expect_code "the next call" "$code" 200
+	expect_py "it ran, in a process forked anew" \
+		'v["status"] == "exited" and v["stdout"] == "ok\n"'
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
+# host_pid_of ID SPID: the host pid of box ID's process SPID (its pid
+# inside), found among its groups' processes (v1's pids hierarchy)
+host_pid_of() {
+	local f p ns
+	for f in $(find /sys/fs/cgroup/pids -path "*/corral-$DPID-$1/*" -name cgroup.procs 2> /dev/null); do
+		while read -r p; do
+			ns=$(sed -n 's/^NSpid:.*[[:space:]]\([0-9]*\)$/\1/p' "/proc/$p/status" 2> /dev/null)
+			[ "$ns" = "$2" ] && { echo "$p"; return 0; }
+		done < "$f"
+	done
+	fail "no process $2 of $1 in its groups"
+	return 1
+}
+
+# LEADER_PY: a process of its own group alone, whose output a process of
+# another session keeps open; it exits on SIGUSR1.
+LEADER_PY='
+import signal, subprocess
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+subprocess.Popen(["sleep", "60"], start_new_session=True)
+print("ready", flush=True)
+signal.sigwait([signal.SIGUSR1])
+'
+
+# A background process whose first process has exited, while a process
+# it started in a session of its own keeps its output open: it is not
+# done for the drain (250 ms), and its group's number is free.  A
+# client's /signal then went by that number, kill(-pid), to whatever
+# process had the pid again and made it a session; a call ending
+# likewise.  Here the daemon is held stopped as the first process exits
+# (its news queued), a stopped session of the test's takes its pid
+# (tests/helpers/pidat setsid), and a CONT is asked for: it must stay
+# stopped, as the daemon signals the group of the pidfd's process
+# (call.c, call_group_signal).
+t_group_signal_not_by_a_reused_pid() {
+	group_signal_reused
+}
+
+# The same before Linux 6.9 (no PIDFD_SIGNAL_PROCESS_GROUP): by the
+# number only while the first process has not exited.
+t_group_signal_not_by_a_reused_pid_before_6_9() {
+	CORRAL_TEST_NO_PIDFD_GROUP=1 group_signal_reused
+}
+
+group_signal_reused() {
+	local spid hpid vp="" hp cp st code i=0
+	start_daemon --header-timeout 120
+	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroups: the process is found by its group"; return 77; }
+	code=$(api POST "/v1/sandboxes/$id/processes" -d "$($PY -c \
+		'import json, sys; print(json.dumps({"argv": ["python3", "-c", sys.argv[1]]}))' "$LEADER_PY")")
+	expect_code "start" "$code" 201 || { stop_daemon; return 1; }
+	spid=$(jq 'v["pid"]')
+	while [ $i -lt 200 ]; do
+		api GET "/v1/sandboxes/$id/processes/$spid" > /dev/null
+		[ "$(jq 'v["stdout"]')" = ready ] && break
+		nap 0.05
+		i=$((i + 1))
+	done
+	hpid=$(host_pid_of "$id" "$spid") || { stop_daemon; return 1; }
+	$PY -c "$SPLIT_EXEC_PY" "$SOCK" "/v1/sandboxes/$id/processes/$spid/signal" \
+		'{"signal": "CONT"}' "$T/half" "$T/go" "$T/body" > "$T/split" &
+	cp=$!
+	echo "$cp" >> "$T/fixtures"
+	wait_file "$T/half" || { stop_daemon; return 1; }
+	nap 0.3
+	kill -STOP "$DPID"
+	kill -USR1 "$hpid"
+	i=0
+	while [ -e "/proc/$hpid" ] && [ $i -lt 200 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	"${JGET%/*}/pidat" "$hpid" "$T/continued" setsid > "$T/victim" & hp=$!
+	echo "$hp" >> "$T/fixtures"
+	i=0
+	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 1400 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	touch "$T/go"
+	wait_file "$T/half.sent"
+	kill -CONT "$DPID"
+	wait "$cp"
+	code=$(< "$T/split")
+	if [ "$vp" != "$hpid" ]; then
+		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null
+		stop_daemon
+		skip "pid $hpid was not had: another process took it"
+		return 77
+	fi
+	read -r _ _ st _ 2> /dev/null < "/proc/$vp/stat" || st=gone
+	expect_eq "the session now at the ended process's pid, still stopped" "$st" T
+	[ ! -e "$T/continued" ] || fail "the daemon continued session $vp, no process of its"
+	kill "$hp"
+	wait "$hp" 2> /dev/null
+	expect_code "the signal asked for" "$code" 200
+	code=$(api DELETE "/v1/sandboxes/$id")
+	expect_code "delete" "$code" 200
+	stop_daemon
+}
+
 # FROZEN_HOG FILE: a host process's Python that waits (bounded) for FILE,
 # then fills a memfd (pages in no process's RSS), with an oom_score_adj
 # between the spare's (1000) and init's (500): the OOM killer takes the

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -280,6 +281,190 @@ TEST(msg_end_of_init)
 	CHECK(child_msg_recv(sv[0], &out, &fd) == -EPIPE);
 	close(sv[0]);
 	CHECK(child_msg_recv(sv[0], &out, &fd) == -EBADF);
+}
+
+/* ---- a call's gate: the pidfd of its process ------------------------------ */
+
+/* The pid an fd of ours is a pidfd of (its fdinfo), or -1. */
+static pid_t pidfd_pid(int fd)
+{
+	char path[64], line[128];
+	pid_t pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Pid:", 4))
+			pid = (pid_t)atoi(line + 4);
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+/* A gate as ask_fork makes it: credentials with every message. */
+static int gate_pair(int sv[2])
+{
+	int one = 1;
+
+	if (seqpacket(sv) < 0)
+		return -1;
+	return setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+}
+
+/* A child that says "r" on sv[1], then waits for EOF (stay) or exits. */
+static pid_t say_r(int sv[2], bool stay)
+{
+	pid_t pid = fork();
+	char c;
+
+	if (pid == 0) {
+		close(sv[0]);
+		if (send(sv[1], "r", 1, 0) != 1)
+			_exit(1);
+		while (stay && read(sv[1], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(sv[1]);
+	return pid;
+}
+
+/* A living process's "r": its pidfd, and it is that process's. */
+TEST(gate_pidfd_of_a_living_sender)
+{
+	struct exec_fail f;
+	int sv[2], fd, passed, pidfd;
+	pid_t child, pid;
+
+	CHECK(gate_pair(sv) == 0);
+	child = say_r(sv, true);
+	CHECK(child > 0);
+	CHECK(poll(&(struct pollfd){ .fd = sv[0], .events = POLLIN }, 1, 5000) == 1);
+	CHECK(call_gate_recv(sv[0], &f, &pid, &fd, &passed) == 1);
+	CHECK(pid == child);
+	if (passed >= 0)
+		close(passed);
+	pidfd = call_gate_pidfd(sv[0], pid, -1);
+	CHECK(pidfd >= 0);
+	CHECK(pidfd_pid(pidfd) == child);
+	close(pidfd);
+	close(sv[0]);	/* EOF: it exits */
+	CHECK(waitpid(child, NULL, 0) == child);
+}
+
+/*
+ * One that died after its "r": its pid, there still (a zombie: we have
+ * not reaped it), is not taken by number: reaped by init as the daemon
+ * reads the "r", it could be any process's.
+ */
+TEST(gate_pidfd_not_of_a_dead_sender)
+{
+	struct exec_fail f;
+	siginfo_t si;
+	int sv[2], fd, passed, pidfd;
+	pid_t child, pid;
+
+	CHECK(gate_pair(sv) == 0);
+	child = say_r(sv, false);
+	CHECK(child > 0);
+	/* exited, not reaped: pidfd_open by its pid would succeed */
+	CHECK(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT) == 0);
+	CHECK(call_gate_recv(sv[0], &f, &pid, &fd, &passed) == 1);
+	CHECK(pid == child);
+	if (passed >= 0)
+		close(passed);
+	errno = 0;
+	pidfd = call_gate_pidfd(sv[0], pid, -1);
+	CHECK(pidfd == -1 && errno == ESRCH);
+	if (pidfd >= 0)
+		close(pidfd);
+	close(sv[0]);
+	CHECK(waitpid(child, NULL, 0) == child);
+}
+
+/* The kernel's pidfd of the sender, where one came, is the one; -2 none. */
+TEST(gate_pidfd_passed_is_used)
+{
+	int sv[2], p[2];
+
+	CHECK(gate_pair(sv) == 0);
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	CHECK(call_gate_pidfd(sv[0], getpid(), p[0]) == p[0]);
+	errno = 0;
+	CHECK(call_gate_pidfd(sv[0], getpid(), -2) == -1 && errno == ESRCH);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD	76	/* asm-generic's (x86, arm64) */
+#endif
+
+/* How many fds we have open. */
+static int fds_open(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/*
+ * With SO_PASSPIDFD every message brings a pidfd: kept with "r" only,
+ * closed with any other; and of the fds a message carries, one kept with
+ * "p", the rest closed (a second one was left open in the daemon).
+ */
+TEST(gate_recv_keeps_only_what_it_says)
+{
+	struct exec_fail f;
+	int sv[2], p[2], two[2], one = 1, fd, pidfd, before;
+	pid_t pid;
+
+	CHECK(gate_pair(sv) == 0);
+	if (setsockopt(sv[0], SOL_SOCKET, SO_PASSPIDFD, &one, sizeof(one)) < 0) {
+		fprintf(stderr, "  (no SO_PASSPIDFD: its part skipped)\n");
+	} else {
+		CHECK(send(sv[1], "r", 1, 0) == 1);
+		CHECK(call_gate_recv(sv[0], &f, &pid, &fd, &pidfd) == 1);
+		CHECK(pid == getpid() && pidfd >= 0 && pidfd_pid(pidfd) == getpid());
+		if (pidfd >= 0)
+			close(pidfd);
+		before = fds_open();
+		CHECK(send(sv[1], "x", 1, 0) == 1);
+		CHECK(call_gate_recv(sv[0], &f, &pid, &fd, &pidfd) == 1);
+		CHECK(pidfd == -1 && fd == -1);
+		CHECK(fds_open() == before);
+	}
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	two[0] = p[0];
+	two[1] = p[1];
+	before = fds_open();
+	{
+		char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
+		struct iovec iov = { "p", 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+		memcpy(CMSG_DATA(cm), two, sizeof(two));
+		CHECK(sendmsg(sv[1], &mh, 0) == 1);
+	}
+	CHECK(call_gate_recv(sv[0], &f, &pid, &fd, &pidfd) == 1);
+	CHECK(fd >= 0);
+	CHECK(fds_open() == before + 1);
+	if (fd >= 0)
+		close(fd);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 /* ---- box ids and the policy check -------------------------------------- */

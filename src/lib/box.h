@@ -55,6 +55,8 @@ struct corral_call {
 	pid_t spid, host_pid;
 	uint32_t fid;		/* init's name for its process (MSG_FORK) */
 	int gate;
+	/* its process, from its "r" until the call is done (call.c, call_gate_pidfd) */
+	int pidfd;
 	struct cg_move *mv;	/* its process's move into cg, under way */
 	/* the call, kept until its process is in its cgroup (then sent) */
 	struct exec_msg *pend;
@@ -123,6 +125,7 @@ struct spare_proc {
 	struct event *ev;
 	struct cg *cg;		/* the group it is for (b->spare), or NULL */
 	pid_t host_pid, spid;
+	int pidfd;		/* from its "r" (call_gate_pidfd), or -1 */
 	struct cg_move *mv;	/* its move into cg, under way */
 };
 
@@ -333,6 +336,14 @@ void call_counters_rest(struct corral_box *b);
 size_t lingering_batch(struct corral_box *b, struct lingerer **out, size_t max);
 /* A denial goes in the result of the call it is attributed to. */
 void call_note_denial(struct corral_box *b, const char *type, json_t *event);
+/*
+ * A gate's message (its "r", "p" with a pty, an exec_fail, EOF) and what
+ * came with it; and the pidfd the "r"'s sender is signalled by from then
+ * on (-1: gone, or none to be had).  Not static: tests/unit_box.c.
+ */
+ssize_t call_gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd,
+		       int *pidfd);
+int call_gate_pidfd(int gate, pid_t pid, int passed);
 
 /* ---- attribution.c ---- */
 

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 
@@ -127,6 +129,27 @@ static void call_gone(struct corral_call *c)
 }
 
 static void drop_pend(struct corral_call *c);
+static void close_gate(struct corral_call *c);
+
+/*
+ * SO_PASSPIDFD and SCM_PIDFD (Linux 6.5), where the headers predate them:
+ * asm-generic's values, which these architectures use.
+ */
+#if !defined(SO_PASSPIDFD) && (defined(__x86_64__) || defined(__i386__) || \
+	defined(__aarch64__) || defined(__arm__) || defined(__riscv))
+#define SO_PASSPIDFD	76
+#define SCM_PIDFD	0x04
+#endif
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD	-1	/* refused: setsockopt's EINVAL or ENOPROTOOPT */
+#define SCM_PIDFD	-1
+#endif
+/* every gate has SO_PASSPIDFD: an "r" without SCM_PIDFD is a process gone */
+static bool pidfd_passed;
+
+#ifndef PIDFD_SIGNAL_PROCESS_GROUP
+#define PIDFD_SIGNAL_PROCESS_GROUP	(1U << 2)	/* Linux 6.9 */
+#endif
 static void spare_fork(struct corral_box *b, bool group_next);
 static void arm_spare(struct corral_box *b, unsigned delay_ms);
 static void announce(struct corral_call *c);
@@ -264,7 +287,8 @@ static void call_stop_io(struct corral_call *c)
 	/* the terminal closes with the call: what it left gets a hang-up */
 	close_fd(&c->pty);
 	/* a process not sent its call yet reads EOF and exits */
-	close_fd(&c->gate);
+	close_gate(c);
+	close_fd(&c->pidfd);
 	drop_pend(c);
 	close_fd(&c->in_fd);
 	close_fd(&c->out.fd);
@@ -487,6 +511,8 @@ void call_finish(struct corral_call *c)
 	if (c->done)
 		return;
 	c->done = true;
+	/* nothing is signalled by it any more (corral_call_kill) */
+	close_fd(&c->pidfd);
 	call_gone(c);
 	/* a decoy this call opened halts the box now, and the call with it */
 	if (b->sb)
@@ -886,6 +912,72 @@ static void on_start_due(evutil_socket_t fd, short what, void *arg)
 		cg_keep_counters(c->cg, CALL_COUNTERS);
 }
 
+/*
+ * A pidfd of the process that said "r" on gate as pid, or -1 (errno set;
+ * ESRCH: it has died).  The pid came with the "r", and the process may
+ * have died since, reaped by init, its pid anyone's: a sandbox that forks
+ * fast wraps pid_max (32768) in seconds, and the daemon, often root,
+ * signalled that pid (SIGCONT as the call is sent, SIGKILL where it could
+ * not be).  The kernel's own pidfd of the sender came with the "r" where
+ * it makes one (SO_PASSPIDFD, 6.5): the process's, dead or alive; -2,
+ * it had died.  Else one opened by pid: the gate's other end is the
+ * process's alone, closed at its exit before its pid is free, so no
+ * hang-up on it after the open means the pidfd is that process's.
+ */
+int call_gate_pidfd(int gate, pid_t pid, int passed)
+{
+	struct pollfd p = { .fd = gate, .events = POLLRDHUP };
+	int fd;
+
+	if (passed >= 0)
+		return passed;
+	if (passed == -2 || pidfd_passed) {
+		errno = ESRCH;
+		return -1;
+	}
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -1;
+	if (poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * SO_PASSPIDFD on a gate (6.5): each message then comes with the kernel's
+ * pidfd of its sender (call_gate_pidfd).  Asked of the first gate; where it
+ * is refused, call_gate_pidfd opens one by pid, with its check (which a test
+ * has by CORRAL_TEST_NO_PASSPIDFD on a newer kernel).
+ */
+static void pass_pidfd(int gate)
+{
+	static int known;	/* 0 not asked, 1 yes, -1 no */
+	int one = 1;
+
+	if (!known && getenv("CORRAL_TEST_NO_PASSPIDFD"))
+		known = -1;
+	if (known >= 0)
+		known = setsockopt(gate, SOL_SOCKET, SO_PASSPIDFD, &one,
+				   sizeof(one)) == 0 ? 1 : -1;
+	pidfd_passed = known > 0;
+}
+
+/* A signal to the call's process, by its pidfd: never by a pid it left. */
+static void call_signal(struct corral_call *c, int sig)
+{
+	if (c->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0);
+}
+
+/* Its process has the gate until it execs or dies (the pidfd stays: call_group_signal). */
+static void close_gate(struct corral_call *c)
+{
+	close_fd(&c->gate);
+}
+
 static void drop_pend(struct corral_call *c)
 {
 	for (int i = 0; i < 3; i++)
@@ -912,10 +1004,10 @@ static int send_call(struct corral_call *c)
 	 * took the call and never ran it, exec.start saying it started, until
 	 * the call's timeout.  SIGCONT also cancels a stop still pending; to a
 	 * process not stopped it is nothing (SIG_DFL: discarded).  Fails only
-	 * where it died: init's news of that comes.  (0 would be our group.)
+	 * where it died: init's news of that comes.  By its pidfd: its pid,
+	 * once it died, may be any host process's (call_gate_pidfd).
 	 */
-	if (c->host_pid > 0)
-		(void)kill(c->host_pid, SIGCONT);
+	call_signal(c, SIGCONT);
 	n = fd_send(c->gate, m, offsetof(struct exec_msg, data) + m->len,
 		    c->pend_fds, c->o.tty ? 0 : 3, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (n < 0)
@@ -951,7 +1043,7 @@ static void call_moved(void *arg, int r, const char *msg)
 	if (c->timed_out) {
 		/* EOF before the call: it exits having run nothing */
 		drop_event(&c->ev_gate);
-		close_fd(&c->gate);
+		close_gate(c);
 		return;
 	}
 	r = send_call(c);
@@ -961,22 +1053,35 @@ static void call_moved(void *arg, int r, const char *msg)
 		events_emit(c->b->ev, "exec.error", json_pack("{s:s, s:s+}", "call",
 			    c->tool_call, "reason", "cannot send the call to its "
 			    "process: ", strerror(-r)));
-		kill(c->host_pid, SIGKILL);
+		call_signal(c, SIGKILL);
 	}
 }
 
 /* "r" with credentials: move the pid into the call's cgroup, then send the call. */
-static void gate_ready(struct corral_call *c, pid_t pid)
+static void gate_ready(struct corral_call *c, pid_t pid, int pidfd)
 {
 	struct corral_err err;
 	int r;
 
 	c->host_pid = pid;
+	c->pidfd = call_gate_pidfd(c->gate, pid, pidfd);
+	/*
+	 * Dead already: init's news of it comes (call_lost).  No pidfd to
+	 * be had (EMFILE): EOF, and it exits having run nothing.
+	 */
+	if (c->pidfd < 0) {
+		if (errno != ESRCH) {
+			drop_event(&c->ev_gate);
+			close_gate(c);
+		}
+		return;
+	}
 	if (c->timed_out) {
 		call_moved(c, 0, NULL);
 		return;
 	}
-	r = cg_move_start(c->b->base, c->cg, pid, call_moved, c, &c->mv, &err);
+	r = cg_move_start(c->b->base, c->cg, pid, c->pidfd, call_moved, c,
+			  &c->mv, &err);
 	if (r <= 0)
 		call_moved(c, r, err.msg);
 }
@@ -1051,11 +1156,14 @@ static bool gate_fd(struct corral_call *c, int fd)
 /*
  * One message of a gate: "r" and the sender's credentials, "p" and one
  * fd, struct exec_fail, or EOF (0).  *pid: the credentials' pid or 0;
- * *fd: the fd that came with "p", or -1 (any other is closed).
+ * *fd: the fd that came with "p", or -1 (any other is closed); *pidfd:
+ * the sender's pidfd that came with "r" (SCM_PIDFD), or -1, or -2 where
+ * the kernel could not make one (it had died).
  */
-static ssize_t gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd)
+ssize_t call_gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd,
+		       int *pidfd)
 {
-	char cbuf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
+	char cbuf[CMSG_SPACE(sizeof(struct ucred)) + 2 * CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { f, sizeof(*f) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
@@ -1063,26 +1171,35 @@ static ssize_t gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd)
 	ssize_t n;
 
 	*pid = 0;
-	*fd = -1;
+	*fd = *pidfd = -1;
 	n = recvmsg(gate, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return -errno;
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		struct ucred uc;
-		int fds[1];
+		int one;
 
 		if (cm->cmsg_level != SOL_SOCKET)
 			continue;
 		if (cm->cmsg_type == SCM_CREDENTIALS) {
 			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
 			*pid = uc.pid;
-		} else if (cm->cmsg_type == SCM_RIGHTS &&
-			   cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-			memcpy(fds, CMSG_DATA(cm), sizeof(int));
-			if (n == 1 && *(char *)f == 'p' && *fd < 0)
-				*fd = fds[0];
-			else
-				close(fds[0]);
+		} else if (cm->cmsg_type == SCM_PIDFD && nfd == 1) {
+			memcpy(&one, CMSG_DATA(cm), sizeof(int));
+			if (n == 1 && *(char *)f == 'r' && *pidfd == -1)
+				*pidfd = one < 0 ? -2 : one;
+			else if (one >= 0)
+				close(one);
+		} else if (cm->cmsg_type == SCM_RIGHTS) {
+			/* every fd that came is ours now: one kept, the rest closed */
+			for (size_t i = 0; i < nfd; i++) {
+				memcpy(&one, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (n == 1 && *(char *)f == 'p' && *fd < 0)
+					*fd = one;
+				else
+					close(one);
+			}
 		}
 	}
 	return n;
@@ -1094,27 +1211,29 @@ static void on_gate(evutil_socket_t fd, short what, void *arg)
 	struct exec_fail f;
 	pid_t pid;
 	ssize_t n;
-	int pty;
+	int pty, pidfd;
 
 	(void)what;
-	n = gate_recv(fd, &f, &pid, &pty);
+	n = call_gate_recv(fd, &f, &pid, &pty, &pidfd);
 	if (n == -EINTR || n == -EAGAIN)
 		return;
 	if (n == 1 && *(char *)&f == 'r') {
 		if (pid > 0 && !c->host_pid)
-			gate_ready(c, pid);
+			gate_ready(c, pid, pidfd);
+		else if (pidfd >= 0)
+			close(pidfd);
 		return;
 	}
 	if (n == 1 && *(char *)&f == 'p') {
 		if (pty >= 0 && gate_fd(c, pty) && tty_attach(c) < 0)
-			kill(c->host_pid, SIGKILL);
+			call_signal(c, SIGKILL);
 		return;
 	}
 	if (n == sizeof(f))
 		c->fail = f;
 	/* EOF: exec'd (the gate is close-on-exec), or died */
 	drop_event(&c->ev_gate);
-	close_fd(&c->gate);
+	close_gate(c);
 }
 
 /* into m's data, cap bytes long */
@@ -1254,6 +1373,7 @@ static int ask_fork(struct corral_box *b, uint32_t *fid, int *gate,
 		close(g[1]);
 		return corral_set_errno(err, (int)-n, "SO_PASSCRED on a call's gate");
 	}
+	pass_pidfd(g[0]);
 	if (++b->next_fid == 0)
 		b->next_fid = 1;
 	m.id = b->next_fid;
@@ -1368,7 +1488,8 @@ static void call_lost(struct corral_call *c, int status)
 	cg_move_cancel(c->mv);
 	c->mv = NULL;
 	drop_event(&c->ev_gate);
-	close_fd(&c->gate);
+	close_gate(c);
+	close_fd(&c->pidfd);
 	c->host_pid = c->spid = 0;
 	c->started = false;
 	if (c->lost++ < CALL_LOST_MAX && ask_fork(b, &c->fid, &c->gate, &err) == 0) {
@@ -1376,7 +1497,7 @@ static void call_lost(struct corral_call *c, int status)
 		if (c->ev_gate && event_add(c->ev_gate, NULL) == 0)
 			return;
 		drop_event(&c->ev_gate);
-		close_fd(&c->gate);
+		close_gate(c);
 	}
 	call_exited(c, status);
 }
@@ -1385,9 +1506,11 @@ void call_drop_spare(struct corral_box *b)
 {
 	drop_event(&b->sp.ev);
 	cg_move_cancel(b->sp.mv);
-	if (b->sp.fid)
+	if (b->sp.fid) {
 		close_fd(&b->sp.gate);	/* EOF: it exits, having run nothing */
-	b->sp = (struct spare_proc){ .gate = -1 };
+		close_fd(&b->sp.pidfd);
+	}
+	b->sp = (struct spare_proc){ .gate = -1, .pidfd = -1 };
 }
 
 static void spare_moved(void *arg, int r, const char *msg)
@@ -1422,23 +1545,32 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
 	struct exec_fail f;
 	pid_t pid;
 	ssize_t n;
-	int pty, r;
+	int pty, pidfd, r;
 
 	(void)what;
-	n = gate_recv(fd, &f, &pid, &pty);
+	n = call_gate_recv(fd, &f, &pid, &pty, &pidfd);
 	if (n == -EINTR || n == -EAGAIN)
 		return;
 	if (pty >= 0)
 		close(pty);
 	if (n == 1 && *(char *)&f == 'r' && pid > 0 && !sp->host_pid) {
 		sp->host_pid = pid;
+		/* dead already: init's news of it (spare_msg); else no pidfd */
+		sp->pidfd = call_gate_pidfd(fd, pid, pidfd);
+		if (sp->pidfd < 0) {
+			if (errno != ESRCH)
+				call_drop_spare(b);
+			return;
+		}
 		/* off the loop: its grace period is nobody's wait */
-		r = sp->cg ? cg_move_start(b->base, sp->cg, pid, spare_moved, b,
-					   &sp->mv, &err) : 0;
+		r = sp->cg ? cg_move_start(b->base, sp->cg, pid, sp->pidfd,
+					   spare_moved, b, &sp->mv, &err) : 0;
 		if (r <= 0)
 			spare_moved(b, r, NULL);
 		return;
 	}
+	if (pidfd >= 0)
+		close(pidfd);
 	/* it died: init's news of its end (spare_msg) says how */
 	if (n == 0) {
 		drop_event(&sp->ev);
@@ -1458,7 +1590,7 @@ static void on_spare_gate(evutil_socket_t fd, short what, void *arg)
  */
 static void spare_fork(struct corral_box *b, bool group_next)
 {
-	struct spare_proc sp = { .gate = -1 };
+	struct spare_proc sp = { .gate = -1, .pidfd = -1 };
 	struct corral_err err;
 	bool none = cg_mode(b->cg) == CG_NONE;
 
@@ -1606,6 +1738,7 @@ static int call_process(struct corral_box *b, struct corral_call *c,
 		c->fid = sp->fid;
 		c->gate = sp->gate;
 		c->host_pid = sp->host_pid;
+		c->pidfd = sp->pidfd;
 		c->spid = sp->spid;
 		c->started = c->spid > 0;
 		/* its move may be under way still: the call sends when it ends */
@@ -1613,7 +1746,7 @@ static int call_process(struct corral_box *b, struct corral_call *c,
 		if (c->mv)
 			cg_move_retarget(c->mv, call_moved, c);
 		drop_event(&sp->ev);
-		*sp = (struct spare_proc){ .gate = -1 };
+		*sp = (struct spare_proc){ .gate = -1, .pidfd = -1 };
 		return 0;
 	}
 	return ask_fork(b, &c->fid, &c->gate, err);
@@ -1782,7 +1915,7 @@ int corral_box_exec(struct corral_box *b, const struct corral_call_opts *o,
 	c->b = b;
 	c->o = *o;
 	c->id = ++b->next_id;
-	c->gate = c->in_fd = c->pty = -1;
+	c->gate = c->pidfd = c->in_fd = c->pty = -1;
 	c->pend_fds[0] = c->pend_fds[1] = c->pend_fds[2] = -1;
 	c->in_exec = true;	/* until on_start_due: see there */
 	c->out = (struct stream){ -1, NULL, &c->res.out, c, 1, { 0 } };
@@ -1946,10 +2079,40 @@ const struct corral_output *corral_call_output(const struct corral_call *c,
 	return stream == 2 ? &c->res.err : &c->res.out;
 }
 
+/*
+ * The call's session, its first process's group: by the pidfd (Linux
+ * 6.9), which reaches the group of that process's struct pid, whoever
+ * leads it now, and no other.  By the number, kill(-pid) reached the
+ * session of whatever process had that pid again once the call's were
+ * all gone, and made a session: a call ending, or ended.  Before 6.9
+ * (EINVAL) by the number only while the first process has not exited,
+ * when the group can be no one else's; else nothing.
+ */
+static int call_group_signal(struct corral_call *c, int sig)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+	/* (the older way on a newer kernel, for its test) */
+	static int group_flag = -1;
+
+	if (group_flag < 0)
+		group_flag = !getenv("CORRAL_TEST_NO_PIDFD_GROUP");
+	if (c->pidfd < 0)
+		return 0;	/* not had its "r", or ended: none of its own */
+	errno = EINVAL;
+	if (group_flag && (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL,
+		    PIDFD_SIGNAL_PROCESS_GROUP) == 0 || errno == ESRCH))
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	if (poll(&p, 1, 0) != 0 || c->host_pid <= 0)
+		return 0;	/* exited (readable), or cannot tell */
+	if (kill(-c->host_pid, sig) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
 int corral_call_kill(struct corral_call *c, int sig)
 {
-	int r;
-
 	c->sent_sig = sig;	/* said in the result, if it is what ended it */
 
 	if (!c->sent && !c->done && sig == SIGKILL && c->gate >= 0) {
@@ -1962,22 +2125,14 @@ int corral_call_kill(struct corral_call *c, int sig)
 		cg_move_cancel(c->mv);
 		c->mv = NULL;
 		drop_event(&c->ev_gate);
-		close_fd(&c->gate);
+		close_gate(c);
 		drop_pend(c);
 		return 0;
 	}
-	if (cg_mode(c->cg) == CG_NONE) {
-		/* no cgroup: the call's session is all we can name */
-		if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
-			return -errno;
-		return 0;
-	}
-	if (sig == SIGKILL)
-		return cg_kill_start(c->cg, c->b->base);
-	r = 0;
-	if (c->host_pid > 0 && kill(-c->host_pid, sig) < 0 && errno != ESRCH)
-		r = -errno;
-	return r;
+	/* no cgroup: the call's session is all we can name */
+	if (cg_mode(c->cg) == CG_NONE || sig != SIGKILL)
+		return call_group_signal(c, sig);
+	return cg_kill_start(c->cg, c->b->base);
 }
 
 /* ---- a call's terminal ------------------------------------------- */

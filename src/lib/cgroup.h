@@ -114,17 +114,19 @@ int cg_attach(struct cg *cg, pid_t pid, struct corral_err *err);
  * The same without waiting on base's loop (cgroup_move.c): a helper
  * process writes, and done(arg, r, msg) runs on the loop once it has (r
  * 0, or a negative errno and msg the sentence; the process is SIGKILLed
- * then, before done runs, by a pidfd opened now).  Returns 1 when started
- * (*out the move, until done runs or cg_move_cancel), 0 when nothing was
- * to be written or it was written here and now (no cgroup, another
- * loop), or a negative errno with err set: then done never runs, and the
- * process was SIGKILLed (by pid: the caller's, known alive just now).
+ * then, before done runs, by a pidfd: a dup of pidfd, which the caller
+ * took when pid was surely the process, or, -1, one opened now for the
+ * caller's own child).  Returns 1 when started (*out the move, until done
+ * runs or cg_move_cancel), 0 when nothing was to be written or it was
+ * written here and now (no cgroup, another loop), or a negative errno
+ * with err set: then done never runs, and the process was SIGKILLed (by
+ * pidfd, else by pid: the caller's child).
  * Cancel a move before cg_destroy() of its group.
  */
 struct cg_move;
 typedef void (*cg_move_fn)(void *arg, int r, const char *msg);
 int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
-		  cg_move_fn done, void *arg, struct cg_move **out,
+		  int pidfd, cg_move_fn done, void *arg, struct cg_move **out,
 		  struct corral_err *err);
 /*
  * cg_try_remove() without waiting on base's loop: the same helper, in the

@@ -513,8 +513,8 @@ static int move_queue(struct event_base *base, struct cg_move *m,
 }
 
 static int move_begin(struct event_base *base, struct cg *cg, pid_t pid,
-		      cg_move_fn done, void *arg, struct cg_move **out,
-		      struct corral_err *err)
+		      int pidfd, cg_move_fn done, void *arg,
+		      struct cg_move **out, struct corral_err *err)
 {
 	struct cg_move *m;
 	int r;
@@ -528,10 +528,14 @@ static int move_begin(struct event_base *base, struct cg *cg, pid_t pid,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return corral_set_err(err, -ENOMEM, "out of memory for a cgroup move");
-	/* now, while pid is surely the process that asked */
-	m->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	/*
+	 * The caller's pidfd, taken when pid was surely the process (a
+	 * call's, gate_pidfd), else one now: the caller's own child.
+	 */
+	m->pidfd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) :
+		   (int)syscall(SYS_pidfd_open, pid, 0);
 	if (m->pidfd < 0) {
-		r = corral_set_errno(err, errno, "pidfd_open %d", (int)pid);
+		r = corral_set_errno(err, errno, "pidfd of %d", (int)pid);
 		free(m);
 		return r;
 	}
@@ -550,13 +554,18 @@ static int move_begin(struct event_base *base, struct cg *cg, pid_t pid,
 }
 
 int cg_move_start(struct event_base *base, struct cg *cg, pid_t pid,
-		  cg_move_fn done, void *arg, struct cg_move **out,
+		  int pidfd, cg_move_fn done, void *arg, struct cg_move **out,
 		  struct corral_err *err)
 {
-	int r = move_begin(base, cg, pid, done, arg, out, err);
+	int r = move_begin(base, cg, pid, pidfd, done, arg, out, err);
 
-	/* as move_end's: a process that cannot be moved must not run */
-	if (r < 0)
+	/*
+	 * As move_end's: a process that cannot be moved must not run.  By
+	 * its pidfd where it has one: its pid may be anyone's by now.
+	 */
+	if (r < 0 && pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	else if (r < 0)
 		kill(pid, SIGKILL);
 	return r;
 }

@@ -588,7 +588,8 @@ static int enter_group(struct sandbox *sb, int *fds, int *n, bool *deferred,
 	*n = 0;
 	if (!sb->move_off_loop)
 		return cg_attach(sb->cg, sb->pid, err);
-	r = cg_move_start(sb->base, sb->cg, sb->pid, init_moved, sb, &sb->mv, err);
+	r = cg_move_start(sb->base, sb->cg, sb->pid, sb->pidfd, init_moved, sb,
+			  &sb->mv, err);
 	*deferred = r == 1;
 	return r < 0 ? r : 0;
 }

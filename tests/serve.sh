@@ -2769,6 +2769,60 @@ t_moves_that_fail_said() {
 	stop_daemon
 }
 
+# Attacker: the daemon's watchdog removes its cgroups, found by the pid in
+# their names, once the daemon is gone.  A pid is anyone's once its
+# process is reaped, and a sandbox wraps this host's pid_max in seconds:
+# a watchdog whose daemon's pipe ended late removed the groups of
+# whatever process had the pid by then (another daemon's sandboxes).
+# Here the watchdog is held while its daemon is killed and reaped, a
+# process of the test's takes the pid, and a group named by it waits.
+t_watchdog_leaves_a_reused_pids_groups() {
+	local wd pid parent="" g vp="" hp i=0
+	[ "$(id -u)" = 0 ] || { skip "a process at a chosen pid quickly: root (ns_last_pid)"; return 77; }
+	start_daemon
+	mksb > /dev/null || { stop_daemon; return 1; }
+	for g in /sys/fs/cgroup/pids/corral /sys/fs/cgroup/corral; do
+		[ -d "$g" ] && { parent=$g; break; }
+	done
+	[ -n "$parent" ] || { stop_daemon; skip "no parent cgroup of root's sandboxes"; return 77; }
+	wd=$(ps -o pid=,comm= --ppid "$DPID" | awk '$2 == "corral-watchdog" {print $1}')
+	[ -n "$wd" ] || { fail "no watchdog of the daemon"; stop_daemon; return 1; }
+	kill -STOP "$wd"
+	pid=$DPID
+	kill -KILL "$pid"
+	wait "$pid" 2> /dev/null || true
+	echo "$pid" >> "$T/stopped"
+	DPID=""
+	"${JGET%/*}/pidat" "$pid" "$T/continued" > "$T/victim" & hp=$!
+	echo "$hp" >> "$T/fixtures"
+	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 400 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	if [ "$vp" != "$pid" ]; then
+		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null || true
+		kill -CONT "$wd"
+		skip "pid $pid not had again (another process took it)"
+		return 77
+	fi
+	g=$parent/corral-$pid-reused
+	mkdir "$g" || fail "cannot make $g"
+	kill -CONT "$wd"
+	wait_gone "the watchdog" 10 eval "[ -e /proc/$wd ] && echo $wd"
+	[ -d "$g" ] || fail "the watchdog removed $g, the group of the process now at pid $pid"
+	rmdir "$g" 2> /dev/null
+	kill "$hp" 2> /dev/null
+	wait "$hp" 2> /dev/null || true
+	expect_contains "said in the daemon's log" "$(< "$DLOG")" \
+		"corral-watchdog: pid $pid is another process's now"
+	# the pid nobody's again: the next start on the state sweeps them
+	SOCK=$T/sweep.sock
+	start_daemon
+	stop_daemon
+	wait_gone "the killed daemon's groups, after the next start" 5 cgroups_of "$pid"
+}
+
 # Attacker (a client, found by tests/chaos_serve.py): a caller that goes
 # away while its call's process still waits for its move.  The call is
 # killed before it was sent (its message dropped); the move that ends

@@ -587,10 +587,27 @@ static void setup_http(struct daemon *d, struct evhttp *http)
  * however it went), it removes the daemon's cgroups, which thaws and
  * kills whatever they still hold.  A clean stop tells it "q" instead.
  */
+/*
+ * Whether the daemon's pid is still the daemon's, or nobody's.  Once the
+ * daemon is reaped its pid is anyone's (a sandbox wraps this host's
+ * pid_max in seconds), and the groups named by it are another live
+ * process's: not ours to remove (the next start sweeps ours once that
+ * process is gone).  A zombie still holds its pid.
+ */
+static bool daemon_pid_ours(int pidfd, pid_t daemon)
+{
+	if (pidfd < 0)
+		return true;	/* no pidfd: as before it */
+	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0)
+		return true;
+	return kill(daemon, 0) < 0 && errno == ESRCH;
+}
+
 static void watchdog_main(int fd, pid_t daemon)
 {
 	ssize_t n;
 	char c = 0;
+	int pidfd;
 
 	prctl(PR_SET_NAME, "corral-watchdog", 0, 0, 0);
 	/* nothing of the daemon's: not its socket, not its lock */
@@ -599,10 +616,22 @@ static void watchdog_main(int fd, pid_t daemon)
 	syscall(SYS_close_range, fd + 1, ~0U, 0);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
+	/* exact while the daemon is our parent: else it died meanwhile */
+	pidfd = (int)syscall(SYS_pidfd_open, daemon, 0);
+	if (pidfd >= 0 && getppid() != daemon) {
+		close(pidfd);
+		pidfd = -1;
+	}
 	while ((n = read(fd, &c, 1)) < 0 && errno == EINTR)
 		;
 	if (n == 1 && c == 'q')
 		_exit(0);
+	if (!daemon_pid_ours(pidfd, daemon)) {
+		fprintf(stderr, "corral-watchdog: pid %d is another process's now: "
+			"the daemon's cgroups are left to the next start's sweep\n",
+			(int)daemon);
+		_exit(0);
+	}
 	corral_cleanup_owner(daemon);
 	_exit(0);
 }

@@ -1714,9 +1714,15 @@ def ask(req):
     lines = head.decode("latin-1").split("\r\n")
     ra = [l.split(":", 1)[1].strip() for l in lines if l.lower().startswith("retry-after:")]
     return c, lines[0].split()[1] if lines[0] else "none", ra[0] if ra else "-"
+def target(f):
+    # an fd the daemon closes between the listing and this read: none
+    try:
+        return os.readlink("/proc/%s/fd/%s" % (pid, f))
+    except FileNotFoundError:
+        return ""
 def spools():
     return sum(1 for f in os.listdir("/proc/%s/fd" % pid)
-               if os.readlink("/proc/%s/fd/%s" % (pid, f)).startswith(state + "/#"))
+               if target(f).startswith(state + "/#"))
 held = []
 for r in reqs:
     c, code, ra = ask(r)

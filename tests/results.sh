@@ -1072,14 +1072,8 @@ spare_pid_reused() {
 		nap 0.05
 		i=$((i + 1))
 	done
-	"${JGET%/*}/pidat" "$sp" "$T/continued" > "$T/victim" & hp=$!
-	echo "$hp" >> "$T/fixtures"
-	i=0
-	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 1400 ]; do
-		nap 0.05
-		i=$((i + 1))
-	done
-	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	take_pid "$sp"
+	hp=$HP vp=$VP
 	kill -CONT "$DPID"
 	wait "$cp"
 	code=$(< "$T/split")
@@ -1175,14 +1169,8 @@ group_signal_reused() {
 		nap 0.05
 		i=$((i + 1))
 	done
-	"${JGET%/*}/pidat" "$hpid" "$T/continued" setsid > "$T/victim" & hp=$!
-	echo "$hp" >> "$T/fixtures"
-	i=0
-	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 1400 ]; do
-		nap 0.05
-		i=$((i + 1))
-	done
-	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	take_pid "$hpid" setsid
+	hp=$HP vp=$VP
 	touch "$T/go"
 	wait_file "$T/half.sent"
 	kill -CONT "$DPID"

@@ -385,6 +385,23 @@ now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
 
 cgroup_mode() { [ "$(sbget "$1" 'v["limits"]')" != rlimit ]; }
 
+# take_pid PID [setsid]: a stopped process of the test's at host pid PID
+# (tests/helpers/pidat, forking round pid_max if need be), for a test that
+# a pid some process left gets nothing meant for that process.  Sets HP
+# (pidat's pid, a fixture) and VP (the pid had, "" if another took it);
+# $T/continued appears if the process is ever continued.
+take_pid() {
+	local i=0
+	VP=""
+	"${JGET%/*}/pidat" "$1" "$T/continued" ${2:-} > "$T/victim" & HP=$!
+	echo "$HP" >> "$T/fixtures"
+	while [ ! -s "$T/victim" ] && kill -0 "$HP" 2> /dev/null && [ $i -lt 1400 ]; do
+		nap 0.05
+		i=$((i + 1))
+	done
+	[ ! -s "$T/victim" ] || VP=$(< "$T/victim")
+}
+
 # tests/results.sh runs its own tests with this harness
 [ -z "${SERVE_HARNESS_ONLY:-}" ] || return 0
 
@@ -2777,7 +2794,7 @@ t_moves_that_fail_said() {
 # Here the watchdog is held while its daemon is killed and reaped, a
 # process of the test's takes the pid, and a group named by it waits.
 t_watchdog_leaves_a_reused_pids_groups() {
-	local wd pid parent="" g vp="" hp i=0
+	local wd pid parent="" g vp hp
 	[ "$(id -u)" = 0 ] || { skip "a process at a chosen pid quickly: root (ns_last_pid)"; return 77; }
 	start_daemon
 	mksb > /dev/null || { stop_daemon; return 1; }
@@ -2793,13 +2810,8 @@ t_watchdog_leaves_a_reused_pids_groups() {
 	wait "$pid" 2> /dev/null || true
 	echo "$pid" >> "$T/stopped"
 	DPID=""
-	"${JGET%/*}/pidat" "$pid" "$T/continued" > "$T/victim" & hp=$!
-	echo "$hp" >> "$T/fixtures"
-	while [ ! -s "$T/victim" ] && kill -0 "$hp" 2> /dev/null && [ $i -lt 400 ]; do
-		nap 0.05
-		i=$((i + 1))
-	done
-	[ ! -s "$T/victim" ] || vp=$(< "$T/victim")
+	take_pid "$pid"
+	hp=$HP vp=$VP
 	if [ "$vp" != "$pid" ]; then
 		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null || true
 		kill -CONT "$wd"

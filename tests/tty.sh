@@ -476,7 +476,9 @@ t_exec_tty_tls() {
 	expect_contains "the size after SIGWINCH" "$o" "30 91"
 	expect_contains "a typed line read by the shell" "$o" "got:typed:4"
 	mapfile -t f < <(printf '%s' "$out" | fields exit raw_during termios_same size_after)
-	expect_eq "corral exec -t exits as the shell did" "${f[0]}" 7
+	# (ci59d: 125 once, unexplained: what the terminal showed, to say why)
+	expect_eq "corral exec -t exits as the shell did" "${f[0]}" 7 ||
+		echo "    # the terminal's end: $(printf '%s' "$out" | tail -c 800)" >&2
 	expect_eq "raw while it ran" "${f[1]}" true
 	expect_eq "the terminal restored" "${f[2]}" true
 	expect_eq "the window size left alone" "${f[3]}" "[30, 91]"

@@ -1051,7 +1051,7 @@ t_spare_pid_reused_gets_no_signal_pidfd_opened() {
 }
 
 spare_pid_reused() {
-	local sp vp="" hp cp st code i=0
+	local sp cp code i=0
 	# (the request's headers wait while the pid comes round: 60 s at most)
 	start_daemon --header-timeout 120
 	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
@@ -1073,21 +1073,10 @@ spare_pid_reused() {
 		i=$((i + 1))
 	done
 	take_pid "$sp"
-	hp=$HP vp=$VP
 	kill -CONT "$DPID"
 	wait "$cp"
 	code=$(< "$T/split")
-	if [ "$vp" != "$sp" ]; then
-		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null
-		stop_daemon
-		skip "pid $sp was not had: another process took it"
-		return 77
-	fi
-	read -r _ _ st _ 2> /dev/null < "/proc/$vp/stat" || st=gone
-	expect_eq "the process now at the dead spare's pid, still stopped" "$st" T
-	[ ! -e "$T/continued" ] || fail "the daemon continued pid $vp, no process of its"
-	kill "$hp"
-	wait "$hp" 2> /dev/null
+	taken_pid_untouched "$sp" "the process now at the dead spare's pid"
 	expect_code "the next call" "$code" 200
 	expect_py "it ran, in a process forked anew" \
 		'v["status"] == "exited" and v["stdout"] == "ok\n"'
@@ -1141,7 +1130,7 @@ t_group_signal_not_by_a_reused_pid_before_6_9() {
 }
 
 group_signal_reused() {
-	local spid hpid vp="" hp cp st code i=0
+	local spid hpid cp code i=0
 	start_daemon --header-timeout 120
 	id=$(mksb '{"idle_freeze_ms": 0}') || return 1
 	cgroup_mode "$id" || { stop_daemon; skip "no cgroups: the process is found by its group"; return 77; }
@@ -1170,23 +1159,12 @@ group_signal_reused() {
 		i=$((i + 1))
 	done
 	take_pid "$hpid" setsid
-	hp=$HP vp=$VP
 	touch "$T/go"
 	wait_file "$T/half.sent"
 	kill -CONT "$DPID"
 	wait "$cp"
 	code=$(< "$T/split")
-	if [ "$vp" != "$hpid" ]; then
-		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null
-		stop_daemon
-		skip "pid $hpid was not had: another process took it"
-		return 77
-	fi
-	read -r _ _ st _ 2> /dev/null < "/proc/$vp/stat" || st=gone
-	expect_eq "the session now at the ended process's pid, still stopped" "$st" T
-	[ ! -e "$T/continued" ] || fail "the daemon continued session $vp, no process of its"
-	kill "$hp"
-	wait "$hp" 2> /dev/null
+	taken_pid_untouched "$hpid" "the session now at the ended process's pid"
 	expect_code "the signal asked for" "$code" 200
 	code=$(api DELETE "/v1/sandboxes/$id")
 	expect_code "delete" "$code" 200

@@ -385,6 +385,24 @@ now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
 
 cgroup_mode() { [ "$(sbget "$1" 'v["limits"]')" != rlimit ]; }
 
+# READ_ANSWER_PY: Python, put before a test's own: read_answer(sock), one
+# HTTP/1.1 answer framed by its Content-Length, as (status, head, body).
+READ_ANSWER_PY='
+def read_answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n")
+             if l.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        c = s.recv(1 << 20)
+        if not c:
+            break
+        body += c
+    return head.split(b" ")[1].decode(), head, body
+'
+
 # take_pid PID [setsid]: a stopped process of the test's at host pid PID
 # (tests/helpers/pidat, forking round pid_max if need be), for a test that
 # a pid some process left gets nothing meant for that process.  Sets HP
@@ -400,6 +418,25 @@ take_pid() {
 		i=$((i + 1))
 	done
 	[ ! -s "$T/victim" ] || VP=$(< "$T/victim")
+}
+
+# taken_pid_untouched PID WHAT: after take_pid PID and what the daemon
+# then did, the process of ours at PID (WHAT) still stopped and never
+# continued by the daemon; pidat ended.  A skip (77, the daemon stopped)
+# where another process took PID first.
+taken_pid_untouched() {
+	local st
+	if [ "$VP" != "$1" ]; then
+		kill "$HP" 2> /dev/null; wait "$HP" 2> /dev/null
+		stop_daemon
+		skip "pid $1 was not had: another process took it"
+		return 77
+	fi
+	read -r _ _ st _ 2> /dev/null < "/proc/$VP/stat" || st=gone
+	expect_eq "$2, still stopped" "$st" T
+	[ ! -e "$T/continued" ] || fail "the daemon continued $2 ($VP), no process of its"
+	kill "$HP"
+	wait "$HP" 2> /dev/null || true
 }
 
 # tests/results.sh runs its own tests with this harness
@@ -7059,7 +7096,7 @@ t_answers_held_bounded() {
 	head -c $((6 << 20)) /dev/urandom > "$T/big"
 	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/big" --data-binary @"$T/big")
 	expect_code "put" "$code" 201 || return 1
-	out=$($PY - "$SOCK" "$id" <<'EOF'
+	out=$({ printf '%s\n' "$READ_ANSWER_PY"; cat <<'EOF'
 import socket, sys, time
 sock, sb = sys.argv[1:3]
 def ask(path):
@@ -7068,19 +7105,6 @@ def ask(path):
     s.settimeout(20)
     s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
     return s
-def read_answer(s):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += s.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    n = int([l.split(b":")[1] for l in head.split(b"\r\n")
-             if l.lower().startswith(b"content-length:")][0])
-    while len(body) < n:
-        c = s.recv(1 << 20)
-        if not c:
-            break
-        body += c
-    return head.split(b" ")[1].decode(), head, body
 path = "/v1/sandboxes/%s/files?path=/tmp/big" % sb
 held = ask(path)
 time.sleep(1)
@@ -7091,7 +7115,7 @@ print("first:", code, len(body))
 code, _, body = read_answer(ask(path))
 print("third:", code, len(body))
 EOF
-)
+	} | $PY - "$SOCK" "$id")
 	expect_contains "a second answer while the first is unread" "$out" "second: 503 True True"
 	expect_contains "the first, read" "$out" "first: 200 6291456"
 	expect_contains "the next, once read" "$out" "third: 200 6291456"
@@ -7112,7 +7136,7 @@ t_answer_memory_unsaid_over_tcp() {
 	head -c $((6 << 20)) /dev/urandom > "$T/big"
 	code=$(api PUT "/v1/sandboxes/$id/files?path=/tmp/big" --data-binary @"$T/big")
 	expect_code "put" "$code" 201 || return 1
-	out=$($PY - "$SOCK" "$id" "$port" "$(< "$T/token")" <<'EOF'
+	out=$({ printf '%s\n' "$READ_ANSWER_PY"; cat <<'EOF'
 import select, socket, sys
 sock, sb, port, token = sys.argv[1:5]
 path = "/v1/sandboxes/%s/files?path=/tmp/big" % sb
@@ -7120,31 +7144,18 @@ def ask(s, auth=""):
     s.settimeout(20)
     s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, auth)).encode())
     return s
-def read_answer(s):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += s.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    n = int([l.split(b":")[1] for l in head.split(b"\r\n")
-             if l.lower().startswith(b"content-length:")][0])
-    while len(body) < n:
-        c = s.recv(1 << 20)
-        if not c:
-            break
-        body += c
-    return head.split(b" ")[1].decode(), body
 u = socket.socket(socket.AF_UNIX)
 u.connect(sock)
 held = ask(u)
 # its answer begun: the rest held by the daemon, unread
 assert select.select([u], [], [], 20)[0], "no answer on the socket"
 t = socket.create_connection(("127.0.0.1", int(port)))
-code, body = read_answer(ask(t, "Authorization: Bearer %s\r\n" % token))
+code, _, body = read_answer(ask(t, "Authorization: Bearer %s\r\n" % token))
 print("tcp:", code, body.decode()[:300])
-code, body = read_answer(held)
+code, _, body = read_answer(held)
 print("held:", code, len(body))
 EOF
-)
+	} | $PY - "$SOCK" "$id" "$port" "$(< "$T/token")")
 	expect_contains "over TCP, while the socket's answer is unread" "$out" "tcp: 503"
 	expect_contains "over TCP: why" "$out" "the daemon holds too many answers not read yet for this one (--answer-memory 8388608)"
 	expect_not_contains "over TCP: not how many bytes" "$out" "bytes of answers"

@@ -149,6 +149,48 @@ t_tcp_ulp_denied() {
 		"setsockopt denied (EPERM): kernel TLS and other TCP upper-layer protocols"
 }
 
+# MSG_OOB to send: a unix stream socket's out-of-band path (CVE-2025-38236,
+# CVE-2024-36972) holds data only once a process sent some.  sendto,
+# sendmsg and sendmmsg with the flag are refused, recorded, with other
+# flags beside it and with high bits set (flags are unsigned int); the
+# same calls without it, and recvfrom with it, reach the kernel (ENOTSOCK
+# on /dev/null).  On a real unix socketpair the plain send still works.
+t_msg_oob_refused() {
+	need_x86_64 || return
+	probe -- 44,0,0,0,1 44,0,0,0,0x4041 44,0,0,0,0x100000001 46,0,0,1 307,0,0,0,1 \
+		44,0,0,0,0x4040 46,0,0,0 307,0,0,0,0 45,0,0,0,1 || return 1
+	expect_eq "sendto without MSG_OOB" "$(answer 44,0,0,0,0x4040)" ENOTSOCK
+	expect_eq "sendmsg without MSG_OOB" "$(answer 46,0,0,0)" ENOTSOCK
+	expect_eq "sendmmsg without MSG_OOB" "$(answer 307,0,0,0,0)" ENOTSOCK
+	expect_eq "recvfrom with MSG_OOB" "$(answer 45,0,0,0,1)" ENOTSOCK
+	expect_eq "sendto MSG_OOB" "$(answer 44,0,0,0,1)" EPERM || return 1
+	expect_eq "sendto MSG_OOB|MSG_NOSIGNAL|MSG_DONTWAIT" "$(answer 44,0,0,0,0x4041)" EPERM
+	expect_eq "sendto MSG_OOB, high bits set" "$(answer 44,0,0,0,0x100000001)" EPERM
+	need_notify || return
+	denials > "$T/denials"
+	expect_denied 44,0,0,0,1 sendto || return 1
+	expect_denied 46,0,0,1 sendmsg || return 1
+	expect_denied 307,0,0,0,1 sendmmsg || return 1
+	expect_contains "reason" "$(cat "$T/denials")" \
+		"sendto denied (EPERM): MSG_OOB (unix out-of-band data"
+	local rc=0 out
+	timeout 120 "$CORRAL" run --json -- /usr/bin/python3 -c '
+import errno, socket
+a, b = socket.socketpair()
+try:
+    a.send(b"o", socket.MSG_OOB)
+    print("oob sent")
+except OSError as e:
+    print("oob", errno.errorcode[e.errno])
+a.send(b"p")
+print("plain", b.recv(8).decode())
+' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	out=$(json stdout < "$T/out")
+	expect_eq "exit" "$rc" 0 || { cat "$T/err"; json stderr < "$T/out"; return 1; }
+	expect_contains "unix socketpair" "$out" "oob EPERM"
+	expect_contains "unix socketpair" "$out" "plain p"
+}
+
 # Classic BPF socket filters are compiled into the host's one BPF JIT pool
 # (net.core.bpf_jit_limit), charged to no cgroup: SO_ATTACH_FILTER and
 # SO_ATTACH_REUSEPORT_CBPF at SOL_SOCKET are refused, recorded, with high

@@ -8,9 +8,9 @@
  * the keyring, io_uring (its own syscall-free path around this filter),
  * userfaultfd (a race amplifier for kernel exploits), NUMA memory policy,
  * terminal injection and line disciplines, TCP upper-layer protocols
- * (kernel TLS), and the host-wide AIO pool; and no more than Docker's
- * default profile lets through.  Every rule lives in a table below so it
- * can be audited.
+ * (kernel TLS), sending unix out-of-band data, and the host-wide AIO
+ * pool; and no more than Docker's default profile lets through.  Every
+ * rule lives in a table below so it can be audited.
  *
  * Two things keep the list from going stale silently:
  * - a syscall newer than the table (a number above the highest one it was
@@ -212,6 +212,21 @@ static const struct deny deny_table[] = {
 	 */
 	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(IPPROTO_TCP, TCP_ULP),
 	  "kernel TLS and other TCP upper-layer protocols (CVE-2023-0461)" },
+	/*
+	 * Out-of-band data on unix stream sockets (CONFIG_AF_UNIX_OOB, on in
+	 * distribution kernels and here) is a side path through every read
+	 * of them, with a use-after-free history: CVE-2025-38236, 6.9 to
+	 * 6.15, exploited from Chrome's renderer sandbox to the kernel, and
+	 * CVE-2024-36972 before it.  A unix socket holds such data only if a
+	 * process sent it, so refusing the flag to the senders keeps that
+	 * code out of reach; receiving stays (no filter on the hot path of
+	 * recv).  seccomp cannot tell a unix socket from TCP, whose urgent
+	 * data goes with it: telnet's interrupt, BSD ftp's abort.  Flags are
+	 * unsigned int; bit 0 is the same in any width.
+	 */
+	{ "sendto", EPERM, A3_MASK, MSG_OOB, "MSG_OOB (unix out-of-band data: CVE-2025-38236)" },
+	{ "sendmsg", EPERM, A2_MASK, MSG_OOB, "MSG_OOB (unix out-of-band data: CVE-2025-38236)" },
+	{ "sendmmsg", EPERM, A3_MASK, MSG_OOB, "MSG_OOB (unix out-of-band data: CVE-2025-38236)" },
 	/*
 	 * Classic BPF socket filters are JIT-compiled into the host's one
 	 * pool of executable BPF memory (net.core.bpf_jit_limit, 504 MiB

@@ -534,6 +534,31 @@ t_socket_protocols_allowed() {
 		fail "allowed sockets made events: $(denials)"
 }
 
+# MPTCP is off in the sandbox's netns (loopback only, one path to join):
+# a socket() for it is the kernel's ENOPROTOOPT, with no event, with a
+# network (proxy mode) too; the host's switch is left as it was.
+t_mptcp_off_in_the_sandboxs_netns() {
+	need_x86_64 || return
+	local host=/proc/sys/net/mptcp/enabled before net
+	[ -r "$host" ] || { skip "no MPTCP in this kernel"; return; }
+	before=$(cat "$host")
+	[ "$before" != 0 ] || { skip "MPTCP is off on this host already"; return; }
+	for net in none proxy; do
+		if [ "$net" = none ]; then
+			probe -- 41,2,1,262 41,10,1,262 41,2,1,6 || return 1
+		else
+			probe --net proxy --allow example.test -- 41,2,1,262 41,10,1,262 41,2,1,6 ||
+				return 1
+		fi
+		expect_eq "MPTCP over IPv4 ($net)" "$(answer 41,2,1,262)" ENOPROTOOPT || return 1
+		expect_eq "MPTCP over IPv6 ($net)" "$(answer 41,10,1,262)" ENOPROTOOPT
+		expect_eq "TCP ($net)" "$(answer 41,2,1,6)" ok
+		[ "$(grep -c '"type":"syscall.denied"' "$T/ev")" = 0 ] ||
+			fail "MPTCP made events ($net): $(denials)"
+	done
+	expect_eq "the host's net.mptcp.enabled" "$(cat "$host")" "$before"
+}
+
 # With a network (proxy mode), ICMP echo sockets too.
 t_icmp_echo_with_network() {
 	need_x86_64 || return

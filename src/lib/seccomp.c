@@ -406,7 +406,8 @@ struct sock_allow {
 
 static const struct sock_allow sock_allow[] = {
 	{ AF_UNIX, ANY_TYPE, 0, { 0 }, false, "local IPC; the kernel has no protocols for it" },
-	/* MPTCP: Go >= 1.24 listeners try it first; a denial per listen is noise */
+	/* MPTCP: Go >= 1.24 listeners try it first; a denial per listen is noise
+	 * (net.c turns it off in the sandbox's netns: the kernel refuses it) */
 	{ AF_INET, SOCK_STREAM, 3, { 0, IPPROTO_TCP, IPPROTO_MPTCP }, false, "TCP" },
 	{ AF_INET6, SOCK_STREAM, 3, { 0, IPPROTO_TCP, IPPROTO_MPTCP }, false, "TCP" },
 	{ AF_INET, SOCK_DGRAM, 2, { 0, IPPROTO_UDP }, false, "UDP" },

@@ -149,6 +149,48 @@ t_tcp_ulp_denied() {
 		"setsockopt denied (EPERM): kernel TLS and other TCP upper-layer protocols"
 }
 
+# MSG_OOB to send: a unix stream socket's out-of-band path (CVE-2025-38236,
+# CVE-2024-36972) holds data only once a process sent some.  sendto,
+# sendmsg and sendmmsg with the flag are refused, recorded, with other
+# flags beside it and with high bits set (flags are unsigned int); the
+# same calls without it, and recvfrom with it, reach the kernel (ENOTSOCK
+# on /dev/null).  On a real unix socketpair the plain send still works.
+t_msg_oob_refused() {
+	need_x86_64 || return
+	probe -- 44,0,0,0,1 44,0,0,0,0x4041 44,0,0,0,0x100000001 46,0,0,1 307,0,0,0,1 \
+		44,0,0,0,0x4040 46,0,0,0 307,0,0,0,0 45,0,0,0,1 || return 1
+	expect_eq "sendto without MSG_OOB" "$(answer 44,0,0,0,0x4040)" ENOTSOCK
+	expect_eq "sendmsg without MSG_OOB" "$(answer 46,0,0,0)" ENOTSOCK
+	expect_eq "sendmmsg without MSG_OOB" "$(answer 307,0,0,0,0)" ENOTSOCK
+	expect_eq "recvfrom with MSG_OOB" "$(answer 45,0,0,0,1)" ENOTSOCK
+	expect_eq "sendto MSG_OOB" "$(answer 44,0,0,0,1)" EPERM || return 1
+	expect_eq "sendto MSG_OOB|MSG_NOSIGNAL|MSG_DONTWAIT" "$(answer 44,0,0,0,0x4041)" EPERM
+	expect_eq "sendto MSG_OOB, high bits set" "$(answer 44,0,0,0,0x100000001)" EPERM
+	need_notify || return
+	denials > "$T/denials"
+	expect_denied 44,0,0,0,1 sendto || return 1
+	expect_denied 46,0,0,1 sendmsg || return 1
+	expect_denied 307,0,0,0,1 sendmmsg || return 1
+	expect_contains "reason" "$(cat "$T/denials")" \
+		"sendto denied (EPERM): MSG_OOB (unix out-of-band data"
+	local rc=0 out
+	timeout 120 "$CORRAL" run --json -- /usr/bin/python3 -c '
+import errno, socket
+a, b = socket.socketpair()
+try:
+    a.send(b"o", socket.MSG_OOB)
+    print("oob sent")
+except OSError as e:
+    print("oob", errno.errorcode[e.errno])
+a.send(b"p")
+print("plain", b.recv(8).decode())
+' > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	out=$(json stdout < "$T/out")
+	expect_eq "exit" "$rc" 0 || { cat "$T/err"; json stderr < "$T/out"; return 1; }
+	expect_contains "unix socketpair" "$out" "oob EPERM"
+	expect_contains "unix socketpair" "$out" "plain p"
+}
+
 # Classic BPF socket filters are compiled into the host's one BPF JIT pool
 # (net.core.bpf_jit_limit), charged to no cgroup: SO_ATTACH_FILTER and
 # SO_ATTACH_REUSEPORT_CBPF at SOL_SOCKET are refused, recorded, with high
@@ -390,13 +432,26 @@ t_numbers_above_the_table_denied() {
 		"syscall 470 denied (ENOSYS): newer than the kernel this filter was written for"
 }
 
+# x32 calls (the number's 0x40000000 bit) and the i386 ABI (int 0x80: a
+# second table, with socketcall, which would carry socket()'s family past
+# the filter) kill the caller.  The i386 half only where this kernel runs
+# i386 calls at all (IA32_EMULATION; else int 0x80 is SIGSEGV anyway).
 t_foreign_abis_still_killed() {
 	need_x86_64 || return
-	# x32 getpid and x32 mount, then a native call to show the probe goes on
-	probe -- 0x40000027 0x400000a5 39 || return 1
+	local i386
+	i386=$("$HELPERS/sysprobe" int80,20)
+	# x32 getpid and x32 mount, i386 getpid, mount, socketcall(socket)
+	# and unshare, then a native call to show the probe goes on
+	probe -- 0x40000027 0x400000a5 int80,20 int80,21 int80,102,1 int80,310,0x10000000 39 ||
+		return 1
 	expect_eq "x32 getpid" "$(answer 0x40000027)" "signal 31"
 	expect_eq "x32 mount" "$(answer 0x400000a5)" "signal 31"
 	expect_eq "native getpid" "$(answer 39)" ok
+	[ "$i386" = "int80,20 ok" ] || { skip "no i386 calls on this kernel: $i386"; return; }
+	expect_eq "i386 getpid" "$(answer int80,20)" "signal 31"
+	expect_eq "i386 mount" "$(answer int80,21)" "signal 31"
+	expect_eq "i386 socketcall" "$(answer int80,102,1)" "signal 31"
+	expect_eq "i386 unshare(CLONE_NEWUSER)" "$(answer int80,310,0x10000000)" "signal 31"
 }
 
 # Docker's refused list: each call is denied with an event, or is in the
@@ -477,6 +532,31 @@ t_socket_protocols_allowed() {
 	expect_eq "socketpair unix" "$(answer 53,1,1,0)" EFAULT
 	[ "$(grep -c '"type":"syscall.denied"' "$T/ev")" = 0 ] ||
 		fail "allowed sockets made events: $(denials)"
+}
+
+# MPTCP is off in the sandbox's netns (loopback only, one path to join):
+# a socket() for it is the kernel's ENOPROTOOPT, with no event, with a
+# network (proxy mode) too; the host's switch is left as it was.
+t_mptcp_off_in_the_sandboxs_netns() {
+	need_x86_64 || return
+	local host=/proc/sys/net/mptcp/enabled before net
+	[ -r "$host" ] || { skip "no MPTCP in this kernel"; return; }
+	before=$(cat "$host")
+	[ "$before" != 0 ] || { skip "MPTCP is off on this host already"; return; }
+	for net in none proxy; do
+		if [ "$net" = none ]; then
+			probe -- 41,2,1,262 41,10,1,262 41,2,1,6 || return 1
+		else
+			probe --net proxy --allow example.test -- 41,2,1,262 41,10,1,262 41,2,1,6 ||
+				return 1
+		fi
+		expect_eq "MPTCP over IPv4 ($net)" "$(answer 41,2,1,262)" ENOPROTOOPT || return 1
+		expect_eq "MPTCP over IPv6 ($net)" "$(answer 41,10,1,262)" ENOPROTOOPT
+		expect_eq "TCP ($net)" "$(answer 41,2,1,6)" ok
+		[ "$(grep -c '"type":"syscall.denied"' "$T/ev")" = 0 ] ||
+			fail "MPTCP made events ($net): $(denials)"
+	done
+	expect_eq "the host's net.mptcp.enabled" "$(cat "$host")" "$before"
 }
 
 # With a network (proxy mode), ICMP echo sockets too.

@@ -171,7 +171,8 @@ static void conntrack_shorten(void)
 
 /*
  * Host kernel memory charged to no cgroup that this netns's own sysctls
- * bound (SECURITY.md, Known limits, for what none bounds):
+ * bound (SECURITY.md, Known limits, for what none bounds), and kernel
+ * code one turns off that a loopback-only netns has no use for:
  *
  * What a socket holds of its options (TCP_MD5SIG and TCP-AO keys, IPv6
  * sticky options, multicast source lists, a sendmsg's long control data,
@@ -196,6 +197,16 @@ static void conntrack_shorten(void)
  * closes first passes 4096 at 70 connections a second; its TIME_WAIT is
  * its operator's to bound.
  *
+ * MPTCP, on by default where built: a second TCP stack of the kernel's
+ * (subflows, path manager, its own use-after-frees and double frees in
+ * 2023-2025's stable fixes) that any process reaches with one socket()
+ * (IPPROTO_MPTCP), and that a netns with only loopback has no use for:
+ * it joins paths, and there is one.  Off, a socket() for it is the
+ * kernel's ENOPROTOOPT, as on a host that turned it off, unrecorded (the
+ * seccomp table lets it through so that Go's listeners, which try it
+ * first, make no denial), and Go falls back to TCP.  A pod's netns has
+ * a real network and keeps it.
+ *
  * Only ever lowered; best effort: a kernel where one is the host's alone
  * (not in a netns's /proc/sys) keeps the host's, as before.
  */
@@ -206,6 +217,7 @@ static const struct {
 } net_bounds[] = {
 	{ "/proc/sys/net/core/optmem_max", 20480, false },
 	{ "/proc/sys/net/ipv4/tcp_max_tw_buckets", 4096, true },
+	{ "/proc/sys/net/mptcp/enabled", 0, true },
 };
 
 static void net_lower(const char *path, long long max)

@@ -8,9 +8,9 @@
  * the keyring, io_uring (its own syscall-free path around this filter),
  * userfaultfd (a race amplifier for kernel exploits), NUMA memory policy,
  * terminal injection and line disciplines, TCP upper-layer protocols
- * (kernel TLS), and the host-wide AIO pool; and no more than Docker's
- * default profile lets through.  Every rule lives in a table below so it
- * can be audited.
+ * (kernel TLS), sending unix out-of-band data, and the host-wide AIO
+ * pool; and no more than Docker's default profile lets through.  Every
+ * rule lives in a table below so it can be audited.
  *
  * Two things keep the list from going stale silently:
  * - a syscall newer than the table (a number above the highest one it was
@@ -213,6 +213,23 @@ static const struct deny deny_table[] = {
 	{ "setsockopt", EPERM, A12_LOW32_EQ, SOCKOPT(IPPROTO_TCP, TCP_ULP),
 	  "kernel TLS and other TCP upper-layer protocols (CVE-2023-0461)" },
 	/*
+	 * Out-of-band data on unix stream sockets (CONFIG_AF_UNIX_OOB, on in
+	 * distribution kernels and here) is a side path through every read
+	 * of them, with a use-after-free history: CVE-2025-38236, 6.9 to
+	 * 6.15, exploited from Chrome's renderer sandbox to the kernel, and
+	 * CVE-2024-36972 before it.  A unix socket holds such data only if a
+	 * process sent it, so refusing the flag to the senders keeps that
+	 * code out of reach; receiving stays (no filter on the hot path of
+	 * recv).  seccomp cannot tell a unix socket from TCP, whose urgent
+	 * data goes with it: telnet's interrupt, BSD ftp's abort.  Flags are
+	 * unsigned int; bit 0 is the same in any width.  The cost: the three
+	 * calls now walk every filter, as ioctl does (the kernel's cache
+	 * skipped them), about 400 ns more a send in this VM (SECURITY.md).
+	 */
+	{ "sendto", EPERM, A3_MASK, MSG_OOB, "MSG_OOB (unix out-of-band data: CVE-2025-38236)" },
+	{ "sendmsg", EPERM, A2_MASK, MSG_OOB, "MSG_OOB (unix out-of-band data: CVE-2025-38236)" },
+	{ "sendmmsg", EPERM, A3_MASK, MSG_OOB, "MSG_OOB (unix out-of-band data: CVE-2025-38236)" },
+	/*
 	 * Classic BPF socket filters are JIT-compiled into the host's one
 	 * pool of executable BPF memory (net.core.bpf_jit_limit, 504 MiB
 	 * here), charged to no cgroup; past it an unprivileged program
@@ -389,7 +406,8 @@ struct sock_allow {
 
 static const struct sock_allow sock_allow[] = {
 	{ AF_UNIX, ANY_TYPE, 0, { 0 }, false, "local IPC; the kernel has no protocols for it" },
-	/* MPTCP: Go >= 1.24 listeners try it first; a denial per listen is noise */
+	/* MPTCP: Go >= 1.24 listeners try it first; a denial per listen is noise
+	 * (net.c turns it off in the sandbox's netns: the kernel refuses it) */
 	{ AF_INET, SOCK_STREAM, 3, { 0, IPPROTO_TCP, IPPROTO_MPTCP }, false, "TCP" },
 	{ AF_INET6, SOCK_STREAM, 3, { 0, IPPROTO_TCP, IPPROTO_MPTCP }, false, "TCP" },
 	{ AF_INET, SOCK_DGRAM, 2, { 0, IPPROTO_UDP }, false, "UDP" },

@@ -2,6 +2,9 @@
  * sysprobe.c - call syscalls by number and say how each was answered.
  *
  *   sysprobe SPEC...      SPEC: NR[,ARG...]  (C notation: 41,2,1,0x84)
+ *                         or int80,NR[,ARG...]: the i386 ABI's call NR,
+ *                         made with int 0x80, five arguments at most
+ *                         (x86_64 only)
  *
  * Prints one line a SPEC: "SPEC ok", "SPEC EPERM" (the errno's name), or
  * "SPEC signal N" when the call killed its caller.  Each call runs in a
@@ -11,6 +14,7 @@
  * Static, so it needs nothing from the sandbox's view of the host.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +22,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int parse(const char *spec, long *nr, unsigned long args[6])
+static int parse(const char *spec, long *nr, unsigned long args[6], bool *i386)
 {
 	char *end;
 	int n = 0;
 
 	memset(args, 0, 6 * sizeof(*args));
+	*i386 = !strncmp(spec, "int80,", 6);
+	if (*i386)
+		spec += 6;
 	errno = 0;
 	*nr = strtol(spec, &end, 0);
 	while (errno == 0 && *end == ',' && n < 6)
@@ -31,10 +38,39 @@ static int parse(const char *spec, long *nr, unsigned long args[6])
 	return errno || *end ? -1 : 0;
 }
 
-/* In the child: the call's errno as the exit status, 0 for success. */
-static void call(long nr, const unsigned long a[6])
+/*
+ * The i386 ABI from a 64-bit process: int 0x80 takes the call's number in
+ * eax and its arguments in ebx, ecx, edx, esi, edi (32 bits each; the
+ * sixth, in ebp, is left out: the compiler may hold its frame there) and
+ * answers -errno in eax.
+ */
+static long call_int80(long nr, const unsigned long a[6])
 {
-	long r = syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+#if defined(__x86_64__)
+	long r = nr;
+
+	__asm__ volatile("int $0x80"
+			 : "+a"(r)
+			 : "b"(a[0]), "c"(a[1]), "d"(a[2]), "S"(a[3]), "D"(a[4])
+			 : "memory", "cc");
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+#else
+	(void)nr;
+	(void)a;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* In the child: the call's errno as the exit status, 0 for success. */
+static void call(long nr, const unsigned long a[6], bool i386)
+{
+	long r = i386 ? call_int80(nr, a) :
+		 syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 
 	_exit(r < 0 ? (errno > 0 && errno < 255 ? errno : 255) : 0);
 }
@@ -42,11 +78,12 @@ static void call(long nr, const unsigned long a[6])
 static int probe(const char *spec)
 {
 	unsigned long args[6];
+	bool i386;
 	int status;
 	pid_t pid;
 	long nr;
 
-	if (parse(spec, &nr, args) < 0) {
+	if (parse(spec, &nr, args, &i386) < 0) {
 		fprintf(stderr, "sysprobe: bad spec '%s' (NR[,ARG...])\n", spec);
 		return -1;
 	}
@@ -57,7 +94,7 @@ static int probe(const char *spec)
 		return -1;
 	}
 	if (pid == 0)
-		call(nr, args);
+		call(nr, args, i386);
 	if (waitpid(pid, &status, 0) < 0) {
 		fprintf(stderr, "sysprobe: waitpid: %s\n", strerror(errno));
 		return -1;

@@ -47,7 +47,9 @@ static const char usage[] =
 /*
  * An error often quotes what an image, a sandbox or a daemon's client
  * wrote (an image's Env, a file's name): its control bytes are shown as
- * \xNN, never sent to the operator's terminal as escape sequences.
+ * \xNN, never sent to the operator's terminal as escape sequences.  A
+ * newline too: one in an image's Env began a line of the image's own
+ * ("corral: imported ...") under ours; every message here is one line.
  */
 void cli_error(const char *fmt, ...)
 {
@@ -61,7 +63,7 @@ void cli_error(const char *fmt, ...)
 	for (const char *s = buf; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
-		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
 			fprintf(stderr, "\\x%02x", c);
 		/*
 		 * A C1 control in UTF-8 (U+0080..U+009F): xterm (UTF-8) takes

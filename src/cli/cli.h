@@ -69,6 +69,12 @@ char *printable(const char *s, size_t n);
  */
 size_t cli_bidi_control(const char *s, size_t n);
 /*
+ * When f is a terminal: end any string a command's raw output left open
+ * there and reset its rendition, so that the line corral writes next is
+ * seen (print.c says which).  Nothing otherwise.
+ */
+void cli_ground_terminal(FILE *f);
+/*
  * Whether a run's or a call's end is worth a line on stderr: it did not
  * simply exit, or it exited non-zero and its reason says more than
  * "exited with status N" (a limit behind the failure, the network off by

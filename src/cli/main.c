@@ -59,6 +59,7 @@ void cli_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	cli_ground_terminal(stderr);
 	fputs("corral: ", stderr);
 	for (const char *s = buf, *end = buf + strlen(buf); *s; s++) {
 		unsigned char c = (unsigned char)*s;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int out_of_memory(const char *what)
 {
@@ -79,6 +80,26 @@ char *printable(const char *s, size_t n)
 	}
 	*w = '\0';
 	return out;
+}
+
+/*
+ * Before a line of corral's own on a terminal that a command's output
+ * reached raw (the command's own stream, relayed as it wrote it, as ssh
+ * and docker do): that output may end inside a string the terminal
+ * swallows to its end (DCS "ESC P", OSC "ESC ]", APC, PM, SOS), in text
+ * made invisible (SGR 8, black on black) or in the line-drawing set
+ * (SO after "ESC ) 0": "corral" drawn as boxes), and then the line that
+ * says why the command was killed was never seen.  ST ends such a string
+ * and is nothing outside one; SI, "ESC ( B" and SGR 0 are what `tput
+ * sgr0` sends.  Not to a file or a pipe: there corral's words stay as
+ * they are.
+ */
+void cli_ground_terminal(FILE *f)
+{
+	static const char ground[] = "\x1b\\\x0f\x1b(B\x1b[0m";
+
+	if (isatty(fileno(f)))
+		fputs(ground, f);
 }
 
 void daemon_error(const char *text, const char *suffix)

@@ -471,6 +471,7 @@ static void print_export(const struct corral_result *res)
 
 	if (!rep)
 		return;
+	cli_ground_terminal(stderr);
 	/* root's export, made as the destination's owner (export.c: pick_owner) */
 	as = json_object_get(rep, "written_as");
 	if (json_is_object(as))
@@ -513,6 +514,7 @@ static void print_end(const struct corral_result *res)
 				   res->reason))
 		return;
 	safe = printable(res->reason, strlen(res->reason));
+	cli_ground_terminal(stderr);
 	fprintf(stderr, "corral: %s\n", safe ? safe : "(out of memory)");
 	free(safe);
 }

@@ -690,8 +690,13 @@ static int load_settings(struct corral_policy *p, const char *path)
 		cli_error("--settings: %s", err.msg);
 		return -1;
 	}
-	for (line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "corral: %s: %s\n", path, line);
+	for (line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		/* a C1 control or U+202E of the settings' strings, as text */
+		char *safe = printable(line, strlen(line));
+
+		fprintf(stderr, "corral: %s: %s\n", path, safe ? safe : "(out of memory)");
+		free(safe);
+	}
 	free(report);
 	return 0;
 }

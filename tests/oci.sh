@@ -1030,6 +1030,21 @@ t_config_quoted_as_text_in_the_log() {
 	[ ! -e "$T/root/bad" ] || fail "state left behind by a refused create"
 }
 
+# `state` shows config.json's annotations, keys and values: a C1 control
+# (U+009B, CSI to xterm) and U+202E went to the terminal raw; ASCII JSON.
+t_state_in_ascii() {
+	need_root
+	bundle "$T/b" '["sleep", "30"]' 'c["annotations"] = {"k\u009b": "\u009b2J \u202egnp.sh"}'
+	oci create --bundle "$T/b" c1
+	expect_eq "create" "$(rc)" 0
+	oci state c1
+	expect_eq "state" "$(rc)" 0
+	! LC_ALL=C grep -q $'\xc2\x9b\|\xe2\x80\xae' "$T/out" || fail "raw on stdout: $(od -c "$T/out" | head)"
+	expect_contains "kept, escaped" "$(< "$T/out")" '"k\u009B": "\u009B2J \u202Egnp.sh"'
+	oci delete --force c1
+	expect_eq "delete --force" "$(rc)" 0
+}
+
 # ---- config.json that asks for too much ---------------------------------
 
 refused() {	# refused EDIT WANT: create fails with WANT, leaves nothing

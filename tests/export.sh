@@ -511,6 +511,21 @@ t_held_names_do_not_reach_the_terminal() {
 	! grep -q "$(printf '\007')" "$T/stderr" || fail "a BEL reached stderr"
 }
 
+# A right-to-left override (U+202E) in a held name turned the rest of it
+# around on the terminal: ".git/hooks/x<RLO>gnp.sh" read as "xhs.png".
+# Its bytes are shown as \xNN, as a control's are.
+t_held_names_bidi_shown() {
+	mkrepo "$T/ws"
+	rc=0
+	timeout 120 "$CORRAL" run --workspace "$T/ws" --apply -- /bin/sh -c \
+		'mkdir -p .git/hooks && echo x > ".git/hooks/x$(printf "\342\200\256")gnp.sh"' \
+		< /dev/null > "$T/stdout" 2> "$T/stderr" || rc=$?
+	expect_eq "exit" "$rc" 0
+	expect_contains "the hook, held and named" "$(< "$T/stderr")" \
+		'held back .git/hooks/x\xe2\x80\xaegnp.sh: '
+	! LC_ALL=C grep -q $'\xe2\x80\xae' "$T/stderr" || fail "U+202E reached stderr"
+}
+
 # An export.held event a file held back, and the sandbox writes as many
 # hooks as it likes: past the events budget they are counted, not written
 # one by one (500 hooks were 500 lines, 176 KB, past a budget of 16K).

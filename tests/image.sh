@@ -480,6 +480,35 @@ t_hostile_config_c1_escapes() {
 	! grep -q $'\xc2\x9b' "$T/err" || fail "a C1 control on stderr"
 }
 
+# A newline an image wrote, quoted in an error, is text too: it began a
+# line of the image's own on stderr ("corral: imported sha256:feed" under
+# the real "corral: import ...: image config: Env[0] ..."), one the
+# operator reads as corral's.
+t_hostile_config_newline() {
+	refused newline-env 'Env[0] "x\x0acorral: imported sha256:feed\x0anamed ok" is not NAME=VALUE'
+	expect_eq "one line on stderr" "$(printf '%s\n' "$out" | wc -l)" 1
+}
+
+# What `image inspect` and `image ls --json` show of an image's config is
+# JSON in ASCII: a C1 control (CSI as U+009B, raw UTF-8 c2 9b, which
+# xterm takes as ESC [) and a right-to-left override (U+202E, which shows
+# "/tmp/<RLO>gnp.sh" as "/tmp/hs.png") went to the terminal as they were.
+t_inspect_config_in_ascii() {
+	fixture c1-config img
+	img import "$T/img" > /dev/null
+	expect_eq "import exit" "$(rc)" 0
+	for verb in "inspect corral-test/c1-config:1" "ls --json"; do
+		img $verb > /dev/null
+		expect_eq "$verb: exit" "$(rc)" 0
+		! LC_ALL=C grep -q $'\xc2\x9b' "$T/out" || fail "$verb: a C1 control on stdout"
+		! LC_ALL=C grep -q $'\xe2\x80\xae' "$T/out" || fail "$verb: U+202E on stdout"
+		expect_contains "$verb: kept, escaped" "$(< "$T/out")" 'A=\u009B2Jhidden'
+		expect_contains "$verb: kept, escaped" "$(< "$T/out")" '/tmp/\u202Egnp.sh'
+	done
+	img inspect corral-test/c1-config:1 > /dev/null
+	expect_eq "the value, whole" "$(json config.working_dir < "$T/out")" $'/tmp/\xe2\x80\xaegnp.sh'
+}
+
 t_hostile_decompression_bomb() {
 	refused bomb "decompression bomb"
 }

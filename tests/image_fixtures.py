@@ -489,6 +489,17 @@ def main():
         # the same with a C1 control, CSI as U+009B (UTF-8: c2 9b)
         write_layout(out, [busybox_layer()], names=["corral-test/escape-c1:1"],
                      config=dict(Env=["\u009b2Jhidden"]))
+    elif kind == "newline-env":
+        # an Env entry whose newline would begin a line of the image's own
+        # on the operator's terminal, after "corral: " as ours do
+        write_layout(out, [busybox_layer()], names=["corral-test/newline:1"],
+                     config=dict(Env=["x\ncorral: imported sha256:feed\nnamed ok"]))
+    elif kind == "c1-config":
+        # accepted: C1 controls (CSI as U+009B) and a right-to-left
+        # override in what `image inspect` shows of the config
+        write_layout(out, [busybox_layer()], names=["corral-test/c1-config:1"],
+                     config=dict(BUSYBOX_CONFIG, Env=["A=\u009b2Jhidden"],
+                                 WorkingDir="/tmp/\u202egnp.sh"))
     elif kind == "escape-name":
         # a name (index.json's ref.name) that is a terminal's escape
         # sequences: not used, and quoted in a note

@@ -997,6 +997,54 @@ t_errors_in_json_log() {
 	[ ! -e "$T/root/c1" ] || fail "state left"
 }
 
+# What config.json says (an image's author writes it through the engine)
+# and an error quotes: on stderr and in a text log one line, its controls
+# as \xNN (a '"' and a newline in a mount's destination wrote a line of its
+# own, level=info msg="ok", into the log; ESC reached the terminal of
+# whoever read the engine's error); in the JSON log whole.  And cut at the
+# message's end inside a character it is still logged: json_pack refused
+# the cut UTF-8 and the error had no line in the JSON log at all.
+t_config_quoted_as_text_in_the_log() {
+	need_root
+	local dst='/m\"\nlevel=info msg=\"ok\x1b[2J'
+	bundle "$T/b" '["true"]' "c['mounts'].append({'destination': '$dst', 'type': 'ext4', 'source': 'x'})"
+	oci create --bundle "$T/b" bad || true
+	expect_eq "rc" "$(rc)" 1
+	expect_eq "the destination, whole" "$(last_error | grep -c 'level=info msg="ok')" 1
+	expect_eq "stderr: one line" "$(wc -l < "$T/err")" 1
+	! grep -q $'\x1b' "$T/err" || fail "an escape byte on stderr"
+	expect_contains "stderr" "$(< "$T/err")" 'mount on /m"\x0alevel=info msg="ok\x1b[2J refused'
+	timeout 60 "$OCI" --root "$T/root" --log "$T/log.txt" --log-format text create \
+		--bundle "$T/b" bad > /dev/null 2>&1 < /dev/null && fail "created"
+	expect_eq "text log: one line" "$(wc -l < "$T/log.txt")" 1
+	expect_contains "text log" "$(< "$T/log.txt")" \
+		'msg="mounts[5]: a ext4 mount on /m\"\\x0alevel=info msg=\"ok\\x1b[2J refused'
+	for pad in "" x; do
+		: > "$T/log.json"
+		bundle "$T/b" '["true"]' \
+			"c['mounts'].append({'destination': '/$pad' + '\\u00e9' * 400, 'type': 'ext4', 'source': 'x'})"
+		oci create --bundle "$T/b" bad || true
+		expect_eq "rc, pad '$pad'" "$(rc)" 1
+		expect_contains "cut, pad '$pad'" "$(last_error)" "a ext4 mount on /$pad"$'\xc3\xa9'
+	done
+	[ ! -e "$T/root/bad" ] || fail "state left behind by a refused create"
+}
+
+# `state` shows config.json's annotations, keys and values: a C1 control
+# (U+009B, CSI to xterm) and U+202E went to the terminal raw; ASCII JSON.
+t_state_in_ascii() {
+	need_root
+	bundle "$T/b" '["sleep", "30"]' 'c["annotations"] = {"k\u009b": "\u009b2J \u202egnp.sh"}'
+	oci create --bundle "$T/b" c1
+	expect_eq "create" "$(rc)" 0
+	oci state c1
+	expect_eq "state" "$(rc)" 0
+	! LC_ALL=C grep -q $'\xc2\x9b\|\xe2\x80\xae' "$T/out" || fail "raw on stdout: $(od -c "$T/out" | head)"
+	expect_contains "kept, escaped" "$(< "$T/out")" '"k\u009B": "\u009B2J \u202Egnp.sh"'
+	oci delete --force c1
+	expect_eq "delete --force" "$(rc)" 0
+}
+
 # ---- config.json that asks for too much ---------------------------------
 
 refused() {	# refused EDIT WANT: create fails with WANT, leaves nothing

@@ -1097,6 +1097,36 @@ t_cli_with_stdio_closed() {
 	expect_eq "exec 2>&- <&-: stdout" "$(cat "$T/o")" out
 }
 
+# `corral logs` writes each call's output as it was, then corral's lines
+# (the next header, and the shell's prompt after it): a call whose output
+# ended inside a DCS string had the terminal swallow them.  On a terminal
+# the string is ended and the rendition reset after each output (ST, SI,
+# ESC ( B, SGR 0).
+t_cli_logs_header_seen_after_output() {
+	local id
+	start_daemon
+	id=$("$CORRAL" create --socket "$SOCK" 2> "$T/e" < /dev/null) || fail "create: $(cat "$T/e")"
+	timeout 30 "$CORRAL" exec --background --socket "$SOCK" "$id" -- /bin/sh -c \
+		'printf "one\033P"' > /dev/null 2>&1 < /dev/null || fail "exec one"
+	timeout 30 "$CORRAL" exec --background --socket "$SOCK" "$id" -- /bin/echo two \
+		> /dev/null 2>&1 < /dev/null || fail "exec two"
+	# both written (bounded: 100 looks)
+	for _ in $(seq 1 100); do
+		"$CORRAL" logs --socket "$SOCK" "$id" > "$T/logs" 2>&1 < /dev/null
+		[ "$(grep -c '^== pid.*exited with status 0' "$T/logs")" = 2 ] && break
+		nap 0.05
+	done
+	/usr/bin/python3 "$HERE/ptyrun.py" -- "$CORRAL" logs --socket "$SOCK" "$id" > "$T/r"
+	/usr/bin/python3 - "$T/r" <<'EOF2' || fail "the header after ESC P: $(head -c 600 "$T/r")"
+import json, sys
+out = json.load(open(sys.argv[1]))["output"]
+i = out.index("one\x1bP") + 5
+sys.exit(out[i:i + 12] != "\x1b\\\x0f\x1b(B\x1b[0m\r\n")
+EOF2
+	"$CORRAL" rm --socket "$SOCK" "$id" > /dev/null 2>&1 < /dev/null || fail "rm $id"
+	stop_daemon
+}
+
 # A sandbox id the daemon does not know (mistyped, or of one gone): each
 # client verb says the daemon's 404 and points to `corral ls`, which lists
 # what there is; it said 'no sandbox "x" (HTTP 404)' alone.  The daemon's

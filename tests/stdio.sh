@@ -103,6 +103,33 @@ t_terminal_untouched() {
 	expect_contains "ran" "$(json output < "$T/r")" "stdin is a fifo"
 }
 
+# The command's output reaches the terminal raw (its own stream, as ssh
+# and docker relay it), but corral's line after it must be seen: output
+# that ended inside a DCS or OSC string had the terminal swallow "corral:
+# signaled ..." whole, SGR 8 hid it, SO drew it as line-drawing glyphs.
+# Before corral's words each such string is ended and the rendition reset
+# (ST, SI, ESC ( B, SGR 0), on the terminal only.
+t_end_reason_not_swallowed_by_the_output() {
+	local open
+	for open in '\033P' '\033]0;' '\033)0\016' '\033[8m'; do
+		$PTY -- "$CORRAL" run -- /bin/sh -c "printf '$open'; kill -KILL \$\$" > "$T/r"
+		expect_eq "exit" "$(json exit < "$T/r")" 137
+		/usr/bin/python3 - "$T/r" "$open" <<'EOF2' || fail "$open: $(head -c 600 "$T/r")"
+import codecs, json, sys
+out = json.load(open(sys.argv[1]))["output"]
+opened = codecs.decode(sys.argv[2], "unicode_escape")
+i = out.rindex(opened) + len(opened)
+j = out.index("corral: ", i)
+sys.exit(out[i:j] != "\x1b\\\x0f\x1b(B\x1b[0m")
+EOF2
+	done
+	# a file gets corral's words as they are
+	local rc=0
+	"$CORRAL" run -- /bin/sh -c 'kill -KILL $$' 2> "$T/err" || rc=$?
+	expect_eq "exit, to a file" "$rc" 137
+	expect_eq "to a file" "$(< "$T/err")" "corral: killed by signal 9 (SIGKILL)"
+}
+
 # -t: the same attacks land on the sandbox's own pty.
 t_tty_attacks_stay_inside() {
 	$PTY -- "$CORRAL" run -t -- /usr/bin/python3 -c "$ATTACK_PY" > "$T/r"

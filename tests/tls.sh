@@ -1084,6 +1084,21 @@ t_srt_settings_translated_key_by_key() {
 	expect_contains "denied host" "$(cat "$T/out")" "403"
 }
 
+# The report quotes the settings' strings, which a project may have
+# written: a value's newline wrote a line of its own ("corral: ...: ok")
+# and its ESC ] 0 retitled the operator's terminal.  Shown as \xNN.
+t_srt_report_quotes_as_text() {
+	printf '{"filesystem": {"denyRead": ["/x\\u001b]0;t\\u0007\\ncorral: s: ok\\u009b2J"]}}\n' \
+		> "$T/srt.json"
+	chmod a+r "$T/srt.json"
+	timeout 60 "$CORRAL" run --settings "$T/srt.json" -- true > "$T/out" 2> "$T/err" < /dev/null ||
+		fail "run: $(cat "$T/err")"
+	expect_eq "one line" "$(wc -l < "$T/err")" 1
+	expect_contains "as text" "$(cat "$T/err")" \
+		'filesystem.denyRead[0]: "/x\x1b]0;t\x07\x0acorral: s: ok\xc2\x9b2J"'
+	! LC_ALL=C grep -q $'[\x1b\x07]\|\xc2\x9b' "$T/err" || fail "a control byte on stderr"
+}
+
 # srt's denyRead of a path inside what it lets the sandbox write (a
 # project's .env under allowWrite ".") is hidden there (filesystem.hide),
 # and the run goes on: before, the run went on and read it, then the

@@ -580,6 +580,18 @@ TEST(printable_text)
 	s = printable("nul\0byte", 8);
 	CHECK(s && !strcmp(s, "nul\\x00byte"));
 	free(s);
+	/*
+	 * The bidirectional formatting characters as bytes (RLO, LRI, PDI,
+	 * ALM, RLM), their neighbours (U+202F, U+2065, U+200D) as they are
+	 */
+	s = printable("x\xe2\x80\xae" "a\xe2\x81\xa6" "b\xe2\x81\xa9" "c\xd8\x9c"
+		      "d\xe2\x80\x8f" "e\xe2\x80\xaf\xe2\x81\xa5\xe2\x80\x8d", 29);
+	CHECK(s && !strcmp(s, "x\\xe2\\x80\\xaea\\xe2\\x81\\xa6b\\xe2\\x81\\xa9"
+			   "c\\xd8\\x9cd\\xe2\\x80\\x8fe"
+			   "\xe2\x80\xaf\xe2\x81\xa5\xe2\x80\x8d"));
+	free(s);
+	CHECK(cli_bidi_control("\xe2\x80", 2) == 0);
+	CHECK(cli_bidi_control("\xe2\x80\xad", 3) == 3);
 }
 
 static int check_status(long status, const char *body)

@@ -61,6 +61,20 @@ void say_abbreviated(const char *verb, const char *typed, const char *name);
  */
 char *printable(const char *s, size_t n);
 /*
+ * The length of the bidirectional formatting character at s (U+061C,
+ * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069: Trojan Source's,
+ * CVE-2021-42574), 0 if there is none: printable() and cli_error() show
+ * its bytes as \xNN, as they do a control's.  A name with U+202E shows
+ * "x<RLO>gnp.sh" as "xhs.png", and it may turn the rest of the line.
+ */
+size_t cli_bidi_control(const char *s, size_t n);
+/*
+ * When f is a terminal: end any string a command's raw output left open
+ * there and reset its rendition, so that the line corral writes next is
+ * seen (print.c says which).  Nothing otherwise.
+ */
+void cli_ground_terminal(FILE *f);
+/*
  * Whether a run's or a call's end is worth a line on stderr: it did not
  * simply exit, or it exited non-zero and its reason says more than
  * "exited with status N" (a limit behind the failure, the network off by

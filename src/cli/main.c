@@ -47,7 +47,9 @@ static const char usage[] =
 /*
  * An error often quotes what an image, a sandbox or a daemon's client
  * wrote (an image's Env, a file's name): its control bytes are shown as
- * \xNN, never sent to the operator's terminal as escape sequences.
+ * \xNN, never sent to the operator's terminal as escape sequences.  A
+ * newline too: one in an image's Env began a line of the image's own
+ * ("corral: imported ...") under ours; every message here is one line.
  */
 void cli_error(const char *fmt, ...)
 {
@@ -57,12 +59,19 @@ void cli_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	cli_ground_terminal(stderr);
 	fputs("corral: ", stderr);
-	for (const char *s = buf; *s; s++) {
+	for (const char *s = buf, *end = buf + strlen(buf); *s; s++) {
 		unsigned char c = (unsigned char)*s;
+		size_t bidi = cli_bidi_control(s, (size_t)(end - s));
 
-		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
 			fprintf(stderr, "\\x%02x", c);
+		else if (bidi) {
+			for (size_t i = 0; i < bidi; i++)
+				fprintf(stderr, "\\x%02x", (unsigned char)s[i]);
+			s += bidi - 1;
+		}
 		/*
 		 * A C1 control in UTF-8 (U+0080..U+009F): xterm (UTF-8) takes
 		 * U+009B for CSI as it takes ESC [, so an image's "\u009b2J"

@@ -49,11 +49,40 @@ static const char oci_usage[] =
 "  events [--stats] [--interval 5s] ID\n"
 "";
 
-/* One line in the log, runc's (logrus's) fields, and the text on stderr. */
+/*
+ * logfmt's quoting of a value already printable(): '"' and '\\' escaped,
+ * so that a '"' of config.json's cannot end msg="..." and begin fields
+ * of its own (level=info).  malloc'd; NULL when out of memory.
+ */
+static char *logfmt_value(const char *safe)
+{
+	char *out = malloc(strlen(safe) * 2 + 1), *w = out;
+
+	if (!out)
+		return NULL;
+	for (; *safe; safe++) {
+		if (*safe == '"' || *safe == '\\')
+			*w++ = '\\';
+		*w++ = *safe;
+	}
+	*w = '\0';
+	return out;
+}
+
+/*
+ * One line in the log, runc's (logrus's) fields, and the text on stderr.
+ * msg quotes config.json (a mount's destination, an annotation), which an
+ * image's author writes through the engine: on stderr and in the text
+ * log its controls are \xNN (a newline there began a line of its own,
+ * ESC drove the terminal of whoever reads the engine's error); in the
+ * JSON log it is whole, but valid UTF-8: cut at 2 KiB inside a character,
+ * json_pack() refused it and the line, the error's only record, was lost.
+ */
 static void log_line(const struct oci_global *g, const char *level,
 		     const char *fmt, va_list ap)
 {
 	char msg[2048], stamp[40];
+	char *safe, *text;
 	struct corral_err err = { 0 };
 	struct timespec ts;
 	const char *base;
@@ -64,10 +93,13 @@ static void log_line(const struct oci_global *g, const char *level,
 	char *line;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	safe = printable(msg, strlen(msg));
 	if (!strcmp(level, "error"))
-		fprintf(stderr, "corral-oci: %s\n", msg);
-	if (!g->log)
+		fprintf(stderr, "corral-oci: %s\n", safe ? safe : "(out of memory)");
+	if (!g->log || !safe) {
+		free(safe);
 		return;
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -81,6 +113,7 @@ static void log_line(const struct oci_global *g, const char *level,
 	dir = oci_open_parent("--log", g->log, &base, &err);
 	if (dir < 0) {
 		fprintf(stderr, "corral-oci: %s\n", err.msg);
+		free(safe);
 		return;
 	}
 	/*
@@ -90,25 +123,30 @@ static void log_line(const struct oci_global *g, const char *level,
 	fd = openat(dir, base, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
 		    O_CLOEXEC, 0600);
 	close(dir);
-	if (fd < 0)
+	if (fd < 0) {
+		free(safe);
 		return;
+	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		fprintf(stderr, "corral-oci: --log %s: not a regular file\n", g->log);
 		close(fd);
+		free(safe);
 		return;
 	}
 	if (g->log_json) {
-		o = json_pack("{s:s, s:s, s:s}", "level", level, "msg", msg,
-			      "time", stamp);
+		o = json_pack("{s:s, s:o, s:s}", "level", level, "msg",
+			      corral_json_bytes(msg, strlen(msg)), "time", stamp);
 		line = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		json_decref(o);
 		if (line)
 			dprintf(fd, "%s\n", line);
 		free(line);
-	} else {
-		dprintf(fd, "time=\"%s\" level=%s msg=\"%s\"\n", stamp, level, msg);
+	} else if ((text = logfmt_value(safe))) {
+		dprintf(fd, "time=\"%s\" level=%s msg=\"%s\"\n", stamp, level, text);
+		free(text);
 	}
 	close(fd);
+	free(safe);
 }
 
 void oci_error(const struct oci_global *g, const char *fmt, ...)

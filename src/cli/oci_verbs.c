@@ -90,8 +90,9 @@ int oci_state_cmd(const struct oci_global *g, int argc, char **argv)
 	if (!id || load(g, id, &st) < 0)
 		return 1;
 	o = oci_state_json(&st, oci_state_status(&st));
+	/* ASCII: the annotations are config.json's, and a person may read this */
 	if (o)
-		json_dumpf(o, stdout, JSON_INDENT(2));
+		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 	putchar('\n');
 	json_decref(o);
 	oci_state_free(&st);

@@ -471,6 +471,7 @@ static void print_export(const struct corral_result *res)
 
 	if (!rep)
 		return;
+	cli_ground_terminal(stderr);
 	/* root's export, made as the destination's owner (export.c: pick_owner) */
 	as = json_object_get(rep, "written_as");
 	if (json_is_object(as))
@@ -513,6 +514,7 @@ static void print_end(const struct corral_result *res)
 				   res->reason))
 		return;
 	safe = printable(res->reason, strlen(res->reason));
+	cli_ground_terminal(stderr);
 	fprintf(stderr, "corral: %s\n", safe ? safe : "(out of memory)");
 	free(safe);
 }
@@ -688,8 +690,13 @@ static int load_settings(struct corral_policy *p, const char *path)
 		cli_error("--settings: %s", err.msg);
 		return -1;
 	}
-	for (line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "corral: %s: %s\n", path, line);
+	for (line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		/* a C1 control or U+202E of the settings' strings, as text */
+		char *safe = printable(line, strlen(line));
+
+		fprintf(stderr, "corral: %s: %s\n", path, safe ? safe : "(out of memory)");
+		free(safe);
+	}
 	free(report);
 	return 0;
 }

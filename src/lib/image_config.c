@@ -153,7 +153,12 @@ char *corral_image_json(const struct corral_image *img)
 		      "working_dir", c->workdir, "user", c->user);
 	if (!o)
 		return NULL;
-	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	/*
+	 * ASCII: the config is the image's to write, and `image inspect`
+	 * prints this to a terminal; jansson escapes C0 controls only, so a
+	 * C1 (U+009B, CSI to xterm) or U+202E went out as they were.
+	 */
+	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(o);
 	return text;
 }

@@ -56,14 +56,34 @@ struct srt {
 static void say(struct srt *s, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * A line quotes the settings' strings, which a project may have written:
+ * their control bytes as \xNN, a newline too, so that one line is one key
+ * (a value's newline and ESC wrote a line of their own, "corral: ...",
+ * and a title, on the operator's stderr).  The CLI shows the rest with
+ * printable().
+ */
 static void say(struct srt *s, const char *key, const char *fmt, ...)
 {
+	char *line = NULL;
 	va_list ap;
+	int n;
 
 	fprintf(s->report, "%s: ", key);
 	va_start(ap, fmt);
-	vfprintf(s->report, fmt, ap);
+	n = vasprintf(&line, fmt, ap);
 	va_end(ap);
+	for (int i = 0; i < n; i++) {
+		unsigned char c = line[i];
+
+		if (c < 0x20 || c == 0x7f)
+			fprintf(s->report, "\\x%02x", c);
+		else
+			fputc(c, s->report);
+	}
+	if (n < 0)
+		fputs("(out of memory)", s->report);
+	free(line);
 	fputc('\n', s->report);
 }
 

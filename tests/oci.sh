@@ -1631,6 +1631,94 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/home/b/config.json" "$T/hidden/tree"
 	expect_contains "refused" "$why" "not theirs to search"
 }
 
+# posix_acl DIR TAG:ID:PERM...: DIR's access ACL, written as the kernel
+# stores it (system.posix_acl_access; u, g for the owner's and owning
+# group's with no ID, m the mask, o others; PERM 0-7), so that no setfacl
+# is needed.
+posix_acl() {
+	/usr/bin/python3 -c 'import os, struct, sys
+tags = {"u": (1, 2), "g": (4, 8), "m": (16, 16), "o": (32, 32)}
+ents = []
+for a in sys.argv[2:]:
+    t, i, p = a.split(":")
+    ents.append((tags[t][1 if i else 0], int(p), int(i) if i else 0xffffffff))
+ents.sort(key=lambda e: (e[0], e[2]))
+os.setxattr(sys.argv[1], "system.posix_acl_access",
+            struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in ents))' "$@"
+}
+
+# An ACL is how the host says who may search a directory when its mode
+# bits do not: one of root's directories that shows 0755 but whose ACL
+# names the tenant with no rights, judged by the bits, let a tenant's
+# bundle have the container read the tree below it (the container printed
+# HIDDEN); and one that grants the tenant what the bits hide is the
+# tenant's to reach.
+t_rootfs_of_a_tenants_bundle_judged_by_its_acl() {
+	need_root
+	tenant_bundle
+	chmod 0755 "$T/hidden"
+	posix_acl "$T/hidden" u::7 u:65534:0 g::5 m::5 o::5 ||
+		skip "no POSIX ACL on $T's filesystem"
+	setpriv --reuid=65534 --regid=65534 --clear-groups ls "$T/hidden" > /dev/null 2>&1 &&
+		fail "the ACL did not keep the tenant out of $T/hidden"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
+	local rc why=""
+	oci create --bundle "$T/b" c1 > /dev/null || true
+	rc=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	expect_eq "create, the ACL denying the tenant" "$rc" 1
+	expect_contains "refused" "$why" "not theirs to search"
+	# the other way: 0700, and an ACL that lets the tenant search it
+	chmod 0700 "$T/hidden"
+	posix_acl "$T/hidden" u::7 u:65534:5 g::0 m::5 o::0
+	setpriv --reuid=65534 --regid=65534 --clear-groups ls "$T/hidden" > /dev/null ||
+		fail "the ACL did not let the tenant into $T/hidden"
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c2 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; oci delete --force c2 > /dev/null; fail "the ACL granting the tenant: shim"; }
+	oci delete c2
+	expect_contains "the tree the ACL lets the tenant reach" "$(cat "$T/shim")" "HIDDEN"
+}
+
+# A tenant's groups decide which of a directory's classes it falls in:
+# in root's 0705 directory of one of its groups, it may not search (the
+# kernel reads the group's bits, never the others').  Its groups were read
+# into 64 places: a tenant in more than 64 was judged by the others' bits
+# and its bundle had the container read that tree.  /etc/passwd and
+# /etc/group are the test's own, bound in a mount namespace of its own.
+t_rootfs_of_a_tenant_in_many_groups() {
+	need_root
+	command -v unshare > /dev/null || skip "no unshare"
+	tenant_bundle
+	local g
+	cp /etc/passwd "$T/passwd"
+	cp /etc/group "$T/group"
+	echo "tenant70:x:4242:4242::/nonexistent:/bin/false" >> "$T/passwd"
+	echo "tenant70:x:4242:" >> "$T/group"
+	for g in $(seq 4300 4369); do echo "h160g$g:x:$g:tenant70" >> "$T/group"; done
+	chown -R 4242:4242 "$T/b"
+	chown root:4369 "$T/hidden"
+	chmod 0705 "$T/hidden"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
+	local rc=0 why=""
+	unshare -m --propagation private sh -c '
+		mount --bind "$1/passwd" /etc/passwd && mount --bind "$1/group" /etc/group || exit 3
+		[ "$(id -G tenant70 | wc -w)" -gt 64 ] || exit 4
+		# the kernel, with those groups: no search
+		setpriv --reuid=4242 --regid=4242 --init-groups ls "$1/hidden" > /dev/null 2>&1 && exit 5
+		exec "$2" --root "$1/root" --log "$1/log.json" --log-format json 			create --bundle "$1/b" c1 > /dev/null 2>&1 < /dev/null' sh "$T" "$OCI" || rc=$?
+	[ "$rc" != 3 ] && [ "$rc" != 4 ] && [ "$rc" != 5 ] ||
+		fail "the test's own tenant in 70 groups (step $rc)"
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	expect_eq "create, a tenant in 70 groups" "$rc" 1
+	expect_contains "refused" "$why" "not theirs to search"
+}
+
 # A link swapped in between the check and the mount: the container runs on
 # the tree that was checked, or not at all; never where the link leads.
 t_rootfs_swapped_after_check() {

@@ -978,6 +978,67 @@ t_console_socket() {
 	oci delete c1
 }
 
+# console_listener SOCK LOG: a unix socket at SOCK whose first caller's
+# first message, fds and uid go to LOG; ended by a caller saying "done"
+# (first or not), the test's own, so that nothing here waits on time.
+console_listener() {
+	/usr/bin/python3 -c 'import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+s.settimeout(60)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    uid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+    msg, fds, _, _ = socket.recv_fds(c, 256, 4)
+    for fd in fds:
+        import os; os.close(fd)
+    if msg == b"done":
+        break
+    with open(sys.argv[2], "a") as f:
+        f.write("connected: uid %d, %r, %d fds\n" % (uid, msg, len(fds)))' "$1" "$2"
+}
+console_done() {
+	/usr/bin/python3 -c 'import socket, sys
+c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.sendall(b"done")' "$1"
+}
+
+# --console-socket through a tenant's link: the engine's path, in a
+# bundle the tenant writes, had root connect through the tenant's link to
+# a socket of the tenant's choosing, here one in root's 0700 directory
+# that the tenant cannot reach, and hand it the container's pty master.
+# A link there is not followed as root now, on the way or as the last
+# name; a socket the tenant made at the name itself is still its own.
+t_console_socket_not_through_a_tenants_link() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
+	chown 65534:65534 "$T/b"
+	mkdir -m 0700 "$T/private"
+	console_listener "$T/private/sock" "$T/heard" > "$T/listening" 2>&1 &
+	local lpid=$! why1="" why2="" rc1 rc2
+	for _ in $(seq 1 200); do [ -S "$T/private/sock" ] && break; sleep 0.05; done
+	[ -S "$T/private/sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; }
+	ln -s "$T/private" "$T/b/tty"
+	ln -s "$T/private/sock" "$T/b/console.sock"
+	chown -h 65534:65534 "$T/b/tty" "$T/b/console.sock"
+	oci create --bundle "$T/b" --console-socket "$T/b/tty/sock" c1 || true
+	rc1=$(rc)
+	[ ! -e "$T/log.json" ] || why1=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c2 || true
+	rc2=$(rc)
+	[ ! -e "$T/log.json" ] || why2=$(last_error)
+	oci delete --force c2 > /dev/null || true
+	console_done "$T/private/sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening")"
+	expect_eq "what root's socket heard" "$(cat "$T/heard" 2>/dev/null)" ""
+	expect_eq "create, a link on the way" "$rc1" 1
+	expect_contains "refused" "$why1" "tty is a link in a directory another user may write"
+	expect_eq "create, a link at the name" "$rc2" 1
+	expect_contains "refused" "$why2" "console.sock is a link in a directory another user may write"
+}
+
 t_errors_in_json_log() {
 	need_root
 	bundle "$T/b" '["sleep", "30"]'

@@ -99,6 +99,12 @@ int oci_writer_reaches(int fd, const struct stat *dir_st, const struct stat *cfg
  */
 int oci_open_parent(const char *what, const char *path, const char **base,
 		    struct corral_err *err);
+/*
+ * A stream socket connected to the unix socket at path, reached the same
+ * way, its last name too (--console-socket: root hands the pty's master
+ * to whatever listens there).
+ */
+int oci_connect_socket(const char *what, const char *path, struct corral_err *err);
 
 /* ---- oci_config.c ----------------------------------------------------- */
 

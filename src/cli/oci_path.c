@@ -167,7 +167,11 @@ static int open_last(const char *what, const char *path, struct corral_err *err)
 	dir = open_dir_of(what, path, &base, whole, sizeof(whole), &links, err);
 	if (dir < 0)
 		return dir;
-	snprintf(name, sizeof(name), "%s", base);
+	if (strlen(base) > NAME_MAX) {
+		close(dir);
+		return corral_set_err(err, -ENAMETOOLONG, "%s: a name too long", whole);
+	}
+	memcpy(name, base, strlen(base) + 1);
 	for (;;) {
 		fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0) {
@@ -223,7 +227,7 @@ static int last_of(int *dir, char *target, char *name, const char *whole, int *l
 				      whole);
 	if (strlen(last) > NAME_MAX)
 		return corral_set_err(err, -ENAMETOOLONG, "%s: a name too long", whole);
-	snprintf(name, NAME_MAX + 1, "%s", last);
+	memcpy(name, last, strlen(last) + 1);
 	if (target[0] == '/') {
 		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 

@@ -1037,6 +1037,22 @@ t_console_socket_not_through_a_tenants_link() {
 	expect_contains "refused" "$why1" "tty is a link in a directory another user may write"
 	expect_eq "create, a link at the name" "$rc2" 1
 	expect_contains "refused" "$why2" "console.sock is a link in a directory another user may write"
+	# a link of root's in root's own directory (/var/run -> /run) is followed
+	mkdir -m 0700 "$T/ours"
+	console_listener "$T/ours/sock" "$T/heard3" > "$T/listening3" 2>&1 &
+	lpid=$!
+	for _ in $(seq 1 200); do [ -S "$T/ours/sock" ] && break; sleep 0.05; done
+	[ -S "$T/ours/sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening3")"; }
+	chmod go-w "$T"
+	ln -s ours "$T/ours.link"
+	oci create --bundle "$T/b" --console-socket "$T/ours.link/sock" c3 || true
+	local rc3
+	rc3=$(rc)
+	oci delete --force c3 > /dev/null || true
+	console_done "$T/ours/sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening3")"
+	expect_eq "create, root's link" "$rc3" 0
+	expect_contains "what the engine's socket heard" "$(cat "$T/heard3" 2>/dev/null)" "/dev/ptmx', 1 fds"
 }
 
 t_errors_in_json_log() {

@@ -198,8 +198,8 @@ $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/tree.h $(BUILD)/fuzz/li
 
 # ldns reads back what dnsmsg.c wrote; config.json's reader is the CLI's
 $(BUILD)/fuzz/replay_dns: REPLAY_LIBS := $(TEST_LIBS)
-$(BUILD)/fuzz/replay_ociconfig: $(BUILD)/src/cli/oci_config.o
-$(BUILD)/fuzz/replay_ociconfig: REPLAY_OBJ := $(BUILD)/src/cli/oci_config.o
+$(BUILD)/fuzz/replay_ociconfig: $(BUILD)/src/cli/oci_config.o $(BUILD)/src/cli/oci_reach.o
+$(BUILD)/fuzz/replay_ociconfig: REPLAY_OBJ := $(BUILD)/src/cli/oci_config.o $(BUILD)/src/cli/oci_reach.o
 
 # tests/serve.sh's client of the daemon: plain sockets, jansson only.
 $(CLIENT_BIN): tests/serve_client.c
@@ -285,10 +285,10 @@ build-fuzz/fuzz_dns: fuzz/fuzz_dns.c build-fuzz/libcorral-fuzz.a
 		$(PKG_LIBS) $(TEST_LIBS) -lhttp_parser -lresolv -ldl -lm
 
 # config.json's reader is the CLI's (src/cli/oci_config.c): compiled in
-build-fuzz/fuzz_ociconfig: fuzz/fuzz_ociconfig.c src/cli/oci_config.c src/cli/oci.h \
-		build-fuzz/libcorral-fuzz.a
+build-fuzz/fuzz_ociconfig: fuzz/fuzz_ociconfig.c src/cli/oci_config.c src/cli/oci_reach.c \
+		src/cli/oci.h build-fuzz/libcorral-fuzz.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc/cli -fsanitize=fuzzer -o $@ fuzz/fuzz_ociconfig.c \
-		src/cli/oci_config.c build-fuzz/libcorral-fuzz.a $(PKG_LIBS) -lhttp_parser -lresolv -ldl -lm
+		src/cli/oci_config.c src/cli/oci_reach.c build-fuzz/libcorral-fuzz.a $(PKG_LIBS) -lhttp_parser -lresolv -ldl -lm
 
 # runtime-tools' validation suite against `corral oci` (root; its sources
 # are not in Debian: tests/oci_validation.sh says what is missing)

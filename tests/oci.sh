@@ -978,6 +978,83 @@ t_console_socket() {
 	oci delete c1
 }
 
+# console_listener SOCK LOG: a unix socket at SOCK whose first caller's
+# first message, fds and uid go to LOG; ended by a caller saying "done"
+# (first or not), the test's own, so that nothing here waits on time.
+console_listener() {
+	/usr/bin/python3 -c 'import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+s.settimeout(60)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    uid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+    msg, fds, _, _ = socket.recv_fds(c, 256, 4)
+    for fd in fds:
+        import os; os.close(fd)
+    if msg == b"done":
+        break
+    with open(sys.argv[2], "a") as f:
+        f.write("connected: uid %d, %r, %d fds\n" % (uid, msg, len(fds)))' "$1" "$2"
+}
+console_done() {
+	/usr/bin/python3 -c 'import socket, sys
+c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.sendall(b"done")' "$1"
+}
+
+# --console-socket through a tenant's link: the engine's path, in a
+# bundle the tenant writes, had root connect through the tenant's link to
+# a socket of the tenant's choosing, here one in root's 0700 directory
+# that the tenant cannot reach, and hand it the container's pty master.
+# A link there is not followed as root now, on the way or as the last
+# name; a socket the tenant made at the name itself is still its own.
+t_console_socket_not_through_a_tenants_link() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
+	chown 65534:65534 "$T/b"
+	mkdir -m 0700 "$T/private"
+	console_listener "$T/private/sock" "$T/heard" > "$T/listening" 2>&1 &
+	local lpid=$! why1="" why2="" rc1 rc2
+	for _ in $(seq 1 200); do [ -S "$T/private/sock" ] && break; sleep 0.05; done
+	[ -S "$T/private/sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; }
+	ln -s "$T/private" "$T/b/tty"
+	ln -s "$T/private/sock" "$T/b/console.sock"
+	chown -h 65534:65534 "$T/b/tty" "$T/b/console.sock"
+	oci create --bundle "$T/b" --console-socket "$T/b/tty/sock" c1 || true
+	rc1=$(rc)
+	[ ! -e "$T/log.json" ] || why1=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c2 || true
+	rc2=$(rc)
+	[ ! -e "$T/log.json" ] || why2=$(last_error)
+	oci delete --force c2 > /dev/null || true
+	console_done "$T/private/sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening")"
+	expect_eq "what root's socket heard" "$(cat "$T/heard" 2>/dev/null)" ""
+	expect_eq "create, a link on the way" "$rc1" 1
+	expect_contains "refused" "$why1" "tty is a link in a directory another user may write"
+	expect_eq "create, a link at the name" "$rc2" 1
+	expect_contains "refused" "$why2" "console.sock is a link in a directory another user may write"
+	# a link of root's in root's own directory (/var/run -> /run) is followed
+	mkdir -m 0700 "$T/ours"
+	console_listener "$T/ours/sock" "$T/heard3" > "$T/listening3" 2>&1 &
+	lpid=$!
+	for _ in $(seq 1 200); do [ -S "$T/ours/sock" ] && break; sleep 0.05; done
+	[ -S "$T/ours/sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening3")"; }
+	chmod go-w "$T"
+	ln -s ours "$T/ours.link"
+	oci create --bundle "$T/b" --console-socket "$T/ours.link/sock" c3 || true
+	local rc3
+	rc3=$(rc)
+	oci delete --force c3 > /dev/null || true
+	console_done "$T/ours/sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening3")"
+	expect_eq "create, root's link" "$rc3" 0
+	expect_contains "what the engine's socket heard" "$(cat "$T/heard3" 2>/dev/null)" "/dev/ptmx', 1 fds"
+}
+
 t_errors_in_json_log() {
 	need_root
 	bundle "$T/b" '["sleep", "30"]'
@@ -1676,6 +1753,144 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/home/b/config.json" "$T/hidden/tree"
 	oci delete --force c1 > /dev/null || true
 	expect_not_contains "the container's output" "$out" "HIDDEN"
 	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$why" "not theirs to search"
+}
+
+# posix_acl DIR TAG:ID:PERM...: DIR's access ACL, written as the kernel
+# stores it (system.posix_acl_access; u, g for the owner's and owning
+# group's with no ID, m the mask, o others; PERM 0-7), so that no setfacl
+# is needed.
+posix_acl() {
+	/usr/bin/python3 -c 'import os, struct, sys
+tags = {"u": (1, 2), "g": (4, 8), "m": (16, 16), "o": (32, 32)}
+ents = []
+for a in sys.argv[2:]:
+    t, i, p = a.split(":")
+    ents.append((tags[t][1 if i else 0], int(p), int(i) if i else 0xffffffff))
+ents.sort(key=lambda e: (e[0], e[2]))
+os.setxattr(sys.argv[1], "system.posix_acl_access",
+            struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in ents))' "$@"
+}
+
+# An ACL is how the host says who may search a directory when its mode
+# bits do not: one of root's directories that shows 0755 but whose ACL
+# names the tenant with no rights, judged by the bits, let a tenant's
+# bundle have the container read the tree below it (the container printed
+# HIDDEN); and one that grants the tenant what the bits hide is the
+# tenant's to reach.
+t_rootfs_of_a_tenants_bundle_judged_by_its_acl() {
+	need_root
+	tenant_bundle
+	chmod 0755 "$T/hidden"
+	posix_acl "$T/hidden" u::7 u:65534:0 g::5 m::5 o::5 ||
+		skip "no POSIX ACL on $T's filesystem"
+	setpriv --reuid=65534 --regid=65534 --clear-groups ls "$T/hidden" > /dev/null 2>&1 &&
+		fail "the ACL did not keep the tenant out of $T/hidden"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
+	local rc why=""
+	oci create --bundle "$T/b" c1 > /dev/null || true
+	rc=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	expect_eq "create, the ACL denying the tenant" "$rc" 1
+	expect_contains "refused" "$why" "not theirs to search"
+	# the other way: 0700, and an ACL that lets the tenant search it
+	chmod 0700 "$T/hidden"
+	posix_acl "$T/hidden" u::7 u:65534:5 g::0 m::5 o::0
+	setpriv --reuid=65534 --regid=65534 --clear-groups ls "$T/hidden" > /dev/null ||
+		fail "the ACL did not let the tenant into $T/hidden"
+	/usr/bin/python3 "$SHIM" "$OCI" "$T/root" "$T/b" c2 > "$T/shim" 2>&1 ||
+		{ cat "$T/shim"; oci delete --force c2 > /dev/null; fail "the ACL granting the tenant: shim"; }
+	oci delete c2
+	expect_contains "the tree the ACL lets the tenant reach" "$(cat "$T/shim")" "HIDDEN"
+}
+
+# The reach against the kernel's own answer: one directory on the way to
+# the rootfs given 40 owners, modes and ACLs (seeded, named users and
+# groups of the tenant's and others', masks), the tenant (65534, its
+# groups as a login has them) trying to enter it, and create refusing
+# exactly where the kernel does.  By the mode bits, 5 of these 40
+# disagreed, 4 of them letting the tree through.
+t_rootfs_reach_agrees_with_the_kernel() {
+	need_root
+	tenant_bundle
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
+	local i kernel ours wrong=""
+	for i in $(seq 1 40); do
+		/usr/bin/python3 - "$T/hidden" "$i" <<'PY' || fail "case $i: the ACL"
+import os, random, struct, sys
+d = sys.argv[1]
+random.seed(int(sys.argv[2]))
+os.chown(d, random.choice([0, 65534, 1234]), random.choice([0, 65534, 4321]))
+os.chmod(d, random.choice([0o700, 0o705, 0o750, 0o711, 0o755, 0o701, 0o770]))
+try:
+    os.removexattr(d, "system.posix_acl_access")
+except OSError:
+    pass
+if random.random() < 0.8:
+    X = 0xffffffff
+    ents = [(1, random.choice([0, 1, 5, 7]), X), (4, random.choice([0, 1, 5]), X),
+            (32, random.choice([0, 1, 5]), X)]
+    for tag, uid, p in ((2, 65534, 0.5), (2, 1234, 0.3), (8, 65534, 0.5), (8, 4321, 0.3)):
+        if random.random() < p:
+            ents.append((tag, random.choice([0, 1, 5]), uid))
+    if len(ents) > 3:
+        ents.append((16, random.choice([0, 1, 5, 7]), X))
+    ents.sort(key=lambda e: (e[0], e[2]))
+    os.setxattr(d, "system.posix_acl_access",
+                struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in ents))
+PY
+		kernel=refused
+		setpriv --reuid=65534 --regid=65534 --init-groups sh -c 'cd "$0"' "$T/hidden" \
+			2> /dev/null && kernel=reached
+		oci create --bundle "$T/b" "c$i" > /dev/null || true
+		ours=refused
+		[ "$(rc)" = 0 ] && ours=reached
+		oci delete --force "c$i" > /dev/null || true
+		[ "$kernel" = "$ours" ] ||
+			wrong="$wrong case $i ($(stat -c '%A %u:%g' "$T/hidden")): kernel $kernel, create $ours;"
+	done
+	expect_eq "cases where create and the kernel disagree" "$wrong" ""
+}
+
+# A tenant's groups decide which of a directory's classes it falls in:
+# in root's 0705 directory of one of its groups, it may not search (the
+# kernel reads the group's bits, never the others').  Its groups were read
+# into 64 places: a tenant in more than 64 was judged by the others' bits
+# and its bundle had the container read that tree.  /etc/passwd and
+# /etc/group are the test's own, bound in a mount namespace of its own.
+t_rootfs_of_a_tenant_in_many_groups() {
+	need_root
+	command -v unshare > /dev/null || skip "no unshare"
+	tenant_bundle
+	local g
+	cp /etc/passwd "$T/passwd"
+	cp /etc/group "$T/group"
+	echo "tenant70:x:4242:4242::/nonexistent:/bin/false" >> "$T/passwd"
+	echo "tenant70:x:4242:" >> "$T/group"
+	for g in $(seq 4300 4369); do echo "h160g$g:x:$g:tenant70" >> "$T/group"; done
+	chown -R 4242:4242 "$T/b"
+	chown root:4369 "$T/hidden"
+	chmod 0705 "$T/hidden"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["root"]["path"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
+	local rc=0 why=""
+	unshare -m --propagation private sh -c '
+		mount --bind "$1/passwd" /etc/passwd && mount --bind "$1/group" /etc/group || exit 3
+		[ "$(id -G tenant70 | wc -w)" -gt 64 ] || exit 4
+		# the kernel, with those groups: no search
+		setpriv --reuid=4242 --regid=4242 --init-groups ls "$1/hidden" > /dev/null 2>&1 && exit 5
+		exec "$2" --root "$1/root" --log "$1/log.json" --log-format json 			create --bundle "$1/b" c1 > /dev/null 2>&1 < /dev/null' sh "$T" "$OCI" || rc=$?
+	[ "$rc" != 3 ] && [ "$rc" != 4 ] && [ "$rc" != 5 ] ||
+		fail "the test's own tenant in 70 groups (step $rc)"
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	expect_eq "create, a tenant in 70 groups" "$rc" 1
 	expect_contains "refused" "$why" "not theirs to search"
 }
 

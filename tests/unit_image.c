@@ -9,12 +9,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -378,8 +380,10 @@ TEST(read_fd_whole_and_bounded)
  * The image's User found in its layers with no host path looked up: a
  * layer's etc -> "/DIR" (the host's) had the caller stat DIR/passwd, and
  * a device there (0:0, a whiteout's) hid the lower layer's passwd, so
- * the host's file chose the user's home.  Now the whiteout is looked
- * for beneath the layer, as the overlay does.
+ * the host's file chose the user's home.  Now no host path is looked up,
+ * and the image's /etc being a link, corral's own merge of its passwd
+ * (mount.c) reads none there: no home of the image's (nor the lower
+ * layer's file, which that link hides).
  */
 TEST(image_user_judged_by_no_host_file)
 {
@@ -412,7 +416,7 @@ TEST(image_user_judged_by_no_host_file)
 	corral_policy_init(&p);
 	CHECK(image_user_apply(&p, &img, &err) == 0);
 	CHECK(p.user_name && !strcmp(p.user_name, "app"));
-	CHECK(p.user_home && !strcmp(p.user_home, "/home/app"));
+	CHECK(p.user_home == NULL);
 	corral_policy_free(&p);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/etc", l1);
@@ -425,6 +429,130 @@ TEST(image_user_judged_by_no_host_file)
 	rmdir(l1);
 	rmdir(host);
 	rmdir(dir);
+}
+
+/* dir/rel, its directories made first; text NULL: a directory. */
+static void put(const char *dir, const char *rel, const char *text)
+{
+	char path[512];
+	int fd;
+
+	CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
+		*s = '/';
+	}
+	if (!text) {
+		CHECK(mkdir(path, 0755) == 0);
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void rm_tree(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
+/* The image's User with layers l0 (lower) and l1 as given; its home. */
+static char *home_of(char **layers)
+{
+	struct corral_image img = { .layers = layers, .nlayers = 2 };
+	struct corral_err err = { 0 };
+	struct corral_policy p;
+	char *home;
+
+	img.config.user = "app";
+	corral_policy_init(&p);
+	CHECK(image_user_apply(&p, &img, &err) == 0);
+	home = p.user_home ? strdup(p.user_home) : NULL;
+	corral_policy_free(&p);
+	return home;
+}
+
+/*
+ * The image's passwd as corral's merge in the sandbox reads it (no link
+ * followed, the overlay's marks heeded).  Resolved in each layer alone,
+ * the upper layer's etc -> usr/etc had a lower layer's etc/passwd, which
+ * that link hides, choose the home (/home/hidden), or the upper's own
+ * usr/etc/passwd, which /etc/passwd never shows (/home/inlayer).
+ */
+TEST(image_user_as_the_merge_reads_it)
+{
+	char dir[] = "/tmp/unit-image-merge.XXXXXX", l0[128], l1[128], path[256];
+	char *layers[2] = { l0, l1 }, *home;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(l0, sizeof(l0), "%s/l0", dir);
+	snprintf(l1, sizeof(l1), "%s/l1", dir);
+	put(l0, "etc/passwd", "app:x:1000:1000:app:/home/hidden:/bin/sh\n");
+	put(l0, "usr/etc/passwd", "app:x:1000:1000:app:/home/linked:/bin/sh\n");
+	put(l1, "usr", NULL);
+	snprintf(path, sizeof(path), "%s/etc", l1);
+	CHECK(symlink("usr/etc", path) == 0);
+	home = home_of(layers);
+	CHECK(home == NULL);
+	free(home);
+	put(l1, "usr/etc/passwd", "app:x:1000:1000:app:/home/inlayer:/bin/sh\n");
+	home = home_of(layers);
+	CHECK(home == NULL);
+	free(home);
+	/* an opaque etc/ without the file: the lower's is hidden */
+	CHECK(unlink(path) == 0);
+	put(l1, "etc", NULL);
+	CHECK(setxattr(path, "user.overlay.opaque", "y", 1, 0) == 0);
+	home = home_of(layers);
+	CHECK(home == NULL);
+	free(home);
+	/* and without the mark, the lower layer's file is the image's */
+	CHECK(removexattr(path, "user.overlay.opaque") == 0);
+	home = home_of(layers);
+	CHECK(home && !strcmp(home, "/home/hidden"));
+	free(home);
+	rm_tree(dir);
+}
+
+/*
+ * layer_open past an opaque directory (an image's ".wh..wh..opq"): the
+ * overlay looks for nothing beneath it in lower layers, so a lower
+ * layer's file there is not what the sandbox sees at that path (the
+ * upper's is, a file corral made there), and the hide (hideview.c) and
+ * the export (hidden_in_root) judged that hidden file for it.
+ */
+TEST(layer_open_stops_below_an_opaque_dir)
+{
+	char dir[] = "/tmp/unit-image-opaque.XXXXXX", l0[128], l1[128], path[256];
+	int fd = -1;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(l0, sizeof(l0), "%s/l0", dir);
+	snprintf(l1, sizeof(l1), "%s/l1", dir);
+	put(l0, "d/e/f", "lower\n");
+	put(l1, "d/e", NULL);
+	/* no mark: the lower's is the one to find */
+	CHECK(layer_open(l1, "/d/e/f", &fd) == 0);
+	CHECK(layer_open(l0, "/d/e/f", &fd) == 1 && fd >= 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/d", l1);
+	CHECK(setxattr(path, "user.overlay.opaque", "y", 1, 0) == 0);
+	/* opaque two levels up, or at the file's own directory */
+	CHECK(layer_open(l1, "/d/e/f", &fd) == -1);
+	CHECK(layer_open(l1, "/d/x", &fd) == -1);
+	/* what the opaque layer has itself is found */
+	CHECK(layer_open(l1, "/d/e", &fd) == 1 && fd >= 0);
+	close(fd);
+	CHECK(layer_open(l1, "/", &fd) == 1 && fd >= 0);
+	close(fd);
+	/* not below the opaque one: lower layers still looked at */
+	CHECK(layer_open(l1, "/other", &fd) == 0);
+	rm_tree(dir);
 }
 
 int main(void)

@@ -3,7 +3,8 @@
  * io.containerd.runc.v2 shim and podman call.  oci.c parses the global
  * flags and dispatches; oci_state.c keeps a container's state directory;
  * oci_path.c opens the directory of a file the engine names (the pid
- * file, the log);
+ * file, the log); oci_reach.c judges whether a tenant could reach a
+ * bundle's rootfs;
  * oci_config.c reads a bundle's config.json into a corral policy (and
  * refuses what would weaken the boundary); oci_create.c has create and
  * exec, oci_events.c `events` (runc's stats and oom lines), oci_verbs.c
@@ -16,6 +17,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define OCI_VERSION	"1.0.2"		/* the runtime spec we follow */
@@ -76,6 +78,18 @@ void oci_state_free(struct oci_state *s);
 /* Write pid to path as runc does (a new file renamed over). */
 int oci_write_pid_file(const char *path, pid_t pid, struct corral_err *err);
 
+/* ---- oci_reach.c ------------------------------------------------------ */
+
+/*
+ * The tree at fd, a directory, as root.path of a bundle: 0 where root
+ * alone may write the bundle (its directory dir_st, config.json cfg_st;
+ * either NULL) or its writer could search each directory from the tree up
+ * to "/" (mode bits, groups and ACLs, as the kernel judges); -EPERM, err
+ * saying which, where not.
+ */
+int oci_writer_reaches(int fd, const struct stat *dir_st, const struct stat *cfg_st,
+		       const char *joined, struct corral_err *err);
+
 /* ---- oci_path.c ------------------------------------------------------- */
 
 /*
@@ -85,6 +99,12 @@ int oci_write_pid_file(const char *path, pid_t pid, struct corral_err *err);
  */
 int oci_open_parent(const char *what, const char *path, const char **base,
 		    struct corral_err *err);
+/*
+ * A stream socket connected to the unix socket at path, reached the same
+ * way, its last name too (--console-socket: root hands the pty's master
+ * to whatever listens there).
+ */
+int oci_connect_socket(const char *what, const char *path, struct corral_err *err);
 
 /* ---- oci_config.c ----------------------------------------------------- */
 

@@ -628,99 +628,6 @@ struct bundle_read {
 };
 
 /*
- * Who besides root may write the bundle (its directory or config.json):
- * config.json is then theirs, and its root.path theirs to choose.
- */
-struct bundle_writer {
-	bool set;
-	uid_t uid;		/* (uid_t)-1: anyone (the bits for others) */
-	gid_t groups[64];
-	int ngroups;
-};
-
-static void writer_of(const struct stat *st, struct bundle_writer *w)
-{
-	struct passwd *pw;
-
-	if (w->set || !st)
-		return;
-	if (st->st_uid != 0) {
-		w->set = true;
-		w->uid = st->st_uid;
-		w->ngroups = sizeof(w->groups) / sizeof(w->groups[0]);
-		pw = getpwuid(st->st_uid);
-		if (!pw || getgrouplist(pw->pw_name, pw->pw_gid, w->groups, &w->ngroups) < 0)
-			w->ngroups = 0;	/* unknown groups: the bits for others */
-	} else if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		w->set = true;
-		w->uid = (uid_t)-1;
-		w->groups[0] = st->st_gid;
-		w->ngroups = st->st_mode & S_IWOTH ? 0 : 1;
-	}
-}
-
-static bool may_search(const struct stat *st, const struct bundle_writer *w)
-{
-	if (w->uid != (uid_t)-1 && st->st_uid == w->uid)
-		return st->st_mode & S_IXUSR;
-	for (int i = 0; i < w->ngroups; i++)
-		if (st->st_gid == w->groups[i])
-			return st->st_mode & S_IXGRP;
-	return st->st_mode & S_IXOTH;
-}
-
-/*
- * The rootfs of a bundle another user may write: only a tree that user
- * could reach on the host, each directory from it up to "/" searchable
- * by them.  The overlay's lower is opened as root, so a root.path of
- * theirs naming a tree below one of root's 0700 directories had the
- * container read it, where the swaps after the check
- * (t_rootfs_swapped_after_check) were refused.
- */
-static int reachable_by_writer(int fd, const struct bundle_read *b, const char *joined,
-			       struct corral_err *err)
-{
-	struct bundle_writer w = { 0 };
-	struct stat st, up;
-	int cur, parent;
-
-	writer_of(b->dir >= 0 ? &b->dir_st : NULL, &w);
-	writer_of(b->has_cfg ? &b->cfg_st : NULL, &w);
-	if (!w.set)
-		return 0;
-	cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
-		if (fstat(cur, &st) < 0)
-			break;
-		if (!may_search(&st, &w)) {
-			close(cur);
-			return corral_set_err(err, -EPERM, "root.path %s: the bundle is "
-					      "%s's to write, and a directory on the way "
-					      "to that tree is not theirs to search: "
-					      "refused, a container gets no tree its "
-					      "bundle's writer could not reach", joined,
-					      w.uid == (uid_t)-1 ? "anyone" : "another user");
-		}
-		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (parent < 0 || fstat(parent, &up) < 0) {
-			if (parent >= 0)
-				close(parent);
-			break;
-		}
-		close(cur);
-		cur = parent;
-		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino) {
-			close(cur);
-			return 0;	/* "/", searched */
-		}
-	}
-	if (cur >= 0)
-		close(cur);
-	return corral_set_errno(err, errno ? errno : ELOOP, "root.path %s: cannot "
-				"walk up from it", joined);
-}
-
-/*
  * The rootfs, opened once (the name itself, not a link there) and judged
  * by what was opened: that directory is the container's root, or none
  * (corral_policy_pin_root).  Judged by its path and mounted by it again
@@ -775,7 +682,9 @@ static int load_root(const char *bundle, const struct bundle_read *b, json_t *ro
 		corral_set_err(err, -ENOTDIR, "root.path %s: not a directory", joined);
 		goto refused;
 	}
-	if (reachable_by_writer(fd, b, joined, err) < 0)
+	/* a tenant's bundle: only a tree its writer could reach (oci_reach.c) */
+	if (oci_writer_reaches(fd, b->dir >= 0 ? &b->dir_st : NULL,
+			       b->has_cfg ? &b->cfg_st : NULL, joined, err) < 0)
 		goto refused;
 	/* the fd is the policy's now, whatever this returns */
 	if (corral_policy_pin_root(&s->p, fd, err) < 0)

@@ -26,26 +26,16 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The engine's console socket: the pty's master goes there. */
+/*
+ * The engine's console socket: the pty's master goes there.  Connected
+ * by its path as given, a link of a tenant's on the way (its bundle) had
+ * root connect to a socket of the tenant's choosing, one it may not
+ * reach itself, and hand whatever listens there the container's
+ * terminal: oci_path.c follows no such link.
+ */
 static int connect_console(const char *path, struct corral_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return corral_set_err(err, -ENAMETOOLONG, "--console-socket %s: "
-				      "too long", path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return corral_set_errno(err, errno, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-
-		close(fd);
-		return corral_set_errno(err, e, "--console-socket %s", path);
-	}
-	return fd;
+	return oci_connect_socket("--console-socket", path, err);
 }
 
 /* <audit_dir>/<id>.jsonl: the container's hash-chained events. */

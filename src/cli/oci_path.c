@@ -1,7 +1,7 @@
 /*
  * oci_path.c - the directory of a file the engine names (--pid-file,
- * --log), opened as root with no link followed that another user could
- * have left.
+ * --log), and the socket it names (--console-socket), opened as root
+ * with no link followed that another user could have left.
  *
  * The engine's paths often lie in a bundle, and a bundle may be a
  * tenant's to write: a link of theirs in a directory above the file had
@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* The kernel's own bound on links in one lookup (MAXSYMLINKS) */
@@ -40,6 +42,8 @@ static bool dir_is_ours(int dir)
 
 static int walk(int *cur, const char *path, const char *whole, int *links,
 		struct corral_err *err);
+static int last_of(int *dir, char *target, char *name, const char *whole, int *links,
+		   struct corral_err *err);
 
 /* A link at name in *cur (its O_PATH fd lnk): followed if *cur is ours. */
 static int follow(int *cur, int lnk, const char *name, const char *whole, int *links,
@@ -111,14 +115,15 @@ static int walk(int *cur, const char *path, const char *whole, int *links,
 	return 0;
 }
 
-int oci_open_parent(const char *what, const char *path, const char **base,
-		    struct corral_err *err)
+/* path's directory, walked; *base its last name, whole what err's say. */
+static int open_dir_of(const char *what, const char *path, const char **base,
+		       char *whole, size_t wlen, int *links, struct corral_err *err)
 {
 	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX], whole[PATH_MAX + 64];
-	int cur, links = 0, r;
+	char dir[PATH_MAX];
+	int cur, r;
 
-	snprintf(whole, sizeof(whole), "%s %s", what, path);
+	snprintf(whole, wlen, "%s %s", what, path);
 	*base = slash ? slash + 1 : path;
 	if (!**base || !strcmp(*base, ".") || !strcmp(*base, ".."))
 		return corral_set_err(err, -EISDIR, "%s: names a directory, not a file", whole);
@@ -129,10 +134,144 @@ int oci_open_parent(const char *what, const char *path, const char **base,
 	if (cur < 0)
 		return corral_set_errno(err, errno, "%s: cannot open %s", whole,
 					path[0] == '/' ? "/" : "the working directory");
-	r = walk(&cur, dir, whole, &links, err);
+	r = walk(&cur, dir, whole, links, err);
 	if (r < 0) {
 		close(cur);
 		return r;
 	}
 	return cur;
+}
+
+int oci_open_parent(const char *what, const char *path, const char **base,
+		    struct corral_err *err)
+{
+	char whole[PATH_MAX + 64];
+	int links = 0;
+
+	return open_dir_of(what, path, base, whole, sizeof(whole), &links, err);
+}
+
+/*
+ * The object path names, an O_PATH fd: its last name too is followed
+ * only where it is a link in a directory that is ours, as the ones
+ * before it.
+ */
+static int open_last(const char *what, const char *path, struct corral_err *err)
+{
+	char whole[PATH_MAX + 64], target[PATH_MAX], name[NAME_MAX + 1];
+	const char *base;
+	struct stat st;
+	int links = 0, dir, fd = -1, r;
+	ssize_t n;
+
+	dir = open_dir_of(what, path, &base, whole, sizeof(whole), &links, err);
+	if (dir < 0)
+		return dir;
+	if (strlen(base) > NAME_MAX) {
+		close(dir);
+		return corral_set_err(err, -ENAMETOOLONG, "%s: a name too long", whole);
+	}
+	memcpy(name, base, strlen(base) + 1);
+	for (;;) {
+		fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			r = corral_set_errno(err, errno, "%s: cannot open %s", whole, name);
+			break;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(dir);
+			return fd;
+		}
+		if (++links > OCI_PATH_LINKS) {
+			r = corral_set_err(err, -ELOOP, "%s: more than %d links", whole,
+					   OCI_PATH_LINKS);
+			break;
+		}
+		if (!dir_is_ours(dir)) {
+			r = corral_set_err(err, -ELOOP, "%s: %s is a link in a directory "
+					   "another user may write: not followed as root",
+					   whole, name);
+			break;
+		}
+		n = readlinkat(fd, "", target, sizeof(target) - 1);
+		if (n < 0) {
+			r = corral_set_errno(err, errno, "%s: cannot read the link %s", whole, name);
+			break;
+		}
+		target[n] = '\0';
+		close(fd);
+		fd = -1;
+		/* the target's directories from where the link lies, or "/" */
+		r = last_of(&dir, target, name, whole, &links, err);
+		if (r < 0)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	close(dir);
+	return r;
+}
+
+/*
+ * A link's target: *dir becomes the directory its last name is in (the
+ * walk from *dir, or "/"), name that name.
+ */
+static int last_of(int *dir, char *target, char *name, const char *whole, int *links,
+		   struct corral_err *err)
+{
+	char *slash = strrchr(target, '/');
+	const char *last = slash ? slash + 1 : target;
+
+	if (!*last || !strcmp(last, ".") || !strcmp(last, ".."))
+		return corral_set_err(err, -EISDIR, "%s: a link to a directory, not a file",
+				      whole);
+	if (strlen(last) > NAME_MAX)
+		return corral_set_err(err, -ENAMETOOLONG, "%s: a name too long", whole);
+	memcpy(name, last, strlen(last) + 1);
+	if (target[0] == '/') {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (root < 0)
+			return corral_set_errno(err, errno, "%s: cannot open /", whole);
+		close(*dir);
+		*dir = root;
+	}
+	if (!slash)
+		return 0;
+	*slash = '\0';
+	return walk(dir, target, whole, links, err);
+}
+
+int oci_connect_socket(const char *what, const char *path, struct corral_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd = open_last(what, path, err), s;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		s = corral_set_errno(err, errno, "%s %s: cannot stat it", what, path);
+		goto out;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		s = corral_set_err(err, -ENOTSOCK, "%s %s: not a socket", what, path);
+		goto out;
+	}
+	/* its fd's name: the kernel looks up nothing that could have moved */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", fd);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		s = corral_set_errno(err, errno, "%s %s: socket", what, path);
+		goto out;
+	}
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(s);
+		s = corral_set_errno(err, e, "%s %s", what, path);
+	}
+out:
+	close(fd);
+	return s;
 }

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* A mount table longer than this is not judged: refused (hide less). */
@@ -207,13 +208,34 @@ static const struct mnt *mount_of(const struct hide_where *w, const struct table
 }
 
 /*
+ * Whether the directory at dir (O_PATH) is opaque: the overlay (userxattr,
+ * as corral mounts it) looks for nothing beneath it in lower layers.  One
+ * that cannot be opened to read its xattrs counts as opaque: what lies
+ * below it in lower layers is then never taken for what the sandbox sees.
+ */
+static bool layer_dir_opaque(int dir)
+{
+	char v[2] = "";
+	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool opaque;
+
+	if (fd < 0)
+		return true;
+	opaque = fgetxattr(fd, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y';
+	close(fd);
+	return opaque;
+}
+
+/*
  * canon beneath the layer at root, as the overlay looks it up: no link
  * followed.  1: the layer has it (*fd); 0: not there, a lower layer may
- * have it; -1: a link, a file or a whiteout on the way, where the
- * overlay stops looking down, so no layer at or below this one holds
- * what the sandbox sees (the upper does: a directory corral made there).
- * Resolved as a path, an image's "etc" -> "/oldroot/..." had the host's
- * file judged, and its binds masked, for the image's /etc/passwd.
+ * have it; -1: a link, a file or a whiteout on the way, or an opaque
+ * directory above where it is missing, where the overlay stops looking
+ * down, so no layer at or below this one holds what the sandbox sees
+ * (the upper does: a directory corral made there).  Resolved as a path,
+ * an image's "etc" -> "/oldroot/..." had the host's file judged, and its
+ * binds masked, for the image's /etc/passwd; past an opaque directory, a
+ * lower layer's file the overlay hides was judged for the upper's.
  */
 int layer_open(const char *root, const char *canon, int *fd)
 {
@@ -221,22 +243,56 @@ int layer_open(const char *root, const char *canon, int *fd)
 		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
 	};
-	int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), e;
+	char name[NAME_MAX + 1];
+	const char *p = canon;
+	bool opaque = false;
 	struct stat st;
+	int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), next;
 
+	*fd = -1;
 	if (dir < 0)
 		return 0;
-	*fd = (int)syscall(SYS_openat2, dir, canon[1] ? canon + 1 : ".", &how, sizeof(how));
-	e = errno;
-	close(dir);
-	if (*fd < 0)
-		return e == ELOOP || e == ENOTDIR || e == EXDEV ? -1 : 0;
-	/* a whiteout (0:0) hides the name in every layer below */
-	if (fstat(*fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0) {
-		close(*fd);
-		*fd = -1;
-		return -1;
+	for (;;) {
+		size_t len;
+
+		p += strspn(p, "/");
+		len = strcspn(p, "/");
+		if (len > NAME_MAX) {
+			close(dir);
+			return 0;
+		}
+		memcpy(name, len ? p : ".", len ? len : 1);
+		name[len ? len : 1] = '\0';
+		p += len;
+		next = (int)syscall(SYS_openat2, dir, name, &how, sizeof(how));
+		if (next < 0) {
+			int e = errno;
+
+			close(dir);
+			if (e == ELOOP || e == ENOTDIR || e == EXDEV)
+				return -1;
+			return opaque ? -1 : 0;
+		}
+		close(dir);
+		if (fstat(next, &st) < 0) {
+			close(next);
+			return 0;
+		}
+		/* a whiteout (0:0) hides the name in every layer below */
+		if (S_ISCHR(st.st_mode) && st.st_rdev == 0) {
+			close(next);
+			return -1;
+		}
+		if (!*(p + strspn(p, "/")))
+			break;
+		if (!S_ISDIR(st.st_mode)) {
+			close(next);
+			return -1;
+		}
+		opaque = opaque || layer_dir_opaque(next);
+		dir = next;
 	}
+	*fd = next;
 	return 1;
 }
 

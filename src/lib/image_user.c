@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #define PASSWD_MAX (1u << 20)
@@ -61,57 +60,46 @@ static bool home_ok(const char *s, size_t n)
 }
 
 /*
- * The image's /etc/passwd: the topmost layer with the file decides; a
- * whiteout or an opaque etc/ above it hides the lower ones.  Resolved
- * beneath each layer, never following a link out of it.  NULL if none.
+ * The image's /etc/passwd as corral's own merge reads it in the sandbox's
+ * root (mount.c's read_image_etc): the topmost layer with the file, the
+ * overlay's whiteouts and opaque directories heeded and no link followed
+ * (layer_open).  Resolved in each layer alone (RESOLVE_IN_ROOT), a layer's
+ * "etc" -> "usr/etc" had its usr/etc/passwd decide, or, missing there,
+ * a lower layer's etc/passwd that the link hides: a file the sandbox's
+ * /etc never showed chose the user's home.  NULL if none.
  */
 static char *read_passwd(const struct corral_image *img)
 {
 	/* O_NONBLOCK: an image's FIFO there would hold the caller (a daemon) */
 	struct open_how how = {
 		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-	};
-	struct open_how probe = {
-		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 			   RESOLVE_NO_XDEV,
 	};
 	for (size_t i = img->nlayers; i-- > 0;) {
-		char opaque[2] = "", *buf;
-		struct stat st;
+		struct stat want, st;
+		char *buf;
 		ssize_t n;
-		int dfd, fd;
+		int dfd, fd, has = layer_open(img->layers[i], "/etc/passwd", &fd);
 
-		dfd = open(img->layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
+		if (has < 0)
 			return NULL;
-		fd = openat2_retry(dfd, "etc/passwd", &how);
-		if (fd < 0) {
-			int e = errno;
-			/*
-			 * A whiteout, found as the overlay finds it: a path,
-			 * its "etc" a link to "/DIR", had the caller stat the
-			 * host's DIR/passwd (an automount, a FUSE mount
-			 * answered) and a device there hide the image's file.
-			 */
-			int w = openat2_retry(dfd, "etc/passwd", &probe);
-			bool hidden = w >= 0 && fstat(w, &st) == 0 && S_ISCHR(st.st_mode);
-			char path[4200];
-
-			if (w >= 0)
-				close(w);
-
-			snprintf(path, sizeof(path), "%s/etc", img->layers[i]);
-			hidden = hidden || (lgetxattr(path, "user.overlay.opaque", opaque, 1) == 1 &&
-					    opaque[0] == 'y');
-			close(dfd);
-			if (hidden || e != ENOENT)
-				return NULL;
+		if (!has)
 			continue;
+		if (fstat(fd, &want) < 0 || !S_ISREG(want.st_mode)) {
+			close(fd);
+			return NULL;
 		}
-		close(dfd);
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > PASSWD_MAX) {
+		close(fd);
+		/* opened again to read it: the same file, or none */
+		dfd = open(img->layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		fd = dfd < 0 ? -1 : openat2_retry(dfd, "etc/passwd", &how);
+		if (dfd >= 0)
+			close(dfd);
+		if (fd < 0)
+			return NULL;
+		if (fstat(fd, &st) < 0 || st.st_dev != want.st_dev || st.st_ino != want.st_ino ||
+		    !S_ISREG(st.st_mode) || st.st_size > PASSWD_MAX) {
 			close(fd);
 			return NULL;
 		}

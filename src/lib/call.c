@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -1791,9 +1792,37 @@ static void call_name_generated(struct corral_box *b, struct corral_call *c)
 			 c->id, k);
 }
 
+/*
+ * A running call's fds here: its stdout's and stderr's pipes, stdin's,
+ * its pidfd (a background process held 3.0, measured over 328).
+ */
+#define CALL_FDS	4
+#define CALLS_FD_MIN	8	/* calls at once, whatever the limit's share */
+
+/*
+ * How many calls one box may run at once: its share of the open-files
+ * limit (BOX_FD_SHARES), as its proxy's connections.  Without it one
+ * client's background processes (328 sleeps in one box, the limit 1024)
+ * took every fd of the daemon: every other box's calls were refused
+ * ("pipe: Too many open files") or killed unmoved, its spare's "r" came
+ * with no pidfd, and the API accepted no connection.
+ */
+static size_t calls_fd_budget(void)
+{
+	struct rlimit rl;
+	size_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	n = rl.rlim_cur > 256 ? (size_t)(rl.rlim_cur - 128) / CALL_FDS / BOX_FD_SHARES : 0;
+	return n > CALLS_FD_MIN ? n : CALLS_FD_MIN;
+}
+
 static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 		      struct corral_err *err)
 {
+	size_t running = box_calls_running(b), budget = calls_fd_budget();
+
 	if (!o->argv || !o->argv[0] || !o->argv[0][0])
 		return corral_set_err(err, -EINVAL, "no command to run");
 	if (o->sh_fast && (strcmp(o->argv[0], "/bin/sh") || !o->argv[1] ||
@@ -1813,6 +1842,11 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 		return corral_set_err(err, -EEXIST, "tool_call_id \"%s\" is in use "
 				      "by a call still running in this sandbox; "
 				      "give each call an id of its own", o->tool_call);
+	if (running >= budget)
+		return corral_set_err(err, -EMFILE, "%zu calls of this sandbox are "
+				      "running, what its share of the open files "
+				      "allows (an eighth of the limit); one more is "
+				      "refused until one ends", running);
 	switch (b->state) {
 	case CORRAL_BOX_HALTED:
 		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);

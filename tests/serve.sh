@@ -5842,6 +5842,44 @@ t_box_connections_bounded() {
 	stop_daemon
 }
 
+# One client's calls in a sandbox, at the sandbox's share of the daemon's
+# fds, leave the other sandboxes theirs: 328 background processes of one
+# took every fd (limit 1024), and another's calls were refused ("pipe:
+# Too many open files"), killed unmoved ("pidfd of N"), or not accepted.
+t_box_calls_bounded() {
+	local a b n i code pid last
+	# (1100 - 128) / 4 / 8 = 30 calls at once a sandbox
+	DAEMON_WRAP="prlimit --nofile=1100:1100" start_daemon
+	a=$(mksb) && b=$(mksb) || return 1
+	n=0
+	for i in $(seq 1 400); do
+		code=$(api POST "/v1/sandboxes/$a/processes" -d '{"argv": ["sleep", "120"]}')
+		[ "$code" = 201 ] || break
+		[ -n "${pid:-}" ] || pid=$(jq 'v["pid"]')
+		n=$((n + 1))
+	done
+	last=$(body)
+	# the other sandbox's calls run as before
+	for i in 1 2 3; do
+		code=$(ex "$b" '{"argv": ["echo", "b"]}')
+		expect_code "b's call $i beside a's $n" "$code" 200
+		expect_eq "b's call $i ran" "$(jq 'v["stdout"]')" b
+	done
+	[ "$n" -ge 8 ] && [ "$n" -le 30 ] || fail "a ran $n calls at once, want its share, 8 to 30"
+	expect_contains "a's call past its share refused" "$last" \
+		'"error":"busy","detail":"30 calls of this sandbox are running, what its share of the open files allows'
+	# one of a's ended: its next runs
+	code=$(api DELETE "/v1/sandboxes/$a/processes/$pid")
+	expect_code "end one of a's" "$code" 200
+	for i in $(seq 1 100); do
+		code=$(ex "$a" '{"argv": ["true"]}')
+		[ "$code" = 503 ] || break
+		nap 0.1
+	done
+	expect_code "a's call once one ended" "$code" 200
+	stop_daemon
+}
+
 t_env_pass_over_tcp() {
 	port=$(free_port)
 	new_token > /dev/null

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -465,6 +466,82 @@ TEST(gate_recv_keeps_only_what_it_says)
 	close(p[1]);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/*
+ * Fill every fd slot up to a soft limit just past the highest open fd:
+ * the next fd the kernel makes for us fails with EMFILE.  *old: the
+ * limit to put back; fds[]: the fillers, closed by fds_unfill.
+ */
+static void fds_unfill(const struct rlimit *old, int *fds, int n);
+
+static int fds_fill(struct rlimit *old, int *fds, int max)
+{
+	struct rlimit low;
+	int n = 0, top = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			top = fd;
+	if (getrlimit(RLIMIT_NOFILE, old) < 0)
+		return -1;
+	low = (struct rlimit){ (rlim_t)top + 1, old->rlim_max };
+	if (setrlimit(RLIMIT_NOFILE, &low) < 0)
+		return -1;
+	while (n < max && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	if (n == max || errno != EMFILE) {
+		fds_unfill(old, fds, n);
+		return -1;
+	}
+	return n;
+}
+
+static void fds_unfill(const struct rlimit *old, int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	setrlimit(RLIMIT_NOFILE, old);
+}
+
+/*
+ * A living sender's "r" read while the daemon has no fd to spare: the
+ * kernel's SCM_PIDFD says -EMFILE.  Taken for "it died", a spare was
+ * kept unmoved (no pidfd, no move) and its call sent at once, running
+ * outside the call's cgroup: the timeout's kill of that group reached
+ * nothing.  It is "none to be had" (the process dropped), not ESRCH.
+ */
+TEST(gate_pidfd_at_emfile_is_no_death)
+{
+	struct exec_fail f;
+	struct rlimit old;
+	int sv[2], one = 1, fd, pidfd, fill[1024], nfill;
+	pid_t child, pid;
+	ssize_t n;
+
+	CHECK(gate_pair(sv) == 0);
+	if (setsockopt(sv[0], SOL_SOCKET, SO_PASSPIDFD, &one, sizeof(one)) < 0) {
+		fprintf(stderr, "  (no SO_PASSPIDFD: skipped)\n");
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	child = say_r(sv, true);
+	CHECK(child > 0);
+	CHECK(poll(&(struct pollfd){ .fd = sv[0], .events = POLLIN }, 1, 5000) == 1);
+	nfill = fds_fill(&old, fill, 1024);
+	CHECK(nfill >= 0);
+	n = call_gate_recv(sv[0], &f, &pid, &fd, &pidfd);
+	fds_unfill(&old, fill, nfill < 0 ? 0 : nfill);
+	CHECK(n == 1 && pid == child);
+	CHECK(pidfd < -1);	/* one was due, and none came */
+	errno = 0;
+	CHECK(call_gate_pidfd(sv[0], pid, pidfd) == -1);
+	CHECK(errno != ESRCH);	/* alive: not left to wait for news of its end */
+	if (pidfd >= 0)
+		close(pidfd);
+	close(sv[0]);	/* EOF: it exits */
+	CHECK(waitpid(child, NULL, 0) == child);
 }
 
 /* ---- box ids and the policy check -------------------------------------- */

@@ -186,6 +186,7 @@ struct layout {
 	bool asker_v6;		/* the asker's socket AF_INET6, on ::ffff:127.0.0.1 */
 	int searches;		/* one after another, in one process (0: one) */
 	bool flood;		/* another sandbox floods first (flood_then_search) */
+	int neighbours;		/* with flood: sandboxes that search beside it */
 };
 
 /*
@@ -205,17 +206,31 @@ static void flood(int diag, const struct sockaddr_in *sa, char *missed, size_t l
 }
 
 /*
- * The other sandbox floods a second, this one searches (and is stopped
- * too); a second later the other floods again, and this one's search:
- * o->found, the flood's last word o->missed.  o->r -EAGAIN: the first
- * second took too long to tell the seconds apart.
+ * n other sandboxes (netns inodes 2 to n + 1: each walks all of /proc)
+ * search once each.
+ */
+static void neighbours_search(int diag, const struct sockaddr_in *sa, int n)
+{
+	uint64_t cgid;
+
+	for (int i = 0; i < n; i++)
+		peer_pid_udp(diag, (ino_t)(2 + i), (const struct sockaddr *)sa, NULL, &cgid);
+}
+
+/*
+ * The other sandbox floods a second, the neighbours and this one search
+ * (and are stopped too); a second later the other floods again, the
+ * neighbours search, and this one's search: o->found, the flood's last
+ * word o->missed.  o->r -EAGAIN: the first second took too long to tell
+ * the seconds apart.
  */
 static void flood_then_search(struct search *o, int diag, ino_t netns_ino,
-			      const struct sockaddr_in *sa)
+			      const struct sockaddr_in *sa, int neighbours)
 {
 	uint64_t t0 = corral_now_ms(), cgid, took;
 
 	flood(diag, sa, o->missed, sizeof(o->missed));
+	neighbours_search(diag, sa, neighbours);
 	peer_pid_udp(diag, netns_ino, (const struct sockaddr *)sa, NULL, &cgid);
 	took = corral_now_ms() - t0;
 	if (took >= 900) {
@@ -223,9 +238,11 @@ static void flood_then_search(struct search *o, int diag, ino_t netns_ino,
 		return;
 	}
 	usleep((unsigned)(1100 - took) * 1000);
+	t0 = corral_now_ms();
 	flood(diag, sa, o->missed, sizeof(o->missed));
+	neighbours_search(diag, sa, neighbours);
 	o->found = peer_pid_udp(diag, netns_ino, (const struct sockaddr *)sa, NULL, &cgid);
-	o->r = 0;
+	o->r = corral_now_ms() - t0 >= 900 ? -EAGAIN : 0;
 }
 
 /* In the namespaces: the holders, the asker, then the search. */
@@ -260,7 +277,7 @@ static void search_in_netns(struct search *o, const struct layout *l)
 	if (diag < 0 || stat("/proc/self/ns/net", &st) < 0)
 		goto out;
 	if (l->flood) {
-		flood_then_search(o, diag, st.st_ino, &sa);
+		flood_then_search(o, diag, st.st_ino, &sa, l->neighbours);
 		close(diag);
 		goto out;
 	}
@@ -693,6 +710,54 @@ TEST(a_flood_leaves_the_others_their_share)
 		return;
 	if (o.r == -EAGAIN) {
 		printf("# skip: a second's flood took this host 900 ms or more\n");
+		return;
+	}
+	CHECK(o.r == 0);
+	printf("# the flood's last search: %s\n", o.missed[0] ? o.missed : "(nothing said)");
+	CHECK(strstr(o.missed, "their share") != NULL);
+	CHECK(o.asker > 0 && o.found == o.asker);
+}
+
+/*
+ * Past its share the flood left the others one share between them: with
+ * k sandboxes searching, (k - 1) / k of the budget was the flood's, and
+ * five neighbours walking 1000 processes more each took that last share
+ * before this one's search, which named no pid.  Each keeps its own.
+ */
+TEST(a_flood_leaves_each_other_sandbox_its_share)
+{
+	struct layout l = { .flood = true, .neighbours = 5 };
+	pid_t idle[IDLE_PROCS];
+	int hold[2], n = 0;
+	struct search o;
+
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		CHECK(!"pipe");
+		return;
+	}
+	for (; n < IDLE_PROCS; n++) {
+		char c;
+
+		idle[n] = fork();
+		if (idle[n] < 0)
+			break;
+		if (idle[n] == 0) {
+			close(hold[1]);
+			while (read(hold[0], &c, 1) > 0)
+				;
+			_exit(0);
+		}
+	}
+	o = search(&l);
+	close(hold[1]);
+	close(hold[0]);
+	for (int i = 0; i < n; i++)
+		waitpid(idle[i], NULL, 0);
+	CHECK(n == IDLE_PROCS);
+	if (skipped(o.r))
+		return;
+	if (o.r == -EAGAIN) {
+		printf("# skip: a second's searches took this host 900 ms or more\n");
 		return;
 	}
 	CHECK(o.r == 0);

@@ -22,13 +22,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-/*
- * One process owns many boxes: each box's egress proxy may hold at most
- * this share of the open-files limit, so that one sandbox's connections
- * leave the others (and the daemon's API) fds to work with.
- */
-#define BOX_FD_SHARES	8
-
 int corral_cleanup_stale(void)
 {
 	return cg_cleanup_stale();

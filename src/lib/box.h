@@ -20,6 +20,13 @@
 /* what the pipes still hold then, read at most (a pipe's longest: 1 MiB) */
 #define BOX_DRAIN_MAX	(1024 * 1024)
 #define BOX_TICK_MS	1000	/* meters, budgets */
+/*
+ * One process owns many boxes: each box's egress proxy may hold at most
+ * this share of the open-files limit, and so may its running calls
+ * (call.c), so that one sandbox's connections or one client's calls
+ * leave the others (and the daemon's API) fds to work with.
+ */
+#define BOX_FD_SHARES	8
 #define BOX_IDLE_CPU_NS	5000000	/* less CPU than this in the idle window: idle */
 #define LINGER_MAX	64	/* calls remembered for attribution without cgroups */
 /* lingering groups read by one pass on the loop (call.c's lingering_batch) */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -920,9 +921,10 @@ static void on_start_due(evutil_socket_t fd, short what, void *arg)
  * signalled that pid (SIGCONT as the call is sent, SIGKILL where it could
  * not be).  The kernel's own pidfd of the sender came with the "r" where
  * it makes one (SO_PASSPIDFD, 6.5): the process's, dead or alive; -2,
- * it had died.  Else one opened by pid: the gate's other end is the
- * process's alone, closed at its exit before its pid is free, so no
- * hang-up on it after the open means the pidfd is that process's.
+ * it had died; -3, none could be made (our fds: EMFILE).  Else one
+ * opened by pid: the gate's other end is the process's alone, closed at
+ * its exit before its pid is free, so no hang-up on it after the open
+ * means the pidfd is that process's.
  */
 int call_gate_pidfd(int gate, pid_t pid, int passed)
 {
@@ -931,6 +933,10 @@ int call_gate_pidfd(int gate, pid_t pid, int passed)
 
 	if (passed >= 0)
 		return passed;
+	if (passed == -3) {
+		errno = EMFILE;	/* alive, or may be: the caller drops it */
+		return -1;
+	}
 	if (passed == -2 || pidfd_passed) {
 		errno = ESRCH;
 		return -1;
@@ -1154,11 +1160,24 @@ static bool gate_fd(struct corral_call *c, int fd)
 }
 
 /*
+ * What the kernel's SCM_PIDFD of -errno says: -2, the sender had died
+ * (ESRCH; EINVAL on older kernels: its pid had no process left); -3, none
+ * to be had for one that may live (EMFILE, ENFILE, ENOMEM: our fds or
+ * memory).  Taken for a death, a spare with no pidfd and no move was
+ * kept, and the call that took it was sent at once, to a process outside
+ * the call's cgroup, which the timeout's kill of that group missed.
+ */
+static int pidfd_none(int kernel_err)
+{
+	return kernel_err == -EINVAL || kernel_err == -ESRCH ? -2 : -3;
+}
+
+/*
  * One message of a gate: "r" and the sender's credentials, "p" and one
  * fd, struct exec_fail, or EOF (0).  *pid: the credentials' pid or 0;
  * *fd: the fd that came with "p", or -1 (any other is closed); *pidfd:
- * the sender's pidfd that came with "r" (SCM_PIDFD), or -1, or -2 where
- * the kernel could not make one (it had died).
+ * the sender's pidfd that came with "r" (SCM_PIDFD), or -1, or where the
+ * kernel could not make one, -2 (it had died) or -3 (pidfd_none).
  */
 ssize_t call_gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd,
 		       int *pidfd)
@@ -1188,7 +1207,7 @@ ssize_t call_gate_recv(int gate, struct exec_fail *f, pid_t *pid, int *fd,
 		} else if (cm->cmsg_type == SCM_PIDFD && nfd == 1) {
 			memcpy(&one, CMSG_DATA(cm), sizeof(int));
 			if (n == 1 && *(char *)f == 'r' && *pidfd == -1)
-				*pidfd = one < 0 ? -2 : one;
+				*pidfd = one >= 0 ? one : pidfd_none(one);
 			else if (one >= 0)
 				close(one);
 		} else if (cm->cmsg_type == SCM_RIGHTS) {
@@ -1773,9 +1792,37 @@ static void call_name_generated(struct corral_box *b, struct corral_call *c)
 			 c->id, k);
 }
 
+/*
+ * A running call's fds here: its stdout's and stderr's pipes, stdin's,
+ * its pidfd (a background process held 3.0, measured over 328).
+ */
+#define CALL_FDS	4
+#define CALLS_FD_MIN	8	/* calls at once, whatever the limit's share */
+
+/*
+ * How many calls one box may run at once: its share of the open-files
+ * limit (BOX_FD_SHARES), as its proxy's connections.  Without it one
+ * client's background processes (328 sleeps in one box, the limit 1024)
+ * took every fd of the daemon: every other box's calls were refused
+ * ("pipe: Too many open files") or killed unmoved, its spare's "r" came
+ * with no pidfd, and the API accepted no connection.
+ */
+static size_t calls_fd_budget(void)
+{
+	struct rlimit rl;
+	size_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	n = rl.rlim_cur > 256 ? (size_t)(rl.rlim_cur - 128) / CALL_FDS / BOX_FD_SHARES : 0;
+	return n > CALLS_FD_MIN ? n : CALLS_FD_MIN;
+}
+
 static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 		      struct corral_err *err)
 {
+	size_t running = box_calls_running(b), budget = calls_fd_budget();
+
 	if (!o->argv || !o->argv[0] || !o->argv[0][0])
 		return corral_set_err(err, -EINVAL, "no command to run");
 	if (o->sh_fast && (strcmp(o->argv[0], "/bin/sh") || !o->argv[1] ||
@@ -1795,6 +1842,11 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 		return corral_set_err(err, -EEXIST, "tool_call_id \"%s\" is in use "
 				      "by a call still running in this sandbox; "
 				      "give each call an id of its own", o->tool_call);
+	if (running >= budget)
+		return corral_set_err(err, -EMFILE, "%zu calls of this sandbox are "
+				      "running, what its share of the open files "
+				      "allows (an eighth of the limit); one more is "
+				      "refused until one ends", running);
 	switch (b->state) {
 	case CORRAL_BOX_HALTED:
 		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);

@@ -283,12 +283,15 @@ static struct {
 	 * it flooded, and every other sandbox's denials named no pid
 	 * (bench/peer_starve.sh: 0-15 of 75).  Past its equal share of the
 	 * second's budget (of those that searched the second before) a
-	 * sandbox does not take the last share of it; what the others leave
+	 * sandbox leaves what the others' shares still lack (owed): it once
+	 * left only one share, which the k - 1 others then split, and past
+	 * it theirs named no pid (unit_peer's
+	 * a_flood_leaves_each_other_sandbox_its_share); what the others leave
 	 * it still may.  More than WALK_SLOTS share the last slot.
 	 */
 	ino_t ns[WALK_SLOTS];
 	unsigned used[WALK_SLOTS];
-	unsigned n, n_before, slot;
+	unsigned n, n_before, slot, share, owed;
 } walk;
 
 #define PEER_STR_(x)	#x
@@ -313,12 +316,18 @@ static unsigned *walk_budget(ino_t netns_ino)
 		walk.since_ms = now ? now : 1;
 		walk.left = PEER_WALK_PER_S;
 		walk.n = 0;
+		walk.share = PEER_WALK_PER_S / (walk.n_before > 1 ? walk.n_before : 1);
+		/* each of the second before's, whoever comes first */
+		walk.owed = walk.n_before > 1 ? walk.n_before * walk.share : 0;
 	}
 	for (i = 0; i < walk.n && walk.ns[i] != netns_ino; i++)
 		;
 	if (i == walk.n && walk.n < WALK_SLOTS) {
 		walk.ns[walk.n] = netns_ino;
 		walk.used[walk.n++] = 0;
+		/* one more than were expected: its share is owed too */
+		if (walk.n > walk.n_before && walk.n_before > 1)
+			walk.owed += walk.share;
 	}
 	walk.slot = i < WALK_SLOTS ? i : WALK_SLOTS - 1;
 	return &walk.left;
@@ -327,11 +336,12 @@ static unsigned *walk_budget(ino_t netns_ino)
 /*
  * One entry more read of the process's budget, by the search's sandbox
  * (walk.slot); false once it is spent, or its share is and what is left
- * is the others' last share.
+ * is owed to the others' shares.
  */
 static bool walk_take(unsigned *left)
 {
-	unsigned share = PEER_WALK_PER_S / (walk.n_before > 1 ? walk.n_before : 1);
+	unsigned share = walk.share ? walk.share : PEER_WALK_PER_S;
+	bool mine = walk.used[walk.slot] < share;
 
 	if (!*left) {
 		missed = "not searched for to the end: the searches of every sandbox "
@@ -339,7 +349,7 @@ static bool walk_take(unsigned *left)
 			 " entries of /proc this second (PEER_WALK_PER_S)";
 		return false;
 	}
-	if (walk.used[walk.slot] >= share && *left <= share) {
+	if (!mine && *left <= walk.owed) {
 		missed = "not searched for to the end: this sandbox's searches read "
 			 "their share of the " PEER_STR(PEER_WALK_PER_S) " entries of "
 			 "/proc every sandbox's may read a second, and the rest is the "
@@ -348,6 +358,8 @@ static bool walk_take(unsigned *left)
 	}
 	--*left;
 	walk.used[walk.slot]++;
+	if (mine && walk.owed)
+		walk.owed--;
 	return true;
 }
 

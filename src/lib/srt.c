@@ -29,6 +29,7 @@
 #include "internal.h"
 #include "policy_int.h"
 #include "egress.h"
+#include "srt_made.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -51,6 +52,7 @@ struct srt {
 	FILE *report;		/* one line a key */
 	json_t *rw;		/* paths bound writable, absolute */
 	const struct corral_policy *base;	/* the --policy's, loaded before */
+	struct corral_srt_made *made;	/* what keep_read_only holds and made */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -281,14 +283,34 @@ static void deny_write(struct srt *srt, json_t *arr, const char *name)
  * the user's git, shell, editor or agent runs or reads as configuration
  * later, outside any sandbox.  Without them an allowWrite of "." let the
  * sandbox write .git/hooks/pre-commit and .git/config's core.fsmonitor
- * straight into the host's project, run by the user's next commit.  A
- * path that does not exist cannot be bound, and is said.
+ * straight into the host's project, run by the user's next commit.
+ * Besides srt's: .envrc (direnv), a .git that is a file (a worktree's or
+ * a submodule's: its "gitdir:" line names the repository git runs the
+ * config and hooks of) and .git/commondir (where git takes the config
+ * from), where they exist.  Directories first: a file in one is kept
+ * with it.
  */
-static const char *const kept_read_only[] = {
-	".git/hooks", ".git/config", ".gitconfig", ".gitmodules",
-	".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
-	".ripgreprc", ".mcp.json", ".vscode", ".idea", ".claude/commands",
-	".claude/agents", ".claude/settings.json", ".claude/settings.local.json",
+static const struct {
+	const char *rel;
+	bool dir;
+	bool made;		/* made where it is not there (as srt does) */
+} kept_read_only[] = {
+	{ ".git/hooks", true, true }, { ".vscode", true, true }, { ".idea", true, true },
+	{ ".claude/commands", true, true }, { ".claude/agents", true, true },
+	{ ".git/config", false, true }, { ".gitconfig", false, true },
+	{ ".gitmodules", false, true }, { ".bashrc", false, true },
+	{ ".bash_profile", false, true }, { ".zshrc", false, true },
+	{ ".zprofile", false, true }, { ".profile", false, true },
+	{ ".ripgreprc", false, true }, { ".mcp.json", false, true },
+	{ ".claude/settings.json", false, true }, { ".claude/settings.local.json", false, true },
+	{ ".envrc", false, true },
+	/*
+	 * Only where they are: an empty commondir breaks git ("failed to
+	 * read .git/commondir"); a .git file is kept here, a .git directory
+	 * by its parts (made empty above where there is no .git, as srt
+	 * does: an empty one is no repository to git).
+	 */
+	{ ".git", false, false }, { ".git/commondir", false, false },
 };
 
 static bool listed(json_t *arr, const char *path)
@@ -302,6 +324,76 @@ static bool listed(json_t *arr, const char *path)
 	return false;
 }
 
+/* path lies in one of arr's paths */
+static bool listed_under(json_t *arr, const char *path)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (under(path, json_string_value(v)))
+			return true;
+	return false;
+}
+
+/* What is there at dir/rel, without following a link at its end. */
+static bool there(const char *dir, const char *rel, bool *is_dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	if (lstat(p, &st) < 0)
+		return false;
+	*is_dir = S_ISDIR(st.st_mode);
+	return true;
+}
+
+static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		     size_t k, char *missing, size_t mlen)
+{
+	char *bind = NULL, *pins[SRT_PINS_MAX], why[PATH_MAX + 128], full[PATH_MAX];
+	size_t npins = 0;
+	bool is_dir;
+	int r;
+
+	snprintf(full, sizeof(full), "%s/%s", dir, kept_read_only[k].rel);
+	/* in a kept (or made) directory already, or bound read-only by the settings */
+	if (listed_under(json_object_get(fs, "ro"), full))
+		return;
+	if (!kept_read_only[k].made && (!there(dir, kept_read_only[k].rel, &is_dir) ||
+					(!strcmp(kept_read_only[k].rel, ".git") && is_dir)))
+		return;	/* only a .git that is a file: a directory's parts are kept */
+	r = srt_made_keep(srt->made, dir, kept_read_only[k].rel, kept_read_only[k].dir,
+			  &bind, pins, &npins, why, sizeof(why));
+	if (r == -ENOTDIR) {
+		/* .git/hooks where .git is a file: nothing can be made there */
+	} else if (r < 0) {
+		say(srt, key, "%s: not kept read-only: %s", kept_read_only[k].rel, why);
+	} else {
+		push(fs, "ro", bind);
+		/*
+		 * Each directory on the way, bound onto itself: a mount point,
+		 * which no one renames.  Else `mv .git .git-old` took the
+		 * kept hooks and config along, and a .git the sandbox made
+		 * in its place was the one the host's next git status ran.
+		 */
+		for (size_t i = 0; i < npins; i++)
+			if (!listed(json_object_get(fs, "rw"), pins[i]))
+				push(fs, "rw", pins[i]);
+		if (srt_made_was_made(srt->made, bind))
+			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s",
+				 missing[0] ? ", " : "", bind + strlen(dir) + 1);
+		else
+			say(srt, key, "%s -> filesystem.ro \"%s\", as srt keeps it%s",
+			    kept_read_only[k].rel, bind, npins ? " (the directories on its way "
+			    "bound onto themselves: none can be renamed)" : "");
+	}
+	for (size_t i = 0; i < npins; i++)
+		free(pins[i]);
+	free(bind);
+}
+
 static void keep_read_only(struct srt *srt)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *top;
@@ -309,44 +401,19 @@ static void keep_read_only(struct srt *srt)
 
 	json_array_foreach(srt->rw, i, top) {
 		const char *dir = json_string_value(top);
-		char key[96], missing[512] = "", *p, *real;
+		char key[96], missing[1024] = "";
 		struct stat st;
 
 		/* a file bound alone holds none of them */
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !strcmp(dir, "/"))
 			continue;
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
-		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++) {
-			if (asprintf(&p, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
-				     kept_read_only[k]) < 0) {
-				say(srt, key, "not mapped: %s: out of memory", kept_read_only[k]);
-				continue;
-			}
-			/*
-			 * A link on the way (.git/hooks -> hooks) cannot be
-			 * bound over (binds follow no link: the run was
-			 * refused), and the sandbox may replace it: said.
-			 */
-			real = realpath(p, NULL);
-			if (!real)
-				snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
-					 "%s%s", missing[0] ? ", " : "", kept_read_only[k]);
-			else if (strcmp(real, p))
-				say(srt, key, "%s is reached through a link (to %s): not kept "
-				    "read-only (the sandbox may replace the link)", kept_read_only[k],
-				    real);
-			else if (!listed(json_object_get(fs, "ro"), real)) {
-				push(fs, "ro", real);
-				say(srt, key, "%s -> filesystem.ro \"%s\", as srt keeps it",
-				    kept_read_only[k], real);
-			}
-			free(real);
-			free(p);
-		}
+		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
+			keep_one(srt, fs, key, dir, k, missing, sizeof(missing));
 		if (missing[0])
-			say(srt, key, "not kept read-only as srt would, as they do not exist "
-			    "(corral cannot make a path read-only before it exists; the "
-			    "sandbox may make them): %s", missing);
+			say(srt, key, "made empty and kept read-only, as they were not there "
+			    "(so that the sandbox cannot make them; removed after the run): %s",
+			    missing);
 	}
 }
 
@@ -511,9 +578,11 @@ static int translate(json_t *settings, struct srt *srt, struct corral_err *err)
 }
 
 int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
-				char **report, struct corral_err *err)
+				char **report, struct corral_srt_made **made,
+				struct corral_err *err)
 {
-	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p };
+	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p,
+			   .made = srt_made_new() };
 	size_t report_len = 0;
 	json_error_t je;
 	json_t *settings;
@@ -521,9 +590,10 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	int r;
 
 	*report = NULL;
+	*made = NULL;
 	srt.report = open_memstream(report, &report_len);
 	settings = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!srt.policy || !srt.rw || !srt.report) {
+	if (!srt.policy || !srt.rw || !srt.report || !srt.made) {
 		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 		goto out;
 	}
@@ -550,6 +620,9 @@ out:
 	if (r < 0) {
 		free(*report);
 		*report = NULL;
+		corral_srt_made_remove(srt.made);
+	} else {
+		*made = srt.made;
 	}
 	free(text);
 	json_decref(settings);

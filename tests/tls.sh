@@ -1204,7 +1204,85 @@ t_srt_keeps_what_the_host_runs_read_only() {
 	expect_eq "bashrc kept" "$(cat "$T/proj/.bashrc")" "echo kept"
 	expect_eq "the work written" "$(cat "$T/proj/work")" mine
 	expect_contains "said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it"
-	expect_contains "absent said" "$(cat "$T/err")" "not kept read-only as srt would, as they do not exist"
+	expect_contains "absent said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there"
+}
+
+# What srt keeps read-only that is not there when the run starts: made
+# empty on the host, bound read-only, and removed after the run; and the
+# directories on the way to what is kept (.git, .claude) cannot be
+# renamed away.  Before, the sandbox made .vscode/tasks.json (a task VS
+# Code runs on opening the folder), .envrc and .claude/settings.json
+# where there were none, and moved .git aside (the kept hooks and config
+# with it) to put its own .git there, whose core.fsmonitor the host's
+# next git status ran.
+t_srt_keeps_what_is_not_there_read_only() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/.claude" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written
+		echo 'echo pwned' > .envrc && echo envrc-written
+		echo '{}' > .claude/settings.json && echo claude-written
+		echo '{}' > .mcp.json && echo mcp-written
+		rm -rf .vscode .envrc && echo stub-removed
+		mv .git .git-old && echo git-moved
+		mv .claude .claude-old && echo claude-moved
+		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in tasks-written envrc-written claude-written mcp-written stub-removed git-moved claude-moved; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	# what was made is gone again: the tree as it was, and the work
+	rm -f "$T/proj/work"
+	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
+	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; removed after the run): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
+	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
+}
+
+# The other repositories in the bind, which the host's git runs the hooks
+# and config of too: a nested repository's (git status there, or a shell
+# prompt's), a submodule's (.git/modules/NAME, and the submodule's .git
+# file, whose "gitdir:" names the repository), a worktree's .git file.
+# Before, the sandbox wrote a core.fsmonitor into each, or pointed the
+# .git file at a repository of its own, and the host's git ran it.
+t_srt_keeps_other_repositories_read_only() {
+	mkdir -p "$T/proj/nested/.git/hooks" "$T/proj/.git/modules/sub/hooks" "$T/proj/sub" "$T/wt" || return 1
+	printf '[core]\n\tbare = false\n' | tee "$T/proj/.git/config" "$T/proj/nested/.git/config" \
+		> "$T/proj/.git/modules/sub/config"
+	echo 'ref: refs/heads/main' > "$T/proj/.git/modules/sub/HEAD"
+	echo 'gitdir: ../.git/modules/sub' > "$T/proj/sub/.git"
+	echo "gitdir: $T/main/.git/worktrees/wt" > "$T/wt/.git"
+	printf '{"filesystem": {"allowWrite": ["%s/proj", "%s/wt"]}}\n' "$T" "$T" > "$T/srt.json"
+	chmod -R a+rwX "$T/proj" "$T/wt"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w f
+	timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		printf '\tfsmonitor = x\n' >> nested/.git/config && echo nested-config
+		echo x > nested/.git/hooks/pre-commit && echo nested-hook
+		printf '\tfsmonitor = x\n' >> .git/modules/sub/config && echo module-config
+		echo x > .git/modules/sub/hooks/post-checkout && echo module-hook
+		echo 'gitdir: ../evil' > sub/.git && echo gitfile
+		mv nested/.git nested/.git-old && echo nested-moved
+		echo 'gitdir: ../evil' > $T/wt/.git && echo worktree-gitfile
+		echo mine > nested/work && echo ran" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in nested-config nested-hook module-config module-hook gitfile nested-moved worktree-gitfile; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	for f in nested/.git/config .git/modules/sub/config; do
+		expect_not_contains "$f kept" "$(cat "$T/proj/$f")" fsmonitor
+	done
+	expect_eq "gitfile kept" "$(cat "$T/proj/sub/.git")" "gitdir: ../.git/modules/sub"
+	expect_eq "worktree's kept" "$(cat "$T/wt/.git")" "gitdir: $T/main/.git/worktrees/wt"
+	expect_contains "said" "$(cat "$T/err")" "sub/.git -> filesystem.ro \"$T/proj/sub/.git\""
 }
 
 # children PID: its children's pids

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -290,7 +291,7 @@ static void deny_write(struct srt *srt, json_t *arr, const char *name)
  * from), where they exist.  Directories first: a file in one is kept
  * with it.
  */
-static const struct {
+static const struct kept {
 	const char *rel;
 	bool dir;
 	bool made;		/* made where it is not there (as srt does) */
@@ -342,34 +343,33 @@ static bool there(const char *dir, const char *rel, bool *is_dir)
 	char p[PATH_MAX];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	if (lstat(p, &st) < 0)
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, rel) >= sizeof(p) || lstat(p, &st) < 0)
 		return false;
 	*is_dir = S_ISDIR(st.st_mode);
 	return true;
 }
 
 static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *dir,
-		     size_t k, char *missing, size_t mlen)
+		     const struct kept *kr, char *missing, size_t mlen)
 {
 	char *bind = NULL, *pins[SRT_PINS_MAX], why[PATH_MAX + 128], full[PATH_MAX];
 	size_t npins = 0;
 	bool is_dir;
 	int r;
 
-	snprintf(full, sizeof(full), "%s/%s", dir, kept_read_only[k].rel);
+	snprintf(full, sizeof(full), "%s/%s", dir, kr->rel);
 	/* in a kept (or made) directory already, or bound read-only by the settings */
 	if (listed_under(json_object_get(fs, "ro"), full))
 		return;
-	if (!kept_read_only[k].made && (!there(dir, kept_read_only[k].rel, &is_dir) ||
-					(!strcmp(kept_read_only[k].rel, ".git") && is_dir)))
+	if (!kr->made && (!there(dir, kr->rel, &is_dir) ||
+					(!strcmp(kr->rel, ".git") && is_dir)))
 		return;	/* only a .git that is a file: a directory's parts are kept */
-	r = srt_made_keep(srt->made, dir, kept_read_only[k].rel, kept_read_only[k].dir,
+	r = srt_made_keep(srt->made, dir, kr->rel, kr->dir,
 			  &bind, pins, &npins, why, sizeof(why));
 	if (r == -ENOTDIR) {
 		/* .git/hooks where .git is a file: nothing can be made there */
 	} else if (r < 0) {
-		say(srt, key, "%s: not kept read-only: %s", kept_read_only[k].rel, why);
+		say(srt, key, "%s: not kept read-only: %s", kr->rel, why);
 	} else {
 		push(fs, "ro", bind);
 		/*
@@ -386,12 +386,107 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 				 missing[0] ? ", " : "", bind + strlen(dir) + 1);
 		else
 			say(srt, key, "%s -> filesystem.ro \"%s\", as srt keeps it%s",
-			    kept_read_only[k].rel, bind, npins ? " (the directories on its way "
+			    kr->rel, bind, npins ? " (the directories on its way "
 			    "bound onto themselves: none can be renamed)" : "");
 	}
 	for (size_t i = 0; i < npins; i++)
 		free(pins[i]);
 	free(bind);
+}
+
+/*
+ * The repositories in a write bind besides its own .git, which git runs
+ * the hooks and config of as well: a nested one's (the host's git in it,
+ * or a shell prompt that runs git status on cd), a submodule's (git
+ * status in the superproject recurses into each), kept as its own .git
+ * is, where found: a .git directory's hooks and config, a .git file (a
+ * submodule's "gitdir:") itself, and each repository under
+ * .git/modules.  As srt, which looks NESTED_DEPTH levels deep; what lies
+ * deeper, or past NESTED_MAX entries, is not looked for, and the report
+ * says so.  No link is followed; node_modules is not looked in.
+ */
+#define NESTED_DEPTH 3
+#define NESTED_MAX 20000
+
+static void keep_repo(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		      const char *gitdir, char *missing, size_t mlen)
+{
+	char hooks[PATH_MAX], config[PATH_MAX], common[PATH_MAX];
+	const struct kept k[] = {
+		{ hooks, true, true }, { config, false, true }, { common, false, false },
+	};
+
+	snprintf(hooks, sizeof(hooks), "%s/hooks", gitdir);
+	snprintf(config, sizeof(config), "%s/config", gitdir);
+	snprintf(common, sizeof(common), "%s/commondir", gitdir);
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		keep_one(srt, fs, key, dir, &k[i], missing, mlen);
+}
+
+/* .git/modules/NAME (and their own modules/): each a submodule's repository */
+static void modules(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		    const char *rel, unsigned depth, size_t *seen, char *missing, size_t mlen)
+{
+	char path[PATH_MAX], sub[PATH_MAX], head[PATH_MAX];
+	struct dirent *de;
+	bool is_dir;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	if (depth > 2 * NESTED_DEPTH || !(d = opendir(path)))
+		return;
+	while ((de = readdir(d)) && ++*seen <= NESTED_MAX) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >= sizeof(sub) - 16 ||
+		    !there(dir, sub, &is_dir) || !is_dir)
+			continue;
+		if ((size_t)snprintf(head, sizeof(head), "%s/HEAD", sub) < sizeof(head) &&
+		    there(dir, head, &is_dir)) {
+			keep_repo(srt, fs, key, dir, sub, missing, mlen);
+			snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), "/modules");
+		}
+		/* a name with a slash (sub/dir) is a directory of directories */
+		modules(srt, fs, key, dir, sub, depth + 1, seen, missing, mlen);
+	}
+	closedir(d);
+}
+
+static void nested_repos(struct srt *srt, json_t *fs, const char *key, const char *dir,
+			 const char *rel, unsigned depth, size_t *seen, char *missing,
+			 size_t mlen)
+{
+	char path[PATH_MAX], sub[PATH_MAX];
+	struct dirent *de;
+	bool is_dir;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s%s", dir, rel[0] ? "/" : "", rel);
+	if (depth > NESTED_DEPTH || !(d = opendir(path)))
+		return;
+	while ((de = readdir(d)) && ++*seen <= NESTED_MAX) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "node_modules"))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "",
+				     de->d_name) >= sizeof(sub) - 16 || !there(dir, sub, &is_dir))
+			continue;
+		if (!strcmp(de->d_name, ".git")) {
+			if (!is_dir && rel[0]) {
+				const struct kept k = { sub, false, false };
+
+				keep_one(srt, fs, key, dir, &k, missing, mlen);
+			} else if (is_dir) {
+				if (rel[0])
+					keep_repo(srt, fs, key, dir, sub, missing, mlen);
+				snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), "/modules");
+				modules(srt, fs, key, dir, sub, 0, seen, missing, mlen);
+			}
+		} else if (is_dir && depth < NESTED_DEPTH) {
+			nested_repos(srt, fs, key, dir, sub, depth + 1, seen, missing, mlen);
+		}
+	}
+	closedir(d);
 }
 
 static void keep_read_only(struct srt *srt)
@@ -402,6 +497,7 @@ static void keep_read_only(struct srt *srt)
 	json_array_foreach(srt->rw, i, top) {
 		const char *dir = json_string_value(top);
 		char key[96], missing[1024] = "";
+		size_t seen = 0;
 		struct stat st;
 
 		/* a file bound alone holds none of them */
@@ -409,7 +505,11 @@ static void keep_read_only(struct srt *srt)
 			continue;
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
-			keep_one(srt, fs, key, dir, k, missing, sizeof(missing));
+			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
+		nested_repos(srt, fs, key, dir, "", 0, &seen, missing, sizeof(missing));
+		if (seen > NESTED_MAX)
+			say(srt, key, "more than %d entries in its top %d levels: the repositories "
+			    "deeper in were not looked for", NESTED_MAX, NESTED_DEPTH);
 		if (missing[0])
 			say(srt, key, "made empty and kept read-only, as they were not there "
 			    "(so that the sandbox cannot make them; removed after the run): %s",

@@ -164,7 +164,14 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 			next = last ? -1 : step(dir, part, true);
 			if (!last && next >= 0) {
 				/* a directory on the way: pinned, so it cannot be renamed away */
-				if (*npins < SRT_PINS_MAX && !(pins[(*npins)++] = strdup(path)))
+				if (*npins == SRT_PINS_MAX) {
+					close(next);
+					snprintf(why, whylen, "more than %d directories on the way",
+						 SRT_PINS_MAX);
+					r = -ENAMETOOLONG;
+					break;
+				}
+				if (!(pins[(*npins)++] = strdup(path)))
 					r = -ENOMEM;
 				close(dir);
 				dir = next;

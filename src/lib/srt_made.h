@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 /* directories pinned on the way to one kept path, at most */
-#define SRT_PINS_MAX 8
+#define SRT_PINS_MAX 16
 
 struct corral_srt_made *srt_made_new(void);
 

@@ -1249,12 +1249,16 @@ t_srt_keeps_what_is_not_there_read_only() {
 # and config of too: a nested repository's (git status there, or a shell
 # prompt's), a submodule's (.git/modules/NAME, and the submodule's .git
 # file, whose "gitdir:" names the repository), a worktree's .git file.
-# Before, the sandbox wrote a core.fsmonitor into each, or pointed the
-# .git file at a repository of its own, and the host's git ran it.
+# and a file the config includes, there or not.  Before, the sandbox
+# wrote a core.fsmonitor into each, or pointed the .git file at a
+# repository of its own, and the host's git ran it.
 t_srt_keeps_other_repositories_read_only() {
 	mkdir -p "$T/proj/nested/.git/hooks" "$T/proj/.git/modules/sub/hooks" "$T/proj/sub" "$T/wt" || return 1
-	printf '[core]\n\tbare = false\n' | tee "$T/proj/.git/config" "$T/proj/nested/.git/config" \
+	printf '[core]\n\tbare = false\n' | tee "$T/proj/nested/.git/config" \
 		> "$T/proj/.git/modules/sub/config"
+	printf '[core]\n\tbare = false\n[include]\n\tpath = ../shared.inc\n[includeIf "onbranch:x"]\n\tpath = "../absent.inc"\n' \
+		> "$T/proj/.git/config"
+	echo '[user]' > "$T/proj/shared.inc"
 	echo 'ref: refs/heads/main' > "$T/proj/.git/modules/sub/HEAD"
 	echo 'gitdir: ../.git/modules/sub' > "$T/proj/sub/.git"
 	echo "gitdir: $T/main/.git/worktrees/wt" > "$T/wt/.git"
@@ -1271,13 +1275,17 @@ t_srt_keeps_other_repositories_read_only() {
 		echo 'gitdir: ../evil' > sub/.git && echo gitfile
 		mv nested/.git nested/.git-old && echo nested-moved
 		echo 'gitdir: ../evil' > $T/wt/.git && echo worktree-gitfile
+		printf '[core]\n\tfsmonitor = x\n' >> shared.inc && echo include-written
+		printf '[core]\n\tfsmonitor = x\n' > absent.inc && echo absent-include-written
 		echo mine > nested/work && echo ran" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
-	for w in nested-config nested-hook module-config module-hook gitfile nested-moved worktree-gitfile; do
+	for w in nested-config nested-hook module-config module-hook gitfile nested-moved worktree-gitfile \
+		 include-written absent-include-written; do
 		expect_not_contains "$w" "$(cat "$T/out")" "$w"
 	done
-	for f in nested/.git/config .git/modules/sub/config; do
+	[ ! -e "$T/proj/absent.inc" ] || fail "an include made on the host: $(cat "$T/proj/absent.inc")"
+	for f in nested/.git/config .git/modules/sub/config shared.inc; do
 		expect_not_contains "$f kept" "$(cat "$T/proj/$f")" fsmonitor
 	done
 	expect_eq "gitfile kept" "$(cat "$T/proj/sub/.git")" "gitdir: ../.git/modules/sub"

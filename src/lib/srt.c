@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -295,23 +296,25 @@ static const struct kept {
 	const char *rel;
 	bool dir;
 	bool made;		/* made where it is not there (as srt does) */
+	const char *as;		/* why, for the report; NULL: srt's list */
 } kept_read_only[] = {
-	{ ".git/hooks", true, true }, { ".vscode", true, true }, { ".idea", true, true },
-	{ ".claude/commands", true, true }, { ".claude/agents", true, true },
-	{ ".git/config", false, true }, { ".gitconfig", false, true },
-	{ ".gitmodules", false, true }, { ".bashrc", false, true },
-	{ ".bash_profile", false, true }, { ".zshrc", false, true },
-	{ ".zprofile", false, true }, { ".profile", false, true },
-	{ ".ripgreprc", false, true }, { ".mcp.json", false, true },
-	{ ".claude/settings.json", false, true }, { ".claude/settings.local.json", false, true },
-	{ ".envrc", false, true },
+	{ ".git/hooks", true, true, NULL }, { ".vscode", true, true, NULL },
+	{ ".idea", true, true, NULL }, { ".claude/commands", true, true, NULL },
+	{ ".claude/agents", true, true, NULL }, { ".git/config", false, true, NULL },
+	{ ".gitconfig", false, true, NULL }, { ".gitmodules", false, true, NULL },
+	{ ".bashrc", false, true, NULL }, { ".bash_profile", false, true, NULL },
+	{ ".zshrc", false, true, NULL }, { ".zprofile", false, true, NULL },
+	{ ".profile", false, true, NULL }, { ".ripgreprc", false, true, NULL },
+	{ ".mcp.json", false, true, NULL }, { ".claude/settings.json", false, true, NULL },
+	{ ".claude/settings.local.json", false, true, NULL },
+	{ ".envrc", false, true, NULL },
 	/*
 	 * Only where they are: an empty commondir breaks git ("failed to
 	 * read .git/commondir"); a .git file is kept here, a .git directory
 	 * by its parts (made empty above where there is no .git, as srt
 	 * does: an empty one is no repository to git).
 	 */
-	{ ".git", false, false }, { ".git/commondir", false, false },
+	{ ".git", false, false, NULL }, { ".git/commondir", false, false, NULL },
 };
 
 static bool listed(json_t *arr, const char *path)
@@ -385,8 +388,8 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s",
 				 missing[0] ? ", " : "", bind + strlen(dir) + 1);
 		else
-			say(srt, key, "%s -> filesystem.ro \"%s\", as srt keeps it%s",
-			    kr->rel, bind, npins ? " (the directories on its way "
+			say(srt, key, "%s -> filesystem.ro \"%s\", %s%s",
+			    kr->rel, bind, kr->as ? kr->as : "as srt keeps it", npins ? " (the directories on its way "
 			    "bound onto themselves: none can be renamed)" : "");
 	}
 	for (size_t i = 0; i < npins; i++)
@@ -408,12 +411,106 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 #define NESTED_DEPTH 3
 #define NESTED_MAX 20000
 
+/* Lexically: "//", "." and ".." collapsed; false when it climbs above "/". */
+static bool collapse(char *path)
+{
+	char *out = path, *c = path, *slash;
+
+	while (*c) {
+		while (*c == '/')
+			c++;
+		slash = strchrnul(c, '/');
+		if (slash - c == 1 && c[0] == '.') {
+			/* nothing */
+		} else if (slash - c == 2 && c[0] == '.' && c[1] == '.') {
+			if (out == path)
+				return false;
+			while (out > path && *--out != '/')
+				;
+		} else if (slash > c) {
+			*out++ = '/';
+			memmove(out, c, (size_t)(slash - c));
+			out += slash - c;
+		}
+		c = slash;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = '\0';
+	return true;
+}
+
+/*
+ * The files a repository's config includes (include.path,
+ * includeIf.*.path) that lie in the bind: config git reads as its own
+ * (a core.fsmonitor there runs as one in .git/config does), kept as the
+ * config is; one not there is made (git skips an include it cannot
+ * find, and the sandbox could make it).  A relative path is the config
+ * file's directory's, "~/" the caller's $HOME, as git reads them.  Only
+ * the config's own includes: an included file's are not followed.
+ */
+#define INCLUDES_MAX 16
+
+static void keep_includes(struct srt *srt, json_t *fs, const char *key, const char *dir,
+			  const char *gitdir, char *missing, size_t mlen)
+{
+	char path[PATH_MAX], line[PATH_MAX], inc[PATH_MAX];
+	const char *home = getenv("HOME");
+	bool section = false;
+	unsigned n = 0;
+	FILE *f;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s/config", dir, gitdir) >= sizeof(path) ||
+	    !(f = fopen(path, "re")))
+		return;
+	while (n < INCLUDES_MAX && fgets(line, sizeof(line), f)) {
+		char *k = line + strspn(line, " \t"), *v, *end;
+
+		if (*k == '[') {
+			section = !strncasecmp(k, "[include]", 9) || !strncasecmp(k, "[includeIf ", 11);
+			continue;
+		}
+		if (!section || strncasecmp(k, "path", 4) || !(v = strchr(k + 4, '=')) ||
+		    k[4 + strspn(k + 4, " \t")] != '=')
+			continue;
+		v += 1 + strspn(v + 1, " \t\"");
+		end = v + strcspn(v, "\"\r\n");
+		while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		*end = '\0';
+		if (!*v)
+			continue;
+		if (v[0] == '~' && v[1] == '/') {
+			if (!home || home[0] != '/' ||
+			    (size_t)snprintf(inc, sizeof(inc), "%s/%s", home, v + 2) >= sizeof(inc))
+				continue;
+		} else if ((size_t)snprintf(inc, sizeof(inc), "%s%s%s/%s", v[0] == '/' ? "" : dir,
+					    v[0] == '/' ? "" : "/", v[0] == '/' ? "" : gitdir,
+					    v[0] == '/' ? v + 1 : v) >= sizeof(inc)) {
+			continue;
+		}
+		if (!collapse(inc) || !under(inc, dir) || !strcmp(inc, dir))
+			continue;
+		n++;
+		{
+			const struct kept kr = { inc + strlen(dir) + (strcmp(dir, "/") != 0), false,
+						 true, "as the config it includes" };
+
+			keep_one(srt, fs, key, dir, &kr, missing, mlen);
+		}
+	}
+	if (n == INCLUDES_MAX)
+		say(srt, key, "%s/config: more than %d includes: the rest not kept read-only",
+		    gitdir, INCLUDES_MAX);
+	fclose(f);
+}
+
 static void keep_repo(struct srt *srt, json_t *fs, const char *key, const char *dir,
 		      const char *gitdir, char *missing, size_t mlen)
 {
 	char hooks[PATH_MAX], config[PATH_MAX], common[PATH_MAX];
 	const struct kept k[] = {
-		{ hooks, true, true }, { config, false, true }, { common, false, false },
+		{ hooks, true, true, NULL }, { config, false, true, NULL }, { common, false, false, NULL },
 	};
 
 	snprintf(hooks, sizeof(hooks), "%s/hooks", gitdir);
@@ -421,6 +518,7 @@ static void keep_repo(struct srt *srt, json_t *fs, const char *key, const char *
 	snprintf(common, sizeof(common), "%s/commondir", gitdir);
 	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
 		keep_one(srt, fs, key, dir, &k[i], missing, mlen);
+	keep_includes(srt, fs, key, dir, gitdir, missing, mlen);
 }
 
 /* .git/modules/NAME (and their own modules/): each a submodule's repository */
@@ -473,12 +571,14 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 			continue;
 		if (!strcmp(de->d_name, ".git")) {
 			if (!is_dir && rel[0]) {
-				const struct kept k = { sub, false, false };
+				const struct kept k = { sub, false, false, NULL };
 
 				keep_one(srt, fs, key, dir, &k, missing, mlen);
 			} else if (is_dir) {
 				if (rel[0])
 					keep_repo(srt, fs, key, dir, sub, missing, mlen);
+				else	/* the bind's own: its hooks and config are the table's */
+					keep_includes(srt, fs, key, dir, sub, missing, mlen);
 				snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), "/modules");
 				modules(srt, fs, key, dir, sub, 0, seen, missing, mlen);
 			}

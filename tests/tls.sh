@@ -1245,6 +1245,45 @@ t_srt_keeps_what_is_not_there_read_only() {
 	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
 }
 
+# Two runs of one project at once: the second finds what the first made
+# there, and keeps it too; the first, ending, leaves it (the second holds
+# it), so the second's bind stays where it is.  Removing a mount point
+# of another mount namespace detaches its mount: the second run could
+# then make .vscode/tasks.json.  Each run waits for a file of the test's
+# before going on, so the order is the test's, whatever the load.
+t_srt_made_kept_while_another_run_holds_it() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/sig" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local a b i wait_for
+	# wait_for FILE: in the sandbox, bounded (20 s)
+	wait_for='w() { i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done; }'
+	(cd "$T/proj" && exec timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/a-in; w $T/proj/sig/a-go; echo a-done" > "$T/out.a" 2> "$T/err.a" < /dev/null) &
+	a=$!
+	trap "kill $a \${b:-} 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/a-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/a-in" ] || { fail "the first run did not start: $(cat "$T/err.a")"; return; }
+	(cd "$T/proj" && exec timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/b-in; w $T/proj/sig/b-go; cd $T/proj
+		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written; echo b-done" \
+		> "$T/out.b" 2> "$T/err.b" < /dev/null) &
+	b=$!
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/b-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/b-in" ] || { fail "the second run did not start: $(cat "$T/err.b")"; return; }
+	touch "$T/proj/sig/a-go"
+	wait "$a" || fail "the first run: $?"
+	touch "$T/proj/sig/b-go"
+	wait "$b" || fail "the second run: $?"
+	expect_contains "first ran" "$(cat "$T/out.a")" a-done
+	expect_contains "second ran" "$(cat "$T/out.b")" b-done
+	expect_not_contains "kept for the second" "$(cat "$T/out.b")" tasks-written
+	[ ! -e "$T/proj/.vscode/tasks.json" ] || fail "a task on the host: $(cat "$T/proj/.vscode/tasks.json")"
+	expect_contains "the second found it there" "$(cat "$T/err.b")" ".vscode -> filesystem.ro \"$T/proj/.vscode\", as srt keeps it"
+}
+
 # The other repositories in the bind, which the host's git runs the hooks
 # and config of too: a nested repository's (git status there, or a shell
 # prompt's), a submodule's (.git/modules/NAME, and the submodule's .git

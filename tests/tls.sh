@@ -1258,12 +1258,14 @@ t_srt_made_kept_while_another_run_holds_it() {
 	chmod -R a+rwX "$T/proj"
 	chmod a+rX "$T" "$T/srt.json"
 	local a b i wait_for
-	# wait_for FILE: in the sandbox, bounded (20 s)
+	# w FILE: waits in the sandbox's shell, bounded (20 s)
+	# shellcheck disable=SC2016 # expanded there, not here
 	wait_for='w() { i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done; }'
 	(cd "$T/proj" && exec timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
 		$wait_for; touch $T/proj/sig/a-in; w $T/proj/sig/a-go; echo a-done" > "$T/out.a" 2> "$T/err.a" < /dev/null) &
 	a=$!
-	trap "kill $a \${b:-} 2>/dev/null || true" EXIT
+	# shellcheck disable=SC2064 # this run's pid, now
+	trap "kill $a 2>/dev/null || true" EXIT
 	for i in $(seq 1 400); do [ -e "$T/proj/sig/a-in" ] && break; sleep 0.05; done
 	[ -e "$T/proj/sig/a-in" ] || { fail "the first run did not start: $(cat "$T/err.a")"; return; }
 	(cd "$T/proj" && exec timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
@@ -1271,6 +1273,8 @@ t_srt_made_kept_while_another_run_holds_it() {
 		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written; echo b-done" \
 		> "$T/out.b" 2> "$T/err.b" < /dev/null) &
 	b=$!
+	# shellcheck disable=SC2064 # both runs' pids, now
+	trap "kill $a $b 2>/dev/null || true" EXIT
 	for i in $(seq 1 400); do [ -e "$T/proj/sig/b-in" ] && break; sleep 0.05; done
 	[ -e "$T/proj/sig/b-in" ] || { fail "the second run did not start: $(cat "$T/err.b")"; return; }
 	touch "$T/proj/sig/a-go"

@@ -1212,7 +1212,8 @@ t_srt_keeps_what_the_host_runs_read_only() {
 # directories on the way to what is kept (.git, .claude) cannot be
 # renamed away.  Before, the sandbox made .vscode/tasks.json (a task VS
 # Code runs on opening the folder), .envrc and .claude/settings.json
-# where there were none, and moved .git aside (the kept hooks and config
+# where there were none, a .git/commondir naming a repository of its own
+# (whose config git takes), and moved .git aside (the kept hooks and config
 # with it) to put its own .git there, whose core.fsmonitor the host's
 # next git status ran.
 t_srt_keeps_what_is_not_there_read_only() {
@@ -1229,19 +1230,22 @@ t_srt_keeps_what_is_not_there_read_only() {
 		echo 'echo pwned' > .envrc && echo envrc-written
 		echo '{}' > .claude/settings.json && echo claude-written
 		echo '{}' > .mcp.json && echo mcp-written
+		echo ../evil > .git/commondir && echo commondir-written
+		printf '[core]\n\tfsmonitor = x\n' > .git/config.worktree && echo worktree-config-written
 		rm -rf .vscode .envrc && echo stub-removed
 		mv .git .git-old && echo git-moved
 		mv .claude .claude-old && echo claude-moved
 		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
-	for w in tasks-written envrc-written claude-written mcp-written stub-removed git-moved claude-moved; do
+	for w in tasks-written envrc-written claude-written mcp-written commondir-written \
+		 worktree-config-written stub-removed git-moved claude-moved; do
 		expect_not_contains "$w" "$(cat "$T/out")" "$w"
 	done
 	# what was made is gone again: the tree as it was, and the work
 	rm -f "$T/proj/work"
 	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
-	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; removed after the run): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
+	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; removed after the run; a commondir holds \".\", git's own directory): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
 	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
 }
 
@@ -1291,12 +1295,16 @@ t_srt_made_kept_while_another_run_holds_it() {
 # The other repositories in the bind, which the host's git runs the hooks
 # and config of too: a nested repository's (git status there, or a shell
 # prompt's), a submodule's (.git/modules/NAME, and the submodule's .git
-# file, whose "gitdir:" names the repository), a worktree's .git file.
+# file, whose "gitdir:" names the repository), a worktree's .git file,
+# a linked worktree's commondir (.git/worktrees/NAME: where git takes
+# the config from when it runs in that worktree),
 # and a file the config includes, there or not.  Before, the sandbox
 # wrote a core.fsmonitor into each, or pointed the .git file at a
 # repository of its own, and the host's git ran it.
 t_srt_keeps_other_repositories_read_only() {
-	mkdir -p "$T/proj/nested/.git/hooks" "$T/proj/.git/modules/sub/hooks" "$T/proj/sub" "$T/wt" || return 1
+	mkdir -p "$T/proj/nested/.git/hooks" "$T/proj/.git/modules/sub/hooks" "$T/proj/sub" "$T/wt" \
+		"$T/proj/.git/worktrees/w2" || return 1
+	echo ../.. > "$T/proj/.git/worktrees/w2/commondir"
 	printf '[core]\n\tbare = false\n' | tee "$T/proj/nested/.git/config" \
 		> "$T/proj/.git/modules/sub/config"
 	printf '[core]\n\tbare = false\n[include]\n\tpath = ../shared.inc\n[includeIf "onbranch:x"]\n\tpath = "../absent.inc"\n' \
@@ -1318,13 +1326,14 @@ t_srt_keeps_other_repositories_read_only() {
 		echo 'gitdir: ../evil' > sub/.git && echo gitfile
 		mv nested/.git nested/.git-old && echo nested-moved
 		echo 'gitdir: ../evil' > $T/wt/.git && echo worktree-gitfile
+		echo ../../../evil > .git/worktrees/w2/commondir && echo worktree-commondir
 		printf '[core]\n\tfsmonitor = x\n' >> shared.inc && echo include-written
 		printf '[core]\n\tfsmonitor = x\n' > absent.inc && echo absent-include-written
 		echo mine > nested/work && echo ran" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
 	for w in nested-config nested-hook module-config module-hook gitfile nested-moved worktree-gitfile \
-		 include-written absent-include-written; do
+		 include-written absent-include-written worktree-commondir; do
 		expect_not_contains "$w" "$(cat "$T/out")" "$w"
 	done
 	[ ! -e "$T/proj/absent.inc" ] || fail "an include made on the host: $(cat "$T/proj/absent.inc")"

@@ -297,25 +297,34 @@ static const struct kept {
 	bool dir;
 	bool made;		/* made where it is not there (as srt does) */
 	const char *as;		/* why, for the report; NULL: srt's list */
+	const char *content;	/* a file made holds it; NULL: empty */
 } kept_read_only[] = {
-	{ ".git/hooks", true, true, NULL }, { ".vscode", true, true, NULL },
-	{ ".idea", true, true, NULL }, { ".claude/commands", true, true, NULL },
-	{ ".claude/agents", true, true, NULL }, { ".git/config", false, true, NULL },
-	{ ".gitconfig", false, true, NULL }, { ".gitmodules", false, true, NULL },
-	{ ".bashrc", false, true, NULL }, { ".bash_profile", false, true, NULL },
-	{ ".zshrc", false, true, NULL }, { ".zprofile", false, true, NULL },
-	{ ".profile", false, true, NULL }, { ".ripgreprc", false, true, NULL },
-	{ ".mcp.json", false, true, NULL }, { ".claude/settings.json", false, true, NULL },
-	{ ".claude/settings.local.json", false, true, NULL },
-	{ ".envrc", false, true, NULL },
+	{ ".git/hooks", true, true, NULL, NULL }, { ".vscode", true, true, NULL, NULL },
+	{ ".idea", true, true, NULL, NULL }, { ".claude/commands", true, true, NULL, NULL },
+	{ ".claude/agents", true, true, NULL, NULL }, { ".git/config", false, true, NULL, NULL },
+	{ ".gitconfig", false, true, NULL, NULL }, { ".gitmodules", false, true, NULL, NULL },
+	{ ".bashrc", false, true, NULL, NULL }, { ".bash_profile", false, true, NULL, NULL },
+	{ ".zshrc", false, true, NULL, NULL }, { ".zprofile", false, true, NULL, NULL },
+	{ ".profile", false, true, NULL, NULL }, { ".ripgreprc", false, true, NULL, NULL },
+	{ ".mcp.json", false, true, NULL, NULL },
+	{ ".claude/settings.json", false, true, NULL, NULL },
+	{ ".claude/settings.local.json", false, true, NULL, NULL },
+	{ ".envrc", false, true, "as direnv runs it", NULL },
 	/*
-	 * Only where they are: an empty commondir breaks git ("failed to
-	 * read .git/commondir"); a .git file is kept here, a .git directory
-	 * by its parts (made empty above where there is no .git, as srt
-	 * does: an empty one is no repository to git).
+	 * A .git file is kept where it is; a .git directory by its parts
+	 * (made empty above where there is no .git, as srt does: an empty
+	 * one is no repository to git).  A commondir made holds ".", git's
+	 * own directory: git goes on as before (an empty one stops it:
+	 * "failed to read .git/commondir").  An empty config.worktree is
+	 * no config.
 	 */
-	{ ".git", false, false, NULL }, { ".git/commondir", false, false, NULL },
+	{ ".git", false, false, "as git follows its gitdir: line", NULL },
+	{ ".git/commondir", false, true, "as git takes the config from where it names", ".\n" },
+	{ ".git/config.worktree", false, true, "as git reads it as config", NULL },
 };
+
+/* where commondir is in the table (config.worktree follows it) */
+#define KEPT_COMMONDIR (sizeof(kept_read_only) / sizeof(kept_read_only[0]) - 2)
 
 static bool listed(json_t *arr, const char *path)
 {
@@ -367,7 +376,7 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 	if (!kr->made && (!there(dir, kr->rel, &is_dir) ||
 					(!strcmp(kr->rel, ".git") && is_dir)))
 		return;	/* only a .git that is a file: a directory's parts are kept */
-	r = srt_made_keep(srt->made, dir, kr->rel, kr->dir,
+	r = srt_made_keep(srt->made, dir, kr->rel, kr->dir, kr->content,
 			  &bind, pins, &npins, why, sizeof(why));
 	if (r == -ENOTDIR) {
 		/* .git/hooks where .git is a file: nothing can be made there */
@@ -494,7 +503,7 @@ static void keep_includes(struct srt *srt, json_t *fs, const char *key, const ch
 		n++;
 		{
 			const struct kept kr = { inc + strlen(dir) + (strcmp(dir, "/") != 0), false,
-						 true, "as the config it includes" };
+						 true, "as the config it includes", NULL };
 
 			keep_one(srt, fs, key, dir, &kr, missing, mlen);
 		}
@@ -508,14 +517,17 @@ static void keep_includes(struct srt *srt, json_t *fs, const char *key, const ch
 static void keep_repo(struct srt *srt, json_t *fs, const char *key, const char *dir,
 		      const char *gitdir, char *missing, size_t mlen)
 {
-	char hooks[PATH_MAX], config[PATH_MAX], common[PATH_MAX];
+	char hooks[PATH_MAX], config[PATH_MAX], common[PATH_MAX], cw[PATH_MAX];
 	const struct kept k[] = {
-		{ hooks, true, true, NULL }, { config, false, true, NULL }, { common, false, false, NULL },
+		{ hooks, true, true, NULL, NULL }, { config, false, true, NULL, NULL },
+		{ common, false, true, kept_read_only[KEPT_COMMONDIR].as, ".\n" },
+		{ cw, false, true, kept_read_only[KEPT_COMMONDIR + 1].as, NULL },
 	};
 
 	snprintf(hooks, sizeof(hooks), "%s/hooks", gitdir);
 	snprintf(config, sizeof(config), "%s/config", gitdir);
 	snprintf(common, sizeof(common), "%s/commondir", gitdir);
+	snprintf(cw, sizeof(cw), "%s/config.worktree", gitdir);
 	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
 		keep_one(srt, fs, key, dir, &k[i], missing, mlen);
 	keep_includes(srt, fs, key, dir, gitdir, missing, mlen);
@@ -550,6 +562,41 @@ static void modules(struct srt *srt, json_t *fs, const char *key, const char *di
 	closedir(d);
 }
 
+/*
+ * .git/worktrees/NAME: a linked worktree's own part of the repository
+ * (its checkout lies elsewhere, maybe outside the bind): its commondir
+ * (where git takes the config and hooks from) and config.worktree.
+ */
+static void worktrees(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		      const char *gitdir, size_t *seen, char *missing, size_t mlen)
+{
+	char path[PATH_MAX], common[PATH_MAX], cw[PATH_MAX];
+	struct dirent *de;
+	bool is_dir;
+	DIR *d;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s/worktrees", dir, gitdir) >= sizeof(path) ||
+	    !(d = opendir(path)))
+		return;
+	while ((de = readdir(d)) && ++*seen <= NESTED_MAX) {
+		const struct kept k[] = {
+			{ common, false, false, kept_read_only[KEPT_COMMONDIR].as, NULL },
+			{ cw, false, true, kept_read_only[KEPT_COMMONDIR + 1].as, NULL },
+		};
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (size_t)snprintf(common, sizeof(common), "%s/worktrees/%s/commondir", gitdir,
+				     de->d_name) >= sizeof(common) ||
+		    (size_t)snprintf(cw, sizeof(cw), "%s/worktrees/%s/config.worktree", gitdir,
+				     de->d_name) >= sizeof(cw) ||
+		    !there(dir, common, &is_dir))
+			continue;
+		for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+			keep_one(srt, fs, key, dir, &k[i], missing, mlen);
+	}
+	closedir(d);
+}
+
 static void nested_repos(struct srt *srt, json_t *fs, const char *key, const char *dir,
 			 const char *rel, unsigned depth, size_t *seen, char *missing,
 			 size_t mlen)
@@ -571,7 +618,8 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 			continue;
 		if (!strcmp(de->d_name, ".git")) {
 			if (!is_dir && rel[0]) {
-				const struct kept k = { sub, false, false, NULL };
+				const struct kept k = { sub, false, false,
+							kept_read_only[KEPT_COMMONDIR - 1].as, NULL };
 
 				keep_one(srt, fs, key, dir, &k, missing, mlen);
 			} else if (is_dir) {
@@ -579,6 +627,7 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 					keep_repo(srt, fs, key, dir, sub, missing, mlen);
 				else	/* the bind's own: its hooks and config are the table's */
 					keep_includes(srt, fs, key, dir, sub, missing, mlen);
+				worktrees(srt, fs, key, dir, sub, seen, missing, mlen);
 				snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), "/modules");
 				modules(srt, fs, key, dir, sub, 0, seen, missing, mlen);
 			}
@@ -612,8 +661,8 @@ static void keep_read_only(struct srt *srt)
 			    "deeper in were not looked for", NESTED_MAX, NESTED_DEPTH);
 		if (missing[0])
 			say(srt, key, "made empty and kept read-only, as they were not there "
-			    "(so that the sandbox cannot make them; removed after the run): %s",
-			    missing);
+			    "(so that the sandbox cannot make them; removed after the run; a "
+			    "commondir holds \".\", git's own directory): %s", missing);
 	}
 }
 

@@ -9,7 +9,8 @@
  * empty directory) at the first component that does not exist, which
  * bwrap makes on the host, removed after the command.  Here each is made
  * beneath the bind's directory without following a link, an empty
- * directory (0555) or an empty file (0444), held open with a shared
+ * directory (0555) or a file (0444: empty, or what git needs to find
+ * there to go on as before, .git/commondir's "."), held open with a shared
  * flock(2) for the run, as is each kept path that existed: another run of
  * the same project that finds it there keeps it too.  After the run
  * (corral_srt_made_remove) each made one is removed only if no other run
@@ -37,6 +38,7 @@ struct made {
 	char *path;		/* absolute, as bound */
 	int fd;			/* O_RDONLY, flock LOCK_SH held */
 	bool made;		/* corral made it: removed after the run */
+	const char *content;	/* what it was made with (a file), or NULL */
 	dev_t dev;
 	ino_t ino;
 };
@@ -131,8 +133,8 @@ static void pause_a_little(void)
 }
 
 int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
-		  bool directory, char **bind, char **pins, size_t *npins,
-		  char *why, size_t whylen)
+		  bool directory, const char *content, char **bind, char **pins,
+		  size_t *npins, char *why, size_t whylen)
 {
 	char part[PATH_MAX], path[PATH_MAX];
 	int r = 1;
@@ -198,9 +200,19 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 					if (r < 0)
 						snprintf(why, whylen, "cannot make %s: %s", path, strerror(errno));
 				} else {
+					size_t n = !d && content ? strlen(content) : 0;
+
+					if (n && write(next, content, n) != (ssize_t)n) {
+						r = -(errno ? errno : EIO);
+						snprintf(why, whylen, "cannot write %s: %s", path,
+							 strerror(-r));
+					}
 					if (!d)
 						close(next);
-					r = hold(m, dir, part, path, true);
+					if (r == 1)
+						r = hold(m, dir, part, path, true);
+					if (r == 0 && n)
+						m->v[m->n - 1].content = content;
 				}
 			} else if (r < 0) {
 				snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
@@ -228,7 +240,18 @@ bool srt_made_was_made(const struct corral_srt_made *m, const char *path)
 	return false;
 }
 
-/* Still the empty thing made, at its name: removed; else left. */
+/* A made file holds what it was made with (nothing, or content), no more. */
+static bool still_as_made(const struct made *d, const struct stat *st)
+{
+	size_t n = d->content ? strlen(d->content) : 0;
+	char buf[64];
+
+	if ((size_t)st->st_size != n || n > sizeof(buf))
+		return false;
+	return !n || (pread(d->fd, buf, n, 0) == (ssize_t)n && !memcmp(buf, d->content, n));
+}
+
+/* Still the thing made, at its name: removed; else left. */
 static void unmake(const struct made *d)
 {
 	char parent[PATH_MAX];
@@ -247,7 +270,8 @@ static void unmake(const struct made *d)
 	if (dir < 0)
 		return;
 	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == d->dev &&
-	    st.st_ino == d->ino && (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && st.st_size == 0)))
+	    st.st_ino == d->ino && (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) &&
+							 still_as_made(d, &st))))
 		(void)unlinkat(dir, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
 	close(dir);
 }

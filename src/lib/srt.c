@@ -613,6 +613,9 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    !strcmp(de->d_name, "node_modules"))
 			continue;
+		/* the entry's type where the directory tells it: one lstat a file cost 2 ms in 1000 */
+		if (de->d_type != DT_UNKNOWN && de->d_type != DT_DIR && strcmp(de->d_name, ".git"))
+			continue;
 		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "",
 				     de->d_name) >= sizeof(sub) - 16 || !there(dir, sub, &is_dir))
 			continue;

@@ -378,9 +378,7 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 		return;	/* only a .git that is a file: a directory's parts are kept */
 	r = srt_made_keep(srt->made, dir, kr->rel, kr->dir, kr->content,
 			  &bind, pins, &npins, why, sizeof(why));
-	if (r == -ENOTDIR) {
-		/* .git/hooks where .git is a file: nothing can be made there */
-	} else if (r < 0) {
+	if (r < 0) {
 		say(srt, key, "%s: not kept read-only: %s", kr->rel, why);
 	} else {
 		push(fs, "ro", bind);
@@ -396,10 +394,14 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 		if (srt_made_was_made(srt->made, bind))
 			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s",
 				 missing[0] ? ", " : "", bind + strlen(dir) + 1);
+		else if (strcmp(bind, full))
+			say(srt, key, "%s lies under the file %s, kept read-only instead (the "
+			    "sandbox would remove it to make the directory) -> filesystem.ro \"%s\"",
+			    kr->rel, bind + strlen(dir) + 1, bind);
 		else
-			say(srt, key, "%s -> filesystem.ro \"%s\", %s%s",
-			    kr->rel, bind, kr->as ? kr->as : "as srt keeps it", npins ? " (the directories on its way "
-			    "bound onto themselves: none can be renamed)" : "");
+			say(srt, key, "%s -> filesystem.ro \"%s\", %s%s", kr->rel, bind,
+			    kr->as ? kr->as : "as srt keeps it", npins ? " (the directories "
+			    "on its way bound onto themselves: none can be renamed)" : "");
 	}
 	for (size_t i = 0; i < npins; i++)
 		free(pins[i]);
@@ -648,7 +650,7 @@ static void keep_read_only(struct srt *srt)
 
 	json_array_foreach(srt->rw, i, top) {
 		const char *dir = json_string_value(top);
-		char key[96], missing[1024] = "";
+		char key[96], missing[4096] = "";
 		size_t seen = 0;
 		struct stat st;
 

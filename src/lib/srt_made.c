@@ -180,12 +180,24 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 				c = slash + 1;
 				continue;
 			}
+			if (!last && errno == ELOOP) {
+				r = -ELOOP;
+				snprintf(why, whylen, "%s is a symlink (the sandbox may replace it)",
+					 path);
+				break;
+			}
 			if (!last && errno != ENOENT) {
-				/* a link, or a file (a worktree's .git): nothing to make beneath */
-				r = -errno;
-				snprintf(why, whylen, "%s is %s", path, errno == ELOOP ?
-					 "a symlink (the sandbox may replace it)" :
-					 "not a directory: nothing can be made beneath it");
+				/*
+				 * A file on the way (a worktree's .git): kept
+				 * itself, else the sandbox removes it and makes
+				 * the directory (srt skips the path: "nothing
+				 * can be made beneath a file").
+				 */
+				r = hold(m, dir, part, path, false);
+				if (r < 0)
+					snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
+				if (r == 0 && !(*bind = strdup(path)))
+					r = -ENOMEM;
 				break;
 			}
 			/* the last component, or the first that is not there */
@@ -206,6 +218,8 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 						r = -(errno ? errno : EIO);
 						snprintf(why, whylen, "cannot write %s: %s", path,
 							 strerror(-r));
+						/* not left half made on the host */
+						(void)unlinkat(dir, part, 0);
 					}
 					if (!d)
 						close(next);

@@ -1297,7 +1297,8 @@ t_srt_made_kept_while_another_run_holds_it() {
 # prompt's), a submodule's (.git/modules/NAME, and the submodule's .git
 # file, whose "gitdir:" names the repository), a worktree's .git file,
 # a linked worktree's commondir (.git/worktrees/NAME: where git takes
-# the config from when it runs in that worktree),
+# the config from when it runs in that worktree), a file where a kept
+# directory would be (removed, the directory made in its place),
 # and a file the config includes, there or not.  Before, the sandbox
 # wrote a core.fsmonitor into each, or pointed the .git file at a
 # repository of its own, and the host's git ran it.
@@ -1313,6 +1314,7 @@ t_srt_keeps_other_repositories_read_only() {
 	echo 'ref: refs/heads/main' > "$T/proj/.git/modules/sub/HEAD"
 	echo 'gitdir: ../.git/modules/sub' > "$T/proj/sub/.git"
 	echo "gitdir: $T/main/.git/worktrees/wt" > "$T/wt/.git"
+	echo 'not a directory' > "$T/wt/.claude"
 	printf '{"filesystem": {"allowWrite": ["%s/proj", "%s/wt"]}}\n' "$T" "$T" > "$T/srt.json"
 	chmod -R a+rwX "$T/proj" "$T/wt"
 	chmod a+rX "$T" "$T/srt.json"
@@ -1327,13 +1329,15 @@ t_srt_keeps_other_repositories_read_only() {
 		mv nested/.git nested/.git-old && echo nested-moved
 		echo 'gitdir: ../evil' > $T/wt/.git && echo worktree-gitfile
 		echo ../../../evil > .git/worktrees/w2/commondir && echo worktree-commondir
+		rm -f $T/wt/.claude && mkdir -p $T/wt/.claude && echo '{}' > $T/wt/.claude/settings.json &&
+			echo claude-file-replaced
 		printf '[core]\n\tfsmonitor = x\n' >> shared.inc && echo include-written
 		printf '[core]\n\tfsmonitor = x\n' > absent.inc && echo absent-include-written
 		echo mine > nested/work && echo ran" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
 	for w in nested-config nested-hook module-config module-hook gitfile nested-moved worktree-gitfile \
-		 include-written absent-include-written worktree-commondir; do
+		 include-written absent-include-written worktree-commondir claude-file-replaced; do
 		expect_not_contains "$w" "$(cat "$T/out")" "$w"
 	done
 	[ ! -e "$T/proj/absent.inc" ] || fail "an include made on the host: $(cat "$T/proj/absent.inc")"

@@ -314,11 +314,20 @@ int corral_policy_load_string(struct corral_policy *p, const char *text,
 /*
  * The settings file of Anthropic's sandbox-runtime (srt), translated to a
  * policy and loaded like one.  *report (free() it; NULL on error) says key
- * by key what each setting became, or why it did not map.
+ * by key what each setting became, or why it did not map.  *made (NULL
+ * on error): what srt keeps read-only inside a write bind, held for the
+ * run, and made on the host, empty, where it was not there (so that the
+ * sandbox cannot make it): give it to corral_srt_made_remove once the
+ * sandbox is gone.
  */
+struct corral_srt_made;
 CORRAL_PUBLIC
 int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
-				char **report, struct corral_err *err);
+				char **report, struct corral_srt_made **made,
+				struct corral_err *err);
+/* Removes what it made that is still as made and no other run holds; frees m. */
+CORRAL_PUBLIC
+void corral_srt_made_remove(struct corral_srt_made *m);
 
 /*
  * What a policy's TLS part makes the supervisor read from the host, for

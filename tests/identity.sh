@@ -201,6 +201,22 @@ t_bind_other_owner() {
 	expect_eq "range-owned file intact" "$(cat "$T/b/range-owned")" secret
 }
 
+# Binds of two owners in one run, and two of one: each maps its own
+# owner (idmap.c makes one user namespace an owner, taken again for the
+# next bind of that owner, never for another's).
+t_binds_of_two_owners_each_mapped() {
+	[ "$ME" = 0 ] || { skip "only root can idmap"; return 77; }
+	stage
+	mkdir "$T/b" "$T/c" "$T/d"
+	chown 4321:4322 "$T/b" "$T/d"
+	chown 4331:4332 "$T/c"
+	crun me --rw "$T/b:/mnt/b" --rw "$T/c:/mnt/c" --rw "$T/d:/mnt/d" -- sh -c \
+		'echo new > /mnt/b/new; echo new > /mnt/c/new; echo new > /mnt/d/new'
+	expect_eq "the first owner's" "$(stat -c %u:%g "$T/b/new")" 4321:4322
+	expect_eq "the second owner's" "$(stat -c %u:%g "$T/c/new")" 4331:4332
+	expect_eq "the first owner's again" "$(stat -c %u:%g "$T/d/new")" 4321:4322
+}
+
 # A writable bind owned by root is never root's to the agent: it could
 # leave a setuid-root file on the host.
 t_bind_root_owned_not_mapped() {

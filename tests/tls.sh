@@ -1219,7 +1219,149 @@ t_srt_keeps_what_the_host_runs_read_only() {
 	expect_eq "bashrc kept" "$(cat "$T/proj/.bashrc")" "echo kept"
 	expect_eq "the work written" "$(cat "$T/proj/work")" mine
 	expect_contains "said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it"
-	expect_contains "absent said" "$(cat "$T/err")" "not kept read-only as srt would, as they do not exist"
+	expect_contains "absent said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there"
+}
+
+# What srt keeps read-only that is not there when the run starts: made
+# empty on the host, bound read-only, and removed after the run; and the
+# directories on the way to what is kept (.git, .claude) cannot be
+# renamed away.  Before, the sandbox made .vscode/tasks.json (a task VS
+# Code runs on opening the folder), .envrc and .claude/settings.json
+# where there were none, a .git/commondir naming a repository of its own
+# (whose config git takes), and moved .git aside (the kept hooks and config
+# with it) to put its own .git there, whose core.fsmonitor the host's
+# next git status ran.
+t_srt_keeps_what_is_not_there_read_only() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/.claude" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written
+		echo 'echo pwned' > .envrc && echo envrc-written
+		echo '{}' > .claude/settings.json && echo claude-written
+		echo '{}' > .mcp.json && echo mcp-written
+		echo ../evil > .git/commondir && echo commondir-written
+		printf '[core]\n\tfsmonitor = x\n' > .git/config.worktree && echo worktree-config-written
+		rm -rf .vscode .envrc && echo stub-removed
+		mv .git .git-old && echo git-moved
+		mv .claude .claude-old && echo claude-moved
+		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in tasks-written envrc-written claude-written mcp-written commondir-written \
+		 worktree-config-written stub-removed git-moved claude-moved; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	# what was made is gone again: the tree as it was, and the work
+	rm -f "$T/proj/work"
+	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
+	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; removed after the run; a commondir holds \".\", git's own directory): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
+	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
+}
+
+# Two runs of one project at once: the second finds what the first made
+# there, and keeps it too; the first, ending, leaves it (the second holds
+# it), so the second's bind stays where it is.  Removing a mount point
+# of another mount namespace detaches its mount: the second run could
+# then make .vscode/tasks.json.  Each run waits for a file of the test's
+# before going on, so the order is the test's, whatever the load.
+t_srt_made_kept_while_another_run_holds_it() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/sig" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local a b i wait_for
+	# w FILE: waits in the sandbox's shell, bounded (20 s)
+	# shellcheck disable=SC2016 # expanded there, not here
+	wait_for='w() { i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done; }'
+	(cd "$T/proj" && exec timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/a-in; w $T/proj/sig/a-go; echo a-done" > "$T/out.a" 2> "$T/err.a" < /dev/null) &
+	a=$!
+	# shellcheck disable=SC2064 # this run's pid, now
+	trap "kill $a 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/a-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/a-in" ] || { fail "the first run did not start: $(cat "$T/err.a")"; return; }
+	(cd "$T/proj" && exec timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		$wait_for; touch $T/proj/sig/b-in; w $T/proj/sig/b-go; cd $T/proj
+		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written; echo b-done" \
+		> "$T/out.b" 2> "$T/err.b" < /dev/null) &
+	b=$!
+	# shellcheck disable=SC2064 # both runs' pids, now
+	trap "kill $a $b 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/b-in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/b-in" ] || { fail "the second run did not start: $(cat "$T/err.b")"; return; }
+	touch "$T/proj/sig/a-go"
+	wait "$a" || fail "the first run: $?"
+	touch "$T/proj/sig/b-go"
+	wait "$b" || fail "the second run: $?"
+	expect_contains "first ran" "$(cat "$T/out.a")" a-done
+	expect_contains "second ran" "$(cat "$T/out.b")" b-done
+	expect_not_contains "kept for the second" "$(cat "$T/out.b")" tasks-written
+	[ ! -e "$T/proj/.vscode/tasks.json" ] || fail "a task on the host: $(cat "$T/proj/.vscode/tasks.json")"
+	expect_contains "the second found it there" "$(cat "$T/err.b")" ".vscode -> filesystem.ro \"$T/proj/.vscode\", as srt keeps it"
+}
+
+# The other repositories in the bind, which the host's git runs the hooks
+# and config of too: a nested repository's (git status there, or a shell
+# prompt's), a submodule's (.git/modules/NAME, and the submodule's .git
+# file, whose "gitdir:" names the repository), a worktree's .git file,
+# a linked worktree's commondir (.git/worktrees/NAME: where git takes
+# the config from when it runs in that worktree), a file where a kept
+# directory would be (removed, the directory made in its place),
+# and a file the config includes, there or not.  Before, the sandbox
+# wrote a core.fsmonitor into each, or pointed the .git file at a
+# repository of its own, and the host's git ran it.
+t_srt_keeps_other_repositories_read_only() {
+	mkdir -p "$T/proj/nested/.git/hooks" "$T/proj/.git/modules/sub/hooks" "$T/proj/sub" "$T/wt" \
+		"$T/proj/.git/worktrees/w2" || return 1
+	echo ../.. > "$T/proj/.git/worktrees/w2/commondir"
+	printf '[core]\n\tbare = false\n' | tee "$T/proj/nested/.git/config" \
+		> "$T/proj/.git/modules/sub/config"
+	printf '[core]\n\tbare = false\n[include]\n\tpath = ../shared.inc\n[includeIf "onbranch:x"]\n\tpath = "../absent.inc"\n' \
+		> "$T/proj/.git/config"
+	echo '[user]' > "$T/proj/shared.inc"
+	echo 'ref: refs/heads/main' > "$T/proj/.git/modules/sub/HEAD"
+	echo 'gitdir: ../.git/modules/sub' > "$T/proj/sub/.git"
+	echo "gitdir: $T/main/.git/worktrees/wt" > "$T/wt/.git"
+	echo 'not a directory' > "$T/wt/.claude"
+	printf '{"filesystem": {"allowWrite": ["%s/proj", "%s/wt"]}}\n' "$T" "$T" > "$T/srt.json"
+	chmod -R a+rwX "$T/proj" "$T/wt"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w f
+	timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		printf '\tfsmonitor = x\n' >> nested/.git/config && echo nested-config
+		echo x > nested/.git/hooks/pre-commit && echo nested-hook
+		printf '\tfsmonitor = x\n' >> .git/modules/sub/config && echo module-config
+		echo x > .git/modules/sub/hooks/post-checkout && echo module-hook
+		echo 'gitdir: ../evil' > sub/.git && echo gitfile
+		mv nested/.git nested/.git-old && echo nested-moved
+		echo 'gitdir: ../evil' > $T/wt/.git && echo worktree-gitfile
+		echo ../../../evil > .git/worktrees/w2/commondir && echo worktree-commondir
+		rm -f $T/wt/.claude && mkdir -p $T/wt/.claude && echo '{}' > $T/wt/.claude/settings.json &&
+			echo claude-file-replaced
+		printf '[core]\n\tfsmonitor = x\n' >> shared.inc && echo include-written
+		printf '[core]\n\tfsmonitor = x\n' > absent.inc && echo absent-include-written
+		echo mine > nested/work && echo ran" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in nested-config nested-hook module-config module-hook gitfile nested-moved worktree-gitfile \
+		 include-written absent-include-written worktree-commondir claude-file-replaced; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	[ ! -e "$T/proj/absent.inc" ] || fail "an include made on the host: $(cat "$T/proj/absent.inc")"
+	for f in nested/.git/config .git/modules/sub/config shared.inc; do
+		expect_not_contains "$f kept" "$(cat "$T/proj/$f")" fsmonitor
+	done
+	expect_eq "gitfile kept" "$(cat "$T/proj/sub/.git")" "gitdir: ../.git/modules/sub"
+	expect_eq "worktree's kept" "$(cat "$T/wt/.git")" "gitdir: $T/main/.git/worktrees/wt"
+	expect_contains "said" "$(cat "$T/err")" "sub/.git -> filesystem.ro \"$T/proj/sub/.git\""
 }
 
 # children PID: its children's pids

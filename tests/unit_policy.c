@@ -2118,6 +2118,7 @@ TEST(layer_keeps_denials)
 TEST(layer_srt_adds)
 {
 	char path[] = "/tmp/corral-unit-srt.XXXXXX", *report = NULL;
+	struct corral_srt_made *made = NULL;
 	static const char srt[] = "{\"network\": {\"allowedDomains\": [\"b.test\"],"
 				  " \"deniedDomains\": [\"y.b.test\"]}}";
 	struct corral_policy p;
@@ -2131,7 +2132,8 @@ TEST(layer_srt_adds)
 	close(fd);
 	corral_policy_init(&p);
 	CHECK(load(&p, layer_base, &err) == 0);
-	CHECK(corral_policy_load_srt_file(&p, path, &report, &err) == 0);
+	CHECK(corral_policy_load_srt_file(&p, path, &report, &made, &err) == 0);
+	corral_srt_made_remove(made);
 	free(report);
 	unlink(path);
 	CHECK(p.nnet_allow == 3 && p.nnet_deny == 2 && tls_rules(&p) == 1);

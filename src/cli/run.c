@@ -681,12 +681,13 @@ static bool view_flag(int opt)
 }
 
 /* srt's settings: what each key became goes to stderr, one line each. */
-static int load_settings(struct corral_policy *p, const char *path)
+static int load_settings(struct corral_policy *p, const char *path,
+			 struct corral_srt_made **made)
 {
 	struct corral_err err = { 0 };
 	char *report = NULL, *line, *save = NULL;
 
-	if (corral_policy_load_srt_file(p, path, &report, &err) < 0) {
+	if (corral_policy_load_srt_file(p, path, &report, made, &err) < 0) {
 		cli_error("--settings: %s", err.msg);
 		return -1;
 	}
@@ -701,7 +702,7 @@ static int load_settings(struct corral_policy *p, const char *path)
 	return 0;
 }
 
-static int run(int argc, char **argv, struct stops *st)
+static int run(int argc, char **argv, struct stops *st, struct corral_srt_made **made)
 {
 	struct corral_policy p;
 	struct corral_result res;
@@ -756,7 +757,7 @@ static int run(int argc, char **argv, struct stops *st)
 			return EXIT_CORRAL;
 		}
 	}
-	if (settings_file && load_settings(&p, settings_file) < 0) {
+	if (settings_file && load_settings(&p, settings_file, made) < 0) {
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
 	}
@@ -919,10 +920,13 @@ static int run(int argc, char **argv, struct stops *st)
 int cmd_run(int argc, char **argv)
 {
 	struct stops st = { .handed = false };
+	struct corral_srt_made *made = NULL;
 	int code;
 
 	catch_stops(&st);
-	code = run(argc, argv, &st);
+	code = run(argc, argv, &st, &made);
+	/* once the sandbox is gone: what srt's settings made on the host */
+	corral_srt_made_remove(made);
 	if (!st.handed)
 		for (size_t i = 0; i < NSTOP; i++)
 			sigaction(stop_signals[i], &st.old[i], NULL);

@@ -197,13 +197,56 @@ static bool overlay_takes_idmapped(char *why, size_t len)
  * copy is recursive, so what is mounted beneath it is judged too (the
  * workspace is overlayfs's lower layer, which takes no submount).
  */
+/*
+ * The user namespaces made for one idmap_prepare, one an owner: the next
+ * path of the same owner takes its namespace again.  Each is a helper
+ * process (owner_userns): an srt settings file's kept paths, 20 binds of
+ * one owner, made a root run 15 ms slower, one helper each.
+ */
+#define OWNERS_MAX 8
+
+struct owners {
+	struct { uid_t uid; gid_t gid; int fd; } v[OWNERS_MAX];
+	size_t n;
+};
+
+/* *own: the fd is the caller's to close (past OWNERS_MAX owners) */
+static int owner_userns_cached(struct owners *o, uid_t owner, gid_t gowner,
+			       const struct corral_ids *ids, bool *own, char *why, size_t len)
+{
+	int fd;
+
+	*own = false;
+	for (size_t i = 0; i < o->n; i++)
+		if (o->v[i].uid == owner && o->v[i].gid == gowner)
+			return o->v[i].fd;
+	fd = owner_userns(owner, gowner, ids->uid, ids->gid, why, len);
+	if (fd >= 0 && o->n < OWNERS_MAX) {
+		o->v[o->n].uid = owner;
+		o->v[o->n].gid = gowner;
+		o->v[o->n++].fd = fd;
+	} else {
+		*own = fd >= 0;
+	}
+	return fd;
+}
+
+static void owners_close(struct owners *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		close(o->v[i].fd);
+	o->n = 0;
+}
+
 static int map_path(const struct corral_policy *p, const char *path, int pin,
-		    bool writable, bool bind, const struct corral_ids *ids, bool *refused,
-		    char *why, size_t len, char *unmapped, size_t ulen)
+		    bool writable, bool bind, const struct corral_ids *ids, struct owners *o,
+		    bool *refused, char *why, size_t len, char *unmapped, size_t ulen)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 				.resolve = RESOLVE_NO_MAGICLINKS };
-	cleanup_close int fd = -1, root = -1, userns = -1;
+	cleanup_close int fd = -1, root = -1, owned = -1;
+	bool own;
+	int userns;
 	struct corral_err err = { 0 };
 	struct stat st;
 	int tree;
@@ -233,7 +276,9 @@ static int map_path(const struct corral_policy *p, const char *path, int pin,
 				 (unsigned)st.st_uid);
 		return -1;
 	}
-	userns = owner_userns(st.st_uid, st.st_gid, ids->uid, ids->gid, why, len);
+	userns = owner_userns_cached(o, st.st_uid, st.st_gid, ids, &own, why, len);
+	if (own)
+		owned = userns;
 	tree = userns < 0 ? -1 : idmapped_tree(fd, userns, why, len);
 	*refused = tree < 0;
 	return tree;
@@ -273,6 +318,7 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 	const char *legacy;
 	char why[160] = "", unmapped[sizeof(ids->note)] = "";
 	const char *what = NULL;
+	struct owners o = { .n = 0 };
 	bool refused = false;
 	uid_t uid;
 	gid_t gid;
@@ -313,16 +359,17 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		refused = !overlay_takes_idmapped(why, sizeof(why));
 		if (!refused)
 			out->ws = map_path(p, p->workspace, p->workspace_pinned ?
-					   p->workspace_fd : -1, false, false, ids, &refused,
+					   p->workspace_fd : -1, false, false, ids, &o, &refused,
 					   why, sizeof(why), unmapped, sizeof(unmapped));
 	}
 	for (size_t i = 0; !refused && i < p->nbinds; i++) {
 		out->binds[i] = map_path(p, p->binds[i].src, p->binds[i].pinned ?
 					 p->binds[i].fd : -1, p->binds[i].writable,
-					 true, ids, &refused, why, sizeof(why), unmapped,
+					 true, ids, &o, &refused, why, sizeof(why), unmapped,
 					 sizeof(unmapped));
 		what = p->binds[i].src;
 	}
+	owners_close(&o);
 	ids->idmapped = out->ws >= 0;
 	for (size_t i = 0; i < out->nbinds; i++)
 		ids->idmapped |= out->binds[i] >= 0;
@@ -332,6 +379,7 @@ void idmap_prepare(const struct corral_policy *p, struct corral_ids *ids,
 		return;
 	}
 fallback:
+	owners_close(&o);
 	idmap_close(out);
 	ns_pick_ids(p, &uid, &gid);
 	ids->uid = uid;

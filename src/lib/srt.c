@@ -29,6 +29,7 @@
 #include "internal.h"
 #include "policy_int.h"
 #include "egress.h"
+#include "srt_made.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -36,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +54,7 @@ struct srt {
 	FILE *report;		/* one line a key */
 	json_t *rw;		/* paths bound writable, absolute */
 	const struct corral_policy *base;	/* the --policy's, loaded before */
+	struct corral_srt_made *made;	/* what keep_read_only holds and made */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -301,15 +305,46 @@ static void deny_write(struct srt *srt, json_t *arr, const char *name)
  * the user's git, shell, editor or agent runs or reads as configuration
  * later, outside any sandbox.  Without them an allowWrite of "." let the
  * sandbox write .git/hooks/pre-commit and .git/config's core.fsmonitor
- * straight into the host's project, run by the user's next commit.  A
- * path that does not exist cannot be bound, and is said.
+ * straight into the host's project, run by the user's next commit.
+ * Besides srt's: .envrc (direnv), a .git that is a file (a worktree's or
+ * a submodule's: its "gitdir:" line names the repository git runs the
+ * config and hooks of) and .git/commondir (where git takes the config
+ * from), where they exist.  Directories first: a file in one is kept
+ * with it.
  */
-static const char *const kept_read_only[] = {
-	".git/hooks", ".git/config", ".gitconfig", ".gitmodules",
-	".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
-	".ripgreprc", ".mcp.json", ".vscode", ".idea", ".claude/commands",
-	".claude/agents", ".claude/settings.json", ".claude/settings.local.json",
+static const struct kept {
+	const char *rel;
+	bool dir;
+	bool made;		/* made where it is not there (as srt does) */
+	const char *as;		/* why, for the report; NULL: srt's list */
+	const char *content;	/* a file made holds it; NULL: empty */
+} kept_read_only[] = {
+	{ ".git/hooks", true, true, NULL, NULL }, { ".vscode", true, true, NULL, NULL },
+	{ ".idea", true, true, NULL, NULL }, { ".claude/commands", true, true, NULL, NULL },
+	{ ".claude/agents", true, true, NULL, NULL }, { ".git/config", false, true, NULL, NULL },
+	{ ".gitconfig", false, true, NULL, NULL }, { ".gitmodules", false, true, NULL, NULL },
+	{ ".bashrc", false, true, NULL, NULL }, { ".bash_profile", false, true, NULL, NULL },
+	{ ".zshrc", false, true, NULL, NULL }, { ".zprofile", false, true, NULL, NULL },
+	{ ".profile", false, true, NULL, NULL }, { ".ripgreprc", false, true, NULL, NULL },
+	{ ".mcp.json", false, true, NULL, NULL },
+	{ ".claude/settings.json", false, true, NULL, NULL },
+	{ ".claude/settings.local.json", false, true, NULL, NULL },
+	{ ".envrc", false, true, "as direnv runs it", NULL },
+	/*
+	 * A .git file is kept where it is; a .git directory by its parts
+	 * (made empty above where there is no .git, as srt does: an empty
+	 * one is no repository to git).  A commondir made holds ".", git's
+	 * own directory: git goes on as before (an empty one stops it:
+	 * "failed to read .git/commondir").  An empty config.worktree is
+	 * no config.
+	 */
+	{ ".git", false, false, "as git follows its gitdir: line", NULL },
+	{ ".git/commondir", false, true, "as git takes the config from where it names", ".\n" },
+	{ ".git/config.worktree", false, true, "as git reads it as config", NULL },
 };
+
+/* where commondir is in the table (config.worktree follows it) */
+#define KEPT_COMMONDIR (sizeof(kept_read_only) / sizeof(kept_read_only[0]) - 2)
 
 static bool listed(json_t *arr, const char *path)
 {
@@ -322,6 +357,312 @@ static bool listed(json_t *arr, const char *path)
 	return false;
 }
 
+/* path lies in one of arr's paths */
+static bool listed_under(json_t *arr, const char *path)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (under(path, json_string_value(v)))
+			return true;
+	return false;
+}
+
+/* What is there at dir/rel, without following a link at its end. */
+static bool there(const char *dir, const char *rel, bool *is_dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, rel) >= sizeof(p) || lstat(p, &st) < 0)
+		return false;
+	*is_dir = S_ISDIR(st.st_mode);
+	return true;
+}
+
+static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		     const struct kept *kr, char *missing, size_t mlen)
+{
+	char *bind = NULL, *pins[SRT_PINS_MAX], why[PATH_MAX + 128], full[PATH_MAX];
+	size_t npins = 0;
+	bool is_dir;
+	int r;
+
+	snprintf(full, sizeof(full), "%s/%s", dir, kr->rel);
+	/* in a kept (or made) directory already, or bound read-only by the settings */
+	if (listed_under(json_object_get(fs, "ro"), full))
+		return;
+	if (!kr->made && (!there(dir, kr->rel, &is_dir) ||
+					(!strcmp(kr->rel, ".git") && is_dir)))
+		return;	/* only a .git that is a file: a directory's parts are kept */
+	r = srt_made_keep(srt->made, dir, kr->rel, kr->dir, kr->content,
+			  &bind, pins, &npins, why, sizeof(why));
+	if (r < 0) {
+		say(srt, key, "%s: not kept read-only: %s", kr->rel, why);
+	} else {
+		push(fs, "ro", bind);
+		/*
+		 * Each directory on the way, bound onto itself: a mount point,
+		 * which no one renames.  Else `mv .git .git-old` took the
+		 * kept hooks and config along, and a .git the sandbox made
+		 * in its place was the one the host's next git status ran.
+		 */
+		for (size_t i = 0; i < npins; i++)
+			if (!listed(json_object_get(fs, "rw"), pins[i]))
+				push(fs, "rw", pins[i]);
+		if (srt_made_was_made(srt->made, bind))
+			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s",
+				 missing[0] ? ", " : "", bind + strlen(dir) + 1);
+		else if (strcmp(bind, full))
+			say(srt, key, "%s lies under the file %s, kept read-only instead (the "
+			    "sandbox would remove it to make the directory) -> filesystem.ro \"%s\"",
+			    kr->rel, bind + strlen(dir) + 1, bind);
+		else
+			say(srt, key, "%s -> filesystem.ro \"%s\", %s%s", kr->rel, bind,
+			    kr->as ? kr->as : "as srt keeps it", npins ? " (the directories "
+			    "on its way bound onto themselves: none can be renamed)" : "");
+	}
+	for (size_t i = 0; i < npins; i++)
+		free(pins[i]);
+	free(bind);
+}
+
+/*
+ * The repositories in a write bind besides its own .git, which git runs
+ * the hooks and config of as well: a nested one's (the host's git in it,
+ * or a shell prompt that runs git status on cd), a submodule's (git
+ * status in the superproject recurses into each), kept as its own .git
+ * is, where found: a .git directory's hooks and config, a .git file (a
+ * submodule's "gitdir:") itself, and each repository under
+ * .git/modules.  As srt, which looks NESTED_DEPTH levels deep; what lies
+ * deeper, or past NESTED_MAX entries, is not looked for, and the report
+ * says so.  No link is followed; node_modules is not looked in.
+ */
+#define NESTED_DEPTH 3
+#define NESTED_MAX 20000
+
+/* Lexically: "//", "." and ".." collapsed; false when it climbs above "/". */
+static bool collapse(char *path)
+{
+	char *out = path, *c = path, *slash;
+
+	while (*c) {
+		while (*c == '/')
+			c++;
+		slash = strchrnul(c, '/');
+		if (slash - c == 1 && c[0] == '.') {
+			/* nothing */
+		} else if (slash - c == 2 && c[0] == '.' && c[1] == '.') {
+			if (out == path)
+				return false;
+			while (out > path && *--out != '/')
+				;
+		} else if (slash > c) {
+			*out++ = '/';
+			memmove(out, c, (size_t)(slash - c));
+			out += slash - c;
+		}
+		c = slash;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = '\0';
+	return true;
+}
+
+/*
+ * The files a repository's config includes (include.path,
+ * includeIf.*.path) that lie in the bind: config git reads as its own
+ * (a core.fsmonitor there runs as one in .git/config does), kept as the
+ * config is; one not there is made (git skips an include it cannot
+ * find, and the sandbox could make it).  A relative path is the config
+ * file's directory's, "~/" the caller's $HOME, as git reads them.  Only
+ * the config's own includes: an included file's are not followed.
+ */
+#define INCLUDES_MAX 16
+
+static void keep_includes(struct srt *srt, json_t *fs, const char *key, const char *dir,
+			  const char *gitdir, char *missing, size_t mlen)
+{
+	char path[PATH_MAX], line[PATH_MAX], inc[PATH_MAX];
+	const char *home = getenv("HOME");
+	bool section = false;
+	unsigned n = 0;
+	FILE *f;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s/config", dir, gitdir) >= sizeof(path) ||
+	    !(f = fopen(path, "re")))
+		return;
+	while (n < INCLUDES_MAX && fgets(line, sizeof(line), f)) {
+		char *k = line + strspn(line, " \t"), *v, *end;
+
+		if (*k == '[') {
+			section = !strncasecmp(k, "[include]", 9) || !strncasecmp(k, "[includeIf ", 11);
+			continue;
+		}
+		if (!section || strncasecmp(k, "path", 4) || !(v = strchr(k + 4, '=')) ||
+		    k[4 + strspn(k + 4, " \t")] != '=')
+			continue;
+		v += 1 + strspn(v + 1, " \t\"");
+		end = v + strcspn(v, "\"\r\n");
+		while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		*end = '\0';
+		if (!*v)
+			continue;
+		if (v[0] == '~' && v[1] == '/') {
+			if (!home || home[0] != '/' ||
+			    (size_t)snprintf(inc, sizeof(inc), "%s/%s", home, v + 2) >= sizeof(inc))
+				continue;
+		} else if ((size_t)snprintf(inc, sizeof(inc), "%s%s%s/%s", v[0] == '/' ? "" : dir,
+					    v[0] == '/' ? "" : "/", v[0] == '/' ? "" : gitdir,
+					    v[0] == '/' ? v + 1 : v) >= sizeof(inc)) {
+			continue;
+		}
+		if (!collapse(inc) || !under(inc, dir) || !strcmp(inc, dir))
+			continue;
+		n++;
+		{
+			const struct kept kr = { inc + strlen(dir) + (strcmp(dir, "/") != 0), false,
+						 true, "as the config it includes", NULL };
+
+			keep_one(srt, fs, key, dir, &kr, missing, mlen);
+		}
+	}
+	if (n == INCLUDES_MAX)
+		say(srt, key, "%s/config: more than %d includes: the rest not kept read-only",
+		    gitdir, INCLUDES_MAX);
+	fclose(f);
+}
+
+static void keep_repo(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		      const char *gitdir, char *missing, size_t mlen)
+{
+	char hooks[PATH_MAX], config[PATH_MAX], common[PATH_MAX], cw[PATH_MAX];
+	const struct kept k[] = {
+		{ hooks, true, true, NULL, NULL }, { config, false, true, NULL, NULL },
+		{ common, false, true, kept_read_only[KEPT_COMMONDIR].as, ".\n" },
+		{ cw, false, true, kept_read_only[KEPT_COMMONDIR + 1].as, NULL },
+	};
+
+	snprintf(hooks, sizeof(hooks), "%s/hooks", gitdir);
+	snprintf(config, sizeof(config), "%s/config", gitdir);
+	snprintf(common, sizeof(common), "%s/commondir", gitdir);
+	snprintf(cw, sizeof(cw), "%s/config.worktree", gitdir);
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		keep_one(srt, fs, key, dir, &k[i], missing, mlen);
+	keep_includes(srt, fs, key, dir, gitdir, missing, mlen);
+}
+
+/* .git/modules/NAME (and their own modules/): each a submodule's repository */
+static void modules(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		    const char *rel, unsigned depth, size_t *seen, char *missing, size_t mlen)
+{
+	char path[PATH_MAX], sub[PATH_MAX], head[PATH_MAX];
+	struct dirent *de;
+	bool is_dir;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	if (depth > 2 * NESTED_DEPTH || !(d = opendir(path)))
+		return;
+	while ((de = readdir(d)) && ++*seen <= NESTED_MAX) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >= sizeof(sub) - 16 ||
+		    !there(dir, sub, &is_dir) || !is_dir)
+			continue;
+		if ((size_t)snprintf(head, sizeof(head), "%s/HEAD", sub) < sizeof(head) &&
+		    there(dir, head, &is_dir)) {
+			keep_repo(srt, fs, key, dir, sub, missing, mlen);
+			snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), "/modules");
+		}
+		/* a name with a slash (sub/dir) is a directory of directories */
+		modules(srt, fs, key, dir, sub, depth + 1, seen, missing, mlen);
+	}
+	closedir(d);
+}
+
+/*
+ * .git/worktrees/NAME: a linked worktree's own part of the repository
+ * (its checkout lies elsewhere, maybe outside the bind): its commondir
+ * (where git takes the config and hooks from) and config.worktree.
+ */
+static void worktrees(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		      const char *gitdir, size_t *seen, char *missing, size_t mlen)
+{
+	char path[PATH_MAX], common[PATH_MAX], cw[PATH_MAX];
+	struct dirent *de;
+	bool is_dir;
+	DIR *d;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s/worktrees", dir, gitdir) >= sizeof(path) ||
+	    !(d = opendir(path)))
+		return;
+	while ((de = readdir(d)) && ++*seen <= NESTED_MAX) {
+		const struct kept k[] = {
+			{ common, false, false, kept_read_only[KEPT_COMMONDIR].as, NULL },
+			{ cw, false, true, kept_read_only[KEPT_COMMONDIR + 1].as, NULL },
+		};
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (size_t)snprintf(common, sizeof(common), "%s/worktrees/%s/commondir", gitdir,
+				     de->d_name) >= sizeof(common) ||
+		    (size_t)snprintf(cw, sizeof(cw), "%s/worktrees/%s/config.worktree", gitdir,
+				     de->d_name) >= sizeof(cw) ||
+		    !there(dir, common, &is_dir))
+			continue;
+		for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+			keep_one(srt, fs, key, dir, &k[i], missing, mlen);
+	}
+	closedir(d);
+}
+
+static void nested_repos(struct srt *srt, json_t *fs, const char *key, const char *dir,
+			 const char *rel, unsigned depth, size_t *seen, char *missing,
+			 size_t mlen)
+{
+	char path[PATH_MAX], sub[PATH_MAX];
+	struct dirent *de;
+	bool is_dir;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s%s", dir, rel[0] ? "/" : "", rel);
+	if (depth > NESTED_DEPTH || !(d = opendir(path)))
+		return;
+	while ((de = readdir(d)) && ++*seen <= NESTED_MAX) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "node_modules"))
+			continue;
+		/* the entry's type where the directory tells it: one lstat a file cost 2 ms in 1000 */
+		if (de->d_type != DT_UNKNOWN && de->d_type != DT_DIR && strcmp(de->d_name, ".git"))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "",
+				     de->d_name) >= sizeof(sub) - 16 || !there(dir, sub, &is_dir))
+			continue;
+		if (!strcmp(de->d_name, ".git")) {
+			if (!is_dir && rel[0]) {
+				const struct kept k = { sub, false, false,
+							kept_read_only[KEPT_COMMONDIR - 1].as, NULL };
+
+				keep_one(srt, fs, key, dir, &k, missing, mlen);
+			} else if (is_dir) {
+				if (rel[0])
+					keep_repo(srt, fs, key, dir, sub, missing, mlen);
+				else	/* the bind's own: its hooks and config are the table's */
+					keep_includes(srt, fs, key, dir, sub, missing, mlen);
+				worktrees(srt, fs, key, dir, sub, seen, missing, mlen);
+				snprintf(sub + strlen(sub), sizeof(sub) - strlen(sub), "/modules");
+				modules(srt, fs, key, dir, sub, 0, seen, missing, mlen);
+			}
+		} else if (is_dir && depth < NESTED_DEPTH) {
+			nested_repos(srt, fs, key, dir, sub, depth + 1, seen, missing, mlen);
+		}
+	}
+	closedir(d);
+}
+
 static void keep_read_only(struct srt *srt)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *top;
@@ -329,44 +670,24 @@ static void keep_read_only(struct srt *srt)
 
 	json_array_foreach(srt->rw, i, top) {
 		const char *dir = json_string_value(top);
-		char key[96], missing[512] = "", *p, *real;
+		char key[96], missing[4096] = "";
+		size_t seen = 0;
 		struct stat st;
 
 		/* a file bound alone holds none of them */
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !strcmp(dir, "/"))
 			continue;
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
-		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++) {
-			if (asprintf(&p, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
-				     kept_read_only[k]) < 0) {
-				say(srt, key, "not mapped: %s: out of memory", kept_read_only[k]);
-				continue;
-			}
-			/*
-			 * A link on the way (.git/hooks -> hooks) cannot be
-			 * bound over (binds follow no link: the run was
-			 * refused), and the sandbox may replace it: said.
-			 */
-			real = realpath(p, NULL);
-			if (!real)
-				snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
-					 "%s%s", missing[0] ? ", " : "", kept_read_only[k]);
-			else if (strcmp(real, p))
-				say(srt, key, "%s is reached through a link (to %s): not kept "
-				    "read-only (the sandbox may replace the link)", kept_read_only[k],
-				    real);
-			else if (!listed(json_object_get(fs, "ro"), real)) {
-				push(fs, "ro", real);
-				say(srt, key, "%s -> filesystem.ro \"%s\", as srt keeps it",
-				    kept_read_only[k], real);
-			}
-			free(real);
-			free(p);
-		}
+		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
+			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
+		nested_repos(srt, fs, key, dir, "", 0, &seen, missing, sizeof(missing));
+		if (seen > NESTED_MAX)
+			say(srt, key, "more than %d entries in its top %d levels: the repositories "
+			    "deeper in were not looked for", NESTED_MAX, NESTED_DEPTH);
 		if (missing[0])
-			say(srt, key, "not kept read-only as srt would, as they do not exist "
-			    "(corral cannot make a path read-only before it exists; the "
-			    "sandbox may make them): %s", missing);
+			say(srt, key, "made empty and kept read-only, as they were not there "
+			    "(so that the sandbox cannot make them; removed after the run; a "
+			    "commondir holds \".\", git's own directory): %s", missing);
 	}
 }
 
@@ -531,9 +852,11 @@ static int translate(json_t *settings, struct srt *srt, struct corral_err *err)
 }
 
 int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
-				char **report, struct corral_err *err)
+				char **report, struct corral_srt_made **made,
+				struct corral_err *err)
 {
-	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p };
+	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p,
+			   .made = srt_made_new() };
 	size_t report_len = 0;
 	json_error_t je;
 	json_t *settings;
@@ -541,9 +864,10 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	int r;
 
 	*report = NULL;
+	*made = NULL;
 	srt.report = open_memstream(report, &report_len);
 	settings = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!srt.policy || !srt.rw || !srt.report) {
+	if (!srt.policy || !srt.rw || !srt.report || !srt.made) {
 		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 		goto out;
 	}
@@ -570,6 +894,9 @@ out:
 	if (r < 0) {
 		free(*report);
 		*report = NULL;
+		corral_srt_made_remove(srt.made);
+	} else {
+		*made = srt.made;
 	}
 	free(text);
 	json_decref(settings);

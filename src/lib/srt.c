@@ -381,10 +381,14 @@ static bool there(const char *dir, const char *rel, bool *is_dir)
 	return true;
 }
 
+/* in the list of what was made: the file system took no mark */
+#define UNMARKED " (unmarked)"
+
 static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *dir,
 		     const struct kept *kr, char *missing, size_t mlen)
 {
 	char *bind = NULL, *pins[SRT_PINS_MAX], why[PATH_MAX + 128], full[PATH_MAX];
+	enum srt_made_kind kind;
 	size_t npins = 0;
 	bool is_dir;
 	int r;
@@ -411,9 +415,12 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 		for (size_t i = 0; i < npins; i++)
 			if (!listed(json_object_get(fs, "rw"), pins[i]))
 				push(fs, "rw", pins[i]);
-		if (srt_made_was_made(srt->made, bind))
-			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s",
-				 missing[0] ? ", " : "", bind + strlen(dir) + 1);
+		kind = srt_made_kind(srt->made, bind);
+		if (kind != SRT_FOUND)	/* said with the others, in one line */
+			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s%s",
+				 missing[0] ? ", " : "", bind + strlen(dir) + 1,
+				 kind == SRT_ADOPTED ? " (made by another run)" :
+				 kind == SRT_MADE_UNMARKED ? UNMARKED : "");
 		else if (strcmp(bind, full))
 			say(srt, key, "%s lies under the file %s, kept read-only instead (the "
 			    "sandbox would remove it to make the directory) -> filesystem.ro \"%s\"",
@@ -686,8 +693,12 @@ static void keep_read_only(struct srt *srt)
 			    "deeper in were not looked for", NESTED_MAX, NESTED_DEPTH);
 		if (missing[0])
 			say(srt, key, "made empty and kept read-only, as they were not there "
-			    "(so that the sandbox cannot make them; removed after the run; a "
-			    "commondir holds \".\", git's own directory): %s", missing);
+			    "(so that the sandbox cannot make them; marked %s and removed "
+			    "after the last run that holds them; a commondir holds \".\", "
+			    "git's own directory): %s%s", SRT_MARK, missing,
+			    strstr(missing, UNMARKED) ? "; the file system takes no user xattrs: "
+			    "one unmarked is left on the host if this run is killed, or ends "
+			    "while another run holds it" : "");
 	}
 }
 

@@ -2166,6 +2166,28 @@ t_long_options_whole() {
 	done
 }
 
+# An option whose value was left out takes the "--" after it as its value:
+# `--tool-call -- sh` ran the command under the tool call "--", `--image
+# -- true` said "image name \"--\": bad component", `create --policy --`
+# "unable to open --".  Each is the missing value, said before anything
+# runs.
+t_option_value_missing() {
+	local opt rc
+	for opt in --tool-call --image --env-pass --policy --memory; do
+		out=$(crun "$opt" -- /bin/sh -c 'echo the-command-ran')
+		expect_eq "$opt --: exit" "$(rc)" 125
+		expect_not_contains "$opt --: not run" "$out" the-command-ran
+		expect_contains "$opt --: said" "$out" \
+			"option \"$opt\" needs a value (got \"--\", which ends the options); see \`corral run --help\`"
+	done
+	for opt in "create --policy" "halt sb-x --reason" "ls --socket"; do
+		rc=0; out=$(timeout 10 "$CORRAL" $opt -- 2>&1 < /dev/null) || rc=$?
+		expect_eq "$opt --: exit" "$rc" 2
+		expect_contains "$opt --: said" "$out" \
+			"option \"${opt##* }\" needs a value (got \"--\", which ends the options)"
+	done
+}
+
 # `corral run -- ./step.sh` in a project's directory, without --workspace:
 # the command fails in an empty /workspace, and corral says why and what
 # to add (it said "not found: ./step.sh" alone); with it, it runs.

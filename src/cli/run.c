@@ -724,6 +724,13 @@ static int run(int argc, char **argv, struct stops *st)
 			corral_policy_free(&p);
 			return EXIT_CORRAL;
 		}
+		if (value_is_dashes(argv, idx)) {
+			cli_error("option \"--%s\" needs a value (got \"--\", which ends "
+				  "the options); see `corral run --help`",
+				  run_options[idx].name);
+			corral_policy_free(&p);
+			return EXIT_CORRAL;
+		}
 		idx = -1;
 		if (opt == OPT_POLICY &&
 		    corral_policy_load_file(&p, optarg, &err) < 0) {

@@ -2188,6 +2188,15 @@ t_option_value_missing() {
 	done
 }
 
+# A --cwd that is not there inside is said as the daemon's call says it,
+# naming the side: it was "chdir /nonexistent-dir", as if corral's own.
+t_cwd_not_there() {
+	out=$(crun --cwd /nonexistent-dir -- /bin/true)
+	expect_eq "--cwd not there: exit" "$(rc)" 125
+	expect_contains "--cwd not there: said" "$out" \
+		"cannot enter the working directory /nonexistent-dir inside the sandbox: No such file or directory"
+}
+
 # `corral run -- ./step.sh` in a project's directory, without --workspace:
 # the command fails in an empty /workspace, and corral says why and what
 # to add (it said "not found: ./step.sh" alone); with it, it runs.

@@ -2150,6 +2150,26 @@ TEST(layer_srt_adds)
 	corral_policy_free(&p);
 }
 
+/*
+ * A settings file that is not there is said as a policy file's is: the
+ * path and errno's text, not jansson's "PATH:-1:-1: unable to open PATH".
+ */
+TEST(layer_srt_missing_file)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	char *report = NULL;
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_load_srt_file(&p, "/nonexistent/srt.json", &report,
+					  &err) == -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, "/nonexistent/srt.json: No such file or directory");
+	CHECK(strstr(err.msg, ":-1:") == NULL);
+	CHECK(report == NULL);
+	free(report);
+	corral_policy_free(&p);
+}
+
 TEST(json_merge)
 {
 	json_t *dst = json_pack("{s:{s:i, s:i}, s:[s], s:i}", "limits", "pids", 64,

@@ -2197,6 +2197,25 @@ t_cwd_not_there() {
 		"cannot enter the working directory /nonexistent-dir inside the sandbox: No such file or directory"
 }
 
+# A policy that lists hosts but leaves network.mode at "none" ran offline
+# without a word (`--allow` without `--net proxy` is refused): its
+# lookups then failed as if the hosts were down.  The run still runs (a
+# file may be laid over one that sets the mode), and says so first;
+# `--net none` given is offline on purpose, and says nothing.
+t_policy_allow_without_proxy() {
+	printf '{"network": {"allow": ["pypi.org", "*.pythonhosted.org"]}}\n' > "$T/allow.json"
+	out=$(crun --policy "$T/allow.json" -- /bin/sh -c 'echo the-command-ran')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "ran" "$out" the-command-ran
+	expect_contains "said" "$(< "$T/err")" \
+		'corral: note: the policy'"'"'s network.allow lists 2 destinations, but network.mode is "none": nothing leaves the sandbox (add --net proxy, or "mode": "proxy" to the policy)'
+	out=$(crun --policy "$T/allow.json" --net none -- /bin/true)
+	expect_eq "--net none: exit" "$(rc)" 0
+	expect_eq "--net none: nothing said" "$(< "$T/err")" ""
+	out=$(crun --policy "$HERE/../policies/default.json" -- /bin/true)
+	expect_eq "no allowlist: nothing said" "$(< "$T/err")" ""
+}
+
 # `corral run -- ./step.sh` in a project's directory, without --workspace:
 # the command fails in an empty /workspace, and corral says why and what
 # to add (it said "not found: ./step.sh" alone); with it, it runs.

@@ -705,7 +705,7 @@ static int run(int argc, char **argv, struct stops *st)
 	char **img_argv = NULL;
 	struct corral_export_opts x = { 0 };
 	char *risky[64];
-	bool allow_flag = false, json_lost = false;
+	bool allow_flag = false, net_flag = false, json_lost = false;
 	int opt, r, code, idx = -1;
 	const char *prefix;
 
@@ -823,6 +823,8 @@ static int run(int argc, char **argv, struct stops *st)
 			continue;	/* applied before the settings */
 		if (opt == OPT_ALLOW)
 			allow_flag = true;
+		if (opt == OPT_NET)
+			net_flag = true;	/* --net none: offline on purpose */
 		if (apply_flag(&p, opt, optarg, &err) < 0) {
 			cli_error("--%s: %s", run_options[opt - OPT_POLICY].name, err.msg);
 			corral_policy_free(&p);
@@ -870,6 +872,16 @@ static int run(int argc, char **argv, struct stops *st)
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
 	}
+	/*
+	 * A policy's allowlist without "mode": "proxy" is not an error (a
+	 * file may be laid over one that sets the mode), but the run it
+	 * ends in is offline: say so before the command's lookups fail.
+	 */
+	if (p.net == CORRAL_NET_NONE && p.nnet_allow && !net_flag)
+		cli_error("note: the policy's network.allow lists %zu destination%s, "
+			  "but network.mode is \"none\": nothing leaves the sandbox "
+			  "(add --net proxy, or \"mode\": \"proxy\" to the policy)",
+			  p.nnet_allow, p.nnet_allow == 1 ? "" : "s");
 
 	hand_stops_over(st);
 	r = corral_run(&p, &o, &res, &err);

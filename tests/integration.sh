@@ -2072,6 +2072,17 @@ t_help() {
 	for w in --workspace --ro --rw --env --env-pass --timeout --memory --pids --cpus --disk --json "Exit status"; do
 		expect_contains "help $w" "$out" "$w"
 	done
+	# each limit's default, which a user sizing a run looks for first
+	for w in '"2m"; default: none)' '0 = none; default 2G)' 'default 1024)' \
+		 '(0 = none, the default)' 'all together; default 1G)'; do
+		expect_contains "run's default $w" "$out" "$w"
+	done
+	# a call's timeout when none is given, and which policy a create starts from
+	expect_contains "exec's default timeout" "$(timeout 10 "$CORRAL" exec --help)" \
+		"limits.call_timeout (10m unless set)"
+	expect_contains "create's base policy" "$(timeout 10 "$CORRAL" create --help)" \
+		"built from the daemon's policy (its
+--policy, else the built-in default)"
 }
 
 # `corral help VERB` is VERB's --help, and the help ends with examples:

@@ -523,6 +523,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 static int default_paths(struct serve_args *a)
 {
 	const char *env = getenv("CORRAL_SOCKET");
+	bool ignored_env = false;
 
 	/*
 	 * Where the clients look first: one setting serves both ends.  Not
@@ -532,13 +533,25 @@ static int default_paths(struct serve_args *a)
 	 */
 	if (!a->socket_path && env && *env && geteuid() != 0)
 		a->socket_path = strdup(env);
-	else if (!a->socket_path)
+	else if (!a->socket_path) {
+		ignored_env = env && *env;	/* as root: said below */
 		a->socket_path = default_path("/run/corral/corral.sock",
 					      "XDG_RUNTIME_DIR", NULL, NULL,
 					      "corral.sock");
+	}
 	if (!a->state_dir)
 		a->state_dir = default_path("/var/lib/corral", "XDG_STATE_HOME",
 					    "HOME", ".local/state", "corral");
+	/*
+	 * The clients still take it first, root's too: `CORRAL_SOCKET=X
+	 * corral serve &` then `corral ls` found no daemon at X, and nothing
+	 * had said that the daemon was elsewhere.
+	 */
+	if (ignored_env && a->socket_path && strcmp(env, a->socket_path))
+		cli_error("note: CORRAL_SOCKET=%s is not taken as root (a root "
+			  "daemon takes no path from its environment): the socket "
+			  "is %s, where clients with CORRAL_SOCKET set do not look; "
+			  "--socket %s puts it there", env, a->socket_path, env);
 	if (!a->socket_path || !a->state_dir) {
 		cli_error("no %s: set %s or pass %s", !a->socket_path ? "socket path" :
 			  "state directory", !a->socket_path ?

@@ -626,6 +626,25 @@ t_root_serve_says_corral_socket_unused() {
 	[ ! -e "$T/env.sock" ] || fail "a socket was made"
 }
 
+# --listen's token: what the daemon asks of it is in --help (it said
+# only "its first line", and a first token of "secret" was refused), and
+# a file its group may read is warned about as such (the warning said
+# "readable by others" of a 0640 file).
+t_serve_token_file_rules() {
+	local rc=0
+	expect_contains "help" "$("$CORRAL" serve --help)" "with --listen.  At least 16 characters"
+	echo secret > "$T/tok"
+	chmod 640 "$T/tok"
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/tok-state" \
+		--listen 127.0.0.1:0 --token-file "$T/tok" > "$T/tok.log" 2>&1 < /dev/null || rc=$?
+	expect_eq "short token: exit" "$rc" 125
+	expect_contains "short token: said" "$(< "$T/tok.log")" \
+		"corral: the token in $T/tok is shorter than 16 characters"
+	expect_contains "group-readable: said" "$(< "$T/tok.log")" \
+		"corral: warning: token file $T/tok is open to its group or others (mode 640)"
+	[ ! -e "$T/s" ] || fail "a socket was made"
+}
+
 t_sandbox_lifecycle() {
 	start_daemon
 	id=$(mksb '{"labels": {"team": "infra", "run": "42"}, "ttl_seconds": 3600, "idle_freeze_ms": 5000}')

@@ -2227,6 +2227,20 @@ t_policy_allow_without_proxy() {
 	expect_eq "no allowlist: nothing said" "$(< "$T/err")" ""
 }
 
+# A command not found under a PATH the user gave (--env PATH=...) was
+# said to be "no command on the host's /usr", where it is (/bin/true):
+# the note names the PATH that was searched.
+t_not_found_names_the_given_path() {
+	out=$(crun --env PATH=/nonexistent-bin -- true)
+	expect_eq "exit" "$(rc)" 127
+	expect_contains "said" "$out" \
+		"note: true is in no directory of the PATH the command was given (/nonexistent-bin)"
+	expect_not_contains "not blamed on /usr" "$out" "host's /usr"
+	out=$(crun -- no-such-command-here)
+	expect_eq "corral's PATH: exit" "$(rc)" 127
+	expect_contains "corral's PATH: said" "$out" "no-such-command-here is no command on the host's /usr"
+}
+
 # `corral run -- ./step.sh` in a project's directory, without --workspace:
 # the command fails in an empty /workspace, and corral says why and what
 # to add (it said "not found: ./step.sh" alone); with it, it runs.

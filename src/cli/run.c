@@ -557,6 +557,18 @@ static bool workspace_hint(const struct corral_policy *p, char *const *argv,
  * name, how images come in.  The store is only read, never made, and never waited for (an
  * import may hold it for minutes): busy, nothing is said.
  */
+/* The PATH the command was given, when not corral's own (NULL then). */
+static const char *given_path(const struct corral_policy *p)
+{
+	for (size_t i = p->nenv; i-- > 0;)
+		if (!strcmp(p->env[i].name, "PATH"))
+			return p->env[i].value;
+	for (size_t i = 0; i < p->nenv_pass; i++)
+		if (!strcmp(p->env_pass[i], "PATH"))
+			return getenv("PATH");
+	return NULL;
+}
+
 static void image_hint(const struct corral_policy *p, const char *state_dir,
 		       const struct corral_result *res, char *const *argv)
 {
@@ -584,6 +596,11 @@ static void image_hint(const struct corral_policy *p, const char *state_dir,
 	if (r == 0)
 		cli_error("note: %s is an image in the store, not a command: "
 			  "`corral run --image %s -- COMMAND` runs on it", argv[0], argv[0]);
+	/* `--env PATH=/opt/x/bin`: the host's /usr is not where it looked */
+	else if (r == -ENOENT && !strchr(argv[0], '/') && given_path(p))
+		cli_error("note: %s is in no directory of the PATH the command "
+			  "was given (%s), and no image of that name is in the "
+			  "store (`corral image ls`)", argv[0], given_path(p));
 	else if (r == -ENOENT && !strchr(argv[0], '/'))
 		cli_error("note: %s is no command on the host's /usr, and no image "
 			  "of that name is in the store (`corral image ls`); an image "

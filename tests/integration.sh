@@ -2192,6 +2192,7 @@ t_option_value_missing() {
 			"option \"$opt\" needs a value (got \"--\", which ends the options); see \`corral run --help\`"
 	done
 	for opt in "create --policy" "halt sb-x --reason" "ls --socket"; do
+		# shellcheck disable=SC2086  # OPT is split as a user typed it
 		rc=0; out=$(timeout 10 "$CORRAL" $opt -- 2>&1 < /dev/null) || rc=$?
 		expect_eq "$opt --: exit" "$rc" 2
 		expect_contains "$opt --: said" "$out" \

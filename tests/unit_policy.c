@@ -2160,14 +2160,16 @@ TEST(layer_srt_missing_file)
 {
 	struct corral_policy p;
 	struct corral_err err = { 0 };
+	struct corral_srt_made *made = NULL;
 	char *report = NULL;
 
 	corral_policy_init(&p);
 	CHECK(corral_policy_load_srt_file(&p, "/nonexistent/srt.json", &report,
-					  &err) == -ENOENT);
+					  &made, &err) == -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, "/nonexistent/srt.json: No such file or directory");
 	CHECK(strstr(err.msg, ":-1:") == NULL);
 	CHECK(report == NULL);
+	CHECK(made == NULL);
 	free(report);
 	corral_policy_free(&p);
 }

@@ -113,6 +113,22 @@ t_usage_names_the_option() {
 	expect_contains "import --name: said" "$out" 'option "--name" needs a value'
 }
 
+# A store that cannot be made is named, with the way around it: as a
+# service user (HOME=/nonexistent) import, ls and run --image said
+# "mkdir /nonexistent: Permission denied" alone, with an exit status
+# image --help did not list.
+t_store_not_made_is_named() {
+	local rc
+	rc=0; out=$("$CORRAL" image ls --state-dir /dev/null/state 2>&1) || rc=$?
+	expect_eq "ls: exit" "$rc" 125
+	expect_eq "ls: said" "$out" "corral: cannot make the image store /dev/null/state/images (--state-dir DIR keeps it in DIR/images): mkdir /dev/null/state: Not a directory"
+	rc=0; out=$(timeout 60 "$CORRAL" run --state-dir /dev/null/state --image busybox -- /bin/true 2>&1) || rc=$?
+	expect_eq "run --image: exit" "$rc" 125
+	expect_contains "run --image: said" "$out" "cannot make the image store /dev/null/state/images"
+	expect_contains "help" "$("$CORRAL" image --help)" "125 the store cannot be made or
+opened"
+}
+
 t_import_oci_layout() {
 	fixture busybox-oci bb
 	out=$(img import "$T/bb")

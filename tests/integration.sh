@@ -2072,6 +2072,17 @@ t_help() {
 	for w in --workspace --ro --rw --env --env-pass --timeout --memory --pids --cpus --disk --json "Exit status"; do
 		expect_contains "help $w" "$out" "$w"
 	done
+	# each limit's default, which a user sizing a run looks for first
+	for w in '"2m"; default: none)' '0 = none; default 2G)' 'default 1024)' \
+		 '(0 = none, the default)' 'all together; default 1G)'; do
+		expect_contains "run's default $w" "$out" "$w"
+	done
+	# a call's timeout when none is given, and which policy a create starts from
+	expect_contains "exec's default timeout" "$(timeout 10 "$CORRAL" exec --help)" \
+		"limits.call_timeout (10m unless set)"
+	expect_contains "create's base policy" "$(timeout 10 "$CORRAL" create --help)" \
+		"built from the daemon's policy (its
+--policy, else the built-in default)"
 }
 
 # `corral help VERB` is VERB's --help, and the help ends with examples:
@@ -2164,6 +2175,71 @@ t_long_options_whole() {
 		expect_eq "corral ${args%%|*}: exit" "$rc" 2
 		expect_contains "corral ${args%%|*}: said" "$out" "long options are spelled whole (${args#*|}?)"
 	done
+}
+
+# An option whose value was left out takes the "--" after it as its value:
+# `--tool-call -- sh` ran the command under the tool call "--", `--image
+# -- true` said "image name \"--\": bad component", `create --policy --`
+# "unable to open --".  Each is the missing value, said before anything
+# runs.
+t_option_value_missing() {
+	local opt rc
+	for opt in --tool-call --image --env-pass --policy --memory; do
+		out=$(crun "$opt" -- /bin/sh -c 'echo the-command-ran')
+		expect_eq "$opt --: exit" "$(rc)" 125
+		expect_not_contains "$opt --: not run" "$out" the-command-ran
+		expect_contains "$opt --: said" "$out" \
+			"option \"$opt\" needs a value (got \"--\", which ends the options); see \`corral run --help\`"
+	done
+	for opt in "create --policy" "halt sb-x --reason" "ls --socket"; do
+		# shellcheck disable=SC2086  # OPT is split as a user typed it
+		rc=0; out=$(timeout 10 "$CORRAL" $opt -- 2>&1 < /dev/null) || rc=$?
+		expect_eq "$opt --: exit" "$rc" 2
+		expect_contains "$opt --: said" "$out" \
+			"option \"${opt##* }\" needs a value (got \"--\", which ends the options)"
+	done
+}
+
+# A --cwd that is not there inside is said as the daemon's call says it,
+# naming the side: it was "chdir /nonexistent-dir", as if corral's own.
+t_cwd_not_there() {
+	out=$(crun --cwd /nonexistent-dir -- /bin/true)
+	expect_eq "--cwd not there: exit" "$(rc)" 125
+	expect_contains "--cwd not there: said" "$out" \
+		"cannot enter the working directory /nonexistent-dir inside the sandbox: No such file or directory"
+}
+
+# A policy that lists hosts but leaves network.mode at "none" ran offline
+# without a word (`--allow` without `--net proxy` is refused): its
+# lookups then failed as if the hosts were down.  The run still runs (a
+# file may be laid over one that sets the mode), and says so first;
+# `--net none` given is offline on purpose, and says nothing.
+t_policy_allow_without_proxy() {
+	printf '{"network": {"allow": ["pypi.org", "*.pythonhosted.org"]}}\n' > "$T/allow.json"
+	out=$(crun --policy "$T/allow.json" -- /bin/sh -c 'echo the-command-ran')
+	expect_eq "exit" "$(rc)" 0
+	expect_contains "ran" "$out" the-command-ran
+	expect_contains "said" "$(< "$T/err")" \
+		'corral: note: the policy'"'"'s network.allow lists 2 destinations, but network.mode is "none": nothing leaves the sandbox (add --net proxy, or "mode": "proxy" to the policy)'
+	out=$(crun --policy "$T/allow.json" --net none -- /bin/true)
+	expect_eq "--net none: exit" "$(rc)" 0
+	expect_eq "--net none: nothing said" "$(< "$T/err")" ""
+	out=$(crun --policy "$HERE/../policies/default.json" -- /bin/true)
+	expect_eq "no allowlist: nothing said" "$(< "$T/err")" ""
+}
+
+# A command not found under a PATH the user gave (--env PATH=...) was
+# said to be "no command on the host's /usr", where it is (/bin/true):
+# the note names the PATH that was searched.
+t_not_found_names_the_given_path() {
+	out=$(crun --env PATH=/nonexistent-bin -- true)
+	expect_eq "exit" "$(rc)" 127
+	expect_contains "said" "$out" \
+		"note: true is in no directory of the PATH the command was given (/nonexistent-bin)"
+	expect_not_contains "not blamed on /usr" "$out" "host's /usr"
+	out=$(crun -- no-such-command-here)
+	expect_eq "corral's PATH: exit" "$(rc)" 127
+	expect_contains "corral's PATH: said" "$out" "no-such-command-here is no command on the host's /usr"
 }
 
 # `corral run -- ./step.sh` in a project's directory, without --workspace:

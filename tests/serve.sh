@@ -605,6 +605,46 @@ t_socket_from_corral_socket() {
 	expect_eq "a client with the same setting: ls" "$rc" 0
 }
 
+# Root's daemon does not take $CORRAL_SOCKET, but root's clients still
+# look there first: `CORRAL_SOCKET=X corral serve &`, then `corral ls`,
+# found no daemon, and nothing had said the socket was elsewhere.  It is
+# said before anything starts (a state directory that cannot be made
+# stops this one there, so no socket is made at root's default path).
+t_root_serve_says_corral_socket_unused() {
+	local rc=0
+	[ "$ME" = 0 ] || { skip "a user's daemon listens at \$CORRAL_SOCKET"; return 77; }
+	CORRAL_SOCKET=$T/env.sock "$CORRAL" serve --state-dir /dev/null/state \
+		> "$T/es.log" 2>&1 < /dev/null || rc=$?
+	expect_eq "exit" "$rc" 125
+	expect_contains "said" "$(< "$T/es.log")" \
+		"corral: note: CORRAL_SOCKET=$T/env.sock is not taken as root (a root daemon takes no path from its environment): the socket is /run/corral/corral.sock, where clients with CORRAL_SOCKET set do not look; --socket $T/env.sock puts it there"
+	rc=0
+	CORRAL_SOCKET=$T/env.sock "$CORRAL" serve --socket "$T/env.sock" \
+		--state-dir /dev/null/state > "$T/es.log" 2>&1 < /dev/null || rc=$?
+	expect_eq "--socket given: exit" "$rc" 125
+	expect_not_contains "--socket given: nothing said" "$(< "$T/es.log")" "note:"
+	[ ! -e "$T/env.sock" ] || fail "a socket was made"
+}
+
+# --listen's token: what the daemon asks of it is in --help (it said
+# only "its first line", and a first token of "secret" was refused), and
+# a file its group may read is warned about as such (the warning said
+# "readable by others" of a 0640 file).
+t_serve_token_file_rules() {
+	local rc=0
+	expect_contains "help" "$("$CORRAL" serve --help)" "with --listen.  At least 16 characters"
+	echo secret > "$T/tok"
+	chmod 640 "$T/tok"
+	"$CORRAL" serve --socket "$T/s" --state-dir "$T/tok-state" \
+		--listen 127.0.0.1:0 --token-file "$T/tok" > "$T/tok.log" 2>&1 < /dev/null || rc=$?
+	expect_eq "short token: exit" "$rc" 125
+	expect_contains "short token: said" "$(< "$T/tok.log")" \
+		"corral: the token in $T/tok is shorter than 16 characters"
+	expect_contains "group-readable: said" "$(< "$T/tok.log")" \
+		"corral: warning: token file $T/tok is open to its group or others (mode 640)"
+	[ ! -e "$T/s" ] || fail "a socket was made"
+}
+
 t_sandbox_lifecycle() {
 	start_daemon
 	id=$(mksb '{"labels": {"team": "infra", "run": "42"}, "ttl_seconds": 3600, "idle_freeze_ms": 5000}')

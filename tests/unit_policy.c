@@ -1001,6 +1001,18 @@ static const struct {
 	  "{\"network\": {\"mode\": \"none\", \"allowed\": [\"x.org\"]}}",
 	  "\"allowed\"", "network.allowed",
 	  "unknown key, expected one of: mode, allow, deny, transparent, hosts, resolver, tls, tls_upstream_ca, max_url, max_headers, max_body (got [\"x.org\"])" },
+	/* a key of another section: the list here does not say where */
+	{ "a section's key at the top level",
+	  "{\"memory\": \"1G\"}", "\"memory\"", "memory",
+	  "identity; memory belongs in limits (limits.memory) (got \"1G\")" },
+	{ "a top-level section under network",
+	  "{\"network\": {\"mode\": \"proxy\", \"secrets\": []}}",
+	  "\"secrets\"", "network.secrets",
+	  "max_body; secrets belongs at the top level (got [])" },
+	{ "another section's key",
+	  "{\"limits\": {\"tripwires\": [\"/x\"]}}", "\"tripwires\"",
+	  "limits.tripwires",
+	  "open_files; tripwires belongs in abort (abort.tripwires) (got" },
 	{ "section of the wrong type",
 	  "{\n  \"env\": [\"A\"]\n}", "[\"A\"]", "env", "expected an object" },
 	{ "pids of the wrong type",
@@ -2137,6 +2149,28 @@ TEST(layer_srt_adds)
 	free(report);
 	unlink(path);
 	CHECK(p.nnet_allow == 3 && p.nnet_deny == 2 && tls_rules(&p) == 1);
+	corral_policy_free(&p);
+}
+
+/*
+ * A settings file that is not there is said as a policy file's is: the
+ * path and errno's text, not jansson's "PATH:-1:-1: unable to open PATH".
+ */
+TEST(layer_srt_missing_file)
+{
+	struct corral_policy p;
+	struct corral_err err = { 0 };
+	struct corral_srt_made *made = NULL;
+	char *report = NULL;
+
+	corral_policy_init(&p);
+	CHECK(corral_policy_load_srt_file(&p, "/nonexistent/srt.json", &report,
+					  &made, &err) == -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, "/nonexistent/srt.json: No such file or directory");
+	CHECK(strstr(err.msg, ":-1:") == NULL);
+	CHECK(report == NULL);
+	CHECK(made == NULL);
+	free(report);
 	corral_policy_free(&p);
 }
 

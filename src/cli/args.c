@@ -124,6 +124,10 @@ int verb_parse_more(const struct verb *v, const struct option *opts,
 			say_abbreviated(v->name, prefix, opts[idx].name);
 			return 2;
 		}
+		if (value_is_dashes(argv, idx))
+			return verb_usage_error(v, "option \"--%s\" needs a value (got "
+						"\"--\", which ends the options)",
+						opts[idx].name);
 		idx = -1;
 		if (opt == 'h') {
 			verb_help(v);

@@ -53,6 +53,8 @@ const char *docker_verb_hint(const char *name);
 struct option;
 const char *option_abbreviated(char **argv, const struct option *opts, int idx);
 void say_abbreviated(const char *verb, const char *typed, const char *name);
+/* a long option given "--" as its value: it had none (longopt.c) */
+bool value_is_dashes(char **argv, int idx);
 /*
  * Text a sandbox may have chosen (file names, labels, reasons, details,
  * whether the daemon relays it or a run reports it): C0 controls, DEL and

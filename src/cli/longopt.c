@@ -44,3 +44,16 @@ void say_abbreviated(const char *verb, const char *typed, const char *name)
 		cli_error("unknown option \"%.*s\": long options are spelled whole "
 			  "(--%s?); see `corral %s --help`", (int)n, typed, name, verb);
 }
+
+/*
+ * "--image -- true", "--tool-call -- ls": a long option whose value was
+ * left out takes the "--" that ends the options as its value, and the
+ * command word after it is then read as the command.  A value of "--"
+ * is never meant (an image, a path, a name, a duration); the error
+ * should be the missing value, not "image name \"--\": bad component".
+ */
+bool value_is_dashes(char **argv, int idx)
+{
+	return idx >= 0 && optarg && optind >= 1 && optarg == argv[optind - 1] &&
+	       !strcmp(optarg, "--");
+}

@@ -57,15 +57,18 @@ static const char run_usage[] =
 "  --env-pass NAME      copy NAME from corral's own environment\n""  --cwd DIR            the working directory inside, an absolute path\n"
 "                       (default: /workspace, or the image's WorkingDir)\n"
 "  --timeout DURATION   wall-clock limit for the whole process tree\n"
-"                       (\"30\", \"30s\", \"500ms\", \"2m\")\n"
-"  --memory SIZE        memory limit (\"256M\", \"2G\"; 0 = none)\n"
-"  --pids N             limit on processes and threads (0 = none)\n"
+"                       (\"30\", \"30s\", \"500ms\", \"2m\"; default: none)\n"
+"  --memory SIZE        memory limit (\"256M\", \"2G\"; 0 = none; default 2G)\n"
+"  --pids N             limit on processes and threads (0 = none;\n"
+"                       default 1024)\n"
 "  --open-files N       each process's open files (RLIMIT_NOFILE); N x\n"
 "                       pids must fit in a quarter of the host's file\n"
 "                       table (default: that quarter over pids, >= 1024)\n"
-"  --cpus N.N           CPU bandwidth in cores (0 = none)\n"
+"  --cpus N.N           CPU bandwidth in cores (0 = none, the default)\n"
 "  --disk SIZE          size of the writable tmpfs (/tmp, home, workspace\n"
-"                       changes, all together)\n"
+"                       changes, all together; default 1G)\n"
+"                       Defaults are the built-in policy's\n"
+"                       (policies/default.json); a --policy's replace them\n"
 "  --output-limit SIZE  with --json: bytes kept per stream (default 1M)\n"
 "  --net none|proxy     network: \"none\" (loopback only, the default) or\n"
 "                       \"proxy\" (out through corral's proxy, only to the\n"
@@ -556,6 +559,18 @@ static bool workspace_hint(const struct corral_policy *p, char *const *argv,
  * name, how images come in.  The store is only read, never made, and never waited for (an
  * import may hold it for minutes): busy, nothing is said.
  */
+/* The PATH the command was given, when not corral's own (NULL then). */
+static const char *given_path(const struct corral_policy *p)
+{
+	for (size_t i = p->nenv; i-- > 0;)
+		if (!strcmp(p->env[i].name, "PATH"))
+			return p->env[i].value;
+	for (size_t i = 0; i < p->nenv_pass; i++)
+		if (!strcmp(p->env_pass[i], "PATH"))
+			return getenv("PATH");
+	return NULL;
+}
+
 static void image_hint(const struct corral_policy *p, const char *state_dir,
 		       const struct corral_result *res, char *const *argv)
 {
@@ -583,6 +598,11 @@ static void image_hint(const struct corral_policy *p, const char *state_dir,
 	if (r == 0)
 		cli_error("note: %s is an image in the store, not a command: "
 			  "`corral run --image %s -- COMMAND` runs on it", argv[0], argv[0]);
+	/* `--env PATH=/opt/x/bin`: the host's /usr is not where it looked */
+	else if (r == -ENOENT && !strchr(argv[0], '/') && given_path(p))
+		cli_error("note: %s is in no directory of the PATH the command "
+			  "was given (%s), and no image of that name is in the "
+			  "store (`corral image ls`)", argv[0], given_path(p));
 	else if (r == -ENOENT && !strchr(argv[0], '/'))
 		cli_error("note: %s is no command on the host's /usr, and no image "
 			  "of that name is in the store (`corral image ls`); an image "
@@ -742,7 +762,7 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 	char **img_argv = NULL;
 	struct corral_export_opts x = { 0 };
 	char *risky[64];
-	bool allow_flag = false, json_lost = false;
+	bool allow_flag = false, net_flag = false, json_lost = false;
 	int opt, r, code, idx = -1;
 	const char *prefix;
 
@@ -758,6 +778,13 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 		prefix = option_abbreviated(argv, run_options, idx);
 		if (prefix) {
 			say_abbreviated("run", prefix, run_options[idx].name);
+			corral_policy_free(&p);
+			return EXIT_CORRAL;
+		}
+		if (value_is_dashes(argv, idx)) {
+			cli_error("option \"--%s\" needs a value (got \"--\", which ends "
+				  "the options); see `corral run --help`",
+				  run_options[idx].name);
 			corral_policy_free(&p);
 			return EXIT_CORRAL;
 		}
@@ -853,6 +880,8 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 			continue;	/* applied before the settings */
 		if (opt == OPT_ALLOW)
 			allow_flag = true;
+		if (opt == OPT_NET)
+			net_flag = true;	/* --net none: offline on purpose */
 		if (apply_flag(&p, opt, optarg, &err) < 0) {
 			cli_error("--%s: %s", run_options[opt - OPT_POLICY].name, err.msg);
 			corral_policy_free(&p);
@@ -900,6 +929,16 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
 	}
+	/*
+	 * A policy's allowlist without "mode": "proxy" is not an error (a
+	 * file may be laid over one that sets the mode), but the run it
+	 * ends in is offline: say so before the command's lookups fail.
+	 */
+	if (p.net == CORRAL_NET_NONE && p.nnet_allow && !net_flag)
+		cli_error("note: the policy's network.allow lists %zu destination%s, "
+			  "but network.mode is \"none\": nothing leaves the sandbox "
+			  "(add --net proxy, or \"mode\": \"proxy\" to the policy)",
+			  p.nnet_allow, p.nnet_allow == 1 ? "" : "s");
 
 	hand_stops_over(st);
 	r = corral_run(&p, &o, &res, &err);

@@ -42,7 +42,9 @@ static const char help[] =
 "                      than loopback (127.0.0.0/8, ::1) needs --tls-cert:\n"
 "                      the token must not cross a network in clear\n"
 "  --token-file FILE   the token for --listen (its first line); required\n"
-"                      with --listen\n"
+"                      with --listen.  At least 16 characters (`openssl\n"
+"                      rand -hex 32 > FILE`); a FILE its group or others\n"
+"                      may read is warned about\n"
 "  --tls-cert FILE     serve --listen over TLS (1.2 or later) with this PEM\n"
 "                      certificate, its chain after it; clients give\n"
 "                      https:// URLs (`corral ls --url https://HOST:PORT\n"
@@ -523,6 +525,7 @@ static int parse_args(struct serve_args *a, int argc, char **argv)
 static int default_paths(struct serve_args *a)
 {
 	const char *env = getenv("CORRAL_SOCKET");
+	bool ignored_env = false;
 
 	/*
 	 * Where the clients look first: one setting serves both ends.  Not
@@ -532,13 +535,25 @@ static int default_paths(struct serve_args *a)
 	 */
 	if (!a->socket_path && env && *env && geteuid() != 0)
 		a->socket_path = strdup(env);
-	else if (!a->socket_path)
+	else if (!a->socket_path) {
+		ignored_env = env && *env;	/* as root: said below */
 		a->socket_path = default_path("/run/corral/corral.sock",
 					      "XDG_RUNTIME_DIR", NULL, NULL,
 					      "corral.sock");
+	}
 	if (!a->state_dir)
 		a->state_dir = default_path("/var/lib/corral", "XDG_STATE_HOME",
 					    "HOME", ".local/state", "corral");
+	/*
+	 * The clients still take it first, root's too: `CORRAL_SOCKET=X
+	 * corral serve &` then `corral ls` found no daemon at X, and nothing
+	 * had said that the daemon was elsewhere.
+	 */
+	if (ignored_env && a->socket_path && strcmp(env, a->socket_path))
+		cli_error("note: CORRAL_SOCKET=%s is not taken as root (a root "
+			  "daemon takes no path from its environment): the socket "
+			  "is %s, where clients with CORRAL_SOCKET set do not look; "
+			  "--socket %s puts it there", env, a->socket_path, env);
 	if (!a->socket_path || !a->state_dir) {
 		cli_error("no %s: set %s or pass %s", !a->socket_path ? "socket path" :
 			  "state directory", !a->socket_path ?

@@ -426,8 +426,8 @@ static int read_token(struct daemon *d, const char *file,
 	if (fd < 0)
 		return corral_set_errno(err, errno, "token file %s", file);
 	if (fstat(fd, &st) == 0 && (st.st_mode & 077))
-		fprintf(stderr, "corral: warning: token file %s is readable by "
-			"others (mode %o)\n", file, st.st_mode & 0777);
+		fprintf(stderr, "corral: warning: token file %s is open to its "
+			"group or others (mode %o)\n", file, st.st_mode & 0777);
 	while ((n = read(fd, buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
 		;
 	r = n < 0 ? -errno : 0;

@@ -628,8 +628,10 @@ static int enter_workspace(const char *dir, struct corral_err *err)
 	struct stat a, b;
 	char cwd[4096];
 
+	/* worded as the daemon's call says it (call.c): "chdir X" named no side */
 	if (chdir(dir) < 0)
-		return corral_set_errno(err, errno, "chdir %s", dir);
+		return corral_set_errno(err, errno, "cannot enter the working "
+					"directory %s inside the sandbox", dir);
 	if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, dir) != 0)
 		return corral_set_err(err, -EPERM, "working directory is outside the sandbox");
 	if (stat(".", &a) < 0 || stat(dir, &b) < 0 ||

@@ -232,9 +232,17 @@ int corral_image_store_open(struct corral_image_store **out, const char *state_d
 		r = corral_set_err(err, -ENOENT, "no place for the image store: set HOME or XDG_DATA_HOME");
 		goto fail;
 	}
+	/*
+	 * Without --state-dir the store is under $HOME, which a service
+	 * user's (/nonexistent) is not: "mkdir /nonexistent: Permission
+	 * denied" alone named neither the store nor the way around it.
+	 */
 	r = mkdir_parents(s->dir, err);
-	if (r < 0)
+	if (r < 0) {
+		corral_wrap_err(err, "cannot make the image store %s (--state-dir DIR "
+				"keeps it in DIR/images)", s->dir);
 		goto fail;
+	}
 	/* layer paths become a policy's root layers, which must be absolute */
 	if (s->dir[0] != '/') {
 		char *abs = realpath(s->dir, NULL);

@@ -48,16 +48,22 @@ struct field {
 	int (*apply)(struct loader *l, json_t *v);
 };
 
-static int unknown_key(struct loader *l, json_t *v, const struct field *fields)
+static void where_key_belongs(const char *key, const struct field *here,
+			      char *buf, size_t len);
+
+static int unknown_key(struct loader *l, const char *key, json_t *v,
+		       const struct field *fields)
 {
-	char known[200];
+	char known[200], hint[96];
 	size_t off = 0;
 
 	known[0] = '\0';
+	where_key_belongs(key, fields, hint, sizeof(hint));
 	for (; fields->key && off < sizeof(known); fields++)
 		off += snprintf(known + off, sizeof(known) - off, "%s%s",
 				off ? ", " : "", fields->key);
-	return loader_fail(l, true, v, "unknown key, expected one of: %s", known);
+	return loader_fail(l, true, v, "unknown key, expected one of: %s%s",
+			   known, hint);
 }
 
 static int apply_fields(struct loader *l, json_t *obj,
@@ -76,7 +82,7 @@ static int apply_fields(struct loader *l, json_t *obj,
 		r = loader_push_key(l, key);
 		if (r)
 			return r;
-		r = f->key ? f->apply(l, v) : unknown_key(l, v, fields);
+		r = f->key ? f->apply(l, v) : unknown_key(l, key, v, fields);
 		loader_pop(l);
 		if (r)
 			return r;
@@ -1246,6 +1252,51 @@ static const struct field top_fields[] = {
 	{ "identity", apply_identity },
 	{ NULL, NULL },
 };
+
+/* Every section, for where_key_belongs(); top_fields is the file itself. */
+static const struct {
+	const char *name;
+	const struct field *fields;
+} sections[] = {
+	{ "filesystem", filesystem_fields },
+	{ "limits", limits_fields },
+	{ "env", env_fields },
+	{ "network", network_fields },
+	{ "abort", abort_fields },
+	{ "events", events_fields },
+	{ "export", export_fields },
+	{ "identity", identity_fields },
+};
+
+static bool has_key(const struct field *fields, const char *key)
+{
+	for (; fields->key; fields++)
+		if (!strcmp(fields->key, key))
+			return true;
+	return false;
+}
+
+/*
+ * A key known elsewhere, put in the wrong place ("secrets" under network,
+ * "memory" at the top, "tripwires" in limits): the list of what is
+ * expected here does not say where it goes, and the user had the name
+ * right.  Say it, "" when the key is no section's.
+ */
+static void where_key_belongs(const char *key, const struct field *here,
+			      char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (here != top_fields && has_key(top_fields, key)) {
+		snprintf(buf, len, "; %s belongs at the top level", key);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+		if (sections[i].fields != here && has_key(sections[i].fields, key)) {
+			snprintf(buf, len, "; %s belongs in %s (%s.%s)", key,
+				 sections[i].name, sections[i].name, key);
+			return;
+		}
+}
 
 int policy_schema_apply(struct loader *l, json_t *root)
 {

@@ -155,7 +155,14 @@ static const struct deny deny_table[] = {
 	 * and hwloc take EPERM as "no NUMA" (Docker wants CAP_SYS_NICE) */
 	{ "mbind", EPERM, ANY, 0, "NUMA memory policy" },
 	{ "set_mempolicy", EPERM, ANY, 0, "NUMA memory policy" },
-	{ "get_mempolicy", EPERM, ANY, 0, "NUMA memory policy" },
+	/*
+	 * The query only, unrecorded: libnuma asks it in its constructor, so
+	 * every program linked to it (procps's ps and top, hwloc's users)
+	 * made a denial, one an agent's `ps -ef` added to the record and to
+	 * abort.max_denied_syscalls.  ENOSYS, as from a kernel without
+	 * CONFIG_NUMA: libnuma then says "no NUMA" and sets no policy.
+	 */
+	{ "get_mempolicy", ENOSYS, ANY, 0, "NUMA memory policy (the query)" },
 	{ "set_mempolicy_home_node", EPERM, ANY, 0, "NUMA memory policy" },
 	{ "migrate_pages", EPERM, ANY, 0, "move a process's pages between NUMA nodes" },
 	{ "move_pages", EPERM, ANY, 0, "move a process's pages between NUMA nodes" },

@@ -870,18 +870,26 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 			   .made = srt_made_new() };
 	size_t report_len = 0;
 	json_error_t je;
-	json_t *settings;
+	json_t *settings = NULL;
 	char *text = NULL, name[PATH_MAX + 8];
+	FILE *f;
 	int r;
 
 	*report = NULL;
 	*made = NULL;
 	srt.report = open_memstream(report, &report_len);
-	settings = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!srt.policy || !srt.rw || !srt.report || !srt.made) {
 		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 		goto out;
 	}
+	/* opened here: jansson's own open failure is "PATH:-1:-1: unable to open PATH" */
+	f = fopen(path, "re");
+	if (!f) {
+		r = corral_set_errno(err, errno, "%s", path);
+		goto out;
+	}
+	settings = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+	fclose(f);
 	if (!settings) {
 		r = corral_set_err(err, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
 		goto out;

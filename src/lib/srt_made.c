@@ -234,7 +234,7 @@ static int make_stub(int dir, const char *name, const char *path, bool d, const 
 		     char *why, size_t whylen)
 {
 	size_t n = !d && content ? strlen(content) : 0;
-	int fd, r = 0;
+	int fd = -1, r = 0;
 
 	if (d ? mkdirat(dir, name, 0700) < 0 :
 	    (fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,

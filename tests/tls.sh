@@ -1373,6 +1373,26 @@ print(os.getxattr(sys.argv[1], "user.corral.placeholder").decode())' "$T/proj/.e
 	expect_contains "the next run says it" "$(cat "$T/err")" ".envrc (made by another run)"
 }
 
+# A project on a file system that takes no user xattrs (ramfs here; tmpfs
+# before Linux 6.6, some FUSE and network ones): what is made cannot be
+# marked, the report says so, and the run that made it still removes
+# it; a later run takes none of it for corral's.
+t_srt_made_unmarked_where_no_xattrs() {
+	[ "$(id -u)" = 0 ] || { skip "a ramfs mount needs root"; return 77; }
+	mkdir -p "$T/proj" || return 1
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	local rc=0
+	# a mount namespace of the test's own: the ramfs goes with it
+	unshare -m --propagation private /bin/sh -c '
+		mount -t ramfs none "$1/proj" && cd "$1/proj" && mkdir -p .git/hooks &&
+		timeout 60 "$2" run --settings "$1/srt.json" -- /bin/true > "$1/out" 2> "$1/err" < /dev/null
+		echo $? > "$1/rc"; find . | sort > "$1/after"' sh "$T" "$CORRAL" || rc=$?
+	expect_eq "the test's namespace ran" "$rc" 0
+	expect_eq "the run goes on" "$(cat "$T/rc")" 0
+	expect_contains "said" "$(cat "$T/err")" ".envrc (unmarked), .git/commondir (unmarked), .git/config.worktree (unmarked); the file system takes no user xattrs: one unmarked is left on the host if this run is killed, or ends while another run holds it"
+	expect_eq "removed by the run that made them" "$(cat "$T/after")" "$(printf '.\n./.git\n./.git/hooks')"
+}
+
 # A stop signal during setup (here: corral waits for the image store,
 # which an import holds) ends corral at once, the sandbox not started,
 # and what srt's settings made by then removed.  Before, the handler

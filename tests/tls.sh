@@ -1260,7 +1260,7 @@ t_srt_keeps_what_is_not_there_read_only() {
 	# what was made is gone again: the tree as it was, and the work
 	rm -f "$T/proj/work"
 	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
-	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; marked user.corral.placeholder and removed after the last run that holds them; a commondir holds \".\", git's own directory): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
+	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; marked user.corral.placeholder and removed after the last run that holds them; a commondir holds \".\", git's own directory, a .json file {}): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
 	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
 }
 
@@ -1358,6 +1358,7 @@ t_srt_made_by_a_killed_run_removed_by_the_next() {
 	srt_stubs_wait "$T/proj" || { fail "the killed run's sandbox still holds .envrc"; return; }
 	rm -rf "$T/proj/sig"
 	[ -e "$T/proj/.envrc" ] || { fail "the killed run left nothing: the test tests nothing"; return; }
+	expect_eq "a JSON file made holds an empty object" "$(cat "$T/proj/.claude/settings.local.json")" "{}"
 	mark=$(/usr/bin/python3 -c 'import os, sys
 print(os.getxattr(sys.argv[1], "user.corral.placeholder").decode())' "$T/proj/.envrc" 2>&1) || true
 	# a placeholder the user has written into since is the user's

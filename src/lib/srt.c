@@ -326,9 +326,14 @@ static const struct kept {
 	{ ".bashrc", false, true, NULL, NULL }, { ".bash_profile", false, true, NULL, NULL },
 	{ ".zshrc", false, true, NULL, NULL }, { ".zprofile", false, true, NULL, NULL },
 	{ ".profile", false, true, NULL, NULL }, { ".ripgreprc", false, true, NULL, NULL },
-	{ ".mcp.json", false, true, NULL, NULL },
-	{ ".claude/settings.json", false, true, NULL, NULL },
-	{ ".claude/settings.local.json", false, true, NULL, NULL },
+	/*
+	 * A JSON file made holds an empty object: one a killed run left
+	 * (until the project's next run removes it) is no parse error to
+	 * the agent that reads it, nor to a tool in the sandbox.
+	 */
+	{ ".mcp.json", false, true, NULL, "{}\n" },
+	{ ".claude/settings.json", false, true, NULL, "{}\n" },
+	{ ".claude/settings.local.json", false, true, NULL, "{}\n" },
 	{ ".envrc", false, true, "as direnv runs it", NULL },
 	/*
 	 * A .git file is kept where it is; a .git directory by its parts
@@ -695,7 +700,7 @@ static void keep_read_only(struct srt *srt)
 			say(srt, key, "made empty and kept read-only, as they were not there "
 			    "(so that the sandbox cannot make them; marked %s and removed "
 			    "after the last run that holds them; a commondir holds \".\", "
-			    "git's own directory): %s%s", SRT_MARK, missing,
+			    "git's own directory, a .json file {}): %s%s", SRT_MARK, missing,
 			    strstr(missing, UNMARKED) ? "; the file system takes no user xattrs: "
 			    "one unmarked is left on the host if this run is killed, or ends "
 			    "while another run holds it" : "");

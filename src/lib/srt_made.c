@@ -9,8 +9,9 @@
  * empty directory) at the first component that does not exist, which
  * bwrap makes on the host, removed after the command.  Here each is made
  * beneath the bind's directory without following a link, an empty
- * directory (0555) or a file (0444: empty, or what git needs to find
- * there to go on as before, .git/commondir's "."), held open with a shared
+ * directory (0555) or a file (0444: empty, "{}" for a JSON file, or
+ * what git needs to find there to go on as before, .git/commondir's
+ * "."), held open with a shared
  * flock(2) for the run, as is each kept path that existed: another run of
  * the same project that finds it there keeps it too.  After the run
  * (corral_srt_made_remove) each made one is removed only if no other run

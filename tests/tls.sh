@@ -1384,6 +1384,7 @@ t_srt_made_unmarked_where_no_xattrs() {
 	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
 	local rc=0
 	# a mount namespace of the test's own: the ramfs goes with it
+	# shellcheck disable=SC2016 # $1 and $2 are that shell's
 	unshare -m --propagation private /bin/sh -c '
 		mount -t ramfs none "$1/proj" && cd "$1/proj" && mkdir -p .git/hooks &&
 		timeout 60 "$2" run --settings "$1/srt.json" -- /bin/true > "$1/out" 2> "$1/err" < /dev/null

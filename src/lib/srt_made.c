@@ -53,6 +53,8 @@ struct made {
 	bool made;		/* corral's: removed after the run if no run holds it */
 	bool adopted;		/* corral's, made by another run (or a killed one) */
 	bool marked;		/* carries SRT_MARK */
+	bool may_adopt;		/* found where one may be made: corral's if marked later */
+	bool is_dir;		/* what one made there is */
 	const char *content;	/* what it was made with (a file), or NULL */
 	dev_t dev;
 	ino_t ino;
@@ -198,7 +200,9 @@ static int hold(struct corral_srt_made *m, int dir, const char *name, const char
 	}
 	m->v[m->n - 1].marked = mk;
 	m->v[m->n - 1].adopted = ours && !made;
-	if (ours && !want_dir)
+	m->v[m->n - 1].may_adopt = adopt;
+	m->v[m->n - 1].is_dir = want_dir;
+	if (!want_dir)
 		m->v[m->n - 1].content = content;
 	return 0;
 }
@@ -407,11 +411,24 @@ static void unmake(const struct made *d)
 	close(dir);
 }
 
+/*
+ * Found unmarked where one is made, and marked now: another run's,
+ * made as this one looked (between its mkdir and its mark), which that
+ * run left to this one, holding it.
+ */
+static bool marked_since(const struct made *d)
+{
+	struct stat st;
+
+	return d->may_adopt && marked(d->fd) && fstat(d->fd, &st) == 0 &&
+	       (d->is_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+}
+
 void corral_srt_made_unmake(const struct corral_srt_made *m)
 {
 	/* the deepest first: a made directory may hold another made one */
 	for (size_t i = m ? m->n : 0; i-- > 0;)
-		if (m->v[i].made)
+		if (m->v[i].made || marked_since(&m->v[i]))
 			unmake(&m->v[i]);
 }
 

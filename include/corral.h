@@ -325,9 +325,15 @@ CORRAL_PUBLIC
 int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 				char **report, struct corral_srt_made **made,
 				struct corral_err *err);
-/* Removes what it made that is still as made and no other run holds; frees m. */
+/*
+ * Removes what is corral's (made by this run, or marked as made by
+ * another) that is still as made and no other run holds; frees m.
+ */
 CORRAL_PUBLIC
 void corral_srt_made_remove(struct corral_srt_made *m);
+/* The same removal, nothing freed: for a signal handler (only syscalls). */
+CORRAL_PUBLIC
+void corral_srt_made_unmake(const struct corral_srt_made *m);
 
 /*
  * What a policy's TLS part makes the supervisor read from the host, for

@@ -1260,7 +1260,7 @@ t_srt_keeps_what_is_not_there_read_only() {
 	# what was made is gone again: the tree as it was, and the work
 	rm -f "$T/proj/work"
 	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
-	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; removed after the run; a commondir holds \".\", git's own directory): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
+	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; marked user.corral.placeholder and removed after the last run that holds them; a commondir holds \".\", git's own directory, a .json file {}): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
 	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
 }
 
@@ -1304,7 +1304,132 @@ t_srt_made_kept_while_another_run_holds_it() {
 	expect_contains "second ran" "$(cat "$T/out.b")" b-done
 	expect_not_contains "kept for the second" "$(cat "$T/out.b")" tasks-written
 	[ ! -e "$T/proj/.vscode/tasks.json" ] || fail "a task on the host: $(cat "$T/proj/.vscode/tasks.json")"
-	expect_contains "the second found it there" "$(cat "$T/err.b")" ".vscode -> filesystem.ro \"$T/proj/.vscode\", as srt keeps it"
+	# and the second, ending last, removed what the first made: before,
+	# neither did (the second had not made it), and an empty .envrc,
+	# .mcp.json and a .git/commondir stayed in the project
+	rm -rf "$T/proj/sig"
+	expect_eq "nothing left by either run" "$(cd "$T/proj" && find . | sort)" \
+		"$(printf '.\n./.git\n./.git/config\n./.git/hooks')"
+	expect_contains "the second found it there" "$(cat "$T/err.b")" ".vscode (made by another run)"
+}
+
+# srt_stubs_wait DIR: until no run holds DIR/.envrc (bounded, 10 s): a
+# killed run's processes, which hold its lock, gone
+srt_stubs_wait() {
+	local i
+	for i in $(seq 1 200); do
+		flock -x -n "$1/.envrc" true 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# A run SIGKILLed (or out of memory, or the power gone) leaves what it
+# made, marked user.corral.placeholder: the next run of the project
+# takes each as its own and removes it after; a file of the user's at
+# such a name, empty and read-only as a placeholder is but unmarked, or
+# a placeholder the user wrote into, is never removed.  Before, the
+# killed run's empty .envrc, .mcp.json, .claude/... and .git/commondir
+# stayed for good, for direnv, the agent and git to read.
+t_srt_made_by_a_killed_run_removed_by_the_next() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/.claude" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	: > "$T/proj/.mcp.json"
+	: > "$T/proj/.claude/settings.json"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod 444 "$T/proj/.mcp.json"
+	chmod a+rX "$T" "$T/srt.json"
+	local a i rc=0 before mark
+	before=$(cd "$T/proj" && find . | sort)
+	mkdir -m 777 "$T/proj/sig"
+	# not under timeout: the pid killed is corral's; the shell's wait ends it
+	# shellcheck disable=SC2016 # expanded in the sandbox
+	(cd "$T/proj" && exec "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "cd $T/proj"'
+		touch sig/in; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done' \
+		> "$T/out.a" 2> "$T/err.a" < /dev/null) &
+	a=$!
+	# shellcheck disable=SC2064 # this run's pid, now
+	trap "kill $a 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/in" ] || { fail "the run did not start: $(cat "$T/err.a")"; return; }
+	kill -KILL "$a"
+	wait "$a" 2>/dev/null || true
+	srt_stubs_wait "$T/proj" || { fail "the killed run's sandbox still holds .envrc"; return; }
+	rm -rf "$T/proj/sig"
+	[ -e "$T/proj/.envrc" ] || { fail "the killed run left nothing: the test tests nothing"; return; }
+	expect_eq "a JSON file made holds an empty object" "$(cat "$T/proj/.claude/settings.local.json")" "{}"
+	mark=$(/usr/bin/python3 -c 'import os, sys
+print(os.getxattr(sys.argv[1], "user.corral.placeholder").decode())' "$T/proj/.envrc" 2>&1) || true
+	# a placeholder the user has written into since is the user's
+	chmod u+w "$T/proj/.zshrc"
+	echo 'export MINE=1' > "$T/proj/.zshrc"
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/true \
+		> "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the next run goes on" "$rc" 0
+	expect_eq "the user's written placeholder kept" "$(cat "$T/proj/.zshrc")" "export MINE=1"
+	rm "$T/proj/.zshrc"
+	expect_eq "the user's empty files kept, the rest gone" "$(cd "$T/proj" && find . | sort)" "$before"
+	expect_contains "marked" "$mark" "corral run --settings, pid $a"
+	expect_contains "the next run says it" "$(cat "$T/err")" ".envrc (made by another run)"
+}
+
+# A project on a file system that takes no user xattrs (ramfs here; tmpfs
+# before Linux 6.6, some FUSE and network ones): what is made cannot be
+# marked, the report says so, and the run that made it still removes
+# it; a later run takes none of it for corral's.
+t_srt_made_unmarked_where_no_xattrs() {
+	[ "$(id -u)" = 0 ] || { skip "a ramfs mount needs root"; return 77; }
+	mkdir -p "$T/proj" || return 1
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	local rc=0
+	# a mount namespace of the test's own: the ramfs goes with it
+	# shellcheck disable=SC2016 # $1 and $2 are that shell's
+	unshare -m --propagation private /bin/sh -c '
+		mount -t ramfs none "$1/proj" && cd "$1/proj" && mkdir -p .git/hooks &&
+		timeout 60 "$2" run --settings "$1/srt.json" -- /bin/true > "$1/out" 2> "$1/err" < /dev/null
+		echo $? > "$1/rc"; find . | sort > "$1/after"' sh "$T" "$CORRAL" || rc=$?
+	expect_eq "the test's namespace ran" "$rc" 0
+	expect_eq "the run goes on" "$(cat "$T/rc")" 0
+	expect_contains "said" "$(cat "$T/err")" ".envrc (unmarked), .git/commondir (unmarked), .git/config.worktree (unmarked); the file system takes no user xattrs: one unmarked is left on the host if this run is killed, or ends while another run holds it"
+	expect_eq "removed by the run that made them" "$(cat "$T/after")" "$(printf '.\n./.git\n./.git/hooks')"
+}
+
+# A stop signal during setup (here: corral waits for the image store,
+# which an import holds) ends corral at once, the sandbox not started,
+# and what srt's settings made by then removed.  Before, the handler
+# _exited and left all of it in the project.
+t_srt_made_removed_on_a_stop_during_setup() {
+	mkdir -p "$T/proj/.git/hooks" "$T/state/images" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod 700 "$T/state" "$T/state/images"
+	chmod a+rX "$T" "$T/srt.json"
+	local a l i rc=0 before
+	before=$(cd "$T/proj" && find . | sort)
+	flock -x "$T/state/images/lock" sleep 30 &
+	l=$!
+	# shellcheck disable=SC2064 # the lock holder's pid, now
+	trap "kill $l 2>/dev/null || true" EXIT
+	for i in $(seq 1 200); do [ -e "$T/state/images/lock" ] && break; sleep 0.05; done
+	# not under timeout: the signal is corral's; the lock's holder ends it
+	(cd "$T/proj" && exec "$CORRAL" run --state-dir "$T/state" --image srt-stub-test \
+		--settings "$T/srt.json" -- /bin/true > "$T/out" 2> "$T/err" < /dev/null) &
+	a=$!
+	# shellcheck disable=SC2064 # both pids, now
+	trap "kill $l $a 2>/dev/null || true" EXIT
+	# the settings read (their report is written while a signal waits)
+	for i in $(seq 1 400); do grep -q "made empty" "$T/err" && break; sleep 0.05; done
+	grep -q "made empty" "$T/err" || { fail "the settings were not read: $(cat "$T/err")"; return; }
+	[ -e "$T/proj/.envrc" ] || { fail "nothing made: the test tests nothing"; return; }
+	kill -TERM "$a"
+	wait "$a" || rc=$?
+	kill "$l" 2>/dev/null || true
+	wait "$l" 2>/dev/null || true
+	expect_eq "ended by the signal" "$rc" 143
+	expect_contains "said" "$(cat "$T/err")" "SIGTERM during setup: the command was not started"
+	expect_eq "nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
 }
 
 # The other repositories in the bind, which the host's git runs the hooks

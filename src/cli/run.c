@@ -630,8 +630,12 @@ struct stops {
  * exists: the policy is read, the image looked up (which waits while an
  * import holds the store).  A signal then ends corral at once, as it
  * would have, but says so the way corral_run does (result_not_started).
- * Only write and _exit: it runs in a signal handler.
+ * Only syscalls: it runs in a signal handler.  What srt's settings made
+ * on the host is removed first (else left there, an empty .envrc or
+ * .claude/settings.json in the user's project).
  */
+static const struct corral_srt_made *volatile made_on_stop;
+
 static void stop_before_setup(int sig)
 {
 	const char *m = sig == SIGINT ? "corral: SIGINT during setup: the command was not started\n" :
@@ -639,6 +643,7 @@ static void stop_before_setup(int sig)
 		sig == SIGHUP ? "corral: SIGHUP during setup: the command was not started\n" :
 		"corral: SIGQUIT during setup: the command was not started\n";
 
+	corral_srt_made_unmake(made_on_stop);
 	if (write(2, m, strlen(m)) < 0)
 		_exit(128 + sig);
 	_exit(128 + sig);
@@ -722,6 +727,30 @@ static int load_settings(struct corral_policy *p, const char *path,
 	return 0;
 }
 
+/*
+ * The settings loaded with the stop signals held back: one that came
+ * meanwhile ends corral once what they made is known to the handler,
+ * which removes it.
+ */
+static int load_settings_held(struct corral_policy *p, const char *path,
+			      struct corral_srt_made **made)
+{
+	sigset_t set, old;
+	int r;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaddset(&set, stop_signals[i]);
+	if (sigprocmask(SIG_BLOCK, &set, &old) < 0) {
+		cli_error("sigprocmask: %s", strerror(errno));
+		return -1;
+	}
+	r = load_settings(p, path, made);
+	made_on_stop = *made;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 static int run(int argc, char **argv, struct stops *st, struct corral_srt_made **made)
 {
 	struct corral_policy p;
@@ -784,7 +813,7 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 			return EXIT_CORRAL;
 		}
 	}
-	if (settings_file && load_settings(&p, settings_file, made) < 0) {
+	if (settings_file && load_settings_held(&p, settings_file, made) < 0) {
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
 	}
@@ -960,14 +989,27 @@ int cmd_run(int argc, char **argv)
 {
 	struct stops st = { .handed = false };
 	struct corral_srt_made *made = NULL;
+	sigset_t set, old;
+	bool held;
 	int code;
 
 	catch_stops(&st);
 	code = run(argc, argv, &st, &made);
-	/* once the sandbox is gone: what srt's settings made on the host */
+	/*
+	 * Once the sandbox is gone: what srt's settings made on the host.
+	 * A stop signal waits until it is removed and the caller's
+	 * disposition is back (the handler would leave it half done).
+	 */
+	sigemptyset(&set);
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaddset(&set, stop_signals[i]);
+	held = sigprocmask(SIG_BLOCK, &set, &old) == 0;
+	made_on_stop = NULL;
 	corral_srt_made_remove(made);
 	if (!st.handed)
 		for (size_t i = 0; i < NSTOP; i++)
 			sigaction(stop_signals[i], &st.old[i], NULL);
+	if (held)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }

@@ -326,9 +326,14 @@ static const struct kept {
 	{ ".bashrc", false, true, NULL, NULL }, { ".bash_profile", false, true, NULL, NULL },
 	{ ".zshrc", false, true, NULL, NULL }, { ".zprofile", false, true, NULL, NULL },
 	{ ".profile", false, true, NULL, NULL }, { ".ripgreprc", false, true, NULL, NULL },
-	{ ".mcp.json", false, true, NULL, NULL },
-	{ ".claude/settings.json", false, true, NULL, NULL },
-	{ ".claude/settings.local.json", false, true, NULL, NULL },
+	/*
+	 * A JSON file made holds an empty object: one a killed run left
+	 * (until the project's next run removes it) is no parse error to
+	 * the agent that reads it, nor to a tool in the sandbox.
+	 */
+	{ ".mcp.json", false, true, NULL, "{}\n" },
+	{ ".claude/settings.json", false, true, NULL, "{}\n" },
+	{ ".claude/settings.local.json", false, true, NULL, "{}\n" },
 	{ ".envrc", false, true, "as direnv runs it", NULL },
 	/*
 	 * A .git file is kept where it is; a .git directory by its parts
@@ -381,10 +386,14 @@ static bool there(const char *dir, const char *rel, bool *is_dir)
 	return true;
 }
 
+/* in the list of what was made: the file system took no mark */
+#define UNMARKED " (unmarked)"
+
 static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *dir,
 		     const struct kept *kr, char *missing, size_t mlen)
 {
 	char *bind = NULL, *pins[SRT_PINS_MAX], why[PATH_MAX + 128], full[PATH_MAX];
+	enum srt_made_kind kind;
 	size_t npins = 0;
 	bool is_dir;
 	int r;
@@ -411,9 +420,12 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 		for (size_t i = 0; i < npins; i++)
 			if (!listed(json_object_get(fs, "rw"), pins[i]))
 				push(fs, "rw", pins[i]);
-		if (srt_made_was_made(srt->made, bind))
-			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s",
-				 missing[0] ? ", " : "", bind + strlen(dir) + 1);
+		kind = srt_made_kind(srt->made, bind);
+		if (kind != SRT_FOUND)	/* said with the others, in one line */
+			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s%s",
+				 missing[0] ? ", " : "", bind + strlen(dir) + 1,
+				 kind == SRT_ADOPTED ? " (made by another run)" :
+				 kind == SRT_MADE_UNMARKED ? UNMARKED : "");
 		else if (strcmp(bind, full))
 			say(srt, key, "%s lies under the file %s, kept read-only instead (the "
 			    "sandbox would remove it to make the directory) -> filesystem.ro \"%s\"",
@@ -686,8 +698,12 @@ static void keep_read_only(struct srt *srt)
 			    "deeper in were not looked for", NESTED_MAX, NESTED_DEPTH);
 		if (missing[0])
 			say(srt, key, "made empty and kept read-only, as they were not there "
-			    "(so that the sandbox cannot make them; removed after the run; a "
-			    "commondir holds \".\", git's own directory): %s", missing);
+			    "(so that the sandbox cannot make them; marked %s and removed "
+			    "after the last run that holds them; a commondir holds \".\", "
+			    "git's own directory, a .json file {}): %s%s", SRT_MARK, missing,
+			    strstr(missing, UNMARKED) ? "; the file system takes no user xattrs: "
+			    "one unmarked is left on the host if this run is killed, or ends "
+			    "while another run holds it" : "");
 	}
 }
 

@@ -9,14 +9,24 @@
  * empty directory) at the first component that does not exist, which
  * bwrap makes on the host, removed after the command.  Here each is made
  * beneath the bind's directory without following a link, an empty
- * directory (0555) or a file (0444: empty, or what git needs to find
- * there to go on as before, .git/commondir's "."), held open with a shared
+ * directory (0555) or a file (0444: empty, "{}" for a JSON file, or
+ * what git needs to find there to go on as before, .git/commondir's
+ * "."), held open with a shared
  * flock(2) for the run, as is each kept path that existed: another run of
  * the same project that finds it there keeps it too.  After the run
  * (corral_srt_made_remove) each made one is removed only if no other run
  * holds it (an exclusive lock, not waited for), it is still the inode
  * made, and still empty: removing a mount point of another run's mount
  * namespace would detach its bind, and with it the protection.
+ *
+ * Each one made carries the xattr user.corral.placeholder (SRT_MARK),
+ * set before it has a content or its final mode: so a later run, or the
+ * run that holds it last, knows it for corral's and removes it when no
+ * run holds it (adopted: a run that found another's, and a run that
+ * finds one a killed run left), and the user can tell (getfattr).  One
+ * found unmarked is the user's, whatever it holds, and never removed.
+ * A file system without user xattrs (EOPNOTSUPP) makes them unmarked:
+ * only the run that made them may remove them, as before.
  */
 #include "internal.h"
 #include "srt_made.h"
@@ -31,13 +41,20 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 struct made {
 	char *path;		/* absolute, as bound */
+	char *parent;		/* path's directory, found at removal */
+	const char *name;	/* path's last component (in path) */
 	int fd;			/* O_RDONLY, flock LOCK_SH held */
-	bool made;		/* corral made it: removed after the run */
+	bool made;		/* corral's: removed after the run if no run holds it */
+	bool adopted;		/* corral's, made by another run (or a killed one) */
+	bool marked;		/* carries SRT_MARK */
+	bool may_adopt;		/* found where one may be made: corral's if marked later */
+	bool is_dir;		/* what one made there is */
 	const char *content;	/* what it was made with (a file), or NULL */
 	dev_t dev;
 	ino_t ino;
@@ -57,16 +74,57 @@ static int put(struct corral_srt_made *m, const char *path, int fd, bool made,
 	       const struct stat *st)
 {
 	struct made *v = realloc(m->v, (m->n + 1) * sizeof(*v));
+	const char *slash = strrchr(path, '/');
 
 	if (!v)
 		return -ENOMEM;
 	m->v = v;
+	if (!slash || slash == path)
+		return -EINVAL;	/* root/rel: never the root itself */
+	/*
+	 * The parent and name split now: corral_srt_made_unmake runs in a
+	 * signal handler, where nothing may be formatted or allocated.
+	 */
 	v[m->n] = (struct made){ .path = strdup(path), .fd = fd, .made = made,
+				 .parent = strndup(path, (size_t)(slash - path)),
 				 .dev = st->st_dev, .ino = st->st_ino };
-	if (!v[m->n].path)
+	if (!v[m->n].path || !v[m->n].parent) {
+		free(v[m->n].path);
+		free(v[m->n].parent);
 		return -ENOMEM;
+	}
+	v[m->n].name = v[m->n].path + (slash - path) + 1;
 	m->n++;
 	return 0;
+}
+
+/* Whether fd (O_RDONLY) carries corral's mark. */
+static bool marked(int fd)
+{
+	char v[128];
+
+	return fgetxattr(fd, SRT_MARK, v, sizeof(v)) >= 0 || errno == ERANGE;
+}
+
+/*
+ * Mark fd (made, still writable by its owner) as corral's: the maker's
+ * pid and boot, for a person who finds one.  0, or -errno: EOPNOTSUPP
+ * on a file system without user xattrs.
+ */
+static int mark(int fd)
+{
+	char v[128], boot[40] = "?";
+	int b = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (b >= 0) {
+		n = read(b, boot, sizeof(boot) - 1);
+		boot[n > 0 ? n : 0] = '\0';
+		boot[strcspn(boot, "\n")] = '\0';
+		close(b);
+	}
+	snprintf(v, sizeof(v), "corral run --settings, pid %d, boot %s", (int)getpid(), boot);
+	return fsetxattr(fd, SRT_MARK, v, strlen(v), XATTR_CREATE) < 0 ? -errno : 0;
 }
 
 /* One component beneath dir, no link followed (O_PATH). */
@@ -95,16 +153,32 @@ static int hold_open(int dir, const char *name)
 	return (int)syscall(SYS_openat2, dir, name, &how, sizeof(how));
 }
 
+/* A file holds content (NULL: nothing), no more: as made. */
+static bool holds_only(int fd, const struct stat *st, const char *content)
+{
+	size_t n = content ? strlen(content) : 0;
+	char buf[64];
+
+	if ((size_t)st->st_size != n || n > sizeof(buf))
+		return false;
+	return !n || (pread(fd, buf, n, 0) == (ssize_t)n && !memcmp(buf, content, n));
+}
+
 /*
  * Hold the existing name in dir with a shared lock; 0, or 1 when it went
  * away meanwhile (another run removing what it made: made again by the
- * caller), or -errno.
+ * caller), or -errno.  made: this run made it.  Else, with adopt, one
+ * that carries corral's mark and is still as made (a directory if
+ * want_dir, else a file holding content) is taken as corral's too:
+ * another run's, or a killed run's, removed after this run if no run
+ * holds it then.
  */
 static int hold(struct corral_srt_made *m, int dir, const char *name, const char *path,
-		bool made)
+		bool made, bool adopt, bool want_dir, const char *content)
 {
 	struct stat st;
 	int fd = hold_open(dir, name), e;
+	bool mk, ours;
 
 	if (fd < 0)
 		return errno == ENOENT ? 1 : -errno;
@@ -117,10 +191,19 @@ static int hold(struct corral_srt_made *m, int dir, const char *name, const char
 		close(fd);
 		return 1;
 	}
-	if (put(m, path, fd, made, &st) < 0) {
+	mk = marked(fd);
+	ours = made || (adopt && mk && (want_dir ? S_ISDIR(st.st_mode) :
+					S_ISREG(st.st_mode) && holds_only(fd, &st, content)));
+	if ((e = put(m, path, fd, ours, &st)) < 0) {
 		close(fd);
-		return -ENOMEM;
+		return e;
 	}
+	m->v[m->n - 1].marked = mk;
+	m->v[m->n - 1].adopted = ours && !made;
+	m->v[m->n - 1].may_adopt = adopt;
+	m->v[m->n - 1].is_dir = want_dir;
+	if (!want_dir)
+		m->v[m->n - 1].content = content;
 	return 0;
 }
 
@@ -132,6 +215,67 @@ static void pause_a_little(void)
 	nanosleep(&ts, NULL);
 }
 
+/* Whether dir's name (a directory) carries corral's mark. */
+static bool marked_at(int dir, const char *name)
+{
+	int fd = hold_open(dir, name);
+	bool r;
+
+	if (fd < 0)
+		return false;
+	r = marked(fd);
+	close(fd);
+	return r;
+}
+
+/*
+ * Make dir's name: an empty directory, or a file holding content,
+ * marked while its owner may still write it (a user xattr needs write
+ * access), then given its mode.  0, 1 when it is there already (made
+ * by another run meanwhile), or -errno with why said; a file is not
+ * left half made.
+ */
+static int make_stub(int dir, const char *name, const char *path, bool d, const char *content,
+		     char *why, size_t whylen)
+{
+	size_t n = !d && content ? strlen(content) : 0;
+	int fd = -1, r = 0;
+
+	if (d ? mkdirat(dir, name, 0700) < 0 :
+	    (fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+			 0600)) < 0) {
+		if (errno == EEXIST)
+			return 1;
+		snprintf(why, whylen, "cannot make %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (d && (fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		r = -errno;
+		snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
+		(void)unlinkat(dir, name, AT_REMOVEDIR);
+		return r;
+	}
+	/* unmarked (no user xattrs there): only this run removes it */
+	(void)mark(fd);
+	if (n && write(fd, content, n) != (ssize_t)n) {
+		r = -(errno ? errno : EIO);
+		snprintf(why, whylen, "cannot write %s: %s", path, strerror(-r));
+	} else if (fchmod(fd, d ? 0555 : 0444) < 0) {
+		r = -errno;
+		snprintf(why, whylen, "cannot chmod %s: %s", path, strerror(errno));
+	}
+	close(fd);
+	if (r < 0)
+		(void)unlinkat(dir, name, d ? AT_REMOVEDIR : 0);
+	return r;
+}
+
+/*
+ * The pieces of root/rel walked so far; a directory on the way is
+ * pinned (bound onto itself, so it cannot be renamed away) unless it is
+ * corral's placeholder, which is kept itself, as the run that made it
+ * kept it.
+ */
 int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		  bool directory, const char *content, char **bind, char **pins,
 		  size_t *npins, char *why, size_t whylen)
@@ -159,13 +303,20 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		*npins = 0;
 		r = 0;
 		while (r == 0 && !last) {
+			const char *has;
+			bool d;
+
 			slash = strchr(c, '/');
 			last = !slash;
 			snprintf(part, sizeof(part), "%.*s", last ? (int)strlen(c) : (int)(slash - c), c);
 			snprintf(path, sizeof(path), "%s/%.*s", root, (int)(c - rel) + (int)strlen(part), rel);
 			next = last ? -1 : step(dir, part, true);
-			if (!last && next >= 0) {
-				/* a directory on the way: pinned, so it cannot be renamed away */
+			if (next >= 0 && marked_at(dir, part)) {
+				/* a placeholder directory: kept as its maker kept it */
+				close(next);
+				next = -1;
+				last = true;
+			} else if (!last && next >= 0) {
 				if (*npins == SRT_PINS_MAX) {
 					close(next);
 					snprintf(why, whylen, "more than %d directories on the way",
@@ -193,41 +344,21 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 				 * the directory (srt skips the path: "nothing
 				 * can be made beneath a file").
 				 */
-				r = hold(m, dir, part, path, false);
+				r = hold(m, dir, part, path, false, false, false, NULL);
 				if (r < 0)
 					snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
 				if (r == 0 && !(*bind = strdup(path)))
 					r = -ENOMEM;
 				break;
 			}
-			/* the last component, or the first that is not there */
-			r = hold(m, dir, part, path, false);
+			/* the last component, a placeholder directory, or the first that is not there */
+			d = directory || strcmp(path + strlen(root) + 1, rel);
+			has = d ? NULL : content;
+			r = hold(m, dir, part, path, false, true, d, has);
 			if (r == 1) {
-				bool d = directory || !last;
-
-				if (d ? mkdirat(dir, part, 0555) < 0 :
-				    (next = openat(dir, part, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW |
-						   O_CLOEXEC, 0444)) < 0) {
-					r = errno == EEXIST ? 1 : -errno;
-					if (r < 0)
-						snprintf(why, whylen, "cannot make %s: %s", path, strerror(errno));
-				} else {
-					size_t n = !d && content ? strlen(content) : 0;
-
-					if (n && write(next, content, n) != (ssize_t)n) {
-						r = -(errno ? errno : EIO);
-						snprintf(why, whylen, "cannot write %s: %s", path,
-							 strerror(-r));
-						/* not left half made on the host */
-						(void)unlinkat(dir, part, 0);
-					}
-					if (!d)
-						close(next);
-					if (r == 1)
-						r = hold(m, dir, part, path, true);
-					if (r == 0 && n)
-						m->v[m->n - 1].content = content;
-				}
+				r = make_stub(dir, part, path, d, has, why, whylen);
+				if (r == 0)
+					r = hold(m, dir, part, path, true, false, d, has);
 			} else if (r < 0) {
 				snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
 				if (r == -ELOOP)
@@ -246,60 +377,70 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 	return r;
 }
 
-bool srt_made_was_made(const struct corral_srt_made *m, const char *path)
+enum srt_made_kind srt_made_kind(const struct corral_srt_made *m, const char *path)
 {
-	for (size_t i = 0; m && i < m->n; i++)
-		if (m->v[i].made && !strcmp(m->v[i].path, path))
-			return true;
-	return false;
+	for (size_t i = 0; m && i < m->n; i++) {
+		const struct made *d = &m->v[i];
+
+		if (!strcmp(d->path, path))
+			return !d->made ? SRT_FOUND : d->adopted ? SRT_ADOPTED :
+				d->marked ? SRT_MADE : SRT_MADE_UNMARKED;
+	}
+	return SRT_FOUND;
 }
 
-/* A made file holds what it was made with (nothing, or content), no more. */
-static bool still_as_made(const struct made *d, const struct stat *st)
-{
-	size_t n = d->content ? strlen(d->content) : 0;
-	char buf[64];
-
-	if ((size_t)st->st_size != n || n > sizeof(buf))
-		return false;
-	return !n || (pread(d->fd, buf, n, 0) == (ssize_t)n && !memcmp(buf, d->content, n));
-}
-
-/* Still the thing made, at its name: removed; else left. */
+/*
+ * Still the thing made, at its name, and no run holds it: removed; else
+ * left.  Only calls a signal handler may make.
+ */
 static void unmake(const struct made *d)
 {
-	char parent[PATH_MAX];
-	const char *name = strrchr(d->path, '/');
 	struct stat st;
 	int dir;
 
-	if (!name || name == d->path || (size_t)(name - d->path) >= sizeof(parent))
-		return;
-	snprintf(parent, sizeof(parent), "%.*s", (int)(name - d->path), d->path);
-	name++;
-	/* another run holds it: its bind is there; that run did not make it */
+	/* another run holds it: its bind is there; that run will remove it */
 	if (flock(d->fd, LOCK_EX | LOCK_NB) < 0)
 		return;
-	dir = open(parent, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dir = open(d->parent, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir < 0)
 		return;
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == d->dev &&
+	if (fstatat(dir, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == d->dev &&
 	    st.st_ino == d->ino && (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) &&
-							 still_as_made(d, &st))))
-		(void)unlinkat(dir, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+							 holds_only(d->fd, &st, d->content))))
+		(void)unlinkat(dir, d->name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
 	close(dir);
+}
+
+/*
+ * Found unmarked where one is made, and marked now: another run's,
+ * made as this one looked (between its mkdir and its mark), which that
+ * run left to this one, holding it.
+ */
+static bool marked_since(const struct made *d)
+{
+	struct stat st;
+
+	return d->may_adopt && marked(d->fd) && fstat(d->fd, &st) == 0 &&
+	       (d->is_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+}
+
+void corral_srt_made_unmake(const struct corral_srt_made *m)
+{
+	/* the deepest first: a made directory may hold another made one */
+	for (size_t i = m ? m->n : 0; i-- > 0;)
+		if (m->v[i].made || marked_since(&m->v[i]))
+			unmake(&m->v[i]);
 }
 
 void corral_srt_made_remove(struct corral_srt_made *m)
 {
 	if (!m)
 		return;
-	/* the deepest first: a made directory may hold another made one */
+	corral_srt_made_unmake(m);
 	for (size_t i = m->n; i-- > 0;) {
-		if (m->v[i].made)
-			unmake(&m->v[i]);
 		close(m->v[i].fd);
 		free(m->v[i].path);
+		free(m->v[i].parent);
 	}
 	free(m->v);
 	free(m);

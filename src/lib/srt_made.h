@@ -10,6 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/*
+ * The user xattr on what corral makes: a later run, and the user
+ * (getfattr -d), know it for corral's.
+ */
+#define SRT_MARK "user.corral.placeholder"
+
 /* directories pinned on the way to one kept path, at most */
 #define SRT_PINS_MAX 16
 
@@ -18,7 +24,8 @@ struct corral_srt_made *srt_made_new(void);
 /*
  * Keep root/rel read-only: its first component that is not there made
  * (an empty directory, or a file holding content (NULL: empty) when it
- * is rel itself and not directory), then held.  *bind: the path to bind read-only (rel's, or
+ * is rel itself and not directory) and marked, then held; one corral
+ * made before (marked, as made) is taken as made.  *bind: the path to bind read-only (rel's, or
  * the made component's); pins: the directories between root and it,
  * to bind onto themselves so none is renamed away.  0, or -errno with
  * why said (a symlink or a file on the way: nothing bound).
@@ -27,7 +34,13 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		  bool directory, const char *content, char **bind, char **pins,
 		  size_t *npins, char *why, size_t whylen);
 
-/* Whether path is one corral made (for the report). */
-bool srt_made_was_made(const struct corral_srt_made *m, const char *path);
+/* What path is to this run (for the report). */
+enum srt_made_kind {
+	SRT_FOUND,		/* the user's: left as it is */
+	SRT_MADE,		/* made, marked */
+	SRT_MADE_UNMARKED,	/* made where no user xattr can be set */
+	SRT_ADOPTED,		/* marked, made by another run or a killed one */
+};
+enum srt_made_kind srt_made_kind(const struct corral_srt_made *m, const char *path);
 
 #endif

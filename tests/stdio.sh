@@ -203,6 +203,28 @@ t_tty_restored_after_timeout() {
 	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
 }
 
+# -t with an input that ends (a pipe, /dev/null): its end is typed on the
+# pty as a user's ^D (script(1) does so).  An interactive shell waited for
+# ever for input that could not come; now it reads EOF and ends, after
+# the lines it was given.  A command that reads no input is untouched.
+t_tty_input_end_typed() {
+	local rc=0
+	timeout -k 5 60 "$CORRAL" run -t -- bash --norc -i < /dev/null > "$T/o" 2>&1 || rc=$?
+	expect_eq "bash -i on /dev/null: exit" "$rc" 0 || { cat -v "$T/o" | tail -3; return 1; }
+	rc=0
+	printf 'echo from-the-pipe-$((6 * 7))\n' |
+		timeout -k 5 60 "$CORRAL" run -t -- bash --norc -i > "$T/o" 2>&1 || rc=$?
+	expect_eq "bash -i on a pipe: exit" "$rc" 0 || return 1
+	expect_contains "the piped line ran" "$(< "$T/o")" from-the-pipe-42
+	rc=0
+	timeout -k 5 60 "$CORRAL" run -t -- python3 -q < /dev/null > "$T/o" 2>&1 || rc=$?
+	expect_eq "python3's prompt on /dev/null: exit" "$rc" 0 || return 1
+	rc=0
+	timeout -k 5 60 "$CORRAL" run -t -- /bin/sh -c 'sleep 0.3; echo untouched' < /dev/null > "$T/o" 2>&1 || rc=$?
+	expect_eq "a command that reads nothing: exit" "$rc" 0
+	expect_contains "its output" "$(< "$T/o")" untouched
+}
+
 # SIGINT, SIGHUP to corral: forwarded, the command ends, the terminal is back.
 t_tty_restored_after_signals() {
 	for sig in INT HUP; do

@@ -146,7 +146,7 @@ static void take_master(struct supervise *s)
 	fl = fcntl(s->master, F_GETFL);
 	if (fl < 0 || fcntl(s->master, F_SETFL, fl | O_NONBLOCK) < 0 ||
 	    stdrelay_add(s->relay, s->master, false, 1, false, true) < 0 ||
-	    stdrelay_add(s->relay, 0, false, s->master, false, false) < 0) {
+	    stdrelay_add_tty_input(s->relay, 0, s->master) < 0) {
 		/* no terminal to give: the command is not left without one */
 		events_emit(s->ev, "error", json_pack("{s:s}", "reason",
 			    "cannot relay the sandbox's pty"));

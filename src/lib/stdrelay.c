@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define CHUNK		(1 << 20)	/* bytes per splice or read (a pipe's worth) */
@@ -42,6 +43,7 @@ struct stream {
 	bool from_poll, to_poll;	/* epoll takes the fd (not a regular file) */
 	bool from_nowait;		/* a read of from never blocks */
 	bool copy;			/* splice refused: through buf */
+	bool veof;			/* to is a pty master: type EOF at the end */
 	bool done;
 	int sink;			/* to, kept after the stream ends */
 	int error;			/* a write's errno that ended it, or 0 */
@@ -56,6 +58,8 @@ struct stdrelay {
 	void *arg;
 	size_t n;
 	int probe;		/* pollable()'s epoll fd, or -1 */
+	int veof_to;		/* the pty master whose input ended, or -1 */
+	int veof_left;		/* times EOF may be typed there again */
 	struct stream s[MAX_STREAMS];
 };
 
@@ -180,16 +184,53 @@ static int splice_step(struct stream *s, bool *full)
 	return -1;
 }
 
+/*
+ * The caller's input into a pty ended: type the terminal's end-of-file
+ * character, as util-linux's script(1) does.  A shell on the pty (bash,
+ * its readline, python's prompt) takes it as a user's ^D and ends;
+ * without it, `corral run -t -- bash < /dev/null` waited for ever for
+ * input that could not come.  The master gives the slave's settings
+ * (VEOF, or none).  An EOF typed before the shell set its terminal up is
+ * lost there (bash's readline), so it is typed again when the pty next
+ * writes (a prompt), a few times at most: a program that reads no input
+ * never sees them, and one that reads later sees EOF, as it should.
+ */
+#define VEOF_TYPED_MAX	8
+
+static void type_eof(struct stdrelay *r)
+{
+	struct termios t;
+	unsigned char c;
+
+	if (r->veof_to < 0 || r->veof_left <= 0)
+		return;
+	r->veof_left--;
+	if (tcgetattr(r->veof_to, &t) < 0 || t.c_cc[VEOF] == _POSIX_VDISABLE)
+		return;
+	c = t.c_cc[VEOF];
+	/* best effort: a full input queue (EAGAIN) has a reader to come */
+	if (write(r->veof_to, &c, 1) < 0)
+		return;
+}
+
 static void stream_pump(struct stream *s)
 {
-	bool full = false;
+	bool full = false, moved = false;
 	int r = 1;
 
 	for (int i = 0; i < BURST && r > 0; i++) {
 		r = s->copy ? copy_step(s, &full) : splice_step(s, &full);
+		moved |= r > 0;
 		/* a caller's fd that may block: one read per readiness */
 		if (r > 0 && !s->from_nowait && (!s->copy || s->off == s->len))
 			break;
+	}
+	if (r < 0 && s->veof && !s->error) {
+		s->r->veof_to = s->to;
+		s->r->veof_left = VEOF_TYPED_MAX;
+		type_eof(s->r);
+	} else if (moved && s->from == s->r->veof_to) {
+		type_eof(s->r);		/* the pty wrote: a prompt, perhaps */
 	}
 	if (r < 0)
 		stream_end(s);
@@ -220,6 +261,7 @@ struct stdrelay *stdrelay_new(struct event_base *base, stdrelay_fn changed,
 	if (r) {
 		r->base = base;
 		r->probe = -1;
+		r->veof_to = -1;
 		r->changed = changed;
 		r->arg = arg;
 	}
@@ -270,6 +312,15 @@ int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 	 */
 	stream_wait(s, false);
 	return 0;
+}
+
+int stdrelay_add_tty_input(struct stdrelay *r, int from, int master)
+{
+	int e = stdrelay_add(r, from, false, master, false, false);
+
+	if (e == 0)
+		r->s[r->n - 1].veof = true;
+	return e;
 }
 
 int stdrelay_error(const struct stdrelay *r, int to)

@@ -30,6 +30,11 @@ struct stdrelay *stdrelay_new(struct event_base *base, stdrelay_fn changed,
 int stdrelay_add(struct stdrelay *r, int from, bool own_from, int to,
 		 bool own_to, bool required);
 /*
+ * The caller's input (not owned, not required) into a pty master: at its
+ * EOF the terminal's end-of-file character is typed there (a user's ^D).
+ */
+int stdrelay_add_tty_input(struct stdrelay *r, int from, int master);
+/*
  * The errno of the write that ended the stream into the caller's fd to
  * (EPIPE: its reader is gone; ENOSPC, EFBIG, EDQUOT, or EIO where it was
  * not spliced: bytes the command wrote were lost), or 0: it ended at its

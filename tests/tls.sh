@@ -1372,8 +1372,7 @@ t_srt_keeps_other_repositories_read_only() {
 # to the mount point, which follows no link: "nested" swapped for a link
 # to another user's directory just before the supervisor's opens, and
 # back before init's walk, had this run's sandbox read and write in that
-# directory, as its owner.  Held by strace at each of its clones (the
-# helpers' before the opens, init's after them).
+# directory, as its owner (run_swapping_at_opens holds corral there).
 t_srt_kept_binds_are_the_objects_found() {
 	[ "$ME" = 0 ] || { skip "only root's supervisor opens the sources before init"; return 77; }
 	command -v strace > /dev/null || { skip "no strace to hold corral with"; return 77; }
@@ -1383,47 +1382,14 @@ t_srt_kept_binds_are_the_objects_found() {
 	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
 	chown -R 65534:65534 "$T/proj" "$T/other"
 	chmod a+rX "$T" "$T/srt.json"
-	local tracer pid p n=0 seen=0 swapped=0 back=0 i last
-	# not local: the EXIT trap runs after the function returns
-	PIN_HELD=""
-	(cd "$T/proj" && exec timeout 60 strace -o "$T/st" -e trace=clone,clone3 \
-		-e inject=clone,clone3:signal=SIGSTOP:when=1+2 \
-		"$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
-		cat $T/proj/nested/secret; echo pwned > $T/proj/nested/written; echo ran" \
-		> "$T/out" 2> "$T/err" < /dev/null) &
-	tracer=$!
-	# on any failure: the tracer ended, and corral let go on (a SIGSTOP
-	# strace injected would hold it after strace is gone)
-	# shellcheck disable=SC2064 # the tracer's pid, now
-	trap "kill $tracer 2>/dev/null || true; sleep 0.2; "'[ -z "$PIN_HELD" ] || kill -CONT $PIN_HELD 2>/dev/null || true' EXIT
-	for i in $(seq 1 600); do
-		seen=$(grep -c -- '--- stopped by SIGSTOP ---' "$T/st" 2>/dev/null || true)
-		if [ "${seen:-0}" -gt "$n" ]; then
-			n=$seen
-			last=$(grep '^clone' "$T/st" | tail -1)
-			if [[ $last != *CLONE_NEWUSER* ]] && [ "$swapped" = 0 ]; then
-				mv "$T/proj/nested" "$T/proj/nested.real" &&
-					ln -s "$T/other" "$T/proj/nested" && swapped=1
-			elif [[ $last == *CLONE_NEWUSER* ]] && [ "$swapped" = 1 ] && [ "$back" = 0 ]; then
-				rm "$T/proj/nested" && mv "$T/proj/nested.real" "$T/proj/nested" && back=1
-			fi
-			pid=$(pgrep -P "$(pgrep -P "$tracer" -x strace)" || true)
-			PIN_HELD=$pid
-			for p in $pid; do kill -CONT "$p" 2>/dev/null || true; done
-		fi
-		kill -0 "$tracer" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill "$tracer" 2>/dev/null || true
-	wait "$tracer" 2>/dev/null || true
-	if [ "$swapped" != 1 ] || [ "$back" != 1 ]; then
-		fail "not held before the sources were opened and again before init: $(head -c 600 "$T/st")"
+	cd "$T/proj"
+	run_swapping_at_opens "$T/proj/nested" "$T/other" "$CORRAL" run --settings "$T/srt.json" \
+		-- /bin/sh -c "cat $T/proj/nested/secret; echo pwned > $T/proj/nested/written; echo ran" ||
 		return
-	fi
 	expect_not_contains "the other directory not read" "$(cat "$T/out")" "other's secret"
 	[ ! -e "$T/other/written" ] || fail "written in the other directory: $(cat "$T/other/written")"
 	# the real one bound, or the run refused: never the link's target
-	grep -q ran "$T/out" || expect_contains "refused" "$(cat "$T/err")" "not what was checked"
+	grep -q ran "$T/out" || expect_contains "refused" "$(cat "$T/err")" "refused"
 }
 
 # children PID: its children's pids

@@ -1382,7 +1382,7 @@ t_srt_kept_binds_are_the_objects_found() {
 	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
 	chown -R 65534:65534 "$T/proj" "$T/other"
 	chmod a+rX "$T" "$T/srt.json"
-	cd "$T/proj"
+	cd "$T/proj" || return 1
 	run_swapping_at_opens "$T/proj/nested" "$T/other" "$CORRAL" run --settings "$T/srt.json" \
 		-- /bin/sh -c "cat $T/proj/nested/secret; echo pwned > $T/proj/nested/written; echo ran" ||
 		return

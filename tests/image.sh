@@ -549,6 +549,17 @@ t_hostile_control_bytes() {
 	refused hostile-control 'a control byte in the name "bad\x0aname"'
 }
 
+# A layer's names are bytes, not UTF-8: quoted in an error, a lone 0x9b
+# (CSI to a terminal that takes 8-bit controls, as ESC [ is) and a
+# character cut short (e2 80, which joins what is written next) went to
+# the operator's stderr as they were; they are \xNN, as printable()
+# shows them, and a whole character (é) stays itself.
+t_hostile_c1_byte_in_a_name() {
+	refused hostile-c1-byte 'in the name "a/\x9b2J\xe2\x80/café/../../../corral-evil"'
+	! LC_ALL=C grep -q $'\x9b' "$T/err" || fail "a lone 0x9b on stderr"
+	! LC_ALL=C grep -q $'\xe2' "$T/err" || fail "a character cut short on stderr"
+}
+
 # The unpacker is a fork of `corral image import` (no daemon and no run
 # imports: only it unpacks) that runs libarchive on a hostile layer: of
 # what import holds, it must have nothing but the layer.  What import may

@@ -279,6 +279,12 @@ def hostile(kind):
         lay.tar.addfile(ti, io.BytesIO(data))
     elif kind == "control":
         lay.add("bad\nname", data=b"x")
+    elif kind == "c1-byte":
+        # a lone 0x9b (CSI to a terminal that takes 8-bit controls) and
+        # bytes that are no UTF-8, in a name refused and quoted; GNU
+        # format: its name is the bytes, as libarchive reads them
+        lay = Layer(tarfile.GNU_FORMAT)
+        lay.dir("a").add("a/\udc9b2J\udce2\udc80/caf\u00e9/../../../corral-evil", data=b"x")
     elif kind == "pax-header":
         # one pax record of 60 MB before an empty file: 60 KB gzip'd
         lay.pax_record(b"comment", b"a" * (60 << 20))

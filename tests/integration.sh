@@ -361,6 +361,31 @@ t_file_binds_get_file_rights() {
 	expect_eq "ro host copy" "$(< "$T/d/ro")" data
 }
 
+# A bind onto itself beneath another bind of a host directory that
+# sandboxes write: its source is the object at its mount point.  As root
+# the supervisor opens the source (to idmap it), through links, before
+# init walks to the mount point, through none: a link put at nested just
+# before the open, to another user's directory, and taken away before the
+# walk (as another run's sandbox writing proj could), had this sandbox
+# read and write that directory as its owner.  Refused now.
+t_bind_source_swapped_beneath_a_write_bind() {
+	[ "$ME" = 0 ] || { skip "only root's supervisor opens the sources before init"; return 77; }
+	command -v strace > /dev/null || { skip "no strace to hold corral with"; return 77; }
+	mkdir -p "$T/proj/nested" "$T/other" || return 1
+	echo "other's secret" > "$T/other/secret"
+	chown -R 65534:65534 "$T/proj" "$T/other"
+	run_swapping_at_opens "$T/proj/nested" "$T/other" "$CORRAL" run --rw "$T/proj" \
+		--rw "$T/proj/nested" -- /bin/sh -c "cat $T/proj/nested/secret; echo pwned > $T/proj/nested/written; echo ran" ||
+		return
+	expect_not_contains "the other directory not read" "$(cat "$T/out")" "other's secret"
+	[ ! -e "$T/other/written" ] || fail "written in the other directory: $(cat "$T/other/written")"
+	expect_contains "refused" "$(cat "$T/err")" "$T/proj/nested is not what was opened any more"
+	# unswapped, the same binds run
+	crun --rw "$T/proj" --rw "$T/proj/nested" -- /bin/sh -c "echo mine > $T/proj/nested/work"
+	expect_eq "exit" "$(rc)" 0
+	expect_eq "the bind's own written" "$(cat "$T/proj/nested/work")" mine
+}
+
 # A bind beneath another bind of a host directory that sandboxes write: a
 # link one left there, to /oldroot/... (the host's tree while the view is
 # built), is not followed to the mount point.  Followed, init made the

@@ -452,3 +452,47 @@ close_lease() {
 	kill -KILL "$LPID" 2>/dev/null
 	wait "$LPID" 2>/dev/null || true
 }
+
+# run_swapping_at_opens NAME TARGET CMD...: CMD (a root `corral run`) in
+# the background under strace, held at each of its clones: at the first
+# of the supervisor's helpers (before it opens the binds' sources, to
+# idmap them) NAME becomes a link to TARGET; at init's clone (before init
+# walks to the mount points, which no link passes) NAME is itself again,
+# as a sandbox writing NAME's directory could do.  CMD's output in
+# $T/out and $T/err; 1 (failed) if corral was not held at both.
+run_swapping_at_opens() {
+	local name=$1 target=$2 tracer pid p n=0 seen=0 swapped=0 back=0 i last
+	shift 2
+	# not local: the EXIT trap runs after the test's function returns
+	SWAP_HELD=""
+	timeout 60 strace -o "$T/st" -e trace=clone,clone3 \
+		-e inject=clone,clone3:signal=SIGSTOP:when=1+2 "$@" > "$T/out" 2> "$T/err" < /dev/null &
+	tracer=$!
+	# on any failure: the tracer ended, and corral let go on (a SIGSTOP
+	# strace injected would hold it after strace is gone)
+	# shellcheck disable=SC2064 # the tracer's pid, now
+	trap "kill $tracer 2>/dev/null || true; sleep 0.2; "'[ -z "$SWAP_HELD" ] || kill -CONT $SWAP_HELD 2>/dev/null || true' EXIT
+	for i in $(seq 1 600); do
+		seen=$(grep -c -- '--- stopped by SIGSTOP ---' "$T/st" 2>/dev/null || true)
+		if [ "${seen:-0}" -gt "$n" ]; then
+			n=$seen
+			last=$(grep '^clone' "$T/st" | tail -1)
+			if [[ $last != *CLONE_NEWUSER* ]] && [ "$swapped" = 0 ]; then
+				mv "$name" "$name.real" && ln -s "$target" "$name" && swapped=1
+			elif [[ $last == *CLONE_NEWUSER* ]] && [ "$swapped" = 1 ] && [ "$back" = 0 ]; then
+				rm "$name" && mv "$name.real" "$name" && back=1
+			fi
+			pid=$(pgrep -P "$(pgrep -P "$tracer" -x strace)" || true)
+			SWAP_HELD=$pid
+			for p in $pid; do kill -CONT "$p" 2>/dev/null || true; done
+		fi
+		kill -0 "$tracer" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$tracer" 2>/dev/null || true
+	wait "$tracer" 2>/dev/null || true
+	if [ "$swapped" != 1 ] || [ "$back" != 1 ]; then
+		fail "not held before the sources were opened and again before init: $(head -c 600 "$T/st")"
+		return 1
+	fi
+}

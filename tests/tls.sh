@@ -1489,6 +1489,34 @@ t_srt_keeps_other_repositories_read_only() {
 	expect_contains "said" "$(cat "$T/err")" "sub/.git -> filesystem.ro \"$T/proj/sub/.git\""
 }
 
+# What srt keeps beneath a write bind, and the directories on the way
+# bound onto themselves, are the objects the translation found there,
+# with no link followed: another run's sandbox, which writes the same
+# project, could put a link where one lies.  As root the supervisor opens
+# each source (to idmap it) after the translation and before init walks
+# to the mount point, which follows no link: "nested" swapped for a link
+# to another user's directory just before the supervisor's opens, and
+# back before init's walk, had this run's sandbox read and write in that
+# directory, as its owner (run_swapping_at_opens holds corral there).
+t_srt_kept_binds_are_the_objects_found() {
+	[ "$ME" = 0 ] || { skip "only root's supervisor opens the sources before init"; return 77; }
+	command -v strace > /dev/null || { skip "no strace to hold corral with"; return 77; }
+	mkdir -p "$T/proj/nested/.git" "$T/other/.git/hooks" || return 1
+	echo "other's secret" > "$T/other/secret"
+	touch "$T/other/.git/config" "$T/other/.git/commondir" "$T/other/.git/config.worktree"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chown -R 65534:65534 "$T/proj" "$T/other"
+	chmod a+rX "$T" "$T/srt.json"
+	cd "$T/proj" || return 1
+	run_swapping_at_opens "$T/proj/nested" "$T/other" "$CORRAL" run --settings "$T/srt.json" \
+		-- /bin/sh -c "cat $T/proj/nested/secret; echo pwned > $T/proj/nested/written; echo ran" ||
+		return
+	expect_not_contains "the other directory not read" "$(cat "$T/out")" "other's secret"
+	[ ! -e "$T/other/written" ] || fail "written in the other directory: $(cat "$T/other/written")"
+	# the real one bound, or the run refused: never the link's target
+	grep -q ran "$T/out" || expect_contains "refused" "$(cat "$T/err")" "refused"
+}
+
 # children PID: its children's pids
 children() { cat /proc/"$1"/task/*/children 2>/dev/null; }
 

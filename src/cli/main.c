@@ -64,8 +64,15 @@ void cli_error(const char *fmt, ...)
 	for (const char *s = buf, *end = buf + strlen(buf); *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		size_t bidi = cli_bidi_control(s, (size_t)(end - s));
+		size_t len = corral_utf8_char(s, (size_t)(end - s));
 
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
+		/*
+		 * A byte that begins no UTF-8 character: a layer's file
+		 * names are bytes, and a lone 0x9b is CSI to a terminal that
+		 * takes 8-bit controls; a character cut short joins what
+		 * follows it (printable() shows them so too).
+		 */
+		if ((c < 0x20 && c != '\t') || c == 0x7f || !len)
 			fprintf(stderr, "\\x%02x", c);
 		else if (bidi) {
 			for (size_t i = 0; i < bidi; i++)
@@ -80,8 +87,11 @@ void cli_error(const char *fmt, ...)
 		else if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
 			 (unsigned char)s[1] <= 0x9f)
 			fprintf(stderr, "\\u%04x", (unsigned char)*++s);
-		else
-			fputc(c, stderr);
+		else {
+			/* the whole character: its later bytes begin none */
+			fwrite(s, 1, len, stderr);
+			s += len - 1;
+		}
 	}
 	fputc('\n', stderr);
 }

@@ -750,6 +750,48 @@ static int bind_user(int fd, int tree, const char *what, const char *dst,
 }
 
 /*
+ * A bind onto itself (src is dst) beneath an earlier bind of the same
+ * host directory: its source, opened through the links on src's way
+ * (as root by the supervisor, to idmap it, before init starts), must be
+ * the object at its mount point, reached with none.  That directory may
+ * be one sandboxes write: another run's put a link at src just before
+ * the open and took it away before the walk to the mount point (which a
+ * link stops), and this sandbox read and wrote the link's target,
+ * another user's directory, as its owner.  Not judged where dst's
+ * directory is not src's (the parent bound from elsewhere), or nothing
+ * is at dst yet.
+ */
+static int same_object_at_dst(int oldroot, int fd, const char *src, struct corral_err *err)
+{
+	cleanup_close int parent = -1, at = -1, host = -1;
+	char dir[4096];
+	struct stat st_at, st_src, st_parent, st_host;
+	const char *leaf;
+
+	parent = open_dst_parent(src, &leaf, err);
+	if (parent < 0)
+		return parent;
+	at = open_leaf(parent, leaf);
+	if (at < 0)
+		return 0;	/* made by bind_user: nothing there to be swapped */
+	if ((size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(leaf - src), src) >= sizeof(dir))
+		return corral_set_err(err, -ENAMETOOLONG, "%s: too long", src);
+	host = open_host(oldroot, dir, err);
+	if (host < 0)
+		return host;
+	if (fstat(at, &st_at) < 0 || fstat(fd, &st_src) < 0 || fstat(parent, &st_parent) < 0 ||
+	    fstat(host, &st_host) < 0)
+		return corral_set_errno(err, errno, "cannot stat %s", src);
+	if (st_parent.st_dev != st_host.st_dev || st_parent.st_ino != st_host.st_ino)
+		return 0;
+	if (st_at.st_dev != st_src.st_dev || st_at.st_ino != st_src.st_ino)
+		return corral_set_err(err, -EACCES, "%s is not what was opened any more "
+				      "(a symbolic link was on its way, or another file "
+				      "is there now): refused", src);
+	return 0;
+}
+
+/*
  * tree >= 0: src as the supervisor's idmapped copy, already judged;
  * pin >= 0: the object the caller judged, which src must still be.
  */
@@ -782,8 +824,10 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 		goto out;
 	}
 	if (kind == BIND_USER_RO || kind == BIND_USER_RW) {
-		r = bind_user(fd, tree, src, dst, S_ISDIR(st.st_mode), kind ==
-			      BIND_USER_RO ? BIND_RO : BIND_RW, err);
+		r = strcmp(src, dst) ? 0 : same_object_at_dst(oldroot, fd, src, err);
+		if (r == 0)
+			r = bind_user(fd, tree, src, dst, S_ISDIR(st.st_mode), kind ==
+				      BIND_USER_RO ? BIND_RO : BIND_RW, err);
 		goto out;
 	}
 	r = make_mountpoint(dst, S_ISDIR(st.st_mode), err);

@@ -30,6 +30,7 @@
 #include "policy_int.h"
 #include "egress.h"
 #include "srt_made.h"
+#include "srt_pin.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -55,6 +56,7 @@ struct srt {
 	json_t *rw;		/* paths bound writable, absolute */
 	const struct corral_policy *base;	/* the --policy's, loaded before */
 	struct corral_srt_made *made;	/* what keep_read_only holds and made */
+	json_t *pins;		/* [dir, path] of its binds beneath dir (srt_pin.c) */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -411,15 +413,18 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 		say(srt, key, "%s: not kept read-only: %s", kr->rel, why);
 	} else {
 		push(fs, "ro", bind);
+		json_array_append_new(srt->pins, json_pack("[ss]", dir, bind));
 		/*
 		 * Each directory on the way, bound onto itself: a mount point,
 		 * which no one renames.  Else `mv .git .git-old` took the
 		 * kept hooks and config along, and a .git the sandbox made
 		 * in its place was the one the host's next git status ran.
 		 */
-		for (size_t i = 0; i < npins; i++)
+		for (size_t i = 0; i < npins; i++) {
 			if (!listed(json_object_get(fs, "rw"), pins[i]))
 				push(fs, "rw", pins[i]);
+			json_array_append_new(srt->pins, json_pack("[ss]", dir, pins[i]));
+		}
 		kind = srt_made_kind(srt->made, bind);
 		if (kind != SRT_FOUND)	/* said with the others, in one line */
 			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s%s",
@@ -872,7 +877,7 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 				struct corral_err *err)
 {
 	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p,
-			   .made = srt_made_new() };
+			   .made = srt_made_new(), .pins = json_array() };
 	size_t report_len = 0;
 	json_error_t je;
 	json_t *settings = NULL;
@@ -883,7 +888,7 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	*report = NULL;
 	*made = NULL;
 	srt.report = open_memstream(report, &report_len);
-	if (!srt.policy || !srt.rw || !srt.report || !srt.made) {
+	if (!srt.policy || !srt.rw || !srt.report || !srt.made || !srt.pins) {
 		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 		goto out;
 	}
@@ -912,6 +917,9 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 		r = text ? policy_load_layer(p, text, strlen(text), name, true, err) :
 			   corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 	}
+	/* what it keeps, as the objects it found: no link put there since */
+	if (r == 0)
+		r = srt_pin_binds(p, srt.pins, err);
 out:
 	if (srt.report)
 		fclose(srt.report);
@@ -926,5 +934,6 @@ out:
 	json_decref(settings);
 	json_decref(srt.policy);
 	json_decref(srt.rw);
+	json_decref(srt.pins);
 	return r;
 }

@@ -1,0 +1,20 @@
+/*
+ * srt_pin.h - srt's binds beneath a write bind pinned to their objects
+ * (srt_pin.c); srt.c uses it.
+ */
+#ifndef CORRAL_SRT_PIN_H
+#define CORRAL_SRT_PIN_H
+
+#include "corral.h"
+
+#include <jansson.h>
+
+/*
+ * pins: [TOP, PATH] pairs, PATH beneath the write bind's directory TOP.
+ * Each bind of PATH onto itself in p gets PATH's object found beneath
+ * TOP with no link followed; 0, or -errno (one is no longer there so, or
+ * a link is on its way: the run is refused).
+ */
+int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err);
+
+#endif

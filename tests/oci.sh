@@ -184,6 +184,26 @@ t_cli_answers() {
 	fi
 }
 
+# `runc create --help` and the like: the usage, exit 0, root or not; a
+# --help after an exec'd command's name is the command's own.
+t_verb_help() {
+	local verb
+	for verb in create start state kill delete exec ps pause resume events; do
+		oci "$verb" --help > /dev/null || true
+		expect_eq "$verb --help rc" "$(rc)" 0 || return 1
+		expect_contains "$verb --help" "$(cat "$T/out")" "Usage: corral oci" || return 1
+	done
+	oci exec nosuch ls --help > /dev/null || true
+	[ "$(rc)" != 0 ] || { fail "exec ID ls --help: exit 0 (the usage?)"; return 1; }
+	if [ "$ME" = 0 ]; then
+		expect_contains "exec ID ls --help: the container looked for" \
+			"$(last_error)" "container does not exist"
+	else
+		expect_contains "exec ID ls --help: refused as for any exec" \
+			"$(last_error)" "must run as root"
+	fi
+}
+
 # ---- the CLI, as root ---------------------------------------------------
 
 t_lifecycle() {

@@ -47,6 +47,11 @@ static const char oci_usage[] =
 "  ps [--format json] ID | pause ID | resume ID\n"
 "  update --resources FILE|- ID | features\n"
 "  events [--stats] [--interval 5s] ID\n"
+"\n"
+"Each command's errors go to stderr and, with --log, to the log, where\n"
+"the shim reads them.  Example, as containerd's shim calls it:\n"
+"  corral oci --root /run/corral-oci --log log.json --log-format json \\\n"
+"      create --bundle /path/to/bundle --pid-file init.pid mybox\n"
 "";
 
 /*
@@ -273,6 +278,15 @@ int cmd_oci(int argc, char **argv)
 
 		if (strcmp(argv[optind], c->name))
 			continue;
+		/*
+		 * `runc create --help`: the flag right after the command (a
+		 * later one may be an exec'd command's own), whoever asks.
+		 */
+		if (optind + 1 < argc && (!strcmp(argv[optind + 1], "--help") ||
+					  !strcmp(argv[optind + 1], "-h"))) {
+			fputs(oci_usage, stdout);
+			return 0;
+		}
 		if (c->needs_root && geteuid() != 0) {
 			oci_error(&g, "%s: corral's OCI runtime must run as root (it "
 				  "joins and makes namespaces and cgroups for an engine "

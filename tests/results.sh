@@ -533,6 +533,22 @@ t_background_hits_explained() {
 	stop_daemon
 }
 
+# hog_and_sleepers ID N [MIB]: in box ID, a call "hog" that leaves a
+# process holding MIB (300) MiB, then N calls that each leave a sleeper
+# (and a group lingering: more than LINGER_VISIT_MAX of them).
+hog_and_sleepers() {
+	local i=0
+	code=$(ex "$1" "$(jbody tool_call_id hog command \
+		"python3 -c 'import time; b = bytearray(${3:-300} << 20); open(\"/tmp/held\", \"w\").close(); time.sleep(600)' > /dev/null 2>&1 & i=0; while [ ! -e /tmp/held ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done; echo held")")
+	expect_code "the hog's call" "$code" 200
+	expect_eq "it left its hog running" "$(jq 'v["stdout"]')" held
+	while [ $i -lt $2 ]; do
+		code=$(ex "$1" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
+		expect_code "call $i leaves a sleeper" "$code" 200 || break
+		i=$((i + 1))
+	done
+}
+
 # The same kill with more than LINGER_VISIT_MAX (32) groups lingering: a
 # pass read 32 of them, the next the next, so the hog's kill was said
 # when its group's turn came, up to n / 32 passes late, in a later call's
@@ -541,20 +557,11 @@ t_background_hits_explained() {
 # that its limit bit (v2: its OOM kills; v1: its peak at its limit), and
 # every lingering group is read then.
 t_background_hits_said_past_the_batch() {
-	local n=300 i
+	local n=300
 	start_daemon
 	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "512M"}}}') || return 1
 	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
-	code=$(ex "$id" "$(jbody tool_call_id hog command \
-		"python3 -c 'import time; b = bytearray(300 << 20); open(\"/tmp/held\", \"w\").close(); time.sleep(600)' > /dev/null 2>&1 & i=0; while [ ! -e /tmp/held ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done; echo held")")
-	expect_code "the hog's call" "$code" 200
-	expect_eq "it left its hog running" "$(jq 'v["stdout"]')" held
-	i=0
-	while [ $i -lt $n ]; do
-		code=$(ex "$id" "$(jbody command 'sleep 600 </dev/null >/dev/null 2>&1 &')")
-		expect_code "call $i leaves a sleeper" "$code" 200 || break
-		i=$((i + 1))
-	done
+	hog_and_sleepers "$id" $n
 	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
 		"python3 -c 'b = bytearray(260 << 20); print(len(b))'")")
 	expect_code "the next call" "$code" 200

@@ -572,6 +572,49 @@ t_background_hits_said_past_the_batch() {
 	stop_daemon
 }
 
+# Under load the box's memory sat at its limit a second and more before
+# the OOM killer took the hog (the reclaim before it), ticks in between
+# read every lingering group, too early, twice, which is all LINGER_ALL_MS
+# allows, and the call whose memory got the hog killed said nothing of it
+# (cgroup v1, 12 runs of 20 with four at once).  Here calls keep the box
+# at its limit with page cache (a sparse file read again and again: no
+# process is killed for it) over two ticks and more, one before the
+# call that gets the hog killed and that call too: the same early reads,
+# with or without load.  On v1 the reads wait now for the host's count
+# of OOM kills to move (call.c's lingering_bitten): none moved it here
+# before the hog's kill.  (Were a tick to take only one of the two reads,
+# the first call's end would take the other.)
+PRESS='import os, sys, time
+fd = os.open("/mnt/big/f", os.O_RDONLY)
+t = time.monotonic()
+while time.monotonic() - t < 2.5:
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.lseek(fd, 0, os.SEEK_SET)
+    while os.read(fd, 1 << 20):
+        pass
+if len(sys.argv) > 1:
+    b = bytearray(int(sys.argv[1]) << 20)
+    print(len(b))'
+t_background_hits_said_after_early_reads() {
+	local n=300
+	mkdir -p "$T/big" && truncate -s 256M "$T/big/f" || { fail "no sparse file in $T/big"; return 1; }
+	start_daemon
+	id=$(mksb "{\"idle_freeze_ms\": 0, \"policy\": {\"limits\": {\"memory\": \"512M\"}, \"filesystem\": {\"ro\": [\"$T/big:/mnt/big\"]}}}") || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	hog_and_sleepers "$id" $n
+	code=$(ex "$id" "$(jbody tool_call_id press timeout_seconds json:60 command "python3 -c '$PRESS'")")
+	expect_code "a call at the limit" "$code" 200
+	expect_py "it ran to its end, nothing killed" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and "OOM" not in v["reason"]'
+	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command "python3 -c '$PRESS' 260")")
+	expect_code "the next call" "$code" 200
+	expect_py "its own command ran to its end" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "272629760\n"'
+	expect_py "the kill of the background process is in its reason" \
+		'"; memory limit 512 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	stop_daemon
+}
+
 # The box's own memory peak, which says on v1 that a lingering group's
 # process may have been OOM-killed, is started again once read at its
 # limit (call.c's box_bit): the meter reads the same file, and

@@ -615,6 +615,28 @@ t_background_hits_said_after_early_reads() {
 	stop_daemon
 }
 
+# The same early reads, each after an OOM kill elsewhere (here the
+# call's own processes', before the hog's: oom_score_adj cannot be raised
+# inside, so the first two are larger than the hog, and the last smaller,
+# beside a file in /tmp that no process's size counts): two ticks read
+# every lingering group after one, too early, and the call's end could
+# read no more.  A tick takes one of the two reads at most now.
+t_background_hits_said_after_other_kills() {
+	local n=300
+	start_daemon
+	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "512M"}}}') || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	hog_and_sleepers "$id" $n 150
+	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
+		"for k in 1 2; do python3 -c 'b = bytearray(600 << 20)'; sleep 1.5; done; head -c 250M /dev/zero > /tmp/fill; python3 -c 'b = bytearray(120 << 20); print(len(b))'; rm -f /tmp/fill")")
+	expect_code "the next call" "$code" 200
+	expect_py "its own two were killed, its last ran to its end" \
+		'"(2 processes killed by the OOM killer)" in v["reason"] and v["stdout"] == "125829120\n"'
+	expect_py "the kill of the background process is in its reason" \
+		'"; memory limit 512 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	stop_daemon
+}
+
 # The box's own memory peak, which says on v1 that a lingering group's
 # process may have been OOM-killed, is started again once read at its
 # limit (call.c's box_bit): the meter reads the same file, and

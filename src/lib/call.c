@@ -432,19 +432,21 @@ static bool box_bit(struct corral_box *b)
  * process killed said nothing of it: its end could read no more.  So on
  * v1 a read waits for the host's count of OOM kills to move
  * (oom_kills_host; the peak says only that one may come, and pending
- * stays until it does).  v2's box counts the kill itself, never early.
- * true: they were read.
+ * stays until it does), and a tick takes one of the two at most: the
+ * other is a call's end's, whose reason waits on it.  v2's box counts
+ * the kill itself, never early.  true: they were read.
  */
 static bool lingering_bitten(struct corral_box *b, struct corral_call *ending)
 {
 	bool v1 = cg_mode(b->cg) == CG_V1;
 	uint64_t now = corral_now_ms(), kills = 0;
+	uint64_t last = b->all_read_ms[v1 && !ending ? 1 : 0];
 	bool counted;
 
 	if (cg_mode(b->cg) == CG_NONE || !b->lingering)
 		return false;
 	b->bit_pending |= box_bit(b);
-	if (!b->bit_pending || now - b->all_read_ms[0] < LINGER_ALL_MS)
+	if (!b->bit_pending || now - last < LINGER_ALL_MS)
 		return false;
 	counted = v1 && oom_kills_host(&kills) == 0;
 	if (counted && kills == b->host_kills)

@@ -704,6 +704,9 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	/* the daemon's pid in the name: a restart removes what a crash left */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), b->id);
 	r = cg_create(&b->cg, name, p, CG_V2_ID, err);
+	/* the kills before the box are none of its (call.c's lingering_bitten) */
+	if (r == 0 && cg_mode(b->cg) == CG_V1)
+		oom_kills_host(&b->host_kills);
 	if (r == 0)
 		r = box_ws_open(b, err);
 	if (r == 0)

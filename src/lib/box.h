@@ -176,6 +176,7 @@ struct corral_box {
 	uint64_t bit_seen;	/* the box's own counts of limits that bit, last read */
 	bool bit_pending;	/* they moved since every lingering group was read */
 	uint64_t all_read_ms[2];	/* when every lingering group was read, the last two times */
+	uint64_t host_kills;	/* the host's OOM kills then (oom_kills_host), v1 */
 	/* outpace.c: its paced calls, in the order they paused, and their tick */
 	struct corral_call *pace_head, **pace_tail;
 	struct event *ev_pace;

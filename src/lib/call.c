@@ -427,17 +427,32 @@ static bool box_bit(struct corral_box *b)
  * 1000 groups read every pass held the loop 12-14 ms a second.  Twice, as
  * the box's peak meets its limit before the kill (the charge refused,
  * the reclaim, then the OOM killer): a tick between them read too early.
- * true: they were read.
+ * Under load the reclaim took a second and more, ticks in it spent both
+ * reads before the kill, and the call whose memory got a background
+ * process killed said nothing of it: its end could read no more.  So on
+ * v1 a read waits for the host's count of OOM kills to move
+ * (oom_kills_host; the peak says only that one may come, and pending
+ * stays until it does), and a tick takes one of the two at most: the
+ * other is a call's end's, whose reason waits on it.  v2's box counts
+ * the kill itself, never early.  true: they were read.
  */
 static bool lingering_bitten(struct corral_box *b, struct corral_call *ending)
 {
-	uint64_t now = corral_now_ms();
+	bool v1 = cg_mode(b->cg) == CG_V1;
+	uint64_t now = corral_now_ms(), kills = 0;
+	uint64_t last = b->all_read_ms[v1 && !ending ? 1 : 0];
+	bool counted;
 
 	if (cg_mode(b->cg) == CG_NONE || !b->lingering)
 		return false;
 	b->bit_pending |= box_bit(b);
-	if (!b->bit_pending || now - b->all_read_ms[0] < LINGER_ALL_MS)
+	if (!b->bit_pending || now - last < LINGER_ALL_MS)
 		return false;
+	counted = v1 && oom_kills_host(&kills) == 0;
+	if (counted && kills == b->host_kills)
+		return false;
+	if (counted)
+		b->host_kills = kills;
 	b->bit_pending = false;
 	b->all_read_ms[0] = b->all_read_ms[1];
 	b->all_read_ms[1] = now;

@@ -85,3 +85,41 @@ int oom_prefer_sandbox(pid_t pid, struct corral_err *err)
 	close(fd);
 	return 0;
 }
+
+/*
+ * The kernel counts an OOM kill here in the same step as in the victim's
+ * group (__oom_kill_process: the event, then the group's oom_kill), the
+ * one count that says, on cgroup v1, that a group below another had one
+ * (v1 counts it in the victim's group alone).  /proc/vmstat is the
+ * host's, whatever namespace reads it: a count that did not move says
+ * no group had one.
+ */
+int oom_kills_host(uint64_t *n)
+{
+	char buf[8192], *at;
+	size_t len = 0;
+	ssize_t r;
+	int fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* some 4 KiB: read whole, as one read may end mid-line */
+	while (len < sizeof(buf) - 1 &&
+	       (r = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			r = -errno;
+			close(fd);
+			return (int)r;
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	at = strstr(buf, "\noom_kill ");
+	if (!at)
+		return -ENOENT;	/* before 4.13, or past what was read */
+	*n = strtoull(at + strlen("\noom_kill "), NULL, 10);
+	return 0;
+}

@@ -27,6 +27,11 @@ int ns_write_id_maps(pid_t pid, const struct corral_ids *ids,
  * the kernel kills a sandbox's process before the daemon or the host's.
  */
 int oom_prefer_sandbox(pid_t pid, struct corral_err *err);
+/*
+ * oom.c: the kernel's OOM kills since boot, all groups' (/proc/vmstat's
+ * oom_kill); -errno where it cannot be read.
+ */
+int oom_kills_host(uint64_t *n);
 /* identity.user root: -1 and why unless on a root of its own with ids 0-65535 */
 int root_inside_refused(const struct corral_policy *p, const struct corral_ids *ids,
 			struct corral_err *err);

@@ -2076,7 +2076,10 @@ t_pause_resume() {
 	expect_eq "still paused" "$(sbget "$id" 'v["state"]')" paused
 	code=$(ex "$id" '{"command": "true"}')
 	expect_error "exec while paused" "$code" 409 conflict
-	expect_contains "says paused" "$(jq 'v["detail"]')" paused
+	expect_contains "says paused" "$(jq 'v["detail"]')" "sandbox $id is paused"
+	# the CLI names the verb that resumes it
+	expect_contains "the CLI's words" "$("$CORRAL" exec --socket "$SOCK" "$id" -- true 2>&1)" \
+		"sandbox $id is paused; resume it first (HTTP 409); \`corral resume $id\` resumes it"
 	code=$(api POST "/v1/sandboxes/$id/processes" -d '{"command": "true"}')
 	expect_error "process while paused" "$code" 409 conflict
 	# a frozen process cannot end: its DELETE waited for the resume, and

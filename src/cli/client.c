@@ -630,17 +630,23 @@ static void reply_error(const struct reply *r)
 {
 	json_t *o = json_loadb(r->buf ? r->buf : "", r->len, JSON_ALLOW_NUL, NULL);
 	const char *detail = json_string_value(json_object_get(o, "detail"));
-	char suffix[64];
+	char suffix[160], id[64];
 
 	if (!detail)
 		detail = json_string_value(json_object_get(o, "error"));
 	/*
 	 * A sandbox id mistyped, or of one gone: the daemon's 404 names it,
-	 * and the verb that lists what there is is ours to point to.
+	 * and the verb that lists what there is is ours to point to; a
+	 * paused one's 409 names it too, and ours resumes it.
 	 */
-	snprintf(suffix, sizeof(suffix), " (HTTP %ld)%s", r->status,
-		 r->status == 404 && detail && !strncmp(detail, "no sandbox \"", 12) ?
-		 "; `corral ls` lists the sandboxes" : "");
+	if (r->status == 409 && detail &&
+	    sscanf(detail, "sandbox %63[A-Za-z0-9_-] is paused;", id) == 1)
+		snprintf(suffix, sizeof(suffix), " (HTTP %ld); `corral resume %s` "
+			 "resumes it", r->status, id);
+	else
+		snprintf(suffix, sizeof(suffix), " (HTTP %ld)%s", r->status,
+			 r->status == 404 && detail && !strncmp(detail, "no sandbox \"", 12) ?
+			 "; `corral ls` lists the sandboxes" : "");
 	if (detail) {
 		daemon_error(detail, suffix);
 	} else {

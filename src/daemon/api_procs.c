@@ -359,8 +359,8 @@ void proc_delete(struct sandbox *sb, struct evhttp_request *req, const char *pid
 	}
 	/* a frozen process ends only once thawed: the answer would wait for it */
 	if (corral_box_state(sb->box) == CORRAL_BOX_PAUSED) {
-		reply_error(req, 409, "conflict", "the sandbox is paused; resume it "
-			    "first (a frozen process cannot end)");
+		reply_error(req, 409, "conflict", "sandbox %s is paused; resume it "
+			    "first (a frozen process cannot end)", sb->id);
 		return;
 	}
 	pr->deleting = req;

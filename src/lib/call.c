@@ -1866,8 +1866,8 @@ static int check_exec(struct corral_box *b, const struct corral_call_opts *o,
 	case CORRAL_BOX_HALTED:
 		return corral_set_err(err, CORRAL_E_HALTED, "halted: %s", b->halt_reason);
 	case CORRAL_BOX_PAUSED:
-		return corral_set_err(err, CORRAL_E_PAUSED, "the sandbox is paused; "
-				      "resume it first");
+		return corral_set_err(err, CORRAL_E_PAUSED, "sandbox %s is paused; "
+				      "resume it first", b->id);
 	case CORRAL_BOX_DEAD:
 		return corral_set_err(err, CORRAL_E_GONE, "the sandbox is dead");
 	case CORRAL_BOX_STARTING:

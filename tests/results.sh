@@ -549,6 +549,15 @@ hog_and_sleepers() {
 	done
 }
 
+# oom_box [POLICY_TAIL]: a daemon and a box of 512M that does not freeze
+# when idle ($id), POLICY_TAIL more of its policy's keys; 77 (skipped) where
+# no cgroup counts OOM kills.
+oom_box() {
+	start_daemon
+	id=$(mksb "{\"idle_freeze_ms\": 0, \"policy\": {\"limits\": {\"memory\": \"512M\"}$1}}") || return 1
+	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+}
+
 # The same kill with more than LINGER_VISIT_MAX (32) groups lingering: a
 # pass read 32 of them, the next the next, so the hog's kill was said
 # when its group's turn came, up to n / 32 passes late, in a later call's
@@ -558,9 +567,7 @@ hog_and_sleepers() {
 # every lingering group is read then.
 t_background_hits_said_past_the_batch() {
 	local n=300
-	start_daemon
-	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "512M"}}}') || return 1
-	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	oom_box '' || return $?
 	hog_and_sleepers "$id" $n
 	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
 		"python3 -c 'b = bytearray(260 << 20); print(len(b))'")")
@@ -598,9 +605,7 @@ if len(sys.argv) > 1:
 t_background_hits_said_after_early_reads() {
 	local n=300
 	mkdir -p "$T/big" && truncate -s 256M "$T/big/f" || { fail "no sparse file in $T/big"; return 1; }
-	start_daemon
-	id=$(mksb "{\"idle_freeze_ms\": 0, \"policy\": {\"limits\": {\"memory\": \"512M\"}, \"filesystem\": {\"ro\": [\"$T/big:/mnt/big\"]}}}") || return 1
-	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	oom_box ", \"filesystem\": {\"ro\": [\"$T/big:/mnt/big\"]}" || return $?
 	hog_and_sleepers "$id" $n
 	code=$(ex "$id" "$(jbody tool_call_id press timeout_seconds json:60 command "python3 -c '$PRESS'")")
 	expect_code "a call at the limit" "$code" 200
@@ -623,9 +628,7 @@ t_background_hits_said_after_early_reads() {
 # read no more.  A tick takes one of the two reads at most now.
 t_background_hits_said_after_other_kills() {
 	local n=300
-	start_daemon
-	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "512M"}}}') || return 1
-	cgroup_mode "$id" || { stop_daemon; skip "no cgroup counts OOM kills"; return 77; }
+	oom_box '' || return $?
 	hog_and_sleepers "$id" $n 150
 	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
 		"for k in 1 2; do python3 -c 'b = bytearray(600 << 20)'; sleep 1.5; done; head -c 250M /dev/zero > /tmp/fill; python3 -c 'b = bytearray(120 << 20); print(len(b))'; rm -f /tmp/fill")")

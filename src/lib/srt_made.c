@@ -207,7 +207,7 @@ static int hold(struct corral_srt_made *m, int dir, const char *name, const char
 	return 0;
 }
 
-/* A short pause between tries while another run removes its stub. */
+/* A short pause between tries while another run removes a placeholder it made. */
 static void pause_a_little(void)
 {
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
@@ -286,7 +286,7 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 	*bind = NULL;
 	*npins = 0;
 	why[0] = '\0';
-	/* bounded: another run may be removing its stub as we look */
+	/* bounded: another run may be removing a placeholder it made as we look */
 	for (int tries = 0; r == 1 && tries < 50; tries++) {
 		int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), next;
 		const char *c = rel, *slash;

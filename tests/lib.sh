@@ -209,7 +209,13 @@ run_test() {
 	local t0=$EPOCHREALTIME cpu0
 	children_cpu "$T.times"
 	cpu0=$CHILDREN_CPU_MS
-	( set -e; cd "$T"; [ -z "${TEST_TRACE:-}" ] || set -x; "$name" ) > "$T.log" 2>&1
+	# A command failing under set -e ends the test with no FAIL line (CI
+	# once showed a bare "not ok"): the ERR trap notes where, and the EXIT
+	# trap says it.  fail's own `return 1` is not noted: its line says why.
+	( set -eE
+	  trap 'TEST_RC=$?; case $BASH_COMMAND in return*) ;; *) TEST_STOPPED_AT="${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND (status $TEST_RC)" ;; esac' ERR
+	  trap 'TEST_RC=$?; [ "$TEST_RC" = 0 ] || [ "$TEST_RC" = 77 ] || [ -z "${TEST_STOPPED_AT:-}" ] || echo "    set -e stopped the test at $TEST_STOPPED_AT" >&2' EXIT
+	  cd "$T"; [ -z "${TEST_TRACE:-}" ] || set -x; "$name" ) > "$T.log" 2>&1
 	rc=$?
 	# the time each test took, wall and CPU, so that a slow one is seen
 	# (check.sh's tally ignores it; it lists the costliest at its end).  A

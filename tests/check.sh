@@ -217,7 +217,7 @@ undelegate_cgroups() {
 as_nobody() {
 	setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
 		env -i PATH=/usr/bin:/bin HOME=/nonexistent TMPDIR="$STAGE/tmp" LANG=C.UTF-8 \
-		SERVE_TEST_TIMEOUT="$SERVE_TEST_TIMEOUT" SERVE_MANY="$SERVE_MANY" "$@"
+		SERVE_TEST_TIMEOUT="$SERVE_TEST_TIMEOUT" SERVE_MANY="$SERVE_MANY" ${KILL_AUDIT:+KILL_AUDIT="$KILL_AUDIT"} "$@"
 }
 
 # as_root_lane BUILD LABEL [K/N]: every suite as the calling user; with

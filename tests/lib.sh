@@ -19,6 +19,58 @@ skip() {
 	return 77
 }
 
+# kill: the builtin, for processes this suite started only.  A test that
+# signals a pid it saved ($!, a pidfile) after that process ended signals
+# whichever process the kernel gave the number to since: pid_max is 32768
+# on a two-core host, and make check starts hundreds of thousands, so a
+# number comes round within minutes (CI once saw an image test of another
+# lane end by SIGTERM, exit 143).  A pid is the suite's when its parents
+# lead to the suite's shell, or when the suite's own_more says so (an OCI
+# container's monitor detached itself); one that is neither is
+# left alone, and kill says there is no such process, which is what the
+# test meant.  A process group (-PID) is passed on: the kernel keeps a
+# group's number from reuse while any member lives.  KILL_AUDIT=FILE
+# lists the pids left alone.
+SUITE_PID=${SUITE_PID:-$$}
+own_pid() {	# own_pid PID: PID descends from $SUITE_PID, or own_more PID says so
+	local pid=$1 i s seen=" "
+	for ((i = 0; i < 64; i++)); do
+		[ "$pid" = "$SUITE_PID" ] && return 0
+		[ "$pid" -gt 1 ] 2>/dev/null || break
+		seen+="$pid "
+		read -r s 2>/dev/null < "/proc/$pid/stat" || return 1
+		s=${s##*) }
+		s=${s#* }
+		pid=${s%% *}
+	done
+	# own_more PID ANCESTORS (" PID PARENT ... ")
+	declare -F own_more > /dev/null && own_more "$1" "$seen"
+}
+kill() {
+	local a sig=() pids=() rc=0
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-l|-L) builtin kill "$@"; return ;;
+		-s|-n) sig+=("$1" "$2"); shift 2 ;;
+		--) shift; break ;;
+		-*) [ ${#sig[@]} -eq 0 ] || break; sig+=("$1"); shift ;;
+		*) break ;;
+		esac
+	done
+	for a in "$@"; do
+		if [[ $a == [0-9]* ]] && ! own_pid "$a"; then
+			[ -z "${KILL_AUDIT:-}" ] || echo "$(basename "$0") ${FUNCNAME[1]}: kill ${sig[*]} $a: $(tr '\0' ' ' < "/proc/$a/cmdline" 2>/dev/null)" >> "$KILL_AUDIT"
+			echo "kill: ($a) - No such process (none of this suite's)" >&2
+			rc=1
+			continue
+		fi
+		pids+=("$a")
+	done
+	[ ${#pids[@]} -eq 0 ] && return $rc
+	builtin kill "${sig[@]}" -- "${pids[@]}" || rc=$?
+	return $rc
+}
+
 # doze SECONDS: a poll's pause without a process: read's timeout on a FIFO
 # no one writes, $TEST_TMP/doze (sleep was a fork and an exec every 50 ms
 # of each poll).  Opened on first use in each shell that dozes.

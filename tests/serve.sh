@@ -2915,6 +2915,9 @@ t_watchdog_leaves_a_reused_pids_groups() {
 	wd=$(ps -o pid=,comm= --ppid "$DPID" | awk '$2 == "corral-watchdog" {print $1}')
 	[ -n "$wd" ] || { fail "no watchdog of the daemon"; stop_daemon; return 1; }
 	kill -STOP "$wd"
+	# Orphaned by its daemon's kill below, the watchdog is no longer
+	# below this suite's shell (lib.sh's kill would leave it alone); it
+	# is stopped until CONT, so its pid cannot have gone to anyone else.
 	pid=$DPID
 	kill -KILL "$pid"
 	wait "$pid" 2> /dev/null || true
@@ -2924,13 +2927,13 @@ t_watchdog_leaves_a_reused_pids_groups() {
 	hp=$HP vp=$VP
 	if [ "$vp" != "$pid" ]; then
 		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null || true
-		kill -CONT "$wd"
+		builtin kill -CONT "$wd"
 		skip "pid $pid not had again (another process took it)"
 		return 77
 	fi
 	g=$parent/corral-$pid-reused
 	mkdir "$g" || fail "cannot make $g"
-	kill -CONT "$wd"
+	builtin kill -CONT "$wd"
 	wait_gone "the watchdog" 10 eval "[ -e /proc/$wd ] && echo $wd"
 	[ -d "$g" ] || fail "the watchdog removed $g, the group of the process now at pid $pid"
 	rmdir "$g" 2> /dev/null

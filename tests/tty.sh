@@ -444,6 +444,22 @@ t_tty_idle_timeout() {
 	expect_eq "quiet once resumed: it ends" "$(fields result.status < "$IDLE_D/paused")" timeout
 }
 
+# corral exec -t with an input that ends (a pipe, /dev/null): its end is
+# typed on the pty as a user's ^D, as `corral run -t` does.  An
+# interactive shell waited for its wall-clock timeout (600 s); now it ends
+# after the lines it was given.
+t_exec_tty_input_end_typed() {
+	local box=$BOX rc=0
+	timeout -k 5 60 "$CORRAL" exec -t --socket "$SOCK" "$box" -- bash --norc -i \
+		< /dev/null > "$T/o" 2>&1 || rc=$?
+	expect_eq "bash -i on /dev/null: exit" "$rc" 0 || { cat -v "$T/o" | tail -3; return 1; }
+	rc=0
+	printf 'echo from-the-pipe-$((6 * 7))\n' | timeout -k 5 60 "$CORRAL" exec -t \
+		--socket "$SOCK" "$box" -- bash --norc -i > "$T/o" 2>&1 || rc=$?
+	expect_eq "bash -i on a pipe: exit" "$rc" 0 || return 1
+	expect_contains "the piped line ran" "$(< "$T/o")" from-the-pipe-42
+}
+
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside
 # hears it too, and the caller's terminal is restored.
 t_exec_tty_sighup() {

@@ -35,6 +35,9 @@ struct session {
 	unsigned char out[FRAME_HEAD + INPUT_CHUNK];	/* a frame being sent */
 	size_t out_off, out_len;
 	bool stdin_open, winch, eof;
+	bool eof_due;			/* output came after our input ended */
+	bool out_typed_eof;		/* the frame being sent is type_eof's */
+	int eof_left;			/* ^Ds still to type then (type_eof) */
 	json_t *result;			/* the 'x' frame */
 	json_t *error;			/* an 'e' frame */
 	char why[512];			/* the first failure, said when cooked */
@@ -284,6 +287,8 @@ static int take_frames(struct session *s)
 		}
 		if (s->in_len < FRAME_HEAD + len)
 			return 0;
+		if (h[0] == 'o')
+			s->eof_due = s->eof_left > 0;
 		if (h[0] == 'o' && write_out(data, len) < 0)
 			s->stdin_open = false;	/* our stdout is gone: keep the session */
 		else if (h[0] == 'x' && !s->result)
@@ -306,6 +311,28 @@ static void frame(struct session *s, char kind, const void *data, size_t len)
 	memcpy(s->out + FRAME_HEAD, data, len);
 	s->out_off = 0;
 	s->out_len = FRAME_HEAD + len;
+}
+
+/*
+ * Our input (a pipe, /dev/null) ended: its end typed on the pty as a
+ * user's ^D, as `corral run -t` and util-linux's script(1) do, where an
+ * interactive shell waited for its wall-clock timeout.  Again when the
+ * pty next writes (a prompt: one typed before the shell set its terminal
+ * up is lost there), a few times at most.  The pty's own VEOF is the
+ * daemon's to read; 0x04 is every terminal's default.
+ */
+#define EOF_TYPED_MAX	8
+
+static void type_eof(struct session *s)
+{
+	static const char ctrl_d = 0x04;
+
+	s->eof_due = false;
+	if (s->out_len || s->eof_left <= 0)
+		return;
+	s->eof_left--;
+	frame(s, 'i', &ctrl_d, 1);
+	s->out_typed_eof = true;
 }
 
 /* The next frame to go, if the last one went: a new size, then typing. */
@@ -334,9 +361,11 @@ static void next_frame(struct session *s)
 	n = s->stdin_open ? read(0, buf, sizeof(buf)) : 0;
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
-	/* our input ended: the command keeps its terminal, as after a close */
+	/* our input ended: typed as a user's ^D (type_eof) */
 	if (n <= 0) {
 		s->stdin_open = false;
+		s->eof_left = EOF_TYPED_MAX;
+		type_eof(s);
 		return;
 	}
 	frame(s, 'i', buf, n);
@@ -353,11 +382,24 @@ static int send_some(struct session *s)
 	rc = conn_raw_send(s->c, s->out + s->out_off, s->out_len - s->out_off, &n, &why);
 	if (rc == 0)
 		return 0;
+	/*
+	 * A ^D typed as the shell ended may meet a daemon that has closed
+	 * its side after the result: not a broken session; the result (or
+	 * the daemon's end) is still there to read.
+	 */
+	if (rc < 0 && s->out_typed_eof) {
+		s->out_len = s->out_off = 0;
+		s->eof_left = 0;
+		s->out_typed_eof = false;
+		return 0;
+	}
 	if (rc < 0)
 		return -1;
 	s->out_off += n;
-	if (s->out_off == s->out_len)
+	if (s->out_off == s->out_len) {
 		s->out_len = s->out_off = 0;
+		s->out_typed_eof = false;
+	}
 	return 0;
 }
 
@@ -387,16 +429,26 @@ static int relay(struct session *s, int sfd)
 				return si.ssi_signo;
 			s->winch = true;
 		}
-		/* what TLS holds is read too: take until there is nothing */
-		while ((r = recv_some(s, ANSWER_MAX)) > 0 && !s->eof)
+		/*
+		 * What TLS holds is read too: take until there is nothing, or
+		 * until the last frame: a read after it may meet the daemon's
+		 * close (a reset, if our last typing was still unread there),
+		 * which is not a broken session.
+		 */
+		while ((r = recv_some(s, ANSWER_MAX)) > 0 && !s->eof) {
 			if (take_frames(s) < 0)
 				return -1;
+			if (s->result || s->error)
+				return 0;
+		}
 		if (r < 0 || take_frames(s) < 0)
 			return -1;
 		if (pfd[0].revents)
 			next_frame(s);
 		if (s->winch && !s->out_len)
 			next_frame(s);
+		if (s->eof_due && !s->out_len)
+			type_eof(s);
 		if (send_some(s) < 0)
 			return -1;
 	}

@@ -42,10 +42,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #define TTY_FRAME_HEAD		5		/* kind, then a 32-bit big-endian length */
 #define TTY_FRAME_MAX		(64 * 1024)	/* a client's frame's payload, at most */
 #define TTY_HANGUP_GRACE_MS	1000		/* SIGHUP's turn before SIGKILL */
+#define TTY_LINGER_MS		2000		/* the client's close awaited, at most */
 
 struct tty_session {
 	struct daemon *d;
@@ -59,7 +61,8 @@ struct tty_session {
 	uint64_t cpu_ns;			/* the call's CPU when last looked at */
 	struct event *ev_close;			/* the connection's end, from the loop */
 	bool held;				/* the call's output waits for the client */
-	bool ending;				/* the last frame is written: close */
+	bool ending;				/* the last frame is queued */
+	bool lingering;				/* ... and written: session_linger() */
 };
 
 static void session_maybe_free(struct tty_session *s)
@@ -100,6 +103,39 @@ static void session_close(struct tty_session *s)
 	event_active(s->ev_close, 0, 0);
 }
 
+/*
+ * The last frame is written: the client closes once it has it.  Until it
+ * does (TTY_LINGER_MS at most), what it still sends is read and dropped:
+ * a ^D it typed as the command ended.  Closed with those bytes unread,
+ * the connection was reset, and over TCP what the kernel had not yet sent
+ * of the last frames was thrown away with it.  A plain socket is shut
+ * for writing, so that a client that waits for the end sees it now; a
+ * TLS one is not (its end is a close_notify, which a shutdown would cut
+ * short), and waits for its client or the timer.
+ */
+static void session_linger(struct tty_session *s)
+{
+	struct timeval tv = { TTY_LINGER_MS / 1000, TTY_LINGER_MS % 1000 * 1000 };
+	int fd;
+
+	if (!s->bev || s->lingering)
+		return;
+	s->lingering = true;
+	evbuffer_drain(bufferevent_get_input(s->bev),
+		       evbuffer_get_length(bufferevent_get_input(s->bev)));
+	bufferevent_disable(s->bev, EV_WRITE);
+	bufferevent_enable(s->bev, EV_READ);
+	fd = bufferevent_getfd(s->bev);
+	if (!bufferevent_get_underlying(s->bev) && fd >= 0 &&
+	    shutdown(fd, SHUT_WR) < 0) {
+		session_close(s);	/* the client is gone already */
+		return;
+	}
+	/* EOF or an error comes to on_client_event(); else this timer */
+	if (event_add(s->ev_close, &tv) < 0)
+		session_close(s);
+}
+
 static void send_frame(struct tty_session *s, char kind, const void *data,
 		       size_t len)
 {
@@ -125,7 +161,7 @@ static void send_last(struct tty_session *s, char kind, json_t *o)
 	free(text);
 	s->ending = true;
 	if (s->bev && evbuffer_get_length(bufferevent_get_output(s->bev)) == 0)
-		session_close(s);
+		session_linger(s);
 }
 
 /* The session cannot go on: the terminal is hung up, the call killed. */
@@ -283,7 +319,7 @@ static void on_client_write(struct bufferevent *bev, void *arg)
 
 	(void)bev;
 	if (s->ending) {
-		session_close(s);
+		session_linger(s);
 		return;
 	}
 	if (s->held && s->call) {

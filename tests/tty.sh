@@ -242,6 +242,46 @@ t_api_sizes_and_exit() {
 	expect_eq "the daemon closed after it" "${f[1]}" true
 }
 
+# Attacker (a client): after the last frame the daemon waits for the
+# client's close, reading what it still sends (api_tty.c's linger); a
+# client that never closes, and keeps typing, is closed 2 s later all
+# the same: its typing then meets a closed connection (EPIPE or a reset),
+# and the daemon's end came as an EOF first.
+t_tty_linger_bounded() {
+	local out
+	out=$($PY - "127.0.0.1:$PORT" "$BOX" "$(cat "$D/token")" <<'PYEND'
+import json, socket, struct, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)), timeout=10)
+body = json.dumps({"argv": ["/bin/sh", "-c", "exit 5"], "tty": True}).encode()
+s.sendall(("POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: corral\r\n"
+           "Connection: Upgrade\r\nUpgrade: corral-tty\r\nAuthorization: Bearer %s\r\n"
+           "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+           % (sys.argv[2], sys.argv[3], len(body))).encode() + body)
+buf, eof, t0 = b"", False, time.time()
+while not eof and time.time() - t0 < 20:
+    d = s.recv(65536)
+    eof = not d
+    buf += d
+res = "x" if b"\r\n\r\nx" in buf or b"x\0\0\0" in buf else "no x"
+# typing after the end, 0.2 s apart for 5 s at most, till the daemon is gone
+t1, gone = time.time(), None
+while gone is None and time.time() - t1 < 5:
+    try:
+        s.sendall(b"i\0\0\0\x01\x04")
+    except (BrokenPipeError, ConnectionResetError):
+        gone = time.time() - t1
+    time.sleep(0.2)
+print(res, "eof" if eof else "no-eof", "gone" if gone is not None else "kept",
+      "%.1f" % (gone or 0))
+PYEND
+)
+	read -r -a f <<< "$out"
+	expect_eq "the exit frame came" "${f[0]}" x
+	expect_eq "then the daemon's end, at once" "${f[1]}" eof
+	expect_eq "a client that does not close is closed all the same" "${f[2]}" gone
+}
+
 # Over TCP without the token: 401, no terminal.
 t_upgrade_needs_token() {
 	box=$BOX

@@ -1432,6 +1432,58 @@ t_srt_made_removed_on_a_stop_during_setup() {
 	expect_eq "nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
 }
 
+# An allowWrite path named through a link (the user's: ~/src -> /data/src):
+# what is made there is removed after the run as anywhere else.  Before,
+# the removal opened each one's directory by path with no link followed
+# at its last component, the link itself for those made at the top:
+# .envrc, .bashrc, .gitconfig, .mcp.json and the rest stayed in the
+# project after every run, read by direnv, the shell and git.
+t_srt_made_removed_through_a_linked_write_path() {
+	mkdir -p "$T/proj/.git/hooks" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	ln -s proj "$T/link" || return 1
+	printf '{"filesystem": {"allowWrite": ["%s/link"]}}\n' "$T" > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		echo x > $T/link/.envrc && echo envrc-written; echo ran" \
+		> "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	expect_not_contains "kept" "$(cat "$T/out")" envrc-written
+	expect_contains "made" "$(cat "$T/err")" "made empty and kept read-only"
+	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
+}
+
+# A write path beneath another (allowWrite ".", "./sub") is a directory
+# sandboxes write: another run's may have put a link at sub, to a
+# directory of its choosing.  Nothing is made through it, and the run is
+# refused, as a bind through such a link is (mount.c).  Before, the
+# translation followed the link and made .bashrc, .bash_profile (which
+# a login shell then reads instead of .profile), .gitconfig, .envrc,
+# .git, .vscode and the rest in the link's target, as root in any
+# directory, and left them there (their removal found the link).
+t_srt_made_nothing_through_a_link_beneath_a_write_path() {
+	mkdir -p "$T/proj" "$T/victim" || return 1
+	echo "the victim's" > "$T/victim/data"
+	ln -s ../victim "$T/proj/sub" || return 1
+	printf '{"filesystem": {"allowWrite": [".", "./sub"]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj" "$T/victim"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		echo pwned > sub/written; echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "refused" "$rc" 125
+	expect_not_contains "not run" "$(cat "$T/out")" ran
+	expect_eq "nothing made in the link's target" "$(cd "$T/victim" && find . | sort)" \
+		"$(printf '.\n./data')"
+	expect_eq "nothing left in the project" "$(cd "$T/proj" && find . | sort)" "$before"
+	expect_contains "said" "$(cat "$T/err")" "$T/proj/sub: a symbolic link is on its way beneath the write bind $T/proj"
+}
+
 # The other repositories in the bind, which the host's git runs the hooks
 # and config of too: a nested repository's (git status there, or a shell
 # prompt's), a submodule's (.git/modules/NAME, and the submodule's .git

@@ -1457,31 +1457,39 @@ t_srt_made_removed_through_a_linked_write_path() {
 	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
 }
 
-# A write path beneath another (allowWrite ".", "./sub") is a directory
-# sandboxes write: another run's may have put a link at sub, to a
-# directory of its choosing.  Nothing is made through it, and the run is
-# refused, as a bind through such a link is (mount.c).  Before, the
-# translation followed the link and made .bashrc, .bash_profile (which
-# a login shell then reads instead of .profile), .gitconfig, .envrc,
-# .git, .vscode and the rest in the link's target, as root in any
-# directory, and left them there (their removal found the link).
+# A write path beneath another (allowWrite ".", "./sub"; or --rw . and
+# allowWrite "./sub") is a directory sandboxes write: another run's may
+# have put a link at sub, to a directory of its choosing.  Nothing is
+# made through it, and the run is refused, as a bind through such a
+# link is (mount.c).  Before, the translation followed the link and made
+# .bashrc, .bash_profile (which a login shell then reads instead of
+# .profile), .gitconfig, .envrc, .git, .vscode and the rest in the
+# link's target, as root in any directory, and left them there (their
+# removal found the link).
 t_srt_made_nothing_through_a_link_beneath_a_write_path() {
 	mkdir -p "$T/proj" "$T/victim" || return 1
 	echo "the victim's" > "$T/victim/data"
 	ln -s ../victim "$T/proj/sub" || return 1
 	printf '{"filesystem": {"allowWrite": [".", "./sub"]}}\n' > "$T/srt.json"
+	printf '{"filesystem": {"allowWrite": ["./sub"]}}\n' > "$T/srt-sub.json"
 	chmod -R a+rwX "$T/proj" "$T/victim"
-	chmod a+rX "$T" "$T/srt.json"
-	local rc=0 before
+	chmod a+rX "$T" "$T/srt.json" "$T/srt-sub.json"
+	local rc how before
 	before=$(cd "$T/proj" && find . | sort)
-	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
-		echo pwned > sub/written; echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
-	expect_eq "refused" "$rc" 125
-	expect_not_contains "not run" "$(cat "$T/out")" ran
-	expect_eq "nothing made in the link's target" "$(cd "$T/victim" && find . | sort)" \
-		"$(printf '.\n./data')"
-	expect_eq "nothing left in the project" "$(cd "$T/proj" && find . | sort)" "$before"
-	expect_contains "said" "$(cat "$T/err")" "$T/proj/sub: a symbolic link is on its way beneath the write bind $T/proj"
+	for how in "--settings $T/srt.json" "--rw . --settings $T/srt-sub.json"; do
+		rc=0
+		# shellcheck disable=SC2086 # the options split on purpose
+		(cd "$T/proj" && timeout 60 "$CORRAL" run $how -- /bin/sh -c "
+			echo pwned > $T/proj/sub/written; echo ran" > "$T/out" 2> "$T/err" < /dev/null) ||
+			rc=$?
+		expect_eq "$how: refused" "$rc" 125
+		expect_not_contains "$how: not run" "$(cat "$T/out")" ran
+		expect_eq "$how: nothing made in the link's target" \
+			"$(cd "$T/victim" && find . | sort)" "$(printf '.\n./data')"
+		expect_eq "$how: nothing left in the project" "$(cd "$T/proj" && find . | sort)" "$before"
+		expect_contains "$how: said" "$(cat "$T/err")" \
+			"$T/proj/sub: a symbolic link is on its way beneath the write bind $T/proj"
+	done
 }
 
 # The other repositories in the bind, which the host's git runs the hooks

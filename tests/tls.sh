@@ -1492,6 +1492,52 @@ t_srt_made_nothing_through_a_link_beneath_a_write_path() {
 	done
 }
 
+# The mark is no proof: a sandbox sets it on what it may write, as the
+# directories on a kept path's way (.git, .claude: bound onto
+# themselves, writable) are.  A later run takes only a marked directory
+# that is empty (as made) for a placeholder.  Before, the first run's
+# sandbox marked the project's .git and .claude, and every later run
+# reported them "made by another run" and bound them read-only whole
+# (git could no longer write in .git), and removed one that was empty.
+t_srt_mark_on_a_users_directory_not_taken() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/.claude" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	echo "the user's" > "$T/proj/.claude/notes.md"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w d before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /usr/bin/python3 -c "
+import os
+for d in ('.git', '.claude'):
+    os.setxattr('$T/proj/' + d, 'user.corral.placeholder', b'corral run --settings, pid 1, boot x')
+    print('marked', d)" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the first run goes on" "$rc" 0 || cat "$T/err"
+	for d in .git .claude; do
+		expect_contains "$d marked from inside" "$(cat "$T/out")" "marked $d"
+	done
+	rc=0
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		echo x > .git/probe && echo git-written
+		echo x > .claude/probe && echo claude-written
+		echo x > .claude/settings.json && echo settings-written
+		echo x > .git/hooks/pre-commit && echo hook-written; echo ran" \
+		> "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the next run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	for w in git-written claude-written; do
+		expect_contains "the user's directory writable as before: $w" "$(cat "$T/out")" "$w"
+	done
+	for w in settings-written hook-written; do
+		expect_not_contains "what is kept still kept: $w" "$(cat "$T/out")" "$w"
+	done
+	expect_not_contains "not said to be corral's" "$(cat "$T/err")" "(made by another run)"
+	rm -f "$T/proj/.git/probe" "$T/proj/.claude/probe"
+	expect_eq "nothing of the user's removed, nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
+}
+
 # The other repositories in the bind, which the host's git runs the hooks
 # and config of too: a nested repository's (git status there, or a shell
 # prompt's), a submodule's (.git/modules/NAME, and the submodule's .git

@@ -24,7 +24,9 @@
  * run that holds it last, knows it for corral's and removes it when no
  * run holds it (adopted: a run that found another's, and a run that
  * finds one a killed run left), and the user can tell (getfattr).  One
- * found unmarked is the user's, whatever it holds, and never removed.
+ * found unmarked is the user's, whatever it holds, and never removed;
+ * so is one marked but not as made (a directory that holds anything, a
+ * file that holds more): a sandbox marks what it may write.
  * A file system without user xattrs (EOPNOTSUPP) makes them unmarked:
  * only the run that made them may remove them, as before.
  *
@@ -38,6 +40,7 @@
 #include "internal.h"
 #include "srt_made.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -169,6 +172,37 @@ static int hold_open(int dir, const char *name)
 	return (int)syscall(SYS_openat2, dir, name, &how, sizeof(how));
 }
 
+/*
+ * A directory (fd, O_RDONLY) holds nothing: as made.  The mark is no
+ * proof: a sandbox sets it on any directory it may write, as the ones
+ * on a kept path's way (bound onto themselves, writable) are.  Taken by
+ * the mark alone, a project's .git or .claude marked so was reported as
+ * made by another run, bound read-only whole in every later run, and
+ * removed after the next one where it was empty.
+ */
+static bool empty_dir(int fd)
+{
+	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	bool empty = true;
+	DIR *d;
+
+	if (own < 0)
+		return false;
+	d = fdopendir(own);
+	if (!d) {
+		close(own);
+		return false;
+	}
+	errno = 0;
+	while (empty && (de = readdir(d)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	if (errno)
+		empty = false;
+	closedir(d);
+	return empty;
+}
+
 /* A file holds content (NULL: nothing), no more: as made. */
 static bool holds_only(int fd, const struct stat *st, const char *content)
 {
@@ -208,7 +242,7 @@ static int hold(struct corral_srt_made *m, const struct top *t, int dir, const c
 		return 1;
 	}
 	mk = marked(fd);
-	ours = made || (adopt && mk && (want_dir ? S_ISDIR(st.st_mode) :
+	ours = made || (adopt && mk && (want_dir ? S_ISDIR(st.st_mode) && empty_dir(fd) :
 					S_ISREG(st.st_mode) && holds_only(fd, &st, content)));
 	if ((e = put(m, t, path, fd, ours, &st)) < 0) {
 		close(fd);
@@ -231,15 +265,15 @@ static void pause_a_little(void)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether dir's name (a directory) carries corral's mark. */
-static bool marked_at(int dir, const char *name)
+/* Whether dir's name (a directory) is a placeholder: marked, and empty. */
+static bool placeholder_dir_at(int dir, const char *name)
 {
 	int fd = hold_open(dir, name);
 	bool r;
 
 	if (fd < 0)
 		return false;
-	r = marked(fd);
+	r = marked(fd) && empty_dir(fd);
 	close(fd);
 	return r;
 }
@@ -398,7 +432,7 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 			snprintf(part, sizeof(part), "%.*s", last ? (int)strlen(c) : (int)(slash - c), c);
 			snprintf(path, sizeof(path), "%s/%.*s", root, (int)(c - rel) + (int)strlen(part), rel);
 			next = last ? -1 : step(dir, part, true);
-			if (next >= 0 && marked_at(dir, part)) {
+			if (next >= 0 && placeholder_dir_at(dir, part)) {
 				/* a placeholder directory: kept as its maker kept it */
 				close(next);
 				next = -1;

@@ -1432,6 +1432,112 @@ t_srt_made_removed_on_a_stop_during_setup() {
 	expect_eq "nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
 }
 
+# An allowWrite path named through a link (the user's: ~/src -> /data/src):
+# what is made there is removed after the run as anywhere else.  Before,
+# the removal opened each one's directory by path with no link followed
+# at its last component, the link itself for those made at the top:
+# .envrc, .bashrc, .gitconfig, .mcp.json and the rest stayed in the
+# project after every run, read by direnv, the shell and git.
+t_srt_made_removed_through_a_linked_write_path() {
+	mkdir -p "$T/proj/.git/hooks" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	ln -s proj "$T/link" || return 1
+	printf '{"filesystem": {"allowWrite": ["%s/link"]}}\n' "$T" > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		echo x > $T/link/.envrc && echo envrc-written; echo ran" \
+		> "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	expect_not_contains "kept" "$(cat "$T/out")" envrc-written
+	expect_contains "made" "$(cat "$T/err")" "made empty and kept read-only"
+	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
+}
+
+# A write path beneath another (allowWrite ".", "./sub"; or --rw . and
+# allowWrite "./sub") is a directory sandboxes write: another run's may
+# have put a link at sub, to a directory of its choosing.  Nothing is
+# made through it, and the run is refused, as a bind through such a
+# link is (mount.c).  Before, the translation followed the link and made
+# .bashrc, .bash_profile (which a login shell then reads instead of
+# .profile), .gitconfig, .envrc, .git, .vscode and the rest in the
+# link's target, as root in any directory, and left them there (their
+# removal found the link).
+t_srt_made_nothing_through_a_link_beneath_a_write_path() {
+	mkdir -p "$T/proj" "$T/victim" || return 1
+	echo "the victim's" > "$T/victim/data"
+	ln -s ../victim "$T/proj/sub" || return 1
+	printf '{"filesystem": {"allowWrite": [".", "./sub"]}}\n' > "$T/srt.json"
+	printf '{"filesystem": {"allowWrite": ["./sub"]}}\n' > "$T/srt-sub.json"
+	chmod -R a+rwX "$T/proj" "$T/victim"
+	chmod a+rX "$T" "$T/srt.json" "$T/srt-sub.json"
+	local rc how before
+	before=$(cd "$T/proj" && find . | sort)
+	for how in "--settings $T/srt.json" "--rw . --settings $T/srt-sub.json"; do
+		rc=0
+		# shellcheck disable=SC2086 # the options split on purpose
+		(cd "$T/proj" && timeout 60 "$CORRAL" run $how -- /bin/sh -c "
+			echo pwned > $T/proj/sub/written; echo ran" > "$T/out" 2> "$T/err" < /dev/null) ||
+			rc=$?
+		expect_eq "$how: refused" "$rc" 125
+		expect_not_contains "$how: not run" "$(cat "$T/out")" ran
+		expect_eq "$how: nothing made in the link's target" \
+			"$(cd "$T/victim" && find . | sort)" "$(printf '.\n./data')"
+		expect_eq "$how: nothing left in the project" "$(cd "$T/proj" && find . | sort)" "$before"
+		expect_contains "$how: said" "$(cat "$T/err")" \
+			"$T/proj/sub: a symbolic link is on its way beneath the write bind $T/proj"
+	done
+}
+
+# The mark is no proof: a sandbox sets it on what it may write, as the
+# directories on a kept path's way (.git, .claude: bound onto
+# themselves, writable) are.  A later run takes only a marked directory
+# that is empty (as made) for a placeholder.  Before, the first run's
+# sandbox marked the project's .git and .claude, and every later run
+# reported them "made by another run" and bound them read-only whole
+# (git could no longer write in .git), and removed one that was empty.
+t_srt_mark_on_a_users_directory_not_taken() {
+	mkdir -p "$T/proj/.git/hooks" "$T/proj/.claude" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	echo "the user's" > "$T/proj/.claude/notes.md"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w d before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /usr/bin/python3 -c "
+import os
+for d in ('.git', '.claude'):
+    os.setxattr('$T/proj/' + d, 'user.corral.placeholder', b'corral run --settings, pid 1, boot x')
+    print('marked', d)" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the first run goes on" "$rc" 0 || cat "$T/err"
+	for d in .git .claude; do
+		expect_contains "$d marked from inside" "$(cat "$T/out")" "marked $d"
+	done
+	rc=0
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		echo x > .git/probe && echo git-written
+		echo x > .claude/probe && echo claude-written
+		echo x > .claude/settings.json && echo settings-written
+		echo x > .git/hooks/pre-commit && echo hook-written; echo ran" \
+		> "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the next run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	for w in git-written claude-written; do
+		expect_contains "the user's directory writable as before: $w" "$(cat "$T/out")" "$w"
+	done
+	for w in settings-written hook-written; do
+		expect_not_contains "what is kept still kept: $w" "$(cat "$T/out")" "$w"
+	done
+	expect_not_contains "not said to be corral's" "$(cat "$T/err")" "(made by another run)"
+	rm -f "$T/proj/.git/probe" "$T/proj/.claude/probe"
+	expect_eq "nothing of the user's removed, nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
+}
+
 # The other repositories in the bind, which the host's git runs the hooks
 # and config of too: a nested repository's (git status there, or a shell
 # prompt's), a submodule's (.git/modules/NAME, and the submodule's .git

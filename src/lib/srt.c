@@ -680,7 +680,64 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 	closedir(d);
 }
 
-static void keep_read_only(struct srt *srt)
+/*
+ * The outermost write bind that holds dir (this translation's, or the
+ * base policy's), as a copy in *out, compared as collapsed paths; NULL
+ * when none does.  A sandbox writes it: a link there is its to put.
+ */
+static const char *outer_rw(struct srt *srt, const char *dir, char **out)
+{
+	char d[PATH_MAX], o[PATH_MAX];
+	const char *best = NULL;
+	json_t *v;
+	size_t i;
+
+	*out = NULL;
+	if (snprintf(d, sizeof(d), "%s", dir) >= (int)sizeof(d) || !collapse(d))
+		return NULL;
+	json_array_foreach(srt->rw, i, v) {
+		const char *s = json_string_value(v);
+
+		if (snprintf(o, sizeof(o), "%s", s) < (int)sizeof(o) && collapse(o) &&
+		    strcmp(o, d) && under(d, o) && (!best || strlen(o) < strlen(best)))
+			best = s;
+	}
+	for (i = 0; srt->base && i < srt->base->nbinds; i++) {
+		const struct corral_bind *b = &srt->base->binds[i];
+
+		if (b->writable && snprintf(o, sizeof(o), "%s", b->src) < (int)sizeof(o) &&
+		    collapse(o) && strcmp(o, d) && under(d, o) &&
+		    (!best || strlen(o) < strlen(best)))
+			best = b->src;
+	}
+	if (!best || snprintf(o, sizeof(o), "%s", best) >= (int)sizeof(o) || !collapse(o) ||
+	    asprintf(out, "%s", o) < 0)
+		return NULL;
+	return *out;
+}
+
+/*
+ * Open the write path dir for what is kept beneath it (srt_made_top):
+ * beneath the write bind that holds it, if one does, no link followed.
+ * A link there refuses the run (as mount.c refuses a bind through one):
+ * else the translation made files in its target, and kept nothing.
+ */
+static int open_top(struct srt *srt, const char *dir, struct corral_err *err)
+{
+	char why[2 * PATH_MAX + 128], d[PATH_MAX], *outer = NULL;
+	int r;
+
+	/* collapsed as outer_rw compared it: d lies in outer */
+	snprintf(d, sizeof(d), "%s", dir);
+	r = outer_rw(srt, dir, &outer) && collapse(d) ?
+		srt_made_top(srt->made, dir, outer, d + strlen(outer) + (strcmp(outer, "/") != 0),
+			     why, sizeof(why)) :
+		srt_made_top(srt->made, dir, NULL, NULL, why, sizeof(why));
+	free(outer);
+	return r < 0 ? corral_set_err(err, r, "%s", why) : 0;
+}
+
+static int keep_read_only(struct srt *srt, struct corral_err *err)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *top;
 	size_t i;
@@ -694,6 +751,8 @@ static void keep_read_only(struct srt *srt)
 		/* a file bound alone holds none of them */
 		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !strcmp(dir, "/"))
 			continue;
+		if (open_top(srt, dir, err) < 0)
+			return err->code;
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
 			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
@@ -710,6 +769,7 @@ static void keep_read_only(struct srt *srt)
 			    "one unmarked is left on the host if this run is killed, or ends "
 			    "while another run holds it" : "");
 	}
+	return 0;
 }
 
 /* The bind (either kind) that holds path, or NULL. */
@@ -839,7 +899,8 @@ static int filesystem(struct srt *srt, json_t *fs, struct corral_err *err)
 	binds(srt, json_object_get(fs, "allowWrite"), "filesystem.allowWrite", true);
 	binds(srt, json_object_get(fs, "allowRead"), "filesystem.allowRead", false);
 	deny_write(srt, json_object_get(fs, "denyWrite"), "filesystem.denyWrite");
-	keep_read_only(srt);
+	if (keep_read_only(srt, err) < 0)
+		return err->code;
 	deny_read(srt, json_object_get(fs, "denyRead"), "filesystem.denyRead");
 	json_object_foreach(fs, k, v)
 		if (strcmp(k, "allowWrite") && strcmp(k, "allowRead") &&

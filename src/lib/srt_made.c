@@ -24,13 +24,23 @@
  * run that holds it last, knows it for corral's and removes it when no
  * run holds it (adopted: a run that found another's, and a run that
  * finds one a killed run left), and the user can tell (getfattr).  One
- * found unmarked is the user's, whatever it holds, and never removed.
+ * found unmarked is the user's, whatever it holds, and never removed;
+ * so is one marked but not as made (a directory that holds anything, a
+ * file that holds more): a sandbox marks what it may write.
  * A file system without user xattrs (EOPNOTSUPP) makes them unmarked:
  * only the run that made them may remove them, as before.
+ *
+ * Each write path's directory is opened once (srt_made_top) and held:
+ * what is made is made beneath that fd, and removed beneath it, its
+ * directories on the way reached with no link followed.  Beneath
+ * another write bind, the one a sandbox writes, it is reached from that
+ * bind's directory with no link followed either: a link there, which a
+ * sandbox may have put, refuses it.
  */
 #include "internal.h"
 #include "srt_made.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -47,7 +57,8 @@
 
 struct made {
 	char *path;		/* absolute, as bound */
-	char *parent;		/* path's directory, found at removal */
+	int top;		/* its write path's directory (a top's fd, not its own) */
+	char *parent;		/* path's directory, beneath top ("": top itself) */
 	const char *name;	/* path's last component (in path) */
 	int fd;			/* O_RDONLY, flock LOCK_SH held */
 	bool made;		/* corral's: removed after the run if no run holds it */
@@ -60,9 +71,17 @@ struct made {
 	ino_t ino;
 };
 
+/* a write path's directory, opened once (srt_made_top) */
+struct top {
+	char *path;
+	int fd;			/* O_PATH */
+};
+
 struct corral_srt_made {
 	struct made *v;
 	size_t n;
+	struct top *tops;
+	size_t ntops;
 };
 
 struct corral_srt_made *srt_made_new(void)
@@ -70,23 +89,23 @@ struct corral_srt_made *srt_made_new(void)
 	return calloc(1, sizeof(struct corral_srt_made));
 }
 
-static int put(struct corral_srt_made *m, const char *path, int fd, bool made,
-	       const struct stat *st)
+static int put(struct corral_srt_made *m, const struct top *t, const char *path, int fd,
+	       bool made, const struct stat *st)
 {
 	struct made *v = realloc(m->v, (m->n + 1) * sizeof(*v));
-	const char *slash = strrchr(path, '/');
+	const char *slash = strrchr(path, '/'), *rel = path + strlen(t->path) + 1;
 
 	if (!v)
 		return -ENOMEM;
 	m->v = v;
-	if (!slash || slash == path)
+	if (!slash || slash < rel - 1)
 		return -EINVAL;	/* root/rel: never the root itself */
 	/*
 	 * The parent and name split now: corral_srt_made_unmake runs in a
 	 * signal handler, where nothing may be formatted or allocated.
 	 */
-	v[m->n] = (struct made){ .path = strdup(path), .fd = fd, .made = made,
-				 .parent = strndup(path, (size_t)(slash - path)),
+	v[m->n] = (struct made){ .path = strdup(path), .fd = fd, .made = made, .top = t->fd,
+				 .parent = strndup(rel, slash < rel ? 0 : (size_t)(slash - rel)),
 				 .dev = st->st_dev, .ino = st->st_ino };
 	if (!v[m->n].path || !v[m->n].parent) {
 		free(v[m->n].path);
@@ -153,6 +172,37 @@ static int hold_open(int dir, const char *name)
 	return (int)syscall(SYS_openat2, dir, name, &how, sizeof(how));
 }
 
+/*
+ * A directory (fd, O_RDONLY) holds nothing: as made.  The mark is no
+ * proof: a sandbox sets it on any directory it may write, as the ones
+ * on a kept path's way (bound onto themselves, writable) are.  Taken by
+ * the mark alone, a project's .git or .claude marked so was reported as
+ * made by another run, bound read-only whole in every later run, and
+ * removed after the next one where it was empty.
+ */
+static bool empty_dir(int fd)
+{
+	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	bool empty = true;
+	DIR *d;
+
+	if (own < 0)
+		return false;
+	d = fdopendir(own);
+	if (!d) {
+		close(own);
+		return false;
+	}
+	errno = 0;
+	while (empty && (de = readdir(d)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	if (errno)
+		empty = false;
+	closedir(d);
+	return empty;
+}
+
 /* A file holds content (NULL: nothing), no more: as made. */
 static bool holds_only(int fd, const struct stat *st, const char *content)
 {
@@ -173,8 +223,8 @@ static bool holds_only(int fd, const struct stat *st, const char *content)
  * another run's, or a killed run's, removed after this run if no run
  * holds it then.
  */
-static int hold(struct corral_srt_made *m, int dir, const char *name, const char *path,
-		bool made, bool adopt, bool want_dir, const char *content)
+static int hold(struct corral_srt_made *m, const struct top *t, int dir, const char *name,
+		const char *path, bool made, bool adopt, bool want_dir, const char *content)
 {
 	struct stat st;
 	int fd = hold_open(dir, name), e;
@@ -192,9 +242,9 @@ static int hold(struct corral_srt_made *m, int dir, const char *name, const char
 		return 1;
 	}
 	mk = marked(fd);
-	ours = made || (adopt && mk && (want_dir ? S_ISDIR(st.st_mode) :
+	ours = made || (adopt && mk && (want_dir ? S_ISDIR(st.st_mode) && empty_dir(fd) :
 					S_ISREG(st.st_mode) && holds_only(fd, &st, content)));
-	if ((e = put(m, path, fd, ours, &st)) < 0) {
+	if ((e = put(m, t, path, fd, ours, &st)) < 0) {
 		close(fd);
 		return e;
 	}
@@ -215,15 +265,15 @@ static void pause_a_little(void)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether dir's name (a directory) carries corral's mark. */
-static bool marked_at(int dir, const char *name)
+/* Whether dir's name (a directory) is a placeholder: marked, and empty. */
+static bool placeholder_dir_at(int dir, const char *name)
 {
 	int fd = hold_open(dir, name);
 	bool r;
 
 	if (fd < 0)
 		return false;
-	r = marked(fd);
+	r = marked(fd) && empty_dir(fd);
 	close(fd);
 	return r;
 }
@@ -271,6 +321,72 @@ static int make_stub(int dir, const char *name, const char *path, bool d, const 
 }
 
 /*
+ * Open root, a write path's directory, for what is kept beneath it:
+ * as beneath (root's path from outer's) in outer (a write bind holding
+ * it, or NULL) with no link followed, as a sandbox writing outer may have put one there (to
+ * another user's directory, for corral to make files in, as root
+ * anywhere); else by its path, the user's, links and all.
+ */
+int srt_made_top(struct corral_srt_made *m, const char *root, const char *outer,
+		 const char *beneath, char *why, size_t whylen)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct top *t;
+	int fd, o, e;
+
+	for (size_t i = 0; i < m->ntops; i++)
+		if (!strcmp(m->tops[i].path, root))
+			return 0;
+	if (outer) {
+		o = open(outer, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (o < 0) {
+			e = errno;
+			snprintf(why, whylen, "cannot open %s: %s", outer, strerror(e));
+			return -e;
+		}
+		fd = openat2_retry(o, beneath, &how);
+		e = errno;
+		close(o);
+	} else {
+		fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		e = errno;
+	}
+	if (fd < 0) {
+		if (outer && e == ELOOP)
+			snprintf(why, whylen, "%s: a symbolic link is on its way beneath the "
+				 "write bind %s (a sandbox writing there may have put it): "
+				 "refused", root, outer);
+		else
+			snprintf(why, whylen, "cannot open %s: %s", root, strerror(e));
+		return -e;
+	}
+	t = realloc(m->tops, (m->ntops + 1) * sizeof(*t));
+	if (!t) {
+		close(fd);
+		return -ENOMEM;
+	}
+	m->tops = t;
+	t[m->ntops] = (struct top){ .path = strdup(root), .fd = fd };
+	if (!t[m->ntops].path) {
+		close(fd);
+		return -ENOMEM;
+	}
+	m->ntops++;
+	return 0;
+}
+
+static const struct top *top_of(const struct corral_srt_made *m, const char *root)
+{
+	for (size_t i = 0; i < m->ntops; i++)
+		if (!strcmp(m->tops[i].path, root))
+			return &m->tops[i];
+	return NULL;
+}
+
+/*
  * The pieces of root/rel walked so far; a directory on the way is
  * pinned (bound onto itself, so it cannot be renamed away) unless it is
  * corral's placeholder, which is kept itself, as the run that made it
@@ -280,22 +396,27 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		  bool directory, const char *content, char **bind, char **pins,
 		  size_t *npins, char *why, size_t whylen)
 {
+	const struct top *t = top_of(m, root);
 	char part[PATH_MAX], path[PATH_MAX];
 	int r = 1;
 
 	*bind = NULL;
 	*npins = 0;
 	why[0] = '\0';
+	if (!t) {
+		snprintf(why, whylen, "%s was not opened (srt_made_top)", root);
+		return -EINVAL;
+	}
 	/* bounded: another run may be removing a placeholder it made as we look */
 	for (int tries = 0; r == 1 && tries < 50; tries++) {
-		int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), next;
+		int dir = fcntl(t->fd, F_DUPFD_CLOEXEC, 3), next;
 		const char *c = rel, *slash;
 		bool last = false;
 
 		if (tries)
 			pause_a_little();
 		if (dir < 0) {
-			snprintf(why, whylen, "cannot open %s: %s", root, strerror(errno));
+			snprintf(why, whylen, "cannot dup %s: %s", root, strerror(errno));
 			return -errno;
 		}
 		for (size_t i = 0; i < *npins; i++)
@@ -311,7 +432,7 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 			snprintf(part, sizeof(part), "%.*s", last ? (int)strlen(c) : (int)(slash - c), c);
 			snprintf(path, sizeof(path), "%s/%.*s", root, (int)(c - rel) + (int)strlen(part), rel);
 			next = last ? -1 : step(dir, part, true);
-			if (next >= 0 && marked_at(dir, part)) {
+			if (next >= 0 && placeholder_dir_at(dir, part)) {
 				/* a placeholder directory: kept as its maker kept it */
 				close(next);
 				next = -1;
@@ -344,7 +465,7 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 				 * the directory (srt skips the path: "nothing
 				 * can be made beneath a file").
 				 */
-				r = hold(m, dir, part, path, false, false, false, NULL);
+				r = hold(m, t, dir, part, path, false, false, false, NULL);
 				if (r < 0)
 					snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
 				if (r == 0 && !(*bind = strdup(path)))
@@ -354,11 +475,11 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 			/* the last component, a placeholder directory, or the first that is not there */
 			d = directory || strcmp(path + strlen(root) + 1, rel);
 			has = d ? NULL : content;
-			r = hold(m, dir, part, path, false, true, d, has);
+			r = hold(m, t, dir, part, path, false, true, d, has);
 			if (r == 1) {
 				r = make_stub(dir, part, path, d, has, why, whylen);
 				if (r == 0)
-					r = hold(m, dir, part, path, true, false, d, has);
+					r = hold(m, t, dir, part, path, true, false, d, has);
 			} else if (r < 0) {
 				snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
 				if (r == -ELOOP)
@@ -391,24 +512,33 @@ enum srt_made_kind srt_made_kind(const struct corral_srt_made *m, const char *pa
 
 /*
  * Still the thing made, at its name, and no run holds it: removed; else
- * left.  Only calls a signal handler may make.
+ * left.  Its directory is found beneath the write path's held one, no
+ * link followed: by its path, from /, a write path named through a
+ * link (~/src -> /data/src) was never found (O_NOFOLLOW), and what was
+ * made there stayed.  Only calls a signal handler may make.
  */
 static void unmake(const struct made *d)
 {
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
 	struct stat st;
 	int dir;
 
 	/* another run holds it: its bind is there; that run will remove it */
 	if (flock(d->fd, LOCK_EX | LOCK_NB) < 0)
 		return;
-	dir = open(d->parent, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dir = d->parent[0] ? (int)syscall(SYS_openat2, d->top, d->parent, &how, sizeof(how)) :
+			     d->top;
 	if (dir < 0)
 		return;
 	if (fstatat(dir, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == d->dev &&
 	    st.st_ino == d->ino && (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) &&
 							 holds_only(d->fd, &st, d->content))))
 		(void)unlinkat(dir, d->name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
-	close(dir);
+	if (dir != d->top)
+		close(dir);
 }
 
 /*
@@ -442,6 +572,11 @@ void corral_srt_made_remove(struct corral_srt_made *m)
 		free(m->v[i].path);
 		free(m->v[i].parent);
 	}
+	for (size_t i = 0; i < m->ntops; i++) {
+		close(m->tops[i].fd);
+		free(m->tops[i].path);
+	}
 	free(m->v);
+	free(m->tops);
 	free(m);
 }

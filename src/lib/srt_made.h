@@ -22,7 +22,16 @@
 struct corral_srt_made *srt_made_new(void);
 
 /*
- * Keep root/rel read-only: its first component that is not there made
+ * Open root (a write path's directory) for srt_made_keep, once: as
+ * beneath (its path from outer's) in outer, a write bind holding it,
+ * with no link followed; by its path where outer is NULL.  0, or -errno
+ * with why said (ELOOP: a link on the way beneath outer).
+ */
+int srt_made_top(struct corral_srt_made *m, const char *root, const char *outer,
+		 const char *beneath, char *why, size_t whylen);
+
+/*
+ * Keep root/rel read-only (root opened by srt_made_top): its first component that is not there made
  * (an empty directory, or a file holding content (NULL: empty) when it
  * is rel itself and not directory) and marked, then held; one corral
  * made before (marked, as made) is taken as made.  *bind: the path to bind read-only (rel's, or

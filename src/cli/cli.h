@@ -71,6 +71,16 @@ char *printable(const char *s, size_t n);
  */
 size_t cli_bidi_control(const char *s, size_t n);
 /*
+ * cli_bidi_control's characters, and those a terminal draws as nothing or
+ * a log's reader (an editor, a browser, JavaScript) breaks a line at: the
+ * length of the one at s, 0 if none.  U+2028 and U+2029 began a line
+ * there in an error that is one line; U+200B, U+2060..2064, U+206A..206F,
+ * U+FEFF, U+FFF9..FFFB and the tags (U+E0000..E007F, which spell ASCII
+ * no person sees and a model reads) hid text in a name.  ZWJ and ZWNJ
+ * stay: scripts and emoji are written with them.
+ */
+size_t cli_hidden_control(const char *s, size_t n);
+/*
  * When f is a terminal: end any string a command's raw output left open
  * there and reset its rendition, so that the line corral writes next is
  * seen (print.c says which).  Nothing otherwise.

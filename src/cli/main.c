@@ -63,7 +63,7 @@ void cli_error(const char *fmt, ...)
 	fputs("corral: ", stderr);
 	for (const char *s = buf, *end = buf + strlen(buf); *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		size_t bidi = cli_bidi_control(s, (size_t)(end - s));
+		size_t hidden = cli_hidden_control(s, (size_t)(end - s));
 		size_t len = corral_utf8_char(s, (size_t)(end - s));
 
 		/*
@@ -74,10 +74,10 @@ void cli_error(const char *fmt, ...)
 		 */
 		if ((c < 0x20 && c != '\t') || c == 0x7f || !len)
 			fprintf(stderr, "\\x%02x", c);
-		else if (bidi) {
-			for (size_t i = 0; i < bidi; i++)
+		else if (hidden) {
+			for (size_t i = 0; i < hidden; i++)
 				fprintf(stderr, "\\x%02x", (unsigned char)s[i]);
-			s += bidi - 1;
+			s += hidden - 1;
 		}
 		/*
 		 * A C1 control in UTF-8 (U+0080..U+009F): xterm (UTF-8) takes

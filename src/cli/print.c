@@ -44,6 +44,27 @@ size_t cli_bidi_control(const char *s, size_t n)
 	return 0;
 }
 
+size_t cli_hidden_control(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t bidi = cli_bidi_control(s, n);
+
+	if (bidi)
+		return bidi;
+	if (n >= 3 && u[0] == 0xe2 && u[1] == 0x80 &&
+	    (u[2] == 0x8b || u[2] == 0xa8 || u[2] == 0xa9))
+		return 3;	/* ZERO WIDTH SPACE; LINE, PARAGRAPH SEPARATOR */
+	if (n >= 3 && u[0] == 0xe2 && u[1] == 0x81 &&
+	    ((u[2] >= 0xa0 && u[2] <= 0xa4) || (u[2] >= 0xaa && u[2] <= 0xaf)))
+		return 3;	/* WORD JOINER, U+2061..2064; U+206A..206F */
+	if (n >= 3 && u[0] == 0xef &&
+	    ((u[1] == 0xbb && u[2] == 0xbf) || (u[1] == 0xbf && u[2] >= 0xb9 && u[2] <= 0xbb)))
+		return 3;	/* U+FEFF (ZWNBSP, BOM); U+FFF9..FFFB */
+	if (n >= 4 && u[0] == 0xf3 && u[1] == 0xa0 && (u[2] == 0x80 || u[2] == 0x81))
+		return 4;	/* the tags, U+E0000..E007F */
+	return 0;
+}
+
 /*
  * A terminal must not take what a sandbox chose for control sequences.
  * C0 controls, DEL and the C1 controls (UTF-8 c2 80..9f) become \xNN, and
@@ -51,7 +72,8 @@ size_t cli_bidi_control(const char *s, size_t n)
  * lone 0x9b is CSI to a terminal that reads 8-bit controls (and 0x80..0x9f
  * are all C1 there), and a lead byte cut off at the end of one string
  * could join with what the next write begins with.  The bidirectional
- * formatting characters too (cli_bidi_control), each byte as \xNN: the
+ * formatting characters too, and what draws nothing or breaks a line
+ * where a terminal does not (cli_hidden_control), each byte as \xNN: the
  * name still reads as its bytes, in the order they are.
  */
 char *printable(const char *s, size_t n)
@@ -65,7 +87,7 @@ char *printable(const char *s, size_t n)
 		unsigned char ch = s[i];
 
 		len = corral_utf8_char(s + i, n - i);
-		if (len && cli_bidi_control(s + i, len)) {
+		if (len && cli_hidden_control(s + i, len)) {
 			for (size_t k = 0; k < len; k++)
 				w += sprintf(w, "\\x%02x", (unsigned char)s[i + k]);
 		} else if (len == 0 || ch < 0x20 || ch == 0x7f ||

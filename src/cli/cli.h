@@ -87,6 +87,12 @@ size_t cli_hidden_control(const char *s, size_t n);
  */
 void cli_ground_terminal(FILE *f);
 /*
+ * After a command's raw output reached the caller's terminal (stdout's,
+ * stderr's if another), and before corral's words: the modes a command
+ * may leave set there are reset (print.c says which), not the screen.
+ */
+void cli_terminal_after_output(void);
+/*
  * Whether a run's or a call's end is worth a line on stderr: it did not
  * simply exit, or it exited non-zero and its reason says more than
  * "exited with status N" (a limit behind the failure, the network off by

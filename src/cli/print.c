@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int out_of_memory(const char *what)
@@ -122,6 +123,58 @@ void cli_ground_terminal(FILE *f)
 
 	if (isatty(fileno(f)))
 		fputs(ground, f);
+}
+
+/*
+ * What a command's output may leave set on the caller's terminal after it
+ * ends (killed, or on purpose), each undone in a form that is nothing
+ * when the terminal is already so: xterm, VTE, tmux and the Linux
+ * console take each, or ignore what they do not know.  A command that
+ * set them and was killed left the operator's terminal on the alternate
+ * screen (corral's line then hidden with the rest when the next program
+ * leaves it), with a scroll region, no cursor, every mouse click sent as
+ * typed bytes, paste bracketed, keys in application mode, no wrap, and
+ * inserting.  Not a full reset (RIS), which clears the screen and the
+ * scrollback, and not the colours OSC 10/11 set (SECURITY.md's "Known
+ * limits": a shell may have set them on purpose).  tmux sends as much
+ * when it leaves a terminal (tty_stop_tty); ssh, docker and script(1)
+ * give back only the termios.
+ *   ?1047l   the main screen, the cursor left where it is: ?1049l would
+ *            also restore the cursor saved at the last ?1049h, and tmux
+ *            does so on the main screen too, where that is stale
+ *   ESC 7, CSI r, ESC 8   the whole screen scrolls (CSI r homes the
+ *            cursor: it is saved around it)
+ */
+static const char after_output[] =
+	"\x1b\\"					/* ST: an open string ends */
+	"\x1b[?1047l"
+	"\x1b" "7\x1b[r\x1b" "8"
+	"\x1b[?25h"					/* the cursor shown */
+	"\x1b[?7h\x1b[4l"				/* wrap on, insert off */
+	"\x1b[?1l\x1b>"					/* cursor keys, keypad normal */
+	"\x1b[?9l\x1b[?1000l\x1b[?1002l\x1b[?1003l"	/* no mouse reports */
+	"\x1b[?1005l\x1b[?1006l\x1b[?1015l"		/* in no encoding */
+	"\x1b[?1004l\x1b[?2004l"			/* no focus events, paste plain */
+	"\x0f\x1b(B\x1b[0m";				/* as cli_ground_terminal */
+
+static bool same_terminal(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
+
+void cli_terminal_after_output(void)
+{
+	/* a terminal gone takes no reset, and corral's words say the rest */
+	fflush(stdout);
+	if (isatty(STDOUT_FILENO)) {
+		fputs(after_output, stdout);
+		fflush(stdout);
+	}
+	if (isatty(STDERR_FILENO) &&
+	    !(isatty(STDOUT_FILENO) && same_terminal(STDOUT_FILENO, STDERR_FILENO)))
+		fputs(after_output, stderr);
 }
 
 void daemon_error(const char *text, const char *suffix)

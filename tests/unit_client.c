@@ -601,6 +601,10 @@ TEST(printable_text)
 			   "d\\xe2\\x81\\xa0e\\xef\\xbb\\xbff\\xf3\\xa0\\x81\\x81"
 			   "g\xe2\x80\x8c\xe2\x80\x8d"));
 	free(s);
+	/* a patch's lines: a newline and a tab as they are, CR not */
+	s = printable_lines("a\tb\nc\x1b[2K\r+d\xe2\x80\xae", 15);
+	CHECK(s && !strcmp(s, "a\tb\nc\\x1b[2K\\x0d+d\\xe2\\x80\\xae"));
+	free(s);
 	CHECK(cli_hidden_control("\xf3\xa0\x82\x80", 4) == 0);	/* U+E0080 */
 	CHECK(cli_hidden_control("\xe2\x81\xa5", 3) == 0);	/* U+2065 */
 	CHECK(cli_bidi_control("\xe2\x80", 2) == 0);

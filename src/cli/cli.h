@@ -62,6 +62,8 @@ bool value_is_dashes(char **argv, int idx);
  * UTF-8 character (a lone 0x9b).  malloc'd; NULL when out of memory.
  */
 char *printable(const char *s, size_t n);
+/* printable(), but a newline and a tab are themselves: text of lines */
+char *printable_lines(const char *s, size_t n);
 /*
  * The length of the bidirectional formatting character at s (U+061C,
  * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069: Trojan Source's,

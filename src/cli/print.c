@@ -77,7 +77,7 @@ size_t cli_hidden_control(const char *s, size_t n)
  * where a terminal does not (cli_hidden_control), each byte as \xNN: the
  * name still reads as its bytes, in the order they are.
  */
-char *printable(const char *s, size_t n)
+static char *shown(const char *s, size_t n, bool lines)
 {
 	char *out = malloc(n * 4 + 1), *w = out;
 	size_t i, len;
@@ -91,6 +91,8 @@ char *printable(const char *s, size_t n)
 		if (len && cli_hidden_control(s + i, len)) {
 			for (size_t k = 0; k < len; k++)
 				w += sprintf(w, "\\x%02x", (unsigned char)s[i + k]);
+		} else if (lines && (ch == '\n' || ch == '\t')) {
+			*w++ = (char)ch;
 		} else if (len == 0 || ch < 0x20 || ch == 0x7f ||
 		    (ch == 0xc2 && (unsigned char)s[i + 1] <= 0x9f)) {
 			/* one byte at a time: a C1's second byte is then invalid */
@@ -103,6 +105,16 @@ char *printable(const char *s, size_t n)
 	}
 	*w = '\0';
 	return out;
+}
+
+char *printable(const char *s, size_t n)
+{
+	return shown(s, n, false);
+}
+
+char *printable_lines(const char *s, size_t n)
+{
+	return shown(s, n, true);
 }
 
 /*

@@ -81,6 +81,32 @@ TEST(long_path_keeps_the_reason)
 		      "/file: open x: No such file or directory"));
 }
 
+/*
+ * corral_set_err with the reason in its own format ("%s: %s", path,
+ * strerror(errno), as fifty places write it): `corral cp ID:FILE` to a
+ * path of 4000 bytes said "the local file's directory /tmp/xxx..." and
+ * not why.  Its middle is cut too.
+ */
+TEST(set_err_keeps_the_end)
+{
+	struct corral_err err = { 0 };
+	char path[4001];
+
+	memset(path, 'x', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	path[0] = '/';
+	CHECK(corral_set_err(&err, -ENOENT, "the file's directory %s: %s", path,
+			     strerror(ENOENT)) == -ENOENT);
+	CHECK(strlen(err.msg) <= CORRAL_ERR_MAX - 1);
+	CHECK(!strncmp(err.msg, "the file's directory /xxx", 25));
+	CHECK(!strcmp(err.msg + strlen(err.msg) - strlen("xxx: No such file or directory"),
+		      "xxx: No such file or directory"));
+	CHECK_STR_CONTAINS(err.msg, " bytes cut ...]");
+	/* a message that fits is as it was */
+	corral_set_err(&err, -EINVAL, "bad %s", "x");
+	CHECK(!strcmp(err.msg, "bad x"));
+}
+
 TEST(wrap_prefixes)
 {
 	struct corral_err err = { 0 };

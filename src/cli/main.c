@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,7 +54,11 @@ static const char usage[] =
  */
 void cli_error(const char *fmt, ...)
 {
-	char buf[4096];
+	/*
+	 * Room for two whole paths and a library error after them: in 4096
+	 * bytes a path of 4000 ("%s: %s", path, strerror) cut the reason off
+	 */
+	char buf[2 * PATH_MAX + 2 * CORRAL_ERR_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);

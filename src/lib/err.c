@@ -5,16 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* the bytes of s[0..len) that begin a character, so a cut splits none */
 static size_t char_start(const char *s, size_t at, size_t len)
@@ -91,6 +81,29 @@ static void set_msg_tail(struct corral_err *err, const char *tail,
 	w += 2;
 	w += put_cut(err->msg + w, tail, tlen, tlen, tkeep);
 	err->msg[w] = '\0';
+}
+
+/*
+ * A message whose reason its format wrote itself ("%s: %s", path,
+ * strerror(errno): fifty places do) keeps it too: cut in its middle.
+ */
+int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
+{
+	char text[CORRAL_ERR_MAX + PATH_MAX];
+	va_list ap;
+	size_t w;
+	int n;
+
+	err->code = code;
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0, text[0] = '\0';
+	w = put_cut(err->msg, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1,
+		    (size_t)n, sizeof(err->msg) - 1);
+	err->msg[w] = '\0';
+	return code;
 }
 
 int corral_set_errno(struct corral_err *err, int errnum, const char *fmt, ...)

@@ -505,6 +505,13 @@ t_hostile_config_newline() {
 	expect_eq "one line on stderr" "$(printf '%s\n' "$out" | wc -l)" 1
 }
 
+# The same of the characters that draw nothing or break a line where a
+# terminal does not (a log in an editor or a browser): each as its bytes.
+t_hostile_config_separators() {
+	refused separator-env 'Env[0] "x\xe2\x80\xa8corral: ok\xe2\x80\xa9y\xe2\x80\x8bz\xe2\x81\xa0\xef\xbb\xbf\xf3\xa0\x81\x81" is not NAME=VALUE'
+	! LC_ALL=C grep -q $'\xe2\x80\xa8' "$T/err" || fail "U+2028 on stderr"
+}
+
 # What `image inspect` and `image ls --json` show of an image's config is
 # JSON in ASCII: a C1 control (CSI as U+009B, raw UTF-8 c2 9b, which
 # xterm takes as ESC [) and a right-to-left override (U+202E, which shows

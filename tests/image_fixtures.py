@@ -500,6 +500,13 @@ def main():
         # on the operator's terminal, after "corral: " as ours do
         write_layout(out, [busybox_layer()], names=["corral-test/newline:1"],
                      config=dict(Env=["x\ncorral: imported sha256:feed\nnamed ok"]))
+    elif kind == "separator-env":
+        # characters a terminal draws as nothing, and the separators a
+        # log's reader (an editor, a browser) breaks the line at: U+2028,
+        # U+2029, U+200B, U+2060, U+FEFF and a tag (U+E0041, "A" hidden:
+        # the invisible text an agent's model reads and a person does not)
+        write_layout(out, [busybox_layer()], names=["corral-test/separator:1"],
+                     config=dict(Env=["x\u2028corral: ok\u2029y\u200bz\u2060\ufeff\U000E0041"]))
     elif kind == "c1-config":
         # accepted: C1 controls (CSI as U+009B) and a right-to-left
         # override in what `image inspect` shows of the config

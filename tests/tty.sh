@@ -500,6 +500,22 @@ t_exec_tty_input_end_typed() {
 	expect_contains "the piped line ran" "$(< "$T/o")" from-the-pipe-42
 }
 
+# corral exec with -t, streamed and --no-stream: what stdio.sh's
+# t_terminal_modes_reset_after_output checks of corral run, through the
+# daemon.  A command that set its terminal's modes (the alternate screen,
+# mouse reports, ...: tests/term_after.py) and was killed left them set
+# on the caller's terminal; each is reset before corral's words.
+t_exec_terminal_modes_reset() {
+	local attack t
+	attack=$($PY "$HERE/term_after.py" --printf)
+	for t in -t --stream --no-stream; do
+		$PY "$HERE/ptyrun.py" -- "$CORRAL" exec ${t#--stream} --socket "$SOCK" "$BOX" \
+			-- /bin/sh -c "printf '$attack'; kill -KILL \$\$" > "$T/r"
+		expect_eq "exec $t: exit" "$(fields exit < "$T/r")" 137
+		$PY "$HERE/term_after.py" "$T/r" "killed by signal 9" || fail "exec $t, killed"
+	done
+}
+
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside
 # hears it too, and the caller's terminal is restored.
 t_exec_tty_sighup() {

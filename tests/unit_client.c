@@ -590,6 +590,23 @@ TEST(printable_text)
 			   "c\\xd8\\x9cd\\xe2\\x80\\x8fe"
 			   "\xe2\x80\xaf\xe2\x81\xa5\xe2\x80\x8d"));
 	free(s);
+	/*
+	 * What a log's reader breaks a line at (U+2028, U+2029) and what draws
+	 * nothing (U+200B, U+2060, U+FEFF, a tag: U+E0041, a hidden "A"), as
+	 * bytes; ZWJ and ZWNJ, which scripts and emoji need, as they are
+	 */
+	s = printable("a\xe2\x80\xa8" "b\xe2\x80\xa9" "c\xe2\x80\x8b" "d\xe2\x81\xa0"
+		      "e\xef\xbb\xbf" "f\xf3\xa0\x81\x81" "g\xe2\x80\x8c\xe2\x80\x8d", 32);
+	CHECK(s && !strcmp(s, "a\\xe2\\x80\\xa8b\\xe2\\x80\\xa9c\\xe2\\x80\\x8b"
+			   "d\\xe2\\x81\\xa0e\\xef\\xbb\\xbff\\xf3\\xa0\\x81\\x81"
+			   "g\xe2\x80\x8c\xe2\x80\x8d"));
+	free(s);
+	/* a patch's lines: a newline and a tab as they are, CR not */
+	s = printable_lines("a\tb\nc\x1b[2K\r+d\xe2\x80\xae", 15);
+	CHECK(s && !strcmp(s, "a\tb\nc\\x1b[2K\\x0d+d\\xe2\\x80\\xae"));
+	free(s);
+	CHECK(cli_hidden_control("\xf3\xa0\x82\x80", 4) == 0);	/* U+E0080 */
+	CHECK(cli_hidden_control("\xe2\x81\xa5", 3) == 0);	/* U+2065 */
 	CHECK(cli_bidi_control("\xe2\x80", 2) == 0);
 	CHECK(cli_bidi_control("\xe2\x80\xad", 3) == 3);
 }

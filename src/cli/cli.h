@@ -62,6 +62,8 @@ bool value_is_dashes(char **argv, int idx);
  * UTF-8 character (a lone 0x9b).  malloc'd; NULL when out of memory.
  */
 char *printable(const char *s, size_t n);
+/* printable(), but a newline and a tab are themselves: text of lines */
+char *printable_lines(const char *s, size_t n);
 /*
  * The length of the bidirectional formatting character at s (U+061C,
  * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069: Trojan Source's,
@@ -71,11 +73,27 @@ char *printable(const char *s, size_t n);
  */
 size_t cli_bidi_control(const char *s, size_t n);
 /*
+ * cli_bidi_control's characters, and those a terminal draws as nothing or
+ * a log's reader (an editor, a browser, JavaScript) breaks a line at: the
+ * length of the one at s, 0 if none.  U+2028 and U+2029 began a line
+ * there in an error that is one line; U+200B, U+2060..2064, U+206A..206F,
+ * U+FEFF, U+FFF9..FFFB and the tags (U+E0000..E007F, which spell ASCII
+ * no person sees and a model reads) hid text in a name.  ZWJ and ZWNJ
+ * stay: scripts and emoji are written with them.
+ */
+size_t cli_hidden_control(const char *s, size_t n);
+/*
  * When f is a terminal: end any string a command's raw output left open
  * there and reset its rendition, so that the line corral writes next is
  * seen (print.c says which).  Nothing otherwise.
  */
 void cli_ground_terminal(FILE *f);
+/*
+ * After a command's raw output reached the caller's terminal (stdout's,
+ * stderr's if another), and before corral's words: the modes a command
+ * may leave set there are reset (print.c says which), not the screen.
+ */
+void cli_terminal_after_output(void);
 /*
  * Whether a run's or a call's end is worth a line on stderr: it did not
  * simply exit, or it exited non-zero and its reason says more than

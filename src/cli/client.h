@@ -285,10 +285,18 @@ struct local_out {
 	struct corral_newfile nf;	/* the new file, beneath dir */
 	bool file;			/* nf is open (not stdout) */
 	int fd;
+	bool shown;			/* a terminal's: printable_lines() */
+	char held[4];			/* a character's first bytes, shown */
+	size_t nheld;
 };
 int local_out_open(struct local_out *o, const char *path,
 		   const struct corral_dir_id *rw, size_t nrw);
 int local_out_write(struct local_out *o, const char *buf, size_t len);
+/*
+ * Text for a person to read (a patch to review): when it goes to a
+ * terminal, its controls are shown as printable_lines() shows them.
+ */
+void local_out_for_reading(struct local_out *o);
 /* keep: the new file takes path's name; else it goes.  Either way closed. */
 int local_out_close(struct local_out *o, bool keep);
 

@@ -146,13 +146,14 @@ static int diff_get(struct conn *c, const char *id, const char *sub,
 		code = local_out_open(&out, "-", NULL, 0);
 		if (code)
 			goto out;
+		local_out_for_reading(&out);
 		r.sink = patch_out;
 		r.arg = &out;
 	}
 	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
 		code = EXIT_CORRAL;
 	else if (a->patch)
-		code = 0;
+		code = local_out_close(&out, true);
 	else if (a->json)
 		code = fwrite(r.buf ? r.buf : "", 1, r.len, stdout) == r.len &&
 		       putchar('\n') != EOF ? 0 : EXIT_CORRAL;

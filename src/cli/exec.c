@@ -406,13 +406,16 @@ static int exec_stream(struct conn *c, const char *path, const json_t *body)
 	struct request q = { .method = "POST", .path = path,
 			     .type = "Content-Type: application/json" };
 	char *text = json_dumps(body, JSON_COMPACT);
-	int code = EXIT_CORRAL;
+	int code = EXIT_CORRAL, performed;
 
 	if (!text)
 		return out_of_memory("building the exec request");
 	q.body = text;
 	q.body_len = strlen(text);
-	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0) {
+	performed = conn_perform(c, &q, &r);
+	/* the output came raw: what it set on the terminal, undone first */
+	cli_terminal_after_output();
+	if (performed < 0 || reply_check(&r) < 0) {
 		if (st.reader_gone)
 			code = EXIT_SIGPIPE;
 		goto out;
@@ -447,6 +450,7 @@ static int exec_wait(struct conn *c, const char *path, const json_t *body,
 	code = write_data(stdout, json_object_get(res, "stdout"), true);
 	if (!code)
 		code = write_data(stderr, json_object_get(res, "stderr"), true);
+	cli_terminal_after_output();
 	if (code) {
 		json_decref(res);
 		return code == -EPIPE ? EXIT_SIGPIPE : EXIT_CORRAL;

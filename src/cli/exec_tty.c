@@ -557,6 +557,7 @@ int exec_tty(struct conn *c, const char *id, json_t *body)
 	if (raw)
 		corral_term_restore(0, &saved);
 	signals_give_back(&sv, sfd);
+	cli_terminal_after_output();
 	session_say_why(&s);
 	if (sig < 0) {
 		cli_error("the terminal session with the daemon broke off");

@@ -282,6 +282,7 @@ static int export_patch(struct conn *c, const char *id, const char *path,
 	free(rw);
 	if (code)
 		return code;
+	local_out_for_reading(&p.out);
 
 	r.arg = &p;
 	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)

@@ -403,8 +403,57 @@ int local_out_open(struct local_out *o, const char *path,
 	return 0;
 }
 
+void local_out_for_reading(struct local_out *o)
+{
+	o->shown = !o->file && o->fd == STDOUT_FILENO && isatty(STDOUT_FILENO);
+}
+
+/* how many of the last bytes of s begin a character they do not finish */
+static size_t unfinished(const char *s, size_t n)
+{
+	for (size_t k = 1; k <= 3 && k <= n; k++) {
+		unsigned char c = (unsigned char)s[n - k];
+		size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+
+		if (c < 0x80 || want)
+			return want > k ? k : 0;
+	}
+	return 0;
+}
+
+/*
+ * A patch shown on the operator's terminal is what they review before
+ * they apply it: a file's "curl ... | sh # ESC[2K CR +echo hello" showed
+ * as "+echo hello" there, the line that runs erased by its own bytes.
+ * Each chunk as printable_lines() shows it; a character the chunk cuts
+ * off is held for the next one.
+ */
+static int write_shown(struct local_out *o, const char *buf, size_t len)
+{
+	size_t n = o->nheld + len, keep;
+	char *all = malloc(n ? n : 1), *text;
+	int code;
+
+	if (!all)
+		return out_of_memory("showing the patch");
+	memcpy(all, o->held, o->nheld);
+	memcpy(all + o->nheld, buf, len);
+	keep = len ? unfinished(all, n) : 0;
+	o->nheld = keep;
+	memcpy(o->held, all + n - keep, keep);
+	text = printable_lines(all, n - keep);
+	free(all);
+	if (!text)
+		return out_of_memory("showing the patch");
+	code = write_all(o->fd, "standard output", text, strlen(text));
+	free(text);
+	return code;
+}
+
 int local_out_write(struct local_out *o, const char *buf, size_t len)
 {
+	if (o->shown)
+		return write_shown(o, buf, len);
 	return write_all(o->fd, o->file ? o->path : "standard output", buf, len);
 }
 
@@ -414,6 +463,9 @@ int local_out_close(struct local_out *o, bool keep)
 	sigset_t old;
 	int code = 0;
 
+	/* a character cut off at the end: its bytes, shown */
+	if (o->shown && o->nheld && write_shown(o, "", 0))
+		code = EXIT_CORRAL;
 	if (!o->file)
 		goto out;	/* stdout, or nothing opened */
 	out_block(&old);

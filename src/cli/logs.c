@@ -48,7 +48,7 @@ static int write_stream(const json_t *p, const char *name)
 	if (fwrite(text, 1, len, stdout) != len)
 		return EXIT_CORRAL;
 	/* the output is the command's, raw: what follows it must be seen */
-	cli_ground_terminal(stdout);
+	cli_terminal_after_output();
 	if (text[len - 1] != '\n' && putchar('\n') == EOF)
 		return EXIT_CORRAL;
 	return 0;

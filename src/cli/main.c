@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,7 +54,11 @@ static const char usage[] =
  */
 void cli_error(const char *fmt, ...)
 {
-	char buf[4096];
+	/*
+	 * Room for two whole paths and a library error after them: in 4096
+	 * bytes a path of 4000 ("%s: %s", path, strerror) cut the reason off
+	 */
+	char buf[2 * PATH_MAX + 2 * CORRAL_ERR_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -63,7 +68,7 @@ void cli_error(const char *fmt, ...)
 	fputs("corral: ", stderr);
 	for (const char *s = buf, *end = buf + strlen(buf); *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		size_t bidi = cli_bidi_control(s, (size_t)(end - s));
+		size_t hidden = cli_hidden_control(s, (size_t)(end - s));
 		size_t len = corral_utf8_char(s, (size_t)(end - s));
 
 		/*
@@ -74,10 +79,10 @@ void cli_error(const char *fmt, ...)
 		 */
 		if ((c < 0x20 && c != '\t') || c == 0x7f || !len)
 			fprintf(stderr, "\\x%02x", c);
-		else if (bidi) {
-			for (size_t i = 0; i < bidi; i++)
+		else if (hidden) {
+			for (size_t i = 0; i < hidden; i++)
 				fprintf(stderr, "\\x%02x", (unsigned char)s[i]);
-			s += bidi - 1;
+			s += hidden - 1;
 		}
 		/*
 		 * A C1 control in UTF-8 (U+0080..U+009F): xterm (UTF-8) takes

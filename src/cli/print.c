@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int out_of_memory(const char *what)
@@ -44,6 +45,27 @@ size_t cli_bidi_control(const char *s, size_t n)
 	return 0;
 }
 
+size_t cli_hidden_control(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t bidi = cli_bidi_control(s, n);
+
+	if (bidi)
+		return bidi;
+	if (n >= 3 && u[0] == 0xe2 && u[1] == 0x80 &&
+	    (u[2] == 0x8b || u[2] == 0xa8 || u[2] == 0xa9))
+		return 3;	/* ZERO WIDTH SPACE; LINE, PARAGRAPH SEPARATOR */
+	if (n >= 3 && u[0] == 0xe2 && u[1] == 0x81 &&
+	    ((u[2] >= 0xa0 && u[2] <= 0xa4) || (u[2] >= 0xaa && u[2] <= 0xaf)))
+		return 3;	/* WORD JOINER, U+2061..2064; U+206A..206F */
+	if (n >= 3 && u[0] == 0xef &&
+	    ((u[1] == 0xbb && u[2] == 0xbf) || (u[1] == 0xbf && u[2] >= 0xb9 && u[2] <= 0xbb)))
+		return 3;	/* U+FEFF (ZWNBSP, BOM); U+FFF9..FFFB */
+	if (n >= 4 && u[0] == 0xf3 && u[1] == 0xa0 && (u[2] == 0x80 || u[2] == 0x81))
+		return 4;	/* the tags, U+E0000..E007F */
+	return 0;
+}
+
 /*
  * A terminal must not take what a sandbox chose for control sequences.
  * C0 controls, DEL and the C1 controls (UTF-8 c2 80..9f) become \xNN, and
@@ -51,10 +73,11 @@ size_t cli_bidi_control(const char *s, size_t n)
  * lone 0x9b is CSI to a terminal that reads 8-bit controls (and 0x80..0x9f
  * are all C1 there), and a lead byte cut off at the end of one string
  * could join with what the next write begins with.  The bidirectional
- * formatting characters too (cli_bidi_control), each byte as \xNN: the
+ * formatting characters too, and what draws nothing or breaks a line
+ * where a terminal does not (cli_hidden_control), each byte as \xNN: the
  * name still reads as its bytes, in the order they are.
  */
-char *printable(const char *s, size_t n)
+static char *shown(const char *s, size_t n, bool lines)
 {
 	char *out = malloc(n * 4 + 1), *w = out;
 	size_t i, len;
@@ -65,9 +88,11 @@ char *printable(const char *s, size_t n)
 		unsigned char ch = s[i];
 
 		len = corral_utf8_char(s + i, n - i);
-		if (len && cli_bidi_control(s + i, len)) {
+		if (len && cli_hidden_control(s + i, len)) {
 			for (size_t k = 0; k < len; k++)
 				w += sprintf(w, "\\x%02x", (unsigned char)s[i + k]);
+		} else if (lines && (ch == '\n' || ch == '\t')) {
+			*w++ = (char)ch;
 		} else if (len == 0 || ch < 0x20 || ch == 0x7f ||
 		    (ch == 0xc2 && (unsigned char)s[i + 1] <= 0x9f)) {
 			/* one byte at a time: a C1's second byte is then invalid */
@@ -80,6 +105,16 @@ char *printable(const char *s, size_t n)
 	}
 	*w = '\0';
 	return out;
+}
+
+char *printable(const char *s, size_t n)
+{
+	return shown(s, n, false);
+}
+
+char *printable_lines(const char *s, size_t n)
+{
+	return shown(s, n, true);
 }
 
 /*
@@ -100,6 +135,58 @@ void cli_ground_terminal(FILE *f)
 
 	if (isatty(fileno(f)))
 		fputs(ground, f);
+}
+
+/*
+ * What a command's output may leave set on the caller's terminal after it
+ * ends (killed, or on purpose), each undone in a form that is nothing
+ * when the terminal is already so: xterm, VTE, tmux and the Linux
+ * console take each, or ignore what they do not know.  A command that
+ * set them and was killed left the operator's terminal on the alternate
+ * screen (corral's line then hidden with the rest when the next program
+ * leaves it), with a scroll region, no cursor, every mouse click sent as
+ * typed bytes, paste bracketed, keys in application mode, no wrap, and
+ * inserting.  Not a full reset (RIS), which clears the screen and the
+ * scrollback, and not the colours OSC 10/11 set (SECURITY.md's "Known
+ * limits": a shell may have set them on purpose).  tmux sends as much
+ * when it leaves a terminal (tty_stop_tty); ssh, docker and script(1)
+ * give back only the termios.
+ *   ?1047l   the main screen, the cursor left where it is: ?1049l would
+ *            also restore the cursor saved at the last ?1049h, and tmux
+ *            does so on the main screen too, where that is stale
+ *   ESC 7, CSI r, ESC 8   the whole screen scrolls (CSI r homes the
+ *            cursor: it is saved around it)
+ */
+static const char after_output[] =
+	"\x1b\\"					/* ST: an open string ends */
+	"\x1b[?1047l"
+	"\x1b" "7\x1b[r\x1b" "8"
+	"\x1b[?25h"					/* the cursor shown */
+	"\x1b[?7h\x1b[4l"				/* wrap on, insert off */
+	"\x1b[?1l\x1b>"					/* cursor keys, keypad normal */
+	"\x1b[?9l\x1b[?1000l\x1b[?1002l\x1b[?1003l"	/* no mouse reports */
+	"\x1b[?1005l\x1b[?1006l\x1b[?1015l"		/* in no encoding */
+	"\x1b[?1004l\x1b[?2004l"			/* no focus events, paste plain */
+	"\x0f\x1b(B\x1b[0m";				/* as cli_ground_terminal */
+
+static bool same_terminal(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
+
+void cli_terminal_after_output(void)
+{
+	/* a terminal gone takes no reset, and corral's words say the rest */
+	fflush(stdout);
+	if (isatty(STDOUT_FILENO)) {
+		fputs(after_output, stdout);
+		fflush(stdout);
+	}
+	if (isatty(STDERR_FILENO) &&
+	    !(isatty(STDOUT_FILENO) && same_terminal(STDOUT_FILENO, STDERR_FILENO)))
+		fputs(after_output, stderr);
 }
 
 void daemon_error(const char *text, const char *suffix)

@@ -945,6 +945,9 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 	hand_stops_over(st);
 	r = corral_run(&p, &o, &res, &err);
 	take_stops_back(st);
+	/* its output came raw: what it set on the terminal, undone first */
+	if (!o.capture)
+		cli_terminal_after_output();
 	if (o.capture) {
 		char *json = corral_result_json(&res);
 

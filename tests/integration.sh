@@ -1742,7 +1742,10 @@ t_signal_after_the_end() {
 t_signal_before_setup() {
 	command -v flock >/dev/null || { skip "no flock"; return 77; }
 	local sig pid rc holder i
-	"$CORRAL" image ls --state-dir "$T/state" > /dev/null
+	# a run of an image makes the store (an image ls only reads one)
+	"$CORRAL" run --state-dir "$T/state" --image no-such-image -- /bin/true \
+		> /dev/null 2>&1 < /dev/null || :
+	[ -e "$T/state/images/lock" ] || fail "no store made"
 	# the holder is one process, by pid: the lock goes with it
 	( exec 9<> "$T/state/images/lock"; flock -x 9; exec sleep 60 ) &
 	holder=$!

@@ -1304,6 +1304,42 @@ t_cli_json_errors() {
 	stop_daemon
 }
 
+# A directory is copied as docker cp users expect it to be: as a tar,
+# given ("-" as DST) and taken ("-" as SRC, into a DST that ends in "/"),
+# through the daemon's archive; named, with that way, when it is asked
+# for as a file.  It was "not a regular file; one file is copied at a
+# time" one way and "not a regular file (HTTP 400)" the other.
+t_cp_directory() {
+	local id rc
+	start_daemon
+	id=$(mksb)
+	mkdir -p "$T/tree/sub"
+	echo one > "$T/tree/a"
+	echo two > "$T/tree/sub/b"
+	rc=0; out=$("$CORRAL" cp --socket "$SOCK" "$T/tree" "$id":/tmp/in 2>&1 < /dev/null) || rc=$?
+	expect_eq "dir in: exit" "$rc" 125
+	expect_contains "dir in: said" "$out" "$T/tree is a directory: cp copies one file; \`tar -C $T/tree -cf - . | corral cp - $id:/tmp/in/\` unpacks it there"
+	rc=0; tar -C "$T/tree" -cf - . | "$CORRAL" cp --json --socket "$SOCK" - "$id":/tmp/in/ > "$T/o" 2> "$T/e" || rc=$?
+	expect_eq "tar in: exit" "$rc" 0
+	expect_eq "tar in: entries" "$(json entries < "$T/o")" 4
+	expect_eq "tar in: a file of it" "$("$CORRAL" cp --socket "$SOCK" "$id":/tmp/in/sub/b - < /dev/null)" two
+	rc=0; out=$("$CORRAL" cp --socket "$SOCK" "$id":/tmp/in "$T/back" 2>&1 < /dev/null) || rc=$?
+	expect_eq "dir out: exit" "$rc" 125
+	expect_contains "dir out: said" "$out" "$id:/tmp/in is a directory: cp copies one file; \`corral cp $id:/tmp/in - > FILE.tar\` writes it as a tar"
+	[ -e "$T/back" ] && fail "dir out: $T/back made"
+	rc=0; "$CORRAL" cp --socket "$SOCK" "$id":/tmp/in - > "$T/back.tar" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "tar out: exit" "$rc" 0
+	mkdir "$T/back"
+	tar -C "$T/back" -xf "$T/back.tar" || fail "tar out: not a tar"
+	diff -r "$T/tree" "$T/back" > /dev/null || fail "tar out: not the tree: $(diff -r "$T/tree" "$T/back")"
+	# a file is still a file, either way
+	rc=0; out=$("$CORRAL" cp --socket "$SOCK" "$id":/tmp/in/a - 2>&1 < /dev/null) || rc=$?
+	expect_eq "a file out" "$rc:$out" 0:one
+	rc=0; "$CORRAL" cp --socket "$SOCK" --json "$id":/tmp/in "$T/back2" > "$T/o" 2> /dev/null < /dev/null || rc=$?
+	expect_eq "--json dir out: error" "$(json error < "$T/o")" not_supported
+	stop_daemon
+}
+
 # exec's reader gone (`corral exec ... | head`): the caller's choice, as
 # for any filter: exit 141 (128 + SIGPIPE), nothing said, and the call
 # does not run on (a `yes` writing for ever is gone).  It was exit 125

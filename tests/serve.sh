@@ -1332,6 +1332,10 @@ t_cp_directory() {
 	mkdir "$T/back"
 	tar -C "$T/back" -xf "$T/back.tar" || fail "tar out: not a tar"
 	diff -r "$T/tree" "$T/back" > /dev/null || fail "tar out: not the tree: $(diff -r "$T/tree" "$T/back")"
+	# a tar is no copy on a terminal, and its names and bytes are the sandbox's
+	/usr/bin/python3 "$HERE/ptyrun.py" -- "$CORRAL" cp --socket "$SOCK" "$id":/tmp/in - > "$T/r"
+	expect_eq "tar to a terminal: exit" "$(json exit < "$T/r")" 2
+	expect_contains "tar to a terminal: said" "$(json output < "$T/r")" "its tar goes to a file or a pipe, not a terminal"
 	# a file is still a file, either way
 	rc=0; out=$("$CORRAL" cp --socket "$SOCK" "$id":/tmp/in/a - 2>&1 < /dev/null) || rc=$?
 	expect_eq "a file out" "$rc:$out" 0:one

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const struct verb cp_verb = {
 	.name = "cp",
@@ -33,10 +34,11 @@ static const struct verb cp_verb = {
 "binds on the host is followed on the way to the local file: the sandbox\n"
 "may have left it there to lead the copy to a file of its choosing.\n"
 "A directory goes as a tar, as docker cp's \"-\" takes and gives one:\n"
-"ID:/DIR as SRC with \"-\" as DST writes DIR as a tar on stdout; \"-\" as\n"
-"SRC with a DST that ends in \"/\" unpacks the tar on stdin into that\n"
-"directory, made if missing (the daemon's archive: docs/API.md, Files).\n"
-"A directory as SRC otherwise is refused, naming that way.\n"
+"ID:/DIR as SRC with \"-\" as DST writes DIR as a tar on stdout (a file\n"
+"or a pipe, not a terminal); \"-\" as SRC with a DST that ends in \"/\"\n"
+"unpacks the tar on stdin into that directory, made if missing (the\n"
+"daemon's archive: docs/API.md, Files).  A directory as SRC otherwise is\n"
+"refused, naming that way.\n"
 "\n"
 "Options:\n"
 "  --list               list the directory ID:/DIR instead: for each entry\n"
@@ -266,6 +268,16 @@ static int cp_out_archive(struct conn *c, const char *id, const char *src)
 
 	if (!path)
 		return EXIT_CORRAL;
+	/*
+	 * The sandbox's names and bytes, raw, are escape sequences to a
+	 * terminal; and a tar there is no copy (docker save refuses too).
+	 */
+	if (isatty(STDOUT_FILENO)) {
+		free(path);
+		return verb_usage_error(&cp_verb, "%s:%s is a directory: its tar goes to a file "
+					"or a pipe, not a terminal (> FILE.tar, | tar -tv)",
+					id, src);
+	}
 	q.path = path;
 	if (conn_perform(c, &q, &r) == 0 && reply_check(&r) == 0)
 		code = write_local("-", r.buf ? r.buf : "", r.len, NULL, 0);

@@ -301,6 +301,9 @@ t_usage_and_errors() {
 	audit > /dev/null;			expect_eq "no args" "$(rc)" 2
 	audit verify > /dev/null;		expect_eq "no file" "$(rc)" 2
 	audit verify a b > /dev/null;		expect_eq "two files" "$(rc)" 2
+	# an option is not a FILE: it was "--json: No such file or directory"
+	out=$(audit verify --json);		expect_eq "verify --json" "$(rc)" 2
+	expect_contains "verify --json: said" "$out" 'audit verify: unknown option "--json"'
 	audit frobnicate x > /dev/null;		expect_eq "unknown" "$(rc)" 2
 	audit show --bogus x > /dev/null;	expect_eq "bad option" "$(rc)" 2
 	audit show x --type > /dev/null;	expect_eq "no value" "$(rc)" 2

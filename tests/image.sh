@@ -248,6 +248,39 @@ t_reimport_dedupes() {
 	expect_eq "layers" "$(nlayers)" 2
 }
 
+# ls, inspect and rm only read: before the first import they say there
+# are no images and make nothing (`image ls` made the store, its lock and
+# four directories, under the caller's home when no --state-dir is
+# given).  An option after an operand is an option: "+" read `inspect
+# NAME --state-dir DIR` as three names, and `rm NAME --state-dir DIR`
+# removed NAME from the default store, not DIR's.
+t_reads_make_no_store() {
+	out=$(img ls)
+	expect_eq "ls: exit" "$(rc)" 0
+	expect_contains "ls: said" "$(< "$T/err")" "corral: no images: no image store at $T/state/images yet"
+	expect_contains "ls: the header" "$(< "$T/out")" "NAME"
+	img ls --json > /dev/null
+	expect_eq "ls --json: exit" "$(rc)" 0
+	expect_eq "ls --json" "$(< "$T/out")" "[]"
+	out=$(img inspect busybox)
+	expect_eq "inspect: exit" "$(rc)" 1
+	expect_contains "inspect: said" "$out" "image inspect busybox: no such image (no image store at $T/state/images)"
+	out=$(img rm busybox)
+	expect_eq "rm: exit" "$(rc)" 1
+	[ -e "$T/state" ] && fail "a read made $(find "$T/state" | head -3)"
+	if [ "$ME" != 0 ]; then
+		rc=0; HOME=$T/home XDG_DATA_HOME='' "$CORRAL" image ls > /dev/null 2>&1 || rc=$?
+		expect_eq "ls in HOME: exit" "$rc" 0
+		[ -e "$T/home" ] && fail "ls in HOME made $(find "$T/home" | head -3)"
+	fi
+	fixture busybox-oci bb
+	img import "$T/bb" > /dev/null
+	rc=0; "$CORRAL" image inspect corral-test/busybox:1 --state-dir "$T/state" > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "inspect NAME --state-dir: exit" "$rc" 0
+	expect_eq "inspect NAME --state-dir: that store's" "$(json names.0 < "$T/out")" \
+		docker.io/corral-test/busybox:1
+}
+
 t_rm() {
 	fixture busybox-oci bb
 	fixture busybox-docker saved.tar
@@ -314,9 +347,13 @@ t_unpack_least_privilege() {
 
 t_store_default_path() {
 	[ "$ME" = 0 ] && skip "root's store is /var/lib/corral/images: not written by a test"
-	HOME=$T/home XDG_DATA_HOME= "$CORRAL" image ls > /dev/null || fail "ls"
+	# an import makes the store (ls only reads one: t_reads_make_no_store)
+	fixture busybox-oci bb
+	HOME=$T/home XDG_DATA_HOME= "$CORRAL" image import "$T/bb" > /dev/null || fail "import"
 	[ -d "$T/home/.local/share/corral/images/blobs/sha256" ] || fail "not under HOME"
-	HOME=$T/home XDG_DATA_HOME=$T/xdg "$CORRAL" image ls > /dev/null || fail "ls xdg"
+	HOME=$T/home XDG_DATA_HOME= "$CORRAL" image ls --json > "$T/j" || fail "ls"
+	expect_eq "ls reads it" "$(json 0.names.0 < "$T/j")" docker.io/corral-test/busybox:1
+	HOME=$T/home XDG_DATA_HOME=$T/xdg "$CORRAL" image import "$T/bb" > /dev/null || fail "import xdg"
 	[ -d "$T/xdg/corral/images/layers" ] || fail "not under XDG_DATA_HOME"
 }
 

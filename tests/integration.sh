@@ -1742,7 +1742,10 @@ t_signal_after_the_end() {
 t_signal_before_setup() {
 	command -v flock >/dev/null || { skip "no flock"; return 77; }
 	local sig pid rc holder i
-	"$CORRAL" image ls --state-dir "$T/state" > /dev/null
+	# a run of an image makes the store (an image ls only reads one)
+	"$CORRAL" run --state-dir "$T/state" --image no-such-image -- /bin/true \
+		> /dev/null 2>&1 < /dev/null || :
+	[ -e "$T/state/images/lock" ] || fail "no store made"
 	# the holder is one process, by pid: the lock goes with it
 	( exec 9<> "$T/state/images/lock"; flock -x 9; exec sleep 60 ) &
 	holder=$!
@@ -2129,6 +2132,54 @@ t_help_verb() {
 	expect_contains "help nosuch: said" "$out" 'unknown command "nosuch"'
 }
 
+# What is given and not taken is refused, never dropped: `version --json`
+# printed the text line (a program that asked for JSON got none), `version
+# x` and `help run exec` printed as if alone.
+t_extra_args_refused() {
+	local rc
+	rc=0; out=$(timeout 10 "$CORRAL" version --json 2>&1) || rc=$?
+	expect_eq "version --json: exit" "$rc" 0
+	expect_eq "version --json" "$(json version <<< "$out")" "$(timeout 10 "$CORRAL" version | cut -d' ' -f2)"
+	rc=0; out=$(timeout 10 "$CORRAL" version x 2>&1) || rc=$?
+	expect_eq "version x: exit" "$rc" 2
+	expect_eq "version x: said" "$out" 'corral: version takes only --json (got "x"); see `corral version --help`'
+	rc=0; out=$(timeout 10 "$CORRAL" version --json x 2> /dev/null) || rc=$?
+	expect_eq "version --json x: exit" "$rc" 2
+	expect_eq "version --json x: JSON" "$(json error <<< "$out")" usage
+	rc=0; out=$(timeout 10 "$CORRAL" help run exec 2>&1) || rc=$?
+	expect_eq "help run exec: exit" "$rc" 2
+	expect_eq "help run exec: said" "$out" 'corral: help takes one command (got "exec" after "run"); see `corral --help`'
+}
+
+# run --json's errors of its own are JSON on stdout too: a bad option, a
+# policy that cannot be read, no command printed nothing there, and a
+# harness that parses stdout got no document.  A result is the answer,
+# whatever its status; the command's own "--json" is not corral's.
+t_run_json_errors() {
+	out=$(crun --json --bogus -- /bin/true)
+	expect_eq "--bogus: exit" "$(rc)" 125
+	expect_eq "--bogus: one line" "$(wc -l < "$T/out")" 1
+	expect_eq "--bogus: error" "$(json error < "$T/out")" usage
+	expect_eq "--bogus: detail" "$(json detail < "$T/out")" 'unknown option "--bogus"; see `corral run --help`'
+	expect_contains "--bogus: stderr" "$(< "$T/err")" 'corral: unknown option "--bogus"'
+	out=$(crun --policy "$T/nonexistent.json" --json -- /bin/true)
+	expect_eq "policy: exit" "$(rc)" 125
+	expect_eq "policy: error" "$(json error < "$T/out")" failed
+	expect_contains "policy: detail" "$(json detail < "$T/out")" "$T/nonexistent.json"
+	out=$(crun --json)
+	expect_eq "no command: exit" "$(rc)" 125
+	expect_eq "no command: error" "$(json error < "$T/out")" usage
+	out=$(crun --json -- /bin/sh -c 'exit 3')
+	expect_eq "exit 3: exit" "$(rc)" 3
+	expect_eq "exit 3: one line" "$(wc -l < "$T/out")" 1
+	expect_eq "exit 3: the result" "$(json exit_code < "$T/out")" 3
+	out=$(crun -- /bin/sh -c 'echo out; exit 4' sh --json)
+	expect_eq "its --json: exit" "$(rc)" 4
+	expect_eq "its --json: its output only" "$(< "$T/out")" out
+	out=$(crun --bogus -- /bin/true)
+	expect_eq "no --json: nothing on stdout" "$(< "$T/out")" ""
+}
+
 # A docker user's options: each refused (125, the command never run) with
 # corral's spelling, not getopt's "invalid option -- 'e'" alone; and -w's,
 # --cwd, works.
@@ -2305,6 +2356,23 @@ t_policy_errors_say_what() {
 	rc=0; out=$(timeout 30 "$CORRAL" policy check 2>&1) || rc=$?
 	expect_eq "policy check: exit" "$rc" 2
 	expect_contains "policy check: said" "$out" "no FILE given"
+}
+
+# An option is not a FILE: `policy check --json FILE` said "--json: No such
+# file or directory" (1, as if a policy were bad), `policy check --help`
+# the same.  A FILE that begins with "-" goes after "--".
+t_policy_check_options() {
+	local rc
+	cp "$HERE/../policies/offline.json" "$T/-p.json"
+	rc=0; out=$(cd "$T" && timeout 30 "$CORRAL" policy check --json -p.json 2>&1) || rc=$?
+	expect_eq "--json: exit" "$rc" 2
+	expect_eq "--json: said" "$out" 'corral: policy check: unknown option "--json" (a FILE that begins with "-" goes after "--"); see `corral policy --help`'
+	rc=0; out=$(timeout 30 "$CORRAL" policy check --help 2>&1) || rc=$?
+	expect_eq "--help: exit" "$rc" 0
+	expect_contains "--help" "$out" "Usage: corral policy check FILE..."
+	rc=0; out=$(cd "$T" && timeout 30 "$CORRAL" policy check -- -p.json 2>&1) || rc=$?
+	expect_eq "-- FILE: exit" "$rc" 0
+	expect_eq "-- FILE" "$out" "-p.json: ok"
 }
 
 # A size or a duration written bare ("memory": 1G): jansson's "'}'

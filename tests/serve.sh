@@ -1191,8 +1191,9 @@ t_cli_unknown_id_points_to_ls() {
 	stop_daemon
 }
 
-# A docker user's options to exec and create: refused (2, nothing asked of
-# the daemon) with corral's spelling, not "unknown option" alone; docker's
+# A docker user's options to exec and create: refused (nothing asked of
+# the daemon: create's 2, exec's 125, as docker exec's, since its command
+# may exit 2) with corral's spelling, not "unknown option" alone; docker's
 # -it is -t here, and the refusal says so.
 t_cli_docker_options() {
 	local id verb args want rc
@@ -1206,7 +1207,7 @@ t_cli_docker_options() {
 		else
 			out=$("$CORRAL" create --socket "$SOCK" $args 2>&1 < /dev/null) || rc=$?
 		fi
-		expect_eq "$verb $args: exit" "$rc" 2
+		expect_eq "$verb $args: exit" "$rc" "$([ "$verb" = exec ] && echo 125 || echo 2)"
 		expect_not_contains "$verb $args: not run" "$out" the-command-ran
 		expect_contains "$verb $args: corral's way" "$out" "$want"
 		expect_contains "$verb $args: help" "$out" "see \`corral $verb --help\`"
@@ -1223,6 +1224,125 @@ t_cli_docker_options() {
 	EOF
 	code=$(api GET /v1/sandboxes)
 	expect_eq "no sandbox made" "$(jq 'len(v["sandboxes"])')" 1
+	stop_daemon
+}
+
+# An exec's usage error is 125, never 2: its status is otherwise the
+# command's own, and a command that exits 2 (grep's error, a shell's bad
+# usage) read as corral's bad usage, or the other way round.  Every other
+# verb's usage error is 2, as each --help says.
+t_cli_usage_status() {
+	local id rc
+	start_daemon
+	id=$(mksb)
+	rc=0; "$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'exit 2' < /dev/null || rc=$?
+	expect_eq "the command's 2" "$rc" 2
+	for args in "--bogus $id -- /bin/true" "$id" "--timeout xx $id -- /bin/true" \
+		    "-t --json $id -- /bin/true" "--tool-cal x $id -- /bin/true"; do
+		# shellcheck disable=SC2086  # ARGS is split as a user typed it
+		rc=0; out=$("$CORRAL" exec --socket "$SOCK" $args 2>&1 < /dev/null) || rc=$?
+		expect_eq "exec $args: exit" "$rc" 125
+		expect_contains "exec $args: said" "$out" 'see `corral exec --help`'
+	done
+	for verb in create cp pause resume halt rm ls logs events diff export snapshot; do
+		rc=0; out=$("$CORRAL" "$verb" --socket "$SOCK" --bogus 2>&1 < /dev/null) || rc=$?
+		expect_eq "$verb --bogus: exit" "$rc" 2
+		expect_contains "$verb --help says it" "$("$CORRAL" "$verb" --help)" "2 bad usage"
+	done
+	expect_contains "exec --help says it" "$("$CORRAL" exec --help | tr '\n' ' ')" \
+		"125 if corral could not run it: bad usage (not 2"
+	stop_daemon
+}
+
+# With --json an error of the CLI's is one JSON object on stdout as well as
+# its line on stderr: a program that parses stdout got nothing before (a
+# usage error, the daemon's refusal, no daemon), and stdout that is not
+# JSON.  The daemon's refusals keep its word and sentence; an answer the
+# verb printed (a result whose command failed) is never followed by one.
+t_cli_json_errors() {
+	local id rc
+	start_daemon
+	id=$(mksb)
+	# one object: ERROR DETAIL [HTTP_STATUS]
+	json_error_is() {
+		expect_eq "$1: one line" "$(wc -l < "$T/o")" 1
+		expect_eq "$1: error" "$(pyjq 'v["error"]' "$T/o")" "$2"
+		expect_contains "$1: detail" "$(pyjq 'v["detail"]' "$T/o")" "$3"
+		expect_eq "$1: http_status" "$(pyjq 'v.get("http_status")' "$T/o")" "${4:-null}"
+		expect_contains "$1: stderr too" "$(< "$T/e")" "corral: $3"
+	}
+	rc=0; "$CORRAL" ls --json x --socket "$SOCK" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "ls x: exit" "$rc" 2
+	json_error_is "ls x" usage 'ls takes no operands'
+	rc=0; "$CORRAL" exec --socket "$SOCK" --bogus --json "$id" -- /bin/true > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "exec --bogus: exit" "$rc" 125
+	json_error_is "exec --bogus" usage 'unknown option "--bogus"'
+	rc=0; "$CORRAL" exec --socket "$SOCK" --json sb-nope -- /bin/true > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "exec 404: exit" "$rc" 125
+	json_error_is "exec 404" not_found 'no sandbox "sb-nope"' 404
+	rc=0; "$CORRAL" pause --json --socket "$T/nothing" "$id" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "no daemon: exit" "$rc" 125
+	json_error_is "no daemon" failed "no daemon socket at $T/nothing"
+	rc=0; "$CORRAL" create --json --socket "$SOCK" --memory 1G > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "create --memory: exit" "$rc" 2
+	json_error_is "create --memory" usage 'unknown option "--memory"'
+	# rm of many: each id's line, its answer or its error
+	rc=0; "$CORRAL" rm --json --socket "$SOCK" sb-nope "$id" sb-nope2 > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "rm: exit" "$rc" 125
+	expect_eq "rm: lines" "$(wc -l < "$T/o")" 3
+	expect_eq "rm: first" "$(sed -n 1p "$T/o" | json error)" not_found
+	expect_eq "rm: second" "$(sed -n 2p "$T/o" | json id)" "$id"
+	expect_eq "rm: third" "$(sed -n 3p "$T/o" | json detail)" 'no sandbox "sb-nope2"'
+	# a result is the answer, whatever the command's status
+	id=$(mksb)
+	rc=0; "$CORRAL" exec --socket "$SOCK" --json "$id" -- /bin/sh -c 'exit 3' > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "exit 3: exit" "$rc" 3
+	expect_eq "exit 3: one line" "$(wc -l < "$T/o")" 1
+	expect_eq "exit 3: the result" "$(json exit_code < "$T/o")" 3
+	# the command's own --json is not corral's
+	rc=0; "$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'exit 4' --json > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "its --json: exit" "$rc" 4
+	expect_eq "its --json: nothing of corral's" "$(cat "$T/o")" ""
+	stop_daemon
+}
+
+# A directory is copied as docker cp users expect it to be: as a tar,
+# given ("-" as DST) and taken ("-" as SRC, into a DST that ends in "/"),
+# through the daemon's archive; named, with that way, when it is asked
+# for as a file.  It was "not a regular file; one file is copied at a
+# time" one way and "not a regular file (HTTP 400)" the other.
+t_cp_directory() {
+	local id rc
+	start_daemon
+	id=$(mksb)
+	mkdir -p "$T/tree/sub"
+	echo one > "$T/tree/a"
+	echo two > "$T/tree/sub/b"
+	rc=0; out=$("$CORRAL" cp --socket "$SOCK" "$T/tree" "$id":/tmp/in 2>&1 < /dev/null) || rc=$?
+	expect_eq "dir in: exit" "$rc" 125
+	expect_contains "dir in: said" "$out" "$T/tree is a directory: cp copies one file; \`tar -C $T/tree -cf - . | corral cp - $id:/tmp/in/\` unpacks it there"
+	rc=0; tar -C "$T/tree" -cf - . | "$CORRAL" cp --json --socket "$SOCK" - "$id":/tmp/in/ > "$T/o" 2> "$T/e" || rc=$?
+	expect_eq "tar in: exit" "$rc" 0
+	expect_eq "tar in: entries" "$(json entries < "$T/o")" 4
+	expect_eq "tar in: a file of it" "$("$CORRAL" cp --socket "$SOCK" "$id":/tmp/in/sub/b - < /dev/null)" two
+	rc=0; out=$("$CORRAL" cp --socket "$SOCK" "$id":/tmp/in "$T/back" 2>&1 < /dev/null) || rc=$?
+	expect_eq "dir out: exit" "$rc" 125
+	expect_contains "dir out: said" "$out" "$id:/tmp/in is a directory: cp copies one file; \`corral cp $id:/tmp/in - > FILE.tar\` writes it as a tar"
+	[ -e "$T/back" ] && fail "dir out: $T/back made"
+	rc=0; "$CORRAL" cp --socket "$SOCK" "$id":/tmp/in - > "$T/back.tar" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "tar out: exit" "$rc" 0
+	mkdir "$T/back"
+	tar -C "$T/back" -xf "$T/back.tar" || fail "tar out: not a tar"
+	diff -r "$T/tree" "$T/back" > /dev/null || fail "tar out: not the tree: $(diff -r "$T/tree" "$T/back")"
+	# a tar is no copy on a terminal, and its names and bytes are the sandbox's
+	/usr/bin/python3 "$HERE/ptyrun.py" -- "$CORRAL" cp --socket "$SOCK" "$id":/tmp/in - > "$T/r"
+	expect_eq "tar to a terminal: exit" "$(json exit < "$T/r")" 2
+	expect_contains "tar to a terminal: said" "$(json output < "$T/r")" "its tar goes to a file or a pipe, not a terminal"
+	# a file is still a file, either way
+	rc=0; out=$("$CORRAL" cp --socket "$SOCK" "$id":/tmp/in/a - 2>&1 < /dev/null) || rc=$?
+	expect_eq "a file out" "$rc:$out" 0:one
+	rc=0; "$CORRAL" cp --socket "$SOCK" --json "$id":/tmp/in "$T/back2" > "$T/o" 2> /dev/null < /dev/null || rc=$?
+	expect_eq "--json dir out: error" "$(json error < "$T/o")" not_supported
 	stop_daemon
 }
 

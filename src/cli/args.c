@@ -28,6 +28,9 @@ static const char conn_help[] =
 "  --key-file FILE      its PEM private key (without a passphrase)\n"
 "  -h, --help           this text\n"
 "The daemon's refusals are printed as \"corral: DETAIL (HTTP STATUS)\".\n"
+"With --json, every error (a usage error too) is also one object on stdout:\n"
+"{\"error\": CODE, \"detail\": SENTENCE}, CODE the daemon's (with\n"
+"\"http_status\"), \"usage\", or \"failed\" for what failed here.\n"
 "\n";
 
 const struct option verb_json_options[] = {
@@ -55,16 +58,22 @@ int verb_help(const struct verb *v)
 	return 0;
 }
 
+int verb_usage_status(const struct verb *v)
+{
+	return v->usage_status ? v->usage_status : 2;
+}
+
 int verb_usage_error(const struct verb *v, const char *fmt, ...)
 {
+	char buf[2048];
 	va_list ap;
 
-	fputs("corral: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "; see `corral %s --help`\n", v->name);
-	return 2;
+	cli_error("%s; see `corral %s --help`", buf, v->name);
+	cli_json_amend("usage", NULL, 0);
+	return verb_usage_status(v);
 }
 
 static bool conn_option(struct conn *c, int opt, const char *arg)
@@ -122,7 +131,7 @@ int verb_parse_more(const struct verb *v, const struct option *opts,
 		prefix = option_abbreviated(argv, opts, idx);
 		if (prefix) {
 			say_abbreviated(v->name, prefix, opts[idx].name);
-			return 2;
+			return verb_usage_status(v);
 		}
 		if (value_is_dashes(argv, idx))
 			return verb_usage_error(v, "option \"--%s\" needs a value (got "
@@ -148,6 +157,9 @@ int verb_parse(const struct verb *v, const struct option *opts,
 	       const char *shorts, int argc, char **argv, struct conn *c,
 	       option_fn fn, void *arg)
 {
+	/* an error of the command line is JSON too if --json is anywhere on it */
+	cli_json_scan(argc, argv, shorts[0] == '+' ? shorts + 1 : shorts, opts,
+		      OPT_JSON);
 	/* 0, not 1: glibc then also forgets the "+" of an earlier parse */
 	optind = 0;
 	return verb_parse_more(v, opts, shorts, argc, argv, c, fn, arg);

@@ -89,6 +89,12 @@ static int audit_verify_cmd(int argc, char **argv)
 		fputs(audit_usage, stdout);
 		return 0;
 	}
+	/* an option is not a FILE: "--bogus: No such file or directory" was said */
+	if (argc == 3 && !strcmp(argv[1], "--"))
+		argv++, argc--;
+	else if (argc == 2 && argv[1][0] == '-' && argv[1][1])
+		return usage_error("audit verify: unknown option \"%s\" (a FILE that "
+				   "begins with \"-\" goes after \"--\")", argv[1]);
 	if (argc != 2)
 		return usage_error("audit verify takes one FILE");
 	if (corral_audit_verify(argv[1], &r, &err) < 0) {

@@ -37,6 +37,28 @@ int cmd_oci(int argc, char **argv);		/* also as corral-oci (oci.c) */
 /* "corral: MESSAGE" on stderr (main.c) */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
+ * With --json, an error the CLI raises is one JSON object on stdout too,
+ * {"error": CODE, "detail": SENTENCE}, as the daemon's (jsonerr.c).
+ * cli_json_scan: whether opts' json_opt is among argv's options (getopt
+ * over a copy; optind is 0 after).  cli_error() notes each line; the
+ * first that is not a "note: " is the detail, its code "failed" until
+ * cli_json_amend() names it ("usage", the daemon's word, with its HTTP
+ * status; a detail of the daemon's own).  cli_json_printed: the verb's
+ * JSON answer reached stdout, and no error object follows it.
+ * cli_json_flush: print the error noted now (one of many, as rm's);
+ * cli_json_end: at the verb's end, with its exit status, which it returns.
+ */
+struct option;
+void cli_json_scan(int argc, char **argv, const char *shorts,
+		   const struct option *opts, int json_opt);
+void cli_json_on(void);
+bool cli_json_is_on(void);
+void cli_json_note(const char *line);
+void cli_json_amend(const char *code, const char *detail, long http_status);
+void cli_json_printed(void);
+int cli_json_flush(void);
+int cli_json_end(int code);
+/*
  * For an option docker's VERB ("run", "exec", "create") has and corral's
  * lacks (OPT as given: "-e", "--volume=/a:/b"): a sentence naming corral's
  * way, or NULL (docker_flags.c).

@@ -657,6 +657,9 @@ static void reply_error(const struct reply *r)
 			  safe && *safe ? ": " : "", safe ? safe : "");
 		free(safe);
 	}
+	/* with --json: the daemon's own word and sentence, and its status */
+	cli_json_amend(json_string_value(json_object_get(o, "error")) ?: "failed",
+		       detail, r->status);
 	json_decref(o);
 }
 

@@ -16,7 +16,8 @@
  *                as they come (an export's patch)
  *   curl.c       libcurl, loaded on first use (a --url only)
  * Every function here that fails says why on stderr and returns the exit
- * status to end with (2 bad usage, EXIT_CORRAL), or -1 / NULL where noted.
+ * status to end with (a usage error's, verb_usage_status: 2 but for exec;
+ * EXIT_CORRAL), or -1 / NULL where noted.
  */
 #ifndef CORRAL_CLIENT_H
 #define CORRAL_CLIENT_H
@@ -46,6 +47,11 @@ struct verb {
 	const char *name;
 	const char *head;	/* synopsis, description, the verb's options */
 	const char *tail;	/* exit status, examples */
+	/*
+	 * A usage error's exit status: 2, or EXIT_CORRAL for a verb whose
+	 * status is otherwise the command's own (exec), which may be 2.
+	 */
+	int usage_status;
 };
 
 /* Options every client verb takes; a verb numbers its own from OPT_OWN. */
@@ -72,6 +78,8 @@ struct conn;
 typedef int (*option_fn)(void *arg, int opt, const char *val);
 
 int verb_help(const struct verb *v);
+/* v's exit status for a usage error (2 unless v says otherwise) */
+int verb_usage_status(const struct verb *v);
 int verb_usage_error(const struct verb *v, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /*

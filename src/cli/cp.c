@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const struct verb cp_verb = {
 	.name = "cp",
 	.head =
 "Usage: corral cp [--json] SRC DST\n"
+"       corral cp ID:/DIR - > FILE.tar\n"
+"       corral cp - ID:/DIR/ < FILE.tar\n"
 "       corral cp --list [--json] ID:/DIR\n"
 "\n"
 "Copy one regular file into or out of the sandbox ID.  One of SRC and DST is\n"
@@ -30,6 +33,12 @@ static const struct verb cp_verb = {
 "it is written ./NAME.  No symlink that lies in one of the sandbox's --rw\n"
 "binds on the host is followed on the way to the local file: the sandbox\n"
 "may have left it there to lead the copy to a file of its choosing.\n"
+"A directory goes as a tar, as docker cp's \"-\" takes and gives one:\n"
+"ID:/DIR as SRC with \"-\" as DST writes DIR as a tar on stdout (a file\n"
+"or a pipe, not a terminal); \"-\" as SRC with a DST that ends in \"/\"\n"
+"unpacks the tar on stdin into that directory, made if missing (the\n"
+"daemon's archive: docs/API.md, Files).  A directory as SRC otherwise is\n"
+"refused, naming that way.\n"
 "\n"
 "Options:\n"
 "  --list               list the directory ID:/DIR instead: for each entry\n"
@@ -42,7 +51,8 @@ static const struct verb cp_verb = {
 	.tail =
 "Exit status: 0 copied (or listed); 2 bad usage; 125 a local file cannot be\n"
 "read or written, the daemon refused (no such file, a symlink in the path,\n"
-"not a regular file, too large) or could not be reached.\n"
+"not a regular file, too large) or could not be reached, or SRC is a\n"
+"directory and DST not \"-\".\n"
 "\n"
 "Examples:\n"
 "  corral cp main.py \"$id\":/workspace/main.py\n"
@@ -104,6 +114,77 @@ bool client_split_remote(const char *arg, char *id, size_t idlen,
 	return true;
 }
 
+/* "/v1/sandboxes/ID/archive?path=DIR", malloc'd; NULL when said */
+static char *archive_path(struct conn *c, const char *id, const char *dir)
+{
+	char *esc = conn_escape(dir), *rest = NULL, *path = NULL;
+
+	if (esc && asprintf(&rest, "/archive?path=%s", esc) < 0)
+		rest = NULL;
+	if (rest)
+		path = conn_sandbox_path(c, id, rest);
+	else
+		out_of_memory("building the archive's path");
+	free(rest);
+	free(esc);
+	return path;
+}
+
+/*
+ * A directory is not copied as a file, nor refused with "not a regular
+ * file" alone: a docker cp user expects it whole.  It goes as a tar, the
+ * way docker cp's "-" takes and gives one; the refusal says that way.
+ */
+static int dir_refused(void)
+{
+	cli_json_amend("not_supported", NULL, 0);
+	return EXIT_CORRAL;
+}
+
+/* `corral cp - ID:/DIR/`: a tar on stdin, unpacked into DIR by the daemon */
+static int cp_in_archive(struct conn *c, const char *id, const char *dst,
+			 bool as_json)
+{
+	struct request q = { .method = "PUT",
+			     .type = "Content-Type: application/x-tar" };
+	struct reply r = { .max = REPLY_MAX };
+	char *buf = NULL, *path = NULL, *dir;
+	json_t *o = NULL;
+	size_t len;
+	int code;
+
+	dir = strdup(dst);
+	if (!dir)
+		return out_of_memory("naming the directory");
+	/* "/tmp/in/" is the directory /tmp/in; "/" stays the root */
+	for (len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--)
+		dir[len - 1] = '\0';
+	code = read_local("-", FILE_MAX, &buf, &len, NULL, 0);
+	if (code)
+		goto out;
+	code = EXIT_CORRAL;
+	path = archive_path(c, id, dir);
+	if (!path)
+		goto out;
+	q.path = path;
+	q.body = buf;
+	q.body_len = len;
+	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
+		goto out;
+	code = 0;
+	if (as_json) {
+		o = reply_object(&r);
+		code = o ? print_json(o) : EXIT_CORRAL;
+	}
+out:
+	json_decref(o);
+	reply_free(&r);
+	free(path);
+	free(buf);
+	free(dir);
+	return code;
+}
+
 static int cp_in(struct conn *c, const char *src, const char *id,
 		 const char *dst, bool as_json)
 {
@@ -114,12 +195,18 @@ static int cp_in(struct conn *c, const char *src, const char *id,
 	struct corral_dir_id *rw = NULL;
 	json_t *o = NULL;
 	size_t len, nrw = 0;
+	struct stat st;
 	int code = 0;
 
+	if (strcmp(src, "-") && stat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
+		cli_error("%s is a directory: cp copies one file; `tar -C %s -cf - . | "
+			  "corral cp - %s:%s%s` unpacks it there (as docker cp's \"-\")",
+			  src, src, id, dst, dst[strlen(dst) - 1] == '/' ? "" : "/");
+		return dir_refused();
+	}
 	if (dst[strlen(dst) - 1] == '/') {
 		if (!strcmp(src, "-"))
-			return verb_usage_error(&cp_verb, "with \"-\" as SRC, DST must name the file (got %s:%s)",
-						id, dst);
+			return cp_in_archive(c, id, dst, as_json);
 		if (asprintf(&full, "%s%s", dst, base_name(src)) < 0)
 			return out_of_memory("naming the destination");
 		dst = full;
@@ -154,6 +241,51 @@ out:
 	return code;
 }
 
+/* Whether ID:/PATH, which the daemon would not give as a file, is a directory. */
+static bool remote_is_dir(struct conn *c, const char *id, const char *src)
+{
+	struct request q = { .method = "GET" };
+	struct reply r = { .max = REPLY_MAX };
+	char *path = conn_files_path(c, id, src, true);
+	bool dir;
+
+	if (!path)
+		return false;
+	q.path = path;
+	dir = conn_perform(c, &q, &r) == 0 && r.status == 200;
+	reply_free(&r);
+	free(path);
+	return dir;
+}
+
+/* `corral cp ID:/DIR -`: the directory as a tar on stdout, as docker cp's */
+static int cp_out_archive(struct conn *c, const char *id, const char *src)
+{
+	struct request q = { .method = "GET" };
+	struct reply r = { .max = FILE_MAX };
+	char *path = archive_path(c, id, src);
+	int code = EXIT_CORRAL;
+
+	if (!path)
+		return EXIT_CORRAL;
+	/*
+	 * The sandbox's names and bytes, raw, are escape sequences to a
+	 * terminal; and a tar there is no copy (docker save refuses too).
+	 */
+	if (isatty(STDOUT_FILENO)) {
+		free(path);
+		return verb_usage_error(&cp_verb, "%s:%s is a directory: its tar goes to a file "
+					"or a pipe, not a terminal (> FILE.tar, | tar -tv)",
+					id, src);
+	}
+	q.path = path;
+	if (conn_perform(c, &q, &r) == 0 && reply_check(&r) == 0)
+		code = write_local("-", r.buf ? r.buf : "", r.len, NULL, 0);
+	reply_free(&r);
+	free(path);
+	return code;
+}
+
 static int cp_out(struct conn *c, const char *id, const char *src,
 		  const char *dst)
 {
@@ -170,7 +302,20 @@ static int cp_out(struct conn *c, const char *id, const char *src,
 		return EXIT_CORRAL;
 	q.path = path;
 	/* the whole file first: a refusal must not truncate DST */
-	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
+	if (conn_perform(c, &q, &r) < 0)
+		goto out;
+	if (r.status == 400 && remote_is_dir(c, id, src)) {
+		if (!strcmp(dst, "-")) {
+			code = cp_out_archive(c, id, src);
+			goto out;
+		}
+		cli_error("%s:%s is a directory: cp copies one file; `corral cp %s:%s - "
+			  "> FILE.tar` writes it as a tar (as docker cp's \"-\"), "
+			  "`corral cp --list %s:%s` lists it", id, src, id, src, id, src);
+		code = dir_refused();
+		goto out;
+	}
+	if (reply_check(&r) < 0)
 		goto out;
 	if (strcmp(dst, "-") && stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (asprintf(&full, "%s/%s", dst, base_name(src)) < 0) {

@@ -63,12 +63,14 @@ static const struct verb exec_verb = {
 "Exit status, as `corral run`'s: the command's own; 128+N if it died of\n"
 "signal N (137 when the memory limit or an abort killed it); 124 on timeout;\n"
 "126 the command cannot be executed; 127 not found; 125 if corral could not\n"
-"run it (the sandbox is paused, halted or unknown, the daemon refused or\n"
-"could not be reached, or the output could not be written: a full disk),\n"
+"run it: bad usage (not 2, which the command may exit with: docker exec's\n"
+"125), the sandbox is paused, halted or unknown, the daemon refused or\n"
+"could not be reached, or the output could not be written (a full disk);\n"
 "or for a 0 when the daemon's audit log lost lines of the sandbox's record\n"
 "while the call ran (its result's events_lost; the reason says so);\n"
 "141 when what reads corral's output went (`| head`): nothing is said, and\n"
-"the call is ended; 2 bad usage.  With --background, 0 once started.\n"
+"the call is ended.  With --background, 0 once started.\n"
+"With --json, an error of corral's is {\"error\", \"detail\"} on stdout too.\n"
 "A halted call never exits 0 (its command had ended first: 1 for its 0).\n"
 "Without --json, how the command ended is told on stderr whenever it did not\n"
 "simply exit (\"corral: timed out after 30 s\", \"corral: halted: ...\"), or\n"
@@ -81,6 +83,7 @@ static const struct verb exec_verb = {
 "  corral exec \"$id\" -c 'ls -l | wc -l'\n"
 "  corral exec -t \"$id\" -- /bin/bash\n"
 "  corral exec \"$id\" --background -- python3 -m http.server 8000\n",
+	.usage_status = EXIT_CORRAL,
 };
 
 enum {
@@ -231,6 +234,8 @@ int exec_parse(struct exec_args *a, struct conn *c, int argc, char **argv)
 
 	while (dd < argc && strcmp(argv[dd], "--"))
 		dd++;
+	/* the command's own "--json" is not ours: only what comes before "--" */
+	cli_json_scan(dd, argv, ":hitc:", exec_options, OPT_JSON);
 	optind = 0;		/* as verb_parse(): "+" is taken afresh */
 	for (;;) {
 		code = verb_parse_more(&exec_verb, exec_options, "+:hitc:", dd, argv,

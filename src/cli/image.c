@@ -1,10 +1,12 @@
 /* image.c - corral image import|ls|rm|inspect: the local image store. */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char image_usage[] =
 "Usage: corral image import [OPTIONS] FILE|DIR\n"
@@ -33,7 +35,9 @@ static const char image_usage[] =
 "                    in use) under Landlock, never as root; layers an older\n"
 "                    corral unpacked as 65534 are given to 1879049192 once.\n"
 "  ls                the images: NAME, DIGEST (first 12 hex digits), LAYERS,\n"
-"                    SIZE (of the layers' blobs), IMPORTED (UTC).\n"
+"                    SIZE (of the layers' blobs), IMPORTED (UTC).  ls,\n"
+"                    inspect and rm make no store: before the first\n"
+"                    import there are no images, and they say so.\n"
 "  rm REF...         a NAME drops that name (the image goes with its last\n"
 "                    name); a DIGEST drops the image and all its names.\n"
 "                    Blobs and layers no image uses any more are removed.\n"
@@ -58,7 +62,8 @@ static const char image_usage[] =
 "  --state-dir DIR   the store is DIR/images (as `corral serve --state-dir`);\n"
 "                    default /var/lib/corral/images as root, else\n"
 "                    $XDG_DATA_HOME/corral/images (~/.local/share/corral/images)\n"
-"  --json            ls: a JSON array, as inspect prints each image\n"
+"  --json            ls: a JSON array, as inspect prints each image; an\n"
+"                    error: {\"error\", \"detail\"} on stdout too\n"
 "  -h, --help        this text\n"
 "\n"
 "Exit status: 0 done; 1 refused (a bad archive, a digest mismatch, a budget\n"
@@ -83,6 +88,7 @@ struct image_args {
 static int usage_error(const char *what)
 {
 	cli_error("image: %s; see `corral image --help`", what);
+	cli_json_amend("usage", NULL, 0);
 	return 2;
 }
 
@@ -117,9 +123,15 @@ static int parse_args(int argc, char **argv, struct image_args *a)
 	const char *prefix;
 
 	corral_image_limits_init(&a->lim);
-	optind = 1;
+	/*
+	 * Options anywhere, as the daemon's verbs take them: "+" read
+	 * `image rm busybox --state-dir DIR` as three names, and removed
+	 * busybox from the default store, not DIR's.
+	 */
+	cli_json_scan(argc, argv, ":h", opts, OPT_JSON);
+	optind = 0;	/* 0: glibc takes the parse afresh, permutation and all */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
 		prefix = option_abbreviated(argv, opts, idx);
 		if (prefix) {
 			say_abbreviated("image", prefix, opts[idx].name);
@@ -155,17 +167,62 @@ static int parse_args(int argc, char **argv, struct image_args *a)
 		case ':':
 			cli_error("image: option \"%s\" needs a value; see `corral image --help`",
 				  argv[optind - 1]);
+			cli_json_amend("usage", NULL, 0);
 			return 2;
 		default:
 			/* getopt's own said "ls: unrecognized option", as if of ls(1) */
 			cli_error("image: unknown option \"%s\"; see `corral image --help`",
 				  optopt > 0 && optopt < 256 ? (char[]){ '-', (char)optopt, 0 } :
 				  argv[optind - 1]);
+			cli_json_amend("usage", NULL, 0);
 			return 2;
 		}
 	}
 	a->first = optind;
 	return 0;
+}
+
+/*
+ * ls, inspect and rm read the store: one not made yet holds no image, and
+ * a look must not make it (`corral image ls` made the store's directory,
+ * its lock and four directories under the caller's home).  1 when there
+ * is none at its path; 0 otherwise, and open_store says what is wrong.
+ */
+static int store_absent(const struct image_args *a, char **dir)
+{
+	struct stat st;
+
+	*dir = corral_image_store_path(a->state_dir);
+	if (!*dir)
+		return 0;
+	return lstat(*dir, &st) < 0 && errno == ENOENT;
+}
+
+static int absent_store_read(const char *verb, int argc, char **argv,
+			     const struct image_args *a, const char *dir)
+{
+	if (!strcmp(verb, "ls")) {
+		cli_error("no images: no image store at %s yet (`corral image import` makes it)",
+			  dir);
+		if (a->json)
+			puts("[]");
+		else
+			printf("%-50s %-12s %6s %10s  %s\n", "NAME", "DIGEST", "LAYERS", "SIZE", "IMPORTED");
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			cli_error("writing to standard output: %s", strerror(errno));
+			return EXIT_CORRAL;
+		}
+		if (a->json)
+			cli_json_printed();
+		return 0;
+	}
+	if (argc - a->first < 1 || (!strcmp(verb, "inspect") && argc - a->first != 1))
+		return usage_error(!strcmp(verb, "rm") ? "rm takes at least one NAME or DIGEST" :
+				   "inspect takes one NAME or DIGEST");
+	for (int i = a->first; i < argc; i++)
+		cli_error("image %s %s: no such image (no image store at %s)", verb,
+			  argv[i], dir);
+	return 1;
 }
 
 static int open_store(const struct image_args *a, struct corral_image_store **s)
@@ -296,6 +353,7 @@ int cmd_image(int argc, char **argv)
 	struct image_args a = { 0 };
 	struct corral_image_store *s = NULL;
 	const char *verb;
+	char *dir = NULL;
 	int r;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -313,6 +371,12 @@ int cmd_image(int argc, char **argv)
 		return r == 1 ? 0 : r;
 	if (!strcmp(verb, "ls") && a.first != argc - 1)
 		return usage_error("ls takes no operand");
+	if (strcmp(verb, "import") && store_absent(&a, &dir)) {
+		r = absent_store_read(verb, argc - 1, argv + 1, &a, dir);
+		free(dir);
+		return r;
+	}
+	free(dir);
 	r = open_store(&a, &s);
 	if (r)
 		return r;

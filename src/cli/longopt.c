@@ -43,6 +43,7 @@ void say_abbreviated(const char *verb, const char *typed, const char *name)
 	else
 		cli_error("unknown option \"%.*s\": long options are spelled whole "
 			  "(--%s?); see `corral %s --help`", (int)n, typed, name, verb);
+	cli_json_amend("usage", NULL, 0);
 }
 
 /*

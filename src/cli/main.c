@@ -41,7 +41,7 @@ static const char usage[] =
 "  export ID --to DIR|--apply|--patch FILE  bring those changes out\n"
 "  snapshot ID                     keep sandbox ID's workspace, to fork from\n"
 "  oci COMMAND ...                 an OCI runtime for containerd and podman\n"
-"  version                         print the version\n"
+"  version [--json]                print the version\n"
 "\n"
 "`corral COMMAND --help` (or `corral help COMMAND`) describes each command.\n";
 
@@ -64,6 +64,7 @@ void cli_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	cli_json_note(buf);
 	cli_ground_terminal(stderr);
 	fputs("corral: ", stderr);
 	for (const char *s = buf, *end = buf + strlen(buf); *s; s++) {
@@ -199,9 +200,51 @@ static void hold_closed_stdio(void)
 	}
 }
 
+static const char version_usage[] =
+"Usage: corral version [--json]\n"
+"\n"
+"Print corral's version: \"corral VERSION\", or {\"version\": VERSION}\n"
+"with --json.\n"
+"\n"
+"Exit status: 0 printed; 2 bad usage; 125 stdout could not be written.\n";
+
+/*
+ * Anything else on the line is refused, never ignored: `corral version
+ * --json` printed the text line, and a program that asked for JSON got
+ * none.
+ */
 static int cmd_version(int argc, char **argv)
 {
-	printf("corral %s\n", CORRAL_VERSION);
+	bool json = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(version_usage, stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+			cli_json_on();
+		}
+	}
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json")) {
+			cli_error("version takes only --json (got \"%s\"); see `corral version --help`",
+				  argv[i]);
+			cli_json_amend("usage", NULL, 0);
+			return 2;
+		}
+	}
+	if (json)
+		printf("{\"version\":\"%s\"}\n", CORRAL_VERSION);
+	else
+		printf("corral %s\n", CORRAL_VERSION);
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		cli_error("writing to standard output: %s", strerror(errno));
+		return EXIT_CORRAL;
+	}
+	if (json)
+		cli_json_printed();
 	return 0;
 }
 
@@ -262,6 +305,12 @@ static int cmd_help(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	/* `help run exec` showed run's and dropped the rest */
+	if (argc > 2) {
+		cli_error("help takes one command (got \"%s\" after \"%s\"); see `corral --help`",
+			  argv[2], argv[1]);
+		return 2;
+	}
 	c = find_command(argv[1]);
 	if (!c) {
 		cli_error("help: unknown command \"%s\"%s%s; see `corral --help`", argv[1],
@@ -306,7 +355,7 @@ int main(int argc, char **argv)
 	 */
 #ifndef __SANITIZE_ADDRESS__	/* LeakSanitizer checks from exit()'s handlers */
 	if (!strcmp(argv[1], "run")) {
-		int r = cmd_run(argc - 1, argv + 1);
+		int r = cli_json_end(cmd_run(argc - 1, argv + 1));
 
 		fflush(NULL);
 		_exit(r);
@@ -314,7 +363,7 @@ int main(int argc, char **argv)
 #endif
 	cmd = find_command(argv[1]);
 	if (cmd)
-		return cmd->fn(argc - 1, argv + 1);
+		return cli_json_end(cmd->fn(argc - 1, argv + 1));
 	if (docker_verb_hint(argv[1]))
 		cli_error("unknown command \"%s\": %s; see `corral --help`", argv[1],
 			  docker_verb_hint(argv[1]));

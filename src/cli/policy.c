@@ -48,6 +48,29 @@ int cmd_policy(int argc, char **argv)
 			  argv[1]);
 		return 2;
 	}
+	/*
+	 * An option is not a FILE: `policy check --json x` said "--json: No
+	 * such file or directory", and `policy check --help` the same.  A
+	 * FILE that begins with "-" comes after "--".
+	 */
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(policy_usage, stdout);
+			return 0;
+		}
+		if (argv[i][0] == '-') {
+			cli_error("policy check: unknown option \"%s\" (a FILE that begins with "
+				  "\"-\" goes after \"--\"); see `corral policy --help`", argv[i]);
+			return 2;
+		}
+	}
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			memmove(argv + i, argv + i + 1, sizeof(*argv) * (size_t)(argc - i));
+			argc--;
+			break;
+		}
+	}
 	if (argc < 3) {
 		cli_error("policy check: no FILE given; usage: corral policy check FILE...");
 		return 2;

@@ -204,6 +204,7 @@ int print_json(const json_t *o)
 		cli_error("writing to standard output: %s", strerror(errno));
 		return EXIT_CORRAL;
 	}
+	cli_json_printed();
 	return 0;
 }
 

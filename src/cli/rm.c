@@ -72,8 +72,11 @@ int cmd_rm(int argc, char **argv)
 	if (code)
 		goto out;
 	for (i = optind; i < argc; i++)
-		if (rm_one(&c, argv[i], as_json))
+		if (rm_one(&c, argv[i], as_json)) {
 			code = EXIT_CORRAL;
+			/* each id's line: its object, or the error it met */
+			cli_json_flush();
+		}
 out:
 	conn_close(&c);
 	return code == HELP_SHOWN ? 0 : verb_finish(code);

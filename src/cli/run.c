@@ -190,6 +190,9 @@ static const char run_usage[] =
 "full disk, ulimit -f; not a reader gone, as `| head`), or a --json\n"
 "result that could not, or events the --events file did not take, is\n"
 "said on stderr, and a 0 becomes 125.\n"
+"With --json, an error of corral's before a result (a bad option, a\n"
+"policy) is one object on stdout too: {\"error\": \"usage\" (or \"failed\"),\n"
+"\"detail\": the sentence stderr got}.\n"
 "Without --json, how the command ended is told on stderr whenever it did\n"
 "not simply exit, or a limit (the disk full, an rlimit's ENOMEM, EMFILE),\n"
 "the network's policy or a denial lies behind a non-zero exit.\n"
@@ -324,6 +327,7 @@ static void bad_option(int opt, char **argv)
 
 	if (opt == ':') {
 		cli_error("option \"%s\" needs a value; see `corral run --help`", arg);
+		cli_json_amend("usage", NULL, 0);
 		return;
 	}
 	if (optopt > 0 && optopt < 256)
@@ -331,6 +335,7 @@ static void bad_option(int opt, char **argv)
 	hint = docker_flag_hint("run", arg);
 	cli_error("unknown option \"%s\"%s%s; see `corral run --help`", arg,
 		  hint ? ": " : "", hint ? hint : "");
+	cli_json_amend("usage", NULL, 0);
 }
 
 /* Apply one flag to the policy; the policy file was loaded before. */
@@ -774,6 +779,8 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 	 * corral_json_merge): all of them are the invoker's, none a bound.
 	 */
 	corral_policy_init(&p);
+	/* an error before --json is read (a policy's) is JSON all the same */
+	cli_json_scan(argc, argv, "+ht", run_options, OPT_JSON);
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+ht", run_options, &idx)) != -1) {
 		/* before anything is loaded: the later passes see only whole names */
@@ -787,6 +794,7 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 			cli_error("option \"--%s\" needs a value (got \"--\", which ends "
 				  "the options); see `corral run --help`",
 				  run_options[idx].name);
+			cli_json_amend("usage", NULL, 0);
 			corral_policy_free(&p);
 			return EXIT_CORRAL;
 		}
@@ -904,6 +912,7 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 		o.argv = img_argv;
 	if (!o.argv[0]) {
 		cli_error("no command given; usage: corral run [OPTIONS] -- COMMAND [ARG...]");
+		cli_json_amend("usage", NULL, 0);
 		corral_image_free(img);
 		corral_policy_free(&p);
 		return EXIT_CORRAL;
@@ -919,6 +928,7 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 	}
 	if (o.tty && o.capture) {
 		cli_error("--tty and --json exclude each other: a terminal's output is one stream, not stdout and stderr");
+		cli_json_amend("usage", NULL, 0);
 		free(img_argv);
 		corral_image_free(img);
 		corral_policy_free(&p);
@@ -956,6 +966,8 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 			cli_error("cannot write the result to stdout: %s",
 				  json ? strerror(errno) : "out of memory");
 			json_lost = true;
+		} else {
+			cli_json_printed();
 		}
 		free(json);
 	}

@@ -1,0 +1,135 @@
+/*
+ * jsonerr.c - with --json, an error the CLI raises itself is one JSON
+ * object on stdout as well as the line on stderr.
+ *
+ * A program that runs `corral VERB --json` reads stdout; a usage error,
+ * an unreachable daemon or the daemon's refusal printed only "corral:
+ * ..." on stderr, and the program parsed nothing (an empty stdout is no
+ * JSON document).  Now it reads {"error": CODE, "detail": SENTENCE}, the
+ * shape of the daemon's own errors (docs/API.md, Errors): CODE is
+ * "usage" for the command line, the daemon's word when the daemon refused
+ * (with "http_status"), else "failed"; SENTENCE is the line stderr got.
+ *
+ * cli_error() is called from every file of the CLI, so what it said is
+ * kept here, not threaded through each caller: one process runs one verb,
+ * and the state below is that verb's.  An answer the verb printed itself
+ * (a result, a listing) is its JSON: no error object follows it.
+ */
+#include "client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+	bool on;		/* the verb was given --json */
+	bool printed;		/* stdout got a JSON answer */
+	bool pending;		/* an error not yet printed as JSON */
+	bool last;		/* ... and it is the last line cli_error said */
+	long http_status;	/* the daemon's refusal's, or 0 */
+	char code[32];
+	char detail[4096];
+} je;
+
+void cli_json_scan(int argc, char **argv, const char *shorts,
+		   const struct option *opts, int json_opt)
+{
+	char **copy;
+	int opt, saved_opterr = opterr;
+
+	/* a copy: GNU getopt permutes what it scans, the verb's parse must not see it so */
+	copy = malloc(sizeof(*copy) * ((size_t)argc + 1));
+	if (!copy)
+		return;		/* then the errors are said on stderr alone */
+	memcpy(copy, argv, sizeof(*copy) * (size_t)argc);
+	copy[argc] = NULL;
+	opterr = 0;
+	optind = 0;
+	while ((opt = getopt_long(argc, copy, shorts, opts, NULL)) != -1)
+		if (opt == json_opt)
+			je.on = true;
+	optind = 0;
+	opterr = saved_opterr;
+	free(copy);
+}
+
+void cli_json_on(void)
+{
+	je.on = true;
+}
+
+bool cli_json_is_on(void)
+{
+	return je.on;
+}
+
+void cli_json_note(const char *line)
+{
+	char *safe;
+
+	if (!je.on)
+		return;
+	/* a note beside the work is not why it failed */
+	if (!strncmp(line, "note: ", 6) || je.pending) {
+		je.last = false;
+		return;
+	}
+	/* a name's bytes that are not UTF-8 cannot be a JSON string as they are */
+	safe = printable(line, strlen(line));
+	snprintf(je.detail, sizeof(je.detail), "%s", safe ? safe : "(out of memory)");
+	free(safe);
+	snprintf(je.code, sizeof(je.code), "failed");
+	je.http_status = 0;
+	je.pending = je.last = true;
+}
+
+void cli_json_amend(const char *code, const char *detail, long http_status)
+{
+	char *safe;
+
+	if (!je.on || !je.pending || !je.last)
+		return;
+	snprintf(je.code, sizeof(je.code), "%s", code);
+	je.http_status = http_status;
+	if (!detail)
+		return;
+	safe = printable(detail, strlen(detail));
+	if (safe)
+		snprintf(je.detail, sizeof(je.detail), "%s", safe);
+	free(safe);
+}
+
+void cli_json_printed(void)
+{
+	je.printed = true;
+}
+
+int cli_json_flush(void)
+{
+	json_t *o;
+	int r;
+
+	if (!je.on || !je.pending)
+		return 0;
+	je.pending = je.last = false;
+	o = json_pack("{s:s, s:s}", "error", je.code, "detail", je.detail);
+	if (o && je.http_status &&
+	    json_object_set_new(o, "http_status", json_integer(je.http_status)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (!o)
+		return out_of_memory("building the JSON error");
+	r = print_json(o);
+	json_decref(o);
+	if (!r)
+		fflush(stdout);
+	return r;
+}
+
+int cli_json_end(int code)
+{
+	if (code && !je.printed && cli_json_flush() == 0)
+		fflush(stdout);
+	return code;
+}

@@ -2180,6 +2180,42 @@ t_run_json_errors() {
 	expect_eq "no --json: nothing on stdout" "$(< "$T/out")" ""
 }
 
+# A --json error's detail is the whole line stderr got: it was cut at
+# 4096 bytes, and a character across the cut (a long path's names in
+# UTF-8) made the object invalid: nothing on stdout, "out of memory
+# building the JSON error" on stderr.  Both parities of the cut: create
+# reads its --policy before it looks for a daemon.
+t_json_error_detail_whole() {
+	local pad path rc
+	for pad in xx x; do
+		# 4094 bytes, the last 90 and more of them e acute (two each)
+		# up to "/p.json": the cut at 4095 of the detail ("--policy "
+		# first) falls inside one for one of the pads
+		path=$("${PY:-/usr/bin/python3}" -c '
+import sys
+p = sys.argv[1] + "/" + sys.argv[2] + "/"
+while len(p.encode()) < 3800:
+    p += "\u00e9" * 120 + "/"
+n = (4094 - len(p.encode()) - len("p.json")) // 2
+p += "\u00e9" * n + "x" * (4094 - len(p.encode()) - 2 * n - len("p.json")) + "p.json"
+assert len(p.encode()) == 4094
+print(p)' "$T" "$pad")
+		rc=0; "$CORRAL" create --json --policy "$path" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+		expect_eq "$pad: exit" "$rc" 125
+		expect_not_contains "$pad: no memory said" "$(< "$T/e")" "out of memory"
+		"${PY:-/usr/bin/python3}" - "$T/o" "$T/e" "$path" <<-'EOF' || fail "$pad: the object: $(head -c 300 "$T/o")"
+		import json, sys
+		lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+		assert len(lines) == 1, "%d lines" % len(lines)
+		o = json.loads(lines[0])
+		said = open(sys.argv[2], encoding="utf-8").read().rstrip("\n")
+		assert o["error"] == "failed", o["error"]
+		assert "corral: " + o["detail"] == said, (len(o["detail"]), len(said))
+		assert o["detail"].count(sys.argv[3]) >= 1, "the path is not whole in it"
+		EOF
+	done
+}
+
 # A docker user's options: each refused (125, the command never run) with
 # corral's spelling, not getopt's "invalid option -- 'e'" alone; and -w's,
 # --cwd, works.

@@ -516,6 +516,31 @@ t_exec_terminal_modes_reset() {
 	done
 }
 
+# corral exec streamed, ended by the caller's ^C (SIGINT) or a SIGTERM
+# while the command runs: the modes its output set are reset before
+# corral ends by that signal.  They were left set (the reset came only
+# after the stream's end): the alternate screen, mouse reports, no
+# cursor, ... and the shell's prompt went there (tmux: alternate_on 1
+# after ^C).  A SIGINT the caller ignores stays ignored: the TERM after
+# it ends corral.  The call ends with its client (nothing left running).
+t_exec_terminal_modes_reset_on_signal() {
+	local attack sig
+	attack=$($PY "$HERE/term_after.py" --printf)
+	for sig in INT TERM; do
+		$PY "$HERE/ptyrun.py" 'expect:set' "signal:$sig" -- "$CORRAL" exec \
+			--socket "$SOCK" "$BOX" -- /bin/sh -c "printf '$attack'; exec sleep 61" > "$T/r"
+		expect_eq "$sig: exit" "$(fields exit < "$T/r")" $((128 + $(kill -l "$sig")))
+		$PY "$HERE/term_after.py" "$T/r" || fail "exec, ended by SIG$sig"
+	done
+	# shellcheck disable=SC2016  # $0 and $@ are the inner shell's
+	$PY "$HERE/ptyrun.py" 'expect:set' 'signal:INT' 'signal:TERM' -- /bin/sh -c \
+		'trap "" INT; exec "$0" "$@"' "$CORRAL" exec --socket "$SOCK" "$BOX" \
+		-- /bin/sh -c "printf '$attack'; exec sleep 61" > "$T/r"
+	expect_eq "INT ignored, then TERM: exit" "$(fields exit < "$T/r")" 143
+	$PY "$HERE/term_after.py" "$T/r" || fail "exec, INT ignored, then TERM"
+	wait_inside "$BOX" 'pgrep -fx "sleep 61" | wc -l' 0
+}
+
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside
 # hears it too, and the caller's terminal is restored.
 t_exec_tty_sighup() {

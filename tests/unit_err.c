@@ -109,6 +109,47 @@ TEST(set_err_keeps_the_end)
 	CHECK(!strcmp(err.msg, "bad x"));
 }
 
+/* Whether s is UTF-8 throughout: what JSON (a result's reason) can carry. */
+static bool all_utf8(const char *s)
+{
+	size_t n = strlen(s), i, k;
+
+	for (i = 0; i < n; i += k)
+		if (!(k = corral_utf8_char(s + i, n - i)))
+			return false;
+	return true;
+}
+
+/*
+ * A text longer than the buffer it is formatted in (two paths and more:
+ * CORRAL_ERR_MAX + PATH_MAX bytes, 4608) is cut at its end
+ * there first: the character across that cut was kept in part, a lead
+ * byte alone before ": Permission denied", and the message was not
+ * UTF-8 (json_string() of it NULL).  Both parities of the cut.
+ */
+TEST(text_cut_at_its_buffer_keeps_whole_characters)
+{
+	struct corral_err err = { 0 };
+	static char big[6001];
+	size_t i;
+
+	for (int pad = 0; pad < 2; pad++) {
+		memset(big, 'x', (size_t)pad);
+		for (i = (size_t)pad; i + 2 < sizeof(big); i += 2)
+			memcpy(big + i, "\xc3\xa9", 2);	/* e acute */
+		big[i] = '\0';
+		corral_set_errno(&err, EACCES, "%s", big);
+		CHECK(all_utf8(err.msg));
+		CHECK(!strcmp(err.msg + strlen(err.msg) - strlen("\xc3\xa9: Permission denied"),
+			      "\xc3\xa9: Permission denied"));
+		corral_set_err(&err, -EACCES, "%s", big);
+		CHECK(all_utf8(err.msg));
+		corral_set_errno(&err, ENOENT, "x");
+		corral_wrap_err(&err, "%s", big);
+		CHECK(all_utf8(err.msg));
+	}
+}
+
 TEST(wrap_prefixes)
 {
 	struct corral_err err = { 0 };

@@ -117,6 +117,12 @@ void cli_ground_terminal(FILE *f);
  */
 void cli_terminal_after_output(void);
 /*
+ * While a command's output is streamed raw to the caller's terminal:
+ * true, a signal that ends corral (SIGINT, SIGTERM, SIGHUP, SIGQUIT; not
+ * one the caller ignores) writes that reset first; false, as before.
+ */
+void cli_terminal_reset_on_signals(bool on);
+/*
  * Whether a run's or a call's end is worth a line on stderr: it did not
  * simply exit, or it exited non-zero and its reason says more than
  * "exited with status N" (a limit behind the failure, the network off by

@@ -417,9 +417,12 @@ static int exec_stream(struct conn *c, const char *path, const json_t *body)
 		return out_of_memory("building the exec request");
 	q.body = text;
 	q.body_len = strlen(text);
+	/* ^C while it streams: the terminal is reset before corral ends */
+	cli_terminal_reset_on_signals(true);
 	performed = conn_perform(c, &q, &r);
 	/* the output came raw: what it set on the terminal, undone first */
 	cli_terminal_after_output();
+	cli_terminal_reset_on_signals(false);
 	if (performed < 0 || reply_check(&r) < 0) {
 		if (st.reader_gone)
 			code = EXIT_SIGPIPE;
@@ -452,10 +455,12 @@ static int exec_wait(struct conn *c, const char *path, const json_t *body,
 		json_decref(res);
 		return code;
 	}
+	cli_terminal_reset_on_signals(true);
 	code = write_data(stdout, json_object_get(res, "stdout"), true);
 	if (!code)
 		code = write_data(stderr, json_object_get(res, "stderr"), true);
 	cli_terminal_after_output();
+	cli_terminal_reset_on_signals(false);
 	if (code) {
 		json_decref(res);
 		return code == -EPIPE ? EXIT_SIGPIPE : EXIT_CORRAL;

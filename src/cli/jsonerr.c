@@ -28,8 +28,25 @@ static struct {
 	bool last;		/* ... and it is the last line cli_error said */
 	long http_status;	/* the daemon's refusal's, or 0 */
 	char code[32];
-	char detail[4096];
+	/*
+	 * Whole, as printable() made it (valid UTF-8): cut at a fixed size,
+	 * a character across the cut made json_pack() refuse the string, and
+	 * a long path's error printed no object at all (and "out of memory").
+	 */
+	char *detail;
 } je;
+
+/* the detail is now safe, shown as printable() shows text; false: no memory */
+static bool set_detail(const char *text)
+{
+	char *safe = printable(text, strlen(text));
+
+	if (!safe)
+		return false;
+	free(je.detail);
+	je.detail = safe;
+	return true;
+}
 
 void cli_json_scan(int argc, char **argv, const char *shorts,
 		   const struct option *opts, int json_opt)
@@ -65,8 +82,6 @@ bool cli_json_is_on(void)
 
 void cli_json_note(const char *line)
 {
-	char *safe;
-
 	if (!je.on)
 		return;
 	/* a note beside the work is not why it failed */
@@ -75,9 +90,10 @@ void cli_json_note(const char *line)
 		return;
 	}
 	/* a name's bytes that are not UTF-8 cannot be a JSON string as they are */
-	safe = printable(line, strlen(line));
-	snprintf(je.detail, sizeof(je.detail), "%s", safe ? safe : "(out of memory)");
-	free(safe);
+	if (!set_detail(line)) {
+		free(je.detail);
+		je.detail = NULL;	/* said as "(out of memory)" */
+	}
 	snprintf(je.code, sizeof(je.code), "failed");
 	je.http_status = 0;
 	je.pending = je.last = true;
@@ -85,18 +101,12 @@ void cli_json_note(const char *line)
 
 void cli_json_amend(const char *code, const char *detail, long http_status)
 {
-	char *safe;
-
 	if (!je.on || !je.pending || !je.last)
 		return;
 	snprintf(je.code, sizeof(je.code), "%s", code);
 	je.http_status = http_status;
-	if (!detail)
-		return;
-	safe = printable(detail, strlen(detail));
-	if (safe)
-		snprintf(je.detail, sizeof(je.detail), "%s", safe);
-	free(safe);
+	if (detail)
+		set_detail(detail);	/* else the line said stays */
 }
 
 void cli_json_printed(void)
@@ -112,7 +122,8 @@ int cli_json_flush(void)
 	if (!je.on || !je.pending)
 		return 0;
 	je.pending = je.last = false;
-	o = json_pack("{s:s, s:s}", "error", je.code, "detail", je.detail);
+	o = json_pack("{s:s, s:s}", "error", je.code, "detail",
+		      je.detail ? je.detail : "(out of memory)");
 	if (o && je.http_status &&
 	    json_object_set_new(o, "http_status", json_integer(je.http_status)) < 0) {
 		json_decref(o);

@@ -45,10 +45,15 @@ static int write_stream(const json_t *p, const char *name)
 	if (!len)
 		return 0;
 	printf("-- %s\n", name);
-	if (fwrite(text, 1, len, stdout) != len)
+	/* ^C in the middle of it (a slow terminal): reset before corral ends */
+	cli_terminal_reset_on_signals(true);
+	if (fwrite(text, 1, len, stdout) != len) {
+		cli_terminal_reset_on_signals(false);
 		return EXIT_CORRAL;
+	}
 	/* the output is the command's, raw: what follows it must be seen */
 	cli_terminal_after_output();
+	cli_terminal_reset_on_signals(false);
 	if (text[len - 1] != '\n' && putchar('\n') == EOF)
 		return EXIT_CORRAL;
 	return 0;

@@ -5,6 +5,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,78 @@ void cli_terminal_after_output(void)
 	if (isatty(STDERR_FILENO) &&
 	    !(isatty(STDOUT_FILENO) && same_terminal(STDOUT_FILENO, STDERR_FILENO)))
 		fputs(after_output, stderr);
+}
+
+/*
+ * A command's output streamed to the terminal, and corral ended by the
+ * caller's ^C (or SIGTERM, SIGHUP, SIGQUIT) before its end: the reset
+ * above is written from the handler, then the signal ends corral as it
+ * would have.  Without it `corral exec ID -- CMD` stopped with ^C, the
+ * natural answer to a screen gone strange, left the terminal on the
+ * alternate screen with mouse reports on and no cursor, and the shell's
+ * prompt went there.  Only write(2) here: a handler.  A signal the caller
+ * ignores (nohup, a background job's SIGINT) stays ignored.
+ */
+static const int reset_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NRESET_SIGNALS (sizeof(reset_signals) / sizeof(reset_signals[0]))
+static struct sigaction reset_old[NRESET_SIGNALS];
+static volatile sig_atomic_t reset_fds;	/* 1 stdout's terminal, 2 stderr's */
+
+static void write_reset(int fd)
+{
+	const char *p = after_output;
+	size_t left = sizeof(after_output) - 1;
+	ssize_t n;
+
+	while (left > 0) {
+		n = write(fd, p, left);
+		if (n > 0)
+			p += n, left -= (size_t)n;
+		else if (n == 0 || errno != EINTR)
+			return;		/* the terminal gone: nothing to reset */
+	}
+}
+
+/* SA_RESETHAND, every signal blocked: the raise kills once this returns */
+static void reset_then_end(int sig)
+{
+	int saved = errno;
+
+	if (reset_fds & 1)
+		write_reset(STDOUT_FILENO);
+	if (reset_fds & 2)
+		write_reset(STDERR_FILENO);
+	errno = saved;
+	raise(sig);
+}
+
+void cli_terminal_reset_on_signals(bool on)
+{
+	struct sigaction sa = { .sa_handler = reset_then_end, .sa_flags = SA_RESETHAND };
+
+	if (!on) {
+		if (!reset_fds)
+			return;
+		for (size_t i = 0; i < NRESET_SIGNALS; i++)
+			if (reset_old[i].sa_handler != SIG_IGN)
+				sigaction(reset_signals[i], &reset_old[i], NULL);
+		reset_fds = 0;
+		return;
+	}
+	if (reset_fds)
+		return;		/* on already: reset_old are the caller's */
+	reset_fds = (isatty(STDOUT_FILENO) ? 1 : 0) |
+		    (isatty(STDERR_FILENO) &&
+		     !(isatty(STDOUT_FILENO) && same_terminal(STDOUT_FILENO, STDERR_FILENO)) ? 2 : 0);
+	if (!reset_fds)
+		return;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < NRESET_SIGNALS; i++) {
+		if (sigaction(reset_signals[i], NULL, &reset_old[i]) < 0)
+			reset_old[i].sa_handler = SIG_IGN;	/* then left alone */
+		else if (reset_old[i].sa_handler != SIG_IGN)
+			sigaction(reset_signals[i], &sa, NULL);
+	}
 }
 
 void daemon_error(const char *text, const char *suffix)

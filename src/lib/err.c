@@ -15,6 +15,24 @@ static size_t char_start(const char *s, size_t at, size_t len)
 }
 
 /*
+ * A text vsnprintf cut at len (its buffer's end) may end inside a
+ * character, its last bytes lost with the rest: that character is left
+ * out too, or the message was not UTF-8 and JSON (a result's reason, the
+ * daemon's detail) could not carry it.
+ */
+static size_t whole_chars(const char *s, size_t len)
+{
+	size_t at = len;
+
+	while (at > 0 && len - at < 4 && ((unsigned char)s[at - 1] & 0xc0) == 0x80)
+		at--;
+	if (at > 0 && (unsigned char)s[at - 1] >= 0xc0 &&
+	    !corral_utf8_char(s + at - 1, len - at + 1))
+		return at - 1;
+	return len;
+}
+
+/*
  * s (len bytes of it here, total in all) into out, keep bytes at most and
  * a NUL: when it does not fit, its middle is cut and the cut says how
  * much it took.  A message's middle is where a long path's directories
@@ -67,8 +85,8 @@ static void set_msg_tail(struct corral_err *err, const char *tail,
 	size_t total = n < 0 ? 0 : (size_t)n, hlen = total, tlen = strlen(tail);
 	size_t room = sizeof(err->msg) - 1 - 2, hkeep = hlen, tkeep = tlen, w;
 
-	if (hlen >= sizeof(head))
-		hlen = sizeof(head) - 1;	/* cut at the end, counted in total */
+	if (hlen >= sizeof(head))	/* cut at the end, counted in total */
+		hlen = whole_chars(head, sizeof(head) - 1);
 	if (total + tlen > room) {
 		size_t hmin = total < HEAD_KEPT ? total : HEAD_KEPT;
 
@@ -100,8 +118,8 @@ int corral_set_err(struct corral_err *err, int code, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		n = 0, text[0] = '\0';
-	w = put_cut(err->msg, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1,
-		    (size_t)n, sizeof(err->msg) - 1);
+	w = put_cut(err->msg, text, (size_t)n < sizeof(text) ? (size_t)n :
+		    whole_chars(text, sizeof(text) - 1), (size_t)n, sizeof(err->msg) - 1);
 	err->msg[w] = '\0';
 	return code;
 }

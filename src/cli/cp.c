@@ -141,15 +141,36 @@ static int dir_refused(void)
 	return EXIT_CORRAL;
 }
 
+/* A PUT of BUF to PATH; with --json, the daemon's answer printed. */
+static int put_body(struct conn *c, struct request *q, char *path, char *buf,
+		    size_t len, bool as_json)
+{
+	struct reply r = { .max = REPLY_MAX };
+	json_t *o = NULL;
+	int code = EXIT_CORRAL;
+
+	q->path = path;
+	q->body = buf;
+	q->body_len = len;
+	if (conn_perform(c, q, &r) == 0 && reply_check(&r) == 0) {
+		code = 0;
+		if (as_json) {
+			o = reply_object(&r);
+			code = o ? print_json(o) : EXIT_CORRAL;
+		}
+	}
+	json_decref(o);
+	reply_free(&r);
+	return code;
+}
+
 /* `corral cp - ID:/DIR/`: a tar on stdin, unpacked into DIR by the daemon */
 static int cp_in_archive(struct conn *c, const char *id, const char *dst,
 			 bool as_json)
 {
 	struct request q = { .method = "PUT",
 			     .type = "Content-Type: application/x-tar" };
-	struct reply r = { .max = REPLY_MAX };
 	char *buf = NULL, *path = NULL, *dir;
-	json_t *o = NULL;
 	size_t len;
 	int code;
 
@@ -162,23 +183,9 @@ static int cp_in_archive(struct conn *c, const char *id, const char *dst,
 	code = read_local("-", FILE_MAX, &buf, &len, NULL, 0);
 	if (code)
 		goto out;
-	code = EXIT_CORRAL;
 	path = archive_path(c, id, dir);
-	if (!path)
-		goto out;
-	q.path = path;
-	q.body = buf;
-	q.body_len = len;
-	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
-		goto out;
-	code = 0;
-	if (as_json) {
-		o = reply_object(&r);
-		code = o ? print_json(o) : EXIT_CORRAL;
-	}
+	code = path ? put_body(c, &q, path, buf, len, as_json) : EXIT_CORRAL;
 out:
-	json_decref(o);
-	reply_free(&r);
 	free(path);
 	free(buf);
 	free(dir);
@@ -190,10 +197,8 @@ static int cp_in(struct conn *c, const char *src, const char *id,
 {
 	struct request q = { .method = "PUT",
 			     .type = "Content-Type: application/octet-stream" };
-	struct reply r = { .max = REPLY_MAX };
 	char *full = NULL, *buf = NULL, *path = NULL;
 	struct corral_dir_id *rw = NULL;
-	json_t *o = NULL;
 	size_t len, nrw = 0;
 	struct stat st;
 	int code = 0;
@@ -217,23 +222,9 @@ static int cp_in(struct conn *c, const char *src, const char *id,
 		code = read_local(src, FILE_MAX, &buf, &len, rw, nrw);
 	if (code)
 		goto out;
-	code = EXIT_CORRAL;
 	path = conn_files_path(c, id, dst, false);
-	if (!path)
-		goto out;
-	q.path = path;
-	q.body = buf;
-	q.body_len = len;
-	if (conn_perform(c, &q, &r) < 0 || reply_check(&r) < 0)
-		goto out;
-	code = 0;
-	if (as_json) {
-		o = reply_object(&r);
-		code = o ? print_json(o) : EXIT_CORRAL;
-	}
+	code = path ? put_body(c, &q, path, buf, len, as_json) : EXIT_CORRAL;
 out:
-	json_decref(o);
-	reply_free(&r);
 	free(path);
 	free(buf);
 	free(full);

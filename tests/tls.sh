@@ -1627,14 +1627,20 @@ t_srt_kept_binds_are_the_objects_found() {
 # .git/hooks -> ../githooks, a .claude from dotfiles): each kept as the
 # link, bound onto itself read-only, and what it names kept read-only
 # where a write bind holds it (a .claude outside every bind needs
-# nothing).  Before, none was kept: the sandbox removed .envrc and
-# .git/hooks and made its own, which the host's direnv and next git
-# commit ran, and wrote envs/dev and githooks/pre-commit through them.
+# nothing; a nested repository's .git that is a link to its directory,
+# the link and that repository's hooks).  Before, none was kept: the
+# sandbox removed .envrc and .git/hooks and made its own, which the
+# host's direnv and next git commit ran, and wrote envs/dev and
+# githooks/pre-commit through them.
 # As root the project is another user's, so that its binds are idmapped
 # (the supervisor's copies); as 65534 they are the user namespace's.
 t_srt_keeps_a_users_link_as_the_link() {
-	mkdir -p "$T/proj/.git" "$T/proj/envs" "$T/proj/githooks" "$T/dot/claude" || return 1
+	mkdir -p "$T/proj/.git" "$T/proj/envs" "$T/proj/githooks" "$T/dot/claude" \
+		"$T/proj/nested" "$T/proj/store/n.git/hooks" || return 1
 	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	printf '[core]\n\tbare = false\n' > "$T/proj/store/n.git/config"
+	echo 'ref: refs/heads/main' > "$T/proj/store/n.git/HEAD"
+	ln -s ../store/n.git "$T/proj/nested/.git"
 	echo 'export A=dev' > "$T/proj/envs/dev"
 	printf '#!/bin/sh\necho user-hook\n' > "$T/proj/githooks/pre-commit"
 	echo '{}' > "$T/dot/claude/settings.json"
@@ -1659,11 +1665,14 @@ t_srt_keeps_a_users_link_as_the_link() {
 		echo 'echo pwned' > githooks/pre-commit && echo hook-written
 		echo 'echo pwned' > .git/hooks/post-checkout && echo hook-added
 		rm .claude && echo claude-removed
+		echo 'echo pwned' > nested/.git/hooks/pre-commit && echo nested-hook-written
+		rm nested/.git && echo nested-link-removed
 		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
 	for w in envrc-replaced envrc-moved envrc-relinked envrc-written target-written \
-		 target-dir-moved hooks-removed hook-written hook-added claude-removed; do
+		 target-dir-moved hooks-removed hook-written hook-added claude-removed \
+		 nested-hook-written nested-link-removed; do
 		expect_not_contains "$w" "$(cat "$T/out")" "$w"
 	done
 	expect_eq ".envrc still the user's link" "$(readlink "$T/proj/.envrc")" envs/dev

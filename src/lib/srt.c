@@ -950,6 +950,7 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 {
 	char path[PATH_MAX], sub[PATH_MAX];
 	struct dirent *de;
+	struct stat st;
 	bool is_dir;
 	DIR *d;
 
@@ -967,12 +968,18 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 				     de->d_name) >= sizeof(sub) - 16 || !there(dir, sub, &is_dir))
 			continue;
 		if (!strcmp(de->d_name, ".git")) {
+			/* the user's link to a repository: kept as the link, its parts where it names them */
+			bool linked = !is_dir && (size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+								   sub) < sizeof(path) &&
+				      stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+
 			if (!is_dir && rel[0]) {
 				const struct kept k = { sub, false, false,
 							kept_read_only[KEPT_COMMONDIR - 1].as, NULL };
 
 				keep_one(srt, fs, key, dir, &k, missing, mlen);
-			} else if (is_dir) {
+			}
+			if (is_dir || linked) {
 				if (rel[0])
 					keep_repo(srt, fs, key, dir, sub, missing, mlen);
 				else	/* the bind's own: its hooks and config are the table's */

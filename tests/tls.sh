@@ -1759,6 +1759,47 @@ t_srt_link_that_cannot_be_kept_refused() {
 	done
 }
 
+# A kept link swapped between the translation's read of it and the pin
+# of its bind (another run's sandbox writes the same project): refused.
+# Pinned by path alone, the new link was bound, and what it names (here
+# a file of the user's) left writable.  corral is held by strace after
+# its first readlinkat, the translation's read of .envrc.
+t_srt_kept_link_swapped_after_the_read_refused() {
+	command -v strace > /dev/null || { skip "no strace to hold corral with"; return 77; }
+	mkdir -p "$T/proj/.git" "$T/proj/envs" || return 1
+	echo 'export A=dev' > "$T/proj/envs/dev"
+	echo 'the user file' > "$T/proj/other"
+	ln -s envs/dev "$T/proj/.envrc"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local tracer st="" pid="" i rc=0
+	# LeakSanitizer cannot run under ptrace: an ASan build would exit 1 at its end
+	(cd "$T/proj" && ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec timeout 60 strace -o "$T/st" -e trace=readlinkat \
+		-e inject=readlinkat:signal=SIGSTOP:when=1 "$CORRAL" run --settings "$T/srt.json" \
+		-- /bin/sh -c "echo pwned > $T/proj/other; echo ran") > "$T/out" 2> "$T/err" < /dev/null &
+	tracer=$!
+	for i in $(seq 1 200); do
+		grep -q -- '--- stopped by SIGSTOP ---' "$T/st" 2>/dev/null && break
+		kill -0 "$tracer" 2>/dev/null || break
+		sleep 0.05
+	done
+	st=$(pgrep -P "$tracer" -x strace || true)
+	[ -z "$st" ] || pid=$(pgrep -P "$st" || true)
+	if grep -q -- '--- stopped by SIGSTOP ---' "$T/st" 2>/dev/null && [ -n "$pid" ]; then
+		expect_contains "held after reading .envrc" "$(head -1 "$T/st")" '".envrc", "envs/dev"'
+		ln -sfn other "$T/proj/.envrc"
+	else
+		fail "corral was not held: $(head -c 600 "$T/st" 2>/dev/null)"
+	fi
+	for i in $pid; do kill -CONT "$i" 2>/dev/null || true; done
+	wait "$tracer" || rc=$?
+	expect_eq "refused" "$rc" 125
+	expect_contains "said" "$(cat "$T/err")" "$T/proj/.envrc changed since the settings were read (it was a symbolic link to envs/dev): refused"
+	expect_not_contains "not run" "$(cat "$T/out")" ran
+	expect_eq "the user's file kept" "$(cat "$T/proj/other")" 'the user file'
+}
+
 # children PID: its children's pids
 # children PID: PID's children; a pid just listed may have exited since
 # (the supervisor's short-lived helpers), which is no children, not an error

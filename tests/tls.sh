@@ -1726,24 +1726,32 @@ t_srt_keeps_a_users_dangling_link() {
 }
 
 # What cannot be kept refuses the run (125), naming the path: a link
-# that leads back to itself, and one that names the write bind's own
-# directory (which kept read-only would be the whole bind).  Before, the
-# run went on with the link not kept.
+# that leads back to itself, one that names the write bind's own
+# directory (which kept read-only would be the whole bind), one whose
+# ".." follows a name not there (which the sandbox could make a link),
+# and one into a write bind shown at another path.  Before, the run went
+# on with the link not kept.
 t_srt_link_that_cannot_be_kept_refused() {
-	local rc case
+	local rc case flags
 	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	mkdir -p "$T/other" || return 1
+	chmod a+rwx "$T/other"
 	chmod a+rX "$T" "$T/srt.json"
-	for case in loop bind; do
+	for case in loop bind climb elsewhere; do
 		rm -rf "$T/proj"
 		mkdir -p "$T/proj/.git" || return 1
+		flags=""
 		case $case in
 		loop) ln -s .envrc "$T/proj/.envrc" ;;
 		bind) ln -s .. "$T/proj/.git/hooks" ;;
+		climb) ln -s x/../y "$T/proj/.envrc" ;;
+		elsewhere) ln -s ../other/e "$T/proj/.envrc"; flags="--rw $T/other:/data" ;;
 		esac
 		chmod -R a+rwX "$T/proj"
 		rc=0
-		(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c \
-			"echo ran > $T/proj/ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		# shellcheck disable=SC2086 # flags: words
+		(cd "$T/proj" && timeout 60 "$CORRAL" run $flags --settings "$T/srt.json" -- \
+			/bin/sh -c "echo ran > $T/proj/ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
 		expect_eq "$case: refused" "$rc" 125
 		[ ! -e "$T/proj/ran" ] || fail "$case: the command ran"
 		case $case in
@@ -1755,6 +1763,11 @@ t_srt_link_that_cannot_be_kept_refused() {
 			"the link's target $T/proj is a write bind's own directory, which cannot be kept read-only in it: refused"
 		      expect_eq "bind: nothing left" "$(cd "$T/proj" && find . | sort | tr '\n' ' ')" \
 			". ./.git ./.git/hooks " ;;
+		climb) expect_contains "climb: named" "$(cat "$T/err")" \
+			"the link's target $T/proj/x/../y climbs (\"..\") past $T/proj/x, in the write bind $T/proj: not kept, refused" ;;
+		elsewhere) expect_contains "elsewhere: named" "$(cat "$T/err")" \
+			"the link's target $T/proj/../other/e lies in a write bind shown at another path (at $T/other), where corral cannot keep it read-only: refused"
+		      [ ! -e "$T/other/e" ] || fail "elsewhere: made in the other bind" ;;
 		esac
 	done
 }

@@ -1685,7 +1685,7 @@ t_srt_keeps_a_users_link_as_the_link() {
 	expect_contains "said" "$(cat "$T/err")" ".envrc is a symbolic link to \"envs/dev\": kept as the link -> filesystem.ro \"$T/proj/.envrc\""
 	expect_contains "its target said" "$(cat "$T/err")" "envs/dev -> filesystem.ro \"$T/proj/envs/dev\", as the link names it"
 	expect_contains "the hooks' target said" "$(cat "$T/err")" "githooks -> filesystem.ro \"$T/proj/githooks\", as the link names it"
-	expect_contains "outside said" "$(cat "$T/err")" ".claude/settings.json leads outside every write bind (to $T/dot/claude/settings.json)"
+	expect_contains "outside said" "$(cat "$T/err")" ".claude/settings.json leads to $T/dot/claude/settings.json, outside every write bind or read-only in it"
 }
 
 # A user's link that names nothing yet (.envrc -> .envrc.local, the file

@@ -614,8 +614,8 @@ static void keep_target(struct srt *srt, json_t *fs, const char *key, const char
 		memcpy(rest, t, strlen(t) + 1);
 		c = rest;
 	}
-	say(srt, key, "%s leads outside every write bind (to %s): the sandbox cannot write "
-	    "there", kr->rel, path);
+	say(srt, key, "%s leads to %s, outside every write bind or read-only in it: the "
+	    "sandbox cannot write there", kr->rel, path);
 	return;
 long_path:
 	refuse(srt, -ENAMETOOLONG, "%s: the link's target %s: path too long: refused", key, path);

@@ -1623,6 +1623,196 @@ t_srt_kept_binds_are_the_objects_found() {
 	grep -q ran "$T/out" || expect_contains "refused" "$(cat "$T/err")" "refused"
 }
 
+# The user's own links among what srt keeps (.envrc -> envs/dev,
+# .git/hooks -> ../githooks, a .claude from dotfiles): each kept as the
+# link, bound onto itself read-only, and what it names kept read-only
+# where a write bind holds it (a .claude outside every bind needs
+# nothing; a nested repository's .git that is a link to its directory,
+# the link and that repository's hooks).  Before, none was kept: the
+# sandbox removed .envrc and .git/hooks and made its own, which the
+# host's direnv and next git commit ran, and wrote envs/dev and
+# githooks/pre-commit through them.
+# As root the project is another user's, so that its binds are idmapped
+# (the supervisor's copies); as 65534 they are the user namespace's.
+t_srt_keeps_a_users_link_as_the_link() {
+	mkdir -p "$T/proj/.git" "$T/proj/envs" "$T/proj/githooks" "$T/dot/claude" \
+		"$T/proj/nested" "$T/proj/store/n.git/hooks" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	printf '[core]\n\tbare = false\n' > "$T/proj/store/n.git/config"
+	echo 'ref: refs/heads/main' > "$T/proj/store/n.git/HEAD"
+	ln -s ../store/n.git "$T/proj/nested/.git"
+	echo 'export A=dev' > "$T/proj/envs/dev"
+	printf '#!/bin/sh\necho user-hook\n' > "$T/proj/githooks/pre-commit"
+	echo '{}' > "$T/dot/claude/settings.json"
+	ln -s envs/dev "$T/proj/.envrc"
+	ln -s ../githooks "$T/proj/.git/hooks"
+	ln -s "$T/dot/claude" "$T/proj/.claude"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj" "$T/dot"
+	[ "$ME" != 0 ] || chown -R -h 65534:65534 "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		rm .envrc && echo 'echo pwned' > .envrc && echo envrc-replaced
+		mv .envrc .envrc-old && echo envrc-moved
+		ln -sfn evil .envrc && echo envrc-relinked
+		echo 'echo pwned' >> .envrc && echo envrc-written
+		echo 'echo pwned' >> envs/dev && echo target-written
+		mv envs envs-old && echo target-dir-moved
+		rm .git/hooks && echo hooks-removed
+		echo 'echo pwned' > githooks/pre-commit && echo hook-written
+		echo 'echo pwned' > .git/hooks/post-checkout && echo hook-added
+		rm .claude && echo claude-removed
+		echo 'echo pwned' > nested/.git/hooks/pre-commit && echo nested-hook-written
+		rm nested/.git && echo nested-link-removed
+		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in envrc-replaced envrc-moved envrc-relinked envrc-written target-written \
+		 target-dir-moved hooks-removed hook-written hook-added claude-removed \
+		 nested-hook-written nested-link-removed; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	expect_eq ".envrc still the user's link" "$(readlink "$T/proj/.envrc")" envs/dev
+	expect_eq ".git/hooks still the user's link" "$(readlink "$T/proj/.git/hooks")" ../githooks
+	expect_eq ".claude still the user's link" "$(readlink "$T/proj/.claude")" "$T/dot/claude"
+	expect_eq "what .envrc names kept" "$(cat "$T/proj/envs/dev")" 'export A=dev'
+	expect_eq "the hook kept" "$(cat "$T/proj/githooks/pre-commit")" "$(printf '#!/bin/sh\necho user-hook')"
+	rm -f "$T/proj/work"
+	expect_eq "nothing else changed or left behind" "$(cd "$T/proj" && find . | sort)" "$before"
+	expect_contains "said" "$(cat "$T/err")" ".envrc is a symbolic link to \"envs/dev\": kept as the link -> filesystem.ro \"$T/proj/.envrc\""
+	expect_contains "its target said" "$(cat "$T/err")" "envs/dev -> filesystem.ro \"$T/proj/envs/dev\", as the link names it"
+	expect_contains "the hooks' target said" "$(cat "$T/err")" "githooks -> filesystem.ro \"$T/proj/githooks\", as the link names it"
+	expect_contains "outside said" "$(cat "$T/err")" ".claude/settings.json leads to $T/dot/claude/settings.json, outside every write bind or read-only in it"
+}
+
+# A user's link that names nothing yet (.envrc -> .envrc.local, the file
+# each developer makes; a chain .mcp.json -> a -> b -> sub/m.json): kept,
+# each link of the chain too, and what it would name made empty and kept
+# read-only, as a kept path not there is, and removed after the run.
+# Before, the sandbox made .envrc.local (and sub/m.json), which the
+# host's direnv (and agent) then read through the user's link.
+t_srt_keeps_a_users_dangling_link() {
+	mkdir -p "$T/proj/.git" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	ln -s .envrc.local "$T/proj/.envrc"
+	ln -s a "$T/proj/.mcp.json"
+	ln -s b "$T/proj/a"
+	ln -s sub/m.json "$T/proj/b"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local rc=0 w before
+	before=$(cd "$T/proj" && find . | sort)
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		echo 'echo pwned' > .envrc.local && echo local-written
+		echo 'echo pwned' > .envrc && echo written-through
+		mkdir -p sub; echo '{\"mcpServers\": {}}' > sub/m.json && echo chain-end-written
+		rm b && echo chain-link-removed
+		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in local-written written-through chain-end-written chain-link-removed; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	rm -f "$T/proj/work"
+	expect_eq "what was made is gone again" "$(cd "$T/proj" && find . | sort)" "$before"
+	expect_contains "said" "$(cat "$T/err")" ".envrc is a symbolic link to \".envrc.local\": kept as the link"
+	expect_contains "the chain said" "$(cat "$T/err")" "b is a symbolic link to \"sub/m.json\": kept as the link"
+	expect_contains "made said" "$(cat "$T/err")" ", sub, .envrc.local"
+}
+
+# What cannot be kept refuses the run (125), naming the path: a link
+# that leads back to itself, one that names the write bind's own
+# directory (which kept read-only would be the whole bind), one whose
+# ".." follows a name not there (which the sandbox could make a link),
+# and one into a write bind shown at another path.  Before, the run went
+# on with the link not kept.
+t_srt_link_that_cannot_be_kept_refused() {
+	local rc case flags
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	mkdir -p "$T/other" || return 1
+	chmod a+rwx "$T/other"
+	chmod a+rX "$T" "$T/srt.json"
+	for case in loop bind climb elsewhere; do
+		rm -rf "$T/proj"
+		mkdir -p "$T/proj/.git" || return 1
+		flags=""
+		case $case in
+		loop) ln -s .envrc "$T/proj/.envrc" ;;
+		bind) ln -s .. "$T/proj/.git/hooks" ;;
+		climb) ln -s x/../y "$T/proj/.envrc" ;;
+		elsewhere) ln -s ../other/e "$T/proj/.envrc"; flags="--rw $T/other:/data" ;;
+		esac
+		chmod -R a+rwX "$T/proj"
+		rc=0
+		# shellcheck disable=SC2086 # flags: words
+		(cd "$T/proj" && timeout 60 "$CORRAL" run $flags --settings "$T/srt.json" -- \
+			/bin/sh -c "echo ran > $T/proj/ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		expect_eq "$case: refused" "$rc" 125
+		[ ! -e "$T/proj/ran" ] || fail "$case: the command ran"
+		case $case in
+		loop) expect_contains "loop: named" "$(cat "$T/err")" \
+			": .envrc: more than 8 symbolic links one after the other (or a loop): not kept, refused"
+		      expect_eq "loop: nothing left" "$(cd "$T/proj" && find . | sort | tr '\n' ' ')" \
+			". ./.envrc ./.git " ;;
+		bind) expect_contains "bind: named" "$(cat "$T/err")" \
+			"the link's target $T/proj is a write bind's own directory, which cannot be kept read-only in it: refused"
+		      expect_eq "bind: nothing left" "$(cd "$T/proj" && find . | sort | tr '\n' ' ')" \
+			". ./.git ./.git/hooks " ;;
+		climb) expect_contains "climb: named" "$(cat "$T/err")" \
+			"the link's target $T/proj/x/../y climbs (\"..\") past $T/proj/x, in the write bind $T/proj: not kept, refused" ;;
+		elsewhere) expect_contains "elsewhere: named" "$(cat "$T/err")" \
+			"the link's target $T/proj/../other/e lies in a write bind shown at another path (at $T/other), where corral cannot keep it read-only: refused"
+		      [ ! -e "$T/other/e" ] || fail "elsewhere: made in the other bind" ;;
+		esac
+	done
+}
+
+# A kept link swapped between the translation's read of it and the pin
+# of its bind (another run's sandbox writes the same project): refused.
+# Pinned by path alone, the new link was bound, and what it names (here
+# a file of the user's) left writable.  corral is held by strace after
+# its first readlinkat, the translation's read of .envrc.
+t_srt_kept_link_swapped_after_the_read_refused() {
+	command -v strace > /dev/null || { skip "no strace to hold corral with"; return 77; }
+	mkdir -p "$T/proj/.git" "$T/proj/envs" || return 1
+	echo 'export A=dev' > "$T/proj/envs/dev"
+	echo 'the user file' > "$T/proj/other"
+	ln -s envs/dev "$T/proj/.envrc"
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	local tracer st="" pid="" i rc=0
+	# LeakSanitizer cannot run under ptrace: an ASan build would exit 1 at its end
+	(cd "$T/proj" && ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec timeout 60 strace -o "$T/st" -e trace=readlinkat \
+		-e inject=readlinkat:signal=SIGSTOP:when=1 "$CORRAL" run --settings "$T/srt.json" \
+		-- /bin/sh -c "echo pwned > $T/proj/other; echo ran") > "$T/out" 2> "$T/err" < /dev/null &
+	tracer=$!
+	for i in $(seq 1 200); do
+		grep -q -- '--- stopped by SIGSTOP ---' "$T/st" 2>/dev/null && break
+		kill -0 "$tracer" 2>/dev/null || break
+		sleep 0.05
+	done
+	st=$(pgrep -P "$tracer" -x strace || true)
+	[ -z "$st" ] || pid=$(pgrep -P "$st" || true)
+	if grep -q -- '--- stopped by SIGSTOP ---' "$T/st" 2>/dev/null && [ -n "$pid" ]; then
+		expect_contains "held after reading .envrc" "$(head -1 "$T/st")" '".envrc", "envs/dev"'
+		ln -sfn other "$T/proj/.envrc"
+	else
+		fail "corral was not held: $(head -c 600 "$T/st" 2>/dev/null)"
+	fi
+	for i in $pid; do kill -CONT "$i" 2>/dev/null || true; done
+	wait "$tracer" || rc=$?
+	expect_eq "refused" "$rc" 125
+	expect_contains "said" "$(cat "$T/err")" "$T/proj/.envrc changed since the settings were read (it was a symbolic link to envs/dev): refused"
+	expect_not_contains "not run" "$(cat "$T/out")" ran
+	expect_eq "the user's file kept" "$(cat "$T/proj/other")" 'the user file'
+}
+
 # children PID: its children's pids
 # children PID: PID's children; a pid just listed may have exited since
 # (the supervisor's short-lived helpers), which is no children, not an error

@@ -269,6 +269,9 @@ static int open_pinned(int oldroot, const char *src, int pin, struct corral_err 
 
 	if (fstat(pin, &want) < 0)
 		return corral_set_errno(err, errno, "cannot stat the checked %s", src);
+	/* a link judged (srt's kept one): the link itself, never what it names */
+	if (S_ISLNK(want.st_mode))
+		how.flags |= O_NOFOLLOW;
 	fd = openat2_retry(oldroot, src, &how);
 	e = errno;
 	if (fd < 0 && e == EACCES)
@@ -688,11 +691,14 @@ static int open_dst_parent(const char *dst, const char **leaf,
 	return dfd;
 }
 
-/* An O_PATH fd of leaf in dir, no symlink followed: a mount on it, if any. */
-static int open_leaf(int dir, const char *leaf)
+/*
+ * An O_PATH fd of leaf in dir, no symlink followed: a mount on it, if
+ * any.  link: leaf is one, taken as itself (a bind of a link onto itself).
+ */
+static int open_leaf(int dir, const char *leaf, bool link)
 {
 	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
+		.flags = O_PATH | O_CLOEXEC | (link ? O_NOFOLLOW : 0),
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 
@@ -703,9 +709,12 @@ static int open_leaf(int dir, const char *leaf)
  * A bind of the policy's, made onto dst by fds (open_dst_parent): made,
  * its attributes set on what was mounted, not on whatever a path names
  * by then.  tree >= 0: the supervisor's detached copy; else fd's clone.
+ * type: the source's (S_IFDIR, S_IFLNK ...); a link (pinned: srt's kept
+ * one) is mounted onto the link at dst, which move_mount does not follow,
+ * and is then a mount point the sandbox cannot remove, rename or replace.
  */
 static int bind_user(int fd, int tree, const char *what, const char *dst,
-		     bool dir, enum bind_kind kind, struct corral_err *err)
+		     mode_t type, enum bind_kind kind, struct corral_err *err)
 {
 	uint64_t set = MOUNT_ATTR_NOSUID | (kind == BIND_RO ? MOUNT_ATTR_RDONLY |
 		       MOUNT_ATTR_NODEV : kind == BIND_RW ? MOUNT_ATTR_NODEV :
@@ -718,10 +727,10 @@ static int bind_user(int fd, int tree, const char *what, const char *dst,
 	parent = open_dst_parent(dst, &leaf, err);
 	if (parent < 0)
 		return parent;
-	if ((dir ? mkdirat(parent, leaf, 0755) :
+	if ((S_ISDIR(type) ? mkdirat(parent, leaf, 0755) :
 	     mknodat(parent, leaf, S_IFREG | 0644, 0)) < 0 && errno != EEXIST)
 		return corral_set_errno(err, errno, "cannot create %s", dst);
-	at = open_leaf(parent, leaf);
+	at = open_leaf(parent, leaf, S_ISLNK(type));
 	if (at < 0)
 		return corral_set_errno(err, errno, "cannot open %s", dst);
 	if (tree < 0) {
@@ -736,7 +745,7 @@ static int bind_user(int fd, int tree, const char *what, const char *dst,
 		    MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return corral_set_errno(err, errno, "cannot bind %s on %s", what, dst);
 	/* what lies at dst now: our mount's root, or the bind is refused */
-	mnt = open_leaf(parent, leaf);
+	mnt = open_leaf(parent, leaf, S_ISLNK(type));
 	if (mnt < 0 || fstat(mnt, &got) < 0 || fstat(fd, &want) < 0)
 		return corral_set_errno(err, errno, "cannot open %s", dst);
 	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
@@ -759,9 +768,11 @@ static int bind_user(int fd, int tree, const char *what, const char *dst,
  * link stops), and this sandbox read and wrote the link's target,
  * another user's directory, as its owner.  Not judged where dst's
  * directory is not src's (the parent bound from elsewhere), or nothing
- * is at dst yet.
+ * is at dst yet.  link: src is a link bound as itself (srt's kept one),
+ * found at dst as itself.
  */
-static int same_object_at_dst(int oldroot, int fd, const char *src, struct corral_err *err)
+static int same_object_at_dst(int oldroot, int fd, const char *src, bool link,
+			      struct corral_err *err)
 {
 	cleanup_close int parent = -1, at = -1, host = -1;
 	char dir[4096];
@@ -771,7 +782,7 @@ static int same_object_at_dst(int oldroot, int fd, const char *src, struct corra
 	parent = open_dst_parent(src, &leaf, err);
 	if (parent < 0)
 		return parent;
-	at = open_leaf(parent, leaf);
+	at = open_leaf(parent, leaf, link);
 	if (at < 0)
 		return 0;	/* made by bind_user: nothing there to be swapped */
 	if ((size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(leaf - src), src) >= sizeof(dir))
@@ -824,9 +835,10 @@ static int bind_host(int oldroot, const char *src, const char *dst,
 		goto out;
 	}
 	if (kind == BIND_USER_RO || kind == BIND_USER_RW) {
-		r = strcmp(src, dst) ? 0 : same_object_at_dst(oldroot, fd, src, err);
+		r = strcmp(src, dst) ? 0 : same_object_at_dst(oldroot, fd, src,
+							       S_ISLNK(st.st_mode), err);
 		if (r == 0)
-			r = bind_user(fd, tree, src, dst, S_ISDIR(st.st_mode), kind ==
+			r = bind_user(fd, tree, src, dst, st.st_mode & S_IFMT, kind ==
 				      BIND_USER_RO ? BIND_RO : BIND_RW, err);
 		goto out;
 	}

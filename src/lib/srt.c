@@ -57,6 +57,8 @@ struct srt {
 	const struct corral_policy *base;	/* the --policy's, loaded before */
 	struct corral_srt_made *made;	/* what keep_read_only holds and made */
 	json_t *pins;		/* [dir, path] of its binds beneath dir (srt_pin.c) */
+	json_t *links;		/* the user's links kept as themselves, absolute */
+	struct corral_err refused;	/* what could not be kept: the run refused */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -364,18 +366,6 @@ static bool listed(json_t *arr, const char *path)
 	return false;
 }
 
-/* path lies in one of arr's paths */
-static bool listed_under(json_t *arr, const char *path)
-{
-	json_t *v;
-	size_t i;
-
-	json_array_foreach(arr, i, v)
-		if (under(path, json_string_value(v)))
-			return true;
-	return false;
-}
-
 /* What is there at dir/rel, without following a link at its end. */
 static bool there(const char *dir, const char *rel, bool *is_dir)
 {
@@ -391,29 +381,322 @@ static bool there(const char *dir, const char *rel, bool *is_dir)
 /* in the list of what was made: the file system took no mark */
 #define UNMARKED " (unmarked)"
 
-static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *dir,
-		     const struct kept *kr, char *missing, size_t mlen)
+/* links followed from one kept path, at most: a chain, or a loop */
+#define KEPT_LINKS_MAX 8
+/* links outside the write binds followed on a target's way, at most (as the kernel's) */
+#define HOST_LINKS_MAX 40
+
+static int open_top(struct srt *srt, const char *dir, struct corral_err *err);
+
+/* The first refusal of what cannot be kept: the run is refused with it. */
+static void refuse(struct srt *srt, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void refuse(struct srt *srt, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (srt->refused.code)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(srt->refused.msg, sizeof(srt->refused.msg), fmt, ap);
+	va_end(ap);
+	srt->refused.code = code;
+}
+
+/*
+ * path lies in a read-only bind of the translation's already (a kept
+ * path, made or found): a link kept as itself is no such bind, as what
+ * lies beyond it is the link's target's.
+ */
+static bool kept_under(struct srt *srt, json_t *fs, const char *path)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(fs, "ro"), i, v)
+		if (under(path, json_string_value(v)) && !listed(srt->links, json_string_value(v)))
+			return true;
+	return false;
+}
+
+/*
+ * The write bind that shows the host's path at that same path, and that
+ * a sandbox writes there: its directory (the translation's allowWrite,
+ * or a --rw flag's or --policy's of the same path), or NULL where the
+ * deepest bind that holds path is read-only, or none holds it.
+ * *elsewhere: the deepest is a write bind shown at another path (--rw
+ * SRC:DST), which a bind kept at path would not cover.
+ */
+static const char *write_top(struct srt *srt, json_t *fs, const char *path, bool *elsewhere)
+{
+	const char *top = NULL;
+	size_t best = 0, n;
+	bool writable = false;
+	json_t *v;
+	size_t i;
+
+	*elsewhere = false;
+	/* at one depth read-only wins (mount.c): judged last */
+	for (int ro = 0; ro < 2; ro++)
+		json_array_foreach(json_object_get(fs, ro ? "ro" : "rw"), i, v) {
+			const char *s = json_string_value(v);
+
+			if (under(path, s) && (n = strlen(s)) >= best &&
+			    (!ro || !listed(srt->links, s))) {
+				best = n;
+				writable = !ro;
+			}
+		}
+	for (i = 0; srt->base && i < srt->base->nbinds; i++) {
+		const struct corral_bind *b = &srt->base->binds[i];
+
+		if (under(path, b->src) && ((n = strlen(b->src)) > best ||
+					    (n == best && !b->writable))) {
+			best = n;
+			writable = b->writable;
+			*elsewhere = b->writable && strcmp(b->src, b->dst);
+		}
+	}
+	if (!writable || *elsewhere)
+		return NULL;
+	/* the outermost write bind of the same path holds it: its directory is walked from */
+	json_array_foreach(srt->rw, i, v)
+		if (under(path, json_string_value(v)) &&
+		    (!top || strlen(json_string_value(v)) < strlen(top)))
+			top = json_string_value(v);
+	for (i = 0; srt->base && i < srt->base->nbinds; i++) {
+		const struct corral_bind *b = &srt->base->binds[i];
+
+		if (b->writable && !strcmp(b->src, b->dst) && under(path, b->src) &&
+		    (!top || strlen(b->src) < strlen(top)))
+			top = b->src;
+	}
+	return top;
+}
+
+static void keep_at(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		    const char *top, const char *rel, const struct kept *kr, int hops,
+		    char *missing, size_t mlen);
+
+/* one more component of a path, its "." and ".." left as they are */
+static bool append(char *buf, size_t len, const char *tail)
+{
+	size_t n = strlen(buf);
+
+	if (!*tail)
+		return true;
+	return (size_t)snprintf(buf + n, len - n, "%s%s", n && buf[n - 1] == '/' ? "" : "/",
+				tail) < len - n;
+}
+
+/* a ".." among the components of s */
+static bool climbs(const char *s)
+{
+	for (const char *c = s; (c = strstr(c, "..")); c += 2)
+		if ((c == s || c[-1] == '/') && (!c[2] || c[2] == '/'))
+			return true;
+	return false;
+}
+
+/*
+ * What a kept link names (path, absolute, with what followed the link
+ * in the kept path), kept as the link's own name would be: walked one
+ * component at a time from "/", a link outside every write bind followed
+ * (the host's, which no sandbox changes, up to HOST_LINKS_MAX), up to
+ * the first component in a write bind that is no directory (a link, a
+ * file, what is not there) or the last, from where keep_at walks it
+ * with no link followed, keeping each link on the way.  A target no
+ * write bind holds needs nothing: the sandbox sees it read-only, or not
+ * at all.  A ".." that keep_at would walk (after a link in a write bind,
+ * or a name not there, which the sandbox could make a link) is refused,
+ * as is a target that is a write bind's own directory.
+ */
+static void keep_target(struct srt *srt, json_t *fs, const char *key, const char *dir,
+			const char *path, const struct kept *kr, int hops, char *missing,
+			size_t mlen)
+{
+	char cur[PATH_MAX] = "", rest[PATH_MAX], next[PATH_MAX], t[PATH_MAX];
+	const char *top, *c = rest, *slash;
+	bool elsewhere;
+	int follows = 0;
+	struct stat st;
+	ssize_t n;
+
+	if ((size_t)snprintf(rest, sizeof(rest), "%s", path) >= sizeof(rest))
+		goto long_path;
+	for (;;) {
+		c += strspn(c, "/");
+		if (!*c && !cur[0])
+			break;
+		if (!*c) {
+			/* all walked: the last was a "." or "..", or is outside the binds */
+			top = write_top(srt, fs, cur, &elsewhere);
+			if (!top && !elsewhere)
+				break;
+			memcpy(next, cur, strlen(cur) + 1);
+			*(strrchr(cur, '/')) = '\0';
+			slash = c;
+		} else {
+			slash = strchrnul(c, '/');
+			if (slash - c == 1 && c[0] == '.') {
+				c = slash;
+				continue;
+			}
+			if (slash - c == 2 && c[0] == '.' && c[1] == '.') {
+				*(strrchr(cur, '/') ? strrchr(cur, '/') : cur) = '\0';
+				c = slash;
+				continue;
+			}
+			if ((size_t)snprintf(next, sizeof(next), "%s/%.*s", cur, (int)(slash - c), c) >=
+			    sizeof(next))
+				goto long_path;
+			top = write_top(srt, fs, next, &elsewhere);
+		}
+		if (elsewhere) {
+			refuse(srt, -EXDEV, "%s: the link's target %s lies in a write bind shown at "
+			       "another path (at %s), where corral cannot keep it read-only: refused",
+			       key, path, next);
+			return;
+		}
+		if (top && !strcmp(next, top) && !*slash) {
+			refuse(srt, -EINVAL, "%s: the link's target %s is a write bind's own "
+			       "directory, which cannot be kept read-only in it: refused", key, next);
+			return;
+		}
+		if (top && !strcmp(next, top)) {
+			/* as the bind shows it, whatever link the user named it through */
+			memcpy(cur, next, strlen(next) + 1);
+			c = slash;
+			continue;
+		}
+		if (top && *slash && lstat(next, &st) == 0 && S_ISDIR(st.st_mode)) {
+			/* a directory there: a ".." after it climbs as the kernel would */
+			memcpy(cur, next, strlen(next) + 1);
+			c = slash;
+			continue;
+		}
+		if (top) {
+			/*
+			 * A link, a file, what is not there, or the end: kept
+			 * from top with no link followed (keep_at), a link there
+			 * kept and followed in turn.
+			 */
+			if (climbs(slash)) {
+				refuse(srt, -EINVAL, "%s: the link's target %s climbs (\"..\") past %s, "
+				       "in the write bind %s: not kept, refused", key, path, next, top);
+				return;
+			}
+			if ((size_t)snprintf(t, sizeof(t), "%s%s", next + strlen(top) + 1, slash) >=
+			    sizeof(t))
+				goto long_path;
+			if (kept_under(srt, fs, next) && !*slash)
+				return;	/* kept already (another link to it) */
+			keep_at(srt, fs, key, dir, top, t, kr, hops, missing, mlen);
+			return;
+		}
+		if (lstat(next, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && *slash))
+			break;	/* not there (or not a directory): outside the write binds */
+		if (!S_ISLNK(st.st_mode)) {
+			memcpy(cur, next, strlen(next) + 1);
+			c = slash;
+			continue;
+		}
+		/* the host's link, outside every write bind: followed */
+		n = readlink(next, t, sizeof(t) - 1);
+		if (n < 0 || ++follows > HOST_LINKS_MAX)
+			break;	/* as the kernel: ELOOP, nothing there */
+		t[n] = '\0';
+		if (!append(t, sizeof(t), slash))
+			goto long_path;
+		if (t[0] == '/')
+			cur[0] = '\0';
+		memcpy(rest, t, strlen(t) + 1);
+		c = rest;
+	}
+	say(srt, key, "%s leads to %s, outside every write bind or read-only in it: the "
+	    "sandbox cannot write there", kr->rel, path);
+	return;
+long_path:
+	refuse(srt, -ENAMETOOLONG, "%s: the link's target %s: path too long: refused", key, path);
+}
+
+/*
+ * A kept path's component is a symbolic link (the user's own: .envrc ->
+ * envs/dev, .git/hooks -> ../githooks, a .claude from dotfiles): kept as
+ * the link, bound onto itself read-only (a mount point: the sandbox can
+ * neither remove, rename nor replace it; the bind takes the link, never
+ * what it names), and what it names kept as the path itself would be.
+ * Before, such a link was not kept: the sandbox removed .envrc and made
+ * its own, which the host's direnv ran, or wrote through it.
+ */
+static void keep_link(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		      const char *top, const char *link, const struct srt_link *l,
+		      const struct kept *kr, int hops, char *missing, size_t mlen)
+{
+	char path[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+
+	if (!listed(srt->links, link)) {
+		push(fs, "ro", link);
+		json_array_append_new(srt->links, json_string(link));
+		json_array_append_new(srt->pins, json_pack("[sss]", top, link, l->target));
+		say(srt, key, "%s is a symbolic link to \"%s\": kept as the link -> filesystem.ro "
+		    "\"%s\" (bound onto itself: it cannot be removed, renamed or replaced); "
+		    "what it names is kept as %s is", under(link, dir) && strcmp(link, dir) ?
+		    link + strlen(dir) + 1 : link, l->target, link, kr->rel);
+	}
+	/* a .git that names a repository directory: its parts are the table's */
+	if (!kr->made && !l->after[0] && stat(link, &st) == 0 && S_ISDIR(st.st_mode))
+		return;
+	if (hops >= KEPT_LINKS_MAX) {
+		refuse(srt, -ELOOP, "%s: %s: more than %d symbolic links one after the other "
+		       "(or a loop): not kept, refused", key, kr->rel, KEPT_LINKS_MAX);
+		return;
+	}
+	snprintf(parent, sizeof(parent), "%s", link);
+	*strrchr(parent, '/') = '\0';
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", l->target[0] == '/' ? "" : parent,
+			     l->target[0] == '/' ? "" : "/", l->target) >= sizeof(path) ||
+	    !append(path, sizeof(path), l->after)) {
+		refuse(srt, -ENAMETOOLONG, "%s: the link %s: its target is too long: refused",
+		       key, link);
+		return;
+	}
+	keep_target(srt, fs, key, dir, path, kr, hops + 1, missing, mlen);
+}
+
+/*
+ * top/rel kept read-only (top a write bind's directory; dir the write
+ * path whose key the report says it under): what srt_made_keep found or
+ * made bound read-only, the directories on its way bound onto
+ * themselves, a link on its way kept as itself and followed.
+ */
+static void keep_at(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		    const char *top, const char *rel, const struct kept *kr, int hops,
+		    char *missing, size_t mlen)
 {
 	char *bind = NULL, *pins[SRT_PINS_MAX], why[PATH_MAX + 128], full[PATH_MAX];
+	struct srt_link link;
+	struct corral_err e = { 0 };
 	enum srt_made_kind kind;
 	size_t npins = 0;
-	bool is_dir;
+	const char *as_said;
 	int r;
 
-	snprintf(full, sizeof(full), "%s/%s", dir, kr->rel);
-	/* in a kept (or made) directory already, or bound read-only by the settings */
-	if (listed_under(json_object_get(fs, "ro"), full))
+	snprintf(full, sizeof(full), "%s/%s", top, rel);
+	if (hops && open_top(srt, top, &e) < 0) {
+		refuse(srt, e.code, "%s: %s: %s", key, kr->rel, e.msg);
 		return;
-	if (!kr->made && (!there(dir, kr->rel, &is_dir) ||
-					(!strcmp(kr->rel, ".git") && is_dir)))
-		return;	/* only a .git that is a file: a directory's parts are kept */
-	r = srt_made_keep(srt->made, dir, kr->rel, kr->dir, kr->content,
-			  &bind, pins, &npins, why, sizeof(why));
-	if (r < 0) {
+	}
+	r = srt_made_keep(srt->made, top, rel, kr->dir, kr->content,
+			  &bind, pins, &npins, &link, why, sizeof(why));
+	if (r < 0 && hops) {
+		refuse(srt, r, "%s: %s: what its link names is not kept read-only: %s: refused",
+		       key, kr->rel, why);
+	} else if (r < 0) {
 		say(srt, key, "%s: not kept read-only: %s", kr->rel, why);
 	} else {
-		push(fs, "ro", bind);
-		json_array_append_new(srt->pins, json_pack("[ss]", dir, bind));
 		/*
 		 * Each directory on the way, bound onto itself: a mount point,
 		 * which no one renames.  Else `mv .git .git-old` took the
@@ -423,26 +706,51 @@ static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *d
 		for (size_t i = 0; i < npins; i++) {
 			if (!listed(json_object_get(fs, "rw"), pins[i]))
 				push(fs, "rw", pins[i]);
-			json_array_append_new(srt->pins, json_pack("[ss]", dir, pins[i]));
+			json_array_append_new(srt->pins, json_pack("[ss]", top, pins[i]));
 		}
+		if (r == SRT_KEEP_LINK) {
+			keep_link(srt, fs, key, dir, top, bind, &link, kr, hops, missing, mlen);
+			goto out;
+		}
+		push(fs, "ro", bind);
+		json_array_append_new(srt->pins, json_pack("[ss]", top, bind));
 		kind = srt_made_kind(srt->made, bind);
+		as_said = under(bind, dir) ? bind + strlen(dir) + 1 : bind;
 		if (kind != SRT_FOUND)	/* said with the others, in one line */
 			snprintf(missing + strlen(missing), mlen - strlen(missing), "%s%s%s",
-				 missing[0] ? ", " : "", bind + strlen(dir) + 1,
+				 missing[0] ? ", " : "", as_said,
 				 kind == SRT_ADOPTED ? " (made by another run)" :
 				 kind == SRT_MADE_UNMARKED ? UNMARKED : "");
 		else if (strcmp(bind, full))
 			say(srt, key, "%s lies under the file %s, kept read-only instead (the "
 			    "sandbox would remove it to make the directory) -> filesystem.ro \"%s\"",
-			    kr->rel, bind + strlen(dir) + 1, bind);
+			    hops ? full : kr->rel, as_said, bind);
 		else
-			say(srt, key, "%s -> filesystem.ro \"%s\", %s%s", kr->rel, bind,
-			    kr->as ? kr->as : "as srt keeps it", npins ? " (the directories "
-			    "on its way bound onto themselves: none can be renamed)" : "");
+			say(srt, key, "%s -> filesystem.ro \"%s\", %s%s", hops ? as_said : kr->rel,
+			    bind, hops ? "as the link names it" : kr->as ? kr->as : "as srt keeps it",
+			    npins ? " (the directories on its way bound onto themselves: none can "
+			    "be renamed)" : "");
 	}
+out:
 	for (size_t i = 0; i < npins; i++)
 		free(pins[i]);
 	free(bind);
+}
+
+static void keep_one(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		     const struct kept *kr, char *missing, size_t mlen)
+{
+	char full[PATH_MAX];
+	bool is_dir;
+
+	snprintf(full, sizeof(full), "%s/%s", dir, kr->rel);
+	/* in a kept (or made) directory already, or bound read-only by the settings */
+	if (kept_under(srt, fs, full))
+		return;
+	if (!kr->made && (!there(dir, kr->rel, &is_dir) ||
+					(!strcmp(kr->rel, ".git") && is_dir)))
+		return;	/* only a .git that is a file: a directory's parts are kept */
+	keep_at(srt, fs, key, dir, dir, kr->rel, kr, 0, missing, mlen);
 }
 
 /*
@@ -642,6 +950,7 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 {
 	char path[PATH_MAX], sub[PATH_MAX];
 	struct dirent *de;
+	struct stat st;
 	bool is_dir;
 	DIR *d;
 
@@ -659,12 +968,18 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 				     de->d_name) >= sizeof(sub) - 16 || !there(dir, sub, &is_dir))
 			continue;
 		if (!strcmp(de->d_name, ".git")) {
+			/* the user's link to a repository: kept as the link, its parts where it names them */
+			bool linked = !is_dir && (size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+								   sub) < sizeof(path) &&
+				      stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+
 			if (!is_dir && rel[0]) {
 				const struct kept k = { sub, false, false,
 							kept_read_only[KEPT_COMMONDIR - 1].as, NULL };
 
 				keep_one(srt, fs, key, dir, &k, missing, mlen);
-			} else if (is_dir) {
+			}
+			if (is_dir || linked) {
 				if (rel[0])
 					keep_repo(srt, fs, key, dir, sub, missing, mlen);
 				else	/* the bind's own: its hooks and config are the table's */
@@ -757,6 +1072,9 @@ static int keep_read_only(struct srt *srt, struct corral_err *err)
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
 			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
 		nested_repos(srt, fs, key, dir, "", 0, &seen, missing, sizeof(missing));
+		/* what cannot be kept refuses the run: never one unprotected */
+		if (srt->refused.code)
+			return corral_set_err(err, srt->refused.code, "%s", srt->refused.msg);
 		if (seen > NESTED_MAX)
 			say(srt, key, "more than %d entries in its top %d levels: the repositories "
 			    "deeper in were not looked for", NESTED_MAX, NESTED_DEPTH);
@@ -938,7 +1256,7 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 				struct corral_err *err)
 {
 	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p,
-			   .made = srt_made_new(), .pins = json_array() };
+			   .made = srt_made_new(), .pins = json_array(), .links = json_array() };
 	size_t report_len = 0;
 	json_error_t je;
 	json_t *settings = NULL;
@@ -949,7 +1267,7 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	*report = NULL;
 	*made = NULL;
 	srt.report = open_memstream(report, &report_len);
-	if (!srt.policy || !srt.rw || !srt.report || !srt.made || !srt.pins) {
+	if (!srt.policy || !srt.rw || !srt.report || !srt.made || !srt.pins || !srt.links) {
 		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 		goto out;
 	}
@@ -996,5 +1314,6 @@ out:
 	json_decref(srt.policy);
 	json_decref(srt.rw);
 	json_decref(srt.pins);
+	json_decref(srt.links);
 	return r;
 }

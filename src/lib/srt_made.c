@@ -386,6 +386,34 @@ static const struct top *top_of(const struct corral_srt_made *m, const char *roo
 	return NULL;
 }
 
+/* dir's name is a symbolic link now (no link followed to tell) */
+static bool is_link(int dir, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+/*
+ * The link at dir's name (path), for the caller to keep: its target
+ * read from the directory walked to, no path followed again.
+ */
+static int link_found(int dir, const char *name, const char *path, const char *after,
+		      struct srt_link *link, char **bind, char *why, size_t whylen)
+{
+	ssize_t n = readlinkat(dir, name, link->target, sizeof(link->target) - 1);
+
+	if (n < 0 || (size_t)n == sizeof(link->target) - 1) {
+		snprintf(why, whylen, "cannot read the link %s: %s", path,
+			 n < 0 ? strerror(errno) : "its target is too long");
+		return n < 0 ? -errno : -ENAMETOOLONG;
+	}
+	link->target[n] = '\0';
+	link->after = after;
+	*bind = strdup(path);
+	return *bind ? SRT_KEEP_LINK : -ENOMEM;
+}
+
 /*
  * The pieces of root/rel walked so far; a directory on the way is
  * pinned (bound onto itself, so it cannot be renamed away) unless it is
@@ -394,7 +422,7 @@ static const struct top *top_of(const struct corral_srt_made *m, const char *roo
  */
 int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		  bool directory, const char *content, char **bind, char **pins,
-		  size_t *npins, char *why, size_t whylen)
+		  size_t *npins, struct srt_link *link, char *why, size_t whylen)
 {
 	const struct top *t = top_of(m, root);
 	char part[PATH_MAX], path[PATH_MAX];
@@ -426,12 +454,20 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		while (r == 0 && !last) {
 			const char *has;
 			bool d;
+			int e;
 
 			slash = strchr(c, '/');
 			last = !slash;
 			snprintf(part, sizeof(part), "%.*s", last ? (int)strlen(c) : (int)(slash - c), c);
 			snprintf(path, sizeof(path), "%s/%.*s", root, (int)(c - rel) + (int)strlen(part), rel);
 			next = last ? -1 : step(dir, part, true);
+			e = errno;	/* step's, judged below */
+			if (next < 0 && is_link(dir, part)) {
+				r = link_found(dir, part, path, last ? "" : slash + 1, link,
+					       bind, why, whylen);
+				break;
+			}
+			errno = e;
 			if (next >= 0 && placeholder_dir_at(dir, part)) {
 				/* a placeholder directory: kept as its maker kept it */
 				close(next);
@@ -451,12 +487,6 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 				dir = next;
 				c = slash + 1;
 				continue;
-			}
-			if (!last && errno == ELOOP) {
-				r = -ELOOP;
-				snprintf(why, whylen, "%s is a symlink (the sandbox may replace it)",
-					 path);
-				break;
 			}
 			if (!last && errno != ENOENT) {
 				/*
@@ -482,8 +512,6 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 					r = hold(m, t, dir, part, path, true, false, d, has);
 			} else if (r < 0) {
 				snprintf(why, whylen, "cannot open %s: %s", path, strerror(-r));
-				if (r == -ELOOP)
-					snprintf(why, whylen, "%s is a symlink (the sandbox may replace it)", path);
 			}
 			if (r == 0 && !(*bind = strdup(path)))
 				r = -ENOMEM;

@@ -7,6 +7,7 @@
 
 #include "corral.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -30,6 +31,14 @@ struct corral_srt_made *srt_made_new(void);
 int srt_made_top(struct corral_srt_made *m, const char *root, const char *outer,
 		 const char *beneath, char *why, size_t whylen);
 
+/* srt_made_keep found a symbolic link on rel's way, or at its end */
+#define SRT_KEEP_LINK 2
+
+struct srt_link {
+	char target[PATH_MAX];	/* what the link holds, as readlink gives it */
+	const char *after;	/* rel's components after the link ("" at its end) */
+};
+
 /*
  * Keep root/rel read-only (root opened by srt_made_top): its first component that is not there made
  * (an empty directory, or a file holding content (NULL: empty) when it
@@ -37,11 +46,14 @@ int srt_made_top(struct corral_srt_made *m, const char *root, const char *outer,
  * made before (marked, as made) is taken as made.  *bind: the path to bind read-only (rel's, or
  * the made component's); pins: the directories between root and it,
  * to bind onto themselves so none is renamed away.  0, or -errno with
- * why said (a symlink or a file on the way: nothing bound).
+ * why said (a file on the way: nothing bound); SRT_KEEP_LINK where a
+ * component is a symbolic link (the user's .envrc -> envs/dev): *bind
+ * is the link's path, *link what it holds, pins the directories before
+ * it; the caller keeps the link as itself and what it names.
  */
 int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		  bool directory, const char *content, char **bind, char **pins,
-		  size_t *npins, char *why, size_t whylen);
+		  size_t *npins, struct srt_link *link, char *why, size_t whylen);
 
 /* What path is to this run (for the report). */
 enum srt_made_kind {

@@ -19,8 +19,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* path's object, beneath top's directory (path lies in top), no link followed */
@@ -48,6 +50,28 @@ static int open_beneath(const char *top, const char *path, struct corral_err *er
 	return fd;
 }
 
+/*
+ * A kept link (fd, O_PATH of the link itself) is still a link holding
+ * target: one put there since with another target would be bound, and
+ * what it names left writable.
+ */
+static int same_link(int fd, const char *path, const char *target, struct corral_err *err)
+{
+	char now[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return corral_set_errno(err, errno, "cannot stat %s", path);
+	n = S_ISLNK(st.st_mode) ? readlinkat(fd, "", now, sizeof(now) - 1) : -1;
+	if (n >= 0)
+		now[n] = '\0';
+	if (n < 0 || strcmp(now, target))
+		return corral_set_err(err, -EACCES, "%s changed since the settings were read "
+				      "(it was a symbolic link to %s): refused", path, target);
+	return 0;
+}
+
 int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err)
 {
 	json_t *pin;
@@ -56,11 +80,16 @@ int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err)
 	json_array_foreach(pins, k, pin) {
 		const char *top = json_string_value(json_array_get(pin, 0));
 		const char *path = json_string_value(json_array_get(pin, 1));
+		const char *target = json_string_value(json_array_get(pin, 2));
 		int fd = top && path ? open_beneath(top, path, err) :
 			 corral_set_err(err, -ENOMEM, "out of memory pinning srt's binds");
 
 		if (fd < 0)
 			return fd;
+		if (target && same_link(fd, path, target, err) < 0) {
+			close(fd);
+			return err->code;
+		}
 		/* a --policy's or a flag's bind of the same path onto itself too */
 		for (size_t i = 0; i < p->nbinds; i++) {
 			const struct corral_bind *b = &p->binds[i];

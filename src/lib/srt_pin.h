@@ -13,7 +13,8 @@
  * pins: [TOP, PATH] pairs, PATH beneath the write bind's directory TOP.
  * Each bind of PATH onto itself in p gets PATH's object found beneath
  * TOP with no link followed; 0, or -errno (one is no longer there so, or
- * a link is on its way: the run is refused).
+ * a link is on its way: the run is refused).  A third element, TARGET:
+ * PATH is a link kept as itself, which must still hold TARGET.
  */
 int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err);
 

@@ -1192,6 +1192,74 @@ t_refuses_host_namespaces() {
 		"/dev/null is not a network namespace"
 }
 
+# A type corral does not make: refused as runc refuses one it does not
+# know, where create passed over it (exit 0: a "time" namespace's
+# container had the host's clocks, a misspelt one ran as another).
+t_refuses_unknown_namespaces() {
+	need_root
+	refused 'c["linux"]["namespaces"].append({"type": "bogus"})' \
+		'linux.namespaces[5]: unknown namespace type "bogus"'
+	refused 'c["linux"]["namespaces"].append({"type": "time"})' \
+		"a time namespace refused"
+	# the kinds corral makes anyway (containerd's spec lists cgroup)
+	bundle "$T/b" '["true"]' 'c["linux"]["namespaces"] += [{"type": "cgroup"}, {"type": "user"}]'
+	oci create --bundle "$T/b" c1 > /dev/null || true
+	expect_eq "cgroup and user" "$(rc)" 0
+	oci delete --force c1 > /dev/null
+}
+
+# Every failure of create, start, kill, delete and state exits 1, as
+# runc's, with the error the last line of the JSON log (where the shim
+# looks), and leaves no state: a missing bundle, a config.json that is
+# not JSON, an unknown namespace type, a rootfs that is a file, a pid
+# file in a missing directory, a console socket that refuses.
+exits_one() {	# exits_one WHAT WANT ARGS...: exit 1, WANT logged, no c1 state
+	local what=$1 want=$2
+	shift 2
+	rm -f "$T/log.json"
+	oci "$@" > /dev/null || true
+	expect_eq "$what: rc" "$(rc)" 1 || return 1
+	expect_contains "$what: logged" "$(last_error)" "$want" || return 1
+	[ ! -e "$T/root/c1" ] || { fail "$what: state left"; return 1; }
+}
+t_failures_exit_1() {
+	need_root
+	local verb
+	bundle "$T/b" '["true"]'
+	exits_one "missing bundle" "--bundle $T/nosuch" create --bundle "$T/nosuch" c1 || return 1
+	mkdir "$T/nj"
+	echo 'not json {' > "$T/nj/config.json"
+	exits_one "config.json not JSON" "$T/nj/config.json:1" create --bundle "$T/nj" c1 || return 1
+	bundle "$T/ns" '["true"]' 'c["linux"]["namespaces"].append({"type": "bogus"})'
+	exits_one "unknown namespace" "unknown namespace type" create --bundle "$T/ns" c1 || return 1
+	mkdir "$T/rf"
+	cp "$T/b/config.json" "$T/rf/"
+	touch "$T/rf/rootfs"
+	exits_one "rootfs a file" "not a directory" create --bundle "$T/rf" c1 || return 1
+	exits_one "pid file's directory missing" "cannot open nodir" \
+		create --bundle "$T/b" --pid-file "$T/nodir/pid" c1 || return 1
+	bundle "$T/tty" '["true"]' 'c["process"]["terminal"] = True'
+	/usr/bin/python3 -c 'import socket, sys
+socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/refusing.sock"
+	exits_one "console socket refuses" "Connection refused" \
+		create --bundle "$T/tty" --console-socket "$T/refusing.sock" c1 || return 1
+	for verb in start state kill delete; do
+		exits_one "$verb of no container" "container does not exist" "$verb" c1 || return 1
+	done
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create" "$(rc)" 0 || return 1
+	oci kill c1 KILL > /dev/null
+	wait_status c1 stopped || return 1
+	oci start c1 > /dev/null || true
+	expect_eq "start of a stopped container: rc" "$(rc)" 1
+	expect_contains "start of a stopped container" "$(last_error)" "stopped"
+	oci kill c1 > /dev/null || true
+	expect_eq "kill of a stopped container: rc" "$(rc)" 1
+	expect_contains "kill of a stopped container" "$(last_error)" "not running"
+	oci delete c1 > /dev/null
+	expect_eq "delete" "$(rc)" 0
+}
+
 # io.corral.policy: the bundle picks one of the operator's named policies,
 # laid over the operator's base (its lists replacing the base's).  It may
 # widen the base; it may not take away the base's denials (a tripwire,

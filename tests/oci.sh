@@ -1049,7 +1049,7 @@ c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.sendall(b"done")' "
 # a socket of the tenant's choosing, here one in root's 0700 directory
 # that the tenant cannot reach, and hand it the container's pty master.
 # A link there is not followed as root now, on the way or as the last
-# name; a socket the tenant made at the name itself is still its own.
+# name (a socket the tenant bound at the name: the next test).
 t_console_socket_not_through_a_tenants_link() {
 	need_root
 	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
@@ -1093,6 +1093,46 @@ t_console_socket_not_through_a_tenants_link() {
 	wait "$lpid" || fail "the listener: $(cat "$T/listening3")"
 	expect_eq "create, root's link" "$rc3" 0
 	expect_contains "what the engine's socket heard" "$(cat "$T/heard3" 2>/dev/null)" "/dev/ptmx', 1 fds"
+}
+
+# --console-socket at a socket another user bound: a tenant who writes
+# the directory the engine's socket is in (its bundle) renames the
+# engine's away and binds its own at the name, and root handed it the
+# container's pty master (runc would: it dials the path).  The socket
+# must be root's (or the caller's) now, judged on the fd connected; one
+# of root's in the same tenant's directory is still the engine's.
+t_console_socket_not_a_tenants_own() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
+	chown 65534:65534 "$T/b"
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		bash -c "$(declare -f console_listener); console_listener \"\$1\" \"\$2\"" \
+		_ "$T/b/console.sock" "$T/b/heard" > "$T/listening" 2>&1 &
+	local lpid=$! why="" rc1 rc2
+	for _ in $(seq 1 200); do [ -S "$T/b/console.sock" ] && break; sleep 0.05; done
+	[ -S "$T/b/console.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; return 1; }
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c1 > /dev/null || true
+	rc1=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	console_done "$T/b/console.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening")"
+	expect_eq "what the tenant's socket heard" "$(cat "$T/b/heard" 2>/dev/null)" ""
+	expect_eq "create, the tenant's socket" "$rc1" 1
+	expect_contains "refused" "$why" "a socket of uid 65534, not the engine's"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+	# root's socket in the same directory: the terminal goes there
+	console_listener "$T/b/root.sock" "$T/heard2" > "$T/listening2" 2>&1 &
+	lpid=$!
+	for _ in $(seq 1 200); do [ -S "$T/b/root.sock" ] && break; sleep 0.05; done
+	[ -S "$T/b/root.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening2")"; return 1; }
+	oci create --bundle "$T/b" --console-socket "$T/b/root.sock" c2 > /dev/null || true
+	rc2=$(rc)
+	oci delete --force c2 > /dev/null || true
+	console_done "$T/b/root.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening2")"
+	expect_eq "create, root's socket" "$rc2" 0
+	expect_contains "what root's socket heard" "$(cat "$T/heard2" 2>/dev/null)" "/dev/ptmx', 1 fds"
 }
 
 t_errors_in_json_log() {

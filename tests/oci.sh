@@ -1300,6 +1300,31 @@ socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/refusing.sock"
 	expect_eq "delete" "$(rc)" 0
 }
 
+# A command that is not in the rootfs: create fails with runc's reason
+# (its init looks the command up before it waits for start), where it
+# exited 0, start too, and only the command's 127 said it.  A name is
+# looked for in the command's PATH, a path as it is; a found one starts.
+t_create_fails_on_a_missing_command() {
+	need_root
+	bundle "$T/b" '["/bin/no-such-command"]'
+	exits_one "a missing path" 'exec: "/bin/no-such-command": no such file or directory' \
+		create --bundle "$T/b" c1 || return 1
+	bundle "$T/b" '["no-such-command"]'
+	exits_one "a name in no PATH directory" \
+		'exec: "no-such-command": executable file not found in $PATH' \
+		create --bundle "$T/b" c1 || return 1
+	# found in PATH's second directory, and through a link
+	bundle "$T/b" '["hello", "x"]' 'c["process"]["env"] = ["PATH=/nowhere:/bin"]'
+	ln -sf busybox "$T/b/rootfs/bin/hello"
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, found in PATH" "$(rc)" 0 || return 1
+	oci delete --force c1 > /dev/null
+	bundle "$T/b" '["/bin/true"]'
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, a path found" "$(rc)" 0 || return 1
+	oci delete --force c1 > /dev/null
+}
+
 # io.corral.policy: the bundle picks one of the operator's named policies,
 # laid over the operator's base (its lists replacing the base's).  It may
 # widen the base; it may not take away the base's denials (a tripwire,

@@ -1049,7 +1049,7 @@ c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.sendall(b"done")' "
 # a socket of the tenant's choosing, here one in root's 0700 directory
 # that the tenant cannot reach, and hand it the container's pty master.
 # A link there is not followed as root now, on the way or as the last
-# name; a socket the tenant made at the name itself is still its own.
+# name (a socket the tenant bound at the name: the next test).
 t_console_socket_not_through_a_tenants_link() {
 	need_root
 	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
@@ -1093,6 +1093,46 @@ t_console_socket_not_through_a_tenants_link() {
 	wait "$lpid" || fail "the listener: $(cat "$T/listening3")"
 	expect_eq "create, root's link" "$rc3" 0
 	expect_contains "what the engine's socket heard" "$(cat "$T/heard3" 2>/dev/null)" "/dev/ptmx', 1 fds"
+}
+
+# --console-socket at a socket another user bound: a tenant who writes
+# the directory the engine's socket is in (its bundle) renames the
+# engine's away and binds its own at the name, and root handed it the
+# container's pty master (runc would: it dials the path).  The socket
+# must be root's (or the caller's) now, judged on the fd connected; one
+# of root's in the same tenant's directory is still the engine's.
+t_console_socket_not_a_tenants_own() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
+	chown 65534:65534 "$T/b"
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		bash -c "$(declare -f console_listener); console_listener \"\$1\" \"\$2\"" \
+		_ "$T/b/console.sock" "$T/b/heard" > "$T/listening" 2>&1 &
+	local lpid=$! why="" rc1 rc2
+	for _ in $(seq 1 200); do [ -S "$T/b/console.sock" ] && break; sleep 0.05; done
+	[ -S "$T/b/console.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; return 1; }
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c1 > /dev/null || true
+	rc1=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	console_done "$T/b/console.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening")"
+	expect_eq "what the tenant's socket heard" "$(cat "$T/b/heard" 2>/dev/null)" ""
+	expect_eq "create, the tenant's socket" "$rc1" 1
+	expect_contains "refused" "$why" "a socket of uid 65534, not the engine's"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+	# root's socket in the same directory: the terminal goes there
+	console_listener "$T/b/root.sock" "$T/heard2" > "$T/listening2" 2>&1 &
+	lpid=$!
+	for _ in $(seq 1 200); do [ -S "$T/b/root.sock" ] && break; sleep 0.05; done
+	[ -S "$T/b/root.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening2")"; return 1; }
+	oci create --bundle "$T/b" --console-socket "$T/b/root.sock" c2 > /dev/null || true
+	rc2=$(rc)
+	oci delete --force c2 > /dev/null || true
+	console_done "$T/b/root.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening2")"
+	expect_eq "create, root's socket" "$rc2" 0
+	expect_contains "what root's socket heard" "$(cat "$T/heard2" 2>/dev/null)" "/dev/ptmx', 1 fds"
 }
 
 t_errors_in_json_log() {
@@ -1190,6 +1230,99 @@ t_refuses_host_namespaces() {
 	CORRAL_OCI_CONFIG=$T/op.json refused \
 		'c["linux"]["namespaces"][1]["path"] = "/dev/null"' \
 		"/dev/null is not a network namespace"
+}
+
+# A type corral does not make: refused as runc refuses one it does not
+# know, where create passed over it (exit 0: a "time" namespace's
+# container had the host's clocks, a misspelt one ran as another).
+t_refuses_unknown_namespaces() {
+	need_root
+	refused 'c["linux"]["namespaces"].append({"type": "bogus"})' \
+		'linux.namespaces[5]: unknown namespace type "bogus"'
+	refused 'c["linux"]["namespaces"].append({"type": "time"})' \
+		"a time namespace refused"
+	# the kinds corral makes anyway (containerd's spec lists cgroup)
+	bundle "$T/b" '["true"]' 'c["linux"]["namespaces"] += [{"type": "cgroup"}, {"type": "user"}]'
+	oci create --bundle "$T/b" c1 > /dev/null || true
+	expect_eq "cgroup and user" "$(rc)" 0
+	oci delete --force c1 > /dev/null
+}
+
+# Every failure of create, start, kill, delete and state exits 1, as
+# runc's, with the error the last line of the JSON log (where the shim
+# looks), and leaves no state: a missing bundle, a config.json that is
+# not JSON, an unknown namespace type, a rootfs that is a file, a pid
+# file in a missing directory, a console socket that refuses.
+exits_one() {	# exits_one WHAT WANT ARGS...: exit 1, WANT logged, no c1 state
+	local what=$1 want=$2
+	shift 2
+	rm -f "$T/log.json"
+	oci "$@" > /dev/null || true
+	expect_eq "$what: rc" "$(rc)" 1 || return 1
+	expect_contains "$what: logged" "$(last_error)" "$want" || return 1
+	[ ! -e "$T/root/c1" ] || { fail "$what: state left"; return 1; }
+}
+t_failures_exit_1() {
+	need_root
+	local verb
+	bundle "$T/b" '["true"]'
+	exits_one "missing bundle" "--bundle $T/nosuch" create --bundle "$T/nosuch" c1 || return 1
+	mkdir "$T/nj"
+	echo 'not json {' > "$T/nj/config.json"
+	exits_one "config.json not JSON" "$T/nj/config.json:1" create --bundle "$T/nj" c1 || return 1
+	bundle "$T/ns" '["true"]' 'c["linux"]["namespaces"].append({"type": "bogus"})'
+	exits_one "unknown namespace" "unknown namespace type" create --bundle "$T/ns" c1 || return 1
+	mkdir "$T/rf"
+	cp "$T/b/config.json" "$T/rf/"
+	touch "$T/rf/rootfs"
+	exits_one "rootfs a file" "not a directory" create --bundle "$T/rf" c1 || return 1
+	exits_one "pid file's directory missing" "cannot open nodir" \
+		create --bundle "$T/b" --pid-file "$T/nodir/pid" c1 || return 1
+	bundle "$T/tty" '["true"]' 'c["process"]["terminal"] = True'
+	/usr/bin/python3 -c 'import socket, sys
+socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/refusing.sock"
+	exits_one "console socket refuses" "Connection refused" \
+		create --bundle "$T/tty" --console-socket "$T/refusing.sock" c1 || return 1
+	for verb in start state kill delete; do
+		exits_one "$verb of no container" "container does not exist" "$verb" c1 || return 1
+	done
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create" "$(rc)" 0 || return 1
+	oci kill c1 KILL > /dev/null
+	wait_status c1 stopped || return 1
+	oci start c1 > /dev/null || true
+	expect_eq "start of a stopped container: rc" "$(rc)" 1
+	expect_contains "start of a stopped container" "$(last_error)" "stopped"
+	oci kill c1 > /dev/null || true
+	expect_eq "kill of a stopped container: rc" "$(rc)" 1
+	expect_contains "kill of a stopped container" "$(last_error)" "not running"
+	oci delete c1 > /dev/null
+	expect_eq "delete" "$(rc)" 0
+}
+
+# A command that is not in the rootfs: create fails with runc's reason
+# (its init looks the command up before it waits for start), where it
+# exited 0, start too, and only the command's 127 said it.  A name is
+# looked for in the command's PATH, a path as it is; a found one starts.
+t_create_fails_on_a_missing_command() {
+	need_root
+	bundle "$T/b" '["/bin/no-such-command"]'
+	exits_one "a missing path" 'exec: "/bin/no-such-command": no such file or directory' \
+		create --bundle "$T/b" c1 || return 1
+	bundle "$T/b" '["no-such-command"]'
+	exits_one "a name in no PATH directory" \
+		'exec: "no-such-command": executable file not found in $PATH' \
+		create --bundle "$T/b" c1 || return 1
+	# found in PATH's second directory, and through a link
+	bundle "$T/b" '["hello", "x"]' 'c["process"]["env"] = ["PATH=/nowhere:/bin"]'
+	ln -sf busybox "$T/b/rootfs/bin/hello"
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, found in PATH" "$(rc)" 0 || return 1
+	oci delete --force c1 > /dev/null
+	bundle "$T/b" '["/bin/true"]'
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, a path found" "$(rc)" 0 || return 1
+	oci delete --force c1 > /dev/null
 }
 
 # io.corral.policy: the bundle picks one of the operator's named policies,

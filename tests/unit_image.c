@@ -555,6 +555,51 @@ TEST(layer_open_stops_below_an_opaque_dir)
 	rm_tree(dir);
 }
 
+/*
+ * An xattr whiteout (overlayfs 6.7+, userxattr): an empty regular file
+ * with user.overlay.whiteout, which the kernel's lookup takes for a
+ * whiteout in any layer (a --rootfs made from a composefs tree or from
+ * a layer kept on an overlay: this kernel hid such a file there, and
+ * the lower's of two layers).
+ * layer_open took it for the file the sandbox sees, the lower's hidden
+ * behind it unjudged.  An empty file without the mark, or one with data,
+ * is a file; a directory's opaque "x" (it holds xattr whiteouts) is not
+ * opaque.
+ */
+TEST(layer_open_knows_xattr_whiteouts)
+{
+	char dir[] = "/tmp/unit-image-xwhiteout.XXXXXX", l0[128], l1[128], path[256];
+	int fd = -1;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(l0, sizeof(l0), "%s/l0", dir);
+	snprintf(l1, sizeof(l1), "%s/l1", dir);
+	put(l0, "d/f", "deleted\n");
+	put(l0, "d/g", "kept\n");
+	put(l1, "d/f", "");
+	put(l1, "d/e", "");
+	put(l1, "d/full", "data\n");
+	snprintf(path, sizeof(path), "%s/d", l1);
+	CHECK(setxattr(path, "user.overlay.opaque", "x", 1, 0) == 0);
+	snprintf(path, sizeof(path), "%s/d/f", l1);
+	CHECK(setxattr(path, "user.overlay.whiteout", "", 0, 0) == 0);
+	snprintf(path, sizeof(path), "%s/d/full", l1);
+	CHECK(setxattr(path, "user.overlay.whiteout", "", 0, 0) == 0);
+	/* the whiteout: nothing at or below it is what the sandbox sees */
+	CHECK(layer_open(l1, "/d/f", &fd) == -1 && fd < 0);
+	CHECK(layer_open(l1, "/d/f/x", &fd) == -1);
+	/* "x" is no opaque mark: the lower's g is found below */
+	CHECK(layer_open(l1, "/d/g", &fd) == 0);
+	CHECK(layer_open(l0, "/d/g", &fd) == 1 && fd >= 0);
+	close(fd);
+	/* empty, unmarked; marked, not empty: files */
+	CHECK(layer_open(l1, "/d/e", &fd) == 1 && fd >= 0);
+	close(fd);
+	CHECK(layer_open(l1, "/d/full", &fd) == 1 && fd >= 0);
+	close(fd);
+	rm_tree(dir);
+}
+
 int main(void)
 {
 	unit_run_all();

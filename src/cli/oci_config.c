@@ -212,6 +212,31 @@ static int open_netns(const char *path, int *fd, struct corral_err *err)
 }
 
 /*
+ * A type corral makes (features lists them): any other is refused, as
+ * runc refuses one it does not know.  Passed over, "time" left the
+ * container the host's clocks and linux.timeOffsets unapplied, and a
+ * misspelt type began a container that was not the one asked for, with
+ * create's exit 0.
+ */
+static bool known_namespace(const char *type, size_t i, struct corral_err *err)
+{
+	static const char *const kinds[] = { "pid", "network", "ipc", "uts", "mount",
+					     "user", "cgroup", NULL };
+
+	for (size_t k = 0; kinds[k]; k++)
+		if (!strcmp(type, kinds[k]))
+			return true;
+	if (!strcmp(type, "time"))
+		corral_set_err(err, -EINVAL, "linux.namespaces[%zu]: a time namespace "
+			       "refused: corral makes none, and the container would "
+			       "keep the host's clocks", i);
+	else
+		corral_set_err(err, -EINVAL, "linux.namespaces[%zu]: unknown namespace "
+			       "type \"%s\"", i, type);
+	return false;
+}
+
+/*
  * Every namespace new: none missing (the host's), none joined by path;
  * but a pod's (network joined, ipc and uts its own) where the operator
  * lets pods run.
@@ -230,6 +255,8 @@ static int check_namespaces(const struct oci_operator *op, json_t *lnx,
 
 		if (!type)
 			return corral_set_err(err, -EINVAL, "linux.namespaces[%zu]: no type", i);
+		if (!known_namespace(type, i, err))
+			return err->code;
 		if (!path || !path[0])
 			continue;
 		if (op->join_pod_network && !strcmp(type, "network")) {

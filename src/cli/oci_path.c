@@ -258,6 +258,19 @@ int oci_connect_socket(const char *what, const char *path, struct corral_err *er
 		s = corral_set_err(err, -ENOTSOCK, "%s %s: not a socket", what, path);
 		goto out;
 	}
+	/*
+	 * Bound by root or the caller: the engine's.  A bind makes the
+	 * socket its binder's, and no one else can make one of root's, so a
+	 * socket another user bound at the name (a tenant in its bundle, the
+	 * engine's renamed away) is refused, where runc hands it the
+	 * terminal.  What is checked is what is connected: the fd's inode.
+	 */
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		s = corral_set_err(err, -EPERM, "%s %s: a socket of uid %u, not the "
+				   "engine's (root's): not handed the terminal", what,
+				   path, (unsigned int)st.st_uid);
+		goto out;
+	}
 	/* its fd's name: the kernel looks up nothing that could have moved */
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", fd);
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

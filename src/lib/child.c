@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <net/if.h>
 #include <poll.h>
@@ -690,6 +691,54 @@ static int open_pty(const struct child_ctx *c, int *slave, struct corral_err *er
 	/* init keeps no master: the pty ends when its last slave closes */
 	close(master);
 	return 0;
+}
+
+/* name in dir ("" is the working directory): a file exec could run? */
+static bool runnable_at(const char *dir, size_t len, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if ((size_t)snprintf(path, sizeof(path), "%.*s%s%s", (int)len, dir,
+			     len ? "/" : "", name) >= sizeof(path))
+		return true;	/* exec says what is wrong with it */
+	if (stat(path, &st) < 0)
+		return errno != ENOENT && errno != ENOTDIR;
+	return !S_ISDIR(st.st_mode);
+}
+
+/*
+ * A container's command, looked up before `create` returns, as runc's
+ * init looks it up (exec.LookPath) before it waits for `start`: a name
+ * with a '/' as it is, else in each directory of the command's PATH
+ * (execvp's default without one).  Not there, create exited 0, `start`
+ * too, and the command's 127 was the first word of it, where runc's
+ * create fails with the reason and engines say it then (Kubernetes'
+ * CreateContainerError).  Only absence is judged: permissions and the
+ * rest are exec's, and found here is no promise that exec succeeds.
+ */
+static int command_found(const struct child_ctx *c, struct corral_err *err)
+{
+	const char *name = c->argv[0], *path = "/bin:/usr/bin";
+
+	if (strchr(name, '/'))
+		return runnable_at("", 0, name) ? 0 :
+		       corral_set_err(err, -ENOENT, "exec: \"%s\": no such file or "
+				      "directory", name);
+	for (char **e = c->envp; e && *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			path = *e + 5;
+	for (const char *d = path;; d++) {
+		size_t len = strcspn(d, ":");
+
+		if (runnable_at(d, len, name))
+			return 0;
+		d += len;
+		if (!*d)
+			break;
+	}
+	return corral_set_err(err, -ENOENT, "exec: \"%s\": executable file not found "
+			      "in $PATH", name);
 }
 
 /*
@@ -1786,6 +1835,8 @@ void sandbox_child(struct child_ctx *c)
 		setup_failed(c, &sc_err);
 	sc_fill_join(&fill);
 	if (sc_load(&filter, &notify_fd, &err) < 0)
+		setup_failed(c, &err);
+	if (c->container && command_found(c, &err) < 0)
 		setup_failed(c, &err);
 	/* a container's console goes to the engine at create, before start */
 	if (c->container && c->tty && open_pty(c, &slave, &err) < 0)

@@ -227,6 +227,38 @@ static bool layer_dir_opaque(int dir)
 }
 
 /*
+ * Whether name in dir, st, is an xattr whiteout (overlayfs since 6.7, in
+ * its userxattr form): an empty regular file marked user.overlay.whiteout,
+ * which the kernel's lookup takes for a whiteout in any layer (composefs
+ * trees, a layer kept on an overlay itself, where a 0:0 device would be
+ * the outer overlay's whiteout; a --rootfs copied from them), where it
+ * hides the name as a 0:0 device does.  The xattr cannot be read
+ * through O_PATH: the file is opened again beneath dir, read-only and
+ * without blocking, and judged only if it is the same file.
+ */
+static bool layer_xwhiteout(int dir, const char *name, const struct stat *st)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+	struct stat again;
+	bool white;
+	int fd;
+
+	if (!S_ISREG(st->st_mode) || st->st_size != 0)
+		return false;
+	fd = (int)syscall(SYS_openat2, dir, name, &how, sizeof(how));
+	if (fd < 0)
+		return false;
+	white = fstat(fd, &again) == 0 && again.st_dev == st->st_dev &&
+		again.st_ino == st->st_ino &&
+		fgetxattr(fd, "user.overlay.whiteout", NULL, 0) >= 0;
+	close(fd);
+	return white;
+}
+
+/*
  * canon beneath the layer at root, as the overlay looks it up: no link
  * followed.  1: the layer has it (*fd); 0: not there, a lower layer may
  * have it; -1: a link, a file or a whiteout on the way, or an opaque
@@ -273,16 +305,19 @@ int layer_open(const char *root, const char *canon, int *fd)
 				return -1;
 			return opaque ? -1 : 0;
 		}
-		close(dir);
 		if (fstat(next, &st) < 0) {
 			close(next);
+			close(dir);
 			return 0;
 		}
-		/* a whiteout (0:0) hides the name in every layer below */
-		if (S_ISCHR(st.st_mode) && st.st_rdev == 0) {
+		/* a whiteout (0:0, or the xattr's) hides the name in every layer below */
+		if ((S_ISCHR(st.st_mode) && st.st_rdev == 0) ||
+		    layer_xwhiteout(dir, name, &st)) {
 			close(next);
+			close(dir);
 			return -1;
 		}
+		close(dir);
 		if (!*(p + strspn(p, "/")))
 			break;
 		if (!S_ISDIR(st.st_mode)) {

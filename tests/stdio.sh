@@ -155,6 +155,25 @@ t_terminal_modes_reset_after_output() {
 	expect_eq "stderr, a file" "$(< "$T/err")" ""
 }
 
+# ^Z on `corral run` (a shell with job control: corral's own process
+# group in the foreground) stopped corral with the command's modes still
+# set, and the shell's prompt came on the alternate screen, mouse reports
+# on (tmux: alternate_on 1 after ^Z until `fg`).  Reset before it stops;
+# then it is stopped indeed (148), and once continued it runs on: the
+# SIGINT sent to it while stopped is passed on to the command (130).
+t_terminal_modes_reset_before_stop() {
+	local attack
+	attack=$(/usr/bin/python3 "$HERE/term_after.py" --printf)
+	# shellcheck disable=SC2016  # $@ and %1 are the job shell's
+	$PTY 'expect:set' 'send:\x1a' 'expect:[stopped' -- /bin/sh -c \
+		'set -m; "$@"; echo "[stopped $?]"; kill -INT %1; fg' sh \
+		"$CORRAL" run -- /bin/sh -c "printf '$attack'; exec sleep 61" > "$T/r"
+	expect_contains "stopped" "$(json output < "$T/r")" "[stopped 148]"
+	/usr/bin/python3 "$HERE/term_after.py" "$T/r" "=[stopped" || fail "run, ^Z"
+	expect_eq "continued, then SIGINT: exit" "$(json exit < "$T/r")" 130
+	expect_contains "passed on" "$(json output < "$T/r")" "killed by signal 2"
+}
+
 # -t: the same attacks land on the sandbox's own pty.
 t_tty_attacks_stay_inside() {
 	$PTY -- "$CORRAL" run -t -- /usr/bin/python3 -c "$ATTACK_PY" > "$T/r"

@@ -4,6 +4,7 @@ reset after it ends and before corral's words.
 
     term_after.py --printf        the attack, as printf(1)'s format
     term_after.py RESULT [WORDS]  check ptyrun.py's RESULT (a JSON file)
+    term_after.py RESULT =TEXT    the same, up to TEXT (a shell's, not corral's)
 
 The command printed the attack (every mode below set) and ended: between
 the attack's last byte and corral's words ("corral: WORDS", or the end of
@@ -45,9 +46,11 @@ def main():
     i = out.rindex(ATTACK) + len(ATTACK)
     j = len(out)
     if len(sys.argv) > 2:
-        j = out.find("corral: " + sys.argv[2], i)
+        words = sys.argv[2]
+        words = words[1:] if words.startswith("=") else "corral: " + words
+        j = out.find(words, i)
         if j < 0:
-            print("corral's words are not after the attack: %r" % out[i:])
+            print("%r is not after the attack: %r" % (words, out[i:]))
             return 1
     missing = [m[0] for m in MODES if m[2] not in out[i:j]]
     if missing:

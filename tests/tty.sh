@@ -541,6 +541,23 @@ t_exec_terminal_modes_reset_on_signal() {
 	wait_inside "$BOX" 'pgrep -fx "sleep 61" | wc -l' 0
 }
 
+# ^Z on `corral exec` streamed, from a shell with job control: corral
+# stopped with the command's modes still set, the shell's prompt on the
+# alternate screen until `fg`.  Reset before it stops (148); continued,
+# the SIGINT sent while it was stopped ends it, the modes reset again.
+t_exec_terminal_modes_reset_before_stop() {
+	local attack
+	attack=$($PY "$HERE/term_after.py" --printf)
+	# shellcheck disable=SC2016  # $@ and %1 are the job shell's
+	$PY "$HERE/ptyrun.py" 'expect:set' 'send:\x1a' 'expect:[stopped' -- /bin/sh -c \
+		'set -m; "$@"; echo "[stopped $?]"; kill -INT %1; fg' sh \
+		"$CORRAL" exec --socket "$SOCK" "$BOX" -- /bin/sh -c "printf '$attack'; exec sleep 61" > "$T/r"
+	expect_contains "stopped" "$(fields output < "$T/r")" "[stopped 148]"
+	$PY "$HERE/term_after.py" "$T/r" "=[stopped" || fail "exec, ^Z"
+	expect_eq "continued, then SIGINT: exit" "$(fields exit < "$T/r")" 130
+	wait_inside "$BOX" 'pgrep -fx "sleep 61" | wc -l' 0
+}
+
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside
 # hears it too, and the caller's terminal is restored.
 t_exec_tty_sighup() {

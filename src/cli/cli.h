@@ -119,9 +119,16 @@ void cli_terminal_after_output(void);
 /*
  * While a command's output is streamed raw to the caller's terminal:
  * true, a signal that ends corral (SIGINT, SIGTERM, SIGHUP, SIGQUIT; not
- * one the caller ignores) writes that reset first; false, as before.
+ * one the caller ignores) writes that reset first, and ^Z before corral
+ * stops; false, as before.
  */
 void cli_terminal_reset_on_signals(bool on);
+/*
+ * The same for ^Z (SIGTSTP): the reset, then corral stops as it would
+ * have; once continued, nothing more.  Part of the above; alone where
+ * corral_run has the other signals (run's forwarding).
+ */
+void cli_terminal_reset_on_stop(bool on);
 /*
  * Whether a run's or a call's end is worth a line on stderr: it did not
  * simply exit, or it exited non-zero and its reason says more than

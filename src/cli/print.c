@@ -233,10 +233,85 @@ static void reset_then_end(int sig)
 	raise(sig);
 }
 
+/*
+ * ^Z (SIGTSTP) while a command's output streams to the terminal: corral
+ * stopped with the command's modes still set until `fg`, and the shell's
+ * prompt, and every command typed meanwhile, worked on the alternate
+ * screen with mouse reports on and no cursor.  The reset first, then the
+ * stop, as less(1) and vim do: SIGTSTP at its default, unblocked, raised;
+ * once continued, this handler back.  On SIGCONT nothing more: the
+ * command's next output sets what it needs.  Not when another process
+ * group has the terminal (a job in the background): its modes are that
+ * program's.  SIGSTOP cannot be caught: it still stops corral as it is.
+ */
+static struct sigaction stop_old;
+static volatile sig_atomic_t stop_fds;	/* 1 stdout's terminal, 2 stderr's */
+
+static bool ours_to_reset(int fd)
+{
+	pid_t fg = tcgetpgrp(fd);	/* async-signal-safe */
+
+	return fg < 0 || fg == getpgrp();	/* not our ctty: no job to ask */
+}
+
+static void reset_then_stop(int sig)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, self;
+	int saved = errno;
+	sigset_t tstp;
+
+	if ((stop_fds & 1) && ours_to_reset(STDOUT_FILENO))
+		write_reset(STDOUT_FILENO);
+	if ((stop_fds & 2) && ours_to_reset(STDERR_FILENO))
+		write_reset(STDERR_FILENO);
+	sigemptyset(&tstp);
+	sigaddset(&tstp, sig);
+	if (sigaction(sig, &dfl, &self) == 0) {
+		/* the handler's return gives the interrupted code its mask back */
+		sigprocmask(SIG_UNBLOCK, &tstp, NULL);
+		raise(sig);		/* stopped here until SIGCONT */
+		/* a ^Z meanwhile waits for this handler, not the default */
+		sigprocmask(SIG_BLOCK, &tstp, NULL);
+		sigaction(sig, &self, NULL);
+	}
+	errno = saved;
+}
+
+static int terminal_fds(void)
+{
+	return (isatty(STDOUT_FILENO) ? 1 : 0) |
+	       (isatty(STDERR_FILENO) &&
+		!(isatty(STDOUT_FILENO) && same_terminal(STDOUT_FILENO, STDERR_FILENO)) ? 2 : 0);
+}
+
+void cli_terminal_reset_on_stop(bool on)
+{
+	struct sigaction sa = { .sa_handler = reset_then_stop, .sa_flags = SA_RESTART };
+
+	if (!on) {
+		if (stop_fds && stop_old.sa_handler != SIG_IGN)
+			sigaction(SIGTSTP, &stop_old, NULL);
+		stop_fds = 0;
+		return;
+	}
+	if (stop_fds)
+		return;		/* on already: stop_old is the caller's */
+	stop_fds = terminal_fds();
+	if (!stop_fds)
+		return;
+	sigfillset(&sa.sa_mask);
+	/* one the caller ignores (a shell without job control) stays ignored */
+	if (sigaction(SIGTSTP, NULL, &stop_old) < 0)
+		stop_old.sa_handler = SIG_IGN;
+	else if (stop_old.sa_handler != SIG_IGN)
+		sigaction(SIGTSTP, &sa, NULL);
+}
+
 void cli_terminal_reset_on_signals(bool on)
 {
 	struct sigaction sa = { .sa_handler = reset_then_end, .sa_flags = SA_RESETHAND };
 
+	cli_terminal_reset_on_stop(on);
 	if (!on) {
 		if (!reset_fds)
 			return;
@@ -248,9 +323,7 @@ void cli_terminal_reset_on_signals(bool on)
 	}
 	if (reset_fds)
 		return;		/* on already: reset_old are the caller's */
-	reset_fds = (isatty(STDOUT_FILENO) ? 1 : 0) |
-		    (isatty(STDERR_FILENO) &&
-		     !(isatty(STDOUT_FILENO) && same_terminal(STDOUT_FILENO, STDERR_FILENO)) ? 2 : 0);
+	reset_fds = terminal_fds();
 	if (!reset_fds)
 		return;
 	sigfillset(&sa.sa_mask);

@@ -953,7 +953,11 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 			  p.nnet_allow, p.nnet_allow == 1 ? "" : "s");
 
 	hand_stops_over(st);
+	/* ^Z: the modes its output set are reset before corral stops */
+	if (!o.capture && !o.tty)
+		cli_terminal_reset_on_stop(true);
 	r = corral_run(&p, &o, &res, &err);
+	cli_terminal_reset_on_stop(false);
 	take_stops_back(st);
 	/* its output came raw: what it set on the terminal, undone first */
 	if (!o.capture)

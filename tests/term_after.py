@@ -15,8 +15,14 @@ import json, sys
 
 # what a command sets, and the reset corral sends for it
 MODES = [
+    ("synchronized output", "\033[?2026h", "\033[?2026l"),
     ("alternate screen", "\033[?1049h", "\033[?1047l"),
-    ("scroll region", "\033[5;10r", "\0337\033[r\0338"),
+    ("scroll region", "\033[5;10r", "\0337\033[?69l\033[r\0338"),
+    ("left and right margins", "\033[?69h\033[5;20s", "\033[?69l"),
+    ("keyboard locked", "\033[2h", "\033[2l"),
+    ("reverse video", "\033[?5h", "\033[?5l"),
+    ("modifyOtherKeys", "\033[>4;2m", "\033[>4m"),
+    ("kitty keyboard protocol", "\033[>1u\033[>31u", "\033[<99u"),
     ("cursor hidden", "\033[?25l", "\033[?25h"),
     ("wrap off", "\033[?7l", "\033[?7h"),
     ("insert", "\033[4h", "\033[4l"),

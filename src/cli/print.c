@@ -155,16 +155,37 @@ void cli_ground_terminal(FILE *f)
  *   ?1047l   the main screen, the cursor left where it is: ?1049l would
  *            also restore the cursor saved at the last ?1049h, and tmux
  *            does so on the main screen too, where that is stale
- *   ESC 7, CSI r, ESC 8   the whole screen scrolls (CSI r homes the
- *            cursor: it is saved around it)
+ *   ?2026l   a synchronized update ends: until then the terminal drew
+ *            nothing more (kitty, foot, WezTerm: for up to a second)
+ *   ESC 7, ?69l, CSI r, ESC 8   the whole screen scrolls, no left and
+ *            right margins (xterm's DECLRMM; its reset clears them), as
+ *            tmux leaves it (CSI r homes the cursor: saved around it)
+ *   CSI 2 l  the keyboard unlocked (KAM: xterm took no key)
+ *   ?5l      normal video, not the whole screen reversed (a killed
+ *            `tput flash`; on the Linux console `setterm --inversescreen`
+ *            too, which a user sets on purpose and `setterm` sets back)
+ *   CSI > 4 m   xterm's modifyOtherKeys back to its configured value
+ *            (tmux's own reset when it leaves a terminal); CSI < 99 u
+ *            pops the kitty keyboard protocol's flags (CSI > N u pushes;
+ *            an emptied stack leaves none): every key was sent to the
+ *            shell as CSI ... u.  Both are nothing on the Linux console,
+ *            VTE and tmux 3.3 (a private marker they do not know), and
+ *            an SGR 0 follows for a terminal that would read them as SGR.
+ * Not the origin mode (?6): its reset homes the cursor on xterm, VTE and
+ * tmux even where it was not set (corral's line then written over the
+ * first), and ESC 7 and ESC 8 save and restore it; with the scroll region
+ * and margins the whole screen it moves nothing (SECURITY.md).
  */
 static const char after_output[] =
 	"\x1b\\"					/* ST: an open string ends */
+	"\x1b[?2026l"					/* drawn again */
 	"\x1b[?1047l"
-	"\x1b" "7\x1b[r\x1b" "8"
+	"\x1b" "7\x1b[?69l\x1b[r\x1b" "8"
 	"\x1b[?25h"					/* the cursor shown */
-	"\x1b[?7h\x1b[4l"				/* wrap on, insert off */
+	"\x1b[?7h\x1b[4l\x1b[2l"			/* wrap on, insert off, keys */
+	"\x1b[?5l"					/* normal video */
 	"\x1b[?1l\x1b>"					/* cursor keys, keypad normal */
+	"\x1b[>4m\x1b[<99u"				/* keys not encoded */
 	"\x1b[?9l\x1b[?1000l\x1b[?1002l\x1b[?1003l"	/* no mouse reports */
 	"\x1b[?1005l\x1b[?1006l\x1b[?1015l"		/* in no encoding */
 	"\x1b[?1004l\x1b[?2004l"			/* no focus events, paste plain */

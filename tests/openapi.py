@@ -290,6 +290,7 @@ def session(sock):
     ex("PUT", base + "/files?path=/tmp/a.txt", b"hello", "application/octet-stream", expect=201)
     ex("GET", base + "/files?path=/tmp/a.txt", expect=200)
     ex("GET", base + "/files?path=/tmp&list=1", expect=200)
+    ex("GET", base + "/files?path=/tmp", expect=400)  # a directory: "type": "dir"
     ex("DELETE", base + "/files?path=/tmp/a.txt", expect=200)
     ex("GET", base + "/files?path=/tmp/a.txt", expect=404)
     ex("GET", base + "/files?path=/proc/1/status", expect=403)

@@ -127,7 +127,17 @@ static void file_get(struct sandbox *sb, struct evhttp_request *req,
 	int fd, r;
 
 	if (corral_box_open(sb->box, path, O_RDONLY, &fd, &err) < 0) {
-		reply_err(req, &err);
+		/*
+		 * "type": "dir" says what a client needs to know next (`corral
+		 * cp ID:/DIR -` asks for the archive): it listed the whole
+		 * directory for it, however large the sandbox made it.
+		 */
+		if (err.code == -EISDIR)
+			reply_json(req, 400, json_pack("{s:s, s:o, s:s}", "error", "bad_request",
+						       "detail", api_bytes(err.msg, strlen(err.msg)),
+						       "type", "dir"));
+		else
+			reply_err(req, &err);
 		return;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size > API_FILE_MAX) {

@@ -267,6 +267,7 @@ static void reset_then_end(int sig)
  */
 static struct sigaction stop_old;
 static volatile sig_atomic_t stop_fds;	/* 1 stdout's terminal, 2 stderr's */
+static volatile pid_t stop_pid;		/* corral's, not its clones' */
 
 static bool ours_to_reset(int fd)
 {
@@ -281,6 +282,13 @@ static void reset_then_stop(int sig)
 	int saved = errno;
 	sigset_t tstp;
 
+	/*
+	 * The sandbox's init is cloned from corral with this handler: as its
+	 * namespace's PID 1 it was never stopped, nor is it now, and a
+	 * `kill -TSTP 1` from inside must reach nothing of this.
+	 */
+	if (getpid() != stop_pid)
+		return;
 	if ((stop_fds & 1) && ours_to_reset(STDOUT_FILENO))
 		write_reset(STDOUT_FILENO);
 	if ((stop_fds & 2) && ours_to_reset(STDERR_FILENO))
@@ -320,6 +328,7 @@ void cli_terminal_reset_on_stop(bool on)
 	stop_fds = terminal_fds();
 	if (!stop_fds)
 		return;
+	stop_pid = getpid();
 	sigfillset(&sa.sa_mask);
 	/* one the caller ignores (a shell without job control) stays ignored */
 	if (sigaction(SIGTSTP, NULL, &stop_old) < 0)

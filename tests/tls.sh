@@ -1772,6 +1772,44 @@ t_srt_link_that_cannot_be_kept_refused() {
 	done
 }
 
+# A kept file with a second name in the write bind (`ln envs/dev alias`:
+# the user's, or an earlier run's sandbox's while nothing kept the file),
+# as a link's target and as a kept path itself: refused (125), naming
+# it, nothing made left.  Kept, the sandbox wrote it through the other
+# name (the host's direnv then ran what it wrote), while the report said
+# it was kept read-only.
+t_srt_kept_file_with_another_name_refused() {
+	local rc case before
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod a+rX "$T" "$T/srt.json"
+	for case in target config; do
+		rm -rf "$T/proj"
+		mkdir -p "$T/proj/.git" "$T/proj/envs" || return 1
+		echo 'export A=dev' > "$T/proj/envs/dev"
+		printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+		case $case in
+		target) ln -s envs/dev "$T/proj/.envrc"; ln "$T/proj/envs/dev" "$T/proj/alias" ;;
+		config) ln "$T/proj/.git/config" "$T/proj/alias" ;;
+		esac
+		chmod -R a+rwX "$T/proj"
+		before=$(cd "$T/proj" && find . | sort)
+		rc=0
+		(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c \
+			"echo pwned >> $T/proj/alias; echo ran > $T/proj/ran" > "$T/out" 2> "$T/err" < /dev/null) ||
+			rc=$?
+		expect_eq "$case: refused" "$rc" 125
+		[ ! -e "$T/proj/ran" ] || fail "$case: the command ran"
+		expect_not_contains "$case: not written" "$(cat "$T/proj/alias")" pwned
+		expect_eq "$case: nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
+		case $case in
+		target) expect_contains "target: named" "$(cat "$T/err")" \
+			"$T/proj/envs/dev has 2 hard links: the sandbox could write it through another name" ;;
+		config) expect_contains "config: named" "$(cat "$T/err")" \
+			"$T/proj/.git/config has 2 hard links: the sandbox could write it through another name" ;;
+		esac
+	done
+}
+
 # A kept link swapped between the translation's read of it and the pin
 # of its bind (another run's sandbox writes the same project): refused.
 # Pinned by path alone, the new link was bound, and what it names (here

@@ -1595,6 +1595,43 @@ t_srt_keeps_other_repositories_read_only() {
 	expect_contains "said" "$(cat "$T/err")" "sub/.git -> filesystem.ro \"$T/proj/sub/.git\""
 }
 
+# A project of many repositories (40 submodules, 30 nested ones): each
+# kept as srt keeps them, the directories on their way bound onto
+# themselves writable, each of those beneath the write bind, where
+# Landlock's rule for the bind already lets the sandbox write.  Each had
+# a rule of its own, the 64 were spent, and every run of the project was
+# refused: 'too many writable binds for Landlock'.
+t_srt_many_repositories_kept() {
+	local i rc=0
+	mkdir -p "$T/proj/.git" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	for i in $(seq 1 40); do
+		mkdir -p "$T/proj/.git/modules/m$i/hooks" "$T/proj/m$i" || return 1
+		echo 'ref: refs/heads/main' > "$T/proj/.git/modules/m$i/HEAD"
+		printf '[core]\n\tbare = false\n' > "$T/proj/.git/modules/m$i/config"
+		echo "gitdir: ../.git/modules/m$i" > "$T/proj/m$i/.git"
+	done
+	for i in $(seq 1 30); do
+		mkdir -p "$T/proj/r$i/.git/hooks" || return 1
+		printf '[core]\n\tbare = false\n' > "$T/proj/r$i/.git/config"
+	done
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		echo x > .git/modules/m40/hooks/pre-commit && echo module-hook
+		echo x >> r30/.git/config && echo nested-config
+		echo mine > r30/work && echo mine > r30/.git/work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) ||
+		rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_not_contains "refused" "$(cat "$T/err")" "too many"
+	expect_contains "the rest writable, beneath the directories bound" "$(cat "$T/out")" ran
+	expect_not_contains "a module's hooks kept" "$(cat "$T/out")" module-hook
+	expect_not_contains "a nested config kept" "$(cat "$T/out")" nested-config
+	[ -e "$T/proj/r30/.git/work" ] || fail "r30/.git/work not written on the host"
+}
+
 # What srt keeps beneath a write bind, and the directories on the way
 # bound onto themselves, are the objects the translation found there,
 # with no link followed: another run's sandbox, which writes the same

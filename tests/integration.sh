@@ -1567,6 +1567,30 @@ term_armed() {
 	RC=0; wait "$1" || RC=$?
 }
 
+# The harness's kill (lib.sh) signals no process group but the suite's:
+# a group number the suite saved (check.sh kills each lane's at its end)
+# may lead another process's group since, as it leads a daemonised one
+# here, which `kill -- -PID` signalled whole while `kill PID` spared it.
+t_kill_spares_a_group_not_the_suites() {
+	local pid i rc=0
+	setsid -f /bin/sh -c "echo \$\$ > $T/pid; exec sleep 60" < /dev/null > /dev/null 2>&1
+	for i in $(seq 1 100); do
+		[ -s "$T/pid" ] && break
+		doze 0.05
+	done
+	pid=$(cat "$T/pid") || return 1
+	kill -TERM -- "-$pid" 2> "$T/err" || rc=$?
+	doze 0.2
+	# sleep's state (S), not a zombie's (Z) or a process gone
+	if [[ $(cat "/proc/$pid/stat" 2>/dev/null) == *") S "* ]]; then
+		builtin kill -KILL "$pid"	# ours, though no parent says so
+	else
+		fail "the daemonised group was signalled: $(cat "/proc/$pid/stat" 2>/dev/null)"
+	fi
+	expect_eq "refused" "$rc" 1
+	expect_contains "said" "$(cat "$T/err")" "(-$pid) - No such process (none of this suite's)"
+}
+
 t_signal_forwarded() {
 	# --foreground: timeout passes our TERM to corral alone.  Without it, it
 	# sends it to its process group too, and a loaded machine (ci88) let

@@ -28,9 +28,13 @@ skip() {
 # lead to the suite's shell, or when the suite's own_more says so (an OCI
 # container's monitor detached itself); one that is neither is
 # left alone, and kill says there is no such process, which is what the
-# test meant.  A process group (-PID) is passed on: the kernel keeps a
-# group's number from reuse while any member lives.  KILL_AUDIT=FILE
-# lists the pids left alone.
+# test meant.  A process group (-PID) is the suite's when its leader is
+# (a group whose leader lives is that leader's: a number reused since
+# the suite's group ended leads the new process's own, which `kill --
+# -PID` signalled whole, as check.sh's cleanup does every lane's), or
+# when no process has the number: the kernel keeps a group's number from
+# reuse while any member lives, so the members left are the suite's
+# group's.  KILL_AUDIT=FILE lists the pids left alone.
 SUITE_PID=${SUITE_PID:-$$}
 own_pid() {	# own_pid PID: PID descends from $SUITE_PID, or own_more PID says so
 	local pid=$1 i s seen=" "
@@ -58,8 +62,9 @@ kill() {
 		esac
 	done
 	for a in "$@"; do
-		if [[ $a == [0-9]* ]] && ! own_pid "$a"; then
-			[ -z "${KILL_AUDIT:-}" ] || echo "$(basename "$0") ${FUNCNAME[1]}: kill ${sig[*]} $a: $(tr '\0' ' ' < "/proc/$a/cmdline" 2>/dev/null)" >> "$KILL_AUDIT"
+		if { [[ $a == [0-9]* ]] && ! own_pid "$a"; } ||
+		   { [[ $a == -[0-9]* ]] && [ -e "/proc/${a#-}" ] && ! own_pid "${a#-}"; }; then
+			[ -z "${KILL_AUDIT:-}" ] || echo "$(basename "$0") ${FUNCNAME[1]}: kill ${sig[*]} $a: $(tr '\0' ' ' < "/proc/${a#-}/cmdline" 2>/dev/null)" >> "$KILL_AUDIT"
 			echo "kill: ($a) - No such process (none of this suite's)" >&2
 			rc=1
 			continue

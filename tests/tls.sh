@@ -1595,6 +1595,43 @@ t_srt_keeps_other_repositories_read_only() {
 	expect_contains "said" "$(cat "$T/err")" "sub/.git -> filesystem.ro \"$T/proj/sub/.git\""
 }
 
+# A project of many repositories (40 submodules, 30 nested ones): each
+# kept as srt keeps them, the directories on their way bound onto
+# themselves writable, each of those beneath the write bind, where
+# Landlock's rule for the bind already lets the sandbox write.  Each had
+# a rule of its own, the 64 were spent, and every run of the project was
+# refused: 'too many writable binds for Landlock'.
+t_srt_many_repositories_kept() {
+	local i rc=0
+	mkdir -p "$T/proj/.git" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	for i in $(seq 1 40); do
+		mkdir -p "$T/proj/.git/modules/m$i/hooks" "$T/proj/m$i" || return 1
+		echo 'ref: refs/heads/main' > "$T/proj/.git/modules/m$i/HEAD"
+		printf '[core]\n\tbare = false\n' > "$T/proj/.git/modules/m$i/config"
+		echo "gitdir: ../.git/modules/m$i" > "$T/proj/m$i/.git"
+	done
+	for i in $(seq 1 30); do
+		mkdir -p "$T/proj/r$i/.git/hooks" || return 1
+		printf '[core]\n\tbare = false\n' > "$T/proj/r$i/.git/config"
+	done
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod -R a+rwX "$T/proj"
+	chmod a+rX "$T" "$T/srt.json"
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/proj
+		echo x > .git/modules/m40/hooks/pre-commit && echo module-hook
+		echo x >> r30/.git/config && echo nested-config
+		echo mine > r30/work && echo mine > r30/.git/work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) ||
+		rc=$?
+	expect_eq "the run goes on" "$rc" 0
+	expect_not_contains "refused" "$(cat "$T/err")" "too many"
+	expect_contains "the rest writable, beneath the directories bound" "$(cat "$T/out")" ran
+	expect_not_contains "a module's hooks kept" "$(cat "$T/out")" module-hook
+	expect_not_contains "a nested config kept" "$(cat "$T/out")" nested-config
+	[ -e "$T/proj/r30/.git/work" ] || fail "r30/.git/work not written on the host"
+}
+
 # What srt keeps beneath a write bind, and the directories on the way
 # bound onto themselves, are the objects the translation found there,
 # with no link followed: another run's sandbox, which writes the same
@@ -1768,6 +1805,44 @@ t_srt_link_that_cannot_be_kept_refused() {
 		elsewhere) expect_contains "elsewhere: named" "$(cat "$T/err")" \
 			"the link's target $T/proj/../other/e lies in a write bind shown at another path (at $T/other), where corral cannot keep it read-only: refused"
 		      [ ! -e "$T/other/e" ] || fail "elsewhere: made in the other bind" ;;
+		esac
+	done
+}
+
+# A kept file with a second name in the write bind (`ln envs/dev alias`:
+# the user's, or an earlier run's sandbox's while nothing kept the file),
+# as a link's target and as a kept path itself: refused (125), naming
+# it, nothing made left.  Kept, the sandbox wrote it through the other
+# name (the host's direnv then ran what it wrote), while the report said
+# it was kept read-only.
+t_srt_kept_file_with_another_name_refused() {
+	local rc case before
+	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	chmod a+rX "$T" "$T/srt.json"
+	for case in target config; do
+		rm -rf "$T/proj"
+		mkdir -p "$T/proj/.git" "$T/proj/envs" || return 1
+		echo 'export A=dev' > "$T/proj/envs/dev"
+		printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+		case $case in
+		target) ln -s envs/dev "$T/proj/.envrc"; ln "$T/proj/envs/dev" "$T/proj/alias" ;;
+		config) ln "$T/proj/.git/config" "$T/proj/alias" ;;
+		esac
+		chmod -R a+rwX "$T/proj"
+		before=$(cd "$T/proj" && find . | sort)
+		rc=0
+		(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c \
+			"echo pwned >> $T/proj/alias; echo ran > $T/proj/ran" > "$T/out" 2> "$T/err" < /dev/null) ||
+			rc=$?
+		expect_eq "$case: refused" "$rc" 125
+		[ ! -e "$T/proj/ran" ] || fail "$case: the command ran"
+		expect_not_contains "$case: not written" "$(cat "$T/proj/alias")" pwned
+		expect_eq "$case: nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
+		case $case in
+		target) expect_contains "target: named" "$(cat "$T/err")" \
+			"$T/proj/envs/dev has 2 hard links: the sandbox could write it through another name" ;;
+		config) expect_contains "config: named" "$(cat "$T/err")" \
+			"$T/proj/.git/config has 2 hard links: the sandbox could write it through another name" ;;
 		esac
 	done
 }

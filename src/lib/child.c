@@ -14,6 +14,7 @@
  */
 #include "internal.h"
 #include "sandbox.h"
+#include "policy_int.h"
 #include "fdpass.h"
 #include "dnsoff.h"
 #include "proxy.h"
@@ -495,10 +496,39 @@ static size_t tcp_ports(uint16_t *ports, size_t max)
 	return n;
 }
 
+/*
+ * Writable bind i needs no rule of its own: its path lies beneath one
+ * that has a writable rule (a mount point's, "/" where the root is
+ * writable, another writable bind's; the same path, the first of them),
+ * and Landlock's rights go down a hierarchy across the mounts in it.
+ * srt binds each directory on a kept path's way onto itself writable,
+ * beneath the write bind: 40 submodules and 10 nested repositories in
+ * a project were past the 64 rules, and its runs refused.
+ */
+static bool rule_beneath_another(const struct corral_policy *p, size_t i)
+{
+	const char *dst = p->binds[i].dst;
+
+	if (p->root_writable && p->nroot_layers)
+		return true;
+	for (size_t k = 0; mount_writable_paths[k]; k++)
+		if (policy_path_under(dst, mount_writable_paths[k]))
+			return true;
+	for (size_t k = 0; k < p->nbinds; k++) {
+		const char *top = p->binds[k].dst;
+
+		if (k == i || !p->binds[k].writable || !policy_path_under(dst, top))
+			continue;
+		if (strcmp(dst, top) || k < i)
+			return true;
+	}
+	return false;
+}
+
 static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 {
 	struct ll_rule rules[64];
-	size_t n = 0;
+	size_t n = 0, own, want;
 
 	/*
 	 * No link followed: none is on these paths when the view is built
@@ -509,11 +539,17 @@ static int apply_landlock(const struct corral_policy *p, struct corral_err *err)
 	rules[n++] = (struct ll_rule){ "/", p->root_writable && p->nroot_layers, true };
 	for (size_t i = 0; mount_writable_paths[i]; i++)
 		rules[n++] = (struct ll_rule){ mount_writable_paths[i], true, true };
-	for (size_t i = 0; i < p->nbinds && n < sizeof(rules) / sizeof(rules[0]); i++)
-		if (p->binds[i].writable)
+	own = want = n;
+	for (size_t i = 0; i < p->nbinds; i++) {
+		if (!p->binds[i].writable || rule_beneath_another(p, i))
+			continue;
+		if (want++ < sizeof(rules) / sizeof(rules[0]))
 			rules[n++] = (struct ll_rule){ p->binds[i].dst, true, true };
-	if (n == sizeof(rules) / sizeof(rules[0]))
-		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock");
+	}
+	if (want > sizeof(rules) / sizeof(rules[0]))
+		return corral_set_err(err, -E2BIG, "too many writable binds for Landlock: "
+				      "%zu, none beneath another, where %zu at most can have "
+				      "a rule", want - own, sizeof(rules) / sizeof(rules[0]) - own);
 	/*
 	 * Transparent mode: every TCP connection is redirected to the proxy
 	 * and nothing else can leave, so Landlock need not refuse ports; it

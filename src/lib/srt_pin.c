@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -72,6 +73,29 @@ static int same_link(int fd, const char *path, const char *target, struct corral
 	return 0;
 }
 
+/*
+ * A file kept read-only (fd, O_PATH) with a second name: the sandbox
+ * writes it through a name in the write bind (`ln envs/dev alias`, made
+ * by the user, or by an earlier run's sandbox while nothing kept the
+ * file), and the host's direnv or git then reads what it wrote, while
+ * the report said the file was kept.  Where the other names lie cannot
+ * be known from the file, so it is refused; a directory has none, a
+ * link cannot be written.
+ */
+static int one_name(int fd, const char *path, struct corral_err *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return corral_set_errno(err, errno, "cannot stat %s", path);
+	if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+		return corral_set_err(err, -EMLINK, "%s has %ju hard links: the sandbox "
+				      "could write it through another name, which corral "
+				      "cannot keep read-only: refused (a symbolic link to it "
+				      "is kept)", path, (uintmax_t)st.st_nlink);
+	return 0;
+}
+
 int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err)
 {
 	json_t *pin;
@@ -86,7 +110,7 @@ int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err)
 
 		if (fd < 0)
 			return fd;
-		if (target && same_link(fd, path, target, err) < 0) {
+		if ((target ? same_link(fd, path, target, err) : one_name(fd, path, err)) < 0) {
 			close(fd);
 			return err->code;
 		}

@@ -339,10 +339,7 @@ t_limits_shape_timeouts_denials() {
 	start_daemon
 	id=$(mksb '{"policy": {"limits": {"memory": "48M", "pids": 16, "call_timeout": "1s"}}}')
 	limits=$(sbget "$id" 'v["limits"]')
-	case "${CORRAL_EXPECT_LIMITS:-}" in
-	cgroup) [ "$limits" != rlimit ] || fail "limits: rlimit, want cgroups" ;;
-	rlimit) expect_eq "limits" "$limits" rlimit ;;
-	esac
+	expect_limits "$limits"
 	code=$(ex "$id" '{"tool_call_id": "bomb", "timeout_seconds": 60, "command": "python3 -c \"b = bytearray(128 << 20); print(len(b))\""}')
 	expect_code "memory bomb" "$code" 200
 	if [ "$limits" = rlimit ]; then

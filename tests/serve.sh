@@ -2850,11 +2850,17 @@ t_call_group_in_use_removed_once_empty() {
 		skip "no cgroups: no group to remove"
 		return 77
 	fi
+	# the process lives until let go (/tmp/go, put below; 30 s at most),
+	# not for a time: a test shell stalled past it on a loaded host saw
+	# the group go with its ended process
 	expect_eq "a call that leaves a process" \
-		"$(sbsh "$a" 'sleep 1.5 >/dev/null 2>&1 & echo left')" left
+		"$(sbsh "$a" 'i=0; while [ ! -e /tmp/go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done >/dev/null 2>&1 & echo left')" left
+	# the mover's first try comes at the call's end: past it by now, most often
 	sleep 0.5
 	g=$(find /sys/fs/cgroup -maxdepth 5 -type d -path "*/corral-$DPID-$a/corral-c1" 2>/dev/null)
 	[ -n "$g" ] || fail "the first call's group went while its process ran"
+	code=$(api PUT "/v1/sandboxes/$a/files?path=/tmp/go" --data-binary go)
+	expect_code "put /tmp/go: the process may end" "$code" 201
 	wait_gone "the first call's group, its process ended" 10 find /sys/fs/cgroup \
 		-maxdepth 5 -type d -path "*/corral-$DPID-$a/corral-c1"
 	expect_eq "a's next call" "$(sbsh "$a" 'echo two')" two

@@ -1569,14 +1569,32 @@ t_delete_during_exec() {
 	stop_daemon
 }
 
+# client_gone ID BODY CALL: a caller of box ID's exec that goes away once
+# its call CALL has started (its exec.start in the audit log, 10 s at
+# most), not after a time: one that left after 1 s found no exec.start
+# when the daemon was that slow to start the call or to log it
+client_gone() {
+	local c i=0
+	curl -sS -N --max-time 60 --unix-socket "$SOCK" -X POST -d "$2" -o /dev/null \
+		"http://localhost/v1/sandboxes/$1/exec" 2> /dev/null &
+	c=$!
+	while [ $i -lt 100 ] && ! grep '"type":"exec.start"' "$STATE/audit.jsonl" |
+		grep -q "\"call\":\"$3\""; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill "$c" 2> /dev/null || true
+	wait "$c" 2> /dev/null || true
+}
+
 # A caller that goes away takes its call with it, streamed or not.
 t_exec_client_gone() {
 	start_daemon
 	id=$(mksb)
-	API_TIMEOUT=1 api POST "/v1/sandboxes/$id/exec" -d '{"command": "sleep 36", "stream": true, "tool_call_id": "gone-streamed"}' >/dev/null
+	client_gone "$id" '{"command": "sleep 36", "stream": true, "tool_call_id": "gone-streamed"}' gone-streamed
 	hp=$(host_pid "$id" gone-streamed)
 	wait_gone "the streamed call whose caller left" 5 alive_pid "$hp"
-	API_TIMEOUT=1 api POST "/v1/sandboxes/$id/exec" -d '{"command": "sleep 31", "tool_call_id": "gone"}' >/dev/null
+	client_gone "$id" '{"command": "sleep 31", "tool_call_id": "gone"}' gone
 	hp=$(host_pid "$id" gone)
 	wait_gone "the call whose caller left" 5 alive_pid "$hp"
 	stop_daemon

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -537,21 +538,21 @@ TEST(layer_open_stops_below_an_opaque_dir)
 	put(l0, "d/e/f", "lower\n");
 	put(l1, "d/e", NULL);
 	/* no mark: the lower's is the one to find */
-	CHECK(layer_open(l1, "/d/e/f", &fd) == 0);
-	CHECK(layer_open(l0, "/d/e/f", &fd) == 1 && fd >= 0);
+	CHECK(layer_open("/proc", l1, "/d/e/f", &fd) == 0);
+	CHECK(layer_open("/proc", l0, "/d/e/f", &fd) == 1 && fd >= 0);
 	close(fd);
 	snprintf(path, sizeof(path), "%s/d", l1);
 	CHECK(setxattr(path, "user.overlay.opaque", "y", 1, 0) == 0);
 	/* opaque two levels up, or at the file's own directory */
-	CHECK(layer_open(l1, "/d/e/f", &fd) == -1);
-	CHECK(layer_open(l1, "/d/x", &fd) == -1);
+	CHECK(layer_open("/proc", l1, "/d/e/f", &fd) == -1);
+	CHECK(layer_open("/proc", l1, "/d/x", &fd) == -1);
 	/* what the opaque layer has itself is found */
-	CHECK(layer_open(l1, "/d/e", &fd) == 1 && fd >= 0);
+	CHECK(layer_open("/proc", l1, "/d/e", &fd) == 1 && fd >= 0);
 	close(fd);
-	CHECK(layer_open(l1, "/", &fd) == 1 && fd >= 0);
+	CHECK(layer_open("/proc", l1, "/", &fd) == 1 && fd >= 0);
 	close(fd);
 	/* not below the opaque one: lower layers still looked at */
-	CHECK(layer_open(l1, "/other", &fd) == 0);
+	CHECK(layer_open("/proc", l1, "/other", &fd) == 0);
 	rm_tree(dir);
 }
 
@@ -586,17 +587,60 @@ TEST(layer_open_knows_xattr_whiteouts)
 	snprintf(path, sizeof(path), "%s/d/full", l1);
 	CHECK(setxattr(path, "user.overlay.whiteout", "", 0, 0) == 0);
 	/* the whiteout: nothing at or below it is what the sandbox sees */
-	CHECK(layer_open(l1, "/d/f", &fd) == -1 && fd < 0);
-	CHECK(layer_open(l1, "/d/f/x", &fd) == -1);
+	CHECK(layer_open("/proc", l1, "/d/f", &fd) == -1 && fd < 0);
+	CHECK(layer_open("/proc", l1, "/d/f/x", &fd) == -1);
 	/* "x" is no opaque mark: the lower's g is found below */
-	CHECK(layer_open(l1, "/d/g", &fd) == 0);
-	CHECK(layer_open(l0, "/d/g", &fd) == 1 && fd >= 0);
+	CHECK(layer_open("/proc", l1, "/d/g", &fd) == 0);
+	CHECK(layer_open("/proc", l0, "/d/g", &fd) == 1 && fd >= 0);
 	close(fd);
 	/* empty, unmarked; marked, not empty: files */
-	CHECK(layer_open(l1, "/d/e", &fd) == 1 && fd >= 0);
+	CHECK(layer_open("/proc", l1, "/d/e", &fd) == 1 && fd >= 0);
 	close(fd);
-	CHECK(layer_open(l1, "/d/full", &fd) == 1 && fd >= 0);
+	CHECK(layer_open("/proc", l1, "/d/full", &fd) == 1 && fd >= 0);
 	close(fd);
+	rm_tree(dir);
+}
+
+/*
+ * The layer's xattrs (opaque, whiteout) are read without opening any of
+ * its files: reopened by name after the fstat, a file its owner swapped
+ * in (a FIFO, a FUSE file, a mount on the name) was opened by a root
+ * supervisor.  inotify sees every open of a file or directory for
+ * reading (an O_PATH one is no open): none.
+ */
+TEST(layer_open_opens_nothing)
+{
+	char dir[] = "/tmp/unit-image-noopen.XXXXXX", l1[128], path[256];
+	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int fd = -1, in, wd1, wd2;
+	ssize_t n;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(l1, sizeof(l1), "%s/l1", dir);
+	put(l1, "d/e", "");
+	put(l1, "d/f", "");
+	snprintf(path, sizeof(path), "%s/d/f", l1);
+	CHECK(setxattr(path, "user.overlay.whiteout", "", 0, 0) == 0);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	CHECK(in >= 0);
+	wd1 = inotify_add_watch(in, l1, IN_OPEN);
+	snprintf(path, sizeof(path), "%s/d", l1);
+	wd2 = inotify_add_watch(in, path, IN_OPEN);
+	CHECK(wd1 >= 0 && wd2 >= 0);
+	/* still judged as before: a file, a whiteout */
+	CHECK(layer_open("/proc", l1, "/d/e", &fd) == 1 && fd >= 0);
+	close(fd);
+	CHECK(layer_open("/proc", l1, "/d/f", &fd) == -1);
+	n = read(in, ev, sizeof(ev));
+	CHECK(n < 0 && errno == EAGAIN);
+	for (ssize_t k = 0; n > 0 && k < n;) {
+		const struct inotify_event *e = (const void *)(ev + k);
+
+		fprintf(stderr, "  opened: %s%s%s\n", e->wd == wd1 ? "l1" : "l1/d",
+			e->len ? "/" : "", e->len ? e->name : "");
+		k += (ssize_t)sizeof(*e) + e->len;
+	}
+	close(in);
 	rm_tree(dir);
 }
 

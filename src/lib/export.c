@@ -1079,7 +1079,7 @@ static bool hidden_lower(const struct xp *x, const char *path, const struct stat
 static bool hidden_in_root(const struct corral_policy *p, const char *hide, struct stat *st)
 {
 	for (size_t i = p->nroot_layers; i-- > 0;) {
-		int fd, has = layer_open(p->root_layers[i], hide, &fd);
+		int fd, has = layer_open("/proc", p->root_layers[i], hide, &fd);
 		bool ok;
 
 		if (has < 0)

@@ -208,54 +208,52 @@ static const struct mnt *mount_of(const struct hide_where *w, const struct table
 }
 
 /*
- * Whether the directory at dir (O_PATH) is opaque: the overlay (userxattr,
- * as corral mounts it) looks for nothing beneath it in lower layers.  One
- * that cannot be opened to read its xattrs counts as opaque: what lies
- * below it in lower layers is then never taken for what the sandbox sees.
+ * name's xattr of the file fd (O_PATH) holds, read through proc's
+ * /self/fd/N: that file itself, no name of the layer walked again and
+ * nothing opened.  fgetxattr refuses O_PATH fds; opened again by name
+ * for it, a file the layer's owner swapped in after the fstat (a FIFO,
+ * a FUSE file, a mount) was opened by the caller, a root supervisor.
  */
-static bool layer_dir_opaque(int dir)
+static ssize_t layer_xattr(const char *proc, int fd, const char *name, char *v, size_t len)
 {
-	char v[2] = "";
-	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	bool opaque;
+	char self[PATH_MAX];
 
-	if (fd < 0)
-		return true;
-	opaque = fgetxattr(fd, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y';
-	close(fd);
-	return opaque;
+	if ((size_t)snprintf(self, sizeof(self), "%s/self/fd/%d", proc, fd) >= sizeof(self)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return getxattr(self, name, v, len);
 }
 
 /*
- * Whether name in dir, st, is an xattr whiteout (overlayfs since 6.7, in
- * its userxattr form): an empty regular file marked user.overlay.whiteout,
+ * Whether the directory at dir (O_PATH) is opaque: the overlay (userxattr,
+ * as corral mounts it) looks for nothing beneath it in lower layers.  One
+ * whose xattrs cannot be read counts as opaque: what lies below it in
+ * lower layers is then never taken for what the sandbox sees.
+ */
+static bool layer_dir_opaque(const char *proc, int dir)
+{
+	char v[2] = "";
+	ssize_t n = layer_xattr(proc, dir, "user.overlay.opaque", v, sizeof(v));
+
+	if (n < 0)
+		return errno != ENODATA && errno != EOPNOTSUPP && errno != ERANGE;
+	return n == 1 && v[0] == 'y';
+}
+
+/*
+ * Whether fd, st, is an xattr whiteout (overlayfs since 6.7, in its
+ * userxattr form): an empty regular file marked user.overlay.whiteout,
  * which the kernel's lookup takes for a whiteout in any layer (composefs
  * trees, a layer kept on an overlay itself, where a 0:0 device would be
  * the outer overlay's whiteout; a --rootfs copied from them), where it
- * hides the name as a 0:0 device does.  The xattr cannot be read
- * through O_PATH: the file is opened again beneath dir, read-only and
- * without blocking, and judged only if it is the same file.
+ * hides the name as a 0:0 device does.
  */
-static bool layer_xwhiteout(int dir, const char *name, const struct stat *st)
+static bool layer_xwhiteout(const char *proc, int fd, const struct stat *st)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
-	};
-	struct stat again;
-	bool white;
-	int fd;
-
 	if (!S_ISREG(st->st_mode) || st->st_size != 0)
 		return false;
-	fd = (int)syscall(SYS_openat2, dir, name, &how, sizeof(how));
-	if (fd < 0)
-		return false;
-	white = fstat(fd, &again) == 0 && again.st_dev == st->st_dev &&
-		again.st_ino == st->st_ino &&
-		fgetxattr(fd, "user.overlay.whiteout", NULL, 0) >= 0;
-	close(fd);
-	return white;
+	return layer_xattr(proc, fd, "user.overlay.whiteout", NULL, 0) >= 0;
 }
 
 /*
@@ -267,9 +265,10 @@ static bool layer_xwhiteout(int dir, const char *name, const struct stat *st)
  * (the upper does: a directory corral made there).  Resolved as a path,
  * an image's "etc" -> "/oldroot/..." had the host's file judged, and its
  * binds masked, for the image's /etc/passwd; past an opaque directory, a
- * lower layer's file the overlay hides was judged for the upper's.
+ * lower layer's file the overlay hides was judged for the upper's.  Xattrs are read through proc
+ * (layer_xattr): nothing of the layer's is opened.
  */
-int layer_open(const char *root, const char *canon, int *fd)
+int layer_open(const char *proc, const char *root, const char *canon, int *fd)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
@@ -312,7 +311,7 @@ int layer_open(const char *root, const char *canon, int *fd)
 		}
 		/* a whiteout (0:0, or the xattr's) hides the name in every layer below */
 		if ((S_ISCHR(st.st_mode) && st.st_rdev == 0) ||
-		    layer_xwhiteout(dir, name, &st)) {
+		    layer_xwhiteout(proc, next, &st)) {
 			close(next);
 			close(dir);
 			return -1;
@@ -324,7 +323,7 @@ int layer_open(const char *root, const char *canon, int *fd)
 			close(next);
 			return -1;
 		}
-		opaque = opaque || layer_dir_opaque(next);
+		opaque = opaque || layer_dir_opaque(proc, next);
 		dir = next;
 	}
 	*fd = next;
@@ -346,7 +345,7 @@ static int place_in_roots(const struct hide_where *w, const struct table *t,
 	const struct mnt *m;
 
 	for (size_t i = w->nroots; i-- > 0;) {
-		int fd, has = layer_open(w->roots[i], canon, &fd);
+		int fd, has = layer_open(w->proc, w->roots[i], canon, &fd);
 
 		if (has < 0)
 			break;

@@ -80,7 +80,7 @@ static char *read_passwd(const struct corral_image *img)
 		struct stat want, st;
 		char *buf;
 		ssize_t n;
-		int dfd, fd, has = layer_open(img->layers[i], "/etc/passwd", &fd);
+		int dfd, fd, has = layer_open("/proc", img->layers[i], "/etc/passwd", &fd);
 
 		if (has < 0)
 			return NULL;

@@ -8,11 +8,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -598,6 +600,81 @@ TEST(layer_open_knows_xattr_whiteouts)
 	close(fd);
 	CHECK(layer_open("/proc", l1, "/d/full", &fd) == 1 && fd >= 0);
 	close(fd);
+	rm_tree(dir);
+}
+
+/* path's whole text: true if written */
+static bool write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* our own mount namespace (a user namespace's too, unprivileged) */
+static bool own_mount_ns(void)
+{
+	char umap[32], gmap[32];
+
+	if (geteuid() == 0)
+		return unshare(CLONE_NEWNS) == 0 &&
+		       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+	/* taken before: in the new namespace both are the overflow id */
+	snprintf(umap, sizeof(umap), "0 %u 1\n", (unsigned)geteuid());
+	snprintf(gmap, sizeof(gmap), "0 %u 1\n", (unsigned)getegid());
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return false;
+	/* the gid too: a file is made only by a mapped uid and gid */
+	if (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/gid_map", gmap))
+		return false;
+	return write_file("/proc/self/uid_map", umap) &&
+	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+}
+
+/*
+ * A mount in a layer (a FUSE mount the owner of a --rootfs tree made
+ * there during a run): the overlay's lookup never crosses it, the
+ * sandbox sees the directory it covers, and layer_open walked into it,
+ * judging the mount's file, and on a FUSE mount whose daemon never
+ * answered held the export (a root supervisor) past SIGTERM until the
+ * daemon went away.  Mounted in a child, in its own mount namespace.
+ */
+TEST(layer_open_crosses_no_mount)
+{
+	char dir[] = "/tmp/unit-image-xdev.XXXXXX", l1[128], path[256];
+	int status = -1;
+	pid_t pid;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(l1, sizeof(l1), "%s/l1", dir);
+	put(l1, "d/f", "covered\n");
+	put(l1, "e", "kept\n");
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		int fd = -1, bad = 0;
+
+		snprintf(path, sizeof(path), "%s/d", l1);
+		if (!own_mount_ns() || mount("t", path, "tmpfs", 0, NULL) < 0)
+			_exit(2);
+		snprintf(path, sizeof(path), "%s/d/f", l1);
+		if (!write_file(path, "mounted\n"))
+			_exit(3);
+		/* the mount's file, and the mount itself: not judged */
+		if (layer_open("/proc", l1, "/d/f", &fd) != -1)
+			bad += fprintf(stderr, "  /d/f judged: the mount's file\n") > 0;
+		if (layer_open("/proc", l1, "/d", &fd) != -1)
+			bad += fprintf(stderr, "  /d judged: the mount\n") > 0;
+		/* beside the mount: found */
+		if (layer_open("/proc", l1, "/e", &fd) != 1)
+			bad += fprintf(stderr, "  /e not found\n") > 0;
+		_exit(bad ? 1 : 0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	rm_tree(dir);
 }
 

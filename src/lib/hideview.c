@@ -265,14 +265,20 @@ static bool layer_xwhiteout(const char *proc, int fd, const struct stat *st)
  * (the upper does: a directory corral made there).  Resolved as a path,
  * an image's "etc" -> "/oldroot/..." had the host's file judged, and its
  * binds masked, for the image's /etc/passwd; past an opaque directory, a
- * lower layer's file the overlay hides was judged for the upper's.  Xattrs are read through proc
+ * lower layer's file the overlay hides was judged for the upper's.  A
+ * mount on the way is -1 too: the overlay's lookup in a layer never
+ * crosses one (the sandbox sees the directory it covers, which no path
+ * reaches), and walked into, a FUSE mount of the layer's owner there
+ * (--rootfs DIR is the user's) held the caller, the export's root
+ * supervisor, until its daemon answered.  Xattrs are read through proc
  * (layer_xattr): nothing of the layer's is opened.
  */
 int layer_open(const char *proc, const char *root, const char *canon, int *fd)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH |
+			   RESOLVE_NO_XDEV,
 	};
 	char name[NAME_MAX + 1];
 	const char *p = canon;

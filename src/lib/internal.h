@@ -143,7 +143,7 @@ void hide_views_free(struct hide_view *v, size_t n);
  * canon (absolute) in the root layer at root, as the overlay looks it
  * up, no link followed: 1 there (*fd, O_PATH), 0 not (a lower layer may
  * have it), -1 the overlay stops at this layer (a link, a file or a
- * whiteout on the way, or an opaque directory above where it
+ * whiteout on the way, a mount, or an opaque directory above where it
  * is not): no layer at or below it holds it.  proc: where procfs is
  * ("/proc"), through which the layer's xattrs are read.
  */

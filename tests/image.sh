@@ -1162,10 +1162,16 @@ while todo and len(seen) < 200:
     p = todo.pop()
     seen.append(p)
     try:
-        for t in os.listdir(f"/proc/{p}/task"):
-            todo += [int(c) for c in open(f"/proc/{p}/task/{t}/children").read().split()]
+        tasks = os.listdir(f"/proc/{p}/task")
     except OSError:
-        pass
+        continue
+    # a thread that ended since the listing has no children; the rest
+    # of p's threads are still read
+    for t in tasks:
+        try:
+            todo += [int(c) for c in open(f"/proc/{p}/task/{t}/children").read().split()]
+        except OSError:
+            pass
 for p in seen[1:]:
     try:
         st = dict(l.split(":", 1) for l in open(f"/proc/{p}/status").read().splitlines())

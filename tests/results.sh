@@ -447,15 +447,38 @@ t_cpu_budget_halts_the_box() {
 # names: a timeout after an OOM kill, an OOM kill and refused forks, a
 # CPU quota that held the command back; from corral run and the daemon.
 # Each of these named one limit at most before.
-BIT_OOM='python3 -c "b = bytearray(160 << 20)"; sleep 60'
+BIT_OOM='python3 -c "b = bytearray(160 << 20)"; echo met; sleep 60'
 BIT_BOTH='python3 -c "b = bytearray(160 << 20)"; for i in $(seq 1 30); do sleep 30 & done; exit 0'
-# The timeouts are what bit last, not what is looked at: 2 s for a Python
-# to start and meet its memory limit first (some 0.1 s, 0.3 s in the lanes
-# of make check), 3 s for a CPU period of 100 ms to be throttled: one
-# needs only 10 ms of the box's CPU, but a box of a loaded check got 4 ms
-# in its first second (ci50a: the timeout alone, no quota in the reason).
+# 50 ms of CPU at 0.1 cores is throttled in four periods at least
+BIT_CPU='python3 -c "import time
+while time.process_time() < 0.05: pass"; echo met; while :; do :; done'
+# The timeouts are what bit last, not what is looked at, and come once
+# what is to bite first has: the command says so ("met" on its stdout),
+# and a run whose timeout came before (a box of a loaded check got 4 ms of
+# CPU in its first second, ci50a; a Python some 0.3 s to start) is run
+# again with twice the time, 2 s up to 16 s, 30 s in all.  A run is
+# judged only once its first limit bit; one that never says so fails.
+# bit_run ARGS...: corral run --json --timeout T ARGS, to $T/body
+bit_run() {
+	local t
+	for t in 2 4 8 16; do
+		"$CORRAL" run --json --timeout "$t" "$@" > "$T/body" 2> "$T/err" || true
+		[ "$(jq 'v["stdout"]')" != met ] || return 0
+	done
+	fail "the first limit did not bite before a 16 s timeout: $(< "$T/body") $(< "$T/err")"
+}
+# bit_ex ID COMMAND: the same, a call of box ID's
+bit_ex() {
+	local t code
+	for t in 2 4 8 16; do
+		code=$(ex "$1" "$(jbody timeout_seconds "json:$t" command "$2")")
+		expect_code "exec with $t s" "$code" 200
+		[ "$(jq 'v["stdout"]')" != met ] || return 0
+	done
+	fail "the first limit did not bite before a 16 s timeout: $(< "$T/body")"
+}
 t_every_limit_that_bit() {
-	"$CORRAL" run --json --memory 48M --timeout 2 -- sh -c "$BIT_OOM" > "$T/body" 2> "$T/err" || true
+	bit_run --memory 48M -- sh -c "$BIT_OOM"
 	[ "$(jq 'v["layers"]["limits"]')" != rlimit ] ||
 		{ skip "no cgroup counts OOM kills or refused forks"; return 77; }
 	expect_py "run: timeout, OOM too" \
@@ -463,12 +486,12 @@ t_every_limit_that_bit() {
 	"$CORRAL" run --json --memory 48M --pids 16 -- sh -c "$BIT_BOTH" > "$T/body" 2> "$T/err" || true
 	expect_py "run: OOM, pids too" \
 		'v["status"] == "oom" and "; pids limit 16 reached too (" in v["reason"]'
-	"$CORRAL" run --json --cpus 0.1 --timeout 3 -- sh -c 'while :; do :; done' > "$T/body" 2> "$T/err" || true
+	bit_run --cpus 0.1 -- sh -c "$BIT_CPU"
 	expect_py "run: timeout, CPU quota too" \
 		'v["status"] == "timeout" and "; CPU limit 0.1 cores reached: throttled in " in v["reason"]'
 	start_daemon
 	id=$(mksb '{"policy": {"limits": {"memory": "48M", "pids": 16}}}') || return 1
-	code=$(ex "$id" "$(jbody timeout_seconds json:2 command "$BIT_OOM")")
+	bit_ex "$id" "$BIT_OOM"
 	expect_py "daemon: timeout, OOM too" \
 		'v["status"] == "timeout" and "memory limit 48 MiB reached too (1 process killed" in v["reason"]'
 	code=$(ex "$id" "$(jbody timeout_seconds json:60 command "$BIT_BOTH")")

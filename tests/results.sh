@@ -533,10 +533,8 @@ t_background_hits_explained() {
 	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
 		"python3 -c 'b = bytearray(40 << 20); print(len(b))'")")
 	expect_code "the next call" "$code" 200
-	expect_py "its own command ran to its end" \
-		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "41943040\n"'
-	expect_py "the kill of the background process is in its reason" \
-		'"; memory limit 64 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	ran_to_its_end 41943040
+	hog_kill_said 64
 	expect_contains "limit.hit memory, the background's call named" \
 		"$(grep '"type":"limit.hit"' "$STATE/audit.jsonl" | grep '"limit":"memory"' |
 		   grep '"background":true')" '"call":"hog"'
@@ -571,6 +569,19 @@ hog_and_sleepers() {
 	done
 }
 
+# hog_kill_said MIB: the call's reason says the box's limit of MIB MiB
+# took the background process that the call "hog" left
+hog_kill_said() {
+	expect_py "the kill of the background process is in its reason" \
+		"\"; memory limit $1 MiB reached too: 1 background process of call hog killed by the OOM killer\" in v[\"reason\"]"
+}
+
+# ran_to_its_end STDOUT: the call exited 0, having printed STDOUT
+ran_to_its_end() {
+	expect_py "its own command ran to its end" \
+		"v[\"status\"] == \"exited\" and v[\"exit_code\"] == 0 and v[\"stdout\"] == \"$1\\n\""
+}
+
 # oom_box [POLICY_TAIL]: a daemon and a box of 512M that does not freeze
 # when idle ($id), POLICY_TAIL more of its policy's keys; 77 (skipped) where
 # no cgroup counts OOM kills.
@@ -594,10 +605,8 @@ t_background_hits_said_past_the_batch() {
 	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command \
 		"python3 -c 'b = bytearray(260 << 20); print(len(b))'")")
 	expect_code "the next call" "$code" 200
-	expect_py "its own command ran to its end" \
-		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "272629760\n"'
-	expect_py "the kill of the background process is in its reason" \
-		'"; memory limit 512 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	ran_to_its_end 272629760
+	hog_kill_said 512
 	stop_daemon
 }
 
@@ -635,10 +644,8 @@ t_background_hits_said_after_early_reads() {
 		'v["status"] == "exited" and v["exit_code"] == 0 and "OOM" not in v["reason"]'
 	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command "python3 -c '$PRESS' 260")")
 	expect_code "the next call" "$code" 200
-	expect_py "its own command ran to its end" \
-		'v["status"] == "exited" and v["exit_code"] == 0 and v["stdout"] == "272629760\n"'
-	expect_py "the kill of the background process is in its reason" \
-		'"; memory limit 512 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	ran_to_its_end 272629760
+	hog_kill_said 512
 	stop_daemon
 }
 
@@ -657,8 +664,7 @@ t_background_hits_said_after_other_kills() {
 	expect_code "the next call" "$code" 200
 	expect_py "its own two were killed, its last ran to its end" \
 		'"(2 processes killed by the OOM killer)" in v["reason"] and v["stdout"] == "125829120\n"'
-	expect_py "the kill of the background process is in its reason" \
-		'"; memory limit 512 MiB reached too: 1 background process of call hog killed by the OOM killer" in v["reason"]'
+	hog_kill_said 512
 	stop_daemon
 }
 

@@ -136,6 +136,23 @@ def pipelined(*reqs):
 EOF
 }
 
+# srt_settings [JSON]: $T/srt.json, sandbox-runtime's settings (by
+# default: the sandbox writes its working directory), readable by the
+# run's user
+srt_settings() {
+	local here='{"filesystem": {"allowWrite": ["."]}}'
+
+	printf '%s\n' "${1:-$here}" > "$T/srt.json"
+	chmod a+rX "$T" "$T/srt.json"
+}
+
+# srt_sh SCRIPT: SCRIPT run by sh in the project ($T/proj, its working
+# directory inside too) under $T/srt.json; its output in $T/out, $T/err
+srt_sh() {
+	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "cd $T/proj
+$1") > "$T/out" 2> "$T/err" < /dev/null
+}
+
 # ---- tests ------------------------------------------------------------------
 
 t_clients_get_the_secret_swapped() {
@@ -1110,19 +1127,17 @@ t_srt_deny_read_in_a_bind_hidden() {
 	mkdir -p "$T/proj/d" "$T/proj/keys" || return 1
 	echo "env-secret-$$" > "$T/proj/d/.env"
 	echo "key-secret-$$" > "$T/proj/keys/id"
-	printf '{"filesystem": {"allowWrite": ["."], "denyRead": ["./d/.env", "./keys", "./none"]}}\n' > "$T/srt.json"
+	srt_settings '{"filesystem": {"allowWrite": ["."], "denyRead": ["./d/.env", "./keys", "./none"]}}'
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local rc=0
-	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
-		cd $T/proj
+	srt_sh "
 		cat d/.env; cat keys/id; ls -A keys
 		rm -f d/.env && echo removed; mv d/.env d/e2 && echo renamed
 		ln d/.env hard && cat hard; ln -s d/.env soft && cat soft
 		echo mine >> d/.env; cat d/.env
 		mv d d2 && cat d2/.env; cp -r d2 d3 2>/dev/null; cat d3/.env 2>/dev/null
 		umount d2/.env 2>/dev/null && cat d2/.env; umount -l keys 2>/dev/null; cat keys/id
-		echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		echo ran" || rc=$?
 	expect_not_contains "the file" "$(cat "$T/out" "$T/err")" "env-secret-$$"
 	expect_not_contains "the directory" "$(cat "$T/out" "$T/err")" "key-secret-$$"
 	expect_not_contains "not removed" "$(cat "$T/out")" removed
@@ -1165,9 +1180,8 @@ t_srt_deny_in_a_flag_view() {
 	mkdir -p "$T/proj" || return 1
 	echo "flag-secret-$$" > "$T/proj/.env"
 	echo "kept-$$" > "$T/proj/k"
-	printf '{"filesystem": {"denyRead": ["./.env"], "denyWrite": ["./k"]}}\n' > "$T/srt.json"
+	srt_settings '{"filesystem": {"denyRead": ["./.env"], "denyWrite": ["./k"]}}'
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local how rc
 	for how in "--workspace ." "--rw .:/p" "--ro .:/r --workspace ."; do
 		rc=0
@@ -1196,19 +1210,17 @@ t_srt_keeps_what_the_host_runs_read_only() {
 	mkdir -p "$T/proj/.git/hooks" "$T/proj/.vscode" || return 1
 	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
 	echo 'echo kept' > "$T/proj/.bashrc"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local rc=0 w
-	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
-		cd $T/proj
+	srt_sh "
 		echo 'echo pwned' > .git/hooks/pre-commit && echo hook-written
 		printf '\tfsmonitor = echo pwned\n' >> .git/config && echo config-written
 		echo 'echo pwned' >> .bashrc && echo bashrc-written
 		echo '{}' > .vscode/tasks.json && echo tasks-written
 		mv .git/hooks .git/h2 && echo hooks-moved
 		mv .git/config .git/c2 && echo config-moved
-		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		echo mine > work && echo ran" || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
 	for w in hook-written config-written bashrc-written tasks-written hooks-moved config-moved; do
@@ -1234,13 +1246,11 @@ t_srt_keeps_what_the_host_runs_read_only() {
 t_srt_keeps_what_is_not_there_read_only() {
 	mkdir -p "$T/proj/.git/hooks" "$T/proj/.claude" || return 1
 	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local rc=0 w before
 	before=$(cd "$T/proj" && find . | sort)
-	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
-		cd $T/proj
+	srt_sh "
 		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written
 		echo 'echo pwned' > .envrc && echo envrc-written
 		echo '{}' > .claude/settings.json && echo claude-written
@@ -1250,7 +1260,7 @@ t_srt_keeps_what_is_not_there_read_only() {
 		rm -rf .vscode .envrc && echo stub-removed
 		mv .git .git-old && echo git-moved
 		mv .claude .claude-old && echo claude-moved
-		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		echo mine > work && echo ran" || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
 	for w in tasks-written envrc-written claude-written mcp-written commondir-written \
@@ -1273,9 +1283,8 @@ t_srt_keeps_what_is_not_there_read_only() {
 t_srt_made_kept_while_another_run_holds_it() {
 	mkdir -p "$T/proj/.git/hooks" "$T/proj/sig" || return 1
 	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local a b i wait_for
 	# w FILE: waits in the sandbox's shell, bounded (20 s)
 	# shellcheck disable=SC2016 # expanded there, not here
@@ -1336,10 +1345,9 @@ t_srt_made_by_a_killed_run_removed_by_the_next() {
 	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
 	: > "$T/proj/.mcp.json"
 	: > "$T/proj/.claude/settings.json"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
 	chmod 444 "$T/proj/.mcp.json"
-	chmod a+rX "$T" "$T/srt.json"
 	local a i rc=0 before mark
 	before=$(cd "$T/proj" && find . | sort)
 	mkdir -m 777 "$T/proj/sig"
@@ -1381,7 +1389,7 @@ print(os.getxattr(sys.argv[1], "user.corral.placeholder").decode())' "$T/proj/.e
 t_srt_made_unmarked_where_no_xattrs() {
 	[ "$(id -u)" = 0 ] || { skip "a ramfs mount needs root"; return 77; }
 	mkdir -p "$T/proj" || return 1
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	local rc=0
 	# a mount namespace of the test's own: the ramfs goes with it
 	# shellcheck disable=SC2016 # $1 and $2 are that shell's
@@ -1402,10 +1410,9 @@ t_srt_made_unmarked_where_no_xattrs() {
 t_srt_made_removed_on_a_stop_during_setup() {
 	mkdir -p "$T/proj/.git/hooks" "$T/state/images" || return 1
 	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
 	chmod 700 "$T/state" "$T/state/images"
-	chmod a+rX "$T" "$T/srt.json"
 	local a l i rc=0 before
 	before=$(cd "$T/proj" && find . | sort)
 	flock -x "$T/state/images/lock" sleep 30 &
@@ -1503,9 +1510,8 @@ t_srt_mark_on_a_users_directory_not_taken() {
 	mkdir -p "$T/proj/.git/hooks" "$T/proj/.claude" || return 1
 	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
 	echo "the user's" > "$T/proj/.claude/notes.md"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local rc=0 w d before
 	before=$(cd "$T/proj" && find . | sort)
 	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /usr/bin/python3 -c "
@@ -1615,9 +1621,8 @@ t_srt_many_repositories_kept() {
 		mkdir -p "$T/proj/r$i/.git/hooks" || return 1
 		printf '[core]\n\tbare = false\n' > "$T/proj/r$i/.git/config"
 	done
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
 		cd $T/proj
 		echo x > .git/modules/m40/hooks/pre-commit && echo module-hook
@@ -1647,9 +1652,8 @@ t_srt_kept_binds_are_the_objects_found() {
 	mkdir -p "$T/proj/nested/.git" "$T/other/.git/hooks" || return 1
 	echo "other's secret" > "$T/other/secret"
 	touch "$T/other/.git/config" "$T/other/.git/commondir" "$T/other/.git/config.worktree"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chown -R 65534:65534 "$T/proj" "$T/other"
-	chmod a+rX "$T" "$T/srt.json"
 	cd "$T/proj" || return 1
 	run_swapping_at_opens "$T/proj/nested" "$T/other" "$CORRAL" run --settings "$T/srt.json" \
 		-- /bin/sh -c "cat $T/proj/nested/secret; echo pwned > $T/proj/nested/written; echo ran" ||
@@ -1684,14 +1688,12 @@ t_srt_keeps_a_users_link_as_the_link() {
 	ln -s envs/dev "$T/proj/.envrc"
 	ln -s ../githooks "$T/proj/.git/hooks"
 	ln -s "$T/dot/claude" "$T/proj/.claude"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj" "$T/dot"
 	[ "$ME" != 0 ] || chown -R -h 65534:65534 "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local rc=0 w before
 	before=$(cd "$T/proj" && find . | sort)
-	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
-		cd $T/proj
+	srt_sh "
 		rm .envrc && echo 'echo pwned' > .envrc && echo envrc-replaced
 		mv .envrc .envrc-old && echo envrc-moved
 		ln -sfn evil .envrc && echo envrc-relinked
@@ -1704,7 +1706,7 @@ t_srt_keeps_a_users_link_as_the_link() {
 		rm .claude && echo claude-removed
 		echo 'echo pwned' > nested/.git/hooks/pre-commit && echo nested-hook-written
 		rm nested/.git && echo nested-link-removed
-		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		echo mine > work && echo ran" || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
 	for w in envrc-replaced envrc-moved envrc-relinked envrc-written target-written \
@@ -1738,18 +1740,16 @@ t_srt_keeps_a_users_dangling_link() {
 	ln -s a "$T/proj/.mcp.json"
 	ln -s b "$T/proj/a"
 	ln -s sub/m.json "$T/proj/b"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local rc=0 w before
 	before=$(cd "$T/proj" && find . | sort)
-	(cd "$T/proj" && timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
-		cd $T/proj
+	srt_sh "
 		echo 'echo pwned' > .envrc.local && echo local-written
 		echo 'echo pwned' > .envrc && echo written-through
 		mkdir -p sub; echo '{\"mcpServers\": {}}' > sub/m.json && echo chain-end-written
 		rm b && echo chain-link-removed
-		echo mine > work && echo ran" > "$T/out" 2> "$T/err" < /dev/null) || rc=$?
+		echo mine > work && echo ran" || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
 	for w in local-written written-through chain-end-written chain-link-removed; do
@@ -1770,10 +1770,9 @@ t_srt_keeps_a_users_dangling_link() {
 # on with the link not kept.
 t_srt_link_that_cannot_be_kept_refused() {
 	local rc case flags
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	mkdir -p "$T/other" || return 1
 	chmod a+rwx "$T/other"
-	chmod a+rX "$T" "$T/srt.json"
 	for case in loop bind climb elsewhere; do
 		rm -rf "$T/proj"
 		mkdir -p "$T/proj/.git" || return 1
@@ -1817,8 +1816,7 @@ t_srt_link_that_cannot_be_kept_refused() {
 # it was kept read-only.
 t_srt_kept_file_with_another_name_refused() {
 	local rc case before
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
-	chmod a+rX "$T" "$T/srt.json"
+	srt_settings
 	for case in target config; do
 		rm -rf "$T/proj"
 		mkdir -p "$T/proj/.git" "$T/proj/envs" || return 1
@@ -1858,9 +1856,8 @@ t_srt_kept_link_swapped_after_the_read_refused() {
 	echo 'export A=dev' > "$T/proj/envs/dev"
 	echo 'the user file' > "$T/proj/other"
 	ln -s envs/dev "$T/proj/.envrc"
-	printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$T/srt.json"
+	srt_settings
 	chmod -R a+rwX "$T/proj"
-	chmod a+rX "$T" "$T/srt.json"
 	local tracer st="" pid="" i rc=0
 	# LeakSanitizer cannot run under ptrace: an ASan build would exit 1 at its end
 	(cd "$T/proj" && ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec timeout 60 strace -o "$T/st" -e trace=readlinkat \

@@ -112,9 +112,38 @@ free_port() {
 	done
 	for ((i = 0; i < 50; i++)); do
 		p=$(( lo - 1 - SRANDOM % (lo - 10000) ))
-		[[ $used == *" $p "* ]] || { echo "$p"; return 0; }
+		[[ $used == *" $p "* ]] && continue
+		port_reserve "$p" || continue
+		echo "$p"
+		return 0
 	done
 	fail "no free port below $lo"
+}
+
+# port_reserve P: P is this test's until it ends, against the other lanes
+# of make check, which draw from the same ports: a port no socket has
+# bound yet, or never will (a "dead" port a test expects refused), was
+# another lane's pick one time in some 22,000.  mkdir is the lock; the
+# directory is shared by every uid (sticky, as /tmp) and run_test removes
+# the test's own after it.  Where it cannot be made, the pick stands
+# unreserved, as before.
+PORTS_HELD=/tmp/corral-ports
+port_reserve() {
+	[ -n "${T:-}" ] || return 0	# outside a test: no end to release it at
+	[ -d "$PORTS_HELD" ] || mkdir -m 1777 "$PORTS_HELD" 2>/dev/null || [ -d "$PORTS_HELD" ] ||
+		return 0
+	mkdir "$PORTS_HELD/$1" 2>/dev/null || { [ -w "$PORTS_HELD" ] && return 1; return 0; }
+	echo "$1" >> "$T.ports"
+}
+
+# ports_release FILE: the reservations port_reserve listed in FILE
+ports_release() {
+	local p
+	[ -f "$1" ] || return 0
+	while read -r p; do
+		rmdir "$PORTS_HELD/$p" 2>/dev/null
+	done < "$1"
+	rm -f "$1"
 }
 
 # front_test: the first line of a test of the daemon's or the MCP server's
@@ -267,13 +296,20 @@ run_test() {
 	children_cpu "$T.times"
 	cpu0=$CHILDREN_CPU_MS
 	# A command failing under set -e ends the test with no FAIL line (CI
-	# once showed a bare "not ok"): the ERR trap notes where, and the EXIT
-	# trap says it.  fail's own `return 1` is not noted: its line says why.
+	# once showed a bare "not ok"): the ERR trap notes where, in a file,
+	# as a test's own EXIT trap (a hundred set one) would replace one that
+	# said it, and it is said below where no FAIL line says why.  fail's
+	# own `return 1` is not noted: its line says why; nor what fails
+	# where set -e is off (an EXIT trap's cleanup).
 	( set -eE
-	  trap 'TEST_RC=$?; case $BASH_COMMAND in return*) ;; *) TEST_STOPPED_AT="${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND (status $TEST_RC)" ;; esac' ERR
-	  trap 'TEST_RC=$?; [ "$TEST_RC" = 0 ] || [ "$TEST_RC" = 77 ] || [ -z "${TEST_STOPPED_AT:-}" ] || echo "    set -e stopped the test at $TEST_STOPPED_AT" >&2' EXIT
+	  trap 'TEST_RC=$?; [[ $- != *e* || $BASH_COMMAND == return* ]] || printf "%s\n" "${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND (status $TEST_RC)" > "$T.stopped"' ERR
 	  cd "$T"; [ -z "${TEST_TRACE:-}" ] || set -x; "$name" ) > "$T.log" 2>&1
 	rc=$?
+	if [ -s "$T.stopped" ]; then
+		[ "$rc" = 0 ] || [ "$rc" = 77 ] || grep -q 'FAIL' "$T.log" ||
+			echo "set -e stopped the test at $(< "$T.stopped")" >> "$T.log"
+		rm -f "$T.stopped"
+	fi
 	# the time each test took, wall and CPU, so that a slow one is seen
 	# (check.sh's tally ignores it; it lists the costliest at its end).  A
 	# test's wall time is the machine's load as much as its own; its CPU
@@ -292,6 +328,7 @@ run_test() {
 	if declare -F test_cleanup > /dev/null; then
 		test_cleanup
 	fi
+	ports_release "$T.ports"
 	# what a test left without write permission, made writable first
 	rm -rf "$T" "$T.log" "$T.times" 2>/dev/null || {
 		chmod -R u+rwX "$T" 2>/dev/null

@@ -238,6 +238,11 @@ on_test_exit() {
 	# a held helper until its SIGKILL
 	exec 7>&-
 	rm -f "$T/reap"
+	# a process the test stopped and alone may continue (its pid is not
+	# had by another while it is stopped)
+	[ ! -s "$T/stopped_by_test" ] || while read -r pid; do
+		builtin kill -CONT "$pid" 2>/dev/null
+	done < "$T/stopped_by_test"
 	while read -r pid; do
 		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	done < "$T/watchdogs"
@@ -3115,6 +3120,7 @@ t_watchdog_leaves_a_reused_pids_groups() {
 	wd=$(ps -o pid=,comm= --ppid "$DPID" | awk '$2 == "corral-watchdog" {print $1}')
 	[ -n "$wd" ] || { fail "no watchdog of the daemon"; stop_daemon; return 1; }
 	kill -STOP "$wd"
+	echo "$wd" > "$T/stopped_by_test"	# on_test_exit continues it if the test fails
 	# Orphaned by its daemon's kill below, the watchdog is no longer
 	# below this suite's shell (lib.sh's kill would leave it alone); it
 	# is stopped until CONT, so its pid cannot have gone to anyone else.
@@ -3127,13 +3133,13 @@ t_watchdog_leaves_a_reused_pids_groups() {
 	hp=$HP vp=$VP
 	if [ "$vp" != "$pid" ]; then
 		kill "$hp" 2> /dev/null; wait "$hp" 2> /dev/null || true
-		builtin kill -CONT "$wd"
+		builtin kill -CONT "$wd"; : > "$T/stopped_by_test"
 		skip "pid $pid not had again (another process took it)"
 		return 77
 	fi
 	g=$parent/corral-$pid-reused
 	mkdir "$g" || fail "cannot make $g"
-	builtin kill -CONT "$wd"
+	builtin kill -CONT "$wd"; : > "$T/stopped_by_test"
 	wait_gone "the watchdog" 10 eval "[ -e /proc/$wd ] && echo $wd"
 	[ -d "$g" ] || fail "the watchdog removed $g, the group of the process now at pid $pid"
 	rmdir "$g" 2> /dev/null

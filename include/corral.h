@@ -672,6 +672,11 @@ struct corral_run_opts {
  * raw (every byte, ^C and ^Z too, goes to the sandbox's pty);
  * corral_term_restore puts back exactly what was saved (async-signal-
  * safe); corral_term_winsize: fd's window size, or 0 rows/cols if none.
+ * corral_term_stop, for a SIGTSTP read with SIGTSTP blocked while fd is
+ * raw: *saved back on fd, SIGTSTP raised as the caller's disposition
+ * says (stopped, by default, until SIGCONT), then fd raw again with its
+ * settings then in *saved; -errno if it could not be made raw (cooked).
+ * fd < 0: the stop alone.
  */
 struct termios;
 struct winsize;
@@ -681,6 +686,8 @@ CORRAL_PUBLIC
 void corral_term_restore(int fd, const struct termios *saved);
 CORRAL_PUBLIC
 void corral_term_winsize(int fd, struct winsize *ws);
+CORRAL_PUBLIC
+int corral_term_stop(int fd, struct termios *saved);
 
 /*
  * Run argv inside a fresh sandbox built from *p, wait for it, and describe

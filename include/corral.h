@@ -662,6 +662,8 @@ struct corral_run_opts {
 	 * Give the command a pty made inside the sandbox (its controlling
 	 * terminal) instead of pipes; the caller's terminal on fd 0, if it is
 	 * one, is raw while it runs and restored before corral_run returns.
+	 * A SIGTSTP meanwhile (not ignored) is read, and taken as the caller
+	 * has it with the terminal restored, raw again after (corral_term_stop).
 	 */
 	bool tty;
 };

@@ -662,6 +662,8 @@ struct corral_run_opts {
 	 * Give the command a pty made inside the sandbox (its controlling
 	 * terminal) instead of pipes; the caller's terminal on fd 0, if it is
 	 * one, is raw while it runs and restored before corral_run returns.
+	 * A SIGTSTP meanwhile (not ignored) is read, and taken as the caller
+	 * has it with the terminal restored, raw again after (corral_term_stop).
 	 */
 	bool tty;
 };
@@ -672,6 +674,11 @@ struct corral_run_opts {
  * raw (every byte, ^C and ^Z too, goes to the sandbox's pty);
  * corral_term_restore puts back exactly what was saved (async-signal-
  * safe); corral_term_winsize: fd's window size, or 0 rows/cols if none.
+ * corral_term_stop, for a SIGTSTP read with SIGTSTP blocked while fd is
+ * raw: *saved back on fd, SIGTSTP raised as the caller's disposition
+ * says (stopped, by default, until SIGCONT), then fd raw again with its
+ * settings then in *saved; -errno if it could not be made raw (cooked).
+ * fd < 0: the stop alone.
  */
 struct termios;
 struct winsize;
@@ -681,6 +688,8 @@ CORRAL_PUBLIC
 void corral_term_restore(int fd, const struct termios *saved);
 CORRAL_PUBLIC
 void corral_term_winsize(int fd, struct winsize *ws);
+CORRAL_PUBLIC
+int corral_term_stop(int fd, struct termios *saved);
 
 /*
  * Run argv inside a fresh sandbox built from *p, wait for it, and describe

@@ -11,6 +11,8 @@ cooked.  Steps, in order, each bounded in time:
     send:TEXT        type TEXT (Python escapes: \\r, \\x03 ...)
     resize:R,C       set the terminal's size (the kernel sends SIGWINCH)
     signal:NAME      send signal NAME to the command
+    signal-fg:NAME   send signal NAME to the terminal's foreground job's
+                     leader (a job shell's job: corral, not its shell)
     snap             record the terminal's settings now ("during")
     sleep:SECONDS
 Then the command's end is awaited (20 s, then SIGKILL).  Prints one JSON
@@ -58,6 +60,8 @@ def main():
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", r, c, 0, 0))
         elif kind == "signal":
             os.kill(pid, getattr(signal, "SIG" + arg))
+        elif kind == "signal-fg":
+            os.kill(os.tcgetpgrp(master), getattr(signal, "SIG" + arg))
         elif kind == "snap":
             during = termios.tcgetattr(master)
         elif kind == "sleep":

@@ -174,6 +174,28 @@ t_terminal_modes_reset_before_stop() {
 	expect_contains "passed on" "$(json output < "$T/r")" "killed by signal 2"
 }
 
+# `corral run -t` stopped by a SIGTSTP from elsewhere (kill -TSTP; ^Z is
+# a byte for the pty) stayed raw under the shell: dash's prompt took no
+# line (tmux), and the command's modes stayed set.  Now the terminal is
+# cooked and the modes reset before it stops (the job shell's stty says
+# icanon), and after `fg` raw again: an "x" typed with no newline
+# reaches the command (a cooked terminal would keep it for a line).
+t_tty_stopped_from_elsewhere_cooked() {
+	local attack
+	attack=$(/usr/bin/python3 "$HERE/term_after.py" --printf)
+	# shellcheck disable=SC2016  # $@ is the job shell's
+	$PTY 'expect:in-vim' 'signal-fg:TSTP' 'expect:[cooked' 'send:x' 'expect:got-x' -- \
+		/bin/sh -c 'set -m; g=$(stty -g); "$@"; echo "[stopped $?]"
+			[ "$(stty -g)" = "$g" ] && echo "[cooked]"; fg' sh "$CORRAL" run -t -- /bin/sh -c \
+		"stty -icanon; printf '$attack'; echo in-vim; echo got-\$(head -c1)" > "$T/r"
+	expect_contains "stopped" "$(json output < "$T/r")" "[stopped 148]"
+	expect_contains "its settings back while stopped" "$(json output < "$T/r")" "[cooked]"
+	/usr/bin/python3 "$HERE/term_after.py" "$T/r" "=[stopped" || fail "run -t, TSTP"
+	expect_contains "raw again after fg" "$(json output < "$T/r")" "got-x"
+	expect_eq "exit" "$(json exit < "$T/r")" 0
+	expect_eq "termios restored" "$(json termios_same < "$T/r")" true
+}
+
 # -t: the same attacks land on the sandbox's own pty.
 t_tty_attacks_stay_inside() {
 	$PTY -- "$CORRAL" run -t -- /usr/bin/python3 -c "$ATTACK_PY" > "$T/r"

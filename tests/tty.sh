@@ -558,6 +558,27 @@ t_exec_terminal_modes_reset_before_stop() {
 	wait_inside "$BOX" 'pgrep -fx "sleep 61" | wc -l' 0
 }
 
+# `corral exec -t` ignored a SIGTSTP from elsewhere (a stop would have
+# left the terminal raw).  Now it stops as asked, its terminal cooked and
+# the command's modes reset first (the job shell's stty says so), and
+# after `fg` raw again: an "x" typed with no newline reaches the command.
+t_exec_tty_stopped_from_elsewhere_cooked() {
+	local attack
+	attack=$($PY "$HERE/term_after.py" --printf)
+	# shellcheck disable=SC2016  # $@ is the job shell's
+	$PY "$HERE/ptyrun.py" 'expect:in-vim' 'signal-fg:TSTP' 'expect:[cooked' 'send:x' \
+		'expect:got-x' -- /bin/sh -c 'set -m; g=$(stty -g); "$@"; echo "[stopped $?]"
+			[ "$(stty -g)" = "$g" ] && echo "[cooked]"; fg' sh \
+		"$CORRAL" exec -t --socket "$SOCK" "$BOX" -- /bin/sh -c \
+		"stty -icanon; printf '$attack'; echo in-vim; echo got-\$(head -c1)" > "$T/r"
+	expect_contains "stopped" "$(fields output < "$T/r")" "[stopped 148]"
+	expect_contains "its settings back while stopped" "$(fields output < "$T/r")" "[cooked]"
+	$PY "$HERE/term_after.py" "$T/r" "=[stopped" || fail "exec -t, TSTP"
+	expect_contains "raw again after fg" "$(fields output < "$T/r")" "got-x"
+	expect_eq "exit" "$(fields exit < "$T/r")" 0
+	expect_eq "termios restored" "$(fields termios_same < "$T/r")" true
+}
+
 # corral exec -t killed by SIGHUP (its terminal closed): the shell inside
 # hears it too, and the caller's terminal is restored.
 t_exec_tty_sighup() {

@@ -126,7 +126,8 @@ void cli_terminal_reset_on_signals(bool on);
 /*
  * The same for ^Z (SIGTSTP): the reset, then corral stops as it would
  * have; once continued, nothing more.  Part of the above; alone where
- * corral_run has the other signals (run's forwarding).
+ * corral_run has the other signals (run's forwarding), and with -t, where
+ * a SIGTSTP from elsewhere comes here from corral_term_stop.
  */
 void cli_terminal_reset_on_stop(bool on);
 /*

@@ -36,6 +36,8 @@ struct session {
 	size_t out_off, out_len;
 	bool stdin_open, winch, eof;
 	bool eof_due;			/* output came after our input ended */
+	bool raw;			/* our terminal (fd 0) made raw */
+	struct termios saved;		/* its settings before */
 	bool out_typed_eof;		/* the frame being sent is type_eof's */
 	int eof_left;			/* ^Ds still to type then (type_eof) */
 	json_t *result;			/* the 'x' frame */
@@ -425,6 +427,13 @@ static int relay(struct session *s, int sfd)
 			return -1;
 		}
 		if (pfd[2].revents && read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGTSTP) {
+				/* from elsewhere (^Z is a byte): stopped cooked */
+				if (corral_term_stop(s->raw ? 0 : -1, &s->saved) < 0)
+					s->raw = false;
+				s->winch = true;	/* resized meanwhile, perhaps */
+				continue;
+			}
 			if (si.ssi_signo != SIGWINCH)
 				return si.ssi_signo;
 			s->winch = true;
@@ -456,18 +465,20 @@ static int relay(struct session *s, int sfd)
 
 struct saved_signals {
 	sigset_t mask;
-	struct sigaction stop[4];
+	struct sigaction pipe;
 };
 
 /*
- * Signals that would end corral come through a signalfd, as SIGWINCH does;
- * those that would stop it are ignored (with the terminal raw, ^Z is a
- * byte; a stop from elsewhere would leave the terminal raw), as is SIGPIPE.
+ * Signals that would end corral come through a signalfd, as SIGWINCH does,
+ * and SIGTSTP: with the terminal raw ^Z is a byte, and one from elsewhere
+ * stops corral with the terminal cooked (relay: corral_term_stop); one the
+ * caller ignores stays ignored.  SIGTTIN and SIGTTOU as the caller has
+ * them: ignored, a `bg` made us read EIO, an end of input, and set raw
+ * the terminal a shell had.  SIGPIPE is ignored.
  */
 static int signals_take(struct saved_signals *sv)
 {
-	static const int ignored[4] = { SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
-	struct sigaction ign = { .sa_handler = SIG_IGN };
+	struct sigaction ign = { .sa_handler = SIG_IGN }, tstp;
 	sigset_t set;
 	int sfd;
 
@@ -477,22 +488,20 @@ static int signals_take(struct saved_signals *sv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
+	if (sigaction(SIGTSTP, NULL, &tstp) == 0 && tstp.sa_handler != SIG_IGN)
+		sigaddset(&set, SIGTSTP);
 	if (sigprocmask(SIG_BLOCK, &set, &sv->mask) < 0)
 		return -1;
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	for (int i = 0; i < 4; i++)
-		sigaction(ignored[i], &ign, &sv->stop[i]);
+	sigaction(SIGPIPE, &ign, &sv->pipe);
 	return sfd;
 }
 
 static void signals_give_back(const struct saved_signals *sv, int sfd)
 {
-	static const int ignored[4] = { SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
-
 	if (sfd >= 0)
 		close(sfd);
-	for (int i = 0; i < 4; i++)
-		sigaction(ignored[i], &sv->stop[i], NULL);
+	sigaction(SIGPIPE, &sv->pipe, NULL);
 	sigprocmask(SIG_SETMASK, &sv->mask, NULL);
 }
 
@@ -518,9 +527,7 @@ int exec_tty(struct conn *c, const char *id, json_t *body)
 {
 	struct session s = { .c = c, .fd = CURL_SOCKET_BAD, .stdin_open = true };
 	struct saved_signals sv;
-	struct termios saved;
 	struct winsize ws;
-	bool raw = false;
 	char *path;
 	int code, sfd = -1, sig;
 
@@ -540,23 +547,27 @@ int exec_tty(struct conn *c, const char *id, json_t *body)
 	code = upgrade(&s, path, body);
 	if (code)
 		goto out;
+	/* a SIGTSTP from elsewhere: the modes reset before corral stops */
+	cli_terminal_reset_on_stop(true);
 	sfd = signals_take(&sv);
 	if (sfd < 0) {
 		cli_error("signalfd: %s", strerror(errno));
 		signals_give_back(&sv, sfd);
+		cli_terminal_reset_on_stop(false);
 		code = EXIT_CORRAL;
 		goto out;
 	}
 	/* not a terminal (a pipe, a file): its bytes go as typed, no raw mode */
-	raw = isatty(0) && corral_term_raw(0, &saved) == 0;
+	s.raw = isatty(0) && corral_term_raw(0, &s.saved) == 0;
 	if (take_frames(&s) < 0)
 		sig = -1;
 	else
 		sig = relay(&s, sfd);
 	/* before anything is said: the caller's terminal as it was */
-	if (raw)
-		corral_term_restore(0, &saved);
+	if (s.raw)
+		corral_term_restore(0, &s.saved);
 	signals_give_back(&sv, sfd);
+	cli_terminal_reset_on_stop(false);
 	cli_terminal_after_output();
 	session_say_why(&s);
 	if (sig < 0) {

@@ -264,6 +264,8 @@ static void reset_then_end(int sig)
  * command's next output sets what it needs.  Not when another process
  * group has the terminal (a job in the background): its modes are that
  * program's.  SIGSTOP cannot be caught: it still stops corral as it is.
+ * With -t a ^Z is the pty's; a SIGTSTP from elsewhere is raised again by
+ * corral_term_stop, once the terminal is cooked, and comes here then.
  */
 static struct sigaction stop_old;
 static volatile sig_atomic_t stop_fds;	/* 1 stdout's terminal, 2 stderr's */

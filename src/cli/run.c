@@ -953,8 +953,12 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 			  p.nnet_allow, p.nnet_allow == 1 ? "" : "s");
 
 	hand_stops_over(st);
-	/* ^Z: the modes its output set are reset before corral stops */
-	if (!o.capture && !o.tty)
+	/*
+	 * ^Z: the modes its output set are reset before corral stops; with
+	 * -t, ^Z is the pty's, and a SIGTSTP from elsewhere comes here from
+	 * corral_term_stop, the terminal cooked first
+	 */
+	if (!o.capture)
 		cli_terminal_reset_on_stop(true);
 	r = corral_run(&p, &o, &res, &err);
 	cli_terminal_reset_on_stop(false);

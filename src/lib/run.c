@@ -332,6 +332,17 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 	kill_tree(s);
 }
 
+/*
+ * SIGTSTP with a tty (block_signals): ^Z on a raw terminal is a byte for
+ * the pty, so this one came from elsewhere (kill -TSTP): corral stops as
+ * the caller has it, its terminal cooked meanwhile, and raw again after.
+ */
+static void stop_as_asked(struct supervise *s)
+{
+	if (corral_term_stop(s->raw ? 0 : -1, &s->saved) < 0)
+		s->raw = false;
+}
+
 static void on_signal(evutil_socket_t fd, short what, void *arg)
 {
 	struct supervise *s = arg;
@@ -340,6 +351,10 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGTSTP) {
+		stop_as_asked(s);
+		return;
+	}
 	if (si.ssi_signo == SIGWINCH) {	/* the caller's window, to the pty */
 		struct winsize ws;
 
@@ -389,7 +404,9 @@ static int export_stop(void *arg)
 
 	while (!s->export_stop && s->sigfd >= 0 &&
 	       read(s->sigfd, &si, sizeof(si)) == sizeof(si))
-		if (si.ssi_signo != SIGWINCH)
+		if (si.ssi_signo == SIGTSTP)
+			stop_as_asked(s);	/* a pause, not the export's end */
+		else if (si.ssi_signo != SIGWINCH)
 			s->export_stop = (int)si.ssi_signo;
 	return s->export_stop;
 }
@@ -403,7 +420,9 @@ static int setup_signaled(int sigfd)
 	struct signalfd_siginfo si;
 
 	while (sigfd >= 0 && read(sigfd, &si, sizeof(si)) == sizeof(si))
-		if (si.ssi_signo != SIGWINCH)
+		if (si.ssi_signo == SIGTSTP)
+			corral_term_stop(-1, NULL);	/* not raw yet: a pause */
+		else if (si.ssi_signo != SIGWINCH)
 			return si.ssi_signo;
 	return 0;
 }
@@ -621,10 +640,11 @@ static void hold_closed_stdio(int null[3], int held[3])
 /*
  * SIGPIPE is blocked while the relay runs: a reader gone outside is EPIPE
  * on one stream, not the end of corral (unblock_signals discards it).
- * The signals to forward, and SIGWINCH with a tty, are read from sigfd;
- * with a tty they are forwarded whatever the caller asked, so that no
- * SIGINT, SIGTERM or SIGHUP ends corral with the caller's terminal raw;
- * one the caller ignores, which cannot end it either, is left alone.
+ * The signals to forward, and SIGWINCH and SIGTSTP with a tty, are read
+ * from sigfd; with a tty those to forward are forwarded whatever the
+ * caller asked, so that no SIGINT, SIGTERM or SIGHUP ends corral with the
+ * caller's terminal raw, nor SIGTSTP stops it so (stop_as_asked); one the
+ * caller ignores, which cannot end it either, is left alone.
  */
 static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 			 struct corral_err *err)
@@ -659,8 +679,14 @@ static int block_signals(bool forward, bool tty, sigset_t *old, int *sigfd,
 		if (sa.sa_handler != SIG_IGN)
 			sigaddset(&set, stops[i]);
 	}
-	if (tty)
+	if (tty) {
+		struct sigaction sa;
+
 		sigaddset(&set, SIGWINCH);
+		/* stopped with the terminal cooked (stop_as_asked), unless ignored */
+		if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+			sigaddset(&set, SIGTSTP);
+	}
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
 		int e = errno;
 

@@ -1300,7 +1300,7 @@ t_cli_json_errors() {
 	json_error_is "exec 404" not_found 'no sandbox "sb-nope"' 404
 	rc=0; "$CORRAL" pause --json --socket "$T/nothing" "$id" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
 	expect_eq "no daemon: exit" "$rc" 125
-	json_error_is "no daemon" failed "no daemon socket at $T/nothing"
+	json_error_is "no daemon" unreachable "no daemon socket at $T/nothing"
 	rc=0; "$CORRAL" create --json --socket "$SOCK" --memory 1G > "$T/o" 2> "$T/e" < /dev/null || rc=$?
 	expect_eq "create --memory: exit" "$rc" 2
 	json_error_is "create --memory" usage 'unknown option "--memory"'
@@ -1321,6 +1321,80 @@ t_cli_json_errors() {
 	rc=0; "$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'exit 4' --json > "$T/o" 2> "$T/e" < /dev/null || rc=$?
 	expect_eq "its --json: exit" "$rc" 4
 	expect_eq "its --json: nothing of corral's" "$(cat "$T/o")" ""
+	stop_daemon
+}
+
+# fake_daemon SOCK FILE: a socket that is no corral daemon; one
+# connection, answered with FILE's bytes (a whole HTTP answer), within 30 s.
+# Its pid in FPID.
+fake_daemon() {
+	$PY - "$1" "$2" <<'EOF2' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+s.settimeout(30)
+c, _ = s.accept()
+c.settimeout(30)
+c.recv(65536)
+c.sendall(open(sys.argv[2], "rb").read())
+c.close()
+EOF2
+	FPID=$!
+	for _ in $(seq 100); do [ -S "$1" ] && break; nap 0.1; done
+}
+
+# A failure of the CLI's own had "failed" as its --json code while the
+# daemon's carried its word: a program could not tell a daemon that is not
+# there from a local file that is missing, a bad policy or a path refused.
+# Each now has its word (docs/API.md, "The CLI's own errors"), the
+# daemon's where it means the same, and no http_status: one test a class.
+t_cli_json_local_codes() {
+	local id rc
+	start_daemon
+	id=$(mksb)
+	# local_code NAME EXIT CODE DETAIL: $T/o is one such object, no http_status
+	local_code() {
+		expect_eq "$1: exit" "$rc" "$2"
+		expect_eq "$1: one line" "$(wc -l < "$T/o")" 1
+		expect_eq "$1: error" "$(pyjq 'v["error"]' "$T/o")" "$3"
+		expect_contains "$1: detail" "$(pyjq 'v["detail"]' "$T/o")" "$4"
+		expect_eq "$1: no http_status" "$(pyjq 'v.get("http_status")' "$T/o")" null
+	}
+	# no daemon: nothing at the path, or a file that is not a socket
+	rc=0; "$CORRAL" ls --json --socket "$T/nothing" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "no socket" 125 unreachable "no daemon socket at $T/nothing"
+	: > "$T/plain"
+	rc=0; "$CORRAL" rm --json --socket "$T/plain" "$id" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "not a socket" 125 unreachable "$T/plain (--socket) is not a socket"
+	# a local file that is not there
+	rc=0; "$CORRAL" cp --json --socket "$SOCK" "$T/missing" "$id":/tmp/x > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "cp: no such local file" 125 not_found "$T/missing"
+	rc=0; "$CORRAL" create --json --socket "$SOCK" --policy "$T/missing.json" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "create: no such policy file" 125 not_found "--policy $T/missing.json"
+	# a local path refused: a symlink to nothing is not written through
+	sbsh "$id" 'echo hi > /tmp/f' > /dev/null
+	ln -s "$T/nowhere/x" "$T/dangling"
+	rc=0; "$CORRAL" cp --json --socket "$SOCK" "$id":/tmp/f "$T/dangling" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "cp: a symlink to nothing" 125 forbidden "a symlink to nothing, not written through"
+	[ -e "$T/nowhere" ] && fail "cp: $T/nowhere made"
+	# a bad policy, here and in the daemon's create
+	echo '{"limits": {"memory": "lots"}}' > "$T/bad.json"
+	rc=0; "$CORRAL" run --json --policy "$T/bad.json" -- /bin/true > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "run: a bad policy" 125 policy "limits.memory: not a size"
+	echo '{"limits": ' > "$T/cut.json"
+	rc=0; "$CORRAL" create --json --socket "$SOCK" --policy "$T/cut.json" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "create: policy not JSON" 125 policy "--policy $T/cut.json:"
+	# a local directory as cp's SRC
+	mkdir "$T/dir"
+	rc=0; "$CORRAL" cp --json --socket "$SOCK" "$T/dir" "$id":/tmp/x > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "cp: a local directory" 125 not_supported "$T/dir is a directory"
+	# an answer that is not the daemon's JSON
+	printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\nnot json' > "$T/answer"
+	fake_daemon "$T/fake.sock" "$T/answer"
+	rc=0; timeout 30 "$CORRAL" ls --json --socket "$T/fake.sock" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	wait "$FPID"
+	local_code "an answer not JSON" 125 bad_answer "the daemon's answer is not JSON"
 	stop_daemon
 }
 

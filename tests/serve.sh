@@ -1398,6 +1398,89 @@ t_cli_json_local_codes() {
 	stop_daemon
 }
 
+# corral events had no --json: its lines are the daemon's, but one it did
+# not write as JSON (a socket that is no corral daemon) came out with
+# \xNN in it, which no JSON parser takes, and its errors were no JSON.
+# With --json every line is one JSON object in ASCII: the daemon's byte
+# for byte (the chain still verifies), a name of the sandbox's with a
+# newline, a quote, a control and invalid UTF-8 in it escaped on its line.
+t_events_json() {
+	local id rc code
+	start_daemon
+	id=$(mksb)
+	# a program of that name makes a denied syscall: its exe is in the event
+	code=$(ex "$id" "$(jbody command 'cp /usr/bin/unshare "$(printf "/tmp/a\nb\"c\033]2;owned\007d\377e")"; "$(printf "/tmp/a\nb\"c\033]2;owned\007d\377e")" -U true; echo done')")
+	expect_code "the denied call" "$code" 200
+	rc=0; "$CORRAL" events --json --socket "$SOCK" "$id" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "events --json: exit" "$rc" 0
+	$PY - "$T/o" <<'EOF2' || fail "events --json: $(head -c 2000 "$T/o")"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+assert raw.endswith(b"\n"), "no last newline"
+exes = []
+for line in raw.split(b"\n")[:-1]:
+    assert all(0x20 <= b < 0x7f for b in line), ("not ASCII", line)
+    o = json.loads(line)
+    assert isinstance(o, dict) and "type" in o and "seq" in o, line
+    if o["type"] == "syscall.denied":
+        exes.append(o.get("exe"))
+assert "/tmp/a\nb\"c\x1b]2;owned\x07d\ufffde" in exes, exes
+EOF2
+	# the whole log, --json or not, is the same and verifies
+	"$CORRAL" events --json --socket "$SOCK" > "$T/all.json" 2> "$T/e" < /dev/null || fail "events --json: $(cat "$T/e")"
+	"$CORRAL" events --socket "$SOCK" > "$T/all" 2> "$T/e" < /dev/null || fail "events: $(cat "$T/e")"
+	cmp -s "$T/all.json" "$T/all" || fail "events --json is not the daemon's lines"
+	"$CORRAL" audit verify "$T/all.json" > "$T/v" 2>&1 || fail "audit verify: $(cat "$T/v")"
+	# an error is JSON too
+	rc=0; "$CORRAL" events --json --socket "$SOCK" sb-nope > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "no such sandbox: exit" "$rc" 125
+	expect_eq "no such sandbox: error" "$(pyjq 'v["error"]' "$T/o")" not_found
+	stop_daemon
+}
+
+# A socket that is no corral daemon sends "events" with a raw ESC and BEL,
+# invalid UTF-8, a C1 control, a line that is no JSON: with --json each is
+# still one JSON object a line in ASCII (jq -c reads them), a JSON line's
+# raw characters escaped, one that no JSON parser takes (raw controls,
+# invalid UTF-8) said as a bad_answer holding its text, and the verb ends 125.
+t_events_json_of_a_hostile_daemon() {
+	local rc
+	$PY - "$T/answer" <<'EOF2'
+import sys
+body = (b'{"seq":1,"type":"x\x1b]2;owned\x07","path":"a\xffb"}\n'
+        b'{"seq":2,"type":"plain"}\n'
+        b'not "json\x1b[2J\n'
+        b'{"seq":3,"type":"\xc2\x9b2J"}\n'
+        b'{"seq":4,"name":"caf\xc3\xa9"}\n')
+open(sys.argv[1], "wb").write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+                              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+EOF2
+	fake_daemon "$T/fake.sock" "$T/answer"
+	rc=0; timeout 30 "$CORRAL" events --json --socket "$T/fake.sock" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	wait "$FPID"
+	expect_eq "exit" "$rc" 125
+	$PY - "$T/o" <<'EOF2' || fail "not one JSON object a line: $(od -c "$T/o" | head -20)"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+lines = raw.split(b"\n")
+assert lines[-1] == b"", "no last newline"
+v = []
+for line in lines[:-1]:
+    assert all(0x20 <= b < 0x7f for b in line), ("not ASCII", line)
+    v.append(json.loads(line))
+bad = {"error": "bad_answer", "detail": "a line of the daemon's events that is not a JSON object"}
+want = [dict(bad, line='{"seq":1,"type":"x\\x1b]2;owned\\x07","path":"a\\xffb"}'),
+        {"seq": 2, "type": "plain"},
+        dict(bad, line='not "json\\x1b[2J'),
+        {"seq": 3, "type": "\x9b2J"},
+        {"seq": 4, "name": "caf\u00e9"},
+        {"error": "bad_answer", "detail": "a line of the daemon's events was not a JSON object (said as a bad_answer line)"}]
+assert v == want, v
+assert lines[3] == b'{"seq":3,"type":"\\u009B2J"}', lines[3]
+EOF2
+	expect_contains "said on stderr" "$(< "$T/e")" "a line of the daemon's events was not a JSON object"
+}
+
 # A directory is copied as docker cp users expect it to be: as a tar,
 # given ("-" as DST) and taken ("-" as SRC, into a DST that ends in "/"),
 # through the daemon's archive; named, with that way, when it is asked

@@ -1481,6 +1481,31 @@ EOF2
 	expect_contains "said on stderr" "$(< "$T/e")" "a line of the daemon's events was not a JSON object"
 }
 
+# `corral cp ID:/FILE -` on a terminal wrote the sandbox's bytes to it raw:
+# a file's OSC 52 set the operator's clipboard, its OSC 0 the window's
+# title, its CSI 2 J cleared the screen.  On a terminal the file is shown
+# as a patch is (controls as \xNN, line breaks and tabs kept); to a pipe
+# its bytes are unchanged.
+t_cp_file_to_a_terminal() {
+	local id
+	start_daemon
+	id=$(mksb)
+	printf 'one\033]52;c;b3duZWQ=\007\033[2J\ttwo\n\302\233three\377\n' > "$T/f"
+	"$CORRAL" cp --socket "$SOCK" "$T/f" "$id":/tmp/f > /dev/null 2> "$T/e" < /dev/null || fail "cp in: $(cat "$T/e")"
+	"$CORRAL" cp --socket "$SOCK" "$id":/tmp/f - > "$T/back" 2> "$T/e" < /dev/null || fail "cp out: $(cat "$T/e")"
+	cmp -s "$T/f" "$T/back" || fail "to a file: not the bytes: $(od -c "$T/back" | head)"
+	/usr/bin/python3 "$HERE/ptyrun.py" -- "$CORRAL" cp --socket "$SOCK" "$id":/tmp/f - > "$T/r"
+	expect_eq "to a terminal: exit" "$(json exit < "$T/r")" 0
+	$PY - "$T/r" <<'EOF2' || fail "to a terminal: $(cat "$T/r")"
+import json, sys
+out = json.load(open(sys.argv[1]))["output"]
+assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out, repr(out)
+want = "one\\x1b]52;c;b3duZWQ=\\x07\\x1b[2J\ttwo\r\n\\xc2\\x9bthree\\xff\r\n"
+assert out == want, repr(out)
+EOF2
+	stop_daemon
+}
+
 # A directory is copied as docker cp users expect it to be: as a tar,
 # given ("-" as DST) and taken ("-" as SRC, into a DST that ends in "/"),
 # through the daemon's archive; named, with that way, when it is asked

@@ -276,7 +276,10 @@ int verb_finish(int code);
 /* A local file, or "-" for stdin, up to max bytes; only regular files. */
 int read_local(const char *path, size_t max, char **out, size_t *len,
 	       const struct corral_dir_id *rw, size_t nrw);
-/* The file at path (created or truncated), or "-" for stdout. */
+/*
+ * The file at path (created or truncated), or "-" for stdout: on a
+ * terminal, shown as local_out_for_reading() shows text.
+ */
 int write_local(const char *path, const char *buf, size_t len,
 		const struct corral_dir_id *rw, size_t nrw);
 

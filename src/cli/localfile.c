@@ -299,9 +299,21 @@ int write_local(const char *path, const char *buf, size_t len,
 	char *where = NULL;
 	int obj, code;
 
+	/*
+	 * On a terminal the sandbox's bytes are shown as a patch is
+	 * (write_shown): a file's ESC ] 52 set the operator's clipboard, its
+	 * ESC ] 0 the window's title, its CSI 2 J cleared what `cp ... -`
+	 * was to show.  To a file or a pipe they go as they are.
+	 */
 	if (!strcmp(path, "-")) {
 		code = local_out_open(&out, "-", NULL, 0);
-		return code ? code : local_out_write(&out, buf, len);
+		if (code)
+			return code;
+		local_out_for_reading(&out);
+		code = local_out_write(&out, buf, len);
+		if (local_out_close(&out, true) && !code)
+			code = EXIT_CORRAL;
+		return code;
 	}
 	obj = corral_path_open(rw, nrw, "the local file", path, &err);
 	if (obj == -ENOENT)
@@ -463,7 +475,7 @@ static int write_shown(struct local_out *o, const char *buf, size_t len)
 	int code;
 
 	if (!all)
-		return out_of_memory("showing the patch");
+		return out_of_memory("showing it on the terminal");
 	memcpy(all, o->held, o->nheld);
 	memcpy(all + o->nheld, buf, len);
 	keep = len ? unfinished(all, n) : 0;
@@ -472,7 +484,7 @@ static int write_shown(struct local_out *o, const char *buf, size_t len)
 	text = printable_lines(all, n - keep);
 	free(all);
 	if (!text)
-		return out_of_memory("showing the patch");
+		return out_of_memory("showing it on the terminal");
 	code = write_all(o->fd, "standard output", text, strlen(text));
 	free(text);
 	return code;

@@ -282,6 +282,8 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
  * for the directory path of sb, judged and with its worker's room.
  */
 bool untar_stream_asked(struct evhttp_request *req);
+/* Whether a header's value lists token (comma-separated, any case): api_tty.c */
+bool api_has_token(const char *value, const char *token);
 void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
 			const char *path);
 /* A file of the state directory that has no name (-1, errno: none). */

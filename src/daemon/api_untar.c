@@ -286,29 +286,15 @@ static void upload_conn_closed(struct evhttp_connection *evcon, void *arg)
 	upload_maybe_free(u);
 }
 
-/* "Connection: Upgrade" and "Upgrade: corral-tar", as api_tty.c's tokens. */
-static bool has_token(const char *value, const char *token)
-{
-	size_t n = strlen(token);
-
-	for (const char *p = value; p && *p; p++) {
-		p += strspn(p, " \t,");
-		if (!strncasecmp(p, token, n) && strchr(" \t,", p[n]))
-			return true;
-		p = strchr(p, ',');
-		if (!p)
-			break;
-	}
-	return false;
-}
-
+/* "Connection: Upgrade" and "Upgrade: corral-tar" (tokens, any case). */
 bool untar_stream_asked(struct evhttp_request *req)
 {
 	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
 	const char *up = evhttp_find_header(h, "Upgrade");
 	const char *conn = evhttp_find_header(h, "Connection");
 
-	return up && conn && has_token(up, "corral-tar") && has_token(conn, "upgrade");
+	return up && conn && api_has_token(up, "corral-tar") &&
+	       api_has_token(conn, "upgrade");
 }
 
 void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,

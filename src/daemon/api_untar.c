@@ -103,6 +103,11 @@ static void upload_answer(struct upload *u, json_t *o)
 	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 
 	json_decref(o);
+	/* answered: the spool's disk is given back now, not at the close */
+	if (!u->job && u->spool >= 0) {
+		close(u->spool);
+		u->spool = -1;
+	}
 	if (u->answered || !u->bev) {
 		free(text);
 		return;
@@ -147,7 +152,7 @@ static void unpacked(void *arg, int r, const struct corral_untar *st,
 {
 	struct upload *u = arg;
 
-	u->job = NULL;
+	u->job = NULL;	/* the spool is closed with the answer */
 	if (r < 0)
 		upload_fail_err(u, err);
 	else

@@ -1226,6 +1226,15 @@ CORRAL_PUBLIC
 int corral_box_untar_start(struct corral_box *b, const char *dir, const void *data,
 			   size_t len, corral_box_untar_fn done, void *arg,
 			   struct corral_box_untar_job **job, struct corral_err *err);
+/*
+ * The same from a file (a spool the caller wrote, any offset: it is read
+ * from its start, twice), which the worker gets as it is: no copy of the
+ * archive in the caller's memory, nor in the worker's.
+ */
+CORRAL_PUBLIC
+int corral_box_untar_fd_start(struct corral_box *b, const char *dir, int fd,
+			      corral_box_untar_fn done, void *arg,
+			      struct corral_box_untar_job **job, struct corral_err *err);
 CORRAL_PUBLIC
 void corral_box_untar_cancel(struct corral_box_untar_job *job);
 

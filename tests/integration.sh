@@ -2192,7 +2192,7 @@ t_run_json_errors() {
 	expect_contains "--bogus: stderr" "$(< "$T/err")" 'corral: unknown option "--bogus"'
 	out=$(crun --policy "$T/nonexistent.json" --json -- /bin/true)
 	expect_eq "policy: exit" "$(rc)" 125
-	expect_eq "policy: error" "$(json error < "$T/out")" failed
+	expect_eq "policy: error" "$(json error < "$T/out")" not_found
 	expect_contains "policy: detail" "$(json detail < "$T/out")" "$T/nonexistent.json"
 	out=$(crun --json)
 	expect_eq "no command: exit" "$(rc)" 125
@@ -2237,7 +2237,7 @@ print(p)' "$T" "$pad")
 		assert len(lines) == 1, "%d lines" % len(lines)
 		o = json.loads(lines[0])
 		said = open(sys.argv[2], encoding="utf-8").read().rstrip("\n")
-		assert o["error"] == "failed", o["error"]
+		assert o["error"] == "not_found", o["error"]
 		assert "corral: " + o["detail"] == said, (len(o["detail"]), len(said))
 		assert o["detail"].count(sys.argv[3]) >= 1, "the path is not whole in it"
 		EOF

@@ -1305,7 +1305,7 @@ t_cli_json_errors() {
 	json_error_is "exec 404" not_found 'no sandbox "sb-nope"' 404
 	rc=0; "$CORRAL" pause --json --socket "$T/nothing" "$id" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
 	expect_eq "no daemon: exit" "$rc" 125
-	json_error_is "no daemon" failed "no daemon socket at $T/nothing"
+	json_error_is "no daemon" unreachable "no daemon socket at $T/nothing"
 	rc=0; "$CORRAL" create --json --socket "$SOCK" --memory 1G > "$T/o" 2> "$T/e" < /dev/null || rc=$?
 	expect_eq "create --memory: exit" "$rc" 2
 	json_error_is "create --memory" usage 'unknown option "--memory"'
@@ -1326,6 +1326,188 @@ t_cli_json_errors() {
 	rc=0; "$CORRAL" exec --socket "$SOCK" "$id" -- /bin/sh -c 'exit 4' --json > "$T/o" 2> "$T/e" < /dev/null || rc=$?
 	expect_eq "its --json: exit" "$rc" 4
 	expect_eq "its --json: nothing of corral's" "$(cat "$T/o")" ""
+	stop_daemon
+}
+
+# fake_daemon SOCK FILE: a socket that is no corral daemon; one
+# connection, answered with FILE's bytes (a whole HTTP answer), within 30 s.
+# Its pid in FPID.
+fake_daemon() {
+	$PY - "$1" "$2" <<'EOF2' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+s.settimeout(30)
+c, _ = s.accept()
+c.settimeout(30)
+c.recv(65536)
+c.sendall(open(sys.argv[2], "rb").read())
+c.close()
+EOF2
+	FPID=$!
+	for _ in $(seq 100); do [ -S "$1" ] && break; nap 0.1; done
+}
+
+# A failure of the CLI's own had "failed" as its --json code while the
+# daemon's carried its word: a program could not tell a daemon that is not
+# there from a local file that is missing, a bad policy or a path refused.
+# Each now has its word (docs/API.md, "The CLI's own errors"), the
+# daemon's where it means the same, and no http_status: one test a class.
+t_cli_json_local_codes() {
+	local id rc
+	start_daemon
+	id=$(mksb)
+	# local_code NAME EXIT CODE DETAIL: $T/o is one such object, no http_status
+	local_code() {
+		expect_eq "$1: exit" "$rc" "$2"
+		expect_eq "$1: one line" "$(wc -l < "$T/o")" 1
+		expect_eq "$1: error" "$(pyjq 'v["error"]' "$T/o")" "$3"
+		expect_contains "$1: detail" "$(pyjq 'v["detail"]' "$T/o")" "$4"
+		expect_eq "$1: no http_status" "$(pyjq 'v.get("http_status")' "$T/o")" null
+	}
+	# no daemon: nothing at the path, or a file that is not a socket
+	rc=0; "$CORRAL" ls --json --socket "$T/nothing" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "no socket" 125 unreachable "no daemon socket at $T/nothing"
+	: > "$T/plain"
+	rc=0; "$CORRAL" rm --json --socket "$T/plain" "$id" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "not a socket" 125 unreachable "$T/plain (--socket) is not a socket"
+	# a local file that is not there
+	rc=0; "$CORRAL" cp --json --socket "$SOCK" "$T/missing" "$id":/tmp/x > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "cp: no such local file" 125 not_found "$T/missing"
+	rc=0; "$CORRAL" create --json --socket "$SOCK" --policy "$T/missing.json" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "create: no such policy file" 125 not_found "--policy $T/missing.json"
+	# a local path refused: a symlink to nothing is not written through
+	sbsh "$id" 'echo hi > /tmp/f' > /dev/null
+	ln -s "$T/nowhere/x" "$T/dangling"
+	rc=0; "$CORRAL" cp --json --socket "$SOCK" "$id":/tmp/f "$T/dangling" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "cp: a symlink to nothing" 125 forbidden "a symlink to nothing, not written through"
+	[ -e "$T/nowhere" ] && fail "cp: $T/nowhere made"
+	# a bad policy, here and in the daemon's create
+	echo '{"limits": {"memory": "lots"}}' > "$T/bad.json"
+	rc=0; "$CORRAL" run --json --policy "$T/bad.json" -- /bin/true > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "run: a bad policy" 125 policy "limits.memory: not a size"
+	echo '{"limits": ' > "$T/cut.json"
+	rc=0; "$CORRAL" create --json --socket "$SOCK" --policy "$T/cut.json" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "create: policy not JSON" 125 policy "--policy $T/cut.json:"
+	# a local directory as cp's SRC
+	mkdir "$T/dir"
+	rc=0; "$CORRAL" cp --json --socket "$SOCK" "$T/dir" "$id":/tmp/x > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	local_code "cp: a local directory" 125 not_supported "$T/dir is a directory"
+	# an answer that is not the daemon's JSON
+	printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\nnot json' > "$T/answer"
+	fake_daemon "$T/fake.sock" "$T/answer"
+	rc=0; timeout 30 "$CORRAL" ls --json --socket "$T/fake.sock" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	wait "$FPID"
+	local_code "an answer not JSON" 125 bad_answer "the daemon's answer is not JSON"
+	stop_daemon
+}
+
+# corral events had no --json: its lines are the daemon's, but one it did
+# not write as JSON (a socket that is no corral daemon) came out with
+# \xNN in it, which no JSON parser takes, and its errors were no JSON.
+# With --json every line is one JSON object in ASCII: the daemon's byte
+# for byte (the chain still verifies), a name of the sandbox's with a
+# newline, a quote, a control and invalid UTF-8 in it escaped on its line.
+t_events_json() {
+	local id rc code
+	start_daemon
+	id=$(mksb)
+	# a program of that name makes a denied syscall: its exe is in the event
+	code=$(ex "$id" "$(jbody command 'cp /usr/bin/unshare "$(printf "/tmp/a\nb\"c\033]2;owned\007d\377e")"; "$(printf "/tmp/a\nb\"c\033]2;owned\007d\377e")" -U true; echo done')")
+	expect_code "the denied call" "$code" 200
+	rc=0; "$CORRAL" events --json --socket "$SOCK" "$id" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "events --json: exit" "$rc" 0
+	$PY - "$T/o" <<'EOF2' || fail "events --json: $(head -c 2000 "$T/o")"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+assert raw.endswith(b"\n"), "no last newline"
+exes = []
+for line in raw.split(b"\n")[:-1]:
+    assert all(0x20 <= b < 0x7f for b in line), ("not ASCII", line)
+    o = json.loads(line)
+    assert isinstance(o, dict) and "type" in o and "seq" in o, line
+    if o["type"] == "syscall.denied":
+        exes.append(o.get("exe"))
+assert "/tmp/a\nb\"c\x1b]2;owned\x07d\ufffde" in exes, exes
+EOF2
+	# the whole log, --json or not, is the same and verifies
+	"$CORRAL" events --json --socket "$SOCK" > "$T/all.json" 2> "$T/e" < /dev/null || fail "events --json: $(cat "$T/e")"
+	"$CORRAL" events --socket "$SOCK" > "$T/all" 2> "$T/e" < /dev/null || fail "events: $(cat "$T/e")"
+	cmp -s "$T/all.json" "$T/all" || fail "events --json is not the daemon's lines"
+	"$CORRAL" audit verify "$T/all.json" > "$T/v" 2>&1 || fail "audit verify: $(cat "$T/v")"
+	# an error is JSON too
+	rc=0; "$CORRAL" events --json --socket "$SOCK" sb-nope > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	expect_eq "no such sandbox: exit" "$rc" 125
+	expect_eq "no such sandbox: error" "$(pyjq 'v["error"]' "$T/o")" not_found
+	stop_daemon
+}
+
+# A socket that is no corral daemon sends "events" with a raw ESC and BEL,
+# invalid UTF-8, a C1 control, a line that is no JSON: with --json each is
+# still one JSON object a line in ASCII (jq -c reads them), a JSON line's
+# raw characters escaped, one that no JSON parser takes (raw controls,
+# invalid UTF-8) said as a bad_answer holding its text, and the verb ends 125.
+t_events_json_of_a_hostile_daemon() {
+	local rc
+	$PY - "$T/answer" <<'EOF2'
+import sys
+body = (b'{"seq":1,"type":"x\x1b]2;owned\x07","path":"a\xffb"}\n'
+        b'{"seq":2,"type":"plain"}\n'
+        b'not "json\x1b[2J\n'
+        b'{"seq":3,"type":"\xc2\x9b2J"}\n'
+        b'{"seq":4,"name":"caf\xc3\xa9"}\n')
+open(sys.argv[1], "wb").write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+                              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+EOF2
+	fake_daemon "$T/fake.sock" "$T/answer"
+	rc=0; timeout 30 "$CORRAL" events --json --socket "$T/fake.sock" > "$T/o" 2> "$T/e" < /dev/null || rc=$?
+	wait "$FPID"
+	expect_eq "exit" "$rc" 125
+	$PY - "$T/o" <<'EOF2' || fail "not one JSON object a line: $(od -c "$T/o" | head -20)"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+lines = raw.split(b"\n")
+assert lines[-1] == b"", "no last newline"
+v = []
+for line in lines[:-1]:
+    assert all(0x20 <= b < 0x7f for b in line), ("not ASCII", line)
+    v.append(json.loads(line))
+bad = {"error": "bad_answer", "detail": "a line of the daemon's events that is not a JSON object"}
+want = [dict(bad, line='{"seq":1,"type":"x\\x1b]2;owned\\x07","path":"a\\xffb"}'),
+        {"seq": 2, "type": "plain"},
+        dict(bad, line='not "json\\x1b[2J'),
+        {"seq": 3, "type": "\x9b2J"},
+        {"seq": 4, "name": "caf\u00e9"},
+        {"error": "bad_answer", "detail": "a line of the daemon's events was not a JSON object (said as a bad_answer line)"}]
+assert v == want, v
+assert lines[3] == b'{"seq":3,"type":"\\u009B2J"}', lines[3]
+EOF2
+	expect_contains "said on stderr" "$(< "$T/e")" "a line of the daemon's events was not a JSON object"
+}
+
+# `corral cp ID:/FILE -` on a terminal wrote the sandbox's bytes to it raw:
+# a file's OSC 52 set the operator's clipboard, its OSC 0 the window's
+# title, its CSI 2 J cleared the screen.  On a terminal the file is shown
+# as a patch is (controls as \xNN, line breaks and tabs kept); to a pipe
+# its bytes are unchanged.
+t_cp_file_to_a_terminal() {
+	local id
+	start_daemon
+	id=$(mksb)
+	printf 'one\033]52;c;b3duZWQ=\007\033[2J\ttwo\n\302\233three\377\n' > "$T/f"
+	"$CORRAL" cp --socket "$SOCK" "$T/f" "$id":/tmp/f > /dev/null 2> "$T/e" < /dev/null || fail "cp in: $(cat "$T/e")"
+	"$CORRAL" cp --socket "$SOCK" "$id":/tmp/f - > "$T/back" 2> "$T/e" < /dev/null || fail "cp out: $(cat "$T/e")"
+	cmp -s "$T/f" "$T/back" || fail "to a file: not the bytes: $(od -c "$T/back" | head)"
+	/usr/bin/python3 "$HERE/ptyrun.py" -- "$CORRAL" cp --socket "$SOCK" "$id":/tmp/f - > "$T/r"
+	expect_eq "to a terminal: exit" "$(json exit < "$T/r")" 0
+	$PY - "$T/r" <<'EOF2' || fail "to a terminal: $(cat "$T/r")"
+import json, sys
+out = json.load(open(sys.argv[1]))["output"]
+assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out, repr(out)
+want = "one\\x1b]52;c;b3duZWQ=\\x07\\x1b[2J\ttwo\r\n\\xc2\\x9bthree\\xff\r\n"
+assert out == want, repr(out)
+EOF2
 	stop_daemon
 }
 

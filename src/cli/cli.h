@@ -55,6 +55,16 @@ void cli_json_on(void);
 bool cli_json_is_on(void);
 void cli_json_note(const char *line);
 void cli_json_amend(const char *code, const char *detail, long http_status);
+/*
+ * The line just said was a local failure of this kind: CODE one of
+ * docs/API.md's table of the CLI's own errors ("unreachable", "policy",
+ * ...); cli_json_errno: the word for a local file's errno (cli_errno_code).
+ */
+void cli_json_code(const char *code);
+void cli_json_errno(int err);
+/* a policy file's load failed with err: its file's word, else "policy" */
+void cli_json_policy_errno(int err);
+const char *cli_errno_code(int err);
 void cli_json_printed(void);
 int cli_json_flush(void);
 int cli_json_end(int code);

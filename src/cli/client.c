@@ -40,6 +40,7 @@ static int find_socket(struct conn *c)
 	run = getenv("XDG_RUNTIME_DIR");
 	if (!run || run[0] != '/') {
 		cli_error("cannot tell where the daemon's socket is: XDG_RUNTIME_DIR is not set to an absolute path; give --socket PATH or set CORRAL_SOCKET");
+		cli_json_code("unreachable");
 		return EXIT_CORRAL;
 	}
 	n = snprintf(c->socket_buf, sizeof(c->socket_buf), "%s/corral.sock",
@@ -64,7 +65,10 @@ static int read_token(struct conn *c)
 
 	f = fopen(c->token_file, "re");
 	if (!f) {
-		cli_error("--token-file %s: %s", c->token_file, strerror(errno));
+		int e = errno;
+
+		cli_error("--token-file %s: %s", c->token_file, strerror(e));
+		cli_json_errno(e);
 		return EXIT_CORRAL;
 	}
 	n = getline(&line, &cap, f);
@@ -104,7 +108,10 @@ static int check_readable(const char *flag, const char *path)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0) {
-		cli_error("%s %s: %s", flag, path, strerror(errno));
+		int e = errno;
+
+		cli_error("%s %s: %s", flag, path, strerror(e));
+		cli_json_errno(e);
 		return EXIT_CORRAL;
 	}
 	close(fd);
@@ -336,7 +343,7 @@ const char *conn_tls_hint(const struct conn *c, CURLcode rc)
 }
 
 /* Say why the socket would not connect; most often: no daemon there. */
-void conn_connect_error(const struct conn *c, int os_errno)
+static void connect_said(const struct conn *c, int os_errno)
 {
 	struct stat st = { 0 };
 
@@ -364,6 +371,12 @@ void conn_connect_error(const struct conn *c, int os_errno)
 			  strerror(os_errno));
 }
 
+void conn_connect_error(const struct conn *c, int os_errno)
+{
+	connect_said(c, os_errno);
+	cli_json_code("unreachable");
+}
+
 /* Say why nothing came back over libcurl (a --url). */
 static void transport_error(const struct conn *c, CURLcode rc,
 			    const char *errbuf)
@@ -372,6 +385,7 @@ static void transport_error(const struct conn *c, CURLcode rc,
 
 	cli_error("cannot talk to the daemon at %s: %s%s", c->url, what,
 		  conn_tls_hint(c, rc));
+	cli_json_code("unreachable");
 }
 
 static int append_header(struct curl_slist **h, const char *line)
@@ -678,10 +692,12 @@ json_t *reply_object(const struct reply *r)
 
 	if (!o) {
 		cli_error("the daemon's answer is not JSON: %s", jerr.text);
+		cli_json_code("bad_answer");
 		return NULL;
 	}
 	if (!json_is_object(o)) {
 		cli_error("the daemon's answer is not a JSON object");
+		cli_json_code("bad_answer");
 		json_decref(o);
 		return NULL;
 	}

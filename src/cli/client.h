@@ -273,10 +273,21 @@ int verb_finish(int code);
  * sandbox_rw_dirs; none: NULL, 0), which the sandbox may have left there
  * to lead us to a file of its choosing (corral_path_open).
  */
+/*
+ * cp_stream.c: the tar on stdin into ID:/DIR (path: the archive's request
+ * path), streamed; CP_STREAM_OLD when the daemon is too old for it and
+ * nothing of stdin was read, else the exit status (said).
+ */
+#define CP_STREAM_OLD	(-2)
+int cp_in_stream(struct conn *c, const char *path, bool as_json);
+
 /* A local file, or "-" for stdin, up to max bytes; only regular files. */
 int read_local(const char *path, size_t max, char **out, size_t *len,
 	       const struct corral_dir_id *rw, size_t nrw);
-/* The file at path (created or truncated), or "-" for stdout. */
+/*
+ * The file at path (created or truncated), or "-" for stdout: on a
+ * terminal, shown as local_out_for_reading() shows text.
+ */
 int write_local(const char *path, const char *buf, size_t len,
 		const struct corral_dir_id *rw, size_t nrw);
 

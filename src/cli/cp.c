@@ -33,12 +33,16 @@ static const struct verb cp_verb = {
 "it is written ./NAME.  No symlink that lies in one of the sandbox's --rw\n"
 "binds on the host is followed on the way to the local file: the sandbox\n"
 "may have left it there to lead the copy to a file of its choosing.\n"
+"A file copied out to \"-\" on a terminal is shown, its control bytes as\n"
+"\\xNN (a line break and a tab as they are), never sent to the terminal to\n"
+"act on; to a file or a pipe its bytes go as they are.\n"
 "A directory goes as a tar, as docker cp's \"-\" takes and gives one:\n"
 "ID:/DIR as SRC with \"-\" as DST writes DIR as a tar on stdout (a file\n"
 "or a pipe, not a terminal); \"-\" as SRC with a DST that ends in \"/\"\n"
-"unpacks the tar on stdin into that directory, made if missing (the\n"
-"daemon's archive: docs/API.md, Files).  A directory as SRC otherwise is\n"
-"refused, naming that way.\n"
+"unpacks the tar on stdin into that directory, made if missing, sent as\n"
+"it is read, neither side holding it whole (the daemon's archive:\n"
+"docs/API.md, Files; a busy daemon is asked again for 30 s).  A\n"
+"directory as SRC otherwise is refused, naming that way.\n"
 "\n"
 "Options:\n"
 "  --list               list the directory ID:/DIR instead: for each entry\n"
@@ -180,11 +184,18 @@ static int cp_in_archive(struct conn *c, const char *id, const char *dst,
 	/* "/tmp/in/" is the directory /tmp/in; "/" stays the root */
 	for (len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--)
 		dir[len - 1] = '\0';
-	code = read_local("-", FILE_MAX, &buf, &len, NULL, 0);
-	if (code)
-		goto out;
 	path = archive_path(c, id, dir);
-	code = path ? put_body(c, &q, path, buf, len, as_json) : EXIT_CORRAL;
+	if (!path) {
+		code = EXIT_CORRAL;
+		goto out;
+	}
+	/* as it is read: neither side holds it whole (cp_stream.c) */
+	code = cp_in_stream(c, path, as_json);
+	if (code != CP_STREAM_OLD)
+		goto out;
+	code = read_local("-", FILE_MAX, &buf, &len, NULL, 0);
+	if (!code)
+		code = put_body(c, &q, path, buf, len, as_json);
 out:
 	free(path);
 	free(buf);

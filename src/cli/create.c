@@ -83,16 +83,23 @@ static int put_policy(json_t *body, const char *file)
 		return verb_usage_error(&create_verb, "--policy is given twice");
 	p = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
 	if (!p) {
+		int open_errno = errno;
+
 		if (jerr.line > 0)
 			cli_error("--policy %s:%d:%d: %s", file, jerr.line,
 				  jerr.column, jerr.text);
 		else
 			cli_error("--policy %s: %s", file, jerr.text);
+		if (json_error_code(&jerr) == json_error_cannot_open_file)
+			cli_json_errno(open_errno);
+		else
+			cli_json_code("policy");
 		return EXIT_CORRAL;
 	}
 	if (!json_is_object(p)) {
 		cli_error("--policy %s: a policy is a JSON object ({...}), this file holds another JSON value",
 			  file);
+		cli_json_code("policy");
 		json_decref(p);
 		return EXIT_CORRAL;
 	}

@@ -8,7 +8,9 @@
  * JSON document).  Now it reads {"error": CODE, "detail": SENTENCE}, the
  * shape of the daemon's own errors (docs/API.md, Errors): CODE is
  * "usage" for the command line, the daemon's word when the daemon refused
- * (with "http_status"), else "failed"; SENTENCE is the line stderr got.
+ * (with "http_status"), a word of the table below for a local failure
+ * (cli_json_code, cli_json_errno), else "failed"; SENTENCE is the line
+ * stderr got.
  *
  * cli_error() is called from every file of the CLI, so what it said is
  * kept here, not threaded through each caller: one process runs one verb,
@@ -17,6 +19,7 @@
  */
 #include "client.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +110,65 @@ void cli_json_amend(const char *code, const char *detail, long http_status)
 	je.http_status = http_status;
 	if (detail)
 		set_detail(detail);	/* else the line said stays */
+}
+
+/*
+ * A local failure's word (docs/API.md, "The CLI's own errors"), from the
+ * errno of a local file's open, read or write: the daemon's words where
+ * they mean the same (not_found, forbidden, too_large, no_space), so a
+ * program that handles the daemon's "not_found" handles a local one too;
+ * "http_status" is absent from a local one.  Any other errno is "io".
+ */
+const char *cli_errno_code(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ENOENT:
+	case ENOTDIR:
+		return "not_found";
+	case EACCES:
+	case EPERM:
+	case EROFS:
+	case ELOOP:
+	case ETXTBSY:
+		return "forbidden";
+	case EFBIG:
+		return "too_large";
+	case ENOSPC:
+	case EDQUOT:
+		return "no_space";
+	case EISDIR:
+		return "not_supported";
+	default:
+		return "io";
+	}
+}
+
+void cli_json_code(const char *code)
+{
+	cli_json_amend(code, NULL, 0);
+}
+
+void cli_json_errno(int err)
+{
+	cli_json_amend(cli_errno_code(err), NULL, 0);
+}
+
+void cli_json_policy_errno(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ENOENT:
+	case ENOTDIR:
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+	case EISDIR:
+	case EFBIG:
+	case EIO:
+		cli_json_errno(err);	/* the file, not what it says */
+		break;
+	default:
+		cli_json_code("policy");
+	}
 }
 
 void cli_json_printed(void)

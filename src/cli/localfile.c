@@ -42,7 +42,10 @@ static int read_all(int fd, const char *name, size_t max, char **out,
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
-			cli_error("reading %s: %s", name, strerror(errno));
+			int e = errno;
+
+			cli_error("reading %s: %s", name, strerror(e));
+			cli_json_errno(e);
 			free(buf);
 			return EXIT_CORRAL;
 		}
@@ -55,6 +58,7 @@ static int read_all(int fd, const char *name, size_t max, char **out,
 			corral_format_size(max, size, sizeof(size));
 			cli_error("%s is larger than %s, the most the daemon takes",
 				  name, size);
+			cli_json_code("too_large");
 			free(buf);
 			return EXIT_CORRAL;
 		}
@@ -78,18 +82,24 @@ static int open_judged(const char *path, const struct corral_dir_id *rw, size_t 
 	obj = corral_path_open(rw, nrw, "the local file", path, &err);
 	if (obj < 0) {
 		cli_error("%s", err.msg);
+		cli_json_errno(err.code);
 		return -1;
 	}
 	if (fstat(obj, &st) < 0 || !S_ISREG(st.st_mode)) {
 		cli_error("%s: not a regular file; one file is copied at a time", path);
+		cli_json_code("not_supported");
 		close(obj);
 		return -1;
 	}
 	/* the object judged, opened again for what we do with it */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", obj);
 	fd = open(proc, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		cli_error("%s: %s", path, strerror(errno));
+	if (fd < 0) {
+		int e = errno;
+
+		cli_error("%s: %s", path, strerror(e));
+		cli_json_errno(e);
+	}
 	close(obj);
 	return fd;
 }
@@ -118,7 +128,10 @@ static int write_all(int fd, const char *name, const char *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			cli_error("writing %s: %s", name, strerror(errno));
+			int e = errno;
+
+			cli_error("writing %s: %s", name, strerror(e));
+			cli_json_errno(e);
 			return EXIT_CORRAL;
 		}
 		buf += n;
@@ -158,12 +171,18 @@ static int write_through(int obj, const char *path, const char *buf, size_t len)
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", obj);
 	fd = open(proc, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0) {
-		cli_error("%s: %s", path, strerror(errno));
+		int e = errno;
+
+		cli_error("%s: %s", path, strerror(e));
+		cli_json_errno(e);
 		return EXIT_CORRAL;
 	}
 	code = write_all(fd, path, buf, len);
 	if (close(fd) < 0 && !code) {
-		cli_error("writing %s: %s", path, strerror(errno));
+		int e = errno;
+
+		cli_error("writing %s: %s", path, strerror(e));
+		cli_json_errno(e);
 		code = EXIT_CORRAL;
 	}
 	return code;
@@ -197,6 +216,7 @@ static int replace_file(const char *path, const char *where, const struct stat *
 	dir = corral_dest_parent(rw, nrw, "the local file", where, false, &name, &err);
 	if (dir < 0) {
 		cli_error("%s", err.msg);
+		cli_json_errno(err.code);
 		return EXIT_CORRAL;
 	}
 	/* what lies at where now is what was judged, not something put there since */
@@ -204,6 +224,7 @@ static int replace_file(const char *path, const char *where, const struct stat *
 		    now.st_dev != old->st_dev || now.st_ino != old->st_ino)) {
 		cli_error("%s: %s was moved or replaced while it was being copied",
 			  path, where);
+		cli_json_code("forbidden");
 		code = EXIT_CORRAL;
 		goto out;
 	}
@@ -211,6 +232,7 @@ static int replace_file(const char *path, const char *where, const struct stat *
 	if (!old && fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
 		cli_error("%s: %s, not written through", path, S_ISLNK(now.st_mode) ?
 			  "a symlink to nothing" : "made while it was being copied");
+		cli_json_code("forbidden");
 		code = EXIT_CORRAL;
 		goto out;
 	}
@@ -227,6 +249,7 @@ static int replace_file(const char *path, const char *where, const struct stat *
 			goto out;
 		}
 		cli_error("%s: %s", path, err.msg);
+		cli_json_errno(err.code);
 		code = EXIT_CORRAL;
 		goto out;
 	}
@@ -276,19 +299,33 @@ int write_local(const char *path, const char *buf, size_t len,
 	char *where = NULL;
 	int obj, code;
 
+	/*
+	 * On a terminal the sandbox's bytes are shown as a patch is
+	 * (write_shown): a file's ESC ] 52 set the operator's clipboard, its
+	 * ESC ] 0 the window's title, its CSI 2 J cleared what `cp ... -`
+	 * was to show.  To a file or a pipe they go as they are.
+	 */
 	if (!strcmp(path, "-")) {
 		code = local_out_open(&out, "-", NULL, 0);
-		return code ? code : local_out_write(&out, buf, len);
+		if (code)
+			return code;
+		local_out_for_reading(&out);
+		code = local_out_write(&out, buf, len);
+		if (local_out_close(&out, true) && !code)
+			code = EXIT_CORRAL;
+		return code;
 	}
 	obj = corral_path_open(rw, nrw, "the local file", path, &err);
 	if (obj == -ENOENT)
 		return replace_file(path, path, NULL, buf, len, rw, nrw);
 	if (obj < 0) {
 		cli_error("%s", err.msg);
+		cli_json_errno(err.code);
 		return EXIT_CORRAL;
 	}
 	if (fstat(obj, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
 		cli_error("%s: not a regular file; one file is copied at a time", path);
+		cli_json_code("not_supported");
 		close(obj);
 		return EXIT_CORRAL;
 	}
@@ -300,6 +337,7 @@ int write_local(const char *path, const char *buf, size_t len,
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", obj);
 		if (faccessat(AT_FDCWD, proc, W_OK, AT_EACCESS) < 0 && errno == EACCES) {
 			cli_error("%s: %s", path, strerror(EACCES));
+			cli_json_code("forbidden");
 			code = EXIT_CORRAL;
 		} else if (!(where = fd_path(obj, path))) {
 			code = EXIT_CORRAL;
@@ -386,6 +424,7 @@ int local_out_open(struct local_out *o, const char *path,
 	o->dir = corral_dest_parent(rw, nrw, "the local file", path, false, &o->name, &err);
 	if (o->dir < 0) {
 		cli_error("%s", err.msg);
+		cli_json_errno(err.code);
 		return EXIT_CORRAL;
 	}
 	out_block(&old);
@@ -397,6 +436,7 @@ int local_out_open(struct local_out *o, const char *path,
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (o->fd < 0) {
 		cli_error("%s: %s", path, err.msg);
+		cli_json_errno(err.code);
 		local_out_close(o, false);
 		return EXIT_CORRAL;
 	}
@@ -435,7 +475,7 @@ static int write_shown(struct local_out *o, const char *buf, size_t len)
 	int code;
 
 	if (!all)
-		return out_of_memory("showing the patch");
+		return out_of_memory("showing it on the terminal");
 	memcpy(all, o->held, o->nheld);
 	memcpy(all + o->nheld, buf, len);
 	keep = len ? unfinished(all, n) : 0;
@@ -444,7 +484,7 @@ static int write_shown(struct local_out *o, const char *buf, size_t len)
 	text = printable_lines(all, n - keep);
 	free(all);
 	if (!text)
-		return out_of_memory("showing the patch");
+		return out_of_memory("showing it on the terminal");
 	code = write_all(o->fd, "standard output", text, strlen(text));
 	free(text);
 	return code;

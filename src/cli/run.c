@@ -721,6 +721,7 @@ static int load_settings(struct corral_policy *p, const char *path,
 
 	if (corral_policy_load_srt_file(p, path, &report, made, &err) < 0) {
 		cli_error("--settings: %s", err.msg);
+		cli_json_policy_errno(err.code);
 		return -1;
 	}
 	for (line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -802,6 +803,7 @@ static int run(int argc, char **argv, struct stops *st, struct corral_srt_made *
 		if (opt == OPT_POLICY &&
 		    corral_policy_load_file(&p, optarg, &err) < 0) {
 			cli_error("%s", err.msg);
+			cli_json_policy_errno(err.code);
 			corral_policy_free(&p);
 			return EXIT_CORRAL;
 		}

@@ -66,6 +66,7 @@ int sock_check_peer(const struct conn *c, int fd, uid_t *peer)
 	cli_error("the socket at %s (%s) is served by uid %u, not by you (uid %u) or root: "
 		  "refusing to send it anything", c->socket, c->socket_from,
 		  (unsigned)cr.uid, (unsigned)geteuid());
+	cli_json_code("unreachable");
 	return -1;
 }
 
@@ -300,6 +301,7 @@ static int parse_error(const struct conn *c, http_parser *p)
 
 	cli_error("the answer at %s is not HTTP as the daemon speaks it: %s (%s)",
 		  c->socket, http_errno_description(e), http_errno_name(e));
+	cli_json_code("bad_answer");
 	return -1;
 }
 
@@ -325,6 +327,7 @@ static int read_answer(int fd, const struct conn *c, struct exchange *x,
 		if (n < 0) {
 			cli_error("reading the daemon's answer at %s: %s", c->socket,
 				  strerror(errno));
+			cli_json_code("connection_lost");
 			goto out;
 		}
 		any |= n > 0;
@@ -341,6 +344,7 @@ static int read_answer(int fd, const struct conn *c, struct exchange *x,
 			else
 				cli_error("the daemon at %s closed the connection before its answer was whole%s",
 					  c->socket, any ? "" : " (it sent nothing)");
+			cli_json_code("connection_lost");
 			goto out;
 		}
 		if (HTTP_PARSER_ERRNO(&p) != HPE_OK || used != (size_t)n) {
@@ -371,6 +375,7 @@ int sock_perform(struct conn *c, const struct request *q, struct reply *r)
 	if (err && err != EPIPE && err != ECONNRESET) {
 		cli_error("sending the request to the daemon at %s: %s", c->socket,
 			  strerror(err));
+		cli_json_code("connection_lost");
 		close(fd);
 		return -1;
 	}

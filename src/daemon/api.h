@@ -277,6 +277,18 @@ void files_rename(struct sandbox *sb, struct evhttp_request *req, const char *re
 void archive_get(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *rest);
 /*
+ * api_untar.c: an archive streamed in, over a connection upgraded to
+ * "corral-tar" (docs/API.md, Files): asked for (the headers), and begun
+ * for the directory path of sb, judged and with its worker's room.
+ */
+bool untar_stream_asked(struct evhttp_request *req);
+/* Whether a header's value lists token (comma-separated, any case): api_tty.c */
+bool api_has_token(const char *value, const char *token);
+void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
+			const char *path);
+/* A file of the state directory that has no name (-1, errno: none). */
+int spool_open(struct daemon *d);
+/*
  * A listing asked for: its directory, whether recursive, and the last
  * entry of the page before (from its "next" cursor), or NULL; key names
  * the listing in its cursors (sandbox, path, recursive).

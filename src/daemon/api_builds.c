@@ -349,7 +349,7 @@ static void build_done(void *arg, int r, const char *report, const struct corral
 }
 
 /* A spool nobody else can open: no name, gone with its last fd. */
-static int spool_open(struct daemon *d)
+int spool_open(struct daemon *d)
 {
 	char path[4096];
 	int fd = open(d->state_dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);

@@ -752,6 +752,11 @@ void archive_put(struct sandbox *sb, struct evhttp_request *req, const char *res
 		reply_busy(req, &f);
 		return;
 	}
+	/* the tar in frames after a 101, spooled as it comes (api_untar.c) */
+	if (untar_stream_asked(req)) {
+		untar_stream_start(sb, req, path);
+		return;
+	}
 	if (!(u = calloc(1, sizeof(*u)))) {
 		reply_error(req, 500, "internal", "out of memory unpacking into %s", path);
 		return;

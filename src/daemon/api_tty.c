@@ -436,8 +436,7 @@ static void idle_arm(struct tty_session *s)
 
 /* ---- the upgrade ---------------------------------------------------------- */
 
-/* "Connection: Upgrade" and "Upgrade: corral-tty" (tokens, any case). */
-static bool has_token(const char *value, const char *token)
+bool api_has_token(const char *value, const char *token)
 {
 	size_t n = strlen(token);
 
@@ -458,7 +457,8 @@ bool tty_upgrade_asked(struct evhttp_request *req)
 	const char *up = evhttp_find_header(h, "Upgrade");
 	const char *conn = evhttp_find_header(h, "Connection");
 
-	return up && conn && has_token(up, "corral-tty") && has_token(conn, "upgrade");
+	/* "Connection: Upgrade" and "Upgrade: corral-tty" (tokens, any case) */
+	return up && conn && api_has_token(up, "corral-tty") && api_has_token(conn, "upgrade");
 }
 
 void tty_session_start(struct sandbox *sb, struct evhttp_request *req,

@@ -564,20 +564,41 @@ static void untar_undo(struct untar *u)
 		corral_box_unlink(u->b, u->made[i], &(struct corral_err){ 0 });
 }
 
-static struct archive *untar_open(const void *data, size_t len,
+/* An archive's bytes: in memory (data, len), or a spool file's (fd >= 0). */
+struct untar_src {
+	const void *data;
+	size_t len;
+	int fd;
+};
+
+#define UNTAR_READ_BLOCK	(64 * 1024)
+
+static struct archive *untar_open(const struct untar_src *src,
 				  struct corral_err *err)
 {
 	struct archive *a = archive_read_new();
+	int r;
 
 	if (!a) {
 		corral_set_err(err, -ENOMEM, "cannot allocate a tar reader");
 		return NULL;
 	}
+	/* read twice (judged, then written): each time from its start */
+	if (src->fd >= 0 && lseek(src->fd, 0, SEEK_SET) < 0) {
+		corral_set_errno(err, errno, "the archive's spool");
+		archive_read_free(a);
+		return NULL;
+	}
 	/* built-in gzip only: no filter that libarchive runs as a program */
-	if (archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
-	    archive_read_support_format_tar(a) != ARCHIVE_OK ||
-	    archive_read_support_format_empty(a) != ARCHIVE_OK ||
-	    archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
+	r = archive_read_support_filter_gzip(a);
+	if (r == ARCHIVE_OK)
+		r = archive_read_support_format_tar(a);
+	if (r == ARCHIVE_OK)
+		r = archive_read_support_format_empty(a);
+	if (r == ARCHIVE_OK)
+		r = src->fd >= 0 ? archive_read_open_fd(a, src->fd, UNTAR_READ_BLOCK) :
+			archive_read_open_memory(a, src->data, src->len);
+	if (r != ARCHIVE_OK) {
 		corral_set_err(err, -EINVAL, "not a tar archive: %s",
 			       archive_error_string(a));
 		archive_read_free(a);
@@ -586,8 +607,8 @@ static struct archive *untar_open(const void *data, size_t len,
 	return a;
 }
 
-int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
-		     size_t len, struct corral_untar *st, struct corral_err *err)
+static int untar_from(struct corral_box *b, const char *dir, const struct untar_src *src,
+		      struct corral_untar *st, struct corral_err *err)
 {
 	struct untar u = { b, dir, err, NULL, 0, 0 };
 	struct archive_entry *ae;
@@ -599,7 +620,7 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
 	r = box_path_ok(b, dir, true, err);
 	if (r < 0)
 		return r;
-	a = untar_open(data, len, err);
+	a = untar_open(src, err);
 	if (!a)
 		return err->code;
 	untar_room_of(b, &room);
@@ -608,7 +629,7 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
 	a = NULL;
 	if (r == 0 && !exists(b, dir) && (r = corral_box_mkdir(b, dir, 0755, true, err)) == 0)
 		r = untar_made(&u, dir);
-	if (r == 0 && !(a = untar_open(data, len, err)))
+	if (r == 0 && !(a = untar_open(src, err)))
 		r = err->code;
 	while (r == 0 && ((r = archive_read_next_header(a, &ae)) == ARCHIVE_OK ||
 			  r == ARCHIVE_WARN))
@@ -628,6 +649,14 @@ int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
 	return r;
 }
 
+int corral_box_untar(struct corral_box *b, const char *dir, const void *data,
+		     size_t len, struct corral_untar *st, struct corral_err *err)
+{
+	struct untar_src src = { data, len, -1 };
+
+	return untar_from(b, dir, &src, st, err);
+}
+
 /* ---- in, off the caller's loop --------------------------------------------- */
 
 /*
@@ -643,15 +672,16 @@ struct corral_box_untar_job {
 	char *dir;
 	const void *data;	/* in the worker: its copy of the caller's bytes */
 	size_t len;
+	bool spooled;		/* ... or the spool file the worker is given */
 };
 
 static int untar_work(struct corral_box *b, void *arg, int fd, void *out,
 		      struct corral_err *err)
 {
 	struct corral_box_untar_job *j = arg;
+	struct untar_src src = { j->data, j->len, j->spooled ? fd : -1 };
 
-	(void)fd;
-	return corral_box_untar(b, j->dir, j->data, j->len, out, err);
+	return untar_from(b, j->dir, &src, out, err);
 }
 
 static void untar_job_free(struct corral_box_untar_job *j)
@@ -716,6 +746,41 @@ int corral_box_untar_start(struct corral_box *b, const char *dir, const void *da
 	r = box_work_start(b, &how, untar_work, j, untar_end, j, &j->work, err);
 	free(copy);		/* the worker has its own */
 	j->data = NULL;
+	if (r < 0) {
+		untar_job_free(j);
+		return r;
+	}
+	*out = j;
+	return 0;
+}
+
+int corral_box_untar_fd_start(struct corral_box *b, const char *dir, int fd,
+			      corral_box_untar_fn done, void *arg,
+			      struct corral_box_untar_job **out, struct corral_err *err)
+{
+	/* the spool beside what corral_box_untar resolves beneath */
+	int fds[3] = { b->sb->rootfd, b->sb->scratchfd, fd }, r;
+	struct box_work_how how = {
+		.fds = fds, .nfds = 3, .fd = fd, .out_len = sizeof(struct corral_untar),
+		.who = "the worker that unpacked the archive",
+		.doing = "the archive was unpacked",
+		.halted = "the archive was unpacked only in part",
+	};
+	struct corral_box_untar_job *j;
+
+	*out = NULL;
+	r = box_path_ok(b, dir, true, err);
+	if (r < 0)
+		return r;
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->dir = strdup(dir))) {
+		free(j);
+		return corral_set_err(err, -ENOMEM, "out of memory unpacking into %.300s", dir);
+	}
+	j->done = done;
+	j->arg = arg;
+	j->spooled = true;
+	r = box_work_start(b, &how, untar_work, j, untar_end, j, &j->work, err);
 	if (r < 0) {
 		untar_job_free(j);
 		return r;

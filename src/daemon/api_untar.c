@@ -1,0 +1,361 @@
+/*
+ * api_untar.c - an archive streamed in: PUT /v1/sandboxes/ID/archive?path=DIR
+ * with "Connection: Upgrade", "Upgrade: corral-tar" and no body is
+ * answered "101 Switching Protocols" (or refused as the PUT would be:
+ * path, room); the client then sends the tar in frames, each a 32-bit
+ * big-endian length and that many bytes (at most UPLOAD_FRAME_MAX), and a
+ * frame of length 0 after the last.  Each frame goes to a spool file of
+ * the state directory as it comes (no name: O_TMPFILE), the worker
+ * unpacks from it (corral_box_untar_fd_start, every refusal of the
+ * archive's as for a PUT's body), and the daemon writes the answer, one
+ * JSON object, the PUT's with its "status" (201: "path", "entries",
+ * "bytes"; else "error", "detail"), and closes.
+ *
+ * Why: evhttp (libevent 2.1) gives a server a request's body only whole,
+ * and the PUT's 64 MiB were held by the daemon three times over (the body,
+ * made contiguous, copied for the worker's fork): 8 clients' 60 MiB tars at
+ * once peaked it at 311 MB.  Here it holds a frame at most (the read is
+ * stopped past UPLOAD_READ_AHEAD until the spool has taken it).  As
+ * api_tty.c does, the handler takes the connection's bufferevent after the
+ * 101, and frees the connection when done, which tells the gate.
+ *
+ * The upload holds one of the daemon's workers (builds_room) from the 101
+ * to its answer, as the PUT's unpack did; the spool is at most
+ * API_FILE_MAX, as the PUT's body; a client that sends nothing for
+ * UPLOAD_IDLE_S is closed, its worker freed.
+ */
+#include "api.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define UPLOAD_FRAME_HEAD	4
+#define UPLOAD_FRAME_MAX	(1024 * 1024)
+#define UPLOAD_READ_AHEAD	(256 * 1024)	/* read, not yet spooled */
+#define UPLOAD_IDLE_S		30
+#define UPLOAD_LINGER_MS	2000		/* the client's close awaited */
+
+struct upload {
+	struct worker_owner owner;
+	bool owned;				/* owner counted (worker_own) */
+	struct daemon *d;
+	struct evhttp_connection *evcon;	/* NULL once closed */
+	struct bufferevent *bev;
+	struct corral_box_untar_job *job;	/* the worker, once the tar is whole */
+	struct event *ev_close;
+	int spool;
+	uint64_t len;				/* spooled */
+	uint32_t left;				/* of the frame being read */
+	bool in_frame, ended, answered;
+	char id[64];				/* the sandbox's: found again at the end */
+	char path[4096];
+};
+
+static void upload_maybe_free(struct upload *u)
+{
+	if (u->evcon || u->job)
+		return;
+	if (u->owned)
+		worker_disown(u->d, &u->owner);
+	if (u->spool >= 0)
+		close(u->spool);
+	if (u->ev_close)
+		event_free(u->ev_close);
+	free(u);
+}
+
+static void on_close(evutil_socket_t fd, short what, void *arg)
+{
+	struct upload *u = arg;
+
+	(void)fd;
+	(void)what;
+	/* calls upload_conn_closed() (through the gate's close hook) */
+	if (u->evcon)
+		evhttp_connection_free(u->evcon);
+}
+
+/* Closed from the loop, not from under a callback of its own bufferevent. */
+static void upload_close(struct upload *u)
+{
+	if (!u->bev)
+		return;
+	bufferevent_disable(u->bev, EV_READ | EV_WRITE);
+	event_active(u->ev_close, 0, 0);
+}
+
+/*
+ * The answer, once: written, then the socket shut for writing so that the
+ * client sees its end; what the client still sends is dropped until it
+ * closes (UPLOAD_LINGER_MS at most), as api_tty.c's last frame.
+ */
+static void upload_answer(struct upload *u, json_t *o)
+{
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+
+	json_decref(o);
+	/* answered: the spool's disk is given back now, not at the close */
+	if (!u->job && u->spool >= 0) {
+		close(u->spool);
+		u->spool = -1;
+	}
+	if (u->answered || !u->bev) {
+		free(text);
+		return;
+	}
+	u->answered = true;
+	if (!text) {
+		upload_close(u);
+		return;
+	}
+	evbuffer_add(bufferevent_get_output(u->bev), text, strlen(text));
+	evbuffer_add(bufferevent_get_output(u->bev), "\n", 1);
+	free(text);
+	bufferevent_enable(u->bev, EV_WRITE);
+}
+
+static void upload_fail(struct upload *u, int status, const char *error,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void upload_fail(struct upload *u, int status, const char *error,
+			const char *fmt, ...)
+{
+	char detail[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	upload_answer(u, json_pack("{s:i, s:s, s:o}", "status", status, "error", error,
+				   "detail", api_bytes(detail, strlen(detail))));
+}
+
+static void upload_fail_err(struct upload *u, const struct corral_err *err)
+{
+	const char *error;
+	int status = api_status(err->code, &error);
+
+	upload_fail(u, status, error, "%s", err->msg);
+}
+
+static void unpacked(void *arg, int r, const struct corral_untar *st,
+		     const struct corral_err *err)
+{
+	struct upload *u = arg;
+
+	u->job = NULL;	/* the spool is closed with the answer */
+	if (r < 0)
+		upload_fail_err(u, err);
+	else
+		upload_answer(u, json_pack("{s:i, s:s, s:I, s:I}", "status", 201,
+					   "path", u->path,
+					   "entries", (json_int_t)st->entries,
+					   "bytes", (json_int_t)st->bytes));
+	if (!u->evcon)
+		upload_maybe_free(u);
+}
+
+/* The end frame: the sandbox found again (it may be gone), its worker started. */
+static void upload_unpack(struct upload *u)
+{
+	struct sandbox *sb = sandbox_find(u->d, u->id);
+	struct corral_err err = { 0 };
+
+	u->ended = true;
+	/* no more frames: what else the client sends waits unread */
+	bufferevent_disable(u->bev, EV_READ);
+	if (!sb) {
+		upload_fail(u, 410, "gone", "the sandbox %s was destroyed while its "
+			    "archive came", u->id);
+		return;
+	}
+	if (corral_box_untar_fd_start(sb->box, u->path, u->spool, unpacked, u,
+				      &u->job, &err) < 0)
+		upload_fail_err(u, &err);
+}
+
+/* Frames out of the input: the spool takes their bytes. */
+static void on_client_read(struct bufferevent *bev, void *arg)
+{
+	struct upload *u = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (!u->ended && !u->answered && evbuffer_get_length(in)) {
+		unsigned char h[UPLOAD_FRAME_HEAD];
+		size_t n;
+		int k;
+
+		if (!u->in_frame) {
+			if (evbuffer_get_length(in) < sizeof(h))
+				return;
+			evbuffer_remove(in, h, sizeof(h));
+			u->left = (uint32_t)h[0] << 24 | h[1] << 16 | h[2] << 8 | h[3];
+			if (u->left == 0) {
+				upload_unpack(u);
+				return;
+			}
+			if (u->left > UPLOAD_FRAME_MAX) {
+				upload_fail(u, 400, "bad_request", "a frame of %u bytes: "
+					    "at most %d", u->left, UPLOAD_FRAME_MAX);
+				return;
+			}
+			u->in_frame = true;
+		}
+		n = evbuffer_get_length(in);
+		if (n > u->left)
+			n = u->left;
+		if (u->len + n > API_FILE_MAX) {
+			upload_fail(u, 413, "too_large", "the archive is over %d bytes, "
+				    "the limit", API_FILE_MAX);
+			return;
+		}
+		k = evbuffer_write_atmost(in, u->spool, (ev_ssize_t)n);
+		if (k <= 0) {
+			struct corral_err err = { 0 };
+
+			corral_set_errno(&err, k < 0 ? errno : EIO, "writing the "
+					 "archive's spool in the state directory");
+			upload_fail_err(u, &err);
+			return;
+		}
+		u->len += (uint64_t)k;
+		u->left -= (uint32_t)k;
+		u->in_frame = u->left > 0;
+	}
+}
+
+/* After the answer: what the client still sends is dropped. */
+static void on_linger_read(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	(void)arg;
+	evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+static void on_client_event(struct bufferevent *bev, short what, void *arg);
+
+/* The answer written: the client's end is awaited, bounded. */
+static void on_client_write(struct bufferevent *bev, void *arg)
+{
+	struct upload *u = arg;
+	struct timeval tv = { UPLOAD_LINGER_MS / 1000, UPLOAD_LINGER_MS % 1000 * 1000 };
+	int fd = bufferevent_getfd(bev);
+
+	if (!u->answered)
+		return;		/* the 101 */
+	bufferevent_setcb(bev, on_linger_read, NULL, on_client_event, u);
+	bufferevent_disable(bev, EV_WRITE);
+	bufferevent_enable(bev, EV_READ);
+	on_linger_read(bev, u);
+	/* a plain socket is shut for writing; a TLS one's end is its close */
+	if ((!bufferevent_get_underlying(bev) && (fd < 0 || shutdown(fd, SHUT_WR) < 0)) ||
+	    event_add(u->ev_close, &tv) < 0)
+		upload_close(u);
+}
+
+static void on_client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct upload *u = arg;
+
+	(void)bev;
+	(void)what;
+	/* EOF, an error or the idle timeout: the client is gone */
+	if (u->job)
+		corral_box_untar_cancel(u->job);	/* unpacked(), now */
+	upload_close(u);
+}
+
+/* The connection is being freed (by us, by the client's end, at shutdown). */
+static void upload_conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct upload *u = arg;
+
+	(void)evcon;
+	u->evcon = NULL;
+	u->bev = NULL;
+	if (u->job) {
+		/* unpacked(), now: its answer to nobody, and u freed there */
+		corral_box_untar_cancel(u->job);
+		return;
+	}
+	upload_maybe_free(u);
+}
+
+/* "Connection: Upgrade" and "Upgrade: corral-tar" (tokens, any case). */
+bool untar_stream_asked(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *up = evhttp_find_header(h, "Upgrade");
+	const char *conn = evhttp_find_header(h, "Connection");
+
+	return up && conn && api_has_token(up, "corral-tar") &&
+	       api_has_token(conn, "upgrade");
+}
+
+void untar_stream_start(struct sandbox *sb, struct evhttp_request *req,
+			const char *path)
+{
+	static const char switching[] =
+		"HTTP/1.1 101 Switching Protocols\r\n"
+		"Connection: Upgrade\r\nUpgrade: corral-tar\r\n\r\n";
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	struct timeval idle = { UPLOAD_IDLE_S, 0 };
+	struct upload *u;
+
+	if (!bev) {
+		reply_error(req, 500, "internal", "the connection has no bufferevent");
+		return;
+	}
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req))) {
+		reply_error(req, 400, "bad_request", "an archive streamed in comes "
+			    "after the 101, not as the request's body");
+		return;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u || !(u->ev_close = event_new(sb->d->base, -1, 0, on_close, u))) {
+		free(u);
+		reply_error(req, 500, "internal", "out of memory for an archive's upload");
+		return;
+	}
+	u->d = sb->d;
+	u->spool = spool_open(sb->d);
+	if (u->spool < 0) {
+		struct corral_err err = { 0 };
+
+		corral_set_errno(&err, errno, "a spool for the archive in the state "
+				 "directory %s", sb->d->state_dir);
+		u->evcon = NULL;
+		upload_maybe_free(u);
+		reply_err(req, &err);
+		return;
+	}
+	u->evcon = evcon;
+	u->bev = bev;
+	snprintf(u->id, sizeof(u->id), "%s", sb->id);
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	worker_own(sb->d, &u->owner, sb);
+	u->owned = true;
+	/* from here the connection is ours: no HTTP, no gate */
+	api_gate_upgrade(sb->d, evcon);
+	api_set_closecb(sb->d, req, upload_conn_closed, u);
+	bufferevent_setcb(bev, on_client_read, on_client_write, on_client_event, u);
+	bufferevent_set_timeouts(bev, &idle, &idle);
+	bufferevent_setwatermark(bev, EV_READ, 0, UPLOAD_READ_AHEAD);
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	evbuffer_add(bufferevent_get_output(bev), switching, sizeof(switching) - 1);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	/* what came right after the request (a client should wait for the 101) */
+	if (evbuffer_get_length(bufferevent_get_input(bev)))
+		on_client_read(bev, u);
+}

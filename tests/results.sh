@@ -596,7 +596,7 @@ oom_box() {
 # when its group's turn came, up to n / 32 passes late, in a later call's
 # reason and not in the one it came in (with n = 300 the hog's group was
 # read at that call's end in one run of five).  The box's own group says
-# that its limit bit (v2: its OOM kills; v1: its peak at its limit), and
+# that its limit bit (v2: its OOM kills; v1: its OOM events), and
 # every lingering group is read then.
 t_background_hits_said_past_the_batch() {
 	local n=300
@@ -618,9 +618,9 @@ t_background_hits_said_past_the_batch() {
 # at its limit with page cache (a sparse file read again and again: no
 # process is killed for it) over two ticks and more, one before the
 # call that gets the hog killed and that call too: the same early reads,
-# with or without load.  On v1 the reads wait now for the host's count
-# of OOM kills to move (call.c's lingering_bitten): none moved it here
-# before the hog's kill.  (Were a tick to take only one of the two reads,
+# with or without load.  On v1 the reads wait now for the box's OOM
+# events (call.c's lingering_oomed): none came here before the hog's
+# kill.  (Were a tick to take only one of the two reads,
 # the first call's end would take the other.)
 PRESS='import os, sys, time
 fd = os.open("/mnt/big/f", os.O_RDONLY)
@@ -668,10 +668,85 @@ t_background_hits_said_after_other_kills() {
 	stop_daemon
 }
 
+# OOMER GROUP STOP: a process of its own in GROUP, one at a time, that
+# the OOM killer takes (64 MiB in 32), every 0.1 s, 600 at most, for 60 s
+# at most or until the file STOP is there; GROUP removed at its end.
+OOMER='import os, signal, sys, time
+g, stop = sys.argv[1], sys.argv[2]
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+kid, t = 0, time.monotonic()
+try:
+    for i in range(600):
+        if os.path.exists(stop) or time.monotonic() - t > 60:
+            break
+        kid = os.fork()
+        if kid == 0:
+            try:
+                with open(g + "/cgroup.procs", "w") as f:
+                    f.write(str(os.getpid()))
+                b = bytearray(64 << 20)
+            finally:
+                os._exit(0)
+        os.waitpid(kid, 0)
+        kid = 0
+        time.sleep(0.1)
+finally:
+    if kid:
+        os.kill(kid, signal.SIGKILL)
+        os.waitpid(kid, 0)
+    os.rmdir(g)'
+
+# oomer_start ID: OOM kills elsewhere on the host (OOMER) while box ID
+# runs, in a cgroup v1 memory group of the test's own beside the box's
+# ($OOMER_CG, 32 MiB); 77 where the box has no v1 memory group.
+oomer_start() {
+	local box
+	box=$(find /sys/fs/cgroup/memory -maxdepth 3 -type d -name "corral-$DPID-$1" 2>/dev/null | head -1)
+	[ -n "$box" ] || return 77
+	OOMER_CG=$(dirname "$box")/oomer-$BASHPID
+	mkdir "$OOMER_CG" || { fail "cannot make $OOMER_CG"; return 1; }
+	{ echo $((32 << 20)) > "$OOMER_CG/memory.limit_in_bytes" &&
+	  { [ ! -e "$OOMER_CG/memory.memsw.limit_in_bytes" ] ||
+	    echo $((32 << 20)) > "$OOMER_CG/memory.memsw.limit_in_bytes"; }; } ||
+		{ rmdir "$OOMER_CG"; fail "cannot limit $OOMER_CG"; return 1; }
+	python3 -c "$OOMER" "$OOMER_CG" "$T/oomer.stop" &
+	OOMER_PID=$!
+	echo "$OOMER_PID" >> "$T/fixtures"
+}
+
+# The same early reads while another group of the host has OOM kills all
+# along: on v1 they moved the host's count, which the reads waited on,
+# so the ticks in the calls at the limit read every lingering group
+# before the hog's kill, and the call whose memory got the hog killed
+# said nothing of it (results.sh under make check, other lanes' OOM
+# tests at the same time).  The box's own OOM events say it now.
+t_background_hits_said_under_host_oom_kills() {
+	local n=300 kills
+	mkdir -p "$T/big" && truncate -s 256M "$T/big/f" || { fail "no sparse file in $T/big"; return 1; }
+	oom_box ", \"filesystem\": {\"ro\": [\"$T/big:/mnt/big\"]}" || return $?
+	hog_and_sleepers "$id" $n
+	oomer_start "$id" || { local r=$?; stop_daemon; [ $r != 77 ] || skip "no cgroup v1 memory group"; return $r; }
+	code=$(ex "$id" "$(jbody tool_call_id press timeout_seconds json:60 command "python3 -c '$PRESS'")")
+	expect_code "a call at the limit" "$code" 200
+	expect_py "it ran to its end, nothing killed" \
+		'v["status"] == "exited" and v["exit_code"] == 0 and "OOM" not in v["reason"]'
+	code=$(ex "$id" "$(jbody tool_call_id next timeout_seconds json:60 command "python3 -c '$PRESS' 260")")
+	expect_code "the next call" "$code" 200
+	kills=$(sed -n 's/^oom_kill //p' "$OOMER_CG/memory.oom_control")
+	touch "$T/oomer.stop"
+	wait "$OOMER_PID"
+	[ "${kills:-0}" -ge 10 ] || fail "the other group had ${kills:-no} OOM kills meanwhile, not 10 or more"
+	[ ! -e "$OOMER_CG" ] || fail "$OOMER_CG is still there"
+	ran_to_its_end 272629760
+	hog_kill_said 512
+	stop_daemon
+}
+
 # The box's own memory peak, which says on v1 that a lingering group's
 # process may have been OOM-killed, is started again once read at its
-# limit (call.c's box_bit): the meter reads the same file, and
-# memory_peak_bytes went back to what it had read before the hit.
+# limit (call.c's box_bit, where v1's OOM events cannot be had): the
+# meter reads the same file, and memory_peak_bytes went back to what it
+# had read before the hit.
 t_meter_peak_kept_past_a_limit_hit() {
 	start_daemon
 	id=$(mksb '{"idle_freeze_ms": 0, "policy": {"limits": {"memory": "128M"}}}') || return 1

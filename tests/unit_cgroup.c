@@ -6,9 +6,9 @@
  * are checked everywhere.  Without a usable cgroup (unprivileged, nothing
  * delegated) only the CG_NONE path and the rlimit fallback are checked.
  * With one (root, or a delegated corral.<uid>) the limits are tested for
- * real: OOM kill, pids.max, freezer (waiting, and from an event loop),
- * cg_kill of a process tree (waiting, and from an event loop), CPU quota,
- * and that cg_destroy leaves nothing.
+ * real: OOM kill (and v1's OOM events), pids.max, freezer (waiting, and
+ * from an event loop), cg_kill of a process tree (waiting, and from an
+ * event loop), CPU quota, and that cg_destroy leaves nothing.
  *
  * The test process is a child subreaper, so orphaned grandchildren come back
  * to it and every process it made is reaped.  Every wait is bounded.
@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -817,6 +818,65 @@ TEST(oom_kill)
 	CHECK(s.oom_kills >= 1 && s.mem_peak == 0 && s.cpu_ns == 0);
 	CHECK(cg_stats_some(cg, CG_ST_MEM_PEAK | CG_ST_CPU, &s) == 0 && s.valid);
 	CHECK(s.oom_kills == 0 && s.mem_peak > 0 && s.cpu_ns > 0);
+	destroy_and_check(cg, name);
+}
+
+/*
+ * v1 counts an OOM kill in the victim's group alone: a box's own oom_kill
+ * stays 0 when its limit kills in a call's group below it.  The box's
+ * OOM events (cg_oom_events_open) say it, and a kill in a group beside
+ * the box, which moves the host's count, does not (call.c's
+ * lingering_oomed waits on them, not on that count).
+ */
+TEST(oom_events_of_the_box)
+{
+	struct corral_policy p = { .memory_bytes = 32 * MiB, .pids = 16 };
+	struct corral_err err = { 0 };
+	struct cg *cg, *call = NULL, *other = NULL;
+	char name[64], oname[64];
+	struct cg_stats s;
+	uint64_t n = 0;
+	struct kid k;
+	int efd, st;
+
+	group_name(name, sizeof(name), "oomev");
+	cg = make_group(name, &p);
+	if (!cg)
+		return;
+	if (cg_mode(cg) != CG_V1) {
+		CHECK(cg_oom_events_open(cg, &err) == -EOPNOTSUPP);
+		printf("# skip: not cgroup v1 here\n");
+		destroy_and_check(cg, name);
+		return;
+	}
+	efd = cg_oom_events_open(cg, &err);
+	if (efd < 0)
+		fprintf(stderr, "  cg_oom_events_open: %s\n", err.msg);
+	CHECK(efd >= 0);
+	CHECK(cg_create_child(cg, "c1", &call, &err) == 0);
+	group_name(oname, sizeof(oname), "oomev-beside");
+	other = make_group(oname, &p);
+	if (efd >= 0 && call && other) {
+		spawn_in(other, &k, child_hog, NULL);
+		st = kid_wait(&k, 15000);
+		CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		CHECK(eventfd_read(efd, &n) < 0 && errno == EAGAIN);
+		spawn_in(call, &k, child_hog, NULL);
+		st = kid_wait(&k, 15000);
+		CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		CHECK(eventfd_read(efd, &n) == 0 && n >= 1);
+		CHECK(cg_stats_some(cg, CG_ST_OOM, &s) == 0 && s.valid);
+		CHECK(s.oom_kills == 0);
+		CHECK(cg_stats_some(call, CG_ST_OOM, &s) == 0 && s.valid);
+		CHECK(s.oom_kills >= 1);
+		printf("# box events %" PRIu64 ", call's oom_kill %" PRIu64 "\n",
+		       n, s.oom_kills);
+	}
+	if (efd >= 0)
+		close(efd);
+	if (other)
+		destroy_and_check(other, oname);
+	cg_destroy(call);
 	destroy_and_check(cg, name);
 }
 

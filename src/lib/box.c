@@ -652,6 +652,21 @@ static int box_spawn(struct corral_box *b, struct corral_err *err)
 	return sandbox_spawn(&b->sb, &so, err);
 }
 
+/*
+ * cgroup v1 counts an OOM kill in the victim's group alone: the box's
+ * own OOM events say when its limit took a process of a lingering group
+ * (call.c's lingering_oomed).  Where they cannot be had, the host's count
+ * of kills does, less well; the kills before the box are none of its.
+ */
+static void box_watch_oom(struct corral_box *b)
+{
+	struct corral_err err;
+
+	b->oom_efd = cg_oom_events_open(b->cg, &err);
+	if (b->oom_efd < 0)
+		oom_kills_host(&b->host_kills);
+}
+
 int corral_box_create(struct event_base *base, struct corral_policy *p,
 		      const struct corral_box_opts *o, struct corral_box **out,
 		      struct corral_err *err)
@@ -685,6 +700,7 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	boxes_starting++;
 	b->t_created = b->t_mark = corral_now_ms();
 	b->lowerfd = -1;
+	b->oom_efd = -1;
 	r = events_new(&b->ev, o->log ? o->log->log : NULL, b->id, err);
 	if (r == 0)
 		r = events_check_reach(b->ev, p, err);
@@ -704,9 +720,8 @@ int corral_box_create(struct event_base *base, struct corral_policy *p,
 	/* the daemon's pid in the name: a restart removes what a crash left */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), b->id);
 	r = cg_create(&b->cg, name, p, CG_V2_ID, err);
-	/* the kills before the box are none of its (call.c's lingering_bitten) */
 	if (r == 0 && cg_mode(b->cg) == CG_V1)
-		oom_kills_host(&b->host_kills);
+		box_watch_oom(b);
 	if (r == 0)
 		r = box_ws_open(b, err);
 	if (r == 0)
@@ -892,6 +907,7 @@ void corral_box_destroy_for(struct corral_box *b, const char *why)
 	pidfd = b->sb ? steal_fd(&b->sb->pidfd) : -1;
 	sandbox_free(b->sb);
 	box_ws_close(b);
+	close_fd(&b->oom_efd);
 	b->sb = NULL;
 	if (b->ev)
 		events_set_hook(b->ev, NULL, NULL);

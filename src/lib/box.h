@@ -177,6 +177,8 @@ struct corral_box {
 	bool bit_pending;	/* they moved since every lingering group was read */
 	uint64_t all_read_ms[2];	/* when every lingering group was read, the last two times */
 	uint64_t host_kills;	/* the host's OOM kills then (oom_kills_host), v1 */
+	int oom_efd;		/* v1: the OOM events of its limit (cg_oom_events_open), or -1 */
+	uint64_t oom_first_ms, oom_last_ms;	/* when the first and last of them owed a read came, 0: none */
 	/* outpace.c: its paced calls, in the order they paused, and their tick */
 	struct corral_call *pace_head, **pace_tail;
 	struct event *ev_pace;

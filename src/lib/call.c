@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -421,20 +422,68 @@ static bool box_bit(struct corral_box *b)
  * A pass reads LINGER_VISIT_MAX lingering groups (lingering_batch), so
  * with n of them a background process's OOM kill was said up to n / 32
  * passes late: in the reason of a later call, not of the one it came in.
- * Once the box's own group says something bit (box_bit), every lingering
- * group's counters are read at once instead, at most twice in
- * LINGER_ALL_MS: a sandbox can keep its memory at its limit at will, and
- * 1000 groups read every pass held the loop 12-14 ms a second.  Twice, as
- * the box's peak meets its limit before the kill (the charge refused,
- * the reclaim, then the OOM killer): a tick between them read too early.
- * Under load the reclaim took a second and more, ticks in it spent both
- * reads before the kill, and the call whose memory got a background
- * process killed said nothing of it: its end could read no more.  So on
- * v1 a read waits for the host's count of OOM kills to move
- * (oom_kills_host; the peak says only that one may come, and pending
- * stays until it does), and a tick takes one of the two at most: the
- * other is a call's end's, whose reason waits on it.  v2's box counts
- * the kill itself, never early.  true: they were read.
+ * Once the box says that its limit bit, every lingering group's counters
+ * are read at once instead, at most twice in LINGER_ALL_MS: a sandbox can
+ * keep its memory at its limit at will, and 1000 groups read every pass
+ * held the loop 12-14 ms a second.  A tick takes one of the two at most:
+ * the other is a call's end's, whose reason waits on it.  v2's box
+ * counts the kill itself (box_bit), never early.
+ */
+static void read_all_lingering(struct corral_box *b, struct corral_call *ending,
+			       uint64_t now)
+{
+	b->all_read_ms[0] = b->all_read_ms[1];
+	b->all_read_ms[1] = now;
+	for (struct lingerer *l = b->lingering; l; l = l->next)
+		if (!l->rm)	/* its removal is under way off the loop */
+			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
+					&l->seen_pids, ending);
+}
+
+/*
+ * v1 with the box's OOM events (cg_oom_events_open): each one comes as
+ * the OOM killer starts for the box's limit, whoever's charge met it, and
+ * only then; other groups' kills on the host do not move it.  Its kill is
+ * counted some milliseconds later (32 ms at most of 20 here, more while
+ * other OOM kills on the host hold the killer's lock), so a tick reads
+ * once the first event is OOM_SETTLE_MS old, and a call's end at once:
+ * where its own charge called the OOM killer, the charge returned after
+ * the kill.  Events too recent for the read stay owed, for a later one.
+ * Without lingering groups nothing is owed: a kill then was a call's own.
+ */
+#define OOM_SETTLE_MS	500
+
+static bool lingering_oomed(struct corral_box *b, struct corral_call *ending)
+{
+	uint64_t now = corral_now_ms(), n;
+	uint64_t last = b->all_read_ms[ending ? 0 : 1];
+
+	if (eventfd_read(b->oom_efd, &n) == 0) {
+		if (!b->oom_first_ms)
+			b->oom_first_ms = now;
+		b->oom_last_ms = now;
+	}
+	if (!b->lingering)
+		b->oom_first_ms = 0;
+	if (!b->oom_first_ms || now - last < LINGER_ALL_MS ||
+	    (!ending && now - b->oom_first_ms < OOM_SETTLE_MS))
+		return false;
+	b->oom_first_ms = now - b->oom_last_ms < OOM_SETTLE_MS ? b->oom_last_ms : 0;
+	read_all_lingering(b, ending, now);
+	return true;
+}
+
+/*
+ * Without them (v2, or v1 where the events could not be had) the box's
+ * own group says a limit bit (box_bit).  Twice, as the box's peak meets
+ * its limit before the kill (the charge refused, the reclaim, then the
+ * OOM killer): a tick between them read too early.  Under load the
+ * reclaim took a second and more, ticks in it spent both reads before
+ * the kill, and the call whose memory got a background process killed
+ * said nothing of it: its end could read no more.  So on v1 a read waits
+ * for the host's count of OOM kills to move (oom_kills_host; the peak
+ * says only that one may come, and pending stays until it does); any
+ * other group's kill on the host moves it too.  true: they were read.
  */
 static bool lingering_bitten(struct corral_box *b, struct corral_call *ending)
 {
@@ -443,7 +492,11 @@ static bool lingering_bitten(struct corral_box *b, struct corral_call *ending)
 	uint64_t last = b->all_read_ms[v1 && !ending ? 1 : 0];
 	bool counted;
 
-	if (cg_mode(b->cg) == CG_NONE || !b->lingering)
+	if (cg_mode(b->cg) == CG_NONE)
+		return false;
+	if (b->oom_efd >= 0)
+		return lingering_oomed(b, ending);
+	if (!b->lingering)
 		return false;
 	b->bit_pending |= box_bit(b);
 	if (!b->bit_pending || now - last < LINGER_ALL_MS)
@@ -454,12 +507,7 @@ static bool lingering_bitten(struct corral_box *b, struct corral_call *ending)
 	if (counted)
 		b->host_kills = kills;
 	b->bit_pending = false;
-	b->all_read_ms[0] = b->all_read_ms[1];
-	b->all_read_ms[1] = now;
-	for (struct lingerer *l = b->lingering; l; l = l->next)
-		if (!l->rm)	/* its removal is under way off the loop */
-			background_hits(b, l->cg, l->tool_call, &l->seen_oom,
-					&l->seen_pids, ending);
+	read_all_lingering(b, ending, now);
 	return true;
 }
 

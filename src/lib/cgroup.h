@@ -254,6 +254,13 @@ void cg_tcp_rearm(struct cg *cg);
  * limit bit below it (call.c's box_bit), once, until this.  v1 only.
  */
 void cg_mem_rearm(struct cg *cg);
+/*
+ * An eventfd (nonblocking, close-on-exec) that counts the OOM killer's
+ * calls for the group's memory limit, whichever group below it the
+ * victim is in, each signalled before its kill is counted.  v1 only
+ * (-EOPNOTSUPP elsewhere; v2's memory.events counts the kills below).
+ */
+int cg_oom_events_open(struct cg *cg, struct corral_err *err);
 
 /*
  * Freeze (or thaw) and wait until the kernel says it is done: polls, up

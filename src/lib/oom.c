@@ -88,11 +88,12 @@ int oom_prefer_sandbox(pid_t pid, struct corral_err *err)
 
 /*
  * The kernel counts an OOM kill here in the same step as in the victim's
- * group (__oom_kill_process: the event, then the group's oom_kill), the
- * one count that says, on cgroup v1, that a group below another had one
- * (v1 counts it in the victim's group alone).  /proc/vmstat is the
- * host's, whatever namespace reads it: a count that did not move says
- * no group had one.
+ * group (__oom_kill_process: the event, then the group's oom_kill), a
+ * count that says, on cgroup v1, that a group below another may have had
+ * one (v1 counts it in the victim's group alone), where the box's own OOM
+ * events cannot be had (call.c).  /proc/vmstat is the host's, whatever
+ * namespace reads it: a count that did not move says no group had one;
+ * one that moved may be any group's.
  */
 int oom_kills_host(uint64_t *n)
 {

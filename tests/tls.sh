@@ -1399,7 +1399,7 @@ t_srt_made_unmarked_where_no_xattrs() {
 		echo $? > "$1/rc"; find . | sort > "$1/after"' sh "$T" "$CORRAL" || rc=$?
 	expect_eq "the test's namespace ran" "$rc" 0
 	expect_eq "the run goes on" "$(cat "$T/rc")" 0
-	expect_contains "said" "$(cat "$T/err")" ".envrc (unmarked), .git/commondir (unmarked), .git/config.worktree (unmarked); the file system takes no user xattrs: one unmarked is left on the host if this run is killed, or ends while another run holds it"
+	expect_contains "said" "$(cat "$T/err")" ".envrc (unmarked), .git/commondir (unmarked), .git/config.worktree (unmarked), refs (unmarked); the file system takes no user xattrs: one unmarked is left on the host if this run is killed, or ends while another run holds it"
 	expect_eq "removed by the run that made them" "$(cat "$T/after")" "$(printf '.\n./.git\n./.git/hooks')"
 }
 
@@ -1883,6 +1883,47 @@ t_srt_kept_link_swapped_after_the_read_refused() {
 	expect_contains "said" "$(cat "$T/err")" "$T/proj/.envrc changed since the settings were read (it was a symbolic link to envs/dev): refused"
 	expect_not_contains "not run" "$(cat "$T/out")" ran
 	expect_eq "the user's file kept" "$(cat "$T/proj/other")" 'the user file'
+}
+
+# A repository's working directory is never a bare repository of the
+# sandbox's to the host's git.  git looks for .git, then at the
+# directory itself (HEAD, objects/, refs/), and .git's HEAD is git's to
+# write: the sandbox moved .git/HEAD aside and made HEAD, objects, refs
+# and a config (core.worktree, core.fsmonitor) at the project's top, and
+# the user's next git status there ran the fsmonitor, outside any
+# sandbox.  refs kept read-only (made, a file git cannot enter) stops it;
+# git in the sandbox goes on as before, and nothing is left.
+t_srt_top_never_a_bare_repository() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	git init -q "$T/proj" || return 1
+	mkdir -p "$T/proj/nested" && git init -q "$T/proj/nested" || return 1
+	srt_settings
+	chmod -R a+rwX "$T/proj"
+	local rc=0 d before
+	before=$(cd "$T/proj" && find . | sort)
+	srt_sh "
+		git -c safe.directory='*' status --short > /dev/null && echo git-works
+		for d in . nested; do
+			(cd \$d && mv .git/HEAD .git/HEAD.old && echo \$d-head-moved
+			mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD
+			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = %s\n\tfsmonitor = \"echo pwned > %s/pwned; false\"\n' \"\$PWD\" \"\$PWD\" > config)
+		done
+		echo ran" || rc=$?
+	expect_eq "the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	expect_contains "git in the sandbox as before" "$(cat "$T/out")" git-works
+	expect_contains "the sandbox moved HEAD aside" "$(cat "$T/out")" ".-head-moved"
+	for d in "$T/proj" "$T/proj/nested"; do
+		(cd "$d" && HOME=$T GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' status) \
+			> /dev/null 2>&1 || true
+		[ ! -e "$d/pwned" ] || fail "the sandbox's core.fsmonitor ran on the host's git status in $d"
+	done
+	expect_contains "said" "$(cat "$T/err")" ".git/config.worktree, refs, nested/.git/commondir, nested/.git/config.worktree, nested/refs"
+	for d in . nested; do
+		mv "$T/proj/$d/.git/HEAD.old" "$T/proj/$d/.git/HEAD"
+		rm -rf "$T/proj/$d/HEAD" "$T/proj/$d/objects" "$T/proj/$d/config"
+	done
+	expect_eq "nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
 }
 
 # children PID: its children's pids

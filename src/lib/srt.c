@@ -861,6 +861,44 @@ static void keep_includes(struct srt *srt, json_t *fs, const char *key, const ch
 	fclose(f);
 }
 
+/*
+ * A repository's working directory (repo: "" for the write path's own)
+ * is never taken by git for a bare repository of the sandbox's.  git
+ * looks for .git first, then at the directory itself (HEAD, objects/
+ * and refs/), and .git's HEAD, objects and refs are git's to write: a
+ * sandbox moved .git/HEAD aside, made HEAD, objects, refs and a config
+ * (core.worktree, core.fsmonitor) at the top, and the user's next git
+ * status there ran the fsmonitor, outside any sandbox.  One of the three
+ * kept read-only, and made where it is not there as a file git cannot
+ * enter (refs, 0444, empty), stops it: refs, or where the user's refs
+ * is a directory objects, else HEAD (an empty one is no HEAD to git; not
+ * the first choice, as "git diff HEAD" at the top would then also name
+ * a file).
+ */
+static void keep_bare(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		      const char *repo, char *missing, size_t mlen)
+{
+	static const char *const marks[] = { "refs", "objects", "HEAD" };
+	char rel[PATH_MAX], path[PATH_MAX];
+	struct stat st;
+	bool is_dir;
+
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		const struct kept k = { rel, false, true, "so that git never takes the "
+					"directory for a bare repository the sandbox made", NULL };
+
+		if ((size_t)snprintf(rel, sizeof(rel), "%s%s%s", repo, repo[0] ? "/" : "",
+				     marks[i]) >= sizeof(rel))
+			return;
+		if (i + 1 < sizeof(marks) / sizeof(marks[0]) && there(dir, rel, &is_dir) &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, rel) < sizeof(path) &&
+		    stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			continue;	/* the user's directory (or a link to one): another of the three */
+		keep_one(srt, fs, key, dir, &k, missing, mlen);
+		return;
+	}
+}
+
 static void keep_repo(struct srt *srt, json_t *fs, const char *key, const char *dir,
 		      const char *gitdir, char *missing, size_t mlen)
 {
@@ -980,8 +1018,10 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 				keep_one(srt, fs, key, dir, &k, missing, mlen);
 			}
 			if (is_dir || linked) {
-				if (rel[0])
+				if (rel[0]) {
 					keep_repo(srt, fs, key, dir, sub, missing, mlen);
+					keep_bare(srt, fs, key, dir, rel, missing, mlen);
+				}
 				else	/* the bind's own: its hooks and config are the table's */
 					keep_includes(srt, fs, key, dir, sub, missing, mlen);
 				worktrees(srt, fs, key, dir, sub, seen, missing, mlen);
@@ -1062,6 +1102,7 @@ static int keep_read_only(struct srt *srt, struct corral_err *err)
 		char key[96], missing[4096] = "";
 		size_t seen = 0;
 		struct stat st;
+		bool is_dir;
 
 		/* a file bound alone holds none of them */
 		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !strcmp(dir, "/"))
@@ -1071,6 +1112,9 @@ static int keep_read_only(struct srt *srt, struct corral_err *err)
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
 			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
+		/* a .git file names its repository: git goes nowhere else */
+		if (!there(dir, ".git", &is_dir) || is_dir)
+			keep_bare(srt, fs, key, dir, "", missing, sizeof(missing));
 		nested_repos(srt, fs, key, dir, "", 0, &seen, missing, sizeof(missing));
 		/* what cannot be kept refuses the run: never one unprotected */
 		if (srt->refused.code)

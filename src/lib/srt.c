@@ -59,6 +59,7 @@ struct srt {
 	json_t *pins;		/* [dir, path] of its binds beneath dir (srt_pin.c) */
 	json_t *links;		/* the user's links kept as themselves, absolute */
 	struct corral_err refused;	/* what could not be kept: the run refused */
+	char via[PATH_MAX];	/* the last link kept on the way, for the refusal */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -381,8 +382,13 @@ static bool there(const char *dir, const char *rel, bool *is_dir)
 /* in the list of what was made: the file system took no mark */
 #define UNMARKED " (unmarked)"
 
-/* links followed from one kept path, at most: a chain, or a loop */
-#define KEPT_LINKS_MAX 8
+/*
+ * links followed from one kept path, at most: a chain, or a loop.  The
+ * kernel's own bound (MAXSYMLINKS): a path through more links than
+ * this resolves to nothing (ELOOP), on the host too, and with each of
+ * them kept as itself it stays so.
+ */
+#define KEPT_LINKS_MAX 40
 /* links outside the write binds followed on a target's way, at most (as the kernel's) */
 #define HOST_LINKS_MAX 40
 
@@ -401,6 +407,22 @@ static void refuse(struct srt *srt, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(srt->refused.msg, sizeof(srt->refused.msg), fmt, ap);
 	va_end(ap);
+	/*
+	 * The link may be one an earlier run's sandbox left (in a
+	 * repository it made): the user is told which, to remove it.
+	 */
+	if (srt->via[0]) {
+		char hint[sizeof(srt->via) + 128];
+		size_t n = strlen(srt->refused.msg), k;
+
+		snprintf(hint, sizeof(hint), " (if the link %s is not yours, an earlier run's "
+			 "sandbox may have left it: remove it to run again)", srt->via);
+		k = strlen(hint);
+		if (k > sizeof(srt->refused.msg) - 1 - n)
+			k = sizeof(srt->refused.msg) - 1 - n;	/* cut, as vsnprintf cuts */
+		memcpy(srt->refused.msg + n, hint, k);
+		srt->refused.msg[n + k] = '\0';
+	}
 	srt->refused.code = code;
 }
 
@@ -649,9 +671,18 @@ static void keep_link(struct srt *srt, json_t *fs, const char *key, const char *
 	/* a .git that names a repository directory: its parts are the table's */
 	if (!kr->made && !l->after[0] && stat(link, &st) == 0 && S_ISDIR(st.st_mode))
 		return;
+	snprintf(srt->via, sizeof(srt->via), "%s", link);
 	if (hops >= KEPT_LINKS_MAX) {
-		refuse(srt, -ELOOP, "%s: %s: more than %d symbolic links one after the other "
-		       "(or a loop): not kept, refused", key, kr->rel, KEPT_LINKS_MAX);
+		/*
+		 * A loop, or a chain past the kernel's bound: every link on
+		 * it is kept as itself, so no path through them resolves,
+		 * on the host either.  Refused before, a loop an earlier
+		 * run's sandbox left (nested/.git/hooks -> hooks, in a
+		 * repository it made) refused every later run.
+		 */
+		say(srt, key, "%s: more than %d symbolic links one after the other, or a loop "
+		    "(at %s): each kept as the link; they name nothing (ELOOP), on the host "
+		    "too", kr->rel, KEPT_LINKS_MAX, link);
 		return;
 	}
 	snprintf(parent, sizeof(parent), "%s", link);

@@ -92,7 +92,8 @@ static int one_name(int fd, const char *path, struct corral_err *err)
 		return corral_set_err(err, -EMLINK, "%s has %ju hard links: the sandbox "
 				      "could write it through another name, which corral "
 				      "cannot keep read-only: refused (a symbolic link to it "
-				      "is kept)", path, (uintmax_t)st.st_nlink);
+				      "is kept; to run, give it one name: copy it over itself, "
+				      "or remove the other)", path, (uintmax_t)st.st_nlink);
 	return 0;
 }
 

@@ -1841,21 +1841,26 @@ t_srt_loop_kept_as_links() {
 
 # A kept file with a second name in the write bind (`ln envs/dev alias`:
 # the user's, or an earlier run's sandbox's while nothing kept the file),
-# as a link's target and as a kept path itself: refused (125), naming
-# it, nothing made left.  Kept, the sandbox wrote it through the other
-# name (the host's direnv then ran what it wrote), while the report said
-# it was kept read-only.
+# as a link's target, as a kept path itself, and as a file in a kept
+# directory (a hook): refused (125), naming it, nothing made left.
+# Kept, the sandbox wrote it through the other name (the host's direnv
+# then ran what it wrote, or the next commit the hook), while the
+# report said it was kept read-only.  The sandbox itself can give a
+# kept file no other name: link(2) from a read-only bind is EXDEV (by
+# path and through /proc/self/fd), into one EROFS.
 t_srt_kept_file_with_another_name_refused() {
 	local rc case before
 	srt_settings
-	for case in target config; do
+	for case in target config hook; do
 		rm -rf "$T/proj"
-		mkdir -p "$T/proj/.git" "$T/proj/envs" || return 1
+		mkdir -p "$T/proj/.git/hooks/sub" "$T/proj/envs" || return 1
 		echo 'export A=dev' > "$T/proj/envs/dev"
 		printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
 		case $case in
 		target) ln -s envs/dev "$T/proj/.envrc"; ln "$T/proj/envs/dev" "$T/proj/alias" ;;
 		config) ln "$T/proj/.git/config" "$T/proj/alias" ;;
+		hook) echo 'echo hook' > "$T/proj/.git/hooks/sub/pre-commit"
+		      ln "$T/proj/.git/hooks/sub/pre-commit" "$T/proj/alias" ;;
 		esac
 		chmod -R a+rwX "$T/proj"
 		before=$(cd "$T/proj" && find . | sort)
@@ -1872,8 +1877,23 @@ t_srt_kept_file_with_another_name_refused() {
 			"$T/proj/envs/dev has 2 hard links: the sandbox could write it through another name" ;;
 		config) expect_contains "config: named" "$(cat "$T/err")" \
 			"$T/proj/.git/config has 2 hard links: the sandbox could write it through another name" ;;
+		hook) expect_contains "hook: named" "$(cat "$T/err")" \
+			"$T/proj/.git/hooks/sub/pre-commit has 2 hard links, in $T/proj/.git/hooks, which is kept read-only: the sandbox could write it through another name: refused" ;;
 		esac
 	done
+	rm "$T/proj/alias"
+	chmod -R a+rwX "$T/proj"
+	rc=0
+	srt_sh "
+		ln .git/config a1 && echo config-linked
+		ln .git/hooks/sub/pre-commit a2 && echo hook-linked
+		ln .git/hooks/sub/pre-commit .git/hooks/a3 && echo hook-linked-inside
+		exec 3< .git/config; ln -L /proc/self/fd/3 a4 && echo fd-linked
+		echo ran" || rc=$?
+	expect_eq "one name: the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "one name: ran" "$(cat "$T/out")" ran
+	expect_not_contains "no name given by the sandbox" "$(cat "$T/out")" linked
+	expect_contains "EXDEV" "$(cat "$T/err")" "Invalid cross-device link"
 }
 
 # A kept link swapped between the translation's read of it and the pin

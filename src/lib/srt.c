@@ -1332,9 +1332,9 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 {
 	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p,
 			   .made = srt_made_new(), .pins = json_array(), .links = json_array() };
-	size_t report_len = 0;
+	size_t report_len = 0, i;
 	json_error_t je;
-	json_t *settings = NULL;
+	json_t *settings = NULL, *unchecked = json_array(), *v;
 	char *text = NULL, name[PATH_MAX + 8];
 	FILE *f;
 	int r;
@@ -1342,7 +1342,8 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	*report = NULL;
 	*made = NULL;
 	srt.report = open_memstream(report, &report_len);
-	if (!srt.policy || !srt.rw || !srt.report || !srt.made || !srt.pins || !srt.links) {
+	if (!srt.policy || !srt.rw || !srt.report || !srt.made || !srt.pins || !srt.links ||
+	    !unchecked) {
 		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 		goto out;
 	}
@@ -1373,7 +1374,12 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	}
 	/* what it keeps, as the objects it found: no link put there since */
 	if (r == 0)
-		r = srt_pin_binds(p, srt.pins, err);
+		r = srt_pin_binds(p, srt.pins, unchecked, err);
+	json_array_foreach(r == 0 ? unchecked : NULL, i, v)
+		say(&srt, "filesystem.allowWrite", "%s: kept read-only whole, with more entries "
+		    "than were looked at for a file with a second name (a hard link, which the "
+		    "sandbox would write through that name): the rest not looked at",
+		    json_string_value(v));
 out:
 	if (srt.report)
 		fclose(srt.report);
@@ -1390,5 +1396,6 @@ out:
 	json_decref(srt.rw);
 	json_decref(srt.pins);
 	json_decref(srt.links);
+	json_decref(unchecked);
 	return r;
 }

@@ -1415,7 +1415,9 @@ t_srt_made_removed_on_a_stop_during_setup() {
 	chmod 700 "$T/state" "$T/state/images"
 	local a l i rc=0 before
 	before=$(cd "$T/proj" && find . | sort)
-	flock -x "$T/state/images/lock" sleep 30 &
+	# the lock's holder is the pid killed: flock's own sleep child outlived it
+	# shellcheck disable=SC2093 # the subshell becomes the sleep, holding fd 9
+	(exec 9> "$T/state/images/lock" && flock -x 9 && exec sleep 30) &
 	l=$!
 	# shellcheck disable=SC2064 # the lock holder's pid, now
 	trap "kill $l 2>/dev/null || true" EXIT

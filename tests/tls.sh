@@ -1979,6 +1979,42 @@ t_srt_top_never_a_bare_repository() {
 	expect_eq "nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
 }
 
+# A write path that is the caller's home directory: what else the user's
+# login shell and git read there, of the kinds srt keeps (.bash_profile,
+# .zprofile, .gitconfig), kept as they are.  Before, the sandbox wrote
+# ~/.config/git/config (a core.fsmonitor the user's next git status ran)
+# and ~/.bash_login (which bash reads at login where there is no
+# .bash_profile, the one made for the run removed after it).
+t_srt_keeps_what_a_home_runs() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	mkdir -p "$T/home/.config" "$T/proj" || return 1
+	git init -q "$T/home/repo" || return 1
+	srt_settings '{"filesystem": {"allowWrite": ["~"]}}'
+	chmod -R a+rwX "$T/home"
+	local rc=0 w before
+	before=$(cd "$T/home" && find . | sort)
+	(cd "$T/proj" && HOME=$T/home timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/home
+		mkdir -p .config/git; printf '[core]\n\tfsmonitor = \"echo pwned > $T/home/pwned; false\"\n' \
+			> .config/git/config && echo xdg-config-written
+		echo 'echo pwned > $T/home/pwned-login' > .bash_login && echo bash-login-written
+		echo 'echo pwned' > .zshenv && echo zshenv-written
+		echo mine > work && echo ran") > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in xdg-config-written bash-login-written zshenv-written; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	(cd "$T/home/repo" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' \
+		status) > /dev/null 2>&1 || true
+	HOME=$T/home timeout 30 bash -l -c true > /dev/null 2>&1 < /dev/null || true
+	[ ! -e "$T/home/pwned" ] || fail "the sandbox's ~/.config/git/config ran on the host's git status"
+	[ ! -e "$T/home/pwned-login" ] || fail "the sandbox's ~/.bash_login ran at the host's login"
+	expect_contains "said" "$(cat "$T/err")" ".bash_login, .bash_logout, .zshenv, .zlogin, .zlogout, .config/git"
+	rm -f "$T/home/work"
+	expect_eq "nothing left" "$(cd "$T/home" && find . | sort)" "$before"
+}
+
 # children PID: its children's pids
 # children PID: PID's children; a pid just listed may have exited since
 # (the supervisor's short-lived helpers), which is no children, not an error

@@ -353,6 +353,25 @@ static const struct kept {
 	{ ".git/config.worktree", false, true, "as git reads it as config", NULL },
 };
 
+/*
+ * Where the write path is the caller's home directory: what else the
+ * user's login shell and git read there, of the kinds srt's list keeps
+ * (.bash_profile, .zprofile, .gitconfig) but does not name: bash reads
+ * .bash_login where there is no .bash_profile (the one made for the run
+ * is removed after it), zsh .zshenv for every zsh and .zlogin, git
+ * ~/.config/git/config as it reads ~/.gitconfig (a core.fsmonitor there
+ * ran on the user's next git status).  Only there: in a project they
+ * are files no tool reads, made for nothing.
+ */
+static const struct kept kept_in_home[] = {
+	{ ".bash_login", false, true, "as bash reads it at login", NULL },
+	{ ".bash_logout", false, true, "as bash reads it at logout", NULL },
+	{ ".zshenv", false, true, "as every zsh reads it", NULL },
+	{ ".zlogin", false, true, "as zsh reads it at login", NULL },
+	{ ".zlogout", false, true, "as zsh reads it at logout", NULL },
+	{ ".config/git/config", false, true, "as git reads it as ~/.gitconfig", NULL },
+};
+
 /* where commondir is in the table (config.worktree follows it) */
 #define KEPT_COMMONDIR (sizeof(kept_read_only) / sizeof(kept_read_only[0]) - 2)
 
@@ -1123,6 +1142,16 @@ static int open_top(struct srt *srt, const char *dir, struct corral_err *err)
 	return r < 0 ? corral_set_err(err, r, "%s", why) : 0;
 }
 
+/* st (a write path's directory) is the caller's $HOME, by its inode */
+static bool is_home(const struct stat *st)
+{
+	const char *home = getenv("HOME");
+	struct stat h;
+
+	return home && home[0] == '/' && stat(home, &h) == 0 && h.st_dev == st->st_dev &&
+	       h.st_ino == st->st_ino;
+}
+
 static int keep_read_only(struct srt *srt, struct corral_err *err)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *top;
@@ -1143,6 +1172,8 @@ static int keep_read_only(struct srt *srt, struct corral_err *err)
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
 			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
+		for (size_t k = 0; is_home(&st) && k < sizeof(kept_in_home) / sizeof(kept_in_home[0]); k++)
+			keep_one(srt, fs, key, dir, &kept_in_home[k], missing, sizeof(missing));
 		/* a .git file names its repository: git goes nowhere else */
 		if (!there(dir, ".git", &is_dir) || is_dir)
 			keep_bare(srt, fs, key, dir, "", missing, sizeof(missing));

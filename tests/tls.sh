@@ -1254,6 +1254,7 @@ t_srt_keeps_what_is_not_there_read_only() {
 		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written
 		echo 'echo pwned' > .envrc && echo envrc-written
 		echo '{}' > .claude/settings.json && echo claude-written
+		mkdir -p .claude/skills/x && echo pwned > .claude/skills/x/SKILL.md && echo skill-written
 		echo '{}' > .mcp.json && echo mcp-written
 		echo ../evil > .git/commondir && echo commondir-written
 		printf '[core]\n\tfsmonitor = x\n' > .git/config.worktree && echo worktree-config-written
@@ -1263,14 +1264,14 @@ t_srt_keeps_what_is_not_there_read_only() {
 		echo mine > work && echo ran" || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
-	for w in tasks-written envrc-written claude-written mcp-written commondir-written \
+	for w in tasks-written envrc-written claude-written skill-written mcp-written commondir-written \
 		 worktree-config-written stub-removed git-moved claude-moved; do
 		expect_not_contains "$w" "$(cat "$T/out")" "$w"
 	done
 	# what was made is gone again: the tree as it was, and the work
 	rm -f "$T/proj/work"
 	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
-	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; marked user.corral.placeholder and removed after the last run that holds them; a commondir holds \".\", git's own directory, a .json file {}): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
+	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; marked user.corral.placeholder and removed after the last run that holds them; a commondir holds \".\", git's own directory, a .json file {}): .vscode, .idea, .claude/commands, .claude/agents, .claude/skills, .gitconfig"
 	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
 }
 

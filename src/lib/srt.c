@@ -326,7 +326,14 @@ static const struct kept {
 } kept_read_only[] = {
 	{ ".git/hooks", true, true, NULL, NULL }, { ".vscode", true, true, NULL, NULL },
 	{ ".idea", true, true, NULL, NULL }, { ".claude/commands", true, true, NULL, NULL },
-	{ ".claude/agents", true, true, NULL, NULL }, { ".git/config", false, true, NULL, NULL },
+	{ ".claude/agents", true, true, NULL, NULL },
+	/*
+	 * Not srt's, but what Claude Code, srt's embedder, keeps with
+	 * commands and agents: skills, which the next agent loads as its
+	 * own (as .claude/settings*.json below are kept).
+	 */
+	{ ".claude/skills", true, true, "as Claude Code keeps it", NULL },
+	{ ".git/config", false, true, NULL, NULL },
 	{ ".gitconfig", false, true, NULL, NULL }, { ".gitmodules", false, true, NULL, NULL },
 	{ ".bashrc", false, true, NULL, NULL }, { ".bash_profile", false, true, NULL, NULL },
 	{ ".zshrc", false, true, NULL, NULL }, { ".zprofile", false, true, NULL, NULL },

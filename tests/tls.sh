@@ -1334,7 +1334,17 @@ srt_stubs_wait() {
 	return 1
 }
 
-# A run SIGKILLed (or out of memory, or the power gone) leaves what it
+# srt_janitor PID: the janitor of the run PID (its child corral-janitor)
+srt_janitor() {
+	local c
+	for c in $(children "$1"); do
+		[ "$(cat /proc/"$c"/comm 2>/dev/null)" = corral-janitor ] && echo "$c"
+	done
+	return 0
+}
+
+# A run SIGKILLed with its janitor (a cgroup or process group killed
+# whole, or the power gone) leaves what it
 # made, marked user.corral.placeholder: the next run of the project
 # takes each as its own and removes it after; a file of the user's at
 # such a name, empty and read-only as a placeholder is but unmarked, or
@@ -1349,7 +1359,7 @@ t_srt_made_by_a_killed_run_removed_by_the_next() {
 	srt_settings
 	chmod -R a+rwX "$T/proj"
 	chmod 444 "$T/proj/.mcp.json"
-	local a i rc=0 before mark
+	local a i j rc=0 before mark
 	before=$(cd "$T/proj" && find . | sort)
 	mkdir -m 777 "$T/proj/sig"
 	# not under timeout: the pid killed is corral's; the shell's wait ends it
@@ -1362,7 +1372,9 @@ t_srt_made_by_a_killed_run_removed_by_the_next() {
 	trap "kill $a 2>/dev/null || true" EXIT
 	for i in $(seq 1 400); do [ -e "$T/proj/sig/in" ] && break; sleep 0.05; done
 	[ -e "$T/proj/sig/in" ] || { fail "the run did not start: $(cat "$T/err.a")"; return; }
-	kill -KILL "$a"
+	j=$(srt_janitor "$a")
+	[ -n "$j" ] || { fail "no janitor for the run"; return; }
+	kill -KILL "$a" "$j"
 	wait "$a" 2>/dev/null || true
 	srt_stubs_wait "$T/proj" || { fail "the killed run's sandbox still holds .envrc"; return; }
 	rm -rf "$T/proj/sig"
@@ -1381,6 +1393,54 @@ print(os.getxattr(sys.argv[1], "user.corral.placeholder").decode())' "$T/proj/.e
 	expect_eq "the user's empty files kept, the rest gone" "$(cd "$T/proj" && find . | sort)" "$before"
 	expect_contains "marked" "$mark" "corral run --settings, pid $a"
 	expect_contains "the next run says it" "$(cat "$T/err")" ".envrc (made by another run)"
+}
+
+# A run SIGKILLed alone (kill -9 of corral, timeout -s KILL, the OOM
+# killer choosing it): its janitor removes what it made once the
+# sandbox is gone, the user's files left as they are, and ends.
+# Before, all of it stayed until the project's next --settings run: an
+# empty .bash_profile in the way of .profile, a .git/commondir, an
+# .envrc and the rest in git status.
+t_srt_made_removed_when_the_run_is_killed_alone() {
+	mkdir -p "$T/proj/.git/hooks" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	echo "the user's" > "$T/proj/.bashrc"
+	srt_settings
+	chmod -R a+rwX "$T/proj"
+	local a i j before
+	before=$(cd "$T/proj" && find . | sort)
+	# shellcheck disable=SC2317 # called below
+	proj_tree() { (cd "$T/proj" && find . | grep -v '^\./sig' | sort); }
+	mkdir -m 777 "$T/proj/sig"
+	# not under timeout: the pid killed is corral's
+	(cd "$T/proj" && exec "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		touch $T/proj/sig/in; i=0; while [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done" \
+		> "$T/out" 2> "$T/err" < /dev/null) &
+	a=$!
+	# shellcheck disable=SC2064 # this run's pid, now
+	trap "kill $a 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/in" ] || { fail "the run did not start: $(cat "$T/err")"; return; }
+	[ -e "$T/proj/.envrc" ] || { fail "nothing made: the test tests nothing"; return; }
+	j=$(srt_janitor "$a")
+	kill -KILL "$a"
+	wait "$a" 2>/dev/null || true
+	# bounded: the sandbox's end (its sleep loop, 20 s at most), then the janitor's work
+	for i in $(seq 1 600); do
+		[ "$(proj_tree)" = "$before" ] && break
+		sleep 0.05
+	done
+	expect_eq "removed by the janitor" "$(proj_tree)" "$before"
+	expect_eq "the user's file kept" "$(cat "$T/proj/.bashrc")" "the user's"
+	[ -n "$j" ] || { fail "no janitor for the run"; return; }
+	# ended: gone, or a zombie its new parent has not reaped yet
+	for i in $(seq 1 100); do
+		if [ ! -d "/proc/$j" ] || [ "$(awk '{print $3}' "/proc/$j/stat" 2>/dev/null)" = Z ]; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	fail "the janitor ($j) still runs: $(cat "/proc/$j/stat" 2>/dev/null)"
 }
 
 # A project on a file system that takes no user xattrs (ramfs here; tmpfs

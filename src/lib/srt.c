@@ -1375,7 +1375,7 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	json_t *settings = NULL, *unchecked = json_array(), *v;
 	char *text = NULL, name[PATH_MAX + 8];
 	FILE *f;
-	int r;
+	int r, w;
 
 	*report = NULL;
 	*made = NULL;
@@ -1413,6 +1413,10 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	/* what it keeps, as the objects it found: no link put there since */
 	if (r == 0)
 		r = srt_pin_binds(p, srt.pins, unchecked, err);
+	if (r == 0 && (w = srt_made_watch(srt.made)) < 0)
+		say(&srt, "filesystem.allowWrite", "no process to remove what was made if this "
+		    "run is killed (%s): the project's next --settings run removes it then",
+		    strerror(-w));
 	json_array_foreach(r == 0 ? unchecked : NULL, i, v)
 		say(&srt, "filesystem.allowWrite", "%s: kept read-only whole, with more entries "
 		    "than were looked at for a file with a second name (a hard link, which the "

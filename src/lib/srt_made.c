@@ -47,6 +47,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -668,8 +669,10 @@ static bool kept_fd(const struct corral_srt_made *m, int fd, int done)
  */
 int srt_made_watch(struct corral_srt_made *m)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	struct rlimit rl;
 	int p[2], nul, max = 1024, top = 2;
+	sigset_t none;
 	pid_t pid;
 
 	if (!m->n)
@@ -689,8 +692,16 @@ int srt_made_watch(struct corral_srt_made *m)
 		m->janitor_pid = pid;
 		return 0;
 	}
-	/* the janitor: its own locks, no other fd, no terminal */
+	/*
+	 * The janitor: its own locks, no other fd, no terminal, none of
+	 * the run's signal handlers (a stop one would unmake and say the
+	 * run's words) or blocked signals.
+	 */
 	close(p[1]);
+	for (int sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &dfl, NULL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
 	prctl(PR_SET_NAME, "corral-janitor", 0, 0, 0);
 	for (size_t i = 0; i < m->n; i++)

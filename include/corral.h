@@ -327,7 +327,9 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 				struct corral_err *err);
 /*
  * Removes what is corral's (made by this run, or marked as made by
- * another) that is still as made and no other run holds; frees m.
+ * another) that is still as made and no other run holds; frees m, and
+ * ends the janitor (a child, corral-janitor) that removes them if this
+ * process is killed first.
  */
 CORRAL_PUBLIC
 void corral_srt_made_remove(struct corral_srt_made *m);

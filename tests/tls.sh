@@ -1254,6 +1254,7 @@ t_srt_keeps_what_is_not_there_read_only() {
 		mkdir -p .vscode; echo '{}' > .vscode/tasks.json && echo tasks-written
 		echo 'echo pwned' > .envrc && echo envrc-written
 		echo '{}' > .claude/settings.json && echo claude-written
+		mkdir -p .claude/skills/x && echo pwned > .claude/skills/x/SKILL.md && echo skill-written
 		echo '{}' > .mcp.json && echo mcp-written
 		echo ../evil > .git/commondir && echo commondir-written
 		printf '[core]\n\tfsmonitor = x\n' > .git/config.worktree && echo worktree-config-written
@@ -1263,14 +1264,14 @@ t_srt_keeps_what_is_not_there_read_only() {
 		echo mine > work && echo ran" || rc=$?
 	expect_eq "the run goes on" "$rc" 0
 	expect_contains "the rest writable" "$(cat "$T/out")" ran
-	for w in tasks-written envrc-written claude-written mcp-written commondir-written \
+	for w in tasks-written envrc-written claude-written skill-written mcp-written commondir-written \
 		 worktree-config-written stub-removed git-moved claude-moved; do
 		expect_not_contains "$w" "$(cat "$T/out")" "$w"
 	done
 	# what was made is gone again: the tree as it was, and the work
 	rm -f "$T/proj/work"
 	expect_eq "nothing left behind" "$(cd "$T/proj" && find . | sort)" "$before"
-	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; marked user.corral.placeholder and removed after the last run that holds them; a commondir holds \".\", git's own directory, a .json file {}): .vscode, .idea, .claude/commands, .claude/agents, .gitconfig"
+	expect_contains "said" "$(cat "$T/err")" "made empty and kept read-only, as they were not there (so that the sandbox cannot make them; marked user.corral.placeholder and removed after the last run that holds them; a commondir holds \".\", git's own directory, a .json file {}): .vscode, .idea, .claude/commands, .claude/agents, .claude/skills, .gitconfig"
 	expect_contains "pinned said" "$(cat "$T/err")" ".git/hooks -> filesystem.ro \"$T/proj/.git/hooks\", as srt keeps it (the directories on its way bound onto themselves"
 }
 
@@ -1333,7 +1334,17 @@ srt_stubs_wait() {
 	return 1
 }
 
-# A run SIGKILLed (or out of memory, or the power gone) leaves what it
+# srt_janitor PID: the janitor of the run PID (its child corral-janitor)
+srt_janitor() {
+	local c
+	for c in $(children "$1"); do
+		[ "$(cat /proc/"$c"/comm 2>/dev/null)" = corral-janitor ] && echo "$c"
+	done
+	return 0
+}
+
+# A run SIGKILLed with its janitor (a cgroup or process group killed
+# whole, or the power gone) leaves what it
 # made, marked user.corral.placeholder: the next run of the project
 # takes each as its own and removes it after; a file of the user's at
 # such a name, empty and read-only as a placeholder is but unmarked, or
@@ -1348,7 +1359,7 @@ t_srt_made_by_a_killed_run_removed_by_the_next() {
 	srt_settings
 	chmod -R a+rwX "$T/proj"
 	chmod 444 "$T/proj/.mcp.json"
-	local a i rc=0 before mark
+	local a i j rc=0 before mark
 	before=$(cd "$T/proj" && find . | sort)
 	mkdir -m 777 "$T/proj/sig"
 	# not under timeout: the pid killed is corral's; the shell's wait ends it
@@ -1361,7 +1372,9 @@ t_srt_made_by_a_killed_run_removed_by_the_next() {
 	trap "kill $a 2>/dev/null || true" EXIT
 	for i in $(seq 1 400); do [ -e "$T/proj/sig/in" ] && break; sleep 0.05; done
 	[ -e "$T/proj/sig/in" ] || { fail "the run did not start: $(cat "$T/err.a")"; return; }
-	kill -KILL "$a"
+	j=$(srt_janitor "$a")
+	[ -n "$j" ] || { fail "no janitor for the run"; return; }
+	kill -KILL "$a" "$j"
 	wait "$a" 2>/dev/null || true
 	srt_stubs_wait "$T/proj" || { fail "the killed run's sandbox still holds .envrc"; return; }
 	rm -rf "$T/proj/sig"
@@ -1382,6 +1395,54 @@ print(os.getxattr(sys.argv[1], "user.corral.placeholder").decode())' "$T/proj/.e
 	expect_contains "the next run says it" "$(cat "$T/err")" ".envrc (made by another run)"
 }
 
+# A run SIGKILLed alone (kill -9 of corral, timeout -s KILL, the OOM
+# killer choosing it): its janitor removes what it made once the
+# sandbox is gone, the user's files left as they are, and ends.
+# Before, all of it stayed until the project's next --settings run: an
+# empty .bash_profile in the way of .profile, a .git/commondir, an
+# .envrc and the rest in git status.
+t_srt_made_removed_when_the_run_is_killed_alone() {
+	mkdir -p "$T/proj/.git/hooks" || return 1
+	printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
+	echo "the user's" > "$T/proj/.bashrc"
+	srt_settings
+	chmod -R a+rwX "$T/proj"
+	local a i j before
+	before=$(cd "$T/proj" && find . | sort)
+	# shellcheck disable=SC2317 # called below
+	proj_tree() { (cd "$T/proj" && find . | grep -v '^\./sig' | sort); }
+	mkdir -m 777 "$T/proj/sig"
+	# not under timeout: the pid killed is corral's
+	(cd "$T/proj" && exec "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		touch $T/proj/sig/in; i=0; while [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done" \
+		> "$T/out" 2> "$T/err" < /dev/null) &
+	a=$!
+	# shellcheck disable=SC2064 # this run's pid, now
+	trap "kill $a 2>/dev/null || true" EXIT
+	for i in $(seq 1 400); do [ -e "$T/proj/sig/in" ] && break; sleep 0.05; done
+	[ -e "$T/proj/sig/in" ] || { fail "the run did not start: $(cat "$T/err")"; return; }
+	[ -e "$T/proj/.envrc" ] || { fail "nothing made: the test tests nothing"; return; }
+	j=$(srt_janitor "$a")
+	kill -KILL "$a"
+	wait "$a" 2>/dev/null || true
+	# bounded: the sandbox's end (its sleep loop, 20 s at most), then the janitor's work
+	for i in $(seq 1 600); do
+		[ "$(proj_tree)" = "$before" ] && break
+		sleep 0.05
+	done
+	expect_eq "removed by the janitor" "$(proj_tree)" "$before"
+	expect_eq "the user's file kept" "$(cat "$T/proj/.bashrc")" "the user's"
+	[ -n "$j" ] || { fail "no janitor for the run"; return; }
+	# ended: gone, or a zombie its new parent has not reaped yet
+	for i in $(seq 1 100); do
+		if [ ! -d "/proc/$j" ] || [ "$(awk '{print $3}' "/proc/$j/stat" 2>/dev/null)" = Z ]; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	fail "the janitor ($j) still runs: $(cat "/proc/$j/stat" 2>/dev/null)"
+}
+
 # A project on a file system that takes no user xattrs (ramfs here; tmpfs
 # before Linux 6.6, some FUSE and network ones): what is made cannot be
 # marked, the report says so, and the run that made it still removes
@@ -1399,7 +1460,7 @@ t_srt_made_unmarked_where_no_xattrs() {
 		echo $? > "$1/rc"; find . | sort > "$1/after"' sh "$T" "$CORRAL" || rc=$?
 	expect_eq "the test's namespace ran" "$rc" 0
 	expect_eq "the run goes on" "$(cat "$T/rc")" 0
-	expect_contains "said" "$(cat "$T/err")" ".envrc (unmarked), .git/commondir (unmarked), .git/config.worktree (unmarked); the file system takes no user xattrs: one unmarked is left on the host if this run is killed, or ends while another run holds it"
+	expect_contains "said" "$(cat "$T/err")" ".envrc (unmarked), .git/commondir (unmarked), .git/config.worktree (unmarked), refs (unmarked); the file system takes no user xattrs: one unmarked is left on the host if this run is killed, or ends while another run holds it"
 	expect_eq "removed by the run that made them" "$(cat "$T/after")" "$(printf '.\n./.git\n./.git/hooks')"
 }
 
@@ -1415,7 +1476,9 @@ t_srt_made_removed_on_a_stop_during_setup() {
 	chmod 700 "$T/state" "$T/state/images"
 	local a l i rc=0 before
 	before=$(cd "$T/proj" && find . | sort)
-	flock -x "$T/state/images/lock" sleep 30 &
+	# the lock's holder is the pid killed: flock's own sleep child outlived it
+	# shellcheck disable=SC2093 # the subshell becomes the sleep, holding fd 9
+	(exec 9> "$T/state/images/lock" && flock -x 9 && exec sleep 30) &
 	l=$!
 	# shellcheck disable=SC2064 # the lock holder's pid, now
 	trap "kill $l 2>/dev/null || true" EXIT
@@ -1762,8 +1825,8 @@ t_srt_keeps_a_users_dangling_link() {
 	expect_contains "made said" "$(cat "$T/err")" ", sub, .envrc.local"
 }
 
-# What cannot be kept refuses the run (125), naming the path: a link
-# that leads back to itself, one that names the write bind's own
+# What cannot be kept refuses the run (125), naming the path and the
+# link to remove if it is not the user's: one that names the write bind's own
 # directory (which kept read-only would be the whole bind), one whose
 # ".." follows a name not there (which the sandbox could make a link),
 # and one into a write bind shown at another path.  Before, the run went
@@ -1773,12 +1836,11 @@ t_srt_link_that_cannot_be_kept_refused() {
 	srt_settings
 	mkdir -p "$T/other" || return 1
 	chmod a+rwx "$T/other"
-	for case in loop bind climb elsewhere; do
+	for case in bind climb elsewhere; do
 		rm -rf "$T/proj"
 		mkdir -p "$T/proj/.git" || return 1
 		flags=""
 		case $case in
-		loop) ln -s .envrc "$T/proj/.envrc" ;;
 		bind) ln -s .. "$T/proj/.git/hooks" ;;
 		climb) ln -s x/../y "$T/proj/.envrc" ;;
 		elsewhere) ln -s ../other/e "$T/proj/.envrc"; flags="--rw $T/other:/data" ;;
@@ -1791,16 +1853,12 @@ t_srt_link_that_cannot_be_kept_refused() {
 		expect_eq "$case: refused" "$rc" 125
 		[ ! -e "$T/proj/ran" ] || fail "$case: the command ran"
 		case $case in
-		loop) expect_contains "loop: named" "$(cat "$T/err")" \
-			": .envrc: more than 8 symbolic links one after the other (or a loop): not kept, refused"
-		      expect_eq "loop: nothing left" "$(cd "$T/proj" && find . | sort | tr '\n' ' ')" \
-			". ./.envrc ./.git " ;;
 		bind) expect_contains "bind: named" "$(cat "$T/err")" \
 			"the link's target $T/proj is a write bind's own directory, which cannot be kept read-only in it: refused"
 		      expect_eq "bind: nothing left" "$(cd "$T/proj" && find . | sort | tr '\n' ' ')" \
 			". ./.git ./.git/hooks " ;;
 		climb) expect_contains "climb: named" "$(cat "$T/err")" \
-			"the link's target $T/proj/x/../y climbs (\"..\") past $T/proj/x, in the write bind $T/proj: not kept, refused" ;;
+			"the link's target $T/proj/x/../y climbs (\"..\") past $T/proj/x, in the write bind $T/proj: not kept, refused (if the link $T/proj/.envrc is not yours, an earlier run's sandbox may have left it: remove it to run again)" ;;
 		elsewhere) expect_contains "elsewhere: named" "$(cat "$T/err")" \
 			"the link's target $T/proj/../other/e lies in a write bind shown at another path (at $T/other), where corral cannot keep it read-only: refused"
 		      [ ! -e "$T/other/e" ] || fail "elsewhere: made in the other bind" ;;
@@ -1808,23 +1866,64 @@ t_srt_link_that_cannot_be_kept_refused() {
 	done
 }
 
+# A loop of links at a kept path, or a chain past the kernel's 40, is
+# kept as links (each bound onto itself): no path through them resolves,
+# on the host either.  Refused before, a loop an earlier run's sandbox
+# left in a repository it made (deep/.git/hooks -> hooks, found 3 levels
+# deep as srt looks) refused every later run of the project until
+# someone found and removed it.
+t_srt_loop_kept_as_links() {
+	mkdir -p "$T/proj/.git" || return 1
+	ln -s .envrc "$T/proj/.envrc"
+	ln -s a "$T/proj/.mcp.json"
+	ln -s .mcp.json "$T/proj/a"
+	srt_settings
+	chmod -R a+rwX "$T/proj"
+	local rc=0 w before
+	srt_sh "
+		mkdir -p deep/.git && ln -s hooks deep/.git/hooks && echo loop-left
+		echo mine > work && echo ran" || rc=$?
+	expect_eq "the first run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "the user's loop kept" "$(cat "$T/err")" ".envrc: more than 40 symbolic links one after the other, or a loop (at $T/proj/.envrc): each kept as the link"
+	expect_contains "the sandbox left a loop" "$(cat "$T/out")" loop-left
+	before=$(cd "$T/proj" && find . | sort)
+	rc=0
+	srt_sh "
+		rm deep/.git/hooks && echo loop-removed
+		ln -sfn ../../.git/hooks deep/.git/hooks && echo loop-replaced
+		rm a && echo chain-link-removed
+		echo ran" || rc=$?
+	expect_eq "the next run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	for w in loop-removed loop-replaced chain-link-removed; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	expect_contains "the sandbox's loop kept" "$(cat "$T/err")" "deep/.git/hooks: more than 40 symbolic links one after the other, or a loop (at $T/proj/deep/.git/hooks)"
+	expect_eq "the loops as they were, nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
+}
+
 # A kept file with a second name in the write bind (`ln envs/dev alias`:
 # the user's, or an earlier run's sandbox's while nothing kept the file),
-# as a link's target and as a kept path itself: refused (125), naming
-# it, nothing made left.  Kept, the sandbox wrote it through the other
-# name (the host's direnv then ran what it wrote), while the report said
-# it was kept read-only.
+# as a link's target, as a kept path itself, and as a file in a kept
+# directory (a hook): refused (125), naming it, nothing made left.
+# Kept, the sandbox wrote it through the other name (the host's direnv
+# then ran what it wrote, or the next commit the hook), while the
+# report said it was kept read-only.  The sandbox itself can give a
+# kept file no other name: link(2) from a read-only bind is EXDEV (by
+# path and through /proc/self/fd), into one EROFS.
 t_srt_kept_file_with_another_name_refused() {
 	local rc case before
 	srt_settings
-	for case in target config; do
+	for case in target config hook; do
 		rm -rf "$T/proj"
-		mkdir -p "$T/proj/.git" "$T/proj/envs" || return 1
+		mkdir -p "$T/proj/.git/hooks/sub" "$T/proj/envs" || return 1
 		echo 'export A=dev' > "$T/proj/envs/dev"
 		printf '[core]\n\tbare = false\n' > "$T/proj/.git/config"
 		case $case in
 		target) ln -s envs/dev "$T/proj/.envrc"; ln "$T/proj/envs/dev" "$T/proj/alias" ;;
 		config) ln "$T/proj/.git/config" "$T/proj/alias" ;;
+		hook) echo 'echo hook' > "$T/proj/.git/hooks/sub/pre-commit"
+		      ln "$T/proj/.git/hooks/sub/pre-commit" "$T/proj/alias" ;;
 		esac
 		chmod -R a+rwX "$T/proj"
 		before=$(cd "$T/proj" && find . | sort)
@@ -1841,8 +1940,23 @@ t_srt_kept_file_with_another_name_refused() {
 			"$T/proj/envs/dev has 2 hard links: the sandbox could write it through another name" ;;
 		config) expect_contains "config: named" "$(cat "$T/err")" \
 			"$T/proj/.git/config has 2 hard links: the sandbox could write it through another name" ;;
+		hook) expect_contains "hook: named" "$(cat "$T/err")" \
+			"$T/proj/.git/hooks/sub/pre-commit has 2 hard links, in $T/proj/.git/hooks, which is kept read-only: the sandbox could write it through another name: refused" ;;
 		esac
 	done
+	rm "$T/proj/alias"
+	chmod -R a+rwX "$T/proj"
+	rc=0
+	srt_sh "
+		ln .git/config a1 && echo config-linked
+		ln .git/hooks/sub/pre-commit a2 && echo hook-linked
+		ln .git/hooks/sub/pre-commit .git/hooks/a3 && echo hook-linked-inside
+		exec 3< .git/config; ln -L /proc/self/fd/3 a4 && echo fd-linked
+		echo ran" || rc=$?
+	expect_eq "one name: the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "one name: ran" "$(cat "$T/out")" ran
+	expect_not_contains "no name given by the sandbox" "$(cat "$T/out")" linked
+	expect_contains "EXDEV" "$(cat "$T/err")" "Invalid cross-device link"
 }
 
 # A kept link swapped between the translation's read of it and the pin
@@ -1883,6 +1997,83 @@ t_srt_kept_link_swapped_after_the_read_refused() {
 	expect_contains "said" "$(cat "$T/err")" "$T/proj/.envrc changed since the settings were read (it was a symbolic link to envs/dev): refused"
 	expect_not_contains "not run" "$(cat "$T/out")" ran
 	expect_eq "the user's file kept" "$(cat "$T/proj/other")" 'the user file'
+}
+
+# A repository's working directory is never a bare repository of the
+# sandbox's to the host's git.  git looks for .git, then at the
+# directory itself (HEAD, objects/, refs/), and .git's HEAD is git's to
+# write: the sandbox moved .git/HEAD aside and made HEAD, objects, refs
+# and a config (core.worktree, core.fsmonitor) at the project's top, and
+# the user's next git status there ran the fsmonitor, outside any
+# sandbox.  refs kept read-only (made, a file git cannot enter) stops it;
+# git in the sandbox goes on as before, and nothing is left.
+t_srt_top_never_a_bare_repository() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	git init -q "$T/proj" || return 1
+	mkdir -p "$T/proj/nested" && git init -q "$T/proj/nested" || return 1
+	srt_settings
+	chmod -R a+rwX "$T/proj"
+	local rc=0 d before
+	before=$(cd "$T/proj" && find . | sort)
+	srt_sh "
+		git -c safe.directory='*' status --short > /dev/null && echo git-works
+		for d in . nested; do
+			(cd \$d && mv .git/HEAD .git/HEAD.old && echo \$d-head-moved
+			mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD
+			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = %s\n\tfsmonitor = \"echo pwned > %s/pwned; false\"\n' \"\$PWD\" \"\$PWD\" > config)
+		done
+		echo ran" || rc=$?
+	expect_eq "the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "ran" "$(cat "$T/out")" ran
+	expect_contains "git in the sandbox as before" "$(cat "$T/out")" git-works
+	expect_contains "the sandbox moved HEAD aside" "$(cat "$T/out")" ".-head-moved"
+	for d in "$T/proj" "$T/proj/nested"; do
+		(cd "$d" && HOME=$T GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' status) \
+			> /dev/null 2>&1 || true
+		[ ! -e "$d/pwned" ] || fail "the sandbox's core.fsmonitor ran on the host's git status in $d"
+	done
+	expect_contains "said" "$(cat "$T/err")" ".git/config.worktree, refs, nested/.git/commondir, nested/.git/config.worktree, nested/refs"
+	for d in . nested; do
+		mv "$T/proj/$d/.git/HEAD.old" "$T/proj/$d/.git/HEAD"
+		rm -rf "$T/proj/$d/HEAD" "$T/proj/$d/objects" "$T/proj/$d/config"
+	done
+	expect_eq "nothing left" "$(cd "$T/proj" && find . | sort)" "$before"
+}
+
+# A write path that is the caller's home directory: what else the user's
+# login shell and git read there, of the kinds srt keeps (.bash_profile,
+# .zprofile, .gitconfig), kept as they are.  Before, the sandbox wrote
+# ~/.config/git/config (a core.fsmonitor the user's next git status ran)
+# and ~/.bash_login (which bash reads at login where there is no
+# .bash_profile, the one made for the run removed after it).
+t_srt_keeps_what_a_home_runs() {
+	command -v git > /dev/null || { skip "no git"; return 77; }
+	mkdir -p "$T/home/.config" "$T/proj" || return 1
+	git init -q "$T/home/repo" || return 1
+	srt_settings '{"filesystem": {"allowWrite": ["~"]}}'
+	chmod -R a+rwX "$T/home"
+	local rc=0 w before
+	before=$(cd "$T/home" && find . | sort)
+	(cd "$T/proj" && HOME=$T/home timeout 60 "$CORRAL" run --settings "$T/srt.json" -- /bin/sh -c "
+		cd $T/home
+		mkdir -p .config/git; printf '[core]\n\tfsmonitor = \"echo pwned > $T/home/pwned; false\"\n' \
+			> .config/git/config && echo xdg-config-written
+		echo 'echo pwned > $T/home/pwned-login' > .bash_login && echo bash-login-written
+		echo 'echo pwned' > .zshenv && echo zshenv-written
+		echo mine > work && echo ran") > "$T/out" 2> "$T/err" < /dev/null || rc=$?
+	expect_eq "the run goes on" "$rc" 0 || cat "$T/err"
+	expect_contains "the rest writable" "$(cat "$T/out")" ran
+	for w in xdg-config-written bash-login-written zshenv-written; do
+		expect_not_contains "$w" "$(cat "$T/out")" "$w"
+	done
+	(cd "$T/home/repo" && HOME=$T/home GIT_CONFIG_NOSYSTEM=1 timeout 30 git -c safe.directory='*' \
+		status) > /dev/null 2>&1 || true
+	HOME=$T/home timeout 30 bash -l -c true > /dev/null 2>&1 < /dev/null || true
+	[ ! -e "$T/home/pwned" ] || fail "the sandbox's ~/.config/git/config ran on the host's git status"
+	[ ! -e "$T/home/pwned-login" ] || fail "the sandbox's ~/.bash_login ran at the host's login"
+	expect_contains "said" "$(cat "$T/err")" ".bash_login, .bash_logout, .zshenv, .zlogin, .zlogout, .config/git"
+	rm -f "$T/home/work"
+	expect_eq "nothing left" "$(cd "$T/home" && find . | sort)" "$before"
 }
 
 # children PID: its children's pids

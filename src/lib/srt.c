@@ -59,6 +59,7 @@ struct srt {
 	json_t *pins;		/* [dir, path] of its binds beneath dir (srt_pin.c) */
 	json_t *links;		/* the user's links kept as themselves, absolute */
 	struct corral_err refused;	/* what could not be kept: the run refused */
+	char via[PATH_MAX];	/* the last link kept on the way, for the refusal */
 };
 
 static void say(struct srt *s, const char *key, const char *fmt, ...)
@@ -325,7 +326,14 @@ static const struct kept {
 } kept_read_only[] = {
 	{ ".git/hooks", true, true, NULL, NULL }, { ".vscode", true, true, NULL, NULL },
 	{ ".idea", true, true, NULL, NULL }, { ".claude/commands", true, true, NULL, NULL },
-	{ ".claude/agents", true, true, NULL, NULL }, { ".git/config", false, true, NULL, NULL },
+	{ ".claude/agents", true, true, NULL, NULL },
+	/*
+	 * Not srt's, but what Claude Code, srt's embedder, keeps with
+	 * commands and agents: skills, which the next agent loads as its
+	 * own (as .claude/settings*.json below are kept).
+	 */
+	{ ".claude/skills", true, true, "as Claude Code keeps it", NULL },
+	{ ".git/config", false, true, NULL, NULL },
 	{ ".gitconfig", false, true, NULL, NULL }, { ".gitmodules", false, true, NULL, NULL },
 	{ ".bashrc", false, true, NULL, NULL }, { ".bash_profile", false, true, NULL, NULL },
 	{ ".zshrc", false, true, NULL, NULL }, { ".zprofile", false, true, NULL, NULL },
@@ -350,6 +358,25 @@ static const struct kept {
 	{ ".git", false, false, "as git follows its gitdir: line", NULL },
 	{ ".git/commondir", false, true, "as git takes the config from where it names", ".\n" },
 	{ ".git/config.worktree", false, true, "as git reads it as config", NULL },
+};
+
+/*
+ * Where the write path is the caller's home directory: what else the
+ * user's login shell and git read there, of the kinds srt's list keeps
+ * (.bash_profile, .zprofile, .gitconfig) but does not name: bash reads
+ * .bash_login where there is no .bash_profile (the one made for the run
+ * is removed after it), zsh .zshenv for every zsh and .zlogin, git
+ * ~/.config/git/config as it reads ~/.gitconfig (a core.fsmonitor there
+ * ran on the user's next git status).  Only there: in a project they
+ * are files no tool reads, made for nothing.
+ */
+static const struct kept kept_in_home[] = {
+	{ ".bash_login", false, true, "as bash reads it at login", NULL },
+	{ ".bash_logout", false, true, "as bash reads it at logout", NULL },
+	{ ".zshenv", false, true, "as every zsh reads it", NULL },
+	{ ".zlogin", false, true, "as zsh reads it at login", NULL },
+	{ ".zlogout", false, true, "as zsh reads it at logout", NULL },
+	{ ".config/git/config", false, true, "as git reads it as ~/.gitconfig", NULL },
 };
 
 /* where commondir is in the table (config.worktree follows it) */
@@ -381,8 +408,13 @@ static bool there(const char *dir, const char *rel, bool *is_dir)
 /* in the list of what was made: the file system took no mark */
 #define UNMARKED " (unmarked)"
 
-/* links followed from one kept path, at most: a chain, or a loop */
-#define KEPT_LINKS_MAX 8
+/*
+ * links followed from one kept path, at most: a chain, or a loop.  The
+ * kernel's own bound (MAXSYMLINKS): a path through more links than
+ * this resolves to nothing (ELOOP), on the host too, and with each of
+ * them kept as itself it stays so.
+ */
+#define KEPT_LINKS_MAX 40
 /* links outside the write binds followed on a target's way, at most (as the kernel's) */
 #define HOST_LINKS_MAX 40
 
@@ -401,6 +433,22 @@ static void refuse(struct srt *srt, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(srt->refused.msg, sizeof(srt->refused.msg), fmt, ap);
 	va_end(ap);
+	/*
+	 * The link may be one an earlier run's sandbox left (in a
+	 * repository it made): the user is told which, to remove it.
+	 */
+	if (srt->via[0]) {
+		char hint[sizeof(srt->via) + 128];
+		size_t n = strlen(srt->refused.msg), k;
+
+		snprintf(hint, sizeof(hint), " (if the link %s is not yours, an earlier run's "
+			 "sandbox may have left it: remove it to run again)", srt->via);
+		k = strlen(hint);
+		if (k > sizeof(srt->refused.msg) - 1 - n)
+			k = sizeof(srt->refused.msg) - 1 - n;	/* cut, as vsnprintf cuts */
+		memcpy(srt->refused.msg + n, hint, k);
+		srt->refused.msg[n + k] = '\0';
+	}
 	srt->refused.code = code;
 }
 
@@ -649,9 +697,18 @@ static void keep_link(struct srt *srt, json_t *fs, const char *key, const char *
 	/* a .git that names a repository directory: its parts are the table's */
 	if (!kr->made && !l->after[0] && stat(link, &st) == 0 && S_ISDIR(st.st_mode))
 		return;
+	snprintf(srt->via, sizeof(srt->via), "%s", link);
 	if (hops >= KEPT_LINKS_MAX) {
-		refuse(srt, -ELOOP, "%s: %s: more than %d symbolic links one after the other "
-		       "(or a loop): not kept, refused", key, kr->rel, KEPT_LINKS_MAX);
+		/*
+		 * A loop, or a chain past the kernel's bound: every link on
+		 * it is kept as itself, so no path through them resolves,
+		 * on the host either.  Refused before, a loop an earlier
+		 * run's sandbox left (nested/.git/hooks -> hooks, in a
+		 * repository it made) refused every later run.
+		 */
+		say(srt, key, "%s: more than %d symbolic links one after the other, or a loop "
+		    "(at %s): each kept as the link; they name nothing (ELOOP), on the host "
+		    "too", kr->rel, KEPT_LINKS_MAX, link);
 		return;
 	}
 	snprintf(parent, sizeof(parent), "%s", link);
@@ -861,6 +918,44 @@ static void keep_includes(struct srt *srt, json_t *fs, const char *key, const ch
 	fclose(f);
 }
 
+/*
+ * A repository's working directory (repo: "" for the write path's own)
+ * is never taken by git for a bare repository of the sandbox's.  git
+ * looks for .git first, then at the directory itself (HEAD, objects/
+ * and refs/), and .git's HEAD, objects and refs are git's to write: a
+ * sandbox moved .git/HEAD aside, made HEAD, objects, refs and a config
+ * (core.worktree, core.fsmonitor) at the top, and the user's next git
+ * status there ran the fsmonitor, outside any sandbox.  One of the three
+ * kept read-only, and made where it is not there as a file git cannot
+ * enter (refs, 0444, empty), stops it: refs, or where the user's refs
+ * is a directory objects, else HEAD (an empty one is no HEAD to git; not
+ * the first choice, as "git diff HEAD" at the top would then also name
+ * a file).
+ */
+static void keep_bare(struct srt *srt, json_t *fs, const char *key, const char *dir,
+		      const char *repo, char *missing, size_t mlen)
+{
+	static const char *const marks[] = { "refs", "objects", "HEAD" };
+	char rel[PATH_MAX], path[PATH_MAX];
+	struct stat st;
+	bool is_dir;
+
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		const struct kept k = { rel, false, true, "so that git never takes the "
+					"directory for a bare repository the sandbox made", NULL };
+
+		if ((size_t)snprintf(rel, sizeof(rel), "%s%s%s", repo, repo[0] ? "/" : "",
+				     marks[i]) >= sizeof(rel))
+			return;
+		if (i + 1 < sizeof(marks) / sizeof(marks[0]) && there(dir, rel, &is_dir) &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, rel) < sizeof(path) &&
+		    stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			continue;	/* the user's directory (or a link to one): another of the three */
+		keep_one(srt, fs, key, dir, &k, missing, mlen);
+		return;
+	}
+}
+
 static void keep_repo(struct srt *srt, json_t *fs, const char *key, const char *dir,
 		      const char *gitdir, char *missing, size_t mlen)
 {
@@ -980,8 +1075,10 @@ static void nested_repos(struct srt *srt, json_t *fs, const char *key, const cha
 				keep_one(srt, fs, key, dir, &k, missing, mlen);
 			}
 			if (is_dir || linked) {
-				if (rel[0])
+				if (rel[0]) {
 					keep_repo(srt, fs, key, dir, sub, missing, mlen);
+					keep_bare(srt, fs, key, dir, rel, missing, mlen);
+				}
 				else	/* the bind's own: its hooks and config are the table's */
 					keep_includes(srt, fs, key, dir, sub, missing, mlen);
 				worktrees(srt, fs, key, dir, sub, seen, missing, mlen);
@@ -1052,6 +1149,16 @@ static int open_top(struct srt *srt, const char *dir, struct corral_err *err)
 	return r < 0 ? corral_set_err(err, r, "%s", why) : 0;
 }
 
+/* st (a write path's directory) is the caller's $HOME, by its inode */
+static bool is_home(const struct stat *st)
+{
+	const char *home = getenv("HOME");
+	struct stat h;
+
+	return home && home[0] == '/' && stat(home, &h) == 0 && h.st_dev == st->st_dev &&
+	       h.st_ino == st->st_ino;
+}
+
 static int keep_read_only(struct srt *srt, struct corral_err *err)
 {
 	json_t *fs = obj(srt->policy, "filesystem"), *top;
@@ -1062,6 +1169,7 @@ static int keep_read_only(struct srt *srt, struct corral_err *err)
 		char key[96], missing[4096] = "";
 		size_t seen = 0;
 		struct stat st;
+		bool is_dir;
 
 		/* a file bound alone holds none of them */
 		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !strcmp(dir, "/"))
@@ -1071,6 +1179,11 @@ static int keep_read_only(struct srt *srt, struct corral_err *err)
 		snprintf(key, sizeof(key), "filesystem.allowWrite \"%.60s\"", dir);
 		for (size_t k = 0; k < sizeof(kept_read_only) / sizeof(kept_read_only[0]); k++)
 			keep_one(srt, fs, key, dir, &kept_read_only[k], missing, sizeof(missing));
+		for (size_t k = 0; is_home(&st) && k < sizeof(kept_in_home) / sizeof(kept_in_home[0]); k++)
+			keep_one(srt, fs, key, dir, &kept_in_home[k], missing, sizeof(missing));
+		/* a .git file names its repository: git goes nowhere else */
+		if (!there(dir, ".git", &is_dir) || is_dir)
+			keep_bare(srt, fs, key, dir, "", missing, sizeof(missing));
 		nested_repos(srt, fs, key, dir, "", 0, &seen, missing, sizeof(missing));
 		/* what cannot be kept refuses the run: never one unprotected */
 		if (srt->refused.code)
@@ -1257,17 +1370,18 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 {
 	struct srt srt = { .policy = json_object(), .rw = json_array(), .base = p,
 			   .made = srt_made_new(), .pins = json_array(), .links = json_array() };
-	size_t report_len = 0;
+	size_t report_len = 0, i;
 	json_error_t je;
-	json_t *settings = NULL;
+	json_t *settings = NULL, *unchecked = json_array(), *v;
 	char *text = NULL, name[PATH_MAX + 8];
 	FILE *f;
-	int r;
+	int r, w;
 
 	*report = NULL;
 	*made = NULL;
 	srt.report = open_memstream(report, &report_len);
-	if (!srt.policy || !srt.rw || !srt.report || !srt.made || !srt.pins || !srt.links) {
+	if (!srt.policy || !srt.rw || !srt.report || !srt.made || !srt.pins || !srt.links ||
+	    !unchecked) {
 		r = corral_set_err(err, -ENOMEM, "out of memory translating %s", path);
 		goto out;
 	}
@@ -1298,7 +1412,16 @@ int corral_policy_load_srt_file(struct corral_policy *p, const char *path,
 	}
 	/* what it keeps, as the objects it found: no link put there since */
 	if (r == 0)
-		r = srt_pin_binds(p, srt.pins, err);
+		r = srt_pin_binds(p, srt.pins, unchecked, err);
+	if (r == 0 && (w = srt_made_watch(srt.made)) < 0)
+		say(&srt, "filesystem.allowWrite", "no process to remove what was made if this "
+		    "run is killed (%s): the project's next --settings run removes it then",
+		    strerror(-w));
+	json_array_foreach(r == 0 ? unchecked : NULL, i, v)
+		say(&srt, "filesystem.allowWrite", "%s: kept read-only whole, with more entries "
+		    "than were looked at for a file with a second name (a hard link, which the "
+		    "sandbox would write through that name): the rest not looked at",
+		    json_string_value(v));
 out:
 	if (srt.report)
 		fclose(srt.report);
@@ -1315,5 +1438,6 @@ out:
 	json_decref(srt.rw);
 	json_decref(srt.pins);
 	json_decref(srt.links);
+	json_decref(unchecked);
 	return r;
 }

@@ -28,7 +28,9 @@
  * so is one marked but not as made (a directory that holds anything, a
  * file that holds more): a sandbox marks what it may write.
  * A file system without user xattrs (EOPNOTSUPP) makes them unmarked:
- * only the run that made them may remove them, as before.
+ * only the run that made them may remove them, as before.  A run killed
+ * alone has them removed by its janitor (srt_made_watch), once its
+ * sandbox is gone.
  *
  * Each write path's directory is opened once (srt_made_top) and held:
  * what is made is made beneath that fd, and removed beneath it, its
@@ -45,10 +47,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -82,11 +89,17 @@ struct corral_srt_made {
 	size_t n;
 	struct top *tops;
 	size_t ntops;
+	int janitor;		/* srt_made_watch's socket, told once removed; -1: none */
+	pid_t janitor_pid;
 };
 
 struct corral_srt_made *srt_made_new(void)
 {
-	return calloc(1, sizeof(struct corral_srt_made));
+	struct corral_srt_made *m = calloc(1, sizeof(struct corral_srt_made));
+
+	if (m)
+		m->janitor = -1;
+	return m;
 }
 
 static int put(struct corral_srt_made *m, const struct top *t, const char *path, int fd,
@@ -590,11 +603,150 @@ void corral_srt_made_unmake(const struct corral_srt_made *m)
 			unmake(&m->v[i]);
 }
 
+/*
+ * The janitor (srt_made_watch's child) after its maker died without
+ * saying it removed what it made (SIGKILL, the OOM killer): each one
+ * waited for until no process holds it (the maker's sandbox's init, a
+ * fork of it, holds the maker's lock until the sandbox is gone: its
+ * binds lie on them till then), then removed as the maker would have.
+ * Only syscalls: a fork of a process that may have had threads.
+ */
+static void janitor(struct corral_srt_made *m, int done)
+{
+	char c = 0;
+	ssize_t n;
+
+	do
+		n = read(done, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && c == 'r')
+		_exit(0);	/* removed by the maker */
+	for (size_t i = m->n; i-- > 0;)
+		while ((m->v[i].made || m->v[i].may_adopt) && flock(m->v[i].fd, LOCK_EX) < 0 &&
+		       errno == EINTR)
+			;
+	corral_srt_made_unmake(m);
+	_exit(0);
+}
+
+/* the janitor's own lock on each one: a new open file description, at fd's number */
+static int own_lock(int fd)
+{
+	char self[40];
+	int n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (n < 0 || dup3(n, fd, O_CLOEXEC) < 0)
+		return -1;
+	close(n);
+	return 0;
+}
+
+static bool kept_fd(const struct corral_srt_made *m, int fd, int done)
+{
+	if (fd == done)
+		return true;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].fd == fd)
+			return true;
+	for (size_t i = 0; i < m->ntops; i++)
+		if (m->tops[i].fd == fd)
+			return true;
+	return false;
+}
+
+/*
+ * What a run made is removed also when the run is killed alone (kill -9
+ * of corral, timeout -s KILL, the OOM killer choosing it): a child in a
+ * session of its own, holding nothing but what it removes, waits for
+ * the run to say it removed them; told nothing (its socket closed by
+ * the run's death), it removes them once no process holds them.  Before,
+ * they stayed until the project's next --settings run (an empty
+ * .bash_profile in the way of .profile, a .git/commondir, an empty
+ * .envrc in git status).  Killed with its run (a process group or
+ * cgroup killed whole, a power cut), the next run removes them.
+ */
+int srt_made_watch(struct corral_srt_made *m)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	struct rlimit rl;
+	int p[2], nul, max = 1024, top = 2;
+	sigset_t none;
+	pid_t pid;
+
+	if (!m->n)
+		return 0;
+	/* a socket, not a pipe: told with MSG_NOSIGNAL, a janitor gone is no SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (pid > 0) {
+		close(p[0]);
+		m->janitor = p[1];
+		m->janitor_pid = pid;
+		return 0;
+	}
+	/*
+	 * The janitor: its own locks, no other fd, no terminal, none of
+	 * the run's signal handlers (a stop one would unmake and say the
+	 * run's words) or blocked signals.
+	 */
+	close(p[1]);
+	for (int sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &dfl, NULL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	prctl(PR_SET_NAME, "corral-janitor", 0, 0, 0);
+	for (size_t i = 0; i < m->n; i++)
+		if (own_lock(m->v[i].fd) < 0)
+			_exit(1);	/* the run, held, removes them as before */
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && nul >= 0; fd++)
+		if (fd != nul)
+			(void)dup2(nul, fd);
+	/*
+	 * No directory read (malloc, after a fork): the numbers above the
+	 * highest kept at once, the ones below it each.
+	 */
+	top = p[0];
+	for (size_t i = 0; i < m->n; i++)
+		top = m->v[i].fd > top ? m->v[i].fd : top;
+	for (size_t i = 0; i < m->ntops; i++)
+		top = m->tops[i].fd > top ? m->tops[i].fd : top;
+	if (syscall(SYS_close_range, top + 1, ~0U, 0) < 0) {
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+			max = rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
+		for (int fd = top + 1; fd < max; fd++)
+			close(fd);
+	}
+	for (int fd = 3; fd <= top; fd++)
+		if (!kept_fd(m, fd, p[0]))
+			close(fd);
+	janitor(m, p[0]);
+	return 0;
+}
+
 void corral_srt_made_remove(struct corral_srt_made *m)
 {
 	if (!m)
 		return;
 	corral_srt_made_unmake(m);
+	if (m->janitor >= 0) {
+		/* removed: the janitor has nothing to do */
+		if (send(m->janitor, "r", 1, MSG_NOSIGNAL) < 0)
+			(void)0;	/* it ended already (killed): nothing to tell */
+		close(m->janitor);
+		/* it ends at once, told; no zombie left to the caller */
+		while (waitpid(m->janitor_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	for (size_t i = m->n; i-- > 0;) {
 		close(m->v[i].fd);
 		free(m->v[i].path);

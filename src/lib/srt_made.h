@@ -55,6 +55,14 @@ int srt_made_keep(struct corral_srt_made *m, const char *root, const char *rel,
 		  bool directory, const char *content, char **bind, char **pins,
 		  size_t *npins, struct srt_link *link, char *why, size_t whylen);
 
+/*
+ * Fork the janitor: what m made is removed also if this process is
+ * killed alone (SIGKILL), once no process holds it;
+ * corral_srt_made_remove tells it there is nothing to do.  0, or -errno
+ * (no janitor: as before, the next run removes them).
+ */
+int srt_made_watch(struct corral_srt_made *m);
+
 /* What path is to this run (for the report). */
 enum srt_made_kind {
 	SRT_FOUND,		/* the user's: left as it is */

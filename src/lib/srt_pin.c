@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "srt_pin.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -92,11 +93,75 @@ static int one_name(int fd, const char *path, struct corral_err *err)
 		return corral_set_err(err, -EMLINK, "%s has %ju hard links: the sandbox "
 				      "could write it through another name, which corral "
 				      "cannot keep read-only: refused (a symbolic link to it "
-				      "is kept)", path, (uintmax_t)st.st_nlink);
+				      "is kept; to run, give it one name: copy it over itself, "
+				      "or remove the other)", path, (uintmax_t)st.st_nlink);
 	return 0;
 }
 
-int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err)
+/*
+ * A directory kept read-only whole (.git/hooks, .vscode, .claude/commands:
+ * fd, O_PATH) holds no file with a second name: one there is written
+ * through the other name as one_name's is (`ln scripts/pre-commit
+ * .git/hooks/pre-commit`, the user's, or an earlier run's without
+ * --settings: the sandbox wrote scripts/pre-commit, and the host's next
+ * commit ran it, while the report said .git/hooks was kept).  The
+ * sandbox cannot add one while the bind holds (link(2) from it is EXDEV,
+ * into it EROFS).  At most SECOND_NAMES_MAX entries, SECOND_NAMES_DEPTH
+ * levels are looked at (a home's .vscode holds its extensions): *more
+ * says there were more.  0, or -EMLINK said.
+ */
+#define SECOND_NAMES_MAX 10000
+#define SECOND_NAMES_DEPTH 16
+
+static int no_second_names(int fd, const char *kept, const char *path, unsigned depth,
+			   size_t *seen, bool *more, struct corral_err *err)
+{
+	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (own < 0)
+		return corral_set_errno(err, errno, "cannot open %s", path);
+	d = fdopendir(own);
+	if (!d) {
+		close(own);
+		return corral_set_errno(err, errno, "cannot read %s", path);
+	}
+	while (r == 0 && (de = readdir(d))) {
+		char sub[PATH_MAX];
+		int next;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++*seen > SECOND_NAMES_MAX) {
+			*more = true;
+			break;
+		}
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;	/* gone meanwhile: nothing to write through */
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+			r = corral_set_err(err, -EMLINK, "%s has %ju hard links, in %s, which is "
+					   "kept read-only: the sandbox could write it through "
+					   "another name: refused (to run, give it one name: copy "
+					   "it over itself, or remove the other)", sub,
+					   (uintmax_t)st.st_nlink, kept);
+		else if (S_ISDIR(st.st_mode) && depth >= SECOND_NAMES_DEPTH)
+			*more = true;
+		else if (S_ISDIR(st.st_mode) &&
+			 (next = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+					O_CLOEXEC)) >= 0) {
+			r = no_second_names(next, kept, sub, depth + 1, seen, more, err);
+			close(next);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int srt_pin_binds(struct corral_policy *p, json_t *pins, json_t *unchecked,
+		  struct corral_err *err)
 {
 	json_t *pin;
 	size_t k;
@@ -117,10 +182,22 @@ int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err)
 		/* a --policy's or a flag's bind of the same path onto itself too */
 		for (size_t i = 0; i < p->nbinds; i++) {
 			const struct corral_bind *b = &p->binds[i];
+			size_t seen = 0;
+			bool more = false;
+			struct stat st;
 			int dup;
 
 			if (b->pinned || strcmp(b->src, path) || strcmp(b->dst, path))
 				continue;
+			/* a directory kept whole: its files' other names */
+			if (!target && !b->writable && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+				if (no_second_names(fd, path, path, 0, &seen, &more, err) < 0) {
+					close(fd);
+					return err->code;
+				}
+				if (more)
+					json_array_append_new(unchecked, json_string(path));
+			}
 			dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 			if (dup < 0) {
 				close(fd);

@@ -14,8 +14,12 @@
  * Each bind of PATH onto itself in p gets PATH's object found beneath
  * TOP with no link followed; 0, or -errno (one is no longer there so, or
  * a link is on its way: the run is refused).  A third element, TARGET:
- * PATH is a link kept as itself, which must still hold TARGET.
+ * PATH is a link kept as itself, which must still hold TARGET.  A
+ * directory kept read-only whole holds no file with a second name
+ * (refused); one with more entries than are looked at is appended to
+ * unchecked, for the report.
  */
-int srt_pin_binds(struct corral_policy *p, json_t *pins, struct corral_err *err);
+int srt_pin_binds(struct corral_policy *p, json_t *pins, json_t *unchecked,
+		  struct corral_err *err);
 
 #endif

@@ -24,6 +24,13 @@
 #define OCI_DEFAULT_ROOT	"/run/corral-oci"
 #define OCI_OPERATOR_CONFIG	"/etc/corral/oci.json"
 #define OCI_JSON_MAX	(4 << 20)	/* config.json, process.json: bytes */
+/*
+ * A usage error's exit status: runc's 1 (urfave/cli's), not the rest of
+ * corral's 2, so that whoever drives `corral oci` as runc, a script
+ * that tells runc's failures by status too, sees runc's.  The engines
+ * themselves take any status but 0 alike and read the log.
+ */
+#define OCI_USAGE	1
 
 struct oci_global {
 	const char *root;		/* --root: state directories */

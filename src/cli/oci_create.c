@@ -233,7 +233,7 @@ int oci_create(const struct oci_global *g, int argc, char **argv)
 	pid_t mon = -1;
 
 	if (create_parse(g, argc, argv, &a) < 0)
-		return 2;
+		return OCI_USAGE;
 	r = oci_operator_load(&op, g->config, &err);
 	if (r == 0)
 		r = oci_check_id(a.id, &err);
@@ -468,7 +468,7 @@ int oci_exec(const struct oci_global *g, int argc, char **argv)
 
 	if (exec_parse(g, argc, argv, &a) < 0) {
 		free(a.env);
-		return 2;
+		return OCI_USAGE;
 	}
 	r = oci_operator_load(&op, g->config, &err);
 	if (r == 0)

@@ -1339,10 +1339,12 @@ socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/refusing.sock"
 # (its init looks the command up before it waits for start), where it
 # exited 0, start too, and only the command's 127 said it.  A name is
 # looked for in the command's PATH, a path as it is; a found one starts.
+# The words are runc 1.1's (Debian's, run here on the same bundles).
 t_create_fails_on_a_missing_command() {
 	need_root
 	bundle "$T/b" '["/bin/no-such-command"]'
-	exits_one "a missing path" 'exec: "/bin/no-such-command": no such file or directory' \
+	exits_one "a missing path" \
+		'exec: "/bin/no-such-command": stat /bin/no-such-command: no such file or directory' \
 		create --bundle "$T/b" c1 || return 1
 	bundle "$T/b" '["no-such-command"]'
 	exits_one "a name in no PATH directory" \
@@ -1358,6 +1360,55 @@ t_create_fails_on_a_missing_command() {
 	oci create --bundle "$T/b" c1 > /dev/null
 	expect_eq "create, a path found" "$(rc)" 0 || return 1
 	oci delete --force c1 > /dev/null
+}
+
+# A command that is there but cannot run: a directory, a file without an
+# execute bit, one whose bits let only others run it.  create passed them
+# (only existence was judged), start too, and the command's 126 said it;
+# now create fails as runc's does, in its words: Go's LookPath judges the
+# mode, then runc's eaccess() asks as the process that will exec it.  In
+# PATH such a file is passed over, as exec.LookPath and execvp do.
+t_create_fails_on_a_command_that_cannot_run() {
+	need_root
+	mkdir -p "$T/b/rootfs/dir"
+	bundle "$T/b" '["/dir"]'
+	exits_one "a directory" 'exec: "/dir": permission denied' \
+		create --bundle "$T/b" c1 || return 1
+	printf '#!/bin/sh\necho ran\n' > "$T/b/rootfs/bin/plain"
+	chmod 0644 "$T/b/rootfs/bin/plain"
+	bundle "$T/b" '["/bin/plain"]'
+	exits_one "a file without an execute bit" 'exec: "/bin/plain": permission denied' \
+		create --bundle "$T/b" c1 || return 1
+	bundle "$T/b" '["plain"]'
+	exits_one "only a file without an execute bit in PATH" \
+		'exec: "plain": executable file not found in $PATH' \
+		create --bundle "$T/b" c1 || return 1
+	# root's, run by its owner only: the container's user is not its owner
+	chmod 0700 "$T/b/rootfs/bin/plain"
+	bundle "$T/b" '["/bin/plain"]'
+	exits_one "an execute bit that is not the container's" \
+		'exec /bin/plain: permission denied' create --bundle "$T/b" c1 || return 1
+	bundle "$T/b" '["plain"]'
+	exits_one "the same, found in PATH" 'exec /bin/plain: permission denied' \
+		create --bundle "$T/b" c1 || return 1
+	# passed over in PATH's first directory, found in its second
+	mkdir -p "$T/b/rootfs/first"
+	chmod 0644 "$T/b/rootfs/bin/plain"
+	printf '#!/bin/sh\necho ran\n' > "$T/b/rootfs/first/hello"
+	chmod 0644 "$T/b/rootfs/first/hello"
+	ln -sf busybox "$T/b/rootfs/bin/hello"
+	bundle "$T/b" '["hello", "x"]' 'c["process"]["env"] = ["PATH=/first:/bin"]'
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, the runnable one in PATH" "$(rc)" 0 || return 1
+	oci delete --force c1 > /dev/null
+	# one the container's user may run starts
+	chmod 0755 "$T/b/rootfs/bin/plain"
+	bundle "$T/b" '["/bin/plain"]'
+	oci create --bundle "$T/b" c1 > /dev/null
+	expect_eq "create, runnable" "$(rc)" 0 || return 1
+	oci start c1 > /dev/null
+	wait_status c1 stopped || return 1
+	oci delete c1 > /dev/null
 }
 
 # io.corral.policy: the bundle picks one of the operator's named policies,

@@ -1056,10 +1056,13 @@ t_console_socket() {
 # console_listener SOCK LOG: a unix socket at SOCK whose first caller's
 # first message, fds and uid go to LOG; ended by a caller saying "done"
 # (first or not), the test's own, so that nothing here waits on time.
+# CONSOLE_LISTEN_AS=UID: bound as the caller, listened on as UID.
 console_listener() {
-	/usr/bin/python3 -c 'import socket, struct, sys
+	/usr/bin/python3 -c 'import os, socket, struct, sys
 s = socket.socket(socket.AF_UNIX)
 s.bind(sys.argv[1])
+if os.environ.get("CONSOLE_LISTEN_AS"):
+    os.setresuid(*[int(os.environ["CONSOLE_LISTEN_AS"])] * 3)
 s.listen(8)
 s.settimeout(60)
 print("listening", flush=True)
@@ -1168,6 +1171,60 @@ t_console_socket_not_a_tenants_own() {
 	wait "$lpid" || fail "the listener: $(cat "$T/listening2")"
 	expect_eq "create, root's socket" "$rc2" 0
 	expect_contains "what root's socket heard" "$(cat "$T/heard2" 2>/dev/null)" "/dev/ptmx', 1 fds"
+}
+
+no_terminal_heard() {	# no_terminal_heard WHO LOG: a console_listener's LOG has no fd
+	local heard
+	heard=$(cat "$2" 2>/dev/null) || true
+	[[ $heard != *ptmx* && $heard != *" 1 fds"* ]] || fail "$1 was handed the terminal: $heard"
+}
+# --console-socket at a socket of root's whose listener is not the engine:
+# root in another engine's container (its own pid namespace, no user
+# namespace) with a host directory bound in binds a socket of uid 0, which
+# a tenant who writes the engine's socket's directory (its bundle) puts
+# at the name; root's socket passed, and root handed the container's pty
+# master to that container.  The listener must be root (or the caller) in
+# create's pid namespace now, as the kernel took it at listen(); and one
+# root bound but a process of uid 65534 listens on is refused too.
+t_console_socket_not_another_namespaces() {
+	need_root
+	bundle "$T/b" '["sh", "-c", "echo on-the-pty"]' 'c["process"]["terminal"] = True'
+	chown 65534:65534 "$T/b"
+	# root, in a pid namespace of its own
+	unshare --pid --fork bash -c "$(declare -f console_listener); console_listener \"\$1\" \"\$2\"" \
+		_ "$T/b/console.sock" "$T/b/heard" > "$T/listening" 2>&1 &
+	local lpid=$! why="" rc1 rc2
+	for _ in $(seq 1 200); do [ -S "$T/b/console.sock" ] && break; sleep 0.05; done
+	[ -S "$T/b/console.sock" ] || { kill "$lpid"; fail "no listener: $(cat "$T/listening")"; return 1; }
+	expect_eq "the socket's owner" "$(stat -c %u "$T/b/console.sock")" 0
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c1 > /dev/null || true
+	rc1=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c1 > /dev/null || true
+	console_done "$T/b/console.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening")"
+	# connected (to ask the kernel who listens), then closed: no terminal
+	no_terminal_heard "the other namespace's socket" "$T/b/heard"
+	expect_eq "create, another pid namespace's listener" "$rc1" 1
+	expect_contains "refused" "$why" "listened on by pid"
+	expect_contains "refused, why" "$why" "of another pid namespace (a container's)"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+	# root bound it, uid 65534 listens on it
+	rm -f "$T/b/console.sock" "$T/log.json"
+	CONSOLE_LISTEN_AS=65534 console_listener "$T/b/console.sock" "$T/b/heard2" > "$T/listening2" 2>&1 &
+	lpid=$!
+	for _ in $(seq 1 200); do grep -q listening "$T/listening2" 2>/dev/null && break; sleep 0.05; done
+	grep -q listening "$T/listening2" || { kill "$lpid"; fail "no listener: $(cat "$T/listening2")"; return 1; }
+	expect_eq "the socket's owner, 65534 listening" "$(stat -c %u "$T/b/console.sock")" 0
+	oci create --bundle "$T/b" --console-socket "$T/b/console.sock" c2 > /dev/null || true
+	rc2=$(rc)
+	[ ! -e "$T/log.json" ] || why=$(last_error)
+	oci delete --force c2 > /dev/null || true
+	console_done "$T/b/console.sock"
+	wait "$lpid" || fail "the listener: $(cat "$T/listening2")"
+	no_terminal_heard "65534's listener" "$T/b/heard2"
+	expect_eq "create, 65534's listener" "$rc2" 1
+	expect_contains "refused" "$why" "listened on by uid 65534, not the engine"
 }
 
 t_errors_in_json_log() {

@@ -109,7 +109,8 @@ int oci_open_parent(const char *what, const char *path, const char **base,
 /*
  * A stream socket connected to the unix socket at path, reached the same
  * way, its last name too (--console-socket: root hands the pty's master
- * to whatever listens there), and bound by root or the caller.
+ * to whatever listens there), bound by root or the caller, and listened
+ * on by root or the caller in this pid namespace (SO_PEERCRED).
  */
 int oci_connect_socket(const char *what, const char *path, struct corral_err *err);
 

@@ -939,6 +939,27 @@ t_run_rootfs_dir() {
 	expect_eq "tree untouched" "$(cat "$T/tree/data/f")" "from the tree"
 }
 
+# A --rootfs tree with a mount beneath (here a tmpfs at data/): the
+# sandbox's overlay cannot take it as a lower layer (the host's mounts are
+# locked in the sandbox's namespace; the kernel logs "failed to clone
+# lowerpath"), and the run failed with a bare "Invalid argument" of the
+# overlay's mount.  Now it says which tree and which mount.  Root only:
+# another user cannot mount a tmpfs in the host's namespace.
+t_run_rootfs_mount_beneath_said() {
+	[ "$ME" = 0 ] || { skip "mounting in the host's namespace needs root"; return 77; }
+	mkdir -p "$T/tree/bin" "$T/tree/data"
+	cp /bin/busybox "$T/tree/bin/"
+	ln -s busybox "$T/tree/bin/sh"
+	chmod -R a+rX "$T/tree"
+	mount -t tmpfs -o size=1m tmpfs "$T/tree/data" || { fail "mount"; return 1; }
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo ran')
+	umount "$T/tree/data"
+	expect_eq "exit" "$(rc)" 125
+	expect_contains "said" "$out" "$T/tree has a mount beneath it, at $T/tree/data, which a sandbox's overlay cannot take"
+	out=$(crun --rootfs "$T/tree" -- /bin/sh -c 'echo ran')
+	expect_eq "without the mount" "$out" "ran"
+}
+
 t_run_image_host_tmp_binds() {
 	# the supervisor stacks the root on a tmpfs at /tmp in the sandbox's
 	# mount namespace: the host's /tmp must still be there for binds

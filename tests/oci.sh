@@ -187,6 +187,28 @@ own_more() {
 	return 1
 }
 
+# fuse_stall_mount DIR UID: tests/fake_fuse.py's FUSE mount at DIR, of
+# UID's, that no daemon answers; fuse_stall_umount DIR ends it (a lazy
+# unmount, then its stdin closed), and is called before any assertion.
+fuse_stall_mount() {
+	mkfifo "$T/fuse.in"
+	/usr/bin/python3 "$HERE/fake_fuse.py" "$1" "$2" < "$T/fuse.in" > "$T/fuse.out" 2>&1 &
+	FUSE_PID=$!
+	exec 8> "$T/fuse.in"
+	for _ in $(seq 1 200); do
+		grep -q mounted "$T/fuse.out" && return 0
+		kill -0 "$FUSE_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	fuse_stall_umount "$1"
+	fail "the FUSE mount: $(cat "$T/fuse.out")"
+}
+fuse_stall_umount() {
+	! grep -q " $1 " /proc/self/mountinfo || umount -l "$1"
+	exec 8>&-
+	wait "$FUSE_PID"
+}
+
 # ---- as anyone ----------------------------------------------------------
 
 t_cli_answers() {
@@ -2212,6 +2234,26 @@ json.dump(c, open(sys.argv[1], "w"))' "$T/b/config.json" "$T/hidden/tree"
 
 # A link swapped in between the check and the mount: the container runs on
 # the tree that was checked, or not at all; never where the link leads.
+# A bundle's rootfs that is a FUSE mount of its owner's whose daemon
+# never answers (allow_other; emulated as root): create's fstat of the
+# opened rootfs held the runtime in the kernel, the engine's call with
+# it.  Refused now before anything there is asked, and nothing is left.
+t_rootfs_on_a_tenants_fuse_refused() {
+	need_root
+	local rc=0
+	bundle "$T/b" '["true"]' 'c["root"]["path"] = "fuse"'
+	mkdir "$T/b/fuse"
+	chown 65534:65534 "$T/b" "$T/b/fuse"
+	fuse_stall_mount "$T/b/fuse" 65534 || return 1
+	timeout -s KILL 20 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
+		create --bundle "$T/b" c1 > "$T/out" 2>&1 < /dev/null || rc=$?
+	fuse_stall_umount "$T/b/fuse"
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$(last_error)" \
+		"the root $T/b/fuse lies on a FUSE filesystem whose daemon is uid 65534's"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+}
+
 t_rootfs_swapped_after_check() {
 	need_root
 	tenant_bundle

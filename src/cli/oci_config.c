@@ -689,6 +689,9 @@ static int load_root(const char *bundle, const struct bundle_read *b, json_t *ro
 		    rel[0] ? rel : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return corral_set_errno(err, errno, "root.path %s", joined);
+	/* before the fstat: a FUSE daemon of the bundle's owner may never answer */
+	if (corral_root_fd_check(fd, joined, err) < 0)
+		goto refused;
 	if (fstat(fd, &st) < 0 || stat("/", &host) < 0) {
 		corral_set_errno(err, errno, "root.path %s", joined);
 		goto refused;

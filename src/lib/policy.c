@@ -967,6 +967,8 @@ int corral_policy_pin_root(struct corral_policy *p, int fd, struct corral_err *e
 	int root, r;
 
 	r = pinned_path(fd, path, sizeof(path), err);
+	if (r == 0)
+		r = corral_root_fd_check(fd, path, err);
 	if (r == 0 && fstat(fd, &st) < 0)
 		r = corral_set_errno(err, errno, "cannot stat the root %s", path);
 	if (r == 0 && !S_ISDIR(st.st_mode))

@@ -2408,6 +2408,23 @@ t_containerd_run() {
 		fail "state left: $(ls "$T/root/corral-test")"
 }
 
+# ctr run -t: containerd's shim listens on the console socket and runs
+# create as its child, in the same pid namespace: the socket's listener
+# passes create's check and the container has its pty (script(1) gives
+# ctr the terminal it asks for).
+t_containerd_run_tty() {
+	ctrd_ready
+	local out rc=0
+	out=$(script -qec "timeout 60 ctr --address $CTRD/sock --namespace corral-test run -t \
+		--rm --runc-binary $OCI --runc-root $T/root $IMAGE c-tty sh -c 'tty; exit 3'" \
+		/dev/null 2>&1 < /dev/null) || rc=$?
+	echo "$out"
+	expect_contains "a pty" "$out" "/dev/pts/"
+	expect_eq "exit status" "$rc" 3
+	ctr_ containers ls -q | grep -qx c-tty && fail "container left"
+	return 0
+}
+
 t_containerd_task_verbs() {
 	ctrd_ready
 	ctr_ run -d --runc-binary "$OCI" --runc-root "$T/root" "$IMAGE" c-task busybox sleep 60 ||

@@ -984,7 +984,7 @@ t_run_rootfs_mount_beneath_said() {
 
 # A --rootfs that is a FUSE mount whose daemon (a tenant's, with
 # allow_other; emulated as root) never answers: realpath()'s lstat there
-# held corral in the kernel (killed at 5 s here, SIGKILL alone ends it).
+# held corral in the kernel past SIGTERM (SIGKILL ends it).
 # Now refused before anything of it is asked: the mount's line in the
 # table says whose daemon it is.
 t_run_rootfs_on_a_tenants_fuse_refused() {

@@ -2485,6 +2485,12 @@ t_podman() {
 	fi
 	expect_contains "podman run" "$out" "from-podman"
 	expect_eq "podman run status" "$rc" 3
+	# a command there that cannot run: create's words in runc's, which
+	# podman maps to 126, as docker's "cannot invoke" (it said 127, not found)
+	rc=0
+	out=$(timeout 60 $P run --rm --network none --entrypoint /etc "$img" 2>&1) || rc=$?
+	expect_eq "podman run of a directory: status" "$rc" 126
+	expect_contains "podman run of a directory" "$out" 'exec: "/etc": permission denied'
 	rc=0
 	out=$(timeout 60 $P run --rm --network none -t "$img" 'tty; exit 4' 2>&1) || rc=$?
 	expect_contains "podman run -t" "$out" "/dev/pts/"

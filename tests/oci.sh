@@ -1442,8 +1442,9 @@ t_create_fails_on_a_missing_command() {
 }
 
 # A command that is there but cannot run: a directory, a file without an
-# execute bit, one whose bits let only others run it.  create passed them
-# (only existence was judged), start too, and the command's 126 said it;
+# execute bit, one whose bits let only others run it.  create passed the
+# files (only existence was judged), start too, and the command's 127 said
+# it; a directory it refused as "no such file" (podman: 127, not found);
 # now create fails as runc's does, in its words: Go's LookPath judges the
 # mode, then runc's eaccess() asks as the process that will exec it.  In
 # PATH such a file is passed over, as exec.LookPath and execvp do.

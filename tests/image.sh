@@ -997,7 +997,7 @@ t_run_rootfs_on_a_tenants_fuse_refused() {
 	fuse_stall_umount "$T/tree"
 	expect_eq "exit" "$rc" 125
 	expect_contains "said" "$(cat "$T/out")" \
-		"the root $T/tree lies on a FUSE filesystem whose daemon is uid 65534's"
+		"--rootfs $T/tree lies on a FUSE filesystem whose daemon is uid 65534's"
 }
 
 t_run_image_host_tmp_binds() {

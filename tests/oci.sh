@@ -2251,7 +2251,7 @@ t_rootfs_on_a_tenants_fuse_refused() {
 	fuse_stall_umount "$T/b/fuse"
 	expect_eq "create" "$rc" 1
 	expect_contains "refused" "$(last_error)" \
-		"the root $T/b/fuse lies on a FUSE filesystem whose daemon is uid 65534's"
+		"root.path $T/b/fuse lies on a FUSE filesystem whose daemon is uid 65534's"
 	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
 }
 

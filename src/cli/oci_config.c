@@ -666,7 +666,7 @@ static int load_root(const char *bundle, const struct bundle_read *b, json_t *ro
 {
 	const char *path = json_string_value(json_object_get(root, "path"));
 	struct stat st, host;
-	char joined[PATH_MAX], rel[PATH_MAX];
+	char joined[PATH_MAX], rel[PATH_MAX], what[PATH_MAX + 16];
 	int fd;
 
 	if (!path)
@@ -690,7 +690,8 @@ static int load_root(const char *bundle, const struct bundle_read *b, json_t *ro
 	if (fd < 0)
 		return corral_set_errno(err, errno, "root.path %s", joined);
 	/* before the fstat: a FUSE daemon of the bundle's owner may never answer */
-	if (corral_root_fd_check(fd, joined, err) < 0)
+	snprintf(what, sizeof(what), "root.path %s", joined);
+	if (corral_root_fd_check(fd, what, err) < 0)
 		goto refused;
 	if (fstat(fd, &st) < 0 || stat("/", &host) < 0) {
 		corral_set_errno(err, errno, "root.path %s", joined);

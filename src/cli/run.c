@@ -406,13 +406,14 @@ static int apply_flag(struct corral_policy *p, int opt, const char *arg,
  */
 static int rootfs_path(struct corral_policy *p, const char *rootfs, struct corral_err *err)
 {
-	char self[64], abs[PATH_MAX], *layer = abs;
+	char self[64], abs[PATH_MAX], what[PATH_MAX + 16], *layer = abs;
 	ssize_t n;
 	int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC), r;
 
 	if (fd < 0)
 		return corral_set_err(err, -errno, "--rootfs %s: %s", rootfs, strerror(errno));
-	r = corral_root_fd_check(fd, rootfs, err);
+	snprintf(what, sizeof(what), "--rootfs %s", rootfs);
+	r = corral_root_fd_check(fd, what, err);
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	n = r == 0 ? readlink(self, abs, sizeof(abs) - 1) : 0;
 	if (n < 0)

@@ -1,7 +1,7 @@
 /*
- * fuseroot.c - whether a root (--rootfs, an OCI bundle's rootfs) lies on
- * a FUSE filesystem whose daemon is another user's, judged without asking
- * that filesystem anything.
+ * fuseroot.c - whether a root (--rootfs, an OCI bundle's rootfs, the
+ * bundle) lies on a FUSE filesystem whose daemon is another user's,
+ * judged without asking that filesystem anything.
  *
  * A stat, a statfs, a lookup beneath it are requests to the daemon, and
  * one that never answers holds the caller (a root supervisor, the OCI
@@ -63,7 +63,7 @@ static int mount_line(unsigned long long id, bool *fuse, long long *owner)
 	return r;
 }
 
-int corral_root_fd_check(int fd, const char *path, struct corral_err *err)
+int corral_root_fd_check(int fd, const char *what, struct corral_err *err)
 {
 	struct statx stx;
 	long long owner = -1;
@@ -72,18 +72,18 @@ int corral_root_fd_check(int fd, const char *path, struct corral_err *err)
 
 	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
 		    0, &stx) < 0)
-		return corral_set_errno(err, errno, "the root %s: statx", path);
+		return corral_set_errno(err, errno, "%s: statx", what);
 	if (!(stx.stx_mask & STATX_MNT_ID))
 		return 0;	/* before Linux 5.8: not judged */
 	r = mount_line(stx.stx_mnt_id, &fuse, &owner);
 	if (r < 0)
-		return corral_set_err(err, r, "the root %s: cannot read the mount table: %s",
-				      path, strerror(-r));
+		return corral_set_err(err, r, "%s: cannot read the mount table: %s", what,
+				      strerror(-r));
 	if (r == 0 || !fuse || owner == (long long)geteuid())
 		return 0;
-	return corral_set_err(err, -EPERM, "the root %s lies on a FUSE filesystem whose "
-			      "daemon is uid %lld's, not this caller's (uid %u): refused "
-			      "before anything there is asked, as a daemon that never "
-			      "answers would hold corral in the kernel", path, owner,
+	return corral_set_err(err, -EPERM, "%s lies on a FUSE filesystem whose daemon is "
+			      "uid %lld's, not this caller's (uid %u): refused before "
+			      "anything there is asked, as a daemon that never answers "
+			      "would hold corral in the kernel", what, owner,
 			      (unsigned int)geteuid());
 }

@@ -2255,6 +2255,23 @@ t_rootfs_on_a_tenants_fuse_refused() {
 	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
 }
 
+# The bundle itself a FUSE mount of a tenant's whose daemon never
+# answers: create's realpath() of --bundle held the runtime there, before
+# config.json was read.  Refused now, judged as a rootfs is.
+t_bundle_on_a_tenants_fuse_refused() {
+	need_root
+	local rc=0
+	mkdir "$T/fb"
+	fuse_stall_mount "$T/fb" 65534 || return 1
+	timeout -s KILL 20 "$OCI" --root "$T/root" --log "$T/log.json" --log-format json \
+		create --bundle "$T/fb" c1 > "$T/out" 2>&1 < /dev/null || rc=$?
+	fuse_stall_umount "$T/fb"
+	expect_eq "create" "$rc" 1
+	expect_contains "refused" "$(last_error)" \
+		"--bundle $T/fb lies on a FUSE filesystem whose daemon is uid 65534's"
+	[ ! -e "$T/root/c1" ] || fail "state left behind by a refused create"
+}
+
 t_rootfs_swapped_after_check() {
 	need_root
 	tenant_bundle

@@ -804,7 +804,7 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 		  struct oci_spec *s, struct corral_err *err)
 {
 	struct bundle_read b = { .dir = -1 };
-	char path[PATH_MAX];
+	char path[PATH_MAX], what[PATH_MAX + 16];
 	json_t *lnx, *env;
 	size_t i;
 	int r;
@@ -813,6 +813,12 @@ int oci_spec_load(const struct oci_operator *op, const char *bundle, json_t *con
 	s->net_fd = -1;
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
 	b.dir = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* before the fstat: the bundle may be its owner's FUSE mount (create's, exec's) */
+	snprintf(what, sizeof(what), "the bundle %s", bundle);
+	if (b.dir >= 0 && corral_root_fd_check(b.dir, what, err) < 0) {
+		close(b.dir);
+		return err->code;
+	}
 	if (b.dir >= 0 && fstat(b.dir, &b.dir_st) < 0) {
 		close(b.dir);
 		b.dir = -1;
